@@ -1,0 +1,287 @@
+//! Batch state: `<common-dir>/delegate/batches/<uuid>/batch.toml`, one per
+//! open batch, and how a `BATCH` argument names one (SPEC §3).
+//!
+//! Owns: the on-disk record of batches and tasks, written atomically
+//! (temp file, fsync, rename, fsync of the folder).
+//! Never: creates workspaces or refs (see `workspace` and `refs`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::lease::Lease;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskState {
+    Open,
+    Applied,
+    NoChanges,
+    Discarded,
+    Conflict,
+    Failed,
+}
+
+impl TaskState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Open => "open",
+            TaskState::Applied => "applied",
+            TaskState::NoChanges => "no_changes",
+            TaskState::Discarded => "discarded",
+            TaskState::Conflict => "conflict",
+            TaskState::Failed => "failed",
+        }
+    }
+
+    /// Still owned by the batch: its work has not been applied or dropped.
+    pub fn is_open(self) -> bool {
+        matches!(
+            self,
+            TaskState::Open | TaskState::Conflict | TaskState::Failed
+        )
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Task {
+    pub name: String,
+    pub state: TaskState,
+    /// The workspace folder.
+    pub root: PathBuf,
+    /// The worktree registration under `<common-dir>/worktrees/`.
+    pub worktree_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Batch {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    pub created_at: String,
+    pub source: PathBuf,
+    /// The caller's folder relative to the source root at prepare time.
+    #[serde(default)]
+    pub prefix: PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_head: Option<String>,
+    pub baseline: String,
+    pub mode: String,
+    #[serde(default)]
+    pub forbid_commit: bool,
+    pub lease: Lease,
+    pub tasks: Vec<Task>,
+}
+
+impl Batch {
+    /// The first 8 hex digits of the id.
+    pub fn short(&self) -> &str {
+        short(&self.id)
+    }
+
+    pub fn open_tasks(&self) -> impl Iterator<Item = &Task> {
+        self.tasks.iter().filter(|t| t.state.is_open())
+    }
+
+    pub fn task(&self, name: &str) -> Option<&Task> {
+        self.tasks.iter().find(|t| t.name == name)
+    }
+
+    pub fn task_mut(&mut self, name: &str) -> Option<&mut Task> {
+        self.tasks.iter_mut().find(|t| t.name == name)
+    }
+}
+
+pub fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}
+
+/// The write-back journal's file name inside a batch folder (SPEC §7).
+pub const JOURNAL_FILE: &str = "writeback.journal";
+
+/// Where batches live in a state dir.
+pub fn batches_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("batches")
+}
+
+pub fn batch_dir(state_dir: &Path, id: &str) -> PathBuf {
+    batches_dir(state_dir).join(id)
+}
+
+/// Write `bytes` to `path` atomically and durably.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default(),
+        std::process::id()
+    ));
+    let io = |e| Error::io(format!("cannot write {}", path.display()), e);
+    let mut f = std::fs::File::create(&tmp).map_err(io)?;
+    f.write_all(bytes).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    drop(f);
+    std::fs::rename(&tmp, path).map_err(io)?;
+    sync_dir(dir);
+    Ok(())
+}
+
+/// fsync a folder so a rename in it is durable (best effort).
+pub fn sync_dir(dir: &Path) {
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+pub fn save(state_dir: &Path, batch: &Batch) -> Result<()> {
+    let dir = batch_dir(state_dir, &batch.id);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+    let text = toml::to_string_pretty(batch).map_err(|e| {
+        Error::state(
+            "delegate::state",
+            format!("cannot record batch {}: {e}", batch.id),
+            "paths in batch state must be valid UTF-8; move the repository or workspace root to such a path",
+        )
+    })?;
+    write_atomic(&dir.join("batch.toml"), text.as_bytes())
+}
+
+/// One entry of the state folder: a batch, or a folder whose record is unreadable.
+pub enum Entry {
+    Batch(Box<Batch>),
+    Broken { id: String, problem: String },
+}
+
+/// Every batch of the repository, oldest first.
+pub fn list(state_dir: &Path) -> Result<Vec<Entry>> {
+    let dir = batches_dir(state_dir);
+    let rd = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
+    };
+    let mut out = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| Error::io(format!("cannot read {}", dir.display()), e))?;
+        let id = entry.file_name().to_string_lossy().into_owned();
+        if id.starts_with('.') || !entry.path().is_dir() {
+            continue;
+        }
+        let path = entry.path().join("batch.toml");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => match toml::from_str::<Batch>(&text) {
+                Ok(b) => out.push(Entry::Batch(Box::new(b))),
+                Err(e) => out.push(Entry::Broken {
+                    id,
+                    problem: format!("{} is not valid: {}", path.display(), e.message()),
+                }),
+            },
+            Err(e) => out.push(Entry::Broken {
+                id,
+                problem: format!("cannot read {}: {e}", path.display()),
+            }),
+        }
+    }
+    out.sort_by(|a, b| match (a, b) {
+        (Entry::Batch(a), Entry::Batch(b)) => a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)),
+        (Entry::Batch(_), _) => std::cmp::Ordering::Less,
+        (_, Entry::Batch(_)) => std::cmp::Ordering::Greater,
+        _ => std::cmp::Ordering::Equal,
+    });
+    Ok(out)
+}
+
+pub fn list_ok(state_dir: &Path) -> Result<Vec<Batch>> {
+    Ok(list(state_dir)?
+        .into_iter()
+        .filter_map(|e| match e {
+            Entry::Batch(b) => Some(*b),
+            Entry::Broken { .. } => None,
+        })
+        .collect())
+}
+
+/// Resolve a `BATCH` argument (SPEC §3): label first, then full id, then a
+/// unique prefix of at least 4 characters; omitted means the only batch.
+pub fn select(batches: Vec<Batch>, arg: Option<&str>) -> Result<Batch> {
+    let names = |bs: &[&Batch]| {
+        bs.iter()
+            .map(|b| match &b.label {
+                Some(l) => format!("{} ({l})", b.short()),
+                None => b.short().to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let Some(arg) = arg else {
+        return match batches.len() {
+            0 => Err(Error::usage(
+                "delegate::no_batch",
+                "this repository has no open batch",
+                "create one with `git delegate prepare`",
+            )),
+            1 => Ok(batches.into_iter().next().expect("one batch")),
+            _ => Err(Error::usage(
+                "delegate::ambiguous_batch",
+                format!(
+                    "this repository has {} open batches: {}",
+                    batches.len(),
+                    names(&batches.iter().collect::<Vec<_>>())
+                ),
+                "name one: its label, its id, or the first 4 or more characters of its id",
+            )),
+        };
+    };
+    if let Some(i) = batches.iter().position(|b| b.label.as_deref() == Some(arg)) {
+        return Ok(batches.into_iter().nth(i).expect("found"));
+    }
+    let lower = arg.to_ascii_lowercase();
+    if let Some(i) = batches.iter().position(|b| b.id == lower) {
+        return Ok(batches.into_iter().nth(i).expect("found"));
+    }
+    if lower.len() < 4 {
+        return Err(Error::usage(
+            "delegate::unknown_batch",
+            format!(
+                "no batch is labelled {arg:?}, and a batch id prefix needs at least 4 characters"
+            ),
+            "run `git delegate status` to list the batches",
+        ));
+    }
+    let matching: Vec<usize> = (0..batches.len())
+        .filter(|&i| batches[i].id.starts_with(&lower))
+        .collect();
+    match matching.len() {
+        1 => Ok(batches.into_iter().nth(matching[0]).expect("found")),
+        0 => Err(Error::usage(
+            "delegate::unknown_batch",
+            format!("no open batch matches {arg:?}"),
+            "run `git delegate status` to list the batches",
+        )),
+        _ => Err(Error::usage(
+            "delegate::ambiguous_batch",
+            format!(
+                "{arg:?} matches several batches: {}",
+                names(&matching.iter().map(|&i| &batches[i]).collect::<Vec<_>>())
+            ),
+            "give more characters of the id",
+        )),
+    }
+}
+
+/// Validate a task name (SPEC §1).
+pub fn valid_task_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty()
+        && b.len() <= 64
+        && b[0].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+}

@@ -1,0 +1,85 @@
+//! `git delegate drop BATCH [--force]` (SPEC §3.5): end a batch on purpose.
+//! Refuses while tasks hold unapplied changes unless `--force`; never removes
+//! a folder that is no longer the workspace prepare made.
+
+use serde_json::json;
+
+use crate::batch::{self, Batch};
+use crate::cli::DropArgs;
+use crate::error::Result;
+use crate::repo::Source;
+use crate::ui::Ui;
+use crate::{refs, workspace};
+
+pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
+    let source = super::source()?;
+    let _lock = crate::lock::acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
+    let b = batch::select(batch::list_ok(&source.state_dir())?, Some(&args.batch))?;
+    let counts = super::status::changed_counts(&source, &b);
+    let unapplied: Vec<String> = b
+        .tasks
+        .iter()
+        .zip(&counts)
+        .filter(|(t, n)| t.state.is_open() && (**n > 0 || t.state != batch::TaskState::Open))
+        .map(|(t, _)| t.name.clone())
+        .collect();
+    if !unapplied.is_empty() && !args.force {
+        if ui.json {
+            ui.doc(json!({"batch": b.id, "dropped": false, "unapplied": unapplied}));
+        }
+        ui.say(&format!(
+            "Not dropping batch {}: tasks {} have changes that were never applied.\n\
+             Apply them with `git delegate apply {}`, or drop anyway with `git delegate drop {} --force`.\n",
+            b.short(),
+            unapplied.join(", "),
+            b.short(),
+            b.short()
+        ));
+        return Ok(1);
+    }
+    let (removed, kept, refs_removed) = remove_batch(&source, &b)?;
+    if ui.json {
+        ui.doc(json!({
+            "batch": b.id,
+            "dropped": true,
+            "workspaces_removed": removed,
+            "refs_removed": refs_removed,
+        }));
+    }
+    let mut text = format!(
+        "Dropped batch {}: {removed} workspace(s) and {refs_removed} ref(s) removed.\n",
+        b.short()
+    );
+    for k in kept {
+        text.push_str(&format!(
+            "Left alone (no longer the workspace prepare made): {}\n",
+            super::show(&k)
+        ));
+    }
+    ui.say(&text);
+    Ok(0)
+}
+
+/// Remove a batch's workspaces, refs and state. Returns (workspaces removed,
+/// folders left alone, refs removed).
+pub fn remove_batch(source: &Source, b: &Batch) -> Result<(usize, Vec<std::path::PathBuf>, usize)> {
+    let mut removed = 0;
+    let mut kept = Vec::new();
+    for t in &b.tasks {
+        match workspace::remove(&source.common_dir, &t.root, &t.worktree_id)? {
+            workspace::Removal::Removed => removed += 1,
+            workspace::Removal::Missing => {}
+            workspace::Removal::Foreign => kept.push(t.root.clone()),
+        }
+    }
+    let mut refs_removed = 0;
+    for name in refs::list_batch(&source.repo, &b.id)? {
+        if refs::delete(&source.repo, &name)? {
+            refs_removed += 1;
+        }
+    }
+    let dir = batch::batch_dir(&source.state_dir(), &b.id);
+    std::fs::remove_dir_all(&dir)
+        .map_err(|e| crate::error::Error::io(format!("cannot remove {}", dir.display()), e))?;
+    Ok((removed, kept, refs_removed))
+}

@@ -1,0 +1,179 @@
+//! The command layer: one module per subcommand, each a thin function over
+//! the engine modules, plus what they share (the batch document, batch
+//! lookup, argument checks).
+//!
+//! Owns: turning engine results into human text and JSON documents.
+//! Never: does git work itself; the engine modules do.
+
+pub mod drop;
+pub mod prepare;
+pub mod renew;
+pub mod status;
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::batch::Batch;
+use crate::cli::{Cli, Command};
+use crate::error::{Error, Result};
+use crate::repo::Source;
+use crate::ui::Ui;
+
+/// Run a parsed command line; returns the exit status.
+pub fn run(cli: Cli) -> i32 {
+    let json = match &cli.command {
+        Command::Prepare(a) => a.json.json,
+        Command::Apply(a) => a.json.json,
+        Command::Status(a) => a.json.json,
+        Command::Gc(a) => a.json.json,
+        Command::Drop(a) => a.json.json,
+        Command::Renew(a) => a.json.json,
+        Command::Hooks(crate::cli::HooksArgs {
+            action: crate::cli::HooksAction::Install { json, .. },
+        }) => json.json,
+        Command::Hook(_) | Command::Man(_) | Command::Completions(_) => false,
+    };
+    let ui = Ui::new(json, cli.color);
+    let result = match cli.command {
+        Command::Prepare(a) => prepare::run(&ui, a),
+        Command::Status(a) => status::run(&ui, a),
+        Command::Drop(a) => drop::run(&ui, a),
+        Command::Renew(a) => renew::run(&ui, a),
+        Command::Apply(_)
+        | Command::Gc(_)
+        | Command::Hook(_)
+        | Command::Hooks(_)
+        | Command::Man(_)
+        | Command::Completions(_) => Err(Error::usage(
+            "delegate::not_implemented",
+            "this command is not implemented yet",
+            "see the README for what is available",
+        )),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            ui.error(&e);
+            e.exit_code()
+        }
+    }
+}
+
+/// Report a clap error: help and version go to stdout with exit 0; usage
+/// errors exit 2, as an error document when `--json` was asked for.
+pub fn report_parse_error(args: &[OsString], e: clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                2
+            } else {
+                0
+            }
+        }
+        _ => {
+            if args.iter().any(|a| a == "--json") {
+                let message = e
+                    .to_string()
+                    .lines()
+                    .next()
+                    .unwrap_or("invalid command line")
+                    .trim_start_matches("error: ")
+                    .to_string();
+                let ui = Ui {
+                    json: true,
+                    color: false,
+                    recovered: Default::default(),
+                };
+                ui.doc(crate::ui::error_doc(
+                    "delegate::usage",
+                    &message,
+                    "run `git delegate -h` for the usage",
+                ));
+            }
+            let _ = e.print();
+            2
+        }
+    }
+}
+
+/// The source around the current directory.
+pub fn source() -> Result<Source> {
+    let cwd =
+        std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+    Source::discover(&cwd)
+}
+
+/// Parse a `--ttl` value.
+pub fn parse_ttl(s: &str) -> Result<i64> {
+    crate::time::parse_duration(s).ok_or_else(|| {
+        Error::usage(
+            "delegate::bad_duration",
+            format!("{s:?} is not a duration"),
+            "use a number and a unit: 90s, 30m, 2h, 7d",
+        )
+    })
+}
+
+/// Check an `--owner-pid` and read its start time.
+pub fn owner(pid: u32) -> Result<(u32, u64)> {
+    match crate::lease::process_start(pid) {
+        Some(start) => Ok((pid, start)),
+        None => Err(Error::usage(
+            "delegate::owner_not_running",
+            format!("no process with pid {pid} is running"),
+            "pass the pid of the process that owns the batch (for a shell, `$$`)",
+        )),
+    }
+}
+
+/// The batch document of SPEC §6.1. `changed` holds each task's count of
+/// paths that differ from the baseline, where known.
+pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> Value {
+    let tasks: Vec<Value> = batch
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            json!({
+                "name": t.name,
+                "state": t.state.as_str(),
+                "root": crate::paths::doc_path(&t.root),
+                "cwd": crate::paths::doc_path(&t.root.join(&batch.prefix)),
+                "exists": crate::workspace::health(&source.common_dir, &t.root, &t.worktree_id)
+                    == crate::workspace::Removal::Removed,
+                "changed_paths": changed.and_then(|c| c.get(i).copied()).unwrap_or(0),
+            })
+        })
+        .collect();
+    json!({
+        "batch": batch.id,
+        "label": batch.label,
+        "created_at": batch.created_at,
+        "source": crate::paths::doc_path(&batch.source),
+        "source_head": batch.source_head,
+        "baseline": {
+            "commit": batch.baseline,
+            "ref": crate::refs::baseline(&batch.id),
+        },
+        "mode": batch.mode,
+        "forbid_commit": batch.forbid_commit,
+        "lease": {
+            "state": batch.lease.state().as_str(),
+            "expires_at": batch.lease.expires_at,
+            "owner_pid": batch.lease.owner_pid,
+            "host": batch.lease.host,
+        },
+        "tasks": tasks,
+    })
+}
+
+/// A path for human text.
+pub fn show(p: &Path) -> String {
+    p.display().to_string()
+}

@@ -1,0 +1,208 @@
+//! `git delegate prepare` (SPEC §3.1): snapshot the source into a baseline
+//! commit and ref, record the batch and its lease, create the workspaces.
+//! Any failure undoes everything this prepare made.
+
+use std::collections::HashSet;
+
+use crate::batch::{self, Batch, Task, TaskState};
+use crate::cli::{ModeArg, PrepareArgs};
+use crate::config::Mode;
+use crate::error::{Error, Result};
+use crate::lease::Lease;
+use crate::ui::Ui;
+use crate::{refs, snapshot, workspace};
+
+pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
+    // Everything about the arguments is checked before anything is made.
+    let names: Vec<String> = match (args.count, args.tasks.is_empty()) {
+        (Some(n), _) => (1..=n).map(|i| i.to_string()).collect(),
+        (None, true) => vec!["1".to_string()],
+        (None, false) => args.tasks.clone(),
+    };
+    let mut seen = HashSet::new();
+    for name in &names {
+        check_task_name(name)?;
+        if !seen.insert(name.as_str()) {
+            return Err(Error::usage(
+                "delegate::duplicate_task",
+                format!("the task name {name:?} is given twice"),
+                "give every task a different name",
+            ));
+        }
+    }
+    if let Some(label) = &args.label {
+        if label.trim().is_empty() || label.chars().any(char::is_control) {
+            return Err(Error::usage(
+                "delegate::bad_label",
+                format!("{label:?} is not a usable label"),
+                "use a short name without control characters",
+            ));
+        }
+    }
+    let owner = args.owner_pid.map(super::owner).transpose()?;
+    let source = super::source()?;
+    let ttl = match &args.ttl {
+        Some(t) => super::parse_ttl(t)?,
+        None => source.config.ttl_secs,
+    };
+    let mode = match args.mode {
+        Some(ModeArg::Worktree) => Mode::Worktree,
+        Some(ModeArg::Scratch) => Mode::Scratch,
+        None => source.config.mode,
+    };
+    if mode == Mode::Scratch {
+        return Err(Error::usage(
+            "delegate::scratch_unsupported",
+            "scratch workspaces are not supported yet",
+            "use `--mode worktree` (the default)",
+        ));
+    }
+    source.refuse_submodules()?;
+    let base = source.workspace_base()?;
+    let _lock = crate::lock::acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
+    let existing = batch::list_ok(&source.state_dir())?;
+    if let Some(label) = &args.label {
+        if let Some(b) = existing.iter().find(|b| b.label.as_deref() == Some(label)) {
+            return Err(Error::usage(
+                "delegate::duplicate_label",
+                format!(
+                    "the open batch {} already has the label {label:?}",
+                    b.short()
+                ),
+                "choose another label, or apply or drop that batch first",
+            ));
+        }
+    }
+
+    let id = uuid::Uuid::new_v4().to_string();
+    let short = batch::short(&id).to_string();
+    let plans: Vec<workspace::Plan> = names
+        .iter()
+        .map(|name| workspace::Plan {
+            root: base.join(&short).join(name),
+            worktree_id: workspace::worktree_id(&short, name),
+            lock_reason: format!("git-delegate batch {id} task {name}\n"),
+        })
+        .collect();
+    workspace::check_free(&source.common_dir, &plans)?;
+
+    // Snapshot and baseline commit.
+    let snap = snapshot::snapshot(&source.repo)?;
+    let head = source.repo.head_id().ok().map(|id| id.detach());
+    let baseline = write_baseline(&source.repo, snap.tree, head, &id)?;
+
+    let batch = Batch {
+        id: id.clone(),
+        label: args.label.clone(),
+        created_at: crate::time::rfc3339(crate::time::now()),
+        source: source.root.clone(),
+        prefix: source.prefix.clone(),
+        source_head: head.map(|h| h.to_string()),
+        baseline: baseline.to_string(),
+        mode: mode.as_str().into(),
+        forbid_commit: args.forbid_commit || source.config.forbid_commit,
+        lease: Lease::new(ttl, owner),
+        tasks: names
+            .iter()
+            .zip(&plans)
+            .map(|(name, plan)| Task {
+                name: name.clone(),
+                state: TaskState::Open,
+                root: plan.root.clone(),
+                worktree_id: plan.worktree_id.clone(),
+                reason: None,
+            })
+            .collect(),
+    };
+
+    let state_dir = source.state_dir();
+    let made = (|| {
+        refs::set(&source.repo, &refs::baseline(&id), baseline, true)?;
+        batch::save(&state_dir, &batch)?;
+        workspace::create_all(&source.common_dir, baseline, snap.tree, &plans)
+    })();
+    if let Err(e) = made {
+        let _ = refs::delete(&source.repo, &refs::baseline(&id));
+        let _ = std::fs::remove_dir_all(batch::batch_dir(&state_dir, &id));
+        return Err(e);
+    }
+
+    if ui.json {
+        ui.doc(super::batch_doc(&source, &batch, None));
+    }
+    let head_text = match head {
+        Some(h) => format!("HEAD {}", &h.to_string()[..7]),
+        None => "an unborn branch".to_string(),
+    };
+    let changes = match snap.changes {
+        0 => String::new(),
+        1 => " + 1 uncommitted change".into(),
+        n => format!(" + {n} uncommitted changes"),
+    };
+    let mut text = format!(
+        "Prepared batch {}{} from {head_text}{changes}\n",
+        ui.bold(&short),
+        batch
+            .label
+            .as_ref()
+            .map(|l| format!(" ({l})"))
+            .unwrap_or_default()
+    );
+    for t in &batch.tasks {
+        text.push_str(&format!(
+            "  task {:<8} {}\n",
+            t.name,
+            super::show(&t.root.join(&batch.prefix))
+        ));
+    }
+    text.push_str(&format!(
+        "Lease expires {}. When the tasks are done: git delegate apply {short}\n",
+        batch.lease.expires_at
+    ));
+    ui.say(&text);
+    Ok(0)
+}
+
+fn check_task_name(name: &str) -> Result<()> {
+    // Task names become folder names and ref components: refuse what git refs refuse too.
+    if !batch::valid_task_name(name)
+        || name.contains("..")
+        || name.ends_with('.')
+        || name.ends_with(".lock")
+    {
+        return Err(Error::usage(
+            "delegate::bad_task_name",
+            format!("{name:?} is not a valid task name"),
+            "task names are 1-64 characters of A-Z a-z 0-9 . _ -, start with a letter or digit, and contain no `..` nor end in `.` or `.lock`",
+        ));
+    }
+    Ok(())
+}
+
+fn write_baseline(
+    repo: &gix::Repository,
+    tree: gix::ObjectId,
+    head: Option<gix::ObjectId>,
+    batch: &str,
+) -> Result<gix::ObjectId> {
+    let sig = gix::actor::Signature {
+        name: "git-delegate".into(),
+        email: "git-delegate@localhost".into(),
+        time: gix::date::Time {
+            seconds: crate::time::now(),
+            offset: 0,
+        },
+    };
+    let commit = gix::objs::Commit {
+        tree,
+        parents: head.into_iter().collect::<Vec<_>>().into(),
+        author: sig.clone(),
+        committer: sig,
+        encoding: None,
+        message: format!("git-delegate baseline {batch}\n").into(),
+        extra_headers: Vec::new(),
+    };
+    repo.write_object(&commit)
+        .map(|id| id.detach())
+        .map_err(|e| Error::git("cannot write the baseline commit", e))
+}

@@ -1,0 +1,44 @@
+//! `git delegate renew` (SPEC §3.6): extend a lease; an orphaned lease needs
+//! a new owner.
+
+use crate::batch;
+use crate::cli::RenewArgs;
+use crate::error::{Error, Result};
+use crate::lease::{Lease, State};
+use crate::ui::Ui;
+
+pub fn run(ui: &Ui, args: RenewArgs) -> Result<i32> {
+    let owner = args.owner_pid.map(super::owner).transpose()?;
+    let source = super::source()?;
+    let ttl = match &args.ttl {
+        Some(t) => super::parse_ttl(t)?,
+        None => source.config.ttl_secs,
+    };
+    let _lock = crate::lock::acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
+    let mut b = batch::select(batch::list_ok(&source.state_dir())?, args.batch.as_deref())?;
+    if b.lease.state() == State::Orphaned && owner.is_none() {
+        return Err(Error::usage(
+            "delegate::orphaned_lease",
+            format!(
+                "the lease of batch {} is orphaned: its owner process is gone",
+                b.short()
+            ),
+            "renew it with a new owner: `git delegate renew BATCH --owner-pid PID`",
+        ));
+    }
+    let owner = owner.or(match (b.lease.owner_pid, b.lease.owner_start) {
+        (Some(p), Some(s)) => Some((p, s)),
+        _ => None,
+    });
+    b.lease = Lease::new(ttl, owner);
+    batch::save(&source.state_dir(), &b)?;
+    if ui.json {
+        ui.doc(super::batch_doc(&source, &b, None));
+    }
+    ui.say(&format!(
+        "Renewed batch {}: lease expires {}\n",
+        b.short(),
+        b.lease.expires_at
+    ));
+    Ok(0)
+}

@@ -1,0 +1,261 @@
+//! `<common-dir>/delegate.toml` (SPEC §9): every key optional with a default;
+//! unknown keys, wrong types and bad values are errors that point at the line.
+//!
+//! Owns: reading and validating the config file.
+//! Never: writes the config, or reads git's own config.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    #[default]
+    Worktree,
+    Scratch,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Worktree => "worktree",
+            Mode::Scratch => "scratch",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum StopProcesses {
+    #[default]
+    Terminate,
+    Refuse,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum StaleLeases {
+    #[default]
+    Warn,
+    Block,
+    Ignore,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct File {
+    #[serde(default)]
+    workspace: WorkspaceSection,
+    #[serde(default)]
+    lease: LeaseSection,
+    #[serde(default)]
+    apply: ApplySection,
+    #[serde(default)]
+    gc: GcSection,
+    #[serde(default)]
+    hooks: HooksSection,
+    #[serde(default)]
+    lock: LockSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct WorkspaceSection {
+    mode: Option<Mode>,
+    root: Option<Spanned<String>>,
+    copy_ignored: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct LeaseSection {
+    ttl: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct ApplySection {
+    stop_processes: Option<StopProcesses>,
+    strict: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct GcSection {
+    keep_failed: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct HooksSection {
+    stale_leases: Option<StaleLeases>,
+    forbid_commit: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct LockSection {
+    timeout: Option<Spanned<String>>,
+}
+
+/// The effective configuration, defaults filled in.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub mode: Mode,
+    /// `None`: the default root of SPEC §2.
+    pub root: Option<PathBuf>,
+    pub copy_ignored: Vec<String>,
+    pub ttl_secs: i64,
+    pub stop_processes: StopProcesses,
+    pub strict: bool,
+    pub keep_failed_secs: i64,
+    pub stale_leases: StaleLeases,
+    pub forbid_commit: bool,
+    pub lock_timeout_secs: i64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            mode: Mode::Worktree,
+            root: None,
+            copy_ignored: Vec::new(),
+            ttl_secs: 24 * 3600,
+            stop_processes: StopProcesses::Terminate,
+            strict: false,
+            keep_failed_secs: 14 * 86_400,
+            stale_leases: StaleLeases::Warn,
+            forbid_commit: false,
+            lock_timeout_secs: 30,
+        }
+    }
+}
+
+/// Expand a leading `~/` with `$HOME`.
+pub fn expand_home(s: &str) -> PathBuf {
+    match (s.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ if s == "~" => std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(s)),
+        _ => PathBuf::from(s),
+    }
+}
+
+impl Config {
+    /// Read `path`; a missing file is the default config.
+    pub fn load(path: &Path) -> Result<Config> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) => return Err(Error::io(format!("cannot read {}", path.display()), e)),
+        };
+        Self::parse(path, &text)
+    }
+
+    pub fn parse(path: &Path, text: &str) -> Result<Config> {
+        let bad = |message: String, span: std::ops::Range<usize>, label: &str| {
+            Error::usage(
+                "delegate::config",
+                format!("invalid configuration in {}: {message}", path.display()),
+                "fix or remove that line; `man git-delegate` lists every key and its values",
+            )
+            .with_source(
+                path.display().to_string(),
+                text.to_string(),
+                span,
+                label.to_string(),
+            )
+        };
+        let file: File = toml::from_str(text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            bad(e.message().trim().to_string(), span, "here")
+        })?;
+        let mut cfg = Config::default();
+        let duration = |v: &Spanned<String>, key: &str| {
+            crate::time::parse_duration(v.get_ref()).ok_or_else(|| {
+                bad(
+                    format!(
+                        "`{key}` must be a duration such as 90s, 30m, 2h or 7d, not {:?}",
+                        v.get_ref()
+                    ),
+                    v.span(),
+                    "not a duration",
+                )
+            })
+        };
+        if let Some(m) = file.workspace.mode {
+            cfg.mode = m;
+        }
+        if let Some(r) = &file.workspace.root {
+            if r.get_ref().trim().is_empty() {
+                return Err(bad(
+                    "`workspace.root` is empty".into(),
+                    r.span(),
+                    "empty path",
+                ));
+            }
+            cfg.root = Some(expand_home(r.get_ref()));
+        }
+        if let Some(c) = file.workspace.copy_ignored {
+            cfg.copy_ignored = c;
+        }
+        if let Some(t) = &file.lease.ttl {
+            cfg.ttl_secs = duration(t, "lease.ttl")?;
+        }
+        if let Some(s) = file.apply.stop_processes {
+            cfg.stop_processes = s;
+        }
+        if let Some(s) = file.apply.strict {
+            cfg.strict = s;
+        }
+        if let Some(k) = &file.gc.keep_failed {
+            cfg.keep_failed_secs = duration(k, "gc.keep-failed")?;
+        }
+        if let Some(s) = file.hooks.stale_leases {
+            cfg.stale_leases = s;
+        }
+        if let Some(f) = file.hooks.forbid_commit {
+            cfg.forbid_commit = f;
+        }
+        if let Some(t) = &file.lock.timeout {
+            cfg.lock_timeout_secs = duration(t, "lock.timeout")?;
+        }
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_values() {
+        let p = Path::new("delegate.toml");
+        let c = Config::parse(p, "").unwrap();
+        assert_eq!(c.ttl_secs, 86_400);
+        let c = Config::parse(p, "[lease]\nttl = \"2h\"\n[apply]\nstrict = true\n").unwrap();
+        assert_eq!(c.ttl_secs, 7200);
+        assert!(c.strict);
+    }
+
+    #[test]
+    fn errors_point_at_lines() {
+        let p = Path::new("delegate.toml");
+        for text in [
+            "[lease]\nttl = 5\n",
+            "[lease]\nttl = \"5 parsecs\"\n",
+            "[workspace]\nflavour = \"x\"\n",
+            "[nope]\n",
+            "[apply]\nstop-processes = \"maybe\"\n",
+        ] {
+            let e = Config::parse(p, text).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{text}");
+            assert!(miette::Diagnostic::labels(&e).is_some(), "{text}: {e}");
+        }
+    }
+}

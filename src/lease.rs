@@ -1,0 +1,99 @@
+//! Leases (SPEC §1): a batch's claim on its workspaces, with an expiry, an
+//! optional owner process (pid + start time, so a recycled pid is not taken
+//! for the owner) and the host it was made on.
+//!
+//! Owns: the one function that decides a lease's state, used by every command.
+//! Never: signals or changes any process.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Lease {
+    pub expires_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_pid: Option<u32>,
+    /// Start time of the owner in clock ticks since boot (`/proc/PID/stat` field 22).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_start: Option<u64>,
+    pub host: String,
+    #[serde(default)]
+    pub released: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    Live,
+    Expired,
+    Orphaned,
+    Released,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Live => "live",
+            State::Expired => "expired",
+            State::Orphaned => "orphaned",
+            State::Released => "released",
+        }
+    }
+
+    /// Expired or orphaned (SPEC §1 "stale").
+    pub fn is_stale(self) -> bool {
+        matches!(self, State::Expired | State::Orphaned)
+    }
+}
+
+impl Lease {
+    pub fn new(ttl_secs: i64, owner: Option<(u32, u64)>) -> Lease {
+        Lease {
+            expires_at: crate::time::rfc3339(crate::time::now().saturating_add(ttl_secs)),
+            owner_pid: owner.map(|o| o.0),
+            owner_start: owner.map(|o| o.1),
+            host: hostname(),
+            released: false,
+        }
+    }
+
+    pub fn expires_at_secs(&self) -> i64 {
+        crate::time::parse_rfc3339(&self.expires_at).unwrap_or(0)
+    }
+
+    /// The lease's state now. On another host the owner cannot be checked,
+    /// so only the expiry counts there.
+    pub fn state(&self) -> State {
+        if self.released {
+            return State::Released;
+        }
+        if let (Some(pid), true) = (self.owner_pid, self.host == hostname()) {
+            if process_start(pid) != self.owner_start || self.owner_start.is_none() {
+                return State::Orphaned;
+            }
+        }
+        if crate::time::now() >= self.expires_at_secs() {
+            State::Expired
+        } else {
+            State::Live
+        }
+    }
+}
+
+/// The start time (ticks since boot) of a running process, `None` if gone
+/// (zombies count as gone: they hold no workspace).
+pub fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?;
+    if state == "Z" || state == "X" {
+        return None;
+    }
+    // After the state come fields 4..; starttime is field 22, i.e. the 19th after state.
+    fields.nth(18)?.parse().ok()
+}
+
+pub fn hostname() -> String {
+    let uname = rustix::system::uname();
+    uname.nodename().to_string_lossy().into_owned()
+}

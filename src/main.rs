@@ -1,0 +1,32 @@
+//! `git-delegate`: parse the command line, run the command, report errors
+//! with the exit statuses of SPEC §3. Everything else lives in the modules
+//! below: `cli` (the interface), `commands` (one module per subcommand), `ui`
+//! (output), and the engine modules named after what they own.
+
+mod batch;
+mod cli;
+mod commands;
+mod config;
+mod diff;
+mod error;
+mod lease;
+mod lock;
+mod paths;
+mod refs;
+mod repo;
+mod snapshot;
+mod time;
+mod ui;
+mod workspace;
+
+use clap::Parser;
+
+fn main() {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match cli::Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => std::process::exit(commands::report_parse_error(&args, e)),
+    };
+    let code = commands::run(cli);
+    std::process::exit(code);
+}

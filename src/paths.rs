@@ -1,0 +1,64 @@
+//! Paths as git stores them (bytes) and as documents show them (UTF-8).
+//!
+//! Owns: the conversions between byte paths, OS paths and document strings,
+//! and remembering whether a document had to write a path lossily
+//! (SPEC §6.2 `lossy_paths`).
+//! Never: touches the filesystem.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use gix::bstr::BStr;
+
+static LOSSY: AtomicBool = AtomicBool::new(false);
+
+/// A document string for raw path bytes: UTF-8 as is, otherwise lossy (and noted).
+pub fn doc_bytes(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s.to_string(),
+        Err(_) => {
+            LOSSY.store(true, Ordering::Relaxed);
+            String::from_utf8_lossy(bytes).into_owned()
+        }
+    }
+}
+
+/// A document string for an OS path.
+pub fn doc_path(p: &Path) -> String {
+    doc_bytes(p.as_os_str().as_bytes())
+}
+
+/// Whether any document string so far was written lossily.
+pub fn lossy_seen() -> bool {
+    LOSSY.load(Ordering::Relaxed)
+}
+
+/// A repo-relative byte path as a filesystem path.
+pub fn to_os(path: &BStr) -> PathBuf {
+    PathBuf::from(OsStr::from_bytes(path))
+}
+
+/// A path quoted for human text, like git quotes unusual names.
+pub fn quote(path: &BStr) -> String {
+    let plain = path
+        .iter()
+        .all(|&b| b.is_ascii_graphic() && b != b'"' && b != b'\\' || b == b' ');
+    if plain && !path.is_empty() {
+        return path.to_string();
+    }
+    let mut s = String::from("\"");
+    for &b in path.iter() {
+        match b {
+            b'"' => s.push_str("\\\""),
+            b'\\' => s.push_str("\\\\"),
+            b'\n' => s.push_str("\\n"),
+            b'\t' => s.push_str("\\t"),
+            0x20..=0x7e => s.push(b as char),
+            _ => s.push_str(&format!("\\{b:03o}")),
+        }
+    }
+    s.push('"');
+    s
+}
