@@ -9,15 +9,20 @@ mod commands;
 mod config;
 mod diff;
 mod error;
+mod gc;
+mod integrate;
 mod lease;
 mod lock;
+mod patch;
 mod paths;
+mod quiesce;
 mod refs;
 mod repo;
 mod snapshot;
 mod time;
 mod ui;
 mod workspace;
+mod writeback;
 
 use clap::Parser;
 

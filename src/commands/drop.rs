@@ -13,7 +13,7 @@ use crate::{refs, workspace};
 
 pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
     let source = super::source()?;
-    let _lock = crate::lock::acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
+    let _lock = super::lock_and_recover(ui, &source)?;
     let b = batch::select(batch::list_ok(&source.state_dir())?, Some(&args.batch))?;
     let counts = super::status::changed_counts(&source, &b);
     let unapplied: Vec<String> = b

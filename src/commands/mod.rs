@@ -5,7 +5,13 @@
 //! Owns: turning engine results into human text and JSON documents.
 //! Never: does git work itself; the engine modules do.
 
+pub mod apply;
+pub mod completions;
 pub mod drop;
+pub mod gc;
+pub mod hook;
+pub mod hooks;
+pub mod man;
 pub mod prepare;
 pub mod renew;
 pub mod status;
@@ -107,6 +113,21 @@ pub fn source() -> Result<Source> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
     Source::discover(&cwd)
+}
+
+/// Take the repository lock and roll back write-backs interrupted by a
+/// crash (SPEC §7): every mutating command starts here.
+pub fn lock_and_recover(ui: &Ui, source: &Source) -> Result<crate::lock::RepoLock> {
+    let lock = crate::lock::acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
+    let recovered = crate::writeback::recover_all(source)?;
+    for id in &recovered {
+        ui.warn(&format!(
+            "git-delegate: rolled back an interrupted write-back of batch {}; the working tree is as it was before that apply\n",
+            crate::batch::short(id)
+        ));
+    }
+    ui.recovered.borrow_mut().extend(recovered);
+    Ok(lock)
 }
 
 /// Parse a `--ttl` value.

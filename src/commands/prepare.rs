@@ -59,7 +59,7 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
     }
     source.refuse_submodules()?;
     let base = source.workspace_base()?;
-    let _lock = crate::lock::acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
+    let _lock = super::lock_and_recover(ui, &source)?;
     let existing = batch::list_ok(&source.state_dir())?;
     if let Some(label) = &args.label {
         if let Some(b) = existing.iter().find(|b| b.label.as_deref() == Some(label)) {

@@ -14,7 +14,7 @@ pub fn run(ui: &Ui, args: RenewArgs) -> Result<i32> {
         Some(t) => super::parse_ttl(t)?,
         None => source.config.ttl_secs,
     };
-    let _lock = crate::lock::acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
+    let _lock = super::lock_and_recover(ui, &source)?;
     let mut b = batch::select(batch::list_ok(&source.state_dir())?, args.batch.as_deref())?;
     if b.lease.state() == State::Orphaned && owner.is_none() {
         return Err(Error::usage(

@@ -1,0 +1,34 @@
+mod common;
+
+#[test]
+fn prepare_status_drop_round_trip() {
+    let env = common::Env::new();
+    let repo = env.repo("proj");
+    std::fs::write(repo.join("README"), "changed\n").unwrap();
+    let doc = env
+        .delegate(&repo, ["prepare", "-n", "2", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(doc["schema"], "git-delegate/v1");
+    assert_eq!(doc["tasks"].as_array().unwrap().len(), 2);
+    let root = std::path::PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(root.join("README")).unwrap(),
+        "changed\n"
+    );
+    assert_eq!(
+        env.oracle_tree(&repo),
+        env.git(
+            &repo,
+            [
+                "rev-parse",
+                &format!("{}^{{tree}}", doc["baseline"]["commit"].as_str().unwrap())
+            ]
+        )
+        .trim()
+    );
+    let id = doc["batch"].as_str().unwrap();
+    env.delegate(&repo, ["drop", &id[..8], "--json"]).expect(0);
+    assert!(env.private_refs(&repo).is_empty());
+    assert!(!root.exists());
+}
