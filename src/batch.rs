@@ -55,6 +55,15 @@ pub struct Task {
     pub worktree_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The proposal ref kept for recovery (conflict, failed, rescued).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposal_ref: Option<String>,
+    /// The patch kept for recovery.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<PathBuf>,
+    /// When the task last changed state (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -99,6 +99,9 @@ renewed only with a new --owner-pid."
     Man(ManArgs),
     /// Print a shell completion script
     Completions(CompletionsArgs),
+    /// Plumbing: print the tree id of the working tree's snapshot (for tests and benchmarks)
+    #[command(hide = true)]
+    Snapshot,
 }
 
 #[derive(Debug, Args, Clone, Default)]

@@ -39,7 +39,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Hooks(crate::cli::HooksArgs {
             action: crate::cli::HooksAction::Install { json, .. },
         }) => json.json,
-        Command::Hook(_) | Command::Man(_) | Command::Completions(_) => false,
+        Command::Hook(_) | Command::Man(_) | Command::Completions(_) | Command::Snapshot => false,
     };
     let ui = Ui::new(json, cli.color);
     let result = match cli.command {
@@ -47,16 +47,13 @@ pub fn run(cli: Cli) -> i32 {
         Command::Status(a) => status::run(&ui, a),
         Command::Drop(a) => drop::run(&ui, a),
         Command::Renew(a) => renew::run(&ui, a),
-        Command::Apply(_)
-        | Command::Gc(_)
-        | Command::Hook(_)
-        | Command::Hooks(_)
-        | Command::Man(_)
-        | Command::Completions(_) => Err(Error::usage(
-            "delegate::not_implemented",
-            "this command is not implemented yet",
-            "see the README for what is available",
-        )),
+        Command::Apply(a) => apply::run(&ui, a),
+        Command::Gc(a) => gc::run(&ui, a),
+        Command::Hook(a) => hook::run(&ui, a),
+        Command::Hooks(a) => hooks::run(&ui, a),
+        Command::Man(a) => man::run(&ui, a),
+        Command::Completions(a) => completions::run(&ui, a),
+        Command::Snapshot => snapshot_plumbing(&ui),
     };
     match result {
         Ok(code) => code,
@@ -192,6 +189,19 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
         },
         "tasks": tasks,
     })
+}
+
+/// `git delegate snapshot` (hidden plumbing): print the snapshot's tree id
+/// and, on stderr, how many files had to be hashed.
+fn snapshot_plumbing(ui: &Ui) -> Result<i32> {
+    let source = source()?;
+    let snap = crate::snapshot::snapshot(&source.repo)?;
+    ui.warn(&format!(
+        "hashed {} changed {}\n",
+        snap.hashed, snap.changes
+    ));
+    crate::ui::stdout(&format!("{}\n", snap.tree));
+    Ok(0)
 }
 
 /// A path for human text.

@@ -111,6 +111,9 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
                 root: plan.root.clone(),
                 worktree_id: plan.worktree_id.clone(),
                 reason: None,
+                proposal_ref: None,
+                patch: None,
+                updated_at: None,
             })
             .collect(),
     };
