@@ -6,6 +6,7 @@
 mod batch;
 mod cli;
 mod commands;
+mod commit;
 mod config;
 mod diff;
 mod error;
@@ -15,6 +16,7 @@ mod lease;
 mod lock;
 mod patch;
 mod paths;
+mod proposal;
 mod quiesce;
 mod refs;
 mod repo;

@@ -188,24 +188,5 @@ fn write_baseline(
     head: Option<gix::ObjectId>,
     batch: &str,
 ) -> Result<gix::ObjectId> {
-    let sig = gix::actor::Signature {
-        name: "git-delegate".into(),
-        email: "git-delegate@localhost".into(),
-        time: gix::date::Time {
-            seconds: crate::time::now(),
-            offset: 0,
-        },
-    };
-    let commit = gix::objs::Commit {
-        tree,
-        parents: head.into_iter().collect::<Vec<_>>().into(),
-        author: sig.clone(),
-        committer: sig,
-        encoding: None,
-        message: format!("git-delegate baseline {batch}\n").into(),
-        extra_headers: Vec::new(),
-    };
-    repo.write_object(&commit)
-        .map(|id| id.detach())
-        .map_err(|e| Error::git("cannot write the baseline commit", e))
+    crate::commit::write(repo, tree, head, format!("git-delegate baseline {batch}\n"))
 }
