@@ -102,10 +102,27 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
                 {
                     gc.report.pending_writebacks.push(b.id.clone());
                 }
-                if b.lease.state().is_stale() && gc.reclaim_batch(b)? {
-                    gc.report.batches.push(b.id.clone());
-                } else {
+                if !b.lease.state().is_stale() {
                     remaining.push(b);
+                    continue;
+                }
+                match gc.reclaim_batch(b) {
+                    Ok(true) => gc.report.batches.push(b.id.clone()),
+                    Ok(false) => remaining.push(b),
+                    // Its work was rescued before anything was removed; what
+                    // is left stays owned by the batch until the next gc.
+                    Err(e) => {
+                        gc.report.skipped.push(Skipped {
+                            batch: b.id.clone(),
+                            message: format!(
+                                "batch {}: reclaiming it stopped half-way: {} ({})",
+                                b.short(),
+                                e.message,
+                                e.help
+                            ),
+                        });
+                        remaining.push(b);
+                    }
                 }
             }
             Entry::Broken { id, .. } => broken_shorts.push(batch::short(id).to_string()),
@@ -161,7 +178,8 @@ impl Owners<'_> {
 
     fn owns_ref(&self, name: &str) -> bool {
         let owned_by = |id: &str| name.starts_with(&format!("{}batches/{id}/", refs::PREFIX));
-        self.batches.iter().any(|b| owned_by(&b.id)) || self.broken_ids.iter().any(|id| owned_by(id))
+        self.batches.iter().any(|b| owned_by(&b.id))
+            || self.broken_ids.iter().any(|id| owned_by(id))
     }
 }
 
@@ -215,6 +233,25 @@ impl Gc<'_> {
                 )
             }
         };
+
+        // A process still working in a workspace could write after the
+        // rescue: leave the whole batch until it is gone.
+        for t in &b.tasks {
+            let pids = processes_in(&t.root);
+            if !pids.is_empty() {
+                let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+                return skip(
+                    self,
+                    format!(
+                        "batch {}: processes still run inside the workspace of task {} (pid {}); stop them, or `git delegate renew {}`",
+                        b.short(),
+                        t.name,
+                        pids.join(", "),
+                        b.short()
+                    ),
+                );
+            }
+        }
 
         // 1. Rescue: nothing is removed unless every open task's work is saved.
         let mut rescued = Vec::new();
@@ -402,8 +439,7 @@ impl Gc<'_> {
         };
         for short in shorts.flatten() {
             let short_dir = short.path();
-            if !is_real_dir(&short_dir) || owners.owns_short(&short.file_name().to_string_lossy())
-            {
+            if !is_real_dir(&short_dir) || owners.owns_short(&short.file_name().to_string_lossy()) {
                 continue;
             }
             let Ok(tasks) = std::fs::read_dir(&short_dir) else {
@@ -524,6 +560,27 @@ impl Gc<'_> {
     }
 }
 
+/// Processes (other than this one) whose current folder is inside `root`.
+fn processes_in(root: &Path) -> Vec<u32> {
+    let Ok(root) = std::fs::canonicalize(root) else {
+        return Vec::new();
+    };
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let me = std::process::id();
+    let mut pids: Vec<u32> = rd
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(&root))
+        })
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
 /// Dry run of `proposal::record`: the workspace's tree and changed-path
 /// count, with every object kept in memory.
 fn would_record(t: &batch::Task, baseline_tree: ObjectId) -> Result<Option<(ObjectId, usize)>> {
@@ -546,9 +603,9 @@ fn redate(repo: &gix::Repository, name: &str) -> Result<()> {
         return Ok(());
     }
     let err = |e: gix::Error| Error::git(format!("cannot read commit {id}"), e);
-    let tree = c.tree_id().map_err(|e| err(e.into()))?.detach();
+    let tree = c.tree_id().map_err(err)?.detach();
     let parent = c.parent_ids().next().map(|p| p.detach());
-    let message = c.message_raw().map_err(|e| err(e.into()))?.to_string();
+    let message = c.message_raw().map_err(err)?.to_string();
     let new = commit::write(repo, tree, parent, message)?;
     refs::set(repo, name, new, false)
 }
@@ -570,7 +627,9 @@ fn registration_is_dead(reg: &Path, root: &Path) -> bool {
     match read_gitdir_file(&reg.join("gitdir")).map(|t| reg.join(t)) {
         Some(target) => {
             same_path(&target, &root.join(".git"))
-                || target.parent().is_none_or(|f| f.symlink_metadata().is_err())
+                || target
+                    .parent()
+                    .is_none_or(|f| f.symlink_metadata().is_err())
         }
         None => true,
     }

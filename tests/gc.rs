@@ -141,7 +141,10 @@ fn gc_rescues_uncommitted_work_then_removes_the_workspaces() {
     assert_eq!(rescued[0]["batch"], batch.as_str());
     assert_eq!(rescued[0]["task"], "1");
     let r = rescued[0]["ref"].as_str().unwrap();
-    assert_eq!(r, format!("refs/pi-delegate/batches/{batch}/tasks/1/proposal"));
+    assert_eq!(
+        r,
+        format!("refs/pi-delegate/batches/{batch}/tasks/1/proposal")
+    );
     // Only the baseline ref went; the proposal is kept.
     assert_eq!(gc["refs_removed"], 1);
 
@@ -270,13 +273,21 @@ fn gc_dry_run_changes_nothing_and_predicts_the_real_run() {
     let batch = id(&doc);
     std::fs::write(task_root(&doc, 1).join("work.txt"), "work\n").unwrap();
     // A leftover folder nobody owns, too.
-    let base = task_root(&doc, 0).parent().unwrap().parent().unwrap().to_path_buf();
+    let base = task_root(&doc, 0)
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
     std::fs::create_dir_all(base.join("0badc0de/9")).unwrap();
     wait_stale(&env, &repo, &batch);
 
     let before = tree_state(env.path());
     let refs_before = refs_with_targets(&env, &repo);
-    let dry = env.delegate(&repo, ["gc", "--dry-run", "--json"]).expect(0).json();
+    let dry = env
+        .delegate(&repo, ["gc", "--dry-run", "--json"])
+        .expect(0)
+        .json();
     assert_eq!(tree_state(env.path()), before, "gc --dry-run changed files");
     assert_eq!(refs_with_targets(&env, &repo), refs_before);
     assert_eq!(dry["dry_run"], true);
@@ -311,7 +322,12 @@ fn gc_reclaims_each_kind_of_leftover_and_nothing_else() {
     let lost = prepare(&env, &repo, &["-n", "2", "--ttl", "1h"]);
     let lost_id = id(&lost);
     let short = &lost_id[..8];
-    let base = task_root(&lost, 0).parent().unwrap().parent().unwrap().to_path_buf();
+    let base = task_root(&lost, 0)
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
     let workspace_root = base.parent().unwrap().to_path_buf();
 
     // A batch whose state was lost: task 1's folder is gone (registration
@@ -331,11 +347,26 @@ fn gc_reclaims_each_kind_of_leftover_and_nothing_else() {
     std::fs::create_dir_all(&users).unwrap();
     std::fs::write(users.join("notes.txt"), "mine\n").unwrap();
     let kept = base.join("cafecafe/kept");
-    env.git(&repo, ["worktree", "add", "-q", "--detach", kept.to_str().unwrap()]);
+    env.git(
+        &repo,
+        ["worktree", "add", "-q", "--detach", kept.to_str().unwrap()],
+    );
     let own = env.path().join("own");
     let own_like_ours = env.path().join("delegate-own");
-    env.git(&repo, ["worktree", "add", "-q", "--detach", own.to_str().unwrap()]);
-    env.git(&repo, ["worktree", "add", "-q", "--detach", own_like_ours.to_str().unwrap()]);
+    env.git(
+        &repo,
+        ["worktree", "add", "-q", "--detach", own.to_str().unwrap()],
+    );
+    env.git(
+        &repo,
+        [
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            own_like_ours.to_str().unwrap(),
+        ],
+    );
     std::fs::remove_dir_all(&own).unwrap();
     std::fs::remove_dir_all(&own_like_ours).unwrap();
     let live_before = tree_state(&task_root(&live, 0));
@@ -345,7 +376,10 @@ fn gc_reclaims_each_kind_of_leftover_and_nothing_else() {
     assert_eq!(gc["registrations_removed"], 1, "{gc}");
     assert_eq!(gc["workspaces_removed"], 2, "{gc}");
     assert!(gc["bytes_freed"].as_u64().unwrap() > 0);
-    assert_eq!(gc["left_alone"], serde_json::json!([users.to_str().unwrap()]));
+    assert_eq!(
+        gc["left_alone"],
+        serde_json::json!([users.to_str().unwrap()])
+    );
     // The lost batch's baseline ref is young: kept for gc.keep-failed.
     assert_eq!(gc["refs_removed"], 0);
 
@@ -355,8 +389,14 @@ fn gc_reclaims_each_kind_of_leftover_and_nothing_else() {
     let mut ids = worktree_ids(&repo);
     ids.retain(|i| i != &format!("delegate-{}-1", &id(&live)[..8]));
     assert_eq!(ids, vec!["delegate-own", "kept", "own"]);
-    assert_eq!(std::fs::read_to_string(other.join("file")).unwrap(), "other repo\n");
-    assert_eq!(std::fs::read_to_string(users.join("notes.txt")).unwrap(), "mine\n");
+    assert_eq!(
+        std::fs::read_to_string(other.join("file")).unwrap(),
+        "other repo\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(users.join("notes.txt")).unwrap(),
+        "mine\n"
+    );
     assert!(kept.join("README").exists());
     assert_eq!(tree_state(&task_root(&live, 0)), live_before);
     let baseline_ref = format!("refs/pi-delegate/batches/{lost_id}/baseline");
@@ -414,11 +454,21 @@ fn gc_keeps_a_conflict_proposal_and_restarts_its_clock() {
     let base_tree = env.git(&repo, ["rev-parse", &format!("{baseline}^{{tree}}")]);
     let old = env.git(
         &repo,
-        ["commit-tree", base_tree.trim(), "-p", &baseline, "-m", "old proposal"],
+        [
+            "commit-tree",
+            base_tree.trim(),
+            "-p",
+            &baseline,
+            "-m",
+            "old proposal",
+        ],
     );
     let r = format!("refs/pi-delegate/batches/{batch}/tasks/1/proposal");
     env.git(&repo, ["update-ref", &r, old.trim()]);
-    let toml_path = repo.join(".git/delegate/batches").join(&batch).join("batch.toml");
+    let toml_path = repo
+        .join(".git/delegate/batches")
+        .join(&batch)
+        .join("batch.toml");
     let text = std::fs::read_to_string(&toml_path).unwrap();
     let text = text.replacen("state = \"open\"", "state = \"conflict\"", 1);
     std::fs::write(&toml_path, text).unwrap();
@@ -432,10 +482,14 @@ fn gc_keeps_a_conflict_proposal_and_restarts_its_clock() {
     assert_eq!(env.private_refs(&repo), vec![r.clone()]);
     // Same content and parent, a fresh clock: kept for gc.keep-failed from now.
     assert_eq!(
-        env.git(&repo, ["rev-parse", &format!("{r}^{{tree}}")]).trim(),
+        env.git(&repo, ["rev-parse", &format!("{r}^{{tree}}")])
+            .trim(),
         base_tree.trim()
     );
-    assert_eq!(env.git(&repo, ["rev-parse", &format!("{r}^")]).trim(), baseline);
+    assert_eq!(
+        env.git(&repo, ["rev-parse", &format!("{r}^")]).trim(),
+        baseline
+    );
     assert_eq!(worktree_ids(&repo), Vec::<String>::new());
 }
 
@@ -471,4 +525,38 @@ fn gc_outside_a_repository_fails_cleanly() {
     std::fs::create_dir_all(&dir).unwrap();
     let doc = env.delegate(&dir, ["gc", "--json"]).expect(3).json();
     assert_eq!(doc["error"]["code"], "delegate::not_a_repository");
+}
+
+#[test]
+fn gc_waits_for_processes_still_running_in_a_workspace() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let doc = prepare(&env, &repo, &["--ttl", "1s"]);
+    let batch = id(&doc);
+    let ws = task_root(&doc, 0);
+    std::fs::write(ws.join("README"), "still being written\n").unwrap();
+    // A worker that forgot to renew its lease but is still at work in there.
+    let mut worker = std::process::Command::new("cat")
+        .current_dir(&ws)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_stale(&env, &repo, &batch);
+
+    let before = tree_state(&ws);
+    let gc = env.delegate(&repo, ["gc", "--json"]).expect(1).json();
+    assert_eq!(gc["batches"].as_array().unwrap().len(), 0);
+    assert_eq!(gc["skipped"][0]["batch"], batch.as_str());
+    let message = gc["skipped"][0]["message"].as_str().unwrap();
+    assert!(message.contains(&worker.id().to_string()), "{message}");
+    assert_eq!(tree_state(&ws), before);
+    assert_eq!(env.private_refs(&repo).len(), 1);
+
+    drop(worker.stdin.take());
+    worker.wait().unwrap();
+    let gc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
+    assert_eq!(gc["batches"], serde_json::json!([batch]));
+    assert_eq!(gc["rescued"][0]["task"], "1");
+    assert!(!ws.exists());
 }

@@ -39,7 +39,9 @@ fn wait_for_state(env: &Env, repo: &Path, batch: &str, want: &str) {
 }
 
 fn batch_toml(repo: &Path, batch: &str) -> PathBuf {
-    repo.join(".git/delegate/batches").join(batch).join("batch.toml")
+    repo.join(".git/delegate/batches")
+        .join(batch)
+        .join("batch.toml")
 }
 
 fn prepare(env: &Env, repo: &Path, args: &[&str]) -> serde_json::Value {

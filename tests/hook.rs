@@ -137,7 +137,11 @@ fn forbid_commit_refuses_inside_workspaces_only() {
     let repo = env.repo("proj");
     install(&env, &repo, &[]).expect(0);
     let path = path_with_delegate();
-    let forbid = prepare(&env, &repo, &["--forbid-commit", "--label", "strict", "worker"]);
+    let forbid = prepare(
+        &env,
+        &repo,
+        &["--forbid-commit", "--label", "strict", "worker"],
+    );
     assert_eq!(forbid["forbid_commit"], true);
     let free = prepare(&env, &repo, &["--label", "free"]);
     let ws = PathBuf::from(forbid["tasks"][0]["root"].as_str().unwrap());
@@ -201,7 +205,9 @@ fn hooks_install_fresh_and_twice() {
     assert_eq!(doc["schema"], "git-delegate/v1");
     assert_eq!(
         PathBuf::from(doc["hook"].as_str().unwrap()),
-        std::fs::canonicalize(&repo).unwrap().join(".git/hooks/pre-commit")
+        std::fs::canonicalize(&repo)
+            .unwrap()
+            .join(".git/hooks/pre-commit")
     );
     assert_eq!(doc["chained"], Value::Null);
     assert_eq!(doc["changed"], true);
@@ -228,7 +234,9 @@ fn hooks_install_chains_an_existing_hook() {
     write_hook(&hooks.join("pre-commit"), &foreign);
 
     let doc = install(&env, &repo, &[]).expect(0).json();
-    let local = std::fs::canonicalize(&hooks).unwrap().join("pre-commit.local");
+    let local = std::fs::canonicalize(&hooks)
+        .unwrap()
+        .join("pre-commit.local");
     assert_eq!(doc["changed"], true);
     assert_eq!(doc["chained"], local.to_str().unwrap());
     assert_eq!(std::fs::read_to_string(&local).unwrap(), foreign);
@@ -250,7 +258,11 @@ fn hooks_install_chains_an_existing_hook() {
     let before = head(&env, &repo);
     let refused = commit(&env, &repo, &path, "refused");
     assert_ne!(refused.code, 0);
-    assert!(refused.stderr.contains("local says no"), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("local says no"),
+        "{}",
+        refused.stderr
+    );
     assert_eq!(head(&env, &repo), before);
 }
 
@@ -260,7 +272,10 @@ fn hooks_install_refuses_a_foreign_hook_beside_a_local_one() {
     let repo = env.repo("proj");
     let hooks = repo.join(".git/hooks");
     write_hook(&hooks.join("pre-commit"), "#!/bin/sh\n# foreign\nexit 0\n");
-    write_hook(&hooks.join("pre-commit.local"), "#!/bin/sh\n# older local\nexit 0\n");
+    write_hook(
+        &hooks.join("pre-commit.local"),
+        "#!/bin/sh\n# older local\nexit 0\n",
+    );
 
     let doc = install(&env, &repo, &[]).expect(2).json();
     assert_eq!(doc["error"]["code"], "delegate::hook_exists");
@@ -298,7 +313,9 @@ fn hooks_install_honours_core_hooks_path() {
     env.git(&repo, ["config", "core.hooksPath", "myhooks"]);
     // Relative to the worktree root, from wherever it is run.
     let doc = install(&env, &repo.join("sub"), &[]).expect(0).json();
-    let hook = std::fs::canonicalize(&repo).unwrap().join("myhooks/pre-commit");
+    let hook = std::fs::canonicalize(&repo)
+        .unwrap()
+        .join("myhooks/pre-commit");
     assert_eq!(doc["hook"], hook.to_str().unwrap());
     assert_eq!(std::fs::read_to_string(&hook).unwrap(), our_script());
     assert!(!repo.join(".git/hooks/pre-commit").exists());

@@ -50,7 +50,10 @@ fn install(ui: &Ui, force: bool) -> Result<i32> {
         }));
     }
     let mut text = if done.changed {
-        format!("Installed the pre-commit hook {}\n", super::show(&done.hook))
+        format!(
+            "Installed the pre-commit hook {}\n",
+            super::show(&done.hook)
+        )
     } else {
         format!(
             "The pre-commit hook {} is already installed; nothing changed\n",
