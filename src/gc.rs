@@ -1,5 +1,736 @@
 //! Garbage collection (SPEC §3.4): reclaiming what stale batches and
 //! leftovers hold, rescuing unapplied work first.
 //!
+//! For every stale batch (lease expired or orphaned): each open task's
+//! workspace that is still ours is snapshotted into its proposal ref and
+//! patch (`proposal::record`), then workspaces, their registrations, the
+//! baseline ref and the state folder go. Proposal refs that hold work
+//! (rescued, conflict, failed) are kept, with their patches moved to
+//! `<state>/kept/<batch>/`, until their commit is older than
+//! `gc.keep-failed`: the commit's committer time is the clock, so a kept
+//! ref's commit is re-dated when its batch is reclaimed. Leftovers of this
+//! repository (registrations of ours whose folder is gone, folders under
+//! `<root>/<repo-name>-<fp>/` no batch owns, refs under `refs/pi-delegate`
+//! no batch owns) are reclaimed too.
+//!
 //! Owns: deciding what is stale or left over, and reclaiming it.
-//! Never: touches a live batch, a user's own worktree, or another repository's folders.
+//! Never: touches a live batch, a user's own worktree, a folder git has
+//! registered as a worktree, another repository's folders, or a batch whose
+//! work could not be rescued; with `dry_run` it changes nothing at all.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use gix::ObjectId;
+
+use crate::batch::{self, Batch, Entry};
+use crate::error::{Error, Result};
+use crate::repo::Source;
+use crate::{commit, diff, proposal, refs, snapshot, workspace};
+
+/// Work saved from a stale task's workspace into a proposal ref.
+#[derive(Debug, Clone)]
+pub struct Rescued {
+    pub batch: String,
+    pub task: String,
+    pub ref_name: String,
+    /// Where the patch is kept (after the batch's state folder is gone).
+    pub patch: PathBuf,
+    /// Paths that differ from the baseline.
+    pub paths: usize,
+}
+
+/// A stale batch gc did not reclaim, and why.
+#[derive(Debug, Clone)]
+pub struct Skipped {
+    pub batch: String,
+    pub message: String,
+}
+
+/// What gc did (or, with `dry_run`, would do).
+#[derive(Debug, Default)]
+pub struct Report {
+    pub dry_run: bool,
+    /// Stale batches reclaimed.
+    pub batches: Vec<String>,
+    /// Workspace folders removed: of stale batches, and leftovers.
+    pub workspaces_removed: usize,
+    /// Leftover worktree registrations removed (their folder was gone).
+    pub registrations_removed: usize,
+    pub rescued: Vec<Rescued>,
+    pub refs_removed: usize,
+    /// Proposal refs kept for `gc.keep-failed`.
+    pub refs_kept: Vec<String>,
+    /// Sum of the sizes of the files removed.
+    pub bytes_freed: u64,
+    /// Folders not ours any more (a stale task's folder replaced by the user): left alone.
+    pub left_alone: Vec<PathBuf>,
+    pub skipped: Vec<Skipped>,
+    /// Batches whose state folder holds a write-back journal (dry run: not rolled back).
+    pub pending_writebacks: Vec<String>,
+}
+
+/// Where kept patches live once their batch's state folder is gone.
+pub fn kept_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("kept")
+}
+
+/// Reclaim what stale batches and leftovers hold. The caller holds the
+/// repository lock (and has recovered interrupted write-backs), unless `dry_run`.
+pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
+    let mut gc = Gc {
+        source,
+        dry_run,
+        state_dir: source.state_dir(),
+        report: Report {
+            dry_run,
+            ..Report::default()
+        },
+        handled_refs: HashSet::new(),
+        handled_regs: HashSet::new(),
+        handled_roots: HashSet::new(),
+    };
+    let entries = batch::list(&gc.state_dir)?;
+    let mut remaining: Vec<&Batch> = Vec::new();
+    let mut broken_shorts: Vec<String> = Vec::new();
+    for e in &entries {
+        match e {
+            Entry::Batch(b) => {
+                if batch::batch_dir(&gc.state_dir, &b.id)
+                    .join(batch::JOURNAL_FILE)
+                    .exists()
+                {
+                    gc.report.pending_writebacks.push(b.id.clone());
+                }
+                if !b.lease.state().is_stale() {
+                    remaining.push(b);
+                    continue;
+                }
+                match gc.reclaim_batch(b) {
+                    Ok(true) => gc.report.batches.push(b.id.clone()),
+                    Ok(false) => remaining.push(b),
+                    // Its work was rescued before anything was removed; what
+                    // is left stays owned by the batch until the next gc.
+                    Err(e) => {
+                        gc.report.skipped.push(Skipped {
+                            batch: b.id.clone(),
+                            message: format!(
+                                "batch {}: reclaiming it stopped half-way: {} ({})",
+                                b.short(),
+                                e.message,
+                                e.help
+                            ),
+                        });
+                        remaining.push(b);
+                    }
+                }
+            }
+            Entry::Broken { id, .. } => broken_shorts.push(batch::short(id).to_string()),
+        }
+    }
+    let owners = Owners {
+        batches: remaining,
+        broken_ids: entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Broken { id, .. } => Some(id.clone()),
+                Entry::Batch(_) => None,
+            })
+            .collect(),
+        broken_shorts,
+    };
+    gc.leftover_registrations(&owners)?;
+    gc.leftover_folders(&owners)?;
+    gc.leftover_refs(&owners)?;
+    gc.leftover_patches()?;
+    Ok(gc.report)
+}
+
+/// What the batches that stay (live, skipped, unreadable) own.
+struct Owners<'a> {
+    batches: Vec<&'a Batch>,
+    /// Ids of batch folders whose `batch.toml` cannot be read: everything
+    /// that could be theirs is left alone.
+    broken_ids: Vec<String>,
+    broken_shorts: Vec<String>,
+}
+
+impl Owners<'_> {
+    fn owns_registration(&self, id: &str) -> bool {
+        self.batches
+            .iter()
+            .any(|b| b.tasks.iter().any(|t| t.worktree_id == id))
+            || self
+                .broken_shorts
+                .iter()
+                .any(|s| id.starts_with(&format!("delegate-{s}-")))
+    }
+
+    fn owns_short(&self, short: &str) -> bool {
+        self.broken_shorts.iter().any(|s| s == short)
+    }
+
+    fn owns_root(&self, root: &Path) -> bool {
+        self.batches
+            .iter()
+            .any(|b| b.tasks.iter().any(|t| same_path(&t.root, root)))
+    }
+
+    fn owns_ref(&self, name: &str) -> bool {
+        let owned_by = |id: &str| name.starts_with(&format!("{}batches/{id}/", refs::PREFIX));
+        self.batches.iter().any(|b| owned_by(&b.id))
+            || self.broken_ids.iter().any(|id| owned_by(id))
+    }
+}
+
+struct Gc<'a> {
+    source: &'a Source,
+    dry_run: bool,
+    state_dir: PathBuf,
+    report: Report,
+    /// Refs this run removed or kept (a dry run leaves them in place).
+    handled_refs: HashSet<String>,
+    /// Registrations this run removed.
+    handled_regs: HashSet<String>,
+    /// Workspace folders this run removed.
+    handled_roots: HashSet<PathBuf>,
+}
+
+impl Gc<'_> {
+    fn registration(&self, id: &str) -> PathBuf {
+        self.source.common_dir.join("worktrees").join(id)
+    }
+
+    /// Reclaim one stale batch; `false` when it was left alone (reported in `skipped`).
+    fn reclaim_batch(&mut self, b: &Batch) -> Result<bool> {
+        let skip = |gc: &mut Self, message: String| {
+            gc.report.skipped.push(Skipped {
+                batch: b.id.clone(),
+                message,
+            });
+            Ok(false)
+        };
+        let dir = batch::batch_dir(&self.state_dir, &b.id);
+        if dir.join(batch::JOURNAL_FILE).exists() {
+            return skip(
+                self,
+                format!(
+                    "batch {} still records an interrupted write-back; run `git delegate status` and `git delegate gc` again once its process is gone",
+                    b.short()
+                ),
+            );
+        }
+        let baseline_tree = match commit::tree_of(&self.source.repo, &b.baseline) {
+            Ok(t) => t,
+            Err(e) => {
+                return skip(
+                    self,
+                    format!(
+                        "batch {}: its baseline cannot be read ({}), so its work cannot be rescued; left alone",
+                        b.short(),
+                        e.message
+                    ),
+                )
+            }
+        };
+
+        // A process still working in a workspace could write after the
+        // rescue: leave the whole batch until it is gone.
+        for t in &b.tasks {
+            let pids = processes_in(&t.root);
+            if !pids.is_empty() {
+                let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+                return skip(
+                    self,
+                    format!(
+                        "batch {}: processes still run inside the workspace of task {} (pid {}); stop them, or `git delegate renew {}`",
+                        b.short(),
+                        t.name,
+                        pids.join(", "),
+                        b.short()
+                    ),
+                );
+            }
+        }
+
+        // 1. Rescue: nothing is removed unless every open task's work is saved.
+        let mut rescued = Vec::new();
+        for t in b.open_tasks() {
+            if workspace::health(&self.source.common_dir, &t.root, &t.worktree_id)
+                != workspace::Removal::Removed
+            {
+                continue;
+            }
+            let ref_name = refs::proposal(&b.id, &t.name);
+            let before = refs::get(&self.source.repo, &ref_name)
+                .ok()
+                .flatten()
+                .and_then(|c| commit::tree_of(&self.source.repo, &c.to_string()).ok());
+            let saved = if self.dry_run {
+                would_record(t, baseline_tree).map(|r| r.map(|(tree, paths)| (tree, paths, None)))
+            } else {
+                proposal::record(self.source, b, t, baseline_tree)
+                    .map(|r| r.map(|p| (p.tree, p.paths.len(), Some(p.commit))))
+            };
+            match saved {
+                Ok(Some((tree, paths, _))) if before != Some(tree) => rescued.push(Rescued {
+                    batch: b.id.clone(),
+                    task: t.name.clone(),
+                    ref_name,
+                    patch: kept_dir(&self.state_dir)
+                        .join(&b.id)
+                        .join(format!("{}.patch", t.name)),
+                    paths,
+                }),
+                Ok(_) => {}
+                Err(e) => {
+                    return skip(
+                        self,
+                        format!(
+                            "batch {}: the work of task {} could not be saved ({}); nothing of this batch was removed",
+                            b.short(),
+                            t.name,
+                            e.message
+                        ),
+                    )
+                }
+            }
+        }
+
+        // 2. Keep the proposal refs that hold work, with their patches.
+        let mut kept = Vec::new();
+        for t in b.open_tasks() {
+            let name = refs::proposal(&b.id, &t.name);
+            let exists = refs::get(&self.source.repo, &name)?.is_some();
+            let would_exist = rescued.iter().any(|r| r.ref_name == name);
+            if !(exists || would_exist) {
+                continue;
+            }
+            if !self.dry_run {
+                self.keep_patch(b, &t.name)?;
+                if !would_exist {
+                    redate(&self.source.repo, &name)?;
+                }
+            }
+            self.handled_refs.insert(name.clone());
+            kept.push(name);
+        }
+
+        // 3. Workspaces and their registrations.
+        for t in &b.tasks {
+            let reg = self.registration(&t.worktree_id);
+            match workspace::health(&self.source.common_dir, &t.root, &t.worktree_id) {
+                workspace::Removal::Removed => {
+                    let bytes = tree_size(&t.root) + tree_size(&reg);
+                    if !self.dry_run {
+                        workspace::remove(&self.source.common_dir, &t.root, &t.worktree_id)?;
+                    }
+                    self.report.bytes_freed += bytes;
+                    self.report.workspaces_removed += 1;
+                    self.handled_roots.insert(t.root.clone());
+                    self.handled_regs.insert(t.worktree_id.clone());
+                }
+                health => {
+                    if health == workspace::Removal::Foreign {
+                        self.report.left_alone.push(t.root.clone());
+                        self.handled_roots.insert(t.root.clone());
+                    }
+                    // The registration goes only when it still names this
+                    // task's folder (or nothing that exists): a worktree the
+                    // user moved elsewhere keeps its registration.
+                    if reg.symlink_metadata().is_ok() && registration_is_dead(&reg, &t.root) {
+                        self.report.bytes_freed += tree_size(&reg);
+                        if !self.dry_run {
+                            remove_all(&reg)?;
+                        }
+                    }
+                    self.handled_regs.insert(t.worktree_id.clone());
+                }
+            }
+            if !self.dry_run {
+                remove_empty_parents(&t.root, 2);
+            }
+        }
+
+        // 4. Refs: everything of the batch but the kept proposals.
+        for name in refs::list_batch(&self.source.repo, &b.id)? {
+            if kept.contains(&name) {
+                continue;
+            }
+            if self.dry_run || refs::delete(&self.source.repo, &name)? {
+                self.report.refs_removed += 1;
+            }
+            self.handled_refs.insert(name);
+        }
+
+        // 5. The state folder (patches of kept refs were moved out).
+        self.report.bytes_freed += tree_size(&dir);
+        if !self.dry_run {
+            remove_all(&dir)?;
+            batch::sync_dir(&batch::batches_dir(&self.state_dir));
+        }
+        self.report.rescued.extend(rescued);
+        self.report.refs_kept.extend(kept);
+        Ok(true)
+    }
+
+    /// Move a task's patch out of the batch's state folder, so it outlives it.
+    fn keep_patch(&self, b: &Batch, task: &str) -> Result<()> {
+        let from = proposal::patch_path(self.source, b, task);
+        if from.symlink_metadata().is_err() {
+            return Ok(());
+        }
+        let dir = kept_dir(&self.state_dir).join(&b.id);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+        let to = dir.join(format!("{task}.patch"));
+        std::fs::rename(&from, &to)
+            .map_err(|e| Error::io(format!("cannot move {}", from.display()), e))?;
+        batch::sync_dir(&dir);
+        Ok(())
+    }
+
+    /// Registrations of ours (`delegate-*`) whose folder is gone and that no batch owns.
+    fn leftover_registrations(&mut self, owners: &Owners) -> Result<()> {
+        let dir = self.source.common_dir.join("worktrees");
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            return Ok(());
+        };
+        let base = self.source.workspace_base().ok();
+        for entry in rd.flatten() {
+            let id = entry.file_name().to_string_lossy().into_owned();
+            if !id.starts_with("delegate-")
+                || self.handled_regs.contains(&id)
+                || owners.owns_registration(&id)
+            {
+                continue;
+            }
+            let reg = entry.path();
+            let target = read_gitdir_file(&reg.join("gitdir")).map(|t| reg.join(t));
+            let folder = target.as_deref().and_then(Path::parent);
+            if folder.is_some_and(|f| f.symlink_metadata().is_ok()) {
+                continue; // its folder is there: a worktree, not a leftover
+            }
+            let locked_by_us = std::fs::read_to_string(reg.join("locked"))
+                .is_ok_and(|r| r.starts_with("git-delegate batch "));
+            let under_base = match (folder, &base) {
+                (Some(f), Some(base)) => f.starts_with(base),
+                _ => false,
+            };
+            if !(locked_by_us || under_base) {
+                continue; // named like ours, but nothing says it is: the user's
+            }
+            self.report.bytes_freed += tree_size(&reg);
+            if !self.dry_run {
+                remove_all(&reg)?;
+            }
+            self.report.registrations_removed += 1;
+        }
+        Ok(())
+    }
+
+    /// Folders `<base>/<batch-short>/<task>` that no batch owns and git has not registered.
+    fn leftover_folders(&mut self, owners: &Owners) -> Result<()> {
+        let Ok(base) = self.source.workspace_base() else {
+            return Ok(());
+        };
+        let Ok(shorts) = std::fs::read_dir(&base) else {
+            return Ok(());
+        };
+        for short in shorts.flatten() {
+            let short_dir = short.path();
+            if !is_real_dir(&short_dir) || owners.owns_short(&short.file_name().to_string_lossy()) {
+                continue;
+            }
+            let Ok(tasks) = std::fs::read_dir(&short_dir) else {
+                continue;
+            };
+            for task in tasks.flatten() {
+                let root = task.path();
+                if !is_real_dir(&root)
+                    || self.handled_roots.contains(&root)
+                    || owners.owns_root(&root)
+                    || is_registered_worktree(&root)
+                {
+                    continue;
+                }
+                if !self.made_by_us(&root) {
+                    self.report.left_alone.push(root);
+                    continue;
+                }
+                self.report.bytes_freed += tree_size(&root);
+                if !self.dry_run {
+                    remove_all(&root)?;
+                }
+                self.report.workspaces_removed += 1;
+            }
+            if !self.dry_run {
+                let _ = std::fs::remove_dir(&short_dir);
+            }
+        }
+        if !self.dry_run {
+            let _ = std::fs::remove_dir(&base);
+        }
+        Ok(())
+    }
+
+    /// A folder prepare made: empty (a prepare that died before writing its
+    /// `.git`), or its `.git` file names a `delegate-*` registration of this
+    /// repository. Anything else in our folder is left alone.
+    fn made_by_us(&self, root: &Path) -> bool {
+        if std::fs::read_dir(root).is_ok_and(|mut d| d.next().is_none()) {
+            return true;
+        }
+        let Some(target) = read_dotgit(root) else {
+            return false;
+        };
+        let ours = target
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("delegate-"));
+        ours && target
+            .parent()
+            .is_some_and(|p| same_path(p, &self.source.common_dir.join("worktrees")))
+    }
+
+    /// Refs under refs/pi-delegate that no batch owns, once their commit is
+    /// older than `gc.keep-failed`.
+    fn leftover_refs(&mut self, owners: &Owners) -> Result<()> {
+        let now = crate::time::now();
+        let keep = self.source.config.keep_failed_secs;
+        for (name, id) in refs::list(&self.source.repo)? {
+            if self.handled_refs.contains(&name) || owners.owns_ref(&name) {
+                continue;
+            }
+            let Some(when) = commit_time(&self.source.repo, id) else {
+                continue; // not a commit: no clock, left alone
+            };
+            if now - when < keep {
+                continue;
+            }
+            if self.dry_run || refs::delete(&self.source.repo, &name)? {
+                self.report.refs_removed += 1;
+            }
+            self.handled_refs.insert(name);
+        }
+        Ok(())
+    }
+
+    /// Kept patches whose proposal ref is gone (or goes in this run).
+    fn leftover_patches(&mut self) -> Result<()> {
+        let kept = kept_dir(&self.state_dir);
+        let Ok(batches) = std::fs::read_dir(&kept) else {
+            return Ok(());
+        };
+        let existing: HashSet<String> = refs::list(&self.source.repo)?
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        let removed_now = |name: &String| {
+            self.handled_refs.contains(name) && !self.report.refs_kept.contains(name)
+        };
+        let mut freed = 0;
+        for b in batches.flatten() {
+            let id = b.file_name().to_string_lossy().into_owned();
+            let Ok(files) = std::fs::read_dir(b.path()) else {
+                continue;
+            };
+            for f in files.flatten() {
+                let file = f.file_name().to_string_lossy().into_owned();
+                let Some(task) = file.strip_suffix(".patch") else {
+                    continue;
+                };
+                let name = refs::proposal(&id, task);
+                if existing.contains(&name) && !removed_now(&name) {
+                    continue;
+                }
+                freed += tree_size(&f.path());
+                if !self.dry_run {
+                    remove_all(&f.path())?;
+                }
+            }
+            if !self.dry_run {
+                let _ = std::fs::remove_dir(b.path());
+            }
+        }
+        if !self.dry_run {
+            let _ = std::fs::remove_dir(&kept);
+        }
+        self.report.bytes_freed += freed;
+        Ok(())
+    }
+}
+
+/// Processes (other than this one) whose current folder is inside `root`.
+fn processes_in(root: &Path) -> Vec<u32> {
+    let Ok(root) = std::fs::canonicalize(root) else {
+        return Vec::new();
+    };
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let me = std::process::id();
+    let mut pids: Vec<u32> = rd
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(&root))
+        })
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+/// Dry run of `proposal::record`: the workspace's tree and changed-path
+/// count, with every object kept in memory.
+fn would_record(t: &batch::Task, baseline_tree: ObjectId) -> Result<Option<(ObjectId, usize)>> {
+    let ws = crate::repo::open_worktree(&t.root)?.with_object_memory();
+    let snap = snapshot::snapshot(&ws)?;
+    let paths = diff::trees(&ws, baseline_tree, snap.tree)?;
+    Ok((!paths.is_empty()).then_some((snap.tree, paths.len())))
+}
+
+/// Give the commit a ref points to a fresh committer time (same tree,
+/// parents, message), so the keep-failed clock starts when its batch is reclaimed.
+fn redate(repo: &gix::Repository, name: &str) -> Result<()> {
+    let Some(id) = refs::get(repo, name)? else {
+        return Ok(());
+    };
+    let Ok(c) = repo.find_commit(id) else {
+        return Ok(()); // not a commit: left as it is
+    };
+    if c.time().is_ok_and(|t| t.seconds >= crate::time::now()) {
+        return Ok(());
+    }
+    let err = |e: gix::Error| Error::git(format!("cannot read commit {id}"), e);
+    let tree = c.tree_id().map_err(err)?.detach();
+    let parent = c.parent_ids().next().map(|p| p.detach());
+    let message = c.message_raw().map_err(err)?.to_string();
+    let new = commit::write(repo, tree, parent, message)?;
+    refs::set(repo, name, new, false)
+}
+
+fn commit_time(repo: &gix::Repository, id: ObjectId) -> Option<i64> {
+    repo.find_commit(id).ok()?.time().ok().map(|t| t.seconds)
+}
+
+/// The path a worktree registration's `gitdir` file names, if readable.
+fn read_gitdir_file(path: &Path) -> Option<PathBuf> {
+    let text = std::fs::read(path).ok()?;
+    let text = text.strip_suffix(b"\n").unwrap_or(&text);
+    use std::os::unix::ffi::OsStrExt;
+    (!text.is_empty()).then(|| PathBuf::from(std::ffi::OsStr::from_bytes(text)))
+}
+
+/// A registration that names `root`'s `.git`, or a folder that is gone, or nothing readable.
+fn registration_is_dead(reg: &Path, root: &Path) -> bool {
+    match read_gitdir_file(&reg.join("gitdir")).map(|t| reg.join(t)) {
+        Some(target) => {
+            same_path(&target, &root.join(".git"))
+                || target
+                    .parent()
+                    .is_none_or(|f| f.symlink_metadata().is_err())
+        }
+        None => true,
+    }
+}
+
+/// Does git have `root` registered as a worktree (of any repository)? Its
+/// `.git` file names a registration whose `gitdir` names it back. A folder
+/// holding a `.git` folder is a repository of its own: also never ours to remove.
+fn is_registered_worktree(root: &Path) -> bool {
+    let dotgit = root.join(".git");
+    let Ok(meta) = dotgit.symlink_metadata() else {
+        return false;
+    };
+    if !meta.is_file() {
+        return true;
+    }
+    if std::fs::read(&dotgit).is_err() {
+        return true; // unreadable: do not guess
+    }
+    let Some(target) = read_dotgit(root) else {
+        return false;
+    };
+    match read_gitdir_file(&target.join("gitdir")) {
+        Some(back) => same_path(&target.join(back), &dotgit),
+        None => false,
+    }
+}
+
+/// The registration a worktree folder's `.git` file names (made absolute).
+fn read_dotgit(root: &Path) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let text = std::fs::read(root.join(".git")).ok()?;
+    let text = text.strip_suffix(b"\n").unwrap_or(&text);
+    let target = text.strip_prefix(b"gitdir: ")?;
+    Some(root.join(std::ffi::OsStr::from_bytes(target)))
+}
+
+fn same_path(a: &Path, b: &Path) -> bool {
+    if a == b {
+        return true;
+    }
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+fn is_real_dir(p: &Path) -> bool {
+    p.symlink_metadata().is_ok_and(|m| m.is_dir())
+}
+
+/// Sum of the sizes of the files (and symlinks) under `p`, never following a symlink.
+pub fn tree_size(p: &Path) -> u64 {
+    let Ok(meta) = p.symlink_metadata() else {
+        return 0;
+    };
+    if !meta.is_dir() {
+        return meta.len();
+    }
+    let mut total = 0;
+    let mut stack = vec![p.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => stack.push(e.path()),
+                Ok(m) => total += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
+
+fn remove_all(p: &Path) -> Result<()> {
+    let meta = match p.symlink_metadata() {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(format!("cannot remove {}", p.display()), e)),
+    };
+    let r = if meta.is_dir() {
+        std::fs::remove_dir_all(p)
+    } else {
+        std::fs::remove_file(p)
+    };
+    match r {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(format!("cannot remove {}", p.display()), e)),
+    }
+}
+
+/// Remove up to `levels` empty folders above `p`.
+fn remove_empty_parents(p: &Path, levels: usize) {
+    let mut dir = p.parent();
+    for _ in 0..levels {
+        match dir {
+            Some(d) if std::fs::remove_dir(d).is_ok() => dir = d.parent(),
+            _ => break,
+        }
+    }
+}

@@ -1,13 +1,148 @@
-//! `git delegate gc`.
+//! `git delegate gc [--dry-run]` (SPEC §3.4): take the lock, roll back
+//! interrupted write-backs, reclaim stale batches and leftovers (the engine
+//! is `crate::gc`), and report it (SPEC §6.3). A dry run takes no lock and
+//! changes nothing.
+
+use serde_json::{json, Value};
 
 use crate::cli::GcArgs;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ui::Ui;
 
-pub fn run(_ui: &Ui, _args: GcArgs) -> Result<i32> {
-    Err(Error::usage(
-        "delegate::not_implemented",
-        "`git delegate gc` is not implemented yet",
-        "see the README for what is available",
-    ))
+pub fn run(ui: &Ui, args: GcArgs) -> Result<i32> {
+    let source = super::source()?;
+    let _lock = if args.dry_run {
+        None
+    } else {
+        Some(super::lock_and_recover(ui, &source)?)
+    };
+    let report = crate::gc::run(&source, args.dry_run)?;
+    let code = if report.skipped.is_empty() { 0 } else { 1 };
+
+    if ui.json {
+        let rescued: Vec<Value> = report
+            .rescued
+            .iter()
+            .map(|r| {
+                json!({
+                    "batch": r.batch,
+                    "task": r.task,
+                    "ref": r.ref_name,
+                    "patch": crate::paths::doc_path(&r.patch),
+                    "changed_paths": r.paths,
+                })
+            })
+            .collect();
+        let skipped: Vec<Value> = report
+            .skipped
+            .iter()
+            .map(|s| json!({"batch": s.batch, "message": s.message}))
+            .collect();
+        let recovered = ui.recovered.borrow().clone();
+        ui.doc(json!({
+            "dry_run": report.dry_run,
+            "batches": report.batches,
+            "workspaces_removed": report.workspaces_removed,
+            "registrations_removed": report.registrations_removed,
+            "rescued": rescued,
+            "refs_removed": report.refs_removed,
+            "refs_kept": report.refs_kept,
+            "bytes_freed": report.bytes_freed,
+            "left_alone": report.left_alone.iter().map(|p| crate::paths::doc_path(p)).collect::<Vec<_>>(),
+            "skipped": skipped,
+            "pending_writebacks": report.pending_writebacks,
+            "recovered_writebacks": recovered,
+        }));
+    }
+    ui.say(&human(&source, &report));
+    Ok(code)
+}
+
+fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
+    let (verb, would) = if r.dry_run {
+        ("Would reclaim", "would be ")
+    } else {
+        ("Reclaimed", "")
+    };
+    let mut text = String::new();
+    if r.dry_run {
+        text.push_str("Dry run: nothing was changed.\n");
+    }
+    for res in &r.rescued {
+        text.push_str(&format!(
+            "Task {} of batch {} had unapplied changes ({} path(s)): {}saved as {} (patch {})\n",
+            res.task,
+            crate::batch::short(&res.batch),
+            res.paths,
+            would,
+            res.ref_name,
+            super::show(&res.patch),
+        ));
+    }
+    let nothing = r.batches.is_empty()
+        && r.workspaces_removed == 0
+        && r.registrations_removed == 0
+        && r.refs_removed == 0
+        && r.bytes_freed == 0;
+    if nothing {
+        text.push_str("Nothing to reclaim.\n");
+    } else {
+        let shorts: Vec<&str> = r.batches.iter().map(|b| crate::batch::short(b)).collect();
+        let batches = match shorts.len() {
+            0 => "no stale batch".to_string(),
+            1 => format!("stale batch {}", shorts[0]),
+            n => format!("{n} stale batches ({})", shorts.join(", ")),
+        };
+        text.push_str(&format!(
+            "{verb} {batches}: {} workspace(s), {} registration(s), {} ref(s), {}.\n",
+            r.workspaces_removed,
+            r.registrations_removed,
+            r.refs_removed,
+            bytes(r.bytes_freed)
+        ));
+    }
+    if !r.refs_kept.is_empty() {
+        let keep = crate::time::human(source.config.keep_failed_secs);
+        text.push_str(&format!(
+            "Kept for {keep} (gc.keep-failed): {} — see one with `git show --stat REF`, bring it into your working tree with `git diff REF^ REF | git apply`.\n",
+            r.refs_kept.join(", ")
+        ));
+    }
+    for p in &r.left_alone {
+        text.push_str(&format!(
+            "Left alone (not a workspace git-delegate made): {}\n",
+            super::show(p)
+        ));
+    }
+    for s in &r.skipped {
+        text.push_str(&format!("Not reclaimed: {}\n", s.message));
+    }
+    if r.dry_run && !r.pending_writebacks.is_empty() {
+        let ids: Vec<&str> = r
+            .pending_writebacks
+            .iter()
+            .map(|b| crate::batch::short(b))
+            .collect();
+        text.push_str(&format!(
+            "Interrupted write-back recorded for batch {}: `git delegate gc` rolls it back once its process is gone.\n",
+            ids.join(", ")
+        ));
+    }
+    text
+}
+
+/// `1.2 MiB`
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} bytes freed")
+    } else {
+        format!("{v:.1} {} freed", UNITS[u])
+    }
 }
