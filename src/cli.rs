@@ -399,3 +399,58 @@ pub struct CompletionsArgs {
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every subcommand and every option says what it is for, in one line
+    /// (`-h`), and the commands people start from teach with examples.
+    #[test]
+    fn every_command_and_option_has_help() {
+        let mut root = Cli::command();
+        root.build();
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            if cmd.get_about().is_none() && !path.is_empty() {
+                missing.push(format!("command `{path}` has no summary"));
+            }
+            for arg in cmd.get_arguments() {
+                if arg.is_hide_set() {
+                    continue;
+                }
+                if arg.get_help().is_none() {
+                    missing.push(format!("`{path} {}` has no help", arg.get_id()));
+                }
+            }
+            for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+                let p = format!("{path} {}", sub.get_name()).trim().to_string();
+                walk(sub, &p, missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&root, "", &mut missing);
+        assert!(missing.is_empty(), "{}", missing.join("\n"));
+
+        for sub in root.get_subcommands().filter(|s| !s.is_hide_set()) {
+            if sub.get_name() == "help" {
+                continue;
+            }
+            let examples = sub
+                .get_after_long_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            assert!(
+                examples.starts_with("Examples:\n"),
+                "`{}` has no examples in its long help",
+                sub.get_name()
+            );
+            let summary = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+            assert!(
+                !summary.contains('\n') && summary.len() <= 80,
+                "the summary of `{}` is not one short line: {summary:?}",
+                sub.get_name()
+            );
+        }
+    }
+}

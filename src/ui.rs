@@ -60,8 +60,85 @@ enum GitColor {
     Always,
 }
 
-/// git's `color.ui` (repository, global, system and `git -c` config), when set.
+/// git's `color.ui` (`git -c`, repository, global and system config), when set.
 fn git_color_ui() -> Option<GitColor> {
+    let value = match std::env::var("GIT_CONFIG_PARAMETERS")
+        .ok()
+        .and_then(|p| from_config_parameters(&p, "color.ui"))
+    {
+        Some(v) => v,
+        None => config_color_ui()?,
+    };
+    match value.to_ascii_lowercase().as_str() {
+        "false" | "never" | "no" | "off" | "0" => Some(GitColor::Never),
+        "always" => Some(GitColor::Always),
+        "true" | "yes" | "on" | "1" | "auto" | "" => Some(GitColor::Auto),
+        _ => None,
+    }
+}
+
+/// The last value of `key` in git's `GIT_CONFIG_PARAMETERS` (how `git -c
+/// key=value delegate` passes its settings on; gix does not read it): a
+/// list of shell single-quoted words, `'key'='value'` or the older
+/// `'key=value'`; a key without a value is `true` (returned as "").
+fn from_config_parameters(params: &str, key: &str) -> Option<String> {
+    // Split into single-quoted words, remembering whether `=` joins two.
+    let mut words: Vec<(String, bool)> = Vec::new();
+    let mut chars = params.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\'' {
+            continue;
+        }
+        let mut word = String::new();
+        loop {
+            match chars.next() {
+                Some('\'') => {
+                    // `'\''` inside a word is a quote.
+                    if chars.peek() == Some(&'\\') {
+                        chars.next();
+                        chars.next();
+                        word.push('\'');
+                        if chars.peek() == Some(&'\'') {
+                            chars.next();
+                            continue;
+                        }
+                    }
+                    break;
+                }
+                Some(ch) => word.push(ch),
+                None => return None,
+            }
+        }
+        let joined = chars.peek() == Some(&'=');
+        if joined {
+            chars.next();
+        }
+        words.push((word, joined));
+    }
+    let mut found = None;
+    let mut i = 0;
+    while i < words.len() {
+        let (word, joined) = &words[i];
+        let (k, v) = if *joined {
+            let v = words.get(i + 1).map(|w| w.0.clone()).unwrap_or_default();
+            i += 2;
+            (word.clone(), v)
+        } else {
+            i += 1;
+            match word.split_once('=') {
+                Some((k, v)) => (k.to_string(), v.to_string()),
+                None => (word.clone(), String::new()),
+            }
+        };
+        if k.eq_ignore_ascii_case(key) {
+            found = Some(v);
+        }
+    }
+    found
+}
+
+/// `color.ui` from the repository's (or, outside one, the user's) config files.
+fn config_color_ui() -> Option<String> {
     let repo = gix::discover(".").ok();
     let value = match &repo {
         Some(repo) => repo.config_snapshot().string("color.ui")?.to_string(),
@@ -75,12 +152,7 @@ fn git_color_ui() -> Option<GitColor> {
             String::from_utf8_lossy(&out.stdout).trim().to_string()
         }
     };
-    match value.to_ascii_lowercase().as_str() {
-        "false" | "never" | "no" | "off" | "0" => Some(GitColor::Never),
-        "always" => Some(GitColor::Always),
-        "true" | "yes" | "on" | "1" | "auto" => Some(GitColor::Auto),
-        _ => None,
-    }
+    Some(value).filter(|v| !v.is_empty())
 }
 
 /// The `--color` choice of this process, for text that goes elsewhere than
@@ -294,6 +366,29 @@ mod tests {
         assert!(!decide_color(Auto, false, || Some(G::Auto), false));
         assert!(decide_color(Auto, false, || None, true));
         assert!(!decide_color(Auto, false, || None, false));
+    }
+
+    #[test]
+    fn config_parameters_as_git_passes_them() {
+        let p = "'core.editor'='vi' 'color.ui'='never'";
+        assert_eq!(
+            from_config_parameters(p, "color.ui").as_deref(),
+            Some("never")
+        );
+        assert_eq!(
+            from_config_parameters("'color.ui=always'", "color.ui").as_deref(),
+            Some("always")
+        );
+        assert_eq!(
+            from_config_parameters("'Color.UI'", "color.ui").as_deref(),
+            Some("")
+        );
+        assert_eq!(
+            from_config_parameters("'a.b'='it'\\''s' 'color.ui'='false'", "color.ui").as_deref(),
+            Some("false")
+        );
+        assert_eq!(from_config_parameters("'a.b'='x'", "color.ui"), None);
+        assert_eq!(from_config_parameters("'broken", "color.ui"), None);
     }
 
     #[test]
