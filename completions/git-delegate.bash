@@ -46,9 +46,6 @@ _git__delegate() {
             git__delegate,renew)
                 cmd="git__delegate__subcmd__renew"
                 ;;
-            git__delegate,snapshot)
-                cmd="git__delegate__subcmd__snapshot"
-                ;;
             git__delegate,status)
                 cmd="git__delegate__subcmd__status"
                 ;;
@@ -81,9 +78,6 @@ _git__delegate() {
                 ;;
             git__delegate__subcmd__help,renew)
                 cmd="git__delegate__subcmd__help__subcmd__renew"
-                ;;
-            git__delegate__subcmd__help,snapshot)
-                cmd="git__delegate__subcmd__help__subcmd__snapshot"
                 ;;
             git__delegate__subcmd__help,status)
                 cmd="git__delegate__subcmd__help__subcmd__status"
@@ -125,7 +119,7 @@ _git__delegate() {
 
     case "${cmd}" in
         git__delegate)
-            opts="-h -V --color --help --version prepare apply status gc drop renew hook hooks man completions snapshot help"
+            opts="-h -V --color --help --version prepare apply status gc drop renew hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -223,7 +217,7 @@ _git__delegate() {
             return 0
             ;;
         git__delegate__subcmd__help)
-            opts="prepare apply status gc drop renew hook hooks man completions snapshot help"
+            opts="prepare apply status gc drop renew hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -391,20 +385,6 @@ _git__delegate() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__renew)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        git__delegate__subcmd__help__subcmd__snapshot)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -667,24 +647,6 @@ _git__delegate() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        git__delegate__subcmd__snapshot)
-            opts="-h -V --color --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0

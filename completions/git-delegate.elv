@@ -33,7 +33,6 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand hooks 'Install git-delegate''s git hooks into this repository'
             cand man 'Print the manual page, or install all pages'
             cand completions 'Print a shell completion script'
-            cand snapshot 'Plumbing: print the tree id of the working tree''s snapshot (for tests and benchmarks)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'git-delegate;prepare'= {
@@ -166,13 +165,6 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
-        &'git-delegate;snapshot'= {
-            cand --color 'When to use colour: auto, always or never'
-            cand -h 'Print help (see more with ''--help'')'
-            cand --help 'Print help (see more with ''--help'')'
-            cand -V 'Print version'
-            cand --version 'Print version'
-        }
         &'git-delegate;help'= {
             cand prepare 'Snapshot the working tree into a batch with one workspace per task'
             cand apply 'Merge the tasks'' work back into the working tree'
@@ -184,7 +176,6 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand hooks 'Install git-delegate''s git hooks into this repository'
             cand man 'Print the manual page, or install all pages'
             cand completions 'Print a shell completion script'
-            cand snapshot 'Plumbing: print the tree id of the working tree''s snapshot (for tests and benchmarks)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'git-delegate;help;prepare'= {
@@ -212,8 +203,6 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;help;man'= {
         }
         &'git-delegate;help;completions'= {
-        }
-        &'git-delegate;help;snapshot'= {
         }
         &'git-delegate;help;help'= {
         }

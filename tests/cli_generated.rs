@@ -412,6 +412,7 @@ fn bash_completes_git_delegate_and_git_delegate_through_gits_completion() {
     ] {
         assert!(sets[1].contains(&sub), "{sub:?} not in {:?}", sets[1]);
     }
+    assert!(!sets[1].contains(&"snapshot "), "hidden plumbing offered");
     assert_eq!(sets[2], ["--label "]);
     assert_eq!(sets[3], ["worktree ", "scratch "]);
     assert_eq!(sets[4], ["always "]);

@@ -40,10 +40,25 @@ const PLACEHOLDER: &str = "GITDELEGATEBIN";
 fn generate(shell: Shell, bin: &str) -> Vec<u8> {
     // The derive names the program `git delegate`; the scripts complete the
     // executable, at every level.
-    let mut cmd = rename(crate::cli::Cli::command(), bin);
+    let mut cmd = rename(without_hidden(crate::cli::Cli::command()), bin);
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, bin, &mut out);
     out
+}
+
+/// The command without its hidden subcommands (the `snapshot` plumbing):
+/// clap_complete offers hidden subcommands too.
+fn without_hidden(full: clap::Command) -> clap::Command {
+    let mut cmd = clap::Command::new("git-delegate")
+        .about(full.get_about().cloned().unwrap_or_default())
+        .version(env!("CARGO_PKG_VERSION"))
+        .propagate_version(true)
+        .subcommand_required(full.is_subcommand_required_set())
+        .args(full.get_arguments().cloned());
+    for sub in full.get_subcommands().filter(|s| !s.is_hide_set()) {
+        cmd = cmd.subcommand(sub.clone());
+    }
+    cmd
 }
 
 fn rename(cmd: clap::Command, bin: &str) -> clap::Command {
