@@ -223,6 +223,17 @@ fn man_install_defaults_to_share_man_beside_the_executable_and_man_finds_it() {
         PathBuf::from(String::from_utf8_lossy(&found.stdout).trim()),
         page
     );
+    // With MANPATH naming the folder, too.
+    let found = Command::new("man")
+        .args(["-w", "git-delegate-prepare"])
+        .env("MANPATH", prefix.join("share/man"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        PathBuf::from(String::from_utf8_lossy(&found.stdout).trim()),
+        prefix.join("share/man/man1/git-delegate-prepare.1"),
+        "{found:?}"
+    );
     // `git help delegate` and `git delegate --help` (which git rewrites into
     // `git help delegate`) open the page.
     for args in [&["help", "delegate"][..], &["delegate", "--help"][..]] {

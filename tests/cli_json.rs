@@ -403,6 +403,11 @@ fn every_json_document_matches_the_documented_field_lists() {
             ));
         }
         errors.extend(validate(&specs, c.block, &doc, c.what));
+        if let Some(code) = doc["error"]["code"].as_str() {
+            if !json_md().contains(&format!("| `{code}` |")) {
+                errors.push(format!("{}: error code {code} is not in the table", c.what));
+            }
+        }
         checked += 1;
     }
     // Outside a repository (exit 3), and a bad config file (exit 2).
