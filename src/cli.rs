@@ -7,14 +7,24 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 const AFTER_HELP: &str = "\
+Run `git delegate help <COMMAND>` for a command's details, `git help delegate` for the manual.";
+
+const AFTER_LONG_HELP: &str = "\
 Workflow:
-  git delegate prepare -n 4 --json     # snapshot the working tree, one worktree per task
-  (workers edit the task folders printed by prepare)
-  git delegate status                  # leases, tasks, changed paths
+  git delegate prepare -n 4            # snapshot the working tree, one worktree per task
+  (each worker edits its own task folder, printed by prepare)
+  git delegate status                  # leases, tasks, how many paths each task changed
   git delegate apply                   # merge every task back into the working tree
   git delegate drop BATCH --force      # or give the batch up
 
-Run `man git-delegate` (or `git help delegate`) for the whole manual.";
+Exit status (every command):
+  0  success
+  1  the command ran but reports a problem (a conflict, a stale batch, a refused commit)
+  2  bad usage or bad input; nothing changed
+  3  the repository is in a state the command cannot work in; nothing changed
+
+Run `git delegate help <COMMAND>` for a command's details and examples,
+`git help delegate` (or `man git-delegate`) for the whole manual.";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -26,11 +36,16 @@ Run `man git-delegate` (or `git help delegate`) for the whole manual.";
 included, ignored files left out) into a private baseline commit, gives every task its own linked worktree \
 of it, and later merges every task's result back into the working tree, 3-way, through a crash-safe \
 journal. Your index, HEAD, branches and stash are never changed, and conflicting work is kept, never lost.",
-    after_long_help = AFTER_HELP,
+    after_help = AFTER_HELP,
+    after_long_help = AFTER_LONG_HELP,
     propagate_version = true
 )]
 pub struct Cli {
     /// When to use colour: auto, always or never
+    ///
+    /// `auto` (the default) colours output meant for a terminal. `NO_COLOR` (set and not empty)
+    /// turns colour off unless --color says otherwise, and so does git's `color.ui = false`.
+    /// Precedence: --color, then NO_COLOR, then color.ui, then whether the output is a terminal.
     #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
 
@@ -40,14 +55,19 @@ pub struct Cli {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
+    /// Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise
     Auto,
+    /// Always colour
     Always,
+    /// Never colour
     Never,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ModeArg {
+    /// A linked git worktree detached at the baseline (`git worktree list` shows it)
     Worktree,
+    /// A copy-on-write (reflink) copy of the whole source, .git included
     Scratch,
 }
 
@@ -57,47 +77,134 @@ pub enum Command {
     #[command(
         long_about = "Snapshot the working tree exactly as it is (staged, unstaged and untracked files; ignored files \
 left out) into a private baseline commit under refs/pi-delegate/, and create one workspace per task: a linked \
-worktree detached at the baseline, locked while the batch lives. Your index, HEAD and branches are not touched.",
-        after_long_help = "Examples:\n  git delegate prepare -n 4\n  git delegate prepare lint docs tests --label refactor --ttl 2h\n  git delegate prepare -n 2 --owner-pid $$ --json"
+worktree detached at the baseline, locked while the batch lives. Your index, HEAD and branches are not touched.
+
+Tasks are the TASK names given, or 1..N with -n N; with neither, one task named 1. Each task's working folder \
+mirrors where you ran prepare: run it from src/ and every task's cwd is <workspace>/src. The batch holds a lease \
+(--ttl, --owner-pid); `git delegate status` shows it and `git delegate gc` reclaims stale batches.
+
+On any failure everything this prepare made is undone. With --json the batch document (schema git-delegate/v1) \
+is printed on stdout: read tasks[].cwd to find where each worker runs.",
+        after_long_help = "Examples:
+  git delegate prepare                          # one task named 1
+  git delegate prepare -n 4                     # four tasks named 1..4
+  git delegate prepare lint docs tests --label refactor --ttl 2h
+  git delegate prepare -n 2 --owner-pid $$ --json
+                                                # lease ends when this shell exits
+  git config alias.fan 'delegate prepare -n 4'  # then: git fan"
     )]
     Prepare(PrepareArgs),
     /// Merge the tasks' work back into the working tree
     #[command(
         long_about = "Turn each task's workspace into a proposal commit, merge the proposals 3-way in task order onto \
 the baseline, merge that with what changed in the working tree since prepare, and write the result through a \
-crash-safe journal. Conflicting tasks keep their proposal ref, patch and workspace.",
-        after_long_help = "Examples:\n  git delegate apply\n  git delegate apply --dry-run --json\n  git delegate apply --only 2 --keep"
+crash-safe journal. Conflicting tasks keep their proposal ref, patch and workspace.
+
+Only the files on disk in a workspace count: commits a worker made there do not matter. Processes still running \
+inside a workspace are stopped first (apply.stop-processes). Edits you made in the working tree since prepare \
+never block a task unless they touch the same paths (or --strict is given). Your index, HEAD, branches and stash \
+are never changed.
+
+Task statuses: applied, no_changes, discarded, conflict, failed. Exit status 1 when any task ended conflict or \
+failed; its work is kept, and the batch stays open for it.",
+        after_long_help = "Examples:
+  git delegate apply                            # the only open batch, every task
+  git delegate apply --dry-run --json           # what would happen, as JSON
+  git delegate apply refactor --only 2 --keep   # batch labelled refactor, task 2, keep its worktree
+  git delegate apply --discard 3                # apply the others, throw task 3 away"
     )]
     Apply(ApplyArgs),
     /// Show batches, leases and tasks
     #[command(
         long_about = "Show every batch of the repository (or one): id, label, age, baseline, lease state and expiry, \
-owner, and per task its state, workspace and how many paths differ from the baseline. Changes nothing.",
-        after_long_help = "Examples:\n  git delegate status\n  git delegate status --check   # exit 1 on stale batches\n  git delegate status --json"
+owner, and per task its state, workspace and how many paths differ from the baseline. Changes nothing and takes \
+no lock.
+
+A batch is stale when its lease expired or its owner process is gone; `--check` prints only such problems (and \
+interrupted write-backs) and exits 1 when there are any, for hooks and scripts.",
+        after_long_help = "Examples:
+  git delegate status
+  git delegate status refactor       # one batch, by label or id prefix
+  git delegate status --check        # exit 1 on stale batches
+  git delegate status --json         # {\"batches\": [...], \"problems\": [...]}"
     )]
     Status(StatusArgs),
     /// Reclaim what stale batches hold, rescuing unapplied work first
+    #[command(
+        long_about = "Reclaim what stale batches hold (lease expired, or owner process gone), never losing work: \
+changes in a stale task's workspace that have no proposal yet are first saved as a proposal ref and patch \
+(rescued). Then workspaces, worktree registrations and state of stale batches are removed; rescued and failed \
+proposal refs are kept for gc.keep-failed (default 14 days).
+
+Leftovers of this repository are reclaimed too: registrations of git-delegate workspaces whose folder is gone, \
+folders under the repository's workspace root that no batch owns, and old refs under refs/pi-delegate/ that no \
+batch owns. Live batches are never touched, nor the user's own worktrees.",
+        after_long_help = "Examples:
+  git delegate gc --dry-run          # what would be reclaimed
+  git delegate gc --json"
+    )]
     Gc(GcArgs),
     /// End a batch: remove its workspaces, refs and state
     #[command(
         long_about = "End a batch on purpose: remove its workspaces, worktree registrations, private refs and state. \
-Refuses while a task has changes that were never applied, unless --force. A folder that is no longer the workspace \
-prepare made is left alone even with --force."
+Refuses (exit 1) while a task has changes that were never applied, unless --force; the message names them. A \
+folder that is no longer the workspace prepare made is left alone even with --force.",
+        after_long_help = "Examples:
+  git delegate drop 1a2b             # by id prefix (at least 4 characters)
+  git delegate drop refactor --force # by label, throwing unapplied work away"
     )]
     Drop(DropArgs),
     /// Extend a batch's lease
     #[command(
-        long_about = "Extend a live or expired lease to now + TTL. An orphaned lease (its owner process is gone) is \
-renewed only with a new --owner-pid."
+        long_about = "Extend a live or expired lease to now + TTL (default: lease.ttl, else 24h). An orphaned lease \
+(its owner process is gone) is renewed only with a new --owner-pid. Prints the batch.",
+        after_long_help = "Examples:
+  git delegate renew                 # the only open batch, default TTL
+  git delegate renew refactor --ttl 7d
+  git delegate renew --owner-pid $$  # adopt an orphaned batch from this shell"
     )]
     Renew(RenewArgs),
     /// Run a git hook's check (pre-commit)
+    #[command(
+        long_about = "Run the check behind a git hook. The pre-commit hook installed by `git delegate hooks install` \
+calls `git delegate hook pre-commit`, which refuses commits inside workspaces of batches prepared with \
+--forbid-commit (or hooks.forbid-commit = true), and warns about (hooks.stale-leases = \"warn\"), refuses \
+(\"block\") or ignores (\"ignore\") stale batches. Otherwise it exits 0 silently.",
+        after_long_help = "Examples:
+  git delegate hook pre-commit       # what .git/hooks/pre-commit runs"
+    )]
     Hook(HookArgs),
     /// Install git-delegate's git hooks into this repository
+    #[command(
+        long_about = "Install git-delegate's pre-commit hook into the repository's hooks folder (core.hooksPath is \
+honoured). An existing pre-commit hook is moved beside it as pre-commit.local and still runs first; installing \
+twice changes nothing. The hook does nothing where git-delegate is not installed.",
+        after_long_help = "Examples:
+  git delegate hooks install
+  git delegate hooks install --json"
+    )]
     Hooks(HooksArgs),
     /// Print the manual page, or install all pages
+    #[command(
+        long_about = "Print the main manual page (roff) on stdout, or with --install write every page \
+(git-delegate.1 and git-delegate-<command>.1) into DIR. The default DIR is <directory of the executable>/../share/man/man1, \
+which man finds through PATH: for `cargo install` that is ~/.cargo/share/man/man1. Then `git help delegate` and \
+`man git-delegate-prepare` work.",
+        after_long_help = "Examples:
+  git delegate man --install                     # next to the executable
+  git delegate man --install ~/.local/share/man/man1
+  git delegate man | man -l -                    # read it without installing"
+    )]
     Man(ManArgs),
     /// Print a shell completion script
+    #[command(
+        long_about = "Print the completion script for SHELL on stdout. The bash script completes both \
+`git-delegate` and, through git's own bash completion, `git delegate` (it defines _git_delegate).",
+        after_long_help = "Examples:
+  git delegate completions bash > ~/.local/share/bash-completion/completions/git-delegate
+  git delegate completions zsh > ~/.zfunc/_git-delegate      # with fpath+=(~/.zfunc)
+  git delegate completions fish > ~/.config/fish/completions/git-delegate.fish"
+    )]
     Completions(CompletionsArgs),
     /// Plumbing: print the tree id of the working tree's snapshot (for tests and benchmarks)
     #[command(hide = true)]
@@ -107,31 +214,50 @@ renewed only with a new --owner-pid."
 #[derive(Debug, Args, Clone, Default)]
 pub struct JsonArg {
     /// Print exactly one JSON document (schema git-delegate/v1) on stdout
+    ///
+    /// Human text, warnings and progress go to stderr; on failure the document is an error
+    /// document ({"error": {"code", "message", "help"}}) and the exit status says what happened.
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct PrepareArgs {
-    /// Task names ([A-Za-z0-9][A-Za-z0-9._-]{0,63}); default: 1..N with -n, else one task `1`
+    /// Task names (default: 1..N with -n, else one task named 1)
+    ///
+    /// A task name is 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit. It
+    /// names the task's workspace folder and its refs. Duplicates are refused.
     #[arg(value_name = "TASK")]
     pub tasks: Vec<String>,
     /// Create N tasks named 1..N
     #[arg(short = 'n', long = "count", value_name = "N", conflicts_with = "tasks", value_parser = clap::value_parser!(u32).range(1..=256))]
     pub count: Option<u32>,
     /// Workspace kind (default: workspace.mode, else worktree)
+    ///
+    /// `worktree`: a linked git worktree detached at the baseline, locked while the batch lives.
+    /// `scratch`: a reflink copy of the whole source, refused where the filesystem cannot clone files.
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
     /// A name for the batch, usable wherever BATCH is asked for
+    ///
+    /// Labels are unique among the repository's open batches.
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
     /// Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)
+    ///
+    /// A batch whose lease expired is stale: `status --check` reports it and `gc` reclaims it
+    /// (saving unapplied work first). `git delegate renew` extends the lease.
     #[arg(long, value_name = "DURATION")]
     pub ttl: Option<String>,
     /// The lease is orphaned once this process is gone
+    ///
+    /// Pass the pid of the orchestrator (for a shell, `$$`). Its start time is recorded, so a
+    /// reused pid does not count as alive. A pid that is not running is refused.
     #[arg(long, value_name = "PID")]
     pub owner_pid: Option<u32>,
     /// Make the pre-commit hook refuse commits inside this batch's workspaces
+    ///
+    /// Needs the hook: `git delegate hooks install`.
     #[arg(long)]
     pub forbid_commit: bool,
     #[command(flatten)]
@@ -141,6 +267,8 @@ pub struct PrepareArgs {
 #[derive(Debug, Args)]
 pub struct ApplyArgs {
     /// The batch: label, id or unique id prefix (default: the only open batch)
+    ///
+    /// A label is tried first, then the full id or any unique prefix of at least 4 characters.
     pub batch: Option<String>,
     /// Apply only these tasks; the rest stay open (repeatable)
     #[arg(long, value_name = "TASK")]
@@ -149,12 +277,19 @@ pub struct ApplyArgs {
     #[arg(long, value_name = "TASK")]
     pub discard: Vec<String>,
     /// Report what would happen; change nothing
+    ///
+    /// Nothing changes in the working tree, refs or workspaces.
     #[arg(long)]
     pub dry_run: bool,
     /// Refuse a task when the source changed since prepare in a path it touches
+    ///
+    /// Without --strict such a task is merged 3-way when that is clean. Default: apply.strict.
     #[arg(long)]
     pub strict: bool,
     /// Keep the workspaces of applied tasks (as ordinary unlocked worktrees)
+    ///
+    /// They stay registered with git (`git worktree list`) and the batch no longer owns them:
+    /// remove them with `git worktree remove`.
     #[arg(long)]
     pub keep: bool,
     #[command(flatten)]
@@ -184,8 +319,12 @@ pub struct GcArgs {
 #[derive(Debug, Args)]
 pub struct DropArgs {
     /// The batch: label, id or unique id prefix
+    ///
+    /// A label is tried first, then the full id or any unique prefix of at least 4 characters.
     pub batch: String,
     /// Drop even when tasks have changes that were never applied
+    ///
+    /// Their work is lost. A folder that is no longer the workspace prepare made is still left alone.
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]
@@ -200,6 +339,8 @@ pub struct RenewArgs {
     #[arg(long, value_name = "DURATION")]
     pub ttl: Option<String>,
     /// A new owner process for the lease
+    ///
+    /// Needed to renew an orphaned lease. A pid that is not running is refused.
     #[arg(long, value_name = "PID")]
     pub owner_pid: Option<u32>,
     #[command(flatten)]
@@ -215,6 +356,9 @@ pub struct HookArgs {
 #[derive(Debug, Subcommand)]
 pub enum HookName {
     /// Refuse commits inside forbid-commit workspaces; warn about stale batches
+    ///
+    /// Exit 1 refuses the commit (a forbid-commit workspace, or stale batches with
+    /// hooks.stale-leases = "block"); otherwise exit 0, silently unless there is a warning.
     PreCommit,
 }
 
@@ -227,6 +371,9 @@ pub struct HooksArgs {
 #[derive(Debug, Subcommand)]
 pub enum HooksAction {
     /// Install the pre-commit hook (an existing hook is kept and chained)
+    ///
+    /// An existing foreign pre-commit hook is moved to pre-commit.local and run first; if it
+    /// fails, the commit is refused. Installing twice changes nothing.
     Install {
         /// Replace an existing pre-commit.local when a foreign hook is also present
         #[arg(long)]
@@ -239,13 +386,71 @@ pub enum HooksAction {
 #[derive(Debug, Args)]
 pub struct ManArgs {
     /// Install every page into DIR (default: <exe dir>/../share/man/man1)
+    ///
+    /// Writes git-delegate.1 and one git-delegate-<command>.1 per command. The default is found
+    /// by man through PATH (for `cargo install`: ~/.cargo/share/man/man1).
     #[arg(long, value_name = "DIR", num_args = 0..=1)]
     pub install: Option<Option<std::path::PathBuf>>,
 }
 
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
-    /// The shell
+    /// The shell: bash, zsh, fish, elvish or powershell
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every subcommand and every option says what it is for, in one line
+    /// (`-h`), and the commands people start from teach with examples.
+    #[test]
+    fn every_command_and_option_has_help() {
+        let mut root = Cli::command();
+        root.build();
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            if cmd.get_about().is_none() && !path.is_empty() {
+                missing.push(format!("command `{path}` has no summary"));
+            }
+            for arg in cmd.get_arguments() {
+                if arg.is_hide_set() {
+                    continue;
+                }
+                if arg.get_help().is_none() {
+                    missing.push(format!("`{path} {}` has no help", arg.get_id()));
+                }
+            }
+            for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+                let p = format!("{path} {}", sub.get_name()).trim().to_string();
+                walk(sub, &p, missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&root, "", &mut missing);
+        assert!(missing.is_empty(), "{}", missing.join("\n"));
+
+        for sub in root.get_subcommands().filter(|s| !s.is_hide_set()) {
+            if sub.get_name() == "help" {
+                continue;
+            }
+            let examples = sub
+                .get_after_long_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            assert!(
+                examples.starts_with("Examples:\n"),
+                "`{}` has no examples in its long help",
+                sub.get_name()
+            );
+            let summary = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+            assert!(
+                !summary.contains('\n') && summary.len() <= 80,
+                "the summary of `{}` is not one short line: {summary:?}",
+                sub.get_name()
+            );
+        }
+    }
 }

@@ -22,55 +22,228 @@ pub struct Ui {
 }
 
 /// Decide colour (SPEC §3): `--color` wins over `NO_COLOR`, which wins over
-/// git's `color.ui`, which wins over detecting a terminal.
+/// git's `color.ui`, which wins over detecting a terminal. `terminal` says
+/// whether the text goes to a terminal.
 pub fn use_color(choice: ColorChoice, terminal: bool) -> bool {
+    decide_color(
+        choice,
+        std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+        git_color_ui,
+        terminal,
+    )
+}
+
+/// The precedence itself; `color_ui` is only asked when it matters.
+fn decide_color(
+    choice: ColorChoice,
+    no_color: bool,
+    color_ui: impl FnOnce() -> Option<GitColor>,
+    terminal: bool,
+) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => {
-            if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
-                return false;
-            }
-            if !terminal {
-                return false;
-            }
-            match git_color_ui() {
-                Some(v) => v,
-                None => true,
-            }
-        }
+        ColorChoice::Auto if no_color => false,
+        ColorChoice::Auto => match color_ui() {
+            Some(GitColor::Never) => false,
+            Some(GitColor::Always) => true,
+            Some(GitColor::Auto) | None => terminal,
+        },
     }
 }
 
-/// git's `color.ui` as a yes/no, when set to a boolean (or `never`/`always`).
-fn git_color_ui() -> Option<bool> {
-    let repo = gix::discover(".").ok()?;
-    let value = repo.config_snapshot().string("color.ui")?;
-    match value.to_string().to_ascii_lowercase().as_str() {
-        "false" | "never" | "no" | "off" | "0" => Some(false),
-        "always" | "true" | "yes" | "on" | "1" | "auto" => Some(true),
+/// git's `color.ui`, as git reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GitColor {
+    Never,
+    Auto,
+    Always,
+}
+
+/// git's `color.ui` (`git -c`, repository, global and system config), when set.
+fn git_color_ui() -> Option<GitColor> {
+    let value = match std::env::var("GIT_CONFIG_PARAMETERS")
+        .ok()
+        .and_then(|p| from_config_parameters(&p, "color.ui"))
+    {
+        Some(v) => v,
+        None => config_color_ui()?,
+    };
+    match value.to_ascii_lowercase().as_str() {
+        "false" | "never" | "no" | "off" | "0" => Some(GitColor::Never),
+        "always" => Some(GitColor::Always),
+        "true" | "yes" | "on" | "1" | "auto" | "" => Some(GitColor::Auto),
         _ => None,
+    }
+}
+
+/// The last value of `key` in git's `GIT_CONFIG_PARAMETERS` (how `git -c
+/// key=value delegate` passes its settings on; gix does not read it): a
+/// list of shell single-quoted words, `'key'='value'` or the older
+/// `'key=value'`; a key without a value is `true` (returned as "").
+fn from_config_parameters(params: &str, key: &str) -> Option<String> {
+    // Split into single-quoted words, remembering whether `=` joins two.
+    let mut words: Vec<(String, bool)> = Vec::new();
+    let mut chars = params.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\'' {
+            continue;
+        }
+        let mut word = String::new();
+        loop {
+            match chars.next() {
+                Some('\'') => {
+                    // `'\''` inside a word is a quote.
+                    if chars.peek() == Some(&'\\') {
+                        chars.next();
+                        chars.next();
+                        word.push('\'');
+                        if chars.peek() == Some(&'\'') {
+                            chars.next();
+                            continue;
+                        }
+                    }
+                    break;
+                }
+                Some(ch) => word.push(ch),
+                None => return None,
+            }
+        }
+        let joined = chars.peek() == Some(&'=');
+        if joined {
+            chars.next();
+        }
+        words.push((word, joined));
+    }
+    let mut found = None;
+    let mut i = 0;
+    while i < words.len() {
+        let (word, joined) = &words[i];
+        let (k, v) = if *joined {
+            let v = words.get(i + 1).map(|w| w.0.clone()).unwrap_or_default();
+            i += 2;
+            (word.clone(), v)
+        } else {
+            i += 1;
+            match word.split_once('=') {
+                Some((k, v)) => (k.to_string(), v.to_string()),
+                None => (word.clone(), String::new()),
+            }
+        };
+        if k.eq_ignore_ascii_case(key) {
+            found = Some(v);
+        }
+    }
+    found
+}
+
+/// `color.ui` from the repository's (or, outside one, the user's) config files.
+fn config_color_ui() -> Option<String> {
+    let repo = gix::discover(".").ok();
+    let value = match &repo {
+        Some(repo) => repo.config_snapshot().string("color.ui")?.to_string(),
+        None => {
+            // Outside a repository only the user's and the system's config apply.
+            let out = std::process::Command::new("git")
+                .args(["config", "--get", "color.ui"])
+                .stderr(std::process::Stdio::null())
+                .output()
+                .ok()?;
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        }
+    };
+    Some(value).filter(|v| !v.is_empty())
+}
+
+/// The `--color` choice of this process, for text that goes elsewhere than
+/// `Ui::color` was decided for (diagnostics and clap's messages on stderr).
+static CHOICE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+fn set_choice(choice: ColorChoice) {
+    let n = match choice {
+        ColorChoice::Auto => 0,
+        ColorChoice::Always => 1,
+        ColorChoice::Never => 2,
+    };
+    CHOICE.store(n, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn choice() -> ColorChoice {
+    match CHOICE.load(std::sync::atomic::Ordering::Relaxed) {
+        1 => ColorChoice::Always,
+        2 => ColorChoice::Never,
+        _ => ColorChoice::Auto,
+    }
+}
+
+/// The `--color` value of a command line clap could not parse (the last
+/// `--color WHEN` / `--color=WHEN` with a valid value), else `auto`.
+pub fn color_choice_from_args(args: &[std::ffi::OsString]) -> ColorChoice {
+    let mut choice = ColorChoice::Auto;
+    let mut iter = args.iter().skip(1).map(|a| a.to_string_lossy());
+    while let Some(arg) = iter.next() {
+        if arg == "--" {
+            break;
+        }
+        let value = if arg == "--color" {
+            iter.next().map(|v| v.into_owned())
+        } else {
+            arg.strip_prefix("--color=").map(str::to_string)
+        };
+        match value.as_deref() {
+            Some("auto") => choice = ColorChoice::Auto,
+            Some("always") => choice = ColorChoice::Always,
+            Some("never") => choice = ColorChoice::Never,
+            _ => {}
+        }
+    }
+    choice
+}
+
+/// Print a clap error or help text: help and version on stdout, errors on
+/// stderr, coloured by the same rules as everything else.
+pub fn print_clap(e: &clap::Error, choice: ColorChoice) {
+    set_choice(choice);
+    let styled = e.render();
+    if e.use_stderr() {
+        let text = if use_color(choice, std::io::stderr().is_terminal()) {
+            styled.ansi().to_string()
+        } else {
+            styled.to_string()
+        };
+        stderr(&text);
+    } else {
+        let text = if use_color(choice, std::io::stdout().is_terminal()) {
+            styled.ansi().to_string()
+        } else {
+            styled.to_string()
+        };
+        stdout(&text);
     }
 }
 
 /// Write to stdout; a closed pipe ends the process quietly.
 pub fn stdout(text: &str) {
+    stdout_bytes(text.as_bytes())
+}
+
+/// Write bytes to stdout; a closed pipe ends the process quietly.
+pub fn stdout_bytes(bytes: &[u8]) {
     let mut out = std::io::stdout().lock();
-    if out
-        .write_all(text.as_bytes())
-        .and_then(|_| out.flush())
-        .is_err()
-    {
+    if out.write_all(bytes).and_then(|_| out.flush()).is_err() {
         std::process::exit(0);
     }
 }
 
 fn stderr(text: &str) {
-    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    let mut err = std::io::stderr().lock();
+    crate::progress::erase_for_text(&mut err);
+    let _ = err.write_all(text.as_bytes());
 }
 
 impl Ui {
     pub fn new(json: bool, choice: ColorChoice) -> Ui {
+        set_choice(choice);
         let terminal = if json {
             std::io::stderr().is_terminal()
         } else {
@@ -95,6 +268,18 @@ impl Ui {
     /// A warning or progress note: always stderr.
     pub fn warn(&self, text: &str) {
         stderr(text);
+    }
+
+    /// Progress for a step that may take a while: a line on stderr with the
+    /// label and the elapsed time, shown only when stderr is a terminal, no
+    /// JSON document is being produced, and the step takes longer than half
+    /// a second; erased when the guard is dropped.
+    pub fn progress(&self, label: &str) -> crate::progress::Progress {
+        let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+        if self.json || dumb || !std::io::stderr().is_terminal() {
+            return crate::progress::Progress::disabled();
+        }
+        crate::progress::Progress::start(label)
     }
 
     /// Emphasis for human text.
@@ -136,7 +321,13 @@ impl Ui {
         if self.json {
             self.doc(error_doc(err.code, &err.message, &err.help));
         }
-        let handler = if self.color {
+        // Diagnostics go to stderr: decide for that stream.
+        let color = if self.json {
+            self.color
+        } else {
+            use_color(choice(), std::io::stderr().is_terminal())
+        };
+        let handler = if color {
             miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode())
         } else {
             miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
@@ -151,4 +342,69 @@ impl Ui {
 
 pub fn error_doc(code: &str, message: &str, help: &str) -> Value {
     json!({ "error": { "code": code, "message": message, "help": help } })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colour_precedence() {
+        use ColorChoice::*;
+        use GitColor as G;
+        let never_asked = || -> Option<GitColor> { panic!("color.ui must not be read") };
+        // --color wins over everything.
+        assert!(decide_color(Always, true, never_asked, false));
+        assert!(!decide_color(Never, false, never_asked, true));
+        // NO_COLOR wins over color.ui and the terminal.
+        assert!(!decide_color(Auto, true, never_asked, true));
+        // color.ui wins over the terminal.
+        assert!(!decide_color(Auto, false, || Some(G::Never), true));
+        assert!(decide_color(Auto, false, || Some(G::Always), false));
+        // color.ui = auto/true, or unset: the terminal decides.
+        assert!(decide_color(Auto, false, || Some(G::Auto), true));
+        assert!(!decide_color(Auto, false, || Some(G::Auto), false));
+        assert!(decide_color(Auto, false, || None, true));
+        assert!(!decide_color(Auto, false, || None, false));
+    }
+
+    #[test]
+    fn config_parameters_as_git_passes_them() {
+        let p = "'core.editor'='vi' 'color.ui'='never'";
+        assert_eq!(
+            from_config_parameters(p, "color.ui").as_deref(),
+            Some("never")
+        );
+        assert_eq!(
+            from_config_parameters("'color.ui=always'", "color.ui").as_deref(),
+            Some("always")
+        );
+        assert_eq!(
+            from_config_parameters("'Color.UI'", "color.ui").as_deref(),
+            Some("")
+        );
+        assert_eq!(
+            from_config_parameters("'a.b'='it'\\''s' 'color.ui'='false'", "color.ui").as_deref(),
+            Some("false")
+        );
+        assert_eq!(from_config_parameters("'a.b'='x'", "color.ui"), None);
+        assert_eq!(from_config_parameters("'broken", "color.ui"), None);
+    }
+
+    #[test]
+    fn colour_from_unparsed_args() {
+        let args = |v: &[&str]| -> Vec<std::ffi::OsString> { v.iter().map(Into::into).collect() };
+        assert_eq!(
+            color_choice_from_args(&args(&["gd", "status", "--color", "always", "--bogus"])),
+            ColorChoice::Always
+        );
+        assert_eq!(
+            color_choice_from_args(&args(&["gd", "--color=never", "x"])),
+            ColorChoice::Never
+        );
+        assert_eq!(
+            color_choice_from_args(&args(&["gd", "--", "--color=never"])),
+            ColorChoice::Auto
+        );
+    }
 }

@@ -68,26 +68,19 @@ pub fn run(cli: Cli) -> i32 {
 /// errors exit 2, as an error document when `--json` was asked for.
 pub fn report_parse_error(args: &[OsString], e: clap::Error) -> i32 {
     use clap::error::ErrorKind;
+    let choice = crate::ui::color_choice_from_args(args);
     match e.kind() {
-        ErrorKind::DisplayHelp
-        | ErrorKind::DisplayVersion
-        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = e.print();
-            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                2
-            } else {
-                0
-            }
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            crate::ui::print_clap(&e, choice);
+            0
         }
         _ => {
-            if args.iter().any(|a| a == "--json") {
-                let message = e
-                    .to_string()
-                    .lines()
-                    .next()
-                    .unwrap_or("invalid command line")
-                    .trim_start_matches("error: ")
-                    .to_string();
+            if args
+                .iter()
+                .skip(1)
+                .take_while(|a| *a != "--")
+                .any(|a| a == "--json")
+            {
                 let ui = Ui {
                     json: true,
                     color: false,
@@ -95,14 +88,24 @@ pub fn report_parse_error(args: &[OsString], e: clap::Error) -> i32 {
                 };
                 ui.doc(crate::ui::error_doc(
                     "delegate::usage",
-                    &message,
+                    &parse_error_message(&e),
                     "run `git delegate -h` for the usage",
                 ));
             }
-            let _ = e.print();
+            crate::ui::print_clap(&e, choice);
             2
         }
     }
+}
+
+/// The first line of a clap error, without clap's `error: ` prefix and styling.
+fn parse_error_message(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid command line");
+    line.trim_start_matches("error: ").trim().to_string()
 }
 
 /// The source around the current directory.

@@ -87,7 +87,10 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
     workspace::check_free(&source.common_dir, &plans)?;
 
     // Snapshot and baseline commit.
-    let snap = snapshot::snapshot(&source.repo)?;
+    let snap = {
+        let _progress = ui.progress("Snapshotting the working tree");
+        snapshot::snapshot(&source.repo)?
+    };
     let head = source.repo.head_id().ok().map(|id| id.detach());
     let baseline = write_baseline(&source.repo, snap.tree, head, &id)?;
 
@@ -122,6 +125,11 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
     let made = (|| {
         refs::set(&source.repo, &refs::baseline(&id), baseline, true)?;
         batch::save(&state_dir, &batch)?;
+        let _progress = ui.progress(&format!(
+            "Checking out {} workspace{}",
+            plans.len(),
+            if plans.len() == 1 { "" } else { "s" }
+        ));
         workspace::create_all(&source.common_dir, baseline, snap.tree, &plans)
     })();
     if let Err(e) = made {

@@ -1,0 +1,211 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[git-delegate] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'git-delegate'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'git-delegate'= {
+            cand --color 'When to use colour: auto, always or never'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand prepare 'Snapshot the working tree into a batch with one workspace per task'
+            cand apply 'Merge the tasks'' work back into the working tree'
+            cand status 'Show batches, leases and tasks'
+            cand gc 'Reclaim what stale batches hold, rescuing unapplied work first'
+            cand drop 'End a batch: remove its workspaces, refs and state'
+            cand renew 'Extend a batch''s lease'
+            cand hook 'Run a git hook''s check (pre-commit)'
+            cand hooks 'Install git-delegate''s git hooks into this repository'
+            cand man 'Print the manual page, or install all pages'
+            cand completions 'Print a shell completion script'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'git-delegate;prepare'= {
+            cand -n 'Create N tasks named 1..N'
+            cand --count 'Create N tasks named 1..N'
+            cand --mode 'Workspace kind (default: workspace.mode, else worktree)'
+            cand --label 'A name for the batch, usable wherever BATCH is asked for'
+            cand --ttl 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)'
+            cand --owner-pid 'The lease is orphaned once this process is gone'
+            cand --color 'When to use colour: auto, always or never'
+            cand --forbid-commit 'Make the pre-commit hook refuse commits inside this batch''s workspaces'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;apply'= {
+            cand --only 'Apply only these tasks; the rest stay open (repeatable)'
+            cand --discard 'Drop these tasks'' work (repeatable)'
+            cand --color 'When to use colour: auto, always or never'
+            cand --dry-run 'Report what would happen; change nothing'
+            cand --strict 'Refuse a task when the source changed since prepare in a path it touches'
+            cand --keep 'Keep the workspaces of applied tasks (as ordinary unlocked worktrees)'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;status'= {
+            cand --color 'When to use colour: auto, always or never'
+            cand --check 'Print only problems; exit 1 on a stale batch or a left-over journal'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;gc'= {
+            cand --color 'When to use colour: auto, always or never'
+            cand --dry-run 'Report what would be reclaimed; change nothing'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;drop'= {
+            cand --color 'When to use colour: auto, always or never'
+            cand --force 'Drop even when tasks have changes that were never applied'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;renew'= {
+            cand --ttl 'New lease duration from now (default: lease.ttl, else 24h)'
+            cand --owner-pid 'A new owner process for the lease'
+            cand --color 'When to use colour: auto, always or never'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;hook'= {
+            cand --color 'When to use colour: auto, always or never'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'git-delegate;hook;pre-commit'= {
+            cand --color 'When to use colour: auto, always or never'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;hook;help'= {
+            cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'git-delegate;hook;help;pre-commit'= {
+        }
+        &'git-delegate;hook;help;help'= {
+        }
+        &'git-delegate;hooks'= {
+            cand --color 'When to use colour: auto, always or never'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand install 'Install the pre-commit hook (an existing hook is kept and chained)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'git-delegate;hooks;install'= {
+            cand --color 'When to use colour: auto, always or never'
+            cand --force 'Replace an existing pre-commit.local when a foreign hook is also present'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;hooks;help'= {
+            cand install 'Install the pre-commit hook (an existing hook is kept and chained)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'git-delegate;hooks;help;install'= {
+        }
+        &'git-delegate;hooks;help;help'= {
+        }
+        &'git-delegate;man'= {
+            cand --install 'Install every page into DIR (default: <exe dir>/../share/man/man1)'
+            cand --color 'When to use colour: auto, always or never'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;completions'= {
+            cand --color 'When to use colour: auto, always or never'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;help'= {
+            cand prepare 'Snapshot the working tree into a batch with one workspace per task'
+            cand apply 'Merge the tasks'' work back into the working tree'
+            cand status 'Show batches, leases and tasks'
+            cand gc 'Reclaim what stale batches hold, rescuing unapplied work first'
+            cand drop 'End a batch: remove its workspaces, refs and state'
+            cand renew 'Extend a batch''s lease'
+            cand hook 'Run a git hook''s check (pre-commit)'
+            cand hooks 'Install git-delegate''s git hooks into this repository'
+            cand man 'Print the manual page, or install all pages'
+            cand completions 'Print a shell completion script'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'git-delegate;help;prepare'= {
+        }
+        &'git-delegate;help;apply'= {
+        }
+        &'git-delegate;help;status'= {
+        }
+        &'git-delegate;help;gc'= {
+        }
+        &'git-delegate;help;drop'= {
+        }
+        &'git-delegate;help;renew'= {
+        }
+        &'git-delegate;help;hook'= {
+            cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
+        }
+        &'git-delegate;help;hook;pre-commit'= {
+        }
+        &'git-delegate;help;hooks'= {
+            cand install 'Install the pre-commit hook (an existing hook is kept and chained)'
+        }
+        &'git-delegate;help;hooks;install'= {
+        }
+        &'git-delegate;help;man'= {
+        }
+        &'git-delegate;help;completions'= {
+        }
+        &'git-delegate;help;help'= {
+        }
+    ]
+    $completions[$command]
+}

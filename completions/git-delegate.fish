@@ -1,0 +1,149 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_git_delegate_global_optspecs
+    string join \n color= h/help V/version
+end
+
+function __fish_git_delegate_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_git_delegate_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_git_delegate_using_subcommand
+    set -l cmd (__fish_git_delegate_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c git-delegate -n "__fish_git_delegate_needs_command" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c git-delegate -n "__fish_git_delegate_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c git-delegate -n "__fish_git_delegate_needs_command" -s V -l version -d 'Print version'
+complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "prepare" -d 'Snapshot the working tree into a batch with one workspace per task'
+complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "apply" -d 'Merge the tasks\' work back into the working tree'
+complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "status" -d 'Show batches, leases and tasks'
+complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "gc" -d 'Reclaim what stale batches hold, rescuing unapplied work first'
+complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "drop" -d 'End a batch: remove its workspaces, refs and state'
+complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "renew" -d 'Extend a batch\'s lease'
+complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "hook" -d 'Run a git hook\'s check (pre-commit)'
+complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "hooks" -d 'Install git-delegate\'s git hooks into this repository'
+complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "man" -d 'Print the manual page, or install all pages'
+complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -s n -l count -d 'Create N tasks named 1..N' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l mode -d 'Workspace kind (default: workspace.mode, else worktree)' -r -f -a "worktree\t'A linked git worktree detached at the baseline (`git worktree list` shows it)'
+scratch\t'A copy-on-write (reflink) copy of the whole source, .git included'"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l label -d 'A name for the batch, usable wherever BATCH is asked for' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l ttl -d 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l owner-pid -d 'The lease is orphaned once this process is gone' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l forbid-commit -d 'Make the pre-commit hook refuse commits inside this batch\'s workspaces'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -s V -l version -d 'Print version'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l only -d 'Apply only these tasks; the rest stay open (repeatable)' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l discard -d 'Drop these tasks\' work (repeatable)' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l dry-run -d 'Report what would happen; change nothing'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l strict -d 'Refuse a task when the source changed since prepare in a path it touches'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l keep -d 'Keep the workspaces of applied tasks (as ordinary unlocked worktrees)'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -s V -l version -d 'Print version'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -l check -d 'Print only problems; exit 1 on a stale batch or a left-over journal'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -s V -l version -d 'Print version'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand gc" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand gc" -l dry-run -d 'Report what would be reclaimed; change nothing'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand gc" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand gc" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand gc" -s V -l version -d 'Print version'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand drop" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand drop" -l force -d 'Drop even when tasks have changes that were never applied'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand drop" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand drop" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand drop" -s V -l version -d 'Print version'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand renew" -l ttl -d 'New lease duration from now (default: lease.ttl, else 24h)' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand renew" -l owner-pid -d 'A new owner process for the lease' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand renew" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand renew" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand renew" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand renew" -s V -l version -d 'Print version'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and not __fish_seen_subcommand_from pre-commit help" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and not __fish_seen_subcommand_from pre-commit help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and not __fish_seen_subcommand_from pre-commit help" -s V -l version -d 'Print version'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and not __fish_seen_subcommand_from pre-commit help" -f -a "pre-commit" -d 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and not __fish_seen_subcommand_from pre-commit help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and __fish_seen_subcommand_from pre-commit" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and __fish_seen_subcommand_from pre-commit" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and __fish_seen_subcommand_from pre-commit" -s V -l version -d 'Print version'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and __fish_seen_subcommand_from help" -f -a "pre-commit" -d 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hooks; and not __fish_seen_subcommand_from install help" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hooks; and not __fish_seen_subcommand_from install help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hooks; and not __fish_seen_subcommand_from install help" -s V -l version -d 'Print version'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hooks; and not __fish_seen_subcommand_from install help" -f -a "install" -d 'Install the pre-commit hook (an existing hook is kept and chained)'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hooks; and not __fish_seen_subcommand_from install help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hooks; and __fish_seen_subcommand_from install" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hooks; and __fish_seen_subcommand_from install" -l force -d 'Replace an existing pre-commit.local when a foreign hook is also present'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hooks; and __fish_seen_subcommand_from install" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hooks; and __fish_seen_subcommand_from install" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hooks; and __fish_seen_subcommand_from install" -s V -l version -d 'Print version'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hooks; and __fish_seen_subcommand_from help" -f -a "install" -d 'Install the pre-commit hook (an existing hook is kept and chained)'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hooks; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand man" -l install -d 'Install every page into DIR (default: <exe dir>/../share/man/man1)' -r -F
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand man" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand man" -s V -l version -d 'Print version'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand completions" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply status gc drop renew hook hooks man completions help" -f -a "prepare" -d 'Snapshot the working tree into a batch with one workspace per task'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply status gc drop renew hook hooks man completions help" -f -a "apply" -d 'Merge the tasks\' work back into the working tree'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply status gc drop renew hook hooks man completions help" -f -a "status" -d 'Show batches, leases and tasks'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply status gc drop renew hook hooks man completions help" -f -a "gc" -d 'Reclaim what stale batches hold, rescuing unapplied work first'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply status gc drop renew hook hooks man completions help" -f -a "drop" -d 'End a batch: remove its workspaces, refs and state'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply status gc drop renew hook hooks man completions help" -f -a "renew" -d 'Extend a batch\'s lease'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply status gc drop renew hook hooks man completions help" -f -a "hook" -d 'Run a git hook\'s check (pre-commit)'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply status gc drop renew hook hooks man completions help" -f -a "hooks" -d 'Install git-delegate\'s git hooks into this repository'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply status gc drop renew hook hooks man completions help" -f -a "man" -d 'Print the manual page, or install all pages'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply status gc drop renew hook hooks man completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply status gc drop renew hook hooks man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and __fish_seen_subcommand_from hook" -f -a "pre-commit" -d 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and __fish_seen_subcommand_from hooks" -f -a "install" -d 'Install the pre-commit hook (an existing hook is kept and chained)'

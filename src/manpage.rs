@@ -1,0 +1,731 @@
+//! Manual pages (SPEC §3.8): `git-delegate.1` and one `git-delegate-<command>.1`
+//! per visible subcommand, generated from the clap definitions with
+//! clap_mangen, plus the hand-written sections clap cannot produce
+//! (workflow, configuration, files, exit status, examples, see also).
+//!
+//! Owns: the text and layout of every page, byte for byte (no dates, nothing
+//! but Cargo's version varies), and the page file names.
+//! Never: writes files or prints (the `man` command does), or reads anything
+//! but the clap definitions.
+
+use clap::CommandFactory;
+use clap_mangen::roff::{bold, italic, roman, Inline, Roff};
+use clap_mangen::Man;
+
+/// The manual every page belongs to (the fifth `.TH` argument).
+const MANUAL: &str = "git-delegate manual";
+
+/// The preamble `roff` writes before every rendered chunk; a page carries it once.
+const PREAMBLE: &str = ".ie \\n(.g .ds Aq \\(aq\n.el .ds Aq '\n";
+
+/// Every page: (file name, roff text). The main page comes first.
+pub fn pages() -> Vec<(String, String)> {
+    let root = command();
+    let mut out = vec![("git-delegate.1".to_string(), main_page(&root))];
+    for sub in visible(&root) {
+        out.push((
+            format!("git-delegate-{}.1", sub.get_name()),
+            sub_page(&root, sub),
+        ));
+    }
+    out
+}
+
+/// The main page, `git-delegate.1`.
+pub fn main() -> String {
+    main_page(&command())
+}
+
+/// The clap command as the pages show it: built (global options propagated,
+/// display names such as `git-delegate-prepare` set), no `help` subcommand.
+fn command() -> clap::Command {
+    let mut cmd = crate::cli::Cli::command().disable_help_subcommand(true);
+    cmd.build();
+    cmd
+}
+
+fn visible(cmd: &clap::Command) -> impl Iterator<Item = &clap::Command> {
+    cmd.get_subcommands().filter(|s| !s.is_hide_set())
+}
+
+/// Render one chunk without its preamble. In text lines, `backticked`
+/// spans of clap's help texts become bold.
+fn chunk(render: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> String {
+    let mut buf = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = render(&mut buf);
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let text = text.strip_prefix(PREAMBLE).unwrap_or(&text);
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        if !line.starts_with('.') && line.matches('`').count() % 2 == 0 {
+            for (i, part) in line.split('`').enumerate() {
+                if i > 0 {
+                    out.push_str(if i % 2 == 1 { "\\fB" } else { "\\fR" });
+                }
+                out.push_str(part);
+            }
+        } else {
+            out.push_str(line);
+        }
+    }
+    out
+}
+
+/// A chunk whose first line (a `.SH` heading) is replaced by `heading`.
+fn rehead(text: String, heading: &str) -> String {
+    match text.split_once('\n') {
+        Some((_, rest)) => format!("{heading}\n{rest}"),
+        None => text,
+    }
+}
+
+/// Text with `backticked` spans in bold, everything else roman.
+fn inlines(text: &str) -> Vec<Inline> {
+    text.split('`')
+        .enumerate()
+        .filter(|(_, s)| !s.is_empty())
+        .map(|(i, s)| if i % 2 == 1 { bold(s) } else { roman(s) })
+        .collect()
+}
+
+/// Hand-written sections, built with `roff` so that escaping is right.
+struct Sections(Roff);
+
+impl Sections {
+    fn new() -> Self {
+        Sections(Roff::new())
+    }
+    fn sh(&mut self, name: &str) -> &mut Self {
+        self.0.control("SH", [name]);
+        self
+    }
+    fn ss(&mut self, name: &str) -> &mut Self {
+        self.0.control("SS", [name]);
+        self
+    }
+    fn para(&mut self, text: &str) -> &mut Self {
+        self.0.control("PP", []);
+        self.0.text(inlines(text));
+        self
+    }
+    /// A tagged paragraph: `tag` in bold (with `backticks` honoured inside `text`).
+    fn item(&mut self, tag: &str, text: &str) -> &mut Self {
+        self.0.control("TP", []);
+        self.0.text(vec![bold(tag)]);
+        self.0.text(inlines(text));
+        self
+    }
+    /// A tagged paragraph of several paragraphs.
+    fn item_paras(&mut self, tag: &str, paras: &[&str]) -> &mut Self {
+        self.0.control("TP", []);
+        self.0.text(vec![bold(tag)]);
+        for (i, p) in paras.iter().enumerate() {
+            if i > 0 {
+                self.0.control("IP", []);
+            }
+            self.0.text(inlines(&p.replace('\n', " ")));
+        }
+        self
+    }
+    /// A tagged paragraph whose tag is set in italics (a placeholder path).
+    fn item_i(&mut self, tag: &str, text: &str) -> &mut Self {
+        self.0.control("TP", []);
+        self.0.text(vec![italic(tag)]);
+        self.0.text(inlines(text));
+        self
+    }
+    /// Lines shown as they are (examples, file excerpts).
+    fn code(&mut self, lines: &str) -> &mut Self {
+        self.0.control("PP", []);
+        self.0.control("RS", ["4"]);
+        self.0.control("nf", []);
+        for line in lines.lines() {
+            self.0.text(vec![roman(line)]);
+        }
+        self.0.control("fi", []);
+        self.0.control("RE", []);
+        self
+    }
+    fn render(&self) -> String {
+        chunk(|w| self.0.to_writer(w))
+    }
+}
+
+fn title(man: Man, name: &str, cmd: &clap::Command) -> Man {
+    man.title(name.to_ascii_uppercase())
+        .section("1")
+        .date("")
+        .source(format!(
+            "git-delegate {}",
+            cmd.get_version().unwrap_or_default()
+        ))
+        .manual(MANUAL)
+}
+
+/// `.SH SYNOPSIS`: one line per form of `cmd` (per visible subcommand, or
+/// nested subcommand), options with their values, in git's style. The global
+/// `--color`, `-h` and `-V` are left to OPTIONS.
+fn synopsis(cmd: &clap::Command) -> String {
+    let mut roff = Roff::new();
+    roff.control("SH", ["SYNOPSIS"]);
+    // Left-adjusted, no hyphenation: option lists must not be stretched or split.
+    roff.control("ad", ["l"]);
+    roff.control("nh", []);
+    let mut first = true;
+    let mut forms = Vec::new();
+    collect_forms(cmd, &mut forms);
+    for form in forms {
+        if !first {
+            roff.control("br", []);
+        }
+        first = false;
+        roff.text(form);
+    }
+    roff.control("ad", ["b"]);
+    roff.control("hy", []);
+    chunk(|w| roff.to_writer(w))
+}
+
+/// The synopsis lines of `cmd`: itself when it has no visible subcommands,
+/// else each of them (recursively).
+fn collect_forms(cmd: &clap::Command, out: &mut Vec<Vec<Inline>>) {
+    let subs: Vec<&clap::Command> = visible(cmd).collect();
+    if !subs.is_empty() {
+        for sub in subs {
+            collect_forms(sub, out);
+        }
+        return;
+    }
+    let name = cmd.get_bin_name().unwrap_or_else(|| cmd.get_name());
+    let mut line = vec![bold(name)];
+    for arg in cmd.get_arguments().filter(|a| {
+        !a.is_hide_set()
+            && !a.is_global_set()
+            && !a.is_positional()
+            && !matches!(a.get_id().as_str(), "help" | "version")
+    }) {
+        line.push(roman(" ["));
+        match (arg.get_short(), arg.get_long()) {
+            (Some(s), Some(l)) => {
+                line.push(bold(format!("-{s}")));
+                line.push(roman("|"));
+                line.push(bold(format!("--{l}")));
+            }
+            (Some(s), None) => line.push(bold(format!("-{s}"))),
+            (None, Some(l)) => line.push(bold(format!("--{l}"))),
+            (None, None) => {}
+        }
+        if arg.get_num_args().is_some_and(|n| n.takes_values()) {
+            let value = value_name(arg);
+            if arg.get_num_args().is_some_and(|n| n.min_values() == 0) {
+                line.push(roman(" ["));
+                line.push(italic(value));
+                line.push(roman("]"));
+            } else {
+                line.push(roman(" "));
+                line.push(italic(value));
+            }
+        }
+        line.push(roman("]"));
+        if matches!(arg.get_action(), clap::ArgAction::Append) {
+            line.push(roman("..."));
+        }
+    }
+    for arg in cmd.get_positionals().filter(|a| !a.is_hide_set()) {
+        let value = value_name(arg);
+        let many = arg.get_num_args().is_some_and(|n| n.max_values() > 1);
+        let dots = if many { "..." } else { "" };
+        if arg.is_required_set() {
+            line.push(roman(" "));
+            line.push(italic(format!("{value}{dots}")));
+        } else {
+            line.push(roman(" ["));
+            line.push(italic(format!("{value}{dots}")));
+            line.push(roman("]"));
+        }
+    }
+    out.push(line);
+}
+
+fn value_name(arg: &clap::Arg) -> String {
+    arg.get_value_names()
+        .and_then(|v| v.first())
+        .map(|v| v.to_string())
+        .unwrap_or_else(|| arg.get_id().as_str().to_ascii_uppercase())
+}
+
+fn main_page(root: &clap::Command) -> String {
+    let man = title(Man::new(root.clone()), "git-delegate", root);
+    let mut page = String::from(PREAMBLE);
+    page.push_str(&chunk(|w| man.render_title(w)));
+    page.push_str(&chunk(|w| man.render_name_section(w)));
+    page.push_str(&synopsis(root));
+    page.push_str(&chunk(|w| man.render_description_section(w)));
+    page.push_str(&description().render());
+    page.push_str(&rehead(
+        chunk(|w| man.render_subcommands_section(w)),
+        ".SH COMMANDS",
+    ));
+    page.push_str(&chunk(|w| man.render_options_section(w)));
+    page.push_str(&main_sections().render());
+    page.push_str(&chunk(|w| man.render_version_section(w)));
+    page
+}
+
+fn description() -> Sections {
+    let mut s = Sections::new();
+    s.ss("Workflow")
+        .para(
+            "`git delegate prepare` snapshots the working tree into a baseline commit and creates \
+             one workspace per task. Each worker (a coding agent, a script, a person) works in its \
+             own workspace only; the batch document of `prepare --json` gives each task's folder \
+             (`tasks[].cwd`).",
+        )
+        .para(
+            "`git delegate apply` then snapshots every workspace into a proposal commit, merges the \
+             proposals 3-way in task order onto the baseline, merges that with what changed in the \
+             working tree meanwhile, and writes only the paths that differ, through a crash-safe \
+             journal. Tasks whose changes conflict keep their proposal ref, a patch and their \
+             workspace; the batch stays open for them. `git delegate drop` gives a batch up, \
+             `git delegate gc` reclaims stale ones.",
+        )
+        .para(
+            "A batch is named by its label, its UUID, or any unique prefix of at least 4 \
+             characters of the UUID; omitted, it means the only open batch.",
+        )
+        .ss("Guarantees")
+        .para(
+            "The index, HEAD, branches, stash and git config are never changed. Uncommitted, \
+             untracked and ignored files are never overwritten or lost: a write that would replace \
+             content git-delegate has not seen is a conflict. After a crash at any point the next \
+             command rolls an interrupted write-back back, so the working tree is never left half \
+             applied. Live batches are never reclaimed.",
+        )
+        .ss("Leases")
+        .para(
+            "Every batch holds a lease with an expiry (`--ttl`, default 24h) and optionally an \
+             owner process (`--owner-pid`). A lease is live, expired, orphaned (its owner is gone) or \
+             released; an expired or orphaned batch is stale. `git delegate renew` extends a lease, \
+             `git delegate status --check` and the pre-commit hook report stale batches, and \
+             `git delegate gc` reclaims them after saving unapplied work.",
+        );
+    s
+}
+
+fn main_sections() -> Sections {
+    let mut s = Sections::new();
+    s.sh("CONFIGURATION")
+        .para(
+            "`<common-dir>/delegate.toml` (`.git/delegate.toml` in an ordinary repository) is \
+             optional; every key has a default. Unknown keys and wrong types are errors that point \
+             at the line. Command-line options win over the file.",
+        )
+        .item(
+            "workspace.mode",
+            "`\"worktree\"` (default) or `\"scratch\"`: the default of `prepare --mode`.",
+        )
+        .item(
+            "workspace.root",
+            "Where workspaces are created. Default: `$XDG_DATA_HOME/git-delegate/worktrees`, else \
+             `~/.local/share/git-delegate/worktrees`. A leading `~/` means the home folder; a \
+             relative path is taken from the source root. A root inside the source working tree is \
+             refused.",
+        )
+        .item(
+            "workspace.copy-ignored",
+            "Default `[]`. gitignore-style patterns of ignored files that are carried into every \
+             worktree task (for example `[\".env\", \"node_modules/\"]`), cloned where the \
+             filesystem allows.",
+        )
+        .item(
+            "lease.ttl",
+            "Default `\"24h\"`. The lease duration of `prepare` and `renew`: a number and a unit \
+             (s, m, h, d).",
+        )
+        .item(
+            "apply.stop-processes",
+            "`\"terminate\"` (default): processes still running inside a workspace are stopped \
+             before it is snapshot (SIGTERM, a short grace, SIGKILL); `\"refuse\"`: such a task \
+             fails with reason processes_running.",
+        )
+        .item(
+            "apply.strict",
+            "Default `false`. `true` makes every apply behave as `apply --strict`.",
+        )
+        .item(
+            "gc.keep-failed",
+            "Default `\"14d\"`. How long rescued and failed proposal refs are kept after their \
+             batch went stale, and how old an unowned ref under refs/pi-delegate/ must be before \
+             gc removes it.",
+        )
+        .item(
+            "hooks.stale-leases",
+            "`\"warn\"` (default), `\"block\"` or `\"ignore\"`: what the pre-commit hook does \
+             where the repository has stale batches.",
+        )
+        .item(
+            "hooks.forbid-commit",
+            "Default `false`. `true` makes every batch behave as `prepare --forbid-commit`.",
+        )
+        .item(
+            "lock.timeout",
+            "Default `\"30s\"`. How long a command waits for the repository lock held by another \
+             git-delegate command before it gives up (exit 3).",
+        )
+        .para("The file with every key at its default:")
+        .code(
+            "[workspace]
+mode = \"worktree\"            # \"worktree\" | \"scratch\"
+root = \"~/.local/share/git-delegate/worktrees\"
+copy-ignored = []            # gitignore-style patterns of ignored files to carry
+
+[lease]
+ttl = \"24h\"
+
+[apply]
+stop-processes = \"terminate\" # \"terminate\" | \"refuse\"
+strict = false
+
+[gc]
+keep-failed = \"14d\"
+
+[hooks]
+stale-leases = \"warn\"        # \"warn\" | \"block\" | \"ignore\"
+forbid-commit = false
+
+[lock]
+timeout = \"30s\"",
+        );
+
+    s.sh("FILES")
+        .item_i(
+            "<common-dir>/delegate.toml",
+            "The configuration (see CONFIGURATION). `<common-dir>` is what `git rev-parse \
+             --git-common-dir` prints: `.git` of the main working tree, shared by all its linked \
+             worktrees.",
+        )
+        .item_i(
+            "<common-dir>/delegate/",
+            "State: `batches/<uuid>/batch.toml` per batch (tasks, lease, workspaces), its patches \
+             and logs, the write-back journal of an apply in progress, and the lock file that \
+             serialises commands that change things.",
+        )
+        .item(
+            "refs/pi-delegate/batches/<uuid>/baseline",
+            "The baseline commit of a batch: the working tree at prepare time, parent the HEAD of \
+             then. Author and committer are `git-delegate <git-delegate@localhost>`.",
+        )
+        .item(
+            "refs/pi-delegate/batches/<uuid>/tasks/<task>/proposal",
+            "A task's proposal commit (parent the baseline), kept while the task is open, \
+             conflicting or failed. These refs keep every object reachable for recovery; they are \
+             never under refs/heads or refs/tags, so branches, `git log --branches` and pushes do \
+             not see them.",
+        )
+        .item_i(
+            "<root>/<repo-name>-<fp>/<batch-short>/<task>",
+            "A task's workspace. `<root>` is workspace.root; `<repo-name>` the folder name of the \
+             main working tree; `<fp>` the first 12 hex digits of the SHA-256 of the canonical \
+             common-dir path; `<batch-short>` the first 8 hex digits of the batch id. A worktree \
+             workspace is registered under `<common-dir>/worktrees/delegate-<batch-short>-<task>` \
+             and locked while the batch lives.",
+        )
+        .item_i(
+            "<source-parent>/.git-delegate-scratch-<random>/project",
+            "A scratch workspace (`--mode scratch`): a reflink copy beside the source root.",
+        );
+
+    s.sh("ENVIRONMENT")
+        .item(
+            "NO_COLOR",
+            "When set and not empty, no colour unless `--color` says otherwise.",
+        )
+        .item(
+            "XDG_DATA_HOME, HOME",
+            "Locate the default workspace root (see workspace.root).",
+        );
+
+    s.sh("EXIT STATUS")
+        .item("0", "Success.")
+        .item(
+            "1",
+            "The command ran but reports a problem: apply left a task `conflict` or `failed` \
+             (its work is kept); `status --check` found a stale batch or a left-over write-back \
+             journal; `hook pre-commit` refuses the commit; `drop` without `--force` found \
+             unapplied changes.",
+        )
+        .item(
+            "2",
+            "Bad usage or bad input, with nothing changed: an unknown option, an invalid task \
+             name, an unknown or ambiguous batch, a bad config file, a workspace root inside the \
+             source, an `--owner-pid` that is not running.",
+        )
+        .item(
+            "3",
+            "The repository is in a state the command cannot work in, with nothing changed: not a \
+             repository, a bare repository, submodules, the lock held past lock.timeout, a \
+             baseline ref deleted by someone else, an interrupted write-back that could not be \
+             rolled back, a filesystem error (a full disk, a denied permission) after which \
+             everything was rolled back.",
+        );
+
+    s.sh("OUTPUT").para(
+        "Without `--json`, results go to stdout as short human text, and warnings and \
+             progress to stderr (progress only when stderr is a terminal). With `--json`, stdout \
+             carries exactly one JSON document of schema git-delegate/v1 and nothing else; a \
+             failure prints an error document `{\"schema\", \"error\": {\"code\", \"message\", \
+             \"help\"}}`. Every field is documented in docs/json.md of the source distribution.",
+    );
+
+    s.sh("EXAMPLES")
+        .para("Hand four workers the working tree as it is, then bring their work back:")
+        .code(
+            "git delegate prepare -n 4
+git delegate status
+git delegate apply",
+        )
+        .para(
+            "Named tasks with a label, a two-hour lease tied to this shell, as JSON for a script:",
+        )
+        .code(
+            "git delegate prepare lint docs tests --label refactor --ttl 2h --owner-pid $$ --json",
+        )
+        .para("Apply one task and keep its worktree; look first without changing anything:")
+        .code(
+            "git delegate apply refactor --dry-run
+git delegate apply refactor --only docs --keep",
+        )
+        .para("Give a batch up, or reclaim whatever stale batches hold:")
+        .code(
+            "git delegate drop refactor --force
+git delegate gc --dry-run",
+        )
+        .para("Git aliases make the round trip shorter:")
+        .code(
+            "git config alias.fan 'delegate prepare -n 4'
+git config alias.land 'delegate apply'
+git fan && git land",
+        )
+        .para("Install the manual pages next to the executable, and bash completion:")
+        .code(
+            "git delegate man --install
+git delegate completions bash > ~/.local/share/bash-completion/completions/git-delegate",
+        );
+
+    s.sh("SEE ALSO").0.text(vec![
+        bold("git-delegate-prepare"),
+        roman("(1), "),
+        bold("git-delegate-apply"),
+        roman("(1), "),
+        bold("git-delegate-status"),
+        roman("(1), "),
+        bold("git-delegate-gc"),
+        roman("(1), "),
+        bold("git-delegate-drop"),
+        roman("(1), "),
+        bold("git-delegate-renew"),
+        roman("(1), "),
+        bold("git-delegate-hooks"),
+        roman("(1), "),
+        bold("git-worktree"),
+        roman("(1), "),
+        bold("git-stash"),
+        roman("(1), "),
+        bold("githooks"),
+        roman("(5)"),
+    ]);
+    s
+}
+
+/// Exit statuses of one command, beyond "0 success, 2 usage, 3 state".
+fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
+    match name {
+        "prepare" => &[("0", "The batch was created.")],
+        "apply" => &[
+            (
+                "0",
+                "Every selected task ended `applied`, `no_changes` or `discarded`.",
+            ),
+            (
+                "1",
+                "A task ended `conflict` or `failed`; its proposal ref, patch and workspace are \
+                 kept and the batch stays open for it.",
+            ),
+        ],
+        "status" => &[
+            ("0", "Success (also when there are no batches)."),
+            (
+                "1",
+                "With `--check`: a batch is stale, or a write-back journal is left over.",
+            ),
+        ],
+        "gc" => &[(
+            "0",
+            "Everything stale was reclaimed (or, with --dry-run, reported).",
+        )],
+        "drop" => &[
+            ("0", "The batch was dropped."),
+            (
+                "1",
+                "Refused without `--force`: tasks have changes that were never applied.",
+            ),
+        ],
+        "renew" => &[("0", "The lease was renewed.")],
+        "hook" => &[
+            (
+                "0",
+                "The commit may proceed (a warning may have been printed).",
+            ),
+            (
+                "1",
+                "The commit is refused: a forbid-commit workspace, or stale batches with \
+                 hooks.stale-leases = \"block\".",
+            ),
+        ],
+        "hooks" => &[("0", "The hook is installed (or already was).")],
+        _ => &[("0", "Success.")],
+    }
+}
+
+fn sub_page(root: &clap::Command, sub: &clap::Command) -> String {
+    let name = format!("git-delegate-{}", sub.get_name());
+    let man = title(Man::new(sub.clone()), &name, root);
+    let mut page = String::from(PREAMBLE);
+    page.push_str(&chunk(|w| man.render_title(w)));
+    page.push_str(&chunk(|w| man.render_name_section(w)));
+    let nested: Vec<&clap::Command> = visible(sub).collect();
+    page.push_str(&synopsis(sub));
+    page.push_str(&chunk(|w| man.render_description_section(w)));
+    if !nested.is_empty() {
+        let mut s = Sections::new();
+        s.sh("COMMANDS");
+        for n in &nested {
+            let about = n
+                .get_long_about()
+                .or_else(|| n.get_about())
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            let paras: Vec<&str> = about.split("\n\n").collect();
+            s.item_paras(n.get_name(), &paras);
+        }
+        page.push_str(&s.render());
+    }
+    page.push_str(&own_options(sub, ".SH OPTIONS"));
+    for n in &nested {
+        let heading = format!(".SH \"{} OPTIONS\"", n.get_name().to_ascii_uppercase());
+        page.push_str(&own_options(n, &heading));
+    }
+    let mut s = Sections::new();
+    s.sh("COMMON OPTIONS")
+        .item(
+            "--color=WHEN",
+            "`auto` (default), `always` or `never`: when to colour output. See git-delegate(1).",
+        )
+        .item(
+            "-h, --help",
+            "Print a summary (`-h`) or the full help with examples (`--help`).",
+        )
+        .item("-V, --version", "Print the version.");
+    page.push_str(&s.render());
+    let mut s = Sections::new();
+    if let Some(after) = sub.get_after_long_help() {
+        let after = after.to_string();
+        let body = after
+            .strip_prefix("Examples:\n")
+            .unwrap_or(&after)
+            .lines()
+            .map(|l| l.strip_prefix("  ").unwrap_or(l))
+            .collect::<Vec<_>>()
+            .join("\n");
+        s.sh("EXAMPLES").code(&body);
+    }
+    s.sh("EXIT STATUS");
+    for (code, text) in exit_status(sub.get_name()) {
+        s.item(code, text);
+    }
+    s.item(
+        "2",
+        "Bad usage or bad input; nothing changed. See git-delegate(1).",
+    )
+    .item(
+        "3",
+        "The repository is in a state the command cannot work in; nothing changed. See \
+         git-delegate(1).",
+    );
+    if sub_takes_json(sub) {
+        s.sh("OUTPUT").para(
+            "With `--json`, stdout carries exactly one JSON document (schema git-delegate/v1), \
+             also on failure (an error document); human text and progress go to stderr. The \
+             fields are documented in docs/json.md of the source distribution.",
+        );
+    }
+    s.sh("SEE ALSO").0.text(vec![
+        bold("git-delegate"),
+        roman("(1), "),
+        bold("git-worktree"),
+        roman("(1)"),
+    ]);
+    page.push_str(&s.render());
+    page.push_str(&chunk(|w| man.render_version_section(w)));
+    page
+}
+
+/// The OPTIONS section of `cmd`'s own options (not the global `--color`,
+/// `--help` and `--version`), under `heading`; empty when it has none.
+fn own_options(cmd: &clap::Command, heading: &str) -> String {
+    let own: Vec<clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set() && !a.is_global_set())
+        .filter(|a| !matches!(a.get_id().as_str(), "help" | "version" | "color"))
+        .cloned()
+        .collect();
+    if own.is_empty() {
+        return String::new();
+    }
+    let only = clap::Command::new("options")
+        .disable_help_flag(true)
+        .disable_version_flag(true)
+        .args(own);
+    rehead(chunk(|w| Man::new(only).render_options_section(w)), heading)
+}
+
+fn sub_takes_json(cmd: &clap::Command) -> bool {
+    cmd.get_arguments().any(|a| a.get_id().as_str() == "json") || visible(cmd).any(sub_takes_json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_are_deterministic_and_complete() {
+        let a = pages();
+        let b = pages();
+        assert_eq!(a, b);
+        let names: Vec<&str> = a.iter().map(|(n, _)| n.as_str()).collect();
+        for sub in [
+            "prepare",
+            "apply",
+            "status",
+            "gc",
+            "drop",
+            "renew",
+            "hook",
+            "hooks",
+            "man",
+            "completions",
+        ] {
+            assert!(
+                names.contains(&format!("git-delegate-{sub}.1").as_str()),
+                "{names:?}"
+            );
+        }
+        assert!(!names.iter().any(|n| n.contains("snapshot")));
+        for (name, text) in &a {
+            assert_eq!(text.matches(PREAMBLE).count(), 1, "{name}");
+            assert!(text.contains(".TH GIT-DELEGATE"), "{name}");
+        }
+        assert_eq!(main(), a[0].1);
+    }
+}
