@@ -13,6 +13,9 @@
 //! created with `O_EXCL`), writes into the source, or carries anything no
 //! pattern asks for.
 
+// `stat` field widths differ between targets: the casts are deliberate.
+#![allow(clippy::unnecessary_cast)]
+
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;

@@ -11,6 +11,9 @@
 //! folder whose identity (device and inode recorded in the marker) is not the
 //! one it made; it never follows a symlink while removing.
 
+// `stat` field widths differ between targets: the casts are deliberate.
+#![allow(clippy::unnecessary_cast)]
+
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 

@@ -64,7 +64,10 @@ fn nothing_is_carried_without_a_pattern() {
                 "{p} was carried without a pattern"
             );
         }
-        assert_eq!(std::fs::read_to_string(ws.join("untracked.txt")).unwrap(), "untracked\n");
+        assert_eq!(
+            std::fs::read_to_string(ws.join("untracked.txt")).unwrap(),
+            "untracked\n"
+        );
         assert_stays_ignored(&env, &repo, &ws, &doc);
     }
 }
@@ -145,7 +148,10 @@ fn check_carried(env: &Env, repo: &Path, doc: &serde_json::Value) -> Vec<serde_j
         assert_stays_ignored(env, repo, &ws, doc);
         stats.push(c);
     }
-    assert_eq!(stats[0], stats[1], "every workspace receives the same files");
+    assert_eq!(
+        stats[0], stats[1],
+        "every workspace receives the same files"
+    );
     stats
 }
 
@@ -161,7 +167,10 @@ fn worktreeinclude_config_and_cli_patterns_add_up_copied_without_reflink() {
         assert_eq!(c["copied"], 6, "{c}");
     }
     // The source's ignored files are untouched.
-    assert_eq!(std::fs::read_to_string(repo.join(".env")).unwrap(), "TOKEN=dev\n");
+    assert_eq!(
+        std::fs::read_to_string(repo.join(".env")).unwrap(),
+        "TOKEN=dev\n"
+    );
 }
 
 #[test]
@@ -184,7 +193,8 @@ fn carried_files_are_cloned_on_a_reflink_filesystem() {
         .delegate(&repo, ["prepare", "--copy-ignored", "node_modules/"])
         .expect(0);
     assert!(
-        out.stdout.contains("carried ignored: 7 files") && out.stdout.contains("(6 cloned, 1 symlink)"),
+        out.stdout.contains("carried ignored: 7 files")
+            && out.stdout.contains("(6 cloned, 1 symlink)"),
         "{}",
         out.stdout
     );
@@ -201,7 +211,14 @@ fn patterns_with_newlines_and_scratch_with_copy_ignored_are_refused() {
     let r = env
         .delegate(
             &repo,
-            ["prepare", "--mode", "scratch", "--copy-ignored", ".env", "--json"],
+            [
+                "prepare",
+                "--mode",
+                "scratch",
+                "--copy-ignored",
+                ".env",
+                "--json",
+            ],
         )
         .expect(2);
     assert_eq!(r.json()["error"]["code"], "delegate::bad_pattern");
@@ -245,11 +262,17 @@ fn a_failure_while_carrying_undoes_the_prepare() {
     )
     .unwrap();
     let r = env
-        .delegate(&repo, ["prepare", "-n", "2", "--copy-ignored", "build/", "--json"])
+        .delegate(
+            &repo,
+            ["prepare", "-n", "2", "--copy-ignored", "build/", "--json"],
+        )
         .expect(3);
     let err = &r.json()["error"];
     assert_eq!(err["code"], "delegate::io", "{err}");
-    assert!(env.private_refs(&repo).is_empty(), "the baseline ref is removed");
+    assert!(
+        env.private_refs(&repo).is_empty(),
+        "the baseline ref is removed"
+    );
     let batches = git_dir.join("delegate/batches");
     assert!(
         sc::tree_listing(&batches).is_empty(),

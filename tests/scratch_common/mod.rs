@@ -101,7 +101,9 @@ pub fn scratch_dirs(dir: &Path) -> Vec<PathBuf> {
 /// Everything under `dir`, as sorted relative paths (for "nothing left behind").
 pub fn tree_listing(dir: &Path) -> Vec<String> {
     fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
-        let Ok(rd) = std::fs::read_dir(dir) else { return };
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
         for e in rd.flatten() {
             let p = e.path();
             out.push(p.strip_prefix(base).unwrap().display().to_string());
@@ -146,10 +148,18 @@ pub fn project_with_ignored(env: &Env, name: &str) -> PathBuf {
     std::fs::create_dir_all(repo.join("node_modules/pkg")).unwrap();
     std::fs::create_dir_all(repo.join("node_modules/.bin")).unwrap();
     std::fs::create_dir_all(repo.join("build")).unwrap();
-    std::fs::write(repo.join("node_modules/pkg/index.js"), "module.exports = 1;\n").unwrap();
+    std::fs::write(
+        repo.join("node_modules/pkg/index.js"),
+        "module.exports = 1;\n",
+    )
+    .unwrap();
     let big: Vec<u8> = (0..262_144u32).map(|i| (i * 7 % 251) as u8).collect();
     std::fs::write(repo.join("node_modules/pkg/big.bin"), &big).unwrap();
-    std::fs::write(repo.join("node_modules/pkg/run.sh"), "#!/bin/sh\necho run\n").unwrap();
+    std::fs::write(
+        repo.join("node_modules/pkg/run.sh"),
+        "#!/bin/sh\necho run\n",
+    )
+    .unwrap();
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(
