@@ -336,8 +336,90 @@ fn copy_one(src_root: &Path, root: &Path) -> Result<Stats> {
     }
     let stats = walker.stats[0];
     let symlinks = std::mem::take(&mut walker.symlinks);
-    validate(root, dst.as_fd(), &symlinks)?;
+    let repo = validate(root, dst.as_fd(), &symlinks)?;
+    refresh_index(&repo, src_root, root)?;
     Ok(stats)
+}
+
+/// Give the copy's index the stat data of the copied files, so the first
+/// status or snapshot of an untouched copy hashes nothing (the copies have
+/// new inodes and change times). An entry is refreshed only where the
+/// source file is clean by its index entry, not racily so (strictly older
+/// than the source's index), and its copy kept size and modification time:
+/// anything else keeps its old stat data and is simply hashed when looked at.
+fn refresh_index(repo: &gix::Repository, src_root: &Path, root: &Path) -> Result<()> {
+    use gix::index::entry::{stat, Mode as EMode, Stat};
+    let index_path = root.join(".git/index");
+    let src_index = src_root.join(".git/index");
+    let Ok(src_meta) = std::fs::symlink_metadata(&src_index) else {
+        return Ok(());
+    };
+    let Ok(src_index_secs) = src_meta
+        .modified()
+        .map_err(|_| ())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).map_err(|_| ()))
+        .map(|d| d.as_secs())
+    else {
+        return Ok(());
+    };
+    let git =
+        |e: gix::Error| Error::git(format!("cannot refresh the index of {}", root.display()), e);
+    let mut index =
+        match gix::index::File::at(&index_path, repo.object_hash(), false, Default::default()) {
+            Ok(i) => i,
+            Err(_) => return Ok(()), // unreadable: git will rebuild it, nothing to gain here
+        };
+    if index.link().is_some() {
+        return Ok(()); // a split index: leave it to git
+    }
+    let opts = stat::Options {
+        trust_ctime: true,
+        check_stat: true,
+        use_nsec: true,
+        use_stdev: false,
+    };
+    let stat_of = |p: &Path| {
+        gix::index::fs::Metadata::from_path_no_follow(p)
+            .ok()
+            .and_then(|m| Stat::from_fs(&m).ok())
+    };
+    let mut changed = 0usize;
+    let mut newest = 0u32;
+    for (entry, path) in index.entries_mut_with_paths() {
+        if entry.stage_raw() != 0
+            || entry.mode == EMode::COMMIT
+            || entry.flags.intersects(
+                gix::index::entry::Flags::SKIP_WORKTREE | gix::index::entry::Flags::INTENT_TO_ADD,
+            )
+            || u64::from(entry.stat.mtime.secs) >= src_index_secs
+        {
+            continue;
+        }
+        let rel = crate::paths::to_os(path);
+        let (Some(src), Some(copy)) = (stat_of(&src_root.join(&rel)), stat_of(&root.join(&rel)))
+        else {
+            continue;
+        };
+        if !entry.stat.matches(&src, opts) || copy.size != src.size || copy.mtime != src.mtime {
+            continue;
+        }
+        entry.stat = copy;
+        newest = newest.max(copy.mtime.secs);
+        changed += 1;
+    }
+    if changed == 0 {
+        return Ok(());
+    }
+    index.write(Default::default()).map_err(git)?;
+    // Entries are not racy when strictly older than the index (whole seconds).
+    let now = std::time::SystemTime::now();
+    let newest = std::time::UNIX_EPOCH + std::time::Duration::from_secs(u64::from(newest) + 1);
+    if newest > now {
+        if let Ok(f) = std::fs::OpenOptions::new().write(true).open(&index_path) {
+            let _ = f.set_modified(newest);
+        }
+    }
+    Ok(())
 }
 
 /// Does the symlink at `rel` (inside the copy) point outside the copy?
@@ -376,8 +458,9 @@ fn symlink_escapes(root_fd: BorrowedFd<'_>, rel: &[u8]) -> bool {
     )
 }
 
-/// Refuse a copy whose symlinks or git metadata lead outside it.
-fn validate(root: &Path, root_fd: BorrowedFd<'_>, symlinks: &[Vec<u8>]) -> Result<()> {
+/// Refuse a copy whose symlinks or git metadata lead outside it; returns
+/// the copy opened as a repository.
+fn validate(root: &Path, root_fd: BorrowedFd<'_>, symlinks: &[Vec<u8>]) -> Result<gix::Repository> {
     for rel in symlinks {
         if symlink_escapes(root_fd, rel) {
             return Err(refused(
@@ -437,7 +520,7 @@ fn validate(root: &Path, root_fd: BorrowedFd<'_>, symlinks: &[Vec<u8>]) -> Resul
             ),
         ));
     }
-    Ok(())
+    Ok(repo)
 }
 
 fn read_marker_at(container: BorrowedFd<'_>) -> Option<Owner> {

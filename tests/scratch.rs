@@ -156,6 +156,47 @@ fn a_scratch_copy_is_a_whole_reflink_copy_of_the_source() {
 }
 
 #[test]
+fn the_first_snapshot_of_an_untouched_copy_hashes_nothing() {
+    let Some(env) = sc::reflink_env("scratch: refreshed index") else {
+        return;
+    };
+    let repo = env.repo("proj");
+    for i in 0..50 {
+        std::fs::create_dir_all(repo.join(format!("d{}", i % 5))).unwrap();
+        std::fs::write(repo.join(format!("d{}/f{i}.txt", i % 5)), format!("{i}\n")).unwrap();
+    }
+    env.git(&repo, ["add", "-A"]);
+    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    // Files older than the index, as in any repository not edited this very second.
+    let files = env.git(&repo, ["ls-files", "-z"]);
+    let mut touch = std::process::Command::new("touch");
+    touch
+        .current_dir(&repo)
+        .args(["-h", "-d", "2020-01-01T00:00:00"]);
+    touch.args(files.split('\0').filter(|f| !f.is_empty()));
+    assert!(touch.status().unwrap().success());
+    env.git(&repo, ["update-index", "--refresh"]);
+    let doc = env
+        .delegate(&repo, ["prepare", "--mode", "scratch", "--json"])
+        .expect(0)
+        .json();
+    let root = roots(&doc).remove(0);
+    let snap = env.delegate(&root, ["snapshot"]).expect(0);
+    assert!(snap.stderr.contains("hashed 0 "), "{}", snap.stderr);
+    let commit = doc["baseline"]["commit"].as_str().unwrap();
+    assert_eq!(
+        snap.stdout.trim(),
+        env.git(&repo, ["rev-parse", &format!("{commit}^{{tree}}")])
+            .trim()
+    );
+    // A real edit is still seen.
+    std::fs::write(root.join("d1/f1.txt"), "changed\n").unwrap();
+    let snap = env.delegate(&root, ["snapshot"]).expect(0);
+    assert!(snap.stderr.contains("changed 1"), "{}", snap.stderr);
+    assert_eq!(env.git(&root, ["status", "--porcelain"]), " M d1/f1.txt\n");
+}
+
+#[test]
 fn workspace_mode_scratch_in_the_config_makes_scratch_copies() {
     let Some(env) = sc::reflink_env("scratch: workspace.mode") else {
         return;
@@ -334,7 +375,7 @@ fn symlinks_out_of_the_copy_are_refused() {
         ("chain", "s/.."),
     ];
     for (name, target) in cases {
-        let repo = env.repo(&format!("proj-{name}"));
+        let repo = env.repo(&format!("{name}/proj"));
         std::fs::create_dir_all(repo.join("deep")).unwrap();
         std::os::unix::fs::symlink("..", repo.join("deep/s")).unwrap();
         std::os::unix::fs::symlink("../README", repo.join("deep/inside")).unwrap();
