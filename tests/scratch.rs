@@ -181,6 +181,8 @@ fn the_first_snapshot_of_an_untouched_copy_hashes_nothing() {
         .expect(0)
         .json();
     let root = roots(&doc).remove(0);
+    // diff-files does not refresh: it lists every entry whose stat data differ.
+    assert_eq!(env.git(&root, ["diff-files", "--name-only"]), "");
     let snap = env.delegate(&root, ["snapshot"]).expect(0);
     assert!(snap.stderr.contains("hashed 0 "), "{}", snap.stderr);
     let commit = doc["baseline"]["commit"].as_str().unwrap();
