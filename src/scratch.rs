@@ -303,10 +303,15 @@ fn make_container(source: &Source, batch: &str, task: &str, root: &Path) -> Resu
 fn copy_one(src_root: &Path, root: &Path) -> Result<Stats> {
     let src = carry::open_root(src_root)?;
     let dst = carry::open_root(root)?;
-    let mut filter = |rel: &[u8], _kind: FileType| -> Result<Visit> {
+    let mut filter = |rel: &[u8], kind: FileType| -> Result<Visit> {
         // Our own state and the source's worktree registrations stay behind:
         // a copy must not be able to remove the source's linked worktrees.
         if rel == b".git/delegate" || rel == b".git/worktrees" {
+            return Ok(Visit::Skip);
+        }
+        // Lock files of git operations running in the source right now
+        // would leave the copy locked: the copy gets the state before them.
+        if rel.starts_with(b".git/") && rel.ends_with(b".lock") && kind == FileType::RegularFile {
             return Ok(Visit::Skip);
         }
         let base = rel.rsplit(|&b| b == b'/').next().unwrap_or(rel);

@@ -78,6 +78,8 @@ fn a_scratch_copy_is_a_whole_reflink_copy_of_the_source() {
     };
     let repo = sc::project_with_ignored(&env, "proj");
     let before = contents(&repo);
+    // A git operation in flight in the source: its lock stays behind.
+    std::fs::write(repo.join(".git/index.lock"), "").unwrap();
     let doc = env
         .delegate(&repo, ["prepare", "--mode", "scratch", "-n", "2", "--json"])
         .expect(0)
@@ -135,6 +137,7 @@ fn a_scratch_copy_is_a_whole_reflink_copy_of_the_source() {
             !root.join(".git/delegate").exists(),
             "our state stays behind"
         );
+        assert!(!root.join(".git/index.lock").exists(), "locks stay behind");
         assert_eq!(
             env.git(root, ["rev-parse", "--show-toplevel"]).trim(),
             root.to_str().unwrap()
@@ -144,6 +147,7 @@ fn a_scratch_copy_is_a_whole_reflink_copy_of_the_source() {
             env.git(&repo, ["status", "--porcelain"])
         );
     }
+    std::fs::remove_file(repo.join(".git/index.lock")).unwrap();
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
     let tasks = st["batches"][0]["tasks"].as_array().unwrap();
     assert!(
