@@ -120,7 +120,11 @@ pub fn tree_listing(dir: &Path) -> Vec<String> {
 
 /// Does `filefrag -v` report a shared extent for `file`?
 pub fn shares_extents(file: &Path) -> bool {
-    let out = Command::new("filefrag")
+    let filefrag = ["/usr/sbin/filefrag", "/sbin/filefrag"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .unwrap_or("filefrag");
+    let out = Command::new(filefrag)
         .arg("-v")
         .arg(file)
         .output()
