@@ -260,6 +260,9 @@ pub struct PrepareArgs {
     /// Needs the hook: `git delegate hooks install`.
     #[arg(long)]
     pub forbid_commit: bool,
+    /// Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)
+    #[arg(long, value_name = "PATTERN")]
+    pub copy_ignored: Vec<String>,
     #[command(flatten)]
     pub json: JsonArg,
 }

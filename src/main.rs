@@ -4,6 +4,7 @@
 //! (output), and the engine modules named after what they own.
 
 mod batch;
+mod carry;
 mod cli;
 mod commands;
 mod commit;
@@ -22,6 +23,7 @@ mod proposal;
 mod quiesce;
 mod refs;
 mod repo;
+mod scratch;
 mod snapshot;
 mod time;
 mod ui;

@@ -245,6 +245,9 @@ pub enum Removal {
 
 /// Whether a task's workspace folder is there and is ours.
 pub fn health(common_dir: &Path, root: &Path, worktree_id: &str) -> Removal {
+    if crate::scratch::is_scratch(worktree_id) {
+        return crate::scratch::health(common_dir, root);
+    }
     if root.symlink_metadata().is_err() {
         Removal::Missing
     } else if is_ours(common_dir, root, worktree_id) {
@@ -256,6 +259,9 @@ pub fn health(common_dir: &Path, root: &Path, worktree_id: &str) -> Removal {
 
 /// Remove a workspace folder and its registration, never a folder that is not ours.
 pub fn remove(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<Removal> {
+    if crate::scratch::is_scratch(worktree_id) {
+        return crate::scratch::remove(common_dir, root);
+    }
     let state = health(common_dir, root, worktree_id);
     if state == Removal::Foreign {
         return Ok(state);

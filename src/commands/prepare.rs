@@ -50,16 +50,28 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
         Some(ModeArg::Scratch) => Mode::Scratch,
         None => source.config.mode,
     };
-    if mode == Mode::Scratch {
+    if mode == Mode::Scratch && !args.copy_ignored.is_empty() {
         return Err(Error::usage(
-            "delegate::scratch_unsupported",
-            "scratch workspaces are not supported yet",
-            "use `--mode worktree` (the default)",
+            "delegate::bad_pattern",
+            "--copy-ignored applies to worktree workspaces",
+            "a scratch copy already holds every ignored file; drop --copy-ignored or use `--mode worktree`",
         ));
     }
+    // Ignored files carried into worktrees (SPEC §3.9): patterns are read first.
+    let policy = match mode {
+        Mode::Worktree => Some(crate::carry::Policy::load(
+            &source.root,
+            &source.config.copy_ignored,
+            &args.copy_ignored,
+        )?),
+        Mode::Scratch => None,
+    };
     source.refuse_submodules()?;
     let base = source.workspace_base()?;
     let _lock = super::lock_and_recover(ui, &source)?;
+    if mode == Mode::Scratch {
+        crate::scratch::preflight(&source)?;
+    }
     let existing = batch::list_ok(&source.state_dir())?;
     if let Some(label) = &args.label {
         if let Some(b) = existing.iter().find(|b| b.label.as_deref() == Some(label)) {
@@ -76,7 +88,7 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
 
     let id = uuid::Uuid::new_v4().to_string();
     let short = batch::short(&id).to_string();
-    let plans: Vec<workspace::Plan> = names
+    let mut plans: Vec<workspace::Plan> = names
         .iter()
         .map(|name| workspace::Plan {
             root: base.join(&short).join(name),
@@ -84,7 +96,15 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
             lock_reason: format!("git-delegate batch {id} task {name}\n"),
         })
         .collect();
-    workspace::check_free(&source.common_dir, &plans)?;
+    if mode == Mode::Scratch {
+        let roots = crate::scratch::plan(&source.root, plans.len())?;
+        for (p, root) in plans.iter_mut().zip(roots) {
+            p.root = root;
+            p.worktree_id = crate::scratch::WORKTREE_ID.to_string();
+        }
+    } else {
+        workspace::check_free(&source.common_dir, &plans)?;
+    }
 
     // Snapshot and baseline commit.
     let snap = {
@@ -130,16 +150,49 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
             plans.len(),
             if plans.len() == 1 { "" } else { "s" }
         ));
-        workspace::create_all(&source.common_dir, baseline, snap.tree, &plans)
+        match &policy {
+            Some(policy) => {
+                workspace::create_all(&source.common_dir, baseline, snap.tree, &plans)?;
+                let roots: Vec<_> = plans.iter().map(|p| p.root.clone()).collect();
+                crate::carry::carry_ignored(&source.repo, policy, &roots)
+            }
+            None => {
+                let tasks: Vec<_> = names
+                    .iter()
+                    .cloned()
+                    .zip(plans.iter().map(|p| p.root.clone()))
+                    .collect();
+                crate::scratch::create_all(&source, &id, &tasks)
+            }
+        }
     })();
-    if let Err(e) = made {
-        let _ = refs::delete(&source.repo, &refs::baseline(&id));
-        let _ = std::fs::remove_dir_all(batch::batch_dir(&state_dir, &id));
-        return Err(e);
-    }
-
+    let carried = match made {
+        Ok(c) => c,
+        Err(e) => {
+            for p in &plans {
+                let _ = workspace::remove(&source.common_dir, &p.root, &p.worktree_id);
+            }
+            let _ = refs::delete(&source.repo, &refs::baseline(&id));
+            let _ = std::fs::remove_dir_all(batch::batch_dir(&state_dir, &id));
+            return Err(e);
+        }
+    };
     if ui.json {
-        ui.doc(super::batch_doc(&source, &batch, None));
+        let mut doc = super::batch_doc(&source, &batch, None);
+        // Per task: the ignored files carried (worktree) or the copy made (scratch).
+        let key = if policy.is_some() {
+            "carried_ignored"
+        } else {
+            "scratch_copy"
+        };
+        if let Some(tasks) = doc.get_mut("tasks").and_then(|t| t.as_array_mut()) {
+            for (t, c) in tasks.iter_mut().zip(&carried) {
+                if let Some(t) = t.as_object_mut() {
+                    t.insert(key.into(), c.to_json());
+                }
+            }
+        }
+        ui.doc(doc);
     }
     let head_text = match head {
         Some(h) => format!("HEAD {}", &h.to_string()[..7]),
@@ -159,12 +212,20 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
             .map(|l| format!(" ({l})"))
             .unwrap_or_default()
     );
-    for t in &batch.tasks {
+    for (i, t) in batch.tasks.iter().enumerate() {
         text.push_str(&format!(
             "  task {:<8} {}\n",
             t.name,
             super::show(&t.root.join(&batch.prefix))
         ));
+        if let Some(c) = carried.get(i).filter(|c| c.files > 0) {
+            let what = if policy.is_some() {
+                "carried ignored"
+            } else {
+                "scratch copy"
+            };
+            text.push_str(&format!("           {what}: {}\n", c.human()));
+        }
     }
     text.push_str(&format!(
         "Lease expires {}. When the tasks are done: git delegate apply {short}\n",

@@ -57,6 +57,13 @@ pub fn problems(source: &Source, entries: &[Entry]) -> Vec<Problem> {
             }),
         }
     }
+    for (batch, message) in crate::scratch::orphan_messages(source) {
+        out.push(Problem {
+            batch,
+            kind: "scratch_orphan",
+            message,
+        });
+    }
     out
 }
 
