@@ -26,8 +26,16 @@ pub struct Error {
     pub message: String,
     pub help: String,
     pub exit: Exit,
-    source_code: Option<NamedSource<String>>,
-    span: Option<(SourceSpan, String)>,
+    /// For config errors: the file's text and a labelled span in it (boxed,
+    /// so `Result<T, Error>` stays small).
+    located: Option<Box<Located>>,
+}
+
+#[derive(Debug)]
+struct Located {
+    source_code: NamedSource<String>,
+    span: SourceSpan,
+    label: String,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -44,8 +52,7 @@ impl Error {
             message: message.into(),
             help: help.into(),
             exit,
-            source_code: None,
-            span: None,
+            located: None,
         }
     }
 
@@ -95,8 +102,11 @@ impl Error {
         span: std::ops::Range<usize>,
         label: String,
     ) -> Self {
-        self.source_code = Some(NamedSource::new(name, text));
-        self.span = Some((SourceSpan::from(span), label));
+        self.located = Some(Box::new(Located {
+            source_code: NamedSource::new(name, text),
+            span: SourceSpan::from(span),
+            label,
+        }));
         self
     }
 
@@ -123,14 +133,16 @@ impl Diagnostic for Error {
     }
 
     fn source_code(&self) -> Option<&dyn SourceCode> {
-        self.source_code.as_ref().map(|s| s as &dyn SourceCode)
+        self.located
+            .as_ref()
+            .map(|l| &l.source_code as &dyn SourceCode)
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
-        let (span, label) = self.span.as_ref()?;
+        let l = self.located.as_ref()?;
         Some(Box::new(std::iter::once(LabeledSpan::new_with_span(
-            Some(label.clone()),
-            *span,
+            Some(l.label.clone()),
+            l.span,
         ))))
     }
 }
