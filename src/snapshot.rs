@@ -26,6 +26,9 @@ pub struct Snapshot {
     pub head_tree: ObjectId,
     /// Paths whose content differs from `HEAD` (staged, unstaged, untracked).
     pub changes: usize,
+    /// Untracked git repositories inside the working tree: left out (git
+    /// would record them as embedded repositories without content).
+    pub nested_repos: Vec<BString>,
     /// Files that had to be read (their stat data differed from the index,
     /// or they are new): the cost the index as a stat cache did not save.
     pub hashed: usize,
@@ -64,6 +67,7 @@ pub fn snapshot(repo: &gix::Repository) -> Result<Snapshot> {
     // Staged changes (HEAD -> index) first, then what the worktree says on top.
     let mut staged: BTreeMap<BString, Edit> = BTreeMap::new();
     let mut on_disk: BTreeMap<BString, Option<()>> = BTreeMap::new();
+    let mut nested_repos = Vec::new();
     for item in iter.by_ref() {
         let item = item.map_err(git("status failed"))?;
         match item {
@@ -127,6 +131,11 @@ pub fn snapshot(repo: &gix::Repository) -> Result<Snapshot> {
                     }
                 }
                 WtItem::DirectoryContents { entry, .. } => {
+                    if entry.status == gix::dir::entry::Status::Untracked
+                        && entry.disk_kind == Some(gix::dir::entry::Kind::Repository)
+                    {
+                        nested_repos.push(entry.rela_path.clone());
+                    }
                     if entry.status == gix::dir::entry::Status::Untracked
                         && matches!(
                             entry.disk_kind,
@@ -205,6 +214,7 @@ pub fn snapshot(repo: &gix::Repository) -> Result<Snapshot> {
         tree,
         head_tree,
         changes,
+        nested_repos,
         hashed,
     })
 }

@@ -130,6 +130,12 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
     if gix::interrupt::is_triggered() {
         return Err(workspace::interrupted());
     }
+    for nested in &snap.nested_repos {
+        ui.warn(&format!(
+            "git-delegate: warning: {} is a git repository of its own (not a submodule); it is not part of the baseline\n",
+            crate::paths::quote(nested.as_ref())
+        ));
+    }
 
     let batch = Batch {
         id: id.clone(),

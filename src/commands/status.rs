@@ -289,13 +289,9 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         };
         text.push_str(&format!(
             "  lease {lease_state}, {} {}{}\n",
-            if expires >= 0 {
-                "expires in"
-            } else {
-                "expired"
-            },
+            if expires > 0 { "expires in" } else { "expired" },
             crate::time::human(expires),
-            if expires >= 0 {
+            if expires > 0 {
                 String::new()
             } else {
                 " ago".into()

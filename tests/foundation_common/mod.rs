@@ -164,10 +164,11 @@ pub fn error_code(run: &Run) -> String {
     err["code"].as_str().unwrap().to_string()
 }
 
-/// Run with `--json` appended; assert the exit code and the error code.
+/// Run with `--json` (right after the subcommand); assert the exit code and
+/// the error code.
 pub fn expect_error(env: &Env, dir: &Path, args: &[&str], exit: i32, code: &str) -> Run {
     let mut all: Vec<&str> = args.to_vec();
-    all.push("--json");
+    all.insert(1.min(all.len()), "--json");
     let run = env.delegate(dir, &all).expect(exit);
     assert_eq!(error_code(&run), code, "stderr: {}", run.stderr);
     // The human diagnostic names the code too.
@@ -207,4 +208,88 @@ pub fn config(env: &Env, repo: &Path, text: &str) {
 /// The path of a batch's `batch.toml`.
 pub fn batch_toml(env: &Env, repo: &Path, id: &str) -> PathBuf {
     common_dir(env, repo).join(format!("delegate/batches/{id}/batch.toml"))
+}
+
+/// `<root>/<repo-name>-<fp>` of SPEC §2 for `repo` (root: the default one).
+pub fn workspace_base(env: &Env, repo: &Path) -> PathBuf {
+    use sha2::Digest;
+    use std::os::unix::ffi::OsStrExt;
+    let common = common_dir(env, repo);
+    let digest = sha2::Sha256::digest(common.as_os_str().as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    let name = common
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    env.workspace_root().join(format!("{name}-{}", &hex[..12]))
+}
+
+/// A git-delegate command with a fixed batch id (tests only).
+pub fn delegate_with_id(env: &Env, dir: &Path, id: &str, args: &[&str]) -> Run {
+    let out = env
+        .delegate_cmd(dir)
+        .env("GIT_DELEGATE_TEST_BATCH_ID", id)
+        .args(args)
+        .output()
+        .unwrap();
+    Run::from(out)
+}
+
+/// A child process that runs until killed (for `--owner-pid`).
+pub struct Sleeper(pub std::process::Child);
+
+impl Sleeper {
+    pub fn new() -> Sleeper {
+        Sleeper(
+            std::process::Command::new("sleep")
+                .arg("300")
+                .spawn()
+                .unwrap(),
+        )
+    }
+
+    pub fn pid(&self) -> String {
+        self.0.id().to_string()
+    }
+
+    /// Kill and reap it: its pid is then not running.
+    pub fn end(mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Seconds since the epoch of an RFC 3339 `YYYY-MM-DDTHH:MM:SSZ` string.
+pub fn rfc3339_secs(s: &str) -> i64 {
+    assert!(
+        s.len() == 20 && s.ends_with('Z') && &s[10..11] == "T",
+        "not RFC 3339 UTC: {s}"
+    );
+    let n = |r: std::ops::Range<usize>| s[r].parse::<i64>().unwrap();
+    let (y, m, d) = (n(0..4), n(5..7), n(8..10));
+    // days from civil (Howard Hinnant)
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    days * 86_400 + n(11..13) * 3600 + n(14..16) * 60 + n(17..19)
+}
+
+pub fn now_secs() -> i64 {
+    SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
 }
