@@ -231,7 +231,7 @@ fn workspace_folder_or_registration_that_already_exists() {
     assert_eq!(env.private_refs(&repo), Vec::<String>::new());
     assert_eq!(registrations(&common), Vec::<String>::new());
     assert_eq!(batch_folders(&common), Vec::<String>::new());
-    assert_eq!(listing(&folder.parent().unwrap()).len(), 2);
+    assert_eq!(listing(folder.parent().unwrap()).len(), 2);
     std::fs::remove_dir_all(workspace_base(&env, &repo)).unwrap();
 
     // A registration of that name.
