@@ -145,8 +145,9 @@ fn deleted_and_replaced_workspaces() {
         problem_kinds(&st),
         ["workspace_missing", "workspace_replaced"]
     );
-    // Not a reason for --check to fail (not stale, no journal).
-    env.delegate(&repo, ["status", "--check"]).expect(0);
+    // --check reports them (exit 1), one line each.
+    let run = env.delegate(&repo, ["status", "--check"]).expect(1);
+    assert_eq!(run.stdout.lines().count(), 2, "{}", run.stdout);
     let human = env.delegate(&repo, ["status"]).expect(0).stdout;
     assert!(
         human.contains("(missing)") && human.contains("(replaced; not ours)"),
