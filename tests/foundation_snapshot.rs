@@ -291,7 +291,7 @@ fn unborn_branch_without_and_with_staged_files() {
     // Staged, then changed again, plus untracked.
     write(&repo.join("s/staged"), "1\n");
     env.git(&repo, ["add", "s/staged"]);
-    write(&repo.join("s/staged"), "2\n");
+    write(&repo.join("s/staged"), "second\n");
     write(&repo.join("b"), "b\n");
     let doc = assert_matches_oracle(&env, &repo);
     assert_eq!(doc["source_head"], serde_json::Value::Null);
