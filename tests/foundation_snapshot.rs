@@ -489,3 +489,23 @@ fn same_size_edit_in_the_same_second_is_seen() {
     let blob = env.git(&repo, ["rev-parse", &format!("{tree}:t")]);
     assert_eq!(blob.trim(), env.git(&repo, ["hash-object", "t"]).trim());
 }
+
+#[test]
+fn missing_index_and_intent_to_add_then_deleted() {
+    let env = Env::new();
+    let repo = env.repo("noindex");
+    write(&repo.join("gone-ita"), "x\n");
+    env.git(&repo, ["add", "-N", "gone-ita"]);
+    std::fs::remove_file(repo.join("gone-ita")).unwrap();
+    write(&repo.join("kept-ita"), "kept\n");
+    env.git(&repo, ["add", "-N", "kept-ita"]);
+    assert_matches_oracle(&env, &repo);
+    // No index at all: everything on disk counts as untracked.
+    let env = Env::new();
+    let repo = env.repo("noindex2");
+    write(&repo.join("extra"), "e\n");
+    std::fs::remove_file(git_dir(&env, &repo).join("index")).unwrap();
+    let (tree, _) = snapshot(&env, &repo);
+    assert_eq!(tree, env.oracle_tree(&repo));
+    assert!(!git_dir(&env, &repo).join("index").exists());
+}

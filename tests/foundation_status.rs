@@ -523,3 +523,22 @@ fn renew_keeps_tasks_and_works_on_an_expired_lease() {
         .stdout
         .starts_with(&format!("Renewed batch {}", &id(&doc)[..8])));
 }
+
+#[test]
+fn unreadable_batch_state_is_a_problem_not_a_crash() {
+    let env = Env::new();
+    let repo = env.repo("broken");
+    let doc = prepare(&env, &repo, &[]);
+    let good = prepare(&env, &repo, &[]);
+    std::fs::write(batch_toml(&env, &repo, &id(&doc)), "this is not = [toml").unwrap();
+    let st = status_json(&env, &repo);
+    assert_eq!(st["batches"].as_array().unwrap().len(), 1);
+    assert_eq!(st["batches"][0]["batch"], good["batch"]);
+    assert_eq!(problem_kinds(&st), ["broken_state"]);
+    assert_eq!(st["problems"][0]["batch"], doc["batch"]);
+    let run = env.delegate(&repo, ["status"]).expect(0);
+    assert!(run.stdout.contains("problem:"), "{}", run.stdout);
+    env.delegate(&repo, ["status", "--check"]).expect(1);
+    // The readable batch is still the only one commands select.
+    env.delegate(&repo, ["renew"]).expect(0);
+}
