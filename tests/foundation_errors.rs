@@ -604,3 +604,32 @@ fn errors_print_one_document_and_nothing_else() {
     let run = env.delegate(&repo, ["status", "nope"]).expect(2);
     assert_eq!(run.stdout, "");
 }
+
+#[test]
+fn ctrl_c_while_waiting_for_the_lock_ends_the_wait() {
+    let env = Env::new();
+    let repo = env.repo("waitint");
+    config(&env, &repo, "[lock]\ntimeout = \"600s\"\n");
+    let _holder = LockHolder::new(&env, &repo);
+    let mut child = env
+        .delegate_cmd(&repo)
+        .args(["prepare", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let started = std::time::Instant::now();
+    wait_until("prepare to stop waiting", || {
+        child.try_wait().unwrap().is_some()
+    });
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+    let run = Run::from(child.wait_with_output().unwrap());
+    if run.code != -1 {
+        assert_eq!(run.code, 3, "{}", run.stderr);
+        assert_eq!(error_code(&run), "delegate::interrupted");
+    }
+    assert_nothing_created(&env, &repo);
+}
