@@ -443,35 +443,6 @@ fn owner_pid_must_be_running() {
 }
 
 #[test]
-fn scratch_mode_is_refused_for_now() {
-    let env = Env::new();
-    let repo = env.repo("scratch");
-    let run = expect_error(
-        &env,
-        &repo,
-        &["prepare", "--mode", "scratch"],
-        2,
-        "delegate::scratch_unsupported",
-    );
-    assert!(run.json()["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("not supported yet"));
-    assert_nothing_created(&env, &repo);
-    config(&env, &repo, "[workspace]\nmode = \"scratch\"\n");
-    expect_error(
-        &env,
-        &repo,
-        &["prepare"],
-        2,
-        "delegate::scratch_unsupported",
-    );
-    assert_nothing_created(&env, &repo);
-    // The command line wins over the file.
-    prepare(&env, &repo, &["--mode", "worktree"]);
-}
-
-#[test]
 fn nested_repository_is_left_out_with_a_warning() {
     let env = Env::new();
     let repo = env.repo("outer");
