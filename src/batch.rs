@@ -86,6 +86,18 @@ pub struct Batch {
     pub tasks: Vec<Task>,
 }
 
+impl Task {
+    /// The task's working folder: its workspace root plus the caller's
+    /// prefix at prepare time (no trailing slash at the root).
+    pub fn cwd(&self, prefix: &Path) -> PathBuf {
+        if prefix.as_os_str().is_empty() {
+            self.root.clone()
+        } else {
+            self.root.join(prefix)
+        }
+    }
+}
+
 impl Batch {
     /// The first 8 hex digits of the id.
     pub fn short(&self) -> &str {

@@ -199,7 +199,18 @@ impl Config {
                     "empty path",
                 ));
             }
-            cfg.root = Some(expand_home(r.get_ref()));
+            let root = expand_home(r.get_ref());
+            if !root.is_absolute() {
+                return Err(bad(
+                    format!(
+                        "`workspace.root` must be an absolute path (or start with `~/`), not {:?}",
+                        r.get_ref()
+                    ),
+                    r.span(),
+                    "relative path",
+                ));
+            }
+            cfg.root = Some(root);
         }
         if let Some(c) = file.workspace.copy_ignored {
             cfg.copy_ignored = c;
@@ -252,6 +263,11 @@ mod tests {
             "[workspace]\nflavour = \"x\"\n",
             "[nope]\n",
             "[apply]\nstop-processes = \"maybe\"\n",
+            "[workspace]\nroot = \"relative/ws\"\n",
+            "[workspace]\nroot = \"\"\n",
+            "[lock]\ntimeout = \"0s\"\n",
+            "[hooks]\nforbid-commit = \"yes\"\n",
+            "workspace = 3\n",
         ] {
             let e = Config::parse(p, text).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{text}");

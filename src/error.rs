@@ -26,7 +26,8 @@ pub struct Error {
     pub message: String,
     pub help: String,
     pub exit: Exit,
-    /// The file and span a config error points at (boxed: rare, and keeps `Result` small).
+    /// For config errors: the file's text and a labelled span in it (boxed,
+    /// so `Result<T, Error>` stays small).
     located: Option<Box<Located>>,
 }
 

@@ -15,7 +15,15 @@ use crate::error::{Error, Result};
 
 /// Held until dropped.
 pub struct RepoLock {
-    _file: std::fs::File,
+    file: std::fs::File,
+}
+
+impl Drop for RepoLock {
+    /// Forget the recorded pid while still holding the lock; closing the
+    /// file then releases it.
+    fn drop(&mut self) {
+        let _ = self.file.set_len(0);
+    }
 }
 
 pub fn acquire(state_dir: &Path, timeout_secs: i64) -> Result<RepoLock> {
@@ -33,20 +41,34 @@ pub fn acquire(state_dir: &Path, timeout_secs: i64) -> Result<RepoLock> {
     loop {
         match flock(&file, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => break,
+            // Ctrl-C while waiting (where a command installed the handler).
+            Err(rustix::io::Errno::WOULDBLOCK) if gix::interrupt::is_triggered() => {
+                return Err(crate::workspace::interrupted());
+            }
             Err(rustix::io::Errno::WOULDBLOCK) if Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(25));
             }
             Err(rustix::io::Errno::WOULDBLOCK) => {
-                let mut holder = String::new();
-                let _ = file.read_to_string(&mut holder);
-                let holder = holder.trim();
+                let mut text = String::new();
+                let _ = file.read_to_string(&mut text);
+                // The pid a holder recorded, if that process is still running.
+                let holder = text
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|&pid| crate::lease::process_start(pid).is_some());
                 return Err(Error::state(
                     "delegate::locked",
-                    format!(
-                        "another git-delegate command (pid {}) holds the repository lock {}",
-                        if holder.is_empty() { "unknown" } else { holder },
-                        path.display()
-                    ),
+                    match holder {
+                        Some(pid) => format!(
+                            "another git-delegate command (pid {pid}) holds the repository lock {}",
+                            path.display()
+                        ),
+                        None => format!(
+                            "another process holds the repository lock {}",
+                            path.display()
+                        ),
+                    },
                     "wait for it to finish, or raise `lock.timeout` in .git/delegate.toml",
                 ));
             }
@@ -62,5 +84,5 @@ pub fn acquire(state_dir: &Path, timeout_secs: i64) -> Result<RepoLock> {
     let _ = file.set_len(0);
     let _ = file.rewind();
     let _ = writeln!(file, "{}", std::process::id());
-    Ok(RepoLock { _file: file })
+    Ok(RepoLock { file })
 }

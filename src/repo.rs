@@ -77,10 +77,16 @@ impl Source {
         let root = canonical(workdir)?;
         let common_dir = canonical(repo.common_dir())?;
         let cwd = canonical(cwd)?;
-        let prefix = cwd
-            .strip_prefix(&root)
-            .map(Path::to_path_buf)
-            .unwrap_or_default();
+        // Inside the git dir (`.git/...`) there is no working-tree position:
+        // that counts as the root.
+        let git_dir = canonical(repo.git_dir())?;
+        let prefix = if cwd.starts_with(&git_dir) || cwd.starts_with(&common_dir) {
+            PathBuf::new()
+        } else {
+            cwd.strip_prefix(&root)
+                .map(Path::to_path_buf)
+                .unwrap_or_default()
+        };
         let config = Config::load(&common_dir.join("delegate.toml"))?;
         Ok(Source {
             repo,
@@ -130,9 +136,20 @@ impl Source {
         main.as_deref()
             .or(Some(self.common_dir.as_path()))
             .and_then(|p| p.file_name())
-            .map(|n| n.to_string_lossy().trim_end_matches(".git").to_string())
+            .map(|n| {
+                let n = n.to_string_lossy();
+                n.strip_suffix(".git").unwrap_or(&n).to_string()
+            })
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| "repo".into())
+    }
+
+    /// The main working tree, when the common dir is an ordinary `.git`
+    /// folder inside it (not a bare repository or a separate git dir).
+    pub fn main_worktree(&self) -> Option<PathBuf> {
+        let parent = self.common_dir.parent()?;
+        (self.common_dir.file_name()? == ".git" && !self.repo.is_bare())
+            .then(|| parent.to_path_buf())
     }
 
     /// First 12 hex digits of the SHA-256 of the canonical common dir.
@@ -155,6 +172,12 @@ impl Source {
             self.root.join(root)
         };
         refuse_inside(&root, &self.root)?;
+        // A linked-worktree source: the main working tree is a project too.
+        if let Some(main) = self.main_worktree() {
+            if main != self.root {
+                refuse_inside(&root, &main)?;
+            }
+        }
         Ok(root.join(format!("{}-{}", self.repo_name(), self.fingerprint())))
     }
 }

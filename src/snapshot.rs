@@ -26,7 +26,11 @@ pub struct Snapshot {
     pub head_tree: ObjectId,
     /// Paths whose content differs from `HEAD` (staged, unstaged, untracked).
     pub changes: usize,
-    /// Files that had to be read and hashed (their stat data differed from the index).
+    /// Untracked git repositories inside the working tree: left out (git
+    /// would record them as embedded repositories without content).
+    pub nested_repos: Vec<BString>,
+    /// Files that had to be read (their stat data differed from the index,
+    /// or they are new): the cost the index as a stat cache did not save.
     pub hashed: usize,
 }
 
@@ -46,7 +50,7 @@ pub fn snapshot(repo: &gix::Repository) -> Result<Snapshot> {
         .head_tree_id_or_empty()
         .map_err(git("cannot read HEAD"))?
         .detach();
-    let iter = repo
+    let mut iter = repo
         .status(gix::progress::Discard)
         .map_err(git("cannot start status"))?
         .index(index.clone().into())
@@ -63,7 +67,8 @@ pub fn snapshot(repo: &gix::Repository) -> Result<Snapshot> {
     // Staged changes (HEAD -> index) first, then what the worktree says on top.
     let mut staged: BTreeMap<BString, Edit> = BTreeMap::new();
     let mut on_disk: BTreeMap<BString, Option<()>> = BTreeMap::new();
-    for item in iter {
+    let mut nested_repos = Vec::new();
+    for item in iter.by_ref() {
         let item = item.map_err(git("status failed"))?;
         match item {
             gix::status::Item::TreeIndex(change) => {
@@ -127,6 +132,11 @@ pub fn snapshot(repo: &gix::Repository) -> Result<Snapshot> {
                 }
                 WtItem::DirectoryContents { entry, .. } => {
                     if entry.status == gix::dir::entry::Status::Untracked
+                        && entry.disk_kind == Some(gix::dir::entry::Kind::Repository)
+                    {
+                        nested_repos.push(entry.rela_path.clone());
+                    }
+                    if entry.status == gix::dir::entry::Status::Untracked
                         && matches!(
                             entry.disk_kind,
                             Some(gix::dir::entry::Kind::File)
@@ -146,8 +156,16 @@ pub fn snapshot(repo: &gix::Repository) -> Result<Snapshot> {
         }
     }
 
+    // Files status itself had to read (stat data differed, or racily clean).
+    let mut hashed = iter
+        .into_outcome()
+        .map(|o| {
+            o.index_worktree
+                .tracked_file_modification
+                .worktree_files_read
+        })
+        .unwrap_or(0);
     // Hash what changed on disk through the clean filters.
-    let mut hashed = 0;
     let mut edits: BTreeMap<BString, Edit> = staged;
     if !on_disk.is_empty() {
         let (mut pipeline, _) = repo
@@ -196,6 +214,7 @@ pub fn snapshot(repo: &gix::Repository) -> Result<Snapshot> {
         tree,
         head_tree,
         changes,
+        nested_repos,
         hashed,
     })
 }

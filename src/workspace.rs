@@ -10,7 +10,6 @@
 //! the registration).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 
 use gix::ObjectId;
 
@@ -92,16 +91,26 @@ pub fn create_all(
             })
             .collect()
     });
-    if let Some(err) = results.into_iter().find_map(|r| r.err()) {
+    let mut failure = results.into_iter().find_map(|r| r.err());
+    if failure.is_none() && gix::interrupt::is_triggered() {
+        failure = Some(interrupted());
+    }
+    if let Some(err) = failure {
         for p in plans {
             let _ = remove_created(common_dir, p);
         }
         return Err(err);
     }
-    // Give the clock a tick past the last write, so any later edit of a
-    // workspace file gets an mtime different from the one recorded.
-    std::thread::sleep(std::time::Duration::from_millis(10));
     Ok(())
+}
+
+/// The error for a prepare interrupted by a signal (Ctrl-C).
+pub fn interrupted() -> Error {
+    Error::state(
+        "delegate::interrupted",
+        "interrupted; everything this command made was removed again",
+        "run the command again",
+    )
 }
 
 /// Undo `create_one` for a plan: only what it made (our `.git` pointer, our registration).
@@ -146,19 +155,29 @@ fn create_one(
     let reg = registration(common_dir, &p.worktree_id);
     std::fs::create_dir_all(reg.parent().unwrap_or(common_dir)).map_err(io(&reg))?;
     std::fs::create_dir(&reg).map_err(io(&reg))?;
-    let write = |name: &str, text: String| {
-        std::fs::write(reg.join(name), text).map_err(io(&reg.join(name)))
+    let write = |name: &str, bytes: Vec<u8>| {
+        std::fs::write(reg.join(name), bytes).map_err(io(&reg.join(name)))
+    };
+    let line = |prefix: &str, path: &Path| {
+        use std::os::unix::ffi::OsStrExt;
+        [prefix.as_bytes(), path.as_os_str().as_bytes(), b"\n"].concat()
     };
     // Lock first, so `git worktree prune` can never take a half-made workspace.
-    write("locked", p.lock_reason.clone())?;
-    write("gitdir", format!("{}\n", p.root.join(".git").display()))?;
-    write("commondir", "../..\n".into())?;
-    write("HEAD", format!("{baseline}\n"))?;
-    std::fs::write(p.root.join(".git"), format!("gitdir: {}\n", reg.display()))
-        .map_err(io(&p.root))?;
+    write("locked", p.lock_reason.clone().into_bytes())?;
+    write("gitdir", line("", &p.root.join(".git")))?;
+    write("commondir", b"../..\n".to_vec())?;
+    write("HEAD", format!("{baseline}\n").into_bytes())?;
+    std::fs::write(p.root.join(".git"), line("gitdir: ", &reg)).map_err(io(&p.root))?;
 
     let repo = crate::repo::open_worktree(&p.root)?;
     let git = |e: gix::Error| Error::git(format!("cannot check out {}", p.root.display()), e);
+    let checkout_failed = |e: &dyn std::fmt::Display| {
+        Error::state(
+            "delegate::checkout_failed",
+            format!("cannot check out {}: {e}", p.root.display()),
+            "check free disk space, permissions and path lengths under the workspace root",
+        )
+    };
     let mut index = repo.index_from_tree(&baseline_tree).map_err(git)?;
     let mut opts = repo
         .checkout_options(gix::worktree::stack::state::attributes::Source::IdMapping)
@@ -176,10 +195,13 @@ fn create_one(
         objects,
         &gix::progress::Discard,
         &gix::progress::Discard,
-        &AtomicBool::new(false),
+        &gix::interrupt::IS_INTERRUPTED,
         opts,
     )
-    .map_err(git)?;
+    .map_err(|e| checkout_failed(&e))?;
+    if gix::interrupt::is_triggered() {
+        return Err(interrupted());
+    }
     if let Some(first) = outcome.errors.first() {
         return Err(Error::state(
             "delegate::checkout_failed",
@@ -189,48 +211,97 @@ fn create_one(
                 p.root.display(),
                 first.error
             ),
-            "check free disk space and permissions of the workspace root",
+            "check free disk space, permissions and path lengths under the workspace root",
         ));
     }
-    index.write(Default::default()).map_err(git)?;
-    make_index_not_racy(&reg.join("index"), &index)?;
+    date_entries(&p.root, &mut index, threads)?;
+    index
+        .write(Default::default())
+        .map_err(|e| checkout_failed(&e))?;
     Ok(())
 }
 
-/// Git (which compares whole seconds) treats entries whose mtime is not
-/// older than the index file as "racily clean" and re-hashes them on every
-/// status. Date the index one second past the newest entry so the fresh
-/// workspace's stat data serve as a cache. Our own snapshots compare
-/// nanoseconds, so an edit after prepare returns is still seen.
-fn make_index_not_racy(path: &Path, index: &gix::index::File) -> Result<()> {
-    let newest = index
-        .entries()
-        .iter()
-        .map(|e| e.stat.mtime.secs)
-        .max()
-        .unwrap_or(0) as u64;
-    let now = std::time::SystemTime::now()
+/// Make the fresh index a stat cache that neither git nor gix must second-guess.
+///
+/// git compares whole seconds and treats an entry whose mtime is not older
+/// than the index file as "racily clean" (re-hashed on every status), and a
+/// same-size edit within the second the file was written would look clean
+/// to it. So every checked-out file is dated one whole second before the
+/// current second of the filesystem clock (probed with a file, since that
+/// clock can lag the system clock by a tick), and its stat data recorded
+/// afterwards: the index, written later, is strictly newer than every entry,
+/// and any later edit lands in a later second than the one recorded.
+fn date_entries(root: &Path, index: &mut gix::index::File, threads: usize) -> Result<()> {
+    let probe = root.join(".git-delegate-clock");
+    let now = std::fs::write(&probe, b"")
+        .and_then(|_| std::fs::symlink_metadata(&probe))
+        .and_then(|m| m.modified())
+        .map_err(|e| Error::io(format!("cannot write in {}", root.display()), e));
+    let _ = std::fs::remove_file(&probe);
+    let now = now?
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
+        .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
-    let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(newest.max(now) + 1);
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?;
-    f.set_modified(when)
-        .map_err(|e| Error::io(format!("cannot date {}", path.display()), e))
+    let stamp = rustix::fs::Timespec {
+        tv_sec: now - 1,
+        tv_nsec: 0,
+    };
+    let times = rustix::fs::Timestamps {
+        last_access: stamp,
+        last_modification: stamp,
+    };
+    let (entries, paths) = index.entries_mut_and_pathbacking();
+    let chunk = entries.len().div_ceil(threads.max(1)).max(1);
+    let date = |entries: &mut [gix::index::Entry]| -> Result<()> {
+        for e in entries {
+            let path = root.join(crate::paths::to_os(e.path_in(paths)));
+            let io =
+                |err: std::io::Error| Error::io(format!("cannot date {}", path.display()), err);
+            rustix::fs::utimensat(
+                rustix::fs::CWD,
+                &path,
+                &times,
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .map_err(|err| io(err.into()))?;
+            let md = gix::index::fs::Metadata::from_path_no_follow(&path).map_err(io)?;
+            e.stat = gix::index::entry::Stat::from_fs(&md)
+                .map_err(|err| io(std::io::Error::other(err)))?;
+        }
+        Ok(())
+    };
+    std::thread::scope(|s| {
+        let handles: Vec<_> = entries
+            .chunks_mut(chunk)
+            .map(|c| s.spawn(move || date(c)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(Error::state(
+                        "delegate::internal",
+                        "a thread panicked",
+                        "report this bug",
+                    ))
+                })
+            })
+            .collect::<Result<Vec<()>>>()
+    })?;
+    Ok(())
 }
 
 /// Is `root` the workspace we made: its `.git` file points at our registration?
 pub fn is_ours(common_dir: &Path, root: &Path, worktree_id: &str) -> bool {
-    let Ok(text) = std::fs::read_to_string(root.join(".git")) else {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(text) = std::fs::read(root.join(".git")) else {
         return false;
     };
-    let Some(target) = text.trim_end_matches('\n').strip_prefix("gitdir: ") else {
+    let text = text.strip_suffix(b"\n").unwrap_or(&text);
+    let Some(target) = text.strip_prefix(b"gitdir: ") else {
         return false;
     };
-    Path::new(target) == registration(common_dir, worktree_id)
+    Path::new(std::ffi::OsStr::from_bytes(target)) == registration(common_dir, worktree_id)
 }
 
 /// What became of a workspace on removal.
@@ -257,14 +328,37 @@ pub fn health(common_dir: &Path, root: &Path, worktree_id: &str) -> Removal {
     }
 }
 
-/// Remove a workspace folder and its registration, never a folder that is not ours.
+/// Where the registration's `gitdir` file says its worktree is, if readable.
+fn registered_location(common_dir: &Path, worktree_id: &str) -> Option<PathBuf> {
+    let text = std::fs::read(registration(common_dir, worktree_id).join("gitdir")).ok()?;
+    let text = text.strip_suffix(b"\n").unwrap_or(&text);
+    use std::os::unix::ffi::OsStrExt;
+    let dotgit = PathBuf::from(std::ffi::OsStr::from_bytes(text));
+    dotgit.parent().map(Path::to_path_buf)
+}
+
+/// Has the registration been moved (`git worktree move`) to a folder other
+/// than `root` that still points back at it? Then it is the user's now.
+fn moved_elsewhere(common_dir: &Path, root: &Path, worktree_id: &str) -> bool {
+    match registered_location(common_dir, worktree_id) {
+        Some(at) => at != root && is_ours(common_dir, &at, worktree_id),
+        None => false,
+    }
+}
+
+/// Remove a workspace folder and its registration, never a folder that is
+/// not ours. A folder the user replaced is left alone (its stale
+/// registration goes); a workspace the user moved with `git worktree move`
+/// is left alone with its registration, unlocked, as an ordinary worktree.
+/// Both report [`Removal::Foreign`].
 pub fn remove(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<Removal> {
     if crate::scratch::is_scratch(worktree_id) {
         return crate::scratch::remove(common_dir, root);
     }
     let state = health(common_dir, root, worktree_id);
-    if state == Removal::Foreign {
-        return Ok(state);
+    if moved_elsewhere(common_dir, root, worktree_id) {
+        release(common_dir, worktree_id)?;
+        return Ok(Removal::Foreign);
     }
     if state == Removal::Removed {
         std::fs::remove_dir_all(root)
@@ -276,7 +370,9 @@ pub fn remove(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<Remov
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(Error::io(format!("cannot remove {}", reg.display()), e)),
     }
-    remove_empty_parents(root);
+    if state != Removal::Foreign {
+        remove_empty_parents(root);
+    }
     Ok(state)
 }
 

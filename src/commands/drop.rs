@@ -15,20 +15,28 @@ pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
     let source = super::source()?;
     let _lock = super::lock_and_recover(ui, &source)?;
     let b = batch::select(batch::list_ok(&source.state_dir())?, Some(&args.batch))?;
-    let counts = super::status::changed_counts(&source, &b);
+    // A task holds unapplied work when its workspace differs from the
+    // baseline, when it ended conflict/failed (its proposal is kept), or when
+    // its workspace cannot be read (unknown is never taken for clean).
+    let counts = super::status::changed_counts_checked(&source, &b);
     let unapplied: Vec<String> = b
         .tasks
         .iter()
         .zip(&counts)
-        .filter(|(t, n)| t.state.is_open() && (**n > 0 || t.state != batch::TaskState::Open))
+        .filter(|(t, n)| t.state.is_open() && (**n != Some(0) || t.state != batch::TaskState::Open))
         .map(|(t, _)| t.name.clone())
         .collect();
     if !unapplied.is_empty() && !args.force {
         if ui.json {
             ui.doc(json!({"batch": b.id, "dropped": false, "unapplied": unapplied}));
         }
+        let (noun, verb) = if unapplied.len() == 1 {
+            ("task", "has")
+        } else {
+            ("tasks", "have")
+        };
         ui.say(&format!(
-            "Not dropping batch {}: tasks {} have changes that were never applied.\n\
+            "Not dropping batch {}: {noun} {} {verb} changes that were never applied.\n\
              Apply them with `git delegate apply {}`, or drop anyway with `git delegate drop {} --force`.\n",
             b.short(),
             unapplied.join(", "),
@@ -44,6 +52,7 @@ pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
             "dropped": true,
             "workspaces_removed": removed,
             "refs_removed": refs_removed,
+            "left_alone": kept.iter().map(|k| crate::paths::doc_path(k)).collect::<Vec<_>>(),
         }));
     }
     let mut text = format!(

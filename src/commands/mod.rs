@@ -161,15 +161,28 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
         .iter()
         .enumerate()
         .map(|(i, t)| {
-            json!({
+            let mut doc = json!({
                 "name": t.name,
                 "state": t.state.as_str(),
                 "root": crate::paths::doc_path(&t.root),
-                "cwd": crate::paths::doc_path(&t.root.join(&batch.prefix)),
+                "cwd": crate::paths::doc_path(&t.cwd(&batch.prefix)),
                 "exists": crate::workspace::health(&source.common_dir, &t.root, &t.worktree_id)
                     == crate::workspace::Removal::Removed,
                 "changed_paths": changed.and_then(|c| c.get(i).copied()).unwrap_or(0),
-            })
+            });
+            // Retained recovery artifacts (SPEC §3.3), when there are any.
+            if let Value::Object(m) = &mut doc {
+                if let Some(r) = &t.reason {
+                    m.insert("reason".into(), json!(r));
+                }
+                if let Some(r) = &t.proposal_ref {
+                    m.insert("proposal_ref".into(), json!(r));
+                }
+                if let Some(p) = &t.patch {
+                    m.insert("patch".into(), json!(crate::paths::doc_path(p)));
+                }
+            }
+            doc
         })
         .collect();
     json!({

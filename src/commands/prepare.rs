@@ -12,7 +12,15 @@ use crate::lease::Lease;
 use crate::ui::Ui;
 use crate::{refs, snapshot, workspace};
 
+/// Tests may fix the batch id (a UUID) to provoke collisions; never for users.
+const TEST_BATCH_ID: &str = "GIT_DELEGATE_TEST_BATCH_ID";
+
 pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
+    // Ctrl-C (or SIGTERM, SIGHUP) while prepare works: finish the current
+    // step, undo everything, and exit 3. A second signal ends the process.
+    let _signals = gix::interrupt::init_handler_default(1)
+        .ok()
+        .map(|d| d.auto_deregister());
     // Everything about the arguments is checked before anything is made.
     let names: Vec<String> = match (args.count, args.tasks.is_empty()) {
         (Some(n), _) => (1..=n).map(|i| i.to_string()).collect(),
@@ -86,7 +94,19 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
         }
     }
 
-    let id = uuid::Uuid::new_v4().to_string();
+    let id = match std::env::var(TEST_BATCH_ID) {
+        Ok(fixed) => uuid::Uuid::parse_str(&fixed)
+            .map_err(|_| {
+                Error::usage(
+                    "delegate::bad_batch_id",
+                    format!("{TEST_BATCH_ID}={fixed:?} is not a UUID"),
+                    format!("unset {TEST_BATCH_ID}"),
+                )
+            })?
+            .hyphenated()
+            .to_string(),
+        Err(_) => uuid::Uuid::new_v4().to_string(),
+    };
     let short = batch::short(&id).to_string();
     let mut plans: Vec<workspace::Plan> = names
         .iter()
@@ -105,6 +125,17 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
     } else {
         workspace::check_free(&source.common_dir, &plans)?;
     }
+    if batch::batch_dir(&source.state_dir(), &id)
+        .symlink_metadata()
+        .is_ok()
+        || refs::get(&source.repo, &refs::baseline(&id))?.is_some()
+    {
+        return Err(Error::usage(
+            "delegate::batch_exists",
+            format!("a batch with the id {id} exists already"),
+            "run the command again (ids are random)",
+        ));
+    }
 
     // Snapshot and baseline commit.
     let snap = {
@@ -113,6 +144,21 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
     };
     let head = source.repo.head_id().ok().map(|id| id.detach());
     let baseline = write_baseline(&source.repo, snap.tree, head, &id)?;
+    // Paths that differ from HEAD (a staged change undone on disk is none).
+    let changes = if snap.changes == 0 {
+        0
+    } else {
+        crate::diff::trees(&source.repo, snap.head_tree, snap.tree)?.len()
+    };
+    if gix::interrupt::is_triggered() {
+        return Err(workspace::interrupted());
+    }
+    for nested in &snap.nested_repos {
+        ui.warn(&format!(
+            "git-delegate: warning: {} is a git repository of its own (not a submodule); it is not part of the baseline\n",
+            crate::paths::quote(nested.as_ref())
+        ));
+    }
 
     let batch = Batch {
         id: id.clone(),
@@ -142,20 +188,29 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
     };
 
     let state_dir = source.state_dir();
-    let made = (|| {
-        refs::set(&source.repo, &refs::baseline(&id), baseline, true)?;
-        batch::save(&state_dir, &batch)?;
+    // Undo only what this prepare made: never a ref or state of another batch.
+    let baseline_ref = refs::baseline(&id);
+    refs::set(&source.repo, &baseline_ref, baseline, true)?;
+    let undo_state = || {
+        let _ = refs::delete(&source.repo, &baseline_ref);
+        let _ = std::fs::remove_dir_all(batch::batch_dir(&state_dir, &id));
+    };
+    if let Err(e) = batch::save(&state_dir, &batch) {
+        undo_state();
+        return Err(e);
+    }
+    let made = {
         let _progress = ui.progress(&format!(
             "Checking out {} workspace{}",
             plans.len(),
             if plans.len() == 1 { "" } else { "s" }
         ));
         match &policy {
-            Some(policy) => {
-                workspace::create_all(&source.common_dir, baseline, snap.tree, &plans)?;
-                let roots: Vec<_> = plans.iter().map(|p| p.root.clone()).collect();
-                crate::carry::carry_ignored(&source.repo, policy, &roots)
-            }
+            Some(policy) => workspace::create_all(&source.common_dir, baseline, snap.tree, &plans)
+                .and_then(|()| {
+                    let roots: Vec<_> = plans.iter().map(|p| p.root.clone()).collect();
+                    crate::carry::carry_ignored(&source.repo, policy, &roots)
+                }),
             None => {
                 let tasks: Vec<_> = names
                     .iter()
@@ -165,18 +220,26 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
                 crate::scratch::create_all(&source, &id, &tasks)
             }
         }
-    })();
+    };
     let carried = match made {
         Ok(c) => c,
         Err(e) => {
+            // Removal checks ownership: only folders this prepare made go.
             for p in &plans {
                 let _ = workspace::remove(&source.common_dir, &p.root, &p.worktree_id);
             }
-            let _ = refs::delete(&source.repo, &refs::baseline(&id));
-            let _ = std::fs::remove_dir_all(batch::batch_dir(&state_dir, &id));
+            undo_state();
             return Err(e);
         }
     };
+    // The task's cwd mirrors the caller's folder, even one the baseline has
+    // no files in (best effort: an empty folder changes nothing).
+    if !batch.prefix.as_os_str().is_empty() {
+        for t in &batch.tasks {
+            let _ = std::fs::create_dir_all(t.cwd(&batch.prefix));
+        }
+    }
+
     if ui.json {
         let mut doc = super::batch_doc(&source, &batch, None);
         // Per task: the ignored files carried (worktree) or the copy made (scratch).
@@ -198,7 +261,7 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
         Some(h) => format!("HEAD {}", &h.to_string()[..7]),
         None => "an unborn branch".to_string(),
     };
-    let changes = match snap.changes {
+    let changes = match changes {
         0 => String::new(),
         1 => " + 1 uncommitted change".into(),
         n => format!(" + {n} uncommitted changes"),
@@ -216,7 +279,7 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
         text.push_str(&format!(
             "  task {:<8} {}\n",
             t.name,
-            super::show(&t.root.join(&batch.prefix))
+            super::show(&t.cwd(&batch.prefix))
         ));
         if let Some(c) = carried.get(i).filter(|c| c.files > 0) {
             let what = if policy.is_some() {

@@ -26,8 +26,11 @@ pub fn run(ui: &Ui, args: RenewArgs) -> Result<i32> {
             "renew it with a new owner: `git delegate renew BATCH --owner-pid PID`",
         ));
     }
-    let owner = owner.or(match (b.lease.owner_pid, b.lease.owner_start) {
-        (Some(p), Some(s)) => Some((p, s)),
+    // Keep the current owner unless a new one is given; an owner recorded on
+    // another host cannot be checked from here, so it is not carried over.
+    let same_host = b.lease.host == crate::lease::hostname();
+    let owner = owner.or(match (b.lease.owner_pid, b.lease.owner_start, same_host) {
+        (Some(p), Some(s), true) => Some((p, s)),
         _ => None,
     });
     b.lease = Lease::new(ttl, owner);

@@ -17,7 +17,8 @@ pub struct Problem {
 }
 
 /// Problems of a repository's batches: stale leases, unreadable state,
-/// left-over write-back journals.
+/// left-over write-back journals, deleted baseline refs, workspaces the user
+/// deleted or replaced.
 pub fn problems(source: &Source, entries: &[Entry]) -> Vec<Problem> {
     let mut out = Vec::new();
     for e in entries {
@@ -49,6 +50,29 @@ pub fn problems(source: &Source, entries: &[Entry]) -> Vec<Problem> {
                         ),
                     });
                 }
+                out.extend(baseline_problem(source, b));
+                for t in b.open_tasks() {
+                    let (kind, what) =
+                        match workspace::health(&source.common_dir, &t.root, &t.worktree_id) {
+                            workspace::Removal::Removed => continue,
+                            workspace::Removal::Missing => ("workspace_missing", "is missing"),
+                            workspace::Removal::Foreign => (
+                                "workspace_replaced",
+                                "is no longer the workspace prepare made (left alone)",
+                            ),
+                        };
+                    out.push(Problem {
+                        batch: b.id.clone(),
+                        kind,
+                        message: format!(
+                            "batch {} task {}: the workspace {} {what}; `git delegate drop {}` ends the batch",
+                            b.short(),
+                            t.name,
+                            super::show(&t.root),
+                            b.short()
+                        ),
+                    });
+                }
             }
             Entry::Broken { id, problem } => out.push(Problem {
                 batch: id.clone(),
@@ -67,8 +91,55 @@ pub fn problems(source: &Source, entries: &[Entry]) -> Vec<Problem> {
     out
 }
 
-/// How many paths of each task's workspace differ from the baseline.
-pub fn changed_counts(source: &Source, b: &Batch) -> Vec<usize> {
+/// A baseline ref deleted (or moved) by someone else, or a baseline commit
+/// that is gone.
+fn baseline_problem(source: &Source, b: &Batch) -> Option<Problem> {
+    let name = crate::refs::baseline(&b.id);
+    let (kind, message) = match crate::refs::get(&source.repo, &name) {
+        Ok(Some(id)) if gix::ObjectId::from_hex(b.baseline.as_bytes()).ok() == Some(id) => {
+            return None
+        }
+        Ok(Some(id)) => (
+            "ref_moved",
+            format!(
+                "batch {}: the ref {name} was moved to {id} by someone else (the baseline is {})",
+                b.short(),
+                b.baseline
+            ),
+        ),
+        Ok(None) | Err(_) => {
+            let present = gix::ObjectId::from_hex(b.baseline.as_bytes())
+                .ok()
+                .is_some_and(|id| source.repo.find_commit(id).is_ok());
+            (
+                "ref_missing",
+                if present {
+                    format!(
+                        "batch {}: the ref {name} was deleted by someone else; the baseline commit {} is still there but unprotected from `git gc`",
+                        b.short(),
+                        b.baseline
+                    )
+                } else {
+                    format!(
+                        "batch {}: the ref {name} was deleted and the baseline commit {} is gone; drop the batch",
+                        b.short(),
+                        b.baseline
+                    )
+                },
+            )
+        }
+    };
+    Some(Problem {
+        batch: b.id.clone(),
+        kind,
+        message,
+    })
+}
+
+/// How many paths of each task's workspace differ from the baseline: `Some(0)`
+/// for tasks that are not open or whose workspace is missing or not ours,
+/// `None` where the workspace could not be read (the count is unknown).
+pub fn changed_counts_checked(source: &Source, b: &Batch) -> Vec<Option<usize>> {
     let baseline_tree = gix::ObjectId::from_hex(b.baseline.as_bytes())
         .ok()
         .and_then(|c| source.repo.find_commit(c).ok())
@@ -77,22 +148,39 @@ pub fn changed_counts(source: &Source, b: &Batch) -> Vec<usize> {
     b.tasks
         .iter()
         .map(|t| {
-            let (Some(base), true) = (
-                baseline_tree,
-                t.state.is_open()
-                    && workspace::health(&source.common_dir, &t.root, &t.worktree_id)
-                        == workspace::Removal::Removed,
-            ) else {
-                return 0;
-            };
-            let Ok(repo) = crate::repo::open_worktree(&t.root) else {
-                return 0;
-            };
+            if !t.state.is_open()
+                || workspace::health(&source.common_dir, &t.root, &t.worktree_id)
+                    != workspace::Removal::Removed
+            {
+                return Some(0);
+            }
+            let base = baseline_tree?;
+            let repo = crate::repo::open_worktree(&t.root).ok()?;
+            // Keep the snapshot's objects in memory: status changes nothing.
             let repo = repo.with_object_memory();
             snapshot::snapshot(&repo)
                 .and_then(|s| diff::trees(&repo, base, s.tree))
                 .map(|c| c.len())
-                .unwrap_or(0)
+                .ok()
+        })
+        .collect()
+}
+
+/// Problems found while counting changes: workspaces that could not be read.
+fn count_problems(b: &Batch, counts: &[Option<usize>]) -> Vec<Problem> {
+    b.tasks
+        .iter()
+        .zip(counts)
+        .filter(|(_, c)| c.is_none())
+        .map(|(t, _)| Problem {
+            batch: b.id.clone(),
+            kind: "workspace_unreadable",
+            message: format!(
+                "batch {} task {}: the workspace {} cannot be read, so its changes are unknown",
+                b.short(),
+                t.name,
+                super::show(&t.root)
+            ),
         })
         .collect()
 }
@@ -104,7 +192,16 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         let chosen = batch::select(batch::list_ok(&source.state_dir())?, Some(arg))?;
         entries = vec![Entry::Batch(Box::new(chosen))];
     }
-    let problems = problems(&source, &entries);
+    if entries.is_empty() {
+        // The fast path (SPEC §3.3: no batches, well under 20 ms).
+        if ui.json {
+            ui.doc(json!({ "batches": [], "problems": [] }));
+        } else if !args.check {
+            ui.say("No batches.\n");
+        }
+        return Ok(0);
+    }
+    let mut problems = problems(&source, &entries);
     let batches: Vec<&Batch> = entries
         .iter()
         .filter_map(|e| match e {
@@ -112,6 +209,13 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             Entry::Broken { .. } => None,
         })
         .collect();
+    let counts: Vec<Vec<Option<usize>>> = batches
+        .iter()
+        .map(|b| changed_counts_checked(&source, b))
+        .collect();
+    for (b, c) in batches.iter().zip(&counts) {
+        problems.extend(count_problems(b, c));
+    }
     let code = if args.check && !problems.is_empty() {
         1
     } else {
@@ -121,10 +225,20 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     if ui.json {
         let docs: Vec<Value> = batches
             .iter()
-            .map(|b| {
-                let mut d = super::batch_doc(&source, b, Some(&changed_counts(&source, b)));
+            .zip(&counts)
+            .map(|(b, c)| {
+                let known: Vec<usize> = c.iter().map(|n| n.unwrap_or(0)).collect();
+                let mut d = super::batch_doc(&source, b, Some(&known));
                 if let Value::Object(m) = &mut d {
                     m.insert("schema".into(), json!(crate::ui::SCHEMA));
+                    // An unknown count is null, never a made-up number.
+                    if let Some(Value::Array(tasks)) = m.get_mut("tasks") {
+                        for (t, n) in tasks.iter_mut().zip(c) {
+                            if let (Value::Object(t), None) = (t, n) {
+                                t.insert("changed_paths".into(), Value::Null);
+                            }
+                        }
+                    }
                 }
                 d
             })
@@ -151,7 +265,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     }
     let now = crate::time::now();
     let mut text = String::new();
-    for b in &batches {
+    for (b, counts) in batches.iter().zip(&counts) {
         let created = crate::time::parse_rfc3339(&b.created_at).unwrap_or(now);
         let state = b.lease.state();
         let expires = b.lease.expires_at_secs() - now;
@@ -176,13 +290,9 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         };
         text.push_str(&format!(
             "  lease {lease_state}, {} {}{}\n",
-            if expires >= 0 {
-                "expires in"
-            } else {
-                "expired"
-            },
+            if expires > 0 { "expires in" } else { "expired" },
             crate::time::human(expires),
-            if expires >= 0 {
+            if expires > 0 {
                 String::new()
             } else {
                 " ago".into()
@@ -191,8 +301,8 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         if let Some(pid) = b.lease.owner_pid {
             text.push_str(&format!("  owner pid {pid} on {}\n", b.lease.host));
         }
-        let counts = changed_counts(&source, b);
         for (t, n) in b.tasks.iter().zip(counts) {
+            let n = n.map(|n| n.to_string()).unwrap_or_else(|| "?".into());
             let health = workspace::health(&source.common_dir, &t.root, &t.worktree_id);
             let where_ = match health {
                 workspace::Removal::Removed => super::show(&t.root),
