@@ -42,6 +42,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand --label 'A name for the batch, usable wherever BATCH is asked for'
             cand --ttl 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)'
             cand --owner-pid 'The lease is orphaned once this process is gone'
+            cand --copy-ignored 'Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)'
             cand --color 'When to use colour: auto, always or never'
             cand --forbid-commit 'Make the pre-commit hook refuse commits inside this batch''s workspaces'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'

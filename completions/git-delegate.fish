@@ -46,6 +46,7 @@ scratch\t'A copy-on-write (reflink) copy of the whole source, .git included'"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l label -d 'A name for the batch, usable wherever BATCH is asked for' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l ttl -d 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l owner-pid -d 'The lease is orphaned once this process is gone' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l copy-ignored -d 'Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
 never\t'Never colour'"

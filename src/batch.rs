@@ -61,6 +61,10 @@ pub struct Task {
     /// The patch kept for recovery.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patch: Option<PathBuf>,
+    /// What prepare put into the workspace besides the baseline: ignored
+    /// files carried (worktree mode) or the whole copy (scratch mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried: Option<crate::carry::Stats>,
     /// When the task last changed state (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,

@@ -30,7 +30,7 @@ use crate::error::{Error, Result};
 pub const INCLUDE_FILE: &str = ".worktreeinclude";
 
 /// What was carried into one destination.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stats {
     /// Regular files and symlinks written.
     pub files: u64,

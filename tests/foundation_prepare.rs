@@ -115,7 +115,15 @@ fn batch_document_fields_and_types() {
         keys.sort();
         assert_eq!(
             keys,
-            ["changed_paths", "cwd", "exists", "name", "root", "state"]
+            [
+                "carried_ignored",
+                "changed_paths",
+                "cwd",
+                "exists",
+                "name",
+                "root",
+                "state"
+            ]
         );
         assert_eq!(t["name"], name);
         assert_eq!(t["state"], "open");

@@ -181,6 +181,15 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
                 if let Some(p) = &t.patch {
                     m.insert("patch".into(), json!(crate::paths::doc_path(p)));
                 }
+                // What prepare put there besides the baseline (SPEC §3.9).
+                if let Some(c) = &t.carried {
+                    let key = if batch.mode == "scratch" {
+                        "scratch_copy"
+                    } else {
+                        "carried_ignored"
+                    };
+                    m.insert(key.into(), c.to_json());
+                }
             }
             doc
         })

@@ -160,7 +160,7 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
         ));
     }
 
-    let batch = Batch {
+    let mut batch = Batch {
         id: id.clone(),
         label: args.label.clone(),
         created_at: crate::time::rfc3339(crate::time::now()),
@@ -182,6 +182,7 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
                 reason: None,
                 proposal_ref: None,
                 patch: None,
+                carried: None,
                 updated_at: None,
             })
             .collect(),
@@ -232,6 +233,16 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
             return Err(e);
         }
     };
+    for (t, c) in batch.tasks.iter_mut().zip(&carried) {
+        t.carried = Some(*c);
+    }
+    if let Err(e) = batch::save(&state_dir, &batch) {
+        for p in &plans {
+            let _ = workspace::remove(&source.common_dir, &p.root, &p.worktree_id);
+        }
+        undo_state();
+        return Err(e);
+    }
     // The task's cwd mirrors the caller's folder, even one the baseline has
     // no files in (best effort: an empty folder changes nothing).
     if !batch.prefix.as_os_str().is_empty() {
@@ -241,21 +252,7 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
     }
 
     if ui.json {
-        let mut doc = super::batch_doc(&source, &batch, None);
-        // Per task: the ignored files carried (worktree) or the copy made (scratch).
-        let key = if policy.is_some() {
-            "carried_ignored"
-        } else {
-            "scratch_copy"
-        };
-        if let Some(tasks) = doc.get_mut("tasks").and_then(|t| t.as_array_mut()) {
-            for (t, c) in tasks.iter_mut().zip(&carried) {
-                if let Some(t) = t.as_object_mut() {
-                    t.insert(key.into(), c.to_json());
-                }
-            }
-        }
-        ui.doc(doc);
+        ui.doc(super::batch_doc(&source, &batch, None));
     }
     let head_text = match head {
         Some(h) => format!("HEAD {}", &h.to_string()[..7]),
