@@ -16,6 +16,8 @@ use crate::repo::Source;
 use crate::{commit, diff, patch, refs, snapshot};
 
 pub struct Proposal {
+    /// The proposal commit (for callers that report it, such as gc's rescue).
+    #[allow(dead_code)]
     pub commit: ObjectId,
     pub tree: ObjectId,
     pub ref_name: String,

@@ -563,6 +563,7 @@ fn dry_run_changes_nothing_at_all() {
             env.git(&repo, ["for-each-ref"]),
             worktree_list(env, &repo),
             digest(&repo.join(".git/worktrees"), false),
+            digest(&repo.join(".git/objects"), false),
         )
     };
     let before = snapshot(&env);
@@ -757,4 +758,36 @@ fn human_output_names_the_patch_and_what_to_do() {
         run.stdout
     );
     assert!(run.stdout.contains("2.patch"), "{}", run.stdout);
+}
+
+#[test]
+fn apply_from_inside_a_workspace_writes_into_the_source() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::create_dir(repo.join("src")).unwrap();
+    std::fs::write(repo.join("src/lib.txt"), "lib\n").unwrap();
+    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    std::fs::write(ws[0].join("src/lib.txt"), "lib, by task 1\n").unwrap();
+    std::fs::write(ws[1].join("two.txt"), "two\n").unwrap();
+    // The caller (this test, an ancestor of apply) sits inside workspace 1.
+    let out = apply(&env, &ws[0].join("src"), &[], 0);
+    assert_eq!(task(&out, "1")["status"], "applied");
+    assert_eq!(task(&out, "2")["status"], "applied");
+    assert_eq!(read(&repo.join("src/lib.txt")), "lib, by task 1\n");
+    assert_eq!(read(&repo.join("two.txt")), "two\n");
+    assert!(!ws[0].exists());
+}
+
+#[test]
+fn a_deleted_baseline_ref_is_exit_3_and_changes_nothing() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (doc, ws) = prepare(&env, &repo, &[]);
+    std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
+    let r = doc["baseline"]["ref"].as_str().unwrap();
+    env.git(&repo, ["update-ref", "-d", r]);
+    let err = env.delegate(&repo, ["apply", "--json"]).expect(3).json();
+    assert_eq!(err["error"]["code"], "delegate::baseline_ref_missing");
+    assert!(!repo.join("a.txt").exists());
+    assert!(ws[0].join("a.txt").exists());
 }

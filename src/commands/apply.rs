@@ -84,7 +84,7 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
 
     let baseline_ref = refs::baseline(&b.id);
     match refs::get(&source.repo, &baseline_ref)? {
-        Some(id) if id.to_string() == b.baseline => {}
+        Some(id) if gix::ObjectId::from_hex(b.baseline.as_bytes()).ok() == Some(id) => {}
         Some(_) | None => {
             return Err(Error::state(
                 "delegate::baseline_ref_missing",
@@ -230,13 +230,7 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
                     .filter(|o| o.status == TaskState::Applied)
                 {
                     out.applied.clear();
-                    out.fail(
-                        "write_failed",
-                        format!(
-                            "writing the result back failed and was rolled back: {}",
-                            e.message
-                        ),
-                    );
+                    out.fail("write_failed", e.message.clone());
                 }
                 write_error = Some(e);
             }
@@ -256,7 +250,7 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
             let patch = proposal::patch_path(&source, &b, &task.name);
             if out.ok() {
                 let removed = if out.status != TaskState::Discarded && args.keep {
-                    workspace::release(&source.common_dir, &task.worktree_id).map(|()| ())
+                    workspace::release(&source.common_dir, &task.worktree_id)
                 } else {
                     workspace::remove(&source.common_dir, &task.root, &task.worktree_id).map(|_| ())
                 };
@@ -302,6 +296,12 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
                 Err(e) => return Err(Error::io(format!("cannot remove {}", dir.display()), e)),
             }
         }
+    }
+
+    // A write-back that could not be rolled back leaves the repository in a
+    // state only recovery can fix (exit 3); the task states are saved first.
+    if let Some(e) = write_error.take_if(|e| e.code == "delegate::rollback_failed") {
+        return Err(e);
     }
 
     // Report.
@@ -576,7 +576,7 @@ fn human(
     }
     if let Some(e) = write_error {
         text.push_str(&format!(
-            "Writing back failed and every written path was rolled back: {}\n",
+            "Writing back failed, and nothing was changed: {}\n",
             e.message
         ));
     }
