@@ -526,15 +526,15 @@ fn human(
     for o in outcomes {
         let t = &b.tasks[o.idx];
         let status = o.status.as_str();
-        let status = if o.ok() {
+        let painted = if o.ok() {
             ui.paint("32", status)
         } else {
             ui.paint("31", status)
         };
         let detail = match o.status {
             TaskState::Applied => {
-                let n = o.proposed.len();
-                format!("{n} path{}", if n == 1 { "" } else { "s" })
+                let n = o.applied.len();
+                format!("{n} path{} written", if n == 1 { "" } else { "s" })
             }
             TaskState::Conflict | TaskState::Failed => {
                 let mut d = o.reason.unwrap_or("").to_string();
@@ -556,22 +556,18 @@ fn human(
             }
             _ => String::new(),
         };
-        text.push_str(&format!(
-            "  task {:<width$}  {status:<10} {detail}\n",
-            t.name
-        ));
+        let pad = " ".repeat(10usize.saturating_sub(status.len()));
+        let line = format!("  task {:<width$}  {painted}{pad} {detail}", t.name);
+        text.push_str(line.trim_end());
+        text.push('\n');
         if !o.ok() {
+            text.push_str(&format!("      workspace: {}\n", super::show(&t.root)));
             if let Some(p) = &o.patch {
-                text.push_str(&format!(
-                    "      patch:     {}  (apply by hand: git apply --3way {})\n",
-                    super::show(p),
-                    shell_quote(&super::show(p))
-                ));
+                text.push_str(&format!("      patch:     {}\n", super::show(p)));
             }
             if let Some(r) = &o.proposal_ref {
                 text.push_str(&format!("      proposal:  {r}\n"));
             }
-            text.push_str(&format!("      workspace: {}\n", super::show(&t.root)));
         }
     }
     if let Some(e) = write_error {
@@ -592,23 +588,35 @@ fn human(
             .tasks
             .iter()
             .enumerate()
-            .filter(|(i, t)| {
-                let o = outcomes.iter().find(|o| o.idx == *i);
-                match o {
-                    Some(o) => !o.ok(),
-                    None => t.state.is_open(),
-                }
+            .filter(|(i, t)| match outcomes.iter().find(|o| o.idx == *i) {
+                Some(o) => !o.ok(),
+                None => t.state.is_open(),
             })
             .map(|(_, t)| t.name.as_str())
             .collect();
+        let short = b.short();
         text.push_str(&format!(
-            "Batch {} {} open for task{} {}: fix the workspace (or merge the patch by hand), then run `git delegate apply {}` again, or give the work up with `--discard TASK`.\n",
-            b.short(),
+            "Batch {short} {} open for task{} {}.\n",
             if dry_run { "would stay" } else { "stays" },
             if open.len() == 1 { "" } else { "s" },
             open.join(", "),
-            b.short()
         ));
+        let kept: Vec<&Outcome> = outcomes.iter().filter(|o| !o.ok()).collect();
+        if !kept.is_empty() && !dry_run {
+            text.push_str("For each of those, either:\n");
+            text.push_str(&format!(
+                "  - fix the cause (or make the work fit in the workspace), then run `git delegate apply {short}` again;\n"
+            ));
+            if let Some(p) = kept.iter().find_map(|o| o.patch.as_ref()) {
+                text.push_str(&format!(
+                    "  - or merge its patch by hand: git apply --3way {}  (then drop the task as below);\n",
+                    shell_quote(&super::show(p))
+                ));
+            }
+            text.push_str(&format!(
+                "  - or give its work up: git delegate apply {short} --discard TASK\n"
+            ));
+        }
     } else if !dry_run {
         text.push_str(&format!("Batch {} is done and removed.\n", b.short()));
     }
