@@ -791,3 +791,90 @@ fn a_deleted_baseline_ref_is_exit_3_and_changes_nothing() {
     assert!(!repo.join("a.txt").exists());
     assert!(ws[0].join("a.txt").exists());
 }
+
+/// Makes a folder immutable (`chattr +i`) until dropped.
+struct Immutable(PathBuf);
+
+impl Immutable {
+    fn new(p: &Path) -> Option<Immutable> {
+        let ok = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(p)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Immutable(p.to_path_buf()))
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+#[test]
+fn a_failed_write_back_fails_every_task_it_was_writing_and_keeps_the_proposals() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::create_dir(repo.join("locked")).unwrap();
+    std::fs::write(repo.join("locked/old.txt"), "old\n").unwrap();
+    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    std::fs::write(ws[0].join("ok.txt"), "ok\n").unwrap();
+    std::fs::write(ws[1].join("locked/new.txt"), "new\n").unwrap();
+    let before = digest(&repo, true);
+    let Some(guard) = Immutable::new(&repo.join("locked")) else {
+        eprintln!("chattr +i is not available here; skipping");
+        return;
+    };
+    let out = apply(&env, &repo, &[], 1);
+    for name in ["1", "2"] {
+        let t = task(&out, name);
+        assert_eq!(t["status"], "failed", "{t:#}");
+        assert_eq!(t["reason"], "write_failed");
+        assert!(t["proposal_ref"].is_string() && t["patch"].is_string());
+        assert_eq!(strings(&t["applied_paths"]), Vec::<String>::new());
+    }
+    assert_eq!(task(&out, "3")["status"], "no_changes");
+    assert_eq!(strings(&out["applied_paths"]), Vec::<String>::new());
+    drop(guard);
+    assert!(
+        digest(&repo, true) == before,
+        "a failed write-back left changes"
+    );
+    assert!(ws[0].exists() && ws[1].exists());
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(task(&out, "1")["status"], "applied");
+    assert_eq!(task(&out, "2")["status"], "applied");
+    assert_eq!(read(&repo.join("locked/new.txt")), "new\n");
+}
+
+#[test]
+fn a_linked_worktree_as_source_gets_the_result_and_the_main_tree_does_not() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let linked = env.path().join("linked");
+    env.git(
+        &repo,
+        [
+            "worktree".as_ref(),
+            "add".as_ref(),
+            "-q".as_ref(),
+            "-b".as_ref(),
+            "side".as_ref(),
+            linked.as_os_str(),
+        ],
+    );
+    std::fs::write(linked.join("README"), "linked, dirty\n").unwrap();
+    let (_, ws) = prepare(&env, &linked, &[]);
+    assert_eq!(read(&ws[0].join("README")), "linked, dirty\n");
+    std::fs::write(ws[0].join("README"), "linked, by the task\n").unwrap();
+    // Applied from the main working tree: the batch still belongs to `linked`.
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(task(&out, "1")["status"], "applied");
+    assert_eq!(read(&linked.join("README")), "linked, by the task\n");
+    assert_eq!(read(&repo.join("README")), "hello\n");
+    assert!(env.private_refs(&repo).is_empty());
+}
