@@ -878,3 +878,36 @@ fn a_linked_worktree_as_source_gets_the_result_and_the_main_tree_does_not() {
     assert_eq!(read(&repo.join("README")), "hello\n");
     assert!(env.private_refs(&repo).is_empty());
 }
+
+#[test]
+fn workspaces_left_by_an_interrupted_clean_up_are_removed_later_kept_ones_are_not() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (doc, ws) = prepare(&env, &repo, &["-n", "3"]);
+    std::fs::write(ws[2].join("c.txt"), "c\n").unwrap();
+    let out = apply(&env, &repo, &["--only", "3", "--keep"], 0);
+    assert_eq!(task(&out, "3")["status"], "applied");
+    // As if an apply had recorded task 1 as applied and then died before
+    // removing its workspace.
+    let toml = repo
+        .join(".git/delegate/batches")
+        .join(doc["batch"].as_str().unwrap())
+        .join("batch.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(
+        &toml,
+        text.replacen("state = \"open\"", "state = \"applied\"", 1),
+    )
+    .unwrap();
+    assert!(ws[0].exists());
+    let out = apply(&env, &repo, &["--discard", "2"], 0);
+    assert_eq!(out["tasks"].as_array().unwrap().len(), 1);
+    assert_eq!(out["batch_open"], false);
+    assert!(!ws[0].exists(), "the left-over workspace is still there");
+    assert!(!ws[1].exists());
+    assert!(
+        ws[2].join("c.txt").exists(),
+        "the --keep workspace was removed"
+    );
+    assert!(env.private_refs(&repo).is_empty());
+}

@@ -105,6 +105,8 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
 
     // Step 1: per task, in order: quiesce and record the proposal.
     let mut mem = source.repo.clone().with_object_memory();
+    // Merges read the same trees again and again.
+    mem.object_cache_size_if_unset(8 << 20);
     let mut outcomes: Vec<Outcome> = Vec::new();
     let mut candidates: Vec<Candidate> = Vec::new();
     for &(idx, discard) in &selected {
@@ -240,26 +242,15 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
         }
     }
 
-    // Step 5: clean up and record.
+    // Step 5: record, then clean up. Every outcome is saved before any
+    // workspace is removed, so a crash during clean-up never leaves a task
+    // listed open with a half-removed workspace (a re-run would read the
+    // missing files as deletions).
     let mut artifacts_error: Option<Error> = None;
     if !dry_run {
         let now = crate::time::rfc3339(crate::time::now());
         for out in outcomes.iter_mut() {
-            let task = b.tasks[out.idx].clone();
-            let ref_name = refs::proposal(&b.id, &task.name);
-            let patch = proposal::patch_path(&source, &b, &task.name);
             if out.ok() {
-                let removed = if out.status != TaskState::Discarded && args.keep {
-                    workspace::release(&source.common_dir, &task.worktree_id)
-                } else {
-                    workspace::remove(&source.common_dir, &task.root, &task.worktree_id).map(|_| ())
-                };
-                let r = removed
-                    .and_then(|()| refs::delete(&source.repo, &ref_name).map(|_| ()))
-                    .and_then(|()| remove_file(&patch));
-                if let Err(e) = r {
-                    artifacts_error.get_or_insert(e);
-                }
                 out.proposal_ref = None;
                 out.patch = None;
             } else {
@@ -273,6 +264,34 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
                 t.updated_at = Some(now.clone());
             }
         }
+        let state_dir = source.state_dir();
+        batch::save(&state_dir, &b)?;
+        for (i, task) in b.tasks.iter().enumerate() {
+            if task.state.is_open() {
+                continue;
+            }
+            let this_run = outcomes.iter().any(|o| o.idx == i);
+            let removed = if this_run {
+                if task.state != TaskState::Discarded && args.keep {
+                    workspace::release(&source.common_dir, &task.worktree_id)
+                } else {
+                    workspace::remove(&source.common_dir, &task.root, &task.worktree_id).map(|_| ())
+                }
+            } else if still_locked_by_us(&source, &b, task) {
+                // Left behind by an apply interrupted during clean-up.
+                workspace::remove(&source.common_dir, &task.root, &task.worktree_id).map(|_| ())
+            } else {
+                Ok(())
+            };
+            let r = removed
+                .and_then(|()| {
+                    refs::delete(&source.repo, &refs::proposal(&b.id, &task.name)).map(|_| ())
+                })
+                .and_then(|()| remove_file(&proposal::patch_path(&source, &b, &task.name)));
+            if let Err(e) = r {
+                artifacts_error.get_or_insert(e);
+            }
+        }
     }
     let batch_open = if dry_run {
         b.tasks.iter().enumerate().any(|(i, t)| {
@@ -281,20 +300,15 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     } else {
         b.open_tasks().next().is_some()
     };
-    if !dry_run {
-        let state_dir = source.state_dir();
-        if batch_open {
-            batch::save(&state_dir, &b)?;
-        } else {
-            for name in refs::list_batch(&source.repo, &b.id)? {
-                refs::delete(&source.repo, &name)?;
-            }
-            let dir = batch::batch_dir(&state_dir, &b.id);
-            match std::fs::remove_dir_all(&dir) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::io(format!("cannot remove {}", dir.display()), e)),
-            }
+    if !dry_run && !batch_open {
+        for name in refs::list_batch(&source.repo, &b.id)? {
+            refs::delete(&source.repo, &name)?;
+        }
+        let dir = batch::batch_dir(&source.state_dir(), &b.id);
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(format!("cannot remove {}", dir.display()), e)),
         }
     }
 
@@ -378,6 +392,23 @@ fn select_tasks(b: &Batch, args: &ApplyArgs) -> Result<Vec<(usize, bool)>> {
         })
         .map(|(i, t)| (i, args.discard.contains(&t.name)))
         .collect())
+}
+
+/// A closed task's workspace that is still ours and still carries the lock
+/// prepare put on it (a `--keep` workspace was unlocked on purpose).
+fn still_locked_by_us(source: &Source, b: &Batch, task: &batch::Task) -> bool {
+    if workspace::health(&source.common_dir, &task.root, &task.worktree_id)
+        != workspace::Removal::Removed
+    {
+        return false;
+    }
+    let locked = source
+        .common_dir
+        .join("worktrees")
+        .join(&task.worktree_id)
+        .join("locked");
+    std::fs::read_to_string(locked)
+        .is_ok_and(|reason| reason == format!("git-delegate batch {} task {}\n", b.id, task.name))
 }
 
 /// Point a kept task at whatever recovery artifacts exist for it.
