@@ -911,3 +911,26 @@ fn workspaces_left_by_an_interrupted_clean_up_are_removed_later_kept_ones_are_no
     );
     assert!(env.private_refs(&repo).is_empty());
 }
+
+#[test]
+fn a_process_that_ignores_sigterm_is_killed() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (_, ws) = prepare(&env, &repo, &[]);
+    std::fs::write(ws[0].join("w.txt"), "w\n").unwrap();
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "trap '' TERM; while :; do sleep 1; done"])
+        .current_dir(&ws[0])
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    wait_until("the shell to start", || {
+        cwd_is(pid, &std::fs::canonicalize(&ws[0]).unwrap())
+    });
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(task(&out, "1")["status"], "applied");
+    let status = child.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(9), "{status:?}");
+}
