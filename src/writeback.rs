@@ -893,9 +893,7 @@ impl Writer<'_> {
                     )
                     .map_err(|e| Fail::io("create", temp.as_bstr(), e))?;
                     let mut file = std::fs::File::from(fd);
-                    hasher
-                        .smudge_into(&blob.data, it.path.as_bstr(), &mut file)
-                        .map_err(|f| Fail(format!("{} ({})", f.0, enc(temp))))?;
+                    hasher.smudge_into(&blob.data, it.path.as_bstr(), &mut file)?;
                     if per_file {
                         file.sync_all()
                             .map_err(|e| Fail::io("fsync", temp.as_bstr(), e))?;
@@ -1095,6 +1093,19 @@ impl Writer<'_> {
     }
 }
 
+/// fsync the folders a rollback or roll-forward touched (one `syncfs` when many).
+fn sync_touched(dirs: &mut Dirs, touched: BTreeSet<BString>) {
+    if touched.len() > SYNCFS_ABOVE {
+        let _ = rustix::fs::syncfs(&*dirs.root);
+        return;
+    }
+    for t in touched {
+        if let Ok(fd) = dirs.get(t.as_bstr()) {
+            let _ = rustix::fs::fsync(&*fd);
+        }
+    }
+}
+
 fn changed(path: &BStr) -> Fail {
     Fail(format!(
         "{} changed on disk since the snapshot",
@@ -1232,11 +1243,7 @@ fn rollback(
     if !problems.is_empty() {
         return Err(problems);
     }
-    for t in touched {
-        if let Ok(fd) = dirs.get(t.as_bstr()) {
-            let _ = rustix::fs::fsync(&*fd);
-        }
-    }
+    sync_touched(dirs, touched);
     remove_journal(journal).map_err(|e| vec![format!("cannot remove the journal: {e}")])
 }
 
@@ -1282,11 +1289,7 @@ fn roll_forward(
     if !problems.is_empty() {
         return Err(problems);
     }
-    for t in touched {
-        if let Ok(fd) = dirs.get(t.as_bstr()) {
-            let _ = rustix::fs::fsync(&*fd);
-        }
-    }
+    sync_touched(dirs, touched);
     faults.hit("before-journal-remove");
     remove_journal(journal).map_err(|e| vec![format!("cannot remove the journal: {e}")])
 }
@@ -2007,12 +2010,23 @@ mod tests {
         }
     }
 
+    /// Simulated crashes print nothing; real panics still do.
+    fn quiet_crashes() {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            let default = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                if !info.payload().is::<Crash>() {
+                    default(info);
+                }
+            }));
+        });
+    }
+
     fn crash(source: &Source, bd: &Path, writes: &[PathWrite], point: &str) -> bool {
         let f = faults(point);
-        let prev = std::panic::take_hook();
-        std::panic::set_hook(Box::new(|_| {}));
+        quiet_crashes();
         let r = catch_unwind(AssertUnwindSafe(|| write_with(source, bd, writes, &f)));
-        std::panic::set_hook(prev);
         match r {
             Ok(res) => {
                 res.unwrap();
@@ -2027,10 +2041,8 @@ mod tests {
 
     fn recover_crashing(source: &Source, point: &str) -> bool {
         let f = faults(point);
-        let prev = std::panic::take_hook();
-        std::panic::set_hook(Box::new(|_| {}));
+        quiet_crashes();
         let r = catch_unwind(AssertUnwindSafe(|| recover_with(source, &f)));
-        std::panic::set_hook(prev);
         match r {
             Ok(res) => {
                 res.unwrap();
