@@ -50,8 +50,7 @@
 //! `"<octal mode> <hex id>"` or null, `temp`, `aside`, `aside_folder`,
 //! `covered` (inside a folder moved aside whole)), one `mkdirs` (folders
 //! the write may create, shallow first), then appended `phase` markers:
-//! `planned` (end of the durable plan), `renaming`, `undone` (rollback
-//! removed the renamed-in files), `committed`. Paths are relative to `root`
+//! `planned` (end of the durable plan), `renaming`, `committed`. Paths are relative to `root`
 //! with `%XX` escapes for `%`, control bytes and non-ASCII bytes. A torn
 //! last line is ignored (its marker did not become durable).
 //!
@@ -403,7 +402,6 @@ fn rollback_failed(journal: &Path, what: &str, problems: &[String]) -> Error {
 enum Phase {
     Planned,
     Renaming,
-    Undone,
     Committed,
 }
 
@@ -412,7 +410,6 @@ impl Phase {
         match self {
             Phase::Planned => "planned",
             Phase::Renaming => "renaming",
-            Phase::Undone => "undone",
             Phase::Committed => "committed",
         }
     }
@@ -421,7 +418,6 @@ impl Phase {
         Some(match s {
             "planned" => Phase::Planned,
             "renaming" => Phase::Renaming,
-            "undone" => Phase::Undone,
             "committed" => Phase::Committed,
             _ => return None,
         })
@@ -556,14 +552,23 @@ fn write_journal(path: &Path, plan: &Plan) -> std::io::Result<()> {
     dir.sync_all()
 }
 
+/// Append a marker durably. On failure the journal is cut back to what it
+/// was (a marker that may not be durable must not be read later).
 fn append_phase(path: &Path, phase: Phase) -> std::io::Result<()> {
     let mut f = std::fs::OpenOptions::new().append(true).open(path)?;
+    let len = f.metadata()?.len();
     let line = serde_json::to_string(&Line::Phase {
         phase: phase.name().into(),
     })
     .unwrap_or_default();
-    f.write_all(format!("{line}\n").as_bytes())?;
-    f.sync_all()
+    let res = f
+        .write_all(format!("{line}\n").as_bytes())
+        .and_then(|()| f.sync_all());
+    if res.is_err() {
+        let _ = f.set_len(len);
+        let _ = f.sync_all();
+    }
+    res
 }
 
 fn remove_journal(path: &Path) -> std::io::Result<()> {
@@ -647,8 +652,7 @@ fn parse_journal(text: &[u8]) -> Option<Plan> {
             Line::Phase { phase } => {
                 let phase = Phase::parse(&phase)?;
                 let p = plan.as_mut()?;
-                // The last marker wins (a rollback that follows a commit
-                // record whose fsync failed says `undone` after it).
+                // The last marker wins.
                 planned = true;
                 p.phase = phase;
             }
@@ -1137,7 +1141,10 @@ fn rename_noreplace(
 // Rollback and roll-forward (both idempotent)
 
 /// Put every path back to `S`, remove what the write created, remove the
-/// journal. Returns the paths that could not be restored (the journal then stays).
+/// journal. Returns the paths that could not be restored (the journal then
+/// stays). Every step is decided by what is on disk, so a rollback
+/// interrupted at any point is finished by the next one; it appends
+/// nothing to the journal (a full disk cannot stop it).
 fn rollback(
     dirs: &mut Dirs,
     plan: &mut Plan,
@@ -1146,9 +1153,11 @@ fn rollback(
 ) -> Result<(), Vec<String>> {
     let mut problems = Vec::new();
     let mut touched: BTreeSet<BString> = BTreeSet::new();
-    // 1. Files renamed into place (their temp is gone) are removed. A temp
-    //    is durable before `renaming` is recorded, so a missing temp means
-    //    it was renamed. Temps stay until this step is recorded as done.
+    // 1. Files renamed into place go back to their temp names, which puts
+    //    the tree where it was before the first rename. A temp is durable
+    //    before `renaming` is recorded, so a missing temp means it was
+    //    renamed; and its original was moved aside before that (asides stay
+    //    until the commit): no aside, no rename.
     if plan.phase == Phase::Renaming {
         for it in plan.items.iter().rev() {
             let (Some(temp), Some(_)) = (&it.temp, it.new) else {
@@ -1157,37 +1166,55 @@ fn rollback(
             if dirs.lstat_lenient(temp.as_bstr()) != Disk::Absent {
                 continue;
             }
-            // The temp's rename comes after its original was moved aside,
-            // and asides stay until the commit: no aside, no rename.
             let renamed = match (&it.aside, it.old.is_some() || it.aside_folder) {
                 (Some(a), true) => dirs.lstat_lenient(a.as_bstr()) != Disk::Absent,
                 (None, true) => false,
                 (_, false) => true,
             };
-            if !renamed {
+            let path = it.path.as_bstr();
+            if !renamed || matches!(dirs.lstat_lenient(path), Disk::Absent | Disk::Dir) {
                 continue;
             }
-            let path = it.path.as_bstr();
-            match dirs.lstat_lenient(path) {
-                Disk::Absent | Disk::Dir => {}
-                _ => match dirs.unlink(path) {
-                    Ok(()) => {
-                        touched.insert(split(path).0.into());
-                        faults.recovery_step();
-                    }
-                    Err(e) => problems.push(format!("cannot remove {}: {e}", enc(path))),
-                },
+            match move_entry(dirs, path, temp.as_bstr()) {
+                Ok(()) => {
+                    touched.insert(split(path).0.into());
+                    faults.recovery_step();
+                }
+                Err(e) => problems.push(format!("cannot take back {}: {e}", enc(path))),
             }
         }
         if !problems.is_empty() {
             return Err(problems);
         }
-        if let Err(e) = append_phase(journal, Phase::Undone) {
-            return Err(vec![format!("cannot update the journal: {e}")]);
-        }
-        plan.phase = Phase::Undone;
     }
-    // 2. Temps.
+    // 2. Folders the write created and that are empty again, deepest first
+    //    (a file that stood where one was created comes back next).
+    rmdir_created(dirs, plan, &mut touched, faults);
+    // 3. Originals back in place (folders in the way first: a file aside
+    //    never lives inside one).
+    let order = plan
+        .items
+        .iter()
+        .filter(|i| i.aside_folder)
+        .chain(plan.items.iter().filter(|i| !i.aside_folder && !i.covered));
+    for it in order {
+        let Some(aside) = &it.aside else { continue };
+        if dirs.lstat_lenient(aside.as_bstr()) == Disk::Absent {
+            continue;
+        }
+        match move_entry(dirs, aside.as_bstr(), it.path.as_bstr()) {
+            Ok(()) => {
+                touched.insert(split(it.path.as_bstr()).0.into());
+                faults.recovery_step();
+            }
+            Err(e) => problems.push(format!(
+                "cannot put {} back from {}: {e}",
+                enc(&it.path),
+                enc(aside)
+            )),
+        }
+    }
+    // 4. Temps, then the folders that held only temps.
     for it in &plan.items {
         if let Some(temp) = &it.temp {
             if !matches!(dirs.lstat_lenient(temp.as_bstr()), Disk::Absent | Disk::Dir) {
@@ -1201,50 +1228,35 @@ fn rollback(
             }
         }
     }
-    // 3. Folders the write created, deepest first (only if empty).
+    rmdir_created(dirs, plan, &mut touched, faults);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    sync_touched(dirs, touched);
+    remove_journal(journal).map_err(|e| vec![format!("cannot remove the journal: {e}")])
+}
+
+/// Rename `from` to `to` (both repo-relative), never over something.
+fn move_entry(dirs: &mut Dirs, from: &BStr, to: &BStr) -> std::io::Result<()> {
+    let (fdir, fname) = split(from);
+    let (tdir, tname) = split(to);
+    let res = dirs.get(fdir).and_then(|f| {
+        let t = dirs.get(tdir)?;
+        rename_noreplace(&f, fname.as_bytes(), &t, tname.as_bytes())
+    });
+    dirs.forget(from);
+    dirs.forget(to);
+    res
+}
+
+/// Remove the folders the write created, deepest first, where empty.
+fn rmdir_created(dirs: &mut Dirs, plan: &Plan, touched: &mut BTreeSet<BString>, faults: &Faults) {
     for d in plan.mkdirs.iter().rev() {
         if dirs.lstat_lenient(d.as_bstr()) == Disk::Dir && dirs.rmdir(d.as_bstr()).is_ok() {
             touched.insert(split(d.as_bstr()).0.into());
             faults.recovery_step();
         }
     }
-    // 4. Originals back in place (folders in the way first: a file aside
-    //    never lives inside one).
-    let order = plan
-        .items
-        .iter()
-        .filter(|i| i.aside_folder)
-        .chain(plan.items.iter().filter(|i| !i.aside_folder && !i.covered));
-    for it in order {
-        let Some(aside) = &it.aside else { continue };
-        if dirs.lstat_lenient(aside.as_bstr()) == Disk::Absent {
-            continue;
-        }
-        let (adir, aname) = split(aside.as_bstr());
-        let (pdir, pname) = split(it.path.as_bstr());
-        let res = dirs.get(adir).and_then(|a| {
-            let p = dirs.get(pdir)?;
-            rename_noreplace(&a, aname.as_bytes(), &p, pname.as_bytes())
-        });
-        dirs.forget(aside.as_bstr());
-        dirs.forget(it.path.as_bstr());
-        match res {
-            Ok(()) => {
-                touched.insert(pdir.into());
-                faults.recovery_step();
-            }
-            Err(e) => problems.push(format!(
-                "cannot put {} back from {}: {e}",
-                enc(&it.path),
-                enc(aside)
-            )),
-        }
-    }
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    sync_touched(dirs, touched);
-    remove_journal(journal).map_err(|e| vec![format!("cannot remove the journal: {e}")])
 }
 
 /// After `committed`: remove the originals kept aside and the folders the
@@ -1391,8 +1403,9 @@ impl Dirs {
         Ok((self.get(parent)?, name))
     }
 
-    /// What is at `rel`, not following a final symlink; a missing parent
-    /// folder means absent, a symlink or file on the way is an error.
+    /// What is at `rel`, not following a final symlink. Where a parent is
+    /// missing, or is a file or a symlink (never followed), nothing is at
+    /// `rel` inside the tree: absent.
     fn lstat(&mut self, rel: &BStr) -> std::io::Result<Disk> {
         if rel.is_empty() {
             return Ok(Disk::Dir);
@@ -1400,7 +1413,11 @@ impl Dirs {
         let (parent, name) = split(rel);
         let pfd = match self.get(parent) {
             Ok(fd) => fd,
-            Err(e) if e.raw_os_error() == Some(Errno::NOENT.raw_os_error()) => {
+            Err(e)
+                if [Errno::NOENT, Errno::NOTDIR, Errno::LOOP]
+                    .iter()
+                    .any(|n| e.raw_os_error() == Some(n.raw_os_error())) =>
+            {
                 return Ok(Disk::Absent)
             }
             Err(e) => return Err(e),
