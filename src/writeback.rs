@@ -9,6 +9,15 @@
 //! state, follows a symlink out of the source root, or touches the index,
 //! HEAD or refs.
 //!
+//! # `check`
+//!
+//! Changes nothing. Per path: every parent must be a folder (a file or
+//! symlink on the way blocks, unless it is an `S` file this write deletes);
+//! an `S` entry must still be on disk with the same kind and the same blob
+//! after the clean filters (hashed, not stored); where `S` has nothing,
+//! nothing may stand where `F` puts a file, except an empty folder or one
+//! holding only paths this write deletes.
+//!
 //! # Order of operations (`write`)
 //!
 //! 1. Plan (reads the disk only): per path its `S` and `F` entries, a temp
@@ -22,25 +31,37 @@
 //!    changed before it is durable.
 //! 3. Temp files: missing folders created (only those the journal lists),
 //!    content from `F`'s blobs through the smudge filters and `eol`
-//!    conversion, created `O_EXCL` with mode 0o666/0o777 (the umask applies,
-//!    as for git), symlinks from the blob bytes; fsync'd with their folders.
+//!    conversion with the attributes of the result (as a checkout: changed
+//!    `.gitattributes` files count with their `F` content), created
+//!    `O_EXCL` with mode 0o666/0o777 (the umask applies, as for git),
+//!    symlinks from the blob bytes; fsync'd with their folders (above 64
+//!    files one `syncfs` instead: much cheaper on a busy disk).
 //! 4. Marker `renaming` appended to the journal and fsync'd.
 //! 5. Renames: folders in the way are moved aside whole and their content
 //!    verified against `S`; then per path (sorted, so a file is moved away
 //!    before a folder of the same name is created; `.gitattributes` last):
 //!    stat check, original renamed aside (`RENAME_NOREPLACE`), the aside
 //!    hashed through the clean filters and compared with `S` (so nothing the
-//!    user writes between check and rename can be lost), temp renamed into
-//!    place (`RENAME_NOREPLACE`). Touched folders fsync'd.
+//!    user writes between check and rename can be lost), missing folders
+//!    created, temp renamed into place (`RENAME_NOREPLACE`: never over
+//!    anything). Touched folders fsync'd.
 //! 6. Marker `committed` appended and fsync'd: from here on the result
 //!    stands, and recovery rolls forward instead of back.
 //! 7. Asides removed, folders emptied by deletions removed, folders
 //!    fsync'd, journal removed, batch folder fsync'd.
 //!
-//! Any error in steps 3-6 rolls back (see `rollback`) and returns
-//! `delegate::write_failed` (exit 3); if the rollback itself cannot finish,
-//! the journal stays for the next command and `delegate::rollback_failed`
-//! is returned.
+//! Every working-tree access goes through folder descriptors opened one
+//! component at a time from the root with `O_NOFOLLOW | O_DIRECTORY`, and
+//! `*at` calls on them: a symlink on the way is an error, never followed.
+//!
+//! Any error in steps 3-6 rolls back and returns `delegate::write_failed`
+//! (exit 3): files renamed into place go back to their temp names, created
+//! folders that are empty go, originals come back from their aside names,
+//! temps and the remaining created folders go, the journal goes. Each step
+//! is decided by what is on disk, so an interrupted rollback is finished by
+//! the next one, and it needs no journal write (a full disk cannot stop
+//! it). If it cannot finish (something new stands where an original must
+//! return), the journal stays and `delegate::rollback_failed` is returned.
 //!
 //! # Journal format
 //!
@@ -48,11 +69,21 @@
 //! `start` (ticks since boot, `/proc/PID/stat` field 22), `host`, `root`,
 //! `token`, `created_at`), one `item` per path (`path`, `s` and `f` as
 //! `"<octal mode> <hex id>"` or null, `temp`, `aside`, `aside_folder`,
-//! `covered` (inside a folder moved aside whole)), one `mkdirs` (folders
-//! the write may create, shallow first), then appended `phase` markers:
-//! `planned` (end of the durable plan), `renaming`, `committed`. Paths are relative to `root`
-//! with `%XX` escapes for `%`, control bytes and non-ASCII bytes. A torn
-//! last line is ignored (its marker did not become durable).
+//! `covered` (inside a folder moved aside whole), `early` (its folders are
+//! created before its temp)), one `mkdirs` (folders the write may create,
+//! shallow first), then appended `phase` markers: `planned` (end of the
+//! durable plan), `renaming`, `committed`; the last one counts. Paths are
+//! relative to `root` with `%XX` escapes for `%`, control bytes and
+//! non-ASCII bytes. A torn last line is ignored (its marker did not become
+//! durable; a failed append is also cut back).
+//!
+//! # Recovery (`recover_all`)
+//!
+//! Scans `<state>/batches/*/writeback.journal` (a batch folder without
+//! `batch.toml` included). A journal without `planned` is removed (nothing
+//! was written). One whose writer (pid + start time, same host) still runs
+//! is left alone. `committed`: rolled forward (asides and emptied folders
+//! removed). Otherwise rolled back as above, using the journal's `root`.
 //!
 //! # Fault injection (test-only)
 //!
@@ -60,9 +91,9 @@
 //! with SIGKILL, exactly like `kill -9`: `after-journal`,
 //! `after-temp-files`, `after-rename:N` (after the Nth rename, 1-based),
 //! `after-commit`, `before-journal-remove`, `recover-abort:N` (during a
-//! recovery, after its Nth change). `fail-rename:N` makes the Nth rename
-//! fail with an I/O error instead (exercises the in-process rollback).
-//! It exists for the crash tests only; nothing else sets it.
+//! recovery or rollback, after its Nth change). `fail-rename:N` makes the
+//! Nth rename fail with an I/O error instead (exercises the in-process
+//! rollback). It exists for the crash tests only; nothing else sets it.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io::Write;
@@ -851,7 +882,7 @@ impl Writer<'_> {
     }
 
     fn temp_files(&mut self, plan: &Plan) -> Result<(), Fail> {
-        let mut hasher = Hasher::new(self.repo).map_err(|e| Fail(e.message))?;
+        let mut hasher = Hasher::for_checkout(self.repo, &plan.items)?;
         let mkdirs: HashSet<&BStr> = plan.mkdirs.iter().map(|m| m.as_bstr()).collect();
         let count = plan.items.iter().filter(|i| i.temp.is_some()).count();
         let per_file = count <= SYNCFS_ABOVE;
@@ -1520,6 +1551,48 @@ impl<'r> Hasher<'r> {
                 .boolean("core.fileMode")
                 .unwrap_or(true),
         })
+    }
+
+    /// For writing `F`: as a checkout does, `.gitattributes` files take
+    /// their `F` content (a deleted one counts as empty), the others are
+    /// read from the disk (where they are the same in `S` and `F`).
+    fn for_checkout(repo: &'r gix::Repository, items: &[Item]) -> Result<Hasher<'r>, Fail> {
+        let mut hasher = Hasher::new(repo).map_err(|e| Fail(e.message))?;
+        let changed: Vec<&Item> = items
+            .iter()
+            .filter(|i| split(i.path.as_bstr()).1 == ".gitattributes")
+            .collect();
+        if changed.is_empty() {
+            return Ok(hasher);
+        }
+        let mut state = gix::index::State::new(repo.object_hash());
+        for it in changed {
+            let id = match it.new {
+                Some((_, id)) => id,
+                None => repo
+                    .write_blob(b"")
+                    .map_err(|e| Fail(format!("cannot write the empty blob: {e}")))?
+                    .detach(),
+            };
+            state.dangerously_push_entry(
+                Default::default(),
+                id,
+                gix::index::entry::Flags::empty(),
+                gix::index::entry::Mode::FILE,
+                it.path.as_bstr(),
+            );
+        }
+        state.sort_entries();
+        let stack = repo
+            .attributes_only(
+                &state,
+                gix::worktree::stack::state::attributes::Source::IdMappingThenWorktree,
+            )
+            .map_err(|e| Fail(format!("cannot read the result's attributes: {e}")))?
+            .detach();
+        hasher.pipeline = gix::filter::Pipeline::new(repo, stack)
+            .map_err(|e| Fail(format!("cannot set up the content filters: {e}")))?;
+        Ok(hasher)
     }
 
     /// Whether `name` in `dir` (read for the path `rela`) is the `S` entry:
@@ -2313,6 +2386,48 @@ mod tests {
             b"one\r\ntwo\r\nthree\r\n"
         );
         assert_eq!(std::fs::read(fx.root.join("s.rot")).unwrap(), b"jbeyq\n");
+        no_leftovers(&fx, &bd);
+    }
+
+    #[test]
+    fn new_content_follows_the_results_gitattributes() {
+        let fx = fixture();
+        fx.file("sub/.gitattributes", b"*.txt text eol=crlf\n");
+        fx.file("sub/old.txt", b"o\r\n");
+        let source = fx.source();
+        let bd = fx.batch_dir();
+        let b = |bytes: &[u8]| fx.blob(bytes);
+        let writes = vec![
+            // A new rule at the root, a new file it applies to.
+            pw(
+                b".gitattributes",
+                None,
+                Some((EntryKind::Blob, b(b"*.md text eol=crlf\n"))),
+            ),
+            pw(b"doc.md", None, Some((EntryKind::Blob, b(b"a\nb\n")))),
+            // The rule in sub/ goes; the file it governed is rewritten plainly.
+            pw(
+                b"sub/.gitattributes",
+                Some((EntryKind::Blob, b(b"*.txt text eol=crlf\n"))),
+                None,
+            ),
+            pw(
+                b"sub/old.txt",
+                Some((EntryKind::Blob, b(b"o\n"))),
+                Some((EntryKind::Blob, b(b"o\np\n"))),
+            ),
+        ];
+        assert_eq!(check(&source, &writes).unwrap(), vec![]);
+        write_with(&source, &bd, &writes, &no_faults()).unwrap();
+        assert_eq!(
+            std::fs::read(fx.root.join("doc.md")).unwrap(),
+            b"a\r\nb\r\n"
+        );
+        assert_eq!(
+            std::fs::read(fx.root.join("sub/old.txt")).unwrap(),
+            b"o\np\n"
+        );
+        assert!(!fx.root.join("sub/.gitattributes").exists());
         no_leftovers(&fx, &bd);
     }
 
