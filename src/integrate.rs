@@ -4,3 +4,383 @@
 //!
 //! Owns: deciding which tasks merge cleanly and the final tree `F`.
 //! Never: writes the working tree, refs or the index.
+//!
+//! Semantics (where SPEC is silent):
+//! - Tasks are taken in task order. For each proposal `P`:
+//!   `I' = merge3(baseline, I, P)`; an unresolved conflict makes the task
+//!   `merge_conflict`. Otherwise `F' = merge3(baseline, S, I')`; an
+//!   unresolved conflict makes the task `source_changed`. Only when both
+//!   merges are clean does the task join (`I = I'`, `F = F'`). This is the
+//!   same `F = merge3(baseline, S, I)` as SPEC's "redo without it" loop,
+//!   with the conflict blamed exactly on the task that brings it in, and
+//!   every later task still tried.
+//! - `--strict`: a task whose proposal touches a path (or a folder above or
+//!   below one) that differs between baseline and `S` is `source_changed`
+//!   before any merge.
+//! - The write-back check (untracked files or folders in the way, paths
+//!   changed since `S`) takes out the tasks that touch a blocked path and
+//!   the integration is redone without them.
+//! - Conflict reasons use `git status`' words, seen from each merge:
+//!   "us" is the integration so far (`merge_conflict`) or the working tree
+//!   (`source_changed`), "them" is the task.
+
+use std::collections::BTreeSet;
+
+use gix::bstr::{BStr, BString, ByteSlice};
+use gix::merge::tree::TreatAsUnresolved;
+use gix::ObjectId;
+
+use crate::diff::{self, PathChange};
+use crate::error::{Error, Result};
+use crate::writeback::{BlockReason, Blocked, PathWrite};
+
+/// One proposal to integrate.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// The task's index in the batch.
+    pub task: usize,
+    pub tree: ObjectId,
+    /// Paths that differ between baseline and proposal.
+    pub paths: Vec<BString>,
+}
+
+/// One conflicting path, with git's word for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathConflict {
+    pub path: BString,
+    pub reason: String,
+}
+
+/// Why a task was taken out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    MergeConflict,
+    SourceChanged,
+    WouldOverwriteUntracked,
+}
+
+impl Refusal {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Refusal::MergeConflict => "merge_conflict",
+            Refusal::SourceChanged => "source_changed",
+            Refusal::WouldOverwriteUntracked => "would_overwrite_untracked",
+        }
+    }
+}
+
+/// A task that does not apply, and the paths that stopped it.
+#[derive(Debug, Clone)]
+pub struct Refused {
+    pub task: usize,
+    pub reason: Refusal,
+    pub conflicts: Vec<PathConflict>,
+}
+
+/// The result of integration.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Every path where `F` differs from `S`, sorted.
+    pub writes: Vec<PathWrite>,
+    /// Tasks that apply, in task order.
+    pub applied: Vec<usize>,
+    /// Tasks that do not, in task order.
+    pub refused: Vec<Refused>,
+}
+
+/// The outcome of one 3-way merge.
+pub enum Merge {
+    Clean(ObjectId),
+    Conflicts(Vec<PathConflict>),
+}
+
+/// `merge3(base, ours, theirs)` in `repo` (give it object memory to keep the
+/// merged blobs and trees out of the object store).
+pub fn merge3(
+    repo: &gix::Repository,
+    base: ObjectId,
+    ours: ObjectId,
+    theirs: ObjectId,
+) -> Result<Merge> {
+    if ours == theirs || theirs == base {
+        return Ok(Merge::Clean(ours));
+    }
+    if ours == base {
+        return Ok(Merge::Clean(theirs));
+    }
+    let err = |e: gix::Error| Error::git("cannot merge trees", e);
+    let opts = repo.tree_merge_options().map_err(err)?;
+    let labels = gix::merge::blob::builtin_driver::text::Labels {
+        ancestor: Some("baseline".into()),
+        current: Some("ours".into()),
+        other: Some("theirs".into()),
+    };
+    let mut outcome = repo
+        .merge_trees(base, ours, theirs, labels, opts)
+        .map_err(err)?;
+    let how = TreatAsUnresolved::git();
+    let mut conflicts: Vec<PathConflict> = Vec::new();
+    for c in outcome.conflicts.iter().filter(|c| c.is_unresolved(how)) {
+        let path = c.ours.location().to_owned();
+        let stages = c.entries().map(|e| e.is_some_and(|e| e.mode.is_no_tree()));
+        let reason = match stages {
+            [true, true, true] => "both modified",
+            [false, true, true] => "both added",
+            [true, false, true] => "deleted by us",
+            [true, true, false] => "deleted by them",
+            [false, true, false] => "added by us",
+            [false, false, true] => "added by them",
+            [true, false, false] => "both deleted",
+            [false, false, false] => "conflict",
+        };
+        if !conflicts.iter().any(|k| k.path == path) {
+            conflicts.push(PathConflict {
+                path,
+                reason: reason.to_string(),
+            });
+        }
+        // Renames: the other locations involved are conflicts too.
+        for other in [
+            c.ours.source_location(),
+            c.theirs.location(),
+            c.theirs.source_location(),
+        ] {
+            if !conflicts.iter().any(|k| k.path == other) {
+                conflicts.push(PathConflict {
+                    path: other.to_owned(),
+                    reason: reason.to_string(),
+                });
+            }
+        }
+    }
+    if !conflicts.is_empty() {
+        conflicts.sort_by(|a, b| a.path.cmp(&b.path));
+        return Ok(Merge::Conflicts(conflicts));
+    }
+    let tree = outcome
+        .tree
+        .write()
+        .map_err(|e| Error::git("cannot write a merged tree", e))?;
+    Ok(Merge::Clean(tree.detach()))
+}
+
+/// Whether two paths are the same, or one is a folder above the other.
+pub fn overlaps(a: &BStr, b: &BStr) -> bool {
+    let under = |long: &BStr, short: &BStr| {
+        long.len() > short.len() && long.starts_with(short) && long[short.len()] == b'/'
+    };
+    a == b || under(a, b) || under(b, a)
+}
+
+fn touches(paths: &[BString], p: &BStr) -> bool {
+    paths.iter().any(|q| overlaps(q.as_bstr(), p))
+}
+
+/// git's word for a path changed on both sides, from the entries in
+/// base, ours and theirs.
+fn both_changed_reason(base: bool, ours: bool, theirs: bool) -> &'static str {
+    match (base, ours, theirs) {
+        (true, true, true) => "both modified",
+        (false, true, true) => "both added",
+        (true, false, true) => "deleted by us",
+        (true, true, false) => "deleted by them",
+        (true, false, false) => "both deleted",
+        (false, true, false) => "added by us",
+        (false, false, true) => "added by them",
+        (false, false, false) => "conflict",
+    }
+}
+
+/// Integrate `candidates` (in task order) onto `baseline`, then onto the
+/// source snapshot `s_tree`. `check` looks at the disk for writes that
+/// would lose something (without changing anything).
+pub fn integrate(
+    repo: &gix::Repository,
+    baseline: ObjectId,
+    s_tree: ObjectId,
+    candidates: &[Candidate],
+    strict: bool,
+    check: &mut dyn FnMut(&[PathWrite]) -> Result<Vec<Blocked>>,
+) -> Result<Plan> {
+    let mut refused: Vec<Refused> = Vec::new();
+    let source_changes: Vec<PathChange> = diff::trees(repo, baseline, s_tree)?;
+    let mut out_for_good: BTreeSet<usize> = BTreeSet::new();
+
+    if strict && !source_changes.is_empty() {
+        for c in candidates {
+            let props = diff::trees(repo, baseline, c.tree)?;
+            let mut conflicts = Vec::new();
+            for sc in &source_changes {
+                for pc in props
+                    .iter()
+                    .filter(|pc| overlaps(pc.path.as_bstr(), sc.path.as_bstr()))
+                {
+                    if conflicts.iter().any(|k: &PathConflict| k.path == pc.path) {
+                        continue;
+                    }
+                    let reason = if pc.path == sc.path {
+                        both_changed_reason(sc.old.is_some(), sc.new.is_some(), pc.new.is_some())
+                    } else {
+                        "changed in the working tree"
+                    };
+                    conflicts.push(PathConflict {
+                        path: pc.path.clone(),
+                        reason: reason.into(),
+                    });
+                }
+            }
+            if !conflicts.is_empty() {
+                conflicts.sort_by(|a, b| a.path.cmp(&b.path));
+                out_for_good.insert(c.task);
+                refused.push(Refused {
+                    task: c.task,
+                    reason: Refusal::SourceChanged,
+                    conflicts,
+                });
+            }
+        }
+    }
+
+    loop {
+        let mut round_refused: Vec<Refused> = Vec::new();
+        let mut applied: Vec<usize> = Vec::new();
+        let mut i_tree = baseline;
+        let mut f_tree = s_tree;
+        for c in candidates
+            .iter()
+            .filter(|c| !out_for_good.contains(&c.task))
+        {
+            let i_next = match merge3(repo, baseline, i_tree, c.tree)? {
+                Merge::Clean(t) => t,
+                Merge::Conflicts(conflicts) => {
+                    round_refused.push(Refused {
+                        task: c.task,
+                        reason: Refusal::MergeConflict,
+                        conflicts,
+                    });
+                    continue;
+                }
+            };
+            let f_next = match merge3(repo, baseline, s_tree, i_next)? {
+                Merge::Clean(t) => t,
+                Merge::Conflicts(conflicts) => {
+                    let mine: Vec<PathConflict> = conflicts
+                        .iter()
+                        .filter(|k| touches(&c.paths, k.path.as_bstr()))
+                        .cloned()
+                        .collect();
+                    round_refused.push(Refused {
+                        task: c.task,
+                        reason: Refusal::SourceChanged,
+                        conflicts: if mine.is_empty() { conflicts } else { mine },
+                    });
+                    continue;
+                }
+            };
+            i_tree = i_next;
+            f_tree = f_next;
+            applied.push(c.task);
+        }
+
+        let writes: Vec<PathWrite> = diff::trees(repo, s_tree, f_tree)?
+            .into_iter()
+            .map(|c| PathWrite {
+                path: c.path,
+                old: c.old,
+                new: c.new,
+            })
+            .collect();
+        let blocked = if writes.is_empty() {
+            Vec::new()
+        } else {
+            check(&writes)?
+        };
+        if blocked.is_empty() {
+            refused.extend(round_refused);
+            refused.sort_by_key(|r| r.task);
+            return Ok(Plan {
+                writes,
+                applied,
+                refused,
+            });
+        }
+
+        // Take out every applied task that touches a blocked path, then redo.
+        let mut culprits: Vec<usize> = Vec::new();
+        for &t in &applied {
+            let Some(c) = candidates.iter().find(|c| c.task == t) else {
+                continue;
+            };
+            let mine: Vec<&Blocked> = blocked
+                .iter()
+                .filter(|b| touches(&c.paths, b.path.as_bstr()))
+                .collect();
+            if !mine.is_empty() {
+                culprits.push(t);
+                refused.push(blocked_refusal(t, &mine));
+            }
+        }
+        if culprits.is_empty() {
+            // Nothing any task touches is blocked (a rename moved it): the last one goes.
+            if let Some(&t) = applied.last() {
+                culprits.push(t);
+                refused.push(blocked_refusal(t, &blocked.iter().collect::<Vec<_>>()));
+            } else {
+                return Err(Error::state(
+                    "delegate::internal",
+                    "the write-back check blocked paths no task changes",
+                    "report this bug; nothing was changed",
+                ));
+            }
+        }
+        out_for_good.extend(culprits);
+    }
+}
+
+fn blocked_refusal(task: usize, blocked: &[&Blocked]) -> Refused {
+    let untracked = blocked.iter().any(|b| {
+        matches!(
+            b.reason,
+            BlockReason::UntrackedInTheWay | BlockReason::FolderInTheWay
+        )
+    });
+    let mut conflicts: Vec<PathConflict> = blocked
+        .iter()
+        .map(|b| PathConflict {
+            path: b.path.clone(),
+            reason: match b.reason {
+                BlockReason::UntrackedInTheWay => "untracked file in the way",
+                BlockReason::FolderInTheWay => "folder in the way",
+                BlockReason::ChangedSinceSnapshot => "changed during apply",
+            }
+            .to_string(),
+        })
+        .collect();
+    conflicts.sort_by(|a, b| a.path.cmp(&b.path));
+    conflicts.dedup_by(|a, b| a.path == b.path);
+    Refused {
+        task,
+        reason: if untracked {
+            Refusal::WouldOverwriteUntracked
+        } else {
+            Refusal::SourceChanged
+        },
+        conflicts,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlap_is_folder_aware() {
+        let o = |a: &str, b: &str| overlaps(a.into(), b.into());
+        assert!(o("a", "a"));
+        assert!(o("a", "a/b"));
+        assert!(o("a/b/c", "a"));
+        assert!(!o("a", "ab"));
+        assert!(!o("a/b", "a/c"));
+        assert!(!o("ab/c", "a"));
+    }
+}

@@ -1,21 +1,393 @@
 //! Patches: a binary, full-index diff between two trees that
 //! `git apply --3way` accepts (the recovery form of a proposal).
 //!
-//! Owns: rendering a diff of two trees as git patch text.
+//! Owns: rendering a diff of two trees as git patch text, in the form
+//! `git diff --full-index --binary --no-renames` prints: `diff --git`
+//! headers with C-quoted odd names (as with `core.quotePath=true`), mode
+//! lines, full `index` lines, unified text hunks with 3 lines of context,
+//! and `GIT binary patch` literal blocks (zlib + git's base85) for binary
+//! files. A type change (file <-> symlink) is a deletion and an addition.
 //! Never: touches the working tree or refs.
 
+use std::io::Write as _;
 use std::path::Path;
 
+use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
-use crate::error::Result;
+use crate::diff::{self, PathChange};
+use crate::error::{Error, Result};
+
+/// Lines of context around each text hunk.
+const CONTEXT: u32 = 3;
+/// How much of a blob git looks at to decide that it is binary.
+const FIRST_FEW_BYTES: usize = 8000;
 
 /// Write the patch from `old_tree` to `new_tree` to `out` (temp + rename).
 pub fn write_patch(
-    _repo: &gix::Repository,
-    _old_tree: ObjectId,
-    _new_tree: ObjectId,
+    repo: &gix::Repository,
+    old_tree: ObjectId,
+    new_tree: ObjectId,
     out: &Path,
 ) -> Result<()> {
-    crate::batch::write_atomic(out, b"")
+    let text = render(repo, old_tree, new_tree)?;
+    crate::batch::write_atomic(out, &text)
+}
+
+/// The patch from `old_tree` to `new_tree` as bytes.
+pub fn render(repo: &gix::Repository, old_tree: ObjectId, new_tree: ObjectId) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    for change in diff::trees(repo, old_tree, new_tree)? {
+        render_change(repo, &change, &mut out)?;
+    }
+    Ok(out)
+}
+
+fn mode(kind: EntryKind) -> &'static str {
+    match kind {
+        EntryKind::Blob => "100644",
+        EntryKind::BlobExecutable => "100755",
+        EntryKind::Link => "120000",
+        EntryKind::Commit => "160000",
+        EntryKind::Tree => "040000",
+    }
+}
+
+/// Same kind of object on both sides, so a content diff makes sense.
+fn same_type(a: EntryKind, b: EntryKind) -> bool {
+    let class = |k: EntryKind| match k {
+        EntryKind::Blob | EntryKind::BlobExecutable => 0,
+        EntryKind::Link => 1,
+        EntryKind::Commit => 2,
+        EntryKind::Tree => 3,
+    };
+    class(a) == class(b)
+}
+
+fn render_change(repo: &gix::Repository, c: &PathChange, out: &mut Vec<u8>) -> Result<()> {
+    let path = c.path.as_slice();
+    match (c.old, c.new) {
+        (Some((ok, oid)), Some((nk, nid))) if same_type(ok, nk) => {
+            header(out, path);
+            if ok != nk {
+                let _ = writeln!(out, "old mode {}", mode(ok));
+                let _ = writeln!(out, "new mode {}", mode(nk));
+            }
+            if oid != nid {
+                if ok == nk {
+                    let _ = writeln!(out, "index {oid}..{nid} {}", mode(nk));
+                } else {
+                    let _ = writeln!(out, "index {oid}..{nid}");
+                }
+                let old = content(repo, ok, oid)?;
+                let new = content(repo, nk, nid)?;
+                body(out, path, Some(&old), Some(&new));
+            }
+        }
+        (Some(old), Some(new)) => {
+            deletion(repo, out, path, old)?;
+            addition(repo, out, path, new)?;
+        }
+        (None, Some(new)) => addition(repo, out, path, new)?,
+        (Some(old), None) => deletion(repo, out, path, old)?,
+        (None, None) => {}
+    }
+    Ok(())
+}
+
+fn addition(
+    repo: &gix::Repository,
+    out: &mut Vec<u8>,
+    path: &[u8],
+    (kind, id): (EntryKind, ObjectId),
+) -> Result<()> {
+    header(out, path);
+    let _ = writeln!(out, "new file mode {}", mode(kind));
+    let _ = writeln!(out, "index {}..{id}", ObjectId::null(id.kind()));
+    let data = content(repo, kind, id)?;
+    if !data.is_empty() {
+        body(out, path, None, Some(&data));
+    }
+    Ok(())
+}
+
+fn deletion(
+    repo: &gix::Repository,
+    out: &mut Vec<u8>,
+    path: &[u8],
+    (kind, id): (EntryKind, ObjectId),
+) -> Result<()> {
+    header(out, path);
+    let _ = writeln!(out, "deleted file mode {}", mode(kind));
+    let _ = writeln!(out, "index {id}..{}", ObjectId::null(id.kind()));
+    let data = content(repo, kind, id)?;
+    if !data.is_empty() {
+        body(out, path, Some(&data), None);
+    }
+    Ok(())
+}
+
+fn header(out: &mut Vec<u8>, path: &[u8]) {
+    out.extend_from_slice(b"diff --git ");
+    out.extend_from_slice(&quote_prefixed(b"a/", path));
+    out.push(b' ');
+    out.extend_from_slice(&quote_prefixed(b"b/", path));
+    out.push(b'\n');
+}
+
+/// What git diffs for an entry: a blob's bytes, a symlink's target, a
+/// submodule's "Subproject commit" line.
+fn content(repo: &gix::Repository, kind: EntryKind, id: ObjectId) -> Result<Vec<u8>> {
+    if kind == EntryKind::Commit {
+        return Ok(format!("Subproject commit {id}\n").into_bytes());
+    }
+    let obj = repo
+        .find_object(id)
+        .map_err(|e| Error::git(format!("cannot read object {id} for a patch"), e))?;
+    Ok(obj.detach().data)
+}
+
+fn is_binary(data: &[u8]) -> bool {
+    data[..data.len().min(FIRST_FEW_BYTES)].contains(&0)
+}
+
+/// The content part: text hunks or a binary patch. `None` is /dev/null.
+fn body(out: &mut Vec<u8>, path: &[u8], old: Option<&[u8]>, new: Option<&[u8]>) {
+    let o = old.unwrap_or(b"");
+    let n = new.unwrap_or(b"");
+    if is_binary(o) || is_binary(n) {
+        out.extend_from_slice(b"GIT binary patch\n");
+        literal(out, n);
+        literal(out, o);
+        return;
+    }
+    let label = |prefix: &[u8], present: bool| -> Vec<u8> {
+        let mut l = if present {
+            quote_prefixed(prefix, path)
+        } else {
+            b"/dev/null".to_vec()
+        };
+        if l.contains(&b' ') {
+            l.push(b'\t');
+        }
+        l
+    };
+    out.extend_from_slice(b"--- ");
+    out.extend_from_slice(&label(b"a/", old.is_some()));
+    out.extend_from_slice(b"\n+++ ");
+    out.extend_from_slice(&label(b"b/", new.is_some()));
+    out.push(b'\n');
+    hunks(out, o, n);
+}
+
+/// Unified hunks with `CONTEXT` lines of context, as git prints them
+/// (including the default function-name heuristic in the `@@` line).
+fn hunks(out: &mut Vec<u8>, old: &[u8], new: &[u8]) {
+    use gix::diff::blob::{Algorithm, Diff, InternedInput};
+    let input = InternedInput::new(old, new);
+    let mut d = Diff::compute(Algorithm::Myers, &input);
+    d.postprocess_lines(&input);
+    let before: Vec<&[u8]> = input.before.iter().map(|&t| input.interner[t]).collect();
+    let after: Vec<&[u8]> = input.after.iter().map(|&t| input.interner[t]).collect();
+    let changes: Vec<gix::diff::blob::Hunk> = d.hunks().collect();
+
+    let mut i = 0;
+    while i < changes.len() {
+        let mut j = i;
+        while j + 1 < changes.len()
+            && changes[j + 1].before.start - changes[j].before.end <= 2 * CONTEXT
+        {
+            j += 1;
+        }
+        let lead = CONTEXT.min(changes[i].before.start);
+        let b_start = changes[i].before.start - lead;
+        let a_start = changes[i].after.start - lead;
+        let b_end = (changes[j].before.end + CONTEXT).min(before.len() as u32);
+        let trail = b_end - changes[j].before.end;
+        let a_end = changes[j].after.end + trail;
+
+        let range = |start: u32, len: u32| -> String {
+            match len {
+                0 => format!("{start},0"),
+                1 => format!("{}", start + 1),
+                n => format!("{},{n}", start + 1),
+            }
+        };
+        let _ = write!(
+            out,
+            "@@ -{} +{} @@",
+            range(b_start, b_end - b_start),
+            range(a_start, a_end - a_start)
+        );
+        if let Some(func) = function_line(&before[..b_start as usize]) {
+            out.push(b' ');
+            out.extend_from_slice(func);
+        }
+        out.push(b'\n');
+
+        let mut cursor = b_start;
+        for h in &changes[i..=j] {
+            for line in &before[cursor as usize..h.before.start as usize] {
+                emit_line(out, b' ', line);
+            }
+            for line in &before[h.before.start as usize..h.before.end as usize] {
+                emit_line(out, b'-', line);
+            }
+            for line in &after[h.after.start as usize..h.after.end as usize] {
+                emit_line(out, b'+', line);
+            }
+            cursor = h.before.end;
+        }
+        for line in &before[cursor as usize..b_end as usize] {
+            emit_line(out, b' ', line);
+        }
+        i = j + 1;
+    }
+}
+
+fn emit_line(out: &mut Vec<u8>, prefix: u8, line: &[u8]) {
+    out.push(prefix);
+    out.extend_from_slice(line);
+    if !line.ends_with(b"\n") {
+        out.extend_from_slice(b"\n\\ No newline at end of file\n");
+    }
+}
+
+/// git's default function-name line: the last line above the hunk that
+/// starts with a letter, `_` or `$`, cut to 80 bytes, trailing space trimmed.
+fn function_line<'a>(above: &[&'a [u8]]) -> Option<&'a [u8]> {
+    let line = above.iter().rev().find(|l| {
+        l.first()
+            .is_some_and(|&c| c.is_ascii_alphabetic() || c == b'_' || c == b'$')
+    })?;
+    let mut l = &line[..line.len().min(80)];
+    while let Some((&last, rest)) = l.split_last() {
+        if last.is_ascii_whitespace() {
+            l = rest;
+        } else {
+            break;
+        }
+    }
+    Some(l)
+}
+
+/// One `literal` block of a binary patch: zlib-deflated, base85 lines.
+fn literal(out: &mut Vec<u8>, data: &[u8]) {
+    let _ = writeln!(out, "literal {}", data.len());
+    let compressed = deflate(data);
+    for chunk in compressed.chunks(52) {
+        let n = chunk.len() as u8;
+        out.push(if n <= 26 { b'A' + n - 1 } else { b'a' + n - 27 });
+        encode_85(out, chunk);
+        out.push(b'\n');
+    }
+    out.push(b'\n');
+}
+
+fn deflate(data: &[u8]) -> Vec<u8> {
+    let mut w = gix::zlib::stream::deflate::Write::new(Vec::new(), gix::zlib::Compression::DEFAULT);
+    // Writing into a Vec cannot fail.
+    let _ = w.write_all(data);
+    let _ = w.flush();
+    w.into_inner()
+}
+
+const EN85: &[u8; 85] =
+    b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~";
+
+/// git's base85: each group of 4 bytes (zero-padded) as 5 characters.
+fn encode_85(out: &mut Vec<u8>, data: &[u8]) {
+    for group in data.chunks(4) {
+        let mut acc: u32 = 0;
+        for (i, &b) in group.iter().enumerate() {
+            acc |= (b as u32) << (24 - 8 * i);
+        }
+        let mut buf = [0u8; 5];
+        for slot in buf.iter_mut().rev() {
+            *slot = EN85[(acc % 85) as usize];
+            acc /= 85;
+        }
+        out.extend_from_slice(&buf);
+    }
+}
+
+/// `prefix` + `path`, C-quoted as a whole the way git quotes names when
+/// `core.quotePath` is true: control characters, `"`, `\`, DEL and bytes
+/// of 0x80 and above need quoting; spaces do not.
+pub fn quote_prefixed(prefix: &[u8], path: &[u8]) -> Vec<u8> {
+    let needs = |b: u8| b < 0x20 || b == b'"' || b == b'\\' || b >= 0x7f;
+    let mut out = Vec::with_capacity(prefix.len() + path.len() + 2);
+    if !path.iter().any(|&b| needs(b)) {
+        out.extend_from_slice(prefix);
+        out.extend_from_slice(path);
+        return out;
+    }
+    out.push(b'"');
+    for &b in prefix.iter().chain(path) {
+        match b {
+            0x07 => out.extend_from_slice(b"\\a"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            0x0b => out.extend_from_slice(b"\\v"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b if needs(b) => {
+                let _ = write!(out, "\\{b:03o}");
+            }
+            b => out.push(b),
+        }
+    }
+    out.push(b'"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gix::bstr::ByteSlice;
+
+    #[test]
+    fn base85_matches_git() {
+        // git's encode_85 of "hello" (as used in binary patches).
+        let mut out = Vec::new();
+        encode_85(&mut out, b"\0\0\0\0");
+        assert_eq!(out, b"00000");
+        out.clear();
+        encode_85(&mut out, &[0xff, 0xff, 0xff, 0xff]);
+        assert_eq!(out, b"|NsC0");
+    }
+
+    #[test]
+    fn quoting_follows_git() {
+        assert_eq!(quote_prefixed(b"a/", b"with space"), b"a/with space");
+        assert_eq!(quote_prefixed(b"a/", b"tab\there"), b"\"a/tab\\there\"");
+        assert_eq!(
+            quote_prefixed(b"b/", b"caf\xc3\xa9"),
+            b"\"b/caf\\303\\251\""
+        );
+        assert_eq!(quote_prefixed(b"a/", b"q\"b\\"), b"\"a/q\\\"b\\\\\"");
+    }
+
+    #[test]
+    fn hunk_ranges_and_missing_newline() {
+        let mut out = Vec::new();
+        hunks(&mut out, b"", b"x");
+        assert_eq!(
+            out.to_str().unwrap(),
+            "@@ -0,0 +1 @@\n+x\n\\ No newline at end of file\n"
+        );
+        out.clear();
+        hunks(
+            &mut out,
+            b"1\n2\n3\n4\n5\n6\n7\n8\n",
+            b"1\n2\n3\n4\nfive\n6\n7\n8\n",
+        );
+        assert_eq!(
+            out.to_str().unwrap(),
+            "@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n"
+        );
+    }
 }

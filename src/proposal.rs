@@ -16,6 +16,8 @@ use crate::repo::Source;
 use crate::{commit, diff, patch, refs, snapshot};
 
 pub struct Proposal {
+    /// The proposal commit (for callers that report it, such as gc's rescue).
+    #[allow(dead_code)]
     pub commit: ObjectId,
     pub tree: ObjectId,
     pub ref_name: String,
@@ -63,4 +65,28 @@ pub fn record(
         patch,
         paths,
     }))
+}
+
+/// What `record` would find, without writing anything durable (for
+/// `apply --dry-run`): the workspace's snapshot tree, with its new objects
+/// moved into `mem`'s object memory, and the paths that differ from the
+/// baseline. `None` when the workspace does not differ.
+pub fn preview(
+    mem: &mut gix::Repository,
+    task: &Task,
+    baseline_tree: ObjectId,
+) -> Result<Option<(ObjectId, Vec<PathChange>)>> {
+    let mut ws = crate::repo::open_worktree(&task.root)?.with_object_memory();
+    let snap = snapshot::snapshot(&ws)?;
+    if let Some(objects) = ws.objects.take_object_memory() {
+        let mut all = mem.objects.take_object_memory().unwrap_or_default();
+        let mut objects = objects;
+        all.extend(objects.drain());
+        mem.objects.set_object_memory(all);
+    }
+    let paths = diff::trees(mem, baseline_tree, snap.tree)?;
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some((snap.tree, paths)))
 }

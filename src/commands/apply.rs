@@ -1,13 +1,667 @@
-//! `git delegate apply`.
+//! `git delegate apply [BATCH]` (SPEC §3.2): stop what still runs in each
+//! selected workspace, record every proposal (commit, ref, patch), integrate
+//! them in memory, merge the result with the source as it is now, write the
+//! difference back through the journal, and clean up.
+//!
+//! Owns: the order of those steps, task outcomes, and the apply document (§6.2).
+//! Never: changes the user's index, HEAD, branches or stash; deletes a
+//! folder that is not a workspace prepare made; writes anything with `--dry-run`.
 
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use gix::bstr::{BString, ByteSlice};
+use serde_json::{json, Value};
+
+use crate::batch::{self, Batch, TaskState};
 use crate::cli::ApplyArgs;
+use crate::config::StopProcesses;
 use crate::error::{Error, Result};
+use crate::integrate::{self, Candidate, PathConflict};
+use crate::repo::Source;
 use crate::ui::Ui;
+use crate::writeback::PathWrite;
+use crate::{commit, paths, proposal, quiesce, refs, snapshot, workspace, writeback};
 
-pub fn run(_ui: &Ui, _args: ApplyArgs) -> Result<i32> {
-    Err(Error::usage(
-        "delegate::not_implemented",
-        "`git delegate apply` is not implemented yet",
-        "see the README for what is available",
-    ))
+/// What became of one selected task.
+struct Outcome {
+    idx: usize,
+    status: TaskState,
+    reason: Option<&'static str>,
+    /// A sentence for people (failed tasks).
+    message: Option<String>,
+    conflicts: Vec<PathConflict>,
+    proposed: Vec<BString>,
+    applied: Vec<BString>,
+    proposal_ref: Option<String>,
+    patch: Option<PathBuf>,
+}
+
+impl Outcome {
+    fn new(idx: usize, status: TaskState) -> Outcome {
+        Outcome {
+            idx,
+            status,
+            reason: None,
+            message: None,
+            conflicts: Vec::new(),
+            proposed: Vec::new(),
+            applied: Vec::new(),
+            proposal_ref: None,
+            patch: None,
+        }
+    }
+
+    fn fail(&mut self, reason: &'static str, message: String) {
+        self.status = TaskState::Failed;
+        self.reason = Some(reason);
+        self.message = Some(message);
+    }
+
+    fn ok(&self) -> bool {
+        matches!(
+            self.status,
+            TaskState::Applied | TaskState::NoChanges | TaskState::Discarded
+        )
+    }
+}
+
+pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
+    let here = super::source()?;
+    let _lock = super::lock_and_recover(ui, &here)?;
+    let mut b = batch::select(batch::list_ok(&here.state_dir())?, args.batch.as_deref())?;
+    // The batch writes back into the working tree it was prepared in,
+    // wherever apply is run from (a workspace is a worktree of the same repository).
+    let source = if here.root == b.source {
+        here
+    } else {
+        Source::discover(&b.source)?
+    };
+    source.refuse_submodules()?;
+    let selected = select_tasks(&b, &args)?;
+    let strict = args.strict || source.config.strict;
+    let dry_run = args.dry_run;
+
+    let baseline_ref = refs::baseline(&b.id);
+    match refs::get(&source.repo, &baseline_ref)? {
+        Some(id) if gix::ObjectId::from_hex(b.baseline.as_bytes()).ok() == Some(id) => {}
+        Some(_) | None => {
+            return Err(Error::state(
+                "delegate::baseline_ref_missing",
+                format!(
+                    "the baseline ref {baseline_ref} of batch {} was deleted or moved by someone else",
+                    b.short()
+                ),
+                format!(
+                    "restore it with `git update-ref {baseline_ref} {}`, or end the batch with `git delegate drop {} --force`",
+                    b.baseline,
+                    b.short()
+                ),
+            ))
+        }
+    }
+    let baseline_tree = commit::tree_of(&source.repo, &b.baseline)?;
+    let scratch = b.mode == "scratch";
+
+    // Step 1: per task, in order: quiesce and record the proposal.
+    let mut mem = source.repo.clone().with_object_memory();
+    // Merges read the same trees again and again.
+    mem.object_cache_size_if_unset(8 << 20);
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for &(idx, discard) in &selected {
+        let task = b.tasks[idx].clone();
+        if discard || scratch {
+            outcomes.push(Outcome::new(idx, TaskState::Discarded));
+            continue;
+        }
+        let mut out = Outcome::new(idx, TaskState::Open);
+        if workspace::health(&source.common_dir, &task.root, &task.worktree_id)
+            != workspace::Removal::Removed
+        {
+            out.fail(
+                "workspace_missing",
+                format!(
+                    "the workspace {} is missing or is no longer the folder prepare made",
+                    task.root.display()
+                ),
+            );
+            keep_artifacts(&source, &b, &mut out, dry_run);
+            outcomes.push(out);
+            continue;
+        }
+        let refuse = source.config.stop_processes == StopProcesses::Refuse;
+        let running = if dry_run || refuse {
+            quiesce::find(&task.root)
+        } else {
+            match quiesce::stop(&task.root, quiesce::GRACE) {
+                quiesce::Outcome::Clear { .. } => Vec::new(),
+                quiesce::Outcome::Running(pids) => pids,
+            }
+        };
+        if !running.is_empty() && (refuse || !dry_run) {
+            let list = running
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            out.fail(
+                "processes_running",
+                if refuse {
+                    format!("processes still run inside the workspace (pids {list}) and apply.stop-processes is \"refuse\"")
+                } else {
+                    format!("processes inside the workspace could not be stopped (pids {list})")
+                },
+            );
+            keep_artifacts(&source, &b, &mut out, dry_run);
+            outcomes.push(out);
+            continue;
+        }
+        let recorded = if dry_run {
+            proposal::preview(&mut mem, &task, baseline_tree)
+                .map(|p| p.map(|(tree, paths)| (tree, paths, None)))
+        } else {
+            proposal::record(&source, &b, &task, baseline_tree)
+                .map(|p| p.map(|p| (p.tree, p.paths, Some((p.ref_name, p.patch)))))
+        };
+        match recorded {
+            Err(e) => {
+                out.fail("snapshot_failed", e.message.clone());
+                keep_artifacts(&source, &b, &mut out, dry_run);
+            }
+            Ok(None) => out.status = TaskState::NoChanges,
+            Ok(Some((tree, changes, artifacts))) => {
+                out.proposed = changes.into_iter().map(|c| c.path).collect();
+                if let Some((r, p)) = artifacts {
+                    out.proposal_ref = Some(r);
+                    out.patch = Some(p);
+                }
+                candidates.push(Candidate {
+                    task: idx,
+                    tree,
+                    paths: out.proposed.clone(),
+                });
+            }
+        }
+        outcomes.push(out);
+    }
+
+    // Steps 2-3: integrate in memory against a fresh snapshot of the source.
+    let mut written: Vec<BString> = Vec::new();
+    let mut write_error: Option<Error> = None;
+    if !candidates.is_empty() {
+        let s = snapshot::snapshot(&mem)?;
+        let plan = {
+            let mut check = |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> {
+                if !dry_run {
+                    persist(&source.repo, &mem, writes, Side::Old)?;
+                }
+                writeback::check(&source, writes)
+            };
+            integrate::integrate(&mem, baseline_tree, s.tree, &candidates, strict, &mut check)?
+        };
+        let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
+        for out in outcomes.iter_mut() {
+            if plan.applied.contains(&out.idx) {
+                out.status = TaskState::Applied;
+                out.applied = out
+                    .proposed
+                    .iter()
+                    .filter(|p| to_write.contains(p))
+                    .cloned()
+                    .collect();
+            } else if let Some(r) = plan.refused.iter().find(|r| r.task == out.idx) {
+                out.status = TaskState::Conflict;
+                out.reason = Some(r.reason.as_str());
+                out.conflicts = r.conflicts.clone();
+            }
+        }
+
+        // Step 4: write back.
+        if !dry_run && !plan.writes.is_empty() {
+            let result = persist(&source.repo, &mem, &plan.writes, Side::New).and_then(|()| {
+                writeback::write(
+                    &source,
+                    &batch::batch_dir(&source.state_dir(), &b.id),
+                    &plan.writes,
+                )
+            });
+            if let Err(e) = result {
+                for out in outcomes
+                    .iter_mut()
+                    .filter(|o| o.status == TaskState::Applied)
+                {
+                    out.applied.clear();
+                    out.fail("write_failed", e.message.clone());
+                }
+                write_error = Some(e);
+            }
+        }
+        if write_error.is_none() {
+            written = plan.writes.iter().map(|w| w.path.clone()).collect();
+        }
+    }
+
+    // Step 5: record, then clean up. Every outcome is saved before any
+    // workspace is removed, so a crash during clean-up never leaves a task
+    // listed open with a half-removed workspace (a re-run would read the
+    // missing files as deletions).
+    let mut artifacts_error: Option<Error> = None;
+    if !dry_run {
+        let now = crate::time::rfc3339(crate::time::now());
+        for out in outcomes.iter_mut() {
+            if out.ok() {
+                out.proposal_ref = None;
+                out.patch = None;
+            } else {
+                keep_artifacts(&source, &b, out, false);
+            }
+            if let Some(t) = b.tasks.get_mut(out.idx) {
+                t.state = out.status;
+                t.reason = out.reason.map(str::to_string);
+                t.proposal_ref = out.proposal_ref.clone();
+                t.patch = out.patch.clone();
+                t.updated_at = Some(now.clone());
+            }
+        }
+        let state_dir = source.state_dir();
+        batch::save(&state_dir, &b)?;
+        for (i, task) in b.tasks.iter().enumerate() {
+            if task.state.is_open() {
+                continue;
+            }
+            let this_run = outcomes.iter().any(|o| o.idx == i);
+            let removed = if this_run {
+                if task.state != TaskState::Discarded && args.keep {
+                    workspace::release(&source.common_dir, &task.worktree_id)
+                } else {
+                    workspace::remove(&source.common_dir, &task.root, &task.worktree_id).map(|_| ())
+                }
+            } else if still_locked_by_us(&source, &b, task) {
+                // Left behind by an apply interrupted during clean-up.
+                workspace::remove(&source.common_dir, &task.root, &task.worktree_id).map(|_| ())
+            } else {
+                Ok(())
+            };
+            let r = removed
+                .and_then(|()| {
+                    refs::delete(&source.repo, &refs::proposal(&b.id, &task.name)).map(|_| ())
+                })
+                .and_then(|()| remove_file(&proposal::patch_path(&source, &b, &task.name)));
+            if let Err(e) = r {
+                artifacts_error.get_or_insert(e);
+            }
+        }
+    }
+    let batch_open = if dry_run {
+        b.tasks.iter().enumerate().any(|(i, t)| {
+            t.state.is_open() && outcomes.iter().find(|o| o.idx == i).is_none_or(|o| !o.ok())
+        })
+    } else {
+        b.open_tasks().next().is_some()
+    };
+    if !dry_run && !batch_open {
+        for name in refs::list_batch(&source.repo, &b.id)? {
+            refs::delete(&source.repo, &name)?;
+        }
+        let dir = batch::batch_dir(&source.state_dir(), &b.id);
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(format!("cannot remove {}", dir.display()), e)),
+        }
+    }
+
+    // A write-back that could not be rolled back leaves the repository in a
+    // state only recovery can fix (exit 3); the task states are saved first.
+    if let Some(e) = write_error.take_if(|e| e.code == "delegate::rollback_failed") {
+        return Err(e);
+    }
+
+    // Report.
+    if ui.json {
+        ui.doc(document(&b, &outcomes, &written, batch_open, dry_run));
+    }
+    ui.say(&human(
+        ui,
+        &b,
+        &outcomes,
+        &written,
+        batch_open,
+        dry_run,
+        write_error.as_ref(),
+    ));
+    if let Some(e) = artifacts_error {
+        ui.warn(&format!(
+            "git-delegate: warning: clean-up was incomplete: {}\n",
+            e.message
+        ));
+    }
+    Ok(if outcomes.iter().all(Outcome::ok) {
+        0
+    } else {
+        1
+    })
+}
+
+/// The tasks this run processes, in task order, each with "discard?".
+fn select_tasks(b: &Batch, args: &ApplyArgs) -> Result<Vec<(usize, bool)>> {
+    for name in args.only.iter().chain(&args.discard) {
+        match b.task(name) {
+            None => {
+                return Err(Error::usage(
+                    "delegate::unknown_task",
+                    format!("batch {} has no task named {name:?}", b.short()),
+                    format!(
+                        "its tasks are: {}",
+                        b.tasks
+                            .iter()
+                            .map(|t| t.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ))
+            }
+            Some(t) if !t.state.is_open() => {
+                return Err(Error::usage(
+                    "delegate::task_not_open",
+                    format!(
+                        "task {name:?} of batch {} is not open (it is {})",
+                        b.short(),
+                        t.state.as_str()
+                    ),
+                    "name only open tasks; `git delegate status` lists them",
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(name) = args.only.iter().find(|n| args.discard.contains(n)) {
+        return Err(Error::usage(
+            "delegate::only_and_discard",
+            format!("task {name:?} is given to both --only and --discard"),
+            "name each task in one of them",
+        ));
+    }
+    Ok(b.tasks
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.state.is_open())
+        .filter(|(_, t)| {
+            args.only.is_empty() || args.only.contains(&t.name) || args.discard.contains(&t.name)
+        })
+        .map(|(i, t)| (i, args.discard.contains(&t.name)))
+        .collect())
+}
+
+/// A closed task's workspace that is still ours and still carries the lock
+/// prepare put on it (a `--keep` workspace was unlocked on purpose).
+fn still_locked_by_us(source: &Source, b: &Batch, task: &batch::Task) -> bool {
+    if workspace::health(&source.common_dir, &task.root, &task.worktree_id)
+        != workspace::Removal::Removed
+    {
+        return false;
+    }
+    let locked = source
+        .common_dir
+        .join("worktrees")
+        .join(&task.worktree_id)
+        .join("locked");
+    std::fs::read_to_string(locked)
+        .is_ok_and(|reason| reason == format!("git-delegate batch {} task {}\n", b.id, task.name))
+}
+
+/// Point a kept task at whatever recovery artifacts exist for it.
+fn keep_artifacts(source: &Source, b: &Batch, out: &mut Outcome, dry_run: bool) {
+    let task = &b.tasks[out.idx];
+    if dry_run {
+        out.proposal_ref = task.proposal_ref.clone();
+        out.patch = task.patch.clone();
+        return;
+    }
+    let name = refs::proposal(&b.id, &task.name);
+    out.proposal_ref = match refs::get(&source.repo, &name) {
+        Ok(Some(_)) => Some(name),
+        _ => None,
+    };
+    let patch = proposal::patch_path(source, b, &task.name);
+    out.patch = patch.exists().then_some(patch);
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Old,
+    New,
+}
+
+/// Copy the objects of one side of `writes` that only `mem` holds into the
+/// object store of `disk`.
+fn persist(
+    disk: &gix::Repository,
+    mem: &gix::Repository,
+    writes: &[PathWrite],
+    side: Side,
+) -> Result<()> {
+    for w in writes {
+        let entry = match side {
+            Side::Old => w.old,
+            Side::New => w.new,
+        };
+        let Some((_, id)) = entry else { continue };
+        if disk.has_object(id) {
+            continue;
+        }
+        let obj = mem
+            .find_object(id)
+            .map_err(|e| Error::git(format!("cannot read object {id}"), e))?;
+        let written = gix::objs::Write::write_buf(disk, obj.kind, &obj.data)
+            .map_err(|e| Error::git(format!("cannot write object {id}"), e))?;
+        if written != id {
+            return Err(Error::git(
+                format!("cannot write object {id}"),
+                format!("it was stored as {written}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn remove_file(p: &std::path::Path) -> Result<()> {
+    match std::fs::remove_file(p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(format!("cannot remove {}", p.display()), e)),
+    }
+}
+
+fn doc_paths(paths: &[BString]) -> Vec<String> {
+    paths.iter().map(|p| paths::doc_bytes(p)).collect()
+}
+
+/// The apply document (SPEC §6.2).
+fn document(
+    b: &Batch,
+    outcomes: &[Outcome],
+    written: &[BString],
+    batch_open: bool,
+    dry_run: bool,
+) -> Value {
+    let tasks: Vec<Value> = outcomes
+        .iter()
+        .map(|o| {
+            let t = &b.tasks[o.idx];
+            let mut v = json!({
+                "name": t.name,
+                "status": o.status.as_str(),
+                "proposed_paths": doc_paths(&o.proposed),
+                "applied_paths": doc_paths(&o.applied),
+            });
+            if !o.ok() {
+                if let Value::Object(m) = &mut v {
+                    m.insert("reason".into(), json!(o.reason));
+                    m.insert(
+                        "conflicts".into(),
+                        Value::Array(
+                            o.conflicts
+                                .iter()
+                                .map(|c| json!({"path": paths::doc_bytes(&c.path), "reason": c.reason}))
+                                .collect(),
+                        ),
+                    );
+                    m.insert("proposal_ref".into(), json!(o.proposal_ref));
+                    m.insert(
+                        "patch".into(),
+                        json!(o.patch.as_deref().map(paths::doc_path)),
+                    );
+                    m.insert("workspace".into(), json!(paths::doc_path(&t.root)));
+                    if let Some(msg) = &o.message {
+                        m.insert("message".into(), json!(msg));
+                    }
+                }
+            }
+            v
+        })
+        .collect();
+    json!({
+        "batch": b.id,
+        "dry_run": dry_run,
+        "tasks": tasks,
+        "applied_paths": doc_paths(written),
+        "batch_open": batch_open,
+    })
+}
+
+fn human(
+    ui: &Ui,
+    b: &Batch,
+    outcomes: &[Outcome],
+    written: &[BString],
+    batch_open: bool,
+    dry_run: bool,
+    write_error: Option<&Error>,
+) -> String {
+    let mut text = String::new();
+    if dry_run {
+        text.push_str(&format!(
+            "Dry run of apply for batch {} (nothing was changed):\n",
+            ui.bold(b.short())
+        ));
+    } else {
+        text.push_str(&format!("Apply of batch {}:\n", ui.bold(b.short())));
+    }
+    let width = outcomes
+        .iter()
+        .map(|o| b.tasks[o.idx].name.len())
+        .max()
+        .unwrap_or(1);
+    for o in outcomes {
+        let t = &b.tasks[o.idx];
+        let status = o.status.as_str();
+        let painted = if o.ok() {
+            ui.paint("32", status)
+        } else {
+            ui.paint("31", status)
+        };
+        let detail = match o.status {
+            TaskState::Applied => {
+                let n = o.applied.len();
+                format!("{n} path{} written", if n == 1 { "" } else { "s" })
+            }
+            TaskState::Conflict | TaskState::Failed => {
+                let mut d = o.reason.unwrap_or("").to_string();
+                if !o.conflicts.is_empty() {
+                    let list: Vec<String> = o
+                        .conflicts
+                        .iter()
+                        .take(5)
+                        .map(|c| format!("{} ({})", paths::quote(c.path.as_bstr()), c.reason))
+                        .collect();
+                    d.push_str(&format!(": {}", list.join(", ")));
+                    if o.conflicts.len() > 5 {
+                        d.push_str(&format!(", and {} more", o.conflicts.len() - 5));
+                    }
+                } else if let Some(m) = &o.message {
+                    d.push_str(&format!(": {m}"));
+                }
+                d
+            }
+            _ => String::new(),
+        };
+        let pad = " ".repeat(10usize.saturating_sub(status.len()));
+        let line = format!("  task {:<width$}  {painted}{pad} {detail}", t.name);
+        text.push_str(line.trim_end());
+        text.push('\n');
+        if !o.ok() {
+            text.push_str(&format!("      workspace: {}\n", super::show(&t.root)));
+            if let Some(p) = &o.patch {
+                text.push_str(&format!("      patch:     {}\n", super::show(p)));
+            }
+            if let Some(r) = &o.proposal_ref {
+                text.push_str(&format!("      proposal:  {r}\n"));
+            }
+        }
+    }
+    if let Some(e) = write_error {
+        text.push_str(&format!(
+            "Writing back failed, and nothing was changed: {}\n",
+            e.message
+        ));
+    }
+    let n = written.len();
+    let verb = if dry_run { "Would write" } else { "Wrote" };
+    text.push_str(&format!(
+        "{verb} {n} path{} in {}.\n",
+        if n == 1 { "" } else { "s" },
+        super::show(&b.source)
+    ));
+    if batch_open {
+        let open: Vec<&str> = b
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(i, t)| match outcomes.iter().find(|o| o.idx == *i) {
+                Some(o) => !o.ok(),
+                None => t.state.is_open(),
+            })
+            .map(|(_, t)| t.name.as_str())
+            .collect();
+        let short = b.short();
+        text.push_str(&format!(
+            "Batch {short} {} open for task{} {}.\n",
+            if dry_run { "would stay" } else { "stays" },
+            if open.len() == 1 { "" } else { "s" },
+            open.join(", "),
+        ));
+        let kept: Vec<&Outcome> = outcomes.iter().filter(|o| !o.ok()).collect();
+        if !kept.is_empty() && !dry_run {
+            text.push_str("For each of those, either:\n");
+            text.push_str(&format!(
+                "  - fix the cause (or make the work fit in the workspace), then run `git delegate apply {short}` again;\n"
+            ));
+            if let Some(p) = kept.iter().find_map(|o| o.patch.as_ref()) {
+                text.push_str(&format!(
+                    "  - or merge its patch by hand: git apply --3way {}  (then drop the task as below);\n",
+                    shell_quote(&super::show(p))
+                ));
+            }
+            text.push_str(&format!(
+                "  - or give its work up: git delegate apply {short} --discard TASK\n"
+            ));
+        }
+    } else if !dry_run {
+        text.push_str(&format!("Batch {} is done and removed.\n", b.short()));
+    }
+    text
+}
+
+/// Quote a string for a POSIX shell when it needs it.
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"/._-+:@%".contains(&c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }

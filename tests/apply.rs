@@ -1,0 +1,936 @@
+//! `git delegate apply` (SPEC §3.2) end to end, on real repositories.
+
+mod common;
+
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::Env;
+use serde_json::Value;
+
+fn os(bytes: &[u8]) -> &std::ffi::OsStr {
+    std::ffi::OsStr::from_bytes(bytes)
+}
+
+/// Prepare a batch; returns the document and the task roots.
+fn prepare(env: &Env, repo: &Path, args: &[&str]) -> (Value, Vec<PathBuf>) {
+    let mut all = vec!["prepare", "--json"];
+    all.extend_from_slice(args);
+    let doc = env.delegate(repo, all).expect(0).json();
+    let roots = doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
+        .collect();
+    (doc, roots)
+}
+
+fn apply(env: &Env, repo: &Path, args: &[&str], code: i32) -> Value {
+    let mut all = vec!["apply", "--json"];
+    all.extend_from_slice(args);
+    env.delegate(repo, all).expect(code).json()
+}
+
+fn task<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no task {name} in {doc:#}"))
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn read(p: &Path) -> String {
+    String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned()
+}
+
+/// Every byte, name, type and exec bit below `dir` (`.git` left out when asked).
+fn digest(dir: &Path, skip_git: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    let mut entries = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            if skip_git && p.file_name().is_some_and(|n| n == ".git") && d == dir {
+                continue;
+            }
+            let md = std::fs::symlink_metadata(&p).unwrap();
+            if md.is_dir() {
+                stack.push(p.clone());
+            }
+            entries.push((p, md));
+        }
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (p, md) in entries {
+        out.extend_from_slice(p.strip_prefix(dir).unwrap().as_os_str().as_bytes());
+        out.push(0);
+        if md.file_type().is_symlink() {
+            out.extend_from_slice(b"L");
+            out.extend_from_slice(std::fs::read_link(&p).unwrap().as_os_str().as_bytes());
+        } else if md.is_dir() {
+            out.extend_from_slice(b"D");
+        } else {
+            out.extend_from_slice(format!("F{:o}", md.mode() & 0o111).as_bytes());
+            out.extend_from_slice(&std::fs::read(&p).unwrap());
+        }
+        out.push(0);
+    }
+    out
+}
+
+fn index_bytes(repo: &Path) -> Vec<u8> {
+    std::fs::read(repo.join(".git/index")).unwrap()
+}
+
+fn worktree_list(env: &Env, repo: &Path) -> String {
+    env.git(repo, ["worktree", "list", "--porcelain"])
+}
+
+fn lines(n: usize) -> String {
+    (1..=n).map(|i| format!("line {i}\n")).collect()
+}
+
+fn with_line(n: usize, which: usize, text: &str) -> String {
+    (1..=n)
+        .map(|i| {
+            if i == which {
+                format!("{text}\n")
+            } else {
+                format!("line {i}\n")
+            }
+        })
+        .collect()
+}
+
+fn repo_with_lines(env: &Env) -> PathBuf {
+    let repo = env.repo("proj");
+    std::fs::write(repo.join("f.txt"), lines(10)).unwrap();
+    env.git(&repo, ["add", "f.txt"]);
+    env.git(&repo, ["commit", "-q", "-m", "lines"]);
+    repo
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn dirty_baseline_and_proposals_applied_in_order_index_untouched_refs_gone() {
+    let env = Env::new();
+    let repo = repo_with_lines(&env);
+    std::fs::write(repo.join("README"), "dirty readme\n").unwrap();
+    std::fs::write(repo.join("untracked.txt"), "mine\n").unwrap();
+    env.git(&repo, ["add", "README"]); // staged, so the index differs from HEAD
+    std::fs::write(repo.join("README"), "dirty readme, unstaged too\n").unwrap();
+    let index_before = index_bytes(&repo);
+    let head_before = env.git(&repo, ["rev-parse", "HEAD"]);
+    let (doc, ws) = prepare(&env, &repo, &["-n", "2"]);
+    // The workspaces see the dirty and untracked state.
+    assert_eq!(read(&ws[0].join("README")), "dirty readme, unstaged too\n");
+    assert_eq!(read(&ws[1].join("untracked.txt")), "mine\n");
+
+    std::fs::write(ws[0].join("f.txt"), with_line(10, 2, "task one")).unwrap();
+    std::fs::write(ws[0].join("one.txt"), "one\n").unwrap();
+    std::fs::write(ws[1].join("f.txt"), with_line(10, 9, "task two")).unwrap();
+    std::fs::write(ws[1].join("two.txt"), "two\n").unwrap();
+    std::fs::write(ws[1].join("untracked.txt"), "mine, edited by two\n").unwrap();
+
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(out["schema"], "git-delegate/v1");
+    assert_eq!(out["batch"], doc["batch"]);
+    assert_eq!(out["dry_run"], false);
+    assert_eq!(out["batch_open"], false);
+    assert_eq!(task(&out, "1")["status"], "applied");
+    assert_eq!(task(&out, "2")["status"], "applied");
+    assert_eq!(
+        strings(&task(&out, "1")["proposed_paths"]),
+        ["f.txt", "one.txt"]
+    );
+    assert_eq!(
+        strings(&task(&out, "2")["applied_paths"]),
+        ["f.txt", "two.txt", "untracked.txt"]
+    );
+    assert_eq!(
+        strings(&out["applied_paths"]),
+        ["f.txt", "one.txt", "two.txt", "untracked.txt"]
+    );
+    let mut want = with_line(10, 2, "task one");
+    want = want.replace("line 9\n", "task two\n");
+    assert_eq!(read(&repo.join("f.txt")), want);
+    assert_eq!(read(&repo.join("one.txt")), "one\n");
+    assert_eq!(read(&repo.join("two.txt")), "two\n");
+    assert_eq!(read(&repo.join("untracked.txt")), "mine, edited by two\n");
+    assert_eq!(read(&repo.join("README")), "dirty readme, unstaged too\n");
+
+    assert_eq!(index_bytes(&repo), index_before, "the user's index changed");
+    assert_eq!(env.git(&repo, ["rev-parse", "HEAD"]), head_before);
+    assert!(
+        env.private_refs(&repo).is_empty(),
+        "{:?}",
+        env.private_refs(&repo)
+    );
+    assert!(!ws[0].exists() && !ws[1].exists());
+    assert_eq!(worktree_list(&env, &repo).matches("worktree ").count(), 1);
+    assert!(!repo
+        .join(".git/delegate/batches")
+        .join(doc["batch"].as_str().unwrap())
+        .exists());
+    // Nothing is left to apply.
+    env.delegate(&repo, ["apply"]).expect(2);
+}
+
+#[test]
+fn conflicting_proposal_keeps_ref_patch_and_workspace_first_one_wins() {
+    let env = Env::new();
+    let repo = repo_with_lines(&env);
+    let (doc, ws) = prepare(&env, &repo, &["-n", "2"]);
+    std::fs::write(ws[0].join("f.txt"), with_line(10, 5, "first")).unwrap();
+    std::fs::write(ws[1].join("f.txt"), with_line(10, 5, "second")).unwrap();
+    std::fs::write(ws[1].join("extra.txt"), "all or nothing\n").unwrap();
+
+    let out = apply(&env, &repo, &[], 1);
+    assert_eq!(task(&out, "1")["status"], "applied");
+    let t2 = task(&out, "2");
+    assert_eq!(t2["status"], "conflict");
+    assert_eq!(t2["reason"], "merge_conflict");
+    assert_eq!(t2["conflicts"][0]["path"], "f.txt");
+    assert_eq!(t2["conflicts"][0]["reason"], "both modified");
+    assert_eq!(strings(&t2["applied_paths"]), Vec::<String>::new());
+    assert_eq!(strings(&t2["proposed_paths"]), ["extra.txt", "f.txt"]);
+    assert_eq!(out["batch_open"], true);
+    assert_eq!(read(&repo.join("f.txt")), with_line(10, 5, "first"));
+    assert!(
+        !repo.join("extra.txt").exists(),
+        "a conflicting proposal applied partly"
+    );
+
+    let r = t2["proposal_ref"].as_str().unwrap();
+    assert_eq!(
+        r,
+        format!(
+            "refs/pi-delegate/batches/{}/tasks/2/proposal",
+            doc["batch"].as_str().unwrap()
+        )
+    );
+    assert!(env.private_refs(&repo).contains(&r.to_string()));
+    assert_eq!(
+        env.git(&repo, ["show", &format!("{r}:f.txt")]),
+        with_line(10, 5, "second")
+    );
+    let patch = PathBuf::from(t2["patch"].as_str().unwrap());
+    assert!(read(&patch).contains("+second"));
+    assert_eq!(PathBuf::from(t2["workspace"].as_str().unwrap()), ws[1]);
+    assert!(ws[1].join("extra.txt").exists());
+    assert!(!ws[0].exists());
+
+    // The conflict resolved in the workspace: the next apply lands it.
+    std::fs::write(ws[1].join("f.txt"), with_line(10, 5, "first")).unwrap();
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(
+        strings(
+            &out["tasks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].clone())
+                .collect::<Value>()
+        ),
+        ["2"]
+    );
+    assert_eq!(task(&out, "2")["status"], "applied");
+    assert_eq!(read(&repo.join("extra.txt")), "all or nothing\n");
+    assert!(env.private_refs(&repo).is_empty());
+    assert!(!patch.exists());
+}
+
+#[test]
+fn additions_deletions_binary_symlinks_exec_bits_and_file_folder_switches() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::write(repo.join("keep.bin"), [0u8, 1, 2, 3, 0, 255].repeat(100)).unwrap();
+    std::fs::write(repo.join("gone.txt"), "gone\n").unwrap();
+    std::fs::write(repo.join("run.sh"), "#!/bin/sh\n").unwrap();
+    std::fs::write(repo.join("was-file"), "file\n").unwrap();
+    std::fs::create_dir_all(repo.join("was-dir/deep")).unwrap();
+    std::fs::write(repo.join("was-dir/deep/x.txt"), "x\n").unwrap();
+    std::fs::write(repo.join("was-dir/y.txt"), "y\n").unwrap();
+    symlink("README", repo.join("link")).unwrap();
+    std::fs::create_dir_all(repo.join("empty-after/sub")).unwrap();
+    std::fs::write(repo.join("empty-after/sub/only.txt"), "only\n").unwrap();
+    env.git(&repo, ["add", "-A"]);
+    env.git(&repo, ["commit", "-q", "-m", "kinds"]);
+
+    let (_, ws) = prepare(&env, &repo, &[]);
+    let w = &ws[0];
+    let mut bin = [0u8, 1, 2, 3, 0, 255].repeat(100);
+    bin[7] = 99;
+    std::fs::write(w.join("keep.bin"), &bin).unwrap();
+    std::fs::write(w.join("new.bin"), [0u8, 0, 7, 13, 10]).unwrap();
+    std::fs::remove_file(w.join("gone.txt")).unwrap();
+    std::fs::set_permissions(w.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::remove_file(w.join("was-file")).unwrap();
+    std::fs::create_dir(w.join("was-file")).unwrap();
+    std::fs::write(w.join("was-file/inside.txt"), "now a folder\n").unwrap();
+    std::fs::remove_dir_all(w.join("was-dir")).unwrap();
+    std::fs::write(w.join("was-dir"), "now a file\n").unwrap();
+    std::fs::remove_file(w.join("link")).unwrap();
+    symlink("run.sh", w.join("link")).unwrap();
+    symlink("missing-target", w.join("dangling")).unwrap();
+    std::fs::remove_dir_all(w.join("empty-after")).unwrap();
+    std::fs::create_dir_all(w.join("a/b/c")).unwrap();
+    std::fs::write(w.join("a/b/c/deep.txt"), "deep\n").unwrap();
+    let want_tree = env.oracle_tree(w);
+    let want_digest = digest(w, true);
+
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(task(&out, "1")["status"], "applied");
+    assert_eq!(env.oracle_tree(&repo), want_tree);
+    assert_eq!(digest(&repo, true), want_digest);
+    assert!(
+        !repo.join("empty-after").exists(),
+        "emptied folders are removed"
+    );
+    assert_eq!(
+        std::fs::symlink_metadata(repo.join("run.sh"))
+            .unwrap()
+            .mode()
+            & 0o111,
+        0o111
+    );
+    assert_eq!(
+        std::fs::read_link(repo.join("link")).unwrap(),
+        Path::new("run.sh")
+    );
+}
+
+#[test]
+fn a_source_change_on_the_same_line_is_never_overwritten() {
+    let env = Env::new();
+    let repo = repo_with_lines(&env);
+    std::fs::write(repo.join("other.txt"), "other\n").unwrap();
+    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    std::fs::write(ws[0].join("f.txt"), with_line(10, 3, "task")).unwrap();
+    std::fs::write(ws[1].join("other.txt"), "other, by task 2\n").unwrap();
+    // The user keeps working meanwhile, on the same line.
+    std::fs::write(repo.join("f.txt"), with_line(10, 3, "user")).unwrap();
+
+    let out = apply(&env, &repo, &[], 1);
+    let t1 = task(&out, "1");
+    assert_eq!(t1["status"], "conflict");
+    assert_eq!(t1["reason"], "source_changed");
+    assert_eq!(t1["conflicts"][0]["path"], "f.txt");
+    assert_eq!(t1["conflicts"][0]["reason"], "both modified");
+    assert!(t1["proposal_ref"].is_string());
+    assert_eq!(task(&out, "2")["status"], "applied");
+    assert_eq!(read(&repo.join("f.txt")), with_line(10, 3, "user"));
+    assert_eq!(read(&repo.join("other.txt")), "other, by task 2\n");
+    assert_eq!(strings(&out["applied_paths"]), ["other.txt"]);
+}
+
+#[test]
+fn user_edits_elsewhere_and_in_other_lines_merge_and_strict_refuses_them() {
+    for strict in [false, true] {
+        let env = Env::new();
+        let repo = repo_with_lines(&env);
+        std::fs::write(repo.join("g.txt"), "g\n").unwrap();
+        let (_, ws) = prepare(&env, &repo, &[]);
+        std::fs::write(ws[0].join("f.txt"), with_line(10, 2, "task")).unwrap();
+        std::fs::write(repo.join("f.txt"), with_line(10, 9, "user")).unwrap();
+        std::fs::write(repo.join("g.txt"), "g, by the user\n").unwrap();
+        std::fs::write(repo.join("later.txt"), "new untracked file\n").unwrap();
+        if strict {
+            let out = apply(&env, &repo, &["--strict"], 1);
+            let t = task(&out, "1");
+            assert_eq!(t["status"], "conflict");
+            assert_eq!(t["reason"], "source_changed");
+            assert_eq!(t["conflicts"][0]["path"], "f.txt");
+            assert_eq!(read(&repo.join("f.txt")), with_line(10, 9, "user"));
+            // The config switch does the same.
+            std::fs::write(repo.join(".git/delegate.toml"), "[apply]\nstrict = true\n").unwrap();
+            let out = apply(&env, &repo, &[], 1);
+            assert_eq!(task(&out, "1")["reason"], "source_changed");
+        } else {
+            let out = apply(&env, &repo, &[], 0);
+            assert_eq!(task(&out, "1")["status"], "applied");
+            let want = with_line(10, 2, "task").replace("line 9\n", "user\n");
+            assert_eq!(read(&repo.join("f.txt")), want);
+        }
+        assert_eq!(read(&repo.join("g.txt")), "g, by the user\n");
+        assert_eq!(read(&repo.join("later.txt")), "new untracked file\n");
+    }
+}
+
+#[test]
+fn a_task_without_changes_is_no_changes_and_leaves_no_refs() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    // A worker's commit in the workspace does not matter, only its files.
+    std::fs::write(ws[1].join("README"), "hello\n").unwrap();
+    env.git(
+        &ws[1],
+        ["commit", "-q", "--allow-empty", "-m", "worker commit"],
+    );
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(task(&out, "1")["status"], "no_changes");
+    assert_eq!(task(&out, "2")["status"], "no_changes");
+    assert_eq!(strings(&out["applied_paths"]), Vec::<String>::new());
+    assert!(env.private_refs(&repo).is_empty());
+    assert!(!ws[0].exists() && !ws[1].exists());
+    assert_eq!(env.git(&repo, ["branch", "--list"]).trim(), "* main");
+}
+
+fn spawn_sleeper(dir: &Path) -> std::process::Child {
+    std::process::Command::new("setsid")
+        .args(["sleep", "300"])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn setsid sleep")
+}
+
+fn cwd_is(pid: u32, dir: &Path) -> bool {
+    std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c.starts_with(dir))
+}
+
+#[test]
+fn a_background_process_in_a_workspace_is_stopped_and_the_task_applies() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (_, ws) = prepare(&env, &repo, &[]);
+    std::fs::create_dir(ws[0].join("sub")).unwrap();
+    std::fs::write(ws[0].join("sub/work.txt"), "done\n").unwrap();
+    let mut child = spawn_sleeper(&ws[0].join("sub"));
+    let pid = child.id();
+    wait_until("the sleeper to enter the workspace", || {
+        cwd_is(pid, &std::fs::canonicalize(&ws[0]).unwrap())
+    });
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(task(&out, "1")["status"], "applied");
+    assert_eq!(read(&repo.join("sub/work.txt")), "done\n");
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the sleeper was not stopped: {status:?}");
+}
+
+#[test]
+fn refuse_policy_fails_the_task_and_leaves_the_process_alone() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::write(
+        repo.join(".git/delegate.toml"),
+        "[apply]\nstop-processes = \"refuse\"\n",
+    )
+    .unwrap();
+    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
+    std::fs::write(ws[1].join("b.txt"), "b\n").unwrap();
+    let mut child = spawn_sleeper(&ws[0]);
+    let pid = child.id();
+    wait_until("the sleeper to enter the workspace", || {
+        cwd_is(pid, &std::fs::canonicalize(&ws[0]).unwrap())
+    });
+    let out = apply(&env, &repo, &[], 1);
+    let t1 = task(&out, "1");
+    assert_eq!(t1["status"], "failed");
+    assert_eq!(t1["reason"], "processes_running");
+    assert_eq!(task(&out, "2")["status"], "applied");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the process was signalled"
+    );
+    assert!(!repo.join("a.txt").exists());
+    assert!(ws[0].join("a.txt").exists());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(task(&out, "1")["status"], "applied");
+    assert_eq!(read(&repo.join("a.txt")), "a\n");
+}
+
+#[test]
+fn only_then_a_second_apply_and_unknown_or_closed_tasks_are_usage_errors() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    for (i, w) in ws.iter().enumerate() {
+        std::fs::write(w.join(format!("t{}.txt", i + 1)), "x\n").unwrap();
+    }
+    env.delegate(&repo, ["apply", "--only", "nope"]).expect(2);
+    let out = apply(&env, &repo, &["--only", "2"], 0);
+    assert_eq!(out["tasks"].as_array().unwrap().len(), 1);
+    assert_eq!(task(&out, "2")["status"], "applied");
+    assert_eq!(out["batch_open"], true);
+    assert!(repo.join("t2.txt").exists() && !repo.join("t1.txt").exists());
+    assert!(ws[0].exists() && !ws[1].exists());
+    // Task 2 is closed now.
+    let err = env
+        .delegate(&repo, ["apply", "--only", "2", "--json"])
+        .expect(2)
+        .json();
+    assert_eq!(err["error"]["code"], "delegate::task_not_open");
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(out["tasks"].as_array().unwrap().len(), 2);
+    assert_eq!(out["batch_open"], false);
+    assert!(repo.join("t1.txt").exists() && repo.join("t3.txt").exists());
+    assert!(env.private_refs(&repo).is_empty());
+}
+
+#[test]
+fn discard_drops_a_task_and_its_leftovers() {
+    let env = Env::new();
+    let repo = repo_with_lines(&env);
+    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    std::fs::write(ws[0].join("f.txt"), with_line(10, 1, "one")).unwrap();
+    std::fs::write(ws[1].join("f.txt"), with_line(10, 1, "two")).unwrap();
+    let out = apply(&env, &repo, &[], 1);
+    assert_eq!(task(&out, "2")["reason"], "merge_conflict");
+    let out = apply(&env, &repo, &["--discard", "2"], 0);
+    assert_eq!(task(&out, "2")["status"], "discarded");
+    assert_eq!(out["batch_open"], false);
+    assert!(!ws[1].exists());
+    assert!(env.private_refs(&repo).is_empty());
+    assert_eq!(read(&repo.join("f.txt")), with_line(10, 1, "one"));
+    assert_eq!(worktree_list(&env, &repo).matches("worktree ").count(), 1);
+}
+
+#[test]
+fn keep_leaves_applied_workspaces_as_plain_unlocked_worktrees() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
+    let out = apply(&env, &repo, &["--keep"], 0);
+    assert_eq!(task(&out, "1")["status"], "applied");
+    assert_eq!(task(&out, "2")["status"], "no_changes");
+    assert!(ws[0].join("a.txt").exists() && ws[1].exists());
+    let list = worktree_list(&env, &repo);
+    assert_eq!(list.matches("worktree ").count(), 3, "{list}");
+    assert!(!list.contains("locked"), "{list}");
+    assert!(env.private_refs(&repo).is_empty());
+    assert_eq!(read(&repo.join("a.txt")), "a\n");
+    // They are ordinary worktrees now: git can remove them.
+    env.git(
+        &repo,
+        ["worktree", "remove", "--force", ws[0].to_str().unwrap()],
+    );
+}
+
+#[test]
+fn dry_run_changes_nothing_at_all() {
+    let env = Env::new();
+    let repo = repo_with_lines(&env);
+    std::fs::write(repo.join("untracked.txt"), "u\n").unwrap();
+    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    std::fs::write(ws[0].join("f.txt"), with_line(10, 4, "one")).unwrap();
+    std::fs::write(ws[1].join("f.txt"), with_line(10, 4, "two")).unwrap();
+    std::fs::write(ws[2].join("new.txt"), "three\n").unwrap();
+    std::fs::write(repo.join("g.txt"), "user, meanwhile\n").unwrap();
+
+    let snapshot = |env: &Env| {
+        let mut all = vec![
+            digest(&repo, true),
+            digest(&repo.join(".git/delegate/batches"), false),
+        ];
+        for w in &ws {
+            all.push(digest(w, false));
+        }
+        (
+            all,
+            index_bytes(&repo),
+            env.git(&repo, ["for-each-ref"]),
+            worktree_list(env, &repo),
+            digest(&repo.join(".git/worktrees"), false),
+            digest(&repo.join(".git/objects"), false),
+        )
+    };
+    let before = snapshot(&env);
+    let out = apply(&env, &repo, &["--dry-run"], 1);
+    assert_eq!(out["dry_run"], true);
+    assert_eq!(task(&out, "1")["status"], "applied");
+    assert_eq!(task(&out, "2")["status"], "conflict");
+    assert_eq!(task(&out, "3")["status"], "applied");
+    assert_eq!(out["batch_open"], true);
+    assert_eq!(strings(&out["applied_paths"]), ["f.txt", "new.txt"]);
+    assert!(before == snapshot(&env), "--dry-run changed something");
+
+    let out = apply(&env, &repo, &["--dry-run", "--only", "3"], 0);
+    assert_eq!(out["batch_open"], true);
+    let out = apply(&env, &repo, &["--dry-run", "--discard", "2"], 0);
+    assert_eq!(out["batch_open"], false);
+    assert_eq!(task(&out, "2")["status"], "discarded");
+    assert!(before == snapshot(&env), "--dry-run changed something");
+}
+
+#[test]
+fn odd_names_spaces_newlines_and_non_utf8_bytes() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (_, ws) = prepare(&env, &repo, &[]);
+    std::fs::write(ws[0].join("with space.txt"), "space\n").unwrap();
+    std::fs::write(ws[0].join(os(b"new\nline")), "newline\n").unwrap();
+    std::fs::write(ws[0].join(os(b"bad-\xff.txt")), "raw\n").unwrap();
+    std::fs::write(ws[0].join("-dash"), "dash\n").unwrap();
+    std::fs::create_dir(ws[0].join(os(b"dir \xc3\xa9"))).unwrap();
+    std::fs::write(ws[0].join(os(b"dir \xc3\xa9/f")), "utf8 folder\n").unwrap();
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(out["lossy_paths"], true);
+    let applied = strings(&out["applied_paths"]);
+    assert!(applied.contains(&"with space.txt".to_string()));
+    assert!(applied.contains(&"new\nline".to_string()));
+    assert!(applied.contains(&"bad-\u{fffd}.txt".to_string()));
+    assert!(applied.contains(&"dir é/f".to_string()));
+    assert_eq!(read(&repo.join("with space.txt")), "space\n");
+    assert_eq!(read(&repo.join(os(b"new\nline"))), "newline\n");
+    assert_eq!(read(&repo.join(os(b"bad-\xff.txt"))), "raw\n");
+    assert_eq!(read(&repo.join("-dash")), "dash\n");
+    assert_eq!(read(&repo.join(os(b"dir \xc3\xa9/f"))), "utf8 folder\n");
+}
+
+#[test]
+fn crlf_files_come_back_as_crlf() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::write(repo.join(".gitattributes"), "*.txt text eol=crlf\n").unwrap();
+    std::fs::write(repo.join("w.txt"), "one\r\ntwo\r\n").unwrap();
+    env.git(&repo, ["add", "-A"]);
+    env.git(&repo, ["commit", "-q", "-m", "crlf"]);
+    assert_eq!(
+        std::fs::read(repo.join("w.txt")).unwrap(),
+        b"one\r\ntwo\r\n"
+    );
+    let (_, ws) = prepare(&env, &repo, &[]);
+    assert_eq!(
+        std::fs::read(ws[0].join("w.txt")).unwrap(),
+        b"one\r\ntwo\r\n"
+    );
+    std::fs::write(ws[0].join("w.txt"), "one\r\ntwo\r\nthree\r\n").unwrap();
+    std::fs::write(ws[0].join("n.txt"), "new\r\nfile\r\n").unwrap();
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(task(&out, "1")["status"], "applied");
+    assert_eq!(
+        std::fs::read(repo.join("w.txt")).unwrap(),
+        b"one\r\ntwo\r\nthree\r\n"
+    );
+    assert_eq!(
+        std::fs::read(repo.join("n.txt")).unwrap(),
+        b"new\r\nfile\r\n"
+    );
+    // git agrees the working tree is what the blobs say.
+    let status = env.git(&repo, ["status", "--porcelain"]);
+    assert!(
+        status.contains(" M w.txt") && status.contains("?? n.txt"),
+        "{status}"
+    );
+    env.git(&repo, ["add", "w.txt"]);
+    assert_eq!(env.git(&repo, ["show", ":w.txt"]), "one\ntwo\nthree\n");
+}
+
+#[test]
+fn a_missing_or_replaced_workspace_fails_and_is_never_deleted() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    std::fs::write(ws[2].join("c.txt"), "c\n").unwrap();
+    std::fs::remove_dir_all(&ws[0]).unwrap();
+    std::fs::remove_dir_all(&ws[1]).unwrap();
+    std::fs::create_dir(&ws[1]).unwrap();
+    std::fs::write(ws[1].join("someone-elses.txt"), "precious\n").unwrap();
+
+    let out = apply(&env, &repo, &[], 1);
+    for name in ["1", "2"] {
+        let t = task(&out, name);
+        assert_eq!(t["status"], "failed");
+        assert_eq!(t["reason"], "workspace_missing");
+    }
+    assert_eq!(task(&out, "3")["status"], "applied");
+    assert_eq!(read(&ws[1].join("someone-elses.txt")), "precious\n");
+    let out = apply(&env, &repo, &["--discard", "1", "--discard", "2"], 0);
+    assert_eq!(task(&out, "2")["status"], "discarded");
+    assert_eq!(read(&ws[1].join("someone-elses.txt")), "precious\n");
+    assert_eq!(out["batch_open"], false);
+}
+
+#[test]
+fn untracked_and_ignored_things_in_the_way_are_conflicts_never_losses() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::write(repo.join(".gitignore"), "*.tmp\ncache/\n").unwrap();
+    env.git(&repo, ["add", ".gitignore"]);
+    env.git(&repo, ["commit", "-q", "-m", "ignore"]);
+    let (_, ws) = prepare(&env, &repo, &["-n", "4"]);
+    // 1: adds x.txt where the user now has an untracked x.txt.
+    std::fs::write(ws[0].join("x.txt"), "task\n").unwrap();
+    std::fs::write(repo.join("x.txt"), "user\n").unwrap();
+    // 2: force-adds an ignored file the user also has.
+    std::fs::write(ws[1].join("keep.tmp"), "task\n").unwrap();
+    env.git(&ws[1], ["add", "-f", "keep.tmp"]);
+    std::fs::write(repo.join("keep.tmp"), "user's ignored file\n").unwrap();
+    // 3: adds a file `cache` where the user has an ignored folder with content.
+    std::fs::write(ws[2].join("cache"), "task\n").unwrap();
+    std::fs::create_dir(repo.join("cache")).unwrap();
+    std::fs::write(repo.join("cache/data"), "user's cache\n").unwrap();
+    // 4: unrelated, applies.
+    std::fs::write(ws[3].join("ok.txt"), "ok\n").unwrap();
+
+    let out = apply(&env, &repo, &[], 1);
+    let t1 = task(&out, "1");
+    assert_eq!(t1["status"], "conflict");
+    assert_eq!(t1["reason"], "source_changed");
+    assert_eq!(t1["conflicts"][0]["reason"], "both added");
+    for name in ["2", "3"] {
+        let t = task(&out, name);
+        assert_eq!(t["status"], "conflict", "{t:#}");
+        assert_eq!(t["reason"], "would_overwrite_untracked", "{t:#}");
+    }
+    assert_eq!(task(&out, "4")["status"], "applied");
+    assert_eq!(read(&repo.join("x.txt")), "user\n");
+    assert_eq!(read(&repo.join("keep.tmp")), "user's ignored file\n");
+    assert_eq!(read(&repo.join("cache/data")), "user's cache\n");
+    assert_eq!(read(&repo.join("ok.txt")), "ok\n");
+}
+
+#[test]
+fn a_workspace_that_cannot_be_snapshotted_fails_and_keeps_what_was_recorded() {
+    let env = Env::new();
+    let repo = repo_with_lines(&env);
+    let (doc, ws) = prepare(&env, &repo, &[]);
+    std::fs::write(ws[0].join("f.txt"), with_line(10, 1, "task")).unwrap();
+    std::fs::write(repo.join("f.txt"), with_line(10, 1, "user")).unwrap();
+    let out = apply(&env, &repo, &[], 1);
+    let t = task(&out, "1");
+    assert_eq!(t["reason"], "source_changed");
+    let r = t["proposal_ref"].as_str().unwrap().to_string();
+    let patch = t["patch"].as_str().unwrap().to_string();
+    // Break the workspace's index: the next snapshot cannot be taken.
+    let id = format!("delegate-{}-1", &doc["batch"].as_str().unwrap()[..8]);
+    std::fs::write(
+        repo.join(".git/worktrees").join(id).join("index"),
+        "garbage",
+    )
+    .unwrap();
+    let out = apply(&env, &repo, &[], 1);
+    let t = task(&out, "1");
+    assert_eq!(t["status"], "failed");
+    assert_eq!(t["reason"], "snapshot_failed");
+    assert_eq!(t["proposal_ref"], r.as_str());
+    assert_eq!(t["patch"], patch.as_str());
+    assert!(env.private_refs(&repo).contains(&r));
+    assert!(Path::new(&patch).is_file());
+    assert_eq!(read(&repo.join("f.txt")), with_line(10, 1, "user"));
+}
+
+#[test]
+fn human_output_names_the_patch_and_what_to_do() {
+    let env = Env::new();
+    let repo = repo_with_lines(&env);
+    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    std::fs::write(ws[0].join("f.txt"), with_line(10, 5, "first")).unwrap();
+    std::fs::write(ws[1].join("f.txt"), with_line(10, 5, "second")).unwrap();
+    let run = env.delegate(&repo, ["apply"]).expect(1);
+    assert!(run.stdout.contains("conflict"), "{}", run.stdout);
+    assert!(run.stdout.contains("git apply --3way"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(ws[1].to_str().unwrap()),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("2.patch"), "{}", run.stdout);
+}
+
+#[test]
+fn apply_from_inside_a_workspace_writes_into_the_source() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::create_dir(repo.join("src")).unwrap();
+    std::fs::write(repo.join("src/lib.txt"), "lib\n").unwrap();
+    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    std::fs::write(ws[0].join("src/lib.txt"), "lib, by task 1\n").unwrap();
+    std::fs::write(ws[1].join("two.txt"), "two\n").unwrap();
+    // The caller (this test, an ancestor of apply) sits inside workspace 1.
+    let out = apply(&env, &ws[0].join("src"), &[], 0);
+    assert_eq!(task(&out, "1")["status"], "applied");
+    assert_eq!(task(&out, "2")["status"], "applied");
+    assert_eq!(read(&repo.join("src/lib.txt")), "lib, by task 1\n");
+    assert_eq!(read(&repo.join("two.txt")), "two\n");
+    assert!(!ws[0].exists());
+}
+
+#[test]
+fn a_deleted_baseline_ref_is_exit_3_and_changes_nothing() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (doc, ws) = prepare(&env, &repo, &[]);
+    std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
+    let r = doc["baseline"]["ref"].as_str().unwrap();
+    env.git(&repo, ["update-ref", "-d", r]);
+    let err = env.delegate(&repo, ["apply", "--json"]).expect(3).json();
+    assert_eq!(err["error"]["code"], "delegate::baseline_ref_missing");
+    assert!(!repo.join("a.txt").exists());
+    assert!(ws[0].join("a.txt").exists());
+}
+
+/// Makes a folder immutable (`chattr +i`) until dropped.
+struct Immutable(PathBuf);
+
+impl Immutable {
+    fn new(p: &Path) -> Option<Immutable> {
+        let ok = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(p)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Immutable(p.to_path_buf()))
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+#[test]
+fn a_failed_write_back_fails_every_task_it_was_writing_and_keeps_the_proposals() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::create_dir(repo.join("locked")).unwrap();
+    std::fs::write(repo.join("locked/old.txt"), "old\n").unwrap();
+    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    std::fs::write(ws[0].join("ok.txt"), "ok\n").unwrap();
+    std::fs::write(ws[1].join("locked/new.txt"), "new\n").unwrap();
+    let before = digest(&repo, true);
+    let Some(guard) = Immutable::new(&repo.join("locked")) else {
+        eprintln!("chattr +i is not available here; skipping");
+        return;
+    };
+    let out = apply(&env, &repo, &[], 1);
+    for name in ["1", "2"] {
+        let t = task(&out, name);
+        assert_eq!(t["status"], "failed", "{t:#}");
+        assert_eq!(t["reason"], "write_failed");
+        assert!(t["proposal_ref"].is_string() && t["patch"].is_string());
+        assert_eq!(strings(&t["applied_paths"]), Vec::<String>::new());
+    }
+    assert_eq!(task(&out, "3")["status"], "no_changes");
+    assert_eq!(strings(&out["applied_paths"]), Vec::<String>::new());
+    drop(guard);
+    assert!(
+        digest(&repo, true) == before,
+        "a failed write-back left changes"
+    );
+    assert!(ws[0].exists() && ws[1].exists());
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(task(&out, "1")["status"], "applied");
+    assert_eq!(task(&out, "2")["status"], "applied");
+    assert_eq!(read(&repo.join("locked/new.txt")), "new\n");
+}
+
+#[test]
+fn a_linked_worktree_as_source_gets_the_result_and_the_main_tree_does_not() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let linked = env.path().join("linked");
+    env.git(
+        &repo,
+        [
+            "worktree".as_ref(),
+            "add".as_ref(),
+            "-q".as_ref(),
+            "-b".as_ref(),
+            "side".as_ref(),
+            linked.as_os_str(),
+        ],
+    );
+    std::fs::write(linked.join("README"), "linked, dirty\n").unwrap();
+    let (_, ws) = prepare(&env, &linked, &[]);
+    assert_eq!(read(&ws[0].join("README")), "linked, dirty\n");
+    std::fs::write(ws[0].join("README"), "linked, by the task\n").unwrap();
+    // Applied from the main working tree: the batch still belongs to `linked`.
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(task(&out, "1")["status"], "applied");
+    assert_eq!(read(&linked.join("README")), "linked, by the task\n");
+    assert_eq!(read(&repo.join("README")), "hello\n");
+    assert!(env.private_refs(&repo).is_empty());
+}
+
+#[test]
+fn workspaces_left_by_an_interrupted_clean_up_are_removed_later_kept_ones_are_not() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (doc, ws) = prepare(&env, &repo, &["-n", "3"]);
+    std::fs::write(ws[2].join("c.txt"), "c\n").unwrap();
+    let out = apply(&env, &repo, &["--only", "3", "--keep"], 0);
+    assert_eq!(task(&out, "3")["status"], "applied");
+    // As if an apply had recorded task 1 as applied and then died before
+    // removing its workspace.
+    let toml = repo
+        .join(".git/delegate/batches")
+        .join(doc["batch"].as_str().unwrap())
+        .join("batch.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(
+        &toml,
+        text.replacen("state = \"open\"", "state = \"applied\"", 1),
+    )
+    .unwrap();
+    assert!(ws[0].exists());
+    let out = apply(&env, &repo, &["--discard", "2"], 0);
+    assert_eq!(out["tasks"].as_array().unwrap().len(), 1);
+    assert_eq!(out["batch_open"], false);
+    assert!(!ws[0].exists(), "the left-over workspace is still there");
+    assert!(!ws[1].exists());
+    assert!(
+        ws[2].join("c.txt").exists(),
+        "the --keep workspace was removed"
+    );
+    assert!(env.private_refs(&repo).is_empty());
+}
+
+#[test]
+fn a_process_that_ignores_sigterm_is_killed() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (_, ws) = prepare(&env, &repo, &[]);
+    std::fs::write(ws[0].join("w.txt"), "w\n").unwrap();
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "trap '' TERM; while :; do sleep 1; done"])
+        .current_dir(&ws[0])
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    wait_until("the shell to start", || {
+        cwd_is(pid, &std::fs::canonicalize(&ws[0]).unwrap())
+    });
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(task(&out, "1")["status"], "applied");
+    let status = child.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(9), "{status:?}");
+}
