@@ -115,10 +115,6 @@ impl Batch {
     pub fn task(&self, name: &str) -> Option<&Task> {
         self.tasks.iter().find(|t| t.name == name)
     }
-
-    pub fn task_mut(&mut self, name: &str) -> Option<&mut Task> {
-        self.tasks.iter_mut().find(|t| t.name == name)
-    }
 }
 
 pub fn short(id: &str) -> &str {

@@ -8,11 +8,10 @@ use std::fmt;
 
 use miette::{Diagnostic, LabeledSpan, NamedSource, SourceCode, SourceSpan};
 
-/// Exit statuses of SPEC §3 (0 is success and has no error).
+/// Exit statuses of SPEC §3 for failures (0 is success; 1, a reported
+/// problem, is returned by commands as `Ok(1)` with their document).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
-    /// 1: the command ran but reports a problem.
-    Problem = 1,
     /// 2: bad usage or bad input, nothing changed.
     Usage = 2,
     /// 3: the repository is in a state the command cannot work in, nothing changed.
@@ -64,15 +63,6 @@ impl Error {
     /// The repository's state prevents the command (exit 3).
     pub fn state(code: &'static str, message: impl Into<String>, help: impl Into<String>) -> Self {
         Self::new(Exit::State, code, message, help)
-    }
-
-    /// A reported problem (exit 1).
-    pub fn problem(
-        code: &'static str,
-        message: impl Into<String>,
-        help: impl Into<String>,
-    ) -> Self {
-        Self::new(Exit::Problem, code, message, help)
     }
 
     /// An I/O failure on `what` (exit 3: a filesystem error).
