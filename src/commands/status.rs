@@ -192,7 +192,8 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         let chosen = batch::select(batch::list_ok(&source.state_dir())?, Some(arg))?;
         entries = vec![Entry::Batch(Box::new(chosen))];
     }
-    if entries.is_empty() {
+    let mut problems = problems(&source, &entries);
+    if entries.is_empty() && problems.is_empty() {
         // The fast path (SPEC §3.3: no batches, well under 20 ms).
         if ui.json {
             ui.doc(json!({ "batches": [], "problems": [] }));
@@ -201,7 +202,6 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         }
         return Ok(0);
     }
-    let mut problems = problems(&source, &entries);
     let batches: Vec<&Batch> = entries
         .iter()
         .filter_map(|e| match e {
