@@ -19,6 +19,9 @@ pub struct Ui {
     pub color: bool,
     /// Batches whose interrupted write-back this command rolled back.
     pub recovered: std::cell::RefCell<Vec<String>>,
+    /// Batches whose interrupted write-back had already committed: this
+    /// command finished its clean-up (the working tree holds the full result).
+    pub completed: std::cell::RefCell<Vec<String>>,
 }
 
 /// Decide colour (SPEC §3): `--color` wins over `NO_COLOR`, which wins over
@@ -253,6 +256,7 @@ impl Ui {
             json,
             color: use_color(choice, terminal),
             recovered: Default::default(),
+            completed: Default::default(),
         }
     }
 
@@ -306,6 +310,10 @@ impl Ui {
             let recovered = self.recovered.borrow();
             if !recovered.is_empty() && !out.contains_key("recovered_writebacks") {
                 out.insert("recovered_writebacks".into(), json!(*recovered));
+            }
+            let completed = self.completed.borrow();
+            if !completed.is_empty() {
+                out.insert("completed_writebacks".into(), json!(*completed));
             }
             if crate::paths::lossy_seen() {
                 out.insert("lossy_paths".into(), json!(true));

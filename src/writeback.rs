@@ -316,14 +316,8 @@ fn write_with(
 }
 
 /// Roll back every journal left by a dead process in this repository's
-/// batches; returns the batch ids rolled back. Call with the repository lock held.
-pub fn recover_all(source: &Source) -> Result<Vec<String>> {
-    Ok(recover_all_detailed(source)?.rolled_back)
-}
-
-/// Like `recover_all`, also naming the batches whose write-back had already
-/// committed and whose clean-up was finished (their working tree holds the
-/// full result).
+/// batches (and finish the clean-up of those whose result had committed).
+/// Call with the repository lock held.
 pub fn recover_all_detailed(source: &Source) -> Result<Recovery> {
     recover_with(source, &Faults::from_env())
 }
@@ -2215,12 +2209,18 @@ mod tests {
             );
             assert_ne!(live, text);
             std::fs::write(&journal, live).unwrap();
-            assert_eq!(recover_all(&source).unwrap(), Vec::<String>::new());
+            assert_eq!(
+                recover_all_detailed(&source).unwrap().rolled_back,
+                Vec::<String>::new()
+            );
             assert!(journal.exists());
             std::fs::write(&journal, &text).unwrap();
         }
         // Our own pid counts as gone (we hold the lock and did not write it now).
-        assert_eq!(recover_all(&source).unwrap(), vec!["b1".to_string()]);
+        assert_eq!(
+            recover_all_detailed(&source).unwrap().rolled_back,
+            vec!["b1".to_string()]
+        );
         assert_eq!(fx.state(), before);
         no_leftovers(&fx, &bd);
     }
@@ -2240,12 +2240,18 @@ mod tests {
         f.write_all(b"{\"t\":\"phase\",\"pha").unwrap();
         drop(f);
         assert!(!bd.join("batch.toml").exists());
-        assert_eq!(recover_all(&source).unwrap(), vec!["b1".to_string()]);
+        assert_eq!(
+            recover_all_detailed(&source).unwrap().rolled_back,
+            vec!["b1".to_string()]
+        );
         assert_eq!(fx.state(), before);
         no_leftovers(&fx, &bd);
         // A journal without its `planned` marker: nothing was written, it just goes.
         std::fs::write(&journal, b"{\"t\":\"header\"").unwrap();
-        assert_eq!(recover_all(&source).unwrap(), vec!["b1".to_string()]);
+        assert_eq!(
+            recover_all_detailed(&source).unwrap().rolled_back,
+            vec!["b1".to_string()]
+        );
         assert!(!journal.exists());
     }
 

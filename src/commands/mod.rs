@@ -85,6 +85,7 @@ pub fn report_parse_error(args: &[OsString], e: clap::Error) -> i32 {
                     json: true,
                     color: false,
                     recovered: Default::default(),
+                    completed: Default::default(),
                 };
                 ui.doc(crate::ui::error_doc(
                     "delegate::usage",
@@ -119,14 +120,22 @@ pub fn source() -> Result<Source> {
 /// crash (SPEC §7): every mutating command starts here.
 pub fn lock_and_recover(ui: &Ui, source: &Source) -> Result<crate::lock::RepoLock> {
     let lock = crate::lock::acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
-    let recovered = crate::writeback::recover_all(source)?;
-    for id in &recovered {
+    let recovery = crate::writeback::recover_all_detailed(source)?;
+    for id in &recovery.rolled_back {
         ui.warn(&format!(
             "git-delegate: rolled back an interrupted write-back of batch {}; the working tree is as it was before that apply\n",
             crate::batch::short(id)
         ));
     }
-    ui.recovered.borrow_mut().extend(recovered);
+    for id in &recovery.completed {
+        ui.warn(&format!(
+            "git-delegate: an interrupted apply of batch {} had written its whole result; the working tree holds it, and `git delegate apply {}` records it\n",
+            crate::batch::short(id),
+            crate::batch::short(id)
+        ));
+    }
+    ui.recovered.borrow_mut().extend(recovery.rolled_back);
+    ui.completed.borrow_mut().extend(recovery.completed);
     Ok(lock)
 }
 

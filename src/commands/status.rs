@@ -306,7 +306,9 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             let health = workspace::health(&source.common_dir, &t.root, &t.worktree_id);
             let where_ = match health {
                 workspace::Removal::Removed => super::show(&t.root),
-                workspace::Removal::Missing if !t.state.is_open() => "(workspace removed)".to_string(),
+                workspace::Removal::Missing if !t.state.is_open() => {
+                    "(workspace removed)".to_string()
+                }
                 workspace::Removal::Missing => format!("{} (missing)", super::show(&t.root)),
                 workspace::Removal::Foreign => {
                     format!("{} (replaced; not ours)", super::show(&t.root))
