@@ -4,18 +4,51 @@
 //!
 //! Owns: turning a working tree into a tree id, using the worktree's own index
 //! only as a stat cache: only files whose stat data differ are hashed, through
-//! the same clean filters as `git add`.
-//! Never: writes an index, a ref or a working-tree file; the index it reads
-//! stays byte-for-byte unchanged.
+//! the same clean filters as `git add`; and the source's private stat cache
+//! (`source-index` in a batch's state folder): a copy of the user's index with
+//! refreshed stat data, so that a stat-dirty user index (every file touched)
+//! costs one re-hash per batch, not one per snapshot.
+//! Never: writes the worktree's index, a ref or a working-tree file; the index
+//! it reads stays byte-for-byte unchanged. The private cache is only ever
+//! written to a batch's state folder, by temp file and rename.
+//!
+//! # The stat cache and racy entries
+//!
+//! An index entry says "a file with exactly this stat data had exactly this
+//! content". That holds only if the file cannot have changed within the same
+//! timestamp tick after its stat data were taken. git's answer (racy-git) is
+//! to distrust entries not older than the index file. The cache does better:
+//! before a snapshot starts it creates its temp file and reads that file's
+//! mtime from the filesystem clock (the probe); an entry is recorded as
+//! trusted only when its mtime and ctime are strictly older than the probe,
+//! so any later change to the file (even one that restores the mtime) gives
+//! it a newer ctime and is seen. Every other refreshed entry is stored
+//! smudged (mtime zero): the next snapshot reads that file.
+//!
+//! When a snapshot uses the cache, the effective index is the user's index in
+//! which an entry may take the cache's `(mode, id, stat)` for the same path:
+//! only where the cache's entry is trusted and saw a later state of the file
+//! than the user's entry (a later ctime, then mtime: any change to a file
+//! moves its ctime). Any trusted `(stat -> content)` pair gives the same tree
+//! (a file whose stat data differ is hashed), so the choice only decides how
+//! much is read. The tracked set (which paths are in the index, conflicts,
+//! intent-to-add, skip-worktree) always comes from the user's index.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 
 use gix::bstr::{BStr, BString, ByteSlice};
+use gix::index::entry::{Flags, Mode, Stat};
 use gix::objs::tree::EntryKind;
-use gix::status::index_worktree::Item as WtItem;
+use gix::status::plumbing::index_as_worktree::{Change, EntryStatus};
+use gix::status::plumbing::index_as_worktree_with_renames::{Entry as WtEntry, VisitEntry};
 use gix::ObjectId;
 
 use crate::error::{Error, Result};
+
+/// The file name of the source's stat cache inside a batch's state folder.
+pub const CACHE_FILE: &str = "source-index";
 
 /// A working tree written as a tree.
 #[derive(Debug, Clone)]
@@ -38,145 +71,533 @@ type Edit = Option<(EntryKind, ObjectId)>;
 
 /// Snapshot the working tree of `repo`. Blobs and trees are written to the
 /// repository's object store (or to memory, if `repo` keeps objects there).
+///
+/// When the working tree is the source of open batches, the newest stat
+/// cache among them is used, and refreshed in place when this snapshot had to
+/// read many files whose content had not changed.
 pub fn snapshot(repo: &gix::Repository) -> Result<Snapshot> {
+    let Some(slot) = find_cache(repo) else {
+        return run(repo, None, None).map(|(s, _)| s);
+    };
+    let probe = Probe::new(&slot.dir);
+    let (snap, refreshed) = run(repo, slot.read.as_deref(), probe.as_ref())?;
+    match (refreshed, probe) {
+        (Refresh::Write(state), Some(probe)) => {
+            // Best effort: a cache that cannot be written costs time, never correctness.
+            let _ = probe.commit(*state, &slot.write);
+        }
+        (Refresh::Useless, _) => {
+            if let Some(read) = &slot.read {
+                let _ = std::fs::remove_file(read);
+            }
+        }
+        _ => {}
+    }
+    Ok(snap)
+}
+
+/// A refreshed stat cache waiting for the state folder of the batch being
+/// prepared. Dropping it removes its temp file.
+pub struct PendingCache {
+    probe: Probe,
+    state: gix::index::State,
+}
+
+impl PendingCache {
+    /// Move the cache into `batch_dir` (best effort).
+    pub fn keep(self, batch_dir: &Path) {
+        let _ = self.probe.commit(self.state, &batch_dir.join(CACHE_FILE));
+    }
+}
+
+/// The snapshot `prepare` takes of the source: like [`snapshot`], but a
+/// refreshed cache is handed back to be kept in the new batch's folder
+/// (`state_dir` must exist; the temp file lives there until then).
+pub fn snapshot_for_prepare(
+    repo: &gix::Repository,
+    state_dir: &Path,
+) -> Result<(Snapshot, Option<PendingCache>)> {
+    let slot = find_cache(repo);
+    let probe = Probe::new(state_dir);
+    let read = slot.as_ref().and_then(|s| s.read.as_deref());
+    let (snap, refreshed) = run(repo, read, probe.as_ref())?;
+    let pending = match (refreshed, probe) {
+        (Refresh::Write(state), Some(probe)) => Some(PendingCache {
+            probe,
+            state: *state,
+        }),
+        _ => None,
+    };
+    Ok((snap, pending))
+}
+
+/// Where a worktree's stat cache is read from and written to.
+struct Slot {
+    /// The newest existing cache of a batch of this worktree.
+    read: Option<PathBuf>,
+    /// Where a refreshed cache goes.
+    write: PathBuf,
+    /// The folder of `write` (for the temp file).
+    dir: PathBuf,
+}
+
+/// The stat cache of the open batches whose source is `repo`'s working tree.
+fn find_cache(repo: &gix::Repository) -> Option<Slot> {
+    let root = std::fs::canonicalize(repo.workdir()?).ok()?;
+    let common = std::fs::canonicalize(repo.common_dir()).ok()?;
+    let state_dir = common.join("delegate");
+    if !crate::batch::batches_dir(&state_dir).is_dir() {
+        return None;
+    }
+    let mut mine: Vec<crate::batch::Batch> = crate::batch::list_ok(&state_dir)
+        .ok()?
+        .into_iter()
+        .filter(|b| b.source == root)
+        .collect();
+    if mine.is_empty() {
+        return None;
+    }
+    mine.sort_by(|a, b| a.created_at.cmp(&b.created_at));
+    let newest_cache = mine
+        .iter()
+        .filter_map(|b| {
+            let p = crate::batch::batch_dir(&state_dir, &b.id).join(CACHE_FILE);
+            let mtime = p.metadata().and_then(|m| m.modified()).ok()?;
+            Some((mtime, p))
+        })
+        .max_by_key(|(mtime, _)| *mtime)
+        .map(|(_, p)| p);
+    let write = match &newest_cache {
+        Some(p) => p.clone(),
+        None => crate::batch::batch_dir(&state_dir, &mine.last()?.id).join(CACHE_FILE),
+    };
+    let dir = write.parent()?.to_path_buf();
+    Some(Slot {
+        read: newest_cache,
+        write,
+        dir,
+    })
+}
+
+/// The cache's temp file, created before a snapshot starts: its mtime is the
+/// filesystem clock at that moment (see the module header).
+struct Probe {
+    path: PathBuf,
+    file: std::fs::File,
+    secs: i64,
+    nsecs: u32,
+}
+
+impl Probe {
+    fn new(dir: &Path) -> Option<Probe> {
+        use std::os::unix::fs::MetadataExt;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let path = dir.join(format!("{CACHE_FILE}.{}-{nanos}.tmp", std::process::id()));
+        let file = std::fs::File::options()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .ok()?;
+        match file.metadata() {
+            Ok(md) => Some(Probe {
+                path,
+                file,
+                secs: md.mtime(),
+                nsecs: md.mtime_nsec() as u32,
+            }),
+            Err(_) => {
+                let _ = std::fs::remove_file(&path);
+                None
+            }
+        }
+    }
+
+    /// Were these stat data (content and inode change times) taken from a
+    /// file last changed before the probe, so that any later change to it
+    /// gives it different ones?
+    fn predates(&self, stat: &Stat) -> bool {
+        let older = |t: gix::index::entry::stat::Time| {
+            (i64::from(t.secs), t.nsecs) < (self.secs, self.nsecs)
+        };
+        older(stat.mtime) && older(stat.ctime)
+    }
+
+    /// Write `state` into the temp file and rename it to `dest`.
+    fn commit(self, state: gix::index::State, dest: &Path) -> std::io::Result<()> {
+        use std::io::Write;
+        let file = gix::index::File::from_state(state, dest);
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, &self.file);
+        file.write_to(
+            &mut out,
+            gix::index::write::Options {
+                extensions: gix::index::write::Extensions::None,
+                skip_hash: false,
+            },
+        )
+        .map_err(std::io::Error::other)?;
+        out.flush()?;
+        drop(out);
+        std::fs::rename(&self.path, dest)
+    }
+}
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        // After a successful rename the temp name is gone already.
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// What became of the stat cache in one snapshot.
+enum Refresh {
+    /// Nothing worth writing.
+    Keep,
+    /// The cache gave nothing the user's index did not: remove it.
+    Useless,
+    /// Write this refreshed index as the cache.
+    Write(Box<gix::index::State>),
+}
+
+/// Read the worktree's index (empty when there is none). Like git, and
+/// unlike gix's default, the trailing checksum is not verified on read (it
+/// costs a SHA-1 pass over the whole file); the entries are still decoded
+/// and checked for structure.
+fn user_index(repo: &gix::Repository) -> Result<gix::index::State> {
+    let git = |e: gix::Error| Error::git(format!("snapshot of {}", display_root(repo)), e);
+    let path = repo.index_path();
+    if path.exists() {
+        match gix::index::File::at(&path, repo.object_hash(), true, Default::default()) {
+            Ok(f) => return Ok(f.into()),
+            // Removed in between: treat as missing, like `index_or_empty`.
+            Err(_) if !path.exists() => {}
+            Err(e) => return Err(git(e)),
+        }
+    }
+    Ok(gix::index::State::new(repo.object_hash()))
+}
+
+/// Does the index's cache tree (git's TREE extension) say the index holds
+/// exactly `head_tree`? git keeps it valid only while no entry differs from
+/// the tree it names; the entry count is checked as well, as a guard against
+/// a stale extension written by another tool.
+fn index_is_head(index: &gix::index::State, head_tree: ObjectId) -> bool {
+    let Some(root) = index.tree() else {
+        return false;
+    };
+    let entries = index
+        .entries()
+        .iter()
+        .filter(|e| e.stage_raw() == 0 && !e.flags.contains(Flags::INTENT_TO_ADD))
+        .count();
+    let all_plain = index.entries().iter().all(|e| e.stage_raw() == 0);
+    all_plain
+        && root.id == head_tree
+        && root.num_entries.and_then(|n| usize::try_from(n).ok()) == Some(entries)
+}
+
+/// Entries whose stat data may stand in for reading the file.
+fn plain(e: &gix::index::Entry) -> bool {
+    e.stage_raw() == 0
+        && !e.flags.intersects(
+            Flags::INTENT_TO_ADD
+                | Flags::SKIP_WORKTREE
+                | Flags::ASSUME_VALID
+                | Flags::REMOVE
+                | Flags::UPTODATE
+                | Flags::FSMONITOR_VALID,
+        )
+        && matches!(e.mode, Mode::FILE | Mode::FILE_EXECUTABLE | Mode::SYMLINK)
+}
+
+/// Can this entry's stat data be trusted relative to the index file it came
+/// from (written at `ts`)? Smudged entries (mtime zero, or git's size zero
+/// for a non-empty blob) and racily clean ones cannot.
+fn trusted(
+    e: &gix::index::Entry,
+    ts_secs: i64,
+    ts_nsecs: u32,
+    opts: gix::index::entry::stat::Options,
+) -> bool {
+    let m = e.stat.mtime;
+    if m.secs == 0 && m.nsecs == 0 {
+        return false;
+    }
+    if e.stat.size == 0 && !e.id.is_empty_blob() {
+        return false;
+    }
+    // gix's own racy rule (`Stat::is_racy`), against the index's timestamp.
+    match ts_secs.cmp(&i64::from(m.secs)) {
+        std::cmp::Ordering::Less => false,
+        std::cmp::Ordering::Equal if opts.use_nsec && opts.check_stat => ts_nsecs > m.nsecs,
+        std::cmp::Ordering::Equal => false,
+        std::cmp::Ordering::Greater => true,
+    }
+}
+
+fn smudge(e: &mut gix::index::Entry) {
+    e.stat.mtime = gix::index::entry::stat::Time { secs: 0, nsecs: 0 };
+}
+
+/// Merge the cache into the user's index (see the module header). Returns
+/// how many entries took the cache's data.
+fn merge_cache(
+    index: &mut gix::index::State,
+    cache: &gix::index::State,
+    opts: gix::index::entry::stat::Options,
+) -> usize {
+    let uts = index.timestamp();
+    let (u_secs, u_nsecs) = (uts.unix_seconds(), uts.nanoseconds());
+    let cts = cache.timestamp();
+    let (c_secs, c_nsecs) = (cts.unix_seconds(), cts.nanoseconds());
+    let newest = if cts > uts { cts } else { uts };
+    let (centries, cpaths) = (cache.entries(), cache.path_backing());
+    let mut used = 0;
+    let mut ci = 0;
+    {
+        let (entries, paths) = index.entries_mut_and_pathbacking();
+        for e in entries.iter_mut() {
+            if !plain(e) {
+                continue;
+            }
+            let path = e.path_in(paths);
+            while ci < centries.len() && centries[ci].path_in(cpaths) < path {
+                ci += 1;
+            }
+            let user_ok = trusted(e, u_secs, u_nsecs, opts);
+            let cached = centries.get(ci).filter(|c| {
+                c.path_in(cpaths) == path
+                    && plain(c)
+                    && trusted(c, c_secs, c_nsecs, opts)
+                    && (c.stat.ctime, c.stat.mtime) > (e.stat.ctime, e.stat.mtime)
+            });
+            match cached {
+                Some(c) => {
+                    e.id = c.id;
+                    e.mode = c.mode;
+                    e.stat = c.stat;
+                    used += 1;
+                }
+                None if !user_ok => smudge(e),
+                None => {}
+            }
+        }
+    }
+    // Every entry kept is trusted against its own index file, hence against
+    // the newer of the two timestamps; the rest are smudged.
+    index.set_timestamp(newest);
+    used
+}
+
+/// What a worktree file became, as the index-worktree status saw it.
+enum OnDisk {
+    Gone,
+    /// A tracked stage-0 file whose content may differ: its index entry.
+    Tracked(usize),
+    /// Untracked, conflicted, intent-to-add, or changed type.
+    Other,
+}
+
+#[derive(Default)]
+struct Collect {
+    on_disk: BTreeMap<BString, OnDisk>,
+    /// Entries whose content is unchanged but whose stat data were refreshed.
+    refreshed: Vec<(usize, Stat)>,
+    nested_repos: Vec<BString>,
+    rewrite: bool,
+}
+
+/// Submodules are refused in sources and never made in workspaces: no
+/// submodule status is computed (gix's builtin one would read `.gitmodules`,
+/// or the whole index again when that file is missing).
+#[derive(Clone, Copy)]
+struct NoSubmodules;
+
+impl gix::status::plumbing::index_as_worktree::traits::SubmoduleStatus for NoSubmodules {
+    type Output = ();
+
+    fn status(&mut self, _entry: &gix::index::Entry, _rela_path: &BStr) -> gix::Result<Option<()>> {
+        Ok(None)
+    }
+}
+
+impl<'index> VisitEntry<'index> for Collect {
+    type ContentChange = ();
+    type SubmoduleStatus = ();
+
+    fn visit_entry(&mut self, entry: WtEntry<'index, (), ()>) {
+        match entry {
+            WtEntry::Modification {
+                entry_index,
+                rela_path,
+                status,
+                ..
+            } => match status {
+                EntryStatus::NeedsUpdate(stat) => self.refreshed.push((entry_index, stat)),
+                EntryStatus::Change(Change::Removed) => {
+                    self.on_disk.insert(rela_path.to_owned(), OnDisk::Gone);
+                }
+                EntryStatus::Change(Change::SubmoduleModification(_)) => {}
+                EntryStatus::Change(Change::Modification { .. }) => {
+                    self.on_disk
+                        .insert(rela_path.to_owned(), OnDisk::Tracked(entry_index));
+                }
+                EntryStatus::Change(Change::Type { .. })
+                | EntryStatus::IntentToAdd
+                | EntryStatus::Conflict { .. } => {
+                    self.on_disk.insert(rela_path.to_owned(), OnDisk::Other);
+                }
+            },
+            WtEntry::DirectoryContents { entry, .. } => {
+                if entry.status != gix::dir::entry::Status::Untracked {
+                    return;
+                }
+                match entry.disk_kind {
+                    Some(gix::dir::entry::Kind::Repository) => {
+                        self.nested_repos.push(entry.rela_path)
+                    }
+                    Some(gix::dir::entry::Kind::File) | Some(gix::dir::entry::Kind::Symlink) => {
+                        self.on_disk.insert(entry.rela_path, OnDisk::Other);
+                    }
+                    _ => {}
+                }
+            }
+            WtEntry::Rewrite { .. } => self.rewrite = true,
+        }
+    }
+}
+
+/// The snapshot proper. `cache`: a stat cache to merge into the user's
+/// index; `probe`: given when a refreshed cache may be written.
+fn run(
+    repo: &gix::Repository,
+    cache: Option<&Path>,
+    probe: Option<&Probe>,
+) -> Result<(Snapshot, Refresh)> {
     let git = |what: &str| {
         let what = what.to_string();
         move |e: gix::Error| Error::git(format!("snapshot of {}: {what}", display_root(repo)), e)
     };
-    let index = repo
-        .index_or_empty()
-        .map_err(git("cannot read the index"))?;
     let head_tree = repo
         .head_tree_id_or_empty()
         .map_err(git("cannot read HEAD"))?
         .detach();
-    let mut iter = repo
-        .status(gix::progress::Discard)
-        .map_err(git("cannot start status"))?
-        .index(index.clone().into())
-        .untracked_files(gix::status::UntrackedFiles::Files)
-        .index_worktree_rewrites(None)
-        .index_worktree_submodules(gix::status::Submodule::Given {
-            ignore: gix::submodule::config::Ignore::All,
-            check_dirty: false,
-        })
-        .tree_index_track_renames(gix::status::tree_index::TrackRenames::Disabled)
-        .into_iter(None)
-        .map_err(git("cannot compute status"))?;
+    let stat_opts = repo
+        .stat_options()
+        .map_err(git("cannot read the stat options"))?;
+    let mut index = user_index(repo)?;
+    let cache_state = cache.and_then(|p| {
+        gix::index::File::at(p, repo.object_hash(), false, Default::default())
+            .ok()
+            .map(gix::index::State::from)
+    });
+    // Without a cache, gix applies the racy rule against the user's index timestamp itself.
+    let used = match &cache_state {
+        Some(c) => merge_cache(&mut index, c, stat_opts),
+        None => 0,
+    };
+    drop(cache_state);
+    // HEAD -> index costs reading every tree of HEAD; git's cache tree can
+    // tell that there is nothing staged (only where no entry came from the
+    // stat cache, which may hold content the user never staged).
+    let nothing_staged = used == 0 && index_is_head(&index, head_tree);
 
-    // Staged changes (HEAD -> index) first, then what the worktree says on top.
-    let mut staged: BTreeMap<BString, Edit> = BTreeMap::new();
-    let mut on_disk: BTreeMap<BString, Option<()>> = BTreeMap::new();
-    let mut nested_repos = Vec::new();
-    for item in iter.by_ref() {
-        let item = item.map_err(git("status failed"))?;
-        match item {
-            gix::status::Item::TreeIndex(change) => {
-                use gix::diff::index::ChangeRef;
-                match change {
-                    ChangeRef::Addition {
-                        location,
-                        entry_mode,
-                        id,
-                        ..
-                    }
-                    | ChangeRef::Modification {
-                        location,
-                        entry_mode,
-                        id,
-                        ..
-                    } => {
-                        staged.insert(
-                            location.into_owned(),
-                            tree_kind(entry_mode).map(|k| (k, id.into_owned())),
-                        );
-                    }
-                    ChangeRef::Deletion { location, .. } => {
-                        staged.insert(location.into_owned(), None);
-                    }
-                    ChangeRef::Rewrite {
-                        source_location,
-                        location,
-                        entry_mode,
-                        id,
-                        copy,
-                        ..
-                    } => {
-                        if !copy {
-                            staged.insert(source_location.into_owned(), None);
-                        }
-                        staged.insert(
-                            location.into_owned(),
-                            tree_kind(entry_mode).map(|k| (k, id.into_owned())),
-                        );
-                    }
-                }
+    // HEAD -> index (staged changes) in one thread, index -> worktree and
+    // the walk for untracked files in others.
+    let sync = repo.clone().into_sync();
+    let never = AtomicBool::new(false);
+    let mut collect = Collect::default();
+    let (staged, outcome) = std::thread::scope(|s| {
+        let index = &index;
+        let staged = s.spawn(move || -> Result<BTreeMap<BString, Edit>> {
+            let mut staged = BTreeMap::new();
+            if nothing_staged {
+                return Ok(staged);
             }
-            gix::status::Item::IndexWorktree(item) => match item {
-                WtItem::Modification {
-                    rela_path, status, ..
-                } => {
-                    use gix::status::plumbing::index_as_worktree::{Change, EntryStatus};
-                    match status {
-                        EntryStatus::Change(Change::Removed) => {
-                            on_disk.insert(rela_path, None);
-                        }
-                        EntryStatus::Change(Change::SubmoduleModification(_))
-                        | EntryStatus::NeedsUpdate(_) => {}
-                        EntryStatus::Change(_)
-                        | EntryStatus::IntentToAdd
-                        | EntryStatus::Conflict { .. } => {
-                            on_disk.insert(rela_path, Some(()));
-                        }
-                    }
-                }
-                WtItem::DirectoryContents { entry, .. } => {
-                    if entry.status == gix::dir::entry::Status::Untracked
-                        && entry.disk_kind == Some(gix::dir::entry::Kind::Repository)
-                    {
-                        nested_repos.push(entry.rela_path.clone());
-                    }
-                    if entry.status == gix::dir::entry::Status::Untracked
-                        && matches!(
-                            entry.disk_kind,
-                            Some(gix::dir::entry::Kind::File)
-                                | Some(gix::dir::entry::Kind::Symlink)
-                        )
-                    {
-                        on_disk.insert(entry.rela_path, Some(()));
-                    }
-                }
-                WtItem::Rewrite { .. } => {
-                    return Err(Error::git(
-                        format!("snapshot of {}", display_root(repo)),
-                        "unexpected rename record from status",
-                    ))
-                }
-            },
-        }
+            let repo = sync.to_thread_local();
+            repo.tree_index_status(
+                &head_tree,
+                index,
+                None,
+                gix::status::tree_index::TrackRenames::Disabled,
+                |change, _, _| {
+                    record_staged(&mut staged, change);
+                    Ok(std::ops::ControlFlow::Continue(()))
+                },
+            )
+            .map_err(|e| Error::git(format!("snapshot of {}", display_root(&repo)), e))?;
+            Ok(staged)
+        });
+        let outcome = (|| -> Result<_> {
+            let dirwalk = repo
+                .dirwalk_options()
+                .map_err(git("cannot set up the directory walk"))?
+                .emit_untracked(gix::dir::walk::EmissionMode::Matching);
+            repo.index_worktree_status(
+                index,
+                Vec::<BString>::new(),
+                &mut collect,
+                gix::status::plumbing::index_as_worktree::traits::FastEq,
+                NoSubmodules,
+                &mut gix::progress::Discard,
+                &never,
+                gix::status::index_worktree::Options {
+                    sorting: None,
+                    dirwalk_options: Some(dirwalk),
+                    rewrites: None,
+                    thread_limit: None,
+                },
+            )
+            .map_err(git("status failed"))
+        })();
+        let staged = staged.join().unwrap_or_else(|_| {
+            Err(Error::state(
+                "delegate::internal",
+                "a snapshot thread panicked",
+                "report this bug",
+            ))
+        });
+        (staged, outcome)
+    });
+    let staged = staged?;
+    let outcome = outcome?;
+    if collect.rewrite {
+        return Err(Error::git(
+            format!("snapshot of {}", display_root(repo)),
+            "unexpected rename record from status",
+        ));
     }
 
     // Files status itself had to read (stat data differed, or racily clean).
-    let mut hashed = iter
-        .into_outcome()
-        .map(|o| {
-            o.index_worktree
-                .tracked_file_modification
-                .worktree_files_read
-        })
-        .unwrap_or(0);
+    let mut hashed = outcome.tracked_file_modification.worktree_files_read;
     // Hash what changed on disk through the clean filters.
     let mut edits: BTreeMap<BString, Edit> = staged;
-    if !on_disk.is_empty() {
-        let (mut pipeline, _) = repo
-            .filter_pipeline(Some(head_tree))
+    let mut recorded: Vec<(usize, EntryKind, ObjectId, Stat)> = Vec::new();
+    if !collect.on_disk.is_empty() {
+        // The filters see the same index as the status did (gix's
+        // `filter_pipeline` would read the user's index once more).
+        let attributes = repo
+            .attributes_only(
+                &index,
+                gix::worktree::stack::state::attributes::Source::WorktreeThenIdMapping,
+            )
             .map_err(git("cannot set up filters"))?;
-        for (path, present) in on_disk {
-            let edit = match present {
-                None => None,
-                Some(()) => {
+        let mut pipeline = gix::filter::Pipeline::new(repo, attributes.detach())
+            .map_err(git("cannot set up filters"))?;
+        for (path, what) in std::mem::take(&mut collect.on_disk) {
+            let edit = match what {
+                OnDisk::Gone => None,
+                OnDisk::Tracked(_) | OnDisk::Other => {
                     hashed += 1;
-                    hash_file(repo, &mut pipeline, path.as_bstr(), &index)?
+                    let (edit, stat) = hash_file(repo, &mut pipeline, path.as_bstr(), &index)?;
+                    if let (OnDisk::Tracked(idx), Some((kind, id)), Some(stat)) =
+                        (&what, edit, stat)
+                    {
+                        recorded.push((*idx, kind, id, stat));
+                    }
+                    edit
                 }
             };
             edits.insert(path, edit);
@@ -210,28 +631,142 @@ pub fn snapshot(repo: &gix::Repository) -> Result<Snapshot> {
             .map_err(git("cannot write the tree"))?
             .detach()
     };
-    Ok(Snapshot {
-        tree,
-        head_tree,
-        changes,
-        nested_repos,
-        hashed,
-    })
+
+    let refresh = match probe {
+        Some(probe) => refreshed_cache(
+            index,
+            probe,
+            &collect.refreshed,
+            &recorded,
+            cache.is_some(),
+            used,
+        ),
+        None => Refresh::Keep,
+    };
+    Ok((
+        Snapshot {
+            tree,
+            head_tree,
+            changes,
+            nested_repos: collect.nested_repos,
+            hashed,
+        },
+        refresh,
+    ))
 }
 
-/// Hash one worktree file; `None` if it vanished or cannot be tracked.
+/// Decide whether the refreshed index is worth keeping as the stat cache,
+/// and make it: refreshed entries are trusted only when they predate the probe.
+fn refreshed_cache(
+    mut index: gix::index::State,
+    probe: &Probe,
+    refreshed: &[(usize, Stat)],
+    recorded: &[(usize, EntryKind, ObjectId, Stat)],
+    had_cache: bool,
+    used: usize,
+) -> Refresh {
+    let count = refreshed.len() + recorded.len();
+    // Reading and merging a cache costs about as much as hashing a few
+    // hundred small files: keep one only where it saves more than that.
+    let worth = count >= (index.entries().len() / 64).max(100);
+    if !worth {
+        return if had_cache && used == 0 {
+            Refresh::Useless
+        } else {
+            Refresh::Keep
+        };
+    }
+    let entries = index.entries_mut();
+    for (idx, stat) in refreshed {
+        if let Some(e) = entries.get_mut(*idx) {
+            e.stat = *stat;
+            if !probe.predates(stat) {
+                smudge(e);
+            }
+        }
+    }
+    for (idx, kind, id, stat) in recorded {
+        let Some(e) = entries.get_mut(*idx) else {
+            continue;
+        };
+        let mode = match kind {
+            EntryKind::Blob => Mode::FILE,
+            EntryKind::BlobExecutable => Mode::FILE_EXECUTABLE,
+            EntryKind::Link => Mode::SYMLINK,
+            _ => continue,
+        };
+        e.id = *id;
+        e.mode = mode;
+        e.stat = *stat;
+        if !probe.predates(stat) {
+            smudge(e);
+        }
+    }
+    // The cache is read for its entries only: no extensions carried over.
+    let _ = index.remove_tree();
+    let _ = index.remove_resolve_undo();
+    Refresh::Write(Box::new(index))
+}
+
+fn record_staged(
+    staged: &mut BTreeMap<BString, Edit>,
+    change: gix::diff::index::ChangeRef<'_, '_>,
+) {
+    use gix::diff::index::ChangeRef;
+    match change {
+        ChangeRef::Addition {
+            location,
+            entry_mode,
+            id,
+            ..
+        }
+        | ChangeRef::Modification {
+            location,
+            entry_mode,
+            id,
+            ..
+        } => {
+            staged.insert(
+                location.into_owned(),
+                tree_kind(entry_mode).map(|k| (k, id.into_owned())),
+            );
+        }
+        ChangeRef::Deletion { location, .. } => {
+            staged.insert(location.into_owned(), None);
+        }
+        ChangeRef::Rewrite {
+            source_location,
+            location,
+            entry_mode,
+            id,
+            copy,
+            ..
+        } => {
+            if !copy {
+                staged.insert(source_location.into_owned(), None);
+            }
+            staged.insert(
+                location.into_owned(),
+                tree_kind(entry_mode).map(|k| (k, id.into_owned())),
+            );
+        }
+    }
+}
+
+/// Hash one worktree file; `None` if it vanished or cannot be tracked. Also
+/// returns its stat data, taken before the file was read.
 fn hash_file(
     repo: &gix::Repository,
     pipeline: &mut gix::filter::Pipeline<'_>,
     path: &BStr,
     index: &gix::index::State,
-) -> Result<Edit> {
+) -> Result<(Edit, Option<Stat>)> {
     match pipeline.worktree_file_to_object(path, index) {
-        Ok(Some((id, kind, _md))) => Ok(match kind {
-            EntryKind::Commit | EntryKind::Tree => None,
-            k => Some((k, id)),
+        Ok(Some((id, kind, md))) => Ok(match kind {
+            EntryKind::Commit | EntryKind::Tree => (None, None),
+            k => (Some((k, id)), Some(stat_of(&md))),
         }),
-        Ok(None) => Ok(None),
+        Ok(None) => Ok((None, None)),
         Err(e) => Err(Error::state(
             "delegate::unreadable_file",
             format!(
@@ -241,6 +776,30 @@ fn hash_file(
             ),
             "make the file readable (or remove it), then run the command again",
         )),
+    }
+}
+
+/// Index stat data from `lstat` results, as `gix::index::entry::Stat::from_fs` makes them.
+fn stat_of(md: &std::fs::Metadata) -> Stat {
+    use std::os::unix::fs::MetadataExt;
+    let time = |secs: i64, nsecs: i64| {
+        if secs < 0 {
+            gix::index::entry::stat::Time::default()
+        } else {
+            gix::index::entry::stat::Time {
+                secs: secs as u32,
+                nsecs: nsecs as u32,
+            }
+        }
+    };
+    Stat {
+        mtime: time(md.mtime(), md.mtime_nsec()),
+        ctime: time(md.ctime(), md.ctime_nsec()),
+        dev: md.dev() as u32,
+        ino: md.ino() as u32,
+        uid: md.uid(),
+        gid: md.gid(),
+        size: md.len() as u32,
     }
 }
 

@@ -1,13 +1,16 @@
 //! Materialization of workspaces: linked worktrees detached at a baseline,
 //! registered and locked the way `git worktree add` + `git worktree lock`
-//! leave them, checked out in parallel, with an index whose stat data make
-//! the first snapshot of an untouched workspace hash nothing.
+//! leave them, with an index whose stat data make the first snapshot of an
+//! untouched workspace hash nothing. The first workspace of a batch is
+//! checked out (parallel checkout); the files of the others are made from it
+//! by an fd-relative walk: cloned with FICLONE where the filesystem shares
+//! extents and the file is big, otherwise read once and written to each.
 //!
 //! Owns: creating, recognising and removing workspace folders and their
 //! registrations under `<common-dir>/worktrees/`.
-//! Never: writes `.git/config`, touches the source working tree, or removes a
-//! folder that is not the workspace it made (its `.git` must point back at
-//! the registration).
+//! Never: writes `.git/config`, touches the source working tree, follows a
+//! symlink while making a workspace, or removes a folder that is not the
+//! workspace it made (its `.git` must point back at the registration).
 
 use std::path::{Path, PathBuf};
 
@@ -58,50 +61,105 @@ pub fn check_free(common_dir: &Path, plans: &[Plan]) -> Result<()> {
     Ok(())
 }
 
-/// Create every planned workspace, checked out in parallel. On failure,
-/// everything created here is removed again.
+/// Create every planned workspace. The first is checked out from the
+/// object database; the files of the others are made from it: cloned with
+/// FICLONE where the filesystem shares extents (detected with a probe, never
+/// configured) and the file is big enough for that to pay, otherwise copied
+/// (small files are read once and written to every other workspace). On
+/// failure, everything created here is removed again.
 pub fn create_all(
     common_dir: &Path,
     baseline: ObjectId,
     baseline_tree: ObjectId,
     plans: &[Plan],
 ) -> Result<()> {
-    let threads_each = (std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        / plans.len().max(1))
-    .max(1);
-    let results: Vec<Result<()>> = std::thread::scope(|s| {
-        let handles: Vec<_> = plans
-            .iter()
-            .map(|p| {
-                s.spawn(move || create_one(common_dir, baseline, baseline_tree, p, threads_each))
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(Error::state(
-                        "delegate::internal",
-                        "a checkout thread panicked",
-                        "report this bug",
-                    ))
-                })
-            })
-            .collect()
-    });
-    let mut failure = results.into_iter().find_map(|r| r.err());
-    if failure.is_none() && gix::interrupt::is_triggered() {
-        failure = Some(interrupted());
+    let mut result = create_all_inner(common_dir, baseline, baseline_tree, plans);
+    if result.is_ok() && gix::interrupt::is_triggered() {
+        result = Err(interrupted());
     }
-    if let Some(err) = failure {
+    if result.is_err() {
         for p in plans {
             let _ = remove_created(common_dir, p);
         }
-        return Err(err);
     }
+    result
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+fn create_all_inner(
+    common_dir: &Path,
+    baseline: ObjectId,
+    baseline_tree: ObjectId,
+    plans: &[Plan],
+) -> Result<()> {
+    let Some(first) = plans.first() else {
+        return Ok(());
+    };
+    for p in plans {
+        register(common_dir, baseline, p)?;
+    }
+    let repo = crate::repo::open_worktree(&first.root)?;
+    let git = |e: gix::Error| Error::git(format!("cannot check out {}", first.root.display()), e);
+    let cores = cores();
+    let mut index: gix::index::State = repo.index_from_tree(&baseline_tree).map_err(git)?.into();
+    checkout(&repo, &mut index, &first.root, cores)?;
+
+    let mut indexes = vec![index];
+    if plans.len() > 1 {
+        let method = if can_clone(&first.root, &plans[1].root) {
+            Method::Clone
+        } else {
+            Method::Copy
+        };
+        let others = replicate(&first.root, &indexes[0], &plans[1..], method, cores)?;
+        indexes.extend(others);
+    }
+    if gix::interrupt::is_triggered() {
+        return Err(interrupted());
+    }
+    let roots: Vec<&Path> = plans.iter().map(|p| p.root.as_path()).collect();
+    settle(&roots, &mut indexes, cores)?;
+    // Index files last: written after every file is settled, so no entry is racy.
+    let written: Vec<Result<()>> = std::thread::scope(|s| {
+        let handles: Vec<_> = plans
+            .iter()
+            .zip(indexes)
+            .map(|(p, state)| {
+                let path = registration(common_dir, &p.worktree_id).join("index");
+                s.spawn(move || -> Result<()> {
+                    gix::index::File::from_state(state, &path)
+                        .write(Default::default())
+                        .map_err(|e| checkout_failed(&p.root, &e))
+                })
+            })
+            .collect();
+        handles.into_iter().map(join).collect()
+    });
+    written.into_iter().collect::<Result<Vec<()>>>()?;
     Ok(())
+}
+
+fn join<T>(h: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
+    h.join().unwrap_or_else(|_| {
+        Err(Error::state(
+            "delegate::internal",
+            "a checkout thread panicked",
+            "report this bug",
+        ))
+    })
+}
+
+fn checkout_failed(root: &Path, e: &dyn std::fmt::Display) -> Error {
+    Error::state(
+        "delegate::checkout_failed",
+        format!("cannot check out {}: {e}", root.display()),
+        "check free disk space, permissions and path lengths under the workspace root",
+    )
 }
 
 /// The error for a prepare interrupted by a signal (Ctrl-C).
@@ -113,7 +171,8 @@ pub fn interrupted() -> Error {
     )
 }
 
-/// Undo `create_one` for a plan: only what it made (our `.git` pointer, our registration).
+/// Undo `register` and the files of a plan: only what this prepare made
+/// (our `.git` pointer, our registration).
 fn remove_created(common_dir: &Path, p: &Plan) -> Result<()> {
     if is_ours(common_dir, &p.root, &p.worktree_id) || is_empty_dir(&p.root) {
         let _ = std::fs::remove_dir_all(&p.root);
@@ -127,13 +186,9 @@ fn is_empty_dir(p: &Path) -> bool {
     std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none())
 }
 
-fn create_one(
-    common_dir: &Path,
-    baseline: ObjectId,
-    baseline_tree: ObjectId,
-    p: &Plan,
-    threads: usize,
-) -> Result<()> {
+/// Make the workspace folder and its registration (locked first, so `git
+/// worktree prune` can never take a half-made workspace).
+fn register(common_dir: &Path, baseline: ObjectId, p: &Plan) -> Result<()> {
     let io = |what: &Path| {
         let what = what.display().to_string();
         move |e| Error::io(format!("cannot create {what}"), e)
@@ -162,23 +217,23 @@ fn create_one(
         use std::os::unix::ffi::OsStrExt;
         [prefix.as_bytes(), path.as_os_str().as_bytes(), b"\n"].concat()
     };
-    // Lock first, so `git worktree prune` can never take a half-made workspace.
     write("locked", p.lock_reason.clone().into_bytes())?;
     write("gitdir", line("", &p.root.join(".git")))?;
     write("commondir", b"../..\n".to_vec())?;
     write("HEAD", format!("{baseline}\n").into_bytes())?;
     std::fs::write(p.root.join(".git"), line("gitdir: ", &reg)).map_err(io(&p.root))?;
+    Ok(())
+}
 
-    let repo = crate::repo::open_worktree(&p.root)?;
-    let git = |e: gix::Error| Error::git(format!("cannot check out {}", p.root.display()), e);
-    let checkout_failed = |e: &dyn std::fmt::Display| {
-        Error::state(
-            "delegate::checkout_failed",
-            format!("cannot check out {}: {e}", p.root.display()),
-            "check free disk space, permissions and path lengths under the workspace root",
-        )
-    };
-    let mut index = repo.index_from_tree(&baseline_tree).map_err(git)?;
+/// Check out `index` into the empty folder `root` with `threads` workers;
+/// the entries receive the stat data of the files written.
+fn checkout(
+    repo: &gix::Repository,
+    index: &mut gix::index::State,
+    root: &Path,
+    threads: usize,
+) -> Result<()> {
+    let git = |e: gix::Error| Error::git(format!("cannot check out {}", root.display()), e);
     let mut opts = repo
         .checkout_options(gix::worktree::stack::state::attributes::Source::IdMapping)
         .map_err(git)?;
@@ -190,15 +245,15 @@ fn create_one(
         .into_arc()
         .map_err(|e| Error::git("cannot open objects", e))?;
     let outcome = gix::worktree::state::checkout(
-        &mut index,
-        p.root.clone(),
+        index,
+        root.to_path_buf(),
         objects,
         &gix::progress::Discard,
         &gix::progress::Discard,
         &gix::interrupt::IS_INTERRUPTED,
         opts,
     )
-    .map_err(|e| checkout_failed(&e))?;
+    .map_err(|e| checkout_failed(root, &e))?;
     if gix::interrupt::is_triggered() {
         return Err(interrupted());
     }
@@ -208,44 +263,90 @@ fn create_one(
             format!(
                 "cannot write {} in {}: {}",
                 crate::paths::quote(first.path.as_ref()),
-                p.root.display(),
+                root.display(),
                 first.error
             ),
             "check free disk space, permissions and path lengths under the workspace root",
         ));
     }
-    date_entries(&p.root, &mut index, threads)?;
-    index
-        .write(Default::default())
-        .map_err(|e| checkout_failed(&e))?;
     Ok(())
 }
 
-/// Make the fresh index a stat cache that neither git nor gix must second-guess.
+/// The filesystem clock under `dir` as (seconds, nanoseconds), probed with a
+/// file, since that clock can lag the system clock by a tick.
+fn fs_clock(dir: &Path) -> Result<(i64, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    let probe = dir.join(".git-delegate-clock");
+    let now = std::fs::write(&probe, b"")
+        .and_then(|_| std::fs::symlink_metadata(&probe))
+        .map_err(|e| Error::io(format!("cannot write in {}", dir.display()), e));
+    let _ = std::fs::remove_file(&probe);
+    let md = now?;
+    Ok((md.mtime(), md.mtime_nsec() as u32))
+}
+
+/// Rough cost of dating one file (utimensat + lstat), to weigh against a wait.
+const DATE_COST: std::time::Duration = std::time::Duration::from_micros(12);
+
+/// Make fresh indexes stat caches that neither git nor gix must second-guess.
 ///
 /// git compares whole seconds and treats an entry whose mtime is not older
 /// than the index file as "racily clean" (re-hashed on every status), and a
-/// same-size edit within the second the file was written would look clean
-/// to it. So every checked-out file is dated one whole second before the
-/// current second of the filesystem clock (probed with a file, since that
-/// clock can lag the system clock by a tick), and its stat data recorded
-/// afterwards: the index, written later, is strictly newer than every entry,
-/// and any later edit lands in a later second than the one recorded.
-fn date_entries(root: &Path, index: &mut gix::index::File, threads: usize) -> Result<()> {
-    let probe = root.join(".git-delegate-clock");
-    let now = std::fs::write(&probe, b"")
-        .and_then(|_| std::fs::symlink_metadata(&probe))
-        .and_then(|m| m.modified())
-        .map_err(|e| Error::io(format!("cannot write in {}", root.display()), e));
-    let _ = std::fs::remove_file(&probe);
-    let now = now?
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
+/// same-size edit within the second a file was written would look clean to
+/// it. Files written in an earlier second than the filesystem clock's
+/// current one are neither, once the index is written (nobody edits a
+/// workspace before prepare hands it out). For the files of the current
+/// second there are two ways out, whichever is cheaper: wait until the clock
+/// enters the next second, or date those files one whole second back and
+/// take their stat data again.
+fn settle(roots: &[&Path], indexes: &mut [gix::index::State], cores: usize) -> Result<()> {
+    let Some(first) = roots.first() else {
+        return Ok(());
+    };
+    let (now, nsecs) = fs_clock(first)?;
+    let racy = |e: &gix::index::Entry| {
+        i64::from(e.stat.mtime.secs) >= now && e.mode != gix::index::entry::Mode::COMMIT
+    };
+    let in_future = |e: &gix::index::Entry| i64::from(e.stat.mtime.secs) > now;
+    let count: usize = indexes
+        .iter()
+        .map(|i| i.entries().iter().filter(|e| racy(e)).count())
+        .sum();
+    let future = indexes.iter().any(|i| i.entries().iter().any(&in_future));
+    let wait = std::time::Duration::from_nanos(u64::from(1_000_000_000u32.saturating_sub(nsecs)));
+    let dating = DATE_COST * u32::try_from(count / cores.max(1)).unwrap_or(u32::MAX);
+    if count == 0 {
+        return Ok(());
+    }
+    if !future && wait < dating {
+        // Sleep into the next second of the filesystem clock.
+        std::thread::sleep(wait);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while fs_clock(first)?.0 <= now && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        if fs_clock(first)?.0 > now {
+            return Ok(());
+        }
+    }
     let stamp = rustix::fs::Timespec {
         tv_sec: now - 1,
         tv_nsec: 0,
     };
+    for (root, index) in roots.iter().zip(indexes.iter_mut()) {
+        date(root, index, &racy, stamp, cores)?;
+    }
+    Ok(())
+}
+
+/// Date the entries `which` picks to `stamp` and take their stat data again.
+fn date(
+    root: &Path,
+    index: &mut gix::index::State,
+    which: &(dyn Fn(&gix::index::Entry) -> bool + Sync),
+    stamp: rustix::fs::Timespec,
+    threads: usize,
+) -> Result<()> {
     let times = rustix::fs::Timestamps {
         last_access: stamp,
         last_modification: stamp,
@@ -254,6 +355,9 @@ fn date_entries(root: &Path, index: &mut gix::index::File, threads: usize) -> Re
     let chunk = entries.len().div_ceil(threads.max(1)).max(1);
     let date = |entries: &mut [gix::index::Entry]| -> Result<()> {
         for e in entries {
+            if !which(e) {
+                continue;
+            }
             let path = root.join(crate::paths::to_os(e.path_in(paths)));
             let io =
                 |err: std::io::Error| Error::io(format!("cannot date {}", path.display()), err);
@@ -264,9 +368,8 @@ fn date_entries(root: &Path, index: &mut gix::index::File, threads: usize) -> Re
                 rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
             )
             .map_err(|err| io(err.into()))?;
-            let md = gix::index::fs::Metadata::from_path_no_follow(&path).map_err(io)?;
-            e.stat = gix::index::entry::Stat::from_fs(&md)
-                .map_err(|err| io(std::io::Error::other(err)))?;
+            let st = rustix::fs::lstat(&path).map_err(|err| io(err.into()))?;
+            e.stat = stat_of(&st);
         }
         Ok(())
     };
@@ -275,19 +378,374 @@ fn date_entries(root: &Path, index: &mut gix::index::File, threads: usize) -> Re
             .chunks_mut(chunk)
             .map(|c| s.spawn(move || date(c)))
             .collect();
-        handles
+        handles.into_iter().map(join).collect::<Result<Vec<()>>>()
+    })?;
+    Ok(())
+}
+
+/// Can files under `a` be cloned into `b` (FICLONE)? Probed with a
+/// one-byte file; any failure means no.
+fn can_clone(a: &Path, b: &Path) -> bool {
+    use rustix::fs::{self as rfs, Mode, OFlags};
+    let src = a.join(".git-delegate-clone-probe");
+    let dst = b.join(".git-delegate-clone-probe");
+    let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
+    let ok = (|| -> rustix::io::Result<()> {
+        let s = rfs::open(&src, flags, Mode::from_raw_mode(0o600))?;
+        rustix::io::write(&s, b"x")?;
+        let d = rfs::open(&dst, flags, Mode::from_raw_mode(0o600))?;
+        rfs::ioctl_ficlone(&d, &s)
+    })()
+    .is_ok();
+    let _ = std::fs::remove_file(&src);
+    let _ = std::fs::remove_file(&dst);
+    ok
+}
+
+/// Index stat data from a `stat` result, as `gix::index::entry::Stat::from_fs` makes them.
+#[allow(clippy::unnecessary_cast)]
+fn stat_of(st: &rustix::fs::Stat) -> gix::index::entry::Stat {
+    let time = |secs: i64, nsecs: i64| {
+        if secs < 0 {
+            gix::index::entry::stat::Time::default()
+        } else {
+            gix::index::entry::stat::Time {
+                secs: secs as u32,
+                nsecs: nsecs as u32,
+            }
+        }
+    };
+    gix::index::entry::Stat {
+        mtime: time(st.st_mtime as i64, st.st_mtime_nsec as i64),
+        ctime: time(st.st_ctime as i64, st.st_ctime_nsec as i64),
+        dev: st.st_dev as u32,
+        ino: st.st_ino as u32,
+        uid: st.st_uid as u32,
+        gid: st.st_gid as u32,
+        size: st.st_size as u64 as u32,
+    }
+}
+
+/// The longest path the kernel takes (Linux `PATH_MAX`, terminator included).
+const PATH_MAX: usize = 4096;
+
+/// How the files of later workspaces are made from the first one's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Method {
+    /// FICLONE for files of at least [`CLONE_MIN`] bytes, copies below.
+    Clone,
+    /// Copies only (the filesystem cannot share extents).
+    Copy,
+}
+
+/// Below this size a file is copied even where it could be cloned: a
+/// small file costs a data block either way, and creating it with its data
+/// is cheaper than a clone (measured on XFS: FICLONE of a small file costs
+/// about three times a write of its data).
+const CLONE_MIN: u64 = 64 * 1024;
+
+/// Files up to this size are read once and written from memory into every
+/// destination; bigger ones are copied in the kernel (`copy_file_range`).
+const BUFFER_MAX: u64 = 1 << 20;
+
+/// Make the files of `first` (checked out at `src_root`, its entries
+/// carrying their stat data) in every plan's folder, and return each of
+/// those workspaces' index (the same entries with their own stat data).
+fn replicate(
+    src_root: &Path,
+    first: &gix::index::State,
+    plans: &[Plan],
+    method: Method,
+    threads: usize,
+) -> Result<Vec<gix::index::State>> {
+    let roots: Vec<&Path> = plans.iter().map(|p| p.root.as_path()).collect();
+    let mut indexes: Vec<gix::index::State> = plans.iter().map(|_| first.clone()).collect();
+    let n = first.entries().len();
+    let chunk = n.div_ceil(threads.max(1)).max(1);
+    let paths = first.path_backing();
+    // Per thread: the same entry range of every destination index.
+    let mut work: Vec<(usize, Vec<&mut [gix::index::Entry]>)> = Vec::new();
+    {
+        let mut per_dest: Vec<std::slice::ChunksMut<'_, gix::index::Entry>> = indexes
+            .iter_mut()
+            .map(|i| i.entries_mut().chunks_mut(chunk))
+            .collect();
+        let mut start = 0;
+        while start < n {
+            let slices: Vec<&mut [gix::index::Entry]> =
+                per_dest.iter_mut().filter_map(|c| c.next()).collect();
+            let len = slices.first().map_or(0, |s| s.len());
+            if len == 0 {
+                break;
+            }
+            work.push((start, slices));
+            start += len;
+        }
+    }
+    let src_entries = first.entries();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = work
             .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(Error::state(
-                        "delegate::internal",
-                        "a thread panicked",
-                        "report this bug",
-                    ))
+            .map(|(start, mut slices)| {
+                let roots = &roots;
+                s.spawn(move || -> Result<()> {
+                    let len = slices.first().map_or(0, |x| x.len());
+                    let mut walk = Replicator::new(src_root, roots, method)?;
+                    for i in 0..len {
+                        if gix::interrupt::is_triggered() {
+                            return Err(interrupted());
+                        }
+                        let e = &src_entries[start + i];
+                        let stats = walk.entry(e.path_in(paths), e.mode)?;
+                        for (slice, stat) in slices.iter_mut().zip(stats) {
+                            if let Some(stat) = stat {
+                                slice[i].stat = stat;
+                            }
+                        }
+                    }
+                    Ok(())
                 })
             })
-            .collect::<Result<Vec<()>>>()
+            .collect();
+        handles.into_iter().map(join).collect::<Result<Vec<()>>>()
     })?;
+    Ok(indexes)
+}
+
+/// An fd-relative walk over sorted index paths: the folders of the current
+/// path are kept open in the source and in every destination, and nothing
+/// is ever followed through a symlink.
+struct Replicator<'a> {
+    src_root: &'a Path,
+    dst_roots: &'a [&'a Path],
+    method: Method,
+    /// Open folders below the roots: (name, source fd, destination fds).
+    stack: Vec<(Vec<u8>, OwnedFd, Vec<OwnedFd>)>,
+    src_base: OwnedFd,
+    dst_base: Vec<OwnedFd>,
+    buf: Vec<u8>,
+}
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+impl<'a> Replicator<'a> {
+    fn new(
+        src_root: &'a Path,
+        dst_roots: &'a [&'a Path],
+        method: Method,
+    ) -> Result<Replicator<'a>> {
+        Ok(Replicator {
+            src_root,
+            dst_roots,
+            method,
+            stack: Vec::new(),
+            src_base: crate::carry::open_root(src_root)?,
+            dst_base: dst_roots
+                .iter()
+                .map(|r| crate::carry::open_root(r))
+                .collect::<Result<_>>()?,
+            buf: Vec::new(),
+        })
+    }
+
+    fn err(root: &Path, rel: &[u8], what: &str, e: rustix::io::Errno) -> Error {
+        let path = root.join(crate::paths::to_os(rel.into()));
+        Error::io(
+            format!("cannot {what} {}", path.display()),
+            std::io::Error::from_raw_os_error(e.raw_os_error()),
+        )
+    }
+
+    /// Open (and create in the destinations) the folders `dirs`.
+    fn enter(&mut self, dirs: &[&[u8]], rel: &[u8]) -> Result<()> {
+        let keep = self
+            .stack
+            .iter()
+            .zip(dirs)
+            .take_while(|((name, _, _), d)| name.as_slice() == **d)
+            .count();
+        self.stack.truncate(keep);
+        for d in &dirs[keep..] {
+            let (src_parent, dst_parents) = self.current();
+            let sfd = crate::carry::open_dir_at(src_parent, *d)
+                .map_err(|e| Self::err(self.src_root, rel, "open", e))?;
+            let mut dfds = Vec::with_capacity(dst_parents.len());
+            for (i, parent) in dst_parents.iter().enumerate() {
+                match rustix::fs::mkdirat(*parent, *d, rustix::fs::Mode::from_raw_mode(0o777)) {
+                    Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                    Err(e) => return Err(Self::err(self.dst_roots[i], rel, "create", e)),
+                }
+                dfds.push(
+                    crate::carry::open_dir_at(*parent, *d)
+                        .map_err(|e| Self::err(self.dst_roots[i], rel, "open", e))?,
+                );
+            }
+            self.stack.push((d.to_vec(), sfd, dfds));
+        }
+        Ok(())
+    }
+
+    /// The innermost open folder, in the source and in every destination.
+    fn current(&self) -> (BorrowedFd<'_>, Vec<BorrowedFd<'_>>) {
+        match self.stack.last() {
+            Some((_, s, ds)) => (s.as_fd(), ds.iter().map(|f| f.as_fd()).collect()),
+            None => (
+                self.src_base.as_fd(),
+                self.dst_base.iter().map(|f| f.as_fd()).collect(),
+            ),
+        }
+    }
+
+    /// Make the entry `rel` in every destination; its stat data per destination.
+    fn entry(
+        &mut self,
+        rel: &gix::bstr::BStr,
+        mode: gix::index::entry::Mode,
+    ) -> Result<Vec<Option<gix::index::entry::Stat>>> {
+        use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
+        let rel: &[u8] = rel.as_ref();
+        // The walk is fd-relative and could go deeper than a path can name;
+        // such a workspace would be unusable (git itself stops at PATH_MAX),
+        // so it fails like a checkout of the same file does.
+        for root in self.dst_roots {
+            if root.as_os_str().len() + 1 + rel.len() >= PATH_MAX {
+                return Err(Error::state(
+                    "delegate::checkout_failed",
+                    format!(
+                        "cannot write {} in {}: file name too long",
+                        crate::paths::quote(rel.into()),
+                        root.display()
+                    ),
+                    "check free disk space, permissions and path lengths under the workspace root",
+                ));
+            }
+        }
+        let mut parts: Vec<&[u8]> = rel.split(|b| *b == b'/').collect();
+        let name = parts.pop().unwrap_or_default();
+        self.enter(&parts, rel)?;
+        let mut buf = std::mem::take(&mut self.buf);
+        let (src_dir, dst_dirs) = self.current();
+        let (src_root, dst_roots, method) = (self.src_root, self.dst_roots, self.method);
+        let mut out = Vec::with_capacity(dst_dirs.len());
+        match mode {
+            gix::index::entry::Mode::SYMLINK => {
+                let target = rfs::readlinkat(src_dir, name, Vec::new())
+                    .map_err(|e| Self::err(src_root, rel, "read the link", e))?;
+                for (i, d) in dst_dirs.iter().enumerate() {
+                    let fail = |what, e| Self::err(dst_roots[i], rel, what, e);
+                    rfs::symlinkat(target.as_c_str(), *d, name)
+                        .map_err(|e| fail("create the link", e))?;
+                    let st = rfs::statat(*d, name, AtFlags::SYMLINK_NOFOLLOW)
+                        .map_err(|e| fail("read", e))?;
+                    out.push(Some(stat_of(&st)));
+                }
+            }
+            gix::index::entry::Mode::FILE | gix::index::entry::Mode::FILE_EXECUTABLE => {
+                let sfd = rfs::openat(
+                    src_dir,
+                    name,
+                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .map_err(|e| Self::err(src_root, rel, "open", e))?;
+                let st = rfs::fstat(&sfd).map_err(|e| Self::err(src_root, rel, "read", e))?;
+                let size = st.st_size as u64;
+                let perm = Mode::from_raw_mode(st.st_mode as u32 & 0o777);
+                let clone = method == Method::Clone && size >= CLONE_MIN;
+                let buffered = !clone && size <= BUFFER_MAX;
+                if buffered {
+                    buf.clear();
+                    buf.resize(size as usize, 0);
+                    let mut at = 0;
+                    while at < buf.len() {
+                        match rustix::io::pread(&sfd, &mut buf[at..], at as u64) {
+                            Ok(0) => break,
+                            Ok(n) => at += n,
+                            Err(e) => return Err(Self::err(src_root, rel, "read", e)),
+                        }
+                    }
+                    buf.truncate(at);
+                }
+                for (i, d) in dst_dirs.iter().enumerate() {
+                    let fail = |what, e| Self::err(dst_roots[i], rel, what, e);
+                    let dfd = rfs::openat(
+                        *d,
+                        name,
+                        OFlags::WRONLY
+                            | OFlags::CREATE
+                            | OFlags::EXCL
+                            | OFlags::NOFOLLOW
+                            | OFlags::CLOEXEC,
+                        perm,
+                    )
+                    .map_err(|e| fail("create", e))?;
+                    if buffered {
+                        let mut at = 0;
+                        while at < buf.len() {
+                            at += rustix::io::write(&dfd, &buf[at..])
+                                .map_err(|e| fail("write", e))?;
+                        }
+                    } else {
+                        let cloned = clone
+                            && match rfs::ioctl_ficlone(&dfd, &sfd) {
+                                Ok(()) => true,
+                                Err(e) if crate::carry::is_no_reflink(e) => false,
+                                Err(e) => return Err(fail("clone into", e)),
+                            };
+                        if !cloned {
+                            copy_data(sfd.as_fd(), dfd.as_fd(), size)
+                                .map_err(|e| fail("write", e))?;
+                        }
+                    }
+                    let st = rfs::fstat(&dfd).map_err(|e| fail("read", e))?;
+                    out.push(Some(stat_of(&st)));
+                }
+            }
+            // Gitlinks: an empty folder, as a checkout leaves it.
+            _ => {
+                for (i, d) in dst_dirs.iter().enumerate() {
+                    match rfs::mkdirat(*d, name, Mode::from_raw_mode(0o777)) {
+                        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                        Err(e) => return Err(Self::err(dst_roots[i], rel, "create", e)),
+                    }
+                    out.push(None);
+                }
+            }
+        }
+        drop(dst_dirs);
+        self.buf = buf;
+        Ok(out)
+    }
+}
+
+/// Copy `len` bytes of `src` into `dst` in the kernel (falling back to
+/// reads and writes where the two files cannot do that).
+fn copy_data(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, len: u64) -> rustix::io::Result<()> {
+    let mut off_in = 0u64;
+    let mut off_out = 0u64;
+    let mut buf = Vec::new();
+    while off_in < len {
+        let want = (len - off_in).min(1 << 30) as usize;
+        if buf.is_empty() {
+            match rustix::fs::copy_file_range(src, Some(&mut off_in), dst, Some(&mut off_out), want)
+            {
+                Ok(0) => break,
+                Ok(_) => continue,
+                Err(e) if !crate::carry::is_no_reflink(e) => return Err(e),
+                Err(_) => buf = vec![0u8; 1 << 20],
+            }
+        }
+        let n = rustix::io::pread(src, &mut buf[..want.min(1 << 20)], off_in)?;
+        if n == 0 {
+            break;
+        }
+        let mut written = 0;
+        while written < n {
+            written += rustix::io::pwrite(dst, &buf[written..n], off_out + written as u64)?;
+        }
+        off_in += n as u64;
+        off_out += n as u64;
+    }
     Ok(())
 }
 

@@ -138,9 +138,9 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
     }
 
     // Snapshot and baseline commit.
-    let snap = {
+    let (snap, stat_cache) = {
         let _progress = ui.progress("Snapshotting the working tree");
-        snapshot::snapshot(&source.repo)?
+        snapshot::snapshot_for_prepare(&source.repo, &source.state_dir())?
     };
     let head = source.repo.head_id().ok().map(|id| id.detach());
     let baseline = write_baseline(&source.repo, snap.tree, head, &id)?;
@@ -199,6 +199,10 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
     if let Err(e) = batch::save(&state_dir, &batch) {
         undo_state();
         return Err(e);
+    }
+    // The source's refreshed stat cache lives with the batch (and goes with it).
+    if let Some(cache) = stat_cache {
+        cache.keep(&batch::batch_dir(&state_dir, &id));
     }
     let made = {
         let _progress = ui.progress(&format!(
