@@ -209,6 +209,14 @@ which man finds through PATH: for `cargo install` that is ~/.cargo/share/man/man
     /// Plumbing: print the tree id of the working tree's snapshot (for tests and benchmarks)
     #[command(hide = true)]
     Snapshot,
+    /// Internal: delete the removed workspaces waiting in a `.trash` folder (started in the background by apply)
+    #[command(hide = true, name = "purge-trash")]
+    PurgeTrash {
+        /// The `.trash` folder
+        dir: std::path::PathBuf,
+        /// The repository's state folder (its lock guards the folder above the trash)
+        state_dir: Option<std::path::PathBuf>,
+    },
 }
 
 #[derive(Debug, Args, Clone, Default)]

@@ -11,7 +11,9 @@
 //! ref's commit is re-dated when its batch is reclaimed. Leftovers of this
 //! repository (registrations of ours whose folder is gone, folders under
 //! `<root>/<repo-name>-<fp>/` no batch owns, refs under `refs/pi-delegate`
-//! no batch owns) are reclaimed too.
+//! no batch owns) are reclaimed too, and so is the trash of workspaces apply
+//! removed (`<root>/<repo-name>-<fp>/.trash`, see `trash`) that a killed
+//! background deleter left; they count as removed workspaces.
 //!
 //! Owns: deciding what is stale or left over, and reclaiming it.
 //! Never: touches a live batch, a user's own worktree, a folder git has
@@ -439,6 +441,16 @@ impl Gc<'_> {
         };
         for short in shorts.flatten() {
             let short_dir = short.path();
+            if short.file_name() == crate::trash::TRASH {
+                // Workspaces apply removed, left by a killed background
+                // deleter. A deleter still at work is waited for, so the
+                // trash is gone when gc returns.
+                if let Some(p) = crate::trash::purge(&short_dir, true, self.dry_run, true) {
+                    self.report.workspaces_removed += p.entries;
+                    self.report.bytes_freed += p.bytes;
+                }
+                continue;
+            }
             if !is_real_dir(&short_dir) || owners.owns_short(&short.file_name().to_string_lossy()) {
                 continue;
             }

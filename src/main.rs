@@ -4,6 +4,7 @@
 //! (output), and the engine modules named after what they own.
 
 mod batch;
+mod blob;
 mod carry;
 mod cli;
 mod commands;
@@ -26,6 +27,7 @@ mod repo;
 mod scratch;
 mod snapshot;
 mod time;
+mod trash;
 mod ui;
 mod workspace;
 mod writeback;

@@ -7,6 +7,12 @@
 //! lines, full `index` lines, unified text hunks with 3 lines of context,
 //! and `GIT binary patch` literal blocks (zlib + git's base85) for binary
 //! files. A type change (file <-> symlink) is a deletion and an addition.
+//! A blob of more than 8 MiB ([`crate::blob::STREAM_ABOVE`]) is never read
+//! into the patch: its change is git's `Binary files a/x and b/x differ`
+//! line under the full `index` line, which `git apply` (and `--3way`)
+//! applies by taking the new blob from the object store, where the
+//! proposal ref keeps it (a literal of a 1 GiB file would be a patch of
+//! more than a gigabyte, built in memory).
 //! Never: touches the working tree or refs.
 
 use std::io::Write as _;
@@ -79,6 +85,10 @@ fn render_change(repo: &gix::Repository, c: &PathChange, out: &mut Vec<u8>) -> R
                 } else {
                     let _ = writeln!(out, "index {oid}..{nid}");
                 }
+                if too_big(repo, ok, oid)? || too_big(repo, nk, nid)? {
+                    by_id(out, path, true, true);
+                    return Ok(());
+                }
                 let old = content(repo, ok, oid)?;
                 let new = content(repo, nk, nid)?;
                 body(out, path, Some(&old), Some(&new));
@@ -104,6 +114,10 @@ fn addition(
     header(out, path);
     let _ = writeln!(out, "new file mode {}", mode(kind));
     let _ = writeln!(out, "index {}..{id}", ObjectId::null(id.kind()));
+    if too_big(repo, kind, id)? {
+        by_id(out, path, false, true);
+        return Ok(());
+    }
     let data = content(repo, kind, id)?;
     if !data.is_empty() {
         body(out, path, None, Some(&data));
@@ -120,11 +134,46 @@ fn deletion(
     header(out, path);
     let _ = writeln!(out, "deleted file mode {}", mode(kind));
     let _ = writeln!(out, "index {id}..{}", ObjectId::null(id.kind()));
+    if too_big(repo, kind, id)? {
+        by_id(out, path, true, false);
+        return Ok(());
+    }
     let data = content(repo, kind, id)?;
     if !data.is_empty() {
         body(out, path, Some(&data), None);
     }
     Ok(())
+}
+
+/// A blob too big to be written into the patch: more than
+/// [`crate::blob::STREAM_ABOVE`] bytes.
+fn too_big(repo: &gix::Repository, kind: EntryKind, id: ObjectId) -> Result<bool> {
+    if !matches!(kind, EntryKind::Blob | EntryKind::BlobExecutable) {
+        return Ok(false);
+    }
+    let size = crate::blob::size(repo, id)
+        .map_err(|e| Error::git(format!("cannot read object {id} for a patch"), e))?;
+    Ok(size > crate::blob::STREAM_ABOVE)
+}
+
+/// The content part of a big blob's change: git's "Binary files ...
+/// differ" line, without data. The full `index` line above names both
+/// blobs, and `git apply` (with or without `--3way`) takes the new one from
+/// the object store, where the proposal ref keeps it.
+fn by_id(out: &mut Vec<u8>, path: &[u8], old: bool, new: bool) {
+    out.extend_from_slice(b"Binary files ");
+    if old {
+        out.extend_from_slice(&quote_prefixed(b"a/", path));
+    } else {
+        out.extend_from_slice(b"/dev/null");
+    }
+    out.extend_from_slice(b" and ");
+    if new {
+        out.extend_from_slice(&quote_prefixed(b"b/", path));
+    } else {
+        out.extend_from_slice(b"/dev/null");
+    }
+    out.extend_from_slice(b" differ\n");
 }
 
 fn header(out: &mut Vec<u8>, path: &[u8]) {

@@ -5,7 +5,7 @@
 //! Owns: turning a workspace into proposal commit + ref + patch.
 //! Never: merges, or writes the source working tree.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use gix::ObjectId;
 
@@ -40,24 +40,42 @@ pub fn record(
     task: &Task,
     baseline_tree: ObjectId,
 ) -> Result<Option<Proposal>> {
+    record_in(
+        &source.repo,
+        &crate::batch::batch_dir(&source.state_dir(), &batch.id),
+        batch,
+        task,
+        baseline_tree,
+    )
+}
+
+/// [`record`] with the repository handle and the batch's state folder
+/// given (one handle per thread when proposals are recorded in parallel).
+pub fn record_in(
+    repo: &gix::Repository,
+    batch_dir: &Path,
+    batch: &Batch,
+    task: &Task,
+    baseline_tree: ObjectId,
+) -> Result<Option<Proposal>> {
     let ws = crate::repo::open_worktree(&task.root)?;
     let snap = snapshot::snapshot(&ws)?;
-    let paths = diff::trees(&source.repo, baseline_tree, snap.tree)?;
+    let paths = diff::trees(repo, baseline_tree, snap.tree)?;
     if paths.is_empty() {
         return Ok(None);
     }
     let baseline = ObjectId::from_hex(batch.baseline.as_bytes())
         .map_err(|e| crate::error::Error::git("bad baseline id", e))?;
     let commit = commit::write(
-        &source.repo,
+        repo,
         snap.tree,
         Some(baseline),
         format!("git-delegate proposal {} task {}\n", batch.id, task.name),
     )?;
     let ref_name = refs::proposal(&batch.id, &task.name);
-    refs::set(&source.repo, &ref_name, commit, false)?;
-    let patch = patch_path(source, batch, &task.name);
-    patch::write_patch(&source.repo, baseline_tree, snap.tree, &patch)?;
+    refs::set(repo, &ref_name, commit, false)?;
+    let patch = batch_dir.join(format!("{}.patch", task.name));
+    patch::write_patch(repo, baseline_tree, snap.tree, &patch)?;
     Ok(Some(Proposal {
         commit,
         tree: snap.tree,
@@ -67,26 +85,36 @@ pub fn record(
     }))
 }
 
+/// New objects a snapshot kept in memory.
+pub type Objects = gix::odb::memory::Storage;
+
 /// What `record` would find, without writing anything durable (for
-/// `apply --dry-run`): the workspace's snapshot tree, with its new objects
-/// moved into `mem`'s object memory, and the paths that differ from the
-/// baseline. `None` when the workspace does not differ.
+/// `apply --dry-run`): the workspace's snapshot tree, the new objects it
+/// needs (kept in memory; the caller adds them to its own object memory),
+/// and the paths that differ from the baseline. `None` when the workspace
+/// does not differ.
 pub fn preview(
-    mem: &mut gix::Repository,
+    repo: &gix::Repository,
     task: &Task,
     baseline_tree: ObjectId,
-) -> Result<Option<(ObjectId, Vec<PathChange>)>> {
+) -> Result<Option<(ObjectId, Vec<PathChange>, Objects)>> {
     let mut ws = crate::repo::open_worktree(&task.root)?.with_object_memory();
     let snap = snapshot::snapshot(&ws)?;
-    if let Some(objects) = ws.objects.take_object_memory() {
-        let mut all = mem.objects.take_object_memory().unwrap_or_default();
-        let mut objects = objects;
-        all.extend(objects.drain());
-        mem.objects.set_object_memory(all);
-    }
-    let paths = diff::trees(mem, baseline_tree, snap.tree)?;
+    let objects = ws.objects.take_object_memory().unwrap_or_default();
+    let mut view = repo.clone().with_object_memory();
+    view.objects.set_object_memory(objects);
+    let paths = diff::trees(&view, baseline_tree, snap.tree)?;
+    let objects = view.objects.take_object_memory().unwrap_or_default();
     if paths.is_empty() {
         return Ok(None);
     }
-    Ok(Some((snap.tree, paths)))
+    Ok(Some((snap.tree, paths, objects)))
+}
+
+/// Add `objects` to `repo`'s object memory.
+pub fn add_objects(repo: &mut gix::Repository, objects: Objects) {
+    let mut all = repo.objects.take_object_memory().unwrap_or_default();
+    let mut objects = objects;
+    all.extend(objects.drain());
+    repo.objects.set_object_memory(all);
 }

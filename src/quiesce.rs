@@ -24,15 +24,30 @@ pub enum Outcome {
     Running(Vec<u32>),
 }
 
-/// Processes (pids) whose current directory is `root` or inside it, never
-/// this process or one of its ancestors.
-pub fn find(root: &Path) -> Vec<u32> {
-    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+/// Processes (pids) whose current directory is one of `roots` or inside
+/// it, never this process or one of its ancestors: one list per root, from
+/// one scan of `/proc`.
+pub fn find_all(roots: &[PathBuf]) -> Vec<Vec<u32>> {
+    scan(&canonical(roots))
+}
+
+fn canonical(roots: &[PathBuf]) -> Vec<PathBuf> {
+    roots
+        .iter()
+        .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
+        .collect()
+}
+
+/// One pass over `/proc`: the processes inside each of `roots` (canonical).
+fn scan(roots: &[PathBuf]) -> Vec<Vec<u32>> {
+    let mut out = vec![Vec::new(); roots.len()];
+    if roots.is_empty() {
+        return out;
+    }
     let spared = ancestors();
     let Ok(rd) = std::fs::read_dir("/proc") else {
-        return Vec::new();
+        return out;
     };
-    let mut out = Vec::new();
     for entry in rd.flatten() {
         let Some(pid) = entry
             .file_name()
@@ -44,27 +59,33 @@ pub fn find(root: &Path) -> Vec<u32> {
         if spared.contains(&pid) {
             continue;
         }
-        if cwd_inside(pid, &root) {
-            out.push(pid);
+        let Some(cwd) = cwd_of(pid) else { continue };
+        for (i, root) in roots.iter().enumerate() {
+            if cwd.starts_with(root) {
+                out[i].push(pid);
+            }
         }
     }
-    out.sort_unstable();
+    for pids in &mut out {
+        pids.sort_unstable();
+    }
     out
 }
 
-/// Whether `pid`'s current directory is `root` or below it. A process that
-/// is gone, a zombie, or whose cwd cannot be read does not count.
-fn cwd_inside(pid: u32, root: &Path) -> bool {
-    match std::fs::read_link(format!("/proc/{pid}/cwd")) {
-        Ok(cwd) => {
-            // A deleted folder reads as "<path> (deleted)": not a usable cwd any more.
-            if cwd.as_os_str().as_bytes().ends_with(b" (deleted)") && !cwd.exists() {
-                return false;
-            }
-            cwd.starts_with(root)
-        }
-        Err(_) => false,
+/// A process's current directory. A process that is gone, a zombie, or
+/// whose cwd cannot be read (or was deleted) has none.
+fn cwd_of(pid: u32) -> Option<PathBuf> {
+    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
+    // A deleted folder reads as "<path> (deleted)": not a usable cwd any more.
+    if cwd.as_os_str().as_bytes().ends_with(b" (deleted)") && !cwd.exists() {
+        return None;
     }
+    Some(cwd)
+}
+
+/// Whether `pid`'s current directory is `root` or below it.
+fn cwd_inside(pid: u32, root: &Path) -> bool {
+    cwd_of(pid).is_some_and(|cwd| cwd.starts_with(root))
 }
 
 /// This process and every ancestor up to init.
@@ -89,38 +110,76 @@ fn parent_of(pid: u32) -> Option<u32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Stop every process inside `root`: SIGTERM, up to `grace` for them to
-/// leave, then SIGKILL; re-scan until none is left. A process that cannot
-/// be signalled (another user's) makes this give up with `Running`.
-pub fn stop(root: &Path, grace: Duration) -> Outcome {
-    let canonical: PathBuf = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-    let mut stopped = 0;
+/// Stop every process inside each of `roots`: SIGTERM, up to `grace` for
+/// them to leave, then SIGKILL; re-scan until none is left. A process that
+/// cannot be signalled (another user's) makes that root's outcome
+/// `Running`. One `/proc` scan per round serves every root, and the roots
+/// share one grace period. One outcome per root.
+pub fn stop_all(roots: &[PathBuf], grace: Duration) -> Vec<Outcome> {
+    let canonical = canonical(roots);
+    let n = canonical.len();
+    let mut stopped = vec![0; n];
+    let mut done: Vec<Option<Outcome>> = vec![None; n];
     for _round in 0..8 {
-        let pids = find(&canonical);
-        if pids.is_empty() {
-            return Outcome::Clear { stopped };
+        let found = scan(&canonical);
+        let mut active: Vec<usize> = Vec::new();
+        for i in 0..n {
+            if done[i].is_some() {
+                continue;
+            }
+            if found[i].is_empty() {
+                done[i] = Some(Outcome::Clear {
+                    stopped: stopped[i],
+                });
+            } else {
+                active.push(i);
+            }
         }
-        stopped += pids.len();
-        if !signal_all(&pids, &canonical, Signal::TERM) {
-            return Outcome::Running(pids);
+        if active.is_empty() {
+            break;
         }
-        if wait_gone(&pids, &canonical, grace) {
+        for &i in &active {
+            stopped[i] += found[i].len();
+            if !signal_all(&found[i], &canonical[i], Signal::TERM) {
+                done[i] = Some(Outcome::Running(found[i].clone()));
+            }
+        }
+        active.retain(|&i| done[i].is_none());
+        let waiting: Vec<(&[u32], &Path)> = active
+            .iter()
+            .map(|&i| (found[i].as_slice(), canonical[i].as_path()))
+            .collect();
+        if wait_gone(&waiting, grace) {
             continue;
         }
-        let left: Vec<u32> = pids
-            .iter()
-            .copied()
-            .filter(|&p| cwd_inside(p, &canonical))
-            .collect();
-        if !signal_all(&left, &canonical, Signal::KILL) {
-            return Outcome::Running(left);
+        for &i in &active {
+            let left: Vec<u32> = found[i]
+                .iter()
+                .copied()
+                .filter(|&p| cwd_inside(p, &canonical[i]))
+                .collect();
+            if !signal_all(&left, &canonical[i], Signal::KILL) {
+                done[i] = Some(Outcome::Running(left));
+            }
         }
-        wait_gone(&left, &canonical, grace);
+        wait_gone(&waiting, grace);
     }
-    match find(&canonical) {
-        pids if pids.is_empty() => Outcome::Clear { stopped },
-        pids => Outcome::Running(pids),
-    }
+    let last = if done.iter().any(Option::is_none) {
+        scan(&canonical)
+    } else {
+        vec![Vec::new(); n]
+    };
+    done.into_iter()
+        .zip(last)
+        .zip(stopped)
+        .map(|((d, pids), stopped)| {
+            d.unwrap_or(if pids.is_empty() {
+                Outcome::Clear { stopped }
+            } else {
+                Outcome::Running(pids)
+            })
+        })
+        .collect()
 }
 
 /// Signal each process through a pidfd (so a recycled pid is never hit),
@@ -157,11 +216,15 @@ fn signal_all(pids: &[u32], root: &Path, sig: Signal) -> bool {
     true
 }
 
-/// Wait until none of `pids` is inside `root` any more; `false` on timeout.
-fn wait_gone(pids: &[u32], root: &Path, timeout: Duration) -> bool {
+/// Wait until none of the processes is inside its root any more; `false`
+/// on timeout.
+fn wait_gone(waiting: &[(&[u32], &Path)], timeout: Duration) -> bool {
     let start = Instant::now();
     loop {
-        if !pids.iter().any(|&p| cwd_inside(p, root)) {
+        if !waiting
+            .iter()
+            .any(|(pids, root)| pids.iter().any(|&p| cwd_inside(p, root)))
+        {
             return true;
         }
         if start.elapsed() >= timeout {
@@ -179,7 +242,7 @@ mod tests {
     fn never_finds_itself_or_ancestors() {
         let cwd = std::env::current_dir().unwrap();
         let me = std::process::id();
-        assert!(!find(&cwd).contains(&me));
+        assert!(!find_all(&[cwd])[0].contains(&me));
         assert!(ancestors().contains(&me));
     }
 

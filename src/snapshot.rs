@@ -761,10 +761,9 @@ fn hash_file(
     path: &BStr,
     index: &gix::index::State,
 ) -> Result<(Edit, Option<Stat>)> {
-    if let Some(streamed) = stream_big_file(repo, pipeline, path, index)? {
-        return Ok(streamed);
-    }
-    match pipeline.worktree_file_to_object(path, index) {
+    // Big files are streamed (never whole in memory) into the object store
+    // itself, even when `repo` keeps new objects in memory.
+    match crate::blob::worktree_file_to_object(repo, pipeline, path, index) {
         Ok(Some((id, kind, md))) => Ok(match kind {
             EntryKind::Commit | EntryKind::Tree => (None, None),
             k => (Some((k, id)), Some(stat_of(&md))),
@@ -779,86 +778,6 @@ fn hash_file(
             ),
             "make the file readable (or remove it), then run the command again",
         )),
-    }
-}
-
-/// Files at least this big are streamed into the object store instead of
-/// being read into memory first (gix's `write_blob_stream` buffers).
-const STREAM_MIN: u64 = 8 << 20;
-
-/// Hash and store a big regular file whose content needs no clean filter
-/// without holding it in memory: `None` when the file is not one (it is
-/// then hashed the ordinary way).
-fn stream_big_file(
-    repo: &gix::Repository,
-    pipeline: &mut gix::filter::Pipeline<'_>,
-    path: &BStr,
-    index: &gix::index::State,
-) -> Result<Option<(Edit, Option<Stat>)>> {
-    use std::io::Read;
-    let Some(abs) = repo.workdir().map(|w| w.join(crate::paths::to_os(path))) else {
-        return Ok(None);
-    };
-    let Ok(md) = std::fs::symlink_metadata(&abs) else {
-        return Ok(None);
-    };
-    if !md.is_file() || md.len() < STREAM_MIN {
-        return Ok(None);
-    }
-    let unreadable = |e: &dyn std::fmt::Display| {
-        Error::state(
-            "delegate::unreadable_file",
-            format!(
-                "cannot read {} in {}: {e}",
-                crate::paths::quote(path),
-                display_root(repo)
-            ),
-            "make the file readable (or remove it), then run the command again",
-        )
-    };
-    let file = std::fs::File::open(&abs).map_err(|e| unreadable(&e))?;
-    let rela = crate::paths::to_os(path);
-    let converted = pipeline
-        .convert_to_git(file, std::path::Path::new(&rela), index)
-        .map_err(|e| unreadable(&e))?;
-    let gix::filter::plumbing::pipeline::convert::ToGitOutcome::Unchanged(file) = converted else {
-        // A filter changed the content (it is in memory already, or comes
-        // from a filter process of unknown length): the ordinary way.
-        return Ok(None);
-    };
-    let len = md.len();
-    let mut counted = Counted {
-        inner: file.take(len),
-        read: 0,
-    };
-    let id =
-        gix::objs::Write::write_stream(&repo.objects, gix::objs::Kind::Blob, len, &mut counted)
-            .map_err(|e| unreadable(&e))?;
-    if counted.read != len {
-        return Err(unreadable(
-            &"the file changed while it was read; run the command again",
-        ));
-    }
-    // As `worktree_file_to_object` decides it.
-    let kind = if gix::fs::is_executable(&md) {
-        EntryKind::BlobExecutable
-    } else {
-        EntryKind::Blob
-    };
-    Ok(Some((Some((kind, id)), Some(stat_of(&md)))))
-}
-
-/// A reader that counts what it hands out.
-struct Counted<R> {
-    inner: R,
-    read: u64,
-}
-
-impl<R: std::io::Read> std::io::Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read += n as u64;
-        Ok(n)
     }
 }
 

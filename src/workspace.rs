@@ -834,6 +834,51 @@ pub fn remove(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<Remov
     Ok(state)
 }
 
+/// Workspaces whose index lists at most this many entries are removed in
+/// place: deleting that few files costs less than starting a deleter.
+const REMOVE_IN_PLACE_MAX: u32 = 128;
+
+/// Like [`remove`], but a large workspace that is ours is moved into the
+/// trash (one rename) instead of being deleted here; the trash folder is
+/// returned so the caller can start the background deleter
+/// ([`crate::trash::spawn_purger`]) once it is done. Falls back to
+/// [`remove`] wherever the move cannot be made.
+pub fn discard(
+    common_dir: &Path,
+    root: &Path,
+    worktree_id: &str,
+) -> Result<(Removal, Option<PathBuf>)> {
+    let small = index_entries(common_dir, worktree_id).is_some_and(|n| n <= REMOVE_IN_PLACE_MAX);
+    if small
+        || crate::scratch::is_scratch(worktree_id)
+        || moved_elsewhere(common_dir, root, worktree_id)
+        || health(common_dir, root, worktree_id) != Removal::Removed
+    {
+        return remove(common_dir, root, worktree_id).map(|r| (r, None));
+    }
+    let Some(trash) = crate::trash::put(root) else {
+        return remove(common_dir, root, worktree_id).map(|r| (r, None));
+    };
+    let reg = registration(common_dir, worktree_id);
+    match std::fs::remove_dir_all(&reg) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io(format!("cannot remove {}", reg.display()), e)),
+    }
+    remove_empty_parents(root);
+    Ok((Removal::Removed, Some(trash)))
+}
+
+/// The number of entries the workspace's index lists (its header), if readable.
+fn index_entries(common_dir: &Path, worktree_id: &str) -> Option<u32> {
+    use std::io::Read;
+    let mut head = [0u8; 12];
+    std::fs::File::open(registration(common_dir, worktree_id).join("index"))
+        .and_then(|mut f| f.read_exact(&mut head))
+        .ok()?;
+    (&head[..4] == b"DIRC").then(|| u32::from_be_bytes([head[8], head[9], head[10], head[11]]))
+}
+
 /// Unregister-free hand-over for `apply --keep`: the workspace stays as an
 /// ordinary registered worktree, unlocked, no longer owned by a batch.
 pub fn release(common_dir: &Path, worktree_id: &str) -> Result<()> {

@@ -14,7 +14,7 @@
 //! Changes nothing. Per path: every parent must be a folder (a file or
 //! symlink on the way blocks, unless it is an `S` file this write deletes);
 //! an `S` entry must still be on disk with the same kind and the same blob
-//! after the clean filters (hashed, not stored); where `S` has nothing,
+//! after the clean filters (hashed as it is read, not stored); where `S` has nothing,
 //! nothing may stand where `F` puts a file, except an empty folder or one
 //! holding only paths this write deletes.
 //!
@@ -34,8 +34,12 @@
 //!    conversion with the attributes of the result (as a checkout: changed
 //!    `.gitattributes` files count with their `F` content), created
 //!    `O_EXCL` with mode 0o666/0o777 (the umask applies, as for git),
-//!    symlinks from the blob bytes; fsync'd with their folders (above 64
-//!    files one `syncfs` instead: much cheaper on a busy disk).
+//!    symlinks from the blob bytes; a blob over 8 MiB that no filter
+//!    changes is copied from the object store as it is inflated, never held
+//!    whole. All written first, then fsync'd with their folders, several
+//!    at once (concurrent fsyncs share journal commits); above 64 files one
+//!    `syncfs` instead (per-file fsyncs of a handful of files are cheaper
+//!    than a `syncfs` of a busy disk, many are not).
 //! 4. Marker `renaming` appended to the journal and fsync'd.
 //! 5. Renames: folders in the way are moved aside whole and their content
 //!    verified against `S`; then per path (sorted, so a file is moved away
@@ -880,6 +884,9 @@ impl Writer<'_> {
         let mkdirs: HashSet<&BStr> = plan.mkdirs.iter().map(|m| m.as_bstr()).collect();
         let count = plan.items.iter().filter(|i| i.temp.is_some()).count();
         let per_file = count <= SYNCFS_ABOVE;
+        // Written first, fsync'd together afterwards: concurrent fsyncs
+        // share the filesystem's journal commits.
+        let mut to_sync: Vec<(std::fs::File, &BStr)> = Vec::new();
         for it in &plan.items {
             let (Some(temp), Some((kind, id))) = (&it.temp, it.new) else {
                 continue;
@@ -893,14 +900,15 @@ impl Writer<'_> {
                 .dirs
                 .get(tdir)
                 .map_err(|e| Fail::io("open the folder", tdir, e))?;
-            let blob = self.repo.find_blob(id).map_err(|e| {
+            let unreadable = |e: &dyn std::fmt::Display| {
                 Fail(format!(
                     "cannot read the new content of {} ({id}): {e}",
                     crate::paths::quote(it.path.as_bstr())
                 ))
-            })?;
+            };
             match kind {
                 EntryKind::Link => {
+                    let blob = self.repo.find_blob(id).map_err(|e| unreadable(&e))?;
                     rustix::fs::symlinkat(&blob.data[..], &*dfd, tname.as_bytes())
                         .map_err(|e| Fail::io("create", temp.as_bstr(), e))?;
                 }
@@ -922,15 +930,30 @@ impl Writer<'_> {
                     )
                     .map_err(|e| Fail::io("create", temp.as_bstr(), e))?;
                     let mut file = std::fs::File::from(fd);
-                    hasher.smudge_into(&blob.data, it.path.as_bstr(), &mut file)?;
+                    let big = crate::blob::size(self.repo, id).map_err(|e| unreadable(&e))?
+                        > crate::blob::STREAM_ABOVE;
+                    if big
+                        && crate::blob::smudge_is_identity(&mut hasher.pipeline, it.path.as_bstr())
+                    {
+                        // Copied from the object store as it is inflated.
+                        let mut from =
+                            crate::blob::open(self.repo, id).map_err(|e| unreadable(&e))?;
+                        crate::blob::copy(&mut from, &mut file)
+                            .map_err(|e| Fail::io("write", temp.as_bstr(), e))?;
+                    } else {
+                        let blob = self.repo.find_blob(id).map_err(|e| unreadable(&e))?;
+                        hasher.smudge_into(&blob.data, it.path.as_bstr(), &mut file)?;
+                    }
                     if per_file {
-                        file.sync_all()
-                            .map_err(|e| Fail::io("fsync", temp.as_bstr(), e))?;
+                        to_sync.push((file, temp.as_bstr()));
                     }
                 }
             }
             self.synced.insert(tdir.into());
         }
+        let fds: Vec<(&std::fs::File, &BStr)> = to_sync.iter().map(|(f, p)| (f, *p)).collect();
+        fsync_all(&fds)?;
+        drop(to_sync);
         self.sync_folders(!per_file)
     }
 
@@ -1111,15 +1134,44 @@ impl Writer<'_> {
             let root = self.dirs.root.clone();
             return rustix::fs::syncfs(&*root).map_err(|e| Fail::io("sync", b"".as_bstr(), e));
         }
-        for f in folders {
+        let mut fds: Vec<(Rc<OwnedFd>, &BStr)> = Vec::with_capacity(folders.len());
+        for f in &folders {
             let fd = self
                 .dirs
                 .get(f.as_bstr())
                 .map_err(|e| Fail::io("open the folder", f.as_bstr(), e))?;
-            rustix::fs::fsync(&*fd).map_err(|e| Fail::io("fsync", f.as_bstr(), e))?;
+            fds.push((fd, f.as_bstr()));
         }
-        Ok(())
+        let refs: Vec<(&OwnedFd, &BStr)> = fds.iter().map(|(fd, p)| (&**fd, *p)).collect();
+        fsync_all(&refs)
     }
+}
+
+/// fsync every descriptor, several at once: concurrent fsyncs are served by
+/// shared journal commits, where one after the other each waits for its own.
+fn fsync_all<F: std::os::fd::AsFd + Sync>(fds: &[(F, &BStr)]) -> Result<(), Fail> {
+    const THREADS: usize = 8;
+    let one = |(fd, path): &(F, &BStr)| {
+        rustix::fs::fsync(fd.as_fd()).map_err(|e| Fail::io("fsync", path, e))
+    };
+    if fds.len() <= 1 {
+        return fds.iter().try_for_each(one);
+    }
+    let chunk = fds.len().div_ceil(THREADS);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = fds
+            .chunks(chunk)
+            .map(|c| s.spawn(move || c.iter().try_for_each(one)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Fail("an fsync thread stopped unexpectedly".into())))
+            })
+            .collect::<Result<Vec<()>, Fail>>()
+    })?;
+    Ok(())
 }
 
 /// fsync the folders a rollback or roll-forward touched (one `syncfs` when many).
@@ -1128,11 +1180,12 @@ fn sync_touched(dirs: &mut Dirs, touched: BTreeSet<BString>) {
         let _ = rustix::fs::syncfs(&*dirs.root);
         return;
     }
-    for t in touched {
-        if let Ok(fd) = dirs.get(t.as_bstr()) {
-            let _ = rustix::fs::fsync(&*fd);
-        }
-    }
+    let fds: Vec<(Rc<OwnedFd>, &BStr)> = touched
+        .iter()
+        .filter_map(|t| Some((dirs.get(t.as_bstr()).ok()?, t.as_bstr())))
+        .collect();
+    let refs: Vec<(&OwnedFd, &BStr)> = fds.iter().map(|(fd, p)| (&**fd, *p)).collect();
+    let _ = fsync_all(&refs);
 }
 
 fn changed(path: &BStr) -> Fail {
@@ -1613,31 +1666,71 @@ impl<'r> Hasher<'r> {
         if !kind_ok {
             return Ok(false);
         }
-        let data = if disk == Disk::Link {
-            rustix::fs::readlinkat(dir, name.as_bytes(), Vec::new())
-                .map_err(|e| Fail::io("read", rela, e))?
-                .into_bytes()
-        } else {
-            let fd = rustix::fs::openat(
-                dir,
-                name.as_bytes(),
-                OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(|e| Fail::io("open", rela, e))?;
-            let file = std::fs::File::from(fd);
-            let path = crate::paths::to_os(rela);
-            let mut out = self
-                .pipeline
-                .convert_to_git(file, &path, &self.index)
-                .map_err(|e| Fail(format!("cannot filter {}: {e}", crate::paths::quote(rela))))?;
-            let mut buf = Vec::new();
-            std::io::Read::read_to_end(&mut out, &mut buf)
-                .map_err(|e| Fail::io("read", rela, e))?;
-            buf
+        let hash_err = |e: &dyn std::fmt::Display| {
+            Fail(format!("cannot hash {}: {e}", crate::paths::quote(rela)))
         };
-        let got = gix::objs::compute_hash(self.hash_kind, gix::objs::Kind::Blob, &data)
-            .map_err(|e| Fail(format!("cannot hash {}: {e}", crate::paths::quote(rela))))?;
+        if disk == Disk::Link {
+            let data = rustix::fs::readlinkat(dir, name.as_bytes(), Vec::new())
+                .map_err(|e| Fail::io("read", rela, e))?
+                .into_bytes();
+            let got = gix::objs::compute_hash(self.hash_kind, gix::objs::Kind::Blob, &data)
+                .map_err(|e| hash_err(&e))?;
+            return Ok(got == id);
+        }
+        let fd = rustix::fs::openat(
+            dir,
+            name.as_bytes(),
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| Fail::io("open", rela, e))?;
+        let mut file = std::io::BufReader::with_capacity(1 << 16, std::fs::File::from(fd));
+        let size = file
+            .get_ref()
+            .metadata()
+            .map_err(|e| Fail::io("stat", rela, e))?
+            .len();
+        let path = crate::paths::to_os(rela);
+        // Content no clean filter changes is hashed as it is read (a big
+        // file never sits in memory whole); filtered content is what gix
+        // converted in memory.
+        let got = match self
+            .pipeline
+            .convert_to_git(&mut file, &path, &self.index)
+            .map_err(|e| Fail(format!("cannot filter {}: {e}", crate::paths::quote(rela))))?
+        {
+            gix::filter::plumbing::pipeline::convert::ToGitOutcome::Unchanged(_) => None,
+            gix::filter::plumbing::pipeline::convert::ToGitOutcome::Buffer(buf) => Some(
+                gix::objs::compute_hash(self.hash_kind, gix::objs::Kind::Blob, buf)
+                    .map_err(|e| hash_err(&e))?,
+            ),
+            gix::filter::plumbing::pipeline::convert::ToGitOutcome::Process(mut read) => {
+                let mut buf = Vec::new();
+                std::io::Read::read_to_end(&mut read, &mut buf)
+                    .map_err(|e| Fail::io("read", rela, e))?;
+                Some(
+                    gix::objs::compute_hash(self.hash_kind, gix::objs::Kind::Blob, &buf)
+                        .map_err(|e| hash_err(&e))?,
+                )
+            }
+        };
+        let got = match got {
+            Some(got) => got,
+            None => match crate::blob::hash_reader(self.hash_kind, size, &mut file) {
+                // More than `size` bytes: it grew while it was read.
+                Ok(_)
+                    if std::io::Read::read(&mut file, &mut [0u8; 1])
+                        .map_err(|e| Fail::io("read", rela, e))?
+                        > 0 =>
+                {
+                    return Ok(false)
+                }
+                Ok(got) => got,
+                // The file changed size while it was read: not `S`.
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+                Err(e) => return Err(Fail::io("read", rela, e)),
+            },
+        };
         Ok(got == id)
     }
 

@@ -575,4 +575,26 @@ fn apply_killed_anywhere_leaves_the_pre_apply_or_the_applied_tree() {
         *seen.entry(state).or_default() += 1;
     }
     eprintln!("random kills: {seen:?}; whole test {:?}", started.elapsed());
+    wait_for_deleters(rig.repo.parent().unwrap());
+}
+
+/// Applied workspaces are deleted by a background `purge-trash` process:
+/// wait for every one working below `under` before the test ends.
+fn wait_for_deleters(under: &Path) {
+    let running = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else {
+                return false;
+            };
+            let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+            args.contains(&&b"purge-trash"[..])
+                && args
+                    .iter()
+                    .any(|a| Path::new(std::ffi::OsStr::from_bytes(a)).starts_with(under))
+        })
+    };
+    let start = Instant::now();
+    while running() && start.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

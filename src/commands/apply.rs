@@ -68,7 +68,7 @@ impl Outcome {
 
 pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     let here = super::source()?;
-    let _lock = super::lock_and_recover(ui, &here)?;
+    let lock = super::lock_and_recover(ui, &here)?;
     let mut b = batch::select(batch::list_ok(&here.state_dir())?, args.batch.as_deref())?;
     // The batch writes back into the working tree it was prepared in,
     // wherever apply is run from (a workspace is a worktree of the same repository).
@@ -103,14 +103,17 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     let baseline_tree = commit::tree_of(&source.repo, &b.baseline)?;
     let scratch = b.mode == "scratch";
 
-    // Step 1: per task, in order: quiesce and record the proposal.
+    // Step 1: stop what runs in the selected workspaces (one scan of /proc
+    // for all of them), then record every proposal. The workspaces are
+    // snapshotted in parallel, and so is the source (`S` of step 3): each is
+    // a stat walk of the whole tree.
     let mut mem = source.repo.clone().with_object_memory();
     // Merges read the same trees again and again.
     mem.object_cache_size_if_unset(8 << 20);
     let mut outcomes: Vec<Outcome> = Vec::new();
-    let mut candidates: Vec<Candidate> = Vec::new();
+    let mut pending: Vec<usize> = Vec::new(); // positions in `outcomes`
     for &(idx, discard) in &selected {
-        let task = b.tasks[idx].clone();
+        let task = &b.tasks[idx];
         if discard || scratch {
             outcomes.push(Outcome::new(idx, TaskState::Discarded));
             continue;
@@ -127,70 +130,88 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
                 ),
             );
             keep_artifacts(&source, &b, &mut out, dry_run);
-            outcomes.push(out);
-            continue;
-        }
-        let refuse = source.config.stop_processes == StopProcesses::Refuse;
-        let running = if dry_run || refuse {
-            quiesce::find(&task.root)
         } else {
-            match quiesce::stop(&task.root, quiesce::GRACE) {
+            pending.push(outcomes.len());
+        }
+        outcomes.push(out);
+    }
+    let refuse = source.config.stop_processes == StopProcesses::Refuse;
+    let roots: Vec<PathBuf> = pending
+        .iter()
+        .map(|&o| b.tasks[outcomes[o].idx].root.clone())
+        .collect();
+    let running: Vec<Vec<u32>> = if dry_run || refuse {
+        quiesce::find_all(&roots)
+    } else {
+        quiesce::stop_all(&roots, quiesce::GRACE)
+            .into_iter()
+            .map(|o| match o {
                 quiesce::Outcome::Clear { .. } => Vec::new(),
                 quiesce::Outcome::Running(pids) => pids,
-            }
-        };
-        if !running.is_empty() && (refuse || !dry_run) {
-            let list = running
-                .iter()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ");
-            out.fail(
-                "processes_running",
-                if refuse {
-                    format!("processes still run inside the workspace (pids {list}) and apply.stop-processes is \"refuse\"")
-                } else {
-                    format!("processes inside the workspace could not be stopped (pids {list})")
-                },
-            );
-            keep_artifacts(&source, &b, &mut out, dry_run);
-            outcomes.push(out);
+            })
+            .collect()
+    };
+    let mut to_record: Vec<usize> = Vec::new();
+    for (&o, pids) in pending.iter().zip(&running) {
+        if pids.is_empty() || (dry_run && !refuse) {
+            to_record.push(o);
             continue;
         }
-        let recorded = if dry_run {
-            proposal::preview(&mut mem, &task, baseline_tree)
-                .map(|p| p.map(|(tree, paths)| (tree, paths, None)))
-        } else {
-            proposal::record(&source, &b, &task, baseline_tree)
-                .map(|p| p.map(|p| (p.tree, p.paths, Some((p.ref_name, p.patch)))))
-        };
-        match recorded {
+        let list = pids
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+        let out = &mut outcomes[o];
+        out.fail(
+            "processes_running",
+            if refuse {
+                format!("processes still run inside the workspace (pids {list}) and apply.stop-processes is \"refuse\"")
+            } else {
+                format!("processes inside the workspace could not be stopped (pids {list})")
+            },
+        );
+        keep_artifacts(&source, &b, out, dry_run);
+    }
+    let tasks: Vec<&batch::Task> = to_record
+        .iter()
+        .map(|&o| &b.tasks[outcomes[o].idx])
+        .collect();
+    let (recorded, source_snap) = record_all(&source, &b, &tasks, baseline_tree, dry_run)?;
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for (&o, rec) in to_record.iter().zip(recorded) {
+        let out = &mut outcomes[o];
+        match rec {
             Err(e) => {
                 out.fail("snapshot_failed", e.message.clone());
-                keep_artifacts(&source, &b, &mut out, dry_run);
+                keep_artifacts(&source, &b, out, dry_run);
             }
             Ok(None) => out.status = TaskState::NoChanges,
-            Ok(Some((tree, changes, artifacts))) => {
-                out.proposed = changes.into_iter().map(|c| c.path).collect();
-                if let Some((r, p)) = artifacts {
-                    out.proposal_ref = Some(r);
-                    out.patch = Some(p);
+            Ok(Some(r)) => {
+                out.proposed = r.paths.into_iter().map(|c| c.path).collect();
+                if let Some((name, patch)) = r.artifacts {
+                    out.proposal_ref = Some(name);
+                    out.patch = Some(patch);
+                }
+                if let Some(objects) = r.objects {
+                    proposal::add_objects(&mut mem, objects);
                 }
                 candidates.push(Candidate {
-                    task: idx,
-                    tree,
+                    task: out.idx,
+                    tree: r.tree,
                     paths: out.proposed.clone(),
                 });
             }
         }
-        outcomes.push(out);
     }
+    candidates.sort_by_key(|c| c.task);
 
     // Steps 2-3: integrate in memory against a fresh snapshot of the source.
     let mut written: Vec<BString> = Vec::new();
     let mut write_error: Option<Error> = None;
     if !candidates.is_empty() {
-        let s = snapshot::snapshot(&mem)?;
+        let (s, objects) = source_snap?;
+        proposal::add_objects(&mut mem, objects);
         let plan = {
             let mut check = |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> {
                 if !dry_run {
@@ -247,6 +268,7 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     // listed open with a half-removed workspace (a re-run would read the
     // missing files as deletions).
     let mut artifacts_error: Option<Error> = None;
+    let mut trashes: Vec<PathBuf> = Vec::new();
     if !dry_run {
         let now = crate::time::rfc3339(crate::time::now());
         for out in outcomes.iter_mut() {
@@ -266,6 +288,18 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
         }
         let state_dir = source.state_dir();
         batch::save(&state_dir, &b)?;
+        // Large workspaces are moved into the trash (one rename each) and
+        // deleted by a background process: deleting 100k files costs far
+        // more kernel time than the whole apply.
+        let mut discard = |task: &batch::Task| {
+            workspace::discard(&source.common_dir, &task.root, &task.worktree_id).map(
+                |(_, trash)| {
+                    if let Some(t) = trash.filter(|t| !trashes.contains(t)) {
+                        trashes.push(t);
+                    }
+                },
+            )
+        };
         for (i, task) in b.tasks.iter().enumerate() {
             if task.state.is_open() {
                 continue;
@@ -275,11 +309,11 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
                 if task.state != TaskState::Discarded && args.keep {
                     workspace::release(&source.common_dir, &task.worktree_id)
                 } else {
-                    workspace::remove(&source.common_dir, &task.root, &task.worktree_id).map(|_| ())
+                    discard(task)
                 }
             } else if still_locked_by_us(&source, &b, task) {
                 // Left behind by an apply interrupted during clean-up.
-                workspace::remove(&source.common_dir, &task.root, &task.worktree_id).map(|_| ())
+                discard(task)
             } else {
                 Ok(())
             };
@@ -312,6 +346,12 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
         }
     }
 
+    // Nothing more changes: the deleter runs without the lock held (it
+    // takes it to remove the emptied repository folder).
+    drop(lock);
+    for t in &trashes {
+        crate::trash::spawn_purger(t, &source.state_dir());
+    }
     // A write-back that could not be rolled back leaves the repository in a
     // state only recovery can fix (exit 3); the task states are saved first.
     if let Some(e) = write_error.take_if(|e| e.code == "delegate::rollback_failed") {
@@ -392,6 +432,122 @@ fn select_tasks(b: &Batch, args: &ApplyArgs) -> Result<Vec<(usize, bool)>> {
         })
         .map(|(i, t)| (i, args.discard.contains(&t.name)))
         .collect())
+}
+
+/// One workspace's proposal, as recorded (or previewed).
+struct Recorded {
+    tree: gix::ObjectId,
+    paths: Vec<crate::diff::PathChange>,
+    /// Proposal ref and patch (not with `--dry-run`).
+    artifacts: Option<(String, PathBuf)>,
+    /// Objects kept in memory (`--dry-run`).
+    objects: Option<proposal::Objects>,
+}
+
+/// At most this many snapshots run at once.
+const MAX_WALKS: usize = 8;
+
+type SourceSnapshot = Result<(snapshot::Snapshot, proposal::Objects)>;
+
+/// Record (or preview) the proposals of `tasks` and snapshot the source
+/// (`S`, its new objects kept in memory), all at once on a few threads: a
+/// snapshot is mostly a stat walk, and the walks overlap well on a few
+/// cores. Results in the order of `tasks`.
+fn record_all(
+    source: &Source,
+    b: &Batch,
+    tasks: &[&batch::Task],
+    baseline_tree: gix::ObjectId,
+    dry_run: bool,
+) -> Result<(Vec<Result<Option<Recorded>>>, SourceSnapshot)> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+
+    let shared = source.repo.clone().into_sync();
+    let batch_dir = batch::batch_dir(&source.state_dir(), &b.id);
+    let record = |task: &batch::Task| -> Result<Option<Recorded>> {
+        let repo = shared.to_thread_local();
+        if dry_run {
+            Ok(
+                proposal::preview(&repo, task, baseline_tree)?.map(|(tree, paths, objects)| {
+                    Recorded {
+                        tree,
+                        paths,
+                        artifacts: None,
+                        objects: Some(objects),
+                    }
+                }),
+            )
+        } else {
+            Ok(
+                proposal::record_in(&repo, &batch_dir, b, task, baseline_tree)?.map(|p| Recorded {
+                    tree: p.tree,
+                    paths: p.paths,
+                    artifacts: Some((p.ref_name, p.patch)),
+                    objects: None,
+                }),
+            )
+        }
+    };
+    let snapshot_source = || -> SourceSnapshot {
+        let mut repo = shared.to_thread_local().with_object_memory();
+        let snap = snapshot::snapshot(&repo)?;
+        let objects = repo.objects.take_object_memory().unwrap_or_default();
+        Ok((snap, objects))
+    };
+    // Jobs 0..n are the tasks, job n is the source. Each walk mostly waits
+    // on the kernel's stat calls, and gix already spreads one walk over the
+    // cores: running all of them at once (up to a bound that keeps memory,
+    // one index per walk, in check) measured faster than one or two at a
+    // time on 2 cores, and much faster when other processes compete.
+    let jobs = tasks.len() + 1;
+    let workers = jobs.min(MAX_WALKS);
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<Option<Recorded>>>>> =
+        Mutex::new((0..tasks.len()).map(|_| None).collect());
+    let source_result: Mutex<Option<SourceSnapshot>> = Mutex::new(None);
+    let work = || loop {
+        let j = next.fetch_add(1, Ordering::SeqCst);
+        if j > tasks.len() {
+            break;
+        }
+        if j == tasks.len() {
+            let r = snapshot_source();
+            if let Ok(mut slot) = source_result.lock() {
+                *slot = Some(r);
+            }
+        } else {
+            let r = record(tasks[j]);
+            if let Ok(mut slots) = results.lock() {
+                slots[j] = Some(r);
+            }
+        }
+    };
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (1..workers).map(|_| s.spawn(work)).collect();
+        work();
+        for h in handles {
+            let _ = h.join();
+        }
+    });
+    let lost = || {
+        Error::state(
+            "delegate::internal",
+            "a snapshot thread stopped unexpectedly",
+            "report this bug; nothing was changed",
+        )
+    };
+    let results = results
+        .into_inner()
+        .map_err(|_| lost())?
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(lost())))
+        .collect();
+    let source_result = source_result
+        .into_inner()
+        .map_err(|_| lost())?
+        .unwrap_or_else(|| Err(lost()));
+    Ok((results, source_result))
 }
 
 /// A closed task's workspace that is still ours and still carries the lock

@@ -39,7 +39,11 @@ pub fn run(cli: Cli) -> i32 {
         Command::Hooks(crate::cli::HooksArgs {
             action: crate::cli::HooksAction::Install { json, .. },
         }) => json.json,
-        Command::Hook(_) | Command::Man(_) | Command::Completions(_) | Command::Snapshot => false,
+        Command::Hook(_)
+        | Command::Man(_)
+        | Command::Completions(_)
+        | Command::Snapshot
+        | Command::PurgeTrash { .. } => false,
     };
     let ui = Ui::new(json, cli.color);
     let result = match cli.command {
@@ -54,6 +58,10 @@ pub fn run(cli: Cli) -> i32 {
         Command::Man(a) => man::run(&ui, a),
         Command::Completions(a) => completions::run(&ui, a),
         Command::Snapshot => snapshot_plumbing(&ui),
+        Command::PurgeTrash { dir, state_dir } => {
+            crate::trash::purge_in_background(&dir, state_dir.as_deref());
+            Ok(0)
+        }
     };
     match result {
         Ok(code) => code,
@@ -136,6 +144,10 @@ pub fn lock_and_recover(ui: &Ui, source: &Source) -> Result<crate::lock::RepoLoc
     }
     ui.recovered.borrow_mut().extend(recovery.rolled_back);
     ui.completed.borrow_mut().extend(recovery.completed);
+    // Removed workspaces a killed background deleter left behind.
+    if let Ok(base) = source.workspace_base() {
+        crate::trash::sweep_later(&base.join(crate::trash::TRASH), &source.state_dir());
+    }
     Ok(lock)
 }
 
