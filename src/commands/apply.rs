@@ -107,6 +107,11 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     // for all of them), then record every proposal. The workspaces are
     // snapshotted in parallel, and so is the source (`S` of step 3): each is
     // a stat walk of the whole tree.
+    let recording = ui.progress(&format!(
+        "Recording the work of {} task{}",
+        selected.len(),
+        if selected.len() == 1 { "" } else { "s" }
+    ));
     let mut mem = source.repo.clone().with_object_memory();
     // Merges read the same trees again and again.
     mem.object_cache_size_if_unset(8 << 20);
@@ -206,7 +211,9 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     }
     candidates.sort_by_key(|c| c.task);
 
+    drop(recording);
     // Steps 2-3: integrate in memory against a fresh snapshot of the source.
+    let merging = ui.progress("Merging");
     let mut written: Vec<BString> = Vec::new();
     let mut write_error: Option<Error> = None;
     if !candidates.is_empty() {
@@ -238,8 +245,10 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
             }
         }
 
+        drop(merging);
         // Step 4: write back.
         if !dry_run && !plan.writes.is_empty() {
+            let _writing = ui.progress(&format!("Writing {} paths", plan.writes.len()));
             let result = persist(&source.repo, &mem, &plan.writes, Side::New).and_then(|()| {
                 writeback::write(
                     &source,

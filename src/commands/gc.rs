@@ -16,7 +16,10 @@ pub fn run(ui: &Ui, args: GcArgs) -> Result<i32> {
     } else {
         Some(super::lock_and_recover(ui, &source)?)
     };
-    let report = crate::gc::run(&source, args.dry_run)?;
+    let report = {
+        let _progress = ui.progress("Collecting stale batches");
+        crate::gc::run(&source, args.dry_run)?
+    };
     let code = if report.skipped.is_empty() { 0 } else { 1 };
 
     if ui.json {
