@@ -22,6 +22,8 @@ ratio, the target, whether it is met, and the peak RSS of both sides:
            plain loop, in the same condition;
   prepare -n 4 on XFS with reflink  same                               <= 0.3x
      (only where an XFS reflink mount is available; said otherwise)
+  prepare -n 4 on a journaled ext4 loop mount (--make-ext4, as root): the
+     ext4 most machines have, without the scan of recently deleted inodes
   apply, 4 tasks x 10 files        4 x git status in the workspaces   <= 1.5x
   apply growth 1k -> 100k          growth of git status               no faster
   status / hook pre-commit, no batch                                   < 20 ms
@@ -29,8 +31,8 @@ ratio, the target, whether it is met, and the peak RSS of both sides:
 
 Usage:
     bench/bench.py [--sizes 1000,10000,100000] [--reps 5] [--bin PATH]
-                   [--xfs DIR | --make-xfs SIZE] [--no-cold] [--big]
-                   [--keep DIR] [--markdown]
+                   [--xfs DIR | --make-xfs SIZE] [--make-ext4 SIZE] [--no-cold]
+                   [--big] [--keep DIR] [--markdown]
 
 Build the release binary first (`cargo build --release`); `--bin` defaults to
 target/release/git-delegate. Everything runs in a temp folder with a hermetic
@@ -316,6 +318,9 @@ class PrepareRows:
             f.write(f'[workspace]\nroot = "{os.path.join(base, "ws")}"\n')
 
     def prepare(self):
+        # Dirty data of earlier runs is written out first, so that neither
+        # side pays the other's writeback.
+        os.sync()
         self.count += 1
         PrepareRows.labels += 1
         label = f"bench-{PrepareRows.labels}"
@@ -324,6 +329,7 @@ class PrepareRows:
         return t, rss
 
     def worktrees(self):
+        os.sync()
         self.count += 1
         start = time.perf_counter()
         rss = 0
@@ -347,6 +353,7 @@ class PrepareRows:
         folder; the time scaled to 4 times."""
         dest = os.path.join(self.base, f"floor-{self.count}")
         self.count += 1
+        os.sync()
         start = time.perf_counter()
         for i in range(times):
             create_empty(os.path.join(dest, str(i)), paths)
@@ -547,6 +554,8 @@ def main():
     ap.add_argument("--xfs", help="an XFS reflink folder for the XFS rows (default /tmp/git-delegate-xfs)")
     ap.add_argument("--make-xfs", metavar="SIZE",
                     help="as root: make a dedicated XFS reflink loop mount of SIZE (e.g. 8G) with scripts/reflink-fs")
+    ap.add_argument("--make-ext4", metavar="SIZE",
+                    help="as root: also measure prepare on a journaled ext4 loop mount of SIZE (e.g. 8G)")
     ap.add_argument("--no-cold", action="store_true", help="skip the cold prepare rows")
     ap.add_argument("--big", action="store_true", help="add the 1 GiB apply row (needs ~3 GiB of disk)")
     ap.add_argument("--keep", help="build repositories in this folder and keep them")
@@ -582,6 +591,7 @@ def main():
     xfs_base = None
     if xfs:
         xfs_base = tempfile.mkdtemp(prefix="gd-bench-", dir=xfs)
+    ext4 = make_ext4(args.make_ext4) if args.make_ext4 else None
 
     sizes = [int(s) for s in args.sizes.split(",")]
     preps = [int(x) for x in args.prepare_reps.split(",")]
@@ -612,6 +622,10 @@ def main():
                 else:
                     say(f"XFS rows at {n} files skipped: {xfs} has {free_bytes(xfs_base) >> 20} MiB free, "
                         f"about {need >> 20} MiB needed (use --make-xfs 8G as root)")
+            if ext4:
+                bench_prepare_warm(b, rows, repo, n, os.path.join(ext4, f"fs{n}"), "ext4 with journal (loop)",
+                                   at(n, [10000, 100000], ("ratio", 0.6)), reps_of[n], keep=False)
+                rmtree(os.path.join(ext4, f"fs{n}"))
         # Phase 2: apply (it removes its workspaces), then the cold rows.
         for n in sizes:
             res = bench_apply(b, rows, repos[n], n, files_of[n], max(1, reps_of[n]))
@@ -633,6 +647,10 @@ def main():
             rmtree(tmp)
         if xfs_base:
             rmtree(xfs_base)
+        if ext4:
+            subprocess.run(["umount", ext4])
+            os.rmdir(ext4)
+            os.remove(EXT4_IMAGE)
         if made_xfs:
             env = dict(os.environ, GIT_DELEGATE_XFS_MOUNT=made_xfs,
                        GIT_DELEGATE_XFS_IMAGE="/var/tmp/git-delegate-bench-xfs.img")
@@ -641,6 +659,28 @@ def main():
     print(f"git-delegate benchmark, {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.1f}, {time.perf_counter() - started:.0f} s")
     rows.print(markdown=args.markdown)
+
+
+EXT4_IMAGE = "/var/tmp/git-delegate-bench-ext4.img"
+
+
+def make_ext4(size):
+    """A journaled ext4 (mkfs defaults) loop mount, as most machines have:
+    without the journal-less root filesystem's scan of recently deleted
+    inodes. Needs root; None (and said so) otherwise."""
+    mount = "/tmp/git-delegate-bench-ext4"
+    try:
+        subprocess.run(["truncate", "-s", size, EXT4_IMAGE], check=True)
+        subprocess.run(["mkfs.ext4", "-q", "-F", EXT4_IMAGE], check=True, capture_output=True)
+        os.makedirs(mount, exist_ok=True)
+        subprocess.run(["mount", "-o", "loop", EXT4_IMAGE, mount], check=True, capture_output=True)
+        os.chmod(mount, 0o1777)
+        return mount
+    except (subprocess.CalledProcessError, FileNotFoundError, PermissionError) as e:
+        say(f"no journaled ext4 rows: {e}")
+        if os.path.exists(EXT4_IMAGE):
+            os.remove(EXT4_IMAGE)
+        return None
 
 
 def fs_type(path):

@@ -191,6 +191,7 @@ struct Probe {
 impl Probe {
     fn new(dir: &Path) -> Option<Probe> {
         use std::os::unix::fs::MetadataExt;
+        sweep_stale_temps(dir);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
@@ -241,6 +242,30 @@ impl Probe {
         out.flush()?;
         drop(out);
         std::fs::rename(&self.path, dest)
+    }
+}
+
+/// Remove temp files of snapshots that died (killed) more than an hour ago.
+fn sweep_stale_temps(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let hour = std::time::Duration::from_secs(3600);
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with(&format!("{CACHE_FILE}.")) && name.ends_with(".tmp")) {
+            continue;
+        }
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|m| m.elapsed().ok())
+            .is_some_and(|age| age > hour);
+        if old {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
 }
 

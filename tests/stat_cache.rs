@@ -217,3 +217,28 @@ fn apply_reads_the_cache_and_lands_the_work() {
     assert_eq!(fingerprint(&index), before, "the user's index was written");
     assert!(caches(&env, &repo).is_empty());
 }
+
+#[test]
+fn temp_files_of_killed_snapshots_are_swept() {
+    let env = Env::new();
+    let repo = many_files(&env, "sweep");
+    let state = common_dir(&env, &repo).join("delegate");
+    std::fs::create_dir_all(&state).unwrap();
+    let stale = state.join("source-index.4242-1.tmp");
+    let fresh = state.join("source-index.4243-1.tmp");
+    for p in [&stale, &fresh] {
+        std::fs::write(p, b"partial").unwrap();
+    }
+    std::fs::File::options()
+        .write(true)
+        .open(&stale)
+        .unwrap()
+        .set_modified(ago(7200))
+        .unwrap();
+    prepare(&env, &repo, &[]);
+    assert!(!stale.exists(), "a temp file two hours old is swept");
+    assert!(
+        fresh.exists(),
+        "a recent one may belong to a running snapshot"
+    );
+}
