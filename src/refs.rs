@@ -25,6 +25,16 @@ fn full_name(name: &str) -> Result<gix::refs::FullName> {
         .map_err(|e| Error::git(format!("invalid ref name {name}"), e))
 }
 
+/// Remove a lock file left on one of our private refs by a git-delegate
+/// process that was killed while editing it. Only git-delegate writes refs
+/// under `refs/pi-delegate/`, and every caller holds the repository lock, so
+/// such a lock can only be stale.
+fn clear_stale_lock(repo: &gix::Repository, name: &str) {
+    if name.starts_with(PREFIX) && !name.contains("..") {
+        let _ = std::fs::remove_file(repo.common_dir().join(format!("{name}.lock")));
+    }
+}
+
 /// Point `name` at `id`, creating it (it must not exist) or moving it.
 pub fn set(repo: &gix::Repository, name: &str, id: ObjectId, must_not_exist: bool) -> Result<()> {
     let edit = RefEdit {
@@ -44,6 +54,7 @@ pub fn set(repo: &gix::Repository, name: &str, id: ObjectId, must_not_exist: boo
         name: full_name(name)?,
         deref: false,
     };
+    clear_stale_lock(repo, name);
     repo.edit_references([edit])
         .map(|_| ())
         .map_err(|e| Error::git(format!("cannot write ref {name}"), e))
@@ -74,6 +85,7 @@ pub fn delete(repo: &gix::Repository, name: &str) -> Result<bool> {
         name: full_name(name)?,
         deref: false,
     };
+    clear_stale_lock(repo, name);
     repo.edit_references([edit])
         .map(|_| true)
         .map_err(|e| Error::git(format!("cannot delete ref {name}"), e))

@@ -32,3 +32,20 @@ fn prepare_status_drop_round_trip() {
     assert!(env.private_refs(&repo).is_empty());
     assert!(!root.exists());
 }
+
+/// A git-delegate process killed while editing one of its private refs leaves
+/// `<ref>.lock` behind; the next command (holding the repository lock) must
+/// not be stuck on it.
+#[test]
+fn a_stale_lock_on_a_private_ref_does_not_block_the_next_command() {
+    let env = common::Env::new();
+    let repo = env.repo("proj");
+    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let id = doc["batch"].as_str().unwrap();
+    let lock = repo.join(format!(".git/refs/pi-delegate/batches/{id}/baseline.lock"));
+    std::fs::write(&lock, "").unwrap();
+    env.delegate(&repo, ["drop", id, "--force", "--json"])
+        .expect(0);
+    assert!(env.private_refs(&repo).is_empty());
+    assert!(!lock.exists());
+}
