@@ -366,20 +366,28 @@ fn smudge(e: &mut gix::index::Entry) {
     e.stat.mtime = gix::index::entry::stat::Time { secs: 0, nsecs: 0 };
 }
 
-/// Merge the cache into the user's index (see the module header). Returns
-/// how many entries took the cache's data.
+/// What merging the cache did.
+#[derive(Default)]
+struct Merged {
+    /// Entries that took the cache's data.
+    used: usize,
+    /// Of those, the ones whose content or mode differ from the user's entry.
+    changed: Vec<(BString, Edit)>,
+}
+
+/// Merge the cache into the user's index (see the module header).
 fn merge_cache(
     index: &mut gix::index::State,
     cache: &gix::index::State,
     opts: gix::index::entry::stat::Options,
-) -> usize {
+) -> Merged {
     let uts = index.timestamp();
     let (u_secs, u_nsecs) = (uts.unix_seconds(), uts.nanoseconds());
     let cts = cache.timestamp();
     let (c_secs, c_nsecs) = (cts.unix_seconds(), cts.nanoseconds());
     let newest = if cts > uts { cts } else { uts };
     let (centries, cpaths) = (cache.entries(), cache.path_backing());
-    let mut used = 0;
+    let mut merged = Merged::default();
     let mut ci = 0;
     {
         let (entries, paths) = index.entries_mut_and_pathbacking();
@@ -400,10 +408,15 @@ fn merge_cache(
             });
             match cached {
                 Some(c) => {
+                    if (c.id, c.mode) != (e.id, e.mode) {
+                        merged
+                            .changed
+                            .push((path.to_owned(), tree_kind(c.mode).map(|k| (k, c.id))));
+                    }
                     e.id = c.id;
                     e.mode = c.mode;
                     e.stat = c.stat;
-                    used += 1;
+                    merged.used += 1;
                 }
                 None if !user_ok => smudge(e),
                 None => {}
@@ -413,7 +426,7 @@ fn merge_cache(
     // Every entry kept is trusted against its own index file, hence against
     // the newer of the two timestamps; the rest are smudged.
     index.set_timestamp(newest);
-    used
+    merged
 }
 
 /// What a worktree file became, as the index-worktree status saw it.
@@ -432,6 +445,62 @@ struct Collect {
     refreshed: Vec<(usize, Stat)>,
     nested_repos: Vec<BString>,
     rewrite: bool,
+}
+
+/// The process working in `repo`'s working tree for the duration of a
+/// status: a second handle on the same repository opened as `.`, so that
+/// gix's per-file paths are relative. The previous working directory is
+/// restored (by descriptor) when this is dropped. Only the status uses the
+/// second handle; objects are written through the caller's.
+struct Relative {
+    repo: gix::Repository,
+    _back: Back,
+}
+
+/// Going back to a working directory (kept open) when dropped.
+struct Back(std::os::fd::OwnedFd);
+
+impl Drop for Back {
+    fn drop(&mut self) {
+        let _ = rustix::process::fchdir(&self.0);
+    }
+}
+
+impl Relative {
+    fn enter(repo: &gix::Repository) -> Option<Relative> {
+        use rustix::fs::{Mode, OFlags};
+        let workdir = repo.workdir()?;
+        if !workdir.is_absolute() {
+            return None;
+        }
+        let back = Back(
+            rustix::fs::open(
+                ".",
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .ok()?,
+        );
+        std::env::set_current_dir(workdir).ok()?;
+        // From here on, returning `None` drops `back` and goes back.
+        let opened = crate::repo::open_worktree(Path::new(".")).ok()?;
+        // The same repository and working tree, or nothing.
+        let same = |a: &Path, b: &Path| {
+            std::fs::canonicalize(a)
+                .ok()
+                .is_some_and(|a| Some(a) == std::fs::canonicalize(b).ok())
+        };
+        if opened.workdir() != Some(Path::new("."))
+            || !same(opened.git_dir(), repo.git_dir())
+            || !same(Path::new("."), workdir)
+        {
+            return None;
+        }
+        Some(Relative {
+            repo: opened,
+            _back: back,
+        })
+    }
 }
 
 /// Submodules are refused in sources and never made in workspaces: no
@@ -519,15 +588,17 @@ fn run(
             .map(gix::index::State::from)
     });
     // Without a cache, gix applies the racy rule against the user's index timestamp itself.
-    let used = match &cache_state {
+    let merged = match &cache_state {
         Some(c) => merge_cache(&mut index, c, stat_opts),
-        None => 0,
+        None => Merged::default(),
     };
+    let used = merged.used;
     drop(cache_state);
-    // HEAD -> index costs reading every tree of HEAD; git's cache tree can
-    // tell that there is nothing staged (only where no entry came from the
-    // stat cache, which may hold content the user never staged).
-    let nothing_staged = used == 0 && index_is_head(&index, head_tree);
+    // HEAD -> index costs reading every tree of HEAD. git's cache tree can
+    // tell that the user's index holds HEAD's tree; then the only entries
+    // that differ from HEAD are those the stat cache gave other content.
+    let from_cache: Option<BTreeMap<BString, Edit>> =
+        index_is_head(&index, head_tree).then(|| merged.changed.into_iter().collect());
 
     // HEAD -> index (staged changes) in one thread, index -> worktree and
     // the walk for untracked files in others.
@@ -537,10 +608,10 @@ fn run(
     let (staged, outcome) = std::thread::scope(|s| {
         let index = &index;
         let staged = s.spawn(move || -> Result<BTreeMap<BString, Edit>> {
-            let mut staged = BTreeMap::new();
-            if nothing_staged {
+            if let Some(staged) = from_cache {
                 return Ok(staged);
             }
+            let mut staged = BTreeMap::new();
             let repo = sync.to_thread_local();
             repo.tree_index_status(
                 &head_tree,
@@ -556,26 +627,31 @@ fn run(
             Ok(staged)
         });
         let outcome = (|| -> Result<_> {
-            let dirwalk = repo
+            // One lstat per tracked file: with paths relative to the
+            // working tree (as git has them) the kernel walks fewer components.
+            let relative = Relative::enter(repo);
+            let status_repo = relative.as_ref().map_or(repo, |r| &r.repo);
+            let dirwalk = status_repo
                 .dirwalk_options()
                 .map_err(git("cannot set up the directory walk"))?
                 .emit_untracked(gix::dir::walk::EmissionMode::Matching);
-            repo.index_worktree_status(
-                index,
-                Vec::<BString>::new(),
-                &mut collect,
-                gix::status::plumbing::index_as_worktree::traits::FastEq,
-                NoSubmodules,
-                &mut gix::progress::Discard,
-                &never,
-                gix::status::index_worktree::Options {
-                    sorting: None,
-                    dirwalk_options: Some(dirwalk),
-                    rewrites: None,
-                    thread_limit: None,
-                },
-            )
-            .map_err(git("status failed"))
+            status_repo
+                .index_worktree_status(
+                    index,
+                    Vec::<BString>::new(),
+                    &mut collect,
+                    gix::status::plumbing::index_as_worktree::traits::FastEq,
+                    NoSubmodules,
+                    &mut gix::progress::Discard,
+                    &never,
+                    gix::status::index_worktree::Options {
+                        sorting: None,
+                        dirwalk_options: Some(dirwalk),
+                        rewrites: None,
+                        thread_limit: None,
+                    },
+                )
+                .map_err(git("status failed"))
         })();
         let staged = staged.join().unwrap_or_else(|_| {
             Err(Error::state(
