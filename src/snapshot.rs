@@ -447,62 +447,6 @@ struct Collect {
     rewrite: bool,
 }
 
-/// The process working in `repo`'s working tree for the duration of a
-/// status: a second handle on the same repository opened as `.`, so that
-/// gix's per-file paths are relative. The previous working directory is
-/// restored (by descriptor) when this is dropped. Only the status uses the
-/// second handle; objects are written through the caller's.
-struct Relative {
-    repo: gix::Repository,
-    _back: Back,
-}
-
-/// Going back to a working directory (kept open) when dropped.
-struct Back(std::os::fd::OwnedFd);
-
-impl Drop for Back {
-    fn drop(&mut self) {
-        let _ = rustix::process::fchdir(&self.0);
-    }
-}
-
-impl Relative {
-    fn enter(repo: &gix::Repository) -> Option<Relative> {
-        use rustix::fs::{Mode, OFlags};
-        let workdir = repo.workdir()?;
-        if !workdir.is_absolute() {
-            return None;
-        }
-        let back = Back(
-            rustix::fs::open(
-                ".",
-                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .ok()?,
-        );
-        std::env::set_current_dir(workdir).ok()?;
-        // From here on, returning `None` drops `back` and goes back.
-        let opened = crate::repo::open_worktree(Path::new(".")).ok()?;
-        // The same repository and working tree, or nothing.
-        let same = |a: &Path, b: &Path| {
-            std::fs::canonicalize(a)
-                .ok()
-                .is_some_and(|a| Some(a) == std::fs::canonicalize(b).ok())
-        };
-        if opened.workdir() != Some(Path::new("."))
-            || !same(opened.git_dir(), repo.git_dir())
-            || !same(Path::new("."), workdir)
-        {
-            return None;
-        }
-        Some(Relative {
-            repo: opened,
-            _back: back,
-        })
-    }
-}
-
 /// Submodules are refused in sources and never made in workspaces: no
 /// submodule status is computed (gix's builtin one would read `.gitmodules`,
 /// or the whole index again when that file is missing).
@@ -627,31 +571,26 @@ fn run(
             Ok(staged)
         });
         let outcome = (|| -> Result<_> {
-            // One lstat per tracked file: with paths relative to the
-            // working tree (as git has them) the kernel walks fewer components.
-            let relative = Relative::enter(repo);
-            let status_repo = relative.as_ref().map_or(repo, |r| &r.repo);
-            let dirwalk = status_repo
+            let dirwalk = repo
                 .dirwalk_options()
                 .map_err(git("cannot set up the directory walk"))?
                 .emit_untracked(gix::dir::walk::EmissionMode::Matching);
-            status_repo
-                .index_worktree_status(
-                    index,
-                    Vec::<BString>::new(),
-                    &mut collect,
-                    gix::status::plumbing::index_as_worktree::traits::FastEq,
-                    NoSubmodules,
-                    &mut gix::progress::Discard,
-                    &never,
-                    gix::status::index_worktree::Options {
-                        sorting: None,
-                        dirwalk_options: Some(dirwalk),
-                        rewrites: None,
-                        thread_limit: None,
-                    },
-                )
-                .map_err(git("status failed"))
+            repo.index_worktree_status(
+                index,
+                Vec::<BString>::new(),
+                &mut collect,
+                gix::status::plumbing::index_as_worktree::traits::FastEq,
+                NoSubmodules,
+                &mut gix::progress::Discard,
+                &never,
+                gix::status::index_worktree::Options {
+                    sorting: None,
+                    dirwalk_options: Some(dirwalk),
+                    rewrites: None,
+                    thread_limit: None,
+                },
+            )
+            .map_err(git("status failed"))
         })();
         let staged = staged.join().unwrap_or_else(|_| {
             Err(Error::state(
