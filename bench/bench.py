@@ -19,7 +19,8 @@ ratio, the target, whether it is met, and the peak RSS of both sides:
            (on an ext4 without journal every new inode then scans the inodes
            deleted in the last minutes: ext4 `recently_deleted`);
      floor: creating as many empty files, in the same folder layout, with a
-           plain loop, in the same condition;
+           plain loop, in the same condition: with one process (git's
+           parallelism) and with one per core (git-delegate's);
   prepare -n 4 on XFS with reflink  same                               <= 0.3x
      (only where an XFS reflink mount is available; said otherwise)
   prepare -n 4 on a journaled ext4 loop mount (--make-ext4, as root): the
@@ -27,11 +28,17 @@ ratio, the target, whether it is met, and the peak RSS of both sides:
   apply, 4 tasks x 10 files        4 x git status in the workspaces   <= 1.5x
   apply growth 1k -> 100k          growth of git status               no faster
   status / hook pre-commit, no batch                                   < 20 ms
-  apply peak RSS, one 1 GiB changed file (--big)   size of the file    <= 0.1x
+  apply peak RSS, one 1 GiB changed file (--big), added and rewritten
+                                   size of the file                   <= 0.1x
+
+A/B (`--against OLD`): every git-delegate row is run against another
+git-delegate binary (say, a build of the previous commit) instead of git,
+alternately in the same run, without targets or floor rows: the before/after
+figures of a change.
 
 Usage:
     bench/bench.py [--sizes 1000,10000,100000] [--reps 5] [--bin PATH]
-                   [--xfs DIR | --make-xfs SIZE] [--make-ext4 SIZE] [--no-cold]
+                   [--against OLD_BIN] [--xfs DIR | --make-xfs SIZE] [--make-ext4 SIZE] [--no-cold]
                    [--big] [--keep DIR] [--markdown]
 
 Build the release binary first (`cargo build --release`); `--bin` defaults to
@@ -47,6 +54,7 @@ rows at 100k).
 
 import argparse
 import json
+import multiprocessing
 import os
 import random
 import shutil
@@ -66,9 +74,11 @@ def say(msg):
 
 
 class Bench:
-    def __init__(self, tmp, binary):
+    def __init__(self, tmp, binary, against=None):
         self.tmp = tmp
         self.bin = binary
+        # --against: the binary the reference column runs instead of git.
+        self.against = against
         home = os.path.join(tmp, "home")
         os.makedirs(home, exist_ok=True)
         cfg = os.path.join(tmp, "gitconfig")
@@ -120,6 +130,22 @@ class Bench:
 
     def delegate(self, cwd, *args, check=True):
         return self.run([self.bin, *args], cwd, check=check)[1]
+
+    def wait_trash(self, ws_root, timeout=600):
+        """Wait until the background deleter has emptied the `.trash` folders
+        under the workspace root `ws_root`; returns the seconds waited."""
+        start = time.perf_counter()
+        while time.perf_counter() - start < timeout:
+            busy = False
+            if os.path.isdir(ws_root):
+                for d in os.listdir(ws_root):
+                    t = os.path.join(ws_root, d, ".trash")
+                    if os.path.isdir(t) and os.listdir(t):
+                        busy = True
+            if not busy:
+                return time.perf_counter() - start
+            time.sleep(0.05)
+        return float("nan")
 
 
 def make_repo(b, path, n):
@@ -186,13 +212,17 @@ def at(n, sizes, target):
 
 
 class Rows:
-    def __init__(self):
+    def __init__(self, against=None):
         self.rows = []
+        # With --against, the reference column is that binary and no row has a target.
+        self.against = against
 
     def add(self, name, n, ours, ref, target, rss=0, ref_rss=0, note="", unit="s"):
         """target: ("ratio", x) for ours/ref <= x, ("ms", x) for ours < x ms,
         ("growth", None) for ours <= ref, ("info", None) for rows without a
         target. unit: "s" (seconds) or "x" (plain factors)."""
+        if self.against:
+            target = ("info", None)
         self.rows.append(
             dict(name=name, files=n, ours=ours, ref=ref, target=target, rss=rss, ref_rss=ref_rss, note=note,
                  unit=unit)
@@ -201,7 +231,8 @@ class Rows:
         say(f"{name} ({n} files): {fmt(ours, unit)} vs {fmt(ref, unit) if ref else '-'} {verdict(r)} {note}")
 
     def print(self, markdown=False):
-        head = ["operation", "files", "git-delegate", "git", "ratio", "target", "met", "RSS ours", "RSS git"]
+        other = "against" if self.against else "git"
+        head = ["operation", "files", "git-delegate", other, "ratio", "target", "met", "RSS ours", f"RSS {other}"]
         lines = []
         for r in self.rows:
             ratio = f"{r['ours'] / r['ref']:.2f}x" if r["ref"] else "-"
@@ -317,16 +348,22 @@ class PrepareRows:
         with open(os.path.join(repo, ".git/delegate.toml"), "w") as f:
             f.write(f'[workspace]\nroot = "{os.path.join(base, "ws")}"\n')
 
-    def prepare(self):
+    def prepare(self, binary=None):
         # Dirty data of earlier runs is written out first, so that neither
         # side pays the other's writeback.
         os.sync()
         self.count += 1
         PrepareRows.labels += 1
         label = f"bench-{PrepareRows.labels}"
-        t, rss = self.b.timed([self.b.bin, "prepare", "-n", "4", "--label", label], self.repo)
+        t, rss = self.b.timed([binary or self.b.bin, "prepare", "-n", "4", "--label", label], self.repo)
         self.batches.append(label)
         return t, rss
+
+    def reference(self):
+        """4 sequential `git worktree add`, or the --against binary's prepare."""
+        if self.b.against:
+            return self.prepare(self.b.against)
+        return self.worktrees()
 
     def worktrees(self):
         os.sync()
@@ -348,17 +385,19 @@ class PrepareRows:
         self.b.run(["git", "worktree", "prune"], self.repo, check=False)
         self.batches, self.wts = [], []
 
-    def floor(self, paths, times=4):
-        """Creating the tracked files `times` times as empty files, in this
-        folder; the time scaled to 4 times."""
+    def floor(self, paths, trees=4, procs=1):
+        """Creating the tracked files as empty files, `trees` times, in this
+        folder, with `procs` processes at once (one tree each): what the
+        kernel costs for the files alone. The time is scaled to 4 trees."""
         dest = os.path.join(self.base, f"floor-{self.count}")
         self.count += 1
         os.sync()
-        start = time.perf_counter()
-        for i in range(times):
-            create_empty(os.path.join(dest, str(i)), paths)
-        t = time.perf_counter() - start
-        return t * 4 / times, dest
+        jobs = [(os.path.join(dest, str(i)), paths) for i in range(trees)]
+        with multiprocessing.Pool(procs) as pool:
+            start = time.perf_counter()
+            pool.starmap(create_empty, jobs, chunksize=1)
+            t = time.perf_counter() - start
+        return t * 4 / trees, dest
 
     def done(self):
         self.clean()
@@ -368,6 +407,24 @@ class PrepareRows:
             pass
 
 
+def floor_rows(rows, pr, paths, n, where):
+    """The floor rows of a prepare row: one process, then as many as there
+    are cores (git-delegate writes with that many threads; git with one).
+    Trees are left in place (the caller removes or keeps them)."""
+    if pr.b.against:
+        return []
+    cores = os.cpu_count() or 1
+    made = []
+    for procs in sorted({1, cores}):
+        trees = (4 if n < 100000 else 1) if procs == 1 else (4 if n < 100000 else min(4, cores))
+        t, dest = pr.floor(paths, trees, procs)
+        made.append(dest)
+        note = "" if trees == 4 else f"{trees}x measured, times {4 // trees}"
+        rows.add(f"  floor: create 4x{n} empty files, {procs} process{'es' if procs > 1 else ''}, {where}", n,
+                 t, 0, ("info", None), note=note)
+    return made
+
+
 def bench_prepare_warm(b, rows, repo, n, base, where, target, reps, keep):
     """prepare -n 4 and its reference with nothing deleted between the runs:
     every tree is kept (until the end of the run when `keep`, so that no
@@ -375,14 +432,12 @@ def bench_prepare_warm(b, rows, repo, n, base, where, target, reps, keep):
     pr = PrepareRows(b, repo, n, base, where)
     paths = tree_dirs(repo)
     try:
-        ours, ref, rss, ref_rss = alternate(reps, pr.prepare, pr.worktrees, warmup=reps > 1)
-        times = 4 if n < 100000 else 1
-        t, dest = pr.floor(paths, times)
+        ours, ref, rss, ref_rss = alternate(reps, pr.prepare, pr.reference, warmup=reps > 1)
         rows.add(f"prepare -n 4, {where}, warm", n, ours, ref, target, rss, ref_rss)
-        rows.add(f"  floor: create 4x{n} empty files, {where}, warm", n, t, 0, ("info", None),
-                 note="" if times == 4 else "1x measured, times 4")
+        made = floor_rows(rows, pr, paths, n, where + ", warm")
         if not keep:
-            rmtree(dest)
+            for dest in made:
+                rmtree(dest)
     finally:
         if keep:
             # The trees stay; only the config pointing at them goes.
@@ -402,18 +457,23 @@ def bench_prepare_cold(b, rows, repo, n, base, where, target, reps):
             pr.clean()
             return pr.prepare()
 
-        def cold_worktrees():
+        def cold_reference():
             pr.clean()
-            return pr.worktrees()
+            return pr.reference()
 
-        ours, ref, rss, ref_rss = alternate(reps, cold_prepare, cold_worktrees, warmup=False)
+        ours, ref, rss, ref_rss = alternate(reps, cold_prepare, cold_reference, warmup=False)
         pr.clean()
-        _, dest = pr.floor(paths)
-        rmtree(dest)
-        t, dest = pr.floor(paths)
-        rmtree(dest)
         rows.add(f"prepare -n 4, {where}, cold", n, ours, ref, target, rss, ref_rss)
-        rows.add(f"  floor: create 4x{n} empty files, {where}, cold", n, t, 0, ("info", None))
+        if not b.against:
+            # Each floor right after the previous tree was deleted.
+            cores = os.cpu_count() or 1
+            _, dest = pr.floor(paths)
+            for procs in sorted({1, cores}):
+                rmtree(dest)
+                t, dest = pr.floor(paths, 4, procs)
+                rows.add(f"  floor: create 4x{n} empty files, {procs} process{'es' if procs > 1 else ''}, "
+                         f"{where}, cold", n, t, 0, ("info", None))
+            rmtree(dest)
     finally:
         pr.done()
 
@@ -423,6 +483,8 @@ def bench_snapshot(b, rows, repo, n, reps):
         return b.timed([b.bin, "snapshot"], repo)
 
     def status():
+        if b.against:
+            return b.timed([b.against, "snapshot"], repo)
         return b.timed(["git", "status", "--porcelain"], repo)
 
     ours, ref, rss, ref_rss = alternate(reps, snap, status)
@@ -452,8 +514,11 @@ def bench_touch(b, rows, repo, n, reps):
         ref_env = dict(b.env, GIT_INDEX_FILE=ref_index)
         # First snapshot after the touch (it reads every file and keeps the
         # stat cache) against git's first status (it refreshes its index).
+        # With --against, the other binary's first snapshot would find the
+        # cache already made: no reference then.
         first, first_rss = b.timed([b.bin, "snapshot"], repo)
-        git_first, git_first_rss = b.timed(["git", "status", "--porcelain"], repo, env=ref_env)
+        git_first, git_first_rss = (0, 0) if b.against else b.timed(["git", "status", "--porcelain"], repo,
+                                                                     env=ref_env)
         rows.add("  first snapshot after touching every file", n, first, git_first, ("info", None),
                  first_rss, git_first_rss, note="reads every file")
 
@@ -461,6 +526,8 @@ def bench_touch(b, rows, repo, n, reps):
             return b.timed([b.bin, "snapshot"], repo)
 
         def status():
+            if b.against:
+                return b.timed([b.against, "snapshot"], repo)
             return b.timed(["git", "status", "--porcelain"], repo, env=ref_env)
 
         ours, ref, rss, ref_rss = alternate(reps, snap, status)
@@ -476,71 +543,134 @@ def bench_touch(b, rows, repo, n, reps):
 
 
 def bench_apply(b, rows, repo, n, files, reps):
+    """Rounds of: prepare 4 tasks, each task appends a line to 10 files (40
+    distinct ones), the dirty data are flushed (`sync`, as the minutes a
+    worker takes would), 4 x `git status` run in the workspaces (one
+    unmeasured warm-up pass, then timed), then `apply` is timed; the source's
+    40 files are restored afterwards. Applied workspaces are deleted in the
+    background after apply returned: each round waits for that (shown as its
+    own row, not part of apply's time) so rounds do not overlap. One
+    unmeasured round first. With --against, the rounds alternate between the
+    two binaries instead of timing git status."""
     rng = random.Random(7)
+    txt = [f for f in files if f.endswith(".txt")]
+    label = "bench-apply"
 
-    def setup_apply():
-        doc = json.loads(b.delegate(repo, "prepare", "-n", "4", "--label", "bench-apply", "--json"))
+    def one_round(binary, k, with_status):
+        doc = json.loads(b.delegate(repo, "prepare", "-n", "4", "--label", label, "--json"))
         roots = [t["root"] for t in doc["tasks"]]
-        picks = rng.sample(files, 40)
-        for k, root in enumerate(roots):
-            for rel in picks[k * 10:(k + 1) * 10]:
+        # <workspace root>/<repo>-<fingerprint>/<batch>/<task>
+        ws_root = os.path.dirname(os.path.dirname(os.path.dirname(roots[0])))
+        picks = rng.sample(txt, 40)
+        originals = {}
+        for rel in picks:
+            with open(os.path.join(repo, rel), "rb") as f:
+                originals[rel] = f.read()
+        for t, root in enumerate(roots):
+            for rel in picks[t * 10:(t + 1) * 10]:
                 with open(os.path.join(root, rel), "a") as f:
-                    f.write(f"task {k}\n")
-        return roots
-
-    apply_t, status_t, apply_rss, status_rss = [], [], 0, 0
-    try:
-        for _ in range(reps):
-            roots = setup_apply()
+                    f.write(f"task {t} round {k}\n")
+        os.sync()
+        ref, ref_rss = 0, 0
+        if with_status:
+            for root in roots:  # warm-up pass, not timed
+                b.run(["git", "status", "--porcelain"], root)
             start = time.perf_counter()
             for root in roots:
                 _, r = b.timed(["git", "status", "--porcelain"], root)
-                status_rss = max(status_rss, r)
-            status_t.append(time.perf_counter() - start)
-            t, rss = b.timed([b.bin, "apply", "bench-apply"], repo)
-            apply_t.append(t)
-            apply_rss = max(apply_rss, rss)
-            # undo the applied edits so the next round starts alike
-            b.git(repo, "checkout", "-q", "--", ".")
-            for i in range(10):
-                with open(os.path.join(repo, f"untracked{i}.txt"), "w") as f:
-                    f.write("new\n")
-        ours, ref = statistics.median(apply_t), statistics.median(status_t)
-        rows.add("apply 4 tasks x 10 files vs 4x git status", n, ours, ref, at(n, [100000], ("ratio", 1.5)),
-                 apply_rss, status_rss)
-        return ours, ref
+                ref_rss = max(ref_rss, r)
+            ref = time.perf_counter() - start
+        t, rss = b.timed([binary, "apply", label], repo)
+        waited = b.wait_trash(ws_root)
+        for rel, data in originals.items():
+            with open(os.path.join(repo, rel), "wb") as f:
+                f.write(data)
+        b.git(repo, "status", "--porcelain")
+        return t, rss, ref, ref_rss, waited
+
+    ours_t, ref_t, bg, rss, ref_rss = [], [], [], 0, 0
+    try:
+        for k in range(reps + 1):
+            if b.against:
+                t, r, _, _, w = one_round(b.bin, k, False)
+                t2, r2, _, _, _ = one_round(b.against, k, False)
+            else:
+                t, r, t2, r2, w = one_round(b.bin, k, True)
+            if k == 0:
+                continue
+            ours_t.append(t)
+            ref_t.append(t2)
+            bg.append(w)
+            rss, ref_rss = max(rss, r), max(ref_rss, r2)
     except RuntimeError as e:
         say(f"apply skipped: {e}")
-        b.delegate(repo, "drop", "bench-apply", "--force", check=False)
+        b.delegate(repo, "drop", label, "--force", check=False)
         return None
+    ours, ref = statistics.median(ours_t), statistics.median(ref_t)
+    name = "apply 4 tasks x 10 files" + ("" if b.against else " vs 4x git status")
+    rows.add(name, n, ours, ref, at(n, [100000], ("ratio", 1.5)),
+             rss, ref_rss)
+    rows.add("  background removal of the 4 workspaces after apply returned", n, statistics.median(bg), 0,
+             ("info", None))
+    return ours, ref
 
 
 def bench_no_batch(b, rows, repo, n, reps):
     for name, cmd in [("status, no batch", ["status"]), ("hook pre-commit, no batch", ["hook", "pre-commit"])]:
+        if b.against:
+            ours, ref, rss, ref_rss = alternate(
+                reps * 4, lambda: b.timed([b.bin, *cmd], repo, check=False),
+                lambda: b.timed([b.against, *cmd], repo, check=False))
+            rows.add(name, n, ours, ref, ("ms", 20), rss, ref_rss)
+            continue
         runs = [b.timed([b.bin, *cmd], repo, check=False) for _ in range(reps * 4)]
         rows.add(name, n, statistics.median(r[0] for r in runs), 0, ("ms", 20), max(r[1] for r in runs))
 
 
-def bench_big(b, rows, tmp):
-    """Peak RSS of apply with one 1 GiB changed file (built only with --big)."""
+def bench_big(b, rows, tmp, mib=1024):
+    """Peak RSS of apply with one big changed file of random bytes (only
+    with --big): a task that adds it, and a task that rewrites 4 KiB in the
+    middle of one the baseline has. Target: <= 0.1x the file's size."""
     repo = os.path.join(tmp, "repo-big")
     make_repo(b, repo, 1000)
-    big = os.path.join(repo, "big.bin")
-    chunk = random.Random(1).randbytes(1 << 20)
-    with open(big, "wb") as f:
-        for _ in range(1024):
-            f.write(chunk)
-    b.git(repo, "add", "big.bin")
-    b.git(repo, "commit", "-q", "-m", "big")
-    doc = json.loads(b.delegate(repo, "prepare", "-n", "1", "--label", "big", "--json"))
-    ws = doc["tasks"][0]["root"]
-    with open(os.path.join(ws, "big.bin"), "r+b") as f:
-        f.seek(512 << 20)
-        f.write(b"changed by the task")
-    t, rss = b.timed([b.bin, "apply", "big"], repo)
-    size = os.path.getsize(big)
-    rows.add("apply peak RSS / size of one 1 GiB changed file", 1000, rss * 1024 / size, 1.0, ("ratio", 0.1), rss,
-             0, note=f"apply took {t:.1f} s", unit="x")
+    size = mib << 20
+
+    def big_file(path):
+        with open(path, "wb") as f:
+            for i in range(mib):
+                f.write(random.Random(i).randbytes(1 << 20))
+
+    def apply_one(binary, edit):
+        doc = json.loads(b.delegate(repo, "prepare", "-n", "1", "--label", "big", "--json"))
+        root = doc["tasks"][0]["root"]
+        edit(root)
+        os.sync()
+        t, rss = b.timed([binary, "apply", "big"], repo)
+        b.wait_trash(os.path.dirname(os.path.dirname(os.path.dirname(root))))
+        return t, rss
+
+    def add(root):
+        big_file(os.path.join(root, "big.bin"))
+
+    def rewrite(root):
+        with open(os.path.join(root, "big.bin"), "r+b") as f:
+            f.seek(size // 2)
+            f.write(os.urandom(4096))
+
+    for what, edit in [(f"adds a {mib} MiB file", add), (f"rewrites 4 KiB of a {mib} MiB file", rewrite)]:
+        t, rss = apply_one(b.bin, edit)
+        ref, note = 1.0, f"apply took {t:.1f} s"
+        if b.against:
+            if what.startswith("adds"):
+                os.remove(os.path.join(repo, "big.bin"))
+            t2, rss2 = apply_one(b.against, edit)
+            ref, note = rss2 * 1024 / size, note + f", the other binary's {t2:.1f} s"
+        rows.add(f"apply peak RSS / file size, task {what}", 1000, rss * 1024 / size, ref, ("ratio", 0.1), rss,
+                 0, note=note, unit="x")
+        if what.startswith("adds"):
+            # The added file is the baseline of the next row.
+            b.git(repo, "add", "big.bin")
+            b.git(repo, "commit", "-q", "-m", "big")
     rmtree(repo)
 
 
@@ -551,6 +681,8 @@ def main():
     ap.add_argument("--prepare-reps", default="3,3,1",
                     help="repetitions of the prepare and apply rows, per size (comma list)")
     ap.add_argument("--bin", default=os.path.join(ROOT, "target/release/git-delegate"))
+    ap.add_argument("--against", metavar="BIN",
+                    help="A/B: the reference column runs this other git-delegate binary instead of git")
     ap.add_argument("--xfs", help="an XFS reflink folder for the XFS rows (default /tmp/git-delegate-xfs)")
     ap.add_argument("--make-xfs", metavar="SIZE",
                     help="as root: make a dedicated XFS reflink loop mount of SIZE (e.g. 8G) with scripts/reflink-fs")
@@ -565,8 +697,13 @@ def main():
         sys.exit(f"{args.bin} not found: run `cargo build --release` first")
     tmp = args.keep or tempfile.mkdtemp(prefix="gd-bench-")
     os.makedirs(tmp, exist_ok=True)
-    b = Bench(tmp, os.path.abspath(args.bin))
-    rows = Rows()
+    against = None
+    if args.against:
+        if not os.path.exists(args.against):
+            sys.exit(f"{args.against} not found")
+        against = os.path.abspath(args.against)
+    b = Bench(tmp, os.path.abspath(args.bin), against)
+    rows = Rows(against)
     started = time.perf_counter()
 
     made_xfs = None
