@@ -87,11 +87,13 @@ fn stale_lease_modes_through_git_commit() {
     let quiet = commit(&env, &repo, &path, "no batches").expect(0);
     assert_eq!(quiet.stderr, "");
 
-    let doc = prepare(&env, &repo, &["--ttl", "1s"]);
+    // A live batch: silent too. (A long lease here, cut short afterwards:
+    // a 1 s lease could expire before this commit on a loaded machine.)
+    let doc = prepare(&env, &repo, &["--ttl", "1h"]);
     let short = doc["batch"].as_str().unwrap()[..8].to_string();
-    // A live batch: silent too.
     let live = commit(&env, &repo, &path, "live batch").expect(0);
     assert_eq!(live.stderr, "");
+    env.delegate(&repo, ["renew", &short, "--ttl", "1s"]).expect(0);
     wait_stale(&env, &repo);
 
     // warn (default): prints the batch and the way out, and commits.
