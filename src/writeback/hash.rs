@@ -1,0 +1,196 @@
+//! Content through the filters: hashing what is on disk as `git add` would,
+//! and writing a blob's worktree form as a checkout would.
+
+use std::os::fd::OwnedFd;
+
+use gix::bstr::{BStr, ByteSlice};
+use gix::objs::tree::EntryKind;
+use gix::ObjectId;
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+
+use crate::error::{Error, Result};
+
+use super::dirs::Disk;
+use super::journal::Item;
+use super::util::{split, Fail};
+
+pub(super) struct Hasher<'r> {
+    pub(super) pipeline: gix::filter::Pipeline<'r>,
+    index: gix::worktree::IndexPersistedOrInMemory,
+    hash_kind: gix::hash::Kind,
+    file_mode: bool,
+}
+
+impl<'r> Hasher<'r> {
+    pub(super) fn new(repo: &'r gix::Repository) -> Result<Hasher<'r>> {
+        let (pipeline, index) = repo
+            .filter_pipeline(None)
+            .map_err(|e| Error::git("cannot set up the content filters", e))?;
+        Ok(Hasher {
+            pipeline,
+            index,
+            hash_kind: repo.object_hash(),
+            file_mode: repo
+                .config_snapshot()
+                .boolean("core.fileMode")
+                .unwrap_or(true),
+        })
+    }
+
+    /// For writing `F`: as a checkout does, `.gitattributes` files take
+    /// their `F` content (a deleted one counts as empty), the others are
+    /// read from the disk (where they are the same in `S` and `F`).
+    pub(super) fn for_checkout(
+        repo: &'r gix::Repository,
+        items: &[Item],
+    ) -> Result<Hasher<'r>, Fail> {
+        let mut hasher = Hasher::new(repo).map_err(|e| Fail(e.message))?;
+        let changed: Vec<&Item> = items
+            .iter()
+            .filter(|i| split(i.path.as_bstr()).1 == ".gitattributes")
+            .collect();
+        if changed.is_empty() {
+            return Ok(hasher);
+        }
+        let mut state = gix::index::State::new(repo.object_hash());
+        for it in changed {
+            let id = match it.new {
+                Some((_, id)) => id,
+                None => repo
+                    .write_blob(b"")
+                    .map_err(|e| Fail(format!("cannot write the empty blob: {e}")))?
+                    .detach(),
+            };
+            state.dangerously_push_entry(
+                Default::default(),
+                id,
+                gix::index::entry::Flags::empty(),
+                gix::index::entry::Mode::FILE,
+                it.path.as_bstr(),
+            );
+        }
+        state.sort_entries();
+        let stack = repo
+            .attributes_only(
+                &state,
+                gix::worktree::stack::state::attributes::Source::IdMappingThenWorktree,
+            )
+            .map_err(|e| Fail(format!("cannot read the result's attributes: {e}")))?
+            .detach();
+        hasher.pipeline = gix::filter::Pipeline::new(repo, stack)
+            .map_err(|e| Fail(format!("cannot set up the content filters: {e}")))?;
+        Ok(hasher)
+    }
+
+    /// Whether `name` in `dir` (read for the path `rela`) is the `S` entry:
+    /// same kind, same blob after the clean filters. Nothing is stored.
+    pub(super) fn matches(
+        &mut self,
+        dir: &OwnedFd,
+        name: &BStr,
+        rela: &BStr,
+        (kind, id): (EntryKind, ObjectId),
+    ) -> Result<bool, Fail> {
+        let st = match rustix::fs::statat(dir, name.as_bytes(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(Errno::NOENT) => return Ok(false),
+            Err(e) => return Err(Fail::io("stat", rela, e)),
+        };
+        let disk = Disk::from_mode(st.st_mode);
+        let kind_ok = match (disk, kind) {
+            (Disk::File { .. }, EntryKind::Blob | EntryKind::BlobExecutable) if !self.file_mode => {
+                true
+            }
+            (d, k) => d.is_kind(k),
+        };
+        if !kind_ok {
+            return Ok(false);
+        }
+        let hash_err = |e: &dyn std::fmt::Display| {
+            Fail(format!("cannot hash {}: {e}", crate::paths::quote(rela)))
+        };
+        if disk == Disk::Link {
+            let data = rustix::fs::readlinkat(dir, name.as_bytes(), Vec::new())
+                .map_err(|e| Fail::io("read", rela, e))?
+                .into_bytes();
+            let got = gix::objs::compute_hash(self.hash_kind, gix::objs::Kind::Blob, &data)
+                .map_err(|e| hash_err(&e))?;
+            return Ok(got == id);
+        }
+        let fd = rustix::fs::openat(
+            dir,
+            name.as_bytes(),
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| Fail::io("open", rela, e))?;
+        let mut file = std::io::BufReader::with_capacity(1 << 16, std::fs::File::from(fd));
+        let size = file
+            .get_ref()
+            .metadata()
+            .map_err(|e| Fail::io("stat", rela, e))?
+            .len();
+        let path = crate::paths::to_os(rela);
+        // Content no clean filter changes is hashed as it is read (a big
+        // file never sits in memory whole); filtered content is what gix
+        // converted in memory.
+        let got = match self
+            .pipeline
+            .convert_to_git(&mut file, &path, &self.index)
+            .map_err(|e| Fail(format!("cannot filter {}: {e}", crate::paths::quote(rela))))?
+        {
+            gix::filter::plumbing::pipeline::convert::ToGitOutcome::Unchanged(_) => None,
+            gix::filter::plumbing::pipeline::convert::ToGitOutcome::Buffer(buf) => Some(
+                gix::objs::compute_hash(self.hash_kind, gix::objs::Kind::Blob, buf)
+                    .map_err(|e| hash_err(&e))?,
+            ),
+            gix::filter::plumbing::pipeline::convert::ToGitOutcome::Process(mut read) => {
+                let mut buf = Vec::new();
+                std::io::Read::read_to_end(&mut read, &mut buf)
+                    .map_err(|e| Fail::io("read", rela, e))?;
+                Some(
+                    gix::objs::compute_hash(self.hash_kind, gix::objs::Kind::Blob, &buf)
+                        .map_err(|e| hash_err(&e))?,
+                )
+            }
+        };
+        let got = match got {
+            Some(got) => got,
+            None => match crate::blob::hash_reader(self.hash_kind, size, &mut file) {
+                // More than `size` bytes: it grew while it was read.
+                Ok(_)
+                    if std::io::Read::read(&mut file, &mut [0u8; 1])
+                        .map_err(|e| Fail::io("read", rela, e))?
+                        > 0 =>
+                {
+                    return Ok(false)
+                }
+                Ok(got) => got,
+                // The file changed size while it was read: not `S`.
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+                Err(e) => return Err(Fail::io("read", rela, e)),
+            },
+        };
+        Ok(got == id)
+    }
+
+    /// Write a blob's worktree form (smudge filters, `eol`) into `out`.
+    pub(super) fn smudge_into(
+        &mut self,
+        data: &[u8],
+        rela: &BStr,
+        out: &mut std::fs::File,
+    ) -> Result<(), Fail> {
+        let opts = gix::filter::plumbing::pipeline::convert::to_worktree::Options {
+            can_delay: gix::filter::plumbing::driver::apply::Delay::Forbid,
+            ..Default::default()
+        };
+        let mut converted = self
+            .pipeline
+            .convert_to_worktree(data, rela, opts)
+            .map_err(|e| Fail(format!("cannot filter {}: {e}", crate::paths::quote(rela))))?;
+        std::io::copy(&mut converted, out).map_err(|e| Fail::io("write", rela, e))?;
+        Ok(())
+    }
+}

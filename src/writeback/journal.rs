@@ -1,0 +1,438 @@
+//! The write-back plan and its journal: what is written where, recorded
+//! durably as JSON lines, and read back for recovery.
+
+use std::collections::{BTreeSet, HashSet};
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use gix::bstr::{BString, ByteSlice};
+use gix::objs::tree::EntryKind;
+use gix::ObjectId;
+use serde::{Deserialize, Serialize};
+
+use super::dirs::{Dirs, Disk};
+use super::util::{depth, join, parents, split, Fail};
+use super::PathWrite;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Phase {
+    Planned,
+    Renaming,
+    Committed,
+}
+
+impl Phase {
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Planned => "planned",
+            Phase::Renaming => "renaming",
+            Phase::Committed => "committed",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Phase> {
+        Some(match s {
+            "planned" => Phase::Planned,
+            "renaming" => Phase::Renaming,
+            "committed" => Phase::Committed,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Item {
+    pub(super) path: BString,
+    pub(super) old: Option<(EntryKind, ObjectId)>,
+    pub(super) new: Option<(EntryKind, ObjectId)>,
+    /// Where the new content waits (repo-relative).
+    pub(super) temp: Option<BString>,
+    /// Where the original (file, or folder in the way) is moved (repo-relative).
+    pub(super) aside: Option<BString>,
+    /// The aside is a folder standing where `F` puts a file.
+    pub(super) aside_folder: bool,
+    /// A deletion inside a folder that is moved aside whole.
+    pub(super) covered: bool,
+    /// Folders on the way that must be created before the temp (none stands in the way).
+    pub(super) early: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Plan {
+    pid: u32,
+    start: Option<u64>,
+    host: String,
+    pub(super) root: PathBuf,
+    token: String,
+    created_at: String,
+    pub(super) items: Vec<Item>,
+    /// Folders the write may create, shallow first.
+    pub(super) mkdirs: Vec<BString>,
+    pub(super) phase: Phase,
+}
+
+impl Plan {
+    pub(super) fn writer_alive(&self) -> bool {
+        self.pid != std::process::id()
+            && self.host == crate::lease::hostname()
+            && self.start.is_some()
+            && crate::lease::process_start(self.pid) == self.start
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "t", rename_all = "snake_case")]
+enum Line {
+    Header {
+        version: u32,
+        pid: u32,
+        start: Option<u64>,
+        host: String,
+        root: String,
+        token: String,
+        created_at: String,
+    },
+    Item {
+        path: String,
+        s: Option<String>,
+        f: Option<String>,
+        temp: Option<String>,
+        aside: Option<String>,
+        aside_folder: bool,
+        covered: bool,
+        early: bool,
+    },
+    Mkdirs {
+        paths: Vec<String>,
+    },
+    Phase {
+        phase: String,
+    },
+}
+
+pub(super) fn tmp_journal(journal: &Path) -> PathBuf {
+    let mut name = journal.as_os_str().to_owned();
+    name.push(".tmp");
+    PathBuf::from(name)
+}
+
+fn journal_text(plan: &Plan) -> String {
+    let mut lines = vec![Line::Header {
+        version: 1,
+        pid: plan.pid,
+        start: plan.start,
+        host: plan.host.clone(),
+        root: enc(plan.root.as_os_str().as_bytes()),
+        token: plan.token.clone(),
+        created_at: plan.created_at.clone(),
+    }];
+    for it in &plan.items {
+        lines.push(Line::Item {
+            path: enc(&it.path),
+            s: it.old.map(entry_str),
+            f: it.new.map(entry_str),
+            temp: it.temp.as_ref().map(|t| enc(t)),
+            aside: it.aside.as_ref().map(|a| enc(a)),
+            aside_folder: it.aside_folder,
+            covered: it.covered,
+            early: it.early,
+        });
+    }
+    lines.push(Line::Mkdirs {
+        paths: plan.mkdirs.iter().map(|m| enc(m)).collect(),
+    });
+    lines.push(Line::Phase {
+        phase: Phase::Planned.name().into(),
+    });
+    let mut text = String::new();
+    for l in lines {
+        // Serialising plain strings, numbers and bools cannot fail.
+        text.push_str(&serde_json::to_string(&l).unwrap_or_default());
+        text.push('\n');
+    }
+    text
+}
+
+pub(super) fn write_journal(path: &Path, plan: &Plan) -> std::io::Result<()> {
+    let tmp = tmp_journal(path);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)?;
+    f.write_all(journal_text(plan).as_bytes())?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)?;
+    let dir = std::fs::File::open(path.parent().unwrap_or(Path::new(".")))?;
+    dir.sync_all()
+}
+
+/// Append a marker durably. On failure the journal is cut back to what it
+/// was (a marker that may not be durable must not be read later).
+pub(super) fn append_phase(path: &Path, phase: Phase) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new().append(true).open(path)?;
+    let len = f.metadata()?.len();
+    let line = serde_json::to_string(&Line::Phase {
+        phase: phase.name().into(),
+    })
+    .unwrap_or_default();
+    let res = f
+        .write_all(format!("{line}\n").as_bytes())
+        .and_then(|()| f.sync_all());
+    if res.is_err() {
+        let _ = f.set_len(len);
+        let _ = f.sync_all();
+    }
+    res
+}
+
+pub(super) fn remove_journal(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    if let Ok(dir) = std::fs::File::open(path.parent().unwrap_or(Path::new("."))) {
+        dir.sync_all()?;
+    }
+    Ok(())
+}
+
+/// The plan of a journal, `None` when it never became durable (no
+/// `planned` marker: nothing was written).
+pub(super) fn parse_journal(text: &[u8]) -> Option<Plan> {
+    let mut plan: Option<Plan> = None;
+    let mut planned = false;
+    for raw in text.split(|&b| b == b'\n') {
+        if raw.is_empty() {
+            continue;
+        }
+        // A torn last line did not become durable: stop there.
+        let Ok(line) = serde_json::from_slice::<Line>(raw) else {
+            break;
+        };
+        match line {
+            Line::Header {
+                pid,
+                start,
+                host,
+                root,
+                token,
+                created_at,
+                ..
+            } => {
+                plan = Some(Plan {
+                    pid,
+                    start,
+                    host,
+                    root: PathBuf::from(std::ffi::OsStr::from_bytes(&dec(&root))),
+                    token,
+                    created_at,
+                    items: Vec::new(),
+                    mkdirs: Vec::new(),
+                    phase: Phase::Planned,
+                })
+            }
+            Line::Item {
+                path,
+                s,
+                f,
+                temp,
+                aside,
+                aside_folder,
+                covered,
+                early,
+            } => {
+                let p = plan.as_mut()?;
+                p.items.push(Item {
+                    path: dec(&path).into(),
+                    old: match s {
+                        Some(s) => Some(parse_entry(&s)?),
+                        None => None,
+                    },
+                    new: match f {
+                        Some(f) => Some(parse_entry(&f)?),
+                        None => None,
+                    },
+                    temp: temp.map(|t| dec(&t).into()),
+                    aside: aside.map(|a| dec(&a).into()),
+                    aside_folder,
+                    covered,
+                    early,
+                });
+            }
+            Line::Mkdirs { paths } => {
+                plan.as_mut()?.mkdirs = paths.iter().map(|p| dec(p).into()).collect();
+            }
+            Line::Phase { phase } => {
+                let phase = Phase::parse(&phase)?;
+                let p = plan.as_mut()?;
+                // The last marker wins.
+                planned = true;
+                p.phase = phase;
+            }
+        }
+    }
+    plan.filter(|_| planned)
+}
+
+fn entry_str((kind, id): (EntryKind, ObjectId)) -> String {
+    let mode = match kind {
+        EntryKind::Blob => "100644",
+        EntryKind::BlobExecutable => "100755",
+        EntryKind::Link => "120000",
+        EntryKind::Tree => "40000",
+        EntryKind::Commit => "160000",
+    };
+    format!("{mode} {id}")
+}
+
+fn parse_entry(s: &str) -> Option<(EntryKind, ObjectId)> {
+    let (mode, id) = s.split_once(' ')?;
+    let kind = match mode {
+        "100644" => EntryKind::Blob,
+        "100755" => EntryKind::BlobExecutable,
+        "120000" => EntryKind::Link,
+        "40000" => EntryKind::Tree,
+        "160000" => EntryKind::Commit,
+        _ => return None,
+    };
+    Some((kind, ObjectId::from_hex(id.as_bytes()).ok()?))
+}
+
+/// `%XX` for `%`, control bytes and non-ASCII bytes; the rest as is.
+pub(super) fn enc(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len());
+    for &b in bytes {
+        if b == b'%' || !(0x20..0x7f).contains(&b) {
+            s.push_str(&format!("%{b:02X}"));
+        } else {
+            s.push(b as char);
+        }
+    }
+    s
+}
+
+pub(super) fn dec(s: &str) -> Vec<u8> {
+    let b = s.as_bytes();
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push(h << 4 | l);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    out
+}
+
+pub(super) fn make_plan(
+    dirs: &mut Dirs,
+    writes: &[PathWrite],
+    root: &Path,
+    token: &str,
+) -> Result<Plan, Fail> {
+    let mut sorted: Vec<&PathWrite> = writes
+        .iter()
+        .filter(|w| w.old.is_some() || w.new.is_some())
+        .collect();
+    sorted.sort_by(|a, b| a.path.cmp(&b.path));
+    for w in &sorted {
+        for (kind, _) in w.old.iter().chain(w.new.iter()) {
+            if matches!(kind, EntryKind::Tree | EntryKind::Commit) {
+                return Err(Fail(format!(
+                    "{} is a folder or submodule entry, which write-back does not handle",
+                    crate::paths::quote(w.path.as_bstr())
+                )));
+            }
+        }
+        if w.path.is_empty()
+            || w.path
+                .split_str("/")
+                .any(|c| c.is_empty() || c == b"." || c == b"..")
+        {
+            return Err(Fail(format!(
+                "{} is not a valid path",
+                crate::paths::quote(w.path.as_bstr())
+            )));
+        }
+    }
+    let name = |n: usize, ext: &str| format!(".gd-{token}-{n}.{ext}");
+    let mut items: Vec<Item> = Vec::with_capacity(sorted.len());
+    let mut folder_asides: HashSet<BString> = HashSet::new();
+    for (n, w) in sorted.iter().enumerate() {
+        let mut it = Item {
+            path: w.path.clone(),
+            old: w.old,
+            new: w.new,
+            temp: None,
+            aside: None,
+            aside_folder: false,
+            covered: false,
+            early: false,
+        };
+        let (parent, _) = split(w.path.as_bstr());
+        if w.old.is_none() && w.new.is_some() && dirs.lstat_lenient(w.path.as_bstr()) == Disk::Dir {
+            it.aside = Some(join(parent, name(n, "orig").as_bytes().as_bstr()));
+            it.aside_folder = true;
+            folder_asides.insert(w.path.clone());
+        }
+        items.push(it);
+    }
+    let mut mkdirs: BTreeSet<BString> = BTreeSet::new();
+    for (n, it) in items.iter_mut().enumerate() {
+        let (parent, _) = split(it.path.as_bstr());
+        if it.old.is_some() {
+            it.covered = parents(it.path.as_bstr()).any(|p| folder_asides.contains(p));
+            if !it.covered {
+                it.aside = Some(join(parent, name(n, "orig").as_bytes().as_bstr()));
+            }
+        }
+        if it.new.is_some() {
+            let mut temp_dir: BString = BString::default();
+            let mut blocked = false;
+            let mut missing = false;
+            for p in parents(it.path.as_bstr()) {
+                if blocked || missing {
+                    mkdirs.insert(p.into());
+                    continue;
+                }
+                match dirs.lstat_lenient(p) {
+                    Disk::Dir => temp_dir = p.into(),
+                    Disk::Absent => {
+                        missing = true;
+                        mkdirs.insert(p.into());
+                    }
+                    _ => {
+                        blocked = true;
+                        mkdirs.insert(p.into());
+                    }
+                }
+            }
+            it.early = !blocked;
+            let dir = if blocked { temp_dir.as_bstr() } else { parent };
+            it.temp = Some(join(dir, name(n, "tmp").as_bytes().as_bstr()));
+        }
+    }
+    let mut mkdirs: Vec<BString> = mkdirs.into_iter().collect();
+    mkdirs.sort_by_key(|p| (depth(p.as_bstr()), p.clone()));
+    Ok(Plan {
+        pid: std::process::id(),
+        start: crate::lease::process_start(std::process::id()),
+        host: crate::lease::hostname(),
+        root: root.to_path_buf(),
+        token: token.to_string(),
+        created_at: crate::time::rfc3339(crate::time::now()),
+        items,
+        mkdirs,
+        phase: Phase::Planned,
+    })
+}

@@ -1,0 +1,434 @@
+//! Write-back of a merge result into the source working tree through a
+//! crash-safe journal (SPEC §3.2 step 4, §7).
+//!
+//! Owns: the journal file in a batch's state folder, writing and removing
+//! working-tree paths (temp file + fsync + rename, symlink-safe parents,
+//! exec bits, symlinks, smudge filters), rollback, and recovery of journals
+//! left by dead processes.
+//! Never: writes a path whose current content is not the expected `S`
+//! state, follows a symlink out of the source root, or touches the index,
+//! HEAD or refs.
+//!
+//! # `check`
+//!
+//! Changes nothing. Per path: every parent must be a folder (a file or
+//! symlink on the way blocks, unless it is an `S` file this write deletes);
+//! an `S` entry must still be on disk with the same kind and the same blob
+//! after the clean filters (hashed as it is read, not stored); where `S` has nothing,
+//! nothing may stand where `F` puts a file, except an empty folder or one
+//! holding only paths this write deletes.
+//!
+//! # Order of operations (`write`)
+//!
+//! 1. Plan (reads the disk only): per path its `S` and `F` entries, a temp
+//!    name (`.gd-<token>-<n>.tmp`) in the target folder (or, where a file
+//!    still stands on the way to it, in the deepest existing folder), an
+//!    aside name (`.gd-<token>-<n>.orig`, same folder as the original) for
+//!    every original that goes away, the folders that will be created, and
+//!    folders standing where `F` puts a file (moved aside whole).
+//! 2. Journal `<batch_dir>/writeback.journal`: written to a temp name,
+//!    fsync'd, renamed, folder fsync'd. Nothing in the working tree has
+//!    changed before it is durable.
+//! 3. Temp files: missing folders created (only those the journal lists),
+//!    content from `F`'s blobs through the smudge filters and `eol`
+//!    conversion with the attributes of the result (as a checkout: changed
+//!    `.gitattributes` files count with their `F` content), created
+//!    `O_EXCL` with mode 0o666/0o777 (the umask applies, as for git),
+//!    symlinks from the blob bytes; a blob over 8 MiB that no filter
+//!    changes is copied from the object store as it is inflated, never held
+//!    whole. All written first, then fsync'd with their folders, several
+//!    at once (concurrent fsyncs share journal commits); above 64 files one
+//!    `syncfs` instead (per-file fsyncs of a handful of files are cheaper
+//!    than a `syncfs` of a busy disk, many are not).
+//! 4. Marker `renaming` appended to the journal and fsync'd.
+//! 5. Renames: folders in the way are moved aside whole and their content
+//!    verified against `S`; then per path (sorted, so a file is moved away
+//!    before a folder of the same name is created; `.gitattributes` last):
+//!    stat check, original renamed aside (`RENAME_NOREPLACE`), the aside
+//!    hashed through the clean filters and compared with `S` (so nothing the
+//!    user writes between check and rename can be lost), missing folders
+//!    created, temp renamed into place (`RENAME_NOREPLACE`: never over
+//!    anything). Touched folders fsync'd.
+//! 6. Marker `committed` appended and fsync'd: from here on the result
+//!    stands, and recovery rolls forward instead of back.
+//! 7. Asides removed, folders emptied by deletions removed, folders
+//!    fsync'd, journal removed, batch folder fsync'd.
+//!
+//! Every working-tree access goes through folder descriptors opened one
+//! component at a time from the root with `O_NOFOLLOW | O_DIRECTORY`, and
+//! `*at` calls on them: a symlink on the way is an error, never followed.
+//!
+//! Any error in steps 3-6 rolls back and returns `delegate::write_failed`
+//! (exit 3): files renamed into place go back to their temp names, created
+//! folders that are empty go, originals come back from their aside names,
+//! temps and the remaining created folders go, the journal goes. Each step
+//! is decided by what is on disk, so an interrupted rollback is finished by
+//! the next one, and it needs no journal write (a full disk cannot stop
+//! it). If it cannot finish (something new stands where an original must
+//! return), the journal stays and `delegate::rollback_failed` is returned.
+//!
+//! # Journal format
+//!
+//! JSON lines, each object tagged by `"t"`: one `header` (`version`, `pid`,
+//! `start` (ticks since boot, `/proc/PID/stat` field 22), `host`, `root`,
+//! `token`, `created_at`), one `item` per path (`path`, `s` and `f` as
+//! `"<octal mode> <hex id>"` or null, `temp`, `aside`, `aside_folder`,
+//! `covered` (inside a folder moved aside whole), `early` (its folders are
+//! created before its temp)), one `mkdirs` (folders the write may create,
+//! shallow first), then appended `phase` markers: `planned` (end of the
+//! durable plan), `renaming`, `committed`; the last one counts. Paths are
+//! relative to `root` with `%XX` escapes for `%`, control bytes and
+//! non-ASCII bytes. A torn last line is ignored (its marker did not become
+//! durable; a failed append is also cut back).
+//!
+//! # Recovery (`recover_all`)
+//!
+//! Scans `<state>/batches/*/writeback.journal` (a batch folder without
+//! `batch.toml` included). A journal without `planned` is removed (nothing
+//! was written). One whose writer (pid + start time, same host) still runs
+//! is left alone. `committed`: rolled forward (asides and emptied folders
+//! removed). Otherwise rolled back as above, using the journal's `root`.
+//!
+//! # Fault injection (test-only)
+//!
+//! `GIT_DELEGATE_FAULT` names a point at which the process kills itself
+//! with SIGKILL, exactly like `kill -9`: `after-journal`,
+//! `after-temp-files`, `after-rename:N` (after the Nth rename, 1-based),
+//! `after-commit`, `before-journal-remove`, `recover-abort:N` (during a
+//! recovery or rollback, after its Nth change). `fail-rename:N` makes the
+//! Nth rename fail with an I/O error instead (exercises the in-process
+//! rollback). It exists for the crash tests only; nothing else sets it.
+
+mod dirs;
+mod hash;
+mod journal;
+mod rollback;
+#[cfg(test)]
+mod tests;
+mod util;
+mod writer;
+
+use std::collections::{BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+
+use gix::bstr::{BStr, BString, ByteSlice};
+use gix::objs::tree::EntryKind;
+use gix::ObjectId;
+
+use crate::batch;
+use crate::error::{Error, Result};
+use crate::repo::Source;
+
+use self::dirs::{Dirs, Disk};
+use self::hash::Hasher;
+use self::journal::{make_plan, parse_journal, tmp_journal, write_journal, Phase};
+use self::rollback::{roll_forward, rollback};
+use self::util::{join, parents, Fail, Faults};
+use self::writer::Writer;
+
+/// One path to change: its entry in the source snapshot `S` and in the result `F`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathWrite {
+    pub path: BString,
+    pub old: Option<(EntryKind, ObjectId)>,
+    pub new: Option<(EntryKind, ObjectId)>,
+}
+
+/// Why a path cannot be written without losing something.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockReason {
+    /// An untracked or ignored file (not in `S`) stands where the result puts a file.
+    UntrackedInTheWay,
+    /// A folder with content not in `S` stands where the result puts a file.
+    FolderInTheWay,
+    /// The path's content no longer matches `S` (the user changed it just now).
+    ChangedSinceSnapshot,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocked {
+    pub path: BString,
+    pub reason: BlockReason,
+}
+
+/// What recovery did with the journals it found.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    /// Batches whose interrupted write-back was rolled back to `S`.
+    pub rolled_back: Vec<String>,
+    /// Batches whose write-back had committed (the result was complete on
+    /// disk) and whose clean-up was finished.
+    pub completed: Vec<String>,
+}
+
+/// Check every write against the disk without changing anything.
+pub fn check(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>> {
+    if writes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut dirs = Dirs::open(&source.root).map_err(|e| {
+        Error::io(
+            format!("cannot open the working tree {}", source.root.display()),
+            e,
+        )
+    })?;
+    let mut hasher = Hasher::new(&source.repo)?;
+    let deleted: HashSet<&BStr> = writes
+        .iter()
+        .filter(|w| w.old.is_some() && w.new.is_none())
+        .map(|w| w.path.as_bstr())
+        .collect();
+    let mut blocked = Vec::new();
+    for w in writes {
+        let reason = check_one(&mut dirs, &mut hasher, w, &deleted).map_err(|f| {
+            Error::state(
+                "delegate::write_check_failed",
+                format!("cannot check the working tree before writing: {}", f.0),
+                "check the permissions of that path, then run the command again",
+            )
+        })?;
+        if let Some(reason) = reason {
+            blocked.push(Blocked {
+                path: w.path.clone(),
+                reason,
+            });
+        }
+    }
+    Ok(blocked)
+}
+
+fn check_one(
+    dirs: &mut Dirs,
+    hasher: &mut Hasher<'_>,
+    w: &PathWrite,
+    deleted: &HashSet<&BStr>,
+) -> Result<Option<BlockReason>, Fail> {
+    use BlockReason::*;
+    for parent in parents(w.path.as_bstr()) {
+        match dirs
+            .lstat(parent)
+            .map_err(|e| Fail::io("stat", parent, e))?
+        {
+            Disk::Dir => continue,
+            Disk::Absent => {
+                return Ok(w.old.is_some().then_some(ChangedSinceSnapshot));
+            }
+            _ => {
+                if w.old.is_none() && deleted.contains(parent) {
+                    // The S file on the way goes first; below it all is new.
+                    return Ok(None);
+                }
+                return Ok(Some(if w.old.is_some() {
+                    ChangedSinceSnapshot
+                } else {
+                    UntrackedInTheWay
+                }));
+            }
+        }
+    }
+    let path = w.path.as_bstr();
+    let disk = dirs.lstat(path).map_err(|e| Fail::io("stat", path, e))?;
+    Ok(match (w.old, disk) {
+        (Some(s), _) => {
+            let (pfd, name) = dirs
+                .parent_of(path)
+                .map_err(|e| Fail::io("open", path, e))?;
+            (!hasher.matches(&pfd, name, path, s)?).then_some(ChangedSinceSnapshot)
+        }
+        (None, Disk::Absent) => None,
+        (None, _) if w.new.is_none() => None,
+        (None, Disk::Dir) => {
+            (!folder_only_deletions(dirs, path, deleted)?).then_some(FolderInTheWay)
+        }
+        (None, _) => Some(UntrackedInTheWay),
+    })
+}
+
+/// A folder holds nothing but paths the write deletes (and empty folders).
+fn folder_only_deletions(
+    dirs: &mut Dirs,
+    dir: &BStr,
+    deleted: &HashSet<&BStr>,
+) -> Result<bool, Fail> {
+    let mut stack = vec![BString::from(dir)];
+    while let Some(d) = stack.pop() {
+        for (name, kind) in dirs
+            .list(d.as_bstr())
+            .map_err(|e| Fail::io("read", d.as_bstr(), e))?
+        {
+            let child = join(d.as_bstr(), name.as_bstr());
+            if kind == Disk::Dir {
+                stack.push(child);
+            } else if !deleted.contains(child.as_bstr()) {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// Write every path through the journal in `batch_dir`; any failure rolls
+/// every written path back to `S` and returns the error.
+pub fn write(source: &Source, batch_dir: &Path, writes: &[PathWrite]) -> Result<()> {
+    write_with(source, batch_dir, writes, &Faults::from_env())
+}
+
+fn write_with(
+    source: &Source,
+    batch_dir: &Path,
+    writes: &[PathWrite],
+    faults: &Faults,
+) -> Result<()> {
+    if writes.is_empty() {
+        return Ok(());
+    }
+    let journal_path = batch_dir.join(batch::JOURNAL_FILE);
+    let mut dirs = Dirs::open(&source.root).map_err(|e| {
+        failed(format!(
+            "cannot open the working tree {}: {e}",
+            source.root.display()
+        ))
+    })?;
+    let token = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
+    let mut plan = make_plan(&mut dirs, writes, &source.root, &token)
+        .map_err(|f| failed(format!("write-back stopped before any change: {}", f.0)))?;
+    write_journal(&journal_path, &plan).map_err(|e| {
+        let _ = std::fs::remove_file(&journal_path);
+        failed(format!(
+            "cannot record the write-back journal {}: {e}; nothing was changed",
+            journal_path.display()
+        ))
+    })?;
+    faults.hit("after-journal");
+
+    let mut w = Writer {
+        repo: &source.repo,
+        dirs,
+        journal: &journal_path,
+        faults,
+        renames: 0,
+        synced: BTreeSet::new(),
+    };
+    let outcome = w.run(&mut plan);
+    if let Err(fail) = outcome {
+        return Err(
+            match rollback(&mut w.dirs, &mut plan, &journal_path, faults) {
+                Ok(()) => failed(format!(
+                    "write-back failed: {}; every path was rolled back to what it was before",
+                    fail.0
+                )),
+                Err(problems) => rollback_failed(&journal_path, &fail.0, &problems),
+            },
+        );
+    }
+    // Committed: the result stands. Clean-up failures leave the journal for
+    // the next command, which finishes the job (`roll_forward`).
+    faults.hit("after-commit");
+    let _ = roll_forward(&mut w.dirs, &plan, &journal_path, faults);
+    Ok(())
+}
+
+/// Roll back every journal left by a dead process in this repository's
+/// batches (and finish the clean-up of those whose result had committed).
+/// Call with the repository lock held.
+pub fn recover_all_detailed(source: &Source) -> Result<Recovery> {
+    recover_with(source, &Faults::from_env())
+}
+
+fn recover_with(source: &Source, faults: &Faults) -> Result<Recovery> {
+    let dir = batch::batches_dir(&source.state_dir());
+    let mut out = Recovery::default();
+    let rd = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
+    };
+    let mut found: Vec<(String, PathBuf)> = Vec::new();
+    for entry in rd {
+        let entry = entry.map_err(|e| Error::io(format!("cannot read {}", dir.display()), e))?;
+        let batch_dir = entry.path();
+        let id = entry.file_name().to_string_lossy().into_owned();
+        // A journal that never got its final name: nothing was written yet.
+        let _ = std::fs::remove_file(tmp_journal(&batch_dir.join(batch::JOURNAL_FILE)));
+        let journal = batch_dir.join(batch::JOURNAL_FILE);
+        if journal.is_file() {
+            found.push((id, journal));
+        }
+    }
+    found.sort();
+    for (id, journal) in found {
+        match recover_one(&journal, faults)? {
+            Recovered::RolledBack => out.rolled_back.push(id),
+            Recovered::Completed => out.completed.push(id),
+            Recovered::LiveWriter => {}
+        }
+    }
+    Ok(out)
+}
+
+enum Recovered {
+    RolledBack,
+    Completed,
+    LiveWriter,
+}
+
+fn recover_one(journal: &Path, faults: &Faults) -> Result<Recovered> {
+    let text = std::fs::read(journal)
+        .map_err(|e| Error::io(format!("cannot read {}", journal.display()), e))?;
+    let Some(mut plan) = parse_journal(&text) else {
+        // No durable plan: nothing in the working tree was changed.
+        std::fs::remove_file(journal)
+            .map_err(|e| Error::io(format!("cannot remove {}", journal.display()), e))?;
+        return Ok(Recovered::RolledBack);
+    };
+    if plan.writer_alive() {
+        return Ok(Recovered::LiveWriter);
+    }
+    let mut dirs = match Dirs::open(&plan.root) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // The working tree is gone, and with it everything to restore.
+            std::fs::remove_file(journal)
+                .map_err(|e| Error::io(format!("cannot remove {}", journal.display()), e))?;
+            return Ok(Recovered::RolledBack);
+        }
+        Err(e) => {
+            return Err(Error::io(
+                format!(
+                    "cannot open {} to recover a write-back",
+                    plan.root.display()
+                ),
+                e,
+            ))
+        }
+    };
+    if plan.phase == Phase::Committed {
+        roll_forward(&mut dirs, &plan, journal, faults).map_err(|problems| {
+            rollback_failed(journal, "finishing an interrupted write-back", &problems)
+        })?;
+        return Ok(Recovered::Completed);
+    }
+    rollback(&mut dirs, &mut plan, journal, faults)
+        .map_err(|problems| rollback_failed(journal, "an interrupted write-back", &problems))?;
+    Ok(Recovered::RolledBack)
+}
+
+fn failed(message: String) -> Error {
+    Error::state(
+        "delegate::write_failed",
+        message,
+        "the working tree is as it was before; fix the cause (disk space, permissions, a file changed meanwhile) and run `git delegate apply` again",
+    )
+}
+
+fn rollback_failed(journal: &Path, what: &str, problems: &[String]) -> Error {
+    Error::state(
+        "delegate::rollback_failed",
+        format!(
+            "{what}: could not put every path back ({}); the journal {} is kept",
+            problems.join("; "),
+            journal.display()
+        ),
+        "resolve the paths named above (move the file that is in the way), then run any mutating git delegate command (e.g. `git delegate gc`) to finish the rollback",
+    )
+}

@@ -1,0 +1,126 @@
+//! Path helpers for `/`-separated relative paths, the internal failure
+//! type, and the test-only fault injection (see the module header).
+
+use gix::bstr::{BStr, BString, ByteSlice};
+
+#[cfg(test)]
+use super::tests;
+
+/// `(parent, name)` of a `/`-separated relative path (`parent` empty at the root).
+pub(super) fn split(path: &BStr) -> (&BStr, &BStr) {
+    match path.rfind_byte(b'/') {
+        Some(i) => (path[..i].as_bstr(), path[i + 1..].as_bstr()),
+        None => (b"".as_bstr(), path),
+    }
+}
+
+pub(super) fn join(dir: &BStr, name: &BStr) -> BString {
+    let mut out = BString::from(dir);
+    if !out.is_empty() {
+        out.push(b'/');
+    }
+    out.extend_from_slice(name);
+    out
+}
+
+/// The folders above `path`, shallowest first (`a`, `a/b` for `a/b/c`).
+pub(super) fn parents(path: &BStr) -> impl Iterator<Item = &BStr> {
+    path.iter()
+        .enumerate()
+        .filter(|(_, &b)| b == b'/')
+        .map(move |(i, _)| path[..i].as_bstr())
+}
+
+/// The folders above `dir` and `dir` itself (nothing for the root).
+pub(super) fn parents_and_self(dir: &BStr) -> impl Iterator<Item = &BStr> {
+    parents(dir).chain((!dir.is_empty()).then_some(dir))
+}
+
+pub(super) fn depth(path: &BStr) -> usize {
+    path.iter().filter(|&&b| b == b'/').count()
+}
+
+/// An internal failure with its message; turned into an `Error` at the edge.
+#[derive(Debug)]
+pub(super) struct Fail(pub(super) String);
+
+impl Fail {
+    pub(super) fn io(op: &str, path: &BStr, e: impl Into<std::io::Error>) -> Fail {
+        let e: std::io::Error = e.into();
+        let path = if path.is_empty() {
+            "the working tree".to_string()
+        } else {
+            crate::paths::quote(path)
+        };
+        Fail(format!("cannot {op} {path}: {e}"))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Test-only fault injection (see the module header)
+
+pub(super) struct Faults {
+    pub(super) point: Option<String>,
+    pub(super) recovery_steps: std::cell::Cell<usize>,
+}
+
+impl Faults {
+    pub(super) fn from_env() -> Faults {
+        Faults {
+            point: std::env::var("GIT_DELEGATE_FAULT")
+                .ok()
+                .filter(|p| !p.is_empty()),
+            recovery_steps: std::cell::Cell::new(0),
+        }
+    }
+
+    #[cfg(test)]
+    fn die() -> ! {
+        std::panic::panic_any(tests::Crash)
+    }
+
+    #[cfg(not(test))]
+    fn die() -> ! {
+        let _ =
+            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+        std::process::abort()
+    }
+
+    fn numbered(&self, name: &str) -> Option<usize> {
+        self.point
+            .as_deref()?
+            .strip_prefix(name)?
+            .strip_prefix(':')?
+            .parse()
+            .ok()
+    }
+
+    pub(super) fn hit(&self, name: &str) {
+        if self.point.as_deref() == Some(name) {
+            Self::die();
+        }
+    }
+
+    pub(super) fn after_rename(&self, n: usize) {
+        if self.numbered("after-rename") == Some(n) {
+            Self::die();
+        }
+    }
+
+    pub(super) fn fail_rename(&self, n: usize) -> std::io::Result<()> {
+        if self.numbered("fail-rename") == Some(n) {
+            return Err(std::io::Error::other(
+                "injected failure (GIT_DELEGATE_FAULT)",
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) fn recovery_step(&self) {
+        let n = self.recovery_steps.get() + 1;
+        self.recovery_steps.set(n);
+        if self.numbered("recover-abort") == Some(n) {
+            Self::die();
+        }
+    }
+}
