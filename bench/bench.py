@@ -18,8 +18,8 @@ ratio, the target, whether it is met, and the peak RSS of both sides:
      cold: the previous run's trees deleted right before each run
            (on an ext4 without journal every new inode then scans the inodes
            deleted in the last minutes: ext4 `recently_deleted`);
-     floor: creating as many empty files, in the same folder layout, with a
-           plain loop, in the same condition: with one process (git's
+     floor: writing the same files (same paths, same bytes) with a plain
+           loop, in the same condition: with one process (git's
            parallelism) and with one per core (git-delegate's);
   prepare -n 4 on XFS with reflink  same                               <= 0.3x
      (only where an XFS reflink mount is available; said otherwise)
@@ -297,17 +297,37 @@ def tree_dirs(repo):
     return paths
 
 
-def create_empty(dest, paths):
-    """The floor: create every path as an empty file (folders as needed)."""
-    start = time.perf_counter()
-    made = set()
+# The files the floor writes, (paths, contents): set before the floor's
+# worker processes are forked, which inherit them.
+FLOOR_FILES = ([], [])
+
+
+def floor_files(repo, paths):
+    """The floor's files: every tracked path with its bytes in the working tree."""
+    contents = []
     for p in paths:
+        try:
+            with open(os.path.join(repo, p), "rb") as f:
+                contents.append(f.read())
+        except OSError:
+            contents.append(b"")
+    return paths, contents
+
+
+def create_files(dest):
+    """The floor: write every file of FLOOR_FILES under `dest` (folders as
+    needed), each created, written and closed, as a checkout does."""
+    made = set()
+    for p, data in zip(*FLOOR_FILES):
         d = os.path.dirname(p)
         if d not in made:
             os.makedirs(os.path.join(dest, d), exist_ok=True)
             made.add(d)
-        os.close(os.open(os.path.join(dest, p), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-    return time.perf_counter() - start
+        fd = os.open(os.path.join(dest, p), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.close(fd)
 
 
 def rmtree(path):
@@ -385,17 +405,19 @@ class PrepareRows:
         self.b.run(["git", "worktree", "prune"], self.repo, check=False)
         self.batches, self.wts = [], []
 
-    def floor(self, paths, trees=4, procs=1):
-        """Creating the tracked files as empty files, `trees` times, in this
-        folder, with `procs` processes at once (one tree each): what the
-        kernel costs for the files alone. The time is scaled to 4 trees."""
+    def floor(self, files, trees=4, procs=1):
+        """Writing the tracked files (`files`: paths and bytes) `trees` times
+        in this folder, with `procs` processes at once (one tree each): what
+        the kernel costs for the files alone. The time is scaled to 4 trees."""
+        global FLOOR_FILES
         dest = os.path.join(self.base, f"floor-{self.count}")
         self.count += 1
+        FLOOR_FILES = files
         os.sync()
-        jobs = [(os.path.join(dest, str(i)), paths) for i in range(trees)]
-        with multiprocessing.Pool(procs) as pool:
+        jobs = [os.path.join(dest, str(i)) for i in range(trees)]
+        with multiprocessing.get_context("fork").Pool(procs) as pool:
             start = time.perf_counter()
-            pool.starmap(create_empty, jobs, chunksize=1)
+            pool.map(create_files, jobs, chunksize=1)
             t = time.perf_counter() - start
         return t * 4 / trees, dest
 
@@ -407,7 +429,7 @@ class PrepareRows:
             pass
 
 
-def floor_rows(rows, pr, paths, n, where):
+def floor_rows(rows, pr, files, n, where):
     """The floor rows of a prepare row: one process, then as many as there
     are cores (git-delegate writes with that many threads; git with one).
     Trees are left in place (the caller removes or keeps them)."""
@@ -417,10 +439,10 @@ def floor_rows(rows, pr, paths, n, where):
     made = []
     for procs in sorted({1, cores}):
         trees = (4 if n < 100000 else 1) if procs == 1 else (4 if n < 100000 else min(4, cores))
-        t, dest = pr.floor(paths, trees, procs)
+        t, dest = pr.floor(files, trees, procs)
         made.append(dest)
         note = "" if trees == 4 else f"{trees}x measured, times {4 // trees}"
-        rows.add(f"  floor: create 4x{n} empty files, {procs} process{'es' if procs > 1 else ''}, {where}", n,
+        rows.add(f"  floor: write the 4x{n} files, {procs} process{'es' if procs > 1 else ''}, {where}", n,
                  t, 0, ("info", None), note=note)
     return made
 
@@ -430,11 +452,11 @@ def bench_prepare_warm(b, rows, repo, n, base, where, target, reps, keep):
     every tree is kept (until the end of the run when `keep`, so that no
     later row creates files where these were just deleted), then the floor."""
     pr = PrepareRows(b, repo, n, base, where)
-    paths = tree_dirs(repo)
+    files = floor_files(repo, tree_dirs(repo))
     try:
         ours, ref, rss, ref_rss = alternate(reps, pr.prepare, pr.reference, warmup=reps > 1)
         rows.add(f"prepare -n 4, {where}, warm", n, ours, ref, target, rss, ref_rss)
-        made = floor_rows(rows, pr, paths, n, where + ", warm")
+        made = floor_rows(rows, pr, files, n, where + ", warm")
         if not keep:
             for dest in made:
                 rmtree(dest)
@@ -451,7 +473,7 @@ def bench_prepare_cold(b, rows, repo, n, base, where, target, reps):
     scans the inodes deleted in the last minutes), then the floor in the
     same condition."""
     pr = PrepareRows(b, repo, n, base, where)
-    paths = tree_dirs(repo)
+    files = floor_files(repo, tree_dirs(repo))
     try:
         def cold_prepare():
             pr.clean()
@@ -467,11 +489,11 @@ def bench_prepare_cold(b, rows, repo, n, base, where, target, reps):
         if not b.against:
             # Each floor right after the previous tree was deleted.
             cores = os.cpu_count() or 1
-            _, dest = pr.floor(paths)
+            _, dest = pr.floor(files)
             for procs in sorted({1, cores}):
                 rmtree(dest)
-                t, dest = pr.floor(paths, 4, procs)
-                rows.add(f"  floor: create 4x{n} empty files, {procs} process{'es' if procs > 1 else ''}, "
+                t, dest = pr.floor(files, 4, procs)
+                rows.add(f"  floor: write the 4x{n} files, {procs} process{'es' if procs > 1 else ''}, "
                          f"{where}, cold", n, t, 0, ("info", None))
             rmtree(dest)
     finally:

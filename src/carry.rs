@@ -197,8 +197,10 @@ fn timespec(secs: i64, nsecs: i64) -> rfs::Timespec {
     }
 }
 
-/// Copy the data of `src` into `dst` (both opened), without FICLONE.
-fn copy_data(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, len: u64) -> rustix::io::Result<()> {
+/// Copy the data of `src` into `dst` (both opened), without FICLONE: in
+/// the kernel (`copy_file_range`), or with reads and writes where the two
+/// files cannot do that.
+pub fn copy_data(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, len: u64) -> rustix::io::Result<()> {
     let mut off_in = 0u64;
     let mut off_out = 0u64;
     let mut use_range = true;

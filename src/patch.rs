@@ -95,52 +95,45 @@ fn render_change(repo: &gix::Repository, c: &PathChange, out: &mut Vec<u8>) -> R
             }
         }
         (Some(old), Some(new)) => {
-            deletion(repo, out, path, old)?;
-            addition(repo, out, path, new)?;
+            whole(repo, out, path, old, false)?;
+            whole(repo, out, path, new, true)?;
         }
-        (None, Some(new)) => addition(repo, out, path, new)?,
-        (Some(old), None) => deletion(repo, out, path, old)?,
+        (None, Some(new)) => whole(repo, out, path, new, true)?,
+        (Some(old), None) => whole(repo, out, path, old, false)?,
         (None, None) => {}
     }
     Ok(())
 }
 
-fn addition(
+/// A file that only one side has: added (`new` side) or deleted.
+fn whole(
     repo: &gix::Repository,
     out: &mut Vec<u8>,
     path: &[u8],
     (kind, id): (EntryKind, ObjectId),
+    added: bool,
 ) -> Result<()> {
     header(out, path);
-    let _ = writeln!(out, "new file mode {}", mode(kind));
-    let _ = writeln!(out, "index {}..{id}", ObjectId::null(id.kind()));
+    let null = ObjectId::null(id.kind());
+    if added {
+        let _ = writeln!(out, "new file mode {}", mode(kind));
+        let _ = writeln!(out, "index {null}..{id}");
+    } else {
+        let _ = writeln!(out, "deleted file mode {}", mode(kind));
+        let _ = writeln!(out, "index {id}..{null}");
+    }
     if too_big(repo, kind, id)? {
-        by_id(out, path, false, true);
+        by_id(out, path, !added, added);
         return Ok(());
     }
     let data = content(repo, kind, id)?;
     if !data.is_empty() {
-        body(out, path, None, Some(&data));
-    }
-    Ok(())
-}
-
-fn deletion(
-    repo: &gix::Repository,
-    out: &mut Vec<u8>,
-    path: &[u8],
-    (kind, id): (EntryKind, ObjectId),
-) -> Result<()> {
-    header(out, path);
-    let _ = writeln!(out, "deleted file mode {}", mode(kind));
-    let _ = writeln!(out, "index {id}..{}", ObjectId::null(id.kind()));
-    if too_big(repo, kind, id)? {
-        by_id(out, path, true, false);
-        return Ok(());
-    }
-    let data = content(repo, kind, id)?;
-    if !data.is_empty() {
-        body(out, path, Some(&data), None);
+        let (old, new) = if added {
+            (None, Some(&data[..]))
+        } else {
+            (Some(&data[..]), None)
+        };
+        body(out, path, old, new);
     }
     Ok(())
 }

@@ -693,7 +693,7 @@ impl<'a> Replicator<'a> {
                                 Err(e) => return Err(fail("clone into", e)),
                             };
                         if !cloned {
-                            copy_data(sfd.as_fd(), dfd.as_fd(), size)
+                            crate::carry::copy_data(sfd.as_fd(), dfd.as_fd(), size)
                                 .map_err(|e| fail("write", e))?;
                         }
                     }
@@ -716,37 +716,6 @@ impl<'a> Replicator<'a> {
         self.buf = buf;
         Ok(out)
     }
-}
-
-/// Copy `len` bytes of `src` into `dst` in the kernel (falling back to
-/// reads and writes where the two files cannot do that).
-fn copy_data(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, len: u64) -> rustix::io::Result<()> {
-    let mut off_in = 0u64;
-    let mut off_out = 0u64;
-    let mut buf = Vec::new();
-    while off_in < len {
-        let want = (len - off_in).min(1 << 30) as usize;
-        if buf.is_empty() {
-            match rustix::fs::copy_file_range(src, Some(&mut off_in), dst, Some(&mut off_out), want)
-            {
-                Ok(0) => break,
-                Ok(_) => continue,
-                Err(e) if !crate::carry::is_no_reflink(e) => return Err(e),
-                Err(_) => buf = vec![0u8; 1 << 20],
-            }
-        }
-        let n = rustix::io::pread(src, &mut buf[..want.min(1 << 20)], off_in)?;
-        if n == 0 {
-            break;
-        }
-        let mut written = 0;
-        while written < n {
-            written += rustix::io::pwrite(dst, &buf[written..n], off_out + written as u64)?;
-        }
-        off_in += n as u64;
-        off_out += n as u64;
-    }
-    Ok(())
 }
 
 /// Is `root` the workspace we made: its `.git` file points at our registration?

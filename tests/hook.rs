@@ -93,7 +93,8 @@ fn stale_lease_modes_through_git_commit() {
     let short = doc["batch"].as_str().unwrap()[..8].to_string();
     let live = commit(&env, &repo, &path, "live batch").expect(0);
     assert_eq!(live.stderr, "");
-    env.delegate(&repo, ["renew", &short, "--ttl", "1s"]).expect(0);
+    env.delegate(&repo, ["renew", &short, "--ttl", "1s"])
+        .expect(0);
     wait_stale(&env, &repo);
 
     // warn (default): prints the batch and the way out, and commits.
