@@ -42,7 +42,10 @@ Usage:
                    [--big] [--keep DIR] [--markdown]
 
 Build the release binary first (`cargo build --release`); `--bin` defaults to
-target/release/git-delegate. Everything runs in a temp folder with a hermetic
+target/release/git-delegate. Timed commands run through bench/spawn.rs (built
+with `rustc` into the temp folder at start), so that each reports its own peak
+RSS: forked from this Python process, a command would report at least
+Python's. Everything runs in a temp folder with a hermetic
 git config; nothing outside it is touched (apart from the XFS mount, which
 `--make-xfs` creates with scripts/reflink-fs as root and removes at the end).
 Without `--xfs`/`--make-xfs`, /tmp/git-delegate-xfs is used when it is an XFS
