@@ -27,6 +27,7 @@ mod repo;
 mod scratch;
 mod snapshot;
 mod time;
+mod touched;
 mod trash;
 mod ui;
 mod workspace;

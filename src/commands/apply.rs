@@ -21,7 +21,7 @@ use crate::integrate::{self, Candidate, PathConflict};
 use crate::repo::Source;
 use crate::ui::Ui;
 use crate::writeback::PathWrite;
-use crate::{commit, paths, proposal, quiesce, refs, snapshot, workspace, writeback};
+use crate::{commit, paths, proposal, quiesce, refs, snapshot, touched, workspace, writeback};
 
 /// What became of one selected task.
 struct Outcome {
@@ -104,9 +104,8 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     let scratch = b.mode == "scratch";
 
     // Step 1: stop what runs in the selected workspaces (one scan of /proc
-    // for all of them), then record every proposal. The workspaces are
-    // snapshotted in parallel, and so is the source (`S` of step 3): each is
-    // a stat walk of the whole tree.
+    // for all of them), then record every proposal, the workspaces'
+    // snapshots (each a stat walk of the whole tree) in parallel.
     let recording = ui.progress(&format!(
         "Recording the work of {} task{}",
         selected.len(),
@@ -182,7 +181,7 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
         .iter()
         .map(|&o| &b.tasks[outcomes[o].idx])
         .collect();
-    let (recorded, source_snap) = record_all(&source, &b, &tasks, baseline_tree, dry_run)?;
+    let recorded = record_all(&source, &b, &tasks, baseline_tree, dry_run)?;
     let mut candidates: Vec<Candidate> = Vec::new();
     for (&o, rec) in to_record.iter().zip(recorded) {
         let out = &mut outcomes[o];
@@ -212,13 +211,29 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     candidates.sort_by_key(|c| c.task);
 
     drop(recording);
-    // Steps 2-3: integrate in memory against a fresh snapshot of the source.
+    // Steps 2-3: integrate in memory against a fresh snapshot of the source:
+    // its state at the paths the proposals touch, which is all the merges
+    // and the write-back use (see `touched`), or where that is not exact,
+    // all of it.
     let merging = ui.progress("Merging");
     let mut written: Vec<BString> = Vec::new();
     let mut write_error: Option<Error> = None;
     if !candidates.is_empty() {
-        let (s, objects) = source_snap?;
-        proposal::add_objects(&mut mem, objects);
+        let touched: BTreeSet<BString> = candidates
+            .iter()
+            .flat_map(|c| c.paths.iter().cloned())
+            .collect();
+        // Test-only: always the whole source (the tests compare both ways).
+        let full = std::env::var_os("GIT_DELEGATE_FULL_SOURCE_SNAPSHOT").is_some();
+        let partial = if full {
+            None
+        } else {
+            touched::snapshot(&mem, baseline_tree, &touched)?
+        };
+        let s_tree = match partial {
+            Some(tree) => tree,
+            None => snapshot::snapshot(&mem)?.tree,
+        };
         let plan = {
             let mut check = |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> {
                 if !dry_run {
@@ -226,7 +241,7 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
                 }
                 writeback::check(&source, writes)
             };
-            integrate::integrate(&mem, baseline_tree, s.tree, &candidates, strict, &mut check)?
+            integrate::integrate(&mem, baseline_tree, s_tree, &candidates, strict, &mut check)?
         };
         let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
         for out in outcomes.iter_mut() {
@@ -456,19 +471,16 @@ struct Recorded {
 /// At most this many snapshots run at once.
 const MAX_WALKS: usize = 8;
 
-type SourceSnapshot = Result<(snapshot::Snapshot, proposal::Objects)>;
-
-/// Record (or preview) the proposals of `tasks` and snapshot the source
-/// (`S`, its new objects kept in memory), all at once on a few threads: a
-/// snapshot is mostly a stat walk, and the walks overlap well on a few
-/// cores. Results in the order of `tasks`.
+/// Record (or preview) the proposals of `tasks`, all at once on a few
+/// threads: a snapshot is mostly a stat walk, and the walks overlap well on
+/// a few cores. Results in the order of `tasks`.
 fn record_all(
     source: &Source,
     b: &Batch,
     tasks: &[&batch::Task],
     baseline_tree: gix::ObjectId,
     dry_run: bool,
-) -> Result<(Vec<Result<Option<Recorded>>>, SourceSnapshot)> {
+) -> Result<Vec<Result<Option<Recorded>>>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
 
@@ -498,38 +510,21 @@ fn record_all(
             )
         }
     };
-    let snapshot_source = || -> SourceSnapshot {
-        let mut repo = shared.to_thread_local().with_object_memory();
-        let snap = snapshot::snapshot(&repo)?;
-        let objects = repo.objects.take_object_memory().unwrap_or_default();
-        Ok((snap, objects))
-    };
-    // Jobs 0..n are the tasks, job n is the source. Each walk mostly waits
-    // on the kernel's stat calls, and gix already spreads one walk over the
-    // cores: running all of them at once (up to a bound that keeps memory,
-    // one index per walk, in check) measured faster than one or two at a
-    // time on 2 cores, and much faster when other processes compete.
-    let jobs = tasks.len() + 1;
-    let workers = jobs.min(MAX_WALKS);
+    // Each walk mostly waits on the kernel's stat calls, and gix already
+    // spreads one walk over the cores: running all of them at once (up to
+    // a bound that keeps memory, one index per walk, in check) measured
+    // faster than one or two at a time on 2 cores, and much faster when
+    // other processes compete.
+    let workers = tasks.len().min(MAX_WALKS);
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<Option<Recorded>>>>> =
         Mutex::new((0..tasks.len()).map(|_| None).collect());
-    let source_result: Mutex<Option<SourceSnapshot>> = Mutex::new(None);
     let work = || loop {
         let j = next.fetch_add(1, Ordering::SeqCst);
-        if j > tasks.len() {
-            break;
-        }
-        if j == tasks.len() {
-            let r = snapshot_source();
-            if let Ok(mut slot) = source_result.lock() {
-                *slot = Some(r);
-            }
-        } else {
-            let r = record(tasks[j]);
-            if let Ok(mut slots) = results.lock() {
-                slots[j] = Some(r);
-            }
+        let Some(task) = tasks.get(j) else { break };
+        let r = record(task);
+        if let Ok(mut slots) = results.lock() {
+            slots[j] = Some(r);
         }
     };
     std::thread::scope(|s| {
@@ -546,17 +541,12 @@ fn record_all(
             "report this bug; nothing was changed",
         )
     };
-    let results = results
+    Ok(results
         .into_inner()
         .map_err(|_| lost())?
         .into_iter()
         .map(|r| r.unwrap_or_else(|| Err(lost())))
-        .collect();
-    let source_result = source_result
-        .into_inner()
-        .map_err(|_| lost())?
-        .unwrap_or_else(|| Err(lost()));
-    Ok((results, source_result))
+        .collect())
 }
 
 /// A closed task's workspace that is still ours and still carries the lock
