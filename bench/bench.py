@@ -19,8 +19,8 @@ ratio, the target, whether it is met, and the peak RSS of both sides:
            (on an ext4 without journal every new inode then scans the inodes
            deleted in the last minutes: ext4 `recently_deleted`);
      floor: writing the same files (same paths, same bytes) with a plain
-           loop, in the same condition: with one process (git's
-           parallelism) and with one per core (git-delegate's);
+           native loop (bench/floor.rs), in the same condition: with one
+           thread (git's parallelism) and with one per core (git-delegate's);
   prepare -n 4 on XFS with reflink  same                               <= 0.3x
      (only where an XFS reflink mount is available; said otherwise)
   prepare -n 4 on a journaled ext4 loop mount (--make-ext4, as root): the
@@ -57,7 +57,6 @@ rows at 100k).
 
 import argparse
 import json
-import multiprocessing
 import os
 import random
 import shutil
@@ -89,8 +88,10 @@ class Bench:
             f.write("[user]\n\tname = Bench\n\temail = bench@example.com\n")
         # The runner of timed commands (see `timed`), built here.
         self.spawn = os.path.join(tmp, "spawn")
-        subprocess.run(["rustc", "-O", "--edition", "2021", os.path.join(HERE, "spawn.rs"), "-o", self.spawn],
-                       check=True)
+        # The floor's file writer (see PrepareRows.floor), built here too.
+        self.floor = os.path.join(tmp, "floor")
+        for name, out in [("spawn.rs", self.spawn), ("floor.rs", self.floor)]:
+            subprocess.run(["rustc", "-O", "--edition", "2021", os.path.join(HERE, name), "-o", out], check=True)
         self.env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": home,
@@ -299,39 +300,6 @@ def tree_dirs(repo):
     return paths
 
 
-# The files the floor writes, (paths, contents): set before the floor's
-# worker processes are forked, which inherit them.
-FLOOR_FILES = ([], [])
-
-
-def floor_files(repo, paths):
-    """The floor's files: every tracked path with its bytes in the working tree."""
-    contents = []
-    for p in paths:
-        try:
-            with open(os.path.join(repo, p), "rb") as f:
-                contents.append(f.read())
-        except OSError:
-            contents.append(b"")
-    return paths, contents
-
-
-def create_files(dest):
-    """The floor: write every file of FLOOR_FILES under `dest` (folders as
-    needed), each created, written and closed, as a checkout does."""
-    made = set()
-    for p, data in zip(*FLOOR_FILES):
-        d = os.path.dirname(p)
-        if d not in made:
-            os.makedirs(os.path.join(dest, d), exist_ok=True)
-            made.add(d)
-        fd = os.open(os.path.join(dest, p), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.close(fd)
-
-
 def rmtree(path):
     shutil.rmtree(path, ignore_errors=True)
 
@@ -407,22 +375,17 @@ class PrepareRows:
         self.b.run(["git", "worktree", "prune"], self.repo, check=False)
         self.batches, self.wts = [], []
 
-    def floor(self, files, trees=4, procs=1):
-        """Writing the tracked files (`files`: paths and bytes) `trees` times
-        in this folder, with `procs` processes at once (one tree each): what
-        the kernel costs for the files alone. The time is scaled to 4 trees."""
-        global FLOOR_FILES
+    def floor(self, paths, trees=4, threads=1):
+        """Writing the tracked files `paths` (their bytes in the working
+        tree) `trees` times in this folder, `threads` trees at once, with
+        bench/floor.rs: what the kernel costs for the files alone. The time
+        is scaled to 4 trees."""
         dest = os.path.join(self.base, f"floor-{self.count}")
         self.count += 1
-        FLOOR_FILES = files
         os.sync()
-        jobs = [os.path.join(dest, str(i)) for i in range(trees)]
-        with multiprocessing.get_context("fork").Pool(procs) as pool:
-            start = time.perf_counter()
-            pool.map(create_files, jobs, chunksize=1)
-            t = time.perf_counter() - start
-        FLOOR_FILES = ([], [])
-        return t * 4 / trees, dest
+        p = subprocess.run([self.b.floor, self.repo, dest, str(trees), str(threads)],
+                           input=b"\0".join(os.fsencode(x) for x in paths), capture_output=True, check=True)
+        return float(p.stdout) * 4 / trees, dest
 
     def done(self):
         self.clean()
@@ -432,20 +395,20 @@ class PrepareRows:
             pass
 
 
-def floor_rows(rows, pr, files, n, where):
-    """The floor rows of a prepare row: one process, then as many as there
+def floor_rows(rows, pr, paths, n, where):
+    """The floor rows of a prepare row: one thread, then as many as there
     are cores (git-delegate writes with that many threads; git with one).
     Trees are left in place (the caller removes or keeps them)."""
     if pr.b.against:
         return []
     cores = os.cpu_count() or 1
     made = []
-    for procs in sorted({1, cores}):
-        trees = (4 if n < 100000 else 1) if procs == 1 else (4 if n < 100000 else min(4, cores))
-        t, dest = pr.floor(files, trees, procs)
+    for threads in sorted({1, cores}):
+        trees = (4 if n < 100000 else 1) if threads == 1 else (4 if n < 100000 else min(4, cores))
+        t, dest = pr.floor(paths, trees, threads)
         made.append(dest)
         note = "" if trees == 4 else f"{trees}x measured, times {4 // trees}"
-        rows.add(f"  floor: write the 4x{n} files, {procs} process{'es' if procs > 1 else ''}, {where}", n,
+        rows.add(f"  floor: write the 4x{n} files, {threads} thread{'s' if threads > 1 else ''}, {where}", n,
                  t, 0, ("info", None), note=note)
     return made
 
@@ -455,11 +418,11 @@ def bench_prepare_warm(b, rows, repo, n, base, where, target, reps, keep):
     every tree is kept (until the end of the run when `keep`, so that no
     later row creates files where these were just deleted), then the floor."""
     pr = PrepareRows(b, repo, n, base, where)
-    files = floor_files(repo, tree_dirs(repo))
+    paths = tree_dirs(repo)
     try:
         ours, ref, rss, ref_rss = alternate(reps, pr.prepare, pr.reference, warmup=reps > 1)
         rows.add(f"prepare -n 4, {where}, warm", n, ours, ref, target, rss, ref_rss)
-        made = floor_rows(rows, pr, files, n, where + ", warm")
+        made = floor_rows(rows, pr, paths, n, where + ", warm")
         if not keep:
             for dest in made:
                 rmtree(dest)
@@ -476,7 +439,7 @@ def bench_prepare_cold(b, rows, repo, n, base, where, target, reps):
     scans the inodes deleted in the last minutes), then the floor in the
     same condition."""
     pr = PrepareRows(b, repo, n, base, where)
-    files = floor_files(repo, tree_dirs(repo))
+    paths = tree_dirs(repo)
     try:
         def cold_prepare():
             pr.clean()
@@ -492,11 +455,11 @@ def bench_prepare_cold(b, rows, repo, n, base, where, target, reps):
         if not b.against:
             # Each floor right after the previous tree was deleted.
             cores = os.cpu_count() or 1
-            _, dest = pr.floor(files)
-            for procs in sorted({1, cores}):
+            _, dest = pr.floor(paths)
+            for threads in sorted({1, cores}):
                 rmtree(dest)
-                t, dest = pr.floor(files, 4, procs)
-                rows.add(f"  floor: write the 4x{n} files, {procs} process{'es' if procs > 1 else ''}, "
+                t, dest = pr.floor(paths, 4, threads)
+                rows.add(f"  floor: write the 4x{n} files, {threads} thread{'s' if threads > 1 else ''}, "
                          f"{where}, cold", n, t, 0, ("info", None))
             rmtree(dest)
     finally:
@@ -793,7 +756,7 @@ def main():
         for n in sizes:
             # More rounds where they are cheap: 4 x git status of 1k files
             # takes tens of milliseconds, where one hiccup shows.
-            res = bench_apply(b, rows, repos[n], n, files_of[n], args.reps if n < 100000 else max(1, reps_of[n]))
+            res = bench_apply(b, rows, repos[n], n, files_of[n], args.reps if n < 100000 else 3)
             if res:
                 apply_by_size[n] = res
         if not args.no_cold:
