@@ -132,7 +132,10 @@ fn scenario(
             String::from_utf8_lossy(&out.stderr)
         )
     });
-    assert_eq!(std::fs::read(repo.join(".git/index")).unwrap(), index_before);
+    assert_eq!(
+        std::fs::read(repo.join(".git/index")).unwrap(),
+        index_before
+    );
     outcome(code, &doc, &repo)
 }
 
@@ -144,7 +147,10 @@ fn both_ways(
 ) -> (i32, Vec<Value>, Value, Vec<(String, String)>) {
     let touched = scenario(false, args, setup, work, meanwhile);
     let full = scenario(true, args, setup, work, meanwhile);
-    assert_eq!(touched, full, "reading the touched paths only differs from the whole snapshot");
+    assert_eq!(
+        touched, full,
+        "reading the touched paths only differs from the whole snapshot"
+    );
     touched
 }
 
@@ -235,7 +241,10 @@ fn things_in_the_way_folders_files_ignored_and_links() {
         symlink("tool.sh", repo.join("link")).unwrap();
     };
     let r = both_ways(&[], &nothing, &work, &meanwhile);
-    assert!(statuses(&r).iter().all(|s| s.starts_with("conflict")), "{r:?}");
+    assert!(
+        statuses(&r).iter().all(|s| s.starts_with("conflict")),
+        "{r:?}"
+    );
     // The symlink retargeted on both sides, alone (no folder in the way).
     let work_link = |ws: &[PathBuf]| {
         std::fs::remove_file(ws[0].join("link")).unwrap();
@@ -319,7 +328,11 @@ fn a_file_elsewhere_that_cannot_be_read_no_longer_blocks_apply() {
     cmd.args(["apply", "--json"])
         .env("GIT_DELEGATE_FULL_SOURCE_SNAPSHOT", "1");
     let out = cmd.output().unwrap();
-    assert_ne!(out.status.code(), Some(0), "the whole snapshot read boom.txt");
+    assert_ne!(
+        out.status.code(),
+        Some(0),
+        "the whole snapshot read boom.txt"
+    );
     let run = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     assert_eq!(run["tasks"][0]["status"], "applied");
     assert_eq!(
