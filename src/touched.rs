@@ -16,7 +16,8 @@
 //! and wherever the disk at or above a touched path is anything but
 //! folders and a file or symlink (a folder where a file was, a file on the
 //! way, a nested repository), or its index entry is a conflict, an
-//! intent-to-add or skip-worktree one, or names are case-folded.
+//! intent-to-add or skip-worktree one, or names are case-folded (or git is
+//! told not to trust exec bits or symlinks on disk).
 //!
 //! `GIT_DELEGATE_FULL_SOURCE_SNAPSHOT` (test-only) makes apply snapshot the
 //! whole source always, so tests can check that both give the same result.
@@ -73,10 +74,12 @@ pub fn snapshot(
     let Some(root) = repo.workdir().map(Path::to_path_buf) else {
         return Ok(None);
     };
-    if repo
-        .config_snapshot()
-        .boolean("core.ignoreCase")
-        .unwrap_or(false)
+    // Case-folded names, and modes or links git is told not to trust on
+    // disk: only the whole snapshot knows how the index's entries stand in.
+    let config = repo.config_snapshot();
+    if config.boolean("core.ignoreCase").unwrap_or(false)
+        || !config.boolean("core.fileMode").unwrap_or(true)
+        || !config.boolean("core.symlinks").unwrap_or(true)
     {
         return Ok(None);
     }

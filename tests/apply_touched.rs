@@ -295,6 +295,25 @@ fn modes_staged_states_and_filters() {
     let r = both_ways(&[], &setup, &work, &meanwhile);
     assert_eq!(statuses(&r), ["applied -", "applied -"]);
 
+    // git told not to trust exec bits (or symlinks) on disk: the user's
+    // chmod of a touched file is no change of the source.
+    let setup = |env: &Env, repo: &Path| {
+        env.git(repo, ["config", "core.fileMode", "false"]);
+    };
+    let work = |ws: &[PathBuf]| write(&ws[0].join("tool.sh"), "#!/bin/sh\necho task\n");
+    let meanwhile = |_: &Env, repo: &Path| {
+        let p = repo.join("tool.sh");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let r = both_ways(&[], &setup, &work, &meanwhile);
+    assert_eq!(statuses(&r), ["applied -", "no_changes -"]);
+    // Written as a checkout writes it: the result's mode (git ignores the bit).
+    let tool =
+        r.3.iter()
+            .find(|(p, _)| p == "tool.sh")
+            .map(|(_, w)| w.as_str());
+    assert_eq!(tool, Some("F 0 #!/bin/sh\necho task\n"));
+
     // An intent-to-add entry on a touched path.
     let setup = |env: &Env, repo: &Path| {
         write(&repo.join("ita.txt"), "ita\n");

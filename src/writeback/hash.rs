@@ -83,6 +83,17 @@ impl<'r> Hasher<'r> {
         Ok(hasher)
     }
 
+    /// Whether what is on disk has the kind of the `S` entry `kind`: the
+    /// exec bit counts only where git trusts it (`core.fileMode`).
+    pub(super) fn kind_matches(&self, disk: Disk, kind: EntryKind) -> bool {
+        match (disk, kind) {
+            (Disk::File { .. }, EntryKind::Blob | EntryKind::BlobExecutable) if !self.file_mode => {
+                true
+            }
+            (d, k) => d.is_kind(k),
+        }
+    }
+
     /// Whether `name` in `dir` (read for the path `rela`) is the `S` entry:
     /// same kind, same blob after the clean filters. Nothing is stored.
     pub(super) fn matches(
@@ -98,13 +109,7 @@ impl<'r> Hasher<'r> {
             Err(e) => return Err(Fail::io("stat", rela, e)),
         };
         let disk = Disk::from_mode(st.st_mode);
-        let kind_ok = match (disk, kind) {
-            (Disk::File { .. }, EntryKind::Blob | EntryKind::BlobExecutable) if !self.file_mode => {
-                true
-            }
-            (d, k) => d.is_kind(k),
-        };
-        if !kind_ok {
+        if !self.kind_matches(disk, kind) {
             return Ok(false);
         }
         let hash_err = |e: &dyn std::fmt::Display| {

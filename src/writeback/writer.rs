@@ -221,7 +221,7 @@ impl Writer<'_> {
                     .dirs
                     .lstat(path)
                     .map_err(|e| Fail::io("stat", path, e))?;
-                if !disk.is_kind(s.0) {
+                if !hasher.kind_matches(disk, s.0) {
                     return Err(changed(path));
                 }
                 self.rename(path, aside.as_bstr(), "move aside", path)?;
