@@ -62,6 +62,22 @@ pub fn hash_reader(
     hasher.try_finalize().map_err(std::io::Error::other)
 }
 
+/// The clean filters `git add` would apply in `repo`'s working tree:
+/// attributes from the working tree's files, then from `index`.
+pub fn add_pipeline<'r>(
+    repo: &'r gix::Repository,
+    index: &gix::index::State,
+) -> crate::error::Result<gix::filter::Pipeline<'r>> {
+    let git = |e: gix::Error| crate::error::Error::git("cannot set up filters", e);
+    let attributes = repo
+        .attributes_only(
+            index,
+            gix::worktree::stack::state::attributes::Source::WorktreeThenIdMapping,
+        )
+        .map_err(|e| git(e.into()))?;
+    gix::filter::Pipeline::new(repo, attributes.detach()).map_err(|e| git(e.into()))
+}
+
 /// Like gix's `Pipeline::worktree_file_to_object` (clean filters, exec bit,
 /// symlinks, `None` for what cannot be tracked), but a big file that no
 /// clean filter changes is streamed: hashed first, written only when the

@@ -618,14 +618,7 @@ fn run(
     if !collect.on_disk.is_empty() {
         // The filters see the same index as the status did (gix's
         // `filter_pipeline` would read the user's index once more).
-        let attributes = repo
-            .attributes_only(
-                &index,
-                gix::worktree::stack::state::attributes::Source::WorktreeThenIdMapping,
-            )
-            .map_err(git("cannot set up filters"))?;
-        let mut pipeline = gix::filter::Pipeline::new(repo, attributes.detach())
-            .map_err(git("cannot set up filters"))?;
+        let mut pipeline = crate::blob::add_pipeline(repo, &index)?;
         for (path, what) in std::mem::take(&mut collect.on_disk) {
             let edit = match what {
                 OnDisk::Gone => None,

@@ -96,14 +96,7 @@ pub fn snapshot(
             gix::worktree::stack::state::ignore::Source::WorktreeThenIdMappingIfNotSkipped,
         )
         .map_err(git("cannot read the ignore rules"))?;
-    let attributes = repo
-        .attributes_only(
-            &index,
-            gix::worktree::stack::state::attributes::Source::WorktreeThenIdMapping,
-        )
-        .map_err(git("cannot set up filters"))?;
-    let mut pipeline = gix::filter::Pipeline::new(repo, attributes.detach())
-        .map_err(git("cannot set up filters"))?;
+    let mut pipeline = crate::blob::add_pipeline(repo, &index)?;
 
     let mut parents_seen: BTreeSet<BString> = BTreeSet::new();
     let mut edits: Vec<(BString, (EntryKind, ObjectId))> = Vec::new();
