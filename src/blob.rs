@@ -74,8 +74,8 @@ pub fn add_pipeline<'r>(
             index,
             gix::worktree::stack::state::attributes::Source::WorktreeThenIdMapping,
         )
-        .map_err(|e| git(e.into()))?;
-    gix::filter::Pipeline::new(repo, attributes.detach()).map_err(|e| git(e.into()))
+        .map_err(git)?;
+    gix::filter::Pipeline::new(repo, attributes.detach()).map_err(git)
 }
 
 /// Like gix's `Pipeline::worktree_file_to_object` (clean filters, exec bit,
