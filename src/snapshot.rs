@@ -817,7 +817,27 @@ fn hash_file(
 /// Index stat data from `lstat` results, as `gix::index::entry::Stat::from_fs` makes them.
 fn stat_of(md: &std::fs::Metadata) -> Stat {
     use std::os::unix::fs::MetadataExt;
-    let time = |secs: i64, nsecs: i64| {
+    index_stat(
+        (md.mtime(), md.mtime_nsec()),
+        (md.ctime(), md.ctime_nsec()),
+        md.dev(),
+        md.ino(),
+        (md.uid(), md.gid()),
+        md.len(),
+    )
+}
+
+/// Index stat data from the fields of a `stat` result, truncated as git's
+/// index stores them (times before 1970 as zero).
+pub fn index_stat(
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    dev: u64,
+    ino: u64,
+    (uid, gid): (u32, u32),
+    size: u64,
+) -> Stat {
+    let time = |(secs, nsecs): (i64, i64)| {
         if secs < 0 {
             gix::index::entry::stat::Time::default()
         } else {
@@ -828,13 +848,13 @@ fn stat_of(md: &std::fs::Metadata) -> Stat {
         }
     };
     Stat {
-        mtime: time(md.mtime(), md.mtime_nsec()),
-        ctime: time(md.ctime(), md.ctime_nsec()),
-        dev: md.dev() as u32,
-        ino: md.ino() as u32,
-        uid: md.uid(),
-        gid: md.gid(),
-        size: md.len() as u32,
+        mtime: time(mtime),
+        ctime: time(ctime),
+        dev: dev as u32,
+        ino: ino as u32,
+        uid,
+        gid,
+        size: size as u32,
     }
 }
 

@@ -405,25 +405,14 @@ fn can_clone(a: &Path, b: &Path) -> bool {
 /// Index stat data from a `stat` result, as `gix::index::entry::Stat::from_fs` makes them.
 #[allow(clippy::unnecessary_cast)]
 fn stat_of(st: &rustix::fs::Stat) -> gix::index::entry::Stat {
-    let time = |secs: i64, nsecs: i64| {
-        if secs < 0 {
-            gix::index::entry::stat::Time::default()
-        } else {
-            gix::index::entry::stat::Time {
-                secs: secs as u32,
-                nsecs: nsecs as u32,
-            }
-        }
-    };
-    gix::index::entry::Stat {
-        mtime: time(st.st_mtime as i64, st.st_mtime_nsec as i64),
-        ctime: time(st.st_ctime as i64, st.st_ctime_nsec as i64),
-        dev: st.st_dev as u32,
-        ino: st.st_ino as u32,
-        uid: st.st_uid as u32,
-        gid: st.st_gid as u32,
-        size: st.st_size as u64 as u32,
-    }
+    crate::snapshot::index_stat(
+        (st.st_mtime as i64, st.st_mtime_nsec as i64),
+        (st.st_ctime as i64, st.st_ctime_nsec as i64),
+        st.st_dev as u64,
+        st.st_ino as u64,
+        (st.st_uid as u32, st.st_gid as u32),
+        st.st_size as u64,
+    )
 }
 
 /// The longest path the kernel takes (Linux `PATH_MAX`, terminator included).
