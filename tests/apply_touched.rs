@@ -220,6 +220,30 @@ fn deletions_renames_and_additions_in_the_source() {
         write(&repo.join("same.txt"), "same\n");
     };
     both_ways(&[], &nothing, &work, &meanwhile);
+    // The task renames f.txt (and edits it); the user edits another line of
+    // it in place: the rename carries the user's line along.
+    let work = |ws: &[PathBuf]| {
+        std::fs::remove_file(ws[0].join("f.txt")).unwrap();
+        write(
+            &ws[0].join("moved.txt"),
+            &with_line(&lines(20), 2, "task one"),
+        );
+    };
+    let meanwhile = |_: &Env, repo: &Path| {
+        write(
+            &repo.join("f.txt"),
+            &with_line(&lines(20), 19, "user nineteen"),
+        );
+    };
+    let r = both_ways(&[], &nothing, &work, &meanwhile);
+    assert_eq!(statuses(&r)[0], "applied -");
+    let moved =
+        r.3.iter()
+            .find(|(p, _)| p == "moved.txt")
+            .map(|(_, w)| w.clone());
+    let both = with_line(&with_line(&lines(20), 2, "task one"), 19, "user nineteen");
+    assert_eq!(moved, Some(format!("F 0 {both}")));
+    assert!(!r.3.iter().any(|(p, _)| p == "f.txt"), "{:?}", r.3);
 }
 
 #[test]
