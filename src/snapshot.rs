@@ -7,7 +7,11 @@
 //! the same clean filters as `git add`; and the source's private stat cache
 //! (`source-index` in a batch's state folder): a copy of the user's index with
 //! refreshed stat data, so that a stat-dirty user index (every file touched)
-//! costs one re-hash per batch, not one per snapshot.
+//! costs one re-hash per batch, not one per snapshot. A source is read as git
+//! reads it (`assume-unchanged` and `skip-worktree` entries count at their
+//! index content); a task's workspace (`snapshot_workspace`, SPEC §3.2
+//! step 1) by what is on disk only, and the untracked nested repositories
+//! of either are named, never part of the tree.
 //! Never: writes the worktree's index, a ref or a working-tree file; the index
 //! it reads stays byte-for-byte unchanged. The private cache is only ever
 //! written to a batch's state folder, by temp file and rename.

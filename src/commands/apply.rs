@@ -3,7 +3,9 @@
 //! them in memory, merge the result with the source as it is now, write the
 //! difference back through the journal, and clean up.
 //!
-//! Owns: the order of those steps, task outcomes, and the apply document (§6.2).
+//! Owns: the order of those steps, task outcomes (a workspace holding a git
+//! repository its worker made is a `nested_repository` conflict, never
+//! applied in part), and the apply document (§6.2).
 //! Never: changes the user's index, HEAD, branches or stash; deletes a
 //! folder that is not a workspace prepare made; writes anything with `--dry-run`.
 
