@@ -549,6 +549,18 @@ impl<'index> VisitEntry<'index> for Collect {
                 }
             },
             WtEntry::DirectoryContents { entry, .. } => {
+                // A `.git` below the root that the walk met inside a tracked
+                // folder (only emitted for workspaces): a repository made in a
+                // folder git tracks, whose history git would leave out.
+                if entry.property == Some(gix::dir::entry::Property::DotGit) {
+                    if let Some(slash) = entry.rela_path.rfind_byte(b'/') {
+                        let folder = BString::from(&entry.rela_path[..slash]);
+                        if !self.nested_repos.contains(&folder) {
+                            self.nested_repos.push(folder);
+                        }
+                    }
+                    return;
+                }
                 if entry.status != gix::dir::entry::Status::Untracked {
                     return;
                 }
@@ -638,7 +650,10 @@ fn run(
             let dirwalk = repo
                 .dirwalk_options()
                 .map_err(git("cannot set up the directory walk"))?
-                .emit_untracked(gix::dir::walk::EmissionMode::Matching);
+                .emit_untracked(gix::dir::walk::EmissionMode::Matching)
+                // Workspaces: also what the walk prunes, for the `.git` of a
+                // repository made inside a tracked folder (SPEC §3.2).
+                .emit_pruned(side == Side::Workspace);
             repo.index_worktree_status(
                 index,
                 Vec::<BString>::new(),

@@ -1062,3 +1062,26 @@ fn assume_unchanged_and_skip_worktree_flags_never_hide_what_is_on_disk() {
     );
     assert_eq!(read(&repo.join("c.txt")), "c.txt original\n");
 }
+
+#[test]
+fn a_repository_made_in_a_tracked_folder_of_a_workspace_is_a_nested_repository_too() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::create_dir_all(repo.join("lib")).unwrap();
+    std::fs::write(repo.join("lib/x.txt"), "x\n").unwrap();
+    env.git(&repo, ["add", "lib/x.txt"]);
+    env.git(&repo, ["commit", "-q", "-m", "lib"]);
+    let (_, ws) = prepare(&env, &repo, &[]);
+    // `git init` in a folder git already tracks: git add -A would take its
+    // files and say nothing of its history.
+    env.git(&ws[0].join("lib"), ["init", "-q"]);
+    env.git(&ws[0].join("lib"), ["add", "x.txt"]);
+    env.git(&ws[0].join("lib"), ["commit", "-q", "-m", "own history"]);
+    std::fs::write(ws[0].join("lib/x.txt"), "x edited\n").unwrap();
+    let out = apply(&env, &repo, &[], 1);
+    let t = task(&out, "1");
+    assert_eq!(t["reason"], "nested_repository", "{out:#}");
+    assert_eq!(t["conflicts"][0]["path"], "lib", "{out:#}");
+    assert_eq!(read(&repo.join("lib/x.txt")), "x\n");
+    assert!(ws[0].join("lib/.git").is_dir());
+}
