@@ -100,8 +100,11 @@ is printed on stdout: read tasks[].cwd to find where each worker runs.",
 the baseline, merge that with what changed in the working tree since prepare, and write the result through a \
 crash-safe journal. Conflicting tasks keep their proposal ref, patch and workspace.
 
-Only the files on disk in a workspace count: commits a worker made there do not matter. Processes still running \
-inside a workspace are stopped first (apply.stop-processes). Edits you made in the working tree since prepare \
+Only the files on disk in a workspace count: commits a worker made there do not matter, and neither do the \
+assume-unchanged and skip-worktree flags of its index (a skip-worktree file absent from disk keeps its content). A \
+git repository a worker made inside its workspace (git init, git clone, cargo new) is never dropped: the task ends \
+conflict with reason nested_repository, none of its paths is applied, and its workspace is kept (remove or move \
+the repository, then apply again). Processes still running inside a workspace are stopped first (apply.stop-processes). Edits you made in the working tree since prepare \
 never block a task unless they touch the same paths (or --strict is given). Your index, HEAD, branches and stash \
 are never changed.
 
@@ -134,7 +137,8 @@ interrupted write-backs) and exits 1 when there are any, for hooks and scripts."
         long_about = "Reclaim what stale batches hold (lease expired, or owner process gone), never losing work: \
 changes in a stale task's workspace that have no proposal yet are first saved as a proposal ref and patch \
 (rescued). Then workspaces, worktree registrations and state of stale batches are removed; rescued and failed \
-proposal refs are kept for gc.keep-failed (default 14 days).
+proposal refs are kept for gc.keep-failed (default 14 days). A workspace that holds a git repository its worker \
+made is never removed: the rest of its work is rescued, and it stays as an ordinary worktree (workspaces_kept).
 
 Leftovers of this repository are reclaimed too: registrations of git-delegate workspaces whose folder is gone, \
 folders under the repository's workspace root that no batch owns, and old refs under refs/pi-delegate/ that no \

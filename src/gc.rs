@@ -4,7 +4,9 @@
 //! For every stale batch (lease expired or orphaned): each open task's
 //! workspace that is still ours is snapshotted into its proposal ref and
 //! patch (`proposal::record`), then workspaces, their registrations, the
-//! baseline ref and the state folder go. Proposal refs that hold work
+//! baseline ref and the state folder go. A workspace holding a git
+//! repository the worker made (which no proposal can hold) is kept instead,
+//! as an ordinary unlocked worktree, and reported (`workspaces_kept`). Proposal refs that hold work
 //! (rescued, conflict, failed) are kept, with their patches moved to
 //! `<state>/kept/<batch>/`, until their commit is older than
 //! `gc.keep-failed`: the commit's committer time is the clock, so a kept
@@ -17,8 +19,9 @@
 //!
 //! Owns: deciding what is stale or left over, and reclaiming it.
 //! Never: touches a live batch, a user's own worktree, a folder git has
-//! registered as a worktree, another repository's folders, or a batch whose
-//! work could not be rescued; with `dry_run` it changes nothing at all.
+//! registered as a worktree, another repository's folders, a nested git
+//! repository inside a workspace, or a batch whose work could not be
+//! rescued; with `dry_run` it changes nothing at all.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -40,6 +43,18 @@ pub struct Rescued {
     pub patch: PathBuf,
     /// Paths that differ from the baseline.
     pub paths: usize,
+}
+
+/// A stale task's workspace gc kept when it reclaimed the batch: it holds
+/// git repositories the worker made, which gc never deletes (SPEC §3.2
+/// `nested_repository`). It is left as an ordinary, unlocked worktree.
+#[derive(Debug, Clone)]
+pub struct KeptWorkspace {
+    pub batch: String,
+    pub task: String,
+    pub root: PathBuf,
+    /// The nested repositories, relative to the workspace root.
+    pub nested: Vec<String>,
 }
 
 /// A stale batch gc did not reclaim, and why.
@@ -65,8 +80,11 @@ pub struct Report {
     pub refs_kept: Vec<String>,
     /// Sum of the sizes of the files removed.
     pub bytes_freed: u64,
-    /// Folders not ours any more (a stale task's folder replaced by the user): left alone.
+    /// Folders not ours any more (a stale task's folder replaced by the
+    /// user), and the workspaces in `workspaces_kept`: left alone.
     pub left_alone: Vec<PathBuf>,
+    /// Workspaces of reclaimed batches kept for the nested repositories in them.
+    pub workspaces_kept: Vec<KeptWorkspace>,
     pub skipped: Vec<Skipped>,
     /// Batches whose state folder holds a write-back journal (dry run: not rolled back).
     pub pending_writebacks: Vec<String>,
@@ -255,8 +273,11 @@ impl Gc<'_> {
             }
         }
 
-        // 1. Rescue: nothing is removed unless every open task's work is saved.
+        // 1. Rescue: nothing is removed unless every open task's work is
+        // saved. A nested repository cannot be saved in a proposal: its
+        // workspace is kept (step 3), the rest of its work rescued.
         let mut rescued = Vec::new();
+        let mut nested: Vec<(&str, Vec<String>)> = Vec::new();
         for t in b.open_tasks() {
             if workspace::health(&self.source.common_dir, &t.root, &t.worktree_id)
                 != workspace::Removal::Removed
@@ -269,13 +290,19 @@ impl Gc<'_> {
                 .flatten()
                 .and_then(|c| commit::tree_of(&self.source.repo, &c.to_string()).ok());
             let saved = if self.dry_run {
-                would_record(t, baseline_tree).map(|r| r.map(|(tree, paths)| (tree, paths, None)))
+                would_record(t, baseline_tree)
             } else {
                 proposal::record(self.source, b, t, baseline_tree)
-                    .map(|r| r.map(|p| (p.tree, p.paths.len(), Some(p.commit))))
+                    .map(|r| r.map(|p| (p.tree, p.paths.len(), p.nested)))
             };
+            if let Ok(Some((_, _, repos))) = &saved {
+                if !repos.is_empty() {
+                    let repos = repos.iter().map(|p| crate::paths::doc_bytes(p)).collect();
+                    nested.push((t.name.as_str(), repos));
+                }
+            }
             match saved {
-                Ok(Some((tree, paths, _))) if before != Some(tree) => rescued.push(Rescued {
+                Ok(Some((tree, paths, _))) if before != Some(tree) && paths > 0 => rescued.push(Rescued {
                     batch: b.id.clone(),
                     task: t.name.clone(),
                     ref_name,
@@ -321,7 +348,26 @@ impl Gc<'_> {
         // 3. Workspaces and their registrations.
         for t in &b.tasks {
             let reg = self.registration(&t.worktree_id);
-            match workspace::health(&self.source.common_dir, &t.root, &t.worktree_id) {
+            let health = workspace::health(&self.source.common_dir, &t.root, &t.worktree_id);
+            let keep = nested.iter().find(|(name, _)| *name == t.name);
+            if let (workspace::Removal::Removed, Some((_, repos))) = (health, keep) {
+                // Kept as an ordinary worktree: registered (so no later gc
+                // takes the folder) and unlocked, as `apply --keep` leaves one.
+                if !self.dry_run {
+                    workspace::release(&self.source.common_dir, &t.worktree_id)?;
+                }
+                self.report.left_alone.push(t.root.clone());
+                self.report.workspaces_kept.push(KeptWorkspace {
+                    batch: b.id.clone(),
+                    task: t.name.clone(),
+                    root: t.root.clone(),
+                    nested: repos.clone(),
+                });
+                self.handled_roots.insert(t.root.clone());
+                self.handled_regs.insert(t.worktree_id.clone());
+                continue;
+            }
+            match health {
                 workspace::Removal::Removed => {
                     let bytes = tree_size(&t.root) + tree_size(&reg);
                     if !self.dry_run {
@@ -593,13 +639,22 @@ fn processes_in(root: &Path) -> Vec<u32> {
     pids
 }
 
-/// Dry run of `proposal::record`: the workspace's tree and changed-path
-/// count, with every object kept in memory.
-fn would_record(t: &batch::Task, baseline_tree: ObjectId) -> Result<Option<(ObjectId, usize)>> {
+/// What a workspace would give as a proposal.
+type WouldRecord = Option<(ObjectId, usize, Vec<gix::bstr::BString>)>;
+
+/// Dry run of `proposal::record`: the workspace's tree, changed-path count
+/// and nested repositories, with every object kept in memory.
+fn would_record(t: &batch::Task, baseline_tree: ObjectId) -> Result<WouldRecord> {
     let ws = crate::repo::open_worktree(&t.root)?.with_object_memory();
-    let snap = snapshot::snapshot(&ws)?;
+    let snap = snapshot::snapshot_workspace(&ws)?;
     let paths = diff::trees(&ws, baseline_tree, snap.tree)?;
-    Ok((!paths.is_empty()).then_some((snap.tree, paths.len())))
+    Ok(
+        (!paths.is_empty() || !snap.nested_repos.is_empty()).then_some((
+            snap.tree,
+            paths.len(),
+            snap.nested_repos,
+        )),
+    )
 }
 
 /// Give the commit a ref points to a fresh committer time (same tree,

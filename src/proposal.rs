@@ -2,11 +2,14 @@
 //! its ref and patch, written before any integration so every proposal has a
 //! durable recovery form. Used by `apply` and by `gc`'s rescue.
 //!
-//! Owns: turning a workspace into proposal commit + ref + patch.
+//! Owns: turning a workspace into proposal commit + ref + patch, and
+//! naming the nested git repositories a worker made in it (never part of a
+//! proposal: the caller keeps the task open, SPEC §3.2 `nested_repository`).
 //! Never: merges, or writes the source working tree.
 
 use std::path::{Path, PathBuf};
 
+use gix::bstr::BString;
 use gix::ObjectId;
 
 use crate::batch::{Batch, Task};
@@ -24,6 +27,18 @@ pub struct Proposal {
     pub patch: PathBuf,
     /// Paths that differ from the baseline.
     pub paths: Vec<PathChange>,
+    /// Untracked git repositories inside the workspace (relative paths):
+    /// left out of the tree, so the proposal holds only the rest.
+    pub nested: Vec<BString>,
+}
+
+/// What [`preview`] finds.
+pub struct Preview {
+    pub tree: ObjectId,
+    pub paths: Vec<PathChange>,
+    pub objects: Objects,
+    /// As [`Proposal::nested`].
+    pub nested: Vec<BString>,
 }
 
 /// The patch file of a task.
@@ -32,7 +47,7 @@ pub fn patch_path(source: &Source, batch: &Batch, task: &str) -> PathBuf {
 }
 
 /// Snapshot `task`'s workspace. `None` when it does not differ from the
-/// baseline; otherwise the proposal commit, its ref (created or moved) and
+/// baseline and holds no nested repository; otherwise the proposal commit, its ref (created or moved) and
 /// its patch are written.
 pub fn record(
     source: &Source,
@@ -59,9 +74,9 @@ pub fn record_in(
     baseline_tree: ObjectId,
 ) -> Result<Option<Proposal>> {
     let ws = crate::repo::open_worktree(&task.root)?;
-    let snap = snapshot::snapshot(&ws)?;
+    let snap = snapshot::snapshot_workspace(&ws)?;
     let paths = diff::trees(repo, baseline_tree, snap.tree)?;
-    if paths.is_empty() {
+    if paths.is_empty() && snap.nested_repos.is_empty() {
         return Ok(None);
     }
     let baseline = ObjectId::from_hex(batch.baseline.as_bytes())
@@ -82,6 +97,7 @@ pub fn record_in(
         ref_name,
         patch,
         paths,
+        nested: snap.nested_repos,
     }))
 }
 
@@ -91,24 +107,29 @@ pub type Objects = gix::odb::memory::Storage;
 /// What `record` would find, without writing anything durable (for
 /// `apply --dry-run`): the workspace's snapshot tree, the new objects it
 /// needs (kept in memory; the caller adds them to its own object memory),
-/// and the paths that differ from the baseline. `None` when the workspace
-/// does not differ.
+/// the paths that differ from the baseline, and the nested repositories.
+/// `None` when the workspace does not differ and holds no nested repository.
 pub fn preview(
     repo: &gix::Repository,
     task: &Task,
     baseline_tree: ObjectId,
-) -> Result<Option<(ObjectId, Vec<PathChange>, Objects)>> {
+) -> Result<Option<Preview>> {
     let mut ws = crate::repo::open_worktree(&task.root)?.with_object_memory();
-    let snap = snapshot::snapshot(&ws)?;
+    let snap = snapshot::snapshot_workspace(&ws)?;
     let objects = ws.objects.take_object_memory().unwrap_or_default();
     let mut view = repo.clone().with_object_memory();
     view.objects.set_object_memory(objects);
     let paths = diff::trees(&view, baseline_tree, snap.tree)?;
     let objects = view.objects.take_object_memory().unwrap_or_default();
-    if paths.is_empty() {
+    if paths.is_empty() && snap.nested_repos.is_empty() {
         return Ok(None);
     }
-    Ok(Some((snap.tree, paths, objects)))
+    Ok(Some(Preview {
+        tree: snap.tree,
+        paths,
+        objects,
+        nested: snap.nested_repos,
+    }))
 }
 
 /// Add `objects` to `repo`'s object memory.

@@ -7,7 +7,11 @@
 //! the same clean filters as `git add`; and the source's private stat cache
 //! (`source-index` in a batch's state folder): a copy of the user's index with
 //! refreshed stat data, so that a stat-dirty user index (every file touched)
-//! costs one re-hash per batch, not one per snapshot.
+//! costs one re-hash per batch, not one per snapshot. A source is read as git
+//! reads it (`assume-unchanged` and `skip-worktree` entries count at their
+//! index content); a task's workspace (`snapshot_workspace`, SPEC §3.2
+//! step 1) by what is on disk only, and the untracked nested repositories
+//! of either are named, never part of the tree.
 //! Never: writes the worktree's index, a ref or a working-tree file; the index
 //! it reads stays byte-for-byte unchanged. The private cache is only ever
 //! written to a batch's state folder, by temp file and rename.
@@ -60,7 +64,9 @@ pub struct Snapshot {
     /// Paths whose content differs from `HEAD` (staged, unstaged, untracked).
     pub changes: usize,
     /// Untracked git repositories inside the working tree: left out (git
-    /// would record them as embedded repositories without content).
+    /// would record them as embedded repositories without content). For a
+    /// source, prepare warns; for a workspace, the task cannot apply (SPEC
+    /// §3.2 `nested_repository`).
     pub nested_repos: Vec<BString>,
     /// Files that had to be read (their stat data differed from the index,
     /// or they are new): the cost the index as a stat cache did not save.
@@ -77,10 +83,10 @@ type Edit = Option<(EntryKind, ObjectId)>;
 /// read many files whose content had not changed.
 pub fn snapshot(repo: &gix::Repository) -> Result<Snapshot> {
     let Some(slot) = find_cache(repo) else {
-        return run(repo, None, None).map(|(s, _)| s);
+        return run(repo, None, None, Side::Source).map(|(s, _)| s);
     };
     let probe = Probe::new(&slot.dir);
-    let (snap, refreshed) = run(repo, slot.read.as_deref(), probe.as_ref())?;
+    let (snap, refreshed) = run(repo, slot.read.as_deref(), probe.as_ref(), Side::Source)?;
     match (refreshed, probe) {
         (Refresh::Write(state), Some(probe)) => {
             // Best effort: a cache that cannot be written costs time, never correctness.
@@ -94,6 +100,60 @@ pub fn snapshot(repo: &gix::Repository) -> Result<Snapshot> {
         _ => {}
     }
     Ok(snap)
+}
+
+/// Snapshot a task's workspace (SPEC §3.2 step 1): only the files on disk
+/// count. Unlike a source snapshot, the workspace's own index flags hide
+/// nothing: `assume-unchanged` is ignored, and a `skip-worktree` entry counts
+/// at its index content only while its file is absent from disk. Untracked
+/// nested repositories are reported in [`Snapshot::nested_repos`] (the caller
+/// decides: they are never part of the tree). No stat cache is used.
+pub fn snapshot_workspace(repo: &gix::Repository) -> Result<Snapshot> {
+    run(repo, None, None, Side::Workspace).map(|(s, _)| s)
+}
+
+/// Whose working tree a snapshot reads, which decides what the index flags mean.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// The user's working tree: the index is read as git reads it, so an
+    /// `assume-unchanged` or `skip-worktree` entry counts at its index content
+    /// (git does not look at those files; SPEC §3.1 "exactly the files
+    /// `git status` would look at"; §3.15 sparse checkouts).
+    Source,
+    /// A task's workspace: see [`snapshot_workspace`].
+    Workspace,
+}
+
+/// Make a workspace's index flags hide nothing (SPEC §3.2 step 1): clear
+/// `assume-unchanged` everywhere, and `skip-worktree` where something is on
+/// disk at the entry's path, so that the status compares those files like
+/// any other (stat first, then content). A `skip-worktree` entry whose path
+/// is absent keeps its flag: it counts at its index content.
+fn unflag_for_workspace(repo: &gix::Repository, index: &mut gix::index::State) {
+    let Some(root) = repo.workdir().map(Path::to_path_buf) else {
+        return;
+    };
+    let (entries, paths) = index.entries_mut_and_pathbacking();
+    for e in entries.iter_mut() {
+        if !e
+            .flags
+            .intersects(Flags::ASSUME_VALID | Flags::SKIP_WORKTREE)
+        {
+            continue;
+        }
+        e.flags.remove(Flags::ASSUME_VALID);
+        if e.flags.contains(Flags::SKIP_WORKTREE) {
+            let rela = e.path_in(paths);
+            let rela = std::os::unix::ffi::OsStrExt::from_bytes(rela.as_bytes());
+            let on_disk = root
+                .join::<&std::ffi::OsStr>(rela)
+                .symlink_metadata()
+                .is_ok();
+            if on_disk {
+                e.flags.remove(Flags::SKIP_WORKTREE);
+            }
+        }
+    }
 }
 
 /// A refreshed stat cache waiting for the state folder of the batch being
@@ -120,7 +180,7 @@ pub fn snapshot_for_prepare(
     let slot = find_cache(repo);
     let probe = Probe::new(state_dir);
     let read = slot.as_ref().and_then(|s| s.read.as_deref());
-    let (snap, refreshed) = run(repo, read, probe.as_ref())?;
+    let (snap, refreshed) = run(repo, read, probe.as_ref(), Side::Source)?;
     let pending = match (refreshed, probe) {
         (Refresh::Write(state), Some(probe)) => Some(PendingCache {
             probe,
@@ -489,6 +549,18 @@ impl<'index> VisitEntry<'index> for Collect {
                 }
             },
             WtEntry::DirectoryContents { entry, .. } => {
+                // A `.git` below the root that the walk met inside a tracked
+                // folder (only emitted for workspaces): a repository made in a
+                // folder git tracks, whose history git would leave out.
+                if entry.property == Some(gix::dir::entry::Property::DotGit) {
+                    if let Some(slash) = entry.rela_path.rfind_byte(b'/') {
+                        let folder = BString::from(&entry.rela_path[..slash]);
+                        if !self.nested_repos.contains(&folder) {
+                            self.nested_repos.push(folder);
+                        }
+                    }
+                    return;
+                }
                 if entry.status != gix::dir::entry::Status::Untracked {
                     return;
                 }
@@ -513,6 +585,7 @@ fn run(
     repo: &gix::Repository,
     cache: Option<&Path>,
     probe: Option<&Probe>,
+    side: Side,
 ) -> Result<(Snapshot, Refresh)> {
     let git = |what: &str| {
         let what = what.to_string();
@@ -538,6 +611,9 @@ fn run(
     };
     let used = merged.used;
     drop(cache_state);
+    if side == Side::Workspace {
+        unflag_for_workspace(repo, &mut index);
+    }
     // HEAD -> index costs reading every tree of HEAD. git's cache tree can
     // tell that the user's index holds HEAD's tree; then the only entries
     // that differ from HEAD are those the stat cache gave other content.
@@ -574,7 +650,10 @@ fn run(
             let dirwalk = repo
                 .dirwalk_options()
                 .map_err(git("cannot set up the directory walk"))?
-                .emit_untracked(gix::dir::walk::EmissionMode::Matching);
+                .emit_untracked(gix::dir::walk::EmissionMode::Matching)
+                // Workspaces: also what the walk prunes, for the `.git` of a
+                // repository made inside a tracked folder (SPEC §3.2).
+                .emit_pruned(side == Side::Workspace);
             repo.index_worktree_status(
                 index,
                 Vec::<BString>::new(),

@@ -934,3 +934,154 @@ fn a_process_that_ignores_sigterm_is_killed() {
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(9), "{status:?}");
 }
+
+/// A git repository a worker made in its workspace: `git init` with a commit
+/// of its own (task 1), and a `git clone` of another local repository under
+/// an untracked folder (task 2), each beside an ordinary edit.
+fn nested_repositories(env: &Env, ws: &[PathBuf]) {
+    std::fs::write(ws[0].join("f.txt"), with_line(10, 2, "task one")).unwrap();
+    env.git(&ws[0], ["init", "-q", "sub"]);
+    std::fs::write(ws[0].join("sub/inner.txt"), "inner work\n").unwrap();
+    env.git(&ws[0].join("sub"), ["add", "inner.txt"]);
+    env.git(&ws[0].join("sub"), ["commit", "-q", "-m", "nested history"]);
+
+    let dep = env.repo("dep");
+    std::fs::create_dir_all(ws[1].join("deps")).unwrap();
+    env.git(&ws[1], ["clone", "-q", dep.to_str().unwrap(), "deps/lib"]);
+    std::fs::write(ws[1].join("two.txt"), "two\n").unwrap();
+}
+
+#[test]
+fn a_nested_repository_in_a_workspace_is_a_conflict_and_nothing_of_the_task_applies() {
+    let env = Env::new();
+    let repo = repo_with_lines(&env);
+    let (doc, ws) = prepare(&env, &repo, &["-n", "3"]);
+    let short = &doc["batch"].as_str().unwrap()[..8];
+    nested_repositories(&env, &ws);
+    std::fs::write(ws[2].join("three.txt"), "three\n").unwrap();
+
+    let out = apply(&env, &repo, &[], 1);
+    for (name, nested, edit) in [("1", "sub", "f.txt"), ("2", "deps/lib", "two.txt")] {
+        let t = task(&out, name);
+        assert_eq!(t["status"], "conflict", "{out:#}");
+        assert_eq!(t["reason"], "nested_repository", "{out:#}");
+        let paths: Vec<&str> = t["conflicts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(paths, [nested], "{out:#}");
+        assert_eq!(strings(&t["applied_paths"]), Vec::<String>::new());
+        // The rest of the work is recorded, so it is never lost.
+        let r = t["proposal_ref"].as_str().unwrap();
+        env.git(&repo, ["cat-file", "-e", &format!("{r}:{edit}")]);
+        let patch = read(Path::new(t["patch"].as_str().unwrap()));
+        assert!(patch.contains(edit), "{patch}");
+    }
+    // All or nothing per task: neither ordinary edit reached the source.
+    assert_eq!(read(&repo.join("f.txt")), lines(10));
+    assert!(!repo.join("two.txt").exists());
+    assert!(!repo.join("sub").exists() && !repo.join("deps").exists());
+    // The task without a nested repository applies.
+    assert_eq!(task(&out, "3")["status"], "applied");
+    assert_eq!(read(&repo.join("three.txt")), "three\n");
+    assert_eq!(out["batch_open"], true);
+    // The workspaces and their nested repositories are kept.
+    assert!(ws[0].join("sub/.git").is_dir());
+    assert_eq!(read(&ws[0].join("sub/inner.txt")), "inner work\n");
+    assert!(ws[1].join("deps/lib/.git").is_dir());
+    assert_eq!(read(&ws[1].join("deps/lib/README")), "hello\n");
+    assert_eq!(read(&ws[0].join("f.txt")), with_line(10, 2, "task one"));
+
+    // status counts them as changes; drop refuses without --force.
+    let status = env.delegate(&repo, ["status", "--json"]).expect(0).json();
+    let tasks = status["batches"][0]["tasks"].as_array().unwrap();
+    assert_eq!(tasks[0]["changed_paths"], 2, "{status:#}");
+    assert_eq!(tasks[1]["changed_paths"], 2, "{status:#}");
+    let drop = env.delegate(&repo, ["drop", short]).expect(1);
+    assert!(drop.stdout.contains("1, 2"), "{}", drop.stdout);
+    assert!(ws[0].join("sub/.git").is_dir() && ws[1].join("deps/lib/.git").is_dir());
+    assert_eq!(read(&ws[1].join("two.txt")), "two\n");
+}
+
+#[test]
+fn drop_refuses_a_workspace_whose_only_change_is_a_nested_repository() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (doc, ws) = prepare(&env, &repo, &[]);
+    let short = &doc["batch"].as_str().unwrap()[..8];
+    env.git(&ws[0], ["init", "-q", "sub"]);
+    let out = env
+        .delegate(&repo, ["drop", short, "--json"])
+        .expect(1)
+        .json();
+    assert_eq!(out["dropped"], false);
+    assert_eq!(out["unapplied"], serde_json::json!(["1"]));
+    assert!(ws[0].join("sub/.git").is_dir());
+    // apply: a conflict with nothing else to record, the workspace kept.
+    let out = apply(&env, &repo, &[], 1);
+    assert_eq!(task(&out, "1")["reason"], "nested_repository", "{out:#}");
+    assert!(ws[0].join("sub/.git").is_dir());
+}
+
+#[test]
+fn assume_unchanged_and_skip_worktree_flags_never_hide_what_is_on_disk() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    for f in ["a.txt", "b.txt", "c.txt"] {
+        std::fs::write(repo.join(f), format!("{f} original\n")).unwrap();
+    }
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    // Edits hidden from `git status` by the worker's own index flags.
+    env.git(&ws[0], ["update-index", "--assume-unchanged", "a.txt"]);
+    std::fs::write(ws[0].join("a.txt"), "a.txt edited, assumed unchanged\n").unwrap();
+    env.git(&ws[1], ["update-index", "--skip-worktree", "b.txt"]);
+    std::fs::write(ws[1].join("b.txt"), "b.txt edited, skip-worktree\n").unwrap();
+    // A skip-worktree file absent from disk counts at its index content.
+    env.git(&ws[2], ["update-index", "--skip-worktree", "c.txt"]);
+    std::fs::remove_file(ws[2].join("c.txt")).unwrap();
+    assert_eq!(env.git(&ws[0], ["status", "--porcelain"]), "");
+    assert_eq!(env.git(&ws[1], ["status", "--porcelain"]), "");
+
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(task(&out, "1")["status"], "applied", "{out:#}");
+    assert_eq!(strings(&task(&out, "1")["applied_paths"]), ["a.txt"]);
+    assert_eq!(task(&out, "2")["status"], "applied", "{out:#}");
+    assert_eq!(strings(&task(&out, "2")["applied_paths"]), ["b.txt"]);
+    assert_eq!(task(&out, "3")["status"], "no_changes", "{out:#}");
+    assert_eq!(
+        std::fs::read(repo.join("a.txt")).unwrap(),
+        b"a.txt edited, assumed unchanged\n"
+    );
+    assert_eq!(
+        std::fs::read(repo.join("b.txt")).unwrap(),
+        b"b.txt edited, skip-worktree\n"
+    );
+    assert_eq!(read(&repo.join("c.txt")), "c.txt original\n");
+}
+
+#[test]
+fn a_repository_made_in_a_tracked_folder_of_a_workspace_is_a_nested_repository_too() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::create_dir_all(repo.join("lib")).unwrap();
+    std::fs::write(repo.join("lib/x.txt"), "x\n").unwrap();
+    env.git(&repo, ["add", "lib/x.txt"]);
+    env.git(&repo, ["commit", "-q", "-m", "lib"]);
+    let (_, ws) = prepare(&env, &repo, &[]);
+    // `git init` in a folder git already tracks: git add -A would take its
+    // files and say nothing of its history.
+    env.git(&ws[0].join("lib"), ["init", "-q"]);
+    env.git(&ws[0].join("lib"), ["add", "x.txt"]);
+    env.git(&ws[0].join("lib"), ["commit", "-q", "-m", "own history"]);
+    std::fs::write(ws[0].join("lib/x.txt"), "x edited\n").unwrap();
+    let out = apply(&env, &repo, &[], 1);
+    let t = task(&out, "1");
+    assert_eq!(t["reason"], "nested_repository", "{out:#}");
+    assert_eq!(t["conflicts"][0]["path"], "lib", "{out:#}");
+    assert_eq!(read(&repo.join("lib/x.txt")), "x\n");
+    assert!(ws[0].join("lib/.git").is_dir());
+}

@@ -509,3 +509,32 @@ fn missing_index_and_intent_to_add_then_deleted() {
     assert_eq!(tree, env.oracle_tree(&repo));
     assert!(!git_dir(&env, &repo).join("index").exists());
 }
+
+/// The source keeps git's meaning of its own index flags (SPEC §3.1: exactly
+/// the files `git status` would look at): an `assume-unchanged` or
+/// `skip-worktree` entry counts at its index content, edited or deleted on
+/// disk, as `git add -A` records it. (A workspace's flags hide nothing: see
+/// tests/apply.rs.)
+#[test]
+fn index_flags_in_the_source_keep_their_git_meaning() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    for f in ["a.txt", "b.txt", "c.txt"] {
+        std::fs::write(repo.join(f), format!("{f}\n")).unwrap();
+    }
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    env.git(&repo, ["update-index", "--assume-unchanged", "a.txt"]);
+    env.git(&repo, ["update-index", "--skip-worktree", "b.txt", "c.txt"]);
+    std::fs::write(repo.join("a.txt"), "a.txt edited\n").unwrap();
+    std::fs::write(repo.join("b.txt"), "b.txt edited\n").unwrap();
+    std::fs::remove_file(repo.join("c.txt")).unwrap();
+    let doc = assert_matches_oracle(&env, &repo);
+    let baseline = doc["baseline"]["commit"].as_str().unwrap();
+    for f in ["a.txt", "b.txt", "c.txt"] {
+        assert_eq!(
+            env.git(&repo, ["show", &format!("{baseline}:{f}")]),
+            format!("{f}\n")
+        );
+    }
+}

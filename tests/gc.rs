@@ -560,3 +560,62 @@ fn gc_waits_for_processes_still_running_in_a_workspace() {
     assert_eq!(gc["rescued"][0]["task"], "1");
     assert!(!ws.exists());
 }
+
+#[test]
+fn gc_rescues_the_rest_and_keeps_a_workspace_holding_a_nested_repository() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let doc = prepare(&env, &repo, &["--ttl", "1s"]);
+    let batch = id(&doc);
+    let ws = task_root(&doc, 0);
+    std::fs::write(ws.join("README"), "worker edit\n").unwrap();
+    let dep = env.repo("dep");
+    env.git(&ws, ["clone", "-q", dep.to_str().unwrap(), "lib"]);
+    std::fs::write(ws.join("lib/local.txt"), "not committed anywhere\n").unwrap();
+    wait_stale(&env, &repo, &batch);
+
+    let dry = env.delegate(&repo, ["gc", "--dry-run", "--json"]).json();
+    assert_eq!(
+        dry["workspaces_kept"][0]["nested_repositories"],
+        serde_json::json!(["lib"]),
+        "{dry:#}"
+    );
+    let gc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
+    // The rest is rescued as a proposal.
+    let rescued = gc["rescued"].as_array().unwrap();
+    assert_eq!(rescued.len(), 1, "{gc:#}");
+    let r = rescued[0]["ref"].as_str().unwrap();
+    assert_eq!(
+        env.git(&repo, ["show", &format!("{r}:README")]),
+        "worker edit\n"
+    );
+    // The workspace is kept, with its nested repository, and reported.
+    assert_eq!(gc["workspaces_removed"], 0, "{gc:#}");
+    let kept = gc["workspaces_kept"].as_array().unwrap();
+    assert_eq!(kept.len(), 1, "{gc:#}");
+    assert_eq!(kept[0]["batch"], batch.as_str());
+    assert_eq!(kept[0]["task"], "1");
+    assert_eq!(kept[0]["nested_repositories"], serde_json::json!(["lib"]));
+    let left: Vec<&str> = gc["left_alone"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert!(left.contains(&ws.to_str().unwrap()), "{gc:#}");
+    assert!(ws.join("lib/.git").is_dir());
+    assert_eq!(
+        std::fs::read(ws.join("lib/local.txt")).unwrap(),
+        b"not committed anywhere\n"
+    );
+    assert_eq!(std::fs::read(ws.join("README")).unwrap(), b"worker edit\n");
+    // It stays a registered worktree the user owns (unlocked), so no later gc
+    // takes it.
+    assert!(env
+        .git(&repo, ["worktree", "list", "--porcelain"])
+        .contains(ws.to_str().unwrap()));
+    let again = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
+    assert_eq!(again["workspaces_removed"], 0, "{again:#}");
+    assert!(ws.join("lib/.git").is_dir());
+    assert!(ws.join("lib/local.txt").is_file());
+}

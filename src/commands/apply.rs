@@ -3,7 +3,9 @@
 //! them in memory, merge the result with the source as it is now, write the
 //! difference back through the journal, and clean up.
 //!
-//! Owns: the order of those steps, task outcomes, and the apply document (§6.2).
+//! Owns: the order of those steps, task outcomes (a workspace holding a git
+//! repository its worker made is a `nested_repository` conflict, never
+//! applied in part), and the apply document (§6.2).
 //! Never: changes the user's index, HEAD, branches or stash; deletes a
 //! folder that is not a workspace prepare made; writes anything with `--dry-run`.
 
@@ -196,6 +198,22 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
                 if let Some((name, patch)) = r.artifacts {
                     out.proposal_ref = Some(name);
                     out.patch = Some(patch);
+                }
+                if !r.nested.is_empty() {
+                    // A repository the worker made is never dropped silently:
+                    // the task stays open with its workspace, the rest of its
+                    // work recorded in the proposal (SPEC §3.2).
+                    out.status = TaskState::Conflict;
+                    out.reason = Some("nested_repository");
+                    out.conflicts = r
+                        .nested
+                        .into_iter()
+                        .map(|path| PathConflict {
+                            path,
+                            reason: "nested repository".into(),
+                        })
+                        .collect();
+                    continue;
                 }
                 if let Some(objects) = r.objects {
                     proposal::add_objects(&mut mem, objects);
@@ -466,6 +484,8 @@ struct Recorded {
     artifacts: Option<(String, PathBuf)>,
     /// Objects kept in memory (`--dry-run`).
     objects: Option<proposal::Objects>,
+    /// Nested repositories in the workspace (the task cannot apply).
+    nested: Vec<BString>,
 }
 
 /// At most this many snapshots run at once.
@@ -490,13 +510,12 @@ fn record_all(
         let repo = shared.to_thread_local();
         if dry_run {
             Ok(
-                proposal::preview(&repo, task, baseline_tree)?.map(|(tree, paths, objects)| {
-                    Recorded {
-                        tree,
-                        paths,
-                        artifacts: None,
-                        objects: Some(objects),
-                    }
+                proposal::preview(&repo, task, baseline_tree)?.map(|p| Recorded {
+                    tree: p.tree,
+                    paths: p.paths,
+                    artifacts: None,
+                    objects: Some(p.objects),
+                    nested: p.nested,
                 }),
             )
         } else {
@@ -506,6 +525,7 @@ fn record_all(
                     paths: p.paths,
                     artifacts: Some((p.ref_name, p.patch)),
                     objects: None,
+                    nested: p.nested,
                 }),
             )
         }

@@ -41,6 +41,18 @@ pub fn run(ui: &Ui, args: GcArgs) -> Result<i32> {
             .iter()
             .map(|s| json!({"batch": s.batch, "message": s.message}))
             .collect();
+        let kept: Vec<Value> = report
+            .workspaces_kept
+            .iter()
+            .map(|k| {
+                json!({
+                    "batch": k.batch,
+                    "task": k.task,
+                    "workspace": crate::paths::doc_path(&k.root),
+                    "nested_repositories": k.nested,
+                })
+            })
+            .collect();
         let recovered = ui.recovered.borrow().clone();
         ui.doc(json!({
             "dry_run": report.dry_run,
@@ -52,6 +64,7 @@ pub fn run(ui: &Ui, args: GcArgs) -> Result<i32> {
             "refs_kept": report.refs_kept,
             "bytes_freed": report.bytes_freed,
             "left_alone": report.left_alone.iter().map(|p| crate::paths::doc_path(p)).collect::<Vec<_>>(),
+            "workspaces_kept": kept,
             "skipped": skipped,
             "pending_writebacks": report.pending_writebacks,
             "recovered_writebacks": recovered,
@@ -111,7 +124,22 @@ fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
             r.refs_kept.join(", ")
         ));
     }
-    for p in &r.left_alone {
+    for k in &r.workspaces_kept {
+        text.push_str(&format!(
+            "Task {} of batch {}: {} its workspace {}: it holds git repositories made inside it ({}), which git-delegate never deletes; it {} an ordinary worktree (`git worktree list`).\n",
+            k.task,
+            crate::batch::short(&k.batch),
+            if r.dry_run { "would keep" } else { "kept" },
+            super::show(&k.root),
+            k.nested.join(", "),
+            if r.dry_run { "would stay" } else { "stays" },
+        ));
+    }
+    for p in r
+        .left_alone
+        .iter()
+        .filter(|p| !r.workspaces_kept.iter().any(|k| &k.root == *p))
+    {
         text.push_str(&format!(
             "Left alone (not a workspace git-delegate made): {}\n",
             super::show(p)

@@ -136,7 +136,8 @@ fn baseline_problem(source: &Source, b: &Batch) -> Option<Problem> {
     })
 }
 
-/// How many paths of each task's workspace differ from the baseline: `Some(0)`
+/// How many paths of each task's workspace differ from the baseline (a
+/// nested repository the worker made counts as one path): `Some(0)`
 /// for tasks that are not open or whose workspace is missing or not ours,
 /// `None` where the workspace could not be read (the count is unknown).
 pub fn changed_counts_checked(source: &Source, b: &Batch) -> Vec<Option<usize>> {
@@ -158,9 +159,10 @@ pub fn changed_counts_checked(source: &Source, b: &Batch) -> Vec<Option<usize>> 
             let repo = crate::repo::open_worktree(&t.root).ok()?;
             // Keep the snapshot's objects in memory: status changes nothing.
             let repo = repo.with_object_memory();
-            snapshot::snapshot(&repo)
-                .and_then(|s| diff::trees(&repo, base, s.tree))
-                .map(|c| c.len())
+            // A nested repository the worker made counts as one changed
+            // path: it is work apply cannot take (SPEC §3.2).
+            snapshot::snapshot_workspace(&repo)
+                .and_then(|s| Ok(diff::trees(&repo, base, s.tree)?.len() + s.nested_repos.len()))
                 .ok()
         })
         .collect()
