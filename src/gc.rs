@@ -516,7 +516,7 @@ impl Gc<'_> {
             let Some(when) = commit_time(&self.source.repo, id) else {
                 continue; // not a commit: no clock, left alone
             };
-            if now - when < keep {
+            if now.saturating_sub(when) < keep {
                 continue;
             }
             if self.dry_run || refs::delete(&self.source.repo, &name)? {

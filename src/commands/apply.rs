@@ -69,7 +69,7 @@ impl Outcome {
 pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     let here = super::source()?;
     let lock = super::lock_and_recover(ui, &here)?;
-    let mut b = batch::select(batch::list_ok(&here.state_dir())?, args.batch.as_deref())?;
+    let mut b = batch::select_open(&here.state_dir(), args.batch.as_deref())?;
     // The batch writes back into the working tree it was prepared in,
     // wherever apply is run from (a workspace is a worktree of the same repository).
     let source = if here.root == b.source {

@@ -77,7 +77,10 @@ pub fn problems(source: &Source, entries: &[Entry]) -> Vec<Problem> {
             Entry::Broken { id, problem } => out.push(Problem {
                 batch: id.clone(),
                 kind: "broken_state",
-                message: problem.clone(),
+                message: format!(
+                    "batch {}: its state is corrupt: {problem}; remove it with `git delegate drop {id} --force` (the changes in its workspaces are saved as proposal refs first)",
+                    batch::short(id)
+                ),
             }),
         }
     }
@@ -189,8 +192,8 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     let source = super::source()?;
     let mut entries = batch::list(&source.state_dir())?;
     if let Some(arg) = args.batch.as_deref() {
-        let chosen = batch::select(batch::list_ok(&source.state_dir())?, Some(arg))?;
-        entries = vec![Entry::Batch(Box::new(chosen))];
+        // A batch whose state is unreadable can be named too: it shows as a problem.
+        entries = vec![batch::choose(entries, Some(arg))?];
     }
     let mut problems = problems(&source, &entries);
     if entries.is_empty() && problems.is_empty() {
