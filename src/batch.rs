@@ -231,8 +231,10 @@ pub fn list_ok(state_dir: &Path) -> Result<Vec<Batch>> {
 }
 
 /// Resolve a `BATCH` argument (SPEC §3) among open batches: see [`choose`].
+/// (Kept for callers that hold a list of readable batches only.)
 /// A batch whose state is unreadable is never returned: naming one is
 /// `delegate::corrupt_batch` (exit 3, with the command that removes it).
+#[allow(dead_code)]
 pub fn select(batches: Vec<Batch>, arg: Option<&str>) -> Result<Batch> {
     select_entry(
         batches

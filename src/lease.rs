@@ -51,7 +51,8 @@ impl Lease {
             // one still not fit, the lease ends at the last second the
             // calendar holds rather than wrapping into the past.
             expires_at: crate::time::rfc3339(
-                crate::time::deadline(crate::time::now(), ttl_secs).unwrap_or(crate::time::MAX_SECS),
+                crate::time::deadline(crate::time::now(), ttl_secs)
+                    .unwrap_or(crate::time::MAX_SECS),
             ),
             owner_pid: owner.map(|o| o.0),
             owner_start: owner.map(|o| o.1),

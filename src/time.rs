@@ -127,7 +127,8 @@ pub fn duration(s: &str) -> Result<i64, DurationError> {
 
 /// `from + secs`, if the calendar can hold it (no overflow, not after [`MAX_SECS`]).
 pub fn deadline(from: i64, secs: i64) -> Option<i64> {
-    from.checked_add(secs).filter(|t| (0..=MAX_SECS).contains(t))
+    from.checked_add(secs)
+        .filter(|t| (0..=MAX_SECS).contains(t))
 }
 
 /// A short human age or remaining time: `42s`, `5m`, `3h`, `2d`.
@@ -173,8 +174,14 @@ mod tests {
         assert_eq!(parse_duration("5y"), None);
         assert_eq!(parse_duration("s"), None);
         assert_eq!(duration("9999999d"), Err(DurationError::TooLong));
-        assert_eq!(duration("9223372036854775807s"), Err(DurationError::TooLong));
-        assert_eq!(duration("99999999999999999999w"), Err(DurationError::TooLong));
+        assert_eq!(
+            duration("9223372036854775807s"),
+            Err(DurationError::TooLong)
+        );
+        assert_eq!(
+            duration("99999999999999999999w"),
+            Err(DurationError::TooLong)
+        );
         assert_eq!(duration("153722867280912930m"), Err(DurationError::TooLong));
         assert_eq!(duration("0d"), Err(DurationError::Malformed));
         assert_eq!(duration("100000d"), Ok(100_000 * 86_400));

@@ -158,7 +158,9 @@ pub fn parse_ttl(s: &str) -> Result<i64> {
             "delegate::bad_duration",
             e.describe(s),
             match e {
-                crate::time::DurationError::Malformed => "use a number and a unit: 90s, 30m, 2h, 7d",
+                crate::time::DurationError::Malformed => {
+                    "use a number and a unit: 90s, 30m, 2h, 7d"
+                }
                 crate::time::DurationError::TooLong => {
                     "use a shorter duration: a lease can end by 9999-12-31 at the latest"
                 }
