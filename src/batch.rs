@@ -379,24 +379,6 @@ pub fn label_reads_as_id(label: &str) -> bool {
     label.len() >= 4 && label.bytes().all(|c| c.is_ascii_hexdigit() || c == b'-')
 }
 
-/// The shortest prefix of `id` (8 characters or more) that names no other
-/// of `others`' ids, for hints such as `git delegate apply PREFIX`.
-pub fn unique_prefix<'a>(id: &'a str, others: impl IntoIterator<Item = &'a str>) -> &'a str {
-    if !id.is_ascii() {
-        return id;
-    }
-    let others: Vec<&str> = others.into_iter().filter(|o| *o != id).collect();
-    let mut n = 8.min(id.len());
-    while n < id.len() && others.iter().any(|o| o.starts_with(&id[..n])) {
-        n += 1;
-    }
-    // A prefix ending in a hyphen reads oddly; the next digit makes it clearer.
-    if id[..n].ends_with('-') && n < id.len() {
-        n += 1;
-    }
-    &id[..n]
-}
-
 /// Validate a task name (SPEC §1).
 pub fn valid_task_name(name: &str) -> bool {
     let b = name.as_bytes();

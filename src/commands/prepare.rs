@@ -302,11 +302,11 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
             text.push_str(&format!("           {what}: {}\n", c.human()));
         }
     }
-    // The hint names this batch only: a prefix no other open batch shares
-    // (labels that read as ids are refused, so none can shadow it).
-    let handle = batch::unique_prefix(&id, existing.iter().map(|b| b.id.as_str()));
+    // The hint names this batch and no other, ever: the full id resolves
+    // before labels and prefixes, and is never reused (a prefix could match
+    // another batch once this one is gone).
     text.push_str(&format!(
-        "Lease expires {}. When the tasks are done: git delegate apply {handle}\n",
+        "Lease expires {}. When the tasks are done: git delegate apply {id}\n",
         batch.lease.expires_at
     ));
     ui.say(&text);
