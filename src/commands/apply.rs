@@ -847,17 +847,13 @@ fn human(
         text.push('\n');
         if let (TaskState::Discarded, Some(until)) = (o.status, &o.kept_until) {
             text.push_str(&format!(
-                "      its work is kept until {until} (gc.keep-failed), should you want it back:\n"
+                "      its work is kept until {until} (gc.keep-failed); `git apply PATCH` brings it back\n"
             ));
             if let Some(r) = &o.proposal_ref {
                 text.push_str(&format!("      proposal:  {r}\n"));
             }
             if let Some(p) = &o.patch {
-                text.push_str(&format!(
-                    "      patch:     {}  (git apply {})\n",
-                    super::show(p),
-                    shell_quote(&super::show(p))
-                ));
+                text.push_str(&format!("      patch:     {}\n", super::show(p)));
             }
         }
         if !o.ok() {
