@@ -664,3 +664,41 @@ fn a_corrupt_batch_is_named_and_drop_force_removes_it_saving_the_work() {
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn a_corrupt_batch_whose_work_cannot_be_saved_keeps_its_workspace_unlocked() {
+    let env = Env::new();
+    let repo = env.repo("corrupt-nobase");
+    let doc = prepare(&env, &repo, &[]);
+    let bad = id(&doc);
+    let ws = root(&doc, 0);
+    write(&ws.join("work.txt"), "precious work\n");
+    // Without the baseline there is nothing to record the work against.
+    env.git(
+        &repo,
+        [
+            "update-ref",
+            "-d",
+            &format!("refs/pi-delegate/batches/{bad}/baseline"),
+        ],
+    );
+    std::fs::write(batch_toml(&env, &repo, &bad), "garbage [[[").unwrap();
+    let out = env
+        .delegate(&repo, ["drop", &bad, "--force", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(out["workspaces_removed"], 0);
+    assert_eq!(out["left_alone"], serde_json::json!([ws.to_str().unwrap()]));
+    assert_eq!(
+        std::fs::read_to_string(ws.join("work.txt")).unwrap(),
+        "precious work\n"
+    );
+    let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
+    assert!(!list.contains("locked"), "{list}");
+    assert!(batch_folders(&common_dir(&env, &repo)).is_empty());
+    // It is an ordinary worktree now: git removes it when the user wants.
+    env.git(
+        &repo,
+        ["worktree", "remove", "--force", ws.to_str().unwrap()],
+    );
+}
