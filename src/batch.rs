@@ -175,6 +175,7 @@ pub fn save(state_dir: &Path, batch: &Batch) -> Result<()> {
 }
 
 /// One entry of the state folder: a batch, or a folder whose record is unreadable.
+#[derive(Debug)]
 pub enum Entry {
     Batch(Box<Batch>),
     Broken { id: String, problem: String },
@@ -229,45 +230,115 @@ pub fn list_ok(state_dir: &Path) -> Result<Vec<Batch>> {
         .collect())
 }
 
-/// Resolve a `BATCH` argument (SPEC §3): label first, then full id, then a
-/// unique prefix of at least 4 characters; omitted means the only batch.
+/// Resolve a `BATCH` argument (SPEC §3) among open batches: see [`choose`].
+/// (Kept for callers that hold a list of readable batches only.)
+/// A batch whose state is unreadable is never returned: naming one is
+/// `delegate::corrupt_batch` (exit 3, with the command that removes it).
+#[allow(dead_code)]
 pub fn select(batches: Vec<Batch>, arg: Option<&str>) -> Result<Batch> {
-    let names = |bs: &[&Batch]| {
-        bs.iter()
-            .map(|b| match &b.label {
-                Some(l) => format!("{} ({l})", b.short()),
-                None => b.short().to_string(),
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
+    select_entry(
+        batches
+            .into_iter()
+            .map(|b| Entry::Batch(Box::new(b)))
+            .collect(),
+        arg,
+    )
+}
+
+/// [`select`] among every entry of the state folder, so that naming a
+/// batch whose `batch.toml` cannot be read says so.
+pub fn select_entry(entries: Vec<Entry>, arg: Option<&str>) -> Result<Batch> {
+    match choose(entries, arg)? {
+        Entry::Batch(b) => Ok(*b),
+        Entry::Broken { id, problem } => Err(corrupt(&id, &problem)),
+    }
+}
+
+/// [`select_entry`] of the batches of `state_dir`.
+pub fn select_open(state_dir: &Path, arg: Option<&str>) -> Result<Batch> {
+    select_entry(list(state_dir)?, arg)
+}
+
+/// The error for a batch whose state cannot be read (exit 3).
+pub fn corrupt(id: &str, problem: &str) -> Error {
+    Error::state(
+        "delegate::corrupt_batch",
+        format!("the state of batch {} is corrupt: {problem}", short(id)),
+        format!(
+            "remove the batch with `git delegate drop {id} --force` (the changes in its workspaces are saved as proposal refs first)"
+        ),
+    )
+}
+
+/// Does `arg` name the batch `id`: its full id, or a prefix of at least 4
+/// characters of it (any case)?
+fn names_id(id: &str, arg: &str, prefix: bool) -> bool {
+    let lower = arg.to_ascii_lowercase();
+    if prefix {
+        lower.len() >= 4 && id.starts_with(&lower)
+    } else {
+        id == lower
+    }
+}
+
+/// Resolve a `BATCH` argument (SPEC §3) among the entries of the state
+/// folder: a full id first (so that no label can shadow an id), then a
+/// label, then a unique prefix of at least 4 characters of an id; omitted
+/// means the only readable batch (or, when there is none, the only
+/// unreadable one).
+pub fn choose(entries: Vec<Entry>, arg: Option<&str>) -> Result<Entry> {
+    let name = |e: &Entry| match e {
+        Entry::Batch(b) => match &b.label {
+            Some(l) => format!("{} ({l})", b.short()),
+            None => b.short().to_string(),
+        },
+        Entry::Broken { id, .. } => format!("{} (corrupt)", short(id)),
+    };
+    let id_of = |e: &Entry| match e {
+        Entry::Batch(b) => b.id.clone(),
+        Entry::Broken { id, .. } => id.clone(),
     };
     let Some(arg) = arg else {
-        return match batches.len() {
+        let readable = entries
+            .iter()
+            .filter(|e| matches!(e, Entry::Batch(_)))
+            .count();
+        let pool: Vec<Entry> = if readable == 0 {
+            entries
+        } else {
+            entries
+                .into_iter()
+                .filter(|e| matches!(e, Entry::Batch(_)))
+                .collect()
+        };
+        return match pool.len() {
             0 => Err(Error::usage(
                 "delegate::no_batch",
                 "this repository has no open batch",
                 "create one with `git delegate prepare`",
             )),
-            1 => Ok(batches.into_iter().next().expect("one batch")),
+            1 => Ok(pool.into_iter().next().expect("one batch")),
             _ => Err(Error::usage(
                 "delegate::ambiguous_batch",
                 format!(
                     "this repository has {} open batches: {}",
-                    batches.len(),
-                    names(&batches.iter().collect::<Vec<_>>())
+                    pool.len(),
+                    pool.iter().map(name).collect::<Vec<_>>().join(", ")
                 ),
                 "name one: its label, its id, or the first 4 or more characters of its id",
             )),
         };
     };
-    if let Some(i) = batches.iter().position(|b| b.label.as_deref() == Some(arg)) {
-        return Ok(batches.into_iter().nth(i).expect("found"));
+    if let Some(i) = entries.iter().position(|e| names_id(&id_of(e), arg, false)) {
+        return Ok(entries.into_iter().nth(i).expect("found"));
     }
-    let lower = arg.to_ascii_lowercase();
-    if let Some(i) = batches.iter().position(|b| b.id == lower) {
-        return Ok(batches.into_iter().nth(i).expect("found"));
+    if let Some(i) = entries
+        .iter()
+        .position(|e| matches!(e, Entry::Batch(b) if b.label.as_deref() == Some(arg)))
+    {
+        return Ok(entries.into_iter().nth(i).expect("found"));
     }
-    if lower.len() < 4 {
+    if arg.len() < 4 {
         return Err(Error::usage(
             "delegate::unknown_batch",
             format!(
@@ -276,11 +347,11 @@ pub fn select(batches: Vec<Batch>, arg: Option<&str>) -> Result<Batch> {
             "run `git delegate status` to list the batches",
         ));
     }
-    let matching: Vec<usize> = (0..batches.len())
-        .filter(|&i| batches[i].id.starts_with(&lower))
+    let matching: Vec<usize> = (0..entries.len())
+        .filter(|&i| names_id(&id_of(&entries[i]), arg, true))
         .collect();
     match matching.len() {
-        1 => Ok(batches.into_iter().nth(matching[0]).expect("found")),
+        1 => Ok(entries.into_iter().nth(matching[0]).expect("found")),
         0 => Err(Error::usage(
             "delegate::unknown_batch",
             format!("no open batch matches {arg:?}"),
@@ -290,11 +361,22 @@ pub fn select(batches: Vec<Batch>, arg: Option<&str>) -> Result<Batch> {
             "delegate::ambiguous_batch",
             format!(
                 "{arg:?} matches several batches: {}",
-                names(&matching.iter().map(|&i| &batches[i]).collect::<Vec<_>>())
+                matching
+                    .iter()
+                    .map(|&i| name(&entries[i]))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             "give more characters of the id",
         )),
     }
+}
+
+/// Could `label` ever be read as a batch id or id prefix (SPEC §3: hex
+/// digits and hyphens, 4 or more characters, any case)? Such labels are
+/// refused: a label is tried before an id prefix, so it would shadow one.
+pub fn label_reads_as_id(label: &str) -> bool {
+    label.len() >= 4 && label.bytes().all(|c| c.is_ascii_hexdigit() || c == b'-')
 }
 
 /// Validate a task name (SPEC §1).

@@ -124,7 +124,9 @@ owner, and per task its state, workspace and how many paths differ from the base
 no lock.
 
 A batch is stale when its lease expired or its owner process is gone; `--check` prints only such problems (and \
-interrupted write-backs) and exits 1 when there are any, for hooks and scripts.",
+interrupted write-backs, and batches whose state file cannot be read) and exits 1 when there are any, for hooks \
+and scripts. Proposals kept after their task ended (rescued by gc, or of discarded tasks) are listed until \
+gc.keep-failed passes.",
         after_long_help = "Examples:
   git delegate status
   git delegate status refactor       # one batch, by label or id prefix
@@ -142,7 +144,8 @@ made is never removed: the rest of its work is rescued, and it stays as an ordin
 
 Leftovers of this repository are reclaimed too: registrations of git-delegate workspaces whose folder is gone, \
 folders under the repository's workspace root that no batch owns, and old refs under refs/pi-delegate/ that no \
-batch owns. Live batches are never touched, nor the user's own worktrees.",
+batch owns. Live batches are never touched, nor the user's own worktrees. A batch whose state file cannot be \
+read is reported (exit 1) and left alone: `git delegate drop ID --force` removes it.",
         after_long_help = "Examples:
   git delegate gc --dry-run          # what would be reclaimed
   git delegate gc --json"
@@ -252,13 +255,15 @@ pub struct PrepareArgs {
     pub mode: Option<ModeArg>,
     /// A name for the batch, usable wherever BATCH is asked for
     ///
-    /// Labels are unique among the repository's open batches.
+    /// Labels are unique among the repository's open batches. A label that could be read as a
+    /// batch id or id prefix (4 or more characters, all hex digits and hyphens) is refused.
     #[arg(long, value_name = "TEXT")]
     pub label: Option<String>,
     /// Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)
     ///
     /// A batch whose lease expired is stale: `status --check` reports it and `gc` reclaims it
-    /// (saving unapplied work first). `git delegate renew` extends the lease.
+    /// (saving unapplied work first). `git delegate renew` extends the lease. A lease must end by
+    /// 9999-12-31; a longer duration is refused.
     #[arg(long, value_name = "DURATION")]
     pub ttl: Option<String>,
     /// The lease is orphaned once this process is gone
@@ -283,12 +288,16 @@ pub struct PrepareArgs {
 pub struct ApplyArgs {
     /// The batch: label, id or unique id prefix (default: the only open batch)
     ///
-    /// A label is tried first, then the full id or any unique prefix of at least 4 characters.
+    /// The full id is tried first, then a label, then any unique prefix of at least 4 characters.
     pub batch: Option<String>,
     /// Apply only these tasks; the rest stay open (repeatable)
     #[arg(long, value_name = "TASK")]
     pub only: Vec<String>,
     /// Drop these tasks' work (repeatable)
+    ///
+    /// Their work is not applied, and their workspaces are removed; what a workspace changed is
+    /// kept as a proposal ref and patch for gc.keep-failed (default 14 days), listed by
+    /// `git delegate status`, so a mistyped name loses nothing: `git apply PATCH` brings it back.
     #[arg(long, value_name = "TASK")]
     pub discard: Vec<String>,
     /// Report what would happen; change nothing
@@ -335,11 +344,13 @@ pub struct GcArgs {
 pub struct DropArgs {
     /// The batch: label, id or unique id prefix
     ///
-    /// A label is tried first, then the full id or any unique prefix of at least 4 characters.
+    /// The full id is tried first, then a label, then any unique prefix of at least 4 characters.
     pub batch: String,
     /// Drop even when tasks have changes that were never applied
     ///
     /// Their work is lost. A folder that is no longer the workspace prepare made is still left alone.
+    /// A batch whose state file is corrupt is dropped only with --force; the changes in its
+    /// workspaces are then saved as proposal refs and patches first.
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]

@@ -177,15 +177,20 @@ impl Config {
         })?;
         let mut cfg = Config::default();
         let duration = |v: &Spanned<String>, key: &str| {
-            crate::time::parse_duration(v.get_ref()).ok_or_else(|| {
-                bad(
+            crate::time::duration(v.get_ref()).map_err(|e| match e {
+                crate::time::DurationError::Malformed => bad(
                     format!(
                         "`{key}` must be a duration such as 90s, 30m, 2h or 7d, not {:?}",
                         v.get_ref()
                     ),
                     v.span(),
                     "not a duration",
-                )
+                ),
+                crate::time::DurationError::TooLong => bad(
+                    format!("`{key}`: {}", e.describe(v.get_ref())),
+                    v.span(),
+                    "too long",
+                ),
             })
         };
         if let Some(m) = file.workspace.mode {

@@ -17,6 +17,11 @@
 //! removed (`<root>/<repo-name>-<fp>/.trash`, see `trash`) that a killed
 //! background deleter left; they count as removed workspaces.
 //!
+//! A batch whose `batch.toml` cannot be read is never reclaimed here (its
+//! lease is unknown): it is reported in `skipped`, and everything that could
+//! be its own is left alone. `drop BATCH --force` removes it through
+//! [`remove_corrupt`], which rescues its workspaces first as gc does.
+//!
 //! Owns: deciding what is stale or left over, and reclaiming it.
 //! Never: touches a live batch, a user's own worktree, a folder git has
 //! registered as a worktree, another repository's folders, a nested git
@@ -145,7 +150,18 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
                     }
                 }
             }
-            Entry::Broken { id, .. } => broken_shorts.push(batch::short(id).to_string()),
+            Entry::Broken { id, problem } => {
+                // Its lease cannot be read, so it is never reclaimed
+                // automatically: reported, with the command that removes it.
+                gc.report.skipped.push(Skipped {
+                    batch: id.clone(),
+                    message: format!(
+                        "batch {}: its state is corrupt ({problem}), so its lease cannot be read and gc leaves it alone; remove it with `git delegate drop {id} --force` (the changes in its workspaces are saved as proposal refs first)",
+                        batch::short(id)
+                    ),
+                });
+                broken_shorts.push(batch::short(id).to_string())
+            }
         }
     }
     let owners = Owners {
@@ -198,7 +214,9 @@ impl Owners<'_> {
 
     fn owns_ref(&self, name: &str) -> bool {
         let owned_by = |id: &str| name.starts_with(&format!("{}batches/{id}/", refs::PREFIX));
-        self.batches.iter().any(|b| owned_by(&b.id))
+        self.batches
+            .iter()
+            .any(|b| owned_by(&b.id) && !discard_kept(b, name))
             || self.broken_ids.iter().any(|id| owned_by(id))
     }
 }
@@ -400,9 +418,11 @@ impl Gc<'_> {
             }
         }
 
-        // 4. Refs: everything of the batch but the kept proposals.
+        // 4. Refs: everything of the batch but the kept proposals (a
+        // discarded task's kept proposal runs on its own keep-failed clock,
+        // see `leftover_refs`).
         for name in refs::list_batch(&self.source.repo, &b.id)? {
-            if kept.contains(&name) {
+            if kept.contains(&name) || discard_kept(b, &name) {
                 continue;
             }
             if self.dry_run || refs::delete(&self.source.repo, &name)? {
@@ -562,7 +582,7 @@ impl Gc<'_> {
             let Some(when) = commit_time(&self.source.repo, id) else {
                 continue; // not a commit: no clock, left alone
             };
-            if now - when < keep {
+            if now.saturating_sub(when) < keep {
                 continue;
             }
             if self.dry_run || refs::delete(&self.source.repo, &name)? {
@@ -618,6 +638,189 @@ impl Gc<'_> {
     }
 }
 
+/// What [`remove_corrupt`] did.
+#[derive(Debug, Default)]
+pub struct CorruptRemoval {
+    pub workspaces_removed: usize,
+    /// Workspace folders left in place: no longer ours, or their work could
+    /// not be saved (then unlocked, an ordinary worktree of the user's).
+    pub left_alone: Vec<PathBuf>,
+    pub rescued: Vec<Rescued>,
+    pub refs_removed: usize,
+    /// Proposal refs kept for `gc.keep-failed` (rescued now, or recorded before).
+    pub refs_kept: Vec<String>,
+}
+
+/// Remove a batch whose `batch.toml` cannot be read (`drop ID --force`).
+/// Without its record, what is the batch's is proven otherwise: its id is
+/// the folder name; its workspaces are the registrations
+/// `delegate-<short>-<task>` that prepare locked with the reason
+/// `git-delegate batch <id> task <task>`, whose folder's `.git` names them
+/// back; its refs are those under `refs/pi-delegate/batches/<id>/`. Each
+/// workspace's changes against the baseline ref are saved as a proposal
+/// ref and patch (kept for `gc.keep-failed`, like a rescue) before the
+/// workspace goes; one whose work cannot be saved is unlocked and left in
+/// place. Proposal refs recorded before are kept too. The caller holds the
+/// repository lock.
+pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
+    let mut out = CorruptRemoval::default();
+    let repo = &source.repo;
+    let state_dir = source.state_dir();
+    let short = batch::short(id);
+    let reg_prefix = format!("delegate-{short}-");
+    let kept = kept_dir(&state_dir).join(id);
+    let baseline = refs::get(repo, &refs::baseline(id))?;
+    let baseline_tree = baseline.and_then(|c| commit::tree_of(repo, &c.to_string()).ok());
+
+    // 1. Workspaces: rescue, then remove.
+    let regs_dir = source.common_dir.join("worktrees");
+    let mut regs: Vec<(String, String)> = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(&regs_dir) {
+        for e in rd.flatten() {
+            let wid = e.file_name().to_string_lossy().into_owned();
+            let Some(task) = wid.strip_prefix(&reg_prefix) else {
+                continue;
+            };
+            let lock = std::fs::read_to_string(e.path().join("locked")).unwrap_or_default();
+            if lock == format!("git-delegate batch {id} task {task}\n") {
+                regs.push((wid.clone(), task.to_string()));
+            }
+        }
+    }
+    regs.sort();
+    let mut rescued_tasks: HashSet<String> = HashSet::new();
+    for (wid, task) in regs {
+        let reg = regs_dir.join(&wid);
+        let root = read_gitdir_file(&reg.join("gitdir"))
+            .map(|t| reg.join(t))
+            .and_then(|t| t.parent().map(Path::to_path_buf));
+        let Some(root) = root else {
+            // No folder named: nothing to rescue, only the registration.
+            remove_all(&reg)?;
+            continue;
+        };
+        if workspace::health(&source.common_dir, &root, &wid) == workspace::Removal::Removed {
+            let saved = match (baseline, baseline_tree) {
+                (Some(commit), Some(tree)) => {
+                    let b = stand_in(source, id, commit, &task, &root, &wid);
+                    std::fs::create_dir_all(&kept)
+                        .map_err(|e| Error::io(format!("cannot create {}", kept.display()), e))
+                        .and_then(|()| proposal::record_in(repo, &kept, &b, &b.tasks[0], tree))
+                }
+                _ => Err(Error::state(
+                    "delegate::baseline_ref_missing",
+                    "the baseline is gone",
+                    "",
+                )),
+            };
+            match saved {
+                Ok(Some(p)) => {
+                    rescued_tasks.insert(task.clone());
+                    out.refs_kept.push(p.ref_name.clone());
+                    out.rescued.push(Rescued {
+                        batch: id.to_string(),
+                        task: task.clone(),
+                        ref_name: p.ref_name,
+                        patch: p.patch,
+                        paths: p.paths.len(),
+                    });
+                }
+                Ok(None) => {}
+                Err(_) => {
+                    // Never lose work: the folder stays, as an ordinary
+                    // (unlocked) worktree the user can inspect and remove.
+                    workspace::release(&source.common_dir, &wid)?;
+                    out.left_alone.push(root);
+                    continue;
+                }
+            }
+        }
+        match workspace::remove(&source.common_dir, &root, &wid)? {
+            workspace::Removal::Removed => out.workspaces_removed += 1,
+            workspace::Removal::Missing => {}
+            workspace::Removal::Foreign => out.left_alone.push(root),
+        }
+    }
+
+    // 2. Refs: proposals are kept (with their patches), the rest goes.
+    let dir = batch::batch_dir(&state_dir, id);
+    for name in refs::list_batch(repo, id)? {
+        let task = name
+            .strip_prefix(&format!("{}batches/{id}/tasks/", refs::PREFIX))
+            .and_then(|t| t.strip_suffix("/proposal"));
+        match task {
+            Some(task) => {
+                if rescued_tasks.contains(task) {
+                    continue;
+                }
+                let from = dir.join(format!("{task}.patch"));
+                let to = kept.join(format!("{task}.patch"));
+                if to.symlink_metadata().is_err() {
+                    // Recorded by an apply that kept it for the batch: the
+                    // keep-failed clock starts now.
+                    redate(repo, &name)?;
+                    if from.is_file() {
+                        std::fs::create_dir_all(&kept).map_err(|e| {
+                            Error::io(format!("cannot create {}", kept.display()), e)
+                        })?;
+                        std::fs::rename(&from, &to)
+                            .map_err(|e| Error::io(format!("cannot move {}", from.display()), e))?;
+                    }
+                }
+                out.refs_kept.push(name);
+            }
+            None => {
+                if refs::delete(repo, &name)? {
+                    out.refs_removed += 1;
+                }
+            }
+        }
+    }
+    batch::sync_dir(&kept);
+    // Folders made for patches that were not needed (fails when not empty).
+    let _ = std::fs::remove_dir(&kept);
+    let _ = std::fs::remove_dir(kept_dir(&state_dir));
+
+    // 3. The state folder.
+    remove_all(&dir)?;
+    batch::sync_dir(&batch::batches_dir(&state_dir));
+    Ok(out)
+}
+
+/// A one-task batch record standing in for a corrupt batch, for `proposal::record_in`.
+fn stand_in(
+    source: &Source,
+    id: &str,
+    baseline: ObjectId,
+    task: &str,
+    root: &Path,
+    wid: &str,
+) -> Batch {
+    Batch {
+        id: id.to_string(),
+        label: None,
+        created_at: crate::time::rfc3339(crate::time::now()),
+        source: source.root.clone(),
+        prefix: PathBuf::new(),
+        source_head: None,
+        baseline: baseline.to_string(),
+        mode: "worktree".into(),
+        forbid_commit: false,
+        lease: crate::lease::Lease::new(1, None),
+        tasks: vec![batch::Task {
+            name: task.to_string(),
+            state: batch::TaskState::Open,
+            root: root.to_path_buf(),
+            worktree_id: wid.to_string(),
+            reason: None,
+            proposal_ref: None,
+            patch: None,
+            carried: None,
+            updated_at: None,
+        }],
+    }
+}
+
 /// Processes (other than this one) whose current folder is inside `root`.
 fn processes_in(root: &Path) -> Vec<u32> {
     let Ok(root) = std::fs::canonicalize(root) else {
@@ -657,9 +860,70 @@ fn would_record(t: &batch::Task, baseline_tree: ObjectId) -> Result<WouldRecord>
     )
 }
 
+/// Is `name` the proposal ref a discarded task of `b` keeps (SPEC §3.16
+/// "kept")? It is no longer the batch's: gc removes it once its commit is
+/// older than `gc.keep-failed`, whether the batch is open or not.
+pub fn discard_kept(b: &Batch, name: &str) -> bool {
+    b.tasks
+        .iter()
+        .any(|t| t.state == batch::TaskState::Discarded && t.proposal_ref.as_deref() == Some(name))
+}
+
+/// A proposal kept after its task ended (SPEC §3.16): rescued by gc, of a
+/// discarded task, or of a batch that is gone.
+#[derive(Debug, Clone)]
+pub struct Kept {
+    pub ref_name: String,
+    pub batch: String,
+    pub task: String,
+    /// The kept patch, when it is there.
+    pub patch: Option<PathBuf>,
+    /// When gc may remove it: its commit's time plus `gc.keep-failed`.
+    pub expires_at: i64,
+}
+
+/// Every kept proposal: proposal refs no readable batch owns (their batch is
+/// gone, or their task was discarded). Refs of a batch whose state cannot
+/// be read are its own, not listed.
+pub fn kept_proposals(source: &Source, entries: &[Entry]) -> Result<Vec<Kept>> {
+    let refs = refs::list(&source.repo)?;
+    let batches_prefix = format!("{}batches/", refs::PREFIX);
+    let kept = kept_dir(&source.state_dir());
+    let keep = source.config.keep_failed_secs;
+    let mut out = Vec::new();
+    for (name, id) in refs {
+        let Some(rest) = name.strip_prefix(&batches_prefix) else {
+            continue;
+        };
+        let Some((batch_id, rest)) = rest.split_once("/tasks/") else {
+            continue;
+        };
+        let Some(task) = rest.strip_suffix("/proposal") else {
+            continue;
+        };
+        let owned = entries.iter().any(|e| match e {
+            Entry::Batch(b) => b.id == batch_id && !discard_kept(b, &name),
+            Entry::Broken { id, .. } => id == batch_id,
+        });
+        if owned {
+            continue;
+        }
+        let patch = kept.join(batch_id).join(format!("{task}.patch"));
+        let when = commit_time(&source.repo, id).unwrap_or_else(crate::time::now);
+        out.push(Kept {
+            ref_name: name.clone(),
+            batch: batch_id.to_string(),
+            task: task.to_string(),
+            patch: patch.is_file().then_some(patch),
+            expires_at: crate::time::deadline(when, keep).unwrap_or(crate::time::MAX_SECS),
+        });
+    }
+    Ok(out)
+}
+
 /// Give the commit a ref points to a fresh committer time (same tree,
 /// parents, message), so the keep-failed clock starts when its batch is reclaimed.
-fn redate(repo: &gix::Repository, name: &str) -> Result<()> {
+pub fn redate(repo: &gix::Repository, name: &str) -> Result<()> {
     let Some(id) = refs::get(repo, name)? else {
         return Ok(());
     };

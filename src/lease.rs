@@ -47,7 +47,13 @@ impl State {
 impl Lease {
     pub fn new(ttl_secs: i64, owner: Option<(u32, u64)>) -> Lease {
         Lease {
-            expires_at: crate::time::rfc3339(crate::time::now().saturating_add(ttl_secs)),
+            // Durations are checked when parsed (`time::duration`); should
+            // one still not fit, the lease ends at the last second the
+            // calendar holds rather than wrapping into the past.
+            expires_at: crate::time::rfc3339(
+                crate::time::deadline(crate::time::now(), ttl_secs)
+                    .unwrap_or(crate::time::MAX_SECS),
+            ),
             owner_pid: owner.map(|o| o.0),
             owner_start: owner.map(|o| o.1),
             host: hostname(),

@@ -291,8 +291,10 @@ fn description() -> Sections {
              `git delegate gc` reclaims stale ones.",
         )
         .para(
-            "A batch is named by its label, its UUID, or any unique prefix of at least 4 \
-             characters of the UUID; omitted, it means the only open batch.",
+            "A batch is named by its UUID, its label, or any unique prefix of at least 4 \
+             characters of the UUID, tried in that order; omitted, it means the only open batch. \
+             A label that could be read as an id (4 or more characters, all hex digits and \
+             hyphens) is refused, so no label shadows a batch.",
         )
         .ss("Guarantees")
         .para(
@@ -341,7 +343,8 @@ fn main_sections() -> Sections {
         .item(
             "lease.ttl",
             "Default `\"24h\"`. The lease duration of `prepare` and `renew`: a number and a unit \
-             (s, m, h, d).",
+             (s, m, h, d, w). A duration that, counted from now, would end after 9999-12-31 is \
+             refused, here and in every other duration.",
         )
         .item(
             "apply.stop-processes",
@@ -356,8 +359,8 @@ fn main_sections() -> Sections {
         .item(
             "gc.keep-failed",
             "Default `\"14d\"`. How long rescued and failed proposal refs are kept after their \
-             batch went stale, and how old an unowned ref under refs/pi-delegate/ must be before \
-             gc removes it.",
+             batch went stale, how long the proposal of a task `apply --discard` dropped is kept, \
+             and how old an unowned ref under refs/pi-delegate/ must be before gc removes it.",
         )
         .item(
             "hooks.stale-leases",
@@ -419,7 +422,9 @@ timeout = \"30s\"",
         .item(
             "refs/pi-delegate/batches/<uuid>/tasks/<task>/proposal",
             "A task's proposal commit (parent the baseline), kept while the task is open, \
-             conflicting or failed. These refs keep every object reachable for recovery; they are \
+             conflicting or failed, and for gc.keep-failed after the task was discarded or its \
+             batch was reclaimed (`status` lists those, with their patches under \
+             `<common-dir>/delegate/kept/`). These refs keep every object reachable for recovery; they are \
              never under refs/heads or refs/tags, so branches, `git log --branches` and pushes do \
              not see them.",
         )
@@ -452,8 +457,9 @@ timeout = \"30s\"",
             "1",
             "The command ran but reports a problem: apply left a task `conflict` or `failed` \
              (its work is kept); `status --check` found a stale batch or a left-over write-back \
-             journal; `hook pre-commit` refuses the commit; `drop` without `--force` found \
-             unapplied changes.",
+             journal or a batch whose state file cannot be read; `hook pre-commit` refuses the \
+             commit; `drop` without `--force` found unapplied changes (or a corrupt state); `gc` \
+             left a stale or corrupt batch alone.",
         )
         .item(
             "2",

@@ -1,7 +1,9 @@
 //! Wall-clock times as RFC 3339 UTC strings, and human durations (`90s`,
 //! `30m`, `2h`, `7d`).
 //!
-//! Owns: the formats of times and durations in state files, JSON and config.
+//! Owns: the formats of times and durations in state files, JSON and config,
+//! and the range of times they can hold (up to 9999-12-31T23:59:59Z: a
+//! duration that would end later is refused, never wrapped or clamped).
 //! Never: reads anything but the system clock.
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -66,22 +68,67 @@ pub fn parse_rfc3339(s: &str) -> Option<i64> {
     Some(days_from_civil(y, mo as u32, d as u32) * 86_400 + h * 3600 + mi * 60 + se)
 }
 
-/// Parse a duration such as `90s`, `30m`, `2h`, `7d` or `1w` into seconds.
-pub fn parse_duration(s: &str) -> Option<i64> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit())?;
-    let (n, unit) = s.split_at(split);
-    let n: i64 = n.parse().ok()?;
+/// The last second an RFC 3339 time of [`rfc3339`] can hold: 9999-12-31T23:59:59Z.
+pub const MAX_SECS: i64 = 253_402_300_799;
+
+/// Why a duration was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DurationError {
+    /// Not a number and a unit, or not positive.
+    Malformed,
+    /// Counted from now, it ends after [`MAX_SECS`] (or overflows).
+    TooLong,
+}
+
+impl DurationError {
+    /// A sentence for an error message about `text`.
+    pub fn describe(self, text: &str) -> String {
+        match self {
+            DurationError::Malformed => format!("{text:?} is not a duration"),
+            DurationError::TooLong => format!(
+                "{text:?} is too long: counted from now it would end after 9999-12-31T23:59:59Z, the last time the calendar can hold"
+            ),
+        }
+    }
+}
+
+/// Parse a duration such as `90s`, `30m`, `2h`, `7d` or `1w` into seconds,
+/// saying why one is refused. A duration is
+/// refused when now plus it cannot be written as an RFC 3339 time (after
+/// [`MAX_SECS`]), or when the arithmetic overflows.
+pub fn duration(s: &str) -> Result<i64, DurationError> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or(DurationError::Malformed)?;
+    let (n, unit) = t.split_at(split);
+    if n.is_empty() {
+        return Err(DurationError::Malformed);
+    }
     let mult = match unit {
         "s" => 1,
         "m" => 60,
         "h" => 3600,
         "d" => 86_400,
         "w" => 604_800,
-        _ => return None,
+        _ => return Err(DurationError::Malformed),
     };
-    let secs = n.checked_mul(mult)?;
-    (secs > 0).then_some(secs)
+    // All digits: a parse failure is a number too large for i64.
+    let n: i64 = n.parse().map_err(|_| DurationError::TooLong)?;
+    let secs = n.checked_mul(mult).ok_or(DurationError::TooLong)?;
+    if secs <= 0 {
+        return Err(DurationError::Malformed);
+    }
+    match deadline(now(), secs) {
+        Some(_) => Ok(secs),
+        None => Err(DurationError::TooLong),
+    }
+}
+
+/// `from + secs`, if the calendar can hold it (no overflow, not after [`MAX_SECS`]).
+pub fn deadline(from: i64, secs: i64) -> Option<i64> {
+    from.checked_add(secs)
+        .filter(|t| (0..=MAX_SECS).contains(t))
 }
 
 /// A short human age or remaining time: `42s`, `5m`, `3h`, `2d`.
@@ -111,6 +158,10 @@ mod tests {
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
     }
 
+    fn parse_duration(s: &str) -> Option<i64> {
+        duration(s).ok()
+    }
+
     #[test]
     fn durations() {
         assert_eq!(parse_duration("90s"), Some(90));
@@ -121,5 +172,27 @@ mod tests {
         assert_eq!(parse_duration("5"), None);
         assert_eq!(parse_duration("x5m"), None);
         assert_eq!(parse_duration("5y"), None);
+        assert_eq!(parse_duration("s"), None);
+        assert_eq!(duration("9999999d"), Err(DurationError::TooLong));
+        assert_eq!(
+            duration("9223372036854775807s"),
+            Err(DurationError::TooLong)
+        );
+        assert_eq!(
+            duration("99999999999999999999w"),
+            Err(DurationError::TooLong)
+        );
+        assert_eq!(duration("153722867280912930m"), Err(DurationError::TooLong));
+        assert_eq!(duration("0d"), Err(DurationError::Malformed));
+        assert_eq!(duration("100000d"), Ok(100_000 * 86_400));
+    }
+
+    #[test]
+    fn the_last_second_round_trips() {
+        assert_eq!(rfc3339(MAX_SECS), "9999-12-31T23:59:59Z");
+        assert_eq!(parse_rfc3339(&rfc3339(MAX_SECS)), Some(MAX_SECS));
+        assert_eq!(deadline(MAX_SECS, 1), None);
+        assert_eq!(deadline(i64::MAX, 1), None);
+        assert_eq!(deadline(0, MAX_SECS), Some(MAX_SECS));
     }
 }

@@ -275,7 +275,20 @@ fn unknown_and_ambiguous_batches() {
         };
         expect_error(&env, &repo, args, 2, code);
     }
-    delegate_with_id(&env, &repo, ID_A, &["prepare", "--label", "aaaa2222"]).expect(0);
+    delegate_with_id(&env, &repo, ID_A, &["prepare"]).expect(0);
+    // A label that reads as another batch's id prefix: prepare refuses one
+    // now (issue 12), but state written before may hold one.
+    let toml = batch_toml(&env, &repo, ID_A);
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(
+        &toml,
+        text.replacen(
+            &format!("id = \"{ID_A}\"\n"),
+            &format!("id = \"{ID_A}\"\nlabel = \"aaaa2222\"\n"),
+            1,
+        ),
+    )
+    .unwrap();
     delegate_with_id(&env, &repo, ID_B, &["prepare", "--label", "second"]).expect(0);
     let before = (
         env.private_refs(&repo),
@@ -309,8 +322,8 @@ fn unknown_and_ambiguous_batches() {
             std::fs::read(batch_toml(&env, &repo, ID_B)).unwrap(),
         )
     );
-    // What does select: a label first (even one that looks like another
-    // batch's id), the full id, a unique prefix in any case, hyphens included.
+    // What does select: the full id, then a label (even one that looks like
+    // another batch's id prefix), then a unique prefix in any case, hyphens included.
     let pick = |arg: &str| {
         env.delegate(&repo, ["status", arg, "--json"])
             .expect(0)

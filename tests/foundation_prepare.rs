@@ -656,3 +656,151 @@ fn source_with_spaces_and_unicode_in_its_path() {
         .expect(0);
     assert_nothing_created(&env, &repo);
 }
+
+// Issue 12 case 6: a label must never shadow a batch id.
+#[test]
+fn a_label_that_reads_as_a_batch_id_or_prefix_is_refused() {
+    let env = Env::new();
+    let repo = env.repo("labels");
+    let first = prepare(&env, &repo, &[]);
+    let full = id(&first);
+    let common = common_dir(&env, &repo);
+    let refs_before = env.private_refs(&repo);
+    for label in [
+        full.clone(),
+        full[..8].to_string(),
+        full.to_uppercase(),
+        full.replace('-', ""),
+        "abcd".to_string(),
+        "DEAD-beef".to_string(),
+        "0123".to_string(),
+        "12345678-".to_string(),
+    ] {
+        let run = expect_error(
+            &env,
+            &repo,
+            &["prepare", "--label", &label],
+            2,
+            "delegate::bad_label",
+        );
+        let message = run.json()["error"]["message"].as_str().unwrap().to_string();
+        assert!(message.contains("batch id"), "{label}: {message}");
+        assert_eq!(batch_folders(&common), vec![full.clone()], "{label}");
+        assert_eq!(env.private_refs(&repo), refs_before, "{label}");
+    }
+    // Labels that can never be read as an id are fine.
+    for label in ["fix-the-bug", "abc", "v2 refactor", "x1234"] {
+        let doc = prepare(&env, &repo, &["--label", label]);
+        assert_eq!(doc["label"], label);
+    }
+}
+
+#[test]
+fn a_full_id_resolves_before_a_label_that_shadows_it() {
+    let env = Env::new();
+    let repo = env.repo("shadow");
+    let a = id(&prepare(&env, &repo, &[]));
+    let b = id(&prepare(&env, &repo, &[]));
+    // A label written before prepare refused such labels (or by hand).
+    let toml = batch_toml(&env, &repo, &b);
+    let text = std::fs::read_to_string(&toml).unwrap();
+    let edited = text.replacen(
+        &format!("id = \"{b}\"\n"),
+        &format!("id = \"{b}\"\nlabel = \"{a}\"\n"),
+        1,
+    );
+    assert_ne!(text, edited);
+    std::fs::write(&toml, edited).unwrap();
+    let doc = env
+        .delegate(&repo, ["drop", &a, "--force", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(doc["batch"], a.as_str());
+    assert_eq!(batch_folders(&common_dir(&env, &repo)), vec![b.clone()]);
+    assert_eq!(
+        env.private_refs(&repo),
+        vec![format!("refs/pi-delegate/batches/{b}/baseline")]
+    );
+}
+
+#[test]
+fn the_apply_hint_of_prepare_names_this_batch_even_when_short_ids_collide() {
+    let env = Env::new();
+    let repo = env.repo("collide");
+    let a = "12345678-aaaa-4aaa-8aaa-aaaaaaaaaaaa";
+    let b = "12345678-bbbb-4bbb-8bbb-bbbbbbbbbbbb";
+    delegate_with_id(&env, &repo, a, &["prepare", "one"]).expect(0);
+    let run = delegate_with_id(&env, &repo, b, &["prepare", "two"]).expect(0);
+    let hint = run
+        .stdout
+        .lines()
+        .find_map(|l| l.split("git delegate apply ").nth(1))
+        .unwrap_or_else(|| panic!("no apply hint in {}", run.stdout))
+        .trim()
+        .to_string();
+    let doc = env
+        .delegate(&repo, ["apply", &hint, "--dry-run", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(doc["batch"], b, "the hint {hint:?} named another batch");
+}
+
+// Issue 12 case 7: a lease the calendar cannot hold is refused, never expired at birth.
+#[test]
+fn durations_the_calendar_cannot_hold_are_refused() {
+    let env = Env::new();
+    let repo = env.repo("ttl");
+    for ttl in [
+        "9999999d",
+        "3000000d",
+        "500000w",
+        "9223372036854775807s",
+        "99999999999999999999s",
+        "153722867280912930m",
+    ] {
+        let run = expect_error(
+            &env,
+            &repo,
+            &["prepare", "--ttl", ttl],
+            2,
+            "delegate::bad_duration",
+        );
+        assert!(run.stderr.contains(ttl), "{}", run.stderr);
+        assert_nothing_created(&env, &repo);
+    }
+    // A long lease that fits is kept as given, and round-trips.
+    let doc = prepare(&env, &repo, &["--ttl", "100000d"]);
+    assert_eq!(doc["lease"]["state"], "live");
+    let expires = doc["lease"]["expires_at"].as_str().unwrap().to_string();
+    assert!(rfc3339_secs(&expires) >= now_secs() + 100_000 * 86_400 - 60);
+    // renew refuses too, and changes nothing.
+    let toml = batch_toml(&env, &repo, &id(&doc));
+    let before = std::fs::read(&toml).unwrap();
+    expect_error(
+        &env,
+        &repo,
+        &["renew", "--ttl", "9999999d"],
+        2,
+        "delegate::bad_duration",
+    );
+    assert_eq!(std::fs::read(&toml).unwrap(), before);
+    let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
+    assert_eq!(st["batches"][0]["lease"]["state"], "live");
+    env.delegate(&repo, ["drop", &id(&doc)]).expect(0);
+
+    // From the configuration: an error pointing at the line.
+    let file = common_dir(&env, &repo).join("delegate.toml");
+    for (text, line_col) in [
+        ("[lease]\nttl = \"9999999d\"\n", ":2:7"),
+        ("[gc]\nkeep-failed = \"9999999d\"\n", ":2:15"),
+    ] {
+        std::fs::write(&file, text).unwrap();
+        for args in [&["prepare"][..], &["gc"]] {
+            let run = expect_error(&env, &repo, args, 2, "delegate::config");
+            let located = format!("{}{line_col}", file.display());
+            assert!(run.stderr.contains(&located), "{text:?}:\n{}", run.stderr);
+            assert!(run.stderr.contains("9999"), "{}", run.stderr);
+        }
+        assert_nothing_created(&env, &repo);
+    }
+}

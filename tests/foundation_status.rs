@@ -552,3 +552,163 @@ fn unreadable_batch_state_is_a_problem_not_a_crash() {
     // The readable batch is still the only one commands select.
     env.delegate(&repo, ["renew"]).expect(0);
 }
+
+// Issue 12: a corrupted batch.toml is named, and the tool can remove it
+// without losing the work in its workspaces.
+#[test]
+fn a_corrupt_batch_is_named_and_drop_force_removes_it_saving_the_work() {
+    let env = Env::new();
+    let repo = env.repo("corrupt");
+    let doc = prepare(&env, &repo, &["-n", "2"]);
+    let good = prepare(&env, &repo, &[]);
+    let bad = id(&doc);
+    let common = common_dir(&env, &repo);
+    write(&root(&doc, 0).join("work.txt"), "precious work\n");
+    let toml = batch_toml(&env, &repo, &bad);
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, &text[..text.len() / 2]).unwrap();
+
+    // status --check names it: the file and the parse error, and what to do.
+    let run = env.delegate(&repo, ["status", "--check"]).expect(1);
+    assert!(
+        run.stdout.contains(toml.to_str().unwrap()),
+        "{}",
+        run.stdout
+    );
+    let drop_cmd = format!("git delegate drop {bad} --force");
+    assert!(run.stdout.contains(&drop_cmd), "{}", run.stdout);
+    let st = env
+        .delegate(&repo, ["status", "--check", "--json"])
+        .expect(1)
+        .json();
+    assert_eq!(problem_kinds(&st), ["broken_state"]);
+    assert_eq!(st["problems"][0]["batch"], bad.as_str());
+
+    // apply says the state is corrupt (exit 3) and names the drop command.
+    for arg in [bad.as_str(), &bad[..8], &bad.to_uppercase()] {
+        let run = expect_error(&env, &repo, &["apply", arg], 3, "delegate::corrupt_batch");
+        let err = &run.json()["error"];
+        assert!(
+            err["message"]
+                .as_str()
+                .unwrap()
+                .contains(toml.to_str().unwrap()),
+            "{err}"
+        );
+        assert!(err["help"].as_str().unwrap().contains(&drop_cmd), "{err}");
+    }
+    // Without an argument, the readable batch is still the one selected.
+    env.delegate(&repo, ["renew"]).expect(0);
+
+    // gc reports it and leaves it alone (its lease cannot be read).
+    let gc = env.delegate(&repo, ["gc", "--json"]).expect(1).json();
+    assert_eq!(gc["skipped"][0]["batch"], bad.as_str(), "{gc}");
+    assert!(
+        gc["skipped"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&drop_cmd),
+        "{gc}"
+    );
+    assert!(toml.exists());
+    assert_eq!(registrations(&common).len(), 3);
+
+    // drop without --force refuses and changes nothing.
+    let before = (env.private_refs(&repo), registrations(&common));
+    let out = env
+        .delegate(&repo, ["drop", &bad, "--json"])
+        .expect(1)
+        .json();
+    assert_eq!(out["dropped"], false);
+    assert_eq!(out["corrupt"], true);
+    assert_eq!((env.private_refs(&repo), registrations(&common)), before);
+
+    // drop --force removes it; the work of task 1 is saved first.
+    let out = env
+        .delegate(&repo, ["drop", &bad, "--force", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(out["batch"], bad.as_str());
+    assert_eq!(out["dropped"], true);
+    assert_eq!(out["corrupt"], true);
+    assert_eq!(out["workspaces_removed"], 2);
+    assert_eq!(out["refs_removed"], 1);
+    let kept = format!("refs/pi-delegate/batches/{bad}/tasks/1/proposal");
+    assert_eq!(out["rescued"][0]["task"], "1", "{out}");
+    assert_eq!(out["rescued"][0]["ref"], kept.as_str());
+    let mut refs = env.private_refs(&repo);
+    refs.sort();
+    let mut want = vec![
+        kept.clone(),
+        format!("refs/pi-delegate/batches/{}/baseline", id(&good)),
+    ];
+    want.sort();
+    assert_eq!(refs, want);
+    assert_eq!(
+        env.git(&repo, ["show", &format!("{kept}:work.txt")]),
+        "precious work\n"
+    );
+    let patch = std::path::PathBuf::from(out["rescued"][0]["patch"].as_str().unwrap());
+    assert!(patch.is_file());
+    assert_eq!(
+        registrations(&common),
+        vec![format!("delegate-{}-1", &id(&good)[..8])]
+    );
+    assert_eq!(batch_folders(&common), vec![id(&good)]);
+    for ws in roots(&doc) {
+        assert!(!ws.exists(), "{}", ws.display());
+    }
+    let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
+    assert_eq!(list.matches("worktree ").count(), 2, "{list}");
+    assert!(!list.contains(&bad[..8]), "{list}");
+    assert_eq!(list.matches("\nlocked").count(), 1, "{list}");
+    // The saved patch gives the worker's bytes back.
+    env.git(&repo, ["apply", patch.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("work.txt")).unwrap(),
+        "precious work\n"
+    );
+    // And the corrupt batch is no problem any more.
+    assert_eq!(
+        problem_kinds(&status_json(&env, &repo)),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn a_corrupt_batch_whose_work_cannot_be_saved_keeps_its_workspace_unlocked() {
+    let env = Env::new();
+    let repo = env.repo("corrupt-nobase");
+    let doc = prepare(&env, &repo, &[]);
+    let bad = id(&doc);
+    let ws = root(&doc, 0);
+    write(&ws.join("work.txt"), "precious work\n");
+    // Without the baseline there is nothing to record the work against.
+    env.git(
+        &repo,
+        [
+            "update-ref",
+            "-d",
+            &format!("refs/pi-delegate/batches/{bad}/baseline"),
+        ],
+    );
+    std::fs::write(batch_toml(&env, &repo, &bad), "garbage [[[").unwrap();
+    let out = env
+        .delegate(&repo, ["drop", &bad, "--force", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(out["workspaces_removed"], 0);
+    assert_eq!(out["left_alone"], serde_json::json!([ws.to_str().unwrap()]));
+    assert_eq!(
+        std::fs::read_to_string(ws.join("work.txt")).unwrap(),
+        "precious work\n"
+    );
+    let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
+    assert!(!list.contains("locked"), "{list}");
+    assert!(batch_folders(&common_dir(&env, &repo)).is_empty());
+    // It is an ordinary worktree now: git removes it when the user wants.
+    env.git(
+        &repo,
+        ["worktree", "remove", "--force", ws.to_str().unwrap()],
+    );
+}

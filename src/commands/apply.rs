@@ -37,6 +37,8 @@ struct Outcome {
     applied: Vec<BString>,
     proposal_ref: Option<String>,
     patch: Option<PathBuf>,
+    /// A discarded task's proposal is kept until then (RFC 3339).
+    kept_until: Option<String>,
 }
 
 impl Outcome {
@@ -51,6 +53,7 @@ impl Outcome {
             applied: Vec::new(),
             proposal_ref: None,
             patch: None,
+            kept_until: None,
         }
     }
 
@@ -71,7 +74,7 @@ impl Outcome {
 pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     let here = super::source()?;
     let lock = super::lock_and_recover(ui, &here)?;
-    let mut b = batch::select(batch::list_ok(&here.state_dir())?, args.batch.as_deref())?;
+    let mut b = batch::select_open(&here.state_dir(), args.batch.as_deref())?;
     // The batch writes back into the working tree it was prepared in,
     // wherever apply is run from (a workspace is a worktree of the same repository).
     let source = if here.root == b.source {
@@ -120,8 +123,18 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     let mut pending: Vec<usize> = Vec::new(); // positions in `outcomes`
     for &(idx, discard) in &selected {
         let task = &b.tasks[idx];
-        if discard || scratch {
+        if scratch {
             outcomes.push(Outcome::new(idx, TaskState::Discarded));
+            continue;
+        }
+        if discard {
+            // A discarded task's work is kept as a proposal (ref and patch)
+            // for gc.keep-failed, like a rescue: a mistyped name loses nothing.
+            let mut out = Outcome::new(idx, TaskState::Discarded);
+            if !dry_run {
+                keep_discarded(&source, &b, &mut out, baseline_tree);
+            }
+            outcomes.push(out);
             continue;
         }
         let mut out = Outcome::new(idx, TaskState::Open);
@@ -314,7 +327,13 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     if !dry_run {
         let now = crate::time::rfc3339(crate::time::now());
         for out in outcomes.iter_mut() {
-            if out.ok() {
+            if out.status == TaskState::Discarded && out.proposal_ref.is_some() {
+                // Kept past the batch: the patch moves out of its state folder.
+                if let Err(e) = move_to_kept(&source, &b, out) {
+                    artifacts_error.get_or_insert(e);
+                }
+                out.kept_until = Some(kept_until(&source));
+            } else if out.ok() {
                 out.proposal_ref = None;
                 out.patch = None;
             } else {
@@ -359,8 +378,12 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
             } else {
                 Ok(())
             };
+            let kept = task.state == TaskState::Discarded && task.proposal_ref.is_some();
             let r = removed
                 .and_then(|()| {
+                    if kept {
+                        return Ok(());
+                    }
                     refs::delete(&source.repo, &refs::proposal(&b.id, &task.name)).map(|_| ())
                 })
                 .and_then(|()| remove_file(&proposal::patch_path(&source, &b, &task.name)));
@@ -378,6 +401,9 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     };
     if !dry_run && !batch_open {
         for name in refs::list_batch(&source.repo, &b.id)? {
+            if crate::gc::discard_kept(&b, &name) {
+                continue; // kept for gc.keep-failed
+            }
             refs::delete(&source.repo, &name)?;
         }
         let dir = batch::batch_dir(&source.state_dir(), &b.id);
@@ -586,6 +612,66 @@ fn still_locked_by_us(source: &Source, b: &Batch, task: &batch::Task) -> bool {
         .is_ok_and(|reason| reason == format!("git-delegate batch {} task {}\n", b.id, task.name))
 }
 
+/// Save a task apply discards: its workspace's changes as a proposal commit,
+/// ref and patch (as gc's rescue does), or, when the workspace is gone or no
+/// longer ours, the proposal recorded before. A workspace whose changes
+/// cannot be read is not discarded: the task fails and keeps it.
+fn keep_discarded(source: &Source, b: &Batch, out: &mut Outcome, baseline_tree: gix::ObjectId) {
+    let task = &b.tasks[out.idx];
+    if workspace::health(&source.common_dir, &task.root, &task.worktree_id)
+        != workspace::Removal::Removed
+    {
+        keep_artifacts(source, b, out, false);
+        return;
+    }
+    match proposal::record(source, b, task, baseline_tree) {
+        Ok(Some(p)) => {
+            out.proposal_ref = Some(p.ref_name);
+            out.patch = Some(p.patch);
+        }
+        Ok(None) => {}
+        Err(e) => {
+            out.fail(
+                "snapshot_failed",
+                format!(
+                    "its work could not be saved, so it was not discarded: {}",
+                    e.message
+                ),
+            );
+            keep_artifacts(source, b, out, false);
+        }
+    }
+}
+
+/// Move a discarded task's patch to `<state>/kept/<batch>/` (where gc keeps
+/// rescued patches), and start its keep-failed clock now.
+fn move_to_kept(source: &Source, b: &Batch, out: &mut Outcome) -> Result<()> {
+    let task = &b.tasks[out.idx];
+    if let Some(name) = &out.proposal_ref {
+        crate::gc::redate(&source.repo, name)?;
+    }
+    let Some(from) = out.patch.clone() else {
+        return Ok(());
+    };
+    let dir = crate::gc::kept_dir(&source.state_dir()).join(&b.id);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+    let to = dir.join(format!("{}.patch", task.name));
+    std::fs::rename(&from, &to)
+        .map_err(|e| Error::io(format!("cannot move {}", from.display()), e))?;
+    batch::sync_dir(&dir);
+    out.patch = Some(to);
+    Ok(())
+}
+
+/// When gc may remove a discarded task's kept proposal.
+fn kept_until(source: &Source) -> String {
+    crate::time::rfc3339(
+        crate::time::deadline(crate::time::now(), source.config.keep_failed_secs)
+            .unwrap_or(crate::time::MAX_SECS),
+    )
+}
+
 /// Point a kept task at whatever recovery artifacts exist for it.
 fn keep_artifacts(source: &Source, b: &Batch, out: &mut Outcome, dry_run: bool) {
     let task = &b.tasks[out.idx];
@@ -671,6 +757,19 @@ fn document(
                 "proposed_paths": doc_paths(&o.proposed),
                 "applied_paths": doc_paths(&o.applied),
             });
+            if o.status == TaskState::Discarded && !dry_run {
+                if let Value::Object(m) = &mut v {
+                    m.insert("kept".into(), json!(o.kept_until.is_some()));
+                    if let Some(until) = &o.kept_until {
+                        m.insert("proposal_ref".into(), json!(o.proposal_ref));
+                        m.insert(
+                            "patch".into(),
+                            json!(o.patch.as_deref().map(paths::doc_path)),
+                        );
+                        m.insert("expires_at".into(), json!(until));
+                    }
+                }
+            }
             if !o.ok() {
                 if let Value::Object(m) = &mut v {
                     m.insert("reason".into(), json!(o.reason));
@@ -766,6 +865,17 @@ fn human(
         let line = format!("  task {:<width$}  {painted}{pad} {detail}", t.name);
         text.push_str(line.trim_end());
         text.push('\n');
+        if let (TaskState::Discarded, Some(until)) = (o.status, &o.kept_until) {
+            text.push_str(&format!(
+                "      its work is kept until {until} (gc.keep-failed); `git apply PATCH` brings it back\n"
+            ));
+            if let Some(r) = &o.proposal_ref {
+                text.push_str(&format!("      proposal:  {r}\n"));
+            }
+            if let Some(p) = &o.patch {
+                text.push_str(&format!("      patch:     {}\n", super::show(p)));
+            }
+        }
         if !o.ok() {
             text.push_str(&format!("      workspace: {}\n", super::show(&t.root)));
             if let Some(p) = &o.patch {

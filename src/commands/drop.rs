@@ -1,6 +1,8 @@
 //! `git delegate drop BATCH [--force]` (SPEC §3.5): end a batch on purpose.
 //! Refuses while tasks hold unapplied changes unless `--force`; never removes
-//! a folder that is no longer the workspace prepare made.
+//! a folder that is no longer the workspace prepare made. A batch whose
+//! `batch.toml` cannot be read is removed only with `--force`, its
+//! workspaces' changes saved as proposal refs first (`gc::remove_corrupt`).
 
 use serde_json::json;
 
@@ -14,7 +16,12 @@ use crate::{refs, workspace};
 pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
     let source = super::source()?;
     let _lock = super::lock_and_recover(ui, &source)?;
-    let b = batch::select(batch::list_ok(&source.state_dir())?, Some(&args.batch))?;
+    let b = match batch::choose(batch::list(&source.state_dir())?, Some(&args.batch))? {
+        batch::Entry::Batch(b) => *b,
+        batch::Entry::Broken { id, problem } => {
+            return drop_corrupt(ui, &source, &id, &problem, args.force)
+        }
+    };
     // A task holds unapplied work when its workspace differs from the
     // baseline, when it ended conflict/failed (its proposal is kept), or when
     // its workspace cannot be read (unknown is never taken for clean).
@@ -69,6 +76,69 @@ pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// Drop a batch whose state cannot be read: with `--force`, remove what is
+/// provably its own, saving its workspaces' changes first; without, refuse
+/// (exit 1): which tasks hold unapplied changes is unknown.
+fn drop_corrupt(ui: &Ui, source: &Source, id: &str, problem: &str, force: bool) -> Result<i32> {
+    let short = batch::short(id);
+    if !force {
+        if ui.json {
+            ui.doc(json!({"batch": id, "dropped": false, "unapplied": [], "corrupt": true}));
+        }
+        ui.say(&format!(
+            "Not dropping batch {short}: its state is corrupt ({problem}), so which of its tasks hold unapplied changes is unknown.\n\
+             `git delegate drop {id} --force` removes it, saving the changes in its workspaces as proposal refs first.\n"
+        ));
+        return Ok(1);
+    }
+    let r = crate::gc::remove_corrupt(source, id)?;
+    if ui.json {
+        ui.doc(json!({
+            "batch": id,
+            "dropped": true,
+            "corrupt": true,
+            "workspaces_removed": r.workspaces_removed,
+            "refs_removed": r.refs_removed,
+            "left_alone": r.left_alone.iter().map(|k| crate::paths::doc_path(k)).collect::<Vec<_>>(),
+            "rescued": r.rescued.iter().map(|x| json!({
+                "task": x.task,
+                "ref": x.ref_name,
+                "patch": crate::paths::doc_path(&x.patch),
+                "changed_paths": x.paths,
+            })).collect::<Vec<_>>(),
+            "refs_kept": r.refs_kept,
+        }));
+    }
+    let mut text = format!(
+        "Dropped batch {short} (its state was corrupt): {} workspace(s) and {} ref(s) removed.\n",
+        r.workspaces_removed, r.refs_removed
+    );
+    for x in &r.rescued {
+        text.push_str(&format!(
+            "Task {} had changes ({} path(s)): saved as {} (patch {})\n",
+            x.task,
+            x.paths,
+            x.ref_name,
+            super::show(&x.patch)
+        ));
+    }
+    if !r.refs_kept.is_empty() {
+        let keep = crate::time::human(source.config.keep_failed_secs);
+        text.push_str(&format!(
+            "Kept for {keep} (gc.keep-failed): {} — see one with `git show --stat REF`, bring it into your working tree with `git diff REF^ REF | git apply`.\n",
+            r.refs_kept.join(", ")
+        ));
+    }
+    for k in &r.left_alone {
+        text.push_str(&format!(
+            "Left alone (not the workspace prepare made, or its work could not be saved): {}\n",
+            super::show(k)
+        ));
+    }
+    ui.say(&text);
+    Ok(0)
+}
+
 /// Remove a batch's workspaces, refs and state. Returns (workspaces removed,
 /// folders left alone, refs removed).
 pub fn remove_batch(source: &Source, b: &Batch) -> Result<(usize, Vec<std::path::PathBuf>, usize)> {
@@ -83,6 +153,10 @@ pub fn remove_batch(source: &Source, b: &Batch) -> Result<(usize, Vec<std::path:
     }
     let mut refs_removed = 0;
     for name in refs::list_batch(&source.repo, &b.id)? {
+        // A discarded task's kept proposal outlives its batch until gc.keep-failed.
+        if crate::gc::discard_kept(b, &name) {
+            continue;
+        }
         if refs::delete(&source.repo, &name)? {
             refs_removed += 1;
         }

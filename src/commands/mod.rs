@@ -153,11 +153,18 @@ pub fn lock_and_recover(ui: &Ui, source: &Source) -> Result<crate::lock::RepoLoc
 
 /// Parse a `--ttl` value.
 pub fn parse_ttl(s: &str) -> Result<i64> {
-    crate::time::parse_duration(s).ok_or_else(|| {
+    crate::time::duration(s).map_err(|e| {
         Error::usage(
             "delegate::bad_duration",
-            format!("{s:?} is not a duration"),
-            "use a number and a unit: 90s, 30m, 2h, 7d",
+            e.describe(s),
+            match e {
+                crate::time::DurationError::Malformed => {
+                    "use a number and a unit: 90s, 30m, 2h, 7d"
+                }
+                crate::time::DurationError::TooLong => {
+                    "use a shorter duration: a lease can end by 9999-12-31 at the latest"
+                }
+            },
         )
     })
 }

@@ -46,6 +46,17 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
                 "use a short name without control characters",
             ));
         }
+        // A label is tried before an id prefix (SPEC §3): one that could be
+        // read as an id would shadow a batch.
+        if batch::label_reads_as_id(label) {
+            return Err(Error::usage(
+                "delegate::bad_label",
+                format!(
+                    "the label {label:?} could be read as a batch id or id prefix (hex digits and hyphens)"
+                ),
+                "use a label with a letter from g to z, a space, a dot or an underscore in it, such as `fix-login`",
+            ));
+        }
     }
     let owner = args.owner_pid.map(super::owner).transpose()?;
     let source = super::source()?;
@@ -291,8 +302,11 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
             text.push_str(&format!("           {what}: {}\n", c.human()));
         }
     }
+    // The hint names this batch and no other, ever: the full id resolves
+    // before labels and prefixes, and is never reused (a prefix could match
+    // another batch once this one is gone).
     text.push_str(&format!(
-        "Lease expires {}. When the tasks are done: git delegate apply {short}\n",
+        "Lease expires {}. When the tasks are done: git delegate apply {id}\n",
         batch.lease.expires_at
     ));
     ui.say(&text);

@@ -15,7 +15,7 @@ pub fn run(ui: &Ui, args: RenewArgs) -> Result<i32> {
         None => source.config.ttl_secs,
     };
     let _lock = super::lock_and_recover(ui, &source)?;
-    let mut b = batch::select(batch::list_ok(&source.state_dir())?, args.batch.as_deref())?;
+    let mut b = batch::select_open(&source.state_dir(), args.batch.as_deref())?;
     if b.lease.state() == State::Orphaned && owner.is_none() {
         return Err(Error::usage(
             "delegate::orphaned_lease",

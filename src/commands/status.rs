@@ -1,4 +1,5 @@
-//! `git delegate status` (SPEC §3.3): batches, leases, tasks, and problems.
+//! `git delegate status` (SPEC §3.3): batches, leases, tasks, problems, and
+//! the proposals kept after their task ended (SPEC §3.16 "kept").
 //! Changes nothing and takes no lock: workspace snapshots are kept in memory.
 
 use serde_json::{json, Value};
@@ -77,7 +78,10 @@ pub fn problems(source: &Source, entries: &[Entry]) -> Vec<Problem> {
             Entry::Broken { id, problem } => out.push(Problem {
                 batch: id.clone(),
                 kind: "broken_state",
-                message: problem.clone(),
+                message: format!(
+                    "batch {}: its state is corrupt: {problem}; remove it with `git delegate drop {id} --force` (the changes in its workspaces are saved as proposal refs first)",
+                    batch::short(id)
+                ),
             }),
         }
     }
@@ -190,17 +194,56 @@ fn count_problems(b: &Batch, counts: &[Option<usize>]) -> Vec<Problem> {
 pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     let source = super::source()?;
     let mut entries = batch::list(&source.state_dir())?;
+    // Proposals kept after their task ended (SPEC §3.16): gc rescues,
+    // discards, batches that are gone. Listing them reads only our refs.
+    let mut kept = crate::gc::kept_proposals(&source, &entries).unwrap_or_default();
     if let Some(arg) = args.batch.as_deref() {
-        let chosen = batch::select(batch::list_ok(&source.state_dir())?, Some(arg))?;
-        entries = vec![Entry::Batch(Box::new(chosen))];
+        // A batch whose state is unreadable can be named too: it shows as a problem.
+        entries = vec![batch::choose(entries, Some(arg))?];
+        kept.retain(|k| match &entries[0] {
+            Entry::Batch(b) => k.batch == b.id,
+            Entry::Broken { id, .. } => &k.batch == id,
+        });
     }
+    let kept_doc: Vec<Value> = kept
+        .iter()
+        .map(|k| {
+            json!({
+                "ref": k.ref_name,
+                "patch": k.patch.as_deref().map(crate::paths::doc_path),
+                "batch": k.batch,
+                "task": k.task,
+                "expires_at": crate::time::rfc3339(k.expires_at),
+            })
+        })
+        .collect();
+    let kept_text: String = kept
+        .iter()
+        .map(|k| {
+            format!(
+                "kept: {} (task {} of batch {}) until {}{}\n",
+                k.ref_name,
+                k.task,
+                batch::short(&k.batch),
+                crate::time::rfc3339(k.expires_at),
+                k.patch
+                    .as_ref()
+                    .map(|p| format!(", patch {}", super::show(p)))
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
     let mut problems = problems(&source, &entries);
     if entries.is_empty() && problems.is_empty() {
         // The fast path (SPEC §3.3: no batches, well under 20 ms).
         if ui.json {
-            ui.doc(json!({ "batches": [], "problems": [] }));
+            let mut doc = json!({ "batches": [], "problems": [] });
+            if !kept_doc.is_empty() {
+                doc["kept"] = json!(kept_doc);
+            }
+            ui.doc(doc);
         } else if !args.check {
-            ui.say("No batches.\n");
+            ui.say(&format!("No batches.\n{kept_text}"));
         }
         return Ok(0);
     }
@@ -249,7 +292,11 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             .iter()
             .map(|p| json!({"batch": p.batch, "kind": p.kind, "message": p.message}))
             .collect();
-        ui.doc(json!({ "batches": docs, "problems": problems }));
+        let mut doc = json!({ "batches": docs, "problems": problems });
+        if !kept_doc.is_empty() {
+            doc["kept"] = json!(kept_doc);
+        }
+        ui.doc(doc);
         return Ok(code);
     }
 
@@ -262,7 +309,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         return Ok(code);
     }
     if batches.is_empty() && problems.is_empty() {
-        ui.say("No batches.\n");
+        ui.say(&format!("No batches.\n{kept_text}"));
         return Ok(0);
     }
     let now = crate::time::now();
@@ -328,6 +375,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             ));
         }
     }
+    text.push_str(&kept_text);
     for p in &problems {
         text.push_str(&format!("{} {}\n", ui.paint("33", "problem:"), p.message));
     }
