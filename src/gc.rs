@@ -70,6 +70,19 @@ pub struct Report {
     pub skipped: Vec<Skipped>,
     /// Batches whose state folder holds a write-back journal (dry run: not rolled back).
     pub pending_writebacks: Vec<String>,
+    /// Workspaces of reclaimed batches kept because they are the source of
+    /// open batches (released: ordinary worktrees now).
+    pub kept_workspaces: Vec<KeptWorkspace>,
+}
+
+/// A stale task's workspace kept because other open batches were prepared in it.
+#[derive(Debug, Clone)]
+pub struct KeptWorkspace {
+    pub batch: String,
+    pub task: String,
+    pub root: PathBuf,
+    /// The batches whose source it is.
+    pub batches: Vec<String>,
 }
 
 /// Where kept patches live once their batch's state folder is gone.
@@ -93,6 +106,13 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
         handled_roots: HashSet::new(),
     };
     let entries = batch::list(&gc.state_dir)?;
+    let all: Vec<Batch> = entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Batch(b) => Some(b.as_ref().clone()),
+            Entry::Broken { .. } => None,
+        })
+        .collect();
     let mut remaining: Vec<&Batch> = Vec::new();
     let mut broken_shorts: Vec<String> = Vec::new();
     for e in &entries {
@@ -108,7 +128,7 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
                     remaining.push(b);
                     continue;
                 }
-                match gc.reclaim_batch(b) {
+                match gc.reclaim_batch(b, &all) {
                     Ok(true) => gc.report.batches.push(b.id.clone()),
                     Ok(false) => remaining.push(b),
                     // Its work was rescued before anything was removed; what
@@ -203,8 +223,10 @@ impl Gc<'_> {
         self.source.common_dir.join("worktrees").join(id)
     }
 
-    /// Reclaim one stale batch; `false` when it was left alone (reported in `skipped`).
-    fn reclaim_batch(&mut self, b: &Batch) -> Result<bool> {
+    /// Reclaim one stale batch; `false` when it was left alone (reported in
+    /// `skipped`). `others` are every readable batch (for workspaces that
+    /// are the source of another one).
+    fn reclaim_batch(&mut self, b: &Batch, others: &[Batch]) -> Result<bool> {
         let skip = |gc: &mut Self, message: String| {
             gc.report.skipped.push(Skipped {
                 batch: b.id.clone(),
@@ -238,8 +260,15 @@ impl Gc<'_> {
 
         // A process still working in a workspace could write after the
         // rescue: leave the whole batch until it is gone.
+        // Only in folders that are the workspaces prepare made: a folder
+        // swapped in is none of the batch's business.
         for t in &b.tasks {
-            let pids = processes_in(&t.root);
+            let workspace::Identity::Ours { real, .. } =
+                workspace::identify(&self.source.common_dir, t)
+            else {
+                continue;
+            };
+            let pids = processes_in(&real);
             if !pids.is_empty() {
                 let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
                 return skip(
@@ -258,7 +287,7 @@ impl Gc<'_> {
         // 1. Rescue: nothing is removed unless every open task's work is saved.
         let mut rescued = Vec::new();
         for t in b.open_tasks() {
-            if workspace::health(&self.source.common_dir, &t.root, &t.worktree_id)
+            if workspace::health(&self.source.common_dir, t)
                 != workspace::Removal::Removed
             {
                 continue;
@@ -318,14 +347,35 @@ impl Gc<'_> {
             kept.push(name);
         }
 
-        // 3. Workspaces and their registrations.
+        // 3. Workspaces and their registrations. A workspace that is the
+        // source of another open batch stays as an ordinary worktree.
         for t in &b.tasks {
             let reg = self.registration(&t.worktree_id);
-            match workspace::health(&self.source.common_dir, &t.root, &t.worktree_id) {
+            let health = workspace::health(&self.source.common_dir, t);
+            let hosted = if health == workspace::Removal::Removed {
+                workspace::hosted_batches(others, t, &b.id)
+            } else {
+                Vec::new()
+            };
+            if !hosted.is_empty() {
+                if !self.dry_run {
+                    workspace::release(&self.source.common_dir, &t.worktree_id)?;
+                }
+                self.report.kept_workspaces.push(KeptWorkspace {
+                    batch: b.id.clone(),
+                    task: t.name.clone(),
+                    root: t.root.clone(),
+                    batches: hosted,
+                });
+                self.handled_roots.insert(t.root.clone());
+                self.handled_regs.insert(t.worktree_id.clone());
+                continue;
+            }
+            match health {
                 workspace::Removal::Removed => {
                     let bytes = tree_size(&t.root) + tree_size(&reg);
                     if !self.dry_run {
-                        workspace::remove(&self.source.common_dir, &t.root, &t.worktree_id)?;
+                        workspace::remove_task(&self.source.common_dir, t)?;
                     }
                     self.report.bytes_freed += bytes;
                     self.report.workspaces_removed += 1;

@@ -42,7 +42,7 @@ pub fn run(ui: &Ui, args: GcArgs) -> Result<i32> {
             .map(|s| json!({"batch": s.batch, "message": s.message}))
             .collect();
         let recovered = ui.recovered.borrow().clone();
-        ui.doc(json!({
+        let mut doc = json!({
             "dry_run": report.dry_run,
             "batches": report.batches,
             "workspaces_removed": report.workspaces_removed,
@@ -55,7 +55,23 @@ pub fn run(ui: &Ui, args: GcArgs) -> Result<i32> {
             "skipped": skipped,
             "pending_writebacks": report.pending_writebacks,
             "recovered_writebacks": recovered,
-        }));
+        });
+        if let (false, Some(m)) = (report.kept_workspaces.is_empty(), doc.as_object_mut()) {
+            let kept: Vec<Value> = report
+                .kept_workspaces
+                .iter()
+                .map(|k| {
+                    json!({
+                        "batch": k.batch,
+                        "task": k.task,
+                        "workspace": crate::paths::doc_path(&k.root),
+                        "batches": k.batches,
+                    })
+                })
+                .collect();
+            m.insert("kept_workspaces".into(), Value::Array(kept));
+        }
+        ui.doc(doc);
     }
     ui.say(&human(&source, &report));
     Ok(code)
@@ -115,6 +131,17 @@ fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
         text.push_str(&format!(
             "Left alone (not a workspace git-delegate made): {}\n",
             super::show(p)
+        ));
+    }
+    for k in &r.kept_workspaces {
+        let shorts: Vec<&str> = k.batches.iter().map(|b| crate::batch::short(b)).collect();
+        text.push_str(&format!(
+            "Kept the workspace of task {} of batch {}, {}: it is the source of open batch {}; it {} as an ordinary worktree (`git worktree remove` removes it).\n",
+            k.task,
+            crate::batch::short(&k.batch),
+            super::show(&k.root),
+            shorts.join(", "),
+            if r.dry_run { "would stay" } else { "stays" },
         ));
     }
     for s in &r.skipped {

@@ -53,7 +53,7 @@ pub fn problems(source: &Source, entries: &[Entry]) -> Vec<Problem> {
                 out.extend(baseline_problem(source, b));
                 for t in b.open_tasks() {
                     let (kind, what) =
-                        match workspace::health(&source.common_dir, &t.root, &t.worktree_id) {
+                        match workspace::health(&source.common_dir, t) {
                             workspace::Removal::Removed => continue,
                             workspace::Removal::Missing => ("workspace_missing", "is missing"),
                             workspace::Removal::Foreign => (
@@ -149,7 +149,7 @@ pub fn changed_counts_checked(source: &Source, b: &Batch) -> Vec<Option<usize>> 
         .iter()
         .map(|t| {
             if !t.state.is_open()
-                || workspace::health(&source.common_dir, &t.root, &t.worktree_id)
+                || workspace::health(&source.common_dir, t)
                     != workspace::Removal::Removed
             {
                 return Some(0);
@@ -303,7 +303,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         }
         for (t, n) in b.tasks.iter().zip(counts) {
             let n = n.map(|n| n.to_string()).unwrap_or_else(|| "?".into());
-            let health = workspace::health(&source.common_dir, &t.root, &t.worktree_id);
+            let health = workspace::health(&source.common_dir, t);
             let where_ = match health {
                 workspace::Removal::Removed => super::show(&t.root),
                 workspace::Removal::Missing if !t.state.is_open() => {
