@@ -560,3 +560,32 @@ fn gc_waits_for_processes_still_running_in_a_workspace() {
     assert_eq!(gc["rescued"][0]["task"], "1");
     assert!(!ws.exists());
 }
+
+#[test]
+fn gc_keeps_a_stale_workspace_that_is_the_source_of_another_open_batch() {
+    // An agent ran `git delegate prepare` inside its workspace (issue 12
+    // case 10); the outer batch goes stale, the inner one is live.
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let outer = prepare(&env, &repo, &["--ttl", "1s"]);
+    let ws = task_root(&outer, 0);
+    let inner = prepare(&env, &ws, &[]);
+    let inner_ws = task_root(&inner, 0);
+    std::fs::write(inner_ws.join("inner.txt"), "inner work\n").unwrap();
+    wait_stale(&env, &repo, &id(&outer));
+    let doc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
+    assert_eq!(doc["batches"], serde_json::json!([id(&outer)]), "{doc:#}");
+    assert_eq!(doc["kept_workspaces"][0]["workspace"], ws.to_str().unwrap());
+    assert_eq!(doc["kept_workspaces"][0]["batches"][0], id(&inner).as_str());
+    assert!(ws.join("README").is_file());
+    let out = env
+        .delegate(&ws, ["apply", "--json", &id(&inner)])
+        .expect(0)
+        .json();
+    assert_eq!(out["tasks"][0]["status"], "applied", "{out:#}");
+    assert_eq!(std::fs::read(ws.join("inner.txt")).unwrap(), b"inner work\n");
+    // Once nothing is prepared in it any more, it is an ordinary worktree:
+    // gc leaves it to `git worktree remove`.
+    env.delegate(&repo, ["gc", "--json"]).expect(0);
+    assert!(ws.join("README").is_file());
+}
