@@ -52,15 +52,16 @@ pub fn problems(source: &Source, entries: &[Entry]) -> Vec<Problem> {
                 }
                 out.extend(baseline_problem(source, b));
                 for t in b.open_tasks() {
-                    let (kind, what) =
-                        match workspace::health(&source.common_dir, t) {
-                            workspace::Removal::Removed => continue,
-                            workspace::Removal::Missing => ("workspace_missing", "is missing"),
-                            workspace::Removal::Foreign => (
-                                "workspace_replaced",
-                                "is no longer the workspace prepare made (left alone)",
+                    let (kind, what) = match workspace::identify(&source.common_dir, t) {
+                        workspace::Identity::Ours { .. } => continue,
+                        workspace::Identity::Missing => ("workspace_missing", "is missing".into()),
+                        workspace::Identity::Replaced(why) => (
+                            "workspace_replaced",
+                            format!(
+                                "{why}: it is no longer the workspace prepare made (never read nor removed)"
                             ),
-                        };
+                        ),
+                    };
                     out.push(Problem {
                         batch: b.id.clone(),
                         kind,

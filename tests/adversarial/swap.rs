@@ -326,3 +326,93 @@ fn a_workspace_replaced_by_a_copy_at_the_same_path_is_workspace_missing() {
     assert_eq!(doc["workspaces_removed"], 0, "{doc:#}");
     assert_eq!(files(&root), copy_before);
 }
+
+/// Strip the `[tasks.folder]` tables from a batch's `batch.toml`, as a
+/// batch recorded before identities were kept has none.
+fn forget_identity(env: &Env, repo: &Path, batch: &str) {
+    let common = PathBuf::from(
+        env.git(repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"])
+            .trim(),
+    );
+    let path = common.join("delegate/batches").join(batch).join("batch.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("[tasks.folder]"), "{text}");
+    let mut out = String::new();
+    let mut skipping = false;
+    for line in text.lines() {
+        if line.starts_with('[') {
+            skipping = line == "[tasks.folder]";
+        }
+        if !skipping {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    std::fs::write(&path, out).unwrap();
+}
+
+#[test]
+fn a_batch_recorded_without_identities_still_applies_and_still_refuses_a_symlink() {
+    let env = Env::new();
+    let repo = repo(&env);
+    let doc = env
+        .delegate(&repo, ["prepare", "--json", "-n", "2"])
+        .expect(0)
+        .json();
+    let batch = doc["batch"].as_str().unwrap().to_string();
+    let roots: Vec<PathBuf> = (0..2)
+        .map(|i| PathBuf::from(doc["tasks"][i]["root"].as_str().unwrap()))
+        .collect();
+    forget_identity(&env, &repo, &batch);
+    std::fs::write(roots[0].join("a.txt"), "the worker's a\n").unwrap();
+    // Task 2's workspace becomes a symlink to a copy lacking b.txt.
+    let copy = env.path().join("elsewhere");
+    cp_a(&roots[1], &copy);
+    std::fs::remove_file(copy.join("b.txt")).unwrap();
+    std::fs::rename(&roots[1], env.path().join("moved-aside")).unwrap();
+    std::os::unix::fs::symlink(&copy, &roots[1]).unwrap();
+    let copy_before = files(&copy);
+
+    let doc = env.delegate(&repo, ["apply", "--json"]).expect(1).json();
+    assert_eq!(doc["tasks"][0]["status"], "applied", "{doc:#}");
+    assert_eq!(doc["tasks"][1]["status"], "failed", "{doc:#}");
+    assert_eq!(doc["tasks"][1]["reason"], "workspace_missing", "{doc:#}");
+    assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"the worker's a\n");
+    assert_eq!(std::fs::read(repo.join("b.txt")).unwrap(), b"b\n");
+    assert!(!roots[0].exists());
+    assert_eq!(files(&copy), copy_before);
+    assert!(roots[1].symlink_metadata().unwrap().file_type().is_symlink());
+}
+
+#[test]
+fn a_workspace_root_reached_through_a_symlinked_folder_is_still_ours() {
+    // The workspace root configured through a symlink (a home folder on
+    // another disk, say): the real path recorded at prepare time is where
+    // the symlink led then, and the workspace is found to be ours.
+    let env = Env::new();
+    let repo = repo(&env);
+    let real = env.path().join("real-data");
+    std::fs::create_dir_all(&real).unwrap();
+    let link = env.path().join("data-link");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let run = |args: &[&str], code: i32| -> Value {
+        let out = env
+            .delegate_cmd(&repo)
+            .env("XDG_DATA_HOME", &link)
+            .args(args)
+            .output()
+            .unwrap();
+        crate::common::Run::from(out).expect(code).json()
+    };
+    let doc = run(&["prepare", "--json"], 0);
+    let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    assert!(root.starts_with(&link));
+    std::fs::write(root.join("a.txt"), "the worker's a\n").unwrap();
+    let doc = run(&["status", "--json"], 0);
+    assert_eq!(doc["batches"][0]["tasks"][0]["exists"], true, "{doc:#}");
+    assert_eq!(doc["batches"][0]["tasks"][0]["changed_paths"], 1, "{doc:#}");
+    let doc = run(&["apply", "--json"], 0);
+    assert_eq!(doc["tasks"][0]["status"], "applied", "{doc:#}");
+    assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"the worker's a\n");
+    assert!(!root.exists());
+}
