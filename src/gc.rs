@@ -18,7 +18,11 @@
 //! Owns: deciding what is stale or left over, and reclaiming it.
 //! Never: touches a live batch, a user's own worktree, a folder git has
 //! registered as a worktree, another repository's folders, or a batch whose
-//! work could not be rescued; with `dry_run` it changes nothing at all.
+//! work could not be rescued; reads, rescues from, looks for processes in or
+//! removes a folder that is not the workspace prepare made
+//! (`workspace::identify`); removes a workspace that is the source of
+//! another open batch (it is released as an ordinary worktree); with
+//! `dry_run` it changes nothing at all.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -287,9 +291,7 @@ impl Gc<'_> {
         // 1. Rescue: nothing is removed unless every open task's work is saved.
         let mut rescued = Vec::new();
         for t in b.open_tasks() {
-            if workspace::health(&self.source.common_dir, t)
-                != workspace::Removal::Removed
-            {
+            if workspace::health(&self.source.common_dir, t) != workspace::Removal::Removed {
                 continue;
             }
             let ref_name = refs::proposal(&b.id, &t.name);

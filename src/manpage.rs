@@ -453,7 +453,7 @@ timeout = \"30s\"",
             "The command ran but reports a problem: apply left a task `conflict` or `failed` \
              (its work is kept); `status --check` found a stale batch or a left-over write-back \
              journal; `hook pre-commit` refuses the commit; `drop` without `--force` found \
-             unapplied changes.",
+             unapplied changes or a workspace that is the source of another open batch.",
         )
         .item(
             "2",
@@ -568,7 +568,8 @@ fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
             ("0", "The batch was dropped."),
             (
                 "1",
-                "Refused without `--force`: tasks have changes that were never applied.",
+                "Refused without `--force`: tasks have changes that were never applied, or a \
+                 task's workspace is the source of another open batch.",
             ),
         ],
         "renew" => &[("0", "The lease was renewed.")],

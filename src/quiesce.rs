@@ -3,6 +3,9 @@
 //!
 //! Owns: finding and signalling such processes through /proc and rustix.
 //! Never: signals a process outside the workspace, this process or its parents.
+//! Callers pass the real path of a workspace whose identity they checked
+//! (`workspace::identify`), never a path that could lead through a symlink
+//! to somewhere else.
 
 use std::collections::HashSet;
 use std::os::unix::ffi::OsStrExt;

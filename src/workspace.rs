@@ -7,10 +7,17 @@
 //! extents and the file is big, otherwise read once and written to each.
 //!
 //! Owns: creating, recognising and removing workspace folders and their
-//! registrations under `<common-dir>/worktrees/`.
+//! registrations under `<common-dir>/worktrees/`; a task workspace's
+//! identity (`identify`: the device, inode and real path recorded at
+//! prepare time, checked through an `O_NOFOLLOW` handle, and its `.git`
+//! pointing back at the registration); finding the open batches prepared
+//! inside a workspace (`hosted_batches`).
 //! Never: writes `.git/config`, touches the source working tree, follows a
-//! symlink while making a workspace, or removes a folder that is not the
-//! workspace it made (its `.git` must point back at the registration).
+//! symlink while making or removing a workspace, or removes a folder that
+//! is not the workspace it made.
+
+// `stat` field widths differ between targets: the casts are deliberate.
+#![allow(clippy::unnecessary_cast)]
 
 use std::path::{Path, PathBuf};
 
@@ -792,7 +799,12 @@ pub fn identify(common_dir: &Path, task: &crate::batch::Task) -> Identity {
             Removal::Foreign => Identity::Replaced("is no longer the copy prepare made"),
         };
     }
-    identify_at(common_dir, &task.root, &task.worktree_id, task.folder.as_ref())
+    identify_at(
+        common_dir,
+        &task.root,
+        &task.worktree_id,
+        task.folder.as_ref(),
+    )
 }
 
 fn identify_at(
@@ -1003,10 +1015,7 @@ const REMOVE_IN_PLACE_MAX: u32 = 128;
 /// is returned so the caller can start the background deleter
 /// ([`crate::trash::spawn_purger`]) once it is done. Falls back to
 /// [`remove_task`] wherever the move cannot be made.
-pub fn discard(
-    common_dir: &Path,
-    task: &crate::batch::Task,
-) -> Result<(Removal, Option<PathBuf>)> {
+pub fn discard(common_dir: &Path, task: &crate::batch::Task) -> Result<(Removal, Option<PathBuf>)> {
     let (root, worktree_id) = (task.root.as_path(), task.worktree_id.as_str());
     let small = index_entries(common_dir, worktree_id).is_some_and(|n| n <= REMOVE_IN_PLACE_MAX);
     if small

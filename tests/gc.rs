@@ -583,7 +583,10 @@ fn gc_keeps_a_stale_workspace_that_is_the_source_of_another_open_batch() {
         .expect(0)
         .json();
     assert_eq!(out["tasks"][0]["status"], "applied", "{out:#}");
-    assert_eq!(std::fs::read(ws.join("inner.txt")).unwrap(), b"inner work\n");
+    assert_eq!(
+        std::fs::read(ws.join("inner.txt")).unwrap(),
+        b"inner work\n"
+    );
     // Once nothing is prepared in it any more, it is an ordinary worktree:
     // gc leaves it to `git worktree remove`.
     env.delegate(&repo, ["gc", "--json"]).expect(0);

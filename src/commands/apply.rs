@@ -4,8 +4,11 @@
 //! difference back through the journal, and clean up.
 //!
 //! Owns: the order of those steps, task outcomes, and the apply document (§6.2).
-//! Never: changes the user's index, HEAD, branches or stash; deletes a
-//! folder that is not a workspace prepare made; writes anything with `--dry-run`.
+//! Never: changes the user's index, HEAD, branches or stash; reads, quiesces
+//! or deletes a folder that is not a workspace prepare made
+//! (`workspace::identify`); deletes a workspace that is the source of
+//! another open batch (it is kept as an ordinary worktree); writes anything
+//! with `--dry-run`.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -325,13 +328,11 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
         // deleted by a background process: deleting 100k files costs far
         // more kernel time than the whole apply.
         let mut discard = |task: &batch::Task| {
-            workspace::discard(&source.common_dir, task).map(
-                |(_, trash)| {
-                    if let Some(t) = trash.filter(|t| !trashes.contains(t)) {
-                        trashes.push(t);
-                    }
-                },
-            )
+            workspace::discard(&source.common_dir, task).map(|(_, trash)| {
+                if let Some(t) = trash.filter(|t| !trashes.contains(t)) {
+                    trashes.push(t);
+                }
+            })
         };
         // A workspace that is the source of another open batch (an agent
         // prepared a batch inside it) is kept as an ordinary worktree: that
@@ -619,9 +620,7 @@ fn record_all(
 /// A closed task's workspace that is still ours and still carries the lock
 /// prepare put on it (a `--keep` workspace was unlocked on purpose).
 fn still_locked_by_us(source: &Source, b: &Batch, task: &batch::Task) -> bool {
-    if workspace::health(&source.common_dir, task)
-        != workspace::Removal::Removed
-    {
+    if workspace::health(&source.common_dir, task) != workspace::Removal::Removed {
         return false;
     }
     let locked = source

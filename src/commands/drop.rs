@@ -113,12 +113,18 @@ pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
 /// the source of open batches among `others` names them (it stays as an
 /// ordinary worktree); one that is no longer the workspace prepare made
 /// names none.
-pub fn remove_batch(source: &Source, b: &Batch, others: &[Batch]) -> Result<(usize, Vec<Kept>, usize)> {
+pub fn remove_batch(
+    source: &Source,
+    b: &Batch,
+    others: &[Batch],
+) -> Result<(usize, Vec<Kept>, usize)> {
     let mut removed = 0;
     let mut kept = Vec::new();
     for t in &b.tasks {
         let hosted = workspace::hosted_batches(others, t, &b.id);
-        if !hosted.is_empty() && workspace::health(&source.common_dir, t) == workspace::Removal::Removed {
+        if !hosted.is_empty()
+            && workspace::health(&source.common_dir, t) == workspace::Removal::Removed
+        {
             workspace::release(&source.common_dir, &t.worktree_id)?;
             kept.push((t.name.clone(), t.root.clone(), hosted));
             continue;

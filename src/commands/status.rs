@@ -150,8 +150,7 @@ pub fn changed_counts_checked(source: &Source, b: &Batch) -> Vec<Option<usize>> 
         .iter()
         .map(|t| {
             if !t.state.is_open()
-                || workspace::health(&source.common_dir, t)
-                    != workspace::Removal::Removed
+                || workspace::health(&source.common_dir, t) != workspace::Removal::Removed
             {
                 return Some(0);
             }

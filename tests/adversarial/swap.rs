@@ -173,7 +173,11 @@ impl Swapped {
             "the copy changed after {after}"
         );
         assert!(
-            self.root.symlink_metadata().unwrap().file_type().is_symlink(),
+            self.root
+                .symlink_metadata()
+                .unwrap()
+                .file_type()
+                .is_symlink(),
             "the symlink went after {after}"
         );
         assert!(
@@ -190,11 +194,7 @@ impl Swapped {
 fn left_alone(doc: &Value) -> Vec<String> {
     doc["left_alone"]
         .as_array()
-        .map(|a| {
-            a.iter()
-                .map(|s| s.as_str().unwrap().to_string())
-                .collect()
-        })
+        .map(|a| a.iter().map(|s| s.as_str().unwrap().to_string()).collect())
         .unwrap_or_default()
 }
 
@@ -274,7 +274,10 @@ fn gc_neither_rescues_nor_removes_a_workspace_swapped_for_a_symlink() {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let doc = s.run(&["status", "--json"], 0);
-        let state = doc["batches"][0]["lease"]["state"].as_str().unwrap().to_string();
+        let state = doc["batches"][0]["lease"]["state"]
+            .as_str()
+            .unwrap()
+            .to_string();
         if state == "expired" || state == "orphaned" {
             break;
         }
@@ -320,7 +323,10 @@ fn a_workspace_replaced_by_a_copy_at_the_same_path_is_workspace_missing() {
     assert_eq!(files(&repo), source_before);
     assert_eq!(files(&root), copy_before);
     let doc = env
-        .delegate(&repo, ["drop", doc["batch"].as_str().unwrap(), "--force", "--json"])
+        .delegate(
+            &repo,
+            ["drop", doc["batch"].as_str().unwrap(), "--force", "--json"],
+        )
         .expect(0)
         .json();
     assert_eq!(doc["workspaces_removed"], 0, "{doc:#}");
@@ -331,10 +337,16 @@ fn a_workspace_replaced_by_a_copy_at_the_same_path_is_workspace_missing() {
 /// batch recorded before identities were kept has none.
 fn forget_identity(env: &Env, repo: &Path, batch: &str) {
     let common = PathBuf::from(
-        env.git(repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"])
-            .trim(),
+        env.git(
+            repo,
+            ["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        )
+        .trim(),
     );
-    let path = common.join("delegate/batches").join(batch).join("batch.toml");
+    let path = common
+        .join("delegate/batches")
+        .join(batch)
+        .join("batch.toml");
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("[tasks.folder]"), "{text}");
     let mut out = String::new();
@@ -377,11 +389,18 @@ fn a_batch_recorded_without_identities_still_applies_and_still_refuses_a_symlink
     assert_eq!(doc["tasks"][0]["status"], "applied", "{doc:#}");
     assert_eq!(doc["tasks"][1]["status"], "failed", "{doc:#}");
     assert_eq!(doc["tasks"][1]["reason"], "workspace_missing", "{doc:#}");
-    assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"the worker's a\n");
+    assert_eq!(
+        std::fs::read(repo.join("a.txt")).unwrap(),
+        b"the worker's a\n"
+    );
     assert_eq!(std::fs::read(repo.join("b.txt")).unwrap(), b"b\n");
     assert!(!roots[0].exists());
     assert_eq!(files(&copy), copy_before);
-    assert!(roots[1].symlink_metadata().unwrap().file_type().is_symlink());
+    assert!(roots[1]
+        .symlink_metadata()
+        .unwrap()
+        .file_type()
+        .is_symlink());
 }
 
 #[test]
@@ -413,6 +432,9 @@ fn a_workspace_root_reached_through_a_symlinked_folder_is_still_ours() {
     assert_eq!(doc["batches"][0]["tasks"][0]["changed_paths"], 1, "{doc:#}");
     let doc = run(&["apply", "--json"], 0);
     assert_eq!(doc["tasks"][0]["status"], "applied", "{doc:#}");
-    assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"the worker's a\n");
+    assert_eq!(
+        std::fs::read(repo.join("a.txt")).unwrap(),
+        b"the worker's a\n"
+    );
     assert!(!root.exists());
 }
