@@ -290,10 +290,16 @@ impl Gc<'_> {
 
         // 1. Rescue: nothing is removed unless every open task's work is saved.
         let mut rescued = Vec::new();
-        for t in b.open_tasks() {
-            if workspace::health(&self.source.common_dir, t) != workspace::Removal::Removed {
+        for task in b.open_tasks() {
+            // Read at the real path the identity check found.
+            let workspace::Identity::Ours { real, .. } =
+                workspace::identify(&self.source.common_dir, task)
+            else {
                 continue;
-            }
+            };
+            let mut t = task.clone();
+            t.root = real;
+            let t = &t;
             let ref_name = refs::proposal(&b.id, &t.name);
             let before = refs::get(&self.source.repo, &ref_name)
                 .ok()

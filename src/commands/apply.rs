@@ -175,10 +175,21 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
         );
         keep_artifacts(&source, &b, out, dry_run);
     }
-    let tasks: Vec<&batch::Task> = to_record
+    // Each workspace is read at the real path its identity check found, so
+    // a symlink put at its path since is not followed.
+    let reals: std::collections::HashMap<usize, &PathBuf> =
+        pending.iter().copied().zip(&roots).collect();
+    let owned: Vec<batch::Task> = to_record
         .iter()
-        .map(|&o| &b.tasks[outcomes[o].idx])
+        .map(|&o| {
+            let mut t = b.tasks[outcomes[o].idx].clone();
+            if let Some(real) = reals.get(&o) {
+                t.root = (*real).clone();
+            }
+            t
+        })
         .collect();
+    let tasks: Vec<&batch::Task> = owned.iter().collect();
     let recorded = record_all(&source, &b, &tasks, baseline_tree, dry_run)?;
     let mut candidates: Vec<Candidate> = Vec::new();
     for (&o, rec) in to_record.iter().zip(recorded) {

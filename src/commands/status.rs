@@ -149,13 +149,16 @@ pub fn changed_counts_checked(source: &Source, b: &Batch) -> Vec<Option<usize>> 
     b.tasks
         .iter()
         .map(|t| {
-            if !t.state.is_open()
-                || workspace::health(&source.common_dir, t) != workspace::Removal::Removed
-            {
+            if !t.state.is_open() {
                 return Some(0);
             }
+            // Only the folder prepare made is read, at its real path.
+            let workspace::Identity::Ours { real, .. } = workspace::identify(&source.common_dir, t)
+            else {
+                return Some(0);
+            };
             let base = baseline_tree?;
-            let repo = crate::repo::open_worktree(&t.root).ok()?;
+            let repo = crate::repo::open_worktree(&real).ok()?;
             // Keep the snapshot's objects in memory: status changes nothing.
             let repo = repo.with_object_memory();
             snapshot::snapshot(&repo)
