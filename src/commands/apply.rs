@@ -468,9 +468,10 @@ pub fn kept_text(kept: &[Kept]) -> String {
         .map(|(task, root, batches)| {
             let shorts: Vec<&str> = batches.iter().map(|b| batch::short(b)).collect();
             format!(
-                "Kept the workspace of task {task}, {}: it is the source of open batch {} (apply or drop that first); it stays as an ordinary worktree, `git worktree remove` removes it.\n",
-                super::show(root),
-                shorts.join(", ")
+                "Kept the workspace of task {task}, {root}: open batch {} was prepared in it and writes back into it.\n\
+                 It stays as an ordinary worktree; once that batch is applied or dropped, remove it with `git worktree remove {root}`.\n",
+                shorts.join(", "),
+                root = super::show(root),
             )
         })
         .collect()
