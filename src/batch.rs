@@ -68,6 +68,20 @@ pub struct Task {
     /// When the task last changed state (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
+    /// What identifies the workspace folder prepare made (worktree mode;
+    /// absent in batches recorded before it was kept, see
+    /// `workspace::identify`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folder: Option<Folder>,
+}
+
+/// The identity of a folder prepare made: device and inode of the
+/// workspace root, and its real path (no symlink in it), taken when it was made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Folder {
+    pub dev: u64,
+    pub ino: u64,
+    pub path: PathBuf,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

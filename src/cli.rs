@@ -108,6 +108,11 @@ the repository, then apply again). Processes still running inside a workspace ar
 never block a task unless they touch the same paths (or --strict is given). Your index, HEAD, branches and stash \
 are never changed.
 
+A workspace is used only while it is the folder prepare made (same device, inode and real path): one replaced by a \
+symlink or by another folder is never read, its processes are never stopped, and it is never removed; its task \
+fails with reason workspace_missing. A workspace that is the source of another open batch (a batch prepared inside \
+it) is not removed when its task is done: it stays as an ordinary worktree, so that batch can still be applied.
+
 Task statuses: applied, no_changes, discarded, conflict, failed. Exit status 1 when any task ended conflict or \
 failed; its work is kept, and the batch stays open for it.",
         after_long_help = "Examples:
@@ -140,7 +145,7 @@ gc.keep-failed passes.",
 changes in a stale task's workspace that have no proposal yet are first saved as a proposal ref and patch \
 (rescued). Then workspaces, worktree registrations and state of stale batches are removed; rescued and failed \
 proposal refs are kept for gc.keep-failed (default 14 days). A workspace that holds a git repository its worker \
-made is never removed: the rest of its work is rescued, and it stays as an ordinary worktree (workspaces_kept).
+made is never removed: the rest of its work is rescued, and it stays as an ordinary worktree (kept_workspaces).
 
 Leftovers of this repository are reclaimed too: registrations of git-delegate workspaces whose folder is gone, \
 folders under the repository's workspace root that no batch owns, and old refs under refs/pi-delegate/ that no \
@@ -154,8 +159,10 @@ read is reported (exit 1) and left alone: `git delegate drop ID --force` removes
     /// End a batch: remove its workspaces, refs and state
     #[command(
         long_about = "End a batch on purpose: remove its workspaces, worktree registrations, private refs and state. \
-Refuses (exit 1) while a task has changes that were never applied, unless --force; the message names them. A \
-folder that is no longer the workspace prepare made is left alone even with --force.",
+Refuses (exit 1) while a task has changes that were never applied, or while a task's workspace is the source of \
+another open batch (one prepared inside it), unless --force; the message names them. A folder that is no longer the \
+workspace prepare made (a symlink, or another folder, now at its path) is left alone even with --force, and so is a \
+workspace that is the source of another open batch: it stays as an ordinary worktree.",
         after_long_help = "Examples:
   git delegate drop 1a2b             # by id prefix (at least 4 characters)
   git delegate drop refactor --force # by label, throwing unapplied work away"
@@ -348,9 +355,10 @@ pub struct DropArgs {
     pub batch: String,
     /// Drop even when tasks have changes that were never applied
     ///
-    /// Their work is lost. A folder that is no longer the workspace prepare made is still left alone.
-    /// A batch whose state file is corrupt is dropped only with --force; the changes in its
-    /// workspaces are then saved as proposal refs and patches first.
+    /// Their work is lost. A folder that is no longer the workspace prepare made, or that is the
+    /// source of another open batch, is still left alone. A batch whose state file is corrupt is
+    /// dropped only with --force; the changes in its workspaces are then saved as proposal refs
+    /// and patches first.
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]

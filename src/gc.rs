@@ -6,7 +6,7 @@
 //! patch (`proposal::record`), then workspaces, their registrations, the
 //! baseline ref and the state folder go. A workspace holding a git
 //! repository the worker made (which no proposal can hold) is kept instead,
-//! as an ordinary unlocked worktree, and reported (`workspaces_kept`). Proposal refs that hold work
+//! as an ordinary unlocked worktree, and reported (`kept_workspaces`). Proposal refs that hold work
 //! (rescued, conflict, failed) are kept, with their patches moved to
 //! `<state>/kept/<batch>/`, until their commit is older than
 //! `gc.keep-failed`: the commit's committer time is the clock, so a kept
@@ -26,7 +26,10 @@
 //! Never: touches a live batch, a user's own worktree, a folder git has
 //! registered as a worktree, another repository's folders, a nested git
 //! repository inside a workspace, or a batch whose work could not be
-//! rescued; with `dry_run` it changes nothing at all.
+//! rescued; reads, rescues from, looks for processes in or removes a folder
+//! that is not the workspace prepare made (`workspace::identify`); removes a
+//! workspace that is the source of another open batch (it is released as an
+//! ordinary worktree); with `dry_run` it changes nothing at all.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -50,9 +53,10 @@ pub struct Rescued {
     pub paths: usize,
 }
 
-/// A stale task's workspace gc kept when it reclaimed the batch: it holds
-/// git repositories the worker made, which gc never deletes (SPEC §3.2
-/// `nested_repository`). It is left as an ordinary, unlocked worktree.
+/// A stale task's workspace gc kept when it reclaimed the batch, left as an
+/// ordinary, unlocked worktree: it holds git repositories the worker made,
+/// which gc never deletes (SPEC §3.2 `nested_repository`), or other open
+/// batches were prepared in it and write back into it.
 #[derive(Debug, Clone)]
 pub struct KeptWorkspace {
     pub batch: String,
@@ -60,6 +64,8 @@ pub struct KeptWorkspace {
     pub root: PathBuf,
     /// The nested repositories, relative to the workspace root.
     pub nested: Vec<String>,
+    /// The open batches whose source it is.
+    pub batches: Vec<String>,
 }
 
 /// A stale batch gc did not reclaim, and why.
@@ -86,13 +92,15 @@ pub struct Report {
     /// Sum of the sizes of the files removed.
     pub bytes_freed: u64,
     /// Folders not ours any more (a stale task's folder replaced by the
-    /// user), and the workspaces in `workspaces_kept`: left alone.
+    /// user), and the workspaces kept for nested repositories: left alone.
     pub left_alone: Vec<PathBuf>,
-    /// Workspaces of reclaimed batches kept for the nested repositories in them.
-    pub workspaces_kept: Vec<KeptWorkspace>,
     pub skipped: Vec<Skipped>,
     /// Batches whose state folder holds a write-back journal (dry run: not rolled back).
     pub pending_writebacks: Vec<String>,
+    /// Workspaces of reclaimed batches kept (released: ordinary worktrees
+    /// now) for the nested repositories in them or because they are the
+    /// source of open batches.
+    pub kept_workspaces: Vec<KeptWorkspace>,
 }
 
 /// Where kept patches live once their batch's state folder is gone.
@@ -116,6 +124,13 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
         handled_roots: HashSet::new(),
     };
     let entries = batch::list(&gc.state_dir)?;
+    let all: Vec<Batch> = entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Batch(b) => Some(b.as_ref().clone()),
+            Entry::Broken { .. } => None,
+        })
+        .collect();
     let mut remaining: Vec<&Batch> = Vec::new();
     let mut broken_shorts: Vec<String> = Vec::new();
     for e in &entries {
@@ -131,7 +146,7 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
                     remaining.push(b);
                     continue;
                 }
-                match gc.reclaim_batch(b) {
+                match gc.reclaim_batch(b, &all) {
                     Ok(true) => gc.report.batches.push(b.id.clone()),
                     Ok(false) => remaining.push(b),
                     // Its work was rescued before anything was removed; what
@@ -239,8 +254,10 @@ impl Gc<'_> {
         self.source.common_dir.join("worktrees").join(id)
     }
 
-    /// Reclaim one stale batch; `false` when it was left alone (reported in `skipped`).
-    fn reclaim_batch(&mut self, b: &Batch) -> Result<bool> {
+    /// Reclaim one stale batch; `false` when it was left alone (reported in
+    /// `skipped`). `others` are every readable batch (for workspaces that
+    /// are the source of another one).
+    fn reclaim_batch(&mut self, b: &Batch, others: &[Batch]) -> Result<bool> {
         let skip = |gc: &mut Self, message: String| {
             gc.report.skipped.push(Skipped {
                 batch: b.id.clone(),
@@ -274,8 +291,15 @@ impl Gc<'_> {
 
         // A process still working in a workspace could write after the
         // rescue: leave the whole batch until it is gone.
+        // Only in folders that are the workspaces prepare made: a folder
+        // swapped in is none of the batch's business.
         for t in &b.tasks {
-            let pids = processes_in(&t.root);
+            let workspace::Identity::Ours { real, .. } =
+                workspace::identify(&self.source.common_dir, t)
+            else {
+                continue;
+            };
+            let pids = processes_in(&real);
             if !pids.is_empty() {
                 let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
                 return skip(
@@ -295,13 +319,17 @@ impl Gc<'_> {
         // saved. A nested repository cannot be saved in a proposal: its
         // workspace is kept (step 3), the rest of its work rescued.
         let mut rescued = Vec::new();
-        let mut nested: Vec<(&str, Vec<String>)> = Vec::new();
-        for t in b.open_tasks() {
-            if workspace::health(&self.source.common_dir, &t.root, &t.worktree_id)
-                != workspace::Removal::Removed
-            {
+        let mut nested: Vec<(String, Vec<String>)> = Vec::new();
+        for task in b.open_tasks() {
+            // Read at the real path the identity check found.
+            let workspace::Identity::Ours { real, .. } =
+                workspace::identify(&self.source.common_dir, task)
+            else {
                 continue;
-            }
+            };
+            let mut t = task.clone();
+            t.root = real;
+            let t = &t;
             let ref_name = refs::proposal(&b.id, &t.name);
             let before = refs::get(&self.source.repo, &ref_name)
                 .ok()
@@ -316,7 +344,7 @@ impl Gc<'_> {
             if let Ok(Some((_, _, repos))) = &saved {
                 if !repos.is_empty() {
                     let repos = repos.iter().map(|p| crate::paths::doc_bytes(p)).collect();
-                    nested.push((t.name.as_str(), repos));
+                    nested.push((t.name.clone(), repos));
                 }
             }
             match saved {
@@ -363,23 +391,36 @@ impl Gc<'_> {
             kept.push(name);
         }
 
-        // 3. Workspaces and their registrations.
+        // 3. Workspaces and their registrations. A workspace that is the
+        // source of another open batch stays as an ordinary worktree.
         for t in &b.tasks {
             let reg = self.registration(&t.worktree_id);
-            let health = workspace::health(&self.source.common_dir, &t.root, &t.worktree_id);
-            let keep = nested.iter().find(|(name, _)| *name == t.name);
-            if let (workspace::Removal::Removed, Some((_, repos))) = (health, keep) {
+            let health = workspace::health(&self.source.common_dir, t);
+            let hosted = if health == workspace::Removal::Removed {
+                workspace::hosted_batches(others, t, &b.id)
+            } else {
+                Vec::new()
+            };
+            let repos = nested
+                .iter()
+                .find(|(name, _)| *name == t.name)
+                .map(|(_, repos)| repos.clone())
+                .unwrap_or_default();
+            if health == workspace::Removal::Removed && (!hosted.is_empty() || !repos.is_empty()) {
                 // Kept as an ordinary worktree: registered (so no later gc
                 // takes the folder) and unlocked, as `apply --keep` leaves one.
                 if !self.dry_run {
                     workspace::release(&self.source.common_dir, &t.worktree_id)?;
                 }
-                self.report.left_alone.push(t.root.clone());
-                self.report.workspaces_kept.push(KeptWorkspace {
+                if !repos.is_empty() {
+                    self.report.left_alone.push(t.root.clone());
+                }
+                self.report.kept_workspaces.push(KeptWorkspace {
                     batch: b.id.clone(),
                     task: t.name.clone(),
                     root: t.root.clone(),
-                    nested: repos.clone(),
+                    nested: repos,
+                    batches: hosted,
                 });
                 self.handled_roots.insert(t.root.clone());
                 self.handled_regs.insert(t.worktree_id.clone());
@@ -389,7 +430,7 @@ impl Gc<'_> {
                 workspace::Removal::Removed => {
                     let bytes = tree_size(&t.root) + tree_size(&reg);
                     if !self.dry_run {
-                        workspace::remove(&self.source.common_dir, &t.root, &t.worktree_id)?;
+                        workspace::remove_task(&self.source.common_dir, t)?;
                     }
                     self.report.bytes_freed += bytes;
                     self.report.workspaces_removed += 1;
@@ -699,7 +740,10 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
             remove_all(&reg)?;
             continue;
         };
-        if workspace::health(&source.common_dir, &root, &wid) == workspace::Removal::Removed {
+        // Without batch.toml there is no recorded identity: the check falls
+        // back to "not a symlink, at its real path, its .git ours".
+        let probe = stand_in(source, id, gix::ObjectId::null(gix::hash::Kind::Sha1), &task, &root, &wid);
+        if workspace::health(&source.common_dir, &probe.tasks[0]) == workspace::Removal::Removed {
             let saved = match (baseline, baseline_tree) {
                 (Some(commit), Some(tree)) => {
                     let b = stand_in(source, id, commit, &task, &root, &wid);
@@ -817,6 +861,7 @@ fn stand_in(
             patch: None,
             carried: None,
             updated_at: None,
+            folder: None,
         }],
     }
 }

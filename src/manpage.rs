@@ -458,8 +458,9 @@ timeout = \"30s\"",
             "The command ran but reports a problem: apply left a task `conflict` or `failed` \
              (its work is kept); `status --check` found a stale batch or a left-over write-back \
              journal or a batch whose state file cannot be read; `hook pre-commit` refuses the \
-             commit; `drop` without `--force` found unapplied changes (or a corrupt state); `gc` \
-             left a stale or corrupt batch alone.",
+             commit; `drop` without `--force` found unapplied changes, a corrupt state, or a \
+             workspace that is the source of another open batch; `gc` left a stale or corrupt \
+             batch alone.",
         )
         .item(
             "2",
@@ -574,7 +575,8 @@ fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
             ("0", "The batch was dropped."),
             (
                 "1",
-                "Refused without `--force`: tasks have changes that were never applied.",
+                "Refused without `--force`: tasks have changes that were never applied, or a \
+                 task's workspace is the source of another open batch.",
             ),
         ],
         "renew" => &[("0", "The lease was renewed.")],

@@ -3,6 +3,9 @@
 //!
 //! Owns: finding and signalling such processes through /proc and rustix.
 //! Never: signals a process outside the workspace, this process or its parents.
+//! Callers pass the real path of a workspace whose identity they checked
+//! (`workspace::identify`), never a path that could lead through a symlink
+//! to somewhere else.
 
 use std::collections::HashSet;
 use std::os::unix::ffi::OsStrExt;
@@ -31,10 +34,19 @@ pub fn find_all(roots: &[PathBuf]) -> Vec<Vec<u32>> {
     scan(&canonical(roots))
 }
 
+/// The canonical form of each root. A root that is itself a symlink is
+/// never followed: it maps to a path no process can be in (a relative one).
 fn canonical(roots: &[PathBuf]) -> Vec<PathBuf> {
     roots
         .iter()
-        .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()))
+        .map(|r| {
+            if r.symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink())
+            {
+                return PathBuf::from("(a symlink is never followed)");
+            }
+            std::fs::canonicalize(r).unwrap_or_else(|_| r.clone())
+        })
         .collect()
 }
 
@@ -244,6 +256,17 @@ mod tests {
         let me = std::process::id();
         assert!(!find_all(&[cwd])[0].contains(&me));
         assert!(ancestors().contains(&me));
+    }
+
+    #[test]
+    fn never_follows_a_root_that_is_a_symlink() {
+        let cwd = std::env::current_dir().unwrap();
+        let tmp = std::env::temp_dir().join(format!("gd-quiesce-{}", std::process::id()));
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(&cwd, &tmp).unwrap();
+        let found = find_all(std::slice::from_ref(&tmp));
+        let _ = std::fs::remove_file(&tmp);
+        assert!(found[0].is_empty(), "{found:?}");
     }
 
     #[test]

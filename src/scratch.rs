@@ -584,7 +584,7 @@ pub fn health(common_dir: &Path, root: &Path) -> Removal {
 /// Remove everything inside the opened folder `dir` (which lies on device
 /// `dev`), through folder handles, never following a symlink nor crossing
 /// into another filesystem. Returns the bytes the removed files occupied.
-fn remove_contents(dir: BorrowedFd<'_>, dev: u64) -> rustix::io::Result<u64> {
+pub(crate) fn remove_contents(dir: BorrowedFd<'_>, dev: u64) -> rustix::io::Result<u64> {
     let mut freed = 0u64;
     for (name, kind) in carry::read_names(dir)? {
         let st = match rfs::statat(dir, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {

@@ -38,9 +38,11 @@ pub fn dir_for(root: &Path) -> Option<PathBuf> {
 }
 
 /// Move the workspace folder `root` into its trash folder (one rename).
-/// The caller has checked that it is ours. `None` when it could not be
-/// moved (the caller then removes it in place).
-pub fn put(root: &Path) -> Option<PathBuf> {
+/// The caller has checked that it is ours and holds it open: `held` is its
+/// (device, inode). What the rename moved is checked against it, and moved
+/// back when it is not that folder (swapped in between). `None` when it
+/// could not be moved (the caller then removes it in place).
+pub fn put(root: &Path, held: (u64, u64)) -> Option<PathBuf> {
     let trash = dir_for(root)?;
     let task = root.file_name()?.to_str()?;
     let short = root.parent()?.file_name()?.to_str()?;
@@ -64,7 +66,22 @@ pub fn put(root: &Path) -> Option<PathBuf> {
             &to,
             rustix::fs::RenameFlags::NOREPLACE,
         ) {
-            Ok(()) => return Some(trash),
+            Ok(()) => {
+                use std::os::unix::fs::MetadataExt;
+                let moved = to.symlink_metadata().ok();
+                if moved.is_some_and(|m| m.is_dir() && (m.dev(), m.ino()) == held) {
+                    return Some(trash);
+                }
+                // Not the folder we checked: put it back where it was.
+                let _ = rustix::fs::renameat_with(
+                    rustix::fs::CWD,
+                    &to,
+                    rustix::fs::CWD,
+                    root,
+                    rustix::fs::RenameFlags::NOREPLACE,
+                );
+                return None;
+            }
             Err(rustix::io::Errno::NOENT) if root.symlink_metadata().is_ok() => continue,
             Err(_) => return None,
         }

@@ -7,10 +7,17 @@
 //! extents and the file is big, otherwise read once and written to each.
 //!
 //! Owns: creating, recognising and removing workspace folders and their
-//! registrations under `<common-dir>/worktrees/`.
+//! registrations under `<common-dir>/worktrees/`; a task workspace's
+//! identity (`identify`: the device, inode and real path recorded at
+//! prepare time, checked through an `O_NOFOLLOW` handle, and its `.git`
+//! pointing back at the registration); finding the open batches prepared
+//! inside a workspace (`hosted_batches`).
 //! Never: writes `.git/config`, touches the source working tree, follows a
-//! symlink while making a workspace, or removes a folder that is not the
-//! workspace it made (its `.git` must point back at the registration).
+//! symlink while making or removing a workspace, or removes a folder that
+//! is not the workspace it made.
+
+// `stat` field widths differ between targets: the casts are deliberate.
+#![allow(clippy::unnecessary_cast)]
 
 use std::path::{Path, PathBuf};
 
@@ -707,19 +714,6 @@ impl<'a> Replicator<'a> {
     }
 }
 
-/// Is `root` the workspace we made: its `.git` file points at our registration?
-pub fn is_ours(common_dir: &Path, root: &Path, worktree_id: &str) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(text) = std::fs::read(root.join(".git")) else {
-        return false;
-    };
-    let text = text.strip_suffix(b"\n").unwrap_or(&text);
-    let Some(target) = text.strip_prefix(b"gitdir: ") else {
-        return false;
-    };
-    Path::new(std::ffi::OsStr::from_bytes(target)) == registration(common_dir, worktree_id)
-}
-
 /// What became of a workspace on removal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Removal {
@@ -730,18 +724,177 @@ pub enum Removal {
     Foreign,
 }
 
-/// Whether a task's workspace folder is there and is ours.
-pub fn health(common_dir: &Path, root: &Path, worktree_id: &str) -> Removal {
-    if crate::scratch::is_scratch(worktree_id) {
-        return crate::scratch::health(common_dir, root);
+/// What a task's workspace path leads to now, compared with the folder
+/// prepare made (SPEC §3.2: anything else is `workspace_missing`).
+#[derive(Debug)]
+pub enum Identity {
+    /// The folder prepare made, held open (worktree mode; a scratch copy
+    /// is recognised by its own marker and not held), at its real path.
+    Ours { fd: Option<OwnedFd>, real: PathBuf },
+    /// Nothing is there.
+    Missing,
+    /// Something else is there (why, for people): never read, quiesced,
+    /// rescued nor removed.
+    Replaced(&'static str),
+}
+
+impl Identity {
+    pub fn removal(&self) -> Removal {
+        match self {
+            Identity::Ours { .. } => Removal::Removed,
+            Identity::Missing => Removal::Missing,
+            Identity::Replaced(_) => Removal::Foreign,
+        }
     }
-    if root.symlink_metadata().is_err() {
-        Removal::Missing
-    } else if is_ours(common_dir, root, worktree_id) {
-        Removal::Removed
-    } else {
-        Removal::Foreign
+}
+
+/// The identity of the workspace folder at `root`, just made, for the
+/// batch record (`None` when it cannot be read: the batch then falls back
+/// to the checks of a batch recorded without one).
+pub fn folder_of(root: &Path) -> Option<crate::batch::Folder> {
+    let fd = open_nofollow(root).ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    Some(crate::batch::Folder {
+        dev: st.st_dev as u64,
+        ino: st.st_ino as u64,
+        path: real_path(&fd, root)?,
+    })
+}
+
+fn open_nofollow(root: &Path) -> rustix::io::Result<OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    rustix::fs::open(
+        root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+/// Where the opened folder really is (the kernel's name for it), or the
+/// canonical form of `root` where `/proc` cannot tell.
+fn real_path(fd: &OwnedFd, root: &Path) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    match std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())) {
+        Ok(p) if p.is_absolute() => Some(p),
+        _ => std::fs::canonicalize(root).ok(),
     }
+}
+
+/// Is the task's workspace the folder prepare made? Checked before a
+/// workspace is read, quiesced, rescued or removed: the path must lead,
+/// without a symlink at its end, to a real folder whose device and inode
+/// and real path are the ones recorded at prepare time, whose `.git` file
+/// (read through the opened folder) points at the task's registration. A
+/// batch recorded before identities were kept has no device, inode nor
+/// real path to compare: there, the folder must not be a symlink and its
+/// `.git` file must point back.
+pub fn identify(common_dir: &Path, task: &crate::batch::Task) -> Identity {
+    if crate::scratch::is_scratch(&task.worktree_id) {
+        return match crate::scratch::health(common_dir, &task.root) {
+            Removal::Removed => Identity::Ours {
+                fd: None,
+                real: task.root.clone(),
+            },
+            Removal::Missing => Identity::Missing,
+            Removal::Foreign => Identity::Replaced("is no longer the copy prepare made"),
+        };
+    }
+    identify_at(
+        common_dir,
+        &task.root,
+        &task.worktree_id,
+        task.folder.as_ref(),
+    )
+}
+
+fn identify_at(
+    common_dir: &Path,
+    root: &Path,
+    worktree_id: &str,
+    made: Option<&crate::batch::Folder>,
+) -> Identity {
+    use rustix::io::Errno;
+    let fd = match open_nofollow(root) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) if root.symlink_metadata().is_err() => return Identity::Missing,
+        Err(_) => {
+            return Identity::Replaced(match root.symlink_metadata() {
+                Ok(m) if m.file_type().is_symlink() => "is a symbolic link now",
+                Ok(m) if !m.is_dir() => "is not a folder any more",
+                _ => "cannot be opened",
+            })
+        }
+    };
+    let Ok(st) = rustix::fs::fstat(&fd) else {
+        return Identity::Replaced("cannot be opened");
+    };
+    if let Some(m) = made {
+        if st.st_dev as u64 != m.dev || st.st_ino as u64 != m.ino {
+            return Identity::Replaced("is another folder than the one prepare made");
+        }
+    }
+    let Some(real) = real_path(&fd, root) else {
+        return Identity::Replaced("cannot be opened");
+    };
+    let expected = match made {
+        Some(m) => Some(m.path.clone()),
+        None => root
+            .parent()
+            .and_then(|p| std::fs::canonicalize(p).ok())
+            .zip(root.file_name())
+            .map(|(p, n)| p.join(n)),
+    };
+    if expected.as_ref() != Some(&real) {
+        return Identity::Replaced("is reached through a symbolic link now");
+    }
+    if !dotgit_points_at(&fd, &registration(common_dir, worktree_id)) {
+        return Identity::Replaced("has a .git file that no longer points at its registration");
+    }
+    Identity::Ours { fd: Some(fd), real }
+}
+
+/// Does the `.git` file inside the opened folder point at `reg`? Never
+/// through a symlink.
+fn dotgit_points_at(dir: &OwnedFd, reg: &Path) -> bool {
+    use rustix::fs::{Mode, OFlags};
+    use std::io::Read;
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(f) = rustix::fs::openat(
+        dir,
+        ".git",
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    ) else {
+        return false;
+    };
+    let mut text = Vec::new();
+    if std::fs::File::from(f)
+        .take(64 * 1024)
+        .read_to_end(&mut text)
+        .is_err()
+    {
+        return false;
+    }
+    let text = text.strip_suffix(b"\n").unwrap_or(&text);
+    let Some(target) = text.strip_prefix(b"gitdir: ") else {
+        return false;
+    };
+    Path::new(std::ffi::OsStr::from_bytes(target)) == reg
+}
+
+/// Is `root` the workspace we made: its `.git` file points at our
+/// registration? (Prepare's own undo, and `git worktree move` detection;
+/// tasks go through [`identify`].)
+pub fn is_ours(common_dir: &Path, root: &Path, worktree_id: &str) -> bool {
+    matches!(
+        identify_at(common_dir, root, worktree_id, None),
+        Identity::Ours { .. }
+    )
+}
+
+/// Whether a task's workspace folder is there and is ours (`Removed`).
+pub fn health(common_dir: &Path, task: &crate::batch::Task) -> Removal {
+    identify(common_dir, task).removal()
 }
 
 /// Where the registration's `gitdir` file says its worktree is, if readable.
@@ -762,23 +915,46 @@ fn moved_elsewhere(common_dir: &Path, root: &Path, worktree_id: &str) -> bool {
     }
 }
 
-/// Remove a workspace folder and its registration, never a folder that is
-/// not ours. A folder the user replaced is left alone (its stale
-/// registration goes); a workspace the user moved with `git worktree move`
-/// is left alone with its registration, unlocked, as an ordinary worktree.
-/// Both report [`Removal::Foreign`].
+/// Remove a workspace folder prepare has just made and its registration
+/// (prepare's undo; tasks of a batch go through [`remove_task`]).
 pub fn remove(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<Removal> {
+    remove_at(common_dir, root, worktree_id, None)
+}
+
+/// Remove a task's workspace folder and its registration, never a folder
+/// that is not the one prepare made ([`identify`]). A folder the user
+/// replaced is left alone (its stale registration goes); a workspace the
+/// user moved with `git worktree move` is left alone with its registration,
+/// unlocked, as an ordinary worktree. Both report [`Removal::Foreign`].
+pub fn remove_task(common_dir: &Path, task: &crate::batch::Task) -> Result<Removal> {
+    if crate::scratch::is_scratch(&task.worktree_id) {
+        return crate::scratch::remove(common_dir, &task.root);
+    }
+    remove_at(
+        common_dir,
+        &task.root,
+        &task.worktree_id,
+        task.folder.as_ref(),
+    )
+}
+
+fn remove_at(
+    common_dir: &Path,
+    root: &Path,
+    worktree_id: &str,
+    made: Option<&crate::batch::Folder>,
+) -> Result<Removal> {
     if crate::scratch::is_scratch(worktree_id) {
         return crate::scratch::remove(common_dir, root);
     }
-    let state = health(common_dir, root, worktree_id);
     if moved_elsewhere(common_dir, root, worktree_id) {
         release(common_dir, worktree_id)?;
         return Ok(Removal::Foreign);
     }
-    if state == Removal::Removed {
-        std::fs::remove_dir_all(root)
-            .map_err(|e| Error::io(format!("cannot remove {}", root.display()), e))?;
+    let identity = identify_at(common_dir, root, worktree_id, made);
+    let state = identity.removal();
+    if let Identity::Ours { fd: Some(fd), .. } = identity {
+        remove_held(root, fd)?;
     }
     let reg = registration(common_dir, worktree_id);
     match std::fs::remove_dir_all(&reg) {
@@ -792,30 +968,70 @@ pub fn remove(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<Remov
     Ok(state)
 }
 
+/// Remove the folder `root` that `fd` holds open: its content through the
+/// handle (never following a symlink nor crossing into another
+/// filesystem), then the empty folder, only while `root`'s name still
+/// leads to that folder.
+fn remove_held(root: &Path, fd: OwnedFd) -> Result<()> {
+    use rustix::fs::AtFlags;
+    let io = |e: rustix::io::Errno| {
+        Error::io(
+            format!("cannot remove {}", root.display()),
+            std::io::Error::from_raw_os_error(e.raw_os_error()),
+        )
+    };
+    let (Some(parent), Some(name)) = (root.parent(), root.file_name()) else {
+        return Ok(());
+    };
+    let held = rustix::fs::fstat(&fd).map_err(io)?;
+    if held.st_mode & 0o700 != 0o700 {
+        rustix::fs::fchmod(
+            &fd,
+            rustix::fs::Mode::from_raw_mode((held.st_mode as u32 | 0o700) & 0o7777),
+        )
+        .map_err(io)?;
+    }
+    crate::scratch::remove_contents(fd.as_fd(), held.st_dev as u64).map_err(io)?;
+    drop(fd);
+    let pfd = crate::carry::open_root(parent)?;
+    match rustix::fs::statat(&pfd, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) if st.st_dev == held.st_dev && st.st_ino == held.st_ino => {
+            // Only an empty folder can go here: a replaced one is never lost.
+            match rustix::fs::unlinkat(&pfd, name, AtFlags::REMOVEDIR) {
+                Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
+                Err(e) => Err(io(e)),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Workspaces whose index lists at most this many entries are removed in
 /// place: deleting that few files costs less than starting a deleter.
 const REMOVE_IN_PLACE_MAX: u32 = 128;
 
-/// Like [`remove`], but a large workspace that is ours is moved into the
-/// trash (one rename) instead of being deleted here; the trash folder is
-/// returned so the caller can start the background deleter
+/// Like [`remove_task`], but a large workspace that is ours is moved into
+/// the trash (one rename) instead of being deleted here; the trash folder
+/// is returned so the caller can start the background deleter
 /// ([`crate::trash::spawn_purger`]) once it is done. Falls back to
-/// [`remove`] wherever the move cannot be made.
-pub fn discard(
-    common_dir: &Path,
-    root: &Path,
-    worktree_id: &str,
-) -> Result<(Removal, Option<PathBuf>)> {
+/// [`remove_task`] wherever the move cannot be made.
+pub fn discard(common_dir: &Path, task: &crate::batch::Task) -> Result<(Removal, Option<PathBuf>)> {
+    let (root, worktree_id) = (task.root.as_path(), task.worktree_id.as_str());
     let small = index_entries(common_dir, worktree_id).is_some_and(|n| n <= REMOVE_IN_PLACE_MAX);
     if small
         || crate::scratch::is_scratch(worktree_id)
         || moved_elsewhere(common_dir, root, worktree_id)
-        || health(common_dir, root, worktree_id) != Removal::Removed
     {
-        return remove(common_dir, root, worktree_id).map(|r| (r, None));
+        return remove_task(common_dir, task).map(|r| (r, None));
     }
-    let Some(trash) = crate::trash::put(root) else {
-        return remove(common_dir, root, worktree_id).map(|r| (r, None));
+    let Identity::Ours { fd: Some(fd), .. } = identify(common_dir, task) else {
+        return remove_task(common_dir, task).map(|r| (r, None));
+    };
+    let Ok(held) = rustix::fs::fstat(&fd) else {
+        return remove_task(common_dir, task).map(|r| (r, None));
+    };
+    let Some(trash) = crate::trash::put(root, (held.st_dev as u64, held.st_ino as u64)) else {
+        return remove_task(common_dir, task).map(|r| (r, None));
     };
     let reg = registration(common_dir, worktree_id);
     match std::fs::remove_dir_all(&reg) {
@@ -857,4 +1073,34 @@ fn remove_empty_parents(root: &Path) {
             _ => break,
         }
     }
+}
+
+/// The batches among `batches` (other than `except`) whose source is the
+/// task's workspace or lies inside it: an agent ran `git delegate prepare`
+/// in its workspace. Removing that folder would take the other batch's
+/// source away, so it is kept (SPEC §3.2 step 5, §3.4, §3.5 as documented
+/// in docs/architecture.md).
+pub fn hosted_batches(
+    batches: &[crate::batch::Batch],
+    task: &crate::batch::Task,
+    except: &str,
+) -> Vec<String> {
+    let mut roots = vec![task.root.clone()];
+    if let Some(f) = &task.folder {
+        roots.push(f.path.clone());
+    }
+    if let Ok(c) = std::fs::canonicalize(&task.root) {
+        roots.push(c);
+    }
+    batches
+        .iter()
+        .filter(|b| b.id != except)
+        .filter(|b| {
+            let canon = std::fs::canonicalize(&b.source).ok();
+            roots.iter().any(|r| {
+                b.source.starts_with(r) || canon.as_deref().is_some_and(|c| c.starts_with(r))
+            })
+        })
+        .map(|b| b.id.clone())
+        .collect()
 }

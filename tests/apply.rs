@@ -1216,3 +1216,68 @@ fn discard_says_where_the_work_is_kept_and_a_clean_task_keeps_nothing() {
     assert!(refs.contains(&format!("refs/pi-delegate/batches/{batch2}/baseline")));
     assert!(ws2[2].exists());
 }
+
+/// An agent runs `git delegate prepare` inside its own workspace (issue 12
+/// case 10): returns (outer batch id, the outer task's workspace, inner
+/// batch id, the inner task's workspace).
+fn nested_batches(env: &Env, repo: &Path) -> (String, PathBuf, String, PathBuf) {
+    let (outer, ws) = prepare(env, repo, &[]);
+    std::fs::write(ws[0].join("outer.txt"), "outer work\n").unwrap();
+    let (inner, inner_ws) = prepare(env, &ws[0], &[]);
+    assert_eq!(inner["source"], ws[0].to_str().unwrap());
+    std::fs::write(inner_ws[0].join("inner.txt"), "inner work\n").unwrap();
+    (
+        outer["batch"].as_str().unwrap().to_string(),
+        ws[0].clone(),
+        inner["batch"].as_str().unwrap().to_string(),
+        inner_ws[0].clone(),
+    )
+}
+
+#[test]
+fn apply_keeps_a_workspace_that_is_the_source_of_another_open_batch() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (outer, ws, inner, _) = nested_batches(&env, &repo);
+    let out = apply(&env, &repo, &[&outer], 0);
+    assert_eq!(task(&out, "1")["status"], "applied");
+    assert_eq!(read(&repo.join("outer.txt")), "outer work\n");
+    assert_eq!(out["kept_workspaces"][0]["task"], "1", "{out:#}");
+    assert_eq!(out["kept_workspaces"][0]["workspace"], ws.to_str().unwrap());
+    assert_eq!(out["kept_workspaces"][0]["batches"][0], inner.as_str());
+    // The inner batch's source is still there, as an ordinary worktree,
+    // and the inner batch still applies into it.
+    assert_eq!(read(&ws.join("outer.txt")), "outer work\n");
+    assert!(worktree_list(&env, &repo).contains(ws.to_str().unwrap()));
+    let out = apply(&env, &ws, &[&inner], 0);
+    assert_eq!(task(&out, "1")["status"], "applied");
+    assert_eq!(read(&ws.join("inner.txt")), "inner work\n");
+    assert!(!repo.join("inner.txt").exists());
+}
+
+#[test]
+fn drop_refuses_then_keeps_a_workspace_that_is_the_source_of_another_open_batch() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (outer, ws, inner, _) = nested_batches(&env, &repo);
+    std::fs::remove_file(ws.join("outer.txt")).unwrap(); // no unapplied work
+    let doc = env
+        .delegate(&repo, ["drop", &outer, "--json"])
+        .expect(1)
+        .json();
+    assert_eq!(doc["dropped"], false, "{doc:#}");
+    assert_eq!(doc["unapplied"], serde_json::json!([]), "{doc:#}");
+    assert_eq!(doc["hosts_open_batches"][0]["batches"][0], inner.as_str());
+    assert!(ws.join(".git").is_file());
+    let doc = env
+        .delegate(&repo, ["drop", &outer, "--force", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(doc["dropped"], true);
+    assert_eq!(doc["workspaces_removed"], 0, "{doc:#}");
+    assert_eq!(doc["kept_workspaces"][0]["workspace"], ws.to_str().unwrap());
+    assert!(ws.join("README").is_file());
+    let out = apply(&env, &ws, &[&inner], 0);
+    assert_eq!(task(&out, "1")["status"], "applied");
+    assert_eq!(read(&ws.join("inner.txt")), "inner work\n");
+}

@@ -576,7 +576,7 @@ fn gc_rescues_the_rest_and_keeps_a_workspace_holding_a_nested_repository() {
 
     let dry = env.delegate(&repo, ["gc", "--dry-run", "--json"]).json();
     assert_eq!(
-        dry["workspaces_kept"][0]["nested_repositories"],
+        dry["kept_workspaces"][0]["nested_repositories"],
         serde_json::json!(["lib"]),
         "{dry:#}"
     );
@@ -591,7 +591,7 @@ fn gc_rescues_the_rest_and_keeps_a_workspace_holding_a_nested_repository() {
     );
     // The workspace is kept, with its nested repository, and reported.
     assert_eq!(gc["workspaces_removed"], 0, "{gc:#}");
-    let kept = gc["workspaces_kept"].as_array().unwrap();
+    let kept = gc["kept_workspaces"].as_array().unwrap();
     assert_eq!(kept.len(), 1, "{gc:#}");
     assert_eq!(kept[0]["batch"], batch.as_str());
     assert_eq!(kept[0]["task"], "1");
@@ -618,4 +618,36 @@ fn gc_rescues_the_rest_and_keeps_a_workspace_holding_a_nested_repository() {
     assert_eq!(again["workspaces_removed"], 0, "{again:#}");
     assert!(ws.join("lib/.git").is_dir());
     assert!(ws.join("lib/local.txt").is_file());
+}
+
+#[test]
+fn gc_keeps_a_stale_workspace_that_is_the_source_of_another_open_batch() {
+    // An agent ran `git delegate prepare` inside its workspace (issue 12
+    // case 10); the outer batch goes stale, the inner one is live.
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let outer = prepare(&env, &repo, &["--ttl", "1s"]);
+    let ws = task_root(&outer, 0);
+    let inner = prepare(&env, &ws, &[]);
+    let inner_ws = task_root(&inner, 0);
+    std::fs::write(inner_ws.join("inner.txt"), "inner work\n").unwrap();
+    wait_stale(&env, &repo, &id(&outer));
+    let doc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
+    assert_eq!(doc["batches"], serde_json::json!([id(&outer)]), "{doc:#}");
+    assert_eq!(doc["kept_workspaces"][0]["workspace"], ws.to_str().unwrap());
+    assert_eq!(doc["kept_workspaces"][0]["batches"][0], id(&inner).as_str());
+    assert!(ws.join("README").is_file());
+    let out = env
+        .delegate(&ws, ["apply", "--json", &id(&inner)])
+        .expect(0)
+        .json();
+    assert_eq!(out["tasks"][0]["status"], "applied", "{out:#}");
+    assert_eq!(
+        std::fs::read(ws.join("inner.txt")).unwrap(),
+        b"inner work\n"
+    );
+    // Once nothing is prepared in it any more, it is an ordinary worktree:
+    // gc leaves it to `git worktree remove`.
+    env.delegate(&repo, ["gc", "--json"]).expect(0);
+    assert!(ws.join("README").is_file());
 }

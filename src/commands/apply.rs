@@ -6,8 +6,11 @@
 //! Owns: the order of those steps, task outcomes (a workspace holding a git
 //! repository its worker made is a `nested_repository` conflict, never
 //! applied in part), and the apply document (§6.2).
-//! Never: changes the user's index, HEAD, branches or stash; deletes a
-//! folder that is not a workspace prepare made; writes anything with `--dry-run`.
+//! Never: changes the user's index, HEAD, branches or stash; reads, quiesces
+//! or deletes a folder that is not a workspace prepare made
+//! (`workspace::identify`); deletes a workspace that is the source of
+//! another open batch (it is kept as an ordinary worktree); writes anything
+//! with `--dry-run`.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -121,6 +124,7 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     mem.object_cache_size_if_unset(8 << 20);
     let mut outcomes: Vec<Outcome> = Vec::new();
     let mut pending: Vec<usize> = Vec::new(); // positions in `outcomes`
+    let mut roots: Vec<PathBuf> = Vec::new(); // their real paths
     for &(idx, discard) in &selected {
         let task = &b.tasks[idx];
         if scratch {
@@ -138,27 +142,21 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
             continue;
         }
         let mut out = Outcome::new(idx, TaskState::Open);
-        if workspace::health(&source.common_dir, &task.root, &task.worktree_id)
-            != workspace::Removal::Removed
-        {
-            out.fail(
-                "workspace_missing",
-                format!(
-                    "the workspace {} is missing or is no longer the folder prepare made",
-                    task.root.display()
-                ),
-            );
-            keep_artifacts(&source, &b, &mut out, dry_run);
-        } else {
-            pending.push(outcomes.len());
+        // Identity before anything is read or signalled: a folder that is
+        // not the one prepare made is never read, quiesced nor removed.
+        match workspace::identify(&source.common_dir, task) {
+            workspace::Identity::Ours { real, .. } => {
+                pending.push(outcomes.len());
+                roots.push(real);
+            }
+            other => {
+                out.fail("workspace_missing", missing_message(task, &other));
+                keep_artifacts(&source, &b, &mut out, dry_run);
+            }
         }
         outcomes.push(out);
     }
     let refuse = source.config.stop_processes == StopProcesses::Refuse;
-    let roots: Vec<PathBuf> = pending
-        .iter()
-        .map(|&o| b.tasks[outcomes[o].idx].root.clone())
-        .collect();
     let running: Vec<Vec<u32>> = if dry_run || refuse {
         quiesce::find_all(&roots)
     } else {
@@ -192,14 +190,37 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
         );
         keep_artifacts(&source, &b, out, dry_run);
     }
-    let tasks: Vec<&batch::Task> = to_record
+    // Each workspace is read at the real path its identity check found, so
+    // a symlink put at its path since is not followed.
+    let reals: std::collections::HashMap<usize, &PathBuf> =
+        pending.iter().copied().zip(&roots).collect();
+    let owned: Vec<batch::Task> = to_record
         .iter()
-        .map(|&o| &b.tasks[outcomes[o].idx])
+        .map(|&o| {
+            let mut t = b.tasks[outcomes[o].idx].clone();
+            if let Some(real) = reals.get(&o) {
+                t.root = (*real).clone();
+            }
+            t
+        })
         .collect();
+    let tasks: Vec<&batch::Task> = owned.iter().collect();
     let recorded = record_all(&source, &b, &tasks, baseline_tree, dry_run)?;
     let mut candidates: Vec<Candidate> = Vec::new();
     for (&o, rec) in to_record.iter().zip(recorded) {
         let out = &mut outcomes[o];
+        // Swapped while it was read: what was read is not the task's work.
+        let rec = match workspace::identify(&source.common_dir, &b.tasks[out.idx]) {
+            workspace::Identity::Ours { .. } => rec,
+            other => {
+                out.fail(
+                    "workspace_missing",
+                    missing_message(&b.tasks[out.idx], &other),
+                );
+                keep_artifacts(&source, &b, out, dry_run);
+                continue;
+            }
+        };
         match rec {
             Err(e) => {
                 out.fail("snapshot_failed", e.message.clone());
@@ -324,6 +345,8 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     // missing files as deletions).
     let mut artifacts_error: Option<Error> = None;
     let mut trashes: Vec<PathBuf> = Vec::new();
+    // Workspaces kept because they are the source of open batches.
+    let mut kept: Vec<Kept> = Vec::new();
     if !dry_run {
         let now = crate::time::rfc3339(crate::time::now());
         for out in outcomes.iter_mut() {
@@ -353,20 +376,30 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
         // deleted by a background process: deleting 100k files costs far
         // more kernel time than the whole apply.
         let mut discard = |task: &batch::Task| {
-            workspace::discard(&source.common_dir, &task.root, &task.worktree_id).map(
-                |(_, trash)| {
-                    if let Some(t) = trash.filter(|t| !trashes.contains(t)) {
-                        trashes.push(t);
-                    }
-                },
-            )
+            workspace::discard(&source.common_dir, task).map(|(_, trash)| {
+                if let Some(t) = trash.filter(|t| !trashes.contains(t)) {
+                    trashes.push(t);
+                }
+            })
         };
+        // A workspace that is the source of another open batch (an agent
+        // prepared a batch inside it) is kept as an ordinary worktree: that
+        // batch writes back into it.
+        let others = batch::list_ok(&state_dir).unwrap_or_default();
         for (i, task) in b.tasks.iter().enumerate() {
             if task.state.is_open() {
                 continue;
             }
             let this_run = outcomes.iter().any(|o| o.idx == i);
-            let removed = if this_run {
+            let hosted = if this_run || still_locked_by_us(&source, &b, task) {
+                workspace::hosted_batches(&others, task, &b.id)
+            } else {
+                Vec::new()
+            };
+            let removed = if !hosted.is_empty() {
+                kept.push((task.name.clone(), task.root.clone(), hosted));
+                workspace::release(&source.common_dir, &task.worktree_id)
+            } else if this_run {
                 if task.state != TaskState::Discarded && args.keep {
                     workspace::release(&source.common_dir, &task.worktree_id)
                 } else {
@@ -428,7 +461,11 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
 
     // Report.
     if ui.json {
-        ui.doc(document(&b, &outcomes, &written, batch_open, dry_run));
+        let mut doc = document(&b, &outcomes, &written, batch_open, dry_run);
+        if let (false, Value::Object(m)) = (kept.is_empty(), &mut doc) {
+            m.insert("kept_workspaces".into(), kept_doc(&kept));
+        }
+        ui.doc(doc);
     }
     ui.say(&human(
         ui,
@@ -439,6 +476,9 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
         dry_run,
         write_error.as_ref(),
     ));
+    if !kept.is_empty() {
+        ui.say(&kept_text(&kept));
+    }
     if let Some(e) = artifacts_error {
         ui.warn(&format!(
             "git-delegate: warning: clean-up was incomplete: {}\n",
@@ -450,6 +490,46 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     } else {
         1
     })
+}
+
+/// A workspace kept because it is the source of open batches: (task, folder, batch ids).
+pub type Kept = (String, PathBuf, Vec<String>);
+
+/// `kept_workspaces` of the apply, drop and gc documents.
+pub fn kept_doc(kept: &[Kept]) -> Value {
+    Value::Array(
+        kept.iter()
+            .map(|(task, root, batches)| {
+                json!({"task": task, "workspace": paths::doc_path(root), "batches": batches})
+            })
+            .collect(),
+    )
+}
+
+/// The human lines for workspaces kept because open batches were prepared in them.
+pub fn kept_text(kept: &[Kept]) -> String {
+    kept.iter()
+        .map(|(task, root, batches)| {
+            let shorts: Vec<&str> = batches.iter().map(|b| batch::short(b)).collect();
+            format!(
+                "Kept the workspace of task {task}, {root}: open batch {} was prepared in it and writes back into it.\n\
+                 It stays as an ordinary worktree; once that batch is applied or dropped, remove it with `git worktree remove {root}`.\n",
+                shorts.join(", "),
+                root = super::show(root),
+            )
+        })
+        .collect()
+}
+
+/// Why a task's workspace cannot be read (reason `workspace_missing`).
+fn missing_message(task: &batch::Task, identity: &workspace::Identity) -> String {
+    match identity {
+        workspace::Identity::Replaced(why) => format!(
+            "the workspace {} {why}: it is no longer the folder prepare made, so it is neither read nor removed",
+            task.root.display()
+        ),
+        _ => format!("the workspace {} is missing", task.root.display()),
+    }
 }
 
 /// The tasks this run processes, in task order, each with "discard?".
@@ -598,9 +678,7 @@ fn record_all(
 /// A closed task's workspace that is still ours and still carries the lock
 /// prepare put on it (a `--keep` workspace was unlocked on purpose).
 fn still_locked_by_us(source: &Source, b: &Batch, task: &batch::Task) -> bool {
-    if workspace::health(&source.common_dir, &task.root, &task.worktree_id)
-        != workspace::Removal::Removed
-    {
+    if workspace::health(&source.common_dir, task) != workspace::Removal::Removed {
         return false;
     }
     let locked = source
@@ -617,14 +695,17 @@ fn still_locked_by_us(source: &Source, b: &Batch, task: &batch::Task) -> bool {
 /// longer ours, the proposal recorded before. A workspace whose changes
 /// cannot be read is not discarded: the task fails and keeps it.
 fn keep_discarded(source: &Source, b: &Batch, out: &mut Outcome, baseline_tree: gix::ObjectId) {
-    let task = &b.tasks[out.idx];
-    if workspace::health(&source.common_dir, &task.root, &task.worktree_id)
-        != workspace::Removal::Removed
-    {
+    // Read at the real path the identity check found; a folder that is not
+    // the one prepare made is never read.
+    let workspace::Identity::Ours { real, .. } =
+        workspace::identify(&source.common_dir, &b.tasks[out.idx])
+    else {
         keep_artifacts(source, b, out, false);
         return;
-    }
-    match proposal::record(source, b, task, baseline_tree) {
+    };
+    let mut task = b.tasks[out.idx].clone();
+    task.root = real;
+    match proposal::record(source, b, &task, baseline_tree) {
         Ok(Some(p)) => {
             out.proposal_ref = Some(p.ref_name);
             out.patch = Some(p.patch);

@@ -1,8 +1,11 @@
 //! `git delegate drop BATCH [--force]` (SPEC §3.5): end a batch on purpose.
-//! Refuses while tasks hold unapplied changes unless `--force`; never removes
-//! a folder that is no longer the workspace prepare made. A batch whose
-//! `batch.toml` cannot be read is removed only with `--force`, its
-//! workspaces' changes saved as proposal refs first (`gc::remove_corrupt`).
+//! Refuses while tasks hold unapplied changes, or while a workspace is the
+//! source of another open batch (an agent prepared one inside it), unless
+//! `--force`; never removes a folder that is no longer the workspace prepare
+//! made, nor, even with `--force`, one that is the source of an open batch
+//! (it is kept as an ordinary worktree). A batch whose `batch.toml` cannot
+//! be read is removed only with `--force`, its workspaces' changes saved as
+//! proposal refs first (`gc::remove_corrupt`).
 
 use serde_json::json;
 
@@ -12,6 +15,8 @@ use crate::error::Result;
 use crate::repo::Source;
 use crate::ui::Ui;
 use crate::{refs, workspace};
+
+use super::apply::{kept_doc, kept_text, Kept};
 
 pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
     let source = super::source()?;
@@ -33,34 +38,67 @@ pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
         .filter(|(t, n)| t.state.is_open() && (**n != Some(0) || t.state != batch::TaskState::Open))
         .map(|(t, _)| t.name.clone())
         .collect();
-    if !unapplied.is_empty() && !args.force {
+    let others = batch::list_ok(&source.state_dir())?;
+    let hosting: Vec<Kept> = b
+        .tasks
+        .iter()
+        .map(|t| (t, workspace::hosted_batches(&others, t, &b.id)))
+        .filter(|(_, h)| !h.is_empty())
+        .map(|(t, h)| (t.name.clone(), t.root.clone(), h))
+        .collect();
+    if (!unapplied.is_empty() || !hosting.is_empty()) && !args.force {
         if ui.json {
-            ui.doc(json!({"batch": b.id, "dropped": false, "unapplied": unapplied}));
+            let mut doc = json!({"batch": b.id, "dropped": false, "unapplied": unapplied});
+            if let (false, Some(m)) = (hosting.is_empty(), doc.as_object_mut()) {
+                m.insert("hosts_open_batches".into(), kept_doc(&hosting));
+            }
+            ui.doc(doc);
         }
         let (noun, verb) = if unapplied.len() == 1 {
             ("task", "has")
         } else {
             ("tasks", "have")
         };
-        ui.say(&format!(
-            "Not dropping batch {}: {noun} {} {verb} changes that were never applied.\n\
-             Apply them with `git delegate apply {}`, or drop anyway with `git delegate drop {} --force`.\n",
-            b.short(),
-            unapplied.join(", "),
-            b.short(),
-            b.short()
-        ));
+        let mut text = String::new();
+        if !unapplied.is_empty() {
+            text.push_str(&format!(
+                "Not dropping batch {}: {noun} {} {verb} changes that were never applied.\n\
+                 Apply them with `git delegate apply {}`, or drop anyway with `git delegate drop {} --force`.\n",
+                b.short(),
+                unapplied.join(", "),
+                b.short(),
+                b.short()
+            ));
+        }
+        for (task, root, batches) in &hosting {
+            let shorts: Vec<&str> = batches.iter().map(|i| batch::short(i)).collect();
+            text.push_str(&format!(
+                "Not dropping batch {}: the workspace of task {task}, {}, is the source of open batch {}.\n\
+                 Apply or drop that batch first, or drop anyway with `git delegate drop {} --force` (that workspace is then kept as an ordinary worktree).\n",
+                b.short(),
+                super::show(root),
+                shorts.join(", "),
+                b.short()
+            ));
+        }
+        ui.say(&text);
         return Ok(1);
     }
-    let (removed, kept, refs_removed) = remove_batch(&source, &b)?;
+    let (removed, kept, refs_removed) = remove_batch(&source, &b, &others)?;
+    let (left_alone, hosting): (Vec<_>, Vec<_>) = kept.into_iter().partition(|k| k.2.is_empty());
+    let kept: Vec<std::path::PathBuf> = left_alone.into_iter().map(|k| k.1).collect();
     if ui.json {
-        ui.doc(json!({
+        let mut doc = json!({
             "batch": b.id,
             "dropped": true,
             "workspaces_removed": removed,
             "refs_removed": refs_removed,
             "left_alone": kept.iter().map(|k| crate::paths::doc_path(k)).collect::<Vec<_>>(),
-        }));
+        });
+        if let (false, Some(m)) = (hosting.is_empty(), doc.as_object_mut()) {
+            m.insert("kept_workspaces".into(), kept_doc(&hosting));
+        }
+        ui.doc(doc);
     }
     let mut text = format!(
         "Dropped batch {}: {removed} workspace(s) and {refs_removed} ref(s) removed.\n",
@@ -72,6 +110,7 @@ pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
             super::show(&k)
         ));
     }
+    text.push_str(&kept_text(&hosting));
     ui.say(&text);
     Ok(0)
 }
@@ -140,15 +179,30 @@ fn drop_corrupt(ui: &Ui, source: &Source, id: &str, problem: &str, force: bool) 
 }
 
 /// Remove a batch's workspaces, refs and state. Returns (workspaces removed,
-/// folders left alone, refs removed).
-pub fn remove_batch(source: &Source, b: &Batch) -> Result<(usize, Vec<std::path::PathBuf>, usize)> {
+/// folders left alone, refs removed). A folder left alone because it is
+/// the source of open batches among `others` names them (it stays as an
+/// ordinary worktree); one that is no longer the workspace prepare made
+/// names none.
+pub fn remove_batch(
+    source: &Source,
+    b: &Batch,
+    others: &[Batch],
+) -> Result<(usize, Vec<Kept>, usize)> {
     let mut removed = 0;
     let mut kept = Vec::new();
     for t in &b.tasks {
-        match workspace::remove(&source.common_dir, &t.root, &t.worktree_id)? {
+        let hosted = workspace::hosted_batches(others, t, &b.id);
+        if !hosted.is_empty()
+            && workspace::health(&source.common_dir, t) == workspace::Removal::Removed
+        {
+            workspace::release(&source.common_dir, &t.worktree_id)?;
+            kept.push((t.name.clone(), t.root.clone(), hosted));
+            continue;
+        }
+        match workspace::remove_task(&source.common_dir, t)? {
             workspace::Removal::Removed => removed += 1,
             workspace::Removal::Missing => {}
-            workspace::Removal::Foreign => kept.push(t.root.clone()),
+            workspace::Removal::Foreign => kept.push((t.name.clone(), t.root.clone(), Vec::new())),
         }
     }
     let mut refs_removed = 0;

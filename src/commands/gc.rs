@@ -42,7 +42,7 @@ pub fn run(ui: &Ui, args: GcArgs) -> Result<i32> {
             .map(|s| json!({"batch": s.batch, "message": s.message}))
             .collect();
         let kept: Vec<Value> = report
-            .workspaces_kept
+            .kept_workspaces
             .iter()
             .map(|k| {
                 json!({
@@ -50,11 +50,12 @@ pub fn run(ui: &Ui, args: GcArgs) -> Result<i32> {
                     "task": k.task,
                     "workspace": crate::paths::doc_path(&k.root),
                     "nested_repositories": k.nested,
+                    "batches": k.batches,
                 })
             })
             .collect();
         let recovered = ui.recovered.borrow().clone();
-        ui.doc(json!({
+        let doc = json!({
             "dry_run": report.dry_run,
             "batches": report.batches,
             "workspaces_removed": report.workspaces_removed,
@@ -64,11 +65,12 @@ pub fn run(ui: &Ui, args: GcArgs) -> Result<i32> {
             "refs_kept": report.refs_kept,
             "bytes_freed": report.bytes_freed,
             "left_alone": report.left_alone.iter().map(|p| crate::paths::doc_path(p)).collect::<Vec<_>>(),
-            "workspaces_kept": kept,
+            "kept_workspaces": kept,
             "skipped": skipped,
             "pending_writebacks": report.pending_writebacks,
             "recovered_writebacks": recovered,
-        }));
+        });
+        ui.doc(doc);
     }
     ui.say(&human(&source, &report));
     Ok(code)
@@ -124,7 +126,7 @@ fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
             r.refs_kept.join(", ")
         ));
     }
-    for k in &r.workspaces_kept {
+    for k in r.kept_workspaces.iter().filter(|k| !k.nested.is_empty()) {
         text.push_str(&format!(
             "Task {} of batch {}: {} its workspace {}: it holds git repositories made inside it ({}), which git-delegate never deletes; it {} an ordinary worktree (`git worktree list`).\n",
             k.task,
@@ -138,11 +140,22 @@ fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
     for p in r
         .left_alone
         .iter()
-        .filter(|p| !r.workspaces_kept.iter().any(|k| &k.root == *p))
+        .filter(|p| !r.kept_workspaces.iter().any(|k| &k.root == *p))
     {
         text.push_str(&format!(
             "Left alone (not a workspace git-delegate made): {}\n",
             super::show(p)
+        ));
+    }
+    for k in r.kept_workspaces.iter().filter(|k| !k.batches.is_empty()) {
+        let shorts: Vec<&str> = k.batches.iter().map(|b| crate::batch::short(b)).collect();
+        text.push_str(&format!(
+            "Kept the workspace of task {} of batch {}, {}: it is the source of open batch {}; it {} as an ordinary worktree (`git worktree remove` removes it).\n",
+            k.task,
+            crate::batch::short(&k.batch),
+            super::show(&k.root),
+            shorts.join(", "),
+            if r.dry_run { "would stay" } else { "stays" },
         ));
     }
     for s in &r.skipped {

@@ -194,7 +194,7 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
                 "state": t.state.as_str(),
                 "root": crate::paths::doc_path(&t.root),
                 "cwd": crate::paths::doc_path(&t.cwd(&batch.prefix)),
-                "exists": crate::workspace::health(&source.common_dir, &t.root, &t.worktree_id)
+                "exists": crate::workspace::health(&source.common_dir, t)
                     == crate::workspace::Removal::Removed,
                 "changed_paths": changed.and_then(|c| c.get(i).copied()).unwrap_or(0),
             });

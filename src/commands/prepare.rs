@@ -195,6 +195,7 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
                 patch: None,
                 carried: None,
                 updated_at: None,
+                folder: None,
             })
             .collect(),
     };
@@ -250,6 +251,10 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
     };
     for (t, c) in batch.tasks.iter_mut().zip(&carried) {
         t.carried = Some(*c);
+        // What identifies the folder made (a scratch copy has its marker).
+        if policy.is_some() {
+            t.folder = workspace::folder_of(&t.root);
+        }
     }
     if let Err(e) = batch::save(&state_dir, &batch) {
         for p in &plans {

@@ -53,15 +53,16 @@ pub fn problems(source: &Source, entries: &[Entry]) -> Vec<Problem> {
                 }
                 out.extend(baseline_problem(source, b));
                 for t in b.open_tasks() {
-                    let (kind, what) =
-                        match workspace::health(&source.common_dir, &t.root, &t.worktree_id) {
-                            workspace::Removal::Removed => continue,
-                            workspace::Removal::Missing => ("workspace_missing", "is missing"),
-                            workspace::Removal::Foreign => (
-                                "workspace_replaced",
-                                "is no longer the workspace prepare made (left alone)",
+                    let (kind, what) = match workspace::identify(&source.common_dir, t) {
+                        workspace::Identity::Ours { .. } => continue,
+                        workspace::Identity::Missing => ("workspace_missing", "is missing".into()),
+                        workspace::Identity::Replaced(why) => (
+                            "workspace_replaced",
+                            format!(
+                                "{why}: it is no longer the workspace prepare made (never read nor removed)"
                             ),
-                        };
+                        ),
+                    };
                     out.push(Problem {
                         batch: b.id.clone(),
                         kind,
@@ -153,14 +154,16 @@ pub fn changed_counts_checked(source: &Source, b: &Batch) -> Vec<Option<usize>> 
     b.tasks
         .iter()
         .map(|t| {
-            if !t.state.is_open()
-                || workspace::health(&source.common_dir, &t.root, &t.worktree_id)
-                    != workspace::Removal::Removed
-            {
+            if !t.state.is_open() {
                 return Some(0);
             }
+            // Only the folder prepare made is read, at its real path.
+            let workspace::Identity::Ours { real, .. } = workspace::identify(&source.common_dir, t)
+            else {
+                return Some(0);
+            };
             let base = baseline_tree?;
-            let repo = crate::repo::open_worktree(&t.root).ok()?;
+            let repo = crate::repo::open_worktree(&real).ok()?;
             // Keep the snapshot's objects in memory: status changes nothing.
             let repo = repo.with_object_memory();
             // A nested repository the worker made counts as one changed
@@ -352,7 +355,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         }
         for (t, n) in b.tasks.iter().zip(counts) {
             let n = n.map(|n| n.to_string()).unwrap_or_else(|| "?".into());
-            let health = workspace::health(&source.common_dir, &t.root, &t.worktree_id);
+            let health = workspace::health(&source.common_dir, t);
             let where_ = match health {
                 workspace::Removal::Removed => super::show(&t.root),
                 workspace::Removal::Missing if !t.state.is_open() => {
