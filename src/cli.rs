@@ -105,6 +105,10 @@ inside a workspace are stopped first (apply.stop-processes). Edits you made in t
 never block a task unless they touch the same paths (or --strict is given). Your index, HEAD, branches and stash \
 are never changed.
 
+The result is written into the working tree prepare ran in, wherever apply is run from. If that working tree was \
+moved (or another repository now sits at its path), apply refuses (delegate::source_moved, exit 3) and changes \
+nothing: move it back and apply there, or give the batch up with `git delegate drop BATCH --force`.
+
 Task statuses: applied, no_changes, discarded, conflict, failed. Exit status 1 when any task ended conflict or \
 failed; its work is kept, and the batch stays open for it.",
         after_long_help = "Examples:
