@@ -348,9 +348,9 @@ pub fn open_source(cwd: &Path) -> Result<gix::Repository> {
             // git never enters a ceiling directory; the library looks into
             // it too. Where the library found the repository in (or above)
             // git's ceiling, git finds none.
-            let (found, _) =
-                gix::discover::upwards_opts(cwd, options()).map_err(|e| discovery_error(cwd, e))?;
             if let Some(ceiling) = git_ceiling(cwd) {
+                let (found, _) = gix::discover::upwards_opts(cwd, options())
+                    .map_err(|e| discovery_error(cwd, e))?;
                 let dir = match &found {
                     gix::discover::repository::Path::WorkTree(d)
                     | gix::discover::repository::Path::LinkedWorkTree { work_dir: d, .. } => {
