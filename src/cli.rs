@@ -113,6 +113,10 @@ symlink or by another folder is never read, its processes are never stopped, and
 fails with reason workspace_missing. A workspace that is the source of another open batch (a batch prepared inside \
 it) is not removed when its task is done: it stays as an ordinary worktree, so that batch can still be applied.
 
+The result is written into the working tree prepare ran in, wherever apply is run from. If that working tree was \
+moved (or another repository now sits at its path), apply refuses (delegate::source_moved, exit 3) and changes \
+nothing: move it back and apply there, or give the batch up with `git delegate drop BATCH --force`.
+
 Task statuses: applied, no_changes, discarded, conflict, failed. Exit status 1 when any task ended conflict or \
 failed; its work is kept, and the batch stays open for it.",
         after_long_help = "Examples:

@@ -36,6 +36,8 @@ mod writeback;
 use clap::Parser;
 
 fn main() {
+    // First, before any thread: the source's GIT_DIR etc. must reach no workspace.
+    repo::isolate_environment();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cli = match cli::Cli::try_parse_from(&args) {
         Ok(cli) => cli,

@@ -449,6 +449,22 @@ timeout = \"30s\"",
         .item(
             "XDG_DATA_HOME, HOME",
             "Locate the default workspace root (see workspace.root).",
+        )
+        .item(
+            "GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, GIT_CEILING_DIRECTORIES, \
+             GIT_DISCOVERY_ACROSS_FILESYSTEM",
+            "Find the source as git finds it (`git --git-dir=X --work-tree=Y delegate ...` \
+             exports the first two; a relative GIT_INDEX_FILE is relative to the top of the work \
+             tree, as for git). They describe the source only: workspaces are opened by their \
+             own path, with their own git dir and index, and nothing started for a workspace \
+             (a clean filter, say) inherits them.",
+        )
+        .item(
+            "GIT_COMMON_DIR, GIT_OBJECT_DIRECTORY, GIT_ALTERNATE_OBJECT_DIRECTORIES",
+            "Accepted when they name the repository's own folders (or, for alternates, folders \
+             listed in objects/info/alternates); others are refused \
+             (delegate::unsupported_environment, exit 3), since the workspaces could not see \
+             objects kept there.",
         );
 
     s.sh("EXIT STATUS")
@@ -471,8 +487,9 @@ timeout = \"30s\"",
         .item(
             "3",
             "The repository is in a state the command cannot work in, with nothing changed: not a \
-             repository, a bare repository, submodules, the lock held past lock.timeout, a \
-             baseline ref deleted by someone else, an interrupted write-back that could not be \
+             repository, a bare repository, submodules, an object format the git library cannot \
+             read (SHA-256), repository variables it cannot honour, a source that moved after \
+             prepare, the lock held past lock.timeout, a baseline ref deleted by someone else, an interrupted write-back that could not be \
              rolled back, a filesystem error (a full disk, a denied permission) after which \
              everything was rolled back.",
         );

@@ -1,11 +1,20 @@
 //! Finding the source repository: its canonical common dir, working-tree
 //! root, the caller's position in it, its config and state folder, and the
-//! states git-delegate refuses to work in (bare, submodules).
+//! states git-delegate refuses to work in (bare, submodules, object formats
+//! the git library cannot read, repository variables it cannot honour).
 //!
-//! Owns: opening repositories with the options every engine step relies on.
+//! Owns: the repository-locating environment (`GIT_DIR`, `GIT_WORK_TREE`,
+//! `GIT_INDEX_FILE`, `GIT_OBJECT_DIRECTORY`, `GIT_COMMON_DIR`, ...): taken out
+//! of the process environment when it starts ([`isolate_environment`]) and
+//! applied to the source alone, as git applies them; discovery as git's
+//! (`GIT_CEILING_DIRECTORIES`, `GIT_DISCOVERY_ACROSS_FILESYSTEM`); opening
+//! repositories with the options every engine step relies on, a workspace
+//! (or any other worktree) always by its path, never through those variables.
 //! Never: changes anything in the repository.
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -14,24 +23,460 @@ use crate::error::{Error, Result};
 /// nanosecond, so a file rewritten within the same second as the index is
 /// never mistaken for unchanged.
 pub fn open_options() -> gix::sec::trust::Mapping<gix::open::Options> {
-    let overrides = ["gitoxide.core.useNsec=true", "gitoxide.core.useStdev=false"];
+    open_options_with(Vec::new())
+}
+
+fn open_options_with(
+    extra: Vec<gix::bstr::BString>,
+) -> gix::sec::trust::Mapping<gix::open::Options> {
+    let mut overrides: Vec<gix::bstr::BString> = vec![
+        "gitoxide.core.useNsec=true".into(),
+        "gitoxide.core.useStdev=false".into(),
+    ];
+    overrides.extend(extra);
     let mut mapping = gix::sec::trust::Mapping::<gix::open::Options>::default();
-    mapping.full = mapping.full.clone().config_overrides(overrides);
+    mapping.full = mapping.full.clone().config_overrides(overrides.clone());
     mapping.reduced = mapping.reduced.clone().config_overrides(overrides);
     mapping
 }
 
-/// Open the repository whose working tree is exactly `dir` (a workspace).
+/// Open the repository whose working tree is exactly `dir` (a workspace):
+/// by its path, with its own git dir and index. The source's `GIT_*`
+/// variables are no longer in the environment ([`isolate_environment`]),
+/// and the working tree is pinned to `dir` whatever a variable said.
 pub fn open_worktree(dir: &Path) -> Result<gix::Repository> {
     let opts = open_options().full;
-    gix::ThreadSafeRepository::open_opts(dir, opts)
+    let mut repo = gix::ThreadSafeRepository::open_opts(dir, opts)
         .map(|r| r.to_thread_local())
         .map_err(|e| {
             Error::git(
                 format!("cannot open the repository at {}", dir.display()),
                 e,
             )
-        })
+        })?;
+    if repo.workdir() != Some(dir) {
+        repo.set_workdir(Some(dir.to_path_buf())).map_err(|e| {
+            Error::git(format!("cannot open the working tree {}", dir.display()), e)
+        })?;
+    }
+    Ok(repo)
+}
+
+/// The variables that say where a repository is (git's `local_repo_env`
+/// without the `-c` configuration, plus `GIT_NAMESPACE`), as git exports
+/// them for `git --git-dir=X --work-tree=Y delegate`. They describe the
+/// source only: a workspace is another repository for them (git's own
+/// `prepare_other_repo_env` clears the same list).
+const LOCATING: [&str; 11] = [
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_GRAFT_FILE",
+    "GIT_NAMESPACE",
+];
+
+/// The repository-locating variables this process was started with.
+#[derive(Debug, Default)]
+pub struct GitEnv {
+    vars: Vec<(&'static str, OsString)>,
+}
+
+impl GitEnv {
+    fn capture() -> GitEnv {
+        GitEnv {
+            vars: LOCATING
+                .iter()
+                .filter_map(|k| Some((*k, std::env::var_os(k).filter(|v| !v.is_empty())?)))
+                .collect(),
+        }
+    }
+
+    /// The value of one of [`LOCATING`], when it was set and not empty.
+    pub fn get(&self, name: &str) -> Option<&OsStr> {
+        self.vars
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_os_str())
+    }
+}
+
+static GIT_ENV: OnceLock<GitEnv> = OnceLock::new();
+
+/// Take the repository-locating variables out of the process environment,
+/// keeping them for the source alone ([`git_env`]). Called first in `main`,
+/// before any thread exists: from then on no repository opened for a
+/// workspace, and no process started in one (filters, `git`), inherits them.
+pub fn isolate_environment() {
+    let _ = GIT_ENV.set(GitEnv::capture());
+    for k in LOCATING {
+        std::env::remove_var(k);
+    }
+}
+
+/// The source's repository-locating variables (see [`isolate_environment`]).
+pub fn git_env() -> &'static GitEnv {
+    GIT_ENV.get_or_init(GitEnv::capture)
+}
+
+fn not_a_repository(message: String) -> Error {
+    Error::state(
+        "delegate::not_a_repository",
+        message,
+        "run git delegate from inside a git working tree, or pass `git -C DIR delegate ...`",
+    )
+}
+
+fn unsupported_environment(var: &str, value: &Path, what: String) -> Error {
+    Error::state(
+        "delegate::unsupported_environment",
+        format!("{var}={} {what}", value.display()),
+        format!(
+            "git delegate keeps its commits where its workspaces (linked worktrees, which do not see {var}) can read them: run it without {var}, or list that folder in .git/objects/info/alternates"
+        ),
+    )
+}
+
+fn unsupported_object_format(git_dir: &Path, format: &str) -> Error {
+    let name = if format.eq_ignore_ascii_case("sha256") {
+        "SHA-256".to_string()
+    } else {
+        format.to_string()
+    };
+    Error::state(
+        "delegate::unsupported_object_format",
+        format!(
+            "the repository {} uses the {name} object format, which the git library git delegate is built on cannot read yet",
+            git_dir.display()
+        ),
+        "git delegate supports SHA-1 repositories only for now; use it in a SHA-1 clone of the project",
+    )
+}
+
+/// `extensions.objectFormat` of the repository whose git dir is `git_dir`
+/// (read from its common dir's config file), when it is not SHA-1.
+fn object_format(git_dir: &Path) -> Option<String> {
+    let common = match std::fs::read(git_dir.join("commondir")) {
+        Ok(text) => git_dir.join(path_from_line(&text)?),
+        Err(_) => git_dir.to_path_buf(),
+    };
+    let text = std::fs::read(common.join("config")).ok()?;
+    let meta = gix::config::file::Metadata::from(gix::config::Source::Local);
+    let file = gix::config::File::from_bytes_no_includes(&text, meta, Default::default()).ok()?;
+    let format = file.string("extensions.objectFormat")?.to_string();
+    (!format.eq_ignore_ascii_case("sha1")).then_some(format)
+}
+
+/// A path written on one line of a git file (trailing newline and `\r` removed).
+fn path_from_line(bytes: &[u8]) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let line = bytes.split(|&b| b == b'\n').next()?;
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    (!line.is_empty()).then(|| PathBuf::from(OsStr::from_bytes(line)))
+}
+
+/// The first `.git` (folder or `gitdir:` file) at or above `cwd`, read as
+/// plain files: where git would have looked, to name the real cause when
+/// the git library found nothing. Returns the candidate and, for a `.git`
+/// file, the git dir it names.
+fn dot_git_above(cwd: &Path) -> Option<(PathBuf, PathBuf)> {
+    for dir in cwd.ancestors() {
+        let dotgit = dir.join(".git");
+        let Ok(meta) = std::fs::symlink_metadata(&dotgit) else {
+            continue;
+        };
+        if meta.is_dir() {
+            return Some((dotgit.clone(), dotgit));
+        }
+        let text = std::fs::read(&dotgit).ok()?;
+        let target = text
+            .strip_prefix(b"gitdir:")
+            .and_then(|t| path_from_line(t.trim_ascii_start()))
+            .map(|t| dir.join(t))
+            .unwrap_or_else(|| dotgit.clone());
+        return Some((dotgit, target));
+    }
+    None
+}
+
+/// Why discovery around `cwd` failed, as git would say it.
+fn discovery_error(cwd: &Path, err: gix::Error) -> Error {
+    use gix::discover::upwards::Error as Up;
+    if let Some((dotgit, git_dir)) = dot_git_above(cwd) {
+        if let Some(format) = object_format(&git_dir) {
+            return unsupported_object_format(&git_dir, &format);
+        }
+        // A `.git` git would have stopped at, which the library rejected.
+        let stopped_above = matches!(
+            err.downcast_any_ref::<Up>(),
+            Some(Up::NoGitRepositoryWithinCeiling { .. } | Up::NoGitRepositoryWithinFs { .. })
+        );
+        if !stopped_above && gix::discover::is_git(&git_dir).is_err() {
+            let what = if dotgit == git_dir {
+                format!("{} is not a git repository", dotgit.display())
+            } else {
+                format!(
+                    "{} points to {}, which is not a git repository",
+                    dotgit.display(),
+                    git_dir.display()
+                )
+            };
+            return not_a_repository(format!("{what} ({})", err.probable_cause()));
+        }
+    }
+    match err.downcast_any_ref::<Up>() {
+        Some(Up::NoGitRepository { .. }) => {
+            not_a_repository(format!("{} is not inside a git repository", cwd.display()))
+        }
+        Some(Up::NoGitRepositoryWithinCeiling { .. }) => not_a_repository(format!(
+            "{} is not inside a git repository below the GIT_CEILING_DIRECTORIES",
+            cwd.display()
+        )),
+        Some(Up::NoGitRepositoryWithinFs { limit, .. }) => not_a_repository(format!(
+            "{} is not inside a git repository on its filesystem (the search stopped at {}; GIT_DISCOVERY_ACROSS_FILESYSTEM=1 lets it go on)",
+            cwd.display(),
+            limit.display()
+        )),
+        Some(Up::NoTrustedGitRepository { candidate, .. }) => not_a_repository(format!(
+            "the repository at {} is not owned by you, so it is not trusted",
+            candidate.display()
+        )),
+        _ => not_a_repository(format!(
+            "cannot find the git repository around {}: {}",
+            cwd.display(),
+            err.probable_cause()
+        )),
+    }
+}
+
+/// The `GIT_CEILING_DIRECTORIES` entry git stops below when it searches
+/// upwards from `cwd`: the longest absolute entry that is a proper ancestor
+/// of the (physical) cwd; entries are resolved through symlinks until an
+/// empty entry, as git does. Others are ignored, as git ignores them.
+fn git_ceiling(cwd: &Path) -> Option<PathBuf> {
+    let value = std::env::var_os("GIT_CEILING_DIRECTORIES")?;
+    let cwd = std::fs::canonicalize(cwd).ok()?;
+    let mut resolve = true;
+    let mut best: Option<PathBuf> = None;
+    for entry in std::env::split_paths(&value) {
+        if entry.as_os_str().is_empty() {
+            resolve = false;
+            continue;
+        }
+        if !entry.is_absolute() {
+            continue;
+        }
+        let entry = if resolve {
+            std::fs::canonicalize(&entry).unwrap_or(entry)
+        } else {
+            entry
+        };
+        if cwd.starts_with(&entry)
+            && cwd != entry
+            && best
+                .as_ref()
+                .is_none_or(|b| entry.as_os_str().len() > b.as_os_str().len())
+        {
+            best = Some(entry);
+        }
+    }
+    best
+}
+
+/// Whether a git boolean (`GIT_DISCOVERY_ACROSS_FILESYSTEM`) is true.
+fn env_bool(name: &str) -> bool {
+    std::env::var_os(name)
+        .map(|v| gix::bstr::BString::from(v.into_encoded_bytes()))
+        .and_then(|v| gix::config::Boolean::try_from(v).ok())
+        .is_some_and(|b| b.0)
+}
+
+/// Open the source as git would from `cwd`, honouring the variables of
+/// [`git_env`]: an explicit `GIT_DIR` (its work tree `GIT_WORK_TREE`, else
+/// `core.worktree`, else none for a bare one, else the cwd), or discovery
+/// upwards (`GIT_CEILING_DIRECTORIES` entries that are not above the cwd
+/// are ignored, as git ignores them) with `GIT_WORK_TREE` overriding the
+/// work tree; `GIT_INDEX_FILE` (relative to the top of the work tree, as
+/// for git) as its index.
+pub fn open_source(cwd: &Path) -> Result<gix::Repository> {
+    let env = git_env();
+    let mut repo = match env.get("GIT_DIR") {
+        Some(gd) => {
+            let git_dir = cwd.join(gd);
+            if let Some(format) = object_format(&git_dir) {
+                return Err(unsupported_object_format(&git_dir, &format));
+            }
+            // As git: GIT_DIR names the git dir itself (a working tree holding
+            // a `.git` is not one).
+            let opts = open_options().full.open_path_as_is(true);
+            let mut repo = gix::ThreadSafeRepository::open_opts(&git_dir, opts)
+                .map_err(|e| {
+                    not_a_repository(format!(
+                        "GIT_DIR={} is not a git repository ({})",
+                        git_dir.display(),
+                        e.probable_cause()
+                    ))
+                })?
+                .to_thread_local();
+            let configured = repo.config_snapshot().string("core.worktree").is_some();
+            let implicit = env.get("GIT_IMPLICIT_WORK_TREE").is_none_or(|v| v != "0");
+            let bare = repo.config_snapshot().boolean("core.bare") == Some(true);
+            let workdir = match env.get("GIT_WORK_TREE") {
+                Some(wt) => Some(cwd.join(wt)),
+                None if configured => repo.workdir().map(Path::to_path_buf),
+                None if bare || !implicit => None,
+                None => Some(cwd.to_path_buf()),
+            };
+            set_workdir(&mut repo, workdir)?;
+            repo
+        }
+        None => {
+            let options = || {
+                let mut options = gix::discover::upwards::Options {
+                    match_ceiling_dir_or_error: false,
+                    ..Default::default()
+                }
+                .apply_environment();
+                options.cross_fs = env_bool("GIT_DISCOVERY_ACROSS_FILESYSTEM");
+                options
+            };
+            // git never enters a ceiling directory; the library looks into
+            // it too. Where the library found the repository in (or above)
+            // git's ceiling, git finds none.
+            if let Some(ceiling) = git_ceiling(cwd) {
+                let (found, _) = gix::discover::upwards_opts(cwd, options())
+                    .map_err(|e| discovery_error(cwd, e))?;
+                let dir = match &found {
+                    gix::discover::repository::Path::WorkTree(d)
+                    | gix::discover::repository::Path::LinkedWorkTree { work_dir: d, .. } => {
+                        d.clone()
+                    }
+                    gix::discover::repository::Path::Repository(d) => {
+                        if d.file_name().is_some_and(|n| n == ".git") {
+                            d.parent()
+                                .map(Path::to_path_buf)
+                                .unwrap_or_else(|| d.clone())
+                        } else {
+                            d.clone()
+                        }
+                    }
+                };
+                let dir = std::fs::canonicalize(cwd.join(&dir)).unwrap_or(dir);
+                if !(dir.starts_with(&ceiling) && dir != ceiling) {
+                    return Err(not_a_repository(format!(
+                        "{} is not inside a git repository below the GIT_CEILING_DIRECTORIES entry {}",
+                        cwd.display(),
+                        ceiling.display()
+                    )));
+                }
+            }
+            let mut repo = gix::ThreadSafeRepository::discover_opts(cwd, options(), open_options())
+                .map_err(|e| discovery_error(cwd, e))?
+                .to_thread_local();
+            if let Some(wt) = env.get("GIT_WORK_TREE") {
+                set_workdir(&mut repo, Some(cwd.join(wt)))?;
+            }
+            repo
+        }
+    };
+    if repo.object_hash() != gix::hash::Kind::Sha1 {
+        return Err(unsupported_object_format(
+            repo.git_dir(),
+            &repo.object_hash().to_string(),
+        ));
+    }
+    if let Some(index) = env.get("GIT_INDEX_FILE") {
+        let top = repo.workdir().unwrap_or(cwd).to_path_buf();
+        let index = resolve_lenient(&top.join(index));
+        let workdir = repo.workdir().map(Path::to_path_buf);
+        let mut key = gix::bstr::BString::from("gitoxide.core.indexFile=");
+        key.extend_from_slice(index.as_os_str().as_encoded_bytes());
+        let opts = open_options_with(vec![key]).full;
+        repo = gix::ThreadSafeRepository::open_opts(repo.git_dir(), opts)
+            .map_err(|e| Error::git(format!("cannot open {}", cwd.display()), e))?
+            .to_thread_local();
+        set_workdir(&mut repo, workdir)?;
+    }
+    Ok(repo)
+}
+
+fn set_workdir(repo: &mut gix::Repository, workdir: Option<PathBuf>) -> Result<()> {
+    if repo.workdir() == workdir.as_deref() {
+        return Ok(());
+    }
+    let shown = workdir.clone();
+    repo.set_workdir(workdir).map(|_| ()).map_err(|e| {
+        not_a_repository(format!(
+            "the work tree {} cannot be read ({})",
+            shown.as_deref().unwrap_or(Path::new("")).display(),
+            e.probable_cause()
+        ))
+    })
+}
+
+/// Refuse `GIT_COMMON_DIR`, `GIT_OBJECT_DIRECTORY` and
+/// `GIT_ALTERNATE_OBJECT_DIRECTORIES` that name other folders than the
+/// repository's own: git would read and write objects there, which the
+/// workspaces (and the git library) would not see.
+fn refuse_foreign_object_dirs(cwd: &Path, root: &Path, common_dir: &Path) -> Result<()> {
+    let env = git_env();
+    let same = |p: &Path, q: &Path| {
+        std::fs::canonicalize(p).is_ok_and(|p| std::fs::canonicalize(q).is_ok_and(|q| p == q))
+    };
+    if let Some(cd) = env.get("GIT_COMMON_DIR") {
+        let cd = cwd.join(cd);
+        if !same(&cd, common_dir) {
+            return Err(unsupported_environment(
+                "GIT_COMMON_DIR",
+                &cd,
+                format!(
+                    "is not the common dir {} of this working tree, and the git library git delegate uses cannot follow it",
+                    common_dir.display()
+                ),
+            ));
+        }
+    }
+    let objects = common_dir.join("objects");
+    if let Some(od) = env.get("GIT_OBJECT_DIRECTORY") {
+        let od = root.join(od);
+        if !same(&od, &objects) {
+            return Err(unsupported_environment(
+                "GIT_OBJECT_DIRECTORY",
+                &od,
+                format!(
+                    "is not the repository's object folder {}",
+                    objects.display()
+                ),
+            ));
+        }
+    }
+    if let Some(alt) = env.get("GIT_ALTERNATE_OBJECT_DIRECTORIES") {
+        let listed = std::fs::read(objects.join("info/alternates")).unwrap_or_default();
+        let listed: Vec<PathBuf> = listed
+            .split(|&b| b == b'\n')
+            .filter_map(path_from_line)
+            .map(|p| objects.join(p))
+            .collect();
+        for dir in std::env::split_paths(alt).filter(|d| !d.as_os_str().is_empty()) {
+            let dir = root.join(dir);
+            if !same(&dir, &objects) && !listed.iter().any(|l| same(l, &dir)) {
+                return Err(unsupported_environment(
+                    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+                    &dir,
+                    format!(
+                        "is not an object folder of the repository (not listed in {})",
+                        objects.join("info/alternates").display()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Canonicalise, tolerating paths git reports through `..` components.
@@ -52,21 +497,71 @@ pub struct Source {
 }
 
 impl Source {
-    /// Discover the repository around `cwd` and load `delegate.toml`.
+    /// Find the repository around `cwd` as git would (see [`open_source`])
+    /// and load `delegate.toml`.
     pub fn discover(cwd: &Path) -> Result<Source> {
-        let repo = gix::ThreadSafeRepository::discover_with_environment_overrides_opts(
-            cwd,
-            Default::default(),
-            open_options(),
-        )
-        .map_err(|_| {
+        let repo = open_source(cwd)?;
+        Self::from_repo(repo, cwd, true)
+    }
+
+    /// The working tree `root` recorded by a batch of `here`'s repository
+    /// (the batch's `source`), opened by its path: it must still be a
+    /// working tree of the same repository, not a folder that moved away or
+    /// another repository that took its place.
+    pub fn open_recorded(here: &Source, root: &Path, batch: &str) -> Result<Source> {
+        let moved = |why: String| {
             Error::state(
-                "delegate::not_a_repository",
-                format!("{} is not inside a git repository", cwd.display()),
-                "run git delegate from inside a git working tree, or pass `git -C DIR delegate ...`",
+                "delegate::source_moved",
+                format!(
+                    "batch {batch} was prepared in {}, which {why}",
+                    root.display()
+                ),
+                format!(
+                    "a batch writes back into the working tree it was prepared in: if you moved it, move it back to {} and run `git delegate apply {batch}` there; to give the batch up, `git delegate drop {batch} --force`",
+                    root.display()
+                ),
             )
-        })?
-        .to_thread_local();
+        };
+        if !root.is_dir() {
+            return Err(moved("no longer exists (moved or removed?)".into()));
+        }
+        let repo = if root.join(".git").exists() {
+            match gix::ThreadSafeRepository::open_opts(root, open_options().full) {
+                Ok(r) => r.to_thread_local(),
+                Err(_) => return Err(moved("is no longer a git working tree".into())),
+            }
+        } else {
+            // No `.git` there: the work tree of a repository whose git dir is
+            // elsewhere (`core.worktree`, or a bare repository used with
+            // `GIT_WORK_TREE`, as dotfiles are): its main git dir.
+            let mut repo =
+                match gix::ThreadSafeRepository::open_opts(&here.common_dir, open_options().full) {
+                    Ok(r) => r.to_thread_local(),
+                    Err(_) => return Err(moved("is no longer a git working tree".into())),
+                };
+            if repo.workdir().is_none() {
+                set_workdir(&mut repo, Some(root.to_path_buf()))?;
+            }
+            repo
+        };
+        let same_common =
+            std::fs::canonicalize(repo.common_dir()).is_ok_and(|c| c == here.common_dir);
+        let same_root = repo
+            .workdir()
+            .and_then(|w| std::fs::canonicalize(w).ok())
+            .is_some_and(|w| w == root);
+        if !same_common || !same_root {
+            return Err(moved(format!(
+                "is no longer a working tree of the repository {} (it was moved, or another repository is there now)",
+                here.common_dir.display()
+            )));
+        }
+        Self::from_repo(repo, root, false)
+    }
+
+    /// `located`: `repo` is the repository the environment's variables
+    /// describe (they were checked against it).
+    fn from_repo(repo: gix::Repository, cwd: &Path, located: bool) -> Result<Source> {
         let Some(workdir) = repo.workdir() else {
             return Err(Error::state(
                 "delegate::bare_repository",
@@ -87,6 +582,9 @@ impl Source {
                 .map(Path::to_path_buf)
                 .unwrap_or_default()
         };
+        if located {
+            refuse_foreign_object_dirs(&cwd, &root, &common_dir)?;
+        }
         let config = Config::load(&common_dir.join("delegate.toml"))?;
         Ok(Source {
             repo,

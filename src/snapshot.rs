@@ -633,10 +633,21 @@ fn run(
             }
             let mut staged = BTreeMap::new();
             let repo = sync.to_thread_local();
+            // The whole tree, wherever the command runs: gix's default
+            // pathspec (`None`) matches only below the caller's folder.
+            let mut everything = repo
+                .pathspec(
+                    false,
+                    None::<&str>,
+                    false,
+                    &gix::index::State::new(repo.object_hash()),
+                    gix::worktree::stack::state::attributes::Source::IdMapping,
+                )
+                .map_err(|e| Error::git(format!("snapshot of {}", display_root(&repo)), e))?;
             repo.tree_index_status(
                 &head_tree,
                 index,
-                None,
+                Some(&mut everything),
                 gix::status::tree_index::TrackRenames::Disabled,
                 |change, _, _| {
                     record_staged(&mut staged, change);

@@ -142,7 +142,10 @@ fn from_config_parameters(params: &str, key: &str) -> Option<String> {
 
 /// `color.ui` from the repository's (or, outside one, the user's) config files.
 fn config_color_ui() -> Option<String> {
-    let repo = gix::discover(".").ok();
+    // The source as the commands find it (`GIT_DIR` and friends included).
+    let repo = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| crate::repo::open_source(&cwd).ok());
     let value = match &repo {
         Some(repo) => repo.config_snapshot().string("color.ui")?.to_string(),
         None => {

@@ -79,11 +79,13 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     let lock = super::lock_and_recover(ui, &here)?;
     let mut b = batch::select_open(&here.state_dir(), args.batch.as_deref())?;
     // The batch writes back into the working tree it was prepared in,
-    // wherever apply is run from (a workspace is a worktree of the same repository).
+    // wherever apply is run from (a workspace is a worktree of the same
+    // repository), opened by its recorded path: a source that moved away
+    // (or another repository now at its path) is refused by name.
     let source = if here.root == b.source {
         here
     } else {
-        Source::discover(&b.source)?
+        Source::open_recorded(&here, &b.source, b.short())?
     };
     source.refuse_submodules()?;
     let selected = select_tasks(&b, &args)?;

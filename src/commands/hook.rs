@@ -160,11 +160,14 @@ fn problems(state_dir: &Path, entries: &[Entry]) -> Vec<String> {
 
 /// Find the git dir and common dir by reading files only (no repository open).
 fn locate(cwd: &Path) -> Option<Location> {
-    let git_dir = match std::env::var_os("GIT_DIR").filter(|d| !d.is_empty()) {
+    // git gives hooks `GIT_DIR` (and `GIT_INDEX_FILE`); the process took
+    // them out of its environment when it started (`repo::isolate_environment`).
+    let env = crate::repo::git_env();
+    let git_dir = match env.get("GIT_DIR") {
         Some(d) => cwd.join(d),
         None => discover(cwd)?,
     };
-    let common_dir = match std::env::var_os("GIT_COMMON_DIR").filter(|d| !d.is_empty()) {
+    let common_dir = match env.get("GIT_COMMON_DIR") {
         Some(d) => cwd.join(d),
         None => match std::fs::read(git_dir.join("commondir")) {
             Ok(text) => git_dir.join(path_from_line(&text)?),
