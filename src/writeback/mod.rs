@@ -122,7 +122,7 @@ use crate::repo::Source;
 use self::dirs::{Dirs, Disk};
 use self::hash::Hasher;
 use self::journal::{make_plan, parse_journal, tmp_journal, write_journal, Phase};
-use self::rollback::{roll_forward, rollback};
+use self::rollback::{roll_forward, rollback, Left};
 use self::util::{join, parents, Fail, Faults};
 use self::writer::Writer;
 
@@ -317,7 +317,12 @@ fn write_with(
                     "write-back failed: {}; every path was rolled back to what it was before",
                     fail.0
                 )),
-                Err(problems) => rollback_failed(&journal_path, &fail.0, &problems),
+                Err(left) => rollback_failed(
+                    &plan.root,
+                    &journal_path,
+                    &format!("write-back failed ({})", fail.0),
+                    &left,
+                ),
             },
         );
     }
@@ -403,14 +408,45 @@ fn recover_one(journal: &Path, faults: &Faults) -> Result<Recovered> {
         }
     };
     if plan.phase == Phase::Committed {
-        roll_forward(&mut dirs, &plan, journal, faults).map_err(|problems| {
-            rollback_failed(journal, "finishing an interrupted write-back", &problems)
+        roll_forward(&mut dirs, &plan, journal, faults).map_err(|left| {
+            rollback_failed(
+                &plan.root,
+                journal,
+                "finishing an interrupted write-back",
+                &left,
+            )
         })?;
         return Ok(Recovered::Completed);
     }
-    rollback(&mut dirs, &mut plan, journal, faults)
-        .map_err(|problems| rollback_failed(journal, "an interrupted write-back", &problems))?;
+    rollback(&mut dirs, &mut plan, journal, faults).map_err(|left| {
+        rollback_failed(
+            &plan.root,
+            journal,
+            "rolling back an interrupted write-back",
+            &left,
+        )
+    })?;
     Ok(Recovered::RolledBack)
+}
+
+/// Batches of this repository whose state folder holds a write-back
+/// journal (an interrupted write-back, or one whose rollback left paths
+/// to the user). Reads only; `apply --dry-run` reports them instead of
+/// recovering (SPEC §7).
+pub fn pending(source: &Source) -> Result<Vec<String>> {
+    let dir = batch::batches_dir(&source.state_dir());
+    let rd = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
+    };
+    let mut out: Vec<String> = rd
+        .flatten()
+        .filter(|e| e.path().join(batch::JOURNAL_FILE).is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    out.sort();
+    Ok(out)
 }
 
 fn failed(message: String) -> Error {
@@ -421,14 +457,72 @@ fn failed(message: String) -> Error {
     )
 }
 
-fn rollback_failed(journal: &Path, what: &str, problems: &[String]) -> Error {
-    Error::state(
-        "delegate::rollback_failed",
-        format!(
-            "{what}: could not put every path back ({}); the journal {} is kept",
-            problems.join("; "),
-            journal.display()
-        ),
-        "resolve the paths named above (move the file that is in the way), then run any mutating git delegate command (e.g. `git delegate gc`) to finish the rollback",
-    )
+/// `delegate::rollback_failed`: the paths left as they were found, each
+/// with the file kept for it, in the message and in the JSON error object
+/// (`batch`, `journal`, `paths`).
+fn rollback_failed(root: &Path, journal: &Path, what: &str, left: &[Left]) -> Error {
+    let kept_abs = |l: &Left| l.kept.as_ref().map(|k| root.join(crate::paths::to_os(k.as_bstr())));
+    let journal_kept = journal.exists();
+    let named: Vec<String> = left
+        .iter()
+        .map(|l| {
+            let mut s = if l.path.is_empty() {
+                l.detail.clone()
+            } else {
+                format!("{} ({})", crate::paths::quote(l.path.as_bstr()), l.detail)
+            };
+            if let Some(k) = kept_abs(l) {
+                s.push_str(&format!(
+                    "; {} kept at {}",
+                    if l.yours { "your version" } else { "the original" },
+                    k.display()
+                ));
+            }
+            s
+        })
+        .collect();
+    let message = format!(
+        "{what}: {} left as found: {}; {}",
+        if left.len() == 1 {
+            "1 path was".to_string()
+        } else {
+            format!("{} paths were", left.len())
+        },
+        named.join("; "),
+        if journal_kept {
+            format!("the journal {} is kept until that is resolved", journal.display())
+        } else {
+            "every other path was put back".to_string()
+        }
+    );
+    let help = if journal_kept {
+        "for each path named, keep your version by deleting the kept file, or take the original back by moving the kept file over the path; then run `git delegate gc` (or any command that changes things), which re-checks and finishes the rollback"
+    } else {
+        "look at the paths named: they hold your version; the rest of the working tree is as it was before the write-back"
+    };
+    let paths: Vec<serde_json::Value> = left
+        .iter()
+        .filter(|l| !l.path.is_empty())
+        .map(|l| {
+            serde_json::json!({
+                "path": crate::paths::doc_bytes(&l.path),
+                "reason": l.reason.as_str(),
+                "kept": kept_abs(l).map(|k| crate::paths::doc_path(&k)),
+                "kept_is": l.kept.as_ref().map(|_| if l.yours { "yours" } else { "original" }),
+                "message": l.detail,
+            })
+        })
+        .collect();
+    let mut details = serde_json::Map::new();
+    let batch = journal
+        .parent()
+        .and_then(|d| d.file_name())
+        .map(|n| n.to_string_lossy().into_owned());
+    details.insert("batch".into(), serde_json::json!(batch));
+    details.insert(
+        "journal".into(),
+        serde_json::json!(journal_kept.then(|| crate::paths::doc_path(journal))),
+    );
+    details.insert("paths".into(), serde_json::Value::Array(paths));
+    Error::state("delegate::rollback_failed", message, help).with_details(details)
 }
