@@ -98,6 +98,8 @@ pub(super) struct Plan {
     /// Folders the write may create, shallow first.
     pub(super) mkdirs: Vec<BString>,
     pub(super) phase: Phase,
+    /// Paths a rollback left to the user: (path, kept file, kept is theirs).
+    pub(super) left: Vec<(BString, Option<BString>, bool)>,
 }
 
 impl Plan {
@@ -138,6 +140,13 @@ enum Line {
     Wrote {
         i: usize,
         w: Wrote,
+    },
+    /// A rollback left item `i`'s path to the user, keeping the file
+    /// `kept` (appended, best effort, for `status`; rollback re-derives it).
+    Left {
+        i: usize,
+        kept: Option<String>,
+        yours: bool,
     },
     Phase {
         phase: String,
@@ -231,6 +240,20 @@ pub(super) fn append_wrote_and_renaming(path: &Path, plan: &Plan) -> std::io::Re
     append(path, &lines)
 }
 
+/// Record the paths a rollback left to the user (item index, kept file,
+/// kept file is the user's version).
+pub(super) fn append_left(path: &Path, left: &[(usize, Option<BString>, bool)]) -> std::io::Result<()> {
+    let lines: Vec<Line> = left
+        .iter()
+        .map(|(i, kept, yours)| Line::Left {
+            i: *i,
+            kept: kept.as_ref().map(|k| enc(k)),
+            yours: *yours,
+        })
+        .collect();
+    append(path, &lines)
+}
+
 fn append(path: &Path, lines: &[Line]) -> std::io::Result<()> {
     let mut f = std::fs::OpenOptions::new().append(true).open(path)?;
     let len = f.metadata()?.len();
@@ -293,6 +316,7 @@ pub(super) fn parse_journal(text: &[u8]) -> Option<Plan> {
                     items: Vec::new(),
                     mkdirs: Vec::new(),
                     phase: Phase::Planned,
+                    left: Vec::new(),
                 })
             }
             Line::Item {
@@ -323,6 +347,13 @@ pub(super) fn parse_journal(text: &[u8]) -> Option<Plan> {
                     early,
                     wrote: None,
                 });
+            }
+            Line::Left { i, kept, yours } => {
+                let p = plan.as_mut()?;
+                if let Some(it) = p.items.get(i) {
+                    let path = it.path.clone();
+                    p.left.push((path, kept.map(|k| dec(&k).into()), yours));
+                }
             }
             Line::Wrote { i, w } => {
                 // An index out of range (never written so) is ignored:
@@ -503,5 +534,6 @@ pub(super) fn make_plan(
         items,
         mkdirs,
         phase: Phase::Planned,
+        left: Vec::new(),
     })
 }

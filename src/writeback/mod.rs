@@ -429,6 +429,37 @@ fn recover_one(journal: &Path, faults: &Faults) -> Result<Recovered> {
     Ok(Recovered::RolledBack)
 }
 
+/// A path a rollback left to the user, with the file kept for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftPath {
+    /// Relative to the working tree's root.
+    pub path: BString,
+    /// The kept file (absolute): the original, or (`yours`) the user's version.
+    pub kept: PathBuf,
+    pub yours: bool,
+}
+
+/// The paths the last rollback of `batch_dir`'s journal left to the user
+/// whose kept file is still there (what resolving means: see the module
+/// header). Reads only; empty when there is no such journal.
+pub fn left_paths(batch_dir: &Path) -> Vec<LeftPath> {
+    let Ok(text) = std::fs::read(batch_dir.join(batch::JOURNAL_FILE)) else {
+        return Vec::new();
+    };
+    let Some(plan) = parse_journal(&text) else {
+        return Vec::new();
+    };
+    let mut out: Vec<LeftPath> = Vec::new();
+    for (path, kept, yours) in plan.left {
+        let Some(kept) = kept else { continue };
+        let kept = plan.root.join(crate::paths::to_os(kept.as_bstr()));
+        if std::fs::symlink_metadata(&kept).is_ok() && !out.iter().any(|l| l.kept == kept) {
+            out.push(LeftPath { path, kept, yours });
+        }
+    }
+    out
+}
+
 /// Batches of this repository whose state folder holds a write-back
 /// journal (an interrupted write-back, or one whose rollback left paths
 /// to the user). Reads only; `apply --dry-run` reports them instead of
@@ -469,11 +500,11 @@ fn rollback_failed(root: &Path, journal: &Path, what: &str, left: &[Left]) -> Er
             let mut s = if l.path.is_empty() {
                 l.detail.clone()
             } else {
-                format!("{} ({})", crate::paths::quote(l.path.as_bstr()), l.detail)
+                format!("{}: {}", crate::paths::quote(l.path.as_bstr()), l.detail)
             };
             if let Some(k) = kept_abs(l) {
                 s.push_str(&format!(
-                    "; {} kept at {}",
+                    ", {} is kept at {}",
                     if l.yours { "your version" } else { "the original" },
                     k.display()
                 ));
@@ -482,7 +513,7 @@ fn rollback_failed(root: &Path, journal: &Path, what: &str, left: &[Left]) -> Er
         })
         .collect();
     let message = format!(
-        "{what}: {} left as found: {}; {}",
+        "{what}: {} left as found ({}); {}",
         if left.len() == 1 {
             "1 path was".to_string()
         } else {

@@ -10,7 +10,7 @@ use rustix::io::Errno;
 
 use super::dirs::{Dirs, Disk};
 use super::hash::{raw_sha1, raw_sha1_reader};
-use super::journal::{enc, remove_journal, Item, Phase, Plan, Wrote};
+use super::journal::{append_left, enc, remove_journal, Item, Phase, Plan, Wrote};
 use super::util::{depth, parents, split, Faults};
 use super::writer::{rename_noreplace, sync_touched};
 
@@ -139,7 +139,7 @@ pub(super) fn rollback(
                             kept: Some(temp.clone()),
                             yours: true,
                             detail: format!(
-                                "changed while it was being taken back, and something else stands there now ({e}); your version is kept"
+                                "changed while it was being taken back, and something else stands there now ({e})"
                             ),
                         },
                     );
@@ -182,7 +182,7 @@ pub(super) fn rollback(
                         reason: LeftReason::InTheWay,
                         kept: Some(aside.clone()),
                         yours: false,
-                        detail: "something new stands where the original must come back; left as it is"
+                        detail: "something new stands where its original must come back; left as it is"
                             .into(),
                     },
                 );
@@ -211,7 +211,7 @@ pub(super) fn rollback(
                 reason: LeftReason::ChangedSinceWritten,
                 kept: Some(temp.clone()),
                 yours: true,
-                detail: "a file under the write's temporary name is not what it wrote there; kept".into(),
+                detail: "a file under the write's temporary name is not what it wrote there".into(),
             });
             continue;
         }
@@ -233,6 +233,10 @@ pub(super) fn rollback(
     }
     rmdir_created(dirs, plan, &mut touched, faults);
     sync_touched(dirs, touched);
+    let records: Vec<(usize, Option<BString>, bool)> = left
+        .iter()
+        .map(|(i, l)| (*i, l.kept.clone(), l.yours))
+        .collect();
     let left: Vec<Left> = left.into_values().collect();
     // The journal stays while a kept file waits for the user: the next
     // command re-checks. A path left with nothing kept (an addition the
@@ -240,7 +244,10 @@ pub(super) fn rollback(
     let keep_journal = left
         .iter()
         .any(|l| l.kept.as_ref().is_some_and(|k| dirs.lstat_lenient(k.as_bstr()) != Disk::Absent));
-    if !keep_journal {
+    if keep_journal {
+        // For `status` (best effort: the next rollback finds them again).
+        let _ = append_left(journal, &records);
+    } else {
         if let Err(e) = remove_journal(journal) {
             let mut left = left;
             left.push(Left {
@@ -265,9 +272,10 @@ fn changed(it: &Item, original: Option<BString>) -> Left {
         path: it.path.clone(),
         reason: LeftReason::ChangedSinceWritten,
         detail: if original.is_some() {
-            "changed since the write put it there; left as you left it, its original kept".into()
+            "changed since the write put it there; left as you left it".into()
         } else {
-            "changed since the write put it there (it did not exist before); left as you left it".into()
+            "changed since the write put it there (it did not exist before); left as you left it"
+                .into()
         },
         kept: original,
         yours: false,
