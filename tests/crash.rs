@@ -646,7 +646,10 @@ fn a_path_edited_after_a_crash_is_never_rolled_back_over() {
     assert!(journal_exists(&repo), "apply --dry-run removed the journal");
     assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
     let doc = run.json();
-    assert_eq!(doc["error"]["code"], "delegate::writeback_pending", "{doc:#}");
+    assert_eq!(
+        doc["error"]["code"], "delegate::writeback_pending",
+        "{doc:#}"
+    );
     assert!(doc["recovered_writebacks"].is_null(), "{doc:#}");
     env.delegate(&repo, ["status", "--check"]).expect(1);
     assert_eq!(tree(&repo), before);
@@ -665,7 +668,12 @@ fn a_path_edited_after_a_crash_is_never_rolled_back_over() {
     let mut expect = pre.clone();
     expect.get_mut(&b"f1.txt"[..]).unwrap().1 = b"USER 1\n".to_vec();
     let mut now = tree(&repo);
-    let kept_rel = kept.strip_prefix(&repo).unwrap().as_os_str().as_bytes().to_vec();
+    let kept_rel = kept
+        .strip_prefix(&repo)
+        .unwrap()
+        .as_os_str()
+        .as_bytes()
+        .to_vec();
     assert!(now.remove(&kept_rel).is_some());
     assert_eq!(now, expect, "every other path is back as before the apply");
     assert!(journal_exists(&repo));
@@ -683,7 +691,9 @@ fn a_path_edited_after_a_crash_is_never_rolled_back_over() {
     let doc = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     assert_eq!(doc["tasks"][0]["status"], "applied", "{doc:#}");
     assert!(
-        doc["recovered_writebacks"].as_array().is_some_and(|a| !a.is_empty()),
+        doc["recovered_writebacks"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()),
         "{doc:#}"
     );
     assert!(!journal_exists(&repo));
@@ -694,6 +704,9 @@ fn a_path_edited_after_a_crash_is_never_rolled_back_over() {
         );
     }
     assert!(!repo.join("gone.txt").exists());
-    assert_eq!(std::fs::read(repo.join("added.txt")).unwrap(), b"added by the task\n");
+    assert_eq!(
+        std::fs::read(repo.join("added.txt")).unwrap(),
+        b"added by the task\n"
+    );
     assert_eq!(index_bytes(&repo), index);
 }

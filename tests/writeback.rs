@@ -451,7 +451,10 @@ fn rollback_leaves_a_file_the_user_saved_over_after_it_was_written() {
     // the renames are spread over seconds and the user's edits land
     // between them, deterministically.
     write(&repo.join(".gitattributes"), "f*.txt filter=slow\n");
-    env.git(&repo, ["config", "filter.slow.clean", "sh -c \"sleep 1; cat\""]);
+    env.git(
+        &repo,
+        ["config", "filter.slow.clean", "sh -c \"sleep 1; cat\""],
+    );
     for i in 1..=4 {
         write(&repo.join(format!("f{i}.txt")), format!("original {i}\n"));
     }
@@ -488,15 +491,26 @@ fn rollback_leaves_a_file_the_user_saved_over_after_it_was_written() {
         }
     });
     let out = child.wait_with_output().unwrap();
-    assert!(user.join().unwrap(), "f1.txt never showed the task's content");
+    assert!(
+        user.join().unwrap(),
+        "f1.txt never showed the task's content"
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let doc: Value = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    let doc: Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
 
     // Nothing the user wrote is lost; the others are back to what they were.
-    assert_eq!(std::fs::read(repo.join("f1.txt")).unwrap(), b"USER EDIT1\n", "{doc:#}\n{stderr}");
-    assert_eq!(std::fs::read(repo.join("f4.txt")).unwrap(), b"the user's f4\n", "{doc:#}");
+    assert_eq!(
+        std::fs::read(repo.join("f1.txt")).unwrap(),
+        b"USER EDIT1\n",
+        "{doc:#}\n{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(repo.join("f4.txt")).unwrap(),
+        b"the user's f4\n",
+        "{doc:#}"
+    );
     assert_eq!(std::fs::read(repo.join("f2.txt")).unwrap(), b"original 2\n");
     assert_eq!(std::fs::read(repo.join("f3.txt")).unwrap(), b"original 3\n");
     assert_eq!(index_bytes(&repo), index);
@@ -521,7 +535,10 @@ fn rollback_leaves_a_file_the_user_saved_over_after_it_was_written() {
     assert_eq!(extra.len(), 1, "{extra:?}");
     // The journal stays until it is resolved; status says so.
     assert!(journal_left(&env, &repo));
-    let st = env.delegate(&repo, ["status", "--check", "--json"]).expect(1).json();
+    let st = env
+        .delegate(&repo, ["status", "--check", "--json"])
+        .expect(1)
+        .json();
     let problem = st["problems"]
         .as_array()
         .unwrap()
@@ -530,11 +547,17 @@ fn rollback_leaves_a_file_the_user_saved_over_after_it_was_written() {
         .unwrap_or_else(|| panic!("{st:#}"))
         .clone();
     let text = problem["message"].as_str().unwrap();
-    assert!(text.contains("f1.txt") && text.contains(&*kept.to_string_lossy()), "{st:#}");
+    assert!(
+        text.contains("f1.txt") && text.contains(&*kept.to_string_lossy()),
+        "{st:#}"
+    );
     // Any mutating command re-checks and reports it again, changing nothing.
     let before = tree(&repo);
     let again = env.delegate(&repo, ["gc", "--json"]).expect(3).json();
-    assert_eq!(again["error"]["code"], "delegate::rollback_failed", "{again:#}");
+    assert_eq!(
+        again["error"]["code"], "delegate::rollback_failed",
+        "{again:#}"
+    );
     assert_eq!(again["error"]["paths"][0]["path"], "f1.txt", "{again:#}");
     assert_eq!(tree(&repo), before);
 

@@ -52,7 +52,11 @@ pub fn problems(source: &Source, entries: &[Entry]) -> Vec<Problem> {
                                 format!(
                                     "{} ({} is kept at {})",
                                     crate::paths::quote(l.path.as_ref()),
-                                    if l.yours { "your version" } else { "its original" },
+                                    if l.yours {
+                                        "your version"
+                                    } else {
+                                        "its original"
+                                    },
                                     super::show(&l.kept)
                                 )
                             })

@@ -212,7 +212,9 @@ pub(super) fn raw_sha1(bytes: &[u8]) -> String {
 fn finish(h: gix::hash::Hasher) -> String {
     // SHA-1 detects a collision attack instead of hashing it; that content
     // then proves nothing, and an empty id matches no record.
-    h.try_finalize().map(|id| id.to_string()).unwrap_or_default()
+    h.try_finalize()
+        .map(|id| id.to_string())
+        .unwrap_or_default()
 }
 
 /// `raw_sha1` of everything `read` yields, and how many bytes that was.

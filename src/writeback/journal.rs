@@ -214,9 +214,12 @@ pub(super) fn write_journal(path: &Path, plan: &Plan) -> std::io::Result<()> {
 /// Append a marker durably. On failure the journal is cut back to what it
 /// was (a marker that may not be durable must not be read later).
 pub(super) fn append_phase(path: &Path, phase: Phase) -> std::io::Result<()> {
-    append(path, &[Line::Phase {
-        phase: phase.name().into(),
-    }])
+    append(
+        path,
+        &[Line::Phase {
+            phase: phase.name().into(),
+        }],
+    )
 }
 
 /// Append what every item wrote and then the `renaming` marker, durably,
@@ -242,7 +245,10 @@ pub(super) fn append_wrote_and_renaming(path: &Path, plan: &Plan) -> std::io::Re
 
 /// Record the paths a rollback left to the user (item index, kept file,
 /// kept file is the user's version).
-pub(super) fn append_left(path: &Path, left: &[(usize, Option<BString>, bool)]) -> std::io::Result<()> {
+pub(super) fn append_left(
+    path: &Path,
+    left: &[(usize, Option<BString>, bool)],
+) -> std::io::Result<()> {
     let lines: Vec<Line> = left
         .iter()
         .map(|(i, kept, yours)| Line::Left {

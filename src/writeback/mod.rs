@@ -6,8 +6,10 @@
 //! exec bits, symlinks, smudge filters), rollback, and recovery of journals
 //! left by dead processes.
 //! Never: writes a path whose current content is not the expected `S`
-//! state, follows a symlink out of the source root, or touches the index,
-//! HEAD or refs.
+//! state; moves back or deletes a path that does not hold exactly what the
+//! write put there (a user's edit made after the write is left, and the
+//! original it replaced is kept); follows a symlink out of the source
+//! root; touches the index, HEAD or refs; recovers from a read-only command.
 //!
 //! # `check`
 //!
@@ -39,8 +41,14 @@
 //!    whole. All written first, then fsync'd with their folders, several
 //!    at once (concurrent fsyncs share journal commits); above 64 files one
 //!    `syncfs` instead (per-file fsyncs of a handful of files are cheaper
-//!    than a `syncfs` of a busy disk, many are not).
-//! 4. Marker `renaming` appended to the journal and fsync'd.
+//!    than a `syncfs` of a busy disk, many are not). Each file's bytes are
+//!    hashed (SHA-1, raw) as they are written, then its permission bits,
+//!    size, inode and mtime read from the descriptor (a rename keeps all
+//!    of them); a symlink's target is hashed.
+//! 4. What each path will hold (`wrote` records: that file, that symlink,
+//!    or absent for a deletion) and the marker `renaming`, appended to the
+//!    journal in one write and fsync'd: no rename happens before what it
+//!    puts in place is on record.
 //! 5. Renames: folders in the way are moved aside whole and their content
 //!    verified against `S`; then per path (sorted, so a file is moved away
 //!    before a folder of the same name is created; `.gitattributes` last):
@@ -64,8 +72,36 @@
 //! temps and the remaining created folders go, the journal goes. Each step
 //! is decided by what is on disk, so an interrupted rollback is finished by
 //! the next one, and it needs no journal write (a full disk cannot stop
-//! it). If it cannot finish (something new stands where an original must
-//! return), the journal stays and `delegate::rollback_failed` is returned.
+//! it).
+//!
+//! # Paths the user changed (SPEC §7, last paragraph)
+//!
+//! A path goes back to its temp name only if it holds exactly what its
+//! `wrote` record says (kind, permission bits and size first, then the
+//! hash of its bytes or target; inode and mtime are not required, so an
+//! edit undone byte for byte counts as untouched); it is proven again once
+//! it is under the temp name, and moved back where the user had it if it
+//! changed in between. A temp is deleted only if it is proven too (once
+//! renaming has begun). An original comes back only where nothing stands
+//! (`RENAME_NOREPLACE`: a path the write deleted must still be absent). A
+//! path that fails these checks is left as it is found and its original
+//! stays under its aside name (or, rarely, the user's version under the
+//! temp name); the rest of the rollback goes on. The error is
+//! `delegate::rollback_failed` (exit 3) naming each path, why
+//! (`changed_since_written`, `in_the_way`, `error`) and the kept file, also
+//! in the JSON error object (`batch`, `journal`, `paths`). Those paths are
+//! appended to the journal (`left` records, best effort) for `status`.
+//!
+//! Resolving: the journal stays while any kept file is there, and every
+//! mutating command re-runs the rollback (which changes nothing more and
+//! reports the same) until the user, for each path, deletes the kept file
+//! (keeping their version) or moves it over the path (taking the original
+//! back); then no aside is left for that item, the rollback finishes and
+//! the journal goes. A path that again holds exactly what was written is
+//! rolled back normally. A path left with nothing kept (an addition the
+//! user edited: nothing was there before) is reported once and needs no
+//! journal. A journal without `wrote` records (version 1) proves nothing:
+//! every path it renamed into place is left to the user.
 //!
 //! # Journal format
 //!
@@ -76,7 +112,11 @@
 //! `covered` (inside a folder moved aside whole), `early` (its folders are
 //! created before its temp)), one `mkdirs` (folders the write may create,
 //! shallow first), then appended `phase` markers: `planned` (end of the
-//! durable plan), `renaming`, `committed`; the last one counts. Paths are
+//! durable plan), `renaming`, `committed`; the last one counts. Before
+//! `renaming`, one `wrote` per item (`i`, its index; `w`: `{"kind":
+//! "file", mode, size, ino, mtime, mtime_ns, sha1}`, `{"kind": "link",
+//! ino, sha1}` or `{"kind": "absent"}`); after a rollback that left paths,
+//! `left` records (`i`, `kept`, `yours`). Header `version` 2. Paths are
 //! relative to `root` with `%XX` escapes for `%`, control bytes and
 //! non-ASCII bytes. A torn last line is ignored (its marker did not become
 //! durable; a failed append is also cut back).
@@ -88,6 +128,9 @@
 //! was written). One whose writer (pid + start time, same host) still runs
 //! is left alone. `committed`: rolled forward (asides and emptied folders
 //! removed). Otherwise rolled back as above, using the journal's `root`.
+//! Only mutating commands recover (`commands::lock_and_recover`);
+//! `apply --dry-run` calls `pending` and reports instead, and `status`
+//! reads `left_paths`.
 //!
 //! # Fault injection (test-only)
 //!
@@ -492,7 +535,11 @@ fn failed(message: String) -> Error {
 /// with the file kept for it, in the message and in the JSON error object
 /// (`batch`, `journal`, `paths`).
 fn rollback_failed(root: &Path, journal: &Path, what: &str, left: &[Left]) -> Error {
-    let kept_abs = |l: &Left| l.kept.as_ref().map(|k| root.join(crate::paths::to_os(k.as_bstr())));
+    let kept_abs = |l: &Left| {
+        l.kept
+            .as_ref()
+            .map(|k| root.join(crate::paths::to_os(k.as_bstr())))
+    };
     let journal_kept = journal.exists();
     let named: Vec<String> = left
         .iter()
@@ -505,7 +552,11 @@ fn rollback_failed(root: &Path, journal: &Path, what: &str, left: &[Left]) -> Er
             if let Some(k) = kept_abs(l) {
                 s.push_str(&format!(
                     ", {} is kept at {}",
-                    if l.yours { "your version" } else { "the original" },
+                    if l.yours {
+                        "your version"
+                    } else {
+                        "the original"
+                    },
                     k.display()
                 ));
             }
@@ -521,7 +572,10 @@ fn rollback_failed(root: &Path, journal: &Path, what: &str, left: &[Left]) -> Er
         },
         named.join("; "),
         if journal_kept {
-            format!("the journal {} is kept until that is resolved", journal.display())
+            format!(
+                "the journal {} is kept until that is resolved",
+                journal.display()
+            )
         } else {
             "every other path was put back".to_string()
         }

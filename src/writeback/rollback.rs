@@ -182,15 +182,20 @@ pub(super) fn rollback(
                         reason: LeftReason::InTheWay,
                         kept: Some(aside.clone()),
                         yours: false,
-                        detail: "something new stands where its original must come back; left as it is"
-                            .into(),
+                        detail:
+                            "something new stands where its original must come back; left as it is"
+                                .into(),
                     },
                 );
             }
             Err(e) => {
                 left.insert(
                     i,
-                    error(it, Some(aside.clone()), format!("cannot put the original back: {e}")),
+                    error(
+                        it,
+                        Some(aside.clone()),
+                        format!("cannot put the original back: {e}"),
+                    ),
                 );
             }
         }
@@ -205,7 +210,10 @@ pub(super) fn rollback(
         // Before `renaming` a temp may be incomplete and has no record;
         // nothing was renamed, and the temp name is the write's own.
         let check = plan.phase == Phase::Renaming && !proven.contains(&i);
-        if check && it.wrote.is_some() && !holds(dirs, temp.as_bstr(), it.wrote.as_ref()).unwrap_or(false) {
+        if check
+            && it.wrote.is_some()
+            && !holds(dirs, temp.as_bstr(), it.wrote.as_ref()).unwrap_or(false)
+        {
             left.entry(i).or_insert_with(|| Left {
                 path: it.path.clone(),
                 reason: LeftReason::ChangedSinceWritten,
@@ -241,9 +249,11 @@ pub(super) fn rollback(
     // The journal stays while a kept file waits for the user: the next
     // command re-checks. A path left with nothing kept (an addition the
     // user changed) is the user's; it is reported, and needs no journal.
-    let keep_journal = left
-        .iter()
-        .any(|l| l.kept.as_ref().is_some_and(|k| dirs.lstat_lenient(k.as_bstr()) != Disk::Absent));
+    let keep_journal = left.iter().any(|l| {
+        l.kept
+            .as_ref()
+            .is_some_and(|k| dirs.lstat_lenient(k.as_bstr()) != Disk::Absent)
+    });
     if keep_journal {
         // For `status` (best effort: the next rollback finds them again).
         let _ = append_left(journal, &records);

@@ -725,7 +725,10 @@ fn rollback_leaves_what_the_user_changed_between_the_renames() {
         e.message
     );
     let mut expect = before.clone();
-    expect.insert(b"m.txt".to_vec(), ("file x=false".into(), b"NEW\n".to_vec()));
+    expect.insert(
+        b"m.txt".to_vec(),
+        ("file x=false".into(), b"NEW\n".to_vec()),
+    );
     expect.insert(
         b"d.txt".to_vec(),
         ("file x=false".into(), b"the user's d\n".to_vec()),
@@ -754,7 +757,10 @@ fn rollback_leaves_what_the_user_changed_between_the_renames() {
         vec!["b1".to_string()]
     );
     let mut expect = before.clone();
-    expect.insert(b"m.txt".to_vec(), ("file x=false".into(), b"NEW\n".to_vec()));
+    expect.insert(
+        b"m.txt".to_vec(),
+        ("file x=false".into(), b"NEW\n".to_vec()),
+    );
     assert_eq!(fx.state(), expect);
     no_leftovers(&fx, &bd);
 }
@@ -772,7 +778,12 @@ fn recovery_leaves_paths_changed_after_a_crash() {
     let bd = fx.batch_dir();
     let before = fx.state();
     // Killed after the last rename: every path is in place, not committed.
-    assert!(crash(&source, &bd, &writes, &format!("after-rename:{total}")));
+    assert!(crash(
+        &source,
+        &bd,
+        &writes,
+        &format!("after-rename:{total}")
+    ));
     assert_eq!(std::fs::read(fx.root.join("m.txt")).unwrap(), b"new\n");
     std::fs::write(fx.root.join("m.txt"), b"NEW\n").unwrap();
     // `link` (a symlink the write made) replaced by a file.
@@ -833,7 +844,12 @@ fn the_journal_records_what_was_written() {
     let (fx, writes) = scenario();
     let source = fx.source();
     let bd = fx.batch_dir();
-    assert!(crash(&source, &bd, &writes, &format!("after-rename:{total}")));
+    assert!(crash(
+        &source,
+        &bd,
+        &writes,
+        &format!("after-rename:{total}")
+    ));
     let text = std::fs::read(bd.join(batch::JOURNAL_FILE)).unwrap();
     let plan = parse_journal(&text).unwrap();
     assert_eq!(plan.phase, Phase::Renaming);
@@ -842,10 +858,17 @@ fn the_journal_records_what_was_written() {
         .items
         .iter()
         .filter(|i| i.new.is_some())
-        .flat_map(|i| util::parents(i.path.as_bstr()).map(BString::from).collect::<Vec<_>>())
+        .flat_map(|i| {
+            util::parents(i.path.as_bstr())
+                .map(BString::from)
+                .collect::<Vec<_>>()
+        })
         .collect();
     for it in plan.items.iter().filter(|i| !i.covered) {
-        let w = it.wrote.as_ref().unwrap_or_else(|| panic!("{}: no record", it.path));
+        let w = it
+            .wrote
+            .as_ref()
+            .unwrap_or_else(|| panic!("{}: no record", it.path));
         if folders.contains(&it.path) {
             // A file the result deletes to put a folder there.
             continue;
