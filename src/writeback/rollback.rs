@@ -45,9 +45,9 @@ pub(crate) struct Left {
     pub(crate) reason: LeftReason,
     /// A file kept instead of being moved back or deleted (relative to
     /// the root): the original the write had moved aside, or (`yours`) the
-    /// user's version of the path.
+    /// user's version of the path, under the write's temp name.
     pub(crate) kept: Option<BString>,
-    /// `kept` is the user's version (the original is back in place).
+    /// `kept` is the user's version (found under the write's temp name).
     pub(crate) yours: bool,
     /// What happened, for people.
     pub(crate) detail: String,
@@ -131,16 +131,28 @@ pub(super) fn rollback(
                     left.insert(i, changed(it, original));
                 }
                 Err(e) => {
+                    // Something else stands there now: the user's version
+                    // stays under the temp name, the original stays aside
+                    // (the next rollback names the temp once the original
+                    // is dealt with).
+                    let yours = format!(
+                        "changed while it was being taken back, and something else stands there now ({e}); your version is kept at {}",
+                        enc(temp)
+                    );
                     left.insert(
                         i,
-                        Left {
-                            path: it.path.clone(),
-                            reason: LeftReason::ChangedSinceWritten,
-                            kept: Some(temp.clone()),
-                            yours: true,
-                            detail: format!(
-                                "changed while it was being taken back, and something else stands there now ({e})"
-                            ),
+                        match original {
+                            Some(_) => Left {
+                                detail: yours,
+                                ..changed(it, original)
+                            },
+                            None => Left {
+                                path: it.path.clone(),
+                                reason: LeftReason::ChangedSinceWritten,
+                                kept: Some(temp.clone()),
+                                yours: true,
+                                detail: yours,
+                            },
                         },
                     );
                 }
