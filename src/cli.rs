@@ -313,7 +313,8 @@ pub struct ApplyArgs {
     pub discard: Vec<String>,
     /// Report what would happen; change nothing
     ///
-    /// Nothing changes in the working tree, refs or workspaces.
+    /// Nothing changes in the working tree, refs or workspaces. An
+    /// interrupted write-back left over is reported (exit 3), never rolled back.
     #[arg(long)]
     pub dry_run: bool,
     /// Refuse a task when the source changed since prepare in a path it touches

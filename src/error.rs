@@ -28,6 +28,9 @@ pub struct Error {
     /// For config errors: the file's text and a labelled span in it (boxed,
     /// so `Result<T, Error>` stays small).
     located: Option<Box<Located>>,
+    /// Fields added to the error object of the JSON error document (for
+    /// `delegate::rollback_failed`: the paths left and what was kept).
+    pub details: Option<Box<serde_json::Map<String, serde_json::Value>>>,
 }
 
 #[derive(Debug)]
@@ -52,7 +55,14 @@ impl Error {
             help: help.into(),
             exit,
             located: None,
+            details: None,
         }
+    }
+
+    /// Add fields to the error object of the JSON error document.
+    pub fn with_details(mut self, details: serde_json::Map<String, serde_json::Value>) -> Self {
+        self.details = Some(Box::new(details));
+        self
     }
 
     /// Bad usage or input (exit 2).

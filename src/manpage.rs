@@ -301,8 +301,13 @@ fn description() -> Sections {
             "The index, HEAD, branches, stash and git config are never changed. Uncommitted, \
              untracked and ignored files are never overwritten or lost: a write that would replace \
              content git-delegate has not seen is a conflict. After a crash at any point the next \
-             command rolls an interrupted write-back back, so the working tree is never left half \
-             applied. Live batches are never reclaimed.",
+             command that changes things rolls an interrupted write-back back (`apply --dry-run` \
+             only reports it, exit 3), so the working tree is never left half applied. A path \
+             changed since the write-back put it there is never rolled back over: it is left as \
+             you left it, the original it replaced is kept next to it under a `.gd-` name, and \
+             every command that changes things names both (exit 3, `rollback_failed`) until you \
+             delete the kept file (keeping yours) or move it over the path (taking the original \
+             back). Live batches are never reclaimed.",
         )
         .ss("Leases")
         .para(
@@ -581,7 +586,8 @@ fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
             ("0", "Success (also when there are no batches)."),
             (
                 "1",
-                "With `--check`: a batch is stale, or a write-back journal is left over.",
+                "With `--check`: a batch is stale, or a write-back journal is left over (also \
+                 one whose rollback left paths you changed: it names them).",
             ),
         ],
         "gc" => &[(

@@ -330,7 +330,13 @@ impl Ui {
     /// Report an error: a diagnostic on stderr, and with `--json` the error document.
     pub fn error(&self, err: &Error) {
         if self.json {
-            self.doc(error_doc(err.code, &err.message, &err.help));
+            let mut doc = error_doc(err.code, &err.message, &err.help);
+            if let (Some(details), Some(obj)) = (&err.details, doc["error"].as_object_mut()) {
+                for (k, v) in details.iter() {
+                    obj.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
+            self.doc(doc);
         }
         // Diagnostics go to stderr: decide for that stream.
         let color = if self.json {

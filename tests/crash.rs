@@ -598,3 +598,115 @@ fn wait_for_deleters(under: &Path) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Issue 12, case 1 after a crash: apply killed mid write-back, the user
+/// edits a path it had already written. `apply --dry-run` changes nothing
+/// (it only reports the interrupted write-back); the next mutating command
+/// restores every other path, leaves the user's edit, keeps the original it
+/// replaced and the journal, and reports `rollback_failed` naming the path;
+/// once the user has put the original back, it finishes and a re-run of
+/// apply completes the job.
+#[test]
+fn a_path_edited_after_a_crash_is_never_rolled_back_over() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    for i in 1..=4 {
+        std::fs::write(repo.join(format!("f{i}.txt")), format!("original {i}\n")).unwrap();
+    }
+    std::fs::write(repo.join("gone.txt"), "deleted by the task\n").unwrap();
+    env.git(&repo, ["add", "-A"]);
+    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    for i in 1..=4 {
+        std::fs::write(ws.join(format!("f{i}.txt")), format!("task {i}\n")).unwrap();
+    }
+    std::fs::remove_file(ws.join("gone.txt")).unwrap();
+    std::fs::write(ws.join("added.txt"), "added by the task\n").unwrap();
+    let pre = tree(&repo);
+    let index = index_bytes(&repo);
+
+    // Renames in path order: added.txt (1), f1 aside (2), f1 in place (3), ...
+    let out = env
+        .delegate_cmd(&repo)
+        .args(["apply", "--json"])
+        .env("GIT_DELEGATE_FAULT", "after-rename:5")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    assert_eq!(std::fs::read(repo.join("f1.txt")).unwrap(), b"task 1\n");
+    assert_eq!(std::fs::read(repo.join("f2.txt")).unwrap(), b"task 2\n");
+    // The user saves over f1.txt (the same length: only the bytes tell).
+    std::fs::write(repo.join("f1.txt"), b"USER 1\n").unwrap();
+
+    // A dry run changes nothing and says why it cannot preview.
+    let before = tree(&repo);
+    let run = env.delegate(&repo, ["apply", "--dry-run", "--json"]);
+    assert_eq!(tree(&repo), before, "apply --dry-run changed the tree");
+    assert!(journal_exists(&repo), "apply --dry-run removed the journal");
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    let doc = run.json();
+    assert_eq!(
+        doc["error"]["code"], "delegate::writeback_pending",
+        "{doc:#}"
+    );
+    assert!(doc["recovered_writebacks"].is_null(), "{doc:#}");
+    env.delegate(&repo, ["status", "--check"]).expect(1);
+    assert_eq!(tree(&repo), before);
+
+    // The next mutating command: every other path back, the edit left.
+    let run = env.delegate(&repo, ["gc", "--json"]);
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    let doc = run.json();
+    assert_eq!(doc["error"]["code"], "delegate::rollback_failed", "{doc:#}");
+    let paths = doc["error"]["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 1, "{doc:#}");
+    assert_eq!(paths[0]["path"], "f1.txt", "{doc:#}");
+    let kept = PathBuf::from(paths[0]["kept"].as_str().unwrap());
+    assert_eq!(std::fs::read(&kept).unwrap(), b"original 1\n");
+    assert_eq!(std::fs::read(repo.join("f1.txt")).unwrap(), b"USER 1\n");
+    let mut expect = pre.clone();
+    expect.get_mut(&b"f1.txt"[..]).unwrap().1 = b"USER 1\n".to_vec();
+    let mut now = tree(&repo);
+    let kept_rel = kept
+        .strip_prefix(&repo)
+        .unwrap()
+        .as_os_str()
+        .as_bytes()
+        .to_vec();
+    assert!(now.remove(&kept_rel).is_some());
+    assert_eq!(now, expect, "every other path is back as before the apply");
+    assert!(journal_exists(&repo));
+    assert_eq!(index_bytes(&repo), index);
+    // `apply` says the same and changes nothing either.
+    let before = tree(&repo);
+    let run = env.delegate(&repo, ["apply", "--json"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert_eq!(run.json()["error"]["code"], "delegate::rollback_failed");
+    assert_eq!(tree(&repo), before);
+
+    // The user takes the original back; the next apply finishes the
+    // rollback and then applies the task whole.
+    std::fs::rename(&kept, repo.join("f1.txt")).unwrap();
+    let doc = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
+    assert_eq!(doc["tasks"][0]["status"], "applied", "{doc:#}");
+    assert!(
+        doc["recovered_writebacks"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()),
+        "{doc:#}"
+    );
+    assert!(!journal_exists(&repo));
+    for i in 1..=4 {
+        assert_eq!(
+            std::fs::read(repo.join(format!("f{i}.txt"))).unwrap(),
+            format!("task {i}\n").as_bytes()
+        );
+    }
+    assert!(!repo.join("gone.txt").exists());
+    assert_eq!(
+        std::fs::read(repo.join("added.txt")).unwrap(),
+        b"added by the task\n"
+    );
+    assert_eq!(index_bytes(&repo), index);
+}

@@ -421,3 +421,178 @@ fn a_full_disk_rolls_back_and_the_tasks_fail_with_write_failed() {
         .unwrap();
     assert!(used < 200_000, "tmpfs still holds {used} bytes");
 }
+
+/// The batch state folder of `repo`'s only batch.
+fn batch_dirs(env: &Env, repo: &Path) -> Vec<PathBuf> {
+    let common = env.git(repo, ["rev-parse", "--git-common-dir"]);
+    let batches = repo.join(common.trim()).join("delegate/batches");
+    std::fs::read_dir(&batches)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+fn journal_left(env: &Env, repo: &Path) -> bool {
+    batch_dirs(env, repo)
+        .iter()
+        .any(|b| b.join("writeback.journal").exists())
+}
+
+/// Issue 12, case 1: write-back fails after some paths were renamed into
+/// place (the fourth path's check finds the user's edit), and meanwhile the
+/// user saved over the first file apply had just written. Rollback must
+/// leave that edit (never move it away and delete it), keep the original
+/// it replaced, report `rollback_failed` naming the path, and keep the
+/// journal until the user resolves it.
+#[test]
+fn rollback_leaves_a_file_the_user_saved_over_after_it_was_written() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    // A slow clean filter: every check of an `S` file takes a second, so
+    // the renames are spread over seconds and the user's edits land
+    // between them, deterministically.
+    write(&repo.join(".gitattributes"), "f*.txt filter=slow\n");
+    env.git(
+        &repo,
+        ["config", "filter.slow.clean", "sh -c \"sleep 1; cat\""],
+    );
+    for i in 1..=4 {
+        write(&repo.join(format!("f{i}.txt")), format!("original {i}\n"));
+    }
+    commit_all(&env, &repo);
+    let ws = prepare(&env, &repo);
+    for i in 1..=4 {
+        write(&ws.join(format!("f{i}.txt")), format!("task 000 {i}\n"));
+    }
+    let index = index_bytes(&repo);
+
+    let child = env
+        .delegate_cmd(&repo)
+        .args(["apply", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The user: as soon as f1.txt shows the task's content, save over it
+    // (in place, same length: only the bytes tell), and edit f4.txt.
+    let f1 = repo.join("f1.txt");
+    let f4 = repo.join("f4.txt");
+    let user = std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+        loop {
+            if std::fs::read(&f1).is_ok_and(|b| b == b"task 000 1\n") {
+                std::fs::write(&f1, "USER EDIT1\n").unwrap();
+                std::fs::write(&f4, "the user's f4\n").unwrap();
+                return true;
+            }
+            if std::time::Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        user.join().unwrap(),
+        "f1.txt never showed the task's content"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let doc: Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+
+    // Nothing the user wrote is lost; the others are back to what they were.
+    assert_eq!(
+        std::fs::read(repo.join("f1.txt")).unwrap(),
+        b"USER EDIT1\n",
+        "{doc:#}\n{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(repo.join("f4.txt")).unwrap(),
+        b"the user's f4\n",
+        "{doc:#}"
+    );
+    assert_eq!(std::fs::read(repo.join("f2.txt")).unwrap(), b"original 2\n");
+    assert_eq!(std::fs::read(repo.join("f3.txt")).unwrap(), b"original 3\n");
+    assert_eq!(index_bytes(&repo), index);
+    // Reported: exit 3, rollback_failed, the path and where its original is kept.
+    assert_eq!(out.status.code(), Some(3), "{doc:#}\n{stderr}");
+    assert_eq!(doc["error"]["code"], "delegate::rollback_failed", "{doc:#}");
+    let left = doc["error"]["paths"].as_array().expect("error.paths");
+    let f1_left = left
+        .iter()
+        .find(|l| l["path"] == "f1.txt")
+        .unwrap_or_else(|| panic!("f1.txt not named: {doc:#}"));
+    assert_eq!(f1_left["reason"], "changed_since_written", "{doc:#}");
+    assert_eq!(f1_left["kept_is"], "original", "{doc:#}");
+    let kept = PathBuf::from(f1_left["kept"].as_str().expect("kept"));
+    assert_eq!(std::fs::read(&kept).unwrap(), b"original 1\n", "{doc:#}");
+    // f4.txt's edit is normally seen by its check (rolled back: not left);
+    // on a machine so loaded that the user's write lands after f4.txt was
+    // moved aside, it stands in the way of its original, which is kept.
+    let mut kept_files = vec![kept.clone()];
+    for l in left.iter().filter(|l| l["path"] != "f1.txt") {
+        assert_eq!(l["path"], "f4.txt", "{doc:#}");
+        assert_eq!(l["reason"], "in_the_way", "{doc:#}");
+        kept_files.push(PathBuf::from(l["kept"].as_str().expect("kept")));
+    }
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(message.contains("f1.txt"), "{message}");
+    assert!(message.contains(&*kept.to_string_lossy()), "{message}");
+    // Nothing else is left over besides the kept originals.
+    let extra: Vec<String> = tree(&repo)
+        .keys()
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .filter(|k| k.contains(".gd-"))
+        .collect();
+    assert_eq!(extra.len(), kept_files.len(), "{extra:?}");
+    // The journal stays until it is resolved; status says so.
+    assert!(journal_left(&env, &repo));
+    let st = env
+        .delegate(&repo, ["status", "--check", "--json"])
+        .expect(1)
+        .json();
+    let problem = st["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "journal")
+        .unwrap_or_else(|| panic!("{st:#}"))
+        .clone();
+    let text = problem["message"].as_str().unwrap();
+    assert!(
+        text.contains("f1.txt") && text.contains(&*kept.to_string_lossy()),
+        "{st:#}"
+    );
+    // Any mutating command re-checks and reports it again, changing nothing.
+    let before = tree(&repo);
+    let again = env.delegate(&repo, ["gc", "--json"]).expect(3).json();
+    assert_eq!(
+        again["error"]["code"], "delegate::rollback_failed",
+        "{again:#}"
+    );
+    assert_eq!(again["error"]["paths"][0]["path"], "f1.txt", "{again:#}");
+    assert_eq!(tree(&repo), before);
+
+    // The user keeps their version: deletes the kept original. The next
+    // command finishes the rollback and the journal goes.
+    for k in &kept_files {
+        std::fs::remove_file(k).unwrap();
+    }
+    let gc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
+    assert_eq!(
+        gc["recovered_writebacks"].as_array().map(Vec::len),
+        Some(1),
+        "{gc:#}"
+    );
+    // The task failed (write_failed) and keeps its work for a later apply.
+    let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
+    assert_eq!(st["batches"][0]["tasks"][0]["state"], "failed", "{st:#}");
+    assert_eq!(
+        st["batches"][0]["tasks"][0]["reason"], "write_failed",
+        "{st:#}"
+    );
+    assert!(!journal_left(&env, &repo));
+    assert_eq!(std::fs::read(repo.join("f1.txt")).unwrap(), b"USER EDIT1\n");
+    env.delegate(&repo, ["status", "--check"]).expect(0);
+    no_temp_names(&tree(&repo));
+}

@@ -76,7 +76,12 @@ impl Outcome {
 
 pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     let here = super::source()?;
-    let lock = super::lock_and_recover(ui, &here)?;
+    // A dry run never recovers an interrupted write-back; it reports it (SPEC §7).
+    let lock = if args.dry_run {
+        super::lock_and_report(&here)?
+    } else {
+        super::lock_and_recover(ui, &here)?
+    };
     let mut b = batch::select_open(&here.state_dir(), args.batch.as_deref())?;
     // The batch writes back into the working tree it was prepared in,
     // wherever apply is run from (a workspace is a worktree of the same

@@ -38,17 +38,40 @@ pub fn problems(source: &Source, entries: &[Entry]) -> Vec<Problem> {
                         ),
                     });
                 }
-                if batch::batch_dir(&source.state_dir(), &b.id)
-                    .join(batch::JOURNAL_FILE)
-                    .exists()
-                {
+                let dir = batch::batch_dir(&source.state_dir(), &b.id);
+                if dir.join(batch::JOURNAL_FILE).exists() {
+                    let left = crate::writeback::left_paths(&dir);
+                    let message = if left.is_empty() {
+                        format!(
+                            "batch {} has an interrupted write-back; the next git delegate command that changes things rolls it back (a path you changed since is left as you left it, and named)",
+                            b.short()
+                        )
+                    } else {
+                        let named: Vec<String> = left
+                            .iter()
+                            .map(|l| {
+                                format!(
+                                    "{} ({} is kept at {})",
+                                    crate::paths::quote(l.path.as_ref()),
+                                    if l.yours {
+                                        "your version"
+                                    } else {
+                                        "its original"
+                                    },
+                                    super::show(&l.kept)
+                                )
+                            })
+                            .collect();
+                        format!(
+                            "batch {}: rolling back its write-back left paths you changed as you left them: {}; keep yours by deleting the kept file, or move the kept file over the path, then run `git delegate gc`",
+                            b.short(),
+                            named.join(", ")
+                        )
+                    };
                     out.push(Problem {
                         batch: b.id.clone(),
                         kind: "journal",
-                        message: format!(
-                            "batch {} has an interrupted write-back; the next git delegate command that changes things rolls it back",
-                            b.short()
-                        ),
+                        message,
                     });
                 }
                 out.extend(baseline_problem(source, b));

@@ -185,7 +185,7 @@ impl<'r> Hasher<'r> {
         &mut self,
         data: &[u8],
         rela: &BStr,
-        out: &mut std::fs::File,
+        out: &mut dyn std::io::Write,
     ) -> Result<(), Fail> {
         let opts = gix::filter::plumbing::pipeline::convert::to_worktree::Options {
             can_delay: gix::filter::plumbing::driver::apply::Delay::Forbid,
@@ -197,5 +197,71 @@ impl<'r> Hasher<'r> {
             .map_err(|e| Fail(format!("cannot filter {}: {e}", crate::paths::quote(rela))))?;
         std::io::copy(&mut converted, out).map_err(|e| Fail::io("write", rela, e))?;
         Ok(())
+    }
+}
+
+/// The SHA-1 of raw bytes as they are on disk (no object header, no
+/// filters), in hex: what the journal records of a file or symlink target
+/// write-back put in place.
+pub(super) fn raw_sha1(bytes: &[u8]) -> String {
+    let mut h = gix::hash::hasher(gix::hash::Kind::Sha1);
+    h.update(bytes);
+    finish(h)
+}
+
+fn finish(h: gix::hash::Hasher) -> String {
+    // SHA-1 detects a collision attack instead of hashing it; that content
+    // then proves nothing, and an empty id matches no record.
+    h.try_finalize()
+        .map(|id| id.to_string())
+        .unwrap_or_default()
+}
+
+/// `raw_sha1` of everything `read` yields, and how many bytes that was.
+pub(super) fn raw_sha1_reader(read: &mut dyn std::io::Read) -> std::io::Result<(String, u64)> {
+    let mut h = gix::hash::hasher(gix::hash::Kind::Sha1);
+    let mut buf = vec![0u8; 1 << 16];
+    let mut total = 0u64;
+    loop {
+        let n = match read.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        h.update(&buf[..n]);
+        total += n as u64;
+    }
+    Ok((finish(h), total))
+}
+
+/// A writer that passes the bytes on and hashes them as `raw_sha1` does.
+pub(super) struct Tee<'w> {
+    inner: &'w mut dyn std::io::Write,
+    hasher: gix::hash::Hasher,
+}
+
+impl<'w> Tee<'w> {
+    pub(super) fn new(inner: &'w mut dyn std::io::Write) -> Tee<'w> {
+        Tee {
+            inner,
+            hasher: gix::hash::hasher(gix::hash::Kind::Sha1),
+        }
+    }
+
+    pub(super) fn sha1(self) -> String {
+        finish(self.hasher)
+    }
+}
+
+impl std::io::Write for Tee<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
     }
 }

@@ -56,6 +56,34 @@ pub(super) struct Item {
     pub(super) covered: bool,
     /// Folders on the way that must be created before the temp (none stands in the way).
     pub(super) early: bool,
+    /// What the write put at the path, recorded durably before the first
+    /// rename (`None` in the plan, and in journals of version 1).
+    pub(super) wrote: Option<Wrote>,
+}
+
+/// What write-back put at a path: enough to prove later that the path
+/// still holds exactly that (SPEC §7). For a file, the SHA-1 of its bytes
+/// as they are on disk (after the smudge filters; not a blob id) with its
+/// permission bits and size; for a symlink, the SHA-1 of its target; for a
+/// deletion, nothing may stand there. The inode and mtime are recorded too
+/// (the file keeps both when it is renamed into place): they tell "edited
+/// in place" from "replaced" in reports, but only the content is proof.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(super) enum Wrote {
+    Absent,
+    File {
+        mode: u32,
+        size: u64,
+        ino: u64,
+        mtime: i64,
+        mtime_ns: i64,
+        sha1: String,
+    },
+    Link {
+        ino: u64,
+        sha1: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -70,6 +98,8 @@ pub(super) struct Plan {
     /// Folders the write may create, shallow first.
     pub(super) mkdirs: Vec<BString>,
     pub(super) phase: Phase,
+    /// Paths a rollback left to the user: (path, kept file, kept is theirs).
+    pub(super) left: Vec<(BString, Option<BString>, bool)>,
 }
 
 impl Plan {
@@ -106,6 +136,18 @@ enum Line {
     Mkdirs {
         paths: Vec<String>,
     },
+    /// What item `i` put at its path (appended with the `renaming` marker).
+    Wrote {
+        i: usize,
+        w: Wrote,
+    },
+    /// A rollback left item `i`'s path to the user, keeping the file
+    /// `kept` (appended, best effort, for `status`; rollback re-derives it).
+    Left {
+        i: usize,
+        kept: Option<String>,
+        yours: bool,
+    },
     Phase {
         phase: String,
     },
@@ -119,7 +161,7 @@ pub(super) fn tmp_journal(journal: &Path) -> PathBuf {
 
 fn journal_text(plan: &Plan) -> String {
     let mut lines = vec![Line::Header {
-        version: 1,
+        version: 2,
         pid: plan.pid,
         start: plan.start,
         host: plan.host.clone(),
@@ -172,15 +214,62 @@ pub(super) fn write_journal(path: &Path, plan: &Plan) -> std::io::Result<()> {
 /// Append a marker durably. On failure the journal is cut back to what it
 /// was (a marker that may not be durable must not be read later).
 pub(super) fn append_phase(path: &Path, phase: Phase) -> std::io::Result<()> {
+    append(
+        path,
+        &[Line::Phase {
+            phase: phase.name().into(),
+        }],
+    )
+}
+
+/// Append what every item wrote and then the `renaming` marker, durably,
+/// in one write: a torn tail loses the marker, so no record is missing
+/// once renaming has begun.
+pub(super) fn append_wrote_and_renaming(path: &Path, plan: &Plan) -> std::io::Result<()> {
+    let mut lines: Vec<Line> = plan
+        .items
+        .iter()
+        .enumerate()
+        .filter_map(|(i, it)| {
+            Some(Line::Wrote {
+                i,
+                w: it.wrote.clone()?,
+            })
+        })
+        .collect();
+    lines.push(Line::Phase {
+        phase: Phase::Renaming.name().into(),
+    });
+    append(path, &lines)
+}
+
+/// Record the paths a rollback left to the user (item index, kept file,
+/// kept file is the user's version).
+pub(super) fn append_left(
+    path: &Path,
+    left: &[(usize, Option<BString>, bool)],
+) -> std::io::Result<()> {
+    let lines: Vec<Line> = left
+        .iter()
+        .map(|(i, kept, yours)| Line::Left {
+            i: *i,
+            kept: kept.as_ref().map(|k| enc(k)),
+            yours: *yours,
+        })
+        .collect();
+    append(path, &lines)
+}
+
+fn append(path: &Path, lines: &[Line]) -> std::io::Result<()> {
     let mut f = std::fs::OpenOptions::new().append(true).open(path)?;
     let len = f.metadata()?.len();
-    let line = serde_json::to_string(&Line::Phase {
-        phase: phase.name().into(),
-    })
-    .unwrap_or_default();
-    let res = f
-        .write_all(format!("{line}\n").as_bytes())
-        .and_then(|()| f.sync_all());
+    let mut text = String::new();
+    for l in lines {
+        // Serialising plain strings, numbers and bools cannot fail.
+        text.push_str(&serde_json::to_string(l).unwrap_or_default());
+        text.push('\n');
+    }
+    let res = f.write_all(text.as_bytes()).and_then(|()| f.sync_all());
     if res.is_err() {
         let _ = f.set_len(len);
         let _ = f.sync_all();
@@ -233,6 +322,7 @@ pub(super) fn parse_journal(text: &[u8]) -> Option<Plan> {
                     items: Vec::new(),
                     mkdirs: Vec::new(),
                     phase: Phase::Planned,
+                    left: Vec::new(),
                 })
             }
             Line::Item {
@@ -261,7 +351,22 @@ pub(super) fn parse_journal(text: &[u8]) -> Option<Plan> {
                     aside_folder,
                     covered,
                     early,
+                    wrote: None,
                 });
+            }
+            Line::Left { i, kept, yours } => {
+                let p = plan.as_mut()?;
+                if let Some(it) = p.items.get(i) {
+                    let path = it.path.clone();
+                    p.left.push((path, kept.map(|k| dec(&k).into()), yours));
+                }
+            }
+            Line::Wrote { i, w } => {
+                // An index out of range (never written so) is ignored:
+                // that item is then treated as unproven, never as ours.
+                if let Some(it) = plan.as_mut()?.items.get_mut(i) {
+                    it.wrote = Some(w);
+                }
             }
             Line::Mkdirs { paths } => {
                 plan.as_mut()?.mkdirs = paths.iter().map(|p| dec(p).into()).collect();
@@ -378,6 +483,7 @@ pub(super) fn make_plan(
             aside_folder: false,
             covered: false,
             early: false,
+            wrote: None,
         };
         let (parent, _) = split(w.path.as_bstr());
         if w.old.is_none() && w.new.is_some() && dirs.lstat_lenient(w.path.as_bstr()) == Disk::Dir {
@@ -434,5 +540,6 @@ pub(super) fn make_plan(
         items,
         mkdirs,
         phase: Phase::Planned,
+        left: Vec::new(),
     })
 }

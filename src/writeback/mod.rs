@@ -6,8 +6,10 @@
 //! exec bits, symlinks, smudge filters), rollback, and recovery of journals
 //! left by dead processes.
 //! Never: writes a path whose current content is not the expected `S`
-//! state, follows a symlink out of the source root, or touches the index,
-//! HEAD or refs.
+//! state; moves back or deletes a path that does not hold exactly what the
+//! write put there (a user's edit made after the write is left, and the
+//! original it replaced is kept); follows a symlink out of the source
+//! root; touches the index, HEAD or refs; recovers from a read-only command.
 //!
 //! # `check`
 //!
@@ -39,8 +41,14 @@
 //!    whole. All written first, then fsync'd with their folders, several
 //!    at once (concurrent fsyncs share journal commits); above 64 files one
 //!    `syncfs` instead (per-file fsyncs of a handful of files are cheaper
-//!    than a `syncfs` of a busy disk, many are not).
-//! 4. Marker `renaming` appended to the journal and fsync'd.
+//!    than a `syncfs` of a busy disk, many are not). Each file's bytes are
+//!    hashed (SHA-1, raw) as they are written, then its permission bits,
+//!    size, inode and mtime read from the descriptor (a rename keeps all
+//!    of them); a symlink's target is hashed.
+//! 4. What each path will hold (`wrote` records: that file, that symlink,
+//!    or absent for a deletion) and the marker `renaming`, appended to the
+//!    journal in one write and fsync'd: no rename happens before what it
+//!    puts in place is on record.
 //! 5. Renames: folders in the way are moved aside whole and their content
 //!    verified against `S`; then per path (sorted, so a file is moved away
 //!    before a folder of the same name is created; `.gitattributes` last):
@@ -64,8 +72,36 @@
 //! temps and the remaining created folders go, the journal goes. Each step
 //! is decided by what is on disk, so an interrupted rollback is finished by
 //! the next one, and it needs no journal write (a full disk cannot stop
-//! it). If it cannot finish (something new stands where an original must
-//! return), the journal stays and `delegate::rollback_failed` is returned.
+//! it).
+//!
+//! # Paths the user changed (SPEC §7, last paragraph)
+//!
+//! A path goes back to its temp name only if it holds exactly what its
+//! `wrote` record says (kind, permission bits and size first, then the
+//! hash of its bytes or target; inode and mtime are not required, so an
+//! edit undone byte for byte counts as untouched); it is proven again once
+//! it is under the temp name, and moved back where the user had it if it
+//! changed in between. A temp is deleted only if it is proven too (once
+//! renaming has begun). An original comes back only where nothing stands
+//! (`RENAME_NOREPLACE`: a path the write deleted must still be absent). A
+//! path that fails these checks is left as it is found and its original
+//! stays under its aside name (or, rarely, the user's version under the
+//! temp name); the rest of the rollback goes on. The error is
+//! `delegate::rollback_failed` (exit 3) naming each path, why
+//! (`changed_since_written`, `in_the_way`, `error`) and the kept file, also
+//! in the JSON error object (`batch`, `journal`, `paths`). Those paths are
+//! appended to the journal (`left` records, best effort) for `status`.
+//!
+//! Resolving: the journal stays while any kept file is there, and every
+//! mutating command re-runs the rollback (which changes nothing more and
+//! reports the same) until the user, for each path, deletes the kept file
+//! (keeping their version) or moves it over the path (taking the original
+//! back); then no aside is left for that item, the rollback finishes and
+//! the journal goes. A path that again holds exactly what was written is
+//! rolled back normally. A path left with nothing kept (an addition the
+//! user edited: nothing was there before) is reported once and needs no
+//! journal. A journal without `wrote` records (version 1) proves nothing:
+//! every path it renamed into place is left to the user.
 //!
 //! # Journal format
 //!
@@ -76,7 +112,11 @@
 //! `covered` (inside a folder moved aside whole), `early` (its folders are
 //! created before its temp)), one `mkdirs` (folders the write may create,
 //! shallow first), then appended `phase` markers: `planned` (end of the
-//! durable plan), `renaming`, `committed`; the last one counts. Paths are
+//! durable plan), `renaming`, `committed`; the last one counts. Before
+//! `renaming`, one `wrote` per item (`i`, its index; `w`: `{"kind":
+//! "file", mode, size, ino, mtime, mtime_ns, sha1}`, `{"kind": "link",
+//! ino, sha1}` or `{"kind": "absent"}`); after a rollback that left paths,
+//! `left` records (`i`, `kept`, `yours`). Header `version` 2. Paths are
 //! relative to `root` with `%XX` escapes for `%`, control bytes and
 //! non-ASCII bytes. A torn last line is ignored (its marker did not become
 //! durable; a failed append is also cut back).
@@ -88,6 +128,9 @@
 //! was written). One whose writer (pid + start time, same host) still runs
 //! is left alone. `committed`: rolled forward (asides and emptied folders
 //! removed). Otherwise rolled back as above, using the journal's `root`.
+//! Only mutating commands recover (`commands::lock_and_recover`);
+//! `apply --dry-run` calls `pending` and reports instead, and `status`
+//! reads `left_paths`.
 //!
 //! # Fault injection (test-only)
 //!
@@ -122,7 +165,7 @@ use crate::repo::Source;
 use self::dirs::{Dirs, Disk};
 use self::hash::Hasher;
 use self::journal::{make_plan, parse_journal, tmp_journal, write_journal, Phase};
-use self::rollback::{roll_forward, rollback};
+use self::rollback::{roll_forward, rollback, Left};
 use self::util::{join, parents, Fail, Faults};
 use self::writer::Writer;
 
@@ -317,7 +360,12 @@ fn write_with(
                     "write-back failed: {}; every path was rolled back to what it was before",
                     fail.0
                 )),
-                Err(problems) => rollback_failed(&journal_path, &fail.0, &problems),
+                Err(left) => rollback_failed(
+                    &plan.root,
+                    &journal_path,
+                    &format!("write-back failed ({})", fail.0),
+                    &left,
+                ),
             },
         );
     }
@@ -403,14 +451,76 @@ fn recover_one(journal: &Path, faults: &Faults) -> Result<Recovered> {
         }
     };
     if plan.phase == Phase::Committed {
-        roll_forward(&mut dirs, &plan, journal, faults).map_err(|problems| {
-            rollback_failed(journal, "finishing an interrupted write-back", &problems)
+        roll_forward(&mut dirs, &plan, journal, faults).map_err(|left| {
+            rollback_failed(
+                &plan.root,
+                journal,
+                "finishing an interrupted write-back",
+                &left,
+            )
         })?;
         return Ok(Recovered::Completed);
     }
-    rollback(&mut dirs, &mut plan, journal, faults)
-        .map_err(|problems| rollback_failed(journal, "an interrupted write-back", &problems))?;
+    rollback(&mut dirs, &mut plan, journal, faults).map_err(|left| {
+        rollback_failed(
+            &plan.root,
+            journal,
+            "rolling back an interrupted write-back",
+            &left,
+        )
+    })?;
     Ok(Recovered::RolledBack)
+}
+
+/// A path a rollback left to the user, with the file kept for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftPath {
+    /// Relative to the working tree's root.
+    pub path: BString,
+    /// The kept file (absolute): the original, or (`yours`) the user's version.
+    pub kept: PathBuf,
+    pub yours: bool,
+}
+
+/// The paths the last rollback of `batch_dir`'s journal left to the user
+/// whose kept file is still there (what resolving means: see the module
+/// header). Reads only; empty when there is no such journal.
+pub fn left_paths(batch_dir: &Path) -> Vec<LeftPath> {
+    let Ok(text) = std::fs::read(batch_dir.join(batch::JOURNAL_FILE)) else {
+        return Vec::new();
+    };
+    let Some(plan) = parse_journal(&text) else {
+        return Vec::new();
+    };
+    let mut out: Vec<LeftPath> = Vec::new();
+    for (path, kept, yours) in plan.left {
+        let Some(kept) = kept else { continue };
+        let kept = plan.root.join(crate::paths::to_os(kept.as_bstr()));
+        if std::fs::symlink_metadata(&kept).is_ok() && !out.iter().any(|l| l.kept == kept) {
+            out.push(LeftPath { path, kept, yours });
+        }
+    }
+    out
+}
+
+/// Batches of this repository whose state folder holds a write-back
+/// journal (an interrupted write-back, or one whose rollback left paths
+/// to the user). Reads only; `apply --dry-run` reports them instead of
+/// recovering (SPEC §7).
+pub fn pending(source: &Source) -> Result<Vec<String>> {
+    let dir = batch::batches_dir(&source.state_dir());
+    let rd = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
+    };
+    let mut out: Vec<String> = rd
+        .flatten()
+        .filter(|e| e.path().join(batch::JOURNAL_FILE).is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    out.sort();
+    Ok(out)
 }
 
 fn failed(message: String) -> Error {
@@ -421,14 +531,83 @@ fn failed(message: String) -> Error {
     )
 }
 
-fn rollback_failed(journal: &Path, what: &str, problems: &[String]) -> Error {
-    Error::state(
-        "delegate::rollback_failed",
-        format!(
-            "{what}: could not put every path back ({}); the journal {} is kept",
-            problems.join("; "),
-            journal.display()
-        ),
-        "resolve the paths named above (move the file that is in the way), then run any mutating git delegate command (e.g. `git delegate gc`) to finish the rollback",
-    )
+/// `delegate::rollback_failed`: the paths left as they were found, each
+/// with the file kept for it, in the message and in the JSON error object
+/// (`batch`, `journal`, `paths`).
+fn rollback_failed(root: &Path, journal: &Path, what: &str, left: &[Left]) -> Error {
+    let kept_abs = |l: &Left| {
+        l.kept
+            .as_ref()
+            .map(|k| root.join(crate::paths::to_os(k.as_bstr())))
+    };
+    let journal_kept = journal.exists();
+    let named: Vec<String> = left
+        .iter()
+        .map(|l| {
+            let mut s = if l.path.is_empty() {
+                l.detail.clone()
+            } else {
+                format!("{}: {}", crate::paths::quote(l.path.as_bstr()), l.detail)
+            };
+            if let Some(k) = kept_abs(l) {
+                s.push_str(&format!(
+                    ", {} is kept at {}",
+                    if l.yours {
+                        "your version"
+                    } else {
+                        "the original"
+                    },
+                    k.display()
+                ));
+            }
+            s
+        })
+        .collect();
+    let message = format!(
+        "{what}: {} left as found ({}); {}",
+        if left.len() == 1 {
+            "1 path was".to_string()
+        } else {
+            format!("{} paths were", left.len())
+        },
+        named.join("; "),
+        if journal_kept {
+            format!(
+                "the journal {} is kept until that is resolved",
+                journal.display()
+            )
+        } else {
+            "every other path was put back".to_string()
+        }
+    );
+    let help = if journal_kept {
+        "for each path named, keep your version by deleting the kept file, or take the original back by moving the kept file over the path; then run `git delegate gc` (or any command that changes things), which re-checks and finishes the rollback"
+    } else {
+        "look at the paths named: they hold your version; the rest of the working tree is as it was before the write-back"
+    };
+    let paths: Vec<serde_json::Value> = left
+        .iter()
+        .filter(|l| !l.path.is_empty())
+        .map(|l| {
+            serde_json::json!({
+                "path": crate::paths::doc_bytes(&l.path),
+                "reason": l.reason.as_str(),
+                "kept": kept_abs(l).map(|k| crate::paths::doc_path(&k)),
+                "kept_is": l.kept.as_ref().map(|_| if l.yours { "yours" } else { "original" }),
+                "message": l.detail,
+            })
+        })
+        .collect();
+    let mut details = serde_json::Map::new();
+    let batch = journal
+        .parent()
+        .and_then(|d| d.file_name())
+        .map(|n| n.to_string_lossy().into_owned());
+    details.insert("batch".into(), serde_json::json!(batch));
+    details.insert(
+        "journal".into(),
+        serde_json::json!(journal_kept.then(|| crate::paths::doc_path(journal))),
+    );
+    details.insert("paths".into(), serde_json::Value::Array(paths));
+    Error::state("delegate::rollback_failed", message, help).with_details(details)
 }

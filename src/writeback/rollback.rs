@@ -1,76 +1,184 @@
 //! Rollback (back to `S`) and roll-forward (finishing a committed write);
 //! both idempotent, each step decided by what is on disk.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 
 use gix::bstr::{BStr, BString, ByteSlice};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
 
 use super::dirs::{Dirs, Disk};
-use super::journal::{enc, remove_journal, Phase, Plan};
+use super::hash::{raw_sha1, raw_sha1_reader};
+use super::journal::{append_left, enc, remove_journal, Item, Phase, Plan, Wrote};
 use super::util::{depth, parents, split, Faults};
 use super::writer::{rename_noreplace, sync_touched};
 
+/// Why a path was not put back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LeftReason {
+    /// The path no longer holds what write-back put there: the user
+    /// changed, replaced or removed it since. Left as the user left it.
+    ChangedSinceWritten,
+    /// Something new stands where the original must come back (where
+    /// write-back had removed a file, or in a folder it had created).
+    InTheWay,
+    /// A filesystem error (permissions, I/O) stopped that step.
+    Error,
+}
+
+impl LeftReason {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            LeftReason::ChangedSinceWritten => "changed_since_written",
+            LeftReason::InTheWay => "in_the_way",
+            LeftReason::Error => "error",
+        }
+    }
+}
+
+/// A path rollback (or roll-forward) left as it found it (SPEC §7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Left {
+    /// The path, relative to the working tree's root.
+    pub(crate) path: BString,
+    pub(crate) reason: LeftReason,
+    /// A file kept instead of being moved back or deleted (relative to
+    /// the root): the original the write had moved aside, or (`yours`) the
+    /// user's version of the path, under the write's temp name.
+    pub(crate) kept: Option<BString>,
+    /// `kept` is the user's version (found under the write's temp name).
+    pub(crate) yours: bool,
+    /// What happened, for people.
+    pub(crate) detail: String,
+}
+
 /// Put every path back to `S`, remove what the write created, remove the
-/// journal. Returns the paths that could not be restored (the journal then
-/// stays). Every step is decided by what is on disk, so a rollback
-/// interrupted at any point is finished by the next one; it appends
-/// nothing to the journal (a full disk cannot stop it).
+/// journal. A path goes back only if it still holds exactly what the write
+/// put there (the journal's `wrote` record: kind, permissions, size and
+/// the hash of its bytes); one the user changed since is left as the user
+/// left it, and its original stays where it was moved aside. Returns the
+/// paths left; the journal stays while any of them keeps a file (until the
+/// user resolves it, see the module header). Every step is decided by what
+/// is on disk, so a rollback interrupted at any point is finished by the
+/// next one; it appends nothing to the journal (a full disk cannot stop it).
 pub(super) fn rollback(
     dirs: &mut Dirs,
     plan: &mut Plan,
     journal: &Path,
     faults: &Faults,
-) -> Result<(), Vec<String>> {
-    let mut problems = Vec::new();
+) -> Result<(), Vec<Left>> {
+    let mut left: BTreeMap<usize, Left> = BTreeMap::new();
     let mut touched: BTreeSet<BString> = BTreeSet::new();
+    // Temps proven to hold what the write made (step 1 took them back).
+    let mut proven: HashSet<usize> = HashSet::new();
     // 1. Files renamed into place go back to their temp names, which puts
     //    the tree where it was before the first rename. A temp is durable
     //    before `renaming` is recorded, so a missing temp means it was
     //    renamed; and its original was moved aside before that (asides stay
-    //    until the commit): no aside, no rename.
+    //    until the commit): no aside, no rename. Each is proven to be what
+    //    the write put there first, and again once it is under the temp
+    //    name (what the user writes between the check and the move is
+    //    never lost).
     if plan.phase == Phase::Renaming {
-        for it in plan.items.iter().rev() {
+        for (i, it) in plan.items.iter().enumerate().rev() {
             let (Some(temp), Some(_)) = (&it.temp, it.new) else {
                 continue;
             };
             if dirs.lstat_lenient(temp.as_bstr()) != Disk::Absent {
                 continue;
             }
-            let renamed = match (&it.aside, it.old.is_some() || it.aside_folder) {
+            let has_original = it.old.is_some() || it.aside_folder;
+            let renamed = match (&it.aside, has_original) {
                 (Some(a), true) => dirs.lstat_lenient(a.as_bstr()) != Disk::Absent,
                 (None, true) => false,
                 (_, false) => true,
             };
-            let path = it.path.as_bstr();
-            if !renamed || matches!(dirs.lstat_lenient(path), Disk::Absent | Disk::Dir) {
+            if !renamed {
                 continue;
             }
-            match move_entry(dirs, path, temp.as_bstr()) {
-                Ok(()) => {
-                    touched.insert(split(path).0.into());
-                    faults.recovery_step();
-                }
-                Err(e) => problems.push(format!("cannot take back {}: {e}", enc(path))),
+            let path = it.path.as_bstr();
+            let original = if has_original { it.aside.clone() } else { None };
+            if original.is_none() && dirs.lstat_lenient(path) == Disk::Absent {
+                // An addition already taken back (or removed by the user):
+                // nothing of `S` to restore.
+                continue;
             }
-        }
-        if !problems.is_empty() {
-            return Err(problems);
+            match holds(dirs, path, it.wrote.as_ref()) {
+                Ok(true) => {}
+                Ok(false) => {
+                    left.insert(i, changed(it, original));
+                    continue;
+                }
+                Err(e) => {
+                    left.insert(i, error(it, original, format!("cannot read it: {e}")));
+                    continue;
+                }
+            }
+            if let Err(e) = move_entry(dirs, path, temp.as_bstr()) {
+                left.insert(i, error(it, original, format!("cannot take it back: {e}")));
+                continue;
+            }
+            touched.insert(split(path).0.into());
+            faults.recovery_step();
+            if holds(dirs, temp.as_bstr(), it.wrote.as_ref()).unwrap_or(false) {
+                proven.insert(i);
+                continue;
+            }
+            // Changed between the check and the move: back where the user had it.
+            match move_entry(dirs, temp.as_bstr(), path) {
+                Ok(()) => {
+                    left.insert(i, changed(it, original));
+                }
+                Err(e) => {
+                    // Something else stands there now: the user's version
+                    // stays under the temp name, the original stays aside
+                    // (the next rollback names the temp once the original
+                    // is dealt with).
+                    let yours = format!(
+                        "changed while it was being taken back, and something else stands there now ({e}); your version is kept at {}",
+                        enc(temp)
+                    );
+                    left.insert(
+                        i,
+                        match original {
+                            Some(_) => Left {
+                                detail: yours,
+                                ..changed(it, original)
+                            },
+                            None => Left {
+                                path: it.path.clone(),
+                                reason: LeftReason::ChangedSinceWritten,
+                                kept: Some(temp.clone()),
+                                yours: true,
+                                detail: yours,
+                            },
+                        },
+                    );
+                }
+            }
         }
     }
     // 2. Folders the write created and that are empty again, deepest first
     //    (a file that stood where one was created comes back next).
     rmdir_created(dirs, plan, &mut touched, faults);
     // 3. Originals back in place (folders in the way first: a file aside
-    //    never lives inside one).
+    //    never lives inside one), never over anything: where the write
+    //    removed a path, nothing may stand there now.
     let order = plan
         .items
         .iter()
-        .filter(|i| i.aside_folder)
-        .chain(plan.items.iter().filter(|i| !i.aside_folder && !i.covered));
-    for it in order {
+        .enumerate()
+        .filter(|(_, i)| i.aside_folder)
+        .chain(
+            plan.items
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| !i.aside_folder && !i.covered),
+        );
+    for (i, it) in order {
         let Some(aside) = &it.aside else { continue };
-        if dirs.lstat_lenient(aside.as_bstr()) == Disk::Absent {
+        if left.contains_key(&i) || dirs.lstat_lenient(aside.as_bstr()) == Disk::Absent {
             continue;
         }
         match move_entry(dirs, aside.as_bstr(), it.path.as_bstr()) {
@@ -78,33 +186,191 @@ pub(super) fn rollback(
                 touched.insert(split(it.path.as_bstr()).0.into());
                 faults.recovery_step();
             }
-            Err(e) => problems.push(format!(
-                "cannot put {} back from {}: {e}",
-                enc(&it.path),
-                enc(aside)
-            )),
+            Err(e) if is_occupied(&e) => {
+                left.insert(
+                    i,
+                    Left {
+                        path: it.path.clone(),
+                        reason: LeftReason::InTheWay,
+                        kept: Some(aside.clone()),
+                        yours: false,
+                        detail:
+                            "something new stands where its original must come back; left as it is"
+                                .into(),
+                    },
+                );
+            }
+            Err(e) => {
+                left.insert(
+                    i,
+                    error(
+                        it,
+                        Some(aside.clone()),
+                        format!("cannot put the original back: {e}"),
+                    ),
+                );
+            }
         }
     }
-    // 4. Temps, then the folders that held only temps.
-    for it in &plan.items {
-        if let Some(temp) = &it.temp {
-            if !matches!(dirs.lstat_lenient(temp.as_bstr()), Disk::Absent | Disk::Dir) {
-                match dirs.unlink(temp.as_bstr()) {
-                    Ok(()) => {
-                        touched.insert(split(temp.as_bstr()).0.into());
-                        faults.recovery_step();
-                    }
-                    Err(e) => problems.push(format!("cannot remove {}: {e}", enc(temp))),
-                }
+    // 4. Temps (each proven to be what the write made, once renaming had
+    //    begun), then the folders that held only temps.
+    for (i, it) in plan.items.iter().enumerate() {
+        let Some(temp) = &it.temp else { continue };
+        if matches!(dirs.lstat_lenient(temp.as_bstr()), Disk::Absent | Disk::Dir) {
+            continue;
+        }
+        // Before `renaming` a temp may be incomplete and has no record;
+        // nothing was renamed, and the temp name is the write's own.
+        let check = plan.phase == Phase::Renaming && !proven.contains(&i);
+        if check
+            && it.wrote.is_some()
+            && !holds(dirs, temp.as_bstr(), it.wrote.as_ref()).unwrap_or(false)
+        {
+            left.entry(i).or_insert_with(|| Left {
+                path: it.path.clone(),
+                reason: LeftReason::ChangedSinceWritten,
+                kept: Some(temp.clone()),
+                yours: true,
+                detail: "a file under the write's temporary name is not what it wrote there".into(),
+            });
+            continue;
+        }
+        match dirs.unlink(temp.as_bstr()) {
+            Ok(()) => {
+                touched.insert(split(temp.as_bstr()).0.into());
+                faults.recovery_step();
+            }
+            Err(e) => {
+                left.entry(i).or_insert_with(|| Left {
+                    path: it.path.clone(),
+                    reason: LeftReason::Error,
+                    kept: Some(temp.clone()),
+                    yours: false,
+                    detail: format!("cannot remove the temporary file: {e}"),
+                });
             }
         }
     }
     rmdir_created(dirs, plan, &mut touched, faults);
-    if !problems.is_empty() {
-        return Err(problems);
-    }
     sync_touched(dirs, touched);
-    remove_journal(journal).map_err(|e| vec![format!("cannot remove the journal: {e}")])
+    let records: Vec<(usize, Option<BString>, bool)> = left
+        .iter()
+        .map(|(i, l)| (*i, l.kept.clone(), l.yours))
+        .collect();
+    let left: Vec<Left> = left.into_values().collect();
+    // The journal stays while a kept file waits for the user: the next
+    // command re-checks. A path left with nothing kept (an addition the
+    // user changed) is the user's; it is reported, and needs no journal.
+    let keep_journal = left.iter().any(|l| {
+        l.kept
+            .as_ref()
+            .is_some_and(|k| dirs.lstat_lenient(k.as_bstr()) != Disk::Absent)
+    });
+    if keep_journal {
+        // For `status` (best effort: the next rollback finds them again).
+        let _ = append_left(journal, &records);
+    } else {
+        if let Err(e) = remove_journal(journal) {
+            let mut left = left;
+            left.push(Left {
+                path: BString::default(),
+                reason: LeftReason::Error,
+                kept: None,
+                yours: false,
+                detail: format!("cannot remove the journal: {e}"),
+            });
+            return Err(left);
+        }
+    }
+    if left.is_empty() {
+        Ok(())
+    } else {
+        Err(left)
+    }
+}
+
+fn changed(it: &Item, original: Option<BString>) -> Left {
+    Left {
+        path: it.path.clone(),
+        reason: LeftReason::ChangedSinceWritten,
+        detail: if original.is_some() {
+            "changed since the write put it there; left as you left it".into()
+        } else {
+            "changed since the write put it there (it did not exist before); left as you left it"
+                .into()
+        },
+        kept: original,
+        yours: false,
+    }
+}
+
+fn error(it: &Item, original: Option<BString>, detail: String) -> Left {
+    Left {
+        path: it.path.clone(),
+        reason: LeftReason::Error,
+        kept: original,
+        yours: false,
+        detail,
+    }
+}
+
+fn is_occupied(e: &std::io::Error) -> bool {
+    [Errno::EXIST, Errno::NOTEMPTY]
+        .iter()
+        .any(|n| e.raw_os_error() == Some(n.raw_os_error()))
+}
+
+/// Whether `rel` holds exactly what the write recorded putting there. No
+/// record (a journal of version 1) proves nothing: never ours.
+pub(super) fn holds(dirs: &mut Dirs, rel: &BStr, wrote: Option<&Wrote>) -> std::io::Result<bool> {
+    let Some(w) = wrote else { return Ok(false) };
+    let absent = matches!(w, Wrote::Absent);
+    let gone = |e: &std::io::Error| {
+        [Errno::NOENT, Errno::NOTDIR, Errno::LOOP]
+            .iter()
+            .any(|n| e.raw_os_error() == Some(n.raw_os_error()))
+    };
+    let (pfd, name) = match dirs.parent_of(rel) {
+        Ok(x) => x,
+        Err(e) if gone(&e) => return Ok(absent),
+        Err(e) => return Err(e),
+    };
+    let st = match rustix::fs::statat(&*pfd, name.as_bytes(), AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => st,
+        Err(Errno::NOENT) => return Ok(absent),
+        Err(e) => return Err(e.into()),
+    };
+    let ft = FileType::from_raw_mode(st.st_mode);
+    match w {
+        Wrote::Absent => Ok(false),
+        Wrote::Link { sha1, .. } => {
+            if ft != FileType::Symlink {
+                return Ok(false);
+            }
+            let target = rustix::fs::readlinkat(&*pfd, name.as_bytes(), Vec::new())?;
+            Ok(raw_sha1(target.as_bytes()) == *sha1)
+        }
+        Wrote::File {
+            mode, size, sha1, ..
+        } => {
+            // The cheap first check: kind, permissions and size.
+            if ft != FileType::RegularFile
+                || st.st_mode & 0o7777 != *mode
+                || st.st_size as u64 != *size
+            {
+                return Ok(false);
+            }
+            let fd = rustix::fs::openat(
+                &*pfd,
+                name.as_bytes(),
+                OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+            let mut file = std::fs::File::from(fd);
+            let (got, n) = raw_sha1_reader(&mut file)?;
+            Ok(n == *size && got == *sha1)
+        }
+    }
 }
 
 /// Rename `from` to `to` (both repo-relative), never over something.
@@ -137,7 +403,7 @@ pub(super) fn roll_forward(
     plan: &Plan,
     journal: &Path,
     faults: &Faults,
-) -> Result<(), Vec<String>> {
+) -> Result<(), Vec<Left>> {
     let mut problems = Vec::new();
     let mut touched: BTreeSet<BString> = BTreeSet::new();
     for it in &plan.items {
@@ -152,7 +418,13 @@ pub(super) fn roll_forward(
                 touched.insert(split(aside.as_bstr()).0.into());
                 faults.recovery_step();
             }
-            Err(e) => problems.push(format!("cannot remove {}: {e}", enc(aside))),
+            Err(e) => problems.push(Left {
+                path: it.path.clone(),
+                reason: LeftReason::Error,
+                kept: Some(aside.clone()),
+                yours: false,
+                detail: format!("cannot remove the original kept at {}: {e}", enc(aside)),
+            }),
         }
     }
     // Folders left empty by deletions, deepest first; never the root.
@@ -174,5 +446,13 @@ pub(super) fn roll_forward(
     }
     sync_touched(dirs, touched);
     faults.hit("before-journal-remove");
-    remove_journal(journal).map_err(|e| vec![format!("cannot remove the journal: {e}")])
+    remove_journal(journal).map_err(|e| {
+        vec![Left {
+            path: BString::default(),
+            reason: LeftReason::Error,
+            kept: None,
+            yours: false,
+            detail: format!("cannot remove the journal: {e}"),
+        }]
+    })
 }

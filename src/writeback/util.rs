@@ -62,6 +62,9 @@ impl Fail {
 pub(super) struct Faults {
     pub(super) point: Option<String>,
     pub(super) recovery_steps: std::cell::Cell<usize>,
+    /// Unit tests only: called after every rename (a user acting between them).
+    #[cfg(test)]
+    pub(super) after_each_rename: Option<Box<dyn Fn(usize)>>,
 }
 
 impl Faults {
@@ -71,6 +74,8 @@ impl Faults {
                 .ok()
                 .filter(|p| !p.is_empty()),
             recovery_steps: std::cell::Cell::new(0),
+            #[cfg(test)]
+            after_each_rename: None,
         }
     }
 
@@ -102,6 +107,10 @@ impl Faults {
     }
 
     pub(super) fn after_rename(&self, n: usize) {
+        #[cfg(test)]
+        if let Some(hook) = &self.after_each_rename {
+            hook(n);
+        }
         if self.numbered("after-rename") == Some(n) {
             Self::die();
         }

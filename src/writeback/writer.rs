@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::rc::Rc;
 
@@ -15,8 +16,8 @@ use rustix::io::Errno;
 use crate::error::Result;
 
 use super::dirs::{Dirs, Disk};
-use super::hash::Hasher;
-use super::journal::{append_phase, Item, Phase, Plan};
+use super::hash::{raw_sha1, Hasher, Tee};
+use super::journal::{append_phase, append_wrote_and_renaming, Item, Phase, Plan, Wrote};
 use super::util::{join, parents_and_self, split, Fail, Faults};
 
 pub(super) struct Writer<'a> {
@@ -34,9 +35,16 @@ const SYNCFS_ABOVE: usize = 64;
 
 impl Writer<'_> {
     pub(super) fn run(&mut self, plan: &mut Plan) -> Result<(), Fail> {
-        self.temp_files(plan)?;
+        let wrote = self.temp_files(plan)?;
+        for (i, w) in wrote {
+            if let Some(it) = plan.items.get_mut(i) {
+                it.wrote = Some(w);
+            }
+        }
         self.faults.hit("after-temp-files");
-        append_phase(self.journal, Phase::Renaming)
+        // What each path will hold, durable before the first rename: what
+        // rollback and recovery check before they move anything back.
+        append_wrote_and_renaming(self.journal, plan)
             .map_err(|e| Fail(format!("cannot update the journal: {e}")))?;
         plan.phase = Phase::Renaming;
         self.renames(plan)?;
@@ -46,7 +54,8 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn temp_files(&mut self, plan: &Plan) -> Result<(), Fail> {
+    /// Write every temp file; returns what each item puts at its path.
+    fn temp_files(&mut self, plan: &Plan) -> Result<Vec<(usize, Wrote)>, Fail> {
         let mut hasher = Hasher::for_checkout(self.repo, &plan.items)?;
         let mkdirs: HashSet<&BStr> = plan.mkdirs.iter().map(|m| m.as_bstr()).collect();
         let count = plan.items.iter().filter(|i| i.temp.is_some()).count();
@@ -54,7 +63,12 @@ impl Writer<'_> {
         // Written first, fsync'd together afterwards: concurrent fsyncs
         // share the filesystem's journal commits.
         let mut to_sync: Vec<(std::fs::File, &BStr)> = Vec::new();
-        for it in &plan.items {
+        let mut wrote: Vec<(usize, Wrote)> = Vec::with_capacity(plan.items.len());
+        for (i, it) in plan.items.iter().enumerate() {
+            if it.new.is_none() {
+                wrote.push((i, Wrote::Absent));
+                continue;
+            }
             let (Some(temp), Some((kind, id))) = (&it.temp, it.new) else {
                 continue;
             };
@@ -78,6 +92,15 @@ impl Writer<'_> {
                     let blob = self.repo.find_blob(id).map_err(|e| unreadable(&e))?;
                     rustix::fs::symlinkat(&blob.data[..], &*dfd, tname.as_bytes())
                         .map_err(|e| Fail::io("create", temp.as_bstr(), e))?;
+                    let st = rustix::fs::statat(&*dfd, tname.as_bytes(), AtFlags::SYMLINK_NOFOLLOW)
+                        .map_err(|e| Fail::io("stat", temp.as_bstr(), e))?;
+                    wrote.push((
+                        i,
+                        Wrote::Link {
+                            ino: st.st_ino as u64,
+                            sha1: raw_sha1(&blob.data),
+                        },
+                    ));
                 }
                 _ => {
                     let mode = if kind == EntryKind::BlobExecutable {
@@ -99,18 +122,36 @@ impl Writer<'_> {
                     let mut file = std::fs::File::from(fd);
                     let big = crate::blob::size(self.repo, id).map_err(|e| unreadable(&e))?
                         > crate::blob::STREAM_ABOVE;
+                    // The bytes are hashed as they are written (what the
+                    // journal records of this path).
+                    let mut tee = Tee::new(&mut file);
                     if big
                         && crate::blob::smudge_is_identity(&mut hasher.pipeline, it.path.as_bstr())
                     {
                         // Copied from the object store as it is inflated.
                         let mut from =
                             crate::blob::open(self.repo, id).map_err(|e| unreadable(&e))?;
-                        crate::blob::copy(&mut from, &mut file)
+                        crate::blob::copy(&mut from, &mut tee)
                             .map_err(|e| Fail::io("write", temp.as_bstr(), e))?;
                     } else {
                         let blob = self.repo.find_blob(id).map_err(|e| unreadable(&e))?;
-                        hasher.smudge_into(&blob.data, it.path.as_bstr(), &mut file)?;
+                        hasher.smudge_into(&blob.data, it.path.as_bstr(), &mut tee)?;
                     }
+                    let sha1 = tee.sha1();
+                    let md = file
+                        .metadata()
+                        .map_err(|e| Fail::io("stat", temp.as_bstr(), e))?;
+                    wrote.push((
+                        i,
+                        Wrote::File {
+                            mode: md.mode() & 0o7777,
+                            size: md.len(),
+                            ino: md.ino(),
+                            mtime: md.mtime(),
+                            mtime_ns: md.mtime_nsec(),
+                            sha1,
+                        },
+                    ));
                     if per_file {
                         to_sync.push((file, temp.as_bstr()));
                     }
@@ -121,7 +162,8 @@ impl Writer<'_> {
         let fds: Vec<(&std::fs::File, &BStr)> = to_sync.iter().map(|(f, p)| (f, *p)).collect();
         fsync_all(&fds)?;
         drop(to_sync);
-        self.sync_folders(!per_file)
+        self.sync_folders(!per_file)?;
+        Ok(wrote)
     }
 
     /// Create the missing folders of `dir` (only those the journal lists).
