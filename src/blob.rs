@@ -140,6 +140,137 @@ pub fn worktree_file_to_object(
     Ok(Some((id, kind, md)))
 }
 
+/// The error for a working-tree file that could not be stored as a blob
+/// (`root` is the working tree, `rela_path` the file), named for its real
+/// cause: a full or read-only object store (written while hashing), a
+/// filter driver that failed, or else the file itself.
+pub fn store_failure(
+    repo: &gix::Repository,
+    root: &std::path::Path,
+    rela_path: &BStr,
+    err: &gix::Error,
+) -> crate::error::Error {
+    use crate::error::Error;
+    let shown = crate::paths::quote(rela_path);
+    if let Some(f) = driver_failure(err) {
+        return filter_failed(
+            repo,
+            "clean",
+            rela_path,
+            &format!("{shown} in {}", root.display()),
+            &f,
+        );
+    }
+    let objects = repo.objects.store_ref().path().to_path_buf();
+    if let Some(e) = crate::error::io_cause(err) {
+        if let Some(cause) = crate::error::FsCause::of(e) {
+            // Reading the file itself was denied: say so, not the store.
+            let written = !(cause == crate::error::FsCause::Denied
+                && std::fs::File::open(root.join(crate::paths::to_os(rela_path))).is_err());
+            if written {
+                return cause.error(
+                    format!(
+                        "cannot store {shown} of {} in {}",
+                        root.display(),
+                        objects.display()
+                    ),
+                    Some(&objects),
+                    e,
+                );
+            }
+        }
+    }
+    Error::state(
+        "delegate::unreadable_file",
+        format!("cannot read {shown} in {}: {err}", root.display()),
+        "make the file readable (or remove it), then run the command again",
+    )
+}
+
+/// The words that start a write-back failure of a smudge filter driver.
+pub const FILTER_FAILED: &str = "a smudge filter driver failed";
+/// The same for a clean filter driver (hashing what is on disk).
+pub const FILTER_FAILED_CLEAN: &str = "a clean filter driver failed";
+
+/// The exit status text of a filter driver process that failed, when that
+/// is what `err` reports.
+pub fn driver_failure(err: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let look = |e: &(dyn std::error::Error + 'static)| -> Option<String> {
+        let m = e.downcast_ref::<gix::error::Message>()?;
+        m.message.starts_with("Driver process").then(|| {
+            m.values
+                .get("exit_status")
+                .map(|v| v.to_string().trim_matches('"').to_string())
+                .unwrap_or_else(|| "failed".into())
+        })
+    };
+    let inner_of = |e: &'_ (dyn std::error::Error + 'static)| {
+        e.downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|i| look(i))
+    };
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if let Some(f) = look(e).or_else(|| inner_of(e)) {
+            return Some(f);
+        }
+        if let Some(g) = e.downcast_ref::<gix::Error>() {
+            if let Some(f) = g
+                .iter_errors()
+                .find_map(|e| look(e).or_else(|| inner_of(e)))
+            {
+                return Some(f);
+            }
+        }
+        cur = e.source();
+    }
+    None
+}
+
+/// The error for a `required` filter driver whose `direction` (`clean` or
+/// `smudge`) process failed on `rela_path` (`where_` says which file).
+pub fn filter_failed(
+    repo: &gix::Repository,
+    direction: &str,
+    rela_path: &BStr,
+    where_: &str,
+    status: &str,
+) -> crate::error::Error {
+    let driver = filter_driver(repo, rela_path).unwrap_or_else(|| "?".into());
+    let command = repo
+        .config_snapshot()
+        .string(format!("filter.{driver}.{direction}").as_str())
+        .map(|c| c.to_string())
+        .unwrap_or_default();
+    crate::error::Error::state(
+        "delegate::filter_failed",
+        format!(
+            "the {direction} filter `{driver}` ({command}) failed on {where_}: {status}"
+        ),
+        format!(
+            "fix the filter driver (`git config filter.{driver}.{direction}`), or let git run without it with `git config filter.{driver}.required false`, then run the command again"
+        ),
+    )
+}
+
+/// The `filter` attribute of `rela_path` in `repo`'s working tree.
+fn filter_driver(repo: &gix::Repository, rela_path: &BStr) -> Option<String> {
+    let index = repo.index_or_empty().ok()?;
+    let mut stack = repo
+        .attributes_only(
+            &index,
+            gix::worktree::stack::state::attributes::Source::WorktreeThenIdMapping,
+        )
+        .ok()?;
+    let mut out = stack.selected_attribute_matches(["filter"]);
+    let platform = stack.at_entry(rela_path, None).ok()?;
+    platform.matching_attributes(&mut out);
+    let name = out
+        .iter_selected()
+        .find_map(|m| m.assignment.state.as_bstr().map(|v| v.to_string()));
+    name
+}
+
 /// A reader of a blob's content: streamed (inflated chunk by chunk) when it
 /// is a big loose object, else read whole.
 pub fn open(repo: &gix::Repository, id: ObjectId) -> Result<Box<dyn Read>, gix::Error> {

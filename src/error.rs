@@ -5,6 +5,7 @@
 //! Never: prints anything itself (commands and `main` do that).
 
 use std::fmt;
+use std::path::Path;
 
 use miette::{Diagnostic, LabeledSpan, NamedSource, SourceCode, SourceSpan};
 
@@ -65,14 +66,53 @@ impl Error {
         Self::new(Exit::State, code, message, help)
     }
 
-    /// An I/O failure on `what` (exit 3: a filesystem error).
+    /// An I/O failure on `what` (exit 3: a filesystem error). A full disk,
+    /// an exceeded quota, a read-only filesystem or a denied permission is
+    /// named for what it is (see [`FsCause`]), whatever the caller was doing.
     pub fn io(what: impl fmt::Display, err: std::io::Error) -> Self {
+        Self::io_on(what, None, &err)
+    }
+
+    /// Like [`Error::io`], for a failure on `path` (or on something inside
+    /// it): the help names the filesystem that holds it.
+    pub fn io_at(what: impl fmt::Display, path: &Path, err: std::io::Error) -> Self {
+        Self::io_on(what, Some(path), &err)
+    }
+
+    /// The one place where an OS error becomes an [`Error`].
+    pub fn io_on(what: impl fmt::Display, path: Option<&Path>, err: &std::io::Error) -> Self {
+        if let Some(cause) = FsCause::of(err) {
+            return cause.error(what, path, err);
+        }
         let help = match err.kind() {
             std::io::ErrorKind::PermissionDenied => "check the permissions of that path",
-            _ if err.raw_os_error() == Some(28) => "free some disk space and run the command again",
             _ => "check that path and run the command again",
         };
         Self::state("delegate::io", format!("{what}: {err}"), help)
+    }
+
+    /// If an OS error of a full, read-only or forbidden filesystem lies
+    /// anywhere in `err`'s causes, the error naming it; `path` is what was
+    /// being written (or read).
+    pub fn fs_cause(
+        what: impl fmt::Display,
+        path: Option<&Path>,
+        err: &(dyn std::error::Error + 'static),
+    ) -> Option<Self> {
+        let io = io_cause(err)?;
+        FsCause::of(io).map(|c| c.error(what, path, io))
+    }
+
+    /// A disk-full error met while writing under the workspace root: also
+    /// say that the root can be moved to another filesystem.
+    pub fn in_workspace_root(mut self) -> Self {
+        if self.code == FsCause::Full.code() {
+            self.help = format!(
+                "{} (or set `workspace.root` in .git/delegate.toml to another filesystem)",
+                self.help.trim_end_matches(" and run the command again")
+            ) + " and run the command again";
+        }
+        self
     }
 
     /// A failure inside gix (exit 3).
@@ -135,4 +175,165 @@ impl Diagnostic for Error {
             l.span,
         ))))
     }
+}
+
+/// What an OS error says about the filesystem when it, not the file, is the
+/// cause: the message names it and the help says what to do, for every
+/// command alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsCause {
+    /// ENOSPC or EDQUOT: no space (or no quota) left.
+    Full,
+    /// EROFS: the filesystem is mounted read-only.
+    ReadOnly,
+    /// EACCES or EPERM: the user may not do that there.
+    Denied,
+}
+
+impl FsCause {
+    pub fn of(err: &std::io::Error) -> Option<FsCause> {
+        use rustix::io::Errno;
+        use std::io::ErrorKind;
+        let Some(n) = err.raw_os_error() else {
+            // An OS error wrapped with its path (tempfile does that) keeps its kind.
+            return match err.kind() {
+                ErrorKind::StorageFull | ErrorKind::QuotaExceeded => Some(FsCause::Full),
+                ErrorKind::ReadOnlyFilesystem => Some(FsCause::ReadOnly),
+                _ => None,
+            };
+        };
+        if n == Errno::NOSPC.raw_os_error() || n == Errno::DQUOT.raw_os_error() {
+            Some(FsCause::Full)
+        } else if n == Errno::ROFS.raw_os_error() {
+            Some(FsCause::ReadOnly)
+        } else if n == Errno::ACCESS.raw_os_error() || n == Errno::PERM.raw_os_error() {
+            Some(FsCause::Denied)
+        } else {
+            None
+        }
+    }
+
+    /// The error code (SPEC §6.2 `error.code`).
+    pub fn code(self) -> &'static str {
+        match self {
+            FsCause::Full => "delegate::disk_full",
+            FsCause::ReadOnly => "delegate::read_only_filesystem",
+            FsCause::Denied => "delegate::permission_denied",
+        }
+    }
+
+    /// The error naming this cause; `what` failed on `path` with `err`.
+    pub fn error(
+        self,
+        what: impl fmt::Display,
+        path: Option<&Path>,
+        err: &std::io::Error,
+    ) -> Error {
+        Error::state(
+            self.code(),
+            format!("{what}: {}", describe(err)),
+            self.help(path),
+        )
+    }
+
+    /// What to do about it; `path` is what was being written.
+    pub fn help(self, path: Option<&Path>) -> String {
+        let fs = path
+            .map(|p| format!("the filesystem mounted at {}", mount_point(p).display()))
+            .unwrap_or_else(|| "the filesystem that holds it".into());
+        match self {
+            FsCause::Full => format!("free space on {fs} and run the command again"),
+            FsCause::ReadOnly => format!("remount {fs} read-write and run the command again"),
+            FsCause::Denied => match path {
+                Some(p) => format!(
+                    "check the permissions of {} and the folders above it (root too is refused by an immutable `chattr +i` folder), then run the command again",
+                    p.display()
+                ),
+                None => "check the permissions of that path and the folders above it, then run the command again".into(),
+            },
+        }
+    }
+
+    /// The cause named in a message that ends an OS error's text with
+    /// "(os error N)" (the write-back's internal failures carry text only).
+    pub fn in_message(message: &str) -> Option<FsCause> {
+        let at = message.rfind("(os error ")?;
+        let n: i32 = message[at + "(os error ".len()..]
+            .split(')')
+            .next()?
+            .parse()
+            .ok()?;
+        FsCause::of(&std::io::Error::from_raw_os_error(n))
+    }
+}
+
+/// An OS error as a person reads it: "no space left on device (os error 28)".
+fn describe(err: &std::io::Error) -> String {
+    let text = err.to_string();
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(c) => c.to_lowercase().chain(chars).collect(),
+        None => text,
+    }
+}
+
+/// The first OS error among `err` and its causes (gix's error trees
+/// included), else the first I/O error.
+pub fn io_cause<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io::Error> {
+    let mut found: Option<&std::io::Error> = None;
+    let mut visit = |e: &'a (dyn std::error::Error + 'static)| -> bool {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if io.raw_os_error().is_some() || FsCause::of(io).is_some() {
+                found = Some(io);
+                return true;
+            }
+            found.get_or_insert(io);
+        }
+        false
+    };
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if visit(e) {
+            return found;
+        }
+        if let Some(g) = e.downcast_ref::<gix::Error>() {
+            for inner in g.iter_errors() {
+                if visit(inner) {
+                    return found;
+                }
+                // An io::Error that wraps another error (gix does that).
+                if let Some(io) = inner.downcast_ref::<std::io::Error>() {
+                    if let Some(deeper) = io.get_ref() {
+                        if let Some(d) = io_cause(deeper) {
+                            if d.raw_os_error().is_some() {
+                                return Some(d);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        cur = e.source();
+    }
+    found
+}
+
+/// The mount point of the filesystem holding `path` (or its nearest
+/// existing ancestor): the highest ancestor on the same device.
+pub fn mount_point(path: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    let Some((start, dev)) = path
+        .ancestors()
+        .find_map(|p| std::fs::metadata(p).ok().map(|m| (p, m.dev())))
+    else {
+        return path.to_path_buf();
+    };
+    let mut top = start;
+    for p in start.ancestors().skip(1) {
+        match std::fs::metadata(p) {
+            Ok(m) if m.dev() == dev => top = p,
+            _ => break,
+        }
+    }
+    top.to_path_buf()
 }

@@ -154,7 +154,18 @@ fn join<T>(h: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
     })
 }
 
-fn checkout_failed(root: &Path, e: &dyn std::fmt::Display) -> Error {
+fn checkout_failed(root: &Path, e: &(dyn std::error::Error + 'static)) -> Error {
+    let what = format!("cannot check out {}", root.display());
+    if let Some(err) = Error::fs_cause(&what, Some(root), e) {
+        return err.in_workspace_root();
+    }
+    if let Some(status) = crate::blob::driver_failure(e) {
+        return Error::state(
+            "delegate::filter_failed",
+            format!("{what}: a smudge filter failed: {status}"),
+            "fix the filter driver the path's `filter` attribute names, or make it optional with `git config filter.<driver>.required false`, then run the command again",
+        );
+    }
     Error::state(
         "delegate::checkout_failed",
         format!("cannot check out {}: {e}", root.display()),
@@ -190,8 +201,10 @@ fn is_empty_dir(p: &Path) -> bool {
 /// worktree prune` can never take a half-made workspace).
 fn register(common_dir: &Path, baseline: ObjectId, p: &Plan) -> Result<()> {
     let io = |what: &Path| {
-        let what = what.display().to_string();
-        move |e| Error::io(format!("cannot create {what}"), e)
+        let what = what.to_path_buf();
+        move |e| {
+            Error::io_at(format!("cannot create {}", what.display()), &what, e).in_workspace_root()
+        }
     };
     if let Some(parent) = p.root.parent() {
         std::fs::create_dir_all(parent).map_err(io(parent))?;
@@ -204,7 +217,8 @@ fn register(common_dir: &Path, baseline: ObjectId, p: &Plan) -> Result<()> {
                 "move or remove that folder, then prepare again",
             )
         } else {
-            Error::io(format!("cannot create {}", p.root.display()), e)
+            Error::io_at(format!("cannot create {}", p.root.display()), &p.root, e)
+                .in_workspace_root()
         }
     })?;
     let reg = registration(common_dir, &p.worktree_id);
@@ -258,6 +272,23 @@ fn checkout(
         return Err(interrupted());
     }
     if let Some(first) = outcome.errors.first() {
+        let what = format!(
+            "cannot write {} in {}",
+            crate::paths::quote(first.path.as_ref()),
+            root.display()
+        );
+        if let Some(err) = Error::fs_cause(&what, Some(root), &first.error) {
+            return Err(err.in_workspace_root());
+        }
+        if let Some(status) = crate::blob::driver_failure(&first.error) {
+            return Err(crate::blob::filter_failed(
+                repo,
+                "smudge",
+                first.path.as_ref(),
+                &what["cannot write ".len()..],
+                &status,
+            ));
+        }
         return Err(Error::state(
             "delegate::checkout_failed",
             format!(

@@ -181,11 +181,15 @@ pub fn check(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>> {
     let mut blocked = Vec::new();
     for w in writes {
         let reason = check_one(&mut dirs, &mut hasher, w, &deleted).map_err(|f| {
-            Error::state(
-                "delegate::write_check_failed",
-                format!("cannot check the working tree before writing: {}", f.0),
-                "check the permissions of that path, then run the command again",
-            )
+            let message = format!("cannot check the working tree before writing: {}", f.0);
+            match failed(message.clone()) {
+                e if e.code != "delegate::write_failed" => e,
+                _ => Error::state(
+                    "delegate::write_check_failed",
+                    message,
+                    "check the permissions of that path, then run the command again",
+                ),
+            }
         })?;
         if let Some(reason) = reason {
             blocked.push(Blocked {
@@ -414,6 +418,27 @@ fn recover_one(journal: &Path, faults: &Faults) -> Result<Recovered> {
 }
 
 fn failed(message: String) -> Error {
+    if let Some(cause) = crate::error::FsCause::in_message(&message) {
+        return Error::state(
+            cause.code(),
+            message,
+            format!(
+                "the working tree is as it was before; {}",
+                cause
+                    .help(None)
+                    .replace("that holds it", "that holds the working tree")
+            ),
+        );
+    }
+    if message.contains(crate::blob::FILTER_FAILED)
+        || message.contains(crate::blob::FILTER_FAILED_CLEAN)
+    {
+        return Error::state(
+            "delegate::filter_failed",
+            message,
+            "the working tree is as it was before; fix the filter driver (or make it optional with `git config filter.<driver>.required false`) and run `git delegate apply` again",
+        );
+    }
     Error::state(
         "delegate::write_failed",
         message,
