@@ -268,7 +268,7 @@ impl FsCause {
 }
 
 /// An OS error as a person reads it: "no space left on device (os error 28)".
-fn describe(err: &std::io::Error) -> String {
+pub fn describe(err: &std::io::Error) -> String {
     let text = err.to_string();
     let mut chars = text.chars();
     match chars.next() {

@@ -254,8 +254,28 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
                     .cloned()
                     .collect();
             } else if let Some(r) = plan.refused.iter().find(|r| r.task == out.idx) {
-                out.status = TaskState::Conflict;
-                out.reason = Some(r.reason.as_str());
+                if r.reason == integrate::Refusal::NotWritable {
+                    // Checked before writing: only this task fails.
+                    let folders: Vec<String> = r
+                        .conflicts
+                        .iter()
+                        .map(|c| {
+                            let folder = if c.path.is_empty() {
+                                "the working tree's top folder".to_string()
+                            } else {
+                                format!("the folder {}", paths::quote(c.path.as_bstr()))
+                            };
+                            format!("{folder}: {}", c.reason)
+                        })
+                        .collect();
+                    out.fail(
+                        r.reason.as_str(),
+                        format!("cannot write in {}", folders.join("; ")),
+                    );
+                } else {
+                    out.status = TaskState::Conflict;
+                    out.reason = Some(r.reason.as_str());
+                }
                 out.conflicts = r.conflicts.clone();
             }
         }

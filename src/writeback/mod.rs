@@ -108,7 +108,7 @@ mod tests;
 mod util;
 mod writer;
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use gix::bstr::{BStr, BString, ByteSlice};
@@ -143,6 +143,13 @@ pub enum BlockReason {
     FolderInTheWay,
     /// The path's content no longer matches `S` (the user changed it just now).
     ChangedSinceSnapshot,
+    /// A symlink not in `S` (an ignored one) stands where the result needs
+    /// a folder; the blocked path is the symlink's.
+    SymlinkInTheWay,
+    /// The folder to write in (the blocked path; the root is "") refuses
+    /// writing: the OS error number (EACCES, EPERM for an immutable
+    /// folder, EROFS).
+    NotWritable(i32),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -179,6 +186,7 @@ pub fn check(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>> {
         .map(|w| w.path.as_bstr())
         .collect();
     let mut blocked = Vec::new();
+    let mut writable: HashMap<BString, Option<i32>> = HashMap::new();
     for w in writes {
         let reason = check_one(&mut dirs, &mut hasher, w, &deleted).map_err(|f| {
             let message = format!("cannot check the working tree before writing: {}", f.0);
@@ -191,14 +199,53 @@ pub fn check(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>> {
                 ),
             }
         })?;
-        if let Some(reason) = reason {
-            blocked.push(Blocked {
-                path: w.path.clone(),
+        match reason {
+            Some((reason, at)) => blocked.push(Blocked {
+                path: at.unwrap_or_else(|| w.path.clone()),
                 reason,
-            });
+            }),
+            None => {
+                if let Some((folder, errno)) = not_writable(&mut dirs, &mut writable, w) {
+                    blocked.push(Blocked {
+                        path: folder,
+                        reason: BlockReason::NotWritable(errno),
+                    });
+                }
+            }
         }
     }
+    blocked.dedup();
     Ok(blocked)
+}
+
+/// The folder a write has to change (the path's folder, or the deepest
+/// one that exists when folders must be made) when it refuses writing, and
+/// the OS error (`access(2)` with `W_OK`: EACCES, EPERM for an immutable
+/// folder, which binds root too, EROFS). Cached per folder.
+fn not_writable(
+    dirs: &mut Dirs,
+    cache: &mut HashMap<BString, Option<i32>>,
+    w: &PathWrite,
+) -> Option<(BString, i32)> {
+    let mut folder: &BStr = b"".as_bstr();
+    for parent in parents(w.path.as_bstr()) {
+        match dirs.lstat(parent) {
+            Ok(Disk::Dir) => folder = parent,
+            _ => break,
+        }
+    }
+    let errno = *cache.entry(folder.to_owned()).or_insert_with(|| {
+        let fd = dirs.get(folder).ok()?;
+        rustix::fs::accessat(
+            &*fd,
+            ".",
+            rustix::fs::Access::WRITE_OK,
+            rustix::fs::AtFlags::EACCESS,
+        )
+        .err()
+        .map(|e| e.raw_os_error())
+    });
+    errno.map(|e| (folder.to_owned(), e))
 }
 
 fn check_one(
@@ -206,7 +253,7 @@ fn check_one(
     hasher: &mut Hasher<'_>,
     w: &PathWrite,
     deleted: &HashSet<&BStr>,
-) -> Result<Option<BlockReason>, Fail> {
+) -> Result<Option<(BlockReason, Option<BString>)>, Fail> {
     use BlockReason::*;
     for parent in parents(w.path.as_bstr()) {
         match dirs
@@ -215,18 +262,25 @@ fn check_one(
         {
             Disk::Dir => continue,
             Disk::Absent => {
-                return Ok(w.old.is_some().then_some(ChangedSinceSnapshot));
+                return Ok(w.old.is_some().then_some((ChangedSinceSnapshot, None)));
             }
-            _ => {
+            disk => {
                 if w.old.is_none() && deleted.contains(parent) {
                     // The S file on the way goes first; below it all is new.
                     return Ok(None);
                 }
-                return Ok(Some(if w.old.is_some() {
-                    ChangedSinceSnapshot
-                } else {
-                    UntrackedInTheWay
-                }));
+                if w.old.is_none() && disk == Disk::Link {
+                    // Name the symlink, not a path behind it that does not exist.
+                    return Ok(Some((SymlinkInTheWay, Some(parent.to_owned()))));
+                }
+                return Ok(Some((
+                    if w.old.is_some() {
+                        ChangedSinceSnapshot
+                    } else {
+                        UntrackedInTheWay
+                    },
+                    None,
+                )));
             }
         }
     }
@@ -245,7 +299,8 @@ fn check_one(
             (!folder_only_deletions(dirs, path, deleted)?).then_some(FolderInTheWay)
         }
         (None, _) => Some(UntrackedInTheWay),
-    })
+    }
+    .map(|r| (r, None)))
 }
 
 /// A folder holds nothing but paths the write deletes (and empty folders).
