@@ -140,6 +140,16 @@ impl Error {
         self
     }
 
+    /// A copy with `f` applied to the message and help, when that changes
+    /// them (the terminal rendering escapes unprintable characters).
+    pub fn escaped(&self, f: impl Fn(&str) -> String) -> Option<Error> {
+        let (message, help) = (f(&self.message), f(&self.help));
+        if message == self.message && help == self.help {
+            return None;
+        }
+        Some(Error::new(self.exit, self.code, message, help))
+    }
+
     pub fn exit_code(&self) -> i32 {
         self.exit as i32
     }
