@@ -156,7 +156,7 @@ pub fn store_failure(
         return filter_failed(
             repo,
             "clean",
-            rela_path,
+            filter_driver(repo, rela_path),
             &format!("{shown} in {}", root.display()),
             &f,
         );
@@ -227,16 +227,22 @@ pub fn driver_failure(err: &(dyn std::error::Error + 'static)) -> Option<String>
     None
 }
 
-/// The error for a `required` filter driver whose `direction` (`clean` or
-/// `smudge`) process failed on `rela_path` (`where_` says which file).
+/// The error for a `required` filter driver (`None`: unknown) whose
+/// `direction` (`clean` or `smudge`) process failed on `place` with `status`.
 pub fn filter_failed(
     repo: &gix::Repository,
     direction: &str,
-    rela_path: &BStr,
-    where_: &str,
+    driver: Option<String>,
+    place: &str,
     status: &str,
 ) -> crate::error::Error {
-    let driver = filter_driver(repo, rela_path).unwrap_or_else(|| "?".into());
+    let Some(driver) = driver else {
+        return crate::error::Error::state(
+            "delegate::filter_failed",
+            format!("a {direction} filter driver failed on {place}: {status}"),
+            "fix the filter driver that the file's `filter` attribute names, or make it optional with `git config filter.<driver>.required false`, then run the command again",
+        );
+    };
     let command = repo
         .config_snapshot()
         .string(format!("filter.{driver}.{direction}").as_str())
@@ -244,13 +250,100 @@ pub fn filter_failed(
         .unwrap_or_default();
     crate::error::Error::state(
         "delegate::filter_failed",
-        format!(
-            "the {direction} filter `{driver}` ({command}) failed on {where_}: {status}"
-        ),
+        format!("the {direction} filter `{driver}` ({command}) failed on {place}: {status}"),
         format!(
             "fix the filter driver (`git config filter.{driver}.{direction}`), or let git run without it with `git config filter.{driver}.required false`, then run the command again"
         ),
     )
+}
+
+/// The error for a checkout into `root` that a filter driver failed, when
+/// that is what `err` reports. gix does not say which file: the driver is
+/// found by its command, and the first file of the index it applies to is
+/// named as an example.
+pub fn checkout_filter_failed(
+    repo: &gix::Repository,
+    index: &gix::index::State,
+    root: &std::path::Path,
+    err: &(dyn std::error::Error + 'static),
+) -> Option<crate::error::Error> {
+    let status = driver_failure(err)?;
+    let text = failure_text(err).unwrap_or_default();
+    let config = repo.config_snapshot();
+    let driver = config
+        .sections_by_name("filter")
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            let name = s.header().subsection_name()?.to_string();
+            let cmd = s.value("smudge")?.to_string();
+            text.contains(&format!("{cmd:?}")).then_some(name)
+        })
+        .next();
+    let example = driver
+        .as_deref()
+        .and_then(|d| first_file_with_filter(repo, index, d));
+    let place = match &example {
+        Some(p) => format!("{} in {}", crate::paths::quote(p.as_ref()), root.display()),
+        None => format!("a file in {}", root.display()),
+    };
+    Some(filter_failed(repo, "smudge", driver, &place, &status))
+}
+
+/// The text of the filter driver failure in `err`.
+fn failure_text(err: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if let Some(g) = e.downcast_ref::<gix::Error>() {
+            for inner in g.iter_errors() {
+                if let Some(m) = inner.downcast_ref::<gix::error::Message>() {
+                    if m.message.starts_with("Driver process") {
+                        return Some(m.message.to_string());
+                    }
+                }
+            }
+        }
+        if let Some(m) = e.downcast_ref::<gix::error::Message>() {
+            if m.message.starts_with("Driver process") {
+                return Some(m.message.to_string());
+            }
+        }
+        cur = e.source();
+    }
+    None
+}
+
+/// The first file of `index` whose `filter` attribute is `driver`
+/// (attributes from the index's own `.gitattributes` files).
+fn first_file_with_filter(
+    repo: &gix::Repository,
+    index: &gix::index::State,
+    driver: &str,
+) -> Option<gix::bstr::BString> {
+    let mut stack = repo
+        .attributes_only(
+            index,
+            gix::worktree::stack::state::attributes::Source::IdMapping,
+        )
+        .ok()?;
+    let mut out = stack.selected_attribute_matches(["filter"]);
+    for entry in index.entries() {
+        let path = entry.path(index);
+        let Ok(platform) = stack.at_entry(path, None) else {
+            continue;
+        };
+        platform.matching_attributes(&mut out);
+        let hit = out.iter_selected().any(|m| {
+            m.assignment
+                .state
+                .as_bstr()
+                .is_some_and(|v| v == driver.as_bytes())
+        });
+        if hit {
+            return Some(path.to_owned());
+        }
+    }
+    None
 }
 
 /// The `filter` attribute of `rela_path` in `repo`'s working tree.

@@ -134,7 +134,7 @@ fn create_all_inner(
                 s.spawn(move || -> Result<()> {
                     gix::index::File::from_state(state, &path)
                         .write(Default::default())
-                        .map_err(|e| checkout_failed(&p.root, &e))
+                        .map_err(|e| checkout_failed(None, &p.root, &e))
                 })
             })
             .collect();
@@ -154,17 +154,17 @@ fn join<T>(h: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
     })
 }
 
-fn checkout_failed(root: &Path, e: &(dyn std::error::Error + 'static)) -> Error {
+fn checkout_failed(
+    repo: Option<(&gix::Repository, &gix::index::State)>,
+    root: &Path,
+    e: &(dyn std::error::Error + 'static),
+) -> Error {
     let what = format!("cannot check out {}", root.display());
     if let Some(err) = Error::fs_cause(&what, Some(root), e) {
         return err.in_workspace_root();
     }
-    if let Some(status) = crate::blob::driver_failure(e) {
-        return Error::state(
-            "delegate::filter_failed",
-            format!("{what}: a smudge filter failed: {status}"),
-            "fix the filter driver the path's `filter` attribute names, or make it optional with `git config filter.<driver>.required false`, then run the command again",
-        );
+    if let Some(err) = repo.and_then(|(r, i)| crate::blob::checkout_filter_failed(r, i, root, e)) {
+        return err;
     }
     Error::state(
         "delegate::checkout_failed",
@@ -267,7 +267,7 @@ fn checkout(
         &gix::interrupt::IS_INTERRUPTED,
         opts,
     )
-    .map_err(|e| checkout_failed(root, &e))?;
+    .map_err(|e| checkout_failed(Some((repo, &*index)), root, &e))?;
     if gix::interrupt::is_triggered() {
         return Err(interrupted());
     }
@@ -280,14 +280,8 @@ fn checkout(
         if let Some(err) = Error::fs_cause(&what, Some(root), &first.error) {
             return Err(err.in_workspace_root());
         }
-        if let Some(status) = crate::blob::driver_failure(&first.error) {
-            return Err(crate::blob::filter_failed(
-                repo,
-                "smudge",
-                first.path.as_ref(),
-                &what["cannot write ".len()..],
-                &status,
-            ));
+        if let Some(err) = crate::blob::checkout_filter_failed(repo, index, root, &first.error) {
+            return Err(err);
         }
         return Err(Error::state(
             "delegate::checkout_failed",

@@ -934,3 +934,245 @@ fn a_process_that_ignores_sigterm_is_killed() {
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(9), "{status:?}");
 }
+
+/// A folder that refuses writing even to root, undone on drop: `chattr +i`
+/// (ext4, xfs), else a read-only bind mount (root), else, for a user that
+/// is not root, `chmod 555`. `None` after saying SKIPPED (a failure under
+/// `CI=true`) when none of them works here.
+struct Unwritable {
+    dir: PathBuf,
+    how: &'static str,
+}
+
+impl Unwritable {
+    fn new(test: &str, dir: &Path) -> Option<Unwritable> {
+        let run = |cmd: &str, args: &[&std::ffi::OsStr]| {
+            std::process::Command::new(cmd)
+                .args(args)
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        let d = dir.as_os_str();
+        let refuses = || {
+            let refused = std::fs::write(dir.join(".probe"), "x").is_err();
+            let _ = std::fs::remove_file(dir.join(".probe"));
+            refused
+        };
+        let is_root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+        let attempts: [(&'static str, &dyn Fn() -> bool); 3] = [
+            ("chmod", &|| {
+                !is_root
+                    && std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).is_ok()
+            }),
+            ("chattr", &|| is_root && run("chattr", &["+i".as_ref(), d])),
+            ("mount", &|| {
+                is_root
+                    && run("mount", &["--bind".as_ref(), d, d])
+                    && (run("mount", &["-o".as_ref(), "remount,bind,ro".as_ref(), d])
+                        || !run("umount", &[d]))
+            }),
+        ];
+        for (how, attempt) in attempts {
+            if attempt() {
+                let u = Unwritable {
+                    dir: dir.to_path_buf(),
+                    how,
+                };
+                if refuses() {
+                    return Some(u);
+                }
+            }
+        }
+        skip_unwritable(
+            test,
+            "neither chmod 555 (not root), chattr +i nor a read-only bind mount stops writing here",
+        );
+        None
+    }
+}
+
+impl Drop for Unwritable {
+    fn drop(&mut self) {
+        let d = self.dir.as_os_str();
+        let _ = match self.how {
+            "chattr" => std::process::Command::new("chattr")
+                .args(["-i".as_ref(), d])
+                .status(),
+            "mount" => std::process::Command::new("umount").arg(d).status(),
+            _ => std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o755))
+                .map(|_| std::process::ExitStatus::default()),
+        };
+    }
+}
+
+fn skip_unwritable(test: &str, why: &str) {
+    use std::io::Write;
+    let line = format!("SKIPPED: {test}: {why}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{}", line.trim_end());
+    }
+}
+
+#[test]
+fn a_folder_that_refuses_writing_fails_only_the_tasks_that_write_there() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::create_dir_all(repo.join("locked")).unwrap();
+    std::fs::create_dir_all(repo.join("open")).unwrap();
+    std::fs::write(repo.join("locked/a.txt"), "a\n").unwrap();
+    std::fs::write(repo.join("open/b.txt"), "b\n").unwrap();
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "folders"]);
+    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    std::fs::write(ws[0].join("locked/a.txt"), "a, task 1\n").unwrap();
+    std::fs::write(ws[1].join("open/b.txt"), "b, task 2\n").unwrap();
+    std::fs::write(ws[2].join("locked/new.txt"), "new, task 3\n").unwrap();
+    std::fs::write(ws[2].join("top.txt"), "top, task 3\n").unwrap();
+    let Some(guard) = Unwritable::new(
+        "a_folder_that_refuses_writing_fails_only_the_tasks_that_write_there",
+        &repo.join("locked"),
+    ) else {
+        return;
+    };
+    let out = apply(&env, &repo, &[], 1);
+    drop(guard);
+    for name in ["1", "3"] {
+        let t = task(&out, name);
+        assert_eq!(t["status"], "failed", "{out:#}");
+        assert_eq!(t["reason"], "write_failed", "{out:#}");
+        assert_eq!(t["conflicts"][0]["path"], "locked", "{out:#}");
+        let reason = t["conflicts"][0]["reason"].as_str().unwrap();
+        assert!(reason.starts_with("folder not writable: "), "{reason}");
+        assert!(
+            reason.contains("os error 1)")
+                || reason.contains("os error 13)")
+                || reason.contains("os error 30)"),
+            "{reason}"
+        );
+        let message = t["message"].as_str().unwrap();
+        assert!(message.contains("the folder locked"), "{message}");
+        assert!(t["proposal_ref"].is_string());
+    }
+    assert_eq!(task(&out, "2")["status"], "applied", "{out:#}");
+    assert_eq!(read(&repo.join("open/b.txt")), "b, task 2\n");
+    assert_eq!(read(&repo.join("locked/a.txt")), "a\n");
+    assert!(!repo.join("locked/new.txt").exists());
+    assert!(!repo.join("top.txt").exists());
+    // Writable again: the two tasks apply.
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(task(&out, "1")["status"], "applied", "{out:#}");
+    assert_eq!(read(&repo.join("locked/a.txt")), "a, task 1\n");
+    assert_eq!(read(&repo.join("locked/new.txt")), "new, task 3\n");
+}
+
+#[test]
+fn an_ignored_symlink_in_the_way_is_named_and_never_written_through() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::write(repo.join(".gitignore"), "dir\n").unwrap();
+    env.git(&repo, ["add", ".gitignore"]);
+    env.git(&repo, ["commit", "-q", "-m", "ignore"]);
+    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    std::fs::create_dir(ws[0].join("dir")).unwrap();
+    std::fs::write(ws[0].join("dir/f"), "task\n").unwrap();
+    env.git(&ws[0], ["add", "-f", "dir/f"]);
+    std::fs::write(ws[1].join("ok.txt"), "ok\n").unwrap();
+    let elsewhere = env.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    symlink(&elsewhere, repo.join("dir")).unwrap();
+
+    let run = env.delegate(&repo, ["apply", "--json"]).expect(1);
+    let out = run.json();
+    let t = task(&out, "1");
+    assert_eq!(t["status"], "conflict", "{out:#}");
+    assert_eq!(t["reason"], "would_overwrite_untracked", "{out:#}");
+    assert_eq!(
+        t["conflicts"],
+        serde_json::json!([{"path": "dir", "reason": "ignored symlink in the way"}]),
+        "{out:#}"
+    );
+    assert!(
+        run.stderr.contains("dir (ignored symlink in the way)"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("dir/f"), "{}", run.stderr);
+    assert_eq!(task(&out, "2")["status"], "applied", "{out:#}");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    assert!(std::fs::symlink_metadata(repo.join("dir"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
+
+#[test]
+fn a_failing_smudge_filter_in_write_back_is_named_and_rolled_back() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::write(repo.join(".gitattributes"), "*.dat filter=x\n").unwrap();
+    std::fs::write(repo.join("a.dat"), "data\n").unwrap();
+    env.git(&repo, ["config", "filter.x.clean", "cat"]);
+    env.git(&repo, ["config", "filter.x.smudge", "cat"]);
+    env.git(&repo, ["config", "filter.x.required", "true"]);
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "filtered"]);
+    let (_, ws) = prepare(&env, &repo, &[]);
+    std::fs::write(ws[0].join("a.dat"), "data, task\n").unwrap();
+    env.git(&repo, ["config", "filter.x.smudge", "sh -c 'exit 5'"]);
+    let run = env.delegate(&repo, ["apply", "--json"]).expect(1);
+    let out = run.json();
+    let t = task(&out, "1");
+    assert_eq!(t["status"], "failed", "{out:#}");
+    assert_eq!(t["reason"], "write_failed", "{out:#}");
+    let message = t["message"].as_str().unwrap();
+    assert!(message.contains("smudge filter"), "{message}");
+    assert!(message.contains("a.dat"), "{message}");
+    assert!(message.contains("exit status: 5"), "{message}");
+    assert_eq!(read(&repo.join("a.dat")), "data\n");
+}
+
+#[test]
+fn control_characters_in_the_source_path_are_escaped_for_the_terminal() {
+    let env = Env::new();
+    let dir = env.path().join(os(b"bad\x1b[31mname\nx"));
+    std::fs::create_dir(&dir).unwrap();
+    env.git(&dir, ["init", "-q", "-b", "main"]);
+    std::fs::write(dir.join("README"), "hello\n").unwrap();
+    env.git(&dir, ["add", "README"]);
+    env.git(&dir, ["commit", "-q", "-m", "init"]);
+    let run = env.delegate(&dir, ["prepare"]).expect(0);
+    assert!(!run.stdout.contains('\x1b'), "{:?}", run.stdout);
+    assert!(run.stdout.contains("bad_[31mname_x-"), "{:?}", run.stdout);
+    let (_, ws) = prepare(&env, &dir, &["--label", "b"]);
+    // The workspace folder name has no control characters.
+    let base = ws[0].parent().unwrap().parent().unwrap();
+    let name = base.file_name().unwrap().to_str().unwrap();
+    assert!(name.starts_with("bad_[31mname_x-"), "{name:?}");
+    std::fs::write(ws[0].join("new.txt"), "new\n").unwrap();
+    let run = env.delegate(&dir, ["apply", "b"]).expect(0);
+    assert!(!run.stdout.contains('\x1b'), "{:?}", run.stdout);
+    assert!(!run.stdout.contains("name\nx"), "{:?}", run.stdout);
+    assert!(
+        run.stdout.contains("bad\\e[31mname\\nx"),
+        "{:?}",
+        run.stdout
+    );
+    // JSON keeps the exact string.
+    let doc = env.delegate(&dir, ["status", "--json"]).expect(0).json();
+    let source = doc["batches"][0]["source"].as_str().unwrap_or_default();
+    assert!(
+        source.is_empty() || source.ends_with("bad\x1b[31mname\nx"),
+        "{doc:#}"
+    );
+    // An error that names the path is escaped too.
+    std::fs::write(dir.join(".git/delegate.toml"), "[workspace\n").unwrap();
+    let run = env.delegate(&dir, ["status"]).expect(2);
+    assert!(!run.stderr.contains('\x1b'), "{:?}", run.stderr);
+    assert!(
+        run.stderr.contains("bad\\e[31mname\\nx"),
+        "{:?}",
+        run.stderr
+    );
+}
