@@ -18,7 +18,9 @@
 //!   `working-tree-encoding`) or that a filter driver produces is converted
 //!   in memory by gix, as before.
 //!
-//! Owns: the streaming paths for big blobs.
+//! Owns: the streaming paths for big blobs, and the errors that name why a
+//! file could not be stored or written out (a full or read-only object
+//! store, a failing filter driver: its name, command and exit status).
 //! Never: changes the working tree or refs; a blob it writes always has
 //! the id of the bytes written (gix hashes them while writing).
 

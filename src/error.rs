@@ -1,7 +1,10 @@
 //! The one error type of git-delegate: a code, a one-line message, a help line,
 //! an exit status (SPEC §3), and for config errors the file, line and column.
 //!
-//! Owns: how failures are classified and rendered as miette diagnostics.
+//! Owns: how failures are classified and rendered as miette diagnostics; the
+//! one place where an OS error becomes an error code (`FsCause`: a full
+//! disk, a read-only filesystem, a denied permission, by errno, wherever in
+//! a chain of causes it lies).
 //! Never: prints anything itself (commands and `main` do that).
 
 use std::fmt;
