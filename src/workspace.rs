@@ -564,10 +564,12 @@ impl<'a> Replicator<'a> {
 
     fn err(root: &Path, rel: &[u8], what: &str, e: rustix::io::Errno) -> Error {
         let path = root.join(crate::paths::to_os(rel.into()));
-        Error::io(
+        Error::io_at(
             format!("cannot {what} {}", path.display()),
+            root,
             std::io::Error::from_raw_os_error(e.raw_os_error()),
         )
+        .in_workspace_root()
     }
 
     /// Open (and create in the destinations) the folders `dirs`.

@@ -792,29 +792,6 @@ fn a_deleted_baseline_ref_is_exit_3_and_changes_nothing() {
     assert!(ws[0].join("a.txt").exists());
 }
 
-/// Makes a folder immutable (`chattr +i`) until dropped.
-struct Immutable(PathBuf);
-
-impl Immutable {
-    fn new(p: &Path) -> Option<Immutable> {
-        let ok = std::process::Command::new("chattr")
-            .arg("+i")
-            .arg(p)
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then(|| Immutable(p.to_path_buf()))
-    }
-}
-
-impl Drop for Immutable {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("chattr")
-            .arg("-i")
-            .arg(&self.0)
-            .status();
-    }
-}
-
 #[test]
 fn a_failed_write_back_fails_every_task_it_was_writing_and_keeps_the_proposals() {
     let env = Env::new();
@@ -825,11 +802,17 @@ fn a_failed_write_back_fails_every_task_it_was_writing_and_keeps_the_proposals()
     std::fs::write(ws[0].join("ok.txt"), "ok\n").unwrap();
     std::fs::write(ws[1].join("locked/new.txt"), "new\n").unwrap();
     let before = digest(&repo, true);
-    let Some(guard) = Immutable::new(&repo.join("locked")) else {
-        eprintln!("chattr +i is not available here; skipping");
-        return;
-    };
-    let out = apply(&env, &repo, &[], 1);
+    // The second rename of the write-back fails (test-only fault injection):
+    // a failure the check before writing cannot foresee (a folder that
+    // refuses writing is one it does: see
+    // a_folder_that_refuses_writing_fails_only_the_tasks_that_write_there).
+    let out = env
+        .delegate_cmd(&repo)
+        .args(["apply", "--json"])
+        .env("GIT_DELEGATE_FAULT", "fail-rename:2")
+        .output()
+        .unwrap();
+    let out = common::Run::from(out).expect(1).json();
     for name in ["1", "2"] {
         let t = task(&out, name);
         assert_eq!(t["status"], "failed", "{t:#}");
@@ -839,7 +822,6 @@ fn a_failed_write_back_fails_every_task_it_was_writing_and_keeps_the_proposals()
     }
     assert_eq!(task(&out, "3")["status"], "no_changes");
     assert_eq!(strings(&out["applied_paths"]), Vec::<String>::new());
-    drop(guard);
     assert!(
         digest(&repo, true) == before,
         "a failed write-back left changes"
