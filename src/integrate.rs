@@ -319,7 +319,12 @@ pub fn integrate(
             };
             let mine: Vec<&Blocked> = blocked
                 .iter()
-                .filter(|b| touches(&c.paths, b.path.as_bstr()))
+                .filter(|b| {
+                    touches(&c.paths, b.path.as_bstr())
+                        || (b.path.is_empty()
+                            && matches!(b.reason, BlockReason::NotWritable(_))
+                            && c.paths.iter().any(|p| !p.contains(&b'/')))
+                })
                 .collect();
             if !mine.is_empty() {
                 culprits.push(t);

@@ -1158,3 +1158,46 @@ fn control_characters_in_the_source_path_are_escaped_for_the_terminal() {
         run.stderr
     );
 }
+
+#[test]
+fn a_top_folder_that_refuses_writing_fails_only_the_tasks_that_write_in_it() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::create_dir_all(repo.join("sub")).unwrap();
+    std::fs::write(repo.join("sub/s.txt"), "s\n").unwrap();
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "sub"]);
+    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    std::fs::write(ws[0].join("README"), "task 1\n").unwrap();
+    std::fs::write(ws[1].join("sub/s.txt"), "s, task 2\n").unwrap();
+    std::fs::create_dir(ws[2].join("newdir")).unwrap();
+    std::fs::write(ws[2].join("newdir/n.txt"), "n\n").unwrap();
+    let test = "a_top_folder_that_refuses_writing_fails_only_the_tasks_that_write_in_it";
+    let Some(guard) = Unwritable::new(test, &repo) else {
+        return;
+    };
+    if guard.how == "mount" {
+        // A read-only mount of the source would take `.git` with it.
+        drop(guard);
+        skip_unwritable(test, "needs chattr +i (or chmod as a user)");
+        return;
+    }
+    let run = env.delegate(&repo, ["apply", "--json"]).expect(1);
+    drop(guard);
+    let out = run.json();
+    for name in ["1", "3"] {
+        let t = task(&out, name);
+        assert_eq!(t["status"], "failed", "{out:#}");
+        assert_eq!(t["reason"], "write_failed", "{out:#}");
+        assert_eq!(t["conflicts"][0]["path"], "", "{out:#}");
+    }
+    assert!(
+        run.stderr.contains("the top folder (folder not writable"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(task(&out, "2")["status"], "applied", "{out:#}");
+    assert_eq!(read(&repo.join("sub/s.txt")), "s, task 2\n");
+    assert_eq!(read(&repo.join("README")), "hello\n");
+    assert!(!repo.join("newdir").exists());
+}

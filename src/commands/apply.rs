@@ -749,7 +749,14 @@ fn human(
                         .conflicts
                         .iter()
                         .take(5)
-                        .map(|c| format!("{} ({})", paths::quote(c.path.as_bstr()), c.reason))
+                        .map(|c| {
+                            let path = if c.path.is_empty() {
+                                "the top folder".to_string()
+                            } else {
+                                paths::quote(c.path.as_bstr())
+                            };
+                            format!("{path} ({})", c.reason)
+                        })
                         .collect();
                     d.push_str(&format!(": {}", list.join(", ")));
                     if o.conflicts.len() > 5 {

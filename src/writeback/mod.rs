@@ -123,7 +123,7 @@ use self::dirs::{Dirs, Disk};
 use self::hash::Hasher;
 use self::journal::{make_plan, parse_journal, tmp_journal, write_journal, Phase};
 use self::rollback::{roll_forward, rollback};
-use self::util::{join, parents, Fail, Faults};
+use self::util::{join, parents, split, Fail, Faults};
 use self::writer::Writer;
 
 /// One path to change: its entry in the source snapshot `S` and in the result `F`.
@@ -227,25 +227,30 @@ fn not_writable(
     cache: &mut HashMap<BString, Option<i32>>,
     w: &PathWrite,
 ) -> Option<(BString, i32)> {
-    let mut folder: &BStr = b"".as_bstr();
-    for parent in parents(w.path.as_bstr()) {
-        match dirs.lstat(parent) {
-            Ok(Disk::Dir) => folder = parent,
-            _ => break,
+    // The path's folder, or the deepest one that exists: opened from the
+    // root without following symlinks (the cache makes repeats free).
+    let mut folder: &BStr = split(w.path.as_bstr()).0;
+    loop {
+        if let Some(errno) = cache.get(folder) {
+            return errno.map(|e| (folder.to_owned(), e));
+        }
+        match dirs.get(folder) {
+            Ok(fd) => {
+                let errno = rustix::fs::accessat(
+                    &*fd,
+                    ".",
+                    rustix::fs::Access::WRITE_OK,
+                    rustix::fs::AtFlags::EACCESS,
+                )
+                .err()
+                .map(|e| e.raw_os_error());
+                cache.insert(folder.to_owned(), errno);
+                return errno.map(|e| (folder.to_owned(), e));
+            }
+            Err(_) if folder.is_empty() => return None,
+            Err(_) => folder = split(folder).0,
         }
     }
-    let errno = *cache.entry(folder.to_owned()).or_insert_with(|| {
-        let fd = dirs.get(folder).ok()?;
-        rustix::fs::accessat(
-            &*fd,
-            ".",
-            rustix::fs::Access::WRITE_OK,
-            rustix::fs::AtFlags::EACCESS,
-        )
-        .err()
-        .map(|e| e.raw_os_error())
-    });
-    errno.map(|e| (folder.to_owned(), e))
 }
 
 fn check_one(
