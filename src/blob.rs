@@ -163,7 +163,8 @@ pub fn store_failure(
             &f,
         );
     }
-    let objects = repo.objects.store_ref().path().to_path_buf();
+    let store = repo.objects.store_ref().path();
+    let objects = std::fs::canonicalize(store).unwrap_or_else(|_| store.to_path_buf());
     if let Some(e) = crate::error::io_cause(err) {
         if let Some(cause) = crate::error::FsCause::of(e) {
             // Reading the file itself was denied: say so, not the store.

@@ -118,8 +118,17 @@ impl Error {
         self
     }
 
-    /// A failure inside gix (exit 3).
-    pub fn git(what: impl fmt::Display, err: impl fmt::Display) -> Self {
+    /// A failure inside gix (exit 3). A full disk, read-only filesystem or
+    /// denied permission inside it (writing objects or refs) is named for
+    /// what it is, as for [`Error::io`].
+    pub fn git(what: impl fmt::Display, err: impl fmt::Display + std::any::Any) -> Self {
+        let any: &dyn std::any::Any = &err;
+        let inner: Option<&(dyn std::error::Error + 'static)> = any
+            .downcast_ref::<gix::Error>()
+            .map(|e| e as &(dyn std::error::Error + 'static));
+        if let Some(e) = inner.and_then(|e| Self::fs_cause(&what, None, e)) {
+            return e;
+        }
         Self::state(
             "delegate::git",
             format!("{what}: {err}"),
