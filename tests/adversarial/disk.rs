@@ -291,3 +291,40 @@ fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
     assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"one, edited\n");
     assert_eq!(std::fs::read(repo.join("big.bin")).unwrap().len(), 3 << 20);
 }
+
+#[test]
+fn apply_that_cannot_record_a_proposal_on_a_full_disk_names_enospc_and_keeps_the_work() {
+    let Some(small) = Small::new("apply_that_cannot_record_a_proposal_on_a_full_disk") else {
+        return;
+    };
+    let _full = lock();
+    let env = Env::new();
+    let repo = small.path().join("src");
+    std::fs::create_dir(&repo).unwrap();
+    env.git(&repo, ["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("a.txt"), "one\n").unwrap();
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "init"]);
+    let doc = env
+        .delegate(&repo, ["prepare", "--json", "-n", "1"])
+        .expect(0)
+        .json();
+    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    // Incompressible: its blob does not fit in what is left.
+    noise(&ws, "big", 1, 2 << 20);
+    std::fs::write(ws.join("a.txt"), "one, edited\n").unwrap();
+    small.fill(256 << 10);
+    let before = digest(&repo);
+
+    let run = env.delegate(&repo, ["apply", "--json"]).expect(1);
+    let out = run.json();
+    let t = &out["tasks"][0];
+    assert_eq!(t["status"], "failed", "{out:#}");
+    assert_eq!(t["reason"], "snapshot_failed", "{out:#}");
+    let message = t["message"].as_str().unwrap_or_default();
+    assert!(message.contains("no space left on device"), "{message}");
+    assert!(!message.contains("cannot read"), "{message}");
+    assert!(digest(&repo) == before, "the source changed");
+    assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"one, edited\n");
+    assert!(ws.join("big0").exists());
+}
