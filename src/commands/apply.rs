@@ -418,7 +418,7 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     if let Some(e) = artifacts_error {
         ui.warn(&format!(
             "git-delegate: warning: clean-up was incomplete: {}\n",
-            e.message
+            crate::ui::escape_text(&e.message)
         ));
     }
     Ok(if outcomes.iter().all(Outcome::ok) {
@@ -763,7 +763,7 @@ fn human(
                         d.push_str(&format!(", and {} more", o.conflicts.len() - 5));
                     }
                 } else if let Some(m) = &o.message {
-                    d.push_str(&format!(": {m}"));
+                    d.push_str(&format!(": {}", crate::ui::escape_text(m)));
                 }
                 d
             }
@@ -786,7 +786,7 @@ fn human(
     if let Some(e) = write_error {
         text.push_str(&format!(
             "Writing back failed, and nothing was changed: {}\n",
-            e.message
+            crate::ui::escape_text(&e.message)
         ));
     }
     let n = written.len();
