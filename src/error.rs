@@ -276,11 +276,11 @@ impl FsCause {
         }
     }
 
-    /// The cause named in a message that ends an OS error's text with
-    /// "(os error N)" (the write-back's internal failures carry text only).
+    /// The cause named in a message that holds an OS error's text, ending
+    /// "os error N)" (the write-back's internal failures carry text only).
     pub fn in_message(message: &str) -> Option<FsCause> {
-        let at = message.rfind("(os error ")?;
-        let n: i32 = message[at + "(os error ".len()..]
+        let at = message.rfind("os error ")?;
+        let n: i32 = message[at + "os error ".len()..]
             .split(')')
             .next()?
             .parse()
@@ -289,14 +289,28 @@ impl FsCause {
     }
 }
 
-/// An OS error as a person reads it: "no space left on device (os error 28)".
+/// An OS error as a person reads it, with the errno's name for the causes
+/// [`FsCause`] knows: "no space left on device (ENOSPC, os error 28)".
 pub fn describe(err: &std::io::Error) -> String {
-    let text = err.to_string();
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(c) => c.to_lowercase().chain(chars).collect(),
-        None => text,
+    let mut text = err.to_string();
+    if let Some(c) = text.get(..1) {
+        text = c.to_lowercase() + &text[1..];
     }
+    use rustix::io::Errno;
+    for (errno, name) in [
+        (Errno::NOSPC, "ENOSPC"),
+        (Errno::DQUOT, "EDQUOT"),
+        (Errno::ROFS, "EROFS"),
+        (Errno::ACCESS, "EACCES"),
+        (Errno::PERM, "EPERM"),
+    ] {
+        let plain = format!("(os error {})", errno.raw_os_error());
+        if text.contains(&plain) {
+            let named = format!("({name}, os error {})", errno.raw_os_error());
+            return text.replace(&plain, &named);
+        }
+    }
+    text
 }
 
 /// The first OS error among `err` and its causes (gix's error trees
@@ -358,4 +372,59 @@ pub fn mount_point(path: &Path) -> std::path::PathBuf {
         }
     }
     top.to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn os_errors_are_named_for_their_cause() {
+        let err = |n: i32| std::io::Error::from_raw_os_error(n);
+        use rustix::io::Errno;
+        for (n, code) in [
+            (Errno::NOSPC, "delegate::disk_full"),
+            (Errno::DQUOT, "delegate::disk_full"),
+            (Errno::ROFS, "delegate::read_only_filesystem"),
+            (Errno::ACCESS, "delegate::permission_denied"),
+            (Errno::PERM, "delegate::permission_denied"),
+            (Errno::NOENT, "delegate::io"),
+        ] {
+            let e = Error::io("cannot write x", err(n.raw_os_error()));
+            assert_eq!(e.code, code, "{}", e.message);
+            assert_eq!(e.exit_code(), 3);
+        }
+        let e = Error::io_at("cannot write /", Path::new("/"), err(28));
+        assert_eq!(
+            e.message,
+            "cannot write /: no space left on device (ENOSPC, os error 28)"
+        );
+        assert_eq!(
+            e.help,
+            "free space on the filesystem mounted at / and run the command again"
+        );
+        let e = e.in_workspace_root();
+        assert!(e.help.contains("workspace.root"), "{}", e.help);
+        assert!(e.help.ends_with(" and run the command again"), "{}", e.help);
+    }
+
+    #[test]
+    fn a_cause_is_found_in_messages_and_wrapped_errors() {
+        assert_eq!(
+            FsCause::in_message(
+                "cannot write a: no space left on device (ENOSPC, os error 28); rolled back"
+            ),
+            Some(FsCause::Full)
+        );
+        assert_eq!(
+            FsCause::in_message("cannot write a: gone (os error 2)"),
+            None
+        );
+        let wrapped =
+            std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left at path x");
+        assert_eq!(FsCause::of(&wrapped), Some(FsCause::Full));
+        let g = gix::Error::from_error(std::io::Error::from_raw_os_error(30));
+        let e = Error::fs_cause("cannot store", None, &g).unwrap();
+        assert_eq!(e.code, "delegate::read_only_filesystem");
+    }
 }

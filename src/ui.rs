@@ -406,6 +406,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn unprintable_characters_are_escaped_for_people() {
+        assert_eq!(escape_text("/home/josé/src"), "/home/josé/src");
+        assert_eq!(escape_text("a\x1b[31mb\nc\td"), "a\\e[31mb\\nc\\td");
+        assert_eq!(escape_text("a\x07b\u{9b}c"), "a\\x07b\\x9bc");
+        assert_eq!(escape_text("x\u{202e}y"), "x\\u{202e}y");
+        assert_eq!(
+            crate::repo::safe_name("bad\x1b[31mname\nx"),
+            "bad_[31mname_x"
+        );
+        assert_eq!(crate::repo::safe_name("proj é"), "proj é");
+    }
+
+    #[test]
     fn colour_precedence() {
         use ColorChoice::*;
         use GitColor as G;

@@ -193,7 +193,10 @@ fn prepare_onto_a_full_workspace_root_names_enospc_and_leaves_nothing() {
         .expect(3);
     let (code, message, help) = error_doc(&run);
     assert_eq!(code, "delegate::disk_full", "{}", run.stdout);
-    assert!(message.contains("no space left on device"), "{message}");
+    assert!(
+        message.contains("no space left on device (ENOSPC"),
+        "{message}"
+    );
     assert!(message.contains(root.to_str().unwrap()), "{message}");
     assert!(help.contains("free space on"), "{help}");
     assert!(help.contains("workspace.root"), "{help}");
@@ -227,7 +230,10 @@ fn prepare_of_a_source_on_a_full_disk_names_enospc_not_an_unreadable_file() {
         .expect(3);
     let (code, message, help) = error_doc(&run);
     assert_eq!(code, "delegate::disk_full", "{}", run.stdout);
-    assert!(message.contains("no space left on device"), "{message}");
+    assert!(
+        message.contains("no space left on device (ENOSPC"),
+        "{message}"
+    );
     assert!(message.contains("objects"), "{message}");
     assert!(!help.contains("readable"), "{help}");
     assert!(help.contains("free space on"), "{help}");
