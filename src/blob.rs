@@ -18,7 +18,9 @@
 //!   `working-tree-encoding`) or that a filter driver produces is converted
 //!   in memory by gix, as before.
 //!
-//! Owns: the streaming paths for big blobs.
+//! Owns: the streaming paths for big blobs, and the errors that name why a
+//! file could not be stored or written out (a full or read-only object
+//! store, a failing filter driver: its name, command and exit status).
 //! Never: changes the working tree or refs; a blob it writes always has
 //! the id of the bytes written (gix hashes them while writing).
 
@@ -138,6 +140,231 @@ pub fn worktree_file_to_object(
         }
     };
     Ok(Some((id, kind, md)))
+}
+
+/// The error for a working-tree file that could not be stored as a blob
+/// (`root` is the working tree, `rela_path` the file), named for its real
+/// cause: a full or read-only object store (written while hashing), a
+/// filter driver that failed, or else the file itself.
+pub fn store_failure(
+    repo: &gix::Repository,
+    root: &std::path::Path,
+    rela_path: &BStr,
+    err: &gix::Error,
+) -> crate::error::Error {
+    use crate::error::Error;
+    let shown = crate::paths::quote(rela_path);
+    if let Some(f) = driver_failure(err) {
+        return filter_failed(
+            repo,
+            "clean",
+            filter_driver(repo, rela_path),
+            &format!("{shown} in {}", root.display()),
+            &f,
+        );
+    }
+    let store = repo.objects.store_ref().path();
+    let objects = std::fs::canonicalize(store).unwrap_or_else(|_| store.to_path_buf());
+    if let Some(e) = crate::error::io_cause(err) {
+        if let Some(cause) = crate::error::FsCause::of(e) {
+            // Reading the file itself was denied: say so, not the store.
+            let written = !(cause == crate::error::FsCause::Denied
+                && std::fs::File::open(root.join(crate::paths::to_os(rela_path))).is_err());
+            if written {
+                return cause.error(
+                    format!(
+                        "cannot store {shown} of {} in {}",
+                        root.display(),
+                        objects.display()
+                    ),
+                    Some(&objects),
+                    e,
+                );
+            }
+        }
+    }
+    Error::state(
+        "delegate::unreadable_file",
+        format!("cannot read {shown} in {}: {err}", root.display()),
+        "make the file readable (or remove it), then run the command again",
+    )
+}
+
+/// The words that start a write-back failure of a smudge filter driver.
+pub const FILTER_FAILED: &str = "a smudge filter driver failed";
+/// The same for a clean filter driver (hashing what is on disk).
+pub const FILTER_FAILED_CLEAN: &str = "a clean filter driver failed";
+
+/// The exit status text of a filter driver process that failed, when that
+/// is what `err` reports.
+pub fn driver_failure(err: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let look = |e: &(dyn std::error::Error + 'static)| -> Option<String> {
+        let m = e.downcast_ref::<gix::error::Message>()?;
+        m.message.starts_with("Driver process").then(|| {
+            m.values
+                .get("exit_status")
+                .map(|v| v.to_string().trim_matches('"').to_string())
+                .unwrap_or_else(|| "failed".into())
+        })
+    };
+    let inner_of = |e: &'_ (dyn std::error::Error + 'static)| {
+        e.downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|i| look(i))
+    };
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if let Some(f) = look(e).or_else(|| inner_of(e)) {
+            return Some(f);
+        }
+        if let Some(g) = e.downcast_ref::<gix::Error>() {
+            if let Some(f) = g
+                .iter_errors()
+                .find_map(|e| look(e).or_else(|| inner_of(e)))
+            {
+                return Some(f);
+            }
+        }
+        cur = e.source();
+    }
+    None
+}
+
+/// The error for a `required` filter driver (`None`: unknown) whose
+/// `direction` (`clean` or `smudge`) process failed on `place` with `status`.
+pub fn filter_failed(
+    repo: &gix::Repository,
+    direction: &str,
+    driver: Option<String>,
+    place: &str,
+    status: &str,
+) -> crate::error::Error {
+    let Some(driver) = driver else {
+        return crate::error::Error::state(
+            "delegate::filter_failed",
+            format!("a {direction} filter driver failed on {place}: {status}"),
+            "fix the filter driver that the file's `filter` attribute names, or make it optional with `git config filter.<driver>.required false`, then run the command again",
+        );
+    };
+    let command = repo
+        .config_snapshot()
+        .string(format!("filter.{driver}.{direction}").as_str())
+        .map(|c| c.to_string())
+        .unwrap_or_default();
+    crate::error::Error::state(
+        "delegate::filter_failed",
+        format!("the {direction} filter `{driver}` ({command}) failed on {place}: {status}"),
+        format!(
+            "fix the filter driver (`git config filter.{driver}.{direction}`), or let git run without it with `git config filter.{driver}.required false`, then run the command again"
+        ),
+    )
+}
+
+/// The error for a checkout into `root` that a filter driver failed, when
+/// that is what `err` reports. gix does not say which file: the driver is
+/// found by its command, and the first file of the index it applies to is
+/// named as an example.
+pub fn checkout_filter_failed(
+    repo: &gix::Repository,
+    index: &gix::index::State,
+    root: &std::path::Path,
+    err: &(dyn std::error::Error + 'static),
+) -> Option<crate::error::Error> {
+    let status = driver_failure(err)?;
+    let text = failure_text(err).unwrap_or_default();
+    let config = repo.config_snapshot();
+    let driver = config
+        .sections_by_name("filter")
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            let name = s.header().subsection_name()?.to_string();
+            let cmd = s.value("smudge")?.to_string();
+            text.contains(&format!("{cmd:?}")).then_some(name)
+        })
+        .next();
+    let example = driver
+        .as_deref()
+        .and_then(|d| first_file_with_filter(repo, index, d));
+    let place = match &example {
+        Some(p) => format!("{} in {}", crate::paths::quote(p.as_ref()), root.display()),
+        None => format!("a file in {}", root.display()),
+    };
+    Some(filter_failed(repo, "smudge", driver, &place, &status))
+}
+
+/// The text of the filter driver failure in `err`.
+fn failure_text(err: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if let Some(g) = e.downcast_ref::<gix::Error>() {
+            for inner in g.iter_errors() {
+                if let Some(m) = inner.downcast_ref::<gix::error::Message>() {
+                    if m.message.starts_with("Driver process") {
+                        return Some(m.message.to_string());
+                    }
+                }
+            }
+        }
+        if let Some(m) = e.downcast_ref::<gix::error::Message>() {
+            if m.message.starts_with("Driver process") {
+                return Some(m.message.to_string());
+            }
+        }
+        cur = e.source();
+    }
+    None
+}
+
+/// The first file of `index` whose `filter` attribute is `driver`
+/// (attributes from the index's own `.gitattributes` files).
+fn first_file_with_filter(
+    repo: &gix::Repository,
+    index: &gix::index::State,
+    driver: &str,
+) -> Option<gix::bstr::BString> {
+    let mut stack = repo
+        .attributes_only(
+            index,
+            gix::worktree::stack::state::attributes::Source::IdMapping,
+        )
+        .ok()?;
+    let mut out = stack.selected_attribute_matches(["filter"]);
+    for entry in index.entries() {
+        let path = entry.path(index);
+        let Ok(platform) = stack.at_entry(path, None) else {
+            continue;
+        };
+        platform.matching_attributes(&mut out);
+        let hit = out.iter_selected().any(|m| {
+            m.assignment
+                .state
+                .as_bstr()
+                .is_some_and(|v| v == driver.as_bytes())
+        });
+        if hit {
+            return Some(path.to_owned());
+        }
+    }
+    None
+}
+
+/// The `filter` attribute of `rela_path` in `repo`'s working tree.
+fn filter_driver(repo: &gix::Repository, rela_path: &BStr) -> Option<String> {
+    let index = repo.index_or_empty().ok()?;
+    let mut stack = repo
+        .attributes_only(
+            &index,
+            gix::worktree::stack::state::attributes::Source::WorktreeThenIdMapping,
+        )
+        .ok()?;
+    let mut out = stack.selected_attribute_matches(["filter"]);
+    let platform = stack.at_entry(rela_path, None).ok()?;
+    platform.matching_attributes(&mut out);
+    let name = out
+        .iter_selected()
+        .find_map(|m| m.assignment.state.as_bstr().map(|v| v.to_string()));
+    name
 }
 
 /// A reader of a blob's content: streamed (inflated chunk by chunk) when it

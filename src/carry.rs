@@ -291,10 +291,12 @@ impl<'a> Walker<'a> {
                 "a carried ignored file would replace a file of the workspace: narrow the copy-ignored patterns",
             );
         }
-        Error::io(
+        Error::io_at(
             format!("cannot {what} {}", show(&at(&self.dst_roots[i], rel))),
+            &self.dst_roots[i],
             errno_io(e),
         )
+        .in_workspace_root()
     }
 
     /// Copy every entry of the opened source folder into the opened

@@ -1,10 +1,14 @@
 //! The one error type of git-delegate: a code, a one-line message, a help line,
 //! an exit status (SPEC §3), and for config errors the file, line and column.
 //!
-//! Owns: how failures are classified and rendered as miette diagnostics.
+//! Owns: how failures are classified and rendered as miette diagnostics; the
+//! one place where an OS error becomes an error code (`FsCause`: a full
+//! disk, a read-only filesystem, a denied permission, by errno, wherever in
+//! a chain of causes it lies).
 //! Never: prints anything itself (commands and `main` do that).
 
 use std::fmt;
+use std::path::Path;
 
 use miette::{Diagnostic, LabeledSpan, NamedSource, SourceCode, SourceSpan};
 
@@ -75,18 +79,66 @@ impl Error {
         Self::new(Exit::State, code, message, help)
     }
 
-    /// An I/O failure on `what` (exit 3: a filesystem error).
+    /// An I/O failure on `what` (exit 3: a filesystem error). A full disk,
+    /// an exceeded quota, a read-only filesystem or a denied permission is
+    /// named for what it is (see [`FsCause`]), whatever the caller was doing.
     pub fn io(what: impl fmt::Display, err: std::io::Error) -> Self {
+        Self::io_on(what, None, &err)
+    }
+
+    /// Like [`Error::io`], for a failure on `path` (or on something inside
+    /// it): the help names the filesystem that holds it.
+    pub fn io_at(what: impl fmt::Display, path: &Path, err: std::io::Error) -> Self {
+        Self::io_on(what, Some(path), &err)
+    }
+
+    /// The one place where an OS error becomes an [`Error`].
+    pub fn io_on(what: impl fmt::Display, path: Option<&Path>, err: &std::io::Error) -> Self {
+        if let Some(cause) = FsCause::of(err) {
+            return cause.error(what, path, err);
+        }
         let help = match err.kind() {
             std::io::ErrorKind::PermissionDenied => "check the permissions of that path",
-            _ if err.raw_os_error() == Some(28) => "free some disk space and run the command again",
             _ => "check that path and run the command again",
         };
         Self::state("delegate::io", format!("{what}: {err}"), help)
     }
 
-    /// A failure inside gix (exit 3).
-    pub fn git(what: impl fmt::Display, err: impl fmt::Display) -> Self {
+    /// If an OS error of a full, read-only or forbidden filesystem lies
+    /// anywhere in `err`'s causes, the error naming it; `path` is what was
+    /// being written (or read).
+    pub fn fs_cause(
+        what: impl fmt::Display,
+        path: Option<&Path>,
+        err: &(dyn std::error::Error + 'static),
+    ) -> Option<Self> {
+        let io = io_cause(err)?;
+        FsCause::of(io).map(|c| c.error(what, path, io))
+    }
+
+    /// A disk-full error met while writing under the workspace root: also
+    /// say that the root can be moved to another filesystem.
+    pub fn in_workspace_root(mut self) -> Self {
+        if self.code == FsCause::Full.code() {
+            self.help = format!(
+                "{} (or set `workspace.root` in .git/delegate.toml to another filesystem)",
+                self.help.trim_end_matches(" and run the command again")
+            ) + " and run the command again";
+        }
+        self
+    }
+
+    /// A failure inside gix (exit 3). A full disk, read-only filesystem or
+    /// denied permission inside it (writing objects or refs) is named for
+    /// what it is, as for [`Error::io`].
+    pub fn git(what: impl fmt::Display, err: impl fmt::Display + std::any::Any) -> Self {
+        let any: &dyn std::any::Any = &err;
+        let inner: Option<&(dyn std::error::Error + 'static)> = any
+            .downcast_ref::<gix::Error>()
+            .map(|e| e as &(dyn std::error::Error + 'static));
+        if let Some(e) = inner.and_then(|e| Self::fs_cause(&what, None, e)) {
+            return e;
+        }
         Self::state(
             "delegate::git",
             format!("{what}: {err}"),
@@ -108,6 +160,16 @@ impl Error {
             label,
         }));
         self
+    }
+
+    /// A copy with `f` applied to the message and help, when that changes
+    /// them (the terminal rendering escapes unprintable characters).
+    pub fn escaped(&self, f: impl Fn(&str) -> String) -> Option<Error> {
+        let (message, help) = (f(&self.message), f(&self.help));
+        if message == self.message && help == self.help {
+            return None;
+        }
+        Some(Error::new(self.exit, self.code, message, help))
     }
 
     pub fn exit_code(&self) -> i32 {
@@ -144,5 +206,235 @@ impl Diagnostic for Error {
             Some(l.label.clone()),
             l.span,
         ))))
+    }
+}
+
+/// What an OS error says about the filesystem when it, not the file, is the
+/// cause: the message names it and the help says what to do, for every
+/// command alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsCause {
+    /// ENOSPC or EDQUOT: no space (or no quota) left.
+    Full,
+    /// EROFS: the filesystem is mounted read-only.
+    ReadOnly,
+    /// EACCES or EPERM: the user may not do that there.
+    Denied,
+}
+
+impl FsCause {
+    pub fn of(err: &std::io::Error) -> Option<FsCause> {
+        use rustix::io::Errno;
+        use std::io::ErrorKind;
+        let Some(n) = err.raw_os_error() else {
+            // An OS error wrapped with its path (tempfile does that) keeps its kind.
+            return match err.kind() {
+                ErrorKind::StorageFull | ErrorKind::QuotaExceeded => Some(FsCause::Full),
+                ErrorKind::ReadOnlyFilesystem => Some(FsCause::ReadOnly),
+                _ => None,
+            };
+        };
+        if n == Errno::NOSPC.raw_os_error() || n == Errno::DQUOT.raw_os_error() {
+            Some(FsCause::Full)
+        } else if n == Errno::ROFS.raw_os_error() {
+            Some(FsCause::ReadOnly)
+        } else if n == Errno::ACCESS.raw_os_error() || n == Errno::PERM.raw_os_error() {
+            Some(FsCause::Denied)
+        } else {
+            None
+        }
+    }
+
+    /// The error code (SPEC §6.2 `error.code`).
+    pub fn code(self) -> &'static str {
+        match self {
+            FsCause::Full => "delegate::disk_full",
+            FsCause::ReadOnly => "delegate::read_only_filesystem",
+            FsCause::Denied => "delegate::permission_denied",
+        }
+    }
+
+    /// The error naming this cause; `what` failed on `path` with `err`.
+    pub fn error(
+        self,
+        what: impl fmt::Display,
+        path: Option<&Path>,
+        err: &std::io::Error,
+    ) -> Error {
+        Error::state(
+            self.code(),
+            format!("{what}: {}", describe(err)),
+            self.help(path),
+        )
+    }
+
+    /// What to do about it; `path` is what was being written.
+    pub fn help(self, path: Option<&Path>) -> String {
+        let fs = path
+            .map(|p| format!("the filesystem mounted at {}", mount_point(p).display()))
+            .unwrap_or_else(|| "the filesystem that holds it".into());
+        match self {
+            FsCause::Full => format!("free space on {fs} and run the command again"),
+            FsCause::ReadOnly => format!("remount {fs} read-write and run the command again"),
+            FsCause::Denied => match path {
+                Some(p) => format!(
+                    "check the permissions of {} and the folders above it (root too is refused by an immutable `chattr +i` folder), then run the command again",
+                    p.display()
+                ),
+                None => "check the permissions of that path and the folders above it, then run the command again".into(),
+            },
+        }
+    }
+
+    /// The cause named in a message that holds an OS error's text, ending
+    /// "os error N)" (the write-back's internal failures carry text only).
+    pub fn in_message(message: &str) -> Option<FsCause> {
+        let at = message.rfind("os error ")?;
+        let n: i32 = message[at + "os error ".len()..]
+            .split(')')
+            .next()?
+            .parse()
+            .ok()?;
+        FsCause::of(&std::io::Error::from_raw_os_error(n))
+    }
+}
+
+/// An OS error as a person reads it, with the errno's name for the causes
+/// [`FsCause`] knows: "no space left on device (ENOSPC, os error 28)".
+pub fn describe(err: &std::io::Error) -> String {
+    let mut text = err.to_string();
+    if let Some(c) = text.get(..1) {
+        text = c.to_lowercase() + &text[1..];
+    }
+    use rustix::io::Errno;
+    for (errno, name) in [
+        (Errno::NOSPC, "ENOSPC"),
+        (Errno::DQUOT, "EDQUOT"),
+        (Errno::ROFS, "EROFS"),
+        (Errno::ACCESS, "EACCES"),
+        (Errno::PERM, "EPERM"),
+    ] {
+        let plain = format!("(os error {})", errno.raw_os_error());
+        if text.contains(&plain) {
+            let named = format!("({name}, os error {})", errno.raw_os_error());
+            return text.replace(&plain, &named);
+        }
+    }
+    text
+}
+
+/// The first OS error among `err` and its causes (gix's error trees
+/// included), else the first I/O error.
+pub fn io_cause<'a>(err: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io::Error> {
+    let mut found: Option<&std::io::Error> = None;
+    let mut visit = |e: &'a (dyn std::error::Error + 'static)| -> bool {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if io.raw_os_error().is_some() || FsCause::of(io).is_some() {
+                found = Some(io);
+                return true;
+            }
+            found.get_or_insert(io);
+        }
+        false
+    };
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if visit(e) {
+            return found;
+        }
+        if let Some(g) = e.downcast_ref::<gix::Error>() {
+            for inner in g.iter_errors() {
+                if visit(inner) {
+                    return found;
+                }
+                // An io::Error that wraps another error (gix does that).
+                if let Some(io) = inner.downcast_ref::<std::io::Error>() {
+                    if let Some(deeper) = io.get_ref() {
+                        if let Some(d) = io_cause(deeper) {
+                            if d.raw_os_error().is_some() {
+                                return Some(d);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        cur = e.source();
+    }
+    found
+}
+
+/// The mount point of the filesystem holding `path` (or its nearest
+/// existing ancestor): the highest ancestor on the same device.
+pub fn mount_point(path: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    let Some((start, dev)) = path
+        .ancestors()
+        .find_map(|p| std::fs::metadata(p).ok().map(|m| (p, m.dev())))
+    else {
+        return path.to_path_buf();
+    };
+    let mut top = start;
+    for p in start.ancestors().skip(1) {
+        match std::fs::metadata(p) {
+            Ok(m) if m.dev() == dev => top = p,
+            _ => break,
+        }
+    }
+    top.to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn os_errors_are_named_for_their_cause() {
+        let err = |n: i32| std::io::Error::from_raw_os_error(n);
+        use rustix::io::Errno;
+        for (n, code) in [
+            (Errno::NOSPC, "delegate::disk_full"),
+            (Errno::DQUOT, "delegate::disk_full"),
+            (Errno::ROFS, "delegate::read_only_filesystem"),
+            (Errno::ACCESS, "delegate::permission_denied"),
+            (Errno::PERM, "delegate::permission_denied"),
+            (Errno::NOENT, "delegate::io"),
+        ] {
+            let e = Error::io("cannot write x", err(n.raw_os_error()));
+            assert_eq!(e.code, code, "{}", e.message);
+            assert_eq!(e.exit_code(), 3);
+        }
+        let e = Error::io_at("cannot write /", Path::new("/"), err(28));
+        assert_eq!(
+            e.message,
+            "cannot write /: no space left on device (ENOSPC, os error 28)"
+        );
+        assert_eq!(
+            e.help,
+            "free space on the filesystem mounted at / and run the command again"
+        );
+        let e = e.in_workspace_root();
+        assert!(e.help.contains("workspace.root"), "{}", e.help);
+        assert!(e.help.ends_with(" and run the command again"), "{}", e.help);
+    }
+
+    #[test]
+    fn a_cause_is_found_in_messages_and_wrapped_errors() {
+        assert_eq!(
+            FsCause::in_message(
+                "cannot write a: no space left on device (ENOSPC, os error 28); rolled back"
+            ),
+            Some(FsCause::Full)
+        );
+        assert_eq!(
+            FsCause::in_message("cannot write a: gone (os error 2)"),
+            None
+        );
+        let wrapped =
+            std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left at path x");
+        assert_eq!(FsCause::of(&wrapped), Some(FsCause::Full));
+        let g = gix::Error::from_error(std::io::Error::from_raw_os_error(30));
+        let e = Error::fs_cause("cannot store", None, &g).unwrap();
+        assert_eq!(e.code, "delegate::read_only_filesystem");
     }
 }

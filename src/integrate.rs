@@ -17,9 +17,10 @@
 //! - `--strict`: a task whose proposal touches a path (or a folder above or
 //!   below one) that differs between baseline and `S` is `source_changed`
 //!   before any merge.
-//! - The write-back check (untracked files or folders in the way, paths
-//!   changed since `S`) takes out the tasks that touch a blocked path and
-//!   the integration is redone without them.
+//! - The write-back check (untracked files, ignored symlinks or folders in
+//!   the way, paths changed since `S`, folders that refuse writing) takes
+//!   out the tasks that touch a blocked path (or write in a blocked folder)
+//!   and the integration is redone without them.
 //! - Conflict reasons use `git status`' words, seen from each merge:
 //!   "us" is the integration so far (`merge_conflict`) or the working tree
 //!   (`source_changed`), "them" is the task.
@@ -57,6 +58,10 @@ pub enum Refusal {
     MergeConflict,
     SourceChanged,
     WouldOverwriteUntracked,
+    /// A folder the task writes in refuses writing: the task is `failed`
+    /// with reason `write_failed` (its per-path entry names the folder and
+    /// the OS error), and the others are integrated without it.
+    NotWritable,
 }
 
 impl Refusal {
@@ -65,6 +70,7 @@ impl Refusal {
             Refusal::MergeConflict => "merge_conflict",
             Refusal::SourceChanged => "source_changed",
             Refusal::WouldOverwriteUntracked => "would_overwrite_untracked",
+            Refusal::NotWritable => "write_failed",
         }
     }
 }
@@ -313,7 +319,12 @@ pub fn integrate(
             };
             let mine: Vec<&Blocked> = blocked
                 .iter()
-                .filter(|b| touches(&c.paths, b.path.as_bstr()))
+                .filter(|b| {
+                    touches(&c.paths, b.path.as_bstr())
+                        || (b.path.is_empty()
+                            && matches!(b.reason, BlockReason::NotWritable(_))
+                            && c.paths.iter().any(|p| !p.contains(&b'/')))
+                })
                 .collect();
             if !mine.is_empty() {
                 culprits.push(t);
@@ -341,7 +352,9 @@ fn blocked_refusal(task: usize, blocked: &[&Blocked]) -> Refused {
     let untracked = blocked.iter().any(|b| {
         matches!(
             b.reason,
-            BlockReason::UntrackedInTheWay | BlockReason::FolderInTheWay
+            BlockReason::UntrackedInTheWay
+                | BlockReason::FolderInTheWay
+                | BlockReason::SymlinkInTheWay
         )
     });
     let mut conflicts: Vec<PathConflict> = blocked
@@ -349,18 +362,27 @@ fn blocked_refusal(task: usize, blocked: &[&Blocked]) -> Refused {
         .map(|b| PathConflict {
             path: b.path.clone(),
             reason: match b.reason {
-                BlockReason::UntrackedInTheWay => "untracked file in the way",
-                BlockReason::FolderInTheWay => "folder in the way",
-                BlockReason::ChangedSinceSnapshot => "changed during apply",
-            }
-            .to_string(),
+                BlockReason::UntrackedInTheWay => "untracked file in the way".into(),
+                BlockReason::FolderInTheWay => "folder in the way".into(),
+                BlockReason::ChangedSinceSnapshot => "changed during apply".into(),
+                BlockReason::SymlinkInTheWay => "ignored symlink in the way".into(),
+                BlockReason::NotWritable(errno) => format!(
+                    "folder not writable: {}",
+                    crate::error::describe(&std::io::Error::from_raw_os_error(errno))
+                ),
+            },
         })
         .collect();
     conflicts.sort_by(|a, b| a.path.cmp(&b.path));
     conflicts.dedup_by(|a, b| a.path == b.path);
+    let denied = blocked
+        .iter()
+        .any(|b| matches!(b.reason, BlockReason::NotWritable(_)));
     Refused {
         task,
-        reason: if untracked {
+        reason: if denied {
+            Refusal::NotWritable
+        } else if untracked {
             Refusal::WouldOverwriteUntracked
         } else {
             Refusal::SourceChanged

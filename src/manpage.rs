@@ -496,7 +496,11 @@ timeout = \"30s\"",
              read (SHA-256), repository variables it cannot honour, a source that moved after \
              prepare, the lock held past lock.timeout, a baseline ref deleted by someone else, an interrupted write-back that could not be \
              rolled back, a filesystem error (a full disk, a denied permission) after which \
-             everything was rolled back.",
+             everything was rolled back. Such errors are named for their cause, in every \
+             command: delegate::disk_full (no space left on device, or no quota), \
+             delegate::read_only_filesystem, delegate::permission_denied, and \
+             delegate::filter_failed for a `required` clean or smudge filter that failed (the \
+             message names the driver, its command, the file and the exit status).",
         );
 
     s.sh("OUTPUT").para(
@@ -579,7 +583,10 @@ fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
             (
                 "1",
                 "A task ended `conflict` or `failed`; its proposal ref, patch and workspace are \
-                 kept and the batch stays open for it.",
+                 kept and the batch stays open for it. A folder of the source that refuses \
+                 writing (permissions, an immutable folder, a read-only mount) fails only the \
+                 tasks that write in it (`failed`, reason `write_failed`, naming the folder); the \
+                 others are applied.",
             ),
         ],
         "status" => &[

@@ -636,7 +636,7 @@ impl Source {
             .and_then(|p| p.file_name())
             .map(|n| {
                 let n = n.to_string_lossy();
-                n.strip_suffix(".git").unwrap_or(&n).to_string()
+                safe_name(n.strip_suffix(".git").unwrap_or(&n))
             })
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| "repo".into())
@@ -678,6 +678,17 @@ impl Source {
         }
         Ok(root.join(format!("{}-{}", self.repo_name(), self.fingerprint())))
     }
+}
+
+/// A folder name made safe for a workspace path: every character a
+/// terminal would act on rather than show (control characters such as ESC
+/// and newline, and the Unicode format characters that reorder text)
+/// becomes `_`. Ordinary names, Unicode letters included, stay as they are,
+/// so existing workspace paths do not move.
+pub fn safe_name(name: &str) -> String {
+    name.chars()
+        .map(|c| if crate::ui::is_unprintable(c) { '_' } else { c })
+        .collect()
 }
 
 /// `$XDG_DATA_HOME/git-delegate/worktrees`, else `~/.local/share/...`.

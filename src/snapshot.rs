@@ -892,14 +892,11 @@ fn hash_file(
             k => (Some((k, id)), Some(stat_of(&md))),
         }),
         Ok(None) => Ok((None, None)),
-        Err(e) => Err(Error::state(
-            "delegate::unreadable_file",
-            format!(
-                "cannot read {} in {}: {e}",
-                crate::paths::quote(path),
-                display_root(repo)
-            ),
-            "make the file readable (or remove it), then run the command again",
+        Err(e) => Err(crate::blob::store_failure(
+            repo,
+            Path::new(&display_root(repo)),
+            path,
+            &e,
         )),
     }
 }

@@ -144,44 +144,37 @@ pub fn snapshot(
             }
             Some(_) => return Ok(None), // conflict stages
         };
-        let now =
-            match disk(&root, path.as_bstr())? {
-                Disk::Absent => None,
-                Disk::Dir | Disk::Other => return Ok(None),
-                Disk::Leaf => {
-                    let ignored = entry.is_none()
-                        && excludes
-                            .at_entry(path.as_bstr(), Some(gix::index::entry::Mode::FILE))
-                            .map_err(git("cannot read the ignore rules"))?
-                            .is_excluded();
-                    if ignored {
-                        None
-                    } else {
-                        match crate::blob::worktree_file_to_object(
-                            repo,
-                            &mut pipeline,
-                            path.as_bstr(),
-                            &index,
-                        ) {
-                            Ok(Some((id, kind, _)))
-                                if !matches!(kind, EntryKind::Tree | EntryKind::Commit) =>
-                            {
-                                Some((kind, id))
-                            }
-                            Ok(_) => return Ok(None),
-                            Err(e) => return Err(Error::state(
-                                "delegate::unreadable_file",
-                                format!(
-                                    "cannot read {} in {}: {e}",
-                                    crate::paths::quote(path.as_bstr()),
-                                    root.display()
-                                ),
-                                "make the file readable (or remove it), then run the command again",
-                            )),
+        let now = match disk(&root, path.as_bstr())? {
+            Disk::Absent => None,
+            Disk::Dir | Disk::Other => return Ok(None),
+            Disk::Leaf => {
+                let ignored = entry.is_none()
+                    && excludes
+                        .at_entry(path.as_bstr(), Some(gix::index::entry::Mode::FILE))
+                        .map_err(git("cannot read the ignore rules"))?
+                        .is_excluded();
+                if ignored {
+                    None
+                } else {
+                    match crate::blob::worktree_file_to_object(
+                        repo,
+                        &mut pipeline,
+                        path.as_bstr(),
+                        &index,
+                    ) {
+                        Ok(Some((id, kind, _)))
+                            if !matches!(kind, EntryKind::Tree | EntryKind::Commit) =>
+                        {
+                            Some((kind, id))
+                        }
+                        Ok(_) => return Ok(None),
+                        Err(e) => {
+                            return Err(crate::blob::store_failure(repo, &root, path.as_bstr(), &e))
                         }
                     }
                 }
-            };
+            }
+        };
         // Added or deleted since the baseline: a rename could involve it.
         if now.is_some() != in_baseline.is_some() {
             return Ok(None);

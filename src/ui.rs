@@ -349,12 +349,61 @@ impl Ui {
         } else {
             miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
         };
+        // Paths inside the message are shown, never acted on by the terminal.
+        let escaped;
+        let err = match err.escaped(escape_text) {
+            Some(e) => {
+                escaped = e;
+                &escaped
+            }
+            None => err,
+        };
         let mut text = String::new();
         if handler.render_report(&mut text, err).is_err() {
             text = format!("error[{}]: {}\nhelp: {}\n", err.code, err.message, err.help);
         }
         stderr(&text);
     }
+}
+
+/// Characters a terminal acts on instead of showing: control characters
+/// (C0, DEL, C1: ESC starts escape sequences, newline breaks a line) and the
+/// Unicode format characters that reorder or hide text (bidi overrides and
+/// isolates, zero-width marks).
+pub fn is_unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+}
+
+/// `s` with every unprintable character written as an escape (`\e`, `\n`,
+/// `\t`, `\r`, else `\xNN` or `\u{NNNN}`); unchanged when it has none.
+/// For human text only: JSON keeps exact strings (SPEC §6.2).
+pub fn escape_text(s: &str) -> String {
+    if !s.chars().any(is_unprintable) {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\x1b' => out.push_str("\\e"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if is_unprintable(c) && (c as u32) < 0x100 => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c if is_unprintable(c) => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A path as shown to a person: the one function every human path goes
+/// through (`commands::show`). Unprintable characters are escaped (see
+/// [`escape_text`]); a path that is not UTF-8 is shown lossily.
+pub fn show_path(p: &std::path::Path) -> String {
+    escape_text(&p.to_string_lossy())
 }
 
 pub fn error_doc(code: &str, message: &str, help: &str) -> Value {
@@ -364,6 +413,19 @@ pub fn error_doc(code: &str, message: &str, help: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unprintable_characters_are_escaped_for_people() {
+        assert_eq!(escape_text("/home/josé/src"), "/home/josé/src");
+        assert_eq!(escape_text("a\x1b[31mb\nc\td"), "a\\e[31mb\\nc\\td");
+        assert_eq!(escape_text("a\x07b\u{9b}c"), "a\\x07b\\x9bc");
+        assert_eq!(escape_text("x\u{202e}y"), "x\\u{202e}y");
+        assert_eq!(
+            crate::repo::safe_name("bad\x1b[31mname\nx"),
+            "bad_[31mname_x"
+        );
+        assert_eq!(crate::repo::safe_name("proj é"), "proj é");
+    }
 
     #[test]
     fn colour_precedence() {

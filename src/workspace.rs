@@ -141,7 +141,7 @@ fn create_all_inner(
                 s.spawn(move || -> Result<()> {
                     gix::index::File::from_state(state, &path)
                         .write(Default::default())
-                        .map_err(|e| checkout_failed(&p.root, &e))
+                        .map_err(|e| checkout_failed(None, &p.root, &e))
                 })
             })
             .collect();
@@ -161,7 +161,18 @@ fn join<T>(h: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
     })
 }
 
-fn checkout_failed(root: &Path, e: &dyn std::fmt::Display) -> Error {
+fn checkout_failed(
+    repo: Option<(&gix::Repository, &gix::index::State)>,
+    root: &Path,
+    e: &(dyn std::error::Error + 'static),
+) -> Error {
+    let what = format!("cannot check out {}", root.display());
+    if let Some(err) = Error::fs_cause(&what, Some(root), e) {
+        return err.in_workspace_root();
+    }
+    if let Some(err) = repo.and_then(|(r, i)| crate::blob::checkout_filter_failed(r, i, root, e)) {
+        return err;
+    }
     Error::state(
         "delegate::checkout_failed",
         format!("cannot check out {}: {e}", root.display()),
@@ -197,8 +208,10 @@ fn is_empty_dir(p: &Path) -> bool {
 /// worktree prune` can never take a half-made workspace).
 fn register(common_dir: &Path, baseline: ObjectId, p: &Plan) -> Result<()> {
     let io = |what: &Path| {
-        let what = what.display().to_string();
-        move |e| Error::io(format!("cannot create {what}"), e)
+        let what = what.to_path_buf();
+        move |e| {
+            Error::io_at(format!("cannot create {}", what.display()), &what, e).in_workspace_root()
+        }
     };
     if let Some(parent) = p.root.parent() {
         std::fs::create_dir_all(parent).map_err(io(parent))?;
@@ -211,7 +224,8 @@ fn register(common_dir: &Path, baseline: ObjectId, p: &Plan) -> Result<()> {
                 "move or remove that folder, then prepare again",
             )
         } else {
-            Error::io(format!("cannot create {}", p.root.display()), e)
+            Error::io_at(format!("cannot create {}", p.root.display()), &p.root, e)
+                .in_workspace_root()
         }
     })?;
     let reg = registration(common_dir, &p.worktree_id);
@@ -260,11 +274,22 @@ fn checkout(
         &gix::interrupt::IS_INTERRUPTED,
         opts,
     )
-    .map_err(|e| checkout_failed(root, &e))?;
+    .map_err(|e| checkout_failed(Some((repo, &*index)), root, &e))?;
     if gix::interrupt::is_triggered() {
         return Err(interrupted());
     }
     if let Some(first) = outcome.errors.first() {
+        let what = format!(
+            "cannot write {} in {}",
+            crate::paths::quote(first.path.as_ref()),
+            root.display()
+        );
+        if let Some(err) = Error::fs_cause(&what, Some(root), &first.error) {
+            return Err(err.in_workspace_root());
+        }
+        if let Some(err) = crate::blob::checkout_filter_failed(repo, index, root, &first.error) {
+            return Err(err);
+        }
         return Err(Error::state(
             "delegate::checkout_failed",
             format!(
@@ -546,10 +571,12 @@ impl<'a> Replicator<'a> {
 
     fn err(root: &Path, rel: &[u8], what: &str, e: rustix::io::Errno) -> Error {
         let path = root.join(crate::paths::to_os(rel.into()));
-        Error::io(
+        Error::io_at(
             format!("cannot {what} {}", path.display()),
+            root,
             std::io::Error::from_raw_os_error(e.raw_os_error()),
         )
+        .in_workspace_root()
     }
 
     /// Open (and create in the destinations) the folders `dirs`.

@@ -797,29 +797,6 @@ fn a_deleted_baseline_ref_is_exit_3_and_changes_nothing() {
     assert!(ws[0].join("a.txt").exists());
 }
 
-/// Makes a folder immutable (`chattr +i`) until dropped.
-struct Immutable(PathBuf);
-
-impl Immutable {
-    fn new(p: &Path) -> Option<Immutable> {
-        let ok = std::process::Command::new("chattr")
-            .arg("+i")
-            .arg(p)
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then(|| Immutable(p.to_path_buf()))
-    }
-}
-
-impl Drop for Immutable {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("chattr")
-            .arg("-i")
-            .arg(&self.0)
-            .status();
-    }
-}
-
 #[test]
 fn a_failed_write_back_fails_every_task_it_was_writing_and_keeps_the_proposals() {
     let env = Env::new();
@@ -830,11 +807,17 @@ fn a_failed_write_back_fails_every_task_it_was_writing_and_keeps_the_proposals()
     std::fs::write(ws[0].join("ok.txt"), "ok\n").unwrap();
     std::fs::write(ws[1].join("locked/new.txt"), "new\n").unwrap();
     let before = digest(&repo, true);
-    let Some(guard) = Immutable::new(&repo.join("locked")) else {
-        eprintln!("chattr +i is not available here; skipping");
-        return;
-    };
-    let out = apply(&env, &repo, &[], 1);
+    // The second rename of the write-back fails (test-only fault injection):
+    // a failure the check before writing cannot foresee (a folder that
+    // refuses writing is one it does: see
+    // a_folder_that_refuses_writing_fails_only_the_tasks_that_write_there).
+    let out = env
+        .delegate_cmd(&repo)
+        .args(["apply", "--json"])
+        .env("GIT_DELEGATE_FAULT", "fail-rename:2")
+        .output()
+        .unwrap();
+    let out = common::Run::from(out).expect(1).json();
     for name in ["1", "2"] {
         let t = task(&out, name);
         assert_eq!(t["status"], "failed", "{t:#}");
@@ -844,7 +827,6 @@ fn a_failed_write_back_fails_every_task_it_was_writing_and_keeps_the_proposals()
     }
     assert_eq!(task(&out, "3")["status"], "no_changes");
     assert_eq!(strings(&out["applied_paths"]), Vec::<String>::new());
-    drop(guard);
     assert!(
         digest(&repo, true) == before,
         "a failed write-back left changes"
@@ -1280,4 +1262,299 @@ fn drop_refuses_then_keeps_a_workspace_that_is_the_source_of_another_open_batch(
     let out = apply(&env, &ws, &[&inner], 0);
     assert_eq!(task(&out, "1")["status"], "applied");
     assert_eq!(read(&ws.join("inner.txt")), "inner work\n");
+}
+
+/// A folder that refuses writing even to root, undone on drop: `chattr +i`
+/// (ext4, xfs), else a read-only bind mount (root), else, for a user that
+/// is not root, `chmod 555`. `None` after saying SKIPPED (a failure under
+/// `CI=true`) when none of them works here.
+struct Unwritable {
+    dir: PathBuf,
+    how: &'static str,
+}
+
+impl Unwritable {
+    fn new(test: &str, dir: &Path) -> Option<Unwritable> {
+        let run = |cmd: &str, args: &[&std::ffi::OsStr]| {
+            std::process::Command::new(cmd)
+                .args(args)
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        let d = dir.as_os_str();
+        let refuses = || {
+            let refused = std::fs::write(dir.join(".probe"), "x").is_err();
+            let _ = std::fs::remove_file(dir.join(".probe"));
+            refused
+        };
+        let is_root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+        let attempts: [(&'static str, &dyn Fn() -> bool); 3] = [
+            ("chmod", &|| {
+                !is_root
+                    && std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).is_ok()
+            }),
+            ("chattr", &|| is_root && run("chattr", &["+i".as_ref(), d])),
+            ("mount", &|| {
+                is_root
+                    && run("mount", &["--bind".as_ref(), d, d])
+                    && (run("mount", &["-o".as_ref(), "remount,bind,ro".as_ref(), d])
+                        || !run("umount", &[d]))
+            }),
+        ];
+        for (how, attempt) in attempts {
+            if attempt() {
+                let u = Unwritable {
+                    dir: dir.to_path_buf(),
+                    how,
+                };
+                if refuses() {
+                    return Some(u);
+                }
+            }
+        }
+        skip_unwritable(
+            test,
+            "neither chmod 555 (not root), chattr +i nor a read-only bind mount stops writing here",
+        );
+        None
+    }
+}
+
+impl Drop for Unwritable {
+    fn drop(&mut self) {
+        let d = self.dir.as_os_str();
+        let _ = match self.how {
+            "chattr" => std::process::Command::new("chattr")
+                .args(["-i".as_ref(), d])
+                .status(),
+            "mount" => std::process::Command::new("umount").arg(d).status(),
+            _ => std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o755))
+                .map(|_| std::process::ExitStatus::default()),
+        };
+    }
+}
+
+fn skip_unwritable(test: &str, why: &str) {
+    use std::io::Write;
+    let line = format!("SKIPPED: {test}: {why}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{}", line.trim_end());
+    }
+}
+
+#[test]
+fn a_folder_that_refuses_writing_fails_only_the_tasks_that_write_there() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::create_dir_all(repo.join("locked")).unwrap();
+    std::fs::create_dir_all(repo.join("open")).unwrap();
+    std::fs::write(repo.join("locked/a.txt"), "a\n").unwrap();
+    std::fs::write(repo.join("open/b.txt"), "b\n").unwrap();
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "folders"]);
+    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    std::fs::write(ws[0].join("locked/a.txt"), "a, task 1\n").unwrap();
+    std::fs::write(ws[1].join("open/b.txt"), "b, task 2\n").unwrap();
+    std::fs::write(ws[2].join("locked/new.txt"), "new, task 3\n").unwrap();
+    std::fs::write(ws[2].join("top.txt"), "top, task 3\n").unwrap();
+    let Some(guard) = Unwritable::new(
+        "a_folder_that_refuses_writing_fails_only_the_tasks_that_write_there",
+        &repo.join("locked"),
+    ) else {
+        return;
+    };
+    let out = apply(&env, &repo, &[], 1);
+    drop(guard);
+    for name in ["1", "3"] {
+        let t = task(&out, name);
+        assert_eq!(t["status"], "failed", "{out:#}");
+        assert_eq!(t["reason"], "write_failed", "{out:#}");
+        assert_eq!(t["conflicts"][0]["path"], "locked", "{out:#}");
+        let reason = t["conflicts"][0]["reason"].as_str().unwrap();
+        assert!(reason.starts_with("folder not writable: "), "{reason}");
+        assert!(
+            reason.contains("os error 1)")
+                || reason.contains("os error 13)")
+                || reason.contains("os error 30)"),
+            "{reason}"
+        );
+        let message = t["message"].as_str().unwrap();
+        assert!(message.contains("the folder locked"), "{message}");
+        assert!(t["proposal_ref"].is_string());
+    }
+    assert_eq!(task(&out, "2")["status"], "applied", "{out:#}");
+    assert_eq!(read(&repo.join("open/b.txt")), "b, task 2\n");
+    assert_eq!(read(&repo.join("locked/a.txt")), "a\n");
+    assert!(!repo.join("locked/new.txt").exists());
+    assert!(!repo.join("top.txt").exists());
+    // Writable again: the two tasks apply.
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(task(&out, "1")["status"], "applied", "{out:#}");
+    assert_eq!(read(&repo.join("locked/a.txt")), "a, task 1\n");
+    assert_eq!(read(&repo.join("locked/new.txt")), "new, task 3\n");
+}
+
+#[test]
+fn an_ignored_symlink_in_the_way_is_named_and_never_written_through() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::write(repo.join(".gitignore"), "dir\n").unwrap();
+    env.git(&repo, ["add", ".gitignore"]);
+    env.git(&repo, ["commit", "-q", "-m", "ignore"]);
+    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    std::fs::create_dir(ws[0].join("dir")).unwrap();
+    std::fs::write(ws[0].join("dir/f"), "task\n").unwrap();
+    env.git(&ws[0], ["add", "-f", "dir/f"]);
+    std::fs::write(ws[1].join("ok.txt"), "ok\n").unwrap();
+    let elsewhere = env.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    symlink(&elsewhere, repo.join("dir")).unwrap();
+
+    let run = env.delegate(&repo, ["apply", "--json"]).expect(1);
+    let out = run.json();
+    let t = task(&out, "1");
+    assert_eq!(t["status"], "conflict", "{out:#}");
+    assert_eq!(t["reason"], "would_overwrite_untracked", "{out:#}");
+    assert_eq!(
+        t["conflicts"],
+        serde_json::json!([{"path": "dir", "reason": "ignored symlink in the way"}]),
+        "{out:#}"
+    );
+    assert!(
+        run.stderr.contains("dir (ignored symlink in the way)"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("dir/f"), "{}", run.stderr);
+    assert_eq!(task(&out, "2")["status"], "applied", "{out:#}");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    assert!(std::fs::symlink_metadata(repo.join("dir"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
+
+#[test]
+fn a_failing_smudge_filter_in_write_back_is_named_and_rolled_back() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::write(repo.join(".gitattributes"), "*.dat filter=x\n").unwrap();
+    std::fs::write(repo.join("a.dat"), "data\n").unwrap();
+    env.git(&repo, ["config", "filter.x.clean", "cat"]);
+    env.git(&repo, ["config", "filter.x.smudge", "cat"]);
+    env.git(&repo, ["config", "filter.x.required", "true"]);
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "filtered"]);
+    let (_, ws) = prepare(&env, &repo, &[]);
+    std::fs::write(ws[0].join("a.dat"), "data, task\n").unwrap();
+    env.git(&repo, ["config", "filter.x.smudge", "sh -c 'exit 5'"]);
+    let run = env.delegate(&repo, ["apply", "--json"]).expect(1);
+    let out = run.json();
+    let t = task(&out, "1");
+    assert_eq!(t["status"], "failed", "{out:#}");
+    assert_eq!(t["reason"], "write_failed", "{out:#}");
+    let message = t["message"].as_str().unwrap();
+    assert!(message.contains("smudge filter"), "{message}");
+    assert!(message.contains("a.dat"), "{message}");
+    assert!(message.contains("exit status: 5"), "{message}");
+    assert_eq!(read(&repo.join("a.dat")), "data\n");
+}
+
+#[test]
+fn control_characters_in_the_source_path_are_escaped_for_the_terminal() {
+    let env = Env::new();
+    let dir = env.path().join(os(b"bad\x1b[31mname\nx"));
+    std::fs::create_dir(&dir).unwrap();
+    env.git(&dir, ["init", "-q", "-b", "main"]);
+    std::fs::write(dir.join("README"), "hello\n").unwrap();
+    env.git(&dir, ["add", "README"]);
+    env.git(&dir, ["commit", "-q", "-m", "init"]);
+    let run = env.delegate(&dir, ["prepare"]).expect(0);
+    assert!(!run.stdout.contains('\x1b'), "{:?}", run.stdout);
+    assert!(run.stdout.contains("bad_[31mname_x-"), "{:?}", run.stdout);
+    let (_, ws) = prepare(&env, &dir, &["--label", "b"]);
+    // The workspace folder name has no control characters.
+    let base = ws[0].parent().unwrap().parent().unwrap();
+    let name = base.file_name().unwrap().to_str().unwrap();
+    assert!(name.starts_with("bad_[31mname_x-"), "{name:?}");
+    std::fs::write(ws[0].join("new.txt"), "new\n").unwrap();
+    let run = env.delegate(&dir, ["apply", "b"]).expect(0);
+    assert!(!run.stdout.contains('\x1b'), "{:?}", run.stdout);
+    assert!(!run.stdout.contains("name\nx"), "{:?}", run.stdout);
+    assert!(
+        run.stdout.contains("bad\\e[31mname\\nx"),
+        "{:?}",
+        run.stdout
+    );
+    // JSON keeps the exact string.
+    let doc = env.delegate(&dir, ["status", "--json"]).expect(0).json();
+    let source = doc["batches"][0]["source"].as_str().unwrap_or_default();
+    assert!(
+        source.is_empty() || source.ends_with("bad\x1b[31mname\nx"),
+        "{doc:#}"
+    );
+    // An error that names the path is escaped too.
+    std::fs::write(dir.join(".git/delegate.toml"), "[workspace\n").unwrap();
+    let run = env.delegate(&dir, ["status"]).expect(2);
+    assert!(!run.stderr.contains('\x1b'), "{:?}", run.stderr);
+    assert!(
+        run.stderr.contains("bad\\e[31mname\\nx"),
+        "{:?}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_top_folder_that_refuses_writing_fails_only_the_tasks_that_write_in_it() {
+    let env = Env::new();
+    // The git dir lives apart, so a read-only mount of the working tree
+    // (the fallback where chattr +i does not work) leaves it writable.
+    let repo = env.path().join("proj");
+    std::fs::create_dir(&repo).unwrap();
+    let git_dir = env.path().join("proj.git");
+    env.git(
+        &repo,
+        [
+            "init".as_ref(),
+            "-q".as_ref(),
+            "-b".as_ref(),
+            "main".as_ref(),
+            "--separate-git-dir".as_ref(),
+            git_dir.as_os_str(),
+        ],
+    );
+    std::fs::write(repo.join("README"), "hello\n").unwrap();
+    std::fs::create_dir_all(repo.join("sub")).unwrap();
+    std::fs::write(repo.join("sub/s.txt"), "s\n").unwrap();
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "sub"]);
+    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    std::fs::write(ws[0].join("README"), "task 1\n").unwrap();
+    std::fs::write(ws[1].join("sub/s.txt"), "s, task 2\n").unwrap();
+    std::fs::create_dir(ws[2].join("newdir")).unwrap();
+    std::fs::write(ws[2].join("newdir/n.txt"), "n\n").unwrap();
+    let test = "a_top_folder_that_refuses_writing_fails_only_the_tasks_that_write_in_it";
+    let Some(guard) = Unwritable::new(test, &repo) else {
+        return;
+    };
+    let run = env.delegate(&repo, ["apply", "--json"]).expect(1);
+    drop(guard);
+    let out = run.json();
+    for name in ["1", "3"] {
+        let t = task(&out, name);
+        assert_eq!(t["status"], "failed", "{out:#}");
+        assert_eq!(t["reason"], "write_failed", "{out:#}");
+        assert_eq!(t["conflicts"][0]["path"], "", "{out:#}");
+    }
+    assert!(
+        run.stderr.contains("the top folder (folder not writable"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(task(&out, "2")["status"], "applied", "{out:#}");
+    assert_eq!(read(&repo.join("sub/s.txt")), "s, task 2\n");
+    assert_eq!(read(&repo.join("README")), "hello\n");
+    assert!(!repo.join("newdir").exists());
 }

@@ -268,7 +268,14 @@ fn a_failure_while_carrying_undoes_the_prepare() {
         )
         .expect(3);
     let err = &r.json()["error"];
-    assert_eq!(err["code"], "delegate::io", "{err}");
+    assert_eq!(err["code"], "delegate::disk_full", "{err}");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("no space left on device"),
+        "{err}"
+    );
     assert!(
         env.private_refs(&repo).is_empty(),
         "the baseline ref is removed"

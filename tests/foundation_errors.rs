@@ -646,3 +646,46 @@ fn ctrl_c_while_waiting_for_the_lock_ends_the_wait() {
     }
     assert_nothing_created(&env, &repo);
 }
+
+#[test]
+fn a_failing_required_clean_filter_is_named_not_an_unreadable_file() {
+    let env = Env::new();
+    let repo = env.repo("src");
+    env.git(&repo, ["config", "filter.x.clean", "false"]);
+    env.git(&repo, ["config", "filter.x.required", "true"]);
+    write(&repo.join(".gitattributes"), "*.dat filter=x\n");
+    write(&repo.join("a.dat"), "data\n");
+    let run = expect_error(&env, &repo, &["prepare"], 3, "delegate::filter_failed");
+    let doc = run.json();
+    let message = doc["error"]["message"].as_str().unwrap();
+    let help = doc["error"]["help"].as_str().unwrap();
+    assert!(message.contains("clean filter `x`"), "{message}");
+    assert!(message.contains("(false)"), "{message}");
+    assert!(message.contains("a.dat"), "{message}");
+    assert!(message.contains("exit status: 1"), "{message}");
+    assert!(
+        help.contains("git config filter.x.required false"),
+        "{help}"
+    );
+    assert!(!help.contains("readable"), "{help}");
+    assert_nothing_created(&env, &repo);
+}
+
+#[test]
+fn a_failing_required_smudge_filter_on_checkout_is_named() {
+    let env = Env::new();
+    let repo = env.repo("src");
+    env.git(&repo, ["config", "filter.x.clean", "cat"]);
+    env.git(&repo, ["config", "filter.x.smudge", "sh -c 'exit 4'"]);
+    env.git(&repo, ["config", "filter.x.required", "true"]);
+    write(&repo.join(".gitattributes"), "*.dat filter=x\n");
+    write(&repo.join("a.dat"), "data\n");
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "filtered"]);
+    let run = expect_error(&env, &repo, &["prepare"], 3, "delegate::filter_failed");
+    let message = run.json()["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("smudge filter `x`"), "{message}");
+    assert!(message.contains("a.dat"), "{message}");
+    assert!(message.contains("exit status: 4"), "{message}");
+    assert_nothing_created(&env, &repo);
+}

@@ -398,7 +398,7 @@ fn a_full_disk_rolls_back_and_the_tasks_fail_with_write_failed() {
     assert_eq!(t["status"], "failed", "{doc:#}");
     assert_eq!(t["reason"], "write_failed", "{doc:#}");
     let message = t["message"].as_str().unwrap_or_default();
-    assert!(message.contains("No space left"), "{doc:#}");
+    assert!(message.contains("no space left on device"), "{doc:#}");
     assert_eq!(tree(&repo), before);
     assert_eq!(std::fs::read(gitdir.join("index")).unwrap(), index);
     assert!(!gitdir

@@ -313,8 +313,28 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
                     .cloned()
                     .collect();
             } else if let Some(r) = plan.refused.iter().find(|r| r.task == out.idx) {
-                out.status = TaskState::Conflict;
-                out.reason = Some(r.reason.as_str());
+                if r.reason == integrate::Refusal::NotWritable {
+                    // Checked before writing: only this task fails.
+                    let folders: Vec<String> = r
+                        .conflicts
+                        .iter()
+                        .map(|c| {
+                            let folder = if c.path.is_empty() {
+                                "the working tree's top folder".to_string()
+                            } else {
+                                format!("the folder {}", paths::quote(c.path.as_bstr()))
+                            };
+                            format!("{folder}: {}", c.reason)
+                        })
+                        .collect();
+                    out.fail(
+                        r.reason.as_str(),
+                        format!("cannot write in {}", folders.join("; ")),
+                    );
+                } else {
+                    out.status = TaskState::Conflict;
+                    out.reason = Some(r.reason.as_str());
+                }
                 out.conflicts = r.conflicts.clone();
             }
         }
@@ -489,7 +509,7 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     if let Some(e) = artifacts_error {
         ui.warn(&format!(
             "git-delegate: warning: clean-up was incomplete: {}\n",
-            e.message
+            crate::ui::escape_text(&e.message)
         ));
     }
     Ok(if outcomes.iter().all(Outcome::ok) {
@@ -936,14 +956,21 @@ fn human(
                         .conflicts
                         .iter()
                         .take(5)
-                        .map(|c| format!("{} ({})", paths::quote(c.path.as_bstr()), c.reason))
+                        .map(|c| {
+                            let path = if c.path.is_empty() {
+                                "the top folder".to_string()
+                            } else {
+                                paths::quote(c.path.as_bstr())
+                            };
+                            format!("{path} ({})", c.reason)
+                        })
                         .collect();
                     d.push_str(&format!(": {}", list.join(", ")));
                     if o.conflicts.len() > 5 {
                         d.push_str(&format!(", and {} more", o.conflicts.len() - 5));
                     }
                 } else if let Some(m) = &o.message {
-                    d.push_str(&format!(": {m}"));
+                    d.push_str(&format!(": {}", crate::ui::escape_text(m)));
                 }
                 d
             }
@@ -977,7 +1004,7 @@ fn human(
     if let Some(e) = write_error {
         text.push_str(&format!(
             "Writing back failed, and nothing was changed: {}\n",
-            e.message
+            crate::ui::escape_text(&e.message)
         ));
     }
     let n = written.len();

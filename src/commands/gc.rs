@@ -159,7 +159,10 @@ fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
         ));
     }
     for s in &r.skipped {
-        text.push_str(&format!("Not reclaimed: {}\n", s.message));
+        text.push_str(&format!(
+            "Not reclaimed: {}\n",
+            crate::ui::escape_text(&s.message)
+        ));
     }
     if r.dry_run && !r.pending_writebacks.is_empty() {
         let ids: Vec<&str> = r

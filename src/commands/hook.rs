@@ -47,14 +47,20 @@ fn pre_commit(ui: &Ui) -> i32 {
     let entries = match batch::list(&state_dir) {
         Ok(e) => e,
         Err(e) => {
-            warn(&format!("cannot check batches: {}", e.message));
+            warn(&format!(
+                "cannot check batches: {}",
+                crate::ui::escape_text(&e.message)
+            ));
             return 0;
         }
     };
     let config = match Config::load(&loc.common_dir.join("delegate.toml")) {
         Ok(c) => c,
         Err(e) => {
-            warn(&format!("{} (using the defaults)", e.message));
+            warn(&format!(
+                "{} (using the defaults)",
+                crate::ui::escape_text(&e.message)
+            ));
             Config::default()
         }
     };

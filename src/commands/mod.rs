@@ -284,5 +284,5 @@ fn snapshot_plumbing(ui: &Ui) -> Result<i32> {
 
 /// A path for human text.
 pub fn show(p: &Path) -> String {
-    p.display().to_string()
+    crate::ui::show_path(p)
 }

@@ -329,7 +329,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     if args.check {
         let text: String = problems
             .iter()
-            .map(|p| format!("{}\n", p.message))
+            .map(|p| format!("{}\n", crate::ui::escape_text(&p.message)))
             .collect();
         ui.say(&text);
         return Ok(code);
@@ -403,7 +403,11 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     }
     text.push_str(&kept_text);
     for p in &problems {
-        text.push_str(&format!("{} {}\n", ui.paint("33", "problem:"), p.message));
+        text.push_str(&format!(
+            "{} {}\n",
+            ui.paint("33", "problem:"),
+            crate::ui::escape_text(&p.message)
+        ));
     }
     ui.say(&text);
     Ok(code)

@@ -143,8 +143,14 @@ impl<'r> Hasher<'r> {
         let got = match self
             .pipeline
             .convert_to_git(&mut file, &path, &self.index)
-            .map_err(|e| Fail(format!("cannot filter {}: {e}", crate::paths::quote(rela))))?
-        {
+            .map_err(|e| match crate::blob::driver_failure(&e) {
+                Some(status) => Fail(format!(
+                    "{} on {}: {status}",
+                    crate::blob::FILTER_FAILED_CLEAN,
+                    crate::paths::quote(rela)
+                )),
+                None => Fail(format!("cannot filter {}: {e}", crate::paths::quote(rela))),
+            })? {
             gix::filter::plumbing::pipeline::convert::ToGitOutcome::Unchanged(_) => None,
             gix::filter::plumbing::pipeline::convert::ToGitOutcome::Buffer(buf) => Some(
                 gix::objs::compute_hash(self.hash_kind, gix::objs::Kind::Blob, buf)
@@ -195,7 +201,14 @@ impl<'r> Hasher<'r> {
             .pipeline
             .convert_to_worktree(data, rela, opts)
             .map_err(|e| Fail(format!("cannot filter {}: {e}", crate::paths::quote(rela))))?;
-        std::io::copy(&mut converted, out).map_err(|e| Fail::io("write", rela, e))?;
+        std::io::copy(&mut converted, out).map_err(|e| match crate::blob::driver_failure(&e) {
+            Some(status) => Fail(format!(
+                "{} on {}: {status}",
+                crate::blob::FILTER_FAILED,
+                crate::paths::quote(rela)
+            )),
+            None => Fail::io("write", rela, e),
+        })?;
         Ok(())
     }
 }

@@ -151,7 +151,7 @@ mod tests;
 mod util;
 mod writer;
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use gix::bstr::{BStr, BString, ByteSlice};
@@ -166,7 +166,7 @@ use self::dirs::{Dirs, Disk};
 use self::hash::Hasher;
 use self::journal::{make_plan, parse_journal, tmp_journal, write_journal, Phase};
 use self::rollback::{roll_forward, rollback, Left};
-use self::util::{join, parents, Fail, Faults};
+use self::util::{join, parents, split, Fail, Faults};
 use self::writer::Writer;
 
 /// One path to change: its entry in the source snapshot `S` and in the result `F`.
@@ -186,6 +186,13 @@ pub enum BlockReason {
     FolderInTheWay,
     /// The path's content no longer matches `S` (the user changed it just now).
     ChangedSinceSnapshot,
+    /// A symlink not in `S` (an ignored one) stands where the result needs
+    /// a folder; the blocked path is the symlink's.
+    SymlinkInTheWay,
+    /// The folder to write in (the blocked path; the root is "") refuses
+    /// writing: the OS error number (EACCES, EPERM for an immutable
+    /// folder, EROFS).
+    NotWritable(i32),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -222,22 +229,71 @@ pub fn check(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>> {
         .map(|w| w.path.as_bstr())
         .collect();
     let mut blocked = Vec::new();
+    let mut writable: HashMap<BString, Option<i32>> = HashMap::new();
     for w in writes {
         let reason = check_one(&mut dirs, &mut hasher, w, &deleted).map_err(|f| {
-            Error::state(
-                "delegate::write_check_failed",
-                format!("cannot check the working tree before writing: {}", f.0),
-                "check the permissions of that path, then run the command again",
-            )
+            let message = format!("cannot check the working tree before writing: {}", f.0);
+            match failed(message.clone()) {
+                e if e.code != "delegate::write_failed" => e,
+                _ => Error::state(
+                    "delegate::write_check_failed",
+                    message,
+                    "check the permissions of that path, then run the command again",
+                ),
+            }
         })?;
-        if let Some(reason) = reason {
-            blocked.push(Blocked {
-                path: w.path.clone(),
+        match reason {
+            Some((reason, at)) => blocked.push(Blocked {
+                path: at.unwrap_or_else(|| w.path.clone()),
                 reason,
-            });
+            }),
+            None => {
+                if let Some((folder, errno)) = not_writable(&mut dirs, &mut writable, w) {
+                    blocked.push(Blocked {
+                        path: folder,
+                        reason: BlockReason::NotWritable(errno),
+                    });
+                }
+            }
         }
     }
+    blocked.dedup();
     Ok(blocked)
+}
+
+/// The folder a write has to change (the path's folder, or the deepest
+/// one that exists when folders must be made) when it refuses writing, and
+/// the OS error (`access(2)` with `W_OK`: EACCES, EPERM for an immutable
+/// folder, which binds root too, EROFS). Cached per folder.
+fn not_writable(
+    dirs: &mut Dirs,
+    cache: &mut HashMap<BString, Option<i32>>,
+    w: &PathWrite,
+) -> Option<(BString, i32)> {
+    // The path's folder, or the deepest one that exists: opened from the
+    // root without following symlinks (the cache makes repeats free).
+    let mut folder: &BStr = split(w.path.as_bstr()).0;
+    loop {
+        if let Some(errno) = cache.get(folder) {
+            return errno.map(|e| (folder.to_owned(), e));
+        }
+        match dirs.get(folder) {
+            Ok(fd) => {
+                let errno = rustix::fs::accessat(
+                    &*fd,
+                    ".",
+                    rustix::fs::Access::WRITE_OK,
+                    rustix::fs::AtFlags::EACCESS,
+                )
+                .err()
+                .map(|e| e.raw_os_error());
+                cache.insert(folder.to_owned(), errno);
+                return errno.map(|e| (folder.to_owned(), e));
+            }
+            Err(_) if folder.is_empty() => return None,
+            Err(_) => folder = split(folder).0,
+        }
+    }
 }
 
 fn check_one(
@@ -245,7 +301,7 @@ fn check_one(
     hasher: &mut Hasher<'_>,
     w: &PathWrite,
     deleted: &HashSet<&BStr>,
-) -> Result<Option<BlockReason>, Fail> {
+) -> Result<Option<(BlockReason, Option<BString>)>, Fail> {
     use BlockReason::*;
     for parent in parents(w.path.as_bstr()) {
         match dirs
@@ -254,18 +310,25 @@ fn check_one(
         {
             Disk::Dir => continue,
             Disk::Absent => {
-                return Ok(w.old.is_some().then_some(ChangedSinceSnapshot));
+                return Ok(w.old.is_some().then_some((ChangedSinceSnapshot, None)));
             }
-            _ => {
+            disk => {
                 if w.old.is_none() && deleted.contains(parent) {
                     // The S file on the way goes first; below it all is new.
                     return Ok(None);
                 }
-                return Ok(Some(if w.old.is_some() {
-                    ChangedSinceSnapshot
-                } else {
-                    UntrackedInTheWay
-                }));
+                if w.old.is_none() && disk == Disk::Link {
+                    // Name the symlink, not a path behind it that does not exist.
+                    return Ok(Some((SymlinkInTheWay, Some(parent.to_owned()))));
+                }
+                return Ok(Some((
+                    if w.old.is_some() {
+                        ChangedSinceSnapshot
+                    } else {
+                        UntrackedInTheWay
+                    },
+                    None,
+                )));
             }
         }
     }
@@ -284,7 +347,8 @@ fn check_one(
             (!folder_only_deletions(dirs, path, deleted)?).then_some(FolderInTheWay)
         }
         (None, _) => Some(UntrackedInTheWay),
-    })
+    }
+    .map(|r| (r, None)))
 }
 
 /// A folder holds nothing but paths the write deletes (and empty folders).
@@ -524,6 +588,27 @@ pub fn pending(source: &Source) -> Result<Vec<String>> {
 }
 
 fn failed(message: String) -> Error {
+    if let Some(cause) = crate::error::FsCause::in_message(&message) {
+        return Error::state(
+            cause.code(),
+            message,
+            format!(
+                "the working tree is as it was before; {}",
+                cause
+                    .help(None)
+                    .replace("that holds it", "that holds the working tree")
+            ),
+        );
+    }
+    if message.contains(crate::blob::FILTER_FAILED)
+        || message.contains(crate::blob::FILTER_FAILED_CLEAN)
+    {
+        return Error::state(
+            "delegate::filter_failed",
+            message,
+            "the working tree is as it was before; fix the filter driver (or make it optional with `git config filter.<driver>.required false`) and run `git delegate apply` again",
+        );
+    }
     Error::state(
         "delegate::write_failed",
         message,

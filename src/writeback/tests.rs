@@ -516,7 +516,7 @@ fn check_finds_what_would_be_lost() {
             ("build.log".into(), UntrackedInTheWay),
             ("busy".into(), FolderInTheWay),
             ("edited".into(), ChangedSinceSnapshot),
-            ("escape/evil".into(), UntrackedInTheWay),
+            ("escape".into(), SymlinkInTheWay),
             ("plain/under".into(), UntrackedInTheWay),
             ("plain".into(), ChangedSinceSnapshot),
         ]

@@ -52,7 +52,10 @@ impl Fail {
         } else {
             crate::paths::quote(path)
         };
-        Fail(format!("cannot {op} {path}: {e}"))
+        Fail(format!(
+            "cannot {op} {path}: {}",
+            crate::error::describe(&e)
+        ))
     }
 }
 
