@@ -88,6 +88,11 @@ pub struct Batch {
     pub forbid_commit: bool,
     pub lease: Lease,
     pub tasks: Vec<Task>,
+    /// Present while the batch is being prepared (SPEC §3.15 "Killed
+    /// commands"): a batch that still has it after its prepare is gone is
+    /// incomplete, never applied nor rescued (see `preparing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preparing: Option<crate::preparing::Marker>,
 }
 
 impl Task {

@@ -18,7 +18,6 @@
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 
 use gix::bstr::{BStr, BString, ByteSlice};
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
@@ -624,9 +623,18 @@ pub fn find(repo: &gix::Repository, policy: &Policy) -> Result<Vec<Carried>> {
         found: Vec::new(),
         descend: Vec::new(),
     };
-    let interrupt = AtomicBool::new(false);
-    repo.dirwalk(&index, None::<&str>, &interrupt, opts, &mut finder)
-        .map_err(git)?;
+    // Ctrl-C during a prepare stops the walk (SPEC §3.15).
+    repo.dirwalk(
+        &index,
+        None::<&str>,
+        &gix::interrupt::IS_INTERRUPTED,
+        opts,
+        &mut finder,
+    )
+    .map_err(git)?;
+    if gix::interrupt::is_triggered() {
+        return Err(crate::workspace::interrupted());
+    }
     // Below an ignored folder everything is ignored (git cannot re-include
     // there): walk such folders ourselves where a pattern may match inside.
     let mut stack = std::mem::take(&mut finder.descend);
@@ -745,7 +753,13 @@ fn carry_one(src_root: &Path, entries: &[Carried], dst_root: &Path) -> Result<St
         vec![dst_root.to_path_buf()],
         &mut keep,
     );
-    for entry in entries {
+    for (n, entry) in entries.iter().enumerate() {
+        if n == 1 {
+            crate::preparing::pause("carrying");
+        }
+        if gix::interrupt::is_triggered() {
+            return Err(crate::workspace::interrupted());
+        }
         let comps: Vec<&[u8]> = entry.path.split_str("/").collect();
         let Some((name, parents)) = comps.split_last() else {
             continue;

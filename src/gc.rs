@@ -15,6 +15,10 @@
 //! removed (`<root>/<repo-name>-<fp>/.trash`, see `trash`) that a killed
 //! background deleter left; they count as removed workspaces.
 //!
+//! A batch whose prepare was killed (still marked as being prepared, its
+//! process gone; see `preparing`) is removed whole at any age, with nothing
+//! rescued: no worker was ever given its workspaces (SPEC §3.15).
+//!
 //! Owns: deciding what is stale or left over, and reclaiming it.
 //! Never: touches a live batch, a user's own worktree, a folder git has
 //! registered as a worktree, another repository's folders, or a batch whose
@@ -70,6 +74,9 @@ pub struct Report {
     pub skipped: Vec<Skipped>,
     /// Batches whose state folder holds a write-back journal (dry run: not rolled back).
     pub pending_writebacks: Vec<String>,
+    /// Batches whose prepare was killed before they were complete (SPEC
+    /// §3.15): removed whole, nothing rescued; they are in `batches` too.
+    pub incomplete: Vec<String>,
 }
 
 /// Where kept patches live once their batch's state folder is gone.
@@ -98,6 +105,38 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
     for e in &entries {
         match e {
             Entry::Batch(b) => {
+                // A batch whose prepare never completed: removed whole once
+                // its process is gone, whatever its lease says, and never
+                // rescued (no worker was given it); left alone while its
+                // prepare still runs (SPEC §3.15).
+                match crate::preparing::progress(b) {
+                    Some(crate::preparing::Progress::Interrupted) => {
+                        match gc.reclaim_incomplete(b) {
+                            Ok(()) => {
+                                gc.report.batches.push(b.id.clone());
+                                gc.report.incomplete.push(b.id.clone());
+                            }
+                            Err(e) => {
+                                gc.report.skipped.push(Skipped {
+                                    batch: b.id.clone(),
+                                    message: format!(
+                                        "batch {} (its prepare was killed): removing it stopped half-way: {} ({})",
+                                        b.short(),
+                                        e.message,
+                                        e.help
+                                    ),
+                                });
+                                remaining.push(b);
+                            }
+                        }
+                        continue;
+                    }
+                    Some(crate::preparing::Progress::Preparing) => {
+                        remaining.push(b);
+                        continue;
+                    }
+                    None => {}
+                }
                 if batch::batch_dir(&gc.state_dir, &b.id)
                     .join(batch::JOURNAL_FILE)
                     .exists()
@@ -201,6 +240,28 @@ struct Gc<'a> {
 impl Gc<'_> {
     fn registration(&self, id: &str) -> PathBuf {
         self.source.common_dir.join("worktrees").join(id)
+    }
+
+    /// Remove a batch whose prepare was killed, whole (see `preparing`).
+    fn reclaim_incomplete(&mut self, b: &Batch) -> Result<()> {
+        for name in refs::list_batch(&self.source.repo, &b.id)? {
+            self.handled_refs.insert(name);
+        }
+        for t in &b.tasks {
+            self.handled_roots.insert(t.root.clone());
+            self.handled_regs.insert(t.worktree_id.clone());
+        }
+        let r = crate::preparing::remove_whole(self.source, b, self.dry_run)?;
+        self.report.workspaces_removed += r.workspaces;
+        self.report.refs_removed += r.refs;
+        self.report.bytes_freed += r.bytes;
+        self.report.left_alone.extend(r.left_alone);
+        if !self.dry_run {
+            for t in &b.tasks {
+                remove_empty_parents(&t.root, 2);
+            }
+        }
+        Ok(())
     }
 
     /// Reclaim one stale batch; `false` when it was left alone (reported in `skipped`).

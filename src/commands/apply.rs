@@ -69,7 +69,17 @@ impl Outcome {
 pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     let here = super::source()?;
     let lock = super::lock_and_recover(ui, &here)?;
-    let mut b = batch::select(batch::list_ok(&here.state_dir())?, args.batch.as_deref())?;
+    let mut batches = batch::list_ok(&here.state_dir())?;
+    // Omitted, BATCH means the only batch there is work in: a batch whose
+    // prepare never completed holds none (SPEC §3.15), unless it is all there is.
+    if args.batch.is_none() && batches.iter().any(|b| b.preparing.is_none()) {
+        batches.retain(|b| b.preparing.is_none());
+    }
+    let mut b = batch::select(batches, args.batch.as_deref())?;
+    // A batch whose prepare never completed is never applied (SPEC §3.15).
+    if let Some(p) = crate::preparing::progress(&b) {
+        return Err(crate::preparing::refuse(&b, p));
+    }
     // The batch writes back into the working tree it was prepared in,
     // wherever apply is run from (a workspace is a worktree of the same repository).
     let source = if here.root == b.source {

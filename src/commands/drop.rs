@@ -15,6 +15,19 @@ pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
     let source = super::source()?;
     let _lock = super::lock_and_recover(ui, &source)?;
     let b = batch::select(batch::list_ok(&source.state_dir())?, Some(&args.batch))?;
+    // A batch whose prepare never completed holds no work: it goes whole,
+    // with or without --force (SPEC §3.15); one still being prepared only
+    // with --force.
+    match crate::preparing::progress(&b) {
+        Some(crate::preparing::Progress::Preparing) if !args.force => {
+            return Err(crate::preparing::refuse(
+                &b,
+                crate::preparing::Progress::Preparing,
+            ))
+        }
+        Some(_) => return drop_incomplete(ui, &source, &b),
+        None => {}
+    }
     // A task holds unapplied work when its workspace differs from the
     // baseline, when it ended conflict/failed (its proposal is kept), or when
     // its workspace cannot be read (unknown is never taken for clean).
@@ -63,6 +76,34 @@ pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
         text.push_str(&format!(
             "Left alone (no longer the workspace prepare made): {}\n",
             super::show(&k)
+        ));
+    }
+    ui.say(&text);
+    Ok(0)
+}
+
+/// Remove a batch whose prepare never completed, whole.
+fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch) -> Result<i32> {
+    let r = crate::preparing::remove_whole(source, b, false)?;
+    if ui.json {
+        ui.doc(json!({
+            "batch": b.id,
+            "dropped": true,
+            "workspaces_removed": r.workspaces,
+            "refs_removed": r.refs,
+            "left_alone": r.left_alone.iter().map(|k| crate::paths::doc_path(k)).collect::<Vec<_>>(),
+        }));
+    }
+    let mut text = format!(
+        "Dropped the unfinished batch {} (its prepare never completed): {} workspace(s) and {} ref(s) removed.\n",
+        b.short(),
+        r.workspaces,
+        r.refs
+    );
+    for k in &r.left_alone {
+        text.push_str(&format!(
+            "Left alone (not a folder prepare made): {}\n",
+            super::show(k)
         ));
     }
     ui.say(&text);

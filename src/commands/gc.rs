@@ -54,6 +54,7 @@ pub fn run(ui: &Ui, args: GcArgs) -> Result<i32> {
             "left_alone": report.left_alone.iter().map(|p| crate::paths::doc_path(p)).collect::<Vec<_>>(),
             "skipped": skipped,
             "pending_writebacks": report.pending_writebacks,
+            "incomplete": report.incomplete,
             "recovered_writebacks": recovered,
         }));
     }
@@ -102,6 +103,13 @@ fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
             r.registrations_removed,
             r.refs_removed,
             bytes(r.bytes_freed)
+        ));
+    }
+    for id in &r.incomplete {
+        text.push_str(&format!(
+            "{} batch {} whole: its prepare was killed before it was complete, so no worker was ever given it and nothing was rescued.\n",
+            if r.dry_run { "Would remove" } else { "Removed" },
+            crate::batch::short(id)
         ));
     }
     if !r.refs_kept.is_empty() {

@@ -1,0 +1,280 @@
+//! A prepare under way (SPEC §3.15 "Killed commands"): the marker prepare
+//! records in `batch.toml` before it makes any ref or folder, deciding
+//! whether a batch so marked is still being prepared or was killed, removing
+//! such a batch whole, and the signal handling that makes Ctrl-C (SIGINT,
+//! once or twice, to git and git-delegate together), SIGTERM and SIGHUP
+//! undo a prepare instead of ending it half-way.
+//!
+//! A batch whose `batch.toml` carries a `[preparing]` table is incomplete:
+//! its workspaces were never handed to a worker. It is never applied,
+//! refreshed, renewed or rescued; `gc` and `drop` remove it whole once its
+//! process is gone. Prepare writes the table (fsync'd) before it makes
+//! anything, and writes `batch.toml` again without it (temp file, fsync,
+//! rename, fsync of the folder) only when every workspace is complete.
+//!
+//! Owns: the marker, the signal counter, the test-only pause points
+//! (`GIT_DELEGATE_TEST_PAUSE`), and removal of an incomplete batch.
+//! Never: removes a folder that is not one prepare made (its `.git` must
+//! point back at our registration, or it is still empty), nor anything of
+//! a complete batch.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::batch::{self, Batch};
+use crate::error::{Error, Result};
+use crate::repo::Source;
+
+/// Who is preparing the batch: recorded before anything is made.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Marker {
+    pub pid: u32,
+    /// Start time of that process in clock ticks since boot (`/proc/PID/stat`
+    /// field 22), so a recycled pid is not taken for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<u64>,
+    pub host: String,
+    pub started_at: String,
+}
+
+impl Marker {
+    /// The marker of this process.
+    pub fn mine() -> Marker {
+        let pid = std::process::id();
+        Marker {
+            pid,
+            start: crate::lease::process_start(pid),
+            host: crate::lease::hostname(),
+            started_at: crate::time::rfc3339(crate::time::now()),
+        }
+    }
+}
+
+/// Where an incomplete batch stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// Its prepare still runs.
+    Preparing,
+    /// Its prepare was killed: the batch is not live, whatever its lease says.
+    Interrupted,
+}
+
+impl Progress {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Progress::Preparing => "preparing",
+            Progress::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// `None` for a complete batch; otherwise whether its prepare still runs.
+/// On another host the process cannot be checked: there the batch counts
+/// as being prepared until its lease expires.
+pub fn progress(b: &Batch) -> Option<Progress> {
+    let m = b.preparing.as_ref()?;
+    let alive = if m.host == crate::lease::hostname() {
+        m.start.is_some() && crate::lease::process_start(m.pid) == m.start
+    } else {
+        crate::time::now() < b.lease.expires_at_secs()
+    };
+    Some(if alive {
+        Progress::Preparing
+    } else {
+        Progress::Interrupted
+    })
+}
+
+/// The refusal of `apply`, `refresh` and `renew` for an incomplete batch (exit 3).
+pub fn refuse(b: &Batch, p: Progress) -> Error {
+    match p {
+        Progress::Preparing => Error::state(
+            "delegate::incomplete_batch",
+            format!(
+                "batch {} is still being prepared (prepare still running, pid {})",
+                b.short(),
+                b.preparing.as_ref().map(|m| m.pid).unwrap_or_default()
+            ),
+            format!(
+                "wait for that prepare to finish; if it hangs, stop it, then remove the batch with `git delegate drop {} --force` or `git delegate gc`",
+                b.short()
+            ),
+        ),
+        Progress::Interrupted => Error::state(
+            "delegate::incomplete_batch",
+            format!(
+                "batch {} was never completely prepared (its prepare was killed); its workspaces were never handed out and hold no work",
+                b.short()
+            ),
+            format!(
+                "remove it with `git delegate drop {} --force` or `git delegate gc`, then prepare again",
+                b.short()
+            ),
+        ),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Signals
+
+/// Termination signals received since the handler was installed.
+static SIGNALS: AtomicUsize = AtomicUsize::new(0);
+
+/// Catch SIGINT, SIGTERM, SIGHUP (and SIGQUIT) for the rest of a prepare:
+/// each one only sets gix's interrupt flag, however many arrive, so the
+/// undo that follows the first is never cut short by the second (a
+/// terminal sends Ctrl-C to git and git-delegate together, and git passes
+/// its own on to its child: two signals for one key press). Only SIGKILL
+/// ends a prepare half-way, and then the marker says so.
+pub fn catch_signals() -> Option<gix::interrupt::Deregister> {
+    // SAFETY: the callback only increments an atomic: no allocation, no
+    // lock, nothing that is not async-signal-safe.
+    unsafe {
+        gix::interrupt::init_handler(usize::MAX, || {
+            SIGNALS.fetch_add(1, Ordering::SeqCst);
+        })
+    }
+    .ok()
+}
+
+/// Has a termination signal arrived (or gix's interrupt been triggered)?
+pub fn interrupted() -> bool {
+    gix::interrupt::is_triggered()
+}
+
+/// Test-only: when `GIT_DELEGATE_TEST_PAUSE` (a comma-separated list) names
+/// `point`, append `point` and a newline to the file `GIT_DELEGATE_TEST_PAUSED`
+/// names and wait there until a signal arrives (at most two minutes), so a
+/// test can signal or kill a prepare at a known point. Never for users.
+pub fn pause(point: &str) {
+    let Ok(points) = std::env::var("GIT_DELEGATE_TEST_PAUSE") else {
+        return;
+    };
+    if !points.split(',').any(|p| p == point) {
+        return;
+    }
+    // Once per point and process: threads that arrive later go on.
+    static PAUSED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    match PAUSED.lock() {
+        Ok(mut seen) if !seen.iter().any(|p| p == point) => seen.push(point.to_string()),
+        _ => return,
+    }
+    let seen = SIGNALS.load(Ordering::SeqCst);
+    let was_interrupted = interrupted();
+    if let Some(file) = std::env::var_os("GIT_DELEGATE_TEST_PAUSED") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file)
+        {
+            let _ = f.write_all(format!("{point}\n").as_bytes());
+        }
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while SIGNALS.load(Ordering::SeqCst) == seen
+        && (was_interrupted || !interrupted())
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Removal
+
+/// What removing an incomplete batch removed.
+#[derive(Debug, Default)]
+pub struct Removed {
+    pub workspaces: usize,
+    pub refs: usize,
+    /// Bytes of the files removed (workspaces, registrations, state).
+    pub bytes: u64,
+    /// Folders at a task's place that are not what prepare made: left alone.
+    pub left_alone: Vec<PathBuf>,
+}
+
+/// Remove everything a prepare of `b` made or may have made: workspace
+/// folders (ours, or still empty) and their registrations, scratch copies,
+/// every ref of the batch, and last its state folder (so a removal killed
+/// half-way leaves the marker for the next try). With `dry_run`, only count.
+pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed> {
+    let mut out = Removed::default();
+    for t in &b.tasks {
+        let reg = source.common_dir.join("worktrees").join(&t.worktree_id);
+        out.bytes += crate::gc::tree_size(&t.root) + crate::gc::tree_size(&reg);
+        if dry_run {
+            if t.root.symlink_metadata().is_ok() {
+                out.workspaces += 1;
+            }
+            continue;
+        }
+        let removal = if crate::scratch::is_scratch(&t.worktree_id) {
+            let r = crate::scratch::remove(&source.common_dir, &t.root)?;
+            // A container whose marker was never written holds nothing: rmdir only.
+            if let Some(c) = t.root.parent() {
+                let _ = std::fs::remove_dir(&t.root);
+                let _ = std::fs::remove_file(c.join(format!("{}.tmp", crate::scratch::MARKER)));
+                let _ = std::fs::remove_dir(c);
+            }
+            r
+        } else {
+            crate::workspace::remove_unfinished(&source.common_dir, &t.root, &t.worktree_id)?
+        };
+        match removal {
+            crate::workspace::Removal::Removed => out.workspaces += 1,
+            crate::workspace::Removal::Missing => {}
+            crate::workspace::Removal::Foreign => out.left_alone.push(t.root.clone()),
+        }
+    }
+    for name in crate::refs::list_batch(&source.repo, &b.id)? {
+        if dry_run || crate::refs::delete(&source.repo, &name)? {
+            out.refs += 1;
+        }
+    }
+    let dir = batch::batch_dir(&source.state_dir(), &b.id);
+    out.bytes += crate::gc::tree_size(&dir);
+    if !dry_run {
+        remove_state(&dir)?;
+    }
+    Ok(out)
+}
+
+/// Remove a batch's state folder with `batch.toml` last, so that a removal
+/// cut short still leaves a readable batch for the next command to finish.
+fn remove_state(dir: &Path) -> Result<()> {
+    let io = |e: std::io::Error| Error::io(format!("cannot remove {}", dir.display()), e);
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(e)),
+    };
+    for entry in rd {
+        let entry = entry.map_err(io)?;
+        if entry.file_name() == "batch.toml" {
+            continue;
+        }
+        let p = entry.path();
+        let r = match p.symlink_metadata() {
+            Ok(m) if m.is_dir() => std::fs::remove_dir_all(&p),
+            _ => std::fs::remove_file(&p),
+        };
+        match r {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(e)),
+        }
+    }
+    match std::fs::remove_file(dir.join("batch.toml")) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(e)),
+    }
+    std::fs::remove_dir(dir).map_err(io)?;
+    if let Some(parent) = dir.parent() {
+        batch::sync_dir(parent);
+    }
+    Ok(())
+}
