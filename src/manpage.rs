@@ -300,7 +300,10 @@ fn description() -> Sections {
              untracked and ignored files are never overwritten or lost: a write that would replace \
              content git-delegate has not seen is a conflict. After a crash at any point the next \
              command rolls an interrupted write-back back, so the working tree is never left half \
-             applied. Live batches are never reclaimed.",
+             applied. A prepare interrupted by Ctrl-C (SIGINT, once or more, to git and git-delegate \
+             together), SIGTERM or SIGHUP undoes everything it made; one killed outright leaves a batch \
+             marked incomplete, which apply refuses (exit 3), status --check reports, and gc or drop \
+             removes whole without rescuing anything. Live batches are never reclaimed.",
         )
         .ss("Leases")
         .para(
@@ -451,8 +454,8 @@ timeout = \"30s\"",
         .item(
             "1",
             "The command ran but reports a problem: apply left a task `conflict` or `failed` \
-             (its work is kept); `status --check` found a stale batch or a left-over write-back \
-             journal; `hook pre-commit` refuses the commit; `drop` without `--force` found \
+             (its work is kept); `status --check` found a stale batch, a batch whose prepare was \
+             killed, or a left-over write-back journal; `hook pre-commit` refuses the commit; `drop` without `--force` found \
              unapplied changes.",
         )
         .item(
@@ -465,8 +468,9 @@ timeout = \"30s\"",
             "3",
             "The repository is in a state the command cannot work in, with nothing changed: not a \
              repository, a bare repository, submodules, the lock held past lock.timeout, a \
-             baseline ref deleted by someone else, an interrupted write-back that could not be \
-             rolled back, a filesystem error (a full disk, a denied permission) after which \
+             baseline ref deleted by someone else, a batch whose prepare never completed (apply, \
+             renew), a prepare interrupted by a signal (undone), an interrupted write-back that \
+             could not be rolled back, a filesystem error (a full disk, a denied permission) after which \
              everything was rolled back.",
         );
 
@@ -557,7 +561,8 @@ fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
             ("0", "Success (also when there are no batches)."),
             (
                 "1",
-                "With `--check`: a batch is stale, or a write-back journal is left over.",
+                "With `--check`: a batch is stale, a batch's prepare was killed, or a write-back \
+                 journal is left over.",
             ),
         ],
         "gc" => &[(

@@ -199,9 +199,12 @@ pub struct Removed {
 /// Remove everything a prepare of `b` made or may have made: workspace
 /// folders (ours, or still empty) and their registrations, scratch copies,
 /// every ref of the batch, and last its state folder (so a removal killed
-/// half-way leaves the marker for the next try). With `dry_run`, only count.
+/// or failing half-way leaves the marker for the next try: the state goes
+/// only when everything else did). With `dry_run`, only count. Every part
+/// is tried; the first failure is returned.
 pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed> {
     let mut out = Removed::default();
+    let mut first_err: Option<Error> = None;
     for t in &b.tasks {
         let reg = source.common_dir.join("worktrees").join(&t.worktree_id);
         out.bytes += crate::gc::tree_size(&t.root) + crate::gc::tree_size(&reg);
@@ -212,7 +215,7 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
             continue;
         }
         let removal = if crate::scratch::is_scratch(&t.worktree_id) {
-            let r = crate::scratch::remove(&source.common_dir, &t.root)?;
+            let r = crate::scratch::remove(&source.common_dir, &t.root);
             // A container whose marker was never written holds nothing: rmdir only.
             if let Some(c) = t.root.parent() {
                 let _ = std::fs::remove_dir(&t.root);
@@ -221,21 +224,42 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
             }
             r
         } else {
-            crate::workspace::remove_unfinished(&source.common_dir, &t.root, &t.worktree_id)?
+            crate::workspace::remove_unfinished(&source.common_dir, &t.root, &t.worktree_id)
         };
         match removal {
-            crate::workspace::Removal::Removed => out.workspaces += 1,
-            crate::workspace::Removal::Missing => {}
-            crate::workspace::Removal::Foreign => out.left_alone.push(t.root.clone()),
+            Ok(crate::workspace::Removal::Removed) => out.workspaces += 1,
+            Ok(crate::workspace::Removal::Missing) => {}
+            Ok(crate::workspace::Removal::Foreign) => out.left_alone.push(t.root.clone()),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
         }
     }
-    for name in crate::refs::list_batch(&source.repo, &b.id)? {
-        if dry_run || crate::refs::delete(&source.repo, &name)? {
-            out.refs += 1;
+    match crate::refs::list_batch(&source.repo, &b.id) {
+        Ok(names) => {
+            for name in names {
+                if dry_run {
+                    out.refs += 1;
+                    continue;
+                }
+                match crate::refs::delete(&source.repo, &name) {
+                    Ok(true) => out.refs += 1,
+                    Ok(false) => {}
+                    Err(e) => {
+                        first_err.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        Err(e) => {
+            first_err.get_or_insert(e);
         }
     }
     let dir = batch::batch_dir(&source.state_dir(), &b.id);
     out.bytes += crate::gc::tree_size(&dir);
+    if let Some(e) = first_err {
+        return Err(e);
+    }
     if !dry_run {
         remove_state(&dir)?;
     }
@@ -277,4 +301,78 @@ fn remove_state(dir: &Path) -> Result<()> {
         batch::sync_dir(parent);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(marker: Option<Marker>, ttl: i64) -> Batch {
+        Batch {
+            id: "0badc0de-0000-4000-8000-000000000002".into(),
+            label: None,
+            created_at: crate::time::rfc3339(crate::time::now()),
+            source: PathBuf::from("/src"),
+            prefix: PathBuf::new(),
+            source_head: None,
+            baseline: "0".repeat(40),
+            mode: "worktree".into(),
+            forbid_commit: false,
+            lease: crate::lease::Lease::new(ttl, None),
+            tasks: Vec::new(),
+            preparing: marker,
+        }
+    }
+
+    #[test]
+    fn a_marked_batch_is_preparing_while_its_process_runs() {
+        assert_eq!(progress(&batch(None, 3600)), None);
+        assert_eq!(
+            progress(&batch(Some(Marker::mine()), 3600)),
+            Some(Progress::Preparing)
+        );
+    }
+
+    #[test]
+    fn a_marked_batch_whose_process_is_gone_is_interrupted_whatever_its_lease() {
+        // A recycled pid: the same pid with another start time.
+        let mut m = Marker::mine();
+        m.start = m.start.map(|s| s + 1);
+        assert_eq!(progress(&batch(Some(m), 3600)), Some(Progress::Interrupted));
+        // A pid that is not running.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let mut m = Marker::mine();
+        m.pid = pid;
+        assert_eq!(progress(&batch(Some(m), 3600)), Some(Progress::Interrupted));
+    }
+
+    #[test]
+    fn on_another_host_only_the_lease_counts() {
+        let mut m = Marker::mine();
+        m.host = "elsewhere.invalid".into();
+        assert_eq!(
+            progress(&batch(Some(m.clone()), 3600)),
+            Some(Progress::Preparing)
+        );
+        assert_eq!(progress(&batch(Some(m), -10)), Some(Progress::Interrupted));
+    }
+
+    #[test]
+    fn old_batch_files_without_the_marker_read_as_complete() {
+        let text = toml::to_string_pretty(&batch(None, 60)).unwrap();
+        assert!(!text.contains("preparing"));
+        let b: Batch = toml::from_str(&text).unwrap();
+        assert!(b.preparing.is_none());
+        let marked = toml::to_string_pretty(&batch(Some(Marker::mine()), 60)).unwrap();
+        let b: Batch = toml::from_str(&marked).unwrap();
+        assert_eq!(
+            b.preparing,
+            Some(Marker::mine()).map(|mut m| {
+                m.started_at = b.preparing.as_ref().unwrap().started_at.clone();
+                m
+            })
+        );
+    }
 }

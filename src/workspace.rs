@@ -201,7 +201,10 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
     let reg = registration(common_dir, worktree_id);
     match std::fs::remove_dir_all(&reg) {
         Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        // Never made (`worktrees` may even be a file in the way).
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                || e.kind() == std::io::ErrorKind::NotADirectory => {}
         Err(e) => return Err(Error::io(format!("cannot remove {}", reg.display()), e)),
     }
     if state != Removal::Foreign {
