@@ -12,7 +12,8 @@
 //! anything, and writes `batch.toml` again without it (temp file, fsync,
 //! rename, fsync of the folder) only when every workspace is complete.
 //!
-//! Owns: the marker, the signal counter, the test-only pause points
+//! Owns: the marker (recording a new batch's state folder whole, in one
+//! rename), the signal counter, the test-only pause points
 //! (`GIT_DELEGATE_TEST_PAUSE`), and removal of an incomplete batch.
 //! Never: removes a folder that is not one prepare made (its `.git` must
 //! point back at our registration, or it is still empty), nor anything of
@@ -114,6 +115,42 @@ pub fn refuse(b: &Batch, p: Progress) -> Error {
             ),
         ),
     }
+}
+
+/// Record a new batch, marked as being prepared, so that its folder
+/// appears whole or not at all: `batch.toml` is written (fsync'd) into a
+/// hidden folder (`batches/.<id>.new`, which no command reads as a batch),
+/// which is then renamed into place and its parent fsync'd. A prepare
+/// killed before the rename leaves only that hidden folder behind.
+pub fn record(state_dir: &Path, b: &Batch) -> Result<()> {
+    let parent = batch::batches_dir(state_dir);
+    std::fs::create_dir_all(&parent)
+        .map_err(|e| Error::io(format!("cannot create {}", parent.display()), e))?;
+    let tmp = parent.join(format!(".{}.new", b.id));
+    let dir = batch::batch_dir(state_dir, &b.id);
+    // Left by a prepare of the same id killed before its rename (the
+    // repository lock is held: nobody else is making it).
+    let _ = std::fs::remove_dir_all(&tmp);
+    let result = (|| {
+        std::fs::create_dir(&tmp)
+            .map_err(|e| Error::io(format!("cannot create {}", tmp.display()), e))?;
+        let text = toml::to_string_pretty(b).map_err(|e| {
+            Error::state(
+                "delegate::state",
+                format!("cannot record batch {}: {e}", b.id),
+                "paths in batch state must be valid UTF-8; move the repository or workspace root to such a path",
+            )
+        })?;
+        batch::write_atomic(&tmp.join("batch.toml"), text.as_bytes())?;
+        std::fs::rename(&tmp, &dir)
+            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+        batch::sync_dir(&parent);
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    result
 }
 
 // ---------------------------------------------------------------------------
@@ -266,40 +303,27 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
     Ok(out)
 }
 
-/// Remove a batch's state folder with `batch.toml` last, so that a removal
-/// cut short still leaves a readable batch for the next command to finish.
+/// Remove a batch's state folder (everything else of the batch is gone
+/// already): first renamed to a hidden name in one step, so the batch
+/// disappears whole, never as a folder without a readable `batch.toml`.
 fn remove_state(dir: &Path) -> Result<()> {
     let io = |e: std::io::Error| Error::io(format!("cannot remove {}", dir.display()), e);
-    let rd = match std::fs::read_dir(dir) {
-        Ok(rd) => rd,
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+        return Ok(());
+    };
+    let hidden = parent.join(format!(
+        ".{}.removed-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    match std::fs::rename(dir, &hidden) {
+        Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(io(e)),
-    };
-    for entry in rd {
-        let entry = entry.map_err(io)?;
-        if entry.file_name() == "batch.toml" {
-            continue;
-        }
-        let p = entry.path();
-        let r = match p.symlink_metadata() {
-            Ok(m) if m.is_dir() => std::fs::remove_dir_all(&p),
-            _ => std::fs::remove_file(&p),
-        };
-        match r {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io(e)),
-        }
     }
-    match std::fs::remove_file(dir.join("batch.toml")) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(io(e)),
-    }
-    std::fs::remove_dir(dir).map_err(io)?;
-    if let Some(parent) = dir.parent() {
-        batch::sync_dir(parent);
-    }
+    batch::sync_dir(parent);
+    // What a failure here leaves is hidden and holds nothing of value.
+    let _ = std::fs::remove_dir_all(&hidden);
     Ok(())
 }
 

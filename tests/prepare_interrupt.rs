@@ -398,6 +398,46 @@ fn killed_prepare_is_refused_reported_and_removed_whole() {
         );
         let check = env.delegate(&repo, ["status", "--check"]).expect(1);
         assert!(check.stdout.contains(SHORT), "{context}: {}", check.stdout);
+        // Its lease is not renewed either.
+        let run = env.delegate(&repo, ["renew", SHORT, "--json"]);
+        assert_eq!(run.code, 3, "{context}: renew\n{}", run.stderr);
+        assert_eq!(run.json()["error"]["code"], "delegate::incomplete_batch");
+
+        if point == "replicating" {
+            // With another batch open, `apply` without BATCH means that one.
+            let other = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+            assert_eq!(other["state"], "ready");
+            let dry = env
+                .delegate(&repo, ["apply", "--dry-run", "--json"])
+                .expect(0)
+                .json();
+            assert_eq!(dry["batch"], other["batch"], "{context}: {dry}");
+            env.delegate(&repo, ["drop", other["batch"].as_str().unwrap()])
+                .expect(0);
+        }
+        if removal == "gc" {
+            // A dry run reports it and changes nothing.
+            let refs = env.private_refs(&repo);
+            let dry = env
+                .delegate(&repo, ["gc", "--dry-run", "--json"])
+                .expect(0)
+                .json();
+            assert!(
+                dry["incomplete"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|b| b == ID),
+                "{context}: {dry}"
+            );
+            assert_eq!(dry["rescued"], serde_json::json!([]), "{context}: {dry}");
+            assert_eq!(
+                env.private_refs(&repo),
+                refs,
+                "{context}: gc --dry-run changed refs"
+            );
+            assert!(common_dir(&repo).join("delegate/batches").join(ID).exists());
+        }
 
         // gc or drop removes it whole; gc rescues nothing.
         match removal {

@@ -195,8 +195,7 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
     // that is known to be incomplete; then everything else; the batch is
     // complete once `batch.toml` is rewritten without the marker.
     batch.preparing = Some(crate::preparing::Marker::mine());
-    let made = batch::save(&state_dir, &batch).and_then(|()| {
-        batch::sync_dir(&batch::batches_dir(&state_dir));
+    let made = crate::preparing::record(&state_dir, &batch).and_then(|()| {
         crate::preparing::pause("marked");
         make(
             ui,
