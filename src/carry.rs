@@ -7,7 +7,8 @@
 //!
 //! Owns: the `copy-ignored` patterns (`workspace.copy-ignored`,
 //! `.worktreeinclude`, `--copy-ignored`), finding the ignored entries they
-//! match, and the fd-relative copy walk.
+//! match, and the fd-relative copy walk (which stops at the next entry once
+//! gix's interrupt flag is set: Ctrl-C during a prepare, SPEC §3.15).
 //! Never: follows a symlink (every component is opened with `O_NOFOLLOW`
 //! relative to an opened folder), overwrites an existing file (files are
 //! created with `O_EXCL`), writes into the source, or carries anything no

@@ -10,7 +10,8 @@
 //! registrations under `<common-dir>/worktrees/`.
 //! Never: writes `.git/config`, touches the source working tree, follows a
 //! symlink while making a workspace, or removes a folder that is not the
-//! workspace it made (its `.git` must point back at the registration).
+//! workspace it made (its `.git` must point back at the registration; for
+//! a batch whose prepare never completed, a still-empty folder counts too).
 
 use std::path::{Path, PathBuf};
 

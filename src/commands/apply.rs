@@ -5,7 +5,8 @@
 //!
 //! Owns: the order of those steps, task outcomes, and the apply document (§6.2).
 //! Never: changes the user's index, HEAD, branches or stash; deletes a
-//! folder that is not a workspace prepare made; writes anything with `--dry-run`.
+//! folder that is not a workspace prepare made; writes anything with
+//! `--dry-run`; applies a batch whose prepare never completed (SPEC §3.15).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;

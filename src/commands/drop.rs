@@ -1,6 +1,7 @@
 //! `git delegate drop BATCH [--force]` (SPEC §3.5): end a batch on purpose.
 //! Refuses while tasks hold unapplied changes unless `--force`; never removes
-//! a folder that is no longer the workspace prepare made.
+//! a folder that is no longer the workspace prepare made. A batch whose
+//! prepare was killed holds no work and goes whole either way (SPEC §3.15).
 
 use serde_json::json;
 

@@ -1,6 +1,8 @@
 //! `git delegate prepare` (SPEC §3.1): snapshot the source into a baseline
 //! commit and ref, record the batch and its lease, create the workspaces.
-//! Any failure undoes everything this prepare made.
+//! Any failure, and Ctrl-C, SIGTERM or SIGHUP, undoes everything this
+//! prepare made; the batch is recorded as being prepared before anything
+//! is made, and marked complete last (SPEC §3.15, see `preparing`).
 
 use std::collections::HashSet;
 
@@ -279,9 +281,8 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
 
 /// Make everything of a batch whose marker is recorded: the baseline ref,
 /// the workspaces and the ignored files they carry (or the scratch copies),
-/// then mark the batch complete. Any error (a signal included) returns
-/// before the batch is complete or undoes nothing itself: the caller
-/// removes the whole batch.
+/// then mark the batch complete. On any error (a signal included) the
+/// caller removes the whole batch; nothing is undone here.
 #[allow(clippy::too_many_arguments)]
 fn make(
     ui: &Ui,

@@ -1,5 +1,8 @@
 //! `git delegate status` (SPEC §3.3): batches, leases, tasks, and problems.
 //! Changes nothing and takes no lock: workspace snapshots are kept in memory.
+//! A batch whose prepare never completed is shown as such (its half-made
+//! workspaces are never counted as work) and, once its prepare is gone,
+//! reported as a problem (SPEC §3.15).
 
 use serde_json::{json, Value};
 
