@@ -307,6 +307,11 @@ impl<'a> Walker<'a> {
     ) -> Result<()> {
         let names = read_names(src).map_err(|e| self.src_err(rel, "read", e))?;
         for (name, kind) in names {
+            // A carried folder can hold a whole node_modules: Ctrl-C stops
+            // the copy at the next entry, not after it.
+            if gix::interrupt::is_triggered() {
+                return Err(crate::workspace::interrupted());
+            }
             self.copy_entry(src, dsts, &name, kind, rel)?;
         }
         Ok(())
