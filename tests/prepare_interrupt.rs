@@ -134,7 +134,7 @@ impl Prepare {
         } else {
             env.delegate_cmd(repo)
         };
-        cmd.args(["prepare", "-n", "3"])
+        cmd.args(["prepare", "-n", "3", "--label", "work"])
             .env("GIT_DELEGATE_TEST_PAUSE", points)
             .env("GIT_DELEGATE_TEST_PAUSED", &paused)
             .env("GIT_DELEGATE_TEST_BATCH_ID", ID)
@@ -403,6 +403,18 @@ fn killed_prepare_is_refused_reported_and_removed_whole() {
         assert_eq!(run.code, 3, "{context}: renew\n{}", run.stderr);
         assert_eq!(run.json()["error"]["code"], "delegate::incomplete_batch");
 
+        if point == "registered" {
+            // Run again with the same label: told how the killed one goes.
+            let run = env
+                .delegate(&repo, ["prepare", "--label", "work"])
+                .expect(2);
+            assert!(
+                run.stderr
+                    .contains(&format!("git delegate drop {SHORT} --force")),
+                "{context}: {}",
+                run.stderr
+            );
+        }
         if point == "replicating" {
             // With another batch open, `apply` without BATCH means that one.
             let other = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();

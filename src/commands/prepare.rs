@@ -91,7 +91,14 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
                     "the open batch {} already has the label {label:?}",
                     b.short()
                 ),
-                "choose another label, or apply or drop that batch first",
+                match crate::preparing::progress(b) {
+                    // A killed prepare of the same label, re-run: say how it goes.
+                    Some(crate::preparing::Progress::Interrupted) => format!(
+                        "that batch's prepare was killed and it holds no work: remove it with `git delegate drop {} --force` or `git delegate gc`, then prepare again",
+                        b.short()
+                    ),
+                    _ => "choose another label, or apply or drop that batch first".to_string(),
+                },
             ));
         }
     }
