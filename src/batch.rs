@@ -102,6 +102,11 @@ pub struct Batch {
     pub forbid_commit: bool,
     pub lease: Lease,
     pub tasks: Vec<Task>,
+    /// Present while the batch is being prepared (SPEC §3.15 "Killed
+    /// commands"): a batch that still has it after its prepare is gone is
+    /// incomplete, never applied nor rescued (see `preparing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preparing: Option<crate::preparing::Marker>,
 }
 
 impl Task {
@@ -298,8 +303,8 @@ fn names_id(id: &str, arg: &str, prefix: bool) -> bool {
 /// Resolve a `BATCH` argument (SPEC §3) among the entries of the state
 /// folder: a full id first (so that no label can shadow an id), then a
 /// label, then a unique prefix of at least 4 characters of an id; omitted
-/// means the only readable batch (or, when there is none, the only
-/// unreadable one).
+/// means the only readable batch whose prepare completed (or, when there is
+/// none, the only readable one, or the only unreadable one).
 pub fn choose(entries: Vec<Entry>, arg: Option<&str>) -> Result<Entry> {
     let name = |e: &Entry| match e {
         Entry::Batch(b) => match &b.label {
@@ -313,17 +318,17 @@ pub fn choose(entries: Vec<Entry>, arg: Option<&str>) -> Result<Entry> {
         Entry::Broken { id, .. } => id.clone(),
     };
     let Some(arg) = arg else {
-        let readable = entries
-            .iter()
-            .filter(|e| matches!(e, Entry::Batch(_)))
-            .count();
-        let pool: Vec<Entry> = if readable == 0 {
-            entries
+        // Omitted, BATCH means the only batch there is work in: a readable
+        // batch whose prepare completed; failing that, a readable one (its
+        // prepare never completed, SPEC §3.15); failing that, the only one.
+        let complete = |e: &Entry| matches!(e, Entry::Batch(b) if b.preparing.is_none());
+        let readable = |e: &Entry| matches!(e, Entry::Batch(_));
+        let pool: Vec<Entry> = if entries.iter().any(complete) {
+            entries.into_iter().filter(complete).collect()
+        } else if entries.iter().any(readable) {
+            entries.into_iter().filter(readable).collect()
         } else {
             entries
-                .into_iter()
-                .filter(|e| matches!(e, Entry::Batch(_)))
-                .collect()
         };
         return match pool.len() {
             0 => Err(Error::usage(

@@ -7,7 +7,8 @@
 //!
 //! Owns: the `copy-ignored` patterns (`workspace.copy-ignored`,
 //! `.worktreeinclude`, `--copy-ignored`), finding the ignored entries they
-//! match, and the fd-relative copy walk.
+//! match, and the fd-relative copy walk (which stops at the next entry once
+//! gix's interrupt flag is set: Ctrl-C during a prepare, SPEC §3.15).
 //! Never: follows a symlink (every component is opened with `O_NOFOLLOW`
 //! relative to an opened folder), overwrites an existing file (files are
 //! created with `O_EXCL`), writes into the source, or carries anything no
@@ -18,7 +19,6 @@
 
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 
 use gix::bstr::{BStr, BString, ByteSlice};
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
@@ -309,6 +309,11 @@ impl<'a> Walker<'a> {
     ) -> Result<()> {
         let names = read_names(src).map_err(|e| self.src_err(rel, "read", e))?;
         for (name, kind) in names {
+            // A carried folder can hold a whole node_modules: Ctrl-C stops
+            // the copy at the next entry, not after it.
+            if gix::interrupt::is_triggered() {
+                return Err(crate::workspace::interrupted());
+            }
             self.copy_entry(src, dsts, &name, kind, rel)?;
         }
         Ok(())
@@ -626,9 +631,18 @@ pub fn find(repo: &gix::Repository, policy: &Policy) -> Result<Vec<Carried>> {
         found: Vec::new(),
         descend: Vec::new(),
     };
-    let interrupt = AtomicBool::new(false);
-    repo.dirwalk(&index, None::<&str>, &interrupt, opts, &mut finder)
-        .map_err(git)?;
+    // Ctrl-C during a prepare stops the walk (SPEC §3.15).
+    repo.dirwalk(
+        &index,
+        None::<&str>,
+        &gix::interrupt::IS_INTERRUPTED,
+        opts,
+        &mut finder,
+    )
+    .map_err(git)?;
+    if gix::interrupt::is_triggered() {
+        return Err(crate::workspace::interrupted());
+    }
     // Below an ignored folder everything is ignored (git cannot re-include
     // there): walk such folders ourselves where a pattern may match inside.
     let mut stack = std::mem::take(&mut finder.descend);
@@ -747,7 +761,13 @@ fn carry_one(src_root: &Path, entries: &[Carried], dst_root: &Path) -> Result<St
         vec![dst_root.to_path_buf()],
         &mut keep,
     );
-    for entry in entries {
+    for (n, entry) in entries.iter().enumerate() {
+        if n == 1 {
+            crate::preparing::pause("carrying");
+        }
+        if gix::interrupt::is_triggered() {
+            return Err(crate::workspace::interrupted());
+        }
         let comps: Vec<&[u8]> = entry.path.split_str("/").collect();
         let Some((name, parents)) = comps.split_last() else {
             continue;

@@ -83,7 +83,9 @@ Tasks are the TASK names given, or 1..N with -n N; with neither, one task named 
 mirrors where you ran prepare: run it from src/ and every task's cwd is <workspace>/src. The batch holds a lease \
 (--ttl, --owner-pid); `git delegate status` shows it and `git delegate gc` reclaims stale batches.
 
-On any failure everything this prepare made is undone. With --json the batch document (schema git-delegate/v1) \
+On any failure, and on Ctrl-C (SIGINT, once or more), SIGTERM or SIGHUP, everything this prepare made is undone. \
+A prepare killed outright (SIGKILL) leaves a batch marked incomplete: apply refuses it, and gc or drop removes it \
+whole. With --json the batch document (schema git-delegate/v1) \
 is printed on stdout: read tasks[].cwd to find where each worker runs.",
         after_long_help = "Examples:
   git delegate prepare                          # one task named 1
@@ -133,9 +135,9 @@ owner, and per task its state, workspace and how many paths differ from the base
 no lock.
 
 A batch is stale when its lease expired or its owner process is gone; `--check` prints only such problems (and \
-interrupted write-backs, and batches whose state file cannot be read) and exits 1 when there are any, for hooks \
-and scripts. Proposals kept after their task ended (rescued by gc, or of discarded tasks) are listed until \
-gc.keep-failed passes.",
+interrupted write-backs, batches whose prepare was killed, and batches whose state file cannot be read) and exits \
+1 when there are any, for hooks and scripts. Proposals kept after their task ended (rescued by gc, or of discarded \
+tasks) are listed until gc.keep-failed passes.",
         after_long_help = "Examples:
   git delegate status
   git delegate status refactor       # one batch, by label or id prefix
@@ -153,8 +155,9 @@ made is never removed: the rest of its work is rescued, and it stays as an ordin
 
 Leftovers of this repository are reclaimed too: registrations of git-delegate workspaces whose folder is gone, \
 folders under the repository's workspace root that no batch owns, and old refs under refs/pi-delegate/ that no \
-batch owns. Live batches are never touched, nor the user's own worktrees. A batch whose state file cannot be \
-read is reported (exit 1) and left alone: `git delegate drop ID --force` removes it.",
+batch owns. A batch whose prepare was killed before it completed is removed whole, at any age, with nothing \
+rescued (no worker was given it). Live batches are never touched, nor the user's own worktrees. A batch whose \
+state file cannot be read is reported (exit 1) and left alone: `git delegate drop ID --force` removes it.",
         after_long_help = "Examples:
   git delegate gc --dry-run          # what would be reclaimed
   git delegate gc --json"
@@ -166,7 +169,8 @@ read is reported (exit 1) and left alone: `git delegate drop ID --force` removes
 Refuses (exit 1) while a task has changes that were never applied, or while a task's workspace is the source of \
 another open batch (one prepared inside it), unless --force; the message names them. A folder that is no longer the \
 workspace prepare made (a symlink, or another folder, now at its path) is left alone even with --force, and so is a \
-workspace that is the source of another open batch: it stays as an ordinary worktree.",
+workspace that is the source of another open batch: it stays as an ordinary worktree. A batch whose prepare was \
+killed before it completed holds no work and is removed with or without --force.",
         after_long_help = "Examples:
   git delegate drop 1a2b             # by id prefix (at least 4 characters)
   git delegate drop refactor --force # by label, throwing unapplied work away"

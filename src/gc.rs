@@ -22,6 +22,10 @@
 //! be its own is left alone. `drop BATCH --force` removes it through
 //! [`remove_corrupt`], which rescues its workspaces first as gc does.
 //!
+//! A batch whose prepare was killed (still marked as being prepared, its
+//! process gone; see `preparing`) is removed whole at any age, with nothing
+//! rescued: no worker was ever given its workspaces (SPEC §3.15).
+//!
 //! Owns: deciding what is stale or left over, and reclaiming it.
 //! Never: touches a live batch, a user's own worktree, a folder git has
 //! registered as a worktree, another repository's folders, a nested git
@@ -101,6 +105,9 @@ pub struct Report {
     /// now) for the nested repositories in them or because they are the
     /// source of open batches.
     pub kept_workspaces: Vec<KeptWorkspace>,
+    /// Batches whose prepare was killed before they were complete (SPEC
+    /// §3.15): removed whole, nothing rescued; they are in `batches` too.
+    pub incomplete: Vec<String>,
 }
 
 /// Where kept patches live once their batch's state folder is gone.
@@ -136,6 +143,38 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
     for e in &entries {
         match e {
             Entry::Batch(b) => {
+                // A batch whose prepare never completed: removed whole once
+                // its process is gone, whatever its lease says, and never
+                // rescued (no worker was given it); left alone while its
+                // prepare still runs (SPEC §3.15).
+                match crate::preparing::progress(b) {
+                    Some(crate::preparing::Progress::Interrupted) => {
+                        match gc.reclaim_incomplete(b) {
+                            Ok(()) => {
+                                gc.report.batches.push(b.id.clone());
+                                gc.report.incomplete.push(b.id.clone());
+                            }
+                            Err(e) => {
+                                gc.report.skipped.push(Skipped {
+                                    batch: b.id.clone(),
+                                    message: format!(
+                                        "batch {} (its prepare was killed): removing it stopped half-way: {} ({})",
+                                        b.short(),
+                                        e.message,
+                                        e.help
+                                    ),
+                                });
+                                remaining.push(b);
+                            }
+                        }
+                        continue;
+                    }
+                    Some(crate::preparing::Progress::Preparing) => {
+                        remaining.push(b);
+                        continue;
+                    }
+                    None => {}
+                }
                 if batch::batch_dir(&gc.state_dir, &b.id)
                     .join(batch::JOURNAL_FILE)
                     .exists()
@@ -252,6 +291,28 @@ struct Gc<'a> {
 impl Gc<'_> {
     fn registration(&self, id: &str) -> PathBuf {
         self.source.common_dir.join("worktrees").join(id)
+    }
+
+    /// Remove a batch whose prepare was killed, whole (see `preparing`).
+    fn reclaim_incomplete(&mut self, b: &Batch) -> Result<()> {
+        for name in refs::list_batch(&self.source.repo, &b.id)? {
+            self.handled_refs.insert(name);
+        }
+        for t in &b.tasks {
+            self.handled_roots.insert(t.root.clone());
+            self.handled_regs.insert(t.worktree_id.clone());
+        }
+        let r = crate::preparing::remove_whole(self.source, b, self.dry_run)?;
+        self.report.workspaces_removed += r.workspaces;
+        self.report.refs_removed += r.refs;
+        self.report.bytes_freed += r.bytes;
+        self.report.left_alone.extend(r.left_alone);
+        if !self.dry_run {
+            for t in &b.tasks {
+                remove_empty_parents(&t.root, 2);
+            }
+        }
+        Ok(())
     }
 
     /// Reclaim one stale batch; `false` when it was left alone (reported in
@@ -742,7 +803,14 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
         };
         // Without batch.toml there is no recorded identity: the check falls
         // back to "not a symlink, at its real path, its .git ours".
-        let probe = stand_in(source, id, gix::ObjectId::null(gix::hash::Kind::Sha1), &task, &root, &wid);
+        let probe = stand_in(
+            source,
+            id,
+            gix::ObjectId::null(gix::hash::Kind::Sha1),
+            &task,
+            &root,
+            &wid,
+        );
         if workspace::health(&source.common_dir, &probe.tasks[0]) == workspace::Removal::Removed {
             let saved = match (baseline, baseline_tree) {
                 (Some(commit), Some(tree)) => {
@@ -851,6 +919,7 @@ fn stand_in(
         mode: "worktree".into(),
         forbid_commit: false,
         lease: crate::lease::Lease::new(1, None),
+        preparing: None,
         tasks: vec![batch::Task {
             name: task.to_string(),
             state: batch::TaskState::Open,

@@ -19,6 +19,7 @@ mod lock;
 mod manpage;
 mod patch;
 mod paths;
+mod preparing;
 mod progress;
 mod proposal;
 mod quiesce;

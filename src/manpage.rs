@@ -307,7 +307,11 @@ fn description() -> Sections {
              you left it, the original it replaced is kept next to it under a `.gd-` name, and \
              every command that changes things names both (exit 3, `rollback_failed`) until you \
              delete the kept file (keeping yours) or move it over the path (taking the original \
-             back). Live batches are never reclaimed.",
+             back). A prepare interrupted by Ctrl-C (SIGINT, once or more, to git and \
+             git-delegate together), SIGTERM or SIGHUP undoes everything it made; one killed \
+             outright leaves a batch marked incomplete, which apply refuses (exit 3), status \
+             --check reports, and gc or drop removes whole without rescuing anything. Live \
+             batches are never reclaimed.",
         )
         .ss("Leases")
         .para(
@@ -477,11 +481,11 @@ timeout = \"30s\"",
         .item(
             "1",
             "The command ran but reports a problem: apply left a task `conflict` or `failed` \
-             (its work is kept); `status --check` found a stale batch or a left-over write-back \
-             journal or a batch whose state file cannot be read; `hook pre-commit` refuses the \
-             commit; `drop` without `--force` found unapplied changes, a corrupt state, or a \
-             workspace that is the source of another open batch; `gc` left a stale or corrupt \
-             batch alone.",
+             (its work is kept); `status --check` found a stale batch, a batch whose prepare was \
+             killed, a left-over write-back journal or a batch whose state file cannot be read; \
+             `hook pre-commit` refuses the commit; `drop` without `--force` found unapplied \
+             changes, a corrupt state, or a workspace that is the source of another open batch; \
+             `gc` left a stale or corrupt batch alone.",
         )
         .item(
             "2",
@@ -494,10 +498,12 @@ timeout = \"30s\"",
             "The repository is in a state the command cannot work in, with nothing changed: not a \
              repository, a bare repository, submodules, an object format the git library cannot \
              read (SHA-256), repository variables it cannot honour, a source that moved after \
-             prepare, the lock held past lock.timeout, a baseline ref deleted by someone else, an interrupted write-back that could not be \
-             rolled back, a filesystem error (a full disk, a denied permission) after which \
-             everything was rolled back. Such errors are named for their cause, in every \
-             command: delegate::disk_full (no space left on device, or no quota), \
+             prepare, the lock held past lock.timeout, a baseline ref deleted by someone else, a \
+             batch whose prepare never completed (apply, renew), a prepare interrupted by a \
+             signal (undone), an interrupted write-back that could not be rolled back, a \
+             filesystem error (a full disk, a denied permission) after which everything was \
+             rolled back. Such errors are named for their cause, in every command: \
+             delegate::disk_full (no space left on device, or no quota), \
              delegate::read_only_filesystem, delegate::permission_denied, and \
              delegate::filter_failed for a `required` clean or smudge filter that failed (the \
              message names the driver, its command, the file and the exit status).",
@@ -593,8 +599,9 @@ fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
             ("0", "Success (also when there are no batches)."),
             (
                 "1",
-                "With `--check`: a batch is stale, or a write-back journal is left over (also \
-                 one whose rollback left paths you changed: it names them).",
+                "With `--check`: a batch is stale, a batch's prepare was killed, or a write-back \
+                 journal is left over (also one whose rollback left paths you changed: it names \
+                 them).",
             ),
         ],
         "gc" => &[(

@@ -14,7 +14,9 @@
 //! inside a workspace (`hosted_batches`).
 //! Never: writes `.git/config`, touches the source working tree, follows a
 //! symlink while making or removing a workspace, or removes a folder that
-//! is not the workspace it made.
+//! is not the workspace it made (its `.git` must point back at the
+//! registration; for a batch whose prepare never completed, a still-empty
+//! folder counts too).
 
 // `stat` field widths differ between targets: the casts are deliberate.
 #![allow(clippy::unnecessary_cast)]
@@ -110,11 +112,13 @@ fn create_all_inner(
     for p in plans {
         register(common_dir, baseline, p)?;
     }
+    crate::preparing::pause("registered");
     let repo = crate::repo::open_worktree(&first.root)?;
     let git = |e: gix::Error| Error::git(format!("cannot check out {}", first.root.display()), e);
     let cores = cores();
     let mut index: gix::index::State = repo.index_from_tree(&baseline_tree).map_err(git)?.into();
     checkout(&repo, &mut index, &first.root, cores)?;
+    crate::preparing::pause("checked-out");
 
     let mut indexes = vec![index];
     if plans.len() > 1 {
@@ -198,6 +202,35 @@ fn remove_created(common_dir: &Path, p: &Plan) -> Result<()> {
     let _ = std::fs::remove_dir_all(registration(common_dir, &p.worktree_id));
     remove_empty_parents(&p.root);
     Ok(())
+}
+
+/// Remove a workspace of a batch whose prepare never completed (see
+/// `preparing`): its folder when it is ours or still empty (a prepare
+/// killed between making the folder and writing its `.git`), and its
+/// registration. A folder that is neither is left alone (`Foreign`).
+pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<Removal> {
+    let state = if root.symlink_metadata().is_err() {
+        Removal::Missing
+    } else if is_ours(common_dir, root, worktree_id) || is_empty_dir(root) {
+        std::fs::remove_dir_all(root)
+            .map_err(|e| Error::io(format!("cannot remove {}", root.display()), e))?;
+        Removal::Removed
+    } else {
+        Removal::Foreign
+    };
+    let reg = registration(common_dir, worktree_id);
+    match std::fs::remove_dir_all(&reg) {
+        Ok(()) => {}
+        // Never made (`worktrees` may even be a file in the way).
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                || e.kind() == std::io::ErrorKind::NotADirectory => {}
+        Err(e) => return Err(Error::io(format!("cannot remove {}", reg.display()), e)),
+    }
+    if state != Removal::Foreign {
+        remove_empty_parents(root);
+    }
+    Ok(state)
 }
 
 fn is_empty_dir(p: &Path) -> bool {
@@ -513,6 +546,9 @@ fn replicate(
                     let len = slices.first().map_or(0, |x| x.len());
                     let mut walk = Replicator::new(src_root, roots, method)?;
                     for i in 0..len {
+                        if start == 0 && i == len / 2 {
+                            crate::preparing::pause("replicating");
+                        }
                         if gix::interrupt::is_triggered() {
                             return Err(interrupted());
                         }

@@ -60,6 +60,7 @@ fn batch_document_fields_and_types() {
             "schema",
             "source",
             "source_head",
+            "state",
             "tasks"
         ]
     );

@@ -10,7 +10,7 @@
 //! or deletes a folder that is not a workspace prepare made
 //! (`workspace::identify`); deletes a workspace that is the source of
 //! another open batch (it is kept as an ordinary worktree); writes anything
-//! with `--dry-run`.
+//! with `--dry-run`; applies a batch whose prepare never completed (SPEC §3.15).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -82,7 +82,13 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
     } else {
         super::lock_and_recover(ui, &here)?
     };
+    // Omitted, BATCH skips batches whose prepare never completed while
+    // another is open (`batch::choose`).
     let mut b = batch::select_open(&here.state_dir(), args.batch.as_deref())?;
+    // A batch whose prepare never completed is never applied (SPEC §3.15).
+    if let Some(p) = crate::preparing::progress(&b) {
+        return Err(crate::preparing::refuse(&b, p));
+    }
     // The batch writes back into the working tree it was prepared in,
     // wherever apply is run from (a workspace is a worktree of the same
     // repository), opened by its recorded path: a source that moved away

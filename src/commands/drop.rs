@@ -5,7 +5,8 @@
 //! made, nor, even with `--force`, one that is the source of an open batch
 //! (it is kept as an ordinary worktree). A batch whose `batch.toml` cannot
 //! be read is removed only with `--force`, its workspaces' changes saved as
-//! proposal refs first (`gc::remove_corrupt`).
+//! proposal refs first (`gc::remove_corrupt`). A batch whose prepare was
+//! killed holds no work and goes whole either way (SPEC §3.15).
 
 use serde_json::json;
 
@@ -27,6 +28,19 @@ pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
             return drop_corrupt(ui, &source, &id, &problem, args.force)
         }
     };
+    // A batch whose prepare never completed holds no work: it goes whole,
+    // with or without --force (SPEC §3.15); one still being prepared only
+    // with --force.
+    match crate::preparing::progress(&b) {
+        Some(crate::preparing::Progress::Preparing) if !args.force => {
+            return Err(crate::preparing::refuse(
+                &b,
+                crate::preparing::Progress::Preparing,
+            ))
+        }
+        Some(_) => return drop_incomplete(ui, &source, &b),
+        None => {}
+    }
     // A task holds unapplied work when its workspace differs from the
     // baseline, when it ended conflict/failed (its proposal is kept), or when
     // its workspace cannot be read (unknown is never taken for clean).
@@ -171,6 +185,34 @@ fn drop_corrupt(ui: &Ui, source: &Source, id: &str, problem: &str, force: bool) 
     for k in &r.left_alone {
         text.push_str(&format!(
             "Left alone (not the workspace prepare made, or its work could not be saved): {}\n",
+            super::show(k)
+        ));
+    }
+    ui.say(&text);
+    Ok(0)
+}
+
+/// Remove a batch whose prepare never completed, whole.
+fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch) -> Result<i32> {
+    let r = crate::preparing::remove_whole(source, b, false)?;
+    if ui.json {
+        ui.doc(json!({
+            "batch": b.id,
+            "dropped": true,
+            "workspaces_removed": r.workspaces,
+            "refs_removed": r.refs,
+            "left_alone": r.left_alone.iter().map(|k| crate::paths::doc_path(k)).collect::<Vec<_>>(),
+        }));
+    }
+    let mut text = format!(
+        "Dropped the unfinished batch {} (its prepare never completed): {} workspace(s) and {} ref(s) removed.\n",
+        b.short(),
+        r.workspaces,
+        r.refs
+    );
+    for k in &r.left_alone {
+        text.push_str(&format!(
+            "Left alone (not a folder prepare made): {}\n",
             super::show(k)
         ));
     }

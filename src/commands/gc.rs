@@ -68,6 +68,7 @@ pub fn run(ui: &Ui, args: GcArgs) -> Result<i32> {
             "kept_workspaces": kept,
             "skipped": skipped,
             "pending_writebacks": report.pending_writebacks,
+            "incomplete": report.incomplete,
             "recovered_writebacks": recovered,
         });
         ui.doc(doc);
@@ -117,6 +118,13 @@ fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
             r.registrations_removed,
             r.refs_removed,
             bytes(r.bytes_freed)
+        ));
+    }
+    for id in &r.incomplete {
+        text.push_str(&format!(
+            "{} batch {} whole: its prepare was killed before it was complete, so no worker was ever given it and nothing was rescued.\n",
+            if r.dry_run { "Would remove" } else { "Removed" },
+            crate::batch::short(id)
         ));
     }
     if !r.refs_kept.is_empty() {

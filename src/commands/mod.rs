@@ -209,6 +209,14 @@ pub fn owner(pid: u32) -> Result<(u32, u64)> {
 /// The batch document of SPEC §6.1. `changed` holds each task's count of
 /// paths that differ from the baseline, where known.
 pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> Value {
+    // A batch whose prepare never completed (SPEC §3.15): its tasks are
+    // `incomplete`, never open work, and once its prepare is gone it is
+    // not live whatever its lease says.
+    let progress = crate::preparing::progress(batch);
+    let lease_state = match progress {
+        Some(crate::preparing::Progress::Interrupted) => crate::lease::State::Orphaned,
+        _ => batch.lease.state(),
+    };
     let tasks: Vec<Value> = batch
         .tasks
         .iter()
@@ -216,7 +224,7 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
         .map(|(i, t)| {
             let mut doc = json!({
                 "name": t.name,
-                "state": t.state.as_str(),
+                "state": if progress.is_some() { "incomplete" } else { t.state.as_str() },
                 "root": crate::paths::doc_path(&t.root),
                 "cwd": crate::paths::doc_path(&t.cwd(&batch.prefix)),
                 "exists": crate::workspace::health(&source.common_dir, t)
@@ -259,8 +267,9 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
         },
         "mode": batch.mode,
         "forbid_commit": batch.forbid_commit,
+        "state": progress.map_or("ready", |p| p.as_str()),
         "lease": {
-            "state": batch.lease.state().as_str(),
+            "state": lease_state.as_str(),
             "expires_at": batch.lease.expires_at,
             "owner_pid": batch.lease.owner_pid,
             "host": batch.lease.host,

@@ -1,6 +1,8 @@
 //! `git delegate prepare` (SPEC §3.1): snapshot the source into a baseline
 //! commit and ref, record the batch and its lease, create the workspaces.
-//! Any failure undoes everything this prepare made.
+//! Any failure, and Ctrl-C, SIGTERM or SIGHUP, undoes everything this
+//! prepare made; the batch is recorded as being prepared before anything
+//! is made, and marked complete last (SPEC §3.15, see `preparing`).
 
 use std::collections::HashSet;
 
@@ -16,11 +18,11 @@ use crate::{refs, snapshot, workspace};
 const TEST_BATCH_ID: &str = "GIT_DELEGATE_TEST_BATCH_ID";
 
 pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
-    // Ctrl-C (or SIGTERM, SIGHUP) while prepare works: finish the current
-    // step, undo everything, and exit 3. A second signal ends the process.
-    let _signals = gix::interrupt::init_handler_default(1)
-        .ok()
-        .map(|d| d.auto_deregister());
+    // Ctrl-C (or SIGTERM, SIGHUP) while prepare works: stop at the next
+    // check, undo everything, and exit 3. Further signals (a terminal sends
+    // Ctrl-C to git and git-delegate together, and git passes its own on)
+    // never cut that undo short (SPEC §3.15).
+    let _signals = crate::preparing::catch_signals().map(|d| d.auto_deregister());
     // Everything about the arguments is checked before anything is made.
     let names: Vec<String> = match (args.count, args.tasks.is_empty()) {
         (Some(n), _) => (1..=n).map(|i| i.to_string()).collect(),
@@ -100,7 +102,14 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
                     "the open batch {} already has the label {label:?}",
                     b.short()
                 ),
-                "choose another label, or apply or drop that batch first",
+                match crate::preparing::progress(b) {
+                    // A killed prepare of the same label, re-run: say how it goes.
+                    Some(crate::preparing::Progress::Interrupted) => format!(
+                        "that batch's prepare was killed and it holds no work: remove it with `git delegate drop {} --force` or `git delegate gc`, then prepare again",
+                        b.short()
+                    ),
+                    _ => "choose another label, or apply or drop that batch first".to_string(),
+                },
             ));
         }
     }
@@ -161,7 +170,7 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
     } else {
         crate::diff::trees(&source.repo, snap.head_tree, snap.tree)?.len()
     };
-    if gix::interrupt::is_triggered() {
+    if crate::preparing::interrupted() {
         return Err(workspace::interrupted());
     }
     for nested in &snap.nested_repos {
@@ -182,6 +191,7 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
         mode: mode.as_str().into(),
         forbid_commit: args.forbid_commit || source.config.forbid_commit,
         lease: Lease::new(ttl, owner),
+        preparing: None,
         tasks: names
             .iter()
             .zip(&plans)
@@ -201,68 +211,41 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
     };
 
     let state_dir = source.state_dir();
-    // Undo only what this prepare made: never a ref or state of another batch.
-    let baseline_ref = refs::baseline(&id);
-    refs::set(&source.repo, &baseline_ref, baseline, true)?;
-    let undo_state = || {
-        let _ = refs::delete(&source.repo, &baseline_ref);
-        let _ = std::fs::remove_dir_all(batch::batch_dir(&state_dir, &id));
-    };
-    if let Err(e) = batch::save(&state_dir, &batch) {
-        undo_state();
-        return Err(e);
-    }
-    // The source's refreshed stat cache lives with the batch (and goes with it).
-    if let Some(cache) = stat_cache {
-        cache.keep(&batch::batch_dir(&state_dir, &id));
-    }
-    let made = {
-        let _progress = ui.progress(&format!(
-            "Checking out {} workspace{}",
-            plans.len(),
-            if plans.len() == 1 { "" } else { "s" }
-        ));
-        match &policy {
-            Some(policy) => workspace::create_all(&source.common_dir, baseline, snap.tree, &plans)
-                .and_then(|()| {
-                    let roots: Vec<_> = plans.iter().map(|p| p.root.clone()).collect();
-                    crate::carry::carry_ignored(&source.repo, policy, &roots)
-                }),
-            None => {
-                let tasks: Vec<_> = names
-                    .iter()
-                    .cloned()
-                    .zip(plans.iter().map(|p| p.root.clone()))
-                    .collect();
-                crate::scratch::create_all(&source, &id, &tasks)
-            }
-        }
-    };
+    // SPEC §3.15 "Killed commands": the marker first (fsync'd), before any
+    // ref or folder, so a prepare killed at any later point leaves a batch
+    // that is known to be incomplete; then everything else; the batch is
+    // complete once `batch.toml` is rewritten without the marker.
+    batch.preparing = Some(crate::preparing::Marker::mine());
+    let made = crate::preparing::record(&state_dir, &batch).and_then(|()| {
+        crate::preparing::pause("marked");
+        make(
+            ui,
+            &source,
+            &mut batch,
+            &plans,
+            &names,
+            baseline,
+            snap.tree,
+            policy.as_ref(),
+            stat_cache,
+        )
+    });
     let carried = match made {
         Ok(c) => c,
         Err(e) => {
-            // Removal checks ownership: only folders this prepare made go.
-            for p in &plans {
-                let _ = workspace::remove(&source.common_dir, &p.root, &p.worktree_id);
+            // Undo everything this prepare made: its workspaces (only
+            // folders it made), refs and state, the marker last. Signals
+            // that arrive meanwhile change nothing (see `preparing`).
+            crate::preparing::pause("undo");
+            if let Err(undo) = crate::preparing::remove_whole(&source, &batch, false) {
+                ui.warn(&format!(
+                    "git-delegate: warning: not everything of the unfinished batch {short} could be removed ({}); `git delegate gc` removes the rest\n",
+                    undo.message
+                ));
             }
-            undo_state();
             return Err(e);
         }
     };
-    for (t, c) in batch.tasks.iter_mut().zip(&carried) {
-        t.carried = Some(*c);
-        // What identifies the folder made (a scratch copy has its marker).
-        if policy.is_some() {
-            t.folder = workspace::folder_of(&t.root);
-        }
-    }
-    if let Err(e) = batch::save(&state_dir, &batch) {
-        for p in &plans {
-            let _ = workspace::remove(&source.common_dir, &p.root, &p.worktree_id);
-        }
-        undo_state();
-        return Err(e);
-    }
     // The task's cwd mirrors the caller's folder, even one the baseline has
     // no files in (best effort: an empty folder changes nothing).
     if !batch.prefix.as_os_str().is_empty() {
@@ -316,6 +299,77 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
     ));
     ui.say(&text);
     Ok(0)
+}
+
+/// Make everything of a batch whose marker is recorded: the baseline ref,
+/// the workspaces and the ignored files they carry (or the scratch copies),
+/// then mark the batch complete. On any error (a signal included) the
+/// caller removes the whole batch; nothing is undone here.
+#[allow(clippy::too_many_arguments)]
+fn make(
+    ui: &Ui,
+    source: &crate::repo::Source,
+    batch: &mut Batch,
+    plans: &[workspace::Plan],
+    names: &[String],
+    baseline: gix::ObjectId,
+    tree: gix::ObjectId,
+    policy: Option<&crate::carry::Policy>,
+    stat_cache: Option<snapshot::PendingCache>,
+) -> Result<Vec<crate::carry::Stats>> {
+    let state_dir = source.state_dir();
+    let stop = || -> Result<()> {
+        if crate::preparing::interrupted() {
+            return Err(workspace::interrupted());
+        }
+        Ok(())
+    };
+    stop()?;
+    refs::set(&source.repo, &refs::baseline(&batch.id), baseline, true)?;
+    // The source's refreshed stat cache lives with the batch (and goes with it).
+    if let Some(cache) = stat_cache {
+        cache.keep(&batch::batch_dir(&state_dir, &batch.id));
+    }
+    stop()?;
+    let carried = {
+        let _progress = ui.progress(&format!(
+            "Checking out {} workspace{}",
+            plans.len(),
+            if plans.len() == 1 { "" } else { "s" }
+        ));
+        match policy {
+            Some(policy) => {
+                workspace::create_all(&source.common_dir, baseline, tree, plans)?;
+                stop()?;
+                let roots: Vec<_> = plans.iter().map(|p| p.root.clone()).collect();
+                crate::carry::carry_ignored(&source.repo, policy, &roots)?
+            }
+            None => {
+                let tasks: Vec<_> = names
+                    .iter()
+                    .cloned()
+                    .zip(plans.iter().map(|p| p.root.clone()))
+                    .collect();
+                crate::scratch::create_all(source, &batch.id, &tasks)?
+            }
+        }
+    };
+    for (t, c) in batch.tasks.iter_mut().zip(&carried) {
+        t.carried = Some(*c);
+        // What identifies the folder made (a scratch copy has its marker).
+        if policy.is_some() {
+            t.folder = workspace::folder_of(&t.root);
+        }
+    }
+    crate::preparing::pause("complete-pending");
+    stop()?;
+    // Complete: written to a temp file, fsync'd and renamed over the marked one.
+    batch.preparing = None;
+    batch::save(&state_dir, batch)?;
+    // A signal that came while it was written still undoes the batch: no
+    // worker was given it yet.
+    stop()?;
+    Ok(carried)
 }
 
 fn check_task_name(name: &str) -> Result<()> {

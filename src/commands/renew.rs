@@ -16,6 +16,10 @@ pub fn run(ui: &Ui, args: RenewArgs) -> Result<i32> {
     };
     let _lock = super::lock_and_recover(ui, &source)?;
     let mut b = batch::select_open(&source.state_dir(), args.batch.as_deref())?;
+    // A batch whose prepare never completed has no lease worth keeping (SPEC §3.15).
+    if let Some(p) = crate::preparing::progress(&b) {
+        return Err(crate::preparing::refuse(&b, p));
+    }
     if b.lease.state() == State::Orphaned && owner.is_none() {
         return Err(Error::usage(
             "delegate::orphaned_lease",

@@ -1,6 +1,9 @@
 //! `git delegate status` (SPEC §3.3): batches, leases, tasks, problems, and
 //! the proposals kept after their task ended (SPEC §3.16 "kept").
 //! Changes nothing and takes no lock: workspace snapshots are kept in memory.
+//! A batch whose prepare never completed is shown as such (its half-made
+//! workspaces are never counted as work) and, once its prepare is gone,
+//! reported as a problem (SPEC §3.15).
 
 use serde_json::{json, Value};
 
@@ -25,6 +28,25 @@ pub fn problems(source: &Source, entries: &[Entry]) -> Vec<Problem> {
     for e in entries {
         match e {
             Entry::Batch(b) => {
+                // A batch whose prepare never completed (SPEC §3.15): a
+                // problem once its prepare is gone, and nothing else about
+                // it counts (its workspaces and refs may be half-made).
+                match crate::preparing::progress(b) {
+                    Some(crate::preparing::Progress::Interrupted) => {
+                        out.push(Problem {
+                            batch: b.id.clone(),
+                            kind: "interrupted_prepare",
+                            message: format!(
+                                "batch {} was never completely prepared (its prepare was killed) and holds no work; `git delegate gc` or `git delegate drop {} --force` removes it",
+                                b.short(),
+                                b.short()
+                            ),
+                        });
+                        continue;
+                    }
+                    Some(crate::preparing::Progress::Preparing) => continue,
+                    None => {}
+                }
                 let state = b.lease.state();
                 if state.is_stale() {
                     out.push(Problem {
@@ -280,12 +302,18 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             Entry::Broken { .. } => None,
         })
         .collect();
+    // Half-made workspaces of an incomplete batch are never counted as work.
     let counts: Vec<Vec<Option<usize>>> = batches
         .iter()
-        .map(|b| changed_counts_checked(&source, b))
+        .map(|b| match crate::preparing::progress(b) {
+            Some(_) => vec![None; b.tasks.len()],
+            None => changed_counts_checked(&source, b),
+        })
         .collect();
     for (b, c) in batches.iter().zip(&counts) {
-        problems.extend(count_problems(b, c));
+        if b.preparing.is_none() {
+            problems.extend(count_problems(b, c));
+        }
     }
     let code = if args.check && !problems.is_empty() {
         1
@@ -359,6 +387,23 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                 .map(|h| format!(" (on HEAD {})", &h[..7.min(h.len())]))
                 .unwrap_or_default(),
         ));
+        let progress = crate::preparing::progress(b);
+        match progress {
+            Some(crate::preparing::Progress::Interrupted) => text.push_str(&format!(
+                "  {}: its prepare was killed; no worker was given it; `git delegate gc` removes it\n",
+                ui.paint("31", "interrupted")
+            )),
+            Some(crate::preparing::Progress::Preparing) => text.push_str(&format!(
+                "  {}: its prepare (pid {}) still runs\n",
+                ui.paint("33", "preparing"),
+                b.preparing.as_ref().map(|m| m.pid).unwrap_or_default()
+            )),
+            None => {}
+        }
+        let state = match progress {
+            Some(crate::preparing::Progress::Interrupted) => crate::lease::State::Orphaned,
+            _ => state,
+        };
         let lease_state = match state {
             crate::lease::State::Live => ui.paint("32", "live"),
             s => ui.paint("31", s.as_str()),
@@ -392,7 +437,11 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             text.push_str(&format!(
                 "  task {:<8} {:<10} {:>4} changed  {where_}{}\n",
                 t.name,
-                t.state.as_str(),
+                if progress.is_some() {
+                    "incomplete"
+                } else {
+                    t.state.as_str()
+                },
                 n,
                 t.reason
                     .as_ref()

@@ -1,0 +1,402 @@
+//! A prepare under way (SPEC §3.15 "Killed commands"): the marker prepare
+//! records in `batch.toml` before it makes any ref or folder, deciding
+//! whether a batch so marked is still being prepared or was killed, removing
+//! such a batch whole, and the signal handling that makes Ctrl-C (SIGINT,
+//! once or twice, to git and git-delegate together), SIGTERM and SIGHUP
+//! undo a prepare instead of ending it half-way.
+//!
+//! A batch whose `batch.toml` carries a `[preparing]` table is incomplete:
+//! its workspaces were never handed to a worker. It is never applied,
+//! refreshed, renewed or rescued; `gc` and `drop` remove it whole once its
+//! process is gone. Prepare writes the table (fsync'd) before it makes
+//! anything, and writes `batch.toml` again without it (temp file, fsync,
+//! rename, fsync of the folder) only when every workspace is complete.
+//!
+//! Owns: the marker (recording a new batch's state folder whole, in one
+//! rename), the signal counter, the test-only pause points
+//! (`GIT_DELEGATE_TEST_PAUSE`), and removal of an incomplete batch.
+//! Never: removes a folder that is not one prepare made (its `.git` must
+//! point back at our registration, or it is still empty), nor anything of
+//! a complete batch.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use crate::batch::{self, Batch};
+use crate::error::{Error, Result};
+use crate::repo::Source;
+
+/// Who is preparing the batch: recorded before anything is made.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Marker {
+    pub pid: u32,
+    /// Start time of that process in clock ticks since boot (`/proc/PID/stat`
+    /// field 22), so a recycled pid is not taken for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<u64>,
+    pub host: String,
+    pub started_at: String,
+}
+
+impl Marker {
+    /// The marker of this process.
+    pub fn mine() -> Marker {
+        let pid = std::process::id();
+        Marker {
+            pid,
+            start: crate::lease::process_start(pid),
+            host: crate::lease::hostname(),
+            started_at: crate::time::rfc3339(crate::time::now()),
+        }
+    }
+}
+
+/// Where an incomplete batch stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// Its prepare still runs.
+    Preparing,
+    /// Its prepare was killed: the batch is not live, whatever its lease says.
+    Interrupted,
+}
+
+impl Progress {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Progress::Preparing => "preparing",
+            Progress::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// `None` for a complete batch; otherwise whether its prepare still runs.
+/// On another host the process cannot be checked: there the batch counts
+/// as being prepared until its lease expires.
+pub fn progress(b: &Batch) -> Option<Progress> {
+    let m = b.preparing.as_ref()?;
+    let alive = if m.host == crate::lease::hostname() {
+        m.start.is_some() && crate::lease::process_start(m.pid) == m.start
+    } else {
+        crate::time::now() < b.lease.expires_at_secs()
+    };
+    Some(if alive {
+        Progress::Preparing
+    } else {
+        Progress::Interrupted
+    })
+}
+
+/// The refusal of `apply`, `refresh` and `renew` for an incomplete batch (exit 3).
+pub fn refuse(b: &Batch, p: Progress) -> Error {
+    match p {
+        Progress::Preparing => Error::state(
+            "delegate::incomplete_batch",
+            format!(
+                "batch {} is still being prepared (prepare still running, pid {})",
+                b.short(),
+                b.preparing.as_ref().map(|m| m.pid).unwrap_or_default()
+            ),
+            format!(
+                "wait for that prepare to finish; if it hangs, stop it, then remove the batch with `git delegate drop {} --force` or `git delegate gc`",
+                b.short()
+            ),
+        ),
+        Progress::Interrupted => Error::state(
+            "delegate::incomplete_batch",
+            format!(
+                "batch {} was never completely prepared (its prepare was killed); its workspaces were never handed out and hold no work",
+                b.short()
+            ),
+            format!(
+                "remove it with `git delegate drop {} --force` or `git delegate gc`, then prepare again",
+                b.short()
+            ),
+        ),
+    }
+}
+
+/// Record a new batch, marked as being prepared, so that its folder
+/// appears whole or not at all: `batch.toml` is written (fsync'd) into a
+/// hidden folder (`batches/.<id>.new`, which no command reads as a batch),
+/// which is then renamed into place and its parent fsync'd. A prepare
+/// killed before the rename leaves only that hidden folder behind.
+pub fn record(state_dir: &Path, b: &Batch) -> Result<()> {
+    let parent = batch::batches_dir(state_dir);
+    std::fs::create_dir_all(&parent)
+        .map_err(|e| Error::io(format!("cannot create {}", parent.display()), e))?;
+    let tmp = parent.join(format!(".{}.new", b.id));
+    let dir = batch::batch_dir(state_dir, &b.id);
+    // Left by a prepare of the same id killed before its rename (the
+    // repository lock is held: nobody else is making it).
+    let _ = std::fs::remove_dir_all(&tmp);
+    let result = (|| {
+        std::fs::create_dir(&tmp)
+            .map_err(|e| Error::io(format!("cannot create {}", tmp.display()), e))?;
+        let text = toml::to_string_pretty(b).map_err(|e| {
+            Error::state(
+                "delegate::state",
+                format!("cannot record batch {}: {e}", b.id),
+                "paths in batch state must be valid UTF-8; move the repository or workspace root to such a path",
+            )
+        })?;
+        batch::write_atomic(&tmp.join("batch.toml"), text.as_bytes())?;
+        std::fs::rename(&tmp, &dir)
+            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+        batch::sync_dir(&parent);
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    result
+}
+
+// ---------------------------------------------------------------------------
+// Signals
+
+/// Termination signals received since the handler was installed.
+static SIGNALS: AtomicUsize = AtomicUsize::new(0);
+
+/// Catch SIGINT, SIGTERM, SIGHUP (and SIGQUIT) for the rest of a prepare:
+/// each one only sets gix's interrupt flag, however many arrive, so the
+/// undo that follows the first is never cut short by the second (a
+/// terminal sends Ctrl-C to git and git-delegate together, and git passes
+/// its own on to its child: two signals for one key press). Only SIGKILL
+/// ends a prepare half-way, and then the marker says so.
+pub fn catch_signals() -> Option<gix::interrupt::Deregister> {
+    // SAFETY: the callback only increments an atomic: no allocation, no
+    // lock, nothing that is not async-signal-safe.
+    unsafe {
+        gix::interrupt::init_handler(usize::MAX, || {
+            SIGNALS.fetch_add(1, Ordering::SeqCst);
+        })
+    }
+    .ok()
+}
+
+/// Has a termination signal arrived (or gix's interrupt been triggered)?
+pub fn interrupted() -> bool {
+    gix::interrupt::is_triggered()
+}
+
+/// Test-only: when `GIT_DELEGATE_TEST_PAUSE` (a comma-separated list) names
+/// `point`, append `point` and a newline to the file `GIT_DELEGATE_TEST_PAUSED`
+/// names and wait there until a signal arrives (at most two minutes), so a
+/// test can signal or kill a prepare at a known point. Never for users.
+pub fn pause(point: &str) {
+    let Ok(points) = std::env::var("GIT_DELEGATE_TEST_PAUSE") else {
+        return;
+    };
+    if !points.split(',').any(|p| p == point) {
+        return;
+    }
+    // Once per point and process: threads that arrive later go on.
+    static PAUSED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    match PAUSED.lock() {
+        Ok(mut seen) if !seen.iter().any(|p| p == point) => seen.push(point.to_string()),
+        _ => return,
+    }
+    let seen = SIGNALS.load(Ordering::SeqCst);
+    let was_interrupted = interrupted();
+    if let Some(file) = std::env::var_os("GIT_DELEGATE_TEST_PAUSED") {
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file)
+        {
+            let _ = f.write_all(format!("{point}\n").as_bytes());
+        }
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while SIGNALS.load(Ordering::SeqCst) == seen
+        && (was_interrupted || !interrupted())
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Removal
+
+/// What removing an incomplete batch removed.
+#[derive(Debug, Default)]
+pub struct Removed {
+    pub workspaces: usize,
+    pub refs: usize,
+    /// Bytes of the files removed (workspaces, registrations, state).
+    pub bytes: u64,
+    /// Folders at a task's place that are not what prepare made: left alone.
+    pub left_alone: Vec<PathBuf>,
+}
+
+/// Remove everything a prepare of `b` made or may have made: workspace
+/// folders (ours, or still empty) and their registrations, scratch copies,
+/// every ref of the batch, and last its state folder (so a removal killed
+/// or failing half-way leaves the marker for the next try: the state goes
+/// only when everything else did). With `dry_run`, only count. Every part
+/// is tried; the first failure is returned.
+pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed> {
+    let mut out = Removed::default();
+    let mut first_err: Option<Error> = None;
+    for t in &b.tasks {
+        let reg = source.common_dir.join("worktrees").join(&t.worktree_id);
+        out.bytes += crate::gc::tree_size(&t.root) + crate::gc::tree_size(&reg);
+        if dry_run {
+            if t.root.symlink_metadata().is_ok() {
+                out.workspaces += 1;
+            }
+            continue;
+        }
+        let removal = if crate::scratch::is_scratch(&t.worktree_id) {
+            let r = crate::scratch::remove(&source.common_dir, &t.root);
+            // A container whose marker was never written holds nothing: rmdir only.
+            if let Some(c) = t.root.parent() {
+                let _ = std::fs::remove_dir(&t.root);
+                let _ = std::fs::remove_file(c.join(format!("{}.tmp", crate::scratch::MARKER)));
+                let _ = std::fs::remove_dir(c);
+            }
+            r
+        } else {
+            crate::workspace::remove_unfinished(&source.common_dir, &t.root, &t.worktree_id)
+        };
+        match removal {
+            Ok(crate::workspace::Removal::Removed) => out.workspaces += 1,
+            Ok(crate::workspace::Removal::Missing) => {}
+            Ok(crate::workspace::Removal::Foreign) => out.left_alone.push(t.root.clone()),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    match crate::refs::list_batch(&source.repo, &b.id) {
+        Ok(names) => {
+            for name in names {
+                if dry_run {
+                    out.refs += 1;
+                    continue;
+                }
+                match crate::refs::delete(&source.repo, &name) {
+                    Ok(true) => out.refs += 1,
+                    Ok(false) => {}
+                    Err(e) => {
+                        first_err.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        Err(e) => {
+            first_err.get_or_insert(e);
+        }
+    }
+    let dir = batch::batch_dir(&source.state_dir(), &b.id);
+    out.bytes += crate::gc::tree_size(&dir);
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    if !dry_run {
+        remove_state(&dir)?;
+    }
+    Ok(out)
+}
+
+/// Remove a batch's state folder (everything else of the batch is gone
+/// already): first renamed to a hidden name in one step, so the batch
+/// disappears whole, never as a folder without a readable `batch.toml`.
+fn remove_state(dir: &Path) -> Result<()> {
+    let io = |e: std::io::Error| Error::io(format!("cannot remove {}", dir.display()), e);
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+        return Ok(());
+    };
+    let hidden = parent.join(format!(
+        ".{}.removed-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    match std::fs::rename(dir, &hidden) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(io(e)),
+    }
+    batch::sync_dir(parent);
+    // What a failure here leaves is hidden and holds nothing of value.
+    let _ = std::fs::remove_dir_all(&hidden);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(marker: Option<Marker>, ttl: i64) -> Batch {
+        Batch {
+            id: "0badc0de-0000-4000-8000-000000000002".into(),
+            label: None,
+            created_at: crate::time::rfc3339(crate::time::now()),
+            source: PathBuf::from("/src"),
+            prefix: PathBuf::new(),
+            source_head: None,
+            baseline: "0".repeat(40),
+            mode: "worktree".into(),
+            forbid_commit: false,
+            lease: crate::lease::Lease::new(ttl, None),
+            tasks: Vec::new(),
+            preparing: marker,
+        }
+    }
+
+    #[test]
+    fn a_marked_batch_is_preparing_while_its_process_runs() {
+        assert_eq!(progress(&batch(None, 3600)), None);
+        assert_eq!(
+            progress(&batch(Some(Marker::mine()), 3600)),
+            Some(Progress::Preparing)
+        );
+    }
+
+    #[test]
+    fn a_marked_batch_whose_process_is_gone_is_interrupted_whatever_its_lease() {
+        // A recycled pid: the same pid with another start time.
+        let mut m = Marker::mine();
+        m.start = m.start.map(|s| s + 1);
+        assert_eq!(progress(&batch(Some(m), 3600)), Some(Progress::Interrupted));
+        // A pid that is not running.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        let mut m = Marker::mine();
+        m.pid = pid;
+        assert_eq!(progress(&batch(Some(m), 3600)), Some(Progress::Interrupted));
+    }
+
+    #[test]
+    fn on_another_host_only_the_lease_counts() {
+        let mut m = Marker::mine();
+        m.host = "elsewhere.invalid".into();
+        assert_eq!(
+            progress(&batch(Some(m.clone()), 3600)),
+            Some(Progress::Preparing)
+        );
+        assert_eq!(progress(&batch(Some(m), -10)), Some(Progress::Interrupted));
+    }
+
+    #[test]
+    fn old_batch_files_without_the_marker_read_as_complete() {
+        let text = toml::to_string_pretty(&batch(None, 60)).unwrap();
+        assert!(!text.contains("preparing"));
+        let b: Batch = toml::from_str(&text).unwrap();
+        assert!(b.preparing.is_none());
+        let marked = toml::to_string_pretty(&batch(Some(Marker::mine()), 60)).unwrap();
+        let b: Batch = toml::from_str(&marked).unwrap();
+        assert_eq!(
+            b.preparing,
+            Some(Marker::mine()).map(|mut m| {
+                m.started_at = b.preparing.as_ref().unwrap().started_at.clone();
+                m
+            })
+        );
+    }
+}

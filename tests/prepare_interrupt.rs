@@ -1,0 +1,484 @@
+//! Killed and interrupted prepares (SPEC §3.15 "Killed commands", issue 12
+//! cases 0 and 8). A source of a few thousand files, with uncommitted
+//! changes and ignored folders carried into the workspaces; `prepare -n 3`
+//! is paused at a named point (`GIT_DELEGATE_TEST_PAUSE`, test-only) and
+//! then signalled there:
+//! - Ctrl-C (SIGINT to the whole process group, once or twice, directly or
+//!   through `git delegate` so git and git-delegate both get it), SIGTERM:
+//!   everything the prepare made is gone again (refs, registrations,
+//!   folders, state) and the source is byte-identical;
+//! - SIGKILL at every point: `apply` refuses the batch (exit 3,
+//!   `delegate::incomplete_batch`) and changes nothing, `status --check`
+//!   reports it (exit 1), and `gc` (without rescuing anything) or `drop`
+//!   (with or without `--force`) removes it whole.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Env;
+
+const ID: &str = "0badc0de-0000-4000-8000-000000000001";
+const SHORT: &str = "0badc0de";
+
+type Tree = BTreeMap<Vec<u8>, (u32, Vec<u8>)>;
+
+/// Every path below `root` (its `.git` left out): mode and bytes.
+fn tree(root: &Path) -> Tree {
+    let mut out = Tree::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p == root.join(".git") {
+                continue;
+            }
+            let rel = p
+                .strip_prefix(root)
+                .unwrap()
+                .as_os_str()
+                .as_bytes()
+                .to_vec();
+            let md = std::fs::symlink_metadata(&p).unwrap();
+            let bytes = if md.is_dir() {
+                stack.push(p.clone());
+                Vec::new()
+            } else if md.file_type().is_symlink() {
+                std::fs::read_link(&p)
+                    .unwrap()
+                    .as_os_str()
+                    .as_bytes()
+                    .to_vec()
+            } else {
+                std::fs::read(&p).unwrap()
+            };
+            out.insert(rel, (md.permissions().mode(), bytes));
+        }
+    }
+    out
+}
+
+/// The user's files and index, to compare before and after.
+fn snapshot(repo: &Path) -> (Tree, Vec<u8>) {
+    (tree(repo), std::fs::read(repo.join(".git/index")).unwrap())
+}
+
+/// 2,000 tracked files in 40 folders, a handful of uncommitted changes,
+/// and two ignored folders (`build/`, `cache/`) that `.worktreeinclude` carries.
+fn fixture(env: &Env) -> PathBuf {
+    let repo = env.repo("src");
+    for d in 0..40 {
+        let dir = repo.join(format!("d{d:02}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..50 {
+            std::fs::write(
+                dir.join(format!("f{f:02}.txt")),
+                format!("folder {d} file {f}\n").repeat(8),
+            )
+            .unwrap();
+        }
+    }
+    std::fs::write(repo.join(".gitignore"), "build/\ncache/\n").unwrap();
+    std::fs::write(repo.join(".worktreeinclude"), "build/\ncache/\n").unwrap();
+    env.git(&repo, ["add", "-A"]);
+    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    for i in 0..10 {
+        std::fs::write(
+            repo.join(format!("d00/f{i:02}.txt")),
+            format!("edited {i}\n"),
+        )
+        .unwrap();
+    }
+    for i in 0..5 {
+        std::fs::remove_file(repo.join(format!("d01/f{i:02}.txt"))).unwrap();
+        std::fs::write(repo.join(format!("new{i}.txt")), "untracked\n").unwrap();
+    }
+    for dir in ["build", "cache"] {
+        std::fs::create_dir_all(repo.join(dir)).unwrap();
+        for i in 0..200 {
+            std::fs::write(repo.join(format!("{dir}/o{i}.bin")), format!("{dir} {i}\n")).unwrap();
+        }
+    }
+    repo
+}
+
+/// A prepare running in its own process group, paused at named points.
+struct Prepare {
+    child: Child,
+    pgid: rustix::process::Pid,
+    paused: PathBuf,
+}
+
+impl Prepare {
+    fn start(env: &Env, repo: &Path, points: &str, via_git: bool) -> Prepare {
+        let paused = env
+            .path()
+            .join(format!("paused-{}", points.replace(',', "-")));
+        let _ = std::fs::remove_file(&paused);
+        let mut cmd = if via_git {
+            let bin = Path::new(env!("CARGO_BIN_EXE_git-delegate"))
+                .parent()
+                .unwrap();
+            let mut path = std::ffi::OsString::from(bin);
+            path.push(":");
+            path.push(std::env::var_os("PATH").unwrap_or_default());
+            let mut cmd = env.git_cmd(repo);
+            cmd.env("PATH", path).arg("delegate");
+            cmd
+        } else {
+            env.delegate_cmd(repo)
+        };
+        cmd.args(["prepare", "-n", "3", "--label", "work"])
+            .env("GIT_DELEGATE_TEST_PAUSE", points)
+            .env("GIT_DELEGATE_TEST_PAUSED", &paused)
+            .env("GIT_DELEGATE_TEST_BATCH_ID", ID)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let child = cmd.spawn().expect("start prepare");
+        let pgid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+        Prepare {
+            child,
+            pgid,
+            paused,
+        }
+    }
+
+    /// Wait until the prepare reports that it waits at `point`.
+    fn wait_for(&mut self, point: &str) {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            let text = std::fs::read_to_string(&self.paused).unwrap_or_default();
+            if text.lines().any(|l| l == point) {
+                return;
+            }
+            if let Some(status) = self.child.try_wait().unwrap() {
+                let out = std::mem::replace(
+                    &mut self.child,
+                    std::process::Command::new("true").spawn().unwrap(),
+                )
+                .wait_with_output()
+                .unwrap();
+                panic!(
+                    "prepare ended ({status}) before reaching {point}; reached {text:?}\nstderr:\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            assert!(Instant::now() < deadline, "prepare never reached {point}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn signal(&self, sig: rustix::process::Signal) {
+        rustix::process::kill_process_group(self.pgid, sig).expect("signal the prepare");
+    }
+
+    /// Wait for the prepare (and every process of its group) to end.
+    fn finish(self) -> (std::process::ExitStatus, String) {
+        let out = self.child.wait_with_output().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while rustix::process::test_kill_process_group(self.pgid).is_ok() {
+            assert!(
+                Instant::now() < deadline,
+                "the prepare's processes never ended"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        (
+            out.status,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+fn common_dir(repo: &Path) -> PathBuf {
+    repo.join(".git")
+}
+
+/// Nothing of the batch is left: no ref, no state, no registration, no folder.
+fn assert_nothing_left(env: &Env, repo: &Path, context: &str) {
+    assert_eq!(
+        env.private_refs(repo),
+        Vec::<String>::new(),
+        "{context}: refs left"
+    );
+    let state = common_dir(repo).join("delegate/batches").join(ID);
+    assert!(
+        !state.exists(),
+        "{context}: state folder {} left",
+        state.display()
+    );
+    let regs: Vec<_> = std::fs::read_dir(common_dir(repo).join("worktrees"))
+        .map(|rd| rd.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(regs.is_empty(), "{context}: registrations left: {regs:?}");
+    let root = env.workspace_root();
+    if let Ok(rd) = std::fs::read_dir(&root) {
+        for repo_dir in rd.flatten() {
+            let short = repo_dir.path().join(SHORT);
+            assert!(
+                !short.exists(),
+                "{context}: workspace folders left in {}",
+                short.display()
+            );
+        }
+    }
+    let list = env.git(repo, ["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        list.lines().filter(|l| l.starts_with("worktree ")).count(),
+        1,
+        "{context}: worktrees left:\n{list}"
+    );
+}
+
+fn assert_undone(env: &Env, repo: &Path, before: &(Tree, Vec<u8>), p: Prepare, context: &str) {
+    let (status, stderr) = p.finish();
+    assert!(
+        !status.success(),
+        "{context}: an interrupted prepare must fail, got {status}\nstderr:\n{stderr}"
+    );
+    assert_nothing_left(env, repo, context);
+    assert!(snapshot(repo) == *before, "{context}: the source changed");
+    // Nothing to apply, nothing for gc.
+    env.delegate(repo, ["status", "--check"]).expect(0);
+}
+
+#[test]
+fn ctrl_c_once_undoes_everything() {
+    let env = Env::new();
+    let repo = fixture(&env);
+    let before = snapshot(&repo);
+    for point in ["marked", "checked-out", "replicating", "complete-pending"] {
+        let mut p = Prepare::start(&env, &repo, point, false);
+        p.wait_for(point);
+        p.signal(rustix::process::Signal::INT);
+        assert_undone(&env, &repo, &before, p, &format!("SIGINT at {point}"));
+    }
+}
+
+#[test]
+fn ctrl_c_twice_does_not_cut_the_undo_short() {
+    let env = Env::new();
+    let repo = fixture(&env);
+    let before = snapshot(&repo);
+    let mut p = Prepare::start(&env, &repo, "replicating,undo", false);
+    p.wait_for("replicating");
+    p.signal(rustix::process::Signal::INT);
+    p.wait_for("undo");
+    p.signal(rustix::process::Signal::INT);
+    assert_undone(&env, &repo, &before, p, "SIGINT twice");
+}
+
+#[test]
+fn ctrl_c_through_git_delegate_undoes_everything() {
+    let env = Env::new();
+    let repo = fixture(&env);
+    let before = snapshot(&repo);
+    // git passes its own SIGINT on to git-delegate: two signals at once.
+    for point in ["checked-out", "replicating", "carrying"] {
+        let mut p = Prepare::start(&env, &repo, point, true);
+        p.wait_for(point);
+        p.signal(rustix::process::Signal::INT);
+        assert_undone(
+            &env,
+            &repo,
+            &before,
+            p,
+            &format!("git delegate, SIGINT at {point}"),
+        );
+    }
+}
+
+#[test]
+fn ctrl_c_while_carrying_ignored_files_undoes_everything() {
+    let env = Env::new();
+    let repo = fixture(&env);
+    let before = snapshot(&repo);
+    let mut p = Prepare::start(&env, &repo, "carrying", false);
+    p.wait_for("carrying");
+    p.signal(rustix::process::Signal::INT);
+    assert_undone(&env, &repo, &before, p, "SIGINT while carrying");
+}
+
+#[test]
+fn sigterm_and_sighup_undo_everything() {
+    let env = Env::new();
+    let repo = fixture(&env);
+    let before = snapshot(&repo);
+    for (sig, name) in [
+        (rustix::process::Signal::TERM, "SIGTERM"),
+        (rustix::process::Signal::HUP, "SIGHUP"),
+    ] {
+        let mut p = Prepare::start(&env, &repo, "checked-out", false);
+        p.wait_for("checked-out");
+        p.signal(sig);
+        assert_undone(&env, &repo, &before, p, name);
+    }
+}
+
+#[test]
+fn killed_prepare_is_refused_reported_and_removed_whole() {
+    let env = Env::new();
+    let repo = fixture(&env);
+    let before = snapshot(&repo);
+    let points = [
+        ("marked", "gc"),
+        ("registered", "drop"),
+        ("checked-out", "gc"),
+        ("replicating", "drop --force"),
+        ("carrying", "gc"),
+        ("complete-pending", "drop"),
+    ];
+    for (point, removal) in points {
+        let context = format!("SIGKILL at {point}");
+        let mut p = Prepare::start(&env, &repo, point, false);
+        p.wait_for(point);
+        if point == "checked-out" {
+            // While it runs, status shows it as being prepared, not as work.
+            let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
+            assert_eq!(st["batches"][0]["state"], "preparing", "{context}: {st}");
+            assert_eq!(
+                st["batches"][0]["tasks"][0]["state"], "incomplete",
+                "{context}: {st}"
+            );
+        }
+        p.signal(rustix::process::Signal::KILL);
+        let _ = p.finish();
+
+        // apply refuses it and changes nothing.
+        let run = env.delegate(&repo, ["apply", "--json"]);
+        assert_eq!(
+            run.code, 3,
+            "{context}: apply\n{}\n{}",
+            run.stdout, run.stderr
+        );
+        assert_eq!(
+            run.json()["error"]["code"],
+            "delegate::incomplete_batch",
+            "{context}"
+        );
+        assert!(run.json()["error"]["help"]
+            .as_str()
+            .unwrap()
+            .contains("git delegate gc"));
+        let run = env.delegate(&repo, ["apply", SHORT]).expect(3);
+        assert!(
+            run.stderr
+                .contains(&format!("git delegate drop {SHORT} --force")),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            snapshot(&repo) == before,
+            "{context}: apply changed the source"
+        );
+
+        // status reports it as interrupted, never as open work.
+        let st = env.delegate(&repo, ["status", "--json"]).json();
+        let b = &st["batches"][0];
+        assert_eq!(b["state"], "interrupted", "{context}: {st}");
+        assert_ne!(b["lease"]["state"], "live", "{context}: {st}");
+        for t in b["tasks"].as_array().unwrap() {
+            assert_eq!(t["state"], "incomplete", "{context}: {st}");
+        }
+        assert!(
+            st["problems"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["kind"] == "interrupted_prepare" && p["batch"] == ID),
+            "{context}: {st}"
+        );
+        let check = env.delegate(&repo, ["status", "--check"]).expect(1);
+        assert!(check.stdout.contains(SHORT), "{context}: {}", check.stdout);
+        // Its lease is not renewed either.
+        let run = env.delegate(&repo, ["renew", SHORT, "--json"]);
+        assert_eq!(run.code, 3, "{context}: renew\n{}", run.stderr);
+        assert_eq!(run.json()["error"]["code"], "delegate::incomplete_batch");
+
+        if point == "registered" {
+            // Run again with the same label: told how the killed one goes.
+            let run = env
+                .delegate(&repo, ["prepare", "--label", "work"])
+                .expect(2);
+            assert!(
+                run.stderr
+                    .contains(&format!("git delegate drop {SHORT} --force")),
+                "{context}: {}",
+                run.stderr
+            );
+        }
+        if point == "replicating" {
+            // With another batch open, `apply` without BATCH means that one.
+            let other = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+            assert_eq!(other["state"], "ready");
+            let dry = env
+                .delegate(&repo, ["apply", "--dry-run", "--json"])
+                .expect(0)
+                .json();
+            assert_eq!(dry["batch"], other["batch"], "{context}: {dry}");
+            env.delegate(&repo, ["drop", other["batch"].as_str().unwrap()])
+                .expect(0);
+        }
+        if removal == "gc" {
+            // A dry run reports it and changes nothing.
+            let refs = env.private_refs(&repo);
+            let dry = env
+                .delegate(&repo, ["gc", "--dry-run", "--json"])
+                .expect(0)
+                .json();
+            assert!(
+                dry["incomplete"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|b| b == ID),
+                "{context}: {dry}"
+            );
+            assert_eq!(dry["rescued"], serde_json::json!([]), "{context}: {dry}");
+            assert_eq!(
+                env.private_refs(&repo),
+                refs,
+                "{context}: gc --dry-run changed refs"
+            );
+            assert!(common_dir(&repo).join("delegate/batches").join(ID).exists());
+        }
+
+        // gc or drop removes it whole; gc rescues nothing.
+        match removal {
+            "gc" => {
+                let gc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
+                assert_eq!(gc["rescued"], serde_json::json!([]), "{context}: {gc}");
+                assert!(
+                    gc["batches"].as_array().unwrap().iter().any(|b| b == ID),
+                    "{context}: {gc}"
+                );
+                assert!(
+                    gc["incomplete"].as_array().unwrap().iter().any(|b| b == ID),
+                    "{context}: {gc}"
+                );
+            }
+            "drop" => {
+                env.delegate(&repo, ["drop", SHORT]).expect(0);
+            }
+            _ => {
+                env.delegate(&repo, ["drop", SHORT, "--force"]).expect(0);
+            }
+        }
+        assert_nothing_left(&env, &repo, &format!("{context}, then {removal}"));
+        assert!(
+            snapshot(&repo) == before,
+            "{context}: {removal} changed the source"
+        );
+        env.delegate(&repo, ["status", "--check"]).expect(0);
+    }
+    // No proposal was ever kept.
+    assert!(!common_dir(&repo).join("delegate/kept").exists());
+}
