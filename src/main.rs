@@ -1,38 +1,21 @@
 //! `git-delegate`: parse the command line, run the command, report errors
-//! with the exit statuses of SPEC §3. Everything else lives in the modules
-//! below: `cli` (the interface), `commands` (one module per subcommand), `ui`
-//! (output), and the engine modules named after what they own.
+//! with the exit statuses of SPEC §3. The binary's own modules are `cli` (the
+//! interface), `commands` (one module per subcommand), `ui` (output),
+//! `progress` (the spinner) and `manpage`; the engine is the library crate
+//! (`src/lib.rs`), its modules named after what they own.
 
-mod batch;
-mod blob;
-mod carry;
 mod cli;
 mod commands;
-mod commit;
-mod config;
-mod diff;
-mod error;
-mod gc;
-mod integrate;
-mod lease;
-mod lock;
 mod manpage;
-mod patch;
-mod paths;
-mod preparing;
 mod progress;
-mod proposal;
-mod quiesce;
-mod refs;
-mod repo;
-mod scratch;
-mod snapshot;
-mod time;
-mod touched;
-mod trash;
 mod ui;
-mod workspace;
-mod writeback;
+
+// The engine is the library crate; importing its modules at the crate root
+// keeps `crate::batch::...` paths in the binary's modules working.
+use git_delegate::{
+    batch, carry, commit, config, diff, error, gc, integrate, lease, lock, paths, preparing,
+    proposal, quiesce, refs, repo, scratch, snapshot, time, touched, trash, workspace, writeback,
+};
 
 use clap::Parser;
 

@@ -2,7 +2,8 @@
 //!
 //! Owns: the conversions between byte paths, OS paths and document strings,
 //! and remembering whether a document had to write a path lossily
-//! (SPEC §6.2 `lossy_paths`).
+//! (SPEC §6.2 `lossy_paths`), and which characters a terminal would act on
+//! instead of showing.
 //! Never: touches the filesystem.
 
 use std::ffi::OsStr;
@@ -13,6 +14,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use gix::bstr::BStr;
 
 static LOSSY: AtomicBool = AtomicBool::new(false);
+
+/// Characters a terminal acts on instead of showing: control characters
+/// (C0, DEL, C1: ESC starts escape sequences, newline breaks a line) and the
+/// Unicode format characters that reorder or hide text (bidi overrides and
+/// isolates, zero-width marks).
+pub fn is_unprintable(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+}
 
 /// A document string for raw path bytes: UTF-8 as is, otherwise lossy (and noted).
 pub fn doc_bytes(bytes: &[u8]) -> String {

@@ -18,6 +18,7 @@ use std::sync::OnceLock;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::paths::is_unprintable;
 
 /// Options for every repository git-delegate opens: compare stat data to the
 /// nanosecond, so a file rewritten within the same second as the index is
@@ -687,7 +688,7 @@ impl Source {
 /// so existing workspace paths do not move.
 pub fn safe_name(name: &str) -> String {
     name.chars()
-        .map(|c| if crate::ui::is_unprintable(c) { '_' } else { c })
+        .map(|c| if is_unprintable(c) { '_' } else { c })
         .collect()
 }
 

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use crate::cli::ColorChoice;
 use crate::error::Error;
+use crate::paths::is_unprintable;
 
 pub const SCHEMA: &str = "git-delegate/v1";
 
@@ -364,15 +365,6 @@ impl Ui {
         }
         stderr(&text);
     }
-}
-
-/// Characters a terminal acts on instead of showing: control characters
-/// (C0, DEL, C1: ESC starts escape sequences, newline breaks a line) and the
-/// Unicode format characters that reorder or hide text (bidi overrides and
-/// isolates, zero-width marks).
-pub fn is_unprintable(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
 }
 
 /// `s` with every unprintable character written as an escape (`\e`, `\n`,
