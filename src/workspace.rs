@@ -209,14 +209,24 @@ fn remove_created(common_dir: &Path, p: &Plan) -> Result<()> {
 /// killed between making the folder and writing its `.git`), and its
 /// registration. A folder that is neither is left alone (`Foreign`).
 pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<Removal> {
-    let state = if root.symlink_metadata().is_err() {
-        Removal::Missing
-    } else if is_ours(common_dir, root, worktree_id) || is_empty_dir(root) {
-        std::fs::remove_dir_all(root)
-            .map_err(|e| Error::io(format!("cannot remove {}", root.display()), e))?;
-        Removal::Removed
-    } else {
-        Removal::Foreign
+    // Through `identify` (no identity is recorded before a batch is
+    // complete): a symlink put in the folder's place is never followed,
+    // and an empty folder only counts when it is a real folder, not a
+    // symlink to one.
+    let state = match identify_at(common_dir, root, worktree_id, None) {
+        Identity::Missing => Removal::Missing,
+        Identity::Ours { fd: Some(fd), .. } => {
+            remove_held(root, fd)?;
+            Removal::Removed
+        }
+        _ if is_empty_dir(root) => match std::fs::remove_dir(root) {
+            Ok(()) => Removal::Removed,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Removal::Missing,
+            // Not empty any more, or not a folder: someone else's now.
+            Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => Removal::Foreign,
+            Err(e) => return Err(Error::io(format!("cannot remove {}", root.display()), e)),
+        },
+        _ => Removal::Foreign,
     };
     let reg = registration(common_dir, worktree_id);
     match std::fs::remove_dir_all(&reg) {
@@ -233,8 +243,10 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
     Ok(state)
 }
 
+/// Is `p` a real folder (not a symlink to one) with nothing in it?
 fn is_empty_dir(p: &Path) -> bool {
-    std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none())
+    p.symlink_metadata().is_ok_and(|m| m.is_dir())
+        && std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none())
 }
 
 /// Make the workspace folder and its registration (locked first, so `git

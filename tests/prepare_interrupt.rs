@@ -482,3 +482,78 @@ fn killed_prepare_is_refused_reported_and_removed_whole() {
     // No proposal was ever kept.
     assert!(!common_dir(&repo).join("delegate/kept").exists());
 }
+
+/// The workspace folders of the batch, by task, as prepare lays them out.
+fn task_roots(env: &Env) -> Vec<PathBuf> {
+    let mut roots = Vec::new();
+    for repo_dir in std::fs::read_dir(env.workspace_root()).unwrap().flatten() {
+        if let Ok(rd) = std::fs::read_dir(repo_dir.path().join(SHORT)) {
+            roots.extend(rd.flatten().map(|e| e.path()));
+        }
+    }
+    roots.sort();
+    roots
+}
+
+/// A killed prepare's workspace folders swapped (while it was paused) for
+/// symlinks, one to a copy of the folder it made, one to an empty folder:
+/// `gc` and `drop` remove the batch but never the symlinks nor what they
+/// lead to (nothing recorded a folder identity yet: the checks must hold
+/// without it).
+#[test]
+fn killed_prepare_removal_leaves_swapped_folders_alone() {
+    let env = Env::new();
+    let repo = fixture(&env);
+    for removal in ["gc", "drop"] {
+        let context = format!("SIGKILL at registered, then {removal}");
+        let mut p = Prepare::start(&env, &repo, "registered", false);
+        p.wait_for("registered");
+        let roots = task_roots(&env);
+        assert_eq!(roots.len(), 3, "{context}: {roots:?}");
+        let keep = env.path().join(format!("kept-{removal}"));
+        std::fs::create_dir_all(&keep).unwrap();
+        let copy = keep.join("copy");
+        std::fs::rename(&roots[0], &copy).unwrap();
+        std::fs::write(copy.join("mine.txt"), "user data\n").unwrap();
+        std::os::unix::fs::symlink(&copy, &roots[0]).unwrap();
+        let empty = keep.join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        std::fs::remove_file(roots[1].join(".git")).unwrap();
+        std::fs::remove_dir(&roots[1]).unwrap();
+        std::os::unix::fs::symlink(&empty, &roots[1]).unwrap();
+        p.signal(rustix::process::Signal::KILL);
+        let _ = p.finish();
+
+        match removal {
+            "gc" => {
+                env.delegate(&repo, ["gc", "--json"]).expect(0);
+            }
+            _ => {
+                env.delegate(&repo, ["drop", SHORT, "--force"]).expect(0);
+            }
+        }
+        for (link, target) in [(&roots[0], &copy), (&roots[1], &empty)] {
+            let meta = std::fs::symlink_metadata(link)
+                .unwrap_or_else(|e| panic!("{context}: {} removed: {e}", link.display()));
+            assert!(meta.file_type().is_symlink(), "{context}: {}", link.display());
+            assert_eq!(&std::fs::read_link(link).unwrap(), target, "{context}");
+        }
+        assert_eq!(
+            std::fs::read(copy.join("mine.txt")).unwrap(),
+            b"user data\n",
+            "{context}"
+        );
+        assert!(copy.join(".git").is_file(), "{context}");
+        assert!(empty.is_dir(), "{context}");
+        assert!(!roots[2].exists(), "{context}: the folder prepare made is left");
+        assert!(
+            !common_dir(&repo).join("delegate/batches").join(ID).exists(),
+            "{context}: state left"
+        );
+        assert_eq!(env.private_refs(&repo), Vec::<String>::new(), "{context}");
+        // Clear the way for the next round.
+        for r in &roots[..2] {
+            std::fs::remove_file(r).unwrap();
+        }
+    }
+}
