@@ -1154,7 +1154,10 @@ fn remove_empty_parents(root: &Path) {
 /// task's workspace or lies inside it: an agent ran `git delegate prepare`
 /// in its workspace. Removing that folder would take the other batch's
 /// source away, so it is kept (SPEC §3.2 step 5, §3.4, §3.5 as documented
-/// in docs/architecture.md).
+/// in docs/architecture.md). A batch whose prepare was killed does not
+/// count: it holds no work, never writes back, and is removed whole
+/// (by gc or `drop`) without its source (SPEC §3.15); one whose prepare
+/// still runs does.
 pub fn hosted_batches(
     batches: &[crate::batch::Batch],
     task: &crate::batch::Task,
@@ -1170,6 +1173,7 @@ pub fn hosted_batches(
     batches
         .iter()
         .filter(|b| b.id != except)
+        .filter(|b| crate::preparing::progress(b) != Some(crate::preparing::Progress::Interrupted))
         .filter(|b| {
             let canon = std::fs::canonicalize(&b.source).ok();
             roots.iter().any(|r| {
