@@ -536,8 +536,7 @@ impl Gc<'_> {
         // 5. The state folder (patches of kept refs were moved out).
         self.report.bytes_freed += tree_size(&dir);
         if !self.dry_run {
-            remove_all(&dir)?;
-            batch::sync_dir(&batch::batches_dir(&self.state_dir));
+            batch::remove_state(&self.state_dir, &b.id)?;
         }
         self.report.rescued.extend(rescued);
         self.report.refs_kept.extend(kept);
@@ -894,8 +893,7 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
     let _ = std::fs::remove_dir(kept_dir(&state_dir));
 
     // 3. The state folder.
-    remove_all(&dir)?;
-    batch::sync_dir(&batch::batches_dir(&state_dir));
+    batch::remove_state(&state_dir, id)?;
     Ok(out)
 }
 

@@ -134,14 +134,7 @@ pub fn record(state_dir: &Path, b: &Batch) -> Result<()> {
     let result = (|| {
         std::fs::create_dir(&tmp)
             .map_err(|e| Error::io(format!("cannot create {}", tmp.display()), e))?;
-        let text = toml::to_string_pretty(b).map_err(|e| {
-            Error::state(
-                "delegate::state",
-                format!("cannot record batch {}: {e}", b.id),
-                "paths in batch state must be valid UTF-8; move the repository or workspace root to such a path",
-            )
-        })?;
-        batch::write_atomic(&tmp.join("batch.toml"), text.as_bytes())?;
+        batch::write_atomic(&tmp.join("batch.toml"), batch::to_toml(b)?.as_bytes())?;
         std::fs::rename(&tmp, &dir)
             .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
         batch::sync_dir(&parent);
@@ -298,33 +291,9 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
         return Err(e);
     }
     if !dry_run {
-        remove_state(&dir)?;
+        batch::remove_state(&source.state_dir(), &b.id)?;
     }
     Ok(out)
-}
-
-/// Remove a batch's state folder (everything else of the batch is gone
-/// already): first renamed to a hidden name in one step, so the batch
-/// disappears whole, never as a folder without a readable `batch.toml`.
-fn remove_state(dir: &Path) -> Result<()> {
-    let io = |e: std::io::Error| Error::io(format!("cannot remove {}", dir.display()), e);
-    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
-        return Ok(());
-    };
-    let hidden = parent.join(format!(
-        ".{}.removed-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    match std::fs::rename(dir, &hidden) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io(e)),
-    }
-    batch::sync_dir(parent);
-    // What a failure here leaves is hidden and holds nothing of value.
-    let _ = std::fs::remove_dir_all(&hidden);
-    Ok(())
 }
 
 #[cfg(test)]

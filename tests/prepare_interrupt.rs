@@ -757,3 +757,43 @@ fn gc_reclaims_a_stale_outer_batch_hosting_an_interrupted_one() {
     assert!(!ws.exists(), "the outer workspace is left: {gc}");
     assert_nothing_left(&env, &repo, "after gc");
 }
+
+/// A batch made by prepare (worktree mode) records each workspace's
+/// identity (SPEC §3.2), and no longer the marker; a killed one has none yet.
+#[test]
+fn a_complete_batch_records_its_folders_and_a_killed_one_none() {
+    let env = Env::new();
+    let repo = env.repo("small");
+    let doc = env
+        .delegate(&repo, ["prepare", "-n", "2", "--json"])
+        .expect(0)
+        .json();
+    let id = doc["batch"].as_str().unwrap();
+    let text = std::fs::read_to_string(
+        common_dir(&repo)
+            .join("delegate/batches")
+            .join(id)
+            .join("batch.toml"),
+    )
+    .unwrap();
+    assert_eq!(text.matches("[tasks.folder]").count(), 2, "{text}");
+    assert!(!text.contains("[preparing]"), "{text}");
+    for (i, t) in doc["tasks"].as_array().unwrap().iter().enumerate() {
+        let root = std::fs::canonicalize(t["root"].as_str().unwrap()).unwrap();
+        let line = format!("path = {:?}", root.to_str().unwrap());
+        assert!(text.contains(&line), "task {i}: {line} not in {text}");
+    }
+    let mut p = Prepare::start(&env, &repo, "complete-pending", false);
+    p.wait_for("complete-pending");
+    p.signal(rustix::process::Signal::KILL);
+    let _ = p.finish();
+    let text = std::fs::read_to_string(
+        common_dir(&repo)
+            .join("delegate/batches")
+            .join(ID)
+            .join("batch.toml"),
+    )
+    .unwrap();
+    assert!(text.contains("[preparing]"), "{text}");
+    assert!(!text.contains("[tasks.folder]"), "{text}");
+}

@@ -472,12 +472,7 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
             }
             refs::delete(&source.repo, &name)?;
         }
-        let dir = batch::batch_dir(&source.state_dir(), &b.id);
-        match std::fs::remove_dir_all(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(format!("cannot remove {}", dir.display()), e)),
-        }
+        batch::remove_state(&source.state_dir(), &b.id)?;
     }
 
     // Nothing more changes: the deleter runs without the lock held (it

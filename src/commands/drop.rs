@@ -257,8 +257,6 @@ pub fn remove_batch(
             refs_removed += 1;
         }
     }
-    let dir = batch::batch_dir(&source.state_dir(), &b.id);
-    std::fs::remove_dir_all(&dir)
-        .map_err(|e| crate::error::Error::io(format!("cannot remove {}", dir.display()), e))?;
+    batch::remove_state(&source.state_dir(), &b.id)?;
     Ok((removed, kept, refs_removed))
 }
