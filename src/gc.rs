@@ -1012,6 +1012,22 @@ pub fn discard_kept(b: &Batch, name: &str) -> bool {
         .any(|t| t.state == batch::TaskState::Discarded && t.proposal_ref.as_deref() == Some(name))
 }
 
+/// Delete the refs of a batch that is going (apply's end, drop), except
+/// the proposals its discarded tasks keep ([`discard_kept`]). Returns how
+/// many were deleted.
+pub fn delete_batch_refs(repo: &gix::Repository, b: &Batch) -> Result<usize> {
+    let mut deleted = 0;
+    for name in refs::list_batch(repo, &b.id)? {
+        if discard_kept(b, &name) {
+            continue;
+        }
+        if refs::delete(repo, &name)? {
+            deleted += 1;
+        }
+    }
+    Ok(deleted)
+}
+
 /// A proposal kept after its task ended (SPEC §3.16): rescued by gc, of a
 /// discarded task, or of a batch that is gone.
 #[derive(Debug, Clone)]

@@ -466,12 +466,8 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
         b.open_tasks().next().is_some()
     };
     if !dry_run && !batch_open {
-        for name in refs::list_batch(&source.repo, &b.id)? {
-            if crate::gc::discard_kept(&b, &name) {
-                continue; // kept for gc.keep-failed
-            }
-            refs::delete(&source.repo, &name)?;
-        }
+        // A discarded task's kept proposal stays for gc.keep-failed.
+        crate::gc::delete_batch_refs(&source.repo, &b)?;
         batch::remove_state(&source.state_dir(), &b.id)?;
     }
 
