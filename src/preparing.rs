@@ -237,14 +237,31 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
     let mut first_err: Option<Error> = None;
     for t in &b.tasks {
         let reg = source.common_dir.join("worktrees").join(&t.worktree_id);
-        out.bytes += crate::gc::tree_size(&t.root) + crate::gc::tree_size(&reg);
-        if dry_run {
+        out.bytes += crate::gc::tree_size(&reg);
+        let scratch = crate::scratch::is_scratch(&t.worktree_id);
+        // What will go, and what is left alone (a folder that is not one
+        // prepare made is never counted, nor its bytes).
+        let will = if scratch {
             if t.root.symlink_metadata().is_ok() {
-                out.workspaces += 1;
+                crate::workspace::Removal::Removed
+            } else {
+                crate::workspace::Removal::Missing
+            }
+        } else {
+            crate::workspace::unfinished_removal(&source.common_dir, &t.root, &t.worktree_id)
+        };
+        if will == crate::workspace::Removal::Removed {
+            out.bytes += crate::gc::tree_size(&t.root);
+        }
+        if dry_run {
+            match will {
+                crate::workspace::Removal::Removed => out.workspaces += 1,
+                crate::workspace::Removal::Missing => {}
+                crate::workspace::Removal::Foreign => out.left_alone.push(t.root.clone()),
             }
             continue;
         }
-        let removal = if crate::scratch::is_scratch(&t.worktree_id) {
+        let removal = if scratch {
             let r = crate::scratch::remove(&source.common_dir, &t.root);
             // A container whose marker was never written holds nothing: rmdir only.
             if let Some(c) = t.root.parent() {

@@ -243,6 +243,17 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
     Ok(state)
 }
 
+/// What [`remove_unfinished`] would do with the folder at `root` (for a
+/// dry run): `Removed` when it is ours or a real, still empty folder.
+pub fn unfinished_removal(common_dir: &Path, root: &Path, worktree_id: &str) -> Removal {
+    match identify_at(common_dir, root, worktree_id, None) {
+        Identity::Missing => Removal::Missing,
+        Identity::Ours { .. } => Removal::Removed,
+        _ if is_empty_dir(root) => Removal::Removed,
+        _ => Removal::Foreign,
+    }
+}
+
 /// Is `p` a real folder (not a symlink to one) with nothing in it?
 fn is_empty_dir(p: &Path) -> bool {
     p.symlink_metadata().is_ok_and(|m| m.is_dir())

@@ -524,14 +524,45 @@ fn killed_prepare_removal_leaves_swapped_folders_alone() {
         p.signal(rustix::process::Signal::KILL);
         let _ = p.finish();
 
+        // A dry run says what the removal will do.
+        let dry = env
+            .delegate(&repo, ["gc", "--dry-run", "--json"])
+            .expect(0)
+            .json();
+        assert_eq!(dry["workspaces_removed"], 1, "{context}: {dry}");
+        let mut left: Vec<&str> = dry["left_alone"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [roots[0].to_str().unwrap(), roots[1].to_str().unwrap()],
+            "{context}: {dry}"
+        );
         match removal {
             "gc" => {
-                env.delegate(&repo, ["gc", "--json"]).expect(0);
+                let gc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
+                assert_eq!(gc["workspaces_removed"], 1, "{context}: {gc}");
+                assert_eq!(gc["left_alone"], dry["left_alone"], "{context}: {gc}");
             }
             _ => {
-                env.delegate(&repo, ["drop", SHORT, "--force"]).expect(0);
+                let d = env
+                    .delegate(&repo, ["drop", SHORT, "--force", "--json"])
+                    .expect(0)
+                    .json();
+                assert_eq!(d["workspaces_removed"], 1, "{context}: {d}");
+                assert_eq!(
+                    d["left_alone"].as_array().unwrap().len(),
+                    2,
+                    "{context}: {d}"
+                );
             }
         }
+        // A later gc, which no longer knows the batch, leaves them too.
+        env.delegate(&repo, ["gc", "--json"]).expect(0);
         for (link, target) in [(&roots[0], &copy), (&roots[1], &empty)] {
             let meta = std::fs::symlink_metadata(link)
                 .unwrap_or_else(|e| panic!("{context}: {} removed: {e}", link.display()));
