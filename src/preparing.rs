@@ -15,9 +15,10 @@
 //! Owns: the marker (recording a new batch's state folder whole, in one
 //! rename), the signal counter, the test-only pause points
 //! (`GIT_DELEGATE_TEST_PAUSE`), and removal of an incomplete batch.
-//! Never: removes a folder that is not one prepare made (its `.git` must
-//! point back at our registration, or it is still empty), nor anything of
-//! a complete batch.
+//! Never: removes a folder that is not one prepare made (checked through
+//! `workspace::identify`, no symlink followed: its `.git` must point back
+//! at our registration, or it is a real folder that is still empty), nor
+//! anything of a complete batch.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
