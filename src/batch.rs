@@ -179,18 +179,42 @@ pub fn sync_dir(dir: &Path) {
     }
 }
 
-pub fn save(state_dir: &Path, batch: &Batch) -> Result<()> {
-    let dir = batch_dir(state_dir, &batch.id);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-    let text = toml::to_string_pretty(batch).map_err(|e| {
+/// The text of a batch's `batch.toml`.
+pub fn to_toml(batch: &Batch) -> Result<String> {
+    toml::to_string_pretty(batch).map_err(|e| {
         Error::state(
             "delegate::state",
             format!("cannot record batch {}: {e}", batch.id),
             "paths in batch state must be valid UTF-8; move the repository or workspace root to such a path",
         )
-    })?;
-    write_atomic(&dir.join("batch.toml"), text.as_bytes())
+    })
+}
+
+pub fn save(state_dir: &Path, batch: &Batch) -> Result<()> {
+    let dir = batch_dir(state_dir, &batch.id);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+    write_atomic(&dir.join("batch.toml"), to_toml(batch)?.as_bytes())
+}
+
+/// Remove a batch's state folder, once everything else of the batch is
+/// gone: first renamed to a hidden name (`.<id>.removed-<pid>`, which no
+/// command reads as a batch) in one step and the parent fsync'd, so the
+/// batch disappears whole, never as a folder without a readable
+/// `batch.toml` (reported as corrupt). Gone already is fine.
+pub fn remove_state(state_dir: &Path, id: &str) -> Result<()> {
+    let dir = batch_dir(state_dir, id);
+    let parent = batches_dir(state_dir);
+    let hidden = parent.join(format!(".{id}.removed-{}", std::process::id()));
+    match std::fs::rename(&dir, &hidden) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(format!("cannot remove {}", dir.display()), e)),
+    }
+    sync_dir(&parent);
+    // What a failure here leaves is hidden and holds nothing of value.
+    let _ = std::fs::remove_dir_all(&hidden);
+    Ok(())
 }
 
 /// One entry of the state folder: a batch, or a folder whose record is unreadable.

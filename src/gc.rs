@@ -15,7 +15,9 @@
 //! `<root>/<repo-name>-<fp>/` no batch owns, refs under `refs/pi-delegate`
 //! no batch owns) are reclaimed too, and so is the trash of workspaces apply
 //! removed (`<root>/<repo-name>-<fp>/.trash`, see `trash`) that a killed
-//! background deleter left; they count as removed workspaces.
+//! background deleter left; they count as removed workspaces. So are the
+//! hidden folders a killed prepare or batch removal leaves in the state
+//! folder (`.<id>.new`, `.<id>.removed-<pid>`).
 //!
 //! A batch whose `batch.toml` cannot be read is never reclaimed here (its
 //! lease is unknown): it is reported in `skipped`, and everything that could
@@ -233,6 +235,7 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
     gc.leftover_folders(&owners)?;
     gc.leftover_refs(&owners)?;
     gc.leftover_patches()?;
+    gc.leftover_hidden_state();
     Ok(gc.report)
 }
 
@@ -536,8 +539,7 @@ impl Gc<'_> {
         // 5. The state folder (patches of kept refs were moved out).
         self.report.bytes_freed += tree_size(&dir);
         if !self.dry_run {
-            remove_all(&dir)?;
-            batch::sync_dir(&batch::batches_dir(&self.state_dir));
+            batch::remove_state(&self.state_dir, &b.id)?;
         }
         self.report.rescued.extend(rescued);
         self.report.refs_kept.extend(kept);
@@ -740,6 +742,34 @@ impl Gc<'_> {
     }
 }
 
+impl Gc<'_> {
+    /// Hidden folders in the state folder that killed commands leave: a
+    /// prepare's `.<id>.new` (its batch recorded before the rename that
+    /// makes it appear; nothing else was made yet, see `preparing::record`)
+    /// and a removal's `.<id>.removed-<pid>` (see `batch::remove_state`).
+    /// Both are made and removed under the repository lock, which gc holds.
+    fn leftover_hidden_state(&mut self) {
+        let dir = batch::batches_dir(&self.state_dir);
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(rest) = name.strip_prefix('.') else {
+                continue;
+            };
+            if !(rest.ends_with(".new") || rest.contains(".removed-")) {
+                continue;
+            }
+            self.report.bytes_freed += tree_size(&e.path());
+            if !self.dry_run {
+                // Best effort: what is left stays hidden and is tried again.
+                let _ = remove_all(&e.path());
+            }
+        }
+    }
+}
+
 /// What [`remove_corrupt`] did.
 #[derive(Debug, Default)]
 pub struct CorruptRemoval {
@@ -894,8 +924,7 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
     let _ = std::fs::remove_dir(kept_dir(&state_dir));
 
     // 3. The state folder.
-    remove_all(&dir)?;
-    batch::sync_dir(&batch::batches_dir(&state_dir));
+    batch::remove_state(&state_dir, id)?;
     Ok(out)
 }
 
@@ -981,6 +1010,22 @@ pub fn discard_kept(b: &Batch, name: &str) -> bool {
     b.tasks
         .iter()
         .any(|t| t.state == batch::TaskState::Discarded && t.proposal_ref.as_deref() == Some(name))
+}
+
+/// Delete the refs of a batch that is going (apply's end, drop), except
+/// the proposals its discarded tasks keep ([`discard_kept`]). Returns how
+/// many were deleted.
+pub fn delete_batch_refs(repo: &gix::Repository, b: &Batch) -> Result<usize> {
+    let mut deleted = 0;
+    for name in refs::list_batch(repo, &b.id)? {
+        if discard_kept(b, &name) {
+            continue;
+        }
+        if refs::delete(repo, &name)? {
+            deleted += 1;
+        }
+    }
+    Ok(deleted)
 }
 
 /// A proposal kept after its task ended (SPEC §3.16): rescued by gc, of a

@@ -15,9 +15,10 @@
 //! Owns: the marker (recording a new batch's state folder whole, in one
 //! rename), the signal counter, the test-only pause points
 //! (`GIT_DELEGATE_TEST_PAUSE`), and removal of an incomplete batch.
-//! Never: removes a folder that is not one prepare made (its `.git` must
-//! point back at our registration, or it is still empty), nor anything of
-//! a complete batch.
+//! Never: removes a folder that is not one prepare made (checked through
+//! `workspace::identify`, no symlink followed: its `.git` must point back
+//! at our registration, or it is a real folder that is still empty), nor
+//! anything of a complete batch.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -134,14 +135,7 @@ pub fn record(state_dir: &Path, b: &Batch) -> Result<()> {
     let result = (|| {
         std::fs::create_dir(&tmp)
             .map_err(|e| Error::io(format!("cannot create {}", tmp.display()), e))?;
-        let text = toml::to_string_pretty(b).map_err(|e| {
-            Error::state(
-                "delegate::state",
-                format!("cannot record batch {}: {e}", b.id),
-                "paths in batch state must be valid UTF-8; move the repository or workspace root to such a path",
-            )
-        })?;
-        batch::write_atomic(&tmp.join("batch.toml"), text.as_bytes())?;
+        batch::write_atomic(&tmp.join("batch.toml"), batch::to_toml(b)?.as_bytes())?;
         std::fs::rename(&tmp, &dir)
             .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
         batch::sync_dir(&parent);
@@ -244,14 +238,31 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
     let mut first_err: Option<Error> = None;
     for t in &b.tasks {
         let reg = source.common_dir.join("worktrees").join(&t.worktree_id);
-        out.bytes += crate::gc::tree_size(&t.root) + crate::gc::tree_size(&reg);
-        if dry_run {
+        out.bytes += crate::gc::tree_size(&reg);
+        let scratch = crate::scratch::is_scratch(&t.worktree_id);
+        // What will go, and what is left alone (a folder that is not one
+        // prepare made is never counted, nor its bytes).
+        let will = if scratch {
             if t.root.symlink_metadata().is_ok() {
-                out.workspaces += 1;
+                crate::workspace::Removal::Removed
+            } else {
+                crate::workspace::Removal::Missing
+            }
+        } else {
+            crate::workspace::unfinished_removal(&source.common_dir, &t.root, &t.worktree_id)
+        };
+        if will == crate::workspace::Removal::Removed {
+            out.bytes += crate::gc::tree_size(&t.root);
+        }
+        if dry_run {
+            match will {
+                crate::workspace::Removal::Removed => out.workspaces += 1,
+                crate::workspace::Removal::Missing => {}
+                crate::workspace::Removal::Foreign => out.left_alone.push(t.root.clone()),
             }
             continue;
         }
-        let removal = if crate::scratch::is_scratch(&t.worktree_id) {
+        let removal = if scratch {
             let r = crate::scratch::remove(&source.common_dir, &t.root);
             // A container whose marker was never written holds nothing: rmdir only.
             if let Some(c) = t.root.parent() {
@@ -298,33 +309,9 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
         return Err(e);
     }
     if !dry_run {
-        remove_state(&dir)?;
+        batch::remove_state(&source.state_dir(), &b.id)?;
     }
     Ok(out)
-}
-
-/// Remove a batch's state folder (everything else of the batch is gone
-/// already): first renamed to a hidden name in one step, so the batch
-/// disappears whole, never as a folder without a readable `batch.toml`.
-fn remove_state(dir: &Path) -> Result<()> {
-    let io = |e: std::io::Error| Error::io(format!("cannot remove {}", dir.display()), e);
-    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
-        return Ok(());
-    };
-    let hidden = parent.join(format!(
-        ".{}.removed-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    match std::fs::rename(dir, &hidden) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(io(e)),
-    }
-    batch::sync_dir(parent);
-    // What a failure here leaves is hidden and holds nothing of value.
-    let _ = std::fs::remove_dir_all(&hidden);
-    Ok(())
 }
 
 #[cfg(test)]

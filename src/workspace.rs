@@ -209,14 +209,24 @@ fn remove_created(common_dir: &Path, p: &Plan) -> Result<()> {
 /// killed between making the folder and writing its `.git`), and its
 /// registration. A folder that is neither is left alone (`Foreign`).
 pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<Removal> {
-    let state = if root.symlink_metadata().is_err() {
-        Removal::Missing
-    } else if is_ours(common_dir, root, worktree_id) || is_empty_dir(root) {
-        std::fs::remove_dir_all(root)
-            .map_err(|e| Error::io(format!("cannot remove {}", root.display()), e))?;
-        Removal::Removed
-    } else {
-        Removal::Foreign
+    // Through `identify` (no identity is recorded before a batch is
+    // complete): a symlink put in the folder's place is never followed,
+    // and an empty folder only counts when it is a real folder, not a
+    // symlink to one.
+    let state = match identify_at(common_dir, root, worktree_id, None) {
+        Identity::Missing => Removal::Missing,
+        Identity::Ours { fd: Some(fd), .. } => {
+            remove_held(root, fd)?;
+            Removal::Removed
+        }
+        _ if is_empty_dir(root) => match std::fs::remove_dir(root) {
+            Ok(()) => Removal::Removed,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Removal::Missing,
+            // Not empty any more, or not a folder: someone else's now.
+            Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => Removal::Foreign,
+            Err(e) => return Err(Error::io(format!("cannot remove {}", root.display()), e)),
+        },
+        _ => Removal::Foreign,
     };
     let reg = registration(common_dir, worktree_id);
     match std::fs::remove_dir_all(&reg) {
@@ -233,8 +243,21 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
     Ok(state)
 }
 
+/// What [`remove_unfinished`] would do with the folder at `root` (for a
+/// dry run): `Removed` when it is ours or a real, still empty folder.
+pub fn unfinished_removal(common_dir: &Path, root: &Path, worktree_id: &str) -> Removal {
+    match identify_at(common_dir, root, worktree_id, None) {
+        Identity::Missing => Removal::Missing,
+        Identity::Ours { .. } => Removal::Removed,
+        _ if is_empty_dir(root) => Removal::Removed,
+        _ => Removal::Foreign,
+    }
+}
+
+/// Is `p` a real folder (not a symlink to one) with nothing in it?
 fn is_empty_dir(p: &Path) -> bool {
-    std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none())
+    p.symlink_metadata().is_ok_and(|m| m.is_dir())
+        && std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none())
 }
 
 /// Make the workspace folder and its registration (locked first, so `git
@@ -1142,7 +1165,10 @@ fn remove_empty_parents(root: &Path) {
 /// task's workspace or lies inside it: an agent ran `git delegate prepare`
 /// in its workspace. Removing that folder would take the other batch's
 /// source away, so it is kept (SPEC §3.2 step 5, §3.4, §3.5 as documented
-/// in docs/architecture.md).
+/// in docs/architecture.md). A batch whose prepare was killed does not
+/// count: it holds no work, never writes back, and is removed whole
+/// (by gc or `drop`) without its source (SPEC §3.15); one whose prepare
+/// still runs does.
 pub fn hosted_batches(
     batches: &[crate::batch::Batch],
     task: &crate::batch::Task,
@@ -1158,6 +1184,7 @@ pub fn hosted_batches(
     batches
         .iter()
         .filter(|b| b.id != except)
+        .filter(|b| crate::preparing::progress(b) != Some(crate::preparing::Progress::Interrupted))
         .filter(|b| {
             let canon = std::fs::canonicalize(&b.source).ok();
             roots.iter().any(|r| {

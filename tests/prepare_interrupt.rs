@@ -482,3 +482,408 @@ fn killed_prepare_is_refused_reported_and_removed_whole() {
     // No proposal was ever kept.
     assert!(!common_dir(&repo).join("delegate/kept").exists());
 }
+
+/// The workspace folders of the batch, by task, as prepare lays them out.
+fn task_roots(env: &Env) -> Vec<PathBuf> {
+    let mut roots = Vec::new();
+    for repo_dir in std::fs::read_dir(env.workspace_root()).unwrap().flatten() {
+        if let Ok(rd) = std::fs::read_dir(repo_dir.path().join(SHORT)) {
+            roots.extend(rd.flatten().map(|e| e.path()));
+        }
+    }
+    roots.sort();
+    roots
+}
+
+/// A killed prepare's workspace folders swapped (while it was paused) for
+/// symlinks, one to a copy of the folder it made, one to an empty folder:
+/// `gc` and `drop` remove the batch but never the symlinks nor what they
+/// lead to (nothing recorded a folder identity yet: the checks must hold
+/// without it).
+#[test]
+fn killed_prepare_removal_leaves_swapped_folders_alone() {
+    let env = Env::new();
+    let repo = fixture(&env);
+    for removal in ["gc", "drop"] {
+        let context = format!("SIGKILL at registered, then {removal}");
+        let mut p = Prepare::start(&env, &repo, "registered", false);
+        p.wait_for("registered");
+        let roots = task_roots(&env);
+        assert_eq!(roots.len(), 3, "{context}: {roots:?}");
+        let keep = env.path().join(format!("kept-{removal}"));
+        std::fs::create_dir_all(&keep).unwrap();
+        let copy = keep.join("copy");
+        std::fs::rename(&roots[0], &copy).unwrap();
+        std::fs::write(copy.join("mine.txt"), "user data\n").unwrap();
+        std::os::unix::fs::symlink(&copy, &roots[0]).unwrap();
+        let empty = keep.join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        std::fs::remove_file(roots[1].join(".git")).unwrap();
+        std::fs::remove_dir(&roots[1]).unwrap();
+        std::os::unix::fs::symlink(&empty, &roots[1]).unwrap();
+        p.signal(rustix::process::Signal::KILL);
+        let _ = p.finish();
+
+        // A dry run says what the removal will do.
+        let dry = env
+            .delegate(&repo, ["gc", "--dry-run", "--json"])
+            .expect(0)
+            .json();
+        assert_eq!(dry["workspaces_removed"], 1, "{context}: {dry}");
+        let mut left: Vec<&str> = dry["left_alone"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [roots[0].to_str().unwrap(), roots[1].to_str().unwrap()],
+            "{context}: {dry}"
+        );
+        match removal {
+            "gc" => {
+                let gc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
+                assert_eq!(gc["workspaces_removed"], 1, "{context}: {gc}");
+                assert_eq!(gc["left_alone"], dry["left_alone"], "{context}: {gc}");
+            }
+            _ => {
+                let d = env
+                    .delegate(&repo, ["drop", SHORT, "--force", "--json"])
+                    .expect(0)
+                    .json();
+                assert_eq!(d["workspaces_removed"], 1, "{context}: {d}");
+                assert_eq!(
+                    d["left_alone"].as_array().unwrap().len(),
+                    2,
+                    "{context}: {d}"
+                );
+            }
+        }
+        // A later gc, which no longer knows the batch, leaves them too.
+        env.delegate(&repo, ["gc", "--json"]).expect(0);
+        for (link, target) in [(&roots[0], &copy), (&roots[1], &empty)] {
+            let meta = std::fs::symlink_metadata(link)
+                .unwrap_or_else(|e| panic!("{context}: {} removed: {e}", link.display()));
+            assert!(
+                meta.file_type().is_symlink(),
+                "{context}: {}",
+                link.display()
+            );
+            assert_eq!(&std::fs::read_link(link).unwrap(), target, "{context}");
+        }
+        assert_eq!(
+            std::fs::read(copy.join("mine.txt")).unwrap(),
+            b"user data\n",
+            "{context}"
+        );
+        assert!(copy.join(".git").is_file(), "{context}");
+        assert!(empty.is_dir(), "{context}");
+        assert!(
+            !roots[2].exists(),
+            "{context}: the folder prepare made is left"
+        );
+        assert!(
+            !common_dir(&repo).join("delegate/batches").join(ID).exists(),
+            "{context}: state left"
+        );
+        assert_eq!(env.private_refs(&repo), Vec::<String>::new(), "{context}");
+        // Clear the way for the next round.
+        for r in &roots[..2] {
+            std::fs::remove_file(r).unwrap();
+        }
+    }
+}
+
+/// A corrupt batch, an interrupted one and an ordinary one in one
+/// repository: `apply` without BATCH means the ordinary one, `status
+/// --check` reports both problems (JSON as docs/json.md says), and `gc`
+/// removes the interrupted one whole and reports the corrupt one.
+#[test]
+fn corrupt_interrupted_and_ordinary_batches_together() {
+    let env = Env::new();
+    let repo = fixture(&env);
+    let mut p = Prepare::start(&env, &repo, "checked-out", false);
+    p.wait_for("checked-out");
+    p.signal(rustix::process::Signal::KILL);
+    let _ = p.finish();
+    let good = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let good = good["batch"].as_str().unwrap().to_string();
+    let bad = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let bad = bad["batch"].as_str().unwrap().to_string();
+    let toml = common_dir(&repo)
+        .join("delegate/batches")
+        .join(&bad)
+        .join("batch.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, &text[..text.len() / 2]).unwrap();
+
+    let dry = env
+        .delegate(&repo, ["apply", "--dry-run", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(dry["batch"], good.as_str(), "{dry}");
+
+    let st = env
+        .delegate(&repo, ["status", "--check", "--json"])
+        .expect(1)
+        .json();
+    let problems = st["problems"].as_array().unwrap();
+    let kinds: Vec<(&str, &str)> = problems
+        .iter()
+        .map(|p| (p["batch"].as_str().unwrap(), p["kind"].as_str().unwrap()))
+        .collect();
+    assert!(kinds.contains(&(ID, "interrupted_prepare")), "{st}");
+    assert!(kinds.contains(&(bad.as_str(), "broken_state")), "{st}");
+    assert!(
+        !kinds.iter().any(|(b, _)| *b == good),
+        "the ordinary batch has no problem: {st}"
+    );
+    for p in problems {
+        assert!(p["message"].as_str().is_some_and(|m| !m.is_empty()), "{p}");
+    }
+    let batches = st["batches"].as_array().unwrap();
+    let find = |id: &str| batches.iter().find(|b| b["batch"] == id);
+    let killed = find(ID).unwrap_or_else(|| panic!("interrupted batch not listed: {st}"));
+    assert_eq!(killed["state"], "interrupted", "{killed}");
+    assert_eq!(killed["lease"]["state"], "orphaned", "{killed}");
+    assert_eq!(killed["label"], "work", "{killed}");
+    for t in killed["tasks"].as_array().unwrap() {
+        assert_eq!(t["state"], "incomplete", "{t}");
+        assert!(t["changed_paths"].is_null(), "{t}");
+    }
+    let ordinary = find(&good).unwrap_or_else(|| panic!("ordinary batch not listed: {st}"));
+    assert_eq!(ordinary["state"], "ready", "{ordinary}");
+    assert_eq!(ordinary["lease"]["state"], "live", "{ordinary}");
+    assert_eq!(ordinary["tasks"][0]["state"], "open", "{ordinary}");
+    assert_eq!(ordinary["tasks"][0]["exists"], true, "{ordinary}");
+    // The text form names both.
+    let check = env.delegate(&repo, ["status", "--check"]).expect(1);
+    assert!(check.stdout.contains(SHORT), "{}", check.stdout);
+    assert!(check.stdout.contains(&bad[..8]), "{}", check.stdout);
+
+    let gc = env.delegate(&repo, ["gc", "--json"]);
+    assert_eq!(gc.code, 1, "{}\n{}", gc.stdout, gc.stderr);
+    let gc = gc.json();
+    assert_eq!(gc["batches"], serde_json::json!([ID]), "{gc}");
+    assert_eq!(gc["incomplete"], serde_json::json!([ID]), "{gc}");
+    assert_eq!(gc["rescued"], serde_json::json!([]), "{gc}");
+    let skipped = gc["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{gc}");
+    assert_eq!(skipped[0]["batch"], bad.as_str(), "{gc}");
+    assert!(
+        skipped[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("git delegate drop {bad} --force")),
+        "{gc}"
+    );
+    assert!(!common_dir(&repo).join("delegate/batches").join(ID).exists());
+    assert!(toml.exists(), "gc must not remove the corrupt batch");
+    assert!(common_dir(&repo)
+        .join("delegate/batches")
+        .join(&good)
+        .join("batch.toml")
+        .exists());
+    let st = env.delegate(&repo, ["status", "--json"]).json();
+    let kinds: Vec<&str> = st["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["broken_state"], "{st}");
+}
+
+/// A batch prepared inside a workspace whose prepare was killed holds no
+/// work: it does not keep the outer workspace (which `drop` then removes
+/// without --force, as it would with no inner batch), and it is still
+/// removed whole afterwards by gc. Nothing of the outer batch's is lost.
+#[test]
+fn an_interrupted_inner_batch_does_not_keep_the_outer_workspace() {
+    let env = Env::new();
+    let repo = fixture(&env);
+    let before = snapshot(&repo);
+    let outer = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let outer_id = outer["batch"].as_str().unwrap().to_string();
+    let ws = PathBuf::from(outer["tasks"][0]["root"].as_str().unwrap());
+    let mut p = Prepare::start(&env, &ws, "checked-out", false);
+    p.wait_for("checked-out");
+    p.signal(rustix::process::Signal::KILL);
+    let _ = p.finish();
+    let st = env.delegate(&repo, ["status", "--json"]).json();
+    assert!(
+        st["batches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["batch"] == ID && b["state"] == "interrupted"),
+        "{st}"
+    );
+
+    let run = env.delegate(&repo, ["drop", &outer_id, "--json"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let doc = run.json();
+    assert_eq!(doc["dropped"], true, "{doc}");
+    assert_eq!(doc["workspaces_removed"], 1, "{doc}");
+    assert!(doc.get("kept_workspaces").is_none(), "{doc}");
+    assert!(!ws.exists(), "the outer workspace is left: {doc}");
+    assert!(!common_dir(&repo)
+        .join("delegate/batches")
+        .join(&outer_id)
+        .exists());
+    // The interrupted batch is still reported, and gc removes it whole.
+    let check = env
+        .delegate(&repo, ["status", "--check", "--json"])
+        .expect(1)
+        .json();
+    assert_eq!(
+        check["problems"][0]["kind"], "interrupted_prepare",
+        "{check}"
+    );
+    let gc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
+    assert_eq!(gc["incomplete"], serde_json::json!([ID]), "{gc}");
+    assert_nothing_left(&env, &repo, "after gc");
+    assert!(snapshot(&repo) == before, "the source changed");
+    env.delegate(&repo, ["status", "--check"]).expect(0);
+}
+
+/// The same in one gc run: a stale outer batch whose workspace hosts an
+/// interrupted batch is reclaimed (workspace removed, not kept as an
+/// ordinary worktree), and the interrupted one is removed whole.
+#[test]
+fn gc_reclaims_a_stale_outer_batch_hosting_an_interrupted_one() {
+    let env = Env::new();
+    let repo = fixture(&env);
+    let outer = env
+        .delegate(&repo, ["prepare", "--ttl", "1s", "--json"])
+        .expect(0)
+        .json();
+    let ws = PathBuf::from(outer["tasks"][0]["root"].as_str().unwrap());
+    let mut p = Prepare::start(&env, &ws, "checked-out", false);
+    p.wait_for("checked-out");
+    p.signal(rustix::process::Signal::KILL);
+    let _ = p.finish();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let st = env.delegate(&repo, ["status", "--json"]).json();
+        let b = st["batches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["batch"] == outer["batch"])
+            .cloned()
+            .unwrap();
+        if b["lease"]["state"] == "expired" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the lease never expired: {b}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let gc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
+    assert_eq!(gc["incomplete"], serde_json::json!([ID]), "{gc}");
+    assert_eq!(gc["batches"].as_array().unwrap().len(), 2, "{gc}");
+    assert_eq!(gc["kept_workspaces"], serde_json::json!([]), "{gc}");
+    assert!(!ws.exists(), "the outer workspace is left: {gc}");
+    assert_nothing_left(&env, &repo, "after gc");
+}
+
+/// A batch made by prepare (worktree mode) records each workspace's
+/// identity (SPEC §3.2), and no longer the marker; a killed one has none yet.
+#[test]
+fn a_complete_batch_records_its_folders_and_a_killed_one_none() {
+    let env = Env::new();
+    let repo = env.repo("small");
+    let doc = env
+        .delegate(&repo, ["prepare", "-n", "2", "--json"])
+        .expect(0)
+        .json();
+    let id = doc["batch"].as_str().unwrap();
+    let text = std::fs::read_to_string(
+        common_dir(&repo)
+            .join("delegate/batches")
+            .join(id)
+            .join("batch.toml"),
+    )
+    .unwrap();
+    assert_eq!(text.matches("[tasks.folder]").count(), 2, "{text}");
+    assert!(!text.contains("[preparing]"), "{text}");
+    for (i, t) in doc["tasks"].as_array().unwrap().iter().enumerate() {
+        let root = std::fs::canonicalize(t["root"].as_str().unwrap()).unwrap();
+        let line = format!("path = {:?}", root.to_str().unwrap());
+        assert!(text.contains(&line), "task {i}: {line} not in {text}");
+    }
+    let mut p = Prepare::start(&env, &repo, "complete-pending", false);
+    p.wait_for("complete-pending");
+    p.signal(rustix::process::Signal::KILL);
+    let _ = p.finish();
+    let text = std::fs::read_to_string(
+        common_dir(&repo)
+            .join("delegate/batches")
+            .join(ID)
+            .join("batch.toml"),
+    )
+    .unwrap();
+    assert!(text.contains("[preparing]"), "{text}");
+    assert!(!text.contains("[tasks.folder]"), "{text}");
+}
+
+/// What a prepare killed before its batch folder appeared (`.<id>.new`)
+/// and a removal killed after hiding a state folder (`.<id>.removed-PID`)
+/// leave in the state folder: never read as batches, and removed by gc
+/// (not by a dry run).
+#[test]
+fn gc_removes_hidden_state_left_by_killed_commands() {
+    let env = Env::new();
+    let repo = env.repo("small");
+    let live = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let batches = common_dir(&repo).join("delegate/batches");
+    let new = batches.join(format!(".{ID}.new"));
+    std::fs::create_dir_all(&new).unwrap();
+    std::fs::write(new.join("batch.toml"), "half").unwrap();
+    let removed = batches.join(format!(".{ID}.removed-4242"));
+    std::fs::create_dir_all(removed.join("sub")).unwrap();
+    std::fs::write(removed.join("sub/x.patch"), "old").unwrap();
+    env.delegate(&repo, ["status", "--check"]).expect(0);
+    let dry = env
+        .delegate(&repo, ["gc", "--dry-run", "--json"])
+        .expect(0)
+        .json();
+    assert!(dry["bytes_freed"].as_u64().unwrap() >= 7, "{dry}");
+    assert!(new.exists() && removed.exists());
+    env.delegate(&repo, ["gc", "--json"]).expect(0);
+    assert!(!new.exists(), "{} left", new.display());
+    assert!(!removed.exists(), "{} left", removed.display());
+    let id = live["batch"].as_str().unwrap();
+    assert!(
+        batches.join(id).join("batch.toml").exists(),
+        "the live batch must stay"
+    );
+}
+
+/// A hidden state folder (a removal killed half-way) that still holds a
+/// write-back journal is not a batch: no command recovers it or reports it
+/// as pending, and gc removes it.
+#[test]
+fn a_journal_in_a_hidden_state_folder_is_not_recovered() {
+    let env = Env::new();
+    let repo = env.repo("small");
+    let batches = common_dir(&repo).join("delegate/batches");
+    let hidden = batches.join(format!(".{ID}.removed-4242"));
+    std::fs::create_dir_all(&hidden).unwrap();
+    std::fs::write(hidden.join("writeback.journal"), "not a journal\n").unwrap();
+    let st = env
+        .delegate(&repo, ["status", "--check", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(st["problems"], serde_json::json!([]), "{st}");
+    let dry = env
+        .delegate(&repo, ["gc", "--dry-run", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(dry["pending_writebacks"], serde_json::json!([]), "{dry}");
+    let gc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
+    assert_eq!(gc["recovered_writebacks"], serde_json::json!([]), "{gc}");
+    assert!(!hidden.exists());
+}

@@ -466,18 +466,9 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
         b.open_tasks().next().is_some()
     };
     if !dry_run && !batch_open {
-        for name in refs::list_batch(&source.repo, &b.id)? {
-            if crate::gc::discard_kept(&b, &name) {
-                continue; // kept for gc.keep-failed
-            }
-            refs::delete(&source.repo, &name)?;
-        }
-        let dir = batch::batch_dir(&source.state_dir(), &b.id);
-        match std::fs::remove_dir_all(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(format!("cannot remove {}", dir.display()), e)),
-        }
+        // A discarded task's kept proposal stays for gc.keep-failed.
+        crate::gc::delete_batch_refs(&source.repo, &b)?;
+        batch::remove_state(&source.state_dir(), &b.id)?;
     }
 
     // Nothing more changes: the deleter runs without the lock held (it

@@ -15,7 +15,7 @@ use crate::cli::DropArgs;
 use crate::error::Result;
 use crate::repo::Source;
 use crate::ui::Ui;
-use crate::{refs, workspace};
+use crate::workspace;
 
 use super::apply::{kept_doc, kept_text, Kept};
 
@@ -247,18 +247,8 @@ pub fn remove_batch(
             workspace::Removal::Foreign => kept.push((t.name.clone(), t.root.clone(), Vec::new())),
         }
     }
-    let mut refs_removed = 0;
-    for name in refs::list_batch(&source.repo, &b.id)? {
-        // A discarded task's kept proposal outlives its batch until gc.keep-failed.
-        if crate::gc::discard_kept(b, &name) {
-            continue;
-        }
-        if refs::delete(&source.repo, &name)? {
-            refs_removed += 1;
-        }
-    }
-    let dir = batch::batch_dir(&source.state_dir(), &b.id);
-    std::fs::remove_dir_all(&dir)
-        .map_err(|e| crate::error::Error::io(format!("cannot remove {}", dir.display()), e))?;
+    // A discarded task's kept proposal outlives its batch until gc.keep-failed.
+    let refs_removed = crate::gc::delete_batch_refs(&source.repo, b)?;
+    batch::remove_state(&source.state_dir(), &b.id)?;
     Ok((removed, kept, refs_removed))
 }

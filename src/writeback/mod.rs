@@ -460,6 +460,11 @@ fn recover_with(source: &Source, faults: &Faults) -> Result<Recovery> {
         let entry = entry.map_err(|e| Error::io(format!("cannot read {}", dir.display()), e))?;
         let batch_dir = entry.path();
         let id = entry.file_name().to_string_lossy().into_owned();
+        // Hidden folders are never batches (`batch::list`): a batch's state
+        // on its way out (`batch::remove_state`) or in (`preparing::record`).
+        if id.starts_with('.') {
+            continue;
+        }
         // A journal that never got its final name: nothing was written yet.
         let _ = std::fs::remove_file(tmp_journal(&batch_dir.join(batch::JOURNAL_FILE)));
         let journal = batch_dir.join(batch::JOURNAL_FILE);
@@ -580,6 +585,7 @@ pub fn pending(source: &Source) -> Result<Vec<String>> {
     };
     let mut out: Vec<String> = rd
         .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
         .filter(|e| e.path().join(batch::JOURNAL_FILE).is_file())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
