@@ -285,18 +285,6 @@ impl FsCause {
             },
         }
     }
-
-    /// The cause named in a message that holds an OS error's text, ending
-    /// "os error N)" (the write-back's internal failures carry text only).
-    pub fn in_message(message: &str) -> Option<FsCause> {
-        let at = message.rfind("os error ")?;
-        let n: i32 = message[at + "os error ".len()..]
-            .split(')')
-            .next()?
-            .parse()
-            .ok()?;
-        FsCause::of(&std::io::Error::from_raw_os_error(n))
-    }
 }
 
 /// An OS error as a person reads it, with the errno's name for the causes
@@ -419,17 +407,7 @@ mod tests {
     }
 
     #[test]
-    fn a_cause_is_found_in_messages_and_wrapped_errors() {
-        assert_eq!(
-            FsCause::in_message(
-                "cannot write a: no space left on device (ENOSPC, os error 28); rolled back"
-            ),
-            Some(FsCause::Full)
-        );
-        assert_eq!(
-            FsCause::in_message("cannot write a: gone (os error 2)"),
-            None
-        );
+    fn a_cause_is_found_in_wrapped_errors() {
         let wrapped =
             std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left at path x");
         assert_eq!(FsCause::of(&wrapped), Some(FsCause::Full));
