@@ -1558,3 +1558,48 @@ fn a_top_folder_that_refuses_writing_fails_only_the_tasks_that_write_in_it() {
     assert_eq!(read(&repo.join("README")), "hello\n");
     assert!(!repo.join("newdir").exists());
 }
+
+/// `apply --discard` of a task whose workspace holds a nested repository:
+/// discarding is an explicit give-up, so the workspace goes, but never
+/// silently: the output names the nested repository removed with it (it is
+/// not in the kept proposal), and the kept proposal holds the rest of the
+/// work (review of issue 12).
+#[test]
+fn discarding_a_task_with_a_nested_repository_says_the_repository_is_removed() {
+    let env = Env::new();
+    let repo = repo_with_lines(&env);
+    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    nested_repositories(&env, &ws);
+
+    let out = apply(&env, &repo, &["--discard", "1", "--discard", "2"], 0);
+    for (name, nested, edit) in [("1", "sub", "f.txt"), ("2", "deps/lib", "two.txt")] {
+        let t = task(&out, name);
+        assert_eq!(t["status"], "discarded", "{out:#}");
+        assert_eq!(t["kept"], true, "{out:#}");
+        let r = t["proposal_ref"].as_str().unwrap();
+        env.git(&repo, ["cat-file", "-e", &format!("{r}:{edit}")]);
+        assert_eq!(strings(&t["nested_repositories_removed"]), [nested], "{out:#}");
+    }
+    assert!(!ws[0].exists() && !ws[1].exists());
+
+    // The same in human text.
+    let env = Env::new();
+    let repo = repo_with_lines(&env);
+    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    nested_repositories(&env, &ws);
+    let run = env
+        .delegate(&repo, ["apply", "--discard", "1", "--discard", "2"])
+        .expect(0);
+    assert!(
+        run.stdout
+            .contains("the nested repository sub was removed with its workspace"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("the nested repository deps/lib was removed with its workspace"),
+        "{}",
+        run.stdout
+    );
+}

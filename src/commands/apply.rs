@@ -42,6 +42,9 @@ struct Outcome {
     patch: Option<PathBuf>,
     /// A discarded task's proposal is kept until then (RFC 3339).
     kept_until: Option<String>,
+    /// A discarded task's nested repositories, removed with its workspace
+    /// (a proposal never holds them): named, never removed silently.
+    nested_removed: Vec<BString>,
 }
 
 impl Outcome {
@@ -57,6 +60,7 @@ impl Outcome {
             proposal_ref: None,
             patch: None,
             kept_until: None,
+            nested_removed: Vec::new(),
         }
     }
 
@@ -430,6 +434,9 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
                 Vec::new()
             };
             let removed = if !hosted.is_empty() {
+                if let Some(o) = outcomes.iter_mut().find(|o| o.idx == i) {
+                    o.nested_removed.clear(); // its workspace stays
+                }
                 kept.push((task.name.clone(), task.root.clone(), hosted));
                 workspace::release(&source.common_dir, &task.worktree_id)
             } else if this_run {
@@ -742,6 +749,7 @@ fn keep_discarded(source: &Source, b: &Batch, out: &mut Outcome, baseline_tree: 
         Ok(Some(p)) => {
             out.proposal_ref = Some(p.ref_name);
             out.patch = Some(p.patch);
+            out.nested_removed = p.nested;
         }
         Ok(None) => {}
         Err(e) => {
@@ -882,6 +890,12 @@ fn document(
                         );
                         m.insert("expires_at".into(), json!(until));
                     }
+                    if !o.nested_removed.is_empty() {
+                        m.insert(
+                            "nested_repositories_removed".into(),
+                            json!(doc_paths(&o.nested_removed)),
+                        );
+                    }
                 }
             }
             if !o.ok() {
@@ -995,6 +1009,20 @@ fn human(
             }
             if let Some(p) = &o.patch {
                 text.push_str(&format!("      patch:     {}\n", super::show(p)));
+            }
+            if !o.nested_removed.is_empty() {
+                let list: Vec<String> = o
+                    .nested_removed
+                    .iter()
+                    .map(|p| crate::ui::escape_text(&paths::quote(p.as_bstr())))
+                    .collect();
+                let one = o.nested_removed.len() == 1;
+                text.push_str(&format!(
+                    "      the nested repositor{} {} {} removed with its workspace (never part of a proposal)\n",
+                    if one { "y" } else { "ies" },
+                    list.join(", "),
+                    if one { "was" } else { "were" },
+                ));
             }
         }
         if !o.ok() {
