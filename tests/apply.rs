@@ -1603,3 +1603,71 @@ fn discarding_a_task_with_a_nested_repository_says_the_repository_is_removed() {
         run.stdout
     );
 }
+
+/// A folder that refuses writing (task 1) and a write-back of the other
+/// tasks that fails and is rolled back: every task fails, nothing changes,
+/// no journal is left; the next apply writes only the other tasks, and
+/// task 1 applies once the folder is writable (review of issue 12).
+#[test]
+fn an_unwritable_folder_and_a_rolled_back_write_leave_a_clean_journal() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::create_dir_all(repo.join("locked")).unwrap();
+    std::fs::create_dir_all(repo.join("open")).unwrap();
+    std::fs::write(repo.join("locked/a.txt"), "a\n").unwrap();
+    std::fs::write(repo.join("open/b.txt"), "b\n").unwrap();
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "folders"]);
+    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    std::fs::write(ws[0].join("locked/a.txt"), "a, task 1\n").unwrap();
+    std::fs::write(ws[1].join("open/b.txt"), "b, task 2\n").unwrap();
+    std::fs::write(ws[2].join("top.txt"), "top, task 3\n").unwrap();
+    let journals = |repo: &Path| -> usize {
+        let dir = repo.join(".git/delegate/batches");
+        std::fs::read_dir(dir)
+            .map(|rd| {
+                rd.flatten()
+                    .filter(|e| e.path().join("writeback.journal").exists())
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let Some(guard) = Unwritable::new(
+        "an_unwritable_folder_and_a_rolled_back_write_leave_a_clean_journal",
+        &repo.join("locked"),
+    ) else {
+        return;
+    };
+    let before = digest(&repo, true);
+    let run = env
+        .delegate_cmd(&repo)
+        .args(["apply", "--json"])
+        .env("GIT_DELEGATE_FAULT", "fail-rename:2")
+        .output()
+        .unwrap();
+    let out: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(run.status.code(), Some(1), "{out:#}");
+    for name in ["1", "2", "3"] {
+        assert_eq!(task(&out, name)["status"], "failed", "{out:#}");
+        assert_eq!(task(&out, name)["reason"], "write_failed", "{out:#}");
+    }
+    assert_eq!(task(&out, "1")["conflicts"][0]["path"], "locked", "{out:#}");
+    assert_eq!(digest(&repo, true), before);
+    assert_eq!(journals(&repo), 0);
+    env.delegate(&repo, ["status", "--check"]).expect(0);
+
+    let out = apply(&env, &repo, &[], 1);
+    assert_eq!(task(&out, "1")["status"], "failed", "{out:#}");
+    assert_eq!(task(&out, "2")["status"], "applied", "{out:#}");
+    assert_eq!(task(&out, "3")["status"], "applied", "{out:#}");
+    assert_eq!(read(&repo.join("open/b.txt")), "b, task 2\n");
+    assert_eq!(read(&repo.join("top.txt")), "top, task 3\n");
+    assert_eq!(read(&repo.join("locked/a.txt")), "a\n");
+    assert_eq!(journals(&repo), 0);
+    drop(guard);
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(task(&out, "1")["status"], "applied", "{out:#}");
+    assert_eq!(read(&repo.join("locked/a.txt")), "a, task 1\n");
+    assert_eq!(journals(&repo), 0);
+    env.delegate(&repo, ["status", "--check"]).expect(0);
+}
