@@ -745,3 +745,28 @@ fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() 
     }
     run(&["status", "--check"]).expect(0);
 }
+
+/// The command `source_moved`'s help suggests to give the batch up works
+/// as printed, from the moved folder (review of issue 12).
+#[test]
+fn the_drop_command_a_moved_source_suggests_works_as_printed() {
+    let env = Env::new();
+    let repo = env.repo("src");
+    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let ws = task_root(&doc, 0);
+    std::fs::write(ws.join("README"), "worker\n").unwrap();
+    let moved = env.path().join("moved");
+    std::fs::rename(&repo, &moved).unwrap();
+    let doc = env.delegate(&moved, ["apply", "--json"]).expect(3).json();
+    let help = doc["error"]["help"].as_str().unwrap();
+    let cmd = help
+        .split('`')
+        .find(|s| s.starts_with("git delegate drop"))
+        .unwrap_or_else(|| panic!("{help}"));
+    let args: Vec<&str> = cmd.split_whitespace().skip(2).collect();
+    let run = through_git(&env, &moved, &[], &args);
+    assert_eq!(run.code, 0, "{cmd}: {}\n{}", run.stdout, run.stderr);
+    assert!(env.private_refs(&moved).iter().all(|r| !r.contains("baseline")));
+    let st = env.delegate(&moved, ["status", "--json"]).expect(0).json();
+    assert_eq!(st["batches"].as_array().map(Vec::len), Some(0), "{st:#}");
+}
