@@ -1671,3 +1671,36 @@ fn an_unwritable_folder_and_a_rolled_back_write_leave_a_clean_journal() {
     assert_eq!(journals(&repo), 0);
     env.delegate(&repo, ["status", "--check"]).expect(0);
 }
+
+/// The command the kept-workspace line suggests works as printed once the
+/// inner batch is applied (review of issue 12).
+#[test]
+fn the_command_to_remove_a_kept_workspace_works_as_printed() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (outer, ws, inner, _) = nested_batches(&env, &repo);
+    let run = env.delegate(&repo, ["apply", &outer]).expect(0);
+    let cmd = run
+        .stdout
+        .split('`')
+        .find(|s| s.starts_with("git worktree remove"))
+        .unwrap_or_else(|| panic!("{}", run.stdout))
+        .to_string();
+    apply(&env, &ws, &[&inner], 0);
+    // The inner batch's result is committed in the workspace, as a user
+    // keeps it before removing the worktree.
+    env.git(&ws, ["add", "-A"]);
+    env.git(&ws, ["commit", "-q", "-m", "inner result"]);
+    let out = env
+        .git_cmd(&repo)
+        .args(["-c", "core.hooksPath=/dev/null"])
+        .args(cmd.split_whitespace().skip(1))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!ws.exists());
+}
