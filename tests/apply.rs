@@ -1704,3 +1704,68 @@ fn the_command_to_remove_a_kept_workspace_works_as_printed() {
     );
     assert!(!ws.exists());
 }
+
+/// The messages of the interrupted write-back (status --check, apply
+/// --dry-run, rollback_failed) and of a moved source are escaped for the
+/// terminal when the source path and a file name hold control characters
+/// (review of issue 12).
+#[test]
+fn write_back_and_moved_source_messages_escape_control_characters() {
+    let env = Env::new();
+    let dir = env.path().join(os(b"src\x1b[31mred"));
+    std::fs::create_dir(&dir).unwrap();
+    env.git(&dir, ["init", "-q", "-b", "main"]);
+    let bad = os(b"f\x1b[2Jname\x07");
+    for i in 1..=2 {
+        std::fs::write(dir.join(format!("f{i}")), format!("original {i}\n")).unwrap();
+    }
+    std::fs::write(dir.join(bad), "original bad\n").unwrap();
+    env.git(&dir, ["add", "-A"]);
+    env.git(&dir, ["commit", "-q", "-m", "init"]);
+    let (_, ws) = prepare(&env, &dir, &[]);
+    for i in 1..=2 {
+        std::fs::write(ws[0].join(format!("f{i}")), format!("task {i}\n")).unwrap();
+    }
+    std::fs::write(ws[0].join(bad), "task bad\n").unwrap();
+    // Path order: "f\e..." (1 aside, 2 in place), f1, f2; killed after f1 is in.
+    let out = env
+        .delegate_cmd(&dir)
+        .args(["apply"])
+        .env("GIT_DELEGATE_FAULT", "after-rename:4")
+        .output()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    std::fs::write(dir.join(bad), "USER\n").unwrap();
+    let clean = |run: &common::Run| {
+        for s in [&run.stdout, &run.stderr] {
+            assert!(
+                !s.contains('\x1b') && !s.contains('\x07'),
+                "{:?}\n{:?}",
+                run.stdout,
+                run.stderr
+            );
+        }
+    };
+    let run = env.delegate(&dir, ["status", "--check"]).expect(1);
+    clean(&run);
+    let run = env.delegate(&dir, ["apply", "--dry-run"]).expect(3);
+    clean(&run);
+    let run = env.delegate(&dir, ["apply"]).expect(3);
+    assert!(run.stderr.contains("rollback_failed"), "{}", run.stderr);
+    clean(&run);
+    let run = env.delegate(&dir, ["status", "--check"]).expect(1);
+    clean(&run);
+    let run = env.delegate(&dir, ["gc"]).expect(3);
+    clean(&run);
+    // Resolved (the user keeps theirs), then the source moves.
+    let doc = env.delegate(&dir, ["apply", "--json"]).expect(3).json();
+    let kept = doc["error"]["paths"][0]["kept"].as_str().unwrap().to_string();
+    std::fs::remove_file(kept).unwrap();
+    env.delegate(&dir, ["gc"]).expect(0);
+    let moved = env.path().join(os(b"moved\x1b[32mgreen"));
+    std::fs::rename(&dir, &moved).unwrap();
+    let run = env.delegate(&moved, ["apply"]).expect(3);
+    assert!(run.stderr.contains("source_moved"), "{}", run.stderr);
+    clean(&run);
+}
