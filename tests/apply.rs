@@ -1578,7 +1578,11 @@ fn discarding_a_task_with_a_nested_repository_says_the_repository_is_removed() {
         assert_eq!(t["kept"], true, "{out:#}");
         let r = t["proposal_ref"].as_str().unwrap();
         env.git(&repo, ["cat-file", "-e", &format!("{r}:{edit}")]);
-        assert_eq!(strings(&t["nested_repositories_removed"]), [nested], "{out:#}");
+        assert_eq!(
+            strings(&t["nested_repositories_removed"]),
+            [nested],
+            "{out:#}"
+        );
     }
     assert!(!ws[0].exists() && !ws[1].exists());
 
@@ -1760,7 +1764,10 @@ fn write_back_and_moved_source_messages_escape_control_characters() {
     clean(&run);
     // Resolved (the user keeps theirs), then the source moves.
     let doc = env.delegate(&dir, ["apply", "--json"]).expect(3).json();
-    let kept = doc["error"]["paths"][0]["kept"].as_str().unwrap().to_string();
+    let kept = doc["error"]["paths"][0]["kept"]
+        .as_str()
+        .unwrap()
+        .to_string();
     std::fs::remove_file(kept).unwrap();
     env.delegate(&dir, ["gc"]).expect(0);
     let moved = env.path().join(os(b"moved\x1b[32mgreen"));

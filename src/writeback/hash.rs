@@ -45,7 +45,7 @@ impl<'r> Hasher<'r> {
         repo: &'r gix::Repository,
         items: &[Item],
     ) -> Result<Hasher<'r>, Fail> {
-        let mut hasher = Hasher::new(repo).map_err(|e| Fail::from_error(e))?;
+        let mut hasher = Hasher::new(repo).map_err(Fail::from_error)?;
         let changed: Vec<&Item> = items
             .iter()
             .filter(|i| split(i.path.as_bstr()).1 == ".gitattributes")

@@ -694,7 +694,11 @@ fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() 
     assert_eq!(files(&caller), before_sub);
     let r = run(&["apply", "--dry-run"]);
     assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(r.stderr.contains("delegate::writeback_pending"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("delegate::writeback_pending"),
+        "{}",
+        r.stderr
+    );
     assert_eq!(files(&home), before);
 
     // apply: every other path back, the user's edit left, its original kept
@@ -766,7 +770,10 @@ fn the_drop_command_a_moved_source_suggests_works_as_printed() {
     let args: Vec<&str> = cmd.split_whitespace().skip(2).collect();
     let run = through_git(&env, &moved, &[], &args);
     assert_eq!(run.code, 0, "{cmd}: {}\n{}", run.stdout, run.stderr);
-    assert!(env.private_refs(&moved).iter().all(|r| !r.contains("baseline")));
+    assert!(env
+        .private_refs(&moved)
+        .iter()
+        .all(|r| !r.contains("baseline")));
     let st = env.delegate(&moved, ["status", "--json"]).expect(0).json();
     assert_eq!(st["batches"].as_array().map(Vec::len), Some(0), "{st:#}");
 }
