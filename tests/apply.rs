@@ -1776,3 +1776,30 @@ fn write_back_and_moved_source_messages_escape_control_characters() {
     assert!(run.stderr.contains("source_moved"), "{}", run.stderr);
     clean(&run);
 }
+
+/// `apply --dry-run --discard` names the nested repository the discard
+/// would remove, and removes nothing (review of issue 12).
+#[test]
+fn a_dry_run_discard_names_the_nested_repository_it_would_remove() {
+    let env = Env::new();
+    let repo = repo_with_lines(&env);
+    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    nested_repositories(&env, &ws);
+    let out = apply(&env, &repo, &["--dry-run", "--discard", "1"], 1);
+    assert_eq!(task(&out, "1")["status"], "discarded", "{out:#}");
+    assert_eq!(
+        strings(&task(&out, "1")["nested_repositories_removed"]),
+        ["sub"],
+        "{out:#}"
+    );
+    let run = env
+        .delegate(&repo, ["apply", "--dry-run", "--discard", "1"])
+        .expect(1);
+    assert!(
+        run.stdout
+            .contains("the nested repository sub would be removed with its workspace"),
+        "{}",
+        run.stdout
+    );
+    assert!(ws[0].join("sub/.git").is_dir());
+}

@@ -154,6 +154,15 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
             let mut out = Outcome::new(idx, TaskState::Discarded);
             if !dry_run {
                 keep_discarded(&source, &b, &mut out, baseline_tree);
+            } else if let workspace::Identity::Ours { real, .. } =
+                workspace::identify(&source.common_dir, task)
+            {
+                // Name what the discard would remove with the workspace.
+                let mut t = task.clone();
+                t.root = real;
+                if let Ok(Some(p)) = proposal::preview(&source.repo, &t, baseline_tree) {
+                    out.nested_removed = p.nested;
+                }
             }
             outcomes.push(out);
             continue;
@@ -890,12 +899,14 @@ fn document(
                         );
                         m.insert("expires_at".into(), json!(until));
                     }
-                    if !o.nested_removed.is_empty() {
-                        m.insert(
-                            "nested_repositories_removed".into(),
-                            json!(doc_paths(&o.nested_removed)),
-                        );
-                    }
+                }
+            }
+            if o.status == TaskState::Discarded && !o.nested_removed.is_empty() {
+                if let Value::Object(m) = &mut v {
+                    m.insert(
+                        "nested_repositories_removed".into(),
+                        json!(doc_paths(&o.nested_removed)),
+                    );
                 }
             }
             if !o.ok() {
@@ -1010,20 +1021,24 @@ fn human(
             if let Some(p) = &o.patch {
                 text.push_str(&format!("      patch:     {}\n", super::show(p)));
             }
-            if !o.nested_removed.is_empty() {
-                let list: Vec<String> = o
-                    .nested_removed
-                    .iter()
-                    .map(|p| crate::ui::escape_text(&paths::quote(p.as_bstr())))
-                    .collect();
-                let one = o.nested_removed.len() == 1;
-                text.push_str(&format!(
-                    "      the nested repositor{} {} {} removed with its workspace (never part of a proposal)\n",
-                    if one { "y" } else { "ies" },
-                    list.join(", "),
-                    if one { "was" } else { "were" },
-                ));
-            }
+        }
+        if o.status == TaskState::Discarded && !o.nested_removed.is_empty() {
+            let list: Vec<String> = o
+                .nested_removed
+                .iter()
+                .map(|p| crate::ui::escape_text(&paths::quote(p.as_bstr())))
+                .collect();
+            let one = o.nested_removed.len() == 1;
+            text.push_str(&format!(
+                "      the nested repositor{} {} {} removed with its workspace (never part of a proposal)\n",
+                if one { "y" } else { "ies" },
+                list.join(", "),
+                match (one, dry_run) {
+                    (true, false) => "was",
+                    (false, false) => "were",
+                    (_, true) => "would be",
+                },
+            ));
         }
         if !o.ok() {
             text.push_str(&format!("      workspace: {}\n", super::show(&t.root)));
