@@ -285,18 +285,6 @@ impl FsCause {
             },
         }
     }
-
-    /// The cause named in a message that holds an OS error's text, ending
-    /// "os error N)" (the write-back's internal failures carry text only).
-    pub fn in_message(message: &str) -> Option<FsCause> {
-        let at = message.rfind("os error ")?;
-        let n: i32 = message[at + "os error ".len()..]
-            .split(')')
-            .next()?
-            .parse()
-            .ok()?;
-        FsCause::of(&std::io::Error::from_raw_os_error(n))
-    }
 }
 
 /// An OS error as a person reads it, with the errno's name for the causes
@@ -307,20 +295,34 @@ pub fn describe(err: &std::io::Error) -> String {
         text = c.to_lowercase() + &text[1..];
     }
     use rustix::io::Errno;
-    for (errno, name) in [
+    use std::io::ErrorKind;
+    // The error's own errno (an error wrapped with its path keeps its kind),
+    // named once where the OS error's text is: never in a path further on.
+    let n = err.raw_os_error().or_else(|| match err.kind() {
+        ErrorKind::StorageFull => Some(Errno::NOSPC.raw_os_error()),
+        ErrorKind::QuotaExceeded => Some(Errno::DQUOT.raw_os_error()),
+        ErrorKind::ReadOnlyFilesystem => Some(Errno::ROFS.raw_os_error()),
+        _ => None,
+    });
+    let Some(n) = n else { return text };
+    let name = [
         (Errno::NOSPC, "ENOSPC"),
         (Errno::DQUOT, "EDQUOT"),
         (Errno::ROFS, "EROFS"),
         (Errno::ACCESS, "EACCES"),
         (Errno::PERM, "EPERM"),
-    ] {
-        let plain = format!("(os error {})", errno.raw_os_error());
-        if text.contains(&plain) {
-            let named = format!("({name}, os error {})", errno.raw_os_error());
-            return text.replace(&plain, &named);
-        }
+    ]
+    .into_iter()
+    .find(|(e, _)| e.raw_os_error() == n)
+    .map(|(_, name)| name);
+    match name {
+        Some(name) => text.replacen(
+            &format!("(os error {n})"),
+            &format!("({name}, os error {n})"),
+            1,
+        ),
+        None => text,
     }
-    text
 }
 
 /// The first OS error among `err` and its causes (gix's error trees
@@ -418,18 +420,34 @@ mod tests {
         assert!(e.help.ends_with(" and run the command again"), "{}", e.help);
     }
 
+    /// Only the error's own errno is named, once: a path inside the text
+    /// that holds "(os error 13)" is shown as it is (review of issue 12).
     #[test]
-    fn a_cause_is_found_in_messages_and_wrapped_errors() {
-        assert_eq!(
-            FsCause::in_message(
-                "cannot write a: no space left on device (ENOSPC, os error 28); rolled back"
-            ),
-            Some(FsCause::Full)
+    fn describe_names_the_errors_own_errno_and_leaves_paths_alone() {
+        let wrapped = std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "No such file or directory (os error 2) at path /a (os error 13)/b",
         );
         assert_eq!(
-            FsCause::in_message("cannot write a: gone (os error 2)"),
-            None
+            describe(&wrapped),
+            "no such file or directory (os error 2) at path /a (os error 13)/b"
         );
+        let full = std::io::Error::new(
+            std::io::ErrorKind::StorageFull,
+            "No space left on device (os error 28) at path /x (os error 28)",
+        );
+        assert_eq!(
+            describe(&full),
+            "no space left on device (ENOSPC, os error 28) at path /x (os error 28)"
+        );
+        assert_eq!(
+            describe(&std::io::Error::from_raw_os_error(30)),
+            "read-only file system (EROFS, os error 30)"
+        );
+    }
+
+    #[test]
+    fn a_cause_is_found_in_wrapped_errors() {
         let wrapped =
             std::io::Error::new(std::io::ErrorKind::StorageFull, "no space left at path x");
         assert_eq!(FsCause::of(&wrapped), Some(FsCause::Full));

@@ -1558,3 +1558,248 @@ fn a_top_folder_that_refuses_writing_fails_only_the_tasks_that_write_in_it() {
     assert_eq!(read(&repo.join("README")), "hello\n");
     assert!(!repo.join("newdir").exists());
 }
+
+/// `apply --discard` of a task whose workspace holds a nested repository:
+/// discarding is an explicit give-up, so the workspace goes, but never
+/// silently: the output names the nested repository removed with it (it is
+/// not in the kept proposal), and the kept proposal holds the rest of the
+/// work (review of issue 12).
+#[test]
+fn discarding_a_task_with_a_nested_repository_says_the_repository_is_removed() {
+    let env = Env::new();
+    let repo = repo_with_lines(&env);
+    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    nested_repositories(&env, &ws);
+
+    let out = apply(&env, &repo, &["--discard", "1", "--discard", "2"], 0);
+    for (name, nested, edit) in [("1", "sub", "f.txt"), ("2", "deps/lib", "two.txt")] {
+        let t = task(&out, name);
+        assert_eq!(t["status"], "discarded", "{out:#}");
+        assert_eq!(t["kept"], true, "{out:#}");
+        let r = t["proposal_ref"].as_str().unwrap();
+        env.git(&repo, ["cat-file", "-e", &format!("{r}:{edit}")]);
+        assert_eq!(
+            strings(&t["nested_repositories_removed"]),
+            [nested],
+            "{out:#}"
+        );
+    }
+    assert!(!ws[0].exists() && !ws[1].exists());
+
+    // The same in human text.
+    let env = Env::new();
+    let repo = repo_with_lines(&env);
+    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    nested_repositories(&env, &ws);
+    let run = env
+        .delegate(&repo, ["apply", "--discard", "1", "--discard", "2"])
+        .expect(0);
+    assert!(
+        run.stdout
+            .contains("the nested repository sub was removed with its workspace"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("the nested repository deps/lib was removed with its workspace"),
+        "{}",
+        run.stdout
+    );
+}
+
+/// A folder that refuses writing (task 1) and a write-back of the other
+/// tasks that fails and is rolled back: every task fails, nothing changes,
+/// no journal is left; the next apply writes only the other tasks, and
+/// task 1 applies once the folder is writable (review of issue 12).
+#[test]
+fn an_unwritable_folder_and_a_rolled_back_write_leave_a_clean_journal() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::create_dir_all(repo.join("locked")).unwrap();
+    std::fs::create_dir_all(repo.join("open")).unwrap();
+    std::fs::write(repo.join("locked/a.txt"), "a\n").unwrap();
+    std::fs::write(repo.join("open/b.txt"), "b\n").unwrap();
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "folders"]);
+    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    std::fs::write(ws[0].join("locked/a.txt"), "a, task 1\n").unwrap();
+    std::fs::write(ws[1].join("open/b.txt"), "b, task 2\n").unwrap();
+    std::fs::write(ws[2].join("top.txt"), "top, task 3\n").unwrap();
+    let journals = |repo: &Path| -> usize {
+        let dir = repo.join(".git/delegate/batches");
+        std::fs::read_dir(dir)
+            .map(|rd| {
+                rd.flatten()
+                    .filter(|e| e.path().join("writeback.journal").exists())
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let Some(guard) = Unwritable::new(
+        "an_unwritable_folder_and_a_rolled_back_write_leave_a_clean_journal",
+        &repo.join("locked"),
+    ) else {
+        return;
+    };
+    let before = digest(&repo, true);
+    let run = env
+        .delegate_cmd(&repo)
+        .args(["apply", "--json"])
+        .env("GIT_DELEGATE_FAULT", "fail-rename:2")
+        .output()
+        .unwrap();
+    let out: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(run.status.code(), Some(1), "{out:#}");
+    for name in ["1", "2", "3"] {
+        assert_eq!(task(&out, name)["status"], "failed", "{out:#}");
+        assert_eq!(task(&out, name)["reason"], "write_failed", "{out:#}");
+    }
+    assert_eq!(task(&out, "1")["conflicts"][0]["path"], "locked", "{out:#}");
+    assert_eq!(digest(&repo, true), before);
+    assert_eq!(journals(&repo), 0);
+    env.delegate(&repo, ["status", "--check"]).expect(0);
+
+    let out = apply(&env, &repo, &[], 1);
+    assert_eq!(task(&out, "1")["status"], "failed", "{out:#}");
+    assert_eq!(task(&out, "2")["status"], "applied", "{out:#}");
+    assert_eq!(task(&out, "3")["status"], "applied", "{out:#}");
+    assert_eq!(read(&repo.join("open/b.txt")), "b, task 2\n");
+    assert_eq!(read(&repo.join("top.txt")), "top, task 3\n");
+    assert_eq!(read(&repo.join("locked/a.txt")), "a\n");
+    assert_eq!(journals(&repo), 0);
+    drop(guard);
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(task(&out, "1")["status"], "applied", "{out:#}");
+    assert_eq!(read(&repo.join("locked/a.txt")), "a, task 1\n");
+    assert_eq!(journals(&repo), 0);
+    env.delegate(&repo, ["status", "--check"]).expect(0);
+}
+
+/// The command the kept-workspace line suggests works as printed once the
+/// inner batch is applied (review of issue 12).
+#[test]
+fn the_command_to_remove_a_kept_workspace_works_as_printed() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (outer, ws, inner, _) = nested_batches(&env, &repo);
+    let run = env.delegate(&repo, ["apply", &outer]).expect(0);
+    let cmd = run
+        .stdout
+        .split('`')
+        .find(|s| s.starts_with("git worktree remove"))
+        .unwrap_or_else(|| panic!("{}", run.stdout))
+        .to_string();
+    apply(&env, &ws, &[&inner], 0);
+    // The inner batch's result is committed in the workspace, as a user
+    // keeps it before removing the worktree.
+    env.git(&ws, ["add", "-A"]);
+    env.git(&ws, ["commit", "-q", "-m", "inner result"]);
+    let out = env
+        .git_cmd(&repo)
+        .args(["-c", "core.hooksPath=/dev/null"])
+        .args(cmd.split_whitespace().skip(1))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!ws.exists());
+}
+
+/// The messages of the interrupted write-back (status --check, apply
+/// --dry-run, rollback_failed) and of a moved source are escaped for the
+/// terminal when the source path and a file name hold control characters
+/// (review of issue 12).
+#[test]
+fn write_back_and_moved_source_messages_escape_control_characters() {
+    let env = Env::new();
+    let dir = env.path().join(os(b"src\x1b[31mred"));
+    std::fs::create_dir(&dir).unwrap();
+    env.git(&dir, ["init", "-q", "-b", "main"]);
+    let bad = os(b"f\x1b[2Jname\x07");
+    for i in 1..=2 {
+        std::fs::write(dir.join(format!("f{i}")), format!("original {i}\n")).unwrap();
+    }
+    std::fs::write(dir.join(bad), "original bad\n").unwrap();
+    env.git(&dir, ["add", "-A"]);
+    env.git(&dir, ["commit", "-q", "-m", "init"]);
+    let (_, ws) = prepare(&env, &dir, &[]);
+    for i in 1..=2 {
+        std::fs::write(ws[0].join(format!("f{i}")), format!("task {i}\n")).unwrap();
+    }
+    std::fs::write(ws[0].join(bad), "task bad\n").unwrap();
+    // Path order: "f\e..." (1 aside, 2 in place), f1, f2; killed after f1 is in.
+    let out = env
+        .delegate_cmd(&dir)
+        .args(["apply"])
+        .env("GIT_DELEGATE_FAULT", "after-rename:4")
+        .output()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    std::fs::write(dir.join(bad), "USER\n").unwrap();
+    let clean = |run: &common::Run| {
+        for s in [&run.stdout, &run.stderr] {
+            assert!(
+                !s.contains('\x1b') && !s.contains('\x07'),
+                "{:?}\n{:?}",
+                run.stdout,
+                run.stderr
+            );
+        }
+    };
+    let run = env.delegate(&dir, ["status", "--check"]).expect(1);
+    clean(&run);
+    let run = env.delegate(&dir, ["apply", "--dry-run"]).expect(3);
+    clean(&run);
+    let run = env.delegate(&dir, ["apply"]).expect(3);
+    assert!(run.stderr.contains("rollback_failed"), "{}", run.stderr);
+    clean(&run);
+    let run = env.delegate(&dir, ["status", "--check"]).expect(1);
+    clean(&run);
+    let run = env.delegate(&dir, ["gc"]).expect(3);
+    clean(&run);
+    // Resolved (the user keeps theirs), then the source moves.
+    let doc = env.delegate(&dir, ["apply", "--json"]).expect(3).json();
+    let kept = doc["error"]["paths"][0]["kept"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    std::fs::remove_file(kept).unwrap();
+    env.delegate(&dir, ["gc"]).expect(0);
+    let moved = env.path().join(os(b"moved\x1b[32mgreen"));
+    std::fs::rename(&dir, &moved).unwrap();
+    let run = env.delegate(&moved, ["apply"]).expect(3);
+    assert!(run.stderr.contains("source_moved"), "{}", run.stderr);
+    clean(&run);
+}
+
+/// `apply --dry-run --discard` names the nested repository the discard
+/// would remove, and removes nothing (review of issue 12).
+#[test]
+fn a_dry_run_discard_names_the_nested_repository_it_would_remove() {
+    let env = Env::new();
+    let repo = repo_with_lines(&env);
+    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    nested_repositories(&env, &ws);
+    let out = apply(&env, &repo, &["--dry-run", "--discard", "1"], 1);
+    assert_eq!(task(&out, "1")["status"], "discarded", "{out:#}");
+    assert_eq!(
+        strings(&task(&out, "1")["nested_repositories_removed"]),
+        ["sub"],
+        "{out:#}"
+    );
+    let run = env
+        .delegate(&repo, ["apply", "--dry-run", "--discard", "1"])
+        .expect(1);
+    assert!(
+        run.stdout
+            .contains("the nested repository sub would be removed with its workspace"),
+        "{}",
+        run.stdout
+    );
+    assert!(ws[0].join("sub/.git").is_dir());
+}

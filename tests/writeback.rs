@@ -596,3 +596,40 @@ fn rollback_leaves_a_file_the_user_saved_over_after_it_was_written() {
     env.delegate(&repo, ["status", "--check"]).expect(0);
     no_temp_names(&tree(&repo));
 }
+
+/// The cause of a failed write-back is carried as data, not read back out
+/// of the message: a path whose name reads like a full disk or a failing
+/// filter driver does not change the error code of a failure it did not
+/// cause (review of issue 12).
+#[test]
+fn a_path_named_like_an_os_error_or_a_filter_failure_does_not_change_the_reason() {
+    for name in [
+        "a (os error 28)",
+        "no space left on device (ENOSPC, os error 28)",
+        "a smudge filter driver failed",
+        "a clean filter driver failed",
+    ] {
+        let env = Env::new();
+        let repo = env.repo("r");
+        write(&repo.join(name), "old\n");
+        commit_all(&env, &repo);
+        let ws = prepare(&env, &repo);
+        write(&ws.join(name), "new\n");
+        let before = tree(&repo);
+        let run = env
+            .delegate_cmd(&repo)
+            .args(["apply", "--json"])
+            .env("GIT_DELEGATE_FAULT", "fail-rename:1")
+            .output()
+            .unwrap();
+        let doc: Value = serde_json::from_slice(&run.stdout).unwrap();
+        assert_eq!(run.status.code(), Some(1), "{name}: {doc:#}");
+        let t = &doc["tasks"][0];
+        assert_eq!(t["status"], "failed", "{name}: {doc:#}");
+        assert_eq!(t["reason"], "write_failed", "{name}: {doc:#}");
+        assert_eq!(tree(&repo), before, "{name}");
+        let doc = apply(&env, &repo, 0);
+        assert_eq!(doc["tasks"][0]["status"], "applied", "{name}");
+        assert_eq!(std::fs::read(repo.join(name)).unwrap(), b"new\n");
+    }
+}

@@ -42,6 +42,9 @@ struct Outcome {
     patch: Option<PathBuf>,
     /// A discarded task's proposal is kept until then (RFC 3339).
     kept_until: Option<String>,
+    /// A discarded task's nested repositories, removed with its workspace
+    /// (a proposal never holds them): named, never removed silently.
+    nested_removed: Vec<BString>,
 }
 
 impl Outcome {
@@ -57,6 +60,7 @@ impl Outcome {
             proposal_ref: None,
             patch: None,
             kept_until: None,
+            nested_removed: Vec::new(),
         }
     }
 
@@ -150,6 +154,15 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
             let mut out = Outcome::new(idx, TaskState::Discarded);
             if !dry_run {
                 keep_discarded(&source, &b, &mut out, baseline_tree);
+            } else if let workspace::Identity::Ours { real, .. } =
+                workspace::identify(&source.common_dir, task)
+            {
+                // Name what the discard would remove with the workspace.
+                let mut t = task.clone();
+                t.root = real;
+                if let Ok(Some(p)) = proposal::preview(&source.repo, &t, baseline_tree) {
+                    out.nested_removed = p.nested;
+                }
             }
             outcomes.push(out);
             continue;
@@ -430,6 +443,9 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
                 Vec::new()
             };
             let removed = if !hosted.is_empty() {
+                if let Some(o) = outcomes.iter_mut().find(|o| o.idx == i) {
+                    o.nested_removed.clear(); // its workspace stays
+                }
                 kept.push((task.name.clone(), task.root.clone(), hosted));
                 workspace::release(&source.common_dir, &task.worktree_id)
             } else if this_run {
@@ -733,6 +749,7 @@ fn keep_discarded(source: &Source, b: &Batch, out: &mut Outcome, baseline_tree: 
         Ok(Some(p)) => {
             out.proposal_ref = Some(p.ref_name);
             out.patch = Some(p.patch);
+            out.nested_removed = p.nested;
         }
         Ok(None) => {}
         Err(e) => {
@@ -875,6 +892,14 @@ fn document(
                     }
                 }
             }
+            if o.status == TaskState::Discarded && !o.nested_removed.is_empty() {
+                if let Value::Object(m) = &mut v {
+                    m.insert(
+                        "nested_repositories_removed".into(),
+                        json!(doc_paths(&o.nested_removed)),
+                    );
+                }
+            }
             if !o.ok() {
                 if let Value::Object(m) = &mut v {
                     m.insert("reason".into(), json!(o.reason));
@@ -987,6 +1012,24 @@ fn human(
             if let Some(p) = &o.patch {
                 text.push_str(&format!("      patch:     {}\n", super::show(p)));
             }
+        }
+        if o.status == TaskState::Discarded && !o.nested_removed.is_empty() {
+            let list: Vec<String> = o
+                .nested_removed
+                .iter()
+                .map(|p| crate::ui::escape_text(&paths::quote(p.as_bstr())))
+                .collect();
+            let one = o.nested_removed.len() == 1;
+            text.push_str(&format!(
+                "      the nested repositor{} {} {} removed with its workspace (never part of a proposal)\n",
+                if one { "y" } else { "ies" },
+                list.join(", "),
+                match (one, dry_run) {
+                    (true, false) => "was",
+                    (false, false) => "were",
+                    (_, true) => "would be",
+                },
+            ));
         }
         if !o.ok() {
             text.push_str(&format!("      workspace: {}\n", super::show(&t.root)));

@@ -45,7 +45,7 @@ impl<'r> Hasher<'r> {
         repo: &'r gix::Repository,
         items: &[Item],
     ) -> Result<Hasher<'r>, Fail> {
-        let mut hasher = Hasher::new(repo).map_err(|e| Fail(e.message))?;
+        let mut hasher = Hasher::new(repo).map_err(Fail::from_error)?;
         let changed: Vec<&Item> = items
             .iter()
             .filter(|i| split(i.path.as_bstr()).1 == ".gitattributes")
@@ -59,7 +59,7 @@ impl<'r> Hasher<'r> {
                 Some((_, id)) => id,
                 None => repo
                     .write_blob(b"")
-                    .map_err(|e| Fail(format!("cannot write the empty blob: {e}")))?
+                    .map_err(|e| Fail::because(format!("cannot write the empty blob: {e}"), &e))?
                     .detach(),
             };
             state.dangerously_push_entry(
@@ -76,10 +76,10 @@ impl<'r> Hasher<'r> {
                 &state,
                 gix::worktree::stack::state::attributes::Source::IdMappingThenWorktree,
             )
-            .map_err(|e| Fail(format!("cannot read the result's attributes: {e}")))?
+            .map_err(|e| Fail::because(format!("cannot read the result's attributes: {e}"), &e))?
             .detach();
         hasher.pipeline = gix::filter::Pipeline::new(repo, stack)
-            .map_err(|e| Fail(format!("cannot set up the content filters: {e}")))?;
+            .map_err(|e| Fail::because(format!("cannot set up the content filters: {e}"), &e))?;
         Ok(hasher)
     }
 
@@ -113,7 +113,7 @@ impl<'r> Hasher<'r> {
             return Ok(false);
         }
         let hash_err = |e: &dyn std::fmt::Display| {
-            Fail(format!("cannot hash {}: {e}", crate::paths::quote(rela)))
+            Fail::msg(format!("cannot hash {}: {e}", crate::paths::quote(rela)))
         };
         if disk == Disk::Link {
             let data = rustix::fs::readlinkat(dir, name.as_bytes(), Vec::new())
@@ -144,12 +144,15 @@ impl<'r> Hasher<'r> {
             .pipeline
             .convert_to_git(&mut file, &path, &self.index)
             .map_err(|e| match crate::blob::driver_failure(&e) {
-                Some(status) => Fail(format!(
+                Some(status) => Fail::filter(format!(
                     "{} on {}: {status}",
                     crate::blob::FILTER_FAILED_CLEAN,
                     crate::paths::quote(rela)
                 )),
-                None => Fail(format!("cannot filter {}: {e}", crate::paths::quote(rela))),
+                None => Fail::because(
+                    format!("cannot filter {}: {e}", crate::paths::quote(rela)),
+                    &e,
+                ),
             })? {
             gix::filter::plumbing::pipeline::convert::ToGitOutcome::Unchanged(_) => None,
             gix::filter::plumbing::pipeline::convert::ToGitOutcome::Buffer(buf) => Some(
@@ -200,9 +203,14 @@ impl<'r> Hasher<'r> {
         let mut converted = self
             .pipeline
             .convert_to_worktree(data, rela, opts)
-            .map_err(|e| Fail(format!("cannot filter {}: {e}", crate::paths::quote(rela))))?;
+            .map_err(|e| {
+                Fail::because(
+                    format!("cannot filter {}: {e}", crate::paths::quote(rela)),
+                    &e,
+                )
+            })?;
         std::io::copy(&mut converted, out).map_err(|e| match crate::blob::driver_failure(&e) {
-            Some(status) => Fail(format!(
+            Some(status) => Fail::filter(format!(
                 "{} on {}: {status}",
                 crate::blob::FILTER_FAILED,
                 crate::paths::quote(rela)

@@ -453,7 +453,7 @@ pub(super) fn make_plan(
     for w in &sorted {
         for (kind, _) in w.old.iter().chain(w.new.iter()) {
             if matches!(kind, EntryKind::Tree | EntryKind::Commit) {
-                return Err(Fail(format!(
+                return Err(Fail::msg(format!(
                     "{} is a folder or submodule entry, which write-back does not handle",
                     crate::paths::quote(w.path.as_bstr())
                 )));
@@ -464,7 +464,7 @@ pub(super) fn make_plan(
                 .split_str("/")
                 .any(|c| c.is_empty() || c == b"." || c == b"..")
         {
-            return Err(Fail(format!(
+            return Err(Fail::msg(format!(
                 "{} is not a valid path",
                 crate::paths::quote(w.path.as_bstr())
             )));

@@ -159,14 +159,14 @@ use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
 use crate::batch;
-use crate::error::{Error, Result};
+use crate::error::{Error, FsCause, Result};
 use crate::repo::Source;
 
 use self::dirs::{Dirs, Disk};
 use self::hash::Hasher;
 use self::journal::{make_plan, parse_journal, tmp_journal, write_journal, Phase};
 use self::rollback::{roll_forward, rollback, Left};
-use self::util::{join, parents, split, Fail, Faults};
+use self::util::{join, parents, split, Cause, Fail, Faults};
 use self::writer::Writer;
 
 /// One path to change: its entry in the source snapshot `S` and in the result `F`.
@@ -233,7 +233,7 @@ pub fn check(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>> {
     for w in writes {
         let reason = check_one(&mut dirs, &mut hasher, w, &deleted).map_err(|f| {
             let message = format!("cannot check the working tree before writing: {}", f.0);
-            match failed(message.clone()) {
+            match failed(message.clone(), f.1) {
                 e if e.code != "delegate::write_failed" => e,
                 _ => Error::state(
                     "delegate::write_check_failed",
@@ -391,20 +391,30 @@ fn write_with(
     }
     let journal_path = batch_dir.join(batch::JOURNAL_FILE);
     let mut dirs = Dirs::open(&source.root).map_err(|e| {
-        failed(format!(
-            "cannot open the working tree {}: {e}",
-            source.root.display()
-        ))
+        failed(
+            format!(
+                "cannot open the working tree {}: {e}",
+                source.root.display()
+            ),
+            FsCause::of(&e).map(Cause::Fs),
+        )
     })?;
     let token = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
-    let mut plan = make_plan(&mut dirs, writes, &source.root, &token)
-        .map_err(|f| failed(format!("write-back stopped before any change: {}", f.0)))?;
+    let mut plan = make_plan(&mut dirs, writes, &source.root, &token).map_err(|f| {
+        failed(
+            format!("write-back stopped before any change: {}", f.0),
+            f.1,
+        )
+    })?;
     write_journal(&journal_path, &plan).map_err(|e| {
         let _ = std::fs::remove_file(&journal_path);
-        failed(format!(
-            "cannot record the write-back journal {}: {e}; nothing was changed",
-            journal_path.display()
-        ))
+        failed(
+            format!(
+                "cannot record the write-back journal {}: {e}; nothing was changed",
+                journal_path.display()
+            ),
+            FsCause::of(&e).map(Cause::Fs),
+        )
     })?;
     faults.hit("after-journal");
 
@@ -420,10 +430,13 @@ fn write_with(
     if let Err(fail) = outcome {
         return Err(
             match rollback(&mut w.dirs, &mut plan, &journal_path, faults) {
-                Ok(()) => failed(format!(
-                    "write-back failed: {}; every path was rolled back to what it was before",
-                    fail.0
-                )),
+                Ok(()) => failed(
+                    format!(
+                        "write-back failed: {}; every path was rolled back to what it was before",
+                        fail.0
+                    ),
+                    fail.1,
+                ),
                 Err(left) => rollback_failed(
                     &plan.root,
                     &journal_path,
@@ -593,8 +606,11 @@ pub fn pending(source: &Source) -> Result<Vec<String>> {
     Ok(out)
 }
 
-fn failed(message: String) -> Error {
-    if let Some(cause) = crate::error::FsCause::in_message(&message) {
+/// The error of a write-back that changed nothing; `cause` (carried as
+/// data from where it happened, never read out of `message`) decides the
+/// code.
+fn failed(message: String, cause: Option<Cause>) -> Error {
+    if let Some(Cause::Fs(cause)) = cause {
         return Error::state(
             cause.code(),
             message,
@@ -606,9 +622,7 @@ fn failed(message: String) -> Error {
             ),
         );
     }
-    if message.contains(crate::blob::FILTER_FAILED)
-        || message.contains(crate::blob::FILTER_FAILED_CLEAN)
-    {
+    if cause == Some(Cause::Filter) {
         return Error::state(
             "delegate::filter_failed",
             message,

@@ -888,3 +888,31 @@ fn the_journal_records_what_was_written() {
     // Settle the crash.
     recover_with(&source, &no_faults()).unwrap();
 }
+
+/// The cause of a failure is carried as data: a path whose name holds the
+/// text of a full disk ("(os error 28)") or of a failing filter driver does
+/// not turn a failure of another kind into `disk_full` or `filter_failed`.
+#[test]
+fn a_path_named_like_a_cause_does_not_classify_the_failure() {
+    for name in [
+        "a (os error 28)",
+        "no space left on device (ENOSPC, os error 28)",
+        crate::blob::FILTER_FAILED,
+        crate::blob::FILTER_FAILED_CLEAN,
+    ] {
+        let fx = fixture();
+        fx.file(name, b"old\n");
+        let writes = vec![pw(
+            name.as_bytes(),
+            Some((EntryKind::Blob, fx.blob(b"old\n"))),
+            Some((EntryKind::Blob, fx.blob(b"new\n"))),
+        )];
+        let source = fx.source();
+        let bd = fx.batch_dir();
+        let before = fx.state();
+        let e = write_with(&source, &bd, &writes, &faults("fail-rename:1")).unwrap_err();
+        assert_eq!(e.code, "delegate::write_failed", "{name}: {}", e.message);
+        assert_eq!(fx.state(), before);
+        no_leftovers(&fx, &bd);
+    }
+}

@@ -40,11 +40,55 @@ pub(super) fn depth(path: &BStr) -> usize {
     path.iter().filter(|&&b| b == b'/').count()
 }
 
-/// An internal failure with its message; turned into an `Error` at the edge.
+/// An internal failure with its message and its cause; turned into an
+/// `Error` at the edge. The cause is carried as data, never read back out
+/// of the message (a path's name may hold any text).
 #[derive(Debug)]
-pub(super) struct Fail(pub(super) String);
+pub(super) struct Fail(pub(super) String, pub(super) Option<Cause>);
+
+/// Why a write-back failed, where that decides the error code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cause {
+    /// A full, read-only or forbidden filesystem (`FsCause`).
+    Fs(crate::error::FsCause),
+    /// A `required` clean or smudge filter driver failed.
+    Filter,
+}
 
 impl Fail {
+    /// A failure of no particular cause (`write_failed`).
+    pub(super) fn msg(message: impl Into<String>) -> Fail {
+        Fail(message.into(), None)
+    }
+
+    /// A failure because of `err`: an OS error of a known cause anywhere
+    /// in its chain of causes decides the code.
+    pub(super) fn because(
+        message: impl Into<String>,
+        err: &(dyn std::error::Error + 'static),
+    ) -> Fail {
+        let cause = crate::error::io_cause(err)
+            .and_then(crate::error::FsCause::of)
+            .map(Cause::Fs);
+        Fail(message.into(), cause)
+    }
+
+    /// A failing filter driver.
+    pub(super) fn filter(message: impl Into<String>) -> Fail {
+        Fail(message.into(), Some(Cause::Filter))
+    }
+
+    /// An `Error` met on the way, its code kept as the cause.
+    pub(super) fn from_error(e: crate::error::Error) -> Fail {
+        use crate::error::FsCause;
+        let cause = [FsCause::Full, FsCause::ReadOnly, FsCause::Denied]
+            .into_iter()
+            .find(|c| c.code() == e.code)
+            .map(Cause::Fs)
+            .or((e.code == "delegate::filter_failed").then_some(Cause::Filter));
+        Fail(e.message, cause)
+    }
+
     pub(super) fn io(op: &str, path: &BStr, e: impl Into<std::io::Error>) -> Fail {
         let e: std::io::Error = e.into();
         let path = if path.is_empty() {
@@ -52,10 +96,10 @@ impl Fail {
         } else {
             crate::paths::quote(path)
         };
-        Fail(format!(
-            "cannot {op} {path}: {}",
-            crate::error::describe(&e)
-        ))
+        Fail(
+            format!("cannot {op} {path}: {}", crate::error::describe(&e)),
+            crate::error::FsCause::of(&e).map(Cause::Fs),
+        )
     }
 }
 

@@ -45,11 +45,11 @@ impl Writer<'_> {
         // What each path will hold, durable before the first rename: what
         // rollback and recovery check before they move anything back.
         append_wrote_and_renaming(self.journal, plan)
-            .map_err(|e| Fail(format!("cannot update the journal: {e}")))?;
+            .map_err(|e| Fail::because(format!("cannot update the journal: {e}"), &e))?;
         plan.phase = Phase::Renaming;
         self.renames(plan)?;
         append_phase(self.journal, Phase::Committed)
-            .map_err(|e| Fail(format!("cannot update the journal: {e}")))?;
+            .map_err(|e| Fail::because(format!("cannot update the journal: {e}"), &e))?;
         plan.phase = Phase::Committed;
         Ok(())
     }
@@ -81,11 +81,14 @@ impl Writer<'_> {
                 .dirs
                 .get(tdir)
                 .map_err(|e| Fail::io("open the folder", tdir, e))?;
-            let unreadable = |e: &dyn std::fmt::Display| {
-                Fail(format!(
-                    "cannot read the new content of {} ({id}): {e}",
-                    crate::paths::quote(it.path.as_bstr())
-                ))
+            let unreadable = |e: &gix::Error| {
+                Fail::because(
+                    format!(
+                        "cannot read the new content of {} ({id}): {e}",
+                        crate::paths::quote(it.path.as_bstr())
+                    ),
+                    e,
+                )
             };
             match kind {
                 EntryKind::Link => {
@@ -184,13 +187,13 @@ impl Writer<'_> {
                     self.synced.insert(pdir.into());
                 }
                 Disk::Absent => {
-                    return Err(Fail(format!(
+                    return Err(Fail::msg(format!(
                         "the folder {} disappeared during the write-back",
                         crate::paths::quote(p)
                     )))
                 }
                 _ => {
-                    return Err(Fail(format!(
+                    return Err(Fail::msg(format!(
                         "{} is in the way of a folder the result needs",
                         crate::paths::quote(p)
                     )))
@@ -226,7 +229,7 @@ impl Writer<'_> {
     }
 
     fn renames(&mut self, plan: &Plan) -> Result<(), Fail> {
-        let mut hasher = Hasher::new(self.repo).map_err(|e| Fail(e.message))?;
+        let mut hasher = Hasher::new(self.repo).map_err(Fail::from_error)?;
         let mkdirs: HashSet<&BStr> = plan.mkdirs.iter().map(|m| m.as_bstr()).collect();
         let covered: HashMap<&BStr, (EntryKind, ObjectId)> = plan
             .items
@@ -325,7 +328,7 @@ impl Writer<'_> {
                     Some(&s) if hasher.matches(&dfd, name.as_bstr(), original.as_bstr(), s)? => {}
                     Some(_) => return Err(changed(original.as_bstr())),
                     None => {
-                        return Err(Fail(format!(
+                        return Err(Fail::msg(format!(
                             "{} appeared in a folder the result replaces by a file",
                             crate::paths::quote(original.as_bstr())
                         )))
@@ -376,7 +379,7 @@ fn fsync_all<F: std::os::fd::AsFd + Sync>(fds: &[(F, &BStr)]) -> Result<(), Fail
             .into_iter()
             .map(|h| {
                 h.join()
-                    .unwrap_or_else(|_| Err(Fail("an fsync thread stopped unexpectedly".into())))
+                    .unwrap_or_else(|_| Err(Fail::msg("an fsync thread stopped unexpectedly")))
             })
             .collect::<Result<Vec<()>, Fail>>()
     })?;
@@ -398,7 +401,7 @@ pub(super) fn sync_touched(dirs: &mut Dirs, touched: BTreeSet<BString>) {
 }
 
 fn changed(path: &BStr) -> Fail {
-    Fail(format!(
+    Fail::msg(format!(
         "{} changed on disk since the snapshot",
         crate::paths::quote(path)
     ))

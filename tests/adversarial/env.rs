@@ -611,3 +611,169 @@ fn filters_run_for_a_workspace_do_not_inherit_the_source_variables() {
         assert!(l.starts_with("none none "), "{l}");
     }
 }
+
+/// A write-back killed half way in a dotfiles repository (bare git dir,
+/// work tree exported, both relative to a caller in a subfolder), then the
+/// user saves over a path it had written: `apply --dry-run` reports the
+/// interrupted write-back and moves nothing; `apply` reports
+/// `rollback_failed` with the original kept inside the work tree (never in
+/// the caller's folder), and the other paths back; once the user puts the
+/// original back, apply finishes (review of issue 12).
+#[test]
+fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() {
+    let env = Env::new();
+    let home = env.path().join("dots");
+    std::fs::create_dir_all(home.join("sub")).unwrap();
+    env.git(
+        env.path(),
+        ["init", "-q", "--bare", "-b", "main", "dotfiles.git"],
+    );
+    let gd = env.path().join("dotfiles.git");
+    let git = |args: &[&str]| {
+        let mut cmd = env.git_cmd(&home);
+        cmd.env("GIT_DIR", &gd)
+            .env("GIT_WORK_TREE", &home)
+            .args(args);
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    for i in 1..=4 {
+        std::fs::write(home.join(format!("f{i}")), format!("original {i}\n")).unwrap();
+    }
+    git(&["add", "f1", "f2", "f3", "f4"]);
+    git(&["commit", "-q", "-m", "dots"]);
+    let caller = home.join("sub");
+    let vars = exported("../../dotfiles.git", "..");
+    let run = |args: &[&str]| run_with(&env, &caller, &vars, args);
+    let doc = run(&["prepare", "--json"]).expect(0).json();
+    let ws = task_root(&doc, 0);
+    for i in 1..=4 {
+        std::fs::write(ws.join(format!("f{i}")), format!("task {i}\n")).unwrap();
+    }
+    let files = |dir: &Path| -> Vec<(String, Vec<u8>)> {
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_type().unwrap().is_file())
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+
+    // Renames in path order: f1 aside (1), f1 in place (2), f2 aside (3), ...
+    let mut cmd = env.delegate_cmd(&caller);
+    for (k, v) in &vars {
+        cmd.env(k, v);
+    }
+    let out = cmd
+        .args(["apply", "--json"])
+        .env("GIT_DELEGATE_FAULT", "after-rename:4")
+        .output()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    assert_eq!(std::fs::read(home.join("f1")).unwrap(), b"task 1\n");
+    std::fs::write(home.join("f1"), b"USER 1\n").unwrap();
+
+    // The dry run: reported, nothing moved.
+    let (before, before_sub) = (files(&home), files(&caller));
+    let r = run(&["apply", "--dry-run", "--json"]);
+    assert_eq!(r.code, 3, "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.json()["error"]["code"], "delegate::writeback_pending");
+    assert_eq!(files(&home), before);
+    assert_eq!(files(&caller), before_sub);
+    let r = run(&["apply", "--dry-run"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("delegate::writeback_pending"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(files(&home), before);
+
+    // apply: every other path back, the user's edit left, its original kept
+    // in the work tree.
+    let r = run(&["apply", "--json"]);
+    assert_eq!(r.code, 3, "{}\n{}", r.stdout, r.stderr);
+    let doc = r.json();
+    assert_eq!(doc["error"]["code"], "delegate::rollback_failed", "{doc:#}");
+    let paths = doc["error"]["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 1, "{doc:#}");
+    assert_eq!(paths[0]["path"], "f1", "{doc:#}");
+    let kept = PathBuf::from(paths[0]["kept"].as_str().unwrap());
+    assert_eq!(
+        kept.parent().unwrap().canonicalize().unwrap(),
+        home.canonicalize().unwrap(),
+        "{doc:#}"
+    );
+    assert_eq!(std::fs::read(&kept).unwrap(), b"original 1\n");
+    assert_eq!(std::fs::read(home.join("f1")).unwrap(), b"USER 1\n");
+    for i in 2..=4 {
+        assert_eq!(
+            std::fs::read(home.join(format!("f{i}"))).unwrap(),
+            format!("original {i}\n").as_bytes()
+        );
+    }
+    assert!(files(&caller).is_empty());
+    // The human text names the path and the kept file.
+    let r = run(&["apply"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("rollback_failed"), "{}", r.stderr);
+    // (miette wraps long lines: compare without the wrapping)
+    let unwrapped: String = r
+        .stderr
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '│')
+        .collect();
+    assert!(unwrapped.contains(&*kept.to_string_lossy()), "{}", r.stderr);
+
+    // The user puts the original back: apply finishes and applies the task.
+    std::fs::rename(&kept, home.join("f1")).unwrap();
+    let doc = run(&["apply", "--json"]).expect(0).json();
+    assert_eq!(doc["tasks"][0]["status"], "applied", "{doc:#}");
+    for i in 1..=4 {
+        assert_eq!(
+            std::fs::read(home.join(format!("f{i}"))).unwrap(),
+            format!("task {i}\n").as_bytes()
+        );
+    }
+    run(&["status", "--check"]).expect(0);
+}
+
+/// The command `source_moved`'s help suggests to give the batch up works
+/// as printed, from the moved folder (review of issue 12).
+#[test]
+fn the_drop_command_a_moved_source_suggests_works_as_printed() {
+    let env = Env::new();
+    let repo = env.repo("src");
+    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let ws = task_root(&doc, 0);
+    std::fs::write(ws.join("README"), "worker\n").unwrap();
+    let moved = env.path().join("moved");
+    std::fs::rename(&repo, &moved).unwrap();
+    let doc = env.delegate(&moved, ["apply", "--json"]).expect(3).json();
+    let help = doc["error"]["help"].as_str().unwrap();
+    let cmd = help
+        .split('`')
+        .find(|s| s.starts_with("git delegate drop"))
+        .unwrap_or_else(|| panic!("{help}"));
+    let args: Vec<&str> = cmd.split_whitespace().skip(2).collect();
+    let run = through_git(&env, &moved, &[], &args);
+    assert_eq!(run.code, 0, "{cmd}: {}\n{}", run.stdout, run.stderr);
+    assert!(env
+        .private_refs(&moved)
+        .iter()
+        .all(|r| !r.contains("baseline")));
+    let st = env.delegate(&moved, ["status", "--json"]).expect(0).json();
+    assert_eq!(st["batches"].as_array().map(Vec::len), Some(0), "{st:#}");
+}
