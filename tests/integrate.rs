@@ -302,8 +302,11 @@ fn mode(kind: gix::objs::tree::EntryKind) -> &'static str {
     }
 }
 
-/// The plan's refusals as (task, reason, [(path, why)]).
-fn refused(plan: &Plan) -> Vec<(usize, &'static str, Vec<(String, String)>)> {
+/// A refusal as (task, reason, [(path, why)]).
+type Refusal = (usize, &'static str, Vec<(String, String)>);
+
+/// The plan's refusals.
+fn refused(plan: &Plan) -> Vec<Refusal> {
     plan.refused
         .iter()
         .map(|r| {
@@ -1255,5 +1258,131 @@ fn folder_to_file_vs_a_new_file_in_the_folder_conflicts() {
         let git = oracle.conflicts();
         assert_eq!(git.len(), 1, "{git:?}");
         assert!(git[0].0.starts_with("d~") && git[0].1 == reason, "{git:?}");
+    }
+}
+
+/// A folder the other side renamed: the new file follows the folder, as in
+/// git's merge. git's default (`merge.directoryRenames=conflict`) reports
+/// that placement as a conflict to confirm; the engine (gix) takes it as
+/// resolved, like `merge.directoryRenames=true`. This pins that behaviour.
+#[test]
+fn a_file_added_in_a_renamed_folder_follows_the_folder() {
+    let fx = Fx::new();
+    let x = text(&[]);
+    let y = text(&[(1, "y")]);
+    let base = fx.tree(&[("d/x", F(&x)), ("d/y", F(&y)), ("z", F("z\n"))]);
+    let moved = fx.tree(&[("e/x", F(&x)), ("e/y", F(&y)), ("z", F("z\n"))]);
+    let grown = fx.tree(&[
+        ("d/x", F(&x)),
+        ("d/y", F(&y)),
+        ("d/new", F("new\n")),
+        ("z", F("z\n")),
+    ]);
+    let expected = fx.tree(&[
+        ("e/x", F(&x)),
+        ("e/y", F(&y)),
+        ("e/new", F("new\n")),
+        ("z", F("z\n")),
+    ]);
+    for (ours, theirs) in [(moved, grown), (grown, moved)] {
+        let oracle = fx.oracle(base, ours, theirs);
+        assert_eq!(oracle.tree, expected.to_string());
+        assert_eq!(oracle.stages.keys().collect::<Vec<_>>(), ["e/new"]);
+        match integrate::merge3(&fx.repo, base, ours, theirs).unwrap() {
+            Merge::Clean(t) => assert_eq!(t, expected),
+            Merge::Conflicts(c) => panic!("{c:?}"),
+        }
+    }
+
+    // Through integrate: the user moved the folder, a task added a file in
+    // it; the file is written in the moved folder.
+    let plan = fx.integrate(base, moved, &[fx.cand(0, base, grown)], false);
+    assert_eq!(plan.applied, vec![0]);
+    assert_eq!(writes(&plan), fx.writes_between(moved, expected));
+}
+
+/// The merge reads the repository's rename setting (gix's
+/// `tree_merge_options`: `merge.renames`, else `diff.renames`, else on):
+/// with `merge.renames=false` a rename against an edit is a modify/delete
+/// conflict. (git 2.47's `merge` and `merge-tree` still follow the rename
+/// there, so git is no oracle here; the engine is the stricter one.)
+#[test]
+fn merge_renames_false_turns_rename_detection_off() {
+    let fx = Fx::new();
+    fx.git(&["config", "merge.renames", "false"]);
+    let repo = gix::open_opts(&fx.dir, gix::open::Options::isolated())
+        .unwrap()
+        .with_object_memory();
+    let base = fx.tree(&[("a", F(&text(&[])))]);
+    let renamed = fx.tree(&[("b", F(&text(&[])))]);
+    let edited = fx.tree(&[("a", F(&text(&[(7, "edit")])))]);
+    match integrate::merge3(&repo, base, renamed, edited).unwrap() {
+        Merge::Clean(t) => panic!("merged to {t} with renames off"),
+        Merge::Conflicts(c) => {
+            let got: Vec<(String, String)> = c
+                .into_iter()
+                .map(|k| (k.path.to_string(), k.reason))
+                .collect();
+            assert_eq!(got, pairs(&[("a", "deleted by us")]));
+        }
+    }
+}
+
+/// A rename with an edit on one side and an edit of the same lines on the
+/// other conflicts at both names.
+#[test]
+fn rename_and_edit_vs_edit_of_the_same_line_conflicts() {
+    let fx = Fx::new();
+    let base = fx.tree(&[("a", F(&text(&[]))), ("z", F("z\n"))]);
+    let moved = fx.tree(&[("b", F(&text(&[(1, "x")]))), ("z", F("z\n"))]);
+    let edited = fx.tree(&[("a", F(&text(&[(1, "y")]))), ("z", F("z\n"))]);
+    for (ours, theirs) in [(moved, edited), (edited, moved)] {
+        let (got, oracle) = fx.merge_conflicts(base, ours, theirs);
+        assert_eq!(oracle.conflicts(), pairs(&[("b", "both modified")]));
+        assert_eq!(
+            got,
+            pairs(&[("a", "both modified"), ("b", "both modified")])
+        );
+    }
+}
+
+/// A rename onto a path the other side added, and two files renamed to
+/// one name, conflict at the contested name (as in git); the engine names
+/// the sources of the renames too.
+#[test]
+fn renames_onto_a_contested_name_conflict() {
+    let fx = Fx::new();
+    let b_text = text(&[(1, "B"), (2, "B"), (3, "B"), (4, "B")]);
+    let base = fx.tree(&[("a", F(&text(&[]))), ("b", F(&b_text))]);
+    let renamed = fx.tree(&[("c", F(&text(&[]))), ("b", F(&b_text))]);
+    let added = fx.tree(&[("a", F(&text(&[]))), ("b", F(&b_text)), ("c", F("other\n"))]);
+    for (ours, theirs) in [(renamed, added), (added, renamed)] {
+        let (got, oracle) = fx.merge_conflicts(base, ours, theirs);
+        assert_eq!(oracle.conflicts(), pairs(&[("c", "both added")]));
+        let paths: Vec<&str> = got.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(paths, ["a", "c"], "{got:?}");
+    }
+    let other = fx.tree(&[("a", F(&text(&[]))), ("c", F(&b_text))]);
+    let (got, oracle) = fx.merge_conflicts(base, renamed, other);
+    assert_eq!(oracle.conflicts(), pairs(&[("c", "both added")]));
+    let paths: Vec<&str> = got.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(paths, ["a", "b", "c"], "{got:?}");
+}
+
+/// Mode and type changes against a deletion are modify/delete conflicts.
+#[test]
+fn exec_bit_or_symlink_vs_delete_conflicts() {
+    let fx = Fx::new();
+    let base = fx.tree(&[("a", F(&text(&[]))), ("z", F("z\n"))]);
+    let exec = fx.tree(&[("a", X(&text(&[]))), ("z", F("z\n"))]);
+    let link = fx.tree(&[("a", L("t")), ("z", F("z\n"))]);
+    let deleted = fx.tree(&[("z", F("z\n"))]);
+    for changed in [exec, link] {
+        let (got, oracle) = fx.merge_conflicts(base, changed, deleted);
+        assert_eq!(got, pairs(&[("a", "deleted by them")]));
+        assert_eq!(got, oracle.conflicts());
+        let (got, oracle) = fx.merge_conflicts(base, deleted, changed);
+        assert_eq!(got, pairs(&[("a", "deleted by us")]));
+        assert_eq!(got, oracle.conflicts());
     }
 }
