@@ -29,7 +29,11 @@ fn civil(secs: i64) -> Option<DateTime> {
 /// `2026-11-30T07:00:00Z`. A time the calendar cannot hold (never written:
 /// every deadline is checked by [`deadline`]) is written as the nearest end.
 pub fn rfc3339(secs: i64) -> String {
-    let t = civil(secs).unwrap_or(if secs < 0 { DateTime::MIN } else { DateTime::MAX });
+    let t = civil(secs).unwrap_or(if secs < 0 {
+        DateTime::MIN
+    } else {
+        DateTime::MAX
+    });
     format!("{}Z", t.strftime("%Y-%m-%dT%H:%M:%S"))
 }
 
@@ -46,7 +50,9 @@ pub fn parse_rfc3339(s: &str) -> Option<i64> {
         || b[13] != b':'
         || b[16] != b':'
         || b[19] != b'Z'
-        || !digits.into_iter().all(|r| b[r].iter().all(u8::is_ascii_digit))
+        || !digits
+            .into_iter()
+            .all(|r| b[r].iter().all(u8::is_ascii_digit))
     {
         return None;
     }
@@ -205,7 +211,9 @@ mod tests {
 
     #[test]
     fn refused_durations() {
-        for s in ["0s", "5", "2 hours", "-1h", "+1h", "1y", "1mo", "", " ", "1h30m", "1.5h"] {
+        for s in [
+            "0s", "5", "2 hours", "-1h", "+1h", "1y", "1mo", "", " ", "1h30m", "1.5h",
+        ] {
             assert_eq!(duration(s), Err(DurationError::Malformed), "{s:?}");
         }
         assert_eq!(duration(" 1w "), Ok(604_800));
