@@ -703,52 +703,21 @@ pub fn carry(src_root: &Path, entries: &[Carried], dst_roots: &[PathBuf]) -> Res
     }
     // One walker per destination, in parallel: FICLONE and the metadata
     // writes are per-file system calls that overlap well.
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 4)
-        .min(dst_roots.len());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<Vec<(usize, Result<Stats>)>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        if i >= dst_roots.len() {
-                            break;
-                        }
-                        done.push((i, carry_one(src_root, entries, &dst_roots[i])));
-                    }
-                    done
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    vec![(
-                        usize::MAX,
-                        Err(Error::state(
-                            "delegate::internal",
-                            "a copying thread panicked",
-                            "report this bug",
-                        )),
-                    )]
-                })
-            })
-            .collect()
-    });
-    let mut out = vec![Stats::default(); dst_roots.len()];
-    for (i, r) in results.into_iter().flatten() {
-        let stats = r?;
-        if let Some(slot) = out.get_mut(i) {
-            *slot = stats;
-        }
-    }
-    Ok(out)
+    crate::parallel::try_map(
+        dst_roots,
+        crate::parallel::threads(4),
+        copy_panicked,
+        |dst| carry_one(src_root, entries, dst),
+    )
+}
+
+/// What a copying thread's panic is reported as.
+pub(crate) fn copy_panicked() -> Error {
+    Error::state(
+        "delegate::internal",
+        "a copying thread panicked",
+        "report this bug",
+    )
 }
 
 fn carry_one(src_root: &Path, entries: &[Carried], dst_root: &Path) -> Result<Stats> {

@@ -23,6 +23,7 @@ pub mod gc;
 pub mod integrate;
 pub mod lease;
 pub mod lock;
+pub mod parallel;
 pub mod patch;
 pub mod paths;
 pub mod preparing;

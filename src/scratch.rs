@@ -190,54 +190,12 @@ pub fn create_all(source: &Source, batch: &str, tasks: &[(String, PathBuf)]) -> 
             make_container(source, batch, name, root)?;
             made.push(root.clone());
         }
-        let workers = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .clamp(1, 4)
-            .min(tasks.len().max(1));
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let results: Vec<(usize, Result<Stats>)> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..workers)
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut done = Vec::new();
-                        loop {
-                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            if i >= tasks.len() {
-                                break;
-                            }
-                            done.push((i, copy_one(src_root, &tasks[i].1)));
-                        }
-                        done
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        vec![(
-                            usize::MAX,
-                            Err(Error::state(
-                                "delegate::internal",
-                                "a copying thread panicked",
-                                "report this bug",
-                            )),
-                        )]
-                    })
-                })
-                .collect()
-        });
-        let mut stats = vec![Stats::default(); tasks.len()];
-        let mut results = results;
-        results.sort_by_key(|r| r.0);
-        for (i, r) in results {
-            let s = r?;
-            if let Some(slot) = stats.get_mut(i) {
-                *slot = s;
-            }
-        }
-        Ok(stats)
+        crate::parallel::try_map(
+            tasks,
+            crate::parallel::threads(4),
+            crate::carry::copy_panicked,
+            |(_, root)| copy_one(src_root, root),
+        )
     })();
     if result.is_err() {
         for root in &made {

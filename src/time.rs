@@ -4,68 +4,60 @@
 //! Owns: the formats of times and durations in state files, JSON and config,
 //! and the range of times they can hold (up to 9999-12-31T23:59:59Z: a
 //! duration that would end later is refused, never wrapped or clamped).
-//! Never: reads anything but the system clock.
+//! Never: reads anything but the system clock; does calendar arithmetic or
+//! number-and-unit parsing by hand (jiff, already built for gix, does both).
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use jiff::civil::DateTime;
+use jiff::{SignedDuration, Span, SpanRelativeTo, Timestamp};
+
+/// 1970-01-01T00:00:00, the origin of the seconds this module counts (UTC).
+const EPOCH: DateTime = DateTime::constant(1970, 1, 1, 0, 0, 0, 0);
 
 /// Seconds since the Unix epoch, now.
 pub fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
+    Timestamp::now().as_second()
 }
 
-/// Days since 1970-01-01 to a civil (year, month, day), proleptic Gregorian.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
+/// UTC wall-clock time of `secs` since the epoch, if the calendar holds it.
+/// A civil time, not a [`Timestamp`]: jiff's timestamps stop a day short of
+/// 9999-12-31 (to leave room for offsets), while the UTC strings written
+/// here go to the last second of year 9999.
+fn civil(secs: i64) -> Option<DateTime> {
+    EPOCH.checked_add(SignedDuration::from_secs(secs)).ok()
 }
 
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let m = m as i64;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// `2026-11-30T07:00:00Z`
+/// `2026-11-30T07:00:00Z`. A time the calendar cannot hold (never written:
+/// every deadline is checked by [`deadline`]) is written as the nearest end.
 pub fn rfc3339(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
+    let t = civil(secs).unwrap_or(if secs < 0 {
+        DateTime::MIN
+    } else {
+        DateTime::MAX
+    });
+    format!("{}Z", t.strftime("%Y-%m-%dT%H:%M:%S"))
 }
 
 /// Parse what [`rfc3339`] writes (UTC, `Z`, no fraction).
 pub fn parse_rfc3339(s: &str) -> Option<i64> {
+    // Exactly the shape written: jiff would also take offsets, fractions,
+    // a space or a lower-case `t`, none of which a state file holds.
     let b = s.as_bytes();
-    if b.len() != 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[19] != b'Z' {
+    let digits = [0..4, 5..7, 8..10, 11..13, 14..16, 17..19];
+    if b.len() != 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'Z'
+        || !digits
+            .into_iter()
+            .all(|r| b[r].iter().all(u8::is_ascii_digit))
+    {
         return None;
     }
-    let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
-    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (h, mi, se) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
-        return None;
-    }
-    Some(days_from_civil(y, mo as u32, d as u32) * 86_400 + h * 3600 + mi * 60 + se)
+    let t: DateTime = s[..19].parse().ok()?;
+    Some(t.duration_since(EPOCH).as_secs())
 }
 
 /// The last second an RFC 3339 time of [`rfc3339`] can hold: 9999-12-31T23:59:59Z.
@@ -97,25 +89,22 @@ impl DurationError {
 /// refused when now plus it cannot be written as an RFC 3339 time (after
 /// [`MAX_SECS`]), or when the arithmetic overflows.
 pub fn duration(s: &str) -> Result<i64, DurationError> {
+    // The grammar is ours (one number, one unit, no sign, no spaces, no
+    // years or months); jiff reads the number and the unit.
     let t = s.trim();
     let split = t
         .find(|c: char| !c.is_ascii_digit())
         .ok_or(DurationError::Malformed)?;
     let (n, unit) = t.split_at(split);
-    if n.is_empty() {
+    if n.is_empty() || !matches!(unit, "s" | "m" | "h" | "d" | "w") {
         return Err(DurationError::Malformed);
     }
-    let mult = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        "w" => 604_800,
-        _ => return Err(DurationError::Malformed),
-    };
-    // All digits: a parse failure is a number too large for i64.
-    let n: i64 = n.parse().map_err(|_| DurationError::TooLong)?;
-    let secs = n.checked_mul(mult).ok_or(DurationError::TooLong)?;
+    // Well formed: what jiff refuses now is a number too large for it.
+    let span: Span = t.parse().map_err(|_| DurationError::TooLong)?;
+    let secs = span
+        .to_duration(SpanRelativeTo::days_are_24_hours())
+        .map_err(|_| DurationError::TooLong)?
+        .as_secs();
     if secs <= 0 {
         return Err(DurationError::Malformed);
     }
@@ -194,5 +183,39 @@ mod tests {
         assert_eq!(deadline(MAX_SECS, 1), None);
         assert_eq!(deadline(i64::MAX, 1), None);
         assert_eq!(deadline(0, MAX_SECS), Some(MAX_SECS));
+        assert_eq!(
+            DateTime::MAX.duration_since(EPOCH).as_secs(),
+            MAX_SECS,
+            "MAX_SECS is jiff's last civil second"
+        );
+        assert_eq!(rfc3339(MAX_SECS + 1), "9999-12-31T23:59:59Z");
+    }
+
+    #[test]
+    fn only_the_written_shape_parses() {
+        assert_eq!(parse_rfc3339("2026-11-30T07:00:00Z"), Some(1_796_022_000));
+        for s in [
+            "2026-11-30T07:00:00",
+            "2026-11-30t07:00:00Z",
+            "2026-11-30 07:00:00Z",
+            "2026-11-30T07:00:00.5Z",
+            "2026-11-30T07:00:00+00:00",
+            "2026-+1-30T07:00:00Z",
+            "2026-13-30T07:00:00Z",
+            "2026-11-30T24:00:00Z",
+            "",
+        ] {
+            assert_eq!(parse_rfc3339(s), None, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn refused_durations() {
+        for s in [
+            "0s", "5", "2 hours", "-1h", "+1h", "1y", "1mo", "", " ", "1h30m", "1.5h",
+        ] {
+            assert_eq!(duration(s), Err(DurationError::Malformed), "{s:?}");
+        }
+        assert_eq!(duration(" 1w "), Ok(604_800));
     }
 }

@@ -95,9 +95,7 @@ pub fn create_all(
 }
 
 fn cores() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
+    crate::parallel::threads(usize::MAX)
 }
 
 fn create_all_inner(
@@ -136,33 +134,28 @@ fn create_all_inner(
     let roots: Vec<&Path> = plans.iter().map(|p| p.root.as_path()).collect();
     settle(&roots, &mut indexes, cores)?;
     // Index files last: written after every file is settled, so no entry is racy.
-    let written: Vec<Result<()>> = std::thread::scope(|s| {
-        let handles: Vec<_> = plans
-            .iter()
-            .zip(indexes)
-            .map(|(p, state)| {
-                let path = registration(common_dir, &p.worktree_id).join("index");
-                s.spawn(move || -> Result<()> {
-                    gix::index::File::from_state(state, &path)
-                        .write(Default::default())
-                        .map_err(|e| checkout_failed(None, &p.root, &e))
-                })
-            })
-            .collect();
-        handles.into_iter().map(join).collect()
-    });
-    written.into_iter().collect::<Result<Vec<()>>>()?;
+    // One thread per workspace.
+    crate::parallel::try_map(
+        plans.iter().zip(indexes),
+        plans.len(),
+        checkout_panicked,
+        |(p, state)| {
+            let path = registration(common_dir, &p.worktree_id).join("index");
+            gix::index::File::from_state(state, &path)
+                .write(Default::default())
+                .map_err(|e| checkout_failed(None, &p.root, &e))
+        },
+    )?;
     Ok(())
 }
 
-fn join<T>(h: std::thread::ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
-    h.join().unwrap_or_else(|_| {
-        Err(Error::state(
-            "delegate::internal",
-            "a checkout thread panicked",
-            "report this bug",
-        ))
-    })
+/// What a checkout thread's panic is reported as.
+fn checkout_panicked() -> Error {
+    Error::state(
+        "delegate::internal",
+        "a checkout thread panicked",
+        "report this bug",
+    )
 }
 
 fn checkout_failed(
@@ -461,13 +454,9 @@ fn date(
         }
         Ok(())
     };
-    std::thread::scope(|s| {
-        let handles: Vec<_> = entries
-            .chunks_mut(chunk)
-            .map(|c| s.spawn(move || date(c)))
-            .collect();
-        handles.into_iter().map(join).collect::<Result<Vec<()>>>()
-    })?;
+    let chunks: Vec<_> = entries.chunks_mut(chunk).collect();
+    let threads = chunks.len();
+    crate::parallel::try_map(chunks, threads, checkout_panicked, date)?;
     Ok(())
 }
 
@@ -560,34 +549,26 @@ fn replicate(
         }
     }
     let src_entries = first.entries();
-    std::thread::scope(|s| {
-        let handles: Vec<_> = work
-            .into_iter()
-            .map(|(start, mut slices)| {
-                let roots = &roots;
-                s.spawn(move || -> Result<()> {
-                    let len = slices.first().map_or(0, |x| x.len());
-                    let mut walk = Replicator::new(src_root, roots, method)?;
-                    for i in 0..len {
-                        if start == 0 && i == len / 2 {
-                            crate::preparing::pause("replicating");
-                        }
-                        if gix::interrupt::is_triggered() {
-                            return Err(interrupted());
-                        }
-                        let e = &src_entries[start + i];
-                        let stats = walk.entry(e.path_in(paths), e.mode)?;
-                        for (slice, stat) in slices.iter_mut().zip(stats) {
-                            if let Some(stat) = stat {
-                                slice[i].stat = stat;
-                            }
-                        }
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        handles.into_iter().map(join).collect::<Result<Vec<()>>>()
+    let threads = work.len();
+    crate::parallel::try_map(work, threads, checkout_panicked, |(start, mut slices)| {
+        let len = slices.first().map_or(0, |x| x.len());
+        let mut walk = Replicator::new(src_root, &roots, method)?;
+        for i in 0..len {
+            if start == 0 && i == len / 2 {
+                crate::preparing::pause("replicating");
+            }
+            if gix::interrupt::is_triggered() {
+                return Err(interrupted());
+            }
+            let e = &src_entries[start + i];
+            let stats = walk.entry(e.path_in(paths), e.mode)?;
+            for (slice, stat) in slices.iter_mut().zip(stats) {
+                if let Some(stat) = stat {
+                    slice[i].stat = stat;
+                }
+            }
+        }
+        Ok(())
     })?;
     Ok(indexes)
 }
