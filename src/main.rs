@@ -13,8 +13,9 @@ mod ui;
 // The engine is the library crate; importing its modules at the crate root
 // keeps `crate::batch::...` paths in the binary's modules working.
 use git_delegate::{
-    batch, carry, commit, config, diff, error, gc, integrate, lease, lock, paths, preparing,
-    proposal, quiesce, refs, repo, scratch, snapshot, time, touched, trash, workspace, writeback,
+    batch, commit, config, diff, error, gc, integrate, lease, lock, observe, paths, prepare,
+    preparing, proposal, quiesce, refs, repo, scratch, snapshot, time, touched, trash, workspace,
+    writeback,
 };
 
 use clap::Parser;

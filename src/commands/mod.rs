@@ -127,8 +127,13 @@ pub fn source() -> Result<Source> {
 /// Take the repository lock and roll back write-backs interrupted by a
 /// crash (SPEC §7): every mutating command starts here.
 pub fn lock_and_recover(ui: &Ui, source: &Source) -> Result<crate::lock::RepoLock> {
-    let lock = crate::lock::acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
-    let recovery = crate::writeback::recover_all_detailed(source)?;
+    let locked = crate::lock::lock_and_recover(source)?;
+    recovered(ui, locked.recovery);
+    Ok(locked.lock)
+}
+
+/// Tell the user what recovery did, and keep it for the JSON document.
+pub fn recovered(ui: &Ui, recovery: crate::writeback::Recovery) {
     for id in &recovery.rolled_back {
         ui.warn(&format!(
             "git-delegate: rolled back an interrupted write-back of batch {}; the working tree is as it was before that apply\n",
@@ -144,11 +149,28 @@ pub fn lock_and_recover(ui: &Ui, source: &Source) -> Result<crate::lock::RepoLoc
     }
     ui.recovered.borrow_mut().extend(recovery.rolled_back);
     ui.completed.borrow_mut().extend(recovery.completed);
-    // Removed workspaces a killed background deleter left behind.
-    if let Ok(base) = source.workspace_base() {
-        crate::trash::sweep_later(&base.join(crate::trash::TRASH), &source.state_dir());
+}
+
+/// The command's side of a transaction: long steps as spinners, notices
+/// as warnings on stderr (SPEC §3).
+impl crate::observe::Observer for Ui {
+    fn step(&self, label: &str) -> Box<dyn std::any::Any> {
+        Box::new(self.progress(label))
     }
-    Ok(lock)
+    fn notice(&self, notice: crate::observe::Notice) {
+        use crate::observe::Notice;
+        match notice {
+            Notice::Recovered(r) => recovered(self, r),
+            Notice::NestedRepository(p) => self.warn(&format!(
+                "git-delegate: warning: {} is a git repository of its own (not a submodule); it is not part of the baseline\n",
+                crate::paths::quote(p.as_ref())
+            )),
+            Notice::UndoIncomplete { short, error } => self.warn(&format!(
+                "git-delegate: warning: not everything of the unfinished batch {short} could be removed ({}); `git delegate gc` removes the rest\n",
+                error.message
+            )),
+        }
+    }
 }
 
 /// Take the repository lock for a command that changes nothing but reads
