@@ -12,6 +12,7 @@
 //! lives, each command's steps, the crash-safety protocol) is
 //! `docs/design.md`, and the module map is `docs/architecture.md`.
 
+pub mod apply;
 pub mod batch;
 pub mod blob;
 pub mod carry;

@@ -173,31 +173,6 @@ impl crate::observe::Observer for Ui {
     }
 }
 
-/// Take the repository lock for a command that changes nothing but reads
-/// the working tree (`apply --dry-run`): an interrupted write-back is
-/// reported, never recovered (SPEC §7). With one left over, the working
-/// tree holds part of a result, so nothing it would say can be trusted:
-/// exit 3, naming the batches.
-pub fn lock_and_report(source: &Source) -> Result<crate::lock::RepoLock> {
-    let lock = crate::lock::acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
-    let pending = crate::writeback::pending(source)?;
-    if !pending.is_empty() {
-        let shorts: Vec<&str> = pending.iter().map(|id| crate::batch::short(id)).collect();
-        let mut details = serde_json::Map::new();
-        details.insert("pending_writebacks".into(), json!(pending));
-        return Err(Error::state(
-            "delegate::writeback_pending",
-            format!(
-                "an interrupted write-back of batch {} is left over: the working tree may hold part of its result, so a dry run cannot say what apply would do (it changed nothing)",
-                shorts.join(", ")
-            ),
-            "run `git delegate apply` or `git delegate gc`: they roll it back first (a path you changed since is left as you left it, and named); `git delegate status` shows it",
-        )
-        .with_details(details));
-    }
-    Ok(lock)
-}
-
 /// Parse a `--ttl` value.
 pub fn parse_ttl(s: &str) -> Result<i64> {
     crate::time::duration(s).map_err(|e| {
