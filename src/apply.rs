@@ -27,7 +27,9 @@ use crate::integrate::{self, Candidate, PathConflict};
 use crate::observe::{Notice, Observer};
 use crate::repo::Source;
 use crate::writeback::PathWrite;
-use crate::{commit, paths, proposal, quiesce, refs, snapshot, touched, workspace, writeback};
+use crate::{
+    commit, paths, proposal, quiesce, refs, snapshot, teardown, touched, workspace, writeback,
+};
 
 /// Test-only: merge against a snapshot of the whole source, never only the
 /// touched paths (the tests compare both ways).
@@ -51,7 +53,7 @@ pub struct Options {
 }
 
 /// A workspace kept because it is the source of open batches: (task, folder, batch ids).
-pub type Kept = (String, PathBuf, Vec<String>);
+pub use crate::teardown::Kept;
 
 /// What apply did (or, with `dry_run`, would do).
 pub struct Report {
@@ -464,40 +466,39 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         batch::save(&state_dir, &b)?;
         // Large workspaces are moved into the trash (one rename each) and
         // deleted by a background process: deleting 100k files costs far
-        // more kernel time than the whole apply.
-        let mut discard = |task: &batch::Task| {
-            workspace::discard(&source.common_dir, task).map(|(_, trash)| {
-                if let Some(t) = trash.filter(|t| !trashes.contains(t)) {
-                    trashes.push(t);
-                }
-            })
-        };
-        // A workspace that is the source of another open batch (an agent
-        // prepared a batch inside it) is kept as an ordinary worktree: that
-        // batch writes back into it.
+        // more kernel time than the whole apply. A workspace that is the
+        // source of another open batch (an agent prepared a batch inside
+        // it) is kept as an ordinary worktree: that batch writes back into
+        // it (`teardown`).
         let others = batch::list_ok(&state_dir).unwrap_or_default();
         for (i, task) in b.tasks.iter().enumerate() {
             if task.state.is_open() {
                 continue;
             }
             let this_run = outcomes.iter().any(|o| o.idx == i);
-            let hosted = if this_run || still_locked_by_us(&source, &b, task) {
-                workspace::hosted_batches(&others, task, &b.id)
-            } else {
-                Vec::new()
-            };
-            let removed = if !hosted.is_empty() {
-                kept.push((task.name.clone(), task.root.clone(), hosted));
-                workspace::release(&source.common_dir, &task.worktree_id)
-            } else if this_run {
-                if task.state != TaskState::Discarded && opts.keep {
-                    workspace::release(&source.common_dir, &task.worktree_id)
-                } else {
-                    discard(task)
-                }
-            } else if still_locked_by_us(&source, &b, task) {
-                // Left behind by an apply interrupted during clean-up.
-                discard(task)
+            let keep = this_run && task.state != TaskState::Discarded && opts.keep;
+            let removed = if keep {
+                // `--keep`: released (unlocked), kept as a worktree.
+                teardown::keep_if_hosting(&source, &b, task, &others).and_then(|h| {
+                    match h {
+                        Some(hosted) => kept.push((task.name.clone(), task.root.clone(), hosted)),
+                        None => workspace::release(&source.common_dir, &task.worktree_id)?,
+                    }
+                    Ok(())
+                })
+            } else if this_run || still_locked_by_us(&source, &b, task) {
+                // (A closed task's workspace still locked by us was left
+                // behind by an apply interrupted during clean-up.)
+                teardown::workspace(&source, &b, task, &others, teardown::Way::Trash).map(
+                    |(fate, trash)| {
+                        if let teardown::Fate::Hosting(hosted) = fate {
+                            kept.push((task.name.clone(), task.root.clone(), hosted));
+                        }
+                        if let Some(t) = trash.filter(|t| !trashes.contains(t)) {
+                            trashes.push(t);
+                        }
+                    },
+                )
             } else {
                 Ok(())
             };
@@ -523,18 +524,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         b.open_tasks().next().is_some()
     };
     if !dry_run && !batch_open {
-        for name in refs::list_batch(&source.repo, &b.id)? {
-            if crate::gc::discard_kept(&b, &name) {
-                continue; // kept for gc.keep-failed
-            }
-            refs::delete(&source.repo, &name)?;
-        }
-        let dir = batch::batch_dir(&source.state_dir(), &b.id);
-        match std::fs::remove_dir_all(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(format!("cannot remove {}", dir.display()), e)),
-        }
+        teardown::refs_and_state(&source, &b)?;
     }
 
     // Nothing more changes: the deleter runs without the lock held (it

@@ -35,6 +35,7 @@ pub mod refs;
 pub mod repo;
 pub mod scratch;
 pub mod snapshot;
+pub mod teardown;
 pub mod time;
 pub mod touched;
 pub mod trash;

@@ -15,7 +15,7 @@ use crate::cli::DropArgs;
 use crate::error::Result;
 use crate::repo::Source;
 use crate::ui::Ui;
-use crate::{refs, workspace};
+use crate::workspace;
 
 use super::apply::{kept_doc, kept_text, Kept};
 
@@ -98,7 +98,11 @@ pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
         ui.say(&text);
         return Ok(1);
     }
-    let (removed, kept, refs_removed) = remove_batch(&source, &b, &others)?;
+    let crate::teardown::Removed {
+        workspaces: removed,
+        kept,
+        refs: refs_removed,
+    } = crate::teardown::remove_batch(&source, &b, &others)?;
     let (left_alone, hosting): (Vec<_>, Vec<_>) = kept.into_iter().partition(|k| k.2.is_empty());
     let kept: Vec<std::path::PathBuf> = left_alone.into_iter().map(|k| k.1).collect();
     if ui.json {
@@ -218,47 +222,4 @@ fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch) -> Result<i32> {
     }
     ui.say(&text);
     Ok(0)
-}
-
-/// Remove a batch's workspaces, refs and state. Returns (workspaces removed,
-/// folders left alone, refs removed). A folder left alone because it is
-/// the source of open batches among `others` names them (it stays as an
-/// ordinary worktree); one that is no longer the workspace prepare made
-/// names none.
-pub fn remove_batch(
-    source: &Source,
-    b: &Batch,
-    others: &[Batch],
-) -> Result<(usize, Vec<Kept>, usize)> {
-    let mut removed = 0;
-    let mut kept = Vec::new();
-    for t in &b.tasks {
-        let hosted = workspace::hosted_batches(others, t, &b.id);
-        if !hosted.is_empty()
-            && workspace::health(&source.common_dir, t) == workspace::Removal::Removed
-        {
-            workspace::release(&source.common_dir, &t.worktree_id)?;
-            kept.push((t.name.clone(), t.root.clone(), hosted));
-            continue;
-        }
-        match workspace::remove_task(&source.common_dir, t)? {
-            workspace::Removal::Removed => removed += 1,
-            workspace::Removal::Missing => {}
-            workspace::Removal::Foreign => kept.push((t.name.clone(), t.root.clone(), Vec::new())),
-        }
-    }
-    let mut refs_removed = 0;
-    for name in refs::list_batch(&source.repo, &b.id)? {
-        // A discarded task's kept proposal outlives its batch until gc.keep-failed.
-        if crate::gc::discard_kept(b, &name) {
-            continue;
-        }
-        if refs::delete(&source.repo, &name)? {
-            refs_removed += 1;
-        }
-    }
-    let dir = batch::batch_dir(&source.state_dir(), &b.id);
-    std::fs::remove_dir_all(&dir)
-        .map_err(|e| crate::error::Error::io(format!("cannot remove {}", dir.display()), e))?;
-    Ok((removed, kept, refs_removed))
 }
