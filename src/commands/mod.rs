@@ -2,8 +2,10 @@
 //! the engine modules, plus what they share (the batch document, batch
 //! lookup, argument checks).
 //!
-//! Owns: turning engine results into human text and JSON documents.
-//! Never: does git work itself; the engine modules do.
+//! Owns: turning engine results into human text and JSON documents; the
+//! `Observer` that shows a transaction's long steps and notices.
+//! Never: does git work itself; the engine modules do (`prepare` and
+//! `apply` are whole engine transactions).
 
 pub mod apply;
 pub mod completions;
