@@ -16,8 +16,9 @@ use crate::cli::ApplyArgs;
 use crate::error::{Error, Result};
 use crate::paths;
 use crate::ui::Ui;
+use crate::writeback::Recovery;
 
-pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
+pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
     let here = super::source()?;
     let opts = crate::apply::Options {
         batch: args.batch,
@@ -27,7 +28,10 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
         strict: args.strict,
         dry_run: args.dry_run,
     };
-    let report = crate::apply::run(here, &opts, ui)?;
+    let shown = super::Shown::new(ui);
+    let report = crate::apply::run(here, &opts, &shown);
+    shown.recovered_into(recovered);
+    let report = report?;
     let crate::apply::Report {
         batch: b,
         outcomes,
@@ -46,7 +50,7 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
         if let (false, Value::Object(m)) = (kept.is_empty(), &mut doc) {
             m.insert("kept_workspaces".into(), kept_doc(kept));
         }
-        ui.doc(doc);
+        ui.doc_after(doc, recovered);
     }
     ui.say(&human(
         ui,

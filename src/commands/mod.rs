@@ -28,6 +28,7 @@ use crate::cli::{Cli, Command};
 use crate::error::{Error, Result};
 use crate::repo::Source;
 use crate::ui::Ui;
+use crate::writeback::Recovery;
 
 /// Run a parsed command line; returns the exit status.
 pub fn run(cli: Cli) -> i32 {
@@ -48,13 +49,16 @@ pub fn run(cli: Cli) -> i32 {
         | Command::PurgeTrash { .. } => false,
     };
     let ui = Ui::new(json, cli.color);
+    // What the lock-and-recover step of a mutating command did: every
+    // document it prints names it, its error document too.
+    let mut recovered = Recovery::default();
     let result = match cli.command {
-        Command::Prepare(a) => prepare::run(&ui, a),
+        Command::Prepare(a) => prepare::run(&ui, a, &mut recovered),
         Command::Status(a) => status::run(&ui, a),
-        Command::Drop(a) => drop::run(&ui, a),
-        Command::Renew(a) => renew::run(&ui, a),
-        Command::Apply(a) => apply::run(&ui, a),
-        Command::Gc(a) => gc::run(&ui, a),
+        Command::Drop(a) => drop::run(&ui, a, &mut recovered),
+        Command::Renew(a) => renew::run(&ui, a, &mut recovered),
+        Command::Apply(a) => apply::run(&ui, a, &mut recovered),
+        Command::Gc(a) => gc::run(&ui, a, &mut recovered),
         Command::Hook(a) => hook::run(&ui, a),
         Command::Hooks(a) => hooks::run(&ui, a),
         Command::Man(a) => man::run(&ui, a),
@@ -68,7 +72,7 @@ pub fn run(cli: Cli) -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            ui.error(&e);
+            ui.error(&e, &recovered);
             e.exit_code()
         }
     }
@@ -94,8 +98,6 @@ pub fn report_parse_error(args: &[OsString], e: clap::Error) -> i32 {
                 let ui = Ui {
                     json: true,
                     color: false,
-                    recovered: Default::default(),
-                    completed: Default::default(),
                 };
                 ui.doc(crate::ui::error_doc(
                     "delegate::usage",
@@ -127,15 +129,26 @@ pub fn source() -> Result<Source> {
 }
 
 /// Take the repository lock and roll back write-backs interrupted by a
-/// crash (SPEC §7): every mutating command starts here.
-pub fn lock_and_recover(ui: &Ui, source: &Source) -> Result<crate::lock::RepoLock> {
+/// crash (SPEC §7): every mutating command starts here. What was recovered
+/// is told at once and added to `recovered` for the command's documents.
+pub fn lock_and_recover(
+    ui: &Ui,
+    source: &Source,
+    recovered: &mut Recovery,
+) -> Result<crate::lock::RepoLock> {
     let locked = crate::lock::lock_and_recover(source)?;
-    recovered(ui, locked.recovery);
+    tell_recovered(ui, &locked.recovery);
+    add(recovered, locked.recovery);
     Ok(locked.lock)
 }
 
-/// Tell the user what recovery did, and keep it for the JSON document.
-pub fn recovered(ui: &Ui, recovery: crate::writeback::Recovery) {
+fn add(to: &mut Recovery, r: Recovery) {
+    to.rolled_back.extend(r.rolled_back);
+    to.completed.extend(r.completed);
+}
+
+/// Tell the user what recovery did.
+fn tell_recovered(ui: &Ui, recovery: &Recovery) {
     for id in &recovery.rolled_back {
         ui.warn(&format!(
             "git-delegate: rolled back an interrupted write-back of batch {}; the working tree is as it was before that apply\n",
@@ -149,25 +162,47 @@ pub fn recovered(ui: &Ui, recovery: crate::writeback::Recovery) {
             crate::batch::short(id)
         ));
     }
-    ui.recovered.borrow_mut().extend(recovery.rolled_back);
-    ui.completed.borrow_mut().extend(recovery.completed);
 }
 
-/// The command's side of a transaction: long steps as spinners, notices
-/// as warnings on stderr (SPEC §3).
-impl crate::observe::Observer for Ui {
+/// The command's side of a transaction (`prepare::run`, `apply::run`):
+/// long steps as spinners, notices as warnings on stderr (SPEC §3), what
+/// recovery did kept for the documents (`into_recovered`).
+pub struct Shown<'a> {
+    ui: &'a Ui,
+    recovered: std::cell::RefCell<Recovery>,
+}
+
+impl<'a> Shown<'a> {
+    pub fn new(ui: &'a Ui) -> Shown<'a> {
+        Shown {
+            ui,
+            recovered: Default::default(),
+        }
+    }
+
+    /// Add what the transaction recovered to `to`.
+    pub fn recovered_into(self, to: &mut Recovery) {
+        add(to, self.recovered.into_inner());
+    }
+}
+
+impl crate::observe::Observer for Shown<'_> {
     fn step(&self, label: &str) -> Box<dyn std::any::Any> {
-        Box::new(self.progress(label))
+        Box::new(self.ui.progress(label))
     }
     fn notice(&self, notice: crate::observe::Notice) {
         use crate::observe::Notice;
+        let ui = self.ui;
         match notice {
-            Notice::Recovered(r) => recovered(self, r),
-            Notice::NestedRepository(p) => self.warn(&format!(
+            Notice::Recovered(r) => {
+                tell_recovered(ui, &r);
+                add(&mut self.recovered.borrow_mut(), r);
+            }
+            Notice::NestedRepository(p) => ui.warn(&format!(
                 "git-delegate: warning: {} is a git repository of its own (not a submodule); it is not part of the baseline\n",
                 crate::paths::quote(p.as_ref())
             )),
-            Notice::UndoIncomplete { short, error } => self.warn(&format!(
+            Notice::UndoIncomplete { short, error } => ui.warn(&format!(
                 "git-delegate: warning: not everything of the unfinished batch {short} could be removed ({}); `git delegate gc` removes the rest\n",
                 error.message
             )),

@@ -10,8 +10,9 @@ use crate::cli::{ModeArg, PrepareArgs};
 use crate::config::Mode;
 use crate::error::Result;
 use crate::ui::Ui;
+use crate::writeback::Recovery;
 
-pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
+pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> {
     // Everything about the arguments is checked before anything is made.
     let names: Vec<String> = match (args.count, args.tasks.is_empty()) {
         (Some(n), _) => (1..=n).map(|i| i.to_string()).collect(),
@@ -34,12 +35,15 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
         copy_ignored: args.copy_ignored.clone(),
         forbid_commit: args.forbid_commit,
     };
-    let report = crate::prepare::run(&source, &opts, ui)?;
+    let shown = super::Shown::new(ui);
+    let report = crate::prepare::run(&source, &opts, &shown);
+    shown.recovered_into(recovered);
+    let report = report?;
     let batch = &report.batch;
     let short = batch.short();
 
     if ui.json {
-        ui.doc(super::batch_doc(&source, batch, None));
+        ui.doc_after(super::batch_doc(&source, batch, None), recovered);
     }
     let head_text = match report.head {
         Some(h) => format!("HEAD {}", &h.to_string()[..7]),
