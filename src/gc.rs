@@ -523,11 +523,8 @@ impl Gc<'_> {
         // 4. Refs: everything of the batch but the kept proposals (a
         // discarded task's kept proposal runs on its own keep-failed clock,
         // see `leftover_refs`).
-        for name in refs::list_batch(&self.source.repo, &b.id)? {
-            if kept.contains(&name) || discard_kept(b, &name) {
-                continue;
-            }
-            if self.dry_run || refs::delete(&self.source.repo, &name)? {
+        for (name, removed) in crate::teardown::remove_refs(self.source, b, &kept, self.dry_run)? {
+            if removed {
                 self.report.refs_removed += 1;
             }
             self.handled_refs.insert(name);
@@ -536,8 +533,7 @@ impl Gc<'_> {
         // 5. The state folder (patches of kept refs were moved out).
         self.report.bytes_freed += tree_size(&dir);
         if !self.dry_run {
-            remove_all(&dir)?;
-            batch::sync_dir(&batch::batches_dir(&self.state_dir));
+            crate::teardown::remove_state(self.source, b)?;
         }
         self.report.rescued.extend(rescued);
         self.report.refs_kept.extend(kept);

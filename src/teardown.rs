@@ -1,10 +1,10 @@
 //! Tearing a batch down once it ends (SPEC §3.2 step 5, §3.5): each task's
 //! workspace removed (or kept as an ordinary worktree when it is the source
 //! of another open batch), then the batch's refs and its state folder.
-//! `drop` and apply's clean-up use it; `gc` has its own walk (rescue first,
-//! a dry run that only counts, bytes freed) over the same rules, and a
-//! batch whose prepare never completed goes through
-//! `preparing::remove_whole`.
+//! `drop` and apply's clean-up use it whole; `gc` walks the workspaces
+//! itself (rescue first, nested repositories, a dry run that only counts,
+//! bytes freed) and uses `remove_refs` and `remove_state`; a batch whose
+//! prepare never completed goes through `preparing::remove_whole`.
 //!
 //! Owns: the rule that a workspace hosting an open batch is released, never
 //! removed; the order "workspaces, then refs, then the state folder last".
@@ -93,23 +93,58 @@ pub fn workspace(
 /// Remove the batch's refs (but discarded tasks' kept proposals) and, last,
 /// its state folder. Returns how many refs were removed.
 pub fn refs_and_state(source: &Source, b: &Batch) -> Result<usize> {
-    let mut removed = 0;
+    let removed = remove_refs(source, b, &[], false)?
+        .iter()
+        .filter(|(_, removed)| *removed)
+        .count();
+    remove_state(source, b)?;
+    Ok(removed)
+}
+
+/// Remove the batch's refs but those in `keep` and discarded tasks' kept
+/// proposals (they outlive the batch until gc.keep-failed); with
+/// `dry_run`, none. Returns each ref considered with whether it was (or,
+/// with `dry_run`, would be) removed.
+pub fn remove_refs(
+    source: &Source,
+    b: &Batch,
+    keep: &[String],
+    dry_run: bool,
+) -> Result<Vec<(String, bool)>> {
+    let mut out = Vec::new();
     for name in refs::list_batch(&source.repo, &b.id)? {
-        // A discarded task's kept proposal outlives its batch until gc.keep-failed.
-        if crate::gc::discard_kept(b, &name) {
+        if keep.contains(&name) || crate::gc::discard_kept(b, &name) {
             continue;
         }
-        if refs::delete(&source.repo, &name)? {
-            removed += 1;
-        }
+        let removed = dry_run || refs::delete(&source.repo, &name)?;
+        out.push((name, removed));
     }
-    let dir = batch::batch_dir(&source.state_dir(), &b.id);
-    match std::fs::remove_dir_all(&dir) {
+    Ok(out)
+}
+
+/// Remove the batch's state folder (the last of it: a removal that stops
+/// before leaves the batch listed for the next try), durably.
+pub fn remove_state(source: &Source, b: &Batch) -> Result<()> {
+    let state_dir = source.state_dir();
+    let dir = batch::batch_dir(&state_dir, &b.id);
+    let meta = match dir.symlink_metadata() {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(format!("cannot remove {}", dir.display()), e)),
+    };
+    // A symlink in its place is removed, never followed.
+    let r = if meta.is_dir() {
+        std::fs::remove_dir_all(&dir)
+    } else {
+        std::fs::remove_file(&dir)
+    };
+    match r {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(Error::io(format!("cannot remove {}", dir.display()), e)),
     }
-    Ok(removed)
+    batch::sync_dir(&batch::batches_dir(&state_dir));
+    Ok(())
 }
 
 /// What `remove_batch` did.
