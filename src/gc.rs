@@ -1147,7 +1147,8 @@ pub fn tree_size(p: &Path) -> u64 {
     total
 }
 
-fn remove_all(p: &Path) -> Result<()> {
+/// Remove a file, symlink or folder (never following a symlink); gone already is fine.
+pub(crate) fn remove_all(p: &Path) -> Result<()> {
     let meta = match p.symlink_metadata() {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),

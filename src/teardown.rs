@@ -15,7 +15,7 @@
 use std::path::PathBuf;
 
 use crate::batch::{self, Batch, Task};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::repo::Source;
 use crate::{refs, workspace};
 
@@ -127,22 +127,8 @@ pub fn remove_refs(
 pub fn remove_state(source: &Source, b: &Batch) -> Result<()> {
     let state_dir = source.state_dir();
     let dir = batch::batch_dir(&state_dir, &b.id);
-    let meta = match dir.symlink_metadata() {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(format!("cannot remove {}", dir.display()), e)),
-    };
     // A symlink in its place is removed, never followed.
-    let r = if meta.is_dir() {
-        std::fs::remove_dir_all(&dir)
-    } else {
-        std::fs::remove_file(&dir)
-    };
-    match r {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(Error::io(format!("cannot remove {}", dir.display()), e)),
-    }
+    crate::gc::remove_all(&dir)?;
     batch::sync_dir(&batch::batches_dir(&state_dir));
     Ok(())
 }
