@@ -313,8 +313,8 @@ pub struct ApplyArgs {
     /// Their work is not applied, and their workspaces are removed; what a workspace changed is
     /// kept as a proposal ref and patch for gc.keep-failed (default 14 days), listed by
     /// `git delegate status`, so a mistyped name loses nothing: `git apply PATCH` brings it back.
-    /// A git repository a worker made inside its workspace is never part of a proposal: it is
-    /// removed with the workspace, and apply names it.
+    /// A git repository a worker made inside its workspace is never part of a proposal, so such a
+    /// workspace is not removed: it stays as an ordinary worktree, and apply names it.
     #[arg(long, value_name = "TASK")]
     pub discard: Vec<String>,
     /// Report what would happen; change nothing

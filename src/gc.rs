@@ -526,11 +526,8 @@ impl Gc<'_> {
         // 4. Refs: everything of the batch but the kept proposals (a
         // discarded task's kept proposal runs on its own keep-failed clock,
         // see `leftover_refs`).
-        for name in refs::list_batch(&self.source.repo, &b.id)? {
-            if kept.contains(&name) || discard_kept(b, &name) {
-                continue;
-            }
-            if self.dry_run || refs::delete(&self.source.repo, &name)? {
+        for (name, removed) in crate::teardown::remove_refs(self.source, b, &kept, self.dry_run)? {
+            if removed {
                 self.report.refs_removed += 1;
             }
             self.handled_refs.insert(name);
@@ -539,7 +536,7 @@ impl Gc<'_> {
         // 5. The state folder (patches of kept refs were moved out).
         self.report.bytes_freed += tree_size(&dir);
         if !self.dry_run {
-            batch::remove_state(&self.state_dir, &b.id)?;
+            crate::teardown::remove_state(self.source, b)?;
         }
         self.report.rescued.extend(rescued);
         self.report.refs_kept.extend(kept);
@@ -1012,22 +1009,6 @@ pub fn discard_kept(b: &Batch, name: &str) -> bool {
         .any(|t| t.state == batch::TaskState::Discarded && t.proposal_ref.as_deref() == Some(name))
 }
 
-/// Delete the refs of a batch that is going (apply's end, drop), except
-/// the proposals its discarded tasks keep ([`discard_kept`]). Returns how
-/// many were deleted.
-pub fn delete_batch_refs(repo: &gix::Repository, b: &Batch) -> Result<usize> {
-    let mut deleted = 0;
-    for name in refs::list_batch(repo, &b.id)? {
-        if discard_kept(b, &name) {
-            continue;
-        }
-        if refs::delete(repo, &name)? {
-            deleted += 1;
-        }
-    }
-    Ok(deleted)
-}
-
 /// A proposal kept after its task ended (SPEC §3.16): rescued by gc, of a
 /// discarded task, or of a batch that is gone.
 #[derive(Debug, Clone)]
@@ -1196,7 +1177,8 @@ pub fn tree_size(p: &Path) -> u64 {
     total
 }
 
-fn remove_all(p: &Path) -> Result<()> {
+/// Remove a file, symlink or folder (never following a symlink); gone already is fine.
+pub(crate) fn remove_all(p: &Path) -> Result<()> {
     let meta = match p.symlink_metadata() {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),

@@ -12,6 +12,7 @@
 //! lives, each command's steps, the crash-safety protocol) is
 //! `docs/design.md`, and the module map is `docs/architecture.md`.
 
+pub mod apply;
 pub mod batch;
 pub mod blob;
 pub mod carry;
@@ -23,9 +24,11 @@ pub mod gc;
 pub mod integrate;
 pub mod lease;
 pub mod lock;
+pub mod observe;
 pub mod parallel;
 pub mod patch;
 pub mod paths;
+pub mod prepare;
 pub mod preparing;
 pub mod proposal;
 pub mod quiesce;
@@ -33,6 +36,7 @@ pub mod refs;
 pub mod repo;
 pub mod scratch;
 pub mod snapshot;
+pub mod teardown;
 pub mod time;
 pub mod touched;
 pub mod trash;

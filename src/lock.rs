@@ -2,7 +2,8 @@
 //! mutating commands of one repository.
 //!
 //! Owns: taking the lock (flock, waiting up to `lock.timeout`) and naming the
-//! holder when it cannot be had.
+//! holder when it cannot be had; `lock_and_recover`, the first step of every
+//! mutating command, which returns what it recovered (never stores it).
 //! Never: breaks a lock another process holds.
 
 use std::io::{Read, Seek, Write};
@@ -85,4 +86,23 @@ pub fn acquire(state_dir: &Path, timeout_secs: i64) -> Result<RepoLock> {
     let _ = file.rewind();
     let _ = writeln!(file, "{}", std::process::id());
     Ok(RepoLock { file })
+}
+
+/// The repository lock and what was recovered under it.
+pub struct Locked {
+    pub lock: RepoLock,
+    /// Interrupted write-backs rolled back or completed (SPEC §7).
+    pub recovery: crate::writeback::Recovery,
+}
+
+/// Take the repository lock and roll back write-backs interrupted by a
+/// crash (SPEC §7): every mutating command starts here. Also starts the
+/// deletion of removed workspaces a killed background deleter left behind.
+pub fn lock_and_recover(source: &crate::repo::Source) -> Result<Locked> {
+    let lock = acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
+    let recovery = crate::writeback::recover_all_detailed(source)?;
+    if let Ok(base) = source.workspace_base() {
+        crate::trash::sweep_later(&base.join(crate::trash::TRASH), &source.state_dir());
+    }
+    Ok(Locked { lock, recovery })
 }

@@ -12,17 +12,13 @@ use serde_json::{json, Value};
 use crate::cli::ColorChoice;
 use crate::error::Error;
 use crate::paths::is_unprintable;
+use crate::writeback::Recovery;
 
 pub const SCHEMA: &str = "git-delegate/v1";
 
 pub struct Ui {
     pub json: bool,
     pub color: bool,
-    /// Batches whose interrupted write-back this command rolled back.
-    pub recovered: std::cell::RefCell<Vec<String>>,
-    /// Batches whose interrupted write-back had already committed: this
-    /// command finished its clean-up (the working tree holds the full result).
-    pub completed: std::cell::RefCell<Vec<String>>,
 }
 
 /// Decide colour (SPEC §3): `--color` wins over `NO_COLOR`, which wins over
@@ -259,8 +255,6 @@ impl Ui {
         Ui {
             json,
             color: use_color(choice, terminal),
-            recovered: Default::default(),
-            completed: Default::default(),
         }
     }
 
@@ -303,21 +297,27 @@ impl Ui {
         }
     }
 
-    /// Print a JSON document with the common fields added.
-    pub fn doc(&self, mut value: Value) {
+    /// Print a JSON document with the common fields added (of a command
+    /// that recovered nothing).
+    pub fn doc(&self, value: Value) {
+        self.doc_after(value, &Recovery::default());
+    }
+
+    /// Print a JSON document with the common fields added, among them what
+    /// the command's lock-and-recover step did (`recovered_writebacks`,
+    /// `completed_writebacks`, SPEC §6), when it did anything.
+    pub fn doc_after(&self, mut value: Value, recovery: &Recovery) {
         if let Value::Object(map) = &mut value {
             let mut out = serde_json::Map::new();
             out.insert("schema".into(), json!(SCHEMA));
             for (k, v) in std::mem::take(map) {
                 out.insert(k, v);
             }
-            let recovered = self.recovered.borrow();
-            if !recovered.is_empty() && !out.contains_key("recovered_writebacks") {
-                out.insert("recovered_writebacks".into(), json!(*recovered));
+            if !recovery.rolled_back.is_empty() && !out.contains_key("recovered_writebacks") {
+                out.insert("recovered_writebacks".into(), json!(recovery.rolled_back));
             }
-            let completed = self.completed.borrow();
-            if !completed.is_empty() {
-                out.insert("completed_writebacks".into(), json!(*completed));
+            if !recovery.completed.is_empty() {
+                out.insert("completed_writebacks".into(), json!(recovery.completed));
             }
             if crate::paths::lossy_seen() {
                 out.insert("lossy_paths".into(), json!(true));
@@ -328,8 +328,9 @@ impl Ui {
         stdout(&format!("{text}\n"));
     }
 
-    /// Report an error: a diagnostic on stderr, and with `--json` the error document.
-    pub fn error(&self, err: &Error) {
+    /// Report an error: a diagnostic on stderr, and with `--json` the error
+    /// document (with what the command recovered before it failed).
+    pub fn error(&self, err: &Error, recovery: &Recovery) {
         if self.json {
             let mut doc = error_doc(err.code, &err.message, &err.help);
             if let (Some(details), Some(obj)) = (&err.details, doc["error"].as_object_mut()) {
@@ -337,7 +338,7 @@ impl Ui {
                     obj.entry(k.clone()).or_insert_with(|| v.clone());
                 }
             }
-            self.doc(doc);
+            self.doc_after(doc, recovery);
         }
         // Diagnostics go to stderr: decide for that stream.
         let color = if self.json {

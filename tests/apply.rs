@@ -1565,28 +1565,39 @@ fn a_top_folder_that_refuses_writing_fails_only_the_tasks_that_write_in_it() {
 /// not in the kept proposal), and the kept proposal holds the rest of the
 /// work (review of issue 12).
 #[test]
-fn discarding_a_task_with_a_nested_repository_says_the_repository_is_removed() {
+fn discarding_a_task_with_a_nested_repository_keeps_its_workspace() {
     let env = Env::new();
     let repo = repo_with_lines(&env);
     let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
     nested_repositories(&env, &ws);
 
     let out = apply(&env, &repo, &["--discard", "1", "--discard", "2"], 0);
-    for (name, nested, edit) in [("1", "sub", "f.txt"), ("2", "deps/lib", "two.txt")] {
+    for (i, (name, nested, edit)) in [("1", "sub", "f.txt"), ("2", "deps/lib", "two.txt")]
+        .into_iter()
+        .enumerate()
+    {
         let t = task(&out, name);
         assert_eq!(t["status"], "discarded", "{out:#}");
+        // The rest of its work is kept as a proposal, as for any discard.
         assert_eq!(t["kept"], true, "{out:#}");
         let r = t["proposal_ref"].as_str().unwrap();
         env.git(&repo, ["cat-file", "-e", &format!("{r}:{edit}")]);
-        assert_eq!(
-            strings(&t["nested_repositories_removed"]),
-            [nested],
-            "{out:#}"
-        );
+        // The nested repository is in no proposal: its workspace stays.
+        assert_eq!(strings(&t["nested_repositories"]), [nested], "{out:#}");
+        assert_eq!(t["workspace"], ws[i].to_str().unwrap(), "{out:#}");
+        assert!(ws[i].join(nested).join(".git").exists(), "{nested}");
     }
-    assert!(!ws[0].exists() && !ws[1].exists());
+    // Kept as ordinary worktrees: registered, unlocked, which gc never removes.
+    let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
+    for w in &ws {
+        assert!(list.contains(w.to_str().unwrap()), "{list}");
+    }
+    assert!(!list.contains("locked"), "{list}");
+    env.delegate(&repo, ["gc"]).expect(0);
+    assert!(ws[0].join("sub/.git").is_dir() && ws[1].join("deps/lib/.git").exists());
 
-    // The same in human text.
+    // The same in human text, with the command that removes it, which works
+    // as printed.
     let env = Env::new();
     let repo = repo_with_lines(&env);
     let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
@@ -1595,17 +1606,33 @@ fn discarding_a_task_with_a_nested_repository_says_the_repository_is_removed() {
         .delegate(&repo, ["apply", "--discard", "1", "--discard", "2"])
         .expect(0);
     assert!(
-        run.stdout
-            .contains("the nested repository sub was removed with its workspace"),
+        run.stdout.contains(
+            "its workspace is kept as an ordinary worktree: it holds the git repository sub its worker made"
+        ),
         "{}",
         run.stdout
     );
-    assert!(
-        run.stdout
-            .contains("the nested repository deps/lib was removed with its workspace"),
-        "{}",
-        run.stdout
-    );
+    assert!(run.stdout.contains("deps/lib"), "{}", run.stdout);
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.contains("git worktree remove --force") && l.contains(ws[0].to_str().unwrap()))
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    let cmd = line
+        .trim()
+        .trim_start_matches("when you are done with it: ");
+    assert!(cmd.starts_with("git worktree remove --force"), "{cmd}");
+    // Run exactly as printed, through a shell, in git's hermetic environment.
+    let git = env.git_cmd(&repo);
+    let mut sh = std::process::Command::new("sh");
+    sh.arg("-c").arg(cmd).current_dir(&repo).env_clear();
+    for (k, v) in git.get_envs() {
+        if let Some(v) = v {
+            sh.env(k, v);
+        }
+    }
+    assert!(sh.status().unwrap().success(), "{cmd}");
+    assert!(!ws[0].exists());
 }
 
 /// A folder that refuses writing (task 1) and a write-back of the other
@@ -1780,7 +1807,7 @@ fn write_back_and_moved_source_messages_escape_control_characters() {
 /// `apply --dry-run --discard` names the nested repository the discard
 /// would remove, and removes nothing (review of issue 12).
 #[test]
-fn a_dry_run_discard_names_the_nested_repository_it_would_remove() {
+fn a_dry_run_discard_names_the_nested_repository_that_would_keep_its_workspace() {
     let env = Env::new();
     let repo = repo_with_lines(&env);
     let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
@@ -1788,7 +1815,7 @@ fn a_dry_run_discard_names_the_nested_repository_it_would_remove() {
     let out = apply(&env, &repo, &["--dry-run", "--discard", "1"], 1);
     assert_eq!(task(&out, "1")["status"], "discarded", "{out:#}");
     assert_eq!(
-        strings(&task(&out, "1")["nested_repositories_removed"]),
+        strings(&task(&out, "1")["nested_repositories"]),
         ["sub"],
         "{out:#}"
     );
@@ -1796,8 +1823,9 @@ fn a_dry_run_discard_names_the_nested_repository_it_would_remove() {
         .delegate(&repo, ["apply", "--dry-run", "--discard", "1"])
         .expect(1);
     assert!(
-        run.stdout
-            .contains("the nested repository sub would be removed with its workspace"),
+        run.stdout.contains(
+            "its workspace would be kept as an ordinary worktree: it holds the git repository sub"
+        ),
         "{}",
         run.stdout
     );

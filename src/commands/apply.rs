@@ -1,523 +1,68 @@
-//! `git delegate apply [BATCH]` (SPEC §3.2): stop what still runs in each
-//! selected workspace, record every proposal (commit, ref, patch), integrate
-//! them in memory, merge the result with the source as it is now, write the
-//! difference back through the journal, and clean up.
+//! `git delegate apply [BATCH]` (SPEC §3.2): parse the arguments, run the
+//! transaction (`crate::apply::run`: recording, integration, write-back,
+//! clean-up), and render its report.
 //!
-//! Owns: the order of those steps, task outcomes (a workspace holding a git
-//! repository its worker made is a `nested_repository` conflict, never
-//! applied in part), and the apply document (§6.2).
-//! Never: changes the user's index, HEAD, branches or stash; reads, quiesces
-//! or deletes a folder that is not a workspace prepare made
-//! (`workspace::identify`); deletes a workspace that is the source of
-//! another open batch (it is kept as an ordinary worktree); writes anything
-//! with `--dry-run`; applies a batch whose prepare never completed (SPEC §3.15).
-
-use std::collections::BTreeSet;
-use std::path::PathBuf;
+//! Owns: the apply document (§6.2) and human text; the `kept_workspaces`
+//! rendering that drop and gc share.
+//! Never: does git, filesystem or process work (the engine's `apply` does).
 
 use gix::bstr::{BString, ByteSlice};
 use serde_json::{json, Value};
 
+pub use crate::apply::Kept;
+use crate::apply::Outcome;
 use crate::batch::{self, Batch, TaskState};
 use crate::cli::ApplyArgs;
-use crate::config::StopProcesses;
 use crate::error::{Error, Result};
-use crate::integrate::{self, Candidate, PathConflict};
-use crate::repo::Source;
+use crate::paths;
 use crate::ui::Ui;
-use crate::writeback::PathWrite;
-use crate::{commit, paths, proposal, quiesce, refs, snapshot, touched, workspace, writeback};
+use crate::writeback::Recovery;
 
-/// What became of one selected task.
-struct Outcome {
-    idx: usize,
-    status: TaskState,
-    reason: Option<&'static str>,
-    /// A sentence for people (failed tasks).
-    message: Option<String>,
-    conflicts: Vec<PathConflict>,
-    proposed: Vec<BString>,
-    applied: Vec<BString>,
-    proposal_ref: Option<String>,
-    patch: Option<PathBuf>,
-    /// A discarded task's proposal is kept until then (RFC 3339).
-    kept_until: Option<String>,
-    /// A discarded task's nested repositories, removed with its workspace
-    /// (a proposal never holds them): named, never removed silently.
-    nested_removed: Vec<BString>,
-}
-
-impl Outcome {
-    fn new(idx: usize, status: TaskState) -> Outcome {
-        Outcome {
-            idx,
-            status,
-            reason: None,
-            message: None,
-            conflicts: Vec::new(),
-            proposed: Vec::new(),
-            applied: Vec::new(),
-            proposal_ref: None,
-            patch: None,
-            kept_until: None,
-            nested_removed: Vec::new(),
-        }
-    }
-
-    fn fail(&mut self, reason: &'static str, message: String) {
-        self.status = TaskState::Failed;
-        self.reason = Some(reason);
-        self.message = Some(message);
-    }
-
-    fn ok(&self) -> bool {
-        matches!(
-            self.status,
-            TaskState::Applied | TaskState::NoChanges | TaskState::Discarded
-        )
-    }
-}
-
-pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
+pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
     let here = super::source()?;
-    // A dry run never recovers an interrupted write-back; it reports it (SPEC §7).
-    let lock = if args.dry_run {
-        super::lock_and_report(&here)?
-    } else {
-        super::lock_and_recover(ui, &here)?
+    let opts = crate::apply::Options {
+        batch: args.batch,
+        only: args.only,
+        discard: args.discard,
+        keep: args.keep,
+        strict: args.strict,
+        dry_run: args.dry_run,
     };
-    // Omitted, BATCH skips batches whose prepare never completed while
-    // another is open (`batch::choose`).
-    let mut b = batch::select_open(&here.state_dir(), args.batch.as_deref())?;
-    // A batch whose prepare never completed is never applied (SPEC §3.15).
-    if let Some(p) = crate::preparing::progress(&b) {
-        return Err(crate::preparing::refuse(&b, p));
-    }
-    // The batch writes back into the working tree it was prepared in,
-    // wherever apply is run from (a workspace is a worktree of the same
-    // repository), opened by its recorded path: a source that moved away
-    // (or another repository now at its path) is refused by name.
-    let source = if here.root == b.source {
-        here
-    } else {
-        Source::open_recorded(&here, &b.source, b.short())?
-    };
-    source.refuse_submodules()?;
-    let selected = select_tasks(&b, &args)?;
-    let strict = args.strict || source.config.strict;
-    let dry_run = args.dry_run;
-
-    let baseline_ref = refs::baseline(&b.id);
-    match refs::get(&source.repo, &baseline_ref)? {
-        Some(id) if gix::ObjectId::from_hex(b.baseline.as_bytes()).ok() == Some(id) => {}
-        Some(_) | None => {
-            return Err(Error::state(
-                "delegate::baseline_ref_missing",
-                format!(
-                    "the baseline ref {baseline_ref} of batch {} was deleted or moved by someone else",
-                    b.short()
-                ),
-                format!(
-                    "restore it with `git update-ref {baseline_ref} {}`, or end the batch with `git delegate drop {} --force`",
-                    b.baseline,
-                    b.short()
-                ),
-            ))
-        }
-    }
-    let baseline_tree = commit::tree_of(&source.repo, &b.baseline)?;
-    let scratch = b.mode == "scratch";
-
-    // Step 1: stop what runs in the selected workspaces (one scan of /proc
-    // for all of them), then record every proposal, the workspaces'
-    // snapshots (each a stat walk of the whole tree) in parallel.
-    let recording = ui.progress(&format!(
-        "Recording the work of {} task{}",
-        selected.len(),
-        if selected.len() == 1 { "" } else { "s" }
-    ));
-    let mut mem = source.repo.clone().with_object_memory();
-    // Merges read the same trees again and again.
-    mem.object_cache_size_if_unset(8 << 20);
-    let mut outcomes: Vec<Outcome> = Vec::new();
-    let mut pending: Vec<usize> = Vec::new(); // positions in `outcomes`
-    let mut roots: Vec<PathBuf> = Vec::new(); // their real paths
-    for &(idx, discard) in &selected {
-        let task = &b.tasks[idx];
-        if scratch {
-            outcomes.push(Outcome::new(idx, TaskState::Discarded));
-            continue;
-        }
-        if discard {
-            // A discarded task's work is kept as a proposal (ref and patch)
-            // for gc.keep-failed, like a rescue: a mistyped name loses nothing.
-            let mut out = Outcome::new(idx, TaskState::Discarded);
-            if !dry_run {
-                keep_discarded(&source, &b, &mut out, baseline_tree);
-            } else if let workspace::Identity::Ours { real, .. } =
-                workspace::identify(&source.common_dir, task)
-            {
-                // Name what the discard would remove with the workspace.
-                let mut t = task.clone();
-                t.root = real;
-                if let Ok(Some(p)) = proposal::preview(&source.repo, &t, baseline_tree) {
-                    out.nested_removed = p.nested;
-                }
-            }
-            outcomes.push(out);
-            continue;
-        }
-        let mut out = Outcome::new(idx, TaskState::Open);
-        // Identity before anything is read or signalled: a folder that is
-        // not the one prepare made is never read, quiesced nor removed.
-        match workspace::identify(&source.common_dir, task) {
-            workspace::Identity::Ours { real, .. } => {
-                pending.push(outcomes.len());
-                roots.push(real);
-            }
-            other => {
-                out.fail("workspace_missing", missing_message(task, &other));
-                keep_artifacts(&source, &b, &mut out, dry_run);
-            }
-        }
-        outcomes.push(out);
-    }
-    let refuse = source.config.stop_processes == StopProcesses::Refuse;
-    let running: Vec<Vec<u32>> = if dry_run || refuse {
-        quiesce::find_all(&roots)
-    } else {
-        quiesce::stop_all(&roots, quiesce::GRACE)
-            .into_iter()
-            .map(|o| match o {
-                quiesce::Outcome::Clear { .. } => Vec::new(),
-                quiesce::Outcome::Running(pids) => pids,
-            })
-            .collect()
-    };
-    let mut to_record: Vec<usize> = Vec::new();
-    for (&o, pids) in pending.iter().zip(&running) {
-        if pids.is_empty() || (dry_run && !refuse) {
-            to_record.push(o);
-            continue;
-        }
-        let list = pids
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(", ");
-        let out = &mut outcomes[o];
-        out.fail(
-            "processes_running",
-            if refuse {
-                format!("processes still run inside the workspace (pids {list}) and apply.stop-processes is \"refuse\"")
-            } else {
-                format!("processes inside the workspace could not be stopped (pids {list})")
-            },
-        );
-        keep_artifacts(&source, &b, out, dry_run);
-    }
-    // Each workspace is read at the real path its identity check found, so
-    // a symlink put at its path since is not followed.
-    let reals: std::collections::HashMap<usize, &PathBuf> =
-        pending.iter().copied().zip(&roots).collect();
-    let owned: Vec<batch::Task> = to_record
-        .iter()
-        .map(|&o| {
-            let mut t = b.tasks[outcomes[o].idx].clone();
-            if let Some(real) = reals.get(&o) {
-                t.root = (*real).clone();
-            }
-            t
-        })
-        .collect();
-    let tasks: Vec<&batch::Task> = owned.iter().collect();
-    let recorded = record_all(&source, &b, &tasks, baseline_tree, dry_run)?;
-    let mut candidates: Vec<Candidate> = Vec::new();
-    for (&o, rec) in to_record.iter().zip(recorded) {
-        let out = &mut outcomes[o];
-        // Swapped while it was read: what was read is not the task's work.
-        let rec = match workspace::identify(&source.common_dir, &b.tasks[out.idx]) {
-            workspace::Identity::Ours { .. } => rec,
-            other => {
-                out.fail(
-                    "workspace_missing",
-                    missing_message(&b.tasks[out.idx], &other),
-                );
-                keep_artifacts(&source, &b, out, dry_run);
-                continue;
-            }
-        };
-        match rec {
-            Err(e) => {
-                out.fail("snapshot_failed", e.message.clone());
-                keep_artifacts(&source, &b, out, dry_run);
-            }
-            Ok(None) => out.status = TaskState::NoChanges,
-            Ok(Some(r)) => {
-                out.proposed = r.paths.into_iter().map(|c| c.path).collect();
-                if let Some((name, patch)) = r.artifacts {
-                    out.proposal_ref = Some(name);
-                    out.patch = Some(patch);
-                }
-                if !r.nested.is_empty() {
-                    // A repository the worker made is never dropped silently:
-                    // the task stays open with its workspace, the rest of its
-                    // work recorded in the proposal (SPEC §3.2).
-                    out.status = TaskState::Conflict;
-                    out.reason = Some("nested_repository");
-                    out.conflicts = r
-                        .nested
-                        .into_iter()
-                        .map(|path| PathConflict {
-                            path,
-                            reason: "nested repository".into(),
-                        })
-                        .collect();
-                    continue;
-                }
-                if let Some(objects) = r.objects {
-                    proposal::add_objects(&mut mem, objects);
-                }
-                candidates.push(Candidate {
-                    task: out.idx,
-                    tree: r.tree,
-                    paths: out.proposed.clone(),
-                });
-            }
-        }
-    }
-    candidates.sort_by_key(|c| c.task);
-
-    drop(recording);
-    // Steps 2-3: integrate in memory against a fresh snapshot of the source:
-    // its state at the paths the proposals touch, which is all the merges
-    // and the write-back use (see `touched`), or where that is not exact,
-    // all of it.
-    let merging = ui.progress("Merging");
-    let mut written: Vec<BString> = Vec::new();
-    let mut write_error: Option<Error> = None;
-    if !candidates.is_empty() {
-        let touched: BTreeSet<BString> = candidates
-            .iter()
-            .flat_map(|c| c.paths.iter().cloned())
-            .collect();
-        // Test-only: always the whole source (the tests compare both ways).
-        let full = std::env::var_os("GIT_DELEGATE_FULL_SOURCE_SNAPSHOT").is_some();
-        let partial = if full {
-            None
-        } else {
-            touched::snapshot(&mem, baseline_tree, &touched)?
-        };
-        let s_tree = match partial {
-            Some(tree) => tree,
-            None => snapshot::snapshot(&mem)?.tree,
-        };
-        let plan = {
-            let mut check = |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> {
-                if !dry_run {
-                    persist(&source.repo, &mem, writes, Side::Old)?;
-                }
-                writeback::check(&source, writes)
-            };
-            integrate::integrate(&mem, baseline_tree, s_tree, &candidates, strict, &mut check)?
-        };
-        let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
-        for out in outcomes.iter_mut() {
-            if plan.applied.contains(&out.idx) {
-                out.status = TaskState::Applied;
-                out.applied = out
-                    .proposed
-                    .iter()
-                    .filter(|p| to_write.contains(p))
-                    .cloned()
-                    .collect();
-            } else if let Some(r) = plan.refused.iter().find(|r| r.task == out.idx) {
-                if r.reason == integrate::Refusal::NotWritable {
-                    // Checked before writing: only this task fails.
-                    let folders: Vec<String> = r
-                        .conflicts
-                        .iter()
-                        .map(|c| {
-                            let folder = if c.path.is_empty() {
-                                "the working tree's top folder".to_string()
-                            } else {
-                                format!("the folder {}", paths::quote(c.path.as_bstr()))
-                            };
-                            format!("{folder}: {}", c.reason)
-                        })
-                        .collect();
-                    out.fail(
-                        r.reason.as_str(),
-                        format!("cannot write in {}", folders.join("; ")),
-                    );
-                } else {
-                    out.status = TaskState::Conflict;
-                    out.reason = Some(r.reason.as_str());
-                }
-                out.conflicts = r.conflicts.clone();
-            }
-        }
-
-        drop(merging);
-        // Step 4: write back.
-        if !dry_run && !plan.writes.is_empty() {
-            let _writing = ui.progress(&format!("Writing {} paths", plan.writes.len()));
-            let result = persist(&source.repo, &mem, &plan.writes, Side::New).and_then(|()| {
-                writeback::write(
-                    &source,
-                    &batch::batch_dir(&source.state_dir(), &b.id),
-                    &plan.writes,
-                )
-            });
-            if let Err(e) = result {
-                for out in outcomes
-                    .iter_mut()
-                    .filter(|o| o.status == TaskState::Applied)
-                {
-                    out.applied.clear();
-                    out.fail("write_failed", e.message.clone());
-                }
-                write_error = Some(e);
-            }
-        }
-        if write_error.is_none() {
-            written = plan.writes.iter().map(|w| w.path.clone()).collect();
-        }
-    }
-
-    // Step 5: record, then clean up. Every outcome is saved before any
-    // workspace is removed, so a crash during clean-up never leaves a task
-    // listed open with a half-removed workspace (a re-run would read the
-    // missing files as deletions).
-    let mut artifacts_error: Option<Error> = None;
-    let mut trashes: Vec<PathBuf> = Vec::new();
-    // Workspaces kept because they are the source of open batches.
-    let mut kept: Vec<Kept> = Vec::new();
-    if !dry_run {
-        let now = crate::time::rfc3339(crate::time::now());
-        for out in outcomes.iter_mut() {
-            if out.status == TaskState::Discarded && out.proposal_ref.is_some() {
-                // Kept past the batch: the patch moves out of its state folder.
-                if let Err(e) = move_to_kept(&source, &b, out) {
-                    artifacts_error.get_or_insert(e);
-                }
-                out.kept_until = Some(kept_until(&source));
-            } else if out.ok() {
-                out.proposal_ref = None;
-                out.patch = None;
-            } else {
-                keep_artifacts(&source, &b, out, false);
-            }
-            if let Some(t) = b.tasks.get_mut(out.idx) {
-                t.state = out.status;
-                t.reason = out.reason.map(str::to_string);
-                t.proposal_ref = out.proposal_ref.clone();
-                t.patch = out.patch.clone();
-                t.updated_at = Some(now.clone());
-            }
-        }
-        let state_dir = source.state_dir();
-        batch::save(&state_dir, &b)?;
-        // Large workspaces are moved into the trash (one rename each) and
-        // deleted by a background process: deleting 100k files costs far
-        // more kernel time than the whole apply.
-        let mut discard = |task: &batch::Task| {
-            workspace::discard(&source.common_dir, task).map(|(_, trash)| {
-                if let Some(t) = trash.filter(|t| !trashes.contains(t)) {
-                    trashes.push(t);
-                }
-            })
-        };
-        // A workspace that is the source of another open batch (an agent
-        // prepared a batch inside it) is kept as an ordinary worktree: that
-        // batch writes back into it.
-        let others = batch::list_ok(&state_dir).unwrap_or_default();
-        for (i, task) in b.tasks.iter().enumerate() {
-            if task.state.is_open() {
-                continue;
-            }
-            let this_run = outcomes.iter().any(|o| o.idx == i);
-            let hosted = if this_run || still_locked_by_us(&source, &b, task) {
-                workspace::hosted_batches(&others, task, &b.id)
-            } else {
-                Vec::new()
-            };
-            let removed = if !hosted.is_empty() {
-                if let Some(o) = outcomes.iter_mut().find(|o| o.idx == i) {
-                    o.nested_removed.clear(); // its workspace stays
-                }
-                kept.push((task.name.clone(), task.root.clone(), hosted));
-                workspace::release(&source.common_dir, &task.worktree_id)
-            } else if this_run {
-                if task.state != TaskState::Discarded && args.keep {
-                    workspace::release(&source.common_dir, &task.worktree_id)
-                } else {
-                    discard(task)
-                }
-            } else if still_locked_by_us(&source, &b, task) {
-                // Left behind by an apply interrupted during clean-up.
-                discard(task)
-            } else {
-                Ok(())
-            };
-            let kept = task.state == TaskState::Discarded && task.proposal_ref.is_some();
-            let r = removed
-                .and_then(|()| {
-                    if kept {
-                        return Ok(());
-                    }
-                    refs::delete(&source.repo, &refs::proposal(&b.id, &task.name)).map(|_| ())
-                })
-                .and_then(|()| remove_file(&proposal::patch_path(&source, &b, &task.name)));
-            if let Err(e) = r {
-                artifacts_error.get_or_insert(e);
-            }
-        }
-    }
-    let batch_open = if dry_run {
-        b.tasks.iter().enumerate().any(|(i, t)| {
-            t.state.is_open() && outcomes.iter().find(|o| o.idx == i).is_none_or(|o| !o.ok())
-        })
-    } else {
-        b.open_tasks().next().is_some()
-    };
-    if !dry_run && !batch_open {
-        // A discarded task's kept proposal stays for gc.keep-failed.
-        crate::gc::delete_batch_refs(&source.repo, &b)?;
-        batch::remove_state(&source.state_dir(), &b.id)?;
-    }
-
-    // Nothing more changes: the deleter runs without the lock held (it
-    // takes it to remove the emptied repository folder).
-    drop(lock);
-    for t in &trashes {
-        crate::trash::spawn_purger(t, &source.state_dir());
-    }
-    // A write-back that could not be rolled back leaves the repository in a
-    // state only recovery can fix (exit 3); the task states are saved first.
-    if let Some(e) = write_error.take_if(|e| e.code == "delegate::rollback_failed") {
-        return Err(e);
-    }
+    let shown = super::Shown::new(ui);
+    let report = crate::apply::run(here, &opts, &shown);
+    shown.recovered_into(recovered);
+    let report = report?;
+    let crate::apply::Report {
+        batch: b,
+        outcomes,
+        written,
+        batch_open,
+        dry_run,
+        write_error,
+        kept,
+        artifacts_error,
+    } = &report;
+    let (b, batch_open, dry_run) = (b, *batch_open, *dry_run);
 
     // Report.
     if ui.json {
-        let mut doc = document(&b, &outcomes, &written, batch_open, dry_run);
+        let mut doc = document(b, outcomes, written, batch_open, dry_run);
         if let (false, Value::Object(m)) = (kept.is_empty(), &mut doc) {
-            m.insert("kept_workspaces".into(), kept_doc(&kept));
+            m.insert("kept_workspaces".into(), kept_doc(kept));
         }
-        ui.doc(doc);
+        ui.doc_after(doc, recovered);
     }
     ui.say(&human(
         ui,
-        &b,
-        &outcomes,
-        &written,
+        b,
+        outcomes,
+        written,
         batch_open,
         dry_run,
         write_error.as_ref(),
     ));
     if !kept.is_empty() {
-        ui.say(&kept_text(&kept));
+        ui.say(&kept_text(kept));
     }
     if let Some(e) = artifacts_error {
         ui.warn(&format!(
@@ -525,15 +70,8 @@ pub fn run(ui: &Ui, args: ApplyArgs) -> Result<i32> {
             crate::ui::escape_text(&e.message)
         ));
     }
-    Ok(if outcomes.iter().all(Outcome::ok) {
-        0
-    } else {
-        1
-    })
+    Ok(if report.all_ok() { 0 } else { 1 })
 }
-
-/// A workspace kept because it is the source of open batches: (task, folder, batch ids).
-pub type Kept = (String, PathBuf, Vec<String>);
 
 /// `kept_workspaces` of the apply, drop and gc documents.
 pub fn kept_doc(kept: &[Kept]) -> Value {
@@ -559,302 +97,6 @@ pub fn kept_text(kept: &[Kept]) -> String {
             )
         })
         .collect()
-}
-
-/// Why a task's workspace cannot be read (reason `workspace_missing`).
-fn missing_message(task: &batch::Task, identity: &workspace::Identity) -> String {
-    match identity {
-        workspace::Identity::Replaced(why) => format!(
-            "the workspace {} {why}: it is no longer the folder prepare made, so it is neither read nor removed",
-            task.root.display()
-        ),
-        _ => format!("the workspace {} is missing", task.root.display()),
-    }
-}
-
-/// The tasks this run processes, in task order, each with "discard?".
-fn select_tasks(b: &Batch, args: &ApplyArgs) -> Result<Vec<(usize, bool)>> {
-    for name in args.only.iter().chain(&args.discard) {
-        match b.task(name) {
-            None => {
-                return Err(Error::usage(
-                    "delegate::unknown_task",
-                    format!("batch {} has no task named {name:?}", b.short()),
-                    format!(
-                        "its tasks are: {}",
-                        b.tasks
-                            .iter()
-                            .map(|t| t.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ))
-            }
-            Some(t) if !t.state.is_open() => {
-                return Err(Error::usage(
-                    "delegate::task_not_open",
-                    format!(
-                        "task {name:?} of batch {} is not open (it is {})",
-                        b.short(),
-                        t.state.as_str()
-                    ),
-                    "name only open tasks; `git delegate status` lists them",
-                ))
-            }
-            Some(_) => {}
-        }
-    }
-    if let Some(name) = args.only.iter().find(|n| args.discard.contains(n)) {
-        return Err(Error::usage(
-            "delegate::only_and_discard",
-            format!("task {name:?} is given to both --only and --discard"),
-            "name each task in one of them",
-        ));
-    }
-    Ok(b.tasks
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| t.state.is_open())
-        .filter(|(_, t)| {
-            args.only.is_empty() || args.only.contains(&t.name) || args.discard.contains(&t.name)
-        })
-        .map(|(i, t)| (i, args.discard.contains(&t.name)))
-        .collect())
-}
-
-/// One workspace's proposal, as recorded (or previewed).
-struct Recorded {
-    tree: gix::ObjectId,
-    paths: Vec<crate::diff::PathChange>,
-    /// Proposal ref and patch (not with `--dry-run`).
-    artifacts: Option<(String, PathBuf)>,
-    /// Objects kept in memory (`--dry-run`).
-    objects: Option<proposal::Objects>,
-    /// Nested repositories in the workspace (the task cannot apply).
-    nested: Vec<BString>,
-}
-
-/// At most this many snapshots run at once.
-const MAX_WALKS: usize = 8;
-
-/// Record (or preview) the proposals of `tasks`, all at once on a few
-/// threads: a snapshot is mostly a stat walk, and the walks overlap well on
-/// a few cores. Results in the order of `tasks`.
-fn record_all(
-    source: &Source,
-    b: &Batch,
-    tasks: &[&batch::Task],
-    baseline_tree: gix::ObjectId,
-    dry_run: bool,
-) -> Result<Vec<Result<Option<Recorded>>>> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Mutex;
-
-    let shared = source.repo.clone().into_sync();
-    let batch_dir = batch::batch_dir(&source.state_dir(), &b.id);
-    let record = |task: &batch::Task| -> Result<Option<Recorded>> {
-        let repo = shared.to_thread_local();
-        if dry_run {
-            Ok(
-                proposal::preview(&repo, task, baseline_tree)?.map(|p| Recorded {
-                    tree: p.tree,
-                    paths: p.paths,
-                    artifacts: None,
-                    objects: Some(p.objects),
-                    nested: p.nested,
-                }),
-            )
-        } else {
-            Ok(
-                proposal::record_in(&repo, &batch_dir, b, task, baseline_tree)?.map(|p| Recorded {
-                    tree: p.tree,
-                    paths: p.paths,
-                    artifacts: Some((p.ref_name, p.patch)),
-                    objects: None,
-                    nested: p.nested,
-                }),
-            )
-        }
-    };
-    // Each walk mostly waits on the kernel's stat calls, and gix already
-    // spreads one walk over the cores: running all of them at once (up to
-    // a bound that keeps memory, one index per walk, in check) measured
-    // faster than one or two at a time on 2 cores, and much faster when
-    // other processes compete.
-    let workers = tasks.len().min(MAX_WALKS);
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<Option<Recorded>>>>> =
-        Mutex::new((0..tasks.len()).map(|_| None).collect());
-    let work = || loop {
-        let j = next.fetch_add(1, Ordering::SeqCst);
-        let Some(task) = tasks.get(j) else { break };
-        let r = record(task);
-        if let Ok(mut slots) = results.lock() {
-            slots[j] = Some(r);
-        }
-    };
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (1..workers).map(|_| s.spawn(work)).collect();
-        work();
-        for h in handles {
-            let _ = h.join();
-        }
-    });
-    let lost = || {
-        Error::state(
-            "delegate::internal",
-            "a snapshot thread stopped unexpectedly",
-            "report this bug; nothing was changed",
-        )
-    };
-    Ok(results
-        .into_inner()
-        .map_err(|_| lost())?
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|| Err(lost())))
-        .collect())
-}
-
-/// A closed task's workspace that is still ours and still carries the lock
-/// prepare put on it (a `--keep` workspace was unlocked on purpose).
-fn still_locked_by_us(source: &Source, b: &Batch, task: &batch::Task) -> bool {
-    if workspace::health(&source.common_dir, task) != workspace::Removal::Removed {
-        return false;
-    }
-    let locked = source
-        .common_dir
-        .join("worktrees")
-        .join(&task.worktree_id)
-        .join("locked");
-    std::fs::read_to_string(locked)
-        .is_ok_and(|reason| reason == format!("git-delegate batch {} task {}\n", b.id, task.name))
-}
-
-/// Save a task apply discards: its workspace's changes as a proposal commit,
-/// ref and patch (as gc's rescue does), or, when the workspace is gone or no
-/// longer ours, the proposal recorded before. A workspace whose changes
-/// cannot be read is not discarded: the task fails and keeps it.
-fn keep_discarded(source: &Source, b: &Batch, out: &mut Outcome, baseline_tree: gix::ObjectId) {
-    // Read at the real path the identity check found; a folder that is not
-    // the one prepare made is never read.
-    let workspace::Identity::Ours { real, .. } =
-        workspace::identify(&source.common_dir, &b.tasks[out.idx])
-    else {
-        keep_artifacts(source, b, out, false);
-        return;
-    };
-    let mut task = b.tasks[out.idx].clone();
-    task.root = real;
-    match proposal::record(source, b, &task, baseline_tree) {
-        Ok(Some(p)) => {
-            out.proposal_ref = Some(p.ref_name);
-            out.patch = Some(p.patch);
-            out.nested_removed = p.nested;
-        }
-        Ok(None) => {}
-        Err(e) => {
-            out.fail(
-                "snapshot_failed",
-                format!(
-                    "its work could not be saved, so it was not discarded: {}",
-                    e.message
-                ),
-            );
-            keep_artifacts(source, b, out, false);
-        }
-    }
-}
-
-/// Move a discarded task's patch to `<state>/kept/<batch>/` (where gc keeps
-/// rescued patches), and start its keep-failed clock now.
-fn move_to_kept(source: &Source, b: &Batch, out: &mut Outcome) -> Result<()> {
-    let task = &b.tasks[out.idx];
-    if let Some(name) = &out.proposal_ref {
-        crate::gc::redate(&source.repo, name)?;
-    }
-    let Some(from) = out.patch.clone() else {
-        return Ok(());
-    };
-    let dir = crate::gc::kept_dir(&source.state_dir()).join(&b.id);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-    let to = dir.join(format!("{}.patch", task.name));
-    std::fs::rename(&from, &to)
-        .map_err(|e| Error::io(format!("cannot move {}", from.display()), e))?;
-    batch::sync_dir(&dir);
-    out.patch = Some(to);
-    Ok(())
-}
-
-/// When gc may remove a discarded task's kept proposal.
-fn kept_until(source: &Source) -> String {
-    crate::time::rfc3339(
-        crate::time::deadline(crate::time::now(), source.config.keep_failed_secs)
-            .unwrap_or(crate::time::MAX_SECS),
-    )
-}
-
-/// Point a kept task at whatever recovery artifacts exist for it.
-fn keep_artifacts(source: &Source, b: &Batch, out: &mut Outcome, dry_run: bool) {
-    let task = &b.tasks[out.idx];
-    if dry_run {
-        out.proposal_ref = task.proposal_ref.clone();
-        out.patch = task.patch.clone();
-        return;
-    }
-    let name = refs::proposal(&b.id, &task.name);
-    out.proposal_ref = match refs::get(&source.repo, &name) {
-        Ok(Some(_)) => Some(name),
-        _ => None,
-    };
-    let patch = proposal::patch_path(source, b, &task.name);
-    out.patch = patch.exists().then_some(patch);
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Side {
-    Old,
-    New,
-}
-
-/// Copy the objects of one side of `writes` that only `mem` holds into the
-/// object store of `disk`.
-fn persist(
-    disk: &gix::Repository,
-    mem: &gix::Repository,
-    writes: &[PathWrite],
-    side: Side,
-) -> Result<()> {
-    for w in writes {
-        let entry = match side {
-            Side::Old => w.old,
-            Side::New => w.new,
-        };
-        let Some((_, id)) = entry else { continue };
-        if disk.has_object(id) {
-            continue;
-        }
-        let obj = mem
-            .find_object(id)
-            .map_err(|e| Error::git(format!("cannot read object {id}"), e))?;
-        let written = gix::objs::Write::write_buf(disk, obj.kind, &obj.data)
-            .map_err(|e| Error::git(format!("cannot write object {id}"), e))?;
-        if written != id {
-            return Err(Error::git(
-                format!("cannot write object {id}"),
-                format!("it was stored as {written}"),
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn remove_file(p: &std::path::Path) -> Result<()> {
-    match std::fs::remove_file(p) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io(format!("cannot remove {}", p.display()), e)),
-    }
 }
 
 fn doc_paths(paths: &[BString]) -> Vec<String> {
@@ -892,12 +134,13 @@ fn document(
                     }
                 }
             }
-            if o.status == TaskState::Discarded && !o.nested_removed.is_empty() {
+            if o.status == TaskState::Discarded && !o.nested_kept.is_empty() {
                 if let Value::Object(m) = &mut v {
                     m.insert(
-                        "nested_repositories_removed".into(),
-                        json!(doc_paths(&o.nested_removed)),
+                        "nested_repositories".into(),
+                        json!(doc_paths(&o.nested_kept)),
                     );
+                    m.insert("workspace".into(), json!(paths::doc_path(&t.root)));
                 }
             }
             if !o.ok() {
@@ -1013,22 +256,25 @@ fn human(
                 text.push_str(&format!("      patch:     {}\n", super::show(p)));
             }
         }
-        if o.status == TaskState::Discarded && !o.nested_removed.is_empty() {
+        if o.status == TaskState::Discarded && !o.nested_kept.is_empty() {
             let list: Vec<String> = o
-                .nested_removed
+                .nested_kept
                 .iter()
                 .map(|p| crate::ui::escape_text(&paths::quote(p.as_bstr())))
                 .collect();
-            let one = o.nested_removed.len() == 1;
+            let (one, verb) = match (o.nested_kept.len() == 1, dry_run) {
+                (true, false) => (true, "is kept"),
+                (false, false) => (false, "is kept"),
+                (one, true) => (one, "would be kept"),
+            };
             text.push_str(&format!(
-                "      the nested repositor{} {} {} removed with its workspace (never part of a proposal)\n",
+                "      its workspace {verb} as an ordinary worktree: it holds the git repositor{} {} its worker made, which no proposal can hold\n\
+                 \x20     workspace: {}\n\
+                 \x20     when you are done with it: git worktree remove --force {}\n",
                 if one { "y" } else { "ies" },
                 list.join(", "),
-                match (one, dry_run) {
-                    (true, false) => "was",
-                    (false, false) => "were",
-                    (_, true) => "would be",
-                },
+                super::show(&t.root),
+                shell_quote(&t.root.to_string_lossy()),
             ));
         }
         if !o.ok() {

@@ -16,16 +16,17 @@ use crate::error::Result;
 use crate::repo::Source;
 use crate::ui::Ui;
 use crate::workspace;
+use crate::writeback::Recovery;
 
 use super::apply::{kept_doc, kept_text, Kept};
 
-pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
+pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     let source = super::source()?;
-    let _lock = super::lock_and_recover(ui, &source)?;
+    let _lock = super::lock_and_recover(ui, &source, recovered)?;
     let b = match batch::choose(batch::list(&source.state_dir())?, Some(&args.batch))? {
         batch::Entry::Batch(b) => *b,
         batch::Entry::Broken { id, problem } => {
-            return drop_corrupt(ui, &source, &id, &problem, args.force)
+            return drop_corrupt(ui, &source, &id, &problem, args.force, recovered)
         }
     };
     // A batch whose prepare never completed holds no work: it goes whole,
@@ -38,7 +39,7 @@ pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
                 crate::preparing::Progress::Preparing,
             ))
         }
-        Some(_) => return drop_incomplete(ui, &source, &b),
+        Some(_) => return drop_incomplete(ui, &source, &b, recovered),
         None => {}
     }
     // A task holds unapplied work when its workspace differs from the
@@ -66,7 +67,7 @@ pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
             if let (false, Some(m)) = (hosting.is_empty(), doc.as_object_mut()) {
                 m.insert("hosts_open_batches".into(), kept_doc(&hosting));
             }
-            ui.doc(doc);
+            ui.doc_after(doc, recovered);
         }
         let (noun, verb) = if unapplied.len() == 1 {
             ("task", "has")
@@ -98,7 +99,11 @@ pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
         ui.say(&text);
         return Ok(1);
     }
-    let (removed, kept, refs_removed) = remove_batch(&source, &b, &others)?;
+    let crate::teardown::Removed {
+        workspaces: removed,
+        kept,
+        refs: refs_removed,
+    } = crate::teardown::remove_batch(&source, &b, &others)?;
     let (left_alone, hosting): (Vec<_>, Vec<_>) = kept.into_iter().partition(|k| k.2.is_empty());
     let kept: Vec<std::path::PathBuf> = left_alone.into_iter().map(|k| k.1).collect();
     if ui.json {
@@ -112,7 +117,7 @@ pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
         if let (false, Some(m)) = (hosting.is_empty(), doc.as_object_mut()) {
             m.insert("kept_workspaces".into(), kept_doc(&hosting));
         }
-        ui.doc(doc);
+        ui.doc_after(doc, recovered);
     }
     let mut text = format!(
         "Dropped batch {}: {removed} workspace(s) and {refs_removed} ref(s) removed.\n",
@@ -132,11 +137,21 @@ pub fn run(ui: &Ui, args: DropArgs) -> Result<i32> {
 /// Drop a batch whose state cannot be read: with `--force`, remove what is
 /// provably its own, saving its workspaces' changes first; without, refuse
 /// (exit 1): which tasks hold unapplied changes is unknown.
-fn drop_corrupt(ui: &Ui, source: &Source, id: &str, problem: &str, force: bool) -> Result<i32> {
+fn drop_corrupt(
+    ui: &Ui,
+    source: &Source,
+    id: &str,
+    problem: &str,
+    force: bool,
+    recovered: &Recovery,
+) -> Result<i32> {
     let short = batch::short(id);
     if !force {
         if ui.json {
-            ui.doc(json!({"batch": id, "dropped": false, "unapplied": [], "corrupt": true}));
+            ui.doc_after(
+                json!({"batch": id, "dropped": false, "unapplied": [], "corrupt": true}),
+                recovered,
+            );
         }
         ui.say(&format!(
             "Not dropping batch {short}: its state is corrupt ({problem}), so which of its tasks hold unapplied changes is unknown.\n\
@@ -146,7 +161,7 @@ fn drop_corrupt(ui: &Ui, source: &Source, id: &str, problem: &str, force: bool) 
     }
     let r = crate::gc::remove_corrupt(source, id)?;
     if ui.json {
-        ui.doc(json!({
+        ui.doc_after(json!({
             "batch": id,
             "dropped": true,
             "corrupt": true,
@@ -160,7 +175,7 @@ fn drop_corrupt(ui: &Ui, source: &Source, id: &str, problem: &str, force: bool) 
                 "changed_paths": x.paths,
             })).collect::<Vec<_>>(),
             "refs_kept": r.refs_kept,
-        }));
+        }), recovered);
     }
     let mut text = format!(
         "Dropped batch {short} (its state was corrupt): {} workspace(s) and {} ref(s) removed.\n",
@@ -193,16 +208,16 @@ fn drop_corrupt(ui: &Ui, source: &Source, id: &str, problem: &str, force: bool) 
 }
 
 /// Remove a batch whose prepare never completed, whole.
-fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch) -> Result<i32> {
+fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) -> Result<i32> {
     let r = crate::preparing::remove_whole(source, b, false)?;
     if ui.json {
-        ui.doc(json!({
+        ui.doc_after(json!({
             "batch": b.id,
             "dropped": true,
             "workspaces_removed": r.workspaces,
             "refs_removed": r.refs,
             "left_alone": r.left_alone.iter().map(|k| crate::paths::doc_path(k)).collect::<Vec<_>>(),
-        }));
+        }), recovered);
     }
     let mut text = format!(
         "Dropped the unfinished batch {} (its prepare never completed): {} workspace(s) and {} ref(s) removed.\n",
@@ -218,37 +233,4 @@ fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch) -> Result<i32> {
     }
     ui.say(&text);
     Ok(0)
-}
-
-/// Remove a batch's workspaces, refs and state. Returns (workspaces removed,
-/// folders left alone, refs removed). A folder left alone because it is
-/// the source of open batches among `others` names them (it stays as an
-/// ordinary worktree); one that is no longer the workspace prepare made
-/// names none.
-pub fn remove_batch(
-    source: &Source,
-    b: &Batch,
-    others: &[Batch],
-) -> Result<(usize, Vec<Kept>, usize)> {
-    let mut removed = 0;
-    let mut kept = Vec::new();
-    for t in &b.tasks {
-        let hosted = workspace::hosted_batches(others, t, &b.id);
-        if !hosted.is_empty()
-            && workspace::health(&source.common_dir, t) == workspace::Removal::Removed
-        {
-            workspace::release(&source.common_dir, &t.worktree_id)?;
-            kept.push((t.name.clone(), t.root.clone(), hosted));
-            continue;
-        }
-        match workspace::remove_task(&source.common_dir, t)? {
-            workspace::Removal::Removed => removed += 1,
-            workspace::Removal::Missing => {}
-            workspace::Removal::Foreign => kept.push((t.name.clone(), t.root.clone(), Vec::new())),
-        }
-    }
-    // A discarded task's kept proposal outlives its batch until gc.keep-failed.
-    let refs_removed = crate::gc::delete_batch_refs(&source.repo, b)?;
-    batch::remove_state(&source.state_dir(), &b.id)?;
-    Ok((removed, kept, refs_removed))
 }

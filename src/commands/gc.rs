@@ -8,13 +8,14 @@ use serde_json::{json, Value};
 use crate::cli::GcArgs;
 use crate::error::Result;
 use crate::ui::Ui;
+use crate::writeback::Recovery;
 
-pub fn run(ui: &Ui, args: GcArgs) -> Result<i32> {
+pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
     let source = super::source()?;
     let _lock = if args.dry_run {
         None
     } else {
-        Some(super::lock_and_recover(ui, &source)?)
+        Some(super::lock_and_recover(ui, &source, recovered)?)
     };
     let report = {
         let _progress = ui.progress("Collecting stale batches");
@@ -54,7 +55,6 @@ pub fn run(ui: &Ui, args: GcArgs) -> Result<i32> {
                 })
             })
             .collect();
-        let recovered = ui.recovered.borrow().clone();
         let doc = json!({
             "dry_run": report.dry_run,
             "batches": report.batches,
@@ -69,9 +69,9 @@ pub fn run(ui: &Ui, args: GcArgs) -> Result<i32> {
             "skipped": skipped,
             "pending_writebacks": report.pending_writebacks,
             "incomplete": report.incomplete,
-            "recovered_writebacks": recovered,
+            "recovered_writebacks": recovered.rolled_back,
         });
-        ui.doc(doc);
+        ui.doc_after(doc, recovered);
     }
     ui.say(&human(&source, &report));
     Ok(code)

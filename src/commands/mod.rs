@@ -2,8 +2,10 @@
 //! the engine modules, plus what they share (the batch document, batch
 //! lookup, argument checks).
 //!
-//! Owns: turning engine results into human text and JSON documents.
-//! Never: does git work itself; the engine modules do.
+//! Owns: turning engine results into human text and JSON documents; the
+//! `Observer` that shows a transaction's long steps and notices.
+//! Never: does git work itself; the engine modules do (`prepare` and
+//! `apply` are whole engine transactions).
 
 pub mod apply;
 pub mod completions;
@@ -26,6 +28,7 @@ use crate::cli::{Cli, Command};
 use crate::error::{Error, Result};
 use crate::repo::Source;
 use crate::ui::Ui;
+use crate::writeback::Recovery;
 
 /// Run a parsed command line; returns the exit status.
 pub fn run(cli: Cli) -> i32 {
@@ -46,13 +49,16 @@ pub fn run(cli: Cli) -> i32 {
         | Command::PurgeTrash { .. } => false,
     };
     let ui = Ui::new(json, cli.color);
+    // What the lock-and-recover step of a mutating command did: every
+    // document it prints names it, its error document too.
+    let mut recovered = Recovery::default();
     let result = match cli.command {
-        Command::Prepare(a) => prepare::run(&ui, a),
+        Command::Prepare(a) => prepare::run(&ui, a, &mut recovered),
         Command::Status(a) => status::run(&ui, a),
-        Command::Drop(a) => drop::run(&ui, a),
-        Command::Renew(a) => renew::run(&ui, a),
-        Command::Apply(a) => apply::run(&ui, a),
-        Command::Gc(a) => gc::run(&ui, a),
+        Command::Drop(a) => drop::run(&ui, a, &mut recovered),
+        Command::Renew(a) => renew::run(&ui, a, &mut recovered),
+        Command::Apply(a) => apply::run(&ui, a, &mut recovered),
+        Command::Gc(a) => gc::run(&ui, a, &mut recovered),
         Command::Hook(a) => hook::run(&ui, a),
         Command::Hooks(a) => hooks::run(&ui, a),
         Command::Man(a) => man::run(&ui, a),
@@ -66,7 +72,7 @@ pub fn run(cli: Cli) -> i32 {
     match result {
         Ok(code) => code,
         Err(e) => {
-            ui.error(&e);
+            ui.error(&e, &recovered);
             e.exit_code()
         }
     }
@@ -92,8 +98,6 @@ pub fn report_parse_error(args: &[OsString], e: clap::Error) -> i32 {
                 let ui = Ui {
                     json: true,
                     color: false,
-                    recovered: Default::default(),
-                    completed: Default::default(),
                 };
                 ui.doc(crate::ui::error_doc(
                     "delegate::usage",
@@ -125,10 +129,26 @@ pub fn source() -> Result<Source> {
 }
 
 /// Take the repository lock and roll back write-backs interrupted by a
-/// crash (SPEC §7): every mutating command starts here.
-pub fn lock_and_recover(ui: &Ui, source: &Source) -> Result<crate::lock::RepoLock> {
-    let lock = crate::lock::acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
-    let recovery = crate::writeback::recover_all_detailed(source)?;
+/// crash (SPEC §7): every mutating command starts here. What was recovered
+/// is told at once and added to `recovered` for the command's documents.
+pub fn lock_and_recover(
+    ui: &Ui,
+    source: &Source,
+    recovered: &mut Recovery,
+) -> Result<crate::lock::RepoLock> {
+    let locked = crate::lock::lock_and_recover(source)?;
+    tell_recovered(ui, &locked.recovery);
+    add(recovered, locked.recovery);
+    Ok(locked.lock)
+}
+
+fn add(to: &mut Recovery, r: Recovery) {
+    to.rolled_back.extend(r.rolled_back);
+    to.completed.extend(r.completed);
+}
+
+/// Tell the user what recovery did.
+fn tell_recovered(ui: &Ui, recovery: &Recovery) {
     for id in &recovery.rolled_back {
         ui.warn(&format!(
             "git-delegate: rolled back an interrupted write-back of batch {}; the working tree is as it was before that apply\n",
@@ -142,38 +162,52 @@ pub fn lock_and_recover(ui: &Ui, source: &Source) -> Result<crate::lock::RepoLoc
             crate::batch::short(id)
         ));
     }
-    ui.recovered.borrow_mut().extend(recovery.rolled_back);
-    ui.completed.borrow_mut().extend(recovery.completed);
-    // Removed workspaces a killed background deleter left behind.
-    if let Ok(base) = source.workspace_base() {
-        crate::trash::sweep_later(&base.join(crate::trash::TRASH), &source.state_dir());
-    }
-    Ok(lock)
 }
 
-/// Take the repository lock for a command that changes nothing but reads
-/// the working tree (`apply --dry-run`): an interrupted write-back is
-/// reported, never recovered (SPEC §7). With one left over, the working
-/// tree holds part of a result, so nothing it would say can be trusted:
-/// exit 3, naming the batches.
-pub fn lock_and_report(source: &Source) -> Result<crate::lock::RepoLock> {
-    let lock = crate::lock::acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
-    let pending = crate::writeback::pending(source)?;
-    if !pending.is_empty() {
-        let shorts: Vec<&str> = pending.iter().map(|id| crate::batch::short(id)).collect();
-        let mut details = serde_json::Map::new();
-        details.insert("pending_writebacks".into(), json!(pending));
-        return Err(Error::state(
-            "delegate::writeback_pending",
-            format!(
-                "an interrupted write-back of batch {} is left over: the working tree may hold part of its result, so a dry run cannot say what apply would do (it changed nothing)",
-                shorts.join(", ")
-            ),
-            "run `git delegate apply` or `git delegate gc`: they roll it back first (a path you changed since is left as you left it, and named); `git delegate status` shows it",
-        )
-        .with_details(details));
+/// The command's side of a transaction (`prepare::run`, `apply::run`):
+/// long steps as spinners, notices as warnings on stderr (SPEC §3), what
+/// recovery did kept for the documents (`into_recovered`).
+pub struct Shown<'a> {
+    ui: &'a Ui,
+    recovered: std::cell::RefCell<Recovery>,
+}
+
+impl<'a> Shown<'a> {
+    pub fn new(ui: &'a Ui) -> Shown<'a> {
+        Shown {
+            ui,
+            recovered: Default::default(),
+        }
     }
-    Ok(lock)
+
+    /// Add what the transaction recovered to `to`.
+    pub fn recovered_into(self, to: &mut Recovery) {
+        add(to, self.recovered.into_inner());
+    }
+}
+
+impl crate::observe::Observer for Shown<'_> {
+    fn step(&self, label: &str) -> Box<dyn std::any::Any> {
+        Box::new(self.ui.progress(label))
+    }
+    fn notice(&self, notice: crate::observe::Notice) {
+        use crate::observe::Notice;
+        let ui = self.ui;
+        match notice {
+            Notice::Recovered(r) => {
+                tell_recovered(ui, &r);
+                add(&mut self.recovered.borrow_mut(), r);
+            }
+            Notice::NestedRepository(p) => ui.warn(&format!(
+                "git-delegate: warning: {} is a git repository of its own (not a submodule); it is not part of the baseline\n",
+                crate::paths::quote(p.as_ref())
+            )),
+            Notice::UndoIncomplete { short, error } => ui.warn(&format!(
+                "git-delegate: warning: not everything of the unfinished batch {short} could be removed ({}); `git delegate gc` removes the rest\n",
+                error.message
+            )),
+        }
+    }
 }
 
 /// Parse a `--ttl` value.

@@ -1,274 +1,62 @@
-//! `git delegate prepare` (SPEC §3.1): snapshot the source into a baseline
-//! commit and ref, record the batch and its lease, create the workspaces.
-//! Any failure, and Ctrl-C, SIGTERM or SIGHUP, undoes everything this
-//! prepare made; the batch is recorded as being prepared before anything
-//! is made, and marked complete last (SPEC §3.15, see `preparing`).
+//! `git delegate prepare` (SPEC §3.1): parse the arguments, run the
+//! transaction (`crate::prepare::run`: snapshot, baseline, marker,
+//! workspaces, carry, complete; undone whole on failure or Ctrl-C), and
+//! render what it made.
+//!
+//! Owns: the prepare command's arguments, human text and JSON document.
+//! Never: does git, filesystem or process work (the engine's `prepare` does).
 
-use std::collections::HashSet;
-
-use crate::batch::{self, Batch, Task, TaskState};
 use crate::cli::{ModeArg, PrepareArgs};
 use crate::config::Mode;
-use crate::error::{Error, Result};
-use crate::lease::Lease;
+use crate::error::Result;
 use crate::ui::Ui;
-use crate::{refs, snapshot, workspace};
+use crate::writeback::Recovery;
 
-/// Tests may fix the batch id (a UUID) to provoke collisions; never for users.
-const TEST_BATCH_ID: &str = "GIT_DELEGATE_TEST_BATCH_ID";
-
-pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
-    // Ctrl-C (or SIGTERM, SIGHUP) while prepare works: stop at the next
-    // check, undo everything, and exit 3. Further signals (a terminal sends
-    // Ctrl-C to git and git-delegate together, and git passes its own on)
-    // never cut that undo short (SPEC §3.15).
-    let _signals = crate::preparing::catch_signals().map(|d| d.auto_deregister());
+pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> {
     // Everything about the arguments is checked before anything is made.
     let names: Vec<String> = match (args.count, args.tasks.is_empty()) {
         (Some(n), _) => (1..=n).map(|i| i.to_string()).collect(),
         (None, true) => vec!["1".to_string()],
         (None, false) => args.tasks.clone(),
     };
-    let mut seen = HashSet::new();
-    for name in &names {
-        check_task_name(name)?;
-        if !seen.insert(name.as_str()) {
-            return Err(Error::usage(
-                "delegate::duplicate_task",
-                format!("the task name {name:?} is given twice"),
-                "give every task a different name",
-            ));
-        }
-    }
-    if let Some(label) = &args.label {
-        if label.trim().is_empty() || label.chars().any(char::is_control) {
-            return Err(Error::usage(
-                "delegate::bad_label",
-                format!("{label:?} is not a usable label"),
-                "use a short name without control characters",
-            ));
-        }
-        // A label is tried before an id prefix (SPEC §3): one that could be
-        // read as an id would shadow a batch.
-        if batch::label_reads_as_id(label) {
-            return Err(Error::usage(
-                "delegate::bad_label",
-                format!(
-                    "the label {label:?} could be read as a batch id or id prefix (hex digits and hyphens)"
-                ),
-                "use a label with a letter from g to z, a space, a dot or an underscore in it, such as `fix-login`",
-            ));
-        }
-    }
+    crate::prepare::check(&names, args.label.as_deref())?;
     let owner = args.owner_pid.map(super::owner).transpose()?;
     let source = super::source()?;
-    let ttl = match &args.ttl {
-        Some(t) => super::parse_ttl(t)?,
-        None => source.config.ttl_secs,
-    };
-    let mode = match args.mode {
-        Some(ModeArg::Worktree) => Mode::Worktree,
-        Some(ModeArg::Scratch) => Mode::Scratch,
-        None => source.config.mode,
-    };
-    if mode == Mode::Scratch && !args.copy_ignored.is_empty() {
-        return Err(Error::usage(
-            "delegate::bad_pattern",
-            "--copy-ignored applies to worktree workspaces",
-            "a scratch copy already holds every ignored file; drop --copy-ignored or use `--mode worktree`",
-        ));
-    }
-    // Ignored files carried into worktrees (SPEC §3.9): patterns are read first.
-    let policy = match mode {
-        Mode::Worktree => Some(crate::carry::Policy::load(
-            &source.root,
-            &source.config.copy_ignored,
-            &args.copy_ignored,
-        )?),
-        Mode::Scratch => None,
-    };
-    source.refuse_submodules()?;
-    let base = source.workspace_base()?;
-    let _lock = super::lock_and_recover(ui, &source)?;
-    if mode == Mode::Scratch {
-        crate::scratch::preflight(&source)?;
-    }
-    let existing = batch::list_ok(&source.state_dir())?;
-    if let Some(label) = &args.label {
-        if let Some(b) = existing.iter().find(|b| b.label.as_deref() == Some(label)) {
-            return Err(Error::usage(
-                "delegate::duplicate_label",
-                format!(
-                    "the open batch {} already has the label {label:?}",
-                    b.short()
-                ),
-                match crate::preparing::progress(b) {
-                    // A killed prepare of the same label, re-run: say how it goes.
-                    Some(crate::preparing::Progress::Interrupted) => format!(
-                        "that batch's prepare was killed and it holds no work: remove it with `git delegate drop {} --force` or `git delegate gc`, then prepare again",
-                        b.short()
-                    ),
-                    _ => "choose another label, or apply or drop that batch first".to_string(),
-                },
-            ));
-        }
-    }
-
-    let id = match std::env::var(TEST_BATCH_ID) {
-        Ok(fixed) => uuid::Uuid::parse_str(&fixed)
-            .map_err(|_| {
-                Error::usage(
-                    "delegate::bad_batch_id",
-                    format!("{TEST_BATCH_ID}={fixed:?} is not a UUID"),
-                    format!("unset {TEST_BATCH_ID}"),
-                )
-            })?
-            .hyphenated()
-            .to_string(),
-        Err(_) => uuid::Uuid::new_v4().to_string(),
-    };
-    let short = batch::short(&id).to_string();
-    let mut plans: Vec<workspace::Plan> = names
-        .iter()
-        .map(|name| workspace::Plan {
-            root: base.join(&short).join(name),
-            worktree_id: workspace::worktree_id(&short, name),
-            lock_reason: format!("git-delegate batch {id} task {name}\n"),
-        })
-        .collect();
-    if mode == Mode::Scratch {
-        let roots = crate::scratch::plan(&source.root, plans.len())?;
-        for (p, root) in plans.iter_mut().zip(roots) {
-            p.root = root;
-            p.worktree_id = crate::scratch::WORKTREE_ID.to_string();
-        }
-    } else {
-        workspace::check_free(&source.common_dir, &plans)?;
-    }
-    if batch::batch_dir(&source.state_dir(), &id)
-        .symlink_metadata()
-        .is_ok()
-        || refs::get(&source.repo, &refs::baseline(&id))?.is_some()
-    {
-        return Err(Error::usage(
-            "delegate::batch_exists",
-            format!("a batch with the id {id} exists already"),
-            "run the command again (ids are random)",
-        ));
-    }
-
-    // Snapshot and baseline commit.
-    let (snap, stat_cache) = {
-        let _progress = ui.progress("Snapshotting the working tree");
-        snapshot::snapshot_for_prepare(&source.repo, &source.state_dir())?
-    };
-    let head = source.repo.head_id().ok().map(|id| id.detach());
-    let baseline = write_baseline(&source.repo, snap.tree, head, &id)?;
-    // Paths that differ from HEAD (a staged change undone on disk is none).
-    let changes = if snap.changes == 0 {
-        0
-    } else {
-        crate::diff::trees(&source.repo, snap.head_tree, snap.tree)?.len()
-    };
-    if crate::preparing::interrupted() {
-        return Err(workspace::interrupted());
-    }
-    for nested in &snap.nested_repos {
-        ui.warn(&format!(
-            "git-delegate: warning: {} is a git repository of its own (not a submodule); it is not part of the baseline\n",
-            crate::paths::quote(nested.as_ref())
-        ));
-    }
-
-    let mut batch = Batch {
-        id: id.clone(),
+    let ttl_secs = args.ttl.as_deref().map(super::parse_ttl).transpose()?;
+    let opts = crate::prepare::Options {
+        names,
         label: args.label.clone(),
-        created_at: crate::time::rfc3339(crate::time::now()),
-        source: source.root.clone(),
-        prefix: source.prefix.clone(),
-        source_head: head.map(|h| h.to_string()),
-        baseline: baseline.to_string(),
-        mode: mode.as_str().into(),
-        forbid_commit: args.forbid_commit || source.config.forbid_commit,
-        lease: Lease::new(ttl, owner),
-        preparing: None,
-        tasks: names
-            .iter()
-            .zip(&plans)
-            .map(|(name, plan)| Task {
-                name: name.clone(),
-                state: TaskState::Open,
-                root: plan.root.clone(),
-                worktree_id: plan.worktree_id.clone(),
-                reason: None,
-                proposal_ref: None,
-                patch: None,
-                carried: None,
-                updated_at: None,
-                folder: None,
-            })
-            .collect(),
+        ttl_secs,
+        owner,
+        mode: args.mode.map(|m| match m {
+            ModeArg::Worktree => Mode::Worktree,
+            ModeArg::Scratch => Mode::Scratch,
+        }),
+        copy_ignored: args.copy_ignored.clone(),
+        forbid_commit: args.forbid_commit,
     };
-
-    let state_dir = source.state_dir();
-    // SPEC §3.15 "Killed commands": the marker first (fsync'd), before any
-    // ref or folder, so a prepare killed at any later point leaves a batch
-    // that is known to be incomplete; then everything else; the batch is
-    // complete once `batch.toml` is rewritten without the marker.
-    batch.preparing = Some(crate::preparing::Marker::mine());
-    let made = crate::preparing::record(&state_dir, &batch).and_then(|()| {
-        crate::preparing::pause("marked");
-        make(
-            ui,
-            &source,
-            &mut batch,
-            &plans,
-            &names,
-            baseline,
-            snap.tree,
-            policy.as_ref(),
-            stat_cache,
-        )
-    });
-    let carried = match made {
-        Ok(c) => c,
-        Err(e) => {
-            // Undo everything this prepare made: its workspaces (only
-            // folders it made), refs and state, the marker last. Signals
-            // that arrive meanwhile change nothing (see `preparing`).
-            crate::preparing::pause("undo");
-            if let Err(undo) = crate::preparing::remove_whole(&source, &batch, false) {
-                ui.warn(&format!(
-                    "git-delegate: warning: not everything of the unfinished batch {short} could be removed ({}); `git delegate gc` removes the rest\n",
-                    undo.message
-                ));
-            }
-            return Err(e);
-        }
-    };
-    // The task's cwd mirrors the caller's folder, even one the baseline has
-    // no files in (best effort: an empty folder changes nothing).
-    if !batch.prefix.as_os_str().is_empty() {
-        for t in &batch.tasks {
-            let _ = std::fs::create_dir_all(t.cwd(&batch.prefix));
-        }
-    }
+    let shown = super::Shown::new(ui);
+    let report = crate::prepare::run(&source, &opts, &shown);
+    shown.recovered_into(recovered);
+    let report = report?;
+    let batch = &report.batch;
+    let short = batch.short();
 
     if ui.json {
-        ui.doc(super::batch_doc(&source, &batch, None));
+        ui.doc_after(super::batch_doc(&source, batch, None), recovered);
     }
-    let head_text = match head {
+    let head_text = match report.head {
         Some(h) => format!("HEAD {}", &h.to_string()[..7]),
         None => "an unborn branch".to_string(),
     };
-    let changes = match changes {
+    let changes = match report.changes {
         0 => String::new(),
         1 => " + 1 uncommitted change".into(),
         n => format!(" + {n} uncommitted changes"),
     };
     let mut text = format!(
         "Prepared batch {}{} from {head_text}{changes}\n",
-        ui.bold(&short),
+        ui.bold(short),
         batch
             .label
             .as_ref()
@@ -281,11 +69,11 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
             t.name,
             super::show(&t.cwd(&batch.prefix))
         ));
-        if let Some(c) = carried.get(i).filter(|c| c.files > 0) {
-            let what = if policy.is_some() {
-                "carried ignored"
-            } else {
+        if let Some(c) = report.carried.get(i).filter(|c| c.files > 0) {
+            let what = if batch.mode == "scratch" {
                 "scratch copy"
+            } else {
+                "carried ignored"
             };
             text.push_str(&format!("           {what}: {}\n", c.human()));
         }
@@ -294,105 +82,9 @@ pub fn run(ui: &Ui, args: PrepareArgs) -> Result<i32> {
     // before labels and prefixes, and is never reused (a prefix could match
     // another batch once this one is gone).
     text.push_str(&format!(
-        "Lease expires {}. When the tasks are done: git delegate apply {id}\n",
-        batch.lease.expires_at
+        "Lease expires {}. When the tasks are done: git delegate apply {}\n",
+        batch.lease.expires_at, batch.id
     ));
     ui.say(&text);
     Ok(0)
-}
-
-/// Make everything of a batch whose marker is recorded: the baseline ref,
-/// the workspaces and the ignored files they carry (or the scratch copies),
-/// then mark the batch complete. On any error (a signal included) the
-/// caller removes the whole batch; nothing is undone here.
-#[allow(clippy::too_many_arguments)]
-fn make(
-    ui: &Ui,
-    source: &crate::repo::Source,
-    batch: &mut Batch,
-    plans: &[workspace::Plan],
-    names: &[String],
-    baseline: gix::ObjectId,
-    tree: gix::ObjectId,
-    policy: Option<&crate::carry::Policy>,
-    stat_cache: Option<snapshot::PendingCache>,
-) -> Result<Vec<crate::carry::Stats>> {
-    let state_dir = source.state_dir();
-    let stop = || -> Result<()> {
-        if crate::preparing::interrupted() {
-            return Err(workspace::interrupted());
-        }
-        Ok(())
-    };
-    stop()?;
-    refs::set(&source.repo, &refs::baseline(&batch.id), baseline, true)?;
-    // The source's refreshed stat cache lives with the batch (and goes with it).
-    if let Some(cache) = stat_cache {
-        cache.keep(&batch::batch_dir(&state_dir, &batch.id));
-    }
-    stop()?;
-    let carried = {
-        let _progress = ui.progress(&format!(
-            "Checking out {} workspace{}",
-            plans.len(),
-            if plans.len() == 1 { "" } else { "s" }
-        ));
-        match policy {
-            Some(policy) => {
-                workspace::create_all(&source.common_dir, baseline, tree, plans)?;
-                stop()?;
-                let roots: Vec<_> = plans.iter().map(|p| p.root.clone()).collect();
-                crate::carry::carry_ignored(&source.repo, policy, &roots)?
-            }
-            None => {
-                let tasks: Vec<_> = names
-                    .iter()
-                    .cloned()
-                    .zip(plans.iter().map(|p| p.root.clone()))
-                    .collect();
-                crate::scratch::create_all(source, &batch.id, &tasks)?
-            }
-        }
-    };
-    for (t, c) in batch.tasks.iter_mut().zip(&carried) {
-        t.carried = Some(*c);
-        // What identifies the folder made (a scratch copy has its marker).
-        if policy.is_some() {
-            t.folder = workspace::folder_of(&t.root);
-        }
-    }
-    crate::preparing::pause("complete-pending");
-    stop()?;
-    // Complete: written to a temp file, fsync'd and renamed over the marked one.
-    batch.preparing = None;
-    batch::save(&state_dir, batch)?;
-    // A signal that came while it was written still undoes the batch: no
-    // worker was given it yet.
-    stop()?;
-    Ok(carried)
-}
-
-fn check_task_name(name: &str) -> Result<()> {
-    // Task names become folder names and ref components: refuse what git refs refuse too.
-    if !batch::valid_task_name(name)
-        || name.contains("..")
-        || name.ends_with('.')
-        || name.ends_with(".lock")
-    {
-        return Err(Error::usage(
-            "delegate::bad_task_name",
-            format!("{name:?} is not a valid task name"),
-            "task names are 1-64 characters of A-Z a-z 0-9 . _ -, start with a letter or digit, and contain no `..` nor end in `.` or `.lock`",
-        ));
-    }
-    Ok(())
-}
-
-fn write_baseline(
-    repo: &gix::Repository,
-    tree: gix::ObjectId,
-    head: Option<gix::ObjectId>,
-    batch: &str,
-) -> Result<gix::ObjectId> {
-    crate::commit::write(repo, tree, head, format!("git-delegate baseline {batch}\n"))
 }

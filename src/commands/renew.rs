@@ -6,15 +6,16 @@ use crate::cli::RenewArgs;
 use crate::error::{Error, Result};
 use crate::lease::{Lease, State};
 use crate::ui::Ui;
+use crate::writeback::Recovery;
 
-pub fn run(ui: &Ui, args: RenewArgs) -> Result<i32> {
+pub fn run(ui: &Ui, args: RenewArgs, recovered: &mut Recovery) -> Result<i32> {
     let owner = args.owner_pid.map(super::owner).transpose()?;
     let source = super::source()?;
     let ttl = match &args.ttl {
         Some(t) => super::parse_ttl(t)?,
         None => source.config.ttl_secs,
     };
-    let _lock = super::lock_and_recover(ui, &source)?;
+    let _lock = super::lock_and_recover(ui, &source, recovered)?;
     let mut b = batch::select_open(&source.state_dir(), args.batch.as_deref())?;
     // A batch whose prepare never completed has no lease worth keeping (SPEC §3.15).
     if let Some(p) = crate::preparing::progress(&b) {
@@ -40,7 +41,7 @@ pub fn run(ui: &Ui, args: RenewArgs) -> Result<i32> {
     b.lease = Lease::new(ttl, owner);
     batch::save(&source.state_dir(), &b)?;
     if ui.json {
-        ui.doc(super::batch_doc(&source, &b, None));
+        ui.doc_after(super::batch_doc(&source, &b, None), recovered);
     }
     ui.say(&format!(
         "Renewed batch {}: lease expires {}\n",

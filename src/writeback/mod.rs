@@ -128,7 +128,7 @@
 //! was written). One whose writer (pid + start time, same host) still runs
 //! is left alone. `committed`: rolled forward (asides and emptied folders
 //! removed). Otherwise rolled back as above, using the journal's `root`.
-//! Only mutating commands recover (`commands::lock_and_recover`);
+//! Only mutating commands recover (`lock::lock_and_recover`);
 //! `apply --dry-run` calls `pending` and reports instead, and `status`
 //! reads `left_paths`.
 //!

@@ -1,0 +1,158 @@
+//! Tearing a batch down once it ends (SPEC §3.2 step 5, §3.5): each task's
+//! workspace removed (or kept as an ordinary worktree when it is the source
+//! of another open batch), then the batch's refs and its state folder.
+//! `drop` and apply's clean-up use it whole; `gc` walks the workspaces
+//! itself (rescue first, nested repositories, a dry run that only counts,
+//! bytes freed) and uses `remove_refs` and `remove_state`; a batch whose
+//! prepare never completed goes through `preparing::remove_whole`.
+//!
+//! Owns: the rule that a workspace hosting an open batch is released, never
+//! removed; the order "workspaces, then refs, then the state folder last".
+//! Never: removes a folder that is not the workspace prepare made
+//! (`workspace::remove_task`/`discard` check its identity); deletes a
+//! discarded task's kept proposal (it runs on gc.keep-failed's clock).
+
+use std::path::PathBuf;
+
+use crate::batch::{self, Batch, Task};
+use crate::error::Result;
+use crate::repo::Source;
+use crate::{refs, workspace};
+
+/// A workspace kept because it is the source of open batches (or, with no
+/// batches named, left alone because it is no longer the workspace prepare
+/// made): (task, folder, batch ids).
+pub type Kept = (String, PathBuf, Vec<String>);
+
+/// How a workspace that is ours goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Way {
+    /// Deleted here.
+    Delete,
+    /// A large one moved into the trash (one rename), deleted later by a
+    /// background process the caller starts (`trash::spawn_purger`).
+    Trash,
+}
+
+/// What became of one task's workspace.
+#[derive(Debug)]
+pub enum Fate {
+    Removed,
+    /// Nothing was there.
+    Missing,
+    /// Something that is not the workspace prepare made: left alone.
+    Foreign,
+    /// Ours and the source of these open batches: released (unlocked, still
+    /// registered), kept as an ordinary worktree.
+    Hosting(Vec<String>),
+}
+
+/// Release the task's workspace and name the open batches among `others`
+/// it is the source of, when it is ours and hosts any; `None` otherwise
+/// (nothing changed).
+pub fn keep_if_hosting(
+    source: &Source,
+    b: &Batch,
+    t: &Task,
+    others: &[Batch],
+) -> Result<Option<Vec<String>>> {
+    let hosted = workspace::hosted_batches(others, t, &b.id);
+    if hosted.is_empty() || workspace::health(&source.common_dir, t) != workspace::Removal::Removed
+    {
+        return Ok(None);
+    }
+    workspace::release(&source.common_dir, &t.worktree_id)?;
+    Ok(Some(hosted))
+}
+
+/// Tear one task's workspace down: kept when it hosts open batches among
+/// `others`, else removed `way` (only when it is ours). With `Way::Trash`,
+/// the trash folder used, if any.
+pub fn workspace(
+    source: &Source,
+    b: &Batch,
+    t: &Task,
+    others: &[Batch],
+    way: Way,
+) -> Result<(Fate, Option<PathBuf>)> {
+    if let Some(hosted) = keep_if_hosting(source, b, t, others)? {
+        return Ok((Fate::Hosting(hosted), None));
+    }
+    let (removal, trash) = match way {
+        Way::Delete => (workspace::remove_task(&source.common_dir, t)?, None),
+        Way::Trash => workspace::discard(&source.common_dir, t)?,
+    };
+    let fate = match removal {
+        workspace::Removal::Removed => Fate::Removed,
+        workspace::Removal::Missing => Fate::Missing,
+        workspace::Removal::Foreign => Fate::Foreign,
+    };
+    Ok((fate, trash))
+}
+
+/// Remove the batch's refs (but discarded tasks' kept proposals) and, last,
+/// its state folder. Returns how many refs were removed.
+pub fn refs_and_state(source: &Source, b: &Batch) -> Result<usize> {
+    let removed = remove_refs(source, b, &[], false)?
+        .iter()
+        .filter(|(_, removed)| *removed)
+        .count();
+    remove_state(source, b)?;
+    Ok(removed)
+}
+
+/// Remove the batch's refs but those in `keep` and discarded tasks' kept
+/// proposals (they outlive the batch until gc.keep-failed); with
+/// `dry_run`, none. Returns each ref considered with whether it was (or,
+/// with `dry_run`, would be) removed.
+pub fn remove_refs(
+    source: &Source,
+    b: &Batch,
+    keep: &[String],
+    dry_run: bool,
+) -> Result<Vec<(String, bool)>> {
+    let mut out = Vec::new();
+    for name in refs::list_batch(&source.repo, &b.id)? {
+        if keep.contains(&name) || crate::gc::discard_kept(b, &name) {
+            continue;
+        }
+        let removed = dry_run || refs::delete(&source.repo, &name)?;
+        out.push((name, removed));
+    }
+    Ok(out)
+}
+
+/// Remove the batch's state folder (the last of it: a removal that stops
+/// before leaves the batch listed for the next try), durably.
+pub fn remove_state(source: &Source, b: &Batch) -> Result<()> {
+    // Renamed to a hidden name first (durably), so a removal killed
+    // half-way never leaves a folder without a readable batch.toml; a
+    // symlink in its place is moved and removed, never followed.
+    batch::remove_state(&source.state_dir(), &b.id)
+}
+
+/// What `remove_batch` did.
+#[derive(Debug, Default)]
+pub struct Removed {
+    pub workspaces: usize,
+    /// Folders kept: hosting open batches (named), or not the workspace
+    /// prepare made (no batches named).
+    pub kept: Vec<Kept>,
+    pub refs: usize,
+}
+
+/// Remove a whole batch now (`drop`): every task's workspace (deleted
+/// here), its refs and its state.
+pub fn remove_batch(source: &Source, b: &Batch, others: &[Batch]) -> Result<Removed> {
+    let mut r = Removed::default();
+    for t in &b.tasks {
+        match workspace(source, b, t, others, Way::Delete)?.0 {
+            Fate::Removed => r.workspaces += 1,
+            Fate::Missing => {}
+            Fate::Foreign => r.kept.push((t.name.clone(), t.root.clone(), Vec::new())),
+            Fate::Hosting(h) => r.kept.push((t.name.clone(), t.root.clone(), h)),
+        }
+    }
+    r.refs = refs_and_state(source, b)?;
+    Ok(r)
+}
