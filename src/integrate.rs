@@ -23,9 +23,14 @@
 //!   and the integration is redone without them.
 //! - Conflict reasons use `git status`' words, seen from each merge:
 //!   "us" is the integration so far (`merge_conflict`) or the working tree
-//!   (`source_changed`), "them" is the task.
+//!   (`source_changed`), "them" is the task. Each path gets the word for
+//!   the stages git would leave at that path (gix's conflicts applied to an
+//!   in-memory index; a rename/delete keeps its base stage at the new name,
+//!   as in git). A rename's old name, where git leaves no stage, gets the
+//!   word of its new name; any other path git leaves no stage at gets the
+//!   word for what base, ours and theirs have there.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use gix::bstr::{BStr, BString, ByteSlice};
 use gix::merge::tree::TreatAsUnresolved;
@@ -125,41 +130,78 @@ pub fn merge3(
         .merge_trees(base, ours, theirs, labels, opts)
         .map_err(err)?;
     let how = TreatAsUnresolved::git();
-    let mut conflicts: Vec<PathConflict> = Vec::new();
+    // Every location of every unresolved conflict: where it is on each side,
+    // and where a rename took it from.
+    let mut locations: Vec<BString> = Vec::new();
     for c in outcome.conflicts.iter().filter(|c| c.is_unresolved(how)) {
-        let path = c.ours.location().to_owned();
-        let stages = c.entries().map(|e| e.is_some_and(|e| e.mode.is_no_tree()));
-        let reason = match stages {
-            [true, true, true] => "both modified",
-            [false, true, true] => "both added",
-            [true, false, true] => "deleted by us",
-            [true, true, false] => "deleted by them",
-            [false, true, false] => "added by us",
-            [false, false, true] => "added by them",
-            [true, false, false] => "both deleted",
-            [false, false, false] => "conflict",
-        };
-        if !conflicts.iter().any(|k| k.path == path) {
-            conflicts.push(PathConflict {
-                path,
-                reason: reason.to_string(),
-            });
-        }
-        // Renames: the other locations involved are conflicts too.
-        for other in [
+        for at in [
+            c.ours.location(),
             c.ours.source_location(),
             c.theirs.location(),
             c.theirs.source_location(),
         ] {
-            if !conflicts.iter().any(|k| k.path == other) {
-                conflicts.push(PathConflict {
-                    path: other.to_owned(),
-                    reason: reason.to_string(),
-                });
+            if !locations.iter().any(|k| k == at) {
+                locations.push(at.to_owned());
             }
         }
     }
-    if !conflicts.is_empty() {
+    if !locations.is_empty() {
+        let mut stages = git_stages(repo, &mut outcome, how)?;
+        // Where a rename took each conflicted path from (destination -> source).
+        let mut renamed_to: Vec<(BString, BString)> = Vec::new();
+        for c in outcome.conflicts.iter().filter(|c| c.is_unresolved(how)) {
+            for side in [&c.ours, &c.theirs] {
+                let (to, from) = (side.location(), side.source_location());
+                if to == from {
+                    continue;
+                }
+                renamed_to.push((from.to_owned(), to.to_owned()));
+                // gix leaves out the base stage of a rename/delete; git
+                // keeps the renamed file's base version at the destination
+                // ("deleted by them"/"deleted by us").
+                if matches!(
+                    c.resolution,
+                    Err(gix::merge::tree::ResolutionFailure::OursDeletedTheirsRenamed)
+                ) {
+                    if let Some(s) = stages.get_mut(to) {
+                        s[0] = true;
+                    }
+                }
+            }
+        }
+        let find = |t: ObjectId| repo.find_tree(t).map_err(err);
+        let trees = [find(base)?, find(ours)?, find(theirs)?];
+        let mut conflicts: Vec<PathConflict> = Vec::with_capacity(locations.len());
+        for path in locations {
+            let staged = stages.get(&path).or_else(|| {
+                // A rename's source, where git leaves no stage: the
+                // conflict as git names it at the destination.
+                renamed_to
+                    .iter()
+                    .filter(|(from, _)| *from == path)
+                    .find_map(|(_, to)| stages.get(to))
+            });
+            let [b, o, t] = match staged {
+                Some(s) => *s,
+                None => {
+                    // git leaves no stage here (a file under a folder the
+                    // other side made a file, a file git moves aside): say
+                    // what each side has here.
+                    let mut has = [false; 3];
+                    for (h, tree) in has.iter_mut().zip(&trees) {
+                        *h = tree
+                            .lookup_entry(path.split_str("/"))
+                            .map_err(err)?
+                            .is_some_and(|e| e.mode().is_no_tree());
+                    }
+                    has
+                }
+            };
+            conflicts.push(PathConflict {
+                path,
+                reason: both_changed_reason(b, o, t).to_string(),
+            });
+        }
         conflicts.sort_by(|a, b| a.path.cmp(&b.path));
         return Ok(Merge::Conflicts(conflicts));
     }
@@ -168,6 +210,33 @@ pub fn merge3(
         .write()
         .map_err(|e| Error::git("cannot write a merged tree", e))?;
     Ok(Merge::Clean(tree.detach()))
+}
+
+/// The stages git leaves in the index for each conflicted path
+/// (base, ours, theirs present), as `git merge-tree --write-tree` or
+/// `git merge` would: gix's conflicts applied to an index of the merged
+/// tree, in memory.
+fn git_stages(
+    repo: &gix::Repository,
+    outcome: &mut gix::merge::tree::Outcome<'_>,
+    how: TreatAsUnresolved,
+) -> Result<BTreeMap<BString, [bool; 3]>> {
+    use gix::merge::plumbing::tree::apply_index_entries::RemovalMode;
+    let err = |e: gix::Error| Error::git("cannot list the stages of a merge conflict", e);
+    let tree = outcome.tree.write().map_err(err)?.detach();
+    let mut index: gix::index::State = repo.index_from_tree(&tree).map_err(err)?.into();
+    gix::merge::tree::apply_index_entries(&outcome.conflicts, how, &mut index, RemovalMode::Prune);
+    let mut stages: BTreeMap<BString, [bool; 3]> = BTreeMap::new();
+    for e in index.entries() {
+        let slot = match e.stage() {
+            gix::index::entry::Stage::Base => 0,
+            gix::index::entry::Stage::Ours => 1,
+            gix::index::entry::Stage::Theirs => 2,
+            gix::index::entry::Stage::Unconflicted => continue,
+        };
+        stages.entry(e.path(&index).to_owned()).or_default()[slot] = true;
+    }
+    Ok(stages)
 }
 
 /// Whether two paths are the same, or one is a folder above the other.

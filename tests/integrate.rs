@@ -445,12 +445,11 @@ fn rename_vs_delete_conflicts_at_both_ends() {
     assert_eq!(paths, ["a", "b"]);
 }
 
-/// Bug: a rename/delete conflict is reported as "added by us" at both
-/// ends, where git (and `git status`) says "deleted by them": the reason
-/// comes from gix's entries of the conflict, which for a rename hold no
-/// base entry, and is copied to every location of the rename.
+/// A rename/delete conflict is "deleted by them" (or "by us") at the new
+/// name, as git says, and the old name, where git leaves no stage, gets
+/// the same word. (Was a bug: "added by us" at both ends, from gix's
+/// entries of the conflict, which for a rename hold no base entry.)
 #[test]
-#[ignore = "engine bug: rename conflicts get the wrong reason (see the report of issue 11 item 7)"]
 fn rename_vs_delete_reason_is_gits() {
     let fx = Fx::new();
     let base = fx.tree(&[("a", F(&text(&[]))), ("z", F("z\n"))]);
@@ -458,8 +457,16 @@ fn rename_vs_delete_reason_is_gits() {
     let deleted = fx.tree(&[("z", F("z\n"))]);
     let (got, oracle) = fx.merge_conflicts(base, renamed, deleted);
     assert_reasons_agree_with_git(&got, &oracle);
+    assert_eq!(
+        got,
+        pairs(&[("a", "deleted by them"), ("b", "deleted by them")])
+    );
     let (got, oracle) = fx.merge_conflicts(base, deleted, renamed);
     assert_reasons_agree_with_git(&got, &oracle);
+    assert_eq!(
+        got,
+        pairs(&[("a", "deleted by us"), ("b", "deleted by us")])
+    );
 }
 
 #[test]
@@ -481,11 +488,10 @@ fn rename_rename_to_different_names_conflicts_at_every_name() {
     assert_eq!(paths, ["a", "b", "c"]);
 }
 
-/// Bug (as above): every name of a rename/rename conflict is "both
-/// modified"; git says "both deleted" at the old name, "added by us" and
-/// "added by them" at the new ones.
+/// A rename/rename conflict is "both deleted" at the old name, "added by
+/// us" and "added by them" at the new ones, as git says. (Was a bug: every
+/// name got the same word.)
 #[test]
-#[ignore = "engine bug: rename conflicts get the wrong reason (see the report of issue 11 item 7)"]
 fn rename_rename_reasons_are_gits() {
     let fx = Fx::new();
     let base = fx.tree(&[("a", F(&text(&[])))]);
@@ -1225,11 +1231,11 @@ fn file_and_folder_added_at_one_path_conflict() {
     assert_eq!(writes(&plan), fx.writes_between(base, folder));
 }
 
-/// Bug (as for renames): with the file on our side, the folder's file
-/// `n/x`, which only their side added, is reported "added by us": the
-/// reason of the conflict's first location is copied to the others.
+/// With the file on our side, the folder's file `n/x`, which only their
+/// side added, is "added by them" (git leaves no stage there: the word is
+/// what each side has at the path). (Was a bug: "added by us", the reason
+/// of the conflict's first location copied to the others.)
 #[test]
-#[ignore = "engine bug: a conflict's other locations get the first location's reason (see the report of issue 11 item 7)"]
 fn file_and_folder_added_reasons_name_the_side_that_added_each() {
     let fx = Fx::new();
     let base = fx.tree(&[("z", F("z\n"))]);
