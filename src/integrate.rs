@@ -20,7 +20,11 @@
 //! - The write-back check (untracked files, ignored symlinks or folders in
 //!   the way, paths changed since `S`, folders that refuse writing) takes
 //!   out the tasks that touch a blocked path (or write in a blocked folder)
-//!   and the integration is redone without them.
+//!   and the integration is redone without them. A task touches a path its
+//!   proposal changes, or a path of `F` its merge changes (where a rename
+//!   in the source took its edit; `Plan::changed`). A blocked path no
+//!   applied task touches takes out no task: it is an internal error, and
+//!   nothing is written.
 //! - Conflict reasons use `git status`' words, seen from each merge:
 //!   "us" is the integration so far (`merge_conflict`) or the working tree
 //!   (`source_changed`), "them" is the task. Each path gets the word for
@@ -97,6 +101,12 @@ pub struct Plan {
     pub applied: Vec<usize>,
     /// Tasks that do not, in task order.
     pub refused: Vec<Refused>,
+    /// For each applied task, the paths of `F` its merge changed (sorted):
+    /// where `F` differs before and after the task joins. Unlike the
+    /// task's own `paths`, this names where a rename in the source took its
+    /// edits. A later task may change such a path back, so intersect with
+    /// `writes` for what is written on the task's behalf.
+    pub changed: BTreeMap<usize, Vec<BString>>,
 }
 
 /// The outcome of one 3-way merge.
@@ -319,6 +329,7 @@ pub fn integrate(
     loop {
         let mut round_refused: Vec<Refused> = Vec::new();
         let mut applied: Vec<usize> = Vec::new();
+        let mut changed: BTreeMap<usize, Vec<BString>> = BTreeMap::new();
         let mut i_tree = baseline;
         let mut f_tree = s_tree;
         for c in candidates
@@ -352,6 +363,12 @@ pub fn integrate(
                     continue;
                 }
             };
+            let mut mine: Vec<BString> = diff::trees(repo, f_tree, f_next)?
+                .into_iter()
+                .map(|k| k.path)
+                .collect();
+            mine.sort();
+            changed.insert(c.task, mine);
             i_tree = i_next;
             f_tree = f_next;
             applied.push(c.task);
@@ -377,22 +394,27 @@ pub fn integrate(
                 writes,
                 applied,
                 refused,
+                changed,
             });
         }
 
-        // Take out every applied task that touches a blocked path, then redo.
+        // Take out every applied task that touches a blocked path (in its
+        // proposal, or in `F`: a rename in the source takes a task's edit
+        // to a path its proposal does not name), then redo.
         let mut culprits: Vec<usize> = Vec::new();
         for &t in &applied {
             let Some(c) = candidates.iter().find(|c| c.task == t) else {
                 continue;
             };
+            let in_f = changed.get(&t).map_or(&[][..], |v| v.as_slice());
             let mine: Vec<&Blocked> = blocked
                 .iter()
                 .filter(|b| {
                     touches(&c.paths, b.path.as_bstr())
+                        || touches(in_f, b.path.as_bstr())
                         || (b.path.is_empty()
                             && matches!(b.reason, BlockReason::NotWritable(_))
-                            && c.paths.iter().any(|p| !p.contains(&b'/')))
+                            && c.paths.iter().chain(in_f).any(|p| !p.contains(&b'/')))
                 })
                 .collect();
             if !mine.is_empty() {
@@ -401,17 +423,14 @@ pub fn integrate(
             }
         }
         if culprits.is_empty() {
-            // Nothing any task touches is blocked (a rename moved it): the last one goes.
-            if let Some(&t) = applied.last() {
-                culprits.push(t);
-                refused.push(blocked_refusal(t, &blocked.iter().collect::<Vec<_>>()));
-            } else {
-                return Err(Error::state(
-                    "delegate::internal",
-                    "the write-back check blocked paths no task changes",
-                    "report this bug; nothing was changed",
-                ));
-            }
+            // Every write is some applied task's change of `F`, so a blocked
+            // path no task touches is not one of the writes: refuse to guess
+            // (taking out a task that did not write it), change nothing.
+            return Err(Error::state(
+                "delegate::internal",
+                "the write-back check blocked paths no applied task changes",
+                "report this bug; nothing was changed",
+            ));
         }
         out_for_good.extend(culprits);
     }

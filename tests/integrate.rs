@@ -1395,14 +1395,15 @@ fn exec_bit_or_symlink_vs_delete_conflicts() {
 
 /// The user renamed `a` to `b` and a task's edit of `a` follows the rename
 /// into `b`; the write-back check then finds `b` changed since the
-/// snapshot. Only that task writes `b`, so only it should go; a task that
-/// wrote elsewhere still applies.
+/// snapshot. Only that task writes `b`, so only it goes; a task that
+/// wrote elsewhere still applies. `Plan::changed` names, per task, the
+/// paths of `F` its merge changed (`b` for task 0, though its proposal
+/// names `a`).
 ///
-/// Bug: no task's `paths` name `b`, so `integrate` takes out the last
-/// applied task (task 1, innocent), redoes, finds `b` blocked again and
-/// then takes out task 0: both are refused, each "source_changed" on `b`.
+/// (Was a bug: no task's `paths` name `b`, so `integrate` took out the
+/// last applied task (task 1, innocent), redid, found `b` blocked again and
+/// then took out task 0: both were refused, each "source_changed" on `b`.)
 #[test]
-#[ignore = "engine bug: a blocked path no task names (reached through a rename) takes out the last applied task, not the one that wrote it (see the report of issue 11 item 7)"]
 fn a_blocked_path_reached_through_a_rename_takes_out_the_task_that_wrote_it() {
     let fx = Fx::new();
     let base = fx.tree(&[("a", F(&text(&[]))), ("c", F("c\n"))]);
@@ -1427,4 +1428,44 @@ fn a_blocked_path_reached_through_a_rename_takes_out_the_task_that_wrote_it() {
     assert_eq!(plan.applied, vec![1]);
     let expected = fx.tree(&[("b", F(&text(&[]))), ("c", F("c by one\n"))]);
     assert_eq!(writes(&plan), fx.writes_between(s, expected));
+    let changed: Vec<(usize, Vec<String>)> = plan
+        .changed
+        .iter()
+        .map(|(t, p)| (*t, p.iter().map(|p| p.to_string()).collect()))
+        .collect();
+    assert_eq!(changed, vec![(1, vec!["c".to_string()])]);
+
+    // Without the check, both apply and task 0's change of `F` is `b`.
+    let plan = fx.integrate(base, s, &cands, false);
+    assert_eq!(plan.applied, vec![0, 1]);
+    let changed: Vec<(usize, Vec<String>)> = plan
+        .changed
+        .iter()
+        .map(|(t, p)| (*t, p.iter().map(|p| p.to_string()).collect()))
+        .collect();
+    assert_eq!(
+        changed,
+        vec![(0, vec!["b".to_string()]), (1, vec!["c".to_string()])]
+    );
+}
+
+/// A blocked path that no applied task touches (the check names a path
+/// outside the writes) takes out no task on a guess: integration fails
+/// with an internal error and nothing is planned. (It used to take out
+/// the last applied task, which had not written it.)
+#[test]
+fn a_blocked_path_no_task_touches_is_an_error_not_a_guess() {
+    let fx = Fx::new();
+    let base = fx.tree(&[("a", F("a\n")), ("c", F("c\n"))]);
+    let p0 = fx.tree(&[("a", F("a by zero\n")), ("c", F("c\n"))]);
+    let cands = [fx.cand(0, base, p0)];
+    let mut check = |_: &[PathWrite]| -> Result<Vec<Blocked>> {
+        Ok(vec![Blocked {
+            path: "elsewhere".into(),
+            reason: BlockReason::ChangedSinceSnapshot,
+        }])
+    };
+    let err = integrate::integrate(&fx.repo, base, base, &cands, false, &mut check)
+        .expect_err("a blocked path no task touches must not take out a task");
+    assert!(err.to_string().contains("no applied task changes"), "{err}");
 }
