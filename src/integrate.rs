@@ -22,7 +22,9 @@
 //!   out the tasks that touch a blocked path (or write in a blocked folder)
 //!   and the integration is redone without them. A task touches a path its
 //!   proposal changes, or a path of `F` its merge changes (where a rename
-//!   in the source took its edit; `Plan::changed`). A blocked path no
+//!   in the source took its edit; `Plan::changed`). It writes in the top
+//!   folder when one of those paths is there or under a folder `S` lacks
+//!   there (the write makes it), as the check finds it. A blocked path no
 //!   applied task touches takes out no task: it is an internal error, and
 //!   nothing is written.
 //! - Conflict reasons use `git status`' words, seen from each merge:
@@ -290,6 +292,19 @@ pub fn integrate(
     let mut refused: Vec<Refused> = Vec::new();
     let source_changes: Vec<PathChange> = diff::trees(repo, baseline, s_tree)?;
     let mut out_for_good: BTreeSet<usize> = BTreeSet::new();
+    // The folders at the top of `S`, for the top folder's write check.
+    let s_top_folders: BTreeSet<BString> = {
+        let err = |e: gix::Error| Error::git("cannot read the source tree", e);
+        let tree = repo.find_tree(s_tree).map_err(err)?;
+        let mut names = BTreeSet::new();
+        for e in tree.iter() {
+            let e = e.map_err(|e| Error::git("cannot read the source tree", e))?;
+            if e.mode().is_tree() {
+                names.insert(e.filename().to_owned());
+            }
+        }
+        names
+    };
 
     if strict && !source_changes.is_empty() {
         for c in candidates {
@@ -407,6 +422,13 @@ pub fn integrate(
                 continue;
             };
             let in_f = changed.get(&t).map_or(&[][..], |v| v.as_slice());
+            // Whether the task writes in the top folder: a path there, or
+            // under a folder `S` lacks there (the write makes it), as the
+            // write-back check finds the folder a write changes.
+            let in_top = c.paths.iter().chain(in_f).any(|p| match p.find_byte(b'/') {
+                None => true,
+                Some(i) => !s_top_folders.contains(p[..i].as_bstr()),
+            });
             let mine: Vec<&Blocked> = blocked
                 .iter()
                 .filter(|b| {
@@ -414,7 +436,7 @@ pub fn integrate(
                         || touches(in_f, b.path.as_bstr())
                         || (b.path.is_empty()
                             && matches!(b.reason, BlockReason::NotWritable(_))
-                            && c.paths.iter().chain(in_f).any(|p| !p.contains(&b'/')))
+                            && in_top)
                 })
                 .collect();
             if !mine.is_empty() {
