@@ -1433,7 +1433,7 @@ fn a_blocked_path_reached_through_a_rename_takes_out_the_task_that_wrote_it() {
         .iter()
         .map(|(t, p)| (*t, p.iter().map(|p| p.to_string()).collect()))
         .collect();
-    //HM assert_eq!(changed, vec![(1, vec!["c".to_string()])]);
+    assert_eq!(changed, vec![(1, vec!["c".to_string()])]);
 
     // Without the check, both apply and task 0's change of `F` is `b`.
     let plan = fx.integrate(base, s, &cands, false);
