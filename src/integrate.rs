@@ -20,12 +20,23 @@
 //! - The write-back check (untracked files, ignored symlinks or folders in
 //!   the way, paths changed since `S`, folders that refuse writing) takes
 //!   out the tasks that touch a blocked path (or write in a blocked folder)
-//!   and the integration is redone without them.
+//!   and the integration is redone without them. A task touches a path its
+//!   proposal changes, or a path of `F` its merge changes (where a rename
+//!   in the source took its edit; `Plan::changed`). It writes in the top
+//!   folder when one of those paths is there or under a folder `S` lacks
+//!   there (the write makes it), as the check finds it. A blocked path no
+//!   applied task touches takes out no task: it is an internal error, and
+//!   nothing is written.
 //! - Conflict reasons use `git status`' words, seen from each merge:
 //!   "us" is the integration so far (`merge_conflict`) or the working tree
-//!   (`source_changed`), "them" is the task.
+//!   (`source_changed`), "them" is the task. Each path gets the word for
+//!   the stages git would leave at that path (gix's conflicts applied to an
+//!   in-memory index; a rename/delete keeps its base stage at the new name,
+//!   as in git). A rename's old name, where git leaves no stage, gets the
+//!   word of its new name; any other path git leaves no stage at gets the
+//!   word for what base, ours and theirs have there.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use gix::bstr::{BStr, BString, ByteSlice};
 use gix::merge::tree::TreatAsUnresolved;
@@ -92,6 +103,12 @@ pub struct Plan {
     pub applied: Vec<usize>,
     /// Tasks that do not, in task order.
     pub refused: Vec<Refused>,
+    /// For each applied task, the paths of `F` its merge changed (sorted):
+    /// where `F` differs before and after the task joins. Unlike the
+    /// task's own `paths`, this names where a rename in the source took its
+    /// edits. A later task may change such a path back, so intersect with
+    /// `writes` for what is written on the task's behalf.
+    pub changed: BTreeMap<usize, Vec<BString>>,
 }
 
 /// The outcome of one 3-way merge.
@@ -125,41 +142,78 @@ pub fn merge3(
         .merge_trees(base, ours, theirs, labels, opts)
         .map_err(err)?;
     let how = TreatAsUnresolved::git();
-    let mut conflicts: Vec<PathConflict> = Vec::new();
+    // Every location of every unresolved conflict: where it is on each side,
+    // and where a rename took it from.
+    let mut locations: Vec<BString> = Vec::new();
     for c in outcome.conflicts.iter().filter(|c| c.is_unresolved(how)) {
-        let path = c.ours.location().to_owned();
-        let stages = c.entries().map(|e| e.is_some_and(|e| e.mode.is_no_tree()));
-        let reason = match stages {
-            [true, true, true] => "both modified",
-            [false, true, true] => "both added",
-            [true, false, true] => "deleted by us",
-            [true, true, false] => "deleted by them",
-            [false, true, false] => "added by us",
-            [false, false, true] => "added by them",
-            [true, false, false] => "both deleted",
-            [false, false, false] => "conflict",
-        };
-        if !conflicts.iter().any(|k| k.path == path) {
-            conflicts.push(PathConflict {
-                path,
-                reason: reason.to_string(),
-            });
-        }
-        // Renames: the other locations involved are conflicts too.
-        for other in [
+        for at in [
+            c.ours.location(),
             c.ours.source_location(),
             c.theirs.location(),
             c.theirs.source_location(),
         ] {
-            if !conflicts.iter().any(|k| k.path == other) {
-                conflicts.push(PathConflict {
-                    path: other.to_owned(),
-                    reason: reason.to_string(),
-                });
+            if !locations.iter().any(|k| k == at) {
+                locations.push(at.to_owned());
             }
         }
     }
-    if !conflicts.is_empty() {
+    if !locations.is_empty() {
+        let mut stages = git_stages(repo, &mut outcome, how)?;
+        // Where a rename took each conflicted path from (destination -> source).
+        let mut renamed_to: Vec<(BString, BString)> = Vec::new();
+        for c in outcome.conflicts.iter().filter(|c| c.is_unresolved(how)) {
+            for side in [&c.ours, &c.theirs] {
+                let (to, from) = (side.location(), side.source_location());
+                if to == from {
+                    continue;
+                }
+                renamed_to.push((from.to_owned(), to.to_owned()));
+                // gix leaves out the base stage of a rename/delete; git
+                // keeps the renamed file's base version at the destination
+                // ("deleted by them"/"deleted by us").
+                if matches!(
+                    c.resolution,
+                    Err(gix::merge::tree::ResolutionFailure::OursDeletedTheirsRenamed)
+                ) {
+                    if let Some(s) = stages.get_mut(to) {
+                        s[0] = true;
+                    }
+                }
+            }
+        }
+        let find = |t: ObjectId| repo.find_tree(t).map_err(err);
+        let trees = [find(base)?, find(ours)?, find(theirs)?];
+        let mut conflicts: Vec<PathConflict> = Vec::with_capacity(locations.len());
+        for path in locations {
+            let staged = stages.get(&path).or_else(|| {
+                // A rename's source, where git leaves no stage: the
+                // conflict as git names it at the destination.
+                renamed_to
+                    .iter()
+                    .filter(|(from, _)| *from == path)
+                    .find_map(|(_, to)| stages.get(to))
+            });
+            let [b, o, t] = match staged {
+                Some(s) => *s,
+                None => {
+                    // git leaves no stage here (a file under a folder the
+                    // other side made a file, a file git moves aside): say
+                    // what each side has here.
+                    let mut has = [false; 3];
+                    for (h, tree) in has.iter_mut().zip(&trees) {
+                        *h = tree
+                            .lookup_entry(path.split_str("/"))
+                            .map_err(err)?
+                            .is_some_and(|e| e.mode().is_no_tree());
+                    }
+                    has
+                }
+            };
+            conflicts.push(PathConflict {
+                path,
+                reason: both_changed_reason(b, o, t).to_string(),
+            });
+        }
         conflicts.sort_by(|a, b| a.path.cmp(&b.path));
         return Ok(Merge::Conflicts(conflicts));
     }
@@ -168,6 +222,33 @@ pub fn merge3(
         .write()
         .map_err(|e| Error::git("cannot write a merged tree", e))?;
     Ok(Merge::Clean(tree.detach()))
+}
+
+/// The stages git leaves in the index for each conflicted path
+/// (base, ours, theirs present), as `git merge-tree --write-tree` or
+/// `git merge` would: gix's conflicts applied to an index of the merged
+/// tree, in memory.
+fn git_stages(
+    repo: &gix::Repository,
+    outcome: &mut gix::merge::tree::Outcome<'_>,
+    how: TreatAsUnresolved,
+) -> Result<BTreeMap<BString, [bool; 3]>> {
+    use gix::merge::plumbing::tree::apply_index_entries::RemovalMode;
+    let err = |e: gix::Error| Error::git("cannot list the stages of a merge conflict", e);
+    let tree = outcome.tree.write().map_err(err)?.detach();
+    let mut index: gix::index::State = repo.index_from_tree(&tree).map_err(err)?.into();
+    gix::merge::tree::apply_index_entries(&outcome.conflicts, how, &mut index, RemovalMode::Prune);
+    let mut stages: BTreeMap<BString, [bool; 3]> = BTreeMap::new();
+    for e in index.entries() {
+        let slot = match e.stage() {
+            gix::index::entry::Stage::Base => 0,
+            gix::index::entry::Stage::Ours => 1,
+            gix::index::entry::Stage::Theirs => 2,
+            gix::index::entry::Stage::Unconflicted => continue,
+        };
+        stages.entry(e.path(&index).to_owned()).or_default()[slot] = true;
+    }
+    Ok(stages)
 }
 
 /// Whether two paths are the same, or one is a folder above the other.
@@ -211,6 +292,19 @@ pub fn integrate(
     let mut refused: Vec<Refused> = Vec::new();
     let source_changes: Vec<PathChange> = diff::trees(repo, baseline, s_tree)?;
     let mut out_for_good: BTreeSet<usize> = BTreeSet::new();
+    // The folders at the top of `S`, for the top folder's write check.
+    let s_top_folders: BTreeSet<BString> = {
+        let err = |e: gix::Error| Error::git("cannot read the source tree", e);
+        let tree = repo.find_tree(s_tree).map_err(err)?;
+        let mut names = BTreeSet::new();
+        for e in tree.iter() {
+            let e = e.map_err(|e| Error::git("cannot read the source tree", e))?;
+            if e.mode().is_tree() {
+                names.insert(e.filename().to_owned());
+            }
+        }
+        names
+    };
 
     if strict && !source_changes.is_empty() {
         for c in candidates {
@@ -250,6 +344,7 @@ pub fn integrate(
     loop {
         let mut round_refused: Vec<Refused> = Vec::new();
         let mut applied: Vec<usize> = Vec::new();
+        let mut changed: BTreeMap<usize, Vec<BString>> = BTreeMap::new();
         let mut i_tree = baseline;
         let mut f_tree = s_tree;
         for c in candidates
@@ -283,6 +378,12 @@ pub fn integrate(
                     continue;
                 }
             };
+            let mut mine: Vec<BString> = diff::trees(repo, f_tree, f_next)?
+                .into_iter()
+                .map(|k| k.path)
+                .collect();
+            mine.sort();
+            changed.insert(c.task, mine);
             i_tree = i_next;
             f_tree = f_next;
             applied.push(c.task);
@@ -308,22 +409,34 @@ pub fn integrate(
                 writes,
                 applied,
                 refused,
+                changed,
             });
         }
 
-        // Take out every applied task that touches a blocked path, then redo.
+        // Take out every applied task that touches a blocked path (in its
+        // proposal, or in `F`: a rename in the source takes a task's edit
+        // to a path its proposal does not name), then redo.
         let mut culprits: Vec<usize> = Vec::new();
         for &t in &applied {
             let Some(c) = candidates.iter().find(|c| c.task == t) else {
                 continue;
             };
+            let in_f = changed.get(&t).map_or(&[][..], |v| v.as_slice());
+            // Whether the task writes in the top folder: a path there, or
+            // under a folder `S` lacks there (the write makes it), as the
+            // write-back check finds the folder a write changes.
+            let in_top = c.paths.iter().chain(in_f).any(|p| match p.find_byte(b'/') {
+                None => true,
+                Some(i) => !s_top_folders.contains(p[..i].as_bstr()),
+            });
             let mine: Vec<&Blocked> = blocked
                 .iter()
                 .filter(|b| {
                     touches(&c.paths, b.path.as_bstr())
+                        || touches(in_f, b.path.as_bstr())
                         || (b.path.is_empty()
                             && matches!(b.reason, BlockReason::NotWritable(_))
-                            && c.paths.iter().any(|p| !p.contains(&b'/')))
+                            && in_top)
                 })
                 .collect();
             if !mine.is_empty() {
@@ -332,17 +445,14 @@ pub fn integrate(
             }
         }
         if culprits.is_empty() {
-            // Nothing any task touches is blocked (a rename moved it): the last one goes.
-            if let Some(&t) = applied.last() {
-                culprits.push(t);
-                refused.push(blocked_refusal(t, &blocked.iter().collect::<Vec<_>>()));
-            } else {
-                return Err(Error::state(
-                    "delegate::internal",
-                    "the write-back check blocked paths no task changes",
-                    "report this bug; nothing was changed",
-                ));
-            }
+            // Every write is some applied task's change of `F`, so a blocked
+            // path no task touches is not one of the writes: refuse to guess
+            // (taking out a task that did not write it), change nothing.
+            return Err(Error::state(
+                "delegate::internal",
+                "the write-back check blocked paths no applied task changes",
+                "report this bug; nothing was changed",
+            ));
         }
         out_for_good.extend(culprits);
     }

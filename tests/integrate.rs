@@ -445,12 +445,11 @@ fn rename_vs_delete_conflicts_at_both_ends() {
     assert_eq!(paths, ["a", "b"]);
 }
 
-/// Bug: a rename/delete conflict is reported as "added by us" at both
-/// ends, where git (and `git status`) says "deleted by them": the reason
-/// comes from gix's entries of the conflict, which for a rename hold no
-/// base entry, and is copied to every location of the rename.
+/// A rename/delete conflict is "deleted by them" (or "by us") at the new
+/// name, as git says, and the old name, where git leaves no stage, gets
+/// the same word. (Was a bug: "added by us" at both ends, from gix's
+/// entries of the conflict, which for a rename hold no base entry.)
 #[test]
-#[ignore = "engine bug: rename conflicts get the wrong reason (see the report of issue 11 item 7)"]
 fn rename_vs_delete_reason_is_gits() {
     let fx = Fx::new();
     let base = fx.tree(&[("a", F(&text(&[]))), ("z", F("z\n"))]);
@@ -458,8 +457,16 @@ fn rename_vs_delete_reason_is_gits() {
     let deleted = fx.tree(&[("z", F("z\n"))]);
     let (got, oracle) = fx.merge_conflicts(base, renamed, deleted);
     assert_reasons_agree_with_git(&got, &oracle);
+    assert_eq!(
+        got,
+        pairs(&[("a", "deleted by them"), ("b", "deleted by them")])
+    );
     let (got, oracle) = fx.merge_conflicts(base, deleted, renamed);
     assert_reasons_agree_with_git(&got, &oracle);
+    assert_eq!(
+        got,
+        pairs(&[("a", "deleted by us"), ("b", "deleted by us")])
+    );
 }
 
 #[test]
@@ -481,11 +488,10 @@ fn rename_rename_to_different_names_conflicts_at_every_name() {
     assert_eq!(paths, ["a", "b", "c"]);
 }
 
-/// Bug (as above): every name of a rename/rename conflict is "both
-/// modified"; git says "both deleted" at the old name, "added by us" and
-/// "added by them" at the new ones.
+/// A rename/rename conflict is "both deleted" at the old name, "added by
+/// us" and "added by them" at the new ones, as git says. (Was a bug: every
+/// name got the same word.)
 #[test]
-#[ignore = "engine bug: rename conflicts get the wrong reason (see the report of issue 11 item 7)"]
 fn rename_rename_reasons_are_gits() {
     let fx = Fx::new();
     let base = fx.tree(&[("a", F(&text(&[])))]);
@@ -1225,11 +1231,11 @@ fn file_and_folder_added_at_one_path_conflict() {
     assert_eq!(writes(&plan), fx.writes_between(base, folder));
 }
 
-/// Bug (as for renames): with the file on our side, the folder's file
-/// `n/x`, which only their side added, is reported "added by us": the
-/// reason of the conflict's first location is copied to the others.
+/// With the file on our side, the folder's file `n/x`, which only their
+/// side added, is "added by them" (git leaves no stage there: the word is
+/// what each side has at the path). (Was a bug: "added by us", the reason
+/// of the conflict's first location copied to the others.)
 #[test]
-#[ignore = "engine bug: a conflict's other locations get the first location's reason (see the report of issue 11 item 7)"]
 fn file_and_folder_added_reasons_name_the_side_that_added_each() {
     let fx = Fx::new();
     let base = fx.tree(&[("z", F("z\n"))]);
@@ -1389,14 +1395,15 @@ fn exec_bit_or_symlink_vs_delete_conflicts() {
 
 /// The user renamed `a` to `b` and a task's edit of `a` follows the rename
 /// into `b`; the write-back check then finds `b` changed since the
-/// snapshot. Only that task writes `b`, so only it should go; a task that
-/// wrote elsewhere still applies.
+/// snapshot. Only that task writes `b`, so only it goes; a task that
+/// wrote elsewhere still applies. `Plan::changed` names, per task, the
+/// paths of `F` its merge changed (`b` for task 0, though its proposal
+/// names `a`).
 ///
-/// Bug: no task's `paths` name `b`, so `integrate` takes out the last
-/// applied task (task 1, innocent), redoes, finds `b` blocked again and
-/// then takes out task 0: both are refused, each "source_changed" on `b`.
+/// (Was a bug: no task's `paths` name `b`, so `integrate` took out the
+/// last applied task (task 1, innocent), redid, found `b` blocked again and
+/// then took out task 0: both were refused, each "source_changed" on `b`.)
 #[test]
-#[ignore = "engine bug: a blocked path no task names (reached through a rename) takes out the last applied task, not the one that wrote it (see the report of issue 11 item 7)"]
 fn a_blocked_path_reached_through_a_rename_takes_out_the_task_that_wrote_it() {
     let fx = Fx::new();
     let base = fx.tree(&[("a", F(&text(&[]))), ("c", F("c\n"))]);
@@ -1421,4 +1428,76 @@ fn a_blocked_path_reached_through_a_rename_takes_out_the_task_that_wrote_it() {
     assert_eq!(plan.applied, vec![1]);
     let expected = fx.tree(&[("b", F(&text(&[]))), ("c", F("c by one\n"))]);
     assert_eq!(writes(&plan), fx.writes_between(s, expected));
+    let changed: Vec<(usize, Vec<String>)> = plan
+        .changed
+        .iter()
+        .map(|(t, p)| (*t, p.iter().map(|p| p.to_string()).collect()))
+        .collect();
+    assert_eq!(changed, vec![(1, vec!["c".to_string()])]);
+
+    // Without the check, both apply and task 0's change of `F` is `b`.
+    let plan = fx.integrate(base, s, &cands, false);
+    assert_eq!(plan.applied, vec![0, 1]);
+    let changed: Vec<(usize, Vec<String>)> = plan
+        .changed
+        .iter()
+        .map(|(t, p)| (*t, p.iter().map(|p| p.to_string()).collect()))
+        .collect();
+    assert_eq!(
+        changed,
+        vec![(0, vec!["b".to_string()]), (1, vec!["c".to_string()])]
+    );
+}
+
+/// A blocked path that no applied task touches (the check names a path
+/// outside the writes) takes out no task on a guess: integration fails
+/// with an internal error and nothing is planned. (It used to take out
+/// the last applied task, which had not written it.)
+#[test]
+fn a_blocked_path_no_task_touches_is_an_error_not_a_guess() {
+    let fx = Fx::new();
+    let base = fx.tree(&[("a", F("a\n")), ("c", F("c\n"))]);
+    let p0 = fx.tree(&[("a", F("a by zero\n")), ("c", F("c\n"))]);
+    let cands = [fx.cand(0, base, p0)];
+    let mut check = |_: &[PathWrite]| -> Result<Vec<Blocked>> {
+        Ok(vec![Blocked {
+            path: "elsewhere".into(),
+            reason: BlockReason::ChangedSinceSnapshot,
+        }])
+    };
+    let err = integrate::integrate(&fx.repo, base, base, &cands, false, &mut check)
+        .expect_err("a blocked path no task touches must not take out a task");
+    assert!(err.to_string().contains("no applied task changes"), "{err}");
+}
+
+/// The top folder refuses writing: a task that makes a new folder there
+/// writes in it as much as one that writes a file there, and is the one
+/// taken out; a task writing in an existing folder still applies. (The
+/// blame used to look for top-level paths only, so the new folder's task
+/// was missed and the last applied task, innocent, was taken out first.)
+#[test]
+fn a_new_folder_in_an_unwritable_top_folder_takes_out_the_task_that_makes_it() {
+    let fx = Fx::new();
+    let base = fx.tree(&[("sub/s", F("s\n"))]);
+    let p0 = fx.tree(&[("sub/s", F("s\n")), ("newdir/n", F("n\n"))]);
+    let p1 = fx.tree(&[("sub/s", F("s by one\n"))]);
+    let cands = [fx.cand(0, base, p0), fx.cand(1, base, p1)];
+    // As the write-back check: the folder a write changes is the deepest
+    // one that exists; only the top folder refuses writing.
+    let mut check = |w: &[PathWrite]| -> Result<Vec<Blocked>> {
+        Ok(w.iter()
+            .filter(|w| !w.path.starts_with(b"sub/"))
+            .map(|_| Blocked {
+                path: "".into(),
+                reason: BlockReason::NotWritable(13),
+            })
+            .take(1)
+            .collect())
+    };
+    let plan = integrate::integrate(&fx.repo, base, base, &cands, false, &mut check).unwrap();
+    assert_eq!(plan.applied, vec![1]);
+    let got = refused(&plan);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!((got[0].0, got[0].1), (0, "write_failed"));
+    assert_eq!(writes(&plan), fx.writes_between(base, p1));
 }
