@@ -97,7 +97,7 @@ pub struct Batch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_head: Option<String>,
     pub baseline: String,
-    pub mode: String,
+    pub mode: crate::config::Mode,
     #[serde(default)]
     pub forbid_commit: bool,
     pub lease: Lease,

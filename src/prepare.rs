@@ -156,7 +156,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         .map(|name| workspace::Plan {
             root: base.join(&short).join(name),
             worktree_id: workspace::worktree_id(&short, name),
-            lock_reason: format!("git-delegate batch {id} task {name}\n"),
+            lock_reason: crate::registration::lock_reason(&id, name),
         })
         .collect();
     if mode == Mode::Scratch {
@@ -213,7 +213,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         prefix: source.prefix.clone(),
         source_head: head.map(|h| h.to_string()),
         baseline: baseline.to_string(),
-        mode: mode.as_str().into(),
+        mode,
         forbid_commit: opts.forbid_commit || source.config.forbid_commit,
         lease: Lease::new(ttl, opts.owner),
         preparing: None,

@@ -237,8 +237,8 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
     let mut out = Removed::default();
     let mut first_err: Option<Error> = None;
     for t in &b.tasks {
-        let reg = source.common_dir.join("worktrees").join(&t.worktree_id);
-        out.bytes += crate::gc::tree_size(&reg);
+        let reg = crate::registration::Registration::new(&source.common_dir, &t.worktree_id);
+        out.bytes += crate::gc::tree_size(reg.path());
         let scratch = crate::scratch::is_scratch(&t.worktree_id);
         // What will go, and what is left alone (a folder that is not one
         // prepare made is never counted, nor its bytes).
@@ -327,7 +327,7 @@ mod tests {
             prefix: PathBuf::new(),
             source_head: None,
             baseline: "0".repeat(40),
-            mode: "worktree".into(),
+            mode: crate::config::Mode::Worktree,
             forbid_commit: false,
             lease: crate::lease::Lease::new(ttl, None),
             tasks: Vec::new(),

@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::carry::{self, Method, Stats, Visit, Walker};
 use crate::error::{Error, Result};
+use crate::presence::{Health, Removal};
 use crate::repo::Source;
-use crate::workspace::Removal;
 
 /// `task.worktree_id` of a scratch task: it has no worktree registration.
 pub const WORKTREE_ID: &str = "scratch";
@@ -515,16 +515,16 @@ fn container_of(root: &Path) -> Option<&Path> {
 }
 
 /// Whether a scratch task's copy is there and is the one we made:
-/// `Removed` (present and ours), `Missing`, or `Foreign`.
-pub fn health(common_dir: &Path, root: &Path) -> Removal {
+/// `Ours`, `Missing`, or `Foreign`.
+pub fn health(common_dir: &Path, root: &Path) -> Health {
     let Ok(st) = rfs::lstat(root) else {
-        return Removal::Missing;
+        return Health::Missing;
     };
     let Some(container) = container_of(root) else {
-        return Removal::Foreign;
+        return Health::Foreign;
     };
     let Ok(cfd) = carry::open_dir_at(rfs::CWD, container) else {
-        return Removal::Foreign;
+        return Health::Foreign;
     };
     match read_marker_at(cfd.as_fd()) {
         Some(o)
@@ -533,9 +533,9 @@ pub fn health(common_dir: &Path, root: &Path) -> Removal {
                 && o.dev == st.st_dev as u64
                 && o.ino == st.st_ino as u64 =>
         {
-            Removal::Removed
+            Health::Ours
         }
-        _ => Removal::Foreign,
+        _ => Health::Foreign,
     }
 }
 

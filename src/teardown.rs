@@ -57,8 +57,7 @@ pub fn keep_if_hosting(
     others: &[Batch],
 ) -> Result<Option<Vec<String>>> {
     let hosted = workspace::hosted_batches(others, t, &b.id);
-    if hosted.is_empty() || workspace::health(&source.common_dir, t) != workspace::Removal::Removed
-    {
+    if hosted.is_empty() || workspace::health(&source.common_dir, t) != workspace::Health::Ours {
         return Ok(None);
     }
     workspace::release(&source.common_dir, &t.worktree_id)?;

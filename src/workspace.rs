@@ -26,6 +26,8 @@ use std::path::{Path, PathBuf};
 use gix::ObjectId;
 
 use crate::error::{Error, Result};
+pub use crate::presence::{Health, Removal};
+use crate::registration::Registration;
 
 /// One workspace to create.
 #[derive(Debug, Clone)]
@@ -41,7 +43,7 @@ pub fn worktree_id(batch_short: &str, task: &str) -> String {
 }
 
 fn registration(common_dir: &Path, id: &str) -> PathBuf {
-    common_dir.join("worktrees").join(id)
+    Registration::new(common_dir, id).path().to_path_buf()
 }
 
 /// Refuse plans whose folders or registrations already exist (before anything is made).
@@ -140,7 +142,7 @@ fn create_all_inner(
         plans.len(),
         checkout_panicked,
         |(p, state)| {
-            let path = registration(common_dir, &p.worktree_id).join("index");
+            let path = Registration::new(common_dir, &p.worktree_id).index_file();
             gix::index::File::from_state(state, &path)
                 .write(Default::default())
                 .map_err(|e| checkout_failed(None, &p.root, &e))
@@ -280,17 +282,16 @@ fn register(common_dir: &Path, baseline: ObjectId, p: &Plan) -> Result<()> {
     let reg = registration(common_dir, &p.worktree_id);
     std::fs::create_dir_all(reg.parent().unwrap_or(common_dir)).map_err(io(&reg))?;
     std::fs::create_dir(&reg).map_err(io(&reg))?;
-    let write = |name: &str, bytes: Vec<u8>| {
-        std::fs::write(reg.join(name), bytes).map_err(io(&reg.join(name)))
-    };
+    let write = |file: &Path, bytes: Vec<u8>| std::fs::write(file, bytes).map_err(io(file));
     let line = |prefix: &str, path: &Path| {
         use std::os::unix::ffi::OsStrExt;
         [prefix.as_bytes(), path.as_os_str().as_bytes(), b"\n"].concat()
     };
-    write("locked", p.lock_reason.clone().into_bytes())?;
-    write("gitdir", line("", &p.root.join(".git")))?;
-    write("commondir", b"../..\n".to_vec())?;
-    write("HEAD", format!("{baseline}\n").into_bytes())?;
+    let files = Registration::at(reg.clone());
+    write(&files.locked_file(), p.lock_reason.clone().into_bytes())?;
+    write(&files.gitdir_file(), line("", &p.root.join(".git")))?;
+    write(&reg.join("commondir"), b"../..\n".to_vec())?;
+    write(&reg.join("HEAD"), format!("{baseline}\n").into_bytes())?;
     std::fs::write(p.root.join(".git"), line("gitdir: ", &reg)).map_err(io(&p.root))?;
     Ok(())
 }
@@ -781,16 +782,6 @@ impl<'a> Replicator<'a> {
     }
 }
 
-/// What became of a workspace on removal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Removal {
-    Removed,
-    /// The folder was gone already; the registration was removed.
-    Missing,
-    /// The folder is no longer ours: left alone.
-    Foreign,
-}
-
 /// What a task's workspace path leads to now, compared with the folder
 /// prepare made (SPEC §3.2: anything else is `workspace_missing`).
 #[derive(Debug)]
@@ -806,11 +797,11 @@ pub enum Identity {
 }
 
 impl Identity {
-    pub fn removal(&self) -> Removal {
+    pub fn health(&self) -> Health {
         match self {
-            Identity::Ours { .. } => Removal::Removed,
-            Identity::Missing => Removal::Missing,
-            Identity::Replaced(_) => Removal::Foreign,
+            Identity::Ours { .. } => Health::Ours,
+            Identity::Missing => Health::Missing,
+            Identity::Replaced(_) => Health::Foreign,
         }
     }
 }
@@ -858,12 +849,12 @@ fn real_path(fd: &OwnedFd, root: &Path) -> Option<PathBuf> {
 pub fn identify(common_dir: &Path, task: &crate::batch::Task) -> Identity {
     if crate::scratch::is_scratch(&task.worktree_id) {
         return match crate::scratch::health(common_dir, &task.root) {
-            Removal::Removed => Identity::Ours {
+            Health::Ours => Identity::Ours {
                 fd: None,
                 real: task.root.clone(),
             },
-            Removal::Missing => Identity::Missing,
-            Removal::Foreign => Identity::Replaced("is no longer the copy prepare made"),
+            Health::Missing => Identity::Missing,
+            Health::Foreign => Identity::Replaced("is no longer the copy prepare made"),
         };
     }
     identify_at(
@@ -959,14 +950,14 @@ pub fn is_ours(common_dir: &Path, root: &Path, worktree_id: &str) -> bool {
     )
 }
 
-/// Whether a task's workspace folder is there and is ours (`Removed`).
-pub fn health(common_dir: &Path, task: &crate::batch::Task) -> Removal {
-    identify(common_dir, task).removal()
+/// Whether a task's workspace folder is there and is ours.
+pub fn health(common_dir: &Path, task: &crate::batch::Task) -> Health {
+    identify(common_dir, task).health()
 }
 
 /// Where the registration's `gitdir` file says its worktree is, if readable.
 fn registered_location(common_dir: &Path, worktree_id: &str) -> Option<PathBuf> {
-    let text = std::fs::read(registration(common_dir, worktree_id).join("gitdir")).ok()?;
+    let text = std::fs::read(Registration::new(common_dir, worktree_id).gitdir_file()).ok()?;
     let text = text.strip_suffix(b"\n").unwrap_or(&text);
     use std::os::unix::ffi::OsStrExt;
     let dotgit = PathBuf::from(std::ffi::OsStr::from_bytes(text));
@@ -1019,7 +1010,11 @@ fn remove_at(
         return Ok(Removal::Foreign);
     }
     let identity = identify_at(common_dir, root, worktree_id, made);
-    let state = identity.removal();
+    let state = match identity.health() {
+        Health::Ours => Removal::Removed,
+        Health::Missing => Removal::Missing,
+        Health::Foreign => Removal::Foreign,
+    };
     if let Identity::Ours { fd: Some(fd), .. } = identity {
         remove_held(root, fd)?;
     }
@@ -1114,7 +1109,7 @@ pub fn discard(common_dir: &Path, task: &crate::batch::Task) -> Result<(Removal,
 fn index_entries(common_dir: &Path, worktree_id: &str) -> Option<u32> {
     use std::io::Read;
     let mut head = [0u8; 12];
-    std::fs::File::open(registration(common_dir, worktree_id).join("index"))
+    std::fs::File::open(Registration::new(common_dir, worktree_id).index_file())
         .and_then(|mut f| f.read_exact(&mut head))
         .ok()?;
     (&head[..4] == b"DIRC").then(|| u32::from_be_bytes([head[8], head[9], head[10], head[11]]))
@@ -1123,7 +1118,7 @@ fn index_entries(common_dir: &Path, worktree_id: &str) -> Option<u32> {
 /// Unregister-free hand-over for `apply --keep`: the workspace stays as an
 /// ordinary registered worktree, unlocked, no longer owned by a batch.
 pub fn release(common_dir: &Path, worktree_id: &str) -> Result<()> {
-    let locked = registration(common_dir, worktree_id).join("locked");
+    let locked = Registration::new(common_dir, worktree_id).locked_file();
     match std::fs::remove_file(&locked) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
