@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 
 use gix::ObjectId;
 
-use crate::batch::{self, Batch, Entry};
+use crate::batch::{self, discard_kept, Batch, Entry};
 use crate::error::{Error, Result};
 use crate::registration::{self, Registration};
 use crate::repo::Source;
@@ -1000,15 +1000,6 @@ fn would_record(t: &batch::Task, baseline_tree: ObjectId) -> Result<WouldRecord>
             snap.nested_repos,
         )),
     )
-}
-
-/// Is `name` the proposal ref a discarded task of `b` keeps (SPEC §3.16
-/// "kept")? It is no longer the batch's: gc removes it once its commit is
-/// older than `gc.keep-failed`, whether the batch is open or not.
-pub fn discard_kept(b: &Batch, name: &str) -> bool {
-    b.tasks
-        .iter()
-        .any(|t| t.state == batch::TaskState::Discarded && t.proposal_ref.as_deref() == Some(name))
 }
 
 /// A proposal kept after its task ended (SPEC §3.16): rescued by gc, of a

@@ -22,6 +22,7 @@ pub mod diff;
 pub mod error;
 pub mod gc;
 pub mod integrate;
+pub mod interrupt;
 pub mod lease;
 pub mod lock;
 pub mod observe;

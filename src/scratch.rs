@@ -27,18 +27,13 @@ use crate::presence::{Health, Removal};
 use crate::repo::Source;
 
 /// `task.worktree_id` of a scratch task: it has no worktree registration.
-pub const WORKTREE_ID: &str = "scratch";
+pub const WORKTREE_ID: &str = crate::batch::SCRATCH_WORKTREE_ID;
 /// Folder name prefix of the containers beside the source root.
 pub const CONTAINER_PREFIX: &str = ".git-delegate-scratch-";
 /// The copy inside a container.
 pub const PROJECT: &str = "project";
 /// The owner marker inside a container.
 pub const MARKER: &str = "owner.toml";
-
-/// Is this task a scratch task (by its `worktree_id`)?
-pub fn is_scratch(worktree_id: &str) -> bool {
-    worktree_id == WORKTREE_ID
-}
 
 /// The owner marker: who made this copy, and the identity of its `project` folder.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -112,7 +112,7 @@ pub fn remove_refs(
 ) -> Result<Vec<(String, bool)>> {
     let mut out = Vec::new();
     for name in refs::list_batch(&source.repo, &b.id)? {
-        if keep.contains(&name) || crate::gc::discard_kept(b, &name) {
+        if keep.contains(&name) || crate::batch::discard_kept(b, &name) {
             continue;
         }
         let removed = dry_run || refs::delete(&source.repo, &name)?;

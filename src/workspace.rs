@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 
 use gix::ObjectId;
 
+use crate::config::Mode;
 use crate::error::{Error, Result};
 pub use crate::presence::{Health, Removal};
 use crate::registration::Registration;
@@ -86,7 +87,7 @@ pub fn create_all(
 ) -> Result<()> {
     let mut result = create_all_inner(common_dir, baseline, baseline_tree, plans);
     if result.is_ok() && gix::interrupt::is_triggered() {
-        result = Err(interrupted());
+        result = Err(crate::interrupt::error());
     }
     if result.is_err() {
         for p in plans {
@@ -112,13 +113,13 @@ fn create_all_inner(
     for p in plans {
         register(common_dir, baseline, p)?;
     }
-    crate::preparing::pause("registered");
+    crate::interrupt::pause("registered");
     let repo = crate::repo::open_worktree(&first.root)?;
     let git = |e: gix::Error| Error::git(format!("cannot check out {}", first.root.display()), e);
     let cores = cores();
     let mut index: gix::index::State = repo.index_from_tree(&baseline_tree).map_err(git)?.into();
     checkout(&repo, &mut index, &first.root, cores)?;
-    crate::preparing::pause("checked-out");
+    crate::interrupt::pause("checked-out");
 
     let mut indexes = vec![index];
     if plans.len() > 1 {
@@ -131,7 +132,7 @@ fn create_all_inner(
         indexes.extend(others);
     }
     if gix::interrupt::is_triggered() {
-        return Err(interrupted());
+        return Err(crate::interrupt::error());
     }
     let roots: Vec<&Path> = plans.iter().map(|p| p.root.as_path()).collect();
     settle(&roots, &mut indexes, cores)?;
@@ -176,15 +177,6 @@ fn checkout_failed(
         "delegate::checkout_failed",
         format!("cannot check out {}: {e}", root.display()),
         "check free disk space, permissions and path lengths under the workspace root",
-    )
-}
-
-/// The error for a prepare interrupted by a signal (Ctrl-C).
-pub fn interrupted() -> Error {
-    Error::state(
-        "delegate::interrupted",
-        "interrupted; everything this command made was removed again",
-        "run the command again",
     )
 }
 
@@ -326,7 +318,7 @@ fn checkout(
     )
     .map_err(|e| checkout_failed(Some((repo, &*index)), root, &e))?;
     if gix::interrupt::is_triggered() {
-        return Err(interrupted());
+        return Err(crate::interrupt::error());
     }
     if let Some(first) = outcome.errors.first() {
         let what = format!(
@@ -556,10 +548,10 @@ fn replicate(
         let mut walk = Replicator::new(src_root, &roots, method)?;
         for i in 0..len {
             if start == 0 && i == len / 2 {
-                crate::preparing::pause("replicating");
+                crate::interrupt::pause("replicating");
             }
             if gix::interrupt::is_triggered() {
-                return Err(interrupted());
+                return Err(crate::interrupt::error());
             }
             let e = &src_entries[start + i];
             let stats = walk.entry(e.path_in(paths), e.mode)?;
@@ -847,7 +839,7 @@ fn real_path(fd: &OwnedFd, root: &Path) -> Option<PathBuf> {
 /// real path to compare: there, the folder must not be a symlink and its
 /// `.git` file must point back.
 pub fn identify(common_dir: &Path, task: &crate::batch::Task) -> Identity {
-    if crate::scratch::is_scratch(&task.worktree_id) {
+    if task.kind() == Mode::Scratch {
         return match crate::scratch::health(common_dir, &task.root) {
             Health::Ours => Identity::Ours {
                 fd: None,
@@ -985,7 +977,7 @@ pub fn remove(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<Remov
 /// user moved with `git worktree move` is left alone with its registration,
 /// unlocked, as an ordinary worktree. Both report [`Removal::Foreign`].
 pub fn remove_task(common_dir: &Path, task: &crate::batch::Task) -> Result<Removal> {
-    if crate::scratch::is_scratch(&task.worktree_id) {
+    if task.kind() == Mode::Scratch {
         return crate::scratch::remove(common_dir, &task.root);
     }
     remove_at(
@@ -1002,7 +994,7 @@ fn remove_at(
     worktree_id: &str,
     made: Option<&crate::batch::Folder>,
 ) -> Result<Removal> {
-    if crate::scratch::is_scratch(worktree_id) {
+    if crate::batch::kind_of(worktree_id) == Mode::Scratch {
         return crate::scratch::remove(common_dir, root);
     }
     if moved_elsewhere(common_dir, root, worktree_id) {
@@ -1080,10 +1072,7 @@ const REMOVE_IN_PLACE_MAX: u32 = 128;
 pub fn discard(common_dir: &Path, task: &crate::batch::Task) -> Result<(Removal, Option<PathBuf>)> {
     let (root, worktree_id) = (task.root.as_path(), task.worktree_id.as_str());
     let small = index_entries(common_dir, worktree_id).is_some_and(|n| n <= REMOVE_IN_PLACE_MAX);
-    if small
-        || crate::scratch::is_scratch(worktree_id)
-        || moved_elsewhere(common_dir, root, worktree_id)
-    {
+    if small || task.kind() == Mode::Scratch || moved_elsewhere(common_dir, root, worktree_id) {
         return remove_task(common_dir, task).map(|r| (r, None));
     }
     let Identity::Ours { fd: Some(fd), .. } = identify(common_dir, task) else {
@@ -1160,7 +1149,7 @@ pub fn hosted_batches(
     batches
         .iter()
         .filter(|b| b.id != except)
-        .filter(|b| crate::preparing::progress(b) != Some(crate::preparing::Progress::Interrupted))
+        .filter(|b| crate::batch::progress(b) != Some(crate::batch::Progress::Interrupted))
         .filter(|b| {
             let canon = std::fs::canonicalize(&b.source).ok();
             roots.iter().any(|r| {
