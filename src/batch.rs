@@ -2,7 +2,14 @@
 //! open batch, and how a `BATCH` argument names one (SPEC §3).
 //!
 //! Owns: the on-disk record of batches and tasks, written atomically
-//! (temp file, fsync, rename, fsync of the folder).
+//! (temp file, fsync, rename, fsync of the folder), and what can be read
+//! off it alone: a task's workspace kind (`Task::kind`; the record's
+//! `mode` is `config::Mode`, spelt `worktree`/`scratch` as before), the
+//! `[preparing]` marker and whether its prepare still runs (`progress`;
+//! `preparing` gives it its meaning), the proposal a discarded task keeps
+//! (`discard_kept`). Below every module that works on batches: it imports
+//! only the types it records (`carry::Stats`, `config::Mode`,
+//! `lease::Lease`), none of which imports it back.
 //! Never: creates workspaces or refs (see `workspace` and `refs`).
 
 use std::io::Write;

@@ -240,7 +240,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     // ref or folder, so a prepare killed at any later point leaves a batch
     // that is known to be incomplete; then everything else; the batch is
     // complete once `batch.toml` is rewritten without the marker.
-    batch.preparing = Some(crate::preparing::Marker::mine());
+    batch.preparing = Some(crate::batch::Marker::mine());
     let mut undo = Undo {
         source,
         batch: &mut batch,

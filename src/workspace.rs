@@ -6,12 +6,17 @@
 //! by an fd-relative walk: cloned with FICLONE where the filesystem shares
 //! extents and the file is big, otherwise read once and written to each.
 //!
+//! It is also the one way in for a task's workspace of either kind: the
+//! task-level calls (`identify`, `health`, `remove_task`, `discard`)
+//! dispatch on `Task::kind` and call `scratch` for a scratch copy
+//! (`scratch` never calls back here).
+//!
 //! Owns: creating, recognising and removing workspace folders and their
-//! registrations under `<common-dir>/worktrees/`; a task workspace's
-//! identity (`identify`: the device, inode and real path recorded at
-//! prepare time, checked through an `O_NOFOLLOW` handle, and its `.git`
-//! pointing back at the registration); finding the open batches prepared
-//! inside a workspace (`hosted_batches`).
+//! registrations (paths and files through `registration::Registration`); a
+//! task workspace's identity (`identify`: the device, inode and real path
+//! recorded at prepare time, checked through an `O_NOFOLLOW` handle, and its
+//! `.git` pointing back at the registration) and its `presence::Health`;
+//! finding the open batches prepared inside a workspace (`hosted_batches`).
 //! Never: writes `.git/config`, touches the source working tree, follows a
 //! symlink while making or removing a workspace, or removes a folder that
 //! is not the workspace it made (its `.git` must point back at the
