@@ -187,7 +187,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         }
     }
     let baseline_tree = commit::tree_of(&source.repo, &b.baseline)?;
-    let scratch = b.mode == "scratch";
+    let scratch = b.mode == crate::config::Mode::Scratch;
 
     // Step 1: stop what runs in the selected workspaces (one scan of /proc
     // for all of them), then record every proposal, the workspaces'
@@ -764,16 +764,11 @@ fn record_all(
 /// A closed task's workspace that is still ours and still carries the lock
 /// prepare put on it (a `--keep` workspace was unlocked on purpose).
 fn still_locked_by_us(source: &Source, b: &Batch, task: &batch::Task) -> bool {
-    if workspace::health(&source.common_dir, task) != workspace::Removal::Removed {
+    if workspace::health(&source.common_dir, task) != workspace::Health::Ours {
         return false;
     }
-    let locked = source
-        .common_dir
-        .join("worktrees")
-        .join(&task.worktree_id)
-        .join("locked");
-    std::fs::read_to_string(locked)
-        .is_ok_and(|reason| reason == format!("git-delegate batch {} task {}\n", b.id, task.name))
+    crate::registration::Registration::new(&source.common_dir, &task.worktree_id)
+        .is_ours_for(&b.id, &task.name)
 }
 
 /// Save a task apply discards: its workspace's changes as a proposal commit,

@@ -2,7 +2,14 @@
 //! open batch, and how a `BATCH` argument names one (SPEC §3).
 //!
 //! Owns: the on-disk record of batches and tasks, written atomically
-//! (temp file, fsync, rename, fsync of the folder).
+//! (temp file, fsync, rename, fsync of the folder), and what can be read
+//! off it alone: a task's workspace kind (`Task::kind`; the record's
+//! `mode` is `config::Mode`, spelt `worktree`/`scratch` as before), the
+//! `[preparing]` marker and whether its prepare still runs (`progress`;
+//! `preparing` gives it its meaning), the proposal a discarded task keeps
+//! (`discard_kept`). Below every module that works on batches: it imports
+//! only the types it records (`carry::Stats`, `config::Mode`,
+//! `lease::Lease`), none of which imports it back.
 //! Never: creates workspaces or refs (see `workspace` and `refs`).
 
 use std::io::Write;
@@ -97,7 +104,7 @@ pub struct Batch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_head: Option<String>,
     pub baseline: String,
-    pub mode: String,
+    pub mode: crate::config::Mode,
     #[serde(default)]
     pub forbid_commit: bool,
     pub lease: Lease,
@@ -106,10 +113,20 @@ pub struct Batch {
     /// commands"): a batch that still has it after its prepare is gone is
     /// incomplete, never applied nor rescued (see `preparing`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preparing: Option<crate::preparing::Marker>,
+    pub preparing: Option<Marker>,
 }
 
+/// `task.worktree_id` of a scratch task: it has no worktree registration
+/// (how the kind of a task's workspace is told, see [`Task::kind`]).
+pub const SCRATCH_WORKTREE_ID: &str = "scratch";
+
 impl Task {
+    /// The kind of the task's workspace: a scratch copy has the worktree id
+    /// [`SCRATCH_WORKTREE_ID`], a linked worktree its own registration.
+    pub fn kind(&self) -> crate::config::Mode {
+        kind_of(&self.worktree_id)
+    }
+
     /// The task's working folder: its workspace root plus the caller's
     /// prefix at prepare time (no trailing slash at the root).
     pub fn cwd(&self, prefix: &Path) -> PathBuf {
@@ -118,6 +135,15 @@ impl Task {
         } else {
             self.root.join(prefix)
         }
+    }
+}
+
+/// The kind of a workspace by its worktree id (see [`Task::kind`]).
+pub fn kind_of(worktree_id: &str) -> crate::config::Mode {
+    if worktree_id == SCRATCH_WORKTREE_ID {
+        crate::config::Mode::Scratch
+    } else {
+        crate::config::Mode::Worktree
     }
 }
 
@@ -430,4 +456,76 @@ pub fn valid_task_name(name: &str) -> bool {
         && b[0].is_ascii_alphanumeric()
         && b.iter()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+}
+
+/// Is `name` the proposal ref a discarded task of `b` keeps (SPEC §3.16
+/// "kept")? It is no longer the batch's: gc removes it once its commit is
+/// older than `gc.keep-failed`, whether the batch is open or not.
+pub fn discard_kept(b: &Batch, name: &str) -> bool {
+    b.tasks
+        .iter()
+        .any(|t| t.state == TaskState::Discarded && t.proposal_ref.as_deref() == Some(name))
+}
+
+// ---------------------------------------------------------------------------
+// A prepare under way (the `[preparing]` table; see `preparing`)
+
+/// Who is preparing the batch: recorded before anything is made.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Marker {
+    pub pid: u32,
+    /// Start time of that process in clock ticks since boot (`/proc/PID/stat`
+    /// field 22), so a recycled pid is not taken for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<u64>,
+    pub host: String,
+    pub started_at: String,
+}
+
+impl Marker {
+    /// The marker of this process.
+    pub fn mine() -> Marker {
+        let pid = std::process::id();
+        Marker {
+            pid,
+            start: crate::lease::process_start(pid),
+            host: crate::lease::hostname(),
+            started_at: crate::time::rfc3339(crate::time::now()),
+        }
+    }
+}
+
+/// Where an incomplete batch stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// Its prepare still runs.
+    Preparing,
+    /// Its prepare was killed: the batch is not live, whatever its lease says.
+    Interrupted,
+}
+
+impl Progress {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Progress::Preparing => "preparing",
+            Progress::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// `None` for a complete batch; otherwise whether its prepare still runs.
+/// On another host the process cannot be checked: there the batch counts
+/// as being prepared until its lease expires.
+pub fn progress(b: &Batch) -> Option<Progress> {
+    let m = b.preparing.as_ref()?;
+    let alive = if m.host == crate::lease::hostname() {
+        m.start.is_some() && crate::lease::process_start(m.pid) == m.start
+    } else {
+        crate::time::now() < b.lease.expires_at_secs()
+    };
+    Some(if alive {
+        Progress::Preparing
+    } else {
+        Progress::Interrupted
+    })
 }

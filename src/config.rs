@@ -6,12 +6,15 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use crate::error::{Error, Result};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+/// The workspace kind: a config value (`workspace.mode`) and, in the
+/// batch record, the kind its workspaces were made as (`mode = "worktree"`
+/// or `"scratch"`, the same spelling in both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
     #[default]
@@ -25,6 +28,12 @@ impl Mode {
             Mode::Worktree => "worktree",
             Mode::Scratch => "scratch",
         }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -42,8 +42,9 @@ use std::path::{Path, PathBuf};
 
 use gix::ObjectId;
 
-use crate::batch::{self, Batch, Entry};
+use crate::batch::{self, discard_kept, Batch, Entry};
 use crate::error::{Error, Result};
+use crate::registration::{self, Registration};
 use crate::repo::Source;
 use crate::{commit, diff, proposal, refs, snapshot, workspace};
 
@@ -293,7 +294,9 @@ struct Gc<'a> {
 
 impl Gc<'_> {
     fn registration(&self, id: &str) -> PathBuf {
-        self.source.common_dir.join("worktrees").join(id)
+        Registration::new(&self.source.common_dir, id)
+            .path()
+            .to_path_buf()
     }
 
     /// Remove a batch whose prepare was killed, whole (see `preparing`).
@@ -460,7 +463,7 @@ impl Gc<'_> {
         for t in &b.tasks {
             let reg = self.registration(&t.worktree_id);
             let health = workspace::health(&self.source.common_dir, t);
-            let hosted = if health == workspace::Removal::Removed {
+            let hosted = if health == workspace::Health::Ours {
                 workspace::hosted_batches(others, t, &b.id)
             } else {
                 Vec::new()
@@ -470,7 +473,7 @@ impl Gc<'_> {
                 .find(|(name, _)| *name == t.name)
                 .map(|(_, repos)| repos.clone())
                 .unwrap_or_default();
-            if health == workspace::Removal::Removed && (!hosted.is_empty() || !repos.is_empty()) {
+            if health == workspace::Health::Ours && (!hosted.is_empty() || !repos.is_empty()) {
                 // Kept as an ordinary worktree: registered (so no later gc
                 // takes the folder) and unlocked, as `apply --keep` leaves one.
                 if !self.dry_run {
@@ -491,7 +494,7 @@ impl Gc<'_> {
                 continue;
             }
             match health {
-                workspace::Removal::Removed => {
+                workspace::Health::Ours => {
                     let bytes = tree_size(&t.root) + tree_size(&reg);
                     if !self.dry_run {
                         workspace::remove_task(&self.source.common_dir, t)?;
@@ -502,7 +505,7 @@ impl Gc<'_> {
                     self.handled_regs.insert(t.worktree_id.clone());
                 }
                 health => {
-                    if health == workspace::Removal::Foreign {
+                    if health == workspace::Health::Foreign {
                         self.report.left_alone.push(t.root.clone());
                         self.handled_roots.insert(t.root.clone());
                     }
@@ -561,7 +564,7 @@ impl Gc<'_> {
 
     /// Registrations of ours (`delegate-*`) whose folder is gone and that no batch owns.
     fn leftover_registrations(&mut self, owners: &Owners) -> Result<()> {
-        let dir = self.source.common_dir.join("worktrees");
+        let dir = registration::dir(&self.source.common_dir);
         let Ok(rd) = std::fs::read_dir(&dir) else {
             return Ok(());
         };
@@ -574,14 +577,14 @@ impl Gc<'_> {
             {
                 continue;
             }
-            let reg = entry.path();
-            let target = read_gitdir_file(&reg.join("gitdir")).map(|t| reg.join(t));
+            let registration = Registration::at(entry.path());
+            let reg = registration.path();
+            let target = read_gitdir_file(&registration.gitdir_file()).map(|t| reg.join(t));
             let folder = target.as_deref().and_then(Path::parent);
             if folder.is_some_and(|f| f.symlink_metadata().is_ok()) {
                 continue; // its folder is there: a worktree, not a leftover
             }
-            let locked_by_us = std::fs::read_to_string(reg.join("locked"))
-                .is_ok_and(|r| r.starts_with("git-delegate batch "));
+            let locked_by_us = registration.is_locked_by_a_batch();
             let under_base = match (folder, &base) {
                 (Some(f), Some(base)) => f.starts_with(base),
                 _ => false,
@@ -589,9 +592,9 @@ impl Gc<'_> {
             if !(locked_by_us || under_base) {
                 continue; // named like ours, but nothing says it is: the user's
             }
-            self.report.bytes_freed += tree_size(&reg);
+            self.report.bytes_freed += tree_size(reg);
             if !self.dry_run {
-                remove_all(&reg)?;
+                remove_all(reg)?;
             }
             self.report.registrations_removed += 1;
         }
@@ -668,7 +671,7 @@ impl Gc<'_> {
             .is_some_and(|n| n.to_string_lossy().starts_with("delegate-"));
         ours && target
             .parent()
-            .is_some_and(|p| same_path(p, &self.source.common_dir.join("worktrees")))
+            .is_some_and(|p| same_path(p, &registration::dir(&self.source.common_dir)))
     }
 
     /// Refs under refs/pi-delegate that no batch owns, once their commit is
@@ -802,7 +805,7 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
     let baseline_tree = baseline.and_then(|c| commit::tree_of(repo, &c.to_string()).ok());
 
     // 1. Workspaces: rescue, then remove.
-    let regs_dir = source.common_dir.join("worktrees");
+    let regs_dir = registration::dir(&source.common_dir);
     let mut regs: Vec<(String, String)> = Vec::new();
     if let Ok(rd) = std::fs::read_dir(&regs_dir) {
         for e in rd.flatten() {
@@ -810,8 +813,7 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
             let Some(task) = wid.strip_prefix(&reg_prefix) else {
                 continue;
             };
-            let lock = std::fs::read_to_string(e.path().join("locked")).unwrap_or_default();
-            if lock == format!("git-delegate batch {id} task {task}\n") {
+            if Registration::at(e.path()).is_ours_for(id, task) {
                 regs.push((wid.clone(), task.to_string()));
             }
         }
@@ -819,13 +821,13 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
     regs.sort();
     let mut rescued_tasks: HashSet<String> = HashSet::new();
     for (wid, task) in regs {
-        let reg = regs_dir.join(&wid);
-        let root = read_gitdir_file(&reg.join("gitdir"))
-            .map(|t| reg.join(t))
+        let reg = Registration::new(&source.common_dir, &wid);
+        let root = read_gitdir_file(&reg.gitdir_file())
+            .map(|t| reg.path().join(t))
             .and_then(|t| t.parent().map(Path::to_path_buf));
         let Some(root) = root else {
             // No folder named: nothing to rescue, only the registration.
-            remove_all(&reg)?;
+            remove_all(reg.path())?;
             continue;
         };
         // Without batch.toml there is no recorded identity: the check falls
@@ -838,7 +840,7 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
             &root,
             &wid,
         );
-        if workspace::health(&source.common_dir, &probe.tasks[0]) == workspace::Removal::Removed {
+        if workspace::health(&source.common_dir, &probe.tasks[0]) == workspace::Health::Ours {
             let saved = match (baseline, baseline_tree) {
                 (Some(commit), Some(tree)) => {
                     let b = stand_in(source, id, commit, &task, &root, &wid);
@@ -942,7 +944,7 @@ fn stand_in(
         prefix: PathBuf::new(),
         source_head: None,
         baseline: baseline.to_string(),
-        mode: "worktree".into(),
+        mode: crate::config::Mode::Worktree,
         forbid_commit: false,
         lease: crate::lease::Lease::new(1, None),
         preparing: None,
@@ -998,15 +1000,6 @@ fn would_record(t: &batch::Task, baseline_tree: ObjectId) -> Result<WouldRecord>
             snap.nested_repos,
         )),
     )
-}
-
-/// Is `name` the proposal ref a discarded task of `b` keeps (SPEC §3.16
-/// "kept")? It is no longer the batch's: gc removes it once its commit is
-/// older than `gc.keep-failed`, whether the batch is open or not.
-pub fn discard_kept(b: &Batch, name: &str) -> bool {
-    b.tasks
-        .iter()
-        .any(|t| t.state == batch::TaskState::Discarded && t.proposal_ref.as_deref() == Some(name))
 }
 
 /// A proposal kept after its task ended (SPEC §3.16): rescued by gc, of a
@@ -1095,7 +1088,8 @@ fn read_gitdir_file(path: &Path) -> Option<PathBuf> {
 
 /// A registration that names `root`'s `.git`, or a folder that is gone, or nothing readable.
 fn registration_is_dead(reg: &Path, root: &Path) -> bool {
-    match read_gitdir_file(&reg.join("gitdir")).map(|t| reg.join(t)) {
+    match read_gitdir_file(&Registration::at(reg.to_path_buf()).gitdir_file()).map(|t| reg.join(t))
+    {
         Some(target) => {
             same_path(&target, &root.join(".git"))
                 || target
@@ -1123,7 +1117,7 @@ fn is_registered_worktree(root: &Path) -> bool {
     let Some(target) = read_dotgit(root) else {
         return false;
     };
-    match read_gitdir_file(&target.join("gitdir")) {
+    match read_gitdir_file(&Registration::at(target.clone()).gitdir_file()) {
         Some(back) => same_path(&target.join(back), &dotgit),
         None => false,
     }

@@ -14,7 +14,7 @@ mod ui;
 // keeps `crate::batch::...` paths in the binary's modules working.
 use git_delegate::{
     apply, batch, config, diff, error, gc, lease, lock, observe, paths, prepare, preparing, refs,
-    repo, scratch, snapshot, teardown, time, trash, workspace, writeback,
+    registration, repo, scratch, snapshot, teardown, time, trash, workspace, writeback,
 };
 
 use clap::Parser;

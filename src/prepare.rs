@@ -100,7 +100,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     // check, undo everything, and exit 3. Further signals (a terminal sends
     // Ctrl-C to git and git-delegate together, and git passes its own on)
     // never cut that undo short (SPEC §3.15).
-    let _signals = crate::preparing::catch_signals().map(|d| d.auto_deregister());
+    let _signals = crate::interrupt::catch_signals().map(|d| d.auto_deregister());
     let names = &opts.names;
     let ttl = opts.ttl_secs.unwrap_or(source.config.ttl_secs);
     let mode = opts.mode.unwrap_or(source.config.mode);
@@ -156,7 +156,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         .map(|name| workspace::Plan {
             root: base.join(&short).join(name),
             worktree_id: workspace::worktree_id(&short, name),
-            lock_reason: format!("git-delegate batch {id} task {name}\n"),
+            lock_reason: crate::registration::lock_reason(&id, name),
         })
         .collect();
     if mode == Mode::Scratch {
@@ -198,8 +198,8 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     } else {
         crate::diff::trees(&source.repo, snap.head_tree, snap.tree)?.len()
     };
-    if crate::preparing::interrupted() {
-        return Err(workspace::interrupted());
+    if crate::interrupt::interrupted() {
+        return Err(crate::interrupt::error());
     }
     for nested in &snap.nested_repos {
         observer.notice(Notice::NestedRepository(nested.clone()));
@@ -213,7 +213,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         prefix: source.prefix.clone(),
         source_head: head.map(|h| h.to_string()),
         baseline: baseline.to_string(),
-        mode: mode.as_str().into(),
+        mode,
         forbid_commit: opts.forbid_commit || source.config.forbid_commit,
         lease: Lease::new(ttl, opts.owner),
         preparing: None,
@@ -240,7 +240,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     // ref or folder, so a prepare killed at any later point leaves a batch
     // that is known to be incomplete; then everything else; the batch is
     // complete once `batch.toml` is rewritten without the marker.
-    batch.preparing = Some(crate::preparing::Marker::mine());
+    batch.preparing = Some(crate::batch::Marker::mine());
     let mut undo = Undo {
         source,
         batch: &mut batch,
@@ -248,7 +248,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         armed: true,
     };
     crate::preparing::record(&state_dir, undo.batch)?;
-    crate::preparing::pause("marked");
+    crate::interrupt::pause("marked");
     let carried = make(
         observer,
         source,
@@ -294,7 +294,7 @@ impl Drop for Undo<'_> {
         if !self.armed {
             return;
         }
-        crate::preparing::pause("undo");
+        crate::interrupt::pause("undo");
         if let Err(error) = crate::preparing::remove_whole(self.source, self.batch, false) {
             self.observer.notice(Notice::UndoIncomplete {
                 short: batch::short(&self.batch.id).to_string(),
@@ -338,8 +338,8 @@ fn make(
 ) -> Result<Vec<crate::carry::Stats>> {
     let state_dir = source.state_dir();
     let stop = || -> Result<()> {
-        if crate::preparing::interrupted() {
-            return Err(workspace::interrupted());
+        if crate::interrupt::interrupted() {
+            return Err(crate::interrupt::error());
         }
         Ok(())
     };
@@ -380,7 +380,7 @@ fn make(
             t.folder = workspace::folder_of(&t.root);
         }
     }
-    crate::preparing::pause("complete-pending");
+    crate::interrupt::pause("complete-pending");
     stop()?;
     // Complete: written to a temp file, fsync'd and renamed over the marked one.
     batch.preparing = None;

@@ -1,9 +1,8 @@
 //! A prepare under way (SPEC §3.15 "Killed commands"): the marker prepare
 //! records in `batch.toml` before it makes any ref or folder, deciding
-//! whether a batch so marked is still being prepared or was killed, removing
-//! such a batch whole, and the signal handling that makes Ctrl-C (SIGINT,
-//! once or twice, to git and git-delegate together), SIGTERM and SIGHUP
-//! undo a prepare instead of ending it half-way.
+//! whether a batch so marked is still being prepared or was killed, and
+//! removing such a batch whole. (The signal handling that makes Ctrl-C
+//! undo a prepare instead of ending it half-way is `interrupt`.)
 //!
 //! A batch whose `batch.toml` carries a `[preparing]` table is incomplete:
 //! its workspaces were never handed to a worker. It is never applied,
@@ -13,81 +12,21 @@
 //! rename, fsync of the folder) only when every workspace is complete.
 //!
 //! Owns: the marker (recording a new batch's state folder whole, in one
-//! rename), the signal counter, the test-only pause points
-//! (`GIT_DELEGATE_TEST_PAUSE`), and removal of an incomplete batch.
+//! rename) and removal of an incomplete batch.
 //! Never: removes a folder that is not one prepare made (checked through
 //! `workspace::identify`, no symlink followed: its `.git` must point back
 //! at our registration, or it is a real folder that is still empty), nor
 //! anything of a complete batch.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use serde::{Deserialize, Serialize};
 
 use crate::batch::{self, Batch};
 use crate::error::{Error, Result};
 use crate::repo::Source;
 
-/// Who is preparing the batch: recorded before anything is made.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Marker {
-    pub pid: u32,
-    /// Start time of that process in clock ticks since boot (`/proc/PID/stat`
-    /// field 22), so a recycled pid is not taken for it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start: Option<u64>,
-    pub host: String,
-    pub started_at: String,
-}
-
-impl Marker {
-    /// The marker of this process.
-    pub fn mine() -> Marker {
-        let pid = std::process::id();
-        Marker {
-            pid,
-            start: crate::lease::process_start(pid),
-            host: crate::lease::hostname(),
-            started_at: crate::time::rfc3339(crate::time::now()),
-        }
-    }
-}
-
-/// Where an incomplete batch stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Progress {
-    /// Its prepare still runs.
-    Preparing,
-    /// Its prepare was killed: the batch is not live, whatever its lease says.
-    Interrupted,
-}
-
-impl Progress {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Progress::Preparing => "preparing",
-            Progress::Interrupted => "interrupted",
-        }
-    }
-}
-
-/// `None` for a complete batch; otherwise whether its prepare still runs.
-/// On another host the process cannot be checked: there the batch counts
-/// as being prepared until its lease expires.
-pub fn progress(b: &Batch) -> Option<Progress> {
-    let m = b.preparing.as_ref()?;
-    let alive = if m.host == crate::lease::hostname() {
-        m.start.is_some() && crate::lease::process_start(m.pid) == m.start
-    } else {
-        crate::time::now() < b.lease.expires_at_secs()
-    };
-    Some(if alive {
-        Progress::Preparing
-    } else {
-        Progress::Interrupted
-    })
-}
+// The marker and its reading are part of the batch record (`batch`, a
+// leaf the workspace code reads too); this module gives them their meaning.
+pub use crate::batch::{progress, Marker, Progress};
 
 /// The refusal of `apply`, `refresh` and `renew` for an incomplete batch (exit 3).
 pub fn refuse(b: &Batch, p: Progress) -> Error {
@@ -148,72 +87,6 @@ pub fn record(state_dir: &Path, b: &Batch) -> Result<()> {
 }
 
 // ---------------------------------------------------------------------------
-// Signals
-
-/// Termination signals received since the handler was installed.
-static SIGNALS: AtomicUsize = AtomicUsize::new(0);
-
-/// Catch SIGINT, SIGTERM, SIGHUP (and SIGQUIT) for the rest of a prepare:
-/// each one only sets gix's interrupt flag, however many arrive, so the
-/// undo that follows the first is never cut short by the second (a
-/// terminal sends Ctrl-C to git and git-delegate together, and git passes
-/// its own on to its child: two signals for one key press). Only SIGKILL
-/// ends a prepare half-way, and then the marker says so.
-pub fn catch_signals() -> Option<gix::interrupt::Deregister> {
-    // SAFETY: the callback only increments an atomic: no allocation, no
-    // lock, nothing that is not async-signal-safe.
-    unsafe {
-        gix::interrupt::init_handler(usize::MAX, || {
-            SIGNALS.fetch_add(1, Ordering::SeqCst);
-        })
-    }
-    .ok()
-}
-
-/// Has a termination signal arrived (or gix's interrupt been triggered)?
-pub fn interrupted() -> bool {
-    gix::interrupt::is_triggered()
-}
-
-/// Test-only: when `GIT_DELEGATE_TEST_PAUSE` (a comma-separated list) names
-/// `point`, append `point` and a newline to the file `GIT_DELEGATE_TEST_PAUSED`
-/// names and wait there until a signal arrives (at most two minutes), so a
-/// test can signal or kill a prepare at a known point. Never for users.
-pub fn pause(point: &str) {
-    let Ok(points) = std::env::var("GIT_DELEGATE_TEST_PAUSE") else {
-        return;
-    };
-    if !points.split(',').any(|p| p == point) {
-        return;
-    }
-    // Once per point and process: threads that arrive later go on.
-    static PAUSED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    match PAUSED.lock() {
-        Ok(mut seen) if !seen.iter().any(|p| p == point) => seen.push(point.to_string()),
-        _ => return,
-    }
-    let seen = SIGNALS.load(Ordering::SeqCst);
-    let was_interrupted = interrupted();
-    if let Some(file) = std::env::var_os("GIT_DELEGATE_TEST_PAUSED") {
-        use std::io::Write;
-        if let Ok(mut f) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(file)
-        {
-            let _ = f.write_all(format!("{point}\n").as_bytes());
-        }
-    }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while SIGNALS.load(Ordering::SeqCst) == seen
-        && (was_interrupted || !interrupted())
-        && std::time::Instant::now() < deadline
-    {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-}
-
-// ---------------------------------------------------------------------------
 // Removal
 
 /// What removing an incomplete batch removed.
@@ -237,9 +110,9 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
     let mut out = Removed::default();
     let mut first_err: Option<Error> = None;
     for t in &b.tasks {
-        let reg = source.common_dir.join("worktrees").join(&t.worktree_id);
-        out.bytes += crate::gc::tree_size(&reg);
-        let scratch = crate::scratch::is_scratch(&t.worktree_id);
+        let reg = crate::registration::Registration::new(&source.common_dir, &t.worktree_id);
+        out.bytes += crate::gc::tree_size(reg.path());
+        let scratch = t.kind() == crate::config::Mode::Scratch;
         // What will go, and what is left alone (a folder that is not one
         // prepare made is never counted, nor its bytes).
         let will = if scratch {
@@ -327,7 +200,7 @@ mod tests {
             prefix: PathBuf::new(),
             source_head: None,
             baseline: "0".repeat(40),
-            mode: "worktree".into(),
+            mode: crate::config::Mode::Worktree,
             forbid_commit: false,
             lease: crate::lease::Lease::new(ttl, None),
             tasks: Vec::new(),

@@ -23,22 +23,17 @@ use serde::{Deserialize, Serialize};
 
 use crate::carry::{self, Method, Stats, Visit, Walker};
 use crate::error::{Error, Result};
+use crate::presence::{Health, Removal};
 use crate::repo::Source;
-use crate::workspace::Removal;
 
 /// `task.worktree_id` of a scratch task: it has no worktree registration.
-pub const WORKTREE_ID: &str = "scratch";
+pub const WORKTREE_ID: &str = crate::batch::SCRATCH_WORKTREE_ID;
 /// Folder name prefix of the containers beside the source root.
 pub const CONTAINER_PREFIX: &str = ".git-delegate-scratch-";
 /// The copy inside a container.
 pub const PROJECT: &str = "project";
 /// The owner marker inside a container.
 pub const MARKER: &str = "owner.toml";
-
-/// Is this task a scratch task (by its `worktree_id`)?
-pub fn is_scratch(worktree_id: &str) -> bool {
-    worktree_id == WORKTREE_ID
-}
 
 /// The owner marker: who made this copy, and the identity of its `project` folder.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -515,16 +510,16 @@ fn container_of(root: &Path) -> Option<&Path> {
 }
 
 /// Whether a scratch task's copy is there and is the one we made:
-/// `Removed` (present and ours), `Missing`, or `Foreign`.
-pub fn health(common_dir: &Path, root: &Path) -> Removal {
+/// `Ours`, `Missing`, or `Foreign`.
+pub fn health(common_dir: &Path, root: &Path) -> Health {
     let Ok(st) = rfs::lstat(root) else {
-        return Removal::Missing;
+        return Health::Missing;
     };
     let Some(container) = container_of(root) else {
-        return Removal::Foreign;
+        return Health::Foreign;
     };
     let Ok(cfd) = carry::open_dir_at(rfs::CWD, container) else {
-        return Removal::Foreign;
+        return Health::Foreign;
     };
     match read_marker_at(cfd.as_fd()) {
         Some(o)
@@ -533,9 +528,9 @@ pub fn health(common_dir: &Path, root: &Path) -> Removal {
                 && o.dev == st.st_dev as u64
                 && o.ino == st.st_ino as u64 =>
         {
-            Removal::Removed
+            Health::Ours
         }
-        _ => Removal::Foreign,
+        _ => Health::Foreign,
     }
 }
 

@@ -57,8 +57,7 @@ pub fn keep_if_hosting(
     others: &[Batch],
 ) -> Result<Option<Vec<String>>> {
     let hosted = workspace::hosted_batches(others, t, &b.id);
-    if hosted.is_empty() || workspace::health(&source.common_dir, t) != workspace::Removal::Removed
-    {
+    if hosted.is_empty() || workspace::health(&source.common_dir, t) != workspace::Health::Ours {
         return Ok(None);
     }
     workspace::release(&source.common_dir, &t.worktree_id)?;
@@ -113,7 +112,7 @@ pub fn remove_refs(
 ) -> Result<Vec<(String, bool)>> {
     let mut out = Vec::new();
     for name in refs::list_batch(&source.repo, &b.id)? {
-        if keep.contains(&name) || crate::gc::discard_kept(b, &name) {
+        if keep.contains(&name) || crate::batch::discard_kept(b, &name) {
             continue;
         }
         let removed = dry_run || refs::delete(&source.repo, &name)?;

@@ -254,7 +254,7 @@ fn is_entry(path: &Path) -> bool {
                 && target
                     .parent()
                     .and_then(Path::file_name)
-                    .is_some_and(|n| n == "worktrees")
+                    .is_some_and(|n| n == crate::registration::DIR)
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())

@@ -6,12 +6,17 @@
 //! by an fd-relative walk: cloned with FICLONE where the filesystem shares
 //! extents and the file is big, otherwise read once and written to each.
 //!
+//! It is also the one way in for a task's workspace of either kind: the
+//! task-level calls (`identify`, `health`, `remove_task`, `discard`)
+//! dispatch on `Task::kind` and call `scratch` for a scratch copy
+//! (`scratch` never calls back here).
+//!
 //! Owns: creating, recognising and removing workspace folders and their
-//! registrations under `<common-dir>/worktrees/`; a task workspace's
-//! identity (`identify`: the device, inode and real path recorded at
-//! prepare time, checked through an `O_NOFOLLOW` handle, and its `.git`
-//! pointing back at the registration); finding the open batches prepared
-//! inside a workspace (`hosted_batches`).
+//! registrations (paths and files through `registration::Registration`); a
+//! task workspace's identity (`identify`: the device, inode and real path
+//! recorded at prepare time, checked through an `O_NOFOLLOW` handle, and its
+//! `.git` pointing back at the registration) and its `presence::Health`;
+//! finding the open batches prepared inside a workspace (`hosted_batches`).
 //! Never: writes `.git/config`, touches the source working tree, follows a
 //! symlink while making or removing a workspace, or removes a folder that
 //! is not the workspace it made (its `.git` must point back at the
@@ -25,7 +30,10 @@ use std::path::{Path, PathBuf};
 
 use gix::ObjectId;
 
+use crate::config::Mode;
 use crate::error::{Error, Result};
+pub use crate::presence::{Health, Removal};
+use crate::registration::Registration;
 
 /// One workspace to create.
 #[derive(Debug, Clone)]
@@ -41,7 +49,7 @@ pub fn worktree_id(batch_short: &str, task: &str) -> String {
 }
 
 fn registration(common_dir: &Path, id: &str) -> PathBuf {
-    common_dir.join("worktrees").join(id)
+    Registration::new(common_dir, id).path().to_path_buf()
 }
 
 /// Refuse plans whose folders or registrations already exist (before anything is made).
@@ -84,7 +92,7 @@ pub fn create_all(
 ) -> Result<()> {
     let mut result = create_all_inner(common_dir, baseline, baseline_tree, plans);
     if result.is_ok() && gix::interrupt::is_triggered() {
-        result = Err(interrupted());
+        result = Err(crate::interrupt::error());
     }
     if result.is_err() {
         for p in plans {
@@ -110,13 +118,13 @@ fn create_all_inner(
     for p in plans {
         register(common_dir, baseline, p)?;
     }
-    crate::preparing::pause("registered");
+    crate::interrupt::pause("registered");
     let repo = crate::repo::open_worktree(&first.root)?;
     let git = |e: gix::Error| Error::git(format!("cannot check out {}", first.root.display()), e);
     let cores = cores();
     let mut index: gix::index::State = repo.index_from_tree(&baseline_tree).map_err(git)?.into();
     checkout(&repo, &mut index, &first.root, cores)?;
-    crate::preparing::pause("checked-out");
+    crate::interrupt::pause("checked-out");
 
     let mut indexes = vec![index];
     if plans.len() > 1 {
@@ -129,7 +137,7 @@ fn create_all_inner(
         indexes.extend(others);
     }
     if gix::interrupt::is_triggered() {
-        return Err(interrupted());
+        return Err(crate::interrupt::error());
     }
     let roots: Vec<&Path> = plans.iter().map(|p| p.root.as_path()).collect();
     settle(&roots, &mut indexes, cores)?;
@@ -140,7 +148,7 @@ fn create_all_inner(
         plans.len(),
         checkout_panicked,
         |(p, state)| {
-            let path = registration(common_dir, &p.worktree_id).join("index");
+            let path = Registration::new(common_dir, &p.worktree_id).index_file();
             gix::index::File::from_state(state, &path)
                 .write(Default::default())
                 .map_err(|e| checkout_failed(None, &p.root, &e))
@@ -174,15 +182,6 @@ fn checkout_failed(
         "delegate::checkout_failed",
         format!("cannot check out {}: {e}", root.display()),
         "check free disk space, permissions and path lengths under the workspace root",
-    )
-}
-
-/// The error for a prepare interrupted by a signal (Ctrl-C).
-pub fn interrupted() -> Error {
-    Error::state(
-        "delegate::interrupted",
-        "interrupted; everything this command made was removed again",
-        "run the command again",
     )
 }
 
@@ -280,17 +279,16 @@ fn register(common_dir: &Path, baseline: ObjectId, p: &Plan) -> Result<()> {
     let reg = registration(common_dir, &p.worktree_id);
     std::fs::create_dir_all(reg.parent().unwrap_or(common_dir)).map_err(io(&reg))?;
     std::fs::create_dir(&reg).map_err(io(&reg))?;
-    let write = |name: &str, bytes: Vec<u8>| {
-        std::fs::write(reg.join(name), bytes).map_err(io(&reg.join(name)))
-    };
+    let write = |file: &Path, bytes: Vec<u8>| std::fs::write(file, bytes).map_err(io(file));
     let line = |prefix: &str, path: &Path| {
         use std::os::unix::ffi::OsStrExt;
         [prefix.as_bytes(), path.as_os_str().as_bytes(), b"\n"].concat()
     };
-    write("locked", p.lock_reason.clone().into_bytes())?;
-    write("gitdir", line("", &p.root.join(".git")))?;
-    write("commondir", b"../..\n".to_vec())?;
-    write("HEAD", format!("{baseline}\n").into_bytes())?;
+    let files = Registration::at(reg.clone());
+    write(&files.locked_file(), p.lock_reason.clone().into_bytes())?;
+    write(&files.gitdir_file(), line("", &p.root.join(".git")))?;
+    write(&reg.join("commondir"), b"../..\n".to_vec())?;
+    write(&reg.join("HEAD"), format!("{baseline}\n").into_bytes())?;
     std::fs::write(p.root.join(".git"), line("gitdir: ", &reg)).map_err(io(&p.root))?;
     Ok(())
 }
@@ -325,7 +323,7 @@ fn checkout(
     )
     .map_err(|e| checkout_failed(Some((repo, &*index)), root, &e))?;
     if gix::interrupt::is_triggered() {
-        return Err(interrupted());
+        return Err(crate::interrupt::error());
     }
     if let Some(first) = outcome.errors.first() {
         let what = format!(
@@ -555,10 +553,10 @@ fn replicate(
         let mut walk = Replicator::new(src_root, &roots, method)?;
         for i in 0..len {
             if start == 0 && i == len / 2 {
-                crate::preparing::pause("replicating");
+                crate::interrupt::pause("replicating");
             }
             if gix::interrupt::is_triggered() {
-                return Err(interrupted());
+                return Err(crate::interrupt::error());
             }
             let e = &src_entries[start + i];
             let stats = walk.entry(e.path_in(paths), e.mode)?;
@@ -781,16 +779,6 @@ impl<'a> Replicator<'a> {
     }
 }
 
-/// What became of a workspace on removal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Removal {
-    Removed,
-    /// The folder was gone already; the registration was removed.
-    Missing,
-    /// The folder is no longer ours: left alone.
-    Foreign,
-}
-
 /// What a task's workspace path leads to now, compared with the folder
 /// prepare made (SPEC §3.2: anything else is `workspace_missing`).
 #[derive(Debug)]
@@ -806,11 +794,11 @@ pub enum Identity {
 }
 
 impl Identity {
-    pub fn removal(&self) -> Removal {
+    pub fn health(&self) -> Health {
         match self {
-            Identity::Ours { .. } => Removal::Removed,
-            Identity::Missing => Removal::Missing,
-            Identity::Replaced(_) => Removal::Foreign,
+            Identity::Ours { .. } => Health::Ours,
+            Identity::Missing => Health::Missing,
+            Identity::Replaced(_) => Health::Foreign,
         }
     }
 }
@@ -856,14 +844,14 @@ fn real_path(fd: &OwnedFd, root: &Path) -> Option<PathBuf> {
 /// real path to compare: there, the folder must not be a symlink and its
 /// `.git` file must point back.
 pub fn identify(common_dir: &Path, task: &crate::batch::Task) -> Identity {
-    if crate::scratch::is_scratch(&task.worktree_id) {
+    if task.kind() == Mode::Scratch {
         return match crate::scratch::health(common_dir, &task.root) {
-            Removal::Removed => Identity::Ours {
+            Health::Ours => Identity::Ours {
                 fd: None,
                 real: task.root.clone(),
             },
-            Removal::Missing => Identity::Missing,
-            Removal::Foreign => Identity::Replaced("is no longer the copy prepare made"),
+            Health::Missing => Identity::Missing,
+            Health::Foreign => Identity::Replaced("is no longer the copy prepare made"),
         };
     }
     identify_at(
@@ -959,14 +947,14 @@ pub fn is_ours(common_dir: &Path, root: &Path, worktree_id: &str) -> bool {
     )
 }
 
-/// Whether a task's workspace folder is there and is ours (`Removed`).
-pub fn health(common_dir: &Path, task: &crate::batch::Task) -> Removal {
-    identify(common_dir, task).removal()
+/// Whether a task's workspace folder is there and is ours.
+pub fn health(common_dir: &Path, task: &crate::batch::Task) -> Health {
+    identify(common_dir, task).health()
 }
 
 /// Where the registration's `gitdir` file says its worktree is, if readable.
 fn registered_location(common_dir: &Path, worktree_id: &str) -> Option<PathBuf> {
-    let text = std::fs::read(registration(common_dir, worktree_id).join("gitdir")).ok()?;
+    let text = std::fs::read(Registration::new(common_dir, worktree_id).gitdir_file()).ok()?;
     let text = text.strip_suffix(b"\n").unwrap_or(&text);
     use std::os::unix::ffi::OsStrExt;
     let dotgit = PathBuf::from(std::ffi::OsStr::from_bytes(text));
@@ -994,7 +982,7 @@ pub fn remove(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<Remov
 /// user moved with `git worktree move` is left alone with its registration,
 /// unlocked, as an ordinary worktree. Both report [`Removal::Foreign`].
 pub fn remove_task(common_dir: &Path, task: &crate::batch::Task) -> Result<Removal> {
-    if crate::scratch::is_scratch(&task.worktree_id) {
+    if task.kind() == Mode::Scratch {
         return crate::scratch::remove(common_dir, &task.root);
     }
     remove_at(
@@ -1011,7 +999,7 @@ fn remove_at(
     worktree_id: &str,
     made: Option<&crate::batch::Folder>,
 ) -> Result<Removal> {
-    if crate::scratch::is_scratch(worktree_id) {
+    if crate::batch::kind_of(worktree_id) == Mode::Scratch {
         return crate::scratch::remove(common_dir, root);
     }
     if moved_elsewhere(common_dir, root, worktree_id) {
@@ -1019,7 +1007,11 @@ fn remove_at(
         return Ok(Removal::Foreign);
     }
     let identity = identify_at(common_dir, root, worktree_id, made);
-    let state = identity.removal();
+    let state = match identity.health() {
+        Health::Ours => Removal::Removed,
+        Health::Missing => Removal::Missing,
+        Health::Foreign => Removal::Foreign,
+    };
     if let Identity::Ours { fd: Some(fd), .. } = identity {
         remove_held(root, fd)?;
     }
@@ -1085,10 +1077,7 @@ const REMOVE_IN_PLACE_MAX: u32 = 128;
 pub fn discard(common_dir: &Path, task: &crate::batch::Task) -> Result<(Removal, Option<PathBuf>)> {
     let (root, worktree_id) = (task.root.as_path(), task.worktree_id.as_str());
     let small = index_entries(common_dir, worktree_id).is_some_and(|n| n <= REMOVE_IN_PLACE_MAX);
-    if small
-        || crate::scratch::is_scratch(worktree_id)
-        || moved_elsewhere(common_dir, root, worktree_id)
-    {
+    if small || task.kind() == Mode::Scratch || moved_elsewhere(common_dir, root, worktree_id) {
         return remove_task(common_dir, task).map(|r| (r, None));
     }
     let Identity::Ours { fd: Some(fd), .. } = identify(common_dir, task) else {
@@ -1114,7 +1103,7 @@ pub fn discard(common_dir: &Path, task: &crate::batch::Task) -> Result<(Removal,
 fn index_entries(common_dir: &Path, worktree_id: &str) -> Option<u32> {
     use std::io::Read;
     let mut head = [0u8; 12];
-    std::fs::File::open(registration(common_dir, worktree_id).join("index"))
+    std::fs::File::open(Registration::new(common_dir, worktree_id).index_file())
         .and_then(|mut f| f.read_exact(&mut head))
         .ok()?;
     (&head[..4] == b"DIRC").then(|| u32::from_be_bytes([head[8], head[9], head[10], head[11]]))
@@ -1123,7 +1112,7 @@ fn index_entries(common_dir: &Path, worktree_id: &str) -> Option<u32> {
 /// Unregister-free hand-over for `apply --keep`: the workspace stays as an
 /// ordinary registered worktree, unlocked, no longer owned by a batch.
 pub fn release(common_dir: &Path, worktree_id: &str) -> Result<()> {
-    let locked = registration(common_dir, worktree_id).join("locked");
+    let locked = Registration::new(common_dir, worktree_id).locked_file();
     match std::fs::remove_file(&locked) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -1165,7 +1154,7 @@ pub fn hosted_batches(
     batches
         .iter()
         .filter(|b| b.id != except)
-        .filter(|b| crate::preparing::progress(b) != Some(crate::preparing::Progress::Interrupted))
+        .filter(|b| crate::batch::progress(b) != Some(crate::batch::Progress::Interrupted))
         .filter(|b| {
             let canon = std::fs::canonicalize(&b.source).ok();
             roots.iter().any(|r| {

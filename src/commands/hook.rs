@@ -99,7 +99,7 @@ fn forbidden(loc: &Location, cwd: &Path, entries: &[Entry], forbid_all: bool) ->
     let git_dir = std::fs::canonicalize(&loc.git_dir).ok();
     let registrations = std::fs::canonicalize(&loc.common_dir)
         .ok()?
-        .join("worktrees");
+        .join(crate::registration::DIR);
     for e in entries {
         let Entry::Batch(b) = e else { continue };
         if !(b.forbid_commit || forbid_all) {

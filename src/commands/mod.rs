@@ -262,7 +262,7 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
                 "root": crate::paths::doc_path(&t.root),
                 "cwd": crate::paths::doc_path(&t.cwd(&batch.prefix)),
                 "exists": crate::workspace::health(&source.common_dir, t)
-                    == crate::workspace::Removal::Removed,
+                    == crate::workspace::Health::Ours,
                 "changed_paths": changed.and_then(|c| c.get(i).copied()).unwrap_or(0),
             });
             // Retained recovery artifacts (SPEC §3.3), when there are any.
@@ -278,7 +278,7 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
                 }
                 // What prepare put there besides the baseline (SPEC §3.9).
                 if let Some(c) = &t.carried {
-                    let key = if batch.mode == "scratch" {
+                    let key = if batch.mode == crate::config::Mode::Scratch {
                         "scratch_copy"
                     } else {
                         "carried_ignored"

@@ -70,7 +70,7 @@ pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> 
             super::show(&t.cwd(&batch.prefix))
         ));
         if let Some(c) = report.carried.get(i).filter(|c| c.files > 0) {
-            let what = if batch.mode == "scratch" {
+            let what = if batch.mode == Mode::Scratch {
                 "scratch copy"
             } else {
                 "carried ignored"

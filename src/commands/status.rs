@@ -425,12 +425,12 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             let n = n.map(|n| n.to_string()).unwrap_or_else(|| "?".into());
             let health = workspace::health(&source.common_dir, t);
             let where_ = match health {
-                workspace::Removal::Removed => super::show(&t.root),
-                workspace::Removal::Missing if !t.state.is_open() => {
+                workspace::Health::Ours => super::show(&t.root),
+                workspace::Health::Missing if !t.state.is_open() => {
                     "(workspace removed)".to_string()
                 }
-                workspace::Removal::Missing => format!("{} (missing)", super::show(&t.root)),
-                workspace::Removal::Foreign => {
+                workspace::Health::Missing => format!("{} (missing)", super::show(&t.root)),
+                workspace::Health::Foreign => {
                     format!("{} (replaced; not ours)", super::show(&t.root))
                 }
             };

@@ -1,0 +1,83 @@
+//! A worktree registration, `<common-dir>/worktrees/<id>` (git's own layout,
+//! as `git worktree add` leaves it), and the lock reason prepare writes into
+//! its `locked` file: `git-delegate batch <batch-id> task <task>\n`.
+//!
+//! Owns: the path of a registration and of its files (`gitdir`, `locked`,
+//! `index`); the lock-reason text (making it, reading it, recognising it
+//! whole for one task or by its prefix for any batch).
+//! Never: creates or removes a registration or a workspace folder, nor
+//! decides whether one may go (`workspace` and `gc` do, after proving it).
+
+use std::path::{Path, PathBuf};
+
+/// The folder name of the registrations inside the common dir.
+pub const DIR: &str = "worktrees";
+
+/// Every lock reason prepare writes starts with this.
+const LOCK_PREFIX: &str = "git-delegate batch ";
+
+/// `<common-dir>/worktrees`: where every registration lives.
+pub fn dir(common_dir: &Path) -> PathBuf {
+    common_dir.join(DIR)
+}
+
+/// The lock reason of task `task` of batch `batch` (the whole `locked` file).
+pub fn lock_reason(batch: &str, task: &str) -> String {
+    format!("{LOCK_PREFIX}{batch} task {task}\n")
+}
+
+/// One registration folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registration {
+    path: PathBuf,
+}
+
+impl Registration {
+    /// The registration of worktree `id` in `common_dir`.
+    pub fn new(common_dir: &Path, id: &str) -> Self {
+        Registration {
+            path: dir(common_dir).join(id),
+        }
+    }
+
+    /// The registration at `path` (an entry of [`dir`]).
+    pub fn at(path: PathBuf) -> Self {
+        Registration { path }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The `gitdir` file: the worktree's `.git` file, as a path.
+    pub fn gitdir_file(&self) -> PathBuf {
+        self.path.join("gitdir")
+    }
+
+    /// The `locked` file (its content is the lock reason).
+    pub fn locked_file(&self) -> PathBuf {
+        self.path.join("locked")
+    }
+
+    /// The worktree's index.
+    pub fn index_file(&self) -> PathBuf {
+        self.path.join("index")
+    }
+
+    /// The lock reason, if the registration is locked and it is readable.
+    pub fn read_lock_reason(&self) -> Option<String> {
+        std::fs::read_to_string(self.locked_file()).ok()
+    }
+
+    /// Is it locked with the reason prepare wrote for task `task` of batch `batch`?
+    pub fn is_ours_for(&self, batch: &str, task: &str) -> bool {
+        self.read_lock_reason()
+            .is_some_and(|r| r == lock_reason(batch, task))
+    }
+
+    /// Is it locked with a reason prepare wrote (for any batch)?
+    pub fn is_locked_by_a_batch(&self) -> bool {
+        self.read_lock_reason()
+            .is_some_and(|r| r.starts_with(LOCK_PREFIX))
+    }
+}
