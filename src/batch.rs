@@ -5,7 +5,6 @@
 //! (temp file, fsync, rename, fsync of the folder).
 //! Never: creates workspaces or refs (see `workspace` and `refs`).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -152,33 +151,6 @@ pub fn batch_dir(state_dir: &Path, id: &str) -> PathBuf {
     batches_dir(state_dir).join(id)
 }
 
-/// Write `bytes` to `path` atomically and durably.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        path.file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default(),
-        std::process::id()
-    ));
-    let io = |e| Error::io(format!("cannot write {}", path.display()), e);
-    let mut f = std::fs::File::create(&tmp).map_err(io)?;
-    f.write_all(bytes).map_err(io)?;
-    f.sync_all().map_err(io)?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(io)?;
-    sync_dir(dir);
-    Ok(())
-}
-
-/// fsync a folder so a rename in it is durable (best effort).
-pub fn sync_dir(dir: &Path) {
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-}
-
 /// The text of a batch's `batch.toml`.
 pub fn to_toml(batch: &Batch) -> Result<String> {
     toml::to_string_pretty(batch).map_err(|e| {
@@ -194,7 +166,7 @@ pub fn save(state_dir: &Path, batch: &Batch) -> Result<()> {
     let dir = batch_dir(state_dir, &batch.id);
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-    write_atomic(&dir.join("batch.toml"), to_toml(batch)?.as_bytes())
+    crate::fs::write_atomic(&dir.join("batch.toml"), to_toml(batch)?.as_bytes())
 }
 
 /// Remove a batch's state folder, once everything else of the batch is
@@ -211,7 +183,7 @@ pub fn remove_state(state_dir: &Path, id: &str) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(Error::io(format!("cannot remove {}", dir.display()), e)),
     }
-    sync_dir(&parent);
+    crate::fs::sync_dir(&parent);
     // What a failure here leaves is hidden and holds nothing of value.
     let _ = std::fs::remove_dir_all(&hidden);
     Ok(())

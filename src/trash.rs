@@ -180,7 +180,7 @@ pub fn purge(trash: &Path, count_bytes: bool, dry_run: bool, wait: bool) -> Opti
                 continue;
             }
             let bytes = if count_bytes {
-                crate::gc::tree_size(&path)
+                crate::fs::tree_size(&path)
             } else {
                 0
             };

@@ -84,7 +84,7 @@ pub fn create_all(
 ) -> Result<()> {
     let mut result = create_all_inner(common_dir, baseline, baseline_tree, plans);
     if result.is_ok() && gix::interrupt::is_triggered() {
-        result = Err(interrupted());
+        result = Err(Error::interrupted());
     }
     if result.is_err() {
         for p in plans {
@@ -129,7 +129,7 @@ fn create_all_inner(
         indexes.extend(others);
     }
     if gix::interrupt::is_triggered() {
-        return Err(interrupted());
+        return Err(Error::interrupted());
     }
     let roots: Vec<&Path> = plans.iter().map(|p| p.root.as_path()).collect();
     settle(&roots, &mut indexes, cores)?;
@@ -177,15 +177,6 @@ fn checkout_failed(
     )
 }
 
-/// The error for a prepare interrupted by a signal (Ctrl-C).
-pub fn interrupted() -> Error {
-    Error::state(
-        "delegate::interrupted",
-        "interrupted; everything this command made was removed again",
-        "run the command again",
-    )
-}
-
 /// Undo `register` and the files of a plan: only what this prepare made
 /// (our `.git` pointer, our registration).
 fn remove_created(common_dir: &Path, p: &Plan) -> Result<()> {
@@ -193,7 +184,7 @@ fn remove_created(common_dir: &Path, p: &Plan) -> Result<()> {
         let _ = std::fs::remove_dir_all(&p.root);
     }
     let _ = std::fs::remove_dir_all(registration(common_dir, &p.worktree_id));
-    remove_empty_parents(&p.root);
+    crate::fs::remove_empty_parents(&p.root, 2);
     Ok(())
 }
 
@@ -231,7 +222,7 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
         Err(e) => return Err(Error::io(format!("cannot remove {}", reg.display()), e)),
     }
     if state != Removal::Foreign {
-        remove_empty_parents(root);
+        crate::fs::remove_empty_parents(root, 2);
     }
     Ok(state)
 }
@@ -325,7 +316,7 @@ fn checkout(
     )
     .map_err(|e| checkout_failed(Some((repo, &*index)), root, &e))?;
     if gix::interrupt::is_triggered() {
-        return Err(interrupted());
+        return Err(Error::interrupted());
     }
     if let Some(first) = outcome.errors.first() {
         let what = format!(
@@ -558,7 +549,7 @@ fn replicate(
                 crate::preparing::pause("replicating");
             }
             if gix::interrupt::is_triggered() {
-                return Err(interrupted());
+                return Err(Error::interrupted());
             }
             let e = &src_entries[start + i];
             let stats = walk.entry(e.path_in(paths), e.mode)?;
@@ -1030,7 +1021,7 @@ fn remove_at(
         Err(e) => return Err(Error::io(format!("cannot remove {}", reg.display()), e)),
     }
     if state != Removal::Foreign {
-        remove_empty_parents(root);
+        crate::fs::remove_empty_parents(root, 2);
     }
     Ok(state)
 }
@@ -1106,7 +1097,7 @@ pub fn discard(common_dir: &Path, task: &crate::batch::Task) -> Result<(Removal,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(Error::io(format!("cannot remove {}", reg.display()), e)),
     }
-    remove_empty_parents(root);
+    crate::fs::remove_empty_parents(root, 2);
     Ok((Removal::Removed, Some(trash)))
 }
 
@@ -1128,17 +1119,6 @@ pub fn release(common_dir: &Path, worktree_id: &str) -> Result<()> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io(format!("cannot unlock {}", locked.display()), e)),
-    }
-}
-
-/// Remove the batch folder and the repository folder above a workspace when empty.
-fn remove_empty_parents(root: &Path) {
-    let mut dir = root.parent();
-    for _ in 0..2 {
-        match dir {
-            Some(d) if std::fs::remove_dir(d).is_ok() => dir = d.parent(),
-            _ => break,
-        }
     }
 }
 
