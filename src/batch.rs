@@ -142,6 +142,11 @@ pub fn short(id: &str) -> &str {
 /// The write-back journal's file name inside a batch folder (SPEC §7).
 pub const JOURNAL_FILE: &str = "writeback.journal";
 
+/// git-delegate's state dir in a repository's common dir (`<common>/delegate`).
+pub fn state_dir(common_dir: &Path) -> PathBuf {
+    common_dir.join("delegate")
+}
+
 /// Where batches live in a state dir.
 pub fn batches_dir(state_dir: &Path) -> PathBuf {
     state_dir.join("batches")
@@ -242,6 +247,15 @@ pub fn list_ok(state_dir: &Path) -> Result<Vec<Batch>> {
             Entry::Batch(b) => Some(*b),
             Entry::Broken { .. } => None,
         })
+        .collect())
+}
+
+/// The readable batches whose recorded source is the working tree `root`
+/// (canonical), oldest first.
+pub fn of_source(state_dir: &Path, root: &Path) -> Result<Vec<Batch>> {
+    Ok(list_ok(state_dir)?
+        .into_iter()
+        .filter(|b| b.source == root)
         .collect())
 }
 
