@@ -439,6 +439,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn kind_is_set_where_the_error_is_made_and_kept() {
+        let e = Error::state("delegate::rollback_failed", "m", "h").with_kind(Kind::RollbackFailed);
+        assert!(e.is_rollback_failed());
+        let escaped = Error::new(e.exit, e.code, "a\x1b", "h")
+            .with_kind(e.kind())
+            .escaped(|s| s.replace('\x1b', "\\e"))
+            .unwrap();
+        assert!(escaped.is_rollback_failed());
+        let io = std::io::Error::from_raw_os_error(rustix::io::Errno::NOSPC.raw_os_error());
+        assert_eq!(Error::io("w", io).kind(), Kind::Fs(FsCause::Full));
+    }
+
+    #[test]
     fn os_errors_are_named_for_their_cause() {
         let err = |n: i32| std::io::Error::from_raw_os_error(n);
         use rustix::io::Errno;

@@ -79,6 +79,16 @@ pub fn remove_empty_parents(p: &Path, levels: usize) {
     }
 }
 
+/// Is `p` a real folder (not a symlink to one)?
+pub fn is_real_dir(p: &Path) -> bool {
+    p.symlink_metadata().is_ok_and(|m| m.is_dir())
+}
+
+/// Is `p` a real folder (not a symlink to one) with nothing in it?
+pub fn is_empty_dir(p: &Path) -> bool {
+    is_real_dir(p) && std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none())
+}
+
 /// Sum of the sizes of the files (and symlinks) under `p`, never following a symlink.
 pub fn tree_size(p: &Path) -> u64 {
     let Ok(meta) = p.symlink_metadata() else {
@@ -102,4 +112,39 @@ pub fn tree_size(p: &Path) -> u64 {
         }
     }
     total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn removal_never_follows_a_symlink_and_gone_is_fine() {
+        let t = tempfile::tempdir().unwrap();
+        let kept = t.path().join("kept");
+        std::fs::create_dir(&kept).unwrap();
+        std::fs::write(kept.join("f"), b"12345").unwrap();
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&kept, &link).unwrap();
+        assert!(!is_real_dir(&link));
+        assert_eq!(tree_size(&kept), 5);
+        remove_all(&link).unwrap();
+        assert!(kept.join("f").is_file());
+        remove_all(&link).unwrap();
+        remove_file(&link).unwrap();
+        assert!(!is_empty_dir(&kept));
+        remove_file(&kept.join("f")).unwrap();
+        assert!(is_empty_dir(&kept));
+    }
+
+    #[test]
+    fn atomic_write_replaces_whole() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("a.toml");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        let names: Vec<_> = std::fs::read_dir(t.path()).unwrap().flatten().collect();
+        assert_eq!(names.len(), 1, "no temp file is left");
+    }
 }

@@ -618,7 +618,9 @@ impl Gc<'_> {
                 }
                 continue;
             }
-            if !is_real_dir(&short_dir) || owners.owns_short(&short.file_name().to_string_lossy()) {
+            if !crate::fs::is_real_dir(&short_dir)
+                || owners.owns_short(&short.file_name().to_string_lossy())
+            {
                 continue;
             }
             let Ok(tasks) = std::fs::read_dir(&short_dir) else {
@@ -626,7 +628,7 @@ impl Gc<'_> {
             };
             for task in tasks.flatten() {
                 let root = task.path();
-                if !is_real_dir(&root)
+                if !crate::fs::is_real_dir(&root)
                     || self.handled_roots.contains(&root)
                     || owners.owns_root(&root)
                     || is_registered_worktree(&root)
@@ -1146,8 +1148,4 @@ fn same_path(a: &Path, b: &Path) -> bool {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
     }
-}
-
-fn is_real_dir(p: &Path) -> bool {
-    p.symlink_metadata().is_ok_and(|m| m.is_dir())
 }

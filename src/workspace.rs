@@ -180,7 +180,7 @@ fn checkout_failed(
 /// Undo `register` and the files of a plan: only what this prepare made
 /// (our `.git` pointer, our registration).
 fn remove_created(common_dir: &Path, p: &Plan) -> Result<()> {
-    if is_ours(common_dir, &p.root, &p.worktree_id) || is_empty_dir(&p.root) {
+    if is_ours(common_dir, &p.root, &p.worktree_id) || crate::fs::is_empty_dir(&p.root) {
         let _ = std::fs::remove_dir_all(&p.root);
     }
     let _ = std::fs::remove_dir_all(registration(common_dir, &p.worktree_id));
@@ -203,7 +203,7 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
             remove_held(root, fd)?;
             Removal::Removed
         }
-        _ if is_empty_dir(root) => match std::fs::remove_dir(root) {
+        _ if crate::fs::is_empty_dir(root) => match std::fs::remove_dir(root) {
             Ok(()) => Removal::Removed,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Removal::Missing,
             // Not empty any more, or not a folder: someone else's now.
@@ -233,15 +233,9 @@ pub fn unfinished_removal(common_dir: &Path, root: &Path, worktree_id: &str) -> 
     match identify_at(common_dir, root, worktree_id, None) {
         Identity::Missing => Removal::Missing,
         Identity::Ours { .. } => Removal::Removed,
-        _ if is_empty_dir(root) => Removal::Removed,
+        _ if crate::fs::is_empty_dir(root) => Removal::Removed,
         _ => Removal::Foreign,
     }
-}
-
-/// Is `p` a real folder (not a symlink to one) with nothing in it?
-fn is_empty_dir(p: &Path) -> bool {
-    p.symlink_metadata().is_ok_and(|m| m.is_dir())
-        && std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none())
 }
 
 /// Make the workspace folder and its registration (locked first, so `git
