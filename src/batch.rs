@@ -2,7 +2,9 @@
 //! open batch, and how a `BATCH` argument names one (SPEC §3).
 //!
 //! Owns: the on-disk record of batches and tasks, written atomically
-//! (temp file, fsync, rename, fsync of the folder).
+//! (`fs::write_atomic`); the one rule for listing batches (`list`,
+//! `list_ok`, `of_source`) that every reader asks, and where the state
+//! lives (`state_dir`).
 //! Never: creates workspaces or refs (see `workspace` and `refs`).
 
 use std::path::{Path, PathBuf};

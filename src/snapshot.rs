@@ -14,7 +14,8 @@
 //! of either are named, never part of the tree.
 //! Never: writes the worktree's index, a ref or a working-tree file; the index
 //! it reads stays byte-for-byte unchanged. The private cache is only ever
-//! written to a batch's state folder, by temp file and rename.
+//! written to a batch's state folder, by temp file and rename. Never lists
+//! batches itself: which batches are the source's is `batch::of_source`.
 //!
 //! # The stat cache and racy entries
 //!
