@@ -541,7 +541,9 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                     }
                     refs::delete(&source.repo, &refs::proposal(&b.id, &task.name)).map(|_| ())
                 })
-                .and_then(|()| remove_file(&proposal::patch_path(&source, &b, &task.name)));
+                .and_then(|()| {
+                    crate::fs::remove_file(&proposal::patch_path(&source, &b, &task.name))
+                });
             if let Err(e) = r {
                 artifacts_error.get_or_insert(e);
             }
@@ -566,7 +568,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     }
     // A write-back that could not be rolled back leaves the repository in a
     // state only recovery can fix (exit 3); the task states are saved first.
-    if let Some(e) = write_error.take_if(|e| e.code == "delegate::rollback_failed") {
+    if let Some(e) = write_error.take_if(|e| e.is_rollback_failed()) {
         return Err(e);
     }
 
@@ -822,7 +824,7 @@ fn move_to_kept(source: &Source, b: &Batch, out: &mut Outcome) -> Result<()> {
     let to = dir.join(format!("{}.patch", task.name));
     std::fs::rename(&from, &to)
         .map_err(|e| Error::io(format!("cannot move {}", from.display()), e))?;
-    batch::sync_dir(&dir);
+    crate::fs::sync_dir(&dir);
     out.patch = Some(to);
     Ok(())
 }
@@ -888,12 +890,4 @@ fn persist(
         }
     }
     Ok(())
-}
-
-fn remove_file(p: &std::path::Path) -> Result<()> {
-    match std::fs::remove_file(p) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io(format!("cannot remove {}", p.display()), e)),
-    }
 }

@@ -2,17 +2,18 @@
 //! open batch, and how a `BATCH` argument names one (SPEC §3).
 //!
 //! Owns: the on-disk record of batches and tasks, written atomically
-//! (temp file, fsync, rename, fsync of the folder), and what can be read
-//! off it alone: a task's workspace kind (`Task::kind`; the record's
-//! `mode` is `config::Mode`, spelt `worktree`/`scratch` as before), the
-//! `[preparing]` marker and whether its prepare still runs (`progress`;
-//! `preparing` gives it its meaning), the proposal a discarded task keeps
-//! (`discard_kept`). Below every module that works on batches: it imports
-//! only the types it records (`carry::Stats`, `config::Mode`,
+//! (temp file, fsync, rename, fsync of the folder: `fs::write_atomic`), and
+//! what can be read off it alone: a task's workspace kind (`Task::kind`;
+//! the record's `mode` is `config::Mode`, spelt `worktree`/`scratch` as
+//! before), the `[preparing]` marker and whether its prepare still runs
+//! (`progress`; `preparing` gives it its meaning), the proposal a discarded
+//! task keeps (`discard_kept`); the one rule for listing batches (`list`,
+//! `list_ok`, `of_source`) that every reader asks, and where the state
+//! lives (`state_dir`). Below every module that works on batches: it
+//! imports only the types it records (`carry::Stats`, `config::Mode`,
 //! `lease::Lease`), none of which imports it back.
 //! Never: creates workspaces or refs (see `workspace` and `refs`).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -169,6 +170,11 @@ pub fn short(id: &str) -> &str {
 /// The write-back journal's file name inside a batch folder (SPEC §7).
 pub const JOURNAL_FILE: &str = "writeback.journal";
 
+/// git-delegate's state dir in a repository's common dir (`<common>/delegate`).
+pub fn state_dir(common_dir: &Path) -> PathBuf {
+    common_dir.join("delegate")
+}
+
 /// Where batches live in a state dir.
 pub fn batches_dir(state_dir: &Path) -> PathBuf {
     state_dir.join("batches")
@@ -176,33 +182,6 @@ pub fn batches_dir(state_dir: &Path) -> PathBuf {
 
 pub fn batch_dir(state_dir: &Path, id: &str) -> PathBuf {
     batches_dir(state_dir).join(id)
-}
-
-/// Write `bytes` to `path` atomically and durably.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.tmp-{}",
-        path.file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default(),
-        std::process::id()
-    ));
-    let io = |e| Error::io(format!("cannot write {}", path.display()), e);
-    let mut f = std::fs::File::create(&tmp).map_err(io)?;
-    f.write_all(bytes).map_err(io)?;
-    f.sync_all().map_err(io)?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(io)?;
-    sync_dir(dir);
-    Ok(())
-}
-
-/// fsync a folder so a rename in it is durable (best effort).
-pub fn sync_dir(dir: &Path) {
-    if let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
 }
 
 /// The text of a batch's `batch.toml`.
@@ -220,7 +199,7 @@ pub fn save(state_dir: &Path, batch: &Batch) -> Result<()> {
     let dir = batch_dir(state_dir, &batch.id);
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-    write_atomic(&dir.join("batch.toml"), to_toml(batch)?.as_bytes())
+    crate::fs::write_atomic(&dir.join("batch.toml"), to_toml(batch)?.as_bytes())
 }
 
 /// Remove a batch's state folder, once everything else of the batch is
@@ -237,7 +216,7 @@ pub fn remove_state(state_dir: &Path, id: &str) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(Error::io(format!("cannot remove {}", dir.display()), e)),
     }
-    sync_dir(&parent);
+    crate::fs::sync_dir(&parent);
     // What a failure here leaves is hidden and holds nothing of value.
     let _ = std::fs::remove_dir_all(&hidden);
     Ok(())
@@ -296,6 +275,15 @@ pub fn list_ok(state_dir: &Path) -> Result<Vec<Batch>> {
             Entry::Batch(b) => Some(*b),
             Entry::Broken { .. } => None,
         })
+        .collect())
+}
+
+/// The readable batches whose recorded source is the working tree `root`
+/// (canonical), oldest first.
+pub fn of_source(state_dir: &Path, root: &Path) -> Result<Vec<Batch>> {
+    Ok(list_ok(state_dir)?
+        .into_iter()
+        .filter(|b| b.source == root)
         .collect())
 }
 

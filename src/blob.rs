@@ -244,7 +244,8 @@ pub fn filter_failed(
             "delegate::filter_failed",
             format!("a {direction} filter driver failed on {place}: {status}"),
             "fix the filter driver that the file's `filter` attribute names, or make it optional with `git config filter.<driver>.required false`, then run the command again",
-        );
+        )
+        .with_kind(crate::error::Kind::FilterFailed);
     };
     let command = repo
         .config_snapshot()
@@ -258,6 +259,7 @@ pub fn filter_failed(
             "fix the filter driver (`git config filter.{driver}.{direction}`), or let git run without it with `git config filter.{driver}.required false`, then run the command again"
         ),
     )
+    .with_kind(crate::error::Kind::FilterFailed)
 }
 
 /// The error for a checkout into `root` that a filter driver failed, when

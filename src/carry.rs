@@ -312,7 +312,7 @@ impl<'a> Walker<'a> {
             // A carried folder can hold a whole node_modules: Ctrl-C stops
             // the copy at the next entry, not after it.
             if gix::interrupt::is_triggered() {
-                return Err(crate::interrupt::error());
+                return Err(Error::interrupted());
             }
             self.copy_entry(src, dsts, &name, kind, rel)?;
         }
@@ -641,7 +641,7 @@ pub fn find(repo: &gix::Repository, policy: &Policy) -> Result<Vec<Carried>> {
     )
     .map_err(git)?;
     if gix::interrupt::is_triggered() {
-        return Err(crate::interrupt::error());
+        return Err(Error::interrupted());
     }
     // Below an ignored folder everything is ignored (git cannot re-include
     // there): walk such folders ourselves where a pattern may match inside.
@@ -735,7 +735,7 @@ fn carry_one(src_root: &Path, entries: &[Carried], dst_root: &Path) -> Result<St
             crate::interrupt::pause("carrying");
         }
         if gix::interrupt::is_triggered() {
-            return Err(crate::interrupt::error());
+            return Err(Error::interrupted());
         }
         let comps: Vec<&[u8]> = entry.path.split_str("/").collect();
         let Some((name, parents)) = comps.split_last() else {

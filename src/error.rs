@@ -35,6 +35,25 @@ pub struct Error {
     /// Fields added to the error object of the JSON error document (for
     /// `delegate::rollback_failed`: the paths left and what was kept).
     pub details: Option<Box<serde_json::Map<String, serde_json::Value>>>,
+    /// What a caller may decide on (set where the error is made; callers
+    /// ask [`Error::kind`], never compare `code` strings).
+    kind: Kind,
+}
+
+/// The failures callers decide on, recorded where the error is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Kind {
+    /// Nothing a caller decides on.
+    #[default]
+    Other,
+    /// A write-back that could not be rolled back (`delegate::rollback_failed`).
+    RollbackFailed,
+    /// A write-back that failed and was rolled back (`delegate::write_failed`).
+    WriteFailed,
+    /// A filter driver failed (`delegate::filter_failed`).
+    FilterFailed,
+    /// A full, read-only or forbidden filesystem ([`FsCause`]).
+    Fs(FsCause),
 }
 
 #[derive(Debug)]
@@ -60,7 +79,35 @@ impl Error {
             exit,
             located: None,
             details: None,
+            kind: Kind::Other,
         }
+    }
+
+    /// The same error, marked as `kind` for callers that decide on it.
+    pub fn with_kind(mut self, kind: Kind) -> Self {
+        self.kind = kind;
+        self
+    }
+
+    /// What kind of failure this is, for callers that decide on it.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// A write-back that could not be rolled back: only recovery can fix
+    /// the working tree (exit 3).
+    pub fn is_rollback_failed(&self) -> bool {
+        self.kind == Kind::RollbackFailed
+    }
+
+    /// A prepare interrupted by a signal (Ctrl-C): everything it made was
+    /// removed again.
+    pub fn interrupted() -> Error {
+        Error::state(
+            "delegate::interrupted",
+            "interrupted; everything this command made was removed again",
+            "run the command again",
+        )
     }
 
     /// Add fields to the error object of the JSON error document.
@@ -119,7 +166,7 @@ impl Error {
     /// A disk-full error met while writing under the workspace root: also
     /// say that the root can be moved to another filesystem.
     pub fn in_workspace_root(mut self) -> Self {
-        if self.code == FsCause::Full.code() {
+        if self.kind == Kind::Fs(FsCause::Full) {
             self.help = format!(
                 "{} (or set `workspace.root` in .git/delegate.toml to another filesystem)",
                 self.help.trim_end_matches(" and run the command again")
@@ -169,7 +216,7 @@ impl Error {
         if message == self.message && help == self.help {
             return None;
         }
-        Some(Error::new(self.exit, self.code, message, help))
+        Some(Error::new(self.exit, self.code, message, help).with_kind(self.kind))
     }
 
     pub fn exit_code(&self) -> i32 {
@@ -266,6 +313,7 @@ impl FsCause {
             format!("{what}: {}", describe(err)),
             self.help(path),
         )
+        .with_kind(Kind::Fs(self))
     }
 
     /// What to do about it; `path` is what was being written.
@@ -389,6 +437,19 @@ pub fn mount_point(path: &Path) -> std::path::PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kind_is_set_where_the_error_is_made_and_kept() {
+        let e = Error::state("delegate::rollback_failed", "m", "h").with_kind(Kind::RollbackFailed);
+        assert!(e.is_rollback_failed());
+        let escaped = Error::new(e.exit, e.code, "a\x1b", "h")
+            .with_kind(e.kind())
+            .escaped(|s| s.replace('\x1b', "\\e"))
+            .unwrap();
+        assert!(escaped.is_rollback_failed());
+        let io = std::io::Error::from_raw_os_error(rustix::io::Errno::NOSPC.raw_os_error());
+        assert_eq!(Error::io("w", io).kind(), Kind::Fs(FsCause::Full));
+    }
 
     #[test]
     fn os_errors_are_named_for_their_cause() {

@@ -315,7 +315,7 @@ impl Gc<'_> {
         self.report.left_alone.extend(r.left_alone);
         if !self.dry_run {
             for t in &b.tasks {
-                remove_empty_parents(&t.root, 2);
+                crate::fs::remove_empty_parents(&t.root, 2);
             }
         }
         Ok(())
@@ -495,7 +495,7 @@ impl Gc<'_> {
             }
             match health {
                 workspace::Health::Ours => {
-                    let bytes = tree_size(&t.root) + tree_size(&reg);
+                    let bytes = crate::fs::tree_size(&t.root) + crate::fs::tree_size(&reg);
                     if !self.dry_run {
                         workspace::remove_task(&self.source.common_dir, t)?;
                     }
@@ -513,16 +513,16 @@ impl Gc<'_> {
                     // task's folder (or nothing that exists): a worktree the
                     // user moved elsewhere keeps its registration.
                     if reg.symlink_metadata().is_ok() && registration_is_dead(&reg, &t.root) {
-                        self.report.bytes_freed += tree_size(&reg);
+                        self.report.bytes_freed += crate::fs::tree_size(&reg);
                         if !self.dry_run {
-                            remove_all(&reg)?;
+                            crate::fs::remove_all(&reg)?;
                         }
                     }
                     self.handled_regs.insert(t.worktree_id.clone());
                 }
             }
             if !self.dry_run {
-                remove_empty_parents(&t.root, 2);
+                crate::fs::remove_empty_parents(&t.root, 2);
             }
         }
 
@@ -537,7 +537,7 @@ impl Gc<'_> {
         }
 
         // 5. The state folder (patches of kept refs were moved out).
-        self.report.bytes_freed += tree_size(&dir);
+        self.report.bytes_freed += crate::fs::tree_size(&dir);
         if !self.dry_run {
             crate::teardown::remove_state(self.source, b)?;
         }
@@ -558,7 +558,7 @@ impl Gc<'_> {
         let to = dir.join(format!("{task}.patch"));
         std::fs::rename(&from, &to)
             .map_err(|e| Error::io(format!("cannot move {}", from.display()), e))?;
-        batch::sync_dir(&dir);
+        crate::fs::sync_dir(&dir);
         Ok(())
     }
 
@@ -592,9 +592,9 @@ impl Gc<'_> {
             if !(locked_by_us || under_base) {
                 continue; // named like ours, but nothing says it is: the user's
             }
-            self.report.bytes_freed += tree_size(reg);
+            self.report.bytes_freed += crate::fs::tree_size(reg);
             if !self.dry_run {
-                remove_all(reg)?;
+                crate::fs::remove_all(reg)?;
             }
             self.report.registrations_removed += 1;
         }
@@ -621,7 +621,9 @@ impl Gc<'_> {
                 }
                 continue;
             }
-            if !is_real_dir(&short_dir) || owners.owns_short(&short.file_name().to_string_lossy()) {
+            if !crate::fs::is_real_dir(&short_dir)
+                || owners.owns_short(&short.file_name().to_string_lossy())
+            {
                 continue;
             }
             let Ok(tasks) = std::fs::read_dir(&short_dir) else {
@@ -629,7 +631,7 @@ impl Gc<'_> {
             };
             for task in tasks.flatten() {
                 let root = task.path();
-                if !is_real_dir(&root)
+                if !crate::fs::is_real_dir(&root)
                     || self.handled_roots.contains(&root)
                     || owners.owns_root(&root)
                     || is_registered_worktree(&root)
@@ -640,9 +642,9 @@ impl Gc<'_> {
                     self.report.left_alone.push(root);
                     continue;
                 }
-                self.report.bytes_freed += tree_size(&root);
+                self.report.bytes_freed += crate::fs::tree_size(&root);
                 if !self.dry_run {
-                    remove_all(&root)?;
+                    crate::fs::remove_all(&root)?;
                 }
                 self.report.workspaces_removed += 1;
             }
@@ -725,9 +727,9 @@ impl Gc<'_> {
                 if existing.contains(&name) && !removed_now(&name) {
                     continue;
                 }
-                freed += tree_size(&f.path());
+                freed += crate::fs::tree_size(&f.path());
                 if !self.dry_run {
-                    remove_all(&f.path())?;
+                    crate::fs::remove_all(&f.path())?;
                 }
             }
             if !self.dry_run {
@@ -761,10 +763,10 @@ impl Gc<'_> {
             if !(rest.ends_with(".new") || rest.contains(".removed-")) {
                 continue;
             }
-            self.report.bytes_freed += tree_size(&e.path());
+            self.report.bytes_freed += crate::fs::tree_size(&e.path());
             if !self.dry_run {
                 // Best effort: what is left stays hidden and is tried again.
-                let _ = remove_all(&e.path());
+                let _ = crate::fs::remove_all(&e.path());
             }
         }
     }
@@ -827,7 +829,7 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
             .and_then(|t| t.parent().map(Path::to_path_buf));
         let Some(root) = root else {
             // No folder named: nothing to rescue, only the registration.
-            remove_all(reg.path())?;
+            crate::fs::remove_all(reg.path())?;
             continue;
         };
         // Without batch.toml there is no recorded identity: the check falls
@@ -917,7 +919,7 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
             }
         }
     }
-    batch::sync_dir(&kept);
+    crate::fs::sync_dir(&kept);
     // Folders made for patches that were not needed (fails when not empty).
     let _ = std::fs::remove_dir(&kept);
     let _ = std::fs::remove_dir(kept_dir(&state_dir));
@@ -1139,64 +1141,5 @@ fn same_path(a: &Path, b: &Path) -> bool {
     match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
-    }
-}
-
-fn is_real_dir(p: &Path) -> bool {
-    p.symlink_metadata().is_ok_and(|m| m.is_dir())
-}
-
-/// Sum of the sizes of the files (and symlinks) under `p`, never following a symlink.
-pub fn tree_size(p: &Path) -> u64 {
-    let Ok(meta) = p.symlink_metadata() else {
-        return 0;
-    };
-    if !meta.is_dir() {
-        return meta.len();
-    }
-    let mut total = 0;
-    let mut stack = vec![p.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            match e.metadata() {
-                Ok(m) if m.is_dir() => stack.push(e.path()),
-                Ok(m) => total += m.len(),
-                Err(_) => {}
-            }
-        }
-    }
-    total
-}
-
-/// Remove a file, symlink or folder (never following a symlink); gone already is fine.
-pub(crate) fn remove_all(p: &Path) -> Result<()> {
-    let meta = match p.symlink_metadata() {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(format!("cannot remove {}", p.display()), e)),
-    };
-    let r = if meta.is_dir() {
-        std::fs::remove_dir_all(p)
-    } else {
-        std::fs::remove_file(p)
-    };
-    match r {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io(format!("cannot remove {}", p.display()), e)),
-    }
-}
-
-/// Remove up to `levels` empty folders above `p`.
-fn remove_empty_parents(p: &Path, levels: usize) {
-    let mut dir = p.parent();
-    for _ in 0..levels {
-        match dir {
-            Some(d) if std::fs::remove_dir(d).is_ok() => dir = d.parent(),
-            _ => break,
-        }
     }
 }

@@ -12,17 +12,6 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::error::Error;
-
-/// The error for a command interrupted by a signal (Ctrl-C), after its undo.
-pub fn error() -> Error {
-    Error::state(
-        "delegate::interrupted",
-        "interrupted; everything this command made was removed again",
-        "run the command again",
-    )
-}
-
 /// Termination signals received since the handler was installed.
 static SIGNALS: AtomicUsize = AtomicUsize::new(0);
 

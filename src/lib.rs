@@ -20,6 +20,7 @@ pub mod commit;
 pub mod config;
 pub mod diff;
 pub mod error;
+pub mod fs;
 pub mod gc;
 pub mod integrate;
 pub mod interrupt;

@@ -44,7 +44,7 @@ pub fn acquire(state_dir: &Path, timeout_secs: i64) -> Result<RepoLock> {
             Ok(()) => break,
             // Ctrl-C while waiting (where a command installed the handler).
             Err(rustix::io::Errno::WOULDBLOCK) if gix::interrupt::is_triggered() => {
-                return Err(crate::interrupt::error());
+                return Err(Error::interrupted());
             }
             Err(rustix::io::Errno::WOULDBLOCK) if Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(25));

@@ -199,7 +199,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         crate::diff::trees(&source.repo, snap.head_tree, snap.tree)?.len()
     };
     if crate::interrupt::interrupted() {
-        return Err(crate::interrupt::error());
+        return Err(Error::interrupted());
     }
     for nested in &snap.nested_repos {
         observer.notice(Notice::NestedRepository(nested.clone()));
@@ -339,7 +339,7 @@ fn make(
     let state_dir = source.state_dir();
     let stop = || -> Result<()> {
         if crate::interrupt::interrupted() {
-            return Err(crate::interrupt::error());
+            return Err(Error::interrupted());
         }
         Ok(())
     };

@@ -74,10 +74,10 @@ pub fn record(state_dir: &Path, b: &Batch) -> Result<()> {
     let result = (|| {
         std::fs::create_dir(&tmp)
             .map_err(|e| Error::io(format!("cannot create {}", tmp.display()), e))?;
-        batch::write_atomic(&tmp.join("batch.toml"), batch::to_toml(b)?.as_bytes())?;
+        crate::fs::write_atomic(&tmp.join("batch.toml"), batch::to_toml(b)?.as_bytes())?;
         std::fs::rename(&tmp, &dir)
             .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-        batch::sync_dir(&parent);
+        crate::fs::sync_dir(&parent);
         Ok(())
     })();
     if result.is_err() {
@@ -111,7 +111,7 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
     let mut first_err: Option<Error> = None;
     for t in &b.tasks {
         let reg = crate::registration::Registration::new(&source.common_dir, &t.worktree_id);
-        out.bytes += crate::gc::tree_size(reg.path());
+        out.bytes += crate::fs::tree_size(reg.path());
         let scratch = t.kind() == crate::config::Mode::Scratch;
         // What will go, and what is left alone (a folder that is not one
         // prepare made is never counted, nor its bytes).
@@ -125,7 +125,7 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
             crate::workspace::unfinished_removal(&source.common_dir, &t.root, &t.worktree_id)
         };
         if will == crate::workspace::Removal::Removed {
-            out.bytes += crate::gc::tree_size(&t.root);
+            out.bytes += crate::fs::tree_size(&t.root);
         }
         if dry_run {
             match will {
@@ -177,7 +177,7 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
         }
     }
     let dir = batch::batch_dir(&source.state_dir(), &b.id);
-    out.bytes += crate::gc::tree_size(&dir);
+    out.bytes += crate::fs::tree_size(&dir);
     if let Some(e) = first_err {
         return Err(e);
     }

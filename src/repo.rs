@@ -9,7 +9,9 @@
 //! applied to the source alone, as git applies them; discovery as git's
 //! (`GIT_CEILING_DIRECTORIES`, `GIT_DISCOVERY_ACROSS_FILESYSTEM`); opening
 //! repositories with the options every engine step relies on, a workspace
-//! (or any other worktree) always by its path, never through those variables.
+//! (or any other worktree) always by its path, never through those variables;
+//! git's `color.ui` as the source (or, outside one, the user's config) sets
+//! it, for the binary's colour decision ([`color_ui`]).
 //! Never: changes anything in the repository.
 
 use std::ffi::{OsStr, OsString};
@@ -598,7 +600,7 @@ impl Source {
 
     /// `<common-dir>/delegate`
     pub fn state_dir(&self) -> PathBuf {
-        self.common_dir.join("delegate")
+        crate::batch::state_dir(&self.common_dir)
     }
 
     /// Refuse repositories with submodules (SPEC §3.1 step 1).
@@ -755,4 +757,140 @@ pub fn hex(bytes: &[u8]) -> String {
             let _ = write!(s, "{b:02x}");
             s
         })
+}
+
+/// git's `color.ui`, as git reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColorUi {
+    Never,
+    Auto,
+    Always,
+}
+
+/// git's `color.ui` (`git -c`, repository, global and system config), when
+/// set, for the binary's colour decision (SPEC §3: `--color` and `NO_COLOR`
+/// come first; the binary asks only when they leave it open).
+pub fn color_ui() -> Option<ColorUi> {
+    let value = match std::env::var("GIT_CONFIG_PARAMETERS")
+        .ok()
+        .and_then(|p| from_config_parameters(&p, "color.ui"))
+    {
+        Some(v) => v,
+        None => config_color_ui()?,
+    };
+    match value.to_ascii_lowercase().as_str() {
+        "false" | "never" | "no" | "off" | "0" => Some(ColorUi::Never),
+        "always" => Some(ColorUi::Always),
+        "true" | "yes" | "on" | "1" | "auto" | "" => Some(ColorUi::Auto),
+        _ => None,
+    }
+}
+
+/// The last value of `key` in git's `GIT_CONFIG_PARAMETERS` (how `git -c
+/// key=value delegate` passes its settings on; gix does not read it): a
+/// list of shell single-quoted words, `'key'='value'` or the older
+/// `'key=value'`; a key without a value is `true` (returned as "").
+fn from_config_parameters(params: &str, key: &str) -> Option<String> {
+    // Split into single-quoted words, remembering whether `=` joins two.
+    let mut words: Vec<(String, bool)> = Vec::new();
+    let mut chars = params.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\'' {
+            continue;
+        }
+        let mut word = String::new();
+        loop {
+            match chars.next() {
+                Some('\'') => {
+                    // `'\''` inside a word is a quote.
+                    if chars.peek() == Some(&'\\') {
+                        chars.next();
+                        chars.next();
+                        word.push('\'');
+                        if chars.peek() == Some(&'\'') {
+                            chars.next();
+                            continue;
+                        }
+                    }
+                    break;
+                }
+                Some(ch) => word.push(ch),
+                None => return None,
+            }
+        }
+        let joined = chars.peek() == Some(&'=');
+        if joined {
+            chars.next();
+        }
+        words.push((word, joined));
+    }
+    let mut found = None;
+    let mut i = 0;
+    while i < words.len() {
+        let (word, joined) = &words[i];
+        let (k, v) = if *joined {
+            let v = words.get(i + 1).map(|w| w.0.clone()).unwrap_or_default();
+            i += 2;
+            (word.clone(), v)
+        } else {
+            i += 1;
+            match word.split_once('=') {
+                Some((k, v)) => (k.to_string(), v.to_string()),
+                None => (word.clone(), String::new()),
+            }
+        };
+        if k.eq_ignore_ascii_case(key) {
+            found = Some(v);
+        }
+    }
+    found
+}
+
+/// `color.ui` from the repository's (or, outside one, the user's) config files.
+fn config_color_ui() -> Option<String> {
+    // The source as the commands find it (`GIT_DIR` and friends included).
+    let repo = std::env::current_dir()
+        .ok()
+        .and_then(|cwd| open_source(&cwd).ok());
+    let value = match &repo {
+        Some(repo) => repo.config_snapshot().string("color.ui")?.to_string(),
+        None => {
+            // Outside a repository only the user's and the system's config apply.
+            let out = std::process::Command::new("git")
+                .args(["config", "--get", "color.ui"])
+                .stderr(std::process::Stdio::null())
+                .output()
+                .ok()?;
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        }
+    };
+    Some(value).filter(|v| !v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_parameters_as_git_passes_them() {
+        let p = "'core.editor'='vi' 'color.ui'='never'";
+        assert_eq!(
+            from_config_parameters(p, "color.ui").as_deref(),
+            Some("never")
+        );
+        assert_eq!(
+            from_config_parameters("'color.ui=always'", "color.ui").as_deref(),
+            Some("always")
+        );
+        assert_eq!(
+            from_config_parameters("'Color.UI'", "color.ui").as_deref(),
+            Some("")
+        );
+        assert_eq!(
+            from_config_parameters("'a.b'='it'\\''s' 'color.ui'='false'", "color.ui").as_deref(),
+            Some("false")
+        );
+        assert_eq!(from_config_parameters("'a.b'='x'", "color.ui"), None);
+        assert_eq!(from_config_parameters("'broken", "color.ui"), None);
+    }
 }

@@ -14,7 +14,8 @@
 //! of either are named, never part of the tree.
 //! Never: writes the worktree's index, a ref or a working-tree file; the index
 //! it reads stays byte-for-byte unchanged. The private cache is only ever
-//! written to a batch's state folder, by temp file and rename.
+//! written to a batch's state folder, by temp file and rename. Never lists
+//! batches itself: which batches are the source's is `batch::of_source`.
 //!
 //! # The stat cache and racy entries
 //!
@@ -205,19 +206,12 @@ struct Slot {
 fn find_cache(repo: &gix::Repository) -> Option<Slot> {
     let root = std::fs::canonicalize(repo.workdir()?).ok()?;
     let common = std::fs::canonicalize(repo.common_dir()).ok()?;
-    let state_dir = common.join("delegate");
-    if !crate::batch::batches_dir(&state_dir).is_dir() {
-        return None;
-    }
-    let mut mine: Vec<crate::batch::Batch> = crate::batch::list_ok(&state_dir)
-        .ok()?
-        .into_iter()
-        .filter(|b| b.source == root)
-        .collect();
+    let state_dir = crate::batch::state_dir(&common);
+    // The batches of this working tree, oldest first (`batch` owns the listing).
+    let mine = crate::batch::of_source(&state_dir, &root).ok()?;
     if mine.is_empty() {
         return None;
     }
-    mine.sort_by(|a, b| a.created_at.cmp(&b.created_at));
     let newest_cache = mine
         .iter()
         .filter_map(|b| {

@@ -54,7 +54,7 @@ pub fn put(root: &Path, held: (u64, u64)) -> Option<PathBuf> {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(_) => return None,
         }
-        if !is_real_dir(&trash) {
+        if !crate::fs::is_real_dir(&trash) {
             return None;
         }
         let random = uuid::Uuid::new_v4().simple().to_string();
@@ -152,7 +152,7 @@ pub struct Purged {
 /// deletes nothing (and takes no lock).
 pub fn purge(trash: &Path, count_bytes: bool, dry_run: bool, wait: bool) -> Option<Purged> {
     let mut out = Purged::default();
-    if trash.file_name().is_none_or(|n| n != TRASH) || !is_real_dir(trash) {
+    if trash.file_name().is_none_or(|n| n != TRASH) || !crate::fs::is_real_dir(trash) {
         return Some(out);
     }
     let Ok(lock) = std::fs::File::open(trash) else {
@@ -180,7 +180,7 @@ pub fn purge(trash: &Path, count_bytes: bool, dry_run: bool, wait: bool) -> Opti
                 continue;
             }
             let bytes = if count_bytes {
-                crate::gc::tree_size(&path)
+                crate::fs::tree_size(&path)
             } else {
                 0
             };
@@ -238,7 +238,7 @@ fn is_entry(path: &Path) -> bool {
         && name[8] == b'-'
         && name[name.len() - 9] == b'-'
         && hex8(&name[name.len() - 8..]);
-    if !named || !is_real_dir(path) {
+    if !named || !crate::fs::is_real_dir(path) {
         return false;
     }
     match std::fs::read(path.join(".git")) {
@@ -290,10 +290,6 @@ fn delete_entry(path: &Path) -> std::io::Result<()> {
         Err(e) => return Err(e),
     }
     std::fs::remove_dir(path)
-}
-
-fn is_real_dir(p: &Path) -> bool {
-    p.symlink_metadata().is_ok_and(|m| m.is_dir())
 }
 
 #[cfg(test)]

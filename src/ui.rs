@@ -3,7 +3,8 @@
 //!
 //! Owns: stdout and stderr. With `--json`, stdout carries exactly one
 //! document and human text goes to stderr.
-//! Never: decides what to say (commands do), or touches a repository.
+//! Never: decides what to say (commands do), or touches a repository (git's
+//! `color.ui` is read by the repository layer, `repo::color_ui`).
 
 use std::io::{IsTerminal, Write};
 
@@ -12,6 +13,7 @@ use serde_json::{json, Value};
 use crate::cli::ColorChoice;
 use crate::error::Error;
 use crate::paths::is_unprintable;
+use crate::repo::ColorUi;
 use crate::writeback::Recovery;
 
 pub const SCHEMA: &str = "git-delegate/v1";
@@ -28,16 +30,17 @@ pub fn use_color(choice: ColorChoice, terminal: bool) -> bool {
     decide_color(
         choice,
         std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
-        git_color_ui,
+        crate::repo::color_ui,
         terminal,
     )
 }
 
-/// The precedence itself; `color_ui` is only asked when it matters.
+/// The precedence itself; `color_ui` (git's setting, read by the repository
+/// layer: [`crate::repo::color_ui`]) is only asked when it matters.
 fn decide_color(
     choice: ColorChoice,
     no_color: bool,
-    color_ui: impl FnOnce() -> Option<GitColor>,
+    color_ui: impl FnOnce() -> Option<ColorUi>,
     terminal: bool,
 ) -> bool {
     match choice {
@@ -45,117 +48,11 @@ fn decide_color(
         ColorChoice::Never => false,
         ColorChoice::Auto if no_color => false,
         ColorChoice::Auto => match color_ui() {
-            Some(GitColor::Never) => false,
-            Some(GitColor::Always) => true,
-            Some(GitColor::Auto) | None => terminal,
+            Some(ColorUi::Never) => false,
+            Some(ColorUi::Always) => true,
+            Some(ColorUi::Auto) | None => terminal,
         },
     }
-}
-
-/// git's `color.ui`, as git reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum GitColor {
-    Never,
-    Auto,
-    Always,
-}
-
-/// git's `color.ui` (`git -c`, repository, global and system config), when set.
-fn git_color_ui() -> Option<GitColor> {
-    let value = match std::env::var("GIT_CONFIG_PARAMETERS")
-        .ok()
-        .and_then(|p| from_config_parameters(&p, "color.ui"))
-    {
-        Some(v) => v,
-        None => config_color_ui()?,
-    };
-    match value.to_ascii_lowercase().as_str() {
-        "false" | "never" | "no" | "off" | "0" => Some(GitColor::Never),
-        "always" => Some(GitColor::Always),
-        "true" | "yes" | "on" | "1" | "auto" | "" => Some(GitColor::Auto),
-        _ => None,
-    }
-}
-
-/// The last value of `key` in git's `GIT_CONFIG_PARAMETERS` (how `git -c
-/// key=value delegate` passes its settings on; gix does not read it): a
-/// list of shell single-quoted words, `'key'='value'` or the older
-/// `'key=value'`; a key without a value is `true` (returned as "").
-fn from_config_parameters(params: &str, key: &str) -> Option<String> {
-    // Split into single-quoted words, remembering whether `=` joins two.
-    let mut words: Vec<(String, bool)> = Vec::new();
-    let mut chars = params.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\'' {
-            continue;
-        }
-        let mut word = String::new();
-        loop {
-            match chars.next() {
-                Some('\'') => {
-                    // `'\''` inside a word is a quote.
-                    if chars.peek() == Some(&'\\') {
-                        chars.next();
-                        chars.next();
-                        word.push('\'');
-                        if chars.peek() == Some(&'\'') {
-                            chars.next();
-                            continue;
-                        }
-                    }
-                    break;
-                }
-                Some(ch) => word.push(ch),
-                None => return None,
-            }
-        }
-        let joined = chars.peek() == Some(&'=');
-        if joined {
-            chars.next();
-        }
-        words.push((word, joined));
-    }
-    let mut found = None;
-    let mut i = 0;
-    while i < words.len() {
-        let (word, joined) = &words[i];
-        let (k, v) = if *joined {
-            let v = words.get(i + 1).map(|w| w.0.clone()).unwrap_or_default();
-            i += 2;
-            (word.clone(), v)
-        } else {
-            i += 1;
-            match word.split_once('=') {
-                Some((k, v)) => (k.to_string(), v.to_string()),
-                None => (word.clone(), String::new()),
-            }
-        };
-        if k.eq_ignore_ascii_case(key) {
-            found = Some(v);
-        }
-    }
-    found
-}
-
-/// `color.ui` from the repository's (or, outside one, the user's) config files.
-fn config_color_ui() -> Option<String> {
-    // The source as the commands find it (`GIT_DIR` and friends included).
-    let repo = std::env::current_dir()
-        .ok()
-        .and_then(|cwd| crate::repo::open_source(&cwd).ok());
-    let value = match &repo {
-        Some(repo) => repo.config_snapshot().string("color.ui")?.to_string(),
-        None => {
-            // Outside a repository only the user's and the system's config apply.
-            let out = std::process::Command::new("git")
-                .args(["config", "--get", "color.ui"])
-                .stderr(std::process::Stdio::null())
-                .output()
-                .ok()?;
-            String::from_utf8_lossy(&out.stdout).trim().to_string()
-        }
-    };
-    Some(value).filter(|v| !v.is_empty())
 }
 
 /// The `--color` choice of this process, for text that goes elsewhere than
@@ -423,8 +320,8 @@ mod tests {
     #[test]
     fn colour_precedence() {
         use ColorChoice::*;
-        use GitColor as G;
-        let never_asked = || -> Option<GitColor> { panic!("color.ui must not be read") };
+        use ColorUi as G;
+        let never_asked = || -> Option<ColorUi> { panic!("color.ui must not be read") };
         // --color wins over everything.
         assert!(decide_color(Always, true, never_asked, false));
         assert!(!decide_color(Never, false, never_asked, true));
@@ -438,29 +335,6 @@ mod tests {
         assert!(!decide_color(Auto, false, || Some(G::Auto), false));
         assert!(decide_color(Auto, false, || None, true));
         assert!(!decide_color(Auto, false, || None, false));
-    }
-
-    #[test]
-    fn config_parameters_as_git_passes_them() {
-        let p = "'core.editor'='vi' 'color.ui'='never'";
-        assert_eq!(
-            from_config_parameters(p, "color.ui").as_deref(),
-            Some("never")
-        );
-        assert_eq!(
-            from_config_parameters("'color.ui=always'", "color.ui").as_deref(),
-            Some("always")
-        );
-        assert_eq!(
-            from_config_parameters("'Color.UI'", "color.ui").as_deref(),
-            Some("")
-        );
-        assert_eq!(
-            from_config_parameters("'a.b'='it'\\''s' 'color.ui'='false'", "color.ui").as_deref(),
-            Some("false")
-        );
-        assert_eq!(from_config_parameters("'a.b'='x'", "color.ui"), None);
-        assert_eq!(from_config_parameters("'broken", "color.ui"), None);
     }
 
     #[test]

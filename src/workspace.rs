@@ -92,7 +92,7 @@ pub fn create_all(
 ) -> Result<()> {
     let mut result = create_all_inner(common_dir, baseline, baseline_tree, plans);
     if result.is_ok() && gix::interrupt::is_triggered() {
-        result = Err(crate::interrupt::error());
+        result = Err(Error::interrupted());
     }
     if result.is_err() {
         for p in plans {
@@ -137,7 +137,7 @@ fn create_all_inner(
         indexes.extend(others);
     }
     if gix::interrupt::is_triggered() {
-        return Err(crate::interrupt::error());
+        return Err(Error::interrupted());
     }
     let roots: Vec<&Path> = plans.iter().map(|p| p.root.as_path()).collect();
     settle(&roots, &mut indexes, cores)?;
@@ -188,11 +188,11 @@ fn checkout_failed(
 /// Undo `register` and the files of a plan: only what this prepare made
 /// (our `.git` pointer, our registration).
 fn remove_created(common_dir: &Path, p: &Plan) -> Result<()> {
-    if is_ours(common_dir, &p.root, &p.worktree_id) || is_empty_dir(&p.root) {
+    if is_ours(common_dir, &p.root, &p.worktree_id) || crate::fs::is_empty_dir(&p.root) {
         let _ = std::fs::remove_dir_all(&p.root);
     }
     let _ = std::fs::remove_dir_all(registration(common_dir, &p.worktree_id));
-    remove_empty_parents(&p.root);
+    crate::fs::remove_empty_parents(&p.root, 2);
     Ok(())
 }
 
@@ -211,7 +211,7 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
             remove_held(root, fd)?;
             Removal::Removed
         }
-        _ if is_empty_dir(root) => match std::fs::remove_dir(root) {
+        _ if crate::fs::is_empty_dir(root) => match std::fs::remove_dir(root) {
             Ok(()) => Removal::Removed,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Removal::Missing,
             // Not empty any more, or not a folder: someone else's now.
@@ -230,7 +230,7 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
         Err(e) => return Err(Error::io(format!("cannot remove {}", reg.display()), e)),
     }
     if state != Removal::Foreign {
-        remove_empty_parents(root);
+        crate::fs::remove_empty_parents(root, 2);
     }
     Ok(state)
 }
@@ -241,15 +241,9 @@ pub fn unfinished_removal(common_dir: &Path, root: &Path, worktree_id: &str) -> 
     match identify_at(common_dir, root, worktree_id, None) {
         Identity::Missing => Removal::Missing,
         Identity::Ours { .. } => Removal::Removed,
-        _ if is_empty_dir(root) => Removal::Removed,
+        _ if crate::fs::is_empty_dir(root) => Removal::Removed,
         _ => Removal::Foreign,
     }
-}
-
-/// Is `p` a real folder (not a symlink to one) with nothing in it?
-fn is_empty_dir(p: &Path) -> bool {
-    p.symlink_metadata().is_ok_and(|m| m.is_dir())
-        && std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none())
 }
 
 /// Make the workspace folder and its registration (locked first, so `git
@@ -323,7 +317,7 @@ fn checkout(
     )
     .map_err(|e| checkout_failed(Some((repo, &*index)), root, &e))?;
     if gix::interrupt::is_triggered() {
-        return Err(crate::interrupt::error());
+        return Err(Error::interrupted());
     }
     if let Some(first) = outcome.errors.first() {
         let what = format!(
@@ -556,7 +550,7 @@ fn replicate(
                 crate::interrupt::pause("replicating");
             }
             if gix::interrupt::is_triggered() {
-                return Err(crate::interrupt::error());
+                return Err(Error::interrupted());
             }
             let e = &src_entries[start + i];
             let stats = walk.entry(e.path_in(paths), e.mode)?;
@@ -1022,7 +1016,7 @@ fn remove_at(
         Err(e) => return Err(Error::io(format!("cannot remove {}", reg.display()), e)),
     }
     if state != Removal::Foreign {
-        remove_empty_parents(root);
+        crate::fs::remove_empty_parents(root, 2);
     }
     Ok(state)
 }
@@ -1095,7 +1089,7 @@ pub fn discard(common_dir: &Path, task: &crate::batch::Task) -> Result<(Removal,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(Error::io(format!("cannot remove {}", reg.display()), e)),
     }
-    remove_empty_parents(root);
+    crate::fs::remove_empty_parents(root, 2);
     Ok((Removal::Removed, Some(trash)))
 }
 
@@ -1117,17 +1111,6 @@ pub fn release(common_dir: &Path, worktree_id: &str) -> Result<()> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io(format!("cannot unlock {}", locked.display()), e)),
-    }
-}
-
-/// Remove the batch folder and the repository folder above a workspace when empty.
-fn remove_empty_parents(root: &Path) {
-    let mut dir = root.parent();
-    for _ in 0..2 {
-        match dir {
-            Some(d) if std::fs::remove_dir(d).is_ok() => dir = d.parent(),
-            _ => break,
-        }
     }
 }
 

@@ -166,7 +166,7 @@ fn install_into(dir: &Path, force: bool) -> Result<Installed> {
 
 /// Write our script to `hook` atomically, executable.
 fn write_hook(hook: &Path) -> Result<()> {
-    crate::batch::write_atomic(hook, PRE_COMMIT.as_bytes())?;
+    crate::fs::write_atomic(hook, PRE_COMMIT.as_bytes())?;
     let mut perm = std::fs::metadata(hook)
         .map_err(|e| Error::io(hook.display(), e))?
         .permissions();

@@ -80,12 +80,12 @@ impl Fail {
 
     /// An `Error` met on the way, its code kept as the cause.
     pub(super) fn from_error(e: crate::error::Error) -> Fail {
-        use crate::error::FsCause;
-        let cause = [FsCause::Full, FsCause::ReadOnly, FsCause::Denied]
-            .into_iter()
-            .find(|c| c.code() == e.code)
-            .map(Cause::Fs)
-            .or((e.code == "delegate::filter_failed").then_some(Cause::Filter));
+        use crate::error::Kind;
+        let cause = match e.kind() {
+            Kind::Fs(c) => Some(Cause::Fs(c)),
+            Kind::FilterFailed => Some(Cause::Filter),
+            _ => None,
+        };
         Fail(e.message, cause)
     }
 

@@ -1,0 +1,150 @@
+//! Generic filesystem helpers the engine shares: durable atomic writes,
+//! fsync of a folder, removal that never follows a symlink and accepts
+//! "gone already", removing emptied parents, and the size of a tree.
+//!
+//! Owns: these few operations on plain paths, with the engine's errors.
+//! Never: knows what a batch, workspace or repository is (callers decide
+//! which paths are theirs to write or remove), or writes below a source's
+//! root (that is `writeback`'s symlink-safe job, SPEC §7).
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// Write `bytes` to `path` atomically and durably.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default(),
+        std::process::id()
+    ));
+    let io = |e| Error::io(format!("cannot write {}", path.display()), e);
+    let mut f = std::fs::File::create(&tmp).map_err(io)?;
+    f.write_all(bytes).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    drop(f);
+    std::fs::rename(&tmp, path).map_err(io)?;
+    sync_dir(dir);
+    Ok(())
+}
+
+/// fsync a folder so a rename in it is durable (best effort).
+pub fn sync_dir(dir: &Path) {
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Remove a file or symlink; gone already is fine.
+pub fn remove_file(p: &Path) -> Result<()> {
+    match std::fs::remove_file(p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(format!("cannot remove {}", p.display()), e)),
+    }
+}
+
+/// Remove a file, symlink or folder (never following a symlink); gone already is fine.
+pub fn remove_all(p: &Path) -> Result<()> {
+    let meta = match p.symlink_metadata() {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(format!("cannot remove {}", p.display()), e)),
+    };
+    let r = if meta.is_dir() {
+        std::fs::remove_dir_all(p)
+    } else {
+        std::fs::remove_file(p)
+    };
+    match r {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(format!("cannot remove {}", p.display()), e)),
+    }
+}
+
+/// Remove up to `levels` empty folders above `p` (best effort; stops at
+/// the first that is not empty).
+pub fn remove_empty_parents(p: &Path, levels: usize) {
+    let mut dir = p.parent();
+    for _ in 0..levels {
+        match dir {
+            Some(d) if std::fs::remove_dir(d).is_ok() => dir = d.parent(),
+            _ => break,
+        }
+    }
+}
+
+/// Is `p` a real folder (not a symlink to one)?
+pub fn is_real_dir(p: &Path) -> bool {
+    p.symlink_metadata().is_ok_and(|m| m.is_dir())
+}
+
+/// Is `p` a real folder (not a symlink to one) with nothing in it?
+pub fn is_empty_dir(p: &Path) -> bool {
+    is_real_dir(p) && std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none())
+}
+
+/// Sum of the sizes of the files (and symlinks) under `p`, never following a symlink.
+pub fn tree_size(p: &Path) -> u64 {
+    let Ok(meta) = p.symlink_metadata() else {
+        return 0;
+    };
+    if !meta.is_dir() {
+        return meta.len();
+    }
+    let mut total = 0;
+    let mut stack = vec![p.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => stack.push(e.path()),
+                Ok(m) => total += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn removal_never_follows_a_symlink_and_gone_is_fine() {
+        let t = tempfile::tempdir().unwrap();
+        let kept = t.path().join("kept");
+        std::fs::create_dir(&kept).unwrap();
+        std::fs::write(kept.join("f"), b"12345").unwrap();
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&kept, &link).unwrap();
+        assert!(!is_real_dir(&link));
+        assert_eq!(tree_size(&kept), 5);
+        remove_all(&link).unwrap();
+        assert!(kept.join("f").is_file());
+        remove_all(&link).unwrap();
+        remove_file(&link).unwrap();
+        assert!(!is_empty_dir(&kept));
+        remove_file(&kept.join("f")).unwrap();
+        assert!(is_empty_dir(&kept));
+    }
+
+    #[test]
+    fn atomic_write_replaces_whole() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("a.toml");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        let names: Vec<_> = std::fs::read_dir(t.path()).unwrap().flatten().collect();
+        assert_eq!(names.len(), 1, "no temp file is left");
+    }
+}
