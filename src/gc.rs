@@ -45,7 +45,7 @@ use gix::ObjectId;
 use crate::batch::{self, Batch, Entry};
 use crate::error::{Error, Result};
 use crate::repo::Source;
-use crate::{commit, diff, proposal, refs, snapshot, workspace};
+use crate::{commit, proposal, refs, workspace};
 
 /// Work saved from a stale task's workspace into a proposal ref.
 #[derive(Debug, Clone)]
@@ -363,7 +363,11 @@ impl Gc<'_> {
             else {
                 continue;
             };
-            let pids = processes_in(&real);
+            // Ancestors count here (see `quiesce`'s header).
+            let pids = crate::quiesce::find_users(std::slice::from_ref(&real))
+                .into_iter()
+                .next()
+                .unwrap_or_default();
             if !pids.is_empty() {
                 let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
                 return skip(
@@ -400,7 +404,8 @@ impl Gc<'_> {
                 .flatten()
                 .and_then(|c| commit::tree_of(&self.source.repo, &c.to_string()).ok());
             let saved = if self.dry_run {
-                would_record(t, baseline_tree)
+                proposal::preview(&self.source.repo, t, baseline_tree)
+                    .map(|r| r.map(|p| (p.tree, p.paths.len(), p.nested)))
             } else {
                 proposal::record(self.source, b, t, baseline_tree)
                     .map(|r| r.map(|p| (p.tree, p.paths.len(), p.nested)))
@@ -959,45 +964,6 @@ fn stand_in(
             folder: None,
         }],
     }
-}
-
-/// Processes (other than this one) whose current folder is inside `root`.
-fn processes_in(root: &Path) -> Vec<u32> {
-    let Ok(root) = std::fs::canonicalize(root) else {
-        return Vec::new();
-    };
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let me = std::process::id();
-    let mut pids: Vec<u32> = rd
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| pid != me)
-        .filter(|pid| {
-            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(&root))
-        })
-        .collect();
-    pids.sort_unstable();
-    pids
-}
-
-/// What a workspace would give as a proposal.
-type WouldRecord = Option<(ObjectId, usize, Vec<gix::bstr::BString>)>;
-
-/// Dry run of `proposal::record`: the workspace's tree, changed-path count
-/// and nested repositories, with every object kept in memory.
-fn would_record(t: &batch::Task, baseline_tree: ObjectId) -> Result<WouldRecord> {
-    let ws = crate::repo::open_worktree(&t.root)?.with_object_memory();
-    let snap = snapshot::snapshot_workspace(&ws)?;
-    let paths = diff::trees(&ws, baseline_tree, snap.tree)?;
-    Ok(
-        (!paths.is_empty() || !snap.nested_repos.is_empty()).then_some((
-            snap.tree,
-            paths.len(),
-            snap.nested_repos,
-        )),
-    )
 }
 
 /// Is `name` the proposal ref a discarded task of `b` keeps (SPEC §3.16
