@@ -30,6 +30,7 @@ pub mod patch;
 pub mod paths;
 pub mod prepare;
 pub mod preparing;
+pub mod problems;
 pub mod proposal;
 pub mod quiesce;
 pub mod refs;

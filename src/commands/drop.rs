@@ -45,7 +45,7 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     // A task holds unapplied work when its workspace differs from the
     // baseline, when it ended conflict/failed (its proposal is kept), or when
     // its workspace cannot be read (unknown is never taken for clean).
-    let counts = super::status::changed_counts_checked(&source, &b);
+    let counts = crate::problems::changed_counts(&source, &b);
     let unapplied: Vec<String> = b
         .tasks
         .iter()

@@ -15,6 +15,7 @@ use crate::batch::{self, Entry};
 use crate::cli::{HookArgs, HookName};
 use crate::config::{Config, StaleLeases};
 use crate::error::Result;
+use crate::problems::{Fact, Problem};
 use crate::ui::Ui;
 
 pub fn run(ui: &Ui, args: HookArgs) -> Result<i32> {
@@ -73,13 +74,13 @@ fn pre_commit(ui: &Ui) -> i32 {
     if config.stale_leases == StaleLeases::Ignore {
         return 0;
     }
-    let problems = problems(&state_dir, &entries);
+    let problems = crate::problems::of_state(&state_dir, &entries);
     if problems.is_empty() {
         return 0;
     }
     let mut text = String::new();
     for p in &problems {
-        text.push_str(&format!("git-delegate: {p}\n"));
+        text.push_str(&format!("git-delegate: {}\n", message(p)));
     }
     if config.stale_leases == StaleLeases::Block {
         text.push_str(
@@ -128,40 +129,24 @@ git-delegate: leave the changes as files: `git delegate apply {}` in the source 
     None
 }
 
-/// Stale batches, left-over write-back journals and unreadable batch state,
-/// each as one line naming the batch and what resolves it.
-fn problems(state_dir: &Path, entries: &[Entry]) -> Vec<String> {
-    let mut out = Vec::new();
-    for e in entries {
-        match e {
-            Entry::Batch(b) => {
-                let state = b.lease.state();
-                if state.is_stale() {
-                    out.push(format!(
-                        "batch {} is stale (lease {}): apply it (`git delegate apply {}`), extend it (`git delegate renew {}`), or reclaim it (`git delegate gc`)",
-                        b.short(),
-                        state.as_str(),
-                        b.short(),
-                        b.short()
-                    ));
-                }
-                if batch::batch_dir(state_dir, &b.id)
-                    .join(batch::JOURNAL_FILE)
-                    .exists()
-                {
-                    out.push(format!(
-                        "batch {} has an interrupted write-back: run `git delegate status`; the next `git delegate gc` (or apply) rolls it back",
-                        b.short()
-                    ));
-                }
-            }
-            Entry::Broken { id, problem } => out.push(format!(
-                "the state of batch {} cannot be read ({problem}): run `git delegate status`",
-                batch::short(id)
-            )),
-        }
+/// A problem in the hook's words: one line naming the batch and what
+/// resolves it. The hook shows only what `problems::of_state` finds.
+fn message(p: &Problem) -> String {
+    let short = p.short();
+    match &p.fact {
+        Fact::Stale(state) => format!(
+            "batch {short} is stale (lease {}): apply it (`git delegate apply {short}`), extend it (`git delegate renew {short}`), or reclaim it (`git delegate gc`)",
+            state.as_str()
+        ),
+        Fact::Journal { .. } => format!(
+            "batch {short} has an interrupted write-back: run `git delegate status`; the next `git delegate gc` (or apply) rolls it back"
+        ),
+        Fact::BrokenState { problem } => format!(
+            "the state of batch {short} cannot be read ({problem}): run `git delegate status`"
+        ),
+        // Never found by `of_state`; worded as `status` would, shortly.
+        _ => format!("batch {short} has a problem: run `git delegate status`"),
     }
-    out
 }
 
 /// Find the git dir and common dir by reading files only (no repository open).
