@@ -21,6 +21,7 @@ pub mod config;
 pub mod diff;
 pub mod error;
 pub mod gc;
+pub mod hooks;
 pub mod integrate;
 pub mod lease;
 pub mod lock;

@@ -10,8 +10,8 @@ use serde_json::{json, Value};
 use crate::batch::{self, Batch, Entry};
 use crate::cli::StatusArgs;
 use crate::error::Result;
-use crate::ui::Ui;
 use crate::problems::{self, Fact, Problem};
+use crate::ui::Ui;
 use crate::workspace;
 
 /// A problem in `status`'s words.
