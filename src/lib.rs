@@ -40,6 +40,7 @@ pub mod renew;
 pub mod repo;
 pub mod scratch;
 pub mod snapshot;
+pub mod status;
 pub mod teardown;
 pub mod time;
 pub mod touched;

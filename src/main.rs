@@ -14,7 +14,8 @@ mod ui;
 // keeps `crate::batch::...` paths in the binary's modules working.
 use git_delegate::{
     apply, batch, config, error, gc, hooks, lease, lock, mandir, observe, paths, prepare,
-    preparing, problems, refs, renew, repo, snapshot, teardown, time, trash, workspace, writeback,
+    preparing, problems, refs, renew, repo, snapshot, status, teardown, time, trash, workspace,
+    writeback,
 };
 
 use clap::Parser;

@@ -1,16 +1,15 @@
 //! `git delegate status` (SPEC §3.3): batches, leases, tasks, problems, and
 //! the proposals kept after their task ended (SPEC §3.16 "kept").
-//! Changes nothing and takes no lock: workspace snapshots are kept in memory.
-//! A batch whose prepare never completed is shown as such (its half-made
-//! workspaces are never counted as work) and, once its prepare is gone,
-//! reported as a problem (SPEC §3.15).
+//! The report is the engine's (`status::run`, the problems `problems`'
+//! facts); this module words and lays it out. A batch whose prepare never
+//! completed is shown as such (SPEC §3.15).
 
 use serde_json::{json, Value};
 
-use crate::batch::{self, Batch, Entry};
+use crate::batch::{self, Batch};
 use crate::cli::StatusArgs;
 use crate::error::Result;
-use crate::problems::{self, Fact, Problem};
+use crate::problems::{Fact, Problem};
 use crate::ui::Ui;
 use crate::workspace;
 
@@ -88,18 +87,9 @@ fn message(p: &Problem) -> String {
 
 pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     let source = super::source()?;
-    let mut entries = batch::list(&source.state_dir())?;
-    // Proposals kept after their task ended (SPEC §3.16): gc rescues,
-    // discards, batches that are gone. Listing them reads only our refs.
-    let mut kept = crate::gc::kept_proposals(&source, &entries).unwrap_or_default();
-    if let Some(arg) = args.batch.as_deref() {
-        // A batch whose state is unreadable can be named too: it shows as a problem.
-        entries = vec![batch::choose(entries, Some(arg))?];
-        kept.retain(|k| match &entries[0] {
-            Entry::Batch(b) => k.batch == b.id,
-            Entry::Broken { id, .. } => &k.batch == id,
-        });
-    }
+    let report = crate::status::run(&source, args.batch.as_deref())?;
+    let kept = &report.kept;
+    let problems = &report.problems;
     let kept_doc: Vec<Value> = kept
         .iter()
         .map(|k| {
@@ -128,8 +118,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             )
         })
         .collect();
-    let mut problems = problems::of_batches(&source, &entries);
-    if entries.is_empty() && problems.is_empty() {
+    if !report.any && problems.is_empty() {
         // The fast path (SPEC §3.3: no batches, well under 20 ms).
         if ui.json {
             let mut doc = json!({ "batches": [], "problems": [] });
@@ -142,26 +131,8 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         }
         return Ok(0);
     }
-    let batches: Vec<&Batch> = entries
-        .iter()
-        .filter_map(|e| match e {
-            Entry::Batch(b) => Some(b.as_ref()),
-            Entry::Broken { .. } => None,
-        })
-        .collect();
-    // Half-made workspaces of an incomplete batch are never counted as work.
-    let counts: Vec<Vec<Option<usize>>> = batches
-        .iter()
-        .map(|b| match crate::preparing::progress(b) {
-            Some(_) => vec![None; b.tasks.len()],
-            None => problems::changed_counts(&source, b),
-        })
-        .collect();
-    for (b, c) in batches.iter().zip(&counts) {
-        if b.preparing.is_none() {
-            problems.extend(problems::unreadable(b, c));
-        }
-    }
+    let batches: Vec<&Batch> = report.batches.iter().map(|s| &s.batch).collect();
+    let counts: Vec<&Vec<Option<usize>>> = report.batches.iter().map(|s| &s.counts).collect();
     let code = if args.check && !problems.is_empty() {
         1
     } else {
@@ -179,7 +150,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                     m.insert("schema".into(), json!(crate::ui::SCHEMA));
                     // An unknown count is null, never a made-up number.
                     if let Some(Value::Array(tasks)) = m.get_mut("tasks") {
-                        for (t, n) in tasks.iter_mut().zip(c) {
+                        for (t, n) in tasks.iter_mut().zip(c.iter()) {
                             if let (Value::Object(t), None) = (t, n) {
                                 t.insert("changed_paths".into(), Value::Null);
                             }
@@ -215,7 +186,8 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     }
     let now = crate::time::now();
     let mut text = String::new();
-    for (b, counts) in batches.iter().zip(&counts) {
+    for shown in &report.batches {
+        let (b, counts) = (&shown.batch, &shown.counts);
         let created = crate::time::parse_rfc3339(&b.created_at).unwrap_or(now);
         let state = b.lease.state();
         let expires = b.lease.expires_at_secs() - now;
@@ -268,9 +240,8 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         if let Some(pid) = b.lease.owner_pid {
             text.push_str(&format!("  owner pid {pid} on {}\n", b.lease.host));
         }
-        for (t, n) in b.tasks.iter().zip(counts) {
+        for ((t, n), health) in b.tasks.iter().zip(counts).zip(&shown.health) {
             let n = n.map(|n| n.to_string()).unwrap_or_else(|| "?".into());
-            let health = workspace::health(&source.common_dir, t);
             let where_ = match health {
                 workspace::Removal::Removed => super::show(&t.root),
                 workspace::Removal::Missing if !t.state.is_open() => {
@@ -298,7 +269,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         }
     }
     text.push_str(&kept_text);
-    for p in &problems {
+    for p in problems {
         text.push_str(&format!(
             "{} {}\n",
             ui.paint("33", "problem:"),
