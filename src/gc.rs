@@ -19,6 +19,11 @@
 //! hidden folders a killed prepare or batch removal leaves in the state
 //! folder (`.<id>.new`, `.<id>.removed-<pid>`).
 //!
+//! A stale batch is left alone while a process is inside one of its
+//! workspaces (`quiesce::find_users`, whose header says why the caller's
+//! own shell counts); the dry run predicts the rescue with
+//! `proposal::preview`, as `apply --dry-run` does.
+//!
 //! A batch whose `batch.toml` cannot be read is never reclaimed here (its
 //! lease is unknown): it is reported in `skipped`, and everything that could
 //! be its own is left alone. `drop BATCH --force` removes it through
