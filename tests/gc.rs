@@ -703,9 +703,9 @@ fn gc_counts_the_callers_shell_sitting_in_a_workspace() {
         }
     }
     // The shell stays in the workspace; a subshell runs gc in the source.
-    sh.current_dir(&ws).arg("-c").arg(
-        r#"echo $$ > "$1"; (cd "$2" && exec "$3" gc --json); status=$?; exit $status"#,
-    );
+    sh.current_dir(&ws)
+        .arg("-c")
+        .arg(r#"echo $$ > "$1"; (cd "$2" && exec "$3" gc --json); status=$?; exit $status"#);
     sh.arg("sh")
         .arg(&pid_file)
         .arg(&repo)
