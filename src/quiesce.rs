@@ -289,6 +289,34 @@ mod tests {
     }
 
     #[test]
+    fn one_rule_for_apply_and_gc_a_deleted_cwd_is_not_inside() {
+        let root = std::env::temp_dir().join(format!("gd-quiesce-users-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("gone")).unwrap();
+        let spawn = |dir: &Path| {
+            std::process::Command::new("cat")
+                .current_dir(dir)
+                .stdin(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let inside = spawn(&root);
+        let deleted = spawn(&root.join("gone"));
+        let (inside_id, deleted_id) = (inside.id(), deleted.id());
+        std::fs::remove_dir(root.join("gone")).unwrap();
+        let users = find_users(std::slice::from_ref(&root));
+        let all = find_all(std::slice::from_ref(&root));
+        for mut child in [inside, deleted] {
+            drop(child.stdin.take());
+            child.wait().unwrap();
+        }
+        let _ = std::fs::remove_dir_all(&root);
+        assert_eq!(users, all);
+        assert!(users[0].contains(&inside_id), "{users:?}");
+        assert!(!users[0].contains(&deleted_id), "{users:?}");
+        assert!(!users[0].contains(&std::process::id()));
+    }
+
+    #[test]
     fn parses_parent_with_odd_names() {
         let me = std::process::id();
         assert!(parent_of(me).is_some());
