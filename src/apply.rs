@@ -695,9 +695,6 @@ fn record_all(
     baseline_tree: gix::ObjectId,
     dry_run: bool,
 ) -> Result<Vec<Result<Option<Recorded>>>> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Mutex;
-
     let shared = source.repo.clone().into_sync();
     let batch_dir = batch::batch_dir(&source.state_dir(), &b.id);
     let record = |task: &batch::Task| -> Result<Option<Recorded>> {
@@ -729,38 +726,19 @@ fn record_all(
     // a bound that keeps memory, one index per walk, in check) measured
     // faster than one or two at a time on 2 cores, and much faster when
     // other processes compete.
-    let workers = tasks.len().min(MAX_WALKS);
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<Option<Recorded>>>>> =
-        Mutex::new((0..tasks.len()).map(|_| None).collect());
-    let work = || loop {
-        let j = next.fetch_add(1, Ordering::SeqCst);
-        let Some(task) = tasks.get(j) else { break };
-        let r = record(task);
-        if let Ok(mut slots) = results.lock() {
-            slots[j] = Some(r);
-        }
-    };
-    std::thread::scope(|s| {
-        let handles: Vec<_> = (1..workers).map(|_| s.spawn(work)).collect();
-        work();
-        for h in handles {
-            let _ = h.join();
-        }
-    });
-    let lost = || {
+    fn lost() -> Error {
         Error::state(
             "delegate::internal",
             "a snapshot thread stopped unexpectedly",
             "report this bug; nothing was changed",
         )
-    };
-    Ok(results
-        .into_inner()
-        .map_err(|_| lost())?
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|| Err(lost())))
-        .collect())
+    }
+    Ok(crate::parallel::map(
+        tasks.iter().copied(),
+        MAX_WALKS,
+        lost,
+        record,
+    ))
 }
 
 /// A closed task's workspace that is still ours and still carries the lock

@@ -19,6 +19,11 @@
 //! hidden folders a killed prepare or batch removal leaves in the state
 //! folder (`.<id>.new`, `.<id>.removed-<pid>`).
 //!
+//! A stale batch is left alone while a process is inside one of its
+//! workspaces (`quiesce::find_users`, whose header says why the caller's
+//! own shell counts); the dry run predicts the rescue with
+//! `proposal::preview`, as `apply --dry-run` does.
+//!
 //! A batch whose `batch.toml` cannot be read is never reclaimed here (its
 //! lease is unknown): it is reported in `skipped`, and everything that could
 //! be its own is left alone. `drop BATCH --force` removes it through
@@ -46,7 +51,7 @@ use crate::batch::{self, discard_kept, Batch, Entry};
 use crate::error::{Error, Result};
 use crate::registration::{self, Registration};
 use crate::repo::Source;
-use crate::{commit, diff, proposal, refs, snapshot, workspace};
+use crate::{commit, proposal, refs, workspace};
 
 /// Work saved from a stale task's workspace into a proposal ref.
 #[derive(Debug, Clone)]
@@ -366,7 +371,11 @@ impl Gc<'_> {
             else {
                 continue;
             };
-            let pids = processes_in(&real);
+            // Ancestors count here (see `quiesce`'s header).
+            let pids = crate::quiesce::find_users(std::slice::from_ref(&real))
+                .into_iter()
+                .next()
+                .unwrap_or_default();
             if !pids.is_empty() {
                 let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
                 return skip(
@@ -403,7 +412,8 @@ impl Gc<'_> {
                 .flatten()
                 .and_then(|c| commit::tree_of(&self.source.repo, &c.to_string()).ok());
             let saved = if self.dry_run {
-                would_record(t, baseline_tree)
+                proposal::preview(&self.source.repo, t, baseline_tree)
+                    .map(|r| r.map(|p| (p.tree, p.paths.len(), p.nested)))
             } else {
                 proposal::record(self.source, b, t, baseline_tree)
                     .map(|r| r.map(|p| (p.tree, p.paths.len(), p.nested)))
@@ -963,45 +973,6 @@ fn stand_in(
             folder: None,
         }],
     }
-}
-
-/// Processes (other than this one) whose current folder is inside `root`.
-fn processes_in(root: &Path) -> Vec<u32> {
-    let Ok(root) = std::fs::canonicalize(root) else {
-        return Vec::new();
-    };
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let me = std::process::id();
-    let mut pids: Vec<u32> = rd
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| pid != me)
-        .filter(|pid| {
-            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(&root))
-        })
-        .collect();
-    pids.sort_unstable();
-    pids
-}
-
-/// What a workspace would give as a proposal.
-type WouldRecord = Option<(ObjectId, usize, Vec<gix::bstr::BString>)>;
-
-/// Dry run of `proposal::record`: the workspace's tree, changed-path count
-/// and nested repositories, with every object kept in memory.
-fn would_record(t: &batch::Task, baseline_tree: ObjectId) -> Result<WouldRecord> {
-    let ws = crate::repo::open_worktree(&t.root)?.with_object_memory();
-    let snap = snapshot::snapshot_workspace(&ws)?;
-    let paths = diff::trees(&ws, baseline_tree, snap.tree)?;
-    Ok(
-        (!paths.is_empty() || !snap.nested_repos.is_empty()).then_some((
-            snap.tree,
-            paths.len(),
-            snap.nested_repos,
-        )),
-    )
 }
 
 /// A proposal kept after its task ended (SPEC §3.16): rescued by gc, of a

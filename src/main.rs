@@ -13,8 +13,9 @@ mod ui;
 // The engine is the library crate; importing its modules at the crate root
 // keeps `crate::batch::...` paths in the binary's modules working.
 use git_delegate::{
-    apply, batch, config, diff, error, fs, gc, lease, lock, observe, paths, prepare, preparing,
-    refs, registration, repo, scratch, snapshot, teardown, time, trash, workspace, writeback,
+    apply, batch, config, error, gc, hooks, lease, lock, mandir, observe, paths, prepare,
+    preparing, problems, refs, renew, repo, snapshot, status, teardown, time, trash, workspace,
+    writeback,
 };
 
 use clap::Parser;

@@ -1,7 +1,18 @@
 //! Process quiescing: stopping processes whose cwd is inside a workspace
 //! before it is snapshotted (SIGTERM, a short grace, SIGKILL).
 //!
-//! Owns: finding and signalling such processes through /proc and rustix.
+//! Owns: finding and signalling such processes through /proc and rustix;
+//! the one rule for "a process is inside a workspace", for apply (which
+//! stops them) and gc (which leaves a batch alone while one is found):
+//! its current directory is the workspace or below it, read from
+//! `/proc/<pid>/cwd`; a process whose cwd was deleted is not inside (it can
+//! no longer create anything there), and this process never is.
+//! Ancestors, decided on purpose: apply never signals this process's
+//! parents ([`find_all`], [`stop_all`] spare them, so `git delegate apply`
+//! run from a shell sitting in a workspace does not kill that shell), while
+//! gc counts them ([`find_users`]): gc only reads, and a shell (or agent)
+//! that ran `git delegate gc` from inside a workspace is still using it, so
+//! gc leaves that batch alone rather than delete the folder under it.
 //! Never: signals a process outside the workspace, this process or its parents.
 //! Callers pass the real path of a workspace whose identity they checked
 //! (`workspace::identify`), never a path that could lead through a symlink
@@ -31,7 +42,14 @@ pub enum Outcome {
 /// it, never this process or one of its ancestors: one list per root, from
 /// one scan of `/proc`.
 pub fn find_all(roots: &[PathBuf]) -> Vec<Vec<u32>> {
-    scan(&canonical(roots))
+    scan(&canonical(roots), &ancestors())
+}
+
+/// Processes (pids) whose current directory is one of `roots` or inside
+/// it, this process's ancestors included (never this process): who still
+/// uses a workspace, for gc, which never signals anyone. One list per root.
+pub fn find_users(roots: &[PathBuf]) -> Vec<Vec<u32>> {
+    scan(&canonical(roots), &HashSet::from([std::process::id()]))
 }
 
 /// The canonical form of each root. A root that is itself a symlink is
@@ -50,13 +68,13 @@ fn canonical(roots: &[PathBuf]) -> Vec<PathBuf> {
         .collect()
 }
 
-/// One pass over `/proc`: the processes inside each of `roots` (canonical).
-fn scan(roots: &[PathBuf]) -> Vec<Vec<u32>> {
+/// One pass over `/proc`: the processes inside each of `roots` (canonical),
+/// but none of `spared`.
+fn scan(roots: &[PathBuf], spared: &HashSet<u32>) -> Vec<Vec<u32>> {
     let mut out = vec![Vec::new(); roots.len()];
     if roots.is_empty() {
         return out;
     }
-    let spared = ancestors();
     let Ok(rd) = std::fs::read_dir("/proc") else {
         return out;
     };
@@ -129,11 +147,12 @@ fn parent_of(pid: u32) -> Option<u32> {
 /// share one grace period. One outcome per root.
 pub fn stop_all(roots: &[PathBuf], grace: Duration) -> Vec<Outcome> {
     let canonical = canonical(roots);
+    let spared = ancestors();
     let n = canonical.len();
     let mut stopped = vec![0; n];
     let mut done: Vec<Option<Outcome>> = vec![None; n];
     for _round in 0..8 {
-        let found = scan(&canonical);
+        let found = scan(&canonical, &spared);
         let mut active: Vec<usize> = Vec::new();
         for i in 0..n {
             if done[i].is_some() {
@@ -177,7 +196,7 @@ pub fn stop_all(roots: &[PathBuf], grace: Duration) -> Vec<Outcome> {
         wait_gone(&waiting, grace);
     }
     let last = if done.iter().any(Option::is_none) {
-        scan(&canonical)
+        scan(&canonical, &spared)
     } else {
         vec![Vec::new(); n]
     };
@@ -267,6 +286,34 @@ mod tests {
         let found = find_all(std::slice::from_ref(&tmp));
         let _ = std::fs::remove_file(&tmp);
         assert!(found[0].is_empty(), "{found:?}");
+    }
+
+    #[test]
+    fn one_rule_for_apply_and_gc_a_deleted_cwd_is_not_inside() {
+        let root = std::env::temp_dir().join(format!("gd-quiesce-users-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("gone")).unwrap();
+        let spawn = |dir: &Path| {
+            std::process::Command::new("cat")
+                .current_dir(dir)
+                .stdin(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        let inside = spawn(&root);
+        let deleted = spawn(&root.join("gone"));
+        let (inside_id, deleted_id) = (inside.id(), deleted.id());
+        std::fs::remove_dir(root.join("gone")).unwrap();
+        let users = find_users(std::slice::from_ref(&root));
+        let all = find_all(std::slice::from_ref(&root));
+        for mut child in [inside, deleted] {
+            drop(child.stdin.take());
+            child.wait().unwrap();
+        }
+        let _ = std::fs::remove_dir_all(&root);
+        assert_eq!(users, all);
+        assert!(users[0].contains(&inside_id), "{users:?}");
+        assert!(!users[0].contains(&deleted_id), "{users:?}");
+        assert!(!users[0].contains(&std::process::id()));
     }
 
     #[test]

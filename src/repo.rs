@@ -507,6 +507,13 @@ impl Source {
         Self::from_repo(repo, cwd, true)
     }
 
+    /// [`Source::discover`] around the process's current directory.
+    pub fn discover_here() -> Result<Source> {
+        let cwd = std::env::current_dir()
+            .map_err(|e| Error::io("cannot read the current directory", e))?;
+        Self::discover(&cwd)
+    }
+
     /// The working tree `root` recorded by a batch of `here`'s repository
     /// (the batch's `source`), opened by its path: it must still be a
     /// working tree of the same repository, not a folder that moved away or

@@ -5,6 +5,8 @@
 //! itself (rescue first, nested repositories, a dry run that only counts,
 //! bytes freed) and uses `remove_refs` and `remove_state`; a batch whose
 //! prepare never completed goes through `preparing::remove_whole`.
+//! `blockers` says what makes `drop` refuse without `--force` (unapplied
+//! work, a workspace hosting an open batch).
 //!
 //! Owns: the rule that a workspace hosting an open batch is released, never
 //! removed; the order "workspaces, then refs, then the state folder last".
@@ -154,4 +156,41 @@ pub fn remove_batch(source: &Source, b: &Batch, others: &[Batch]) -> Result<Remo
     }
     r.refs = refs_and_state(source, b)?;
     Ok(r)
+}
+
+/// Why `drop` would refuse to end a batch without `--force` (SPEC §3.5).
+pub struct Blockers {
+    /// Tasks holding unapplied work: their workspace differs from the
+    /// baseline, they ended conflict/failed (the proposal is kept), or
+    /// their workspace cannot be read (unknown is never taken for clean).
+    pub unapplied: Vec<String>,
+    /// Workspaces that are the source of other open batches.
+    pub hosting: Vec<Kept>,
+    /// Every readable batch, for `remove_batch`.
+    pub others: Vec<Batch>,
+}
+
+/// What stands in the way of dropping `b` (a batch whose prepare completed).
+pub fn blockers(source: &Source, b: &Batch) -> Result<Blockers> {
+    let counts = crate::problems::changed_counts(source, b);
+    let unapplied = b
+        .tasks
+        .iter()
+        .zip(&counts)
+        .filter(|(t, n)| t.state.is_open() && (**n != Some(0) || t.state != batch::TaskState::Open))
+        .map(|(t, _)| t.name.clone())
+        .collect();
+    let others = batch::list_ok(&source.state_dir())?;
+    let hosting = b
+        .tasks
+        .iter()
+        .map(|t| (t, workspace::hosted_batches(&others, t, &b.id)))
+        .filter(|(_, h)| !h.is_empty())
+        .map(|(t, h)| (t.name.clone(), t.root.clone(), h))
+        .collect();
+    Ok(Blockers {
+        unapplied,
+        hosting,
+        others,
+    })
 }

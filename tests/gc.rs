@@ -651,3 +651,72 @@ fn gc_keeps_a_stale_workspace_that_is_the_source_of_another_open_batch() {
     env.delegate(&repo, ["gc", "--json"]).expect(0);
     assert!(ws.join("README").is_file());
 }
+
+/// One rule with apply's quiescing (`quiesce`'s header): a process whose
+/// current folder inside the workspace was deleted no longer uses it, so
+/// gc reclaims the batch.
+#[test]
+fn gc_ignores_a_process_whose_folder_in_the_workspace_was_deleted() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let doc = prepare(&env, &repo, &["--ttl", "1s"]);
+    let batch = id(&doc);
+    let ws = task_root(&doc, 0);
+    std::fs::create_dir(ws.join("gone")).unwrap();
+    let mut worker = std::process::Command::new("cat")
+        .current_dir(ws.join("gone"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::fs::remove_dir(ws.join("gone")).unwrap();
+    wait_stale(&env, &repo, &batch);
+
+    let gc = env.delegate(&repo, ["gc", "--json"]);
+    drop(worker.stdin.take());
+    worker.wait().unwrap();
+    let gc = gc.expect(0).json();
+    assert_eq!(gc["batches"], serde_json::json!([batch]));
+    assert!(!ws.exists());
+}
+
+/// Decided on purpose (`quiesce`'s header): gc counts the caller's own
+/// ancestors. A shell sitting in a workspace that runs `git delegate gc`
+/// (here from a subshell in the source) is still using it: gc leaves that
+/// batch alone and names the shell.
+#[test]
+fn gc_counts_the_callers_shell_sitting_in_a_workspace() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let doc = prepare(&env, &repo, &["--ttl", "1s"]);
+    let batch = id(&doc);
+    let ws = task_root(&doc, 0);
+    wait_stale(&env, &repo, &batch);
+
+    let pid_file = env.path().join("shell.pid");
+    // The harness's hermetic environment, for a shell instead of the binary.
+    let mut sh = std::process::Command::new("sh");
+    sh.env_clear();
+    for (k, v) in env.delegate_cmd(&ws).get_envs() {
+        if let Some(v) = v {
+            sh.env(k, v);
+        }
+    }
+    // The shell stays in the workspace; a subshell runs gc in the source.
+    sh.current_dir(&ws)
+        .arg("-c")
+        .arg(r#"echo $$ > "$1"; (cd "$2" && exec "$3" gc --json); status=$?; exit $status"#);
+    sh.arg("sh")
+        .arg(&pid_file)
+        .arg(&repo)
+        .arg(env!("CARGO_BIN_EXE_git-delegate"));
+    let out = sh.output().unwrap();
+    let shell = std::fs::read_to_string(&pid_file).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let gc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(gc["batches"].as_array().unwrap().len(), 0);
+    assert_eq!(gc["skipped"][0]["batch"], batch.as_str());
+    let message = gc["skipped"][0]["message"].as_str().unwrap();
+    assert!(message.contains(shell.trim()), "{message}");
+    assert!(ws.exists());
+}

@@ -15,10 +15,9 @@ use crate::cli::DropArgs;
 use crate::error::Result;
 use crate::repo::Source;
 use crate::ui::Ui;
-use crate::workspace;
 use crate::writeback::Recovery;
 
-use super::apply::{kept_doc, kept_text, Kept};
+use super::apply::{kept_doc, kept_text};
 
 pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     let source = super::source()?;
@@ -42,25 +41,11 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         Some(_) => return drop_incomplete(ui, &source, &b, recovered),
         None => {}
     }
-    // A task holds unapplied work when its workspace differs from the
-    // baseline, when it ended conflict/failed (its proposal is kept), or when
-    // its workspace cannot be read (unknown is never taken for clean).
-    let counts = super::status::changed_counts_checked(&source, &b);
-    let unapplied: Vec<String> = b
-        .tasks
-        .iter()
-        .zip(&counts)
-        .filter(|(t, n)| t.state.is_open() && (**n != Some(0) || t.state != batch::TaskState::Open))
-        .map(|(t, _)| t.name.clone())
-        .collect();
-    let others = batch::list_ok(&source.state_dir())?;
-    let hosting: Vec<Kept> = b
-        .tasks
-        .iter()
-        .map(|t| (t, workspace::hosted_batches(&others, t, &b.id)))
-        .filter(|(_, h)| !h.is_empty())
-        .map(|(t, h)| (t.name.clone(), t.root.clone(), h))
-        .collect();
+    let crate::teardown::Blockers {
+        unapplied,
+        hosting,
+        others,
+    } = crate::teardown::blockers(&source, &b)?;
     if (!unapplied.is_empty() || !hosting.is_empty()) && !args.force {
         if ui.json {
             let mut doc = json!({"batch": b.id, "dropped": false, "unapplied": unapplied});

@@ -123,9 +123,7 @@ fn parse_error_message(e: &clap::Error) -> String {
 
 /// The source around the current directory.
 pub fn source() -> Result<Source> {
-    let cwd =
-        std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
-    Source::discover(&cwd)
+    Source::discover_here()
 }
 
 /// Take the repository lock and roll back write-backs interrupted by a

@@ -1,0 +1,49 @@
+//! Renewing a batch's lease (SPEC §3.6): a new expiry, and an owner kept,
+//! replaced or dropped; `commands/renew.rs` renders the batch it returns.
+//!
+//! Owns: which batch may be renewed (an open one whose prepare completed;
+//! an orphaned lease only with a new owner) and whose owner carries over.
+//! Never: takes the repository lock (the caller holds it); changes anything
+//! but the batch's lease in its `batch.toml`.
+
+use std::path::Path;
+
+use crate::batch::{self, Batch};
+use crate::error::{Error, Result};
+use crate::lease::{Lease, State};
+
+/// Renew the lease of the open batch `selector` names (or the only one) in
+/// `state_dir` for `ttl` seconds; `owner` (pid, start time) is the new
+/// owner, if one is given. Returns the batch as saved.
+pub fn renew(
+    state_dir: &Path,
+    selector: Option<&str>,
+    ttl: i64,
+    owner: Option<(u32, u64)>,
+) -> Result<Batch> {
+    let mut b = batch::select_open(state_dir, selector)?;
+    // A batch whose prepare never completed has no lease worth keeping (SPEC §3.15).
+    if let Some(p) = crate::preparing::progress(&b) {
+        return Err(crate::preparing::refuse(&b, p));
+    }
+    if b.lease.state() == State::Orphaned && owner.is_none() {
+        return Err(Error::usage(
+            "delegate::orphaned_lease",
+            format!(
+                "the lease of batch {} is orphaned: its owner process is gone",
+                b.short()
+            ),
+            "renew it with a new owner: `git delegate renew BATCH --owner-pid PID`",
+        ));
+    }
+    // Keep the current owner unless a new one is given; an owner recorded on
+    // another host cannot be checked from here, so it is not carried over.
+    let same_host = b.lease.host == crate::lease::hostname();
+    let owner = owner.or(match (b.lease.owner_pid, b.lease.owner_start, same_host) {
+        (Some(p), Some(s), true) => Some((p, s)),
+        _ => None,
+    });
+    b.lease = Lease::new(ttl, owner);
+    batch::save(state_dir, &b)?;
+    Ok(b)
+}

@@ -1,0 +1,100 @@
+//! What `git delegate status` shows (SPEC §3.3), computed: the batches
+//! (one or all), each task's changed-path count and whether its workspace
+//! is still the one prepare made, the problems (`problems`), and the
+//! proposals kept after their task ended (SPEC §3.16 "kept");
+//! `commands/status.rs` renders the [`Report`].
+//!
+//! Owns: which batches a status covers and what is computed for each (the
+//! half-made workspaces of a batch whose prepare never completed are never
+//! counted as work, SPEC §3.15).
+//! Never: changes anything or takes the lock (workspace snapshots are kept
+//! in memory); words anything.
+
+use crate::batch::{self, Batch, Entry};
+use crate::error::Result;
+use crate::gc::Kept;
+use crate::problems::{self, Problem};
+use crate::repo::Source;
+use crate::workspace;
+
+/// One readable batch as status shows it.
+pub struct Shown {
+    pub batch: Batch,
+    /// Per task: how many paths its workspace changed (`None`: unknown, its
+    /// workspace could not be read, or the batch is incomplete).
+    pub counts: Vec<Option<usize>>,
+    /// Per task: whether its workspace is there and ours (`Removed`),
+    /// missing, or replaced (`Foreign`).
+    pub health: Vec<workspace::Health>,
+}
+
+/// What status found.
+pub struct Report {
+    /// Whether there was any batch entry at all (readable or not).
+    pub any: bool,
+    pub batches: Vec<Shown>,
+    pub problems: Vec<Problem>,
+    pub kept: Vec<Kept>,
+}
+
+/// The status of `source`'s batches, or of the one `selector` names (a
+/// batch whose state is unreadable can be named too: it shows as a
+/// problem). When there is no batch entry, nothing but the kept proposals
+/// and the problems found without one is computed (SPEC §3.3's fast path).
+pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
+    let mut entries = batch::list(&source.state_dir())?;
+    // Proposals kept after their task ended (SPEC §3.16): gc rescues,
+    // discards, batches that are gone. Listing them reads only our refs.
+    let mut kept = crate::gc::kept_proposals(source, &entries).unwrap_or_default();
+    if let Some(arg) = selector {
+        let chosen = batch::choose(entries, Some(arg))?;
+        kept.retain(|k| match &chosen {
+            Entry::Batch(b) => k.batch == b.id,
+            Entry::Broken { id, .. } => &k.batch == id,
+        });
+        entries = vec![chosen];
+    }
+    let mut problems = problems::of_batches(source, &entries);
+    let any = !entries.is_empty();
+    if !any && problems.is_empty() {
+        return Ok(Report {
+            any,
+            batches: Vec::new(),
+            problems,
+            kept,
+        });
+    }
+    let mut batches = Vec::new();
+    for e in entries {
+        let Entry::Batch(b) = e else { continue };
+        // Half-made workspaces of an incomplete batch are never counted as work.
+        let counts = match crate::preparing::progress(&b) {
+            Some(_) => vec![None; b.tasks.len()],
+            None => problems::changed_counts(source, &b),
+        };
+        batches.push(Shown {
+            health: Vec::new(),
+            counts,
+            batch: *b,
+        });
+    }
+    for s in &batches {
+        if s.batch.preparing.is_none() {
+            problems.extend(problems::unreadable(&s.batch, &s.counts));
+        }
+    }
+    for s in &mut batches {
+        s.health = s
+            .batch
+            .tasks
+            .iter()
+            .map(|t| workspace::health(&source.common_dir, t))
+            .collect();
+    }
+    Ok(Report {
+        any,
+        batches,
+        problems,
+        kept,
+    })
+}
