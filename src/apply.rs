@@ -1,8 +1,8 @@
-//! The apply transaction (SPEC §3.2): stop what still runs in each
+//! The apply transaction (design §3.2): stop what still runs in each
 //! selected workspace, record every proposal (commit, ref, patch), integrate
 //! them in memory, merge the result with the source as it is now, write the
 //! difference back through the journal, and clean up; the caller renders
-//! the returned `Report` (SPEC §6.2).
+//! the returned `Report` (design §6.2).
 //!
 //! Owns: the order of those steps, task outcomes (a workspace holding a git
 //! repository its worker made is a `nested_repository` conflict, never
@@ -12,7 +12,7 @@
 //! or deletes a folder that is not a workspace prepare made
 //! (`workspace::identify`); deletes a workspace that is the source of
 //! another open batch (it is kept as an ordinary worktree); writes anything
-//! with `--dry-run`; applies a batch whose prepare never completed (SPEC §3.15).
+//! with `--dry-run`; applies a batch whose prepare never completed (design §3.15).
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -134,12 +134,12 @@ impl Outcome {
     }
 }
 
-/// Apply a batch (SPEC §3.2), found from `here` (the repository around the
+/// Apply a batch (design §3.2), found from `here` (the repository around the
 /// caller), into the working tree it was prepared in. Takes the repository
 /// lock: recovering interrupted write-backs (told to `observer` at once),
 /// or with `dry_run` refusing when one is left over.
 pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Report> {
-    // A dry run never recovers an interrupted write-back; it reports it (SPEC §7).
+    // A dry run never recovers an interrupted write-back; it reports it (design §7).
     let lock = if opts.dry_run {
         lock_and_report(&here)?
     } else {
@@ -150,7 +150,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     // Omitted, BATCH skips batches whose prepare never completed while
     // another is open (`batch::choose`).
     let mut b = batch::select_open(&here.state_dir(), opts.batch.as_deref())?;
-    // A batch whose prepare never completed is never applied (SPEC §3.15).
+    // A batch whose prepare never completed is never applied (design §3.15).
     if let Some(p) = crate::preparing::progress(&b) {
         return Err(crate::preparing::refuse(&b, p));
     }
@@ -323,7 +323,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 if !r.nested.is_empty() {
                     // A repository the worker made is never dropped silently:
                     // the task stays open with its workspace, the rest of its
-                    // work recorded in the proposal (SPEC §3.2).
+                    // work recorded in the proposal (design §3.2).
                     out.status = TaskState::Conflict;
                     out.reason = Some("nested_repository");
                     out.conflicts = r
@@ -493,7 +493,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
             let this_run = outcomes.iter().any(|o| o.idx == i);
             let keep = this_run && task.state != TaskState::Discarded && opts.keep;
             // A discarded workspace holding git repositories its worker made
-            // is kept (SPEC §3.2: never dropped silently; a mistyped
+            // is kept (design §3.2: never dropped silently; a mistyped
             // `--discard` must lose nothing a proposal cannot hold).
             let nested = this_run
                 && task.state == TaskState::Discarded
@@ -586,7 +586,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
 
 /// Take the repository lock for a command that changes nothing but reads
 /// the working tree (`apply --dry-run`): an interrupted write-back is
-/// reported, never recovered (SPEC §7). With one left over, the working
+/// reported, never recovered (design §7). With one left over, the working
 /// tree holds part of a result, so nothing it would say can be trusted:
 /// exit 3, naming the batches.
 fn lock_and_report(source: &Source) -> Result<crate::lock::RepoLock> {

@@ -1,5 +1,5 @@
 //! Batch state: `<common-dir>/delegate/batches/<uuid>/batch.toml`, one per
-//! open batch, and how a `BATCH` argument names one (SPEC §3).
+//! open batch, and how a `BATCH` argument names one (design §3).
 //!
 //! Owns: the on-disk record of batches and tasks, written atomically
 //! (temp file, fsync, rename, fsync of the folder: `fs::write_atomic`), and
@@ -110,7 +110,7 @@ pub struct Batch {
     pub forbid_commit: bool,
     pub lease: Lease,
     pub tasks: Vec<Task>,
-    /// Present while the batch is being prepared (SPEC §3.15 "Killed
+    /// Present while the batch is being prepared (design §3.15 "Killed
     /// commands"): a batch that still has it after its prepare is gone is
     /// incomplete, never applied nor rescued (see `preparing`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -167,7 +167,7 @@ pub fn short(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }
 
-/// The write-back journal's file name inside a batch folder (SPEC §7).
+/// The write-back journal's file name inside a batch folder (design §7).
 pub const JOURNAL_FILE: &str = "writeback.journal";
 
 /// git-delegate's state dir in a repository's common dir (`<common>/delegate`).
@@ -287,7 +287,7 @@ pub fn of_source(state_dir: &Path, root: &Path) -> Result<Vec<Batch>> {
         .collect())
 }
 
-/// Resolve a `BATCH` argument (SPEC §3) among open batches: see [`choose`].
+/// Resolve a `BATCH` argument (design §3) among open batches: see [`choose`].
 /// (Kept for callers that hold a list of readable batches only.)
 /// A batch whose state is unreadable is never returned: naming one is
 /// `delegate::corrupt_batch` (exit 3, with the command that removes it).
@@ -338,7 +338,7 @@ fn names_id(id: &str, arg: &str, prefix: bool) -> bool {
     }
 }
 
-/// Resolve a `BATCH` argument (SPEC §3) among the entries of the state
+/// Resolve a `BATCH` argument (design §3) among the entries of the state
 /// folder: a full id first (so that no label can shadow an id), then a
 /// label, then a unique prefix of at least 4 characters of an id; omitted
 /// means the only readable batch whose prepare completed (or, when there is
@@ -358,7 +358,7 @@ pub fn choose(entries: Vec<Entry>, arg: Option<&str>) -> Result<Entry> {
     let Some(arg) = arg else {
         // Omitted, BATCH means the only batch there is work in: a readable
         // batch whose prepare completed; failing that, a readable one (its
-        // prepare never completed, SPEC §3.15); failing that, the only one.
+        // prepare never completed, design §3.15); failing that, the only one.
         let complete = |e: &Entry| matches!(e, Entry::Batch(b) if b.preparing.is_none());
         let readable = |e: &Entry| matches!(e, Entry::Batch(_));
         let pool: Vec<Entry> = if entries.iter().any(complete) {
@@ -429,14 +429,14 @@ pub fn choose(entries: Vec<Entry>, arg: Option<&str>) -> Result<Entry> {
     }
 }
 
-/// Could `label` ever be read as a batch id or id prefix (SPEC §3: hex
+/// Could `label` ever be read as a batch id or id prefix (design §3: hex
 /// digits and hyphens, 4 or more characters, any case)? Such labels are
 /// refused: a label is tried before an id prefix, so it would shadow one.
 pub fn label_reads_as_id(label: &str) -> bool {
     label.len() >= 4 && label.bytes().all(|c| c.is_ascii_hexdigit() || c == b'-')
 }
 
-/// Validate a task name (SPEC §1).
+/// Validate a task name (design §1).
 pub fn valid_task_name(name: &str) -> bool {
     let b = name.as_bytes();
     !b.is_empty()
@@ -446,7 +446,7 @@ pub fn valid_task_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
 }
 
-/// Is `name` the proposal ref a discarded task of `b` keeps (SPEC §3.16
+/// Is `name` the proposal ref a discarded task of `b` keeps (design §3.16
 /// "kept")? It is no longer the batch's: gc removes it once its commit is
 /// older than `gc.keep-failed`, whether the batch is open or not.
 pub fn discard_kept(b: &Batch, name: &str) -> bool {

@@ -1,4 +1,4 @@
-//! Carrying files between trees by copy-on-write (SPEC §3.9, §3.1 step 4):
+//! Carrying files between trees by copy-on-write (design §3.9, §3.1 step 4):
 //! the policy that picks which ignored files of the source go into each new
 //! worktree, and the copy engine shared with scratch copies, which clones
 //! every regular file with FICLONE where the filesystem allows and copies it
@@ -8,7 +8,7 @@
 //! Owns: the `copy-ignored` patterns (`workspace.copy-ignored`,
 //! `.worktreeinclude`, `--copy-ignored`), finding the ignored entries they
 //! match, and the fd-relative copy walk (which stops at the next entry once
-//! gix's interrupt flag is set: Ctrl-C during a prepare, SPEC §3.15).
+//! gix's interrupt flag is set: Ctrl-C during a prepare, design §3.15).
 //! Never: follows a symlink (every component is opened with `O_NOFOLLOW`
 //! relative to an opened folder), overwrites an existing file (files are
 //! created with `O_EXCL`), writes into the source, or carries anything no
@@ -631,7 +631,7 @@ pub fn find(repo: &gix::Repository, policy: &Policy) -> Result<Vec<Carried>> {
         found: Vec::new(),
         descend: Vec::new(),
     };
-    // Ctrl-C during a prepare stops the walk (SPEC §3.15).
+    // Ctrl-C during a prepare stops the walk (design §3.15).
     repo.dirwalk(
         &index,
         None::<&str>,

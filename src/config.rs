@@ -1,4 +1,4 @@
-//! `<common-dir>/delegate.toml` (SPEC §9): every key optional with a default;
+//! `<common-dir>/delegate.toml` (design §9): every key optional with a default;
 //! unknown keys, wrong types and bad values are errors that point at the line.
 //!
 //! Owns: reading and validating the config file.
@@ -115,7 +115,7 @@ struct LockSection {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub mode: Mode,
-    /// `None`: the default root of SPEC §2.
+    /// `None`: the default root of design §2.
     pub root: Option<PathBuf>,
     pub copy_ignored: Vec<String>,
     pub ttl_secs: i64,

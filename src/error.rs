@@ -1,5 +1,5 @@
 //! The one error type of git-delegate: a code, a one-line message, a help line,
-//! an exit status (SPEC §3), and for config errors the file, line and column.
+//! an exit status (design §3), and for config errors the file, line and column.
 //!
 //! Owns: how failures are classified and rendered as miette diagnostics; the
 //! one place where an OS error becomes an error code (`FsCause`: a full
@@ -12,7 +12,7 @@ use std::path::Path;
 
 use miette::{Diagnostic, LabeledSpan, NamedSource, SourceCode, SourceSpan};
 
-/// Exit statuses of SPEC §3 for failures (0 is success; 1, a reported
+/// Exit statuses of design §3 for failures (0 is success; 1, a reported
 /// problem, is returned by commands as `Ok(1)` with their document).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
@@ -292,7 +292,7 @@ impl FsCause {
         }
     }
 
-    /// The error code (SPEC §6.2 `error.code`).
+    /// The error code (design §6.2 `error.code`).
     pub fn code(self) -> &'static str {
         match self {
             FsCause::Full => "delegate::disk_full",

@@ -5,7 +5,7 @@
 //! Owns: these few operations on plain paths, with the engine's errors.
 //! Never: knows what a batch, workspace or repository is (callers decide
 //! which paths are theirs to write or remove), or writes below a source's
-//! root (that is `writeback`'s symlink-safe job, SPEC §7).
+//! root (that is `writeback`'s symlink-safe job, design §7).
 
 use std::io::Write;
 use std::path::Path;

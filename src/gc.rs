@@ -1,4 +1,4 @@
-//! Garbage collection (SPEC §3.4): reclaiming what stale batches and
+//! Garbage collection (design §3.4): reclaiming what stale batches and
 //! leftovers hold, rescuing unapplied work first.
 //!
 //! For every stale batch (lease expired or orphaned): each open task's
@@ -31,7 +31,7 @@
 //!
 //! A batch whose prepare was killed (still marked as being prepared, its
 //! process gone; see `preparing`) is removed whole at any age, with nothing
-//! rescued: no worker was ever given its workspaces (SPEC §3.15).
+//! rescued: no worker was ever given its workspaces (design §3.15).
 //!
 //! Owns: deciding what is stale or left over, and reclaiming it.
 //! Never: touches a live batch, a user's own worktree, a folder git has
@@ -67,7 +67,7 @@ pub struct Rescued {
 
 /// A stale task's workspace gc kept when it reclaimed the batch, left as an
 /// ordinary, unlocked worktree: it holds git repositories the worker made,
-/// which gc never deletes (SPEC §3.2 `nested_repository`), or other open
+/// which gc never deletes (design §3.2 `nested_repository`), or other open
 /// batches were prepared in it and write back into it.
 #[derive(Debug, Clone)]
 pub struct KeptWorkspace {
@@ -113,7 +113,7 @@ pub struct Report {
     /// now) for the nested repositories in them or because they are the
     /// source of open batches.
     pub kept_workspaces: Vec<KeptWorkspace>,
-    /// Batches whose prepare was killed before they were complete (SPEC
+    /// Batches whose prepare was killed before they were complete (design
     /// §3.15): removed whole, nothing rescued; they are in `batches` too.
     pub incomplete: Vec<String>,
 }
@@ -154,7 +154,7 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
                 // A batch whose prepare never completed: removed whole once
                 // its process is gone, whatever its lease says, and never
                 // rescued (no worker was given it); left alone while its
-                // prepare still runs (SPEC §3.15).
+                // prepare still runs (design §3.15).
                 match crate::preparing::progress(b) {
                     Some(crate::preparing::Progress::Interrupted) => {
                         match gc.reclaim_incomplete(b) {
@@ -975,7 +975,7 @@ fn stand_in(
     }
 }
 
-/// A proposal kept after its task ended (SPEC §3.16): rescued by gc, of a
+/// A proposal kept after its task ended (design §3.16): rescued by gc, of a
 /// discarded task, or of a batch that is gone.
 #[derive(Debug, Clone)]
 pub struct Kept {

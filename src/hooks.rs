@@ -1,4 +1,4 @@
-//! Installing git-delegate's pre-commit hook (SPEC §3.7) into the
+//! Installing git-delegate's pre-commit hook (design §3.7) into the
 //! repository's hooks folder (`core.hooksPath`, relative to the worktree
 //! root like git, else `<common-dir>/hooks`); `commands/hooks.rs` renders
 //! what [`install`] did.
@@ -158,7 +158,7 @@ fn free_name(dir: &Path, name: &str) -> PathBuf {
         .unwrap_or(first)
 }
 
-/// What the pre-commit hook found (SPEC §3.7), checked by reading files
+/// What the pre-commit hook found (design §3.7), checked by reading files
 /// only: it runs on every commit.
 pub enum PreCommit {
     /// Not in a repository, or the repository has no batches: nothing to say.

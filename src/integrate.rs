@@ -1,17 +1,17 @@
-//! Integration (SPEC §3.2 steps 2-3): 3-way merges of trees in memory, the
+//! Integration (design §3.2 steps 2-3): 3-way merges of trees in memory, the
 //! proposals in task order onto the baseline, then the result onto the
 //! source as it is now.
 //!
 //! Owns: deciding which tasks merge cleanly and the final tree `F`.
 //! Never: writes the working tree, refs or the index.
 //!
-//! Semantics (where SPEC is silent):
+//! Semantics (where the design is silent):
 //! - Tasks are taken in task order. For each proposal `P`:
 //!   `I' = merge3(baseline, I, P)`; an unresolved conflict makes the task
 //!   `merge_conflict`. Otherwise `F' = merge3(baseline, S, I')`; an
 //!   unresolved conflict makes the task `source_changed`. Only when both
 //!   merges are clean does the task join (`I = I'`, `F = F'`). This is the
-//!   same `F = merge3(baseline, S, I)` as SPEC's "redo without it" loop,
+//!   same `F = merge3(baseline, S, I)` as the design's "redo without it" loop,
 //!   with the conflict blamed exactly on the task that brings it in, and
 //!   every later task still tried.
 //! - `--strict`: a task whose proposal touches a path (or a folder above or

@@ -1,4 +1,4 @@
-//! Leases (SPEC §1): a batch's claim on its workspaces, with an expiry, an
+//! Leases (design §1): a batch's claim on its workspaces, with an expiry, an
 //! optional owner process (pid + start time, so a recycled pid is not taken
 //! for the owner) and the host it was made on.
 //!
@@ -38,7 +38,7 @@ impl State {
         }
     }
 
-    /// Expired or orphaned (SPEC §1 "stale").
+    /// Expired or orphaned (design §1 "stale").
     pub fn is_stale(self) -> bool {
         matches!(self, State::Expired | State::Orphaned)
     }

@@ -91,12 +91,12 @@ pub fn acquire(state_dir: &Path, timeout_secs: i64) -> Result<RepoLock> {
 /// The repository lock and what was recovered under it.
 pub struct Locked {
     pub lock: RepoLock,
-    /// Interrupted write-backs rolled back or completed (SPEC §7).
+    /// Interrupted write-backs rolled back or completed (design §7).
     pub recovery: crate::writeback::Recovery,
 }
 
 /// Take the repository lock and roll back write-backs interrupted by a
-/// crash (SPEC §7): every mutating command starts here. Also starts the
+/// crash (design §7): every mutating command starts here. Also starts the
 /// deletion of removed workspaces a killed background deleter left behind.
 pub fn lock_and_recover(source: &crate::repo::Source) -> Result<Locked> {
     let lock = acquire(&source.state_dir(), source.config.lock_timeout_secs)?;

@@ -1,5 +1,5 @@
 //! `git-delegate`: parse the command line, run the command, report errors
-//! with the exit statuses of SPEC §3. The binary's own modules are `cli` (the
+//! with the exit statuses of design §3. The binary's own modules are `cli` (the
 //! interface), `commands` (one module per subcommand), `ui` (output),
 //! `progress` (the spinner) and `manpage`; the engine is the library crate
 //! (`src/lib.rs`), its modules named after what they own.

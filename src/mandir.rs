@@ -1,5 +1,5 @@
 //! Where manual pages go and writing them there (`git delegate man
-//! --install`, SPEC §3.8); the pages themselves are made by the binary from
+//! --install`, design §3.8); the pages themselves are made by the binary from
 //! its command-line definitions.
 //!
 //! Owns: the default folder (beside the executable), whether man searches a

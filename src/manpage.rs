@@ -1,4 +1,4 @@
-//! Manual pages (SPEC §3.8): `git-delegate.1` and one `git-delegate-<command>.1`
+//! Manual pages (design §3.8): `git-delegate.1` and one `git-delegate-<command>.1`
 //! per visible subcommand, generated from the clap definitions with
 //! clap_mangen, plus the hand-written sections clap cannot produce
 //! (workflow, configuration, files, exit status, examples, see also).

@@ -16,7 +16,7 @@ use crate::writeback::Recovery;
 #[derive(Debug)]
 pub enum Notice {
     /// The lock was taken and interrupted write-backs were recovered
-    /// (SPEC §7); may be empty.
+    /// (design §7); may be empty.
     Recovered(Recovery),
     /// A folder in the source is a git repository of its own (not a
     /// submodule): it is not part of the baseline.

@@ -2,7 +2,7 @@
 //!
 //! Owns: the conversions between byte paths, OS paths and document strings,
 //! and remembering whether a document had to write a path lossily
-//! (SPEC §6.2 `lossy_paths`), and which characters a terminal would act on
+//! (design §6.2 `lossy_paths`), and which characters a terminal would act on
 //! instead of showing.
 //! Never: touches the filesystem.
 

@@ -1,8 +1,8 @@
-//! The prepare transaction (SPEC §3.1): snapshot the source into a baseline
+//! The prepare transaction (design §3.1): snapshot the source into a baseline
 //! commit and ref, record the batch and its lease, create the workspaces
 //! (and carry ignored files into them, or make scratch copies), mark the
 //! batch complete. The batch is recorded as being prepared before anything
-//! is made, and marked complete last (SPEC §3.15, see `preparing`); any
+//! is made, and marked complete last (design §3.15, see `preparing`); any
 //! failure, and Ctrl-C, SIGTERM or SIGHUP, undoes everything this prepare
 //! made, through one guard that is disarmed on success.
 //!
@@ -77,7 +77,7 @@ pub fn check(names: &[String], label: Option<&str>) -> Result<()> {
                 "use a short name without control characters",
             ));
         }
-        // A label is tried before an id prefix (SPEC §3): one that could be
+        // A label is tried before an id prefix (design §3): one that could be
         // read as an id would shadow a batch.
         if batch::label_reads_as_id(label) {
             return Err(Error::usage(
@@ -92,14 +92,14 @@ pub fn check(names: &[String], label: Option<&str>) -> Result<()> {
     Ok(())
 }
 
-/// Prepare a batch in `source` (SPEC §3.1). `opts.names` must have passed
+/// Prepare a batch in `source` (design §3.1). `opts.names` must have passed
 /// `check`. Takes the repository lock (recovering interrupted write-backs,
 /// told to `observer` at once).
 pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<Report> {
     // Ctrl-C (or SIGTERM, SIGHUP) while prepare works: stop at the next
     // check, undo everything, and exit 3. Further signals (a terminal sends
     // Ctrl-C to git and git-delegate together, and git passes its own on)
-    // never cut that undo short (SPEC §3.15).
+    // never cut that undo short (design §3.15).
     let _signals = crate::interrupt::catch_signals().map(|d| d.auto_deregister());
     let names = &opts.names;
     let ttl = opts.ttl_secs.unwrap_or(source.config.ttl_secs);
@@ -111,7 +111,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
             "a scratch copy already holds every ignored file; drop --copy-ignored or use `--mode worktree`",
         ));
     }
-    // Ignored files carried into worktrees (SPEC §3.9): patterns are read first.
+    // Ignored files carried into worktrees (design §3.9): patterns are read first.
     let policy = match mode {
         Mode::Worktree => Some(crate::carry::Policy::load(
             &source.root,
@@ -236,7 +236,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     };
 
     let state_dir = source.state_dir();
-    // SPEC §3.15 "Killed commands": the marker first (fsync'd), before any
+    // design §3.15 "Killed commands": the marker first (fsync'd), before any
     // ref or folder, so a prepare killed at any later point leaves a batch
     // that is known to be incomplete; then everything else; the batch is
     // complete once `batch.toml` is rewritten without the marker.

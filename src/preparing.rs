@@ -1,4 +1,4 @@
-//! A prepare under way (SPEC §3.15 "Killed commands"): the marker prepare
+//! A prepare under way (design §3.15 "Killed commands"): the marker prepare
 //! records in `batch.toml` before it makes any ref or folder, deciding
 //! whether a batch so marked is still being prepared or was killed, and
 //! removing such a batch whole. (The signal handling that makes Ctrl-C

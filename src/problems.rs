@@ -2,8 +2,8 @@
 //! condition (a stale lease, a left-over write-back journal, unreadable
 //! batch state, a prepare that was killed, a baseline ref moved or deleted,
 //! a workspace missing, replaced or unreadable, an orphan scratch copy), for
-//! every renderer: `status` (SPEC §3.3), the pre-commit hook (SPEC §3.7) and
-//! `drop`'s unapplied check (SPEC §3.5) word them, each in its own way.
+//! every renderer: `status` (design §3.3), the pre-commit hook (design §3.7) and
+//! `drop`'s unapplied check (design §3.5) word them, each in its own way.
 //!
 //! Owns: detecting those conditions and how many paths each task's
 //! workspace changed ([`changed_counts`]).
@@ -30,7 +30,7 @@ pub struct Problem {
 /// What is wrong.
 #[derive(Debug, Clone)]
 pub enum Fact {
-    /// Its prepare was killed and no longer runs (SPEC §3.15).
+    /// Its prepare was killed and no longer runs (design §3.15).
     InterruptedPrepare,
     /// Its lease is expired or orphaned.
     Stale(lease::State),
@@ -80,7 +80,7 @@ impl Problem {
         batch::short(&self.batch)
     }
 
-    /// The kind `status --json` reports (SPEC §6).
+    /// The kind `status --json` reports (design §6).
     pub fn kind(&self) -> &'static str {
         match &self.fact {
             Fact::InterruptedPrepare => "interrupted_prepare",
@@ -244,7 +244,7 @@ pub fn changed_counts(source: &Source, b: &Batch) -> Vec<Option<usize>> {
             // Keep the snapshot's objects in memory: nothing is changed.
             let repo = repo.with_object_memory();
             // A nested repository the worker made counts as one changed
-            // path: it is work apply cannot take (SPEC §3.2).
+            // path: it is work apply cannot take (design §3.2).
             snapshot::snapshot_workspace(&repo)
                 .and_then(|s| Ok(diff::trees(&repo, base, s.tree)?.len() + s.nested_repos.len()))
                 .ok()

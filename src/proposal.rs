@@ -1,10 +1,10 @@
-//! Proposals (SPEC §1): a task's workspace as a commit on the baseline, with
+//! Proposals (design §1): a task's workspace as a commit on the baseline, with
 //! its ref and patch, written before any integration so every proposal has a
 //! durable recovery form. Used by `apply` and by `gc`'s rescue.
 //!
 //! Owns: turning a workspace into proposal commit + ref + patch, and
 //! naming the nested git repositories a worker made in it (never part of a
-//! proposal: the caller keeps the task open, SPEC §3.2 `nested_repository`).
+//! proposal: the caller keeps the task open, design §3.2 `nested_repository`).
 //! Never: merges, or writes the source working tree.
 
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! The private refs under `refs/pi-delegate/` (SPEC §2) that keep baselines
+//! The private refs under `refs/pi-delegate/` (design §2) that keep baselines
 //! and proposals reachable.
 //!
 //! Owns: names of, and atomic creation, update and deletion of, private refs.

@@ -1,4 +1,4 @@
-//! Renewing a batch's lease (SPEC §3.6): a new expiry, and an owner kept,
+//! Renewing a batch's lease (design §3.6): a new expiry, and an owner kept,
 //! replaced or dropped; `commands/renew.rs` renders the batch it returns.
 //!
 //! Owns: which batch may be renewed (an open one whose prepare completed;
@@ -22,7 +22,7 @@ pub fn renew(
     owner: Option<(u32, u64)>,
 ) -> Result<Batch> {
     let mut b = batch::select_open(state_dir, selector)?;
-    // A batch whose prepare never completed has no lease worth keeping (SPEC §3.15).
+    // A batch whose prepare never completed has no lease worth keeping (design §3.15).
     if let Some(p) = crate::preparing::progress(&b) {
         return Err(crate::preparing::refuse(&b, p));
     }

@@ -610,7 +610,7 @@ impl Source {
         crate::batch::state_dir(&self.common_dir)
     }
 
-    /// Refuse repositories with submodules (SPEC §3.1 step 1).
+    /// Refuse repositories with submodules (design §3.1 step 1).
     pub fn refuse_submodules(&self) -> Result<()> {
         let has_gitmodules = self.root.join(".gitmodules").exists();
         let index = self
@@ -634,7 +634,7 @@ impl Source {
         Ok(())
     }
 
-    /// Folder name of the repository's main working tree (SPEC §2).
+    /// Folder name of the repository's main working tree (design §2).
     pub fn repo_name(&self) -> String {
         let main = if self.common_dir.file_name().is_some_and(|n| n == ".git") {
             self.common_dir.parent().map(Path::to_path_buf)
@@ -775,7 +775,7 @@ pub enum ColorUi {
 }
 
 /// git's `color.ui` (`git -c`, repository, global and system config), when
-/// set, for the binary's colour decision (SPEC §3: `--color` and `NO_COLOR`
+/// set, for the binary's colour decision (design §3: `--color` and `NO_COLOR`
 /// come first; the binary asks only when they leave it open).
 pub fn color_ui() -> Option<ColorUi> {
     let value = match std::env::var("GIT_CONFIG_PARAMETERS")

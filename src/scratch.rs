@@ -1,4 +1,4 @@
-//! Scratch workspaces (SPEC §2, §3.1 step 4): per task, a reflink copy of the
+//! Scratch workspaces (design §2, §3.1 step 4): per task, a reflink copy of the
 //! whole source root (`.git` and ignored files included) at
 //! `<parent of the source root>/.git-delegate-scratch-<random>/project`,
 //! cloned file by file with FICLONE, validated before it is handed out, and

@@ -9,7 +9,7 @@
 //! refreshed stat data, so that a stat-dirty user index (every file touched)
 //! costs one re-hash per batch, not one per snapshot. A source is read as git
 //! reads it (`assume-unchanged` and `skip-worktree` entries count at their
-//! index content); a task's workspace (`snapshot_workspace`, SPEC §3.2
+//! index content); a task's workspace (`snapshot_workspace`, design §3.2
 //! step 1) by what is on disk only, and the untracked nested repositories
 //! of either are named, never part of the tree.
 //! Never: writes the worktree's index, a ref or a working-tree file; the index
@@ -66,7 +66,7 @@ pub struct Snapshot {
     pub changes: usize,
     /// Untracked git repositories inside the working tree: left out (git
     /// would record them as embedded repositories without content). For a
-    /// source, prepare warns; for a workspace, the task cannot apply (SPEC
+    /// source, prepare warns; for a workspace, the task cannot apply (design
     /// §3.2 `nested_repository`).
     pub nested_repos: Vec<BString>,
     /// Files that had to be read (their stat data differed from the index,
@@ -103,7 +103,7 @@ pub fn snapshot(repo: &gix::Repository) -> Result<Snapshot> {
     Ok(snap)
 }
 
-/// Snapshot a task's workspace (SPEC §3.2 step 1): only the files on disk
+/// Snapshot a task's workspace (design §3.2 step 1): only the files on disk
 /// count. Unlike a source snapshot, the workspace's own index flags hide
 /// nothing: `assume-unchanged` is ignored, and a `skip-worktree` entry counts
 /// at its index content only while its file is absent from disk. Untracked
@@ -118,14 +118,14 @@ pub fn snapshot_workspace(repo: &gix::Repository) -> Result<Snapshot> {
 enum Side {
     /// The user's working tree: the index is read as git reads it, so an
     /// `assume-unchanged` or `skip-worktree` entry counts at its index content
-    /// (git does not look at those files; SPEC §3.1 "exactly the files
+    /// (git does not look at those files; design §3.1 "exactly the files
     /// `git status` would look at"; §3.15 sparse checkouts).
     Source,
     /// A task's workspace: see [`snapshot_workspace`].
     Workspace,
 }
 
-/// Make a workspace's index flags hide nothing (SPEC §3.2 step 1): clear
+/// Make a workspace's index flags hide nothing (design §3.2 step 1): clear
 /// `assume-unchanged` everywhere, and `skip-worktree` where something is on
 /// disk at the entry's path, so that the status compares those files like
 /// any other (stat first, then content). A `skip-worktree` entry whose path
@@ -657,7 +657,7 @@ fn run(
                 .map_err(git("cannot set up the directory walk"))?
                 .emit_untracked(gix::dir::walk::EmissionMode::Matching)
                 // Workspaces: also what the walk prunes, for the `.git` of a
-                // repository made inside a tracked folder (SPEC §3.2).
+                // repository made inside a tracked folder (design §3.2).
                 .emit_pruned(side == Side::Workspace);
             repo.index_worktree_status(
                 index,

@@ -1,12 +1,12 @@
-//! What `git delegate status` shows (SPEC §3.3), computed: the batches
+//! What `git delegate status` shows (design §3.3), computed: the batches
 //! (one or all), each task's changed-path count and whether its workspace
 //! is still the one prepare made, the problems (`problems`), and the
-//! proposals kept after their task ended (SPEC §3.16 "kept");
+//! proposals kept after their task ended (design §3.16 "kept");
 //! `commands/status.rs` renders the [`Report`].
 //!
 //! Owns: which batches a status covers and what is computed for each (the
 //! half-made workspaces of a batch whose prepare never completed are never
-//! counted as work, SPEC §3.15).
+//! counted as work, design §3.15).
 //! Never: changes anything or takes the lock (workspace snapshots are kept
 //! in memory); words anything.
 
@@ -40,10 +40,10 @@ pub struct Report {
 /// The status of `source`'s batches, or of the one `selector` names (a
 /// batch whose state is unreadable can be named too: it shows as a
 /// problem). When there is no batch entry, nothing but the kept proposals
-/// and the problems found without one is computed (SPEC §3.3's fast path).
+/// and the problems found without one is computed (design §3.3's fast path).
 pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
     let mut entries = batch::list(&source.state_dir())?;
-    // Proposals kept after their task ended (SPEC §3.16): gc rescues,
+    // Proposals kept after their task ended (design §3.16): gc rescues,
     // discards, batches that are gone. Listing them reads only our refs.
     let mut kept = crate::gc::kept_proposals(source, &entries).unwrap_or_default();
     if let Some(arg) = selector {

@@ -1,4 +1,4 @@
-//! Tearing a batch down once it ends (SPEC §3.2 step 5, §3.5): each task's
+//! Tearing a batch down once it ends (design §3.2 step 5, §3.5): each task's
 //! workspace removed (or kept as an ordinary worktree when it is the source
 //! of another open batch), then the batch's refs and its state folder.
 //! `drop` and apply's clean-up use it whole; `gc` walks the workspaces
@@ -158,7 +158,7 @@ pub fn remove_batch(source: &Source, b: &Batch, others: &[Batch]) -> Result<Remo
     Ok(r)
 }
 
-/// Why `drop` would refuse to end a batch without `--force` (SPEC §3.5).
+/// Why `drop` would refuse to end a batch without `--force` (design §3.5).
 pub struct Blockers {
     /// Tasks holding unapplied work: their workspace differs from the
     /// baseline, they ended conflict/failed (the proposal is kept), or

@@ -1,4 +1,4 @@
-//! Everything the user sees: human text, JSON documents (SPEC §6), error
+//! Everything the user sees: human text, JSON documents (design §6), error
 //! reports, colour; broken pipes end the output quietly.
 //!
 //! Owns: stdout and stderr. With `--json`, stdout carries exactly one
@@ -23,7 +23,7 @@ pub struct Ui {
     pub color: bool,
 }
 
-/// Decide colour (SPEC §3): `--color` wins over `NO_COLOR`, which wins over
+/// Decide colour (design §3): `--color` wins over `NO_COLOR`, which wins over
 /// git's `color.ui`, which wins over detecting a terminal. `terminal` says
 /// whether the text goes to a terminal.
 pub fn use_color(choice: ColorChoice, terminal: bool) -> bool {
@@ -202,7 +202,7 @@ impl Ui {
 
     /// Print a JSON document with the common fields added, among them what
     /// the command's lock-and-recover step did (`recovered_writebacks`,
-    /// `completed_writebacks`, SPEC §6), when it did anything.
+    /// `completed_writebacks`, design §6), when it did anything.
     pub fn doc_after(&self, mut value: Value, recovery: &Recovery) {
         if let Value::Object(map) = &mut value {
             let mut out = serde_json::Map::new();
@@ -267,7 +267,7 @@ impl Ui {
 
 /// `s` with every unprintable character written as an escape (`\e`, `\n`,
 /// `\t`, `\r`, else `\xNN` or `\u{NNNN}`); unchanged when it has none.
-/// For human text only: JSON keeps exact strings (SPEC §6.2).
+/// For human text only: JSON keeps exact strings (design §6.2).
 pub fn escape_text(s: &str) -> String {
     if !s.chars().any(is_unprintable) {
         return s.to_string();

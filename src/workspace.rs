@@ -774,7 +774,7 @@ impl<'a> Replicator<'a> {
 }
 
 /// What a task's workspace path leads to now, compared with the folder
-/// prepare made (SPEC §3.2: anything else is `workspace_missing`).
+/// prepare made (design §3.2: anything else is `workspace_missing`).
 #[derive(Debug)]
 pub enum Identity {
     /// The folder prepare made, held open (worktree mode; a scratch copy
@@ -1117,10 +1117,10 @@ pub fn release(common_dir: &Path, worktree_id: &str) -> Result<()> {
 /// The batches among `batches` (other than `except`) whose source is the
 /// task's workspace or lies inside it: an agent ran `git delegate prepare`
 /// in its workspace. Removing that folder would take the other batch's
-/// source away, so it is kept (SPEC §3.2 step 5, §3.4, §3.5 as documented
+/// source away, so it is kept (design §3.2 step 5, §3.4, §3.5 as documented
 /// in docs/architecture.md). A batch whose prepare was killed does not
 /// count: it holds no work, never writes back, and is removed whole
-/// (by gc or `drop`) without its source (SPEC §3.15); one whose prepare
+/// (by gc or `drop`) without its source (design §3.15); one whose prepare
 /// still runs does.
 pub fn hosted_batches(
     batches: &[crate::batch::Batch],

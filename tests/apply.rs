@@ -1,4 +1,4 @@
-//! `git delegate apply` (SPEC §3.2) end to end, on real repositories.
+//! `git delegate apply` (design §3.2) end to end, on real repositories.
 
 mod common;
 

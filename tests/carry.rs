@@ -1,4 +1,4 @@
-//! Ignored files carried by policy into worktree workspaces (SPEC §3.9):
+//! Ignored files carried by policy into worktree workspaces (design §3.9):
 //! nothing without a pattern; `.worktreeinclude`, `workspace.copy-ignored`
 //! and `--copy-ignored` add up; cloned on a reflink filesystem, copied
 //! elsewhere; symlinks and executable bits kept; they stay ignored in the

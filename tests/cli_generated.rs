@@ -1,4 +1,4 @@
-//! Man pages, completions and help (SPEC §3.8): the committed files are what
+//! Man pages, completions and help (design §3.8): the committed files are what
 //! the current code generates, man and git find the installed pages, bash
 //! completes `git-delegate` and `git delegate` (through git's own
 //! completion), and the help texts are short with -h and long with --help.
@@ -110,7 +110,7 @@ fn man_prints_the_committed_main_page_byte_for_byte() {
     ] {
         assert!(text.contains(section), "main page lacks {section}");
     }
-    // Every key of SPEC §9 with its default, and the aliases example.
+    // Every key of design §9 with its default, and the aliases example.
     for key in [
         "workspace.mode",
         "workspace.root",

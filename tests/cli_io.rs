@@ -1,6 +1,6 @@
 //! Terminal behaviour: closed pipes end output quietly, progress appears on
 //! a terminal's stderr and never in pipes or with --json, and colour follows
-//! --color > NO_COLOR > git's color.ui > terminal detection (SPEC §3).
+//! --color > NO_COLOR > git's color.ui > terminal detection (design §3).
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! The crash test of SPEC §7 (issue 3): a proposal touching 3,000 paths
+//! The crash test of design §7 (issue 3): a proposal touching 3,000 paths
 //! (modifications, additions, deletions, exec bits, symlinks, folders that
 //! appear and disappear), `git delegate apply` killed at every fault point
 //! and by a real SIGKILL after random delays. After each crash, `status
@@ -414,7 +414,7 @@ impl Rig {
         state
     }
 
-    /// The recovering command says which state it left (SPEC §4): rolled
+    /// The recovering command says which state it left (design §4): rolled
     /// back to the pre-apply tree, or the full result completed.
     fn check_report(&self, when: &str, doc: &Value, journal: bool) {
         if !journal {

@@ -1,4 +1,4 @@
-//! Every SPEC §5 error that reaches prepare, status, drop and renew: the
+//! Every design §5 error that reaches prepare, status, drop and renew: the
 //! exit status, the error code in the `--json` error document, a miette
 //! diagnostic on stderr, and nothing created afterwards.
 

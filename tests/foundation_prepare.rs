@@ -1,4 +1,4 @@
-//! `git delegate prepare` (SPEC §3.1, §6.1): the batch document, the
+//! `git delegate prepare` (design §3.1, §6.1): the batch document, the
 //! baseline commit and ref, the state, the registered and locked worktrees,
 //! the options, and that a failure or an interruption leaves nothing behind.
 

@@ -1,4 +1,4 @@
-//! The snapshot (SPEC §3.1 step 2) against git's own answer: for every kind
+//! The snapshot (design §3.1 step 2) against git's own answer: for every kind
 //! of working-tree state, the tree git-delegate writes equals what
 //! `cp .git/index T; GIT_INDEX_FILE=T git add -A; git write-tree` gives, and
 //! the user's index stays byte-identical with the same mtime.
@@ -341,7 +341,7 @@ fn linked_worktree_as_source() {
     );
     let ws = root(&doc, 0);
     assert!(!ws.join("only-in-main").exists());
-    // Workspaces are named after the main working tree's folder (SPEC §2).
+    // Workspaces are named after the main working tree's folder (design §2).
     let parent = ws.parent().unwrap().parent().unwrap();
     assert!(
         parent
@@ -510,7 +510,7 @@ fn missing_index_and_intent_to_add_then_deleted() {
     assert!(!git_dir(&env, &repo).join("index").exists());
 }
 
-/// The source keeps git's meaning of its own index flags (SPEC §3.1: exactly
+/// The source keeps git's meaning of its own index flags (design §3.1: exactly
 /// the files `git status` would look at): an `assume-unchanged` or
 /// `skip-worktree` entry counts at its index content, edited or deleted on
 /// disk, as `git add -A` records it. (A workspace's flags hide nothing: see

@@ -1,4 +1,4 @@
-//! `status` (SPEC §3.3), `drop` (§3.5) and `renew` (§3.6): leases (live,
+//! `status` (design §3.3), `drop` (§3.5) and `renew` (§3.6): leases (live,
 //! expired, orphaned), changed paths, missing and replaced workspaces,
 //! problems, `--check`, and what drop removes and leaves alone.
 

@@ -1,4 +1,4 @@
-//! `git delegate gc` (SPEC §3.4, §6.3): rescue first, then reclaim stale
+//! `git delegate gc` (design §3.4, §6.3): rescue first, then reclaim stale
 //! batches and leftovers; live batches and anything not ours are never
 //! touched; `--dry-run` changes nothing.
 

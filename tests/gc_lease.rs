@@ -1,4 +1,4 @@
-//! Leases (SPEC §1, §3.6) as status, `status --check`, renew and gc see
+//! Leases (design §1, §3.6) as status, `status --check`, renew and gc see
 //! them: expiry, an owner that exited, a live owner, a recycled pid.
 
 mod common;

@@ -1,4 +1,4 @@
-//! The pre-commit hook (SPEC §3.7) through real `git commit`s, and
+//! The pre-commit hook (design §3.7) through real `git commit`s, and
 //! `git delegate hooks install`.
 
 mod common;

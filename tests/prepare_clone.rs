@@ -1,4 +1,4 @@
-//! Workspaces made from the first one (SPEC §3.1 step 4): on a filesystem
+//! Workspaces made from the first one (design §3.1 step 4): on a filesystem
 //! that shares extents the files of later workspaces are cloned (FICLONE)
 //! from the first, elsewhere copied; either way every workspace holds the
 //! baseline exactly (bytes, modes, symlinks), `git status` in it is clean,

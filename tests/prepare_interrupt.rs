@@ -1,4 +1,4 @@
-//! Killed and interrupted prepares (SPEC §3.15 "Killed commands", issue 12
+//! Killed and interrupted prepares (design §3.15 "Killed commands", issue 12
 //! cases 0 and 8). A source of a few thousand files, with uncommitted
 //! changes and ignored folders carried into the workspaces; `prepare -n 3`
 //! is paused at a named point (`GIT_DELEGATE_TEST_PAUSE`, test-only) and
@@ -790,7 +790,7 @@ fn gc_reclaims_a_stale_outer_batch_hosting_an_interrupted_one() {
 }
 
 /// A batch made by prepare (worktree mode) records each workspace's
-/// identity (SPEC §3.2), and no longer the marker; a killed one has none yet.
+/// identity (design §3.2), and no longer the marker; a killed one has none yet.
 #[test]
 fn a_complete_batch_records_its_folders_and_a_killed_one_none() {
     let env = Env::new();

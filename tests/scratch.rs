@@ -1,4 +1,4 @@
-//! Scratch workspaces (SPEC §2, §3.1 step 4): reflink copies of the whole
+//! Scratch workspaces (design §2, §3.1 step 4): reflink copies of the whole
 //! source beside it, refused without reflink and when the copy would not be
 //! self-contained, never leaking edits into the source, removed only when
 //! still the copy that prepare made, and listed for the sweep once their
@@ -262,7 +262,7 @@ fn edits_in_a_scratch_copy_never_reach_the_source() {
     assert_eq!(contents(&repo), before);
     assert!(sc::scratch_dirs(repo.parent().unwrap()).is_empty());
 
-    // apply marks scratch tasks discarded and removes their copies (SPEC §3.2).
+    // apply marks scratch tasks discarded and removes their copies (design §3.2).
     let doc = env
         .delegate(&repo, ["prepare", "--mode", "scratch", "--json"])
         .expect(0)

@@ -1,4 +1,4 @@
-//! Write-back (SPEC §3.2 step 4, §7) through the real binary: filters and
+//! Write-back (design §3.2 step 4, §7) through the real binary: filters and
 //! `eol`, exec bits, symlinks, binary data, file<->folder switches, emptied
 //! folders, things in the way, symlinked parents, and failures that must
 //! roll every path back.

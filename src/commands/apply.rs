@@ -1,4 +1,4 @@
-//! `git delegate apply [BATCH]` (SPEC §3.2): parse the arguments, run the
+//! `git delegate apply [BATCH]` (design §3.2): parse the arguments, run the
 //! transaction (`crate::apply::run`: recording, integration, write-back,
 //! clean-up), and render its report.
 //!
@@ -103,7 +103,7 @@ fn doc_paths(paths: &[BString]) -> Vec<String> {
     paths.iter().map(|p| paths::doc_bytes(p)).collect()
 }
 
-/// The apply document (SPEC §6.2).
+/// The apply document (design §6.2).
 fn document(
     b: &Batch,
     outcomes: &[Outcome],

@@ -1,4 +1,4 @@
-//! `git delegate completions SHELL` (SPEC §3.8): print the completion script
+//! `git delegate completions SHELL` (design §3.8): print the completion script
 //! generated from the clap definitions; the bash one also teaches git's own
 //! bash completion `git delegate <TAB>`.
 

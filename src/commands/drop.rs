@@ -1,4 +1,4 @@
-//! `git delegate drop BATCH [--force]` (SPEC §3.5): end a batch on purpose.
+//! `git delegate drop BATCH [--force]` (design §3.5): end a batch on purpose.
 //! Refuses while tasks hold unapplied changes, or while a workspace is the
 //! source of another open batch (an agent prepared one inside it), unless
 //! `--force`; never removes a folder that is no longer the workspace prepare
@@ -6,7 +6,7 @@
 //! (it is kept as an ordinary worktree). A batch whose `batch.toml` cannot
 //! be read is removed only with `--force`, its workspaces' changes saved as
 //! proposal refs first (`gc::remove_corrupt`). A batch whose prepare was
-//! killed holds no work and goes whole either way (SPEC §3.15).
+//! killed holds no work and goes whole either way (design §3.15).
 
 use serde_json::json;
 
@@ -29,7 +29,7 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         }
     };
     // A batch whose prepare never completed holds no work: it goes whole,
-    // with or without --force (SPEC §3.15); one still being prepared only
+    // with or without --force (design §3.15); one still being prepared only
     // with --force.
     match crate::preparing::progress(&b) {
         Some(crate::preparing::Progress::Preparing) if !args.force => {

@@ -1,6 +1,6 @@
-//! `git delegate gc [--dry-run]` (SPEC §3.4): take the lock, roll back
+//! `git delegate gc [--dry-run]` (design §3.4): take the lock, roll back
 //! interrupted write-backs, reclaim stale batches and leftovers (the engine
-//! is `crate::gc`), and report it (SPEC §6.3). A dry run takes no lock and
+//! is `crate::gc`), and report it (design §6.3). A dry run takes no lock and
 //! changes nothing.
 
 use serde_json::{json, Value};

@@ -1,4 +1,4 @@
-//! `git delegate hook pre-commit` (SPEC §3.7): refuse commits inside the
+//! `git delegate hook pre-commit` (design §3.7): refuse commits inside the
 //! workspaces of a forbid-commit batch; warn about (or refuse commits
 //! while there are) stale batches; otherwise exit 0 silently.
 //!

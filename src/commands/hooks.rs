@@ -1,4 +1,4 @@
-//! `git delegate hooks install [--force]` (SPEC §3.7): install
+//! `git delegate hooks install [--force]` (design §3.7): install
 //! git-delegate's pre-commit hook (`hooks::install`, whose header says how a
 //! foreign hook is chained) and say what was done.
 

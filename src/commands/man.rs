@@ -1,4 +1,4 @@
-//! `git delegate man [--install [DIR]]` (SPEC §3.8): print the main manual
+//! `git delegate man [--install [DIR]]` (design §3.8): print the main manual
 //! page, or install every page where man finds it.
 
 use crate::cli::ManArgs;

@@ -127,7 +127,7 @@ pub fn source() -> Result<Source> {
 }
 
 /// Take the repository lock and roll back write-backs interrupted by a
-/// crash (SPEC §7): every mutating command starts here. What was recovered
+/// crash (design §7): every mutating command starts here. What was recovered
 /// is told at once and added to `recovered` for the command's documents.
 pub fn lock_and_recover(
     ui: &Ui,
@@ -163,7 +163,7 @@ fn tell_recovered(ui: &Ui, recovery: &Recovery) {
 }
 
 /// The command's side of a transaction (`prepare::run`, `apply::run`):
-/// long steps as spinners, notices as warnings on stderr (SPEC §3), what
+/// long steps as spinners, notices as warnings on stderr (design §3), what
 /// recovery did kept for the documents (`into_recovered`).
 pub struct Shown<'a> {
     ui: &'a Ui,
@@ -238,10 +238,10 @@ pub fn owner(pid: u32) -> Result<(u32, u64)> {
     }
 }
 
-/// The batch document of SPEC §6.1. `changed` holds each task's count of
+/// The batch document of design §6.1. `changed` holds each task's count of
 /// paths that differ from the baseline, where known.
 pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> Value {
-    // A batch whose prepare never completed (SPEC §3.15): its tasks are
+    // A batch whose prepare never completed (design §3.15): its tasks are
     // `incomplete`, never open work, and once its prepare is gone it is
     // not live whatever its lease says.
     let progress = crate::preparing::progress(batch);
@@ -263,7 +263,7 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
                     == crate::workspace::Health::Ours,
                 "changed_paths": changed.and_then(|c| c.get(i).copied()).unwrap_or(0),
             });
-            // Retained recovery artifacts (SPEC §3.3), when there are any.
+            // Retained recovery artifacts (design §3.3), when there are any.
             if let Value::Object(m) = &mut doc {
                 if let Some(r) = &t.reason {
                     m.insert("reason".into(), json!(r));
@@ -274,7 +274,7 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
                 if let Some(p) = &t.patch {
                     m.insert("patch".into(), json!(crate::paths::doc_path(p)));
                 }
-                // What prepare put there besides the baseline (SPEC §3.9).
+                // What prepare put there besides the baseline (design §3.9).
                 if let Some(c) = &t.carried {
                     let key = if batch.mode == crate::config::Mode::Scratch {
                         "scratch_copy"

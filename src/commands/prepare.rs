@@ -1,4 +1,4 @@
-//! `git delegate prepare` (SPEC §3.1): parse the arguments, run the
+//! `git delegate prepare` (design §3.1): parse the arguments, run the
 //! transaction (`crate::prepare::run`: snapshot, baseline, marker,
 //! workspaces, carry, complete; undone whole on failure or Ctrl-C), and
 //! render what it made.

@@ -1,4 +1,4 @@
-//! `git delegate renew` (SPEC §3.6): extend a lease (`renew::renew`; an
+//! `git delegate renew` (design §3.6): extend a lease (`renew::renew`; an
 //! orphaned lease needs a new owner) and show the batch.
 
 use crate::cli::RenewArgs;

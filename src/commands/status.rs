@@ -1,8 +1,8 @@
-//! `git delegate status` (SPEC §3.3): batches, leases, tasks, problems, and
-//! the proposals kept after their task ended (SPEC §3.16 "kept").
+//! `git delegate status` (design §3.3): batches, leases, tasks, problems, and
+//! the proposals kept after their task ended (design §3.16 "kept").
 //! The report is the engine's (`status::run`, the problems `problems`'
 //! facts); this module words and lays it out. A batch whose prepare never
-//! completed is shown as such (SPEC §3.15).
+//! completed is shown as such (design §3.15).
 
 use serde_json::{json, Value};
 
@@ -119,7 +119,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         })
         .collect();
     if !report.any && problems.is_empty() {
-        // The fast path (SPEC §3.3: no batches, well under 20 ms).
+        // The fast path (design §3.3: no batches, well under 20 ms).
         if ui.json {
             let mut doc = json!({ "batches": [], "problems": [] });
             if !kept_doc.is_empty() {

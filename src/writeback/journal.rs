@@ -62,7 +62,7 @@ pub(super) struct Item {
 }
 
 /// What write-back put at a path: enough to prove later that the path
-/// still holds exactly that (SPEC §7). For a file, the SHA-1 of its bytes
+/// still holds exactly that (design §7). For a file, the SHA-1 of its bytes
 /// as they are on disk (after the smudge filters; not a blob id) with its
 /// permission bits and size; for a symlink, the SHA-1 of its target; for a
 /// deletion, nothing may stand there. The inode and mtime are recorded too

@@ -1,5 +1,5 @@
 //! Write-back of a merge result into the source working tree through a
-//! crash-safe journal (SPEC §3.2 step 4, §7).
+//! crash-safe journal (design §3.2 step 4, §7).
 //!
 //! Owns: the journal file in a batch's state folder, writing and removing
 //! working-tree paths (temp file + fsync + rename, symlink-safe parents,
@@ -74,7 +74,7 @@
 //! the next one, and it needs no journal write (a full disk cannot stop
 //! it).
 //!
-//! # Paths the user changed (SPEC §7, last paragraph)
+//! # Paths the user changed (design §7, last paragraph)
 //!
 //! A path goes back to its temp name only if it holds exactly what its
 //! `wrote` record says (kind, permission bits and size first, then the
@@ -588,7 +588,7 @@ pub fn left_paths(batch_dir: &Path) -> Vec<LeftPath> {
 /// Batches of this repository whose state folder holds a write-back
 /// journal (an interrupted write-back, or one whose rollback left paths
 /// to the user). Reads only; `apply --dry-run` reports them instead of
-/// recovering (SPEC §7).
+/// recovering (design §7).
 pub fn pending(source: &Source) -> Result<Vec<String>> {
     let dir = batch::batches_dir(&source.state_dir());
     let rd = match std::fs::read_dir(&dir) {

@@ -37,7 +37,7 @@ impl LeftReason {
     }
 }
 
-/// A path rollback (or roll-forward) left as it found it (SPEC §7).
+/// A path rollback (or roll-forward) left as it found it (design §7).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Left {
     /// The path, relative to the working tree's root.

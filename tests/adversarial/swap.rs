@@ -1,5 +1,5 @@
 //! Adversarial cases: a task workspace swapped for something else (issue 12
-//! case 5, SPEC §3.2 "no longer the folder prepare made"). The workspace is
+//! case 5, design §3.2 "no longer the folder prepare made"). The workspace is
 //! moved aside and replaced by a symlink to a copy of it (its `.git` file
 //! included, some files missing, a process sitting in it), or by a real
 //! copy at the same path (another inode). Every command must see that it
@@ -76,7 +76,7 @@ fn cp_a(from: &Path, to: &Path) {
 }
 
 /// A process sitting with its cwd in `dir`, in a session of its own (no
-/// controlling terminal, so apply would stop it, SPEC §3.16).
+/// controlling terminal, so apply would stop it, design §3.16).
 fn sleeper(dir: &Path) -> Child {
     Command::new("setsid")
         .args(["sleep", "300"])

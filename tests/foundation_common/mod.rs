@@ -210,7 +210,7 @@ pub fn batch_toml(env: &Env, repo: &Path, id: &str) -> PathBuf {
     common_dir(env, repo).join(format!("delegate/batches/{id}/batch.toml"))
 }
 
-/// `<root>/<repo-name>-<fp>` of SPEC §2 for `repo` (root: the default one).
+/// `<root>/<repo-name>-<fp>` of design §2 for `repo` (root: the default one).
 pub fn workspace_base(env: &Env, repo: &Path) -> PathBuf {
     use sha2::Digest;
     use std::os::unix::ffi::OsStrExt;
