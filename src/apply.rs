@@ -22,7 +22,7 @@ use serde_json::json;
 
 use crate::batch::{self, Batch, TaskState};
 use crate::config::StopProcesses;
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::integrate::{self, Candidate, PathConflict};
 use crate::observe::{Notice, Observer};
 use crate::repo::Source;
@@ -173,7 +173,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         Some(id) if gix::ObjectId::from_hex(b.baseline.as_bytes()).ok() == Some(id) => {}
         Some(_) | None => {
             return Err(Error::state(
-                "delegate::baseline_ref_missing",
+                Code::BaselineRefMissing,
                 format!(
                     "the baseline ref {baseline_ref} of batch {} was deleted or moved by someone else",
                     b.short()
@@ -597,7 +597,7 @@ fn lock_and_report(source: &Source) -> Result<crate::lock::RepoLock> {
         let mut details = serde_json::Map::new();
         details.insert("pending_writebacks".into(), json!(pending));
         return Err(Error::state(
-            "delegate::writeback_pending",
+            Code::WritebackPending,
             format!(
                 "an interrupted write-back of batch {} is left over: the working tree may hold part of its result, so a dry run cannot say what apply would do (it changed nothing)",
                 shorts.join(", ")
@@ -626,7 +626,7 @@ fn select_tasks(b: &Batch, args: &Options) -> Result<Vec<(usize, bool)>> {
         match b.task(name) {
             None => {
                 return Err(Error::usage(
-                    "delegate::unknown_task",
+                    Code::UnknownTask,
                     format!("batch {} has no task named {name:?}", b.short()),
                     format!(
                         "its tasks are: {}",
@@ -640,7 +640,7 @@ fn select_tasks(b: &Batch, args: &Options) -> Result<Vec<(usize, bool)>> {
             }
             Some(t) if !t.state.is_open() => {
                 return Err(Error::usage(
-                    "delegate::task_not_open",
+                    Code::TaskNotOpen,
                     format!(
                         "task {name:?} of batch {} is not open (it is {})",
                         b.short(),
@@ -654,7 +654,7 @@ fn select_tasks(b: &Batch, args: &Options) -> Result<Vec<(usize, bool)>> {
     }
     if let Some(name) = args.only.iter().find(|n| args.discard.contains(n)) {
         return Err(Error::usage(
-            "delegate::only_and_discard",
+            Code::OnlyAndDiscard,
             format!("task {name:?} is given to both --only and --discard"),
             "name each task in one of them",
         ));
@@ -728,7 +728,7 @@ fn record_all(
     // other processes compete.
     fn lost() -> Error {
         Error::state(
-            "delegate::internal",
+            Code::Internal,
             "a snapshot thread stopped unexpectedly",
             "report this bug; nothing was changed",
         )

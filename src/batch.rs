@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::lease::Lease;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -188,7 +188,7 @@ pub fn batch_dir(state_dir: &Path, id: &str) -> PathBuf {
 pub fn to_toml(batch: &Batch) -> Result<String> {
     toml::to_string_pretty(batch).map_err(|e| {
         Error::state(
-            "delegate::state",
+            Code::State,
             format!("cannot record batch {}: {e}", batch.id),
             "paths in batch state must be valid UTF-8; move the repository or workspace root to such a path",
         )
@@ -319,7 +319,7 @@ pub fn select_open(state_dir: &Path, arg: Option<&str>) -> Result<Batch> {
 /// The error for a batch whose state cannot be read (exit 3).
 pub fn corrupt(id: &str, problem: &str) -> Error {
     Error::state(
-        "delegate::corrupt_batch",
+        Code::CorruptBatch,
         format!("the state of batch {} is corrupt: {problem}", short(id)),
         format!(
             "remove the batch with `git delegate drop {id} --force` (the changes in its workspaces are saved as proposal refs first)"
@@ -370,13 +370,13 @@ pub fn choose(entries: Vec<Entry>, arg: Option<&str>) -> Result<Entry> {
         };
         return match pool.len() {
             0 => Err(Error::usage(
-                "delegate::no_batch",
+                Code::NoBatch,
                 "this repository has no open batch",
                 "create one with `git delegate prepare`",
             )),
             1 => Ok(pool.into_iter().next().expect("one batch")),
             _ => Err(Error::usage(
-                "delegate::ambiguous_batch",
+                Code::AmbiguousBatch,
                 format!(
                     "this repository has {} open batches: {}",
                     pool.len(),
@@ -397,7 +397,7 @@ pub fn choose(entries: Vec<Entry>, arg: Option<&str>) -> Result<Entry> {
     }
     if arg.len() < 4 {
         return Err(Error::usage(
-            "delegate::unknown_batch",
+            Code::UnknownBatch,
             format!(
                 "no batch is labelled {arg:?}, and a batch id prefix needs at least 4 characters"
             ),
@@ -410,12 +410,12 @@ pub fn choose(entries: Vec<Entry>, arg: Option<&str>) -> Result<Entry> {
     match matching.len() {
         1 => Ok(entries.into_iter().nth(matching[0]).expect("found")),
         0 => Err(Error::usage(
-            "delegate::unknown_batch",
+            Code::UnknownBatch,
             format!("no open batch matches {arg:?}"),
             "run `git delegate status` to list the batches",
         )),
         _ => Err(Error::usage(
-            "delegate::ambiguous_batch",
+            Code::AmbiguousBatch,
             format!(
                 "{arg:?} matches several batches: {}",
                 matching

@@ -152,7 +152,7 @@ pub fn store_failure(
     rela_path: &BStr,
     err: &gix::Error,
 ) -> crate::error::Error {
-    use crate::error::Error;
+    use crate::error::{Code, Error};
     let shown = crate::paths::quote(rela_path);
     if let Some(f) = driver_failure(err) {
         return filter_failed(
@@ -184,7 +184,7 @@ pub fn store_failure(
         }
     }
     Error::state(
-        "delegate::unreadable_file",
+        Code::UnreadableFile,
         format!("cannot read {shown} in {}: {err}", root.display()),
         "make the file readable (or remove it), then run the command again",
     )
@@ -241,11 +241,10 @@ pub fn filter_failed(
 ) -> crate::error::Error {
     let Some(driver) = driver else {
         return crate::error::Error::state(
-            "delegate::filter_failed",
+            crate::error::Code::FilterFailed,
             format!("a {direction} filter driver failed on {place}: {status}"),
             "fix the filter driver that the file's `filter` attribute names, or make it optional with `git config filter.<driver>.required false`, then run the command again",
-        )
-        .with_kind(crate::error::Kind::FilterFailed);
+        );
     };
     let command = repo
         .config_snapshot()
@@ -253,13 +252,12 @@ pub fn filter_failed(
         .map(|c| c.to_string())
         .unwrap_or_default();
     crate::error::Error::state(
-        "delegate::filter_failed",
+        crate::error::Code::FilterFailed,
         format!("the {direction} filter `{driver}` ({command}) failed on {place}: {status}"),
         format!(
             "fix the filter driver (`git config filter.{driver}.{direction}`), or let git run without it with `git config filter.{driver}.required false`, then run the command again"
         ),
     )
-    .with_kind(crate::error::Kind::FilterFailed)
 }
 
 /// The error for a checkout into `root` that a filter driver failed, when

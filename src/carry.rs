@@ -24,7 +24,7 @@ use gix::bstr::{BStr, BString, ByteSlice};
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 
 /// The file that lists patterns of ignored files to carry, at the source root.
 pub const INCLUDE_FILE: &str = ".worktreeinclude";
@@ -282,7 +282,7 @@ impl<'a> Walker<'a> {
     fn dst_err(&self, i: usize, rel: &[u8], what: &str, e: Errno) -> Error {
         if e == Errno::EXIST {
             return Error::state(
-                "delegate::carry_exists",
+                Code::CarryExists,
                 format!(
                     "cannot carry {}: {} already exists",
                     show(&at(&self.src_root, rel)),
@@ -456,7 +456,7 @@ impl<'a> Walker<'a> {
 /// The error for a filesystem that cannot clone.
 pub fn no_reflink(file: &Path, dest: &Path, e: Errno) -> Error {
     Error::state(
-        "delegate::no_reflink",
+        Code::NoReflink,
         format!(
             "the filesystem cannot clone {} into {} ({}); scratch workspaces are reflink copies and are never made by copying the data",
             show(file),
@@ -484,7 +484,7 @@ impl Policy {
         for p in config.iter().chain(cli) {
             if p.contains('\n') || p.contains('\r') {
                 return Err(Error::usage(
-                    "delegate::bad_pattern",
+                    Code::BadPattern,
                     format!("the copy-ignored pattern {p:?} spans several lines"),
                     "give one gitignore-style pattern per value",
                 ));
@@ -505,7 +505,7 @@ impl Policy {
             }
             Ok(_) => {
                 return Err(Error::usage(
-                    "delegate::bad_pattern",
+                    Code::BadPattern,
                     format!("{} is not a regular file", show(&include)),
                     "make .worktreeinclude a plain file of gitignore-style patterns, or remove it",
                 ))
@@ -714,7 +714,7 @@ pub fn carry(src_root: &Path, entries: &[Carried], dst_roots: &[PathBuf]) -> Res
 /// What a copying thread's panic is reported as.
 pub(crate) fn copy_panicked() -> Error {
     Error::state(
-        "delegate::internal",
+        Code::Internal,
         "a copying thread panicked",
         "report this bug",
     )

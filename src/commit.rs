@@ -6,7 +6,7 @@
 
 use gix::ObjectId;
 
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 
 pub fn write(
     repo: &gix::Repository,
@@ -42,7 +42,7 @@ pub fn tree_of(repo: &gix::Repository, commit_hex: &str) -> Result<ObjectId> {
         .map_err(|e| Error::git(format!("bad commit id {commit_hex}"), e))?;
     let commit = repo.find_commit(id).map_err(|e| {
         Error::state(
-            "delegate::missing_object",
+            Code::MissingObject,
             format!("the commit {commit_hex} is missing: {e}"),
             "the repository lost objects git-delegate needs; run `git fsck`",
         )

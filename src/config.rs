@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 
 /// The workspace kind: a config value (`workspace.mode`) and, in the
 /// batch record, the kind its workspaces were made as (`mode = "worktree"`
@@ -169,7 +169,7 @@ impl Config {
     pub fn parse(path: &Path, text: &str) -> Result<Config> {
         let bad = |message: String, span: std::ops::Range<usize>, label: &str| {
             Error::usage(
-                "delegate::config",
+                Code::Config,
                 format!("invalid configuration in {}: {message}", path.display()),
                 "fix or remove that line; `man git-delegate` lists every key and its values",
             )

@@ -1,10 +1,11 @@
 //! The one error type of git-delegate: a code, a one-line message, a help line,
 //! an exit status (design §3), and for config errors the file, line and column.
 //!
-//! Owns: how failures are classified and rendered as miette diagnostics; the
-//! one place where an OS error becomes an error code (`FsCause`: a full
-//! disk, a read-only filesystem, a denied permission, by errno, wherever in
-//! a chain of causes it lies).
+//! Owns: how failures are classified and rendered as miette diagnostics;
+//! the list of error codes (`Code`, one variant per `delegate::...` code,
+//! each listed in docs/json.md); the one place where an OS error becomes an
+//! error code (`FsCause`: a full disk, a read-only filesystem, a denied
+//! permission, by errno, wherever in a chain of causes it lies).
 //! Never: prints anything itself (commands and `main` do that).
 
 use std::fmt;
@@ -25,7 +26,7 @@ pub enum Exit {
 /// A failure with everything a person (and a JSON reader) needs.
 #[derive(Debug)]
 pub struct Error {
-    pub code: &'static str,
+    pub code: Code,
     pub message: String,
     pub help: String,
     pub exit: Exit,
@@ -35,25 +36,106 @@ pub struct Error {
     /// Fields added to the error object of the JSON error document (for
     /// `delegate::rollback_failed`: the paths left and what was kept).
     pub details: Option<Box<serde_json::Map<String, serde_json::Value>>>,
-    /// What a caller may decide on (set where the error is made; callers
-    /// ask [`Error::kind`], never compare `code` strings).
-    kind: Kind,
 }
 
-/// The failures callers decide on, recorded where the error is made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Kind {
-    /// Nothing a caller decides on.
-    #[default]
-    Other,
-    /// A write-back that could not be rolled back (`delegate::rollback_failed`).
-    RollbackFailed,
-    /// A write-back that failed and was rolled back (`delegate::write_failed`).
-    WriteFailed,
-    /// A filter driver failed (`delegate::filter_failed`).
-    FilterFailed,
-    /// A full, read-only or forbidden filesystem ([`FsCause`]).
-    Fs(FsCause),
+/// Defines [`Code`] from one list: variant and the string it is written as.
+macro_rules! codes {
+    ($($variant:ident => $text:literal,)*) => {
+        /// Every error code (`error.code` in JSON, the diagnostic's code on
+        /// stderr), one variant per code; docs/json.md "Error codes" lists
+        /// each of them and no other (a unit test below checks both ways).
+        /// Callers decide on the code, never on its string. The exit status
+        /// is the constructor's ([`Error::usage`], [`Error::state`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Code {
+            $($variant,)*
+        }
+
+        impl Code {
+            /// Every code, in the order of the table in docs/json.md.
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+
+            /// The code as written in JSON and diagnostics: `delegate::...`.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $text,)*
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    Usage => "delegate::usage",
+    NotARepository => "delegate::not_a_repository",
+    UnsupportedObjectFormat => "delegate::unsupported_object_format",
+    UnsupportedEnvironment => "delegate::unsupported_environment",
+    SourceMoved => "delegate::source_moved",
+    BareRepository => "delegate::bare_repository",
+    Submodules => "delegate::submodules",
+    BadPattern => "delegate::bad_pattern",
+    CarryExists => "delegate::carry_exists",
+    NoReflink => "delegate::no_reflink",
+    ScratchRefused => "delegate::scratch_refused",
+    Config => "delegate::config",
+    BadDuration => "delegate::bad_duration",
+    BadTaskName => "delegate::bad_task_name",
+    DuplicateTask => "delegate::duplicate_task",
+    BadLabel => "delegate::bad_label",
+    DuplicateLabel => "delegate::duplicate_label",
+    OwnerNotRunning => "delegate::owner_not_running",
+    OrphanedLease => "delegate::orphaned_lease",
+    NoBatch => "delegate::no_batch",
+    AmbiguousBatch => "delegate::ambiguous_batch",
+    UnknownBatch => "delegate::unknown_batch",
+    UnknownTask => "delegate::unknown_task",
+    TaskNotOpen => "delegate::task_not_open",
+    OnlyAndDiscard => "delegate::only_and_discard",
+    NoWorkspaceRoot => "delegate::no_workspace_root",
+    WorkspaceRootInsideSource => "delegate::workspace_root_inside_source",
+    WorkspaceExists => "delegate::workspace_exists",
+    HookExists => "delegate::hook_exists",
+    NoManDir => "delegate::no_man_dir",
+    BadBatchId => "delegate::bad_batch_id",
+    Locked => "delegate::locked",
+    CorruptBatch => "delegate::corrupt_batch",
+    BaselineRefMissing => "delegate::baseline_ref_missing",
+    MissingObject => "delegate::missing_object",
+    UnreadableFile => "delegate::unreadable_file",
+    DiskFull => "delegate::disk_full",
+    ReadOnlyFilesystem => "delegate::read_only_filesystem",
+    PermissionDenied => "delegate::permission_denied",
+    FilterFailed => "delegate::filter_failed",
+    CheckoutFailed => "delegate::checkout_failed",
+    WriteCheckFailed => "delegate::write_check_failed",
+    WriteFailed => "delegate::write_failed",
+    RollbackFailed => "delegate::rollback_failed",
+    WritebackPending => "delegate::writeback_pending",
+    Interrupted => "delegate::interrupted",
+    IncompleteBatch => "delegate::incomplete_batch",
+    BatchExists => "delegate::batch_exists",
+    State => "delegate::state",
+    Io => "delegate::io",
+    Git => "delegate::git",
+    Internal => "delegate::internal",
+}
+
+impl Code {
+    /// The filesystem cause this code names, if it names one.
+    pub fn fs_cause(self) -> Option<FsCause> {
+        match self {
+            Code::DiskFull => Some(FsCause::Full),
+            Code::ReadOnlyFilesystem => Some(FsCause::ReadOnly),
+            Code::PermissionDenied => Some(FsCause::Denied),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 #[derive(Debug)]
@@ -68,7 +150,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     pub fn new(
         exit: Exit,
-        code: &'static str,
+        code: Code,
         message: impl Into<String>,
         help: impl Into<String>,
     ) -> Self {
@@ -79,32 +161,20 @@ impl Error {
             exit,
             located: None,
             details: None,
-            kind: Kind::Other,
         }
-    }
-
-    /// The same error, marked as `kind` for callers that decide on it.
-    pub fn with_kind(mut self, kind: Kind) -> Self {
-        self.kind = kind;
-        self
-    }
-
-    /// What kind of failure this is, for callers that decide on it.
-    pub fn kind(&self) -> Kind {
-        self.kind
     }
 
     /// A write-back that could not be rolled back: only recovery can fix
     /// the working tree (exit 3).
     pub fn is_rollback_failed(&self) -> bool {
-        self.kind == Kind::RollbackFailed
+        self.code == Code::RollbackFailed
     }
 
     /// A prepare interrupted by a signal (Ctrl-C): everything it made was
     /// removed again.
     pub fn interrupted() -> Error {
         Error::state(
-            "delegate::interrupted",
+            Code::Interrupted,
             "interrupted; everything this command made was removed again",
             "run the command again",
         )
@@ -117,12 +187,12 @@ impl Error {
     }
 
     /// Bad usage or input (exit 2).
-    pub fn usage(code: &'static str, message: impl Into<String>, help: impl Into<String>) -> Self {
+    pub fn usage(code: Code, message: impl Into<String>, help: impl Into<String>) -> Self {
         Self::new(Exit::Usage, code, message, help)
     }
 
     /// The repository's state prevents the command (exit 3).
-    pub fn state(code: &'static str, message: impl Into<String>, help: impl Into<String>) -> Self {
+    pub fn state(code: Code, message: impl Into<String>, help: impl Into<String>) -> Self {
         Self::new(Exit::State, code, message, help)
     }
 
@@ -148,7 +218,7 @@ impl Error {
             std::io::ErrorKind::PermissionDenied => "check the permissions of that path",
             _ => "check that path and run the command again",
         };
-        Self::state("delegate::io", format!("{what}: {err}"), help)
+        Self::state(Code::Io, format!("{what}: {err}"), help)
     }
 
     /// If an OS error of a full, read-only or forbidden filesystem lies
@@ -166,7 +236,7 @@ impl Error {
     /// A disk-full error met while writing under the workspace root: also
     /// say that the root can be moved to another filesystem.
     pub fn in_workspace_root(mut self) -> Self {
-        if self.kind == Kind::Fs(FsCause::Full) {
+        if self.code == Code::DiskFull {
             self.help = format!(
                 "{} (or set `workspace.root` in .git/delegate.toml to another filesystem)",
                 self.help.trim_end_matches(" and run the command again")
@@ -187,7 +257,7 @@ impl Error {
             return e;
         }
         Self::state(
-            "delegate::git",
+            Code::Git,
             format!("{what}: {err}"),
             "check the repository with `git status` and `git fsck`, then run the command again",
         )
@@ -216,7 +286,7 @@ impl Error {
         if message == self.message && help == self.help {
             return None;
         }
-        Some(Error::new(self.exit, self.code, message, help).with_kind(self.kind))
+        Some(Error::new(self.exit, self.code, message, help))
     }
 
     pub fn exit_code(&self) -> i32 {
@@ -234,7 +304,7 @@ impl std::error::Error for Error {}
 
 impl Diagnostic for Error {
     fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        Some(Box::new(self.code))
+        Some(Box::new(self.code.as_str()))
     }
 
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
@@ -293,11 +363,11 @@ impl FsCause {
     }
 
     /// The error code (design §6.2 `error.code`).
-    pub fn code(self) -> &'static str {
+    pub fn code(self) -> Code {
         match self {
-            FsCause::Full => "delegate::disk_full",
-            FsCause::ReadOnly => "delegate::read_only_filesystem",
-            FsCause::Denied => "delegate::permission_denied",
+            FsCause::Full => Code::DiskFull,
+            FsCause::ReadOnly => Code::ReadOnlyFilesystem,
+            FsCause::Denied => Code::PermissionDenied,
         }
     }
 
@@ -313,7 +383,6 @@ impl FsCause {
             format!("{what}: {}", describe(err)),
             self.help(path),
         )
-        .with_kind(Kind::Fs(self))
     }
 
     /// What to do about it; `path` is what was being written.
@@ -439,16 +508,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn kind_is_set_where_the_error_is_made_and_kept() {
-        let e = Error::state("delegate::rollback_failed", "m", "h").with_kind(Kind::RollbackFailed);
+    fn the_code_is_set_where_the_error_is_made_and_kept() {
+        let e = Error::state(Code::RollbackFailed, "m", "h");
         assert!(e.is_rollback_failed());
         let escaped = Error::new(e.exit, e.code, "a\x1b", "h")
-            .with_kind(e.kind())
             .escaped(|s| s.replace('\x1b', "\\e"))
             .unwrap();
         assert!(escaped.is_rollback_failed());
         let io = std::io::Error::from_raw_os_error(rustix::io::Errno::NOSPC.raw_os_error());
-        assert_eq!(Error::io("w", io).kind(), Kind::Fs(FsCause::Full));
+        assert_eq!(Error::io("w", io).code.fs_cause(), Some(FsCause::Full));
     }
 
     #[test]
@@ -456,12 +524,12 @@ mod tests {
         let err = |n: i32| std::io::Error::from_raw_os_error(n);
         use rustix::io::Errno;
         for (n, code) in [
-            (Errno::NOSPC, "delegate::disk_full"),
-            (Errno::DQUOT, "delegate::disk_full"),
-            (Errno::ROFS, "delegate::read_only_filesystem"),
-            (Errno::ACCESS, "delegate::permission_denied"),
-            (Errno::PERM, "delegate::permission_denied"),
-            (Errno::NOENT, "delegate::io"),
+            (Errno::NOSPC, Code::DiskFull),
+            (Errno::DQUOT, Code::DiskFull),
+            (Errno::ROFS, Code::ReadOnlyFilesystem),
+            (Errno::ACCESS, Code::PermissionDenied),
+            (Errno::PERM, Code::PermissionDenied),
+            (Errno::NOENT, Code::Io),
         ] {
             let e = Error::io("cannot write x", err(n.raw_os_error()));
             assert_eq!(e.code, code, "{}", e.message);
@@ -514,6 +582,39 @@ mod tests {
         assert_eq!(FsCause::of(&wrapped), Some(FsCause::Full));
         let g = gix::Error::from_error(std::io::Error::from_raw_os_error(30));
         let e = Error::fs_cause("cannot store", None, &g).unwrap();
-        assert_eq!(e.code, "delegate::read_only_filesystem");
+        assert_eq!(e.code, Code::ReadOnlyFilesystem);
+    }
+
+    /// docs/json.md "Error codes" lists every code, and every code it
+    /// lists exists: the two cannot drift apart.
+    #[test]
+    fn docs_json_md_lists_every_error_code_and_no_other() {
+        let doc = include_str!("../docs/json.md");
+        let table = doc
+            .split_once("\n## Error codes\n")
+            .expect("docs/json.md has an \"Error codes\" section")
+            .1;
+        let table = table.split("\n## ").next().unwrap();
+        let listed: Vec<&str> = table
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `")?.split_once("` |"))
+            .map(|(code, _)| code)
+            .collect();
+        let known: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
+        let undocumented: Vec<_> = known.iter().filter(|c| !listed.contains(c)).collect();
+        let unknown: Vec<_> = listed.iter().filter(|c| !known.contains(c)).collect();
+        assert!(
+            undocumented.is_empty(),
+            "codes missing from docs/json.md: {undocumented:?}"
+        );
+        assert!(
+            unknown.is_empty(),
+            "docs/json.md lists codes the source does not have: {unknown:?}"
+        );
+        let mut unique = listed.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), listed.len(), "a code is listed twice");
+        assert!(known.iter().all(|c| c.starts_with("delegate::")));
     }
 }

@@ -48,7 +48,7 @@ use std::path::{Path, PathBuf};
 use gix::ObjectId;
 
 use crate::batch::{self, discard_kept, Batch, Entry};
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::registration::{self, Registration};
 use crate::repo::Source;
 use crate::{commit, proposal, refs, workspace};
@@ -861,7 +861,7 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
                         .and_then(|()| proposal::record_in(repo, &kept, &b, &b.tasks[0], tree))
                 }
                 _ => Err(Error::state(
-                    "delegate::baseline_ref_missing",
+                    Code::BaselineRefMissing,
                     "the baseline is gone",
                     "",
                 )),

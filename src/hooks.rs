@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use crate::batch::{self, Entry};
 use crate::config::{Config, StaleLeases};
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::repo::Source;
 
 /// The script installed as `pre-commit` (the repository's `hooks/pre-commit`).
@@ -56,7 +56,7 @@ fn hooks_dir(source: &Source) -> Result<PathBuf> {
         .trusted_path("core.hooksPath")
         .map_err(|e| {
             Error::usage(
-                "delegate::config",
+                Code::Config,
                 format!("core.hooksPath cannot be read: {e}"),
                 "fix core.hooksPath with `git config core.hooksPath DIR`",
             )
@@ -97,7 +97,7 @@ fn install_into(dir: &Path, force: bool) -> Result<Installed> {
             if exists(&local) {
                 if !force {
                     return Err(Error::usage(
-                        "delegate::hook_exists",
+                        Code::HookExists,
                         format!(
                             "{} is not git-delegate's hook, and {} exists too",
                             hook.display(),

@@ -43,7 +43,7 @@ use gix::merge::tree::TreatAsUnresolved;
 use gix::ObjectId;
 
 use crate::diff::{self, PathChange};
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::writeback::{BlockReason, Blocked, PathWrite};
 
 /// One proposal to integrate.
@@ -449,7 +449,7 @@ pub fn integrate(
             // path no task touches is not one of the writes: refuse to guess
             // (taking out a task that did not write it), change nothing.
             return Err(Error::state(
-                "delegate::internal",
+                Code::Internal,
                 "the write-back check blocked paths no applied task changes",
                 "report this bug; nothing was changed",
             ));

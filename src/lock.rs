@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use rustix::fs::{flock, FlockOperation};
 
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 
 /// Held until dropped.
 pub struct RepoLock {
@@ -59,7 +59,7 @@ pub fn acquire(state_dir: &Path, timeout_secs: i64) -> Result<RepoLock> {
                     .ok()
                     .filter(|&pid| crate::lease::process_start(pid).is_some());
                 return Err(Error::state(
-                    "delegate::locked",
+                    Code::Locked,
                     match holder {
                         Some(pid) => format!(
                             "another git-delegate command (pid {pid}) holds the repository lock {}",

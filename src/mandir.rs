@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 
 /// `<directory of the executable>/../share/man/man1`: man-db maps every PATH
 /// entry `X/bin` to `X/share/man`, so pages there are found without MANPATH.
@@ -18,7 +18,7 @@ pub fn default_dir() -> Result<PathBuf> {
         .map_err(|e| Error::io("cannot find the path of the git-delegate executable", e))?;
     let prefix = exe.parent().and_then(Path::parent).ok_or_else(|| {
         Error::usage(
-            "delegate::no_man_dir",
+            Code::NoManDir,
             format!("{} has no parent folder to put share/man in", exe.display()),
             "pass the folder: `git delegate man --install DIR`",
         )

@@ -98,14 +98,11 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Code;
     use std::collections::HashSet;
 
     fn boom() -> Error {
-        Error::state(
-            "delegate::internal",
-            "a test thread panicked",
-            "report this bug",
-        )
+        Error::state(Code::Internal, "a test thread panicked", "report this bug")
     }
 
     #[test]
@@ -137,7 +134,7 @@ mod tests {
                 Ok(v) => assert_eq!(*v, i),
                 Err(e) => {
                     assert_eq!(i, 3);
-                    assert_eq!(e.code, "delegate::internal");
+                    assert_eq!(e.code, Code::Internal);
                     assert_eq!(e.message, "a test thread panicked");
                 }
             }
@@ -149,7 +146,7 @@ mod tests {
             }
             Ok(i)
         });
-        assert_eq!(first.unwrap_err().code, "delegate::internal");
+        assert_eq!(first.unwrap_err().code, Code::Internal);
     }
 
     #[test]

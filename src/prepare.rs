@@ -16,7 +16,7 @@ use std::collections::HashSet;
 
 use crate::batch::{self, Batch, Task, TaskState};
 use crate::config::Mode;
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::lease::Lease;
 use crate::observe::{Notice, Observer};
 use crate::repo::Source;
@@ -63,7 +63,7 @@ pub fn check(names: &[String], label: Option<&str>) -> Result<()> {
         check_task_name(name)?;
         if !seen.insert(name.as_str()) {
             return Err(Error::usage(
-                "delegate::duplicate_task",
+                Code::DuplicateTask,
                 format!("the task name {name:?} is given twice"),
                 "give every task a different name",
             ));
@@ -72,7 +72,7 @@ pub fn check(names: &[String], label: Option<&str>) -> Result<()> {
     if let Some(label) = label {
         if label.trim().is_empty() || label.chars().any(char::is_control) {
             return Err(Error::usage(
-                "delegate::bad_label",
+                Code::BadLabel,
                 format!("{label:?} is not a usable label"),
                 "use a short name without control characters",
             ));
@@ -81,7 +81,7 @@ pub fn check(names: &[String], label: Option<&str>) -> Result<()> {
         // read as an id would shadow a batch.
         if batch::label_reads_as_id(label) {
             return Err(Error::usage(
-                "delegate::bad_label",
+                Code::BadLabel,
                 format!(
                     "the label {label:?} could be read as a batch id or id prefix (hex digits and hyphens)"
                 ),
@@ -106,7 +106,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     let mode = opts.mode.unwrap_or(source.config.mode);
     if mode == Mode::Scratch && !opts.copy_ignored.is_empty() {
         return Err(Error::usage(
-            "delegate::bad_pattern",
+            Code::BadPattern,
             "--copy-ignored applies to worktree workspaces",
             "a scratch copy already holds every ignored file; drop --copy-ignored or use `--mode worktree`",
         ));
@@ -132,7 +132,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     if let Some(label) = &opts.label {
         if let Some(b) = existing.iter().find(|b| b.label.as_deref() == Some(label)) {
             return Err(Error::usage(
-                "delegate::duplicate_label",
+                Code::DuplicateLabel,
                 format!(
                     "the open batch {} already has the label {label:?}",
                     b.short()
@@ -174,7 +174,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         || refs::get(&source.repo, &refs::baseline(&id))?.is_some()
     {
         return Err(Error::usage(
-            "delegate::batch_exists",
+            Code::BatchExists,
             format!("a batch with the id {id} exists already"),
             "run the command again (ids are random)",
         ));
@@ -310,7 +310,7 @@ fn new_id() -> Result<String> {
         Ok(fixed) => uuid::Uuid::parse_str(&fixed)
             .map_err(|_| {
                 Error::usage(
-                    "delegate::bad_batch_id",
+                    Code::BadBatchId,
                     format!("{TEST_BATCH_ID}={fixed:?} is not a UUID"),
                     format!("unset {TEST_BATCH_ID}"),
                 )
@@ -399,7 +399,7 @@ fn check_task_name(name: &str) -> Result<()> {
         || name.ends_with(".lock")
     {
         return Err(Error::usage(
-            "delegate::bad_task_name",
+            Code::BadTaskName,
             format!("{name:?} is not a valid task name"),
             "task names are 1-64 characters of A-Z a-z 0-9 . _ -, start with a letter or digit, and contain no `..` nor end in `.` or `.lock`",
         ));

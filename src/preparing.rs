@@ -21,7 +21,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::batch::{self, Batch};
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::repo::Source;
 
 // The marker and its reading are part of the batch record (`batch`, a
@@ -32,7 +32,7 @@ pub use crate::batch::{progress, Marker, Progress};
 pub fn refuse(b: &Batch, p: Progress) -> Error {
     match p {
         Progress::Preparing => Error::state(
-            "delegate::incomplete_batch",
+            Code::IncompleteBatch,
             format!(
                 "batch {} is still being prepared (prepare still running, pid {})",
                 b.short(),
@@ -44,7 +44,7 @@ pub fn refuse(b: &Batch, p: Progress) -> Error {
             ),
         ),
         Progress::Interrupted => Error::state(
-            "delegate::incomplete_batch",
+            Code::IncompleteBatch,
             format!(
                 "batch {} was never completely prepared (its prepare was killed); its workspaces were never handed out and hold no work",
                 b.short()

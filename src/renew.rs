@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use crate::batch::{self, Batch};
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::lease::{Lease, State};
 
 /// Renew the lease of the open batch `selector` names (or the only one) in
@@ -28,7 +28,7 @@ pub fn renew(
     }
     if b.lease.state() == State::Orphaned && owner.is_none() {
         return Err(Error::usage(
-            "delegate::orphaned_lease",
+            Code::OrphanedLease,
             format!(
                 "the lease of batch {} is orphaned: its owner process is gone",
                 b.short()

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::paths::is_unprintable;
 
 /// Options for every repository git-delegate opens: compare stat data to the
@@ -129,7 +129,7 @@ pub fn git_env() -> &'static GitEnv {
 
 fn not_a_repository(message: String) -> Error {
     Error::state(
-        "delegate::not_a_repository",
+        Code::NotARepository,
         message,
         "run git delegate from inside a git working tree, or pass `git -C DIR delegate ...`",
     )
@@ -137,7 +137,7 @@ fn not_a_repository(message: String) -> Error {
 
 fn unsupported_environment(var: &str, value: &Path, what: String) -> Error {
     Error::state(
-        "delegate::unsupported_environment",
+        Code::UnsupportedEnvironment,
         format!("{var}={} {what}", value.display()),
         format!(
             "git delegate keeps its commits where its workspaces (linked worktrees, which do not see {var}) can read them: run it without {var}, or list that folder in .git/objects/info/alternates"
@@ -152,7 +152,7 @@ fn unsupported_object_format(git_dir: &Path, format: &str) -> Error {
         format.to_string()
     };
     Error::state(
-        "delegate::unsupported_object_format",
+        Code::UnsupportedObjectFormat,
         format!(
             "the repository {} uses the {name} object format, which the git library git delegate is built on cannot read yet",
             git_dir.display()
@@ -521,7 +521,7 @@ impl Source {
     pub fn open_recorded(here: &Source, root: &Path, batch: &str) -> Result<Source> {
         let moved = |why: String| {
             Error::state(
-                "delegate::source_moved",
+                Code::SourceMoved,
                 format!(
                     "batch {batch} was prepared in {}, which {why}",
                     root.display()
@@ -574,7 +574,7 @@ impl Source {
     fn from_repo(repo: gix::Repository, cwd: &Path, located: bool) -> Result<Source> {
         let Some(workdir) = repo.workdir() else {
             return Err(Error::state(
-                "delegate::bare_repository",
+                Code::BareRepository,
                 format!("{} is a bare repository", repo.git_dir().display()),
                 "git delegate needs a working tree to snapshot: run it inside a non-bare clone or a linked worktree",
             ));
@@ -626,7 +626,7 @@ impl Source {
                 .map(|e| format!("submodule `{}`", e.path(&index)))
                 .unwrap_or_else(|| "a .gitmodules file".into());
             return Err(Error::state(
-                "delegate::submodules",
+                Code::Submodules,
                 format!("this repository has submodules ({what}), which git delegate does not support yet"),
                 "use git delegate in a repository without submodules; support is planned",
             ));
@@ -709,7 +709,7 @@ pub fn default_workspace_root() -> Result<PathBuf> {
     match std::env::var_os("HOME") {
         Some(h) => Ok(PathBuf::from(h).join(".local/share/git-delegate/worktrees")),
         None => Err(Error::usage(
-            "delegate::no_workspace_root",
+            Code::NoWorkspaceRoot,
             "neither XDG_DATA_HOME nor HOME is set, so there is no default workspace root",
             "set `workspace.root` in .git/delegate.toml",
         )),
@@ -744,7 +744,7 @@ fn refuse_inside(workspace_root: &Path, source_root: &Path) -> Result<()> {
     let resolved = resolve_lenient(workspace_root);
     if resolved.starts_with(source_root) {
         return Err(Error::usage(
-            "delegate::workspace_root_inside_source",
+            Code::WorkspaceRootInsideSource,
             format!(
                 "the workspace root {} is inside the source working tree {}",
                 resolved.display(),

@@ -22,7 +22,7 @@ use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 use crate::carry::{self, Method, Stats, Visit, Walker};
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::presence::{Health, Removal};
 use crate::repo::Source;
 
@@ -63,7 +63,7 @@ fn io_err(what: String, e: Errno) -> Error {
 
 fn refused(root: &Path, why: String) -> Error {
     Error::state(
-        "delegate::scratch_refused",
+        Code::ScratchRefused,
         format!(
             "the scratch copy {} cannot be handed out: {why}",
             root.display()
@@ -89,7 +89,7 @@ fn home_of(common_dir: &Path) -> Option<PathBuf> {
 pub fn plan(source_root: &Path, count: usize) -> Result<Vec<PathBuf>> {
     let parent = source_root.parent().ok_or_else(|| {
         Error::usage(
-            "delegate::scratch_refused",
+            Code::ScratchRefused,
             format!(
                 "{} has no parent folder for scratch copies",
                 source_root.display()
@@ -117,7 +117,7 @@ pub fn preflight(source: &Source) -> Result<()> {
         .map_err(|e| Error::io(format!("cannot read {}", dot_git.display()), e))?;
     if !meta.is_dir() {
         return Err(Error::state(
-            "delegate::scratch_refused",
+            Code::ScratchRefused,
             format!(
                 "{} is {}, not the repository folder: the source is a linked worktree or uses a gitfile, and a copy of it would share its git metadata with the source",
                 dot_git.display(),
@@ -128,7 +128,7 @@ pub fn preflight(source: &Source) -> Result<()> {
     }
     if crate::repo::canonical(&dot_git)? != source.common_dir {
         return Err(Error::state(
-            "delegate::scratch_refused",
+            Code::ScratchRefused,
             format!(
                 "{} is not the repository's common folder {}",
                 dot_git.display(),
@@ -139,7 +139,7 @@ pub fn preflight(source: &Source) -> Result<()> {
     }
     let parent = source.root.parent().ok_or_else(|| {
         Error::usage(
-            "delegate::scratch_refused",
+            Code::ScratchRefused,
             format!(
                 "{} has no parent folder for scratch copies",
                 source.root.display()
@@ -212,7 +212,7 @@ pub fn create_all(source: &Source, batch: &str, tasks: &[(String, PathBuf)]) -> 
 fn make_container(source: &Source, batch: &str, task: &str, root: &Path) -> Result<()> {
     let container = root.parent().ok_or_else(|| {
         Error::state(
-            "delegate::internal",
+            Code::Internal,
             "a scratch root has no container",
             "report this bug",
         )
@@ -235,7 +235,7 @@ fn make_container(source: &Source, batch: &str, task: &str, root: &Path) -> Resu
     };
     let text = toml::to_string_pretty(&owner).map_err(|e| {
         Error::state(
-            "delegate::state",
+            Code::State,
             format!("cannot record the owner of {}: {e}", root.display()),
             "paths must be valid UTF-8; move the repository to such a path",
         )

@@ -50,7 +50,7 @@ use gix::status::plumbing::index_as_worktree::{Change, EntryStatus};
 use gix::status::plumbing::index_as_worktree_with_renames::{Entry as WtEntry, VisitEntry};
 use gix::ObjectId;
 
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 
 /// The file name of the source's stat cache inside a batch's state folder.
 pub const CACHE_FILE: &str = "source-index";
@@ -678,7 +678,7 @@ fn run(
         })();
         let staged = staged.join().unwrap_or_else(|_| {
             Err(Error::state(
-                "delegate::internal",
+                Code::Internal,
                 "a snapshot thread panicked",
                 "report this bug",
             ))

@@ -11,7 +11,7 @@ use std::io::{IsTerminal, Write};
 use serde_json::{json, Value};
 
 use crate::cli::ColorChoice;
-use crate::error::Error;
+use crate::error::{Code, Error};
 use crate::paths::is_unprintable;
 use crate::repo::ColorUi;
 use crate::writeback::Recovery;
@@ -296,8 +296,8 @@ pub fn show_path(p: &std::path::Path) -> String {
     escape_text(&p.to_string_lossy())
 }
 
-pub fn error_doc(code: &str, message: &str, help: &str) -> Value {
-    json!({ "error": { "code": code, "message": message, "help": help } })
+pub fn error_doc(code: Code, message: &str, help: &str) -> Value {
+    json!({ "error": { "code": code.as_str(), "message": message, "help": help } })
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use gix::ObjectId;
 
 use crate::config::Mode;
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 pub use crate::presence::{Health, Removal};
 use crate::registration::Registration;
 
@@ -57,7 +57,7 @@ pub fn check_free(common_dir: &Path, plans: &[Plan]) -> Result<()> {
     for p in plans {
         if p.root.symlink_metadata().is_ok() {
             return Err(Error::usage(
-                "delegate::workspace_exists",
+                Code::WorkspaceExists,
                 format!("the workspace folder {} already exists", p.root.display()),
                 "move or remove that folder (or run `git delegate gc`), then prepare again",
             ));
@@ -65,7 +65,7 @@ pub fn check_free(common_dir: &Path, plans: &[Plan]) -> Result<()> {
         let reg = registration(common_dir, &p.worktree_id);
         if reg.symlink_metadata().is_ok() {
             return Err(Error::usage(
-                "delegate::workspace_exists",
+                Code::WorkspaceExists,
                 format!(
                     "a worktree named {} is already registered at {}",
                     p.worktree_id,
@@ -160,7 +160,7 @@ fn create_all_inner(
 /// What a checkout thread's panic is reported as.
 fn checkout_panicked() -> Error {
     Error::state(
-        "delegate::internal",
+        Code::Internal,
         "a checkout thread panicked",
         "report this bug",
     )
@@ -179,7 +179,7 @@ fn checkout_failed(
         return err;
     }
     Error::state(
-        "delegate::checkout_failed",
+        Code::CheckoutFailed,
         format!("cannot check out {}: {e}", root.display()),
         "check free disk space, permissions and path lengths under the workspace root",
     )
@@ -261,7 +261,7 @@ fn register(common_dir: &Path, baseline: ObjectId, p: &Plan) -> Result<()> {
     std::fs::create_dir(&p.root).map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
             Error::usage(
-                "delegate::workspace_exists",
+                Code::WorkspaceExists,
                 format!("the workspace folder {} already exists", p.root.display()),
                 "move or remove that folder, then prepare again",
             )
@@ -332,7 +332,7 @@ fn checkout(
             return Err(err);
         }
         return Err(Error::state(
-            "delegate::checkout_failed",
+            Code::CheckoutFailed,
             format!(
                 "cannot write {} in {}: {}",
                 crate::paths::quote(first.path.as_ref()),
@@ -665,7 +665,7 @@ impl<'a> Replicator<'a> {
         for root in self.dst_roots {
             if root.as_os_str().len() + 1 + rel.len() >= PATH_MAX {
                 return Err(Error::state(
-                    "delegate::checkout_failed",
+                    Code::CheckoutFailed,
                     format!(
                         "cannot write {} in {}: file name too long",
                         crate::paths::quote(rel.into()),

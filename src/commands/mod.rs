@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 
 use crate::batch::Batch;
 use crate::cli::{Cli, Command};
-use crate::error::{Error, Result};
+use crate::error::{Code, Error, Result};
 use crate::repo::Source;
 use crate::ui::Ui;
 use crate::writeback::Recovery;
@@ -100,7 +100,7 @@ pub fn report_parse_error(args: &[OsString], e: clap::Error) -> i32 {
                     color: false,
                 };
                 ui.doc(crate::ui::error_doc(
-                    "delegate::usage",
+                    Code::Usage,
                     &parse_error_message(&e),
                     "run `git delegate -h` for the usage",
                 ));
@@ -212,7 +212,7 @@ impl crate::observe::Observer for Shown<'_> {
 pub fn parse_ttl(s: &str) -> Result<i64> {
     crate::time::duration(s).map_err(|e| {
         Error::usage(
-            "delegate::bad_duration",
+            Code::BadDuration,
             e.describe(s),
             match e {
                 crate::time::DurationError::Malformed => {
@@ -231,7 +231,7 @@ pub fn owner(pid: u32) -> Result<(u32, u64)> {
     match crate::lease::process_start(pid) {
         Some(start) => Ok((pid, start)),
         None => Err(Error::usage(
-            "delegate::owner_not_running",
+            Code::OwnerNotRunning,
             format!("no process with pid {pid} is running"),
             "pass the pid of the process that owns the batch (for a shell, `$$`)",
         )),

@@ -159,7 +159,7 @@ use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
 use crate::batch;
-use crate::error::{Error, FsCause, Kind, Result};
+use crate::error::{Code, Error, FsCause, Result};
 use crate::repo::Source;
 
 use self::dirs::{Dirs, Disk};
@@ -234,9 +234,9 @@ pub fn check(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>> {
         let reason = check_one(&mut dirs, &mut hasher, w, &deleted).map_err(|f| {
             let message = format!("cannot check the working tree before writing: {}", f.0);
             match failed(message.clone(), f.1) {
-                e if e.kind() != Kind::WriteFailed => e,
+                e if e.code != Code::WriteFailed => e,
                 _ => Error::state(
-                    "delegate::write_check_failed",
+                    Code::WriteCheckFailed,
                     message,
                     "check the permissions of that path, then run the command again",
                 ),
@@ -620,23 +620,20 @@ fn failed(message: String, cause: Option<Cause>) -> Error {
                     .help(None)
                     .replace("that holds it", "that holds the working tree")
             ),
-        )
-        .with_kind(Kind::Fs(cause));
+        );
     }
     if cause == Some(Cause::Filter) {
         return Error::state(
-            "delegate::filter_failed",
+            Code::FilterFailed,
             message,
             "the working tree is as it was before; fix the filter driver (or make it optional with `git config filter.<driver>.required false`) and run `git delegate apply` again",
-        )
-        .with_kind(Kind::FilterFailed);
+        );
     }
     Error::state(
-        "delegate::write_failed",
+        Code::WriteFailed,
         message,
         "the working tree is as it was before; fix the cause (disk space, permissions, a file changed meanwhile) and run `git delegate apply` again",
     )
-    .with_kind(Kind::WriteFailed)
 }
 
 /// `delegate::rollback_failed`: the paths left as they were found, each
@@ -717,7 +714,5 @@ fn rollback_failed(root: &Path, journal: &Path, what: &str, left: &[Left]) -> Er
         serde_json::json!(journal_kept.then(|| crate::paths::doc_path(journal))),
     );
     details.insert("paths".into(), serde_json::Value::Array(paths));
-    Error::state("delegate::rollback_failed", message, help)
-        .with_details(details)
-        .with_kind(Kind::RollbackFailed)
+    Error::state(Code::RollbackFailed, message, help).with_details(details)
 }

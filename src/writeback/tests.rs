@@ -301,7 +301,7 @@ fn injected_failure_at_every_rename_rolls_back() {
     loop {
         match write_with(&source, &bd, &writes, &faults(&format!("fail-rename:{n}"))) {
             Err(e) => {
-                assert_eq!(e.code, "delegate::write_failed", "{}", e.message);
+                assert_eq!(e.code, Code::WriteFailed, "{}", e.message);
                 assert_eq!(fx.state(), before, "after failing rename {n}");
                 no_leftovers(&fx, &bd);
             }
@@ -551,7 +551,7 @@ fn never_writes_through_a_symlinked_parent() {
         ),
     ];
     let e = write_with(&source, &bd, &writes, &no_faults()).unwrap_err();
-    assert_eq!(e.code, "delegate::write_failed");
+    assert_eq!(e.code, Code::WriteFailed);
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
     assert_eq!(fx.state(), before);
     no_leftovers(&fx, &bd);
@@ -710,7 +710,7 @@ fn rollback_leaves_what_the_user_changed_between_the_renames() {
         }
     }));
     let e = write_with(&source, &bd, &writes, &f).unwrap_err();
-    assert_eq!(e.code, "delegate::rollback_failed", "{}", e.message);
+    assert_eq!(e.code, Code::RollbackFailed, "{}", e.message);
     let details = e.details.as_ref().expect("details");
     let paths: Vec<(&str, &str)> = details["paths"]
         .as_array()
@@ -796,7 +796,7 @@ fn recovery_leaves_paths_changed_after_a_crash() {
     std::fs::write(fx.root.join("new/dir/n"), b"n\x00bin\xff").unwrap();
 
     let e = recover_with(&source, &no_faults()).unwrap_err();
-    assert_eq!(e.code, "delegate::rollback_failed", "{}", e.message);
+    assert_eq!(e.code, Code::RollbackFailed, "{}", e.message);
     let details = e.details.as_ref().expect("details");
     let mut paths: Vec<&str> = details["paths"]
         .as_array()
@@ -822,7 +822,7 @@ fn recovery_leaves_paths_changed_after_a_crash() {
     assert_eq!(after_first[&b"link"[..]].1, b"now a file\n");
     // A re-run changes nothing and says the same.
     let again = recover_with(&source, &no_faults()).unwrap_err();
-    assert_eq!(again.code, "delegate::rollback_failed");
+    assert_eq!(again.code, Code::RollbackFailed);
     assert_eq!(fx.state(), after_first);
     // Resolved by the user: every kept original is moved over its path.
     for l in left_paths(&bd) {
@@ -911,7 +911,7 @@ fn a_path_named_like_a_cause_does_not_classify_the_failure() {
         let bd = fx.batch_dir();
         let before = fx.state();
         let e = write_with(&source, &bd, &writes, &faults("fail-rename:1")).unwrap_err();
-        assert_eq!(e.code, "delegate::write_failed", "{name}: {}", e.message);
+        assert_eq!(e.code, Code::WriteFailed, "{name}: {}", e.message);
         assert_eq!(fx.state(), before);
         no_leftovers(&fx, &bd);
     }

@@ -80,11 +80,10 @@ impl Fail {
 
     /// An `Error` met on the way, its code kept as the cause.
     pub(super) fn from_error(e: crate::error::Error) -> Fail {
-        use crate::error::Kind;
-        let cause = match e.kind() {
-            Kind::Fs(c) => Some(Cause::Fs(c)),
-            Kind::FilterFailed => Some(Cause::Filter),
-            _ => None,
+        use crate::error::Code;
+        let cause = match e.code {
+            Code::FilterFailed => Some(Cause::Filter),
+            c => c.fs_cause().map(Cause::Fs),
         };
         Fail(e.message, cause)
     }
