@@ -785,7 +785,7 @@ pub fn carry_ignored(
     let Some(src_root) = repo.workdir() else {
         return Ok(vec![Stats::default(); roots.len()]);
     };
-    let src_root = crate::repo::canonical(src_root)?;
+    let src_root = crate::fs::canonical(src_root)?;
     let entries = find(repo, policy)?;
     carry(&src_root, &entries, roots)
 }

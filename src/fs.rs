@@ -1,6 +1,7 @@
 //! Generic filesystem helpers the engine shares: durable atomic writes,
 //! fsync of a folder, removal that never follows a symlink and accepts
-//! "gone already", removing emptied parents, and the size of a tree.
+//! "gone already", removing emptied parents, the size of a tree, and
+//! canonical paths.
 //!
 //! Owns: these few operations on plain paths, with the engine's errors.
 //! Never: knows what a batch, workspace or repository is (callers decide
@@ -8,7 +9,7 @@
 //! root (that is `writeback`'s symlink-safe job, design §7).
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
@@ -112,6 +113,11 @@ pub fn tree_size(p: &Path) -> u64 {
         }
     }
     total
+}
+
+/// Canonicalise, tolerating paths git reports through `..` components.
+pub fn canonical(p: &Path) -> Result<PathBuf> {
+    std::fs::canonicalize(p).map_err(|e| Error::io(format!("cannot resolve {}", p.display()), e))
 }
 
 #[cfg(test)]

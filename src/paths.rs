@@ -13,6 +13,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use gix::bstr::BStr;
 
+/// The byte-string types git paths come in, for the layers above the engine
+/// (the commands render them without naming the git library).
+pub use gix::bstr::{BString, ByteSlice};
+
 static LOSSY: AtomicBool = AtomicBool::new(false);
 
 /// Characters a terminal acts on instead of showing: control characters

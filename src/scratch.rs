@@ -126,7 +126,7 @@ pub fn preflight(source: &Source) -> Result<()> {
             "run scratch prepares in the main working tree of a repository whose .git is a folder, or use `--mode worktree`",
         ));
     }
-    if crate::repo::canonical(&dot_git)? != source.common_dir {
+    if crate::fs::canonical(&dot_git)? != source.common_dir {
         return Err(Error::state(
             "delegate::scratch_refused",
             format!(

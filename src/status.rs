@@ -23,7 +23,7 @@ pub struct Shown {
     /// Per task: how many paths its workspace changed (`None`: unknown, its
     /// workspace could not be read, or the batch is incomplete).
     pub counts: Vec<Option<usize>>,
-    /// Per task: whether its workspace is there and ours (`Removed`),
+    /// Per task: whether its workspace is there and ours (`Ours`),
     /// missing, or replaced (`Foreign`).
     pub health: Vec<workspace::Health>,
 }
@@ -35,6 +35,16 @@ pub struct Report {
     pub batches: Vec<Shown>,
     pub problems: Vec<Problem>,
     pub kept: Vec<Kept>,
+}
+
+/// Per task of `batch`: whether its workspace is there and ours, missing,
+/// or replaced (what documents show as `exists`, design §6.1).
+pub fn health(source: &Source, batch: &Batch) -> Vec<workspace::Health> {
+    batch
+        .tasks
+        .iter()
+        .map(|t| workspace::health(&source.common_dir, t))
+        .collect()
 }
 
 /// The status of `source`'s batches, or of the one `selector` names (a
@@ -84,12 +94,7 @@ pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
         }
     }
     for s in &mut batches {
-        s.health = s
-            .batch
-            .tasks
-            .iter()
-            .map(|t| workspace::health(&source.common_dir, t))
-            .collect();
+        s.health = health(source, &s.batch);
     }
     Ok(Report {
         any,
