@@ -324,6 +324,22 @@ fn snapshot_plumbing(ui: &Ui) -> Result<i32> {
     Ok(0)
 }
 
+/// A size for human text: `1.2 MiB`, or `{n} {byte}` below a KiB.
+pub fn human_bytes(n: u64, byte: &str) -> String {
+    const UNITS: [&str; 5] = ["", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} {byte}")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
 /// A path for human text.
 pub fn show(p: &Path) -> String {
     crate::ui::show_path(p)
