@@ -3,7 +3,8 @@
 //! Owns: the conversions between byte paths, OS paths and document strings,
 //! and remembering whether a document had to write a path lossily
 //! (design §6.2 `lossy_paths`), and which characters a terminal would act on
-//! instead of showing.
+//! instead of showing; the byte-string types (`BString`, `ByteSlice`) the
+//! command layer renders paths from, so it never names the git library.
 //! Never: touches the filesystem.
 
 use std::ffi::OsStr;

@@ -6,7 +6,8 @@
 //!
 //! Owns: which batches a status covers and what is computed for each (the
 //! half-made workspaces of a batch whose prepare never completed are never
-//! counted as work, design §3.15).
+//! counted as work, design §3.15); each task's workspace health as every
+//! batch document shows it (`health`, the document's `exists`).
 //! Never: changes anything or takes the lock (workspace snapshots are kept
 //! in memory); words anything.
 
