@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """git-delegate's benchmark: the CLI against the plain git commands doing the
-same file work, side by side in one run (design §8, issue 6).
+same file work, side by side in one run (design §8).
 
 It builds synthetic repositories deterministically (1k, 10k and 100k files of
 mixed sizes, three 2 MiB binaries, 10 modified and 10 untracked files, an

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark of carrying ignored dependencies and of scratch copies (issue 7).
+"""Benchmark of carrying ignored dependencies and of scratch copies (design §3.9).
 
 Builds a repository with a 1 GiB `node_modules`-like ignored folder (about
 20,000 files: many small ones, some large), then times `git delegate prepare

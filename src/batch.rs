@@ -122,6 +122,22 @@ pub struct Batch {
 pub const SCRATCH_WORKTREE_ID: &str = "scratch";
 
 impl Task {
+    /// A task as prepare records it: open, with nothing kept yet.
+    pub fn open(name: String, root: PathBuf, worktree_id: String) -> Task {
+        Task {
+            name,
+            state: TaskState::Open,
+            root,
+            worktree_id,
+            reason: None,
+            proposal_ref: None,
+            patch: None,
+            carried: None,
+            updated_at: None,
+            folder: None,
+        }
+    }
+
     /// The kind of the task's workspace: a scratch copy has the worktree id
     /// [`SCRATCH_WORKTREE_ID`], a linked worktree its own registration.
     pub fn kind(&self) -> crate::config::Mode {

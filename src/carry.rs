@@ -54,46 +54,6 @@ impl Stats {
             "symlinks": self.symlinks,
         })
     }
-
-    /// `1234 files, 5.6 MiB (1200 cloned, 30 copied, 4 symlinks)`
-    pub fn human(&self) -> String {
-        let mut how = Vec::new();
-        if self.cloned > 0 || self.copied == 0 {
-            how.push(format!("{} cloned", self.cloned));
-        }
-        if self.copied > 0 {
-            how.push(format!("{} copied", self.copied));
-        }
-        if self.symlinks > 0 {
-            how.push(format!(
-                "{} symlink{}",
-                self.symlinks,
-                if self.symlinks == 1 { "" } else { "s" }
-            ));
-        }
-        format!(
-            "{} file{}, {} ({})",
-            self.files,
-            if self.files == 1 { "" } else { "s" },
-            human_bytes(self.bytes),
-            how.join(", ")
-        )
-    }
-}
-
-pub fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
 }
 
 /// How file data reaches a destination.
@@ -160,21 +120,6 @@ pub fn open_dir_at<P: rustix::path::Arg>(
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
     )
-}
-
-/// The names in an opened folder (without `.` and `..`), with their types.
-pub fn read_names(dir: BorrowedFd<'_>) -> rustix::io::Result<Vec<(Vec<u8>, FileType)>> {
-    let mut d = rfs::Dir::read_from(dir)?;
-    let mut out = Vec::new();
-    while let Some(entry) = d.read() {
-        let entry = entry?;
-        let name = entry.file_name().to_bytes();
-        if name == b"." || name == b".." {
-            continue;
-        }
-        out.push((name.to_vec(), entry.file_type()));
-    }
-    Ok(out)
 }
 
 /// Create (or reuse) the folder `name` in `dir` and open it, never through a symlink.
@@ -307,7 +252,7 @@ impl<'a> Walker<'a> {
         dsts: &[BorrowedFd<'_>],
         rel: &mut Vec<u8>,
     ) -> Result<()> {
-        let names = read_names(src).map_err(|e| self.src_err(rel, "read", e))?;
+        let names = crate::fs::read_names(src).map_err(|e| self.src_err(rel, "read", e))?;
         for (name, kind) in names {
             // A carried folder can hold a whole node_modules: Ctrl-C stops
             // the copy at the next entry, not after it.
@@ -398,17 +343,8 @@ impl<'a> Walker<'a> {
                     last_modification: timespec(st.st_mtime as i64, st.st_mtime_nsec as i64),
                 };
                 for (i, d) in dsts.iter().enumerate() {
-                    let dfd = rfs::openat(
-                        *d,
-                        name,
-                        OFlags::WRONLY
-                            | OFlags::CREATE
-                            | OFlags::EXCL
-                            | OFlags::NOFOLLOW
-                            | OFlags::CLOEXEC,
-                        Mode::from_raw_mode(0o600),
-                    )
-                    .map_err(|e| self.dst_err(i, rel, "create", e))?;
+                    let dfd = crate::fs::create_new_at(*d, name, Mode::from_raw_mode(0o600))
+                        .map_err(|e| self.dst_err(i, rel, "create", e))?;
                     match rfs::ioctl_ficlone(&dfd, &sfd) {
                         Ok(()) => self.stats[i].cloned += 1,
                         Err(e) if is_no_reflink(e) && self.method == Method::CloneOrCopy => {
@@ -785,7 +721,7 @@ pub fn carry_ignored(
     let Some(src_root) = repo.workdir() else {
         return Ok(vec![Stats::default(); roots.len()]);
     };
-    let src_root = crate::repo::canonical(src_root)?;
+    let src_root = crate::fs::canonical(src_root)?;
     let entries = find(repo, policy)?;
     carry(&src_root, &entries, roots)
 }

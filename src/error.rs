@@ -550,7 +550,7 @@ mod tests {
     }
 
     /// Only the error's own errno is named, once: a path inside the text
-    /// that holds "(os error 13)" is shown as it is (review of issue 12).
+    /// that holds "(os error 13)" is shown as it is.
     #[test]
     fn describe_names_the_errors_own_errno_and_leaves_paths_alone() {
         let wrapped = std::io::Error::new(

@@ -1,6 +1,8 @@
 //! Generic filesystem helpers the engine shares: durable atomic writes,
 //! fsync of a folder, removal that never follows a symlink and accepts
-//! "gone already", removing emptied parents, and the size of a tree.
+//! "gone already", removing emptied parents, the size of a tree,
+//! canonical paths; and, on an opened folder, listing it and creating a new
+//! file in it without following a symlink.
 //!
 //! Owns: these few operations on plain paths, with the engine's errors.
 //! Never: knows what a batch, workspace or repository is (callers decide
@@ -8,7 +10,10 @@
 //! root (that is `writeback`'s symlink-safe job, design §7).
 
 use std::io::Write;
-use std::path::Path;
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{self as rfs, FileType, Mode, OFlags};
 
 use crate::error::{Error, Result};
 
@@ -112,6 +117,37 @@ pub fn tree_size(p: &Path) -> u64 {
         }
     }
     total
+}
+
+/// Canonicalise, tolerating paths git reports through `..` components.
+pub fn canonical(p: &Path) -> Result<PathBuf> {
+    std::fs::canonicalize(p).map_err(|e| Error::io(format!("cannot resolve {}", p.display()), e))
+}
+
+/// The names in an opened folder (without `.` and `..`), with their types.
+pub fn read_names(dir: BorrowedFd<'_>) -> rustix::io::Result<Vec<(Vec<u8>, FileType)>> {
+    let mut d = rfs::Dir::read_from(dir)?;
+    let mut out = Vec::new();
+    while let Some(entry) = d.read() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        out.push((name.to_vec(), entry.file_type()));
+    }
+    Ok(out)
+}
+
+/// Create the new file `name` in the opened folder `dir` for writing, never
+/// through a symlink and never over an existing entry (`O_EXCL`).
+pub fn create_new_at(dir: BorrowedFd<'_>, name: &[u8], mode: Mode) -> rustix::io::Result<OwnedFd> {
+    rfs::openat(
+        dir,
+        name,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        mode,
+    )
 }
 
 #[cfg(test)]

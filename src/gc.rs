@@ -960,18 +960,11 @@ fn stand_in(
         forbid_commit: false,
         lease: crate::lease::Lease::new(1, None),
         preparing: None,
-        tasks: vec![batch::Task {
-            name: task.to_string(),
-            state: batch::TaskState::Open,
-            root: root.to_path_buf(),
-            worktree_id: wid.to_string(),
-            reason: None,
-            proposal_ref: None,
-            patch: None,
-            carried: None,
-            updated_at: None,
-            folder: None,
-        }],
+        tasks: vec![batch::Task::open(
+            task.to_string(),
+            root.to_path_buf(),
+            wid.to_string(),
+        )],
     }
 }
 

@@ -13,7 +13,7 @@ mod ui;
 // The engine is the library crate; importing its modules at the crate root
 // keeps `crate::batch::...` paths in the binary's modules working.
 use git_delegate::{
-    apply, batch, config, error, gc, hooks, lease, lock, mandir, observe, paths, prepare,
+    apply, batch, carry, config, error, gc, hooks, lease, lock, mandir, observe, paths, prepare,
     preparing, problems, refs, renew, repo, snapshot, status, teardown, time, trash, workspace,
     writeback,
 };

@@ -3,7 +3,8 @@
 //! Owns: the conversions between byte paths, OS paths and document strings,
 //! and remembering whether a document had to write a path lossily
 //! (design §6.2 `lossy_paths`), and which characters a terminal would act on
-//! instead of showing.
+//! instead of showing; the byte-string types (`BString`, `ByteSlice`) the
+//! command layer renders paths from, so it never names the git library.
 //! Never: touches the filesystem.
 
 use std::ffi::OsStr;
@@ -12,6 +13,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use gix::bstr::BStr;
+
+/// The byte-string types git paths come in, for the layers above the engine
+/// (the commands render them without naming the git library).
+pub use gix::bstr::{BString, ByteSlice};
 
 static LOSSY: AtomicBool = AtomicBool::new(false);
 

@@ -14,7 +14,7 @@
 
 use std::collections::HashSet;
 
-use crate::batch::{self, Batch, Task, TaskState};
+use crate::batch::{self, Batch, Task};
 use crate::config::Mode;
 use crate::error::{Code, Error, Result};
 use crate::lease::Lease;
@@ -220,17 +220,8 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         tasks: names
             .iter()
             .zip(&plans)
-            .map(|(name, plan)| Task {
-                name: name.clone(),
-                state: TaskState::Open,
-                root: plan.root.clone(),
-                worktree_id: plan.worktree_id.clone(),
-                reason: None,
-                proposal_ref: None,
-                patch: None,
-                carried: None,
-                updated_at: None,
-                folder: None,
+            .map(|(name, plan)| {
+                Task::open(name.clone(), plan.root.clone(), plan.worktree_id.clone())
             })
             .collect(),
     };

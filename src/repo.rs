@@ -20,6 +20,7 @@ use std::sync::OnceLock;
 
 use crate::config::Config;
 use crate::error::{Code, Error, Result};
+use crate::fs::canonical;
 use crate::paths::is_unprintable;
 
 /// Options for every repository git-delegate opens: compare stat data to the
@@ -480,11 +481,6 @@ fn refuse_foreign_object_dirs(cwd: &Path, root: &Path, common_dir: &Path) -> Res
         }
     }
     Ok(())
-}
-
-/// Canonicalise, tolerating paths git reports through `..` components.
-pub fn canonical(p: &Path) -> Result<PathBuf> {
-    std::fs::canonicalize(p).map_err(|e| Error::io(format!("cannot resolve {}", p.display()), e))
 }
 
 /// The source: a working tree of a repository, as seen from the caller's cwd.

@@ -126,7 +126,7 @@ pub fn preflight(source: &Source) -> Result<()> {
             "run scratch prepares in the main working tree of a repository whose .git is a folder, or use `--mode worktree`",
         ));
     }
-    if crate::repo::canonical(&dot_git)? != source.common_dir {
+    if crate::fs::canonical(&dot_git)? != source.common_dir {
         return Err(Error::state(
             Code::ScratchRefused,
             format!(
@@ -539,7 +539,7 @@ pub fn health(common_dir: &Path, root: &Path) -> Health {
 /// into another filesystem. Returns the bytes the removed files occupied.
 pub(crate) fn remove_contents(dir: BorrowedFd<'_>, dev: u64) -> rustix::io::Result<u64> {
     let mut freed = 0u64;
-    for (name, kind) in carry::read_names(dir)? {
+    for (name, kind) in crate::fs::read_names(dir)? {
         let st = match rfs::statat(dir, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => st,
             Err(Errno::NOENT) => continue,
@@ -632,7 +632,7 @@ pub fn remove_counting(common_dir: &Path, root: &Path) -> Result<(Removal, u64)>
 /// checking that the name still leads to the folder we hold open.
 fn remove_container(cfd: &OwnedFd, container: &Path) -> Result<()> {
     let io = |e: Errno| io_err(format!("cannot remove {}", container.display()), e);
-    for (name, _) in carry::read_names(cfd.as_fd()).map_err(io)? {
+    for (name, _) in crate::fs::read_names(cfd.as_fd()).map_err(io)? {
         if name == MARKER.as_bytes() || name.starts_with(MARKER.as_bytes()) {
             rfs::unlinkat(cfd.as_fd(), name.as_slice(), AtFlags::empty()).map_err(io)?;
         }
@@ -748,14 +748,14 @@ pub fn sweep_candidates(source: &Source) -> Result<Vec<Candidate>> {
 
 /// A container holding nothing, or only an empty `project` folder.
 fn is_empty_container(cfd: BorrowedFd<'_>) -> bool {
-    let Ok(names) = carry::read_names(cfd) else {
+    let Ok(names) = crate::fs::read_names(cfd) else {
         return false;
     };
     names.iter().all(|(n, _)| {
         n == PROJECT.as_bytes()
             && carry::open_dir_at(cfd, PROJECT)
                 .ok()
-                .and_then(|p| carry::read_names(p.as_fd()).ok())
+                .and_then(|p| crate::fs::read_names(p.as_fd()).ok())
                 .is_some_and(|v| v.is_empty())
     })
 }

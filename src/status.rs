@@ -6,7 +6,8 @@
 //!
 //! Owns: which batches a status covers and what is computed for each (the
 //! half-made workspaces of a batch whose prepare never completed are never
-//! counted as work, design §3.15).
+//! counted as work, design §3.15); each task's workspace health as every
+//! batch document shows it (`health`, the document's `exists`).
 //! Never: changes anything or takes the lock (workspace snapshots are kept
 //! in memory); words anything.
 
@@ -23,7 +24,7 @@ pub struct Shown {
     /// Per task: how many paths its workspace changed (`None`: unknown, its
     /// workspace could not be read, or the batch is incomplete).
     pub counts: Vec<Option<usize>>,
-    /// Per task: whether its workspace is there and ours (`Removed`),
+    /// Per task: whether its workspace is there and ours (`Ours`),
     /// missing, or replaced (`Foreign`).
     pub health: Vec<workspace::Health>,
 }
@@ -35,6 +36,16 @@ pub struct Report {
     pub batches: Vec<Shown>,
     pub problems: Vec<Problem>,
     pub kept: Vec<Kept>,
+}
+
+/// Per task of `batch`: whether its workspace is there and ours, missing,
+/// or replaced (what documents show as `exists`, design §6.1).
+pub fn health(source: &Source, batch: &Batch) -> Vec<workspace::Health> {
+    batch
+        .tasks
+        .iter()
+        .map(|t| workspace::health(&source.common_dir, t))
+        .collect()
 }
 
 /// The status of `source`'s batches, or of the one `selector` names (a
@@ -84,12 +95,7 @@ pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
         }
     }
     for s in &mut batches {
-        s.health = s
-            .batch
-            .tasks
-            .iter()
-            .map(|t| workspace::health(&source.common_dir, t))
-            .collect();
+        s.health = health(source, &s.batch);
     }
     Ok(Report {
         any,

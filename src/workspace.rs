@@ -723,17 +723,8 @@ impl<'a> Replicator<'a> {
                 }
                 for (i, d) in dst_dirs.iter().enumerate() {
                     let fail = |what, e| Self::err(dst_roots[i], rel, what, e);
-                    let dfd = rfs::openat(
-                        *d,
-                        name,
-                        OFlags::WRONLY
-                            | OFlags::CREATE
-                            | OFlags::EXCL
-                            | OFlags::NOFOLLOW
-                            | OFlags::CLOEXEC,
-                        perm,
-                    )
-                    .map_err(|e| fail("create", e))?;
+                    let dfd =
+                        crate::fs::create_new_at(*d, name, perm).map_err(|e| fail("create", e))?;
                     if buffered {
                         let mut at = 0;
                         while at < buf.len() {

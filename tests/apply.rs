@@ -511,7 +511,7 @@ fn discard_drops_a_task_and_its_leftovers() {
     assert_eq!(task(&out, "2")["status"], "discarded");
     assert_eq!(out["batch_open"], false);
     assert!(!ws[1].exists());
-    // Only its work is kept, for gc.keep-failed (issue 12).
+    // Only its work is kept, for gc.keep-failed.
     assert_eq!(task(&out, "2")["kept"], true);
     assert_eq!(
         env.private_refs(&repo),
@@ -1081,7 +1081,7 @@ fn set_keep_failed(repo: &Path, value: &str) {
     .unwrap();
 }
 
-// Issue 12 case 9: a discarded task's work stays recoverable for gc.keep-failed.
+// A discarded task's work stays recoverable for gc.keep-failed.
 #[test]
 fn discard_keeps_the_work_as_a_proposal_ref_and_patch_until_keep_failed() {
     let env = Env::new();
@@ -1199,8 +1199,8 @@ fn discard_says_where_the_work_is_kept_and_a_clean_task_keeps_nothing() {
     assert!(ws2[2].exists());
 }
 
-/// An agent runs `git delegate prepare` inside its own workspace (issue 12
-/// case 10): returns (outer batch id, the outer task's workspace, inner
+/// An agent runs `git delegate prepare` inside its own workspace:
+/// returns (outer batch id, the outer task's workspace, inner
 /// batch id, the inner task's workspace).
 fn nested_batches(env: &Env, repo: &Path) -> (String, PathBuf, String, PathBuf) {
     let (outer, ws) = prepare(env, repo, &[]);
@@ -1563,7 +1563,7 @@ fn a_top_folder_that_refuses_writing_fails_only_the_tasks_that_write_in_it() {
 /// discarding is an explicit give-up, so the workspace goes, but never
 /// silently: the output names the nested repository removed with it (it is
 /// not in the kept proposal), and the kept proposal holds the rest of the
-/// work (review of issue 12).
+/// work.
 #[test]
 fn discarding_a_task_with_a_nested_repository_keeps_its_workspace() {
     let env = Env::new();
@@ -1638,7 +1638,7 @@ fn discarding_a_task_with_a_nested_repository_keeps_its_workspace() {
 /// A folder that refuses writing (task 1) and a write-back of the other
 /// tasks that fails and is rolled back: every task fails, nothing changes,
 /// no journal is left; the next apply writes only the other tasks, and
-/// task 1 applies once the folder is writable (review of issue 12).
+/// task 1 applies once the folder is writable.
 #[test]
 fn an_unwritable_folder_and_a_rolled_back_write_leave_a_clean_journal() {
     let env = Env::new();
@@ -1704,7 +1704,7 @@ fn an_unwritable_folder_and_a_rolled_back_write_leave_a_clean_journal() {
 }
 
 /// The command the kept-workspace line suggests works as printed once the
-/// inner batch is applied (review of issue 12).
+/// inner batch is applied.
 #[test]
 fn the_command_to_remove_a_kept_workspace_works_as_printed() {
     let env = Env::new();
@@ -1738,8 +1738,7 @@ fn the_command_to_remove_a_kept_workspace_works_as_printed() {
 
 /// The messages of the interrupted write-back (status --check, apply
 /// --dry-run, rollback_failed) and of a moved source are escaped for the
-/// terminal when the source path and a file name hold control characters
-/// (review of issue 12).
+/// terminal when the source path and a file name hold control characters.
 #[test]
 fn write_back_and_moved_source_messages_escape_control_characters() {
     let env = Env::new();
@@ -1805,7 +1804,7 @@ fn write_back_and_moved_source_messages_escape_control_characters() {
 }
 
 /// `apply --dry-run --discard` names the nested repository the discard
-/// would remove, and removes nothing (review of issue 12).
+/// would remove, and removes nothing.
 #[test]
 fn a_dry_run_discard_names_the_nested_repository_that_would_keep_its_workspace() {
     let env = Env::new();

@@ -1,4 +1,4 @@
-//! What makes `apply` fast and lean (issue 6), on real repositories:
+//! What makes `apply` fast and lean (design §8), on real repositories:
 //! workspaces removed through the trash by a background deleter (which
 //! never deletes anything else), `gc` and later commands sweeping what a
 //! killed deleter left, and big files streamed: their patch refers to the

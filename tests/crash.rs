@@ -1,4 +1,4 @@
-//! The crash test of design §7 (issue 3): a proposal touching 3,000 paths
+//! The crash test of design §7: a proposal touching 3,000 paths
 //! (modifications, additions, deletions, exec bits, symlinks, folders that
 //! appear and disappear), `git delegate apply` killed at every fault point
 //! and by a real SIGKILL after random delays. After each crash, `status
@@ -599,7 +599,7 @@ fn wait_for_deleters(under: &Path) {
     }
 }
 
-/// Issue 12, case 1 after a crash: apply killed mid write-back, the user
+/// After a crash: apply killed mid write-back, the user
 /// edits a path it had already written. `apply --dry-run` changes nothing
 /// (it only reports the interrupted write-back); the next mutating command
 /// restores every other path, leaves the user's edit, keeps the original it

@@ -277,7 +277,7 @@ fn unknown_and_ambiguous_batches() {
     }
     delegate_with_id(&env, &repo, ID_A, &["prepare"]).expect(0);
     // A label that reads as another batch's id prefix: prepare refuses one
-    // now (issue 12), but state written before may hold one.
+    // now, but state written before may hold one.
     let toml = batch_toml(&env, &repo, ID_A);
     let text = std::fs::read_to_string(&toml).unwrap();
     std::fs::write(

@@ -658,7 +658,7 @@ fn source_with_spaces_and_unicode_in_its_path() {
     assert_nothing_created(&env, &repo);
 }
 
-// Issue 12 case 6: a label must never shadow a batch id.
+// A label must never shadow a batch id.
 #[test]
 fn a_label_that_reads_as_a_batch_id_or_prefix_is_refused() {
     let env = Env::new();
@@ -746,7 +746,7 @@ fn the_apply_hint_of_prepare_names_this_batch_even_when_short_ids_collide() {
     assert_eq!(doc["batch"], b, "the hint {hint:?} named another batch");
 }
 
-// Issue 12 case 7: a lease the calendar cannot hold is refused, never expired at birth.
+// A lease the calendar cannot hold is refused, never expired at birth.
 #[test]
 fn durations_the_calendar_cannot_hold_are_refused() {
     let env = Env::new();

@@ -553,7 +553,7 @@ fn unreadable_batch_state_is_a_problem_not_a_crash() {
     env.delegate(&repo, ["renew"]).expect(0);
 }
 
-// Issue 12: a corrupted batch.toml is named, and the tool can remove it
+// A corrupted batch.toml is named, and the tool can remove it
 // without losing the work in its workspaces.
 #[test]
 fn a_corrupt_batch_is_named_and_drop_force_removes_it_saving_the_work() {

@@ -622,8 +622,7 @@ fn gc_rescues_the_rest_and_keeps_a_workspace_holding_a_nested_repository() {
 
 #[test]
 fn gc_keeps_a_stale_workspace_that_is_the_source_of_another_open_batch() {
-    // An agent ran `git delegate prepare` inside its workspace (issue 12
-    // case 10); the outer batch goes stale, the inner one is live.
+    // An agent ran `git delegate prepare` inside its workspace; the outer batch goes stale, the inner one is live.
     let env = Env::new();
     let repo = env.repo("proj");
     let outer = prepare(&env, &repo, &["--ttl", "1s"]);

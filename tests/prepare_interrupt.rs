@@ -1,5 +1,4 @@
-//! Killed and interrupted prepares (design §3.15 "Killed commands", issue 12
-//! cases 0 and 8). A source of a few thousand files, with uncommitted
+//! Killed and interrupted prepares (design §3.15 "Killed commands"). A source of a few thousand files, with uncommitted
 //! changes and ignored folders carried into the workspaces; `prepare -n 3`
 //! is paused at a named point (`GIT_DELEGATE_TEST_PAUSE`, test-only) and
 //! then signalled there:

@@ -437,7 +437,7 @@ fn journal_left(env: &Env, repo: &Path) -> bool {
         .any(|b| b.join("writeback.journal").exists())
 }
 
-/// Issue 12, case 1: write-back fails after some paths were renamed into
+/// Write-back fails after some paths were renamed into
 /// place (the fourth path's check finds the user's edit), and meanwhile the
 /// user saved over the first file apply had just written. Rollback must
 /// leave that edit (never move it away and delete it), keep the original
@@ -600,7 +600,7 @@ fn rollback_leaves_a_file_the_user_saved_over_after_it_was_written() {
 /// The cause of a failed write-back is carried as data, not read back out
 /// of the message: a path whose name reads like a full disk or a failing
 /// filter driver does not change the error code of a failure it did not
-/// cause (review of issue 12).
+/// cause.
 #[test]
 fn a_path_named_like_an_os_error_or_a_filter_failure_does_not_change_the_reason() {
     for name in [

@@ -6,7 +6,6 @@
 //! rendering that drop and gc share.
 //! Never: does git, filesystem or process work (the engine's `apply` does).
 
-use gix::bstr::{BString, ByteSlice};
 use serde_json::{json, Value};
 
 pub use crate::apply::Kept;
@@ -14,7 +13,7 @@ use crate::apply::Outcome;
 use crate::batch::{self, Batch, TaskState};
 use crate::cli::ApplyArgs;
 use crate::error::{Error, Result};
-use crate::paths;
+use crate::paths::{self, BString, ByteSlice};
 use crate::ui::Ui;
 use crate::writeback::Recovery;
 

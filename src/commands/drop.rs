@@ -92,13 +92,7 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     let (left_alone, hosting): (Vec<_>, Vec<_>) = kept.into_iter().partition(|k| k.2.is_empty());
     let kept: Vec<std::path::PathBuf> = left_alone.into_iter().map(|k| k.1).collect();
     if ui.json {
-        let mut doc = json!({
-            "batch": b.id,
-            "dropped": true,
-            "workspaces_removed": removed,
-            "refs_removed": refs_removed,
-            "left_alone": kept.iter().map(|k| crate::paths::doc_path(k)).collect::<Vec<_>>(),
-        });
+        let mut doc = dropped_doc(&b.id, removed, refs_removed, &kept);
         if let (false, Some(m)) = (hosting.is_empty(), doc.as_object_mut()) {
             m.insert("kept_workspaces".into(), kept_doc(&hosting));
         }
@@ -146,21 +140,26 @@ fn drop_corrupt(
     }
     let r = crate::gc::remove_corrupt(source, id)?;
     if ui.json {
-        ui.doc_after(json!({
-            "batch": id,
-            "dropped": true,
-            "corrupt": true,
-            "workspaces_removed": r.workspaces_removed,
-            "refs_removed": r.refs_removed,
-            "left_alone": r.left_alone.iter().map(|k| crate::paths::doc_path(k)).collect::<Vec<_>>(),
-            "rescued": r.rescued.iter().map(|x| json!({
-                "task": x.task,
-                "ref": x.ref_name,
-                "patch": crate::paths::doc_path(&x.patch),
-                "changed_paths": x.paths,
-            })).collect::<Vec<_>>(),
-            "refs_kept": r.refs_kept,
-        }), recovered);
+        let mut doc = dropped_doc(id, r.workspaces_removed, r.refs_removed, &r.left_alone);
+        if let Some(m) = doc.as_object_mut() {
+            m.insert("corrupt".into(), json!(true));
+            m.insert(
+                "rescued".into(),
+                r.rescued
+                    .iter()
+                    .map(|x| {
+                        json!({
+                            "task": x.task,
+                            "ref": x.ref_name,
+                            "patch": crate::paths::doc_path(&x.patch),
+                            "changed_paths": x.paths,
+                        })
+                    })
+                    .collect(),
+            );
+            m.insert("refs_kept".into(), json!(r.refs_kept));
+        }
+        ui.doc_after(doc, recovered);
     }
     let mut text = format!(
         "Dropped batch {short} (its state was corrupt): {} workspace(s) and {} ref(s) removed.\n",
@@ -196,13 +195,10 @@ fn drop_corrupt(
 fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) -> Result<i32> {
     let r = crate::preparing::remove_whole(source, b, false)?;
     if ui.json {
-        ui.doc_after(json!({
-            "batch": b.id,
-            "dropped": true,
-            "workspaces_removed": r.workspaces,
-            "refs_removed": r.refs,
-            "left_alone": r.left_alone.iter().map(|k| crate::paths::doc_path(k)).collect::<Vec<_>>(),
-        }), recovered);
+        ui.doc_after(
+            dropped_doc(&b.id, r.workspaces, r.refs, &r.left_alone),
+            recovered,
+        );
     }
     let mut text = format!(
         "Dropped the unfinished batch {} (its prepare never completed): {} workspace(s) and {} ref(s) removed.\n",
@@ -218,4 +214,21 @@ fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) ->
     }
     ui.say(&text);
     Ok(0)
+}
+
+/// The document of a batch dropped (design §6): what was removed and the
+/// folders left alone; callers add what their kind of drop adds.
+fn dropped_doc(
+    id: &str,
+    workspaces: usize,
+    refs: usize,
+    left_alone: &[std::path::PathBuf],
+) -> serde_json::Value {
+    json!({
+        "batch": id,
+        "dropped": true,
+        "workspaces_removed": workspaces,
+        "refs_removed": refs,
+        "left_alone": left_alone.iter().map(|k| crate::paths::doc_path(k)).collect::<Vec<_>>(),
+    })
 }

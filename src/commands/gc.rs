@@ -186,18 +186,7 @@ fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
     text
 }
 
-/// `1.2 MiB`
+/// `1.2 MiB freed`
 fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} bytes freed")
-    } else {
-        format!("{v:.1} {} freed", UNITS[u])
-    }
+    format!("{} freed", super::human_bytes(n, "bytes"))
 }

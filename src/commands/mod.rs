@@ -249,18 +249,19 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
         Some(crate::preparing::Progress::Interrupted) => crate::lease::State::Orphaned,
         _ => batch.lease.state(),
     };
+    let health = crate::status::health(source, batch);
     let tasks: Vec<Value> = batch
         .tasks
         .iter()
+        .zip(&health)
         .enumerate()
-        .map(|(i, t)| {
+        .map(|(i, (t, health))| {
             let mut doc = json!({
                 "name": t.name,
                 "state": if progress.is_some() { "incomplete" } else { t.state.as_str() },
                 "root": crate::paths::doc_path(&t.root),
                 "cwd": crate::paths::doc_path(&t.cwd(&batch.prefix)),
-                "exists": crate::workspace::health(&source.common_dir, t)
-                    == crate::workspace::Health::Ours,
+                "exists": *health == crate::workspace::Health::Ours,
                 "changed_paths": changed.and_then(|c| c.get(i).copied()).unwrap_or(0),
             });
             // Retained recovery artifacts (design §3.3), when there are any.
@@ -321,6 +322,22 @@ fn snapshot_plumbing(ui: &Ui) -> Result<i32> {
     ));
     crate::ui::stdout(&format!("{}\n", snap.tree));
     Ok(0)
+}
+
+/// A size for human text: `1.2 MiB`, or `{n} {byte}` below a KiB.
+pub fn human_bytes(n: u64, byte: &str) -> String {
+    const UNITS: [&str; 5] = ["", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} {byte}")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
 }
 
 /// A path for human text.

@@ -144,20 +144,14 @@ impl Dirs {
 
     pub(super) fn list(&mut self, rel: &BStr) -> std::io::Result<Vec<(BString, Disk)>> {
         let fd = self.get(rel)?;
-        let mut dir = rustix::fs::Dir::read_from(&*fd)?;
         let mut out = Vec::new();
-        while let Some(entry) = dir.read() {
-            let entry = entry?;
-            let name = entry.file_name().to_bytes();
-            if name == b"." || name == b".." {
-                continue;
-            }
-            let kind = match entry.file_type() {
+        for (name, kind) in crate::fs::read_names(std::os::fd::AsFd::as_fd(&*fd))? {
+            let kind = match kind {
                 FileType::Directory => Disk::Dir,
                 FileType::Symlink => Disk::Link,
                 FileType::RegularFile => Disk::File { exec: false },
                 FileType::Unknown => {
-                    let st = rustix::fs::statat(&*fd, name, AtFlags::SYMLINK_NOFOLLOW)?;
+                    let st = rustix::fs::statat(&*fd, &name[..], AtFlags::SYMLINK_NOFOLLOW)?;
                     Disk::from_mode(st.st_mode)
                 }
                 _ => Disk::Other,

@@ -685,7 +685,7 @@ fn kept_files(fx: &Fx) -> BTreeMap<Vec<u8>, (String, Vec<u8>)> {
         .collect()
 }
 
-/// Issue 12 case 1, in process: the last rename fails, and meanwhile the
+/// In process: the last rename fails, and meanwhile the
 /// user saved over a file the write had put in place (same length, in
 /// place) and created a file where the write had removed one. Rollback
 /// leaves both as the user left them, keeps their originals, restores
@@ -765,7 +765,7 @@ fn rollback_leaves_what_the_user_changed_between_the_renames() {
     no_leftovers(&fx, &bd);
 }
 
-/// Issue 12 case 1 after a crash: recovery restores every path that still
+/// After a crash: recovery restores every path that still
 /// holds what the write put there, and leaves one the user edited, replaced
 /// by another kind, or whose permissions they changed, each with its
 /// original kept; a re-run changes nothing until the user resolves it; a

@@ -1,7 +1,7 @@
 //! Adversarial cases: env (see main.rs). Every command run with the source's
 //! `GIT_*` variables exported, as `git --git-dir=X --work-tree=Y delegate`
 //! exports them (dotfiles aliases do): the source is found through them,
-//! exactly as git finds it, and no workspace inherits them (issue 12, case 2).
+//! exactly as git finds it, and no workspace inherits them.
 //! Also discovery as git's (`GIT_CEILING_DIRECTORIES`), SHA-256 repositories
 //! and a source moved after prepare: each names its real cause.
 
@@ -618,7 +618,7 @@ fn filters_run_for_a_workspace_do_not_inherit_the_source_variables() {
 /// interrupted write-back and moves nothing; `apply` reports
 /// `rollback_failed` with the original kept inside the work tree (never in
 /// the caller's folder), and the other paths back; once the user puts the
-/// original back, apply finishes (review of issue 12).
+/// original back, apply finishes.
 #[test]
 fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() {
     let env = Env::new();
@@ -751,7 +751,7 @@ fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() 
 }
 
 /// The command `source_moved`'s help suggests to give the batch up works
-/// as printed, from the moved folder (review of issue 12).
+/// as printed, from the moved folder.
 #[test]
 fn the_drop_command_a_moved_source_suggests_works_as_printed() {
     let env = Env::new();

@@ -1,4 +1,4 @@
-//! The adversarial environment of issue 12, kept fixed: every command run
+//! The adversarial environment, kept fixed: every command run
 //! with the source's `GIT_*` variables exported (`env`), with a workspace
 //! swapped for a symlink (`swap`), and on a full disk (`disk`). Each case
 //! asserts on bytes on disk, refs, exit codes and JSON fields.

@@ -1,5 +1,5 @@
-//! Adversarial cases: a task workspace swapped for something else (issue 12
-//! case 5, design §3.2 "no longer the folder prepare made"). The workspace is
+//! Adversarial cases: a task workspace swapped for something else (design
+//! §3.2 "no longer the folder prepare made"). The workspace is
 //! moved aside and replaced by a symlink to a copy of it (its `.git` file
 //! included, some files missing, a process sitting in it), or by a real
 //! copy at the same path (another inode). Every command must see that it
