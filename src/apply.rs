@@ -500,16 +500,9 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 && outcomes
                     .iter()
                     .any(|o| o.idx == i && !o.nested_kept.is_empty());
-            let removed = if nested {
-                teardown::keep_if_hosting(&source, &b, task, &others).and_then(|h| {
-                    match h {
-                        Some(hosted) => kept.push((task.name.clone(), task.root.clone(), hosted)),
-                        None => workspace::release(&source.common_dir, &task.worktree_id)?,
-                    }
-                    Ok(())
-                })
-            } else if keep {
-                // `--keep`: released (unlocked), kept as a worktree.
+            let removed = if nested || keep {
+                // Released (unlocked), kept as a worktree (`--keep`, or a
+                // discarded workspace holding a nested repository).
                 teardown::keep_if_hosting(&source, &b, task, &others).and_then(|h| {
                     match h {
                         Some(hosted) => kept.push((task.name.clone(), task.root.clone(), hosted)),
