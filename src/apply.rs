@@ -100,6 +100,10 @@ pub struct Outcome {
     /// the workspace is kept as an ordinary worktree instead of removed
     /// (or, with `--dry-run`, would be).
     pub nested_kept: Vec<BString>,
+    /// Processes apply stopped inside this task's workspace (design §3.16).
+    pub stopped: Vec<quiesce::Proc>,
+    /// With `--dry-run`: the processes running inside the workspace now.
+    pub processes: Vec<quiesce::Proc>,
 }
 
 impl Outcome {
@@ -108,6 +112,8 @@ impl Outcome {
             idx,
             status,
             reason: None,
+            stopped: Vec::new(),
+            processes: Vec::new(),
             message: None,
             conflicts: Vec::new(),
             proposed: Vec::new(),
@@ -243,36 +249,57 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         }
         outcomes.push(out);
     }
-    let refuse = source.config.stop_processes == StopProcesses::Refuse;
-    let running: Vec<Vec<u32>> = if dry_run || refuse {
-        quiesce::find_all(&roots)
+    let policy = source.config.stop_processes;
+    let running: Vec<Vec<quiesce::Proc>> = if dry_run || policy == StopProcesses::Refuse {
+        let found = quiesce::describe_all(&roots);
+        if dry_run {
+            for (&o, procs) in pending.iter().zip(&found) {
+                outcomes[o].processes = procs.clone();
+            }
+        }
+        found
     } else {
-        quiesce::stop_all(&roots, quiesce::GRACE)
+        let spare = policy == StopProcesses::Background;
+        quiesce::stop_all(&roots, quiesce::GRACE, spare)
             .into_iter()
-            .map(|o| match o {
-                quiesce::Outcome::Clear { .. } => Vec::new(),
-                quiesce::Outcome::Running(pids) => pids,
+            .zip(&pending)
+            .map(|(o, &i)| match o {
+                quiesce::Outcome::Clear { stopped } => {
+                    outcomes[i].stopped = stopped;
+                    Vec::new()
+                }
+                quiesce::Outcome::Running(procs) => procs,
             })
             .collect()
     };
     let mut to_record: Vec<usize> = Vec::new();
-    for (&o, pids) in pending.iter().zip(&running) {
-        if pids.is_empty() || (dry_run && !refuse) {
+    for (&o, procs) in pending.iter().zip(&running) {
+        // A dry run reports what apply would do under the policy: with
+        // `terminate` everything would be stopped, with `background` only
+        // processes without a terminal.
+        let blocking: Vec<&quiesce::Proc> = match (dry_run, policy) {
+            (true, StopProcesses::Terminate) => Vec::new(),
+            (true, StopProcesses::Background) => procs.iter().filter(|p| p.terminal).collect(),
+            _ => procs.iter().collect(),
+        };
+        if blocking.is_empty() {
             to_record.push(o);
             continue;
         }
-        let list = pids
+        let list = blocking
             .iter()
-            .map(u32::to_string)
+            .map(|p| format!("{} {}", p.pid, p.command))
             .collect::<Vec<_>>()
             .join(", ");
         let out = &mut outcomes[o];
         out.fail(
             "processes_running",
-            if refuse {
-                format!("processes still run inside the workspace (pids {list}) and apply.stop-processes is \"refuse\"")
-            } else {
-                format!("processes inside the workspace could not be stopped (pids {list})")
+            match policy {
+                StopProcesses::Refuse => format!("processes still run inside the workspace ({list}) and apply.stop-processes is \"refuse\""),
+                StopProcesses::Background if blocking.iter().all(|p| p.terminal) => format!(
+                    "processes attached to a terminal run inside the workspace ({list}); apply never stops them: leave the workspace (or end them) and apply again, or set apply.stop-processes = \"terminate\""
+                ),
+                _ => format!("processes inside the workspace could not be stopped ({list})"),
             },
         );
         keep_artifacts(&source, &b, out, dry_run);

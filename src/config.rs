@@ -40,8 +40,13 @@ impl std::fmt::Display for Mode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum StopProcesses {
+    /// Stop processes without a controlling terminal; a process with one
+    /// (a person's shell, an editor) fails the task instead.
     #[default]
+    Background,
+    /// Stop every process inside (the default before `background`).
     Terminate,
+    /// Stop none: any process inside fails the task.
     Refuse,
 }
 
@@ -134,7 +139,7 @@ impl Default for Config {
             root: None,
             copy_ignored: Vec::new(),
             ttl_secs: 24 * 3600,
-            stop_processes: StopProcesses::Terminate,
+            stop_processes: StopProcesses::Background,
             strict: false,
             keep_failed_secs: 14 * 86_400,
             stale_leases: StaleLeases::Warn,

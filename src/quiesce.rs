@@ -1,7 +1,8 @@
 //! Process quiescing: stopping processes whose cwd is inside a workspace
 //! before it is snapshotted (SIGTERM, a short grace, SIGKILL).
 //!
-//! Owns: finding and signalling such processes through /proc and rustix;
+//! Owns: finding, describing (pid, command, whether it has a controlling
+//! terminal) and signalling such processes through /proc and rustix;
 //! the one rule for "a process is inside a workspace", for apply (which
 //! stops them) and gc (which leaves a batch alone while one is found):
 //! its current directory is the workspace or below it, read from
@@ -32,10 +33,57 @@ pub const GRACE: Duration = Duration::from_secs(2);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// No process is left inside; `stopped` were signalled on the way.
-    Clear { stopped: usize },
+    Clear { stopped: Vec<Proc> },
     /// These processes are still inside (they could not be stopped, or the
-    /// policy forbids stopping them).
-    Running(Vec<u32>),
+    /// policy forbids stopping them: a process with a terminal when
+    /// terminals are spared).
+    Running(Vec<Proc>),
+}
+
+/// A process found inside a workspace, as reported to the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proc {
+    pub pid: u32,
+    /// Its command line (arguments joined by spaces), or its name when the
+    /// command line cannot be read.
+    pub command: String,
+    /// Whether it has a controlling terminal (`tty_nr` in `/proc/<pid>/stat`
+    /// is not 0): a person's shell or editor rather than a background job.
+    pub terminal: bool,
+}
+
+/// What `/proc` says about `pid` (a process already gone reads as an empty
+/// command without a terminal).
+pub fn describe(pid: u32) -> Proc {
+    let mut command = std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|b| {
+            let parts: Vec<String> = b
+                .split(|&c| c == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect();
+            parts.join(" ")
+        })
+        .unwrap_or_default();
+    if command.is_empty() {
+        command = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .map(|c| c.trim_end().to_owned())
+            .unwrap_or_default();
+    }
+    let terminal = stat_field(pid, 4).is_some_and(|tty| tty != 0);
+    Proc {
+        pid,
+        command,
+        terminal,
+    }
+}
+
+/// Every process inside each of `roots`, described ([`find_all`]'s rule).
+pub fn describe_all(roots: &[PathBuf]) -> Vec<Vec<Proc>> {
+    find_all(roots)
+        .into_iter()
+        .map(|pids| pids.into_iter().map(describe).collect())
+        .collect()
 }
 
 /// Processes (pids) whose current directory is one of `roots` or inside
@@ -133,23 +181,31 @@ fn ancestors() -> HashSet<u32> {
 }
 
 fn parent_of(pid: u32) -> Option<u32> {
+    stat_field(pid, 1).and_then(|p| u32::try_from(p).ok())
+}
+
+/// Field `n` (0 = state, 1 = ppid, 4 = tty_nr) of `/proc/<pid>/stat` after
+/// the command name.
+fn stat_field(pid: u32, n: usize) -> Option<i64> {
     let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
     // The command name may contain spaces and parentheses: fields follow the last ')'.
     let close = stat.iter().rposition(|&b| b == b')')?;
     let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
-    rest.split_whitespace().nth(1)?.parse().ok()
+    rest.split_whitespace().nth(n)?.parse().ok()
 }
 
 /// Stop every process inside each of `roots`: SIGTERM, up to `grace` for
 /// them to leave, then SIGKILL; re-scan until none is left. A process that
 /// cannot be signalled (another user's) makes that root's outcome
 /// `Running`. One `/proc` scan per round serves every root, and the roots
-/// share one grace period. One outcome per root.
-pub fn stop_all(roots: &[PathBuf], grace: Duration) -> Vec<Outcome> {
+/// share one grace period. One outcome per root. With `spare_terminals`, a
+/// root where a process with a controlling terminal is found is not
+/// touched at all: its outcome is `Running` with those processes.
+pub fn stop_all(roots: &[PathBuf], grace: Duration, spare_terminals: bool) -> Vec<Outcome> {
     let canonical = canonical(roots);
     let spared = ancestors();
     let n = canonical.len();
-    let mut stopped = vec![0; n];
+    let mut stopped: Vec<Vec<Proc>> = vec![Vec::new(); n];
     let mut done: Vec<Option<Outcome>> = vec![None; n];
     for _round in 0..8 {
         let found = scan(&canonical, &spared);
@@ -160,7 +216,7 @@ pub fn stop_all(roots: &[PathBuf], grace: Duration) -> Vec<Outcome> {
             }
             if found[i].is_empty() {
                 done[i] = Some(Outcome::Clear {
-                    stopped: stopped[i],
+                    stopped: stopped[i].clone(),
                 });
             } else {
                 active.push(i);
@@ -170,9 +226,19 @@ pub fn stop_all(roots: &[PathBuf], grace: Duration) -> Vec<Outcome> {
             break;
         }
         for &i in &active {
-            stopped[i] += found[i].len();
+            let procs: Vec<Proc> = found[i].iter().map(|&p| describe(p)).collect();
+            let terminals: Vec<Proc> = procs.iter().filter(|p| p.terminal).cloned().collect();
+            if spare_terminals && !terminals.is_empty() {
+                done[i] = Some(Outcome::Running(terminals));
+                continue;
+            }
+            for p in procs {
+                if !stopped[i].iter().any(|s| s.pid == p.pid) {
+                    stopped[i].push(p);
+                }
+            }
             if !signal_all(&found[i], &canonical[i], Signal::TERM) {
-                done[i] = Some(Outcome::Running(found[i].clone()));
+                done[i] = Some(Outcome::Running(found[i].iter().map(|&p| describe(p)).collect()));
             }
         }
         active.retain(|&i| done[i].is_none());
@@ -190,7 +256,7 @@ pub fn stop_all(roots: &[PathBuf], grace: Duration) -> Vec<Outcome> {
                 .filter(|&p| cwd_inside(p, &canonical[i]))
                 .collect();
             if !signal_all(&left, &canonical[i], Signal::KILL) {
-                done[i] = Some(Outcome::Running(left));
+                done[i] = Some(Outcome::Running(left.into_iter().map(describe).collect()));
             }
         }
         wait_gone(&waiting, grace);
@@ -207,7 +273,7 @@ pub fn stop_all(roots: &[PathBuf], grace: Duration) -> Vec<Outcome> {
             d.unwrap_or(if pids.is_empty() {
                 Outcome::Clear { stopped }
             } else {
-                Outcome::Running(pids)
+                Outcome::Running(pids.into_iter().map(describe).collect())
             })
         })
         .collect()

@@ -133,6 +133,11 @@ fn document(
                     }
                 }
             }
+            if dry_run {
+                if let Value::Object(m) = &mut v {
+                    m.insert("processes".into(), procs_doc(&o.processes));
+                }
+            }
             if o.status == TaskState::Discarded && !o.nested_kept.is_empty() {
                 if let Value::Object(m) = &mut v {
                     m.insert(
@@ -168,13 +173,49 @@ fn document(
             v
         })
         .collect();
+    let stopped: Vec<Value> = outcomes
+        .iter()
+        .flat_map(|o| {
+            let name = &b.tasks[o.idx].name;
+            o.stopped
+                .iter()
+                .map(move |p| json!({"task": name, "pid": p.pid, "command": p.command}))
+        })
+        .collect();
     json!({
         "batch": b.id,
         "dry_run": dry_run,
         "tasks": tasks,
         "applied_paths": doc_paths(written),
         "batch_open": batch_open,
+        "stopped_processes": stopped,
     })
+}
+
+/// `[{"pid", "command"}]` for processes found in a workspace.
+pub(crate) fn procs_doc(procs: &[git_delegate::quiesce::Proc]) -> Value {
+    Value::Array(
+        procs
+            .iter()
+            .map(|p| json!({"pid": p.pid, "command": p.command}))
+            .collect(),
+    )
+}
+
+/// One line per process: `pid command` (with "(terminal)" for one that has
+/// a controlling terminal), indented under a task.
+pub(crate) fn procs_text(procs: &[git_delegate::quiesce::Proc], indent: &str) -> String {
+    procs
+        .iter()
+        .map(|p| {
+            format!(
+                "{indent}{} {}{}\n",
+                p.pid,
+                crate::ui::escape_text(&p.command),
+                if p.terminal { " (terminal)" } else { "" }
+            )
+        })
+        .collect()
 }
 
 fn human(
@@ -244,6 +285,14 @@ fn human(
         let line = format!("  task {:<width$}  {painted}{pad} {detail}", t.name);
         text.push_str(line.trim_end());
         text.push('\n');
+        if !o.stopped.is_empty() {
+            text.push_str("      stopped processes inside its workspace:\n");
+            text.push_str(&procs_text(&o.stopped, "        "));
+        }
+        if dry_run && !o.processes.is_empty() {
+            text.push_str("      processes running inside its workspace:\n");
+            text.push_str(&procs_text(&o.processes, "        "));
+        }
         if let (TaskState::Discarded, Some(until)) = (o.status, &o.kept_until) {
             text.push_str(&format!(
                 "      its work is kept until {until} (gc.keep-failed); `git apply PATCH` brings it back\n"
