@@ -1830,3 +1830,134 @@ fn a_dry_run_discard_names_the_nested_repository_that_would_keep_its_workspace()
     );
     assert!(ws[0].join("sub/.git").is_dir());
 }
+
+/// A process attached to a terminal in `dir`: `script` opens a pty and runs
+/// `sleep` on it (the sleep has a controlling terminal; `script` itself,
+/// started by `setsid`, has none). Returns the `script` child and the pid
+/// of the terminal `sleep`.
+fn spawn_terminal_sleeper(dir: &Path) -> (std::process::Child, u32) {
+    let child = std::process::Command::new("setsid")
+        .args(["script", "-qc", "exec sleep 300", "/dev/null"])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn script");
+    let real = std::fs::canonicalize(dir).unwrap();
+    let mut found = 0;
+    wait_until("a terminal process to run in the workspace", || {
+        found = terminal_pid_in(&real).unwrap_or(0);
+        found != 0
+    });
+    (child, found)
+}
+
+fn tty_nr(pid: u32) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(4)?.parse().ok()
+}
+
+fn terminal_pid_in(dir: &Path) -> Option<u32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .find(|&p| cwd_is(p, dir) && tty_nr(p).is_some_and(|t| t != 0))
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| !s[s.rfind(')').unwrap_or(0)..].starts_with(") Z"))
+}
+
+#[test]
+fn a_terminal_process_fails_its_task_and_stays_alive_a_background_one_is_stopped_and_reported() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
+    std::fs::write(ws[1].join("b.txt"), "b\n").unwrap();
+    let (mut term, term_pid) = spawn_terminal_sleeper(&ws[0]);
+    let mut bg = spawn_sleeper(&ws[1]);
+    let bg_pid = bg.id();
+    wait_until("the sleeper to enter the workspace", || {
+        cwd_is(bg_pid, &std::fs::canonicalize(&ws[1]).unwrap())
+    });
+
+    // A dry run lists both and says the terminal one would fail its task.
+    let dry = apply(&env, &repo, &["--dry-run"], 1);
+    let procs = task(&dry, "1")["processes"].as_array().unwrap().clone();
+    assert!(
+        procs.iter().any(|p| p["pid"] == term_pid && p["command"] == "sleep 300"),
+        "{dry:#}"
+    );
+    assert_eq!(task(&dry, "1")["reason"], "processes_running", "{dry:#}");
+    let procs2 = task(&dry, "2")["processes"].as_array().unwrap().clone();
+    assert_eq!(procs2.len(), 1, "{dry:#}");
+    assert_eq!(procs2[0]["command"], "sleep 300");
+    assert_eq!(task(&dry, "2")["status"], "applied", "{dry:#}");
+    assert_eq!(dry["stopped_processes"], serde_json::json!([]));
+    assert!(alive(term_pid) && alive(bg_pid));
+
+    let out = apply(&env, &repo, &[], 1);
+    let t1 = task(&out, "1");
+    assert_eq!(t1["status"], "failed", "{out:#}");
+    assert_eq!(t1["reason"], "processes_running");
+    let msg = t1["message"].as_str().unwrap();
+    assert!(msg.contains(&format!("{term_pid} sleep 300")), "{msg}");
+    assert_eq!(task(&out, "2")["status"], "applied", "{out:#}");
+    let stopped = out["stopped_processes"].as_array().unwrap();
+    assert_eq!(stopped.len(), 1, "{out:#}");
+    assert_eq!(stopped[0]["task"], "2");
+    assert_eq!(stopped[0]["pid"], bg_pid);
+    assert_eq!(stopped[0]["command"], "sleep 300");
+    let status = bg.wait().unwrap();
+    assert!(!status.success(), "the background sleeper was not stopped");
+    assert!(alive(term_pid), "the terminal process was killed");
+    assert!(term.try_wait().unwrap().is_none(), "script ended");
+    // Its work is kept, and applies once the terminal process is gone.
+    assert!(!repo.join("a.txt").exists());
+    assert!(ws[0].join("a.txt").exists());
+    assert_eq!(read(&repo.join("b.txt")), "b\n");
+    let _ = rustix_kill(term_pid);
+    let _ = term.kill();
+    let _ = term.wait();
+    wait_until("the terminal sleeper to end", || !alive(term_pid));
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(task(&out, "1")["status"], "applied", "{out:#}");
+    assert_eq!(read(&repo.join("a.txt")), "a\n");
+}
+
+#[test]
+fn terminate_policy_stops_a_terminal_process_too_and_reports_it() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::write(
+        repo.join(".git/delegate.toml"),
+        "[apply]\nstop-processes = \"terminate\"\n",
+    )
+    .unwrap();
+    let (_, ws) = prepare(&env, &repo, &[]);
+    std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
+    let (mut term, term_pid) = spawn_terminal_sleeper(&ws[0]);
+    let out = apply(&env, &repo, &[], 0);
+    assert_eq!(task(&out, "1")["status"], "applied", "{out:#}");
+    let stopped = out["stopped_processes"].as_array().unwrap();
+    assert!(
+        stopped
+            .iter()
+            .any(|p| p["pid"] == term_pid && p["task"] == "1" && p["command"] == "sleep 300"),
+        "{out:#}"
+    );
+    wait_until("the terminal sleeper to end", || !alive(term_pid));
+    let _ = term.kill();
+    let _ = term.wait();
+}
+
+fn rustix_kill(pid: u32) -> std::io::Result<std::process::ExitStatus> {
+    std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+}
