@@ -106,7 +106,8 @@ Only the files on disk in a workspace count: commits a worker made there do not 
 assume-unchanged and skip-worktree flags of its index (a skip-worktree file absent from disk keeps its content). A \
 git repository a worker made inside its workspace (git init, git clone, cargo new) is never dropped: the task ends \
 conflict with reason nested_repository, none of its paths is applied, and its workspace is kept (remove or move \
-the repository, then apply again). Processes still running inside a workspace are stopped first (apply.stop-processes). Edits you made in the working tree since prepare \
+the repository, then apply again). Processes still running inside a workspace are stopped first and reported; one attached to a terminal (a shell, \
+an editor) is never stopped by default: its task fails with reason processes_running (apply.stop-processes). Edits you made in the working tree since prepare \
 never block a task unless they touch the same paths (or --strict is given). Your index, HEAD, branches and stash \
 are never changed.
 

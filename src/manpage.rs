@@ -357,9 +357,13 @@ fn main_sections() -> Sections {
         )
         .item(
             "apply.stop-processes",
-            "`\"terminate\"` (default): processes still running inside a workspace are stopped \
-             before it is snapshot (SIGTERM, a short grace, SIGKILL); `\"refuse\"`: such a task \
-             fails with reason processes_running.",
+            "`\"background\"` (default): processes still running inside a workspace without a \
+             controlling terminal are stopped before it is snapshot (SIGTERM, a short grace, \
+             SIGKILL) and reported; a process attached to a terminal (a shell, an editor) is \
+             never stopped: its task fails with reason processes_running, naming it, and keeps \
+             its work. `\"terminate\"`: every process inside is stopped and reported (the \
+             default before). `\"refuse\"`: none is stopped; any makes the task fail with \
+             reason processes_running.",
         )
         .item(
             "apply.strict",
@@ -396,7 +400,7 @@ copy-ignored = []            # gitignore-style patterns of ignored files to carr
 ttl = \"24h\"
 
 [apply]
-stop-processes = \"terminate\" # \"terminate\" | \"refuse\"
+stop-processes = \"background\" # \"background\" | \"terminate\" | \"refuse\"
 strict = false
 
 [gc]

@@ -238,7 +238,9 @@ pub fn stop_all(roots: &[PathBuf], grace: Duration, spare_terminals: bool) -> Ve
                 }
             }
             if !signal_all(&found[i], &canonical[i], Signal::TERM) {
-                done[i] = Some(Outcome::Running(found[i].iter().map(|&p| describe(p)).collect()));
+                done[i] = Some(Outcome::Running(
+                    found[i].iter().map(|&p| describe(p)).collect(),
+                ));
             }
         }
         active.retain(|&i| done[i].is_none());

@@ -1890,7 +1890,9 @@ fn a_terminal_process_fails_its_task_and_stays_alive_a_background_one_is_stopped
     let dry = apply(&env, &repo, &["--dry-run"], 1);
     let procs = task(&dry, "1")["processes"].as_array().unwrap().clone();
     assert!(
-        procs.iter().any(|p| p["pid"] == term_pid && p["command"] == "sleep 300"),
+        procs
+            .iter()
+            .any(|p| p["pid"] == term_pid && p["command"] == "sleep 300"),
         "{dry:#}"
     );
     assert_eq!(task(&dry, "1")["reason"], "processes_running", "{dry:#}");
