@@ -1,7 +1,8 @@
 //! What `git delegate status` shows (design §3.3), computed: the batches
 //! (one or all), each task's changed-path count and whether its workspace
 //! is still the one prepare made, the problems (`problems`), and the
-//! proposals kept after their task ended (design §3.16 "kept");
+//! proposals kept after their task ended (design §3.16 "kept"), and the
+//! processes running in each workspace (design §3.16);
 //! `commands/status.rs` renders the [`Report`].
 //!
 //! Owns: which batches a status covers and what is computed for each (the
@@ -27,6 +28,9 @@ pub struct Shown {
     /// Per task: whether its workspace is there and ours (`Ours`),
     /// missing, or replaced (`Foreign`).
     pub health: Vec<workspace::Health>,
+    /// Per task: the processes running inside its workspace (design §3.16;
+    /// none for a workspace that is missing or not ours).
+    pub processes: Vec<Vec<crate::quiesce::Proc>>,
 }
 
 /// What status found.
@@ -85,6 +89,7 @@ pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
         };
         batches.push(Shown {
             health: Vec::new(),
+            processes: Vec::new(),
             counts,
             batch: *b,
         });
@@ -96,6 +101,28 @@ pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
     }
     for s in &mut batches {
         s.health = health(source, &s.batch);
+    }
+    // One /proc scan for every workspace that is there and ours.
+    let ours: Vec<(usize, usize)> = batches
+        .iter()
+        .enumerate()
+        .flat_map(|(bi, s)| {
+            s.health
+                .iter()
+                .enumerate()
+                .filter(|(_, h)| matches!(h, workspace::Health::Ours))
+                .map(move |(ti, _)| (bi, ti))
+        })
+        .collect();
+    let roots: Vec<std::path::PathBuf> = ours
+        .iter()
+        .map(|&(bi, ti)| batches[bi].batch.tasks[ti].root.clone())
+        .collect();
+    for s in &mut batches {
+        s.processes = vec![Vec::new(); s.batch.tasks.len()];
+    }
+    for (&(bi, ti), procs) in ours.iter().zip(crate::quiesce::describe_all(&roots)) {
+        batches[bi].processes[ti] = procs;
     }
     Ok(Report {
         any,

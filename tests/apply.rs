@@ -1886,6 +1886,28 @@ fn a_terminal_process_fails_its_task_and_stays_alive_a_background_one_is_stopped
         cwd_is(bg_pid, &std::fs::canonicalize(&ws[1]).unwrap())
     });
 
+    // status lists the processes in each workspace, in JSON and for people.
+    let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
+    let tasks = st["batches"][0]["tasks"].as_array().unwrap();
+    assert!(
+        tasks[0]["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["pid"] == term_pid && p["command"] == "sleep 300"),
+        "{st:#}"
+    );
+    assert_eq!(
+        tasks[1]["processes"],
+        serde_json::json!([{"pid": bg_pid, "command": "sleep 300"}]),
+        "{st:#}"
+    );
+    let human = env.delegate(&repo, ["status"]).expect(0).stdout;
+    assert!(
+        human.contains(&format!("{term_pid} sleep 300 (terminal)")),
+        "{human}"
+    );
+    assert!(human.contains(&format!("{bg_pid} sleep 300\n")), "{human}");
     // A dry run lists both and says the terminal one would fail its task.
     let dry = apply(&env, &repo, &["--dry-run"], 1);
     let procs = task(&dry, "1")["processes"].as_array().unwrap().clone();
@@ -1962,4 +1984,32 @@ fn rustix_kill(pid: u32) -> std::io::Result<std::process::ExitStatus> {
     std::process::Command::new("kill")
         .args(["-KILL", &pid.to_string()])
         .status()
+}
+
+#[test]
+fn apply_says_which_processes_it_stopped() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (_, ws) = prepare(&env, &repo, &[]);
+    std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
+    let mut child = spawn_sleeper(&ws[0]);
+    let pid = child.id();
+    wait_until("the sleeper to enter the workspace", || {
+        cwd_is(pid, &std::fs::canonicalize(&ws[0]).unwrap())
+    });
+    let dry = env.delegate(&repo, ["apply", "--dry-run"]).expect(0).stdout;
+    assert!(
+        dry.contains("processes running inside its workspace:"),
+        "{dry}"
+    );
+    assert!(dry.contains(&format!("        {pid} sleep 300\n")), "{dry}");
+    let out = env.delegate(&repo, ["apply"]).expect(0).stdout;
+    assert!(
+        out.contains("stopped processes inside its workspace:"),
+        "{out}"
+    );
+    assert!(out.contains(&format!("        {pid} sleep 300\n")), "{out}");
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the sleeper was not stopped: {status:?}");
+    assert_eq!(read(&repo.join("a.txt")), "a\n");
 }

@@ -133,6 +133,8 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     }
     let batches: Vec<&Batch> = report.batches.iter().map(|s| &s.batch).collect();
     let counts: Vec<&Vec<Option<usize>>> = report.batches.iter().map(|s| &s.counts).collect();
+    let procs: Vec<&Vec<Vec<git_delegate::quiesce::Proc>>> =
+        report.batches.iter().map(|s| &s.processes).collect();
     let code = if args.check && !problems.is_empty() {
         1
     } else {
@@ -143,16 +145,20 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         let docs: Vec<Value> = batches
             .iter()
             .zip(&counts)
-            .map(|(b, c)| {
+            .zip(&procs)
+            .map(|((b, c), p)| {
                 let known: Vec<usize> = c.iter().map(|n| n.unwrap_or(0)).collect();
                 let mut d = super::batch_doc(&source, b, Some(&known));
                 if let Value::Object(m) = &mut d {
                     m.insert("schema".into(), json!(crate::ui::SCHEMA));
                     // An unknown count is null, never a made-up number.
                     if let Some(Value::Array(tasks)) = m.get_mut("tasks") {
-                        for (t, n) in tasks.iter_mut().zip(c.iter()) {
-                            if let (Value::Object(t), None) = (t, n) {
-                                t.insert("changed_paths".into(), Value::Null);
+                        for ((t, n), p) in tasks.iter_mut().zip(c.iter()).zip(p.iter()) {
+                            if let Value::Object(t) = t {
+                                if n.is_none() {
+                                    t.insert("changed_paths".into(), Value::Null);
+                                }
+                                t.insert("processes".into(), super::apply::procs_doc(p));
                             }
                         }
                     }
@@ -240,7 +246,13 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         if let Some(pid) = b.lease.owner_pid {
             text.push_str(&format!("  owner pid {pid} on {}\n", b.lease.host));
         }
-        for ((t, n), health) in b.tasks.iter().zip(counts).zip(&shown.health) {
+        for (((t, n), health), procs) in b
+            .tasks
+            .iter()
+            .zip(counts)
+            .zip(&shown.health)
+            .zip(&shown.processes)
+        {
             let n = n.map(|n| n.to_string()).unwrap_or_else(|| "?".into());
             let where_ = match health {
                 workspace::Health::Ours => super::show(&t.root),
@@ -266,6 +278,10 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                     .map(|r| format!("  ({r})"))
                     .unwrap_or_default()
             ));
+            if !procs.is_empty() {
+                text.push_str("      processes running inside:\n");
+                text.push_str(&super::apply::procs_text(procs, "        "));
+            }
         }
     }
     text.push_str(&kept_text);
