@@ -905,8 +905,9 @@ fn a_process_that_ignores_sigterm_is_killed() {
     let repo = env.repo("proj");
     let (_, ws) = prepare(&env, &repo, &[]);
     std::fs::write(ws[0].join("w.txt"), "w\n").unwrap();
-    let mut child = std::process::Command::new("sh")
-        .args(["-c", "trap '' TERM; while :; do sleep 1; done"])
+    // setsid: a background process even when the tests run from a terminal.
+    let mut child = std::process::Command::new("setsid")
+        .args(["sh", "-c", "trap '' TERM; while :; do sleep 1; done"])
         .current_dir(&ws[0])
         .stdin(std::process::Stdio::null())
         .spawn()
