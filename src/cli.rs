@@ -149,11 +149,11 @@ tasks) are listed until gc.keep-failed passes.",
     #[command(
         long_about = "Show each selected task's changes (default: every open task of the batch) against the \
 baseline it was prepared from, as `git diff --full-index --binary <baseline> <workspace>` prints them, the \
-workspace taken as it is now (staged, unstaged and untracked files, as `git add -A` would take them). Each \
-task's diff follows a `# task NAME` line. It records nothing and changes nothing: the workspace's tree is \
+workspace taken as it is now (staged, unstaged and untracked files, as `git add -A` would take them). With several \
+tasks, each task's output follows a `# task NAME` line. It records nothing and changes nothing: the workspace's tree is \
 computed in memory (no objects, refs or index written), reading the workspace with its stat cache. \
 --stat prints `git diff --stat`-like counts of changed paths, --name-status git's status letters (A, D, M, T). \
-Paths after `--` keep only those paths and what is under them (relative to the repository root). \
+Paths after `--` keep only those paths and what is under them (relative to the current folder, as with git). \
 This first version has no colour and no pager: pipe it into `less -R` or your pager of choice.",
         after_long_help = "Examples:
   git delegate diff                   # every open task of the only batch
@@ -379,7 +379,7 @@ pub struct DiffArgs {
     /// Per task, one `STATUS<TAB>PATH` line per changed path, as `git diff --name-status`
     #[arg(long)]
     pub name_status: bool,
-    /// Only these paths and what is under them (relative to the repository root)
+    /// Only these paths and what is under them (relative to the current folder)
     #[arg(last = true, value_name = "PATH")]
     pub paths: Vec<String>,
     #[command(flatten)]

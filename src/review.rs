@@ -76,7 +76,8 @@ pub struct DiffReport {
 
 /// Each selected task's workspace, as it is now, against the batch's
 /// baseline. `tasks` empty: every open task. `paths`: keep only these paths
-/// and what is under them (relative to the source root). `patch`: render
+/// and what is under them (relative to the caller's folder, as git takes
+/// `-- PATH`; `source.prefix`). `patch`: render
 /// the unified diff too. Nothing is written: the workspace's tree lives in
 /// object memory only.
 pub fn diff(
@@ -88,6 +89,10 @@ pub fn diff(
 ) -> Result<DiffReport> {
     let b = batch::select_open(&source.state_dir(), batch_arg)?;
     let selected = select(&b, tasks)?;
+    let filters = paths
+        .iter()
+        .map(|p| resolve(&source.prefix, p))
+        .collect::<Result<Vec<String>>>()?;
     let baseline =
         ObjectId::from_hex(b.baseline.as_bytes()).map_err(|e| Error::git("bad baseline id", e))?;
     let baseline_tree = source
@@ -97,7 +102,7 @@ pub fn diff(
         .tree_id()
         .map_err(|e| Error::git("cannot read the baseline tree", e))?
         .detach();
-    let common_dir = source.repo.common_dir().to_path_buf();
+    let common_dir = source.common_dir.clone();
     let mut out = Vec::new();
     for task in selected {
         match crate::workspace::identify(&common_dir, task) {
@@ -120,7 +125,7 @@ pub fn diff(
         }
         let changes: Vec<PathChange> = changes
             .into_iter()
-            .filter(|c| paths.is_empty() || paths.iter().any(|p| under(c.path.as_bstr(), p)))
+            .filter(|c| filters.is_empty() || filters.iter().any(|p| under(c.path.as_bstr(), p)))
             .collect();
         let mut text = Vec::new();
         let mut changed = Vec::with_capacity(changes.len());
@@ -151,15 +156,36 @@ pub fn diff(
     })
 }
 
-/// Is `path` the path `filter`, or under it? (`.` and an empty filter
-/// take everything; a trailing `/` is ignored.)
+/// `filter` (relative to the caller's folder `prefix`) as a path relative
+/// to the repository root, `.` and `..` resolved lexically; empty for the
+/// root. One that leaves the working tree is `delegate::usage`.
+fn resolve(prefix: &Path, filter: &str) -> Result<String> {
+    use std::path::Component;
+    let mut parts: Vec<String> = Vec::new();
+    for c in prefix.join(filter).components() {
+        match c {
+            Component::Normal(n) => parts.push(n.to_string_lossy().into_owned()),
+            Component::CurDir => {}
+            Component::ParentDir if parts.pop().is_some() => {}
+            _ => {
+                return Err(Error::usage(
+                    Code::Usage,
+                    format!("{filter:?} is outside the working tree"),
+                    "give paths inside the repository, relative to the current folder",
+                ))
+            }
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+/// Is `path` the path `filter` (from [`resolve`]), or under it? (An empty
+/// filter takes everything.)
 fn under(path: &BStr, filter: &str) -> bool {
-    let f = filter.trim_end_matches('/');
-    let f = f.strip_prefix("./").unwrap_or(f);
-    if f.is_empty() || f == "." {
+    if filter.is_empty() {
         return true;
     }
-    let f = f.as_bytes();
+    let f = filter.as_bytes();
     path == f || (path.starts_with(f) && path.get(f.len()) == Some(&b'/'))
 }
 

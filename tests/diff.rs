@@ -160,6 +160,22 @@ fn diff_of_several_tasks_heads_each_and_filters_paths() {
         .expect(0)
         .stdout;
     assert_eq!(only, "M\tsub/b.txt\n");
+    // `-- PATH` is relative to the current folder, as with git; run from
+    // inside a workspace, the batch is found all the same.
+    let from_sub = env
+        .delegate(&repo.join("sub"), ["diff", "1", "--name-status", "--", "."])
+        .expect(0)
+        .stdout;
+    assert_eq!(from_sub, "M\tsub/b.txt\n");
+    let up = env
+        .delegate(
+            &roots[1].join("sub"),
+            ["diff", "1", "--name-status", "--", "../a.txt"],
+        )
+        .expect(0)
+        .stdout;
+    assert_eq!(up, "M\ta.txt\n");
+    env.delegate(&repo, ["diff", "1", "--", "../x"]).expect(2);
     let unknown = env.delegate(&repo, ["diff", "nope", "--json"]).expect(2);
     assert_eq!(unknown.json()["error"]["code"], "delegate::unknown_task");
 }
