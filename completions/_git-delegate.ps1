@@ -85,7 +85,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         'git-delegate;diff' {
             [CompletionResult]::new('--batch', '--batch', [CompletionResultType]::ParameterName, 'The batch: label, id or unique id prefix (default: the only open batch)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
-            [CompletionResult]::new('--stat', '--stat', [CompletionResultType]::ParameterName, 'Per task, the changed paths with `git diff --stat`-like counts')
+            [CompletionResult]::new('--stat', '--stat', [CompletionResultType]::ParameterName, 'Per task, the changed paths with counts, as `git diff --stat` prints them')
             [CompletionResult]::new('--name-status', '--name-status', [CompletionResultType]::ParameterName, 'Per task, one `STATUS<TAB>PATH` line per changed path, as `git diff --name-status`')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

@@ -78,7 +78,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;diff'= {
             cand --batch 'The batch: label, id or unique id prefix (default: the only open batch)'
             cand --color 'When to use colour: auto, always or never'
-            cand --stat 'Per task, the changed paths with `git diff --stat`-like counts'
+            cand --stat 'Per task, the changed paths with counts, as `git diff --stat` prints them'
             cand --name-status 'Per task, one `STATUS<TAB>PATH` line per changed path, as `git diff --name-status`'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand -h 'Print help (see more with ''--help'')'

@@ -78,7 +78,7 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l batch
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
 never\t'Never colour'"
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l stat -d 'Per task, the changed paths with `git diff --stat`-like counts'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l stat -d 'Per task, the changed paths with counts, as `git diff --stat` prints them'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l name-status -d 'Per task, one `STATUS<TAB>PATH` line per changed path, as `git diff --name-status`'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -s h -l help -d 'Print help (see more with \'--help\')'

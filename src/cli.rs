@@ -152,7 +152,7 @@ baseline it was prepared from, as `git diff --full-index --binary <baseline> <wo
 workspace taken as it is now (staged, unstaged and untracked files, as `git add -A` would take them). With several \
 tasks, each task's output follows a `# task NAME` line. It records nothing and changes nothing: the workspace's tree is \
 computed in memory (no objects, refs or index written), reading the workspace with its stat cache. \
---stat prints `git diff --stat`-like counts of changed paths, --name-status git's status letters (A, D, M, T). \
+--stat prints what `git diff --stat` prints into a pipe (80 columns; long names are not shortened), --name-status what `git diff --name-status` prints. \
 Paths after `--` keep only those paths and what is under them (relative to the current folder, as with git). \
 This first version has no colour and no pager: pipe it into `less -R` or your pager of choice.",
         after_long_help = "Examples:
@@ -373,7 +373,7 @@ pub struct DiffArgs {
     /// The batch: label, id or unique id prefix (default: the only open batch)
     #[arg(long, value_name = "BATCH")]
     pub batch: Option<String>,
-    /// Per task, the changed paths with `git diff --stat`-like counts
+    /// Per task, the changed paths with counts, as `git diff --stat` prints them
     #[arg(long, conflicts_with = "name_status")]
     pub stat: bool,
     /// Per task, one `STATUS<TAB>PATH` line per changed path, as `git diff --name-status`

@@ -36,6 +36,9 @@ pub struct Changed {
     /// Lines added and removed (`None`: a binary change); only when the
     /// patch was asked for.
     pub lines: Option<(usize, usize)>,
+    /// Sizes in bytes of the old and new content (0: absent), for `--stat`'s
+    /// `Bin OLD -> NEW bytes`.
+    pub sizes: (u64, u64),
 }
 
 fn status_of(c: &PathChange) -> char {
@@ -138,10 +141,18 @@ pub fn diff(
             } else {
                 None
             };
+            let size = |side: &Option<(gix::objs::tree::EntryKind, ObjectId)>| -> Result<u64> {
+                match side {
+                    Some((_, id)) if patch && lines.is_none() => crate::blob::size(&view, *id)
+                        .map_err(|e| Error::git("cannot read a blob's size", e)),
+                    _ => Ok(0),
+                }
+            };
             changed.push(Changed {
                 path: c.path.to_vec(),
                 status: status_of(c),
                 lines,
+                sizes: (size(&c.old)?, size(&c.new)?),
             });
         }
         out.push(TaskDiff {

@@ -72,41 +72,94 @@ fn status_word(letter: char) -> &'static str {
     }
 }
 
-/// `git diff --stat`-like lines: ` PATH | N +++---` (binary: `Bin`), then
-/// the summary line.
+/// `git diff --stat` as git prints it into a pipe (80 columns): ` PATH |
+/// N +++---` (binary: `Bin OLD -> NEW bytes`), then the summary line. Bars
+/// longer than the room left are scaled as git scales them; names are not
+/// shortened (git cuts long names to `...tail`).
 fn stat(t: &TaskDiff) -> String {
+    const WIDTH: usize = 80;
+    if t.paths.is_empty() {
+        return String::new();
+    }
     let names: Vec<String> = t
         .paths
         .iter()
         .map(|p| String::from_utf8_lossy(&crate::patch::quote_prefixed(b"", &p.path)).into_owned())
         .collect();
-    let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+    let name_width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+    let max_change = t
+        .paths
+        .iter()
+        .filter_map(|p| p.lines.map(|(a, r)| a + r))
+        .max()
+        .unwrap_or(0);
+    let binary = t.paths.iter().any(|p| p.lines.is_none());
+    let mut number_width = max_change.to_string().len();
+    if binary && number_width < 3 {
+        number_width = 3;
+    }
+    let mut graph_width = max_change;
+    if name_width + number_width + 6 + graph_width > WIDTH {
+        let most = (WIDTH * 3 / 8).saturating_sub(number_width + 6).max(6);
+        if graph_width > most {
+            graph_width = most;
+        }
+        if name_width <= WIDTH.saturating_sub(number_width + 6 + graph_width) {
+            graph_width = WIDTH.saturating_sub(number_width + 6 + name_width);
+        }
+    }
+    // git's scale_linear: at least one character for a non-zero count.
+    let scale = |n: usize| -> usize {
+        if max_change <= graph_width || n == 0 {
+            n
+        } else {
+            1 + (n * (graph_width - 1)) / max_change
+        }
+    };
     let (mut ins, mut del) = (0, 0);
     let mut s = String::new();
     for (p, name) in t.paths.iter().zip(&names) {
+        let pad = name_width - name.chars().count();
+        s.push_str(&format!(" {name}{} |", " ".repeat(pad)));
         match p.lines {
             Some((a, r)) => {
                 ins += a;
                 del += r;
-                let bar = |n: usize, c: &str| c.repeat(n.min(40));
-                s.push_str(&format!(
-                    " {name:<width$} | {:>4} {}{}\n",
-                    a + r,
-                    bar(a, "+"),
-                    bar(r, "-")
-                ));
+                s.push_str(&format!(" {:>number_width$}", a + r));
+                if a + r > 0 {
+                    let total = scale(a + r);
+                    let plus = scale(a).min(total);
+                    let minus = total - plus;
+                    let minus = if r > 0 { minus.max(1) } else { 0 };
+                    s.push(' ');
+                    s.push_str(&"+".repeat(plus));
+                    s.push_str(&"-".repeat(minus));
+                }
+                s.push('\n');
             }
-            None => s.push_str(&format!(" {name:<width$} |  Bin\n")),
+            None => s.push_str(&format!(
+                " {:>number_width$} {} -> {} bytes\n",
+                "Bin", p.sizes.0, p.sizes.1
+            )),
         }
     }
-    if !t.paths.is_empty() {
-        let n = t.paths.len();
+    let n = t.paths.len();
+    s.push_str(&format!(
+        " {n} file{} changed",
+        if n == 1 { "" } else { "s" }
+    ));
+    if ins > 0 || del == 0 {
         s.push_str(&format!(
-            " {n} file{} changed, {ins} insertion{}(+), {del} deletion{}(-)\n",
-            if n == 1 { "" } else { "s" },
-            if ins == 1 { "" } else { "s" },
-            if del == 1 { "" } else { "s" },
+            ", {ins} insertion{}(+)",
+            if ins == 1 { "" } else { "s" }
         ));
     }
+    if del > 0 || ins == 0 {
+        s.push_str(&format!(
+            ", {del} deletion{}(-)",
+            if del == 1 { "" } else { "s" }
+        ));
+    }
+    s.push('\n');
     s
 }
