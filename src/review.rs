@@ -217,7 +217,24 @@ fn select<'a>(b: &'a Batch, names: &[String]) -> Result<Vec<&'a Task>> {
     if names.is_empty() {
         return Ok(b.open_tasks().collect());
     }
-    names.iter().map(|n| task_named(b, n)).collect()
+    names
+        .iter()
+        .map(|n| {
+            let t = task_named(b, n)?;
+            if !t.state.is_open() {
+                return Err(Error::usage(
+                    Code::TaskNotOpen,
+                    format!(
+                        "task {n:?} of batch {} is not open (it is {}): its workspace is no longer the batch's",
+                        b.short(),
+                        t.state.as_str()
+                    ),
+                    format!("`git delegate status {}` shows each task's state", b.short()),
+                ));
+            }
+            Ok(t)
+        })
+        .collect()
 }
 
 /// The task `name` of `b`, or `delegate::unknown_task` (exit 2).

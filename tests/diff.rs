@@ -194,6 +194,15 @@ fn diff_of_several_tasks_heads_each_and_filters_paths() {
     env.delegate(&repo, ["diff", "1", "--", "../x"]).expect(2);
     let unknown = env.delegate(&repo, ["diff", "nope", "--json"]).expect(2);
     assert_eq!(unknown.json()["error"]["code"], "delegate::unknown_task");
+    // A task that is no longer open is refused by name, never read.
+    env.delegate(&repo, ["apply", "--only", "2", "--json"])
+        .expect(0);
+    let closed = env.delegate(&repo, ["diff", "2", "--json"]).expect(2);
+    assert_eq!(closed.json()["error"]["code"], "delegate::task_not_open");
+    // By default, only the open tasks.
+    let doc = env.delegate(&repo, ["diff", "--json"]).expect(0).json();
+    assert_eq!(doc["tasks"].as_array().unwrap().len(), 1);
+    assert_eq!(doc["tasks"][0]["name"], "1");
 }
 
 #[test]
