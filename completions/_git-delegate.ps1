@@ -29,6 +29,8 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('prepare', 'prepare', [CompletionResultType]::ParameterValue, 'Snapshot the working tree into a batch with one workspace per task')
             [CompletionResult]::new('apply', 'apply', [CompletionResultType]::ParameterValue, 'Merge the tasks'' work back into the working tree')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show batches, leases and tasks')
+            [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Show each task''s changes against its baseline, as `git diff` prints them')
+            [CompletionResult]::new('path', 'path', [CompletionResultType]::ParameterValue, 'Print a task''s working folder')
             [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Reclaim what stale batches hold, rescuing unapplied work first')
             [CompletionResult]::new('drop', 'drop', [CompletionResultType]::ParameterValue, 'End a batch: remove its workspaces, refs and state')
             [CompletionResult]::new('renew', 'renew', [CompletionResultType]::ParameterValue, 'Extend a batch''s lease')
@@ -73,6 +75,28 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         'git-delegate;status' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
             [CompletionResult]::new('--check', '--check', [CompletionResultType]::ParameterName, 'Print only problems; exit 1 on a stale batch or a left-over journal')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'git-delegate;diff' {
+            [CompletionResult]::new('--batch', '--batch', [CompletionResultType]::ParameterName, 'The batch: label, id or unique id prefix (default: the only open batch)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
+            [CompletionResult]::new('--stat', '--stat', [CompletionResultType]::ParameterName, 'Per task, the changed paths with counts, as `git diff --stat` prints them')
+            [CompletionResult]::new('--name-status', '--name-status', [CompletionResultType]::ParameterName, 'Per task, one `STATUS<TAB>PATH` line per changed path, as `git diff --name-status`')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'git-delegate;path' {
+            [CompletionResult]::new('--batch', '--batch', [CompletionResultType]::ParameterName, 'The batch: label, id or unique id prefix (default: the only open batch)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -192,6 +216,8 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('prepare', 'prepare', [CompletionResultType]::ParameterValue, 'Snapshot the working tree into a batch with one workspace per task')
             [CompletionResult]::new('apply', 'apply', [CompletionResultType]::ParameterValue, 'Merge the tasks'' work back into the working tree')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show batches, leases and tasks')
+            [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Show each task''s changes against its baseline, as `git diff` prints them')
+            [CompletionResult]::new('path', 'path', [CompletionResultType]::ParameterValue, 'Print a task''s working folder')
             [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Reclaim what stale batches hold, rescuing unapplied work first')
             [CompletionResult]::new('drop', 'drop', [CompletionResultType]::ParameterValue, 'End a batch: remove its workspaces, refs and state')
             [CompletionResult]::new('renew', 'renew', [CompletionResultType]::ParameterValue, 'Extend a batch''s lease')
@@ -209,6 +235,12 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             break
         }
         'git-delegate;help;status' {
+            break
+        }
+        'git-delegate;help;diff' {
+            break
+        }
+        'git-delegate;help;path' {
             break
         }
         'git-delegate;help;gc' {

@@ -22,6 +22,9 @@ _git__delegate() {
             git__delegate,completions)
                 cmd="git__delegate__subcmd__completions"
                 ;;
+            git__delegate,diff)
+                cmd="git__delegate__subcmd__diff"
+                ;;
             git__delegate,drop)
                 cmd="git__delegate__subcmd__drop"
                 ;;
@@ -40,6 +43,9 @@ _git__delegate() {
             git__delegate,man)
                 cmd="git__delegate__subcmd__man"
                 ;;
+            git__delegate,path)
+                cmd="git__delegate__subcmd__path"
+                ;;
             git__delegate,prepare)
                 cmd="git__delegate__subcmd__prepare"
                 ;;
@@ -54,6 +60,9 @@ _git__delegate() {
                 ;;
             git__delegate__subcmd__help,completions)
                 cmd="git__delegate__subcmd__help__subcmd__completions"
+                ;;
+            git__delegate__subcmd__help,diff)
+                cmd="git__delegate__subcmd__help__subcmd__diff"
                 ;;
             git__delegate__subcmd__help,drop)
                 cmd="git__delegate__subcmd__help__subcmd__drop"
@@ -72,6 +81,9 @@ _git__delegate() {
                 ;;
             git__delegate__subcmd__help,man)
                 cmd="git__delegate__subcmd__help__subcmd__man"
+                ;;
+            git__delegate__subcmd__help,path)
+                cmd="git__delegate__subcmd__help__subcmd__path"
                 ;;
             git__delegate__subcmd__help,prepare)
                 cmd="git__delegate__subcmd__help__subcmd__prepare"
@@ -119,7 +131,7 @@ _git__delegate() {
 
     case "${cmd}" in
         git__delegate)
-            opts="-h -V --color --help --version prepare apply status gc drop renew hook hooks man completions help"
+            opts="-h -V --color --help --version prepare apply status diff path gc drop renew hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -180,6 +192,28 @@ _git__delegate() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        git__delegate__subcmd__diff)
+            opts="-h -V --batch --stat --name-status --json --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --batch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         git__delegate__subcmd__drop)
             opts="-h -V --force --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -217,7 +251,7 @@ _git__delegate() {
             return 0
             ;;
         git__delegate__subcmd__help)
-            opts="prepare apply status gc drop renew hook hooks man completions help"
+            opts="prepare apply status diff path gc drop renew hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -245,6 +279,20 @@ _git__delegate() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__help__subcmd__diff)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -357,6 +405,20 @@ _git__delegate() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__man)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__help__subcmd__path)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -576,6 +638,28 @@ _git__delegate() {
             fi
             case "${prev}" in
                 --install)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__path)
+            opts="-h -V --batch --json --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --batch)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

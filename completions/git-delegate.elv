@@ -26,6 +26,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand prepare 'Snapshot the working tree into a batch with one workspace per task'
             cand apply 'Merge the tasks'' work back into the working tree'
             cand status 'Show batches, leases and tasks'
+            cand diff 'Show each task''s changes against its baseline, as `git diff` prints them'
+            cand path 'Print a task''s working folder'
             cand gc 'Reclaim what stale batches hold, rescuing unapplied work first'
             cand drop 'End a batch: remove its workspaces, refs and state'
             cand renew 'Extend a batch''s lease'
@@ -67,6 +69,26 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;status'= {
             cand --color 'When to use colour: auto, always or never'
             cand --check 'Print only problems; exit 1 on a stale batch or a left-over journal'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;diff'= {
+            cand --batch 'The batch: label, id or unique id prefix (default: the only open batch)'
+            cand --color 'When to use colour: auto, always or never'
+            cand --stat 'Per task, the changed paths with counts, as `git diff --stat` prints them'
+            cand --name-status 'Per task, one `STATUS<TAB>PATH` line per changed path, as `git diff --name-status`'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;path'= {
+            cand --batch 'The batch: label, id or unique id prefix (default: the only open batch)'
+            cand --color 'When to use colour: auto, always or never'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -170,6 +192,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand prepare 'Snapshot the working tree into a batch with one workspace per task'
             cand apply 'Merge the tasks'' work back into the working tree'
             cand status 'Show batches, leases and tasks'
+            cand diff 'Show each task''s changes against its baseline, as `git diff` prints them'
+            cand path 'Print a task''s working folder'
             cand gc 'Reclaim what stale batches hold, rescuing unapplied work first'
             cand drop 'End a batch: remove its workspaces, refs and state'
             cand renew 'Extend a batch''s lease'
@@ -184,6 +208,10 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;help;apply'= {
         }
         &'git-delegate;help;status'= {
+        }
+        &'git-delegate;help;diff'= {
+        }
+        &'git-delegate;help;path'= {
         }
         &'git-delegate;help;gc'= {
         }

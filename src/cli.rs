@@ -146,6 +146,34 @@ tasks) are listed until gc.keep-failed passes.",
   git delegate status --json         # {\"batches\": [...], \"problems\": [...]}"
     )]
     Status(StatusArgs),
+    /// Show each task's changes against its baseline, as `git diff` prints them
+    #[command(
+        long_about = "Show each selected task's changes (default: every open task of the batch) against the \
+baseline it was prepared from, as `git diff --full-index --binary <baseline> <workspace>` prints them, the \
+workspace taken as it is now (staged, unstaged and untracked files, as `git add -A` would take them). With several \
+tasks, each task's output follows a `# task NAME` line. It records nothing and changes nothing: the workspace's tree is \
+computed in memory (no objects, refs or index written), reading the workspace with its stat cache. \
+--stat prints what `git diff --stat` prints into a pipe (80 columns; long names are not shortened), --name-status what `git diff --name-status` prints. \
+Paths after `--` keep only those paths and what is under them (relative to the current folder, as with git). \
+This first version has no colour and no pager: pipe it into `less -R` or your pager of choice.",
+        after_long_help = "Examples:
+  git delegate diff                   # every open task of the only batch
+  git delegate diff 2 --name-status   # task 2: one `STATUS<TAB>PATH` line per path
+  git delegate diff --batch refactor -- src/
+  git delegate diff --json            # {\"batch\", \"tasks\": [{\"name\", \"paths\": [{\"path\", \"status\"}]}]}"
+    )]
+    Diff(DiffArgs),
+    /// Print a task's working folder
+    #[command(
+        long_about = "Print the folder a task's worker works in (its `cwd`: the workspace root plus the folder \
+prepare was run from), one line, raw, for `cd \"$(git delegate path 2)\"` and scripts. Without TASK, inside a \
+workspace, the task of that workspace. Exit 2 for an unknown task.",
+        after_long_help = "Examples:
+  cd \"$(git delegate path 2)\"
+  git delegate path --batch refactor lint
+  git delegate path                   # inside a workspace: its own folder"
+    )]
+    Path(PathArgs),
     /// Reclaim what stale batches hold, rescuing unapplied work first
     #[command(
         long_about = "Reclaim what stale batches hold (lease expired, or owner process gone), never losing work: \
@@ -335,6 +363,37 @@ pub struct ApplyArgs {
     /// remove them with `git worktree remove`.
     #[arg(long)]
     pub keep: bool,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// Tasks to show (default: every open task of the batch)
+    pub tasks: Vec<String>,
+    /// The batch: label, id or unique id prefix (default: the only open batch)
+    #[arg(long, value_name = "BATCH")]
+    pub batch: Option<String>,
+    /// Per task, the changed paths with counts, as `git diff --stat` prints them
+    #[arg(long, conflicts_with = "name_status")]
+    pub stat: bool,
+    /// Per task, one `STATUS<TAB>PATH` line per changed path, as `git diff --name-status`
+    #[arg(long)]
+    pub name_status: bool,
+    /// Only these paths and what is under them (relative to the current folder)
+    #[arg(last = true, value_name = "PATH")]
+    pub paths: Vec<String>,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+#[derive(Debug, Args)]
+pub struct PathArgs {
+    /// The task (default: the task whose workspace holds the current folder)
+    pub task: Option<String>,
+    /// The batch: label, id or unique id prefix (default: the only open batch)
+    #[arg(long, value_name = "BATCH")]
+    pub batch: Option<String>,
     #[command(flatten)]
     pub json: JsonArg,
 }

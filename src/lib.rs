@@ -42,6 +42,7 @@ pub mod refs;
 pub mod registration;
 pub mod renew;
 pub mod repo;
+pub mod review;
 pub mod scratch;
 pub mod snapshot;
 pub mod status;

@@ -534,6 +534,11 @@ git delegate apply",
         .code(
             "git delegate prepare lint docs tests --label refactor --ttl 2h --owner-pid $$ --json",
         )
+        .para("Look at a task's work, or go to its folder:")
+        .code(
+            "git delegate diff 2
+cd \"$(git delegate path 2)\"",
+        )
         .para("Apply one task and keep its worktree; look first without changing anything:")
         .code(
             "git delegate apply refactor --dry-run
@@ -562,6 +567,10 @@ git delegate completions bash > ~/.local/share/bash-completion/completions/git-d
         bold("git-delegate-apply"),
         roman("(1), "),
         bold("git-delegate-status"),
+        roman("(1), "),
+        bold("git-delegate-diff"),
+        roman("(1), "),
+        bold("git-delegate-path"),
         roman("(1), "),
         bold("git-delegate-gc"),
         roman("(1), "),
@@ -608,6 +617,17 @@ fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
                  them).",
             ),
         ],
+        "diff" => &[(
+            "0",
+            "The diffs were printed (also when no task has changes). A task whose workspace is \
+             missing or is no longer the folder prepare made fails the command (exit 3, \
+             `delegate::workspace_missing`); name the other tasks to see theirs.",
+        )],
+        "path" => &[(
+            "0",
+            "The folder was printed. Exit 2 (`delegate::unknown_task`) when the batch has no \
+             such task, or, without TASK, when the current folder is in no task's workspace.",
+        )],
         "gc" => &[(
             "0",
             "Everything stale was reclaimed (or, with --dry-run, reported).",
@@ -757,6 +777,8 @@ mod tests {
             "prepare",
             "apply",
             "status",
+            "diff",
+            "path",
             "gc",
             "drop",
             "renew",

@@ -42,9 +42,14 @@ pub fn write_patch(
 
 /// The patch from `old_tree` to `new_tree` as bytes.
 pub fn render(repo: &gix::Repository, old_tree: ObjectId, new_tree: ObjectId) -> Result<Vec<u8>> {
+    render_changes(repo, &diff::trees(repo, old_tree, new_tree)?)
+}
+
+/// The patch of `changes` (from [`diff::trees`], possibly a subset) as bytes.
+pub fn render_changes(repo: &gix::Repository, changes: &[PathChange]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    for change in diff::trees(repo, old_tree, new_tree)? {
-        render_change(repo, &change, &mut out)?;
+    for change in changes {
+        render_change(repo, change, &mut out)?;
     }
     Ok(out)
 }
@@ -326,8 +331,12 @@ fn literal(out: &mut Vec<u8>, data: &[u8]) {
     out.push(b'\n');
 }
 
+/// Level 1, as git deflates binary patches (its `zlib_compression_level`
+/// defaults to `Z_BEST_SPEED`): the literal blocks are then byte-equal to
+/// git's, so `diff` prints what `git diff --binary` prints.
 fn deflate(data: &[u8]) -> Vec<u8> {
-    let mut w = gix::zlib::stream::deflate::Write::new(Vec::new(), gix::zlib::Compression::DEFAULT);
+    let mut w =
+        gix::zlib::stream::deflate::Write::new(Vec::new(), gix::zlib::Compression::BEST_SPEED);
     // Writing into a Vec cannot fail.
     let _ = w.write_all(data);
     let _ = w.flush();

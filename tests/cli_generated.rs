@@ -69,11 +69,13 @@ fn committed_man_pages_are_what_the_code_generates() {
             [
                 "apply",
                 "completions",
+                "diff",
                 "drop",
                 "gc",
                 "hook",
                 "hooks",
                 "man",
+                "path",
                 "prepare",
                 "renew",
                 "status",

@@ -283,6 +283,8 @@ fn every_json_document_matches_the_documented_field_lists() {
         "drop",
         "drop-refused",
         "hooks-install",
+        "diff",
+        "path",
         "error",
     ] {
         assert!(
@@ -332,6 +334,14 @@ fn every_json_document_matches_the_documented_field_lists() {
             0,
         ),
         case("drop refused", &["drop", a, "--json"], "drop-refused", 1),
+        case("diff", &["diff", "--batch", a, "--json"], "diff", 0),
+        case("path", &["path", "2", "--batch", a, "--json"], "path", 0),
+        case(
+            "unknown task",
+            &["path", "9", "--batch", a, "--json"],
+            "error",
+            2,
+        ),
         case(
             "apply dry run",
             &["apply", a, "--dry-run", "--json"],

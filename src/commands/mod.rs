@@ -9,11 +9,13 @@
 
 pub mod apply;
 pub mod completions;
+pub mod diff;
 pub mod drop;
 pub mod gc;
 pub mod hook;
 pub mod hooks;
 pub mod man;
+pub mod path;
 pub mod prepare;
 pub mod renew;
 pub mod status;
@@ -36,6 +38,8 @@ pub fn run(cli: Cli) -> i32 {
         Command::Prepare(a) => a.json.json,
         Command::Apply(a) => a.json.json,
         Command::Status(a) => a.json.json,
+        Command::Diff(a) => a.json.json,
+        Command::Path(a) => a.json.json,
         Command::Gc(a) => a.json.json,
         Command::Drop(a) => a.json.json,
         Command::Renew(a) => a.json.json,
@@ -55,6 +59,8 @@ pub fn run(cli: Cli) -> i32 {
     let result = match cli.command {
         Command::Prepare(a) => prepare::run(&ui, a, &mut recovered),
         Command::Status(a) => status::run(&ui, a),
+        Command::Diff(a) => diff::run(&ui, a),
+        Command::Path(a) => path::run(&ui, a),
         Command::Drop(a) => drop::run(&ui, a, &mut recovered),
         Command::Renew(a) => renew::run(&ui, a, &mut recovered),
         Command::Apply(a) => apply::run(&ui, a, &mut recovered),
