@@ -643,34 +643,7 @@ fn missing_message(task: &batch::Task, identity: &workspace::Identity) -> String
 /// The tasks this run processes, in task order, each with "discard?".
 fn select_tasks(b: &Batch, args: &Options) -> Result<Vec<(usize, bool)>> {
     for name in args.only.iter().chain(&args.discard) {
-        match b.task(name) {
-            None => {
-                return Err(Error::usage(
-                    Code::UnknownTask,
-                    format!("batch {} has no task named {name:?}", b.short()),
-                    format!(
-                        "its tasks are: {}",
-                        b.tasks
-                            .iter()
-                            .map(|t| t.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ))
-            }
-            Some(t) if !t.state.is_open() => {
-                return Err(Error::usage(
-                    Code::TaskNotOpen,
-                    format!(
-                        "task {name:?} of batch {} is not open (it is {})",
-                        b.short(),
-                        t.state.as_str()
-                    ),
-                    "name only open tasks; `git delegate status` lists them",
-                ))
-            }
-            Some(_) => {}
-        }
+        b.open_task_named(name)?;
     }
     if let Some(name) = args.only.iter().find(|n| args.discard.contains(n)) {
         return Err(Error::usage(

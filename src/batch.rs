@@ -177,6 +177,44 @@ impl Batch {
     pub fn task(&self, name: &str) -> Option<&Task> {
         self.tasks.iter().find(|t| t.name == name)
     }
+
+    /// The task a user named, which must be open: `delegate::unknown_task`
+    /// or `delegate::task_not_open` (exit 2) otherwise. Every command that
+    /// takes task names (`apply --only/--discard`, `diff`, `path`) asks here.
+    pub fn open_task_named(&self, name: &str) -> Result<&Task> {
+        let t = self.task_named(name)?;
+        if !t.state.is_open() {
+            return Err(Error::usage(
+                Code::TaskNotOpen,
+                format!(
+                    "task {name:?} of batch {} is not open (it is {})",
+                    self.short(),
+                    t.state.as_str()
+                ),
+                "name only open tasks; `git delegate status` lists them",
+            ));
+        }
+        Ok(t)
+    }
+
+    /// The task a user named, open or not: `delegate::unknown_task` (exit 2)
+    /// naming the batch's tasks otherwise.
+    pub fn task_named(&self, name: &str) -> Result<&Task> {
+        self.task(name).ok_or_else(|| {
+            Error::usage(
+                Code::UnknownTask,
+                format!("batch {} has no task named {name:?}", self.short()),
+                format!(
+                    "its tasks are: {}",
+                    self.tasks
+                        .iter()
+                        .map(|t| t.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        })
+    }
 }
 
 pub fn short(id: &str) -> &str {

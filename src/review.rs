@@ -217,42 +217,7 @@ fn select<'a>(b: &'a Batch, names: &[String]) -> Result<Vec<&'a Task>> {
     if names.is_empty() {
         return Ok(b.open_tasks().collect());
     }
-    names
-        .iter()
-        .map(|n| {
-            let t = task_named(b, n)?;
-            if !t.state.is_open() {
-                return Err(Error::usage(
-                    Code::TaskNotOpen,
-                    format!(
-                        "task {n:?} of batch {} is not open (it is {}): its workspace is no longer the batch's",
-                        b.short(),
-                        t.state.as_str()
-                    ),
-                    format!("`git delegate status {}` shows each task's state", b.short()),
-                ));
-            }
-            Ok(t)
-        })
-        .collect()
-}
-
-/// The task `name` of `b`, or `delegate::unknown_task` (exit 2).
-fn task_named<'a>(b: &'a Batch, name: &str) -> Result<&'a Task> {
-    b.task(name).ok_or_else(|| {
-        Error::usage(
-            Code::UnknownTask,
-            format!("batch {} has no task named {name:?}", b.short()),
-            format!(
-                "its tasks are: {}",
-                b.tasks
-                    .iter()
-                    .map(|t| t.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        )
-    })
+    names.iter().map(|n| b.open_task_named(n)).collect()
 }
 
 /// The working folder of a task (`Task::cwd` with the batch's prefix).
@@ -267,7 +232,7 @@ pub fn path(
 ) -> Result<PathBuf> {
     if let Some(name) = task {
         let b = batch::select_open(&source.state_dir(), batch_arg)?;
-        let t = task_named(&b, name)?;
+        let t = b.task_named(name)?;
         return Ok(t.cwd(&b.prefix));
     }
     let here = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
