@@ -107,7 +107,7 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    fn new(idx: usize, status: TaskState) -> Outcome {
+    pub(crate) fn new(idx: usize, status: TaskState) -> Outcome {
         Outcome {
             idx,
             status,
@@ -125,7 +125,7 @@ impl Outcome {
         }
     }
 
-    fn fail(&mut self, reason: &'static str, message: String) {
+    pub(crate) fn fail(&mut self, reason: &'static str, message: String) {
         self.status = TaskState::Failed;
         self.reason = Some(reason);
         self.message = Some(message);
@@ -609,7 +609,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
 /// reported, never recovered (design §7). With one left over, the working
 /// tree holds part of a result, so nothing it would say can be trusted:
 /// exit 3, naming the batches.
-fn lock_and_report(source: &Source) -> Result<crate::lock::RepoLock> {
+pub(crate) fn lock_and_report(source: &Source) -> Result<crate::lock::RepoLock> {
     let lock = crate::lock::acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
     let pending = crate::writeback::pending(source)?;
     if !pending.is_empty() {
@@ -826,14 +826,14 @@ fn keep_artifacts(source: &Source, b: &Batch, out: &mut Outcome, dry_run: bool) 
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Side {
+pub(crate) enum Side {
     Old,
     New,
 }
 
 /// Copy the objects of one side of `writes` that only `mem` holds into the
 /// object store of `disk`.
-fn persist(
+pub(crate) fn persist(
     disk: &gix::Repository,
     mem: &gix::Repository,
     writes: &[PathWrite],

@@ -363,6 +363,15 @@ pub struct ApplyArgs {
     /// remove them with `git worktree remove`.
     #[arg(long)]
     pub keep: bool,
+    /// Land a kept proposal (one `git delegate status` lists under kept) instead of a batch
+    ///
+    /// REF is its ref as status prints it, or BATCH/TASK (the batch's id, a unique id prefix of
+    /// at least 4 characters, or its label while the batch exists). Its work is merged into the
+    /// working tree you run this in, as apply lands a task: 3-way from the baseline it was made
+    /// from with the working tree as it is now, written through the journal. Once written, its
+    /// ref and patch are removed; on a conflict nothing is written and it stays kept (exit 1).
+    #[arg(long, value_name = "REF", conflicts_with_all = ["batch", "only", "discard", "keep"])]
+    pub kept: Option<String>,
     #[command(flatten)]
     pub json: JsonArg,
 }

@@ -90,6 +90,7 @@ codes! {
     UnknownBatch => "delegate::unknown_batch",
     UnknownTask => "delegate::unknown_task",
     TaskNotOpen => "delegate::task_not_open",
+    UnknownKept => "delegate::unknown_kept",
     WorkspaceMissing => "delegate::workspace_missing",
     OnlyAndDiscard => "delegate::only_and_discard",
     NoWorkspaceRoot => "delegate::no_workspace_root",

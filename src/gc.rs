@@ -977,6 +977,9 @@ pub struct Kept {
     pub task: String,
     /// The kept patch, when it is there.
     pub patch: Option<PathBuf>,
+    /// When its keep-failed clock started: its commit's time (redated
+    /// when its batch was reclaimed or its task discarded).
+    pub kept_at: i64,
     /// When gc may remove it: its commit's time plus `gc.keep-failed`.
     pub expires_at: i64,
 }
@@ -1014,6 +1017,7 @@ pub fn kept_proposals(source: &Source, entries: &[Entry]) -> Result<Vec<Kept>> {
             batch: batch_id.to_string(),
             task: task.to_string(),
             patch: patch.is_file().then_some(patch),
+            kept_at: when,
             expires_at: crate::time::deadline(when, keep).unwrap_or(crate::time::MAX_SECS),
         });
     }

@@ -25,6 +25,7 @@ pub mod gc;
 pub mod hooks;
 pub mod integrate;
 pub mod interrupt;
+pub mod kept;
 pub mod lease;
 pub mod lock;
 pub mod mandir;

@@ -13,9 +13,9 @@ mod ui;
 // The engine is the library crate; importing its modules at the crate root
 // keeps `crate::batch::...` paths in the binary's modules working.
 use git_delegate::{
-    apply, batch, carry, config, error, gc, hooks, lease, lock, mandir, observe, patch, paths,
-    prepare, preparing, problems, refs, renew, repo, review, snapshot, status, teardown, time,
-    trash, workspace, writeback,
+    apply, batch, carry, config, error, gc, hooks, kept, lease, lock, mandir, observe, patch,
+    paths, prepare, preparing, problems, refs, renew, repo, review, snapshot, status, teardown,
+    time, trash, workspace, writeback,
 };
 
 use clap::Parser;

@@ -18,6 +18,9 @@ use crate::ui::Ui;
 use crate::writeback::Recovery;
 
 pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
+    if let Some(reference) = args.kept {
+        return super::kept::run(ui, reference, args.strict, args.dry_run, recovered);
+    }
     let here = super::source()?;
     let opts = crate::apply::Options {
         batch: args.batch,
@@ -103,7 +106,7 @@ fn doc_paths(paths: &[BString]) -> Vec<String> {
 }
 
 /// The apply document (design §6.2).
-fn document(
+pub(super) fn document(
     b: &Batch,
     outcomes: &[Outcome],
     written: &[BString],

@@ -14,6 +14,7 @@ pub mod drop;
 pub mod gc;
 pub mod hook;
 pub mod hooks;
+pub mod kept;
 pub mod man;
 pub mod path;
 pub mod prepare;

@@ -99,25 +99,12 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                 "batch": k.batch,
                 "task": k.task,
                 "expires_at": crate::time::rfc3339(k.expires_at),
+                "kept_at": crate::time::rfc3339(k.kept_at),
+                "name": crate::kept::short_name(kept, k),
             })
         })
         .collect();
-    let kept_text: String = kept
-        .iter()
-        .map(|k| {
-            format!(
-                "kept: {} (task {} of batch {}) until {}{}\n",
-                k.ref_name,
-                k.task,
-                batch::short(&k.batch),
-                crate::time::rfc3339(k.expires_at),
-                k.patch
-                    .as_ref()
-                    .map(|p| format!(", patch {}", super::show(p)))
-                    .unwrap_or_default()
-            )
-        })
-        .collect();
+    let kept_text = kept_text(kept);
     if !report.any && problems.is_empty() {
         // The fast path (design §3.3: no batches, well under 20 ms).
         if ui.json {
@@ -294,4 +281,42 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     }
     ui.say(&text);
     Ok(code)
+}
+
+/// The human lines for kept proposals (design §3.16 "kept"): name, age,
+/// expiry, ref and patch, and how to land one.
+fn kept_text(kept: &[crate::gc::Kept]) -> String {
+    let Some(first) = kept.first() else {
+        return String::new();
+    };
+    let now = crate::time::now();
+    let mut text = String::new();
+    for k in kept {
+        let expiry = if k.expires_at > now {
+            format!(
+                "gc may remove it in {}",
+                crate::time::human(k.expires_at - now)
+            )
+        } else {
+            "gc may remove it now".to_string()
+        };
+        text.push_str(&format!(
+            "kept: {} (task {} of batch {}), kept {} ago, {expiry} ({})\n      ref:   {}\n",
+            crate::kept::short_name(kept, k),
+            k.task,
+            batch::short(&k.batch),
+            crate::time::human(now.saturating_sub(k.kept_at).max(0)),
+            crate::time::rfc3339(k.expires_at),
+            k.ref_name,
+        ));
+        if let Some(p) = &k.patch {
+            text.push_str(&format!("      patch: {}\n", super::show(p)));
+        }
+    }
+    text.push_str(&format!(
+        "Land one in this working tree with `git delegate apply --kept {}`; see one with `git show --stat {}`.\n",
+        crate::kept::short_name(kept, first),
+        first.ref_name
+    ));
+    text
 }

@@ -1,0 +1,156 @@
+//! `git delegate apply --kept REF` (design §3.16 "kept"): land a kept
+//! proposal through the engine (`crate::kept::run`) and render it as apply
+//! renders a batch (design §6.2), with the proposal it landed.
+//!
+//! Owns: the human text of landing a kept proposal, and what its apply
+//! document adds (`kept_proposal`).
+//! Never: does git, filesystem or process work (the engine's `kept` does).
+
+use serde_json::{json, Value};
+
+use crate::apply::Outcome;
+use crate::batch::TaskState;
+use crate::error::Result;
+use crate::paths::{self, ByteSlice};
+use crate::ui::Ui;
+use crate::writeback::Recovery;
+
+pub fn run(
+    ui: &Ui,
+    reference: String,
+    strict: bool,
+    dry_run: bool,
+    recovered: &mut Recovery,
+) -> Result<i32> {
+    let here = super::source()?;
+    let opts = crate::kept::Options {
+        reference,
+        strict,
+        dry_run,
+    };
+    let shown = super::Shown::new(ui);
+    let landed = crate::kept::run(here, &opts, &shown);
+    shown.recovered_into(recovered);
+    let landed = landed?;
+    let r = &landed.report;
+    let k = &landed.kept;
+    if ui.json {
+        let mut doc =
+            super::apply::document(&r.batch, &r.outcomes, &r.written, r.batch_open, r.dry_run);
+        if let Value::Object(m) = &mut doc {
+            // A kept proposal has no workspace.
+            if let Some(Value::Array(tasks)) = m.get_mut("tasks") {
+                for t in tasks.iter_mut().filter_map(Value::as_object_mut) {
+                    if t.contains_key("workspace") {
+                        t.insert("workspace".into(), Value::Null);
+                    }
+                }
+            }
+            m.insert(
+                "kept_proposal".into(),
+                json!({
+                    "ref": k.ref_name,
+                    "batch": k.batch,
+                    "task": k.task,
+                    "patch": k.patch.as_deref().map(paths::doc_path),
+                    "expires_at": crate::time::rfc3339(k.expires_at),
+                    "removed": landed.removed,
+                }),
+            );
+        }
+        ui.doc_after(doc, recovered);
+    }
+    ui.say(&human(ui, &landed));
+    if let Some(e) = &r.artifacts_error {
+        ui.warn(&format!(
+            "git-delegate: warning: clean-up was incomplete: {}\n",
+            crate::ui::escape_text(&e.message)
+        ));
+    }
+    Ok(if r.all_ok() { 0 } else { 1 })
+}
+
+fn human(ui: &Ui, landed: &crate::kept::Landed) -> String {
+    let r = &landed.report;
+    let k = &landed.kept;
+    let short = crate::kept::short_name(std::slice::from_ref(k), k);
+    let mut text = format!(
+        "{} of kept proposal {} ({}):\n",
+        if r.dry_run {
+            "Dry run of apply"
+        } else {
+            "Apply"
+        },
+        ui.bold(&short),
+        k.ref_name
+    );
+    let Some(o) = r.outcomes.first() else {
+        return text;
+    };
+    text.push_str(&outcome_line(ui, o));
+    if let Some(e) = &r.write_error {
+        text.push_str(&format!(
+            "Writing back failed, and nothing was changed: {}\n",
+            crate::ui::escape_text(&e.message)
+        ));
+    }
+    let n = r.written.len();
+    text.push_str(&format!(
+        "{} {n} path{} in {}.\n",
+        if r.dry_run { "Would write" } else { "Wrote" },
+        if n == 1 { "" } else { "s" },
+        super::show(&landed.root)
+    ));
+    let until = crate::time::rfc3339(k.expires_at);
+    if r.dry_run {
+        if o.ok() {
+            text.push_str("Its ref and patch would be removed.\n");
+        }
+    } else if landed.removed {
+        text.push_str(&format!("Removed {} and its patch.\n", k.ref_name));
+    } else if !o.ok() {
+        text.push_str(&format!(
+            "It stays kept until {until} (gc.keep-failed); nothing of it was written.\n\
+             See its version of a path with `git show {}:PATH`; once the working tree no longer conflicts with it, run `git delegate apply --kept {}` again.\n",
+            k.ref_name, k.ref_name
+        ));
+    }
+    text
+}
+
+fn outcome_line(ui: &Ui, o: &Outcome) -> String {
+    let status = o.status.as_str();
+    let painted = if o.ok() {
+        ui.paint("32", status)
+    } else {
+        ui.paint("31", status)
+    };
+    let detail = match o.status {
+        TaskState::Applied => {
+            let n = o.applied.len();
+            format!("{n} path{}", if n == 1 { "" } else { "s" })
+        }
+        TaskState::Conflict | TaskState::Failed => {
+            let mut d = o.reason.unwrap_or("").to_string();
+            if !o.conflicts.is_empty() {
+                let list: Vec<String> = o
+                    .conflicts
+                    .iter()
+                    .take(5)
+                    .map(|c| format!("{} ({})", paths::quote(c.path.as_bstr()), c.reason))
+                    .collect();
+                d.push_str(&format!(": {}", list.join(", ")));
+                if o.conflicts.len() > 5 {
+                    d.push_str(&format!(", and {} more", o.conflicts.len() - 5));
+                }
+            } else if let Some(m) = &o.message {
+                d.push_str(&format!(": {}", crate::ui::escape_text(m)));
+            }
+            d
+        }
+        _ => String::new(),
+    };
+    let pad = " ".repeat(10usize.saturating_sub(status.len()));
+    let line = format!("  {painted}{pad} {detail}");
+    format!("{}\n", line.trim_end())
+}

@@ -1,0 +1,415 @@
+//! Landing a kept proposal (design §3.16 "kept"): `git delegate apply --kept
+//! REF` merges a proposal that outlived its task (rescued by gc, of a
+//! discarded task, of a batch that is gone) into the working tree the
+//! command runs in, as apply lands one task: 3-way from the baseline it was
+//! made from (the proposal commit's parent) with the source as it is now,
+//! written back through the journal; the caller renders the returned
+//! apply `Report`.
+//!
+//! Owns: naming a kept proposal (`resolve`: its full ref, or `BATCH/TASK`
+//! with the batch's id, a unique id prefix or, while the batch exists, its
+//! label); the kept ref and patch once its work is written (removed), and
+//! the discarded task's record of an open batch (applied).
+//! Never: prints; lands a proposal an open task still owns (that is
+//! `apply`'s); removes the kept ref or patch unless the work is written (or
+//! there was none); writes anything with `--dry-run`.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use gix::bstr::BString;
+
+use crate::apply::{Outcome, Report, Side};
+use crate::batch::{self, Batch, Entry, TaskState};
+use crate::error::{Code, Error, Result};
+use crate::gc::Kept;
+use crate::integrate::{self, Candidate};
+use crate::observe::{Notice, Observer};
+use crate::repo::Source;
+use crate::writeback::PathWrite;
+use crate::{commit, diff, refs, snapshot, touched, writeback};
+
+/// What the caller asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The kept proposal: its ref, or `BATCH/TASK`.
+    pub reference: String,
+    /// `--strict` (or the config's `apply.strict`).
+    pub strict: bool,
+    /// Change nothing; say what would happen.
+    pub dry_run: bool,
+}
+
+/// What landing a kept proposal did (or would do).
+pub struct Landed {
+    /// As apply reports one task: `report.batch` is the proposal's batch
+    /// record while it exists, otherwise a one-task stand-in for it.
+    pub report: Report,
+    /// The kept proposal (as `status` lists it).
+    pub kept: Kept,
+    /// The working tree it was merged into.
+    pub root: PathBuf,
+    /// Whether its ref and patch were removed (its work is in the working tree).
+    pub removed: bool,
+}
+
+/// Merge the kept proposal `opts.reference` names into the working tree
+/// around the caller (`here`). Takes the repository lock, recovering
+/// interrupted write-backs (told to `observer`), or with `dry_run`
+/// refusing when one is left over.
+pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Landed> {
+    let lock = if opts.dry_run {
+        crate::apply::lock_and_report(&here)?
+    } else {
+        let locked = crate::lock::lock_and_recover(&here)?;
+        observer.notice(Notice::Recovered(locked.recovery));
+        locked.lock
+    };
+    let source = here;
+    source.refuse_submodules()?;
+    let state_dir = source.state_dir();
+    let entries = batch::list(&state_dir)?;
+    let all = crate::gc::kept_proposals(&source, &entries)?;
+    let k = resolve(&all, &entries, &opts.reference)?.clone();
+    let dry_run = opts.dry_run;
+    let strict = opts.strict || source.config.strict;
+
+    // The proposal and the baseline it was made from.
+    let missing = |what: String| {
+        Error::state(
+            Code::MissingObject,
+            what,
+            "the repository lost objects git-delegate needs; run `git fsck`",
+        )
+    };
+    let id = refs::get(&source.repo, &k.ref_name)?
+        .ok_or_else(|| missing(format!("the kept proposal {} is gone", k.ref_name)))?;
+    let (tree, base) = {
+        let c = source
+            .repo
+            .find_commit(id)
+            .map_err(|e| missing(format!("the commit {id} of {} is missing: {e}", k.ref_name)))?;
+        let tree = c
+            .tree_id()
+            .map_err(|e| Error::git(format!("cannot read commit {id}"), e))?
+            .detach();
+        let base = c.parent_ids().next().map(|p| p.detach()).ok_or_else(|| {
+            Error::state(
+                Code::State,
+                format!(
+                    "{} is not a proposal: its commit {id} has no parent (the baseline it was made from)",
+                    k.ref_name
+                ),
+                format!(
+                    "look at it with `git show --stat {}`; `git update-ref -d {}` removes it",
+                    k.ref_name, k.ref_name
+                ),
+            )
+        })?;
+        (tree, base)
+    };
+    let base_tree = commit::tree_of(&source.repo, &base.to_string())?;
+    let changes = diff::trees(&source.repo, base_tree, tree)?;
+
+    // Its batch's record while the batch exists (a discarded task of an
+    // open batch), otherwise a one-task stand-in for the document.
+    let existing = entries.iter().find_map(|e| match e {
+        Entry::Batch(b) if b.id == k.batch => Some((**b).clone()),
+        _ => None,
+    });
+    let (mut b, idx, exists) = match existing {
+        Some(b) => match b.tasks.iter().position(|t| t.name == k.task) {
+            Some(i) => (b, i, true),
+            None => (stand_in(&source, &k, base), 0, false),
+        },
+        None => (stand_in(&source, &k, base), 0, false),
+    };
+
+    let mut out = Outcome::new(idx, TaskState::Open);
+    out.proposed = changes.into_iter().map(|c| c.path).collect();
+    out.proposal_ref = Some(k.ref_name.clone());
+    out.patch = k.patch.clone();
+    let mut written: Vec<BString> = Vec::new();
+    let mut write_error: Option<Error> = None;
+    if out.proposed.is_empty() {
+        out.status = TaskState::NoChanges;
+    } else {
+        let merging = observer.step("Merging");
+        let mut mem = source.repo.clone().with_object_memory();
+        mem.object_cache_size_if_unset(8 << 20);
+        let touched: BTreeSet<BString> = out.proposed.iter().cloned().collect();
+        let s_tree = match touched::snapshot(&mem, base_tree, &touched)? {
+            Some(tree) => tree,
+            None => snapshot::snapshot(&mem)?.tree,
+        };
+        let candidate = Candidate {
+            task: idx,
+            tree,
+            paths: out.proposed.clone(),
+        };
+        let plan = {
+            let mut check = |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> {
+                if !dry_run {
+                    crate::apply::persist(&source.repo, &mem, writes, Side::Old)?;
+                }
+                writeback::check(&source, writes)
+            };
+            integrate::integrate(&mem, base_tree, s_tree, &[candidate], strict, &mut check)?
+        };
+        if plan.applied.contains(&idx) {
+            let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
+            out.status = TaskState::Applied;
+            out.applied = out
+                .proposed
+                .iter()
+                .filter(|p| to_write.contains(p))
+                .cloned()
+                .collect();
+        } else if let Some(r) = plan.refused.iter().find(|r| r.task == idx) {
+            if r.reason == integrate::Refusal::NotWritable {
+                let folders: Vec<String> = r
+                    .conflicts
+                    .iter()
+                    .map(|c| format!("{}: {}", crate::paths::quote(c.path.as_ref()), c.reason))
+                    .collect();
+                out.fail(
+                    r.reason.as_str(),
+                    format!("cannot write in {}", folders.join("; ")),
+                );
+            } else {
+                out.status = TaskState::Conflict;
+                out.reason = Some(r.reason.as_str());
+            }
+            out.conflicts = r.conflicts.clone();
+        }
+        drop(merging);
+        // Write back through the journal, in the batch's state folder (made
+        // for the write when the batch is gone: recovery scans every
+        // folder there, with or without `batch.toml`).
+        // (An undo entry, where apply records one, belongs here too.)
+        if !dry_run && out.status == TaskState::Applied && !plan.writes.is_empty() {
+            let _writing = observer.step(&format!("Writing {} paths", plan.writes.len()));
+            let journal_dir = batch::batch_dir(&state_dir, &k.batch);
+            let made = !journal_dir.exists();
+            let result = crate::apply::persist(&source.repo, &mem, &plan.writes, Side::New)
+                .and_then(|()| {
+                    std::fs::create_dir_all(&journal_dir).map_err(|e| {
+                        Error::io(format!("cannot create {}", journal_dir.display()), e)
+                    })
+                })
+                .and_then(|()| writeback::write(&source, &journal_dir, &plan.writes));
+            if made {
+                // Empty unless a rollback left its journal for recovery.
+                let _ = std::fs::remove_dir(&journal_dir);
+            }
+            if let Err(e) = result {
+                out.applied.clear();
+                out.fail("write_failed", e.message.clone());
+                write_error = Some(e);
+            }
+        }
+        if write_error.is_none() {
+            written = plan.writes.iter().map(|w| w.path.clone()).collect();
+        }
+    }
+
+    // Its work is in the working tree (or there was none): the kept ref and
+    // patch go, and a discarded task of an open batch is recorded applied.
+    let mut artifacts_error: Option<Error> = None;
+    let mut removed = false;
+    if !dry_run && out.ok() {
+        let r = refs::delete(&source.repo, &k.ref_name).and_then(|_| match &k.patch {
+            Some(p) => crate::fs::remove_file(p),
+            None => Ok(()),
+        });
+        match r {
+            Ok(()) => removed = true,
+            Err(e) => {
+                artifacts_error.get_or_insert(e);
+            }
+        }
+        let dir = crate::gc::kept_dir(&state_dir);
+        let _ = std::fs::remove_dir(dir.join(&k.batch));
+        let _ = std::fs::remove_dir(&dir);
+        out.proposal_ref = None;
+        out.patch = None;
+        if exists {
+            let t = &mut b.tasks[idx];
+            t.state = out.status;
+            t.reason = None;
+            t.proposal_ref = None;
+            t.patch = None;
+            t.updated_at = Some(crate::time::rfc3339(crate::time::now()));
+            if let Err(e) = batch::save(&state_dir, &b) {
+                artifacts_error.get_or_insert(e);
+            }
+        }
+    }
+    let batch_open = exists && b.open_tasks().next().is_some();
+    drop(lock);
+    // A write-back that could not be rolled back leaves the working tree in
+    // a state only recovery can fix (exit 3).
+    if let Some(e) = write_error.take_if(|e| e.is_rollback_failed()) {
+        return Err(e);
+    }
+    Ok(Landed {
+        report: Report {
+            batch: b,
+            outcomes: vec![out],
+            written,
+            batch_open,
+            dry_run,
+            write_error,
+            kept: Vec::new(),
+            artifacts_error,
+        },
+        kept: k,
+        root: source.root.clone(),
+        removed,
+    })
+}
+
+/// A one-task batch record standing in for the kept proposal's batch, which is gone.
+fn stand_in(source: &Source, k: &Kept, baseline: gix::ObjectId) -> Batch {
+    Batch {
+        id: k.batch.clone(),
+        label: None,
+        created_at: crate::time::rfc3339(k.kept_at),
+        source: source.root.clone(),
+        prefix: PathBuf::new(),
+        source_head: None,
+        baseline: baseline.to_string(),
+        mode: crate::config::Mode::Worktree,
+        forbid_commit: false,
+        lease: crate::lease::Lease::new(1, None),
+        preparing: None,
+        tasks: vec![batch::Task::open(
+            k.task.clone(),
+            PathBuf::new(),
+            String::new(),
+        )],
+    }
+}
+
+/// The name `status` shows for the kept proposal `k` of `all`, which
+/// `--kept` accepts: `BATCH/TASK` with the batch's first 8 characters, or
+/// its full ref when another kept proposal shares that name.
+pub fn short_name(all: &[Kept], k: &Kept) -> String {
+    let short = batch::short(&k.batch);
+    let shared = all
+        .iter()
+        .any(|o| o.ref_name != k.ref_name && o.task == k.task && o.batch.starts_with(short));
+    if shared || short.len() < 4 {
+        k.ref_name.clone()
+    } else {
+        format!("{short}/{}", k.task)
+    }
+}
+
+/// The kept proposal `arg` names: its full ref, or `BATCH/TASK` where BATCH
+/// is the batch's full id, then its label (while the batch exists), then a
+/// unique id prefix of at least 4 characters, as `BATCH` everywhere.
+pub fn resolve<'a>(kept: &'a [Kept], entries: &[Entry], arg: &str) -> Result<&'a Kept> {
+    let label_of = |id: &str| {
+        entries.iter().find_map(|e| match e {
+            Entry::Batch(b) if b.id == id => b.label.clone(),
+            _ => None,
+        })
+    };
+    let found: Vec<&Kept> = if arg.starts_with(refs::PREFIX) {
+        kept.iter().filter(|k| k.ref_name == arg).collect()
+    } else if let Some((which, task)) = arg.rsplit_once('/') {
+        let of_task = || kept.iter().filter(move |k| k.task == task);
+        let by_id: Vec<&Kept> = of_task().filter(|k| k.batch == which).collect();
+        let by_label: Vec<&Kept> = of_task()
+            .filter(|k| label_of(&k.batch).as_deref() == Some(which))
+            .collect();
+        if !by_id.is_empty() {
+            by_id
+        } else if !by_label.is_empty() {
+            by_label
+        } else if which.len() >= 4 {
+            of_task().filter(|k| k.batch.starts_with(which)).collect()
+        } else {
+            Vec::new()
+        }
+    } else {
+        Vec::new()
+    };
+    match found.as_slice() {
+        [one] => Ok(one),
+        [] => {
+            let names: Vec<String> = kept
+                .iter()
+                .take(5)
+                .map(|k| format!("{} ({})", short_name(kept, k), k.ref_name))
+                .collect();
+            let help = if names.is_empty() {
+                "there is no kept proposal; `git delegate status` lists them when there are"
+                    .to_string()
+            } else {
+                format!(
+                    "name one as `git delegate status` lists it, by its ref or as BATCH/TASK: {}{}",
+                    names.join(", "),
+                    if kept.len() > 5 { ", ..." } else { "" }
+                )
+            };
+            Err(Error::usage(
+                Code::UnknownKept,
+                format!("no kept proposal matches {arg:?}"),
+                help,
+            ))
+        }
+        many => Err(Error::usage(
+            Code::AmbiguousBatch,
+            format!(
+                "{arg:?} matches {} kept proposals: {}",
+                many.len(),
+                many.iter()
+                    .map(|k| k.ref_name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "name it by its full ref (`git delegate status` lists them)",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kept(batch: &str, task: &str) -> Kept {
+        Kept {
+            ref_name: refs::proposal(batch, task),
+            batch: batch.into(),
+            task: task.into(),
+            patch: None,
+            kept_at: 0,
+            expires_at: 0,
+        }
+    }
+
+    #[test]
+    fn resolves_full_refs_and_batch_slash_task() {
+        let a = "0123abcd-0000-0000-0000-000000000000";
+        let b = "0123ffff-0000-0000-0000-000000000000";
+        let all = vec![kept(a, "1"), kept(a, "2"), kept(b, "1")];
+        let r = |arg: &str| resolve(&all, &[], arg).map(|k| k.ref_name.clone());
+        assert_eq!(r(&refs::proposal(a, "2")).unwrap(), refs::proposal(a, "2"));
+        assert_eq!(r(&format!("{a}/1")).unwrap(), refs::proposal(a, "1"));
+        assert_eq!(r("0123abcd/1").unwrap(), refs::proposal(a, "1"));
+        assert_eq!(r("0123ff/1").unwrap(), refs::proposal(b, "1"));
+        assert_eq!(r("0123/2").unwrap(), refs::proposal(a, "2"));
+        assert_eq!(r("0123/1").unwrap_err().code, Code::AmbiguousBatch);
+        assert_eq!(r("012/2").unwrap_err().code, Code::UnknownKept);
+        assert_eq!(r("0123abcd/3").unwrap_err().code, Code::UnknownKept);
+        assert_eq!(r("1").unwrap_err().code, Code::UnknownKept);
+        assert_eq!(
+            r("refs/pi-delegate/batches/x/tasks/1/proposal")
+                .unwrap_err()
+                .code,
+            Code::UnknownKept
+        );
+    }
+}
