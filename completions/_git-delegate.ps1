@@ -61,6 +61,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         'git-delegate;apply' {
             [CompletionResult]::new('--only', '--only', [CompletionResultType]::ParameterName, 'Apply only these tasks; the rest stay open (repeatable)')
             [CompletionResult]::new('--discard', '--discard', [CompletionResultType]::ParameterName, 'Drop these tasks'' work (repeatable)')
+            [CompletionResult]::new('--kept', '--kept', [CompletionResultType]::ParameterName, 'Land a kept proposal (one `git delegate status` lists under kept) instead of a batch')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Report what would happen; change nothing')
             [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Refuse a task when the source changed since prepare in a path it touches')

@@ -56,6 +56,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;apply'= {
             cand --only 'Apply only these tasks; the rest stay open (repeatable)'
             cand --discard 'Drop these tasks'' work (repeatable)'
+            cand --kept 'Land a kept proposal (one `git delegate status` lists under kept) instead of a batch'
             cand --color 'When to use colour: auto, always or never'
             cand --dry-run 'Report what would happen; change nothing'
             cand --strict 'Refuse a task when the source changed since prepare in a path it touches'

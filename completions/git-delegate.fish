@@ -58,6 +58,7 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -s h 
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -s V -l version -d 'Print version'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l only -d 'Apply only these tasks; the rest stay open (repeatable)' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l discard -d 'Drop these tasks\' work (repeatable)' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l kept -d 'Land a kept proposal (one `git delegate status` lists under kept) instead of a batch' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
 never\t'Never colour'"

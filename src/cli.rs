@@ -137,8 +137,9 @@ no lock.
 
 A batch is stale when its lease expired or its owner process is gone; `--check` prints only such problems (and \
 interrupted write-backs, batches whose prepare was killed, and batches whose state file cannot be read) and exits \
-1 when there are any, for hooks and scripts. Proposals kept after their task ended (rescued by gc, or of discarded \
-tasks) are listed until gc.keep-failed passes.",
+1 when there are any, for hooks and scripts. Proposals kept after their task ended (rescued by gc, of discarded \
+tasks, or of batches that are gone) are listed until gc.keep-failed passes, with their age and expiry; \
+`git delegate apply --kept REF` lands one.",
         after_long_help = "Examples:
   git delegate status
   git delegate status refactor       # one batch, by label or id prefix
@@ -341,7 +342,8 @@ pub struct ApplyArgs {
     ///
     /// Their work is not applied, and their workspaces are removed; what a workspace changed is
     /// kept as a proposal ref and patch for gc.keep-failed (default 14 days), listed by
-    /// `git delegate status`, so a mistyped name loses nothing: `git apply PATCH` brings it back.
+    /// `git delegate status`, so a mistyped name loses nothing: `git delegate apply --kept REF`
+    /// brings it back.
     /// A git repository a worker made inside its workspace is never part of a proposal, so such a
     /// workspace is not removed: it stays as an ordinary worktree, and apply names it.
     #[arg(long, value_name = "TASK")]

@@ -437,7 +437,7 @@ timeout = \"30s\"",
             "A task's proposal commit (parent the baseline), kept while the task is open, \
              conflicting or failed, and for gc.keep-failed after the task was discarded or its \
              batch was reclaimed (`status` lists those, with their patches under \
-             `<common-dir>/delegate/kept/`). These refs keep every object reachable for recovery; they are \
+             `<common-dir>/delegate/kept/`, and `git delegate apply --kept REF` lands one). These refs keep every object reachable for recovery; they are \
              never under refs/heads or refs/tags, so branches, `git log --branches` and pushes do \
              not see them.",
         )

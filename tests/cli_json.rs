@@ -444,6 +444,52 @@ fn every_json_document_matches_the_documented_field_lists() {
 }
 
 #[test]
+fn kept_proposal_documents_match_the_documented_field_lists() {
+    let specs = specs();
+    let env = common::Env::new();
+    let repo = env.repo("proj");
+    let doc = env
+        .delegate(&repo, ["prepare", "-n", "1", "--json"])
+        .expect(0)
+        .json();
+    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    std::fs::write(ws.join("README"), "kept work\n").unwrap();
+    env.delegate(&repo, ["apply", "--discard", "1", "--json"])
+        .expect(0);
+    let status = env.delegate(&repo, ["status", "--json"]).expect(0).json();
+    let name = status["kept"][0]["name"].as_str().unwrap().to_string();
+    let mut errors = validate(&specs, "status", &status, "status with kept");
+    for (what, args, block, exit) in [
+        ("apply --kept dry run", vec!["--dry-run"], "apply", 0),
+        ("apply --kept", vec![], "apply", 0),
+        ("unknown kept", vec![], "error", 2),
+    ] {
+        let mut all = vec!["apply", "--kept", &name, "--json"];
+        all.extend(args);
+        let doc = env.delegate(&repo, all).expect(exit).json();
+        errors.extend(validate(&specs, block, &doc, what));
+    }
+    // A conflict: `workspace` is null, the proposal stays kept.
+    let doc = env
+        .delegate(&repo, ["prepare", "-n", "1", "--json"])
+        .expect(0)
+        .json();
+    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    std::fs::write(ws.join("README"), "more work\n").unwrap();
+    env.delegate(&repo, ["apply", "--discard", "1", "--json"])
+        .expect(0);
+    std::fs::write(repo.join("README"), "the user's\n").unwrap();
+    let status = env.delegate(&repo, ["status", "--json"]).expect(0).json();
+    let r = status["kept"][0]["ref"].as_str().unwrap().to_string();
+    let doc = env
+        .delegate(&repo, ["apply", "--kept", &r, "--json"])
+        .expect(1)
+        .json();
+    errors.extend(validate(&specs, "apply", &doc, "apply --kept conflict"));
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+#[test]
 fn status_document_lists_problems_of_each_kind() {
     let specs = specs();
     let f = fixture();

@@ -298,7 +298,8 @@ fn human(
         }
         if let (TaskState::Discarded, Some(until)) = (o.status, &o.kept_until) {
             text.push_str(&format!(
-                "      its work is kept until {until} (gc.keep-failed); `git apply PATCH` brings it back\n"
+                "      its work is kept until {until} (gc.keep-failed); `git delegate apply --kept {}` brings it back\n",
+                o.proposal_ref.as_deref().unwrap_or("REF")
             ));
             if let Some(r) = &o.proposal_ref {
                 text.push_str(&format!("      proposal:  {r}\n"));

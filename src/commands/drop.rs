@@ -177,8 +177,12 @@ fn drop_corrupt(
     if !r.refs_kept.is_empty() {
         let keep = crate::time::human(source.config.keep_failed_secs);
         text.push_str(&format!(
-            "Kept for {keep} (gc.keep-failed): {} — see one with `git show --stat REF`, bring it into your working tree with `git diff REF^ REF | git apply`.\n",
-            r.refs_kept.join(", ")
+            "Kept for {keep} (gc.keep-failed): {} — see one with `git show --stat {one}`, land it in this working tree with `git delegate apply --kept {one}` (`git delegate status` lists them).\n",
+            r.refs_kept.join(", "),
+            one = match r.refs_kept.as_slice() {
+                [one] => one.as_str(),
+                _ => "REF",
+            }
         ));
     }
     for k in &r.left_alone {

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::batch::{self, Batch};
+use crate::batch::Batch;
 use crate::cli::StatusArgs;
 use crate::error::Result;
 use crate::problems::{Fact, Problem};
@@ -301,10 +301,8 @@ fn kept_text(kept: &[crate::gc::Kept]) -> String {
             "gc may remove it now".to_string()
         };
         text.push_str(&format!(
-            "kept: {} (task {} of batch {}), kept {} ago, {expiry} ({})\n      ref:   {}\n",
+            "kept: {}, saved {} ago, {expiry} ({})\n      ref:   {}\n",
             crate::kept::short_name(kept, k),
-            k.task,
-            batch::short(&k.batch),
             crate::time::human(now.saturating_sub(k.kept_at).max(0)),
             crate::time::rfc3339(k.expires_at),
             k.ref_name,
