@@ -68,6 +68,17 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
     let source = here;
     source.refuse_submodules()?;
     let state_dir = source.state_dir();
+    if !opts.dry_run {
+        // A batch folder made for an earlier landing's journal and left by
+        // a crash (recovery has just dealt with its journal) holds nothing
+        // now; while it is there, it would claim the proposal as its
+        // batch's. Only an empty folder goes (`remove_dir`).
+        for e in batch::list(&state_dir)? {
+            if let Entry::Broken { id, .. } = e {
+                let _ = std::fs::remove_dir(batch::batch_dir(&state_dir, &id));
+            }
+        }
+    }
     let entries = batch::list(&state_dir)?;
     let all = crate::gc::kept_proposals(&source, &entries)?;
     let k = resolve(&all, &entries, &opts.reference)?.clone();

@@ -311,3 +311,97 @@ fn a_kept_proposal_that_conflicts_is_not_written_and_stays_kept() {
     assert_eq!(read(&repo.join("other.txt")), "other, by the worker\n");
     assert!(env.private_refs(&repo).is_empty());
 }
+
+/// The `git delegate apply --kept ...` command in `text` (between backticks),
+/// as its arguments after `git delegate`.
+fn printed_kept_command(text: &str) -> Vec<String> {
+    let start = text
+        .find("`git delegate apply --kept ")
+        .unwrap_or_else(|| panic!("no apply --kept hint in:\n{text}"));
+    let rest = &text[start + 1..];
+    let end = rest.find('`').unwrap();
+    rest[..end]
+        .split_whitespace()
+        .skip(2)
+        .map(str::to_string)
+        .collect()
+}
+
+// Each place that points at kept work prints a command that lands it when
+// run exactly as printed: apply --discard, status, gc.
+#[test]
+fn the_apply_kept_hints_of_discard_status_and_gc_work_as_printed() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    // apply --discard's own hint.
+    let (_batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    std::fs::write(ws[0].join("a.txt"), "from the discard hint\n").unwrap();
+    let text = env
+        .delegate(&repo, ["apply", "--discard", "1"])
+        .expect(0)
+        .stdout;
+    let cmd = printed_kept_command(&text);
+    assert!(!cmd.contains(&"REF".to_string()), "{text}");
+    env.delegate(&repo, &cmd).expect(0);
+    assert_eq!(read(&repo.join("a.txt")), "from the discard hint\n");
+    assert!(env.private_refs(&repo).is_empty());
+
+    // status's hint.
+    let (_batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    std::fs::write(ws[0].join("b.txt"), "from the status hint\n").unwrap();
+    env.delegate(&repo, ["apply", "--discard", "1"]).expect(0);
+    let text = env.delegate(&repo, ["status"]).expect(0).stdout;
+    env.delegate(&repo, &printed_kept_command(&text)).expect(0);
+    assert_eq!(read(&repo.join("b.txt")), "from the status hint\n");
+    assert!(env.private_refs(&repo).is_empty());
+
+    // gc's hint, for a rescued proposal.
+    let (batch, ws) = prepare(&env, &repo, &["-n", "1", "--ttl", "1s"]);
+    std::fs::write(ws[0].join("c.txt"), "from the gc hint\n").unwrap();
+    wait_stale(&env, &repo, &batch);
+    let text = env.delegate(&repo, ["gc"]).expect(0).stdout;
+    let cmd = printed_kept_command(&text);
+    assert!(!cmd.contains(&"REF".to_string()), "{text}");
+    env.delegate(&repo, &cmd).expect(0);
+    assert_eq!(read(&repo.join("c.txt")), "from the gc hint\n");
+    assert!(env.private_refs(&repo).is_empty());
+}
+
+// Killed while it writes a proposal whose batch is gone: the next command
+// rolls the write back, and `apply --kept` still finds it and lands it.
+#[test]
+fn apply_kept_killed_during_its_write_back_is_rolled_back_and_can_run_again() {
+    use std::os::unix::process::ExitStatusExt;
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (_batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    std::fs::write(ws[0].join("README"), "kept work\n").unwrap();
+    std::fs::write(ws[0].join("new.txt"), "new\n").unwrap();
+    env.delegate(&repo, ["apply", "--discard", "1"]).expect(0);
+    let kept = kept_list(&env, &repo);
+    let name = kept[0]["name"].as_str().unwrap().to_string();
+    let out = env
+        .delegate_cmd(&repo)
+        .args(["apply", "--kept", &name])
+        .env("GIT_DELEGATE_FAULT", "after-rename:1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    // Rolled back by the next mutating command, then landed by it.
+    let out = env
+        .delegate(&repo, ["apply", "--kept", &name, "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(out["tasks"][0]["status"], "applied", "{out:#}");
+    assert_eq!(out["recovered_writebacks"].as_array().unwrap().len(), 1);
+    assert_eq!(read(&repo.join("README")), "kept work\n");
+    assert_eq!(read(&repo.join("new.txt")), "new\n");
+    assert!(env.private_refs(&repo).is_empty());
+    let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
+    assert_eq!(st["batches"], serde_json::json!([]), "{st:#}");
+    assert_eq!(st["problems"], serde_json::json!([]), "{st:#}");
+    let leftovers: Vec<_> = std::fs::read_dir(repo.join(".git/delegate/batches"))
+        .map(|rd| rd.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
