@@ -351,7 +351,7 @@ fn the_apply_kept_hints_of_discard_status_and_gc_work_as_printed() {
     std::fs::write(ws[0].join("b.txt"), "from the status hint\n").unwrap();
     env.delegate(&repo, ["apply", "--discard", "1"]).expect(0);
     let text = env.delegate(&repo, ["status"]).expect(0).stdout;
-    env.delegate(&repo, &printed_kept_command(&text)).expect(0);
+    env.delegate(&repo, printed_kept_command(&text)).expect(0);
     assert_eq!(read(&repo.join("b.txt")), "from the status hint\n");
     assert!(env.private_refs(&repo).is_empty());
 
