@@ -350,6 +350,20 @@ pub fn resolve<'a>(kept: &'a [Kept], entries: &[Entry], arg: &str) -> Result<&'a
     match found.as_slice() {
         [one] => Ok(one),
         [] => {
+            if let Some((b, t)) = open_task(entries, arg) {
+                return Err(Error::usage(
+                    Code::UnknownKept,
+                    format!(
+                        "{arg:?} is not kept: it is the proposal of task {t} of batch {}, which is still open",
+                        b.short()
+                    ),
+                    format!(
+                        "apply the task: `git delegate apply {} --only {t}` (or `git delegate apply {} --discard {t}` keeps its work for `--kept`)",
+                        b.short(),
+                        b.short()
+                    ),
+                ));
+            }
             let names: Vec<String> = kept
                 .iter()
                 .take(5)
@@ -384,6 +398,26 @@ pub fn resolve<'a>(kept: &'a [Kept], entries: &[Entry], arg: &str) -> Result<&'a
             "name it by its full ref (`git delegate status` lists them)",
         )),
     }
+}
+
+/// The open task of a readable batch whose proposal `arg` names (as
+/// [`resolve`] reads it): such a proposal is the batch's, not kept.
+fn open_task<'a>(entries: &'a [Entry], arg: &str) -> Option<(&'a Batch, &'a str)> {
+    entries.iter().find_map(|e| {
+        let Entry::Batch(b) = e else { return None };
+        let t = b.tasks.iter().filter(|t| t.state.is_open()).find(|t| {
+            if arg.starts_with(refs::PREFIX) {
+                return arg == refs::proposal(&b.id, &t.name);
+            }
+            arg.rsplit_once('/').is_some_and(|(which, task)| {
+                task == t.name
+                    && (which == b.id
+                        || b.label.as_deref() == Some(which)
+                        || (which.len() >= 4 && b.id.starts_with(which)))
+            })
+        })?;
+        Some((&**b, t.name.as_str()))
+    })
 }
 
 #[cfg(test)]

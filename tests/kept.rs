@@ -250,6 +250,24 @@ fn apply_kept_of_an_unknown_ref_exits_2_and_changes_nothing() {
         );
     }
     assert_eq!(before, digest(&repo));
+    // The proposal of a task still open is the batch's, not kept: the help
+    // names the apply that lands it, and that command works as printed.
+    let (batch, ws) = prepare(&env, &repo, &["-n", "1", "--label", "open-one"]);
+    std::fs::write(ws[0].join("open.txt"), "open work\n").unwrap();
+    let before = digest(&repo);
+    for arg in [format!("{}/1", &batch[..8]), "open-one/1".to_string()] {
+        let run = env.delegate(&repo, ["apply", "--kept", &arg]).expect(2);
+        assert!(run.stderr.contains("still open"), "{}", run.stderr);
+        let hint = format!("git delegate apply {} --only 1", &batch[..8]);
+        assert!(run.stderr.contains(&hint), "{}", run.stderr);
+    }
+    assert_eq!(before, digest(&repo));
+    let args: Vec<String> = ["apply", &batch[..8], "--only", "1"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    env.delegate(&repo, args).expect(0);
+    assert_eq!(read(&repo.join("open.txt")), "open work\n");
     // Not with a batch's own options.
     env.delegate(&repo, ["apply", "--kept", "x/1", "--only", "1"])
         .expect(2);
