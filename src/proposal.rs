@@ -75,16 +75,16 @@ pub fn record_in(
 ) -> Result<Option<Proposal>> {
     let ws = crate::repo::open_worktree(&task.root)?;
     let snap = snapshot::snapshot_workspace(&ws)?;
+    // A refreshed task's proposal sits on its own base (design §3.12).
+    let (base, baseline_tree) = base_of(repo, batch, task, baseline_tree)?;
     let paths = diff::trees(repo, baseline_tree, snap.tree)?;
     if paths.is_empty() && snap.nested_repos.is_empty() {
         return Ok(None);
     }
-    let baseline = ObjectId::from_hex(batch.baseline.as_bytes())
-        .map_err(|e| crate::error::Error::git("bad baseline id", e))?;
     let commit = commit::write(
         repo,
         snap.tree,
-        Some(baseline),
+        Some(base),
         format!("git-delegate proposal {} task {}\n", batch.id, task.name),
     )?;
     let ref_name = refs::proposal(&batch.id, &task.name);
@@ -99,6 +99,23 @@ pub fn record_in(
         paths,
         nested: snap.nested_repos,
     }))
+}
+
+/// The commit and tree a task's work is measured from: its own base once
+/// refreshed (design §3.12), else the baseline (whose tree is given).
+pub fn base_of(
+    repo: &gix::Repository,
+    batch: &Batch,
+    task: &Task,
+    baseline_tree: ObjectId,
+) -> Result<(ObjectId, ObjectId)> {
+    let hex = task.base_or(&batch.baseline);
+    let id = ObjectId::from_hex(hex.as_bytes())
+        .map_err(|e| crate::error::Error::git(format!("bad base commit id {hex}"), e))?;
+    if task.base.is_none() {
+        return Ok((id, baseline_tree));
+    }
+    Ok((id, commit::tree_of(repo, hex)?))
 }
 
 /// New objects a snapshot kept in memory.

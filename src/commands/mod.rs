@@ -17,6 +17,7 @@ pub mod hooks;
 pub mod man;
 pub mod path;
 pub mod prepare;
+pub mod refresh;
 pub mod renew;
 pub mod status;
 
@@ -43,6 +44,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Gc(a) => a.json.json,
         Command::Drop(a) => a.json.json,
         Command::Renew(a) => a.json.json,
+        Command::Refresh(a) => a.json.json,
         Command::Hooks(crate::cli::HooksArgs {
             action: crate::cli::HooksAction::Install { json, .. },
         }) => json.json,
@@ -63,6 +65,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Path(a) => path::run(&ui, a),
         Command::Drop(a) => drop::run(&ui, a, &mut recovered),
         Command::Renew(a) => renew::run(&ui, a, &mut recovered),
+        Command::Refresh(a) => refresh::run(&ui, a, &mut recovered),
         Command::Apply(a) => apply::run(&ui, a, &mut recovered),
         Command::Gc(a) => gc::run(&ui, a, &mut recovered),
         Command::Hook(a) => hook::run(&ui, a),
