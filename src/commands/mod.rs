@@ -284,6 +284,13 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
                 if let Some(p) = &t.patch {
                     m.insert("patch".into(), json!(crate::paths::doc_path(p)));
                 }
+                // A refreshed task's own base and its conflicts (design §3.12).
+                if let Some(base) = &t.base {
+                    m.insert("base".into(), json!(base));
+                }
+                if t.state == crate::batch::TaskState::Conflicted {
+                    m.insert("conflicted_paths".into(), json!(t.conflicted_paths));
+                }
                 // What prepare put there besides the baseline (design §3.9).
                 if let Some(c) = &t.carried {
                     let key = if batch.mode == crate::config::Mode::Scratch {
