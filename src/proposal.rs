@@ -124,13 +124,19 @@ pub type Objects = gix::odb::memory::Storage;
 /// What `record` would find, without writing anything durable (for
 /// `apply --dry-run`): the workspace's snapshot tree, the new objects it
 /// needs (kept in memory; the caller adds them to its own object memory),
-/// the paths that differ from the baseline, and the nested repositories.
+/// the paths that differ from the task's base (the baseline given, or its
+/// own once refreshed), and the nested repositories.
 /// `None` when the workspace does not differ and holds no nested repository.
 pub fn preview(
     repo: &gix::Repository,
     task: &Task,
     baseline_tree: ObjectId,
 ) -> Result<Option<Preview>> {
+    // A refreshed task's changes are measured from its own base (design §3.12).
+    let baseline_tree = match &task.base {
+        Some(own) => commit::tree_of(repo, own)?,
+        None => baseline_tree,
+    };
     let mut ws = crate::repo::open_worktree(&task.root)?.with_object_memory();
     let snap = snapshot::snapshot_workspace(&ws)?;
     let objects = ws.objects.take_object_memory().unwrap_or_default();

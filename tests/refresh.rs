@@ -210,6 +210,11 @@ fn refresh_without_conflict_moves_the_base_and_diff_shows_only_the_worker() {
         "a.txt\nnew.txt\n"
     );
     env.git(&ws[1], ["reset", "-q"]);
+    // diff and status measure the task from its own base too.
+    let d = env.delegate(&repo, ["diff", "2", "--name-status"]).expect(0);
+    assert_eq!(d.stdout, "M\ta.txt\nA\tnew.txt\n");
+    let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
+    assert_eq!(st["batches"][0]["tasks"][1]["changed_paths"], 2);
 
     // Apply merges it from its own base: the user's edit and task 1 stay.
     let doc = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
@@ -286,4 +291,34 @@ fn refresh_refuses_an_untracked_file_in_the_way_and_changes_nothing() {
     assert_eq!(r.json()["error"]["code"], "delegate::refresh_blocked");
     assert_eq!(read(&ws[0].join("added.txt")), "ignored, the worker's\n");
     assert_eq!(env.git(&ws[0], ["rev-parse", "HEAD"]), head);
+}
+
+#[test]
+fn a_refresh_killed_while_writing_is_rolled_back_by_the_next_command() {
+    let env = Env::new();
+    let (repo, ws) = setup(&env);
+    std::fs::write(repo.join("a.txt"), "ONE\ntwo\nthree\nfour\nfive\n").unwrap();
+    std::fs::write(repo.join("b.txt"), "bee\nuser\n").unwrap();
+    std::fs::write(ws[0].join("a.txt"), "one\ntwo\nthree\nfour\nFIVE\n").unwrap();
+    let head = env.git(&ws[0], ["rev-parse", "HEAD"]);
+    let out = env
+        .delegate_cmd(&repo)
+        .args(["refresh", "1"])
+        .env("GIT_DELEGATE_FAULT", "after-rename:1")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    // The next mutating command rolls the workspace back to what it held.
+    let doc = env.delegate(&repo, ["renew", "--json"]).expect(0).json();
+    assert_eq!(doc["recovered_writebacks"].as_array().map(|a| a.len()), Some(1), "{doc}");
+    assert_eq!(read(&ws[0].join("a.txt")), "one\ntwo\nthree\nfour\nFIVE\n");
+    assert_eq!(read(&ws[0].join("b.txt")), "bee\n");
+    assert_eq!(env.git(&ws[0], ["rev-parse", "HEAD"]), head);
+    assert_eq!(doc["tasks"][0]["state"], "open");
+    assert!(doc["tasks"][0].get("base").is_none(), "{doc}");
+    // And a refresh run again does the whole job.
+    env.delegate(&repo, ["refresh", "1"]).expect(0);
+    assert_eq!(read(&ws[0].join("a.txt")), "ONE\ntwo\nthree\nfour\nFIVE\n");
+    assert_eq!(read(&ws[0].join("b.txt")), "bee\nuser\n");
+    assert_eq!(env.git(&ws[0], ["diff", "--name-only"]), "a.txt\n");
 }
