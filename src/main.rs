@@ -14,8 +14,8 @@ mod ui;
 // keeps `crate::batch::...` paths in the binary's modules working.
 use git_delegate::{
     apply, batch, carry, config, error, gc, hooks, lease, lock, mandir, observe, patch, paths,
-    prepare, preparing, problems, refresh, refs, renew, repo, review, snapshot, status, teardown, time,
-    trash, workspace, writeback,
+    prepare, preparing, problems, refresh, refs, renew, repo, review, snapshot, status, teardown,
+    time, trash, workspace, writeback,
 };
 
 use clap::Parser;

@@ -250,11 +250,7 @@ fn refresh_task(
         new_base,
         false,
     )?;
-    writeback::write(
-        &ws,
-        &batch::batch_dir(&source.state_dir(), &b.id),
-        &writes,
-    )?;
+    writeback::write(&ws, &batch::batch_dir(&source.state_dir(), &b.id), &writes)?;
 
     // 4. Index and HEAD at the new base; conflicted files unmerged.
     write_index(&ws.repo, s_tree, &staged)?;
@@ -289,7 +285,12 @@ fn refresh_task(
 }
 
 /// One unmerged index entry: path, stage, mode, blob.
-type Staged = (BString, gix::index::entry::Stage, gix::index::entry::Mode, ObjectId);
+type Staged = (
+    BString,
+    gix::index::entry::Stage,
+    gix::index::entry::Mode,
+    ObjectId,
+);
 
 /// `merge3(base, ours = task, theirs = source)` with conflicts kept in the
 /// files (diff3 style, labels `task`, `base`, `source`), written to the

@@ -349,7 +349,12 @@ fn every_json_document_matches_the_documented_field_lists() {
             "apply",
             0,
         ),
-        case("refresh", &["refresh", "--batch", a, "--json"], "refresh", 0),
+        case(
+            "refresh",
+            &["refresh", "--batch", a, "--json"],
+            "refresh",
+            0,
+        ),
         case(
             "hooks install",
             &["hooks", "install", "--json"],

@@ -52,7 +52,17 @@ fn git_merge_file(env: &Env, dir: &Path, ours: &str, base: &str, theirs: &str) -
     std::fs::write(d.join("theirs"), theirs).unwrap();
     let out = env
         .git_cmd(dir)
-        .args(["merge-file", "-p", "--diff3", "-L", "task", "-L", "base", "-L", "source"])
+        .args([
+            "merge-file",
+            "-p",
+            "--diff3",
+            "-L",
+            "task",
+            "-L",
+            "base",
+            "-L",
+            "source",
+        ])
         .arg(d.join("ours"))
         .arg(d.join("base"))
         .arg(d.join("theirs"))
@@ -80,7 +90,10 @@ fn apply_refresh_conflicts_hands_back_then_resolved_task_lands() {
     assert_eq!(refreshed.len(), 1);
     assert_eq!(refreshed[0]["name"], "2");
     assert_eq!(refreshed[0]["state"], "conflicted");
-    assert_eq!(refreshed[0]["conflicted_paths"], serde_json::json!(["a.txt"]));
+    assert_eq!(
+        refreshed[0]["conflicted_paths"],
+        serde_json::json!(["a.txt"])
+    );
     let base = refreshed[0]["base"].as_str().unwrap().to_string();
 
     // Markers exactly as git writes diff3 with those labels.
@@ -107,13 +120,27 @@ fn apply_refresh_conflicts_hands_back_then_resolved_task_lands() {
     assert_eq!(env.git(&ws[1], ["rev-parse", "HEAD"]).trim(), base);
     assert_eq!(
         env.git(&repo, ["rev-parse", &format!("{base}^{{tree}}")]),
-        env.git(&repo, ["rev-parse", &format!("refs/pi-delegate/batches/{}/tasks/2/base^{{tree}}", doc["batch"].as_str().unwrap())])
+        env.git(
+            &repo,
+            [
+                "rev-parse",
+                &format!(
+                    "refs/pi-delegate/batches/{}/tasks/2/base^{{tree}}",
+                    doc["batch"].as_str().unwrap()
+                )
+            ]
+        )
     );
     assert_eq!(
-        env.git(&repo, ["rev-parse", &format!("{base}^{{tree}}")]).trim(),
+        env.git(&repo, ["rev-parse", &format!("{base}^{{tree}}")])
+            .trim(),
         env.oracle_tree(&repo)
     );
-    let sym = env.git_cmd(&ws[1]).args(["symbolic-ref", "-q", "HEAD"]).output().unwrap();
+    let sym = env
+        .git_cmd(&ws[1])
+        .args(["symbolic-ref", "-q", "HEAD"])
+        .output()
+        .unwrap();
     assert!(!sym.status.success(), "HEAD must stay detached");
 
     // status lists the conflicted task with its files.
@@ -139,10 +166,16 @@ fn apply_refresh_conflicts_hands_back_then_resolved_task_lands() {
     env.git(&ws[1], ["add", "a.txt"]);
     let doc = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     assert_eq!(doc["tasks"][0]["status"], "applied", "{doc}");
-    assert_eq!(read(&repo.join("a.txt")), "one\ntwo\nTHREE-1+2\nfour\nfive\n");
+    assert_eq!(
+        read(&repo.join("a.txt")),
+        "one\ntwo\nTHREE-1+2\nfour\nfive\n"
+    );
     assert_eq!(read(&repo.join("mine.txt")), "task two\n");
     assert_eq!(doc["batch_open"], false);
-    assert!(env.private_refs(&repo).iter().all(|r| !r.contains("/batches/")));
+    assert!(env
+        .private_refs(&repo)
+        .iter()
+        .all(|r| !r.contains("/batches/")));
 }
 
 #[test]
@@ -150,7 +183,8 @@ fn markers_left_after_git_add_are_refused() {
     let env = Env::new();
     let (repo, ws) = setup(&env);
     conflicting_work(&ws);
-    env.delegate(&repo, ["apply", "--refresh-conflicts"]).expect(1);
+    env.delegate(&repo, ["apply", "--refresh-conflicts"])
+        .expect(1);
     // `git add` with the markers still in: no unmerged entry, but the file
     // still holds refresh's marker lines.
     env.git(&ws[1], ["add", "a.txt"]);
@@ -211,7 +245,9 @@ fn refresh_without_conflict_moves_the_base_and_diff_shows_only_the_worker() {
     );
     env.git(&ws[1], ["reset", "-q"]);
     // diff and status measure the task from its own base too.
-    let d = env.delegate(&repo, ["diff", "2", "--name-status"]).expect(0);
+    let d = env
+        .delegate(&repo, ["diff", "2", "--name-status"])
+        .expect(0);
     assert_eq!(d.stdout, "M\ta.txt\nA\tnew.txt\n");
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
     assert_eq!(st["batches"][0]["tasks"][1]["changed_paths"], 2);
@@ -264,9 +300,16 @@ fn refresh_from_the_source_takes_every_open_task_and_records_proposals() {
     assert_eq!(env.git(&ws[1], ["status", "--porcelain"]), "");
     // A second refresh records a proposal whose parent is the task's own base.
     std::fs::write(ws[0].join("c.txt"), "c2\n").unwrap();
-    let doc2 = env.delegate(&repo, ["refresh", "1", "--json"]).expect(0).json();
+    let doc2 = env
+        .delegate(&repo, ["refresh", "1", "--json"])
+        .expect(0)
+        .json();
     let base1 = doc["tasks"][0]["base"].as_str().unwrap();
-    assert_eq!(env.git(&repo, ["rev-parse", &format!("{proposal}^")]).trim(), base1);
+    assert_eq!(
+        env.git(&repo, ["rev-parse", &format!("{proposal}^")])
+            .trim(),
+        base1
+    );
     assert_eq!(doc2["tasks"][0]["state"], "open");
     // The batch document carries each task's base.
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
@@ -310,7 +353,11 @@ fn a_refresh_killed_while_writing_is_rolled_back_by_the_next_command() {
     assert!(!out.status.success());
     // The next mutating command rolls the workspace back to what it held.
     let doc = env.delegate(&repo, ["renew", "--json"]).expect(0).json();
-    assert_eq!(doc["recovered_writebacks"].as_array().map(|a| a.len()), Some(1), "{doc}");
+    assert_eq!(
+        doc["recovered_writebacks"].as_array().map(|a| a.len()),
+        Some(1),
+        "{doc}"
+    );
     assert_eq!(read(&ws[0].join("a.txt")), "one\ntwo\nthree\nfour\nFIVE\n");
     assert_eq!(read(&ws[0].join("b.txt")), "bee\n");
     assert_eq!(env.git(&ws[0], ["rev-parse", "HEAD"]), head);

@@ -103,15 +103,10 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
 /// `apply --refresh-conflicts` (design §3.12): refresh every task this
 /// apply left `conflict` (not those whose refreshed conflicts are still
 /// unresolved), right after it. `None` when there is none.
-fn refresh_conflicts(
-    b: &Batch,
-    outcomes: &[Outcome],
-) -> Option<Result<crate::refresh::Report>> {
+fn refresh_conflicts(b: &Batch, outcomes: &[Outcome]) -> Option<Result<crate::refresh::Report>> {
     let tasks: Vec<String> = outcomes
         .iter()
-        .filter(|o| {
-            o.status == TaskState::Conflict && o.reason != Some(crate::refresh::UNRESOLVED)
-        })
+        .filter(|o| o.status == TaskState::Conflict && o.reason != Some(crate::refresh::UNRESOLVED))
         .map(|o| b.tasks[o.idx].name.clone())
         .collect();
     if tasks.is_empty() {

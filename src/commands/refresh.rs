@@ -74,12 +74,7 @@ pub fn human(ui: &Ui, report: &Report) -> String {
     if report.tasks.is_empty() {
         text.push_str("  no open task to refresh\n");
     }
-    let width = report
-        .tasks
-        .iter()
-        .map(|t| t.name.len())
-        .max()
-        .unwrap_or(1);
+    let width = report.tasks.iter().map(|t| t.name.len()).max().unwrap_or(1);
     for t in &report.tasks {
         let state = if t.unresolved {
             "unresolved"
