@@ -308,11 +308,16 @@ pub fn integrate(
         names
     };
 
-    if strict && !source_changes.is_empty() {
+    if strict {
         for c in candidates {
             let props = diff::trees(repo, c.base.unwrap_or(baseline), c.tree)?;
+            // A refreshed task: what the source changed since its own base.
+            let own_changes = match c.base {
+                Some(own) => Some(diff::trees(repo, own, s_tree)?),
+                None => None,
+            };
             let mut conflicts = Vec::new();
-            for sc in &source_changes {
+            for sc in own_changes.as_ref().unwrap_or(&source_changes) {
                 for pc in props
                     .iter()
                     .filter(|pc| overlaps(pc.path.as_bstr(), sc.path.as_bstr()))

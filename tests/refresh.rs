@@ -253,7 +253,11 @@ fn refresh_without_conflict_moves_the_base_and_diff_shows_only_the_worker() {
     assert_eq!(st["batches"][0]["tasks"][1]["changed_paths"], 2);
 
     // Apply merges it from its own base: the user's edit and task 1 stay.
-    let doc = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
+    // Even --strict: the source has not changed since the task's own base.
+    let doc = env
+        .delegate(&repo, ["apply", "--strict", "--json"])
+        .expect(0)
+        .json();
     assert_eq!(doc["tasks"][0]["status"], "applied");
     let mut applied: Vec<String> = doc["tasks"][0]["applied_paths"]
         .as_array()
