@@ -315,6 +315,11 @@ fn refresh_from_the_source_takes_every_open_task_and_records_proposals() {
         base1
     );
     assert_eq!(doc2["tasks"][0]["state"], "open");
+    // Its patch is taken from that base: only the worker's own file.
+    let patch = repo.join(format!(".git/delegate/batches/{id}/1.patch"));
+    let patch = read(&patch);
+    assert!(patch.contains("c.txt"), "{patch}");
+    assert!(!patch.contains("b.txt"), "{patch}");
     // The batch document carries each task's base.
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
     assert_eq!(
@@ -372,4 +377,22 @@ fn a_refresh_killed_while_writing_is_rolled_back_by_the_next_command() {
     assert_eq!(read(&ws[0].join("a.txt")), "ONE\ntwo\nthree\nfour\nFIVE\n");
     assert_eq!(read(&ws[0].join("b.txt")), "bee\nuser\n");
     assert_eq!(env.git(&ws[0], ["diff", "--name-only"]), "a.txt\n");
+}
+
+#[test]
+fn refresh_leaves_processes_in_the_workspace_running() {
+    let env = Env::new();
+    let (repo, ws) = setup(&env);
+    std::fs::write(repo.join("b.txt"), "bee\nuser\n").unwrap();
+    let mut worker = std::process::Command::new("sleep")
+        .arg("120")
+        .current_dir(&ws[0])
+        .spawn()
+        .unwrap();
+    env.delegate(&repo, ["refresh", "1"]).expect(0);
+    let alive = worker.try_wait().unwrap().is_none();
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    assert!(alive, "refresh stopped a process inside the workspace");
+    assert_eq!(read(&ws[0].join("b.txt")), "bee\nuser\n");
 }
