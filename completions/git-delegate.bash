@@ -49,6 +49,9 @@ _git__delegate() {
             git__delegate,prepare)
                 cmd="git__delegate__subcmd__prepare"
                 ;;
+            git__delegate,refresh)
+                cmd="git__delegate__subcmd__refresh"
+                ;;
             git__delegate,renew)
                 cmd="git__delegate__subcmd__renew"
                 ;;
@@ -87,6 +90,9 @@ _git__delegate() {
                 ;;
             git__delegate__subcmd__help,prepare)
                 cmd="git__delegate__subcmd__help__subcmd__prepare"
+                ;;
+            git__delegate__subcmd__help,refresh)
+                cmd="git__delegate__subcmd__help__subcmd__refresh"
                 ;;
             git__delegate__subcmd__help,renew)
                 cmd="git__delegate__subcmd__help__subcmd__renew"
@@ -131,7 +137,7 @@ _git__delegate() {
 
     case "${cmd}" in
         git__delegate)
-            opts="-h -V --color --help --version prepare apply status diff path gc drop renew hook hooks man completions help"
+            opts="-h -V --color --help --version prepare apply status diff path gc drop renew refresh hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -149,7 +155,7 @@ _git__delegate() {
             return 0
             ;;
         git__delegate__subcmd__apply)
-            opts="-h -V --only --discard --dry-run --strict --keep --kept --json --color --help --version"
+            opts="-h -V --only --discard --dry-run --strict --keep --kept --refresh-conflicts --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -255,7 +261,7 @@ _git__delegate() {
             return 0
             ;;
         git__delegate__subcmd__help)
-            opts="prepare apply status diff path gc drop renew hook hooks man completions help"
+            opts="prepare apply status diff path gc drop renew refresh hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -437,6 +443,20 @@ _git__delegate() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__prepare)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__help__subcmd__refresh)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -710,6 +730,28 @@ _git__delegate() {
                     return 0
                     ;;
                 --copy-ignored)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__refresh)
+            opts="-h -V --batch --json --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --batch)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

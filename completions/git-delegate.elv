@@ -31,6 +31,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand gc 'Reclaim what stale batches hold, rescuing unapplied work first'
             cand drop 'End a batch: remove its workspaces, refs and state'
             cand renew 'Extend a batch''s lease'
+            cand refresh 'Bring task workspaces up to date with the source; conflicts go to the worker'
             cand hook 'Run a git hook''s check (pre-commit)'
             cand hooks 'Install git-delegate''s git hooks into this repository'
             cand man 'Print the manual page, or install all pages'
@@ -61,6 +62,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand --dry-run 'Report what would happen; change nothing'
             cand --strict 'Refuse a task when the source changed since prepare in a path it touches'
             cand --keep 'Keep the workspaces of applied tasks (as ordinary unlocked worktrees)'
+            cand --refresh-conflicts 'Then refresh every task that ended `conflict`, handing its conflicts to its worker'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -117,6 +119,15 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;renew'= {
             cand --ttl 'New lease duration from now (default: lease.ttl, else 24h)'
             cand --owner-pid 'A new owner process for the lease'
+            cand --color 'When to use colour: auto, always or never'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;refresh'= {
+            cand --batch 'The batch: label, id or unique id prefix (default: the batch of the workspace you are in, else the only open batch)'
             cand --color 'When to use colour: auto, always or never'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand -h 'Print help (see more with ''--help'')'
@@ -198,6 +209,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand gc 'Reclaim what stale batches hold, rescuing unapplied work first'
             cand drop 'End a batch: remove its workspaces, refs and state'
             cand renew 'Extend a batch''s lease'
+            cand refresh 'Bring task workspaces up to date with the source; conflicts go to the worker'
             cand hook 'Run a git hook''s check (pre-commit)'
             cand hooks 'Install git-delegate''s git hooks into this repository'
             cand man 'Print the manual page, or install all pages'
@@ -219,6 +231,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;help;drop'= {
         }
         &'git-delegate;help;renew'= {
+        }
+        &'git-delegate;help;refresh'= {
         }
         &'git-delegate;help;hook'= {
             cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'

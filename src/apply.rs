@@ -239,6 +239,17 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         // not the one prepare made is never read, quiesced nor removed.
         match workspace::identify(&source.common_dir, task) {
             workspace::Identity::Ours { real, .. } => {
+                // Conflicts a refresh handed back and its worker has not
+                // resolved yet (design §3.12): neither stopped nor recorded.
+                let left = crate::refresh::unresolved(task, &real);
+                if !left.is_empty() {
+                    out.status = TaskState::Conflict;
+                    out.reason = Some(crate::refresh::UNRESOLVED);
+                    out.conflicts = left;
+                    keep_artifacts(&source, &b, &mut out, dry_run);
+                    outcomes.push(out);
+                    continue;
+                }
                 pending.push(outcomes.len());
                 roots.push(real);
             }
@@ -370,6 +381,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                     task: out.idx,
                     tree: r.tree,
                     paths: out.proposed.clone(),
+                    base: r.base,
                 });
             }
         }
@@ -390,7 +402,10 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
             .flat_map(|c| c.paths.iter().cloned())
             .collect();
         // Test-only: always the whole source (the tests compare both ways).
-        let full = std::env::var_os(FULL_SOURCE_SNAPSHOT).is_some();
+        // A refreshed task's base holds changes at paths it does not touch:
+        // its merges need the whole source (design §3.12).
+        let full = std::env::var_os(FULL_SOURCE_SNAPSHOT).is_some()
+            || candidates.iter().any(|c| c.base.is_some());
         let partial = if full {
             None
         } else {
@@ -497,7 +512,16 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 keep_artifacts(&source, &b, out, false);
             }
             if let Some(t) = b.tasks.get_mut(out.idx) {
-                t.state = out.status;
+                // Unresolved, a refreshed task stays `conflicted` (design §3.12).
+                let unresolved = out.reason == Some(crate::refresh::UNRESOLVED);
+                t.state = if unresolved {
+                    TaskState::Conflicted
+                } else {
+                    out.status
+                };
+                if !unresolved {
+                    t.conflicted_paths.clear();
+                }
                 t.reason = out.reason.map(str::to_string);
                 t.proposal_ref = out.proposal_ref.clone();
                 t.patch = out.patch.clone();
@@ -560,6 +584,9 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                         return Ok(());
                     }
                     refs::delete(&source.repo, &refs::proposal(&b.id, &task.name)).map(|_| ())
+                })
+                .and_then(|()| {
+                    refs::delete(&source.repo, &refs::task_base(&b.id, &task.name)).map(|_| ())
                 })
                 .and_then(|()| {
                     crate::fs::remove_file(&proposal::patch_path(&source, &b, &task.name))
@@ -673,6 +700,8 @@ struct Recorded {
     objects: Option<proposal::Objects>,
     /// Nested repositories in the workspace (the task cannot apply).
     nested: Vec<BString>,
+    /// A refreshed task's own base tree (design §3.12).
+    base: Option<gix::ObjectId>,
 }
 
 /// At most this many snapshots run at once.
@@ -692,14 +721,17 @@ fn record_all(
     let batch_dir = batch::batch_dir(&source.state_dir(), &b.id);
     let record = |task: &batch::Task| -> Result<Option<Recorded>> {
         let repo = shared.to_thread_local();
+        let (_, base_tree) = proposal::base_of(&repo, b, task, baseline_tree)?;
+        let base = task.base.is_some().then_some(base_tree);
         if dry_run {
             Ok(
-                proposal::preview(&repo, task, baseline_tree)?.map(|p| Recorded {
+                proposal::preview(&repo, task, base_tree)?.map(|p| Recorded {
                     tree: p.tree,
                     paths: p.paths,
                     artifacts: None,
                     objects: Some(p.objects),
                     nested: p.nested,
+                    base,
                 }),
             )
         } else {
@@ -710,6 +742,7 @@ fn record_all(
                     artifacts: Some((p.ref_name, p.patch)),
                     objects: None,
                     nested: p.nested,
+                    base,
                 }),
             )
         }

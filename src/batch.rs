@@ -30,6 +30,9 @@ pub enum TaskState {
     Discarded,
     Conflict,
     Failed,
+    /// Refreshed with conflicts (design §3.12): its workspace holds conflict
+    /// markers and unmerged index entries until its worker resolves them.
+    Conflicted,
 }
 
 impl TaskState {
@@ -41,6 +44,7 @@ impl TaskState {
             TaskState::Discarded => "discarded",
             TaskState::Conflict => "conflict",
             TaskState::Failed => "failed",
+            TaskState::Conflicted => "conflicted",
         }
     }
 
@@ -48,7 +52,7 @@ impl TaskState {
     pub fn is_open(self) -> bool {
         matches!(
             self,
-            TaskState::Open | TaskState::Conflict | TaskState::Failed
+            TaskState::Open | TaskState::Conflict | TaskState::Failed | TaskState::Conflicted
         )
     }
 }
@@ -81,6 +85,14 @@ pub struct Task {
     /// `workspace::identify`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub folder: Option<Folder>,
+    /// The task's own base commit once refreshed (design §3.12); absent:
+    /// the batch's baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// The files the last refresh left with conflicts (relative to the
+    /// workspace root), while the task is `conflicted`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflicted_paths: Vec<String>,
 }
 
 /// The identity of a folder prepare made: device and inode of the
@@ -135,7 +147,15 @@ impl Task {
             carried: None,
             updated_at: None,
             folder: None,
+            base: None,
+            conflicted_paths: Vec::new(),
         }
+    }
+
+    /// The commit the task's work is measured from: its own base once
+    /// refreshed (design §3.12), else the batch's baseline.
+    pub fn base_or<'a>(&'a self, baseline: &'a str) -> &'a str {
+        self.base.as_deref().unwrap_or(baseline)
     }
 
     /// The kind of the task's workspace: a scratch copy has the worktree id

@@ -216,6 +216,31 @@ killed before it completed holds no work and is removed with or without --force.
   git delegate renew --owner-pid $$  # adopt an orphaned batch from this shell"
     )]
     Renew(RenewArgs),
+    /// Bring task workspaces up to date with the source; conflicts go to the worker
+    #[command(
+        long_about = "Bring task workspaces up to date with the source as it is now (results of tasks applied \
+meanwhile and your own edits included), so a task that conflicts is resolved by its worker, in its own workspace. \
+For each task: its workspace is first recorded as a proposal (ref and patch), so nothing its worker did can be lost; \
+the source's snapshot becomes the task's own base (ref refs/pi-delegate/batches/<uuid>/tasks/<task>/base); the \
+workspace receives merge3(old base, workspace, new base), written through the same journal, symlink-safe and \
+temp-then-rename, as apply's write-back; its HEAD (detached) and index move to the new base, so `git diff` inside it \
+shows exactly the worker's own changes. A conflicting file gets markers as merge.conflictStyle = diff3 writes them, \
+labelled task, base and source, and stays unmerged in the workspace's index (stages 1, 2, 3): `git status` there says \
+`both modified`. The task is then `conflicted` (status lists its files) until the worker resolves them as after \
+`git merge`: edit, then `git add`. Apply refuses a task with unmerged entries, or with a marker line `<<<<<<< task` or \
+`>>>>>>> source` left in a listed file (conflict, reason unresolved_conflicts), and merges a refreshed task from its \
+own base. Processes running in a workspace are not stopped. A task whose earlier conflicts are unresolved is left as \
+it is (reported `unresolved`). Without TASK: inside a task's workspace, that task; elsewhere every open task. \
+Without --batch: the batch of the workspace you are in, else the only open batch. If a file in the workspace changed \
+while it was read, or an untracked or ignored file stands where the source's version goes, that task is refused \
+(delegate::refresh_blocked) with nothing changed in its workspace.",
+        after_long_help = "Examples:
+  git delegate refresh               # inside a workspace: catch that task up; in the source: every open task
+  git delegate refresh 2 --batch refactor
+  git delegate apply --refresh-conflicts   # apply, then hand each conflicting task back to its worker
+  git delegate refresh --json        # {\"batch\", \"tasks\": [{\"name\", \"base\", \"conflicted_paths\", \"state\"}]}"
+    )]
+    Refresh(RefreshArgs),
     /// Run a git hook's check (pre-commit)
     #[command(
         long_about = "Run the check behind a git hook. The pre-commit hook installed by `git delegate hooks install` \
@@ -374,6 +399,25 @@ pub struct ApplyArgs {
     /// ref and patch are removed; on a conflict nothing is written and it stays kept (exit 1).
     #[arg(long, value_name = "REF", conflicts_with_all = ["batch", "only", "discard", "keep"])]
     pub kept: Option<String>,
+    /// Then refresh every task that ended `conflict`, handing its conflicts to its worker
+    ///
+    /// Right after the apply, in the same command, as `git delegate refresh` does for those
+    /// tasks: their workspaces receive the source as it is now, with conflict markers and
+    /// unmerged index entries where they conflict. A task already holding unresolved conflicts
+    /// is left as it is.
+    #[arg(long, conflicts_with = "dry_run")]
+    pub refresh_conflicts: bool,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+#[derive(Debug, Args)]
+pub struct RefreshArgs {
+    /// Tasks to refresh (default: the task of the workspace you are in, else every open task)
+    pub tasks: Vec<String>,
+    /// The batch: label, id or unique id prefix (default: the batch of the workspace you are in, else the only open batch)
+    #[arg(long, value_name = "BATCH")]
+    pub batch: Option<String>,
     #[command(flatten)]
     pub json: JsonArg,
 }

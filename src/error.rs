@@ -110,6 +110,7 @@ codes! {
     FilterFailed => "delegate::filter_failed",
     CheckoutFailed => "delegate::checkout_failed",
     WriteCheckFailed => "delegate::write_check_failed",
+    RefreshBlocked => "delegate::refresh_blocked",
     WriteFailed => "delegate::write_failed",
     RollbackFailed => "delegate::rollback_failed",
     WritebackPending => "delegate::writeback_pending",

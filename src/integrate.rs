@@ -52,8 +52,10 @@ pub struct Candidate {
     /// The task's index in the batch.
     pub task: usize,
     pub tree: ObjectId,
-    /// Paths that differ between baseline and proposal.
+    /// Paths that differ between the task's base and its proposal.
     pub paths: Vec<BString>,
+    /// A refreshed task's own base tree (design §3.12); `None`: the baseline.
+    pub base: Option<ObjectId>,
 }
 
 /// One conflicting path, with git's word for it.
@@ -306,11 +308,16 @@ pub fn integrate(
         names
     };
 
-    if strict && !source_changes.is_empty() {
+    if strict {
         for c in candidates {
-            let props = diff::trees(repo, baseline, c.tree)?;
+            let props = diff::trees(repo, c.base.unwrap_or(baseline), c.tree)?;
+            // A refreshed task: what the source changed since its own base.
+            let own_changes = match c.base {
+                Some(own) => Some(diff::trees(repo, own, s_tree)?),
+                None => None,
+            };
             let mut conflicts = Vec::new();
-            for sc in &source_changes {
+            for sc in own_changes.as_ref().unwrap_or(&source_changes) {
                 for pc in props
                     .iter()
                     .filter(|pc| overlaps(pc.path.as_bstr(), sc.path.as_bstr()))
@@ -347,10 +354,35 @@ pub fn integrate(
         let mut changed: BTreeMap<usize, Vec<BString>> = BTreeMap::new();
         let mut i_tree = baseline;
         let mut f_tree = s_tree;
+        // `F` as the baseline-based tasks alone make it: it differs from
+        // `f_tree` only once a refreshed task joined (design §3.12).
+        let mut f_plain = s_tree;
         for c in candidates
             .iter()
             .filter(|c| !out_for_good.contains(&c.task))
         {
+            if let Some(own) = c.base {
+                // A refreshed task: its changes (own base -> proposal) go
+                // straight onto the result so far.
+                match merge3(repo, own, f_tree, c.tree)? {
+                    Merge::Clean(f_next) => {
+                        let mut mine: Vec<BString> = diff::trees(repo, f_tree, f_next)?
+                            .into_iter()
+                            .map(|k| k.path)
+                            .collect();
+                        mine.sort();
+                        changed.insert(c.task, mine);
+                        f_tree = f_next;
+                        applied.push(c.task);
+                    }
+                    Merge::Conflicts(conflicts) => round_refused.push(Refused {
+                        task: c.task,
+                        reason: Refusal::SourceChanged,
+                        conflicts,
+                    }),
+                }
+                continue;
+            }
             let i_next = match merge3(repo, baseline, i_tree, c.tree)? {
                 Merge::Clean(t) => t,
                 Merge::Conflicts(conflicts) => {
@@ -378,14 +410,27 @@ pub fn integrate(
                     continue;
                 }
             };
-            let mut mine: Vec<BString> = diff::trees(repo, f_tree, f_next)?
+            // Onto the refreshed tasks' changes, when any joined before.
+            let f_all = match merge3(repo, f_plain, f_tree, f_next)? {
+                Merge::Clean(t) => t,
+                Merge::Conflicts(conflicts) => {
+                    round_refused.push(Refused {
+                        task: c.task,
+                        reason: Refusal::MergeConflict,
+                        conflicts,
+                    });
+                    continue;
+                }
+            };
+            let mut mine: Vec<BString> = diff::trees(repo, f_tree, f_all)?
                 .into_iter()
                 .map(|k| k.path)
                 .collect();
             mine.sort();
             changed.insert(c.task, mine);
             i_tree = i_next;
-            f_tree = f_next;
+            f_plain = f_next;
+            f_tree = f_all;
             applied.push(c.task);
         }
 

@@ -157,6 +157,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
             task: idx,
             tree,
             paths: out.proposed.clone(),
+            base: None,
         };
         let plan = {
             let mut check = |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> {

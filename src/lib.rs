@@ -39,6 +39,7 @@ pub mod presence;
 pub mod problems;
 pub mod proposal;
 pub mod quiesce;
+pub mod refresh;
 pub mod refs;
 pub mod registration;
 pub mod renew;

@@ -578,6 +578,8 @@ git delegate completions bash > ~/.local/share/bash-completion/completions/git-d
         roman("(1), "),
         bold("git-delegate-renew"),
         roman("(1), "),
+        bold("git-delegate-refresh"),
+        roman("(1), "),
         bold("git-delegate-hooks"),
         roman("(1), "),
         bold("git-worktree"),
@@ -641,6 +643,20 @@ fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
             ),
         ],
         "renew" => &[("0", "The lease was renewed.")],
+        "refresh" => &[
+            (
+                "0",
+                "Every selected task was refreshed (some may now be `conflicted`: their files \
+                 hold conflict markers for their workers), or left as it was because its earlier \
+                 conflicts are unresolved.",
+            ),
+            (
+                "3",
+                "A task's workspace is missing, or a file in it changed while it was read or \
+                 stands where the source's version goes (`delegate::refresh_blocked`): nothing \
+                 was changed in that workspace; tasks refreshed before it stay refreshed.",
+            ),
+        ],
         "hook" => &[
             (
                 "0",
@@ -782,6 +798,7 @@ mod tests {
             "gc",
             "drop",
             "renew",
+            "refresh",
             "hook",
             "hooks",
             "man",

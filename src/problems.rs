@@ -218,7 +218,8 @@ fn baseline(source: &Source, b: &Batch) -> Option<Problem> {
     Some(Problem::new(&b.id, fact))
 }
 
-/// How many paths of each task's workspace differ from the baseline (a
+/// How many paths of each task's workspace differ from its base (the
+/// baseline, or its own once refreshed) (a
 /// nested repository the worker made counts as one path): `Some(0)`
 /// for tasks that are not open or whose workspace is missing or not ours,
 /// `None` where the workspace could not be read (the count is unknown).
@@ -239,7 +240,11 @@ pub fn changed_counts(source: &Source, b: &Batch) -> Vec<Option<usize>> {
             else {
                 return Some(0);
             };
-            let base = baseline_tree?;
+            // A refreshed task counts from its own base (design §3.12).
+            let base = match &t.base {
+                Some(own) => crate::commit::tree_of(&source.repo, own).ok()?,
+                None => baseline_tree?,
+            };
             let repo = crate::repo::open_worktree(&real).ok()?;
             // Keep the snapshot's objects in memory: nothing is changed.
             let repo = repo.with_object_memory();

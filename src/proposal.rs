@@ -75,16 +75,16 @@ pub fn record_in(
 ) -> Result<Option<Proposal>> {
     let ws = crate::repo::open_worktree(&task.root)?;
     let snap = snapshot::snapshot_workspace(&ws)?;
+    // A refreshed task's proposal sits on its own base (design §3.12).
+    let (base, baseline_tree) = base_of(repo, batch, task, baseline_tree)?;
     let paths = diff::trees(repo, baseline_tree, snap.tree)?;
     if paths.is_empty() && snap.nested_repos.is_empty() {
         return Ok(None);
     }
-    let baseline = ObjectId::from_hex(batch.baseline.as_bytes())
-        .map_err(|e| crate::error::Error::git("bad baseline id", e))?;
     let commit = commit::write(
         repo,
         snap.tree,
-        Some(baseline),
+        Some(base),
         format!("git-delegate proposal {} task {}\n", batch.id, task.name),
     )?;
     let ref_name = refs::proposal(&batch.id, &task.name);
@@ -101,19 +101,42 @@ pub fn record_in(
     }))
 }
 
+/// The commit and tree a task's work is measured from: its own base once
+/// refreshed (design §3.12), else the baseline (whose tree is given).
+pub fn base_of(
+    repo: &gix::Repository,
+    batch: &Batch,
+    task: &Task,
+    baseline_tree: ObjectId,
+) -> Result<(ObjectId, ObjectId)> {
+    let hex = task.base_or(&batch.baseline);
+    let id = ObjectId::from_hex(hex.as_bytes())
+        .map_err(|e| crate::error::Error::git(format!("bad base commit id {hex}"), e))?;
+    if task.base.is_none() {
+        return Ok((id, baseline_tree));
+    }
+    Ok((id, commit::tree_of(repo, hex)?))
+}
+
 /// New objects a snapshot kept in memory.
 pub type Objects = gix::odb::memory::Storage;
 
 /// What `record` would find, without writing anything durable (for
 /// `apply --dry-run`): the workspace's snapshot tree, the new objects it
 /// needs (kept in memory; the caller adds them to its own object memory),
-/// the paths that differ from the baseline, and the nested repositories.
+/// the paths that differ from the task's base (the baseline given, or its
+/// own once refreshed), and the nested repositories.
 /// `None` when the workspace does not differ and holds no nested repository.
 pub fn preview(
     repo: &gix::Repository,
     task: &Task,
     baseline_tree: ObjectId,
 ) -> Result<Option<Preview>> {
+    // A refreshed task's changes are measured from its own base (design §3.12).
+    let baseline_tree = match &task.base {
+        Some(own) => commit::tree_of(repo, own)?,
+        None => baseline_tree,
+    };
     let mut ws = crate::repo::open_worktree(&task.root)?.with_object_memory();
     let snap = snapshot::snapshot_workspace(&ws)?;
     let objects = ws.objects.take_object_memory().unwrap_or_default();

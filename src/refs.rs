@@ -20,6 +20,11 @@ pub fn proposal(batch: &str, task: &str) -> String {
     format!("{PREFIX}batches/{batch}/tasks/{task}/proposal")
 }
 
+/// A refreshed task's own base (design §3.12).
+pub fn task_base(batch: &str, task: &str) -> String {
+    format!("{PREFIX}batches/{batch}/tasks/{task}/base")
+}
+
 fn full_name(name: &str) -> Result<gix::refs::FullName> {
     name.try_into()
         .map_err(|e| Error::git(format!("invalid ref name {name}"), e))

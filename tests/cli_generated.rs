@@ -77,6 +77,7 @@ fn committed_man_pages_are_what_the_code_generates() {
                 "man",
                 "path",
                 "prepare",
+                "refresh",
                 "renew",
                 "status",
             ]

@@ -285,6 +285,7 @@ fn every_json_document_matches_the_documented_field_lists() {
         "hooks-install",
         "diff",
         "path",
+        "refresh",
         "error",
     ] {
         assert!(
@@ -346,6 +347,12 @@ fn every_json_document_matches_the_documented_field_lists() {
             "apply dry run",
             &["apply", a, "--dry-run", "--json"],
             "apply",
+            0,
+        ),
+        case(
+            "refresh",
+            &["refresh", "--batch", a, "--json"],
+            "refresh",
             0,
         ),
         case(

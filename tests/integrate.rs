@@ -242,6 +242,7 @@ impl Fx {
             task,
             tree,
             paths: out.lines().map(BString::from).collect(),
+            base: None,
         }
     }
 

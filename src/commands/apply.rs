@@ -45,12 +45,26 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         artifacts_error,
     } = &report;
     let (b, batch_open, dry_run) = (b, *batch_open, *dry_run);
+    let refreshed = if args.refresh_conflicts {
+        refresh_conflicts(b, outcomes)
+    } else {
+        None
+    };
 
     // Report.
     if ui.json {
         let mut doc = document(b, outcomes, written, batch_open, dry_run);
         if let (false, Value::Object(m)) = (kept.is_empty(), &mut doc) {
             m.insert("kept_workspaces".into(), kept_doc(kept));
+        }
+        if let (Some(r), Value::Object(m)) = (&refreshed, &mut doc) {
+            match r {
+                Ok(r) => m.insert("refreshed".into(), super::refresh::tasks_doc(r)),
+                Err(e) => m.insert(
+                    "refresh_error".into(),
+                    json!({"code": e.code.as_str(), "message": e.message, "help": e.help}),
+                ),
+            };
         }
         ui.doc_after(doc, recovered);
     }
@@ -72,7 +86,47 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
             crate::ui::escape_text(&e.message)
         ));
     }
-    Ok(if report.all_ok() { 0 } else { 1 })
+    match &refreshed {
+        Some(Ok(r)) => ui.say(&super::refresh::human(ui, r)),
+        Some(Err(e)) => ui.warn(&format!(
+            "git-delegate: the conflicting tasks were not refreshed: {} ({})\n  help: {}\n",
+            crate::ui::escape_text(&e.message),
+            e.code.as_str(),
+            crate::ui::escape_text(&e.help)
+        )),
+        None => {}
+    }
+    let code = if report.all_ok() { 0 } else { 1 };
+    Ok(match refreshed {
+        Some(Err(e)) => code.max(e.exit_code()),
+        _ => code,
+    })
+}
+
+/// `apply --refresh-conflicts` (design §3.12): refresh every task this
+/// apply left `conflict` (not those whose refreshed conflicts are still
+/// unresolved), right after it. `None` when there is none.
+fn refresh_conflicts(b: &Batch, outcomes: &[Outcome]) -> Option<Result<crate::refresh::Report>> {
+    let tasks: Vec<String> = outcomes
+        .iter()
+        .filter(|o| o.status == TaskState::Conflict && o.reason != Some(crate::refresh::UNRESOLVED))
+        .map(|o| b.tasks[o.idx].name.clone())
+        .collect();
+    if tasks.is_empty() {
+        return None;
+    }
+    let run = || -> Result<crate::refresh::Report> {
+        let here = super::source()?;
+        let cwd = std::env::current_dir()
+            .map_err(|e| Error::io("cannot read the current directory", e))?;
+        let opts = crate::refresh::Options {
+            batch: Some(b.id.clone()),
+            tasks,
+            cwd,
+        };
+        crate::refresh::run(here, &opts, &crate::observe::Silent)
+    };
+    Some(run())
 }
 
 /// `kept_workspaces` of the apply, drop and gc documents.

@@ -18,6 +18,7 @@ pub mod kept;
 pub mod man;
 pub mod path;
 pub mod prepare;
+pub mod refresh;
 pub mod renew;
 pub mod status;
 
@@ -44,6 +45,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Gc(a) => a.json.json,
         Command::Drop(a) => a.json.json,
         Command::Renew(a) => a.json.json,
+        Command::Refresh(a) => a.json.json,
         Command::Hooks(crate::cli::HooksArgs {
             action: crate::cli::HooksAction::Install { json, .. },
         }) => json.json,
@@ -64,6 +66,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Path(a) => path::run(&ui, a),
         Command::Drop(a) => drop::run(&ui, a, &mut recovered),
         Command::Renew(a) => renew::run(&ui, a, &mut recovered),
+        Command::Refresh(a) => refresh::run(&ui, a, &mut recovered),
         Command::Apply(a) => apply::run(&ui, a, &mut recovered),
         Command::Gc(a) => gc::run(&ui, a, &mut recovered),
         Command::Hook(a) => hook::run(&ui, a),
@@ -281,6 +284,13 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
                 }
                 if let Some(p) = &t.patch {
                     m.insert("patch".into(), json!(crate::paths::doc_path(p)));
+                }
+                // A refreshed task's own base and its conflicts (design §3.12).
+                if let Some(base) = &t.base {
+                    m.insert("base".into(), json!(base));
+                }
+                if t.state == crate::batch::TaskState::Conflicted {
+                    m.insert("conflicted_paths".into(), json!(t.conflicted_paths));
                 }
                 // What prepare put there besides the baseline (design §3.9).
                 if let Some(c) = &t.carried {

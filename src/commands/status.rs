@@ -265,6 +265,18 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                     .map(|r| format!("  ({r})"))
                     .unwrap_or_default()
             ));
+            if t.state == crate::batch::TaskState::Conflicted {
+                // Handed back by a refresh (design §3.12).
+                let files: Vec<String> = t
+                    .conflicted_paths
+                    .iter()
+                    .map(|p| crate::paths::quote(p.as_bytes().into()))
+                    .collect();
+                text.push_str(&format!(
+                    "      conflicts for its worker to resolve (edit, then `git add`): {}\n",
+                    files.join(", ")
+                ));
+            }
             if !procs.is_empty() {
                 text.push_str("      processes running inside:\n");
                 text.push_str(&super::apply::procs_text(procs, "        "));
