@@ -1,24 +1,44 @@
 //! `git delegate diff [TASK...] [--batch BATCH] [--stat | --name-status]
 //! [-- PATH...]` (design §3.16): each task's changes against its baseline.
 //! The engine (`review::diff`) computes them in object memory; this module
-//! prints the patch, the name-status lines, the stat, or the JSON document.
+//! prints the patch (coloured and paged on a terminal, as git does), the
+//! name-status lines, the stat, or the JSON document. `--source`
+//! (`review::source_diff`): what apply would change in the working tree now.
 
 use serde_json::json;
 
 use crate::cli::DiffArgs;
 use crate::error::Result;
+use crate::paths::ByteSlice;
 use crate::review::{self, TaskDiff};
 use crate::ui::Ui;
 
 pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
     let source = super::source()?;
     let patch = !ui.json && !args.name_status;
+    // Coloured as git colours a diff: `color.diff` before `color.ui`, and
+    // a pager counts as a terminal (design §3.16).
+    let paint = patch
+        && !args.stat
+        && crate::ui::use_color_for("color.diff", crate::pager::terminal_like());
+    if args.source {
+        let report = review::source_diff(
+            &source,
+            args.batch.as_deref(),
+            &args.tasks,
+            &args.paths,
+            patch,
+            paint,
+        )?;
+        return show_source(ui, &args, report);
+    }
     let report = review::diff(
         &source,
         args.batch.as_deref(),
         &args.tasks,
         &args.paths,
         patch,
+        paint,
     )?;
     if ui.json {
         let tasks: Vec<_> = report
@@ -27,10 +47,7 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
             .map(|t| {
                 json!({
                     "name": t.name,
-                    "paths": t.paths.iter().map(|p| json!({
-                        "path": String::from_utf8_lossy(&p.path),
-                        "status": status_word(p.status),
-                    })).collect::<Vec<_>>(),
+                    "paths": paths_json(&t.paths),
                 })
             })
             .collect();
@@ -58,8 +75,101 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
             out.extend_from_slice(&t.patch);
         }
     }
-    crate::ui::stdout_bytes(&out);
+    crate::pager::show(&out, !args.no_pager);
     Ok(0)
+}
+
+/// `diff --source`: the working tree's changes as `git diff` prints them
+/// (or their names, or their stat), with a `note:` line on stderr for each
+/// task apply would leave out; with `--json`, every selected task's fate
+/// and the paths apply would write.
+fn show_source(ui: &Ui, args: &DiffArgs, report: review::SourceDiff) -> Result<i32> {
+    if ui.json {
+        let tasks: Vec<_> = report
+            .tasks
+            .iter()
+            .map(|f| {
+                let mut t = json!({
+                    "name": f.name,
+                    "paths": paths_json(&f.paths),
+                    "status": f.status.as_str(),
+                });
+                if let Some(reason) = f.reason {
+                    t["reason"] = json!(reason);
+                    t["conflicts"] = json!(f
+                        .conflicts
+                        .iter()
+                        .map(|c| json!({
+                            "path": String::from_utf8_lossy(&c.path),
+                            "reason": c.reason,
+                        }))
+                        .collect::<Vec<_>>());
+                }
+                if let Some(m) = &f.message {
+                    t["message"] = json!(m);
+                }
+                t
+            })
+            .collect();
+        ui.doc(json!({
+            "batch": report.batch,
+            "source": true,
+            "tasks": tasks,
+            "paths": paths_json(&report.changes.paths),
+        }));
+        return Ok(0);
+    }
+    for f in report.tasks.iter().filter(|f| f.reason.is_some()) {
+        let mut why = f.reason.unwrap_or_default().to_string();
+        if let Some(m) = &f.message {
+            why.push_str(&format!(": {}", crate::ui::escape_text(m)));
+        } else if !f.conflicts.is_empty() {
+            let list: Vec<String> = f
+                .conflicts
+                .iter()
+                .map(|c| {
+                    format!(
+                        "{} ({})",
+                        crate::ui::escape_text(&crate::paths::quote(c.path.as_bstr())),
+                        c.reason
+                    )
+                })
+                .collect();
+            why.push_str(&format!(": {}", list.join(", ")));
+        }
+        ui.warn(&format!(
+            "note: task {} left out, as apply would leave it ({why})\n",
+            f.name
+        ));
+    }
+    let t = &report.changes;
+    let mut out = Vec::new();
+    if args.name_status {
+        for p in &t.paths {
+            out.push(p.status as u8);
+            out.push(b'\t');
+            out.extend_from_slice(&crate::patch::quote_prefixed(b"", &p.path));
+            out.push(b'\n');
+        }
+    } else if args.stat {
+        out.extend_from_slice(stat(t).as_bytes());
+    } else {
+        out.extend_from_slice(&t.patch);
+    }
+    crate::pager::show(&out, !args.no_pager);
+    Ok(0)
+}
+
+fn paths_json(paths: &[review::Changed]) -> Vec<serde_json::Value> {
+    paths
+        .iter()
+        .map(|p| {
+            json!({
+                "path": String::from_utf8_lossy(&p.path),
+                "status": status_word(p.status),
+            })
+        })
+        .collect()
 }
 
 /// The JSON word of a status letter (docs/json.md §Diff).
