@@ -236,3 +236,375 @@ fn path_from_the_source_and_from_inside_a_workspace() {
     assert_eq!(r.json()["error"]["code"], "delegate::unknown_task");
     env.delegate(&repo, ["path"]).expect(2);
 }
+
+/// Every file under `root` (`.git` left out) with its mode and bytes.
+fn tree_bytes(root: &Path) -> Vec<(String, u32, Vec<u8>)> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, u32, Vec<u8>)>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            if p.file_name().unwrap() == ".git" {
+                continue;
+            }
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            if m.is_dir() {
+                walk(root, &p, out);
+            } else if m.file_type().is_symlink() {
+                let target = std::fs::read_link(&p).unwrap();
+                out.push((rel, 0o120000, target.to_string_lossy().as_bytes().to_vec()));
+            } else {
+                out.push((
+                    rel,
+                    m.permissions().mode() & 0o111,
+                    std::fs::read(&p).unwrap(),
+                ));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, root, &mut out);
+    out.sort();
+    out
+}
+
+/// Three tasks and the user's own edits: task 1 applies, task 2 changes
+/// the line task 1 changed (`merge_conflict`), task 3 the line the user
+/// changed (`source_changed`). `--source` is what the real apply then
+/// writes: its patch, applied with `git apply` to a copy of the source,
+/// gives the bytes the real apply leaves; it changes nothing itself.
+#[test]
+fn diff_source_is_what_apply_writes_and_changes_nothing() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let lines: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(repo.join("a.txt"), &lines).unwrap();
+    std::fs::write(repo.join("user.txt"), "mine\n").unwrap();
+    std::fs::write(repo.join("run.sh"), "#!/bin/sh\n").unwrap();
+    std::fs::write(repo.join("old.txt"), "old\n").unwrap();
+    env.git(&repo, ["add", "-A"]);
+    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    let doc = env
+        .delegate(&repo, ["prepare", "-n", "3", "--json"])
+        .expect(0)
+        .json();
+    let roots: Vec<PathBuf> = doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
+        .collect();
+    // Task 1: an edit, an add, a binary, an exec bit, a delete, a symlink.
+    std::fs::write(
+        roots[0].join("a.txt"),
+        lines.replace("line 2\n", "line two\n"),
+    )
+    .unwrap();
+    std::fs::write(roots[0].join("new.txt"), "fresh\n").unwrap();
+    std::fs::write(roots[0].join("blob.bin"), [0u8, 1, 2, 255, 0, 9]).unwrap();
+    let mut perm = std::fs::metadata(roots[0].join("run.sh"))
+        .unwrap()
+        .permissions();
+    perm.set_mode(0o755);
+    std::fs::set_permissions(roots[0].join("run.sh"), perm).unwrap();
+    std::fs::remove_file(roots[0].join("old.txt")).unwrap();
+    std::os::unix::fs::symlink("new.txt", roots[0].join("link")).unwrap();
+    // Task 2: the same line as task 1, otherwise.
+    std::fs::write(
+        roots[1].join("a.txt"),
+        lines.replace("line 2\n", "line 2 by two\n"),
+    )
+    .unwrap();
+    std::fs::write(roots[1].join("two.txt"), "two\n").unwrap();
+    // Task 3: the line the user changes.
+    std::fs::write(
+        roots[2].join("a.txt"),
+        lines.replace("line 15\n", "line 15 by three\n"),
+    )
+    .unwrap();
+    // The user keeps working: the line task 3 changes, and a file no task
+    // touches.
+    std::fs::write(
+        repo.join("a.txt"),
+        lines.replace("line 15\n", "line 15 by me\n"),
+    )
+    .unwrap();
+    std::fs::write(repo.join("user.txt"), "mine, changed\n").unwrap();
+
+    let refs_before = env.git(&repo, ["for-each-ref"]);
+    let objects_before = env.git(&repo, ["count-objects", "-v"]);
+    let index_before = std::fs::read(repo.join(".git/index")).unwrap();
+    let files_before = tree_bytes(&repo);
+    let run = env.delegate(&repo, ["diff", "--source"]).expect(0);
+    let patch = run.stdout.clone();
+    assert!(
+        run.stderr.contains("note: task 2 left out") && run.stderr.contains("merge_conflict"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("note: task 3 left out") && run.stderr.contains("source_changed"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("task 1 "), "{}", run.stderr);
+    let names = env
+        .delegate(&repo, ["diff", "--source", "--name-status"])
+        .expect(0)
+        .stdout;
+    assert_eq!(
+        names,
+        "M\ta.txt\nA\tblob.bin\nA\tlink\nA\tnew.txt\nD\told.txt\nM\trun.sh\n"
+    );
+    let doc = env
+        .delegate(&repo, ["diff", "--source", "--json"])
+        .expect(0)
+        .json();
+    // Nothing was written: refs, objects, the index, the working tree.
+    assert_eq!(env.git(&repo, ["for-each-ref"]), refs_before);
+    assert_eq!(env.git(&repo, ["count-objects", "-v"]), objects_before);
+    assert_eq!(
+        std::fs::read(repo.join(".git/index")).unwrap(),
+        index_before
+    );
+    assert_eq!(tree_bytes(&repo), files_before);
+    assert_eq!(doc["source"], true);
+    let fates: Vec<(String, String, String)> = doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_string(),
+                t["status"].as_str().unwrap().to_string(),
+                t["reason"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let paths: Vec<&str> = doc["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        ["a.txt", "blob.bin", "link", "new.txt", "old.txt", "run.sh"]
+    );
+
+    // The oracle: the patch applied by git to a copy of the source.
+    let copy = env.path().join("copy");
+    let cp = std::process::Command::new("cp")
+        .args(["-a"])
+        .arg(&repo)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(cp.success());
+    let patch_file = env.path().join("source.patch");
+    std::fs::write(&patch_file, &patch).unwrap();
+    env.git(&copy, ["apply", patch_file.to_str().unwrap()]);
+
+    // The real apply: the same tasks out, the same bytes written.
+    let applied = env.delegate(&repo, ["apply", "--json"]).expect(1).json();
+    let real: Vec<(String, String, String)> = applied["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_string(),
+                t["status"].as_str().unwrap().to_string(),
+                t["reason"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(fates, real);
+    assert_eq!(
+        fates.iter().map(|f| f.1.as_str()).collect::<Vec<_>>(),
+        ["applied", "conflict", "conflict"]
+    );
+    assert_eq!(tree_bytes(&repo), tree_bytes(&copy));
+    // The user's edits are still there, in both.
+    let a = std::fs::read_to_string(repo.join("a.txt")).unwrap();
+    assert!(
+        a.contains("line two\n") && a.contains("line 15 by me\n"),
+        "{a}"
+    );
+}
+
+/// `--color=always` prints what `git diff --color=always` prints, byte for
+/// byte: bold headers, cyan hunk lines with the function name plain, red
+/// and green lines, whitespace errors (trailing blanks, a space before a
+/// tab, blank lines added at the end) on red; binary patches plain.
+#[test]
+fn colour_is_byte_equal_to_git_diff_color() {
+    let env = Env::new();
+    let (repo, baseline, roots) = setup(&env);
+    work(&roots[0]);
+    let ws = &roots[0];
+    let ws2 = &roots[1];
+    // Whitespace errors of every kind, a CR, blank lines at the end, a
+    // hunk below a function line ("two").
+    std::fs::write(
+        ws2.join("a.txt"),
+        "one\ntwo\nthree\nfour\nfive\nsix  \n \tseven\n\tx\ny\r\n\n \nz\n\n\n",
+    )
+    .unwrap();
+    std::fs::write(ws2.join("blank-end.txt"), "x\n\n\n").unwrap();
+    std::fs::write(ws2.join("no-newline.txt"), "last").unwrap();
+    std::fs::write(ws2.join("space name.txt"), "n\n").unwrap();
+    std::fs::write(
+        ws2.join("sub/b.txt"),
+        (1..=30)
+            .map(|i| format!("  item {i}\n"))
+            .collect::<String>()
+            + "tail\n",
+    )
+    .unwrap();
+    for (i, root) in [ws, ws2].iter().enumerate() {
+        let ours = env
+            .delegate(&repo, ["diff", &(i + 1).to_string(), "--color=always"])
+            .expect(0)
+            .stdout;
+        let tree = env.oracle_tree(root);
+        let want = env.git(
+            root,
+            [
+                "diff",
+                "--no-renames",
+                "--full-index",
+                "--binary",
+                "--color=always",
+                &baseline,
+                &tree,
+            ],
+        );
+        assert!(ours.contains("\x1b[32m"), "{ours}");
+        assert_eq!(ours, want, "task {}", i + 1);
+    }
+    // Piped, colour stays off (`auto`), and --stat is never coloured.
+    let plain = env.delegate(&repo, ["diff", "1"]).expect(0).stdout;
+    assert!(!plain.contains('\x1b'));
+    let mut cmd = env.delegate_cmd(&repo);
+    cmd.env_remove("NO_COLOR")
+        .env("GIT_CONFIG_PARAMETERS", "'color.diff'='always'")
+        .args(["diff", "1"]);
+    let forced = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
+    assert!(forced.contains("\x1b[1mdiff --git"), "{forced}");
+}
+
+/// Run `git delegate ARGS` in `dir` on a terminal (`script` opens a pty;
+/// `setsid` gives it its own session), with the harness' environment and
+/// `extra` on top (`None` removes a variable). Returns what the terminal
+/// showed.
+fn on_terminal(env: &Env, dir: &Path, args: &str, extra: &[(&str, Option<&str>)]) -> String {
+    let base = env.delegate_cmd(dir);
+    let mut cmd = std::process::Command::new("setsid");
+    cmd.env_clear();
+    for (k, v) in base.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    for (k, v) in extra {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let line = format!("{} {args}", env!("CARGO_BIN_EXE_git-delegate"));
+    let out = cmd
+        .current_dir(dir)
+        .args(["script", "-qec", &line, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run script");
+    assert!(
+        out.status.success(),
+        "{line}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// On a terminal the patch goes through the pager git would choose
+/// (GIT_PAGER here, with LESS=FRX and LV=-c set for it), coloured as git
+/// colours for a pager; `--no-pager`, `pager.diff = false`, `cat`, a pipe
+/// and `--json` page nothing.
+#[test]
+fn a_terminal_gets_the_pager_git_would_choose() {
+    let env = Env::new();
+    let (repo, baseline, roots) = setup(&env);
+    work(&roots[0]);
+    let got = env.path().join("paged");
+    let pager = env.path().join("pager.sh");
+    std::fs::write(
+        &pager,
+        format!(
+            "#!/bin/sh\ncat > '{}'\necho \"LESS=$LESS LV=$LV\" > '{}.env'\n",
+            got.display(),
+            got.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&pager, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let pager_s = pager.to_str().unwrap();
+    let env_file = env.path().join("paged.env");
+    let plain = git_diff(&env, &roots[0], &baseline, &[]);
+
+    on_terminal(&env, &repo, "diff 1", &[("GIT_PAGER", Some(pager_s))]);
+    assert_eq!(std::fs::read_to_string(&got).unwrap(), plain);
+    assert_eq!(
+        std::fs::read_to_string(&env_file).unwrap(),
+        "LESS=FRX LV=-c\n"
+    );
+    std::fs::remove_file(&got).unwrap();
+
+    // Without NO_COLOR, colour is on for the pager, as git's is; the
+    // user's LESS stays theirs; core.pager when GIT_PAGER is unset.
+    env.git(&repo, ["config", "core.pager", pager_s]);
+    on_terminal(
+        &env,
+        &repo,
+        "diff 1",
+        &[("NO_COLOR", None), ("LESS", Some("-S"))],
+    );
+    let tree = env.oracle_tree(&roots[0]);
+    let coloured = env.git(
+        &roots[0],
+        [
+            "diff",
+            "--no-renames",
+            "--full-index",
+            "--binary",
+            "--color=always",
+            &baseline,
+            &tree,
+        ],
+    );
+    assert_eq!(std::fs::read_to_string(&got).unwrap(), coloured);
+    assert_eq!(
+        std::fs::read_to_string(&env_file).unwrap(),
+        "LESS=-S LV=-c\n"
+    );
+    std::fs::remove_file(&got).unwrap();
+
+    // No pager: --no-pager, pager.diff = false, GIT_PAGER=cat (what `git
+    // --no-pager delegate` sets); the patch goes to the terminal itself.
+    let shown = on_terminal(&env, &repo, "diff 1 --no-pager", &[]);
+    assert!(shown.contains("diff --git a/a.txt b/a.txt"), "{shown}");
+    let shown = on_terminal(&env, &repo, "diff 1", &[("GIT_PAGER", Some("cat"))]);
+    assert!(shown.contains("diff --git a/a.txt b/a.txt"), "{shown}");
+    env.git(&repo, ["config", "pager.diff", "false"]);
+    on_terminal(&env, &repo, "diff 1", &[]);
+    env.git(&repo, ["config", "--unset", "pager.diff"]);
+    on_terminal(&env, &repo, "diff 1 --json", &[]);
+    assert!(!got.exists(), "a pager ran");
+    // Piped: never.
+    let mut cmd = env.delegate_cmd(&repo);
+    cmd.env("GIT_PAGER", pager_s).args(["diff", "1"]);
+    let out = cmd.output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), plain);
+    assert!(!got.exists(), "a pager ran");
+}

@@ -51,7 +51,7 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
                 })
             })
             .collect();
-        ui.doc(json!({"batch": report.batch, "tasks": tasks}));
+        ui.doc(json!({"batch": report.batch, "source": false, "tasks": tasks}));
         return Ok(0);
     }
     // One task: exactly what `git diff` prints. Several: each task's
