@@ -1,7 +1,8 @@
 //! The pager for long output on a terminal (`diff`, design §3.16): the
-//! command git would choose (`repo::diff_pager` reads it), run through
-//! `sh -c` with git's `LESS=FRX` and `LV=-c` unless they are set, fed the
-//! whole output on its stdin.
+//! command git would choose (`repo::diff_pager` reads it), run as git runs
+//! it (directly, or through `sh -c` when it has shell syntax) with git's
+//! `LESS=FRX` and `LV=-c` unless they are set, fed the whole output on its
+//! stdin; signals meanwhile are the pager's, this process waits for it.
 //!
 //! Owns: deciding whether to page (stdout a terminal, no `--no-pager`, no
 //! JSON) and the pager process.
@@ -29,8 +30,16 @@ pub fn show(bytes: &[u8], allowed: bool) {
     let Some(pager) = crate::repo::diff_pager() else {
         return crate::ui::stdout_bytes(bytes);
     };
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c").arg(&pager).stdin(Stdio::piped());
+    // As git's `prepare_shell_cmd`: through `sh -c` only when the command
+    // has characters a shell would act on, else run directly.
+    let mut cmd = if pager.contains(|c: char| "|&;<>()$`\\\"' \t\n*?[#~=%".contains(c)) {
+        let mut c = Command::new("sh");
+        c.arg("-c").arg(&pager);
+        c
+    } else {
+        Command::new(&pager)
+    };
+    cmd.stdin(Stdio::piped());
     if std::env::var_os("LESS").is_none() {
         cmd.env("LESS", "FRX");
     }
@@ -42,6 +51,10 @@ pub fn show(bytes: &[u8], allowed: bool) {
         Ok(c) => c,
         Err(_) => return crate::ui::stdout_bytes(bytes),
     };
+    // As git: a Ctrl-C (or SIGQUIT, SIGTERM, SIGHUP) while the pager runs is
+    // the pager's to act on; this process waits for it instead of leaving
+    // it behind on the terminal with the shell's prompt.
+    let _signals = git_delegate::interrupt::catch_signals();
     if let Some(mut stdin) = child.stdin.take() {
         // The pager may quit before reading everything (`q` in less): a
         // closed pipe ends the writing, not the command.

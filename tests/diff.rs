@@ -513,7 +513,7 @@ fn on_terminal(env: &Env, dir: &Path, args: &str, extra: &[(&str, Option<&str>)]
             None => cmd.env_remove(k),
         };
     }
-    let line = format!("{} {args}", env!("CARGO_BIN_EXE_git-delegate"));
+    let line = format!("exec {} {args}", env!("CARGO_BIN_EXE_git-delegate"));
     let out = cmd
         .current_dir(dir)
         .args(["script", "-qec", &line, "/dev/null"])
@@ -601,10 +601,151 @@ fn a_terminal_gets_the_pager_git_would_choose() {
     env.git(&repo, ["config", "--unset", "pager.diff"]);
     on_terminal(&env, &repo, "diff 1 --json", &[]);
     assert!(!got.exists(), "a pager ran");
+    // A Ctrl-C while the pager runs is the pager's: the command waits for
+    // it (as git does) rather than dying and leaving it on the terminal.
+    let ctrl_c = env.path().join("ctrl-c.sh");
+    std::fs::write(
+        &ctrl_c,
+        format!(
+            "#!/bin/sh\ntrap '' INT\nkill -INT 0\nsleep 1\ncat > '{}'\n",
+            got.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&ctrl_c, std::fs::Permissions::from_mode(0o755)).unwrap();
+    on_terminal(
+        &env,
+        &repo,
+        "diff 1",
+        &[("GIT_PAGER", Some(ctrl_c.to_str().unwrap()))],
+    );
+    assert_eq!(std::fs::read_to_string(&got).unwrap(), plain);
+    std::fs::remove_file(&got).unwrap();
+    // A pager with shell syntax runs through `sh -c`, as git runs it.
+    let shell = format!("cat > '{}'", got.display());
+    on_terminal(&env, &repo, "diff 1", &[("GIT_PAGER", Some(&shell))]);
+    assert_eq!(std::fs::read_to_string(&got).unwrap(), plain);
+    std::fs::remove_file(&got).unwrap();
     // Piped: never.
     let mut cmd = env.delegate_cmd(&repo);
     cmd.env("GIT_PAGER", pager_s).args(["diff", "1"]);
     let out = cmd.output().unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), plain);
     assert!(!got.exists(), "a pager ran");
+}
+
+fn cwd_is(pid: u32, dir: &Path) -> bool {
+    std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == dir)
+}
+
+fn tty_nr(pid: u32) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(4)?.parse().ok()
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| !s[s.rfind(')').unwrap_or(0)..].starts_with(") Z"))
+}
+
+/// `--source` leaves out what apply leaves out beyond merge conflicts: a
+/// task whose workspace has a process on a terminal (which neither stops:
+/// it stays alive), a task whose new file an untracked file of the user's
+/// is in the way of; keeps `-- PATH`; shows the batch's own source when
+/// run from inside a workspace.
+#[test]
+fn diff_source_leaves_out_what_apply_would_and_filters_paths() {
+    let env = Env::new();
+    let (repo, _baseline, roots) = setup(&env);
+    // Task 2 gets the terminal process.
+    let ws3 = roots[1].clone();
+    work(&roots[0]);
+    std::fs::write(ws3.join("late.txt"), "late\n").unwrap();
+    // The user's ignored file where task 1 adds one.
+    std::fs::write(repo.join(".gitignore"), "new.txt\n").unwrap();
+    std::fs::write(repo.join("new.txt"), "the user's own\n").unwrap();
+    let mut term = std::process::Command::new("setsid")
+        .args(["script", "-qc", "exec sleep 300", "/dev/null"])
+        .current_dir(&ws3)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn script");
+    let real = std::fs::canonicalize(&ws3).unwrap();
+    let mut pid = 0;
+    for _ in 0..600 {
+        pid = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .find(|&p| cwd_is(p, &real) && tty_nr(p).is_some_and(|t| t != 0))
+            .unwrap_or(0);
+        if pid != 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_ne!(pid, 0, "no terminal process in the workspace");
+
+    let run = env.delegate(&repo, ["diff", "--source"]).expect(0);
+    assert!(
+        run.stderr
+            .contains("note: task 1 left out, as apply would leave it (would_overwrite_untracked: new.txt (untracked file in the way))"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("note: task 2 left out") && run.stderr.contains("processes_running"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stdout, "");
+    let doc = env
+        .delegate(&repo, ["diff", "--source", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(doc["tasks"][0]["reason"], "would_overwrite_untracked");
+    assert_eq!(doc["tasks"][1]["reason"], "processes_running");
+    assert_eq!(doc["tasks"][1]["status"], "failed");
+    assert!(
+        doc["tasks"][1]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{pid} sleep 300")),
+        "{doc:#}"
+    );
+    assert_eq!(doc["paths"].as_array().unwrap().len(), 0);
+    assert!(alive(pid), "diff --source stopped the terminal process");
+
+    // With the untracked file gone, task 1 applies; `-- PATH` keeps part
+    // of its result; from inside a workspace, the same source is shown.
+    std::fs::remove_file(repo.join("new.txt")).unwrap();
+    std::fs::remove_file(repo.join(".gitignore")).unwrap();
+    let names = env
+        .delegate(
+            &repo,
+            ["diff", "--source", "--name-status", "--", "sub", "new.txt"],
+        )
+        .expect(0)
+        .stdout;
+    assert_eq!(names, "A\tnew.txt\nM\tsub/b.txt\n");
+    let here = env.delegate(&repo, ["diff", "--source"]).expect(0).stdout;
+    let there = env
+        .delegate(&roots[0], ["diff", "--source"])
+        .expect(0)
+        .stdout;
+    assert!(here.contains("diff --git a/new.txt b/new.txt"), "{here}");
+    assert_eq!(here, there);
+    // The real apply agrees: task 1 applied, task 2 failed, process alive.
+    let applied = env.delegate(&repo, ["apply", "--json"]).expect(1).json();
+    assert_eq!(applied["tasks"][0]["status"], "applied");
+    assert_eq!(applied["tasks"][1]["reason"], "processes_running");
+    assert!(alive(pid));
+    let _ = term.kill();
+    let _ = term.wait();
+    let _ = std::process::Command::new("kill")
+        .arg(pid.to_string())
+        .status();
 }
