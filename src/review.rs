@@ -269,7 +269,11 @@ pub fn source_diff(
             "run `git delegate apply` or `git delegate gc`: they roll it back first; `git delegate status` shows it",
         ));
     }
-    let selected = select(&b, tasks)?;
+    // In task order, each once, whatever order they were named in: apply
+    // integrates in task order.
+    let mut selected = select(&b, tasks)?;
+    selected.sort_by_key(|t| b.tasks.iter().position(|x| x.name == t.name));
+    selected.dedup_by(|x, y| x.name == y.name);
     let filters = paths
         .iter()
         .map(|p| resolve(&here.prefix, p))

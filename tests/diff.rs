@@ -360,6 +360,13 @@ fn diff_source_is_what_apply_writes_and_changes_nothing() {
         .delegate(&repo, ["diff", "--source", "--json"])
         .expect(0)
         .json();
+    // Tasks named in another order (or twice) are integrated in task order,
+    // as apply does.
+    let named = env
+        .delegate(&repo, ["diff", "--source", "3", "2", "1", "2"])
+        .expect(0)
+        .stdout;
+    assert_eq!(named, patch);
     // Nothing was written: refs, objects, the index, the working tree.
     assert_eq!(env.git(&repo, ["for-each-ref"]), refs_before);
     assert_eq!(env.git(&repo, ["count-objects", "-v"]), objects_before);
@@ -403,7 +410,26 @@ fn diff_source_is_what_apply_writes_and_changes_nothing() {
     assert!(cp.success());
     let patch_file = env.path().join("source.patch");
     std::fs::write(&patch_file, &patch).unwrap();
+    env.git(&copy, ["add", "-A"]);
+    let s_tree = env.git(&copy, ["write-tree"]).trim().to_string();
     env.git(&copy, ["apply", patch_file.to_str().unwrap()]);
+    env.git(&copy, ["add", "-A"]);
+    let f_tree = env.git(&copy, ["write-tree"]).trim().to_string();
+    // git's own diff of the working tree before and after: the same bytes,
+    // plain and coloured.
+    let git_says = |extra: &[&str]| {
+        let mut args = vec!["diff", "--full-index", "--binary", "--no-renames"];
+        args.extend_from_slice(extra);
+        args.push(&s_tree);
+        args.push(&f_tree);
+        env.git(&copy, args)
+    };
+    assert_eq!(patch, git_says(&[]));
+    let painted = env
+        .delegate(&repo, ["diff", "--source", "--color=always"])
+        .expect(0)
+        .stdout;
+    assert_eq!(painted, git_says(&["--color=always"]));
 
     // The real apply: the same tasks out, the same bytes written.
     let applied = env.delegate(&repo, ["apply", "--json"]).expect(1).json();
@@ -483,7 +509,15 @@ fn colour_is_byte_equal_to_git_diff_color() {
         assert!(ours.contains("\x1b[32m"), "{ours}");
         assert_eq!(ours, want, "task {}", i + 1);
     }
-    // Piped, colour stays off (`auto`), and --stat is never coloured.
+    // --stat's graph and a binary file's sizes, as git colours them.
+    let ours = env
+        .delegate(&repo, ["diff", "1", "--stat", "--color=always"])
+        .expect(0)
+        .stdout;
+    let want = git_diff(&env, ws, &baseline, &["--stat", "--color=always"]);
+    assert!(ours.contains("\x1b[31m"), "{ours}");
+    assert_eq!(ours, want);
+    // Piped, colour stays off (`auto`).
     let plain = env.delegate(&repo, ["diff", "1"]).expect(0).stdout;
     assert!(!plain.contains('\x1b'));
     let mut cmd = env.delegate_cmd(&repo);

@@ -18,9 +18,8 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
     let patch = !ui.json && !args.name_status;
     // Coloured as git colours a diff: `color.diff` before `color.ui`, and
     // a pager counts as a terminal (design §3.16).
-    let paint = patch
-        && !args.stat
-        && crate::ui::use_color_for("color.diff", crate::pager::terminal_like());
+    let colour = !ui.json && crate::ui::use_color_for("color.diff", crate::pager::terminal_like());
+    let paint = colour && patch && !args.stat;
     if args.source {
         let report = review::source_diff(
             &source,
@@ -30,7 +29,7 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
             patch,
             paint,
         )?;
-        return show_source(ui, &args, report);
+        return show_source(ui, &args, report, colour);
     }
     let report = review::diff(
         &source,
@@ -70,7 +69,7 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
                 out.push(b'\n');
             }
         } else if args.stat {
-            out.extend_from_slice(stat(t).as_bytes());
+            out.extend_from_slice(stat(t, colour).as_bytes());
         } else {
             out.extend_from_slice(&t.patch);
         }
@@ -83,7 +82,7 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
 /// (or their names, or their stat), with a `note:` line on stderr for each
 /// task apply would leave out; with `--json`, every selected task's fate
 /// and the paths apply would write.
-fn show_source(ui: &Ui, args: &DiffArgs, report: review::SourceDiff) -> Result<i32> {
+fn show_source(ui: &Ui, args: &DiffArgs, report: review::SourceDiff, colour: bool) -> Result<i32> {
     if ui.json {
         let tasks: Vec<_> = report
             .tasks
@@ -152,7 +151,7 @@ fn show_source(ui: &Ui, args: &DiffArgs, report: review::SourceDiff) -> Result<i
             out.push(b'\n');
         }
     } else if args.stat {
-        out.extend_from_slice(stat(t).as_bytes());
+        out.extend_from_slice(stat(t, colour).as_bytes());
     } else {
         out.extend_from_slice(&t.patch);
     }
@@ -182,11 +181,25 @@ fn status_word(letter: char) -> &'static str {
     }
 }
 
-/// `git diff --stat` as git prints it into a pipe (80 columns): ` PATH |
+/// `git diff --stat` as git prints it into a pipe (80 columns; coloured
+/// as git colours it with `colour`): ` PATH |
 /// N +++---` (binary: `Bin OLD -> NEW bytes`), then the summary line. Bars
 /// longer than the room left are scaled as git scales them; names are not
 /// shortened (git cuts long names to `...tail`).
-fn stat(t: &TaskDiff) -> String {
+fn stat(t: &TaskDiff, colour: bool) -> String {
+    // git's colours for the graph and a binary file's sizes.
+    let (new, old, reset) = if colour {
+        ("\x1b[32m", "\x1b[31m", "\x1b[m")
+    } else {
+        ("", "", "")
+    };
+    let graph = |c: char, n: usize, set: &str| -> String {
+        if n == 0 {
+            String::new()
+        } else {
+            format!("{set}{}{reset}", c.to_string().repeat(n))
+        }
+    };
     const WIDTH: usize = 80;
     if t.paths.is_empty() {
         return String::new();
@@ -242,13 +255,13 @@ fn stat(t: &TaskDiff) -> String {
                     let minus = total - plus;
                     let minus = if r > 0 { minus.max(1) } else { 0 };
                     s.push(' ');
-                    s.push_str(&"+".repeat(plus));
-                    s.push_str(&"-".repeat(minus));
+                    s.push_str(&graph('+', plus, new));
+                    s.push_str(&graph('-', minus, old));
                 }
                 s.push('\n');
             }
             None => s.push_str(&format!(
-                " {:>number_width$} {} -> {} bytes\n",
+                " {:>number_width$} {old}{}{reset} -> {new}{}{reset} bytes\n",
                 "Bin", p.sizes.0, p.sizes.1
             )),
         }
