@@ -260,6 +260,8 @@ pub fn source_diff(
     let pending = crate::writeback::pending(source)?;
     if !pending.is_empty() {
         let shorts: Vec<&str> = pending.iter().map(|id| batch::short(id)).collect();
+        let mut details = serde_json::Map::new();
+        details.insert("pending_writebacks".into(), serde_json::json!(pending));
         return Err(Error::state(
             Code::WritebackPending,
             format!(
@@ -267,7 +269,8 @@ pub fn source_diff(
                 shorts.join(", ")
             ),
             "run `git delegate apply` or `git delegate gc`: they roll it back first; `git delegate status` shows it",
-        ));
+        )
+        .with_details(details));
     }
     // In task order, each once, whatever order they were named in: apply
     // integrates in task order.

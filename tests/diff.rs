@@ -783,3 +783,37 @@ fn diff_source_leaves_out_what_apply_would_and_filters_paths() {
         .arg(pid.to_string())
         .status();
 }
+
+/// An apply killed during its write-back leaves part of its result in the
+/// working tree: `diff --source` cannot say what apply would do, says so
+/// (`delegate::writeback_pending`, exit 3, as `apply --dry-run`), and
+/// changes nothing (the journal stays for the next mutating command).
+#[test]
+fn diff_source_refuses_while_a_write_back_is_left_over() {
+    use std::os::unix::process::ExitStatusExt;
+    let env = Env::new();
+    let (repo, _baseline, roots) = setup(&env);
+    work(&roots[0]);
+    let out = env
+        .delegate_cmd(&repo)
+        .args(["apply", "--json"])
+        .env("GIT_DELEGATE_FAULT", "after-rename:2")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    let before = tree_bytes(&repo);
+    let run = env
+        .delegate(&repo, ["diff", "--source", "--json"])
+        .expect(3);
+    let doc = run.json();
+    assert_eq!(
+        doc["error"]["code"], "delegate::writeback_pending",
+        "{doc:#}"
+    );
+    assert!(doc["error"]["pending_writebacks"].is_array(), "{doc:#}");
+    assert_eq!(tree_bytes(&repo), before);
+    // The plain diff of a task still works: it reads only the workspace.
+    env.delegate(&repo, ["diff", "1"]).expect(0);
+    // The next apply rolls it back and finishes the job.
+    env.delegate(&repo, ["apply"]).expect(0);
+}
