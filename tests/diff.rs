@@ -526,6 +526,16 @@ fn colour_is_byte_equal_to_git_diff_color() {
         .args(["diff", "1"]);
     let forced = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
     assert!(forced.contains("\x1b[1mdiff --git"), "{forced}");
+    // color.diff takes the place of color.ui, as in git.
+    let mut cmd = env.delegate_cmd(&repo);
+    cmd.env_remove("NO_COLOR")
+        .env(
+            "GIT_CONFIG_PARAMETERS",
+            "'color.ui'='always' 'color.diff'='never'",
+        )
+        .args(["diff", "1"]);
+    let off = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
+    assert_eq!(off, plain);
 }
 
 /// Run `git delegate ARGS` in `dir` on a terminal (`script` opens a pty;
