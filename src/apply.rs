@@ -397,33 +397,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     let mut written: Vec<BString> = Vec::new();
     let mut write_error: Option<Error> = None;
     if !candidates.is_empty() {
-        let touched: BTreeSet<BString> = candidates
-            .iter()
-            .flat_map(|c| c.paths.iter().cloned())
-            .collect();
-        // Test-only: always the whole source (the tests compare both ways).
-        // A refreshed task's base holds changes at paths it does not touch:
-        // its merges need the whole source (design §3.12).
-        let full = std::env::var_os(FULL_SOURCE_SNAPSHOT).is_some()
-            || candidates.iter().any(|c| c.base.is_some());
-        let partial = if full {
-            None
-        } else {
-            touched::snapshot(&mem, baseline_tree, &touched)?
-        };
-        let s_tree = match partial {
-            Some(tree) => tree,
-            None => snapshot::snapshot(&mem)?.tree,
-        };
-        let plan = {
-            let mut check = |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> {
-                if !dry_run {
-                    persist(&source.repo, &mem, writes, Side::Old)?;
-                }
-                writeback::check(&source, writes)
-            };
-            integrate::integrate(&mem, baseline_tree, s_tree, &candidates, strict, &mut check)?
-        };
+        let plan = plan(&source, &mem, baseline_tree, &candidates, strict, !dry_run)?;
         let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
         for out in outcomes.iter_mut() {
             if plan.applied.contains(&out.idx) {
@@ -629,6 +603,48 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         kept,
         artifacts_error,
     })
+}
+
+/// Steps 2-3 (design §3.2): snapshot the source as it is now into `mem`
+/// (only where the proposals touch it, or whole where that is not exact;
+/// see `touched`), integrate `candidates` (in task order) onto the baseline
+/// and that snapshot, and take out the tasks the write-back check blocks.
+/// The one integration of apply, its dry run and `diff --source` (design
+/// §3.16). `persist_old`: copy the old side of each checked write into the
+/// object store first (a real apply); without it nothing is written.
+pub fn plan(
+    source: &Source,
+    mem: &gix::Repository,
+    baseline_tree: gix::ObjectId,
+    candidates: &[Candidate],
+    strict: bool,
+    persist_old: bool,
+) -> Result<integrate::Plan> {
+    let touched: BTreeSet<BString> = candidates
+        .iter()
+        .flat_map(|c| c.paths.iter().cloned())
+        .collect();
+    // Test-only: always the whole source (the tests compare both ways).
+    // A refreshed task's base holds changes at paths it does not touch:
+    // its merges need the whole source (design §3.12).
+    let full = std::env::var_os(FULL_SOURCE_SNAPSHOT).is_some()
+        || candidates.iter().any(|c| c.base.is_some());
+    let partial = if full {
+        None
+    } else {
+        touched::snapshot(mem, baseline_tree, &touched)?
+    };
+    let s_tree = match partial {
+        Some(tree) => tree,
+        None => snapshot::snapshot(mem)?.tree,
+    };
+    let mut check = |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> {
+        if persist_old {
+            persist(&source.repo, mem, writes, Side::Old)?;
+        }
+        writeback::check(source, writes)
+    };
+    integrate::integrate(mem, baseline_tree, s_tree, candidates, strict, &mut check)
 }
 
 /// Take the repository lock for a command that changes nothing but reads

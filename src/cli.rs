@@ -155,12 +155,22 @@ workspace taken as it is now (staged, unstaged and untracked files, as `git add 
 tasks, each task's output follows a `# task NAME` line. It records nothing and changes nothing: the workspace's tree is \
 computed in memory (no objects, refs or index written), reading the workspace with its stat cache. \
 --stat prints what `git diff --stat` prints into a pipe (80 columns; long names are not shortened), --name-status what `git diff --name-status` prints. \
-Paths after `--` keep only those paths and what is under them (relative to the current folder, as with git). \
-This first version has no colour and no pager: pipe it into `less -R` or your pager of choice.",
+Paths after `--` keep only those paths and what is under them (relative to the current folder, as with git).
+
+--source shows instead what `git delegate apply` would change in the working tree now, for the selected tasks \
+together: apply's own integration (the proposals merged in task order, then with the working tree as it is), \
+against the working tree, as `git diff` prints a change of it (`git apply` takes it). A task apply would leave out \
+(a conflict with another task or with your edits, processes it would not stop, a missing workspace) is left out \
+here too, and a `note:` line on stderr says which and why. Nothing is locked or recorded.
+
+On a terminal the patch is coloured as `git diff` colours it (--color, NO_COLOR, color.diff, then color.ui decide) \
+and shown through the pager git would choose (GIT_PAGER, core.pager, PAGER, then `less`, with LESS=FRX and \
+LV=-c unless set; `pager.diff = false` or --no-pager turn it off). Piped, or with --json, neither.",
         after_long_help = "Examples:
   git delegate diff                   # every open task of the only batch
   git delegate diff 2 --name-status   # task 2: one `STATUS<TAB>PATH` line per path
   git delegate diff --batch refactor -- src/
+  git delegate diff --source          # what apply would change in the working tree now
   git delegate diff --json            # {\"batch\", \"tasks\": [{\"name\", \"paths\": [{\"path\", \"status\"}]}]}"
     )]
     Diff(DiffArgs),
@@ -435,6 +445,12 @@ pub struct DiffArgs {
     /// Per task, one `STATUS<TAB>PATH` line per changed path, as `git diff --name-status`
     #[arg(long)]
     pub name_status: bool,
+    /// What apply would change in the working tree now, all selected tasks together
+    #[arg(long)]
+    pub source: bool,
+    /// Never page the output (default on a terminal: the pager git would choose)
+    #[arg(long)]
+    pub no_pager: bool,
     /// Only these paths and what is under them (relative to the current folder)
     #[arg(last = true, value_name = "PATH")]
     pub paths: Vec<String>,

@@ -26,8 +26,7 @@ use crate::gc::Kept;
 use crate::integrate::{self, Candidate};
 use crate::observe::{Notice, Observer};
 use crate::repo::Source;
-use crate::writeback::PathWrite;
-use crate::{commit, diff, refs, snapshot, touched, writeback};
+use crate::{commit, diff, refs, writeback};
 
 /// What the caller asked for.
 #[derive(Debug, Clone, Default)]
@@ -148,26 +147,13 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
         let merging = observer.step("Merging");
         let mut mem = source.repo.clone().with_object_memory();
         mem.object_cache_size_if_unset(8 << 20);
-        let touched: BTreeSet<BString> = out.proposed.iter().cloned().collect();
-        let s_tree = match touched::snapshot(&mem, base_tree, &touched)? {
-            Some(tree) => tree,
-            None => snapshot::snapshot(&mem)?.tree,
-        };
         let candidate = Candidate {
             task: idx,
             tree,
             paths: out.proposed.clone(),
             base: None,
         };
-        let plan = {
-            let mut check = |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> {
-                if !dry_run {
-                    crate::apply::persist(&source.repo, &mem, writes, Side::Old)?;
-                }
-                writeback::check(&source, writes)
-            };
-            integrate::integrate(&mem, base_tree, s_tree, &[candidate], strict, &mut check)?
-        };
+        let plan = crate::apply::plan(&source, &mem, base_tree, &[candidate], strict, !dry_run)?;
         if plan.applied.contains(&idx) {
             let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
             out.status = TaskState::Applied;

@@ -1,12 +1,13 @@
 //! `git-delegate`: parse the command line, run the command, report errors
 //! with the exit statuses of design §3. The binary's own modules are `cli` (the
 //! interface), `commands` (one module per subcommand), `ui` (output),
-//! `progress` (the spinner) and `manpage`; the engine is the library crate
+//! `progress` (the spinner), `pager` (the pager of long output) and `manpage`; the engine is the library crate
 //! (`src/lib.rs`), its modules named after what they own.
 
 mod cli;
 mod commands;
 mod manpage;
+mod pager;
 mod progress;
 mod ui;
 

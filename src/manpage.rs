@@ -537,6 +537,7 @@ git delegate apply",
         .para("Look at a task's work, or go to its folder:")
         .code(
             "git delegate diff 2
+git delegate diff --source
 cd \"$(git delegate path 2)\"",
         )
         .para("Apply one task and keep its worktree; look first without changing anything:")
@@ -623,7 +624,9 @@ fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
             "0",
             "The diffs were printed (also when no task has changes). A task whose workspace is \
              missing or is no longer the folder prepare made fails the command (exit 3, \
-             `delegate::workspace_missing`); name the other tasks to see theirs.",
+             `delegate::workspace_missing`); name the other tasks to see theirs. With \
+             --source, such a task (and any task apply would leave out) is left out and named \
+             on stderr instead, and the exit status is 0.",
         )],
         "path" => &[(
             "0",

@@ -10,8 +10,10 @@
 //! (`GIT_CEILING_DIRECTORIES`, `GIT_DISCOVERY_ACROSS_FILESYSTEM`); opening
 //! repositories with the options every engine step relies on, a workspace
 //! (or any other worktree) always by its path, never through those variables;
-//! git's `color.ui` as the source (or, outside one, the user's config) sets
-//! it, for the binary's colour decision ([`color_ui`]).
+//! git's `color.ui` (and `color.diff`) as the source (or, outside one, the
+//! user's config) sets it, for the binary's colour decision ([`color_ui`],
+//! [`color_setting`]), and the pager git would choose for a diff
+//! ([`diff_pager`]: the binary starts it).
 //! Never: changes anything in the repository.
 
 use std::ffi::{OsStr, OsString};
@@ -774,13 +776,13 @@ pub enum ColorUi {
 /// set, for the binary's colour decision (design §3: `--color` and `NO_COLOR`
 /// come first; the binary asks only when they leave it open).
 pub fn color_ui() -> Option<ColorUi> {
-    let value = match std::env::var("GIT_CONFIG_PARAMETERS")
-        .ok()
-        .and_then(|p| from_config_parameters(&p, "color.ui"))
-    {
-        Some(v) => v,
-        None => config_color_ui()?,
-    };
+    color_setting("color.ui")
+}
+
+/// A colour setting of git's (`color.ui`, `color.diff`, ...) read as
+/// [`color_ui`] reads `color.ui`; `None` when unset or not understood.
+pub fn color_setting(key: &str) -> Option<ColorUi> {
+    let value = git_setting(key)?;
     match value.to_ascii_lowercase().as_str() {
         "false" | "never" | "no" | "off" | "0" => Some(ColorUi::Never),
         "always" => Some(ColorUi::Always),
@@ -849,18 +851,67 @@ fn from_config_parameters(params: &str, key: &str) -> Option<String> {
     found
 }
 
-/// `color.ui` from the repository's (or, outside one, the user's) config files.
-fn config_color_ui() -> Option<String> {
+/// The value of git's setting `key`: `git -c` first, then the
+/// repository's (or, outside one, the user's) config files.
+fn git_setting(key: &str) -> Option<String> {
+    match std::env::var("GIT_CONFIG_PARAMETERS")
+        .ok()
+        .and_then(|p| from_config_parameters(&p, key))
+    {
+        Some(v) => Some(v),
+        None => config_value(key),
+    }
+}
+
+/// The pager git would page `git diff` through (design §3.16), or `None`
+/// for none, as git's `git_pager` chooses it: `pager.diff` false is none;
+/// else `GIT_PAGER`, then `pager.diff` when it is a command, then
+/// `core.pager`, `PAGER`, and `less`; an empty command or `cat` is none.
+pub fn diff_pager() -> Option<String> {
+    let per_command = match git_setting("pager.diff") {
+        Some(v)
+            if matches!(
+                v.to_ascii_lowercase().as_str(),
+                "false" | "no" | "off" | "0"
+            ) =>
+        {
+            return None
+        }
+        Some(v)
+            if !matches!(
+                v.to_ascii_lowercase().as_str(),
+                "true" | "yes" | "on" | "1" | ""
+            ) =>
+        {
+            Some(v)
+        }
+        _ => None,
+    };
+    let chosen = std::env::var("GIT_PAGER")
+        .ok()
+        .or(per_command)
+        .or_else(|| git_setting("core.pager"))
+        .or_else(|| std::env::var("PAGER").ok())
+        .unwrap_or_else(|| "less".to_string());
+    let trimmed = chosen.trim();
+    if trimmed.is_empty() || trimmed == "cat" {
+        return None;
+    }
+    Some(chosen)
+}
+
+/// `key` from the repository's (or, outside one, the user's) config files.
+fn config_value(key: &str) -> Option<String> {
     // The source as the commands find it (`GIT_DIR` and friends included).
     let repo = std::env::current_dir()
         .ok()
         .and_then(|cwd| open_source(&cwd).ok());
     let value = match &repo {
-        Some(repo) => repo.config_snapshot().string("color.ui")?.to_string(),
+        Some(repo) => repo.config_snapshot().string(key)?.to_string(),
         None => {
             // Outside a repository only the user's and the system's config apply.
             let out = std::process::Command::new("git")
-                .args(["config", "--get", "color.ui"])
+                .args(["config", "--get", key])
                 .stderr(std::process::Stdio::null())
                 .output()
                 .ok()?;

@@ -1,6 +1,7 @@
 //! Looking at tasks without touching them (design §3.16): `diff` (each
-//! task's workspace against its baseline) and `path` (a task's working
-//! folder).
+//! task's workspace against its baseline), `diff --source` (what apply
+//! would change in the working tree now, through apply's own integration,
+//! `apply::plan`) and `path` (a task's working folder).
 //!
 //! Owns: selecting tasks for a look, snapshotting their workspaces in
 //! object memory only, and finding the task whose workspace holds a folder.
@@ -12,9 +13,10 @@ use std::path::{Path, PathBuf};
 use gix::bstr::{BStr, ByteSlice};
 use gix::ObjectId;
 
-use crate::batch::{self, Batch, Task};
+use crate::batch::{self, Batch, Task, TaskState};
 use crate::diff::PathChange;
 use crate::error::{Code, Error, Result};
+use crate::integrate::{Candidate, PathConflict, Refusal};
 use crate::repo::Source;
 
 /// One task's changes against its baseline.
@@ -89,6 +91,7 @@ pub fn diff(
     tasks: &[String],
     paths: &[String],
     patch: bool,
+    paint: bool,
 ) -> Result<DiffReport> {
     let b = batch::select_open(&source.state_dir(), batch_arg)?;
     let selected = select(&b, tasks)?;
@@ -126,35 +129,8 @@ pub fn diff(
         if let Some(objects) = objects {
             crate::proposal::add_objects(&mut view, objects);
         }
-        let changes: Vec<PathChange> = changes
-            .into_iter()
-            .filter(|c| filters.is_empty() || filters.iter().any(|p| under(c.path.as_bstr(), p)))
-            .collect();
-        let mut text = Vec::new();
-        let mut changed = Vec::with_capacity(changes.len());
-        for c in &changes {
-            let lines = if patch {
-                let one = crate::patch::render_changes(&view, std::slice::from_ref(c))?;
-                let lines = count(&one);
-                text.extend_from_slice(&one);
-                lines
-            } else {
-                None
-            };
-            let size = |side: &Option<(gix::objs::tree::EntryKind, ObjectId)>| -> Result<u64> {
-                match side {
-                    Some((_, id)) if patch && lines.is_none() => crate::blob::size(&view, *id)
-                        .map_err(|e| Error::git("cannot read a blob's size", e)),
-                    _ => Ok(0),
-                }
-            };
-            changed.push(Changed {
-                path: c.path.to_vec(),
-                status: status_of(c),
-                lines,
-                sizes: (size(&c.old)?, size(&c.new)?),
-            });
-        }
+        let changes = filtered(changes, &filters);
+        let (changed, text) = describe(&view, &changes, patch, paint)?;
         out.push(TaskDiff {
             name: task.name.clone(),
             paths: changed,
@@ -165,6 +141,299 @@ pub fn diff(
         batch: b.id,
         tasks: out,
     })
+}
+
+/// What `render` asks of [`describe`]: which of `changes` fall under the
+/// path filters (from [`resolve`]; none: all).
+fn filtered(changes: Vec<PathChange>, filters: &[String]) -> Vec<PathChange> {
+    changes
+        .into_iter()
+        .filter(|c| filters.is_empty() || filters.iter().any(|p| under(c.path.as_bstr(), p)))
+        .collect()
+}
+
+/// Each change as a [`Changed`], and (with `patch`) their patch text,
+/// painted as `git diff --color` paints it with `paint`.
+fn describe(
+    view: &gix::Repository,
+    changes: &[PathChange],
+    patch: bool,
+    paint: bool,
+) -> Result<(Vec<Changed>, Vec<u8>)> {
+    let mut text = Vec::new();
+    let mut changed = Vec::with_capacity(changes.len());
+    for c in changes {
+        let lines = if patch {
+            let one = crate::patch::render_changes(view, std::slice::from_ref(c))?;
+            let lines = count(&one);
+            if paint {
+                text.extend_from_slice(&crate::patch::render_changes_painted(
+                    view,
+                    std::slice::from_ref(c),
+                )?);
+            } else {
+                text.extend_from_slice(&one);
+            }
+            lines
+        } else {
+            None
+        };
+        let size = |side: &Option<(gix::objs::tree::EntryKind, ObjectId)>| -> Result<u64> {
+            match side {
+                Some((_, id)) if patch && lines.is_none() => crate::blob::size(view, *id)
+                    .map_err(|e| Error::git("cannot read a blob's size", e)),
+                _ => Ok(0),
+            }
+        };
+        changed.push(Changed {
+            path: c.path.to_vec(),
+            status: status_of(c),
+            lines,
+            sizes: (size(&c.old)?, size(&c.new)?),
+        });
+    }
+    Ok((changed, text))
+}
+
+/// What one selected task would become in `apply` now (`diff --source`).
+pub struct Fate {
+    pub name: String,
+    /// `Applied` (its changes are in the result), `NoChanges`, `Discarded`
+    /// (a scratch batch: its edits never come back), `Conflict` or `Failed`
+    /// (left out, as apply would leave it).
+    pub status: TaskState,
+    /// For `Conflict` and `Failed`: apply's reason word (`merge_conflict`,
+    /// `source_changed`, `would_overwrite_untracked`, `write_failed`,
+    /// `nested_repository`, `processes_running`, `workspace_missing`,
+    /// `snapshot_failed`).
+    pub reason: Option<&'static str>,
+    /// For `Failed`: what went wrong, for people.
+    pub message: Option<String>,
+    /// The paths in conflict, with git's word for each.
+    pub conflicts: Vec<PathConflict>,
+    /// The task's own changes against the baseline (within the path filter).
+    pub paths: Vec<Changed>,
+}
+
+/// What `diff --source` found: what apply would change in the working tree
+/// now, for the selected tasks together.
+pub struct SourceDiff {
+    pub batch: String,
+    pub tasks: Vec<Fate>,
+    /// The paths apply would write (within the path filter), sorted, and
+    /// (when asked) their patch against the working tree as it is.
+    pub changes: TaskDiff,
+}
+
+/// `diff --source` (design §3.16): apply's own integration (`apply::plan`:
+/// the proposals merged in task order, then with the source as it is now)
+/// of the selected tasks' workspaces as they are now, against the source.
+/// A task apply would leave out (a conflict, a workspace it cannot read,
+/// processes it would not stop, a nested repository) is left out the same
+/// way and said so. The batch's own source is the one compared (wherever
+/// the command runs). Nothing is written: no lock, no refs, no objects
+/// (proposals, the source's snapshot and the merges live in object memory),
+/// no index; a left-over write-back is `delegate::writeback_pending`, as
+/// for `apply --dry-run`.
+pub fn source_diff(
+    here: &Source,
+    batch_arg: Option<&str>,
+    tasks: &[String],
+    paths: &[String],
+    patch: bool,
+    paint: bool,
+) -> Result<SourceDiff> {
+    use crate::config::StopProcesses;
+    use crate::workspace::Identity;
+    let b = batch::select_open(&here.state_dir(), batch_arg)?;
+    if let Some(p) = crate::preparing::progress(&b) {
+        return Err(crate::preparing::refuse(&b, p));
+    }
+    let opened;
+    let source = if here.root == b.source {
+        here
+    } else {
+        opened = Source::open_recorded(here, &b.source, b.short())?;
+        &opened
+    };
+    source.refuse_submodules()?;
+    let pending = crate::writeback::pending(source)?;
+    if !pending.is_empty() {
+        let shorts: Vec<&str> = pending.iter().map(|id| batch::short(id)).collect();
+        let mut details = serde_json::Map::new();
+        details.insert("pending_writebacks".into(), serde_json::json!(pending));
+        return Err(Error::state(
+            Code::WritebackPending,
+            format!(
+                "an interrupted write-back of batch {} is left over: the working tree may hold part of its result, so diff --source cannot say what apply would do",
+                shorts.join(", ")
+            ),
+            "run `git delegate apply` or `git delegate gc`: they roll it back first; `git delegate status` shows it",
+        )
+        .with_details(details));
+    }
+    // In task order, each once, whatever order they were named in: apply
+    // integrates in task order.
+    let mut selected = select(&b, tasks)?;
+    selected.sort_by_key(|t| b.tasks.iter().position(|x| x.name == t.name));
+    selected.dedup_by(|x, y| x.name == y.name);
+    let filters = paths
+        .iter()
+        .map(|p| resolve(&here.prefix, p))
+        .collect::<Result<Vec<String>>>()?;
+    let baseline_tree = crate::commit::tree_of(&source.repo, &b.baseline)?;
+    let mut mem = source.repo.clone().with_object_memory();
+    mem.object_cache_size_if_unset(8 << 20);
+
+    let mut fates: Vec<Fate> = selected
+        .iter()
+        .map(|t| Fate {
+            name: t.name.clone(),
+            status: TaskState::Open,
+            reason: None,
+            message: None,
+            conflicts: Vec::new(),
+            paths: Vec::new(),
+        })
+        .collect();
+    // As apply: a scratch batch's edits never come back.
+    let scratch = b.mode == crate::config::Mode::Scratch;
+    // Each readable workspace, at the real path its identity check found.
+    let mut readable: Vec<(usize, Task)> = Vec::new();
+    for (i, task) in selected.iter().enumerate() {
+        if scratch {
+            fates[i].status = TaskState::Discarded;
+            continue;
+        }
+        match crate::workspace::identify(&source.common_dir, task) {
+            Identity::Ours { real, .. } => {
+                let mut t = (*task).clone();
+                t.root = real;
+                readable.push((i, t));
+            }
+            other => {
+                let why = match other {
+                    Identity::Replaced(why) => format!(
+                        "the workspace {} {why}: it is no longer the folder prepare made",
+                        task.root.display()
+                    ),
+                    _ => format!("the workspace {} is missing", task.root.display()),
+                };
+                fail(&mut fates[i], "workspace_missing", why);
+            }
+        }
+    }
+    // Processes apply would not stop fail the task, as in its dry run.
+    let roots: Vec<PathBuf> = readable.iter().map(|(_, t)| t.root.clone()).collect();
+    let running = crate::quiesce::describe_all(&roots);
+    let policy = source.config.stop_processes;
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for ((i, task), procs) in readable.iter().zip(running) {
+        let blocking: Vec<&crate::quiesce::Proc> = match policy {
+            StopProcesses::Terminate => Vec::new(),
+            StopProcesses::Background => procs.iter().filter(|p| p.terminal).collect(),
+            StopProcesses::Refuse => procs.iter().collect(),
+        };
+        if !blocking.is_empty() {
+            let list = blocking
+                .iter()
+                .map(|p| format!("{} {}", p.pid, p.command))
+                .collect::<Vec<_>>()
+                .join(", ");
+            fail(
+                &mut fates[*i],
+                "processes_running",
+                format!("processes apply would not stop run inside the workspace ({list})"),
+            );
+            continue;
+        }
+        let preview = match crate::proposal::preview(&source.repo, task, baseline_tree) {
+            Ok(p) => p,
+            Err(e) => {
+                fail(&mut fates[*i], "snapshot_failed", e.message.clone());
+                continue;
+            }
+        };
+        let Some(p) = preview else {
+            fates[*i].status = TaskState::NoChanges;
+            continue;
+        };
+        crate::proposal::add_objects(&mut mem, p.objects);
+        let (own, _) = describe(&mem, &filtered(p.paths.clone(), &filters), false, false)?;
+        fates[*i].paths = own;
+        if !p.nested.is_empty() {
+            let f = &mut fates[*i];
+            f.status = TaskState::Conflict;
+            f.reason = Some("nested_repository");
+            f.conflicts = p
+                .nested
+                .into_iter()
+                .map(|path| PathConflict {
+                    path,
+                    reason: "nested repository".into(),
+                })
+                .collect();
+            continue;
+        }
+        // A refreshed task merges from its own base, as apply merges it
+        // (design §3.12).
+        let base = match &task.base {
+            Some(own) => Some(crate::commit::tree_of(&source.repo, own)?),
+            None => None,
+        };
+        candidates.push(Candidate {
+            task: *i,
+            tree: p.tree,
+            paths: p.paths.into_iter().map(|c| c.path).collect(),
+            base,
+        });
+    }
+
+    let strict = source.config.strict;
+    let mut writes: Vec<PathChange> = Vec::new();
+    if !candidates.is_empty() {
+        let plan = crate::apply::plan(source, &mem, baseline_tree, &candidates, strict, false)?;
+        for &i in &plan.applied {
+            fates[i].status = TaskState::Applied;
+        }
+        for r in &plan.refused {
+            let f = &mut fates[r.task];
+            if r.reason == Refusal::NotWritable {
+                f.status = TaskState::Failed;
+                f.message = Some("a folder it writes in refuses writing".into());
+            } else {
+                f.status = TaskState::Conflict;
+            }
+            f.reason = Some(r.reason.as_str());
+            f.conflicts = r.conflicts.clone();
+        }
+        writes = plan
+            .writes
+            .into_iter()
+            .map(|w| PathChange {
+                path: w.path,
+                old: w.old,
+                new: w.new,
+            })
+            .collect();
+    }
+    let writes = filtered(writes, &filters);
+    let (paths, patch) = describe(&mem, &writes, patch, paint)?;
+    Ok(SourceDiff {
+        batch: b.id.clone(),
+        tasks: fates,
+        changes: TaskDiff {
+            name: String::new(),
+            paths,
+            patch,
+        },
+    })
+}
+
+fn fail(f: &mut Fate, reason: &'static str, message: String) {
+    f.status = TaskState::Failed;
+    f.reason = Some(reason);
+    f.message = Some(message);
 }
 
 /// `filter` (relative to the caller's folder `prefix`) as a path relative

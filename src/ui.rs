@@ -35,6 +35,18 @@ pub fn use_color(choice: ColorChoice, terminal: bool) -> bool {
     )
 }
 
+/// Colour for text git paints under its own setting `key` (`color.diff`):
+/// as [`use_color`], with `key`, when set, taking the place of `color.ui`
+/// (as in git).
+pub fn use_color_for(key: &str, terminal: bool) -> bool {
+    decide_color(
+        choice(),
+        std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+        || crate::repo::color_setting(key).or_else(crate::repo::color_ui),
+        terminal,
+    )
+}
+
 /// The precedence itself; `color_ui` (git's setting, read by the repository
 /// layer: [`crate::repo::color_ui`]) is only asked when it matters.
 fn decide_color(

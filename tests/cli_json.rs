@@ -336,6 +336,12 @@ fn every_json_document_matches_the_documented_field_lists() {
         ),
         case("drop refused", &["drop", a, "--json"], "drop-refused", 1),
         case("diff", &["diff", "--batch", a, "--json"], "diff", 0),
+        case(
+            "diff --source",
+            &["diff", "--source", "--batch", a, "--json"],
+            "diff",
+            0,
+        ),
         case("path", &["path", "2", "--batch", a, "--json"], "path", 0),
         case(
             "unknown task",
