@@ -478,7 +478,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 if let Err(e) = move_to_kept(&source, &b, out) {
                     artifacts_error.get_or_insert(e);
                 }
-                out.kept_until = Some(kept_until(&source));
+                out.kept_until = Some(kept_until(&source, out.proposal_ref.as_deref()));
             } else if out.ok() {
                 out.proposal_ref = None;
                 out.patch = None;
@@ -849,10 +849,16 @@ fn move_to_kept(source: &Source, b: &Batch, out: &mut Outcome) -> Result<()> {
     Ok(())
 }
 
-/// When gc may remove a discarded task's kept proposal.
-fn kept_until(source: &Source) -> String {
+/// When gc may remove a discarded task's kept proposal: its clock is the
+/// proposal commit's time, as `status` and gc read it (not this moment,
+/// which may be a second later).
+fn kept_until(source: &Source, proposal_ref: Option<&str>) -> String {
+    let started = proposal_ref
+        .and_then(|name| refs::get(&source.repo, name).ok().flatten())
+        .and_then(|id| crate::gc::commit_time(&source.repo, id))
+        .unwrap_or_else(crate::time::now);
     crate::time::rfc3339(
-        crate::time::deadline(crate::time::now(), source.config.keep_failed_secs)
+        crate::time::deadline(started, source.config.keep_failed_secs)
             .unwrap_or(crate::time::MAX_SECS),
     )
 }

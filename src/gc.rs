@@ -1044,7 +1044,7 @@ pub fn redate(repo: &gix::Repository, name: &str) -> Result<()> {
     refs::set(repo, name, new, false)
 }
 
-fn commit_time(repo: &gix::Repository, id: ObjectId) -> Option<i64> {
+pub(crate) fn commit_time(repo: &gix::Repository, id: ObjectId) -> Option<i64> {
     repo.find_commit(id).ok()?.time().ok().map(|t| t.seconds)
 }
 

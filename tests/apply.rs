@@ -416,6 +416,14 @@ fn cwd_is(pid: u32, dir: &Path) -> bool {
     std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c.starts_with(dir))
 }
 
+/// A `spawn_sleeper` child sits in `dir` and has become `sleep` (it is
+/// `setsid` until it execs, and apply names a process by its command line).
+fn sleeper_in(pid: u32, dir: &Path) -> bool {
+    cwd_is(pid, dir)
+        && std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .is_ok_and(|c| c.trim_end() == "sleep")
+}
+
 #[test]
 fn a_background_process_in_a_workspace_is_stopped_and_the_task_applies() {
     let env = Env::new();
@@ -426,7 +434,7 @@ fn a_background_process_in_a_workspace_is_stopped_and_the_task_applies() {
     let mut child = spawn_sleeper(&ws[0].join("sub"));
     let pid = child.id();
     wait_until("the sleeper to enter the workspace", || {
-        cwd_is(pid, &std::fs::canonicalize(&ws[0]).unwrap())
+        sleeper_in(pid, &std::fs::canonicalize(&ws[0]).unwrap())
     });
     let out = apply(&env, &repo, &[], 0);
     assert_eq!(task(&out, "1")["status"], "applied");
@@ -450,7 +458,7 @@ fn refuse_policy_fails_the_task_and_leaves_the_process_alone() {
     let mut child = spawn_sleeper(&ws[0]);
     let pid = child.id();
     wait_until("the sleeper to enter the workspace", || {
-        cwd_is(pid, &std::fs::canonicalize(&ws[0]).unwrap())
+        sleeper_in(pid, &std::fs::canonicalize(&ws[0]).unwrap())
     });
     let out = apply(&env, &repo, &[], 1);
     let t1 = task(&out, "1");
@@ -1884,7 +1892,7 @@ fn a_terminal_process_fails_its_task_and_stays_alive_a_background_one_is_stopped
     let mut bg = spawn_sleeper(&ws[1]);
     let bg_pid = bg.id();
     wait_until("the sleeper to enter the workspace", || {
-        cwd_is(bg_pid, &std::fs::canonicalize(&ws[1]).unwrap())
+        sleeper_in(bg_pid, &std::fs::canonicalize(&ws[1]).unwrap())
     });
 
     // status lists the processes in each workspace, in JSON and for people.
@@ -1996,7 +2004,7 @@ fn apply_says_which_processes_it_stopped() {
     let mut child = spawn_sleeper(&ws[0]);
     let pid = child.id();
     wait_until("the sleeper to enter the workspace", || {
-        cwd_is(pid, &std::fs::canonicalize(&ws[0]).unwrap())
+        sleeper_in(pid, &std::fs::canonicalize(&ws[0]).unwrap())
     });
     let dry = env.delegate(&repo, ["apply", "--dry-run"]).expect(0).stdout;
     assert!(
