@@ -44,6 +44,7 @@ pub mod renew;
 pub mod repo;
 pub mod review;
 pub mod scratch;
+pub mod side_effects;
 pub mod snapshot;
 pub mod status;
 pub mod teardown;

@@ -18,6 +18,7 @@ pub mod man;
 pub mod path;
 pub mod prepare;
 pub mod renew;
+pub mod side_effects;
 pub mod status;
 
 use std::ffi::OsString;
