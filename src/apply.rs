@@ -380,6 +380,10 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     // Branches, tags and stash entries the workspaces made (design §3.16);
     // a task whose work sits in the stash stays open.
     let side_effects = crate::side_effects::find(&source, &b)?;
+    if !dry_run {
+        // Reporting only: a failure to keep it changes no outcome.
+        let _ = crate::side_effects::remember(&source, &b, &side_effects);
+    }
     stash_holds_work(&b, &side_effects, &mut outcomes, &mut candidates);
     candidates.sort_by_key(|c| c.task);
 

@@ -29,6 +29,10 @@ use crate::repo::Source;
 pub const FILE: &str = "shared-refs";
 /// The record's first line.
 const HEADER: &str = "# git-delegate shared refs v1";
+/// Who made what, as apply found it (`remember`): a workspace removed since
+/// can no longer tell.
+pub const SEEN_FILE: &str = "side-effects";
+const SEEN_HEADER: &str = "# git-delegate side effects v1";
 /// The prefixes recorded and compared.
 const PREFIXES: [&str; 2] = ["refs/heads/", "refs/tags/"];
 const STASH: &str = "refs/stash";
@@ -507,6 +511,16 @@ pub fn find(source: &Source, b: &Batch) -> Result<Vec<SideEffect>> {
             message: Some(e.message.clone()),
         });
     }
+    // What an earlier apply could tell and this one cannot (its workspace
+    // is gone since).
+    let known = seen(source, b);
+    for e in out.iter_mut().filter(|e| e.task.is_none()) {
+        if let Some(id) = e.new {
+            if let Some(name) = known.get(&(e.name.clone(), id)) {
+                e.task = b.tasks.iter().position(|t| &t.name == name);
+            }
+        }
+    }
     let still: BTreeSet<ObjectId> = entries.iter().map(|e| e.commit).collect();
     for id in &before.stash {
         if !still.contains(id) {
@@ -523,6 +537,47 @@ pub fn find(source: &Source, b: &Batch) -> Result<Vec<SideEffect>> {
         }
     }
     Ok(out)
+}
+
+/// The attributions apply found before, keyed by (ref, what it points to).
+fn seen(source: &Source, b: &Batch) -> BTreeMap<(String, ObjectId), String> {
+    let path = batch::batch_dir(&source.state_dir(), &b.id).join(SEEN_FILE);
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return BTreeMap::new();
+    };
+    let mut lines = text.lines();
+    if lines.next() != Some(SEEN_HEADER) {
+        return BTreeMap::new();
+    }
+    lines
+        .filter_map(|l| {
+            let mut parts = l.splitn(3, ' ');
+            let id = ObjectId::from_hex(parts.next()?.as_bytes()).ok()?;
+            let task = parts.next()?.to_string();
+            let name = parts.next()?.to_string();
+            Some(((name, id), task))
+        })
+        .collect()
+}
+
+/// Keep who made what (apply, not its dry run), so a later apply still
+/// names the task once its workspace is gone. Written temp-then-rename.
+pub fn remember(source: &Source, b: &Batch, effects: &[SideEffect]) -> Result<()> {
+    let mut known = seen(source, b);
+    for e in effects {
+        if let (Some(t), Some(id)) = (e.task.and_then(|t| b.tasks.get(t)), e.new) {
+            known.insert((e.name.clone(), id), t.name.clone());
+        }
+    }
+    if known.is_empty() {
+        return Ok(());
+    }
+    let mut text = format!("{SEEN_HEADER}\n");
+    for ((name, id), task) in &known {
+        text.push_str(&format!("{id} {task} {name}\n"));
+    }
+    let path = batch::batch_dir(&source.state_dir(), &b.id).join(SEEN_FILE);
+    crate::fs::write_atomic(&path, text.as_bytes())
 }
 
 /// The branch a stash message names (`WIP on x: ...`, `On x: ...`), if any.

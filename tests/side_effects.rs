@@ -117,7 +117,17 @@ fn branch_tag_and_stash_made_in_workspaces_are_reported_and_the_users_are_not() 
     env.git(&repo, ["rev-parse", "--verify", "-q", "refs/tags/t"]);
     assert_eq!(stash_list(&env, &repo).len(), 2);
     assert!(roots[1].exists(), "the stashed task keeps its workspace");
-    let _ = short;
+    assert!(!roots[0].exists(), "the applied task's workspace is removed");
+
+    // Task 1's workspace is gone, yet a later run still names it.
+    let again = env
+        .delegate(&repo, ["apply", &short, "--dry-run", "--json"])
+        .expect(1)
+        .json();
+    let list = effects(&again);
+    assert_eq!(effect(&list, "refs/heads/x").unwrap()["task"], "1");
+    assert_eq!(effect(&list, "refs/tags/t").unwrap()["task"], "1");
+    assert_eq!(effect(&list, "refs/stash").unwrap()["task"], "2");
 }
 
 #[test]
