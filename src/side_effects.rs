@@ -126,12 +126,16 @@ impl SideEffect {
 
     /// `old_hex`, abbreviated to 7 digits (empty when none).
     pub fn old_short(&self) -> String {
-        self.old.map(|id| id.to_hex_with_len(7).to_string()).unwrap_or_default()
+        self.old
+            .map(|id| id.to_hex_with_len(7).to_string())
+            .unwrap_or_default()
     }
 
     /// `new_hex`, abbreviated to 7 digits (empty when none).
     pub fn new_short(&self) -> String {
-        self.new.map(|id| id.to_hex_with_len(7).to_string()).unwrap_or_default()
+        self.new
+            .map(|id| id.to_hex_with_len(7).to_string())
+            .unwrap_or_default()
     }
 
     /// `stash@{N}` for a stash entry still in the stash, else the ref's
@@ -157,7 +161,9 @@ pub fn read(repo: &gix::Repository) -> Result<Shared> {
             .prefixed(prefix)
             .map_err(|e| Error::git("cannot list the repository's refs", e))?;
         for r in iter {
-            let r = r.map_err(|e| Error::git("cannot read a ref", e))?;
+            // A ref that cannot be read is left out (reporting never
+            // blocks apply); git itself complains about it.
+            let Ok(r) = r else { continue };
             let name = r.name().as_bstr().to_str_lossy().into_owned();
             match r.target().try_id() {
                 Some(id) => {
@@ -167,10 +173,7 @@ pub fn read(repo: &gix::Repository) -> Result<Shared> {
             }
         }
     }
-    shared.stash = stash_entries(repo)?
-        .into_iter()
-        .map(|e| e.commit)
-        .collect();
+    shared.stash = stash_entries(repo)?.into_iter().map(|e| e.commit).collect();
     Ok(shared)
 }
 
@@ -392,7 +395,9 @@ pub fn find(source: &Source, b: &Batch) -> Result<Vec<SideEffect>> {
                 heads
                     .iter()
                     .enumerate()
-                    .filter(|(_, h)| commit.is_some() && h.as_ref().and_then(|h| h.commit) == commit)
+                    .filter(|(_, h)| {
+                        commit.is_some() && h.as_ref().and_then(|h| h.commit) == commit
+                    })
                     .map(|(i, _)| i),
             )
             .or_else(|| only_task(b))

@@ -194,7 +194,11 @@ pub fn blockers(source: &Source, b: &Batch) -> Result<Blockers> {
         if !unapplied.contains(&task.name) {
             unapplied.push(task.name.clone());
         }
-        stashed.extend(entries.iter().map(|e| (task.name.clone(), e.display_name())));
+        stashed.extend(
+            entries
+                .iter()
+                .map(|e| (task.name.clone(), e.display_name())),
+        );
     }
     let others = batch::list_ok(&source.state_dir())?;
     let hosting = b

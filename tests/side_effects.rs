@@ -71,11 +71,17 @@ fn branch_tag_and_stash_made_in_workspaces_are_reported_and_the_users_are_not() 
     std::fs::write(roots[0].join("a.txt"), "a from 1\n").unwrap();
     env.git(&roots[0], ["commit", "-q", "-am", "work of 1"]);
     env.git(&roots[0], ["tag", "t"]);
-    let x = env.git(&repo, ["rev-parse", "refs/heads/x"]).trim().to_string();
+    let x = env
+        .git(&repo, ["rev-parse", "refs/heads/x"])
+        .trim()
+        .to_string();
     // Task 2: its work stashed.
     std::fs::write(roots[1].join("b.txt"), "b from 2\n").unwrap();
     env.git(&roots[1], ["stash", "-q"]);
-    let worker_stash = env.git(&repo, ["rev-parse", "refs/stash"]).trim().to_string();
+    let worker_stash = env
+        .git(&repo, ["rev-parse", "refs/stash"])
+        .trim()
+        .to_string();
     // The user, in the source after prepare: a branch, a commit, a stash.
     env.git(&repo, ["branch", "mine"]);
     env.git(&repo, ["commit", "-q", "--allow-empty", "-m", "user"]);
@@ -101,7 +107,12 @@ fn branch_tag_and_stash_made_in_workspaces_are_reported_and_the_users_are_not() 
     // Only those three: refs unchanged since prepare (old, v0), the user's
     // branch, moved main and stash are not the batch's.
     assert_eq!(list.len(), 3, "{list:?}");
-    for name in ["refs/heads/old", "refs/tags/v0", "refs/heads/mine", "refs/heads/main"] {
+    for name in [
+        "refs/heads/old",
+        "refs/tags/v0",
+        "refs/heads/mine",
+        "refs/heads/main",
+    ] {
         assert!(effect(&list, name).is_none(), "{name} reported: {list:?}");
     }
 
@@ -111,13 +122,19 @@ fn branch_tag_and_stash_made_in_workspaces_are_reported_and_the_users_are_not() 
     assert_eq!(t2["status"], "open");
     assert_eq!(t2["reason"], "stashed");
     assert_eq!(doc["batch_open"], true);
-    assert_eq!(std::fs::read_to_string(repo.join("a.txt")).unwrap(), "a from 1\n");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("a.txt")).unwrap(),
+        "a from 1\n"
+    );
     // Nothing of the user's refs or stash was touched.
     assert_eq!(env.git(&repo, ["rev-parse", "refs/heads/x"]).trim(), x);
     env.git(&repo, ["rev-parse", "--verify", "-q", "refs/tags/t"]);
     assert_eq!(stash_list(&env, &repo).len(), 2);
     assert!(roots[1].exists(), "the stashed task keeps its workspace");
-    assert!(!roots[0].exists(), "the applied task's workspace is removed");
+    assert!(
+        !roots[0].exists(),
+        "the applied task's workspace is removed"
+    );
 
     // Task 1's workspace is gone, yet a later run still names it.
     let again = env
@@ -150,7 +167,10 @@ fn a_stash_only_task_stays_open_and_drop_refuses_without_force() {
     assert_eq!(list[0]["task"], "1");
     assert_eq!(list[0]["stash"], "stash@{0}");
 
-    let refused = env.delegate(&repo, ["drop", &short, "--json"]).expect(1).json();
+    let refused = env
+        .delegate(&repo, ["drop", &short, "--json"])
+        .expect(1)
+        .json();
     assert_eq!(refused["dropped"], false);
     assert_eq!(refused["unapplied"], serde_json::json!(["1"]));
     assert_eq!(refused["stashed"][0]["task"], "1");
@@ -160,7 +180,8 @@ fn a_stash_only_task_stays_open_and_drop_refuses_without_force() {
     let text = env.delegate(&repo, ["drop", &short]).expect(1);
     assert!(text.stdout.contains("stash@{0}"), "{}", text.stdout);
 
-    env.delegate(&repo, ["drop", &short, "--force", "--json"]).expect(0);
+    env.delegate(&repo, ["drop", &short, "--force", "--json"])
+        .expect(0);
     // The work stays in the user's stash.
     assert_eq!(stash_list(&env, &repo).len(), 1);
     env.git(&repo, ["stash", "show", "-p", "stash@{0}"]);
@@ -203,9 +224,15 @@ fn following_the_printed_stash_hint_brings_the_work_back_and_applies_it() {
         String::from_utf8_lossy(&status.stderr)
     );
     assert!(stash_list(&env, &repo).is_empty());
-    let doc = env.delegate(&repo, ["apply", &short, "--json"]).expect(0).json();
+    let doc = env
+        .delegate(&repo, ["apply", &short, "--json"])
+        .expect(0)
+        .json();
     assert_eq!(task(&doc, "2")["status"], "applied");
-    assert_eq!(std::fs::read_to_string(repo.join("b.txt")).unwrap(), "b from 2\n");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("b.txt")).unwrap(),
+        "b from 2\n"
+    );
     assert_eq!(doc["side_effects"], serde_json::json!([]));
 }
 
@@ -213,7 +240,10 @@ fn following_the_printed_stash_hint_brings_the_work_back_and_applies_it() {
 fn a_branch_moved_onto_a_workspace_commit_is_reported_as_moved() {
     let env = Env::new();
     let (repo, _short, roots) = setup(&env, 1);
-    let before = env.git(&repo, ["rev-parse", "refs/heads/old"]).trim().to_string();
+    let before = env
+        .git(&repo, ["rev-parse", "refs/heads/old"])
+        .trim()
+        .to_string();
     env.git(&roots[0], ["branch", "-f", "old", "HEAD"]);
     let doc = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     let list = effects(&doc);
@@ -228,7 +258,10 @@ fn a_branch_moved_onto_a_workspace_commit_is_reported_as_moved() {
 fn a_branch_or_tag_deleted_since_prepare_is_reported_with_its_old_commit() {
     let env = Env::new();
     let (repo, _short, roots) = setup(&env, 1);
-    let v0 = env.git(&repo, ["rev-parse", "refs/tags/v0"]).trim().to_string();
+    let v0 = env
+        .git(&repo, ["rev-parse", "refs/tags/v0"])
+        .trim()
+        .to_string();
     env.git(&roots[0], ["tag", "-d", "v0"]);
     let doc = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     let list = effects(&doc);
@@ -259,7 +292,10 @@ fn gc_of_a_stale_batch_reports_stashed_work_and_leaves_the_stash() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
-        let state = st["batches"][0]["lease"]["state"].as_str().unwrap_or("").to_string();
+        let state = st["batches"][0]["lease"]["state"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
         if state == "expired" || state == "orphaned" {
             break;
         }

@@ -51,7 +51,10 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
             m.insert("kept_workspaces".into(), kept_doc(kept));
         }
         if let Value::Object(m) = &mut doc {
-            m.insert("side_effects".into(), super::side_effects::doc(b, side_effects));
+            m.insert(
+                "side_effects".into(),
+                super::side_effects::doc(b, side_effects),
+            );
         }
         ui.doc_after(doc, recovered);
     }
@@ -64,7 +67,12 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         dry_run,
         write_error.as_ref(),
     ));
-    ui.say(&super::side_effects::text(b, side_effects, outcomes, dry_run));
+    ui.say(&super::side_effects::text(
+        b,
+        side_effects,
+        outcomes,
+        dry_run,
+    ));
     if !kept.is_empty() {
         ui.say(&kept_text(kept));
     }

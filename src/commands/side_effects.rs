@@ -82,9 +82,9 @@ pub fn text(b: &Batch, effects: &[SideEffect], outcomes: &[Outcome], dry_run: bo
         let stashed_task = e.task.filter(|&t| {
             e.kind == Kind::Stash
                 && e.change == Change::Added
-                && outcomes
-                    .iter()
-                    .any(|o| o.idx == t && o.status == TaskState::Open && o.reason == Some("stashed"))
+                && outcomes.iter().any(|o| {
+                    o.idx == t && o.status == TaskState::Open && o.reason == Some("stashed")
+                })
         });
         if let (Some(t), Some(n)) = (stashed_task, e.stash_index) {
             let root = super::apply::shell_quote(&super::show(&b.tasks[t].root));
