@@ -15,7 +15,7 @@
 //! (the user's refs are reported, never touched); prints.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use gix::bstr::ByteSlice;
 use gix::ObjectId;
@@ -496,12 +496,35 @@ pub fn find(source: &Source, b: &Batch) -> Result<Vec<SideEffect>> {
                     } else {
                         e.seconds as i128 * 1_000_000_000
                     };
-                    unique(at_parent.into_iter().filter(|&i| {
-                        heads[i]
-                            .as_ref()
-                            .and_then(|h| h.index_written)
-                            .is_some_and(|w| w >= since)
-                    }))
+                    let by_index: Vec<usize> = at_parent
+                        .iter()
+                        .copied()
+                        .filter(|&i| {
+                            heads[i]
+                                .as_ref()
+                                .and_then(|h| h.index_written)
+                                .is_some_and(|w| w >= since)
+                        })
+                        .collect();
+                    if by_index.len() == 1 {
+                        Some(by_index[0])
+                    } else {
+                        // Still several (another workspace's index was
+                        // written since, by a `git status` there): the files
+                        // `git stash` put back were rewritten in its own.
+                        let pool = if by_index.is_empty() {
+                            at_parent
+                        } else {
+                            by_index
+                        };
+                        let put_back = put_back_paths(repo, parent, e.commit);
+                        unique(pool.into_iter().filter(|&i| {
+                            !put_back.is_empty()
+                                && put_back
+                                    .iter()
+                                    .all(|p| changed_since(&b.tasks[i].root.join(p), since))
+                        }))
+                    }
                 }
             }
         };
@@ -583,6 +606,38 @@ pub fn remember(source: &Source, b: &Batch, effects: &[SideEffect]) -> Result<()
     }
     let path = batch::batch_dir(&source.state_dir(), &b.id).join(SEEN_FILE);
     crate::fs::write_atomic(&path, text.as_bytes())
+}
+
+/// The paths a stash entry took out of its worktree that `git stash` then
+/// put back as they are in `parent` (changed there, not added).
+fn put_back_paths(repo: &gix::Repository, parent: ObjectId, stash: ObjectId) -> Vec<PathBuf> {
+    let tree = |id: ObjectId| {
+        repo.find_commit(id)
+            .ok()
+            .and_then(|c| c.tree_id().ok())
+            .map(|t| t.detach())
+    };
+    let (Some(old), Some(new)) = (tree(parent), tree(stash)) else {
+        return Vec::new();
+    };
+    crate::diff::trees(repo, old, new)
+        .map(|changes| {
+            changes
+                .into_iter()
+                .filter(|c| c.old.is_some())
+                .map(|c| crate::paths::to_os(c.path.as_ref()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether the inode at `path` (not followed) changed at or after `since`
+/// (nanoseconds since the epoch).
+fn changed_since(path: &Path, since: i128) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .map(|m| i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()) >= since)
+        .unwrap_or(false)
 }
 
 /// The branch a stash message names (`WIP on x: ...`, `On x: ...`), if any.

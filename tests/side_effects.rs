@@ -311,3 +311,43 @@ fn gc_of_a_stale_batch_reports_stashed_work_and_leaves_the_stash() {
     assert_eq!(env.git(&repo, ["rev-parse", "refs/stash"]), stashed);
     assert_eq!(stash_list(&env, &repo).len(), 1);
 }
+
+fn touch(path: &Path) {
+    let ok = std::process::Command::new("touch")
+        .arg(path)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "touch {}", path.display());
+}
+
+#[test]
+fn a_stash_entry_is_told_by_the_files_it_put_back_or_else_belongs_to_no_task() {
+    let env = Env::new();
+    let (repo, _short, roots) = setup(&env, 2);
+    std::fs::write(roots[0].join("a.txt"), "a from 1\n").unwrap();
+    env.git(&roots[0], ["stash", "-q"]);
+    // Both workspaces sit at the baseline, and the other one's index is
+    // written after the stash (as a `git status` there may do): the file
+    // `git stash` put back in task 1's workspace still tells.
+    let gitdir = env.git(&roots[1], ["rev-parse", "--absolute-git-dir"]);
+    touch(&Path::new(gitdir.trim()).join("index"));
+    let doc = env
+        .delegate(&repo, ["apply", "--dry-run", "--json"])
+        .expect(1)
+        .json();
+    assert_eq!(effect(&effects(&doc), "refs/stash").unwrap()["task"], "1");
+    assert_eq!(task(&doc, "1")["reason"], "stashed");
+
+    // Task 2's a.txt is rewritten too: nothing tells any more. The entry is
+    // reported with no task, changes no status, and stays in the stash.
+    touch(&roots[1].join("a.txt"));
+    let doc = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
+    let list = effects(&doc);
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(list[0]["task"], Value::Null);
+    assert_eq!(list[0]["stash"], "stash@{0}");
+    assert_eq!(task(&doc, "1")["status"], "no_changes");
+    assert_eq!(task(&doc, "2")["status"], "no_changes");
+    assert_eq!(stash_list(&env, &repo).len(), 1);
+}
