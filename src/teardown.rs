@@ -200,6 +200,7 @@ pub fn blockers(source: &Source, b: &Batch) -> Result<Blockers> {
                 .map(|e| (task.name.clone(), e.display_name())),
         );
     }
+    unapplied.sort_by_key(|name| b.tasks.iter().position(|t| &t.name == name));
     let others = batch::list_ok(&source.state_dir())?;
     let hosting = b
         .tasks

@@ -40,12 +40,12 @@ pub fn text(b: &Batch, effects: &[SideEffect], outcomes: &[Outcome], dry_run: bo
         return String::new();
     }
     let mut text = String::from(
-        "Branches, tags and stash entries in your repository made from the batch's workspaces (git-delegate leaves them as they are):\n",
+        "Branches, tags and stash entries changed since prepare (workspaces share them with your repository; git-delegate leaves them as they are):\n",
     );
     for e in effects {
         let who = match e.task.and_then(|t| b.tasks.get(t)) {
             Some(t) => format!("task {}", t.name),
-            None => "unknown task".to_string(),
+            None => "one of the batch's workspaces (which one cannot be told)".to_string(),
         };
         let what = crate::ui::escape_text(&e.display_name());
         let line = match (e.kind, e.change) {
