@@ -72,6 +72,9 @@ pub struct Report {
     pub kept: Vec<Kept>,
     /// The first clean-up failure (the outcomes stand).
     pub artifacts_error: Option<Error>,
+    /// Branches, tags and stash entries made from the batch's workspaces
+    /// since prepare (design §3.16).
+    pub side_effects: Vec<crate::side_effects::SideEffect>,
 }
 
 impl Report {
@@ -386,6 +389,14 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
             }
         }
     }
+    // Branches, tags and stash entries the workspaces made (design §3.16);
+    // a task whose work sits in the stash stays open.
+    let side_effects = crate::side_effects::find(&source, &b)?;
+    if !dry_run {
+        // Reporting only: a failure to keep it changes no outcome.
+        let _ = crate::side_effects::remember(&source, &b, &side_effects);
+    }
+    stash_holds_work(&b, &side_effects, &mut outcomes, &mut candidates);
     candidates.sort_by_key(|c| c.task);
 
     drop(recording);
@@ -602,6 +613,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         write_error,
         kept,
         artifacts_error,
+        side_effects,
     })
 }
 
@@ -645,6 +657,35 @@ pub fn plan(
         writeback::check(source, writes)
     };
     integrate::integrate(mem, baseline_tree, s_tree, candidates, strict, &mut check)
+}
+
+/// A task whose workspace pushed entries still in the stash has work
+/// there that apply cannot see: it stays open (reason `stashed`), whatever
+/// its workspace holds, so neither is applied without the other nor its
+/// workspace removed (design §3.16).
+fn stash_holds_work(
+    b: &Batch,
+    effects: &[crate::side_effects::SideEffect],
+    outcomes: &mut [Outcome],
+    candidates: &mut Vec<Candidate>,
+) {
+    for (task, entries) in crate::side_effects::stashed(effects) {
+        let Some(out) = outcomes.iter_mut().find(|o| o.idx == task) else {
+            continue;
+        };
+        if !matches!(out.status, TaskState::NoChanges | TaskState::Open) {
+            continue;
+        }
+        candidates.retain(|c| c.task != task);
+        let names: Vec<String> = entries.iter().map(|e| e.display_name()).collect();
+        out.status = TaskState::Open;
+        out.reason = Some("stashed");
+        out.message = Some(format!(
+            "the work of task {} is in the repository's stash ({}), not in its workspace",
+            b.tasks[task].name,
+            names.join(", ")
+        ));
+    }
 }
 
 /// Take the repository lock for a command that changes nothing but reads

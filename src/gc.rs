@@ -116,6 +116,19 @@ pub struct Report {
     /// Batches whose prepare was killed before they were complete (design
     /// §3.15): removed whole, nothing rescued; they are in `batches` too.
     pub incomplete: Vec<String>,
+    /// Stash entries the workspaces of reclaimed batches pushed, still in
+    /// the stash: reported, never touched (design §3.16).
+    pub stashed: Vec<StashedWork>,
+}
+
+/// A stash entry a stale batch's workspace pushed (design §3.16).
+#[derive(Debug, Clone)]
+pub struct StashedWork {
+    pub batch: String,
+    /// `None` when which workspace made it cannot be told.
+    pub task: Option<String>,
+    /// `stash@{N}`.
+    pub stash: String,
 }
 
 /// Where kept patches live once their batch's state folder is gone.
@@ -195,7 +208,11 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
                 }
                 match gc.reclaim_batch(b, &all) {
                     Ok(true) => gc.report.batches.push(b.id.clone()),
-                    Ok(false) => remaining.push(b),
+                    Ok(false) => {
+                        // Left alone: its stash entries are the batch's still.
+                        gc.report.stashed.retain(|w| w.batch != b.id);
+                        remaining.push(b)
+                    }
                     // Its work was rescued before anything was removed; what
                     // is left stays owned by the batch until the next gc.
                     Err(e) => {
@@ -345,6 +362,20 @@ impl Gc<'_> {
                     "batch {} still records an interrupted write-back; run `git delegate status` and `git delegate gc` again once its process is gone",
                     b.short()
                 ),
+            );
+        }
+        // Work a workspace put in the stash stays there: named, not touched
+        // (read before the workspaces go: their HEADs tell who made it).
+        if let Ok(effects) = crate::side_effects::find(self.source, b) {
+            self.report.stashed.extend(
+                effects
+                    .iter()
+                    .filter(|e| e.change == crate::side_effects::Change::Added)
+                    .map(|e| StashedWork {
+                        batch: b.id.clone(),
+                        task: e.task.and_then(|t| b.tasks.get(t)).map(|t| t.name.clone()),
+                        stash: e.display_name(),
+                    }),
             );
         }
         let baseline_tree = match commit::tree_of(&self.source.repo, &b.baseline) {

@@ -260,6 +260,8 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
             write_error,
             kept: Vec::new(),
             artifacts_error,
+            // A kept proposal has no workspace that could have made any.
+            side_effects: Vec::new(),
         },
         kept: k,
         root: source.root.clone(),

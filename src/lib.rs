@@ -46,6 +46,7 @@ pub mod renew;
 pub mod repo;
 pub mod review;
 pub mod scratch;
+pub mod side_effects;
 pub mod snapshot;
 pub mod status;
 pub mod teardown;

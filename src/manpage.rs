@@ -298,7 +298,13 @@ fn description() -> Sections {
         )
         .ss("Guarantees")
         .para(
-            "The index, HEAD, branches, stash and git config are never changed. Uncommitted, \
+            "The index, HEAD, branches, stash and git config are never changed by git-delegate. \
+             Workers can still change branches, tags and the stash: a workspace is a linked \
+             worktree, which shares them with the repository. Apply reports every branch and tag \
+             made or moved onto the batch's work or deleted since prepare, and every stash entry \
+             a workspace pushed (with the task that made it where that can be told), and leaves \
+             them as they are; a task whose work is in the stash stays open (reason stashed) and \
+             apply prints the `git -C WORKSPACE stash pop stash@{N}` that brings it back. Uncommitted, \
              untracked and ignored files are never overwritten or lost: a write that would replace \
              content git-delegate has not seen is a conflict. After a crash at any point the next \
              command that changes things rolls an interrupted write-back back (`apply --dry-run` \
@@ -604,7 +610,8 @@ fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
             ),
             (
                 "1",
-                "A task ended `conflict` or `failed`; its proposal ref, patch and workspace are \
+                "A task ended `conflict` or `failed`, or stays `open` because its work is in the \
+                 stash (reason `stashed`); its proposal ref, patch and workspace are \
                  kept and the batch stays open for it. A folder of the source that refuses \
                  writing (permissions, an immutable folder, a read-only mount) fails only the \
                  tasks that write in it (`failed`, reason `write_failed`, naming the folder); the \
@@ -641,7 +648,8 @@ fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
             ("0", "The batch was dropped."),
             (
                 "1",
-                "Refused without `--force`: tasks have changes that were never applied, or a \
+                "Refused without `--force`: tasks have changes that were never applied (in their \
+                 workspace, or in the stash a worker pushed them to), or a \
                  task's workspace is the source of another open batch.",
             ),
         ],

@@ -6,7 +6,7 @@
 //! bytes freed) and uses `remove_refs` and `remove_state`; a batch whose
 //! prepare never completed goes through `preparing::remove_whole`.
 //! `blockers` says what makes `drop` refuse without `--force` (unapplied
-//! work, a workspace hosting an open batch).
+//! work, work a workspace put in the stash, a workspace hosting an open batch).
 //!
 //! Owns: the rule that a workspace hosting an open batch is released, never
 //! removed; the order "workspaces, then refs, then the state folder last".
@@ -168,18 +168,39 @@ pub struct Blockers {
     pub hosting: Vec<Kept>,
     /// Every readable batch, for `remove_batch`.
     pub others: Vec<Batch>,
+    /// Open tasks whose workspace pushed entries still in the stash (design
+    /// §3.16): (task, `stash@{N}`); they count as unapplied too.
+    pub stashed: Vec<(String, String)>,
 }
 
 /// What stands in the way of dropping `b` (a batch whose prepare completed).
 pub fn blockers(source: &Source, b: &Batch) -> Result<Blockers> {
     let counts = crate::problems::changed_counts(source, b);
-    let unapplied = b
+    let mut unapplied = b
         .tasks
         .iter()
         .zip(&counts)
         .filter(|(t, n)| t.state.is_open() && (**n != Some(0) || t.state != batch::TaskState::Open))
         .map(|(t, _)| t.name.clone())
-        .collect();
+        .collect::<Vec<String>>();
+    // Work a workspace put in the stash is unapplied work too (design §3.16).
+    let effects = crate::side_effects::find(source, b)?;
+    let mut stashed = Vec::new();
+    for (t, entries) in crate::side_effects::stashed(&effects) {
+        let task = &b.tasks[t];
+        if !task.state.is_open() {
+            continue;
+        }
+        if !unapplied.contains(&task.name) {
+            unapplied.push(task.name.clone());
+        }
+        stashed.extend(
+            entries
+                .iter()
+                .map(|e| (task.name.clone(), e.display_name())),
+        );
+    }
+    unapplied.sort_by_key(|name| b.tasks.iter().position(|t| &t.name == name));
     let others = batch::list_ok(&source.state_dir())?;
     let hosting = b
         .tasks
@@ -192,5 +213,6 @@ pub fn blockers(source: &Source, b: &Batch) -> Result<Blockers> {
         unapplied,
         hosting,
         others,
+        stashed,
     })
 }

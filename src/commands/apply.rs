@@ -43,6 +43,7 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         write_error,
         kept,
         artifacts_error,
+        side_effects,
     } = &report;
     let (b, batch_open, dry_run) = (b, *batch_open, *dry_run);
     let refreshed = if args.refresh_conflicts {
@@ -66,6 +67,12 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
                 ),
             };
         }
+        if let Value::Object(m) = &mut doc {
+            m.insert(
+                "side_effects".into(),
+                super::side_effects::doc(b, side_effects),
+            );
+        }
         ui.doc_after(doc, recovered);
     }
     ui.say(&human(
@@ -76,6 +83,12 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         batch_open,
         dry_run,
         write_error.as_ref(),
+    ));
+    ui.say(&super::side_effects::text(
+        b,
+        side_effects,
+        outcomes,
+        dry_run,
     ));
     if !kept.is_empty() {
         ui.say(&kept_text(kept));
@@ -311,7 +324,7 @@ fn human(
                 let n = o.applied.len();
                 format!("{n} path{} written", if n == 1 { "" } else { "s" })
             }
-            TaskState::Conflict | TaskState::Failed => {
+            TaskState::Conflict | TaskState::Failed | TaskState::Open => {
                 let mut d = o.reason.unwrap_or("").to_string();
                 if !o.conflicts.is_empty() {
                     let list: Vec<String> = o
@@ -447,7 +460,7 @@ fn human(
 }
 
 /// Quote a string for a POSIX shell when it needs it.
-fn shell_quote(s: &str) -> String {
+pub(crate) fn shell_quote(s: &str) -> String {
     if !s.is_empty()
         && s.bytes()
             .all(|c| c.is_ascii_alphanumeric() || b"/._-+:@%".contains(&c))

@@ -45,12 +45,16 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         unapplied,
         hosting,
         others,
+        stashed,
     } = crate::teardown::blockers(&source, &b)?;
     if (!unapplied.is_empty() || !hosting.is_empty()) && !args.force {
         if ui.json {
             let mut doc = json!({"batch": b.id, "dropped": false, "unapplied": unapplied});
             if let (false, Some(m)) = (hosting.is_empty(), doc.as_object_mut()) {
                 m.insert("hosts_open_batches".into(), kept_doc(&hosting));
+            }
+            if let (false, Some(m)) = (stashed.is_empty(), doc.as_object_mut()) {
+                m.insert("stashed".into(), stashed_doc(&stashed));
             }
             ui.doc_after(doc, recovered);
         }
@@ -68,6 +72,11 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
                 unapplied.join(", "),
                 b.short(),
                 b.short()
+            ));
+        }
+        for (task, entry) in &stashed {
+            text.push_str(&format!(
+                "The work of task {task} is in your stash, {entry} (a worker ran `git stash` in its workspace); it stays there even with --force.\n"
             ));
         }
         for (task, root, batches) in &hosting {
@@ -235,4 +244,14 @@ fn dropped_doc(
         "refs_removed": refs,
         "left_alone": left_alone.iter().map(|k| crate::paths::doc_path(k)).collect::<Vec<_>>(),
     })
+}
+
+/// `[{"task", "stash"}]`: open tasks whose work is in the stash.
+fn stashed_doc(stashed: &[(String, String)]) -> serde_json::Value {
+    serde_json::Value::Array(
+        stashed
+            .iter()
+            .map(|(task, entry)| json!({"task": task, "stash": entry}))
+            .collect(),
+    )
 }

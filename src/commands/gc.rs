@@ -69,6 +69,7 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
             "skipped": skipped,
             "pending_writebacks": report.pending_writebacks,
             "incomplete": report.incomplete,
+            "stashed": report.stashed.iter().map(|w| json!({"batch": w.batch, "task": w.task, "stash": w.stash})).collect::<Vec<_>>(),
             "recovered_writebacks": recovered.rolled_back,
         });
         ui.doc_after(doc, recovered);
@@ -118,6 +119,15 @@ fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
             r.registrations_removed,
             r.refs_removed,
             bytes(r.bytes_freed)
+        ));
+    }
+    for w in &r.stashed {
+        text.push_str(&format!(
+            "Batch {}: the work of {} is in your stash, {}; gc leaves it there (see it with `git stash show -p {}`).\n",
+            crate::batch::short(&w.batch),
+            w.task.as_deref().map_or("one of its tasks".to_string(), |t| format!("task {t}")),
+            w.stash,
+            w.stash,
         ));
     }
     for id in &r.incomplete {

@@ -20,6 +20,7 @@ pub mod path;
 pub mod prepare;
 pub mod refresh;
 pub mod renew;
+pub mod side_effects;
 pub mod status;
 
 use std::ffi::OsString;
