@@ -47,6 +47,10 @@ pub fn run(
                 }
             }
             m.insert(
+                "side_effects".into(),
+                super::side_effects::doc(&r.batch, &r.side_effects),
+            );
+            m.insert(
                 "kept_proposal".into(),
                 json!({
                     "ref": k.ref_name,
