@@ -352,6 +352,9 @@ pub struct ApplyArgs {
     /// interrupted write-back left over is reported (exit 3), never rolled back.
     #[arg(long)]
     pub dry_run: bool,
+    /// List every path each task wrote (or would write), not only the first 20
+    #[arg(short, long)]
+    pub verbose: bool,
     /// Refuse a task when the source changed since prepare in a path it touches
     ///
     /// Without --strict such a task is merged 3-way when that is clean. Default: apply.strict.
