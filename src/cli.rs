@@ -53,6 +53,26 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The command line as parsed: `--color`, a global option every subcommand
+/// takes, is shown once, in the top-level help, not as the same block in
+/// every subcommand's help (each subcommand gets a hidden copy, which clap's
+/// propagation of global options then leaves alone).
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    fn hidden(cmd: clap::Command, color: &clap::Arg) -> clap::Command {
+        cmd.mut_subcommands(|sub| hidden(sub.arg(color.clone()), color))
+    }
+    let cmd = Cli::command();
+    let color = cmd
+        .get_arguments()
+        .find(|a| a.get_id() == "color")
+        .map(|a| a.clone().hide(true));
+    match color {
+        Some(color) => hidden(cmd, &color),
+        None => cmd,
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
     /// Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise
