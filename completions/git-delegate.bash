@@ -149,7 +149,7 @@ _git__delegate() {
             return 0
             ;;
         git__delegate__subcmd__apply)
-            opts="-h -V --only --discard --dry-run --strict --keep --json --color --help --version"
+            opts="-v -h -V --only --discard --dry-run --verbose --strict --keep --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

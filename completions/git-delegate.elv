@@ -58,6 +58,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand --discard 'Drop these tasks'' work (repeatable)'
             cand --color 'When to use colour: auto, always or never'
             cand --dry-run 'Report what would happen; change nothing'
+            cand -v 'List every path each task wrote (or would write), not only the first 20'
+            cand --verbose 'List every path each task wrote (or would write), not only the first 20'
             cand --strict 'Refuse a task when the source changed since prepare in a path it touches'
             cand --keep 'Keep the workspaces of applied tasks (as ordinary unlocked worktrees)'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'

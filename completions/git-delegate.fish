@@ -62,6 +62,7 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l colo
 always\t'Always colour'
 never\t'Never colour'"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l dry-run -d 'Report what would happen; change nothing'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -s v -l verbose -d 'List every path each task wrote (or would write), not only the first 20'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l strict -d 'Refuse a task when the source changed since prepare in a path it touches'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l keep -d 'Keep the workspaces of applied tasks (as ordinary unlocked worktrees)'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
