@@ -280,6 +280,13 @@ which man finds through PATH: for `cargo install` that is ~/.cargo/share/man/man
     /// Plumbing: print the tree id of the working tree's snapshot (for tests and benchmarks)
     #[command(hide = true)]
     Snapshot,
+    /// Internal: completion candidates for the word being completed (called by the completion scripts)
+    #[command(hide = true, name = "__complete")]
+    Complete {
+        /// The words after the program name; the last is the one being completed
+        #[arg(allow_hyphen_values = true, trailing_var_arg = true)]
+        words: Vec<String>,
+    },
     /// Internal: delete the removed workspaces waiting in a `.trash` folder (started in the background by apply)
     #[command(hide = true, name = "purge-trash")]
     PurgeTrash {

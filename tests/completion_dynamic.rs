@@ -1,0 +1,326 @@
+//! Dynamic completion (design §3.8): the hidden `git delegate __complete`
+//! names the open batches (labels and ids) and task names, and says "no
+//! file names" for values that are none (`--ttl`); the committed bash script
+//! asks it, also through git's own bash completion (`git delegate <TAB>`),
+//! which an interactive bash in a pseudo-terminal proves.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Env, Run};
+
+fn complete(env: &Env, dir: &Path, words: &[&str]) -> Run {
+    let mut args = vec!["__complete", "--"];
+    args.extend_from_slice(words);
+    env.delegate(dir, args)
+}
+
+fn lines(run: &Run) -> Vec<&str> {
+    run.stdout.lines().collect()
+}
+
+/// A repository with batch `alpha` (tasks lint, docs) and batch `beta`
+/// (tasks 1, 2, 3); returns the repository and the two ids.
+fn two_batches(env: &Env) -> (PathBuf, String, String) {
+    let repo = env.repo("src");
+    let id = |args: &[&str]| {
+        let mut all = vec!["prepare", "--json"];
+        all.extend_from_slice(args);
+        env.delegate(&repo, all).expect(0).json()["batch"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let alpha = id(&["lint", "docs", "--label", "alpha"]);
+    let beta = id(&["-n", "3", "--label", "beta"]);
+    (repo, alpha, beta)
+}
+
+#[test]
+fn complete_names_open_batches_and_tasks_and_no_files_for_values_that_are_none() {
+    let env = Env::new();
+    let (repo, alpha, beta) = two_batches(&env);
+    let ids = {
+        let mut v = [alpha.clone(), beta.clone()];
+        // Oldest first, as `status` lists them (created in this order, but
+        // in the same second the ids break the tie).
+        let created = |id: &str| {
+            let doc = env
+                .delegate(&repo, ["status", "--json", id])
+                .expect(0)
+                .json();
+            doc["batches"][0]["created_at"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        v.sort_by_key(|id| (created(id), id.clone()));
+        v
+    };
+
+    // A BATCH: labels, then ids.
+    for words in [
+        &["apply", ""][..],
+        &["status", ""],
+        &["drop", ""],
+        &["renew", ""],
+        &["diff", "--batch", ""],
+        &["path", "--batch="],
+        &["--color", "never", "apply", ""],
+    ] {
+        let run = complete(&env, &repo, words).expect(0);
+        let mut expected = vec!["alpha", "beta"];
+        expected.extend(ids.iter().map(String::as_str));
+        assert_eq!(lines(&run), expected, "{words:?}");
+    }
+    // Filtered by what is typed; an id by its prefix.
+    assert_eq!(
+        lines(&complete(&env, &repo, &["apply", "al"]).expect(0)),
+        ["alpha"]
+    );
+    assert_eq!(
+        lines(&complete(&env, &repo, &["drop", &beta[..6]]).expect(0)),
+        [beta.as_str()]
+    );
+
+    // Task names of the batch on the command line.
+    for (words, expected) in [
+        (&["apply", "alpha", "--only", ""][..], &["lint", "docs"][..]),
+        (&["apply", "beta", "--discard", ""], &["1", "2", "3"]),
+        (&["apply", "beta", "--only", "=", ""], &["1", "2", "3"]),
+        (&["apply", "alpha", "--only=d"], &["docs"]),
+        (&["diff", "--batch", "alpha", ""], &["lint", "docs"]),
+        (&["diff", "--batch=beta", "1", ""], &["1", "2", "3"]),
+        (&["path", "--batch", "beta", "2"], &["2"]),
+        // No batch named among several: every open batch's tasks.
+        (&["apply", "--only", ""], &["lint", "docs", "1", "2", "3"]),
+    ] {
+        let run = complete(&env, &repo, words).expect(0);
+        assert_eq!(lines(&run), expected, "{words:?}");
+    }
+
+    // Values that are no file names: exit 0, nothing offered.
+    for words in [
+        &["prepare", "--ttl", ""][..],
+        &["prepare", "--label", "x"],
+        &["prepare", "--owner-pid", ""],
+        &["prepare", "-n", ""],
+        &["renew", "--ttl", ""],
+    ] {
+        let run = complete(&env, &repo, words).expect(0);
+        assert_eq!(run.stdout, "", "{words:?}");
+    }
+
+    // Elsewhere the static script completes: exit 1, nothing printed.
+    for words in [
+        &[""][..],
+        &["ap"],
+        &["apply", "--d"],
+        &["prepare", ""],
+        &["prepare", "--mode", ""],
+        &["completions", ""],
+        &["hooks", ""],
+        &["man", "--install", ""],
+        &["diff", "--", ""],
+    ] {
+        let run = complete(&env, &repo, words).expect(1);
+        assert_eq!(run.stdout, "", "{words:?}");
+        assert_eq!(run.stderr, "", "{words:?}");
+    }
+
+    // Outside a repository: nothing to offer, and no error.
+    let run = complete(&env, env.path(), &["apply", ""]).expect(0);
+    assert_eq!((run.stdout.as_str(), run.stderr.as_str()), ("", ""));
+    // The hidden command is not offered as a subcommand.
+    let run = complete(&env, &repo, &["__c"]).expect(1);
+    assert_eq!(run.stdout, "");
+}
+
+/// git's bash completion script on this machine, if any.
+fn git_completion_script() -> Option<PathBuf> {
+    let mut candidates = vec![
+        PathBuf::from("/usr/share/bash-completion/completions/git"),
+        PathBuf::from("/usr/local/share/bash-completion/completions/git"),
+        PathBuf::from("/etc/bash_completion.d/git"),
+        PathBuf::from("/usr/share/git-core/contrib/completion/git-completion.bash"),
+        PathBuf::from("/usr/share/git/completion/git-completion.bash"),
+    ];
+    if let Ok(out) = Command::new("git").arg("--exec-path").output() {
+        let exec = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        for up in exec.ancestors().skip(1).take(3) {
+            candidates.push(up.join("share/git-core/contrib/completion/git-completion.bash"));
+            candidates.push(up.join("share/bash-completion/completions/git"));
+        }
+    }
+    candidates
+        .into_iter()
+        .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("__git_complete_command")))
+}
+
+fn have(program: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program} >/dev/null 2>&1")])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Skip loudly, or fail under CI (where .ci/run provides what is missing).
+fn skip(why: &str) {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{why} (CI=true: .ci/run must provide it)");
+    }
+    eprintln!("SKIPPED: {why}");
+}
+
+#[test]
+fn git_delegate_tab_completes_a_batch_label_in_an_interactive_bash() {
+    if !have("script") || !have("bash") {
+        return skip("`script` or bash is not installed; no pseudo-terminal to test in");
+    }
+    let Some(git_completion) = git_completion_script() else {
+        return skip("git's bash completion (git-completion.bash) is not on this machine");
+    };
+    let env = Env::new();
+    let repo = env.repo("src");
+    env.delegate(
+        &repo,
+        [
+            "prepare",
+            "parser-task",
+            "lexer-task",
+            "--label",
+            "refactor-login",
+        ],
+    )
+    .expect(0);
+    env.delegate(&repo, ["prepare", "lint", "--label", "other"])
+        .expect(0);
+    // A file a file-name fallback would offer for `--ttl zz<TAB>`.
+    std::fs::write(repo.join("zzfile-unique"), "").unwrap();
+    let rc = env.path().join("bashrc");
+    std::fs::write(
+        &rc,
+        format!(
+            "PS1='READY> '\nsource '{}'\nsource '{}'\n",
+            git_completion.display(),
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("completions/git-delegate.bash")
+                .display()
+        ),
+    )
+    .unwrap();
+    // `git delegate` runs the git-delegate on PATH: this build's.
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_git-delegate"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let mut child = Command::new("script")
+        .args([
+            "-qfc",
+            &format!("bash --noprofile --rcfile '{}' -i", rc.display()),
+            "/dev/null",
+        ])
+        .current_dir(&repo)
+        .env("PATH", path)
+        .env("HOME", env.home())
+        .env("XDG_DATA_HOME", env.data_home())
+        .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("TERM", "dumb")
+        .env("INPUTRC", "/dev/null")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    let wait_for = |needle: &str, from: usize| -> Option<usize> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            {
+                let s = seen.lock().unwrap();
+                let text = String::from_utf8_lossy(&s[from.min(s.len())..]).into_owned();
+                if let Some(i) = text.find(needle) {
+                    return Some(from + i + needle.len());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    };
+    let transcript = || String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
+    let mut type_and_wait = |typed: &str, expect: &str, at: usize| -> usize {
+        stdin.write_all(typed.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+        wait_for(expect, at).unwrap_or_else(|| {
+            panic!(
+                "typing {typed:?} did not show {expect:?}:\n{:?}",
+                transcript()
+            )
+        })
+    };
+
+    let mut at =
+        wait_for("READY> ", 0).unwrap_or_else(|| panic!("no prompt from bash:\n{}", transcript()));
+    // A batch label, through git's completion (`_git_delegate`).
+    at = type_and_wait(
+        "git delegate apply ref\t",
+        "git delegate apply refactor-login ",
+        at,
+    );
+    // Then its task names.
+    at = type_and_wait("--only pa\t", "--only parser-task ", at);
+    at = type_and_wait("\x15echo ONE-DONE\n", "ONE-DONE\r\n", at);
+    // `--ttl` offers no file names: the line is cleared after the TAB and a
+    // marker printed; the file's name never showed in between.
+    let before = at;
+    at = type_and_wait(
+        "git delegate prepare --ttl zz\t\x15echo TWO-DONE\n",
+        "TWO-DONE\r\n",
+        at,
+    );
+    let between = String::from_utf8_lossy(&seen.lock().unwrap()[before..at]).into_owned();
+    assert!(
+        !between.contains("zzfile-unique"),
+        "--ttl offered a file name:\n{between:?}"
+    );
+    // The executable itself completes the same way.
+    type_and_wait("git-delegate drop oth\t", "git-delegate drop other ", at);
+
+    stdin.write_all(b"\x15exit\n").unwrap();
+    drop(stdin);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if child.try_wait().unwrap().is_none() {
+        let _ = child.kill();
+    }
+    let _ = child.wait();
+    let _ = reader.join();
+}
