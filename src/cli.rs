@@ -270,7 +270,9 @@ which man finds through PATH: for `cargo install` that is ~/.cargo/share/man/man
     /// Print a shell completion script
     #[command(
         long_about = "Print the completion script for SHELL on stdout. The bash script completes both \
-`git-delegate` and, through git's own bash completion, `git delegate` (it defines _git_delegate).",
+`git-delegate` and, through git's own bash completion, `git delegate` (it defines _git_delegate). The bash, \
+zsh and fish scripts also complete open batches (labels and ids) and task names, asking the installed git-delegate; \
+values that are not files (--ttl, --label) offer no file names.",
         after_long_help = "Examples:
   git delegate completions bash > ~/.local/share/bash-completion/completions/git-delegate
   git delegate completions zsh > ~/.zfunc/_git-delegate      # with fpath+=(~/.zfunc)

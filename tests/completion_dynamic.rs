@@ -73,11 +73,22 @@ fn complete_names_open_batches_and_tasks_and_no_files_for_values_that_are_none()
         &["--color", "never", "apply", ""],
     ] {
         let run = complete(&env, &repo, words).expect(0);
-        let mut expected = vec!["alpha", "beta"];
+        let mut expected: Vec<&str> = ids
+            .iter()
+            .map(|id| if *id == alpha { "alpha" } else { "beta" })
+            .collect();
         expected.extend(ids.iter().map(String::as_str));
         assert_eq!(lines(&run), expected, "{words:?}");
     }
-    // Filtered by what is typed; an id by its prefix.
+    // Filtered by what is typed, shell quoting left out; an id by its prefix.
+    assert_eq!(
+        lines(&complete(&env, &repo, &["apply", "'al"]).expect(0)),
+        ["alpha"]
+    );
+    assert_eq!(
+        lines(&complete(&env, &repo, &["apply", "'alpha'", "--only", "l"]).expect(0)),
+        ["lint"]
+    );
     assert_eq!(
         lines(&complete(&env, &repo, &["apply", "al"]).expect(0)),
         ["alpha"]
@@ -96,12 +107,21 @@ fn complete_names_open_batches_and_tasks_and_no_files_for_values_that_are_none()
         (&["diff", "--batch", "alpha", ""], &["lint", "docs"]),
         (&["diff", "--batch=beta", "1", ""], &["1", "2", "3"]),
         (&["path", "--batch", "beta", "2"], &["2"]),
-        // No batch named among several: every open batch's tasks.
-        (&["apply", "--only", ""], &["lint", "docs", "1", "2", "3"]),
     ] {
         let run = complete(&env, &repo, words).expect(0);
         assert_eq!(lines(&run), expected, "{words:?}");
     }
+
+    // No batch named among several: every open batch's tasks, oldest
+    // batch first.
+    let mut all = vec!["lint", "docs", "1", "2", "3"];
+    if ids[0] == beta {
+        all.rotate_left(2);
+    }
+    assert_eq!(
+        lines(&complete(&env, &repo, &["apply", "--only", ""]).expect(0)),
+        all
+    );
 
     // Values that are no file names: exit 0, nothing offered.
     for words in [
@@ -323,4 +343,61 @@ fn git_delegate_tab_completes_a_batch_label_in_an_interactive_bash() {
     }
     let _ = child.wait();
     let _ = reader.join();
+}
+
+/// `git -C DIR delegate ...` completes DIR's batches (git's completion
+/// passes its -C on), and a label with a space is offered quoted.
+#[test]
+fn git_dash_c_completes_that_repositorys_batches() {
+    if !have("bash") {
+        return skip("bash is not installed");
+    }
+    let Some(git_completion) = git_completion_script() else {
+        return skip("git's bash completion (git-completion.bash) is not on this machine");
+    };
+    let env = Env::new();
+    let repo = env.repo("src");
+    env.delegate(&repo, ["prepare", "--label", "with space"])
+        .expect(0);
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_git-delegate"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let script = format!(
+        r#"source '{}'
+source '{}'
+t() {{
+    COMP_WORDS=("$@"); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1))
+    COMP_LINE="$*"; COMP_POINT=${{#COMP_LINE}}; COMPREPLY=()
+    __git_wrap__git_main
+    local IFS='|'; echo "${{COMPREPLY[*]}}"
+}}
+t git -C '{repo}' delegate apply wi
+t git delegate apply wi
+t git -C '{repo}' delegate apply 'with space' --only ''
+"#,
+        git_completion.display(),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("completions/git-delegate.bash")
+            .display(),
+        repo = repo.display(),
+    );
+    let out = Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", &script])
+        .current_dir(env.path())
+        .env("PATH", path)
+        .env("HOME", env.home())
+        .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let got: Vec<&str> = text.lines().collect();
+    // Through git, finished words carry their own space (git uses -o nospace).
+    assert_eq!(got, ["with\\ space ", "", "1 "], "{text}");
 }

@@ -188,9 +188,25 @@ fn place(words: &[String]) -> Option<Place> {
     };
     Some(Place {
         values: values_of(sub.get_name(), arg.get_id().as_str())?,
-        prefix: prefix.to_string(),
-        batch,
+        prefix: unquote(prefix),
+        batch: batch.as_deref().map(unquote),
     })
+}
+
+/// A word as typed, without the shell's quoting (a leading quote,
+/// backslashes): `my\ la` and `'my la` are `my la`.
+fn unquote(word: &str) -> String {
+    let word = word.strip_prefix(['\'', '"']).unwrap_or(word);
+    let mut out = String::with_capacity(word.len());
+    let mut chars = word.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            '\'' | '"' => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The positional argument the `n`-th positional word (from 0) belongs to.
