@@ -56,8 +56,8 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l fo
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -s V -l version -d 'Print version'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l only -d 'Apply only these tasks; the rest stay open (repeatable)' -r -f
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l discard -d 'Drop these tasks\' work (repeatable)' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l only -d 'Apply only these tasks; the rest stay open (repeatable)' -r -f -a "(__fish_git_delegate_dynamic)"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l discard -d 'Drop these tasks\' work (repeatable)' -r -f -a "(__fish_git_delegate_dynamic)"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
 never\t'Never colour'"
@@ -75,7 +75,7 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -l che
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -s V -l version -d 'Print version'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l batch -d 'The batch: label, id or unique id prefix (default: the only open batch)' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l batch -d 'The batch: label, id or unique id prefix (default: the only open batch)' -r -f -a "(__fish_git_delegate_dynamic)"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
 never\t'Never colour'"
@@ -84,7 +84,7 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l name-
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -s V -l version -d 'Print version'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand path" -l batch -d 'The batch: label, id or unique id prefix (default: the only open batch)' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand path" -l batch -d 'The batch: label, id or unique id prefix (default: the only open batch)' -r -f -a "(__fish_git_delegate_dynamic)"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand path" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
 never\t'Never colour'"

@@ -196,15 +196,153 @@ fn skip(why: &str) {
     eprintln!("SKIPPED: {why}");
 }
 
-#[test]
-fn git_delegate_tab_completes_a_batch_label_in_an_interactive_bash() {
-    if !have("script") || !have("bash") {
-        return skip("`script` or bash is not installed; no pseudo-terminal to test in");
+/// PATH with this build's git-delegate first (`git delegate` runs it).
+fn path_with_bin() -> std::ffi::OsString {
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_git-delegate"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap()
+}
+
+fn committed(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("completions")
+        .join(file)
+}
+
+/// An interactive shell in a pseudo-terminal (through `script`), driven by
+/// typing and waiting for what the terminal shows.
+struct Pty {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+    at: usize,
+}
+
+impl Pty {
+    fn spawn(shell: &str, env: &Env, dir: &Path, vars: &[(&str, &std::ffi::OsStr)]) -> Pty {
+        let mut cmd = Command::new("script");
+        cmd.args(["-qfc", shell, "/dev/null"])
+            .current_dir(dir)
+            .env("PATH", path_with_bin())
+            .env("HOME", env.home())
+            .env("XDG_DATA_HOME", env.data_home())
+            .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("TERM", "dumb")
+            .env("INPUTRC", "/dev/null")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let stdin = child.stdin.take();
+        let mut stdout = child.stdout.take().unwrap();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let reader = {
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = stdout.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    seen.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+            })
+        };
+        let mut pty = Pty {
+            child,
+            stdin,
+            seen,
+            reader: Some(reader),
+            at: 0,
+        };
+        pty.wait_for("READY> ");
+        pty
     }
-    let Some(git_completion) = git_completion_script() else {
-        return skip("git's bash completion (git-completion.bash) is not on this machine");
-    };
-    let env = Env::new();
+
+    fn transcript(&self) -> String {
+        String::from_utf8_lossy(&self.seen.lock().unwrap()).into_owned()
+    }
+
+    /// Wait (generously) until the terminal shows `needle` after what was
+    /// already matched.
+    fn wait_for(&mut self, needle: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            {
+                let s = self.seen.lock().unwrap();
+                let text = String::from_utf8_lossy(&s[self.at.min(s.len())..]).into_owned();
+                if let Some(i) = text.find(needle) {
+                    self.at += i + needle.len();
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "the terminal never showed {needle:?}:\n{:?}",
+            self.transcript()
+        );
+    }
+
+    fn type_(&mut self, text: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(text.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Type `text` and wait until the terminal shows `expect`.
+    fn expect(&mut self, text: &str, expect: &str) {
+        self.type_(text);
+        self.wait_for(expect);
+    }
+
+    /// Type `partial` and TAB, clear the line and print a marker: what the
+    /// terminal showed in between (the completion, or none).
+    fn tab(&mut self, partial: &str, marker: &str) -> String {
+        let before = self.at;
+        self.type_(&format!("{partial}\t\x15echo {marker}\n"));
+        self.wait_for(&format!("{marker}\r\n"));
+        let s = self.seen.lock().unwrap();
+        String::from_utf8_lossy(&s[before..self.at]).into_owned()
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        if let Some(mut stdin) = self.stdin.take() {
+            let _ = stdin.write_all(b"\x15exit\n");
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if self.child.try_wait().ok().flatten().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+    }
+}
+
+/// A repository with batch `refactor-login` (tasks parser-task,
+/// lexer-task) and batch `other` (task lint), and a file `zzfile-unique` a
+/// file-name fallback would offer.
+fn labelled_repo(env: &Env) -> PathBuf {
     let repo = env.repo("src");
     env.delegate(
         &repo,
@@ -219,130 +357,143 @@ fn git_delegate_tab_completes_a_batch_label_in_an_interactive_bash() {
     .expect(0);
     env.delegate(&repo, ["prepare", "lint", "--label", "other"])
         .expect(0);
-    // A file a file-name fallback would offer for `--ttl zz<TAB>`.
     std::fs::write(repo.join("zzfile-unique"), "").unwrap();
+    repo
+}
+
+#[test]
+fn git_delegate_tab_completes_a_batch_label_in_an_interactive_bash() {
+    if !have("script") || !have("bash") {
+        return skip("`script` or bash is not installed; no pseudo-terminal to test in");
+    }
+    let Some(git_completion) = git_completion_script() else {
+        return skip("git's bash completion (git-completion.bash) is not on this machine");
+    };
+    let env = Env::new();
+    let repo = labelled_repo(&env);
     let rc = env.path().join("bashrc");
     std::fs::write(
         &rc,
         format!(
             "PS1='READY> '\nsource '{}'\nsource '{}'\n",
             git_completion.display(),
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("completions/git-delegate.bash")
-                .display()
+            committed("git-delegate.bash").display()
         ),
     )
     .unwrap();
-    // `git delegate` runs the git-delegate on PATH: this build's.
-    let bin_dir = Path::new(env!("CARGO_BIN_EXE_git-delegate"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    )))
+    let shell = format!("bash --noprofile --rcfile '{}' -i", rc.display());
+    let mut pty = Pty::spawn(&shell, &env, &repo, &[]);
+    // A batch label, through git's completion (`_git_delegate`), then its
+    // task names.
+    pty.expect(
+        "git delegate apply ref\t",
+        "git delegate apply refactor-login ",
+    );
+    pty.expect("--only pa\t", "--only parser-task ");
+    pty.expect("\x15echo ONE-DONE\n", "ONE-DONE\r\n");
+    // `--ttl` offers no file names (git's completion falls back to them).
+    let shown = pty.tab("git delegate prepare --ttl zz", "TWO-DONE");
+    assert!(
+        !shown.contains("zzfile-unique"),
+        "--ttl offered a file name:\n{shown:?}"
+    );
+    // A control: a value that is a path still completes file names.
+    let shown = pty.tab("git delegate man --install zz", "THREE-DONE");
+    assert!(
+        shown.contains("zzfile-unique"),
+        "no file names at all?\n{shown:?}"
+    );
+    // The executable itself completes the same way.
+    pty.expect("git-delegate drop oth\t", "git-delegate drop other ");
+    let shown = pty.tab("\x15git-delegate prepare --ttl zz", "FOUR-DONE");
+    assert!(
+        !shown.contains("zzfile-unique"),
+        "--ttl offered a file name:\n{shown:?}"
+    );
+}
+
+#[test]
+fn zsh_completes_batch_labels_and_tasks() {
+    if !have("script") || !have("zsh") {
+        eprintln!("SKIPPED: `script` or zsh is not installed");
+        return;
+    }
+    let env = Env::new();
+    let repo = labelled_repo(&env);
+    let zdot = env.path().join("zdot");
+    let fpath = env.path().join("zfunc");
+    std::fs::create_dir_all(&zdot).unwrap();
+    std::fs::create_dir_all(&fpath).unwrap();
+    std::fs::copy(committed("_git-delegate"), fpath.join("_git-delegate")).unwrap();
+    std::fs::write(
+        zdot.join(".zshrc"),
+        format!(
+            "PS1='READY> '\nunsetopt beep\nfpath=('{}' $fpath)\nautoload -U compinit; compinit -u -D\n",
+            fpath.display()
+        ),
+    )
     .unwrap();
-    let mut child = Command::new("script")
-        .args([
-            "-qfc",
-            &format!("bash --noprofile --rcfile '{}' -i", rc.display()),
-            "/dev/null",
-        ])
+    let mut pty = Pty::spawn("zsh -i", &env, &repo, &[("ZDOTDIR", zdot.as_os_str())]);
+    pty.expect(
+        "git-delegate apply ref\t",
+        "git-delegate apply refactor-login ",
+    );
+    pty.expect("--only pa\t", "--only parser-task ");
+    pty.expect("\x15echo ONE-DONE\n", "ONE-DONE\r\n");
+    pty.expect("git-delegate diff --batch other \t", "--batch other lint ");
+    pty.expect("\x15echo TWO-DONE\n", "TWO-DONE\r\n");
+    let shown = pty.tab("git-delegate prepare --ttl zz", "THREE-DONE");
+    assert!(
+        !shown.contains("zzfile-unique"),
+        "--ttl offered a file name:\n{shown:?}"
+    );
+}
+
+#[test]
+fn fish_completes_batch_labels_and_tasks() {
+    if !have("fish") {
+        eprintln!("SKIPPED: fish is not installed");
+        return;
+    }
+    let env = Env::new();
+    let repo = labelled_repo(&env);
+    let script = format!(
+        "source '{}'\nfor l in 'git-delegate apply ref' 'git-delegate apply refactor-login --only ' 'git-delegate apply other --discard=' 'git-delegate diff --batch other ' 'git-delegate prepare --ttl zz'\n    echo \"== $l\"\n    complete -C \"$l\"\nend\n",
+        committed("git-delegate.fish").display()
+    );
+    let out = Command::new("fish")
+        .args(["--no-config", "-c", &script])
         .current_dir(&repo)
-        .env("PATH", path)
+        .env("PATH", path_with_bin())
         .env("HOME", env.home())
         .env("XDG_DATA_HOME", env.data_home())
         .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
         .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("TERM", "dumb")
-        .env("INPUTRC", "/dev/null")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
+        .output()
         .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
-    let reader = {
-        let seen = seen.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stdout.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                seen.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        })
-    };
-    let wait_for = |needle: &str, from: usize| -> Option<usize> {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            {
-                let s = seen.lock().unwrap();
-                let text = String::from_utf8_lossy(&s[from.min(s.len())..]).into_owned();
-                if let Some(i) = text.find(needle) {
-                    return Some(from + i + needle.len());
-                }
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        None
-    };
-    let transcript = || String::from_utf8_lossy(&seen.lock().unwrap()).into_owned();
-    let mut type_and_wait = |typed: &str, expect: &str, at: usize| -> usize {
-        stdin.write_all(typed.as_bytes()).unwrap();
-        stdin.flush().unwrap();
-        wait_for(expect, at).unwrap_or_else(|| {
-            panic!(
-                "typing {typed:?} did not show {expect:?}:\n{:?}",
-                transcript()
-            )
-        })
-    };
-
-    let mut at =
-        wait_for("READY> ", 0).unwrap_or_else(|| panic!("no prompt from bash:\n{}", transcript()));
-    // A batch label, through git's completion (`_git_delegate`).
-    at = type_and_wait(
-        "git delegate apply ref\t",
-        "git delegate apply refactor-login ",
-        at,
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Candidates, without the descriptions fish adds after a tab.
+    let got: Vec<String> = text
+        .lines()
+        .map(|l| l.split('\t').next().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "== git-delegate apply ref",
+            "refactor-login",
+            "== git-delegate apply refactor-login --only ",
+            "lexer-task",
+            "parser-task",
+            "== git-delegate apply other --discard=",
+            "--discard=lint",
+            "== git-delegate diff --batch other ",
+            "lint",
+            "== git-delegate prepare --ttl zz",
+        ],
+        "{text}"
     );
-    // Then its task names.
-    at = type_and_wait("--only pa\t", "--only parser-task ", at);
-    at = type_and_wait("\x15echo ONE-DONE\n", "ONE-DONE\r\n", at);
-    // `--ttl` offers no file names: the line is cleared after the TAB and a
-    // marker printed; the file's name never showed in between.
-    let before = at;
-    at = type_and_wait(
-        "git delegate prepare --ttl zz\t\x15echo TWO-DONE\n",
-        "TWO-DONE\r\n",
-        at,
-    );
-    let between = String::from_utf8_lossy(&seen.lock().unwrap()[before..at]).into_owned();
-    assert!(
-        !between.contains("zzfile-unique"),
-        "--ttl offered a file name:\n{between:?}"
-    );
-    // The executable itself completes the same way.
-    type_and_wait("git-delegate drop oth\t", "git-delegate drop other ", at);
-
-    stdin.write_all(b"\x15exit\n").unwrap();
-    drop(stdin);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if child.try_wait().unwrap().is_none() {
-        let _ = child.kill();
-    }
-    let _ = child.wait();
-    let _ = reader.join();
 }
 
 /// `git -C DIR delegate ...` completes DIR's batches (git's completion
@@ -381,9 +532,7 @@ t git delegate apply wi
 t git -C '{repo}' delegate apply 'with space' --only ''
 "#,
         git_completion.display(),
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("completions/git-delegate.bash")
-            .display(),
+        committed("git-delegate.bash").display(),
         repo = repo.display(),
     );
     let out = Command::new("bash")

@@ -52,7 +52,10 @@ pub fn script(shell: Shell) -> Vec<u8> {
                 None => text.into_bytes(),
             }
         }
-        Shell::Fish => format!("{text}{FISH_DYNAMIC}").into_bytes(),
+        Shell::Fish => {
+            let text = text.replace("(__fish_print_hostnames)", "(__fish_git_delegate_dynamic)");
+            format!("{text}{FISH_DYNAMIC}").into_bytes()
+        }
         _ => text.into_bytes(),
     }
 }
@@ -90,18 +93,22 @@ _git__delegate() {
 
 /// zsh: the action of the arguments `__complete` knows the values of.
 const ZSH_DYNAMIC: &str = r#"
-# Open batches and task names, asked of git-delegate itself. `words` starts
-# at the subcommand here.
+# Open batches and task names, asked of git-delegate itself, with the words
+# of the line after the program (`words` may hold only some of them here).
 (( $+functions[_git-delegate__dynamic] )) ||
 _git-delegate__dynamic() {
-    local -a candidates
-    candidates=(${(f)"$(git-delegate __complete -- "${(@)words[1,CURRENT]}" 2>/dev/null)"})
+    local -a __gd_words candidates
+    __gd_words=(${(z)LBUFFER})
+    [[ -z $LBUFFER || $LBUFFER == *[[:space:]] ]] && __gd_words+=("")
+    local i=${__gd_words[(i)(git-delegate|*/git-delegate|delegate)]}
+    candidates=(${(f)"$(git-delegate __complete -- "${(@)__gd_words[i+1,-1]}" 2>/dev/null)"})
     compadd -a candidates
 }
 "#;
 
-/// fish: positional arguments are not generated; one entry covers every
-/// place `__complete` knows the values of (no file names there).
+/// fish: the function the options' entries call, and, as positional
+/// arguments are not generated, one entry for every place `__complete`
+/// knows the values of (no file names there).
 const FISH_DYNAMIC: &str = r#"
 # Open batches and task names, asked of git-delegate itself (it exits 1
 # where the entries above apply).
@@ -122,7 +129,7 @@ fn generate(shell: Shell, bin: &str) -> Vec<u8> {
     // executable, at every level.
     let mut cmd = rename(without_hidden(crate::cli::Cli::command()), bin);
     if matches!(shell, Shell::Zsh | Shell::Fish) {
-        cmd = mark(cmd, shell);
+        cmd = mark(cmd);
     }
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, bin, &mut out);
@@ -132,9 +139,10 @@ fn generate(shell: Shell, bin: &str) -> Vec<u8> {
 /// Mark the arguments `__complete` knows the values of, for the zsh and
 /// fish generators: no completion (`ValueHint::Other`: no file names) for
 /// values that are none, and for batches and tasks a hint no argument
-/// otherwise has (`Hostname`), whose zsh action is then replaced by ours;
-/// fish gets one entry of its own for those.
-fn mark(cmd: clap::Command, shell: Shell) -> clap::Command {
+/// otherwise has (`Hostname`), whose action is then replaced by ours
+/// (fish, which generates no positional arguments, also gets one entry of
+/// its own for those).
+fn mark(cmd: clap::Command) -> clap::Command {
     cmd.mut_subcommands(|sub| {
         let name = sub.get_name().to_string();
         let positionals: Vec<String> = sub
@@ -148,9 +156,9 @@ fn mark(cmd: clap::Command, shell: Shell) -> clap::Command {
             })
             .collect();
         let sub = marks.into_iter().fold(sub, |sub, (id, v)| {
-            let hint = match (v, shell) {
-                (Values::Nothing, _) | (_, Shell::Fish) => ValueHint::Other,
-                _ => ValueHint::Hostname,
+            let hint = match v {
+                Values::Nothing => ValueHint::Other,
+                Values::Batch | Values::Task => ValueHint::Hostname,
             };
             sub.mut_arg(id, |a| a.value_hint(hint))
         });
