@@ -122,6 +122,9 @@ pub struct Outcome {
     pub stopped: Vec<quiesce::Proc>,
     /// With `--dry-run`: the processes running inside the workspace now.
     pub processes: Vec<quiesce::Proc>,
+    /// With `--dry-run`, a discarded task: its workspace differs from the
+    /// baseline, so its work would be kept as a proposal ref and patch.
+    pub would_keep: bool,
 }
 
 impl Outcome {
@@ -132,6 +135,7 @@ impl Outcome {
             reason: None,
             stopped: Vec::new(),
             processes: Vec::new(),
+            would_keep: false,
             message: None,
             conflicts: Vec::new(),
             proposed: Vec::new(),
@@ -247,6 +251,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 t.root = real;
                 if let Ok(Some(p)) = proposal::preview(&source.repo, &t, baseline_tree) {
                     out.nested_kept = p.nested;
+                    out.would_keep = true;
                 }
             }
             outcomes.push(out);

@@ -192,7 +192,8 @@ fn apply_only_and_discard_say_what_happened_to_each_task() {
     assert_eq!(text, expected);
     assert!(!b.roots[1].exists() && b.roots[0].is_dir() && b.roots[2].is_dir());
 
-    // A dry run of discarding a: nothing would be written.
+    // A dry run of discarding a: nothing would be written, and its work
+    // would be kept.
     let text = human(
         &env,
         &repo,
@@ -202,6 +203,7 @@ fn apply_only_and_discard_say_what_happened_to_each_task() {
     let expected = format!(
         "Dry run of apply for batch {short} (nothing was changed):\n\
          \x20 task a  discarded\n\
+         \x20     its work would be kept as a proposal ref and patch until gc.keep-failed passes\n\
          \x20 task c  no_changes\n\
          Would write 0 paths in {src}.\n\
          Would remove the workspaces of tasks a, c.\n\
@@ -211,4 +213,37 @@ fn apply_only_and_discard_say_what_happened_to_each_task() {
     );
     assert_eq!(text, expected);
     assert!(b.roots[0].is_dir() && b.roots[2].is_dir());
+
+    // The real thing: a's work is kept (said with its ref and patch), c had
+    // none; both workspaces are removed and the batch is done.
+    let text = human(&env, &repo, &["--discard", "a", "--only", "c"], 0);
+    let kept = env.git(
+        &repo,
+        ["for-each-ref", "--format=%(refname)", "refs/pi-delegate/"],
+    );
+    let proposal = kept
+        .lines()
+        .find(|r| r.ends_with("/tasks/a/proposal"))
+        .unwrap_or_else(|| panic!("no kept proposal of a: {kept}"));
+    let head = format!(
+        "Apply of batch {short}:\n\
+         \x20 task a  discarded\n\
+         \x20     its work is kept until ",
+        short = b.short
+    );
+    assert!(text.starts_with(&head), "{text}");
+    assert!(
+        text.contains(&format!("      proposal:  {proposal}\n")),
+        "{text}"
+    );
+    let tail = format!(
+        "\x20 task c  no_changes\n\
+         Wrote 0 paths in {src}.\n\
+         Removed the workspaces of tasks a, c.\n\
+         Batch {short} is done and removed.\n",
+        short = b.short,
+        src = repo.display(),
+    );
+    assert!(text.ends_with(&tail), "{text}");
+    assert!(!b.roots[0].exists() && !b.roots[2].exists());
 }

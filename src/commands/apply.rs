@@ -413,6 +413,11 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
             text.push_str("      processes running inside its workspace:\n");
             text.push_str(&procs_text(&o.processes, "        "));
         }
+        if o.status == TaskState::Discarded && o.would_keep {
+            text.push_str(
+                "      its work would be kept as a proposal ref and patch until gc.keep-failed passes\n",
+            );
+        }
         if let (TaskState::Discarded, Some(until)) = (o.status, &o.kept_until) {
             text.push_str(&format!(
                 "      its work is kept until {until} (gc.keep-failed); `git apply PATCH` brings it back\n"
