@@ -65,6 +65,8 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('--kept', '--kept', [CompletionResultType]::ParameterName, 'Land a kept proposal (one `git delegate status` lists under kept) instead of a batch')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Report what would happen; change nothing')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'List every path each task wrote (or would write), not only the first 20')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'List every path each task wrote (or would write), not only the first 20')
             [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Refuse a task when the source changed since prepare in a path it touches')
             [CompletionResult]::new('--keep', '--keep', [CompletionResultType]::ParameterName, 'Keep the workspaces of applied tasks (as ordinary unlocked worktrees)')
             [CompletionResult]::new('--refresh-conflicts', '--refresh-conflicts', [CompletionResultType]::ParameterName, 'Then refresh every task that ended `conflict`, handing its conflicts to its worker')

@@ -1,4 +1,29 @@
+# Open batches, task names, and no file names for values that are none:
+# asked of git-delegate itself (`__complete` exits 1 where the static
+# completion, _git__delegate__static, applies).
 _git__delegate() {
+    local __gd_out __gd_c
+    if [ -n "${__gd_via_git-}" ] && declare -F __git >/dev/null 2>&1; then
+        # Through git's completion: with its -C and --git-dir.
+        __gd_out="$(__git delegate __complete -- "${COMP_WORDS[@]:1:COMP_CWORD}")"
+    else
+        __gd_out="$("$1" __complete -- "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null)"
+    fi
+    if [ $? -eq 0 ]; then
+        compopt +o default +o bashdefault 2>/dev/null
+        COMPREPLY=()
+        if [ -n "$__gd_out" ]; then
+            while IFS= read -r __gd_c; do
+                printf -v __gd_c '%q' "$__gd_c"
+                COMPREPLY+=("$__gd_c")
+            done <<< "$__gd_out"
+        fi
+        return 0
+    fi
+    _git__delegate__static "$@"
+}
+
+_git__delegate__static() {
     local i cur prev opts cmd
     COMPREPLY=()
     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
@@ -155,7 +180,7 @@ _git__delegate() {
             return 0
             ;;
         git__delegate__subcmd__apply)
-            opts="-h -V --only --discard --dry-run --strict --keep --kept --refresh-conflicts --json --color --help --version"
+            opts="-v -h -V --only --discard --dry-run --verbose --strict --keep --kept --refresh-conflicts --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -853,6 +878,7 @@ _git_delegate() {
     local COMP_LINE="${COMP_WORDS[*]}"
     local COMP_POINT=${#COMP_LINE}
     COMPREPLY=()
+    local __gd_via_git=1
     _git__delegate "git-delegate" "$__gd_cur" "$__gd_prev"
     local i
     for i in "${!COMPREPLY[@]}"; do

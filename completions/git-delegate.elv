@@ -60,6 +60,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand --kept 'Land a kept proposal (one `git delegate status` lists under kept) instead of a batch'
             cand --color 'When to use colour: auto, always or never'
             cand --dry-run 'Report what would happen; change nothing'
+            cand -v 'List every path each task wrote (or would write), not only the first 20'
+            cand --verbose 'List every path each task wrote (or would write), not only the first 20'
             cand --strict 'Refuse a task when the source changed since prepare in a path it touches'
             cand --keep 'Keep the workspaces of applied tasks (as ordinary unlocked worktrees)'
             cand --refresh-conflicts 'Then refresh every task that ended `conflict`, handing its conflicts to its worker'

@@ -43,13 +43,13 @@ complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "hooks" -d
 complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "man" -d 'Print the manual page, or install all pages'
 complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -s n -l count -d 'Create N tasks named 1..N' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l mode -d 'Workspace kind (default: workspace.mode, else worktree)' -r -f -a "worktree\t'A linked git worktree detached at the baseline (`git worktree list` shows it)'
 scratch\t'A copy-on-write (reflink) copy of the whole source, .git included'"
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l label -d 'A name for the batch, usable wherever BATCH is asked for' -r
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l ttl -d 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)' -r
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l owner-pid -d 'The lease is orphaned once this process is gone' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l copy-ignored -d 'Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -s n -l count -d 'Create N tasks named 1..N' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l label -d 'A name for the batch, usable wherever BATCH is asked for' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l ttl -d 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l owner-pid -d 'The lease is orphaned once this process is gone' -r -f
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
 never\t'Never colour'"
@@ -57,13 +57,14 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l fo
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -s V -l version -d 'Print version'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l only -d 'Apply only these tasks; the rest stay open (repeatable)' -r
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l discard -d 'Drop these tasks\' work (repeatable)' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l kept -d 'Land a kept proposal (one `git delegate status` lists under kept) instead of a batch' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l only -d 'Apply only these tasks; the rest stay open (repeatable)' -r -f -a "(__fish_git_delegate_dynamic)"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l discard -d 'Drop these tasks\' work (repeatable)' -r -f -a "(__fish_git_delegate_dynamic)"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
 never\t'Never colour'"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l dry-run -d 'Report what would happen; change nothing'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -s v -l verbose -d 'List every path each task wrote (or would write), not only the first 20'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l strict -d 'Refuse a task when the source changed since prepare in a path it touches'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l keep -d 'Keep the workspaces of applied tasks (as ordinary unlocked worktrees)'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l refresh-conflicts -d 'Then refresh every task that ended `conflict`, handing its conflicts to its worker'
@@ -77,7 +78,7 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -l che
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -s V -l version -d 'Print version'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l batch -d 'The batch: label, id or unique id prefix (default: the only open batch)' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l batch -d 'The batch: label, id or unique id prefix (default: the only open batch)' -r -f -a "(__fish_git_delegate_dynamic)"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
 never\t'Never colour'"
@@ -88,7 +89,7 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l no-pa
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -s V -l version -d 'Print version'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand path" -l batch -d 'The batch: label, id or unique id prefix (default: the only open batch)' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand path" -l batch -d 'The batch: label, id or unique id prefix (default: the only open batch)' -r -f -a "(__fish_git_delegate_dynamic)"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand path" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
 never\t'Never colour'"
@@ -109,8 +110,8 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand drop" -l force
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand drop" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand drop" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand drop" -s V -l version -d 'Print version'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand renew" -l ttl -d 'New lease duration from now (default: lease.ttl, else 24h)' -r
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand renew" -l owner-pid -d 'A new owner process for the lease' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand renew" -l ttl -d 'New lease duration from now (default: lease.ttl, else 24h)' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand renew" -l owner-pid -d 'A new owner process for the lease' -r -f
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand renew" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
 never\t'Never colour'"
@@ -181,3 +182,14 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not 
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply status diff path gc drop renew refresh hook hooks man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and __fish_seen_subcommand_from hook" -f -a "pre-commit" -d 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and __fish_seen_subcommand_from hooks" -f -a "install" -d 'Install the pre-commit hook (an existing hook is kept and chained)'
+
+# Open batches and task names, asked of git-delegate itself (it exits 1
+# where the entries above apply).
+function __fish_git_delegate_dynamic
+	set -l words (commandline -opc)
+	set -e words[1]
+	set -l cur (commandline -ct)
+	set -q cur[1]; or set cur ""
+	git-delegate __complete -- $words $cur 2>/dev/null
+end
+complete -c git-delegate -n "__fish_git_delegate_dynamic >/dev/null" -f -a "(__fish_git_delegate_dynamic)"

@@ -70,6 +70,10 @@ pub struct Report {
     pub write_error: Option<Error>,
     /// Workspaces kept because open batches were prepared in them.
     pub kept: Vec<Kept>,
+    /// What clean-up did to the workspaces of closed tasks (task index,
+    /// fate), in task order; those in `kept` are not repeated. Empty for a
+    /// dry run.
+    pub workspaces: Vec<(usize, Closed)>,
     /// The first clean-up failure (the outcomes stand).
     pub artifacts_error: Option<Error>,
     /// Branches, tags and stash entries made from the batch's workspaces
@@ -82,6 +86,20 @@ impl Report {
     pub fn all_ok(&self) -> bool {
         self.outcomes.iter().all(Outcome::ok)
     }
+}
+
+/// What apply's clean-up did to a closed task's workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closed {
+    /// Removed (moved to the trash, deleted in the background).
+    Removed,
+    /// `--keep`: released (unlocked, still registered), an ordinary worktree
+    /// the batch no longer owns.
+    Kept,
+    /// Nothing was at its path.
+    Missing,
+    /// Something that is not the workspace prepare made: left alone.
+    Foreign,
 }
 
 /// What became of one selected task.
@@ -107,6 +125,9 @@ pub struct Outcome {
     pub stopped: Vec<quiesce::Proc>,
     /// With `--dry-run`: the processes running inside the workspace now.
     pub processes: Vec<quiesce::Proc>,
+    /// With `--dry-run`, a discarded task: its workspace differs from the
+    /// baseline, so its work would be kept as a proposal ref and patch.
+    pub would_keep: bool,
 }
 
 impl Outcome {
@@ -117,6 +138,7 @@ impl Outcome {
             reason: None,
             stopped: Vec::new(),
             processes: Vec::new(),
+            would_keep: false,
             message: None,
             conflicts: Vec::new(),
             proposed: Vec::new(),
@@ -232,6 +254,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 t.root = real;
                 if let Ok(Some(p)) = proposal::preview(&source.repo, &t, baseline_tree) {
                     out.nested_kept = p.nested;
+                    out.would_keep = true;
                 }
             }
             outcomes.push(out);
@@ -481,6 +504,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     let mut trashes: Vec<PathBuf> = Vec::new();
     // Workspaces kept because they are the source of open batches.
     let mut kept: Vec<Kept> = Vec::new();
+    let mut closed: Vec<(usize, Closed)> = Vec::new();
     if !dry_run {
         let now = crate::time::rfc3339(crate::time::now());
         for out in outcomes.iter_mut() {
@@ -542,7 +566,12 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 teardown::keep_if_hosting(&source, &b, task, &others).and_then(|h| {
                     match h {
                         Some(hosted) => kept.push((task.name.clone(), task.root.clone(), hosted)),
-                        None => workspace::release(&source.common_dir, &task.worktree_id)?,
+                        None => {
+                            workspace::release(&source.common_dir, &task.worktree_id)?;
+                            if keep {
+                                closed.push((i, Closed::Kept));
+                            }
+                        }
                     }
                     Ok(())
                 })
@@ -551,8 +580,13 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 // behind by an apply interrupted during clean-up.)
                 teardown::workspace(&source, &b, task, &others, teardown::Way::Trash).map(
                     |(fate, trash)| {
-                        if let teardown::Fate::Hosting(hosted) = fate {
-                            kept.push((task.name.clone(), task.root.clone(), hosted));
+                        match fate {
+                            teardown::Fate::Hosting(hosted) => {
+                                kept.push((task.name.clone(), task.root.clone(), hosted))
+                            }
+                            teardown::Fate::Removed => closed.push((i, Closed::Removed)),
+                            teardown::Fate::Missing => closed.push((i, Closed::Missing)),
+                            teardown::Fate::Foreign => closed.push((i, Closed::Foreign)),
                         }
                         if let Some(t) = trash.filter(|t| !trashes.contains(t)) {
                             trashes.push(t);
@@ -612,6 +646,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         dry_run,
         write_error,
         kept,
+        workspaces: closed,
         artifacts_error,
         side_effects,
     })

@@ -53,6 +53,26 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// The command line as parsed: `--color`, a global option every subcommand
+/// takes, is shown once, in the top-level help, not as the same block in
+/// every subcommand's help (each subcommand gets a hidden copy, which clap's
+/// propagation of global options then leaves alone).
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    fn hidden(cmd: clap::Command, color: &clap::Arg) -> clap::Command {
+        cmd.mut_subcommands(|sub| hidden(sub.arg(color.clone()), color))
+    }
+    let cmd = Cli::command();
+    let color = cmd
+        .get_arguments()
+        .find(|a| a.get_id() == "color")
+        .map(|a| a.clone().hide(true));
+    match color {
+        Some(color) => hidden(cmd, &color),
+        None => cmd,
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
     /// Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise
@@ -286,7 +306,9 @@ which man finds through PATH: for `cargo install` that is ~/.cargo/share/man/man
     /// Print a shell completion script
     #[command(
         long_about = "Print the completion script for SHELL on stdout. The bash script completes both \
-`git-delegate` and, through git's own bash completion, `git delegate` (it defines _git_delegate).",
+`git-delegate` and, through git's own bash completion, `git delegate` (it defines _git_delegate). The bash, \
+zsh and fish scripts also complete open batches (labels and ids) and task names, asking the installed git-delegate; \
+values that are not files (--ttl, --label) offer no file names.",
         after_long_help = "Examples:
   git delegate completions bash > ~/.local/share/bash-completion/completions/git-delegate
   git delegate completions zsh > ~/.zfunc/_git-delegate      # with fpath+=(~/.zfunc)
@@ -296,6 +318,13 @@ which man finds through PATH: for `cargo install` that is ~/.cargo/share/man/man
     /// Plumbing: print the tree id of the working tree's snapshot (for tests and benchmarks)
     #[command(hide = true)]
     Snapshot,
+    /// Internal: completion candidates for the word being completed (called by the completion scripts)
+    #[command(hide = true, name = "__complete")]
+    Complete {
+        /// The words after the program name; the last is the one being completed
+        #[arg(allow_hyphen_values = true, trailing_var_arg = true)]
+        words: Vec<String>,
+    },
     /// Internal: delete the removed workspaces waiting in a `.trash` folder (started in the background by apply)
     #[command(hide = true, name = "purge-trash")]
     PurgeTrash {
@@ -389,6 +418,9 @@ pub struct ApplyArgs {
     /// interrupted write-back left over is reported (exit 3), never rolled back.
     #[arg(long)]
     pub dry_run: bool,
+    /// List every path each task wrote (or would write), not only the first 20
+    #[arg(short, long)]
+    pub verbose: bool,
     /// Refuse a task when the source changed since prepare in a path it touches
     ///
     /// Without --strict such a task is merged 3-way when that is clean. Default: apply.strict.

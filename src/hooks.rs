@@ -48,6 +48,18 @@ pub fn install(source: &Source, force: bool) -> Result<Installed> {
     install_into(&hooks_dir(source)?, force)
 }
 
+/// Where git would run the pre-commit hook from, when that is not
+/// git-delegate's hook (any version, executable): `None` when it is
+/// installed. A batch prepared with forbid-commit relies on it (design §3.7).
+pub fn pre_commit_missing(source: &Source) -> Option<PathBuf> {
+    let dir = hooks_dir(source).unwrap_or_else(|_| source.common_dir.join("hooks"));
+    let hook = dir.join("pre-commit");
+    let ours = std::fs::read(&hook).is_ok_and(|c| String::from_utf8_lossy(&c).contains(MARKER));
+    // Git ignores a hook that is not executable.
+    let runs = std::fs::metadata(&hook).is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
+    (!(ours && runs)).then_some(hook)
+}
+
 /// The hooks folder git uses for this worktree.
 fn hooks_dir(source: &Source) -> Result<PathBuf> {
     let configured = source

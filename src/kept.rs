@@ -262,6 +262,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
             artifacts_error,
             // A kept proposal has no workspace that could have made any.
             side_effects: Vec::new(),
+            workspaces: Vec::new(),
         },
         kept: k,
         root: source.root.clone(),

@@ -20,13 +20,14 @@ use git_delegate::{
     time, trash, workspace, writeback,
 };
 
-use clap::Parser;
-
 fn main() {
     // First, before any thread: the source's GIT_DIR etc. must reach no workspace.
     repo::isolate_environment();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let cli = match cli::Cli::try_parse_from(&args) {
+    let parsed = cli::command()
+        .try_get_matches_from(&args)
+        .and_then(|mut m| <cli::Cli as clap::FromArgMatches>::from_arg_matches_mut(&mut m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => std::process::exit(commands::report_parse_error(&args, e)),
     };

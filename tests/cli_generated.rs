@@ -287,9 +287,14 @@ fn help_is_short_with_h_and_long_with_help() {
         "--owner-pid <PID>",
         "--forbid-commit",
         "--json",
-        "--color <WHEN>",
     ] {
         assert!(short.contains(opt), "prepare -h lacks {opt}:\n{short}");
+    }
+    // The global --color is shown once, in the top-level help, not as the
+    // same block in every subcommand's help; every subcommand takes it.
+    for top in [run(&["-h"]), run(&["--help"])] {
+        let text = String::from_utf8_lossy(&top.stdout).into_owned();
+        assert_eq!(text.matches("--color <WHEN>").count(), 1, "{text}");
     }
     for sub in [
         "apply",
@@ -304,6 +309,15 @@ fn help_is_short_with_h_and_long_with_help() {
     ] {
         let out = run(&["help", sub]);
         assert!(out.status.success(), "help {sub}");
+        for help in [out.stdout.clone(), run(&[sub, "-h"]).stdout] {
+            let text = String::from_utf8_lossy(&help).into_owned();
+            assert!(
+                !text.contains("--color"),
+                "{sub}'s help repeats --color:\n{text}"
+            );
+        }
+        let colored = run(&[sub, "--color", "never", "--help"]);
+        assert!(colored.status.success(), "{sub} --color never: {colored:?}");
         assert!(
             String::from_utf8_lossy(&out.stdout).contains("Examples:"),
             "help {sub} has no examples"

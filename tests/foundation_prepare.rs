@@ -61,7 +61,9 @@ fn batch_document_fields_and_types() {
             "source",
             "source_head",
             "state",
-            "tasks"
+            "tasks",
+            // --forbid-commit without the pre-commit hook installed.
+            "warnings"
         ]
     );
     assert_eq!(doc["schema"], "git-delegate/v1");

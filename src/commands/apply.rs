@@ -9,7 +9,7 @@
 use serde_json::{json, Value};
 
 pub use crate::apply::Kept;
-use crate::apply::Outcome;
+use crate::apply::{Closed, Outcome, Report};
 use crate::batch::{self, Batch, TaskState};
 use crate::cli::ApplyArgs;
 use crate::error::{Error, Result};
@@ -40,10 +40,10 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         written,
         batch_open,
         dry_run,
-        write_error,
         kept,
         artifacts_error,
         side_effects,
+        ..
     } = &report;
     let (b, batch_open, dry_run) = (b, *batch_open, *dry_run);
     let refreshed = if args.refresh_conflicts {
@@ -75,15 +75,7 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         }
         ui.doc_after(doc, recovered);
     }
-    ui.say(&human(
-        ui,
-        b,
-        outcomes,
-        written,
-        batch_open,
-        dry_run,
-        write_error.as_ref(),
-    ));
+    ui.say(&human(ui, &report, args.keep, args.verbose));
     ui.say(&super::side_effects::text(
         b,
         side_effects,
@@ -288,15 +280,135 @@ pub(crate) fn procs_text(procs: &[git_delegate::quiesce::Proc], indent: &str) ->
         .collect()
 }
 
-fn human(
-    ui: &Ui,
-    b: &Batch,
-    outcomes: &[Outcome],
-    written: &[BString],
-    batch_open: bool,
-    dry_run: bool,
-    write_error: Option<&Error>,
-) -> String {
+/// How many paths of a task the human text lists without `--verbose`.
+const PATHS_SHOWN: usize = 20;
+
+/// The paths a task wrote (or would write), one per line, the first
+/// [`PATHS_SHOWN`] unless `verbose`, then how many more there are.
+fn paths_text(list: &[BString], verbose: bool) -> String {
+    let shown = if verbose {
+        list.len()
+    } else {
+        list.len().min(PATHS_SHOWN)
+    };
+    let mut text: String = list[..shown]
+        .iter()
+        .map(|p| format!("      {}\n", paths::quote(p.as_bstr())))
+        .collect();
+    let rest = list.len() - shown;
+    if rest > 0 {
+        text.push_str(&format!(
+            "      ... and {rest} more path{} (--verbose lists them all)\n",
+            if rest == 1 { "" } else { "s" }
+        ));
+    }
+    text
+}
+
+/// "task 1", "tasks 1, 2, 3".
+fn tasks_named(names: &[&str]) -> String {
+    format!(
+        "task{} {}",
+        if names.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    )
+}
+
+/// What clean-up did (or, in a dry run, would do) to the workspaces of the
+/// tasks that closed, one statement each: removed, kept by `--keep` (with
+/// the command that removes it), already gone, or left alone. Whether any
+/// workspace stays.
+fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
+    let b = &report.batch;
+    let name = |i: usize| b.tasks[i].name.as_str();
+    let mut removed: Vec<&str> = Vec::new();
+    let mut kept: Vec<usize> = Vec::new();
+    let mut stays = !report.kept.is_empty();
+    if report.dry_run {
+        // The workspaces apply would close: those of tasks that would end
+        // applied, no_changes or discarded (a discarded one holding a
+        // nested repository is kept, said above).
+        for o in report.outcomes.iter().filter(|o| o.ok()) {
+            if o.status == TaskState::Discarded && !o.nested_kept.is_empty() {
+                stays = true;
+            } else if keep && o.status != TaskState::Discarded {
+                kept.push(o.idx);
+            } else {
+                removed.push(name(o.idx));
+            }
+        }
+        if !removed.is_empty() {
+            text.push_str(&format!(
+                "Would remove the workspace{} of {}.\n",
+                if removed.len() == 1 { "" } else { "s" },
+                tasks_named(&removed)
+            ));
+        }
+        for &i in &kept {
+            stays = true;
+            text.push_str(&format!(
+                "Would keep the workspace of task {} as an ordinary worktree the batch no longer owns: {}\n",
+                name(i),
+                super::show(&b.tasks[i].root)
+            ));
+        }
+        return stays;
+    }
+    stays |= report
+        .outcomes
+        .iter()
+        .any(|o| o.status == TaskState::Discarded && !o.nested_kept.is_empty());
+    for &(i, fate) in &report.workspaces {
+        match fate {
+            Closed::Removed => removed.push(name(i)),
+            Closed::Kept => kept.push(i),
+            Closed::Missing => text.push_str(&format!(
+                "The workspace of task {} was already gone: {}\n",
+                name(i),
+                super::show(&b.tasks[i].root)
+            )),
+            Closed::Foreign => {
+                stays = true;
+                text.push_str(&format!(
+                    "Left {} alone: it is no longer the workspace prepare made for task {}.\n",
+                    super::show(&b.tasks[i].root),
+                    name(i)
+                ));
+            }
+        }
+    }
+    if !removed.is_empty() {
+        text.push_str(&format!(
+            "Removed the workspace{} of {}.\n",
+            if removed.len() == 1 { "" } else { "s" },
+            tasks_named(&removed)
+        ));
+    }
+    for &i in &kept {
+        stays = true;
+        let root = &b.tasks[i].root;
+        text.push_str(&format!(
+            "Kept the workspace of task {} as an ordinary worktree the batch no longer owns: {}\n\
+             \x20 when you are done with it: git worktree remove --force {}\n",
+            name(i),
+            super::show(root),
+            shell_quote(&root.to_string_lossy()),
+        ));
+    }
+    stays
+}
+
+fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
+    let Report {
+        batch: b,
+        outcomes,
+        written,
+        batch_open,
+        dry_run,
+        write_error,
+        ..
+    } = report;
+    let (batch_open, dry_run, write_error) = (*batch_open, *dry_run, write_error.as_ref());
     let mut text = String::new();
     if dry_run {
         text.push_str(&format!(
@@ -322,7 +434,12 @@ fn human(
         let detail = match o.status {
             TaskState::Applied => {
                 let n = o.applied.len();
-                format!("{n} path{} written", if n == 1 { "" } else { "s" })
+                let s = if n == 1 { "" } else { "s" };
+                if dry_run {
+                    format!("would write {n} path{s}")
+                } else {
+                    format!("{n} path{s} written")
+                }
             }
             TaskState::Conflict | TaskState::Failed | TaskState::Open => {
                 let mut d = o.reason.unwrap_or("").to_string();
@@ -355,6 +472,9 @@ fn human(
         let line = format!("  task {:<width$}  {painted}{pad} {detail}", t.name);
         text.push_str(line.trim_end());
         text.push('\n');
+        if o.status == TaskState::Applied {
+            text.push_str(&paths_text(&o.applied, verbose));
+        }
         if !o.stopped.is_empty() {
             text.push_str("      stopped processes inside its workspace:\n");
             text.push_str(&procs_text(&o.stopped, "        "));
@@ -362,6 +482,11 @@ fn human(
         if dry_run && !o.processes.is_empty() {
             text.push_str("      processes running inside its workspace:\n");
             text.push_str(&procs_text(&o.processes, "        "));
+        }
+        if o.status == TaskState::Discarded && o.would_keep {
+            text.push_str(
+                "      its work would be kept as a proposal ref and patch until gc.keep-failed passes\n",
+            );
         }
         if let (TaskState::Discarded, Some(until)) = (o.status, &o.kept_until) {
             text.push_str(&format!(
@@ -419,6 +544,7 @@ fn human(
         if n == 1 { "" } else { "s" },
         super::show(&b.source)
     ));
+    let stays = workspaces_text(report, keep, &mut text);
     if batch_open {
         let open: Vec<&str> = b
             .tasks
@@ -453,8 +579,21 @@ fn human(
                 "  - or give its work up: git delegate apply {short} --discard TASK\n"
             ));
         }
-    } else if !dry_run {
-        text.push_str(&format!("Batch {} is done and removed.\n", b.short()));
+    } else {
+        // Its refs and state go; "removed" alone only when no workspace
+        // of it stays either.
+        text.push_str(&match (dry_run, stays) {
+            (false, false) => format!("Batch {} is done and removed.\n", b.short()),
+            (false, true) => format!(
+                "Batch {} is done; its refs and state are removed.\n",
+                b.short()
+            ),
+            (true, false) => format!("Batch {} would be done and removed.\n", b.short()),
+            (true, true) => format!(
+                "Batch {} would be done; its refs and state would be removed.\n",
+                b.short()
+            ),
+        });
     }
     text
 }

@@ -8,6 +8,7 @@
 //! `apply` are whole engine transactions).
 
 pub mod apply;
+pub mod complete;
 pub mod completions;
 pub mod diff;
 pub mod drop;
@@ -54,6 +55,7 @@ pub fn run(cli: Cli) -> i32 {
         | Command::Man(_)
         | Command::Completions(_)
         | Command::Snapshot
+        | Command::Complete { .. }
         | Command::PurgeTrash { .. } => false,
     };
     let ui = Ui::new(json, cli.color);
@@ -75,6 +77,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Man(a) => man::run(&ui, a),
         Command::Completions(a) => completions::run(&ui, a),
         Command::Snapshot => snapshot_plumbing(&ui),
+        Command::Complete { words } => complete::run(&words),
         Command::PurgeTrash { dir, state_dir } => {
             crate::trash::purge_in_background(&dir, state_dir.as_deref());
             Ok(0)

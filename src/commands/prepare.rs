@@ -41,9 +41,34 @@ pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> 
     let report = report?;
     let batch = &report.batch;
     let short = batch.short();
+    // forbid-commit is the pre-commit hook's to enforce: without it the
+    // batch's workspaces accept commits (design §3.7).
+    let hook_missing = batch
+        .forbid_commit
+        .then(|| crate::hooks::pre_commit_missing(&source))
+        .flatten();
+    let warning = hook_missing.as_ref().map(|hook| {
+        (
+            format!(
+                "commits in this batch's workspaces will not be refused: forbid-commit needs git-delegate's pre-commit hook, which is not installed at {}",
+                super::show(hook)
+            ),
+            "run `git delegate hooks install` (the hook then refuses commits in this batch's workspaces too)",
+        )
+    });
 
     if ui.json {
-        ui.doc_after(super::batch_doc(&source, batch, None), recovered);
+        let mut doc = super::batch_doc(&source, batch, None);
+        if let (Some((message, help)), serde_json::Value::Object(m)) = (&warning, &mut doc) {
+            m.insert(
+                "warnings".into(),
+                serde_json::json!([{"code": "hook_not_installed", "message": message, "help": help}]),
+            );
+        }
+        ui.doc_after(doc, recovered);
+    }
+    if let Some((message, help)) = &warning {
+        ui.warn(&format!("git-delegate: warning: {message}\n  {help}\n"));
     }
     let head_text = match report.head {
         Some(h) => format!("HEAD {}", &h.to_string()[..7]),
