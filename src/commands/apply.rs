@@ -19,6 +19,9 @@ use crate::writeback::Recovery;
 
 pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
     let here = super::source()?;
+    if let Some(from) = &args.from_undo {
+        return super::undo::reapply(ui, here, from, &args, recovered);
+    }
     let opts = crate::apply::Options {
         batch: args.batch,
         only: args.only,
@@ -40,6 +43,7 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         write_error,
         kept,
         artifacts_error,
+        apply_id,
     } = &report;
     let (b, batch_open, dry_run) = (b, *batch_open, *dry_run);
 
@@ -48,6 +52,9 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         let mut doc = document(b, outcomes, written, batch_open, dry_run);
         if let (false, Value::Object(m)) = (kept.is_empty(), &mut doc) {
             m.insert("kept_workspaces".into(), kept_doc(kept));
+        }
+        if let Value::Object(m) = &mut doc {
+            m.insert("apply_id".into(), json!(apply_id));
         }
         ui.doc_after(doc, recovered);
     }
@@ -62,6 +69,9 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
     ));
     if !kept.is_empty() {
         ui.say(&kept_text(kept));
+    }
+    if let Some(id) = apply_id {
+        ui.say(&super::undo::undo_hint(id));
     }
     if let Some(e) = artifacts_error {
         ui.warn(&format!(

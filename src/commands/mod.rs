@@ -19,6 +19,7 @@ pub mod path;
 pub mod prepare;
 pub mod renew;
 pub mod status;
+pub mod undo;
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -37,6 +38,7 @@ pub fn run(cli: Cli) -> i32 {
     let json = match &cli.command {
         Command::Prepare(a) => a.json.json,
         Command::Apply(a) => a.json.json,
+        Command::Undo(a) => a.json.json,
         Command::Status(a) => a.json.json,
         Command::Diff(a) => a.json.json,
         Command::Path(a) => a.json.json,
@@ -64,6 +66,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Drop(a) => drop::run(&ui, a, &mut recovered),
         Command::Renew(a) => renew::run(&ui, a, &mut recovered),
         Command::Apply(a) => apply::run(&ui, a, &mut recovered),
+        Command::Undo(a) => undo::run(&ui, a, &mut recovered),
         Command::Gc(a) => gc::run(&ui, a, &mut recovered),
         Command::Hook(a) => hook::run(&ui, a),
         Command::Hooks(a) => hooks::run(&ui, a),
