@@ -116,6 +116,9 @@ pub struct Report {
     /// Batches whose prepare was killed before they were complete (design
     /// §3.15): removed whole, nothing rescued; they are in `batches` too.
     pub incomplete: Vec<String>,
+    /// Undo entries removed: beyond the newest `undo.keep` and older than
+    /// `gc.keep-failed` (design §3.11); their refs count in `refs_removed`.
+    pub undo_entries_removed: Vec<String>,
 }
 
 /// Where kept patches live once their batch's state folder is gone.
@@ -239,6 +242,9 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
     };
     gc.leftover_registrations(&owners)?;
     gc.leftover_folders(&owners)?;
+    let (undone, refs) = crate::undo::prune(source, dry_run)?;
+    gc.report.undo_entries_removed = undone;
+    gc.report.refs_removed += refs;
     gc.leftover_refs(&owners)?;
     gc.leftover_patches()?;
     gc.leftover_hidden_state();
@@ -693,6 +699,10 @@ impl Gc<'_> {
         let keep = self.source.config.keep_failed_secs;
         for (name, id) in refs::list(&self.source.repo)? {
             if self.handled_refs.contains(&name) || owners.owns_ref(&name) {
+                continue;
+            }
+            // An undo entry's refs go with the entry (`undo::prune`).
+            if crate::undo::owns_ref(&self.state_dir, &name) {
                 continue;
             }
             let Some(when) = commit_time(&self.source.repo, id) else {

@@ -69,6 +69,7 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
             "skipped": skipped,
             "pending_writebacks": report.pending_writebacks,
             "incomplete": report.incomplete,
+            "undo_entries_removed": report.undo_entries_removed,
             "recovered_writebacks": recovered.rolled_back,
         });
         ui.doc_after(doc, recovered);
@@ -118,6 +119,14 @@ fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
             r.registrations_removed,
             r.refs_removed,
             bytes(r.bytes_freed)
+        ));
+    }
+    if !r.undo_entries_removed.is_empty() {
+        text.push_str(&format!(
+            "{} {} undo entr{} (beyond undo.keep and older than gc.keep-failed).\n",
+            if r.dry_run { "Would remove" } else { "Removed" },
+            r.undo_entries_removed.len(),
+            if r.undo_entries_removed.len() == 1 { "y" } else { "ies" }
         ));
     }
     for id in &r.incomplete {
