@@ -55,6 +55,9 @@ _git__delegate() {
             git__delegate,status)
                 cmd="git__delegate__subcmd__status"
                 ;;
+            git__delegate,undo)
+                cmd="git__delegate__subcmd__undo"
+                ;;
             git__delegate__subcmd__help,apply)
                 cmd="git__delegate__subcmd__help__subcmd__apply"
                 ;;
@@ -94,6 +97,9 @@ _git__delegate() {
             git__delegate__subcmd__help,status)
                 cmd="git__delegate__subcmd__help__subcmd__status"
                 ;;
+            git__delegate__subcmd__help,undo)
+                cmd="git__delegate__subcmd__help__subcmd__undo"
+                ;;
             git__delegate__subcmd__help__subcmd__hook,pre-commit)
                 cmd="git__delegate__subcmd__help__subcmd__hook__subcmd__pre__subcmd__commit"
                 ;;
@@ -131,7 +137,7 @@ _git__delegate() {
 
     case "${cmd}" in
         git__delegate)
-            opts="-h -V --color --help --version prepare apply status diff path gc drop renew hook hooks man completions help"
+            opts="-h -V --color --help --version prepare apply undo status diff path gc drop renew hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -149,7 +155,7 @@ _git__delegate() {
             return 0
             ;;
         git__delegate__subcmd__apply)
-            opts="-h -V --only --discard --dry-run --strict --keep --json --color --help --version"
+            opts="-h -V --only --discard --dry-run --strict --keep --from-undo --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -160,6 +166,10 @@ _git__delegate() {
                     return 0
                     ;;
                 --discard)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from-undo)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -251,7 +261,7 @@ _git__delegate() {
             return 0
             ;;
         git__delegate__subcmd__help)
-            opts="prepare apply status diff path gc drop renew hook hooks man completions help"
+            opts="prepare apply undo status diff path gc drop renew hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -461,6 +471,20 @@ _git__delegate() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__help__subcmd__undo)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -748,6 +772,24 @@ _git__delegate() {
             ;;
         git__delegate__subcmd__status)
             opts="-h -V --check --json --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__undo)
+            opts="-h -V --list --dry-run --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -188,6 +188,7 @@ pub fn reapply(
                 "tasks": tasks,
                 "applied_paths": doc_paths(&r.written),
                 "batch_open": false,
+                "stopped_processes": [],
             }),
             recovered,
         );
