@@ -33,8 +33,8 @@ use gix::ObjectId;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Code, Error, Result};
-use crate::integrate::{self, Candidate, Merge};
 pub use crate::integrate::PathConflict;
+use crate::integrate::{self, Candidate, Merge};
 use crate::observe::{Notice, Observer};
 use crate::repo::Source;
 use crate::writeback::PathWrite;
@@ -123,7 +123,7 @@ pub fn list(state_dir: &Path) -> Vec<Entry> {
         .filter_map(|d| std::fs::read(d.path().join(ENTRY_FILE)).ok())
         .filter_map(|t| serde_json::from_slice::<Entry>(&t).ok())
         .collect();
-    out.sort_by(|a, b| b.applied_ns.cmp(&a.applied_ns));
+    out.sort_by_key(|e| std::cmp::Reverse(e.applied_ns));
     out
 }
 

@@ -463,7 +463,10 @@ fn undo_documents_match_the_documented_field_lists() {
         let doc: Value = serde_json::from_str(&run.stdout)
             .unwrap_or_else(|e| panic!("{what}: not one document ({e}): {}", run.stdout));
         if run.code != exit {
-            errors.push(format!("{what}: exit {}, expected {exit}\n{doc:#}", run.code));
+            errors.push(format!(
+                "{what}: exit {}, expected {exit}\n{doc:#}",
+                run.code
+            ));
         }
         errors.extend(validate(&specs, block, &doc, what));
         doc
@@ -486,7 +489,12 @@ fn undo_documents_match_the_documented_field_lists() {
         "apply",
         0,
     );
-    check("not undone", &["apply", "--from-undo", &id, "--json"], "error", 2);
+    check(
+        "not undone",
+        &["apply", "--from-undo", &id, "--json"],
+        "error",
+        2,
+    );
     check("gc", &["gc", "--json"], "gc", 0);
     assert!(errors.is_empty(), "{}", errors.join("\n"));
 }

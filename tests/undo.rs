@@ -120,11 +120,7 @@ fn work(ws: &[PathBuf]) {
     std::fs::write(ws[0].join("f.txt"), with_line(&f, 2, "task one's line 2")).unwrap();
     std::fs::remove_file(ws[0].join("gone.txt")).unwrap();
     std::fs::write(ws[0].join("added.txt"), "added\n").unwrap();
-    std::fs::set_permissions(
-        ws[0].join("run.sh"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .unwrap();
+    std::fs::set_permissions(ws[0].join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::remove_file(ws[1].join("link")).unwrap();
     symlink("gone-target", ws[1].join("link")).unwrap();
     std::fs::remove_file(ws[1].join("x")).unwrap();
@@ -335,7 +331,10 @@ fn a_user_rewrite_of_a_written_line_makes_undo_refuse_with_nothing_changed() {
 
     // Once the user puts the line back, undo goes through.
     std::fs::write(repo.join("f.txt"), now).unwrap();
-    let out = env.delegate(&repo, ["undo", &id, "--json"]).expect(0).json();
+    let out = env
+        .delegate(&repo, ["undo", &id, "--json"])
+        .expect(0)
+        .json();
     assert_eq!(out["undone"], true);
     assert_eq!(
         std::fs::read_to_string(repo.join("f.txt")).unwrap(),
@@ -400,7 +399,11 @@ fn undo_killed_mid_write_is_rolled_back_by_the_next_command() {
             "undo" => {
                 // undo recovers first, then undoes.
                 let out = env.delegate(&repo, ["undo", "--json"]).expect(0).json();
-                assert_eq!(out["recovered_writebacks"], serde_json::json!([id]), "{out:#}");
+                assert_eq!(
+                    out["recovered_writebacks"],
+                    serde_json::json!([id]),
+                    "{out:#}"
+                );
                 assert_eq!(tree(&repo), pre, "{fault}");
                 env.delegate(&repo, ["apply", "--from-undo", &id]).expect(0);
                 break;
@@ -412,11 +415,19 @@ fn undo_killed_mid_write_is_rolled_back_by_the_next_command() {
             }
             _ => {
                 let out = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
-                assert_eq!(out["recovered_writebacks"], serde_json::json!([id]), "{out:#}");
+                assert_eq!(
+                    out["recovered_writebacks"],
+                    serde_json::json!([id]),
+                    "{out:#}"
+                );
             }
         }
         assert!(!journal(&repo, &id).exists(), "{fault}");
-        assert_eq!(tree(&repo), post, "{fault}: not rolled back to the applied tree");
+        assert_eq!(
+            tree(&repo),
+            post,
+            "{fault}: not rolled back to the applied tree"
+        );
     }
 }
 
@@ -437,7 +448,11 @@ fn undo_killed_after_its_commit_point_is_finished_and_the_next_undo_marks_it() {
         .unwrap();
     assert_eq!(status.signal(), Some(9));
     let out = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
-    assert_eq!(out["completed_writebacks"], serde_json::json!([id]), "{out:#}");
+    assert_eq!(
+        out["completed_writebacks"],
+        serde_json::json!([id]),
+        "{out:#}"
+    );
     assert_eq!(tree(&repo), pre);
     // The entry was not marked before the crash: undo finds nothing more
     // to write and marks it.
@@ -478,20 +493,22 @@ fn gc_removes_entries_beyond_undo_keep_once_older_than_keep_failed() {
 
     // Old enough: all but the newest go.
     set_config(&repo, "[undo]\nkeep = 1\n[gc]\nkeep-failed = \"1s\"\n");
+    // Each entry ages on its own clock: gc until both older ones went.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    loop {
+    let mut gone: Vec<String> = Vec::new();
+    while gone.len() < 2 {
         let out = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
-        if !out["undo_entries_removed"].as_array().unwrap().is_empty() {
-            let mut gone = strings(&out["undo_entries_removed"]);
-            gone.sort();
-            let mut want = vec![ids[0].clone(), ids[1].clone()];
-            want.sort();
-            assert_eq!(gone, want, "{out:#}");
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "never pruned");
+        gone.extend(strings(&out["undo_entries_removed"]));
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never pruned: {gone:?}"
+        );
         std::thread::sleep(std::time::Duration::from_millis(300));
     }
+    gone.sort();
+    let mut want = vec![ids[0].clone(), ids[1].clone()];
+    want.sort();
+    assert_eq!(gone, want);
     let refs = undo_refs(&env);
     assert_eq!(refs.len(), 2, "{refs:?}");
     assert!(refs.iter().all(|r| r.contains(&ids[2])), "{refs:?}");

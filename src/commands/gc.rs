@@ -126,7 +126,11 @@ fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
             "{} {} undo entr{} (beyond undo.keep and older than gc.keep-failed).\n",
             if r.dry_run { "Would remove" } else { "Removed" },
             r.undo_entries_removed.len(),
-            if r.undo_entries_removed.len() == 1 { "y" } else { "ies" }
+            if r.undo_entries_removed.len() == 1 {
+                "y"
+            } else {
+                "ies"
+            }
         ));
     }
     for id in &r.incomplete {

@@ -152,17 +152,41 @@ pub fn lock_and_recover(
 fn add(to: &mut Recovery, r: Recovery) {
     to.rolled_back.extend(r.rolled_back);
     to.completed.extend(r.completed);
+    to.undo.extend(r.undo);
 }
 
 /// Tell the user what recovery did.
 fn tell_recovered(ui: &Ui, recovery: &Recovery) {
-    for id in &recovery.rolled_back {
+    for id in recovery.rolled_back.iter().chain(&recovery.completed) {
+        if recovery.undo.contains(id) {
+            let done = recovery.completed.contains(id);
+            ui.warn(&format!(
+                "git-delegate: {} an interrupted undo (or apply --from-undo) of apply {}; {}\n",
+                if done { "finished" } else { "rolled back" },
+                crate::batch::short(id),
+                if done {
+                    "the working tree holds its whole result"
+                } else {
+                    "the working tree is as it was before it"
+                }
+            ));
+        }
+    }
+    for id in recovery
+        .rolled_back
+        .iter()
+        .filter(|id| !recovery.undo.contains(id))
+    {
         ui.warn(&format!(
             "git-delegate: rolled back an interrupted write-back of batch {}; the working tree is as it was before that apply\n",
             crate::batch::short(id)
         ));
     }
-    for id in &recovery.completed {
+    for id in recovery
+        .completed
+        .iter()
+        .filter(|id| !recovery.undo.contains(id))
+    {
         ui.warn(&format!(
             "git-delegate: an interrupted apply of batch {} had written its whole result; the working tree holds it, and `git delegate apply {}` records it\n",
             crate::batch::short(id),

@@ -82,7 +82,11 @@ pub fn run(ui: &Ui, args: UndoArgs, recovered: &mut Recovery) -> Result<i32> {
         let verb = if r.dry_run { "would write" } else { "wrote" };
         text.push_str(&format!(
             "{} apply {short} of batch {}: {verb} {n} path{} in {}.\n",
-            if r.dry_run { "Dry run of undo of" } else { "Undid" },
+            if r.dry_run {
+                "Dry run of undo of"
+            } else {
+                "Undid"
+            },
             crate::batch::short(&e.batch),
             if n == 1 { "" } else { "s" },
             super::show(&e.source)
@@ -124,7 +128,9 @@ fn list(ui: &Ui, here: &Source) -> Result<i32> {
     }
     let mut text = String::new();
     if entries.is_empty() {
-        text.push_str("No undo entries: no apply of this repository wrote anything (or gc removed them).\n");
+        text.push_str(
+            "No undo entries: no apply of this repository wrote anything (or gc removed them).\n",
+        );
     }
     for e in &entries {
         text.push_str(&format!(
@@ -135,7 +141,8 @@ fn list(ui: &Ui, here: &Source) -> Result<i32> {
             e.paths,
             if e.paths == 1 { "" } else { "s" },
             match (&e.undone, &e.reapplied_as) {
-                (true, Some(again)) => format!("undone, applied again as {}", crate::batch::short(again)),
+                (true, Some(again)) =>
+                    format!("undone, applied again as {}", crate::batch::short(again)),
                 (true, None) => "undone".to_string(),
                 (false, _) => "applied".to_string(),
             }

@@ -210,6 +210,9 @@ pub struct Recovery {
     /// Batches whose write-back had committed (the result was complete on
     /// disk) and whose clean-up was finished.
     pub completed: Vec<String>,
+    /// Which of those ids are undo entries' (an undo's or `apply
+    /// --from-undo`'s write-back, design §3.11), not batches.
+    pub undo: Vec<String>,
 }
 
 /// Check every write against the disk without changing anything.
@@ -492,7 +495,11 @@ fn journal_dirs(source: &Source) -> Result<Vec<(String, PathBuf)>> {
 fn recover_with(source: &Source, faults: &Faults) -> Result<Recovery> {
     let mut out = Recovery::default();
     let mut found: Vec<(String, PathBuf)> = Vec::new();
+    let undo_dir = batch::undo_dir(&source.state_dir());
     for (id, batch_dir) in journal_dirs(source)? {
+        if batch_dir.parent() == Some(undo_dir.as_path()) {
+            out.undo.push(id.clone());
+        }
         // A journal that never got its final name: nothing was written yet.
         let _ = std::fs::remove_file(tmp_journal(&batch_dir.join(batch::JOURNAL_FILE)));
         let journal = batch_dir.join(batch::JOURNAL_FILE);
