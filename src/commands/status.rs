@@ -146,8 +146,10 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     if !report.any && problems.is_empty() {
         // The fast path (design §3.3: no batches, well under 20 ms).
         if ui.json {
-            let mut doc =
-                json!({ "batches": [], "problems": [], "undo_entries": undo_entries.len() });
+            let mut doc = json!({ "batches": [], "problems": [] });
+            if !undo_entries.is_empty() {
+                doc["undo_entries"] = json!(undo_entries.len());
+            }
             if !kept_doc.is_empty() {
                 doc["kept"] = json!(kept_doc);
             }
@@ -196,8 +198,10 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             .iter()
             .map(|p| json!({"batch": p.batch, "kind": p.kind(), "message": message(p)}))
             .collect();
-        let mut doc =
-            json!({ "batches": docs, "problems": problems, "undo_entries": undo_entries.len() });
+        let mut doc = json!({ "batches": docs, "problems": problems });
+        if !undo_entries.is_empty() {
+            doc["undo_entries"] = json!(undo_entries.len());
+        }
         if !kept_doc.is_empty() {
             doc["kept"] = json!(kept_doc);
         }
