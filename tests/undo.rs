@@ -149,6 +149,8 @@ fn undo_restores_the_exact_pre_apply_tree_and_apply_again_restores_the_result() 
     assert!(uuid_v4(&id), "{id}");
     let post = tree(&repo);
     assert_ne!(pre, post);
+    // The batch is gone; its apply's undo entry stays.
+    assert!(env.private_refs(&repo).is_empty());
     assert_eq!(post[&b"run.sh".to_vec()].0 & 0o111, 0o111);
     let written = strings(&out["applied_paths"]);
 
@@ -160,7 +162,7 @@ fn undo_restores_the_exact_pre_apply_tree_and_apply_again_restores_the_result() 
     let mut w = written.clone();
     w.sort();
     assert_eq!(named, w);
-    let refs = env.private_refs(&repo);
+    let refs = env.undo_refs(&repo);
     for t in ["1", "2"] {
         assert!(
             refs.contains(&format!("refs/pi-delegate/undo/{id}/tasks/{t}")),
@@ -478,12 +480,7 @@ fn gc_removes_entries_beyond_undo_keep_once_older_than_keep_failed() {
         let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
         ids.push(out["apply_id"].as_str().unwrap().to_string());
     }
-    let undo_refs = |env: &Env| {
-        env.private_refs(&repo)
-            .into_iter()
-            .filter(|r| r.starts_with("refs/pi-delegate/undo/"))
-            .collect::<Vec<_>>()
-    };
+    let undo_refs = |env: &Env| env.undo_refs(&repo);
     assert_eq!(undo_refs(&env).len(), 6);
     // Beyond undo.keep but young: kept (default keep-failed is 14 days).
     set_config(&repo, "[undo]\nkeep = 1\n");
