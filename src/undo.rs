@@ -327,7 +327,11 @@ fn entry_source(here: Source, e: &Entry) -> Result<Source> {
 }
 
 /// The `S` and `F` trees of an entry (only the paths its apply wrote).
-fn entry_trees(repo: &gix::Repository, e: &Entry) -> Result<(ObjectId, ObjectId)> {
+fn entry_trees(
+    repo: &gix::Repository,
+    state_dir: &Path,
+    e: &Entry,
+) -> Result<(ObjectId, ObjectId)> {
     let name = entry_ref(&e.apply_id);
     let missing = || {
         Error::state(
@@ -336,7 +340,7 @@ fn entry_trees(repo: &gix::Repository, e: &Entry) -> Result<(ObjectId, ObjectId)
             format!(
                 "the apply {} cannot be undone without it; remove the entry with `rm -r {}`",
                 e.short(),
-                "<git-dir>/delegate/undo/".to_string() + &e.apply_id
+                entry_dir(state_dir, &e.apply_id).display()
             ),
         )
     };
@@ -462,7 +466,7 @@ pub fn undo(
         .into_iter()
         .map(|(t, n, _)| (t, n))
         .collect();
-    let (s_tree, f_tree) = entry_trees(repo, &entry)?;
+    let (s_tree, f_tree) = entry_trees(repo, &state_dir, &entry)?;
     let paths: BTreeSet<BString> = diff::trees(repo, s_tree, f_tree)?
         .into_iter()
         .map(|c| c.path)

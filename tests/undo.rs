@@ -541,3 +541,47 @@ fn undo_names_applies_by_prefix_and_refuses_unknown_ones() {
         .expect(0);
     assert!(!repo.join("a.txt").exists());
 }
+
+#[test]
+fn undo_killed_by_sigkill_before_it_writes_changes_nothing() {
+    let env = Env::new();
+    let repo = rich_repo(&env);
+    let (_, ws) = prepare(&env, &repo, "2");
+    work(&ws);
+    let pre = tree(&repo);
+    let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
+    let id = out["apply_id"].as_str().unwrap().to_string();
+    let post = tree(&repo);
+    let paused = env.path().join("paused");
+    let mut child = env
+        .delegate_cmd(&repo)
+        .args(["undo"])
+        .env("GIT_DELEGATE_TEST_PAUSE", "undo-before-write")
+        .env("GIT_DELEGATE_TEST_PAUSED", &paused)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    while !std::fs::read_to_string(&paused)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l == "undo-before-write")
+    {
+        assert!(child.try_wait().unwrap().is_none(), "undo ended early");
+        assert!(std::time::Instant::now() < deadline, "undo never paused");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    child.kill().unwrap(); // SIGKILL
+    assert_eq!(child.wait().unwrap().signal(), Some(9));
+    assert_eq!(tree(&repo), post);
+    assert!(!journal(&repo, &id).exists());
+    let list = env
+        .delegate(&repo, ["undo", "--list", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(list["entries"][0]["undone"], false);
+    // The lock it held is free again; the next undo does the job.
+    env.delegate(&repo, ["undo"]).expect(0);
+    assert_eq!(tree(&repo), pre);
+}

@@ -141,7 +141,11 @@ impl Env {
     pub fn undo_refs(&self, repo: &Path) -> Vec<String> {
         self.git(
             repo,
-            ["for-each-ref", "--format=%(refname)", "refs/pi-delegate/undo/"],
+            [
+                "for-each-ref",
+                "--format=%(refname)",
+                "refs/pi-delegate/undo/",
+            ],
         )
         .lines()
         .map(str::to_string)
