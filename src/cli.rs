@@ -15,6 +15,7 @@ Workflow:
   (each worker edits its own task folder, printed by prepare)
   git delegate status                  # leases, tasks, how many paths each task changed
   git delegate apply                   # merge every task back into the working tree
+  git delegate undo                    # changed your mind: take that apply back out
   git delegate drop BATCH --force      # or give the batch up
 
 Exit status (every command):
@@ -133,7 +134,8 @@ failed; its work is kept, and the batch stays open for it.",
     #[command(
         long_about = "Take back what an apply wrote: every apply that wrote paths leaves an undo entry (its \
 `apply_id`), and `undo` brings each path it wrote back to what it was before that apply. Without APPLY, the \
-latest apply of the repository that is not undone yet.
+latest apply of the repository that is not undone yet. It writes into the working tree that apply \
+wrote into (a linked worktree of the repository included), wherever it is run from.
 
 It merges, it does not overwrite: for each path, merge3(base = what the apply wrote, ours = the path now, theirs \
 = what it was before), so edits you made after the apply, in other lines or other files, survive. If any path \
