@@ -585,3 +585,29 @@ fn undo_killed_by_sigkill_before_it_writes_changes_nothing() {
     env.delegate(&repo, ["undo"]).expect(0);
     assert_eq!(tree(&repo), pre);
 }
+
+#[test]
+fn undo_writes_into_the_linked_worktree_the_apply_wrote_into() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let linked = env.path().join("linked");
+    env.git(
+        &repo,
+        ["worktree", "add", "-q", "--detach", linked.to_str().unwrap()],
+    );
+    let (_, ws) = prepare(&env, &linked, "1");
+    std::fs::write(ws[0].join("README"), "by the task\n").unwrap();
+    env.delegate(&linked, ["apply"]).expect(0);
+    assert_eq!(
+        std::fs::read_to_string(linked.join("README")).unwrap(),
+        "by the task\n"
+    );
+    let main_before = tree(&repo);
+    // Run from the main working tree: the entry's working tree is undone.
+    env.delegate(&repo, ["undo"]).expect(0);
+    assert_eq!(
+        std::fs::read_to_string(linked.join("README")).unwrap(),
+        "hello\n"
+    );
+    assert_eq!(tree(&repo), main_before);
+}
