@@ -593,7 +593,13 @@ fn undo_writes_into_the_linked_worktree_the_apply_wrote_into() {
     let linked = env.path().join("linked");
     env.git(
         &repo,
-        ["worktree", "add", "-q", "--detach", linked.to_str().unwrap()],
+        [
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            linked.to_str().unwrap(),
+        ],
     );
     let (_, ws) = prepare(&env, &linked, "1");
     std::fs::write(ws[0].join("README"), "by the task\n").unwrap();
