@@ -603,6 +603,57 @@ def bench_apply(b, rows, repo, n, files, reps):
     return ours, ref
 
 
+def bench_undo(b, rows, repo, n, files, reps):
+    """Rounds of: prepare 4 tasks, each appends a line to 10 files (40
+    distinct ones), `apply` timed (the reference), then `undo` of that apply
+    timed (ours); undo must give back the source's 40 files byte for byte
+    (checked). One unmeasured round first. Design §3.11: undo costs no more
+    than the apply it takes back."""
+    rng = random.Random(11)
+    txt = [f for f in files if f.endswith(".txt")]
+    label = "bench-undo"
+
+    def one_round(k):
+        doc = json.loads(b.delegate(repo, "prepare", "-n", "4", "--label", label, "--json"))
+        roots = [t["root"] for t in doc["tasks"]]
+        ws_root = os.path.dirname(os.path.dirname(os.path.dirname(roots[0])))
+        picks = rng.sample(txt, 40)
+        originals = {}
+        for rel in picks:
+            with open(os.path.join(repo, rel), "rb") as f:
+                originals[rel] = f.read()
+        for t, root in enumerate(roots):
+            for rel in picks[t * 10:(t + 1) * 10]:
+                with open(os.path.join(root, rel), "a") as f:
+                    f.write(f"task {t} undo round {k}\n")
+        os.sync()
+        applied, _ = b.timed([b.bin, "apply", label], repo)
+        b.wait_trash(ws_root)
+        os.sync()
+        undone, rss = b.timed([b.bin, "undo"], repo)
+        for rel, data in originals.items():
+            with open(os.path.join(repo, rel), "rb") as f:
+                if f.read() != data:
+                    raise RuntimeError(f"undo did not restore {rel}")
+        return undone, rss, applied
+
+    ours_t, ref_t, rss = [], [], 0
+    try:
+        for k in range(reps + 1):
+            t, r, a = one_round(k)
+            if k == 0:
+                continue
+            ours_t.append(t)
+            ref_t.append(a)
+            rss = max(rss, r)
+    except RuntimeError as e:
+        say(f"undo skipped: {e}")
+        b.delegate(repo, "drop", label, "--force", check=False)
+        return None
+    rows.add("undo of an apply of 4 tasks x 10 files vs that apply", n, statistics.median(ours_t),
+             statistics.median(ref_t), at(n, [100000], ("ratio", 1.0)), rss)
+
+
 def bench_no_batch(b, rows, repo, n, reps):
     for name, cmd in [("status, no batch", ["status"]), ("hook pre-commit, no batch", ["hook", "pre-commit"])]:
         if b.against:
@@ -759,6 +810,8 @@ def main():
             res = bench_apply(b, rows, repos[n], n, files_of[n], args.reps if n < 100000 else 3)
             if res:
                 apply_by_size[n] = res
+            if not b.against:
+                bench_undo(b, rows, repos[n], n, files_of[n], args.reps if n < 100000 else 3)
         if not args.no_cold:
             for n in [n for n in sizes if n < 100000]:
                 bench_prepare_cold(b, rows, repos[n], n, os.path.join(tmp, f"cold{n}"), fs_type(tmp),

@@ -28,6 +28,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('prepare', 'prepare', [CompletionResultType]::ParameterValue, 'Snapshot the working tree into a batch with one workspace per task')
             [CompletionResult]::new('apply', 'apply', [CompletionResultType]::ParameterValue, 'Merge the tasks'' work back into the working tree')
+            [CompletionResult]::new('undo', 'undo', [CompletionResultType]::ParameterValue, 'Take an apply''s result back out of the working tree')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show batches, leases and tasks')
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Show each task''s changes against its baseline, as `git diff` prints them')
             [CompletionResult]::new('path', 'path', [CompletionResultType]::ParameterValue, 'Print a task''s working folder')
@@ -63,6 +64,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('--only', '--only', [CompletionResultType]::ParameterName, 'Apply only these tasks; the rest stay open (repeatable)')
             [CompletionResult]::new('--discard', '--discard', [CompletionResultType]::ParameterName, 'Drop these tasks'' work (repeatable)')
             [CompletionResult]::new('--kept', '--kept', [CompletionResultType]::ParameterName, 'Land a kept proposal (one `git delegate status` lists under kept) instead of a batch')
+            [CompletionResult]::new('--from-undo', '--from-undo', [CompletionResultType]::ParameterName, 'Apply again the proposals of an undone apply (its id or a unique prefix)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Report what would happen; change nothing')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'List every path each task wrote (or would write), not only the first 20')
@@ -70,6 +72,17 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Refuse a task when the source changed since prepare in a path it touches')
             [CompletionResult]::new('--keep', '--keep', [CompletionResultType]::ParameterName, 'Keep the workspaces of applied tasks (as ordinary unlocked worktrees)')
             [CompletionResult]::new('--refresh-conflicts', '--refresh-conflicts', [CompletionResultType]::ParameterName, 'Then refresh every task that ended `conflict`, handing its conflicts to its worker')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'git-delegate;undo' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
+            [CompletionResult]::new('--list', '--list', [CompletionResultType]::ParameterName, 'List the undo entries (id, batch, time, paths written, undone or not); change nothing')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Report what undo would write or which paths block it; change nothing')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -232,6 +245,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         'git-delegate;help' {
             [CompletionResult]::new('prepare', 'prepare', [CompletionResultType]::ParameterValue, 'Snapshot the working tree into a batch with one workspace per task')
             [CompletionResult]::new('apply', 'apply', [CompletionResultType]::ParameterValue, 'Merge the tasks'' work back into the working tree')
+            [CompletionResult]::new('undo', 'undo', [CompletionResultType]::ParameterValue, 'Take an apply''s result back out of the working tree')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show batches, leases and tasks')
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Show each task''s changes against its baseline, as `git diff` prints them')
             [CompletionResult]::new('path', 'path', [CompletionResultType]::ParameterValue, 'Print a task''s working folder')
@@ -250,6 +264,9 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             break
         }
         'git-delegate;help;apply' {
+            break
+        }
+        'git-delegate;help;undo' {
             break
         }
         'git-delegate;help;status' {

@@ -83,6 +83,9 @@ _git__delegate__static() {
             git__delegate,status)
                 cmd="git__delegate__subcmd__status"
                 ;;
+            git__delegate,undo)
+                cmd="git__delegate__subcmd__undo"
+                ;;
             git__delegate__subcmd__help,apply)
                 cmd="git__delegate__subcmd__help__subcmd__apply"
                 ;;
@@ -125,6 +128,9 @@ _git__delegate__static() {
             git__delegate__subcmd__help,status)
                 cmd="git__delegate__subcmd__help__subcmd__status"
                 ;;
+            git__delegate__subcmd__help,undo)
+                cmd="git__delegate__subcmd__help__subcmd__undo"
+                ;;
             git__delegate__subcmd__help__subcmd__hook,pre-commit)
                 cmd="git__delegate__subcmd__help__subcmd__hook__subcmd__pre__subcmd__commit"
                 ;;
@@ -162,7 +168,7 @@ _git__delegate__static() {
 
     case "${cmd}" in
         git__delegate)
-            opts="-h -V --color --help --version prepare apply status diff path gc drop renew refresh hook hooks man completions help"
+            opts="-h -V --color --help --version prepare apply undo status diff path gc drop renew refresh hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -180,7 +186,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__apply)
-            opts="-v -h -V --only --discard --dry-run --verbose --strict --keep --kept --refresh-conflicts --json --color --help --version"
+            opts="-v -h -V --only --discard --dry-run --verbose --strict --keep --kept --refresh-conflicts --from-undo --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -195,6 +201,10 @@ _git__delegate__static() {
                     return 0
                     ;;
                 --kept)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from-undo)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -286,7 +296,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help)
-            opts="prepare apply status diff path gc drop renew refresh hook hooks man completions help"
+            opts="prepare apply undo status diff path gc drop renew refresh hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -510,6 +520,20 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__help__subcmd__undo)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -819,6 +843,24 @@ _git__delegate__static() {
             ;;
         git__delegate__subcmd__status)
             opts="-h -V --check --json --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__undo)
+            opts="-h -V --list --dry-run --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -25,6 +25,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand --version 'Print version'
             cand prepare 'Snapshot the working tree into a batch with one workspace per task'
             cand apply 'Merge the tasks'' work back into the working tree'
+            cand undo 'Take an apply''s result back out of the working tree'
             cand status 'Show batches, leases and tasks'
             cand diff 'Show each task''s changes against its baseline, as `git diff` prints them'
             cand path 'Print a task''s working folder'
@@ -58,6 +59,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand --only 'Apply only these tasks; the rest stay open (repeatable)'
             cand --discard 'Drop these tasks'' work (repeatable)'
             cand --kept 'Land a kept proposal (one `git delegate status` lists under kept) instead of a batch'
+            cand --from-undo 'Apply again the proposals of an undone apply (its id or a unique prefix)'
             cand --color 'When to use colour: auto, always or never'
             cand --dry-run 'Report what would happen; change nothing'
             cand -v 'List every path each task wrote (or would write), not only the first 20'
@@ -65,6 +67,16 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand --strict 'Refuse a task when the source changed since prepare in a path it touches'
             cand --keep 'Keep the workspaces of applied tasks (as ordinary unlocked worktrees)'
             cand --refresh-conflicts 'Then refresh every task that ended `conflict`, handing its conflicts to its worker'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;undo'= {
+            cand --color 'When to use colour: auto, always or never'
+            cand --list 'List the undo entries (id, batch, time, paths written, undone or not); change nothing'
+            cand --dry-run 'Report what undo would write or which paths block it; change nothing'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -207,6 +219,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;help'= {
             cand prepare 'Snapshot the working tree into a batch with one workspace per task'
             cand apply 'Merge the tasks'' work back into the working tree'
+            cand undo 'Take an apply''s result back out of the working tree'
             cand status 'Show batches, leases and tasks'
             cand diff 'Show each task''s changes against its baseline, as `git diff` prints them'
             cand path 'Print a task''s working folder'
@@ -223,6 +236,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;help;prepare'= {
         }
         &'git-delegate;help;apply'= {
+        }
+        &'git-delegate;help;undo'= {
         }
         &'git-delegate;help;status'= {
         }

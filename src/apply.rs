@@ -63,6 +63,8 @@ pub struct Report {
     pub outcomes: Vec<Outcome>,
     /// Paths written in the source.
     pub written: Vec<BString>,
+    /// The undo entry of this apply (design §3.11): `None` when nothing was written.
+    pub apply_id: Option<String>,
     /// Whether tasks stay (or would stay) open.
     pub batch_open: bool,
     pub dry_run: bool,
@@ -430,6 +432,8 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     let merging = observer.step("Merging");
     let mut written: Vec<BString> = Vec::new();
     let mut write_error: Option<Error> = None;
+    let mut apply_id: Option<String> = None;
+    let mut undo_error: Option<Error> = None;
     if !candidates.is_empty() {
         let plan = plan(&source, &mem, baseline_tree, &candidates, strict, !dry_run)?;
         let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
@@ -493,6 +497,19 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         }
         if write_error.is_none() {
             written = plan.writes.iter().map(|w| w.path.clone()).collect();
+            // The undo entry (design §3.11): what the write changed, and
+            // the proposals it applied. The result stands if this fails.
+            if !dry_run && !plan.writes.is_empty() {
+                let applied: Vec<(String, String)> = outcomes
+                    .iter()
+                    .filter(|o| o.status == TaskState::Applied)
+                    .filter_map(|o| Some((b.tasks[o.idx].name.clone(), o.proposal_ref.clone()?)))
+                    .collect();
+                match crate::undo::record(&source, &b.id, &plan.writes, &applied) {
+                    Ok(id) => apply_id = Some(id),
+                    Err(e) => undo_error = Some(e),
+                }
+            }
         }
     }
 
@@ -500,7 +517,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     // workspace is removed, so a crash during clean-up never leaves a task
     // listed open with a half-removed workspace (a re-run would read the
     // missing files as deletions).
-    let mut artifacts_error: Option<Error> = None;
+    let mut artifacts_error: Option<Error> = undo_error;
     let mut trashes: Vec<PathBuf> = Vec::new();
     // Workspaces kept because they are the source of open batches.
     let mut kept: Vec<Kept> = Vec::new();
@@ -641,6 +658,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     Ok(Report {
         batch: b,
         outcomes,
+        apply_id,
         written,
         batch_open,
         dry_run,

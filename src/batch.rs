@@ -254,6 +254,12 @@ pub fn batches_dir(state_dir: &Path) -> PathBuf {
     state_dir.join("batches")
 }
 
+/// Where undo entries live in a state dir (design §3.11): one folder per
+/// apply id, holding its entry file and, while an undo writes, its journal.
+pub fn undo_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join("undo")
+}
+
 pub fn batch_dir(state_dir: &Path, id: &str) -> PathBuf {
     batches_dir(state_dir).join(id)
 }

@@ -15,6 +15,7 @@ Workflow:
   (each worker edits its own task folder, printed by prepare)
   git delegate status                  # leases, tasks, how many paths each task changed
   git delegate apply                   # merge every task back into the working tree
+  git delegate undo                    # changed your mind: take that apply back out
   git delegate drop BATCH --force      # or give the batch up
 
 Exit status (every command):
@@ -149,6 +150,32 @@ failed; its work is kept, and the batch stays open for it.",
   git delegate apply --discard 3                # apply the others, throw task 3 away"
     )]
     Apply(ApplyArgs),
+    /// Take an apply's result back out of the working tree
+    #[command(
+        long_about = "Take back what an apply wrote: every apply that wrote paths leaves an undo entry (its \
+`apply_id`), and `undo` brings each path it wrote back to what it was before that apply. Without APPLY, the \
+latest apply of the repository that is not undone yet. It writes into the working tree that apply \
+wrote into (a linked worktree of the repository included), wherever it is run from.
+
+It merges, it does not overwrite: for each path, merge3(base = what the apply wrote, ours = the path now, theirs \
+= what it was before), so edits you made after the apply, in other lines or other files, survive. If any path \
+conflicts (you rewrote what the apply wrote), undo writes nothing, lists the paths and exits 1. With nothing to \
+undo it exits 2. It writes through the same crash-safe journal as apply (kept in <git-dir>/delegate/undo/<id>/, \
+rolled back by the next command after a crash). The index, HEAD and branches are never touched.
+
+The undone proposals stay under refs/pi-delegate/undo/<id>/tasks/<task>, and `git delegate apply --from-undo \
+APPLY` applies them again as a new apply. The entry's commit refs/pi-delegate/undo/<id>/entry holds the paths \
+the apply wrote as it wrote them, and its parent the same paths as they were before: `git diff \
+refs/pi-delegate/undo/<id>/entry^ refs/pi-delegate/undo/<id>/entry` shows what the apply did. gc removes an \
+entry once it is beyond the newest undo.keep (default 20) and older than gc.keep-failed (default 14 days).",
+        after_long_help = "Examples:
+  git delegate undo                   # the latest apply not undone yet
+  git delegate undo --dry-run         # what it would write, or which paths block it
+  git delegate undo --list --json     # {\"entries\": [{\"apply_id\", \"batch\", \"applied_at\", \"paths\", \"undone\"}]}
+  git delegate undo 3f2a              # one apply, by id prefix
+  git delegate apply --from-undo 3f2a # land the undone work again"
+    )]
+    Undo(UndoArgs),
     /// Show batches, leases and tasks
     #[command(
         long_about = "Show every batch of the repository (or one): id, label, age, baseline, lease state and expiry, \
@@ -449,6 +476,13 @@ pub struct ApplyArgs {
     /// is left as it is.
     #[arg(long, conflicts_with = "dry_run")]
     pub refresh_conflicts: bool,
+    /// Apply again the proposals of an undone apply (its id or a unique prefix)
+    ///
+    /// The proposals `git delegate undo` kept are merged into the working tree as it is now, as
+    /// a new apply with its own undo entry. Only an undone entry can be applied again (exit 2
+    /// otherwise). Takes no BATCH, --only, --discard or --keep.
+    #[arg(long, value_name = "APPLY", conflicts_with_all = ["batch", "only", "discard", "keep"])]
+    pub from_undo: Option<String>,
     #[command(flatten)]
     pub json: JsonArg,
 }
@@ -460,6 +494,21 @@ pub struct RefreshArgs {
     /// The batch: label, id or unique id prefix (default: the batch of the workspace you are in, else the only open batch)
     #[arg(long, value_name = "BATCH")]
     pub batch: Option<String>,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    /// The apply to undo: its id or a unique prefix of at least 4 characters (default: the latest
+    /// apply not undone yet)
+    pub apply: Option<String>,
+    /// List the undo entries (id, batch, time, paths written, undone or not); change nothing
+    #[arg(long, conflicts_with_all = ["apply", "dry_run"])]
+    pub list: bool,
+    /// Report what undo would write or which paths block it; change nothing
+    #[arg(long)]
+    pub dry_run: bool,
     #[command(flatten)]
     pub json: JsonArg,
 }

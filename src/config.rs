@@ -74,6 +74,8 @@ struct File {
     hooks: HooksSection,
     #[serde(default)]
     lock: LockSection,
+    #[serde(default)]
+    undo: UndoSection,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -112,6 +114,12 @@ struct HooksSection {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct UndoSection {
+    keep: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct LockSection {
     timeout: Option<Spanned<String>>,
 }
@@ -130,6 +138,8 @@ pub struct Config {
     pub stale_leases: StaleLeases,
     pub forbid_commit: bool,
     pub lock_timeout_secs: i64,
+    /// `undo.keep`: gc keeps at least this many undo entries (design §3.11).
+    pub undo_keep: usize,
 }
 
 impl Default for Config {
@@ -145,6 +155,7 @@ impl Default for Config {
             stale_leases: StaleLeases::Warn,
             forbid_commit: false,
             lock_timeout_secs: 30,
+            undo_keep: 20,
         }
     }
 }
@@ -254,6 +265,9 @@ impl Config {
         }
         if let Some(t) = &file.lock.timeout {
             cfg.lock_timeout_secs = duration(t, "lock.timeout")?;
+        }
+        if let Some(k) = file.undo.keep {
+            cfg.undo_keep = k;
         }
         Ok(cfg)
     }

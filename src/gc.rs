@@ -119,6 +119,9 @@ pub struct Report {
     /// Stash entries the workspaces of reclaimed batches pushed, still in
     /// the stash: reported, never touched (design §3.16).
     pub stashed: Vec<StashedWork>,
+    /// Undo entries removed: beyond the newest `undo.keep` and older than
+    /// `gc.keep-failed` (design §3.11); their refs count in `refs_removed`.
+    pub undo_entries_removed: Vec<String>,
 }
 
 /// A stash entry a stale batch's workspace pushed (design §3.16).
@@ -256,6 +259,9 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
     };
     gc.leftover_registrations(&owners)?;
     gc.leftover_folders(&owners)?;
+    let (undone, refs) = crate::undo::prune(source, dry_run)?;
+    gc.report.undo_entries_removed = undone;
+    gc.report.refs_removed += refs;
     gc.leftover_refs(&owners)?;
     gc.leftover_patches()?;
     gc.leftover_hidden_state();
@@ -724,6 +730,10 @@ impl Gc<'_> {
         let keep = self.source.config.keep_failed_secs;
         for (name, id) in refs::list(&self.source.repo)? {
             if self.handled_refs.contains(&name) || owners.owns_ref(&name) {
+                continue;
+            }
+            // An undo entry's refs go with the entry (`undo::prune`).
+            if crate::undo::owns_ref(&self.state_dir, &name) {
                 continue;
             }
             let Some(when) = commit_time(&self.source.repo, id) else {

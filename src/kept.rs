@@ -141,6 +141,8 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
     out.patch = k.patch.clone();
     let mut written: Vec<BString> = Vec::new();
     let mut write_error: Option<Error> = None;
+    let mut apply_id: Option<String> = None;
+    let mut undo_error: Option<Error> = None;
     if out.proposed.is_empty() {
         out.status = TaskState::NoChanges;
     } else {
@@ -184,7 +186,8 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
         // Write back through the journal, in the batch's state folder (made
         // for the write when the batch is gone: recovery scans every
         // folder there, with or without `batch.toml`).
-        // (An undo entry, where apply records one, belongs here too.)
+        // An undo entry is recorded as apply records one (design §3.11),
+        // before the kept ref goes (the entry keeps the proposal).
         if !dry_run && out.status == TaskState::Applied && !plan.writes.is_empty() {
             let _writing = observer.step(&format!("Writing {} paths", plan.writes.len()));
             let journal_dir = batch::batch_dir(&state_dir, &k.batch);
@@ -200,10 +203,19 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
                 // Empty unless a rollback left its journal for recovery.
                 let _ = std::fs::remove_dir(&journal_dir);
             }
-            if let Err(e) = result {
-                out.applied.clear();
-                out.fail("write_failed", e.message.clone());
-                write_error = Some(e);
+            match result {
+                Ok(()) => {
+                    let task = [(k.task.clone(), k.ref_name.clone())];
+                    match crate::undo::record(&source, &k.batch, &plan.writes, &task) {
+                        Ok(id) => apply_id = Some(id),
+                        Err(e) => undo_error = Some(e),
+                    }
+                }
+                Err(e) => {
+                    out.applied.clear();
+                    out.fail("write_failed", e.message.clone());
+                    write_error = Some(e);
+                }
             }
         }
         if write_error.is_none() {
@@ -213,7 +225,8 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
 
     // Its work is in the working tree (or there was none): the kept ref and
     // patch go, and a discarded task of an open batch is recorded applied.
-    let mut artifacts_error: Option<Error> = None;
+    // A failure to record the undo entry is a clean-up warning, as in apply.
+    let mut artifacts_error: Option<Error> = undo_error;
     let mut removed = false;
     if !dry_run && out.ok() {
         let r = refs::delete(&source.repo, &k.ref_name).and_then(|_| match &k.patch {
@@ -263,6 +276,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
             // A kept proposal has no workspace that could have made any.
             side_effects: Vec::new(),
             workspaces: Vec::new(),
+            apply_id,
         },
         kept: k,
         root: source.root.clone(),

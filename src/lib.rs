@@ -53,5 +53,6 @@ pub mod teardown;
 pub mod time;
 pub mod touched;
 pub mod trash;
+pub mod undo;
 pub mod workspace;
 pub mod writeback;

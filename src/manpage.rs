@@ -382,6 +382,11 @@ fn main_sections() -> Sections {
              and how old an unowned ref under refs/pi-delegate/ must be before gc removes it.",
         )
         .item(
+            "undo.keep",
+            "Default `20`. gc keeps at least the newest this many undo entries (see \
+             git-delegate-undo(1)); an older one goes once it is also older than gc.keep-failed.",
+        )
+        .item(
             "hooks.stale-leases",
             "`\"warn\"` (default), `\"block\"` or `\"ignore\"`: what the pre-commit hook does \
              where the repository has stale batches.",
@@ -412,6 +417,9 @@ strict = false
 [gc]
 keep-failed = \"14d\"
 
+[undo]
+keep = 20
+
 [hooks]
 stale-leases = \"warn\"        # \"warn\" | \"block\" | \"ignore\"
 forbid-commit = false
@@ -437,6 +445,15 @@ timeout = \"30s\"",
             "refs/pi-delegate/batches/<uuid>/baseline",
             "The baseline commit of a batch: the working tree at prepare time, parent the HEAD of \
              then. Author and committer are `git-delegate <git-delegate@localhost>`.",
+        )
+        .item(
+            "refs/pi-delegate/undo/<apply-id>/entry",
+            "An apply's undo entry: a commit holding every path the apply wrote as it wrote them \
+             (an absent path was deleted), whose parent holds the same paths as they were before \
+             it; `refs/pi-delegate/undo/<apply-id>/tasks/<task>` keep the proposals it applied, \
+             and `<common-dir>/delegate/undo/<apply-id>/entry.json` its batch, time, number of \
+             paths and whether it was undone (and an undo's journal while it writes). See \
+             git-delegate-undo(1).",
         )
         .item(
             "refs/pi-delegate/batches/<uuid>/tasks/<task>/proposal",
@@ -587,6 +604,8 @@ git delegate completions bash > ~/.local/share/bash-completion/completions/git-d
         roman("(1), "),
         bold("git-delegate-refresh"),
         roman("(1), "),
+        bold("git-delegate-undo"),
+        roman("(1), "),
         bold("git-delegate-hooks"),
         roman("(1), "),
         bold("git-worktree"),
@@ -666,6 +685,23 @@ fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
                 "A task's workspace is missing, or a file in it changed while it was read or \
                  stands where the source's version goes (`delegate::refresh_blocked`): nothing \
                  was changed in that workspace; tasks refreshed before it stay refreshed.",
+            ),
+        ],
+        "undo" => &[
+            (
+                "0",
+                "The apply was undone (or, with --dry-run, could be); with --list, the entries \
+                 were listed.",
+            ),
+            (
+                "1",
+                "A path conflicts (changed since the apply where the apply wrote): nothing was \
+                 written; the paths are listed.",
+            ),
+            (
+                "2",
+                "Nothing to undo (`delegate::nothing_to_undo`), or APPLY names no entry \
+                 (`delegate::unknown_apply`, `delegate::ambiguous_apply`).",
             ),
         ],
         "hook" => &[
@@ -810,6 +846,7 @@ mod tests {
             "drop",
             "renew",
             "refresh",
+            "undo",
             "hook",
             "hooks",
             "man",

@@ -38,6 +38,10 @@ pub enum Fact {
     /// paths its last rollback left to the user (empty when none, or when
     /// they were not looked for: [`of_state`]).
     Journal { left: Vec<LeftPath> },
+    /// An undo's (or `apply --from-undo`'s) write-back journal is left in
+    /// its undo entry's folder (design §3.11); the problem's `batch` is the
+    /// apply id.
+    UndoJournal { left: Vec<LeftPath> },
     /// The baseline ref `name` points at `to`, not at the baseline.
     RefMoved {
         name: String,
@@ -85,7 +89,7 @@ impl Problem {
         match &self.fact {
             Fact::InterruptedPrepare => "interrupted_prepare",
             Fact::Stale(state) => state.as_str(),
-            Fact::Journal { .. } => "journal",
+            Fact::Journal { .. } | Fact::UndoJournal { .. } => "journal",
             Fact::RefMoved { .. } => "ref_moved",
             Fact::RefMissing { .. } => "ref_missing",
             Fact::WorkspaceMissing { .. } => "workspace_missing",
@@ -186,6 +190,19 @@ pub fn of_batches(source: &Source, entries: &[Entry]) -> Vec<Problem> {
                 }
             }
             Entry::Broken { id, problem } => out.push(broken(id, problem)),
+        }
+    }
+    // Undo entries' journals (design §3.11).
+    if let Ok(rd) = std::fs::read_dir(batch::undo_dir(&state_dir)) {
+        let mut found: Vec<(String, PathBuf)> = rd
+            .flatten()
+            .filter(|d| d.path().join(batch::JOURNAL_FILE).exists())
+            .map(|d| (d.file_name().to_string_lossy().into_owned(), d.path()))
+            .collect();
+        found.sort();
+        for (id, dir) in found {
+            let left = crate::writeback::left_paths(&dir);
+            out.push(Problem::new(&id, Fact::UndoJournal { left }));
         }
     }
     for (batch, message) in crate::scratch::orphan_messages(source) {

@@ -80,6 +80,7 @@ fn committed_man_pages_are_what_the_code_generates() {
                 "refresh",
                 "renew",
                 "status",
+                "undo",
             ]
             .iter()
             .map(|s| format!("git-delegate-{s}.1")),

@@ -642,3 +642,59 @@ fn parse_errors_with_json_are_one_error_document_and_exit_2() {
     assert_eq!(run.code, 0);
     assert!(run.stdout.contains("Usage:"));
 }
+
+#[test]
+fn undo_documents_match_the_documented_field_lists() {
+    let specs = specs();
+    let env = common::Env::new();
+    let repo = env.repo("proj");
+    let doc = env
+        .delegate(&repo, ["prepare", "-n", "2", "--json"])
+        .expect(0)
+        .json();
+    for (i, t) in doc["tasks"].as_array().unwrap().iter().enumerate() {
+        let root = PathBuf::from(t["root"].as_str().unwrap());
+        std::fs::write(root.join(format!("t{i}.txt")), "x\n").unwrap();
+        std::fs::write(root.join("README"), format!("task {i}\n")).unwrap();
+    }
+    let mut errors = Vec::new();
+    let mut check = |what: &str, args: &[&str], block: &str, exit: i32| -> Value {
+        let run = env.delegate(&repo, args);
+        let doc: Value = serde_json::from_str(&run.stdout)
+            .unwrap_or_else(|e| panic!("{what}: not one document ({e}): {}", run.stdout));
+        if run.code != exit {
+            errors.push(format!(
+                "{what}: exit {}, expected {exit}\n{doc:#}",
+                run.code
+            ));
+        }
+        errors.extend(validate(&specs, block, &doc, what));
+        doc
+    };
+    // Task 2 conflicts with task 1 (both rewrite README): apply exits 1.
+    let applied = check("apply", &["apply", "--json"], "apply", 1);
+    let id = applied["apply_id"].as_str().unwrap().to_string();
+    check("undo list", &["undo", "--list", "--json"], "undo-list", 0);
+    check("undo dry run", &["undo", "--dry-run", "--json"], "undo", 0);
+    check("status", &["status", "--json"], "status", 0);
+    std::fs::write(repo.join("README"), "the user rewrote it\n").unwrap();
+    check("undo refused", &["undo", "--json"], "undo", 1);
+    std::fs::write(repo.join("README"), "task 0\n").unwrap();
+    check("undo", &["undo", &id[..8], "--json"], "undo", 0);
+    check("nothing to undo", &["undo", "--json"], "error", 2);
+    check("unknown apply", &["undo", "ffff0000", "--json"], "error", 2);
+    check(
+        "apply --from-undo",
+        &["apply", "--from-undo", &id, "--json"],
+        "apply",
+        0,
+    );
+    check(
+        "not undone",
+        &["apply", "--from-undo", &id, "--json"],
+        "error",
+        2,
+    );
+    check("gc", &["gc", "--json"], "gc", 0);
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}

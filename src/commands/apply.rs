@@ -22,6 +22,9 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         return super::kept::run(ui, reference, args.strict, args.dry_run, recovered);
     }
     let here = super::source()?;
+    if let Some(from) = &args.from_undo {
+        return super::undo::reapply(ui, here, from, &args, recovered);
+    }
     let opts = crate::apply::Options {
         batch: args.batch,
         only: args.only,
@@ -43,6 +46,7 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         kept,
         artifacts_error,
         side_effects,
+        apply_id,
         ..
     } = &report;
     let (b, batch_open, dry_run) = (b, *batch_open, *dry_run);
@@ -73,6 +77,9 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
                 super::side_effects::doc(b, side_effects),
             );
         }
+        if let Value::Object(m) = &mut doc {
+            m.insert("apply_id".into(), json!(apply_id));
+        }
         ui.doc_after(doc, recovered);
     }
     ui.say(&human(ui, &report, args.keep, args.verbose));
@@ -84,6 +91,9 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
     ));
     if !kept.is_empty() {
         ui.say(&kept_text(kept));
+    }
+    if let Some(id) = apply_id {
+        ui.say(&super::undo::undo_hint(id));
     }
     if let Some(e) = artifacts_error {
         ui.warn(&format!(

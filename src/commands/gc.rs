@@ -70,6 +70,7 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
             "pending_writebacks": report.pending_writebacks,
             "incomplete": report.incomplete,
             "stashed": report.stashed.iter().map(|w| json!({"batch": w.batch, "task": w.task, "stash": w.stash})).collect::<Vec<_>>(),
+            "undo_entries_removed": report.undo_entries_removed,
             "recovered_writebacks": recovered.rolled_back,
         });
         ui.doc_after(doc, recovered);
@@ -128,6 +129,18 @@ fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
             w.task.as_deref().map_or("one of its tasks".to_string(), |t| format!("task {t}")),
             w.stash,
             w.stash,
+        ));
+    }
+    if !r.undo_entries_removed.is_empty() {
+        text.push_str(&format!(
+            "{} {} undo entr{} (beyond undo.keep and older than gc.keep-failed).\n",
+            if r.dry_run { "Would remove" } else { "Removed" },
+            r.undo_entries_removed.len(),
+            if r.undo_entries_removed.len() == 1 {
+                "y"
+            } else {
+                "ies"
+            }
         ));
     }
     for id in &r.incomplete {

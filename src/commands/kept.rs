@@ -46,6 +46,7 @@ pub fn run(
                     }
                 }
             }
+            m.insert("apply_id".into(), json!(r.apply_id));
             m.insert(
                 "side_effects".into(),
                 super::side_effects::doc(&r.batch, &r.side_effects),

@@ -23,6 +23,7 @@ pub mod refresh;
 pub mod renew;
 pub mod side_effects;
 pub mod status;
+pub mod undo;
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -41,6 +42,7 @@ pub fn run(cli: Cli) -> i32 {
     let json = match &cli.command {
         Command::Prepare(a) => a.json.json,
         Command::Apply(a) => a.json.json,
+        Command::Undo(a) => a.json.json,
         Command::Status(a) => a.json.json,
         Command::Diff(a) => a.json.json,
         Command::Path(a) => a.json.json,
@@ -71,6 +73,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Renew(a) => renew::run(&ui, a, &mut recovered),
         Command::Refresh(a) => refresh::run(&ui, a, &mut recovered),
         Command::Apply(a) => apply::run(&ui, a, &mut recovered),
+        Command::Undo(a) => undo::run(&ui, a, &mut recovered),
         Command::Gc(a) => gc::run(&ui, a, &mut recovered),
         Command::Hook(a) => hook::run(&ui, a),
         Command::Hooks(a) => hooks::run(&ui, a),
@@ -157,17 +160,41 @@ pub fn lock_and_recover(
 fn add(to: &mut Recovery, r: Recovery) {
     to.rolled_back.extend(r.rolled_back);
     to.completed.extend(r.completed);
+    to.undo.extend(r.undo);
 }
 
 /// Tell the user what recovery did.
 fn tell_recovered(ui: &Ui, recovery: &Recovery) {
-    for id in &recovery.rolled_back {
+    for id in recovery.rolled_back.iter().chain(&recovery.completed) {
+        if recovery.undo.contains(id) {
+            let done = recovery.completed.contains(id);
+            ui.warn(&format!(
+                "git-delegate: {} an interrupted undo (or apply --from-undo) of apply {}; {}\n",
+                if done { "finished" } else { "rolled back" },
+                crate::batch::short(id),
+                if done {
+                    "the working tree holds its whole result"
+                } else {
+                    "the working tree is as it was before it"
+                }
+            ));
+        }
+    }
+    for id in recovery
+        .rolled_back
+        .iter()
+        .filter(|id| !recovery.undo.contains(id))
+    {
         ui.warn(&format!(
             "git-delegate: rolled back an interrupted write-back of batch {}; the working tree is as it was before that apply\n",
             crate::batch::short(id)
         ));
     }
-    for id in &recovery.completed {
+    for id in recovery
+        .completed
+        .iter()
+        .filter(|id| !recovery.undo.contains(id))
+    {
         ui.warn(&format!(
             "git-delegate: an interrupted apply of batch {} had written its whole result; the working tree holds it, and `git delegate apply {}` records it\n",
             crate::batch::short(id),

@@ -24,6 +24,20 @@ fn message(p: &Problem) -> String {
             "batch {short} is stale (lease {}); apply it, `git delegate renew {short}`, or `git delegate gc`",
             state.as_str()
         ),
+        Fact::UndoJournal { left } => format!(
+            "the undo of apply {short} was interrupted; the next git delegate command that changes things rolls it back{}",
+            if left.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (paths you changed since are left as you left them: {})",
+                    left.iter()
+                        .map(|l| format!("{}, its original kept at {}", crate::paths::quote(l.path.as_ref()), super::show(&l.kept)))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            }
+        ),
         Fact::Journal { left } if left.is_empty() => format!(
             "batch {short} has an interrupted write-back; the next git delegate command that changes things rolls it back (a path you changed since is left as you left it, and named)"
         ),
@@ -104,11 +118,25 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             })
         })
         .collect();
-    let kept_text = kept_text(kept);
+    let mut kept_text = kept_text(kept);
+    // Undo entries (design §3.11): how many, and how many are not undone.
+    let undo_entries = crate::undo::list(&source.state_dir());
+    let undoable = undo_entries.iter().filter(|e| !e.undone).count();
+    let undo_text = match undo_entries.len() {
+        0 => String::new(),
+        n => format!(
+            "{n} undo entr{} ({undoable} not undone): `git delegate undo --list`\n",
+            if n == 1 { "y" } else { "ies" }
+        ),
+    };
+    kept_text.push_str(&undo_text);
     if !report.any && problems.is_empty() {
         // The fast path (design §3.3: no batches, well under 20 ms).
         if ui.json {
             let mut doc = json!({ "batches": [], "problems": [] });
+            if !undo_entries.is_empty() {
+                doc["undo_entries"] = json!(undo_entries.len());
+            }
             if !kept_doc.is_empty() {
                 doc["kept"] = json!(kept_doc);
             }
@@ -158,6 +186,9 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             .map(|p| json!({"batch": p.batch, "kind": p.kind(), "message": message(p)}))
             .collect();
         let mut doc = json!({ "batches": docs, "problems": problems });
+        if !undo_entries.is_empty() {
+            doc["undo_entries"] = json!(undo_entries.len());
+        }
         if !kept_doc.is_empty() {
             doc["kept"] = json!(kept_doc);
         }

@@ -124,7 +124,8 @@
 //! # Recovery (`recover_all`)
 //!
 //! Scans `<state>/batches/*/writeback.journal` (a batch folder without
-//! `batch.toml` included). A journal without `planned` is removed (nothing
+//! `batch.toml` included) and `<state>/undo/*/writeback.journal` (an
+//! undo's or `apply --from-undo`'s, reported by apply id). A journal without `planned` is removed (nothing
 //! was written). One whose writer (pid + start time, same host) still runs
 //! is left alone. `committed`: rolled forward (asides and emptied folders
 //! removed). Otherwise rolled back as above, using the journal's `root`.
@@ -209,6 +210,9 @@ pub struct Recovery {
     /// Batches whose write-back had committed (the result was complete on
     /// disk) and whose clean-up was finished.
     pub completed: Vec<String>,
+    /// Which of those ids are undo entries' (an undo's or `apply
+    /// --from-undo`'s write-back, design §3.11), not batches.
+    pub undo: Vec<String>,
 }
 
 /// Check every write against the disk without changing anything.
@@ -460,23 +464,41 @@ pub fn recover_all_detailed(source: &Source) -> Result<Recovery> {
     recover_with(source, &Faults::from_env())
 }
 
+/// The folders whose write-back journals recovery scans: every batch's
+/// state folder, and every undo entry's (an undo, or an `apply
+/// --from-undo`, writes through a journal there: design §3.11), each with
+/// its id (batch id, apply id).
+fn journal_dirs(source: &Source) -> Result<Vec<(String, PathBuf)>> {
+    let state = source.state_dir();
+    let mut out = Vec::new();
+    for dir in [batch::batches_dir(&state), batch::undo_dir(&state)] {
+        let rd = match std::fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
+        };
+        for entry in rd {
+            let entry =
+                entry.map_err(|e| Error::io(format!("cannot read {}", dir.display()), e))?;
+            let id = entry.file_name().to_string_lossy().into_owned();
+            // Hidden folders are never batches (`batch::list`): a batch's state
+            // on its way out (`batch::remove_state`) or in (`preparing::record`).
+            if id.starts_with('.') {
+                continue;
+            }
+            out.push((id, entry.path()));
+        }
+    }
+    Ok(out)
+}
+
 fn recover_with(source: &Source, faults: &Faults) -> Result<Recovery> {
-    let dir = batch::batches_dir(&source.state_dir());
     let mut out = Recovery::default();
-    let rd = match std::fs::read_dir(&dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
-    };
     let mut found: Vec<(String, PathBuf)> = Vec::new();
-    for entry in rd {
-        let entry = entry.map_err(|e| Error::io(format!("cannot read {}", dir.display()), e))?;
-        let batch_dir = entry.path();
-        let id = entry.file_name().to_string_lossy().into_owned();
-        // Hidden folders are never batches (`batch::list`): a batch's state
-        // on its way out (`batch::remove_state`) or in (`preparing::record`).
-        if id.starts_with('.') {
-            continue;
+    let undo_dir = batch::undo_dir(&source.state_dir());
+    for (id, batch_dir) in journal_dirs(source)? {
+        if batch_dir.parent() == Some(undo_dir.as_path()) {
+            out.undo.push(id.clone());
         }
         // A journal that never got its final name: nothing was written yet.
         let _ = std::fs::remove_file(tmp_journal(&batch_dir.join(batch::JOURNAL_FILE)));
@@ -590,17 +612,10 @@ pub fn left_paths(batch_dir: &Path) -> Vec<LeftPath> {
 /// to the user). Reads only; `apply --dry-run` reports them instead of
 /// recovering (design §7).
 pub fn pending(source: &Source) -> Result<Vec<String>> {
-    let dir = batch::batches_dir(&source.state_dir());
-    let rd = match std::fs::read_dir(&dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
-    };
-    let mut out: Vec<String> = rd
-        .flatten()
-        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-        .filter(|e| e.path().join(batch::JOURNAL_FILE).is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
+    let mut out: Vec<String> = journal_dirs(source)?
+        .into_iter()
+        .filter(|(_, dir)| dir.join(batch::JOURNAL_FILE).is_file())
+        .map(|(id, _)| id)
         .collect();
     out.sort();
     Ok(out)

@@ -124,11 +124,28 @@ impl Env {
         dir
     }
 
-    /// Refs under refs/pi-delegate.
+    /// Refs under refs/pi-delegate, but the undo entries' (design §3.11:
+    /// an apply's entry outlives its batch; `undo_refs` lists those).
     pub fn private_refs(&self, repo: &Path) -> Vec<String> {
         self.git(
             repo,
             ["for-each-ref", "--format=%(refname)", "refs/pi-delegate/"],
+        )
+        .lines()
+        .filter(|r| !r.starts_with("refs/pi-delegate/undo/"))
+        .map(str::to_string)
+        .collect()
+    }
+
+    /// Refs of undo entries (`refs/pi-delegate/undo/<apply-id>/...`).
+    pub fn undo_refs(&self, repo: &Path) -> Vec<String> {
+        self.git(
+            repo,
+            [
+                "for-each-ref",
+                "--format=%(refname)",
+                "refs/pi-delegate/undo/",
+            ],
         )
         .lines()
         .map(str::to_string)
