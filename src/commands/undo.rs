@@ -196,6 +196,8 @@ pub fn reapply(
                 "applied_paths": doc_paths(&r.written),
                 "batch_open": false,
                 "stopped_processes": [],
+                // No workspace is involved: none could have made any.
+                "side_effects": [],
             }),
             recovered,
         );
