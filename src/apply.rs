@@ -50,6 +50,12 @@ pub struct Options {
     pub strict: bool,
     /// Change nothing; say what would happen.
     pub dry_run: bool,
+    /// `--verify CMD` / `--no-verify` / `--verify-timeout` / `--verify-jobs`
+    /// (design §3.10; `apply.verify*` fill in what is not given).
+    pub verify: Option<String>,
+    pub no_verify: bool,
+    pub verify_timeout_secs: Option<i64>,
+    pub verify_jobs: Option<usize>,
 }
 
 /// A workspace kept because it is the source of open batches: (task, folder, batch ids).
@@ -72,6 +78,8 @@ pub struct Report {
     pub kept: Vec<Kept>,
     /// The first clean-up failure (the outcomes stand).
     pub artifacts_error: Option<Error>,
+    /// With `--verify`: how it went (design §3.10, §6.4).
+    pub verify: Option<crate::verify::Report>,
 }
 
 impl Report {
@@ -104,6 +112,8 @@ pub struct Outcome {
     pub stopped: Vec<quiesce::Proc>,
     /// With `--dry-run`: the processes running inside the workspace now.
     pub processes: Vec<quiesce::Proc>,
+    /// A `rejected` task: the log of the verification run that failed.
+    pub verify_log: Option<PathBuf>,
 }
 
 impl Outcome {
@@ -122,6 +132,7 @@ impl Outcome {
             patch: None,
             kept_until: None,
             nested_kept: Vec::new(),
+            verify_log: None,
         }
     }
 
@@ -146,7 +157,7 @@ impl Outcome {
 /// or with `dry_run` refusing when one is left over.
 pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Report> {
     // A dry run never recovers an interrupted write-back; it reports it (design §7).
-    let lock = if opts.dry_run {
+    let mut lock = if opts.dry_run {
         lock_and_report(&here)?
     } else {
         let locked = crate::lock::lock_and_recover(&here)?;
@@ -156,6 +167,8 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     // Omitted, BATCH skips batches whose prepare never completed while
     // another is open (`batch::choose`).
     let mut b = batch::select_open(&here.state_dir(), opts.batch.as_deref())?;
+    // Another apply verifies it without the lock (design §3.10).
+    crate::verify::refuse_if_busy(&here.state_dir(), &b)?;
     // A batch whose prepare never completed is never applied (design §3.15).
     if let Some(p) = crate::preparing::progress(&b) {
         return Err(crate::preparing::refuse(&b, p));
@@ -172,6 +185,16 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     source.refuse_submodules()?;
     let selected = select_tasks(&b, opts)?;
     let strict = opts.strict || source.config.strict;
+    let verify = crate::verify::settings(
+        opts.verify.as_deref(),
+        opts.no_verify,
+        opts.verify_timeout_secs,
+        opts.verify_jobs,
+        opts.keep,
+        &source.config,
+    );
+    let mut verify_report: Option<crate::verify::Report> = None;
+    let mut verdicts: (Vec<(usize, PathBuf)>, Vec<usize>) = Default::default();
     let dry_run = opts.dry_run;
 
     let baseline_ref = refs::baseline(&b.id);
@@ -390,22 +413,39 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
             .flat_map(|c| c.paths.iter().cloned())
             .collect();
         // Test-only: always the whole source (the tests compare both ways).
-        let full = std::env::var_os(FULL_SOURCE_SNAPSHOT).is_some();
-        let partial = if full {
-            None
+        // Verification needs the whole source too (design §3.10).
+        let full = std::env::var_os(FULL_SOURCE_SNAPSHOT).is_some() || verify.is_some();
+        let mut check = |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> {
+            if !dry_run {
+                persist(&source.repo, &mem, writes, Side::Old)?;
+            }
+            writeback::check(&source, writes)
+        };
+        let plan = if let Some(settings) = &verify {
+            let ctx = crate::verify::Ctx {
+                source: &source,
+                batch: &b,
+                mem: &mem,
+                baseline_tree,
+                strict,
+                dry_run,
+                settings,
+                observer,
+            };
+            let v = crate::verify::integrate_verified(&ctx, &candidates, lock, &mut check)?;
+            lock = v.lock;
+            verify_report = Some(v.report);
+            verdicts = (v.rejected, v.unverified);
+            v.plan
         } else {
-            touched::snapshot(&mem, baseline_tree, &touched)?
-        };
-        let s_tree = match partial {
-            Some(tree) => tree,
-            None => snapshot::snapshot(&mem)?.tree,
-        };
-        let plan = {
-            let mut check = |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> {
-                if !dry_run {
-                    persist(&source.repo, &mem, writes, Side::Old)?;
-                }
-                writeback::check(&source, writes)
+            let partial = if full {
+                None
+            } else {
+                touched::snapshot(&mem, baseline_tree, &touched)?
+            };
+            let s_tree = match partial {
+                Some(tree) => tree,
+                None => snapshot::snapshot(&mem)?.tree,
             };
             integrate::integrate(&mem, baseline_tree, s_tree, &candidates, strict, &mut check)?
         };
@@ -419,6 +459,13 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                     .filter(|p| to_write.contains(p))
                     .cloned()
                     .collect();
+            } else if let Some((_, log)) = verdicts.0.iter().find(|(t, _)| *t == out.idx) {
+                out.status = TaskState::Rejected;
+                out.reason = Some("verify_failed");
+                out.verify_log = Some(log.clone());
+            } else if verdicts.1.contains(&out.idx) {
+                out.status = TaskState::Unverified;
+                out.reason = Some("verify_fails_without_tasks");
             } else if let Some(r) = plan.refused.iter().find(|r| r.task == out.idx) {
                 if r.reason == integrate::Refusal::NotWritable {
                     // Checked before writing: only this task fails.
@@ -501,6 +548,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 t.reason = out.reason.map(str::to_string);
                 t.proposal_ref = out.proposal_ref.clone();
                 t.patch = out.patch.clone();
+                t.verify_log = out.verify_log.clone();
                 t.updated_at = Some(now.clone());
             }
         }
@@ -601,6 +649,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         write_error,
         kept,
         artifacts_error,
+        verify: verify_report,
     })
 }
 

@@ -30,6 +30,10 @@ pub enum TaskState {
     Discarded,
     Conflict,
     Failed,
+    /// Its addition made `apply --verify` fail (design §3.10); kept like a conflict.
+    Rejected,
+    /// `apply --verify` failed without any task, so nothing was applied.
+    Unverified,
 }
 
 impl TaskState {
@@ -41,6 +45,8 @@ impl TaskState {
             TaskState::Discarded => "discarded",
             TaskState::Conflict => "conflict",
             TaskState::Failed => "failed",
+            TaskState::Rejected => "rejected",
+            TaskState::Unverified => "unverified",
         }
     }
 
@@ -48,7 +54,11 @@ impl TaskState {
     pub fn is_open(self) -> bool {
         matches!(
             self,
-            TaskState::Open | TaskState::Conflict | TaskState::Failed
+            TaskState::Open
+                | TaskState::Conflict
+                | TaskState::Failed
+                | TaskState::Rejected
+                | TaskState::Unverified
         )
     }
 }
@@ -81,6 +91,9 @@ pub struct Task {
     /// `workspace::identify`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub folder: Option<Folder>,
+    /// The log of the verification run that rejected it (design §3.10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_log: Option<PathBuf>,
 }
 
 /// The identity of a folder prepare made: device and inode of the
@@ -135,6 +148,7 @@ impl Task {
             carried: None,
             updated_at: None,
             folder: None,
+            verify_log: None,
         }
     }
 

@@ -95,6 +95,9 @@ struct LeaseSection {
 struct ApplySection {
     stop_processes: Option<StopProcesses>,
     strict: Option<bool>,
+    verify: Option<String>,
+    verify_timeout: Option<Spanned<String>>,
+    verify_jobs: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -130,6 +133,10 @@ pub struct Config {
     pub stale_leases: StaleLeases,
     pub forbid_commit: bool,
     pub lock_timeout_secs: i64,
+    /// `apply.verify`: empty = no verification (design §3.10).
+    pub verify: String,
+    pub verify_timeout_secs: i64,
+    pub verify_jobs: usize,
 }
 
 impl Default for Config {
@@ -145,6 +152,9 @@ impl Default for Config {
             stale_leases: StaleLeases::Warn,
             forbid_commit: false,
             lock_timeout_secs: 30,
+            verify: String::new(),
+            verify_timeout_secs: 30 * 60,
+            verify_jobs: 1,
         }
     }
 }
@@ -242,6 +252,22 @@ impl Config {
         }
         if let Some(s) = file.apply.strict {
             cfg.strict = s;
+        }
+        if let Some(v) = &file.apply.verify {
+            cfg.verify = v.clone();
+        }
+        if let Some(t) = &file.apply.verify_timeout {
+            cfg.verify_timeout_secs = duration(t, "apply.verify-timeout")?;
+        }
+        if let Some(j) = &file.apply.verify_jobs {
+            if !(1..=64).contains(j.get_ref()) {
+                return Err(bad(
+                    format!("`apply.verify-jobs` must be 1 to 64, not {}", j.get_ref()),
+                    j.span(),
+                    "out of range",
+                ));
+            }
+            cfg.verify_jobs = *j.get_ref() as usize;
         }
         if let Some(k) = &file.gc.keep_failed {
             cfg.keep_failed_secs = duration(k, "gc.keep-failed")?;

@@ -50,5 +50,6 @@ pub mod teardown;
 pub mod time;
 pub mod touched;
 pub mod trash;
+pub mod verify;
 pub mod workspace;
 pub mod writeback;

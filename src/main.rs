@@ -15,7 +15,7 @@ mod ui;
 use git_delegate::{
     apply, batch, carry, config, error, gc, hooks, lease, lock, mandir, observe, patch, paths,
     prepare, preparing, problems, refs, renew, repo, review, snapshot, status, teardown, time,
-    trash, workspace, writeback,
+    trash, verify, workspace, writeback,
 };
 
 use clap::Parser;

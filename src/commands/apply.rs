@@ -26,6 +26,14 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         keep: args.keep,
         strict: args.strict,
         dry_run: args.dry_run,
+        verify: args.verify,
+        no_verify: args.no_verify,
+        verify_timeout_secs: args
+            .verify_timeout
+            .as_deref()
+            .map(super::parse_ttl)
+            .transpose()?,
+        verify_jobs: args.verify_jobs.map(usize::from),
     };
     let shown = super::Shown::new(ui);
     let report = crate::apply::run(here, &opts, &shown);
@@ -40,6 +48,7 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         write_error,
         kept,
         artifacts_error,
+        verify,
     } = &report;
     let (b, batch_open, dry_run) = (b, *batch_open, *dry_run);
 
@@ -48,6 +57,9 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         let mut doc = document(b, outcomes, written, batch_open, dry_run);
         if let (false, Value::Object(m)) = (kept.is_empty(), &mut doc) {
             m.insert("kept_workspaces".into(), kept_doc(kept));
+        }
+        if let (Some(v), Value::Object(m)) = (verify, &mut doc) {
+            m.insert("verify".into(), verify_doc(v));
         }
         ui.doc_after(doc, recovered);
     }
@@ -60,6 +72,9 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         dry_run,
         write_error.as_ref(),
     ));
+    if let Some(v) = verify {
+        ui.say(&verify_text(v));
+    }
     if !kept.is_empty() {
         ui.say(&kept_text(kept));
     }
@@ -167,6 +182,9 @@ fn document(
                     m.insert("workspace".into(), json!(paths::doc_path(&t.root)));
                     if let Some(msg) = &o.message {
                         m.insert("message".into(), json!(msg));
+                    }
+                    if let Some(log) = &o.verify_log {
+                        m.insert("verify_log".into(), json!(paths::doc_path(log)));
                     }
                 }
             }
@@ -276,6 +294,13 @@ fn human(
                     }
                 } else if let Some(m) = &o.message {
                     d.push_str(&format!(": {}", crate::ui::escape_text(m)));
+                }
+                d
+            }
+            TaskState::Rejected | TaskState::Unverified => {
+                let mut d = o.reason.unwrap_or("").to_string();
+                if let Some(log) = &o.verify_log {
+                    d.push_str(&format!(": log {}", super::show(log)));
                 }
                 d
             }
@@ -398,4 +423,45 @@ fn shell_quote(s: &str) -> String {
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
     }
+}
+
+/// The `verify` object of the apply document (design §6.4).
+fn verify_doc(v: &crate::verify::Report) -> Value {
+    json!({
+        "command": v.command,
+        "outcome": v.outcome.as_str(),
+        "runs": v.runs.iter().map(|r| json!({
+            "tasks": r.tasks,
+            "exit": r.exit,
+            "timed_out": r.timed_out,
+            "duration_ms": r.duration_ms,
+            "log": paths::doc_path(&r.log),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The human lines for `--verify`: the outcome and each run.
+fn verify_text(v: &crate::verify::Report) -> String {
+    let mut text = format!(
+        "Verification ({}): {}, {} run{}\n",
+        crate::ui::escape_text(&v.command),
+        v.outcome.as_str().replace('_', " "),
+        v.runs.len(),
+        if v.runs.len() == 1 { "" } else { "s" }
+    );
+    for r in &v.runs {
+        let tasks = if r.tasks.is_empty() {
+            "(the working tree alone)".to_string()
+        } else {
+            r.tasks.join(" ")
+        };
+        let result = match (r.timed_out, r.exit) {
+            (true, _) => "timed out".to_string(),
+            (false, Some(0)) => "passed".to_string(),
+            (false, Some(n)) => format!("failed (exit {n}, log {})", super::show(&r.log)),
+            (false, None) => format!("killed by a signal (log {})", super::show(&r.log)),
+        };
+        text.push_str(&format!("  {tasks}: {result}\n"));
+    }
+    text
 }
