@@ -149,7 +149,7 @@ _git__delegate() {
             return 0
             ;;
         git__delegate__subcmd__apply)
-            opts="-h -V --only --discard --dry-run --strict --keep --json --color --help --version"
+            opts="-h -V --only --discard --dry-run --strict --keep --verify --no-verify --verify-timeout --verify-jobs --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -160,6 +160,18 @@ _git__delegate() {
                     return 0
                     ;;
                 --discard)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verify)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verify-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verify-jobs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

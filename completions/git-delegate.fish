@@ -58,12 +58,16 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -s h 
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -s V -l version -d 'Print version'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l only -d 'Apply only these tasks; the rest stay open (repeatable)' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l discard -d 'Drop these tasks\' work (repeatable)' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l verify -d 'Run CMD on the integrated result first; land only tasks that pass it' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l verify-timeout -d 'Kill a verification run (its whole process group) after DURATION; it counts as failed' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l verify-jobs -d 'Verify up to J candidate sets at once, each in its own workspace' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
 never\t'Never colour'"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l dry-run -d 'Report what would happen; change nothing'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l strict -d 'Refuse a task when the source changed since prepare in a path it touches'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l keep -d 'Keep the workspaces of applied tasks (as ordinary unlocked worktrees)'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l no-verify -d 'Do not run apply.verify'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -s V -l version -d 'Print version'
