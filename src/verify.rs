@@ -546,7 +546,7 @@ fn changed_while_running(
     let mut bad: Vec<BString> = Vec::new();
     for w in &plan.writes {
         let entry = tree
-            .lookup_entry_by_path(w.path.to_str_lossy().as_ref())
+            .lookup_entry(w.path.split(|&c| c == b'/').map(|c| c.to_vec()))
             .map_err(|e| Error::git("cannot read the verified tree", e))?
             .map(|e| (e.mode().kind(), e.object_id()));
         if entry != w.new {
@@ -637,6 +637,7 @@ impl<'a> Runner<'a> {
         let b = ctx.batch;
         let logs_dir = ctx.source.state_dir().join("logs").join(&b.id);
         let ws_dir = ctx.source.workspace_base()?.join(b.short());
+        sweep(ctx, &ws_dir);
         // Numbers go on from runs of earlier applies (their failing logs stay).
         let mut last = 0usize;
         for dir in [&logs_dir, &ws_dir] {
@@ -773,7 +774,13 @@ impl<'a> Runner<'a> {
                 })?;
                 run_all(ctx, &jobs)
             });
-        // Clean up what this round made (`--keep` keeps it).
+        // Clean up what this round made (`--keep` keeps it, released as an
+        // ordinary worktree the batch no longer owns, as task workspaces are).
+        if ctx.settings.keep && result.is_ok() {
+            for j in &jobs {
+                let _ = crate::workspace::release(&ctx.source.common_dir, &j.worktree_id);
+            }
+        }
         if !ctx.settings.keep || result.is_err() {
             for j in &jobs {
                 let _ = crate::workspace::remove(&ctx.source.common_dir, &j.root, &j.worktree_id);
@@ -818,6 +825,29 @@ impl<'a> Runner<'a> {
             crate::carry::carry(src, entries, &roots)?;
         }
         Ok(())
+    }
+}
+
+/// Remove what an apply killed while verifying this batch left behind:
+/// verification workspaces (only folders that are ours) and verify refs.
+/// Runs under the repository lock, with no other apply verifying the batch.
+fn sweep(ctx: &Ctx<'_>, ws_dir: &Path) {
+    let short = ctx.batch.short();
+    if let Ok(rd) = std::fs::read_dir(ws_dir) {
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let Some(n) = name.to_str().and_then(|s| s.strip_prefix(".verify-")) else {
+                continue;
+            };
+            let wid = format!("delegate-{short}--verify-{n}");
+            let _ = crate::workspace::remove(&ctx.source.common_dir, &e.path(), &wid);
+        }
+    }
+    if let Ok(names) = crate::refs::list_batch(&ctx.source.repo, &ctx.batch.id) {
+        let prefix = format!("{}batches/{}/verify/", crate::refs::PREFIX, ctx.batch.id);
+        for r in names.iter().filter(|r| r.starts_with(&prefix)) {
+            let _ = crate::refs::delete(&ctx.source.repo, r);
+        }
     }
 }
 

@@ -547,3 +547,83 @@ fn no_verify_turns_the_configured_command_off() {
     assert_eq!(status(&doc, "1"), "applied");
     assert!(doc.get("verify").is_none());
 }
+
+#[test]
+fn the_verification_workspace_carries_ignored_files_by_policy() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    std::fs::write(repo.join(".gitignore"), "deps/\n").unwrap();
+    env.git(&repo, ["add", ".gitignore"]);
+    env.git(&repo, ["commit", "-q", "-m", "ignore"]);
+    std::fs::create_dir_all(repo.join("deps")).unwrap();
+    std::fs::write(repo.join("deps/lib.txt"), "built\n").unwrap();
+    std::fs::write(
+        repo.join(".git/delegate.toml"),
+        "[workspace]\ncopy-ignored = [\"deps/\"]\n",
+    )
+    .unwrap();
+    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    std::fs::write(root.join("new.txt"), "n\n").unwrap();
+    let cmd = "grep -q built \"$(git rev-parse --show-toplevel)/deps/lib.txt\"";
+    let doc = env
+        .delegate(&repo, ["apply", "--json", "--verify", cmd])
+        .expect(0)
+        .json();
+    assert_eq!(doc["verify"]["outcome"], "passed", "{doc:#}");
+    assert!(repo.join("new.txt").exists());
+}
+
+#[test]
+fn an_apply_killed_while_verifying_leaves_nothing_the_next_one_trips_on() {
+    let f = Fixture::new(2);
+    f.work(1, "ok\n");
+    f.work(2, "ok\n");
+    let started = f.env.path().join("started");
+    let go = f.env.path().join("go");
+    let cmd = format!(
+        "touch {s}; i=0; while [ ! -e {g} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; exit 0",
+        s = started.display(),
+        g = go.display()
+    );
+    let mut child = f
+        .env
+        .delegate_cmd(&f.repo)
+        .args(["apply", "--json", "--verify", &cmd])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "CMD never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::fs::write(&go, "").unwrap();
+    // The batch is not busy any more; the next verification sweeps the leftovers.
+    let doc = f.apply(&[], 0);
+    assert_eq!(status(&doc, "1"), "applied", "{doc:#}");
+    assert_eq!(status(&doc, "2"), "applied");
+    assert_no_verification_left(&f);
+}
+
+#[test]
+fn keep_keeps_verification_workspaces_as_ordinary_worktrees_and_passing_logs() {
+    let f = Fixture::new(1);
+    f.work(1, "ok\n");
+    let doc = f.apply(&["--keep"], 0);
+    let run = &doc["verify"]["runs"][0];
+    assert!(Path::new(run["log"].as_str().unwrap()).exists());
+    let wt = f.env.git(&f.repo, ["worktree", "list", "--porcelain"]);
+    assert!(wt.contains(".verify-1"), "{wt}");
+    // Released: not locked, so `git worktree remove` takes it.
+    let path = wt
+        .lines()
+        .filter_map(|l| l.strip_prefix("worktree "))
+        .find(|p| p.contains(".verify-1"))
+        .unwrap()
+        .to_string();
+    f.env.git(&f.repo, ["worktree", "remove", "--force", &path]);
+}
