@@ -189,16 +189,15 @@ fn frontier(n: usize, known: &HashMap<Vec<usize>, bool>, jobs: usize) -> Vec<Vec
     out
 }
 
+/// Runs CMD on each set given (positions in task order), saying which passed.
+pub type Oracle<'a> = dyn FnMut(&[Vec<usize>]) -> Result<Vec<bool>> + 'a;
+
 /// Find the culprits among `n` tasks (design §3.10): `eval` runs CMD on
 /// each of the sets it is given (up to `jobs` at once) and says which
 /// passed. With `jobs` 1 this costs at most `2 + m·(⌈log2 n⌉ + 1)` runs for
 /// `m` culprits; with more, the sets the sequential search would reach are
 /// evaluated ahead, and the outcome is the same given the same answers.
-pub fn search(
-    n: usize,
-    jobs: usize,
-    eval: &mut dyn FnMut(&[Vec<usize>]) -> Result<Vec<bool>>,
-) -> Result<Found> {
+pub fn search(n: usize, jobs: usize, eval: &mut Oracle<'_>) -> Result<Found> {
     let mut known: HashMap<Vec<usize>, bool> = HashMap::new();
     let mut runs: Vec<(Vec<usize>, bool)> = Vec::new();
     loop {
@@ -1160,7 +1159,8 @@ mod tests {
     #[test]
     fn parallel_jobs_give_the_sequential_outcome() {
         // Monotonic and non-monotonic (deterministic) oracles alike.
-        let oracles: Vec<Box<dyn Fn(&[usize]) -> bool>> = vec![
+        type Fake = Box<dyn Fn(&[usize]) -> bool>;
+        let oracles: Vec<Fake> = vec![
             Box::new(|s| !s.contains(&2) && !s.contains(&7)),
             Box::new(|s| !(s.contains(&1) && s.contains(&5))),
             Box::new(|s| s.len() % 3 != 2),

@@ -226,7 +226,8 @@ fn check_culprits(culprits: &[usize]) {
     } else {
         let tasks = st["batches"][0]["tasks"].as_array().unwrap();
         for &c in culprits {
-            let t = tasks.iter().find(|t| t["name"] == c.to_string()).unwrap();
+            let name = c.to_string();
+            let t = tasks.iter().find(|t| t["name"] == name.as_str()).unwrap();
             assert_eq!(t["state"], "rejected", "{t}");
             assert!(t["verify_log"].as_str().is_some(), "{t}");
         }
