@@ -781,9 +781,31 @@ impl<'a> Runner<'a> {
             }
         }
         if !ctx.settings.keep || result.is_err() {
+            let mut trashes: Vec<PathBuf> = Vec::new();
             for j in &jobs {
-                let _ = crate::workspace::remove(&ctx.source.common_dir, &j.root, &j.worktree_id);
+                // As apply removes task workspaces: moved into the trash
+                // (one rename) and deleted by a background process.
+                let mut t = batch::Task::open(
+                    format!(".verify-{}", j.n),
+                    j.root.clone(),
+                    j.worktree_id.clone(),
+                );
+                t.folder = crate::workspace::folder_of(&j.root);
+                match crate::workspace::discard(&ctx.source.common_dir, &t) {
+                    Ok((_, Some(trash))) if !trashes.contains(&trash) => trashes.push(trash),
+                    Ok(_) => {}
+                    Err(_) => {
+                        let _ = crate::workspace::remove(
+                            &ctx.source.common_dir,
+                            &j.root,
+                            &j.worktree_id,
+                        );
+                    }
+                }
                 let _ = crate::refs::delete(&ctx.source.repo, &j.ref_name);
+            }
+            for t in &trashes {
+                crate::trash::spawn_purger(t, &ctx.source.state_dir());
             }
             crate::fs::remove_empty_parents(&self.ws_dir.join("x"), 2);
         }
