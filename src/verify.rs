@@ -939,6 +939,10 @@ fn run_all(ctx: &Ctx<'_>, jobs: &[Job]) -> Result<Vec<Run>> {
             }
         }
     }
+    // Short commands (`true`) end within milliseconds: look often at first.
+    let mut poll = Duration::from_millis(1);
+    // Short commands (`true`) end within milliseconds: look often at first.
+    let mut poll = Duration::from_millis(1);
     loop {
         let mut all_done = true;
         for (j, r) in jobs.iter().zip(running.iter_mut()) {
@@ -986,7 +990,8 @@ fn run_all(ctx: &Ctx<'_>, jobs: &[Job]) -> Result<Vec<Run>> {
             kill_all(&mut running);
             return Err(Error::interrupted());
         }
-        std::thread::sleep(POLL);
+        std::thread::sleep(poll);
+        poll = (poll * 2).min(POLL);
     }
     Ok(running.into_iter().filter_map(|r| r.done).collect())
 }
