@@ -941,8 +941,6 @@ fn run_all(ctx: &Ctx<'_>, jobs: &[Job]) -> Result<Vec<Run>> {
     }
     // Short commands (`true`) end within milliseconds: look often at first.
     let mut poll = Duration::from_millis(1);
-    // Short commands (`true`) end within milliseconds: look often at first.
-    let mut poll = Duration::from_millis(1);
     loop {
         let mut all_done = true;
         for (j, r) in jobs.iter().zip(running.iter_mut()) {
