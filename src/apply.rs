@@ -649,7 +649,8 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         write_error,
         kept,
         artifacts_error,
-        verify: verify_report,
+        // Nothing merged: nothing was verified (design §6.4 "not_run").
+        verify: verify_report.or_else(|| verify.map(crate::verify::not_run)),
     })
 }
 

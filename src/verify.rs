@@ -336,6 +336,15 @@ pub struct Report {
     pub runs: Vec<Run>,
 }
 
+/// The report when no task was there to verify.
+pub fn not_run(settings: Settings) -> Report {
+    Report {
+        command: settings.command,
+        outcome: Outcome::NotRun,
+        runs: Vec::new(),
+    }
+}
+
 /// What verified integration decided.
 pub struct Verified {
     /// The plan to write: the verified set against the source as it is now

@@ -628,3 +628,13 @@ fn keep_keeps_verification_workspaces_as_ordinary_worktrees_and_passing_logs() {
         .to_string();
     f.env.git(&f.repo, ["worktree", "remove", "--force", &path]);
 }
+
+#[test]
+fn nothing_to_verify_is_not_run() {
+    let f = Fixture::new(2);
+    // No task changed anything.
+    let doc = f.apply(&[], 0);
+    assert_eq!(doc["verify"]["outcome"], "not_run", "{doc:#}");
+    assert_eq!(doc["verify"]["runs"].as_array().unwrap().len(), 0);
+    assert!(f.run_lines().is_empty());
+}
