@@ -193,6 +193,15 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
                     remaining.push(b);
                     continue;
                 }
+                // An apply verifies it now, without the lock (design §3.10).
+                if let Err(e) = crate::verify::refuse_if_busy(&gc.state_dir, b) {
+                    gc.report.skipped.push(Skipped {
+                        batch: b.id.clone(),
+                        message: e.message,
+                    });
+                    remaining.push(b);
+                    continue;
+                }
                 match gc.reclaim_batch(b, &all) {
                     Ok(true) => gc.report.batches.push(b.id.clone()),
                     Ok(false) => remaining.push(b),

@@ -638,3 +638,102 @@ fn nothing_to_verify_is_not_run() {
     assert_eq!(doc["verify"]["runs"].as_array().unwrap().len(), 0);
     assert!(f.run_lines().is_empty());
 }
+
+#[test]
+fn gc_leaves_a_stale_batch_alone_while_it_is_verified() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    let doc = env
+        .delegate(&repo, ["prepare", "--json", "--ttl", "1s"])
+        .expect(0)
+        .json();
+    let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    std::fs::write(root.join("t1.txt"), "ok\n").unwrap();
+    let started = env.path().join("started");
+    let go = env.path().join("go");
+    let cmd = format!(
+        "touch {s}; i=0; while [ ! -e {g} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; exit 0",
+        s = started.display(),
+        g = go.display()
+    );
+    let child = env
+        .delegate_cmd(&repo)
+        .args(["apply", "--json", "--verify", &cmd])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "CMD never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1500)); // past the 1 s lease
+                                                     // Skipped (and said so, exit 1), as a batch with a process inside is.
+    let gc = env.delegate(&repo, ["gc", "--json"]).expect(1).json();
+    assert_eq!(gc["batches"].as_array().unwrap().len(), 0, "{gc:#}");
+    let skipped = gc["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{gc:#}");
+    assert!(
+        skipped[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("being verified"),
+        "{gc:#}"
+    );
+    assert!(
+        root.exists(),
+        "gc removed a workspace of a batch being verified"
+    );
+    std::fs::write(&go, "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(repo.join("t1.txt").exists());
+}
+
+#[test]
+fn cmd_output_is_shown_live_on_a_terminal() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("no `script`: no pseudo-terminal to test with");
+        return;
+    }
+    let f = Fixture::new(1);
+    f.work(1, "ok\n");
+    let base = f.env.delegate_cmd(&f.repo);
+    let mut cmd = std::process::Command::new("script");
+    cmd.env_clear().current_dir(&f.repo);
+    for (k, v) in base.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    let line = format!(
+        "{} apply --verify 'echo hello-from-cmd'",
+        env!("CARGO_BIN_EXE_git-delegate")
+    );
+    let out = cmd
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("verify-1 | hello-from-cmd"), "{text}");
+    // Without a terminal (and with --json) nothing of it reaches stderr.
+    let f = Fixture::new(1);
+    f.work(1, "ok\n");
+    let run = f
+        .env
+        .delegate(&f.repo, ["apply", "--verify", "echo hello-from-cmd"])
+        .expect(0);
+    assert!(!run.stderr.contains("hello-from-cmd"), "{}", run.stderr);
+}
