@@ -251,6 +251,15 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
     gc.leftover_refs(&owners)?;
     gc.leftover_patches()?;
     gc.leftover_hidden_state();
+    // Failing verification logs of ended batches, after gc.keep-failed (design §3.10).
+    let ids: Vec<String> = entries
+        .iter()
+        .map(|e| match e {
+            Entry::Batch(b) => b.id.clone(),
+            Entry::Broken { id, .. } => id.clone(),
+        })
+        .collect();
+    crate::verify::prune_logs(&gc.state_dir, &ids, source.config.keep_failed_secs, dry_run);
     Ok(gc.report)
 }
 

@@ -286,6 +286,47 @@ fn mark_busy(state_dir: &Path, b: &Batch) -> Result<Busy> {
     Ok(Busy(path))
 }
 
+/// The file in a batch's log folder that starts its keep-failed clock.
+const ENDED: &str = ".ended";
+
+/// Remove the log folders (`<state>/logs/<id>/`) of batches that ended more
+/// than `keep_secs` ago (design §3.10: failing logs are kept like worker
+/// logs, until `gc.keep-failed` after the batch ends). The first gc that
+/// finds a folder whose batch is gone (`ids`: every batch there is) starts
+/// its clock (a `.ended` file), so it is never removed earlier. Returns how
+/// many folders went (or, with `dry_run`, would go).
+pub fn prune_logs(state_dir: &Path, ids: &[String], keep_secs: i64, dry_run: bool) -> usize {
+    let Ok(rd) = std::fs::read_dir(state_dir.join("logs")) else {
+        return 0;
+    };
+    let now = crate::time::now();
+    let mut removed = 0;
+    for e in rd.flatten() {
+        let dir = e.path();
+        let name = e.file_name();
+        if ids.iter().any(|id| name.to_str() == Some(id)) || !crate::fs::is_real_dir(&dir) {
+            continue;
+        }
+        let ended = dir.join(ENDED);
+        let since = std::fs::read_to_string(&ended)
+            .ok()
+            .and_then(|t| t.trim().parse::<i64>().ok());
+        match since {
+            None if !dry_run => {
+                let _ = crate::fs::write_atomic(&ended, format!("{now}\n").as_bytes());
+            }
+            Some(t) if now >= t.saturating_add(keep_secs) => {
+                removed += 1;
+                if !dry_run {
+                    let _ = crate::fs::remove_all(&dir);
+                }
+            }
+            _ => {}
+        }
+    }
+    removed
+}
+
 // ---------------------------------------------------------------------------
 // Verification runs.
 

@@ -737,3 +737,35 @@ fn cmd_output_is_shown_live_on_a_terminal() {
         .expect(0);
     assert!(!run.stderr.contains("hello-from-cmd"), "{}", run.stderr);
 }
+
+#[test]
+fn failing_logs_stay_until_keep_failed_after_the_batch_ended() {
+    let f = Fixture::new(2);
+    f.work(1, "ok\n");
+    f.work(2, "BAD\n");
+    let doc = f.apply(&[], 1);
+    let log = PathBuf::from(task(&doc, "2")["verify_log"].as_str().unwrap());
+    assert!(log.exists());
+    let batch = doc["batch"].as_str().unwrap().to_string();
+    std::fs::write(
+        f.repo.join(".git/delegate.toml"),
+        "[gc]\nkeep-failed = \"1s\"\n",
+    )
+    .unwrap();
+    // While the batch is open, gc keeps its logs whatever their age.
+    std::thread::sleep(Duration::from_millis(1200));
+    f.env.delegate(&f.repo, ["gc", "--json"]).expect(0);
+    assert!(log.exists());
+    f.env
+        .delegate(&f.repo, ["drop", "--json", "--force", &batch])
+        .expect(0);
+    assert!(log.exists(), "drop removed a failing log");
+    // The first gc after the batch ended starts the clock...
+    f.env.delegate(&f.repo, ["gc", "--json"]).expect(0);
+    assert!(log.exists());
+    std::thread::sleep(Duration::from_millis(1500));
+    // ...and one after keep-failed removes them.
+    f.env.delegate(&f.repo, ["gc", "--json"]).expect(0);
+    assert!(!log.exists());
+    assert!(!log.parent().unwrap().exists());
+}
