@@ -300,6 +300,35 @@ mod tests {
     }
 
     #[test]
+    fn verify_keys() {
+        let p = Path::new("delegate.toml");
+        let c = Config::parse(p, "").unwrap();
+        assert_eq!(
+            (c.verify.as_str(), c.verify_timeout_secs, c.verify_jobs),
+            ("", 1800, 1)
+        );
+        let c = Config::parse(
+            p,
+            "[apply]\nverify = \"make check\"\nverify-timeout = \"5m\"\nverify-jobs = 3\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (c.verify.as_str(), c.verify_timeout_secs, c.verify_jobs),
+            ("make check", 300, 3)
+        );
+        for bad in [
+            "verify-jobs = 0",
+            "verify-jobs = 65",
+            "verify-timeout = \"soon\"",
+            "verify = 1",
+        ] {
+            let e = Config::parse(p, &format!("[apply]\n{bad}\n")).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+            assert!(miette::Diagnostic::labels(&e).is_some(), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn errors_point_at_lines() {
         let p = Path::new("delegate.toml");
         for text in [
