@@ -501,11 +501,20 @@ pub fn integrate_verified(
             .cloned()
             .collect();
         let verified_tree = runner.trees.get(&landed).copied().unwrap_or(s_tree);
-        // The verified set against the source as it is now.
+        // The verified set against the source as it is now: read at the
+        // paths the tasks touch (all the merges and the write-back use, see
+        // `touched`), or where that is not exact, all of it.
         let s_now = if ctx.dry_run {
             s_tree
         } else {
-            crate::snapshot::snapshot(ctx.mem)?.tree
+            let touched: std::collections::BTreeSet<BString> = landed_c
+                .iter()
+                .flat_map(|c| c.paths.iter().cloned())
+                .collect();
+            match crate::touched::snapshot(ctx.mem, ctx.baseline_tree, &touched)? {
+                Some(tree) => tree,
+                None => crate::snapshot::snapshot(ctx.mem)?.tree,
+            }
         };
         let mut plan = integrate::integrate(
             ctx.mem,

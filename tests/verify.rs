@@ -769,3 +769,27 @@ fn failing_logs_stay_until_keep_failed_after_the_batch_ended() {
     assert!(!log.exists());
     assert!(!log.parent().unwrap().exists());
 }
+
+#[test]
+fn a_source_edit_elsewhere_while_verifying_takes_nothing_out() {
+    let f = Fixture::new(2);
+    std::fs::write(f.roots[0].join("README"), "HELLO\n").unwrap();
+    f.work(2, "ok\n");
+    let cmd = format!("echo user >> {}/sub/keep; exit 0", f.repo.display());
+    let doc = f
+        .env
+        .delegate(&f.repo, ["apply", "--json", "--verify", &cmd])
+        .expect(0)
+        .json();
+    assert_eq!(status(&doc, "1"), "applied", "{doc:#}");
+    assert_eq!(status(&doc, "2"), "applied");
+    assert_eq!(doc["verify"]["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("README")).unwrap(),
+        "HELLO\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("sub/keep")).unwrap(),
+        "k\nuser\n"
+    );
+}
