@@ -413,8 +413,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
             .flat_map(|c| c.paths.iter().cloned())
             .collect();
         // Test-only: always the whole source (the tests compare both ways).
-        // Verification needs the whole source too (design §3.10).
-        let full = std::env::var_os(FULL_SOURCE_SNAPSHOT).is_some() || verify.is_some();
+        let full = std::env::var_os(FULL_SOURCE_SNAPSHOT).is_some();
         let mut check = |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> {
             if !dry_run {
                 persist(&source.repo, &mem, writes, Side::Old)?;
