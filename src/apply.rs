@@ -2,7 +2,9 @@
 //! selected workspace, record every proposal (commit, ref, patch), integrate
 //! them in memory, merge the result with the source as it is now, write the
 //! difference back through the journal, and clean up; the caller renders
-//! the returned `Report` (design §6.2).
+//! the returned `Report` (design §6.2). With `--verify CMD` the integration
+//! is `verify::integrate_verified` (design §3.10), which gives the lock up
+//! while CMD runs and returns it.
 //!
 //! Owns: the order of those steps, task outcomes (a workspace holding a git
 //! repository its worker made is a `nested_repository` conflict, never
