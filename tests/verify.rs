@@ -214,6 +214,20 @@ fn check_culprits(culprits: &[usize]) {
         // Passing logs are removed, failing ones kept.
         assert_eq!(log.exists(), run["exit"] != 0, "{run}");
     }
+    // The logs on disk are exactly the failing runs' (passing ones removed).
+    let failing = runs.iter().filter(|r| r["exit"] != 0).count();
+    let logs_dir = f
+        .repo
+        .join(".git/delegate/logs")
+        .join(doc["batch"].as_str().unwrap());
+    let on_disk = std::fs::read_dir(&logs_dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("verify-"))
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(on_disk, failing, "{}", logs_dir.display());
     assert_no_verification_left(&f);
     // The batch stays open for the rejected tasks; status shows them with their logs.
     let st = f
