@@ -475,7 +475,7 @@ pub fn integrate_verified(
         let rejected: Vec<(usize, PathBuf)> = found
             .rejected
             .iter()
-            .map(|&(p, run)| (order[p], runner.log_of(&found.runs, run)))
+            .map(|&(p, run)| (order[p], runner.log_of(run)))
             .collect();
         if found.fails_without_tasks {
             let mut plan = full;
@@ -524,7 +524,7 @@ pub fn integrate_verified(
             ctx.strict,
             check,
         )?;
-        let out = changed_while_running(ctx, &plan, &landed, &landed_c, s_tree, verified_tree)?;
+        let out = changed_while_running(ctx, &plan, &landed, &landed_c, verified_tree)?;
         if !out.is_empty() {
             // design §3.10: the paths written hold exactly the verified
             // content; the tasks concerned are taken out and integration
@@ -579,24 +579,17 @@ fn relock(ctx: &Ctx<'_>) -> Result<RepoLock> {
 }
 
 /// The tasks to take out because what `plan` would write is not what was
-/// verified: a task of the verified set no longer merges with the source,
-/// or the source changed at a path written on a task's behalf.
+/// verified: a task of the verified set no longer merges with the source
+/// (or no longer can be written: its own refusal), or the source changed at
+/// a path written on a task's behalf (`source_changed`).
 fn changed_while_running(
     ctx: &Ctx<'_>,
     plan: &Plan,
     landed: &[usize],
     landed_c: &[Candidate],
-    s_tree: ObjectId,
     verified: ObjectId,
 ) -> Result<Vec<Refused>> {
-    let mut out: Vec<Refused> = Vec::new();
-    for r in &plan.refused {
-        out.push(Refused {
-            task: r.task,
-            reason: Refusal::SourceChanged,
-            conflicts: r.conflicts.clone(),
-        });
-    }
+    let mut out: Vec<Refused> = plan.refused.clone();
     let tree = ctx
         .mem
         .find_tree(verified)
@@ -614,8 +607,6 @@ fn changed_while_running(
     if bad.is_empty() {
         return Ok(out);
     }
-    // The source as it was when verification began, at those paths.
-    let _ = s_tree;
     for &t in landed {
         if out.iter().any(|r| r.task == t) {
             continue;
@@ -680,13 +671,12 @@ struct Runner<'a> {
     runs: Vec<Run>,
     /// The `F` of each set evaluated (task indices), this round of search.
     trees: HashMap<Vec<usize>, ObjectId>,
-    /// Run index of each evaluated set (positions), this round of search.
     logs_dir: PathBuf,
     ws_dir: PathBuf,
     baseline: Option<ObjectId>,
     /// Ignored files carried into each verification workspace (design §3.9).
     carried: Option<(PathBuf, Vec<crate::carry::Carried>)>,
-    /// Runs of this search, by the position sets `search` evaluates.
+    /// For each set `search` evaluated (in its order), the index in `runs`.
     by_set: Vec<usize>,
 }
 
@@ -743,7 +733,7 @@ impl<'a> Runner<'a> {
     }
 
     /// The log of the `run`-th set `search` evaluated.
-    fn log_of(&self, _runs: &[(Vec<usize>, bool)], run: usize) -> PathBuf {
+    fn log_of(&self, run: usize) -> PathBuf {
         self.by_set
             .get(run)
             .and_then(|&i| self.runs.get(i))
