@@ -122,7 +122,7 @@ nothing: move it back and apply there, or give the batch up with `git delegate d
 
 With --verify CMD (or apply.verify), CMD runs on the integrated result in a verification workspace before \
 anything is written, and only a set of tasks that passes it lands: when it fails, the tasks whose addition makes it \
-fail are found by binary search and rejected (see VERIFIED INTEGRATION in the man page).
+fail are found by binary search and rejected (VERIFIED INTEGRATION in `man git-delegate-apply`).
 
 Task statuses: applied, no_changes, discarded, conflict, failed, rejected, unverified. Exit status 1 when any task \
 ended conflict, failed, rejected or unverified; its work is kept, and the batch stays open for it.",
@@ -365,7 +365,8 @@ pub struct ApplyArgs {
     /// Keep the workspaces of applied tasks (as ordinary unlocked worktrees)
     ///
     /// They stay registered with git (`git worktree list`) and the batch no longer owns them:
-    /// remove them with `git worktree remove`.
+    /// remove them with `git worktree remove`. With --verify, the verification workspaces, their
+    /// refs and the logs of passing runs are kept too.
     #[arg(long)]
     pub keep: bool,
     /// Run CMD on the integrated result first; land only tasks that pass it
