@@ -654,6 +654,72 @@ def bench_undo(b, rows, repo, n, files, reps):
              statistics.median(ref_t), at(n, [100000], ("ratio", 1.0)), rss)
 
 
+def bench_verify(b, rows, repo, n, files, reps):
+    """`apply --verify true` (design §3.10). Rounds of: `prepare -n 1`
+    (timed: one task workspace), the task appends a line to one file, then
+    `apply`, alternately with and without `--verify true`. The verification
+    overhead (median apply with, minus median apply without: one whole
+    snapshot, one verification workspace made and removed, one run of
+    `true`) is set against one task workspace of prepare. Then 8 tasks, one
+    of them a culprit: the runs the search made (bound 2 + 1*(3 + 1) = 6)."""
+    rng = random.Random(11)
+    txt = [f for f in files if f.endswith(".txt")]
+    label = "bench-verify"
+
+    def one_round(verify):
+        os.sync()
+        t_prep, _ = b.timed([b.bin, "prepare", "-n", "1", "--label", label], repo)
+        doc = json.loads(b.delegate(repo, "status", label, "--json"))
+        root = doc["batches"][0]["tasks"][0]["root"]
+        rel = rng.choice(txt)
+        with open(os.path.join(repo, rel), "rb") as f:
+            original = f.read()
+        with open(os.path.join(root, rel), "a") as f:
+            f.write("verify bench\n")
+        os.sync()
+        args = [b.bin, "apply", label] + (["--verify", "true"] if verify else [])
+        t, rss = b.timed(args, repo)
+        b.wait_trash(os.path.dirname(os.path.dirname(os.path.dirname(root))))
+        with open(os.path.join(repo, rel), "wb") as f:
+            f.write(original)
+        return t_prep, t, rss
+
+    prep_t, with_t, without_t, rss = [], [], [], 0
+    try:
+        for k in range(reps + 1):
+            p1, t1, r1 = one_round(True)
+            p2, t2, _ = one_round(False)
+            if k == 0:
+                continue
+            prep_t += [p1, p2]
+            with_t.append(t1)
+            without_t.append(t2)
+            rss = max(rss, r1)
+    except RuntimeError as e:
+        say(f"verify skipped: {e}")
+        b.delegate(repo, "drop", label, "--force", check=False)
+        return
+    overhead = statistics.median(with_t) - statistics.median(without_t)
+    prep1 = statistics.median(prep_t)
+    rows.add("apply --verify true: overhead vs prepare -n 1", n, overhead, prep1,
+             at(n, [10000, 100000], ("ratio", 1.0)), rss,
+             note=f"apply {statistics.median(without_t) * 1000:.0f} ms without")
+
+    # 8 tasks, task 5 a culprit.
+    doc = json.loads(b.delegate(repo, "prepare", "-n", "8", "--label", label, "--json"))
+    for t in doc["tasks"]:
+        with open(os.path.join(t["root"], f"verify-bench-{t['name']}.txt"), "w") as f:
+            f.write("BAD\n" if t["name"] == "5" else "ok\n")
+    out = b.delegate(repo, "apply", label, "--json", "--verify", "! grep -qs BAD verify-bench-*.txt", check=False)
+    runs = len(json.loads(out)["verify"]["runs"])
+    rows.add("apply --verify, 8 tasks, 1 culprit: runs vs bound 6", n, runs, 6, ("ratio", 1.0), unit="x",
+             note=f"{runs} runs")
+    b.delegate(repo, "drop", label, "--force", check=False)
+    for name in os.listdir(repo):
+        if name.startswith("verify-bench-"):
+            os.remove(os.path.join(repo, name))
+
+
 def bench_no_batch(b, rows, repo, n, reps):
     for name, cmd in [("status, no batch", ["status"]), ("hook pre-commit, no batch", ["hook", "pre-commit"])]:
         if b.against:
@@ -812,6 +878,7 @@ def main():
                 apply_by_size[n] = res
             if not b.against:
                 bench_undo(b, rows, repos[n], n, files_of[n], args.reps if n < 100000 else 3)
+                bench_verify(b, rows, repos[n], n, files_of[n], args.reps if n < 100000 else 3)
         if not args.no_cold:
             for n in [n for n in sizes if n < 100000]:
                 bench_prepare_cold(b, rows, repos[n], n, os.path.join(tmp, f"cold{n}"), fs_type(tmp),

@@ -63,6 +63,9 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         'git-delegate;apply' {
             [CompletionResult]::new('--only', '--only', [CompletionResultType]::ParameterName, 'Apply only these tasks; the rest stay open (repeatable)')
             [CompletionResult]::new('--discard', '--discard', [CompletionResultType]::ParameterName, 'Drop these tasks'' work (repeatable)')
+            [CompletionResult]::new('--verify', '--verify', [CompletionResultType]::ParameterName, 'Run CMD on the integrated result first; land only tasks that pass it')
+            [CompletionResult]::new('--verify-timeout', '--verify-timeout', [CompletionResultType]::ParameterName, 'Kill a verification run (its whole process group) after DURATION; it counts as failed')
+            [CompletionResult]::new('--verify-jobs', '--verify-jobs', [CompletionResultType]::ParameterName, 'Verify up to J candidate sets at once, each in its own workspace')
             [CompletionResult]::new('--kept', '--kept', [CompletionResultType]::ParameterName, 'Land a kept proposal (one `git delegate status` lists under kept) instead of a batch')
             [CompletionResult]::new('--from-undo', '--from-undo', [CompletionResultType]::ParameterName, 'Apply again the proposals of an undone apply (its id or a unique prefix)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
@@ -71,6 +74,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'List every path each task wrote (or would write), not only the first 20')
             [CompletionResult]::new('--strict', '--strict', [CompletionResultType]::ParameterName, 'Refuse a task when the source changed since prepare in a path it touches')
             [CompletionResult]::new('--keep', '--keep', [CompletionResultType]::ParameterName, 'Keep the workspaces of applied tasks (as ordinary unlocked worktrees)')
+            [CompletionResult]::new('--no-verify', '--no-verify', [CompletionResultType]::ParameterName, 'Do not run apply.verify')
             [CompletionResult]::new('--refresh-conflicts', '--refresh-conflicts', [CompletionResultType]::ParameterName, 'Then refresh every task that ended `conflict`, handing its conflicts to its worker')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

@@ -186,7 +186,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__apply)
-            opts="-v -h -V --only --discard --dry-run --verbose --strict --keep --kept --refresh-conflicts --from-undo --json --color --help --version"
+            opts="-v -h -V --only --discard --dry-run --verbose --strict --keep --verify --no-verify --verify-timeout --verify-jobs --kept --refresh-conflicts --from-undo --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -197,6 +197,18 @@ _git__delegate__static() {
                     return 0
                     ;;
                 --discard)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verify)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verify-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verify-jobs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -58,6 +58,9 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;apply'= {
             cand --only 'Apply only these tasks; the rest stay open (repeatable)'
             cand --discard 'Drop these tasks'' work (repeatable)'
+            cand --verify 'Run CMD on the integrated result first; land only tasks that pass it'
+            cand --verify-timeout 'Kill a verification run (its whole process group) after DURATION; it counts as failed'
+            cand --verify-jobs 'Verify up to J candidate sets at once, each in its own workspace'
             cand --kept 'Land a kept proposal (one `git delegate status` lists under kept) instead of a batch'
             cand --from-undo 'Apply again the proposals of an undone apply (its id or a unique prefix)'
             cand --color 'When to use colour: auto, always or never'
@@ -66,6 +69,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand --verbose 'List every path each task wrote (or would write), not only the first 20'
             cand --strict 'Refuse a task when the source changed since prepare in a path it touches'
             cand --keep 'Keep the workspaces of applied tasks (as ordinary unlocked worktrees)'
+            cand --no-verify 'Do not run apply.verify'
             cand --refresh-conflicts 'Then refresh every task that ended `conflict`, handing its conflicts to its worker'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand -h 'Print help (see more with ''--help'')'

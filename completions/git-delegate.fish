@@ -58,6 +58,9 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l fo
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -s V -l version -d 'Print version'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l verify -d 'Run CMD on the integrated result first; land only tasks that pass it' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l verify-timeout -d 'Kill a verification run (its whole process group) after DURATION; it counts as failed' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l verify-jobs -d 'Verify up to J candidate sets at once, each in its own workspace' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l kept -d 'Land a kept proposal (one `git delegate status` lists under kept) instead of a batch' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l from-undo -d 'Apply again the proposals of an undone apply (its id or a unique prefix)' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l only -d 'Apply only these tasks; the rest stay open (repeatable)' -r -f -a "(__fish_git_delegate_dynamic)"
@@ -69,6 +72,7 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l dry-
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -s v -l verbose -d 'List every path each task wrote (or would write), not only the first 20'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l strict -d 'Refuse a task when the source changed since prepare in a path it touches'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l keep -d 'Keep the workspaces of applied tasks (as ordinary unlocked worktrees)'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l no-verify -d 'Do not run apply.verify'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l refresh-conflicts -d 'Then refresh every task that ended `conflict`, handing its conflicts to its worker'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -2,7 +2,9 @@
 //! selected workspace, record every proposal (commit, ref, patch), integrate
 //! them in memory, merge the result with the source as it is now, write the
 //! difference back through the journal, and clean up; the caller renders
-//! the returned `Report` (design §6.2).
+//! the returned `Report` (design §6.2). With `--verify CMD` the integration
+//! is `verify::integrate_verified` (design §3.10), which gives the lock up
+//! while CMD runs and returns it.
 //!
 //! Owns: the order of those steps, task outcomes (a workspace holding a git
 //! repository its worker made is a `nested_repository` conflict, never
@@ -50,6 +52,12 @@ pub struct Options {
     pub strict: bool,
     /// Change nothing; say what would happen.
     pub dry_run: bool,
+    /// `--verify CMD` / `--no-verify` / `--verify-timeout` / `--verify-jobs`
+    /// (design §3.10; `apply.verify*` fill in what is not given).
+    pub verify: Option<String>,
+    pub no_verify: bool,
+    pub verify_timeout_secs: Option<i64>,
+    pub verify_jobs: Option<usize>,
 }
 
 /// A workspace kept because it is the source of open batches: (task, folder, batch ids).
@@ -81,6 +89,8 @@ pub struct Report {
     /// Branches, tags and stash entries made from the batch's workspaces
     /// since prepare (design §3.16).
     pub side_effects: Vec<crate::side_effects::SideEffect>,
+    /// With `--verify`: how it went (design §3.10, §6.4).
+    pub verify: Option<crate::verify::Report>,
 }
 
 impl Report {
@@ -130,6 +140,8 @@ pub struct Outcome {
     /// With `--dry-run`, a discarded task: its workspace differs from the
     /// baseline, so its work would be kept as a proposal ref and patch.
     pub would_keep: bool,
+    /// A `rejected` task: the log of the verification run that failed.
+    pub verify_log: Option<PathBuf>,
 }
 
 impl Outcome {
@@ -149,6 +161,7 @@ impl Outcome {
             patch: None,
             kept_until: None,
             nested_kept: Vec::new(),
+            verify_log: None,
         }
     }
 
@@ -173,7 +186,7 @@ impl Outcome {
 /// or with `dry_run` refusing when one is left over.
 pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Report> {
     // A dry run never recovers an interrupted write-back; it reports it (design §7).
-    let lock = if opts.dry_run {
+    let mut lock = if opts.dry_run {
         lock_and_report(&here)?
     } else {
         let locked = crate::lock::lock_and_recover(&here)?;
@@ -183,6 +196,8 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     // Omitted, BATCH skips batches whose prepare never completed while
     // another is open (`batch::choose`).
     let mut b = batch::select_open(&here.state_dir(), opts.batch.as_deref())?;
+    // Another apply verifies it without the lock (design §3.10).
+    crate::verify::refuse_if_busy(&here.state_dir(), &b)?;
     // A batch whose prepare never completed is never applied (design §3.15).
     if let Some(p) = crate::preparing::progress(&b) {
         return Err(crate::preparing::refuse(&b, p));
@@ -199,6 +214,16 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     source.refuse_submodules()?;
     let selected = select_tasks(&b, opts)?;
     let strict = opts.strict || source.config.strict;
+    let verify = crate::verify::settings(
+        opts.verify.as_deref(),
+        opts.no_verify,
+        opts.verify_timeout_secs,
+        opts.verify_jobs,
+        opts.keep,
+        &source.config,
+    );
+    let mut verify_report: Option<crate::verify::Report> = None;
+    let mut verdicts: (Vec<(usize, PathBuf)>, Vec<usize>) = Default::default();
     let dry_run = opts.dry_run;
 
     let baseline_ref = refs::baseline(&b.id);
@@ -435,7 +460,31 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     let mut apply_id: Option<String> = None;
     let mut undo_error: Option<Error> = None;
     if !candidates.is_empty() {
-        let plan = plan(&source, &mem, baseline_tree, &candidates, strict, !dry_run)?;
+        let mut check = |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> {
+            if !dry_run {
+                persist(&source.repo, &mem, writes, Side::Old)?;
+            }
+            writeback::check(&source, writes)
+        };
+        let plan = if let Some(settings) = &verify {
+            let ctx = crate::verify::Ctx {
+                source: &source,
+                batch: &b,
+                mem: &mem,
+                baseline_tree,
+                strict,
+                dry_run,
+                settings,
+                observer,
+            };
+            let v = crate::verify::integrate_verified(&ctx, &candidates, lock, &mut check)?;
+            lock = v.lock;
+            verify_report = Some(v.report);
+            verdicts = (v.rejected, v.unverified);
+            v.plan
+        } else {
+            plan(&source, &mem, baseline_tree, &candidates, strict, !dry_run)?
+        };
         let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
         for out in outcomes.iter_mut() {
             if plan.applied.contains(&out.idx) {
@@ -446,6 +495,13 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                     .filter(|p| to_write.contains(p))
                     .cloned()
                     .collect();
+            } else if let Some((_, log)) = verdicts.0.iter().find(|(t, _)| *t == out.idx) {
+                out.status = TaskState::Rejected;
+                out.reason = Some("verify_failed");
+                out.verify_log = Some(log.clone());
+            } else if verdicts.1.contains(&out.idx) {
+                out.status = TaskState::Unverified;
+                out.reason = Some("verify_fails_without_tasks");
             } else if let Some(r) = plan.refused.iter().find(|r| r.task == out.idx) {
                 if r.reason == integrate::Refusal::NotWritable {
                     // Checked before writing: only this task fails.
@@ -551,6 +607,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 t.reason = out.reason.map(str::to_string);
                 t.proposal_ref = out.proposal_ref.clone();
                 t.patch = out.patch.clone();
+                t.verify_log = out.verify_log.clone();
                 t.updated_at = Some(now.clone());
             }
         }
@@ -667,6 +724,8 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         workspaces: closed,
         artifacts_error,
         side_effects,
+        // Nothing merged: nothing was verified (design §6.4 "not_run").
+        verify: verify_report.or_else(|| verify.map(crate::verify::not_run)),
     })
 }
 
@@ -685,24 +744,7 @@ pub fn plan(
     strict: bool,
     persist_old: bool,
 ) -> Result<integrate::Plan> {
-    let touched: BTreeSet<BString> = candidates
-        .iter()
-        .flat_map(|c| c.paths.iter().cloned())
-        .collect();
-    // Test-only: always the whole source (the tests compare both ways).
-    // A refreshed task's base holds changes at paths it does not touch:
-    // its merges need the whole source (design §3.12).
-    let full = std::env::var_os(FULL_SOURCE_SNAPSHOT).is_some()
-        || candidates.iter().any(|c| c.base.is_some());
-    let partial = if full {
-        None
-    } else {
-        touched::snapshot(mem, baseline_tree, &touched)?
-    };
-    let s_tree = match partial {
-        Some(tree) => tree,
-        None => snapshot::snapshot(mem)?.tree,
-    };
+    let s_tree = source_tree(mem, baseline_tree, candidates)?;
     let mut check = |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> {
         if persist_old {
             persist(&source.repo, mem, writes, Side::Old)?;
@@ -739,6 +781,33 @@ fn stash_holds_work(
             names.join(", ")
         ));
     }
+}
+
+/// The source as it is now, as `candidates`' merges need it (into `mem`):
+/// read only at the paths they touch, or whole where that is not exact
+/// (see `touched`), and always whole when a refreshed task is among them
+/// (its base holds changes at paths it does not touch: design §3.12).
+pub fn source_tree(
+    mem: &gix::Repository,
+    baseline_tree: gix::ObjectId,
+    candidates: &[Candidate],
+) -> Result<gix::ObjectId> {
+    let touched: BTreeSet<BString> = candidates
+        .iter()
+        .flat_map(|c| c.paths.iter().cloned())
+        .collect();
+    // Test-only: always the whole source (the tests compare both ways).
+    let full = std::env::var_os(FULL_SOURCE_SNAPSHOT).is_some()
+        || candidates.iter().any(|c| c.base.is_some());
+    let partial = if full {
+        None
+    } else {
+        touched::snapshot(mem, baseline_tree, &touched)?
+    };
+    Ok(match partial {
+        Some(tree) => tree,
+        None => snapshot::snapshot(mem)?.tree,
+    })
 }
 
 /// Take the repository lock for a command that changes nothing but reads

@@ -33,6 +33,10 @@ pub enum TaskState {
     /// Refreshed with conflicts (design §3.12): its workspace holds conflict
     /// markers and unmerged index entries until its worker resolves them.
     Conflicted,
+    /// Its addition made `apply --verify` fail (design §3.10); kept like a conflict.
+    Rejected,
+    /// `apply --verify` failed without any task, so nothing was applied.
+    Unverified,
 }
 
 impl TaskState {
@@ -45,6 +49,8 @@ impl TaskState {
             TaskState::Conflict => "conflict",
             TaskState::Failed => "failed",
             TaskState::Conflicted => "conflicted",
+            TaskState::Rejected => "rejected",
+            TaskState::Unverified => "unverified",
         }
     }
 
@@ -52,7 +58,12 @@ impl TaskState {
     pub fn is_open(self) -> bool {
         matches!(
             self,
-            TaskState::Open | TaskState::Conflict | TaskState::Failed | TaskState::Conflicted
+            TaskState::Open
+                | TaskState::Conflict
+                | TaskState::Failed
+                | TaskState::Conflicted
+                | TaskState::Rejected
+                | TaskState::Unverified
         )
     }
 }
@@ -93,6 +104,9 @@ pub struct Task {
     /// workspace root), while the task is `conflicted`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conflicted_paths: Vec<String>,
+    /// The log of the verification run that rejected it (design §3.10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_log: Option<PathBuf>,
 }
 
 /// The identity of a folder prepare made: device and inode of the
@@ -149,6 +163,7 @@ impl Task {
             folder: None,
             base: None,
             conflicted_paths: Vec::new(),
+            verify_log: None,
         }
     }
 

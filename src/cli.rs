@@ -141,13 +141,18 @@ The result is written into the working tree prepare ran in, wherever apply is ru
 moved (or another repository now sits at its path), apply refuses (delegate::source_moved, exit 3) and changes \
 nothing: move it back and apply there, or give the batch up with `git delegate drop BATCH --force`.
 
-Task statuses: applied, no_changes, discarded, conflict, failed. Exit status 1 when any task ended conflict or \
-failed; its work is kept, and the batch stays open for it.",
+With --verify CMD (or apply.verify), CMD runs on the integrated result in a verification workspace before \
+anything is written, and only a set of tasks that passes it lands: when it fails, the tasks whose addition makes it \
+fail are found by binary search and rejected (VERIFIED INTEGRATION in `man git-delegate-apply`).
+
+Task statuses: applied, no_changes, discarded, conflict, failed, rejected, unverified. Exit status 1 when any task \
+ended conflict, failed, rejected or unverified; its work is kept, and the batch stays open for it.",
         after_long_help = "Examples:
   git delegate apply                            # the only open batch, every task
   git delegate apply --dry-run --json           # what would happen, as JSON
   git delegate apply refactor --only 2 --keep   # batch labelled refactor, task 2, keep its worktree
-  git delegate apply --discard 3                # apply the others, throw task 3 away"
+  git delegate apply --discard 3                # apply the others, throw task 3 away
+  git delegate apply --verify 'cargo test'      # land only what passes the tests"
     )]
     Apply(ApplyArgs),
     /// Take an apply's result back out of the working tree
@@ -456,9 +461,34 @@ pub struct ApplyArgs {
     /// Keep the workspaces of applied tasks (as ordinary unlocked worktrees)
     ///
     /// They stay registered with git (`git worktree list`) and the batch no longer owns them:
-    /// remove them with `git worktree remove`.
+    /// remove them with `git worktree remove`. With --verify, the verification workspaces, their
+    /// refs and the logs of passing runs are kept too.
     #[arg(long)]
     pub keep: bool,
+    /// Run CMD on the integrated result first; land only tasks that pass it
+    ///
+    /// CMD runs through `sh -c` in a verification workspace holding the result (the working tree as it
+    /// is now plus the tasks), at the folder that mirrors yours, with stdin from /dev/null and
+    /// GIT_DELEGATE_BATCH, GIT_DELEGATE_VERIFY=1 and GIT_DELEGATE_TASKS set; its output goes to
+    /// <git-common-dir>/delegate/logs/<batch>/verify-<n>.log. Exit 0 lands the set. Otherwise the
+    /// working tree alone is verified (failing too: nothing is written, every task ends unverified),
+    /// then the task whose addition makes CMD fail is rejected (binary search, in task order), and
+    /// the rest is verified again. Default: apply.verify.
+    #[arg(long, value_name = "CMD")]
+    pub verify: Option<String>,
+    /// Do not run apply.verify
+    #[arg(long, conflicts_with = "verify")]
+    pub no_verify: bool,
+    /// Kill a verification run (its whole process group) after DURATION; it counts as failed
+    ///
+    /// Default: apply.verify-timeout, else 30m.
+    #[arg(long, value_name = "DURATION")]
+    pub verify_timeout: Option<String>,
+    /// Verify up to J candidate sets at once, each in its own workspace
+    ///
+    /// The outcome is the same as with 1; more runs may be made. Default: apply.verify-jobs, else 1.
+    #[arg(long, value_name = "J", value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub verify_jobs: Option<u16>,
     /// Land a kept proposal (one `git delegate status` lists under kept) instead of a batch
     ///
     /// REF is its ref as status prints it, or BATCH/TASK (the batch's id, a unique id prefix of

@@ -97,6 +97,9 @@ struct LeaseSection {
 struct ApplySection {
     stop_processes: Option<StopProcesses>,
     strict: Option<bool>,
+    verify: Option<String>,
+    verify_timeout: Option<Spanned<String>>,
+    verify_jobs: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -140,6 +143,10 @@ pub struct Config {
     pub lock_timeout_secs: i64,
     /// `undo.keep`: gc keeps at least this many undo entries (design §3.11).
     pub undo_keep: usize,
+    /// `apply.verify`: empty = no verification (design §3.10).
+    pub verify: String,
+    pub verify_timeout_secs: i64,
+    pub verify_jobs: usize,
 }
 
 impl Default for Config {
@@ -156,6 +163,9 @@ impl Default for Config {
             forbid_commit: false,
             lock_timeout_secs: 30,
             undo_keep: 20,
+            verify: String::new(),
+            verify_timeout_secs: 30 * 60,
+            verify_jobs: 1,
         }
     }
 }
@@ -254,6 +264,22 @@ impl Config {
         if let Some(s) = file.apply.strict {
             cfg.strict = s;
         }
+        if let Some(v) = &file.apply.verify {
+            cfg.verify = v.clone();
+        }
+        if let Some(t) = &file.apply.verify_timeout {
+            cfg.verify_timeout_secs = duration(t, "apply.verify-timeout")?;
+        }
+        if let Some(j) = &file.apply.verify_jobs {
+            if !(1..=64).contains(j.get_ref()) {
+                return Err(bad(
+                    format!("`apply.verify-jobs` must be 1 to 64, not {}", j.get_ref()),
+                    j.span(),
+                    "out of range",
+                ));
+            }
+            cfg.verify_jobs = *j.get_ref() as usize;
+        }
         if let Some(k) = &file.gc.keep_failed {
             cfg.keep_failed_secs = duration(k, "gc.keep-failed")?;
         }
@@ -285,6 +311,35 @@ mod tests {
         let c = Config::parse(p, "[lease]\nttl = \"2h\"\n[apply]\nstrict = true\n").unwrap();
         assert_eq!(c.ttl_secs, 7200);
         assert!(c.strict);
+    }
+
+    #[test]
+    fn verify_keys() {
+        let p = Path::new("delegate.toml");
+        let c = Config::parse(p, "").unwrap();
+        assert_eq!(
+            (c.verify.as_str(), c.verify_timeout_secs, c.verify_jobs),
+            ("", 1800, 1)
+        );
+        let c = Config::parse(
+            p,
+            "[apply]\nverify = \"make check\"\nverify-timeout = \"5m\"\nverify-jobs = 3\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (c.verify.as_str(), c.verify_timeout_secs, c.verify_jobs),
+            ("make check", 300, 3)
+        );
+        for bad in [
+            "verify-jobs = 0",
+            "verify-jobs = 65",
+            "verify-timeout = \"soon\"",
+            "verify = 1",
+        ] {
+            let e = Config::parse(p, &format!("[apply]\n{bad}\n")).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+            assert!(miette::Diagnostic::labels(&e).is_some(), "{bad}: {e}");
+        }
     }
 
     #[test]

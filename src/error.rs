@@ -104,6 +104,7 @@ codes! {
     NoManDir => "delegate::no_man_dir",
     BadBatchId => "delegate::bad_batch_id",
     Locked => "delegate::locked",
+    BatchBusy => "delegate::batch_busy",
     CorruptBatch => "delegate::corrupt_batch",
     BaselineRefMissing => "delegate::baseline_ref_missing",
     MissingObject => "delegate::missing_object",

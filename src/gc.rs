@@ -209,6 +209,15 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
                     remaining.push(b);
                     continue;
                 }
+                // An apply verifies it now, without the lock (design §3.10).
+                if let Err(e) = crate::verify::refuse_if_busy(&gc.state_dir, b) {
+                    gc.report.skipped.push(Skipped {
+                        batch: b.id.clone(),
+                        message: e.message,
+                    });
+                    remaining.push(b);
+                    continue;
+                }
                 match gc.reclaim_batch(b, &all) {
                     Ok(true) => gc.report.batches.push(b.id.clone()),
                     Ok(false) => {
@@ -265,6 +274,15 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
     gc.leftover_refs(&owners)?;
     gc.leftover_patches()?;
     gc.leftover_hidden_state();
+    // Failing verification logs of ended batches, after gc.keep-failed (design §3.10).
+    let ids: Vec<String> = entries
+        .iter()
+        .map(|e| match e {
+            Entry::Batch(b) => b.id.clone(),
+            Entry::Broken { id, .. } => id.clone(),
+        })
+        .collect();
+    crate::verify::prune_logs(&gc.state_dir, &ids, source.config.keep_failed_secs, dry_run);
     Ok(gc.report)
 }
 

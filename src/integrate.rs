@@ -111,6 +111,8 @@ pub struct Plan {
     /// edits. A later task may change such a path back, so intersect with
     /// `writes` for what is written on the task's behalf.
     pub changed: BTreeMap<usize, Vec<BString>>,
+    /// The result `F` (design §3.10 verifies it as a commit).
+    pub f_tree: ObjectId,
 }
 
 /// The outcome of one 3-way merge.
@@ -455,6 +457,7 @@ pub fn integrate(
                 applied,
                 refused,
                 changed,
+                f_tree,
             });
         }
 

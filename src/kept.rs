@@ -277,6 +277,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
             side_effects: Vec::new(),
             workspaces: Vec::new(),
             apply_id,
+            verify: None,
         },
         kept: k,
         root: source.root.clone(),

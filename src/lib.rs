@@ -54,5 +54,6 @@ pub mod time;
 pub mod touched;
 pub mod trash;
 pub mod undo;
+pub mod verify;
 pub mod workspace;
 pub mod writeback;

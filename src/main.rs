@@ -16,7 +16,7 @@ mod ui;
 use git_delegate::{
     apply, batch, carry, config, error, gc, hooks, kept, lease, lock, mandir, observe, patch,
     paths, prepare, preparing, problems, refresh, refs, renew, repo, review, snapshot, status,
-    teardown, time, trash, undo, workspace, writeback,
+    teardown, time, trash, undo, verify, workspace, writeback,
 };
 
 fn main() {

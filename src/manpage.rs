@@ -376,6 +376,20 @@ fn main_sections() -> Sections {
             "Default `false`. `true` makes every apply behave as `apply --strict`.",
         )
         .item(
+            "apply.verify",
+            "Default `\"\"` (none). A shell command every apply runs on the integrated result \
+             before writing, as `apply --verify CMD` does; `apply --no-verify` skips it.",
+        )
+        .item(
+            "apply.verify-timeout",
+            "Default `\"30m\"`. How long one verification run may take before its process \
+             group is killed (the run counts as failed).",
+        )
+        .item(
+            "apply.verify-jobs",
+            "Default `1` (at most 64). How many candidate sets a verification may run at once.",
+        )
+        .item(
             "gc.keep-failed",
             "Default `\"14d\"`. How long rescued and failed proposal refs are kept after their \
              batch went stale, how long the proposal of a task `apply --discard` dropped is kept, \
@@ -413,6 +427,9 @@ ttl = \"24h\"
 [apply]
 stop-processes = \"background\" # \"background\" | \"terminate\" | \"refuse\"
 strict = false
+verify = \"\"                  # a shell command; empty = no verification
+verify-timeout = \"30m\"
+verify-jobs = 1
 
 [gc]
 keep-failed = \"14d\"
@@ -618,6 +635,51 @@ git delegate completions bash > ~/.local/share/bash-completion/completions/git-d
     s
 }
 
+/// The apply page's account of `--verify` (design §3.10).
+fn verify_section() -> Sections {
+    let mut s = Sections::new();
+    s.sh("VERIFIED INTEGRATION")
+        .para(
+            "With `--verify CMD` (or `apply.verify`), the integrated result (the working tree as it \
+             is now plus the tasks that merge) is recorded as a commit under \
+             refs/pi-delegate/batches/<batch>/verify/<n> and checked out in a verification \
+             workspace beside the task workspaces, with the ignored files of \
+             workspace.copy-ignored and .worktreeinclude (so builds find target/ or \
+             node_modules/). CMD runs there through `sh -c`, at the folder that mirrors the one \
+             apply was run from, with stdin from /dev/null, in its own process group, with \
+             GIT_DELEGATE_BATCH (the batch id), GIT_DELEGATE_VERIFY=1 and GIT_DELEGATE_TASKS (the \
+             task names in the tree under test, space-separated; empty for the working tree \
+             alone) set, and without GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE and the other \
+             variables that locate a repository, so git inside CMD sees the verification \
+             workspace. Its output goes to <common-dir>/delegate/logs/<batch>/verify-<n>.log and, \
+             on a terminal, to stderr as it comes. A run longer than --verify-timeout is killed \
+             with its process group and counts as failed; what a finished run left running in \
+             its group is killed too.",
+        )
+        .para(
+            "Exit 0: the result is written. Otherwise the working tree alone is verified: if that \
+             fails too, nothing is written and every task ends `unverified` (reason \
+             verify_fails_without_tasks). Otherwise a binary search in task order finds the first \
+             task whose addition makes CMD fail; it ends `rejected` (reason verify_failed, with \
+             the failing run's log), the tasks before it are kept, and the kept tasks plus all \
+             the remaining ones are verified once more; on failure the search repeats. With m \
+             culprits among n tasks this takes at most 2 + m*(ceil(log2 n) + 1) runs. \
+             --verify-jobs J runs up to J of the sets the search would reach at once, each in its \
+             own workspace, with the same outcome.",
+        )
+        .para(
+            "While CMD runs, apply holds no repository lock: other commands proceed, but apply and \
+             drop of the same batch refuse (delegate::batch_busy, exit 3). The paths written \
+             hold exactly what was verified: a task whose paths you changed in the working tree \
+             while CMD ran ends `conflict` (source_changed), and the rest is integrated and \
+             verified again. Rejected and unverified tasks keep their proposal ref, patch and \
+             workspace. `--dry-run --verify CMD` verifies and reports, writing nothing. \
+             Verification workspaces, refs and passing logs are removed at the end (--keep keeps \
+             them); failing logs are kept.",
+        );
+    s
+}
+
 /// Exit statuses of one command, beyond "0 success, 2 usage, 3 state".
 fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
     match name {
@@ -629,9 +691,9 @@ fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
             ),
             (
                 "1",
-                "A task ended `conflict` or `failed`, or stays `open` because its work is in the \
-                 stash (reason `stashed`); its proposal ref, patch and workspace are \
-                 kept and the batch stays open for it. A folder of the source that refuses \
+                "A task ended `conflict`, `failed`, `rejected` or `unverified`, or stays `open` \
+                 because its work is in the stash (reason `stashed`); its proposal ref, patch and \
+                 workspace are kept and the batch stays open for it. A folder of the source that refuses \
                  writing (permissions, an immutable folder, a read-only mount) fails only the \
                  tasks that write in it (`failed`, reason `write_failed`, naming the folder); the \
                  others are applied.",
@@ -744,6 +806,9 @@ fn sub_page(root: &clap::Command, sub: &clap::Command) -> String {
         page.push_str(&s.render());
     }
     page.push_str(&own_options(sub, ".SH OPTIONS"));
+    if sub.get_name() == "apply" {
+        page.push_str(&verify_section().render());
+    }
     for n in &nested {
         let heading = format!(".SH \"{} OPTIONS\"", n.get_name().to_ascii_uppercase());
         page.push_str(&own_options(n, &heading));

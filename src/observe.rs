@@ -33,6 +33,9 @@ pub trait Observer {
     fn step(&self, label: &str) -> Box<dyn std::any::Any>;
     /// Tell the user something now.
     fn notice(&self, notice: Notice);
+    /// A line the verification command of run `n` wrote (design §3.10:
+    /// shown live on a terminal); by default not shown.
+    fn output(&self, _n: usize, _line: &gix::bstr::BStr) {}
 }
 
 /// An observer that shows nothing.

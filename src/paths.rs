@@ -12,11 +12,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use gix::bstr::BStr;
-
 /// The byte-string types git paths come in, for the layers above the engine
 /// (the commands render them without naming the git library).
-pub use gix::bstr::{BString, ByteSlice};
+pub use gix::bstr::{BStr, BString, ByteSlice};
 
 static LOSSY: AtomicBool = AtomicBool::new(false);
 

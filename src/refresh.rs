@@ -86,6 +86,9 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     if let Some(p) = crate::preparing::progress(&b) {
         return Err(crate::preparing::refuse(&b, p));
     }
+    // An apply verifying this batch holds no lock while its command runs
+    // (design §3.10): the batch is busy instead.
+    crate::verify::refuse_if_busy(&here.state_dir(), &b)?;
     if b.mode == crate::config::Mode::Scratch {
         return Err(Error::usage(
             Code::Usage,

@@ -73,7 +73,7 @@ pub fn open_worktree(dir: &Path) -> Result<gix::Repository> {
 /// them for `git --git-dir=X --work-tree=Y delegate`. They describe the
 /// source only: a workspace is another repository for them (git's own
 /// `prepare_other_repo_env` clears the same list).
-const LOCATING: [&str; 11] = [
+pub const LOCATING: [&str; 11] = [
     "GIT_DIR",
     "GIT_WORK_TREE",
     "GIT_INDEX_FILE",

@@ -32,6 +32,14 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         keep: args.keep,
         strict: args.strict,
         dry_run: args.dry_run,
+        verify: args.verify,
+        no_verify: args.no_verify,
+        verify_timeout_secs: args
+            .verify_timeout
+            .as_deref()
+            .map(super::parse_ttl)
+            .transpose()?,
+        verify_jobs: args.verify_jobs.map(usize::from),
     };
     let shown = super::Shown::new(ui);
     let report = crate::apply::run(here, &opts, &shown);
@@ -47,6 +55,7 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         artifacts_error,
         side_effects,
         apply_id,
+        verify,
         ..
     } = &report;
     let (b, batch_open, dry_run) = (b, *batch_open, *dry_run);
@@ -80,6 +89,9 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         if let Value::Object(m) = &mut doc {
             m.insert("apply_id".into(), json!(apply_id));
         }
+        if let (Some(v), Value::Object(m)) = (verify, &mut doc) {
+            m.insert("verify".into(), verify_doc(v));
+        }
         ui.doc_after(doc, recovered);
     }
     ui.say(&human(ui, &report, args.keep, args.verbose));
@@ -89,6 +101,9 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         outcomes,
         dry_run,
     ));
+    if let Some(v) = verify {
+        ui.say(&verify_text(v));
+    }
     if !kept.is_empty() {
         ui.say(&kept_text(kept));
     }
@@ -239,6 +254,9 @@ pub(super) fn document(
                     m.insert("workspace".into(), json!(paths::doc_path(&t.root)));
                     if let Some(msg) = &o.message {
                         m.insert("message".into(), json!(msg));
+                    }
+                    if let Some(log) = &o.verify_log {
+                        m.insert("verify_log".into(), json!(paths::doc_path(log)));
                     }
                 }
             }
@@ -476,6 +494,13 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
                 }
                 d
             }
+            TaskState::Rejected | TaskState::Unverified => {
+                let mut d = o.reason.unwrap_or("").to_string();
+                if let Some(log) = &o.verify_log {
+                    d.push_str(&format!(": log {}", super::show(log)));
+                }
+                d
+            }
             _ => String::new(),
         };
         let pad = " ".repeat(10usize.saturating_sub(status.len()));
@@ -618,4 +643,45 @@ pub(crate) fn shell_quote(s: &str) -> String {
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
     }
+}
+
+/// The `verify` object of the apply document (design §6.4).
+fn verify_doc(v: &crate::verify::Report) -> Value {
+    json!({
+        "command": v.command,
+        "outcome": v.outcome.as_str(),
+        "runs": v.runs.iter().map(|r| json!({
+            "tasks": r.tasks,
+            "exit": r.exit,
+            "timed_out": r.timed_out,
+            "duration_ms": r.duration_ms,
+            "log": paths::doc_path(&r.log),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The human lines for `--verify`: the outcome and each run.
+fn verify_text(v: &crate::verify::Report) -> String {
+    let mut text = format!(
+        "Verification ({}): {}, {} run{}\n",
+        crate::ui::escape_text(&v.command),
+        v.outcome.as_str().replace('_', " "),
+        v.runs.len(),
+        if v.runs.len() == 1 { "" } else { "s" }
+    );
+    for r in &v.runs {
+        let tasks = if r.tasks.is_empty() {
+            "(the working tree alone)".to_string()
+        } else {
+            r.tasks.join(" ")
+        };
+        let result = match (r.timed_out, r.exit) {
+            (true, _) => "timed out".to_string(),
+            (false, Some(0)) => "passed".to_string(),
+            (false, Some(n)) => format!("failed (exit {n}, log {})", super::show(&r.log)),
+            (false, None) => format!("killed by a signal (log {})", super::show(&r.log)),
+        };
+        text.push_str(&format!("  {tasks}: {result}\n"));
+    }
+    text
 }

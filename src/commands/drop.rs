@@ -28,6 +28,8 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
             return drop_corrupt(ui, &source, &id, &problem, args.force, recovered)
         }
     };
+    // An apply verifies it without holding the lock (design §3.10).
+    crate::verify::refuse_if_busy(&source.state_dir(), &b)?;
     // A batch whose prepare never completed holds no work: it goes whole,
     // with or without --force (design §3.15); one still being prepared only
     // with --force.

@@ -229,6 +229,17 @@ impl crate::observe::Observer for Shown<'_> {
     fn step(&self, label: &str) -> Box<dyn std::any::Any> {
         Box::new(self.ui.progress(label))
     }
+    fn output(&self, n: usize, line: &crate::paths::BStr) {
+        use crate::paths::ByteSlice;
+        // design §3.10: the verification command's output, live, on a terminal.
+        use std::io::IsTerminal;
+        if !self.ui.json && std::io::stderr().is_terminal() {
+            self.ui.warn(&format!(
+                "  verify-{n} | {}\n",
+                crate::ui::escape_text(&line.to_str_lossy())
+            ));
+        }
+    }
     fn notice(&self, notice: crate::observe::Notice) {
         use crate::observe::Notice;
         let ui = self.ui;
@@ -322,6 +333,9 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
                 }
                 if t.state == crate::batch::TaskState::Conflicted {
                     m.insert("conflicted_paths".into(), json!(t.conflicted_paths));
+                }
+                if let Some(log) = &t.verify_log {
+                    m.insert("verify_log".into(), json!(crate::paths::doc_path(log)));
                 }
                 // What prepare put there besides the baseline (design §3.9).
                 if let Some(c) = &t.carried {

@@ -308,6 +308,10 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                     files.join(", ")
                 ));
             }
+            if let Some(log) = &t.verify_log {
+                // design §3.10: a rejected task names the failing run's log.
+                text.push_str(&format!("      verify log: {}\n", super::show(log)));
+            }
             if !procs.is_empty() {
                 text.push_str("      processes running inside:\n");
                 text.push_str(&super::apply::procs_text(procs, "        "));
