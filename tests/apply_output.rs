@@ -45,7 +45,18 @@ fn human(env: &Env, repo: &Path, args: &[&str], code: i32) -> String {
     all.extend_from_slice(args);
     let run = env.delegate(repo, all).expect(code);
     assert_eq!(run.stderr, "", "nothing on stderr");
-    run.stdout
+    // The undo entry's id is random: shown as ID.
+    let mut lines: Vec<String> = run.stdout.lines().map(str::to_string).collect();
+    for l in lines.iter_mut() {
+        if let Some(rest) = l.strip_prefix("Apply ") {
+            if let Some((id, tail)) = rest.split_once(' ') {
+                if id.len() == 8 && id.bytes().all(|c| c.is_ascii_hexdigit()) {
+                    *l = format!("Apply ID {tail}");
+                }
+            }
+        }
+    }
+    lines.iter().map(|l| format!("{l}\n")).collect()
 }
 
 #[test]
@@ -114,7 +125,8 @@ fn apply_says_written_and_that_the_workspaces_were_removed() {
          \x20     two\n\
          Wrote 24 paths in {src}.\n\
          Removed the workspaces of tasks a, b.\n\
-         Batch {short} is done and removed.\n",
+         Batch {short} is done and removed.\n\
+         Apply ID recorded: `git delegate undo` takes it back.\n",
         short = b.short,
         first = listed(1, 20),
         src = repo.display(),
@@ -144,7 +156,8 @@ fn apply_keep_says_the_workspaces_stay_and_its_hint_removes_them() {
          \x20     two\n\
          Wrote 24 paths in {src}.\n\
          {ka}{kb}\
-         Batch {short} is done; its refs and state are removed.\n",
+         Batch {short} is done; its refs and state are removed.\n\
+         Apply ID recorded: `git delegate undo` takes it back.\n",
         short = b.short,
         all = listed(1, 23),
         src = repo.display(),
@@ -185,7 +198,8 @@ fn apply_only_and_discard_say_what_happened_to_each_task() {
          \x20     two\n\
          Wrote 1 path in {src}.\n\
          Removed the workspace of task b.\n\
-         Batch {short} stays open for tasks a, c.\n",
+         Batch {short} stays open for tasks a, c.\n\
+         Apply ID recorded: `git delegate undo` takes it back.\n",
         short = b.short,
         src = repo.display(),
     );
