@@ -47,14 +47,16 @@ pub fn show(bytes: &[u8], allowed: bool) {
         cmd.env("LV", "-c");
     }
     cmd.env("GIT_PAGER_IN_USE", "true");
+    // As git: a Ctrl-C (or SIGQUIT, SIGTERM, SIGHUP) while the pager runs is
+    // the pager's to act on; this process waits for it instead of leaving
+    // it behind on the terminal with the shell's prompt. Caught before the
+    // pager starts, so a signal at its very first moment is caught too (a
+    // handler, unlike an ignored signal, does not pass on to the pager).
+    let _signals = git_delegate::interrupt::catch_signals();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(_) => return crate::ui::stdout_bytes(bytes),
     };
-    // As git: a Ctrl-C (or SIGQUIT, SIGTERM, SIGHUP) while the pager runs is
-    // the pager's to act on; this process waits for it instead of leaving
-    // it behind on the terminal with the shell's prompt.
-    let _signals = git_delegate::interrupt::catch_signals();
     if let Some(mut stdin) = child.stdin.take() {
         // The pager may quit before reading everything (`q` in less): a
         // closed pipe ends the writing, not the command.

@@ -538,6 +538,27 @@ fn colour_is_byte_equal_to_git_diff_color() {
     assert_eq!(off, plain);
 }
 
+/// Write an executable script through a child process. Written from this
+/// process, the file's descriptor could be inherited by a child another
+/// test thread forks at that moment, and exec'ing the script would then
+/// fail with ETXTBSY ("text file busy") while that child lives.
+fn write_script(path: &Path, text: &str) {
+    use std::io::Write;
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "cat > \"$1\" && chmod 755 \"$1\"", "sh"])
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn sh");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("write the script");
+    assert!(child.wait().expect("wait for sh").success());
+}
+
 /// Run `git delegate ARGS` in `dir` on a terminal (`script` opens a pty;
 /// `setsid` gives it its own session), with the harness' environment and
 /// `extra` on top (`None` removes a variable). Returns what the terminal
@@ -566,7 +587,9 @@ fn on_terminal(env: &Env, dir: &Path, args: &str, extra: &[(&str, Option<&str>)]
         .expect("run script");
     assert!(
         out.status.success(),
-        "{line}: {}",
+        "{line}: {:?}\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -583,16 +606,14 @@ fn a_terminal_gets_the_pager_git_would_choose() {
     work(&roots[0]);
     let got = env.path().join("paged");
     let pager = env.path().join("pager.sh");
-    std::fs::write(
+    write_script(
         &pager,
-        format!(
+        &format!(
             "#!/bin/sh\ncat > '{}'\necho \"LESS=$LESS LV=$LV\" > '{}.env'\n",
             got.display(),
             got.display()
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&pager, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let pager_s = pager.to_str().unwrap();
     let env_file = env.path().join("paged.env");
     let plain = git_diff(&env, &roots[0], &baseline, &[]);
@@ -648,15 +669,13 @@ fn a_terminal_gets_the_pager_git_would_choose() {
     // A Ctrl-C while the pager runs is the pager's: the command waits for
     // it (as git does) rather than dying and leaving it on the terminal.
     let ctrl_c = env.path().join("ctrl-c.sh");
-    std::fs::write(
+    write_script(
         &ctrl_c,
-        format!(
+        &format!(
             "#!/bin/sh\ntrap '' INT\nkill -INT 0\nsleep 1\ncat > '{}'\n",
             got.display()
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&ctrl_c, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     on_terminal(
         &env,
         &repo,

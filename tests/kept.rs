@@ -160,11 +160,10 @@ fn a_gc_rescued_proposal_is_listed_and_lands_with_apply_kept() {
 
     // It left an undo entry, as every apply that writes does (design §3.11):
     // undo takes the landed work back out, and the user's file stays.
-    let id = out["apply_id"].as_str().expect("apply --kept has an apply_id");
-    let undone = env
-        .delegate(&repo, ["undo", id, "--json"])
-        .expect(0)
-        .json();
+    let id = out["apply_id"]
+        .as_str()
+        .expect("apply --kept has an apply_id");
+    let undone = env.delegate(&repo, ["undo", id, "--json"]).expect(0).json();
     assert_eq!(undone["undone"], true, "{undone:#}");
     assert_eq!(read(&repo.join("README")), "hello\n");
     assert!(!repo.join("dir/new.txt").exists());
