@@ -419,3 +419,90 @@ fn kept_hints_of_gc_and_drop_name_a_real_proposal() {
     assert_eq!(read(&repo.join("c.txt")), "c\n");
     assert!(!repo.join("d.txt").exists());
 }
+
+// The pre-commit hook refusing a commit in a forbid-commit workspace:
+// "`git delegate apply ID` in the source working tree brings them back".
+#[test]
+fn forbid_commit_apply_hint_brings_the_work_back() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (batch, ws) = prepare(&env, &repo, &["-n", "1", "--forbid-commit"]);
+    std::fs::write(ws[0].join("work.txt"), "work\n").unwrap();
+    let refused = env.delegate(&ws[0], ["hook", "pre-commit"]).expect(1);
+    let cmd = printed_command(&refused.stderr, "git delegate apply");
+    env.sh(&repo, &cmd).expect(0);
+    assert_eq!(read(&repo.join("work.txt")), "work\n");
+    assert!(batch_doc(&env, &repo, &batch).is_none());
+}
+
+/// A prepare killed once it recorded its marker.
+fn killed_prepare(env: &Env, repo: &Path) {
+    let paused = env.path().join("paused");
+    let _ = std::fs::remove_file(&paused);
+    let mut child = env
+        .delegate_cmd(repo)
+        .args(["prepare", "-n", "2"])
+        .env("GIT_DELEGATE_TEST_PAUSE", "marked")
+        .env("GIT_DELEGATE_TEST_PAUSED", &paused)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !std::fs::read_to_string(&paused)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l == "marked")
+    {
+        assert!(child.try_wait().unwrap().is_none(), "prepare ended early");
+        assert!(Instant::now() < deadline, "prepare never reached marked");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+// A batch whose prepare was killed: status names `git delegate gc` or
+// `git delegate drop ID --force`, and each removes it.
+#[test]
+fn killed_prepare_hints_remove_the_batch() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    for start in ["git delegate drop", "git delegate gc"] {
+        killed_prepare(&env, &repo);
+        let text = env.delegate(&repo, ["status"]).expect(0).stdout;
+        let cmd = printed_command(&text, start);
+        env.sh(&repo, &cmd).expect(0);
+        let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
+        assert_eq!(st["batches"], serde_json::json!([]), "{cmd}: {st:#}");
+        assert_eq!(st["problems"], serde_json::json!([]), "{cmd}: {st:#}");
+        assert!(env.private_refs(&repo).is_empty());
+    }
+}
+
+// apply refusing a source that moved: move it back and run the printed
+// `git delegate apply ID` there, or give the batch up with the printed drop.
+#[test]
+fn source_moved_hints_apply_after_moving_back_or_drop() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let moved = env.path().join("moved");
+    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    std::fs::write(ws[0].join("README"), "work\n").unwrap();
+    std::fs::rename(&repo, &moved).unwrap();
+    let err = env.delegate(&moved, ["apply"]).expect(3).stderr;
+    assert!(err.contains(&format!("move it back to {}", repo.display())), "{err}");
+    let apply = printed_command(&err, "git delegate apply");
+    std::fs::rename(&moved, &repo).unwrap();
+    env.sh(&repo, &apply).expect(0);
+    assert_eq!(read(&repo.join("README")), "work\n");
+    assert!(batch_doc(&env, &repo, &batch).is_none());
+
+    let (batch, _) = prepare(&env, &repo, &["-n", "1"]);
+    std::fs::rename(&repo, &moved).unwrap();
+    let err = env.delegate(&moved, ["apply"]).expect(3).stderr;
+    env.sh(&moved, &printed_command(&err, "git delegate drop"))
+        .expect(0);
+    assert!(batch_doc(&env, &moved, &batch).is_none());
+    assert!(env.private_refs(&moved).is_empty());
+}
