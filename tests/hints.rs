@@ -308,6 +308,8 @@ fn corrupt_state_drop_hints_remove_the_batch() {
     assert_eq!(printed_command(&all(&apply), "git delegate drop"), cmd);
     let drop = env.delegate(&repo, ["drop", &batch]).expect(1);
     assert_eq!(printed_command(&all(&drop), "git delegate drop"), cmd);
+    let gc = env.delegate(&repo, ["gc"]);
+    assert_eq!(printed_command(&all(&gc), "git delegate drop"), cmd);
     env.sh(&repo, &cmd).expect(0);
     assert!(!state.exists());
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
@@ -441,7 +443,7 @@ fn killed_prepare(env: &Env, repo: &Path) {
     let _ = std::fs::remove_file(&paused);
     let mut child = env
         .delegate_cmd(repo)
-        .args(["prepare", "-n", "2"])
+        .args(["prepare", "-n", "2", "--label", "work"])
         .env("GIT_DELEGATE_TEST_PAUSE", "marked")
         .env("GIT_DELEGATE_TEST_PAUSED", &paused)
         .stdout(Stdio::null())
@@ -462,8 +464,9 @@ fn killed_prepare(env: &Env, repo: &Path) {
     child.wait().unwrap();
 }
 
-// A batch whose prepare was killed: status names `git delegate gc` or
-// `git delegate drop ID --force`, and each removes it.
+// A batch whose prepare was killed: status, apply's refusal and a prepare
+// of the same label name `git delegate gc` or `git delegate drop ID
+// --force`, and each removes it.
 #[test]
 fn killed_prepare_hints_remove_the_batch() {
     let env = Env::new();
@@ -472,6 +475,13 @@ fn killed_prepare_hints_remove_the_batch() {
         killed_prepare(&env, &repo);
         let text = env.delegate(&repo, ["status"]).expect(0).stdout;
         let cmd = printed_command(&text, start);
+        let apply = env.delegate(&repo, ["apply", "work"]).expect(3).stderr;
+        assert_eq!(printed_command(&apply, start), cmd);
+        let again = env
+            .delegate(&repo, ["prepare", "--label", "work"])
+            .expect(2)
+            .stderr;
+        assert_eq!(printed_command(&again, start), cmd);
         env.sh(&repo, &cmd).expect(0);
         let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
         assert_eq!(st["batches"], serde_json::json!([]), "{cmd}: {st:#}");
@@ -505,4 +515,72 @@ fn source_moved_hints_apply_after_moving_back_or_drop() {
         .expect(0);
     assert!(batch_doc(&env, &moved, &batch).is_none());
     assert!(env.private_refs(&moved).is_empty());
+}
+
+// A rollback that left a path the user changed after a crash:
+// rollback_failed's help and status both say "keep your version by
+// deleting the kept file ... then run `git delegate gc`", which finishes.
+#[test]
+fn rollback_left_path_gc_hint_finishes_the_rollback() {
+    use std::os::unix::process::ExitStatusExt;
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::write(repo.join("a.txt"), "original a\n").unwrap();
+    std::fs::write(repo.join("b.txt"), "original b\n").unwrap();
+    env.git(&repo, ["add", "-A"]);
+    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    std::fs::write(ws[0].join("a.txt"), "task a\n").unwrap();
+    std::fs::write(ws[0].join("b.txt"), "task b\n").unwrap();
+    // Renames in path order: a aside (1), a in place (2), ...
+    let out = env
+        .delegate_cmd(&repo)
+        .arg("apply")
+        .env("GIT_DELEGATE_FAULT", "after-rename:2")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    assert_eq!(read(&repo.join("a.txt")), "task a\n");
+    std::fs::write(repo.join("a.txt"), "the user's a\n").unwrap();
+    let err = env.delegate(&repo, ["gc"]).expect(3).stderr;
+    assert!(err.contains("rollback_failed"), "{err}");
+    let cmd = printed_command(&err, "git delegate gc");
+    let status = env.delegate(&repo, ["status"]).expect(0).stdout;
+    assert_eq!(printed_command(&status, "git delegate gc"), cmd);
+    let doc = env.delegate(&repo, ["gc", "--json"]).expect(3).json();
+    let kept = PathBuf::from(doc["error"]["paths"][0]["kept"].as_str().unwrap());
+    // Keep mine: delete the kept file, then the printed command.
+    std::fs::remove_file(&kept).unwrap();
+    env.sh(&repo, &cmd).expect(0);
+    assert_eq!(read(&repo.join("a.txt")), "the user's a\n");
+    assert_eq!(read(&repo.join("b.txt")), "original b\n");
+    let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
+    assert_eq!(st["problems"], serde_json::json!([]), "{st:#}");
+    assert!(batch_doc(&env, &repo, &batch).is_some());
+}
+
+// An apply killed once its whole result was written: the next command
+// says "`git delegate apply ID` records it", which ends the batch with the
+// working tree as written.
+#[test]
+fn completed_writeback_apply_hint_records_it() {
+    use std::os::unix::process::ExitStatusExt;
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    std::fs::write(ws[0].join("README"), "work\n").unwrap();
+    let out = env
+        .delegate_cmd(&repo)
+        .arg("apply")
+        .env("GIT_DELEGATE_FAULT", "after-commit")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    let gc = env.delegate(&repo, ["gc"]).expect(0);
+    assert!(gc.stderr.contains("had written its whole result"), "{}", gc.stderr);
+    let cmd = printed_command(&gc.stderr, "git delegate apply");
+    env.sh(&repo, &cmd).expect(0);
+    assert_eq!(read(&repo.join("README")), "work\n");
+    assert!(batch_doc(&env, &repo, &batch).is_none());
+    assert!(env.private_refs(&repo).is_empty());
 }
