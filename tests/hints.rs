@@ -584,3 +584,32 @@ fn completed_writeback_apply_hint_records_it() {
     assert!(batch_doc(&env, &repo, &batch).is_none());
     assert!(env.private_refs(&repo).is_empty());
 }
+
+// A required smudge filter failing during write-back: the help names the
+// driver; `git config filter.x.required false` as printed makes it
+// optional, and `git delegate apply` as printed then lands the task.
+#[test]
+fn failing_filter_hints_name_the_driver_and_work() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::write(repo.join(".gitattributes"), "*.dat filter=x\n").unwrap();
+    std::fs::write(repo.join("a.dat"), "data\n").unwrap();
+    env.git(&repo, ["config", "filter.x.clean", "cat"]);
+    env.git(&repo, ["config", "filter.x.smudge", "cat"]);
+    env.git(&repo, ["config", "filter.x.required", "true"]);
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "filtered"]);
+    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    std::fs::write(ws[0].join("a.dat"), "data, task\n").unwrap();
+    env.git(&repo, ["config", "filter.x.smudge", "sh -c 'exit 5'"]);
+    let run = env.delegate(&repo, ["apply"]).expect(1);
+    let text = all(&run);
+    let config = printed_command(&text, "git config filter.x.required");
+    assert_eq!(config, "git config filter.x.required false");
+    let apply = printed_command(&text, "git delegate apply");
+    assert_eq!(read(&repo.join("a.dat")), "data\n");
+    env.sh(&repo, &config).expect(0);
+    env.sh(&repo, &apply).expect(0);
+    assert!(batch_doc(&env, &repo, &batch).is_none());
+    assert!(read(&repo.join("a.dat")).starts_with("data, task"));
+}

@@ -344,6 +344,8 @@ fn human(
             "Writing back failed, and nothing was changed: {}\n",
             crate::ui::escape_text(&e.message)
         ));
+        // Its help says what to do, with the names it knows (design §3.16 "Hints").
+        text.push_str(&format!("  {}\n", crate::ui::escape_text(&e.help)));
     }
     let n = written.len();
     let verb = if dry_run { "Would write" } else { "Wrote" };
