@@ -132,7 +132,11 @@ fn renew_hints_for_an_orphaned_lease_adopt_it() {
     let hook = env.delegate(&repo, ["hook", "pre-commit"]);
     assert_eq!(printed_command(&all(&hook), "git delegate renew"), expected);
     let refused = env.delegate(&repo, ["renew", short]).expect(2);
-    assert!(refused.stderr.contains("delegate::orphaned_lease"), "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("delegate::orphaned_lease"),
+        "{}",
+        refused.stderr
+    );
     let cmd = printed_command(&refused.stderr, "git delegate renew");
     assert_eq!(cmd, expected);
 
@@ -239,7 +243,10 @@ fn apply_discard_hint_for_one_conflict_names_the_task() {
     assert!(!text.contains("git apply"), "{text}");
     let give_up = &text[text.find("give its work up").expect(&text)..];
     let cmd = printed_command(give_up, "git delegate apply");
-    assert_eq!(cmd, format!("git delegate apply {} --discard 1", &batch[..8]));
+    assert_eq!(
+        cmd,
+        format!("git delegate apply {} --discard 1", &batch[..8])
+    );
     env.sh(&repo, &cmd).expect(0);
     assert_eq!(read(&repo.join("README")), "the user's line\n");
     assert!(batch_doc(&env, &repo, &batch).is_none());
@@ -278,8 +285,13 @@ fn baseline_ref_missing_hints_restore_the_ref_or_end_the_batch() {
     env.git(&repo, ["update-ref", "-d", &baseline]);
     let err = env.delegate(&repo, ["apply"]).expect(3).stderr;
     // The help is one line, so a command in it copies whole.
-    assert!(err.lines().any(|l| l.contains("git delegate drop ") && l.contains("--force")), "{err}");
-    env.sh(&repo, &printed_command(&err, "git update-ref")).expect(0);
+    assert!(
+        err.lines()
+            .any(|l| l.contains("git delegate drop ") && l.contains("--force")),
+        "{err}"
+    );
+    env.sh(&repo, &printed_command(&err, "git update-ref"))
+        .expect(0);
     env.delegate(&repo, ["apply"]).expect(0);
     assert_eq!(read(&repo.join("README")), "work\n");
 
@@ -287,7 +299,8 @@ fn baseline_ref_missing_hints_restore_the_ref_or_end_the_batch() {
     let baseline = format!("refs/pi-delegate/batches/{batch}/baseline");
     env.git(&repo, ["update-ref", "-d", &baseline]);
     let err = env.delegate(&repo, ["apply"]).expect(3).stderr;
-    env.sh(&repo, &printed_command(&err, "git delegate drop")).expect(0);
+    env.sh(&repo, &printed_command(&err, "git delegate drop"))
+        .expect(0);
     assert!(batch_doc(&env, &repo, &batch).is_none());
     assert!(env.private_refs(&repo).is_empty());
 }
@@ -325,14 +338,16 @@ fn drop_refusal_hints_apply_or_force() {
     let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     let text = env.delegate(&repo, ["drop", &batch[..8]]).expect(1).stdout;
-    env.sh(&repo, &printed_command(&text, "git delegate apply")).expect(0);
+    env.sh(&repo, &printed_command(&text, "git delegate apply"))
+        .expect(0);
     assert_eq!(read(&repo.join("README")), "work\n");
     assert!(batch_doc(&env, &repo, &batch).is_none());
 
     let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "thrown away\n").unwrap();
     let text = env.delegate(&repo, ["drop", &batch[..8]]).expect(1).stdout;
-    env.sh(&repo, &printed_command(&text, "git delegate drop")).expect(0);
+    env.sh(&repo, &printed_command(&text, "git delegate drop"))
+        .expect(0);
     assert!(batch_doc(&env, &repo, &batch).is_none());
     assert_eq!(read(&repo.join("README")), "work\n");
 }
@@ -354,7 +369,9 @@ fn worktree_remove_hint_for_a_kept_nested_repository_removes_it() {
     assert!(ws[0].exists());
     env.sh(&repo, &cmd).expect(0);
     assert!(!ws[0].exists());
-    assert!(!env.git(&repo, ["worktree", "list"]).contains(ws[0].to_str().unwrap()));
+    assert!(!env
+        .git(&repo, ["worktree", "list"])
+        .contains(ws[0].to_str().unwrap()));
 }
 
 // apply --dry-run refusing while an interrupted write-back is pending:
@@ -375,7 +392,8 @@ fn pending_writeback_gc_hint_rolls_it_back() {
         .unwrap();
     assert_eq!(out.status.signal(), Some(9), "{out:?}");
     let err = env.delegate(&repo, ["apply", "--dry-run"]).expect(3).stderr;
-    env.sh(&repo, &printed_command(&err, "git delegate gc")).expect(0);
+    env.sh(&repo, &printed_command(&err, "git delegate gc"))
+        .expect(0);
     assert_eq!(read(&repo.join("README")), "hello\n");
     assert!(!repo.join("new.txt").exists());
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
@@ -408,7 +426,9 @@ fn kept_hints_of_gc_and_drop_name_a_real_proposal() {
     std::fs::write(ws[0].join("c.txt"), "c\n").unwrap();
     std::fs::write(ws[1].join("d.txt"), "d\n").unwrap();
     std::fs::write(
-        repo.join(".git/delegate/batches").join(&batch).join("batch.toml"),
+        repo.join(".git/delegate/batches")
+            .join(&batch)
+            .join("batch.toml"),
         "broken",
     )
     .unwrap();
@@ -501,7 +521,10 @@ fn source_moved_hints_apply_after_moving_back_or_drop() {
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     std::fs::rename(&repo, &moved).unwrap();
     let err = env.delegate(&moved, ["apply"]).expect(3).stderr;
-    assert!(err.contains(&format!("move it back to {}", repo.display())), "{err}");
+    assert!(
+        err.contains(&format!("move it back to {}", repo.display())),
+        "{err}"
+    );
     let apply = printed_command(&err, "git delegate apply");
     std::fs::rename(&moved, &repo).unwrap();
     env.sh(&repo, &apply).expect(0);
@@ -577,7 +600,11 @@ fn completed_writeback_apply_hint_records_it() {
         .unwrap();
     assert_eq!(out.status.signal(), Some(9), "{out:?}");
     let gc = env.delegate(&repo, ["gc"]).expect(0);
-    assert!(gc.stderr.contains("had written its whole result"), "{}", gc.stderr);
+    assert!(
+        gc.stderr.contains("had written its whole result"),
+        "{}",
+        gc.stderr
+    );
     let cmd = printed_command(&gc.stderr, "git delegate apply");
     env.sh(&repo, &cmd).expect(0);
     assert_eq!(read(&repo.join("README")), "work\n");
