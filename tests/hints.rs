@@ -392,8 +392,10 @@ fn pending_writeback_gc_hint_rolls_it_back() {
         .unwrap();
     assert_eq!(out.status.signal(), Some(9), "{out:?}");
     let err = env.delegate(&repo, ["apply", "--dry-run"]).expect(3).stderr;
-    env.sh(&repo, &printed_command(&err, "git delegate gc"))
-        .expect(0);
+    let cmd = printed_command(&err, "git delegate gc");
+    let status = env.delegate(&repo, ["status"]).expect(0).stdout;
+    assert_eq!(printed_command(&status, "git delegate gc"), cmd);
+    env.sh(&repo, &cmd).expect(0);
     assert_eq!(read(&repo.join("README")), "hello\n");
     assert!(!repo.join("new.txt").exists());
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
@@ -639,4 +641,65 @@ fn failing_filter_hints_name_the_driver_and_work() {
     env.sh(&repo, &apply).expect(0);
     assert!(batch_doc(&env, &repo, &batch).is_none());
     assert!(read(&repo.join("a.dat")).starts_with("data, task"));
+}
+
+// prepare refusing a workspace folder that is already there, left by a
+// batch whose state and refs are gone: as a registered worktree, the
+// printed `git worktree remove --force --force PATH` frees it; as a folder
+// git delegate made and git no longer knows, `git delegate gc`; a
+// registration whose folder is gone, `git delegate gc`.
+#[test]
+fn workspace_exists_hints_free_the_place() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let id = "0badc0de-0000-4000-8000-000000000001";
+    let prepare_as = |expect: i32| -> Run {
+        let r = Run::from(
+            env.delegate_cmd(&repo)
+                .arg("prepare")
+                .env("GIT_DELEGATE_TEST_BATCH_ID", id)
+                .output()
+                .unwrap(),
+        );
+        r.expect(expect)
+    };
+    let lose_state = || {
+        std::fs::remove_dir_all(repo.join(".git/delegate/batches").join(id)).unwrap();
+        for r in env.private_refs(&repo) {
+            env.git(&repo, ["update-ref", "-d", &r]);
+        }
+    };
+    let registration = repo.join(".git/worktrees/delegate-0badc0de-1");
+    for case in ["registered", "folder", "registration"] {
+        prepare_as(0);
+        lose_state();
+        let ws = env
+            .workspace_root()
+            .read_dir()
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path()
+            .join("0badc0de/1");
+        assert!(ws.is_dir());
+        let start = match case {
+            "registered" => "git worktree remove",
+            "folder" => {
+                std::fs::remove_dir_all(&registration).unwrap();
+                "git delegate gc"
+            }
+            _ => {
+                std::fs::remove_dir_all(&ws).unwrap();
+                "git delegate gc"
+            }
+        };
+        let refused = prepare_as(2);
+        let cmd = printed_command(&refused.stderr, start);
+        env.sh(&repo, &cmd).expect(0);
+        assert!(!ws.exists(), "{case}: {cmd}");
+        assert!(!registration.exists(), "{case}: {cmd}");
+        prepare_as(0);
+        env.delegate(&repo, ["drop", id, "--force"]).expect(0);
+    }
 }

@@ -408,7 +408,7 @@ fn discard_hint(short: &str, names: &[&str]) -> String {
 }
 
 /// Quote a string for a POSIX shell when it needs it.
-pub(super) fn shell_quote(s: &str) -> String {
+fn shell_quote(s: &str) -> String {
     if !s.is_empty()
         && s.bytes()
             .all(|c| c.is_ascii_alphanumeric() || b"/._-+:@%".contains(&c))

@@ -81,7 +81,7 @@ fn show_path(ref_name: &str, o: &crate::apply::Outcome) -> String {
         .find(|p| !p.is_empty())
         .and_then(|p| std::str::from_utf8(p.as_ref()).ok())
         .filter(|p| !p.chars().any(char::is_control));
-    super::apply::shell_quote(&format!("{ref_name}:{}", path.unwrap_or("PATH")))
+    crate::paths::shell_quote(&format!("{ref_name}:{}", path.unwrap_or("PATH")))
 }
 
 fn human(ui: &Ui, landed: &crate::kept::Landed) -> String {

@@ -26,7 +26,7 @@ fn message(p: &Problem) -> String {
             crate::renew::command(short, *state)
         ),
         Fact::Journal { left } if left.is_empty() => format!(
-            "batch {short} has an interrupted write-back; the next git delegate command that changes things rolls it back (a path you changed since is left as you left it, and named)"
+            "batch {short} has an interrupted write-back; the next git delegate command that changes things rolls it back, `git delegate gc` for one (a path you changed since is left as you left it, and named)"
         ),
         Fact::Journal { left } => {
             let named: Vec<String> = left
