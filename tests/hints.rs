@@ -359,18 +359,32 @@ fn drop_refusal_hints_apply_or_force() {
 fn worktree_remove_hint_for_a_kept_nested_repository_removes_it() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (_batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    worktree_remove_hint(&env, &repo);
+    // A workspace path a shell would split or unquote: printed quoted.
+    let odd = env.repo("odd");
+    let root = env.path().join("it's a root");
+    std::fs::write(
+        odd.join(".git/delegate.toml"),
+        format!("[workspace]\nroot = {:?}\n", root.to_str().unwrap()),
+    )
+    .unwrap();
+    worktree_remove_hint(&env, &odd);
+    assert!(root.is_dir(), "the workspace was not made under {root:?}");
+}
+
+fn worktree_remove_hint(env: &Env, repo: &Path) {
+    let (_batch, ws) = prepare(env, repo, &["-n", "1"]);
     env.git(&ws[0], ["init", "-q", "inner"]);
     let text = env
-        .delegate(&repo, ["apply", "--discard", "1"])
+        .delegate(repo, ["apply", "--discard", "1"])
         .expect(0)
         .stdout;
     let cmd = printed_command(&text, "git worktree remove");
     assert!(ws[0].exists());
-    env.sh(&repo, &cmd).expect(0);
+    env.sh(repo, &cmd).expect(0);
     assert!(!ws[0].exists());
     assert!(!env
-        .git(&repo, ["worktree", "list"])
+        .git(repo, ["worktree", "list"])
         .contains(ws[0].to_str().unwrap()));
 }
 
