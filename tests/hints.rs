@@ -717,3 +717,23 @@ fn workspace_exists_hints_free_the_place() {
         env.delegate(&repo, ["drop", id, "--force"]).expect(0);
     }
 }
+
+// `apply --kept` of a ref that is no proposal (its commit has no parent):
+// "look at it with `git show --stat REF`; `git update-ref -d REF` removes it".
+#[test]
+fn not_a_proposal_hints_show_and_remove_the_ref() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let r = "refs/pi-delegate/batches/0badc0de-0000-4000-8000-000000000002/tasks/1/proposal";
+    env.git(&repo, ["update-ref", r, "HEAD"]);
+    let run = env.delegate(&repo, ["apply", "--kept", r]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    let show = printed_command(&run.stderr, "git show");
+    assert_eq!(
+        env.sh(&repo, &show).expect(0).stdout,
+        env.git(&repo, ["show", "--stat", "HEAD"])
+    );
+    let remove = printed_command(&run.stderr, "git update-ref");
+    env.sh(&repo, &remove).expect(0);
+    assert!(env.private_refs(&repo).is_empty());
+}
