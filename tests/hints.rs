@@ -737,3 +737,60 @@ fn not_a_proposal_hints_show_and_remove_the_ref() {
     env.sh(&repo, &remove).expect(0);
     assert!(env.private_refs(&repo).is_empty());
 }
+
+// apply, a task whose workspace is missing: every command its advice
+// prints works (here: the discard one gives the task up).
+#[test]
+fn apply_advice_for_a_missing_workspace_works() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    std::fs::remove_dir_all(&ws[0]).unwrap();
+    let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
+    let give_up = &text[text.find("give its work up").expect(&text)..];
+    let cmd = printed_command(give_up, "git delegate apply");
+    let run = env.sh(&repo, &cmd);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(batch_doc(&env, &repo, &batch).is_none());
+
+    // Replaced by a symlink to a copy with work in it: given up too, and
+    // the symlink and the copy are left alone.
+    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let copy = env.path().join("copy");
+    std::fs::rename(&ws[0], &copy).unwrap();
+    std::fs::write(copy.join("README"), "work in the copy\n").unwrap();
+    std::os::unix::fs::symlink(&copy, &ws[0]).unwrap();
+    let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
+    let give_up = &text[text.find("give its work up").expect(&text)..];
+    let cmd = printed_command(give_up, "git delegate apply");
+    let run = env.sh(&repo, &cmd);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(batch_doc(&env, &repo, &batch).is_none());
+    assert!(std::fs::symlink_metadata(&ws[0]).unwrap().is_symlink());
+    assert_eq!(read(&copy.join("README")), "work in the copy\n");
+}
+
+// apply, a task whose workspace cannot be snapshotted (its index is
+// garbage): `--discard` would refuse (it saves the work first), so it is
+// not advised; once the cause is fixed, apply lands the task.
+#[test]
+fn apply_advice_for_an_unreadable_workspace_has_no_discard() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    std::fs::write(ws[0].join("README"), "work\n").unwrap();
+    let id = format!("delegate-{}-1", &batch[..8]);
+    std::fs::write(
+        repo.join(".git/worktrees").join(id).join("index"),
+        "garbage",
+    )
+    .unwrap();
+    let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
+    assert!(text.contains("snapshot_failed"), "{text}");
+    assert!(!text.contains("--discard"), "{text}");
+    // The cause fixed (the worker's index rebuilt), apply lands it.
+    env.git(&ws[0], ["read-tree", "HEAD"]);
+    env.delegate(&repo, ["apply"]).expect(0);
+    assert_eq!(read(&repo.join("README")), "work\n");
+    assert!(batch_doc(&env, &repo, &batch).is_none());
+}

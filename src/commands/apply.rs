@@ -382,7 +382,13 @@ fn human(
             // No `git apply --3way PATCH` line: it fails ("does not match
             // index") whenever the user's index differs from the file
             // (design §3.16 "Hints").
-            let names: Vec<&str> = kept.iter().map(|o| b.tasks[o.idx].name.as_str()).collect();
+            // `--discard` saves the work first: a task whose workspace could
+            // not be snapshotted cannot be given up that way.
+            let names: Vec<&str> = kept
+                .iter()
+                .filter(|o| o.reason != Some("snapshot_failed"))
+                .map(|o| b.tasks[o.idx].name.as_str())
+                .collect();
             text.push_str(&discard_hint(short, &names));
         }
     } else if !dry_run {
@@ -400,7 +406,9 @@ fn discard_hint(short: &str, names: &[&str]) -> String {
         .map(|n| format!("--discard {}", shell_quote(n)))
         .collect();
     let cmd = format!("git delegate apply {short} {}", flags.join(" "));
-    if names.len() == 1 {
+    if names.is_empty() {
+        String::new()
+    } else if names.len() == 1 {
         format!("  - or give its work up: {cmd}\n")
     } else {
         format!("  - or give their work up: {cmd}  (name only those you give up: the others are applied again)\n")
