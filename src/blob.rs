@@ -271,18 +271,7 @@ pub fn checkout_filter_failed(
     err: &(dyn std::error::Error + 'static),
 ) -> Option<crate::error::Error> {
     let status = driver_failure(err)?;
-    let text = failure_text(err).unwrap_or_default();
-    let config = repo.config_snapshot();
-    let driver = config
-        .sections_by_name("filter")
-        .into_iter()
-        .flatten()
-        .filter_map(|s| {
-            let name = s.header().subsection_name()?.to_string();
-            let cmd = s.value("smudge")?.to_string();
-            text.contains(&format!("{cmd:?}")).then_some(name)
-        })
-        .next();
+    let driver = failed_driver(repo, err, "smudge");
     let example = driver
         .as_deref()
         .and_then(|d| first_file_with_filter(repo, index, d));
@@ -291,6 +280,29 @@ pub fn checkout_filter_failed(
         None => format!("a file in {}", root.display()),
     };
     Some(filter_failed(repo, "smudge", driver, &place, &status))
+}
+
+/// The name of the filter driver (`filter.<name>`) whose `direction`
+/// (`clean` or `smudge`) command failed in `err`: gix names the command it
+/// ran, not the driver, so it is found by its command.
+pub fn failed_driver(
+    repo: &gix::Repository,
+    err: &(dyn std::error::Error + 'static),
+    direction: &str,
+) -> Option<String> {
+    let text = failure_text(err)?;
+    let config = repo.config_snapshot();
+    let found = config
+        .sections_by_name("filter")
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            let name = s.header().subsection_name()?.to_string();
+            let cmd = s.value(direction)?.to_string();
+            text.contains(&format!("{cmd:?}")).then_some(name)
+        })
+        .next();
+    found
 }
 
 /// The text of the filter driver failure in `err`.
@@ -309,6 +321,15 @@ fn failure_text(err: &(dyn std::error::Error + 'static)) -> Option<String> {
         if let Some(m) = e.downcast_ref::<gix::error::Message>() {
             if m.message.starts_with("Driver process") {
                 return Some(m.message.to_string());
+            }
+        }
+        // A failure met while streaming arrives inside an `io::Error`.
+        if let Some(inner) = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            if let Some(t) = failure_text(inner) {
+                return Some(t);
             }
         }
         cur = e.source();

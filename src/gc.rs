@@ -436,11 +436,11 @@ impl Gc<'_> {
                 return skip(
                     self,
                     format!(
-                        "batch {}: processes still run inside the workspace of task {} (pid {}); stop them, or `git delegate renew {}`",
+                        "batch {}: processes still run inside the workspace of task {} (pid {}); stop them, or `{}`",
                         b.short(),
                         t.name,
                         pids.join(", "),
-                        b.short()
+                        crate::renew::command(b.short(), b.lease.state())
                     ),
                 );
             }

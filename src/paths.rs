@@ -3,7 +3,8 @@
 //! Owns: the conversions between byte paths, OS paths and document strings,
 //! and remembering whether a document had to write a path lossily
 //! (design §6.2 `lossy_paths`), and which characters a terminal would act on
-//! instead of showing; the byte-string types (`BString`, `ByteSlice`) the
+//! instead of showing; quoting for a shell (`shell_quote`, for the commands
+//! hints print); the byte-string types (`BString`, `ByteSlice`) the
 //! command layer renders paths from, so it never names the git library.
 //! Never: touches the filesystem.
 
@@ -51,6 +52,19 @@ pub fn lossy_seen() -> bool {
 /// A repo-relative byte path as a filesystem path.
 pub fn to_os(path: &BStr) -> PathBuf {
     PathBuf::from(OsStr::from_bytes(path))
+}
+
+/// `s` quoted for a POSIX shell when it needs it, for commands hints print
+/// (design §3.16 "Hints").
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"/._-+:@%".contains(&c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
 }
 
 /// A path quoted for human text, like git quotes unusual names.

@@ -12,6 +12,16 @@ use crate::batch::{self, Batch};
 use crate::error::{Code, Error, Result};
 use crate::lease::{Lease, State};
 
+/// The command that renews batch `short`'s lease in `state`, as hints print
+/// it: an orphaned lease is renewed only with a new owner, so it names the
+/// shell the user types it in (`--owner-pid $$`), which then owns the batch.
+pub fn command(short: &str, state: State) -> String {
+    match state {
+        State::Orphaned => format!("git delegate renew {short} --owner-pid $$"),
+        _ => format!("git delegate renew {short}"),
+    }
+}
+
 /// Renew the lease of the open batch `selector` names (or the only one) in
 /// `state_dir` for `ttl` seconds; `owner` (pid, start time) is the new
 /// owner, if one is given. Returns the batch as saved.
@@ -33,7 +43,10 @@ pub fn renew(
                 "the lease of batch {} is orphaned: its owner process is gone",
                 b.short()
             ),
-            "renew it with a new owner: `git delegate renew BATCH --owner-pid PID`",
+            format!(
+                "renew it with a new owner, the shell you run it in: `{}`",
+                command(b.short(), State::Orphaned)
+            ),
         ));
     }
     // Keep the current owner unless a new one is given; an owner recorded on

@@ -260,6 +260,9 @@ impl Ui {
         } else {
             miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
         };
+        // One line per message and help, never wrapped: a command in a help
+        // line must copy and paste whole (design §3.16 "Hints").
+        let handler = handler.with_wrap_lines(false);
         // Paths inside the message are shown, never acted on by the terminal.
         let escaped;
         let err = match err.escaped(escape_text) {

@@ -55,14 +55,26 @@ fn registration(common_dir: &Path, id: &str) -> PathBuf {
 /// Refuse plans whose folders or registrations already exist (before anything is made).
 pub fn check_free(common_dir: &Path, plans: &[Plan]) -> Result<()> {
     for p in plans {
+        let reg = registration(common_dir, &p.worktree_id);
         if p.root.symlink_metadata().is_ok() {
+            // gc removes a leftover folder git delegate made, never a
+            // registered worktree (it may hold work): say what works for
+            // each (design §3.16 "Hints").
+            let help = if reg.symlink_metadata().is_ok() {
+                format!(
+                    "it is the linked worktree {} that no batch owns (`git worktree list` shows it): look at what it holds, then `git worktree remove --force --force {}` removes it; then prepare again",
+                    p.worktree_id,
+                    crate::paths::shell_quote(&p.root.to_string_lossy())
+                )
+            } else {
+                "move or remove that folder (or, if git delegate left it, run `git delegate gc`), then prepare again".to_string()
+            };
             return Err(Error::usage(
                 Code::WorkspaceExists,
                 format!("the workspace folder {} already exists", p.root.display()),
-                "move or remove that folder (or run `git delegate gc`), then prepare again",
+                help,
             ));
         }
-        let reg = registration(common_dir, &p.worktree_id);
         if reg.symlink_metadata().is_ok() {
             return Err(Error::usage(
                 Code::WorkspaceExists,

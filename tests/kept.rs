@@ -326,12 +326,9 @@ fn a_kept_proposal_that_conflicts_is_not_written_and_stays_kept() {
         .expect(1)
         .stdout;
     assert!(human.contains("It stays kept until"), "{human}");
-    let hint = format!("git show {r}:PATH");
-    assert!(human.contains(&hint), "{human}");
-    assert_eq!(
-        env.git(&repo, ["show", &format!("{r}:README")]),
-        "the worker's line\n"
-    );
+    let hint = common::printed_command(&human, "git show");
+    assert_eq!(hint, format!("git show {r}:README"), "{human}");
+    assert_eq!(env.sh(&repo, &hint).expect(0).stdout, "the worker's line\n");
     // Once the working tree no longer conflicts, it lands.
     std::fs::write(repo.join("README"), "hello\n").unwrap();
     env.delegate(&repo, ["apply", "--kept", &name, "--json"])

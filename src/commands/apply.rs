@@ -571,6 +571,8 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
             "Writing back failed, and nothing was changed: {}\n",
             crate::ui::escape_text(&e.message)
         ));
+        // Its help says what to do, with the names it knows (design §3.16 "Hints").
+        text.push_str(&format!("  {}\n", crate::ui::escape_text(&e.help)));
     }
     let n = written.len();
     let verb = if dry_run { "Would write" } else { "Wrote" };
@@ -601,18 +603,21 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
         let kept: Vec<&Outcome> = outcomes.iter().filter(|o| !o.ok()).collect();
         if !kept.is_empty() && !dry_run {
             text.push_str("For each of those, either:\n");
+            // hint: refresh
             text.push_str(&format!(
                 "  - fix the cause (or make the work fit in the workspace), then run `git delegate apply {short}` again;\n"
             ));
-            if let Some(p) = kept.iter().find_map(|o| o.patch.as_ref()) {
-                text.push_str(&format!(
-                    "  - or merge its patch by hand: git apply --3way {}  (then drop the task as below);\n",
-                    shell_quote(&super::show(p))
-                ));
-            }
-            text.push_str(&format!(
-                "  - or give its work up: git delegate apply {short} --discard TASK\n"
-            ));
+            // No `git apply --3way PATCH` line: it fails ("does not match
+            // index") whenever the user's index differs from the file
+            // (design §3.16 "Hints").
+            // `--discard` saves the work first: a task whose workspace could
+            // not be snapshotted cannot be given up that way.
+            let names: Vec<&str> = kept
+                .iter()
+                .filter(|o| o.reason != Some("snapshot_failed"))
+                .map(|o| b.tasks[o.idx].name.as_str())
+                .collect();
+            text.push_str(&discard_hint(short, &names));
         }
     } else {
         // Its refs and state go; "removed" alone only when no workspace
@@ -631,6 +636,24 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
         });
     }
     text
+}
+
+/// The command that gives the work of the tasks `names` up (design §3.16
+/// "Hints"): one `--discard` per task; naming only some of them applies the
+/// others again with it.
+fn discard_hint(short: &str, names: &[&str]) -> String {
+    let flags: Vec<String> = names
+        .iter()
+        .map(|n| format!("--discard {}", shell_quote(n)))
+        .collect();
+    let cmd = format!("git delegate apply {short} {}", flags.join(" "));
+    if names.is_empty() {
+        String::new()
+    } else if names.len() == 1 {
+        format!("  - or give its work up: {cmd}\n")
+    } else {
+        format!("  - or give their work up: {cmd}  (name only those you give up: the others are applied again)\n")
+    }
 }
 
 /// Quote a string for a POSIX shell when it needs it.

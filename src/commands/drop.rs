@@ -190,10 +190,7 @@ fn drop_corrupt(
         text.push_str(&format!(
             "Kept for {keep} (gc.keep-failed): {} — see one with `git show --stat {one}`, land it in this working tree with `git delegate apply --kept {one}` (`git delegate status` lists them).\n",
             r.refs_kept.join(", "),
-            one = match r.refs_kept.as_slice() {
-                [one] => one.as_str(),
-                _ => "REF",
-            }
+            one = r.refs_kept[0]
         ));
     }
     for k in &r.left_alone {

@@ -155,10 +155,7 @@ fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
         text.push_str(&format!(
             "Kept for {keep} (gc.keep-failed): {} — see one with `git show --stat {one}`, land it in this working tree with `git delegate apply --kept {one}` (`git delegate status` lists them).\n",
             r.refs_kept.join(", "),
-            one = match r.refs_kept.as_slice() {
-                [one] => one.as_str(),
-                _ => "REF",
-            }
+            one = r.refs_kept[0]
         ));
     }
     for k in r.kept_workspaces.iter().filter(|k| !k.nested.is_empty()) {

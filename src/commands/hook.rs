@@ -88,8 +88,9 @@ fn message(p: &Problem) -> String {
     let short = p.short();
     match &p.fact {
         Fact::Stale(state) => format!(
-            "batch {short} is stale (lease {}): apply it (`git delegate apply {short}`), extend it (`git delegate renew {short}`), or reclaim it (`git delegate gc`)",
-            state.as_str()
+            "batch {short} is stale (lease {}): apply it (`git delegate apply {short}`), extend it (`{}`), or reclaim it (`git delegate gc`)",
+            state.as_str(),
+            crate::renew::command(short, *state)
         ),
         Fact::Journal { .. } => format!(
             "batch {short} has an interrupted write-back: run `git delegate status`; the next `git delegate gc` (or apply) rolls it back"

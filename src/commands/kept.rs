@@ -75,6 +75,20 @@ pub fn run(
     Ok(if r.all_ok() { 0 } else { 1 })
 }
 
+/// `REF:PATH` for `git show`, shell-quoted, naming the first path in
+/// conflict (design §3.16 "Hints"); `PATH` only when no path can be
+/// printed as it is (none named, not UTF-8, or a control character).
+fn show_path(ref_name: &str, o: &crate::apply::Outcome) -> String {
+    let path = o
+        .conflicts
+        .iter()
+        .map(|c| &c.path)
+        .find(|p| !p.is_empty())
+        .and_then(|p| std::str::from_utf8(p.as_ref()).ok())
+        .filter(|p| !p.chars().any(char::is_control));
+    crate::paths::shell_quote(&format!("{ref_name}:{}", path.unwrap_or("PATH")))
+}
+
 fn human(ui: &Ui, landed: &crate::kept::Landed) -> String {
     let r = &landed.report;
     let k = &landed.kept;
@@ -116,8 +130,9 @@ fn human(ui: &Ui, landed: &crate::kept::Landed) -> String {
     } else if !o.ok() {
         text.push_str(&format!(
             "It stays kept until {until} (gc.keep-failed); nothing of it was written.\n\
-             See its version of a path with `git show {}:PATH`; once the working tree no longer conflicts with it, run `git delegate apply --kept {}` again.\n",
-            k.ref_name, k.ref_name
+             See its version of a path with `git show {}`; once the working tree no longer conflicts with it, run `git delegate apply --kept {}` again.\n",
+            show_path(&k.ref_name, o),
+            k.ref_name
         ));
     }
     text

@@ -21,8 +21,9 @@ fn message(p: &Problem) -> String {
             "batch {short} was never completely prepared (its prepare was killed) and holds no work; `git delegate gc` or `git delegate drop {short} --force` removes it"
         ),
         Fact::Stale(state) => format!(
-            "batch {short} is stale (lease {}); apply it, `git delegate renew {short}`, or `git delegate gc`",
-            state.as_str()
+            "batch {short} is stale (lease {}); apply it, `{}`, or `git delegate gc`",
+            state.as_str(),
+            crate::renew::command(short, *state)
         ),
         Fact::UndoJournal { left } => format!(
             "the undo of apply {short} was interrupted; the next git delegate command that changes things rolls it back{}",
@@ -39,7 +40,7 @@ fn message(p: &Problem) -> String {
             }
         ),
         Fact::Journal { left } if left.is_empty() => format!(
-            "batch {short} has an interrupted write-back; the next git delegate command that changes things rolls it back (a path you changed since is left as you left it, and named)"
+            "batch {short} has an interrupted write-back; the next git delegate command that changes things rolls it back, `git delegate gc` for one (a path you changed since is left as you left it, and named)"
         ),
         Fact::Journal { left } => {
             let named: Vec<String> = left
@@ -80,11 +81,11 @@ fn message(p: &Problem) -> String {
             "batch {short}: the ref {name} was deleted and the baseline commit {baseline} is gone; drop the batch"
         ),
         Fact::WorkspaceMissing { task, root } => format!(
-            "batch {short} task {task}: the workspace {} is missing; `git delegate drop {short}` ends the batch",
+            "batch {short} task {task}: the workspace {} is missing; `git delegate drop {short} --force` ends the batch (apply the other tasks first: `git delegate apply {short}`)",
             super::show(root)
         ),
         Fact::WorkspaceReplaced { task, root, why } => format!(
-            "batch {short} task {task}: the workspace {} {why}: it is no longer the workspace prepare made (never read nor removed); `git delegate drop {short}` ends the batch",
+            "batch {short} task {task}: the workspace {} {why}: it is no longer the workspace prepare made (never read nor removed); `git delegate drop {short} --force` ends the batch (apply the other tasks first: `git delegate apply {short}`)",
             super::show(root)
         ),
         Fact::WorkspaceUnreadable { task, root } => format!(

@@ -17,6 +17,7 @@ use super::util::{split, Fail};
 
 pub(super) struct Hasher<'r> {
     pub(super) pipeline: gix::filter::Pipeline<'r>,
+    repo: &'r gix::Repository,
     index: gix::worktree::IndexPersistedOrInMemory,
     hash_kind: gix::hash::Kind,
     file_mode: bool,
@@ -29,6 +30,7 @@ impl<'r> Hasher<'r> {
             .map_err(|e| Error::git("cannot set up the content filters", e))?;
         Ok(Hasher {
             pipeline,
+            repo,
             index,
             hash_kind: repo.object_hash(),
             file_mode: repo
@@ -144,11 +146,14 @@ impl<'r> Hasher<'r> {
             .pipeline
             .convert_to_git(&mut file, &path, &self.index)
             .map_err(|e| match crate::blob::driver_failure(&e) {
-                Some(status) => Fail::filter(format!(
-                    "{} on {}: {status}",
-                    crate::blob::FILTER_FAILED_CLEAN,
-                    crate::paths::quote(rela)
-                )),
+                Some(status) => Fail::filter(
+                    format!(
+                        "{} on {}: {status}",
+                        crate::blob::FILTER_FAILED_CLEAN,
+                        crate::paths::quote(rela)
+                    ),
+                    crate::blob::failed_driver(self.repo, &e, "clean"),
+                ),
                 None => Fail::because(
                     format!("cannot filter {}: {e}", crate::paths::quote(rela)),
                     &e,
@@ -210,11 +215,14 @@ impl<'r> Hasher<'r> {
                 )
             })?;
         std::io::copy(&mut converted, out).map_err(|e| match crate::blob::driver_failure(&e) {
-            Some(status) => Fail::filter(format!(
-                "{} on {}: {status}",
-                crate::blob::FILTER_FAILED,
-                crate::paths::quote(rela)
-            )),
+            Some(status) => Fail::filter(
+                format!(
+                    "{} on {}: {status}",
+                    crate::blob::FILTER_FAILED,
+                    crate::paths::quote(rela)
+                ),
+                crate::blob::failed_driver(self.repo, &e, "smudge"),
+            ),
             None => Fail::io("write", rela, e),
         })?;
         Ok(())

@@ -637,12 +637,17 @@ fn failed(message: String, cause: Option<Cause>) -> Error {
             ),
         );
     }
-    if cause == Some(Cause::Filter) {
-        return Error::state(
-            Code::FilterFailed,
-            message,
-            "the working tree is as it was before; fix the filter driver (or make it optional with `git config filter.<driver>.required false`) and run `git delegate apply` again",
-        );
+    if let Some(Cause::Filter(driver)) = cause {
+        // Named when it is known and prints as it is (design §3.16 "Hints").
+        let help = match driver.filter(|d| {
+            !d.is_empty() && d.bytes().all(|c| c.is_ascii_alphanumeric() || b"._-".contains(&c))
+        }) {
+            Some(d) => format!(
+                "the working tree is as it was before; fix the filter driver {d}, or make it optional with `git config filter.{d}.required false`, and run `git delegate apply` again"
+            ),
+            None => "the working tree is as it was before; fix the filter driver (or make it optional with `git config filter.<driver>.required false`) and run `git delegate apply` again".to_string(),
+        };
+        return Error::state(Code::FilterFailed, message, help);
     }
     Error::state(
         Code::WriteFailed,

@@ -47,12 +47,13 @@ pub(super) fn depth(path: &BStr) -> usize {
 pub(super) struct Fail(pub(super) String, pub(super) Option<Cause>);
 
 /// Why a write-back failed, where that decides the error code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Cause {
     /// A full, read-only or forbidden filesystem (`FsCause`).
     Fs(crate::error::FsCause),
-    /// A `required` clean or smudge filter driver failed.
-    Filter,
+    /// A `required` clean or smudge filter driver failed: the driver's
+    /// name (`filter.<name>`) when it is known, for the help.
+    Filter(Option<String>),
 }
 
 impl Fail {
@@ -73,16 +74,16 @@ impl Fail {
         Fail(message.into(), cause)
     }
 
-    /// A failing filter driver.
-    pub(super) fn filter(message: impl Into<String>) -> Fail {
-        Fail(message.into(), Some(Cause::Filter))
+    /// A failing filter driver (`driver`: its name, when known).
+    pub(super) fn filter(message: impl Into<String>, driver: Option<String>) -> Fail {
+        Fail(message.into(), Some(Cause::Filter(driver)))
     }
 
     /// An `Error` met on the way, its code kept as the cause.
     pub(super) fn from_error(e: crate::error::Error) -> Fail {
         use crate::error::Code;
         let cause = match e.code {
-            Code::FilterFailed => Some(Cause::Filter),
+            Code::FilterFailed => Some(Cause::Filter(None)),
             c => c.fs_cause().map(Cause::Fs),
         };
         Fail(e.message, cause)

@@ -105,6 +105,31 @@ impl Env {
         Run::from(out)
     }
 
+    /// PATH with the built `git-delegate` first, so `git delegate ...` runs it.
+    pub fn path_with_delegate(&self) -> std::ffi::OsString {
+        let bin = Path::new(env!("CARGO_BIN_EXE_git-delegate"))
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        let mut dirs = vec![bin];
+        dirs.extend(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        ));
+        std::env::join_paths(dirs).unwrap()
+    }
+
+    /// Run `command` exactly as printed: `sh -c COMMAND` in `dir`, with this
+    /// env and the binary on PATH (design §3.16 "Hints").
+    pub fn sh(&self, dir: &Path, command: &str) -> Run {
+        let mut cmd = Command::new("sh");
+        self.apply_env(&mut cmd);
+        cmd.env("PATH", self.path_with_delegate())
+            .current_dir(dir)
+            .arg("-c")
+            .arg(command);
+        Run::from(cmd.output().expect("run sh -c"))
+    }
+
     /// A new repository with one commit (`README` with "hello\n").
     pub fn repo(&self, name: &str) -> PathBuf {
         let dir = self.path().join(name);
@@ -222,4 +247,35 @@ impl Run {
             )
         })
     }
+}
+
+/// The command a hint in `text` prints that starts with `start` (such as
+/// `git delegate renew`), exactly as printed: between backticks when it is
+/// quoted so, else up to the end of its line or two spaces (where a remark
+/// follows). Panics, showing `text`, when there is none.
+pub fn printed_command(text: &str, start: &str) -> String {
+    let at = text
+        .find(start)
+        .unwrap_or_else(|| panic!("no `{start}` hint in:\n{text}"));
+    let rest = &text[at..];
+    let end = if at > 0 && text.as_bytes()[at - 1] == b'`' {
+        rest.find('`')
+            .unwrap_or_else(|| panic!("unterminated `{start}` hint in:\n{text}"))
+    } else {
+        [rest.find('\n'), rest.find("  ")]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(rest.len())
+    };
+    let cmd = &rest[..end];
+    // A hint is a command to run, never a form to fill in.
+    for placeholder in ["TASK", "BATCH", "PID", "REF", "ID", "PATH", "DIR"] {
+        assert!(
+            !cmd.split(|c: char| !c.is_ascii_alphanumeric())
+                .any(|w| w == placeholder),
+            "placeholder {placeholder} in the hint `{cmd}`:\n{text}"
+        );
+    }
+    cmd.to_string()
 }
