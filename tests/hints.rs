@@ -794,3 +794,56 @@ fn apply_advice_for_an_unreadable_workspace_has_no_discard() {
     assert_eq!(read(&repo.join("README")), "work\n");
     assert!(batch_doc(&env, &repo, &batch).is_none());
 }
+
+// apply, a task whose work conflicts with the user's edit: running apply
+// again cannot succeed (the same line still differs), so the hint hands the
+// conflict back to the worker with `refresh`; resolved there, the printed
+// apply lands it (design §3.12, §3.16).
+#[test]
+fn apply_refresh_hint_hands_a_conflict_back_and_the_printed_apply_lands_it() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (batch, ws) = conflicting(&env, &repo, 1);
+    let short = &batch[..8];
+    let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
+    let refresh = printed_command(&text, "git delegate refresh");
+    assert_eq!(refresh, format!("git delegate refresh 1 --batch {short}"));
+    env.sh(&repo, &refresh).expect(0);
+    // The worker sees the conflict as after `git merge`.
+    let st = env.git(&ws[0], ["status", "--porcelain"]);
+    assert!(st.contains("UU README"), "{st}");
+    assert!(read(&ws[0].join("README")).starts_with("<<<<<<< task\n"));
+    // Running apply before the worker resolved it refuses the task again.
+    env.delegate(&repo, ["apply"]).expect(1);
+    assert_eq!(read(&repo.join("README")), "the user's line\n");
+    // The worker resolves: both lines.
+    std::fs::write(ws[0].join("README"), "the user's line\nworker 1\n").unwrap();
+    env.git(&ws[0], ["add", "README"]);
+    let after = &text[text.find("once the worker").expect(&text)..];
+    let apply = printed_command(after, "git delegate apply");
+    assert_eq!(apply, format!("git delegate apply {short}"));
+    env.sh(&repo, &apply).expect(0);
+    assert_eq!(read(&repo.join("README")), "the user's line\nworker 1\n");
+    assert!(batch_doc(&env, &repo, &batch).is_none());
+}
+
+// apply, several tasks in conflict: one refresh names them all.
+#[test]
+fn apply_refresh_hint_names_every_conflicting_task() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (batch, ws) = conflicting(&env, &repo, 2);
+    let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
+    let refresh = printed_command(&text, "git delegate refresh");
+    assert_eq!(
+        refresh,
+        format!("git delegate refresh 1 2 --batch {}", &batch[..8])
+    );
+    env.sh(&repo, &refresh).expect(0);
+    for w in &ws {
+        let st = env.git(w, ["status", "--porcelain"]);
+        assert!(st.contains("UU README"), "{st}");
+    }
+    // Nothing of the source changed.
+    assert_eq!(read(&repo.join("README")), "the user's line\n");
+}

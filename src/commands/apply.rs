@@ -603,10 +603,7 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
         let kept: Vec<&Outcome> = outcomes.iter().filter(|o| !o.ok()).collect();
         if !kept.is_empty() && !dry_run {
             text.push_str("For each of those, either:\n");
-            // hint: refresh
-            text.push_str(&format!(
-                "  - fix the cause (or make the work fit in the workspace), then run `git delegate apply {short}` again;\n"
-            ));
+            text.push_str(&again_hint(b, short, &kept));
             // No `git apply --3way PATCH` line: it fails ("does not match
             // index") whenever the user's index differs from the file
             // (design §3.16 "Hints").
@@ -634,6 +631,57 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
                 b.short()
             ),
         });
+    }
+    text
+}
+
+/// How a kept task gets applied after all (design §3.16 "Hints"). A task
+/// whose work conflicts with another task's or with the source cannot
+/// succeed by running apply again (the same lines still differ): `refresh`
+/// hands the conflict to its worker, in its workspace (design §3.12), and
+/// apply lands it once resolved there. A task with refreshed conflicts not
+/// yet resolved waits for its worker. Any other cause (a process, a file in
+/// the way, a failed write or verification) is fixed where it is.
+fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
+    let names = |pick: &dyn Fn(&Outcome) -> bool| -> Vec<String> {
+        kept.iter()
+            .filter(|o| pick(o))
+            .map(|o| shell_quote(&b.tasks[o.idx].name))
+            .collect()
+    };
+    let merge = |o: &Outcome| {
+        o.status == TaskState::Conflict
+            && matches!(o.reason, Some("merge_conflict") | Some("source_changed"))
+    };
+    let unresolved = |o: &Outcome| o.reason == Some(crate::refresh::UNRESOLVED);
+    let to_refresh = names(&merge);
+    let waiting = names(&unresolved);
+    let other = names(&|o| !merge(o) && !unresolved(o));
+    let mut text = String::new();
+    let task_s = |n: &[String]| if n.len() == 1 { "task" } else { "tasks" };
+    if !to_refresh.is_empty() {
+        text.push_str(&format!(
+            "  - hand the conflicts of {} {} back to {} worker{}: `git delegate refresh {} --batch {short}` (its workspace gets your working tree with conflict markers; once the worker has resolved them there and run `git add`, `git delegate apply {short}` lands it);\n",
+            task_s(&to_refresh),
+            to_refresh.join(", "),
+            if to_refresh.len() == 1 { "its" } else { "their" },
+            if to_refresh.len() == 1 { "" } else { "s" },
+            to_refresh.join(" "),
+        ));
+    }
+    if !waiting.is_empty() {
+        text.push_str(&format!(
+            "  - {} {}: its worker resolves the conflicts in its workspace (edit, then `git add`), then `git delegate apply {short}` lands it;\n",
+            task_s(&waiting),
+            waiting.join(", "),
+        ));
+    }
+    if !other.is_empty() {
+        text.push_str(&format!(
+            "  - {} {}: fix the cause shown above (or make the work fit in the workspace), then run `git delegate apply {short}` again;\n",
+            task_s(&other),
+            other.join(", "),
+        ));
     }
     text
 }
