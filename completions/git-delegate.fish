@@ -58,13 +58,13 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l fo
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -s V -l version -d 'Print version'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l verify -d 'Run CMD on the integrated result first; land only tasks that pass it' -r
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l verify-timeout -d 'Kill a verification run (its whole process group) after DURATION; it counts as failed' -r
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l verify-jobs -d 'Verify up to J candidate sets at once, each in its own workspace' -r
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l kept -d 'Land a kept proposal (one `git delegate status` lists under kept) instead of a batch' -r
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l from-undo -d 'Apply again the proposals of an undone apply (its id or a unique prefix)' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l only -d 'Apply only these tasks; the rest stay open (repeatable)' -r -f -a "(__fish_git_delegate_dynamic)"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l discard -d 'Drop these tasks\' work (repeatable)' -r -f -a "(__fish_git_delegate_dynamic)"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l verify -d 'Run CMD on the integrated result first; land only tasks that pass it' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l verify-timeout -d 'Kill a verification run (its whole process group) after DURATION; it counts as failed' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l verify-jobs -d 'Verify up to J candidate sets at once, each in its own workspace' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l kept -d 'Land a kept proposal (one `git delegate status` lists under kept) instead of a batch' -r -f -a "(__fish_git_delegate_dynamic)"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l from-undo -d 'Apply again the proposals of an undone apply (its id or a unique prefix)' -r -f -a "(__fish_git_delegate_dynamic)"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand apply" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
 never\t'Never colour'"
@@ -132,7 +132,7 @@ never\t'Never colour'"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand renew" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand renew" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand renew" -s V -l version -d 'Print version'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand refresh" -l batch -d 'The batch: label, id or unique id prefix (default: the batch of the workspace you are in, else the only open batch)' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand refresh" -l batch -d 'The batch: label, id or unique id prefix (default: the batch of the workspace you are in, else the only open batch)' -r -f -a "(__fish_git_delegate_dynamic)"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand refresh" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
 never\t'Never colour'"

@@ -548,3 +548,64 @@ t git -C '{repo}' delegate apply 'with space' --only ''
     // Through git, finished words carry their own space (git uses -o nospace).
     assert_eq!(got, ["with\\ space ", "", "1 "], "{text}");
 }
+
+/// The arguments of refresh, undo and apply's --kept / --from-undo /
+/// --verify-* complete with what they take: tasks, undo ids (not undone for
+/// `undo`, undone for `--from-undo`), kept proposals' names, nothing.
+#[test]
+fn complete_names_refresh_tasks_undo_entries_and_kept_proposals() {
+    let env = Env::new();
+    let repo = env.repo("src");
+    let doc = env
+        .delegate(
+            &repo,
+            ["prepare", "lint", "docs", "--label", "alpha", "--json"],
+        )
+        .expect(0)
+        .json();
+    let root = |i: usize| PathBuf::from(doc["tasks"][i]["root"].as_str().unwrap());
+    std::fs::write(root(0).join("lint.txt"), "lint\n").unwrap();
+    std::fs::write(root(1).join("docs.txt"), "docs\n").unwrap();
+    assert_eq!(
+        lines(&complete(&env, &repo, &["refresh", ""]).expect(0)),
+        ["lint", "docs"]
+    );
+    assert_eq!(
+        lines(&complete(&env, &repo, &["refresh", "--batch", "al"]).expect(0)),
+        ["alpha"]
+    );
+    // Task docs is discarded (kept), task lint applied (an undo entry).
+    let applied = env
+        .delegate(&repo, ["apply", "--discard", "docs", "--json"])
+        .expect(0)
+        .json();
+    let id = applied["apply_id"].as_str().unwrap().to_string();
+    let status = env.delegate(&repo, ["status", "--json"]).expect(0).json();
+    let kept = status["kept"][0]["name"].as_str().unwrap().to_string();
+    assert_eq!(
+        lines(&complete(&env, &repo, &["apply", "--kept", ""]).expect(0)),
+        [kept.as_str()]
+    );
+    assert_eq!(
+        lines(&complete(&env, &repo, &["undo", ""]).expect(0)),
+        [id.as_str()]
+    );
+    assert!(lines(&complete(&env, &repo, &["apply", "--from-undo", ""]).expect(0)).is_empty());
+    env.delegate(&repo, ["undo"]).expect(0);
+    assert!(lines(&complete(&env, &repo, &["undo", ""]).expect(0)).is_empty());
+    assert_eq!(
+        lines(&complete(&env, &repo, &["apply", "--from-undo", ""]).expect(0)),
+        [id.as_str()]
+    );
+    // Values that are none: no candidates, and no file names either.
+    for words in [
+        &["apply", "--verify-timeout", ""][..],
+        &["apply", "--verify-jobs", ""],
+        &["apply", "--verify", ""],
+    ] {
+        assert!(
+            lines(&complete(&env, &repo, words).expect(0)).is_empty(),
+            "{words:?}"
+        );
+    }
+}

@@ -27,7 +27,14 @@ pub enum Values {
     /// The open tasks of the batch named on the command line (or of every
     /// open batch when none is named and there are several).
     Task,
-    /// Nothing: a duration, a label, a pid, a count; never file names.
+    /// The kept proposals (`apply --kept`): their short names, as `status`
+    /// prints them.
+    Kept,
+    /// Undo entries not undone yet (`undo APPLY`): their ids, newest first.
+    Undoable,
+    /// Undone entries (`apply --from-undo APPLY`): their ids, newest first.
+    Undone,
+    /// Nothing: a duration, a label, a pid, a count, a command; never file names.
     Nothing,
 }
 
@@ -35,11 +42,19 @@ pub enum Values {
 /// completes with; `None`: the static script's own completion.
 pub fn values_of(sub: &str, arg: &str) -> Option<Values> {
     Some(match (sub, arg) {
-        ("apply" | "status" | "drop" | "renew" | "diff" | "path", "batch") => Values::Batch,
-        ("apply", "only" | "discard") | ("diff", "tasks") | ("path", "task") => Values::Task,
-        ("prepare", "ttl" | "label" | "owner_pid" | "count") | ("renew", "ttl" | "owner_pid") => {
-            Values::Nothing
+        ("apply" | "status" | "drop" | "renew" | "diff" | "path" | "refresh", "batch") => {
+            Values::Batch
         }
+        ("apply", "only" | "discard")
+        | ("diff", "tasks")
+        | ("path", "task")
+        | ("refresh", "tasks") => Values::Task,
+        ("apply", "kept") => Values::Kept,
+        ("undo", "apply") => Values::Undoable,
+        ("apply", "from_undo") => Values::Undone,
+        ("prepare", "ttl" | "label" | "owner_pid" | "count")
+        | ("renew", "ttl" | "owner_pid")
+        | ("apply", "verify" | "verify_timeout" | "verify_jobs") => Values::Nothing,
         _ => return None,
     })
 }
@@ -100,6 +115,23 @@ fn candidates(place: &Place) -> Vec<String> {
                 }
             }
             out
+        }
+        Values::Kept => {
+            let entries = batch::list(&source.state_dir()).unwrap_or_default();
+            let all = crate::gc::kept_proposals(&source, &entries).unwrap_or_default();
+            all.iter()
+                .map(|k| crate::kept::short_name(&all, k))
+                .collect()
+        }
+        Values::Undoable | Values::Undone => {
+            let want_undone = place.values == Values::Undone;
+            let mut entries = crate::undo::list(&source.state_dir());
+            entries.sort_by_key(|e| std::cmp::Reverse(e.applied_ns));
+            entries
+                .into_iter()
+                .filter(|e| e.undone == want_undone)
+                .map(|e| e.apply_id)
+                .collect()
         }
         Values::Nothing => Vec::new(),
     }

@@ -158,7 +158,9 @@ fn mark(cmd: clap::Command) -> clap::Command {
         let sub = marks.into_iter().fold(sub, |sub, (id, v)| {
             let hint = match v {
                 Values::Nothing => ValueHint::Other,
-                Values::Batch | Values::Task => ValueHint::Hostname,
+                Values::Batch | Values::Task | Values::Kept | Values::Undoable | Values::Undone => {
+                    ValueHint::Hostname
+                }
             };
             sub.mut_arg(id, |a| a.value_hint(hint))
         });
