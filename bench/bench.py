@@ -654,6 +654,34 @@ def bench_undo(b, rows, repo, n, files, reps):
              statistics.median(ref_t), at(n, [100000], ("ratio", 1.0)), rss)
 
 
+def bench_diff(b, rows, repo, n, files, reps):
+    """`git delegate diff` of a task that changed 10 files (design §3.16:
+    "about one `git status`"): `prepare -n 1`, the task appends a line to 10
+    files, then alternately `git delegate diff 1` (ours: the workspace read
+    through its stat cache, the patch made in object memory) and `git
+    status` in the workspace (the reference). One unmeasured round first."""
+    rng = random.Random(13)
+    txt = [f for f in files if f.endswith(".txt")]
+    label = "bench-diff"
+    doc = json.loads(b.delegate(repo, "prepare", "-n", "1", "--label", label, "--json"))
+    root = doc["tasks"][0]["root"]
+    for rel in rng.sample(txt, 10):
+        with open(os.path.join(root, rel), "a") as f:
+            f.write("diff bench\n")
+    ours_t, ref_t, rss = [], [], 0
+    for k in range(reps + 1):
+        t, r = b.timed([b.bin, "diff", "1", "--batch", label, "--no-pager"], repo)
+        g, _ = b.timed(["git", "status", "--porcelain"], root)
+        if k == 0:
+            continue
+        ours_t.append(t)
+        ref_t.append(g)
+        rss = max(rss, r)
+    b.delegate(repo, "drop", label, "--force", check=False)
+    rows.add("diff of a task with 10 changed files vs git status there", n, statistics.median(ours_t),
+             statistics.median(ref_t), at(n, [100000], ("ratio", 1.5)), rss)
+
+
 def bench_verify(b, rows, repo, n, files, reps):
     """`apply --verify true` (design §3.10). Rounds of: `prepare -n 1`
     (timed: one task workspace), the task appends a line to one file, then
@@ -797,7 +825,13 @@ def main():
     ap.add_argument("--big", action="store_true", help="add the 1 GiB apply row (needs ~3 GiB of disk)")
     ap.add_argument("--keep", help="build repositories in this folder and keep them")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    ap.add_argument("--only", help="comma-separated rows to run (default all): snapshot, no-batch, "
+                    "touch, prepare, apply, undo, verify, diff, cold")
     args = ap.parse_args()
+    only = set(args.only.split(",")) if args.only else None
+
+    def want(name):
+        return only is None or name in only
     if not os.path.exists(args.bin):
         sys.exit(f"{args.bin} not found: run `cargo build --release` first")
     tmp = args.keep or tempfile.mkdtemp(prefix="gd-bench-")
@@ -850,12 +884,16 @@ def main():
             t0 = time.perf_counter()
             files_of[n] = make_repo(b, repo, n)
             say(f"{n} files: repository built in {time.perf_counter() - t0:.1f} s")
-            bench_snapshot(b, rows, repo, n, reps_n)
-            bench_no_batch(b, rows, repo, n, reps_n)
-            bench_touch(b, rows, repo, n, reps_n)
-            bench_prepare_warm(b, rows, repo, n, os.path.join(tmp, f"fs{n}"), fs_type(tmp),
-                               at(n, [10000, 100000], ("ratio", 0.6)), reps_of[n], keep=True)
-            if xfs_base:
+            if want("snapshot"):
+                bench_snapshot(b, rows, repo, n, reps_n)
+            if want("no-batch"):
+                bench_no_batch(b, rows, repo, n, reps_n)
+            if want("touch"):
+                bench_touch(b, rows, repo, n, reps_n)
+            if want("prepare"):
+                bench_prepare_warm(b, rows, repo, n, os.path.join(tmp, f"fs{n}"), fs_type(tmp),
+                                   at(n, [10000, 100000], ("ratio", 0.6)), reps_of[n], keep=True)
+            if xfs_base and want("prepare"):
                 need = 9 * n * 4096 + (64 << 20)
                 if free_bytes(xfs_base) > need:
                     bench_prepare_warm(b, rows, repo, n, os.path.join(xfs_base, f"fs{n}"), "XFS reflink",
@@ -864,7 +902,7 @@ def main():
                 else:
                     say(f"XFS rows at {n} files skipped: {xfs} has {free_bytes(xfs_base) >> 20} MiB free, "
                         f"about {need >> 20} MiB needed (use --make-xfs 8G as root)")
-            if ext4:
+            if ext4 and want("prepare"):
                 bench_prepare_warm(b, rows, repo, n, os.path.join(ext4, f"fs{n}"), "ext4 with journal (loop)",
                                    at(n, [10000, 100000], ("ratio", 0.6)), reps_of[n], keep=False)
                 rmtree(os.path.join(ext4, f"fs{n}"))
@@ -873,13 +911,19 @@ def main():
         for n in sizes:
             # More rounds where they are cheap: 4 x git status of 1k files
             # takes tens of milliseconds, where one hiccup shows.
-            res = bench_apply(b, rows, repos[n], n, files_of[n], args.reps if n < 100000 else 3)
+            res = None
+            if want("apply"):
+                res = bench_apply(b, rows, repos[n], n, files_of[n], args.reps if n < 100000 else 3)
             if res:
                 apply_by_size[n] = res
             if not b.against:
-                bench_undo(b, rows, repos[n], n, files_of[n], args.reps if n < 100000 else 3)
-                bench_verify(b, rows, repos[n], n, files_of[n], args.reps if n < 100000 else 3)
-        if not args.no_cold:
+                if want("undo"):
+                    bench_undo(b, rows, repos[n], n, files_of[n], args.reps if n < 100000 else 3)
+                if want("verify"):
+                    bench_verify(b, rows, repos[n], n, files_of[n], args.reps if n < 100000 else 3)
+                if want("diff"):
+                    bench_diff(b, rows, repos[n], n, files_of[n], args.reps if n < 100000 else 3)
+        if not args.no_cold and want("cold"):
             for n in [n for n in sizes if n < 100000]:
                 bench_prepare_cold(b, rows, repos[n], n, os.path.join(tmp, f"cold{n}"), fs_type(tmp),
                                    at(n, [10000, 100000], ("ratio", 0.6)), reps_of[n])
