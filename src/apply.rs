@@ -171,6 +171,34 @@ impl Outcome {
         self.message = Some(message);
     }
 
+    /// Taken out by the integration (design §3.2 step 3): `conflict` with
+    /// its reason, or, where a folder it writes in refuses writing (checked
+    /// before writing: only this task fails), `failed` naming the folders.
+    pub(crate) fn refused(&mut self, r: &integrate::Refused) {
+        if r.reason == integrate::Refusal::NotWritable {
+            let folders: Vec<String> = r
+                .conflicts
+                .iter()
+                .map(|c| {
+                    let folder = if c.path.is_empty() {
+                        "the working tree's top folder".to_string()
+                    } else {
+                        format!("the folder {}", paths::quote(c.path.as_bstr()))
+                    };
+                    format!("{folder}: {}", c.reason)
+                })
+                .collect();
+            self.fail(
+                r.reason.as_str(),
+                format!("cannot write in {}", folders.join("; ")),
+            );
+        } else {
+            self.status = TaskState::Conflict;
+            self.reason = Some(r.reason.as_str());
+        }
+        self.conflicts = r.conflicts.clone();
+    }
+
     /// Applied, without changes, or discarded.
     pub fn ok(&self) -> bool {
         matches!(
@@ -503,29 +531,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 out.status = TaskState::Unverified;
                 out.reason = Some("verify_fails_without_tasks");
             } else if let Some(r) = plan.refused.iter().find(|r| r.task == out.idx) {
-                if r.reason == integrate::Refusal::NotWritable {
-                    // Checked before writing: only this task fails.
-                    let folders: Vec<String> = r
-                        .conflicts
-                        .iter()
-                        .map(|c| {
-                            let folder = if c.path.is_empty() {
-                                "the working tree's top folder".to_string()
-                            } else {
-                                format!("the folder {}", paths::quote(c.path.as_bstr()))
-                            };
-                            format!("{folder}: {}", c.reason)
-                        })
-                        .collect();
-                    out.fail(
-                        r.reason.as_str(),
-                        format!("cannot write in {}", folders.join("; ")),
-                    );
-                } else {
-                    out.status = TaskState::Conflict;
-                    out.reason = Some(r.reason.as_str());
-                }
-                out.conflicts = r.conflicts.clone();
+                out.refused(r);
             }
         }
 

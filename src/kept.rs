@@ -23,7 +23,7 @@ use crate::apply::{Outcome, Report, Side};
 use crate::batch::{self, Batch, Entry, TaskState};
 use crate::error::{Code, Error, Result};
 use crate::gc::Kept;
-use crate::integrate::{self, Candidate};
+use crate::integrate::Candidate;
 use crate::observe::{Notice, Observer};
 use crate::repo::Source;
 use crate::{commit, diff, refs, writeback};
@@ -166,21 +166,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
                 .cloned()
                 .collect();
         } else if let Some(r) = plan.refused.iter().find(|r| r.task == idx) {
-            if r.reason == integrate::Refusal::NotWritable {
-                let folders: Vec<String> = r
-                    .conflicts
-                    .iter()
-                    .map(|c| format!("{}: {}", crate::paths::quote(c.path.as_ref()), c.reason))
-                    .collect();
-                out.fail(
-                    r.reason.as_str(),
-                    format!("cannot write in {}", folders.join("; ")),
-                );
-            } else {
-                out.status = TaskState::Conflict;
-                out.reason = Some(r.reason.as_str());
-            }
-            out.conflicts = r.conflicts.clone();
+            out.refused(r);
         }
         drop(merging);
         // Write back through the journal, in the batch's state folder (made

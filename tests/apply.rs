@@ -917,15 +917,22 @@ fn a_process_that_ignores_sigterm_is_killed() {
     let (_, ws) = prepare(&env, &repo, &[]);
     std::fs::write(ws[0].join("w.txt"), "w\n").unwrap();
     // setsid: a background process even when the tests run from a terminal.
+    // It says when its trap is set (a SIGTERM before that would end it).
+    let ready = env.path().join("trap-set");
     let mut child = std::process::Command::new("setsid")
-        .args(["sh", "-c", "trap '' TERM; while :; do sleep 1; done"])
+        .args([
+            "sh",
+            "-c",
+            "trap '' TERM; : > \"$0\"; while :; do sleep 1; done",
+        ])
+        .arg(&ready)
         .current_dir(&ws[0])
         .stdin(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let pid = child.id();
-    wait_until("the shell to start", || {
-        cwd_is(pid, &std::fs::canonicalize(&ws[0]).unwrap())
+    wait_until("the shell to set its trap", || {
+        ready.exists() && cwd_is(pid, &std::fs::canonicalize(&ws[0]).unwrap())
     });
     let out = apply(&env, &repo, &[], 0);
     assert_eq!(task(&out, "1")["status"], "applied");
