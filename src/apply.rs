@@ -8,7 +8,8 @@
 //!
 //! Owns: the order of those steps, task outcomes (a workspace holding a git
 //! repository its worker made is a `nested_repository` conflict, never
-//! applied in part), the test-only `GIT_DELEGATE_FULL_SOURCE_SNAPSHOT`.
+//! applied in part). Steps 2-3 themselves are `landing::plan`, shared with
+//! every other command that lands work.
 //! Never: prints (long steps and notices go to the caller's `Observer`);
 //! changes the user's index, HEAD, branches or stash; reads, quiesces
 //! or deletes a folder that is not a workspace prepare made
@@ -26,16 +27,11 @@ use crate::batch::{self, Batch, TaskState};
 use crate::config::StopProcesses;
 use crate::error::{Code, Error, Result};
 use crate::integrate::{self, Candidate, PathConflict};
+use crate::landing::{persist, Side};
 use crate::observe::{Notice, Observer};
 use crate::repo::Source;
 use crate::writeback::PathWrite;
-use crate::{
-    commit, paths, proposal, quiesce, refs, snapshot, teardown, touched, workspace, writeback,
-};
-
-/// Test-only: merge against a snapshot of the whole source, never only the
-/// touched paths (the tests compare both ways).
-const FULL_SOURCE_SNAPSHOT: &str = "GIT_DELEGATE_FULL_SOURCE_SNAPSHOT";
+use crate::{commit, paths, proposal, quiesce, refs, teardown, workspace, writeback};
 
 /// What the caller asked for.
 #[derive(Debug, Clone, Default)]
@@ -511,7 +507,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
             verdicts = (v.rejected, v.unverified);
             v.plan
         } else {
-            plan(&source, &mem, baseline_tree, &candidates, strict, !dry_run)?
+            crate::landing::plan(&source, &mem, baseline_tree, &candidates, strict, !dry_run)?
         };
         let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
         for out in outcomes.iter_mut() {
@@ -735,31 +731,6 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     })
 }
 
-/// Steps 2-3 (design §3.2): snapshot the source as it is now into `mem`
-/// (only where the proposals touch it, or whole where that is not exact;
-/// see `touched`), integrate `candidates` (in task order) onto the baseline
-/// and that snapshot, and take out the tasks the write-back check blocks.
-/// The one integration of apply, its dry run and `diff --source` (design
-/// §3.16). `persist_old`: copy the old side of each checked write into the
-/// object store first (a real apply); without it nothing is written.
-pub fn plan(
-    source: &Source,
-    mem: &gix::Repository,
-    baseline_tree: gix::ObjectId,
-    candidates: &[Candidate],
-    strict: bool,
-    persist_old: bool,
-) -> Result<integrate::Plan> {
-    let s_tree = source_tree(mem, baseline_tree, candidates)?;
-    let mut check = |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> {
-        if persist_old {
-            persist(&source.repo, mem, writes, Side::Old)?;
-        }
-        writeback::check(source, writes)
-    };
-    integrate::integrate(mem, baseline_tree, s_tree, candidates, strict, &mut check)
-}
-
 /// A task whose workspace pushed entries still in the stash has work
 /// there that apply cannot see: it stays open (reason `stashed`), whatever
 /// its workspace holds, so neither is applied without the other nor its
@@ -787,33 +758,6 @@ fn stash_holds_work(
             names.join(", ")
         ));
     }
-}
-
-/// The source as it is now, as `candidates`' merges need it (into `mem`):
-/// read only at the paths they touch, or whole where that is not exact
-/// (see `touched`), and always whole when a refreshed task is among them
-/// (its base holds changes at paths it does not touch: design §3.12).
-pub fn source_tree(
-    mem: &gix::Repository,
-    baseline_tree: gix::ObjectId,
-    candidates: &[Candidate],
-) -> Result<gix::ObjectId> {
-    let touched: BTreeSet<BString> = candidates
-        .iter()
-        .flat_map(|c| c.paths.iter().cloned())
-        .collect();
-    // Test-only: always the whole source (the tests compare both ways).
-    let full = std::env::var_os(FULL_SOURCE_SNAPSHOT).is_some()
-        || candidates.iter().any(|c| c.base.is_some());
-    let partial = if full {
-        None
-    } else {
-        touched::snapshot(mem, baseline_tree, &touched)?
-    };
-    Ok(match partial {
-        Some(tree) => tree,
-        None => snapshot::snapshot(mem)?.tree,
-    })
 }
 
 /// Take the repository lock for a command that changes nothing but reads
@@ -1047,42 +991,4 @@ fn keep_artifacts(source: &Source, b: &Batch, out: &mut Outcome, dry_run: bool) 
     };
     let patch = proposal::patch_path(source, b, &task.name);
     out.patch = patch.exists().then_some(patch);
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Side {
-    Old,
-    New,
-}
-
-/// Copy the objects of one side of `writes` that only `mem` holds into the
-/// object store of `disk`.
-pub(crate) fn persist(
-    disk: &gix::Repository,
-    mem: &gix::Repository,
-    writes: &[PathWrite],
-    side: Side,
-) -> Result<()> {
-    for w in writes {
-        let entry = match side {
-            Side::Old => w.old,
-            Side::New => w.new,
-        };
-        let Some((_, id)) = entry else { continue };
-        if disk.has_object(id) {
-            continue;
-        }
-        let obj = mem
-            .find_object(id)
-            .map_err(|e| Error::git(format!("cannot read object {id}"), e))?;
-        let written = gix::objs::Write::write_buf(disk, obj.kind, &obj.data)
-            .map_err(|e| Error::git(format!("cannot write object {id}"), e))?;
-        if written != id {
-            return Err(Error::git(
-                format!("cannot write object {id}"),
-                format!("it was stored as {written}"),
-            ));
-        }
-    }
-    Ok(())
 }

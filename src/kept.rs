@@ -19,11 +19,12 @@ use std::path::PathBuf;
 
 use gix::bstr::BString;
 
-use crate::apply::{Outcome, Report, Side};
+use crate::apply::{Outcome, Report};
 use crate::batch::{self, Batch, Entry, TaskState};
 use crate::error::{Code, Error, Result};
 use crate::gc::Kept;
 use crate::integrate::Candidate;
+use crate::landing::Side;
 use crate::observe::{Notice, Observer};
 use crate::repo::Source;
 use crate::{commit, diff, refs, writeback};
@@ -155,7 +156,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
             paths: out.proposed.clone(),
             base: None,
         };
-        let plan = crate::apply::plan(&source, &mem, base_tree, &[candidate], strict, !dry_run)?;
+        let plan = crate::landing::plan(&source, &mem, base_tree, &[candidate], strict, !dry_run)?;
         if plan.applied.contains(&idx) {
             let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
             out.status = TaskState::Applied;
@@ -178,7 +179,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
             let _writing = observer.step(&format!("Writing {} paths", plan.writes.len()));
             let journal_dir = batch::batch_dir(&state_dir, &k.batch);
             let made = !journal_dir.exists();
-            let result = crate::apply::persist(&source.repo, &mem, &plan.writes, Side::New)
+            let result = crate::landing::persist(&source.repo, &mem, &plan.writes, Side::New)
                 .and_then(|()| {
                     std::fs::create_dir_all(&journal_dir).map_err(|e| {
                         Error::io(format!("cannot create {}", journal_dir.display()), e)

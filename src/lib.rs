@@ -26,6 +26,7 @@ pub mod hooks;
 pub mod integrate;
 pub mod interrupt;
 pub mod kept;
+pub mod landing;
 pub mod lease;
 pub mod lock;
 pub mod mandir;

@@ -1,7 +1,7 @@
 //! Looking at tasks without touching them (design §3.16): `diff` (each
 //! task's workspace against its baseline), `diff --source` (what apply
 //! would change in the working tree now, through apply's own integration,
-//! `apply::plan`) and `path` (a task's working folder).
+//! `landing::plan`) and `path` (a task's working folder).
 //!
 //! Owns: selecting tasks for a look, snapshotting their workspaces in
 //! object memory only, and finding the task whose workspace holds a folder.
@@ -225,7 +225,7 @@ pub struct SourceDiff {
     pub changes: TaskDiff,
 }
 
-/// `diff --source` (design §3.16): apply's own integration (`apply::plan`:
+/// `diff --source` (design §3.16): apply's own integration (`landing::plan`:
 /// the proposals merged in task order, then with the source as it is now)
 /// of the selected tasks' workspaces as they are now, against the source.
 /// A task apply would leave out (a conflict, a workspace it cannot read,
@@ -392,7 +392,7 @@ pub fn source_diff(
     let strict = source.config.strict;
     let mut writes: Vec<PathChange> = Vec::new();
     if !candidates.is_empty() {
-        let plan = crate::apply::plan(source, &mem, baseline_tree, &candidates, strict, false)?;
+        let plan = crate::landing::plan(source, &mem, baseline_tree, &candidates, strict, false)?;
         for &i in &plan.applied {
             fates[i].status = TaskState::Applied;
         }

@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Code, Error, Result};
 pub use crate::integrate::PathConflict;
 use crate::integrate::{self, Candidate, Merge};
+use crate::landing::Side;
 use crate::observe::{Notice, Observer};
 use crate::repo::Source;
 use crate::writeback::PathWrite;
@@ -390,17 +391,8 @@ fn now_tree(
 /// Copy the objects of `writes` (both sides) that only `mem` holds into
 /// the object store of `disk`.
 fn persist(disk: &gix::Repository, mem: &gix::Repository, writes: &[PathWrite]) -> Result<()> {
-    for (_, id) in writes.iter().flat_map(|w| [w.old, w.new]).flatten() {
-        if disk.has_object(id) {
-            continue;
-        }
-        let obj = mem
-            .find_object(id)
-            .map_err(|e| Error::git(format!("cannot read object {id}"), e))?;
-        gix::objs::Write::write_buf(disk, obj.kind, &obj.data)
-            .map_err(|e| Error::git(format!("cannot write object {id}"), e))?;
-    }
-    Ok(())
+    crate::landing::persist(disk, mem, writes, Side::Old)?;
+    crate::landing::persist(disk, mem, writes, Side::New)
 }
 
 fn to_writes(changes: Vec<diff::PathChange>) -> Vec<PathWrite> {
@@ -659,7 +651,7 @@ pub fn reapply(
     mem.object_cache_size_if_unset(8 << 20);
     let merging = observer.step("Merging");
     // Apply's one integration (design §3.2 steps 2-3); nothing persisted here.
-    let plan = crate::apply::plan(&source, &mem, baseline_tree, &candidates, strict, false)?;
+    let plan = crate::landing::plan(&source, &mem, baseline_tree, &candidates, strict, false)?;
     drop(merging);
     let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
     for (i, t) in report.tasks.iter_mut().enumerate() {

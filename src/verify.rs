@@ -507,7 +507,7 @@ pub fn integrate_verified(
         let s_now = if ctx.dry_run {
             s_tree
         } else {
-            crate::apply::source_tree(ctx.mem, ctx.baseline_tree, &landed_c)?
+            crate::landing::source_tree(ctx.mem, ctx.baseline_tree, &landed_c)?
         };
         let mut plan = integrate::integrate(
             ctx.mem,
