@@ -256,7 +256,6 @@ pub fn source_diff(
         opened = Source::open_recorded(here, &b.source, b.short())?;
         &opened
     };
-    source.refuse_submodules()?;
     let pending = crate::writeback::pending(source)?;
     if !pending.is_empty() {
         let shorts: Vec<&str> = pending.iter().map(|id| batch::short(id)).collect();
