@@ -358,3 +358,72 @@ fn a_task_that_changes_a_submodule_conflicts_and_keeps_its_work() {
     env.git(&f.repo.join("vendor/lib"), ["fsck", "--no-progress"]);
     assert_eq!(env.git(&f.repo, ["status", "--porcelain"]), "?? plain.txt\n");
 }
+
+#[test]
+fn submodule_work_blocks_drop_and_survives_gc() {
+    let f = fixture();
+    let env = &f.env;
+    let doc = env
+        .delegate(&f.repo, ["prepare", "--ttl", "1s", "--json"])
+        .expect(0)
+        .json();
+    let batch = doc["batch"].as_str().unwrap().to_string();
+    let ws = roots(&doc).remove(0);
+    std::fs::write(ws.join("vendor/lib/l.txt"), "worker\n").unwrap();
+    // Only submodule work: drop refuses without --force.
+    let run = env.delegate(&f.repo, ["drop", &batch, "--json"]).expect(1);
+    assert!(run.stdout.contains(&batch) || run.stderr.contains("unapplied"), "{}", run.stdout);
+    assert!(ws.join("vendor/lib/l.txt").exists());
+    // gc of the stale batch keeps the workspace (unlocked, registered) and says why.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let out = loop {
+        let out = env.delegate(&f.repo, ["gc", "--json"]).json();
+        if out["batches"].as_array().is_some_and(|b| !b.is_empty()) {
+            break out;
+        }
+        assert!(std::time::Instant::now() < deadline, "the batch never went stale");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    };
+    let kept = &out["kept_workspaces"][0];
+    assert_eq!(kept["changed_submodules"], serde_json::json!(["vendor/lib"]), "{out}");
+    assert_eq!(std::fs::read_to_string(ws.join("vendor/lib/l.txt")).unwrap(), "worker\n");
+    // The submodule worktree stays registered, no longer locked.
+    let listed = linked_worktrees(env, &f.lib_git);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert!(!listed[0].contains("\nlocked"), "{}", listed[0]);
+    assert_eq!(env.git(&ws.join("vendor/lib"), ["diff", "--name-only"]), "l.txt\n");
+}
+
+#[test]
+fn a_submodule_with_its_repository_inside_its_folder_is_refused_until_absorbed() {
+    let env = Env::new();
+    let up = env.repo("up");
+    let repo = env.repo("super");
+    env.git(&repo, ["clone", "-q", up.to_str().unwrap(), "deps/sub"]);
+    // `submodule add` of a repository already in place keeps its `.git` folder there.
+    env.git(
+        &repo,
+        [
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            up.to_str().unwrap(),
+            "deps/sub",
+        ],
+    );
+    env.git(&repo, ["commit", "-q", "-m", "sub"]);
+    assert!(repo.join("deps/sub/.git").is_dir());
+    let run = env.delegate(&repo, ["prepare", "--json"]).expect(3);
+    let err = &run.json()["error"];
+    assert_eq!(err["code"], "delegate::submodules");
+    assert!(err["message"].as_str().unwrap().contains("deps/sub"), "{err}");
+    assert!(err["help"].as_str().unwrap().contains("git submodule absorbgitdirs"));
+    assert_eq!(env.private_refs(&repo), Vec::<String>::new());
+    // The help, followed literally, works.
+    env.git(&repo, ["submodule", "absorbgitdirs"]);
+    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let ws = roots(&doc).remove(0);
+    assert_eq!(std::fs::read_to_string(ws.join("deps/sub/README")).unwrap(), "hello\n");
+}
