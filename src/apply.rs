@@ -399,7 +399,10 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
             }
         };
         // A task that changed a submodule (read-only, design §3.15) keeps its work.
-        let rec = match (rec, crate::submodules::changed(&source.common_dir, &task.root)) {
+        let rec = match (
+            rec,
+            crate::submodules::changed(&source.common_dir, &task.root),
+        ) {
             (Ok(r), Ok(subs)) if !subs.is_empty() => {
                 submodule_changed(out, r, subs);
                 continue;

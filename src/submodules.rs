@@ -287,12 +287,10 @@ pub fn create(
 /// The gitlink at `path` in `tree`, if it is one.
 fn recorded(repo: &gix::Repository, tree: ObjectId, path: &BString) -> Result<Option<ObjectId>> {
     let what = "cannot read the baseline tree";
-    let tree = repo
-        .find_tree(tree)
-        .map_err(|e| Error::git(&what, e))?;
+    let tree = repo.find_tree(tree).map_err(|e| Error::git(what, e))?;
     let entry = tree
         .lookup_entry_by_path(crate::paths::to_os(path.as_bstr()))
-        .map_err(|e| Error::git(&what, e))?;
+        .map_err(|e| Error::git(what, e))?;
     Ok(entry
         .filter(|e| e.mode().is_commit())
         .map(|e| e.object_id()))
@@ -310,7 +308,10 @@ fn register(git_dir: &Path, dest: &Path, commit: ObjectId, id: &str, lock: &str)
     if dir.symlink_metadata().is_ok() {
         return Err(Error::usage(
             Code::WorkspaceExists,
-            format!("a worktree named {id} is already registered at {}", dir.display()),
+            format!(
+                "a worktree named {id} is already registered at {}",
+                dir.display()
+            ),
             format!(
                 "run `git -C {} worktree list` and remove the stale worktree, or `git delegate gc`",
                 crate::paths::shell_quote(&git_dir.to_string_lossy())
@@ -365,9 +366,7 @@ fn checkout(dest: &Path, commit: ObjectId) -> Result<()> {
         &gix::interrupt::IS_INTERRUPTED,
         opts,
     )
-    .map_err(|e| {
-        Error::fs_cause(&what, Some(dest), &e).unwrap_or_else(|| Error::git(&what, e))
-    })?;
+    .map_err(|e| Error::fs_cause(&what, Some(dest), &e).unwrap_or_else(|| Error::git(&what, e)))?;
     if let Some(first) = outcome.errors.first() {
         return Err(Error::state(
             Code::CheckoutFailed,
@@ -495,9 +494,11 @@ fn points_inside(reg: &Registration, root: &Path) -> bool {
         return false;
     };
     let text = text.strip_suffix(b"\n").unwrap_or(&text);
-    let dotgit = PathBuf::from(crate::paths::to_os(text.as_bstr()));
+    let dotgit = crate::paths::to_os(text.as_bstr());
     dotgit.file_name().is_some_and(|n| n == ".git")
-        && dotgit.parent().is_some_and(|p| p != root && p.starts_with(root))
+        && dotgit
+            .parent()
+            .is_some_and(|p| p != root && p.starts_with(root))
 }
 
 /// Remove the submodule registrations of the workspace `worktree_id` at

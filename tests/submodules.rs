@@ -112,7 +112,11 @@ fn linked_worktrees(env: &Env, git_dir: &Path) -> Vec<String> {
         .args(["worktree", "list", "--porcelain"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.split("\n\n")
         .filter(|block| !block.trim().is_empty())
@@ -141,8 +145,14 @@ fn workspaces_hold_every_submodule_at_its_recorded_commit() {
     // The baseline records the gitlinks at the submodules' commits.
     let baseline = doc["baseline"]["commit"].as_str().unwrap();
     let ls = env.git(&f.repo, ["ls-tree", "-r", baseline, "vendor"]);
-    assert!(ls.contains(&format!("160000 commit {}\tvendor/lib", f.lib_head)), "{ls}");
-    assert!(ls.contains("160000 commit ") && ls.contains("\tvendor/other"), "{ls}");
+    assert!(
+        ls.contains(&format!("160000 commit {}\tvendor/lib", f.lib_head)),
+        "{ls}"
+    );
+    assert!(
+        ls.contains("160000 commit ") && ls.contains("\tvendor/other"),
+        "{ls}"
+    );
     for ws in roots(&doc) {
         let lib = ws.join("vendor/lib");
         let nested = lib.join("deps/n");
@@ -154,21 +164,25 @@ fn workspaces_hold_every_submodule_at_its_recorded_commit() {
         // A linked worktree of the submodule's own repository, detached.
         assert!(lib.join(".git").is_file() && nested.join(".git").is_file());
         assert_eq!(env.git(&lib, ["rev-parse", "HEAD"]).trim(), f.lib_head);
-        assert_eq!(env.git(&nested, ["rev-parse", "HEAD"]).trim(), f.nested_head);
+        assert_eq!(
+            env.git(&nested, ["rev-parse", "HEAD"]).trim(),
+            f.nested_head
+        );
         assert_eq!(
             PathBuf::from(env.git(&lib, ["rev-parse", "--git-common-dir"]).trim())
                 .canonicalize()
                 .unwrap(),
             f.lib_git.canonicalize().unwrap()
         );
-        assert!(env
-            .git_cmd(&lib)
-            .args(["symbolic-ref", "-q", "HEAD"])
-            .output()
-            .unwrap()
-            .status
-            .code()
-            == Some(1));
+        assert!(
+            env.git_cmd(&lib)
+                .args(["symbolic-ref", "-q", "HEAD"])
+                .output()
+                .unwrap()
+                .status
+                .code()
+                == Some(1)
+        );
         // Clean everywhere, as git sees it.
         assert_eq!(env.git(&ws, ["status", "--porcelain"]), "");
         assert_eq!(env.git(&lib, ["status", "--porcelain"]), "");
@@ -189,7 +203,10 @@ fn workspaces_hold_every_submodule_at_its_recorded_commit() {
     }
     // The source's submodules are untouched.
     assert_eq!(env.git(&f.repo, ["status", "--porcelain"]), "");
-    assert_eq!(env.git(&f.repo.join("vendor/lib"), ["status", "--porcelain"]), "");
+    assert_eq!(
+        env.git(&f.repo.join("vendor/lib"), ["status", "--porcelain"]),
+        ""
+    );
 
     // An untouched batch applies with no changes, and takes the
     // submodule worktrees with it.
@@ -217,10 +234,7 @@ fn a_dirty_submodule_is_refused_naming_it() {
     let env = &f.env;
     let nothing_made = |f: &Fixture| {
         assert_eq!(f.env.private_refs(&f.repo), Vec::<String>::new());
-        assert!(
-            !f.env.workspace_root().exists()
-                || walk_files(&f.env.workspace_root()).is_empty()
-        );
+        assert!(!f.env.workspace_root().exists() || walk_files(&f.env.workspace_root()).is_empty());
         assert_eq!(linked_worktrees(&f.env, &f.lib_git), Vec::<String>::new());
     };
     // A tracked file modified in the submodule.
@@ -228,9 +242,16 @@ fn a_dirty_submodule_is_refused_naming_it() {
     std::fs::write(&l, "changed\n").unwrap();
     let run = env.delegate(&f.repo, ["prepare", "--json"]).expect(3);
     assert_eq!(run.json()["error"]["code"], "delegate::dirty_submodule");
-    assert!(run.json()["error"]["message"].as_str().unwrap().contains("vendor/lib"));
+    assert!(run.json()["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("vendor/lib"));
     let run = env.delegate(&f.repo, ["prepare"]).expect(3);
-    assert!(run.stderr.contains("vendor/lib") && run.stderr.contains("l.txt"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("vendor/lib") && run.stderr.contains("l.txt"),
+        "{}",
+        run.stderr
+    );
     nothing_made(&f);
     std::fs::write(&l, "lib\n").unwrap();
 
@@ -260,7 +281,10 @@ fn a_dirty_submodule_is_refused_naming_it() {
 
     // Untracked files inside a submodule do not make it dirty (design §3.15).
     std::fs::write(lib.join("untracked.txt"), "mine\n").unwrap();
-    let doc = env.delegate(&f.repo, ["prepare", "--json"]).expect(0).json();
+    let doc = env
+        .delegate(&f.repo, ["prepare", "--json"])
+        .expect(0)
+        .json();
     let ws = &roots(&doc)[0];
     assert!(!ws.join("vendor/lib/untracked.txt").exists());
     assert_eq!(
@@ -289,7 +313,17 @@ fn a_task_that_changes_a_submodule_conflicts_and_keeps_its_work() {
     let f = fixture();
     let env = &f.env;
     let doc = env
-        .delegate(&f.repo, ["prepare", "edit-sub", "nested-new", "moved", "plain", "--json"])
+        .delegate(
+            &f.repo,
+            [
+                "prepare",
+                "edit-sub",
+                "nested-new",
+                "moved",
+                "plain",
+                "--json",
+            ],
+        )
         .expect(0)
         .json();
     let ws = roots(&doc);
@@ -299,7 +333,10 @@ fn a_task_that_changes_a_submodule_conflicts_and_keeps_its_work() {
     // nested-new: only a new (untracked) file in the nested submodule.
     std::fs::write(ws[1].join("vendor/lib/deps/n/new.txt"), "new\n").unwrap();
     // moved: a commit in the submodule worktree.
-    env.git(&ws[2].join("vendor/lib"), ["commit", "-q", "--allow-empty", "-m", "w"]);
+    env.git(
+        &ws[2].join("vendor/lib"),
+        ["commit", "-q", "--allow-empty", "-m", "w"],
+    );
     // plain: only superproject files.
     std::fs::write(ws[3].join("plain.txt"), "plain\n").unwrap();
 
@@ -320,19 +357,45 @@ fn a_task_that_changes_a_submodule_conflicts_and_keeps_its_work() {
     }
     // Its superproject work is recorded; none of it applied.
     let edit = by("edit-sub");
-    assert_eq!(edit["proposed_paths"], serde_json::json!(["README"]), "{edit}");
+    assert_eq!(
+        edit["proposed_paths"],
+        serde_json::json!(["README"]),
+        "{edit}"
+    );
     assert!(edit["proposal_ref"].is_string() && edit["patch"].is_string());
-    assert_eq!(std::fs::read_to_string(f.repo.join("README")).unwrap(), "hello\n");
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("README")).unwrap(),
+        "hello\n"
+    );
     assert_eq!(by("plain")["status"], "applied");
-    assert_eq!(std::fs::read_to_string(f.repo.join("plain.txt")).unwrap(), "plain\n");
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("plain.txt")).unwrap(),
+        "plain\n"
+    );
     // apply never writes into the source's submodules.
-    assert_eq!(std::fs::read_to_string(f.repo.join("vendor/lib/l.txt")).unwrap(), "lib\n");
-    assert_eq!(env.git(&f.repo.join("vendor/lib"), ["status", "--porcelain"]), "");
-    assert_eq!(env.git(&f.repo.join("vendor/lib"), ["rev-parse", "HEAD"]).trim(), f.lib_head);
+    assert_eq!(
+        std::fs::read_to_string(f.repo.join("vendor/lib/l.txt")).unwrap(),
+        "lib\n"
+    );
+    assert_eq!(
+        env.git(&f.repo.join("vendor/lib"), ["status", "--porcelain"]),
+        ""
+    );
+    assert_eq!(
+        env.git(&f.repo.join("vendor/lib"), ["rev-parse", "HEAD"])
+            .trim(),
+        f.lib_head
+    );
     assert!(!f.repo.join("vendor/lib/deps/n/new.txt").exists());
     // The work is kept in the workspaces, as the worker left it.
-    assert_eq!(std::fs::read_to_string(ws[0].join("vendor/lib/l.txt")).unwrap(), "worker\n");
-    assert_eq!(std::fs::read_to_string(ws[1].join("vendor/lib/deps/n/new.txt")).unwrap(), "new\n");
+    assert_eq!(
+        std::fs::read_to_string(ws[0].join("vendor/lib/l.txt")).unwrap(),
+        "worker\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws[1].join("vendor/lib/deps/n/new.txt")).unwrap(),
+        "new\n"
+    );
     assert!(!ws[3].exists());
     // The applied task's submodule worktrees went with its workspace.
     let plain_ws = ws[3].to_string_lossy().into_owned();
@@ -343,11 +406,15 @@ fn a_task_that_changes_a_submodule_conflicts_and_keeps_its_work() {
     }
     // Applying again changes nothing: the work stays.
     env.delegate(&f.repo, ["apply", "--json"]).expect(1);
-    assert_eq!(std::fs::read_to_string(ws[0].join("vendor/lib/l.txt")).unwrap(), "worker\n");
+    assert_eq!(
+        std::fs::read_to_string(ws[0].join("vendor/lib/l.txt")).unwrap(),
+        "worker\n"
+    );
 
     // drop --force removes the workspaces and every submodule registration.
     let batch = doc["batch"].as_str().unwrap();
-    env.delegate(&f.repo, ["drop", batch, "--force", "--json"]).expect(0);
+    env.delegate(&f.repo, ["drop", batch, "--force", "--json"])
+        .expect(0);
     for git_dir in [&f.lib_git, &f.nested_git] {
         assert_eq!(linked_worktrees(env, git_dir), Vec::<String>::new());
     }
@@ -356,7 +423,10 @@ fn a_task_that_changes_a_submodule_conflicts_and_keeps_its_work() {
     }
     // The submodules' repositories are whole: no object or ref was lost.
     env.git(&f.repo.join("vendor/lib"), ["fsck", "--no-progress"]);
-    assert_eq!(env.git(&f.repo, ["status", "--porcelain"]), "?? plain.txt\n");
+    assert_eq!(
+        env.git(&f.repo, ["status", "--porcelain"]),
+        "?? plain.txt\n"
+    );
 }
 
 #[test]
@@ -372,7 +442,11 @@ fn submodule_work_blocks_drop_and_survives_gc() {
     std::fs::write(ws.join("vendor/lib/l.txt"), "worker\n").unwrap();
     // Only submodule work: drop refuses without --force.
     let run = env.delegate(&f.repo, ["drop", &batch, "--json"]).expect(1);
-    assert!(run.stdout.contains(&batch) || run.stderr.contains("unapplied"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(&batch) || run.stderr.contains("unapplied"),
+        "{}",
+        run.stdout
+    );
     assert!(ws.join("vendor/lib/l.txt").exists());
     // gc of the stale batch keeps the workspace (unlocked, registered) and says why.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
@@ -381,17 +455,30 @@ fn submodule_work_blocks_drop_and_survives_gc() {
         if out["batches"].as_array().is_some_and(|b| !b.is_empty()) {
             break out;
         }
-        assert!(std::time::Instant::now() < deadline, "the batch never went stale");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the batch never went stale"
+        );
         std::thread::sleep(std::time::Duration::from_millis(300));
     };
     let kept = &out["kept_workspaces"][0];
-    assert_eq!(kept["changed_submodules"], serde_json::json!(["vendor/lib"]), "{out}");
-    assert_eq!(std::fs::read_to_string(ws.join("vendor/lib/l.txt")).unwrap(), "worker\n");
+    assert_eq!(
+        kept["changed_submodules"],
+        serde_json::json!(["vendor/lib"]),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("vendor/lib/l.txt")).unwrap(),
+        "worker\n"
+    );
     // The submodule worktree stays registered, no longer locked.
     let listed = linked_worktrees(env, &f.lib_git);
     assert_eq!(listed.len(), 1, "{listed:?}");
     assert!(!listed[0].contains("\nlocked"), "{}", listed[0]);
-    assert_eq!(env.git(&ws.join("vendor/lib"), ["diff", "--name-only"]), "l.txt\n");
+    assert_eq!(
+        env.git(&ws.join("vendor/lib"), ["diff", "--name-only"]),
+        "l.txt\n"
+    );
 }
 
 #[test]
@@ -418,12 +505,60 @@ fn a_submodule_with_its_repository_inside_its_folder_is_refused_until_absorbed()
     let run = env.delegate(&repo, ["prepare", "--json"]).expect(3);
     let err = &run.json()["error"];
     assert_eq!(err["code"], "delegate::submodules");
-    assert!(err["message"].as_str().unwrap().contains("deps/sub"), "{err}");
-    assert!(err["help"].as_str().unwrap().contains("git submodule absorbgitdirs"));
+    assert!(
+        err["message"].as_str().unwrap().contains("deps/sub"),
+        "{err}"
+    );
+    assert!(err["help"]
+        .as_str()
+        .unwrap()
+        .contains("git submodule absorbgitdirs"));
     assert_eq!(env.private_refs(&repo), Vec::<String>::new());
     // The help, followed literally, works.
     env.git(&repo, ["submodule", "absorbgitdirs"]);
     let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
     let ws = roots(&doc).remove(0);
-    assert_eq!(std::fs::read_to_string(ws.join("deps/sub/README")).unwrap(), "hello\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("deps/sub/README")).unwrap(),
+        "hello\n"
+    );
+}
+
+#[test]
+fn refresh_and_apply_leave_submodules_alone() {
+    let f = fixture();
+    let env = &f.env;
+    let run = env.delegate(&f.repo, ["prepare", "--json"]).expect(0);
+    // The submodules' `.git` files are no nested repositories to warn about.
+    assert!(!run.stderr.contains("of its own"), "{}", run.stderr);
+    let ws = roots(&run.json()).remove(0);
+    std::fs::write(f.repo.join("README"), "user\n").unwrap();
+    std::fs::write(ws.join("task.txt"), "task\n").unwrap();
+    let doc = env
+        .delegate(&f.repo, ["refresh", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(doc["tasks"][0]["state"], "open", "{doc}");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("README")).unwrap(),
+        "user\n"
+    );
+    assert_eq!(
+        env.git(&ws.join("vendor/lib"), ["status", "--porcelain"]),
+        ""
+    );
+    assert_eq!(
+        env.git(&ws.join("vendor/lib"), ["rev-parse", "HEAD"])
+            .trim(),
+        f.lib_head
+    );
+    let out = env.delegate(&f.repo, ["apply", "--json"]).expect(0).json();
+    assert_eq!(out["tasks"][0]["status"], "applied", "{out}");
+    assert_eq!(out["applied_paths"], serde_json::json!(["task.txt"]));
+    assert_eq!(
+        env.git(&f.repo, ["status", "--porcelain"]),
+        " M README\n?? task.txt\n"
+    );
+    assert_eq!(linked_worktrees(env, &f.lib_git), Vec::<String>::new());
+    assert_eq!(linked_worktrees(env, &f.nested_git), Vec::<String>::new());
 }
