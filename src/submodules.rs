@@ -65,7 +65,16 @@ fn gitlinks(repo: &gix::Repository) -> Result<Vec<(BString, ObjectId)>> {
 /// inside its folder (the old layout) is refused with `delegate::submodules`.
 pub fn discover(source: &crate::repo::Source) -> Result<Vec<Module>> {
     let mut out = Vec::new();
-    walk_source(&source.repo, &source.root, b"", &mut out, 0)?;
+    walk_source(&source.repo, &source.root, b"", &mut out, 0, true)?;
+    Ok(out)
+}
+
+/// The source's submodules as they are, dirty or not (for verification
+/// workspaces, made while the user may be working in a submodule): one
+/// whose repository is inside its folder counts as not initialized.
+pub fn find(source: &crate::repo::Source) -> Result<Vec<Module>> {
+    let mut out = Vec::new();
+    walk_source(&source.repo, &source.root, b"", &mut out, 0, false)?;
     Ok(out)
 }
 
@@ -75,6 +84,7 @@ fn walk_source(
     prefix: &[u8],
     out: &mut Vec<Module>,
     depth: usize,
+    check: bool,
 ) -> Result<()> {
     if depth > 32 {
         return Ok(());
@@ -86,6 +96,14 @@ fn walk_source(
         let dotgit = dir.join(".git");
         match dotgit.symlink_metadata() {
             Err(_) => {
+                out.push(Module {
+                    path: full,
+                    commit,
+                    git_dir: None,
+                });
+                continue;
+            }
+            Ok(md) if md.is_dir() && !check => {
                 out.push(Module {
                     path: full,
                     commit,
@@ -115,7 +133,7 @@ fn walk_source(
             )
         };
         let head = sub.head_id().ok().map(|h| h.detach());
-        if head != Some(commit) {
+        if check && head != Some(commit) {
             return Err(dirty(match head {
                 Some(h) => format!(
                     "its HEAD is {}, the superproject records {}",
@@ -125,7 +143,11 @@ fn walk_source(
                 None => "it has no commit checked out".into(),
             }));
         }
-        if let Some(path) = first_change(&sub, false)? {
+        if let Some(path) = check
+            .then(|| first_change(&sub, false))
+            .transpose()?
+            .flatten()
+        {
             return Err(dirty(format!(
                 "{} is modified",
                 crate::paths::quote(path.as_bstr())
@@ -139,7 +161,7 @@ fn walk_source(
         });
         let mut nested = full;
         nested.push(b'/');
-        walk_source(&sub, &dir, &nested, out, depth + 1)?;
+        walk_source(&sub, &dir, &nested, out, depth + 1, check)?;
     }
     Ok(())
 }
@@ -222,13 +244,12 @@ fn first_change(repo: &gix::Repository, untracked: bool) -> Result<Option<BStrin
     Ok(None)
 }
 
-/// Give the workspace at `root` (checked out at the baseline `tree`) every
-/// submodule of `modules`: an initialized one as a linked worktree of its
-/// repository registered as `worktree_id` and locked with `lock_reason`,
-/// detached at the commit the baseline records; an uninitialized one as an
-/// empty folder, as git leaves it. A submodule whose gitlink the baseline
-/// does not hold at the recorded commit (nor its nested ones) is left as the
-/// checkout made it.
+/// Give the workspace at `root` (checked out at `tree`) every submodule
+/// of `modules` whose gitlink `tree` holds (a nested one: whose gitlink the
+/// commit given to its parent holds), at the commit that gitlink records:
+/// an initialized one as a linked worktree of its repository registered as
+/// `worktree_id` and locked with `lock_reason`; an uninitialized one as an
+/// empty folder, as git leaves it.
 pub fn create(
     source_repo: &gix::Repository,
     tree: ObjectId,
@@ -237,27 +258,34 @@ pub fn create(
     worktree_id: &str,
     lock_reason: &str,
 ) -> Result<()> {
-    // Submodules not given (uninitialized, or not at the recorded commit in
-    // the baseline): their nested ones are not given either.
-    let mut skipped: Vec<&BString> = Vec::new();
+    // The submodules given a worktree, with the commit each got.
+    let mut given: Vec<(&BString, ObjectId)> = Vec::new();
     for m in modules {
         let parent = modules
             .iter()
             .filter(|p| is_below(&m.path, &p.path))
             .max_by_key(|p| p.path.len());
-        match parent {
-            Some(p) if p.git_dir.is_none() || skipped.contains(&&p.path) => {
-                skipped.push(&m.path);
-                continue;
-            }
-            Some(_) => {}
-            None => {
-                if recorded(source_repo, tree, &m.path)? != Some(m.commit) {
-                    skipped.push(&m.path);
-                    continue;
+        let commit = match parent {
+            None => recorded(source_repo, tree, m.path.as_slice())?,
+            Some(p) => match given.iter().find(|(path, _)| *path == &p.path) {
+                // Nested: the gitlink in the commit its parent got.
+                Some((_, parent_commit)) => {
+                    let repo = crate::repo::open_worktree(&rel(root, &p.path))?;
+                    let what = "cannot read a submodule's commit";
+                    let tree = repo
+                        .find_commit(*parent_commit)
+                        .map_err(|e| Error::git(what, e))?
+                        .tree_id()
+                        .map_err(|e| Error::git(what, e))?
+                        .detach();
+                    recorded(&repo, tree, &m.path[p.path.len() + 1..])?
                 }
-            }
-        }
+                None => None,
+            },
+        };
+        let Some(commit) = commit else {
+            continue;
+        };
         let dest = rel(root, &m.path);
         let io = |what: &Path| {
             let what = what.to_path_buf();
@@ -278,15 +306,16 @@ pub fn create(
                 "report this bug; nothing was changed",
             ));
         }
-        register(git_dir, &dest, m.commit, worktree_id, lock_reason)?;
-        checkout(&dest, m.commit)?;
+        register(git_dir, &dest, commit, worktree_id, lock_reason)?;
+        checkout(&dest, commit)?;
+        given.push((&m.path, commit));
     }
     Ok(())
 }
 
 /// The gitlink at `path` in `tree`, if it is one.
-fn recorded(repo: &gix::Repository, tree: ObjectId, path: &BString) -> Result<Option<ObjectId>> {
-    let what = "cannot read the baseline tree";
+fn recorded(repo: &gix::Repository, tree: ObjectId, path: &[u8]) -> Result<Option<ObjectId>> {
+    let what = "cannot read a tree";
     let tree = repo.find_tree(tree).map_err(|e| Error::git(what, e))?;
     let entry = tree
         .lookup_entry_by_path(crate::paths::to_os(path.as_bstr()))
@@ -313,8 +342,8 @@ fn register(git_dir: &Path, dest: &Path, commit: ObjectId, id: &str, lock: &str)
                 dir.display()
             ),
             format!(
-                "run `git -C {} worktree list` and remove the stale worktree, or `git delegate gc`",
-                crate::paths::shell_quote(&git_dir.to_string_lossy())
+                "it is a worktree of that submodule's repository that git delegate did not make: look at `git --git-dir={git} worktree list`; `git --git-dir={git} worktree prune` removes it when its folder is gone; then run the command again",
+                git = crate::paths::shell_quote(&git_dir.to_string_lossy())
             ),
         ));
     }

@@ -562,3 +562,79 @@ fn refresh_and_apply_leave_submodules_alone() {
     assert_eq!(linked_worktrees(env, &f.lib_git), Vec::<String>::new());
     assert_eq!(linked_worktrees(env, &f.nested_git), Vec::<String>::new());
 }
+
+#[test]
+fn verification_workspaces_hold_the_submodules_too() {
+    let f = fixture();
+    let env = &f.env;
+    let doc = env
+        .delegate(&f.repo, ["prepare", "--json"])
+        .expect(0)
+        .json();
+    let ws = roots(&doc).remove(0);
+    std::fs::write(ws.join("task.txt"), "task\n").unwrap();
+    let cmd = "test -f task.txt && test \"$(cat vendor/lib/l.txt)\" = lib && test -f vendor/lib/deps/n/n.txt && test -z \"$(git -C vendor/lib status --porcelain)\"";
+    let out = env
+        .delegate(&f.repo, ["apply", "--json", "--verify", cmd])
+        .expect(0)
+        .json();
+    assert_eq!(out["verify"]["outcome"], "passed", "{out}");
+    assert_eq!(out["tasks"][0]["status"], "applied", "{out}");
+    for git_dir in [&f.lib_git, &f.nested_git] {
+        assert_eq!(linked_worktrees(env, git_dir), Vec::<String>::new());
+    }
+}
+
+#[test]
+fn a_prepare_that_cannot_register_a_submodule_worktree_is_undone() {
+    let f = fixture();
+    let env = &f.env;
+    let id = "0b1e5c6a-0000-4000-8000-000000000001";
+    // Someone else's registration under the name task 2's would get.
+    let stale = f.lib_git.join("worktrees/delegate-0b1e5c6a-2");
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(stale.join("gitdir"), "/nowhere/.git\n").unwrap();
+    let run = Env::delegate_cmd(env, &f.repo)
+        .env("GIT_DELEGATE_TEST_BATCH_ID", id)
+        .args(["prepare", "-n", "2", "--json"])
+        .output()
+        .unwrap();
+    let run = common::Run::from(run).expect(2);
+    let err = &run.json()["error"];
+    assert_eq!(err["code"], "delegate::workspace_exists", "{err}");
+    assert!(err["message"]
+        .as_str()
+        .unwrap()
+        .contains("delegate-0b1e5c6a-2"));
+    // Nothing made is left: no refs, no workspace, no registration (task 1's
+    // in both submodule repositories went with the undo); the stale one stays.
+    assert_eq!(env.private_refs(&f.repo), Vec::<String>::new());
+    assert!(walk_files(&env.workspace_root()).is_empty());
+    let names = |dir: &Path| -> Vec<String> {
+        std::fs::read_dir(dir.join("worktrees"))
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(names(&f.lib_git), vec!["delegate-0b1e5c6a-2".to_string()]);
+    assert_eq!(names(&f.nested_git), Vec::<String>::new());
+    assert_eq!(
+        std::fs::read_to_string(stale.join("gitdir")).unwrap(),
+        "/nowhere/.git\n"
+    );
+    // The help, followed literally, clears the way.
+    let help = err["help"].as_str().unwrap();
+    let cmd = help.split('`').nth(3).unwrap();
+    env.sh(&f.repo, cmd).expect(0);
+    Env::delegate_cmd(env, &f.repo)
+        .env("GIT_DELEGATE_TEST_BATCH_ID", id)
+        .args(["prepare", "-n", "2", "--json"])
+        .status()
+        .unwrap()
+        .success()
+        .then_some(())
+        .expect("prepare after the help");
+}
