@@ -340,6 +340,19 @@ fn a_task_that_changes_a_submodule_conflicts_and_keeps_its_work() {
     // plain: only superproject files.
     std::fs::write(ws[3].join("plain.txt"), "plain\n").unwrap();
 
+    // The dry run and `diff --source` say what apply will do.
+    let dry = env
+        .delegate(&f.repo, ["apply", "--dry-run", "--json"])
+        .expect(1)
+        .json();
+    let preview = env.delegate(&f.repo, ["diff", "--source", "--json"]).json();
+    for doc in [&dry, &preview] {
+        let tasks = doc["tasks"].as_array().unwrap();
+        for name in ["edit-sub", "nested-new", "moved"] {
+            let t = tasks.iter().find(|t| t["name"] == name).unwrap();
+            assert_eq!(t["reason"], "submodule_changed", "{doc}");
+        }
+    }
     let run = env.delegate(&f.repo, ["apply", "--json"]).expect(1);
     let out = run.json();
     let tasks = out["tasks"].as_array().unwrap();
