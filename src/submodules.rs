@@ -421,7 +421,9 @@ fn checkout(dest: &Path, commit: ObjectId) -> Result<()> {
 /// gone or replaced, whose HEAD moved off the recorded commit, whose files
 /// differ from it (untracked files count: the worker made them), or, for
 /// one not initialized, whose empty folder got content. Nested submodules
-/// are looked into through their parents.
+/// are looked into through their parents. A repository without submodule
+/// repositories (`<common-dir>/modules`) whose workspace has no
+/// `.gitmodules` costs two `stat`s: no index is read.
 pub fn changed(common_dir: &Path, root: &Path) -> Result<Vec<BString>> {
     // Without submodule repositories nor a `.gitmodules`, no gitlink can
     // hold anything: the index is not read.
