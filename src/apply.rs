@@ -235,7 +235,6 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     } else {
         Source::open_recorded(&here, &b.source, b.short())?
     };
-    source.refuse_submodules()?;
     let selected = select_tasks(&b, opts)?;
     let strict = opts.strict || source.config.strict;
     let verify = crate::verify::settings(
@@ -409,7 +408,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     let tasks: Vec<&batch::Task> = owned.iter().collect();
     let recorded = record_all(&source, &b, &tasks, baseline_tree, dry_run)?;
     let mut candidates: Vec<Candidate> = Vec::new();
-    for (&o, rec) in to_record.iter().zip(recorded) {
+    for ((&o, rec), task) in to_record.iter().zip(recorded).zip(&owned) {
         let out = &mut outcomes[o];
         // Swapped while it was read: what was read is not the task's work.
         let rec = match workspace::identify(&source.common_dir, &b.tasks[out.idx]) {
@@ -422,6 +421,18 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 keep_artifacts(&source, &b, out, dry_run);
                 continue;
             }
+        };
+        // A task that changed a submodule (read-only, design §3.15) keeps its work.
+        let rec = match (
+            rec,
+            crate::submodules::changed(&source.common_dir, &task.root),
+        ) {
+            (Ok(r), Ok(subs)) if !subs.is_empty() => {
+                submodule_changed(out, r, subs);
+                continue;
+            }
+            (Ok(_), Err(e)) => Err(e),
+            (rec, _) => rec,
         };
         match rec {
             Err(e) => {
@@ -817,6 +828,28 @@ fn select_tasks(b: &Batch, args: &Options) -> Result<Vec<(usize, bool)>> {
         })
         .map(|(i, t)| (i, args.discard.contains(&t.name)))
         .collect())
+}
+
+/// A task that changed submodules: a conflict that keeps its workspace,
+/// and its proposal ref and patch when it changed superproject files too
+/// (design §3.15).
+fn submodule_changed(out: &mut Outcome, r: Option<Recorded>, subs: Vec<BString>) {
+    if let Some(r) = r {
+        out.proposed = r.paths.into_iter().map(|c| c.path).collect();
+        if let Some((name, patch)) = r.artifacts {
+            out.proposal_ref = Some(name);
+            out.patch = Some(patch);
+        }
+    }
+    out.status = TaskState::Conflict;
+    out.reason = Some("submodule_changed");
+    out.conflicts = subs
+        .into_iter()
+        .map(|path| PathConflict {
+            path,
+            reason: "submodule changed".into(),
+        })
+        .collect();
 }
 
 /// One workspace's proposal, as recorded (or previewed).

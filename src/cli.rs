@@ -104,6 +104,11 @@ Tasks are the TASK names given, or 1..N with -n N; with neither, one task named 
 mirrors where you ran prepare: run it from src/ and every task's cwd is <workspace>/src. The batch holds a lease \
 (--ttl, --owner-pid); `git delegate status` shows it and `git delegate gc` reclaims stale batches.
 
+Submodules are read-only: each workspace gets every initialized submodule (nested ones too) at the commit the \
+baseline records, as a linked worktree of the submodule's own repository (no fetch, no network). A dirty \
+submodule (its HEAD is not the commit the superproject records, or its tracked files are modified; untracked \
+files inside it do not count) is refused with exit 3, naming it.
+
 On any failure, and on Ctrl-C (SIGINT, once or more), SIGTERM or SIGHUP, everything this prepare made is undone. \
 A prepare killed outright (SIGKILL) leaves a batch marked incomplete: apply refuses it, and gc or drop removes it \
 whole. With --json the batch document (schema git-delegate/v1) \
@@ -127,7 +132,9 @@ Only the files on disk in a workspace count: commits a worker made there do not 
 assume-unchanged and skip-worktree flags of its index (a skip-worktree file absent from disk keeps its content). A \
 git repository a worker made inside its workspace (git init, git clone, cargo new) is never dropped: the task ends \
 conflict with reason nested_repository, none of its paths is applied, and its workspace is kept (remove or move \
-the repository, then apply again). Processes still running inside a workspace are stopped first and reported; one attached to a terminal (a shell, \
+the repository, then apply again). A task that changed anything in a submodule (its files or its commit) ends \
+conflict with reason submodule_changed, its workspace kept; apply never writes into the submodules of the working \
+tree. Processes still running inside a workspace are stopped first and reported; one attached to a terminal (a shell, \
 an editor) is never stopped by default: its task fails with reason processes_running (apply.stop-processes). Edits you made in the working tree since prepare \
 never block a task unless they touch the same paths (or --strict is given). Your index, HEAD, branches and stash \
 are never changed.

@@ -73,6 +73,7 @@ codes! {
     SourceMoved => "delegate::source_moved",
     BareRepository => "delegate::bare_repository",
     Submodules => "delegate::submodules",
+    DirtySubmodule => "delegate::dirty_submodule",
     BadPattern => "delegate::bad_pattern",
     CarryExists => "delegate::carry_exists",
     NoReflink => "delegate::no_reflink",

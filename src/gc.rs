@@ -78,6 +78,9 @@ pub struct KeptWorkspace {
     pub nested: Vec<String>,
     /// The open batches whose source it is.
     pub batches: Vec<String>,
+    /// The submodules the task changed (design §3.15: their work cannot be
+    /// saved in a proposal), relative to the workspace root.
+    pub changed_submodules: Vec<String>,
 }
 
 /// A stale batch gc did not reclaim, and why.
@@ -451,6 +454,7 @@ impl Gc<'_> {
         // workspace is kept (step 3), the rest of its work rescued.
         let mut rescued = Vec::new();
         let mut nested: Vec<(String, Vec<String>)> = Vec::new();
+        let mut submodules: Vec<(String, Vec<String>)> = Vec::new();
         for task in b.open_tasks() {
             // Read at the real path the identity check found.
             let workspace::Identity::Ours { real, .. } =
@@ -477,6 +481,26 @@ impl Gc<'_> {
                 if !repos.is_empty() {
                     let repos = repos.iter().map(|p| crate::paths::doc_bytes(p)).collect();
                     nested.push((t.name.clone(), repos));
+                }
+            }
+            // Work in a submodule cannot be saved in a proposal either
+            // (design §3.15): its workspace is kept.
+            match crate::submodules::changed(&self.source.common_dir, &t.root) {
+                Ok(subs) if !subs.is_empty() => submodules.push((
+                    t.name.clone(),
+                    subs.iter().map(|p| crate::paths::doc_bytes(p)).collect(),
+                )),
+                Ok(_) => {}
+                Err(e) => {
+                    return skip(
+                        self,
+                        format!(
+                            "batch {}: the submodules of task {} could not be read ({}); nothing of this batch was removed",
+                            b.short(),
+                            t.name,
+                            e.message
+                        ),
+                    )
                 }
             }
             match saved {
@@ -538,13 +562,20 @@ impl Gc<'_> {
                 .find(|(name, _)| *name == t.name)
                 .map(|(_, repos)| repos.clone())
                 .unwrap_or_default();
-            if health == workspace::Health::Ours && (!hosted.is_empty() || !repos.is_empty()) {
+            let subs = submodules
+                .iter()
+                .find(|(name, _)| *name == t.name)
+                .map(|(_, subs)| subs.clone())
+                .unwrap_or_default();
+            if health == workspace::Health::Ours
+                && (!hosted.is_empty() || !repos.is_empty() || !subs.is_empty())
+            {
                 // Kept as an ordinary worktree: registered (so no later gc
                 // takes the folder) and unlocked, as `apply --keep` leaves one.
                 if !self.dry_run {
                     workspace::release(&self.source.common_dir, &t.worktree_id)?;
                 }
-                if !repos.is_empty() {
+                if !repos.is_empty() || !subs.is_empty() {
                     self.report.left_alone.push(t.root.clone());
                 }
                 self.report.kept_workspaces.push(KeptWorkspace {
@@ -553,6 +584,7 @@ impl Gc<'_> {
                     root: t.root.clone(),
                     nested: repos,
                     batches: hosted,
+                    changed_submodules: subs,
                 });
                 self.handled_roots.insert(t.root.clone());
                 self.handled_regs.insert(t.worktree_id.clone());

@@ -66,7 +66,6 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
         locked.lock
     };
     let source = here;
-    source.refuse_submodules()?;
     let state_dir = source.state_dir();
     if !opts.dry_run {
         // A batch folder made for an earlier landing's journal and left by

@@ -50,6 +50,7 @@ pub mod scratch;
 pub mod side_effects;
 pub mod snapshot;
 pub mod status;
+pub mod submodules;
 pub mod teardown;
 pub mod time;
 pub mod touched;

@@ -540,7 +540,8 @@ timeout = \"30s\"",
         .item(
             "3",
             "The repository is in a state the command cannot work in, with nothing changed: not a \
-             repository, a bare repository, submodules, an object format the git library cannot \
+             repository, a bare repository, a dirty submodule (or one whose repository is inside \
+             its folder: git submodule absorbgitdirs), an object format the git library cannot \
              read (SHA-256), repository variables it cannot honour, a source that moved after \
              prepare, the lock held past lock.timeout, a baseline ref deleted by someone else, a \
              batch whose prepare never completed (apply, renew), a prepare interrupted by a \

@@ -120,7 +120,8 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         )?),
         Mode::Scratch => None,
     };
-    source.refuse_submodules()?;
+    // Submodules found, a dirty one refused (design §3.15).
+    let modules = crate::submodules::discover(source)?;
     let base = source.workspace_base()?;
     let locked = crate::lock::lock_and_recover(source)?;
     let _lock = locked.lock;
@@ -250,6 +251,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         snap.tree,
         policy.as_ref(),
         stat_cache,
+        &modules,
     )?;
     undo.armed = false;
     drop(undo);
@@ -326,6 +328,7 @@ fn make(
     tree: gix::ObjectId,
     policy: Option<&crate::carry::Policy>,
     stat_cache: Option<snapshot::PendingCache>,
+    modules: &[crate::submodules::Module],
 ) -> Result<Vec<crate::carry::Stats>> {
     let state_dir = source.state_dir();
     let stop = || -> Result<()> {
@@ -355,6 +358,17 @@ fn make(
         match policy {
             Some(policy) => {
                 workspace::create_all(&source.common_dir, baseline, tree, plans)?;
+                stop()?;
+                for p in plans {
+                    crate::submodules::create(
+                        &source.repo,
+                        tree,
+                        modules,
+                        &p.root,
+                        &p.worktree_id,
+                        &p.lock_reason,
+                    )?;
+                }
                 stop()?;
                 let roots: Vec<_> = plans.iter().map(|p| p.root.clone()).collect();
                 crate::carry::carry_ignored(&source.repo, policy, &roots)?

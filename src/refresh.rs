@@ -118,7 +118,8 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     } else {
         Source::open_recorded(&here, &b.source, b.short())?
     };
-    source.refuse_submodules()?;
+    // A dirty submodule is refused as prepare refuses it (design §3.15).
+    crate::submodules::discover(&source)?;
     let baseline_tree = commit::tree_of(&source.repo, &b.baseline)?;
 
     let _step = observer.step("Snapshotting the source");

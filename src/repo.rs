@@ -1,6 +1,6 @@
 //! Finding the source repository: its canonical common dir, working-tree
 //! root, the caller's position in it, its config and state folder, and the
-//! states git-delegate refuses to work in (bare, submodules, object formats
+//! states git-delegate refuses to work in (bare, object formats
 //! the git library cannot read, repository variables it cannot honour).
 //!
 //! Owns: the repository-locating environment (`GIT_DIR`, `GIT_WORK_TREE`,
@@ -606,30 +606,6 @@ impl Source {
     /// `<common-dir>/delegate`
     pub fn state_dir(&self) -> PathBuf {
         crate::batch::state_dir(&self.common_dir)
-    }
-
-    /// Refuse repositories with submodules (design §3.1 step 1).
-    pub fn refuse_submodules(&self) -> Result<()> {
-        let has_gitmodules = self.root.join(".gitmodules").exists();
-        let index = self
-            .repo
-            .index_or_empty()
-            .map_err(|e| Error::git("cannot read the index", e))?;
-        let gitlink = index
-            .entries()
-            .iter()
-            .find(|e| e.mode == gix::index::entry::Mode::COMMIT);
-        if has_gitmodules || gitlink.is_some() {
-            let what = gitlink
-                .map(|e| format!("submodule `{}`", e.path(&index)))
-                .unwrap_or_else(|| "a .gitmodules file".into());
-            return Err(Error::state(
-                Code::Submodules,
-                format!("this repository has submodules ({what}), which git delegate does not support yet"),
-                "use git delegate in a repository without submodules; support is planned",
-            ));
-        }
-        Ok(())
     }
 
     /// Folder name of the repository's main working tree (design §2).

@@ -256,7 +256,6 @@ pub fn source_diff(
         opened = Source::open_recorded(here, &b.source, b.short())?;
         &opened
     };
-    source.refuse_submodules()?;
     let pending = crate::writeback::pending(source)?;
     if !pending.is_empty() {
         let shorts: Vec<&str> = pending.iter().map(|id| batch::short(id)).collect();
@@ -354,13 +353,39 @@ pub fn source_diff(
                 continue;
             }
         };
+        // A task that changed a submodule never applies (design §3.15).
+        let subs = match crate::submodules::changed(&source.common_dir, &task.root) {
+            Ok(subs) => subs,
+            Err(e) => {
+                fail(&mut fates[*i], "snapshot_failed", e.message.clone());
+                continue;
+            }
+        };
+        let submodule_changed = |f: &mut Fate| {
+            f.status = TaskState::Conflict;
+            f.reason = Some("submodule_changed");
+            f.conflicts = subs
+                .iter()
+                .map(|path| PathConflict {
+                    path: path.clone(),
+                    reason: "submodule changed".into(),
+                })
+                .collect();
+        };
         let Some(p) = preview else {
             fates[*i].status = TaskState::NoChanges;
+            if !subs.is_empty() {
+                submodule_changed(&mut fates[*i]);
+            }
             continue;
         };
         crate::proposal::add_objects(&mut mem, p.objects);
         let (own, _) = describe(&mem, &filtered(p.paths.clone(), &filters), false, false)?;
         fates[*i].paths = own;
+        if !subs.is_empty() {
+            submodule_changed(&mut fates[*i]);
+            continue;
+        }
         if !p.nested.is_empty() {
             let f = &mut fates[*i];
             f.status = TaskState::Conflict;

@@ -501,9 +501,11 @@ struct Collect {
     rewrite: bool,
 }
 
-/// Submodules are refused in sources and never made in workspaces: no
-/// submodule status is computed (gix's builtin one would read `.gitmodules`,
-/// or the whole index again when that file is missing).
+/// A submodule counts at its gitlink in the index: a source's dirty
+/// submodules are refused before a snapshot (design §3.15), and a task's
+/// changes in a workspace's submodules are found by `submodules::changed`.
+/// No submodule status is computed here (gix's builtin one would read
+/// `.gitmodules`, or the whole index again when that file is missing).
 #[derive(Clone, Copy)]
 struct NoSubmodules;
 

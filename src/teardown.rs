@@ -6,7 +6,8 @@
 //! bytes freed) and uses `remove_refs` and `remove_state`; a batch whose
 //! prepare never completed goes through `preparing::remove_whole`.
 //! `blockers` says what makes `drop` refuse without `--force` (unapplied
-//! work, work a workspace put in the stash, a workspace hosting an open batch).
+//! work, submodules a task changed, work a workspace put in the stash, a
+//! workspace hosting an open batch).
 //!
 //! Owns: the rule that a workspace hosting an open batch is released, never
 //! removed; the order "workspaces, then refs, then the state folder last".
@@ -199,6 +200,16 @@ pub fn blockers(source: &Source, b: &Batch) -> Result<Blockers> {
                 .iter()
                 .map(|e| (task.name.clone(), e.display_name())),
         );
+    }
+    // So is work in a workspace's submodules (design §3.15), which no
+    // proposal holds.
+    for t in b.tasks.iter().filter(|t| t.state.is_open()) {
+        if !unapplied.contains(&t.name)
+            && workspace::health(&source.common_dir, t) == workspace::Health::Ours
+            && crate::submodules::changed(&source.common_dir, &t.root).is_ok_and(|s| !s.is_empty())
+        {
+            unapplied.push(t.name.clone());
+        }
     }
     unapplied.sort_by_key(|name| b.tasks.iter().position(|t| &t.name == name));
     let others = batch::list_ok(&source.state_dir())?;

@@ -883,6 +883,19 @@ impl<'a> Runner<'a> {
         crate::parallel::try_map(jobs.iter(), jobs.len(), lost, |j| {
             crate::workspace::create_all(common, j.commit, j.tree, &[plan_of(ctx.batch, j)])
         })?;
+        // The submodules a build needs, at the commits `F` records (design §3.15).
+        let modules = crate::submodules::find(ctx.source)?;
+        for j in jobs.iter().filter(|_| !modules.is_empty()) {
+            let p = plan_of(ctx.batch, j);
+            crate::submodules::create(
+                &ctx.source.repo,
+                j.tree,
+                &modules,
+                &j.root,
+                &p.worktree_id,
+                &p.lock_reason,
+            )?;
+        }
         if let Some((src, entries)) = &self.carried {
             let roots: Vec<PathBuf> = jobs.iter().map(|j| j.root.clone()).collect();
             crate::carry::carry(src, entries, &roots)?;

@@ -203,6 +203,7 @@ fn remove_created(common_dir: &Path, p: &Plan) -> Result<()> {
     if is_ours(common_dir, &p.root, &p.worktree_id) || crate::fs::is_empty_dir(&p.root) {
         let _ = std::fs::remove_dir_all(&p.root);
     }
+    let _ = crate::submodules::unregister(common_dir, &p.root, &p.worktree_id);
     let _ = std::fs::remove_dir_all(registration(common_dir, &p.worktree_id));
     crate::fs::remove_empty_parents(&p.root, 2);
     Ok(())
@@ -232,6 +233,7 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
         },
         _ => Removal::Foreign,
     };
+    crate::submodules::unregister(common_dir, root, worktree_id)?;
     let reg = registration(common_dir, worktree_id);
     match std::fs::remove_dir_all(&reg) {
         Ok(()) => {}
@@ -1012,6 +1014,7 @@ fn remove_at(
     if let Identity::Ours { fd: Some(fd), .. } = identity {
         remove_held(root, fd)?;
     }
+    crate::submodules::unregister(common_dir, root, worktree_id)?;
     let reg = registration(common_dir, worktree_id);
     match std::fs::remove_dir_all(&reg) {
         Ok(()) => {}
@@ -1086,6 +1089,7 @@ pub fn discard(common_dir: &Path, task: &crate::batch::Task) -> Result<(Removal,
     let Some(trash) = crate::trash::put(root, (held.st_dev as u64, held.st_ino as u64)) else {
         return remove_task(common_dir, task).map(|r| (r, None));
     };
+    crate::submodules::unregister(common_dir, root, worktree_id)?;
     let reg = registration(common_dir, worktree_id);
     match std::fs::remove_dir_all(&reg) {
         Ok(()) => {}
@@ -1109,6 +1113,9 @@ fn index_entries(common_dir: &Path, worktree_id: &str) -> Option<u32> {
 /// Unregister-free hand-over for `apply --keep`: the workspace stays as an
 /// ordinary registered worktree, unlocked, no longer owned by a batch.
 pub fn release(common_dir: &Path, worktree_id: &str) -> Result<()> {
+    if let Some(root) = registered_location(common_dir, worktree_id) {
+        crate::submodules::release(common_dir, &root, worktree_id)?;
+    }
     let locked = Registration::new(common_dir, worktree_id).locked_file();
     match std::fs::remove_file(&locked) {
         Ok(()) => Ok(()),

@@ -64,37 +64,6 @@ fn bare_repository() {
 }
 
 #[test]
-fn submodules_are_refused() {
-    let env = Env::new();
-    let sub = env.repo("sub");
-    let repo = env.repo("super");
-    env.git(
-        &repo,
-        [
-            "-c",
-            "protocol.file.allow=always",
-            "submodule",
-            "add",
-            "-q",
-            sub.to_str().unwrap(),
-            "deps/sub",
-        ],
-    );
-    env.git(&repo, ["commit", "-q", "-m", "submodule"]);
-    let run = expect_error(&env, &repo, &["prepare"], 3, "delegate::submodules");
-    assert!(run.stderr.contains("deps/sub"), "{}", run.stderr);
-    // From inside the submodule's parent folder too.
-    expect_error(
-        &env,
-        &repo.join("deps"),
-        &["prepare"],
-        3,
-        "delegate::submodules",
-    );
-    assert_nothing_created(&env, &repo);
-}
-
-#[test]
 fn invalid_task_names() {
     let env = Env::new();
     let repo = env.repo("names");

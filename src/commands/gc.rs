@@ -52,6 +52,7 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
                     "workspace": crate::paths::doc_path(&k.root),
                     "nested_repositories": k.nested,
                     "batches": k.batches,
+                    "changed_submodules": k.changed_submodules,
                 })
             })
             .collect();
@@ -166,6 +167,21 @@ fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
             if r.dry_run { "would keep" } else { "kept" },
             super::show(&k.root),
             k.nested.join(", "),
+            if r.dry_run { "would stay" } else { "stays" },
+        ));
+    }
+    for k in r
+        .kept_workspaces
+        .iter()
+        .filter(|k| !k.changed_submodules.is_empty())
+    {
+        text.push_str(&format!(
+            "Task {} of batch {}: {} its workspace {}: it changed submodules ({}), which a proposal cannot hold; it {} an ordinary worktree (`git worktree list`).\n",
+            k.task,
+            crate::batch::short(&k.batch),
+            if r.dry_run { "would keep" } else { "kept" },
+            super::show(&k.root),
+            k.changed_submodules.join(", "),
             if r.dry_run { "would stay" } else { "stays" },
         ));
     }
