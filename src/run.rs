@@ -266,7 +266,9 @@ pub fn run(
     // Ctrl-C (SIGINT) or SIGTERM from now on stop the workers instead of
     // ending run with them still running.
     let _signals = crate::interrupt::catch_signals().map(|d| d.auto_deregister());
-    if opts.command.is_empty() && opts.specs.iter().any(|s| s.command.is_none()) {
+    if opts.command.is_empty()
+        && (opts.specs.is_empty() || opts.specs.iter().any(|s| s.command.is_none()))
+    {
         return Err(Error::usage(
             Code::Usage,
             "no command to run: give it after `--`",
