@@ -579,3 +579,83 @@ fn no_command_is_bad_usage() {
     assert_eq!(doc["error"]["code"], "delegate::usage");
     assert!(batches(&env, &repo).is_empty());
 }
+
+#[test]
+fn verify_lands_only_what_passes() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    let script = r#"echo "$GIT_DELEGATE_TASK" > "t-$GIT_DELEGATE_TASK.txt"; [ "$GIT_DELEGATE_TASK" != 2 ] || echo BAD > bad.txt"#;
+    let doc = env
+        .delegate(
+            &repo,
+            [
+                "run",
+                "-n",
+                "3",
+                "--verify",
+                "test ! -e bad.txt",
+                "--json",
+                "--",
+                "sh",
+                "-c",
+                script,
+            ],
+        )
+        .expect(1)
+        .json();
+    for w in doc["workers"].as_array().unwrap() {
+        assert_eq!(w["exit"], 0, "{doc:#}");
+    }
+    let apply = &doc["apply"];
+    assert_eq!(apply["verify"]["command"], "test ! -e bad.txt");
+    assert_eq!(apply["verify"]["outcome"], "passed_after_rejections");
+    assert_eq!(task(apply, "2")["status"], "rejected");
+    assert_eq!(task(apply, "1")["status"], "applied");
+    assert_eq!(task(apply, "3")["status"], "applied");
+    assert!(!repo.join("bad.txt").exists());
+    assert!(repo.join("t-1.txt").exists() && repo.join("t-3.txt").exists());
+}
+
+#[test]
+fn on_a_terminal_lines_are_prefixed_with_their_task_and_each_worker_has_a_status_line() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("no `script`: no pseudo-terminal to test with");
+        return;
+    }
+    let env = Env::new();
+    let repo = env.repo("r");
+    let base = env.delegate_cmd(&repo);
+    let mut cmd = std::process::Command::new("script");
+    cmd.env_clear().current_dir(&repo);
+    for (k, v) in base.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    let line = format!(
+        "{} run alpha b -- sh -c 'echo line-of-$GIT_DELEGATE_TASK; printf partial-$GIT_DELEGATE_TASK; exit $GIT_DELEGATE_TASK_INDEX'",
+        env!("CARGO_BIN_EXE_git-delegate")
+    );
+    let out = cmd
+        .args(["-qec", &line, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("alpha | line-of-alpha\n"), "{text}");
+    assert!(text.contains("b     | line-of-b\n"), "{text}");
+    assert!(text.contains("alpha | partial-alpha\n"), "{text}");
+    assert!(text.contains("alpha | -- exit 0 after"), "{text}");
+    assert!(text.contains("b     | -- exit 1 after"), "{text}");
+    // Piped: none of it.
+    let run = env
+        .delegate(&repo, ["run", "--", "sh", "-c", "echo line-of-$GIT_DELEGATE_TASK"])
+        .expect(0);
+    assert!(!run.stderr.contains("line-of-"), "{}", run.stderr);
+    assert!(!run.stdout.contains("line-of-"), "{}", run.stdout);
+}
