@@ -67,10 +67,14 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
 
     if ui.json {
         let workers: Vec<Value> = report.workers.iter().map(worker_doc).collect();
-        let apply = report
-            .apply
-            .as_ref()
-            .map_or(Value::Null, super::apply::report_doc);
+        // The embedded apply document is whole, `schema` included.
+        let apply = report.apply.as_ref().map_or(Value::Null, |a| {
+            let mut doc = super::apply::report_doc(a);
+            if let Value::Object(m) = &mut doc {
+                m.insert("schema".into(), json!(crate::ui::SCHEMA));
+            }
+            doc
+        });
         ui.doc_after(
             json!({
                 "batch": b.id,
