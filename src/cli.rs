@@ -303,7 +303,7 @@ while it was read, or an untracked or ignored file stands where the source's ver
   git delegate refresh --json        # {\"batch\", \"tasks\": [{\"name\", \"base\", \"conflicted_paths\", \"state\"}]}"
     )]
     Refresh(RefreshArgs),
-    /// Prepare a batch, run a command in every task's workspace, then apply what succeeded
+    /// Prepare, run a command in every workspace at once, then apply what succeeded
     #[command(
         long_about = "Prepare a batch (the options of `git delegate prepare`), start COMMAND once per task in the \
 task's cwd (in its own process group, stdin from /dev/null, at most --jobs at once), wait for every worker, then \
