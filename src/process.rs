@@ -66,12 +66,32 @@ fn signal(pgid: i32, sig: rustix::process::Signal) {
     }
 }
 
-/// Whether any process of group `pgid` is still there.
+/// Whether any live process of group `pgid` is still there. A zombie does
+/// not count: it holds nothing, and one reparented to a PID 1 that never
+/// reaps (some containers) would stay forever.
 pub fn group_alive(pgid: i32) -> bool {
-    match rustix::process::Pid::from_raw(pgid) {
-        Some(pid) => rustix::process::test_kill_process_group(pid).is_ok(),
-        None => false,
+    let Some(pid) = rustix::process::Pid::from_raw(pgid) else {
+        return false;
+    };
+    if rustix::process::test_kill_process_group(pid).is_err() {
+        return false;
     }
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    rd.flatten().any(|e| {
+        let Some(n) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            return false;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{n}/stat")) else {
+            return false;
+        };
+        // After the command name: state, ppid, pgrp.
+        let mut f = stat.rsplit(')').next().unwrap_or("").split_whitespace();
+        let state = f.next().unwrap_or("Z");
+        let group = f.nth(1).and_then(|g| g.parse::<i32>().ok());
+        state != "Z" && state != "X" && group == Some(pgid)
+    })
 }
 
 /// SIGKILL to every process of group `pgid` (what a command left running

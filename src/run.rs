@@ -348,12 +348,18 @@ pub fn run(
         }
     } else {
         let root = source.root.clone();
-        let r = crate::apply::run(source, &aopts, observer)?;
+        let r = crate::apply::run(source, &aopts, observer);
         let source = Source::discover(&root)?;
-        if r.batch_open {
-            hand_over(&source)?;
+        // A failed apply leaves the batch open too: its lease is handed
+        // over all the same (run's own would be orphaned in a moment).
+        if r.as_ref().map_or(true, |r| r.batch_open) {
+            let handed = hand_over(&source);
+            let r = r?;
+            handed?;
+            r
+        } else {
+            r?
         }
-        r
     };
     // run's apply document lists every task, the failed workers' included.
     for &i in &failed {

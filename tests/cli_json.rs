@@ -424,7 +424,16 @@ fn every_json_document_matches_the_documented_field_lists() {
         ),
         case(
             "run --no-apply",
-            &["run", "r3", "--label", "f", "--no-apply", "--json", "--", "true"],
+            &[
+                "run",
+                "r3",
+                "--label",
+                "f",
+                "--no-apply",
+                "--json",
+                "--",
+                "true",
+            ],
             "run",
             0,
         ),

@@ -153,8 +153,14 @@ fn four_workers_apply_with_their_environment_placeholders_logs_and_ports() {
                 .join(format!("delegate/logs/{id}/{name}.log"))
         );
         let text = read(&log);
-        assert!(text.contains(&format!("hello from {name} on stdout")), "{text}");
-        assert!(text.contains(&format!("hello from {name} on stderr")), "{text}");
+        assert!(
+            text.contains(&format!("hello from {name} on stdout")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("hello from {name} on stderr")),
+            "{text}"
+        );
         // Applied into the source, at the position mirroring `sub/`.
         assert_eq!(task(&doc["apply"], name)["status"], "applied");
         let rec = read(&repo.join(format!("sub/env-{name}.txt")));
@@ -218,7 +224,10 @@ fn a_failing_worker_is_worker_failed_and_its_work_stays_appliable() {
     let repo = env.repo("r");
     let script = r#"echo "work of $GIT_DELEGATE_TASK" > "out-$GIT_DELEGATE_TASK.txt"; [ "$GIT_DELEGATE_TASK" != 2 ] || exit 3"#;
     let run = env
-        .delegate(&repo, ["run", "-n", "3", "--json", "--", "sh", "-c", script])
+        .delegate(
+            &repo,
+            ["run", "-n", "3", "--json", "--", "sh", "-c", script],
+        )
         .expect(1);
     let doc = run.json();
     assert_eq!(worker(&doc, "2")["exit"], 3);
@@ -261,13 +270,27 @@ fn jobs_bounds_the_workers_alive_at_once() {
     );
     env.delegate(
         &repo,
-        ["run", "-n", "6", "--jobs", "2", "--no-apply", "--", "sh", "-c", &script],
+        [
+            "run",
+            "-n",
+            "6",
+            "--jobs",
+            "2",
+            "--no-apply",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
     )
     .expect(0);
     let mut spans: Vec<(u128, u128)> = Vec::new();
     for i in 1..=6 {
         let t = |k: &str| -> u128 {
-            read(&times.join(format!("{i}.{k}"))).trim().parse().unwrap()
+            read(&times.join(format!("{i}.{k}")))
+                .trim()
+                .parse()
+                .unwrap()
         };
         spans.push((t("start"), t("stop")));
     }
@@ -293,7 +316,16 @@ fn a_timeout_kills_a_worker_that_traps_sigterm_and_its_grandchild() {
     let doc = env
         .delegate(
             &repo,
-            ["run", "--timeout", "3s", "--json", "--", "sh", "-c", &script],
+            [
+                "run",
+                "--timeout",
+                "3s",
+                "--json",
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ],
         )
         .expect(1)
         .json();
@@ -324,7 +356,7 @@ echo $$ > "{d}/$GIT_DELEGATE_TASK"
 sleep 300; sleep 300"#,
         d = pids.display()
     );
-    let mut child = env
+    let child = env
         .delegate_cmd(&repo)
         .args(["run", "-n", "3", "--", "sh", "-c", &script])
         .stdout(Stdio::piped())
@@ -343,7 +375,7 @@ sleep 300; sleep 300"#,
     let groups: HashSet<u32> = (1..=3)
         .map(|i| read(&pids.join(i.to_string())).trim().parse().unwrap())
         .collect();
-    assert_eq!(members(&groups).len() >= 3, true);
+    assert!(members(&groups).len() >= 3);
     std::process::Command::new("kill")
         .args(["-INT", &run_pid.to_string()])
         .status()
@@ -362,7 +394,10 @@ sleep 300; sleep 300"#,
     let apply = common::printed_command(&out.stderr, "git delegate apply");
     env.sh(&repo, &apply).expect(0);
     for i in 1..=3 {
-        assert_eq!(read(&repo.join(format!("f-{i}.txt"))), format!("work {i}\n"));
+        assert_eq!(
+            read(&repo.join(format!("f-{i}.txt"))),
+            format!("work {i}\n")
+        );
     }
 }
 
@@ -371,8 +406,11 @@ fn sigint_then_drop_as_printed() {
     let env = Env::new();
     let repo = env.repo("r");
     let started = env.path().join("started");
-    let script = format!(r#"echo x > x.txt; touch "{}"; sleep 300"#, started.display());
-    let mut child = env
+    let script = format!(
+        r#"echo x > x.txt; touch "{}"; sleep 300"#,
+        started.display()
+    );
+    let child = env
         .delegate_cmd(&repo)
         .args(["run", "--json", "--", "sh", "-c", &script])
         .stdout(Stdio::piped())
@@ -446,15 +484,28 @@ fn a_bad_tasks_file_names_line_and_column_and_prepares_nothing() {
     let repo = env.repo("r");
     let file = env.path().join("tasks.toml");
     for (text, at) in [
-        ("[[task]]\nname = \"a\"\ncolour = \"red\"\n", "line 3, column 1"),
-        ("[[task]]\nname = \"a\"\n\n[[task]]\nname = \"b\"\ntimeout = 5\n", "line 6, column 11"),
+        (
+            "[[task]]\nname = \"a\"\ncolour = \"red\"\n",
+            "line 3, column 1",
+        ),
+        (
+            "[[task]]\nname = \"a\"\n\n[[task]]\nname = \"b\"\ntimeout = 5\n",
+            "line 6, column 11",
+        ),
         ("[[task]]\nname = \"a b\"\n", "line 2, column 8"),
     ] {
         std::fs::write(&file, text).unwrap();
         let out = env
             .delegate(
                 &repo,
-                ["run", "--tasks", file.to_str().unwrap(), "--json", "--", "true"],
+                [
+                    "run",
+                    "--tasks",
+                    file.to_str().unwrap(),
+                    "--json",
+                    "--",
+                    "true",
+                ],
             )
             .expect(2);
         let doc = out.json();
@@ -462,15 +513,23 @@ fn a_bad_tasks_file_names_line_and_column_and_prepares_nothing() {
         let msg = doc["error"]["message"].as_str().unwrap();
         assert!(msg.contains(at), "{text:?}: {msg}");
         let human = env
-            .delegate(&repo, ["run", "--tasks", file.to_str().unwrap(), "--", "true"])
+            .delegate(
+                &repo,
+                ["run", "--tasks", file.to_str().unwrap(), "--", "true"],
+            )
             .expect(2);
         assert!(human.stderr.contains(at), "{}", human.stderr);
     }
     assert!(batches(&env, &repo).is_empty());
     assert!(env.private_refs(&repo).is_empty());
-    assert!(!env.workspace_root().exists() || std::fs::read_dir(env.workspace_root()).unwrap().all(|e| {
-        std::fs::read_dir(e.unwrap().path()).map(|mut d| d.next().is_none()).unwrap_or(true)
-    }));
+    assert!(
+        !env.workspace_root().exists()
+            || std::fs::read_dir(env.workspace_root()).unwrap().all(|e| {
+                std::fs::read_dir(e.unwrap().path())
+                    .map(|mut d| d.next().is_none())
+                    .unwrap_or(true)
+            })
+    );
 }
 
 #[test]
@@ -529,7 +588,7 @@ fn a_command_that_cannot_start_fails_its_task() {
 fn a_worker_writing_50_mb_neither_blocks_nor_fills_memory() {
     let env = Env::new();
     let repo = env.repo("r");
-    let mut child = env
+    let child = env
         .delegate_cmd(&repo)
         .args([
             "run",
@@ -575,7 +634,10 @@ fn a_worker_writing_50_mb_neither_blocks_nor_fills_memory() {
 fn no_command_is_bad_usage() {
     let env = Env::new();
     let repo = env.repo("r");
-    let doc = env.delegate(&repo, ["run", "-n", "2", "--json"]).expect(2).json();
+    let doc = env
+        .delegate(&repo, ["run", "-n", "2", "--json"])
+        .expect(2)
+        .json();
     assert_eq!(doc["error"]["code"], "delegate::usage");
     assert!(batches(&env, &repo).is_empty());
 }
@@ -654,8 +716,27 @@ fn on_a_terminal_lines_are_prefixed_with_their_task_and_each_worker_has_a_status
     assert!(text.contains("b     | -- exit 1 after"), "{text}");
     // Piped: none of it.
     let run = env
-        .delegate(&repo, ["run", "--", "sh", "-c", "echo line-of-$GIT_DELEGATE_TASK"])
+        .delegate(
+            &repo,
+            ["run", "--", "sh", "-c", "echo line-of-$GIT_DELEGATE_TASK"],
+        )
         .expect(0);
     assert!(!run.stderr.contains("line-of-"), "{}", run.stderr);
     assert!(!run.stdout.contains("line-of-"), "{}", run.stdout);
+}
+
+#[test]
+fn what_a_worker_leaves_running_in_its_group_goes_when_it_ends() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    let pidfile = env.path().join("bg.pid");
+    let script = format!(
+        r#"sleep 300 & echo $! > "{}"; echo done > d.txt; exit 0"#,
+        pidfile.display()
+    );
+    env.delegate(&repo, ["run", "--", "sh", "-c", &script])
+        .expect(0);
+    let pid: u32 = read(&pidfile).trim().parse().unwrap();
+    wait_for("the background sleep to be gone", || !alive(pid));
+    assert_eq!(read(&repo.join("d.txt")), "done\n");
 }
