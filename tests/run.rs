@@ -740,3 +740,27 @@ fn what_a_worker_leaves_running_in_its_group_goes_when_it_ends() {
     wait_for("the background sleep to be gone", || !alive(pid));
     assert_eq!(read(&repo.join("d.txt")), "done\n");
 }
+
+#[test]
+fn an_owner_pid_given_owns_the_lease_once_run_ends() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    let me = std::process::id().to_string();
+    env.delegate(
+        &repo,
+        [
+            "run",
+            "--owner-pid",
+            &me,
+            "--ttl",
+            "2h",
+            "--no-apply",
+            "--",
+            "true",
+        ],
+    )
+    .expect(0);
+    let b = batches(&env, &repo);
+    assert_eq!(b[0]["lease"]["owner_pid"].to_string(), me, "{b:#?}");
+    assert_eq!(b[0]["lease"]["state"], "live");
+}
