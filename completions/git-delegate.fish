@@ -140,18 +140,18 @@ never\t'Never colour'"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand refresh" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand refresh" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand refresh" -s V -l version -d 'Print version'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -s n -l count -d 'Create N tasks named 1..N' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l mode -d 'Workspace kind (default: workspace.mode, else worktree)' -r -f -a "worktree\t'A linked git worktree detached at the baseline (`git worktree list` shows it)'
 scratch\t'A copy-on-write (reflink) copy of the whole source, .git included'"
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l label -d 'A name for the batch, usable wherever BATCH is asked for' -r
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l ttl -d 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)' -r
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l owner-pid -d 'The lease is orphaned once this process is gone' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l copy-ignored -d 'Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l tasks -d 'Read the tasks from a TOML file of [[task]] tables (name, command, env, timeout)' -r -F
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -s j -l jobs -d 'Run at most J workers at once (default: all)' -r
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l timeout -d 'Stop a worker still running after DURATION (90s, 30m, 2h): SIGTERM, then SIGKILL' -r
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l verify -d 'Verify the integrated result with CMD before writing (as `apply --verify`)' -r
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l verify-timeout -d 'Bound each verification run (as `apply --verify-timeout`)' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -s n -l count -d 'Create N tasks named 1..N' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l label -d 'A name for the batch, usable wherever BATCH is asked for' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l ttl -d 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l owner-pid -d 'The lease is orphaned once this process is gone' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -s j -l jobs -d 'Run at most J workers at once (default: all)' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l timeout -d 'Stop a worker still running after DURATION (90s, 30m, 2h): SIGTERM, then SIGKILL' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l verify -d 'Verify the integrated result with CMD before writing (as `apply --verify`)' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l verify-timeout -d 'Bound each verification run (as `apply --verify-timeout`)' -r -f
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
 never\t'Never colour'"

@@ -40,6 +40,11 @@ pub fn values_of(sub: &str, arg: &str) -> Option<Values> {
         ("prepare", "ttl" | "label" | "owner_pid" | "count") | ("renew", "ttl" | "owner_pid") => {
             Values::Nothing
         }
+        (
+            "run",
+            "ttl" | "label" | "owner_pid" | "count" | "jobs" | "timeout" | "verify"
+            | "verify_timeout",
+        ) => Values::Nothing,
         _ => return None,
     })
 }
