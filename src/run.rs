@@ -245,7 +245,13 @@ impl Report {
     pub fn ok(&self) -> bool {
         !self.interrupted
             && self.workers.iter().all(Worker::ok)
-            && self.apply.as_ref().is_none_or(|a| a.all_ok())
+            && self.apply.as_ref().is_none_or(|a| {
+                // Applied or without changes; a discarded task (scratch
+                // mode's are always) did not apply.
+                a.outcomes
+                    .iter()
+                    .all(|o| matches!(o.status, TaskState::Applied | TaskState::NoChanges))
+            })
     }
 }
 
