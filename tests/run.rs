@@ -319,7 +319,7 @@ fn a_timeout_kills_a_worker_that_traps_sigterm_and_its_grandchild() {
             [
                 "run",
                 "--timeout",
-                "3s",
+                "5s",
                 "--json",
                 "--",
                 "sh",
@@ -588,6 +588,8 @@ fn a_command_that_cannot_start_fails_its_task() {
 fn a_worker_writing_50_mb_neither_blocks_nor_fills_memory() {
     let env = Env::new();
     let repo = env.repo("r");
+    // The worker waits for this file, so run is still there to be measured.
+    let go = env.path().join("go");
     let child = env
         .delegate_cmd(&repo)
         .args([
@@ -596,7 +598,11 @@ fn a_worker_writing_50_mb_neither_blocks_nor_fills_memory() {
             "--",
             "sh",
             "-c",
-            "head -c 50000000 /dev/zero | tr '\\0' x; echo; echo done > big.txt; sleep 2",
+            &format!(
+                "head -c 50000000 /dev/zero | tr '\\0' x; echo; echo done > big.txt; \
+                 while [ ! -e '{go}' ]; do sleep 0.1; done",
+                go = go.display()
+            ),
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -624,6 +630,7 @@ fn a_worker_writing_50_mb_neither_blocks_nor_fills_memory() {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap();
+    std::fs::write(&go, "").unwrap();
     let out = common::Run::from(child.wait_with_output().unwrap()).expect(0);
     assert!(hwm_kb < 48 * 1024, "run's peak RSS {hwm_kb} kB");
     assert_eq!(read(&repo.join("big.txt")), "done\n");
