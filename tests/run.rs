@@ -119,7 +119,7 @@ fn four_workers_apply_with_their_environment_placeholders_logs_and_ports() {
     env.git(&repo, ["add", "."]);
     env.git(&repo, ["commit", "-q", "-m", "sub"]);
     let git_dir = repo.join(".git");
-    let out = env
+    let mut out = env
         .delegate_cmd(&repo.join("sub"))
         // Locating variables of the source never reach a worker.
         .env("GIT_DIR", &git_dir)
@@ -127,9 +127,17 @@ fn four_workers_apply_with_their_environment_placeholders_logs_and_ports() {
         .args(["run", "-n", "4", "--json", "--", "sh", "-c", RECORD, "sh"])
         .args(["{task}", "{index}", "{workspace}", "{{task}}-{{"])
         .stdin(Stdio::piped())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
-    let run = common::Run::from(out).expect(0);
+    // What run's own stdin holds never reaches a worker (theirs is /dev/null).
+    {
+        use std::io::Write;
+        let mut stdin = out.stdin.take().unwrap();
+        let _ = stdin.write_all(b"not for workers\n");
+    }
+    let run = common::Run::from(out.wait_with_output().unwrap()).expect(0);
     let doc = run.json();
     assert_eq!(doc["schema"], "git-delegate/v1");
     let id = doc["batch"].as_str().unwrap().to_string();
