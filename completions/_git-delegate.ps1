@@ -36,6 +36,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('drop', 'drop', [CompletionResultType]::ParameterValue, 'End a batch: remove its workspaces, refs and state')
             [CompletionResult]::new('renew', 'renew', [CompletionResultType]::ParameterValue, 'Extend a batch''s lease')
             [CompletionResult]::new('refresh', 'refresh', [CompletionResultType]::ParameterValue, 'Bring task workspaces up to date with the source; conflicts go to the worker')
+            [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Prepare, run a command in every workspace at once, then apply what succeeded')
             [CompletionResult]::new('hook', 'hook', [CompletionResultType]::ParameterValue, 'Run a git hook''s check (pre-commit)')
             [CompletionResult]::new('hooks', 'hooks', [CompletionResultType]::ParameterValue, 'Install git-delegate''s git hooks into this repository')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page, or install all pages')
@@ -169,6 +170,31 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'git-delegate;run' {
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Create N tasks named 1..N')
+            [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'Create N tasks named 1..N')
+            [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'Workspace kind (default: workspace.mode, else worktree)')
+            [CompletionResult]::new('--label', '--label', [CompletionResultType]::ParameterName, 'A name for the batch, usable wherever BATCH is asked for')
+            [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)')
+            [CompletionResult]::new('--owner-pid', '--owner-pid', [CompletionResultType]::ParameterName, 'The lease is orphaned once this process is gone')
+            [CompletionResult]::new('--copy-ignored', '--copy-ignored', [CompletionResultType]::ParameterName, 'Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)')
+            [CompletionResult]::new('--tasks', '--tasks', [CompletionResultType]::ParameterName, 'Read the tasks from a TOML file of [[task]] tables (name, command, env, timeout)')
+            [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Run at most J workers at once (default: all)')
+            [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'Run at most J workers at once (default: all)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Stop a worker still running after DURATION (90s, 30m, 2h): SIGTERM, then SIGKILL')
+            [CompletionResult]::new('--verify', '--verify', [CompletionResultType]::ParameterName, 'Verify the integrated result with CMD before writing (as `apply --verify`)')
+            [CompletionResult]::new('--verify-timeout', '--verify-timeout', [CompletionResultType]::ParameterName, 'Bound each verification run (as `apply --verify-timeout`)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
+            [CompletionResult]::new('--forbid-commit', '--forbid-commit', [CompletionResultType]::ParameterName, 'Make the pre-commit hook refuse commits inside this batch''s workspaces')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
+            [CompletionResult]::new('--no-verify', '--no-verify', [CompletionResultType]::ParameterName, 'Do not run apply.verify')
+            [CompletionResult]::new('--no-apply', '--no-apply', [CompletionResultType]::ParameterName, 'Stop after the workers: apply nothing, print the apply command')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'git-delegate;hook' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -257,6 +283,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('drop', 'drop', [CompletionResultType]::ParameterValue, 'End a batch: remove its workspaces, refs and state')
             [CompletionResult]::new('renew', 'renew', [CompletionResultType]::ParameterValue, 'Extend a batch''s lease')
             [CompletionResult]::new('refresh', 'refresh', [CompletionResultType]::ParameterValue, 'Bring task workspaces up to date with the source; conflicts go to the worker')
+            [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Prepare, run a command in every workspace at once, then apply what succeeded')
             [CompletionResult]::new('hook', 'hook', [CompletionResultType]::ParameterValue, 'Run a git hook''s check (pre-commit)')
             [CompletionResult]::new('hooks', 'hooks', [CompletionResultType]::ParameterValue, 'Install git-delegate''s git hooks into this repository')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page, or install all pages')
@@ -292,6 +319,9 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             break
         }
         'git-delegate;help;refresh' {
+            break
+        }
+        'git-delegate;help;run' {
             break
         }
         'git-delegate;help;hook' {

@@ -80,6 +80,9 @@ _git__delegate__static() {
             git__delegate,renew)
                 cmd="git__delegate__subcmd__renew"
                 ;;
+            git__delegate,run)
+                cmd="git__delegate__subcmd__run"
+                ;;
             git__delegate,status)
                 cmd="git__delegate__subcmd__status"
                 ;;
@@ -125,6 +128,9 @@ _git__delegate__static() {
             git__delegate__subcmd__help,renew)
                 cmd="git__delegate__subcmd__help__subcmd__renew"
                 ;;
+            git__delegate__subcmd__help,run)
+                cmd="git__delegate__subcmd__help__subcmd__run"
+                ;;
             git__delegate__subcmd__help,status)
                 cmd="git__delegate__subcmd__help__subcmd__status"
                 ;;
@@ -168,7 +174,7 @@ _git__delegate__static() {
 
     case "${cmd}" in
         git__delegate)
-            opts="-h -V --color --help --version prepare apply undo status diff path gc drop renew refresh hook hooks man completions help"
+            opts="-h -V --color --help --version prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -308,7 +314,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help)
-            opts="prepare apply undo status diff path gc drop renew refresh hook hooks man completions help"
+            opts="prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -518,6 +524,20 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__renew)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__help__subcmd__run)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -839,6 +859,76 @@ _git__delegate__static() {
                     return 0
                     ;;
                 --owner-pid)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__run)
+            opts="-n -j -h -V --count --mode --label --ttl --owner-pid --forbid-commit --copy-ignored --json --tasks --jobs --timeout --verify --no-verify --verify-timeout --no-apply --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mode)
+                    COMPREPLY=($(compgen -W "worktree scratch" -- "${cur}"))
+                    return 0
+                    ;;
+                --label)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ttl)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --owner-pid)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --copy-ignored)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tasks)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verify)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --verify-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -33,6 +33,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand drop 'End a batch: remove its workspaces, refs and state'
             cand renew 'Extend a batch''s lease'
             cand refresh 'Bring task workspaces up to date with the source; conflicts go to the worker'
+            cand run 'Prepare, run a command in every workspace at once, then apply what succeeded'
             cand hook 'Run a git hook''s check (pre-commit)'
             cand hooks 'Install git-delegate''s git hooks into this repository'
             cand man 'Print the manual page, or install all pages'
@@ -155,6 +156,30 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'git-delegate;run'= {
+            cand -n 'Create N tasks named 1..N'
+            cand --count 'Create N tasks named 1..N'
+            cand --mode 'Workspace kind (default: workspace.mode, else worktree)'
+            cand --label 'A name for the batch, usable wherever BATCH is asked for'
+            cand --ttl 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)'
+            cand --owner-pid 'The lease is orphaned once this process is gone'
+            cand --copy-ignored 'Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)'
+            cand --tasks 'Read the tasks from a TOML file of [[task]] tables (name, command, env, timeout)'
+            cand -j 'Run at most J workers at once (default: all)'
+            cand --jobs 'Run at most J workers at once (default: all)'
+            cand --timeout 'Stop a worker still running after DURATION (90s, 30m, 2h): SIGTERM, then SIGKILL'
+            cand --verify 'Verify the integrated result with CMD before writing (as `apply --verify`)'
+            cand --verify-timeout 'Bound each verification run (as `apply --verify-timeout`)'
+            cand --color 'When to use colour: auto, always or never'
+            cand --forbid-commit 'Make the pre-commit hook refuse commits inside this batch''s workspaces'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+            cand --no-verify 'Do not run apply.verify'
+            cand --no-apply 'Stop after the workers: apply nothing, print the apply command'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'git-delegate;hook'= {
             cand --color 'When to use colour: auto, always or never'
             cand -h 'Print help (see more with ''--help'')'
@@ -231,6 +256,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand drop 'End a batch: remove its workspaces, refs and state'
             cand renew 'Extend a batch''s lease'
             cand refresh 'Bring task workspaces up to date with the source; conflicts go to the worker'
+            cand run 'Prepare, run a command in every workspace at once, then apply what succeeded'
             cand hook 'Run a git hook''s check (pre-commit)'
             cand hooks 'Install git-delegate''s git hooks into this repository'
             cand man 'Print the manual page, or install all pages'
@@ -256,6 +282,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;help;renew'= {
         }
         &'git-delegate;help;refresh'= {
+        }
+        &'git-delegate;help;run'= {
         }
         &'git-delegate;help;hook'= {
             cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'

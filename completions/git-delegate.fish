@@ -39,6 +39,7 @@ complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "gc" -d 'R
 complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "drop" -d 'End a batch: remove its workspaces, refs and state'
 complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "renew" -d 'Extend a batch\'s lease'
 complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "refresh" -d 'Bring task workspaces up to date with the source; conflicts go to the worker'
+complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "run" -d 'Prepare, run a command in every workspace at once, then apply what succeeded'
 complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "hook" -d 'Run a git hook\'s check (pre-commit)'
 complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "hooks" -d 'Install git-delegate\'s git hooks into this repository'
 complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "man" -d 'Print the manual page, or install all pages'
@@ -139,6 +140,27 @@ never\t'Never colour'"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand refresh" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand refresh" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand refresh" -s V -l version -d 'Print version'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l mode -d 'Workspace kind (default: workspace.mode, else worktree)' -r -f -a "worktree\t'A linked git worktree detached at the baseline (`git worktree list` shows it)'
+scratch\t'A copy-on-write (reflink) copy of the whole source, .git included'"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l copy-ignored -d 'Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l tasks -d 'Read the tasks from a TOML file of [[task]] tables (name, command, env, timeout)' -r -F
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -s n -l count -d 'Create N tasks named 1..N' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l label -d 'A name for the batch, usable wherever BATCH is asked for' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l ttl -d 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l owner-pid -d 'The lease is orphaned once this process is gone' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -s j -l jobs -d 'Run at most J workers at once (default: all)' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l timeout -d 'Stop a worker still running after DURATION (90s, 30m, 2h): SIGTERM, then SIGKILL' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l verify -d 'Verify the integrated result with CMD before writing (as `apply --verify`)' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l verify-timeout -d 'Bound each verification run (as `apply --verify-timeout`)' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l forbid-commit -d 'Make the pre-commit hook refuse commits inside this batch\'s workspaces'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l no-verify -d 'Do not run apply.verify'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l no-apply -d 'Stop after the workers: apply nothing, print the apply command'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -s V -l version -d 'Print version'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and not __fish_seen_subcommand_from pre-commit help" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
 never\t'Never colour'"
@@ -180,21 +202,22 @@ always\t'Always colour'
 never\t'Never colour'"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh hook hooks man completions help" -f -a "prepare" -d 'Snapshot the working tree into a batch with one workspace per task'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh hook hooks man completions help" -f -a "apply" -d 'Merge the tasks\' work back into the working tree'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh hook hooks man completions help" -f -a "undo" -d 'Take an apply\'s result back out of the working tree'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh hook hooks man completions help" -f -a "status" -d 'Show batches, leases and tasks'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh hook hooks man completions help" -f -a "diff" -d 'Show each task\'s changes against its baseline, as `git diff` prints them'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh hook hooks man completions help" -f -a "path" -d 'Print a task\'s working folder'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh hook hooks man completions help" -f -a "gc" -d 'Reclaim what stale batches hold, rescuing unapplied work first'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh hook hooks man completions help" -f -a "drop" -d 'End a batch: remove its workspaces, refs and state'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh hook hooks man completions help" -f -a "renew" -d 'Extend a batch\'s lease'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh hook hooks man completions help" -f -a "refresh" -d 'Bring task workspaces up to date with the source; conflicts go to the worker'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh hook hooks man completions help" -f -a "hook" -d 'Run a git hook\'s check (pre-commit)'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh hook hooks man completions help" -f -a "hooks" -d 'Install git-delegate\'s git hooks into this repository'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh hook hooks man completions help" -f -a "man" -d 'Print the manual page, or install all pages'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh hook hooks man completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh hook hooks man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "prepare" -d 'Snapshot the working tree into a batch with one workspace per task'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "apply" -d 'Merge the tasks\' work back into the working tree'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "undo" -d 'Take an apply\'s result back out of the working tree'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "status" -d 'Show batches, leases and tasks'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "diff" -d 'Show each task\'s changes against its baseline, as `git diff` prints them'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "path" -d 'Print a task\'s working folder'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "gc" -d 'Reclaim what stale batches hold, rescuing unapplied work first'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "drop" -d 'End a batch: remove its workspaces, refs and state'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "renew" -d 'Extend a batch\'s lease'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "refresh" -d 'Bring task workspaces up to date with the source; conflicts go to the worker'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "run" -d 'Prepare, run a command in every workspace at once, then apply what succeeded'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "hook" -d 'Run a git hook\'s check (pre-commit)'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "hooks" -d 'Install git-delegate\'s git hooks into this repository'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "man" -d 'Print the manual page, or install all pages'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and __fish_seen_subcommand_from hook" -f -a "pre-commit" -d 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and __fish_seen_subcommand_from hooks" -f -a "install" -d 'Install the pre-commit hook (an existing hook is kept and chained)'
 

@@ -37,6 +37,9 @@ pub enum TaskState {
     Rejected,
     /// `apply --verify` failed without any task, so nothing was applied.
     Unverified,
+    /// `run`'s worker for it failed or timed out (design §3.13): not
+    /// applied, its work kept in the open batch.
+    WorkerFailed,
 }
 
 impl TaskState {
@@ -51,6 +54,7 @@ impl TaskState {
             TaskState::Conflicted => "conflicted",
             TaskState::Rejected => "rejected",
             TaskState::Unverified => "unverified",
+            TaskState::WorkerFailed => "worker_failed",
         }
     }
 
@@ -64,6 +68,7 @@ impl TaskState {
                 | TaskState::Conflicted
                 | TaskState::Rejected
                 | TaskState::Unverified
+                | TaskState::WorkerFailed
         )
     }
 }

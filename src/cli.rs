@@ -310,6 +310,45 @@ while it was read, or an untracked or ignored file stands where the source's ver
   git delegate refresh --json        # {\"batch\", \"tasks\": [{\"name\", \"base\", \"conflicted_paths\", \"state\"}]}"
     )]
     Refresh(RefreshArgs),
+    /// Prepare, run a command in every workspace at once, then apply what succeeded
+    #[command(
+        long_about = "Prepare a batch (the options of `git delegate prepare`), start COMMAND once per task in the \
+task's cwd (in its own process group, stdin from /dev/null, at most --jobs at once), wait for every worker, then \
+apply the tasks whose worker exited 0 (with --verify as `apply --verify`). In COMMAND's arguments {task}, {index} \
+(0-based) and {workspace} (the task's root) are replaced, and {{ and }} stand for literal braces; any other brace \
+is left as it is. Arguments are passed as they are, never through a shell (write `sh -c '...'` for one). Workers \
+get GIT_DELEGATE_BATCH, GIT_DELEGATE_TASK, GIT_DELEGATE_TASK_INDEX, GIT_DELEGATE_WORKSPACE (the task's root), \
+GIT_DELEGATE_SOURCE and GIT_DELEGATE_PORT (run.port-base + index x run.ports-per-task: the first of the task's \
+run.ports-per-task ports, default 41000 and 10), and never the GIT_DIR-like variables that locate this repository.
+
+Each worker's stdout and stderr go to <git-common-dir>/delegate/logs/<batch>/<task>.log, kept after the batch \
+ends until gc.keep-failed; on a terminal (not with --json) they are also shown live, each line prefixed with the \
+task name, with a status line when a worker starts and ends. A worker that outlives --timeout (or its task's \
+timeout) is sent SIGTERM, its whole process group SIGKILL after a grace, and counts as failed (timed_out). When a \
+worker ends, whatever it left running in its process group is killed. A task whose worker failed is not applied: \
+its status is worker_failed and its work stays in the open batch for `git delegate apply` or `drop`.
+
+Ctrl-C (SIGINT) or SIGTERM stops every worker the same way, applies nothing and prints how to apply or drop the \
+batch. While workers run, run holds no repository lock (a worker may call `git delegate refresh` or `renew`); the \
+batch's lease is owned by run, and becomes a plain TTL lease (or one owned by --owner-pid) if run ends with the \
+batch still open.
+
+--tasks FILE gives the tasks in a TOML file instead of TASK or -n: [[task]] tables with `name`, and optionally \
+`command` (an array of strings, instead of the command after --), `env` (a table of strings added to that \
+worker's environment) and `timeout` (a duration such as \"10m\"); tasks run in file order. An unknown key, a \
+wrong type, a bad name or duration is an error that names the line and column, and nothing is prepared.",
+        after_long_help = "Examples:
+  git delegate run -n 4 -- my-agent --task {task}         # four workers, then apply
+  git delegate run lint docs -- sh -c 'make $GIT_DELEGATE_TASK'
+  git delegate run -n 8 --jobs 2 --timeout 30m --verify 'cargo test' -- agent
+  git delegate run --tasks tasks.toml --no-apply --json -- agent
+  git config alias.fan '!git delegate run -n 4 --'        # then: git fan my-agent
+
+Exit status: 0 when every worker exited 0 and every task applied or had no changes (with --no-apply: when \
+every worker exited 0); 1 otherwise (a worker failed or timed out, a task did not apply, or run was interrupted); \
+2 and 3 as for every command, with nothing prepared."
+    )]
+    Run(RunArgs),
     /// Run a git hook's check (pre-commit)
     #[command(
         long_about = "Run the check behind a git hook. The pre-commit hook installed by `git delegate hooks install` \
@@ -522,6 +561,43 @@ pub struct ApplyArgs {
     pub from_undo: Option<String>,
     #[command(flatten)]
     pub json: JsonArg,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub prepare: PrepareArgs,
+    /// Read the tasks from a TOML file of [[task]] tables (name, command, env, timeout)
+    ///
+    /// Instead of TASK or -n. Each [[task]] has `name`, and optionally `command` (an array of
+    /// strings replacing the command after --), `env` (a table of strings) and `timeout` (such
+    /// as "10m"). Errors name the line and column; nothing is prepared then.
+    #[arg(long = "tasks", value_name = "FILE", conflicts_with_all = ["tasks", "count"])]
+    pub tasks_file: Option<std::path::PathBuf>,
+    /// Run at most J workers at once (default: all)
+    #[arg(short = 'j', long, value_name = "J", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+    /// Stop a worker still running after DURATION (90s, 30m, 2h): SIGTERM, then SIGKILL
+    ///
+    /// Its status is timed_out and its task worker_failed. A task's own `timeout` in --tasks
+    /// wins.
+    #[arg(long, value_name = "DURATION")]
+    pub timeout: Option<String>,
+    /// Verify the integrated result with CMD before writing (as `apply --verify`)
+    #[arg(long, value_name = "CMD")]
+    pub verify: Option<String>,
+    /// Do not run apply.verify
+    #[arg(long, conflicts_with = "verify")]
+    pub no_verify: bool,
+    /// Bound each verification run (as `apply --verify-timeout`)
+    #[arg(long, value_name = "DURATION")]
+    pub verify_timeout: Option<String>,
+    /// Stop after the workers: apply nothing, print the apply command
+    #[arg(long, conflicts_with_all = ["verify", "verify_timeout"])]
+    pub no_apply: bool,
+    /// The command to run in every task's workspace, after `--`
+    #[arg(last = true, value_name = "COMMAND", allow_hyphen_values = true)]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, Args)]

@@ -76,6 +76,8 @@ struct File {
     lock: LockSection,
     #[serde(default)]
     undo: UndoSection,
+    #[serde(default)]
+    run: RunSection,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -123,6 +125,13 @@ struct UndoSection {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct RunSection {
+    port_base: Option<Spanned<i64>>,
+    ports_per_task: Option<Spanned<i64>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct LockSection {
     timeout: Option<Spanned<String>>,
 }
@@ -147,6 +156,9 @@ pub struct Config {
     pub verify: String,
     pub verify_timeout_secs: i64,
     pub verify_jobs: usize,
+    /// `run.port-base`, `run.ports-per-task` (design §3.13).
+    pub port_base: u16,
+    pub ports_per_task: u16,
 }
 
 impl Default for Config {
@@ -166,6 +178,8 @@ impl Default for Config {
             verify: String::new(),
             verify_timeout_secs: 30 * 60,
             verify_jobs: 1,
+            port_base: 41000,
+            ports_per_task: 10,
         }
     }
 }
@@ -295,6 +309,29 @@ impl Config {
         if let Some(k) = file.undo.keep {
             cfg.undo_keep = k;
         }
+        if let Some(b) = &file.run.port_base {
+            if !(1..=65535).contains(b.get_ref()) {
+                return Err(bad(
+                    format!("`run.port-base` must be 1 to 65535, not {}", b.get_ref()),
+                    b.span(),
+                    "not a port",
+                ));
+            }
+            cfg.port_base = *b.get_ref() as u16;
+        }
+        if let Some(n) = &file.run.ports_per_task {
+            if !(1..=1000).contains(n.get_ref()) {
+                return Err(bad(
+                    format!(
+                        "`run.ports-per-task` must be 1 to 1000, not {}",
+                        n.get_ref()
+                    ),
+                    n.span(),
+                    "out of range",
+                ));
+            }
+            cfg.ports_per_task = *n.get_ref() as u16;
+        }
         Ok(cfg)
     }
 }
@@ -355,6 +392,9 @@ mod tests {
             "[workspace]\nroot = \"\"\n",
             "[lock]\ntimeout = \"0s\"\n",
             "[hooks]\nforbid-commit = \"yes\"\n",
+            "[run]\nport-base = 0\n",
+            "[run]\nports-per-task = \"ten\"\n",
+            "[run]\nports = 3\n",
             "workspace = 3\n",
         ] {
             let e = Config::parse(p, text).unwrap_err();

@@ -79,6 +79,7 @@ codes! {
     NoReflink => "delegate::no_reflink",
     ScratchRefused => "delegate::scratch_refused",
     Config => "delegate::config",
+    TasksFile => "delegate::tasks_file",
     BadDuration => "delegate::bad_duration",
     BadTaskName => "delegate::bad_task_name",
     DuplicateTask => "delegate::duplicate_task",

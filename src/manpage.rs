@@ -390,6 +390,16 @@ fn main_sections() -> Sections {
             "Default `1` (at most 64). How many candidate sets a verification may run at once.",
         )
         .item(
+            "run.port-base",
+            "Default `41000` (1 to 65535). The first port `git delegate run` reserves: task i \
+             (0-based) gets GIT_DELEGATE_PORT = run.port-base + i x run.ports-per-task.",
+        )
+        .item(
+            "run.ports-per-task",
+            "Default `10` (1 to 1000). How many ports each task of `run` has, from its \
+             GIT_DELEGATE_PORT on, so parallel dev servers never collide.",
+        )
+        .item(
             "gc.keep-failed",
             "Default `\"14d\"`. How long rescued and failed proposal refs are kept after their \
              batch went stale, how long the proposal of a task `apply --discard` dropped is kept, \
@@ -430,6 +440,10 @@ strict = false
 verify = \"\"                  # a shell command; empty = no verification
 verify-timeout = \"30m\"
 verify-jobs = 1
+
+[run]
+port-base = 41000
+ports-per-task = 10
 
 [gc]
 keep-failed = \"14d\"
@@ -736,6 +750,27 @@ fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
             ),
         ],
         "renew" => &[("0", "The lease was renewed.")],
+        "run" => &[
+            (
+                "0",
+                "Every worker exited 0 and every task applied or had no changes (with \
+                 --no-apply: every worker exited 0).",
+            ),
+            (
+                "1",
+                "A worker failed, timed out or could not start (its task is worker_failed and \
+                 stays in the open batch), a task did not apply (conflict, failed, rejected, \
+                 ...), or run was interrupted (Ctrl-C or SIGTERM: every worker was stopped and \
+                 nothing was applied; the batch stays open for `git delegate apply` or \
+                 `git delegate drop --force`).",
+            ),
+            (
+                "2",
+                "Bad usage or bad input, nothing prepared: no command after --, a bad --tasks \
+                 file (`delegate::tasks_file`, naming the line and column), a bad task name or \
+                 duration.",
+            ),
+        ],
         "refresh" => &[
             (
                 "0",
@@ -912,6 +947,7 @@ mod tests {
             "drop",
             "renew",
             "refresh",
+            "run",
             "undo",
             "hook",
             "hooks",

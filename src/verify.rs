@@ -19,12 +19,11 @@
 //! repository-locating `GIT_*` variables reach CMD.
 
 use std::collections::{HashMap, VecDeque};
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use gix::bstr::{BString, ByteSlice};
+use gix::bstr::BString;
 use gix::ObjectId;
 
 use crate::batch::{self, Batch};
@@ -966,12 +965,7 @@ fn persist_tree(disk: &gix::Repository, mem: &gix::Repository, tree: ObjectId) -
 const POLL: Duration = Duration::from_millis(50);
 
 struct Running {
-    child: Child,
-    pgid: i32,
-    started: Instant,
-    log: std::fs::File,
-    read: u64,
-    partial: Vec<u8>,
+    group: crate::process::Group,
     done: Option<Run>,
 }
 
@@ -981,13 +975,12 @@ fn run_all(ctx: &Ctx<'_>, jobs: &[Job]) -> Result<Vec<Run>> {
     let mut running: Vec<Running> = Vec::with_capacity(jobs.len());
     let kill_all = |running: &mut Vec<Running>| {
         for r in running.iter_mut().filter(|r| r.done.is_none()) {
-            kill_group(r.pgid);
-            let _ = r.child.wait();
+            r.group.kill();
         }
     };
     for j in jobs {
         match spawn(ctx, j) {
-            Ok(r) => running.push(r),
+            Ok(group) => running.push(Running { group, done: None }),
             Err(e) => {
                 kill_all(&mut running);
                 return Err(e);
@@ -1002,20 +995,18 @@ fn run_all(ctx: &Ctx<'_>, jobs: &[Job]) -> Result<Vec<Run>> {
             if r.done.is_some() {
                 continue;
             }
-            let status = match r.child.try_wait() {
+            let status = match r.group.try_wait() {
                 Ok(s) => s,
                 Err(e) => {
-                    kill_group(r.pgid);
-                    let _ = r.child.wait();
+                    r.group.kill();
                     return Err(Error::io("cannot wait for the verification command", e));
                 }
             };
-            let elapsed = r.started.elapsed();
+            let elapsed = r.group.started.elapsed();
             let (exit, timed_out) = match status {
                 Some(s) => (s.code(), false),
                 None if elapsed >= timeout => {
-                    kill_group(r.pgid);
-                    let _ = r.child.wait();
+                    r.group.kill();
                     (None, true)
                 }
                 None => {
@@ -1024,7 +1015,7 @@ fn run_all(ctx: &Ctx<'_>, jobs: &[Job]) -> Result<Vec<Run>> {
                 }
             };
             // What it left running in its group goes with it.
-            kill_group(r.pgid);
+            crate::process::kill(r.group.pgid);
             r.done = Some(Run {
                 tasks: j.tasks.clone(),
                 exit,
@@ -1034,7 +1025,9 @@ fn run_all(ctx: &Ctx<'_>, jobs: &[Job]) -> Result<Vec<Run>> {
             });
         }
         for (j, r) in jobs.iter().zip(running.iter_mut()) {
-            tail(ctx.observer, j.n, r);
+            let done = r.done.is_some();
+            r.group
+                .lines(done, 1 << 20, |line| ctx.observer.output(j.n, line));
         }
         if all_done {
             break;
@@ -1049,81 +1042,31 @@ fn run_all(ctx: &Ctx<'_>, jobs: &[Job]) -> Result<Vec<Run>> {
     Ok(running.into_iter().filter_map(|r| r.done).collect())
 }
 
-/// Tell the observer the complete lines CMD wrote since last time.
-fn tail(observer: &dyn Observer, n: usize, r: &mut Running) {
-    if r.log.seek(SeekFrom::Start(r.read)).is_err() {
-        return;
-    }
-    let mut buf = Vec::new();
-    if r.log.by_ref().take(1 << 20).read_to_end(&mut buf).is_err() {
-        return;
-    }
-    r.read += buf.len() as u64;
-    r.partial.extend_from_slice(&buf);
-    while let Some(i) = r.partial.find_byte(b'\n') {
-        let line: Vec<u8> = r.partial.drain(..=i).collect();
-        observer.output(n, line[..line.len() - 1].as_bstr());
-    }
-    if r.done.is_some() && !r.partial.is_empty() {
-        let line = std::mem::take(&mut r.partial);
-        observer.output(n, line.as_bstr());
-    }
-}
-
-fn kill_group(pgid: i32) {
-    if let Some(pid) = rustix::process::Pid::from_raw(pgid) {
-        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-    }
-}
-
 /// Start CMD for one job (design §3.10): `sh -c CMD` at the caller's
 /// position in the verification workspace, stdin `/dev/null`, its own
-/// process group, output to the log.
-fn spawn(ctx: &Ctx<'_>, j: &Job) -> Result<Running> {
-    use std::os::unix::process::CommandExt;
-    let io = |what: &Path| {
-        let what = what.to_path_buf();
-        move |e| Error::io(format!("cannot create {}", what.display()), e)
-    };
-    let log = std::fs::File::create(&j.log).map_err(io(&j.log))?;
-    let err = log.try_clone().map_err(io(&j.log))?;
-    let reader = std::fs::File::open(&j.log).map_err(io(&j.log))?;
+/// process group, output to the log (`process::spawn`).
+fn spawn(ctx: &Ctx<'_>, j: &Job) -> Result<crate::process::Group> {
     let mut cwd = j.root.join(&ctx.source.prefix);
     if std::fs::create_dir_all(&cwd).is_err() {
         cwd = j.root.clone();
     }
     let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(&ctx.settings.command)
-        .current_dir(&cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(log))
-        .stderr(Stdio::from(err))
-        .process_group(0);
-    for k in crate::repo::LOCATING {
-        cmd.env_remove(k);
-    }
+    cmd.arg("-c").arg(&ctx.settings.command).current_dir(&cwd);
     cmd.env("GIT_DELEGATE_BATCH", &ctx.batch.id)
         .env("GIT_DELEGATE_VERIFY", "1")
         .env("GIT_DELEGATE_TASKS", j.tasks.join(" "));
-    let child = cmd.spawn().map_err(|e| {
-        Error::io(
-            format!(
-                "cannot run the verification command {:?}",
-                ctx.settings.command
-            ),
-            e,
-        )
-    })?;
-    let pgid = child.id() as i32;
-    Ok(Running {
-        child,
-        pgid,
-        started: Instant::now(),
-        log: reader,
-        read: 0,
-        partial: Vec::new(),
-        done: None,
+    crate::process::spawn(cmd, &j.log).map_err(|(log, e)| {
+        if log {
+            Error::io(format!("cannot create {}", j.log.display()), e)
+        } else {
+            Error::io(
+                format!(
+                    "cannot run the verification command {:?}",
+                    ctx.settings.command
+                ),
+                e,
+            )
+        }
     })
 }
 

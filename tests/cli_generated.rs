@@ -79,6 +79,7 @@ fn committed_man_pages_are_what_the_code_generates() {
                 "prepare",
                 "refresh",
                 "renew",
+                "run",
                 "status",
                 "undo",
             ]

@@ -286,6 +286,7 @@ fn every_json_document_matches_the_documented_field_lists() {
         "diff",
         "path",
         "refresh",
+        "run",
         "error",
     ] {
         assert!(
@@ -407,6 +408,33 @@ fn every_json_document_matches_the_documented_field_lists() {
             "prepare",
             &["prepare", "x", "y", "--label", "c", "--json"],
             "batch",
+            0,
+        ),
+        case(
+            "run",
+            &["run", "r1", "--label", "d", "--json", "--", "true"],
+            "run",
+            0,
+        ),
+        case(
+            "run with a failing worker",
+            &["run", "r2", "--label", "e", "--json", "--", "false"],
+            "run",
+            1,
+        ),
+        case(
+            "run --no-apply",
+            &[
+                "run",
+                "r3",
+                "--label",
+                "f",
+                "--no-apply",
+                "--json",
+                "--",
+                "true",
+            ],
+            "run",
             0,
         ),
     ];

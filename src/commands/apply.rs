@@ -45,20 +45,7 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
     let report = crate::apply::run(here, &opts, &shown);
     shown.recovered_into(recovered);
     let report = report?;
-    let crate::apply::Report {
-        batch: b,
-        outcomes,
-        written,
-        batch_open,
-        dry_run,
-        kept,
-        artifacts_error,
-        side_effects,
-        apply_id,
-        verify,
-        ..
-    } = &report;
-    let (b, batch_open, dry_run) = (b, *batch_open, *dry_run);
+    let (b, outcomes) = (&report.batch, &report.outcomes);
     let refreshed = if args.refresh_conflicts {
         refresh_conflicts(b, outcomes)
     } else {
@@ -67,10 +54,7 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
 
     // Report.
     if ui.json {
-        let mut doc = document(b, outcomes, written, batch_open, dry_run);
-        if let (false, Value::Object(m)) = (kept.is_empty(), &mut doc) {
-            m.insert("kept_workspaces".into(), kept_doc(kept));
-        }
+        let mut doc = report_doc(&report);
         if let (Some(r), Value::Object(m)) = (&refreshed, &mut doc) {
             match r {
                 Ok(r) => m.insert("refreshed".into(), super::refresh::tasks_doc(r)),
@@ -80,26 +64,76 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
                 ),
             };
         }
-        if let Value::Object(m) = &mut doc {
-            m.insert(
-                "side_effects".into(),
-                super::side_effects::doc(b, side_effects),
-            );
-        }
-        if let Value::Object(m) = &mut doc {
-            m.insert("apply_id".into(), json!(apply_id));
-        }
-        if let (Some(v), Value::Object(m)) = (verify, &mut doc) {
-            m.insert("verify".into(), verify_doc(v));
-        }
         ui.doc_after(doc, recovered);
     }
-    ui.say(&human(ui, &report, args.keep, args.verbose));
+    say(ui, &report, args.keep, args.verbose);
+    match &refreshed {
+        Some(Ok(r)) => ui.say(&super::refresh::human(ui, r)),
+        Some(Err(e)) => ui.warn(&format!(
+            "git-delegate: the conflicting tasks were not refreshed: {} ({})\n  help: {}\n",
+            crate::ui::escape_text(&e.message),
+            e.code.as_str(),
+            crate::ui::escape_text(&e.help)
+        )),
+        None => {}
+    }
+    let code = if report.all_ok() { 0 } else { 1 };
+    Ok(match refreshed {
+        Some(Err(e)) => code.max(e.exit_code()),
+        _ => code,
+    })
+}
+
+/// The whole apply document of `report` (design §6.2, §6.4); `run` embeds it too.
+pub(super) fn report_doc(report: &Report) -> Value {
+    let Report {
+        batch: b,
+        outcomes,
+        written,
+        batch_open,
+        dry_run,
+        kept,
+        side_effects,
+        apply_id,
+        verify,
+        ..
+    } = report;
+    let mut doc = document(b, outcomes, written, *batch_open, *dry_run);
+    if let Value::Object(m) = &mut doc {
+        if !kept.is_empty() {
+            m.insert("kept_workspaces".into(), kept_doc(kept));
+        }
+        m.insert(
+            "side_effects".into(),
+            super::side_effects::doc(b, side_effects),
+        );
+        m.insert("apply_id".into(), json!(apply_id));
+        if let Some(v) = verify {
+            m.insert("verify".into(), verify_doc(v));
+        }
+    }
+    doc
+}
+
+/// The human text of `report` (stdout) and its clean-up warning (stderr).
+pub(super) fn say(ui: &Ui, report: &Report, keep: bool, verbose: bool) {
+    let Report {
+        batch: b,
+        outcomes,
+        dry_run,
+        kept,
+        artifacts_error,
+        side_effects,
+        apply_id,
+        verify,
+        ..
+    } = report;
+    ui.say(&human(ui, report, keep, verbose));
     ui.say(&super::side_effects::text(
         b,
         side_effects,
         outcomes,
-        dry_run,
+        *dry_run,
     ));
     if let Some(v) = verify {
         ui.say(&verify_text(v));
@@ -116,21 +150,6 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
             crate::ui::escape_text(&e.message)
         ));
     }
-    match &refreshed {
-        Some(Ok(r)) => ui.say(&super::refresh::human(ui, r)),
-        Some(Err(e)) => ui.warn(&format!(
-            "git-delegate: the conflicting tasks were not refreshed: {} ({})\n  help: {}\n",
-            crate::ui::escape_text(&e.message),
-            e.code.as_str(),
-            crate::ui::escape_text(&e.help)
-        )),
-        None => {}
-    }
-    let code = if report.all_ok() { 0 } else { 1 };
-    Ok(match refreshed {
-        Some(Err(e)) => code.max(e.exit_code()),
-        _ => code,
-    })
 }
 
 /// `apply --refresh-conflicts` (design §3.12): refresh every task this
@@ -469,7 +488,7 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
                     format!("{n} path{s} written")
                 }
             }
-            TaskState::Conflict | TaskState::Failed | TaskState::Open => {
+            TaskState::Conflict | TaskState::Failed | TaskState::Open | TaskState::WorkerFailed => {
                 let mut d = o.reason.unwrap_or("").to_string();
                 if !o.conflicts.is_empty() {
                     let list: Vec<String> = o

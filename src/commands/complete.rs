@@ -55,6 +55,11 @@ pub fn values_of(sub: &str, arg: &str) -> Option<Values> {
         ("prepare", "ttl" | "label" | "owner_pid" | "count")
         | ("renew", "ttl" | "owner_pid")
         | ("apply", "verify" | "verify_timeout" | "verify_jobs") => Values::Nothing,
+        (
+            "run",
+            "ttl" | "label" | "owner_pid" | "count" | "jobs" | "timeout" | "verify"
+            | "verify_timeout",
+        ) => Values::Nothing,
         _ => return None,
     })
 }

@@ -21,6 +21,7 @@ pub mod path;
 pub mod prepare;
 pub mod refresh;
 pub mod renew;
+pub mod run;
 pub mod side_effects;
 pub mod status;
 pub mod undo;
@@ -50,6 +51,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Drop(a) => a.json.json,
         Command::Renew(a) => a.json.json,
         Command::Refresh(a) => a.json.json,
+        Command::Run(a) => a.prepare.json.json,
         Command::Hooks(crate::cli::HooksArgs {
             action: crate::cli::HooksAction::Install { json, .. },
         }) => json.json,
@@ -72,6 +74,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Drop(a) => drop::run(&ui, a, &mut recovered),
         Command::Renew(a) => renew::run(&ui, a, &mut recovered),
         Command::Refresh(a) => refresh::run(&ui, a, &mut recovered),
+        Command::Run(a) => run::run(&ui, a, &mut recovered),
         Command::Apply(a) => apply::run(&ui, a, &mut recovered),
         Command::Undo(a) => undo::run(&ui, a, &mut recovered),
         Command::Gc(a) => gc::run(&ui, a, &mut recovered),

@@ -19,22 +19,8 @@ pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> 
         (None, true) => vec!["1".to_string()],
         (None, false) => args.tasks.clone(),
     };
-    crate::prepare::check(&names, args.label.as_deref())?;
-    let owner = args.owner_pid.map(super::owner).transpose()?;
+    let opts = options(&args, names)?;
     let source = super::source()?;
-    let ttl_secs = args.ttl.as_deref().map(super::parse_ttl).transpose()?;
-    let opts = crate::prepare::Options {
-        names,
-        label: args.label.clone(),
-        ttl_secs,
-        owner,
-        mode: args.mode.map(|m| match m {
-            ModeArg::Worktree => Mode::Worktree,
-            ModeArg::Scratch => Mode::Scratch,
-        }),
-        copy_ignored: args.copy_ignored.clone(),
-        forbid_commit: args.forbid_commit,
-    };
     let shown = super::Shown::new(ui);
     let report = crate::prepare::run(&source, &opts, &shown);
     shown.recovered_into(recovered);
@@ -112,6 +98,25 @@ pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> 
     ));
     ui.say(&text);
     Ok(0)
+}
+
+/// prepare's options from its arguments, `names` checked (`run` shares them).
+pub(super) fn options(args: &PrepareArgs, names: Vec<String>) -> Result<crate::prepare::Options> {
+    crate::prepare::check(&names, args.label.as_deref())?;
+    let owner = args.owner_pid.map(super::owner).transpose()?;
+    let ttl_secs = args.ttl.as_deref().map(super::parse_ttl).transpose()?;
+    Ok(crate::prepare::Options {
+        names,
+        label: args.label.clone(),
+        ttl_secs,
+        owner,
+        mode: args.mode.map(|m| match m {
+            ModeArg::Worktree => Mode::Worktree,
+            ModeArg::Scratch => Mode::Scratch,
+        }),
+        copy_ignored: args.copy_ignored.clone(),
+        forbid_commit: args.forbid_commit,
+    })
 }
 
 /// `1234 files, 5.6 MiB (1200 cloned, 30 copied, 4 symlinks)`
