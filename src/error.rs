@@ -69,6 +69,8 @@ codes! {
     Usage => "delegate::usage",
     NotARepository => "delegate::not_a_repository",
     UnsupportedObjectFormat => "delegate::unsupported_object_format",
+    UnreadableGitDir => "delegate::unreadable_git_dir",
+    DubiousOwnership => "delegate::dubious_ownership",
     UnsupportedEnvironment => "delegate::unsupported_environment",
     SourceMoved => "delegate::source_moved",
     BareRepository => "delegate::bare_repository",
