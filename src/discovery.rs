@@ -38,8 +38,7 @@ fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
 pub fn not_a_repository(message: String) -> Error {
     not_a_repository_with(
         message,
-        "run git delegate from inside a git working tree, or pass `git -C DIR delegate ...`"
-            .into(),
+        "run git delegate from inside a git working tree, or pass `git -C DIR delegate ...`".into(),
     )
 }
 

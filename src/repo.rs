@@ -311,9 +311,10 @@ pub fn open_source(cwd: &Path) -> Result<gix::Repository> {
                     )));
                 }
             }
-            let mut repo = gix::ThreadSafeRepository::discover_opts(cwd, options(), refusing_untrusted())
-                .map_err(|e| discovery_error(cwd, e))?
-                .to_thread_local();
+            let mut repo =
+                gix::ThreadSafeRepository::discover_opts(cwd, options(), refusing_untrusted())
+                    .map_err(|e| discovery_error(cwd, e))?
+                    .to_thread_local();
             if let Some(wt) = env.get("GIT_WORK_TREE") {
                 set_workdir(&mut repo, Some(cwd.join(wt)))?;
             }

@@ -24,7 +24,9 @@ fn is_root() -> bool {
 
 fn euid() -> u32 {
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(1)
+    std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(1)
 }
 
 /// Say loudly that a test could not run; under `CI=true` that is a failure.
@@ -79,7 +81,10 @@ fn folder(env: &Env, name: &str) -> PathBuf {
 fn a_sha256_repository_prepares_and_applies() {
     let env = Env::new();
     let repo = folder(&env, "sha");
-    env.git(&repo, ["init", "-q", "-b", "main", "--object-format=sha256"]);
+    env.git(
+        &repo,
+        ["init", "-q", "-b", "main", "--object-format=sha256"],
+    );
     std::fs::write(repo.join("m.txt"), "1\n2\n3\n4\n5\n6\n7\n").unwrap();
     std::fs::write(repo.join("b.txt"), "b\n").unwrap();
     env.git(&repo, ["add", "."]);
@@ -102,8 +107,14 @@ fn a_sha256_repository_prepares_and_applies() {
         .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
         .collect();
     for w in &ws {
-        assert_eq!(std::fs::read_to_string(w.join("b.txt")).unwrap(), "b, user\n");
-        assert_eq!(std::fs::read_to_string(w.join("untracked.txt")).unwrap(), "u\n");
+        assert_eq!(
+            std::fs::read_to_string(w.join("b.txt")).unwrap(),
+            "b, user\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(w.join("untracked.txt")).unwrap(),
+            "u\n"
+        );
         assert_eq!(env.git(w, ["rev-parse", "HEAD"]).trim(), baseline);
         assert_eq!(env.git(w, ["status", "--porcelain"]), "");
     }
@@ -125,7 +136,10 @@ fn a_sha256_repository_prepares_and_applies() {
         std::fs::read_to_string(repo.join("m.txt")).unwrap(),
         "one\n2\n3\nfour, user\n5\n6\nseven\n"
     );
-    assert_eq!(std::fs::read_to_string(repo.join("new.txt")).unwrap(), "new\n");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("new.txt")).unwrap(),
+        "new\n"
+    );
     let proposal = tasks[1]["proposal_ref"].as_str().unwrap();
     assert_eq!(env.git(&repo, ["rev-parse", proposal]).trim().len(), 64);
     // The kept patch names SHA-256 blobs git can read.
@@ -146,7 +160,12 @@ fn a_sha256_repository_prepares_and_applies() {
     env.delegate(&repo, ["drop", batch, "--force", "--json"])
         .expect(0);
     env.git(&repo, ["fsck", "--no-dangling"]);
-    assert_eq!(env.git(&repo, ["worktree", "list", "--porcelain"]).matches("worktree ").count(), 1);
+    assert_eq!(
+        env.git(&repo, ["worktree", "list", "--porcelain"])
+            .matches("worktree ")
+            .count(),
+        1
+    );
 }
 
 /// An object format the git library cannot read is refused as such (git
@@ -159,11 +178,21 @@ fn an_unknown_object_format_is_refused_as_unsupported() {
     env.git(&repo, ["config", "core.repositoryformatversion", "1"]);
     env.git(&repo, ["config", "extensions.objectFormat", "sha512"]);
     assert!(!git_finds(&env, &repo.join("sub"), &[]));
-    for args in [&["prepare", "--json"][..], &["status", "--json"], &["gc", "--json"]] {
+    for args in [
+        &["prepare", "--json"][..],
+        &["status", "--json"],
+        &["gc", "--json"],
+    ] {
         let run = env.delegate(&repo.join("sub"), args).expect(3);
         let doc = run.json();
-        assert_eq!(doc["error"]["code"], "delegate::unsupported_object_format", "{doc}");
-        assert!(doc["error"]["message"].as_str().unwrap().contains("sha512"), "{doc}");
+        assert_eq!(
+            doc["error"]["code"], "delegate::unsupported_object_format",
+            "{doc}"
+        );
+        assert!(
+            doc["error"]["message"].as_str().unwrap().contains("sha512"),
+            "{doc}"
+        );
     }
     assert!(!repo.join(".git/delegate").exists());
 }
@@ -209,7 +238,10 @@ fn a_broken_dot_git_is_named_by_what_is_wrong() {
         let sub = dir.join("sub");
         std::fs::create_dir_all(&sub).unwrap();
         make(&dir);
-        assert!(!git_finds(&env, &sub, &[]), "{name}: git finds no repository");
+        assert!(
+            !git_finds(&env, &sub, &[]),
+            "{name}: git finds no repository"
+        );
         // Never waits on the FIFO: the run ends by itself.
         let mut child = env
             .delegate_cmd(&sub)
@@ -228,9 +260,15 @@ fn a_broken_dot_git_is_named_by_what_is_wrong() {
         }
         let run = Run::from(child.wait_with_output().unwrap()).expect(3);
         let doc = run.json();
-        assert_eq!(doc["error"]["code"], "delegate::not_a_repository", "{name}: {doc}");
+        assert_eq!(
+            doc["error"]["code"], "delegate::not_a_repository",
+            "{name}: {doc}"
+        );
         let msg = doc["error"]["message"].as_str().unwrap();
-        assert!(msg.contains(&dir.join(".git").display().to_string()), "{name}: {msg}");
+        assert!(
+            msg.contains(&dir.join(".git").display().to_string()),
+            "{name}: {msg}"
+        );
         assert!(msg.contains(says), "{name}: {msg}");
     }
 }
@@ -246,8 +284,17 @@ fn an_unreadable_dot_git_is_named() {
     assert!(!git_finds(&env, &dir, &[]));
     let err = refused(&env, &dir, &[]);
     assert_eq!(err["code"], "delegate::unreadable_git_dir", "{err}");
-    assert!(err["message"].as_str().unwrap().contains("cannot be read"), "{err}");
-    assert!(err["help"].as_str().unwrap().contains("leads back to itself"), "{err}");
+    assert!(
+        err["message"].as_str().unwrap().contains("cannot be read"),
+        "{err}"
+    );
+    assert!(
+        err["help"]
+            .as_str()
+            .unwrap()
+            .contains("leads back to itself"),
+        "{err}"
+    );
 
     // A `.git` folder with mode 700 of another user.
     let repo = env.repo("private");
@@ -288,7 +335,10 @@ fn an_unreadable_dot_git_is_named() {
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
     }
     let Some(git) = as_other(env.git_cmd(&repo).args(["rev-parse", "--git-dir"])) else {
-        return skip("an_unreadable_dot_git_is_named", "setpriv cannot run as nobody");
+        return skip(
+            "an_unreadable_dot_git_is_named",
+            "setpriv cannot run as nobody",
+        );
     };
     if git.stderr.contains("setpriv") {
         return skip("an_unreadable_dot_git_is_named", &git.stderr);
@@ -298,8 +348,17 @@ fn an_unreadable_dot_git_is_named() {
         .unwrap()
         .expect(3);
     let doc = run.json();
-    assert_eq!(doc["error"]["code"], "delegate::unreadable_git_dir", "{doc}");
-    assert!(doc["error"]["message"].as_str().unwrap().contains("Permission denied"), "{doc}");
+    assert_eq!(
+        doc["error"]["code"], "delegate::unreadable_git_dir",
+        "{doc}"
+    );
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Permission denied"),
+        "{doc}"
+    );
 }
 
 /// A repository owned by another user: git refuses it ("dubious
@@ -325,7 +384,10 @@ fn a_repository_of_another_user_is_refused_as_git_refuses_it() {
     assert!(!git_finds(&env, &repo.join("sub"), &[]), "git refuses it");
     let err = refused(&env, &repo.join("sub"), &[]);
     assert_eq!(err["code"], "delegate::dubious_ownership", "{err}");
-    assert!(err["message"].as_str().unwrap().contains("uid 65534"), "{err}");
+    assert!(
+        err["message"].as_str().unwrap().contains("uid 65534"),
+        "{err}"
+    );
     assert!(!repo.join(".git/delegate").exists());
     // The help, run as printed, lets git and git delegate in.
     let help = err["help"].as_str().unwrap();
@@ -365,7 +427,10 @@ fn ceiling_directories_decide_as_for_git() {
             let err = refused(&env, &sub, &vars);
             assert_eq!(err["code"], "delegate::not_a_repository");
             assert!(
-                err["message"].as_str().unwrap().contains("GIT_CEILING_DIRECTORIES"),
+                err["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("GIT_CEILING_DIRECTORIES"),
                 "{err}"
             );
         }
@@ -406,7 +471,10 @@ fn a_filesystem_boundary_stops_discovery_as_for_git() {
     let err = refused(&env, &sub, &[]);
     assert_eq!(err["code"], "delegate::not_a_repository");
     assert!(
-        err["message"].as_str().unwrap().contains("GIT_DISCOVERY_ACROSS_FILESYSTEM=1"),
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("GIT_DISCOVERY_ACROSS_FILESYSTEM=1"),
         "{err}"
     );
     for value in ["1", "true"] {

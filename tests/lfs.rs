@@ -32,7 +32,10 @@ fn have_lfs(test: &str) -> bool {
         let line = format!("SKIPPED: {test}: git-lfs is not installed (`git lfs version` fails)\n");
         let _ = std::io::stderr().write_all(line.as_bytes());
         if std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{} (CI=true: .ci/run must install git-lfs)", line.trim_end());
+            panic!(
+                "{} (CI=true: .ci/run must install git-lfs)",
+                line.trim_end()
+            );
         }
     }
     ok
@@ -204,8 +207,14 @@ fn lfs_round_trip_lands_real_content_as_a_hand_edit_would() {
     // What git and git-lfs see equals the hand edit, before and after `git add`.
     let got = observed(&env, &repo);
     let want = observed(&env, &hand);
-    assert_eq!(got, want, "the source after apply vs the same edits by hand");
-    assert!(got[1].contains("a.bin"), "git lfs status names a.bin: {got:?}");
+    assert_eq!(
+        got, want,
+        "the source after apply vs the same edits by hand"
+    );
+    assert!(
+        got[1].contains("a.bin"),
+        "git lfs status names a.bin: {got:?}"
+    );
     // Every object those pointers name is in the repository's LFS store.
     env.git(&repo, ["lfs", "fsck"]);
     for (_, path, content) in &edits {
