@@ -270,7 +270,9 @@ pub fn checkout_filter_failed(
     root: &std::path::Path,
     err: &(dyn std::error::Error + 'static),
 ) -> Option<crate::error::Error> {
-    let status = driver_failure(err)?;
+    let Some(status) = driver_failure(err) else {
+        return process_filter_failed(repo, index, root, err);
+    };
     let driver = failed_driver(repo, err, "smudge");
     let example = driver
         .as_deref()
@@ -280,6 +282,78 @@ pub fn checkout_filter_failed(
         None => format!("a file in {}", root.display()),
     };
     Some(filter_failed(repo, "smudge", driver, &place, &status))
+}
+
+/// A long-running filter process (`filter.<driver>.process`, such as Git
+/// LFS's `git-lfs filter-process`) that gave up during a checkout: gix
+/// reports only the protocol it broke off (its output ended early), so the
+/// driver is the process driver that applies to a file of the index (the
+/// first such file named as an example), and the driver's own messages on
+/// stderr say why.
+fn process_filter_failed(
+    repo: &gix::Repository,
+    index: &gix::index::State,
+    root: &std::path::Path,
+    err: &(dyn std::error::Error + 'static),
+) -> Option<crate::error::Error> {
+    if !ended_early(err) {
+        return None;
+    }
+    let config = repo.config_snapshot();
+    let (driver, command, example) = config
+        .sections_by_name("filter")
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            let name = s.header().subsection_name()?.to_string();
+            let command = s.value("process")?.to_string();
+            Some((name, command))
+        })
+        .find_map(|(name, command)| {
+            let example = first_file_with_filter(repo, index, &name)?;
+            Some((name, command, example))
+        })?;
+    let help = if driver == "lfs" {
+        "git-lfs says above why it could not give the files' content (often: the LFS objects are not in this clone and the LFS server cannot be reached): fetch them with `git lfs fetch` once it can be, or run the command with GIT_LFS_SKIP_SMUDGE=1 to give the workspaces the pointers instead, as `git worktree add` would".to_string()
+    } else {
+        format!(
+            "the driver's own messages above say why: fix what they report (`git config filter.{driver}.process` shows the command), then run the command again"
+        )
+    };
+    Some(crate::error::Error::state(
+        crate::error::Code::FilterFailed,
+        format!(
+            "the smudge filter `{driver}` ({command}) failed while checking out {} (such as {}): it stopped answering ({err})",
+            root.display(),
+            crate::paths::quote(example.as_ref())
+        ),
+        help,
+    ))
+}
+
+/// Whether `err` is (or holds) an I/O error of output that ended early or
+/// a pipe that closed: how a filter process that gave up shows.
+fn ended_early(err: &(dyn std::error::Error + 'static)) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, UnexpectedEof};
+    let one = |e: &(dyn std::error::Error + 'static)| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| matches!(io.kind(), UnexpectedEof | BrokenPipe))
+            // std's text for `read_exact` ending early, as gix passes it on.
+            || e.to_string() == "failed to fill whole buffer"
+    };
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if one(e) {
+            return true;
+        }
+        if let Some(g) = e.downcast_ref::<gix::Error>() {
+            if g.iter_errors().any(one) {
+                return true;
+            }
+        }
+        cur = e.source();
+    }
+    false
 }
 
 /// The name of the filter driver (`filter.<name>`) whose `direction`

@@ -203,7 +203,8 @@ fn an_unknown_object_format_is_refused_as_unsupported() {
 #[test]
 fn a_broken_dot_git_is_named_by_what_is_wrong() {
     let env = Env::new();
-    let cases: Vec<(&str, &dyn Fn(&Path), &str)> = vec![
+    type Make<'a> = &'a dyn Fn(&Path);
+    let cases: Vec<(&str, Make, &str)> = vec![
         (
             "nowhere",
             &|d| std::fs::write(d.join(".git"), "gitdir: /nonexistent/gd-test-gitdir\n").unwrap(),

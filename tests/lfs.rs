@@ -285,3 +285,76 @@ fn an_lfs_file_changed_on_both_sides_conflicts_like_any_binary() {
     env.delegate(&repo, ["apply", &batch, "--discard", "1", "--json"])
         .expect(0);
 }
+
+/// A clone made without LFS content (`GIT_LFS_SKIP_SMUDGE=1`) whose LFS
+/// server cannot be reached: checking out a workspace runs the smudge
+/// filter, which fails as it fails for `git worktree add`. The error names
+/// the filter driver (never "check free disk space"), nothing is left
+/// behind, and `GIT_LFS_SKIP_SMUDGE=1` hands out pointers, as for git.
+#[test]
+fn a_missing_lfs_object_is_named_as_the_smudge_filter_failing() {
+    if !have_lfs("a_missing_lfs_object_is_named_as_the_smudge_filter_failing") {
+        return;
+    }
+    let env = Env::new();
+    let origin = lfs_repo(&env, "origin");
+    let out = env
+        .git_cmd(env.path())
+        .env("GIT_LFS_SKIP_SMUDGE", "1")
+        .args(["clone", "-q"])
+        .arg(&origin)
+        .arg("clone")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let repo = env.path().join("clone");
+    env.git(&repo, ["lfs", "install", "--local"]);
+    env.git(
+        &repo,
+        ["remote", "set-url", "origin", "/nonexistent/gd-test-origin"],
+    );
+    let pointer = std::fs::read(repo.join("a.bin")).unwrap();
+    assert_pointer_of(&pointer, &binary("a", 3000), "the clone's a.bin");
+    // git itself cannot check the commit out.
+    let by_git = env
+        .git_cmd(&repo)
+        .args(["worktree", "add", "-q", "--detach"])
+        .arg(env.path().join("by-git"))
+        .output()
+        .unwrap();
+    assert!(!by_git.status.success(), "git worktree add fails too");
+    env.git(&repo, ["worktree", "prune"]);
+
+    let run = env.delegate(&repo, ["prepare", "--json"]).expect(3);
+    let err = &run.json()["error"];
+    assert_eq!(err["code"], "delegate::filter_failed", "{err}");
+    let msg = err["message"].as_str().unwrap();
+    assert!(msg.contains("`lfs`"), "{msg}");
+    assert!(msg.contains("git-lfs filter-process"), "{msg}");
+    assert!(
+        !err["help"].as_str().unwrap().contains("disk space"),
+        "{err}"
+    );
+    assert_eq!(env.private_refs(&repo), Vec::<String>::new());
+    assert!(
+        !env.workspace_root().exists()
+            || std::fs::read_dir(env.workspace_root()).unwrap().all(|e| {
+                let e = e.unwrap().path();
+                std::fs::read_dir(&e)
+                    .map(|mut d| d.next().is_none())
+                    .unwrap_or(true)
+            })
+    );
+
+    // Without smudging, the workspaces get the pointers, as `git worktree
+    // add` with GIT_LFS_SKIP_SMUDGE=1 gives them.
+    let doc = env
+        .delegate_cmd(&repo)
+        .env("GIT_LFS_SKIP_SMUDGE", "1")
+        .args(["prepare", "--json"])
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&doc.stdout).unwrap();
+    let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    assert_eq!(std::fs::read(root.join("a.bin")).unwrap(), pointer);
+}
