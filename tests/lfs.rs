@@ -358,3 +358,53 @@ fn a_missing_lfs_object_is_named_as_the_smudge_filter_failing() {
     let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     assert_eq!(std::fs::read(root.join("a.bin")).unwrap(), pointer);
 }
+
+/// An apply killed in the middle of writing LFS files back is rolled back
+/// by the next command (the source's LFS files as they were, `git status`
+/// clean), and applying again lands the real content.
+#[test]
+fn an_interrupted_lfs_write_back_rolls_back_and_lands_again() {
+    if !have_lfs("an_interrupted_lfs_write_back_rolls_back_and_lands_again") {
+        return;
+    }
+    let env = Env::new();
+    let repo = lfs_repo(&env, "src");
+    let (doc, ws) = prepare(&env, &repo, &[]);
+    let batch = doc["batch"].as_str().unwrap().to_string();
+    std::fs::write(ws[0].join("a.bin"), binary("a, worker", 2000)).unwrap();
+    std::fs::write(ws[0].join("new.bin"), binary("new", 300)).unwrap();
+    let killed = env
+        .delegate_cmd(&repo)
+        .env("GIT_DELEGATE_FAULT", "after-rename:1")
+        .args(["apply", "--json"])
+        .output()
+        .unwrap();
+    assert!(!killed.status.success(), "the fault kills the apply");
+    let gc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
+    assert_eq!(
+        gc["recovered_writebacks"],
+        serde_json::json!([batch]),
+        "{gc:#}"
+    );
+    assert_eq!(
+        std::fs::read(repo.join("a.bin")).unwrap(),
+        binary("a", 3000)
+    );
+    assert!(!repo.join("new.bin").exists());
+    assert_eq!(env.git(&repo, ["status", "--porcelain"]), "");
+    assert_eq!(env.git(&repo, ["lfs", "status", "--porcelain"]), "");
+
+    env.delegate(&repo, ["apply", "--json"]).expect(0);
+    assert_eq!(
+        std::fs::read(repo.join("a.bin")).unwrap(),
+        binary("a, worker", 2000)
+    );
+    assert_eq!(
+        std::fs::read(repo.join("new.bin")).unwrap(),
+        binary("new", 300)
+    );
+    assert_eq!(
+        env.git(&repo, ["status", "--porcelain"]),
+        " M a.bin\n?? new.bin\n"
+    );
+}
