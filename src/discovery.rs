@@ -252,3 +252,22 @@ fn dubious_ownership(worktree: &Path, dotgit: &Path, git_dir: &Path) -> Option<E
         ),
     ))
 }
+
+/// The refusal of a repository whose refs are not in git's `files` format
+/// (`extensions.refStorage`, such as `reftable`), which the git library
+/// cannot read: without it, HEAD reads as undecodable and the refs as none.
+pub fn unsupported_ref_format(repo: &gix::Repository) -> Option<Error> {
+    let config = repo.config_snapshot();
+    let format = config.string("extensions.refStorage")?.to_string();
+    if format.eq_ignore_ascii_case("files") {
+        return None;
+    }
+    Some(Error::state(
+        Code::UnsupportedRefFormat,
+        format!(
+            "the repository {} keeps its refs in the `{format}` format, which the git library git delegate is built on cannot read",
+            repo.common_dir().display()
+        ),
+        "git delegate needs git's `files` ref format: convert the repository with `git refs migrate --ref-format=files` (git 2.46 or later; it refuses while reflogs exist, which `git reflog expire --expire=all --all` deletes), or work in a clone made with `git clone --ref-format=files`",
+    ))
+}

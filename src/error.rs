@@ -69,6 +69,7 @@ codes! {
     Usage => "delegate::usage",
     NotARepository => "delegate::not_a_repository",
     UnsupportedObjectFormat => "delegate::unsupported_object_format",
+    UnsupportedRefFormat => "delegate::unsupported_ref_format",
     UnreadableGitDir => "delegate::unreadable_git_dir",
     DubiousOwnership => "delegate::dubious_ownership",
     UnsupportedEnvironment => "delegate::unsupported_environment",

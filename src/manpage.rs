@@ -544,7 +544,8 @@ timeout = \"30s\"",
              that cannot be read, delegate::unreadable_git_dir, or a repository of another user \
              that safe.directory does not list, delegate::dubious_ownership, as git refuses it), \
              a bare repository, submodules, an object format the git library cannot read \
-             (neither SHA-1 nor SHA-256), repository variables it cannot honour, a source that moved after \
+             (neither SHA-1 nor SHA-256) or refs it cannot read (reftable), repository variables it \
+             cannot honour, a source that moved after \
              prepare, the lock held past lock.timeout, a baseline ref deleted by someone else, a \
              batch whose prepare never completed (apply, renew), a prepare interrupted by a \
              signal (undone), an interrupted write-back that could not be rolled back, a \

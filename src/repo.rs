@@ -321,6 +321,9 @@ pub fn open_source(cwd: &Path) -> Result<gix::Repository> {
             repo
         }
     };
+    if let Some(e) = crate::discovery::unsupported_ref_format(&repo) {
+        return Err(e);
+    }
     if let Some(index) = env.get("GIT_INDEX_FILE") {
         let top = repo.workdir().unwrap_or(cwd).to_path_buf();
         let index = resolve_lenient(&top.join(index));

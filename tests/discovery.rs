@@ -489,3 +489,61 @@ fn a_filesystem_boundary_stops_discovery_as_for_git() {
     assert!(!git_finds(&env, &sub, &vars));
     refused(&env, &sub, &vars);
 }
+
+/// A repository keeping its refs in git's `reftable` format, which the git
+/// library cannot read, is refused as such (before: a status that showed
+/// nothing and a prepare failing on "HEAD could not be decoded"); the help,
+/// followed literally, converts it and git delegate then works.
+#[test]
+fn a_reftable_repository_is_refused_as_unsupported() {
+    let env = Env::new();
+    let repo = folder(&env, "rt");
+    let made = env
+        .git_cmd(&repo)
+        .args(["init", "-q", "-b", "main", "--ref-format=reftable"])
+        .output()
+        .unwrap();
+    if !made.status.success() {
+        // An older git makes no such repositories (nor can its users have them).
+        use std::io::Write;
+        let _ = std::io::stderr().write_all(
+            b"SKIPPED: a_reftable_repository_is_refused_as_unsupported: this git cannot create reftable repositories\n",
+        );
+        return;
+    }
+    std::fs::write(repo.join("f"), "x\n").unwrap();
+    env.git(&repo, ["add", "f"]);
+    // No reflogs: `git refs migrate` (git 2.47) cannot move them yet.
+    env.git(
+        &repo,
+        [
+            "-c",
+            "core.logAllRefUpdates=false",
+            "commit",
+            "-q",
+            "-m",
+            "c",
+        ],
+    );
+    for args in [&["prepare", "--json"][..], &["status", "--json"]] {
+        let run = env.delegate(&repo, args).expect(3);
+        let err = &run.json()["error"];
+        assert_eq!(err["code"], "delegate::unsupported_ref_format", "{err}");
+        assert!(
+            err["message"].as_str().unwrap().contains("reftable"),
+            "{err}"
+        );
+    }
+    assert_eq!(env.git(&repo, ["for-each-ref", "refs/pi-delegate/"]), "");
+    let help = env.delegate(&repo, ["status", "--json"]).json()["error"]["help"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let command = &help[help
+        .find("git refs migrate")
+        .expect("a command in the help")..];
+    let command = &command[..command.find('`').unwrap_or(command.len())];
+    let ran = env.sh(&repo, command);
+    assert_eq!(ran.code, 0, "{command}: {}", ran.stderr);
+    env.delegate(&repo, ["prepare", "--json"]).expect(0);
+}
