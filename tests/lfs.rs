@@ -408,3 +408,61 @@ fn an_interrupted_lfs_write_back_rolls_back_and_lands_again() {
         " M a.bin\n?? new.bin\n"
     );
 }
+
+/// A repository that uses LFS on a machine where git-lfs is not on PATH:
+/// git cannot add its LFS files (`git add` fails), and git delegate names
+/// the filter it could not start and the program to install, never "make
+/// the file readable" or "check the repository with git fsck".
+#[test]
+fn without_git_lfs_the_filter_that_cannot_start_is_named() {
+    if !have_lfs("without_git_lfs_the_filter_that_cannot_start_is_named") {
+        return;
+    }
+    let env = Env::new();
+    let repo = lfs_repo(&env, "src");
+    // A PATH with git alone.
+    let git = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let bin = env.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(git.trim(), bin.join("git")).unwrap();
+    let no_lfs = |cmd: &mut std::process::Command| {
+        cmd.env("PATH", &bin);
+    };
+    // A changed LFS file (hashed while snapshotting), then one that is only
+    // stat-dirty (found by the status walk).
+    for (what, content) in [
+        ("changed", binary("changed", 10)),
+        ("touched", binary("a", 3000)),
+    ] {
+        std::fs::write(repo.join("a.bin"), &content).unwrap();
+        let mut add = env.git_cmd(&repo);
+        no_lfs(&mut add);
+        let add = add.args(["add", "a.bin"]).output().unwrap();
+        assert!(
+            !add.status.success(),
+            "{what}: git add fails without git-lfs"
+        );
+        let mut cmd = env.delegate_cmd(&repo);
+        no_lfs(&mut cmd);
+        let run = common::Run::from(cmd.args(["prepare", "--json"]).output().unwrap()).expect(3);
+        let err = &run.json()["error"];
+        assert_eq!(err["code"], "delegate::filter_failed", "{what}: {err}");
+        let msg = err["message"].as_str().unwrap();
+        assert!(
+            msg.contains("`lfs`") && msg.contains("git-lfs"),
+            "{what}: {msg}"
+        );
+        assert!(
+            err["help"].as_str().unwrap().contains("install"),
+            "{what}: {err}"
+        );
+        assert_eq!(env.private_refs(&repo), Vec::<String>::new());
+    }
+}
