@@ -3,9 +3,9 @@
 //! would have stopped at, read as plain files (a `gitdir:` file pointing
 //! nowhere or at something that is no repository, a symbolic link that
 //! leads nowhere or back to itself, a `.git` that cannot be read, a FIFO or
-//! other special file named `.git`), an object format the git library
-//! cannot read, and a repository git refuses for its owner ("dubious
-//! ownership", unless `safe.directory` lists it).
+//! other special file named `.git`), an object format or a ref format
+//! (reftable) the git library cannot read, and a repository git refuses
+//! for its owner ("dubious ownership", unless `safe.directory` lists it).
 //!
 //! Owns: those diagnoses and their errors; [`path_from_line`].
 //! Never: changes anything; never opens anything but a regular file or a
