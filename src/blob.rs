@@ -163,6 +163,9 @@ pub fn store_failure(
             &f,
         );
     }
+    if let Some(e) = process_start_failed(repo, err, &format!("{shown} in {}", root.display())) {
+        return e;
+    }
     let store = repo.objects.store_ref().path();
     let objects = std::fs::canonicalize(store).unwrap_or_else(|_| store.to_path_buf());
     if let Some(e) = crate::error::io_cause(err) {
@@ -270,7 +273,12 @@ pub fn checkout_filter_failed(
     root: &std::path::Path,
     err: &(dyn std::error::Error + 'static),
 ) -> Option<crate::error::Error> {
-    let status = driver_failure(err)?;
+    if let Some(e) = process_start_failed(repo, err, &root.display().to_string()) {
+        return Some(e);
+    }
+    let Some(status) = driver_failure(err) else {
+        return process_filter_failed(repo, index, root, err);
+    };
     let driver = failed_driver(repo, err, "smudge");
     let example = driver
         .as_deref()
@@ -280,6 +288,148 @@ pub fn checkout_filter_failed(
         None => format!("a file in {}", root.display()),
     };
     Some(filter_failed(repo, "smudge", driver, &place, &status))
+}
+
+/// The error for a long-running filter process (`filter.<driver>.process`)
+/// that could not be started or did not answer the handshake, when that is
+/// what `err` reports: most often its program is not installed (a
+/// repository using Git LFS on a machine without git-lfs, where `git add`
+/// and `git checkout` fail too). `place` is what was being filtered.
+pub fn process_start_failed(
+    repo: &gix::Repository,
+    err: &(dyn std::error::Error + 'static),
+    place: &str,
+) -> Option<crate::error::Error> {
+    let text = message_starting(err, "Process handshake with command")?;
+    let config = repo.config_snapshot();
+    let (driver, command) = config
+        .sections_by_name("filter")
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            let name = s.header().subsection_name()?.to_string();
+            let command = s.value("process")?.to_string();
+            text.contains(&format!("{command:?}"))
+                .then_some((name, command))
+        })
+        .next()?;
+    let program = command
+        .split_whitespace()
+        .next()
+        .unwrap_or(&command)
+        .to_string();
+    Some(crate::error::Error::state(
+        crate::error::Code::FilterFailed,
+        format!(
+            "the filter `{driver}` ({command}) could not be started for {place}: is `{program}` installed and on PATH?"
+        ),
+        format!(
+            "install `{program}` (git needs it for these files too: `git add` and `git checkout` fail the same way; for Git LFS, the `git-lfs` package), check that `{program}` runs from this shell, then run the command again"
+        ),
+    ))
+}
+
+/// The first `gix::error::Message` in `err` (its causes, and what a
+/// `gix::Error` or an `io::Error` carries) whose text starts with `start`.
+fn message_starting(err: &(dyn std::error::Error + 'static), start: &str) -> Option<String> {
+    let is = |e: &(dyn std::error::Error + 'static)| {
+        e.downcast_ref::<gix::error::Message>()
+            .filter(|m| m.message.starts_with(start))
+            .map(|m| m.message.to_string())
+    };
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if let Some(t) = is(e) {
+            return Some(t);
+        }
+        if let Some(g) = e.downcast_ref::<gix::Error>() {
+            if let Some(t) = g.iter_errors().find_map(is) {
+                return Some(t);
+            }
+        }
+        if let Some(inner) = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            if let Some(t) = message_starting(inner, start) {
+                return Some(t);
+            }
+        }
+        cur = e.source();
+    }
+    None
+}
+
+/// A long-running filter process (`filter.<driver>.process`, such as Git
+/// LFS's `git-lfs filter-process`) that gave up during a checkout: gix
+/// reports only the protocol it broke off (its output ended early), so the
+/// driver is the process driver that applies to a file of the index (the
+/// first such file named as an example), and the driver's own messages on
+/// stderr say why.
+fn process_filter_failed(
+    repo: &gix::Repository,
+    index: &gix::index::State,
+    root: &std::path::Path,
+    err: &(dyn std::error::Error + 'static),
+) -> Option<crate::error::Error> {
+    if !ended_early(err) {
+        return None;
+    }
+    let config = repo.config_snapshot();
+    let (driver, command, example) = config
+        .sections_by_name("filter")
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            let name = s.header().subsection_name()?.to_string();
+            let command = s.value("process")?.to_string();
+            Some((name, command))
+        })
+        .find_map(|(name, command)| {
+            let example = first_file_with_filter(repo, index, &name)?;
+            Some((name, command, example))
+        })?;
+    let help = if driver == "lfs" {
+        "git-lfs says above why it could not give the files' content (often: the LFS objects are not in this clone and the LFS server cannot be reached): fetch them with `git lfs fetch` once it can be, or run the command with GIT_LFS_SKIP_SMUDGE=1 to give the workspaces the pointers instead, as `git worktree add` would".to_string()
+    } else {
+        format!(
+            "the driver's own messages above say why: fix what they report (`git config filter.{driver}.process` shows the command), then run the command again"
+        )
+    };
+    Some(crate::error::Error::state(
+        crate::error::Code::FilterFailed,
+        format!(
+            "the smudge filter `{driver}` ({command}) failed while checking out {} (such as {}): it stopped answering ({err})",
+            root.display(),
+            crate::paths::quote(example.as_ref())
+        ),
+        help,
+    ))
+}
+
+/// Whether `err` is (or holds) an I/O error of output that ended early or
+/// a pipe that closed: how a filter process that gave up shows.
+fn ended_early(err: &(dyn std::error::Error + 'static)) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, UnexpectedEof};
+    let one = |e: &(dyn std::error::Error + 'static)| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| matches!(io.kind(), UnexpectedEof | BrokenPipe))
+            // std's text for `read_exact` ending early, as gix passes it on.
+            || e.to_string() == "failed to fill whole buffer"
+    };
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if one(e) {
+            return true;
+        }
+        if let Some(g) = e.downcast_ref::<gix::Error>() {
+            if g.iter_errors().any(one) {
+                return true;
+            }
+        }
+        cur = e.source();
+    }
+    false
 }
 
 /// The name of the filter driver (`filter.<name>`) whose `direction`

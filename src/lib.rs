@@ -19,6 +19,7 @@ pub mod carry;
 pub mod commit;
 pub mod config;
 pub mod diff;
+pub mod discovery;
 pub mod error;
 pub mod fs;
 pub mod gc;

@@ -554,9 +554,13 @@ timeout = \"30s\"",
         .item(
             "3",
             "The repository is in a state the command cannot work in, with nothing changed: not a \
-             repository, a bare repository, a dirty submodule (or one whose repository is inside \
-             its folder: git submodule absorbgitdirs), an object format the git library cannot \
-             read (SHA-256), repository variables it cannot honour, a source that moved after \
+             repository (named for its cause: a `.git` file or symlink pointing nowhere, a `.git` \
+             that cannot be read, delegate::unreadable_git_dir, or a repository of another user \
+             that safe.directory does not list, delegate::dubious_ownership, as git refuses it), \
+             a bare repository, a dirty submodule (or one whose repository is inside its folder: \
+             git submodule absorbgitdirs), an object format the git library cannot read (neither \
+             SHA-1 nor SHA-256) or refs it cannot read (reftable), repository variables it \
+             cannot honour, a source that moved after \
              prepare, the lock held past lock.timeout, a baseline ref deleted by someone else, a \
              batch whose prepare never completed (apply, renew), a prepare interrupted by a \
              signal (undone), an interrupted write-back that could not be rolled back, a \

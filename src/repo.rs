@@ -46,6 +46,16 @@ fn open_options_with(
     mapping
 }
 
+/// [`open_options`] refusing, as git does, a discovered repository that
+/// someone else owns unless `safe.directory` lists it (the library checks
+/// that setting as git does; `discovery` names the refusal).
+fn refusing_untrusted() -> gix::sec::trust::Mapping<gix::open::Options> {
+    let mut mapping = open_options();
+    mapping.full = mapping.full.clone().bail_if_untrusted(true);
+    mapping.reduced = mapping.reduced.clone().bail_if_untrusted(true);
+    mapping
+}
+
 /// Open the repository whose working tree is exactly `dir` (a workspace):
 /// by its path, with its own git dir and index. The source's `GIT_*`
 /// variables are no longer in the environment ([`isolate_environment`]),
@@ -130,13 +140,7 @@ pub fn git_env() -> &'static GitEnv {
     GIT_ENV.get_or_init(GitEnv::capture)
 }
 
-fn not_a_repository(message: String) -> Error {
-    Error::state(
-        Code::NotARepository,
-        message,
-        "run git delegate from inside a git working tree, or pass `git -C DIR delegate ...`",
-    )
-}
+use crate::discovery::{not_a_repository, path_from_line};
 
 fn unsupported_environment(var: &str, value: &Path, what: String) -> Error {
     Error::state(
@@ -148,91 +152,19 @@ fn unsupported_environment(var: &str, value: &Path, what: String) -> Error {
     )
 }
 
-fn unsupported_object_format(git_dir: &Path, format: &str) -> Error {
-    let name = if format.eq_ignore_ascii_case("sha256") {
-        "SHA-256".to_string()
-    } else {
-        format.to_string()
-    };
-    Error::state(
-        Code::UnsupportedObjectFormat,
-        format!(
-            "the repository {} uses the {name} object format, which the git library git delegate is built on cannot read yet",
-            git_dir.display()
-        ),
-        "git delegate supports SHA-1 repositories only for now; use it in a SHA-1 clone of the project",
-    )
-}
-
-/// `extensions.objectFormat` of the repository whose git dir is `git_dir`
-/// (read from its common dir's config file), when it is not SHA-1.
-fn object_format(git_dir: &Path) -> Option<String> {
-    let common = match std::fs::read(git_dir.join("commondir")) {
-        Ok(text) => git_dir.join(path_from_line(&text)?),
-        Err(_) => git_dir.to_path_buf(),
-    };
-    let text = std::fs::read(common.join("config")).ok()?;
-    let meta = gix::config::file::Metadata::from(gix::config::Source::Local);
-    let file = gix::config::File::from_bytes_no_includes(&text, meta, Default::default()).ok()?;
-    let format = file.string("extensions.objectFormat")?.to_string();
-    (!format.eq_ignore_ascii_case("sha1")).then_some(format)
-}
-
-/// A path written on one line of a git file (trailing newline and `\r` removed).
-fn path_from_line(bytes: &[u8]) -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStrExt;
-    let line = bytes.split(|&b| b == b'\n').next()?;
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    (!line.is_empty()).then(|| PathBuf::from(OsStr::from_bytes(line)))
-}
-
-/// The first `.git` (folder or `gitdir:` file) at or above `cwd`, read as
-/// plain files: where git would have looked, to name the real cause when
-/// the git library found nothing. Returns the candidate and, for a `.git`
-/// file, the git dir it names.
-fn dot_git_above(cwd: &Path) -> Option<(PathBuf, PathBuf)> {
-    for dir in cwd.ancestors() {
-        let dotgit = dir.join(".git");
-        let Ok(meta) = std::fs::symlink_metadata(&dotgit) else {
-            continue;
-        };
-        if meta.is_dir() {
-            return Some((dotgit.clone(), dotgit));
-        }
-        let text = std::fs::read(&dotgit).ok()?;
-        let target = text
-            .strip_prefix(b"gitdir:")
-            .and_then(|t| path_from_line(t.trim_ascii_start()))
-            .map(|t| dir.join(t))
-            .unwrap_or_else(|| dotgit.clone());
-        return Some((dotgit, target));
-    }
-    None
-}
-
-/// Why discovery around `cwd` failed, as git would say it.
+/// Why discovery around `cwd` failed, as git would say it, or by the real
+/// cause where git would have stopped at (or skipped) a `.git`
+/// (`discovery::diagnose`, design §3.15).
 fn discovery_error(cwd: &Path, err: gix::Error) -> Error {
     use gix::discover::upwards::Error as Up;
-    if let Some((dotgit, git_dir)) = dot_git_above(cwd) {
-        if let Some(format) = object_format(&git_dir) {
-            return unsupported_object_format(&git_dir, &format);
-        }
-        // A `.git` git would have stopped at, which the library rejected.
-        let stopped_above = matches!(
-            err.downcast_any_ref::<Up>(),
-            Some(Up::NoGitRepositoryWithinCeiling { .. } | Up::NoGitRepositoryWithinFs { .. })
-        );
-        if !stopped_above && gix::discover::is_git(&git_dir).is_err() {
-            let what = if dotgit == git_dir {
-                format!("{} is not a git repository", dotgit.display())
-            } else {
-                format!(
-                    "{} points to {}, which is not a git repository",
-                    dotgit.display(),
-                    git_dir.display()
-                )
-            };
-            return not_a_repository(format!("{what} ({})", err.probable_cause()));
+    // A `.git` above a ceiling or filesystem boundary is not git's business.
+    let stopped_above = matches!(
+        err.downcast_any_ref::<Up>(),
+        Some(Up::NoGitRepositoryWithinCeiling { .. } | Up::NoGitRepositoryWithinFs { .. })
+    );
+    if !stopped_above {
+        if let Some(e) = crate::discovery::diagnose(cwd) {
+            return e;
         }
     }
     match err.downcast_any_ref::<Up>() {
@@ -247,10 +179,6 @@ fn discovery_error(cwd: &Path, err: gix::Error) -> Error {
             "{} is not inside a git repository on its filesystem (the search stopped at {}; GIT_DISCOVERY_ACROSS_FILESYSTEM=1 lets it go on)",
             cwd.display(),
             limit.display()
-        )),
-        Some(Up::NoTrustedGitRepository { candidate, .. }) => not_a_repository(format!(
-            "the repository at {} is not owned by you, so it is not trusted",
-            candidate.display()
         )),
         _ => not_a_repository(format!(
             "cannot find the git repository around {}: {}",
@@ -314,8 +242,10 @@ pub fn open_source(cwd: &Path) -> Result<gix::Repository> {
     let mut repo = match env.get("GIT_DIR") {
         Some(gd) => {
             let git_dir = cwd.join(gd);
-            if let Some(format) = object_format(&git_dir) {
-                return Err(unsupported_object_format(&git_dir, &format));
+            if let Some(format) = crate::discovery::unreadable_object_format(&git_dir) {
+                return Err(crate::discovery::unsupported_object_format(
+                    &git_dir, &format,
+                ));
             }
             // As git: GIT_DIR names the git dir itself (a working tree holding
             // a `.git` is not one).
@@ -381,20 +311,18 @@ pub fn open_source(cwd: &Path) -> Result<gix::Repository> {
                     )));
                 }
             }
-            let mut repo = gix::ThreadSafeRepository::discover_opts(cwd, options(), open_options())
-                .map_err(|e| discovery_error(cwd, e))?
-                .to_thread_local();
+            let mut repo =
+                gix::ThreadSafeRepository::discover_opts(cwd, options(), refusing_untrusted())
+                    .map_err(|e| discovery_error(cwd, e))?
+                    .to_thread_local();
             if let Some(wt) = env.get("GIT_WORK_TREE") {
                 set_workdir(&mut repo, Some(cwd.join(wt)))?;
             }
             repo
         }
     };
-    if repo.object_hash() != gix::hash::Kind::Sha1 {
-        return Err(unsupported_object_format(
-            repo.git_dir(),
-            &repo.object_hash().to_string(),
-        ));
+    if let Some(e) = crate::discovery::unsupported_ref_format(&repo) {
+        return Err(e);
     }
     if let Some(index) = env.get("GIT_INDEX_FILE") {
         let top = repo.workdir().unwrap_or(cwd).to_path_buf();

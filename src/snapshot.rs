@@ -585,7 +585,12 @@ fn run(
 ) -> Result<(Snapshot, Refresh)> {
     let git = |what: &str| {
         let what = what.to_string();
-        move |e: gix::Error| Error::git(format!("snapshot of {}: {what}", display_root(repo)), e)
+        move |e: gix::Error| {
+            // A filter process that cannot start (git-lfs not installed).
+            let root = display_root(repo);
+            crate::blob::process_start_failed(repo, &e, &root)
+                .unwrap_or_else(|| Error::git(format!("snapshot of {root}: {what}"), e))
+        }
     };
     let head_tree = repo
         .head_tree_id_or_empty()

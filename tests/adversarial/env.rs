@@ -415,39 +415,6 @@ fn ceiling_directories_as_git_reads_them() {
     assert_eq!(run.json()["error"]["code"], "delegate::not_a_repository");
 }
 
-/// A SHA-256 repository is refused as such, never as "not a repository".
-#[test]
-fn sha256_repository_is_refused_as_unsupported() {
-    let env = Env::new();
-    let dir = env.path().join("sha");
-    std::fs::create_dir_all(dir.join("sub")).unwrap();
-    env.git(&dir, ["init", "-q", "-b", "main", "--object-format=sha256"]);
-    std::fs::write(dir.join("f"), "x\n").unwrap();
-    env.git(&dir, ["add", "f"]);
-    env.git(&dir, ["commit", "-q", "-m", "c"]);
-    for args in [
-        &["prepare", "--json"][..],
-        &["status", "--json"],
-        &["gc", "--json"],
-    ] {
-        let run = env.delegate(&dir.join("sub"), args).expect(3);
-        let doc = run.json();
-        let code = &doc["error"]["code"];
-        if code == "delegate::unsupported_object_format" {
-            assert!(
-                doc["error"]["message"]
-                    .as_str()
-                    .unwrap()
-                    .contains("SHA-256"),
-                "{doc}"
-            );
-        } else {
-            panic!("{args:?}: {doc}");
-        }
-    }
-    assert!(!dir.join(".git/delegate").exists());
-}
-
 /// A `.git` file that points nowhere: the error names it, not "not inside a
 /// git repository".
 #[test]
