@@ -353,12 +353,18 @@ fn make(
             if plans.len() == 1 { "" } else { "s" }
         ));
         match policy {
-            Some(policy) => {
-                workspace::create_all(&source.common_dir, baseline, tree, plans)?;
-                stop()?;
-                let roots: Vec<_> = plans.iter().map(|p| p.root.clone()).collect();
-                crate::carry::carry_ignored(&source.repo, policy, &roots)?
-            }
+            // On btrfs, snapshots of the first workspace (design §3.17).
+            Some(policy) => workspace::create_all_filled(
+                &source.common_dir,
+                baseline,
+                tree,
+                plans,
+                source.config.snapshots,
+                |roots| {
+                    stop()?;
+                    crate::carry::carry_ignored(&source.repo, policy, roots)
+                },
+            )?,
             None => {
                 let tasks: Vec<_> = names
                     .iter()
