@@ -151,10 +151,10 @@ pub fn create_all_filled<T: Clone>(
 }
 
 /// The snapshot path of [`create_all_filled`]: register every plan (the
-/// first one's folder a new subvolume; the others' folders are made by
-/// their snapshot), check out and settle the first, fill it, snapshot it
-/// once per other plan, give each snapshot its own `.git` file, and write
-/// the index files last. A snapshot keeps every inode number, mtime, ctime,
+/// first one's folder a new subvolume, the others' plain folders that
+/// their snapshot replaces), check out and settle the first, fill it,
+/// snapshot it once per other plan, give each snapshot its own `.git`
+/// file, and write the index files last. A snapshot keeps every inode number, mtime, ctime,
 /// size and owner of the files it copies; only the device number differs
 /// (each subvolume has its own), so each snapshot's index is the first's
 /// with that device number: a valid stat cache, `git status` reads no file.
@@ -169,8 +169,10 @@ fn create_snapshots<T: Clone>(
         return fill(&[]);
     };
     register_as(common_dir, baseline, first, Make::Subvolume)?;
+    // The others are registered as plain folders first, as a checkout
+    // makes them; each is replaced by its snapshot below.
     for p in &plans[1..] {
-        register_as(common_dir, baseline, p, Make::Later)?;
+        register(common_dir, baseline, p)?;
     }
     crate::interrupt::pause("registered");
     let repo = crate::repo::open_worktree(&first.root)?;
@@ -184,6 +186,25 @@ fn create_snapshots<T: Clone>(
         std::slice::from_mut(&mut index),
         cores,
     )?;
+    // A snapshot takes any depth; a workspace whose paths the kernel cannot
+    // name would be unusable (git stops at PATH_MAX), so it fails like a
+    // checkout of the same file does.
+    if let Some(longest) = index.entries().iter().max_by_key(|e| e.path(&index).len()) {
+        let rel = longest.path(&index);
+        for p in &plans[1..] {
+            if p.root.as_os_str().len() + 1 + rel.len() >= PATH_MAX {
+                return Err(Error::state(
+                    Code::CheckoutFailed,
+                    format!(
+                        "cannot write {} in {}: file name too long",
+                        crate::paths::quote(rel),
+                        p.root.display()
+                    ),
+                    "check free disk space, permissions and path lengths under the workspace root",
+                ));
+            }
+        }
+    }
     let filled = fill(std::slice::from_ref(&first.root))?;
     let value = filled.into_iter().next();
     let mut indexes = vec![index];
@@ -194,6 +215,23 @@ fn create_snapshots<T: Clone>(
         if gix::interrupt::is_triggered() {
             return Err(Error::interrupted());
         }
+        // The registered folder makes way for the snapshot: only while it
+        // is still ours and holds nothing but its `.git` file.
+        let taken = || {
+            Error::usage(
+                Code::WorkspaceExists,
+                format!(
+                    "the workspace folder {} was changed while it was made",
+                    p.root.display()
+                ),
+                "move or remove that folder, then prepare again",
+            )
+        };
+        if !is_ours(common_dir, &p.root, &p.worktree_id) {
+            return Err(taken());
+        }
+        let _ = std::fs::remove_file(p.root.join(".git"));
+        std::fs::remove_dir(&p.root).map_err(|_| taken())?;
         crate::btrfs::snapshot(&first.root, &p.root).map_err(|e| {
             if e.kind() == std::io::ErrorKind::AlreadyExists {
                 Error::usage(
@@ -397,8 +435,6 @@ enum Make {
     Folder,
     /// A new btrfs subvolume (the first workspace of a snapshot batch).
     Subvolume,
-    /// Not at all: a snapshot makes it later (and its `.git` file then).
-    Later,
 }
 
 /// The `.git` file of a plan's folder: `gitdir: <registration>`.
@@ -427,10 +463,6 @@ fn register_as(common_dir: &Path, baseline: ObjectId, p: &Plan, make: Make) -> R
     let made = match make {
         Make::Folder => std::fs::create_dir(&p.root),
         Make::Subvolume => crate::btrfs::create_subvolume(&p.root),
-        Make::Later if p.root.symlink_metadata().is_ok() => {
-            Err(std::io::ErrorKind::AlreadyExists.into())
-        }
-        Make::Later => Ok(()),
     };
     made.map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
@@ -457,9 +489,7 @@ fn register_as(common_dir: &Path, baseline: ObjectId, p: &Plan, make: Make) -> R
     write(&files.gitdir_file(), line("", &p.root.join(".git")))?;
     write(&reg.join("commondir"), b"../..\n".to_vec())?;
     write(&reg.join("HEAD"), format!("{baseline}\n").into_bytes())?;
-    if make != Make::Later {
-        std::fs::write(p.root.join(".git"), line("gitdir: ", &reg)).map_err(io(&p.root))?;
-    }
+    std::fs::write(p.root.join(".git"), line("gitdir: ", &reg)).map_err(io(&p.root))?;
     Ok(())
 }
 

@@ -72,7 +72,10 @@ fn repo(env: &Env) -> PathBuf {
     env.git(&repo, ["commit", "-q", "-m", "files"]);
     write(&repo.join("src/m0/f0.txt"), "dirty in the source\n");
     write(&repo.join("new.txt"), "untracked\n");
-    write(&repo.join("node_modules/dep/index.js"), "module.exports = 1;\n");
+    write(
+        &repo.join("node_modules/dep/index.js"),
+        "module.exports = 1;\n",
+    );
     repo
 }
 
@@ -104,11 +107,7 @@ fn snapshot_workspaces_are_subvolumes_clean_and_read_nothing() {
         return;
     };
     let repo = repo(&env);
-    let doc = prepare(
-        &env,
-        &repo,
-        &["-n", "4", "--copy-ignored", "node_modules/"],
-    );
+    let doc = prepare(&env, &repo, &["-n", "4", "--copy-ignored", "node_modules/"]);
     let ws = roots(&doc);
     let baseline = tree_of(&env, &repo, doc["baseline"]["commit"].as_str().unwrap());
     let mut devs = Vec::new();
@@ -127,7 +126,10 @@ fn snapshot_workspaces_are_subvolumes_clean_and_read_nothing() {
             std::fs::read_to_string(gd.join("gitdir")).unwrap(),
             format!("{}\n", w.join(".git").display())
         );
-        assert_eq!(env.git(w, ["rev-parse", "--abbrev-ref", "HEAD"]).trim(), "HEAD");
+        assert_eq!(
+            env.git(w, ["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+            "HEAD"
+        );
         // The carried ignored files came with the snapshot.
         assert_eq!(
             std::fs::read_to_string(w.join("node_modules/dep/index.js")).unwrap(),
@@ -141,24 +143,46 @@ fn snapshot_workspaces_are_subvolumes_clean_and_read_nothing() {
         // (git refreshes and writes the index back when any entry had to
         // be read), and our snapshot hashes nothing.
         let index = gd.join("index");
-        let before = (std::fs::read(&index).unwrap(), std::fs::metadata(&index).unwrap().mtime_nsec());
+        let before = (
+            std::fs::read(&index).unwrap(),
+            std::fs::metadata(&index).unwrap().mtime_nsec(),
+        );
         assert_eq!(env.git(w, ["status", "--porcelain"]), "", "{}", w.display());
-        let after = (std::fs::read(&index).unwrap(), std::fs::metadata(&index).unwrap().mtime_nsec());
-        assert!(before == after, "git status rewrote the index of {}", w.display());
+        let after = (
+            std::fs::read(&index).unwrap(),
+            std::fs::metadata(&index).unwrap().mtime_nsec(),
+        );
+        assert!(
+            before == after,
+            "git status rewrote the index of {}",
+            w.display()
+        );
         let (tree, hashed) = snapshot(&env, w);
         assert_eq!(tree, baseline, "{}", w.display());
-        assert_eq!(hashed, 0, "the first snapshot of {} read files", w.display());
+        assert_eq!(
+            hashed,
+            0,
+            "the first snapshot of {} read files",
+            w.display()
+        );
     }
     devs.sort();
     devs.dedup();
-    assert_eq!(devs.len(), ws.len(), "each subvolume has its own device number");
+    assert_eq!(
+        devs.len(),
+        ws.len(),
+        "each subvolume has its own device number"
+    );
     let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
     for w in &ws {
         let block = list
             .split("\n\n")
             .find(|b| b.starts_with(&format!("worktree {}\n", w.display())))
             .unwrap_or_else(|| panic!("{} is not registered:\n{list}", w.display()));
-        assert!(block.contains("\ndetached") && block.contains("\nlocked"), "{block}");
+        assert!(
+            block.contains("\ndetached") && block.contains("\nlocked"),
+            "{block}"
+        );
     }
     // A snapshot is private: writing one changes no other.
     std::fs::write(ws[1].join("src/m2/f2.txt"), "edited in 2\n").unwrap();
@@ -220,7 +244,8 @@ fn apply_drop_and_gc_remove_snapshot_workspaces() {
     let doc = prepare(&env, &repo, &["-n", "2"]);
     let ws = roots(&doc);
     std::fs::write(ws[0].join("work.txt"), "unapplied\n").unwrap();
-    env.delegate(&repo, ["drop", &id(&doc), "--force"]).expect(0);
+    env.delegate(&repo, ["drop", &id(&doc), "--force"])
+        .expect(0);
     for w in &ws {
         assert!(w.symlink_metadata().is_err(), "{} is left", w.display());
     }
@@ -251,10 +276,12 @@ fn a_leftover_snapshot_is_removed_by_gc() {
     let ws = roots(&doc);
     // The batch's state and registrations vanish (a lost .git/delegate):
     // the subvolumes are leftovers gc recognises by their `.git` file.
-    let common = PathBuf::from(
-        env.git(&repo, ["rev-parse", "--git-common-dir"]).trim(),
-    );
-    let common = if common.is_absolute() { common } else { repo.join(common) };
+    let common = PathBuf::from(env.git(&repo, ["rev-parse", "--git-common-dir"]).trim());
+    let common = if common.is_absolute() {
+        common
+    } else {
+        repo.join(common)
+    };
     std::fs::remove_dir_all(common.join("delegate/batches")).unwrap();
     for w in &ws {
         std::fs::remove_dir_all(git_dir(&env, w)).unwrap();
@@ -305,7 +332,10 @@ fn the_identity_check_survives_a_new_device_number() {
         .unwrap();
     assert!(out.status.success());
     let status = env.delegate(&repo, ["status", "--json"]).json();
-    assert_eq!(status["batches"][0]["tasks"][1]["exists"], false, "{status}");
+    assert_eq!(
+        status["batches"][0]["tasks"][1]["exists"], false,
+        "{status}"
+    );
 }
 
 /// `cmd` run as the unprivileged user `nobody` (same program, arguments,
