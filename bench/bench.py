@@ -57,6 +57,7 @@ rows at 100k).
 """
 
 import argparse
+import glob
 import json
 import os
 import random
@@ -994,14 +995,17 @@ def bench_btrfs(b, rows, mount, n, reps):
         d1, m1 = btrfs_used(mount)
         _, eight = prepare(8)
         d8, m8 = btrfs_used(mount)
-        du1 = btrfs_du(os.path.join(ws))
-        say(f"btrfs {n}: one workspace: data {d1 - d0} B, metadata {m1 - m0} B; "
-            f"8 workspaces: data {d8 - d1} B, metadata {m8 - m1} B; "
-            f"btrfs filesystem du of the workspace root (9 workspaces): total {du1[0]}, "
-            f"exclusive {du1[1]}, shared {du1[2]}")
-        plain = subprocess.run(["du", "-s", "-B1", ws], capture_output=True, text=True).stdout.split()
-        say(f"btrfs {n}: du -s of the workspace root (9 workspaces, shared extents counted each time): "
-            f"{plain[0] if plain else '?'} B")
+        say(f"btrfs {n}: btrfs filesystem df: prepare -n 1 used data {d1 - d0} B, metadata {m1 - m0} B; "
+            f"prepare -n 8 used data {d8 - d1} B, metadata {m8 - m1} B")
+        for folder in sorted(glob.glob(os.path.join(ws, "*", "*")), key=os.path.getmtime):
+            if os.path.basename(folder).startswith("."):
+                continue
+            tasks = len(os.listdir(folder))
+            total, excl, shared = btrfs_du(folder)
+            plain = subprocess.run(["du", "-s", "-B1", folder], capture_output=True, text=True).stdout.split()
+            say(f"btrfs {n}: batch of {tasks}: `btrfs filesystem du -s`: total {total} B, exclusive {excl} B, "
+                f"set shared {shared} B; `du -s` (shared extents counted per workspace): "
+                f"{plain[0] if plain else '?'} B")
         rows.add("disk of 8 fresh workspaces vs 1 (data + metadata), btrfs", n,
                  (d8 - d1) + (m8 - m1), (d1 - d0) + (m1 - m0), at(n, [10000, 100000], ("ratio", 2.0)), unit="MiB")
         drop(one)

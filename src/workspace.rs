@@ -367,11 +367,12 @@ fn checkout_failed(
 /// Undo `register` and the files of a plan: only what this prepare made
 /// (our `.git` pointer, our registration).
 fn remove_created(common_dir: &Path, p: &Plan) -> Result<()> {
-    if is_ours(common_dir, &p.root, &p.worktree_id) || crate::fs::is_empty_dir(&p.root) {
-        if std::fs::remove_dir_all(&p.root).is_err() {
-            // An emptied subvolume that `rmdir` may not remove (design §3.17).
-            let _ = crate::btrfs::remove_empty_dir(&p.root);
-        }
+    // An emptied subvolume that `rmdir` may not remove goes through the
+    // ioctl (design §3.17).
+    if (is_ours(common_dir, &p.root, &p.worktree_id) || crate::fs::is_empty_dir(&p.root))
+        && std::fs::remove_dir_all(&p.root).is_err()
+    {
+        let _ = crate::btrfs::remove_empty_dir(&p.root);
     }
     let _ = std::fs::remove_dir_all(registration(common_dir, &p.worktree_id));
     crate::fs::remove_empty_parents(&p.root, 2);
