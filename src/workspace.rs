@@ -5,6 +5,9 @@
 //! checked out (parallel checkout); the files of the others are made from it
 //! by an fd-relative walk: cloned with FICLONE where the filesystem shares
 //! extents and the file is big, otherwise read once and written to each.
+//! Where the workspace root is on btrfs (design §3.17), the first is a
+//! subvolume and the others are snapshots of it (`create_all_filled`; the
+//! ioctls are `btrfs`'s), each with its own `.git` file and index.
 //!
 //! It is also the one way in for a task's workspace of either kind: the
 //! task-level calls (`identify`, `health`, `remove_task`, `discard`)
@@ -154,10 +157,13 @@ pub fn create_all_filled<T: Clone>(
 /// first one's folder a new subvolume, the others' plain folders that
 /// their snapshot replaces), check out and settle the first, fill it,
 /// snapshot it once per other plan, give each snapshot its own `.git`
-/// file, and write the index files last. A snapshot keeps every inode number, mtime, ctime,
-/// size and owner of the files it copies; only the device number differs
-/// (each subvolume has its own), so each snapshot's index is the first's
-/// with that device number: a valid stat cache, `git status` reads no file.
+/// file, and write the index files last. A snapshot keeps every inode
+/// number, mtime, ctime, size and owner of the files it copies; only the
+/// device number differs (each subvolume has its own), so each snapshot's
+/// index is the first's with that device number: a valid stat cache, `git
+/// status` reads no file. Between a snapshot and its own `.git` file, the
+/// snapshot's `.git` names the first's registration: a prepare killed in
+/// that moment leaves a folder gc recognises as one of ours (its leftovers).
 fn create_snapshots<T: Clone>(
     common_dir: &Path,
     baseline: ObjectId,
