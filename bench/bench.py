@@ -39,6 +39,7 @@ figures of a change.
 Usage:
     bench/bench.py [--sizes 1000,10000,100000] [--reps 5] [--bin PATH]
                    [--against OLD_BIN] [--xfs DIR | --make-xfs SIZE] [--make-ext4 SIZE] [--no-cold]
+                   [--btrfs DIR | --make-btrfs SIZE] [--only-btrfs]
                    [--big] [--keep DIR] [--markdown]
 
 Build the release binary first (`cargo build --release`); `--bin` defaults to
@@ -56,6 +57,7 @@ rows at 100k).
 """
 
 import argparse
+import glob
 import json
 import os
 import random
@@ -266,6 +268,8 @@ class Rows:
 def fmt(s, unit="s"):
     if unit == "x":
         return f"{s:7.2f}x"
+    if unit == "MiB":
+        return f"{s / (1 << 20):7.1f} MiB"
     if s >= 10:
         return f"{s:7.1f} s"
     return f"{s * 1000:7.1f} ms"
@@ -866,6 +870,11 @@ def main():
                     help="as root: make a dedicated XFS reflink loop mount of SIZE (e.g. 8G) with scripts/reflink-fs")
     ap.add_argument("--make-ext4", metavar="SIZE",
                     help="as root: also measure prepare on a journaled ext4 loop mount of SIZE (e.g. 8G)")
+    ap.add_argument("--btrfs", metavar="DIR",
+                    help="a folder on btrfs for the snapshot-workspace rows (prepare -n 1, 4, 8; design 3.17)")
+    ap.add_argument("--make-btrfs", metavar="SIZE",
+                    help="as root: make a dedicated btrfs loop mount of SIZE (e.g. 8G) with scripts/btrfs-fs")
+    ap.add_argument("--only-btrfs", action="store_true", help="run the btrfs rows alone")
     ap.add_argument("--no-cold", action="store_true", help="skip the cold prepare rows")
     ap.add_argument("--run-output-mib", type=int, default=100,
                     help="MiB each of run's 8 workers writes in the RSS row (default 100, as the issue asks)")
@@ -915,6 +924,20 @@ def main():
     if xfs:
         xfs_base = tempfile.mkdtemp(prefix="gd-bench-", dir=xfs)
     ext4 = make_ext4(args.make_ext4) if args.make_ext4 else None
+    made_btrfs = None
+    btrfs = args.btrfs
+    if args.make_btrfs:
+        env = dict(os.environ, GIT_DELEGATE_BTRFS_MOUNT="/tmp/git-delegate-bench-btrfs",
+                   GIT_DELEGATE_BTRFS_IMAGE="/var/tmp/git-delegate-bench-btrfs.img",
+                   GIT_DELEGATE_BTRFS_SIZE=args.make_btrfs)
+        p = subprocess.run(["bash", os.path.join(ROOT, "scripts/btrfs-fs")], env=env, capture_output=True, text=True)
+        if p.returncode == 0:
+            btrfs = made_btrfs = p.stdout.strip()
+        else:
+            say(f"no btrfs rows: scripts/btrfs-fs failed: {p.stderr.strip()}")
+    if btrfs and fs_type(btrfs) != "btrfs":
+        say(f"no btrfs rows: {btrfs} is not on btrfs")
+        btrfs = None
 
     sizes = [int(s) for s in args.sizes.split(",")]
     preps = [int(x) for x in args.prepare_reps.split(",")]
@@ -924,7 +947,8 @@ def main():
     try:
         # Phase 1, per size: the snapshot rows and the warm prepare rows. No
         # tree on the temp folder's filesystem is deleted before phase 2.
-        for n in sizes:
+        others = [] if args.only_btrfs else sizes
+        for n in others:
             reps_n = args.reps if n < 100000 else max(3, args.reps // 2)
             repo = repos[n] = os.path.join(tmp, f"repo{n}")
             rmtree(repo)
@@ -953,9 +977,12 @@ def main():
                 bench_prepare_warm(b, rows, repo, n, os.path.join(ext4, f"fs{n}"), "ext4 with journal (loop)",
                                    at(n, [10000, 100000], ("ratio", 0.6)), reps_of[n], keep=False)
                 rmtree(os.path.join(ext4, f"fs{n}"))
+        if btrfs:
+            for n in sizes:
+                bench_btrfs(b, rows, btrfs, n, reps_of[n])
         # Phase 2: apply (it removes its workspaces), then the cold rows.
         os.sync()
-        for n in sizes:
+        for n in others:
             # More rounds where they are cheap: 4 x git status of 1k files
             # takes tens of milliseconds, where one hiccup shows.
             res = None
@@ -973,7 +1000,7 @@ def main():
                 if want("run"):
                     bench_run(b, rows, repos[n], n, args.reps if n < 100000 else 3, args.run_output_mib)
         if not args.no_cold and want("cold"):
-            for n in [n for n in sizes if n < 100000]:
+            for n in [n for n in others if n < 100000]:
                 bench_prepare_cold(b, rows, repos[n], n, os.path.join(tmp, f"cold{n}"), fs_type(tmp),
                                    at(n, [10000, 100000], ("ratio", 0.6)), reps_of[n])
         if len(apply_by_size) >= 2:
@@ -992,6 +1019,10 @@ def main():
             subprocess.run(["umount", ext4])
             os.rmdir(ext4)
             os.remove(EXT4_IMAGE)
+        if made_btrfs:
+            env = dict(os.environ, GIT_DELEGATE_BTRFS_MOUNT=made_btrfs,
+                       GIT_DELEGATE_BTRFS_IMAGE="/var/tmp/git-delegate-bench-btrfs.img")
+            subprocess.run(["bash", os.path.join(ROOT, "scripts/btrfs-fs"), "--unmount"], env=env)
         if made_xfs:
             env = dict(os.environ, GIT_DELEGATE_XFS_MOUNT=made_xfs,
                        GIT_DELEGATE_XFS_IMAGE="/var/tmp/git-delegate-bench-xfs.img")
@@ -1000,6 +1031,107 @@ def main():
     print(f"git-delegate benchmark, {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.1f}, {time.perf_counter() - started:.0f} s")
     rows.print(markdown=args.markdown)
+
+
+def btrfs_used(mount):
+    """(data, metadata) bytes used on the btrfs at `mount`, after a sync."""
+    subprocess.run(["btrfs", "filesystem", "sync", mount], capture_output=True)
+    out = subprocess.run(["btrfs", "filesystem", "df", "-b", mount], capture_output=True, text=True).stdout
+    used = {}
+    for line in out.splitlines():
+        kind = line.split(",")[0].strip()
+        if "used=" in line:
+            used[kind] = used.get(kind, 0) + int(line.split("used=")[1].split()[0])
+    return used.get("Data", 0), used.get("Metadata", 0)
+
+
+def btrfs_du(path):
+    """(total, exclusive, shared) bytes of `btrfs filesystem du -s --raw`."""
+    out = subprocess.run(["btrfs", "filesystem", "du", "-s", "--raw", path],
+                         capture_output=True, text=True).stdout.splitlines()
+    try:
+        total, excl, shared = out[-1].split()[:3]
+        return int(total), int(excl), int(shared)
+    except (IndexError, ValueError):
+        return 0, 0, 0
+
+
+def bench_btrfs(b, rows, mount, n, reps):
+    """Snapshot workspaces (design §3.17): the repository and the workspace
+    root on btrfs; prepare -n 1, 4, 8 (the first workspace a subvolume, the
+    others its snapshots), 8 sequential `git worktree add --detach` as the
+    reference, and the disk 8 fresh workspaces take against one."""
+    base = tempfile.mkdtemp(prefix="gd-bench-", dir=mount)
+    try:
+        repo = os.path.join(base, "repo")
+        make_repo(b, repo, n)
+        ws = os.path.join(base, "ws")
+        with open(os.path.join(repo, ".git/delegate.toml"), "w") as f:
+            f.write(f'[workspace]\nroot = "{ws}"\n')
+        head = b.git(repo, "rev-parse", "HEAD").strip()
+        label = [0]
+
+        def prepare(k):
+            os.sync()
+            label[0] += 1
+            name = f"btrfs-{label[0]}"
+            t, _ = b.timed([b.bin, "prepare", "-n", str(k), "--label", name], repo)
+            return t, name
+
+        def drop(name):
+            b.delegate(repo, "drop", name, "--force", check=False)
+            b.wait_trash(ws)
+
+        # Disk first, on a filesystem that holds only the repository.
+        d0, m0 = btrfs_used(mount)
+        _, one = prepare(1)
+        d1, m1 = btrfs_used(mount)
+        _, eight = prepare(8)
+        d8, m8 = btrfs_used(mount)
+        say(f"btrfs {n}: btrfs filesystem df: prepare -n 1 used data {d1 - d0} B, metadata {m1 - m0} B; "
+            f"prepare -n 8 used data {d8 - d1} B, metadata {m8 - m1} B")
+        for folder in sorted(glob.glob(os.path.join(ws, "*", "*")), key=os.path.getmtime):
+            if os.path.basename(folder).startswith("."):
+                continue
+            tasks = len(os.listdir(folder))
+            total, excl, shared = btrfs_du(folder)
+            plain = subprocess.run(["du", "-s", "-B1", folder], capture_output=True, text=True).stdout.split()
+            say(f"btrfs {n}: batch of {tasks}: `btrfs filesystem du -s`: total {total} B, exclusive {excl} B, "
+                f"set shared {shared} B; `du -s` (shared extents counted per workspace): "
+                f"{plain[0] if plain else '?'} B")
+        rows.add("disk of 8 fresh workspaces vs 1 (data + metadata), btrfs", n,
+                 (d8 - d1) + (m8 - m1), (d1 - d0) + (m1 - m0), at(n, [10000, 100000], ("ratio", 2.0)), unit="MiB")
+        drop(one)
+        drop(eight)
+        times = {}
+        for k in (1, 4, 8):
+            if reps > 1:
+                drop(prepare(k)[1])  # warm-up
+            ts = []
+            for _ in range(reps):
+                t, name = prepare(k)
+                ts.append(t)
+                drop(name)
+            times[k] = statistics.median(ts)
+        ref = []
+        for r in range(reps):
+            os.sync()
+            start = time.perf_counter()
+            paths = []
+            for i in range(8):
+                path = os.path.join(base, "wt", f"{r}-{i}")
+                b.timed(["git", "worktree", "add", "-q", "--detach", path, head], repo)
+                paths.append(path)
+            ref.append(time.perf_counter() - start)
+            for path in paths:
+                b.run(["git", "worktree", "remove", "--force", path], repo, check=False)
+        ref = statistics.median(ref)
+        rows.add("prepare -n 1, btrfs", n, times[1], 0, ("info", None))
+        rows.add("prepare -n 4, btrfs", n, times[4], ref / 2, ("info", None), note="vs 4 worktree adds (half of 8)")
+        rows.add("prepare -n 8 vs prepare -n 1, btrfs", n, times[8], times[1], at(n, [100000], ("ratio", 1.2)))
+        rows.add("prepare -n 8 vs 8 git worktree add, btrfs", n, times[8], ref, at(n, [100000], ("ratio", 0.15)))
+    finally:
+        rmtree(base)
 
 
 EXT4_IMAGE = "/var/tmp/git-delegate-bench-ext4.img"

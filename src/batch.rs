@@ -121,6 +121,11 @@ pub struct Folder {
     pub dev: u64,
     pub ino: u64,
     pub path: PathBuf,
+    /// A btrfs subvolume's id (its `statfs` filesystem id, 16 hex digits:
+    /// TOML has no unsigned 64-bit integers), which stands in for `dev`
+    /// (design §3.17): absent for a plain folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subvolume: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -86,6 +86,18 @@ struct WorkspaceSection {
     mode: Option<Mode>,
     root: Option<Spanned<String>>,
     copy_ignored: Option<Vec<String>>,
+    snapshots: Option<Snapshots>,
+}
+
+/// `workspace.snapshots` (design §3.17): `"auto"` makes a batch's
+/// workspaces btrfs subvolume snapshots where the workspace root is on
+/// btrfs; `"never"` checks each one out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Snapshots {
+    #[default]
+    Auto,
+    Never,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -143,6 +155,8 @@ pub struct Config {
     /// `None`: the default root of design §2.
     pub root: Option<PathBuf>,
     pub copy_ignored: Vec<String>,
+    /// `workspace.snapshots` (design §3.17).
+    pub snapshots: Snapshots,
     pub ttl_secs: i64,
     pub stop_processes: StopProcesses,
     pub strict: bool,
@@ -167,6 +181,7 @@ impl Default for Config {
             mode: Mode::Worktree,
             root: None,
             copy_ignored: Vec::new(),
+            snapshots: Snapshots::Auto,
             ttl_secs: 24 * 3600,
             stop_processes: StopProcesses::Background,
             strict: false,
@@ -269,6 +284,9 @@ impl Config {
         if let Some(c) = file.workspace.copy_ignored {
             cfg.copy_ignored = c;
         }
+        if let Some(s) = file.workspace.snapshots {
+            cfg.snapshots = s;
+        }
         if let Some(t) = &file.lease.ttl {
             cfg.ttl_secs = duration(t, "lease.ttl")?;
         }
@@ -348,6 +366,21 @@ mod tests {
         let c = Config::parse(p, "[lease]\nttl = \"2h\"\n[apply]\nstrict = true\n").unwrap();
         assert_eq!(c.ttl_secs, 7200);
         assert!(c.strict);
+    }
+
+    #[test]
+    fn snapshots_key() {
+        let p = Path::new("delegate.toml");
+        assert_eq!(Config::parse(p, "").unwrap().snapshots, Snapshots::Auto);
+        let c = Config::parse(p, "[workspace]\nsnapshots = \"never\"\n").unwrap();
+        assert_eq!(c.snapshots, Snapshots::Never);
+        let c = Config::parse(p, "[workspace]\nsnapshots = \"auto\"\n").unwrap();
+        assert_eq!(c.snapshots, Snapshots::Auto);
+        for bad in ["snapshots = \"always\"", "snapshots = false"] {
+            let e = Config::parse(p, &format!("[workspace]\n{bad}\n")).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+            assert!(miette::Diagnostic::labels(&e).is_some(), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -61,7 +61,9 @@ pub fn remove_all(p: &Path) -> Result<()> {
         Err(e) => return Err(Error::io(format!("cannot remove {}", p.display()), e)),
     };
     let r = if meta.is_dir() {
-        std::fs::remove_dir_all(p)
+        // An emptied btrfs subvolume that `rmdir` may not remove goes
+        // through the ioctl where permitted (design §3.17).
+        std::fs::remove_dir_all(p).or_else(|e| crate::btrfs::remove_empty_dir(p).map_err(|_| e))
     } else {
         std::fs::remove_file(p)
     };

@@ -15,6 +15,7 @@
 pub mod apply;
 pub mod batch;
 pub mod blob;
+pub mod btrfs;
 pub mod carry;
 pub mod commit;
 pub mod config;

@@ -356,6 +356,15 @@ fn main_sections() -> Sections {
              filesystem allows.",
         )
         .item(
+            "workspace.snapshots",
+            "`\"auto\"` (default) or `\"never\"`. Where the workspace root is on btrfs, the \
+             first workspace of a batch is made as a subvolume and every other one as a snapshot \
+             of it (carried ignored files included): making N workspaces costs about one, and \
+             they take no disk until written. They are ordinary workspaces in every other way, \
+             and every command removes them as a user without privileges can (Linux 4.18 or \
+             later). `\"never\"` checks each one out.",
+        )
+        .item(
             "lease.ttl",
             "Default `\"24h\"`. The lease duration of `prepare` and `renew`: a number and a unit \
              (s, m, h, d, w). A duration that, counted from now, would end after 9999-12-31 is \
@@ -430,6 +439,7 @@ fn main_sections() -> Sections {
 mode = \"worktree\"            # \"worktree\" | \"scratch\"
 root = \"~/.local/share/git-delegate/worktrees\"
 copy-ignored = []            # gitignore-style patterns of ignored files to carry
+snapshots = \"auto\"           # \"auto\" | \"never\": btrfs subvolume snapshots
 
 [lease]
 ttl = \"24h\"

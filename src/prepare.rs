@@ -356,8 +356,21 @@ fn make(
             if plans.len() == 1 { "" } else { "s" }
         ));
         match policy {
+            // On btrfs, snapshots of the first workspace (design §3.17);
+            // then each workspace's submodule worktrees, its own (design
+            // §3.15: a snapshot must not share the first one's).
             Some(policy) => {
-                workspace::create_all(&source.common_dir, baseline, tree, plans)?;
+                let carried = workspace::create_all_filled(
+                    &source.common_dir,
+                    baseline,
+                    tree,
+                    plans,
+                    source.config.snapshots,
+                    |roots| {
+                        stop()?;
+                        crate::carry::carry_ignored(&source.repo, policy, roots)
+                    },
+                )?;
                 stop()?;
                 for p in plans {
                     crate::submodules::create(
@@ -369,9 +382,7 @@ fn make(
                         &p.lock_reason,
                     )?;
                 }
-                stop()?;
-                let roots: Vec<_> = plans.iter().map(|p| p.root.clone()).collect();
-                crate::carry::carry_ignored(&source.repo, policy, &roots)?
+                carried
             }
             None => {
                 let tasks: Vec<_> = names

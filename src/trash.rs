@@ -289,7 +289,8 @@ fn delete_entry(path: &Path) -> std::io::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    std::fs::remove_dir(path)
+    // A workspace made as a btrfs subvolume goes like a folder (design §3.17).
+    crate::btrfs::remove_empty_dir(path)
 }
 
 #[cfg(test)]

@@ -5,6 +5,9 @@
 //! checked out (parallel checkout); the files of the others are made from it
 //! by an fd-relative walk: cloned with FICLONE where the filesystem shares
 //! extents and the file is big, otherwise read once and written to each.
+//! Where the workspace root is on btrfs (design §3.17), the first is a
+//! subvolume and the others are snapshots of it (`create_all_filled`; the
+//! ioctls are `btrfs`'s), each with its own `.git` file and index.
 //!
 //! It is also the one way in for a task's workspace of either kind: the
 //! task-level calls (`identify`, `health`, `remove_task`, `discard`)
@@ -114,6 +117,176 @@ pub fn create_all(
     result
 }
 
+/// Like [`create_all`], then `fill` (carrying ignored files) on the
+/// workspace roots; the values it returns, one per root. Where the
+/// workspace root is on btrfs and `snapshots` allows it (design §3.17),
+/// the first workspace is made as a subvolume, checked out and filled,
+/// and every other one is a snapshot of it (so it holds the carried files
+/// too: `fill`'s value for the first is given for all).
+pub fn create_all_filled<T: Clone>(
+    common_dir: &Path,
+    baseline: ObjectId,
+    baseline_tree: ObjectId,
+    plans: &[Plan],
+    snapshots: crate::config::Snapshots,
+    fill: impl FnOnce(&[PathBuf]) -> Result<Vec<T>>,
+) -> Result<Vec<T>> {
+    let snap = snapshots == crate::config::Snapshots::Auto
+        && plans
+            .first()
+            .and_then(|p| p.root.parent())
+            .is_some_and(crate::btrfs::can_snapshot_at);
+    if !snap {
+        create_all(common_dir, baseline, baseline_tree, plans)?;
+        let roots: Vec<PathBuf> = plans.iter().map(|p| p.root.clone()).collect();
+        return fill(&roots);
+    }
+    let mut result = create_snapshots(common_dir, baseline, baseline_tree, plans, fill);
+    if result.is_ok() && gix::interrupt::is_triggered() {
+        result = Err(Error::interrupted());
+    }
+    if result.is_err() {
+        for p in plans {
+            let _ = remove_created(common_dir, p);
+        }
+    }
+    result
+}
+
+/// The snapshot path of [`create_all_filled`]: register every plan (the
+/// first one's folder a new subvolume, the others' plain folders that
+/// their snapshot replaces), check out and settle the first, fill it,
+/// snapshot it once per other plan, give each snapshot its own `.git`
+/// file, and write the index files last. A snapshot keeps every inode
+/// number, mtime, ctime, size and owner of the files it copies; only the
+/// device number differs (each subvolume has its own), so each snapshot's
+/// index is the first's with that device number: a valid stat cache, `git
+/// status` reads no file. Between a snapshot and its own `.git` file, the
+/// snapshot's `.git` names the first's registration: a prepare killed in
+/// that moment leaves a folder gc recognises as one of ours (its leftovers).
+fn create_snapshots<T: Clone>(
+    common_dir: &Path,
+    baseline: ObjectId,
+    baseline_tree: ObjectId,
+    plans: &[Plan],
+    fill: impl FnOnce(&[PathBuf]) -> Result<Vec<T>>,
+) -> Result<Vec<T>> {
+    let Some(first) = plans.first() else {
+        return fill(&[]);
+    };
+    register_as(common_dir, baseline, first, Make::Subvolume)?;
+    // The others are registered as plain folders first, as a checkout
+    // makes them; each is replaced by its snapshot below.
+    for p in &plans[1..] {
+        register(common_dir, baseline, p)?;
+    }
+    crate::interrupt::pause("registered");
+    let repo = crate::repo::open_worktree(&first.root)?;
+    let git = |e: gix::Error| Error::git(format!("cannot check out {}", first.root.display()), e);
+    let cores = cores();
+    let mut index: gix::index::State = repo.index_from_tree(&baseline_tree).map_err(git)?.into();
+    checkout(&repo, &mut index, &first.root, cores)?;
+    crate::interrupt::pause("checked-out");
+    settle(
+        &[first.root.as_path()],
+        std::slice::from_mut(&mut index),
+        cores,
+    )?;
+    // A snapshot takes any depth; a workspace whose paths the kernel cannot
+    // name would be unusable (git stops at PATH_MAX), so it fails like a
+    // checkout of the same file does.
+    if let Some(longest) = index.entries().iter().max_by_key(|e| e.path(&index).len()) {
+        let rel = longest.path(&index);
+        for p in &plans[1..] {
+            if p.root.as_os_str().len() + 1 + rel.len() >= PATH_MAX {
+                return Err(Error::state(
+                    Code::CheckoutFailed,
+                    format!(
+                        "cannot write {} in {}: file name too long",
+                        crate::paths::quote(rel),
+                        p.root.display()
+                    ),
+                    "check free disk space, permissions and path lengths under the workspace root",
+                ));
+            }
+        }
+    }
+    let filled = fill(std::slice::from_ref(&first.root))?;
+    let value = filled.into_iter().next();
+    let mut indexes = vec![index];
+    for (n, p) in plans[1..].iter().enumerate() {
+        if n == 1 {
+            crate::interrupt::pause("replicating");
+        }
+        if gix::interrupt::is_triggered() {
+            return Err(Error::interrupted());
+        }
+        // The registered folder makes way for the snapshot: only while it
+        // is still ours and holds nothing but its `.git` file.
+        let taken = || {
+            Error::usage(
+                Code::WorkspaceExists,
+                format!(
+                    "the workspace folder {} was changed while it was made",
+                    p.root.display()
+                ),
+                "move or remove that folder, then prepare again",
+            )
+        };
+        if !is_ours(common_dir, &p.root, &p.worktree_id) {
+            return Err(taken());
+        }
+        let _ = std::fs::remove_file(p.root.join(".git"));
+        std::fs::remove_dir(&p.root).map_err(|_| taken())?;
+        crate::btrfs::snapshot(&first.root, &p.root).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                Error::usage(
+                    Code::WorkspaceExists,
+                    format!("the workspace folder {} already exists", p.root.display()),
+                    "move or remove that folder, then prepare again",
+                )
+            } else {
+                Error::io_at(
+                    format!("cannot snapshot {}", first.root.display()),
+                    &p.root,
+                    e,
+                )
+                .in_workspace_root()
+            }
+        })?;
+        crate::fs::write_atomic(&p.root.join(".git"), &dotgit_line(common_dir, p))?;
+        let dev = std::fs::symlink_metadata(&p.root)
+            .map_err(|e| Error::io_at(format!("cannot read {}", p.root.display()), &p.root, e))?;
+        let mut state = indexes[0].clone();
+        {
+            use std::os::unix::fs::MetadataExt;
+            for e in state.entries_mut() {
+                e.stat.dev = dev.dev() as u32;
+            }
+        }
+        indexes.push(state);
+    }
+    if plans.len() == 2 {
+        crate::interrupt::pause("replicating");
+    }
+    // Index files last (see `create_all_inner`).
+    crate::parallel::try_map(
+        plans.iter().zip(indexes),
+        plans.len(),
+        checkout_panicked,
+        |(p, state)| {
+            let path = Registration::new(common_dir, &p.worktree_id).index_file();
+            gix::index::File::from_state(state, &path)
+                .write(Default::default())
+                .map_err(|e| checkout_failed(None, &p.root, &e))
+        },
+    )?;
+    Ok(match value {
+        Some(v) => vec![v; plans.len()],
+        None => Vec::new(),
+    })
+}
+
 fn cores() -> usize {
     crate::parallel::threads(usize::MAX)
 }
@@ -200,8 +373,12 @@ fn checkout_failed(
 /// Undo `register` and the files of a plan: only what this prepare made
 /// (our `.git` pointer, our registration).
 fn remove_created(common_dir: &Path, p: &Plan) -> Result<()> {
-    if is_ours(common_dir, &p.root, &p.worktree_id) || crate::fs::is_empty_dir(&p.root) {
-        let _ = std::fs::remove_dir_all(&p.root);
+    // An emptied subvolume that `rmdir` may not remove goes through the
+    // ioctl (design §3.17).
+    if (is_ours(common_dir, &p.root, &p.worktree_id) || crate::fs::is_empty_dir(&p.root))
+        && std::fs::remove_dir_all(&p.root).is_err()
+    {
+        let _ = crate::btrfs::remove_empty_dir(&p.root);
     }
     let _ = crate::submodules::unregister(common_dir, &p.root, &p.worktree_id);
     let _ = std::fs::remove_dir_all(registration(common_dir, &p.worktree_id));
@@ -260,9 +437,29 @@ pub fn unfinished_removal(common_dir: &Path, root: &Path, worktree_id: &str) -> 
     }
 }
 
+/// How [`register_as`] makes a workspace's folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Make {
+    /// A plain folder.
+    Folder,
+    /// A new btrfs subvolume (the first workspace of a snapshot batch).
+    Subvolume,
+}
+
+/// The `.git` file of a plan's folder: `gitdir: <registration>`.
+fn dotgit_line(common_dir: &Path, p: &Plan) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let reg = registration(common_dir, &p.worktree_id);
+    [b"gitdir: ", reg.as_os_str().as_bytes(), b"\n"].concat()
+}
+
 /// Make the workspace folder and its registration (locked first, so `git
 /// worktree prune` can never take a half-made workspace).
 fn register(common_dir: &Path, baseline: ObjectId, p: &Plan) -> Result<()> {
+    register_as(common_dir, baseline, p, Make::Folder)
+}
+
+fn register_as(common_dir: &Path, baseline: ObjectId, p: &Plan, make: Make) -> Result<()> {
     let io = |what: &Path| {
         let what = what.to_path_buf();
         move |e| {
@@ -272,7 +469,11 @@ fn register(common_dir: &Path, baseline: ObjectId, p: &Plan) -> Result<()> {
     if let Some(parent) = p.root.parent() {
         std::fs::create_dir_all(parent).map_err(io(parent))?;
     }
-    std::fs::create_dir(&p.root).map_err(|e| {
+    let made = match make {
+        Make::Folder => std::fs::create_dir(&p.root),
+        Make::Subvolume => crate::btrfs::create_subvolume(&p.root),
+    };
+    made.map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
             Error::usage(
                 Code::WorkspaceExists,
@@ -812,6 +1013,7 @@ pub fn folder_of(root: &Path) -> Option<crate::batch::Folder> {
         dev: st.st_dev as u64,
         ino: st.st_ino as u64,
         path: real_path(&fd, root)?,
+        subvolume: crate::btrfs::subvolume_id(fd.as_fd()).map(|id| format!("{id:016x}")),
     })
 }
 
@@ -883,7 +1085,16 @@ fn identify_at(
         return Identity::Replaced("cannot be opened");
     };
     if let Some(m) = made {
-        if st.st_dev as u64 != m.dev || st.st_ino as u64 != m.ino {
+        // A subvolume's device number is handed out anew after a remount:
+        // its own id stands in for it (design §3.17).
+        let same_dev = match &m.subvolume {
+            Some(id) => {
+                crate::btrfs::subvolume_id(fd.as_fd()).map(|now| format!("{now:016x}"))
+                    == Some(id.clone())
+            }
+            None => st.st_dev as u64 == m.dev,
+        };
+        if !same_dev || st.st_ino as u64 != m.ino {
             return Identity::Replaced("is another folder than the one prepare made");
         }
     }
@@ -1055,8 +1266,10 @@ fn remove_held(root: &Path, fd: OwnedFd) -> Result<()> {
     let pfd = crate::carry::open_root(parent)?;
     match rustix::fs::statat(&pfd, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) if st.st_dev == held.st_dev && st.st_ino == held.st_ino => {
-            // Only an empty folder can go here: a replaced one is never lost.
-            match rustix::fs::unlinkat(&pfd, name, AtFlags::REMOVEDIR) {
+            // Only an empty folder can go here: a replaced one is never lost
+            // (an emptied subvolume too, design §3.17).
+            use std::os::unix::ffi::OsStrExt;
+            match crate::btrfs::remove_empty_dir_at(pfd.as_fd(), name.as_bytes()) {
                 Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
                 Err(e) => Err(io(e)),
             }

@@ -616,7 +616,10 @@ fn corrupt_interrupted_and_ordinary_batches_together() {
         .join(&bad)
         .join("batch.toml");
     let text = std::fs::read_to_string(&toml).unwrap();
-    std::fs::write(&toml, &text[..text.len() / 2]).unwrap();
+    // Cut inside a string, so the rest never parses whatever the paths'
+    // lengths (a cut at a line's end can leave a valid, shorter batch).
+    let cut = text[..text.len() / 2].rfind(" = \"").unwrap() + 4;
+    std::fs::write(&toml, &text[..cut]).unwrap();
 
     let dry = env
         .delegate(&repo, ["apply", "--dry-run", "--json"])

@@ -1,0 +1,408 @@
+//! Snapshot workspaces on btrfs (design §3.17): where the workspace root is
+//! on btrfs, the first workspace of a batch is a subvolume and the others
+//! are snapshots of it; each is registered, detached, locked, clean, a
+//! valid stat cache (`git status` rewrites no index, our snapshot hashes
+//! nothing), carries the ignored files, and every command removes it
+//! (apply, drop, gc, the trash), also as a user without privileges. These
+//! tests need `GIT_DELEGATE_BTRFS_DIR` (see scripts/btrfs-fs); without it
+//! they say SKIPPED (and fail under CI=true).
+
+mod common;
+mod foundation_common;
+mod scratch_common;
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::Env;
+use foundation_common::{id, prepare, roots, snapshot, tree_of, write};
+use scratch_common as sc;
+
+/// The root folder of every btrfs subvolume has this inode number.
+const SUBVOL_ROOT_INO: u64 = 256;
+
+/// An `Env` on the btrfs filesystem, or `None` after saying SKIPPED.
+fn btrfs_env(test: &str) -> Option<Env> {
+    let Some(dir) = std::env::var_os("GIT_DELEGATE_BTRFS_DIR").filter(|d| !d.is_empty()) else {
+        sc::skip(
+            test,
+            "no btrfs filesystem (GIT_DELEGATE_BTRFS_DIR is not set; run `export GIT_DELEGATE_BTRFS_DIR=$(scripts/btrfs-fs)` as root)",
+        );
+        return None;
+    };
+    let dir = PathBuf::from(dir);
+    let fstype = Command::new("stat")
+        .args(["-f", "-c", "%T"])
+        .arg(&dir)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    if fstype != "btrfs" {
+        sc::skip(
+            test,
+            &format!("{} is not on btrfs ({fstype:?})", dir.display()),
+        );
+        return None;
+    }
+    Some(sc::env_in(&dir))
+}
+
+/// A repository with enough files that apply moves its workspaces to the
+/// trash, a symlink, an executable, a dirty and an untracked file, and an
+/// ignored `node_modules/`.
+fn repo(env: &Env) -> PathBuf {
+    let repo = env.repo("proj");
+    for i in 0..200 {
+        write(
+            &repo.join(format!("src/m{}/f{i}.txt", i % 7)),
+            &format!("file {i}\n"),
+        );
+    }
+    write(&repo.join(".gitignore"), "node_modules/\ntarget/\n");
+    write(&repo.join("run.sh"), "#!/bin/sh\necho hi\n");
+    std::fs::set_permissions(
+        repo.join("run.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("src/m1/f1.txt", repo.join("link")).unwrap();
+    env.git(&repo, ["add", "-A"]);
+    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    write(&repo.join("src/m0/f0.txt"), "dirty in the source\n");
+    write(&repo.join("new.txt"), "untracked\n");
+    write(
+        &repo.join("node_modules/dep/index.js"),
+        "module.exports = 1;\n",
+    );
+    repo
+}
+
+/// The worktree registration (git dir) of a workspace.
+fn git_dir(env: &Env, ws: &Path) -> PathBuf {
+    PathBuf::from(env.git(ws, ["rev-parse", "--absolute-git-dir"]).trim())
+}
+
+fn is_subvolume(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).unwrap().ino() == SUBVOL_ROOT_INO
+}
+
+/// Wait until `path` is gone (the background deleter works on the trash).
+fn wait_gone(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while path.symlink_metadata().is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "{} was never removed",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn snapshot_workspaces_are_subvolumes_clean_and_read_nothing() {
+    let Some(env) = btrfs_env("snapshot_workspaces_are_subvolumes_clean_and_read_nothing") else {
+        return;
+    };
+    let repo = repo(&env);
+    let doc = prepare(&env, &repo, &["-n", "4", "--copy-ignored", "node_modules/"]);
+    let ws = roots(&doc);
+    let baseline = tree_of(&env, &repo, doc["baseline"]["commit"].as_str().unwrap());
+    let mut devs = Vec::new();
+    for w in &ws {
+        // A subvolume of its own (the first made as one, the others its snapshots).
+        assert!(is_subvolume(w), "{} is not a subvolume", w.display());
+        devs.push(std::fs::metadata(w).unwrap().dev());
+        // Its own `.git` file, registration, lock, detached HEAD.
+        let gd = git_dir(&env, w);
+        assert_eq!(
+            std::fs::read_to_string(w.join(".git")).unwrap(),
+            format!("gitdir: {}\n", gd.display())
+        );
+        assert!(gd.join("locked").is_file(), "{}", w.display());
+        assert_eq!(
+            std::fs::read_to_string(gd.join("gitdir")).unwrap(),
+            format!("{}\n", w.join(".git").display())
+        );
+        assert_eq!(
+            env.git(w, ["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+            "HEAD"
+        );
+        // The carried ignored files came with the snapshot.
+        assert_eq!(
+            std::fs::read_to_string(w.join("node_modules/dep/index.js")).unwrap(),
+            "module.exports = 1;\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(w.join("src/m0/f0.txt")).unwrap(),
+            "dirty in the source\n"
+        );
+        // A valid stat cache: `git status` is clean and rewrites no index
+        // (git refreshes and writes the index back when any entry had to
+        // be read), and our snapshot hashes nothing.
+        let index = gd.join("index");
+        let before = (
+            std::fs::read(&index).unwrap(),
+            std::fs::metadata(&index).unwrap().mtime_nsec(),
+        );
+        assert_eq!(env.git(w, ["status", "--porcelain"]), "", "{}", w.display());
+        let after = (
+            std::fs::read(&index).unwrap(),
+            std::fs::metadata(&index).unwrap().mtime_nsec(),
+        );
+        assert!(
+            before == after,
+            "git status rewrote the index of {}",
+            w.display()
+        );
+        let (tree, hashed) = snapshot(&env, w);
+        assert_eq!(tree, baseline, "{}", w.display());
+        assert_eq!(
+            hashed,
+            0,
+            "the first snapshot of {} read files",
+            w.display()
+        );
+    }
+    devs.sort();
+    devs.dedup();
+    assert_eq!(
+        devs.len(),
+        ws.len(),
+        "each subvolume has its own device number"
+    );
+    let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
+    for w in &ws {
+        let block = list
+            .split("\n\n")
+            .find(|b| b.starts_with(&format!("worktree {}\n", w.display())))
+            .unwrap_or_else(|| panic!("{} is not registered:\n{list}", w.display()));
+        assert!(
+            block.contains("\ndetached") && block.contains("\nlocked"),
+            "{block}"
+        );
+    }
+    // A snapshot is private: writing one changes no other.
+    std::fs::write(ws[1].join("src/m2/f2.txt"), "edited in 2\n").unwrap();
+    for w in [&ws[0], &ws[2], &ws[3]] {
+        assert_eq!(
+            std::fs::read_to_string(w.join("src/m2/f2.txt")).unwrap(),
+            "file 2\n"
+        );
+    }
+    let (_, hashed) = snapshot(&env, &ws[1]);
+    assert_eq!(hashed, 1);
+}
+
+#[test]
+fn snapshots_never_makes_plain_folders() {
+    let Some(env) = btrfs_env("snapshots_never_makes_plain_folders") else {
+        return;
+    };
+    let repo = repo(&env);
+    std::fs::write(
+        repo.join(".git/delegate.toml"),
+        "[workspace]\nsnapshots = \"never\"\n",
+    )
+    .unwrap();
+    let doc = prepare(&env, &repo, &["-n", "2"]);
+    for w in roots(&doc) {
+        assert!(!is_subvolume(&w), "{} is a subvolume", w.display());
+        assert_eq!(env.git(&w, ["status", "--porcelain"]), "");
+    }
+}
+
+#[test]
+fn apply_drop_and_gc_remove_snapshot_workspaces() {
+    let Some(env) = btrfs_env("apply_drop_and_gc_remove_snapshot_workspaces") else {
+        return;
+    };
+    let repo = repo(&env);
+    // apply: the workspaces go (through the trash: 200 files each).
+    let doc = prepare(&env, &repo, &["-n", "3"]);
+    let ws = roots(&doc);
+    std::fs::write(ws[1].join("src/m3/f3.txt"), "from task 2\n").unwrap();
+    std::fs::write(ws[2].join("added.txt"), "from task 3\n").unwrap();
+    env.delegate(&repo, ["apply", &id(&doc)]).expect(0);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("src/m3/f3.txt")).unwrap(),
+        "from task 2\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("added.txt")).unwrap(),
+        "from task 3\n"
+    );
+    for w in &ws {
+        assert!(w.symlink_metadata().is_err(), "{} is left", w.display());
+    }
+    let base = ws[0].parent().unwrap().parent().unwrap().to_path_buf();
+    wait_gone(&base.join(".trash"));
+
+    // drop --force: removed in place.
+    let doc = prepare(&env, &repo, &["-n", "2"]);
+    let ws = roots(&doc);
+    std::fs::write(ws[0].join("work.txt"), "unapplied\n").unwrap();
+    env.delegate(&repo, ["drop", &id(&doc), "--force"])
+        .expect(0);
+    for w in &ws {
+        assert!(w.symlink_metadata().is_err(), "{} is left", w.display());
+    }
+
+    // gc: a stale batch's workspaces go.
+    let doc = prepare(&env, &repo, &["-n", "2", "--ttl", "1s"]);
+    let ws = roots(&doc);
+    std::thread::sleep(Duration::from_millis(2100));
+    let gc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
+    assert_eq!(gc["batches"], serde_json::json!([id(&doc)]), "{gc}");
+    for w in &ws {
+        assert!(w.symlink_metadata().is_err(), "{} is left", w.display());
+    }
+    assert_eq!(env.git(&repo, ["worktree", "list"]).lines().count(), 1);
+    // Nothing left under the workspace root but what the purger removes.
+    if base.exists() {
+        wait_gone(&base.join(".trash"));
+    }
+}
+
+#[test]
+fn a_leftover_snapshot_is_removed_by_gc() {
+    let Some(env) = btrfs_env("a_leftover_snapshot_is_removed_by_gc") else {
+        return;
+    };
+    let repo = repo(&env);
+    let doc = prepare(&env, &repo, &["-n", "2"]);
+    let ws = roots(&doc);
+    // The batch's state and registrations vanish (a lost .git/delegate):
+    // the subvolumes are leftovers gc recognises by their `.git` file.
+    let common = PathBuf::from(env.git(&repo, ["rev-parse", "--git-common-dir"]).trim());
+    let common = if common.is_absolute() {
+        common
+    } else {
+        repo.join(common)
+    };
+    std::fs::remove_dir_all(common.join("delegate/batches")).unwrap();
+    for w in &ws {
+        std::fs::remove_dir_all(git_dir(&env, w)).unwrap();
+    }
+    let gc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
+    assert_eq!(gc["workspaces_removed"], 2, "{gc}");
+    for w in &ws {
+        assert!(w.symlink_metadata().is_err(), "{} is left", w.display());
+    }
+}
+
+#[test]
+fn the_identity_check_survives_a_new_device_number() {
+    // A subvolume's device number is handed out anew after a remount; the
+    // workspace is still recognised by its subvolume id, and a copy put in
+    // its place is not.
+    let Some(env) = btrfs_env("the_identity_check_survives_a_new_device_number") else {
+        return;
+    };
+    let repo = repo(&env);
+    let doc = prepare(&env, &repo, &["-n", "2"]);
+    let ws = roots(&doc);
+    let state = std::fs::read_dir(repo.join(".git/delegate/batches"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("batch.toml");
+    let text = std::fs::read_to_string(&state).unwrap();
+    assert!(text.contains("subvolume = \""), "{text}");
+    let dev = std::fs::metadata(&ws[0]).unwrap().dev();
+    let moved = text.replace(&format!("dev = {dev}\n"), "dev = 4242\n");
+    assert_ne!(moved, text);
+    std::fs::write(&state, moved).unwrap();
+    let status = env.delegate(&repo, ["status", "--json"]).expect(0).json();
+    for t in status["batches"][0]["tasks"].as_array().unwrap() {
+        assert_eq!(t["exists"], true, "{status}");
+    }
+    // Replaced by a plain copy: not ours.
+    let aside = ws[1].with_extension("aside");
+    std::fs::rename(&ws[1], &aside).unwrap();
+    let out = Command::new("cp")
+        .arg("-a")
+        .arg(&aside)
+        .arg(&ws[1])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let status = env.delegate(&repo, ["status", "--json"]).json();
+    assert_eq!(
+        status["batches"][0]["tasks"][1]["exists"], false,
+        "{status}"
+    );
+}
+
+/// `cmd` run as the unprivileged user `nobody` (same program, arguments,
+/// environment and folder).
+fn as_nobody(cmd: &Command) -> Command {
+    let mut out = Command::new("setpriv");
+    out.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .env_clear();
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            out.env(k, v);
+        }
+    }
+    if let Some(d) = cmd.get_current_dir() {
+        out.current_dir(d);
+    }
+    out
+}
+
+#[test]
+fn an_unprivileged_user_makes_and_removes_snapshot_workspaces() {
+    let Some(env) = btrfs_env("an_unprivileged_user_makes_and_removes_snapshot_workspaces") else {
+        return;
+    };
+    if !rustix_is_root() {
+        // Already unprivileged: the other tests prove it.
+        return;
+    }
+    let repo = repo(&env);
+    let chown = Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(env.path())
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let run = |args: &[&str]| {
+        let mut cmd = env.delegate_cmd(&repo);
+        cmd.args(args);
+        let out = as_nobody(&cmd).output().unwrap();
+        common::Run::from(out)
+    };
+    let doc = run(&["prepare", "--json", "-n", "3"]).expect(0).json();
+    let ws = roots(&doc);
+    for w in &ws {
+        assert!(is_subvolume(w), "{}", w.display());
+        assert_eq!(std::fs::metadata(w).unwrap().uid(), 65534);
+    }
+    std::fs::write(ws[0].join("x.txt"), "x\n").unwrap();
+    run(&["drop", &id(&doc), "--force"]).expect(0);
+    for w in &ws {
+        assert!(w.symlink_metadata().is_err(), "{} is left", w.display());
+    }
+    let doc = run(&["prepare", "--json", "-n", "2"]).expect(0).json();
+    let ws = roots(&doc);
+    run(&["apply", &id(&doc)]).expect(0);
+    for w in &ws {
+        assert!(w.symlink_metadata().is_err(), "{} is left", w.display());
+    }
+    let base = ws[0].parent().unwrap().parent().unwrap().to_path_buf();
+    wait_gone(&base.join(".trash"));
+}
+
+fn rustix_is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
