@@ -37,6 +37,9 @@ pub enum TaskState {
     Rejected,
     /// `apply --verify` failed without any task, so nothing was applied.
     Unverified,
+    /// A remote task (design §3.14) whose worker has not submitted yet: an
+    /// apply outcome only; the task stays `open` in the record.
+    NotSubmitted,
 }
 
 impl TaskState {
@@ -51,6 +54,7 @@ impl TaskState {
             TaskState::Conflicted => "conflicted",
             TaskState::Rejected => "rejected",
             TaskState::Unverified => "unverified",
+            TaskState::NotSubmitted => "not_submitted",
         }
     }
 
@@ -64,6 +68,7 @@ impl TaskState {
                 | TaskState::Conflicted
                 | TaskState::Rejected
                 | TaskState::Unverified
+                | TaskState::NotSubmitted
         )
     }
 }
@@ -107,6 +112,23 @@ pub struct Task {
     /// The log of the verification run that rejected it (design §3.10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_log: Option<PathBuf>,
+    /// A remote task (design §3.14): no local workspace (`root` empty,
+    /// `worktree_id` [`REMOTE_WORKTREE_ID`]); its worker joins through the
+    /// batch's remote and submits its proposal there.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub remote: bool,
+}
+
+/// `task.worktree_id` of a remote task: it has no workspace here.
+pub const REMOTE_WORKTREE_ID: &str = "remote";
+
+/// The git remote a batch's remote tasks go through (design §3.14).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Remote {
+    /// As given to `prepare --remote` (a remote's name, or a URL).
+    pub name: String,
+    /// The URL workers join from.
+    pub url: String,
 }
 
 /// The identity of a folder prepare made: device and inode of the
@@ -141,6 +163,9 @@ pub struct Batch {
     /// incomplete, never applied nor rescued (see `preparing`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preparing: Option<Marker>,
+    /// The remote of its remote tasks (design §3.14).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<Remote>,
 }
 
 /// `task.worktree_id` of a scratch task: it has no worktree registration
@@ -164,6 +189,15 @@ impl Task {
             base: None,
             conflicted_paths: Vec::new(),
             verify_log: None,
+            remote: false,
+        }
+    }
+
+    /// A remote task as prepare records it (design §3.14).
+    pub fn open_remote(name: String) -> Task {
+        Task {
+            remote: true,
+            ..Task::open(name, PathBuf::new(), REMOTE_WORKTREE_ID.to_string())
         }
     }
 

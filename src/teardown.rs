@@ -140,6 +140,8 @@ pub struct Removed {
     /// prepare made (no batches named).
     pub kept: Vec<Kept>,
     pub refs: usize,
+    /// Its refs on its remote that could not be deleted (design §3.14).
+    pub remote_left: Option<crate::remote::Left>,
 }
 
 /// Remove a whole batch now (`drop`): every task's workspace (deleted
@@ -154,6 +156,7 @@ pub fn remove_batch(source: &Source, b: &Batch, others: &[Batch]) -> Result<Remo
             Fate::Hosting(h) => r.kept.push((t.name.clone(), t.root.clone(), h)),
         }
     }
+    r.remote_left = crate::remote::end(source, b);
     r.refs = refs_and_state(source, b)?;
     Ok(r)
 }

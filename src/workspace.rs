@@ -841,6 +841,10 @@ fn real_path(fd: &OwnedFd, root: &Path) -> Option<PathBuf> {
 /// real path to compare: there, the folder must not be a symlink and its
 /// `.git` file must point back.
 pub fn identify(common_dir: &Path, task: &crate::batch::Task) -> Identity {
+    // A remote task has no workspace here (design §3.14).
+    if task.remote {
+        return Identity::Missing;
+    }
     if task.kind() == Mode::Scratch {
         return match crate::scratch::health(common_dir, &task.root) {
             Health::Ours => Identity::Ours {
@@ -979,6 +983,9 @@ pub fn remove(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<Remov
 /// user moved with `git worktree move` is left alone with its registration,
 /// unlocked, as an ordinary worktree. Both report [`Removal::Foreign`].
 pub fn remove_task(common_dir: &Path, task: &crate::batch::Task) -> Result<Removal> {
+    if task.remote {
+        return Ok(Removal::Missing);
+    }
     if task.kind() == Mode::Scratch {
         return crate::scratch::remove(common_dir, &task.root);
     }
@@ -1072,6 +1079,9 @@ const REMOVE_IN_PLACE_MAX: u32 = 128;
 /// ([`crate::trash::spawn_purger`]) once it is done. Falls back to
 /// [`remove_task`] wherever the move cannot be made.
 pub fn discard(common_dir: &Path, task: &crate::batch::Task) -> Result<(Removal, Option<PathBuf>)> {
+    if task.remote {
+        return Ok((Removal::Missing, None));
+    }
     let (root, worktree_id) = (task.root.as_path(), task.worktree_id.as_str());
     let small = index_entries(common_dir, worktree_id).is_some_and(|n| n <= REMOVE_IN_PLACE_MAX);
     if small || task.kind() == Mode::Scratch || moved_elsewhere(common_dir, root, worktree_id) {

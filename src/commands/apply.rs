@@ -56,6 +56,7 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         side_effects,
         apply_id,
         verify,
+        remote_left,
         ..
     } = &report;
     let (b, batch_open, dry_run) = (b, *batch_open, *dry_run);
@@ -92,7 +93,13 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         if let (Some(v), Value::Object(m)) = (verify, &mut doc) {
             m.insert("verify".into(), verify_doc(v));
         }
+        if let (Some(left), Value::Object(m)) = (remote_left, &mut doc) {
+            m.insert("warnings".into(), json!([super::remote::left_doc(left)]));
+        }
         ui.doc_after(doc, recovered);
+    }
+    if let Some(left) = remote_left {
+        super::remote::warn_left(ui, left);
     }
     ui.say(&human(ui, &report, args.keep, args.verbose));
     ui.say(&super::side_effects::text(
@@ -251,7 +258,11 @@ pub(super) fn document(
                         "patch".into(),
                         json!(o.patch.as_deref().map(paths::doc_path)),
                     );
-                    m.insert("workspace".into(), json!(paths::doc_path(&t.root)));
+                    // A remote task has no workspace here (design §3.14).
+                    m.insert(
+                        "workspace".into(),
+                        json!((!t.remote).then(|| paths::doc_path(&t.root))),
+                    );
                     if let Some(msg) = &o.message {
                         m.insert("message".into(), json!(msg));
                     }
@@ -556,8 +567,17 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
                 shell_quote(&t.root.to_string_lossy()),
             ));
         }
-        if !o.ok() {
-            text.push_str(&format!("      workspace: {}\n", super::show(&t.root)));
+        if o.status == TaskState::NotSubmitted {
+            // design §3.14: its worker has not run `git delegate submit` yet.
+            text.push_str(&format!(
+                "      its worker has not submitted yet; it joins with: {}\n",
+                crate::remote::join_command(b, &t.name).unwrap_or_default()
+            ));
+        } else if !o.ok() {
+            match t.remote {
+                true => text.push_str("      workspace: (remote)\n"),
+                false => text.push_str(&format!("      workspace: {}\n", super::show(&t.root))),
+            }
             if let Some(p) = &o.patch {
                 text.push_str(&format!("      patch:     {}\n", super::show(p)));
             }
@@ -600,7 +620,10 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
             if open.len() == 1 { "" } else { "s" },
             open.join(", "),
         ));
-        let kept: Vec<&Outcome> = outcomes.iter().filter(|o| !o.ok()).collect();
+        let kept: Vec<&Outcome> = outcomes
+            .iter()
+            .filter(|o| !o.ok() && o.status != TaskState::NotSubmitted)
+            .collect();
         if !kept.is_empty() && !dry_run {
             text.push_str("For each of those, either:\n");
             // hint: refresh
