@@ -508,8 +508,7 @@ impl Gc<'_> {
         }
 
         // Remote tasks (design §3.14): what their workers submitted is
-        // rescued like a workspace's work; a remote that cannot be asked
-        // leaves the batch alone (its submitted work could be lost).
+        // rescued like a workspace's work.
         let remote_open: Vec<&str> = b
             .open_tasks()
             .filter(|t| t.remote)
@@ -524,19 +523,10 @@ impl Gc<'_> {
             } else {
                 crate::remote::fetch_proposals(self.source, b, &remote_open, true)
             };
-            let found = match found {
-                Ok(f) => f,
-                Err(e) => {
-                    return skip(
-                        self,
-                        format!(
-                            "batch {}: its remote could not be asked for the work its workers submitted ({}); nothing of this batch was removed",
-                            b.short(),
-                            e.message
-                        ),
-                    )
-                }
-            };
+            // A remote that cannot be asked keeps what was submitted under
+            // its refs there: the batch goes here, and the refs left on the
+            // remote are reported (`remote::end`, below), never lost.
+            let found = found.unwrap_or_default();
             for (task, commit) in found {
                 let ref_name = refs::proposal(&b.id, &task);
                 let paths = match b.tasks.iter().find(|t| t.name == task) {

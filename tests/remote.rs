@@ -464,3 +464,101 @@ fn submit_outside_a_joined_workspace_is_refused() {
         .expect(2);
     assert!(run.stderr.contains("delegate::unknown_remote"), "{}", run.stderr);
 }
+
+fn wait_stale(t: &Two, id: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let doc = t.user.delegate(&t.src, ["status", "--json"]).json();
+        let state = doc["batches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["batch"] == id)
+            .map(|b| b["lease"]["state"].as_str().unwrap().to_string())
+            .unwrap_or_default();
+        if state == "expired" || state == "orphaned" {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "batch {id} never went stale");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn gc_rescues_submitted_work_and_deletes_the_remote_refs() {
+    let t = setup();
+    let id = t.prepare(&["a", "b", "--ttl", "1s"])["batch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let wa = t.join(&id, "a");
+    std::fs::write(wa.join("a.txt"), "rescue me\n").unwrap();
+    let pa = t.submit(&wa)["proposal"].as_str().unwrap().to_string();
+    // A second batch through another remote, which is away when gc runs.
+    let far = t.user.path().join("far.git");
+    t.user.git(t.user.path(), ["clone", "-q", "--bare", t.bare.to_str().unwrap(), "far.git"]);
+    let far_url = format!("file://{}", far.display());
+    let other = t
+        .user
+        .delegate(&t.src, ["prepare", "--remote", &far_url, "z", "--ttl", "1s", "--label", "other", "--json"])
+        .expect(0)
+        .json()["batch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let wz = t
+        .worker
+        .delegate(t.worker.path(), ["join", &far_url, &other, "z", "--json"])
+        .expect(0)
+        .json()["root"]
+        .as_str()
+        .map(PathBuf::from)
+        .unwrap();
+    std::fs::write(wz.join("z.txt"), "z\n").unwrap();
+    t.submit(&wz);
+    wait_stale(&t, &id);
+    wait_stale(&t, &other);
+    let moved = t.user.path().join("moved.git");
+    std::fs::rename(&far, &moved).unwrap();
+
+    let gc = t.user.delegate(&t.src, ["gc", "--json"]).expect(0).json();
+    let mut ended: Vec<&str> = gc["batches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_str().unwrap())
+        .collect();
+    ended.sort();
+    let mut both = vec![id.as_str(), other.as_str()];
+    both.sort();
+    assert_eq!(ended, both);
+    // What a reachable remote held was rescued, and its refs there deleted.
+    let rescued = gc["rescued"].as_array().unwrap();
+    assert_eq!(rescued.len(), 1, "{gc}");
+    assert_eq!(rescued[0]["task"], "a");
+    let kept_ref = format!("refs/pi-delegate/batches/{id}/tasks/a/proposal");
+    assert_eq!(rescued[0]["ref"], kept_ref.as_str());
+    assert_eq!(t.user.git(&t.src, ["rev-parse", &kept_ref]).trim(), pa);
+    assert_eq!(t.remote_refs(), Vec::<String>::new());
+    // The unreachable one: a warning naming its refs, kept there for later.
+    let w = &gc["warnings"][0];
+    assert_eq!(w["code"], "remote_refs_left");
+    assert_eq!(w["remote"], far_url.as_str());
+    assert!(w["refs"]
+        .as_array()
+        .unwrap()
+        .contains(&Value::String(format!("refs/pi-delegate/batches/{other}/tasks/z/proposal"))));
+    std::fs::rename(&moved, &far).unwrap();
+    assert_eq!(
+        t.user
+            .git(&far, ["for-each-ref", "--format=%(refname)", "refs/pi-delegate/"])
+            .lines()
+            .count(),
+        2
+    );
+    // The rescued work lands like any kept proposal.
+    t.user
+        .delegate(&t.src, ["apply", "--kept", &kept_ref])
+        .expect(0);
+    assert_eq!(read(&t.src.join("a.txt")), "rescue me\n");
+}
