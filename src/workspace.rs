@@ -1140,6 +1140,10 @@ pub fn hosted_batches(
     task: &crate::batch::Task,
     except: &str,
 ) -> Vec<String> {
+    // A remote task has no folder here (its empty root would lead everywhere).
+    if task.remote {
+        return Vec::new();
+    }
     let mut roots = vec![task.root.clone()];
     if let Some(f) = &task.folder {
         roots.push(f.path.clone());

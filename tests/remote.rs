@@ -418,11 +418,26 @@ fn an_unreachable_remote_loses_nothing() {
 #[test]
 fn drop_deletes_the_remote_refs() {
     let t = setup();
+    // Another open batch: a remote task hosts none (it has no folder here).
+    let other = t.prepare(&["o", "--label", "other"])["batch"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let id = t.prepare(&["a"])["batch"].as_str().unwrap().to_string();
     let wa = t.join(&id, "a");
     std::fs::write(wa.join("a.txt"), "a\n").unwrap();
     t.submit(&wa);
-    assert_eq!(t.remote_refs().len(), 2);
+    assert_eq!(t.remote_refs().len(), 3);
+    // What a worker submitted is unapplied work: drop refuses without --force.
+    let refused = t
+        .user
+        .delegate(&t.src, ["drop", &id, "--json"])
+        .expect(1)
+        .json();
+    assert_eq!(refused["unapplied"], serde_json::json!(["a"]));
+    assert!(refused.get("hosts_open_batches").is_none(), "{refused}");
+    // Nothing submitted: nothing stands in the way.
+    t.user.delegate(&t.src, ["drop", &other]).expect(0);
     t.user
         .delegate(&t.src, ["drop", &id, "--force"])
         .expect(0);
