@@ -416,17 +416,5 @@ fn make(
 }
 
 fn check_task_name(name: &str) -> Result<()> {
-    // Task names become folder names and ref components: refuse what git refs refuse too.
-    if !batch::valid_task_name(name)
-        || name.contains("..")
-        || name.ends_with('.')
-        || name.ends_with(".lock")
-    {
-        return Err(Error::usage(
-            Code::BadTaskName,
-            format!("{name:?} is not a valid task name"),
-            "task names are 1-64 characters of A-Z a-z 0-9 . _ -, start with a letter or digit, and contain no `..` nor end in `.` or `.lock`",
-        ));
-    }
-    Ok(())
+    batch::check_task_name(name)
 }

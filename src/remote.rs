@@ -343,7 +343,7 @@ pub fn join(opts: &JoinOptions) -> Result<JoinReport> {
         })?
         .hyphenated()
         .to_string();
-    crate::prepare::check(std::slice::from_ref(&opts.task), None)?;
+    batch::check_task_name(&opts.task)?;
     let task = opts.task.as_str();
     let dir = opts
         .dir

@@ -454,6 +454,16 @@ fn mixed_local_and_remote_tasks() {
     assert!(tasks[1].get("remote").is_none());
     let local = PathBuf::from(tasks[1]["root"].as_str().unwrap());
     assert_eq!(read(&local.join("README")), "hello\ndirty\n");
+    // `path`: the local task's folder; a remote task has none here, and the
+    // source is in no task's workspace (an empty root must match nothing).
+    let p = t.user.delegate(&t.src, ["path", "l"]).expect(0);
+    assert_eq!(p.stdout.trim_end(), local.to_str().unwrap());
+    let p = t.user.delegate(&t.src, ["path", "r"]).expect(2);
+    assert!(p.stderr.contains("git delegate join"), "{}", p.stderr);
+    t.user.delegate(&t.src, ["path"]).expect(2);
+    t.user.delegate(&t.src, ["refresh"]).expect(0);
+    t.user.delegate(&t.src, ["diff"]).expect(0);
+    t.user.delegate(&t.src, ["diff", "--source"]).expect(0);
     let wr = t.join(&id, "r");
     std::fs::write(wr.join("r.txt"), "remote\n").unwrap();
     std::fs::write(local.join("l.txt"), "local\n").unwrap();
