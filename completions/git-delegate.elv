@@ -33,6 +33,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand drop 'End a batch: remove its workspaces, refs and state'
             cand renew 'Extend a batch''s lease'
             cand refresh 'Bring task workspaces up to date with the source; conflicts go to the worker'
+            cand join 'On a worker''s machine: a workspace of a remote task, from the batch''s remote'
+            cand submit 'Inside a joined workspace: send its work back to the batch''s remote'
             cand hook 'Run a git hook''s check (pre-commit)'
             cand hooks 'Install git-delegate''s git hooks into this repository'
             cand man 'Print the manual page, or install all pages'
@@ -47,6 +49,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand --ttl 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)'
             cand --owner-pid 'The lease is orphaned once this process is gone'
             cand --copy-ignored 'Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)'
+            cand --remote 'Make the tasks remote: push the baseline to REMOTE (a remote''s name or a URL)'
+            cand --local 'With --remote: keep this task local, with a workspace here (repeatable)'
             cand --color 'When to use colour: auto, always or never'
             cand --forbid-commit 'Make the pre-commit hook refuse commits inside this batch''s workspaces'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
@@ -90,6 +94,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;status'= {
             cand --color 'When to use colour: auto, always or never'
             cand --check 'Print only problems; exit 1 on a stale batch or a left-over journal'
+            cand --fetch 'Ask the remote of batches with remote tasks which of them have submitted'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -148,6 +153,23 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         }
         &'git-delegate;refresh'= {
             cand --batch 'The batch: label, id or unique id prefix (default: the batch of the workspace you are in, else the only open batch)'
+            cand --color 'When to use colour: auto, always or never'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;join'= {
+            cand --repo 'Add the workspace to this clone of the project instead of looking for one around the current folder'
+            cand --color 'When to use colour: auto, always or never'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;submit'= {
             cand --color 'When to use colour: auto, always or never'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand -h 'Print help (see more with ''--help'')'
@@ -231,6 +253,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand drop 'End a batch: remove its workspaces, refs and state'
             cand renew 'Extend a batch''s lease'
             cand refresh 'Bring task workspaces up to date with the source; conflicts go to the worker'
+            cand join 'On a worker''s machine: a workspace of a remote task, from the batch''s remote'
+            cand submit 'Inside a joined workspace: send its work back to the batch''s remote'
             cand hook 'Run a git hook''s check (pre-commit)'
             cand hooks 'Install git-delegate''s git hooks into this repository'
             cand man 'Print the manual page, or install all pages'
@@ -256,6 +280,10 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;help;renew'= {
         }
         &'git-delegate;help;refresh'= {
+        }
+        &'git-delegate;help;join'= {
+        }
+        &'git-delegate;help;submit'= {
         }
         &'git-delegate;help;hook'= {
             cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'

@@ -74,12 +74,14 @@ fn committed_man_pages_are_what_the_code_generates() {
                 "gc",
                 "hook",
                 "hooks",
+                "join",
                 "man",
                 "path",
                 "prepare",
                 "refresh",
                 "renew",
                 "status",
+                "submit",
                 "undo",
             ]
             .iter()
@@ -410,7 +412,7 @@ fn bash_completes_git_delegate_and_git_delegate_through_gits_completion() {
         &[
             "git delegate pr",
             "git delegate ''",
-            "git delegate prepare --l",
+            "git delegate prepare --la",
             "git delegate prepare --mode ''",
             "git delegate --color=al",
             "git delegate hooks ''",

@@ -37,7 +37,9 @@ pub fn values_of(sub: &str, arg: &str) -> Option<Values> {
     Some(match (sub, arg) {
         ("apply" | "status" | "drop" | "renew" | "diff" | "path", "batch") => Values::Batch,
         ("apply", "only" | "discard") | ("diff", "tasks") | ("path", "task") => Values::Task,
-        ("prepare", "ttl" | "label" | "owner_pid" | "count") | ("renew", "ttl" | "owner_pid") => {
+        ("prepare", "local") => Values::Nothing,
+        ("prepare", "ttl" | "label" | "owner_pid" | "count" | "remote")
+        | ("renew", "ttl" | "owner_pid") => {
             Values::Nothing
         }
         _ => return None,
