@@ -269,9 +269,11 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     // design §3.14: what the remote tasks submitted, fetched first (a
     // remote that fails stops the apply before anything changed).
     let fetched = {
+        // (A discarded one's too: its submitted work is kept, as a local
+        // workspace's is, before the batch's remote refs may go.)
         let names: Vec<&str> = selected
             .iter()
-            .filter(|&&(i, discard)| !discard && b.tasks[i].remote)
+            .filter(|&&(i, discard)| b.tasks[i].remote && !(discard && dry_run))
             .map(|&(i, _)| b.tasks[i].name.as_str())
             .collect();
         match names.is_empty() {

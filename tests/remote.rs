@@ -587,3 +587,28 @@ fn gc_rescues_submitted_work_and_deletes_the_remote_refs() {
         .expect(0);
     assert_eq!(read(&t.src.join("a.txt")), "rescue me\n");
 }
+
+#[test]
+fn a_discarded_remote_task_keeps_what_it_submitted() {
+    let t = setup();
+    let id = t.prepare(&["a", "b"])["batch"].as_str().unwrap().to_string();
+    let wa = t.join(&id, "a");
+    std::fs::write(wa.join("a.txt"), "keep me\n").unwrap();
+    t.submit(&wa);
+    let ap = t
+        .user
+        .delegate(&t.src, ["apply", &id, "--discard", "a", "--discard", "b", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(status_of(&ap, "a"), "discarded");
+    assert_eq!(ap["batch_open"], false);
+    let kept_ref = format!("refs/pi-delegate/batches/{id}/tasks/a/proposal");
+    assert_eq!(ap["tasks"][0]["proposal_ref"], kept_ref.as_str());
+    assert!(!t.src.join("a.txt").exists());
+    // The remote refs are gone; the work is kept here and lands on request.
+    assert_eq!(t.remote_refs(), Vec::<String>::new());
+    t.user
+        .delegate(&t.src, ["apply", "--kept", &kept_ref])
+        .expect(0);
+    assert_eq!(read(&t.src.join("a.txt")), "keep me\n");
+}
