@@ -266,8 +266,8 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     let mut outcomes: Vec<Outcome> = Vec::new();
     let mut pending: Vec<usize> = Vec::new(); // positions in `outcomes`
     let mut roots: Vec<PathBuf> = Vec::new(); // their real paths
-    // design §3.14: what the remote tasks submitted, fetched first (a
-    // remote that fails stops the apply before anything changed).
+                                              // design §3.14: what the remote tasks submitted, fetched first (a
+                                              // remote that fails stops the apply before anything changed).
     let fetched = {
         // (A discarded one's too: its submitted work is kept, as a local
         // workspace's is, before the batch's remote refs may go.)
@@ -288,7 +288,10 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
             let mut out = Outcome::new(idx, TaskState::NotSubmitted);
             if let Some(&commit) = fetched.get(&task.name) {
                 out.status = TaskState::Open;
-                received.push((outcomes.len(), receive(&source, &b, task, commit, baseline_tree, dry_run)));
+                received.push((
+                    outcomes.len(),
+                    receive(&source, &b, task, commit, baseline_tree, dry_run),
+                ));
             }
             outcomes.push(out);
             continue;

@@ -531,11 +531,17 @@ impl Gc<'_> {
                 let ref_name = refs::proposal(&b.id, &task);
                 let paths = match b.tasks.iter().find(|t| t.name == task) {
                     Some(t) if !self.dry_run => {
-                        let (_, base_tree) = proposal::base_of(&self.source.repo, b, t, baseline_tree)?;
+                        let (_, base_tree) =
+                            proposal::base_of(&self.source.repo, b, t, baseline_tree)?;
                         match crate::remote::received(&self.source.repo, b, t, commit, base_tree) {
                             Ok(Some((tree, paths))) => {
                                 let patch = proposal::patch_path(self.source, b, &task);
-                                crate::patch::write_patch(&self.source.repo, base_tree, tree, &patch)?;
+                                crate::patch::write_patch(
+                                    &self.source.repo,
+                                    base_tree,
+                                    tree,
+                                    &patch,
+                                )?;
                                 paths.len()
                             }
                             _ => 0,

@@ -241,9 +241,9 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
                 .iter()
                 .filter_map(|name| match is_remote(name) {
                     true => Some(Task::open_remote(name.clone())),
-                    false => plan.next().map(|p| {
-                        Task::open(name.clone(), p.root.clone(), p.worktree_id.clone())
-                    }),
+                    false => plan
+                        .next()
+                        .map(|p| Task::open(name.clone(), p.root.clone(), p.worktree_id.clone())),
                 })
                 .collect()
         },

@@ -178,7 +178,10 @@ pub fn received(
     let c = repo.find_commit(commit).map_err(|e| {
         Error::state(
             Code::MissingObject,
-            format!("the submitted proposal {commit} of task {} was not fetched: {e}", task.name),
+            format!(
+                "the submitted proposal {commit} of task {} was not fetched: {e}",
+                task.name
+            ),
             "apply again; if it persists, run `git fsck`",
         )
     })?;
@@ -277,10 +280,7 @@ pub struct JoinReport {
 /// `<repo-name>` of a URL: its last path component without `.git`.
 fn repo_name(url: &str) -> String {
     let trimmed = url.trim_end_matches('/');
-    let last = trimmed
-        .rsplit(['/', ':'])
-        .next()
-        .unwrap_or(trimmed);
+    let last = trimmed.rsplit(['/', ':']).next().unwrap_or(trimmed);
     let name = crate::repo::safe_name(last.strip_suffix(".git").unwrap_or(last));
     if name.is_empty() {
         "repo".into()
@@ -302,12 +302,14 @@ fn normalise(url: &str) -> String {
 fn has_remote(repo: &gix::Repository, url: &str) -> bool {
     let want = normalise(url);
     repo.remote_names().iter().any(|name| {
-        repo.find_remote(name.as_ref() as &gix::bstr::BStr).ok().is_some_and(|r| {
-            [gix::remote::Direction::Fetch, gix::remote::Direction::Push]
-                .iter()
-                .filter_map(|d| r.url(*d))
-                .any(|u| normalise(&u.to_bstring().to_string()) == want)
-        })
+        repo.find_remote(name.as_ref() as &gix::bstr::BStr)
+            .ok()
+            .is_some_and(|r| {
+                [gix::remote::Direction::Fetch, gix::remote::Direction::Push]
+                    .iter()
+                    .filter_map(|d| r.url(*d))
+                    .any(|u| normalise(&u.to_bstring().to_string()) == want)
+            })
     })
 }
 
@@ -345,10 +347,13 @@ pub fn join(opts: &JoinOptions) -> Result<JoinReport> {
         .to_string();
     batch::check_task_name(&opts.task)?;
     let task = opts.task.as_str();
-    let dir = opts
-        .dir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("{}-{}-{task}", repo_name(&opts.url), batch::short(&id))));
+    let dir = opts.dir.clone().unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "{}-{}-{task}",
+            repo_name(&opts.url),
+            batch::short(&id)
+        ))
+    });
     let root = opts.cwd.join(dir);
     let base_ref = refs::baseline(&id);
     let spec = format!("+{base_ref}:{base_ref}");
@@ -373,7 +378,8 @@ pub fn join(opts: &JoinOptions) -> Result<JoinReport> {
         baseline,
     };
     if let Some(repo) = clone {
-        let common = crate::fs::canonical(repo.common_dir()).unwrap_or_else(|_| repo.common_dir().to_path_buf());
+        let common = crate::fs::canonical(repo.common_dir())
+            .unwrap_or_else(|_| repo.common_dir().to_path_buf());
         let worktree_id = join_id(&id, task);
         let reg = crate::registration::Registration::new(&common, &worktree_id);
         if reg.path().join(JOIN_FILE).exists() {
@@ -383,7 +389,9 @@ pub fn join(opts: &JoinOptions) -> Result<JoinReport> {
                 .unwrap_or_else(|| root.clone());
             return Err(already_joined(&at, task));
         }
-        if root.join(".git").exists() && read_joined_at(&root).is_some_and(|j| j.batch == id && j.task == task) {
+        if root.join(".git").exists()
+            && read_joined_at(&root).is_some_and(|j| j.batch == id && j.task == task)
+        {
             return Err(already_joined(&root, task));
         }
         let plan = crate::workspace::Plan {
@@ -393,7 +401,11 @@ pub fn join(opts: &JoinOptions) -> Result<JoinReport> {
         };
         crate::workspace::check_free(&common, std::slice::from_ref(&plan))?;
         transport::fetch(&common, &opts.url, std::slice::from_ref(&spec))?;
-        let repo = crate::repo::open_source(&opts.cwd.join(opts.repo.as_deref().unwrap_or(Path::new("."))))?;
+        let repo = crate::repo::open_source(
+            &opts
+                .cwd
+                .join(opts.repo.as_deref().unwrap_or(Path::new("."))),
+        )?;
         let baseline = refs::get(&repo, &base_ref)?.ok_or_else(|| no_baseline(&opts.url, &id))?;
         let tree = commit::tree_of(&repo, &baseline.to_string())?;
         crate::workspace::create_all(&common, baseline, tree, std::slice::from_ref(&plan))?;
@@ -463,7 +475,11 @@ fn no_baseline(url: &str, id: &str) -> Error {
 
 fn write_joined(git_dir: &Path, j: &Joined) -> Result<()> {
     let text = toml::to_string(j).map_err(|e| {
-        Error::state(Code::Internal, format!("cannot record the join: {e}"), "report this bug")
+        Error::state(
+            Code::Internal,
+            format!("cannot record the join: {e}"),
+            "report this bug",
+        )
     })?;
     crate::fs::write_atomic(&git_dir.join(JOIN_FILE), text.as_bytes())
 }
@@ -501,10 +517,13 @@ pub fn submit(cwd: &Path) -> Result<Submitted> {
             "run submit inside the folder `git delegate join URL BATCH TASK` made",
         ));
     };
-    let root = repo
-        .workdir()
-        .map(Path::to_path_buf)
-        .ok_or_else(|| Error::state(Code::BareRepository, "the repository has no working tree", "run submit inside the joined workspace"))?;
+    let root = repo.workdir().map(Path::to_path_buf).ok_or_else(|| {
+        Error::state(
+            Code::BareRepository,
+            "the repository has no working tree",
+            "run submit inside the joined workspace",
+        )
+    })?;
     let ws = crate::repo::open_worktree(&root)?;
     let snap = crate::snapshot::snapshot_workspace(&ws)?;
     let baseline = ObjectId::from_hex(j.baseline.as_bytes())

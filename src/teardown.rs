@@ -188,9 +188,16 @@ pub fn blockers(source: &Source, b: &Batch) -> Result<Blockers> {
         .collect::<Vec<String>>();
     // A remote task's work is what its worker submitted (design §3.14); a
     // remote that cannot be asked is never taken for "nothing submitted".
-    if b.tasks.iter().any(|t| t.remote && t.state == batch::TaskState::Open) {
+    if b.tasks
+        .iter()
+        .any(|t| t.remote && t.state == batch::TaskState::Open)
+    {
         let submitted = crate::remote::submitted(source, b).ok();
-        for t in b.tasks.iter().filter(|t| t.remote && t.state == batch::TaskState::Open) {
+        for t in b
+            .tasks
+            .iter()
+            .filter(|t| t.remote && t.state == batch::TaskState::Open)
+        {
             if submitted.as_ref().is_none_or(|s| s.contains_key(&t.name)) {
                 unapplied.push(t.name.clone());
             }

@@ -47,7 +47,12 @@ fn shown(args: &[&OsStr]) -> String {
 }
 
 /// Run git; its stdout on success, else a diagnostic naming `remote` and the command.
-fn run(git_dir: Option<&Path>, cwd: Option<&Path>, remote: &str, args: &[&OsStr]) -> Result<Vec<u8>> {
+fn run(
+    git_dir: Option<&Path>,
+    cwd: Option<&Path>,
+    remote: &str,
+    args: &[&OsStr],
+) -> Result<Vec<u8>> {
     let mut cmd = command(git_dir, args);
     if let Some(cwd) = cwd {
         cmd.current_dir(cwd);
@@ -110,7 +115,11 @@ pub fn fetch(git_dir: &Path, remote: &str, specs: &[String]) -> Result<()> {
 }
 
 /// `git ls-remote REMOTE PATTERN`: (ref, object id) of each matching ref.
-pub fn ls_remote(git_dir: Option<&Path>, remote: &str, pattern: &str) -> Result<Vec<(String, String)>> {
+pub fn ls_remote(
+    git_dir: Option<&Path>,
+    remote: &str,
+    pattern: &str,
+) -> Result<Vec<(String, String)>> {
     let args: Vec<&OsStr> = vec![os("ls-remote"), os(remote), os(pattern)];
     let out = run(git_dir, None, remote, &args)?;
     Ok(String::from_utf8_lossy(&out)

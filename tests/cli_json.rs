@@ -708,7 +708,10 @@ fn remote_documents_match_the_documented_field_lists() {
     let env = common::Env::new();
     let worker = common::Env::new();
     let repo = env.repo("proj");
-    env.git(env.path(), ["init", "-q", "--bare", "-b", "main", "remote.git"]);
+    env.git(
+        env.path(),
+        ["init", "-q", "--bare", "-b", "main", "remote.git"],
+    );
     let bare = env.path().join("remote.git");
     let url = format!("file://{}", bare.display());
     env.git(&repo, ["remote", "add", "origin", &url]);
@@ -717,7 +720,12 @@ fn remote_documents_match_the_documented_field_lists() {
         errors.extend(validate(&specs, block, doc, what));
     };
     let prepared = env
-        .delegate(&repo, ["prepare", "--remote", "origin", "a", "b", "l", "--local", "l", "--json"])
+        .delegate(
+            &repo,
+            [
+                "prepare", "--remote", "origin", "a", "b", "l", "--local", "l", "--json",
+            ],
+        )
         .expect(0)
         .json();
     check("batch", &prepared, "prepare --remote");
@@ -729,7 +737,10 @@ fn remote_documents_match_the_documented_field_lists() {
     check("join", &joined, "join");
     let root = PathBuf::from(joined["root"].as_str().unwrap());
     std::fs::write(root.join("new.txt"), "new\n").unwrap();
-    let submitted = worker.delegate(&root, ["submit", "--json"]).expect(0).json();
+    let submitted = worker
+        .delegate(&root, ["submit", "--json"])
+        .expect(0)
+        .json();
     check("join", &submitted, "submit");
     let status = env
         .delegate(&repo, ["status", "--fetch", "--json"])

@@ -24,7 +24,10 @@ fn setup() -> Two {
     let user = Env::new();
     let worker = Env::new();
     let bare = user.path().join("project.git");
-    user.git(user.path(), ["init", "-q", "--bare", "-b", "main", "project.git"]);
+    user.git(
+        user.path(),
+        ["init", "-q", "--bare", "-b", "main", "project.git"],
+    );
     let src = user.repo("src");
     std::fs::write(src.join("lib.txt"), "one\ntwo\nthree\n").unwrap();
     user.git(&src, ["add", "lib.txt"]);
@@ -74,7 +77,10 @@ impl Two {
 
     fn remote_refs(&self) -> Vec<String> {
         self.user
-            .git(&self.bare, ["for-each-ref", "--format=%(refname)", "refs/pi-delegate/"])
+            .git(
+                &self.bare,
+                ["for-each-ref", "--format=%(refname)", "refs/pi-delegate/"],
+            )
             .lines()
             .map(str::to_string)
             .collect()
@@ -116,18 +122,33 @@ fn round_trip_with_three_remote_tasks() {
         assert_eq!(task["exists"], false);
         assert_eq!(
             task["join"].as_str().unwrap(),
-            format!("git delegate join {} {id} {}", t.url, task["name"].as_str().unwrap())
+            format!(
+                "git delegate join {} {id} {}",
+                t.url,
+                task["name"].as_str().unwrap()
+            )
         );
     }
     // No local workspace was made; the baseline is on the remote, same name.
-    assert!(!t.user.workspace_root().exists() || std::fs::read_dir(t.user.workspace_root()).unwrap().all(|e| {
-        let p = e.unwrap().path();
-        walk_empty(&p)
-    }));
+    assert!(
+        !t.user.workspace_root().exists()
+            || std::fs::read_dir(t.user.workspace_root())
+                .unwrap()
+                .all(|e| {
+                    let p = e.unwrap().path();
+                    walk_empty(&p)
+                })
+    );
     let baseline = doc["baseline"]["commit"].as_str().unwrap();
     assert_eq!(
         t.user
-            .git(&t.bare, ["rev-parse", &format!("refs/pi-delegate/batches/{id}/baseline")])
+            .git(
+                &t.bare,
+                [
+                    "rev-parse",
+                    &format!("refs/pi-delegate/batches/{id}/baseline")
+                ]
+            )
             .trim(),
         baseline
     );
@@ -153,7 +174,13 @@ fn round_trip_with_three_remote_tasks() {
     let pa = sa["proposal"].as_str().unwrap();
     assert_eq!(
         t.user
-            .git(&t.bare, ["rev-parse", &format!("refs/pi-delegate/batches/{id}/tasks/a/proposal")])
+            .git(
+                &t.bare,
+                [
+                    "rev-parse",
+                    &format!("refs/pi-delegate/batches/{id}/tasks/a/proposal")
+                ]
+            )
             .trim(),
         pa
     );
@@ -172,7 +199,12 @@ fn round_trip_with_three_remote_tasks() {
     let tasks = st["batches"][0]["tasks"].as_array().unwrap();
     let sub: Vec<(String, Value)> = tasks
         .iter()
-        .map(|t| (t["name"].as_str().unwrap().to_string(), t["submitted"].clone()))
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_string(),
+                t["submitted"].clone(),
+            )
+        })
         .collect();
     assert_eq!(
         sub,
@@ -182,7 +214,11 @@ fn round_trip_with_three_remote_tasks() {
             ("c".to_string(), Value::Bool(false))
         ]
     );
-    let st = t.user.delegate(&t.src, ["status", "--json"]).expect(0).json();
+    let st = t
+        .user
+        .delegate(&t.src, ["status", "--json"])
+        .expect(0)
+        .json();
     assert!(st["batches"][0]["tasks"][0]["submitted"].is_null());
 
     let ap = t.apply(&id, 0);
@@ -195,7 +231,11 @@ fn round_trip_with_three_remote_tasks() {
     // The user's own uncommitted work is untouched.
     assert_eq!(read(&t.src.join("README")), "hello\ndirty\n");
     assert_eq!(read(&t.src.join("untracked.txt")), "not yet added\n");
-    let st = t.user.delegate(&t.src, ["status", "--json"]).expect(0).json();
+    let st = t
+        .user
+        .delegate(&t.src, ["status", "--json"])
+        .expect(0)
+        .json();
     let states: Vec<&str> = st["batches"][0]["tasks"]
         .as_array()
         .unwrap()
@@ -249,11 +289,17 @@ fn only_the_files_count_and_resubmission_replaces() {
     );
     std::fs::write(ws.join("lib.txt"), "on disk\n").unwrap();
     let first = t.submit(&ws)["proposal"].as_str().unwrap().to_string();
-    let baseline = t
-        .user
-        .git(&t.bare, ["rev-parse", &format!("refs/pi-delegate/batches/{id}/baseline")]);
+    let baseline = t.user.git(
+        &t.bare,
+        [
+            "rev-parse",
+            &format!("refs/pi-delegate/batches/{id}/baseline"),
+        ],
+    );
     assert_eq!(
-        t.user.git(&t.bare, ["rev-list", "--parents", "-n1", &first]).trim(),
+        t.user
+            .git(&t.bare, ["rev-list", "--parents", "-n1", &first])
+            .trim(),
         format!("{first} {}", baseline.trim())
     );
     assert_eq!(
@@ -265,7 +311,10 @@ fn only_the_files_count_and_resubmission_replaces() {
     let second = t.submit(&ws)["proposal"].as_str().unwrap().to_string();
     assert_ne!(first, second);
     let proposal_ref = format!("refs/pi-delegate/batches/{id}/tasks/w/proposal");
-    assert_eq!(t.user.git(&t.bare, ["rev-parse", &proposal_ref]).trim(), second);
+    assert_eq!(
+        t.user.git(&t.bare, ["rev-parse", &proposal_ref]).trim(),
+        second
+    );
     let ap = t.apply(&id, 0);
     assert_eq!(status_of(&ap, "w"), "applied");
     assert_eq!(read(&t.src.join("lib.txt")), "second\n");
@@ -277,12 +326,21 @@ fn join_inside_an_existing_clone_fetches_only_the_baseline() {
     let t = setup();
     // The worker's clone, made before the batch.
     let clone = t.worker.path().join("clone");
-    t.worker
-        .git(t.worker.path(), ["clone", "-q", &t.url, clone.to_str().unwrap()]);
-    let id = t.prepare(&["x", "y"])["batch"].as_str().unwrap().to_string();
+    t.worker.git(
+        t.worker.path(),
+        ["clone", "-q", &t.url, clone.to_str().unwrap()],
+    );
+    let id = t.prepare(&["x", "y"])["batch"]
+        .as_str()
+        .unwrap()
+        .to_string();
     // Something else lands on the remote meanwhile: not fetched by join.
-    t.user.git(&t.src, ["push", "-q", "origin", "main:refs/heads/other"]);
-    let refs = |dir: &Path| t.worker.git(dir, ["for-each-ref", "--format=%(objectname) %(refname)"]);
+    t.user
+        .git(&t.src, ["push", "-q", "origin", "main:refs/heads/other"]);
+    let refs = |dir: &Path| {
+        t.worker
+            .git(dir, ["for-each-ref", "--format=%(objectname) %(refname)"])
+    };
     let before = refs(&clone);
     let doc = t
         .worker
@@ -298,7 +356,10 @@ fn join_inside_an_existing_clone_fetches_only_the_baseline() {
     assert!(before.lines().all(|l| after.contains(l)));
     // A linked worktree of the clone, locked, detached at the baseline.
     let list = t.worker.git(&clone, ["worktree", "list", "--porcelain"]);
-    assert!(list.contains(&format!("worktree {}", root.display())), "{list}");
+    assert!(
+        list.contains(&format!("worktree {}", root.display())),
+        "{list}"
+    );
     assert!(list.contains("locked"), "{list}");
     assert_eq!(read(&root.join("README")), "hello\ndirty\n");
     assert_eq!(t.worker.git(&root, ["status", "--porcelain"]), "");
@@ -346,7 +407,11 @@ fn a_rejecting_remote_undoes_the_prepare() {
     assert!(msg.contains("origin"), "{msg}");
     assert!(msg.contains("refused by policy"), "{msg}");
     // Nothing left: no batch, no refs, the source as it was.
-    let st = t.user.delegate(&t.src, ["status", "--json"]).expect(0).json();
+    let st = t
+        .user
+        .delegate(&t.src, ["status", "--json"])
+        .expect(0)
+        .json();
     assert_eq!(st["batches"], Value::Array(vec![]));
     assert_eq!(t.user.private_refs(&t.src), Vec::<String>::new());
     assert_eq!(t.remote_refs(), Vec::<String>::new());
@@ -363,7 +428,11 @@ fn an_unreachable_remote_loses_nothing() {
         .user
         .delegate(&t.src, ["prepare", "--remote", &gone, "a"])
         .expect(3);
-    assert!(run.stderr.contains("delegate::remote_failed"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("delegate::remote_failed"),
+        "{}",
+        run.stderr
+    );
     assert!(run.stderr.contains(&gone), "{}", run.stderr);
     assert_eq!(t.user.private_refs(&t.src), Vec::<String>::new());
 
@@ -379,10 +448,17 @@ fn an_unreachable_remote_loses_nothing() {
     assert_eq!(ap["error"]["code"], "delegate::remote_failed");
     assert!(ap["error"]["message"].as_str().unwrap().contains("origin"));
     assert!(!t.src.join("a.txt").exists());
-    let st = t.user.delegate(&t.src, ["status", "--json"]).expect(0).json();
+    let st = t
+        .user
+        .delegate(&t.src, ["status", "--json"])
+        .expect(0)
+        .json();
     assert_eq!(st["batches"][0]["batch"], id.as_str());
     // status --fetch warns, and says nothing it does not know.
-    let st = t.user.delegate(&t.src, ["status", "--fetch", "--json"]).expect(0);
+    let st = t
+        .user
+        .delegate(&t.src, ["status", "--fetch", "--json"])
+        .expect(0);
     assert!(st.stderr.contains("warning"), "{}", st.stderr);
     assert!(st.json()["batches"][0]["tasks"][0]["submitted"].is_null());
     // The worker's submit to an unreachable remote: a clear error.
@@ -408,10 +484,16 @@ fn an_unreachable_remote_loses_nothing() {
     assert!(w["refs"]
         .as_array()
         .unwrap()
-        .contains(&Value::String(format!("refs/pi-delegate/batches/{id}/baseline"))));
+        .contains(&Value::String(format!(
+            "refs/pi-delegate/batches/{id}/baseline"
+        ))));
     assert!(dr.stderr.contains("git push"), "{}", dr.stderr);
     assert_eq!(t.user.private_refs(&t.src), Vec::<String>::new());
-    let st = t.user.delegate(&t.src, ["status", "--json"]).expect(0).json();
+    let st = t
+        .user
+        .delegate(&t.src, ["status", "--json"])
+        .expect(0)
+        .json();
     assert_eq!(st["batches"], Value::Array(vec![]));
 }
 
@@ -438,9 +520,7 @@ fn drop_deletes_the_remote_refs() {
     assert!(refused.get("hosts_open_batches").is_none(), "{refused}");
     // Nothing submitted: nothing stands in the way.
     t.user.delegate(&t.src, ["drop", &other]).expect(0);
-    t.user
-        .delegate(&t.src, ["drop", &id, "--force"])
-        .expect(0);
+    t.user.delegate(&t.src, ["drop", &id, "--force"]).expect(0);
     assert_eq!(t.remote_refs(), Vec::<String>::new());
 }
 
@@ -487,7 +567,11 @@ fn submit_outside_a_joined_workspace_is_refused() {
         .user
         .delegate(&t.src, ["prepare", "--remote", "nosuchremote", "a"])
         .expect(2);
-    assert!(run.stderr.contains("delegate::unknown_remote"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("delegate::unknown_remote"),
+        "{}",
+        run.stderr
+    );
 }
 
 fn wait_stale(t: &Two, id: &str) {
@@ -504,7 +588,10 @@ fn wait_stale(t: &Two, id: &str) {
         if state == "expired" || state == "orphaned" {
             return;
         }
-        assert!(std::time::Instant::now() < deadline, "batch {id} never went stale");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "batch {id} never went stale"
+        );
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
 }
@@ -521,11 +608,19 @@ fn gc_rescues_submitted_work_and_deletes_the_remote_refs() {
     let pa = t.submit(&wa)["proposal"].as_str().unwrap().to_string();
     // A second batch through another remote, which is away when gc runs.
     let far = t.user.path().join("far.git");
-    t.user.git(t.user.path(), ["clone", "-q", "--bare", t.bare.to_str().unwrap(), "far.git"]);
+    t.user.git(
+        t.user.path(),
+        ["clone", "-q", "--bare", t.bare.to_str().unwrap(), "far.git"],
+    );
     let far_url = format!("file://{}", far.display());
     let other = t
         .user
-        .delegate(&t.src, ["prepare", "--remote", &far_url, "z", "--ttl", "1s", "--label", "other", "--json"])
+        .delegate(
+            &t.src,
+            [
+                "prepare", "--remote", &far_url, "z", "--ttl", "1s", "--label", "other", "--json",
+            ],
+        )
         .expect(0)
         .json()["batch"]
         .as_str()
@@ -572,11 +667,16 @@ fn gc_rescues_submitted_work_and_deletes_the_remote_refs() {
     assert!(w["refs"]
         .as_array()
         .unwrap()
-        .contains(&Value::String(format!("refs/pi-delegate/batches/{other}/tasks/z/proposal"))));
+        .contains(&Value::String(format!(
+            "refs/pi-delegate/batches/{other}/tasks/z/proposal"
+        ))));
     std::fs::rename(&moved, &far).unwrap();
     assert_eq!(
         t.user
-            .git(&far, ["for-each-ref", "--format=%(refname)", "refs/pi-delegate/"])
+            .git(
+                &far,
+                ["for-each-ref", "--format=%(refname)", "refs/pi-delegate/"]
+            )
             .lines()
             .count(),
         2
@@ -591,13 +691,19 @@ fn gc_rescues_submitted_work_and_deletes_the_remote_refs() {
 #[test]
 fn a_discarded_remote_task_keeps_what_it_submitted() {
     let t = setup();
-    let id = t.prepare(&["a", "b"])["batch"].as_str().unwrap().to_string();
+    let id = t.prepare(&["a", "b"])["batch"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let wa = t.join(&id, "a");
     std::fs::write(wa.join("a.txt"), "keep me\n").unwrap();
     t.submit(&wa);
     let ap = t
         .user
-        .delegate(&t.src, ["apply", &id, "--discard", "a", "--discard", "b", "--json"])
+        .delegate(
+            &t.src,
+            ["apply", &id, "--discard", "a", "--discard", "b", "--json"],
+        )
         .expect(0)
         .json();
     assert_eq!(status_of(&ap, "a"), "discarded");

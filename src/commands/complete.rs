@@ -39,9 +39,7 @@ pub fn values_of(sub: &str, arg: &str) -> Option<Values> {
         ("apply", "only" | "discard") | ("diff", "tasks") | ("path", "task") => Values::Task,
         ("prepare", "local") => Values::Nothing,
         ("prepare", "ttl" | "label" | "owner_pid" | "count" | "remote")
-        | ("renew", "ttl" | "owner_pid") => {
-            Values::Nothing
-        }
+        | ("renew", "ttl" | "owner_pid") => Values::Nothing,
         _ => return None,
     })
 }

@@ -109,7 +109,10 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
             m.insert("kept_workspaces".into(), kept_doc(&hosting));
         }
         if let (Some(left), Some(m)) = (&remote_left, doc.as_object_mut()) {
-            m.insert("warnings".into(), serde_json::json!([super::remote::left_doc(left)]));
+            m.insert(
+                "warnings".into(),
+                serde_json::json!([super::remote::left_doc(left)]),
+            );
         }
         ui.doc_after(doc, recovered);
     }

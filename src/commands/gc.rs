@@ -76,7 +76,11 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
         if let (false, Some(m)) = (report.remote_left.is_empty(), doc.as_object_mut()) {
             m.insert(
                 "warnings".into(),
-                report.remote_left.iter().map(super::remote::left_doc).collect(),
+                report
+                    .remote_left
+                    .iter()
+                    .map(super::remote::left_doc)
+                    .collect(),
             );
         }
         ui.doc_after(doc, recovered);

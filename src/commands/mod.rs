@@ -358,7 +358,10 @@ pub fn batch_doc_fetched(
                         "submitted".into(),
                         json!(submitted.map(|s| s.contains(&t.name))),
                     );
-                    m.insert("join".into(), json!(crate::remote::join_command(batch, &t.name)));
+                    m.insert(
+                        "join".into(),
+                        json!(crate::remote::join_command(batch, &t.name)),
+                    );
                 }
                 if let Some(log) = &t.verify_log {
                     m.insert("verify_log".into(), json!(crate::paths::doc_path(log)));

@@ -93,7 +93,11 @@ pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> 
     let mut local = 0;
     for t in batch.tasks.iter() {
         // design §3.14: a remote task's line is the command its worker runs.
-        if let Some(join) = t.remote.then(|| crate::remote::join_command(batch, &t.name)).flatten() {
+        if let Some(join) = t
+            .remote
+            .then(|| crate::remote::join_command(batch, &t.name))
+            .flatten()
+        {
             text.push_str(&format!("  task {:<8} remote: {join}\n", t.name));
             continue;
         }

@@ -168,9 +168,12 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             match crate::remote::submitted(&source, b) {
                 Ok(found) => Some(found.into_keys().collect()),
                 Err(e) => {
-                    ui.warn(&format!("git-delegate: warning: {}
+                    ui.warn(&format!(
+                        "git-delegate: warning: {}
   {}
-", e.message, e.help));
+",
+                        e.message, e.help
+                    ));
                     None
                 }
             }
