@@ -153,9 +153,13 @@ fn round_trip_with_three_remote_tasks() {
         baseline
     );
 
+    // A server that allows filters: the workers' clones are partial.
+    t.user
+        .git(&t.bare, ["config", "uploadpack.allowFilter", "true"]);
     let wa = t.join(&id, "a");
     let wb = t.join(&id, "b");
     let wc = t.join(&id, "c");
+    assert!(missing_objects(&t.worker, &wa) > 0, "not a partial clone");
     // Default folder: <repo-name>-<batch-short>-<task> in the worker's folder.
     assert_eq!(wa, t.worker.path().join(format!("project-{}-a", &id[..8])));
     for ws in [&wa, &wb, &wc] {
@@ -271,6 +275,8 @@ fn only_the_files_count_and_resubmission_replaces() {
     let t = setup();
     let id = t.prepare(&["w"])["batch"].as_str().unwrap().to_string();
     let ws = t.join(&id, "w");
+    // A server that does not allow filters: a full clone.
+    assert_eq!(missing_objects(&t.worker, &ws), 0);
     // The worker commits, then changes the file again and adds another.
     std::fs::write(ws.join("lib.txt"), "committed\n").unwrap();
     t.worker.git(&ws, ["add", "lib.txt"]);
@@ -717,4 +723,132 @@ fn a_discarded_remote_task_keeps_what_it_submitted() {
         .delegate(&t.src, ["apply", "--kept", &kept_ref])
         .expect(0);
     assert_eq!(read(&t.src.join("a.txt")), "keep me\n");
+}
+
+#[test]
+fn a_proposal_not_on_the_baseline_fails_and_a_dry_run_fetches_no_ref() {
+    let t = setup();
+    let id = t.prepare(&["a", "b"])["batch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Task a: pushed by hand, on the source's HEAD instead of the baseline.
+    let wa = t.join(&id, "a");
+    t.worker
+        .git(&wa, ["checkout", "-q", "--detach", "origin/main"]);
+    std::fs::write(wa.join("a.txt"), "a\n").unwrap();
+    t.worker.git(&wa, ["add", "a.txt"]);
+    t.worker
+        .git(&wa, ["commit", "-q", "-m", "not on the baseline"]);
+    t.worker.git(
+        &wa,
+        [
+            "push",
+            "-q",
+            "origin",
+            &format!("HEAD:refs/pi-delegate/batches/{id}/tasks/a/proposal"),
+        ],
+    );
+    let wb = t.join(&id, "b");
+    std::fs::write(wb.join("b.txt"), "b\n").unwrap();
+    t.submit(&wb);
+
+    // A dry run: what would happen, with no ref written here.
+    let before = t.user.private_refs(&t.src);
+    let dry = t
+        .user
+        .delegate(&t.src, ["apply", &id, "--dry-run", "--json"])
+        .expect(1)
+        .json();
+    assert_eq!(status_of(&dry, "b"), "applied");
+    assert_eq!(t.user.private_refs(&t.src), before);
+    assert!(!t.src.join("b.txt").exists());
+
+    let ap = t.apply(&id, 1);
+    assert_eq!(status_of(&ap, "a"), "failed");
+    assert_eq!(ap["tasks"][0]["reason"], "snapshot_failed");
+    assert!(ap["tasks"][0]["workspace"].is_null());
+    assert_eq!(status_of(&ap, "b"), "applied");
+    assert!(!t.src.join("a.txt").exists());
+    assert_eq!(read(&t.src.join("b.txt")), "b\n");
+    assert_eq!(ap["batch_open"], true);
+}
+
+#[test]
+fn join_with_repo_and_bad_arguments() {
+    let t = setup();
+    let clone = t.worker.path().join("clone");
+    t.worker.git(
+        t.worker.path(),
+        ["clone", "-q", &t.url, clone.to_str().unwrap()],
+    );
+    let id = t.prepare(&["x"])["batch"].as_str().unwrap().to_string();
+    // --repo from outside the clone: a linked worktree of it, where DIR says.
+    let dir = t.worker.path().join("elsewhere");
+    let doc = t
+        .worker
+        .delegate(
+            t.worker.path(),
+            [
+                "join",
+                &t.url,
+                &id,
+                "x",
+                dir.to_str().unwrap(),
+                "--repo",
+                "clone",
+                "--json",
+            ],
+        )
+        .expect(0)
+        .json();
+    assert_eq!(doc["root"], dir.to_str().unwrap());
+    let list = t.worker.git(&clone, ["worktree", "list", "--porcelain"]);
+    assert!(
+        list.contains(&format!("worktree {}", dir.display())),
+        "{list}"
+    );
+    // A batch that is not on the remote: nothing is left behind.
+    let other = "00000000-0000-4000-8000-000000000000";
+    let run = t
+        .worker
+        .delegate(t.worker.path(), ["join", &t.url, other, "x", "--json"])
+        .expect(3);
+    assert_eq!(run.json()["error"]["code"], "delegate::remote_failed");
+    assert!(!t.worker.path().join("project-00000000-x").exists());
+    // Malformed arguments.
+    let run = t
+        .worker
+        .delegate(t.worker.path(), ["join", &t.url, "nope", "x"])
+        .expect(2);
+    assert!(
+        run.stderr.contains("delegate::bad_batch_id"),
+        "{}",
+        run.stderr
+    );
+    let run = t
+        .worker
+        .delegate(t.worker.path(), ["join", &t.url, &id, "../x"])
+        .expect(2);
+    assert!(
+        run.stderr.contains("delegate::bad_task_name"),
+        "{}",
+        run.stderr
+    );
+    let run = t
+        .user
+        .delegate(
+            &t.src,
+            ["prepare", "--remote", "origin", "a", "--local", "b"],
+        )
+        .expect(2);
+    assert!(run.stderr.contains("--local b"), "{}", run.stderr);
+}
+
+/// How many objects the clone at `dir` lacks (a partial clone's blobs).
+fn missing_objects(env: &Env, dir: &Path) -> usize {
+    env.git(dir, ["rev-list", "--objects", "--all", "--missing=print"])
+        .lines()
+        .filter(|l| l.starts_with('?'))
+        .count()
 }
