@@ -322,14 +322,20 @@ fn join_lock_reason(batch: &str, task: &str) -> String {
     format!("git-delegate join {batch} task {task}\n")
 }
 
-fn already_joined(root: &Path, task: &str) -> Error {
+fn already_joined(root: &Path, task: &str, linked: bool) -> Error {
+    let q = crate::paths::shell_quote(&root.to_string_lossy());
     Error::usage(
         Code::AlreadyJoined,
         format!("task {task} is already joined at {}", root.display()),
-        format!(
-            "work in that folder (`cd {}`), then `git delegate submit`; to start over, remove it first",
-            crate::paths::shell_quote(&root.to_string_lossy())
-        ),
+        if linked {
+            format!(
+                "work in that folder (`cd {q}`), then `git delegate submit`; to start over, remove it first with `git worktree remove --force --force {q}` (`git worktree prune` when the folder is gone)"
+            )
+        } else {
+            format!(
+                "work in that folder (`cd {q}`), then `git delegate submit`; to start over, remove that folder first"
+            )
+        },
     )
 }
 
@@ -387,12 +393,12 @@ pub fn join(opts: &JoinOptions) -> Result<JoinReport> {
                 .ok()
                 .and_then(|s| Path::new(s.trim_end()).parent().map(Path::to_path_buf))
                 .unwrap_or_else(|| root.clone());
-            return Err(already_joined(&at, task));
+            return Err(already_joined(&at, task, true));
         }
         if root.join(".git").exists()
             && read_joined_at(&root).is_some_and(|j| j.batch == id && j.task == task)
         {
-            return Err(already_joined(&root, task));
+            return Err(already_joined(&root, task, false));
         }
         let plan = crate::workspace::Plan {
             root: root.clone(),
@@ -424,7 +430,7 @@ pub fn join(opts: &JoinOptions) -> Result<JoinReport> {
     // Elsewhere: a clone of its own.
     if root.symlink_metadata().is_ok() {
         if read_joined_at(&root).is_some_and(|j| j.batch == id && j.task == task) {
-            return Err(already_joined(&root, task));
+            return Err(already_joined(&root, task, false));
         }
         if !crate::fs::is_empty_dir(&root) {
             return Err(Error::usage(

@@ -93,7 +93,14 @@ fn os(s: &str) -> &OsStr {
 
 /// `git push --quiet --no-verify REMOTE SPEC...` from the repository at `git_dir`.
 pub fn push(git_dir: &Path, remote: &str, specs: &[String]) -> Result<()> {
-    let mut args: Vec<&OsStr> = vec![os("push"), os("--quiet"), os("--no-verify"), os(remote)];
+    // `--`: a remote that starts with `-` is never read as an option.
+    let mut args: Vec<&OsStr> = vec![
+        os("push"),
+        os("--quiet"),
+        os("--no-verify"),
+        os("--"),
+        os(remote),
+    ];
     args.extend(specs.iter().map(|s| os(s)));
     run(Some(git_dir), None, remote, &args).map(|_| ())
 }
@@ -108,6 +115,7 @@ pub fn fetch(git_dir: &Path, remote: &str, specs: &[String]) -> Result<()> {
         os("--quiet"),
         os("--no-tags"),
         os("--no-write-fetch-head"),
+        os("--"),
         os(remote),
     ];
     args.extend(specs.iter().map(|s| os(s)));
@@ -120,7 +128,7 @@ pub fn ls_remote(
     remote: &str,
     pattern: &str,
 ) -> Result<Vec<(String, String)>> {
-    let args: Vec<&OsStr> = vec![os("ls-remote"), os(remote), os(pattern)];
+    let args: Vec<&OsStr> = vec![os("ls-remote"), os("--"), os(remote), os(pattern)];
     let out = run(git_dir, None, remote, &args)?;
     Ok(String::from_utf8_lossy(&out)
         .lines()

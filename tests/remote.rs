@@ -378,6 +378,14 @@ fn join_inside_an_existing_clone_fetches_only_the_baseline() {
         .expect(2)
         .json();
     assert_eq!(again["error"]["code"], "delegate::already_joined");
+    // Its help, followed literally, starts over.
+    let help = again["error"]["help"].as_str().unwrap();
+    let remove = common::printed_command(help, "git worktree remove");
+    t.worker.sh(&clone, &remove).expect(0);
+    assert!(!root.exists());
+    t.worker
+        .delegate(&clone, ["join", &t.url, &id, "x"])
+        .expect(0);
     // A fresh clone's second join is refused the same way.
     let ws = t.join(&id, "y");
     let again = t
