@@ -860,3 +860,67 @@ fn missing_objects(env: &Env, dir: &Path) -> usize {
         .filter(|l| l.starts_with('?'))
         .count()
 }
+
+#[test]
+fn transport_runs_git_never_prompting_and_without_the_sources_variables() {
+    let t = setup();
+    // A `git` first on PATH that logs its environment, then runs the real one.
+    let real = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let bin = t.user.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = t.user.path().join("git.log");
+    let script = format!(
+        "#!/bin/sh\n{{ echo \"CALL $*\"; env | grep '^GIT_' | sort; }} >> '{}'\nexec '{}' \"$@\"\n",
+        log.display(),
+        real.trim()
+    );
+    // Written by a child process (no ETXTBSY when another test thread forks).
+    t.user
+        .sh(
+            t.user.path(),
+            &format!("cat > bin/git <<'EOF'\n{script}EOF\nchmod +x bin/git"),
+        )
+        .expect(0);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let run = t
+        .user
+        .delegate_cmd(&t.src)
+        .env("PATH", &path)
+        .env("GIT_DIR", t.src.join(".git"))
+        .env("GIT_WORK_TREE", &t.src)
+        .args(["prepare", "--remote", "origin", "a", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let logged = read(&log);
+    let push: Vec<&str> = logged
+        .split("CALL ")
+        .filter(|c| c.starts_with("push"))
+        .collect();
+    assert_eq!(push.len(), 1, "{logged}");
+    let vars: Vec<&str> = push[0].lines().skip(1).collect();
+    assert!(vars.contains(&"GIT_TERMINAL_PROMPT=0"), "{vars:?}");
+    assert!(
+        vars.contains(&format!("GIT_DIR={}", t.src.join(".git").display()).as_str()),
+        "{vars:?}"
+    );
+    assert!(
+        !vars.iter().any(|v| v.starts_with("GIT_WORK_TREE=")),
+        "{vars:?}"
+    );
+}
