@@ -30,6 +30,13 @@ ratio, the target, whether it is met, and the peak RSS of both sides:
   status / hook pre-commit, no batch                                   < 20 ms
   apply peak RSS, one 1 GiB changed file (--big), added and rewritten
                                    size of the file                   <= 0.1x
+  remote workers over file:// (design §3.14; a bare clone as the remote,
+  a worker's clone of it):
+    join inside an existing clone  git fetch of the baseline ref
+                                   + git worktree add --detach        <= 1x
+    submit of 10 changed files     git push of an equivalent commit   <= 1.5x
+    apply of 4 remote tasks        local apply of 4 tasks
+                                   + one git fetch of 4 refs          <= 1x
 
 A/B (`--against OLD`): every git-delegate row is run against another
 git-delegate binary (say, a build of the previous commit) instead of git,
@@ -40,7 +47,7 @@ Usage:
     bench/bench.py [--sizes 1000,10000,100000] [--reps 5] [--bin PATH]
                    [--against OLD_BIN] [--xfs DIR | --make-xfs SIZE] [--make-ext4 SIZE] [--no-cold]
                    [--btrfs DIR | --make-btrfs SIZE] [--only-btrfs]
-                   [--big] [--keep DIR] [--markdown]
+                   [--big] [--keep DIR] [--markdown] [--only-remote]
 
 Build the release binary first (`cargo build --release`); `--bin` defaults to
 target/release/git-delegate. Timed commands run through bench/spawn.rs (built
@@ -607,6 +614,117 @@ def bench_apply(b, rows, repo, n, files, reps):
     return ours, ref
 
 
+def bench_remote(b, rows, tmp, repo, n, files, reps):
+    """Workers on other machines (design §3.14), over file://: a bare clone
+    of the source as the remote, two clones of it on the "worker's machine"
+    (one for git-delegate, one for the git references). Per round: `join`
+    inside the clone vs `git fetch` of the baseline ref + `git worktree add
+    --detach` of it; `submit` of 10 changed files vs `git push` of a commit
+    of the same 10 files; `apply` of 4 remote tasks (10 files each,
+    submitted) vs a local apply of 4 tasks with the same edits + one `git
+    fetch` of the 4 proposal refs. One unmeasured round first."""
+    rng = random.Random(11)
+    txt = [f for f in files if f.endswith(".txt")]
+    bare = os.path.join(tmp, f"remote{n}.git")
+    url = "file://" + bare
+    rmtree(bare)
+    b.git(tmp, "clone", "-q", "--bare", repo, bare)
+    remotes = b.git(repo, "remote").split()
+    if "bench-remote" in remotes:
+        b.git(repo, "remote", "set-url", "bench-remote", url)
+    else:
+        b.git(repo, "remote", "add", "bench-remote", url)
+    wc, rc = os.path.join(tmp, f"worker{n}"), os.path.join(tmp, f"gitref{n}")
+    for c in (wc, rc):
+        rmtree(c)
+        b.git(tmp, "clone", "-q", url, c)
+    ws_root = os.path.join(b.env["XDG_DATA_HOME"], "git-delegate/worktrees")
+
+    def edit(root, picks, k):
+        for rel in picks:
+            with open(os.path.join(root, rel), "a") as f:
+                f.write(f"remote round {k}\n")
+
+    def one_round(k):
+        out = {}
+        # join vs git fetch + git worktree add
+        doc = json.loads(b.delegate(repo, "prepare", "--remote", "bench-remote", "a", "b", "c", "d",
+                                    "--label", "bench-remote", "--json"))
+        batch, baseline = doc["batch"], doc["baseline"]["commit"]
+        base_ref = doc["baseline"]["ref"]
+        dirs = {t: os.path.join(tmp, f"w{n}-{k}-{t}") for t in "abcd"}
+        out["join"] = b.timed([b.bin, "join", url, batch, "a", dirs["a"]], wc)
+        ref_dir = os.path.join(tmp, f"r{n}-{k}")
+        t1 = b.timed(["git", "fetch", "-q", url, f"+{base_ref}:{base_ref}"], rc)
+        t2 = b.timed(["git", "worktree", "add", "-q", "--detach", ref_dir, baseline], rc)
+        out["join_ref"] = (t1[0] + t2[0], max(t1[1], t2[1]))
+        for t in "bcd":
+            b.delegate(wc, "join", url, batch, t, dirs[t])
+        # submit vs git push
+        picks = rng.sample(txt, 40)
+        originals = {}
+        for rel in picks:
+            with open(os.path.join(repo, rel), "rb") as f:
+                originals[rel] = f.read()
+        for i, t in enumerate("abcd"):
+            edit(dirs[t], picks[i * 10:(i + 1) * 10], k)
+        os.sync()
+        out["submit"] = b.timed([b.bin, "submit"], dirs["a"])
+        edit(ref_dir, picks[:10], k)
+        b.git(ref_dir, "add", "-A")
+        b.git(ref_dir, "commit", "-q", "-m", "bench")
+        out["submit_ref"] = b.timed(["git", "push", "-q", "-f", url, "HEAD:refs/bench/push"], ref_dir)
+        for t in "bcd":
+            b.delegate(dirs[t], "submit")
+        # apply of 4 remote tasks vs one git fetch of 4 refs + local apply
+        specs = [f"+refs/pi-delegate/batches/{batch}/tasks/{t}/proposal:refs/bench/{t}" for t in "abcd"]
+        fetch = b.timed(["git", "fetch", "-q", url, *specs], rc)
+        out["apply"] = b.timed([b.bin, "apply", "bench-remote"], repo)
+        b.wait_trash(ws_root)
+        for rel, data in originals.items():
+            with open(os.path.join(repo, rel), "wb") as f:
+                f.write(data)
+        local = json.loads(b.delegate(repo, "prepare", "-n", "4", "--label", "bench-local", "--json"))
+        for i, t in enumerate(local["tasks"]):
+            edit(t["root"], picks[i * 10:(i + 1) * 10], k)
+        os.sync()
+        la = b.timed([b.bin, "apply", "bench-local"], repo)
+        out["apply_ref"] = (la[0] + fetch[0], max(la[1], fetch[1]))
+        b.wait_trash(ws_root)
+        for rel, data in originals.items():
+            with open(os.path.join(repo, rel), "wb") as f:
+                f.write(data)
+        b.git(repo, "status", "--porcelain")
+        # the worker's side goes
+        for t in "abcd":
+            b.git(wc, "worktree", "remove", "--force", "--force", dirs[t])
+        b.git(rc, "worktree", "remove", "--force", ref_dir)
+        for c in (wc, rc):
+            for r in b.git(c, "for-each-ref", "--format=%(refname)", "refs/pi-delegate/", "refs/bench/").split():
+                b.git(c, "update-ref", "-d", r)
+        return out
+
+    got = []
+    try:
+        for k in range(reps + 1):
+            r = one_round(k)
+            if k:
+                got.append(r)
+    except RuntimeError as e:
+        say(f"remote rows skipped: {e}")
+        b.delegate(repo, "drop", "bench-remote", "--force", check=False)
+        b.delegate(repo, "drop", "bench-local", "--force", check=False)
+        return
+    med = lambda key: statistics.median(r[key][0] for r in got)  # noqa: E731
+    rss = lambda key: max(r[key][1] for r in got)  # noqa: E731
+    rows.add("join in a clone vs git fetch + worktree add", n, med("join"), med("join_ref"),
+             at(n, [10000], ("ratio", 1.0)), rss("join"), rss("join_ref"))
+    rows.add("submit 10 files vs git push", n, med("submit"), med("submit_ref"),
+             at(n, [10000], ("ratio", 1.5)), rss("submit"), rss("submit_ref"))
+    rows.add("apply 4 remote tasks vs local apply + git fetch", n, med("apply"), med("apply_ref"),
+             at(n, [10000], ("ratio", 1.0)), rss("apply"), rss("apply_ref"))
+
+
 def bench_undo(b, rows, repo, n, files, reps):
     """Rounds of: prepare 4 tasks, each appends a line to 10 files (40
     distinct ones), `apply` timed (the reference), then `undo` of that apply
@@ -882,9 +1000,13 @@ def main():
     ap.add_argument("--keep", help="build repositories in this folder and keep them")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--only", help="comma-separated rows to run (default all): snapshot, no-batch, "
-                    "touch, prepare, apply, undo, verify, diff, run, cold")
+                    "touch, prepare, apply, undo, verify, diff, run, remote, cold")
+    ap.add_argument("--only-remote", action="store_true",
+                    help="build the repositories and run only the remote-worker rows (design §3.14)")
     args = ap.parse_args()
     only = set(args.only.split(",")) if args.only else None
+    if args.only_remote:
+        only = {"remote"}
 
     def want(name):
         return only is None or name in only
@@ -991,6 +1113,8 @@ def main():
             if res:
                 apply_by_size[n] = res
             if not b.against:
+                if want("remote"):
+                    bench_remote(b, rows, tmp, repos[n], n, files_of[n], args.reps if n < 100000 else 3)
                 if want("undo"):
                     bench_undo(b, rows, repos[n], n, files_of[n], args.reps if n < 100000 else 3)
                 if want("verify"):

@@ -37,6 +37,8 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('renew', 'renew', [CompletionResultType]::ParameterValue, 'Extend a batch''s lease')
             [CompletionResult]::new('refresh', 'refresh', [CompletionResultType]::ParameterValue, 'Bring task workspaces up to date with the source; conflicts go to the worker')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Prepare, run a command in every workspace at once, then apply what succeeded')
+            [CompletionResult]::new('join', 'join', [CompletionResultType]::ParameterValue, 'On a worker''s machine: a workspace of a remote task, from the batch''s remote')
+            [CompletionResult]::new('submit', 'submit', [CompletionResultType]::ParameterValue, 'Inside a joined workspace: send its work back to the batch''s remote')
             [CompletionResult]::new('hook', 'hook', [CompletionResultType]::ParameterValue, 'Run a git hook''s check (pre-commit)')
             [CompletionResult]::new('hooks', 'hooks', [CompletionResultType]::ParameterValue, 'Install git-delegate''s git hooks into this repository')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page, or install all pages')
@@ -52,6 +54,8 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)')
             [CompletionResult]::new('--owner-pid', '--owner-pid', [CompletionResultType]::ParameterName, 'The lease is orphaned once this process is gone')
             [CompletionResult]::new('--copy-ignored', '--copy-ignored', [CompletionResultType]::ParameterName, 'Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)')
+            [CompletionResult]::new('--remote', '--remote', [CompletionResultType]::ParameterName, 'Make the tasks remote: push the baseline to REMOTE (a remote''s name or a URL)')
+            [CompletionResult]::new('--local', '--local', [CompletionResultType]::ParameterName, 'With --remote: keep this task local, with a workspace here (repeatable)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
             [CompletionResult]::new('--forbid-commit', '--forbid-commit', [CompletionResultType]::ParameterName, 'Make the pre-commit hook refuse commits inside this batch''s workspaces')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
@@ -98,6 +102,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         'git-delegate;status' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
             [CompletionResult]::new('--check', '--check', [CompletionResultType]::ParameterName, 'Print only problems; exit 1 on a stale batch or a left-over journal')
+            [CompletionResult]::new('--fetch', '--fetch', [CompletionResultType]::ParameterName, 'Ask the remote of batches with remote tasks which of them have submitted')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -178,6 +183,8 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)')
             [CompletionResult]::new('--owner-pid', '--owner-pid', [CompletionResultType]::ParameterName, 'The lease is orphaned once this process is gone')
             [CompletionResult]::new('--copy-ignored', '--copy-ignored', [CompletionResultType]::ParameterName, 'Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)')
+            [CompletionResult]::new('--remote', '--remote', [CompletionResultType]::ParameterName, 'Make the tasks remote: push the baseline to REMOTE (a remote''s name or a URL)')
+            [CompletionResult]::new('--local', '--local', [CompletionResultType]::ParameterName, 'With --remote: keep this task local, with a workspace here (repeatable)')
             [CompletionResult]::new('--tasks', '--tasks', [CompletionResultType]::ParameterName, 'Read the tasks from a TOML file of [[task]] tables (name, command, env, timeout)')
             [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Run at most J workers at once (default: all)')
             [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'Run at most J workers at once (default: all)')
@@ -189,6 +196,25 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
             [CompletionResult]::new('--no-verify', '--no-verify', [CompletionResultType]::ParameterName, 'Do not run apply.verify')
             [CompletionResult]::new('--no-apply', '--no-apply', [CompletionResultType]::ParameterName, 'Stop after the workers: apply nothing, print the apply command')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'git-delegate;join' {
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Add the workspace to this clone of the project instead of looking for one around the current folder')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'git-delegate;submit' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -284,6 +310,8 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('renew', 'renew', [CompletionResultType]::ParameterValue, 'Extend a batch''s lease')
             [CompletionResult]::new('refresh', 'refresh', [CompletionResultType]::ParameterValue, 'Bring task workspaces up to date with the source; conflicts go to the worker')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Prepare, run a command in every workspace at once, then apply what succeeded')
+            [CompletionResult]::new('join', 'join', [CompletionResultType]::ParameterValue, 'On a worker''s machine: a workspace of a remote task, from the batch''s remote')
+            [CompletionResult]::new('submit', 'submit', [CompletionResultType]::ParameterValue, 'Inside a joined workspace: send its work back to the batch''s remote')
             [CompletionResult]::new('hook', 'hook', [CompletionResultType]::ParameterValue, 'Run a git hook''s check (pre-commit)')
             [CompletionResult]::new('hooks', 'hooks', [CompletionResultType]::ParameterValue, 'Install git-delegate''s git hooks into this repository')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page, or install all pages')
@@ -322,6 +350,12 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             break
         }
         'git-delegate;help;run' {
+            break
+        }
+        'git-delegate;help;join' {
+            break
+        }
+        'git-delegate;help;submit' {
             break
         }
         'git-delegate;help;hook' {

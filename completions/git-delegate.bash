@@ -65,6 +65,9 @@ _git__delegate__static() {
             git__delegate,hooks)
                 cmd="git__delegate__subcmd__hooks"
                 ;;
+            git__delegate,join)
+                cmd="git__delegate__subcmd__join"
+                ;;
             git__delegate,man)
                 cmd="git__delegate__subcmd__man"
                 ;;
@@ -85,6 +88,9 @@ _git__delegate__static() {
                 ;;
             git__delegate,status)
                 cmd="git__delegate__subcmd__status"
+                ;;
+            git__delegate,submit)
+                cmd="git__delegate__subcmd__submit"
                 ;;
             git__delegate,undo)
                 cmd="git__delegate__subcmd__undo"
@@ -113,6 +119,9 @@ _git__delegate__static() {
             git__delegate__subcmd__help,hooks)
                 cmd="git__delegate__subcmd__help__subcmd__hooks"
                 ;;
+            git__delegate__subcmd__help,join)
+                cmd="git__delegate__subcmd__help__subcmd__join"
+                ;;
             git__delegate__subcmd__help,man)
                 cmd="git__delegate__subcmd__help__subcmd__man"
                 ;;
@@ -133,6 +142,9 @@ _git__delegate__static() {
                 ;;
             git__delegate__subcmd__help,status)
                 cmd="git__delegate__subcmd__help__subcmd__status"
+                ;;
+            git__delegate__subcmd__help,submit)
+                cmd="git__delegate__subcmd__help__subcmd__submit"
                 ;;
             git__delegate__subcmd__help,undo)
                 cmd="git__delegate__subcmd__help__subcmd__undo"
@@ -174,7 +186,7 @@ _git__delegate__static() {
 
     case "${cmd}" in
         git__delegate)
-            opts="-h -V --color --help --version prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help"
+            opts="-h -V --color --help --version prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -314,7 +326,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help)
-            opts="prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help"
+            opts="prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -467,6 +479,20 @@ _git__delegate__static() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        git__delegate__subcmd__help__subcmd__join)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         git__delegate__subcmd__help__subcmd__man)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -552,6 +578,20 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__help__subcmd__submit)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -735,6 +775,28 @@ _git__delegate__static() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        git__delegate__subcmd__join)
+            opts="-h -V --repo --json --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         git__delegate__subcmd__man)
             opts="-h -V --install --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -780,7 +842,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__prepare)
-            opts="-n -h -V --count --mode --label --ttl --owner-pid --forbid-commit --copy-ignored --json --color --help --version"
+            opts="-n -h -V --count --mode --label --ttl --owner-pid --forbid-commit --copy-ignored --remote --local --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -811,6 +873,14 @@ _git__delegate__static() {
                     return 0
                     ;;
                 --copy-ignored)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --remote)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --local)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -874,7 +944,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__run)
-            opts="-n -j -h -V --count --mode --label --ttl --owner-pid --forbid-commit --copy-ignored --json --tasks --jobs --timeout --verify --no-verify --verify-timeout --no-apply --color --help --version"
+            opts="-n -j -h -V --count --mode --label --ttl --owner-pid --forbid-commit --copy-ignored --remote --local --json --tasks --jobs --timeout --verify --no-verify --verify-timeout --no-apply --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -905,6 +975,14 @@ _git__delegate__static() {
                     return 0
                     ;;
                 --copy-ignored)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --remote)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --local)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -944,7 +1022,25 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__status)
-            opts="-h -V --check --json --color --help --version"
+            opts="-h -V --check --fetch --json --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__submit)
+            opts="-h -V --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

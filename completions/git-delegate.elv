@@ -34,6 +34,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand renew 'Extend a batch''s lease'
             cand refresh 'Bring task workspaces up to date with the source; conflicts go to the worker'
             cand run 'Prepare, run a command in every workspace at once, then apply what succeeded'
+            cand join 'On a worker''s machine: a workspace of a remote task, from the batch''s remote'
+            cand submit 'Inside a joined workspace: send its work back to the batch''s remote'
             cand hook 'Run a git hook''s check (pre-commit)'
             cand hooks 'Install git-delegate''s git hooks into this repository'
             cand man 'Print the manual page, or install all pages'
@@ -48,6 +50,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand --ttl 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)'
             cand --owner-pid 'The lease is orphaned once this process is gone'
             cand --copy-ignored 'Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)'
+            cand --remote 'Make the tasks remote: push the baseline to REMOTE (a remote''s name or a URL)'
+            cand --local 'With --remote: keep this task local, with a workspace here (repeatable)'
             cand --color 'When to use colour: auto, always or never'
             cand --forbid-commit 'Make the pre-commit hook refuse commits inside this batch''s workspaces'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
@@ -91,6 +95,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;status'= {
             cand --color 'When to use colour: auto, always or never'
             cand --check 'Print only problems; exit 1 on a stale batch or a left-over journal'
+            cand --fetch 'Ask the remote of batches with remote tasks which of them have submitted'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -164,6 +169,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand --ttl 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)'
             cand --owner-pid 'The lease is orphaned once this process is gone'
             cand --copy-ignored 'Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)'
+            cand --remote 'Make the tasks remote: push the baseline to REMOTE (a remote''s name or a URL)'
+            cand --local 'With --remote: keep this task local, with a workspace here (repeatable)'
             cand --tasks 'Read the tasks from a TOML file of [[task]] tables (name, command, env, timeout)'
             cand -j 'Run at most J workers at once (default: all)'
             cand --jobs 'Run at most J workers at once (default: all)'
@@ -175,6 +182,23 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand --no-verify 'Do not run apply.verify'
             cand --no-apply 'Stop after the workers: apply nothing, print the apply command'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;join'= {
+            cand --repo 'Add the workspace to this clone of the project instead of looking for one around the current folder'
+            cand --color 'When to use colour: auto, always or never'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;submit'= {
+            cand --color 'When to use colour: auto, always or never'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -257,6 +281,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand renew 'Extend a batch''s lease'
             cand refresh 'Bring task workspaces up to date with the source; conflicts go to the worker'
             cand run 'Prepare, run a command in every workspace at once, then apply what succeeded'
+            cand join 'On a worker''s machine: a workspace of a remote task, from the batch''s remote'
+            cand submit 'Inside a joined workspace: send its work back to the batch''s remote'
             cand hook 'Run a git hook''s check (pre-commit)'
             cand hooks 'Install git-delegate''s git hooks into this repository'
             cand man 'Print the manual page, or install all pages'
@@ -284,6 +310,10 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;help;refresh'= {
         }
         &'git-delegate;help;run'= {
+        }
+        &'git-delegate;help;join'= {
+        }
+        &'git-delegate;help;submit'= {
         }
         &'git-delegate;help;hook'= {
             cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'

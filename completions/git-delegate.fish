@@ -40,6 +40,8 @@ complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "drop" -d 
 complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "renew" -d 'Extend a batch\'s lease'
 complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "refresh" -d 'Bring task workspaces up to date with the source; conflicts go to the worker'
 complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "run" -d 'Prepare, run a command in every workspace at once, then apply what succeeded'
+complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "join" -d 'On a worker\'s machine: a workspace of a remote task, from the batch\'s remote'
+complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "submit" -d 'Inside a joined workspace: send its work back to the batch\'s remote'
 complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "hook" -d 'Run a git hook\'s check (pre-commit)'
 complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "hooks" -d 'Install git-delegate\'s git hooks into this repository'
 complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "man" -d 'Print the manual page, or install all pages'
@@ -52,6 +54,8 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -s n 
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l label -d 'A name for the batch, usable wherever BATCH is asked for' -r -f
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l ttl -d 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)' -r -f
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l owner-pid -d 'The lease is orphaned once this process is gone' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l remote -d 'Make the tasks remote: push the baseline to REMOTE (a remote\'s name or a URL)' -r -f
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l local -d 'With --remote: keep this task local, with a workspace here (repeatable)' -r -f
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
 never\t'Never colour'"
@@ -90,6 +94,7 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -l col
 always\t'Always colour'
 never\t'Never colour'"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -l check -d 'Print only problems; exit 1 on a stale batch or a left-over journal'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -l fetch -d 'Ask the remote of batches with remote tasks which of them have submitted'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -s V -l version -d 'Print version'
@@ -143,6 +148,8 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand refresh" -s V 
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l mode -d 'Workspace kind (default: workspace.mode, else worktree)' -r -f -a "worktree\t'A linked git worktree detached at the baseline (`git worktree list` shows it)'
 scratch\t'A copy-on-write (reflink) copy of the whole source, .git included'"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l copy-ignored -d 'Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l remote -d 'Make the tasks remote: push the baseline to REMOTE (a remote\'s name or a URL)' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l local -d 'With --remote: keep this task local, with a workspace here (repeatable)' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l tasks -d 'Read the tasks from a TOML file of [[task]] tables (name, command, env, timeout)' -r -F
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -s n -l count -d 'Create N tasks named 1..N' -r -f
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l label -d 'A name for the batch, usable wherever BATCH is asked for' -r -f
@@ -161,6 +168,19 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l no-ver
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l no-apply -d 'Stop after the workers: apply nothing, print the apply command'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -s V -l version -d 'Print version'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand join" -l repo -d 'Add the workspace to this clone of the project instead of looking for one around the current folder' -r -F
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand join" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand join" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand join" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand join" -s V -l version -d 'Print version'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand submit" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand submit" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand submit" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand submit" -s V -l version -d 'Print version'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and not __fish_seen_subcommand_from pre-commit help" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
 never\t'Never colour'"
@@ -202,22 +222,24 @@ always\t'Always colour'
 never\t'Never colour'"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "prepare" -d 'Snapshot the working tree into a batch with one workspace per task'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "apply" -d 'Merge the tasks\' work back into the working tree'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "undo" -d 'Take an apply\'s result back out of the working tree'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "status" -d 'Show batches, leases and tasks'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "diff" -d 'Show each task\'s changes against its baseline, as `git diff` prints them'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "path" -d 'Print a task\'s working folder'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "gc" -d 'Reclaim what stale batches hold, rescuing unapplied work first'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "drop" -d 'End a batch: remove its workspaces, refs and state'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "renew" -d 'Extend a batch\'s lease'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "refresh" -d 'Bring task workspaces up to date with the source; conflicts go to the worker'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "run" -d 'Prepare, run a command in every workspace at once, then apply what succeeded'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "hook" -d 'Run a git hook\'s check (pre-commit)'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "hooks" -d 'Install git-delegate\'s git hooks into this repository'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "man" -d 'Print the manual page, or install all pages'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run hook hooks man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help" -f -a "prepare" -d 'Snapshot the working tree into a batch with one workspace per task'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help" -f -a "apply" -d 'Merge the tasks\' work back into the working tree'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help" -f -a "undo" -d 'Take an apply\'s result back out of the working tree'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help" -f -a "status" -d 'Show batches, leases and tasks'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help" -f -a "diff" -d 'Show each task\'s changes against its baseline, as `git diff` prints them'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help" -f -a "path" -d 'Print a task\'s working folder'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help" -f -a "gc" -d 'Reclaim what stale batches hold, rescuing unapplied work first'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help" -f -a "drop" -d 'End a batch: remove its workspaces, refs and state'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help" -f -a "renew" -d 'Extend a batch\'s lease'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help" -f -a "refresh" -d 'Bring task workspaces up to date with the source; conflicts go to the worker'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help" -f -a "run" -d 'Prepare, run a command in every workspace at once, then apply what succeeded'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help" -f -a "join" -d 'On a worker\'s machine: a workspace of a remote task, from the batch\'s remote'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help" -f -a "submit" -d 'Inside a joined workspace: send its work back to the batch\'s remote'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help" -f -a "hook" -d 'Run a git hook\'s check (pre-commit)'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help" -f -a "hooks" -d 'Install git-delegate\'s git hooks into this repository'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help" -f -a "man" -d 'Print the manual page, or install all pages'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and __fish_seen_subcommand_from hook" -f -a "pre-commit" -d 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and __fish_seen_subcommand_from hooks" -f -a "install" -d 'Install the pre-commit hook (an existing hook is kept and chained)'
 

@@ -87,12 +87,17 @@ pub struct Report {
     pub side_effects: Vec<crate::side_effects::SideEffect>,
     /// With `--verify`: how it went (design §3.10, §6.4).
     pub verify: Option<crate::verify::Report>,
+    /// The batch ended but its refs on its remote could not be deleted (design §3.14).
+    pub remote_left: Option<crate::remote::Left>,
 }
 
 impl Report {
     /// Whether every selected task applied, had no changes or was discarded.
     pub fn all_ok(&self) -> bool {
-        self.outcomes.iter().all(Outcome::ok)
+        // A remote task not submitted yet is no problem by itself (design §3.14).
+        self.outcomes
+            .iter()
+            .all(|o| o.ok() || o.status == TaskState::NotSubmitted)
     }
 }
 
@@ -284,8 +289,36 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     let mut outcomes: Vec<Outcome> = Vec::new();
     let mut pending: Vec<usize> = Vec::new(); // positions in `outcomes`
     let mut roots: Vec<PathBuf> = Vec::new(); // their real paths
+                                              // design §3.14: what the remote tasks submitted, fetched first (a
+                                              // remote that fails stops the apply before anything changed).
+    let fetched = {
+        // (A discarded one's too: its submitted work is kept, as a local
+        // workspace's is, before the batch's remote refs may go.)
+        let names: Vec<&str> = selected
+            .iter()
+            .filter(|&&(i, discard)| b.tasks[i].remote && !(discard && dry_run))
+            .map(|&(i, _)| b.tasks[i].name.as_str())
+            .collect();
+        match names.is_empty() {
+            true => Default::default(),
+            false => crate::remote::fetch_proposals(&source, &b, &names, !dry_run)?,
+        }
+    };
+    let mut received: Vec<(usize, Result<Option<Recorded>>)> = Vec::new();
     for &(idx, discard) in &selected {
         let task = &b.tasks[idx];
+        if task.remote && !discard {
+            let mut out = Outcome::new(idx, TaskState::NotSubmitted);
+            if let Some(&commit) = fetched.get(&task.name) {
+                out.status = TaskState::Open;
+                received.push((
+                    outcomes.len(),
+                    receive(&source, &b, task, commit, baseline_tree, dry_run),
+                ));
+            }
+            outcomes.push(out);
+            continue;
+        }
         if scratch {
             outcomes.push(Outcome::new(idx, TaskState::Discarded));
             continue;
@@ -406,12 +439,17 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         })
         .collect();
     let tasks: Vec<&batch::Task> = owned.iter().collect();
-    let recorded = record_all(&source, &b, &tasks, baseline_tree, dry_run)?;
+    let mut recorded = record_all(&source, &b, &tasks, baseline_tree, dry_run)?;
+    for (o, rec) in received {
+        to_record.push(o);
+        recorded.push(rec);
+    }
     let mut candidates: Vec<Candidate> = Vec::new();
     for ((&o, rec), task) in to_record.iter().zip(recorded).zip(&owned) {
         let out = &mut outcomes[o];
         // Swapped while it was read: what was read is not the task's work.
         let rec = match workspace::identify(&source.common_dir, &b.tasks[out.idx]) {
+            _ if b.tasks[out.idx].remote => rec,
             workspace::Identity::Ours { .. } => rec,
             other => {
                 out.fail(
@@ -611,6 +649,8 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 let unresolved = out.reason == Some(crate::refresh::UNRESOLVED);
                 t.state = if unresolved {
                     TaskState::Conflicted
+                } else if out.status == TaskState::NotSubmitted {
+                    TaskState::Open
                 } else {
                     out.status
                 };
@@ -647,7 +687,10 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 && outcomes
                     .iter()
                     .any(|o| o.idx == i && !o.nested_kept.is_empty());
-            let removed = if nested || keep {
+            let removed = if task.remote {
+                // No workspace here (design §3.14).
+                Ok(())
+            } else if nested || keep {
                 // Released (unlocked), kept as a worktree (`--keep`, or a
                 // discarded workspace holding a nested repository).
                 teardown::keep_if_hosting(&source, &b, task, &others).and_then(|h| {
@@ -709,7 +752,11 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     } else {
         b.open_tasks().next().is_some()
     };
+    let mut remote_left = None;
     if !dry_run && !batch_open {
+        // Its refs on the remote first: a remote that fails is reported, never
+        // a reason to keep local state (design §3.14).
+        remote_left = crate::remote::end(&source, &b);
         teardown::refs_and_state(&source, &b)?;
     }
 
@@ -737,6 +784,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         workspaces: closed,
         artifacts_error,
         side_effects,
+        remote_left,
         // Nothing merged: nothing was verified (design §6.4 "not_run").
         verify: verify_report.or_else(|| verify.map(crate::verify::not_run)),
     })
@@ -864,6 +912,38 @@ struct Recorded {
     nested: Vec<BString>,
     /// A refreshed task's own base tree (design §3.12).
     base: Option<gix::ObjectId>,
+}
+
+/// A remote task's fetched proposal (design §3.14), checked and recorded
+/// as a local one is: its ref (fetched there already) and patch.
+fn receive(
+    source: &Source,
+    b: &Batch,
+    task: &batch::Task,
+    commit: gix::ObjectId,
+    baseline_tree: gix::ObjectId,
+    dry_run: bool,
+) -> Result<Option<Recorded>> {
+    let (_, base_tree) = proposal::base_of(&source.repo, b, task, baseline_tree)?;
+    let Some((tree, paths)) = crate::remote::received(&source.repo, b, task, commit, base_tree)?
+    else {
+        return Ok(None);
+    };
+    let artifacts = if dry_run {
+        None
+    } else {
+        let patch = proposal::patch_path(source, b, &task.name);
+        crate::patch::write_patch(&source.repo, base_tree, tree, &patch)?;
+        Some((refs::proposal(&b.id, &task.name), patch))
+    };
+    Ok(Some(Recorded {
+        tree,
+        paths,
+        artifacts,
+        objects: None,
+        nested: Vec::new(),
+        base: task.base.is_some().then_some(base_tree),
+    }))
 }
 
 /// At most this many snapshots run at once.

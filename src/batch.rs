@@ -40,6 +40,9 @@ pub enum TaskState {
     /// `run`'s worker for it failed or timed out (design §3.13): not
     /// applied, its work kept in the open batch.
     WorkerFailed,
+    /// A remote task (design §3.14) whose worker has not submitted yet: an
+    /// apply outcome only; the task stays `open` in the record.
+    NotSubmitted,
 }
 
 impl TaskState {
@@ -55,6 +58,7 @@ impl TaskState {
             TaskState::Rejected => "rejected",
             TaskState::Unverified => "unverified",
             TaskState::WorkerFailed => "worker_failed",
+            TaskState::NotSubmitted => "not_submitted",
         }
     }
 
@@ -69,6 +73,7 @@ impl TaskState {
                 | TaskState::Rejected
                 | TaskState::Unverified
                 | TaskState::WorkerFailed
+                | TaskState::NotSubmitted
         )
     }
 }
@@ -112,6 +117,23 @@ pub struct Task {
     /// The log of the verification run that rejected it (design §3.10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify_log: Option<PathBuf>,
+    /// A remote task (design §3.14): no local workspace (`root` empty,
+    /// `worktree_id` [`REMOTE_WORKTREE_ID`]); its worker joins through the
+    /// batch's remote and submits its proposal there.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub remote: bool,
+}
+
+/// `task.worktree_id` of a remote task: it has no workspace here.
+pub const REMOTE_WORKTREE_ID: &str = "remote";
+
+/// The git remote a batch's remote tasks go through (design §3.14).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Remote {
+    /// As given to `prepare --remote` (a remote's name, or a URL).
+    pub name: String,
+    /// The URL workers join from.
+    pub url: String,
 }
 
 /// The identity of a folder prepare made: device and inode of the
@@ -151,6 +173,9 @@ pub struct Batch {
     /// incomplete, never applied nor rescued (see `preparing`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preparing: Option<Marker>,
+    /// The remote of its remote tasks (design §3.14).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<Remote>,
 }
 
 /// `task.worktree_id` of a scratch task: it has no worktree registration
@@ -174,6 +199,15 @@ impl Task {
             base: None,
             conflicted_paths: Vec::new(),
             verify_log: None,
+            remote: false,
+        }
+    }
+
+    /// A remote task as prepare records it (design §3.14).
+    pub fn open_remote(name: String) -> Task {
+        Task {
+            remote: true,
+            ..Task::open(name, PathBuf::new(), REMOTE_WORKTREE_ID.to_string())
         }
     }
 
@@ -621,4 +655,21 @@ pub fn progress(b: &Batch) -> Option<Progress> {
     } else {
         Progress::Interrupted
     })
+}
+
+/// Refuse a task name that cannot name a folder and a ref component.
+pub fn check_task_name(name: &str) -> Result<()> {
+    // Task names become folder names and ref components: refuse what git refs refuse too.
+    if !valid_task_name(name)
+        || name.contains("..")
+        || name.ends_with('.')
+        || name.ends_with(".lock")
+    {
+        return Err(Error::usage(
+            Code::BadTaskName,
+            format!("{name:?} is not a valid task name"),
+            "task names are 1-64 characters of A-Z a-z 0-9 . _ -, start with a letter or digit, and contain no `..` nor end in `.` or `.lock`",
+        ));
+    }
+    Ok(())
 }

@@ -349,6 +349,37 @@ every worker exited 0); 1 otherwise (a worker failed or timed out, a task did no
 2 and 3 as for every command, with nothing prepared."
     )]
     Run(RunArgs),
+    /// On a worker's machine: a workspace of a remote task, from the batch's remote
+    #[command(
+        long_about = "Make DIR (default ./<repo-name>-<batch-short>-<task>, <repo-name> from the URL's last path \
+component without .git) a working tree holding exactly the baseline of task TASK of batch BATCH, as \
+`git delegate prepare --remote` printed it for that task. Inside a clone of the same project (a remote with the \
+same URL, compared without a trailing / or .git), or with --repo DIR, only the baseline ref is fetched into it and \
+the workspace is a linked worktree detached at the baseline, registered and locked as prepare makes them; \
+elsewhere the URL is cloned (a partial clone, --filter=blob:none, where the server allows it; git falls back to a \
+full one) and the baseline checked out detached. The workspace remembers its remote, batch and task in its own git \
+dir (never in your configuration); joining the same task into the same place again is refused \
+(delegate::already_joined). Transport is the git command, with your own configuration and credentials; it never \
+prompts (GIT_TERMINAL_PROMPT=0), and a failure names the remote and the failing git command \
+(delegate::remote_failed, exit 3). When done, run `git delegate submit` inside the workspace.",
+        after_long_help = "Examples:
+  git delegate join https://git.example.com/project.git 01936f6e-0000-7000-8000-000000000000 2
+  git delegate join ssh://host/srv/project.git BATCH lint --repo ~/src/project
+  git delegate join URL BATCH 2 --json   # {\"batch\", \"task\", \"root\", \"remote\", \"proposal\": null}"
+    )]
+    Join(JoinArgs),
+    /// Inside a joined workspace: send its work back to the batch's remote
+    #[command(
+        long_about = "Record the joined workspace around the current folder as a proposal commit (its parent is \
+the baseline: only the files count, as for apply, never the commits a worker made) and push it to \
+refs/pi-delegate/batches/<batch>/tasks/<task>/proposal on the remote it was joined from, replacing what an \
+earlier submit of the task pushed. The batch's `git delegate apply` fetches it and lands it like a local task's \
+work. Outside a joined workspace it refuses (delegate::not_joined).",
+        after_long_help = "Examples:
+  git delegate submit
+  git delegate submit --json   # {\"batch\", \"task\", \"root\", \"remote\", \"proposal\": COMMIT}"
+    )]
+    Submit(SubmitArgs),
     /// Run a git hook's check (pre-commit)
     #[command(
         long_about = "Run the check behind a git hook. The pre-commit hook installed by `git delegate hooks install` \
@@ -467,6 +498,40 @@ pub struct PrepareArgs {
     /// Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)
     #[arg(long, value_name = "PATTERN")]
     pub copy_ignored: Vec<String>,
+    /// Make the tasks remote: push the baseline to REMOTE (a remote's name or a URL)
+    ///
+    /// No local workspace is made for a remote task: the output gives, per task, the
+    /// `git delegate join URL BATCH TASK` a worker runs on any machine that reaches REMOTE, and
+    /// `git delegate apply` fetches what the workers submitted. A push that fails undoes the
+    /// prepare (delegate::remote_failed, exit 3).
+    #[arg(long, value_name = "REMOTE")]
+    pub remote: Option<String>,
+    /// With --remote: keep this task local, with a workspace here (repeatable)
+    #[arg(long, value_name = "TASK", requires = "remote")]
+    pub local: Vec<String>,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+#[derive(Debug, Args)]
+pub struct JoinArgs {
+    /// The batch's remote, as the join line gives it
+    pub url: String,
+    /// The batch's full id
+    pub batch: String,
+    /// The task to work on
+    pub task: String,
+    /// Where the workspace goes (default: ./<repo-name>-<batch-short>-<task>)
+    pub dir: Option<std::path::PathBuf>,
+    /// Add the workspace to this clone of the project instead of looking for one around the current folder
+    #[arg(long, value_name = "DIR")]
+    pub repo: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
     #[command(flatten)]
     pub json: JsonArg,
 }
@@ -670,6 +735,9 @@ pub struct StatusArgs {
     /// Print only problems; exit 1 on a stale batch or a left-over journal
     #[arg(long)]
     pub check: bool,
+    /// Ask the remote of batches with remote tasks which of them have submitted
+    #[arg(long)]
+    pub fetch: bool,
     #[command(flatten)]
     pub json: JsonArg,
 }

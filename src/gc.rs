@@ -125,6 +125,9 @@ pub struct Report {
     /// Undo entries removed: beyond the newest `undo.keep` and older than
     /// `gc.keep-failed` (design §3.11); their refs count in `refs_removed`.
     pub undo_entries_removed: Vec<String>,
+    /// Reclaimed batches whose refs on their remote could not be deleted
+    /// (design §3.14): reported, the refs listed for later.
+    pub remote_left: Vec<crate::remote::Left>,
 }
 
 /// A stash entry a stale batch's workspace pushed (design §3.16).
@@ -528,6 +531,60 @@ impl Gc<'_> {
             }
         }
 
+        // Remote tasks (design §3.14): what their workers submitted is
+        // rescued like a workspace's work.
+        let remote_open: Vec<&str> = b
+            .open_tasks()
+            .filter(|t| t.remote)
+            .map(|t| t.name.as_str())
+            .collect();
+        if !remote_open.is_empty() {
+            let found = if self.dry_run {
+                crate::remote::submitted(self.source, b).map(|mut f| {
+                    f.retain(|t, _| remote_open.contains(&t.as_str()));
+                    f
+                })
+            } else {
+                crate::remote::fetch_proposals(self.source, b, &remote_open, true)
+            };
+            // A remote that cannot be asked keeps what was submitted under
+            // its refs there: the batch goes here, and the refs left on the
+            // remote are reported (`remote::end`, below), never lost.
+            let found = found.unwrap_or_default();
+            for (task, commit) in found {
+                let ref_name = refs::proposal(&b.id, &task);
+                let paths = match b.tasks.iter().find(|t| t.name == task) {
+                    Some(t) if !self.dry_run => {
+                        let (_, base_tree) =
+                            proposal::base_of(&self.source.repo, b, t, baseline_tree)?;
+                        match crate::remote::received(&self.source.repo, b, t, commit, base_tree) {
+                            Ok(Some((tree, paths))) => {
+                                let patch = proposal::patch_path(self.source, b, &task);
+                                crate::patch::write_patch(
+                                    &self.source.repo,
+                                    base_tree,
+                                    tree,
+                                    &patch,
+                                )?;
+                                paths.len()
+                            }
+                            _ => 0,
+                        }
+                    }
+                    _ => 0,
+                };
+                rescued.push(Rescued {
+                    batch: b.id.clone(),
+                    task: task.clone(),
+                    ref_name,
+                    patch: kept_dir(&self.state_dir)
+                        .join(&b.id)
+                        .join(format!("{task}.patch")),
+                    paths,
+                });
+            }
+        }
+
         // 2. Keep the proposal refs that hold work, with their patches.
         let mut kept = Vec::new();
         for t in b.open_tasks() {
@@ -549,7 +606,8 @@ impl Gc<'_> {
 
         // 3. Workspaces and their registrations. A workspace that is the
         // source of another open batch stays as an ordinary worktree.
-        for t in &b.tasks {
+        // (A remote task has no workspace here, design §3.14.)
+        for t in b.tasks.iter().filter(|t| !t.remote) {
             let reg = self.registration(&t.worktree_id);
             let health = workspace::health(&self.source.common_dir, t);
             let hosted = if health == workspace::Health::Ours {
@@ -636,6 +694,9 @@ impl Gc<'_> {
         // 5. The state folder (patches of kept refs were moved out).
         self.report.bytes_freed += crate::fs::tree_size(&dir);
         if !self.dry_run {
+            if let Some(left) = crate::remote::end(self.source, b) {
+                self.report.remote_left.push(left);
+            }
             crate::teardown::remove_state(self.source, b)?;
         }
         self.report.rescued.extend(rescued);
@@ -1051,6 +1112,7 @@ fn stand_in(
         forbid_commit: false,
         lease: crate::lease::Lease::new(1, None),
         preparing: None,
+        remote: None,
         tasks: vec![batch::Task::open(
             task.to_string(),
             root.to_path_buf(),

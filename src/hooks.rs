@@ -261,7 +261,7 @@ fn forbidden(
         if !(b.forbid_commit || forbid_all) {
             continue;
         }
-        for t in b.open_tasks() {
+        for t in b.open_tasks().filter(|t| !t.remote) {
             let inside = git_dir.as_deref() == Some(registrations.join(&t.worktree_id).as_path())
                 || std::fs::canonicalize(&t.root).is_ok_and(|r| cwd.starts_with(r));
             if inside {

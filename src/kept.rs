@@ -264,6 +264,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
             workspaces: Vec::new(),
             apply_id,
             verify: None,
+            remote_left: None,
         },
         kept: k,
         root: source.root.clone(),
@@ -285,6 +286,7 @@ fn stand_in(source: &Source, k: &Kept, baseline: gix::ObjectId) -> Batch {
         forbid_commit: false,
         lease: crate::lease::Lease::new(1, None),
         preparing: None,
+        remote: None,
         tasks: vec![batch::Task::open(
             k.task.clone(),
             PathBuf::new(),

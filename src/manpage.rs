@@ -590,6 +590,33 @@ timeout = \"30s\"",
              \"help\"}}`. Every field is documented in docs/json.md of the source distribution.",
     );
 
+    s.sh("WORKERS ON OTHER MACHINES")
+        .para(
+            "Any git remote the source can push to carries a batch to workers elsewhere (a forge, \
+             an ssh host, a shared bare repository); no other server exists. `prepare --remote \
+             REMOTE` pushes the baseline to REMOTE under its own ref and makes no local workspace \
+             for the remote tasks (`--local TASK` keeps some here); it prints, per task, the \
+             `git delegate join URL BATCH TASK` its worker runs. `join` fetches only the baseline \
+             into a clone of the project it is run in (or `--repo DIR`) and adds a locked linked \
+             worktree, or elsewhere clones; `submit` inside it pushes the workspace's files as the \
+             task's proposal (again: replaced). `apply` fetches what was submitted and lands it \
+             like local work; a remote task with nothing submitted stays open (`not_submitted`), \
+             and `status --fetch` asks which have. When the batch ends (apply, drop, gc) its refs \
+             on the remote are deleted; a remote that cannot be reached then is a warning that \
+             lists them. Every transfer runs the git command with your own configuration and \
+             credentials, never prompting (`GIT_TERMINAL_PROMPT=0`); a failure names the remote \
+             and the git command (`delegate::remote_failed`).",
+        )
+        .code(
+            "git delegate prepare --remote origin lint docs --json
+# on each worker's machine, the line printed for its task:
+git delegate join https://git.example.com/project.git BATCH lint
+cd project-*-lint && ... && git delegate submit
+# back on yours:
+git delegate status --fetch
+git delegate apply",
+        );
+
     s.sh("EXAMPLES")
         .para("Hand four workers the working tree as it is, then bring their work back:")
         .code(
@@ -649,6 +676,10 @@ git delegate completions bash > ~/.local/share/bash-completion/completions/git-d
         bold("git-delegate-renew"),
         roman("(1), "),
         bold("git-delegate-refresh"),
+        roman("(1), "),
+        bold("git-delegate-join"),
+        roman("(1), "),
+        bold("git-delegate-submit"),
         roman("(1), "),
         bold("git-delegate-undo"),
         roman("(1), "),
@@ -712,7 +743,39 @@ fn verify_section() -> Sections {
 /// Exit statuses of one command, beyond "0 success, 2 usage, 3 state".
 fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
     match name {
-        "prepare" => &[("0", "The batch was created.")],
+        "prepare" => &[
+            ("0", "The batch was created."),
+            (
+                "3",
+                "Also: with --remote, pushing the baseline failed (`delegate::remote_failed`, \
+                 naming the remote and the git command); the prepare was undone.",
+            ),
+        ],
+        "join" => &[
+            ("0", "The workspace was made."),
+            (
+                "2",
+                "The task is already joined there (`delegate::already_joined`), or BATCH or \
+                 TASK is malformed.",
+            ),
+            (
+                "3",
+                "Fetching or cloning failed, or the remote has no baseline of that batch \
+                 (`delegate::remote_failed`); nothing was left behind.",
+            ),
+        ],
+        "submit" => &[
+            ("0", "The proposal was pushed."),
+            (
+                "2",
+                "Not inside a workspace `git delegate join` made (`delegate::not_joined`).",
+            ),
+            (
+                "3",
+                "The push failed (`delegate::remote_failed`); the workspace is as it was, \
+                 submit again.",
+            ),
+        ],
         "apply" => &[
             (
                 "0",
@@ -962,6 +1025,8 @@ mod tests {
             "renew",
             "refresh",
             "run",
+            "join",
+            "submit",
             "undo",
             "hook",
             "hooks",

@@ -40,6 +40,9 @@ pub struct Options {
     /// `--copy-ignored` patterns besides the config's.
     pub copy_ignored: Vec<String>,
     pub forbid_commit: bool,
+    /// `--remote REMOTE` (design §3.14): the tasks are remote, but those in `local`.
+    pub remote: Option<String>,
+    pub local: Vec<String>,
 }
 
 /// What prepare made.
@@ -123,6 +126,20 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     // Submodules found, a dirty one refused (design §3.15).
     let modules = crate::submodules::discover(source)?;
     let base = source.workspace_base()?;
+    // design §3.14: the remote the remote tasks go through, and which tasks are.
+    let remote = opts
+        .remote
+        .as_deref()
+        .map(|r| crate::remote::resolve(source, r))
+        .transpose()?;
+    let is_remote = |name: &String| remote.is_some() && !opts.local.contains(name);
+    if let Some(l) = opts.local.iter().find(|l| !names.contains(l)) {
+        return Err(Error::usage(
+            Code::UnknownTask,
+            format!("--local {l} names no task of this prepare"),
+            "give --local one of the task names given (or 1..N with -n)",
+        ));
+    }
     let locked = crate::lock::lock_and_recover(source)?;
     let _lock = locked.lock;
     observer.notice(Notice::Recovered(locked.recovery));
@@ -154,6 +171,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     let short = batch::short(&id).to_string();
     let mut plans: Vec<workspace::Plan> = names
         .iter()
+        .filter(|n| !is_remote(n))
         .map(|name| workspace::Plan {
             root: base.join(&short).join(name),
             worktree_id: workspace::worktree_id(&short, name),
@@ -218,13 +236,19 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         forbid_commit: opts.forbid_commit || source.config.forbid_commit,
         lease: Lease::new(ttl, opts.owner),
         preparing: None,
-        tasks: names
-            .iter()
-            .zip(&plans)
-            .map(|(name, plan)| {
-                Task::open(name.clone(), plan.root.clone(), plan.worktree_id.clone())
-            })
-            .collect(),
+        tasks: {
+            let mut plan = plans.iter();
+            names
+                .iter()
+                .filter_map(|name| match is_remote(name) {
+                    true => Some(Task::open_remote(name.clone())),
+                    false => plan
+                        .next()
+                        .map(|p| Task::open(name.clone(), p.root.clone(), p.worktree_id.clone())),
+                })
+                .collect()
+        },
+        remote,
     };
 
     let state_dir = source.state_dir();
@@ -258,7 +282,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     // The task's cwd mirrors the caller's folder, even one the baseline has
     // no files in (best effort: an empty folder changes nothing).
     if !batch.prefix.as_os_str().is_empty() {
-        for t in &batch.tasks {
+        for t in batch.tasks.iter().filter(|t| !t.remote) {
             let _ = std::fs::create_dir_all(t.cwd(&batch.prefix));
         }
     }
@@ -387,6 +411,7 @@ fn make(
             None => {
                 let tasks: Vec<_> = names
                     .iter()
+                    .filter(|n| batch.tasks.iter().any(|t| &t.name == *n && !t.remote))
                     .cloned()
                     .zip(plans.iter().map(|p| p.root.clone()))
                     .collect();
@@ -394,13 +419,16 @@ fn make(
             }
         }
     };
-    for (t, c) in batch.tasks.iter_mut().zip(&carried) {
+    for (t, c) in batch.tasks.iter_mut().filter(|t| !t.remote).zip(&carried) {
         t.carried = Some(*c);
         // What identifies the folder made (a scratch copy has its marker).
         if policy.is_some() {
             t.folder = workspace::folder_of(&t.root);
         }
     }
+    // design §3.14: the baseline goes to the remote last, so a failed push
+    // leaves nothing there (and undoes the prepare, as any failure does).
+    crate::remote::push_baseline(source, batch)?;
     crate::interrupt::pause("complete-pending");
     stop()?;
     // Complete: written to a temp file, fsync'd and renamed over the marked one.
@@ -413,17 +441,5 @@ fn make(
 }
 
 fn check_task_name(name: &str) -> Result<()> {
-    // Task names become folder names and ref components: refuse what git refs refuse too.
-    if !batch::valid_task_name(name)
-        || name.contains("..")
-        || name.ends_with('.')
-        || name.ends_with(".lock")
-    {
-        return Err(Error::usage(
-            Code::BadTaskName,
-            format!("{name:?} is not a valid task name"),
-            "task names are 1-64 characters of A-Z a-z 0-9 . _ -, start with a letter or digit, and contain no `..` nor end in `.` or `.lock`",
-        ));
-    }
-    Ok(())
+    batch::check_task_name(name)
 }

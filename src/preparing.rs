@@ -205,6 +205,7 @@ mod tests {
             lease: crate::lease::Lease::new(ttl, None),
             tasks: Vec::new(),
             preparing: marker,
+            remote: None,
         }
     }
 

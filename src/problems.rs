@@ -173,7 +173,7 @@ pub fn of_batches(source: &Source, entries: &[Entry]) -> Vec<Problem> {
                 out.extend(stale(b));
                 out.extend(journal(&state_dir, b, true));
                 out.extend(baseline(source, b));
-                for t in b.open_tasks() {
+                for t in b.open_tasks().filter(|t| !t.remote) {
                     let fact = match workspace::identify(&source.common_dir, t) {
                         workspace::Identity::Ours { .. } => continue,
                         workspace::Identity::Missing => Fact::WorkspaceMissing {

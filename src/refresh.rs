@@ -101,7 +101,14 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     }
     let names: Vec<String> = if !opts.tasks.is_empty() {
         for n in &opts.tasks {
-            b.open_task_named(n)?;
+            // A remote task's workspace is on its worker's machine (design §3.14).
+            if b.open_task_named(n)?.remote {
+                return Err(Error::usage(
+                    Code::Usage,
+                    format!("task {n} is remote: refresh cannot reach its workspace"),
+                    "its worker can join again and carry its work over, or apply it and prepare anew",
+                ));
+            }
         }
         opts.tasks.clone()
     } else {
@@ -110,7 +117,11 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 b.open_task_named(&task)?;
                 vec![task]
             }
-            _ => b.open_tasks().map(|t| t.name.clone()).collect(),
+            _ => b
+                .open_tasks()
+                .filter(|t| !t.remote)
+                .map(|t| t.name.clone())
+                .collect(),
         }
     };
     let source = if here.root == b.source {
@@ -152,7 +163,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
 fn workspace_of(state_dir: &Path, cwd: &Path) -> Option<(String, String)> {
     let here = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     for b in batch::list_ok(state_dir).ok()? {
-        for t in b.open_tasks() {
+        for t in b.open_tasks().filter(|t| !t.remote) {
             let root = std::fs::canonicalize(&t.root).unwrap_or_else(|_| t.root.clone());
             if here.starts_with(&root) {
                 return Some((b.id.clone(), t.name.clone()));

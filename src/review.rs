@@ -509,7 +509,8 @@ fn unreadable(task: &Task, why: String) -> Error {
 /// The named tasks of `b` (each open), or every open task.
 fn select<'a>(b: &'a Batch, names: &[String]) -> Result<Vec<&'a Task>> {
     if names.is_empty() {
-        return Ok(b.open_tasks().collect());
+        // A remote task's work is on its remote until apply fetches it (design §3.14).
+        return Ok(b.open_tasks().filter(|t| !t.remote).collect());
     }
     names.iter().map(|n| b.open_task_named(n)).collect()
 }
@@ -527,6 +528,16 @@ pub fn path(
     if let Some(name) = task {
         let b = batch::select_open(&source.state_dir(), batch_arg)?;
         let t = b.task_named(name)?;
+        if t.remote {
+            return Err(Error::usage(
+                Code::UnknownTask,
+                format!("task {name} is remote: its workspace is on its worker's machine"),
+                format!(
+                    "its worker joins with `{}`",
+                    crate::remote::join_command(&b, name).unwrap_or_default()
+                ),
+            ));
+        }
         return Ok(t.cwd(&b.prefix));
     }
     let here = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
@@ -535,7 +546,8 @@ pub fn path(
         None => batch::list_ok(&source.state_dir())?,
     };
     for b in &batches {
-        for t in &b.tasks {
+        // A remote task has no folder here (design §3.14).
+        for t in b.tasks.iter().filter(|t| !t.remote) {
             let root = std::fs::canonicalize(&t.root).unwrap_or_else(|_| t.root.clone());
             if here.starts_with(&root) {
                 return Ok(t.cwd(&b.prefix));

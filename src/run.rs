@@ -351,6 +351,7 @@ pub fn run(
             artifacts_error: None,
             side_effects: Vec::new(),
             verify: None,
+            remote_left: None,
         }
     } else {
         let root = source.root.clone();

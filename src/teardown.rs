@@ -141,6 +141,8 @@ pub struct Removed {
     /// prepare made (no batches named).
     pub kept: Vec<Kept>,
     pub refs: usize,
+    /// Its refs on its remote that could not be deleted (design §3.14).
+    pub remote_left: Option<crate::remote::Left>,
 }
 
 /// Remove a whole batch now (`drop`): every task's workspace (deleted
@@ -155,6 +157,7 @@ pub fn remove_batch(source: &Source, b: &Batch, others: &[Batch]) -> Result<Remo
             Fate::Hosting(h) => r.kept.push((t.name.clone(), t.root.clone(), h)),
         }
     }
+    r.remote_left = crate::remote::end(source, b);
     r.refs = refs_and_state(source, b)?;
     Ok(r)
 }
@@ -184,6 +187,23 @@ pub fn blockers(source: &Source, b: &Batch) -> Result<Blockers> {
         .filter(|(t, n)| t.state.is_open() && (**n != Some(0) || t.state != batch::TaskState::Open))
         .map(|(t, _)| t.name.clone())
         .collect::<Vec<String>>();
+    // A remote task's work is what its worker submitted (design §3.14); a
+    // remote that cannot be asked is never taken for "nothing submitted".
+    if b.tasks
+        .iter()
+        .any(|t| t.remote && t.state == batch::TaskState::Open)
+    {
+        let submitted = crate::remote::submitted(source, b).ok();
+        for t in b
+            .tasks
+            .iter()
+            .filter(|t| t.remote && t.state == batch::TaskState::Open)
+        {
+            if submitted.as_ref().is_none_or(|s| s.contains_key(&t.name)) {
+                unapplied.push(t.name.clone());
+            }
+        }
+    }
     // Work a workspace put in the stash is unapplied work too (design §3.16).
     let effects = crate::side_effects::find(source, b)?;
     let mut stashed = Vec::new();

@@ -1045,6 +1045,10 @@ fn real_path(fd: &OwnedFd, root: &Path) -> Option<PathBuf> {
 /// real path to compare: there, the folder must not be a symlink and its
 /// `.git` file must point back.
 pub fn identify(common_dir: &Path, task: &crate::batch::Task) -> Identity {
+    // A remote task has no workspace here (design §3.14).
+    if task.remote {
+        return Identity::Missing;
+    }
     if task.kind() == Mode::Scratch {
         return match crate::scratch::health(common_dir, &task.root) {
             Health::Ours => Identity::Ours {
@@ -1192,6 +1196,9 @@ pub fn remove(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<Remov
 /// user moved with `git worktree move` is left alone with its registration,
 /// unlocked, as an ordinary worktree. Both report [`Removal::Foreign`].
 pub fn remove_task(common_dir: &Path, task: &crate::batch::Task) -> Result<Removal> {
+    if task.remote {
+        return Ok(Removal::Missing);
+    }
     if task.kind() == Mode::Scratch {
         return crate::scratch::remove(common_dir, &task.root);
     }
@@ -1288,6 +1295,9 @@ const REMOVE_IN_PLACE_MAX: u32 = 128;
 /// ([`crate::trash::spawn_purger`]) once it is done. Falls back to
 /// [`remove_task`] wherever the move cannot be made.
 pub fn discard(common_dir: &Path, task: &crate::batch::Task) -> Result<(Removal, Option<PathBuf>)> {
+    if task.remote {
+        return Ok((Removal::Missing, None));
+    }
     let (root, worktree_id) = (task.root.as_path(), task.worktree_id.as_str());
     let small = index_entries(common_dir, worktree_id).is_some_and(|n| n <= REMOVE_IN_PLACE_MAX);
     if small || task.kind() == Mode::Scratch || moved_elsewhere(common_dir, root, worktree_id) {
@@ -1350,6 +1360,10 @@ pub fn hosted_batches(
     task: &crate::batch::Task,
     except: &str,
 ) -> Vec<String> {
+    // A remote task has no folder here (its empty root would lead everywhere).
+    if task.remote {
+        return Vec::new();
+    }
     let mut roots = vec![task.root.clone()];
     if let Some(f) = &task.folder {
         roots.push(f.path.clone());

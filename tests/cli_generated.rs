@@ -74,6 +74,7 @@ fn committed_man_pages_are_what_the_code_generates() {
                 "gc",
                 "hook",
                 "hooks",
+                "join",
                 "man",
                 "path",
                 "prepare",
@@ -81,6 +82,7 @@ fn committed_man_pages_are_what_the_code_generates() {
                 "renew",
                 "run",
                 "status",
+                "submit",
                 "undo",
             ]
             .iter()
@@ -411,7 +413,7 @@ fn bash_completes_git_delegate_and_git_delegate_through_gits_completion() {
         &[
             "git delegate pr",
             "git delegate ''",
-            "git delegate prepare --l",
+            "git delegate prepare --la",
             "git delegate prepare --mode ''",
             "git delegate --color=al",
             "git delegate hooks ''",

@@ -726,3 +726,66 @@ fn undo_documents_match_the_documented_field_lists() {
     check("gc", &["gc", "--json"], "gc", 0);
     assert!(errors.is_empty(), "{}", errors.join("\n"));
 }
+
+/// The documents of remote batches (design §3.14): prepare --remote, join,
+/// submit, status --fetch, an apply that leaves a task not_submitted, and a
+/// drop whose remote is away (its `warnings`).
+#[test]
+fn remote_documents_match_the_documented_field_lists() {
+    let specs = specs();
+    let env = common::Env::new();
+    let worker = common::Env::new();
+    let repo = env.repo("proj");
+    env.git(
+        env.path(),
+        ["init", "-q", "--bare", "-b", "main", "remote.git"],
+    );
+    let bare = env.path().join("remote.git");
+    let url = format!("file://{}", bare.display());
+    env.git(&repo, ["remote", "add", "origin", &url]);
+    let mut errors = Vec::new();
+    let mut check = |block: &str, doc: &Value, what: &str| {
+        errors.extend(validate(&specs, block, doc, what));
+    };
+    let prepared = env
+        .delegate(
+            &repo,
+            [
+                "prepare", "--remote", "origin", "a", "b", "l", "--local", "l", "--json",
+            ],
+        )
+        .expect(0)
+        .json();
+    check("batch", &prepared, "prepare --remote");
+    let id = prepared["batch"].as_str().unwrap().to_string();
+    let joined = worker
+        .delegate(worker.path(), ["join", &url, &id, "a", "--json"])
+        .expect(0)
+        .json();
+    check("join", &joined, "join");
+    let root = PathBuf::from(joined["root"].as_str().unwrap());
+    std::fs::write(root.join("new.txt"), "new\n").unwrap();
+    let submitted = worker
+        .delegate(&root, ["submit", "--json"])
+        .expect(0)
+        .json();
+    check("join", &submitted, "submit");
+    let status = env
+        .delegate(&repo, ["status", "--fetch", "--json"])
+        .expect(0)
+        .json();
+    check("status", &status, "status --fetch");
+    let applied = env
+        .delegate(&repo, ["apply", "--only", "a", "--only", "b", "--json"])
+        .expect(0)
+        .json();
+    check("apply", &applied, "apply (not_submitted)");
+    std::fs::rename(&bare, env.path().join("away.git")).unwrap();
+    let dropped = env
+        .delegate(&repo, ["drop", &id, "--force", "--json"])
+        .expect(0)
+        .json();
+    assert!(dropped.get("warnings").is_some(), "{dropped}");
+    check("drop", &dropped, "drop (remote away)");
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}

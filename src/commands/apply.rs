@@ -96,6 +96,7 @@ pub(super) fn report_doc(report: &Report) -> Value {
         side_effects,
         apply_id,
         verify,
+        remote_left,
         ..
     } = report;
     let mut doc = document(b, outcomes, written, *batch_open, *dry_run);
@@ -110,6 +111,9 @@ pub(super) fn report_doc(report: &Report) -> Value {
         m.insert("apply_id".into(), json!(apply_id));
         if let Some(v) = verify {
             m.insert("verify".into(), verify_doc(v));
+        }
+        if let Some(left) = remote_left {
+            m.insert("warnings".into(), json!([super::remote::left_doc(left)]));
         }
     }
     doc
@@ -126,8 +130,12 @@ pub(super) fn say(ui: &Ui, report: &Report, keep: bool, verbose: bool) {
         side_effects,
         apply_id,
         verify,
+        remote_left,
         ..
     } = report;
+    if let Some(left) = remote_left {
+        super::remote::warn_left(ui, left);
+    }
     ui.say(&human(ui, report, keep, verbose));
     ui.say(&super::side_effects::text(
         b,
@@ -270,7 +278,11 @@ pub(super) fn document(
                         "patch".into(),
                         json!(o.patch.as_deref().map(paths::doc_path)),
                     );
-                    m.insert("workspace".into(), json!(paths::doc_path(&t.root)));
+                    // A remote task has no workspace here (design §3.14).
+                    m.insert(
+                        "workspace".into(),
+                        json!((!t.remote).then(|| paths::doc_path(&t.root))),
+                    );
                     if let Some(msg) = &o.message {
                         m.insert("message".into(), json!(msg));
                     }
@@ -575,8 +587,17 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
                 shell_quote(&t.root.to_string_lossy()),
             ));
         }
-        if !o.ok() {
-            text.push_str(&format!("      workspace: {}\n", super::show(&t.root)));
+        if o.status == TaskState::NotSubmitted {
+            // design §3.14: its worker has not run `git delegate submit` yet.
+            text.push_str(&format!(
+                "      its worker has not submitted yet; it joins with: {}\n",
+                crate::remote::join_command(b, &t.name).unwrap_or_default()
+            ));
+        } else if !o.ok() {
+            match t.remote {
+                true => text.push_str("      workspace: (remote)\n"),
+                false => text.push_str(&format!("      workspace: {}\n", super::show(&t.root))),
+            }
             if let Some(p) = &o.patch {
                 text.push_str(&format!("      patch:     {}\n", super::show(p)));
             }
@@ -619,7 +640,10 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
             if open.len() == 1 { "" } else { "s" },
             open.join(", "),
         ));
-        let kept: Vec<&Outcome> = outcomes.iter().filter(|o| !o.ok()).collect();
+        let kept: Vec<&Outcome> = outcomes
+            .iter()
+            .filter(|o| !o.ok() && o.status != TaskState::NotSubmitted)
+            .collect();
         if !kept.is_empty() && !dry_run {
             text.push_str("For each of those, either:\n");
             text.push_str(&again_hint(b, short, &kept));

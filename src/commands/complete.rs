@@ -52,7 +52,7 @@ pub fn values_of(sub: &str, arg: &str) -> Option<Values> {
         ("apply", "kept") => Values::Kept,
         ("undo", "apply") => Values::Undoable,
         ("apply", "from_undo") => Values::Undone,
-        ("prepare", "ttl" | "label" | "owner_pid" | "count")
+        ("prepare", "ttl" | "label" | "owner_pid" | "count" | "remote" | "local")
         | ("renew", "ttl" | "owner_pid")
         | ("apply", "verify" | "verify_timeout" | "verify_jobs") => Values::Nothing,
         (

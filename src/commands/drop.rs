@@ -99,6 +99,7 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         workspaces: removed,
         kept,
         refs: refs_removed,
+        remote_left,
     } = crate::teardown::remove_batch(&source, &b, &others)?;
     let (left_alone, hosting): (Vec<_>, Vec<_>) = kept.into_iter().partition(|k| k.2.is_empty());
     let kept: Vec<std::path::PathBuf> = left_alone.into_iter().map(|k| k.1).collect();
@@ -107,7 +108,16 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         if let (false, Some(m)) = (hosting.is_empty(), doc.as_object_mut()) {
             m.insert("kept_workspaces".into(), kept_doc(&hosting));
         }
+        if let (Some(left), Some(m)) = (&remote_left, doc.as_object_mut()) {
+            m.insert(
+                "warnings".into(),
+                serde_json::json!([super::remote::left_doc(left)]),
+            );
+        }
         ui.doc_after(doc, recovered);
+    }
+    if let Some(left) = &remote_left {
+        super::remote::warn_left(ui, left);
     }
     let mut text = format!(
         "Dropped batch {}: {removed} workspace(s) and {refs_removed} ref(s) removed.\n",

@@ -56,7 +56,7 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
                 })
             })
             .collect();
-        let doc = json!({
+        let mut doc = json!({
             "dry_run": report.dry_run,
             "batches": report.batches,
             "workspaces_removed": report.workspaces_removed,
@@ -74,7 +74,20 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
             "undo_entries_removed": report.undo_entries_removed,
             "recovered_writebacks": recovered.rolled_back,
         });
+        if let (false, Some(m)) = (report.remote_left.is_empty(), doc.as_object_mut()) {
+            m.insert(
+                "warnings".into(),
+                report
+                    .remote_left
+                    .iter()
+                    .map(super::remote::left_doc)
+                    .collect(),
+            );
+        }
         ui.doc_after(doc, recovered);
+    }
+    for left in &report.remote_left {
+        super::remote::warn_left(ui, left);
     }
     ui.say(&human(&source, &report));
     Ok(code)

@@ -20,6 +20,7 @@ pub mod man;
 pub mod path;
 pub mod prepare;
 pub mod refresh;
+pub mod remote;
 pub mod renew;
 pub mod run;
 pub mod side_effects;
@@ -52,6 +53,8 @@ pub fn run(cli: Cli) -> i32 {
         Command::Renew(a) => a.json.json,
         Command::Refresh(a) => a.json.json,
         Command::Run(a) => a.prepare.json.json,
+        Command::Join(a) => a.json.json,
+        Command::Submit(a) => a.json.json,
         Command::Hooks(crate::cli::HooksArgs {
             action: crate::cli::HooksAction::Install { json, .. },
         }) => json.json,
@@ -75,6 +78,8 @@ pub fn run(cli: Cli) -> i32 {
         Command::Renew(a) => renew::run(&ui, a, &mut recovered),
         Command::Refresh(a) => refresh::run(&ui, a, &mut recovered),
         Command::Run(a) => run::run(&ui, a, &mut recovered),
+        Command::Join(a) => remote::join(&ui, a),
+        Command::Submit(a) => remote::submit(&ui, a),
         Command::Apply(a) => apply::run(&ui, a, &mut recovered),
         Command::Undo(a) => undo::run(&ui, a, &mut recovered),
         Command::Gc(a) => gc::run(&ui, a, &mut recovered),
@@ -296,6 +301,17 @@ pub fn owner(pid: u32) -> Result<(u32, u64)> {
 /// The batch document of design §6.1. `changed` holds each task's count of
 /// paths that differ from the baseline, where known.
 pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> Value {
+    batch_doc_fetched(source, batch, changed, None)
+}
+
+/// [`batch_doc`] with the remote tasks that have submitted, where the
+/// remote was asked (`status --fetch`, design §3.14).
+pub fn batch_doc_fetched(
+    source: &Source,
+    batch: &Batch,
+    changed: Option<&[usize]>,
+    submitted: Option<&std::collections::HashSet<String>>,
+) -> Value {
     // A batch whose prepare never completed (design §3.15): its tasks are
     // `incomplete`, never open work, and once its prepare is gone it is
     // not live whatever its lease says.
@@ -314,8 +330,8 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
             let mut doc = json!({
                 "name": t.name,
                 "state": if progress.is_some() { "incomplete" } else { t.state.as_str() },
-                "root": crate::paths::doc_path(&t.root),
-                "cwd": crate::paths::doc_path(&t.cwd(&batch.prefix)),
+                "root": (!t.remote).then(|| crate::paths::doc_path(&t.root)),
+                "cwd": (!t.remote).then(|| crate::paths::doc_path(&t.cwd(&batch.prefix))),
                 "exists": *health == crate::workspace::Health::Ours,
                 "changed_paths": changed.and_then(|c| c.get(i).copied()).unwrap_or(0),
             });
@@ -337,6 +353,19 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
                 if t.state == crate::batch::TaskState::Conflicted {
                     m.insert("conflicted_paths".into(), json!(t.conflicted_paths));
                 }
+                // design §3.14: a remote task, its join line, and whether
+                // it has submitted (null: not asked, `status --fetch` asks).
+                if t.remote {
+                    m.insert("remote".into(), json!(true));
+                    m.insert(
+                        "submitted".into(),
+                        json!(submitted.map(|s| s.contains(&t.name))),
+                    );
+                    m.insert(
+                        "join".into(),
+                        json!(crate::remote::join_command(batch, &t.name)),
+                    );
+                }
                 if let Some(log) = &t.verify_log {
                     m.insert("verify_log".into(), json!(crate::paths::doc_path(log)));
                 }
@@ -353,7 +382,7 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
             doc
         })
         .collect();
-    json!({
+    let mut doc = json!({
         "batch": batch.id,
         "label": batch.label,
         "created_at": batch.created_at,
@@ -373,7 +402,11 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
             "host": batch.lease.host,
         },
         "tasks": tasks,
-    })
+    });
+    if let (Some(r), Value::Object(m)) = (&batch.remote, &mut doc) {
+        m.insert("remote".into(), json!({"name": r.name, "url": r.url}));
+    }
+    doc
 }
 
 /// `git delegate snapshot` (hidden plumbing): print the snapshot's tree id

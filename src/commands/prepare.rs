@@ -74,7 +74,19 @@ pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> 
             .map(|l| format!(" ({l})"))
             .unwrap_or_default()
     );
-    for (i, t) in batch.tasks.iter().enumerate() {
+    let mut local = 0;
+    for t in batch.tasks.iter() {
+        // design §3.14: a remote task's line is the command its worker runs.
+        if let Some(join) = t
+            .remote
+            .then(|| crate::remote::join_command(batch, &t.name))
+            .flatten()
+        {
+            text.push_str(&format!("  task {:<8} remote: {join}\n", t.name));
+            continue;
+        }
+        let i = local;
+        local += 1;
         text.push_str(&format!(
             "  task {:<8} {}\n",
             t.name,
@@ -116,6 +128,8 @@ pub(super) fn options(args: &PrepareArgs, names: Vec<String>) -> Result<crate::p
         }),
         copy_ignored: args.copy_ignored.clone(),
         forbid_commit: args.forbid_commit,
+        remote: args.remote.clone(),
+        local: args.local.clone(),
     })
 }
 

@@ -33,6 +33,14 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
             (None, false) => p.tasks.clone(),
         }
     };
+    // run's workers run here, in the batch's workspaces (design §3.13).
+    if let Some(remote) = &p.remote {
+        return Err(crate::error::Error::usage(
+            crate::error::Code::Usage,
+            format!("run starts its workers on this machine, so its tasks cannot be remote (--remote {remote})"),
+            "for workers on other machines, `git delegate prepare --remote REMOTE`, then `join` and `submit` there and `git delegate apply` here",
+        ));
+    }
     let prepare = super::prepare::options(p, names)?;
     let timeout_secs = args.timeout.as_deref().map(super::parse_ttl).transpose()?;
     let apply = if args.no_apply {

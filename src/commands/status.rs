@@ -157,14 +157,37 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         0
     };
 
+    // design §3.14: `--fetch` asks each batch's remote which remote tasks
+    // have submitted; a remote that cannot be asked is a warning (null).
+    let submitted: Vec<Option<std::collections::HashSet<String>>> = batches
+        .iter()
+        .map(|b| {
+            if !args.fetch || !b.tasks.iter().any(|t| t.remote) {
+                return None;
+            }
+            match crate::remote::submitted(&source, b) {
+                Ok(found) => Some(found.into_keys().collect()),
+                Err(e) => {
+                    ui.warn(&format!(
+                        "git-delegate: warning: {}
+  {}
+",
+                        e.message, e.help
+                    ));
+                    None
+                }
+            }
+        })
+        .collect();
     if ui.json {
         let docs: Vec<Value> = batches
             .iter()
             .zip(&counts)
             .zip(&procs)
-            .map(|((b, c), p)| {
+            .zip(&submitted)
+            .map(|(((b, c), p), sub)| {
                 let known: Vec<usize> = c.iter().map(|n| n.unwrap_or(0)).collect();
-                let mut d = super::batch_doc(&source, b, Some(&known));
+                let mut d = super::batch_doc_fetched(&source, b, Some(&known), sub.as_ref());
                 if let Value::Object(m) = &mut d {
                     m.insert("schema".into(), json!(crate::ui::SCHEMA));
                     // An unknown count is null, never a made-up number.
@@ -211,7 +234,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     }
     let now = crate::time::now();
     let mut text = String::new();
-    for shown in &report.batches {
+    for (shown, sub) in report.batches.iter().zip(&submitted) {
         let (b, counts) = (&shown.batch, &shown.counts);
         let created = crate::time::parse_rfc3339(&b.created_at).unwrap_or(now);
         let state = b.lease.state();
@@ -274,6 +297,16 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         {
             let n = n.map(|n| n.to_string()).unwrap_or_else(|| "?".into());
             let where_ = match health {
+                // design §3.14: a remote task has no workspace here.
+                _ if t.remote => match sub {
+                    Some(s) if s.contains(&t.name) => "remote, submitted".to_string(),
+                    Some(_) => "remote, not submitted yet".to_string(),
+                    None if !t.state.is_open() => "remote".to_string(),
+                    None => format!(
+                        "remote: {}",
+                        crate::remote::join_command(b, &t.name).unwrap_or_default()
+                    ),
+                },
                 workspace::Health::Ours => super::show(&t.root),
                 workspace::Health::Missing if !t.state.is_open() => {
                     "(workspace removed)".to_string()
