@@ -445,7 +445,14 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         recorded.push(rec);
     }
     let mut candidates: Vec<Candidate> = Vec::new();
-    for ((&o, rec), task) in to_record.iter().zip(recorded).zip(&owned) {
+    // `owned` covers the local tasks only; a remote task's work was
+    // received, and it has no workspace here (design §3.14).
+    let roots_of: std::collections::HashMap<usize, &PathBuf> = to_record
+        .iter()
+        .copied()
+        .zip(owned.iter().map(|t| &t.root))
+        .collect();
+    for (&o, rec) in to_record.iter().zip(recorded) {
         let out = &mut outcomes[o];
         // Swapped while it was read: what was read is not the task's work.
         let rec = match workspace::identify(&source.common_dir, &b.tasks[out.idx]) {
@@ -460,11 +467,15 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 continue;
             }
         };
-        // A task that changed a submodule (read-only, design §3.15) keeps its work.
-        let rec = match (
-            rec,
-            crate::submodules::changed(&source.common_dir, &task.root),
-        ) {
+        // A task that changed a submodule (read-only, design §3.15) keeps its
+        // work (a remote task's submodules are its worker's to keep).
+        let subs = match roots_of.get(&o) {
+            Some(root) if !b.tasks[out.idx].remote => {
+                crate::submodules::changed(&source.common_dir, root)
+            }
+            _ => Ok(Vec::new()),
+        };
+        let rec = match (rec, subs) {
             (Ok(r), Ok(subs)) if !subs.is_empty() => {
                 submodule_changed(out, r, subs);
                 continue;
