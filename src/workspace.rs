@@ -38,6 +38,9 @@ use crate::error::{Code, Error, Result};
 pub use crate::presence::{Health, Removal};
 use crate::registration::Registration;
 
+mod derived;
+pub use derived::{can_derive, create_from, create_template, Template};
+
 /// One workspace to create.
 #[derive(Debug, Clone)]
 pub struct Plan {
