@@ -406,3 +406,188 @@ fn rustix_is_root() -> bool {
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
+
+/// CMD for the verification test: inside each verification workspace, the
+/// tree is exactly its commit (every file's content and mode, the links),
+/// `git status` is clean and rewrites no index, only the carried ignored
+/// files are there (nothing an earlier run made: the template is never
+/// run in), then it leaves a build output and an untracked file behind.
+/// Fails when a `t*.txt` holds `BAD`.
+const VERIFY_CHECK: &str = r#"#!/bin/sh
+top=$(git rev-parse --show-toplevel) || exit 9
+cd "$top" || exit 9
+idx="$(git rev-parse --absolute-git-dir)/index"
+before=$(stat -c '%i %Y %y' "$idx")
+st=$(git status --porcelain)
+[ -z "$st" ] || { echo "not clean: $st"; exit 10; }
+[ "$before" = "$(stat -c '%i %Y %y' "$idx")" ] || { echo "index rewritten"; exit 11; }
+ign=$(git status --porcelain --ignored)
+[ "$ign" = "!! node_modules/" ] || { echo "unexpected: $ign"; exit 14; }
+git ls-files -s | while read -r mode oid stage path; do
+  case $mode in
+    120000) [ "$(readlink "$path")" = "$(git cat-file blob "$oid")" ] || { echo "link $path"; exit 12; } ;;
+    100755) [ -x "$path" ] && [ "$(git hash-object "$path")" = "$oid" ] || { echo "file $path"; exit 12; } ;;
+    100644) [ ! -x "$path" ] && [ "$(git hash-object "$path")" = "$oid" ] || { echo "file $path"; exit 12; } ;;
+  esac
+done || exit 12
+[ "$(git ls-files | wc -l)" = "$(git ls-tree -r --name-only HEAD | wc -l)" ] || exit 13
+echo "$(stat -c %i .) [$GIT_DELEGATE_TASKS]" >> "@RUNS@"
+mkdir -p target && echo built > target/out
+echo junk > untracked.txt
+if cat t*.txt 2>/dev/null | grep -q BAD; then echo "found BAD"; exit 4; fi
+exit 0
+"#;
+
+/// One `apply --verify` of 5 tasks with 1 culprit (task 3) whose tasks
+/// change, delete, add, chmod and link paths; `never` sets
+/// `workspace.snapshots = "never"`. Returns the apply's JSON, the lines
+/// CMD recorded, the source's files afterwards, and the batch folder.
+fn verify_five(env: &Env, never: bool) -> (serde_json::Value, Vec<String>, String, PathBuf) {
+    let repo = env.repo(if never { "plain" } else { "snap" });
+    write(&repo.join("a.txt"), "a\n");
+    write(&repo.join("gone.txt"), "gone\n");
+    write(&repo.join("tool.sh"), "#!/bin/sh\n");
+    write(&repo.join("dir/x.txt"), "x\n");
+    for i in 0..150 {
+        write(&repo.join(format!("src/f{i}.txt")), &format!("{i}\n"));
+    }
+    write(&repo.join(".gitignore"), "node_modules/\ntarget/\n");
+    env.git(&repo, ["add", "-A"]);
+    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    write(&repo.join("node_modules/dep.js"), "dep\n");
+    let mut toml = "[workspace]\ncopy-ignored = [\"node_modules/\"]\n".to_string();
+    if never {
+        toml.push_str("snapshots = \"never\"\n");
+    }
+    std::fs::write(repo.join(".git/delegate.toml"), toml).unwrap();
+    let runs = repo.parent().unwrap().join(format!("runs-{never}.txt"));
+    let script = repo.parent().unwrap().join(format!("check-{never}.sh"));
+    std::fs::write(
+        &script,
+        VERIFY_CHECK.replace("@RUNS@", &runs.display().to_string()),
+    )
+    .unwrap();
+    let doc = prepare(env, &repo, &["-n", "5"]);
+    let ws = roots(&doc);
+    write(&ws[0].join("a.txt"), "a from task 1\n");
+    std::fs::remove_file(ws[1].join("gone.txt")).unwrap();
+    std::fs::set_permissions(
+        ws[2].join("tool.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("a.txt", ws[3].join("ln")).unwrap();
+    std::fs::remove_file(ws[4].join("dir/x.txt")).unwrap();
+    write(&ws[4].join("dir/sub/y.txt"), "y\n");
+    for (i, w) in ws.iter().enumerate() {
+        let body = if i == 2 { "BAD\n" } else { "ok\n" };
+        write(&w.join(format!("t{}.txt", i + 1)), body);
+    }
+    let cmd = format!("sh {}", script.display());
+    let out = env
+        .delegate(&repo, ["apply", "--json", "--verify", &cmd])
+        .expect(1)
+        .json();
+    let lines: Vec<String> = std::fs::read_to_string(&runs)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let mut state = String::new();
+    for name in [
+        "a.txt",
+        "gone.txt",
+        "ln",
+        "dir/x.txt",
+        "dir/sub/y.txt",
+        "t1.txt",
+        "t3.txt",
+    ] {
+        let p = repo.join(name);
+        state.push_str(&format!(
+            "{name}: {:?}\n",
+            std::fs::read_link(&p)
+                .map(|l| l.display().to_string())
+                .or_else(|_| std::fs::read_to_string(&p))
+                .ok()
+        ));
+    }
+    (out, lines, state, ws[0].parent().unwrap().to_path_buf())
+}
+
+#[test]
+fn verification_workspaces_are_snapshots_of_a_pristine_template() {
+    let Some(env) = btrfs_env("verification_workspaces_are_snapshots_of_a_pristine_template")
+    else {
+        return;
+    };
+    let (snap, snap_runs, snap_state, batch_dir) = verify_five(&env, false);
+    let (plain, plain_runs, plain_state, _) = verify_five(&env, true);
+    // Every run passed the checks inside its workspace (else the culprit
+    // search would have rejected others or failed without tasks).
+    let statuses = |doc: &serde_json::Value| -> Vec<(String, String)> {
+        doc["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["name"].as_str().unwrap().to_string(),
+                    t["status"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(statuses(&snap), statuses(&plain), "{snap:#}\n{plain:#}");
+    assert_eq!(
+        statuses(&snap)
+            .iter()
+            .filter(|(_, s)| s == "rejected")
+            .count(),
+        1,
+        "{snap:#}"
+    );
+    assert_eq!(snap_state, plain_state);
+    assert!(
+        snap_state.contains("a.txt: Some(\"a from task 1\\n\")"),
+        "{snap_state}"
+    );
+    assert!(snap_state.contains("gone.txt: None"), "{snap_state}");
+    assert!(snap_state.contains("ln: Some(\"a.txt\")"), "{snap_state}");
+    assert!(snap_state.contains("dir/x.txt: None"), "{snap_state}");
+    assert!(snap_state.contains("t3.txt: None"), "{snap_state}");
+    // The same runs, with the same sets; on btrfs each in a subvolume
+    // (a snapshot of the template), never so without.
+    let sets = |lines: &[String]| -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.split_once(' ').unwrap().1.to_string())
+            .collect()
+    };
+    assert!(snap_runs.len() >= 3, "{snap_runs:?}");
+    assert_eq!(sets(&snap_runs), sets(&plain_runs));
+    for l in &snap_runs {
+        assert!(l.starts_with("256 "), "not a subvolume: {l}");
+    }
+    for l in &plain_runs {
+        assert!(!l.starts_with("256 "), "a subvolume: {l}");
+    }
+    // Nothing of the verification is left: no folder, no registration, no
+    // subvolume (the trash's deleter removes what was moved there).
+    let base = batch_dir.parent().unwrap();
+    if base.join(".trash").exists() {
+        wait_gone(&base.join(".trash"));
+    }
+    for e in std::fs::read_dir(&batch_dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        assert!(!name.starts_with(".verify"), "left: {name}");
+    }
+    let repo = env.path().join("snap");
+    let wt = env.git(&repo, ["worktree", "list"]);
+    assert!(!wt.contains(".verify"), "{wt}");
+    let regs = std::fs::read_dir(repo.join(".git/worktrees")).unwrap();
+    for e in regs.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        assert!(!name.contains("--verify"), "registration left: {name}");
+    }
+}

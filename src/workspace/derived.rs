@@ -170,7 +170,7 @@ fn derive(
         .map(|(e, _)| e.path(&index))
         .collect();
     let attributes = |p: &&BStr| p.rsplit_str("/").next() == Some(b".gitattributes".as_slice());
-    if deletions.iter().map(|(p, _)| p).any(|p| attributes(p)) || additions.iter().any(attributes) {
+    if deletions.iter().map(|(p, _)| p).any(&attributes) || additions.iter().any(attributes) {
         return Ok(false);
     }
     let deletions: Vec<(PathBuf, bool)> = deletions
