@@ -7,7 +7,8 @@
 //! to J at once); the verification runs (each candidate set's `F` as a commit
 //! under `refs/pi-delegate/batches/<uuid>/verify/<n>`, a verification
 //! workspace made the way task workspaces are, with the ignored files of
-//! design §3.9, CMD through `sh -c` in its own process group with stdin from
+//! design §3.9 (on btrfs, snapshots of a template made once per
+//! verification and never run in, design §3.17), CMD through `sh -c` in its own process group with stdin from
 //! `/dev/null`, a timeout that kills the group, and its log
 //! `<common-dir>/delegate/logs/<uuid>/verify-<n>.log`); the batch's busy
 //! marker (`verifying`) while apply runs CMD without the repository lock;

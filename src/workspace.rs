@@ -7,7 +7,9 @@
 //! extents and the file is big, otherwise read once and written to each.
 //! Where the workspace root is on btrfs (design §3.17), the first is a
 //! subvolume and the others are snapshots of it (`create_all_filled`; the
-//! ioctls are `btrfs`'s), each with its own `.git` file and index.
+//! ioctls are `btrfs`'s), each with its own `.git` file and index; the
+//! verification workspaces there are snapshots of a template moved to
+//! their own commit (`derived`).
 //!
 //! It is also the one way in for a task's workspace of either kind: the
 //! task-level calls (`identify`, `health`, `remove_task`, `discard`)
