@@ -956,14 +956,24 @@ impl<'a> Runner<'a> {
 /// Runs under the repository lock, with no other apply verifying the batch.
 fn sweep(ctx: &Ctx<'_>, ws_dir: &Path) {
     let short = ctx.batch.short();
+    let common = &ctx.source.common_dir;
+    let template = template_plan(ctx.batch, ws_dir);
     if let Ok(rd) = std::fs::read_dir(ws_dir) {
-        for e in rd.flatten() {
-            let name = e.file_name();
+        // The template last: a snapshot killed before it got its own
+        // `.git` file is recognised through the template's registration.
+        let mut paths: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+        paths.sort_by_key(|p| *p == template.root);
+        for path in paths {
+            let name = path.file_name().unwrap_or_default().to_owned();
             let Some(n) = name.to_str().and_then(|s| s.strip_prefix(".verify-")) else {
                 continue;
             };
             let wid = format!("delegate-{short}--verify-{n}");
-            let _ = crate::workspace::remove(&ctx.source.common_dir, &e.path(), &wid);
+            if let Ok(crate::workspace::Removal::Foreign) =
+                crate::workspace::remove(common, &path, &wid)
+            {
+                let _ = crate::workspace::remove_half_made(common, &path, &template.worktree_id);
+            }
         }
     }
     if let Ok(names) = crate::refs::list_batch(&ctx.source.repo, &ctx.batch.id) {

@@ -41,7 +41,7 @@ pub use crate::presence::{Health, Removal};
 use crate::registration::Registration;
 
 mod derived;
-pub use derived::{can_derive, create_from, create_template, Template};
+pub use derived::{can_derive, create_from, create_template, remove_half_made, Template};
 
 /// One workspace to create.
 #[derive(Debug, Clone)]

@@ -591,3 +591,77 @@ fn verification_workspaces_are_snapshots_of_a_pristine_template() {
         assert!(!name.contains("--verify"), "registration left: {name}");
     }
 }
+
+/// An apply killed right after a verification workspace was snapshotted
+/// (its `.git` still the template's) leaves the template and that
+/// snapshot; the next verification of the batch removes both and lands.
+#[test]
+fn a_verification_killed_between_snapshot_and_git_file_leaves_nothing_behind() {
+    let Some(env) =
+        btrfs_env("a_verification_killed_between_snapshot_and_git_file_leaves_nothing_behind")
+    else {
+        return;
+    };
+    let repo = env.repo("proj");
+    let doc = prepare(&env, &repo, &["-n", "2"]);
+    let ws = roots(&doc);
+    write(&ws[0].join("one.txt"), "one\n");
+    write(&ws[1].join("two.txt"), "two\n");
+    let paused = env.path().join("paused");
+    let mut child = env
+        .delegate_cmd(&repo)
+        .args(["apply", "--verify", "true"])
+        .env("GIT_DELEGATE_TEST_PAUSE", "verify-snapshotted")
+        .env("GIT_DELEGATE_TEST_PAUSED", &paused)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !std::fs::read_to_string(&paused)
+        .unwrap_or_default()
+        .contains("verify-snapshotted")
+    {
+        assert!(child.try_wait().unwrap().is_none(), "apply ended early");
+        assert!(Instant::now() < deadline, "apply never paused");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let batch_dir = ws[0].parent().unwrap().to_path_buf();
+    let template = batch_dir.join(".verify-template");
+    assert!(is_subvolume(&template), "no template");
+    let half = batch_dir.join(".verify-1");
+    assert!(is_subvolume(&half), "no snapshot");
+    // Its `.git` is still the template's.
+    assert_eq!(
+        std::fs::read(half.join(".git")).unwrap(),
+        std::fs::read(template.join(".git")).unwrap()
+    );
+    env.delegate(&repo, ["apply", "--verify", "true"]).expect(0);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("one.txt")).unwrap(),
+        "one\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("two.txt")).unwrap(),
+        "two\n"
+    );
+    for p in [&template, &half] {
+        assert!(p.symlink_metadata().is_err(), "{} is left", p.display());
+    }
+    let wt = env.git(&repo, ["worktree", "list"]);
+    assert_eq!(wt.lines().count(), 1, "{wt}");
+    let base = batch_dir.parent().unwrap();
+    if base.join(".trash").exists() {
+        wait_gone(&base.join(".trash"));
+    }
+    if batch_dir.exists() {
+        let left: Vec<_> = std::fs::read_dir(&batch_dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+}

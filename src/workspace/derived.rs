@@ -205,6 +205,9 @@ fn derive(
         )
         .in_workspace_root()
     })?;
+    // Killed here, the snapshot's `.git` still names the template's
+    // registration: `remove_half_made` takes it.
+    crate::interrupt::pause("verify-snapshotted");
     crate::fs::write_atomic(&plan.root.join(".git"), &dotgit_line(common_dir, plan))?;
 
     // Deletions, deepest first: a file, a link (never followed) or a
@@ -343,4 +346,19 @@ fn write_changed(repo: &gix::Repository, index: &mut gix::index::State, root: &P
         ));
     }
     Ok(())
+}
+
+/// Remove the folder `root` when it is a snapshot of the template
+/// `template_id` that never got its own `.git` file (an apply killed right
+/// after the snapshot): its `.git` still points at the template's
+/// registration. Only the folder goes (the registration is the
+/// template's). Returns whether it did.
+pub fn remove_half_made(common_dir: &Path, root: &Path, template_id: &str) -> Result<bool> {
+    match identify_at(common_dir, root, template_id, None) {
+        Identity::Ours { fd: Some(fd), .. } => {
+            remove_held(root, fd)?;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
 }
