@@ -665,3 +665,84 @@ fn a_verification_killed_between_snapshot_and_git_file_leaves_nothing_behind() {
         assert!(left.is_empty(), "{left:?}");
     }
 }
+
+/// A verification workspace whose tree differs from the template's in a
+/// `.gitattributes` is checked out instead (unchanged files may need
+/// other bytes there), with the carried ignored files; the others are
+/// snapshots. CMD checks every file against its commit.
+#[test]
+fn a_verification_workspace_with_other_attributes_is_checked_out() {
+    let Some(env) = btrfs_env("a_verification_workspace_with_other_attributes_is_checked_out")
+    else {
+        return;
+    };
+    let repo = env.repo("proj");
+    write(&repo.join("a.txt"), "a\nb\n");
+    write(&repo.join(".gitignore"), "node_modules/\n");
+    env.git(&repo, ["add", "-A"]);
+    env.git(&repo, ["commit", "-q", "-m", "a"]);
+    write(&repo.join("node_modules/dep.js"), "dep\n");
+    std::fs::write(
+        repo.join(".git/delegate.toml"),
+        "[workspace]\ncopy-ignored = [\"node_modules/\"]\n",
+    )
+    .unwrap();
+    let runs = env.path().join("runs.txt");
+    let script = env.path().join("check.sh");
+    std::fs::write(
+        &script,
+        format!(
+            r#"cd "$(git rev-parse --show-toplevel)" || exit 9
+git ls-files -s | while read -r mode oid stage path; do
+  [ "$(git hash-object "$path")" = "$oid" ] || {{ echo "file $path"; exit 12; }}
+done || exit 12
+[ -z "$(git status --porcelain)" ] || exit 10
+[ -f node_modules/dep.js ] || exit 14
+echo "$(stat -c %i .) [$GIT_DELEGATE_TASKS]" >> "{}"
+if cat t*.txt 2>/dev/null | grep -q BAD; then exit 4; fi
+exit 0
+"#,
+            runs.display()
+        ),
+    )
+    .unwrap();
+    let doc = prepare(&env, &repo, &["-n", "2"]);
+    let ws = roots(&doc);
+    // Task 1 changes how every text file is checked out.
+    write(&ws[0].join(".gitattributes"), "*.txt eol=crlf\n");
+    write(&ws[0].join("t1.txt"), "ok\n");
+    write(&ws[1].join("t2.txt"), "BAD\n");
+    let cmd = format!("sh {}", script.display());
+    let out = env
+        .delegate(&repo, ["apply", "--json", "--verify", &cmd])
+        .expect(1)
+        .json();
+    let lines = std::fs::read_to_string(&runs).unwrap();
+    let names: Vec<&str> = doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    let all = format!("[{} {}]", names[0], names[1]);
+    let none = "[]".to_string();
+    let first = format!("[{}]", names[0]);
+    let mut saw = Vec::new();
+    for l in lines.lines() {
+        let (ino, set) = l.split_once(' ').unwrap();
+        // Only the set without task 1 has other attributes than the
+        // template (made at the first set, all tasks).
+        assert_eq!(ino == "256", set != none, "{lines}");
+        saw.push(set.to_string());
+    }
+    assert!(
+        saw.contains(&all) && saw.contains(&none) && saw.contains(&first),
+        "{lines}"
+    );
+    assert!(out.to_string().contains("rejected"), "{out:#}");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("t1.txt")).unwrap(),
+        "ok\r\n"
+    );
+    assert!(!repo.join("t2.txt").exists());
+}
