@@ -893,20 +893,22 @@ impl<'a> Runner<'a> {
             .filter(|_| self.derive && self.template.is_none())
         {
             let plan = template_plan(ctx.batch, &self.ws_dir);
-            crate::workspace::check_free(common, std::slice::from_ref(&plan))?;
             let carried = &self.carried;
-            let made = crate::workspace::create_template(
-                common,
-                first.commit,
-                first.tree,
-                &plan,
-                |root| {
-                    if let Some((src, entries)) = carried {
-                        crate::carry::carry(src, entries, &[root.to_path_buf()])?;
-                    }
-                    Ok(())
-                },
-            );
+            let made =
+                crate::workspace::check_free(common, std::slice::from_ref(&plan)).and_then(|()| {
+                    crate::workspace::create_template(
+                        common,
+                        first.commit,
+                        first.tree,
+                        &plan,
+                        |root| {
+                            if let Some((src, entries)) = carried {
+                                crate::carry::carry(src, entries, &[root.to_path_buf()])?;
+                            }
+                            Ok(())
+                        },
+                    )
+                });
             match made {
                 Ok(t) => self.template = Some(t),
                 Err(e) if gix::interrupt::is_triggered() => return Err(e),
