@@ -3,7 +3,9 @@
 //! are snapshots of it; each is registered, detached, locked, clean, a
 //! valid stat cache (`git status` rewrites no index, our snapshot hashes
 //! nothing), carries the ignored files, and every command removes it
-//! (apply, drop, gc, the trash), also as a user without privileges. These
+//! (apply, drop, gc, the trash), also as a user without privileges.
+//! `apply --verify`'s verification workspaces are snapshots of a pristine
+//! template moved to their own commit, checked inside CMD. These
 //! tests need `GIT_DELEGATE_BTRFS_DIR` (see scripts/btrfs-fs); without it
 //! they say SKIPPED (and fail under CI=true).
 
