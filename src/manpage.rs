@@ -362,7 +362,9 @@ fn main_sections() -> Sections {
              of it (carried ignored files included): making N workspaces costs about one, and \
              they take no disk until written. They are ordinary workspaces in every other way, \
              and every command removes them as a user without privileges can (Linux 4.18 or \
-             later). `\"never\"` checks each one out.",
+             later). `apply --verify` makes its verification workspaces the same way, as \
+             snapshots of one checked-out template with only the paths that differ written. \
+             `\"never\"` checks each one out.",
         )
         .item(
             "lease.ttl",

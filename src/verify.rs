@@ -7,7 +7,8 @@
 //! to J at once); the verification runs (each candidate set's `F` as a commit
 //! under `refs/pi-delegate/batches/<uuid>/verify/<n>`, a verification
 //! workspace made the way task workspaces are, with the ignored files of
-//! design §3.9, CMD through `sh -c` in its own process group with stdin from
+//! design §3.9 (on btrfs, snapshots of a template made once per
+//! verification and never run in, design §3.17), CMD through `sh -c` in its own process group with stdin from
 //! `/dev/null`, a timeout that kills the group, and its log
 //! `<common-dir>/delegate/logs/<uuid>/verify-<n>.log`); the batch's busy
 //! marker (`verifying`) while apply runs CMD without the repository lock;
@@ -670,6 +671,24 @@ struct Runner<'a> {
     carried: Option<(PathBuf, Vec<crate::carry::Carried>)>,
     /// For each set `search` evaluated (in its order), the index in `runs`.
     by_set: Vec<usize>,
+    /// On btrfs (design §3.17): make the workspaces as snapshots of a
+    /// template, made with the first one and removed when `Runner` goes.
+    derive: bool,
+    template: Option<crate::workspace::Template>,
+}
+
+impl Drop for Runner<'_> {
+    /// The template goes when the verification ends, whatever the outcome
+    /// (`--keep` keeps the runs' workspaces, not the template).
+    fn drop(&mut self) {
+        if let Some(t) = self.template.take() {
+            let (root, id) = (&t.plan.root, &t.plan.worktree_id);
+            if let Some(trash) = discard_workspace(self.ctx, ".verify-template", root, id) {
+                crate::trash::spawn_purger(&trash, &self.ctx.source.state_dir());
+            }
+            crate::fs::remove_empty_parents(&self.ws_dir.join("x"), 2);
+        }
+    }
 }
 
 impl<'a> Runner<'a> {
@@ -709,10 +728,12 @@ impl<'a> Runner<'a> {
             runs: Vec::new(),
             trees: HashMap::new(),
             logs_dir,
-            ws_dir,
             baseline: ObjectId::from_hex(b.baseline.as_bytes()).ok(),
             carried,
             by_set: Vec::new(),
+            derive: crate::workspace::can_derive(ctx.source.config.snapshots, &ws_dir),
+            template: None,
+            ws_dir,
         })
     }
 
@@ -824,24 +845,10 @@ impl<'a> Runner<'a> {
         if !ctx.settings.keep || result.is_err() {
             let mut trashes: Vec<PathBuf> = Vec::new();
             for j in &jobs {
-                // As apply removes task workspaces: moved into the trash
-                // (one rename) and deleted by a background process.
-                let mut t = batch::Task::open(
-                    format!(".verify-{}", j.n),
-                    j.root.clone(),
-                    j.worktree_id.clone(),
-                );
-                t.folder = crate::workspace::folder_of(&j.root);
-                match crate::workspace::discard(&ctx.source.common_dir, &t) {
-                    Ok((_, Some(trash))) if !trashes.contains(&trash) => trashes.push(trash),
-                    Ok(_) => {}
-                    Err(_) => {
-                        let _ = crate::workspace::remove(
-                            &ctx.source.common_dir,
-                            &j.root,
-                            &j.worktree_id,
-                        );
-                    }
+                let name = format!(".verify-{}", j.n);
+                match discard_workspace(ctx, &name, &j.root, &j.worktree_id) {
+                    Some(trash) if !trashes.contains(&trash) => trashes.push(trash),
+                    _ => {}
                 }
                 let _ = crate::refs::delete(&ctx.source.repo, &j.ref_name);
             }
@@ -862,7 +869,7 @@ impl<'a> Runner<'a> {
 
     /// The verification workspaces, made as task workspaces are (design
     /// §3.1 step 4, §3.9), in parallel.
-    fn make_workspaces(&self, jobs: &[Job]) -> Result<()> {
+    fn make_workspaces(&mut self, jobs: &[Job]) -> Result<()> {
         let ctx = self.ctx;
         let common = &ctx.source.common_dir;
         crate::workspace::check_free(
@@ -879,8 +886,45 @@ impl<'a> Runner<'a> {
                 "report this bug; nothing was changed",
             )
         };
-        crate::parallel::try_map(jobs.iter(), jobs.len(), lost, |j| {
-            crate::workspace::create_all(common, j.commit, j.tree, &[plan_of(ctx.batch, j)])
+        // On btrfs, snapshots of a template (made at the first `F`);
+        // those that could not be derived from it are checked out.
+        if let Some(first) = jobs
+            .first()
+            .filter(|_| self.derive && self.template.is_none())
+        {
+            let plan = template_plan(ctx.batch, &self.ws_dir);
+            let carried = &self.carried;
+            let made =
+                crate::workspace::check_free(common, std::slice::from_ref(&plan)).and_then(|()| {
+                    crate::workspace::create_template(
+                        common,
+                        first.commit,
+                        first.tree,
+                        &plan,
+                        |root| {
+                            if let Some((src, entries)) = carried {
+                                crate::carry::carry(src, entries, &[root.to_path_buf()])?;
+                            }
+                            Ok(())
+                        },
+                    )
+                });
+            match made {
+                Ok(t) => self.template = Some(t),
+                Err(e) if gix::interrupt::is_triggered() => return Err(e),
+                // Made as elsewhere: checked out.
+                Err(_) => self.derive = false,
+            }
+        }
+        let template = self.template.as_ref();
+        let derived = crate::parallel::try_map(jobs.iter(), jobs.len(), lost, |j| {
+            let plan = plan_of(ctx.batch, j);
+            match template {
+                Some(t) => crate::workspace::create_from(common, t, j.commit, j.tree, &plan),
+                None => {
+                    crate::workspace::create_all(common, j.commit, j.tree, &[plan]).map(|()| false)
+                }
+            }
         })?;
         // The submodules a build needs, at the commits `F` records (design §3.15).
         let modules = crate::submodules::find(ctx.source)?;
@@ -896,7 +940,13 @@ impl<'a> Runner<'a> {
             )?;
         }
         if let Some((src, entries)) = &self.carried {
-            let roots: Vec<PathBuf> = jobs.iter().map(|j| j.root.clone()).collect();
+            // A snapshot holds them already.
+            let roots: Vec<PathBuf> = jobs
+                .iter()
+                .zip(&derived)
+                .filter(|(_, d)| !**d)
+                .map(|(j, _)| j.root.clone())
+                .collect();
             crate::carry::carry(src, entries, &roots)?;
         }
         Ok(())
@@ -908,14 +958,24 @@ impl<'a> Runner<'a> {
 /// Runs under the repository lock, with no other apply verifying the batch.
 fn sweep(ctx: &Ctx<'_>, ws_dir: &Path) {
     let short = ctx.batch.short();
+    let common = &ctx.source.common_dir;
+    let template = template_plan(ctx.batch, ws_dir);
     if let Ok(rd) = std::fs::read_dir(ws_dir) {
-        for e in rd.flatten() {
-            let name = e.file_name();
+        // The template last: a snapshot killed before it got its own
+        // `.git` file is recognised through the template's registration.
+        let mut paths: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+        paths.sort_by_key(|p| *p == template.root);
+        for path in paths {
+            let name = path.file_name().unwrap_or_default().to_owned();
             let Some(n) = name.to_str().and_then(|s| s.strip_prefix(".verify-")) else {
                 continue;
             };
             let wid = format!("delegate-{short}--verify-{n}");
-            let _ = crate::workspace::remove(&ctx.source.common_dir, &e.path(), &wid);
+            if let Ok(crate::workspace::Removal::Foreign) =
+                crate::workspace::remove(common, &path, &wid)
+            {
+                let _ = crate::workspace::remove_half_made(common, &path, &template.worktree_id);
+            }
         }
     }
     if let Ok(names) = crate::refs::list_batch(&ctx.source.repo, &ctx.batch.id) {
@@ -923,6 +983,36 @@ fn sweep(ctx: &Ctx<'_>, ws_dir: &Path) {
         for r in names.iter().filter(|r| r.starts_with(&prefix)) {
             let _ = crate::refs::delete(&ctx.source.repo, r);
         }
+    }
+}
+
+/// Remove a verification workspace (or the template) as apply removes
+/// task workspaces: moved into the trash (one rename) and deleted by a
+/// background process (the trash folder returned, for
+/// `trash::spawn_purger`), or removed in place.
+fn discard_workspace(ctx: &Ctx<'_>, name: &str, root: &Path, worktree_id: &str) -> Option<PathBuf> {
+    let mut t = batch::Task::open(
+        name.to_string(),
+        root.to_path_buf(),
+        worktree_id.to_string(),
+    );
+    t.folder = crate::workspace::folder_of(root);
+    match crate::workspace::discard(&ctx.source.common_dir, &t) {
+        Ok((_, trash)) => trash,
+        Err(_) => {
+            let _ = crate::workspace::remove(&ctx.source.common_dir, root, worktree_id);
+            None
+        }
+    }
+}
+
+/// The template of design §3.17: `.verify-template` beside the
+/// verification workspaces (a leftover is swept as theirs are).
+fn template_plan(b: &Batch, ws_dir: &Path) -> crate::workspace::Plan {
+    crate::workspace::Plan {
+        root: ws_dir.join(".verify-template"),
+        worktree_id: format!("delegate-{}--verify-template", b.short()),
+        lock_reason: format!("git-delegate batch {} verify template\n", b.id),
     }
 }
 

@@ -7,7 +7,9 @@
 //! extents and the file is big, otherwise read once and written to each.
 //! Where the workspace root is on btrfs (design §3.17), the first is a
 //! subvolume and the others are snapshots of it (`create_all_filled`; the
-//! ioctls are `btrfs`'s), each with its own `.git` file and index.
+//! ioctls are `btrfs`'s), each with its own `.git` file and index; the
+//! verification workspaces there are snapshots of a template moved to
+//! their own commit (`derived`).
 //!
 //! It is also the one way in for a task's workspace of either kind: the
 //! task-level calls (`identify`, `health`, `remove_task`, `discard`)
@@ -37,6 +39,9 @@ use crate::config::Mode;
 use crate::error::{Code, Error, Result};
 pub use crate::presence::{Health, Removal};
 use crate::registration::Registration;
+
+mod derived;
+pub use derived::{can_derive, create_from, create_template, remove_half_made, Template};
 
 /// One workspace to create.
 #[derive(Debug, Clone)]

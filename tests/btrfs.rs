@@ -3,7 +3,9 @@
 //! are snapshots of it; each is registered, detached, locked, clean, a
 //! valid stat cache (`git status` rewrites no index, our snapshot hashes
 //! nothing), carries the ignored files, and every command removes it
-//! (apply, drop, gc, the trash), also as a user without privileges. These
+//! (apply, drop, gc, the trash), also as a user without privileges.
+//! `apply --verify`'s verification workspaces are snapshots of a pristine
+//! template moved to their own commit, checked inside CMD. These
 //! tests need `GIT_DELEGATE_BTRFS_DIR` (see scripts/btrfs-fs); without it
 //! they say SKIPPED (and fail under CI=true).
 
@@ -405,4 +407,344 @@ fn rustix_is_root() -> bool {
         .arg("-u")
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// CMD for the verification test: inside each verification workspace, the
+/// tree is exactly its commit (every file's content and mode, the links),
+/// `git status` is clean and rewrites no index, only the carried ignored
+/// files are there (nothing an earlier run made: the template is never
+/// run in), then it leaves a build output and an untracked file behind.
+/// Fails when a `t*.txt` holds `BAD`.
+const VERIFY_CHECK: &str = r#"#!/bin/sh
+top=$(git rev-parse --show-toplevel) || exit 9
+cd "$top" || exit 9
+idx="$(git rev-parse --absolute-git-dir)/index"
+before=$(stat -c '%i %Y %y' "$idx")
+st=$(git status --porcelain)
+[ -z "$st" ] || { echo "not clean: $st"; exit 10; }
+[ "$before" = "$(stat -c '%i %Y %y' "$idx")" ] || { echo "index rewritten"; exit 11; }
+ign=$(git status --porcelain --ignored)
+[ "$ign" = "!! node_modules/" ] || { echo "unexpected: $ign"; exit 14; }
+git ls-files -s | while read -r mode oid stage path; do
+  case $mode in
+    120000) [ "$(readlink "$path")" = "$(git cat-file blob "$oid")" ] || { echo "link $path"; exit 12; } ;;
+    100755) [ -x "$path" ] && [ "$(git hash-object "$path")" = "$oid" ] || { echo "file $path"; exit 12; } ;;
+    100644) [ ! -x "$path" ] && [ "$(git hash-object "$path")" = "$oid" ] || { echo "file $path"; exit 12; } ;;
+  esac
+done || exit 12
+[ "$(git ls-files | wc -l)" = "$(git ls-tree -r --name-only HEAD | wc -l)" ] || exit 13
+echo "$(stat -c %i .) [$GIT_DELEGATE_TASKS]" >> "@RUNS@"
+mkdir -p target && echo built > target/out
+echo junk > untracked.txt
+if cat t*.txt 2>/dev/null | grep -q BAD; then echo "found BAD"; exit 4; fi
+exit 0
+"#;
+
+/// One `apply --verify` of 5 tasks with 1 culprit (task 3) whose tasks
+/// change, delete, add, chmod and link paths; `never` sets
+/// `workspace.snapshots = "never"`. Returns the apply's JSON, the lines
+/// CMD recorded, the source's files afterwards, and the batch folder.
+fn verify_five(env: &Env, never: bool) -> (serde_json::Value, Vec<String>, String, PathBuf) {
+    let repo = env.repo(if never { "plain" } else { "snap" });
+    write(&repo.join("a.txt"), "a\n");
+    write(&repo.join("gone.txt"), "gone\n");
+    write(&repo.join("tool.sh"), "#!/bin/sh\n");
+    write(&repo.join("dir/x.txt"), "x\n");
+    for i in 0..150 {
+        write(&repo.join(format!("src/f{i}.txt")), &format!("{i}\n"));
+    }
+    write(&repo.join(".gitignore"), "node_modules/\ntarget/\n");
+    env.git(&repo, ["add", "-A"]);
+    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    write(&repo.join("node_modules/dep.js"), "dep\n");
+    let mut toml = "[workspace]\ncopy-ignored = [\"node_modules/\"]\n".to_string();
+    if never {
+        toml.push_str("snapshots = \"never\"\n");
+    }
+    std::fs::write(repo.join(".git/delegate.toml"), toml).unwrap();
+    let runs = repo.parent().unwrap().join(format!("runs-{never}.txt"));
+    let script = repo.parent().unwrap().join(format!("check-{never}.sh"));
+    std::fs::write(
+        &script,
+        VERIFY_CHECK.replace("@RUNS@", &runs.display().to_string()),
+    )
+    .unwrap();
+    let doc = prepare(env, &repo, &["-n", "5"]);
+    let ws = roots(&doc);
+    write(&ws[0].join("a.txt"), "a from task 1\n");
+    std::fs::remove_file(ws[1].join("gone.txt")).unwrap();
+    std::fs::set_permissions(
+        ws[2].join("tool.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("a.txt", ws[3].join("ln")).unwrap();
+    std::fs::remove_file(ws[4].join("dir/x.txt")).unwrap();
+    write(&ws[4].join("dir/sub/y.txt"), "y\n");
+    for (i, w) in ws.iter().enumerate() {
+        let body = if i == 2 { "BAD\n" } else { "ok\n" };
+        write(&w.join(format!("t{}.txt", i + 1)), body);
+    }
+    let cmd = format!("sh {}", script.display());
+    let out = env
+        .delegate(&repo, ["apply", "--json", "--verify", &cmd])
+        .expect(1)
+        .json();
+    let lines: Vec<String> = std::fs::read_to_string(&runs)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let mut state = String::new();
+    for name in [
+        "a.txt",
+        "gone.txt",
+        "ln",
+        "dir/x.txt",
+        "dir/sub/y.txt",
+        "t1.txt",
+        "t3.txt",
+    ] {
+        let p = repo.join(name);
+        state.push_str(&format!(
+            "{name}: {:?}\n",
+            std::fs::read_link(&p)
+                .map(|l| l.display().to_string())
+                .or_else(|_| std::fs::read_to_string(&p))
+                .ok()
+        ));
+    }
+    (out, lines, state, ws[0].parent().unwrap().to_path_buf())
+}
+
+#[test]
+fn verification_workspaces_are_snapshots_of_a_pristine_template() {
+    let Some(env) = btrfs_env("verification_workspaces_are_snapshots_of_a_pristine_template")
+    else {
+        return;
+    };
+    let (snap, snap_runs, snap_state, batch_dir) = verify_five(&env, false);
+    let (plain, plain_runs, plain_state, _) = verify_five(&env, true);
+    // Every run passed the checks inside its workspace (else the culprit
+    // search would have rejected others or failed without tasks).
+    let statuses = |doc: &serde_json::Value| -> Vec<(String, String)> {
+        doc["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["name"].as_str().unwrap().to_string(),
+                    t["status"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(statuses(&snap), statuses(&plain), "{snap:#}\n{plain:#}");
+    assert_eq!(
+        statuses(&snap)
+            .iter()
+            .filter(|(_, s)| s == "rejected")
+            .count(),
+        1,
+        "{snap:#}"
+    );
+    assert_eq!(snap_state, plain_state);
+    assert!(
+        snap_state.contains("a.txt: Some(\"a from task 1\\n\")"),
+        "{snap_state}"
+    );
+    assert!(snap_state.contains("gone.txt: None"), "{snap_state}");
+    assert!(snap_state.contains("ln: Some(\"a.txt\")"), "{snap_state}");
+    assert!(snap_state.contains("dir/x.txt: None"), "{snap_state}");
+    assert!(snap_state.contains("t3.txt: None"), "{snap_state}");
+    // The same runs, with the same sets; on btrfs each in a subvolume
+    // (a snapshot of the template), never so without.
+    let sets = |lines: &[String]| -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.split_once(' ').unwrap().1.to_string())
+            .collect()
+    };
+    assert!(snap_runs.len() >= 3, "{snap_runs:?}");
+    assert_eq!(sets(&snap_runs), sets(&plain_runs));
+    for l in &snap_runs {
+        assert!(l.starts_with("256 "), "not a subvolume: {l}");
+    }
+    for l in &plain_runs {
+        assert!(!l.starts_with("256 "), "a subvolume: {l}");
+    }
+    // Nothing of the verification is left: no folder, no registration, no
+    // subvolume (the trash's deleter removes what was moved there).
+    let base = batch_dir.parent().unwrap();
+    if base.join(".trash").exists() {
+        wait_gone(&base.join(".trash"));
+    }
+    for e in std::fs::read_dir(&batch_dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        assert!(!name.starts_with(".verify"), "left: {name}");
+    }
+    let repo = env.path().join("snap");
+    let wt = env.git(&repo, ["worktree", "list"]);
+    assert!(!wt.contains(".verify"), "{wt}");
+    let regs = std::fs::read_dir(repo.join(".git/worktrees")).unwrap();
+    for e in regs.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        assert!(!name.contains("--verify"), "registration left: {name}");
+    }
+}
+
+/// An apply killed right after a verification workspace was snapshotted
+/// (its `.git` still the template's) leaves the template and that
+/// snapshot; the next verification of the batch removes both and lands.
+#[test]
+fn a_verification_killed_between_snapshot_and_git_file_leaves_nothing_behind() {
+    let Some(env) =
+        btrfs_env("a_verification_killed_between_snapshot_and_git_file_leaves_nothing_behind")
+    else {
+        return;
+    };
+    let repo = env.repo("proj");
+    let doc = prepare(&env, &repo, &["-n", "2"]);
+    let ws = roots(&doc);
+    write(&ws[0].join("one.txt"), "one\n");
+    write(&ws[1].join("two.txt"), "two\n");
+    let paused = env.path().join("paused");
+    let mut child = env
+        .delegate_cmd(&repo)
+        .args(["apply", "--verify", "true"])
+        .env("GIT_DELEGATE_TEST_PAUSE", "verify-snapshotted")
+        .env("GIT_DELEGATE_TEST_PAUSED", &paused)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !std::fs::read_to_string(&paused)
+        .unwrap_or_default()
+        .contains("verify-snapshotted")
+    {
+        assert!(child.try_wait().unwrap().is_none(), "apply ended early");
+        assert!(Instant::now() < deadline, "apply never paused");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let batch_dir = ws[0].parent().unwrap().to_path_buf();
+    let template = batch_dir.join(".verify-template");
+    assert!(is_subvolume(&template), "no template");
+    let half = batch_dir.join(".verify-1");
+    assert!(is_subvolume(&half), "no snapshot");
+    // Its `.git` is still the template's.
+    assert_eq!(
+        std::fs::read(half.join(".git")).unwrap(),
+        std::fs::read(template.join(".git")).unwrap()
+    );
+    env.delegate(&repo, ["apply", "--verify", "true"]).expect(0);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("one.txt")).unwrap(),
+        "one\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("two.txt")).unwrap(),
+        "two\n"
+    );
+    for p in [&template, &half] {
+        assert!(p.symlink_metadata().is_err(), "{} is left", p.display());
+    }
+    let wt = env.git(&repo, ["worktree", "list"]);
+    assert_eq!(wt.lines().count(), 1, "{wt}");
+    let base = batch_dir.parent().unwrap();
+    if base.join(".trash").exists() {
+        wait_gone(&base.join(".trash"));
+    }
+    if batch_dir.exists() {
+        let left: Vec<_> = std::fs::read_dir(&batch_dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+}
+
+/// A verification workspace whose tree differs from the template's in a
+/// `.gitattributes` is checked out instead (unchanged files may need
+/// other bytes there), with the carried ignored files; the others are
+/// snapshots. CMD checks every file against its commit.
+#[test]
+fn a_verification_workspace_with_other_attributes_is_checked_out() {
+    let Some(env) = btrfs_env("a_verification_workspace_with_other_attributes_is_checked_out")
+    else {
+        return;
+    };
+    let repo = env.repo("proj");
+    write(&repo.join("a.txt"), "a\nb\n");
+    write(&repo.join(".gitignore"), "node_modules/\n");
+    env.git(&repo, ["add", "-A"]);
+    env.git(&repo, ["commit", "-q", "-m", "a"]);
+    write(&repo.join("node_modules/dep.js"), "dep\n");
+    std::fs::write(
+        repo.join(".git/delegate.toml"),
+        "[workspace]\ncopy-ignored = [\"node_modules/\"]\n",
+    )
+    .unwrap();
+    let runs = env.path().join("runs.txt");
+    let script = env.path().join("check.sh");
+    std::fs::write(
+        &script,
+        format!(
+            r#"cd "$(git rev-parse --show-toplevel)" || exit 9
+git ls-files -s | while read -r mode oid stage path; do
+  [ "$(git hash-object "$path")" = "$oid" ] || {{ echo "file $path"; exit 12; }}
+done || exit 12
+[ -z "$(git status --porcelain)" ] || exit 10
+[ -f node_modules/dep.js ] || exit 14
+echo "$(stat -c %i .) [$GIT_DELEGATE_TASKS]" >> "{}"
+if cat t*.txt 2>/dev/null | grep -q BAD; then exit 4; fi
+exit 0
+"#,
+            runs.display()
+        ),
+    )
+    .unwrap();
+    let doc = prepare(&env, &repo, &["-n", "2"]);
+    let ws = roots(&doc);
+    // Task 1 changes how every text file is checked out.
+    write(&ws[0].join(".gitattributes"), "*.txt eol=crlf\n");
+    write(&ws[0].join("t1.txt"), "ok\n");
+    write(&ws[1].join("t2.txt"), "BAD\n");
+    let cmd = format!("sh {}", script.display());
+    let out = env
+        .delegate(&repo, ["apply", "--json", "--verify", &cmd])
+        .expect(1)
+        .json();
+    let lines = std::fs::read_to_string(&runs).unwrap();
+    let names: Vec<&str> = doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    let all = format!("[{} {}]", names[0], names[1]);
+    let none = "[]".to_string();
+    let first = format!("[{}]", names[0]);
+    let mut saw = Vec::new();
+    for l in lines.lines() {
+        let (ino, set) = l.split_once(' ').unwrap();
+        // Only the set without task 1 has other attributes than the
+        // template (made at the first set, all tasks).
+        assert_eq!(ino == "256", set != none, "{lines}");
+        saw.push(set.to_string());
+    }
+    assert!(
+        saw.contains(&all) && saw.contains(&none) && saw.contains(&first),
+        "{lines}"
+    );
+    assert!(out.to_string().contains("rejected"), "{out:#}");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("t1.txt")).unwrap(),
+        "ok\r\n"
+    );
+    assert!(!repo.join("t2.txt").exists());
 }

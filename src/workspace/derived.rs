@@ -1,0 +1,364 @@
+//! Verification workspaces on btrfs (design §3.10, §3.17): a template
+//! made once per verification (a new subvolume, checked out at one `F`
+//! and given the carried ignored files; nothing ever runs in it), and each
+//! verification workspace a writable snapshot of it moved to its own
+//! commit by writing only the paths whose entry differs between the two
+//! trees (those paths deleted first, then the target's entries checked out
+//! through gix's checkout, with the target's attributes and filters), with
+//! its own `.git` file, registration, lock and index: the template's stat
+//! data for the unchanged paths with the snapshot's device number, fresh
+//! stat data for the written ones, settled as a checkout's are.
+//!
+//! Owns: the template and the per-commit snapshots of it.
+//! Never: runs anything in the template or changes it after it is made;
+//! replaces a folder that is not the one it registered (the snapshot takes
+//! the place of a registered folder only while it is ours and holds only
+//! its `.git` file); follows a symlink (deletions remove the link, the
+//! checkout refuses a symlinked folder on the way). Where a path cannot be
+//! derived (a `.gitattributes` differs, so unchanged files might need
+//! other bytes, or a carried ignored file is in the way), the workspace is
+//! checked out as elsewhere.
+
+use std::collections::HashMap;
+
+use gix::bstr::{BStr, ByteSlice};
+
+use super::*;
+
+/// A checked-out subvolume that verification workspaces are snapshots of.
+pub struct Template {
+    pub plan: Plan,
+    tree: ObjectId,
+    index: gix::index::State,
+}
+
+/// Should a verification whose workspaces go under `dir` make them as
+/// snapshots of a template (design §3.17: the same rule as task workspaces)?
+pub fn can_derive(snapshots: crate::config::Snapshots, dir: &Path) -> bool {
+    snapshots == crate::config::Snapshots::Auto && crate::btrfs::can_snapshot_at(dir)
+}
+
+/// Make the template: `plan`'s folder a new subvolume, registered and
+/// locked, checked out at `commit` (tree `tree`), settled, then `fill`ed
+/// (the carried ignored files) and its index written. On failure, what was
+/// made is removed.
+pub fn create_template(
+    common_dir: &Path,
+    commit: ObjectId,
+    tree: ObjectId,
+    plan: &Plan,
+    fill: impl FnOnce(&Path) -> Result<()>,
+) -> Result<Template> {
+    let made = (|| -> Result<gix::index::State> {
+        register_as(common_dir, commit, plan, Make::Subvolume)?;
+        let repo = crate::repo::open_worktree(&plan.root)?;
+        let git =
+            |e: gix::Error| Error::git(format!("cannot check out {}", plan.root.display()), e);
+        let cores = cores();
+        let mut index: gix::index::State = repo.index_from_tree(&tree).map_err(git)?.into();
+        checkout(&repo, &mut index, &plan.root, cores)?;
+        settle(
+            &[plan.root.as_path()],
+            std::slice::from_mut(&mut index),
+            cores,
+        )?;
+        fill(&plan.root)?;
+        if gix::interrupt::is_triggered() {
+            return Err(Error::interrupted());
+        }
+        write_index(common_dir, plan, index.clone())?;
+        Ok(index)
+    })();
+    match made {
+        Ok(index) => Ok(Template {
+            plan: plan.clone(),
+            tree,
+            index,
+        }),
+        Err(e) => {
+            let _ = remove_created(common_dir, plan);
+            Err(e)
+        }
+    }
+}
+
+fn write_index(common_dir: &Path, p: &Plan, state: gix::index::State) -> Result<()> {
+    let path = Registration::new(common_dir, &p.worktree_id).index_file();
+    gix::index::File::from_state(state, &path)
+        .write(Default::default())
+        .map_err(|e| checkout_failed(None, &p.root, &e))?;
+    Ok(())
+}
+
+/// Make `plan`'s workspace at `commit` (tree `tree`) as a snapshot of the
+/// template, or, where it cannot be derived from it, checked out as
+/// [`create_all`] does: `true` when it is a snapshot (it holds the
+/// template's carried ignored files). On failure, what was made is removed.
+pub fn create_from(
+    common_dir: &Path,
+    t: &Template,
+    commit: ObjectId,
+    tree: ObjectId,
+    plan: &Plan,
+) -> Result<bool> {
+    let checkout =
+        || create_all(common_dir, commit, tree, std::slice::from_ref(plan)).map(|()| false);
+    match derive(common_dir, t, commit, tree, plan) {
+        Ok(true) => Ok(true),
+        Ok(false) => checkout(),
+        Err(e) => {
+            let _ = remove_created(common_dir, plan);
+            if gix::interrupt::is_triggered() {
+                return Err(e);
+            }
+            checkout()
+        }
+    }
+}
+
+/// The snapshot path of [`create_from`]: `false` (nothing made) when the
+/// workspace cannot be derived from the template.
+fn derive(
+    common_dir: &Path,
+    t: &Template,
+    commit: ObjectId,
+    tree: ObjectId,
+    plan: &Plan,
+) -> Result<bool> {
+    let source = crate::repo::open_worktree(&t.plan.root)?;
+    let git = |e: gix::Error| Error::git(format!("cannot check out {}", plan.root.display()), e);
+    let mut index: gix::index::State = if tree == t.tree {
+        t.index.clone()
+    } else {
+        source.index_from_tree(&tree).map_err(git)?.into()
+    };
+    // Which of the target's entries the template already holds on disk.
+    let old: HashMap<&BStr, &gix::index::Entry> = t
+        .index
+        .entries()
+        .iter()
+        .map(|e| (e.path(&t.index), e))
+        .collect();
+    let commit_mode = gix::index::entry::Mode::COMMIT;
+    let keep: Vec<bool> = index
+        .entries()
+        .iter()
+        .map(|e| {
+            old.get(e.path(&index))
+                .is_some_and(|o| o.mode == e.mode && (o.id == e.id || e.mode == commit_mode))
+        })
+        .collect();
+    let kept: std::collections::HashSet<&BStr> = index
+        .entries()
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(e, _)| e.path(&index))
+        .collect();
+    let deletions: Vec<(&BStr, gix::index::entry::Mode)> = t
+        .index
+        .entries()
+        .iter()
+        .map(|e| (e.path(&t.index), e.mode))
+        .filter(|(p, _)| !kept.contains(p))
+        .collect();
+    let additions: Vec<&BStr> = index
+        .entries()
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| !**k)
+        .map(|(e, _)| e.path(&index))
+        .collect();
+    let attributes = |p: &&BStr| p.rsplit_str("/").next() == Some(b".gitattributes".as_slice());
+    if deletions.iter().map(|(p, _)| p).any(&attributes) || additions.iter().any(attributes) {
+        return Ok(false);
+    }
+    let deletions: Vec<(PathBuf, bool)> = deletions
+        .into_iter()
+        .map(|(p, m)| (crate::paths::to_os(p), m == commit_mode))
+        .collect();
+    drop(kept);
+    drop(old);
+
+    // The registered folder makes way for the snapshot (as in `create_snapshots`).
+    register(common_dir, commit, plan)?;
+    let taken = || {
+        Error::usage(
+            Code::WorkspaceExists,
+            format!(
+                "the workspace folder {} was changed while it was made",
+                plan.root.display()
+            ),
+            "move or remove that folder, then run again",
+        )
+    };
+    if !is_ours(common_dir, &plan.root, &plan.worktree_id) {
+        return Err(taken());
+    }
+    let _ = std::fs::remove_file(plan.root.join(".git"));
+    std::fs::remove_dir(&plan.root).map_err(|_| taken())?;
+    crate::btrfs::snapshot(&t.plan.root, &plan.root).map_err(|e| {
+        Error::io_at(
+            format!("cannot snapshot {}", t.plan.root.display()),
+            &plan.root,
+            e,
+        )
+        .in_workspace_root()
+    })?;
+    // Killed here, the snapshot's `.git` still names the template's
+    // registration: `remove_half_made` takes it.
+    crate::interrupt::pause("verify-snapshotted");
+    crate::fs::write_atomic(&plan.root.join(".git"), &dotgit_line(common_dir, plan))?;
+
+    // Deletions, deepest first: a file, a link (never followed) or a
+    // gitlink's empty folder; then the folders they leave empty.
+    let io = |p: &Path| {
+        let p = p.to_path_buf();
+        move |e| Error::io(format!("cannot remove {}", p.display()), e)
+    };
+    for (rel, gitlink) in deletions.iter().rev() {
+        let path = plan.root.join(rel);
+        let gone = if *gitlink {
+            std::fs::remove_dir(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        match gone {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(&path)(e)),
+        }
+        let mut dir = rel.parent();
+        while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+            if std::fs::remove_dir(plan.root.join(d)).is_err() {
+                break;
+            }
+            dir = d.parent();
+        }
+    }
+
+    // The target's other entries, checked out into the snapshot.
+    let repo = crate::repo::open_worktree(&plan.root)?;
+    let skip = gix::index::entry::Flags::SKIP_WORKTREE;
+    for (e, k) in index.entries_mut().iter_mut().zip(&keep) {
+        if *k {
+            e.flags.insert(skip);
+        }
+    }
+    let written = write_changed(&repo, &mut index, &plan.root);
+    for e in index.entries_mut() {
+        e.flags.remove(skip);
+    }
+    written?;
+
+    // The unchanged entries keep the template's stat data, with the
+    // snapshot's device number.
+    let dev = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(&plan.root)
+            .map_err(|e| {
+                Error::io_at(
+                    format!("cannot read {}", plan.root.display()),
+                    &plan.root,
+                    e,
+                )
+            })?
+            .dev() as u32
+    };
+    let stats: HashMap<&BStr, gix::index::entry::Stat> = t
+        .index
+        .entries()
+        .iter()
+        .map(|e| (e.path(&t.index), e.stat))
+        .collect();
+    let (entries, paths) = index.entries_mut_and_pathbacking();
+    for (e, k) in entries.iter_mut().zip(&keep) {
+        if *k {
+            if let Some(s) = stats.get(e.path_in(paths)) {
+                e.stat = *s;
+                e.stat.dev = dev;
+            }
+        }
+    }
+    drop(stats);
+    settle(
+        &[plan.root.as_path()],
+        std::slice::from_mut(&mut index),
+        cores(),
+    )?;
+    if gix::interrupt::is_triggered() {
+        return Err(Error::interrupted());
+    }
+    write_index(common_dir, plan, index)?;
+    Ok(true)
+}
+
+/// Check out the entries of `index` not marked `SKIP_WORKTREE` into
+/// `root`, where their paths are free (exclusive creation: anything in the
+/// way, such as a carried ignored file, is an error, never overwritten).
+fn write_changed(repo: &gix::Repository, index: &mut gix::index::State, root: &Path) -> Result<()> {
+    let git = |e: gix::Error| Error::git(format!("cannot check out {}", root.display()), e);
+    let mut opts = repo
+        .checkout_options(gix::worktree::stack::state::attributes::Source::IdMapping)
+        .map_err(git)?;
+    opts.destination_is_initially_empty = true;
+    opts.overwrite_existing = false;
+    opts.thread_limit = Some(1);
+    let objects = repo
+        .objects
+        .clone()
+        .into_arc()
+        .map_err(|e| Error::git("cannot open objects", e))?;
+    let outcome = gix::worktree::state::checkout(
+        index,
+        root.to_path_buf(),
+        objects,
+        &gix::progress::Discard,
+        &gix::progress::Discard,
+        &gix::interrupt::IS_INTERRUPTED,
+        opts,
+    )
+    .map_err(|e| checkout_failed(Some((repo, &*index)), root, &e))?;
+    if gix::interrupt::is_triggered() {
+        return Err(Error::interrupted());
+    }
+    if let Some(first) = outcome.errors.first() {
+        return Err(Error::state(
+            Code::CheckoutFailed,
+            format!(
+                "cannot write {} in {}: {}",
+                crate::paths::quote(first.path.as_ref()),
+                root.display(),
+                first.error
+            ),
+            "check free disk space, permissions and path lengths under the workspace root",
+        ));
+    }
+    if let Some(first) = outcome.collisions.first() {
+        return Err(Error::state(
+            Code::CheckoutFailed,
+            format!(
+                "cannot write {} in {}: something is in the way",
+                crate::paths::quote(first.path.as_ref()),
+                root.display()
+            ),
+            "check free disk space, permissions and path lengths under the workspace root",
+        ));
+    }
+    Ok(())
+}
+
+/// Remove the folder `root` when it is a snapshot of the template
+/// `template_id` that never got its own `.git` file (an apply killed right
+/// after the snapshot): its `.git` still points at the template's
+/// registration. Only the folder goes (the registration is the
+/// template's). Returns whether it did.
+pub fn remove_half_made(common_dir: &Path, root: &Path, template_id: &str) -> Result<bool> {
+    match identify_at(common_dir, root, template_id, None) {
+        Identity::Ours { fd: Some(fd), .. } => {
+            remove_held(root, fd)?;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
