@@ -141,6 +141,10 @@ pub struct Batch {
     /// incomplete, never applied nor rescued (see `preparing`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preparing: Option<Marker>,
+    /// The workspaces' sparse-checkout patterns, as `git sparse-checkout
+    /// list` prints them there (design §3.15); absent: full workspaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sparse: Option<Vec<String>>,
 }
 
 /// `task.worktree_id` of a scratch task: it has no worktree registration

@@ -421,6 +421,11 @@ pub struct PrepareArgs {
     /// Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)
     #[arg(long, value_name = "PATTERN")]
     pub copy_ignored: Vec<String>,
+    /// Check out only this folder in each workspace, within the source's own sparse checkout (repeatable; cone patterns)
+    ///
+    /// Narrows every workspace further than the source's sparse checkout (a source with none counts as whole), as `git sparse-checkout set --cone FOLDER...` would: the files at the top, every file below FOLDER and the files directly in its parent folders. The rest are skip-worktree entries at the baseline's content. A change outside the source's sparse checkout never reaches the source: apply reports that task as a conflict with reason outside_sparse_checkout.
+    #[arg(long, value_name = "FOLDER")]
+    pub sparse: Vec<String>,
     #[command(flatten)]
     pub json: JsonArg,
 }

@@ -48,6 +48,7 @@ pub mod review;
 pub mod scratch;
 pub mod side_effects;
 pub mod snapshot;
+pub mod sparse;
 pub mod status;
 pub mod teardown;
 pub mod time;

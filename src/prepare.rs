@@ -40,6 +40,8 @@ pub struct Options {
     /// `--copy-ignored` patterns besides the config's.
     pub copy_ignored: Vec<String>,
     pub forbid_commit: bool,
+    /// `--sparse` folders (cone patterns) narrowing every workspace (design §3.15).
+    pub sparse: Vec<String>,
 }
 
 /// What prepare made.
@@ -121,6 +123,19 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         Mode::Scratch => None,
     };
     source.refuse_submodules()?;
+    // design §3.15: the workspaces hold what the source holds, or less.
+    let narrow = crate::sparse::check_patterns(&opts.sparse)?;
+    if mode == Mode::Scratch && !narrow.is_empty() {
+        return Err(Error::usage(
+            Code::BadPattern,
+            "--sparse applies to worktree workspaces",
+            "a scratch copy is the whole source; drop --sparse or use `--mode worktree`",
+        ));
+    }
+    let sparse = match mode {
+        Mode::Worktree => crate::sparse::Workspaces::plan(&source.repo, &narrow)?,
+        Mode::Scratch => None,
+    };
     let base = source.workspace_base()?;
     let locked = crate::lock::lock_and_recover(source)?;
     let _lock = locked.lock;
@@ -215,6 +230,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         baseline: baseline.to_string(),
         mode,
         forbid_commit: opts.forbid_commit || source.config.forbid_commit,
+        sparse: sparse.as_ref().map(|s| s.list.clone()),
         lease: Lease::new(ttl, opts.owner),
         preparing: None,
         tasks: names
@@ -250,6 +266,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         snap.tree,
         policy.as_ref(),
         stat_cache,
+        sparse.as_ref(),
     )?;
     undo.armed = false;
     drop(undo);
@@ -326,6 +343,7 @@ fn make(
     tree: gix::ObjectId,
     policy: Option<&crate::carry::Policy>,
     stat_cache: Option<snapshot::PendingCache>,
+    sparse: Option<&crate::sparse::Workspaces>,
 ) -> Result<Vec<crate::carry::Stats>> {
     let state_dir = source.state_dir();
     let stop = || -> Result<()> {
@@ -354,7 +372,7 @@ fn make(
         ));
         match policy {
             Some(policy) => {
-                workspace::create_all(&source.common_dir, baseline, tree, plans)?;
+                workspace::create_all_sparse(&source.common_dir, baseline, tree, plans, sparse)?;
                 stop()?;
                 let roots: Vec<_> = plans.iter().map(|p| p.root.clone()).collect();
                 crate::carry::carry_ignored(&source.repo, policy, &roots)?

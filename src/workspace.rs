@@ -102,7 +102,19 @@ pub fn create_all(
     baseline_tree: ObjectId,
     plans: &[Plan],
 ) -> Result<()> {
-    let mut result = create_all_inner(common_dir, baseline, baseline_tree, plans);
+    create_all_sparse(common_dir, baseline, baseline_tree, plans, None)
+}
+
+/// [`create_all`] with a sparse checkout (design §3.15): only the paths
+/// `sparse` takes in are written, the others are skip-worktree entries.
+pub fn create_all_sparse(
+    common_dir: &Path,
+    baseline: ObjectId,
+    baseline_tree: ObjectId,
+    plans: &[Plan],
+    sparse: Option<&crate::sparse::Workspaces>,
+) -> Result<()> {
+    let mut result = create_all_inner(common_dir, baseline, baseline_tree, plans, sparse);
     if result.is_ok() && gix::interrupt::is_triggered() {
         result = Err(Error::interrupted());
     }
@@ -123,18 +135,25 @@ fn create_all_inner(
     baseline: ObjectId,
     baseline_tree: ObjectId,
     plans: &[Plan],
+    sparse: Option<&crate::sparse::Workspaces>,
 ) -> Result<()> {
     let Some(first) = plans.first() else {
         return Ok(());
     };
     for p in plans {
         register(common_dir, baseline, p)?;
+        if let Some(s) = sparse {
+            s.write(common_dir, &registration(common_dir, &p.worktree_id))?;
+        }
     }
     crate::interrupt::pause("registered");
     let repo = crate::repo::open_worktree(&first.root)?;
     let git = |e: gix::Error| Error::git(format!("cannot check out {}", first.root.display()), e);
     let cores = cores();
     let mut index: gix::index::State = repo.index_from_tree(&baseline_tree).map_err(git)?.into();
+    if let Some(s) = sparse {
+        s.mark(&mut index);
+    }
     checkout(&repo, &mut index, &first.root, cores)?;
     crate::interrupt::pause("checked-out");
 
@@ -565,6 +584,9 @@ fn replicate(
                 return Err(Error::interrupted());
             }
             let e = &src_entries[start + i];
+            if e.flags.contains(gix::index::entry::Flags::SKIP_WORKTREE) {
+                continue; // not checked out (design §3.15)
+            }
             let stats = walk.entry(e.path_in(paths), e.mode)?;
             for (slice, stat) in slices.iter_mut().zip(stats) {
                 if let Some(stat) = stat {

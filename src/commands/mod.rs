@@ -350,7 +350,7 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
             doc
         })
         .collect();
-    json!({
+    let mut doc = json!({
         "batch": batch.id,
         "label": batch.label,
         "created_at": batch.created_at,
@@ -370,7 +370,12 @@ pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> V
             "host": batch.lease.host,
         },
         "tasks": tasks,
-    })
+    });
+    // The workspaces' sparse-checkout patterns (design §3.15).
+    if let Some(sparse) = &batch.sparse {
+        doc["sparse"] = json!(sparse);
+    }
+    doc
 }
 
 /// `git delegate snapshot` (hidden plumbing): print the snapshot's tree id

@@ -34,6 +34,7 @@ pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> 
         }),
         copy_ignored: args.copy_ignored.clone(),
         forbid_commit: args.forbid_commit,
+        sparse: args.sparse.clone(),
     };
     let shown = super::Shown::new(ui);
     let report = crate::prepare::run(&source, &opts, &shown);
