@@ -235,6 +235,9 @@ impl Config {
 pub struct Checkout {
     matcher: Matcher,
     index: gix::index::State,
+    /// A workspace's root: a skip-worktree file on disk there counts as
+    /// checked out (the worker made it).
+    root: Option<std::path::PathBuf>,
 }
 
 impl Checkout {
@@ -243,29 +246,67 @@ impl Checkout {
         let Some(config) = Config::of(repo)? else {
             return Ok(None);
         };
-        let path = repo.index_path();
-        let index = match gix::index::File::at(&path, repo.object_hash(), true, Default::default())
-        {
-            Ok(f) => f.into(),
-            Err(_) if !path.exists() => gix::index::State::new(repo.object_hash()),
-            Err(e) => {
-                return Err(Error::git(
-                    format!("cannot read the index {}", path.display()),
-                    e,
-                ))
-            }
-        };
         Ok(Some(Checkout {
             matcher: config.matcher(),
-            index,
+            index: read_index(repo)?,
+            root: None,
+        }))
+    }
+
+    /// A task's workspace's sparse checkout, as refresh keeps it (its own
+    /// `info/sparse-checkout`, which it has even where per-worktree
+    /// configuration is off); `None`: the workspace is whole.
+    pub fn of_workspace(repo: &gix::Repository) -> Result<Option<Checkout>> {
+        let path = repo.git_dir().join("info").join("sparse-checkout");
+        let file = match std::fs::read(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(format!("cannot read {}", path.display()), e)),
+        };
+        let cone = repo
+            .config_snapshot()
+            .boolean("core.sparseCheckoutCone")
+            .unwrap_or(true);
+        Ok(Some(Checkout {
+            matcher: Matcher::parse(&file, cone),
+            index: read_index(repo)?,
+            root: repo.workdir().map(Path::to_path_buf),
         }))
     }
 
     pub fn includes(&self, path: &BStr) -> bool {
         match self.index.entry_by_path(path) {
-            Some(e) => !e.flags.contains(Flags::SKIP_WORKTREE),
+            Some(e) if e.flags.contains(Flags::SKIP_WORKTREE) => self.root.as_ref().is_some_and(|r| {
+                r.join(crate::paths::to_os(path))
+                    .symlink_metadata()
+                    .is_ok()
+            }),
+            Some(_) => true,
             None => self.matcher.includes(path),
         }
+    }
+
+    /// Mark the entries of `index` (a workspace's new index) that are not
+    /// checked out skip-worktree.
+    pub fn mark(&self, index: &mut gix::index::State) {
+        let (entries, paths) = index.entries_mut_and_pathbacking();
+        for e in entries.iter_mut() {
+            if e.stage_raw() == 0 && !self.includes(e.path_in(paths)) {
+                e.flags.insert(Flags::SKIP_WORKTREE | Flags::EXTENDED);
+            }
+        }
+    }
+}
+
+fn read_index(repo: &gix::Repository) -> Result<gix::index::State> {
+    let path = repo.index_path();
+    match gix::index::File::at(&path, repo.object_hash(), true, Default::default()) {
+        Ok(f) => Ok(f.into()),
+        Err(_) if !path.exists() => Ok(gix::index::State::new(repo.object_hash())),
+        Err(e) => Err(Error::git(
+            format!("cannot read the index {}", path.display()),
+            e,
+        )),
     }
 }
 

@@ -99,12 +99,35 @@ fn round_trip(env: &Env, repo: &Path, outside: &str, inside: &str, expect_list: 
         assert_eq!(env.git(w, ["sparse-checkout", "list"]), src_list);
         assert_eq!(env.git(w, ["ls-files", "-t"]), src_flags);
         assert_eq!(env.git(w, ["status", "--porcelain"]), "");
+        // A stat cache from the start: the first snapshot reads no file.
+        let snap = env.delegate(w, ["snapshot"]).expect(0);
+        assert!(snap.stderr.contains("hashed 0 "), "{}", snap.stderr);
+        assert_eq!(
+            snap.stdout.trim(),
+            env.git(repo, ["rev-parse", &format!("{baseline}^{{tree}}")]).trim()
+        );
     }
+    let snap = env.delegate(repo, ["snapshot"]).expect(0);
+    assert!(snap.stderr.contains("hashed 0 "), "{}", snap.stderr);
     assert!(!ws[0].join(outside).exists());
     std::fs::create_dir_all(ws[0].join(outside).parent().unwrap()).unwrap();
     std::fs::write(ws[0].join(outside), "worker 1\n").unwrap();
     std::fs::write(ws[0].join(inside), "worker 1 inside\n").unwrap();
     std::fs::write(ws[1].join(inside), "worker 2\n").unwrap();
+    // What apply would do, as its dry run and `diff --source` tell it.
+    let dry = env
+        .delegate(repo, ["apply", "--dry-run", "--json"])
+        .expect(1)
+        .json();
+    assert_eq!(dry["tasks"][0]["reason"], "outside_sparse_checkout");
+    assert_eq!(dry["tasks"][1]["status"], "applied");
+    let preview = env
+        .delegate(repo, ["diff", "--source", "--json"])
+        .expect(0)
+        .json();
+    let t = &preview["tasks"][0];
+    assert_eq!(t["reason"], "outside_sparse_checkout", "{preview}");
+    assert_eq!(t["conflicts"][0]["path"], outside);
     let apply = env.delegate(repo, ["apply", "--json"]).expect(1).json();
     let t1 = &apply["tasks"][0];
     assert_eq!(t1["status"], "conflict");
@@ -235,4 +258,53 @@ fn a_sparse_pattern_that_is_not_a_folder_is_refused() {
         assert_eq!(run.json()["error"]["code"], "delegate::bad_pattern", "{bad:?}");
     }
     assert!(env.private_refs(&repo).is_empty());
+}
+
+#[test]
+fn refresh_keeps_a_narrowed_workspace_narrow() {
+    let env = Env::new();
+    let repo = tree(&env);
+    let doc = env
+        .delegate(&repo, ["prepare", "--sparse", "a", "--json"])
+        .expect(0)
+        .json();
+    let ws = roots(&doc).remove(0);
+    std::fs::write(ws.join("a/x/1"), "worker\n").unwrap();
+    // The user changes a file inside the workspace's cone and one outside.
+    std::fs::write(repo.join("a/1"), "user a1\n").unwrap();
+    std::fs::write(repo.join("c/d/3"), "user cd3\n").unwrap();
+    let r = env.delegate(&repo, ["refresh", "--json"]).expect(0).json();
+    assert_eq!(r["tasks"][0]["state"], "open", "{r}");
+    assert_eq!(std::fs::read_to_string(ws.join("a/1")).unwrap(), "user a1\n");
+    assert!(!ws.join("c").exists(), "nothing written outside the workspace's cone");
+    let flags = env.git(&ws, ["ls-files", "-t", "c/d/3"]);
+    assert_eq!(flags, "S c/d/3\n");
+    // Its index entry is at the new base's content.
+    assert_eq!(
+        env.git(&ws, ["rev-parse", ":c/d/3"]),
+        env.git(&repo, ["hash-object", "c/d/3"])
+    );
+    assert_eq!(env.git(&ws, ["status", "--porcelain"]), " M a/x/1\n");
+    let apply = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
+    assert_eq!(apply["tasks"][0]["status"], "applied");
+    assert_eq!(apply["applied_paths"], serde_json::json!(["a/x/1"]));
+    assert_eq!(std::fs::read_to_string(repo.join("c/d/3")).unwrap(), "user cd3\n");
+}
+
+#[test]
+fn the_hint_for_work_outside_the_sparse_checkout_works_as_printed() {
+    let env = Env::new();
+    let repo = tree(&env);
+    env.git(&repo, ["sparse-checkout", "set", "a"]);
+    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let ws = roots(&doc).remove(0);
+    std::fs::create_dir_all(ws.join("c/d")).unwrap();
+    std::fs::write(ws.join("c/d/3"), "worker\n").unwrap();
+    let out = env.delegate(&repo, ["apply"]).expect(1);
+    let widen = common::printed_command(&out.stdout, "git sparse-checkout add");
+    assert_eq!(widen, "git sparse-checkout add c/d");
+    env.sh(&repo, &widen).expect(0);
+    let again = common::printed_command(&out.stdout, "git delegate apply");
+    env.sh(&repo, &again).expect(0);
+    assert_eq!(std::fs::read_to_string(repo.join("c/d/3")).unwrap(), "worker\n");
 }
