@@ -308,3 +308,13 @@ fn the_hint_for_work_outside_the_sparse_checkout_works_as_printed() {
     env.sh(&repo, &again).expect(0);
     assert_eq!(std::fs::read_to_string(repo.join("c/d/3")).unwrap(), "worker\n");
 }
+
+#[test]
+fn a_sparse_index_source_works_the_same() {
+    let env = Env::new();
+    let repo = tree(&env);
+    env.git(&repo, ["sparse-checkout", "set", "--sparse-index", "a", "c/d"]);
+    // The index holds `b/` as one sparse folder entry.
+    assert!(env.git(&repo, ["ls-files", "--sparse"]).contains("b/\n"));
+    round_trip(&env, &repo, "b/keep/3", "a/x/1", &["a", "c/d"]);
+}
