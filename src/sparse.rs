@@ -298,6 +298,61 @@ impl Checkout {
     }
 }
 
+/// Expand a sparse index (design §3.15): each folder entry (a skip-worktree
+/// entry that names a tree) becomes one skip-worktree entry per file of
+/// that tree, as git expands it for commands that need every path. The
+/// result is an ordinary index (the snapshot's HEAD-to-index diff refuses
+/// a sparse one, and a workspace's files made below such a folder must be
+/// compared like any other: design §3.2 step 1). The cache tree is left out.
+pub fn unsparse(repo: &gix::Repository, index: &mut gix::index::State) -> Result<()> {
+    use gix::index::entry::Mode;
+    use gix::objs::tree::EntryKind;
+    if !index.is_sparse() {
+        return Ok(());
+    }
+    let err = |e: gix::Error| Error::git("cannot read a folder of the sparse index", e);
+    let mut full = gix::index::State::new(repo.object_hash());
+    full.set_timestamp(index.timestamp());
+    let paths = index.path_backing();
+    for e in index.entries() {
+        let path = e.path_in(paths);
+        if e.mode != Mode::DIR {
+            full.dangerously_push_entry(e.stat, e.id, e.flags, e.mode, path);
+            continue;
+        }
+        let tree = repo.find_tree(e.id).map_err(|e| err(e.into()))?;
+        let mut rec = gix::traverse::tree::Recorder::default();
+        tree.traverse()
+            .breadthfirst(&mut rec)
+            .map_err(|e| err(e.into()))?;
+        let mut dir = path.to_owned();
+        if !dir.ends_with(b"/") {
+            dir.push(b'/');
+        }
+        for r in rec.records {
+            let mode = match r.mode.kind() {
+                EntryKind::Blob => Mode::FILE,
+                EntryKind::BlobExecutable => Mode::FILE_EXECUTABLE,
+                EntryKind::Link => Mode::SYMLINK,
+                EntryKind::Commit => Mode::COMMIT,
+                EntryKind::Tree => continue,
+            };
+            let mut p = dir.clone();
+            p.extend_from_slice(&r.filepath);
+            full.dangerously_push_entry(
+                gix::index::entry::Stat::default(),
+                r.oid,
+                Flags::SKIP_WORKTREE | Flags::EXTENDED,
+                mode,
+                p.as_bstr(),
+            );
+        }
+    }
+    full.sort_entries();
+    *index = full;
+    Ok(())
+}
+
 fn read_index(repo: &gix::Repository) -> Result<gix::index::State> {
     let path = repo.index_path();
     match gix::index::File::at(&path, repo.object_hash(), true, Default::default()) {

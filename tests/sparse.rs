@@ -318,3 +318,21 @@ fn a_sparse_index_source_works_the_same() {
     assert!(env.git(&repo, ["ls-files", "--sparse"]).contains("b/\n"));
     round_trip(&env, &repo, "b/keep/3", "a/x/1", &["a", "c/d"]);
 }
+
+#[test]
+fn a_sparse_index_source_with_staged_changes_is_snapshotted_like_git_add() {
+    let env = Env::new();
+    let repo = tree(&env);
+    env.git(&repo, ["sparse-checkout", "set", "--sparse-index", "a"]);
+    std::fs::write(repo.join("a/1"), "staged\n").unwrap();
+    env.git(&repo, ["add", "a/1"]);
+    std::fs::write(repo.join("a/new"), "untracked\n").unwrap();
+    let index_before = index_bytes(&env, &repo);
+    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let baseline = doc["baseline"]["commit"].as_str().unwrap();
+    let ls = env.git(&repo, ["ls-tree", "-r", "--name-only", baseline]);
+    assert_eq!(ls, "README\na/1\na/new\na/x/1\nb/2\nb/keep/3\nc/3\nc/d/3\ntop\n");
+    assert_eq!(env.git(&repo, ["show", &format!("{baseline}:a/1")]), "staged\n");
+    assert_eq!(env.git(&repo, ["show", &format!("{baseline}:b/2")]), "b2\n");
+    assert_eq!(index_bytes(&env, &repo), index_before);
+}
