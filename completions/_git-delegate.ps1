@@ -51,6 +51,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('--ttl', '--ttl', [CompletionResultType]::ParameterName, 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)')
             [CompletionResult]::new('--owner-pid', '--owner-pid', [CompletionResultType]::ParameterName, 'The lease is orphaned once this process is gone')
             [CompletionResult]::new('--copy-ignored', '--copy-ignored', [CompletionResultType]::ParameterName, 'Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)')
+            [CompletionResult]::new('--sparse', '--sparse', [CompletionResultType]::ParameterName, 'Check out only this folder in each workspace, within the source''s own sparse checkout (repeatable; cone patterns)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
             [CompletionResult]::new('--forbid-commit', '--forbid-commit', [CompletionResultType]::ParameterName, 'Make the pre-commit hook refuse commits inside this batch''s workspaces')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')

@@ -760,7 +760,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__prepare)
-            opts="-n -h -V --count --mode --label --ttl --owner-pid --forbid-commit --copy-ignored --json --color --help --version"
+            opts="-n -h -V --count --mode --label --ttl --owner-pid --forbid-commit --copy-ignored --sparse --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -791,6 +791,10 @@ _git__delegate__static() {
                     return 0
                     ;;
                 --copy-ignored)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sparse)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

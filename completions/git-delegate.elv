@@ -47,6 +47,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand --ttl 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)'
             cand --owner-pid 'The lease is orphaned once this process is gone'
             cand --copy-ignored 'Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)'
+            cand --sparse 'Check out only this folder in each workspace, within the source''s own sparse checkout (repeatable; cone patterns)'
             cand --color 'When to use colour: auto, always or never'
             cand --forbid-commit 'Make the pre-commit hook refuse commits inside this batch''s workspaces'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'

@@ -104,6 +104,10 @@ Tasks are the TASK names given, or 1..N with -n N; with neither, one task named 
 mirrors where you ran prepare: run it from src/ and every task's cwd is <workspace>/src. The batch holds a lease \
 (--ttl, --owner-pid); `git delegate status` shows it and `git delegate gc` reclaims stale batches.
 
+In a sparse checkout (cone or not), files outside it are kept at their index content, and every workspace gets the \
+same sparse-checkout patterns (`git sparse-checkout list` prints the same there) and holds only what you have; \
+--sparse FOLDER narrows every workspace further, to one corner of a large repository.
+
 On any failure, and on Ctrl-C (SIGINT, once or more), SIGTERM or SIGHUP, everything this prepare made is undone. \
 A prepare killed outright (SIGKILL) leaves a batch marked incomplete: apply refuses it, and gc or drop removes it \
 whole. With --json the batch document (schema git-delegate/v1) \
@@ -112,6 +116,7 @@ is printed on stdout: read tasks[].cwd to find where each worker runs.",
   git delegate prepare                          # one task named 1
   git delegate prepare -n 4                     # four tasks named 1..4
   git delegate prepare lint docs tests --label refactor --ttl 2h
+  git delegate prepare -n 4 --sparse services/billing  # workspaces hold one folder
   git delegate prepare -n 2 --owner-pid $$ --json
                                                 # lease ends when this shell exits
   git config alias.fan 'delegate prepare -n 4'  # then: git fan"
@@ -127,7 +132,9 @@ Only the files on disk in a workspace count: commits a worker made there do not 
 assume-unchanged and skip-worktree flags of its index (a skip-worktree file absent from disk keeps its content). A \
 git repository a worker made inside its workspace (git init, git clone, cargo new) is never dropped: the task ends \
 conflict with reason nested_repository, none of its paths is applied, and its workspace is kept (remove or move \
-the repository, then apply again). Processes still running inside a workspace are stopped first and reported; one attached to a terminal (a shell, \
+the repository, then apply again). A task that changes a path outside your sparse checkout is a conflict with \
+reason outside_sparse_checkout, and nothing of it is written (`git sparse-checkout add FOLDER`, then apply again, \
+lands it). Processes still running inside a workspace are stopped first and reported; one attached to a terminal (a shell, \
 an editor) is never stopped by default: its task fails with reason processes_running (apply.stop-processes). Edits you made in the working tree since prepare \
 never block a task unless they touch the same paths (or --strict is given). Your index, HEAD, branches and stash \
 are never changed.
