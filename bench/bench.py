@@ -28,6 +28,11 @@ ratio, the target, whether it is met, and the peak RSS of both sides:
   apply, 4 tasks x 10 files        4 x git status in the workspaces   <= 1.5x
   apply growth 1k -> 100k          growth of git status               no faster
   status / hook pre-commit, no batch                                   < 20 ms
+  sparse checkout of a 5% cone (--sparse-size, default 100k files):
+    prepare -n 4                   4 x (git worktree add --no-checkout,
+                                   sparse-checkout set, checkout)      <= 1.5x
+    prepare -n 4                   prepare -n 4 of the full tree       <= 0.1x
+    snapshot                       git status --porcelain              <= 1.5x
   apply peak RSS, one 1 GiB changed file (--big), added and rewritten
                                    size of the file                   <= 0.1x
 
@@ -39,7 +44,7 @@ figures of a change.
 Usage:
     bench/bench.py [--sizes 1000,10000,100000] [--reps 5] [--bin PATH]
                    [--against OLD_BIN] [--xfs DIR | --make-xfs SIZE] [--make-ext4 SIZE] [--no-cold]
-                   [--big] [--keep DIR] [--markdown]
+                   [--big] [--keep DIR] [--markdown] [--sparse-size N] [--sparse-reps N]
 
 Build the release binary first (`cargo build --release`); `--bin` defaults to
 target/release/git-delegate. Timed commands run through bench/spawn.rs (built
@@ -479,6 +484,101 @@ def bench_snapshot(b, rows, repo, n, reps):
     rows.add("snapshot, few changes", n, ours, ref, at(n, [100000], ("ratio", 1.5)), rss, ref_rss)
 
 
+def sparse_cone(n):
+    """The leaf folders of make_repo's tree that hold 5% of its n files."""
+    leaves = max(1, n * 5 // 100 // 100)
+    return [f"d{j // 50:03d}/s{j % 50:02d}" for j in range(leaves)]
+
+
+class SparseWorktrees(PrepareRows):
+    """PrepareRows whose reference is 4 sequential git worktrees with the
+    source's sparse configuration: `git worktree add --no-checkout`, then
+    `git sparse-checkout set --cone` and `git checkout` in it."""
+
+    def __init__(self, b, repo, n, base, label, cone):
+        super().__init__(b, repo, n, base, label)
+        self.cone = cone
+
+    def worktrees(self):
+        os.sync()
+        self.count += 1
+        start = time.perf_counter()
+        rss = 0
+        for i in range(4):
+            path = os.path.join(self.base, "wt", f"{self.count}-{i}")
+            for args, cwd in [
+                (["git", "worktree", "add", "-q", "--no-checkout", "--detach", path, self.head], self.repo),
+                (["git", "sparse-checkout", "set", "--cone", *self.cone], path),
+                (["git", "checkout", "-q", "--detach", self.head], path),
+            ]:
+                _, r = self.b.timed(args, cwd)
+                rss = max(rss, r)
+            self.wts.append(path)
+        return time.perf_counter() - start, rss
+
+
+def bench_sparse(b, rows, tmp, n, reps):
+    """A repository of n files whose source has a sparse checkout of a 5%
+    cone (design §3.15): prepare -n 4 there against 4 git worktrees with
+    the same sparse configuration and against prepare -n 4 of the full
+    tree; snapshot against git status there."""
+    repo = os.path.join(tmp, f"sparse{n}")
+    rmtree(repo)
+    t0 = time.perf_counter()
+    make_repo(b, repo, n)
+    b.git(repo, "add", "-A")
+    b.git(repo, "commit", "-q", "-m", "clean")
+    cone = sparse_cone(n)
+    say(f"sparse {n} files: repository built in {time.perf_counter() - t0:.1f} s, cone {len(cone)} folders")
+    base = os.path.join(tmp, f"sparse-fs{n}")
+    where = fs_type(tmp)
+    # The full tree first (the repository is whole now).
+    full = PrepareRows(b, repo, n, base + "-full", where)
+    try:
+        full_times = []
+        for _ in range(reps):
+            full.clean()
+            full_times.append(full.prepare()[0])
+        full_t = statistics.median(full_times)
+    finally:
+        full.done()
+        rmtree(base + "-full")
+    b.git(repo, "sparse-checkout", "set", "--cone", *cone)
+    # A few changes inside the cone.
+    for rel in [os.path.join(cone[0], f) for f in sorted(os.listdir(os.path.join(repo, cone[0])))[:5]]:
+        with open(os.path.join(repo, rel), "a") as f:
+            f.write("dirty\n")
+    b.git(repo, "status", "--porcelain")
+    pr = SparseWorktrees(b, repo, n, base, where, cone)
+    try:
+        def prep():
+            pr.clean()
+            return pr.prepare()
+
+        def wts():
+            pr.clean()
+            return pr.reference()
+
+        ours, ref, rss, ref_rss = alternate(reps, prep, wts, warmup=reps > 1)
+        rows.add(f"prepare -n 4, sparse 5% cone, {where}", n, ours, ref, ("ratio", 1.5), rss, ref_rss,
+                 note="vs 4 sparse git worktrees")
+        rows.add(f"prepare -n 4, sparse 5% cone vs the full tree, {where}", n, ours, full_t, ("ratio", 0.1),
+                 note="vs prepare -n 4 of the whole tree")
+    finally:
+        pr.done()
+        rmtree(base)
+
+    def snap():
+        return b.timed([b.bin, "snapshot"], repo)
+
+    def status():
+        return b.timed(["git", "status", "--porcelain"], repo)
+
+    ours, ref, rss, ref_rss = alternate(max(reps, 3), snap, status)
+    rows.add("snapshot, sparse 5% cone", n, ours, ref, ("ratio", 1.5), rss, ref_rss)
+    rmtree(repo)
+
+
 def bench_touch(b, rows, repo, n, reps):
     """Every tracked file's mtime changes; the user's index stays stat-dirty.
     The batch's stat cache serves the second and later snapshots."""
@@ -797,6 +897,9 @@ def main():
     ap.add_argument("--big", action="store_true", help="add the 1 GiB apply row (needs ~3 GiB of disk)")
     ap.add_argument("--keep", help="build repositories in this folder and keep them")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    ap.add_argument("--sparse-size", type=int, default=100000,
+                    help="files of the sparse-checkout repository (5%% cone, design §3.15); 0: no sparse rows")
+    ap.add_argument("--sparse-reps", type=int, default=3, help="repetitions of the sparse prepare rows")
     args = ap.parse_args()
     if not os.path.exists(args.bin):
         sys.exit(f"{args.bin} not found: run `cargo build --release` first")
@@ -835,7 +938,8 @@ def main():
         xfs_base = tempfile.mkdtemp(prefix="gd-bench-", dir=xfs)
     ext4 = make_ext4(args.make_ext4) if args.make_ext4 else None
 
-    sizes = [int(s) for s in args.sizes.split(",")]
+    # `--sizes ''`: no rows of the synthetic sizes (the sparse rows alone).
+    sizes = [int(s) for s in args.sizes.split(",") if s]
     preps = [int(x) for x in args.prepare_reps.split(",")]
     reps_of = {n: (preps[min(k, len(preps) - 1)] if n < 100000 else preps[-1]) for k, n in enumerate(sizes)}
     repos, files_of = {}, {}
@@ -888,6 +992,8 @@ def main():
             ours = apply_by_size[hi][0] / apply_by_size[lo][0]
             ref = apply_by_size[hi][1] / apply_by_size[lo][1]
             rows.add(f"apply growth {lo} -> {hi} files", hi, ours, ref, ("growth", None), unit="x")
+        if args.sparse_size and not b.against:
+            bench_sparse(b, rows, tmp, args.sparse_size, args.sparse_reps)
         if args.big:
             bench_big(b, rows, tmp)
     finally:
