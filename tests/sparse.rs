@@ -58,6 +58,12 @@ fn index_bytes(env: &Env, repo: &Path) -> Vec<u8> {
     std::fs::read(git_dir.join("index")).unwrap()
 }
 
+/// The repository's shared `config` file.
+fn config_bytes(env: &Env, repo: &Path) -> Vec<u8> {
+    let common = env.git(repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
+    std::fs::read(Path::new(common.trim()).join("config")).unwrap()
+}
+
 fn roots(doc: &serde_json::Value) -> Vec<PathBuf> {
     doc["tasks"]
         .as_array()
@@ -72,7 +78,7 @@ fn roots(doc: &serde_json::Value) -> Vec<PathBuf> {
 /// inside), task 2 one inside; apply.
 fn round_trip(env: &Env, repo: &Path, outside: &str, inside: &str, expect_list: &[&str]) {
     let index_before = index_bytes(env, repo);
-    let config_before = std::fs::read(repo.join(".git/config")).unwrap();
+    let config_before = config_bytes(env, repo);
     let doc = env
         .delegate(repo, ["prepare", "-n", "2", "--json"])
         .expect(0)
@@ -138,7 +144,11 @@ fn round_trip(env: &Env, repo: &Path, outside: &str, inside: &str, expect_list: 
     assert_eq!(std::fs::read_to_string(repo.join(inside)).unwrap(), "worker 2\n");
     assert!(!repo.join(outside).exists(), "nothing written outside the sparse checkout");
     assert_eq!(index_bytes(env, repo), index_before, "the user's index is unchanged");
-    assert_eq!(std::fs::read(repo.join(".git/config")).unwrap(), config_before);
+    // Task 2's workspace went with its registration; task 1's stays.
+    let listed = env.git(repo, ["worktree", "list", "--porcelain"]);
+    assert!(!listed.contains(&ws[1].display().to_string()), "{listed}");
+    assert!(listed.contains(&ws[0].display().to_string()), "{listed}");
+    assert_eq!(config_bytes(env, repo), config_before);
     // The task keeps its work and its workspace.
     assert_eq!(
         std::fs::read_to_string(ws[0].join(outside)).unwrap(),
@@ -335,4 +345,17 @@ fn a_sparse_index_source_with_staged_changes_is_snapshotted_like_git_add() {
     assert_eq!(env.git(&repo, ["show", &format!("{baseline}:a/1")]), "staged\n");
     assert_eq!(env.git(&repo, ["show", &format!("{baseline}:b/2")]), "b2\n");
     assert_eq!(index_bytes(&env, &repo), index_before);
+}
+
+#[test]
+fn a_sparse_linked_worktree_source_passes_its_own_configuration_on() {
+    let env = Env::new();
+    let main = tree(&env);
+    let linked = env.path().join("linked");
+    env.git(&main, ["worktree", "add", "-q", "--detach", linked.to_str().unwrap()]);
+    env.git(&linked, ["sparse-checkout", "set", "c"]);
+    // The main worktree stays whole.
+    assert!(main.join("b/2").exists());
+    round_trip(&env, &linked, "a/x/1", "c/d/3", &["c"]);
+    assert_eq!(std::fs::read_to_string(main.join("c/d/3")).unwrap(), "cd3\n");
 }
