@@ -276,11 +276,10 @@ impl Checkout {
 
     pub fn includes(&self, path: &BStr) -> bool {
         match self.index.entry_by_path(path) {
-            Some(e) if e.flags.contains(Flags::SKIP_WORKTREE) => self.root.as_ref().is_some_and(|r| {
-                r.join(crate::paths::to_os(path))
-                    .symlink_metadata()
-                    .is_ok()
-            }),
+            Some(e) if e.flags.contains(Flags::SKIP_WORKTREE) => self
+                .root
+                .as_ref()
+                .is_some_and(|r| r.join(crate::paths::to_os(path)).symlink_metadata().is_ok()),
             Some(_) => true,
             None => self.matcher.includes(path),
         }
@@ -320,11 +319,9 @@ pub fn unsparse(repo: &gix::Repository, index: &mut gix::index::State) -> Result
             full.dangerously_push_entry(e.stat, e.id, e.flags, e.mode, path);
             continue;
         }
-        let tree = repo.find_tree(e.id).map_err(|e| err(e.into()))?;
+        let tree = repo.find_tree(e.id).map_err(err)?;
         let mut rec = gix::traverse::tree::Recorder::default();
-        tree.traverse()
-            .breadthfirst(&mut rec)
-            .map_err(|e| err(e.into()))?;
+        tree.traverse().breadthfirst(&mut rec).map_err(err)?;
         let mut dir = path.to_owned();
         if !dir.ends_with(b"/") {
             dir.push(b'/');
@@ -396,7 +393,9 @@ pub fn check_patterns(patterns: &[String]) -> Result<Vec<BString>> {
     for p in patterns {
         let trimmed = p.trim_matches('/');
         let bad = trimmed.is_empty()
-            || trimmed.chars().any(|c| matches!(c, '*' | '?' | '[' | '\\' | '!') || c.is_control())
+            || trimmed
+                .chars()
+                .any(|c| matches!(c, '*' | '?' | '[' | '\\' | '!') || c.is_control())
             || trimmed
                 .split('/')
                 .any(|c| c.is_empty() || c == "." || c == ".." || c == ".git");
@@ -461,7 +460,8 @@ impl Workspaces {
                     Some(Matcher::Cone { recursive, .. }) => {
                         let mut dirs = Vec::new();
                         for d in narrow {
-                            let inside = recursive.iter().any(|r| is_under(d.as_bstr(), r.as_bstr()));
+                            let inside =
+                                recursive.iter().any(|r| is_under(d.as_bstr(), r.as_bstr()));
                             if inside {
                                 dirs.push(d.clone());
                             }

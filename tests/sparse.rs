@@ -60,7 +60,10 @@ fn index_bytes(env: &Env, repo: &Path) -> Vec<u8> {
 
 /// The repository's shared `config` file.
 fn config_bytes(env: &Env, repo: &Path) -> Vec<u8> {
-    let common = env.git(repo, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
+    let common = env.git(
+        repo,
+        ["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    );
     std::fs::read(Path::new(common.trim()).join("config")).unwrap()
 }
 
@@ -101,7 +104,12 @@ fn round_trip(env: &Env, repo: &Path, outside: &str, inside: &str, expect_list: 
     let src_list = env.git(repo, ["sparse-checkout", "list"]);
     let src_flags = env.git(repo, ["ls-files", "-t"]);
     for w in &ws {
-        assert_eq!(files(w), files(repo), "workspace {} holds what the source holds", w.display());
+        assert_eq!(
+            files(w),
+            files(repo),
+            "workspace {} holds what the source holds",
+            w.display()
+        );
         assert_eq!(env.git(w, ["sparse-checkout", "list"]), src_list);
         assert_eq!(env.git(w, ["ls-files", "-t"]), src_flags);
         assert_eq!(env.git(w, ["status", "--porcelain"]), "");
@@ -110,7 +118,8 @@ fn round_trip(env: &Env, repo: &Path, outside: &str, inside: &str, expect_list: 
         assert!(snap.stderr.contains("hashed 0 "), "{}", snap.stderr);
         assert_eq!(
             snap.stdout.trim(),
-            env.git(repo, ["rev-parse", &format!("{baseline}^{{tree}}")]).trim()
+            env.git(repo, ["rev-parse", &format!("{baseline}^{{tree}}")])
+                .trim()
         );
     }
     let snap = env.delegate(repo, ["snapshot"]).expect(0);
@@ -141,9 +150,19 @@ fn round_trip(env: &Env, repo: &Path, outside: &str, inside: &str, expect_list: 
     assert_eq!(t1["conflicts"][0]["path"], outside);
     assert_eq!(t1["conflicts"].as_array().unwrap().len(), 1);
     assert_eq!(apply["tasks"][1]["status"], "applied");
-    assert_eq!(std::fs::read_to_string(repo.join(inside)).unwrap(), "worker 2\n");
-    assert!(!repo.join(outside).exists(), "nothing written outside the sparse checkout");
-    assert_eq!(index_bytes(env, repo), index_before, "the user's index is unchanged");
+    assert_eq!(
+        std::fs::read_to_string(repo.join(inside)).unwrap(),
+        "worker 2\n"
+    );
+    assert!(
+        !repo.join(outside).exists(),
+        "nothing written outside the sparse checkout"
+    );
+    assert_eq!(
+        index_bytes(env, repo),
+        index_before,
+        "the user's index is unchanged"
+    );
     // Task 2's workspace went with its registration; task 1's stays.
     let listed = env.git(repo, ["worktree", "list", "--porcelain"]);
     assert!(!listed.contains(&ws[1].display().to_string()), "{listed}");
@@ -171,12 +190,25 @@ fn a_non_cone_sparse_source_gets_its_patterns_and_new_files_outside_conflict() {
     let repo = tree(&env);
     env.git(
         &repo,
-        ["sparse-checkout", "set", "--no-cone", "/*", "!/b/", "/b/keep/"],
+        [
+            "sparse-checkout",
+            "set",
+            "--no-cone",
+            "/*",
+            "!/b/",
+            "/b/keep/",
+        ],
     );
     assert!(!repo.join("b/2").exists());
     assert!(repo.join("b/keep/3").exists());
     // A new file where the patterns leave the tree out.
-    round_trip(&env, &repo, "b/new", "b/keep/3", &["/*", "!/b/", "/b/keep/"]);
+    round_trip(
+        &env,
+        &repo,
+        "b/new",
+        "b/keep/3",
+        &["/*", "!/b/", "/b/keep/"],
+    );
 }
 
 #[test]
@@ -202,7 +234,10 @@ fn sparse_narrows_the_workspaces_of_a_full_source() {
     assert_eq!(files(ws), ["README", "a/1", "a/x/1", "top"]);
     // Without extensions.worktreeConfig: skip-worktree bits and the
     // workspace's own sparse-checkout file, never `.git/config`.
-    assert_eq!(std::fs::read(repo.join(".git/config")).unwrap(), config_before);
+    assert_eq!(
+        std::fs::read(repo.join(".git/config")).unwrap(),
+        config_before
+    );
     let flags = env.git(ws, ["ls-files", "-t"]);
     assert!(flags.contains("S b/2\n"), "{flags}");
     assert!(flags.contains("H a/x/1\n"), "{flags}");
@@ -225,7 +260,10 @@ fn sparse_narrows_the_workspaces_of_a_full_source() {
         "outside the workspace's cone\n"
     );
     // Untouched files outside the workspace's cone stay as they were.
-    assert_eq!(std::fs::read_to_string(repo.join("c/d/3")).unwrap(), "cd3\n");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("c/d/3")).unwrap(),
+        "cd3\n"
+    );
 }
 
 #[test]
@@ -234,7 +272,12 @@ fn sparse_narrows_within_a_cone_source_and_per_worktree_config_is_used() {
     let repo = tree(&env);
     env.git(&repo, ["sparse-checkout", "set", "a", "c/d"]);
     let doc = env
-        .delegate(&repo, ["prepare", "-n", "2", "--sparse", "a/x", "--sparse", "b", "--json"])
+        .delegate(
+            &repo,
+            [
+                "prepare", "-n", "2", "--sparse", "a/x", "--sparse", "b", "--json",
+            ],
+        )
         .expect(0)
         .json();
     // `b` is outside the source's cone: only `a/x` stays.
@@ -265,7 +308,11 @@ fn a_sparse_pattern_that_is_not_a_folder_is_refused() {
         let run = env
             .delegate(&repo, ["prepare", "--sparse", bad, "--json"])
             .expect(2);
-        assert_eq!(run.json()["error"]["code"], "delegate::bad_pattern", "{bad:?}");
+        assert_eq!(
+            run.json()["error"]["code"],
+            "delegate::bad_pattern",
+            "{bad:?}"
+        );
     }
     assert!(env.private_refs(&repo).is_empty());
 }
@@ -285,8 +332,14 @@ fn refresh_keeps_a_narrowed_workspace_narrow() {
     std::fs::write(repo.join("c/d/3"), "user cd3\n").unwrap();
     let r = env.delegate(&repo, ["refresh", "--json"]).expect(0).json();
     assert_eq!(r["tasks"][0]["state"], "open", "{r}");
-    assert_eq!(std::fs::read_to_string(ws.join("a/1")).unwrap(), "user a1\n");
-    assert!(!ws.join("c").exists(), "nothing written outside the workspace's cone");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("a/1")).unwrap(),
+        "user a1\n"
+    );
+    assert!(
+        !ws.join("c").exists(),
+        "nothing written outside the workspace's cone"
+    );
     let flags = env.git(&ws, ["ls-files", "-t", "c/d/3"]);
     assert_eq!(flags, "S c/d/3\n");
     // Its index entry is at the new base's content.
@@ -298,7 +351,10 @@ fn refresh_keeps_a_narrowed_workspace_narrow() {
     let apply = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     assert_eq!(apply["tasks"][0]["status"], "applied");
     assert_eq!(apply["applied_paths"], serde_json::json!(["a/x/1"]));
-    assert_eq!(std::fs::read_to_string(repo.join("c/d/3")).unwrap(), "user cd3\n");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("c/d/3")).unwrap(),
+        "user cd3\n"
+    );
 }
 
 #[test]
@@ -316,14 +372,20 @@ fn the_hint_for_work_outside_the_sparse_checkout_works_as_printed() {
     env.sh(&repo, &widen).expect(0);
     let again = common::printed_command(&out.stdout, "git delegate apply");
     env.sh(&repo, &again).expect(0);
-    assert_eq!(std::fs::read_to_string(repo.join("c/d/3")).unwrap(), "worker\n");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("c/d/3")).unwrap(),
+        "worker\n"
+    );
 }
 
 #[test]
 fn a_sparse_index_source_works_the_same() {
     let env = Env::new();
     let repo = tree(&env);
-    env.git(&repo, ["sparse-checkout", "set", "--sparse-index", "a", "c/d"]);
+    env.git(
+        &repo,
+        ["sparse-checkout", "set", "--sparse-index", "a", "c/d"],
+    );
     // The index holds `b/` as one sparse folder entry.
     assert!(env.git(&repo, ["ls-files", "--sparse"]).contains("b/\n"));
     round_trip(&env, &repo, "b/keep/3", "a/x/1", &["a", "c/d"]);
@@ -341,8 +403,14 @@ fn a_sparse_index_source_with_staged_changes_is_snapshotted_like_git_add() {
     let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
     let baseline = doc["baseline"]["commit"].as_str().unwrap();
     let ls = env.git(&repo, ["ls-tree", "-r", "--name-only", baseline]);
-    assert_eq!(ls, "README\na/1\na/new\na/x/1\nb/2\nb/keep/3\nc/3\nc/d/3\ntop\n");
-    assert_eq!(env.git(&repo, ["show", &format!("{baseline}:a/1")]), "staged\n");
+    assert_eq!(
+        ls,
+        "README\na/1\na/new\na/x/1\nb/2\nb/keep/3\nc/3\nc/d/3\ntop\n"
+    );
+    assert_eq!(
+        env.git(&repo, ["show", &format!("{baseline}:a/1")]),
+        "staged\n"
+    );
     assert_eq!(env.git(&repo, ["show", &format!("{baseline}:b/2")]), "b2\n");
     assert_eq!(index_bytes(&env, &repo), index_before);
 }
@@ -352,10 +420,22 @@ fn a_sparse_linked_worktree_source_passes_its_own_configuration_on() {
     let env = Env::new();
     let main = tree(&env);
     let linked = env.path().join("linked");
-    env.git(&main, ["worktree", "add", "-q", "--detach", linked.to_str().unwrap()]);
+    env.git(
+        &main,
+        [
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            linked.to_str().unwrap(),
+        ],
+    );
     env.git(&linked, ["sparse-checkout", "set", "c"]);
     // The main worktree stays whole.
     assert!(main.join("b/2").exists());
     round_trip(&env, &linked, "a/x/1", "c/d/3", &["c"]);
-    assert_eq!(std::fs::read_to_string(main.join("c/d/3")).unwrap(), "cd3\n");
+    assert_eq!(
+        std::fs::read_to_string(main.join("c/d/3")).unwrap(),
+        "cd3\n"
+    );
 }

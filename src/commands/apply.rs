@@ -612,12 +612,19 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
                 .iter()
                 .filter(|o| o.reason == Some("outside_sparse_checkout"))
                 .flat_map(|o| o.conflicts.iter())
-                .filter_map(|c| c.path.rsplit_once_str("/").map(|(d, _)| d.to_str_lossy().into_owned()))
+                .filter_map(|c| {
+                    c.path
+                        .rsplit_once_str("/")
+                        .map(|(d, _)| d.to_str_lossy().into_owned())
+                })
                 .collect();
             folders.sort();
             folders.dedup();
             if !folders.is_empty() {
-                let args: Vec<String> = folders.iter().map(|f| crate::paths::shell_quote(f)).collect();
+                let args: Vec<String> = folders
+                    .iter()
+                    .map(|f| crate::paths::shell_quote(f))
+                    .collect();
                 text.push_str(&format!(
                     "  - for work outside the sparse checkout: `git sparse-checkout add {}`, then `git delegate apply {short}` again;\n",
                     args.join(" ")
