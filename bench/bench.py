@@ -521,56 +521,58 @@ def bench_sparse(b, rows, tmp, n, reps):
     """A repository of n files whose source has a sparse checkout of a 5%
     cone (design §3.15): prepare -n 4 there against 4 git worktrees with
     the same sparse configuration and against prepare -n 4 of the full
-    tree; snapshot against git status there."""
+    tree; snapshot against git status there.
+
+    Warm, as the main prepare rows: no row runs right after mass deletions
+    (on these VMs every new inode then pays a scan of the recently deleted
+    ones, ext4 `recently_deleted`). So the sparse source is a clone checked
+    out sparse from the start (`git sparse-checkout set` in a full tree
+    would delete 95% of it just before the rows), and every tree stays
+    until all rows are done."""
+    full_repo = os.path.join(tmp, f"sparse{n}-full")
     repo = os.path.join(tmp, f"sparse{n}")
-    rmtree(repo)
+    for d in (full_repo, repo):
+        rmtree(d)
     t0 = time.perf_counter()
-    make_repo(b, repo, n)
-    b.git(repo, "add", "-A")
-    b.git(repo, "commit", "-q", "-m", "clean")
+    make_repo(b, full_repo, n)
+    b.git(full_repo, "add", "-A")
+    b.git(full_repo, "commit", "-q", "-m", "clean")
     cone = sparse_cone(n)
-    say(f"sparse {n} files: repository built in {time.perf_counter() - t0:.1f} s, cone {len(cone)} folders")
-    base = os.path.join(tmp, f"sparse-fs{n}")
-    where = fs_type(tmp)
-    # Warm, as the main prepare rows: nothing is deleted between the runs
-    # of a row (on these VMs a new inode right after deletions costs a scan
-    # of the recently deleted ones), and the background deleter of the
-    # previous row is waited for. The full tree first (the repository is
-    # whole now), once at 100k files (4 x 100k files per run).
-    full = PrepareRows(b, repo, n, base + "-full", where)
-    try:
-        full_t = statistics.median(full.prepare()[0] for _ in range(1 if n >= 100000 else reps))
-    finally:
-        full.done()
-        rmtree(base + "-full")
-        b.wait_trash(os.path.join(base + "-full", "ws"))
-        os.sync()
+    b.run(["git", "clone", "-q", "--no-checkout", full_repo, repo], tmp)
     b.git(repo, "sparse-checkout", "set", "--cone", *cone)
+    b.git(repo, "checkout", "-q", "main")
     # A few changes inside the cone.
     for rel in [os.path.join(cone[0], f) for f in sorted(os.listdir(os.path.join(repo, cone[0])))[:5]]:
         with open(os.path.join(repo, rel), "a") as f:
             f.write("dirty\n")
     b.git(repo, "status", "--porcelain")
+    say(f"sparse {n} files: repositories built in {time.perf_counter() - t0:.1f} s, cone {len(cone)} folders")
+    base = os.path.join(tmp, f"sparse-fs{n}")
+    where = fs_type(tmp)
+    full = PrepareRows(b, full_repo, n, base + "-full", where)
     pr = SparseWorktrees(b, repo, n, base, where, cone)
     try:
         ours, ref, rss, ref_rss = alternate(reps, pr.prepare, pr.reference, warmup=reps > 1)
         rows.add(f"prepare -n 4, sparse 5% cone, {where}", n, ours, ref, ("ratio", 1.5), rss, ref_rss,
                  note="vs 4 sparse git worktrees")
+        # The full tree: once at 100k files (4 x 100k files per run).
+        full_t = statistics.median(full.prepare()[0] for _ in range(1 if n >= 100000 else reps))
         rows.add(f"prepare -n 4, sparse 5% cone vs the full tree, {where}", n, ours, full_t, ("ratio", 0.1),
                  note="vs prepare -n 4 of the whole tree")
+
+        def snap():
+            return b.timed([b.bin, "snapshot"], repo)
+
+        def status():
+            return b.timed(["git", "status", "--porcelain"], repo)
+
+        ours, ref, rss, ref_rss = alternate(max(reps, 3), snap, status)
+        rows.add("snapshot, sparse 5% cone", n, ours, ref, ("ratio", 1.5), rss, ref_rss)
     finally:
         pr.done()
-        rmtree(base)
-
-    def snap():
-        return b.timed([b.bin, "snapshot"], repo)
-
-    def status():
-        return b.timed(["git", "status", "--porcelain"], repo)
-
-    ours, ref, rss, ref_rss = alternate(max(reps, 3), snap, status)
-    rows.add("snapshot, sparse 5% cone", n, ours, ref, ("ratio", 1.5), rss, ref_rss)
-    rmtree(repo)
+        full.done()
+        for d in (base, base + "-full", repo, full_repo):
+            rmtree(d)
 
 
 def bench_touch(b, rows, repo, n, reps):
