@@ -289,6 +289,11 @@ fn sparse_narrows_within_a_cone_source_and_per_worktree_config_is_used() {
     }
     // The source's own configuration is what it was.
     assert_eq!(env.git(&repo, ["sparse-checkout", "list"]), "a\nc/d\n");
+    // The human text says what the workspaces hold.
+    let text = env
+        .delegate(&repo, ["prepare", "--label", "human", "--sparse", "c"])
+        .expect(0);
+    assert!(text.stdout.contains("\nSparse workspaces: c/d\n"), "{}", text.stdout);
 }
 
 #[test]
