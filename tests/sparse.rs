@@ -293,7 +293,11 @@ fn sparse_narrows_within_a_cone_source_and_per_worktree_config_is_used() {
     let text = env
         .delegate(&repo, ["prepare", "--label", "human", "--sparse", "c"])
         .expect(0);
-    assert!(text.stdout.contains("\nSparse workspaces: c/d\n"), "{}", text.stdout);
+    assert!(
+        text.stdout.contains("\nSparse workspaces: c/d\n"),
+        "{}",
+        text.stdout
+    );
 }
 
 #[test]
