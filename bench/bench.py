@@ -28,6 +28,11 @@ ratio, the target, whether it is met, and the peak RSS of both sides:
   apply, 4 tasks x 10 files        4 x git status in the workspaces   <= 1.5x
   apply growth 1k -> 100k          growth of git status               no faster
   status / hook pre-commit, no batch                                   < 20 ms
+  sparse checkout of a 5% cone (--sparse-size, default 100k files):
+    prepare -n 4                   4 x (git worktree add --no-checkout,
+                                   sparse-checkout set, checkout)      <= 1.5x
+    prepare -n 4                   prepare -n 4 of the full tree       <= 0.1x
+    snapshot                       git status --porcelain              <= 1.5x
   apply peak RSS, one 1 GiB changed file (--big), added and rewritten
                                    size of the file                   <= 0.1x
   remote workers over file:// (design §3.14; a bare clone as the remote,
@@ -48,6 +53,7 @@ Usage:
                    [--against OLD_BIN] [--xfs DIR | --make-xfs SIZE] [--make-ext4 SIZE] [--no-cold]
                    [--btrfs DIR | --make-btrfs SIZE] [--only-btrfs]
                    [--big] [--keep DIR] [--markdown] [--only-remote]
+                   [--sparse-size N] [--sparse-reps N]
 
 Build the release binary first (`cargo build --release`); `--bin` defaults to
 target/release/git-delegate. Timed commands run through bench/spawn.rs (built
@@ -488,6 +494,97 @@ def bench_snapshot(b, rows, repo, n, reps):
 
     ours, ref, rss, ref_rss = alternate(reps, snap, status)
     rows.add("snapshot, few changes", n, ours, ref, at(n, [100000], ("ratio", 1.5)), rss, ref_rss)
+
+
+def sparse_cone(n):
+    """The leaf folders of make_repo's tree that hold 5% of its n files."""
+    leaves = max(1, n * 5 // 100 // 100)
+    return [f"d{j // 50:03d}/s{j % 50:02d}" for j in range(leaves)]
+
+
+class SparseWorktrees(PrepareRows):
+    """PrepareRows whose reference is 4 sequential git worktrees with the
+    source's sparse configuration: `git worktree add --no-checkout`, then
+    `git sparse-checkout set --cone` and `git checkout` in it."""
+
+    def __init__(self, b, repo, n, base, label, cone):
+        super().__init__(b, repo, n, base, label)
+        self.cone = cone
+
+    def worktrees(self):
+        os.sync()
+        self.count += 1
+        start = time.perf_counter()
+        rss = 0
+        for i in range(4):
+            path = os.path.join(self.base, "wt", f"{self.count}-{i}")
+            for args, cwd in [
+                (["git", "worktree", "add", "-q", "--no-checkout", "--detach", path, self.head], self.repo),
+                (["git", "sparse-checkout", "set", "--cone", *self.cone], path),
+                (["git", "checkout", "-q", "--detach", self.head], path),
+            ]:
+                _, r = self.b.timed(args, cwd)
+                rss = max(rss, r)
+            self.wts.append(path)
+        return time.perf_counter() - start, rss
+
+
+def bench_sparse(b, rows, tmp, n, reps):
+    """A repository of n files whose source has a sparse checkout of a 5%
+    cone (design §3.15): prepare -n 4 there against 4 git worktrees with
+    the same sparse configuration and against prepare -n 4 of the full
+    tree; snapshot against git status there.
+
+    Warm, as the main prepare rows: no row runs right after mass deletions
+    (on these VMs every new inode then pays a scan of the recently deleted
+    ones, ext4 `recently_deleted`). So the sparse source is a clone checked
+    out sparse from the start (`git sparse-checkout set` in a full tree
+    would delete 95% of it just before the rows), and every tree stays
+    until all rows are done."""
+    full_repo = os.path.join(tmp, f"sparse{n}-full")
+    repo = os.path.join(tmp, f"sparse{n}")
+    for d in (full_repo, repo):
+        rmtree(d)
+    t0 = time.perf_counter()
+    make_repo(b, full_repo, n)
+    b.git(full_repo, "add", "-A")
+    b.git(full_repo, "commit", "-q", "-m", "clean")
+    cone = sparse_cone(n)
+    b.run(["git", "clone", "-q", "--no-checkout", full_repo, repo], tmp)
+    b.git(repo, "sparse-checkout", "set", "--cone", *cone)
+    b.git(repo, "checkout", "-q", "main")
+    # A few changes inside the cone.
+    for rel in [os.path.join(cone[0], f) for f in sorted(os.listdir(os.path.join(repo, cone[0])))[:5]]:
+        with open(os.path.join(repo, rel), "a") as f:
+            f.write("dirty\n")
+    b.git(repo, "status", "--porcelain")
+    say(f"sparse {n} files: repositories built in {time.perf_counter() - t0:.1f} s, cone {len(cone)} folders")
+    base = os.path.join(tmp, f"sparse-fs{n}")
+    where = fs_type(tmp)
+    full = PrepareRows(b, full_repo, n, base + "-full", where)
+    pr = SparseWorktrees(b, repo, n, base, where, cone)
+    try:
+        ours, ref, rss, ref_rss = alternate(reps, pr.prepare, pr.reference, warmup=reps > 1)
+        rows.add(f"prepare -n 4, sparse 5% cone, {where}", n, ours, ref, ("ratio", 1.5), rss, ref_rss,
+                 note="vs 4 sparse git worktrees")
+        # The full tree: once at 100k files (4 x 100k files per run).
+        full_t = statistics.median(full.prepare()[0] for _ in range(1 if n >= 100000 else reps))
+        rows.add(f"prepare -n 4, sparse 5% cone vs the full tree, {where}", n, ours, full_t, ("ratio", 0.1),
+                 note="vs prepare -n 4 of the whole tree")
+
+        def snap():
+            return b.timed([b.bin, "snapshot"], repo)
+
+        def status():
+            return b.timed(["git", "status", "--porcelain"], repo)
+
+        ours, ref, rss, ref_rss = alternate(max(reps, 3), snap, status)
+        rows.add("snapshot, sparse 5% cone", n, ours, ref, ("ratio", 1.5), rss, ref_rss)
+    finally:
+        pr.done()
+        full.done()
+        for d in (base, base + "-full", repo, full_repo):
+            rmtree(d)
 
 
 def bench_touch(b, rows, repo, n, reps):
@@ -1000,9 +1097,12 @@ def main():
     ap.add_argument("--keep", help="build repositories in this folder and keep them")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--only", help="comma-separated rows to run (default all): snapshot, no-batch, "
-                    "touch, prepare, apply, undo, verify, diff, run, remote, cold")
+                    "touch, prepare, apply, undo, verify, diff, run, remote, sparse, cold")
     ap.add_argument("--only-remote", action="store_true",
                     help="build the repositories and run only the remote-worker rows (design §3.14)")
+    ap.add_argument("--sparse-size", type=int, default=100000,
+                    help="files of the sparse-checkout repository (5%% cone, design §3.15); 0: no sparse rows")
+    ap.add_argument("--sparse-reps", type=int, default=3, help="repetitions of the sparse prepare rows")
     args = ap.parse_args()
     only = set(args.only.split(",")) if args.only else None
     if args.only_remote:
@@ -1061,7 +1161,8 @@ def main():
         say(f"no btrfs rows: {btrfs} is not on btrfs")
         btrfs = None
 
-    sizes = [int(s) for s in args.sizes.split(",")]
+    # `--sizes ''`: no rows of the synthetic sizes (the sparse rows alone).
+    sizes = [int(s) for s in args.sizes.split(",") if s]
     preps = [int(x) for x in args.prepare_reps.split(",")]
     reps_of = {n: (preps[min(k, len(preps) - 1)] if n < 100000 else preps[-1]) for k, n in enumerate(sizes)}
     repos, files_of = {}, {}
@@ -1132,6 +1233,8 @@ def main():
             ours = apply_by_size[hi][0] / apply_by_size[lo][0]
             ref = apply_by_size[hi][1] / apply_by_size[lo][1]
             rows.add(f"apply growth {lo} -> {hi} files", hi, ours, ref, ("growth", None), unit="x")
+        if args.sparse_size and not b.against and want("sparse"):
+            bench_sparse(b, rows, tmp, args.sparse_size, args.sparse_reps)
         if args.big:
             bench_big(b, rows, tmp)
     finally:

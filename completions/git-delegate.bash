@@ -842,7 +842,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__prepare)
-            opts="-n -h -V --count --mode --label --ttl --owner-pid --forbid-commit --copy-ignored --remote --local --json --color --help --version"
+            opts="-n -h -V --count --mode --label --ttl --owner-pid --forbid-commit --copy-ignored --sparse --remote --local --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -873,6 +873,10 @@ _git__delegate__static() {
                     return 0
                     ;;
                 --copy-ignored)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sparse)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -944,7 +948,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__run)
-            opts="-n -j -h -V --count --mode --label --ttl --owner-pid --forbid-commit --copy-ignored --remote --local --json --tasks --jobs --timeout --verify --no-verify --verify-timeout --no-apply --color --help --version"
+            opts="-n -j -h -V --count --mode --label --ttl --owner-pid --forbid-commit --copy-ignored --sparse --remote --local --json --tasks --jobs --timeout --verify --no-verify --verify-timeout --no-apply --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -975,6 +979,10 @@ _git__delegate__static() {
                     return 0
                     ;;
                 --copy-ignored)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sparse)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

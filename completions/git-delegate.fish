@@ -50,6 +50,7 @@ complete -c git-delegate -n "__fish_git_delegate_needs_command" -f -a "help" -d 
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l mode -d 'Workspace kind (default: workspace.mode, else worktree)' -r -f -a "worktree\t'A linked git worktree detached at the baseline (`git worktree list` shows it)'
 scratch\t'A copy-on-write (reflink) copy of the whole source, .git included'"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l copy-ignored -d 'Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l sparse -d 'Check out only this folder in each workspace, within the source\'s own sparse checkout (repeatable; cone patterns)' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -s n -l count -d 'Create N tasks named 1..N' -r -f
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l label -d 'A name for the batch, usable wherever BATCH is asked for' -r -f
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand prepare" -l ttl -d 'Lease duration such as 90s, 30m, 2h, 7d (default: lease.ttl, else 24h)' -r -f
@@ -148,6 +149,7 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand refresh" -s V 
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l mode -d 'Workspace kind (default: workspace.mode, else worktree)' -r -f -a "worktree\t'A linked git worktree detached at the baseline (`git worktree list` shows it)'
 scratch\t'A copy-on-write (reflink) copy of the whole source, .git included'"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l copy-ignored -d 'Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l sparse -d 'Check out only this folder in each workspace, within the source\'s own sparse checkout (repeatable; cone patterns)' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l remote -d 'Make the tasks remote: push the baseline to REMOTE (a remote\'s name or a URL)' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l local -d 'With --remote: keep this task local, with a workspace here (repeatable)' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand run" -l tasks -d 'Read the tasks from a TOML file of [[task]] tables (name, command, env, timeout)' -r -F

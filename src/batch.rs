@@ -176,6 +176,10 @@ pub struct Batch {
     /// The remote of its remote tasks (design §3.14).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<Remote>,
+    /// The workspaces' sparse-checkout patterns, as `git sparse-checkout
+    /// list` prints them there (design §3.15); absent: full workspaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sparse: Option<Vec<String>>,
 }
 
 /// `task.worktree_id` of a scratch task: it has no worktree registration

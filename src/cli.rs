@@ -109,6 +109,10 @@ baseline records, as a linked worktree of the submodule's own repository (no fet
 submodule (its HEAD is not the commit the superproject records, or its tracked files are modified; untracked \
 files inside it do not count) is refused with exit 3, naming it.
 
+In a sparse checkout (cone or not), files outside it are kept at their index content, and every workspace gets the \
+same sparse-checkout patterns (`git sparse-checkout list` prints the same there) and holds only what you have; \
+--sparse FOLDER narrows every workspace further, to one corner of a large repository.
+
 On any failure, and on Ctrl-C (SIGINT, once or more), SIGTERM or SIGHUP, everything this prepare made is undone. \
 A prepare killed outright (SIGKILL) leaves a batch marked incomplete: apply refuses it, and gc or drop removes it \
 whole. With --json the batch document (schema git-delegate/v1) \
@@ -117,6 +121,7 @@ is printed on stdout: read tasks[].cwd to find where each worker runs.",
   git delegate prepare                          # one task named 1
   git delegate prepare -n 4                     # four tasks named 1..4
   git delegate prepare lint docs tests --label refactor --ttl 2h
+  git delegate prepare -n 4 --sparse services/billing  # workspaces hold one folder
   git delegate prepare -n 2 --owner-pid $$ --json
                                                 # lease ends when this shell exits
   git config alias.fan 'delegate prepare -n 4'  # then: git fan"
@@ -134,7 +139,9 @@ git repository a worker made inside its workspace (git init, git clone, cargo ne
 conflict with reason nested_repository, none of its paths is applied, and its workspace is kept (remove or move \
 the repository, then apply again). A task that changed anything in a submodule (its files or its commit) ends \
 conflict with reason submodule_changed, its workspace kept; apply never writes into the submodules of the working \
-tree. Processes still running inside a workspace are stopped first and reported; one attached to a terminal (a shell, \
+tree. A task that changes a path outside your sparse checkout is a conflict with \
+reason outside_sparse_checkout, and nothing of it is written (`git sparse-checkout add FOLDER`, then apply again, \
+lands it). Processes still running inside a workspace are stopped first and reported; one attached to a terminal (a shell, \
 an editor) is never stopped by default: its task fails with reason processes_running (apply.stop-processes). Edits you made in the working tree since prepare \
 never block a task unless they touch the same paths (or --strict is given). Your index, HEAD, branches and stash \
 are never changed.
@@ -498,6 +505,11 @@ pub struct PrepareArgs {
     /// Carry ignored files matching this gitignore-style pattern into each worktree (repeatable; adds to workspace.copy-ignored and .worktreeinclude)
     #[arg(long, value_name = "PATTERN")]
     pub copy_ignored: Vec<String>,
+    /// Check out only this folder in each workspace, within the source's own sparse checkout (repeatable; cone patterns)
+    ///
+    /// Narrows every workspace further than the source's sparse checkout (a source with none counts as whole), as `git sparse-checkout set --cone FOLDER...` would: the files at the top, every file below FOLDER and the files directly in its parent folders. The rest are skip-worktree entries at the baseline's content. A change outside the source's sparse checkout never reaches the source: apply reports that task as a conflict with reason outside_sparse_checkout.
+    #[arg(long, value_name = "FOLDER")]
+    pub sparse: Vec<String>,
     /// Make the tasks remote: push the baseline to REMOTE (a remote's name or a URL)
     ///
     /// No local workspace is made for a remote task: the output gives, per task, the

@@ -1110,6 +1110,7 @@ fn stand_in(
         baseline: baseline.to_string(),
         mode: crate::config::Mode::Worktree,
         forbid_commit: false,
+        sparse: None,
         lease: crate::lease::Lease::new(1, None),
         preparing: None,
         remote: None,

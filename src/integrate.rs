@@ -75,6 +75,8 @@ pub enum Refusal {
     /// with reason `write_failed` (its per-path entry names the folder and
     /// the OS error), and the others are integrated without it.
     NotWritable,
+    /// A path outside the source's sparse checkout (design §3.15).
+    OutsideSparseCheckout,
 }
 
 impl Refusal {
@@ -84,6 +86,7 @@ impl Refusal {
             Refusal::SourceChanged => "source_changed",
             Refusal::WouldOverwriteUntracked => "would_overwrite_untracked",
             Refusal::NotWritable => "write_failed",
+            Refusal::OutsideSparseCheckout => "outside_sparse_checkout",
         }
     }
 }
@@ -310,8 +313,28 @@ pub fn integrate(
         names
     };
 
+    // design §3.15: the source's working tree never gets a path outside
+    // its sparse checkout.
+    let tasks = candidates.iter().map(|c| (c.task, c.paths.as_slice()));
+    for (task, paths) in crate::sparse::outside(repo, tasks)? {
+        out_for_good.insert(task);
+        refused.push(Refused {
+            task,
+            reason: Refusal::OutsideSparseCheckout,
+            conflicts: paths
+                .into_iter()
+                .map(|path| PathConflict {
+                    path,
+                    reason: "outside the sparse checkout".into(),
+                })
+                .collect(),
+        });
+    }
     if strict {
         for c in candidates {
+            if out_for_good.contains(&c.task) {
+                continue;
+            }
             let props = diff::trees(repo, c.base.unwrap_or(baseline), c.tree)?;
             // A refreshed task: what the source changed since its own base.
             let own_changes = match c.base {

@@ -284,6 +284,7 @@ fn stand_in(source: &Source, k: &Kept, baseline: gix::ObjectId) -> Batch {
         baseline: baseline.to_string(),
         mode: crate::config::Mode::Worktree,
         forbid_commit: false,
+        sparse: None,
         lease: crate::lease::Lease::new(1, None),
         preparing: None,
         remote: None,

@@ -54,6 +54,7 @@ pub mod run;
 pub mod scratch;
 pub mod side_effects;
 pub mod snapshot;
+pub mod sparse;
 pub mod status;
 pub mod submodules;
 pub mod teardown;

@@ -43,6 +43,8 @@ pub struct Options {
     /// `--remote REMOTE` (design §3.14): the tasks are remote, but those in `local`.
     pub remote: Option<String>,
     pub local: Vec<String>,
+    /// `--sparse` folders (cone patterns) narrowing every workspace (design §3.15).
+    pub sparse: Vec<String>,
 }
 
 /// What prepare made.
@@ -125,6 +127,19 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     };
     // Submodules found, a dirty one refused (design §3.15).
     let modules = crate::submodules::discover(source)?;
+    // design §3.15: the workspaces hold what the source holds, or less.
+    let narrow = crate::sparse::check_patterns(&opts.sparse)?;
+    if mode == Mode::Scratch && !narrow.is_empty() {
+        return Err(Error::usage(
+            Code::BadPattern,
+            "--sparse applies to worktree workspaces",
+            "a scratch copy is the whole source; drop --sparse or use `--mode worktree`",
+        ));
+    }
+    let sparse = match mode {
+        Mode::Worktree => crate::sparse::Workspaces::plan(&source.repo, &narrow)?,
+        Mode::Scratch => None,
+    };
     let base = source.workspace_base()?;
     // design §3.14: the remote the remote tasks go through, and which tasks are.
     let remote = opts
@@ -234,6 +249,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         baseline: baseline.to_string(),
         mode,
         forbid_commit: opts.forbid_commit || source.config.forbid_commit,
+        sparse: sparse.as_ref().map(|s| s.list.clone()),
         lease: Lease::new(ttl, opts.owner),
         preparing: None,
         tasks: {
@@ -276,6 +292,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         policy.as_ref(),
         stat_cache,
         &modules,
+        sparse.as_ref(),
     )?;
     undo.armed = false;
     drop(undo);
@@ -353,6 +370,7 @@ fn make(
     policy: Option<&crate::carry::Policy>,
     stat_cache: Option<snapshot::PendingCache>,
     modules: &[crate::submodules::Module],
+    sparse: Option<&crate::sparse::Workspaces>,
 ) -> Result<Vec<crate::carry::Stats>> {
     let state_dir = source.state_dir();
     let stop = || -> Result<()> {
@@ -390,6 +408,7 @@ fn make(
                     tree,
                     plans,
                     source.config.snapshots,
+                    sparse,
                     |roots| {
                         stop()?;
                         crate::carry::carry_ignored(&source.repo, policy, roots)

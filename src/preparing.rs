@@ -202,6 +202,7 @@ mod tests {
             baseline: "0".repeat(40),
             mode: crate::config::Mode::Worktree,
             forbid_commit: false,
+            sparse: None,
             lease: crate::lease::Lease::new(ttl, None),
             tasks: Vec::new(),
             preparing: marker,

@@ -229,7 +229,9 @@ fn refresh_task(
         prefix: PathBuf::new(),
         config: source.config.clone(),
     };
-    let writes: Vec<PathWrite> = diff::trees(&source.repo, w_tree, m_tree)?
+    // design §3.15: what the workspace's sparse checkout leaves out stays out.
+    let sparse = crate::sparse::Checkout::of_workspace(&ws.repo)?;
+    let mut writes: Vec<PathWrite> = diff::trees(&source.repo, w_tree, m_tree)?
         .into_iter()
         .map(|c| PathWrite {
             path: c.path,
@@ -237,6 +239,9 @@ fn refresh_task(
             new: c.new,
         })
         .collect();
+    if let Some(s) = &sparse {
+        writes.retain(|w| s.includes(w.path.as_bstr()));
+    }
     let blocked = writeback::check(&ws, &writes)?;
     if !blocked.is_empty() {
         let list: Vec<String> = blocked
@@ -268,7 +273,7 @@ fn refresh_task(
     writeback::write(&ws, &batch::batch_dir(&source.state_dir(), &b.id), &writes)?;
 
     // 4. Index and HEAD at the new base; conflicted files unmerged.
-    write_index(&ws.repo, s_tree, &staged)?;
+    write_index(&ws.repo, s_tree, &staged, sparse.as_ref())?;
     move_head(&ws.repo, new_base)?;
 
     // 5. Recorded in the batch.
@@ -361,7 +366,12 @@ fn merge_keep(
 /// The workspace's index at `tree`, with `staged` in place of the entries
 /// at their paths; stat data kept from the old index where an entry is the
 /// same blob with the same mode (so `git status` need not read those files).
-fn write_index(ws: &gix::Repository, tree: ObjectId, staged: &[Staged]) -> Result<()> {
+fn write_index(
+    ws: &gix::Repository,
+    tree: ObjectId,
+    staged: &[Staged],
+    sparse: Option<&crate::sparse::Checkout>,
+) -> Result<()> {
     let err = |e: gix::Error| Error::git("cannot write the workspace's index", e);
     let mut file = ws.index_from_tree(&tree).map_err(err)?;
     let old = ws.index_or_empty().map_err(err)?;
@@ -395,6 +405,9 @@ fn write_index(ws: &gix::Repository, tree: ObjectId, staged: &[Staged]) -> Resul
             );
         }
         state.sort_entries();
+        if let Some(s) = sparse {
+            s.mark(state);
+        }
     }
     file.write(gix::index::write::Options::default())
         .map_err(|e| Error::git("cannot write the workspace's index", e))

@@ -143,7 +143,9 @@ fn unflag_for_workspace(repo: &gix::Repository, index: &mut gix::index::State) {
             continue;
         }
         e.flags.remove(Flags::ASSUME_VALID);
-        if e.flags.contains(Flags::SKIP_WORKTREE) {
+        // A sparse index's folder entry (design §3.15) stands for the
+        // tree it names; files made below it are untracked ones.
+        if e.flags.contains(Flags::SKIP_WORKTREE) && e.mode != Mode::DIR {
             let rela = e.path_in(paths);
             let rela = std::os::unix::ffi::OsStrExt::from_bytes(rela.as_bytes());
             let on_disk = root
@@ -600,6 +602,11 @@ fn run(
         .stat_options()
         .map_err(git("cannot read the stat options"))?;
     let mut index = user_index(repo)?;
+    // design §3.15: a sparse index is expanded where the snapshot needs
+    // every path (the HEAD -> index diff, a workspace's files on disk).
+    if index.is_sparse() && (side == Side::Workspace || !index_is_head(&index, head_tree)) {
+        crate::sparse::unsparse(repo, &mut index)?;
+    }
     let cache_state = cache.and_then(|p| {
         gix::index::File::at(p, repo.object_hash(), false, Default::default())
             .ok()

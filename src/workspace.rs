@@ -110,7 +110,19 @@ pub fn create_all(
     baseline_tree: ObjectId,
     plans: &[Plan],
 ) -> Result<()> {
-    let mut result = create_all_inner(common_dir, baseline, baseline_tree, plans);
+    create_all_sparse(common_dir, baseline, baseline_tree, plans, None)
+}
+
+/// [`create_all`] with a sparse checkout (design §3.15): only the paths
+/// `sparse` takes in are written, the others are skip-worktree entries.
+pub fn create_all_sparse(
+    common_dir: &Path,
+    baseline: ObjectId,
+    baseline_tree: ObjectId,
+    plans: &[Plan],
+    sparse: Option<&crate::sparse::Workspaces>,
+) -> Result<()> {
+    let mut result = create_all_inner(common_dir, baseline, baseline_tree, plans, sparse);
     if result.is_ok() && gix::interrupt::is_triggered() {
         result = Err(Error::interrupted());
     }
@@ -134,6 +146,7 @@ pub fn create_all_filled<T: Clone>(
     baseline_tree: ObjectId,
     plans: &[Plan],
     snapshots: crate::config::Snapshots,
+    sparse: Option<&crate::sparse::Workspaces>,
     fill: impl FnOnce(&[PathBuf]) -> Result<Vec<T>>,
 ) -> Result<Vec<T>> {
     let snap = snapshots == crate::config::Snapshots::Auto
@@ -142,11 +155,11 @@ pub fn create_all_filled<T: Clone>(
             .and_then(|p| p.root.parent())
             .is_some_and(crate::btrfs::can_snapshot_at);
     if !snap {
-        create_all(common_dir, baseline, baseline_tree, plans)?;
+        create_all_sparse(common_dir, baseline, baseline_tree, plans, sparse)?;
         let roots: Vec<PathBuf> = plans.iter().map(|p| p.root.clone()).collect();
         return fill(&roots);
     }
-    let mut result = create_snapshots(common_dir, baseline, baseline_tree, plans, fill);
+    let mut result = create_snapshots(common_dir, baseline, baseline_tree, plans, sparse, fill);
     if result.is_ok() && gix::interrupt::is_triggered() {
         result = Err(Error::interrupted());
     }
@@ -174,6 +187,7 @@ fn create_snapshots<T: Clone>(
     baseline: ObjectId,
     baseline_tree: ObjectId,
     plans: &[Plan],
+    sparse: Option<&crate::sparse::Workspaces>,
     fill: impl FnOnce(&[PathBuf]) -> Result<Vec<T>>,
 ) -> Result<Vec<T>> {
     let Some(first) = plans.first() else {
@@ -185,11 +199,21 @@ fn create_snapshots<T: Clone>(
     for p in &plans[1..] {
         register(common_dir, baseline, p)?;
     }
+    // Each registration gets the sparse-checkout configuration (design
+    // §3.15); the snapshots copy the first's sparse tree and index bits.
+    if let Some(s) = sparse {
+        for p in plans {
+            s.write(common_dir, &registration(common_dir, &p.worktree_id))?;
+        }
+    }
     crate::interrupt::pause("registered");
     let repo = crate::repo::open_worktree(&first.root)?;
     let git = |e: gix::Error| Error::git(format!("cannot check out {}", first.root.display()), e);
     let cores = cores();
     let mut index: gix::index::State = repo.index_from_tree(&baseline_tree).map_err(git)?.into();
+    if let Some(s) = sparse {
+        s.mark(&mut index);
+    }
     checkout(&repo, &mut index, &first.root, cores)?;
     crate::interrupt::pause("checked-out");
     settle(
@@ -301,18 +325,25 @@ fn create_all_inner(
     baseline: ObjectId,
     baseline_tree: ObjectId,
     plans: &[Plan],
+    sparse: Option<&crate::sparse::Workspaces>,
 ) -> Result<()> {
     let Some(first) = plans.first() else {
         return Ok(());
     };
     for p in plans {
         register(common_dir, baseline, p)?;
+        if let Some(s) = sparse {
+            s.write(common_dir, &registration(common_dir, &p.worktree_id))?;
+        }
     }
     crate::interrupt::pause("registered");
     let repo = crate::repo::open_worktree(&first.root)?;
     let git = |e: gix::Error| Error::git(format!("cannot check out {}", first.root.display()), e);
     let cores = cores();
     let mut index: gix::index::State = repo.index_from_tree(&baseline_tree).map_err(git)?.into();
+    if let Some(s) = sparse {
+        s.mark(&mut index);
+    }
     checkout(&repo, &mut index, &first.root, cores)?;
     crate::interrupt::pause("checked-out");
 
@@ -773,6 +804,9 @@ fn replicate(
                 return Err(Error::interrupted());
             }
             let e = &src_entries[start + i];
+            if e.flags.contains(gix::index::entry::Flags::SKIP_WORKTREE) {
+                continue; // not checked out (design §3.15)
+            }
             let stats = walk.entry(e.path_in(paths), e.mode)?;
             for (slice, stat) in slices.iter_mut().zip(stats) {
                 if let Some(stat) = stat {

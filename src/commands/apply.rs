@@ -647,6 +647,29 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
         if !kept.is_empty() && !dry_run {
             text.push_str("For each of those, either:\n");
             text.push_str(&again_hint(b, short, &kept));
+            // design §3.15: the work is outside the source's sparse checkout.
+            let mut folders: Vec<String> = kept
+                .iter()
+                .filter(|o| o.reason == Some("outside_sparse_checkout"))
+                .flat_map(|o| o.conflicts.iter())
+                .filter_map(|c| {
+                    c.path
+                        .rsplit_once_str("/")
+                        .map(|(d, _)| d.to_str_lossy().into_owned())
+                })
+                .collect();
+            folders.sort();
+            folders.dedup();
+            if !folders.is_empty() {
+                let args: Vec<String> = folders
+                    .iter()
+                    .map(|f| crate::paths::shell_quote(f))
+                    .collect();
+                text.push_str(&format!(
+                    "  - for work outside the sparse checkout: `git sparse-checkout add {}`, then `git delegate apply {short}` again;\n",
+                    args.join(" ")
+                ));
+            }
             // No `git apply --3way PATCH` line: it fails ("does not match
             // index") whenever the user's index differs from the file
             // (design §3.16 "Hints").

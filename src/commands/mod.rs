@@ -406,6 +406,10 @@ pub fn batch_doc_fetched(
     if let (Some(r), Value::Object(m)) = (&batch.remote, &mut doc) {
         m.insert("remote".into(), json!({"name": r.name, "url": r.url}));
     }
+    // The workspaces' sparse-checkout patterns (design §3.15).
+    if let Some(sparse) = &batch.sparse {
+        doc["sparse"] = json!(sparse);
+    }
     doc
 }
 

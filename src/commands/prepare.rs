@@ -101,6 +101,13 @@ pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> 
             text.push_str(&format!("           {what}: {}\n", carried(c)));
         }
     }
+    // design §3.15: what the workspaces hold of the tree.
+    if let Some(sparse) = &batch.sparse {
+        text.push_str(&format!(
+            "Sparse workspaces: {}\n",
+            crate::ui::escape_text(&sparse.join(" "))
+        ));
+    }
     // The hint names this batch and no other, ever: the full id resolves
     // before labels and prefixes, and is never reused (a prefix could match
     // another batch once this one is gone).
@@ -130,6 +137,7 @@ pub(super) fn options(args: &PrepareArgs, names: Vec<String>) -> Result<crate::p
         forbid_commit: args.forbid_commit,
         remote: args.remote.clone(),
         local: args.local.clone(),
+        sparse: args.sparse.clone(),
     })
 }
 
