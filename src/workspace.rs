@@ -538,8 +538,10 @@ fn register_as(common_dir: &Path, baseline: ObjectId, p: &Plan, make: Make) -> R
     Ok(())
 }
 
-/// Check out `index` into the empty folder `root` with `threads` workers;
-/// the entries receive the stat data of the files written.
+/// Check out `index` into the empty folder `root` with `threads` workers
+/// (entries marked `SKIP_WORKTREE` are left out); the entries receive the
+/// stat data of the files written. Anything already at a path is never
+/// overwritten: a collision is an error.
 fn checkout(
     repo: &gix::Repository,
     index: &mut gix::index::State,
@@ -551,6 +553,9 @@ fn checkout(
         .checkout_options(gix::worktree::stack::state::attributes::Source::IdMapping)
         .map_err(git)?;
     opts.destination_is_initially_empty = true;
+    // Never over anything in the way (a carried ignored file, in a
+    // verification snapshot): that is a collision, reported below.
+    opts.overwrite_existing = false;
     opts.thread_limit = Some(threads);
     let objects = repo
         .objects
@@ -589,6 +594,17 @@ fn checkout(
                 crate::paths::quote(first.path.as_ref()),
                 root.display(),
                 first.error
+            ),
+            "check free disk space, permissions and path lengths under the workspace root",
+        ));
+    }
+    if let Some(first) = outcome.collisions.first() {
+        return Err(Error::state(
+            Code::CheckoutFailed,
+            format!(
+                "cannot write {} in {}: something is in the way",
+                crate::paths::quote(first.path.as_ref()),
+                root.display()
             ),
             "check free disk space, permissions and path lengths under the workspace root",
         ));

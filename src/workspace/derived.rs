@@ -297,55 +297,7 @@ fn derive(
 /// `root`, where their paths are free (exclusive creation: anything in the
 /// way, such as a carried ignored file, is an error, never overwritten).
 fn write_changed(repo: &gix::Repository, index: &mut gix::index::State, root: &Path) -> Result<()> {
-    let git = |e: gix::Error| Error::git(format!("cannot check out {}", root.display()), e);
-    let mut opts = repo
-        .checkout_options(gix::worktree::stack::state::attributes::Source::IdMapping)
-        .map_err(git)?;
-    opts.destination_is_initially_empty = true;
-    opts.overwrite_existing = false;
-    opts.thread_limit = Some(1);
-    let objects = repo
-        .objects
-        .clone()
-        .into_arc()
-        .map_err(|e| Error::git("cannot open objects", e))?;
-    let outcome = gix::worktree::state::checkout(
-        index,
-        root.to_path_buf(),
-        objects,
-        &gix::progress::Discard,
-        &gix::progress::Discard,
-        &gix::interrupt::IS_INTERRUPTED,
-        opts,
-    )
-    .map_err(|e| checkout_failed(Some((repo, &*index)), root, &e))?;
-    if gix::interrupt::is_triggered() {
-        return Err(Error::interrupted());
-    }
-    if let Some(first) = outcome.errors.first() {
-        return Err(Error::state(
-            Code::CheckoutFailed,
-            format!(
-                "cannot write {} in {}: {}",
-                crate::paths::quote(first.path.as_ref()),
-                root.display(),
-                first.error
-            ),
-            "check free disk space, permissions and path lengths under the workspace root",
-        ));
-    }
-    if let Some(first) = outcome.collisions.first() {
-        return Err(Error::state(
-            Code::CheckoutFailed,
-            format!(
-                "cannot write {} in {}: something is in the way",
-                crate::paths::quote(first.path.as_ref()),
-                root.display()
-            ),
-            "check free disk space, permissions and path lengths under the workspace root",
-        ));
-    }
-    Ok(())
+    super::checkout(repo, index, root, 1)
 }
 
 /// Remove the folder `root` when it is a snapshot of the template
