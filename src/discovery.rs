@@ -95,9 +95,14 @@ pub fn unreadable_object_format(git_dir: &Path) -> Option<String> {
 
 /// Why the nearest `.git` at or above `cwd` is not a repository git
 /// delegate can open, when it can tell: that `.git` is what git would have
-/// stopped at (or skipped, finding nothing above it either).
-pub fn diagnose(cwd: &Path) -> Option<Error> {
+/// stopped at (or skipped, finding nothing above it either). `limit`: the
+/// folder git's search stopped at (a ceiling, or the first folder on
+/// another filesystem), which is not looked into, nor anything above it.
+pub fn diagnose(cwd: &Path, limit: Option<&Path>) -> Option<Error> {
     for dir in cwd.ancestors() {
+        if limit.is_some_and(|l| dir == l || std::fs::canonicalize(dir).is_ok_and(|d| d == l)) {
+            return None;
+        }
         let dotgit = dir.join(".git");
         let lmeta = match std::fs::symlink_metadata(&dotgit) {
             Ok(m) => m,

@@ -157,15 +157,15 @@ fn unsupported_environment(var: &str, value: &Path, what: String) -> Error {
 /// (`discovery::diagnose`, design §3.15).
 fn discovery_error(cwd: &Path, err: gix::Error) -> Error {
     use gix::discover::upwards::Error as Up;
-    // A `.git` above a ceiling or filesystem boundary is not git's business.
-    let stopped_above = matches!(
-        err.downcast_any_ref::<Up>(),
-        Some(Up::NoGitRepositoryWithinCeiling { .. } | Up::NoGitRepositoryWithinFs { .. })
-    );
-    if !stopped_above {
-        if let Some(e) = crate::discovery::diagnose(cwd) {
-            return e;
-        }
+    // A `.git` above a ceiling or filesystem boundary is not git's
+    // business; a broken one below it is named before the boundary is.
+    let limit: Option<PathBuf> = match err.downcast_any_ref::<Up>() {
+        Some(Up::NoGitRepositoryWithinFs { limit, .. }) => Some(limit.clone()),
+        Some(Up::NoGitRepositoryWithinCeiling { .. }) => Some(git_ceiling(cwd).unwrap_or_default()),
+        _ => None,
+    };
+    if let Some(e) = crate::discovery::diagnose(cwd, limit.as_deref()) {
+        return e;
     }
     match err.downcast_any_ref::<Up>() {
         Some(Up::NoGitRepository { .. }) => {
