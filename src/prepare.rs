@@ -104,8 +104,11 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     // Ctrl-C (or SIGTERM, SIGHUP) while prepare works: stop at the next
     // check, undo everything, and exit 3. Further signals (a terminal sends
     // Ctrl-C to git and git-delegate together, and git passes its own on)
-    // never cut that undo short (design §3.15).
-    let _signals = crate::interrupt::catch_signals().map(|d| d.auto_deregister());
+    // never cut that undo short (design §3.15). The handler stays until the
+    // process ends: a signal after the batch is complete changes nothing,
+    // where the default action would kill the command before it said what
+    // it made (a complete batch, reported nowhere).
+    let _signals = crate::interrupt::catch_signals();
     let names = &opts.names;
     let ttl = opts.ttl_secs.unwrap_or(source.config.ttl_secs);
     let mode = opts.mode.unwrap_or(source.config.mode);
