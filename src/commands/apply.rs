@@ -13,7 +13,7 @@ use crate::apply::{Closed, Outcome, Report};
 use crate::batch::{self, Batch, TaskState};
 use crate::cli::ApplyArgs;
 use crate::error::{Error, Result};
-use crate::paths::{self, BString, ByteSlice};
+use crate::paths::{self, shell_quote, BString, ByteSlice};
 use crate::ui::Ui;
 use crate::writeback::Recovery;
 
@@ -661,10 +661,7 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
             folders.sort();
             folders.dedup();
             if !folders.is_empty() {
-                let args: Vec<String> = folders
-                    .iter()
-                    .map(|f| crate::paths::shell_quote(f))
-                    .collect();
+                let args: Vec<String> = folders.iter().map(|f| shell_quote(f)).collect();
                 text.push_str(&format!(
                     "  - for work outside the sparse checkout: `git sparse-checkout add {}`, then `git delegate apply {short}` again;\n",
                     args.join(" ")
@@ -767,18 +764,6 @@ fn discard_hint(short: &str, names: &[&str]) -> String {
         format!("  - or give its work up: {cmd}\n")
     } else {
         format!("  - or give their work up: {cmd}  (name only those you give up: the others are applied again)\n")
-    }
-}
-
-/// Quote a string for a POSIX shell when it needs it.
-pub(crate) fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|c| c.is_ascii_alphanumeric() || b"/._-+:@%".contains(&c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
     }
 }
 

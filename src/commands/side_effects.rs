@@ -87,7 +87,7 @@ pub fn text(b: &Batch, effects: &[SideEffect], outcomes: &[Outcome], dry_run: bo
                 })
         });
         if let (Some(t), Some(n)) = (stashed_task, e.stash_index) {
-            let root = super::apply::shell_quote(&super::show(&b.tasks[t].root));
+            let root = crate::paths::shell_quote(&super::show(&b.tasks[t].root));
             let verb = if dry_run { "would stay" } else { "stays" };
             text.push_str(&format!(
                 "      its work is there, not in its workspace, so the task {verb} open; bring it back with:\n\
