@@ -8,8 +8,11 @@
 //! folders), its registration goes, and a detached child of this binary
 //! (`git-delegate purge-trash DIR`: own session, stdio on /dev/null, nice 19,
 //! which also lowers its I/O priority under the CFQ/BFQ schedulers) deletes
-//! it. A trash left behind by a killed deleter is swept by the next mutating
-//! command (in the background) and by `gc` (in the foreground).
+//! it. An entry the deleter cannot delete at once (a subvolume btrfs will
+//! not delete for the moment) is tried again after pauses of up to about a
+//! minute in all. A trash left behind by a killed deleter, or one that gave
+//! up, is swept by the next mutating command (in the background) and by
+//! `gc` (in the foreground).
 //!
 //! An entry is deleted only when it is a real folder named
 //! `<batch-short>-<task>-<random>` whose `.git` file names a `delegate-*`
@@ -141,6 +144,9 @@ pub fn sweep_later(trash: &Path, state_dir: &Path) {
 pub struct Purged {
     pub entries: usize,
     pub bytes: u64,
+    /// Entries that are ours but could not be deleted this time (a busy or
+    /// not yet deletable subvolume, a full filesystem's metadata).
+    pub failed: usize,
 }
 
 /// Delete every entry of `trash` that is one of our workspaces, until none
@@ -189,6 +195,8 @@ pub fn purge(trash: &Path, count_bytes: bool, dry_run: bool, wait: bool) -> Opti
                 out.entries += 1;
                 out.bytes += bytes;
                 progress = true;
+            } else if path.symlink_metadata().is_ok() {
+                out.failed += 1;
             }
             if dry_run || !done {
                 // Not looked at again in this run.
@@ -206,12 +214,28 @@ pub fn purge(trash: &Path, count_bytes: bool, dry_run: bool, wait: bool) -> Opti
     Some(out)
 }
 
+/// The pauses (ms) of the background deleter between tries at entries it
+/// could not delete: about a minute in all.
+const PURGE_RETRY_PAUSES: [u64; 7] = [500, 1_000, 2_000, 4_000, 8_000, 16_000, 32_000];
+
 /// Body of the hidden `purge-trash DIR [STATE-DIR]` subcommand (the
 /// background deleter): purge, then remove the folder holding the trash if
 /// it is empty and the repository lock (`STATE-DIR/lock`) is free.
 pub fn purge_in_background(trash: &Path, state_dir: Option<&Path>) {
     let _ = rustix::process::nice(19);
-    purge(trash, false, false, true);
+    // An entry that could not be deleted is tried again after a pause, a
+    // few times, before the trash is left to the next command or gc: a
+    // deletion can fail for a moment (btrfs refuses to delete a subvolume
+    // while it cannot reserve metadata on a filesystem that is full for
+    // the moment), and a trash that nobody empties is a leak.
+    let mut pauses = PURGE_RETRY_PAUSES.iter();
+    loop {
+        let failed = purge(trash, false, false, true).is_some_and(|p| p.failed > 0);
+        match pauses.next() {
+            Some(&ms) if failed => std::thread::sleep(std::time::Duration::from_millis(ms)),
+            _ => break,
+        }
+    }
     let (Some(state_dir), Some(base)) = (state_dir, trash.parent()) else {
         return;
     };
@@ -324,6 +348,34 @@ mod tests {
         assert_eq!(got.entries, 2);
         assert!(!ours.exists() && !empty.exists());
         assert!(badly_named.exists() && foreign.join("keep").exists());
+        // An entry of ours that cannot be deleted (an immutable folder,
+        // where the filesystem and our privileges allow making one) is
+        // counted as failed, so the background deleter tries it again.
+        let stuck = trash.join("0123abcd-4-89abcdef");
+        std::fs::create_dir_all(&stuck).unwrap();
+        std::fs::write(stuck.join("f"), "x").unwrap();
+        std::fs::write(
+            stuck.join(".git"),
+            "gitdir: /r/.git/worktrees/delegate-0123abcd-4\n",
+        )
+        .unwrap();
+        let chattr = |flag: &str| {
+            std::process::Command::new("chattr")
+                .arg(flag)
+                .arg(&stuck)
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if chattr("+i") {
+            let got = purge(&trash, false, false, true).unwrap();
+            assert!(chattr("-i"));
+            assert_eq!((got.entries, got.failed), (0, 1));
+            let got = purge(&trash, false, false, true).unwrap();
+            assert_eq!((got.entries, got.failed), (1, 0));
+        } else {
+            std::fs::remove_dir_all(&stuck).unwrap();
+        }
         // A folder not named .trash is never purged.
         assert_eq!(purge(&foreign, false, false, true), Some(Purged::default()));
         std::fs::remove_dir_all(&tmp).unwrap();

@@ -90,17 +90,69 @@ fn is_subvolume(path: &Path) -> bool {
     std::fs::symlink_metadata(path).unwrap().ino() == SUBVOL_ROOT_INO
 }
 
-/// Wait until `path` is gone (the background deleter works on the trash).
+/// Wait until the background deleters working on the trash folder `path`
+/// (`git-delegate purge-trash PATH ...`, started before the command that
+/// made them returned) have exited, then check that they removed it. The
+/// event waited for is the deleters' exit, not a clock: a deleter that gave
+/// up leaves the trash, and the failure says what is in it.
 fn wait_gone(path: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while path.symlink_metadata().is_ok() {
+    // Matched by the repository's folder name (`<repo>-<fingerprint>`,
+    // one per source), whatever spelling of the path the command used.
+    let needle = path
+        .parent()
+        .and_then(Path::file_name)
+        .expect("a trash folder has a parent")
+        .as_encoded_bytes()
+        .to_vec();
+    // A guard against a hang only (a deleter retries for about a minute).
+    let guard = Instant::now() + Duration::from_secs(900);
+    while deleters_of(&needle) > 0 {
         assert!(
-            Instant::now() < deadline,
-            "{} was never removed",
+            Instant::now() < guard,
+            "the deleter of {} never ended",
             path.display()
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    if path.symlink_metadata().is_ok() {
+        let left: Vec<_> = std::fs::read_dir(path)
+            .map(|d| d.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        panic!(
+            "{} was not removed by its deleters; it holds {left:?}",
+            path.display()
+        );
+    }
+}
+
+/// How many live processes run `purge-trash` on a trash folder in the
+/// repository folder named `needle`.
+fn deleters_of(needle: &[u8]) -> usize {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    procs
+        .flatten()
+        .filter(|p| {
+            p.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|c| c.is_ascii_digit()))
+        })
+        .filter_map(|p| std::fs::read(p.path().join("cmdline")).ok())
+        .filter(|cmd| {
+            let args: Vec<&[u8]> = cmd.split(|&c| c == 0).collect();
+            args.windows(2).any(|w| {
+                use std::os::unix::ffi::OsStrExt;
+                let trash = Path::new(std::ffi::OsStr::from_bytes(w[1]));
+                w[0] == b"purge-trash"
+                    && trash
+                        .parent()
+                        .and_then(Path::file_name)
+                        .map(|n| n.as_encoded_bytes())
+                        == Some(needle)
+            })
+        })
+        .count()
 }
 
 #[test]
