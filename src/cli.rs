@@ -597,6 +597,12 @@ pub struct ApplyArgs {
     /// working tree alone is verified (failing too: nothing is written, every task ends unverified),
     /// then the task whose addition makes CMD fail is rejected (binary search, in task order), and
     /// the rest is verified again. Default: apply.verify.
+    ///
+    /// CMD must test the files of the verification workspace: a package installed in editable
+    /// mode from your working tree (`pip install -e .`, `npm link`) is imported from there
+    /// instead, and CMD would pass on your tree, not on the result. Point it at the workspace,
+    /// e.g. `--verify 'PYTHONPATH=src python -m pytest'`, or use an environment made inside
+    /// the workspace (`python -m venv .venv && .venv/bin/pip install -e . && .venv/bin/pytest`).
     #[arg(long, value_name = "CMD")]
     pub verify: Option<String>,
     /// Do not run apply.verify
@@ -768,7 +774,8 @@ pub struct DropArgs {
     /// The batch: label, id or unique id prefix
     ///
     /// The full id is tried first, then a label, then any unique prefix of at least 4 characters.
-    pub batch: String,
+    /// Required (dropping ends the batch); left out, the error lists the open batches.
+    pub batch: Option<String>,
     /// Drop even when tasks have changes that were never applied
     ///
     /// Their work is lost. A folder that is no longer the workspace prepare made, or that is the

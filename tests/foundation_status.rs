@@ -196,7 +196,9 @@ fn stale_by_expiry() {
         .expect(1);
     assert_eq!(problem_kinds(&run.json()), ["expired"]);
     let human = env.delegate(&repo, ["status"]).expect(0).stdout;
-    assert!(human.contains("lease expired, expired"), "{human}");
+    assert!(human.contains("lease expired "), "{human}");
+    assert!(human.contains(" ago\n"), "{human}");
+    assert!(!human.contains("expired, expired"), "{human}");
     // renew: live again, expiry moved to now + ttl.
     let before = now_secs();
     let renewed = env

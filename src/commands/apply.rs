@@ -741,7 +741,7 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
     }
     if !other.is_empty() {
         text.push_str(&format!(
-            "  - {} {}: fix the cause shown above (or make the work fit in the workspace), then run `git delegate apply {short}` again;\n",
+            "  - {} {}: fix the cause shown above, then run `git delegate apply {short}` again;\n",
             task_s(&other),
             other.join(", "),
         ));

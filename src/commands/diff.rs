@@ -15,6 +15,12 @@ use crate::ui::Ui;
 
 pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
     let source = super::source()?;
+    // The command as given, for the help of an ambiguous batch.
+    let mut words = vec!["diff"];
+    if args.source {
+        words.push("--source");
+    }
+    words.extend(args.tasks.iter().map(String::as_str));
     let patch = !ui.json && !args.name_status;
     // Coloured as git colours a diff: `color.diff` before `color.ui`, and
     // a pager counts as a terminal (design §3.16).
@@ -28,7 +34,8 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
             &args.paths,
             patch,
             paint,
-        )?;
+        )
+        .map_err(|e| super::batch_flag_help(e, &source, &words))?;
         return show_source(ui, &args, report, colour);
     }
     let report = review::diff(
@@ -38,7 +45,8 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
         &args.paths,
         patch,
         paint,
-    )?;
+    )
+    .map_err(|e| super::batch_flag_help(e, &source, &words))?;
     if ui.json {
         let tasks: Vec<_> = report
             .tasks

@@ -22,7 +22,10 @@ use super::apply::{kept_doc, kept_text};
 pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     let source = super::source()?;
     let _lock = super::lock_and_recover(ui, &source, recovered)?;
-    let b = match batch::choose(batch::list(&source.state_dir())?, Some(&args.batch))? {
+    let Some(name) = args.batch.as_deref() else {
+        return Err(no_batch_named(&source));
+    };
+    let b = match batch::choose(batch::list(&source.state_dir())?, Some(name))? {
         batch::Entry::Batch(b) => *b,
         batch::Entry::Broken { id, problem } => {
             return drop_corrupt(ui, &source, &id, &problem, args.force, recovered)
@@ -262,5 +265,34 @@ fn stashed_doc(stashed: &[(String, String)]) -> serde_json::Value {
             .iter()
             .map(|(task, entry)| json!({"task": task, "stash": entry}))
             .collect(),
+    )
+}
+
+/// `drop` with no BATCH: dropping ends a batch, so it is never guessed; the
+/// error lists the open batches and the command that drops the first.
+fn no_batch_named(source: &Source) -> crate::error::Error {
+    use crate::error::{Code, Error};
+    let open = batch::list_ok(&source.state_dir()).unwrap_or_default();
+    let Some(first) = open.first() else {
+        return Error::usage(
+            Code::NoBatch,
+            "this repository has no open batch to drop",
+            "run `git delegate status` to see what is left",
+        );
+    };
+    let names: Vec<String> = open
+        .iter()
+        .map(|b| match &b.label {
+            Some(l) => format!("{} ({l})", b.short()),
+            None => b.short().to_string(),
+        })
+        .collect();
+    Error::usage(
+        Code::Usage,
+        format!("drop needs the batch to end; open: {}", names.join(", ")),
+        format!(
+            "name it by label, id or the first 4 or more characters of its id, e.g. `git delegate drop {}`",
+            first.short()
+        ),
     )
 }

@@ -147,6 +147,38 @@ fn parse_error_message(e: &clap::Error) -> String {
 }
 
 /// The source around the current directory.
+/// A command that takes its batch as `--batch BATCH` (`diff`, `path`):
+/// when the batch was left out and several are open, the help says so, with
+/// the command as the user gave it and the first open batch's id filled in
+/// (design §3.16: every printed hint works as printed).
+pub fn batch_flag_help(
+    mut e: crate::error::Error,
+    source: &Source,
+    words: &[&str],
+) -> crate::error::Error {
+    if e.code != crate::error::Code::AmbiguousBatch {
+        return e;
+    }
+    let Some(first) = crate::batch::list_ok(&source.state_dir())
+        .ok()
+        .and_then(|l| l.into_iter().find(|b| b.preparing.is_none()))
+    else {
+        return e;
+    };
+    let mut command = vec!["git", "delegate"];
+    command.extend_from_slice(words);
+    let command: Vec<String> = command
+        .iter()
+        .map(|w| crate::paths::shell_quote(w))
+        .collect();
+    e.help = format!(
+        "name one with --batch (its label, its id, or the first 4 or more characters of its id), e.g. `{} --batch {}`",
+        command.join(" "),
+        first.short()
+    );
+    e
+}
+
 pub fn source() -> Result<Source> {
     Source::discover_here()
 }

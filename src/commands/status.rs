@@ -275,16 +275,16 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             crate::lease::State::Live => ui.paint("32", "live"),
             s => ui.paint("31", s.as_str()),
         };
-        text.push_str(&format!(
-            "  lease {lease_state}, {} {}{}\n",
-            if expires > 0 { "expires in" } else { "expired" },
-            crate::time::human(expires),
-            if expires > 0 {
-                String::new()
-            } else {
-                " ago".into()
-            },
-        ));
+        // "lease live, expires in 3h", "lease expired 5m ago" (the state
+        // said once), "lease orphaned, expired 5m ago".
+        let when = crate::time::human(expires);
+        text.push_str(&if expires > 0 {
+            format!("  lease {lease_state}, expires in {when}\n")
+        } else if state == crate::lease::State::Expired {
+            format!("  lease {lease_state} {when} ago\n")
+        } else {
+            format!("  lease {lease_state}, expired {when} ago\n")
+        });
         if let Some(pid) = b.lease.owner_pid {
             text.push_str(&format!("  owner pid {pid} on {}\n", b.lease.host));
         }

@@ -1,0 +1,7 @@
+//! Interruptions and follow-through (design §3.18 "Follow-through", §7):
+//! what the user is left with after a signal, a kill, a lying cache, a
+//! commit, a failed worker, and the messages a newcomer meets next.
+#[path = "../common/mod.rs"]
+mod common;
+
+mod messages;

@@ -1,0 +1,109 @@
+//! Messages a newcomer tripped on (issue 23 item 9), each checked by its
+//! exact text and, where it prints a command, by running that command as
+//! printed.
+
+use std::path::Path;
+
+use crate::common::{printed_command, Env};
+
+fn prepare(env: &Env, repo: &Path, label: &str) -> String {
+    let doc = env
+        .delegate(repo, ["prepare", "--json", "-n", "1", "--label", label])
+        .expect(0)
+        .json();
+    doc["batch"].as_str().unwrap().to_string()
+}
+
+fn open_batches(env: &Env, repo: &Path) -> Vec<String> {
+    let doc = env.delegate(repo, ["status", "--json"]).expect(0).json();
+    doc["batches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["batch"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn drop_without_a_batch_lists_the_open_ones_and_the_printed_command_drops_one() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    // No batch: said so, exit 2.
+    let none = env.delegate(&repo, ["drop"]).expect(2);
+    assert!(
+        none.stderr.contains("delegate::no_batch"),
+        "{}",
+        none.stderr
+    );
+    let one = prepare(&env, &repo, "one");
+    let two = prepare(&env, &repo, "two");
+    let run = env.delegate(&repo, ["drop"]).expect(2);
+    assert!(run.stderr.contains("delegate::usage"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!("{} (one)", &one[..8]))
+            && run.stderr.contains(&format!("{} (two)", &two[..8])),
+        "{}",
+        run.stderr
+    );
+    // Nothing was dropped by the bare command.
+    assert_eq!(open_batches(&env, &repo).len(), 2);
+    let cmd = printed_command(&run.stderr, "git delegate drop");
+    env.sh(&repo, &cmd).expect(0);
+    let left = open_batches(&env, &repo);
+    assert_eq!(left.len(), 1, "{cmd}");
+    // With --json the error is the one document on stdout.
+    let doc = env.delegate(&repo, ["drop", "--json"]).expect(2).json();
+    assert_eq!(doc["error"]["code"], "delegate::usage");
+}
+
+#[test]
+fn path_and_diff_with_several_batches_say_they_take_batch_and_the_hint_works() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    let one = prepare(&env, &repo, "one");
+    prepare(&env, &repo, "two");
+    for args in [
+        vec!["path", "1"],
+        vec!["diff", "1"],
+        vec!["diff", "--source"],
+    ] {
+        let run = env.delegate(&repo, &args).expect(2);
+        assert!(
+            run.stderr.contains("delegate::ambiguous_batch") && run.stderr.contains("--batch"),
+            "{args:?}: {}",
+            run.stderr
+        );
+        let start = format!("git delegate {}", args.join(" "));
+        let cmd = printed_command(&run.stderr, &start);
+        assert!(cmd.ends_with(&format!("--batch {}", &one[..8])), "{cmd}");
+        env.sh(&repo, &cmd).expect(0);
+    }
+}
+
+#[test]
+fn an_expired_lease_is_said_once() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    env.delegate(&repo, ["prepare", "-n", "1", "--ttl", "1s"])
+        .expect(0);
+    // Wait for the lease to expire (an event status reports).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let doc = env.delegate(&repo, ["status", "--json"]).json();
+        if doc["batches"][0]["lease"]["state"] == "expired" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never expired");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let text = env.delegate(&repo, ["status"]).stdout;
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("lease "))
+        .unwrap_or_else(|| panic!("no lease line in:\n{text}"));
+    assert!(
+        line.trim_start().starts_with("lease expired ") && line.ends_with(" ago"),
+        "{line}"
+    );
+    assert!(!line.contains("expired, expired"), "{line}");
+}
