@@ -117,6 +117,8 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('--stat', '--stat', [CompletionResultType]::ParameterName, 'Per task, the changed paths with counts, as `git diff --stat` prints them')
             [CompletionResult]::new('--name-status', '--name-status', [CompletionResultType]::ParameterName, 'Per task, one `STATUS<TAB>PATH` line per changed path, as `git diff --name-status`')
             [CompletionResult]::new('--source', '--source', [CompletionResultType]::ParameterName, 'What apply would change in the working tree now, all selected tasks together')
+            [CompletionResult]::new('--binary', '--binary', [CompletionResultType]::ParameterName, 'Show binary files as patches `git apply` takes (`GIT binary patch`), as `git diff --binary`')
+            [CompletionResult]::new('--full-index', '--full-index', [CompletionResultType]::ParameterName, 'Show full object ids in the `index` lines, as `git diff --full-index`')
             [CompletionResult]::new('--no-pager', '--no-pager', [CompletionResultType]::ParameterName, 'Never page the output (default on a terminal: the pager git would choose)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

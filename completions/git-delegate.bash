@@ -268,7 +268,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__diff)
-            opts="-h -V --batch --stat --name-status --source --no-pager --json --color --help --version"
+            opts="-h -V --batch --stat --name-status --source --binary --full-index --no-pager --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

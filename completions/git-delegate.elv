@@ -109,6 +109,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand --stat 'Per task, the changed paths with counts, as `git diff --stat` prints them'
             cand --name-status 'Per task, one `STATUS<TAB>PATH` line per changed path, as `git diff --name-status`'
             cand --source 'What apply would change in the working tree now, all selected tasks together'
+            cand --binary 'Show binary files as patches `git apply` takes (`GIT binary patch`), as `git diff --binary`'
+            cand --full-index 'Show full object ids in the `index` lines, as `git diff --full-index`'
             cand --no-pager 'Never page the output (default on a terminal: the pager git would choose)'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand -h 'Print help (see more with ''--help'')'

@@ -106,6 +106,8 @@ never\t'Never colour'"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l stat -d 'Per task, the changed paths with counts, as `git diff --stat` prints them'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l name-status -d 'Per task, one `STATUS<TAB>PATH` line per changed path, as `git diff --name-status`'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l source -d 'What apply would change in the working tree now, all selected tasks together'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l binary -d 'Show binary files as patches `git apply` takes (`GIT binary patch`), as `git diff --binary`'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l full-index -d 'Show full object ids in the `index` lines, as `git diff --full-index`'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l no-pager -d 'Never page the output (default on a terminal: the pager git would choose)'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand diff" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -216,7 +216,8 @@ tasks, or of batches that are gone) are listed until gc.keep-failed passes, with
     /// Show each task's changes against its baseline, as `git diff` prints them
     #[command(
         long_about = "Show each selected task's changes (default: every open task of the batch) against the \
-baseline it was prepared from, as `git diff --full-index --binary <baseline> <workspace>` prints them, the \
+baseline it was prepared from, as `git diff --no-renames <baseline> <workspace>` prints them (abbreviated `index` \
+lines as core.abbrev says, a binary file as a `Binary files ... differ` line; --binary and --full-index as in git), the \
 workspace taken as it is now (staged, unstaged and untracked files, as `git add -A` would take them). With several \
 tasks, each task's output follows a `# task NAME` line. It records nothing and changes nothing: the workspace's tree is \
 computed in memory (no objects, refs or index written), reading the workspace with its stat cache. \
@@ -725,6 +726,16 @@ pub struct DiffArgs {
     /// What apply would change in the working tree now, all selected tasks together
     #[arg(long)]
     pub source: bool,
+    /// Show binary files as patches `git apply` takes (`GIT binary patch`), as `git diff --binary`
+    ///
+    /// A binary patch's `index` line has full ids, as git writes it. Without it a binary file's
+    /// change is git's `Binary files a/X and b/X differ` line. With --source, this is the form
+    /// `git apply` takes for binary files.
+    #[arg(long)]
+    pub binary: bool,
+    /// Show full object ids in the `index` lines, as `git diff --full-index`
+    #[arg(long)]
+    pub full_index: bool,
     /// Never page the output (default on a terminal: the pager git would choose)
     #[arg(long)]
     pub no_pager: bool,

@@ -1,5 +1,6 @@
 //! Patches: a binary, full-index diff between two trees that
-//! `git apply --3way` accepts (the recovery form of a proposal).
+//! `git apply --3way` accepts (the recovery form of a proposal), and the
+//! same diff as plain `git diff` prints it (`Form`, for `git delegate diff`).
 //!
 //! Owns: rendering a diff of two trees as git patch text, in the form
 //! `git diff --full-index --binary --no-renames` prints: `diff --git`
@@ -26,6 +27,30 @@ use gix::ObjectId;
 use crate::diff::{self, PathChange};
 use crate::error::{Error, Result};
 
+/// How a patch is written: as `git diff` prints it (abbreviated `index`
+/// lines, `Binary files ... differ` for binary files), or with
+/// `--full-index` and `--binary` (what `git apply` takes for binary
+/// files, and the form of the patches kept beside proposals). As in git,
+/// a binary patch's `index` line has full ids even without --full-index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Form {
+    pub full_index: bool,
+    pub binary: bool,
+}
+
+impl Form {
+    /// `git diff --full-index --binary`: the kept patches' form.
+    pub const FULL: Form = Form {
+        full_index: true,
+        binary: true,
+    };
+    /// `git diff` with git's defaults.
+    pub const GIT_DIFF: Form = Form {
+        full_index: false,
+        binary: false,
+    };
+}
+
 /// Lines of context around each text hunk.
 const CONTEXT: u32 = 3;
 /// How much of a blob git looks at to decide that it is binary.
@@ -44,14 +69,19 @@ pub fn write_patch(
 
 /// The patch from `old_tree` to `new_tree` as bytes.
 pub fn render(repo: &gix::Repository, old_tree: ObjectId, new_tree: ObjectId) -> Result<Vec<u8>> {
-    render_changes(repo, &diff::trees(repo, old_tree, new_tree)?)
+    render_changes(repo, &diff::trees(repo, old_tree, new_tree)?, Form::FULL)
 }
 
 /// The patch of `changes` (from [`diff::trees`], possibly a subset) as bytes.
-pub fn render_changes(repo: &gix::Repository, changes: &[PathChange]) -> Result<Vec<u8>> {
+pub fn render_changes(
+    repo: &gix::Repository,
+    changes: &[PathChange],
+    form: Form,
+) -> Result<Vec<u8>> {
     let mut out = Vec::new();
+    let ids = Ids::new(repo, form);
     for change in changes {
-        render_change(repo, change, &mut out)?;
+        render_change(repo, change, &mut out, &ids)?;
     }
     Ok(out)
 }
@@ -62,12 +92,17 @@ pub fn render_changes(repo: &gix::Repository, changes: &[PathChange]) -> Result<
 /// whitespace errors (trailing blanks, a space before a tab in the indent,
 /// blank lines added at the end of the file) on a red background; binary
 /// patches plain. Byte-equal to git's output for the same changes.
-pub fn render_changes_painted(repo: &gix::Repository, changes: &[PathChange]) -> Result<Vec<u8>> {
+pub fn render_changes_painted(
+    repo: &gix::Repository,
+    changes: &[PathChange],
+    form: Form,
+) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     let mut plain = Vec::new();
+    let ids = Ids::new(repo, form);
     for change in changes {
         plain.clear();
-        render_change(repo, change, &mut plain)?;
+        render_change(repo, change, &mut plain, &ids)?;
         let eof = blank_at_eof_of(repo, change)?;
         paint::section(&plain, eof, &mut out);
     }
@@ -119,7 +154,74 @@ fn same_type(a: EntryKind, b: EntryKind) -> bool {
     class(a) == class(b)
 }
 
-fn render_change(repo: &gix::Repository, c: &PathChange, out: &mut Vec<u8>) -> Result<()> {
+/// Object ids as the `index` lines of a [`Form`] show them: full, or
+/// abbreviated as git abbreviates them (`core.abbrev`, else its "auto"
+/// length from the number of packed objects, at least 7; longer where a
+/// prefix is not unique in the object store; the null id as that many
+/// zeros).
+struct Ids<'r> {
+    repo: &'r gix::Repository,
+    full: bool,
+    /// Binary files as `GIT binary patch` literals (`--binary`).
+    binary: bool,
+}
+
+impl<'r> Ids<'r> {
+    fn new(repo: &'r gix::Repository, form: Form) -> Ids<'r> {
+        Ids {
+            repo,
+            full: form.full_index,
+            binary: form.binary,
+        }
+    }
+
+    /// `id` for an `index` line; `full` where the file's patch needs it
+    /// (git writes the ids of a binary patch in full).
+    fn show(&self, id: ObjectId, full: bool) -> String {
+        if self.full || full {
+            return id.to_string();
+        }
+        let len = self.auto_len().min(id.kind().len_in_hex());
+        if id.is_null() {
+            return "0".repeat(len);
+        }
+        // An object only in object memory (a workspace's new file) is
+        // not in the store: its prefix of the default length is unique
+        // there.
+        match self
+            .repo
+            .find_object(id)
+            .ok()
+            .and_then(|o| o.id().shorten().ok())
+        {
+            Some(prefix) => prefix.to_string(),
+            None => id.to_hex_with_len(len).to_string(),
+        }
+    }
+
+    fn auto_len(&self) -> usize {
+        let configured = self
+            .repo
+            .config_snapshot()
+            .string("core.abbrev")
+            .and_then(|v| {
+                use gix::bstr::ByteSlice;
+                v.to_str().ok().and_then(|v| v.trim().parse::<usize>().ok())
+            });
+        if let Some(n) = configured {
+            return n.max(4);
+        }
+        let count = self.repo.objects.packed_object_count().unwrap_or(0);
+        ((64 - count.leading_zeros()).div_ceil(2)).max(7) as usize
+    }
+}
+
+fn render_change(
+    repo: &gix::Repository,
+    c: &PathChange,
+    out: &mut Vec<u8>,
+    ids: &Ids<'_>,
+) -> Result<()> {
     let path = c.path.as_slice();
     match (c.old, c.new) {
         (Some((ok, oid)), Some((nk, nid))) if same_type(ok, nk) => {
@@ -129,26 +231,35 @@ fn render_change(repo: &gix::Repository, c: &PathChange, out: &mut Vec<u8>) -> R
                 let _ = writeln!(out, "new mode {}", mode(nk));
             }
             if oid != nid {
-                if ok == nk {
-                    let _ = writeln!(out, "index {oid}..{nid} {}", mode(nk));
+                let big = too_big(repo, ok, oid)? || too_big(repo, nk, nid)?;
+                let texts = if big {
+                    None
                 } else {
-                    let _ = writeln!(out, "index {oid}..{nid}");
+                    Some((content(repo, ok, oid)?, content(repo, nk, nid)?))
+                };
+                // git writes a binary patch's ids in full (--binary).
+                let full = match &texts {
+                    Some((o, n)) => ids.binary && (is_binary(o) || is_binary(n)),
+                    None => ids.binary,
+                };
+                let (o, n) = (ids.show(oid, full), ids.show(nid, full));
+                if ok == nk {
+                    let _ = writeln!(out, "index {o}..{n} {}", mode(nk));
+                } else {
+                    let _ = writeln!(out, "index {o}..{n}");
                 }
-                if too_big(repo, ok, oid)? || too_big(repo, nk, nid)? {
-                    by_id(out, path, true, true);
-                    return Ok(());
+                match texts {
+                    None => by_id(out, path, true, true),
+                    Some((old, new)) => body(out, path, Some(&old), Some(&new), ids.binary),
                 }
-                let old = content(repo, ok, oid)?;
-                let new = content(repo, nk, nid)?;
-                body(out, path, Some(&old), Some(&new));
             }
         }
         (Some(old), Some(new)) => {
-            whole(repo, out, path, old, false)?;
-            whole(repo, out, path, new, true)?;
+            whole(repo, out, path, old, false, ids)?;
+            whole(repo, out, path, new, true, ids)?;
         }
-        (None, Some(new)) => whole(repo, out, path, new, true)?,
-        (Some(old), None) => whole(repo, out, path, old, false)?,
+        (None, Some(new)) => whole(repo, out, path, new, true, ids)?,
+        (Some(old), None) => whole(repo, out, path, old, false, ids)?,
         (None, None) => {}
     }
     Ok(())
@@ -161,28 +272,37 @@ fn whole(
     path: &[u8],
     (kind, id): (EntryKind, ObjectId),
     added: bool,
+    ids: &Ids<'_>,
 ) -> Result<()> {
     header(out, path);
-    let null = ObjectId::null(id.kind());
+    let big = too_big(repo, kind, id)?;
+    let data = if big {
+        Vec::new()
+    } else {
+        content(repo, kind, id)?
+    };
+    // git writes a binary patch's ids in full (--binary).
+    let full = ids.binary && (big || is_binary(&data));
+    let null = ids.show(ObjectId::null(id.kind()), full);
+    let shown = ids.show(id, full);
     if added {
         let _ = writeln!(out, "new file mode {}", mode(kind));
-        let _ = writeln!(out, "index {null}..{id}");
+        let _ = writeln!(out, "index {null}..{shown}");
     } else {
         let _ = writeln!(out, "deleted file mode {}", mode(kind));
-        let _ = writeln!(out, "index {id}..{null}");
+        let _ = writeln!(out, "index {shown}..{null}");
     }
-    if too_big(repo, kind, id)? {
+    if big {
         by_id(out, path, !added, added);
         return Ok(());
     }
-    let data = content(repo, kind, id)?;
     if !data.is_empty() {
         let (old, new) = if added {
             (None, Some(&data[..]))
         } else {
             (Some(&data[..]), None)
         };
-        body(out, path, old, new);
+        body(out, path, old, new, ids.binary);
     }
     Ok(())
 }
@@ -242,10 +362,16 @@ fn is_binary(data: &[u8]) -> bool {
     data[..data.len().min(FIRST_FEW_BYTES)].contains(&0)
 }
 
-/// The content part: text hunks or a binary patch. `None` is /dev/null.
-fn body(out: &mut Vec<u8>, path: &[u8], old: Option<&[u8]>, new: Option<&[u8]>) {
+/// The content part: text hunks or a binary patch (with `binary`, as
+/// `--binary` writes it; else git's `Binary files` line). `None` is
+/// /dev/null.
+fn body(out: &mut Vec<u8>, path: &[u8], old: Option<&[u8]>, new: Option<&[u8]>, binary: bool) {
     let o = old.unwrap_or(b"");
     let n = new.unwrap_or(b"");
+    if (is_binary(o) || is_binary(n)) && !binary {
+        by_id(out, path, old.is_some(), new.is_some());
+        return;
+    }
     if is_binary(o) || is_binary(n) {
         out.extend_from_slice(b"GIT binary patch\n");
         literal(out, n);

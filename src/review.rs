@@ -92,6 +92,7 @@ pub fn diff(
     paths: &[String],
     patch: bool,
     paint: bool,
+    form: crate::patch::Form,
 ) -> Result<DiffReport> {
     let b = batch::select_open(&source.state_dir(), batch_arg)?;
     let selected = select(&b, tasks)?;
@@ -130,7 +131,7 @@ pub fn diff(
             crate::proposal::add_objects(&mut view, objects);
         }
         let changes = filtered(changes, &filters);
-        let (changed, text) = describe(&view, &changes, patch, paint)?;
+        let (changed, text) = describe(&view, &changes, patch, paint, form)?;
         out.push(TaskDiff {
             name: task.name.clone(),
             paths: changed,
@@ -159,17 +160,19 @@ fn describe(
     changes: &[PathChange],
     patch: bool,
     paint: bool,
+    form: crate::patch::Form,
 ) -> Result<(Vec<Changed>, Vec<u8>)> {
     let mut text = Vec::new();
     let mut changed = Vec::with_capacity(changes.len());
     for c in changes {
         let lines = if patch {
-            let one = crate::patch::render_changes(view, std::slice::from_ref(c))?;
+            let one = crate::patch::render_changes(view, std::slice::from_ref(c), form)?;
             let lines = count(&one);
             if paint {
                 text.extend_from_slice(&crate::patch::render_changes_painted(
                     view,
                     std::slice::from_ref(c),
+                    form,
                 )?);
             } else {
                 text.extend_from_slice(&one);
@@ -242,6 +245,7 @@ pub fn source_diff(
     paths: &[String],
     patch: bool,
     paint: bool,
+    form: crate::patch::Form,
 ) -> Result<SourceDiff> {
     use crate::config::StopProcesses;
     use crate::workspace::Identity;
@@ -380,7 +384,13 @@ pub fn source_diff(
             continue;
         };
         crate::proposal::add_objects(&mut mem, p.objects);
-        let (own, _) = describe(&mem, &filtered(p.paths.clone(), &filters), false, false)?;
+        let (own, _) = describe(
+            &mem,
+            &filtered(p.paths.clone(), &filters),
+            false,
+            false,
+            form,
+        )?;
         fates[*i].paths = own;
         if !subs.is_empty() {
             submodule_changed(&mut fates[*i]);
@@ -443,7 +453,7 @@ pub fn source_diff(
             .collect();
     }
     let writes = filtered(writes, &filters);
-    let (paths, patch) = describe(&mem, &writes, patch, paint)?;
+    let (paths, patch) = describe(&mem, &writes, patch, paint, form)?;
     Ok(SourceDiff {
         batch: b.id.clone(),
         tasks: fates,

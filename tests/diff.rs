@@ -61,9 +61,6 @@ fn work(ws: &Path) {
 fn git_diff(env: &Env, ws: &Path, baseline: &str, extra: &[&str]) -> String {
     let tree = env.oracle_tree(ws);
     let mut args = vec!["diff", "--no-renames"];
-    if extra.is_empty() {
-        args.extend_from_slice(&["--full-index", "--binary"]);
-    }
     args.extend_from_slice(extra);
     args.push(baseline);
     args.push(&tree);
@@ -110,7 +107,34 @@ fn diff_is_byte_equal_to_git_diff_and_changes_nothing() {
     assert_eq!(env.git(&repo, ["count-objects", "-v"]), objects_before);
 
     assert!(!ours.is_empty());
+    // As `git diff` prints it: abbreviated `index` lines, a binary file's
+    // `Binary files ... differ` line; with --binary (and --full-index) as
+    // git prints those.
     assert_eq!(ours, git_diff(&env, &roots[0], &baseline, &[]));
+    assert!(
+        ours.contains("Binary files /dev/null and b/blob.bin differ"),
+        "{ours}"
+    );
+    for flags in [
+        &["--binary"][..],
+        &["--full-index"],
+        &["--full-index", "--binary"],
+    ] {
+        let mut args = vec!["diff", "1"];
+        args.extend_from_slice(flags);
+        let with = env.delegate(&repo, &args).expect(0).stdout;
+        assert_eq!(
+            with,
+            git_diff(&env, &roots[0], &baseline, flags),
+            "{flags:?}"
+        );
+    }
+    // core.abbrev is git's.
+    env.git(&repo, ["config", "core.abbrev", "12"]);
+    let twelve = env.delegate(&repo, ["diff", "1"]).expect(0).stdout;
+    assert!(twelve.contains("index 2019eda92304.."), "{twelve}");
+    assert_eq!(twelve, git_diff(&env, &roots[0], &baseline, &[]));
+    env.git(&repo, ["config", "--unset", "core.abbrev"]);
     assert_eq!(
         names,
         git_diff(&env, &roots[0], &baseline, &["--name-status"])
@@ -335,7 +359,10 @@ fn diff_source_is_what_apply_writes_and_changes_nothing() {
     let objects_before = env.git(&repo, ["count-objects", "-v"]);
     let index_before = std::fs::read(repo.join(".git/index")).unwrap();
     let files_before = tree_bytes(&repo);
-    let run = env.delegate(&repo, ["diff", "--source"]).expect(0);
+    let plain = env.delegate(&repo, ["diff", "--source"]).expect(0).stdout;
+    let run = env
+        .delegate(&repo, ["diff", "--source", "--binary"])
+        .expect(0);
     let patch = run.stdout.clone();
     assert!(
         run.stderr.contains("note: task 2 left out") && run.stderr.contains("merge_conflict"),
@@ -363,7 +390,7 @@ fn diff_source_is_what_apply_writes_and_changes_nothing() {
     // Tasks named in another order (or twice) are integrated in task order,
     // as apply does.
     let named = env
-        .delegate(&repo, ["diff", "--source", "3", "2", "1", "2"])
+        .delegate(&repo, ["diff", "--source", "--binary", "3", "2", "1", "2"])
         .expect(0)
         .stdout;
     assert_eq!(named, patch);
@@ -418,7 +445,7 @@ fn diff_source_is_what_apply_writes_and_changes_nothing() {
     // git's own diff of the working tree before and after: the same bytes,
     // plain and coloured.
     let git_says = |extra: &[&str]| {
-        let mut args = vec!["diff", "--full-index", "--binary", "--no-renames"];
+        let mut args = vec!["diff", "--binary", "--no-renames"];
         args.extend_from_slice(extra);
         args.push(&s_tree);
         args.push(&f_tree);
@@ -426,10 +453,13 @@ fn diff_source_is_what_apply_writes_and_changes_nothing() {
     };
     assert_eq!(patch, git_says(&[]));
     let painted = env
-        .delegate(&repo, ["diff", "--source", "--color=always"])
+        .delegate(&repo, ["diff", "--source", "--binary", "--color=always"])
         .expect(0)
         .stdout;
     assert_eq!(painted, git_says(&["--color=always"]));
+    // Without --binary, as plain `git diff` prints the same change.
+    let git_plain = env.git(&copy, ["diff", "--no-renames", &s_tree, &f_tree]);
+    assert_eq!(plain, git_plain);
 
     // The real apply: the same tasks out, the same bytes written.
     let applied = env.delegate(&repo, ["apply", "--json"]).expect(1).json();
@@ -496,15 +526,7 @@ fn colour_is_byte_equal_to_git_diff_color() {
         let tree = env.oracle_tree(root);
         let want = env.git(
             root,
-            [
-                "diff",
-                "--no-renames",
-                "--full-index",
-                "--binary",
-                "--color=always",
-                &baseline,
-                &tree,
-            ],
+            ["diff", "--no-renames", "--color=always", &baseline, &tree],
         );
         assert!(ours.contains("\x1b[32m"), "{ours}");
         assert_eq!(ours, want, "task {}", i + 1);
@@ -638,15 +660,7 @@ fn a_terminal_gets_the_pager_git_would_choose() {
     let tree = env.oracle_tree(&roots[0]);
     let coloured = env.git(
         &roots[0],
-        [
-            "diff",
-            "--no-renames",
-            "--full-index",
-            "--binary",
-            "--color=always",
-            &baseline,
-            &tree,
-        ],
+        ["diff", "--no-renames", "--color=always", &baseline, &tree],
     );
     assert_eq!(std::fs::read_to_string(&got).unwrap(), coloured);
     assert_eq!(

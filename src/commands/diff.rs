@@ -26,6 +26,10 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
     // a pager counts as a terminal (design §3.16).
     let colour = !ui.json && crate::ui::use_color_for("color.diff", crate::pager::terminal_like());
     let paint = colour && patch && !args.stat;
+    let form = crate::patch::Form {
+        full_index: args.full_index,
+        binary: args.binary,
+    };
     if args.source {
         let report = review::source_diff(
             &source,
@@ -34,6 +38,7 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
             &args.paths,
             patch,
             paint,
+            form,
         )
         .map_err(|e| super::batch_flag_help(e, &source, &words))?;
         return show_source(ui, &args, report, colour);
@@ -45,6 +50,7 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
         &args.paths,
         patch,
         paint,
+        form,
     )
     .map_err(|e| super::batch_flag_help(e, &source, &words))?;
     if ui.json {
