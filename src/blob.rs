@@ -16,7 +16,10 @@
 //!   read whole (gix has no streaming pack reader; apply's new blobs are loose);
 //! - content that a filter does change (`text`/`eol` conversion, `ident`,
 //!   `working-tree-encoding`) or that a filter driver produces is converted
-//!   in memory by gix, as before.
+//!   in memory by gix, as before;
+//! - a file written out keeps holes where its content has whole blocks of
+//!   zeros ([`Sparse`]), as `cp --sparse=auto` does: a 1 GiB sparse file
+//!   lands as sparse as the worker left it.
 //!
 //! Owns: the streaming paths for big blobs, and the errors that name why a
 //! file could not be stored or written out (a full or read-only object
@@ -668,5 +671,102 @@ mod tests {
         let id = hash_reader(gix::hash::Kind::Sha1, 5, &mut &b"hello"[..]).unwrap();
         assert_eq!(id.to_string(), "b6fc4c620b67d95f953a5c1c1230aaab5db5a1b0");
         assert!(hash_reader(gix::hash::Kind::Sha1, 6, &mut &b"hello"[..]).is_err());
+    }
+}
+
+/// The block size holes are made of: a whole block of zeros at a block
+/// boundary is skipped (a hole), anything else written.
+const HOLE_BLOCK: usize = 4096;
+
+/// A writer into a new, empty file that leaves holes where whole
+/// [`HOLE_BLOCK`]s of zeros are written (on filesystems that keep holes;
+/// elsewhere the kernel fills them). Call [`Sparse::finish`] after the last
+/// write: it sets the length, so a file that ends in zeros has them.
+pub struct Sparse<'f> {
+    file: &'f std::fs::File,
+    pos: u64,
+}
+
+impl<'f> Sparse<'f> {
+    pub fn new(file: &'f std::fs::File) -> Sparse<'f> {
+        Sparse { file, pos: 0 }
+    }
+
+    /// Give the file its whole length (a trailing hole has no bytes yet).
+    pub fn finish(self) -> std::io::Result<()> {
+        if self.file.metadata()?.len() < self.pos {
+            self.file.set_len(self.pos)?;
+        }
+        Ok(())
+    }
+
+    /// Write `bytes` at the current position (one `pwrite` per run).
+    fn put(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.file.write_all_at(bytes, self.pos)?;
+        self.pos += bytes.len() as u64;
+        Ok(())
+    }
+}
+
+impl std::io::Write for Sparse<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut i = 0;
+        // The bytes from `run` on are not zero blocks: written together.
+        let mut run = 0;
+        while i < buf.len() {
+            let at = (self.pos as usize + (i - run)) % HOLE_BLOCK;
+            let take = (HOLE_BLOCK - at).min(buf.len() - i);
+            let block = &buf[i..i + take];
+            if at == 0 && take == HOLE_BLOCK && block.iter().all(|&b| b == 0) {
+                self.put(&buf[run..i])?;
+                self.pos += HOLE_BLOCK as u64;
+                run = i + take;
+            }
+            i += take;
+        }
+        self.put(&buf[run..])?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod sparse_tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn zero_blocks_become_holes_and_the_bytes_are_the_same() {
+        let dir = std::env::temp_dir().join(format!("gd-sparse-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Data, 16 MiB of zeros, data that straddles a block, zeros at the end.
+        let mut want = b"head".to_vec();
+        want.resize(want.len() + (16 << 20), 0);
+        want.extend_from_slice(&[7u8; 5000]);
+        want.resize(want.len() + (4 << 20), 0);
+        for chunk in [4095usize, 4096, 65536, 1 << 20] {
+            let path = dir.join(format!("f{chunk}"));
+            let file = std::fs::File::create(&path).unwrap();
+            let mut w = Sparse::new(&file);
+            for piece in want.chunks(chunk) {
+                w.write_all(piece).unwrap();
+            }
+            w.finish().unwrap();
+            assert_eq!(std::fs::read(&path).unwrap(), want, "chunk {chunk}");
+            if chunk >= 4096 {
+                use std::os::unix::fs::MetadataExt;
+                let allocated = std::fs::metadata(&path).unwrap().blocks() * 512;
+                // Holes where the filesystem keeps them (tmpfs, ext4, xfs, btrfs).
+                assert!(
+                    allocated < 4 << 20,
+                    "chunk {chunk}: {allocated} bytes allocated"
+                );
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

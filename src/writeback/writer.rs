@@ -122,12 +122,14 @@ impl Writer<'_> {
                         Mode::from_raw_mode(mode),
                     )
                     .map_err(|e| Fail::io("create", temp.as_bstr(), e))?;
-                    let mut file = std::fs::File::from(fd);
+                    let file = std::fs::File::from(fd);
                     let big = crate::blob::size(self.repo, id).map_err(|e| unreadable(&e))?
                         > crate::blob::STREAM_ABOVE;
                     // The bytes are hashed as they are written (what the
-                    // journal records of this path).
-                    let mut tee = Tee::new(&mut file);
+                    // journal records of this path); whole blocks of zeros
+                    // stay holes.
+                    let mut sparse = crate::blob::Sparse::new(&file);
+                    let mut tee = Tee::new(&mut sparse);
                     if big
                         && crate::blob::smudge_is_identity(&mut hasher.pipeline, it.path.as_bstr())
                     {
@@ -141,6 +143,9 @@ impl Writer<'_> {
                         hasher.smudge_into(&blob.data, it.path.as_bstr(), &mut tee)?;
                     }
                     let sha1 = tee.sha1();
+                    sparse
+                        .finish()
+                        .map_err(|e| Fail::io("write", temp.as_bstr(), e))?;
                     let md = file
                         .metadata()
                         .map_err(|e| Fail::io("stat", temp.as_bstr(), e))?;

@@ -107,3 +107,39 @@ fn an_expired_lease_is_said_once() {
     );
     assert!(!line.contains("expired, expired"), "{line}");
 }
+
+#[test]
+fn a_sparse_file_lands_with_its_holes() {
+    use std::os::unix::fs::MetadataExt;
+    let env = Env::new();
+    let repo = env.repo("r");
+    let doc = env
+        .delegate(&repo, ["prepare", "--json", "-n", "1"])
+        .expect(0)
+        .json();
+    let ws = std::path::PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    // 64 MiB, all holes but a head and a tail, as `truncate` makes it.
+    let big = ws.join("disk.img");
+    {
+        use std::io::{Seek, Write};
+        let mut f = std::fs::File::create(&big).unwrap();
+        f.write_all(b"head").unwrap();
+        f.seek(std::io::SeekFrom::Start((64 << 20) - 4)).unwrap();
+        f.write_all(b"tail").unwrap();
+    }
+    let allocated = |p: &Path| std::fs::metadata(p).unwrap().blocks() * 512;
+    if allocated(&big) >= 8 << 20 {
+        eprintln!("SKIPPED: this filesystem keeps no holes");
+        return;
+    }
+    let want = env.git(&ws, ["hash-object", "disk.img"]);
+    env.delegate(&repo, ["apply"]).expect(0);
+    let landed = repo.join("disk.img");
+    assert_eq!(std::fs::metadata(&landed).unwrap().len(), 64 << 20);
+    assert_eq!(env.git(&repo, ["hash-object", "disk.img"]), want);
+    assert!(
+        allocated(&landed) < 8 << 20,
+        "{} bytes allocated for a 64 MiB file that is almost all holes",
+        allocated(&landed)
+    );
+}
