@@ -673,6 +673,11 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 t.patch = out.patch.clone();
                 t.verify_log = out.verify_log.clone();
                 t.updated_at = Some(now.clone());
+                if t.remote {
+                    // What this apply fetched is what the batch's end may
+                    // delete on the remote (design §3.14 "Remote refs").
+                    t.fetched = fetched.get(&t.name).map(|id| id.to_string());
+                }
             }
         }
         let state_dir = source.state_dir();
@@ -767,7 +772,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     if !dry_run && !batch_open {
         // Its refs on the remote first: a remote that fails is reported, never
         // a reason to keep local state (design §3.14).
-        remote_left = crate::remote::end(&source, &b);
+        remote_left = crate::remote::end(&source, &b, &Default::default());
         teardown::refs_and_state(&source, &b)?;
     }
 

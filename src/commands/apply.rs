@@ -113,7 +113,7 @@ pub(super) fn report_doc(report: &Report) -> Value {
             m.insert("verify".into(), verify_doc(v));
         }
         if let Some(left) = remote_left {
-            m.insert("warnings".into(), json!([super::remote::left_doc(left)]));
+            m.insert("warnings".into(), json!(super::remote::left_docs(left)));
         }
     }
     doc
