@@ -525,11 +525,14 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     }
     // Branches, tags and stash entries the workspaces made (design §3.16);
     // a task whose work sits in the stash stays open.
-    let side_effects = crate::side_effects::find(&source, &b)?;
+    let mut side_effects = crate::side_effects::find(&source, &b)?;
     if !dry_run {
         // Reporting only: a failure to keep it changes no outcome.
         let _ = crate::side_effects::remember(&source, &b, &side_effects);
     }
+    // And what changed in the shared config and hooks (design §3.16 "The
+    // shared git dir"): reported, never a task's outcome.
+    side_effects.extend(crate::side_effects::find_git_dir(&source, &b));
     stash_holds_work(&b, &side_effects, &mut outcomes, &mut candidates);
     candidates.sort_by_key(|c| c.task);
 

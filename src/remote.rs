@@ -12,7 +12,9 @@
 //! worktree (`git-delegate join <batch> task <task>`, which gc never takes
 //! for one of its batches).
 //! Never: runs git itself (`transport` does, the one place); writes the
-//! source working tree; deletes local state because a remote failed.
+//! source working tree; deletes local state because a remote failed;
+//! deletes a remote ref without a lease on the value that was fetched
+//! (design §3.14 "Remote refs"), or submits to a batch that ended.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -37,6 +39,10 @@ pub struct Joined {
     pub baseline: String,
 }
 
+/// A ref left on a remote, with the value a later deletion may take there
+/// (`None`: never fetched here).
+pub type LeftRef = (String, Option<ObjectId>);
+
 /// The remote refs a batch's end left on its remote (design §3.14 "Remote
 /// refs"), for its `remote_refs_left` warnings.
 #[derive(Debug)]
@@ -48,7 +54,7 @@ pub struct Left {
     /// deletion may take (what this command fetched there, or listed for a
     /// ref no task owns; `None`: a proposal never fetched here, its worker's
     /// work, which no printed command deletes).
-    pub failed: Option<(Error, Vec<(String, Option<ObjectId>)>)>,
+    pub failed: Option<(Error, Vec<LeftRef>)>,
     /// Newer submissions: refs that hold something this command never
     /// fetched (they moved since, or were pushed after it looked), each with
     /// what it holds now; never deleted.
@@ -261,15 +267,13 @@ pub fn end(source: &Source, b: &Batch, seen: &HashMap<String, ObjectId>) -> Opti
         newer: Vec::new(),
     };
     let list = || -> Result<BTreeMap<String, ObjectId>> {
-        Ok(transport::ls_remote(
-            Some(&source.common_dir),
-            &target,
-            &format!("{prefix}*"),
-        )?
-        .into_iter()
-        .filter(|(n, _)| n.starts_with(&prefix))
-        .filter_map(|(n, id)| Some((n, ObjectId::from_hex(id.as_bytes()).ok()?)))
-        .collect())
+        Ok(
+            transport::ls_remote(Some(&source.common_dir), &target, &format!("{prefix}*"))?
+                .into_iter()
+                .filter(|(n, _)| n.starts_with(&prefix))
+                .filter_map(|(n, id)| Some((n, ObjectId::from_hex(id.as_bytes()).ok()?)))
+                .collect(),
+        )
     };
     let listed = match list() {
         Ok(l) => l,
@@ -625,7 +629,11 @@ pub fn submit(cwd: &Path) -> Result<Submitted> {
         // remote failed: the remote tells which.
         return Err(
             match transport::ls_remote(Some(ws.common_dir()), &j.url, &base_ref) {
-                Ok(listed) if !listed.iter().any(|(n, id)| *n == base_ref && *id == j.baseline) => {
+                Ok(listed)
+                    if !listed
+                        .iter()
+                        .any(|(n, id)| *n == base_ref && *id == j.baseline) =>
+                {
                     batch_ended(&j, "its baseline is no longer on the remote")
                 }
                 _ => e,

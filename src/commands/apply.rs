@@ -136,6 +136,11 @@ pub(super) fn say(ui: &Ui, report: &Report, keep: bool, verbose: bool) {
     if let Some(left) = remote_left {
         super::remote::warn_left(ui, left);
     }
+    ui.warn(&super::side_effects::git_dir_warning(
+        b,
+        side_effects,
+        *dry_run,
+    ));
     ui.say(&human(ui, report, keep, verbose));
     ui.say(&super::side_effects::text(
         b,

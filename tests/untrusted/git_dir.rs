@@ -20,7 +20,10 @@ fn prepare_one(env: &Env, repo: &Path) -> PathBuf {
 
 /// The common dir, as a worker finds it from its workspace.
 fn common_dir(env: &Env, ws: &Path) -> PathBuf {
-    let dir = env.git(ws, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);
+    let dir = env.git(
+        ws,
+        ["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    );
     std::fs::canonicalize(dir.trim()).unwrap()
 }
 
@@ -71,19 +74,38 @@ fn config_keys_and_hooks_a_worker_changes_are_reported_with_a_warning() {
     let ran = env.path().join("fsmonitor-ran");
     env.git(
         &ws,
-        ["config", "core.fsmonitor", &format!("touch {}", ran.display())],
+        [
+            "config",
+            "core.fsmonitor",
+            &format!("touch {}", ran.display()),
+        ],
     );
     env.git(&ws, ["config", "--unset", "test.keep"]);
     env.git(&ws, ["config", "test.change", "two"]);
-    write_hook(&common.join("hooks/post-checkout"), "#!/bin/sh\necho pwned\n");
+    write_hook(
+        &common.join("hooks/post-checkout"),
+        "#!/bin/sh\necho pwned\n",
+    );
     std::fs::remove_file(common.join("hooks/commit-msg")).unwrap();
     std::fs::write(ws.join("README"), "by the task\n").unwrap();
 
     let config = s(&common.join("config"));
     let want_config = vec![
-        ("changed".to_string(), config.clone(), "test.change".to_string()),
-        ("created".to_string(), config.clone(), "core.fsmonitor".to_string()),
-        ("deleted".to_string(), config.clone(), "test.keep".to_string()),
+        (
+            "changed".to_string(),
+            config.clone(),
+            "test.change".to_string(),
+        ),
+        (
+            "created".to_string(),
+            config.clone(),
+            "core.fsmonitor".to_string(),
+        ),
+        (
+            "deleted".to_string(),
+            config.clone(),
+            "test.keep".to_string(),
+        ),
     ];
     let want_hooks = vec![
         (
@@ -110,8 +132,13 @@ fn config_keys_and_hooks_a_worker_changes_are_reported_with_a_warning() {
         assert!(human.stderr.contains(word), "{word}: {}", human.stderr);
         assert!(!human.stdout.contains(word), "{word}: {}", human.stdout);
     }
-    // The command a worker set is shown, so the user sees what would run.
+    // The command a worker set is shown, so the user sees what would run,
+    // and the printed way to look at it works as printed.
     assert!(human.stderr.contains("touch "), "{}", human.stderr);
+    let look = crate::common::printed_command(&human.stderr, "git config --file");
+    assert!(look.contains("core.fsmonitor"), "{look}");
+    let shown = env.sh(&repo, &look).expect(0);
+    assert_eq!(shown.stdout.trim(), format!("touch {}", ran.display()));
 
     let run = env.delegate(&repo, ["apply", "--json"]).expect(0);
     let doc = run.json();
@@ -159,7 +186,10 @@ fn a_core_hooks_path_folder_is_watched_too() {
     let shared = env.path().join("shared-hooks");
     write_hook(&shared.join("pre-commit"), "#!/bin/sh\nexit 0\n");
     let shared = std::fs::canonicalize(shared).unwrap();
-    env.git(&repo, ["config", "core.hooksPath", shared.to_str().unwrap()]);
+    env.git(
+        &repo,
+        ["config", "core.hooksPath", shared.to_str().unwrap()],
+    );
     let ws = prepare_one(&env, &repo);
     // The worker asks git where the hooks are, and changes them there.
     let dir = env.git(&ws, ["rev-parse", "--git-path", "hooks"]);

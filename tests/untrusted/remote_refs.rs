@@ -115,10 +115,8 @@ impl Two {
     /// end asks the remote to delete the task's proposal: exactly between
     /// what the end listed and what it deletes.
     fn newer_arrives_at_the_end(&self, id: &str, task: &str, newer: &str) {
-        self.user.git(
-            &self.bare,
-            ["update-ref", "refs/test/newer", newer],
-        );
+        self.user
+            .git(&self.bare, ["update-ref", "refs/test/newer", newer]);
         self.hook(&format!(
             "#!/bin/sh\n\
              while read old new ref; do\n\
@@ -181,7 +179,11 @@ fn refused_as_ended(t: &Two, ws: &Path) {
         human.stdout,
         human.stderr
     );
-    assert!(human.stderr.contains("delegate::batch_ended"), "{}", human.stderr);
+    assert!(
+        human.stderr.contains("delegate::batch_ended"),
+        "{}",
+        human.stderr
+    );
     assert_eq!(t.ls_remote(), before);
 }
 
@@ -214,10 +216,7 @@ fn a_submission_arriving_while_apply_ends_the_batch_is_kept_and_reported() {
     let newer = t.submit(&ws, "newer\n");
     let fetched = t.submit(&ws, "first\n");
     t.newer_arrives_at_the_end(&id, "a", &newer);
-    let run = t
-        .user
-        .delegate(&t.src, ["apply", &id, "--json"])
-        .expect(0);
+    let run = t.user.delegate(&t.src, ["apply", &id, "--json"]).expect(0);
     let doc = run.json();
     assert_eq!(doc["tasks"][0]["status"], "applied", "{doc}");
     assert_eq!(
@@ -250,10 +249,7 @@ fn the_command_printed_for_a_failing_remote_never_deletes_a_newer_submission() {
          done\n\
          exit 0\n"
     ));
-    let run = t
-        .user
-        .delegate(&t.src, ["apply", &id, "--json"])
-        .expect(0);
+    let run = t.user.delegate(&t.src, ["apply", &id, "--json"]).expect(0);
     let doc = run.json();
     assert_eq!(doc["tasks"][0]["status"], "applied", "{doc}");
     let w = warning(&doc, "remote_failed");
@@ -267,7 +263,10 @@ fn the_command_printed_for_a_failing_remote_never_deletes_a_newer_submission() {
     let cmd = crate::common::printed_command(&help, "git push");
     t.user.sh(&t.src, &cmd);
     let remote = t.ls_remote();
-    assert!(!remote.contains_key(&baseline_ref(&id)), "{cmd}: {remote:?}");
+    assert!(
+        !remote.contains_key(&baseline_ref(&id)),
+        "{cmd}: {remote:?}"
+    );
     assert_eq!(remote.get(&proposal_ref(&id, "a")), Some(&newer), "{cmd}");
     // The same command on stderr.
     assert!(run.stderr.contains(&cmd), "{}", run.stderr);
