@@ -318,3 +318,49 @@ fn gc_keeps_a_submission_that_arrives_after_its_rescue() {
     t.run_printed(&run);
     assert_eq!(t.ls_remote().get(&kept), Some(&newer));
 }
+
+#[test]
+fn submit_from_the_batchs_own_repository_asks_its_record_first() {
+    let t = setup();
+    let id = t.prepare(&["a", "b"]);
+    // Joined into the source's own repository: a linked worktree of it.
+    let ws = t.user.path().join("ws-a");
+    t.user
+        .delegate(&t.src, ["join", &t.url, &id, "a", ws.to_str().unwrap()])
+        .expect(0);
+    std::fs::write(ws.join("a.txt"), "a\n").unwrap();
+    t.user.delegate(&ws, ["submit"]).expect(0);
+    // Task a lands; b keeps the batch open, its baseline still on the remote.
+    t.user
+        .delegate(&t.src, ["apply", &id, "--only", "a"])
+        .expect(0);
+    let before = t.ls_remote();
+    assert!(before.contains_key(&baseline_ref(&id)), "{before:?}");
+    std::fs::write(ws.join("a.txt"), "a again\n").unwrap();
+    let run = t.user.delegate(&ws, ["submit", "--json"]).expect(3);
+    let doc = run.json();
+    assert_eq!(doc["error"]["code"], "delegate::batch_ended", "{doc}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("applied"),
+        "{doc}"
+    );
+    assert_eq!(t.ls_remote(), before);
+    // The batch ends while the remote refuses deletions: its baseline stays
+    // there, but this repository's copy is gone, so submit still refuses.
+    t.hook(&format!(
+        "#!/bin/sh\n\
+         while read old new ref; do\n\
+         \x20 if [ \"$new\" = {ZEROS} ]; then exit 1; fi\n\
+         done\n\
+         exit 0\n"
+    ));
+    t.user.delegate(&t.src, ["drop", &id, "--force"]).expect(0);
+    let before = t.ls_remote();
+    assert!(before.contains_key(&baseline_ref(&id)), "{before:?}");
+    let run = t.user.delegate(&ws, ["submit", "--json"]).expect(3);
+    assert_eq!(run.json()["error"]["code"], "delegate::batch_ended");
+    assert_eq!(t.ls_remote(), before);
+}
