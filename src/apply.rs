@@ -525,11 +525,14 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     }
     // Branches, tags and stash entries the workspaces made (design §3.16);
     // a task whose work sits in the stash stays open.
-    let side_effects = crate::side_effects::find(&source, &b)?;
+    let mut side_effects = crate::side_effects::find(&source, &b)?;
     if !dry_run {
         // Reporting only: a failure to keep it changes no outcome.
         let _ = crate::side_effects::remember(&source, &b, &side_effects);
     }
+    // And what changed in the shared config and hooks (design §3.16 "The
+    // shared git dir"): reported, never a task's outcome.
+    side_effects.extend(crate::side_effects::find_git_dir(&source, &b));
     stash_holds_work(&b, &side_effects, &mut outcomes, &mut candidates);
     candidates.sort_by_key(|c| c.task);
 
@@ -673,6 +676,11 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 t.patch = out.patch.clone();
                 t.verify_log = out.verify_log.clone();
                 t.updated_at = Some(now.clone());
+                if t.remote {
+                    // What this apply fetched is what the batch's end may
+                    // delete on the remote (design §3.14 "Remote refs").
+                    t.fetched = fetched.get(&t.name).map(|id| id.to_string());
+                }
             }
         }
         let state_dir = source.state_dir();
@@ -767,7 +775,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     if !dry_run && !batch_open {
         // Its refs on the remote first: a remote that fails is reported, never
         // a reason to keep local state (design §3.14).
-        remote_left = crate::remote::end(&source, &b);
+        remote_left = crate::remote::end(&source, &b, &Default::default());
         teardown::refs_and_state(&source, &b)?;
     }
 

@@ -122,6 +122,11 @@ pub struct Task {
     /// batch's remote and submits its proposal there.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub remote: bool,
+    /// A remote task's proposal as apply last fetched it (full hex; design
+    /// §3.14 "Remote refs"): the only value of its proposal ref the batch's
+    /// end deletes on the remote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fetched: Option<String>,
 }
 
 /// `task.worktree_id` of a remote task: it has no workspace here.
@@ -204,6 +209,7 @@ impl Task {
             conflicted_paths: Vec::new(),
             verify_log: None,
             remote: false,
+            fetched: None,
         }
     }
 

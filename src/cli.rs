@@ -382,7 +382,9 @@ prompts (GIT_TERMINAL_PROMPT=0), and a failure names the remote and the failing 
 the baseline: only the files count, as for apply, never the commits a worker made) and push it to \
 refs/pi-delegate/batches/<batch>/tasks/<task>/proposal on the remote it was joined from, replacing what an \
 earlier submit of the task pushed. The batch's `git delegate apply` fetches it and lands it like a local task's \
-work. Outside a joined workspace it refuses (delegate::not_joined).",
+work. Outside a joined workspace it refuses (delegate::not_joined); to a batch that has ended (its baseline is \
+gone from the remote, or this repository's record of the batch says so) it refuses and pushes nothing \
+(delegate::batch_ended, exit 3).",
         after_long_help = "Examples:
   git delegate submit
   git delegate submit --json   # {\"batch\", \"task\", \"root\", \"remote\", \"proposal\": COMMIT}"

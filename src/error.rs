@@ -130,6 +130,7 @@ codes! {
     AlreadyJoined => "delegate::already_joined",
     NotJoined => "delegate::not_joined",
     RemoteFailed => "delegate::remote_failed",
+    BatchEnded => "delegate::batch_ended",
     BatchExists => "delegate::batch_exists",
     State => "delegate::state",
     Io => "delegate::io",

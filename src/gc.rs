@@ -533,6 +533,7 @@ impl Gc<'_> {
 
         // Remote tasks (design §3.14): what their workers submitted is
         // rescued like a workspace's work.
+        let mut remote_seen = std::collections::HashMap::new();
         let remote_open: Vec<&str> = b
             .open_tasks()
             .filter(|t| t.remote)
@@ -551,6 +552,9 @@ impl Gc<'_> {
             // its refs there: the batch goes here, and the refs left on the
             // remote are reported (`remote::end`, below), never lost.
             let found = found.unwrap_or_default();
+            // What was fetched is what the batch's end may delete there
+            // (design §3.14 "Remote refs").
+            remote_seen.clone_from(&found);
             for (task, commit) in found {
                 let ref_name = refs::proposal(&b.id, &task);
                 let paths = match b.tasks.iter().find(|t| t.name == task) {
@@ -694,7 +698,7 @@ impl Gc<'_> {
         // 5. The state folder (patches of kept refs were moved out).
         self.report.bytes_freed += crate::fs::tree_size(&dir);
         if !self.dry_run {
-            if let Some(left) = crate::remote::end(self.source, b) {
+            if let Some(left) = crate::remote::end(self.source, b, &remote_seen) {
                 self.report.remote_left.push(left);
             }
             crate::teardown::remove_state(self.source, b)?;

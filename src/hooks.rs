@@ -60,8 +60,8 @@ pub fn pre_commit_missing(source: &Source) -> Option<PathBuf> {
     (!(ours && runs)).then_some(hook)
 }
 
-/// The hooks folder git uses for this worktree.
-fn hooks_dir(source: &Source) -> Result<PathBuf> {
+/// The hooks folder git uses for this worktree (`side_effects` watches it).
+pub fn hooks_dir(source: &Source) -> Result<PathBuf> {
     let configured = source
         .repo
         .config_snapshot()

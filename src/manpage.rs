@@ -304,7 +304,10 @@ fn description() -> Sections {
              made or moved onto the batch's work or deleted since prepare, and every stash entry \
              a workspace pushed (with the task that made it where that can be told), and leaves \
              them as they are; a task whose work is in the stash stays open (reason stashed) and \
-             apply prints the `git -C WORKSPACE stash pop stash@{N}` that brings it back. Uncommitted, \
+             apply prints the `git -C WORKSPACE stash pop stash@{N}` that brings it back. They \
+             share the repository's config and hooks too: apply reports every config key and \
+             hook created, changed or deleted since prepare (but the pre-commit hook `git \
+             delegate hooks install` writes), with a warning, and leaves them as they are. Uncommitted, \
              untracked and ignored files are never overwritten or lost: a write that would replace \
              content git-delegate has not seen is a conflict. After a crash at any point the next \
              command that changes things rolls an interrupted write-back back (`apply --dry-run` \
@@ -604,8 +607,10 @@ timeout = \"30s\"",
              task's proposal (again: replaced). `apply` fetches what was submitted and lands it \
              like local work; a remote task with nothing submitted stays open (`not_submitted`), \
              and `status --fetch` asks which have. When the batch ends (apply, drop, gc) its refs \
-             on the remote are deleted; a remote that cannot be reached then is a warning that \
-             lists them. Every transfer runs the git command with your own configuration and \
+             on the remote are deleted, each only while it holds what was fetched (`git push \
+             --force-with-lease`): a newer submission stays there and is reported; a remote that \
+             cannot be reached then is a warning that lists them. `submit` to a batch that ended \
+             is refused (`delegate::batch_ended`) and pushes nothing. Every transfer runs the git command with your own configuration and \
              credentials, never prompting (`GIT_TERMINAL_PROMPT=0`); a failure names the remote \
              and the git command (`delegate::remote_failed`).",
         )
@@ -775,7 +780,8 @@ fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
             (
                 "3",
                 "The push failed (`delegate::remote_failed`); the workspace is as it was, \
-                 submit again.",
+                 submit again. Or the batch has ended (`delegate::batch_ended`): nothing was \
+                 pushed.",
             ),
         ],
         "apply" => &[

@@ -383,10 +383,10 @@ fn make(
         Ok(())
     };
     stop()?;
-    // The shared branches, tags and stash before any workspace exists
-    // (design §3.16); a scratch copy has refs of its own.
+    // The shared branches, tags and stash, config and hooks before any
+    // workspace exists (design §3.16); a scratch copy has its own.
     if batch.mode == Mode::Worktree {
-        crate::side_effects::record(&source.repo, &batch::batch_dir(&state_dir, &batch.id))?;
+        crate::side_effects::record(source, &batch::batch_dir(&state_dir, &batch.id))?;
     }
     refs::set(&source.repo, &refs::baseline(&batch.id), baseline, true)?;
     // The source's refreshed stat cache lives with the batch (and goes with it).

@@ -12,9 +12,11 @@
 //! worktree (`git-delegate join <batch> task <task>`, which gc never takes
 //! for one of its batches).
 //! Never: runs git itself (`transport` does, the one place); writes the
-//! source working tree; deletes local state because a remote failed.
+//! source working tree; deletes local state because a remote failed;
+//! deletes a remote ref without a lease on the value that was fetched
+//! (design §3.14 "Remote refs"), or submits to a batch that ended.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use gix::ObjectId;
@@ -37,12 +39,26 @@ pub struct Joined {
     pub baseline: String,
 }
 
-/// The remote refs of a batch the remote could not be asked to delete.
+/// A ref left on a remote, with the value a later deletion may take there
+/// (`None`: never fetched here).
+pub type LeftRef = (String, Option<ObjectId>);
+
+/// The remote refs a batch's end left on its remote (design §3.14 "Remote
+/// refs"), for its `remote_refs_left` warnings.
 #[derive(Debug)]
 pub struct Left {
+    /// The remote's URL.
     pub remote: String,
-    pub refs: Vec<String>,
-    pub error: Error,
+    /// Refs the remote could not be asked to delete, and why (`git
+    /// ls-remote` or `git push` failed): each with the value a later
+    /// deletion may take (what this command fetched there, or listed for a
+    /// ref no task owns; `None`: a proposal never fetched here, its worker's
+    /// work, which no printed command deletes).
+    pub failed: Option<(Error, Vec<LeftRef>)>,
+    /// Newer submissions: refs that hold something this command never
+    /// fetched (they moved since, or were pushed after it looked), each with
+    /// what it holds now; never deleted.
+    pub newer: Vec<(String, ObjectId)>,
 }
 
 /// The prefix of every ref of batch `id`.
@@ -163,6 +179,16 @@ pub fn fetch_proposals(
         })
         .collect();
     transport::fetch(&source.common_dir, &target(source, r), &specs)?;
+    if write_refs {
+        // What was fetched is what the ref holds now: a submission that
+        // came between the listing and the fetch is the one fetched (and
+        // the one the batch's end may delete, design §3.14 "Remote refs").
+        for (t, id) in found.iter_mut() {
+            if let Some(now) = refs::get(&source.repo, &refs::proposal(&b.id, t))? {
+                *id = now;
+            }
+        }
+    }
     Ok(found)
 }
 
@@ -208,51 +234,89 @@ pub fn received(
     Ok((!paths.is_empty()).then_some((tree, paths)))
 }
 
-/// When a batch ends: delete its refs on its remote. `None` when done (or
-/// the batch has no remote); otherwise what was left there and why. Never
-/// fails: local state goes on regardless.
-pub fn end(source: &Source, b: &Batch) -> Option<Left> {
+/// When a batch ends: delete its refs on its remote, each only while it
+/// holds what this command fetched there (design §3.14 "Remote refs"): the
+/// baseline prepare pushed; a remote task's proposal as `seen` has it (what
+/// the calling command fetched or listed now), else as the task's record
+/// says an earlier apply fetched it (`Task::fetched`); a ref under the
+/// batch's prefix that no remote task owns (a submission for a name the
+/// batch does not have, never fetched by anything) as listed. A ref that
+/// holds anything else is a newer submission: left there and reported.
+/// `None` when nothing was left (or the batch has no remote). Never fails:
+/// local state goes on regardless.
+pub fn end(source: &Source, b: &Batch, seen: &HashMap<String, ObjectId>) -> Option<Left> {
     let r = b.remote.as_ref()?;
     let target = target(source, r);
-    let mut expected: Vec<String> = vec![refs::baseline(&b.id)];
-    expected.extend(
-        b.tasks
-            .iter()
-            .filter(|t| t.remote)
-            .map(|t| refs::proposal(&b.id, &t.name)),
+    let prefix = batch_prefix(&b.id);
+    let mut known: BTreeMap<String, Option<ObjectId>> = BTreeMap::new();
+    known.insert(
+        refs::baseline(&b.id),
+        ObjectId::from_hex(b.baseline.as_bytes()).ok(),
     );
-    let listed = match transport::ls_remote(
-        Some(&source.common_dir),
-        &target,
-        &format!("{}*", batch_prefix(&b.id)),
-    ) {
+    for t in b.tasks.iter().filter(|t| t.remote) {
+        let fetched = seen.get(&t.name).copied().or_else(|| {
+            t.fetched
+                .as_deref()
+                .and_then(|h| ObjectId::from_hex(h.as_bytes()).ok())
+        });
+        known.insert(refs::proposal(&b.id, &t.name), fetched);
+    }
+    let mut left = Left {
+        remote: r.url.clone(),
+        failed: None,
+        newer: Vec::new(),
+    };
+    let list = || -> Result<BTreeMap<String, ObjectId>> {
+        Ok(
+            transport::ls_remote(Some(&source.common_dir), &target, &format!("{prefix}*"))?
+                .into_iter()
+                .filter(|(n, _)| n.starts_with(&prefix))
+                .filter_map(|(n, id)| Some((n, ObjectId::from_hex(id.as_bytes()).ok()?)))
+                .collect(),
+        )
+    };
+    let listed = match list() {
         Ok(l) => l,
         Err(error) => {
-            return Some(Left {
-                remote: r.url.clone(),
-                refs: expected,
-                error,
-            })
+            left.failed = Some((error, known.into_iter().collect()));
+            return Some(left);
         }
     };
-    let prefix = batch_prefix(&b.id);
-    let names: Vec<String> = listed
-        .into_iter()
-        .map(|(n, _)| n)
-        .filter(|n| n.starts_with(&prefix))
-        .collect();
-    if names.is_empty() {
-        return None;
+    let mut delete: Vec<(String, ObjectId)> = Vec::new();
+    for (name, now) in listed {
+        match known.get(&name) {
+            Some(Some(expected)) if *expected == now => delete.push((name, now)),
+            Some(_) => left.newer.push((name, now)),
+            None => delete.push((name, now)),
+        }
     }
-    let specs: Vec<String> = names.iter().map(|n| format!(":{n}")).collect();
-    match transport::push(&source.common_dir, &target, &specs) {
-        Ok(()) => None,
-        Err(error) => Some(Left {
-            remote: r.url.clone(),
-            refs: names,
-            error,
-        }),
+    if !delete.is_empty() {
+        let leases: Vec<(String, String)> = delete
+            .iter()
+            .map(|(n, id)| (n.clone(), id.to_string()))
+            .collect();
+        let specs: Vec<String> = delete.iter().map(|(n, _)| format!(":{n}")).collect();
+        if let Err(error) =
+            transport::push_leased(&source.common_dir, &target, &leases, &specs, false)
+        {
+            // What is there now tells a ref that moved meanwhile (the
+            // remote refused to delete it: a newer submission) from one the
+            // remote would not delete.
+            let now = list().ok();
+            let mut failed = Vec::new();
+            for (name, expected) in delete {
+                match now.as_ref().map(|l| l.get(&name)) {
+                    Some(None) => {}
+                    Some(Some(id)) if *id != expected => left.newer.push((name, *id)),
+                    _ => failed.push((name, Some(expected))),
+                }
+            }
+            if !failed.is_empty() {
+                left.failed = Some((error, failed));
+            }
+        }
     }
+    (left.failed.is_some() || !left.newer.is_empty()).then_some(left)
 }
 
 /// `git delegate join`'s arguments.
@@ -541,15 +605,70 @@ pub fn submit(cwd: &Path) -> Result<Submitted> {
         format!("git-delegate proposal {} task {}\n", j.batch, j.task),
     )?;
     let ref_name = refs::proposal(&j.batch, &j.task);
-    transport::push(
+    // Never to a batch that ended (design §3.14 "Remote refs"): what this
+    // repository knows first, then the remote, in the push itself: the
+    // baseline is pushed as it is with a lease on it, atomically with the
+    // proposal, so the remote takes the proposal only while the baseline
+    // is still there (an ended batch's baseline is deleted first).
+    if let Some(why) = ended_here(&ws, &j) {
+        return Err(batch_ended(&j, &why));
+    }
+    let base_ref = refs::baseline(&j.batch);
+    let pushed = transport::push_leased(
         ws.common_dir(),
         &j.url,
-        &[format!("+{proposal}:{ref_name}")],
-    )?;
+        &[(base_ref.clone(), j.baseline.clone())],
+        &[
+            format!("{}:{base_ref}", j.baseline),
+            format!("+{proposal}:{ref_name}"),
+        ],
+        true,
+    );
+    if let Err(e) = pushed {
+        // Refused for its lease (the baseline is gone or changed), or the
+        // remote failed: the remote tells which.
+        return Err(
+            match transport::ls_remote(Some(ws.common_dir()), &j.url, &base_ref) {
+                Ok(listed)
+                    if !listed
+                        .iter()
+                        .any(|(n, id)| *n == base_ref && *id == j.baseline) =>
+                {
+                    batch_ended(&j, "its baseline is no longer on the remote")
+                }
+                _ => e,
+            },
+        );
+    }
     Ok(Submitted {
         joined: j,
         root,
         proposal,
         ref_name,
     })
+}
+
+/// Why the repository the joined workspace belongs to says its batch (or
+/// task) ended, if it does: its baseline ref, which join fetched, is gone
+/// (a join into the batch's own source repository, whose end deleted it),
+/// or the batch's record there shows the task closed.
+fn ended_here(ws: &gix::Repository, j: &Joined) -> Option<String> {
+    if let Ok(None) = refs::get(ws, &refs::baseline(&j.batch)) {
+        return Some("its baseline ref is gone from this repository".into());
+    }
+    let record = batch::batch_dir(&batch::state_dir(ws.common_dir()), &j.batch).join("batch.toml");
+    let b: Batch = toml::from_str(&std::fs::read_to_string(record).ok()?).ok()?;
+    let t = b.task(&j.task)?;
+    (!t.state.is_open()).then(|| format!("its task {} is {}", t.name, t.state.as_str()))
+}
+
+fn batch_ended(j: &Joined, why: &str) -> Error {
+    Error::state(
+        Code::BatchEnded,
+        format!(
+            "batch {} has ended ({why}): task {} was not submitted",
+            j.batch, j.task
+        ),
+        "nothing was pushed and nothing here changed; the batch's work is done, so ask whoever prepared it for the join line of a new batch (keep your files: they are still in this workspace)",
+    )
 }

@@ -6,6 +6,9 @@
 //! `batch.toml`); apply, its dry run and `drop` compare them with the
 //! repository now and name each branch, tag and stash entry made or moved
 //! since, with the task whose workspace made it where that can be told.
+//! The shared config and hooks are watched the same way (`git_dir`,
+//! `find_git_dir`, recorded by `record` too; design §3.16 "The shared git
+//! dir").
 //!
 //! Owns: the `shared-refs` record (its format and file), which refs count
 //! as the batch's (their commit descends from the baseline, or a
@@ -22,8 +25,11 @@ use gix::ObjectId;
 
 use crate::batch::{self, Batch};
 use crate::error::{Error, Result};
+
+mod git_dir;
 use crate::registration::Registration;
 use crate::repo::Source;
+pub use git_dir::find as find_git_dir;
 
 /// The record's file name in the batch's state folder.
 pub const FILE: &str = "shared-refs";
@@ -54,6 +60,10 @@ pub enum Kind {
     Branch,
     Tag,
     Stash,
+    /// A key of `<common-dir>/config` (design §3.16 "The shared git dir").
+    Config,
+    /// An entry of a hooks folder (`<common-dir>/hooks`, `core.hooksPath`).
+    Hook,
 }
 
 impl Kind {
@@ -62,6 +72,8 @@ impl Kind {
             Kind::Branch => "branch",
             Kind::Tag => "tag",
             Kind::Stash => "stash",
+            Kind::Config => "config",
+            Kind::Hook => "hook",
         }
     }
 }
@@ -79,6 +91,9 @@ pub enum Change {
     Added,
     /// A stash entry of prepare's time that is gone (popped or dropped).
     Removed,
+    /// A config key whose values, or a hook whose content (or kind, or
+    /// exec bit), differ.
+    Changed,
 }
 
 impl Change {
@@ -89,6 +104,7 @@ impl Change {
             Change::Deleted => "deleted",
             Change::Added => "added",
             Change::Removed => "removed",
+            Change::Changed => "changed",
         }
     }
 }
@@ -111,6 +127,13 @@ pub struct SideEffect {
     pub stash_index: Option<usize>,
     /// A stash entry's message (`WIP on (no branch): ...`).
     pub message: Option<String>,
+    /// A config key's or hook's file (`<common-dir>/config`, a hooks
+    /// folder's entry); `None` for refs.
+    pub path: Option<PathBuf>,
+    /// The config key (`core.fsmonitor`) or hook name; `None` for refs.
+    pub detail: Option<String>,
+    /// A config key's value now (its last); `None` otherwise.
+    pub value: Option<String>,
 }
 
 impl SideEffect {
@@ -146,6 +169,7 @@ impl SideEffect {
             (Kind::Stash, None) => "stash".into(),
             (Kind::Branch, _) => self.name.trim_start_matches("refs/heads/").into(),
             (Kind::Tag, _) => self.name.trim_start_matches("refs/tags/").into(),
+            (Kind::Config | Kind::Hook, _) => self.detail.clone().unwrap_or_default(),
         }
     }
 }
@@ -255,11 +279,13 @@ fn from_text(text: &str) -> Option<Shared> {
     Some(shared)
 }
 
-/// Record the shared refs of `repo` in `batch_dir` (prepare, design §3.16):
+/// Record the shared refs of `source` in `batch_dir` (prepare, design
+/// §3.16), and its shared git dir (config and hooks, `find_git_dir`): each
 /// written temp-then-rename.
-pub fn record(repo: &gix::Repository, batch_dir: &Path) -> Result<()> {
-    let shared = read(repo)?;
-    crate::fs::write_atomic(&batch_dir.join(FILE), to_text(&shared).as_bytes())
+pub fn record(source: &Source, batch_dir: &Path) -> Result<()> {
+    let shared = read(&source.repo)?;
+    crate::fs::write_atomic(&batch_dir.join(FILE), to_text(&shared).as_bytes())?;
+    git_dir::record(source, batch_dir)
 }
 
 /// What prepare recorded for batch `b`; `None` for a batch recorded before
@@ -423,6 +449,9 @@ pub fn find(source: &Source, b: &Batch) -> Result<Vec<SideEffect>> {
             new: Some(id),
             stash_index: None,
             message: None,
+            path: None,
+            detail: None,
+            value: None,
         });
     }
     // Branches and tags gone since prepare: whoever removed them, the old
@@ -442,6 +471,9 @@ pub fn find(source: &Source, b: &Batch) -> Result<Vec<SideEffect>> {
                 new: None,
                 stash_index: None,
                 message: None,
+                path: None,
+                detail: None,
+                value: None,
             });
         }
     }
@@ -545,6 +577,9 @@ pub fn find(source: &Source, b: &Batch) -> Result<Vec<SideEffect>> {
             new: Some(e.commit),
             stash_index: Some(index),
             message: Some(e.message.clone()),
+            path: None,
+            detail: None,
+            value: None,
         });
     }
     // What an earlier apply could tell and this one cannot (its workspace
@@ -569,6 +604,9 @@ pub fn find(source: &Source, b: &Batch) -> Result<Vec<SideEffect>> {
                 new: None,
                 stash_index: None,
                 message: None,
+                path: None,
+                detail: None,
+                value: None,
             });
         }
     }

@@ -15,7 +15,10 @@
 //! (`workspace::remove_task`/`discard` check its identity); deletes a
 //! discarded task's kept proposal (it runs on gc.keep-failed's clock).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+
+use gix::ObjectId;
 
 use crate::batch::{self, Batch, Task};
 use crate::error::Result;
@@ -146,8 +149,14 @@ pub struct Removed {
 }
 
 /// Remove a whole batch now (`drop`): every task's workspace (deleted
-/// here), its refs and its state.
-pub fn remove_batch(source: &Source, b: &Batch, others: &[Batch]) -> Result<Removed> {
+/// here), its refs and its state; on its remote, what `remote_seen` (the
+/// blockers' listing) and the batch's record say was fetched.
+pub fn remove_batch(
+    source: &Source,
+    b: &Batch,
+    others: &[Batch],
+    remote_seen: &HashMap<String, ObjectId>,
+) -> Result<Removed> {
     let mut r = Removed::default();
     for t in &b.tasks {
         match workspace(source, b, t, others, Way::Delete)?.0 {
@@ -157,7 +166,7 @@ pub fn remove_batch(source: &Source, b: &Batch, others: &[Batch]) -> Result<Remo
             Fate::Hosting(h) => r.kept.push((t.name.clone(), t.root.clone(), h)),
         }
     }
-    r.remote_left = crate::remote::end(source, b);
+    r.remote_left = crate::remote::end(source, b, remote_seen);
     r.refs = refs_and_state(source, b)?;
     Ok(r)
 }
@@ -175,6 +184,10 @@ pub struct Blockers {
     /// Open tasks whose workspace pushed entries still in the stash (design
     /// §3.16): (task, `stash@{N}`); they count as unapplied too.
     pub stashed: Vec<(String, String)>,
+    /// The proposals the open remote tasks had submitted when asked here
+    /// (task -> commit): all that `remove_batch` may delete of them on the
+    /// remote (design §3.14 "Remote refs").
+    pub remote_seen: HashMap<String, ObjectId>,
 }
 
 /// What stands in the way of dropping `b` (a batch whose prepare completed).
@@ -189,11 +202,13 @@ pub fn blockers(source: &Source, b: &Batch) -> Result<Blockers> {
         .collect::<Vec<String>>();
     // A remote task's work is what its worker submitted (design §3.14); a
     // remote that cannot be asked is never taken for "nothing submitted".
+    let mut remote_seen = HashMap::new();
     if b.tasks
         .iter()
         .any(|t| t.remote && t.state == batch::TaskState::Open)
     {
         let submitted = crate::remote::submitted(source, b).ok();
+        remote_seen = submitted.clone().unwrap_or_default();
         for t in b
             .tasks
             .iter()
@@ -245,5 +260,6 @@ pub fn blockers(source: &Source, b: &Batch) -> Result<Blockers> {
         hosting,
         others,
         stashed,
+        remote_seen,
     })
 }

@@ -1,5 +1,6 @@
 //! Moving refs between repositories over a git remote (design §3.14): the
-//! `git` command line (`git push`, `git fetch`, `git ls-remote`, `git clone`,
+//! `git` command line (`git push`, plain or with a lease on each ref it
+//! changes, `git fetch`, `git ls-remote`, `git clone`,
 //! and the `git checkout` that fills a partial clone from its remote), run
 //! with the user's own configuration and credentials, never prompting
 //! (`GIT_TERMINAL_PROMPT=0`), without the repository-locating variables
@@ -101,6 +102,35 @@ pub fn push(git_dir: &Path, remote: &str, specs: &[String]) -> Result<()> {
         os("--"),
         os(remote),
     ];
+    args.extend(specs.iter().map(|s| os(s)));
+    run(Some(git_dir), None, remote, &args).map(|_| ())
+}
+
+/// `git push --quiet --no-verify [--atomic] --force-with-lease=REF:EXPECTED...
+/// REMOTE SPEC...` from the repository at `git_dir` (design §3.14 "Remote
+/// refs"): each leased ref changes only while the remote holds the object
+/// id the caller expects there (checked by git against what the remote
+/// advertises, and by the remote against the old value git sends). With
+/// `atomic`, the remote takes every spec or none. A ref git refuses makes
+/// it fail like any push; the caller asks the remote what is there now.
+pub fn push_leased(
+    git_dir: &Path,
+    remote: &str,
+    leases: &[(String, String)],
+    specs: &[String],
+    atomic: bool,
+) -> Result<()> {
+    let leases: Vec<String> = leases
+        .iter()
+        .map(|(name, expected)| format!("--force-with-lease={name}:{expected}"))
+        .collect();
+    let mut args: Vec<&OsStr> = vec![os("push"), os("--quiet"), os("--no-verify")];
+    if atomic {
+        args.push(os("--atomic"));
+    }
+    args.extend(leases.iter().map(|l| os(l)));
+    args.push(os("--"));
+    args.push(os(remote));
     args.extend(specs.iter().map(|s| os(s)));
     run(Some(git_dir), None, remote, &args).map(|_| ())
 }

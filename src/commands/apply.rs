@@ -113,7 +113,7 @@ pub(super) fn report_doc(report: &Report) -> Value {
             m.insert("verify".into(), verify_doc(v));
         }
         if let Some(left) = remote_left {
-            m.insert("warnings".into(), json!([super::remote::left_doc(left)]));
+            m.insert("warnings".into(), json!(super::remote::left_docs(left)));
         }
     }
     doc
@@ -136,6 +136,11 @@ pub(super) fn say(ui: &Ui, report: &Report, keep: bool, verbose: bool) {
     if let Some(left) = remote_left {
         super::remote::warn_left(ui, left);
     }
+    ui.warn(&super::side_effects::git_dir_warning(
+        b,
+        side_effects,
+        *dry_run,
+    ));
     ui.say(&human(ui, report, keep, verbose));
     ui.say(&super::side_effects::text(
         b,

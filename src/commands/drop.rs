@@ -51,6 +51,7 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         hosting,
         others,
         stashed,
+        remote_seen,
     } = crate::teardown::blockers(&source, &b)?;
     if (!unapplied.is_empty() || !hosting.is_empty()) && !args.force {
         if ui.json {
@@ -103,7 +104,7 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         kept,
         refs: refs_removed,
         remote_left,
-    } = crate::teardown::remove_batch(&source, &b, &others)?;
+    } = crate::teardown::remove_batch(&source, &b, &others, &remote_seen)?;
     let (left_alone, hosting): (Vec<_>, Vec<_>) = kept.into_iter().partition(|k| k.2.is_empty());
     let kept: Vec<std::path::PathBuf> = left_alone.into_iter().map(|k| k.1).collect();
     if ui.json {
@@ -114,7 +115,7 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         if let (Some(left), Some(m)) = (&remote_left, doc.as_object_mut()) {
             m.insert(
                 "warnings".into(),
-                serde_json::json!([super::remote::left_doc(left)]),
+                serde_json::json!(super::remote::left_docs(left)),
             );
         }
         ui.doc_after(doc, recovered);

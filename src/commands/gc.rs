@@ -80,7 +80,7 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
                 report
                     .remote_left
                     .iter()
-                    .map(super::remote::left_doc)
+                    .flat_map(super::remote::left_docs)
                     .collect(),
             );
         }

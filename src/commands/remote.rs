@@ -74,38 +74,109 @@ pub fn submit(ui: &Ui, _args: SubmitArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// The warning of a batch that ended with refs left on its remote (design
-/// §3.14): JSON (a `warnings` entry) and the text for stderr.
-pub fn left_doc(left: &crate::remote::Left) -> serde_json::Value {
-    json!({
-        "code": "remote_refs_left",
-        "message": left_message(left),
-        "help": left_help(left),
-        "remote": left.remote,
-        "refs": left.refs,
-    })
-}
-
-fn left_message(left: &crate::remote::Left) -> String {
-    format!(
-        "the batch's refs on the remote {} could not be deleted: {}",
-        left.remote, left.error.message
-    )
-}
-
-fn left_help(left: &crate::remote::Left) -> String {
-    let specs: Vec<String> = left.refs.iter().map(|r| format!(":{r}")).collect();
-    format!(
-        "nothing local was lost; once the remote is reachable, delete them with `git push {} {}`",
-        crate::paths::shell_quote(&left.remote),
-        specs.join(" ")
-    )
+/// The warnings of a batch that ended with refs left on its remote (design
+/// §3.14 "Remote refs"): one per reason, as JSON (`warnings` entries) and as
+/// text for stderr. Every command printed deletes a ref only with a lease on
+/// the value this command fetched there, and none deletes a newer submission.
+pub fn left_docs(left: &crate::remote::Left) -> Vec<serde_json::Value> {
+    warnings(left)
+        .into_iter()
+        .map(|w| {
+            json!({
+                "code": "remote_refs_left",
+                "reason": w.reason,
+                "message": w.message,
+                "help": w.help,
+                "remote": left.remote,
+                "refs": w.refs,
+            })
+        })
+        .collect()
 }
 
 pub fn warn_left(ui: &Ui, left: &crate::remote::Left) {
-    ui.warn(&format!(
-        "git-delegate: warning: {}\n  {}\n",
-        left_message(left),
-        left_help(left)
-    ));
+    for w in warnings(left) {
+        ui.warn(&format!(
+            "git-delegate: warning: {}\n  {}\n",
+            crate::ui::escape_text(&w.message),
+            crate::ui::escape_text(&w.help)
+        ));
+    }
+}
+
+struct Warning {
+    reason: &'static str,
+    message: String,
+    help: String,
+    refs: Vec<String>,
+}
+
+fn warnings(left: &crate::remote::Left) -> Vec<Warning> {
+    let remote = crate::paths::shell_quote(&left.remote);
+    let mut out = Vec::new();
+    if let Some((error, refs)) = &left.failed {
+        let leased: Vec<(&str, String)> = refs
+            .iter()
+            .filter_map(|(n, id)| Some((n.as_str(), id.as_ref()?.to_string())))
+            .collect();
+        let unfetched: Vec<&str> = refs
+            .iter()
+            .filter(|(_, id)| id.is_none())
+            .map(|(n, _)| n.as_str())
+            .collect();
+        let mut help = String::from("nothing local was lost");
+        if !leased.is_empty() {
+            let leases: Vec<String> = leased
+                .iter()
+                .map(|(n, id)| format!("--force-with-lease={n}:{id}"))
+                .collect();
+            let specs: Vec<String> = leased.iter().map(|(n, _)| format!(":{n}")).collect();
+            help.push_str(&format!(
+                "; once the remote is reachable, delete them with `git push {} {remote} {}` (each only while it still holds what was fetched: a newer submission stays)",
+                leases.join(" "),
+                specs.join(" ")
+            ));
+        }
+        if !unfetched.is_empty() {
+            help.push_str(&format!(
+                "; {} never fetched here: what is there is its worker's work, left on the remote",
+                unfetched.join(", ")
+            ));
+        }
+        out.push(Warning {
+            reason: "remote_failed",
+            message: format!(
+                "the batch's refs on the remote {} could not be deleted: {}",
+                left.remote, error.message
+            ),
+            help,
+            refs: refs.iter().map(|(n, _)| n.clone()).collect(),
+        });
+    }
+    if !left.newer.is_empty() {
+        let held: Vec<String> = left
+            .newer
+            .iter()
+            .map(|(n, id)| format!("{n} ({})", id.to_hex_with_len(12)))
+            .collect();
+        let fetch: Vec<String> = left
+            .newer
+            .iter()
+            .map(|(n, _)| format!("`git fetch {remote} {n}`"))
+            .collect();
+        out.push(Warning {
+            reason: "newer_submission",
+            message: format!(
+                "the remote {} holds a newer submission than the one this command saw there, so it was not deleted: {}",
+                left.remote,
+                held.join(", ")
+            ),
+            help: format!(
+                "it is its worker's work and was never applied: {} brings it here (then `git diff FETCH_HEAD^ FETCH_HEAD` shows it); delete it on the remote once you no longer want it",
+                fetch.join(", ")
+            ),
+            refs: left.newer.iter().map(|(n, _)| n.clone()).collect(),
+        });
+    }
+    out
 }

@@ -12,30 +12,95 @@ use crate::apply::Outcome;
 use crate::batch::{Batch, TaskState};
 use git_delegate::side_effects::{Change, Kind, SideEffect};
 
-/// `[{"task", "ref", "kind", "change", "old", "new", "stash", "message"}]`.
+/// `[{"task", "ref", "kind", "change", "old", "new", "stash", "message",
+/// "path", "detail"}]`: `path` and `detail` are those of a config key or
+/// hook (design §3.16 "The shared git dir"), whose `ref` is null.
 pub fn doc(b: &Batch, effects: &[SideEffect]) -> Value {
     Value::Array(
         effects
             .iter()
             .map(|e| {
+                let shared_dir = matches!(e.kind, Kind::Config | Kind::Hook);
                 json!({
                     "task": e.task.and_then(|t| b.tasks.get(t)).map(|t| &t.name),
-                    "ref": e.name,
+                    "ref": (!shared_dir).then_some(&e.name),
                     "kind": e.kind.as_str(),
                     "change": e.change.as_str(),
                     "old": e.old_hex(),
                     "new": e.new_hex(),
                     "stash": e.stash_index.map(|n| format!("stash@{{{n}}}")),
                     "message": e.message,
+                    "path": e.path.as_deref().map(crate::paths::doc_path),
+                    "detail": e.detail,
                 })
             })
             .collect(),
     )
 }
 
+/// The warning for changes in the shared git dir (stderr): one line per
+/// config key and hook, with what a key now holds and how to look.
+pub fn git_dir_warning(b: &Batch, effects: &[SideEffect], dry_run: bool) -> String {
+    let changed: Vec<&SideEffect> = effects
+        .iter()
+        .filter(|e| matches!(e.kind, Kind::Config | Kind::Hook))
+        .collect();
+    if changed.is_empty() {
+        return String::new();
+    }
+    let mut text = format!(
+        "git-delegate: warning: your repository's config or hooks changed while batch {} lived (its workspaces share them, so a worker may have done it; git runs hooks and commands set there, such as core.fsmonitor, on your next git command; git-delegate {} them as they are):\n",
+        b.short(),
+        if dry_run { "would leave" } else { "leaves" }
+    );
+    for e in changed {
+        let what = crate::ui::escape_text(e.detail.as_deref().unwrap_or(""));
+        let path = e.path.as_deref().map(super::show).unwrap_or_default();
+        let q = crate::paths::shell_quote(&path);
+        let line = match (e.kind, e.change) {
+            (Kind::Config, _) if e.detail.is_none() => {
+                format!(
+                    "  config {}: changed, and git can no longer read it",
+                    crate::ui::escape_text(&path)
+                )
+            }
+            (Kind::Config, Change::Deleted) => format!("  config {what}: removed"),
+            (Kind::Config, change) => format!(
+                "  config {what}: {} = {} (`git config --file {q} --get-all {}` shows it)",
+                if change == Change::Created {
+                    "set"
+                } else {
+                    "changed"
+                },
+                crate::ui::escape_text(e.value.as_deref().unwrap_or("")),
+                crate::paths::shell_quote(e.detail.as_deref().unwrap_or(""))
+            ),
+            (_, Change::Created) => format!(
+                "  hook {what}: created at {}",
+                crate::ui::escape_text(&path)
+            ),
+            (_, Change::Deleted) => format!(
+                "  hook {what}: removed from {}",
+                crate::ui::escape_text(&path)
+            ),
+            (_, _) => format!(
+                "  hook {what}: changed at {}",
+                crate::ui::escape_text(&path)
+            ),
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text
+}
+
 /// The human lines: one per branch, tag or stash entry, and for a task whose
 /// work is in the stash, how to bring it back into its workspace.
 pub fn text(b: &Batch, effects: &[SideEffect], outcomes: &[Outcome], dry_run: bool) -> String {
+    let effects: Vec<&SideEffect> = effects
+        .iter()
+        .filter(|e| !matches!(e.kind, Kind::Config | Kind::Hook))
+        .collect();
     if effects.is_empty() {
         return String::new();
     }
