@@ -285,15 +285,17 @@ pub fn list(found: &[Invalid]) -> String {
 }
 
 /// The diagnostic for a working tree (`root`) holding paths git refuses
-/// to add or check out (exit 3): it names them, in the message and in
-/// `error.paths`.
+/// to add or check out (exit 3): it names them, in the message (the first
+/// few, and how many more) and in `error.invalid_paths` (the first
+/// [`NAMED`]).
 pub fn in_working_tree(root: &Path, found: &[Invalid]) -> Error {
     let mut details = serde_json::Map::new();
     details.insert(
-        "paths".into(),
+        "invalid_paths".into(),
         found
             .iter()
-            .map(|f| crate::paths::doc_bytes(&f.path))
+            .take(NAMED)
+            .map(|f| serde_json::json!({"path": crate::paths::doc_bytes(&f.path), "reason": f.why}))
             .collect::<Vec<_>>()
             .into(),
     );
