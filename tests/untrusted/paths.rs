@@ -751,3 +751,75 @@ fn submit_refuses_a_workspace_holding_a_path_git_refuses() {
     );
     assert!(!refs.contains("/tasks/w/proposal"), "{refs}");
 }
+
+#[test]
+fn apply_from_undo_refuses_a_kept_proposal_moved_to_a_hostile_commit() {
+    let env = Env::new();
+    let src = env.repo("src");
+    let before = hooks(&src);
+    let doc = env
+        .delegate(&src, ["prepare", "-n", "2", "--json"])
+        .expect(0)
+        .json();
+    let id = doc["batch"].as_str().unwrap().to_string();
+    let ws1 = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws2 = PathBuf::from(doc["tasks"][1]["root"].as_str().unwrap());
+    std::fs::write(ws1.join("a.txt"), "mine\n").unwrap();
+    let doc = env
+        .delegate(&src, ["apply", &id, "--only", "1", "--json"])
+        .expect(0)
+        .json();
+    let apply_id = doc["apply_id"].as_str().unwrap().to_string();
+    env.delegate(&src, ["undo", "--json"]).expect(0);
+    assert!(absent(&src, "a.txt"));
+    // The worker of task 2 moves the undone apply's kept proposal to a
+    // commit on the baseline that writes a hook.
+    let baseline = env.git(
+        &ws2,
+        ["rev-parse", &format!("refs/pi-delegate/batches/{id}/baseline")],
+    );
+    let (extra, path, _) = shapes().remove(0);
+    let hostile = commit_on(&env, &ws2, baseline.trim(), extra);
+    env.git(
+        &ws2,
+        [
+            "update-ref",
+            &format!("refs/pi-delegate/undo/{apply_id}/tasks/1"),
+            &hostile,
+        ],
+    );
+    let doc = env
+        .delegate(&src, ["apply", "--from-undo", &apply_id, "--json"])
+        .expect(1)
+        .json();
+    let t = &doc["tasks"][0];
+    assert_eq!(t["reason"], "invalid_path", "{doc}");
+    assert!(conflict_paths(t).iter().any(|p| p == path), "{doc}");
+    assert_eq!(doc["applied_paths"], serde_json::json!([]), "{doc}");
+    assert_eq!(hooks(&src), before);
+}
+
+#[test]
+fn diff_source_leaves_out_a_task_holding_a_path_git_refuses() {
+    let env = Env::new();
+    let src = env.repo("src");
+    let doc = env
+        .delegate(&src, ["prepare", "-n", "2", "--json"])
+        .expect(0)
+        .json();
+    let ws1 = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws2 = PathBuf::from(doc["tasks"][1]["root"].as_str().unwrap());
+    std::fs::create_dir(ws1.join(".GIT")).unwrap();
+    std::fs::write(ws1.join(".GIT/config"), "x\n").unwrap();
+    std::fs::write(ws1.join("a.txt"), "mine\n").unwrap();
+    std::fs::write(ws2.join("b.txt"), "theirs\n").unwrap();
+    let run = env.delegate(&src, ["diff", "--source"]).expect(0);
+    assert!(run.stdout.contains("b.txt"), "{}", run.stdout);
+    assert!(!run.stdout.contains("a.txt"), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("note: task 1 left out") && run.stderr.contains("invalid_path"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains(".GIT/config"), "{}", run.stderr);
+}
