@@ -74,11 +74,10 @@ pub fn name(name: &BStr, kind: EntryKind) -> Option<&'static str> {
     // is checked for `.git` (and a symlinked `.gitmodules`) as git does.
     if name.contains(&b'\\') {
         for part in name.split(|&b| b == b'\\').filter(|p| !p.is_empty()) {
-            match component(part.as_bstr(), mode, OPTIONS) {
-                Err(e @ (component::Error::DotGitDir | component::Error::SymlinkedGitModules)) => {
-                    return Some(words(&e))
-                }
-                _ => {}
+            if let Err(e @ (component::Error::DotGitDir | component::Error::SymlinkedGitModules)) =
+                component(part.as_bstr(), mode, OPTIONS)
+            {
+                return Some(words(&e));
             }
         }
     }
@@ -381,7 +380,7 @@ fn is_ntfs_alias(name: &BStr, file: &str, short: &str) -> bool {
             tilde = true;
         } else if i >= 6
             || b & 0x80 != 0
-            || !short.get(i).is_some_and(|s| b.to_ascii_lowercase() == *s)
+            || short.get(i).is_none_or(|s| b.to_ascii_lowercase() != *s)
         {
             return false;
         }

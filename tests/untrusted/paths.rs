@@ -54,7 +54,7 @@ fn write_tree(env: &Env, repo: &Path, mut entries: Vec<(String, Vec<u8>, String)
         }
         k
     };
-    entries.sort_by(|a, b| key(&a.0, &a.1).cmp(&key(&b.0, &b.1)));
+    entries.sort_by_key(|e| key(&e.0, &e.1));
     let mut bytes = Vec::new();
     for (mode, name, hex) in &entries {
         bytes.extend_from_slice(mode.as_bytes());
@@ -117,7 +117,11 @@ fn commit_on(env: &Env, repo: &Path, base: &str, extra: Vec<(&'static [u8], Node
 
 /// The hostile shapes: the tree entries, the path apply must name, and
 /// what must never appear (relative to the source root).
-fn shapes() -> Vec<(Vec<(&'static [u8], Node)>, &'static str, Vec<&'static str>)> {
+/// Tree entries to add at the top, the path apply must name, and what
+/// must never appear.
+type Shape = (Vec<(&'static [u8], Node)>, &'static str, Vec<&'static str>);
+
+fn shapes() -> Vec<Shape> {
     const EVIL: &[u8] = b"#!/bin/sh\necho pwned > /tmp/pwned\n";
     vec![
         (
@@ -776,7 +780,10 @@ fn apply_from_undo_refuses_a_kept_proposal_moved_to_a_hostile_commit() {
     // commit on the baseline that writes a hook.
     let baseline = env.git(
         &ws2,
-        ["rev-parse", &format!("refs/pi-delegate/batches/{id}/baseline")],
+        [
+            "rev-parse",
+            &format!("refs/pi-delegate/batches/{id}/baseline"),
+        ],
     );
     let (extra, path, _) = shapes().remove(0);
     let hostile = commit_on(&env, &ws2, baseline.trim(), extra);
