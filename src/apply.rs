@@ -7,8 +7,9 @@
 //! while CMD runs and returns it.
 //!
 //! Owns: the order of those steps, task outcomes (a workspace holding a git
-//! repository its worker made is a `nested_repository` conflict, never
-//! applied in part). Steps 2-3 themselves are `landing::plan`, shared with
+//! repository its worker made is a `nested_repository` conflict, one
+//! holding a path git refuses an `invalid_path` conflict (design §3.18),
+//! never applied in part). Steps 2-3 themselves are `landing::plan`, shared with
 //! every other command that lands work.
 //! Never: prints (long steps and notices go to the caller's `Observer`);
 //! changes the user's index, HEAD, branches or stash; reads, quiesces
@@ -495,6 +496,23 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                     out.proposal_ref = Some(name);
                     out.patch = Some(patch);
                 }
+                if !r.invalid.is_empty() {
+                    // Paths git refuses (design §3.18): the task is refused
+                    // alone, its work kept (the workspace holds them, the
+                    // proposal ref and patch the rest).
+                    out.status = TaskState::Conflict;
+                    out.reason = Some(crate::validate::REASON);
+                    out.conflicts = r
+                        .invalid
+                        .into_iter()
+                        .take(crate::validate::NAMED)
+                        .map(|f| PathConflict {
+                            path: f.path,
+                            reason: f.why.into(),
+                        })
+                        .collect();
+                    continue;
+                }
                 if !r.nested.is_empty() {
                     // A repository the worker made is never dropped silently:
                     // the task stays open with its workspace, the rest of its
@@ -929,6 +947,8 @@ struct Recorded {
     objects: Option<proposal::Objects>,
     /// Nested repositories in the workspace (the task cannot apply).
     nested: Vec<BString>,
+    /// Paths in the workspace git refuses (the task cannot apply).
+    invalid: Vec<crate::validate::Invalid>,
     /// A refreshed task's own base tree (design §3.12).
     base: Option<gix::ObjectId>,
 }
@@ -961,6 +981,8 @@ fn receive(
         artifacts,
         objects: None,
         nested: Vec::new(),
+        // Checked by the integration (`integrate::screen`), with the tree.
+        invalid: Vec::new(),
         base: task.base.is_some().then_some(base_tree),
     }))
 }
@@ -992,6 +1014,7 @@ fn record_all(
                     artifacts: None,
                     objects: Some(p.objects),
                     nested: p.nested,
+                    invalid: p.invalid,
                     base,
                 }),
             )
@@ -1003,6 +1026,7 @@ fn record_all(
                     artifacts: Some((p.ref_name, p.patch)),
                     objects: None,
                     nested: p.nested,
+                    invalid: p.invalid,
                     base,
                 }),
             )

@@ -137,7 +137,10 @@ Only the files on disk in a workspace count: commits a worker made there do not 
 assume-unchanged and skip-worktree flags of its index (a skip-worktree file absent from disk keeps its content). A \
 git repository a worker made inside its workspace (git init, git clone, cargo new) is never dropped: the task ends \
 conflict with reason nested_repository, none of its paths is applied, and its workspace is kept (remove or move \
-the repository, then apply again). A task that changed anything in a submodule (its files or its commit) ends \
+the repository, then apply again). A task whose work holds a path git refuses to check out (.git in any letter \
+case or an alias of it such as git~1 or .git., a . or .. component, a symlinked .gitmodules, .gitattributes, \
+.gitignore or .mailmap), local or submitted by a remote worker, ends conflict with reason invalid_path, naming \
+those paths: nothing of it is merged or written, its work is kept, and the other tasks land. A task that changed anything in a submodule (its files or its commit) ends \
 conflict with reason submodule_changed, its workspace kept; apply never writes into the submodules of the working \
 tree. A task that changes a path outside your sparse checkout is a conflict with \
 reason outside_sparse_checkout, and nothing of it is written (`git sparse-checkout add FOLDER`, then apply again, \

@@ -14,6 +14,8 @@
 //!   same `F = merge3(baseline, S, I)` as the design's "redo without it" loop,
 //!   with the conflict blamed exactly on the task that brings it in, and
 //!   every later task still tried.
+//! - A proposal holding a path git refuses to check out (design §3.18) is
+//!   `invalid_path` before any merge (`screen`).
 //! - `--strict`: a task whose proposal touches a path (or a folder above or
 //!   below one) that differs between baseline and `S` is `source_changed`
 //!   before any merge.
@@ -77,6 +79,8 @@ pub enum Refusal {
     NotWritable,
     /// A path outside the source's sparse checkout (design §3.15).
     OutsideSparseCheckout,
+    /// A path git refuses to check out (design §3.18 "Paths").
+    InvalidPath,
 }
 
 impl Refusal {
@@ -87,6 +91,7 @@ impl Refusal {
             Refusal::WouldOverwriteUntracked => "would_overwrite_untracked",
             Refusal::NotWritable => "write_failed",
             Refusal::OutsideSparseCheckout => "outside_sparse_checkout",
+            Refusal::InvalidPath => crate::validate::REASON,
         }
     }
 }
@@ -285,6 +290,37 @@ fn both_changed_reason(base: bool, ours: bool, theirs: bool) -> &'static str {
     }
 }
 
+/// The candidates whose proposals hold paths git refuses to check out
+/// (design §3.18 "Paths"), each refused naming the first of them: found in
+/// each proposal's own tree, where it differs from its base, before any
+/// merge or snapshot reads it. Every caller that lands work (and
+/// [`integrate`] itself) asks this first.
+pub fn screen(
+    repo: &gix::Repository,
+    baseline: ObjectId,
+    candidates: &[Candidate],
+) -> Result<Vec<Refused>> {
+    let mut refused = Vec::new();
+    for c in candidates {
+        let found = crate::validate::tree(repo, Some(c.base.unwrap_or(baseline)), c.tree)?;
+        if found.is_empty() {
+            continue;
+        }
+        refused.push(Refused {
+            task: c.task,
+            reason: Refusal::InvalidPath,
+            conflicts: found
+                .into_iter()
+                .map(|f| PathConflict {
+                    path: f.path,
+                    reason: f.why.into(),
+                })
+                .collect(),
+        });
+    }
+    Ok(refused)
+}
+
 /// Integrate `candidates` (in task order) onto `baseline`, then onto the
 /// source snapshot `s_tree`. `check` looks at the disk for writes that
 /// would lose something (without changing anything).
@@ -313,9 +349,17 @@ pub fn integrate(
         names
     };
 
+    // design §3.18: a proposal holding a path git refuses is never merged.
+    for r in screen(repo, baseline, candidates)? {
+        out_for_good.insert(r.task);
+        refused.push(r);
+    }
     // design §3.15: the source's working tree never gets a path outside
     // its sparse checkout.
-    let tasks = candidates.iter().map(|c| (c.task, c.paths.as_slice()));
+    let tasks = candidates
+        .iter()
+        .filter(|c| !out_for_good.contains(&c.task))
+        .map(|c| (c.task, c.paths.as_slice()));
     for (task, paths) in crate::sparse::outside(repo, tasks)? {
         out_for_good.insert(task);
         refused.push(Refused {

@@ -55,12 +55,24 @@ pub fn plan(
 /// The source as it is now, as `candidates`' merges need it (into `mem`):
 /// read only at the paths they touch, or whole where that is not exact
 /// (see `touched`), and always whole when a refreshed task is among them
-/// (its base holds changes at paths it does not touch: design §3.12).
+/// (its base holds changes at paths it does not touch: design §3.12). The
+/// paths of a proposal `integrate::screen` refuses are not read.
 pub fn source_tree(
     mem: &gix::Repository,
     baseline_tree: gix::ObjectId,
     candidates: &[Candidate],
 ) -> Result<gix::ObjectId> {
+    // A proposal holding paths git refuses (design §3.18) is refused
+    // before its paths are read anywhere: none of them is looked at in the
+    // source (`..`, `.git/...`).
+    let refused: BTreeSet<usize> = integrate::screen(mem, baseline_tree, candidates)?
+        .into_iter()
+        .map(|r| r.task)
+        .collect();
+    let candidates: Vec<&Candidate> = candidates
+        .iter()
+        .filter(|c| !refused.contains(&c.task))
+        .collect();
     let touched: BTreeSet<BString> = candidates
         .iter()
         .flat_map(|c| c.paths.iter().cloned())

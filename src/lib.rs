@@ -63,6 +63,7 @@ pub mod touched;
 pub mod transport;
 pub mod trash;
 pub mod undo;
+pub mod validate;
 pub mod verify;
 pub mod workspace;
 pub mod writeback;

@@ -16,7 +16,7 @@ mod ui;
 use git_delegate::{
     apply, batch, carry, config, error, gc, hooks, kept, lease, lock, mandir, observe, patch,
     paths, prepare, preparing, problems, refresh, refs, remote, renew, repo, review, run, snapshot,
-    status, teardown, time, trash, undo, verify, workspace, writeback,
+    status, teardown, time, trash, undo, validate, verify, workspace, writeback,
 };
 
 fn main() {

@@ -4,7 +4,9 @@
 //!
 //! Owns: turning a workspace into proposal commit + ref + patch, and
 //! naming the nested git repositories a worker made in it (never part of a
-//! proposal: the caller keeps the task open, design §3.2 `nested_repository`).
+//! proposal: the caller keeps the task open, design §3.2 `nested_repository`)
+//! and the paths in it git refuses (never part of a proposal either: the
+//! caller refuses the task, design §3.18 `invalid_path`).
 //! Never: merges, or writes the source working tree.
 
 use std::path::{Path, PathBuf};
@@ -30,6 +32,9 @@ pub struct Proposal {
     /// Untracked git repositories inside the workspace (relative paths):
     /// left out of the tree, so the proposal holds only the rest.
     pub nested: Vec<BString>,
+    /// Paths git refuses to add or check out (design §3.18): left out of
+    /// the tree too.
+    pub invalid: Vec<crate::validate::Invalid>,
 }
 
 /// What [`preview`] finds.
@@ -39,6 +44,8 @@ pub struct Preview {
     pub objects: Objects,
     /// As [`Proposal::nested`].
     pub nested: Vec<BString>,
+    /// As [`Proposal::invalid`].
+    pub invalid: Vec<crate::validate::Invalid>,
 }
 
 /// The patch file of a task.
@@ -47,8 +54,9 @@ pub fn patch_path(source: &Source, batch: &Batch, task: &str) -> PathBuf {
 }
 
 /// Snapshot `task`'s workspace. `None` when it does not differ from the
-/// baseline and holds no nested repository; otherwise the proposal commit, its ref (created or moved) and
-/// its patch are written.
+/// baseline and holds no nested repository nor path git refuses;
+/// otherwise the proposal commit, its ref (created or moved) and its patch
+/// are written.
 pub fn record(
     source: &Source,
     batch: &Batch,
@@ -78,7 +86,7 @@ pub fn record_in(
     // A refreshed task's proposal sits on its own base (design §3.12).
     let (base, baseline_tree) = base_of(repo, batch, task, baseline_tree)?;
     let paths = diff::trees(repo, baseline_tree, snap.tree)?;
-    if paths.is_empty() && snap.nested_repos.is_empty() {
+    if paths.is_empty() && snap.nested_repos.is_empty() && snap.invalid.is_empty() {
         return Ok(None);
     }
     let commit = commit::write(
@@ -98,6 +106,7 @@ pub fn record_in(
         patch,
         paths,
         nested: snap.nested_repos,
+        invalid: snap.invalid,
     }))
 }
 
@@ -125,8 +134,8 @@ pub type Objects = gix::odb::memory::Storage;
 /// `apply --dry-run`): the workspace's snapshot tree, the new objects it
 /// needs (kept in memory; the caller adds them to its own object memory),
 /// the paths that differ from the task's base (the baseline given, or its
-/// own once refreshed), and the nested repositories.
-/// `None` when the workspace does not differ and holds no nested repository.
+/// own once refreshed), the nested repositories and the paths git refuses.
+/// `None` when the workspace does not differ and holds neither.
 pub fn preview(
     repo: &gix::Repository,
     task: &Task,
@@ -144,7 +153,7 @@ pub fn preview(
     view.objects.set_object_memory(objects);
     let paths = diff::trees(&view, baseline_tree, snap.tree)?;
     let objects = view.objects.take_object_memory().unwrap_or_default();
-    if paths.is_empty() && snap.nested_repos.is_empty() {
+    if paths.is_empty() && snap.nested_repos.is_empty() && snap.invalid.is_empty() {
         return Ok(None);
     }
     Ok(Some(Preview {
@@ -152,6 +161,7 @@ pub fn preview(
         paths,
         objects,
         nested: snap.nested_repos,
+        invalid: snap.invalid,
     }))
 }
 

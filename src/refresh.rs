@@ -14,7 +14,8 @@
 //! Never: stops processes in a workspace (the worker may be the caller);
 //! writes the source working tree, its index or HEAD; writes a workspace
 //! path whose content is not what its snapshot read (the write-back's
-//! check); refreshes a task whose earlier conflicts are unresolved.
+//! check); refreshes a task whose earlier conflicts are unresolved, or
+//! whose workspace holds paths git refuses (design §3.18).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -211,6 +212,34 @@ fn refresh_task(
     let (_, old_base_tree) = proposal::base_of(&source.repo, b, &task, baseline_tree)?;
     let recorded = proposal::record(source, b, &at_real, baseline_tree)?;
     let w_tree = recorded.as_ref().map_or(old_base_tree, |p| p.tree);
+    // design §3.18: a workspace holding paths git refuses is not merged
+    // (those the snapshot left out, and any its tree holds otherwise).
+    let mut invalid = recorded
+        .as_ref()
+        .map(|p| p.invalid.clone())
+        .unwrap_or_default();
+    invalid.extend(crate::validate::tree(
+        &source.repo,
+        Some(old_base_tree),
+        w_tree,
+    )?);
+    if !invalid.is_empty() {
+        return Err(Error::state(
+            Code::InvalidPath,
+            format!(
+                "cannot refresh task {}: its workspace {} holds paths git refuses to add or check out: {}; nothing was changed there",
+                task.name,
+                real.display(),
+                crate::validate::list(&invalid)
+            ),
+            format!(
+                "rename or remove them in the workspace (the rest of its work is saved as {}), then run `git delegate refresh {} --batch {}` again",
+                refs::proposal(&b.id, &task.name),
+                task.name,
+                b.short()
+            ),
+        ));
+    }
 
     // 2. merge3(old base, workspace, new base), markers kept.
     let (m_tree, staged) = merge_keep(&source.repo, old_base_tree, w_tree, s_tree)?;

@@ -596,6 +596,11 @@ pub fn submit(cwd: &Path) -> Result<Submitted> {
     })?;
     let ws = crate::repo::open_worktree(&root)?;
     let snap = crate::snapshot::snapshot_workspace(&ws)?;
+    // design §3.18: apply would refuse such a proposal; say so here, and
+    // push nothing.
+    if !snap.invalid.is_empty() {
+        return Err(crate::validate::in_working_tree(&root, &snap.invalid));
+    }
     let baseline = ObjectId::from_hex(j.baseline.as_bytes())
         .map_err(|e| Error::git(format!("bad baseline id {}", j.baseline), e))?;
     let proposal = commit::write(

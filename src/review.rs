@@ -396,6 +396,22 @@ pub fn source_diff(
             submodule_changed(&mut fates[*i]);
             continue;
         }
+        if !p.invalid.is_empty() {
+            // Paths git refuses (design §3.18): apply refuses the task.
+            let f = &mut fates[*i];
+            f.status = TaskState::Conflict;
+            f.reason = Some(crate::validate::REASON);
+            f.conflicts = p
+                .invalid
+                .into_iter()
+                .take(crate::validate::NAMED)
+                .map(|v| PathConflict {
+                    path: v.path,
+                    reason: v.why.into(),
+                })
+                .collect();
+            continue;
+        }
         if !p.nested.is_empty() {
             let f = &mut fates[*i];
             f.status = TaskState::Conflict;

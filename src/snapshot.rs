@@ -72,6 +72,11 @@ pub struct Snapshot {
     /// Files that had to be read (their stat data differed from the index,
     /// or they are new): the cost the index as a stat cache did not save.
     pub hashed: usize,
+    /// A workspace's paths git refuses to add or check out (design §3.18
+    /// "Paths"): left out of the tree, so that the task alone is refused
+    /// (`invalid_path`) with the rest of its work recorded. A source
+    /// holding such paths is an error that names them instead.
+    pub invalid: Vec<crate::validate::Invalid>,
 }
 
 type Edit = Option<(EntryKind, ObjectId)>;
@@ -735,6 +740,29 @@ fn run(
         }
     }
 
+    // design §3.18: a path git refuses never enters a tree. A workspace's
+    // are left out and named (its task is refused alone); a source's stop
+    // the command with a diagnostic naming them.
+    let mut invalid: Vec<crate::validate::Invalid> = Vec::new();
+    edits.retain(|path, edit| {
+        let Some((kind, _)) = edit else {
+            return true;
+        };
+        match crate::validate::path(path.as_bstr(), *kind) {
+            Some(why) => {
+                invalid.push(crate::validate::Invalid {
+                    path: path.clone(),
+                    why,
+                });
+                false
+            }
+            None => true,
+        }
+    });
+    if side == Side::Source && !invalid.is_empty() {
+        let root = repo.workdir().unwrap_or(repo.git_dir());
+        return Err(crate::validate::in_working_tree(root, &invalid));
+    }
     let changes = edits.len();
     let tree = if edits.is_empty() {
         head_tree
@@ -781,6 +809,7 @@ fn run(
             changes,
             nested_repos: collect.nested_repos,
             hashed,
+            invalid,
         },
         refresh,
     ))

@@ -21,7 +21,7 @@
 //! Owns: entry refs and files, the undo and re-apply transactions, pruning
 //! (`prune`, for gc).
 //! Never: prints; touches the index, HEAD or branches; writes a path other
-//! than those the entry's apply wrote; writes anything when a path
+//! than those the entry's apply wrote, or one git refuses (design §3.18); writes anything when a path
 //! conflicts or with `dry_run`.
 
 use std::collections::BTreeSet;
@@ -421,6 +421,41 @@ fn blocked_reason(r: writeback::BlockReason) -> String {
     }
 }
 
+/// An entry whose trees name paths git refuses to check out (design
+/// §3.18) was not made by an apply (no apply writes such a path: its ref
+/// was moved): it is never undone, and nothing of it is read in the
+/// working tree.
+fn refuse_invalid(
+    repo: &gix::Repository,
+    state_dir: &Path,
+    e: &Entry,
+    s_tree: ObjectId,
+    f_tree: ObjectId,
+) -> Result<()> {
+    let mut found = crate::validate::tree(repo, Some(s_tree), f_tree)?;
+    for f in crate::validate::tree(repo, Some(f_tree), s_tree)? {
+        if !found.iter().any(|k| k.path == f.path) {
+            found.push(f);
+        }
+    }
+    if found.is_empty() {
+        return Ok(());
+    }
+    Err(Error::state(
+        Code::InvalidPath,
+        format!(
+            "the undo entry of apply {} names paths git refuses to check out, which no apply writes (its ref {} was moved): {}; nothing was changed",
+            e.short(),
+            entry_ref(&e.apply_id),
+            crate::validate::list(&found)
+        ),
+        format!(
+            "it cannot be undone; remove the entry with `rm -r {}`",
+            crate::paths::shell_quote(&entry_dir(state_dir, &e.apply_id).to_string_lossy())
+        ),
+    ))
+}
+
 /// Undo an apply (design §3.11): `apply` names it (id or prefix), `None`
 /// the latest one not undone.
 pub fn undo(
@@ -459,6 +494,7 @@ pub fn undo(
         .map(|(t, n, _)| (t, n))
         .collect();
     let (s_tree, f_tree) = entry_trees(repo, &state_dir, &entry)?;
+    refuse_invalid(repo, &state_dir, &entry, s_tree, f_tree)?;
     let paths: BTreeSet<BString> = diff::trees(repo, s_tree, f_tree)?
         .into_iter()
         .map(|c| c.path)

@@ -722,9 +722,12 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
             && matches!(o.reason, Some("merge_conflict") | Some("source_changed"))
     };
     let unresolved = |o: &Outcome| o.reason == Some(crate::refresh::UNRESOLVED);
+    // design §3.18: paths git refuses, which only their worker can change.
+    let invalid = |o: &Outcome| o.reason == Some(crate::validate::REASON);
     let to_refresh = names(&merge);
     let waiting = names(&unresolved);
-    let other = names(&|o| !merge(o) && !unresolved(o));
+    let refused = names(&invalid);
+    let other = names(&|o| !merge(o) && !unresolved(o) && !invalid(o));
     let mut text = String::new();
     let task_s = |n: &[String]| if n.len() == 1 { "task" } else { "tasks" };
     if !to_refresh.is_empty() {
@@ -742,6 +745,13 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
             "  - {} {}: its worker resolves the conflicts in its workspace (edit, then `git add`), then `git delegate apply {short}` lands it;\n",
             task_s(&waiting),
             waiting.join(", "),
+        ));
+    }
+    if !refused.is_empty() {
+        text.push_str(&format!(
+            "  - {} {}: git refuses to check out the paths named above, so apply never writes them; have them renamed or removed in the workspace (a remote worker submits again), then run `git delegate apply {short}` again;\n",
+            task_s(&refused),
+            refused.join(", "),
         ));
     }
     if !other.is_empty() {

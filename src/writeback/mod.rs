@@ -220,6 +220,7 @@ pub fn check(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>> {
     if writes.is_empty() {
         return Ok(Vec::new());
     }
+    refuse_invalid(writes)?;
     let mut dirs = Dirs::open(&source.root).map_err(|e| {
         Error::io(
             format!("cannot open the working tree {}", source.root.display()),
@@ -381,7 +382,28 @@ fn folder_only_deletions(
 /// Write every path through the journal in `batch_dir`; any failure rolls
 /// every written path back to `S` and returns the error.
 pub fn write(source: &Source, batch_dir: &Path, writes: &[PathWrite]) -> Result<()> {
+    refuse_invalid(writes)?;
     write_with(source, batch_dir, writes, &Faults::from_env())
+}
+
+/// The last guard (design §3.18 "Paths"): a path git refuses to check out
+/// (into `.git`, or out of the root through `..`) is never checked nor
+/// written. Every caller refused such a task before; reaching this is a bug.
+fn refuse_invalid(writes: &[PathWrite]) -> Result<()> {
+    for w in writes {
+        let kind = w.new.map_or(EntryKind::Blob, |(k, _)| k);
+        if let Some(why) = crate::validate::path(w.path.as_bstr(), kind) {
+            return Err(Error::state(
+                Code::Internal,
+                format!(
+                    "refusing to write {}: git refuses that path ({why})",
+                    crate::paths::quote(w.path.as_bstr())
+                ),
+                "report this bug; nothing was changed",
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn write_with(

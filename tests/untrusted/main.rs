@@ -1,6 +1,9 @@
-//! Workers are untrusted (design §3.14, §3.16): what a worker can reach besides its workspace.
+//! Workers are untrusted (design §3.18): what a hostile or confused worker
+//! produces, or changes beside its workspace, reaches the user's repository
+//! only through the checks.
 #[path = "../common/mod.rs"]
 mod common;
 
 mod git_dir;
+mod paths;
 mod remote_refs;
