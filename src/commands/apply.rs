@@ -717,9 +717,12 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
             && matches!(o.reason, Some("merge_conflict") | Some("source_changed"))
     };
     let unresolved = |o: &Outcome| o.reason == Some(crate::refresh::UNRESOLVED);
+    // design §3.18 "Follow-through": only an apply that names it lands it.
+    let worker_failed = |o: &Outcome| o.status == TaskState::WorkerFailed;
     let to_refresh = names(&merge);
     let waiting = names(&unresolved);
-    let other = names(&|o| !merge(o) && !unresolved(o));
+    let failed_workers = names(&worker_failed);
+    let other = names(&|o| !merge(o) && !unresolved(o) && !worker_failed(o));
     let mut text = String::new();
     let task_s = |n: &[String]| if n.len() == 1 { "task" } else { "tasks" };
     if !to_refresh.is_empty() {
@@ -737,6 +740,26 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
             "  - {} {}: its worker resolves the conflicts in its workspace (edit, then `git add`), then `git delegate apply {short}` lands it;\n",
             task_s(&waiting),
             waiting.join(", "),
+        ));
+    }
+    if !failed_workers.is_empty() {
+        let one = failed_workers.len() == 1;
+        let only: Vec<String> = failed_workers
+            .iter()
+            .map(|n| format!("--only {n}"))
+            .collect();
+        text.push_str(&format!(
+            "  - {} {}: {} worker{} failed in `git delegate run`, so a plain apply leaves {} out; once you have looked at {} work in {} workspace{}, `git delegate apply {short} {}` lands {};\n",
+            task_s(&failed_workers),
+            failed_workers.join(", "),
+            if one { "its" } else { "their" },
+            if one { "" } else { "s" },
+            if one { "it" } else { "them" },
+            if one { "its" } else { "their" },
+            if one { "its" } else { "their" },
+            if one { "" } else { "s" },
+            only.join(" "),
+            if one { "it" } else { "them" },
         ));
     }
     if !other.is_empty() {

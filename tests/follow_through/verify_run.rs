@@ -144,20 +144,25 @@ impl KilledVerify {
 
     /// Everything left under the workspace root.
     fn left_under_root(&self) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        let mut todo = vec![self.env.workspace_root()];
-        while let Some(d) = todo.pop() {
-            if let Ok(rd) = std::fs::read_dir(&d) {
-                for e in rd.flatten() {
-                    out.push(e.path());
-                    if e.file_type().is_ok_and(|t| t.is_dir()) && out.len() < 50 {
-                        todo.push(e.path());
-                    }
+        walk(&self.env.workspace_root())
+    }
+}
+
+/// Every path below `dir` (entries of the first 50 folders).
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        if let Ok(rd) = std::fs::read_dir(&d) {
+            for e in rd.flatten() {
+                out.push(e.path());
+                if e.file_type().is_ok_and(|t| t.is_dir()) && out.len() < 50 {
+                    todo.push(e.path());
                 }
             }
         }
-        out
     }
+    out
 }
 
 impl Drop for KilledVerify {
@@ -265,7 +270,7 @@ fn gc_reclaims_the_verification_workspace_of_a_batch_that_is_gone() {
 }
 
 /// `run -n N` whose worker 1 runs COMMAND (as `sh -c`) on its own batch
-/// from the user's working tree, the other workers exit 3.
+/// from the user's working tree; the other workers exit 3.
 fn run_taking_its_batch(env: &Env, repo: &Path, verb: &str, n: usize) -> (i32, Value, String) {
     let script = format!(
         r#"if [ "$GIT_DELEGATE_TASK" = 1 ]; then echo one > one.txt; git -C "$GIT_DELEGATE_SOURCE" delegate {verb} "$GIT_DELEGATE_BATCH" || exit 7; else exit 3; fi"#
@@ -324,7 +329,17 @@ fn run_whose_batch_a_worker_dropped_says_so_with_the_workers_and_exits_1() {
     assert_eq!(doc["ended_elsewhere"], true, "{doc:#}");
     assert_eq!(doc["ended_by_apply"], Value::Null, "{doc:#}");
     assert_eq!(doc["workers"][0]["exit"], 0, "{doc:#}");
-    assert_eq!(doc["workers"][1]["exit"], 3, "{doc:#}");
+    // Worker 2 (`--jobs 1`) comes after the batch ended: never started,
+    // and its workspace is not made again.
+    assert_eq!(doc["workers"][1]["exit"], Value::Null, "{doc:#}");
+    let log = std::fs::read_to_string(doc["workers"][1]["log"].as_str().unwrap()).unwrap();
+    assert!(log.contains("ended before this worker started"), "{log}");
+    let batch = doc["batch"].as_str().unwrap();
+    let left: Vec<PathBuf> = walk(&env.workspace_root())
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains(&batch[..8]))
+        .collect();
+    assert_eq!(left, Vec::<PathBuf>::new());
     assert!(
         stderr.contains("another command applied or dropped it"),
         "{stderr}"
@@ -351,10 +366,41 @@ fn run_whose_batch_a_worker_dropped_says_so_with_the_workers_and_exits_1() {
         .collect();
     assert_eq!(lines.len(), 2, "{stdout}");
     assert!(
-        lines[0].contains("exit 0") && lines[1].contains("exit 3"),
+        lines[0].contains("exit 0") && lines[1].contains("not started"),
         "{stdout}"
     );
     assert!(!repo.join("one.txt").exists());
+}
+
+#[test]
+fn run_applies_what_another_command_left_open_and_lists_the_rest_as_recorded() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    // Worker 1 lands its own task, worker 2 (after it) just works.
+    let script = r#"echo "w $GIT_DELEGATE_TASK" > "out-$GIT_DELEGATE_TASK.txt"; if [ "$GIT_DELEGATE_TASK" = 1 ]; then git -C "$GIT_DELEGATE_SOURCE" delegate apply "$GIT_DELEGATE_BATCH" --only 1 || exit 7; fi"#;
+    let out = env
+        .delegate_cmd(&repo)
+        .env("PATH", env.path_with_delegate())
+        .args([
+            "run", "-n", "2", "--jobs", "1", "--json", "--", "sh", "-c", script,
+        ])
+        .output()
+        .unwrap();
+    let run = crate::common::Run::from(out).expect(0);
+    let doc = run.json();
+    assert_eq!(doc["ended_elsewhere"], false, "{doc:#}");
+    let tasks = doc["apply"]["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2, "{doc:#}");
+    assert_eq!(tasks[0]["status"], "applied", "{doc:#}");
+    assert_eq!(tasks[1]["status"], "applied", "{doc:#}");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("out-1.txt")).unwrap(),
+        "w 1\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.join("out-2.txt")).unwrap(),
+        "w 2\n"
+    );
 }
 
 #[test]
