@@ -320,6 +320,27 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
             outcomes.push(out);
             continue;
         }
+        // A task whose worker failed in `run` is applied only when named
+        // (design §3.13, §3.18 "Follow-through"): a plain apply leaves it
+        // open, its workspace neither stopped nor recorded.
+        if task.state == TaskState::WorkerFailed && !discard && !opts.only.contains(&task.name) {
+            let mut out = Outcome::new(idx, TaskState::WorkerFailed);
+            out.reason = Some(match task.reason.as_deref() {
+                Some("timed_out") => "timed_out",
+                _ => "worker_failed",
+            });
+            let log = batch::worker_log(&source.state_dir(), &b.id, &task.name);
+            out.message = Some(format!(
+                "its worker failed in `git delegate run`, so only an apply that names it lands its work{}",
+                match log.exists() {
+                    true => format!(" (the worker's log: {})", log.display()),
+                    false => String::new(),
+                }
+            ));
+            keep_artifacts(&source, &b, &mut out, dry_run);
+            outcomes.push(out);
+            continue;
+        }
         if scratch {
             outcomes.push(Outcome::new(idx, TaskState::Discarded));
             continue;

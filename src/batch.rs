@@ -313,6 +313,17 @@ pub fn short(id: &str) -> &str {
 /// The write-back journal's file name inside a batch folder (design §7).
 pub const JOURNAL_FILE: &str = "writeback.journal";
 
+/// Where a batch's logs go (`<state>/logs/<uuid>/`): its workers' (design
+/// §3.13) and its verification runs' (design §3.10).
+pub fn logs_dir(state_dir: &Path, id: &str) -> PathBuf {
+    state_dir.join("logs").join(id)
+}
+
+/// The log of task `task`'s worker in `run` (design §3.13).
+pub fn worker_log(state_dir: &Path, id: &str, task: &str) -> PathBuf {
+    logs_dir(state_dir, id).join(format!("{task}.log"))
+}
+
 /// git-delegate's state dir in a repository's common dir (`<common>/delegate`).
 pub fn state_dir(common_dir: &Path) -> PathBuf {
     common_dir.join("delegate")

@@ -337,7 +337,10 @@ ends until gc.keep-failed; on a terminal (not with --json) they are also shown l
 task name, with a status line when a worker starts and ends. A worker that outlives --timeout (or its task's \
 timeout) is sent SIGTERM, its whole process group SIGKILL after a grace, and counts as failed (timed_out). When a \
 worker ends, whatever it left running in its process group is killed. A task whose worker failed is not applied: \
-its status is worker_failed and its work stays in the open batch for `git delegate apply` or `drop`.
+its status is worker_failed and its work stays in the open batch; a later `git delegate apply` leaves it out too, \
+until it is named (`git delegate apply BATCH --only TASK`), or it is given up (`--discard TASK`, or `drop`). If \
+another command applies or drops the batch while the workers run, run says so after the workers' lines, applies \
+nothing and exits 1.
 
 Ctrl-C (SIGINT) or SIGTERM stops every worker the same way, applies nothing and prints how to apply or drop the \
 batch. While workers run, run holds no repository lock (a worker may call `git delegate refresh` or `renew`); the \
@@ -561,6 +564,10 @@ pub struct ApplyArgs {
     /// The full id is tried first, then a label, then any unique prefix of at least 4 characters.
     pub batch: Option<String>,
     /// Apply only these tasks; the rest stay open (repeatable)
+    ///
+    /// A task whose worker failed in `git delegate run` (worker_failed) is applied only when named
+    /// here: an apply that does not name it leaves it open and lists it as worker_failed (exit 1),
+    /// since its worker may have stopped half-way.
     #[arg(long, value_name = "TASK")]
     pub only: Vec<String>,
     /// Drop these tasks' work (repeatable)

@@ -15,7 +15,10 @@
 //! `<root>/<repo-name>-<fp>/` no batch owns, refs under `refs/pi-delegate`
 //! no batch owns) are reclaimed too, and so is the trash of workspaces apply
 //! removed (`<root>/<repo-name>-<fp>/.trash`, see `trash`) that a killed
-//! background deleter left; they count as removed workspaces. So are the
+//! background deleter left; they count as removed workspaces, and so do
+//! the verification workspaces an `apply --verify` that was killed left
+//! (of any batch no apply verifies now, a batch that is gone included;
+//! left in place and reported while a process runs inside). So are the
 //! hidden folders a killed prepare or batch removal leaves in the state
 //! folder (`.<id>.new`, `.<id>.removed-<pid>`).
 //!
@@ -272,6 +275,7 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
             .collect(),
         broken_shorts,
     };
+    gc.leftover_verifications(&owners.broken_ids);
     gc.leftover_registrations(&owners)?;
     gc.leftover_folders(&owners)?;
     let (undone, refs) = crate::undo::prune(source, dry_run)?;
@@ -722,6 +726,41 @@ impl Gc<'_> {
             .map_err(|e| Error::io(format!("cannot move {}", from.display()), e))?;
         crate::fs::sync_dir(&dir);
         Ok(())
+    }
+
+    /// Verification workspaces no apply runs in (design §3.10): what an
+    /// apply killed while verifying left, of any batch (a batch that is
+    /// gone too) but one being verified now or one whose record cannot be
+    /// read. Removed while nothing runs inside; otherwise left in place and
+    /// reported in `skipped` (gc never signals anyone).
+    fn leftover_verifications(&mut self, broken: &[String]) {
+        let state = self.state_dir.clone();
+        let of = |id: &str| !broken.iter().any(|b| b == id) && !crate::verify::is_busy(&state, id);
+        let swept = crate::verify::remove_leftovers(
+            self.source,
+            &of,
+            crate::verify::Processes::Leave,
+            self.dry_run,
+        );
+        self.report.workspaces_removed += swept.removed.len();
+        self.report.registrations_removed += swept.registrations;
+        self.report.bytes_freed += swept.bytes;
+        self.report.refs_removed += swept.refs.len();
+        self.handled_refs.extend(swept.refs);
+        self.handled_roots.extend(swept.removed);
+        for (batch, root, pids) in swept.in_use {
+            let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+            self.report.skipped.push(Skipped {
+                message: format!(
+                    "batch {}: processes still run inside its verification workspace {} (pid {}), left by an `apply --verify` that was killed; stop them, then run `git delegate gc` again",
+                    batch::short(&batch),
+                    root.display(),
+                    pids.join(", ")
+                ),
+                batch,
+            });
+            self.handled_roots.insert(root);
+        }
     }
 
     /// Registrations of ours (`delegate-*`) whose folder is gone and that no batch owns.

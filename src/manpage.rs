@@ -793,7 +793,9 @@ fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
                 "1",
                 "A task ended `conflict`, `failed`, `rejected` or `unverified`, or stays `open` \
                  because its work is in the stash (reason `stashed`); its proposal ref, patch and \
-                 workspace are kept and the batch stays open for it. A folder of the source that refuses \
+                 workspace are kept and the batch stays open for it. A task whose worker failed in \
+                 `git delegate run` and that --only does not name ends `worker_failed`, its \
+                 workspace untouched. A folder of the source that refuses \
                  writing (permissions, an immutable folder, a read-only mount) fails only the \
                  tasks that write in it (`failed`, reason `write_failed`, naming the folder); the \
                  others are applied.",
@@ -845,7 +847,8 @@ fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
                 "1",
                 "A worker failed, timed out or could not start (its task is worker_failed and \
                  stays in the open batch), a task did not apply (conflict, failed, rejected, \
-                 ...), or run was interrupted (Ctrl-C or SIGTERM: every worker was stopped and \
+                 ...), another command applied or dropped the batch while the workers ran, or \
+                 run was interrupted (Ctrl-C or SIGTERM: every worker was stopped and \
                  nothing was applied; the batch stays open for `git delegate apply` or \
                  `git delegate drop --force`).",
             ),

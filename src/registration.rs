@@ -4,7 +4,9 @@
 //!
 //! Owns: the path of a registration and of its files (`gitdir`, `locked`,
 //! `index`); the lock-reason text (making it, reading it, recognising it
-//! whole for one task or by its prefix for any batch).
+//! whole for one task or by its prefix for any batch), and that of a
+//! verification workspace (`git-delegate batch <batch-id> verify <n>\n`,
+//! design §3.10: `verify_lock_reason`, `Registration::verification_of`).
 //! Never: creates or removes a registration or a workspace folder, nor
 //! decides whether one may go (`workspace` and `gc` do, after proving it).
 
@@ -24,6 +26,12 @@ pub fn dir(common_dir: &Path) -> PathBuf {
 /// The lock reason of task `task` of batch `batch` (the whole `locked` file).
 pub fn lock_reason(batch: &str, task: &str) -> String {
     format!("{LOCK_PREFIX}{batch} task {task}\n")
+}
+
+/// The lock reason of verification workspace `what` (its number, or
+/// `template` for the btrfs template, design §3.17) of batch `batch`.
+pub fn verify_lock_reason(batch: &str, what: &str) -> String {
+    format!("{LOCK_PREFIX}{batch} verify {what}\n")
 }
 
 /// One registration folder.
@@ -73,6 +81,17 @@ impl Registration {
     pub fn is_ours_for(&self, batch: &str, task: &str) -> bool {
         self.read_lock_reason()
             .is_some_and(|r| r == lock_reason(batch, task))
+    }
+
+    /// The batch whose verification workspace (or template) it is, when it
+    /// is locked as one ([`verify_lock_reason`]); `None` for anything else,
+    /// a workspace `apply --keep` released (unlocked) included.
+    pub fn verification_of(&self) -> Option<String> {
+        let reason = self.read_lock_reason()?;
+        let rest = reason.strip_prefix(LOCK_PREFIX)?.strip_suffix('\n')?;
+        let (batch, what) = rest.split_once(" verify ")?;
+        let word = |s: &str| !s.is_empty() && !s.contains(char::is_whitespace);
+        (word(batch) && word(what)).then(|| batch.to_string())
     }
 
     /// Is it locked with a reason prepare wrote (for any batch)?

@@ -237,6 +237,35 @@ pub struct Report {
     pub interrupted: bool,
     /// `--no-apply`.
     pub no_apply: bool,
+    /// The batch ended while the workers ran: another command applied or
+    /// dropped it, and run applied nothing (`apply` is `None`).
+    pub ended_elsewhere: Option<EndedElsewhere>,
+}
+
+/// How run's batch ended while its workers ran (another command's `apply`
+/// or `drop`, a worker's own included).
+#[derive(Debug, Clone)]
+pub struct EndedElsewhere {
+    /// The undo entry of an apply of the batch (design §3.11), when one
+    /// wrote anything: that apply landed its work. None: it was dropped, or
+    /// applied without writing anything.
+    pub apply_id: Option<String>,
+}
+
+/// `Some` when batch `id` is gone (no state folder any more): another
+/// command applied or dropped it; every apply of it since was another
+/// command's (run made the batch and has not applied it).
+fn ended_elsewhere(source: &Source, id: &str) -> Option<EndedElsewhere> {
+    let state = source.state_dir();
+    if batch::batch_dir(&state, id).symlink_metadata().is_ok() {
+        return None;
+    }
+    // Newest first.
+    let apply_id = crate::undo::list(&state)
+        .into_iter()
+        .find(|e| e.batch == id)
+        .map(|e| e.apply_id);
+    Some(EndedElsewhere { apply_id })
 }
 
 impl Report {
@@ -244,6 +273,7 @@ impl Report {
     /// or had no changes (with `--no-apply`: every worker exited 0).
     pub fn ok(&self) -> bool {
         !self.interrupted
+            && self.ended_elsewhere.is_none()
             && self.workers.iter().all(Worker::ok)
             && self.apply.as_ref().is_none_or(|a| {
                 // Applied or without changes; a discarded task (scratch
@@ -290,7 +320,7 @@ pub fn run(
     popts.owner = crate::lease::process_start(me).map(|s| (me, s));
     let prepared = crate::prepare::run(&source, &popts, observer)?;
     let b = prepared.batch.clone();
-    let logs = source.state_dir().join("logs").join(&b.id);
+    let logs = batch::logs_dir(&source.state_dir(), &b.id);
     std::fs::create_dir_all(&logs)
         .map_err(|e| Error::io(format!("cannot create {}", logs.display()), e))?;
     let ttl = popts.ttl_secs.unwrap_or(source.config.ttl_secs);
@@ -302,7 +332,13 @@ pub fn run(
         // The workers are stopped; what follows (recording, the lease
         // handed over) must not stop at the flag the signal set.
         gix::interrupt::reset();
-        let _ = record_failed(&source, &b.id, &failed);
+        // A worker the interruption stopped did not fail: its task stays
+        // open for the plain `apply` run prints (design §3.13).
+        let failed: Vec<usize> = failed
+            .into_iter()
+            .filter(|&i| !workers[i].stopped)
+            .collect();
+        let _ = record_failed(&source, &b.id, &failed, &workers);
         hand_over(&source)?;
         return Ok(Report {
             prepared,
@@ -310,9 +346,32 @@ pub fn run(
             apply: None,
             interrupted: true,
             no_apply: opts.apply.is_none(),
+            ended_elsewhere: ended_elsewhere(&source, &b.id),
         });
     }
-    record_failed(&source, &b.id, &failed)?;
+    // Another command may have applied or dropped the batch while the
+    // workers ran (no lock is held meanwhile): said so, never taken for
+    // an unknown batch (design §3.13: exit 1, the workers' lines shown).
+    let no_apply = opts.apply.is_none();
+    let elsewhere = |workers: Vec<Worker>, prepared, ended| {
+        Ok(Report {
+            prepared,
+            workers,
+            apply: None,
+            interrupted: false,
+            no_apply,
+            ended_elsewhere: Some(ended),
+        })
+    };
+    if let Some(ended) = ended_elsewhere(&source, &b.id) {
+        return elsewhere(workers, prepared, ended);
+    }
+    if let Err(e) = record_failed(&source, &b.id, &failed, &workers) {
+        return match ended_elsewhere(&source, &b.id) {
+            Some(ended) => elsewhere(workers, prepared, ended),
+            None => Err(e),
+        };
+    }
     let Some(aopts) = &opts.apply else {
         hand_over(&source)?;
         return Ok(Report {
@@ -321,20 +380,38 @@ pub fn run(
             apply: None,
             interrupted: false,
             no_apply: true,
+            ended_elsewhere: None,
         });
     };
+    // A task another command applied (or discarded) meanwhile is neither
+    // applied again nor called worker_failed: listed as it is recorded now.
+    let now = match batch::select_open(&source.state_dir(), Some(&b.id)) {
+        Ok(now) => now,
+        Err(e) => {
+            return match ended_elsewhere(&source, &b.id) {
+                Some(ended) => elsewhere(workers, prepared, ended),
+                None => Err(e),
+            }
+        }
+    };
+    let closed: Vec<usize> = (0..workers.len())
+        .filter(|&i| now.tasks.get(i).is_some_and(|t| !t.state.is_open()))
+        .collect();
+    let failed: Vec<usize> = failed.into_iter().filter(|i| !closed.contains(i)).collect();
     let ok: Vec<String> = workers
         .iter()
-        .filter(|w| w.ok())
-        .map(|w| w.name.clone())
+        .enumerate()
+        .filter(|(i, w)| w.ok() && !closed.contains(i))
+        .map(|(_, w)| w.name.clone())
         .collect();
     let mut aopts = aopts.clone();
     aopts.batch = Some(b.id.clone());
     aopts.only = ok.clone();
     aopts.discard.clear();
     let mut apply = if ok.is_empty() {
-        // Nothing to apply: every task is a failed worker's.
-        let mut batch = batch::select_open(&source.state_dir(), Some(&b.id))?;
+        // Nothing to apply: every task is a failed worker's (or was
+        // applied by another command).
+        let mut batch = now;
         for &i in &failed {
             batch.tasks[i].state = TaskState::WorkerFailed;
         }
@@ -357,6 +434,11 @@ pub fn run(
         let root = source.root.clone();
         let r = crate::apply::run(source, &aopts, observer);
         let source = Source::discover(&root)?;
+        if r.is_err() {
+            if let Some(ended) = ended_elsewhere(&source, &b.id) {
+                return elsewhere(workers, prepared, ended);
+            }
+        }
         // A failed apply leaves the batch open too: its lease is handed
         // over all the same (run's own would be orphaned in a moment).
         if r.as_ref().map_or(true, |r| r.batch_open) {
@@ -373,11 +455,20 @@ pub fn run(
         let mut o = crate::apply::Outcome::new(i, TaskState::WorkerFailed);
         let w = &workers[i];
         o.message = Some(worker_message(w));
-        o.reason = Some(if w.timed_out {
-            "timed_out"
-        } else {
-            "worker_failed"
-        });
+        o.reason = Some(failure_reason(w));
+        apply.outcomes.push(o);
+    }
+    for &i in &closed {
+        let state = apply
+            .batch
+            .tasks
+            .get(i)
+            .map_or(TaskState::Applied, |t| t.state);
+        let mut o = crate::apply::Outcome::new(i, state);
+        o.message = Some(format!(
+            "another command ended it ({}) while the workers ran",
+            state.as_str()
+        ));
         apply.outcomes.push(o);
     }
     apply.outcomes.sort_by_key(|o| o.idx);
@@ -390,6 +481,7 @@ pub fn run(
         apply: Some(apply),
         interrupted: false,
         no_apply: false,
+        ended_elsewhere: None,
     })
 }
 
@@ -411,8 +503,10 @@ pub fn worker_message(w: &Worker) -> String {
     }
 }
 
-/// Record `worker_failed` for tasks `failed` (under the lock).
-fn record_failed(source: &Source, id: &str, failed: &[usize]) -> Result<()> {
+/// Record `worker_failed` for tasks `failed` (under the lock), with the
+/// reason (`timed_out` or `worker_failed`), so a later plain apply leaves
+/// them out (design §3.18 "Follow-through").
+fn record_failed(source: &Source, id: &str, failed: &[usize], workers: &[Worker]) -> Result<()> {
     if failed.is_empty() {
         return Ok(());
     }
@@ -423,10 +517,20 @@ fn record_failed(source: &Source, id: &str, failed: &[usize]) -> Result<()> {
         if let Some(t) = b.tasks.get_mut(i) {
             if t.state == TaskState::Open {
                 t.state = TaskState::WorkerFailed;
+                t.reason = Some(failure_reason(&workers[i]).to_string());
             }
         }
     }
     batch::save(&state, &b)
+}
+
+/// `tasks[].reason` of a failed worker's task.
+fn failure_reason(w: &Worker) -> &'static str {
+    if w.timed_out {
+        "timed_out"
+    } else {
+        "worker_failed"
+    }
 }
 
 /// run ends with the batch open: its lease becomes a plain TTL lease (or
@@ -624,6 +728,20 @@ fn start(
     let Some((program, args)) = argv.split_first() else {
         return Err("no command".into());
     };
+    // A workspace that is gone is never made again (under the workspace
+    // root, for a batch that may have ended meanwhile).
+    if !task.root.is_dir() {
+        let ended = batch::batch_dir(&source.state_dir(), &b.id)
+            .symlink_metadata()
+            .is_err();
+        return Err(match ended {
+            true => format!(
+                "batch {} ended before this worker started: another command applied or dropped it",
+                b.short()
+            ),
+            false => format!("its workspace {} is missing", task.root.display()),
+        });
+    }
     let mut cwd = task.cwd(&b.prefix);
     if !cwd.is_dir() && std::fs::create_dir_all(&cwd).is_err() {
         cwd = task.root.clone();

@@ -10,7 +10,9 @@
 //! workspace hosting an open batch).
 //!
 //! Owns: the rule that a workspace hosting an open batch is released, never
-//! removed; the order "workspaces, then refs, then the state folder last".
+//! removed; the order "workspaces (the tasks', then the verification
+//! workspaces a killed `apply --verify` left), then refs, then the state
+//! folder last".
 //! Never: removes a folder that is not the workspace prepare made
 //! (`workspace::remove_task`/`discard` check its identity); deletes a
 //! discarded task's kept proposal (it runs on gc.keep-failed's clock).
@@ -95,9 +97,17 @@ pub fn workspace(
     Ok((fate, trash))
 }
 
-/// Remove the batch's refs (but discarded tasks' kept proposals) and, last,
-/// its state folder. Returns how many refs were removed.
+/// Remove what an apply killed while verifying the batch left (its
+/// verification workspaces, processes inside stopped; design §3.10), then
+/// the batch's refs (but discarded tasks' kept proposals) and, last, its
+/// state folder. Returns how many refs were removed.
 pub fn refs_and_state(source: &Source, b: &Batch) -> Result<usize> {
+    crate::verify::remove_leftovers(
+        source,
+        &|id| id == b.id,
+        crate::verify::Processes::Stop,
+        false,
+    );
     let removed = remove_refs(source, b, &[], false)?
         .iter()
         .filter(|(_, removed)| *removed)

@@ -241,22 +241,24 @@ pub fn search(n: usize, jobs: usize, eval: &mut Oracle<'_>) -> Result<Found> {
 
 const BUSY: &str = "verifying";
 
+/// The pid of the apply that runs batch `id`'s verification command now
+/// (its busy marker names a process that is still that process), if any.
+fn busy_pid(state_dir: &Path, id: &str) -> Option<u32> {
+    let text = std::fs::read_to_string(batch::batch_dir(state_dir, id).join(BUSY)).ok()?;
+    let mut it = text.split_whitespace();
+    let pid = it.next().and_then(|p| p.parse::<u32>().ok())?;
+    let start = it.next().and_then(|s| s.parse::<u64>().ok());
+    let alive = crate::lease::process_start(pid).is_some_and(|s| Some(s) == start);
+    alive.then_some(pid)
+}
+
 /// Refuse to work on a batch whose apply runs its verification command now
 /// (it holds no repository lock meanwhile; design §3.10): exit 3.
 pub fn refuse_if_busy(state_dir: &Path, b: &Batch) -> Result<()> {
-    let path = batch::batch_dir(state_dir, &b.id).join(BUSY);
-    let Ok(text) = std::fs::read_to_string(&path) else {
+    let Some(pid) = busy_pid(state_dir, &b.id) else {
         return Ok(());
     };
-    let mut it = text.split_whitespace();
-    let pid = it.next().and_then(|p| p.parse::<u32>().ok());
-    let start = it.next().and_then(|s| s.parse::<u64>().ok());
-    let Some(pid) = pid else { return Ok(()) };
     if pid == std::process::id() {
-        return Ok(());
-    }
-    let alive = crate::lease::process_start(pid).is_some_and(|s| Some(s) == start);
-    if !alive {
         return Ok(());
     }
     Err(Error::state(
@@ -325,6 +327,123 @@ pub fn prune_logs(state_dir: &Path, ids: &[String], keep_secs: i64, dry_run: boo
         }
     }
     removed
+}
+
+// ---------------------------------------------------------------------------
+// What an apply killed while verifying leaves.
+
+/// What to do about processes still inside a leftover verification workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Processes {
+    /// Stop them (SIGTERM, a grace, SIGKILL; never this process or its
+    /// parents), then remove the workspace: whatever ends the batch
+    /// (apply, drop) and the next verification of it. They are what the
+    /// killed apply's CMD left running: nobody else is meant to be there
+    /// (`--keep` is how verification workspaces are kept).
+    Stop,
+    /// Leave the workspace where they are, and say so (gc, which never
+    /// signals anyone).
+    Leave,
+}
+
+/// What [`remove_leftovers`] did (or, with `dry_run`, would do).
+#[derive(Debug, Default)]
+pub struct Swept {
+    /// Verification workspaces (and templates) removed.
+    pub removed: Vec<PathBuf>,
+    /// Their size (counted only with `Processes::Leave`, for gc's report).
+    pub bytes: u64,
+    /// Left in place because processes still run inside: (batch, folder, pids).
+    pub in_use: Vec<(String, PathBuf, Vec<u32>)>,
+    /// Registrations removed whose folder was gone already.
+    pub registrations: usize,
+    /// Their `verify/<n>` refs removed with them.
+    pub refs: Vec<String>,
+}
+
+/// Remove the verification workspaces, templates and their `verify/<n>`
+/// refs that an apply killed while verifying left (design §3.10) of the
+/// batches `of` accepts (by id; their batch may be gone). The caller holds
+/// the repository lock and knows that no apply verifies those batches
+/// now (`refuse_if_busy`; gc asks [`is_busy`]). A workspace `apply --keep`
+/// released is an ordinary worktree: never touched.
+pub fn remove_leftovers(
+    source: &Source,
+    of: &dyn Fn(&str) -> bool,
+    processes: Processes,
+    dry_run: bool,
+) -> Swept {
+    let common = &source.common_dir;
+    let mut out = Swept::default();
+    for v in crate::workspace::verifications(common) {
+        if !of(&v.batch) {
+            continue;
+        }
+        if let Some(real) = &v.real {
+            let inside = match processes {
+                Processes::Leave => crate::quiesce::find_users(std::slice::from_ref(real))
+                    .into_iter()
+                    .next()
+                    .unwrap_or_default(),
+                Processes::Stop if dry_run => Vec::new(),
+                Processes::Stop => {
+                    match crate::quiesce::stop_all(
+                        std::slice::from_ref(real),
+                        crate::quiesce::GRACE,
+                        false,
+                    )
+                    .into_iter()
+                    .next()
+                    {
+                        Some(crate::quiesce::Outcome::Running(procs)) => {
+                            procs.iter().map(|p| p.pid).collect()
+                        }
+                        _ => Vec::new(),
+                    }
+                }
+            };
+            if !inside.is_empty() {
+                out.in_use.push((v.batch.clone(), v.root.clone(), inside));
+                continue;
+            }
+            if processes == Processes::Leave {
+                out.bytes += crate::fs::tree_size(real);
+            }
+        }
+        let gone = dry_run
+            || crate::workspace::remove_verification(common, &v)
+                .is_ok_and(|r| r != crate::workspace::Removal::Foreign);
+        if !gone {
+            continue;
+        }
+        if v.real.is_some() {
+            out.removed.push(v.root.clone());
+        } else if v.root.symlink_metadata().is_err() {
+            out.registrations += 1;
+        }
+        if let Some(n) = v
+            .worktree_id
+            .rsplit("--verify-")
+            .next()
+            .filter(|_| !v.template)
+        {
+            let name = format!("{}batches/{}/verify/{n}", crate::refs::PREFIX, v.batch);
+            let exists = crate::refs::get(&source.repo, &name)
+                .ok()
+                .flatten()
+                .is_some();
+            if exists && (dry_run || crate::refs::delete(&source.repo, &name).unwrap_or(false)) {
+                out.refs.push(name);
+            }
+        }
+    }
+    out
+}
+
+/// Whether an apply runs batch `id`'s verification command now (design
+/// §3.10: it holds no repository lock meanwhile).
+pub fn is_busy(state_dir: &Path, id: &str) -> bool {
+    busy_pid(state_dir, id).is_some()
 }
 
 // ---------------------------------------------------------------------------
@@ -696,7 +815,7 @@ impl<'a> Runner<'a> {
         let b = ctx.batch;
         let logs_dir = ctx.source.state_dir().join("logs").join(&b.id);
         let ws_dir = ctx.source.workspace_base()?.join(b.short());
-        sweep(ctx, &ws_dir);
+        sweep(ctx);
         // Numbers go on from runs of earlier applies (their failing logs stay).
         let mut last = 0usize;
         for dir in [&logs_dir, &ws_dir] {
@@ -954,32 +1073,14 @@ impl<'a> Runner<'a> {
 }
 
 /// Remove what an apply killed while verifying this batch left behind:
-/// verification workspaces (only folders that are ours) and verify refs.
-/// Runs under the repository lock, with no other apply verifying the batch.
-fn sweep(ctx: &Ctx<'_>, ws_dir: &Path) {
-    let short = ctx.batch.short();
-    let common = &ctx.source.common_dir;
-    let template = template_plan(ctx.batch, ws_dir);
-    if let Ok(rd) = std::fs::read_dir(ws_dir) {
-        // The template last: a snapshot killed before it got its own
-        // `.git` file is recognised through the template's registration.
-        let mut paths: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
-        paths.sort_by_key(|p| *p == template.root);
-        for path in paths {
-            let name = path.file_name().unwrap_or_default().to_owned();
-            let Some(n) = name.to_str().and_then(|s| s.strip_prefix(".verify-")) else {
-                continue;
-            };
-            let wid = format!("delegate-{short}--verify-{n}");
-            if let Ok(crate::workspace::Removal::Foreign) =
-                crate::workspace::remove(common, &path, &wid)
-            {
-                let _ = crate::workspace::remove_half_made(common, &path, &template.worktree_id);
-            }
-        }
-    }
-    if let Ok(names) = crate::refs::list_batch(&ctx.source.repo, &ctx.batch.id) {
-        let prefix = format!("{}batches/{}/verify/", crate::refs::PREFIX, ctx.batch.id);
+/// verification workspaces (only folders that are ours and still locked
+/// as such, `remove_leftovers`) and every verify ref of the batch. Runs
+/// under the repository lock, with no other apply verifying the batch.
+fn sweep(ctx: &Ctx<'_>) {
+    let id = ctx.batch.id.as_str();
+    remove_leftovers(ctx.source, &|b| b == id, Processes::Stop, false);
+    if let Ok(names) = crate::refs::list_batch(&ctx.source.repo, id) {
+        let prefix = format!("{}batches/{id}/verify/", crate::refs::PREFIX);
         for r in names.iter().filter(|r| r.starts_with(&prefix)) {
             let _ = crate::refs::delete(&ctx.source.repo, r);
         }
@@ -1012,7 +1113,7 @@ fn template_plan(b: &Batch, ws_dir: &Path) -> crate::workspace::Plan {
     crate::workspace::Plan {
         root: ws_dir.join(".verify-template"),
         worktree_id: format!("delegate-{}--verify-template", b.short()),
-        lock_reason: format!("git-delegate batch {} verify template\n", b.id),
+        lock_reason: crate::registration::verify_lock_reason(&b.id, "template"),
     }
 }
 
@@ -1020,7 +1121,7 @@ fn plan_of(b: &Batch, j: &Job) -> crate::workspace::Plan {
     crate::workspace::Plan {
         root: j.root.clone(),
         worktree_id: j.worktree_id.clone(),
-        lock_reason: format!("git-delegate batch {} verify {}\n", b.id, j.n),
+        lock_reason: crate::registration::verify_lock_reason(&b.id, &j.n.to_string()),
     }
 }
 

@@ -41,7 +41,10 @@ pub use crate::presence::{Health, Removal};
 use crate::registration::Registration;
 
 mod derived;
-pub use derived::{can_derive, create_from, create_template, remove_half_made, Template};
+pub use derived::{
+    can_derive, create_from, create_template, remove_half_made, remove_verification, verifications,
+    Template, Verification,
+};
 
 /// One workspace to create.
 #[derive(Debug, Clone)]

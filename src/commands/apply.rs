@@ -724,10 +724,13 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
     let unresolved = |o: &Outcome| o.reason == Some(crate::refresh::UNRESOLVED);
     // design §3.18: paths git refuses, which only their worker can change.
     let invalid = |o: &Outcome| o.reason == Some(crate::validate::REASON);
+    // design §3.18 "Follow-through": only an apply that names it lands it.
+    let worker_failed = |o: &Outcome| o.status == TaskState::WorkerFailed;
     let to_refresh = names(&merge);
     let waiting = names(&unresolved);
     let refused = names(&invalid);
-    let other = names(&|o| !merge(o) && !unresolved(o) && !invalid(o));
+    let failed_workers = names(&worker_failed);
+    let other = names(&|o| !merge(o) && !unresolved(o) && !invalid(o) && !worker_failed(o));
     let mut text = String::new();
     let task_s = |n: &[String]| if n.len() == 1 { "task" } else { "tasks" };
     if !to_refresh.is_empty() {
@@ -752,6 +755,26 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
             "  - {} {}: git refuses to check out the paths named above, so apply never writes them; have them renamed or removed in the workspace (a remote worker submits again), then run `git delegate apply {short}` again;\n",
             task_s(&refused),
             refused.join(", "),
+        ));
+    }
+    if !failed_workers.is_empty() {
+        let one = failed_workers.len() == 1;
+        let only: Vec<String> = failed_workers
+            .iter()
+            .map(|n| format!("--only {n}"))
+            .collect();
+        text.push_str(&format!(
+            "  - {} {}: {} worker{} failed in `git delegate run`, so a plain apply leaves {} out; once you have looked at {} work in {} workspace{}, `git delegate apply {short} {}` lands {};\n",
+            task_s(&failed_workers),
+            failed_workers.join(", "),
+            if one { "its" } else { "their" },
+            if one { "" } else { "s" },
+            if one { "it" } else { "them" },
+            if one { "its" } else { "their" },
+            if one { "its" } else { "their" },
+            if one { "" } else { "s" },
+            only.join(" "),
+            if one { "it" } else { "them" },
         ));
     }
     if !other.is_empty() {

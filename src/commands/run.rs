@@ -89,6 +89,8 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
                 "workers": workers,
                 "apply": apply,
                 "interrupted": report.interrupted,
+                "ended_elsewhere": report.ended_elsewhere.is_some(),
+                "ended_by_apply": report.ended_elsewhere.as_ref().and_then(|e| e.apply_id.clone()),
             }),
             recovered,
         );
@@ -121,6 +123,21 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
         ));
     }
     ui.say(&text);
+    if let Some(ended) = &report.ended_elsewhere {
+        // design §3.13: nothing was left for run to apply (exit 1).
+        ui.say(&match &ended.apply_id {
+            Some(id) => format!(
+                "Batch {} ended while its workers ran: another command applied it (apply {}, listed by `git delegate undo --list`), so run applied nothing.\n",
+                b.short(),
+                crate::batch::short(id)
+            ),
+            None => format!(
+                "Batch {} ended while its workers ran: another command applied or dropped it, so run applied nothing.\n",
+                b.short()
+            ),
+        });
+        return Ok(1);
+    }
     if report.interrupted {
         ui.warn(&format!(
             "git-delegate: interrupted: every worker was stopped and nothing was applied.\n  \

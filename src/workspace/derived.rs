@@ -9,7 +9,14 @@
 //! data for the unchanged paths with the snapshot's device number, fresh
 //! stat data for the written ones, settled as a checkout's are.
 //!
-//! Owns: the template and the per-commit snapshots of it.
+//! Also, on every filesystem, finding the verification workspaces (and
+//! templates) that are registered and locked as such (`verifications`: an
+//! apply's own while it verifies, or what an apply killed while verifying
+//! left) and removing one (`remove_verification`), for whatever ends or
+//! sweeps their batch (design §3.10).
+//!
+//! Owns: the template and the per-commit snapshots of it; recognising a
+//! verification workspace by its registration's lock reason.
 //! Never: runs anything in the template or changes it after it is made;
 //! replaces a folder that is not the one it registered (the snapshot takes
 //! the place of a registered folder only while it is ours and holds only
@@ -313,4 +320,75 @@ pub fn remove_half_made(common_dir: &Path, root: &Path, template_id: &str) -> Re
         }
         _ => Ok(false),
     }
+}
+
+/// A verification workspace (or template) registered and locked as one.
+#[derive(Debug, Clone)]
+pub struct Verification {
+    /// The batch its lock reason names.
+    pub batch: String,
+    pub worktree_id: String,
+    /// Where its registration says it is.
+    pub root: PathBuf,
+    /// Its real path, when the folder there is the one it registered.
+    pub real: Option<PathBuf>,
+    pub template: bool,
+}
+
+/// Every verification workspace and template registered in `common_dir`
+/// and still locked as one (`registration::verify_lock_reason`), templates
+/// last. One `apply --keep` released (unlocked) is an ordinary worktree
+/// now, and is not listed.
+pub fn verifications(common_dir: &Path) -> Vec<Verification> {
+    let Ok(rd) = std::fs::read_dir(crate::registration::dir(common_dir)) else {
+        return Vec::new();
+    };
+    let mut out: Vec<Verification> = Vec::new();
+    for e in rd.flatten() {
+        let Some(id) = e.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        if !(id.starts_with("delegate-") && id.contains("--verify-")) {
+            continue;
+        }
+        let Some(batch) = Registration::at(e.path()).verification_of() else {
+            continue;
+        };
+        let Some(root) = registered_location(common_dir, &id) else {
+            continue;
+        };
+        let real = match identify_at(common_dir, &root, &id, None) {
+            Identity::Ours { real, .. } => Some(real),
+            _ => None,
+        };
+        out.push(Verification {
+            batch,
+            template: id.ends_with("--verify-template"),
+            worktree_id: id,
+            root,
+            real,
+        });
+    }
+    out.sort_by(|a, b| (a.template, &a.worktree_id).cmp(&(b.template, &b.worktree_id)));
+    out
+}
+
+/// Remove a verification workspace [`verifications`] listed, as a task's
+/// workspace is removed: the folder only while it is the one registered
+/// (its `.git` points back), its registration in any case. Before a
+/// template goes, the snapshots of it beside it that never got their own
+/// `.git` file (an apply killed right after taking them) go too.
+pub fn remove_verification(common_dir: &Path, v: &Verification) -> Result<Removal> {
+    if let Some(dir) = v.root.parent().filter(|_| v.template) {
+        if let Ok(rd) = std::fs::read_dir(dir) {
+            for e in rd.flatten() {
+                let path = dir.join(e.file_name());
+                let snapshot = e.file_name().to_string_lossy().starts_with(".verify-");
+                if snapshot && path != v.root {
+                    remove_half_made(common_dir, &path, &v.worktree_id)?;
+                }
+            }
+        }
+    }
+    remove(common_dir, &v.root, &v.worktree_id)
 }

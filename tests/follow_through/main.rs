@@ -1,7 +1,9 @@
 //! Interruptions and follow-through (design §3.18 "Follow-through", §7):
 //! what the user is left with after a signal, a kill, a lying cache, a
-//! commit, a failed worker, and the messages a newcomer meets next.
+//! commit, a killed verification, a batch taken during `run`, a failed
+//! worker, and the messages a newcomer meets next.
 #[path = "../common/mod.rs"]
 mod common;
 
 mod messages;
+mod verify_run;
