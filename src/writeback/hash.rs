@@ -21,6 +21,9 @@ pub(super) struct Hasher<'r> {
     index: gix::worktree::IndexPersistedOrInMemory,
     hash_kind: gix::hash::Kind,
     file_mode: bool,
+    /// `core.symlinks`: where it is false, a symlink is a plain file
+    /// holding its target (design §3.15), written and compared as one.
+    pub(super) symlinks: bool,
 }
 
 impl<'r> Hasher<'r> {
@@ -37,6 +40,10 @@ impl<'r> Hasher<'r> {
                 .config_snapshot()
                 .boolean("core.fileMode")
                 .unwrap_or(true),
+            symlinks: repo
+                .filesystem_options()
+                .map_err(|e| Error::git("cannot read core.symlinks", e))?
+                .symlink,
         })
     }
 
@@ -86,12 +93,15 @@ impl<'r> Hasher<'r> {
     }
 
     /// Whether what is on disk has the kind of the `S` entry `kind`: the
-    /// exec bit counts only where git trusts it (`core.fileMode`).
+    /// exec bit counts only where git trusts it (`core.fileMode`), and a
+    /// plain file stands for a symlink where git makes none
+    /// (`core.symlinks = false`; its content is then compared as a file's).
     pub(super) fn kind_matches(&self, disk: Disk, kind: EntryKind) -> bool {
         match (disk, kind) {
             (Disk::File { .. }, EntryKind::Blob | EntryKind::BlobExecutable) if !self.file_mode => {
                 true
             }
+            (Disk::File { .. }, EntryKind::Link) if !self.symlinks => true,
             (d, k) => d.is_kind(k),
         }
     }

@@ -91,7 +91,7 @@ impl Writer<'_> {
                 )
             };
             match kind {
-                EntryKind::Link => {
+                EntryKind::Link if hasher.symlinks => {
                     let blob = self.repo.find_blob(id).map_err(|e| unreadable(&e))?;
                     rustix::fs::symlinkat(&blob.data[..], &*dfd, tname.as_bytes())
                         .map_err(|e| Fail::io("create", temp.as_bstr(), e))?;
@@ -105,12 +105,17 @@ impl Writer<'_> {
                         },
                     ));
                 }
+                // A symlink where git makes none is a plain file holding
+                // its target (no filters, as git writes it: design §3.15).
                 _ => {
                     let exec = kind == EntryKind::BlobExecutable;
+                    let stand_in = kind == EntryKind::Link;
                     // The file this one replaces keeps its permission bits
                     // (design §7 "Modes"): the temp is private until they
                     // are set, so no byte of it is ever more readable.
-                    let kept = self.replaced_perm(it)?.map(|perm| result_perm(perm, it.old, exec));
+                    let kept = self
+                        .replaced_perm(it)?
+                        .map(|perm| result_perm(perm, it.old, exec));
                     let create = match kept {
                         Some(_) => 0o600,
                         None if exec => 0o777,
@@ -133,7 +138,11 @@ impl Writer<'_> {
                     // The bytes are hashed as they are written (what the
                     // journal records of this path).
                     let mut tee = Tee::new(&mut file);
-                    if big
+                    if stand_in {
+                        let blob = self.repo.find_blob(id).map_err(|e| unreadable(&e))?;
+                        std::io::Write::write_all(&mut tee, &blob.data)
+                            .map_err(|e| Fail::io("write", temp.as_bstr(), e))?;
+                    } else if big
                         && crate::blob::smudge_is_identity(&mut hasher.pipeline, it.path.as_bstr())
                     {
                         // Copied from the object store as it is inflated.

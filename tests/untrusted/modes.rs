@@ -130,8 +130,7 @@ fn exec_bits_follow_the_result_and_the_other_bits_stay() {
     chmod(&ws[0].join("c"), 0o644);
     chmod(&ws[0].join("d"), 0o644);
     std::fs::write(ws[0].join("d"), "d\nmore\n").unwrap();
-    delegate_with_umask(&env, &repo, "022", "apply")
-        .expect(0);
+    delegate_with_umask(&env, &repo, "022", "apply").expect(0);
     // Set for `u` and wherever `r` is set, or cleared; the rest kept.
     assert_eq!(mode(&repo.join("a")), 0o750);
     assert_eq!(mode(&repo.join("b")), 0o700);
@@ -298,6 +297,18 @@ fn with_core_symlinks_false_a_link_is_a_plain_file_everywhere_and_its_edit_appli
     // Task 1 retargets the link by editing its stand-in; task 2 leaves it.
     std::fs::write(ws[0].join("link"), "README").unwrap();
     std::fs::write(ws[1].join("other.txt"), "other\n").unwrap();
+    // The task's work is a retargeted link, not a link replaced by a file.
+    let diff = env.delegate(&repo, ["diff", "1"]).expect(0).stdout;
+    assert!(!diff.contains("file mode"), "{diff}");
+    assert!(
+        diff.lines()
+            .any(|l| l.starts_with("index ") && l.ends_with(" 120000")),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("-target.txt\n") && diff.contains("+README\n"),
+        "{diff}"
+    );
     let doc = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     for t in doc["tasks"].as_array().unwrap() {
         assert_eq!(t["status"], "applied", "{doc:#}");
@@ -364,7 +375,13 @@ fn ident_expands_to_the_bytes_git_checkout_writes() {
     let oracle = env.path().join("oracle");
     env.git(
         &repo,
-        ["worktree", "add", "-q", "--detach", oracle.to_str().unwrap()],
+        [
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            oracle.to_str().unwrap(),
+        ],
     );
     let want = std::fs::read(oracle.join("a.c")).unwrap();
     assert!(
@@ -372,10 +389,18 @@ fn ident_expands_to_the_bytes_git_checkout_writes() {
         "{}",
         String::from_utf8_lossy(&want)
     );
-    env.git(&repo, ["worktree", "remove", "--force", oracle.to_str().unwrap()]);
+    env.git(
+        &repo,
+        ["worktree", "remove", "--force", oracle.to_str().unwrap()],
+    );
     let (_, ws) = prepare(&env, &repo, "2");
     for w in &ws {
-        assert_eq!(std::fs::read(w.join("a.c")).unwrap(), want, "{}", w.display());
+        assert_eq!(
+            std::fs::read(w.join("a.c")).unwrap(),
+            want,
+            "{}",
+            w.display()
+        );
         assert_eq!(read(&w.join("plain.txt")), "$Id$\n");
         assert_eq!(env.git(w, ["status", "--porcelain"]), "");
     }
