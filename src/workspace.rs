@@ -609,7 +609,8 @@ fn checkout(
             "check free disk space, permissions and path lengths under the workspace root",
         ));
     }
-    Ok(())
+    // gix writes `ident` its own way; git's bytes (design §3.15).
+    crate::ident::fix_checkout(repo, index, root)
 }
 
 /// The filesystem clock under `dir` as (seconds, nanoseconds), probed with a

@@ -362,14 +362,26 @@ fn with_core_symlinks_false_the_users_own_edit_of_a_stand_in_is_kept_and_merged(
     );
 }
 
+/// The bytes of `path` in `root`, as text for readable failures.
+fn bytes(root: &Path, path: &str) -> String {
+    String::from_utf8_lossy(&std::fs::read(root.join(path)).unwrap()).into_owned()
+}
+
 #[test]
 fn ident_expands_to_the_bytes_git_checkout_writes() {
     let env = Env::new();
     let repo = env.repo("proj");
-    std::fs::write(repo.join(".gitattributes"), "*.c ident\n").unwrap();
+    // `ident` set in the tree and in `info/attributes`; `ident=yes` is not
+    // set for git (gix would expand it).
+    std::fs::write(repo.join(".gitattributes"), "*.c ident\n*.h ident=yes\n").unwrap();
+    std::fs::write(repo.join(".git/info/attributes"), "*.inf ident\n").unwrap();
     let text = "/* $Id$ */\nint x;\n/* $Id: stale $ and $Id: old$ */\n$Id:\nno $Id\n";
-    std::fs::write(repo.join("a.c"), text).unwrap();
-    std::fs::write(repo.join("plain.txt"), "$Id$\n").unwrap();
+    let files = ["a.c", "b.h", "c.inf", "plain.txt"];
+    for f in files {
+        std::fs::write(repo.join(f), text).unwrap();
+    }
+    // (gix's clean filter takes `ident=yes` for set: only `$Id$` there.)
+    std::fs::write(repo.join("b.h"), "/* $Id$ */\nint x;\n").unwrap();
     commit_all(&env, &repo);
     // The oracle: git's own checkout of the same commit.
     let oracle = env.path().join("oracle");
@@ -383,46 +395,69 @@ fn ident_expands_to_the_bytes_git_checkout_writes() {
             oracle.to_str().unwrap(),
         ],
     );
-    let want = std::fs::read(oracle.join("a.c")).unwrap();
     assert!(
-        String::from_utf8_lossy(&want).contains(" $ */\nint x;"),
+        bytes(&oracle, "a.c").contains(" $ */\nint x;"),
         "{}",
-        String::from_utf8_lossy(&want)
+        bytes(&oracle, "a.c")
     );
+    assert!(bytes(&oracle, "c.inf").contains(" $ */\nint x;"));
+    assert!(bytes(&oracle, "b.h").starts_with("/* $Id$ */"));
+    let (_, ws) = prepare(&env, &repo, "2");
+    for w in &ws {
+        for f in files {
+            assert_eq!(bytes(w, f), bytes(&oracle, f), "{f} in {}", w.display());
+        }
+        assert_eq!(env.git(w, ["status", "--porcelain"]), "");
+    }
     env.git(
         &repo,
         ["worktree", "remove", "--force", oracle.to_str().unwrap()],
     );
-    let (_, ws) = prepare(&env, &repo, "2");
-    for w in &ws {
-        assert_eq!(
-            std::fs::read(w.join("a.c")).unwrap(),
-            want,
-            "{}",
-            w.display()
-        );
-        assert_eq!(read(&w.join("plain.txt")), "$Id$\n");
-        assert_eq!(env.git(w, ["status", "--porcelain"]), "");
-    }
     // Write-back: a task's new file and its edit of a.c come out as git
-    // writes them (the source's a.c is git's checkout too).
-    std::fs::write(ws[0].join("b.c"), "$Id$\n").unwrap();
+    // writes them.
+    std::fs::write(ws[0].join("new.c"), "$Id$\n").unwrap();
     let edited = text.replace("int x;", "int y;");
-    std::fs::write(ws[0].join("a.c"), &edited).unwrap();
+    for f in ["a.c", "c.inf"] {
+        std::fs::write(ws[0].join(f), &edited).unwrap();
+    }
+    std::fs::write(ws[0].join("b.h"), "/* $Id$ */\nint y;\n").unwrap();
     env.delegate(&repo, ["apply"]).expect(0);
-    let check = env.path().join("check");
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "task"]);
+    let check = env.path().join("check");
     env.git(
         &repo,
         ["worktree", "add", "-q", "--detach", check.to_str().unwrap()],
     );
-    for f in ["a.c", "b.c"] {
-        assert_eq!(
-            std::fs::read(repo.join(f)).unwrap(),
-            std::fs::read(check.join(f)).unwrap(),
-            "{f}"
-        );
+    for f in ["a.c", "b.h", "c.inf", "new.c"] {
+        assert_eq!(bytes(&repo, f), bytes(&check, f), "{f}");
     }
     assert_eq!(env.git(&repo, ["status", "--porcelain"]), "");
+}
+
+#[test]
+fn ident_named_only_outside_the_tree_is_expanded_as_git_does() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::write(repo.join(".git/info/attributes"), "*.inf ident\n").unwrap();
+    std::fs::write(repo.join("c.inf"), "$Id$\n").unwrap();
+    commit_all(&env, &repo);
+    let oracle = env.path().join("oracle");
+    env.git(
+        &repo,
+        [
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            oracle.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        bytes(&oracle, "c.inf").ends_with(" $\n"),
+        "{}",
+        bytes(&oracle, "c.inf")
+    );
+    let (_, ws) = prepare(&env, &repo, "1");
+    assert_eq!(bytes(&ws[0], "c.inf"), bytes(&oracle, "c.inf"));
 }
