@@ -110,6 +110,34 @@ fn the_temp_file_of_a_private_file_is_never_readable() {
 }
 
 #[test]
+fn a_rollback_puts_private_originals_back_private() {
+    // Renames: 1 priv.txt aside, 2 its new content in place, 3 secret.env
+    // aside. In-process rollback after a failed third rename; recovery by
+    // the next command after a kill at the second.
+    for (fault, code) in [("fail-rename:3", Some(1)), ("after-rename:2", None)] {
+        let env = Env::new();
+        let repo = private_repo(&env);
+        let (_, ws) = prepare(&env, &repo, "1");
+        std::fs::write(ws[0].join("priv.txt"), "private\nchanged\n").unwrap();
+        std::fs::write(ws[0].join("secret.env"), "TOKEN=2\n").unwrap();
+        let out = env
+            .delegate_cmd(&repo)
+            .env("GIT_DELEGATE_FAULT", fault)
+            .args(["apply"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), code, "{fault}");
+        if code.is_none() {
+            env.delegate(&repo, ["gc"]).expect(0);
+        }
+        assert_eq!(read(&repo.join("priv.txt")), "private\n", "{fault}");
+        assert_eq!(read(&repo.join("secret.env")), "TOKEN=1\n", "{fault}");
+        assert_eq!(mode(&repo.join("priv.txt")), 0o600, "{fault}");
+        assert_eq!(mode(&repo.join("secret.env")), 0o600, "{fault}");
+    }
+}
+
+#[test]
 fn exec_bits_follow_the_result_and_the_other_bits_stay() {
     let env = Env::new();
     let repo = env.repo("proj");
