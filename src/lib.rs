@@ -25,6 +25,7 @@ pub mod error;
 pub mod fs;
 pub mod gc;
 pub mod hooks;
+pub mod ident;
 pub mod integrate;
 pub mod interrupt;
 pub mod kept;

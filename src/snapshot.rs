@@ -718,6 +718,12 @@ fn run(
     // Hash what changed on disk through the clean filters.
     let mut edits: BTreeMap<BString, Edit> = staged;
     let mut recorded: Vec<(usize, EntryKind, ObjectId, Stat)> = Vec::new();
+    // `core.symlinks = false` (design §3.15): a plain file where the index
+    // has a symlink stands in for it, holding its target; it stays a link.
+    let symlinks = repo
+        .filesystem_options()
+        .map_err(git("cannot read core.symlinks"))?
+        .symlink;
     if !collect.on_disk.is_empty() {
         // The filters see the same index as the status did (gix's
         // `filter_pipeline` would read the user's index once more).
@@ -727,7 +733,15 @@ fn run(
                 OnDisk::Gone => None,
                 OnDisk::Tracked(_) | OnDisk::Other => {
                     hashed += 1;
-                    let (edit, stat) = hash_file(repo, &mut pipeline, path.as_bstr(), &index)?;
+                    let (mut edit, stat) = hash_file(repo, &mut pipeline, path.as_bstr(), &index)?;
+                    if let (OnDisk::Tracked(idx), Some((kind, _))) = (&what, &mut edit) {
+                        let stand_in = !symlinks
+                            && matches!(kind, EntryKind::Blob | EntryKind::BlobExecutable)
+                            && index.entries().get(*idx).map(|e| e.mode) == Some(Mode::SYMLINK);
+                        if stand_in {
+                            *kind = EntryKind::Link;
+                        }
+                    }
                     if let (OnDisk::Tracked(idx), Some((kind, id)), Some(stat)) =
                         (&what, edit, stat)
                     {

@@ -410,6 +410,8 @@ fn checkout(dest: &Path, commit: ObjectId) -> Result<()> {
     if gix::interrupt::is_triggered() {
         return Err(Error::interrupted());
     }
+    // gix writes `ident` its own way; git's bytes (design §3.15).
+    crate::ident::fix_checkout(&repo, &mut index, dest)?;
     gix::index::File::from_state(index, repo.index_path())
         .write(Default::default())
         .map_err(|e| Error::git(&what, e))?;

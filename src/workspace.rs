@@ -612,7 +612,8 @@ fn checkout(
             "check free disk space, permissions and path lengths under the workspace root",
         ));
     }
-    Ok(())
+    // gix writes `ident` its own way; git's bytes (design §3.15).
+    crate::ident::fix_checkout(repo, index, root)
 }
 
 /// The filesystem clock under `dir` as (seconds, nanoseconds), probed with a
@@ -955,8 +956,17 @@ impl<'a> Replicator<'a> {
         let (src_dir, dst_dirs) = self.current();
         let (src_root, dst_roots, method) = (self.src_root, self.dst_roots, self.method);
         let mut out = Vec::with_capacity(dst_dirs.len());
+        // A symlink entry is a plain file holding its target where the
+        // checkout made one (`core.symlinks = false`, design §3.15): copied
+        // as the file it is.
+        let link = mode == gix::index::entry::Mode::SYMLINK
+            && rfs::FileType::from_raw_mode(
+                rfs::statat(src_dir, name, AtFlags::SYMLINK_NOFOLLOW)
+                    .map_err(|e| Self::err(src_root, rel, "read", e))?
+                    .st_mode,
+            ) == rfs::FileType::Symlink;
         match mode {
-            gix::index::entry::Mode::SYMLINK => {
+            gix::index::entry::Mode::SYMLINK if link => {
                 let target = rfs::readlinkat(src_dir, name, Vec::new())
                     .map_err(|e| Self::err(src_root, rel, "read the link", e))?;
                 for (i, d) in dst_dirs.iter().enumerate() {
@@ -968,7 +978,9 @@ impl<'a> Replicator<'a> {
                     out.push(Some(stat_of(&st)));
                 }
             }
-            gix::index::entry::Mode::FILE | gix::index::entry::Mode::FILE_EXECUTABLE => {
+            gix::index::entry::Mode::FILE
+            | gix::index::entry::Mode::FILE_EXECUTABLE
+            | gix::index::entry::Mode::SYMLINK => {
                 let sfd = rfs::openat(
                     src_dir,
                     name,

@@ -21,6 +21,12 @@ pub(super) struct Hasher<'r> {
     index: gix::worktree::IndexPersistedOrInMemory,
     hash_kind: gix::hash::Kind,
     file_mode: bool,
+    /// `core.symlinks`: where it is false, a symlink is a plain file
+    /// holding its target (design §3.15), written and compared as one.
+    pub(super) symlinks: bool,
+    /// The smudge for content `ident` may expand, made from `pipeline`
+    /// when first needed (git's bytes, not gix's: design §3.15).
+    ident: Option<crate::ident::Smudge<'r>>,
 }
 
 impl<'r> Hasher<'r> {
@@ -37,6 +43,11 @@ impl<'r> Hasher<'r> {
                 .config_snapshot()
                 .boolean("core.fileMode")
                 .unwrap_or(true),
+            symlinks: repo
+                .filesystem_options()
+                .map_err(|e| Error::git("cannot read core.symlinks", e))?
+                .symlink,
+            ident: None,
         })
     }
 
@@ -82,16 +93,20 @@ impl<'r> Hasher<'r> {
             .detach();
         hasher.pipeline = gix::filter::Pipeline::new(repo, stack)
             .map_err(|e| Fail::because(format!("cannot set up the content filters: {e}"), &e))?;
+        hasher.ident = None;
         Ok(hasher)
     }
 
     /// Whether what is on disk has the kind of the `S` entry `kind`: the
-    /// exec bit counts only where git trusts it (`core.fileMode`).
+    /// exec bit counts only where git trusts it (`core.fileMode`), and a
+    /// plain file stands for a symlink where git makes none
+    /// (`core.symlinks = false`; its content is then compared as a file's).
     pub(super) fn kind_matches(&self, disk: Disk, kind: EntryKind) -> bool {
         match (disk, kind) {
             (Disk::File { .. }, EntryKind::Blob | EntryKind::BlobExecutable) if !self.file_mode => {
                 true
             }
+            (Disk::File { .. }, EntryKind::Link) if !self.symlinks => true,
             (d, k) => d.is_kind(k),
         }
     }
@@ -201,20 +216,34 @@ impl<'r> Hasher<'r> {
         rela: &BStr,
         out: &mut dyn std::io::Write,
     ) -> Result<(), Fail> {
-        let opts = gix::filter::plumbing::pipeline::convert::to_worktree::Options {
-            can_delay: gix::filter::plumbing::driver::apply::Delay::Forbid,
-            ..Default::default()
+        let cannot_filter = |e: &gix::Error| {
+            Fail::because(
+                format!("cannot filter {}: {e}", crate::paths::quote(rela)),
+                e,
+            )
         };
-        let mut converted = self
-            .pipeline
-            .convert_to_worktree(data, rela, opts)
-            .map_err(|e| {
-                Fail::because(
-                    format!("cannot filter {}: {e}", crate::paths::quote(rela)),
-                    &e,
-                )
-            })?;
-        std::io::copy(&mut converted, out).map_err(|e| match crate::blob::driver_failure(&e) {
+        let written = if crate::ident::may_expand(data) {
+            let pipeline = &self.pipeline;
+            let smudge = self
+                .ident
+                .get_or_insert_with(|| crate::ident::Smudge::new(pipeline));
+            match smudge.write(data, rela, out) {
+                Ok(()) => Ok(()),
+                Err(crate::ident::Failed::Filter(e)) => return Err(cannot_filter(&e)),
+                Err(crate::ident::Failed::Write(e)) => Err(e),
+            }
+        } else {
+            let opts = gix::filter::plumbing::pipeline::convert::to_worktree::Options {
+                can_delay: gix::filter::plumbing::driver::apply::Delay::Forbid,
+                ..Default::default()
+            };
+            let mut converted = self
+                .pipeline
+                .convert_to_worktree(data, rela, opts)
+                .map_err(|e| cannot_filter(&e))?;
+            std::io::copy(&mut converted, out).map(|_| ())
+        };
+        written.map_err(|e| match crate::blob::driver_failure(&e) {
             Some(status) => Fail::filter(
                 format!(
                     "{} on {}: {status}",

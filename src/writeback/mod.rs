@@ -35,8 +35,10 @@
 //!    content from `F`'s blobs through the smudge filters and `eol`
 //!    conversion with the attributes of the result (as a checkout: changed
 //!    `.gitattributes` files count with their `F` content), created
-//!    `O_EXCL` with mode 0o666/0o777 (the umask applies, as for git),
-//!    symlinks from the blob bytes; a blob over 8 MiB that no filter
+//!    `O_EXCL` with mode 0o666/0o777 (the umask applies, as for git), or,
+//!    where a file is replaced, 0o600 and then that file's permission bits
+//!    (only the exec bits follow `F`: design §7 "Modes"), symlinks from the
+//!    blob bytes; a blob over 8 MiB that no filter
 //!    changes is copied from the object store as it is inflated, never held
 //!    whole. All written first, then fsync'd with their folders, several
 //!    at once (concurrent fsyncs share journal commits); above 64 files one

@@ -916,3 +916,25 @@ fn a_path_named_like_a_cause_does_not_classify_the_failure() {
         no_leftovers(&fx, &bd);
     }
 }
+
+#[test]
+fn a_replaced_file_keeps_its_bits_and_only_the_exec_bits_follow_the_result() {
+    use super::writer::result_perm;
+    let id = ObjectId::null(gix::hash::Kind::Sha1);
+    let plain = Some((EntryKind::Blob, id));
+    let exec = Some((EntryKind::BlobExecutable, id));
+    let link = Some((EntryKind::Link, id));
+    // Same exec state: the bits as they are.
+    assert_eq!(result_perm(0o600, plain, false), 0o600);
+    assert_eq!(result_perm(0o754, exec, true), 0o754);
+    // Set for `u` and wherever `r` is set.
+    assert_eq!(result_perm(0o600, plain, true), 0o700);
+    assert_eq!(result_perm(0o640, plain, true), 0o750);
+    assert_eq!(result_perm(0o644, link, true), 0o755);
+    assert_eq!(result_perm(0o200, plain, true), 0o300);
+    // Cleared.
+    assert_eq!(result_perm(0o750, exec, false), 0o640);
+    assert_eq!(result_perm(0o711, exec, false), 0o600);
+    // Set-id and sticky bits never carry over.
+    assert_eq!(result_perm(0o4755, exec, true), 0o755);
+}

@@ -91,7 +91,7 @@ impl Writer<'_> {
                 )
             };
             match kind {
-                EntryKind::Link => {
+                EntryKind::Link if hasher.symlinks => {
                     let blob = self.repo.find_blob(id).map_err(|e| unreadable(&e))?;
                     rustix::fs::symlinkat(&blob.data[..], &*dfd, tname.as_bytes())
                         .map_err(|e| Fail::io("create", temp.as_bstr(), e))?;
@@ -105,11 +105,21 @@ impl Writer<'_> {
                         },
                     ));
                 }
+                // A symlink where git makes none is a plain file holding
+                // its target (no filters, as git writes it: design §3.15).
                 _ => {
-                    let mode = if kind == EntryKind::BlobExecutable {
-                        0o777
-                    } else {
-                        0o666
+                    let exec = kind == EntryKind::BlobExecutable;
+                    let stand_in = kind == EntryKind::Link;
+                    // The file this one replaces keeps its permission bits
+                    // (design §7 "Modes"): the temp is private until they
+                    // are set, so no byte of it is ever more readable.
+                    let kept = self
+                        .replaced_perm(it)?
+                        .map(|perm| result_perm(perm, it.old, exec));
+                    let create = match kept {
+                        Some(_) => 0o600,
+                        None if exec => 0o777,
+                        None => 0o666,
                     };
                     let fd = rustix::fs::openat(
                         &*dfd,
@@ -119,7 +129,7 @@ impl Writer<'_> {
                             | OFlags::EXCL
                             | OFlags::NOFOLLOW
                             | OFlags::CLOEXEC,
-                        Mode::from_raw_mode(mode),
+                        Mode::from_raw_mode(create),
                     )
                     .map_err(|e| Fail::io("create", temp.as_bstr(), e))?;
                     let file = std::fs::File::from(fd);
@@ -130,7 +140,11 @@ impl Writer<'_> {
                     // stay holes.
                     let mut sparse = crate::blob::Sparse::new(&file);
                     let mut tee = Tee::new(&mut sparse);
-                    if big
+                    if stand_in {
+                        let blob = self.repo.find_blob(id).map_err(|e| unreadable(&e))?;
+                        std::io::Write::write_all(&mut tee, &blob.data)
+                            .map_err(|e| Fail::io("write", temp.as_bstr(), e))?;
+                    } else if big
                         && crate::blob::smudge_is_identity(&mut hasher.pipeline, it.path.as_bstr())
                     {
                         // Copied from the object store as it is inflated.
@@ -146,6 +160,11 @@ impl Writer<'_> {
                     sparse
                         .finish()
                         .map_err(|e| Fail::io("write", temp.as_bstr(), e))?;
+                    if let Some(perm) = kept {
+                        // fchmod: no umask, and only on the file we made.
+                        rustix::fs::fchmod(&file, Mode::from_raw_mode(perm))
+                            .map_err(|e| Fail::io("set the mode of", temp.as_bstr(), e))?;
+                    }
                     let md = file
                         .metadata()
                         .map_err(|e| Fail::io("stat", temp.as_bstr(), e))?;
@@ -172,6 +191,28 @@ impl Writer<'_> {
         drop(to_sync);
         self.sync_folders(!per_file)?;
         Ok(wrote)
+    }
+
+    /// The permission bits of the file that `it` replaces: what stands at
+    /// its path now, when `S` has an entry there and it is a regular file
+    /// (`None` for a new path, or a symlink or folder in its place).
+    fn replaced_perm(&mut self, it: &Item) -> Result<Option<u32>, Fail> {
+        if it.old.is_none() || it.covered || it.aside_folder {
+            return Ok(None);
+        }
+        let path = it.path.as_bstr();
+        let (pfd, name) = match self.dirs.parent_of(path) {
+            Ok(p) => p,
+            // Not reachable as a folder: the rename step finds out why.
+            Err(_) => return Ok(None),
+        };
+        match rustix::fs::statat(&*pfd, name.as_bytes(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_file() => {
+                Ok(Some(st.st_mode & 0o777))
+            }
+            Ok(_) | Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(Fail::io("stat", path, e)),
+        }
     }
 
     /// Create the missing folders of `dir` (only those the journal lists).
@@ -403,6 +444,20 @@ pub(super) fn sync_touched(dirs: &mut Dirs, touched: BTreeSet<BString>) {
         .collect();
     let refs: Vec<(&OwnedFd, &BStr)> = fds.iter().map(|(fd, p)| (&**fd, *p)).collect();
     let _ = fsync_all(&refs);
+}
+
+/// The permission bits a file replacing one with `perm` gets (design §7
+/// "Modes"): the same bits, unless the result's exec bit differs from the
+/// `S` entry's; then the exec bits are set for `u` and wherever `r` is set
+/// (as git does), or cleared. Set-id and sticky bits never carry over.
+pub(super) fn result_perm(perm: u32, old: Option<(EntryKind, ObjectId)>, exec: bool) -> u32 {
+    let perm = perm & 0o777;
+    let was_exec = matches!(old, Some((EntryKind::BlobExecutable, _)));
+    match (was_exec, exec) {
+        (a, b) if a == b => perm,
+        (_, true) => perm | 0o100 | ((perm & 0o444) >> 2),
+        (_, false) => perm & !0o111,
+    }
 }
 
 fn changed(path: &BStr) -> Fail {

@@ -5,5 +5,6 @@
 mod common;
 
 mod git_dir;
+mod modes;
 mod paths;
 mod remote_refs;
