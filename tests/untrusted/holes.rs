@@ -346,3 +346,110 @@ fn old_temp_files_are_reported_by_status_check_and_removed_by_gc() {
     let human = env.delegate(&repo, ["gc"]).expect(0);
     assert!(human.stdout.contains("Nothing to reclaim"), "{}", human.stdout);
 }
+
+// ---------------------------------------------------------------------------
+// b. Running out of inodes is named as such.
+
+fn few_inodes(test: &str) -> Option<Small> {
+    Small::new(test, "GIT_DELEGATE_FEW_INODES_DIR", "scripts/small-fs --inodes")
+}
+
+fn error_of(run: &crate::common::Run) -> (String, String, String) {
+    let doc = run.json();
+    let e = &doc["error"];
+    let s = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+    (s("code"), s("message"), s("help"))
+}
+
+/// A workspace root whose filesystem has free blocks but no free inodes:
+/// prepare says that (not "free space"), with what to do, and leaves
+/// nothing made.
+#[test]
+fn prepare_onto_a_root_without_free_inodes_names_them() {
+    let Some(small) = few_inodes("prepare_onto_a_root_without_free_inodes") else {
+        return;
+    };
+    let _full = lock();
+    let env = Env::new();
+    let repo = env.repo("src");
+    for d in 0..10 {
+        std::fs::create_dir(repo.join(format!("d{d}"))).unwrap();
+        noise(&repo.join(format!("d{d}")), "f", 5, 100);
+    }
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    let root = small.path().join("root");
+    std::fs::write(
+        repo.join(".git/delegate.toml"),
+        format!("[workspace]\nroot = \"{}\"\n", root.display()),
+    )
+    .unwrap();
+    small.use_inodes(4);
+    let mount = PathBuf::from(std::env::var_os("GIT_DELEGATE_FEW_INODES_DIR").unwrap());
+
+    let run = env
+        .delegate(&repo, ["prepare", "--json", "-n", "2"])
+        .expect(3);
+    let (code, message, help) = error_of(&run);
+    assert_eq!(code, "delegate::disk_full", "{}", run.stdout);
+    let named = format!("no free inodes on the filesystem mounted at {}", mount.display());
+    assert!(message.contains(&named), "{message}");
+    assert!(message.contains("ENOSPC"), "{message}");
+    assert!(!help.contains("free space"), "{help}");
+    assert!(help.contains(&format!("free inodes on the filesystem mounted at {}", mount.display())), "{help}");
+    assert!(help.contains(&format!("df -i {}", mount.display())), "{help}");
+    assert!(help.contains("workspace.root"), "{help}");
+    assert_eq!(env.private_refs(&repo), Vec::<String>::new());
+    // With inodes again (as the help says), the same prepare works.
+    small.unfill();
+    env.delegate(&repo, ["prepare", "--json", "-n", "2"]).expect(0);
+}
+
+/// An apply into a source whose filesystem has no free inodes left: the
+/// task fails, rolled back, and the message names the inodes.
+#[test]
+fn apply_onto_a_source_without_free_inodes_names_them() {
+    let Some(small) = few_inodes("apply_onto_a_source_without_free_inodes") else {
+        return;
+    };
+    let _full = lock();
+    let env = Env::new();
+    let repo = source_on(&env, small.path());
+    let doc = env
+        .delegate(&repo, ["prepare", "--json", "-n", "1"])
+        .expect(0)
+        .json();
+    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    std::fs::create_dir_all(ws.join("new/deeper")).unwrap();
+    // One blob for all of them: the proposal's objects take few inodes,
+    // its files many.
+    for i in 0..100 {
+        std::fs::write(ws.join(format!("new/deeper/f{i}")), "same\n").unwrap();
+    }
+    std::fs::write(ws.join("a.txt"), "one, edited\n").unwrap();
+    // Room for the proposal's objects, its patch and the journal, not for
+    // the files.
+    small.use_inodes(40);
+    let mount = PathBuf::from(std::env::var_os("GIT_DELEGATE_FEW_INODES_DIR").unwrap());
+
+    let run = env.delegate(&repo, ["apply", "--json"]);
+    assert_ne!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let out = run.json();
+    let (message, help) = match out["tasks"][0]["message"].as_str() {
+        Some(m) => (m.to_string(), run.stderr.clone()),
+        None => {
+            let (code, m, h) = error_of(&run);
+            assert_eq!(code, "delegate::disk_full", "{out:#}");
+            (m, h)
+        }
+    };
+    let named = format!("no free inodes on the filesystem mounted at {}", mount.display());
+    assert!(message.contains(&named), "{message}\n{out:#}");
+    assert!(!help.contains("free space on"), "{help}");
+    assert!(help.contains("free inodes on the filesystem"), "{help}");
+    assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"one\n");
+    assert!(!repo.join("new").exists());
+    small.unfill();
+    env.delegate(&repo, ["apply", "--json"]).expect(0);
+    assert_eq!(std::fs::read(repo.join("new/deeper/f3")).unwrap(), b"same\n");
+}
