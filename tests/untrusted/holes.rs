@@ -453,3 +453,110 @@ fn apply_onto_a_source_without_free_inodes_names_them() {
     env.delegate(&repo, ["apply", "--json"]).expect(0);
     assert_eq!(std::fs::read(repo.join("new/deeper/f3")).unwrap(), b"same\n");
 }
+
+// ---------------------------------------------------------------------------
+// c. The refusals of object and common dirs: their help works as printed.
+
+fn delegate_with(env: &Env, dir: &Path, vars: &[(&str, &Path)], args: &[&str]) -> crate::common::Run {
+    let mut cmd = env.delegate_cmd(dir);
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    crate::common::Run::from(cmd.args(args).output().expect("run git-delegate"))
+}
+
+/// The help's commands run as printed in a shell that still has `vars`
+/// exported (as the user's has), then `then` in that shell.
+fn follow(env: &Env, dir: &Path, vars: &[(&str, &Path)], cmds: &[String], then: &str) -> crate::common::Run {
+    let q = |p: &Path| format!("'{}'", p.display());
+    let mut script: Vec<String> = vars
+        .iter()
+        .map(|(k, v)| format!("export {k}={}", q(v)))
+        .collect();
+    script.extend(cmds.iter().cloned());
+    script.push(then.to_string());
+    env.sh(dir, &script.join(" && "))
+}
+
+/// `GIT_OBJECT_DIRECTORY` naming another folder: the help lists it as an
+/// alternate and unsets the variable; followed as printed, the commit whose
+/// objects only that folder holds is prepared.
+#[test]
+fn object_directory_refusal_help_works_as_printed() {
+    let env = Env::new();
+    let repo = env.repo("src");
+    let objects = repo.join(".git/objects");
+    let elsewhere = env.path().join("objects-elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    // A commit git writes into the other folder only.
+    std::fs::write(repo.join("new.txt"), "only elsewhere\n").unwrap();
+    let out = env
+        .git_cmd(&repo)
+        .env("GIT_OBJECT_DIRECTORY", &elsewhere)
+        .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", &objects)
+        .args(["-c", "gc.auto=0", "add", "new.txt"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let out = env
+        .git_cmd(&repo)
+        .env("GIT_OBJECT_DIRECTORY", &elsewhere)
+        .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", &objects)
+        .args(["commit", "-q", "-m", "elsewhere"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let head = env.git(&repo, ["rev-parse", "HEAD"]);
+    let missing = env.git_cmd(&repo).args(["cat-file", "-e", head.trim()]).output().unwrap();
+    assert!(!missing.status.success(), "the commit is only in the other folder");
+
+    let vars = [("GIT_OBJECT_DIRECTORY", elsewhere.as_path())];
+    let run = delegate_with(&env, &repo, &vars, &["prepare", "--json"]).expect(3);
+    let (code, message, help) = error_of(&run);
+    assert_eq!(code, "delegate::unsupported_environment", "{message}");
+    assert!(!help.contains("or list that folder"), "{help}");
+    let cmds = vec![
+        printed_command(&help, "echo "),
+        printed_command(&help, "unset GIT_OBJECT_DIRECTORY"),
+    ];
+    let run = follow(&env, &repo, &vars, &cmds, "git delegate prepare --json").expect(0);
+    let ws = PathBuf::from(run.json()["tasks"][0]["root"].as_str().unwrap());
+    assert_eq!(std::fs::read(ws.join("new.txt")).unwrap(), b"only elsewhere\n");
+}
+
+/// `GIT_COMMON_DIR` naming another folder: unset as the help says, the
+/// command runs on this working tree's repository.
+#[test]
+fn common_dir_refusal_help_works_as_printed() {
+    let env = Env::new();
+    let repo = env.repo("src");
+    let nowhere = env.path().join("nowhere");
+    let vars = [("GIT_COMMON_DIR", nowhere.as_path())];
+    let run = delegate_with(&env, &repo, &vars, &["prepare", "--json"]).expect(3);
+    let (code, message, help) = error_of(&run);
+    assert_eq!(code, "delegate::unsupported_environment", "{message}");
+    assert!(!help.contains("alternates"), "{help}");
+    let cmds = vec![printed_command(&help, "unset GIT_COMMON_DIR")];
+    let run = follow(&env, &repo, &vars, &cmds, "git delegate prepare --json").expect(0);
+    assert_eq!(run.json()["source"], repo.canonicalize().unwrap().to_str().unwrap());
+}
+
+/// `GIT_ALTERNATE_OBJECT_DIRECTORIES` naming a folder the repository does
+/// not list: listed as the help says, the same command (the variable still
+/// exported) runs, and the workspaces read the objects there.
+#[test]
+fn alternate_object_directories_refusal_help_works_as_printed() {
+    let env = Env::new();
+    let repo = env.repo("src");
+    let other = env.repo("other");
+    std::fs::write(other.join("o.txt"), "from the other store\n").unwrap();
+    env.git(&other, ["add", "o.txt"]);
+    env.git(&other, ["commit", "-q", "-m", "o"]);
+    let alt = other.join(".git/objects");
+    let vars = [("GIT_ALTERNATE_OBJECT_DIRECTORIES", alt.as_path())];
+    let run = delegate_with(&env, &repo, &vars, &["prepare", "--json"]).expect(3);
+    let (code, _, help) = error_of(&run);
+    assert_eq!(code, "delegate::unsupported_environment");
+    let cmds = vec![printed_command(&help, "echo ")];
+    follow(&env, &repo, &vars, &cmds, "git delegate prepare --json").expect(0);
+}
