@@ -717,9 +717,11 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
             && matches!(o.reason, Some("merge_conflict") | Some("source_changed"))
     };
     let unresolved = |o: &Outcome| o.reason == Some(crate::refresh::UNRESOLVED);
+    let resubmit = |o: &Outcome| o.resubmit;
     let to_refresh = names(&merge);
     let waiting = names(&unresolved);
-    let other = names(&|o| !merge(o) && !unresolved(o));
+    let to_resubmit: Vec<&Outcome> = kept.iter().copied().filter(|o| resubmit(o)).collect();
+    let other = names(&|o| !merge(o) && !unresolved(o) && !resubmit(o));
     let mut text = String::new();
     let task_s = |n: &[String]| if n.len() == 1 { "task" } else { "tasks" };
     if !to_refresh.is_empty() {
@@ -737,6 +739,16 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
             "  - {} {}: its worker resolves the conflicts in its workspace (edit, then `git add`), then `git delegate apply {short}` lands it;\n",
             task_s(&waiting),
             waiting.join(", "),
+        ));
+    }
+    // design §3.14: a remote task has no workspace here; what its worker
+    // submitted is what cannot be applied.
+    for o in to_resubmit {
+        let task = &b.tasks[o.idx].name;
+        text.push_str(&format!(
+            "  - task {}: what its worker submitted cannot be applied as it is; the worker submits again from its workspace (`git delegate submit` there, or, to start afresh, in the one `{}` makes), then run `git delegate apply {short}` again;\n",
+            shell_quote(task),
+            crate::remote::join_command(b, task).unwrap_or_default(),
         ));
     }
     if !other.is_empty() {
