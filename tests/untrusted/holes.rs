@@ -560,3 +560,39 @@ fn alternate_object_directories_refusal_help_works_as_printed() {
     let cmds = vec![printed_command(&help, "echo ")];
     follow(&env, &repo, &vars, &cmds, "git delegate prepare --json").expect(0);
 }
+
+// ---------------------------------------------------------------------------
+// f. A config file that is not UTF-8, or holds a NUL.
+
+/// `.git/delegate.toml` with a byte that is not UTF-8, or a NUL: a config
+/// error (exit 2) pointing at the file, line and column, as any other.
+#[test]
+fn a_config_file_with_invalid_utf8_or_a_nul_is_pointed_at_by_line_and_column() {
+    let env = Env::new();
+    let repo = env.repo("src");
+    let file = common_dir(&env, &repo).join("delegate.toml");
+    for (bytes, line, column, what) in [
+        (&b"[lease]\nttl = \"2h\"\n# caf\xe9\n"[..], 3, 6, "not UTF-8 (0xe9)"),
+        (&b"[lease]\n\xff\xfettl = \"2h\"\n"[..], 2, 1, "not UTF-8 (0xff)"),
+        (&b"[lease]\nttl = \"2\x00h\"\n"[..], 2, 9, "a NUL byte"),
+        (&b"\x00"[..], 1, 1, "a NUL byte"),
+    ] {
+        std::fs::write(&file, bytes).unwrap();
+        for args in [&["status", "--json"][..], &["prepare", "--json"]] {
+            let run = env.delegate(&repo, args).expect(2);
+            let (code, message, help) = error_of(&run);
+            assert_eq!(code, "delegate::config", "{bytes:?}: {message}");
+            assert!(message.contains(file.to_str().unwrap()), "{message}");
+            assert!(message.contains(what), "{bytes:?}: {message}");
+            assert!(
+                message.contains(&format!("line {line}, column {column}")),
+                "{bytes:?}: {message}"
+            );
+            assert!(!help.contains("check that path"), "{help}");
+            let located = format!("{}:{line}:{column}", file.display());
+            assert!(run.stderr.contains(&located), "{bytes:?}:\n{}", run.stderr);
+            assert!(!run.stderr.contains('\0'), "{:?}", run.stderr);
+        }
+    }
+    assert_eq!(env.private_refs(&repo), Vec::<String>::new());
+}
