@@ -237,7 +237,10 @@ impl Config {
                 // Shown with U+FFFD for what is not UTF-8: up to `at` the
                 // text is the file's own bytes, so the span is there too.
                 let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
-                (lossy, Some((at, format!("a byte that is not UTF-8 (0x{byte:02x})"))))
+                (
+                    lossy,
+                    Some((at, format!("a byte that is not UTF-8 (0x{byte:02x})"))),
+                )
             }
         };
         let Some((at, what)) = bad else {

@@ -154,11 +154,7 @@ fn unsupported_environment(var: &str, value: &Path, what: String, help: String) 
 /// an absolute path there as it is).
 fn list_as_alternate(dir: &Path, objects: &Path) -> String {
     let q = |p: &Path| crate::paths::shell_quote(&p.to_string_lossy());
-    format!(
-        "echo {} >> {}",
-        q(dir),
-        q(&objects.join("info/alternates"))
-    )
+    format!("echo {} >> {}", q(dir), q(&objects.join("info/alternates")))
 }
 
 /// Why discovery around `cwd` failed, as git would say it, or by the real
@@ -409,7 +405,8 @@ fn refuse_foreign_object_dirs(cwd: &Path, root: &Path, common_dir: &Path) -> Res
                         list_as_alternate(&od, &objects)
                     )
                 } else {
-                    "run the command again without that variable (`unset GIT_OBJECT_DIRECTORY`)".into()
+                    "run the command again without that variable (`unset GIT_OBJECT_DIRECTORY`)"
+                        .into()
                 },
             ));
         }

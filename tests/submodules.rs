@@ -700,7 +700,8 @@ fn submodule_refusal_hints_work_as_printed() {
     assert!(message.contains(&moved[..12]), "{message}");
     assert!(message.contains("checked out"), "{message}");
     assert!(!message.contains("uncommitted"), "{message}");
-    env.sh(&f.repo, &quoted_command(&help, &["checkout"])).expect(0);
+    env.sh(&f.repo, &quoted_command(&help, &["checkout"]))
+        .expect(0);
     assert_eq!(env.git(&n, ["rev-parse", "HEAD"]).trim(), f.nested_head);
     let (id, _) = prepare_ok(env);
     env.delegate(&f.repo, ["drop", &id]).expect(0);
@@ -720,17 +721,28 @@ fn submodule_refusal_hints_work_as_printed() {
     assert!(help.contains("stash"), "{help}");
     env.git(&lib, ["commit", "-q", "-m", "nested moved"]);
     let (message, help) = refusal(env, &f.repo);
-    assert!(message.starts_with("the submodule vendor/lib has commit"), "{message}");
+    assert!(
+        message.starts_with("the submodule vendor/lib has commit"),
+        "{message}"
+    );
     let add = quoted_command(&help, &[" add "]);
     env.sh(&f.repo, &add).expect(0);
     let (id, ws) = prepare_ok(env);
-    assert_eq!(env.git(&ws.join("vendor/lib/deps/n"), ["rev-parse", "HEAD"]).trim(), moved);
+    assert_eq!(
+        env.git(&ws.join("vendor/lib/deps/n"), ["rev-parse", "HEAD"])
+            .trim(),
+        moved
+    );
     env.delegate(&f.repo, ["drop", &id]).expect(0);
 
     // A file changed in the nested one: put aside as printed.
     std::fs::write(n.join("n.txt"), "changed\n").unwrap();
     let (message, help) = refusal(env, &f.repo);
-    assert!(message.contains("vendor/lib/deps/n") && message.contains("n.txt"), "{message}");
-    env.sh(&f.repo, &quoted_command(&help, &["stash"])).expect(0);
+    assert!(
+        message.contains("vendor/lib/deps/n") && message.contains("n.txt"),
+        "{message}"
+    );
+    env.sh(&f.repo, &quoted_command(&help, &["stash"]))
+        .expect(0);
     prepare_ok(env);
 }

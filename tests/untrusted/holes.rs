@@ -221,7 +221,10 @@ fn a_failed_apply_on_a_full_disk_leaves_no_temp_file_in_the_state_folder() {
     assert_eq!(t["status"], "failed", "{out:#}");
     let message = t["message"].as_str().unwrap_or_default();
     assert!(message.contains("no space left on device"), "{message}");
-    assert!(message.contains(".patch"), "the patch did not fit: {message}");
+    assert!(
+        message.contains(".patch"),
+        "the patch did not fit: {message}"
+    );
     assert_eq!(temp_files(&state), Vec::<PathBuf>::new(), "{out:#}");
     assert_eq!(temp_files(&common.join("objects")), Vec::<PathBuf>::new());
     // The work is kept, and with space again the same apply lands it.
@@ -273,13 +276,21 @@ fn old_temp_files_are_reported_by_status_check_and_removed_by_gc() {
         plant(&batch_dir, "source-index.4242-17.tmp", 100, hours(30)),
         plant(&state, ".lock.tmp-4242", 10, hours(2)),
     ];
-    let young = plant(&batch_dir, ".batch.toml.tmp-4243", 10, std::time::Duration::ZERO);
+    let young = plant(
+        &batch_dir,
+        ".batch.toml.tmp-4243",
+        10,
+        std::time::Duration::ZERO,
+    );
     let not_ours = [
         plant(&batch_dir, "notes.tmp-4242", 10, hours(2)),
         plant(&batch_dir, ".x.tmp-abc", 10, hours(2)),
     ];
     let shown = |paths: &[PathBuf]| {
-        let mut v: Vec<String> = paths.iter().map(|p| p.to_str().unwrap().to_string()).collect();
+        let mut v: Vec<String> = paths
+            .iter()
+            .map(|p| p.to_str().unwrap().to_string())
+            .collect();
         v.sort();
         v
     };
@@ -289,7 +300,11 @@ fn old_temp_files_are_reported_by_status_check_and_removed_by_gc() {
         assert!(run.stdout.contains(p.to_str().unwrap()), "{}", run.stdout);
     }
     assert!(run.stdout.contains("git delegate gc"), "{}", run.stdout);
-    assert!(!run.stdout.contains(young.to_str().unwrap()), "{}", run.stdout);
+    assert!(
+        !run.stdout.contains(young.to_str().unwrap()),
+        "{}",
+        run.stdout
+    );
     for p in &not_ours {
         assert!(!run.stdout.contains(p.to_str().unwrap()), "{}", run.stdout);
     }
@@ -344,14 +359,22 @@ fn old_temp_files_are_reported_by_status_check_and_removed_by_gc() {
     assert!(batch_dir.join("batch.toml").is_file());
     env.delegate(&repo, ["status", "--check"]).expect(0);
     let human = env.delegate(&repo, ["gc"]).expect(0);
-    assert!(human.stdout.contains("Nothing to reclaim"), "{}", human.stdout);
+    assert!(
+        human.stdout.contains("Nothing to reclaim"),
+        "{}",
+        human.stdout
+    );
 }
 
 // ---------------------------------------------------------------------------
 // b. Running out of inodes is named as such.
 
 fn few_inodes(test: &str) -> Option<Small> {
-    Small::new(test, "GIT_DELEGATE_FEW_INODES_DIR", "scripts/small-fs --inodes")
+    Small::new(
+        test,
+        "GIT_DELEGATE_FEW_INODES_DIR",
+        "scripts/small-fs --inodes",
+    )
 }
 
 fn error_of(run: &crate::common::Run) -> (String, String, String) {
@@ -392,17 +415,30 @@ fn prepare_onto_a_root_without_free_inodes_names_them() {
         .expect(3);
     let (code, message, help) = error_of(&run);
     assert_eq!(code, "delegate::disk_full", "{}", run.stdout);
-    let named = format!("no free inodes on the filesystem mounted at {}", mount.display());
+    let named = format!(
+        "no free inodes on the filesystem mounted at {}",
+        mount.display()
+    );
     assert!(message.contains(&named), "{message}");
     assert!(message.contains("ENOSPC"), "{message}");
     assert!(!help.contains("free space"), "{help}");
-    assert!(help.contains(&format!("free inodes on the filesystem mounted at {}", mount.display())), "{help}");
-    assert!(help.contains(&format!("df -i {}", mount.display())), "{help}");
+    assert!(
+        help.contains(&format!(
+            "free inodes on the filesystem mounted at {}",
+            mount.display()
+        )),
+        "{help}"
+    );
+    assert!(
+        help.contains(&format!("df -i {}", mount.display())),
+        "{help}"
+    );
     assert!(help.contains("workspace.root"), "{help}");
     assert_eq!(env.private_refs(&repo), Vec::<String>::new());
     // With inodes again (as the help says), the same prepare works.
     small.unfill();
-    env.delegate(&repo, ["prepare", "--json", "-n", "2"]).expect(0);
+    env.delegate(&repo, ["prepare", "--json", "-n", "2"])
+        .expect(0);
 }
 
 /// An apply into a source whose filesystem has no free inodes left: the
@@ -443,7 +479,10 @@ fn apply_onto_a_source_without_free_inodes_names_them() {
             (m, h)
         }
     };
-    let named = format!("no free inodes on the filesystem mounted at {}", mount.display());
+    let named = format!(
+        "no free inodes on the filesystem mounted at {}",
+        mount.display()
+    );
     assert!(message.contains(&named), "{message}\n{out:#}");
     assert!(!help.contains("free space on"), "{help}");
     assert!(help.contains("free inodes on the filesystem"), "{help}");
@@ -451,13 +490,21 @@ fn apply_onto_a_source_without_free_inodes_names_them() {
     assert!(!repo.join("new").exists());
     small.unfill();
     env.delegate(&repo, ["apply", "--json"]).expect(0);
-    assert_eq!(std::fs::read(repo.join("new/deeper/f3")).unwrap(), b"same\n");
+    assert_eq!(
+        std::fs::read(repo.join("new/deeper/f3")).unwrap(),
+        b"same\n"
+    );
 }
 
 // ---------------------------------------------------------------------------
 // c. The refusals of object and common dirs: their help works as printed.
 
-fn delegate_with(env: &Env, dir: &Path, vars: &[(&str, &Path)], args: &[&str]) -> crate::common::Run {
+fn delegate_with(
+    env: &Env,
+    dir: &Path,
+    vars: &[(&str, &Path)],
+    args: &[&str],
+) -> crate::common::Run {
     let mut cmd = env.delegate_cmd(dir);
     for (k, v) in vars {
         cmd.env(k, v);
@@ -467,7 +514,13 @@ fn delegate_with(env: &Env, dir: &Path, vars: &[(&str, &Path)], args: &[&str]) -
 
 /// The help's commands run as printed in a shell that still has `vars`
 /// exported (as the user's has), then `then` in that shell.
-fn follow(env: &Env, dir: &Path, vars: &[(&str, &Path)], cmds: &[String], then: &str) -> crate::common::Run {
+fn follow(
+    env: &Env,
+    dir: &Path,
+    vars: &[(&str, &Path)],
+    cmds: &[String],
+    then: &str,
+) -> crate::common::Run {
     let q = |p: &Path| format!("'{}'", p.display());
     let mut script: Vec<String> = vars
         .iter()
@@ -505,10 +558,21 @@ fn object_directory_refusal_help_works_as_printed() {
         .args(["commit", "-q", "-m", "elsewhere"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let head = env.git(&repo, ["rev-parse", "HEAD"]);
-    let missing = env.git_cmd(&repo).args(["cat-file", "-e", head.trim()]).output().unwrap();
-    assert!(!missing.status.success(), "the commit is only in the other folder");
+    let missing = env
+        .git_cmd(&repo)
+        .args(["cat-file", "-e", head.trim()])
+        .output()
+        .unwrap();
+    assert!(
+        !missing.status.success(),
+        "the commit is only in the other folder"
+    );
 
     let vars = [("GIT_OBJECT_DIRECTORY", elsewhere.as_path())];
     let run = delegate_with(&env, &repo, &vars, &["prepare", "--json"]).expect(3);
@@ -521,7 +585,10 @@ fn object_directory_refusal_help_works_as_printed() {
     ];
     let run = follow(&env, &repo, &vars, &cmds, "git delegate prepare --json").expect(0);
     let ws = PathBuf::from(run.json()["tasks"][0]["root"].as_str().unwrap());
-    assert_eq!(std::fs::read(ws.join("new.txt")).unwrap(), b"only elsewhere\n");
+    assert_eq!(
+        std::fs::read(ws.join("new.txt")).unwrap(),
+        b"only elsewhere\n"
+    );
 }
 
 /// `GIT_COMMON_DIR` naming another folder: unset as the help says, the
@@ -538,7 +605,10 @@ fn common_dir_refusal_help_works_as_printed() {
     assert!(!help.contains("alternates"), "{help}");
     let cmds = vec![printed_command(&help, "unset GIT_COMMON_DIR")];
     let run = follow(&env, &repo, &vars, &cmds, "git delegate prepare --json").expect(0);
-    assert_eq!(run.json()["source"], repo.canonicalize().unwrap().to_str().unwrap());
+    assert_eq!(
+        run.json()["source"],
+        repo.canonicalize().unwrap().to_str().unwrap()
+    );
 }
 
 /// `GIT_ALTERNATE_OBJECT_DIRECTORIES` naming a folder the repository does
@@ -572,8 +642,18 @@ fn a_config_file_with_invalid_utf8_or_a_nul_is_pointed_at_by_line_and_column() {
     let repo = env.repo("src");
     let file = common_dir(&env, &repo).join("delegate.toml");
     for (bytes, line, column, what) in [
-        (&b"[lease]\nttl = \"2h\"\n# caf\xe9\n"[..], 3, 6, "not UTF-8 (0xe9)"),
-        (&b"[lease]\n\xff\xfettl = \"2h\"\n"[..], 2, 1, "not UTF-8 (0xff)"),
+        (
+            &b"[lease]\nttl = \"2h\"\n# caf\xe9\n"[..],
+            3,
+            6,
+            "not UTF-8 (0xe9)",
+        ),
+        (
+            &b"[lease]\n\xff\xfettl = \"2h\"\n"[..],
+            2,
+            1,
+            "not UTF-8 (0xff)",
+        ),
         (&b"[lease]\nttl = \"2\x00h\"\n"[..], 2, 9, "a NUL byte"),
         (&b"\x00"[..], 1, 1, "a NUL byte"),
     ] {
