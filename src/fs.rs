@@ -213,4 +213,38 @@ mod tests {
         let names: Vec<_> = std::fs::read_dir(t.path()).unwrap().flatten().collect();
         assert_eq!(names.len(), 1, "no temp file is left");
     }
+
+    /// A failed write leaves no temp file (design §3.18 "Leftovers"): here
+    /// its rename onto a folder fails after the temp file was written.
+    #[test]
+    fn a_failed_atomic_write_leaves_no_temp_file() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("taken");
+        std::fs::create_dir(p.join("")).unwrap();
+        std::fs::write(p.join("x"), b"").unwrap();
+        assert!(write_atomic(&p, b"bytes").is_err());
+        let names: Vec<_> = std::fs::read_dir(t.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, ["taken"]);
+    }
+
+    #[test]
+    fn temp_names_are_those_write_atomic_makes() {
+        let pid = std::process::id();
+        assert!(is_temp_name(format!(".batch.toml.tmp-{pid}").as_bytes()));
+        assert!(is_temp_name(b".1.patch.tmp-7"));
+        assert!(is_temp_name(b".a.tmp-b.tmp-12"));
+        for no in [
+            &b"batch.toml.tmp-7"[..],
+            b".tmp-7",
+            b".x.tmp-",
+            b".x.tmp-7a",
+            b".x.tmp7",
+        ] {
+            assert!(!is_temp_name(no), "{}", String::from_utf8_lossy(no));
+        }
+    }
 }
