@@ -144,6 +144,11 @@ pub struct Outcome {
     pub would_keep: bool,
     /// A `rejected` task: the log of the verification run that failed.
     pub verify_log: Option<PathBuf>,
+    /// A remote task that `failed` on what its worker submitted (not a
+    /// commit on its base, or not fetched; not a full disk here): it has
+    /// no workspace here to fix, only a new submission helps (design
+    /// §3.14, the apply hint says so).
+    pub resubmit: bool,
 }
 
 impl Outcome {
@@ -164,6 +169,7 @@ impl Outcome {
             kept_until: None,
             nested_kept: Vec::new(),
             verify_log: None,
+            resubmit: false,
         }
     }
 
@@ -508,6 +514,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         match rec {
             Err(e) => {
                 out.fail("snapshot_failed", e.message.clone());
+                out.resubmit = b.tasks[out.idx].remote && e.code.fs_cause().is_none();
                 keep_artifacts(&source, &b, out, dry_run);
             }
             Ok(None) => out.status = TaskState::NoChanges,

@@ -1,5 +1,6 @@
 //! `<common-dir>/delegate.toml` (design §9): every key optional with a default;
-//! unknown keys, wrong types and bad values are errors that point at the line.
+//! unknown keys, wrong types and bad values are errors that point at the line,
+//! and so are bytes that are not UTF-8 and NULs (design §5).
 //!
 //! Owns: reading and validating the config file.
 //! Never: writes the config, or reads git's own config.
@@ -213,12 +214,54 @@ pub fn expand_home(s: &str) -> PathBuf {
 impl Config {
     /// Read `path`; a missing file is the default config.
     pub fn load(path: &Path) -> Result<Config> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
+        let bytes = match std::fs::read(path) {
+            Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
             Err(e) => return Err(Error::io(format!("cannot read {}", path.display()), e)),
         };
-        Self::parse(path, &text)
+        Self::parse_bytes(path, bytes)
+    }
+
+    /// [`Config::parse`] of a file's bytes: bytes that are not UTF-8, and a
+    /// NUL (TOML allows neither), are pointed at by line and column like
+    /// any other config error (design §5), never as an unreadable file.
+    pub fn parse_bytes(path: &Path, bytes: Vec<u8>) -> Result<Config> {
+        let (text, bad) = match String::from_utf8(bytes) {
+            Ok(t) => {
+                let nul = t.find('\0');
+                (t, nul.map(|at| (at, "a NUL byte".to_string())))
+            }
+            Err(e) => {
+                let at = e.utf8_error().valid_up_to();
+                let byte = e.as_bytes()[at];
+                // Shown with U+FFFD for what is not UTF-8: up to `at` the
+                // text is the file's own bytes, so the span is there too.
+                let lossy = String::from_utf8_lossy(e.as_bytes()).into_owned();
+                (
+                    lossy,
+                    Some((at, format!("a byte that is not UTF-8 (0x{byte:02x})"))),
+                )
+            }
+        };
+        let Some((at, what)) = bad else {
+            return Self::parse(path, &text);
+        };
+        // Shown on a terminal: a NUL as the symbol for it, never raw (the
+        // first one is at `at`, so nothing before it moves).
+        let shown = text.replace('\0', "\u{2400}");
+        let len = shown[at..].chars().next().map_or(0, char::len_utf8);
+        let line_start = shown[..at].rfind('\n').map_or(0, |i| i + 1);
+        let line = shown[..at].matches('\n').count() + 1;
+        let column = shown[line_start..at].chars().count() + 1;
+        Err(Error::usage(
+            Code::Config,
+            format!(
+                "invalid configuration in {}: {what} at line {line}, column {column} (a config file is UTF-8 text)",
+                path.display()
+            ),
+            "fix or remove that line (`man git-delegate` lists every key and its values), or remove the file",
+        )
+        .with_source(path.display().to_string(), shown, at..at + len, "here".into()))
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<Config> {

@@ -230,7 +230,7 @@ impl Error {
 
     /// The one place where an OS error becomes an [`Error`].
     pub fn io_on(what: impl fmt::Display, path: Option<&Path>, err: &std::io::Error) -> Self {
-        if let Some(cause) = FsCause::of(err) {
+        if let Some(cause) = FsCause::of_at(err, path) {
             return cause.error(what, path, err);
         }
         let help = match err.kind() {
@@ -249,7 +249,7 @@ impl Error {
         err: &(dyn std::error::Error + 'static),
     ) -> Option<Self> {
         let io = io_cause(err)?;
-        FsCause::of(io).map(|c| c.error(what, path, io))
+        FsCause::of_at(io, path).map(|c| c.error(what, path, io))
     }
 
     /// A disk-full error met while writing under the workspace root: also
@@ -352,6 +352,12 @@ impl Diagnostic for Error {
 pub enum FsCause {
     /// ENOSPC or EDQUOT: no space (or no quota) left.
     Full,
+    /// ENOSPC on a filesystem whose inodes ran out while it still has free
+    /// blocks (design §3.18 "Leftovers"): removing files helps there,
+    /// freeing space may not. Decided where the error happens
+    /// ([`FsCause::of_at`], [`FsCause::at`]): what a rollback removes after
+    /// it gives inodes back.
+    NoInodes,
     /// EROFS: the filesystem is mounted read-only.
     ReadOnly,
     /// EACCES or EPERM: the user may not do that there.
@@ -381,10 +387,30 @@ impl FsCause {
         }
     }
 
+    /// [`FsCause::of`] for a failure on `path` (or on something inside
+    /// it): ENOSPC where its filesystem has no free inodes is `NoInodes`.
+    pub fn of_at(err: &std::io::Error, path: Option<&Path>) -> Option<FsCause> {
+        let cause = FsCause::of(err)?;
+        Some(match path {
+            Some(p) if is_enospc(err) => cause.at(p),
+            _ => cause,
+        })
+    }
+
+    /// This cause, met on `path`: a full disk whose filesystem has no free
+    /// inodes but free blocks is `NoInodes`. (An EDQUOT is `Full` too, and
+    /// may become `NoInodes` only while the inodes are what ran out.)
+    pub fn at(self, path: &Path) -> FsCause {
+        match self {
+            FsCause::Full if no_free_inodes(path) => FsCause::NoInodes,
+            other => other,
+        }
+    }
+
     /// The error code (design §6.2 `error.code`).
     pub fn code(self) -> Code {
         match self {
-            FsCause::Full => Code::DiskFull,
+            FsCause::Full | FsCause::NoInodes => Code::DiskFull,
             FsCause::ReadOnly => Code::ReadOnlyFilesystem,
             FsCause::Denied => Code::PermissionDenied,
         }
@@ -397,10 +423,25 @@ impl FsCause {
         path: Option<&Path>,
         err: &std::io::Error,
     ) -> Error {
-        Error::state(
-            self.code(),
-            format!("{what}: {}", describe(err)),
-            self.help(path),
+        let text = describe(err);
+        let text = match (self, path) {
+            (FsCause::NoInodes, Some(p)) => {
+                let inodes = FsCause::inodes_text(p);
+                match text.strip_prefix("no space left on device") {
+                    Some(rest) => format!("{inodes}{rest}"),
+                    None => format!("{inodes}: {text}"),
+                }
+            }
+            _ => text,
+        };
+        Error::state(self.code(), format!("{what}: {text}"), self.help(path))
+    }
+
+    /// "no free inodes on the filesystem mounted at M", for `path` there.
+    pub fn inodes_text(path: &Path) -> String {
+        format!(
+            "no free inodes on the filesystem mounted at {}",
+            mount_point(path).display()
         )
     }
 
@@ -410,6 +451,11 @@ impl FsCause {
             .map(|p| format!("the filesystem mounted at {}", mount_point(p).display()))
             .unwrap_or_else(|| "the filesystem that holds it".into());
         match self {
+            FsCause::NoInodes => format!(
+                "free inodes on {fs}: remove files or folders you do not need there (each takes one; `df -i{}` shows how many are left) and run the command again",
+                path.map(|p| format!(" {}", crate::paths::shell_quote(&mount_point(p).to_string_lossy())))
+                    .unwrap_or_default()
+            ),
             FsCause::Full => format!("free space on {fs} and run the command again"),
             FsCause::ReadOnly => format!("remount {fs} read-write and run the command again"),
             FsCause::Denied => match path {
@@ -421,6 +467,23 @@ impl FsCause {
             },
         }
     }
+}
+
+/// Is `err` ENOSPC (not EDQUOT), by errno or by kind?
+fn is_enospc(err: &std::io::Error) -> bool {
+    match err.raw_os_error() {
+        Some(n) => n == rustix::io::Errno::NOSPC.raw_os_error(),
+        None => err.kind() == std::io::ErrorKind::StorageFull,
+    }
+}
+
+/// Has the filesystem holding `path` (or its nearest existing ancestor)
+/// run out of inodes while it still has free blocks? A filesystem that
+/// does not count inodes (`f_files` 0, as btrfs) never has.
+pub fn no_free_inodes(path: &Path) -> bool {
+    path.ancestors()
+        .find_map(|p| rustix::fs::statvfs(p).ok())
+        .is_some_and(|v| v.f_files > 0 && (v.f_favail == 0 || v.f_ffree == 0) && v.f_bavail > 0)
 }
 
 /// An OS error as a person reads it, with the errno's name for the causes

@@ -17,24 +17,52 @@ use rustix::fs::{self as rfs, FileType, Mode, OFlags};
 
 use crate::error::{Error, Result};
 
-/// Write `bytes` to `path` atomically and durably.
+/// Write `bytes` to `path` atomically and durably, through a temp file
+/// beside it (`.<name>.tmp-<pid>`, [`is_temp_name`]) that no failure leaves
+/// behind (a full disk included, design §3.18 "Leftovers"): only a killed
+/// process leaves one, which gc removes once it is old.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = dir.join(format!(
-        ".{}.tmp-{}",
+        ".{}{TEMP_MARK}{}",
         path.file_name()
             .map(|n| n.to_string_lossy())
             .unwrap_or_default(),
         std::process::id()
     ));
-    let io = |e| Error::io(format!("cannot write {}", path.display()), e);
+    let io = |e| Error::io_at(format!("cannot write {}", path.display()), dir, e);
     let mut f = std::fs::File::create(&tmp).map_err(io)?;
-    f.write_all(bytes).map_err(io)?;
-    f.sync_all().map_err(io)?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(io)?;
+    let written = f
+        .write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .and_then(|()| {
+            drop(f);
+            std::fs::rename(&tmp, path)
+        });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io(e));
+    }
     sync_dir(dir);
     Ok(())
+}
+
+/// What names a temp file of [`write_atomic`]: `.<name>.tmp-<pid>`.
+const TEMP_MARK: &str = ".tmp-";
+
+/// Is `name` a temp file [`write_atomic`] makes (`.<name>.tmp-<pid>`)?
+pub fn is_temp_name(name: &[u8]) -> bool {
+    let Some(rest) = name.strip_prefix(b".") else {
+        return false;
+    };
+    let mark = TEMP_MARK.as_bytes();
+    match rest.windows(mark.len()).rposition(|w| w == mark) {
+        Some(at) => {
+            let pid = &rest[at + mark.len()..];
+            at > 0 && !pid.is_empty() && pid.iter().all(u8::is_ascii_digit)
+        }
+        None => false,
+    }
 }
 
 /// fsync a folder so a rename in it is durable (best effort).
@@ -184,5 +212,39 @@ mod tests {
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
         let names: Vec<_> = std::fs::read_dir(t.path()).unwrap().flatten().collect();
         assert_eq!(names.len(), 1, "no temp file is left");
+    }
+
+    /// A failed write leaves no temp file (design §3.18 "Leftovers"): here
+    /// its rename onto a folder fails after the temp file was written.
+    #[test]
+    fn a_failed_atomic_write_leaves_no_temp_file() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("taken");
+        std::fs::create_dir(p.join("")).unwrap();
+        std::fs::write(p.join("x"), b"").unwrap();
+        assert!(write_atomic(&p, b"bytes").is_err());
+        let names: Vec<_> = std::fs::read_dir(t.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, ["taken"]);
+    }
+
+    #[test]
+    fn temp_names_are_those_write_atomic_makes() {
+        let pid = std::process::id();
+        assert!(is_temp_name(format!(".batch.toml.tmp-{pid}").as_bytes()));
+        assert!(is_temp_name(b".1.patch.tmp-7"));
+        assert!(is_temp_name(b".a.tmp-b.tmp-12"));
+        for no in [
+            &b"batch.toml.tmp-7"[..],
+            b".tmp-7",
+            b".x.tmp-",
+            b".x.tmp-7a",
+            b".x.tmp7",
+        ] {
+            assert!(!is_temp_name(no), "{}", String::from_utf8_lossy(no));
+        }
     }
 }

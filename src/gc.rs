@@ -20,7 +20,9 @@
 //! (of any batch no apply verifies now, a batch that is gone included;
 //! left in place and reported while a process runs inside). So are the
 //! hidden folders a killed prepare or batch removal leaves in the state
-//! folder (`.<id>.new`, `.<id>.removed-<pid>`).
+//! folder (`.<id>.new`, `.<id>.removed-<pid>`), and the temporary files a
+//! killed command left there once they are older than an hour (design
+//! §3.18 "Leftovers").
 //!
 //! A stale batch is left alone while a process is inside one of its
 //! workspaces (`quiesce::find_users`, whose header says why the caller's
@@ -128,6 +130,10 @@ pub struct Report {
     /// Undo entries removed: beyond the newest `undo.keep` and older than
     /// `gc.keep-failed` (design §3.11); their refs count in `refs_removed`.
     pub undo_entries_removed: Vec<String>,
+    /// Temporary files older than an hour that killed commands left in
+    /// the state folder, removed (design §3.18 "Leftovers"); their sizes
+    /// count in `bytes_freed`.
+    pub temp_files_removed: Vec<PathBuf>,
     /// Reclaimed batches whose refs on their remote could not be deleted
     /// (design §3.14): reported, the refs listed for later.
     pub remote_left: Vec<crate::remote::Left>,
@@ -284,6 +290,7 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
     gc.leftover_refs(&owners)?;
     gc.leftover_patches()?;
     gc.leftover_hidden_state();
+    gc.leftover_temp_files();
     // Failing verification logs of ended batches, after gc.keep-failed (design §3.10).
     let ids: Vec<String> = entries
         .iter()
@@ -972,6 +979,22 @@ impl Gc<'_> {
             if !self.dry_run {
                 // Best effort: what is left stays hidden and is tried again.
                 let _ = crate::fs::remove_all(&e.path());
+            }
+        }
+    }
+}
+
+impl Gc<'_> {
+    /// Temporary files a killed command left in the state folder, older
+    /// than an hour (`problems::old_temp_files`, which `status` reports):
+    /// made under the repository lock, which gc holds, or by a command
+    /// whose last write is that old.
+    fn leftover_temp_files(&mut self) {
+        for (_, t) in crate::problems::old_temp_files(&self.state_dir) {
+            // Best effort: one that cannot be removed is reported again.
+            if self.dry_run || crate::fs::remove_file(&t.path).is_ok() {
+                self.report.bytes_freed += t.bytes;
+                self.report.temp_files_removed.push(t.path);
             }
         }
     }

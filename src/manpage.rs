@@ -555,7 +555,8 @@ timeout = \"30s\"",
             "1",
             "The command ran but reports a problem: apply left a task `conflict` or `failed` \
              (its work is kept); `status --check` found a stale batch, a batch whose prepare was \
-             killed, a left-over write-back journal or a batch whose state file cannot be read; \
+             killed, a left-over write-back journal, a batch whose state file cannot be read or \
+             a temporary file a killed command left in the state folder over an hour ago; \
              `hook pre-commit` refuses the commit; `drop` without `--force` found unapplied \
              changes, a corrupt state, or a workspace that is the source of another open batch; \
              `gc` left a stale or corrupt batch alone.",

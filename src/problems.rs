@@ -1,12 +1,15 @@
 //! What is wrong with a repository's batches, as facts: one rule per
 //! condition (a stale lease, a left-over write-back journal, unreadable
 //! batch state, a prepare that was killed, a baseline ref moved or deleted,
-//! a workspace missing, replaced or unreadable, an orphan scratch copy), for
+//! a workspace missing, replaced or unreadable, an orphan scratch copy, a
+//! temporary file a killed command left in the state folder), for
 //! every renderer: `status` (design §3.3), the pre-commit hook (design §3.7) and
 //! `drop`'s unapplied check (design §3.5) word them, each in its own way.
 //!
 //! Owns: detecting those conditions and how many paths each task's
-//! workspace changed ([`changed_counts`]).
+//! workspace changed ([`changed_counts`]); which files of the state folder
+//! are git-delegate's temporary files, and when one is old enough to be a
+//! leftover ([`old_temp_files`], which gc removes).
 //! Never: words a problem (the commands do); changes anything (workspace
 //! snapshots are kept in memory); reads a folder that is not the workspace
 //! prepare made (`workspace::identify`); opens the repository in
@@ -69,6 +72,20 @@ pub enum Fact {
     BrokenState { problem: String },
     /// A scratch copy of this repository that no batch owns.
     ScratchOrphan { message: String },
+    /// A temporary file older than an hour in the state folder (design
+    /// §3.18 "Leftovers"); the problem's `batch` is the id of the batch or
+    /// undo entry whose folder holds it, empty elsewhere.
+    TempFile(TempFile),
+}
+
+/// A temporary file git-delegate made in its state folder and a killed
+/// command left there.
+#[derive(Debug, Clone)]
+pub struct TempFile {
+    pub path: PathBuf,
+    pub bytes: u64,
+    /// Seconds since it was last written.
+    pub age_secs: u64,
 }
 
 impl Problem {
@@ -97,6 +114,7 @@ impl Problem {
             Fact::WorkspaceUnreadable { .. } => "workspace_unreadable",
             Fact::BrokenState { .. } => "broken_state",
             Fact::ScratchOrphan { .. } => "scratch_orphan",
+            Fact::TempFile(_) => "temp_file",
         }
     }
 }
@@ -208,7 +226,95 @@ pub fn of_batches(source: &Source, entries: &[Entry]) -> Vec<Problem> {
     for (batch, message) in crate::scratch::orphan_messages(source) {
         out.push(Problem::new(&batch, Fact::ScratchOrphan { message }));
     }
+    for (owner, t) in old_temp_files(&state_dir) {
+        out.push(Problem::new(&owner, Fact::TempFile(t)));
+    }
     out
+}
+
+/// How old a temporary file must be to count as left over (design §3.18
+/// "Leftovers"): a command still writing one wrote it more recently.
+pub const TEMP_FILE_AGE_SECS: u64 = 3600;
+
+/// Is `name` one of the temporary files git-delegate makes in its state
+/// folder: `fs::write_atomic`'s `.<name>.tmp-<pid>`, the write-back
+/// journal's `writeback.journal.tmp` (design §7), the stat cache's
+/// `source-index.<pid>-<nanos>.tmp` (`snapshot`)?
+fn is_temp_name(name: &[u8]) -> bool {
+    let cache = format!("{}.", snapshot::CACHE_FILE);
+    crate::fs::is_temp_name(name)
+        || name == format!("{}.tmp", batch::JOURNAL_FILE).as_bytes()
+        || (name.starts_with(cache.as_bytes()) && name.ends_with(b".tmp"))
+}
+
+/// The temporary files of git-delegate below `state_dir` that were last
+/// written more than [`TEMP_FILE_AGE_SECS`] ago, each with the id of the
+/// batch or undo entry whose folder holds it (empty for other folders).
+/// Only the killed command that made one could still want it; symlinks are
+/// never followed (a symlink is never one of them).
+pub fn old_temp_files(state_dir: &Path) -> Vec<(String, TempFile)> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = Vec::new();
+    let mut stack = vec![(state_dir.to_path_buf(), 0usize)];
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let Ok(ft) = e.file_type() else { continue };
+            let path = e.path();
+            if ft.is_dir() {
+                // batches/<id>/, undo/<id>/, kept/<batch>/ and a little below.
+                if depth < 4 {
+                    stack.push((path, depth + 1));
+                }
+                continue;
+            }
+            if !ft.is_file() || !is_temp_name(e.file_name().as_bytes()) {
+                continue;
+            }
+            let Ok(md) = e.metadata() else { continue };
+            let age_secs = md
+                .modified()
+                .ok()
+                .and_then(|m| m.elapsed().ok())
+                .map_or(0, |d| d.as_secs());
+            if age_secs <= TEMP_FILE_AGE_SECS {
+                continue;
+            }
+            out.push((
+                temp_owner(state_dir, &path),
+                TempFile {
+                    path,
+                    bytes: md.len(),
+                    age_secs,
+                },
+            ));
+        }
+    }
+    out.sort_by(|a, b| a.1.path.cmp(&b.1.path));
+    out
+}
+
+/// The id of the batch or undo entry whose folder holds `path`: the folder
+/// below `batches/`, `undo/` or `kept/` (a hidden `.<id>.new` or
+/// `.<id>.removed-<pid>` named by its id); empty for any other place.
+fn temp_owner(state_dir: &Path, path: &Path) -> String {
+    let Ok(rel) = path.strip_prefix(state_dir) else {
+        return String::new();
+    };
+    let parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    match parts.as_slice() {
+        [top, id, _, ..] if ["batches", "undo", "kept"].contains(&top.as_str()) => {
+            let id = id.strip_prefix('.').unwrap_or(id);
+            let id = id.strip_suffix(".new").unwrap_or(id);
+            id.split(".removed-").next().unwrap_or(id).to_string()
+        }
+        _ => String::new(),
+    }
 }
 
 /// A baseline ref deleted (or moved) by someone else, or a baseline commit

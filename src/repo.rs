@@ -142,14 +142,19 @@ pub fn git_env() -> &'static GitEnv {
 
 use crate::discovery::{not_a_repository, path_from_line};
 
-fn unsupported_environment(var: &str, value: &Path, what: String) -> Error {
+fn unsupported_environment(var: &str, value: &Path, what: String, help: String) -> Error {
     Error::state(
         Code::UnsupportedEnvironment,
         format!("{var}={} {what}", value.display()),
-        format!(
-            "git delegate keeps its commits where its workspaces (linked worktrees, which do not see {var}) can read them: run it without {var}, or list that folder in .git/objects/info/alternates"
-        ),
+        help,
     )
+}
+
+/// The command that lists `dir` in `objects`' `info/alternates` (git reads
+/// an absolute path there as it is).
+fn list_as_alternate(dir: &Path, objects: &Path) -> String {
+    let q = |p: &Path| crate::paths::shell_quote(&p.to_string_lossy());
+    format!("echo {} >> {}", q(dir), q(&objects.join("info/alternates")))
 }
 
 /// Why discovery around `cwd` failed, as git would say it, or by the real
@@ -372,6 +377,10 @@ fn refuse_foreign_object_dirs(cwd: &Path, root: &Path, common_dir: &Path) -> Res
                     "is not the common dir {} of this working tree, and the git library git delegate uses cannot follow it",
                     common_dir.display()
                 ),
+                format!(
+                    "run it without that variable (`unset GIT_COMMON_DIR`, then the command again): git delegate then works in the repository of this working tree, {}",
+                    common_dir.display()
+                ),
             ));
         }
     }
@@ -386,6 +395,19 @@ fn refuse_foreign_object_dirs(cwd: &Path, root: &Path, common_dir: &Path) -> Res
                     "is not the repository's object folder {}",
                     objects.display()
                 ),
+                // Its workspaces (linked worktrees, which do not see the
+                // variable) read objects in `objects` only: the variable
+                // goes, and what git wrote there stays readable as an
+                // alternate.
+                if od.is_dir() {
+                    format!(
+                        "make the objects there readable from the repository (`{}`), then run the command again without the variable (`unset GIT_OBJECT_DIRECTORY`)",
+                        list_as_alternate(&od, &objects)
+                    )
+                } else {
+                    "run the command again without that variable (`unset GIT_OBJECT_DIRECTORY`)"
+                        .into()
+                },
             ));
         }
     }
@@ -405,6 +427,10 @@ fn refuse_foreign_object_dirs(cwd: &Path, root: &Path, common_dir: &Path) -> Res
                     format!(
                         "is not an object folder of the repository (not listed in {})",
                         objects.join("info/alternates").display()
+                    ),
+                    format!(
+                        "list it there (`{}`), so that the workspaces read it too, then run the command again; or run it without the variable (`unset GIT_ALTERNATE_OBJECT_DIRECTORIES`)",
+                        list_as_alternate(&dir, &objects)
                     ),
                 ));
             }

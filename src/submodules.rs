@@ -121,37 +121,56 @@ fn walk_source(
             Ok(_) => {}
         }
         let sub = crate::repo::open_worktree(&dir)?;
-        let dirty = |why: String| {
-            Error::state(
-                Code::DirtySubmodule,
-                format!("the submodule {shown} has uncommitted changes ({why})"),
-                format!(
-                    "commit or stash them inside it (`git -C {} status`), or record its commit in the superproject (`git add {}`), then run the command again",
-                    crate::paths::shell_quote(&dir.to_string_lossy()),
-                    crate::paths::shell_quote(&full.to_str_lossy())
-                ),
-            )
-        };
+        let q = |p: &Path| crate::paths::shell_quote(&p.to_string_lossy());
+        // The repository whose index holds the gitlink: the source, or
+        // for a nested one its parent submodule (`git -C` it, design §3.16
+        // "Hints": `git add a/b/nested` from the top fails).
+        let (in_dir, rel_path) = (q(root), crate::paths::shell_quote(&path.to_str_lossy()));
         let head = sub.head_id().ok().map(|h| h.detach());
         if check && head != Some(commit) {
-            return Err(dirty(match head {
-                Some(h) => format!(
-                    "its HEAD is {}, the superproject records {}",
-                    h.to_hex_with_len(12),
-                    commit.to_hex_with_len(12)
-                ),
-                None => "it has no commit checked out".into(),
-            }));
+            // Not a change of files: another commit is checked out in it.
+            let recorded = commit.to_hex_with_len(12);
+            let checkout = format!("git -C {} checkout -q --detach {commit}", q(&dir));
+            return Err(Error::state(
+                Code::DirtySubmodule,
+                match head {
+                    Some(h) => format!(
+                        "the submodule {shown} has commit {} checked out, not {recorded}, the commit its superproject records",
+                        h.to_hex_with_len(12)
+                    ),
+                    None => format!(
+                        "the submodule {shown} has no commit checked out (its superproject records {recorded})"
+                    ),
+                },
+                match head {
+                    Some(_) => format!(
+                        "check out the recorded commit in it (`{checkout}`), or record the one it has in its superproject (`git -C {in_dir} add {rel_path}`{}), then run the command again",
+                        if prefix.is_empty() {
+                            ""
+                        } else {
+                            ", and commit that there"
+                        }
+                    ),
+                    None => format!("check out the recorded commit in it (`{checkout}`), then run the command again"),
+                },
+            ));
         }
-        if let Some(path) = check
+        if let Some(changed) = check
             .then(|| first_change(&sub, false))
             .transpose()?
             .flatten()
         {
-            return Err(dirty(format!(
-                "{} is modified",
-                crate::paths::quote(path.as_bstr())
-            )));
+            return Err(Error::state(
+                Code::DirtySubmodule,
+                format!(
+                    "the submodule {shown} has uncommitted changes ({} is modified)",
+                    crate::paths::quote(changed.as_bstr())
+                ),
+                format!(
+                    "commit them inside it, or put them aside (`git -C {d} stash`), then run the command again (`git -C {d} status` shows them)",
+                    d = q(&dir)
+                ),
+            ));
         }
         let git_dir = crate::fs::canonical(sub.common_dir())?;
         out.push(Module {

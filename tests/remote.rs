@@ -924,3 +924,48 @@ fn transport_runs_git_never_prompting_and_without_the_sources_variables() {
         "{vars:?}"
     );
 }
+
+/// A remote task whose submission cannot be applied (not a commit on the
+/// baseline) has no workspace here to fix: the apply hint says to submit
+/// again, and followed as printed (the worker's `git delegate submit` in
+/// its workspace, then the user's `git delegate apply ID`), the work lands.
+#[test]
+fn a_remote_task_that_fails_on_its_submission_is_told_to_submit_again() {
+    let t = setup();
+    let id = t.prepare(&["a", "b"])["batch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let wa = t.join(&id, "a");
+    // Pushed by hand: the source's HEAD, not a commit on the baseline.
+    t.worker.git(
+        &wa,
+        [
+            "push",
+            "-q",
+            "origin",
+            &format!("origin/main:refs/pi-delegate/batches/{id}/tasks/a/proposal"),
+        ],
+    );
+    std::fs::write(wa.join("a.txt"), "a\n").unwrap();
+    let wb = t.join(&id, "b");
+    std::fs::write(wb.join("b.txt"), "b\n").unwrap();
+    t.submit(&wb);
+
+    let run = t.user.delegate(&t.src, ["apply", &id]).expect(1);
+    let text = format!("{}{}", run.stdout, run.stderr);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("  - task a:"))
+        .unwrap_or_else(|| panic!("no hint for task a in:\n{text}"));
+    assert!(!line.contains("fix the cause"), "{line}");
+    assert!(!line.contains("make the work fit"), "{line}");
+    assert_eq!(read(&t.src.join("b.txt")), "b\n");
+    t.worker
+        .sh(&wa, &common::printed_command(line, "git delegate submit"))
+        .expect(0);
+    t.user
+        .sh(&t.src, &common::printed_command(line, "git delegate apply"))
+        .expect(0);
+    assert_eq!(read(&t.src.join("a.txt")), "a\n");
+}

@@ -651,3 +651,98 @@ fn a_prepare_that_cannot_register_a_submodule_worktree_is_undone() {
         .then_some(())
         .expect("prepare after the help");
 }
+
+/// The commands a help quotes (between backticks) that hold every one of `words`.
+fn quoted_command(help: &str, words: &[&str]) -> String {
+    let found: Vec<&str> = help
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|c| words.iter().all(|w| c.contains(w)))
+        .collect();
+    assert_eq!(found.len(), 1, "one `{words:?}` command in: {help}");
+    found[0].to_string()
+}
+
+fn refusal(env: &Env, repo: &Path) -> (String, String) {
+    let doc = env.delegate(repo, ["prepare", "--json"]).expect(3).json();
+    assert_eq!(doc["error"]["code"], "delegate::dirty_submodule", "{doc}");
+    let s = |k: &str| doc["error"][k].as_str().unwrap().to_string();
+    (s("message"), s("help"))
+}
+
+/// design §3.16 "Hints": a submodule refusal's help works as printed, for
+/// a nested submodule too (`git -C PARENT add NESTED`: `git add
+/// vendor/lib/deps/n` from the top fails, the path is in vendor/lib's
+/// index). Another commit checked out in a submodule, with no file
+/// changed, is named as that, not as uncommitted changes.
+#[test]
+fn submodule_refusal_hints_work_as_printed() {
+    let f = fixture();
+    let env = &f.env;
+    let lib = f.repo.join("vendor/lib");
+    let n = lib.join("deps/n");
+    let prepare_ok = |env: &Env| {
+        let doc = env
+            .delegate(&f.repo, ["prepare", "--json"])
+            .expect(0)
+            .json();
+        let id = doc["batch"].as_str().unwrap().to_string();
+        let ws = roots(&doc)[0].clone();
+        (id, ws)
+    };
+    env.git(&n, ["commit", "-q", "--allow-empty", "-m", "moved"]);
+    let moved = env.git(&n, ["rev-parse", "HEAD"]).trim().to_string();
+
+    // Check the recorded commit out again, as printed.
+    let (message, help) = refusal(env, &f.repo);
+    assert!(message.contains("vendor/lib/deps/n"), "{message}");
+    assert!(message.contains(&moved[..12]), "{message}");
+    assert!(message.contains("checked out"), "{message}");
+    assert!(!message.contains("uncommitted"), "{message}");
+    env.sh(&f.repo, &quoted_command(&help, &["checkout"]))
+        .expect(0);
+    assert_eq!(env.git(&n, ["rev-parse", "HEAD"]).trim(), f.nested_head);
+    let (id, _) = prepare_ok(env);
+    env.delegate(&f.repo, ["drop", &id]).expect(0);
+
+    // Or record it: in vendor/lib, as printed, then commit it there, then
+    // record that in the superproject, as printed.
+    env.git(&n, ["checkout", "-q", "--detach", &moved]);
+    let (_, help) = refusal(env, &f.repo);
+    let add = quoted_command(&help, &[" add "]);
+    assert!(add.contains(lib.to_str().unwrap()), "{add}");
+    env.sh(&f.repo, &add).expect(0);
+    let (message, help) = refusal(env, &f.repo);
+    assert!(
+        message.starts_with("the submodule vendor/lib has uncommitted changes"),
+        "{message}"
+    );
+    assert!(help.contains("stash"), "{help}");
+    env.git(&lib, ["commit", "-q", "-m", "nested moved"]);
+    let (message, help) = refusal(env, &f.repo);
+    assert!(
+        message.starts_with("the submodule vendor/lib has commit"),
+        "{message}"
+    );
+    let add = quoted_command(&help, &[" add "]);
+    env.sh(&f.repo, &add).expect(0);
+    let (id, ws) = prepare_ok(env);
+    assert_eq!(
+        env.git(&ws.join("vendor/lib/deps/n"), ["rev-parse", "HEAD"])
+            .trim(),
+        moved
+    );
+    env.delegate(&f.repo, ["drop", &id]).expect(0);
+
+    // A file changed in the nested one: put aside as printed.
+    std::fs::write(n.join("n.txt"), "changed\n").unwrap();
+    let (message, help) = refusal(env, &f.repo);
+    assert!(
+        message.contains("vendor/lib/deps/n") && message.contains("n.txt"),
+        "{message}"
+    );
+    env.sh(&f.repo, &quoted_command(&help, &["stash"]))
+        .expect(0);
+    prepare_ok(env);
+}

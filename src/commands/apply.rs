@@ -726,11 +726,15 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
     let invalid = |o: &Outcome| o.reason == Some(crate::validate::REASON);
     // design §3.18 "Follow-through": only an apply that names it lands it.
     let worker_failed = |o: &Outcome| o.status == TaskState::WorkerFailed;
+    let resubmit = |o: &Outcome| o.resubmit;
     let to_refresh = names(&merge);
     let waiting = names(&unresolved);
     let refused = names(&invalid);
     let failed_workers = names(&worker_failed);
-    let other = names(&|o| !merge(o) && !unresolved(o) && !invalid(o) && !worker_failed(o));
+    let to_resubmit: Vec<&Outcome> = kept.iter().copied().filter(|o| resubmit(o)).collect();
+    let other = names(&|o| {
+        !merge(o) && !unresolved(o) && !invalid(o) && !worker_failed(o) && !resubmit(o)
+    });
     let mut text = String::new();
     let task_s = |n: &[String]| if n.len() == 1 { "task" } else { "tasks" };
     if !to_refresh.is_empty() {
@@ -775,6 +779,16 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
             if one { "" } else { "s" },
             only.join(" "),
             if one { "it" } else { "them" },
+        ));
+    }
+    // design §3.14: a remote task has no workspace here; what its worker
+    // submitted is what cannot be applied.
+    for o in to_resubmit {
+        let task = &b.tasks[o.idx].name;
+        text.push_str(&format!(
+            "  - task {}: what its worker submitted cannot be applied as it is; the worker submits again from its workspace (`git delegate submit` there, or, to start afresh, in the one `{}` makes), then run `git delegate apply {short}` again;\n",
+            shell_quote(task),
+            crate::remote::join_command(b, task).unwrap_or_default(),
         ));
     }
     if !other.is_empty() {

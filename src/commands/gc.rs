@@ -72,6 +72,7 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
             "incomplete": report.incomplete,
             "stashed": report.stashed.iter().map(|w| json!({"batch": w.batch, "task": w.task, "stash": w.stash})).collect::<Vec<_>>(),
             "undo_entries_removed": report.undo_entries_removed,
+            "temp_files_removed": report.temp_files_removed.iter().map(|p| crate::paths::doc_path(p)).collect::<Vec<_>>(),
             "recovered_writebacks": recovered.rolled_back,
         });
         if let (false, Some(m)) = (report.remote_left.is_empty(), doc.as_object_mut()) {
@@ -155,6 +156,15 @@ fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
             } else {
                 "ies"
             }
+        ));
+    }
+    if !r.temp_files_removed.is_empty() {
+        // design §3.18 "Leftovers".
+        let n = r.temp_files_removed.len();
+        text.push_str(&format!(
+            "{} {n} temporary file{} that killed commands left in the state folder.\n",
+            if r.dry_run { "Would remove" } else { "Removed" },
+            if n == 1 { "" } else { "s" }
         ));
     }
     for id in &r.incomplete {

@@ -97,6 +97,13 @@ fn message(p: &Problem) -> String {
             p.batch
         ),
         Fact::ScratchOrphan { message } => message.clone(),
+        // design §3.18 "Leftovers".
+        Fact::TempFile(t) => format!(
+            "a temporary file of git-delegate was left by a command that was killed: {} ({}, last written {} ago); `git delegate gc` removes it",
+            super::show(&t.path),
+            super::human_bytes(t.bytes, "bytes"),
+            crate::time::human(t.age_secs as i64)
+        ),
     }
 }
 
@@ -207,7 +214,14 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             .collect();
         let problems: Vec<Value> = problems
             .iter()
-            .map(|p| json!({"batch": p.batch, "kind": p.kind(), "message": message(p)}))
+            .map(|p| {
+                let mut doc = json!({"batch": p.batch, "kind": p.kind(), "message": message(p)});
+                if let Fact::TempFile(t) = &p.fact {
+                    doc["path"] = json!(crate::paths::doc_path(&t.path));
+                    doc["bytes"] = json!(t.bytes);
+                }
+                doc
+            })
             .collect();
         let mut doc = json!({ "batches": docs, "problems": problems });
         if !undo_entries.is_empty() {

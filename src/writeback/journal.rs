@@ -196,17 +196,25 @@ fn journal_text(plan: &Plan) -> String {
     text
 }
 
+/// Write the journal of `plan` to `path` through a temp file, which no
+/// failure leaves behind (design §3.18 "Leftovers").
 pub(super) fn write_journal(path: &Path, plan: &Plan) -> std::io::Result<()> {
     let tmp = tmp_journal(path);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp)?;
-    f.write_all(journal_text(plan).as_bytes())?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, path)?;
+    let written = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)?;
+        f.write_all(journal_text(plan).as_bytes())?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
     let dir = std::fs::File::open(path.parent().unwrap_or(Path::new(".")))?;
     dir.sync_all()
 }

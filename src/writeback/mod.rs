@@ -441,7 +441,7 @@ fn write_with(
                 "cannot record the write-back journal {}: {e}; nothing was changed",
                 journal_path.display()
             ),
-            FsCause::of(&e).map(Cause::Fs),
+            FsCause::of_at(&e, Some(batch_dir)).map(Cause::Fs),
         )
     })?;
     faults.hit("after-journal");
@@ -454,7 +454,7 @@ fn write_with(
         renames: 0,
         synced: BTreeSet::new(),
     };
-    let outcome = w.run(&mut plan);
+    let outcome = w.run(&mut plan).map_err(|f| f.at(&source.root));
     if let Err(fail) = outcome {
         return Err(
             match rollback(&mut w.dirs, &mut plan, &journal_path, faults) {

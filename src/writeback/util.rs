@@ -74,6 +74,20 @@ impl Fail {
         Fail(message.into(), cause)
     }
 
+    /// This failure, met writing below `root`: a full disk whose inodes
+    /// ran out is named so (design §3.18 "Leftovers"), decided now, before
+    /// a rollback gives inodes back.
+    pub(super) fn at(self, root: &std::path::Path) -> Fail {
+        use crate::error::FsCause;
+        match self.1 {
+            Some(Cause::Fs(FsCause::Full)) if FsCause::Full.at(root) == FsCause::NoInodes => Fail(
+                format!("{}: {}", self.0, FsCause::inodes_text(root)),
+                Some(Cause::Fs(FsCause::NoInodes)),
+            ),
+            _ => self,
+        }
+    }
+
     /// A failing filter driver (`driver`: its name, when known).
     pub(super) fn filter(message: impl Into<String>, driver: Option<String>) -> Fail {
         Fail(message.into(), Some(Cause::Filter(driver)))

@@ -272,7 +272,8 @@ pub fn printed_command(text: &str, start: &str) -> String {
     // A hint is a command to run, never a form to fill in.
     for placeholder in ["TASK", "BATCH", "PID", "REF", "ID", "PATH", "DIR"] {
         assert!(
-            !cmd.split(|c: char| !c.is_ascii_alphanumeric())
+            // (`_` joins a word: `GIT_COMMON_DIR` names no placeholder.)
+            !cmd.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
                 .any(|w| w == placeholder),
             "placeholder {placeholder} in the hint `{cmd}`:\n{text}"
         );

@@ -5,6 +5,7 @@
 mod common;
 
 mod git_dir;
+mod holes;
 mod modes;
 mod paths;
 mod remote_refs;
