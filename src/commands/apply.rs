@@ -77,7 +77,17 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         )),
         None => {}
     }
-    let code = if report.all_ok() { 0 } else { 1 };
+    if report.interrupted {
+        super::tell_finished(
+            ui,
+            &format!("the write-back into {}", super::show(&b.source)),
+        );
+    }
+    let code = if report.all_ok() && !report.interrupted {
+        0
+    } else {
+        1
+    };
     Ok(match refreshed {
         Some(Err(e)) => code.max(e.exit_code()),
         _ => code,
@@ -115,6 +125,9 @@ pub(super) fn report_doc(report: &Report) -> Value {
         if let Some(left) = remote_left {
             m.insert("warnings".into(), json!([super::remote::left_doc(left)]));
         }
+    }
+    if report.interrupted {
+        super::mark_finished(&mut doc);
     }
     doc
 }
@@ -491,6 +504,9 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
             ui.paint("31", status)
         };
         let detail = match o.status {
+            TaskState::Applied if o.message.is_some() => {
+                crate::ui::escape_text(o.message.as_deref().unwrap_or(""))
+            }
             TaskState::Applied => {
                 let n = o.applied.len();
                 let s = if n == 1 { "" } else { "s" };

@@ -170,7 +170,12 @@ impl Rig {
         let oracle = env.path().join("oracle");
         env.git(
             env.path(),
-            ["clone", "-q", repo.to_str().unwrap(), oracle.to_str().unwrap()],
+            [
+                "clone",
+                "-q",
+                repo.to_str().unwrap(),
+                oracle.to_str().unwrap(),
+            ],
         );
         std::fs::write(oracle.join("notes.txt"), "the user's own notes\n").unwrap();
         for i in 0..TASKS {
@@ -252,10 +257,9 @@ struct Paused {
 
 impl Paused {
     fn start(env: &Env, dir: &Path, args: &[&str], point: &str) -> Paused {
-        let paused = env.path().join(format!(
-            "paused-{}",
-            point.replace([':', ','], "-")
-        ));
+        let paused = env
+            .path()
+            .join(format!("paused-{}", point.replace([':', ','], "-")));
         let _ = std::fs::remove_file(&paused);
         let child = env
             .delegate_cmd(dir)
@@ -330,8 +334,14 @@ impl Paused {
 fn assert_rolled_back(run: &Run, when: &str) {
     assert_eq!(run.code, 3, "{when}: exit\nstderr:\n{}", run.stderr);
     let doc = run.json();
-    assert_eq!(doc["error"]["code"], "delegate::interrupted", "{when}: {doc:#}");
-    assert_eq!(doc["error"]["interrupted"], "rolled_back", "{when}: {doc:#}");
+    assert_eq!(
+        doc["error"]["code"], "delegate::interrupted",
+        "{when}: {doc:#}"
+    );
+    assert_eq!(
+        doc["error"]["interrupted"], "rolled_back",
+        "{when}: {doc:#}"
+    );
     assert!(
         run.stderr.contains("rolled back"),
         "{when}: stderr does not say it was rolled back:\n{}",
@@ -375,13 +385,17 @@ fn a_signal_during_apply_or_undo_rolls_back_or_finishes_never_half() {
         assert_rolled_back(&run, &when);
         rig.assert_source("before", &when);
         for (root, t) in roots.iter().zip(&workspaces) {
-            assert!(tree(root) == *t, "{when}: workspace {} changed", root.display());
+            assert!(
+                tree(root) == *t,
+                "{when}: workspace {} changed",
+                root.display()
+            );
         }
-        assert!(rig.undo_list().is_empty(), "{when}: an undo entry for nothing");
-        let status = rig
-            .env
-            .delegate(&rig.repo, ["status", "--check"])
-            .expect(0);
+        assert!(
+            rig.undo_list().is_empty(),
+            "{when}: an undo entry for nothing"
+        );
+        let status = rig.env.delegate(&rig.repo, ["status", "--check"]).expect(0);
         assert!(status.stderr.is_empty(), "{when}: {}", status.stderr);
     }
     // Just past the commit point: finished, recorded, cleaned up.
@@ -395,7 +409,10 @@ fn a_signal_during_apply_or_undo_rolls_back_or_finishes_never_half() {
     assert_eq!(doc["batch_open"], false, "{when}: {doc:#}");
     let tasks = doc["tasks"].as_array().unwrap();
     assert_eq!(tasks.len(), TASKS, "{when}: {doc:#}");
-    assert!(tasks.iter().all(|t| t["status"] == "applied"), "{when}: {doc:#}");
+    assert!(
+        tasks.iter().all(|t| t["status"] == "applied"),
+        "{when}: {doc:#}"
+    );
     let id = doc["apply_id"].as_str().expect("apply_id").to_string();
     let entries = rig.undo_list();
     assert_eq!(entries.len(), 1, "{when}: {entries:#?}");
@@ -462,9 +479,19 @@ fn a_signal_during_a_refresh_rolls_the_workspace_back_or_finishes_it() {
         assert_rolled_back(&run, &when);
         assert_eq!(temp_files(&ws), Vec::<String>::new(), "{when}");
         assert_eq!(which(&ws, &before, &after), Ok("before"), "{when}");
-        assert_eq!(porcelain(&rig.env, &ws), "", "{when}: git status in the workspace");
-        let refs = rig.env.git(&rig.repo, ["for-each-ref", "--format=%(refname)", &base_ref]);
-        assert_eq!(refs, "", "{when}: the task's base moved though its workspace did not");
+        assert_eq!(
+            porcelain(&rig.env, &ws),
+            "",
+            "{when}: git status in the workspace"
+        );
+        let refs = rig.env.git(
+            &rig.repo,
+            ["for-each-ref", "--format=%(refname)", &base_ref],
+        );
+        assert_eq!(
+            refs, "",
+            "{when}: the task's base moved though its workspace did not"
+        );
     }
     let when = "refresh, SIGTERM just past the commit point";
     let p = Paused::start(&rig.env, &rig.repo, &refresh, "writeback-after-commit");
@@ -475,7 +502,11 @@ fn a_signal_during_a_refresh_rolls_the_workspace_back_or_finishes_it() {
     assert_eq!(temp_files(&ws), Vec::<String>::new(), "{when}");
     assert_eq!(which(&ws, &before, &after), Ok("after"), "{when}");
     // Its index and HEAD moved with it: the workspace shows no change.
-    assert_eq!(porcelain(&rig.env, &ws), "", "{when}: git status in the workspace");
+    assert_eq!(
+        porcelain(&rig.env, &ws),
+        "",
+        "{when}: git status in the workspace"
+    );
     let base = rig.env.git(&rig.repo, ["rev-parse", &base_ref]);
     assert_eq!(doc["tasks"][0]["base"], base.trim(), "{when}: {doc:#}");
 }
@@ -495,7 +526,11 @@ fn a_write_back_killed_past_its_commit_point_is_finished_recorded_and_told_so() 
     assert_eq!(killed.status.signal(), Some(9));
     let status = rig.env.delegate(&rig.repo, ["status"]).expect(0);
     assert!(status.stdout.contains("rolls it back"), "{}", status.stdout);
-    let doc = rig.env.delegate(&rig.repo, ["status", "--json"]).expect(0).json();
+    let doc = rig
+        .env
+        .delegate(&rig.repo, ["status", "--json"])
+        .expect(0)
+        .json();
     let journal = doc["problems"]
         .as_array()
         .unwrap()
@@ -504,8 +539,16 @@ fn a_write_back_killed_past_its_commit_point_is_finished_recorded_and_told_so() 
         .cloned()
         .unwrap_or_else(|| panic!("{doc:#}"));
     assert_eq!(journal["recovery"], "roll_back", "{doc:#}");
-    let gc = rig.env.delegate(&rig.repo, ["gc", "--json"]).expect(0).json();
-    assert_eq!(gc["recovered_writebacks"], serde_json::json!([batch]), "{gc:#}");
+    let gc = rig
+        .env
+        .delegate(&rig.repo, ["gc", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(
+        gc["recovered_writebacks"],
+        serde_json::json!([batch]),
+        "{gc:#}"
+    );
     rig.assert_source("before", "killed before the commit point, after gc");
 
     // Killed just past it.
@@ -523,7 +566,11 @@ fn a_write_back_killed_past_its_commit_point_is_finished_recorded_and_told_so() 
         "status must say the next command finishes the write-back:\n{}",
         status.stdout
     );
-    let doc = rig.env.delegate(&rig.repo, ["status", "--json"]).expect(0).json();
+    let doc = rig
+        .env
+        .delegate(&rig.repo, ["status", "--json"])
+        .expect(0)
+        .json();
     let journal = doc["problems"]
         .as_array()
         .unwrap()
@@ -540,14 +587,22 @@ fn a_write_back_killed_past_its_commit_point_is_finished_recorded_and_told_so() 
     // The next command finishes it, and the apply is recorded.
     let gc = rig.env.delegate(&rig.repo, ["gc", "--json"]).expect(0);
     let gc_doc = gc.json();
-    assert_eq!(gc_doc["completed_writebacks"], serde_json::json!([batch]), "{gc_doc:#}");
+    assert_eq!(
+        gc_doc["completed_writebacks"],
+        serde_json::json!([batch]),
+        "{gc_doc:#}"
+    );
     rig.assert_source("after", "killed past the commit point, after gc");
     let entries = rig.undo_list();
     assert_eq!(entries.len(), 1, "{entries:#?}");
     assert_eq!(entries[0]["batch"], batch.as_str());
     assert_eq!(entries[0]["paths"], TASKS * 120);
     assert_eq!(entries[0]["tasks"].as_array().unwrap().len(), TASKS);
-    let text = rig.env.delegate(&rig.repo, ["undo", "--list"]).expect(0).stdout;
+    let text = rig
+        .env
+        .delegate(&rig.repo, ["undo", "--list"])
+        .expect(0)
+        .stdout;
     assert!(!text.contains("No undo entries"), "{text}");
 
     // A re-run of apply: the tasks are applied, nothing is written again.
