@@ -657,9 +657,11 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     // Tasks an earlier apply recorded applied and did not clean up (it was
     // interrupted during its clean-up, or recovery finished its write-back:
     // design §7 "What recovery finishes"): applied, and cleaned up now.
+    // (Listed only when `--only` does not restrict the run to other tasks.)
     if !dry_run {
         for (i, t) in b.tasks.iter().enumerate() {
             if t.state == TaskState::Applied
+                && opts.only.is_empty()
                 && !t.remote
                 && !outcomes.iter().any(|o| o.idx == i)
                 && still_locked_by_us(&source, &b, t)

@@ -265,6 +265,12 @@ pub(super) fn document(
                     m.insert("processes".into(), procs_doc(&o.processes));
                 }
             }
+            // Applied by an earlier, interrupted apply (design §7).
+            if let (TaskState::Applied, Some(msg), Value::Object(m)) =
+                (o.status, &o.message, &mut v)
+            {
+                m.insert("message".into(), json!(msg));
+            }
             if o.status == TaskState::Discarded && !o.nested_kept.is_empty() {
                 if let Value::Object(m) = &mut v {
                     m.insert(
