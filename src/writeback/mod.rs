@@ -4,7 +4,9 @@
 //! Owns: the journal file in a batch's state folder, writing and removing
 //! working-tree paths (temp file + fsync + rename, symlink-safe parents,
 //! exec bits, symlinks, smudge filters), rollback, and recovery of journals
-//! left by dead processes.
+//! left by dead processes; what a signal during a write-back does (see
+//! "Signals"); putting in place, at the commit point, the state files a
+//! caller staged with the write (`Then`: the record of what was written).
 //! Never: writes a path whose current content is not the expected `S`
 //! state; moves back or deletes a path that does not hold exactly what the
 //! write put there (a user's edit made after the write is left, and the
@@ -59,8 +61,22 @@
 //!    anything). Touched folders fsync'd.
 //! 6. Marker `committed` appended and fsync'd: from here on the result
 //!    stands, and recovery rolls forward instead of back.
-//! 7. Asides removed, folders emptied by deletions removed, folders
-//!    fsync'd, journal removed, batch folder fsync'd.
+//! 7. The staged state files (`then`) renamed over their final names, each
+//!    folder fsync'd; asides removed, folders emptied by deletions removed,
+//!    folders fsync'd, journal removed, batch folder fsync'd. A rollback
+//!    removes the staged files instead (design §7 "What recovery finishes").
+//!
+//! # Signals (design §7 "Signals")
+//!
+//! `write_then` takes the termination-signal handler (`interrupt`) at its
+//! start and keeps it for the rest of the process. A signal arrived before
+//! a temp file or a rename (steps 3 and 5) stops the write there and rolls
+//! it back as any failure is (`delegate::interrupted`, `interrupted:
+//! "rolled_back"`); one arrived later is past the last check: the write
+//! commits and finishes, and the caller, which asks
+//! `interrupt::interrupted()`, says so. Test-only pause points sit at the
+//! fault points below (`writeback-after-journal`, `writeback-after-temp-files`,
+//! `writeback-after-rename:N`, `writeback-after-commit`).
 //!
 //! Every working-tree access goes through folder descriptors opened one
 //! component at a time from the root with `O_NOFOLLOW | O_DIRECTORY`, and
@@ -107,7 +123,8 @@
 //!
 //! JSON lines, each object tagged by `"t"`: one `header` (`version`, `pid`,
 //! `start` (ticks since boot, `/proc/PID/stat` field 22), `host`, `root`,
-//! `token`, `created_at`), one `item` per path (`path`, `s` and `f` as
+//! `token`, `created_at`, and `then`: `[staged, final]` absolute paths of
+//! the staged state files, left out when none), one `item` per path (`path`, `s` and `f` as
 //! `"<octal mode> <hex id>"` or null, `temp`, `aside`, `aside_folder`,
 //! `covered` (inside a folder moved aside whole), `early` (its folders are
 //! created before its temp)), one `mkdirs` (folders the write may create,
@@ -127,8 +144,9 @@
 //! `batch.toml` included) and `<state>/undo/*/writeback.journal` (an
 //! undo's or `apply --from-undo`'s, reported by apply id). A journal without `planned` is removed (nothing
 //! was written). One whose writer (pid + start time, same host) still runs
-//! is left alone. `committed`: rolled forward (asides and emptied folders
-//! removed). Otherwise rolled back as above, using the journal's `root`.
+//! is left alone. `committed`: rolled forward (staged state files put in
+//! place, asides and emptied folders removed; reported in `recorded` when
+//! there were staged files). Otherwise rolled back as above, using the journal's `root`.
 //! Only mutating commands recover (`lock::lock_and_recover`);
 //! `apply --dry-run` calls `pending` and reports instead, and `status`
 //! reads `left_paths`.
