@@ -619,3 +619,52 @@ fn a_write_back_killed_past_its_commit_point_is_finished_recorded_and_told_so() 
     rig.env.delegate(&rig.repo, ["undo"]).expect(0);
     rig.assert_source("before", "undo of the recovered apply");
 }
+
+#[test]
+fn a_signal_while_a_kept_proposal_lands_rolls_back_or_finishes() {
+    let rig = Rig::new();
+    let doc = rig
+        .env
+        .delegate(&rig.repo, ["prepare", "-n", "1", "--json"])
+        .expect(0)
+        .json();
+    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    edit(&ws, &edits(0));
+    let doc = rig
+        .env
+        .delegate(&rig.repo, ["apply", "--discard", "1", "--json"])
+        .expect(0)
+        .json();
+    let kept = doc["tasks"][0]["proposal_ref"].as_str().unwrap().to_string();
+    let before = tree(&rig.repo);
+    // The source with task 0's edits only.
+    let one = rig.env.path().join("one");
+    rig.env.git(
+        rig.env.path(),
+        ["clone", "-q", rig.repo.to_str().unwrap(), one.to_str().unwrap()],
+    );
+    std::fs::write(one.join("notes.txt"), "the user's own notes\n").unwrap();
+    edit(&one, &edits(0));
+    let after = tree(&one);
+    let args = ["apply", "--kept", kept.as_str(), "--json"];
+    let p = Paused::start(&rig.env, &rig.repo, &args, "writeback-after-rename:60");
+    p.signal(Signal::INT, 1);
+    let run = p.finish();
+    assert_rolled_back(&run, "apply --kept, SIGINT midway");
+    assert_eq!(temp_files(&rig.repo), Vec::<String>::new());
+    assert_eq!(which(&rig.repo, &before, &after), Ok("before"));
+    assert!(rig.undo_list().is_empty());
+    let status = rig.env.delegate(&rig.repo, ["status", "--json"]).expect(0).json();
+    assert_eq!(status["kept"].as_array().map(Vec::len), Some(1), "{status:#}");
+
+    let p = Paused::start(&rig.env, &rig.repo, &args, "writeback-after-commit");
+    p.signal(Signal::TERM, 1);
+    let run = p.finish();
+    let doc = assert_finished(&run, "apply --kept, SIGTERM past the commit point");
+    assert_eq!(doc["tasks"][0]["status"], "applied", "{doc:#}");
+    assert_eq!(temp_files(&rig.repo), Vec::<String>::new());
+    assert_eq!(which(&rig.repo, &before, &after), Ok("after"));
+    let entries = rig.undo_list();
+    assert_eq!(entries.len(), 1, "{entries:#?}");
+    assert_eq!(doc["apply_id"], entries[0]["apply_id"]);
+}
