@@ -944,7 +944,7 @@ pub(crate) fn lock_and_report(source: &Source) -> Result<crate::lock::RepoLock> 
                 "an interrupted write-back of batch {} is left over: the working tree may hold part of its result, so a dry run cannot say what apply would do (it changed nothing)",
                 shorts.join(", ")
             ),
-            "run `git delegate apply` or `git delegate gc`: they roll it back first (a path you changed since is left as you left it, and named); `git delegate status` shows it",
+            "run `git delegate apply` or `git delegate gc`: they roll it back (or finish it, past its commit point) first (a path you changed since is left as you left it, and named); `git delegate status` shows it",
         )
         .with_details(details));
     }

@@ -344,7 +344,7 @@ fn lock(here: &Source, dry_run: bool, observer: &dyn Observer) -> Result<crate::
                     "an interrupted write-back ({}) is left over: the working tree may hold part of its result, so a dry run cannot say what undo would do (it changed nothing)",
                     pending.join(", ")
                 ),
-                "run `git delegate gc`: it rolls it back first; `git delegate status` shows it",
+                "run `git delegate gc`: it rolls it back (or finishes it, past its commit point) first; `git delegate status` shows it",
             ));
         }
         Ok(lock)

@@ -635,13 +635,21 @@ fn a_signal_while_a_kept_proposal_lands_rolls_back_or_finishes() {
         .delegate(&rig.repo, ["apply", "--discard", "1", "--json"])
         .expect(0)
         .json();
-    let kept = doc["tasks"][0]["proposal_ref"].as_str().unwrap().to_string();
+    let kept = doc["tasks"][0]["proposal_ref"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let before = tree(&rig.repo);
     // The source with task 0's edits only.
     let one = rig.env.path().join("one");
     rig.env.git(
         rig.env.path(),
-        ["clone", "-q", rig.repo.to_str().unwrap(), one.to_str().unwrap()],
+        [
+            "clone",
+            "-q",
+            rig.repo.to_str().unwrap(),
+            one.to_str().unwrap(),
+        ],
     );
     std::fs::write(one.join("notes.txt"), "the user's own notes\n").unwrap();
     edit(&one, &edits(0));
@@ -654,8 +662,16 @@ fn a_signal_while_a_kept_proposal_lands_rolls_back_or_finishes() {
     assert_eq!(temp_files(&rig.repo), Vec::<String>::new());
     assert_eq!(which(&rig.repo, &before, &after), Ok("before"));
     assert!(rig.undo_list().is_empty());
-    let status = rig.env.delegate(&rig.repo, ["status", "--json"]).expect(0).json();
-    assert_eq!(status["kept"].as_array().map(Vec::len), Some(1), "{status:#}");
+    let status = rig
+        .env
+        .delegate(&rig.repo, ["status", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(
+        status["kept"].as_array().map(Vec::len),
+        Some(1),
+        "{status:#}"
+    );
 
     let p = Paused::start(&rig.env, &rig.repo, &args, "writeback-after-commit");
     p.signal(Signal::TERM, 1);
