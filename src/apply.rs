@@ -90,6 +90,10 @@ pub struct Report {
     pub verify: Option<crate::verify::Report>,
     /// The batch ended but its refs on its remote could not be deleted (design §3.14).
     pub remote_left: Option<crate::remote::Left>,
+    /// A signal (Ctrl-C, SIGTERM) arrived once the write-back had begun, and
+    /// it was past its commit point: the write-back and this apply were
+    /// finished (design §7 "Signals"). The command says so and exits 1.
+    pub interrupted: bool,
 }
 
 impl Report {
@@ -592,6 +596,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     let mut write_error: Option<Error> = None;
     let mut apply_id: Option<String> = None;
     let mut undo_error: Option<Error> = None;
+    let mut wrote = false;
     if !candidates.is_empty() {
         let mut check = |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> {
             if !dry_run {
@@ -641,17 +646,37 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         }
 
         drop(merging);
-        // Step 4: write back.
+        // Step 4: write back. Its record (the undo entry, and these tasks
+        // applied in the batch) is staged first and takes effect at the
+        // write-back's commit point, so a write-back that recovery finishes
+        // after a crash is recorded as this one would be (design §7 "What
+        // recovery finishes"). A record that cannot be staged does not stop
+        // the write-back: the result stands without it, as a warning.
         if !dry_run && !plan.writes.is_empty() {
             let _writing = observer.step(&format!("Writing {} paths", plan.writes.len()));
+            let dir = batch::batch_dir(&source.state_dir(), &b.id);
             let result = persist(&source.repo, &mem, &plan.writes, Side::New).and_then(|()| {
-                writeback::write(
-                    &source,
-                    &batch::batch_dir(&source.state_dir(), &b.id),
-                    &plan.writes,
-                )
+                let then = match stage_record(&source, &b, &outcomes, &plan.writes, &dir) {
+                    Ok((id, staged)) => {
+                        apply_id = Some(id);
+                        staged
+                    }
+                    Err(e) => {
+                        undo_error = Some(e);
+                        Vec::new()
+                    }
+                };
+                writeback::write_then(&source, &dir, &plan.writes, &then)
             });
             if let Err(e) = result {
+                if let Some(id) = apply_id.take() {
+                    crate::undo::discard_staged(&source, &id);
+                }
+                // Interrupted (Ctrl-C, SIGTERM) and rolled back: nothing
+                // changed, every task stays open as it was (design §7 "Signals").
+                if e.code == Code::Interrupted {
+                    return Err(e);
+                }
                 for out in outcomes
                     .iter_mut()
                     .filter(|o| o.status == TaskState::Applied)
@@ -661,23 +686,41 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 }
                 write_error = Some(e);
             }
+            wrote = write_error.is_none();
+            if let Some(id) =
+                apply_id.take_if(|id| wrote && !crate::undo::recorded(&source.state_dir(), id))
+            {
+                crate::undo::discard_staged(&source, &id);
+                undo_error = Some(Error::state(
+                    Code::WriteFailed,
+                    "the undo entry of this apply could not be put in place",
+                    "the result stands; `git delegate undo` cannot take this apply back",
+                ));
+            }
         }
         if write_error.is_none() {
             written = plan.writes.iter().map(|w| w.path.clone()).collect();
-            // The undo entry (design §3.11): what the write changed, and
-            // the proposals it applied. The result stands if this fails.
-            if !dry_run && !plan.writes.is_empty() {
-                let applied: Vec<(String, String)> = outcomes
-                    .iter()
-                    .filter(|o| o.status == TaskState::Applied)
-                    .filter_map(|o| Some((b.tasks[o.idx].name.clone(), o.proposal_ref.clone()?)))
-                    .collect();
-                match crate::undo::record(&source, &b.id, &plan.writes, &applied) {
-                    Ok(id) => apply_id = Some(id),
-                    Err(e) => undo_error = Some(e),
-                }
+        }
+    }
+
+    // Tasks an earlier apply recorded applied and did not clean up (it was
+    // interrupted during its clean-up, or recovery finished its write-back:
+    // design §7 "What recovery finishes"): applied, and cleaned up now.
+    // (Listed only when `--only` does not restrict the run to other tasks.)
+    if !dry_run {
+        for (i, t) in b.tasks.iter().enumerate() {
+            if t.state == TaskState::Applied
+                && opts.only.is_empty()
+                && !t.remote
+                && !outcomes.iter().any(|o| o.idx == i)
+                && still_locked_by_us(&source, &b, t)
+            {
+                let mut out = Outcome::new(i, TaskState::Applied);
+                out.message = Some(EARLIER.to_string());
+                outcomes.push(out);
             }
         }
+        outcomes.sort_by_key(|o| o.idx);
     }
 
     // Step 5: record, then clean up. Every outcome is saved before any
@@ -852,8 +895,61 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         remote_left,
         // Nothing merged: nothing was verified (design §6.4 "not_run").
         verify: verify_report.or_else(|| verify.map(crate::verify::not_run)),
+        // A signal since the write-back began, which was finished (design §7 "Signals").
+        interrupted: wrote && crate::interrupt::interrupted(),
     })
 }
+
+/// The record of an apply about to write `writes`, staged in `dir` (the
+/// batch's state folder) for `writeback::write_then`: its undo entry
+/// (design §3.11), and the batch with the tasks it applies recorded
+/// `applied` (the other tasks as they are: an apply finished by recovery
+/// re-examines them). Returns the apply id and the staged files.
+fn stage_record(
+    source: &Source,
+    b: &Batch,
+    outcomes: &[Outcome],
+    writes: &[PathWrite],
+    dir: &std::path::Path,
+) -> Result<(String, Vec<writeback::Then>)> {
+    let applied: Vec<&Outcome> = outcomes
+        .iter()
+        .filter(|o| o.status == TaskState::Applied)
+        .collect();
+    let tasks: Vec<(String, String)> = applied
+        .iter()
+        .filter_map(|o| Some((b.tasks[o.idx].name.clone(), o.proposal_ref.clone()?)))
+        .collect();
+    let (id, entry) = crate::undo::stage(source, &b.id, writes, &tasks, dir)?;
+    let mut after = b.clone();
+    let now = crate::time::rfc3339(crate::time::now());
+    for o in &applied {
+        if let Some(t) = after.tasks.get_mut(o.idx) {
+            t.state = TaskState::Applied;
+            t.reason = None;
+            t.conflicted_paths.clear();
+            t.updated_at = Some(now.clone());
+        }
+    }
+    let staged = batch::stage(&source.state_dir(), &after).inspect_err(|_| {
+        crate::undo::discard_staged(source, &id);
+        let _ = std::fs::remove_file(&entry.staged);
+    })?;
+    Ok((
+        id,
+        vec![
+            entry,
+            writeback::Then {
+                staged: staged.0,
+                to: staged.1,
+            },
+        ],
+    ))
+}
+
+/// The message of a task an earlier, interrupted apply recorded applied.
+pub const EARLIER: &str =
+    "applied by an earlier apply that was interrupted (its write-back was finished); its clean-up is done now";
 
 /// A task whose workspace pushed entries still in the stash has work
 /// there that apply cannot see: it stays open (reason `stashed`), whatever
@@ -902,7 +998,7 @@ pub(crate) fn lock_and_report(source: &Source) -> Result<crate::lock::RepoLock> 
                 "an interrupted write-back of batch {} is left over: the working tree may hold part of its result, so a dry run cannot say what apply would do (it changed nothing)",
                 shorts.join(", ")
             ),
-            "run `git delegate apply` or `git delegate gc`: they roll it back first (a path you changed since is left as you left it, and named); `git delegate status` shows it",
+            "run `git delegate apply` or `git delegate gc`: they roll it back (or finish it, past its commit point) first (a path you changed since is left as you left it, and named); `git delegate status` shows it",
         )
         .with_details(details));
     }

@@ -362,6 +362,17 @@ pub fn save(state_dir: &Path, batch: &Batch) -> Result<()> {
     crate::fs::write_atomic(&dir.join("batch.toml"), to_toml(batch)?.as_bytes())
 }
 
+/// Write `batch` as it will be once a write-back commits: under a staged
+/// name next to its `batch.toml`, which the write-back renames over it at
+/// its commit point (`writeback::Then`, design §7 "What recovery
+/// finishes"). Returns (staged, final) paths.
+pub fn stage(state_dir: &Path, batch: &Batch) -> Result<(PathBuf, PathBuf)> {
+    let dir = batch_dir(state_dir, &batch.id);
+    let staged = dir.join("batch.toml.staged");
+    crate::fs::write_atomic(&staged, to_toml(batch)?.as_bytes())?;
+    Ok((staged, dir.join("batch.toml")))
+}
+
 /// Remove a batch's state folder, once everything else of the batch is
 /// gone: first renamed to a hidden name (`.<id>.removed-<pid>`, which no
 /// command reads as a batch) in one step and the parent fsync'd, so the

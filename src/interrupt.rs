@@ -2,8 +2,9 @@
 //! handler that counts them, the question "has one arrived?", the error a
 //! command returns once it has undone its work, and the test-only pause
 //! points (`GIT_DELEGATE_TEST_PAUSE`) where a test signals or kills a
-//! prepare at a known point. A leaf: every module that can be interrupted
-//! (`prepare`, `workspace`, `carry`, `lock`) asks here.
+//! prepare (or a write-back) at a known point. A leaf: every module that
+//! can be interrupted (`prepare`, `workspace`, `carry`, `lock`,
+//! `writeback`) asks here.
 //!
 //! Owns: the signal counter and handler, the pause points, the
 //! `delegate::interrupted` error.
@@ -15,7 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// Termination signals received since the handler was installed.
 static SIGNALS: AtomicUsize = AtomicUsize::new(0);
 
-/// Catch SIGINT, SIGTERM, SIGHUP (and SIGQUIT) for the rest of a prepare:
+/// Catch SIGINT, SIGTERM, SIGHUP (and SIGQUIT) for the rest of a prepare
+/// (or, taken by `writeback::write_then`, of a command that writes back):
 /// each one only sets gix's interrupt flag, however many arrive, so the
 /// undo that follows the first is never cut short by the second (a
 /// terminal sends Ctrl-C to git and git-delegate together, and git passes

@@ -143,6 +143,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
     let mut write_error: Option<Error> = None;
     let mut apply_id: Option<String> = None;
     let mut undo_error: Option<Error> = None;
+    let mut wrote = false;
     if out.proposed.is_empty() {
         out.status = TaskState::NoChanges;
     } else {
@@ -184,20 +185,53 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
                         Error::io(format!("cannot create {}", journal_dir.display()), e)
                     })
                 })
-                .and_then(|()| writeback::write(&source, &journal_dir, &plan.writes));
+                .and_then(|()| {
+                    // Its undo entry takes effect with the write-back, at its
+                    // commit point (design §7 "What recovery finishes").
+                    let task = [(k.task.clone(), k.ref_name.clone())];
+                    let then = match crate::undo::stage(
+                        &source,
+                        &k.batch,
+                        &plan.writes,
+                        &task,
+                        &journal_dir,
+                    ) {
+                        Ok((id, then)) => {
+                            apply_id = Some(id);
+                            vec![then]
+                        }
+                        Err(e) => {
+                            undo_error = Some(e);
+                            Vec::new()
+                        }
+                    };
+                    writeback::write_then(&source, &journal_dir, &plan.writes, &then)
+                });
             if made {
                 // Empty unless a rollback left its journal for recovery.
                 let _ = std::fs::remove_dir(&journal_dir);
             }
             match result {
                 Ok(()) => {
-                    let task = [(k.task.clone(), k.ref_name.clone())];
-                    match crate::undo::record(&source, &k.batch, &plan.writes, &task) {
-                        Ok(id) => apply_id = Some(id),
-                        Err(e) => undo_error = Some(e),
+                    wrote = true;
+                    if let Some(id) = apply_id.take_if(|id| !crate::undo::recorded(&state_dir, id))
+                    {
+                        crate::undo::discard_staged(&source, &id);
+                        undo_error = Some(Error::state(
+                            Code::WriteFailed,
+                            "the undo entry of this apply could not be put in place",
+                            "the result stands; `git delegate undo` cannot take this apply back",
+                        ));
                     }
                 }
                 Err(e) => {
+                    if let Some(id) = apply_id.take() {
+                        crate::undo::discard_staged(&source, &id);
+                    }
+                    // Interrupted and rolled back: nothing changed (design §7 "Signals").
+                    if e.code == Code::Interrupted {
+                        return Err(e);
+                    }
                     out.applied.clear();
                     out.fail("write_failed", e.message.clone());
                     write_error = Some(e);
@@ -265,6 +299,8 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
             apply_id,
             verify: None,
             remote_left: None,
+            // A signal once the write-back began, which was finished (design §7 "Signals").
+            interrupted: wrote && crate::interrupt::interrupted(),
         },
         kept: k,
         root: source.root.clone(),

@@ -310,8 +310,13 @@ fn description() -> Sections {
              delegate hooks install` writes), with a warning, and leaves them as they are. Uncommitted, \
              untracked and ignored files are never overwritten or lost: a write that would replace \
              content git-delegate has not seen is a conflict. After a crash at any point the next \
-             command that changes things rolls an interrupted write-back back (`apply --dry-run` \
-             only reports it, exit 3), so the working tree is never left half applied. A path \
+             command that changes things rolls an interrupted write-back back, or finishes one \
+             that had written its whole result and records its apply as if nothing had happened \
+             (`git delegate status` says which first; `apply --dry-run` only reports it, exit \
+             3), so the working tree is never left half applied. Ctrl-C, SIGTERM or SIGHUP \
+             during a write-back (apply, undo, refresh) never leaves it half done either: before \
+             its commit point it is rolled back (exit 3, delegate::interrupted), past it it is \
+             finished and recorded (exit 1), and the command says which on stderr. A path \
              changed since the write-back put it there is never rolled back over: it is left as \
              you left it, the original it replaced is kept next to it under a `.gd-` name, and \
              every command that changes things names both (exit 3, `rollback_failed`) until you \
@@ -579,7 +584,8 @@ timeout = \"30s\"",
              cannot honour, a source that moved after \
              prepare, the lock held past lock.timeout, a baseline ref deleted by someone else, a \
              batch whose prepare never completed (apply, renew), a prepare interrupted by a \
-             signal (undone), an interrupted write-back that could not be rolled back, a \
+             signal (undone), a write-back interrupted by a signal before its commit point \
+             (rolled back), an interrupted write-back that could not be rolled back, a \
              filesystem error (a full disk, a denied permission) after which everything was \
              rolled back. Such errors are named for their cause, in every command: \
              delegate::disk_full (no space left on device, or no quota), \
@@ -799,7 +805,8 @@ fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
                  workspace untouched. A folder of the source that refuses \
                  writing (permissions, an immutable folder, a read-only mount) fails only the \
                  tasks that write in it (`failed`, reason `write_failed`, naming the folder); the \
-                 others are applied.",
+                 others are applied. Also when a signal arrived during the write-back past its \
+                 commit point: it was finished and recorded (`\"interrupted\": \"finished\"`).",
             ),
         ],
         "status" => &[

@@ -39,12 +39,14 @@ pub enum Fact {
     Stale(lease::State),
     /// A write-back journal is left in its state folder; `left` are the
     /// paths its last rollback left to the user (empty when none, or when
-    /// they were not looked for: [`of_state`]).
-    Journal { left: Vec<LeftPath> },
+    /// they were not looked for: [`of_state`]); `finishes`: it is past its
+    /// commit point, so recovery finishes it instead of rolling it back
+    /// (design §7).
+    Journal { left: Vec<LeftPath>, finishes: bool },
     /// An undo's (or `apply --from-undo`'s) write-back journal is left in
     /// its undo entry's folder (design §3.11); the problem's `batch` is the
     /// apply id.
-    UndoJournal { left: Vec<LeftPath> },
+    UndoJournal { left: Vec<LeftPath>, finishes: bool },
     /// The baseline ref `name` points at `to`, not at the baseline.
     RefMoved {
         name: String,
@@ -101,6 +103,17 @@ impl Problem {
         batch::short(&self.batch)
     }
 
+    /// What recovery will do with a left-over journal (`status --json`'s
+    /// `recovery`): "finish" past its commit point, else "roll_back".
+    pub fn recovery(&self) -> Option<&'static str> {
+        match &self.fact {
+            Fact::Journal { finishes, .. } | Fact::UndoJournal { finishes, .. } => {
+                Some(if *finishes { "finish" } else { "roll_back" })
+            }
+            _ => None,
+        }
+    }
+
     /// The kind `status --json` reports (design §6).
     pub fn kind(&self) -> &'static str {
         match &self.fact {
@@ -139,7 +152,8 @@ fn journal(state_dir: &Path, b: &Batch, left: bool) -> Option<Problem> {
     } else {
         Vec::new()
     };
-    Some(Problem::new(&b.id, Fact::Journal { left }))
+    let finishes = crate::writeback::committed(&dir);
+    Some(Problem::new(&b.id, Fact::Journal { left, finishes }))
 }
 
 fn broken(id: &str, problem: &str) -> Problem {
@@ -220,7 +234,8 @@ pub fn of_batches(source: &Source, entries: &[Entry]) -> Vec<Problem> {
         found.sort();
         for (id, dir) in found {
             let left = crate::writeback::left_paths(&dir);
-            out.push(Problem::new(&id, Fact::UndoJournal { left }));
+            let finishes = crate::writeback::committed(&dir);
+            out.push(Problem::new(&id, Fact::UndoJournal { left, finishes }));
         }
     }
     for (batch, message) in crate::scratch::orphan_messages(source) {

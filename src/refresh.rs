@@ -69,6 +69,10 @@ pub struct Refreshed {
 pub struct Report {
     pub batch: Batch,
     pub tasks: Vec<Refreshed>,
+    /// A signal arrived once a write-back had begun, and it was past its
+    /// commit point: that task was finished, the rest not refreshed
+    /// (design §7 "Signals"); the command exits 1.
+    pub interrupted: bool,
 }
 
 /// Refresh tasks of a batch (design §3.12), found from `here`. Takes the
@@ -155,8 +159,22 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         let done = refresh_task(&source, &mut b, idx, baseline_tree, new_base, snap.tree)?;
         batch::save(&source.state_dir(), &b)?;
         tasks.push(done);
+        // A signal during (or since) that write-back, past its commit point:
+        // that task is finished and recorded; the others are left for
+        // another refresh (design §7 "Signals").
+        if crate::interrupt::interrupted() {
+            return Ok(Report {
+                batch: b,
+                tasks,
+                interrupted: true,
+            });
+        }
     }
-    Ok(Report { batch: b, tasks })
+    Ok(Report {
+        batch: b,
+        tasks,
+        interrupted: false,
+    })
 }
 
 /// The batch and task whose workspace holds `cwd`, among the repository's
@@ -293,13 +311,20 @@ fn refresh_task(
             ),
         ));
     }
-    refs::set(
-        &source.repo,
-        &refs::task_base(&b.id, &task.name),
-        new_base,
-        false,
-    )?;
-    writeback::write(&ws, &batch::batch_dir(&source.state_dir(), &b.id), &writes)?;
+    let base_ref = refs::task_base(&b.id, &task.name);
+    let old_base = refs::get(&source.repo, &base_ref)?;
+    refs::set(&source.repo, &base_ref, new_base, false)?;
+    if let Err(e) = writeback::write(&ws, &batch::batch_dir(&source.state_dir(), &b.id), &writes) {
+        // Rolled back (a failure, or a signal: design §7 "Signals"): the
+        // workspace is on its old base, and so is its ref.
+        if e.code != Code::RollbackFailed {
+            let _ = match old_base {
+                Some(id) => refs::set(&source.repo, &base_ref, id, false),
+                None => refs::delete(&source.repo, &base_ref).map(|_| ()),
+            };
+        }
+        return Err(e);
+    }
 
     // 4. Index and HEAD at the new base; conflicted files unmerged.
     write_index(&ws.repo, s_tree, &staged, sparse.as_ref())?;

@@ -271,7 +271,7 @@ pub fn source_diff(
                 "an interrupted write-back of batch {} is left over: the working tree may hold part of its result, so diff --source cannot say what apply would do",
                 shorts.join(", ")
             ),
-            "run `git delegate apply` or `git delegate gc`: they roll it back first; `git delegate status` shows it",
+            "run `git delegate apply` or `git delegate gc`: they roll it back (or finish it, past its commit point) first; `git delegate status` shows it",
         )
         .with_details(details));
     }

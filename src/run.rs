@@ -429,6 +429,7 @@ pub fn run(
             side_effects: Vec::new(),
             verify: None,
             remote_left: None,
+            interrupted: false,
         }
     } else {
         let root = source.root.clone();

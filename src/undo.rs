@@ -104,6 +104,11 @@ fn save(state_dir: &Path, e: &Entry) -> Result<()> {
     let dir = entry_dir(state_dir, &e.apply_id);
     std::fs::create_dir_all(&dir)
         .map_err(|err| Error::io(format!("cannot create {}", dir.display()), err))?;
+    save_at(&dir.join(ENTRY_FILE), e)
+}
+
+/// An entry's file written at `file` (its place, or a staged name).
+fn save_at(file: &Path, e: &Entry) -> Result<()> {
     let text = serde_json::to_vec_pretty(e).map_err(|err| {
         Error::state(
             Code::Internal,
@@ -111,7 +116,7 @@ fn save(state_dir: &Path, e: &Entry) -> Result<()> {
             "report this bug",
         )
     })?;
-    crate::fs::write_atomic(&dir.join(ENTRY_FILE), &text)
+    crate::fs::write_atomic(file, &text)
 }
 
 /// Every readable entry of the repository, newest first.
@@ -150,17 +155,26 @@ fn tree_of_paths<'a>(
     Ok(editor.write().map_err(git)?.detach())
 }
 
-/// Record the undo entry of an apply that wrote `writes` (each path's `S`
-/// and `F` entries, objects already in the object store) into `source`
+/// The name an entry file is staged under, in the folder of the write-back
+/// journal whose commit puts it in place.
+const STAGED: &str = "undo-entry.json.staged";
+
+/// Stage the undo entry of an apply about to write `writes` (each path's
+/// `S` and `F` entries, objects already in the object store) into `source`
 /// for `batch_id`, keeping the proposals `tasks` (task name, proposal ref)
-/// applied. Returns the new apply id. Call with the repository lock held,
-/// after the write-back succeeded.
-pub fn record(
+/// it applies: its refs are written now, its file under a staged name in
+/// `dir` (the folder of the write-back's journal), which the write-back
+/// puts in place at its commit point (by this process, or by the recovery
+/// that finishes it: design §7 "What recovery finishes"). Returns the new
+/// apply id and that file. Call with the repository lock held; on a
+/// write-back that fails, [`discard_staged`].
+pub fn stage(
     source: &Source,
     batch_id: &str,
     writes: &[PathWrite],
     tasks: &[(String, String)],
-) -> Result<String> {
+    dir: &Path,
+) -> Result<(String, writeback::Then)> {
     let id = uuid::Uuid::new_v4().to_string();
     let mut kept: Vec<(String, ObjectId)> = Vec::new();
     for (task, name) in tasks {
@@ -168,8 +182,26 @@ pub fn record(
             kept.push((task.clone(), c));
         }
     }
-    record_as(source, &id, batch_id, writes, &kept, None)?;
-    Ok(id)
+    let staged = dir.join(STAGED);
+    record_as(source, &id, batch_id, writes, &kept, None, Some(&staged))?;
+    let to = entry_dir(&source.state_dir(), &id).join(ENTRY_FILE);
+    Ok((id, writeback::Then { staged, to }))
+}
+
+/// The refs of a staged entry whose write-back did not happen (best
+/// effort: gc removes refs no entry owns).
+pub fn discard_staged(source: &Source, id: &str) {
+    let prefix = format!("{}undo/{id}/", refs::PREFIX);
+    if let Ok(all) = refs::list(&source.repo) {
+        for (name, _) in all.into_iter().filter(|(n, _)| n.starts_with(&prefix)) {
+            let _ = refs::delete(&source.repo, &name);
+        }
+    }
+}
+
+/// Whether the entry `id` exists (its file is in place).
+pub fn recorded(state_dir: &Path, id: &str) -> bool {
+    entry_dir(state_dir, id).join(ENTRY_FILE).is_file()
 }
 
 fn record_as(
@@ -179,6 +211,7 @@ fn record_as(
     writes: &[PathWrite],
     tasks: &[(String, ObjectId)],
     from_undo: Option<&str>,
+    staged: Option<&Path>,
 ) -> Result<()> {
     let repo = &source.repo;
     let s_tree = tree_of_paths(repo, writes.iter().filter_map(|w| Some((&w.path, w.old?))))?;
@@ -204,22 +237,23 @@ fn record_as(
         refs::set(repo, &task_ref(id, task), *c, false)?;
     }
     let ns = now_ns();
-    save(
-        &source.state_dir(),
-        &Entry {
-            apply_id: id.to_string(),
-            batch: batch_id.to_string(),
-            source: source.root.clone(),
-            applied_at: crate::time::rfc3339((ns / 1_000_000_000) as i64),
-            applied_ns: ns,
-            paths: writes.len(),
-            tasks: tasks.iter().map(|(t, _)| t.clone()).collect(),
-            undone: false,
-            undone_at: None,
-            reapplied_as: None,
-            from_undo: from_undo.map(str::to_string),
-        },
-    )
+    let entry = Entry {
+        apply_id: id.to_string(),
+        batch: batch_id.to_string(),
+        source: source.root.clone(),
+        applied_at: crate::time::rfc3339((ns / 1_000_000_000) as i64),
+        applied_ns: ns,
+        paths: writes.len(),
+        tasks: tasks.iter().map(|(t, _)| t.clone()).collect(),
+        undone: false,
+        undone_at: None,
+        reapplied_as: None,
+        from_undo: from_undo.map(str::to_string),
+    };
+    match staged {
+        Some(file) => save_at(file, &entry),
+        None => save(&source.state_dir(), &entry),
+    }
 }
 
 /// Name an entry: its full id, or a unique prefix of at least 4 characters.
@@ -280,6 +314,9 @@ pub struct Report {
     pub conflicts: Vec<PathConflict>,
     /// The proposals the entry keeps: (task, ref).
     pub kept: Vec<(String, String)>,
+    /// A signal arrived during the write-back, past its commit point: it
+    /// was finished (design §7 "Signals"); the command exits 1.
+    pub interrupted: bool,
 }
 
 /// The entry's kept proposals: (task, ref name, commit).
@@ -307,7 +344,7 @@ fn lock(here: &Source, dry_run: bool, observer: &dyn Observer) -> Result<crate::
                     "an interrupted write-back ({}) is left over: the working tree may hold part of its result, so a dry run cannot say what undo would do (it changed nothing)",
                     pending.join(", ")
                 ),
-                "run `git delegate gc`: it rolls it back first; `git delegate status` shows it",
+                "run `git delegate gc`: it rolls it back (or finishes it, past its commit point) first; `git delegate status` shows it",
             ));
         }
         Ok(lock)
@@ -510,6 +547,7 @@ pub fn undo(
         paths: Vec::new(),
         conflicts: Vec::new(),
         kept,
+        interrupted: false,
     };
     let result = match integrate::merge3(&mem, f_tree, now, s_tree)? {
         Merge::Clean(t) => t,
@@ -539,17 +577,24 @@ pub fn undo(
         return Ok(report);
     }
     crate::interrupt::pause("undo-before-write");
-    if !writes.is_empty() {
-        let _writing = observer.step(&format!("Writing {} paths", writes.len()));
-        writeback::write(
-            &source,
-            &entry_dir(&state_dir, &report.entry.apply_id),
-            &writes,
-        )?;
-    }
     report.entry.undone = true;
     report.entry.undone_at = Some(crate::time::rfc3339(crate::time::now()));
-    save(&state_dir, &report.entry)?;
+    if writes.is_empty() {
+        save(&state_dir, &report.entry)?;
+    } else {
+        // The entry marked undone takes effect with the write-back, at its
+        // commit point (design §7 "What recovery finishes").
+        let dir = entry_dir(&state_dir, &report.entry.apply_id);
+        let staged = dir.join(STAGED);
+        save_at(&staged, &report.entry)?;
+        let then = writeback::Then {
+            staged,
+            to: dir.join(ENTRY_FILE),
+        };
+        let _writing = observer.step(&format!("Writing {} paths", writes.len()));
+        writeback::write_then(&source, &dir, &writes, &[then])?;
+        report.interrupted = crate::interrupt::interrupted();
+    }
     report.undone = true;
     Ok(report)
 }
@@ -573,6 +618,9 @@ pub struct Reapply {
     pub apply_id: Option<String>,
     pub tasks: Vec<Landed>,
     pub written: Vec<BString>,
+    /// A signal arrived during the write-back, past its commit point: it
+    /// was finished (design §7 "Signals"); the command exits 1.
+    pub interrupted: bool,
 }
 
 impl Reapply {
@@ -631,6 +679,7 @@ pub fn reapply(
         apply_id: None,
         tasks: Vec::new(),
         written: Vec::new(),
+        interrupted: false,
     };
     let Some((_, _, first)) = kept.first() else {
         return Ok(report);
@@ -714,35 +763,59 @@ pub fn reapply(
         let dir = entry_dir(&source.state_dir(), &id);
         std::fs::create_dir_all(&dir)
             .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-        let _writing = observer.step(&format!("Writing {} paths", plan.writes.len()));
-        if let Err(e) = writeback::write(&source, &dir, &plan.writes) {
-            if !dir.join(batch::JOURNAL_FILE).exists() {
-                let _ = crate::fs::remove_all(&dir);
-            }
-            return Err(e);
-        }
         let applied: Vec<(String, ObjectId)> = kept
             .iter()
             .enumerate()
             .filter(|(i, _)| plan.applied.contains(i))
             .map(|(_, (t, _, c))| (t.clone(), *c))
             .collect();
-        record_as(
-            &source,
-            &id,
-            &report.from.batch,
-            &plan.writes,
-            &applied,
-            Some(&report.from.apply_id),
-        )?;
+        // The new entry, and (every task landing) the undone one naming it,
+        // take effect with the write-back (design §7 "What recovery finishes").
+        let staged = dir.join(STAGED);
+        let staging = || -> Result<Vec<writeback::Then>> {
+            record_as(
+                &source,
+                &id,
+                &report.from.batch,
+                &plan.writes,
+                &applied,
+                Some(&report.from.apply_id),
+                Some(&staged),
+            )?;
+            let mut then = vec![writeback::Then {
+                staged: staged.clone(),
+                to: dir.join(ENTRY_FILE),
+            }];
+            if report.all_ok() {
+                let mut from = report.from.clone();
+                from.reapplied_as = Some(id.clone());
+                let staged = dir.join(format!("from-{STAGED}"));
+                save_at(&staged, &from)?;
+                then.push(writeback::Then {
+                    staged,
+                    to: entry_dir(&source.state_dir(), &from.apply_id).join(ENTRY_FILE),
+                });
+            }
+            Ok(then)
+        };
+        let then = staging().inspect_err(|_| {
+            discard_staged(&source, &id);
+            let _ = crate::fs::remove_all(&dir);
+        })?;
+        let _writing = observer.step(&format!("Writing {} paths", plan.writes.len()));
+        if let Err(e) = writeback::write_then(&source, &dir, &plan.writes, &then) {
+            discard_staged(&source, &id);
+            if !dir.join(batch::JOURNAL_FILE).exists() {
+                let _ = crate::fs::remove_all(&dir);
+            }
+            return Err(e);
+        }
+        report.interrupted = crate::interrupt::interrupted();
+        if report.all_ok() {
+            report.from.reapplied_as = Some(id.clone());
+        }
         report.written = plan.writes.iter().map(|w| w.path.clone()).collect();
         report.apply_id = Some(id);
-    }
-    if report.all_ok() {
-        report.from.reapplied_as = report.apply_id.clone();
-        if report.from.reapplied_as.is_some() {
-            save(&source.state_dir(), &report.from)?;
-        }
     }
     Ok(report)
 }

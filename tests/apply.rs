@@ -899,7 +899,13 @@ fn workspaces_left_by_an_interrupted_clean_up_are_removed_later_kept_ones_are_no
     .unwrap();
     assert!(ws[0].exists());
     let out = apply(&env, &repo, &["--discard", "2"], 0);
-    assert_eq!(out["tasks"].as_array().unwrap().len(), 1);
+    // Task 1 is listed applied, by that earlier apply (design §7 "What
+    // recovery finishes"): nothing written for it now.
+    assert_eq!(out["tasks"].as_array().unwrap().len(), 2, "{out:#}");
+    assert_eq!(task(&out, "1")["status"], "applied");
+    assert_eq!(task(&out, "1")["applied_paths"], serde_json::json!([]));
+    assert!(task(&out, "1")["message"].is_string(), "{out:#}");
+    assert_eq!(task(&out, "2")["status"], "discarded");
     assert_eq!(out["batch_open"], false);
     assert!(!ws[0].exists(), "the left-over workspace is still there");
     assert!(!ws[1].exists());

@@ -434,7 +434,7 @@ fn undo_killed_mid_write_is_rolled_back_by_the_next_command() {
 }
 
 #[test]
-fn undo_killed_after_its_commit_point_is_finished_and_the_next_undo_marks_it() {
+fn undo_killed_after_its_commit_point_is_finished_and_its_entry_marked_undone() {
     let env = Env::new();
     let repo = rich_repo(&env);
     let (_, ws) = prepare(&env, &repo, "2");
@@ -456,13 +456,16 @@ fn undo_killed_after_its_commit_point_is_finished_and_the_next_undo_marks_it() {
         "{out:#}"
     );
     assert_eq!(tree(&repo), pre);
-    // The entry was not marked before the crash: undo finds nothing more
-    // to write and marks it.
-    let out = env.delegate(&repo, ["undo", "--json"]).expect(0).json();
-    assert_eq!(out["undone"], true);
-    assert_eq!(out["paths"], serde_json::json!([]));
-    assert_eq!(tree(&repo), pre);
+    // The entry marked undone took effect with the write-back (design §7
+    // "What recovery finishes"): nothing is left to undo.
+    let list = env
+        .delegate(&repo, ["undo", "--list", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(list["entries"][0]["apply_id"], id.as_str());
+    assert_eq!(list["entries"][0]["undone"], true, "{list:#}");
     env.delegate(&repo, ["undo"]).expect(2);
+    assert_eq!(tree(&repo), pre);
 }
 
 fn set_config(repo: &Path, text: &str) {

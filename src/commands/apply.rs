@@ -77,7 +77,17 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         )),
         None => {}
     }
-    let code = if report.all_ok() { 0 } else { 1 };
+    if report.interrupted {
+        super::tell_finished(
+            ui,
+            &format!("the write-back into {}", super::show(&b.source)),
+        );
+    }
+    let code = if report.all_ok() && !report.interrupted {
+        0
+    } else {
+        1
+    };
     Ok(match refreshed {
         Some(Err(e)) => code.max(e.exit_code()),
         _ => code,
@@ -115,6 +125,9 @@ pub(super) fn report_doc(report: &Report) -> Value {
         if let Some(left) = remote_left {
             m.insert("warnings".into(), json!(super::remote::left_docs(left)));
         }
+    }
+    if report.interrupted {
+        super::mark_finished(&mut doc);
     }
     doc
 }
@@ -256,6 +269,12 @@ pub(super) fn document(
                 if let Value::Object(m) = &mut v {
                     m.insert("processes".into(), procs_doc(&o.processes));
                 }
+            }
+            // Applied by an earlier, interrupted apply (design §7).
+            if let (TaskState::Applied, Some(msg), Value::Object(m)) =
+                (o.status, &o.message, &mut v)
+            {
+                m.insert("message".into(), json!(msg));
             }
             if o.status == TaskState::Discarded && !o.nested_kept.is_empty() {
                 if let Value::Object(m) = &mut v {
@@ -496,6 +515,9 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
             ui.paint("31", status)
         };
         let detail = match o.status {
+            TaskState::Applied if o.message.is_some() => {
+                crate::ui::escape_text(o.message.as_deref().unwrap_or(""))
+            }
             TaskState::Applied => {
                 let n = o.applied.len();
                 let s = if n == 1 { "" } else { "s" };

@@ -242,7 +242,7 @@ fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
             .map(|b| crate::batch::short(b))
             .collect();
         text.push_str(&format!(
-            "Interrupted write-back recorded for batch {}: `git delegate gc` rolls it back once its process is gone.\n",
+            "Interrupted write-back recorded for batch {}: `git delegate gc` rolls it back (or, past its commit point, finishes it) once its process is gone.\n",
             ids.join(", ")
         ));
     }

@@ -92,8 +92,13 @@ fn message(p: &Problem) -> String {
             state.as_str(),
             crate::renew::command(short, *state)
         ),
-        Fact::Journal { .. } => format!(
-            "batch {short} has an interrupted write-back: run `git delegate status`; the next `git delegate gc` (or apply) rolls it back"
+        Fact::Journal { finishes, .. } => format!(
+            "batch {short} has an interrupted write-back: run `git delegate status`; the next `git delegate gc` (or apply) {}",
+            if *finishes {
+                "finishes it (it had written its whole result)"
+            } else {
+                "rolls it back"
+            }
         ),
         Fact::BrokenState { problem } => format!(
             "the state of batch {short} cannot be read ({problem}): run `git delegate status`"

@@ -63,6 +63,9 @@ pub fn run(
                 }),
             );
         }
+        if r.interrupted {
+            super::mark_finished(&mut doc);
+        }
         ui.doc_after(doc, recovered);
     }
     ui.say(&human(ui, &landed));
@@ -71,6 +74,10 @@ pub fn run(
             "git-delegate: warning: clean-up was incomplete: {}\n",
             crate::ui::escape_text(&e.message)
         ));
+    }
+    if r.interrupted {
+        super::tell_finished(ui, "the write-back of the kept proposal");
+        return Ok(1);
     }
     Ok(if r.all_ok() { 0 } else { 1 })
 }

@@ -201,6 +201,23 @@ fn add(to: &mut Recovery, r: Recovery) {
     to.rolled_back.extend(r.rolled_back);
     to.completed.extend(r.completed);
     to.undo.extend(r.undo);
+    to.recorded.extend(r.recorded);
+}
+
+/// design §7 "Signals": a command that finished its write-back though a
+/// signal arrived says so on stderr (its document says `"interrupted":
+/// "finished"`) and exits 1. `what`: what was finished.
+pub fn tell_finished(ui: &Ui, what: &str) {
+    ui.warn(&format!(
+        "git-delegate: interrupted: {what} was past its commit point, so it was finished, not rolled back\n"
+    ));
+}
+
+/// Add `"interrupted": "finished"` to a command's document (design §7 "Signals").
+pub fn mark_finished(doc: &mut serde_json::Value) {
+    if let serde_json::Value::Object(m) = doc {
+        m.insert("interrupted".into(), serde_json::json!("finished"));
+    }
 }
 
 /// Tell the user what recovery did.
@@ -235,11 +252,19 @@ fn tell_recovered(ui: &Ui, recovery: &Recovery) {
         .iter()
         .filter(|id| !recovery.undo.contains(id))
     {
-        ui.warn(&format!(
-            "git-delegate: an interrupted apply of batch {} had written its whole result; the working tree holds it, and `git delegate apply {}` records it\n",
-            crate::batch::short(id),
-            crate::batch::short(id)
-        ));
+        if recovery.recorded.contains(id) {
+            ui.warn(&format!(
+                "git-delegate: finished an interrupted write-back of batch {}: it had written its whole result, the working tree holds it, and its apply is recorded (`git delegate undo --list` shows it); `git delegate apply {}` finishes its clean-up\n",
+                crate::batch::short(id),
+                crate::batch::short(id)
+            ));
+        } else {
+            ui.warn(&format!(
+                "git-delegate: an interrupted apply of batch {} had written its whole result; the working tree holds it, and `git delegate apply {}` records it\n",
+                crate::batch::short(id),
+                crate::batch::short(id)
+            ));
+        }
     }
 }
 

@@ -28,9 +28,18 @@ pub fn run(ui: &Ui, args: RefreshArgs, recovered: &mut Recovery) -> Result<i32> 
     shown.recovered_into(recovered);
     let report = report?;
     if ui.json {
-        ui.doc_after(document(&report), recovered);
+        let mut doc = document(&report);
+        if report.interrupted {
+            super::mark_finished(&mut doc);
+        }
+        ui.doc_after(doc, recovered);
     }
     ui.say(&human(ui, &report));
+    if report.interrupted {
+        let last = report.tasks.last().map_or("", |t| t.name.as_str());
+        super::tell_finished(ui, &format!("the refresh of the workspace of task {last}"));
+        return Ok(1);
+    }
     Ok(0)
 }
 

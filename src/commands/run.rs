@@ -147,6 +147,14 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
         return Ok(1);
     }
     match &report.apply {
+        Some(a) if a.interrupted => {
+            super::apply::say(ui, a, false, false);
+            super::tell_finished(
+                ui,
+                &format!("the write-back into {}", super::show(&a.batch.source)),
+            );
+            return Ok(1);
+        }
         Some(a) => super::apply::say(ui, a, false, false),
         None => ui.say(&format!(
             "Nothing was applied (--no-apply). When you are ready: git delegate apply {id}\n\

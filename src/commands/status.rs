@@ -25,7 +25,10 @@ fn message(p: &Problem) -> String {
             state.as_str(),
             crate::renew::command(short, *state)
         ),
-        Fact::UndoJournal { left } => format!(
+        Fact::UndoJournal { finishes: true, .. } => format!(
+            "the undo of apply {short} was interrupted after it had written its whole result; the next git delegate command that changes things finishes it (`git delegate gc` for one)"
+        ),
+        Fact::UndoJournal { left, .. } => format!(
             "the undo of apply {short} was interrupted; the next git delegate command that changes things rolls it back{}",
             if left.is_empty() {
                 String::new()
@@ -39,10 +42,13 @@ fn message(p: &Problem) -> String {
                 )
             }
         ),
-        Fact::Journal { left } if left.is_empty() => format!(
+        Fact::Journal { finishes: true, .. } => format!(
+            "batch {short} has an interrupted write-back that had written its whole result; the next git delegate command that changes things finishes it (the working tree keeps the result, and the apply is recorded), `git delegate gc` for one"
+        ),
+        Fact::Journal { left, .. } if left.is_empty() => format!(
             "batch {short} has an interrupted write-back; the next git delegate command that changes things rolls it back, `git delegate gc` for one (a path you changed since is left as you left it, and named)"
         ),
-        Fact::Journal { left } => {
+        Fact::Journal { left, .. } => {
             let named: Vec<String> = left
                 .iter()
                 .map(|l| {
@@ -219,6 +225,9 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                 if let Fact::TempFile(t) = &p.fact {
                     doc["path"] = json!(crate::paths::doc_path(&t.path));
                     doc["bytes"] = json!(t.bytes);
+                }
+                if let Some(r) = p.recovery() {
+                    doc["recovery"] = json!(r);
                 }
                 doc
             })

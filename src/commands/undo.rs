@@ -56,18 +56,19 @@ pub fn run(ui: &Ui, args: UndoArgs, recovered: &mut Recovery) -> Result<i32> {
             .iter()
             .map(|(t, n)| json!({"task": t, "ref": n}))
             .collect();
-        ui.doc_after(
-            json!({
-                "apply_id": e.apply_id,
-                "batch": e.batch,
-                "dry_run": r.dry_run,
-                "undone": r.undone,
-                "paths": doc_paths(&r.paths),
-                "conflicts": conflicts_doc(&r.conflicts),
-                "kept": kept,
-            }),
-            recovered,
-        );
+        let mut doc = json!({
+            "apply_id": e.apply_id,
+            "batch": e.batch,
+            "dry_run": r.dry_run,
+            "undone": r.undone,
+            "paths": doc_paths(&r.paths),
+            "conflicts": conflicts_doc(&r.conflicts),
+            "kept": kept,
+        });
+        if r.interrupted {
+            super::mark_finished(&mut doc);
+        }
+        ui.doc_after(doc, recovered);
     }
     let mut text = String::new();
     let short = e.short();
@@ -102,6 +103,10 @@ pub fn run(ui: &Ui, args: UndoArgs, recovered: &mut Recovery) -> Result<i32> {
         }
     }
     ui.say(&text);
+    if r.interrupted {
+        super::tell_finished(ui, &format!("the undo of apply {short}"));
+        return Ok(1);
+    }
     Ok(if r.conflicts.is_empty() { 0 } else { 1 })
 }
 
@@ -186,21 +191,22 @@ pub fn reapply(
                 v
             })
             .collect();
-        ui.doc_after(
-            json!({
-                "batch": r.from.batch,
-                "dry_run": r.dry_run,
-                "apply_id": r.apply_id,
-                "from_undo": r.from.apply_id,
-                "tasks": tasks,
-                "applied_paths": doc_paths(&r.written),
-                "batch_open": false,
-                "stopped_processes": [],
-                // No workspace is involved: none could have made any.
-                "side_effects": [],
-            }),
-            recovered,
-        );
+        let mut doc = json!({
+            "batch": r.from.batch,
+            "dry_run": r.dry_run,
+            "apply_id": r.apply_id,
+            "from_undo": r.from.apply_id,
+            "tasks": tasks,
+            "applied_paths": doc_paths(&r.written),
+            "batch_open": false,
+            "stopped_processes": [],
+            // No workspace is involved: none could have made any.
+            "side_effects": [],
+        });
+        if r.interrupted {
+            super::mark_finished(&mut doc);
+        }
+        ui.doc_after(doc, recovered);
     }
     let mut text = format!(
         "{} of undone apply {} (batch {}):\n",
@@ -246,6 +252,10 @@ pub fn reapply(
     ui.say(&text);
     if let Some(id) = &r.apply_id {
         ui.say(&undo_hint(id));
+    }
+    if r.interrupted {
+        super::tell_finished(ui, "the write-back of this apply");
+        return Ok(1);
     }
     Ok(if r.all_ok() { 0 } else { 1 })
 }

@@ -100,6 +100,9 @@ pub(super) struct Plan {
     pub(super) phase: Phase,
     /// Paths a rollback left to the user: (path, kept file, kept is theirs).
     pub(super) left: Vec<(BString, Option<BString>, bool)>,
+    /// State files the caller staged (absolute: staged name, final name),
+    /// put in place at the commit point, removed by a rollback.
+    pub(super) then: Vec<(PathBuf, PathBuf)>,
 }
 
 impl Plan {
@@ -122,6 +125,10 @@ enum Line {
         root: String,
         token: String,
         created_at: String,
+        /// `[staged, final]` state files (absolute, `%XX`-escaped), absent
+        /// when none (an older reader ignores the field).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        then: Vec<[String; 2]>,
     },
     Item {
         path: String,
@@ -168,6 +175,16 @@ fn journal_text(plan: &Plan) -> String {
         root: enc(plan.root.as_os_str().as_bytes()),
         token: plan.token.clone(),
         created_at: plan.created_at.clone(),
+        then: plan
+            .then
+            .iter()
+            .map(|(staged, to)| {
+                [
+                    enc(staged.as_os_str().as_bytes()),
+                    enc(to.as_os_str().as_bytes()),
+                ]
+            })
+            .collect(),
     }];
     for it in &plan.items {
         lines.push(Line::Item {
@@ -318,8 +335,10 @@ pub(super) fn parse_journal(text: &[u8]) -> Option<Plan> {
                 root,
                 token,
                 created_at,
+                then,
                 ..
             } => {
+                let abs = |s: &str| PathBuf::from(std::ffi::OsStr::from_bytes(&dec(s)));
                 plan = Some(Plan {
                     pid,
                     start,
@@ -331,6 +350,7 @@ pub(super) fn parse_journal(text: &[u8]) -> Option<Plan> {
                     mkdirs: Vec::new(),
                     phase: Phase::Planned,
                     left: Vec::new(),
+                    then: then.iter().map(|[s, t]| (abs(s), abs(t))).collect(),
                 })
             }
             Line::Item {
@@ -549,5 +569,6 @@ pub(super) fn make_plan(
         mkdirs,
         phase: Phase::Planned,
         left: Vec::new(),
+        then: Vec::new(),
     })
 }

@@ -4,7 +4,9 @@
 //! Owns: the journal file in a batch's state folder, writing and removing
 //! working-tree paths (temp file + fsync + rename, symlink-safe parents,
 //! exec bits, symlinks, smudge filters), rollback, and recovery of journals
-//! left by dead processes.
+//! left by dead processes; what a signal during a write-back does (see
+//! "Signals"); putting in place, at the commit point, the state files a
+//! caller staged with the write (`Then`: the record of what was written).
 //! Never: writes a path whose current content is not the expected `S`
 //! state; moves back or deletes a path that does not hold exactly what the
 //! write put there (a user's edit made after the write is left, and the
@@ -61,8 +63,22 @@
 //!    anything). Touched folders fsync'd.
 //! 6. Marker `committed` appended and fsync'd: from here on the result
 //!    stands, and recovery rolls forward instead of back.
-//! 7. Asides removed, folders emptied by deletions removed, folders
-//!    fsync'd, journal removed, batch folder fsync'd.
+//! 7. The staged state files (`then`) renamed over their final names, each
+//!    folder fsync'd; asides removed, folders emptied by deletions removed,
+//!    folders fsync'd, journal removed, batch folder fsync'd. A rollback
+//!    removes the staged files instead (design §7 "What recovery finishes").
+//!
+//! # Signals (design §7 "Signals")
+//!
+//! `write_then` takes the termination-signal handler (`interrupt`) at its
+//! start and keeps it for the rest of the process. A signal arrived before
+//! a temp file or a rename (steps 3 and 5) stops the write there and rolls
+//! it back as any failure is (`delegate::interrupted`, `interrupted:
+//! "rolled_back"`); one arrived later is past the last check: the write
+//! commits and finishes, and the caller, which asks
+//! `interrupt::interrupted()`, says so. Test-only pause points sit at the
+//! fault points below (`writeback-after-journal`, `writeback-after-temp-files`,
+//! `writeback-after-rename:N`, `writeback-after-commit`).
 //!
 //! Every working-tree access goes through folder descriptors opened one
 //! component at a time from the root with `O_NOFOLLOW | O_DIRECTORY`, and
@@ -109,7 +125,8 @@
 //!
 //! JSON lines, each object tagged by `"t"`: one `header` (`version`, `pid`,
 //! `start` (ticks since boot, `/proc/PID/stat` field 22), `host`, `root`,
-//! `token`, `created_at`), one `item` per path (`path`, `s` and `f` as
+//! `token`, `created_at`, and `then`: `[staged, final]` absolute paths of
+//! the staged state files, left out when none), one `item` per path (`path`, `s` and `f` as
 //! `"<octal mode> <hex id>"` or null, `temp`, `aside`, `aside_folder`,
 //! `covered` (inside a folder moved aside whole), `early` (its folders are
 //! created before its temp)), one `mkdirs` (folders the write may create,
@@ -129,8 +146,9 @@
 //! `batch.toml` included) and `<state>/undo/*/writeback.journal` (an
 //! undo's or `apply --from-undo`'s, reported by apply id). A journal without `planned` is removed (nothing
 //! was written). One whose writer (pid + start time, same host) still runs
-//! is left alone. `committed`: rolled forward (asides and emptied folders
-//! removed). Otherwise rolled back as above, using the journal's `root`.
+//! is left alone. `committed`: rolled forward (staged state files put in
+//! place, asides and emptied folders removed; reported in `recorded` when
+//! there were staged files). Otherwise rolled back as above, using the journal's `root`.
 //! Only mutating commands recover (`lock::lock_and_recover`);
 //! `apply --dry-run` calls `pending` and reports instead, and `status`
 //! reads `left_paths`.
@@ -168,7 +186,7 @@ use crate::repo::Source;
 use self::dirs::{Dirs, Disk};
 use self::hash::Hasher;
 use self::journal::{make_plan, parse_journal, tmp_journal, write_journal, Phase};
-use self::rollback::{roll_forward, rollback, Left};
+use self::rollback::{drop_staged, roll_forward, rollback, Left};
 use self::util::{join, parents, split, Cause, Fail, Faults};
 use self::writer::Writer;
 
@@ -215,6 +233,10 @@ pub struct Recovery {
     /// Which of those ids are undo entries' (an undo's or `apply
     /// --from-undo`'s write-back, design §3.11), not batches.
     pub undo: Vec<String>,
+    /// Which of the completed ones had their record put in place with
+    /// them (the state files their command staged: an apply's undo entry
+    /// and its tasks recorded applied; design §7 "What recovery finishes").
+    pub recorded: Vec<String>,
 }
 
 /// Check every write against the disk without changing anything.
@@ -381,11 +403,41 @@ fn folder_only_deletions(
     Ok(true)
 }
 
+/// A state file the caller wrote under a staged name, to take effect
+/// exactly when the write-back does: renamed over `to` at the commit point
+/// (by this process, or by the recovery that finishes the write-back after
+/// a crash), removed by a rollback (design §7 "What recovery finishes").
+/// Both paths absolute, outside the working tree (in the state folder).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Then {
+    pub staged: PathBuf,
+    pub to: PathBuf,
+}
+
 /// Write every path through the journal in `batch_dir`; any failure rolls
 /// every written path back to `S` and returns the error.
 pub fn write(source: &Source, batch_dir: &Path, writes: &[PathWrite]) -> Result<()> {
+    write_then(source, batch_dir, writes, &[])
+}
+
+/// [`write`], with state files `then` put in place at its commit point.
+///
+/// From its start a termination signal (SIGINT, SIGTERM, SIGHUP) is a
+/// request, never a kill (design §7 "Signals"): before the commit point
+/// the write-back stops at its next step and is rolled back
+/// (`delegate::interrupted`, with `interrupted: "rolled_back"`); past it
+/// the write-back is finished and this returns `Ok`: the caller asks
+/// `interrupt::interrupted()` and says so. The handler stays until the
+/// process ends, so what the caller records after the write-back is never
+/// cut short either.
+pub fn write_then(
+    source: &Source,
+    batch_dir: &Path,
+    writes: &[PathWrite],
+    then: &[Then],
+) -> Result<()> {
     refuse_invalid(writes)?;
-    write_with(source, batch_dir, writes, &Faults::from_env())
+    write_with(source, batch_dir, writes, then, &Faults::from_env())
 }
 
 /// The last guard (design §3.18 "Paths"): a path git refuses to check out
@@ -412,13 +464,27 @@ fn write_with(
     source: &Source,
     batch_dir: &Path,
     writes: &[PathWrite],
+    then: &[Then],
     faults: &Faults,
 ) -> Result<()> {
+    let drop_then = || {
+        for t in then {
+            let _ = std::fs::remove_file(&t.staged);
+        }
+    };
     if writes.is_empty() {
+        drop_then();
         return Ok(());
+    }
+    // Kept for the rest of the process (design §7 "Signals").
+    let _ = crate::interrupt::catch_signals();
+    if crate::interrupt::interrupted() {
+        drop_then();
+        return Err(interrupted(&source.root));
     }
     let journal_path = batch_dir.join(batch::JOURNAL_FILE);
     let mut dirs = Dirs::open(&source.root).map_err(|e| {
+        drop_then();
         failed(
             format!(
                 "cannot open the working tree {}: {e}",
@@ -429,13 +495,19 @@ fn write_with(
     })?;
     let token = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
     let mut plan = make_plan(&mut dirs, writes, &source.root, &token).map_err(|f| {
+        drop_then();
         failed(
             format!("write-back stopped before any change: {}", f.0),
             f.1,
         )
     })?;
+    plan.then = then
+        .iter()
+        .map(|t| (t.staged.clone(), t.to.clone()))
+        .collect();
     write_journal(&journal_path, &plan).map_err(|e| {
         let _ = std::fs::remove_file(&journal_path);
+        drop_then();
         failed(
             format!(
                 "cannot record the write-back journal {}: {e}; nothing was changed",
@@ -456,8 +528,10 @@ fn write_with(
     };
     let outcome = w.run(&mut plan).map_err(|f| f.at(&source.root));
     if let Err(fail) = outcome {
+        let signal = fail.1 == Some(Cause::Interrupted);
         return Err(
             match rollback(&mut w.dirs, &mut plan, &journal_path, faults) {
+                Ok(()) if signal => interrupted(&plan.root),
                 Ok(()) => failed(
                     format!(
                         "write-back failed: {}; every path was rolled back to what it was before",
@@ -475,10 +549,29 @@ fn write_with(
         );
     }
     // Committed: the result stands. Clean-up failures leave the journal for
-    // the next command, which finishes the job (`roll_forward`).
+    // the next command, which finishes the job (`roll_forward`); what was
+    // staged and not put in place by then goes, so that nothing the caller
+    // records from here on is replaced later by what it staged.
     faults.hit("after-commit");
-    let _ = roll_forward(&mut w.dirs, &plan, &journal_path, faults);
+    if roll_forward(&mut w.dirs, &plan, &journal_path, faults).is_err() {
+        drop_staged(&plan);
+    }
     Ok(())
+}
+
+/// `delegate::interrupted` for a write-back rolled back on a signal.
+fn interrupted(root: &Path) -> Error {
+    let mut details = serde_json::Map::new();
+    details.insert("interrupted".into(), serde_json::json!("rolled_back"));
+    Error::state(
+        Code::Interrupted,
+        format!(
+            "interrupted by a signal during the write-back into {}: it was rolled back, so every path there is as it was before",
+            root.display()
+        ),
+        "nothing of it was written; run the command again to write it",
+    )
+    .with_details(details)
 }
 
 /// Roll back every journal left by a dead process in this repository's
@@ -535,7 +628,12 @@ fn recover_with(source: &Source, faults: &Faults) -> Result<Recovery> {
     for (id, journal) in found {
         match recover_one(&journal, faults)? {
             Recovered::RolledBack => out.rolled_back.push(id),
-            Recovered::Completed => out.completed.push(id),
+            Recovered::Completed { recorded } => {
+                if recorded {
+                    out.recorded.push(id.clone());
+                }
+                out.completed.push(id)
+            }
             Recovered::LiveWriter => {}
         }
     }
@@ -544,7 +642,10 @@ fn recover_with(source: &Source, faults: &Faults) -> Result<Recovery> {
 
 enum Recovered {
     RolledBack,
-    Completed,
+    /// `recorded`: it had staged state files, put in place now.
+    Completed {
+        recorded: bool,
+    },
     LiveWriter,
 }
 
@@ -579,6 +680,7 @@ fn recover_one(journal: &Path, faults: &Faults) -> Result<Recovered> {
         }
     };
     if plan.phase == Phase::Committed {
+        let recorded = plan.then.iter().any(|(staged, _)| staged.exists());
         roll_forward(&mut dirs, &plan, journal, faults).map_err(|left| {
             rollback_failed(
                 &plan.root,
@@ -587,7 +689,7 @@ fn recover_one(journal: &Path, faults: &Faults) -> Result<Recovered> {
                 &left,
             )
         })?;
-        return Ok(Recovered::Completed);
+        return Ok(Recovered::Completed { recorded });
     }
     rollback(&mut dirs, &mut plan, journal, faults).map_err(|left| {
         rollback_failed(
@@ -629,6 +731,17 @@ pub fn left_paths(batch_dir: &Path) -> Vec<LeftPath> {
         }
     }
     out
+}
+
+/// Whether the write-back journal in `batch_dir` is past its commit point:
+/// every result file is in place, and recovery finishes it (clean-up, and
+/// the record its command staged) instead of rolling it back (design §7).
+/// Reads only; false without a journal.
+pub fn committed(batch_dir: &Path) -> bool {
+    std::fs::read(batch_dir.join(batch::JOURNAL_FILE))
+        .ok()
+        .and_then(|text| parse_journal(&text))
+        .is_some_and(|plan| plan.phase == Phase::Committed)
 }
 
 /// Batches of this repository whose state folder holds a write-back

@@ -70,6 +70,8 @@ pub(super) fn rollback(
 ) -> Result<(), Vec<Left>> {
     let mut left: BTreeMap<usize, Left> = BTreeMap::new();
     let mut touched: BTreeSet<BString> = BTreeSet::new();
+    // 0. The state files staged for the commit point never take effect.
+    drop_staged(plan);
     // Temps proven to hold what the write made (step 1 took them back).
     let mut proven: HashSet<usize> = HashSet::new();
     // 1. Files renamed into place go back to their temp names, which puts
@@ -406,6 +408,19 @@ pub(super) fn roll_forward(
 ) -> Result<(), Vec<Left>> {
     let mut problems = Vec::new();
     let mut touched: BTreeSet<BString> = BTreeSet::new();
+    // The state files staged for the commit point (the record of what was
+    // written), before the journal that names them can go.
+    for (staged, to) in &plan.then {
+        if let Err(e) = put_in_place(staged, to) {
+            problems.push(Left {
+                path: BString::default(),
+                reason: LeftReason::Error,
+                kept: None,
+                yours: false,
+                detail: format!("cannot put {} in place: {e}", to.display()),
+            });
+        }
+    }
     for it in &plan.items {
         let Some(aside) = &it.aside else { continue };
         let res = match dirs.lstat_lenient(aside.as_bstr()) {
@@ -455,4 +470,25 @@ pub(super) fn roll_forward(
             detail: format!("cannot remove the journal: {e}"),
         }]
     })
+}
+
+/// Remove the state files staged for the commit point that are still there.
+pub(super) fn drop_staged(plan: &Plan) {
+    for (staged, _) in &plan.then {
+        if std::fs::remove_file(staged).is_ok() {
+            crate::fs::sync_dir(staged.parent().unwrap_or(Path::new(".")));
+        }
+    }
+}
+
+/// Rename a staged state file over its final name (its folder made first),
+/// durably; done already (nothing staged) is fine.
+fn put_in_place(staged: &Path, to: &Path) -> std::io::Result<()> {
+    if std::fs::symlink_metadata(staged).is_err() {
+        return Ok(());
+    }
+    let dir = to.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
+    std::fs::rename(staged, to)?;
+    std::fs::File::open(dir)?.sync_all()
 }

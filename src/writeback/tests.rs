@@ -139,6 +139,7 @@ fn walk(dir: &Path, rel: &[u8], out: &mut BTreeMap<Vec<u8>, (String, Vec<u8>)>) 
 fn faults(point: &str) -> Faults {
     Faults {
         point: Some(point.to_string()),
+        pauses: false,
         recovery_steps: std::cell::Cell::new(0),
         after_each_rename: None,
     }
@@ -147,6 +148,7 @@ fn faults(point: &str) -> Faults {
 fn no_faults() -> Faults {
     Faults {
         point: None,
+        pauses: false,
         recovery_steps: std::cell::Cell::new(0),
         after_each_rename: None,
     }
@@ -284,7 +286,7 @@ fn writes_every_kind_of_change() {
     let before = fx.state();
     assert_eq!(check(&source, &writes).unwrap(), vec![]);
     let bd = fx.batch_dir();
-    write_with(&source, &bd, &writes, &no_faults()).unwrap();
+    write_with(&source, &bd, &writes, &[], &no_faults()).unwrap();
     assert_eq!(fx.state(), expected_after(&before));
     no_leftovers(&fx, &bd);
     // The index and HEAD are untouched.
@@ -299,7 +301,13 @@ fn injected_failure_at_every_rename_rolls_back() {
     let before = fx.state();
     let mut n = 1;
     loop {
-        match write_with(&source, &bd, &writes, &faults(&format!("fail-rename:{n}"))) {
+        match write_with(
+            &source,
+            &bd,
+            &writes,
+            &[],
+            &faults(&format!("fail-rename:{n}")),
+        ) {
             Err(e) => {
                 assert_eq!(e.code, Code::WriteFailed, "{}", e.message);
                 assert_eq!(fx.state(), before, "after failing rename {n}");
@@ -331,7 +339,7 @@ fn quiet_crashes() {
 fn crash(source: &Source, bd: &Path, writes: &[PathWrite], point: &str) -> bool {
     let f = faults(point);
     quiet_crashes();
-    let r = catch_unwind(AssertUnwindSafe(|| write_with(source, bd, writes, &f)));
+    let r = catch_unwind(AssertUnwindSafe(|| write_with(source, bd, writes, &[], &f)));
     match r {
         Ok(res) => {
             res.unwrap();
@@ -550,7 +558,7 @@ fn never_writes_through_a_symlinked_parent() {
             Some((EntryKind::Blob, fx.blob(b"evil\n"))),
         ),
     ];
-    let e = write_with(&source, &bd, &writes, &no_faults()).unwrap_err();
+    let e = write_with(&source, &bd, &writes, &[], &no_faults()).unwrap_err();
     assert_eq!(e.code, Code::WriteFailed);
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
     assert_eq!(fx.state(), before);
@@ -574,7 +582,7 @@ fn content_changed_after_check_is_never_lost() {
     assert_eq!(check(&source, &writes).unwrap(), vec![]);
     fx.file("a", b"the user typed this\n");
     let before = fx.state();
-    let e = write_with(&source, &bd, &writes, &no_faults()).unwrap_err();
+    let e = write_with(&source, &bd, &writes, &[], &no_faults()).unwrap_err();
     assert!(e.message.contains("changed on disk"), "{}", e.message);
     assert_eq!(fx.state(), before);
     no_leftovers(&fx, &bd);
@@ -607,7 +615,7 @@ fn filters_and_crlf_round_trip() {
         ),
     ];
     assert_eq!(check(&source, &writes).unwrap(), vec![]);
-    write_with(&source, &bd, &writes, &no_faults()).unwrap();
+    write_with(&source, &bd, &writes, &[], &no_faults()).unwrap();
     assert_eq!(
         std::fs::read(fx.root.join("a.txt")).unwrap(),
         b"one\r\ntwo\r\nthree\r\n"
@@ -645,7 +653,7 @@ fn new_content_follows_the_results_gitattributes() {
         ),
     ];
     assert_eq!(check(&source, &writes).unwrap(), vec![]);
-    write_with(&source, &bd, &writes, &no_faults()).unwrap();
+    write_with(&source, &bd, &writes, &[], &no_faults()).unwrap();
     assert_eq!(
         std::fs::read(fx.root.join("doc.md")).unwrap(),
         b"a\r\nb\r\n"
@@ -673,7 +681,7 @@ fn scenario_renames() -> usize {
     let c = count.clone();
     let mut f = no_faults();
     f.after_each_rename = Some(Box::new(move |n| c.set(n)));
-    write_with(&fx.source(), &fx.batch_dir(), &writes, &f).unwrap();
+    write_with(&fx.source(), &fx.batch_dir(), &writes, &[], &f).unwrap();
     count.get()
 }
 
@@ -709,7 +717,7 @@ fn rollback_leaves_what_the_user_changed_between_the_renames() {
             std::fs::write(&d, b"the user's d\n").unwrap();
         }
     }));
-    let e = write_with(&source, &bd, &writes, &f).unwrap_err();
+    let e = write_with(&source, &bd, &writes, &[], &f).unwrap_err();
     assert_eq!(e.code, Code::RollbackFailed, "{}", e.message);
     let details = e.details.as_ref().expect("details");
     let paths: Vec<(&str, &str)> = details["paths"]
@@ -910,7 +918,7 @@ fn a_path_named_like_a_cause_does_not_classify_the_failure() {
         let source = fx.source();
         let bd = fx.batch_dir();
         let before = fx.state();
-        let e = write_with(&source, &bd, &writes, &faults("fail-rename:1")).unwrap_err();
+        let e = write_with(&source, &bd, &writes, &[], &faults("fail-rename:1")).unwrap_err();
         assert_eq!(e.code, Code::WriteFailed, "{name}: {}", e.message);
         assert_eq!(fx.state(), before);
         no_leftovers(&fx, &bd);

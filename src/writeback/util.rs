@@ -54,6 +54,9 @@ pub(super) enum Cause {
     /// A `required` clean or smudge filter driver failed: the driver's
     /// name (`filter.<name>`) when it is known, for the help.
     Filter(Option<String>),
+    /// A signal (Ctrl-C, SIGTERM, SIGHUP) arrived before the commit point:
+    /// rolled back on request, `delegate::interrupted` (design §7 "Signals").
+    Interrupted,
 }
 
 impl Fail {
@@ -86,6 +89,18 @@ impl Fail {
             ),
             _ => self,
         }
+    }
+
+    /// Stop here if a signal arrived (design §7 "Signals"): the write-back
+    /// is rolled back before the command exits.
+    pub(super) fn if_interrupted() -> Result<(), Fail> {
+        if crate::interrupt::interrupted() {
+            return Err(Fail(
+                "interrupted by a signal".into(),
+                Some(Cause::Interrupted),
+            ));
+        }
+        Ok(())
     }
 
     /// A failing filter driver (`driver`: its name, when known).
@@ -122,6 +137,10 @@ impl Fail {
 
 pub(super) struct Faults {
     pub(super) point: Option<String>,
+    /// Test-only pause points (`GIT_DELEGATE_TEST_PAUSE`) at the same
+    /// moments, named `writeback-<point>` (`writeback-after-rename:N`):
+    /// there the process waits for a signal (`interrupt::pause`). Read once.
+    pub(super) pauses: bool,
     pub(super) recovery_steps: std::cell::Cell<usize>,
     /// Unit tests only: called after every rename (a user acting between them).
     #[cfg(test)]
@@ -134,6 +153,8 @@ impl Faults {
             point: std::env::var("GIT_DELEGATE_FAULT")
                 .ok()
                 .filter(|p| !p.is_empty()),
+            pauses: std::env::var("GIT_DELEGATE_TEST_PAUSE")
+                .is_ok_and(|p| p.contains("writeback-")),
             recovery_steps: std::cell::Cell::new(0),
             #[cfg(test)]
             after_each_rename: None,
@@ -165,6 +186,9 @@ impl Faults {
         if self.point.as_deref() == Some(name) {
             Self::die();
         }
+        if self.pauses {
+            crate::interrupt::pause(&format!("writeback-{name}"));
+        }
     }
 
     pub(super) fn after_rename(&self, n: usize) {
@@ -174,6 +198,9 @@ impl Faults {
         }
         if self.numbered("after-rename") == Some(n) {
             Self::die();
+        }
+        if self.pauses {
+            crate::interrupt::pause(&format!("writeback-after-rename:{n}"));
         }
     }
 

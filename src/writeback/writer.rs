@@ -65,6 +65,7 @@ impl Writer<'_> {
         let mut to_sync: Vec<(std::fs::File, &BStr)> = Vec::new();
         let mut wrote: Vec<(usize, Wrote)> = Vec::with_capacity(plan.items.len());
         for (i, it) in plan.items.iter().enumerate() {
+            Fail::if_interrupted()?;
             if it.new.is_none() {
                 wrote.push((i, Wrote::Absent));
                 continue;
@@ -250,6 +251,8 @@ impl Writer<'_> {
     }
 
     fn rename(&mut self, from: &BStr, to: &BStr, what: &str, about: &BStr) -> Result<(), Fail> {
+        // design §7 "Signals": before the commit point, a signal rolls back.
+        Fail::if_interrupted()?;
         self.renames += 1;
         self.faults
             .fail_rename(self.renames)

@@ -6,4 +6,5 @@
 mod common;
 
 mod messages;
+mod signals;
 mod verify_run;
