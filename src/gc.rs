@@ -800,6 +800,7 @@ impl Gc<'_> {
                     self.report.left_alone.push(root);
                     continue;
                 }
+                crate::interrupt::pause("gc-leftover-checked");
                 self.report.bytes_freed += crate::fs::tree_size(&root);
                 if !self.dry_run {
                     crate::fs::remove_all(&root)?;
