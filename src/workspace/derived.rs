@@ -306,9 +306,13 @@ fn write_changed(repo: &gix::Repository, index: &mut gix::index::State, root: &P
 /// registration. Only the folder goes (the registration is the
 /// template's). Returns whether it did.
 pub fn remove_half_made(common_dir: &Path, root: &Path, template_id: &str) -> Result<bool> {
-    match identify_at(common_dir, root, template_id, None) {
-        Identity::Ours { fd: Some(fd), .. } => {
-            remove_held(root, fd)?;
+    match identify_at(common_dir, root, template_id, None, Reach::Beneath) {
+        Identity::Ours {
+            fd: Some(fd),
+            parents,
+            ..
+        } => {
+            remove_held(root, fd, parents.as_ref())?;
             Ok(true)
         }
         _ => Ok(false),
