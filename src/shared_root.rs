@@ -92,8 +92,18 @@ impl Refused {
     }
 
     /// prepare's refusal (exit 3), with the folder in the JSON error
-    /// document (`error.unsafe_folder`).
+    /// document (`error.unsafe_folder`). A file of the user's own where a
+    /// folder should be is no one's attack: it is the error making the
+    /// folder there gives (`delegate::io`).
     pub fn error(&self) -> Error {
+        if self.reason == Reason::NotAFolder && self.owner == me() {
+            return Error::io_at(
+                format!("cannot create {}", self.path.display()),
+                &self.path,
+                std::io::Error::from_raw_os_error(Errno::NOTDIR.raw_os_error()),
+            )
+            .in_workspace_root();
+        }
         let help = match self.reason {
             Reason::WritableByOthers => format!(
                 "make it sticky as /tmp is (`chmod +t {}`), or set `workspace.root` in .git/delegate.toml to a folder only you can write to; then prepare again",
