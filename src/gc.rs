@@ -822,7 +822,9 @@ impl Gc<'_> {
                 }
                 let ws = match batch.child(&task) {
                     Ok(Opened::Ours(d)) => d,
-                    Ok(Opened::Refused(r)) if r.reason != crate::shared_root::Reason::NotAFolder => {
+                    Ok(Opened::Refused(r))
+                        if r.reason != crate::shared_root::Reason::NotAFolder =>
+                    {
                         self.refused(r);
                         continue;
                     }

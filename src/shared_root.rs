@@ -147,7 +147,10 @@ fn owner_name(uid: u32) -> String {
             let mut fields = line.split(|&b| b == b':');
             let name = fields.next()?;
             let _password = fields.next()?;
-            let id = std::str::from_utf8(fields.next()?).ok()?.parse::<u32>().ok()?;
+            let id = std::str::from_utf8(fields.next()?)
+                .ok()?
+                .parse::<u32>()
+                .ok()?;
             (id == uid && !name.is_empty()).then(|| String::from_utf8_lossy(name).into_owned())
         })
     });
@@ -319,8 +322,12 @@ fn child_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> Result<Opened
 fn make_child_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> Result<Dir> {
     let path = dir_path.join(name);
     let io = |e: Errno| {
-        Error::io_at(format!("cannot create {}", path.display()), &path, errno_io(e))
-            .in_workspace_root()
+        Error::io_at(
+            format!("cannot create {}", path.display()),
+            &path,
+            errno_io(e),
+        )
+        .in_workspace_root()
     };
     // Removed by someone else in between (a background deleter taking an
     // empty trash): once more.

@@ -31,6 +31,9 @@
 //! Never: deletes anything outside a `.trash` folder, an entry that does not
 //! look like one of our workspaces, or follows a symlink while deleting.
 
+// `stat` field widths differ between targets: the casts are deliberate.
+#![allow(clippy::unnecessary_cast)]
+
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -75,9 +78,7 @@ pub fn put(parents: &Parents, root: &Path, held: (u64, u64)) -> Option<PathBuf> 
                     rfs::renameat_with(trash.fd(), &to, from, name, rfs::RenameFlags::NOREPLACE);
                 return None;
             }
-            Err(Errno::NOENT)
-                if rfs::statat(from, name, AtFlags::SYMLINK_NOFOLLOW).is_ok() =>
-            {
+            Err(Errno::NOENT) if rfs::statat(from, name, AtFlags::SYMLINK_NOFOLLOW).is_ok() => {
                 continue
             }
             Err(_) => return None,

@@ -1177,7 +1177,9 @@ enum Reach {
 /// §3.18: another user's folder, or a symlink where a folder of ours is
 /// expected), if it is: for the reports of gc and drop, which leave it alone.
 pub fn refusal(task: &crate::batch::Task) -> Option<crate::shared_root::Refused> {
-    if task.remote || task.kind() == Mode::Scratch || !crate::shared_root::is_beneath_shape(&task.root)
+    if task.remote
+        || task.kind() == Mode::Scratch
+        || !crate::shared_root::is_beneath_shape(&task.root)
     {
         return None;
     }

@@ -204,7 +204,9 @@ fn prepare_refuses_a_repository_folder_another_user_made() {
     as_other(&root, &format!("mkdir -m 777 '{}'", folder.display()));
     assert_eq!(folder.metadata().unwrap().uid(), OTHER);
 
-    let run = env.delegate(&repo, ["prepare", "--json", "-n", "2"]).expect(3);
+    let run = env
+        .delegate(&repo, ["prepare", "--json", "-n", "2"])
+        .expect(3);
     let error = unsafe_error(&run);
     let msg = error["message"].as_str().unwrap();
     assert!(msg.contains(folder.to_str().unwrap()), "{msg}");
@@ -222,8 +224,16 @@ fn prepare_refuses_a_repository_folder_another_user_made() {
 
     // The human diagnostic names it and its owner too.
     let run = env.delegate(&repo, ["prepare"]).expect(3);
-    assert!(run.stderr.contains("unsafe_workspace_root"), "{}", run.stderr);
-    assert!(run.stderr.contains(&format!("uid {OTHER}")), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("unsafe_workspace_root"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(&format!("uid {OTHER}")),
+        "{}",
+        run.stderr
+    );
 
     // chown'd the same way (a folder of ours given away) is refused the same.
     std::fs::remove_dir(&folder).unwrap();
@@ -258,7 +268,9 @@ fn prepare_refuses_a_repository_folder_replaced_by_a_symlink() {
             folder.display()
         ),
     );
-    let run = env.delegate(&repo, ["prepare", "--json", "-n", "2"]).expect(3);
+    let run = env
+        .delegate(&repo, ["prepare", "--json", "-n", "2"])
+        .expect(3);
     let error = unsafe_error(&run);
     let msg = error["message"].as_str().unwrap();
     assert!(msg.contains(folder.to_str().unwrap()), "{msg}");
@@ -306,7 +318,8 @@ fn prepare_refuses_a_root_everyone_can_change() {
 
 #[test]
 fn a_sticky_shared_root_works_and_what_prepare_makes_there_is_private() {
-    let Some(env) = env("a_sticky_shared_root_works_and_what_prepare_makes_there_is_private") else {
+    let Some(env) = env("a_sticky_shared_root_works_and_what_prepare_makes_there_is_private")
+    else {
         return;
     };
     let (repo, root) = setup(&env, 0o1777);
@@ -326,7 +339,11 @@ fn a_sticky_shared_root_works_and_what_prepare_makes_there_is_private() {
             "--",
             "sh",
             "-c",
-            &format!("ls '{}' || mkdir '{}/x'", folder.display(), folder.display()),
+            &format!(
+                "ls '{}' || mkdir '{}/x'",
+                folder.display(),
+                folder.display()
+            ),
         ])
         .output()
         .unwrap();
@@ -344,7 +361,10 @@ fn a_sticky_shared_root_works_and_what_prepare_makes_there_is_private() {
         std::fs::read_to_string(repo.join("src/lib.rs")).unwrap(),
         "pub fn f() -> u8 { 1 }\n"
     );
-    assert_eq!(std::fs::read_to_string(repo.join("new.txt")).unwrap(), "new\n");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("new.txt")).unwrap(),
+        "new\n"
+    );
     for w in &ws {
         assert!(w.symlink_metadata().is_err(), "{} is left", w.display());
     }
@@ -383,9 +403,10 @@ fn wait_stale(env: &Env, repo: &Path, batch: &str) {
 /// Put a symlink to `target` where `batch_folder` is, owned by the other
 /// user; the folder is moved aside, out of the workspace root.
 fn swap_for_link(env: &Env, batch_folder: &Path, target: &Path) -> PathBuf {
-    let aside = env
-        .path()
-        .join(format!("aside-{}", batch_folder.file_name().unwrap().to_string_lossy()));
+    let aside = env.path().join(format!(
+        "aside-{}",
+        batch_folder.file_name().unwrap().to_string_lossy()
+    ));
     std::fs::rename(batch_folder, &aside).unwrap();
     std::os::unix::fs::symlink(target, batch_folder).unwrap();
     let out = Command::new("chown")
@@ -456,7 +477,11 @@ fn drop_and_gc_never_enter_a_batch_folder_replaced_by_a_symlink() {
     }
     assert_eq!(out["workspaces_removed"], 0, "{out}");
     assert_eq!(files(&victim), before);
-    assert!(batch_folder.symlink_metadata().unwrap().file_type().is_symlink());
+    assert!(batch_folder
+        .symlink_metadata()
+        .unwrap()
+        .file_type()
+        .is_symlink());
     std::fs::remove_file(&batch_folder).unwrap();
 
     // gc of a stale batch: reported, never entered.
@@ -533,7 +558,8 @@ fn drop_and_gc_leave_a_batch_folder_another_user_owns_alone() {
 
 #[test]
 fn gc_removes_a_leftover_through_the_handle_it_checked_not_a_symlink_swapped_in() {
-    let Some(env) = env("gc_removes_a_leftover_through_the_handle_it_checked_not_a_symlink_swapped_in")
+    let Some(env) =
+        env("gc_removes_a_leftover_through_the_handle_it_checked_not_a_symlink_swapped_in")
     else {
         return;
     };
@@ -546,7 +572,8 @@ fn gc_removes_a_leftover_through_the_handle_it_checked_not_a_symlink_swapped_in(
     let batch = id(&doc);
     let ws = roots(&doc).remove(0);
     std::fs::remove_dir_all(repo.join(".git/delegate/batches").join(&batch)).unwrap();
-    std::fs::remove_dir_all(repo.join(format!(".git/worktrees/delegate-{}-1", &batch[..8]))).unwrap();
+    std::fs::remove_dir_all(repo.join(format!(".git/worktrees/delegate-{}-1", &batch[..8])))
+        .unwrap();
     std::fs::write(ws.join("leftover.txt"), "x\n").unwrap();
 
     // gc stops once it has checked the folder, before it removes it; the
@@ -581,4 +608,46 @@ fn gc_removes_a_leftover_through_the_handle_it_checked_not_a_symlink_swapped_in(
     // What it checked is what went: the folder it held, wherever it is now.
     assert_eq!(doc["workspaces_removed"], 1, "{doc}");
     assert!(!aside.join("1").exists());
+}
+
+#[test]
+fn gc_never_enters_a_trash_replaced_by_a_symlink() {
+    let Some(env) = env("gc_never_enters_a_trash_replaced_by_a_symlink") else {
+        return;
+    };
+    let (repo, root) = setup(&env, 0o1777);
+    let doc = prepare(&env, &repo, &[]);
+    env.delegate(&repo, ["drop", &id(&doc)]).expect(0);
+    let folder = repo_folder(&repo, &root);
+    std::fs::create_dir_all(&folder).unwrap();
+    // What looks like a trash entry of ours, in a folder of the victim's.
+    let victim = env.path().join("victim-trash");
+    let entry = victim.join("0123abcd-1-89abcdef");
+    std::fs::create_dir_all(entry.join("sub")).unwrap();
+    std::fs::write(entry.join("sub/precious.txt"), "keep\n").unwrap();
+    std::fs::write(
+        entry.join(".git"),
+        format!(
+            "gitdir: {}\n",
+            repo.join(".git/worktrees/delegate-0123abcd-1").display()
+        ),
+    )
+    .unwrap();
+    let before = files(&victim);
+    let trash = folder.join(".trash");
+    std::os::unix::fs::symlink(&victim, &trash).unwrap();
+    let out = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
+    assert_eq!(
+        unsafe_folders(&out),
+        vec![(
+            trash.to_string_lossy().into_owned(),
+            0,
+            "symlink".to_string()
+        )],
+        "{out}"
+    );
+    assert_eq!(out["workspaces_removed"], 0, "{out}");
+    // Nor does the next command's background sweep, nor prepare's trash.
+    prepare(&env, &repo, &[]);
+    assert_eq!(files(&victim), before);
 }
