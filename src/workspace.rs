@@ -19,8 +19,10 @@
 //! Owns: creating, recognising and removing workspace folders and their
 //! registrations (paths and files through `registration::Registration`); a
 //! task workspace's identity (`identify`: the device, inode and real path
-//! recorded at prepare time, checked through an `O_NOFOLLOW` handle, and its
-//! `.git` pointing back at the registration) and its `presence::Health`;
+//! recorded at prepare time, checked through an `O_NOFOLLOW` handle reached
+//! from the workspace root through folders of the user's own, design §3.18,
+//! `shared_root`, and its `.git` pointing back at the registration) and its
+//! `presence::Health`;
 //! finding the open batches prepared inside a workspace (`hosted_batches`).
 //! Never: writes `.git/config`, touches the source working tree, follows a
 //! symlink while making or removing a workspace, or removes a folder that
