@@ -104,6 +104,7 @@ codes! {
     OnlyAndDiscard => "delegate::only_and_discard",
     NoWorkspaceRoot => "delegate::no_workspace_root",
     WorkspaceRootInsideSource => "delegate::workspace_root_inside_source",
+    UnsafeWorkspaceRoot => "delegate::unsafe_workspace_root",
     WorkspaceExists => "delegate::workspace_exists",
     HookExists => "delegate::hook_exists",
     NoManDir => "delegate::no_man_dir",

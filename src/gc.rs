@@ -137,6 +137,10 @@ pub struct Report {
     /// Reclaimed batches whose refs on their remote could not be deleted
     /// (design §3.14): reported, the refs listed for later.
     pub remote_left: Vec<crate::remote::Left>,
+    /// Folders below the workspace root refused (design §3.18): another
+    /// user's, or a symlink where a folder of ours was expected; never
+    /// entered, read or removed.
+    pub unsafe_folders: Vec<crate::shared_root::Refused>,
 }
 
 /// A stash entry a stale batch's workspace pushed (design §3.16).
@@ -376,9 +380,12 @@ impl Gc<'_> {
         self.report.refs_removed += r.refs;
         self.report.bytes_freed += r.bytes;
         self.report.left_alone.extend(r.left_alone);
+        for u in r.unsafe_folders {
+            self.refused(u);
+        }
         if !self.dry_run {
             for t in &b.tasks {
-                crate::fs::remove_empty_parents(&t.root, 2);
+                workspace::remove_empty_parents_of(t);
             }
         }
         Ok(())
@@ -665,7 +672,7 @@ impl Gc<'_> {
             }
             match health {
                 workspace::Health::Ours => {
-                    let bytes = crate::fs::tree_size(&t.root) + crate::fs::tree_size(&reg);
+                    let bytes = crate::shared_root::tree_size(&t.root) + crate::fs::tree_size(&reg);
                     if !self.dry_run {
                         workspace::remove_task(&self.source.common_dir, t)?;
                     }
@@ -678,6 +685,9 @@ impl Gc<'_> {
                     if health == workspace::Health::Foreign {
                         self.report.left_alone.push(t.root.clone());
                         self.handled_roots.insert(t.root.clone());
+                        if let Some(r) = workspace::refusal(t) {
+                            self.refused(r);
+                        }
                     }
                     // The registration goes only when it still names this
                     // task's folder (or nothing that exists): a worktree the
@@ -692,7 +702,7 @@ impl Gc<'_> {
                 }
             }
             if !self.dry_run {
-                crate::fs::remove_empty_parents(&t.root, 2);
+                workspace::remove_empty_parents_of(t);
             }
         }
 
@@ -809,71 +819,105 @@ impl Gc<'_> {
         Ok(())
     }
 
-    /// Folders `<base>/<batch-short>/<task>` that no batch owns and git has not registered.
+    /// Folders `<base>/<batch-short>/<task>` that no batch owns and git
+    /// has not registered. Every folder is reached through the handle of
+    /// the one above, never through a symlink and only when ours (design
+    /// §3.18); what is refused is reported (`unsafe_folders`) and never
+    /// entered, and a leftover goes through the handle that was checked.
     fn leftover_folders(&mut self, owners: &Owners) -> Result<()> {
-        let Ok(base) = self.source.workspace_base() else {
+        use crate::shared_root::Opened;
+        let Ok(base_path) = self.source.workspace_base() else {
             return Ok(());
         };
-        let Ok(shorts) = std::fs::read_dir(&base) else {
-            return Ok(());
+        let base = match crate::shared_root::open_base(&base_path) {
+            Ok(Opened::Ours(b)) => b,
+            Ok(Opened::Refused(r)) => {
+                self.refused(r);
+                return Ok(());
+            }
+            Ok(Opened::Missing) | Err(_) => return Ok(()),
         };
-        for short in shorts.flatten() {
-            let short_dir = short.path();
-            if short.file_name() == crate::trash::TRASH {
+        for short in base.dir.names() {
+            let short_dir = base_path.join(&short);
+            if short == crate::trash::TRASH {
                 // Workspaces apply removed, left by a killed background
                 // deleter. A deleter still at work is waited for, so the
                 // trash is gone when gc returns.
+                if let Ok(Opened::Refused(r)) = base.dir.child(&short) {
+                    self.refused(r);
+                    continue;
+                }
                 if let Some(p) = crate::trash::purge(&short_dir, true, self.dry_run, true) {
                     self.report.workspaces_removed += p.entries;
                     self.report.bytes_freed += p.bytes;
                 }
                 continue;
             }
-            if !crate::fs::is_real_dir(&short_dir)
-                || owners.owns_short(&short.file_name().to_string_lossy())
-            {
+            if owners.owns_short(&short.to_string_lossy()) {
                 continue;
             }
-            let Ok(tasks) = std::fs::read_dir(&short_dir) else {
-                continue;
-            };
-            for task in tasks.flatten() {
-                let root = task.path();
-                if !crate::fs::is_real_dir(&root)
-                    || self.handled_roots.contains(&root)
-                    || owners.owns_root(&root)
-                    || is_registered_worktree(&root)
-                {
+            let batch = match base.dir.child(&short) {
+                Ok(Opened::Ours(d)) => d,
+                // A file is no folder of ours: not looked at.
+                Ok(Opened::Refused(r)) if r.reason != crate::shared_root::Reason::NotAFolder => {
+                    self.refused(r);
                     continue;
                 }
-                if !self.made_by_us(&root) {
+                _ => continue,
+            };
+            for task in batch.names() {
+                let root = short_dir.join(&task);
+                if self.handled_roots.contains(&root) || owners.owns_root(&root) {
+                    continue;
+                }
+                let ws = match batch.child(&task) {
+                    Ok(Opened::Ours(d)) => d,
+                    Ok(Opened::Refused(r))
+                        if r.reason != crate::shared_root::Reason::NotAFolder =>
+                    {
+                        self.refused(r);
+                        continue;
+                    }
+                    _ => continue,
+                };
+                if is_registered_worktree(&root) {
+                    continue;
+                }
+                if !self.made_by_us(&ws) {
                     self.report.left_alone.push(root);
                     continue;
                 }
-                self.report.bytes_freed += crate::fs::tree_size(&root);
+                crate::interrupt::pause("gc-leftover-checked");
+                self.report.bytes_freed += ws.size();
                 if !self.dry_run {
-                    crate::fs::remove_all(&root)?;
+                    batch.remove_child(&task, ws.into_fd())?;
                 }
                 self.report.workspaces_removed += 1;
             }
             if !self.dry_run {
-                let _ = std::fs::remove_dir(&short_dir);
+                base.dir.remove_child_if_empty(&short);
             }
         }
         if !self.dry_run {
-            let _ = std::fs::remove_dir(&base);
+            base.remove_if_empty();
         }
         Ok(())
     }
 
-    /// A folder prepare made: empty (a prepare that died before writing its
-    /// `.git`), or its `.git` file names a `delegate-*` registration of this
-    /// repository. Anything else in our folder is left alone.
-    fn made_by_us(&self, root: &Path) -> bool {
-        if std::fs::read_dir(root).is_ok_and(|mut d| d.next().is_none()) {
+    /// Report a folder below the workspace root that was refused (once).
+    fn refused(&mut self, r: crate::shared_root::Refused) {
+        crate::shared_root::note(&mut self.report.unsafe_folders, r);
+    }
+
+    /// A folder prepare made (held open): empty (a prepare that died before
+    /// writing its `.git`), or its `.git` file names a `delegate-*`
+    /// registration of this repository. Anything else in our folder is left
+    /// alone.
+    fn made_by_us(&self, ws: &crate::shared_root::Dir) -> bool {
+        if ws.is_empty() {
             return true;
         }
-        let Some(target) = read_dotgit(root) else {
+        let Some(target) = read_dotgit_at(ws) else {
             return false;
         };
         let ours = target
@@ -1011,6 +1055,9 @@ pub struct CorruptRemoval {
     pub refs_removed: usize,
     /// Proposal refs kept for `gc.keep-failed` (rescued now, or recorded before).
     pub refs_kept: Vec<String>,
+    /// Folders below the workspace root refused (design §3.18), above or
+    /// at workspaces left alone.
+    pub unsafe_folders: Vec<crate::shared_root::Refused>,
 }
 
 /// Remove a batch whose `batch.toml` cannot be read (`drop ID --force`).
@@ -1109,7 +1156,12 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
         match workspace::remove(&source.common_dir, &root, &wid)? {
             workspace::Removal::Removed => out.workspaces_removed += 1,
             workspace::Removal::Missing => {}
-            workspace::Removal::Foreign => out.left_alone.push(root),
+            workspace::Removal::Foreign => {
+                if let Some(r) = workspace::refusal(&probe.tasks[0]) {
+                    crate::shared_root::note(&mut out.unsafe_folders, r);
+                }
+                out.left_alone.push(root)
+            }
         }
     }
 
@@ -1311,6 +1363,31 @@ fn is_registered_worktree(root: &Path) -> bool {
         Some(back) => same_path(&target.join(back), &dotgit),
         None => false,
     }
+}
+
+/// The registration the `.git` file in the opened folder `ws` names (made
+/// absolute), read through its handle, never through a symlink.
+fn read_dotgit_at(ws: &crate::shared_root::Dir) -> Option<PathBuf> {
+    use std::io::Read;
+    use std::os::unix::ffi::OsStrExt;
+    let f = rustix::fs::openat(
+        ws.fd(),
+        ".git",
+        rustix::fs::OFlags::RDONLY
+            | rustix::fs::OFlags::NOFOLLOW
+            | rustix::fs::OFlags::CLOEXEC
+            | rustix::fs::OFlags::NONBLOCK,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    let mut text = Vec::new();
+    std::fs::File::from(f)
+        .take(64 * 1024)
+        .read_to_end(&mut text)
+        .ok()?;
+    let text = text.strip_suffix(b"\n").unwrap_or(&text);
+    let target = text.strip_prefix(b"gitdir: ")?;
+    Some(ws.path().join(std::ffi::OsStr::from_bytes(target)))
 }
 
 /// The registration a worktree folder's `.git` file names (made absolute).

@@ -41,8 +41,10 @@ pub fn interrupted() -> bool {
 
 /// Test-only: when `GIT_DELEGATE_TEST_PAUSE` (a comma-separated list) names
 /// `point`, append `point` and a newline to the file `GIT_DELEGATE_TEST_PAUSED`
-/// names and wait there until a signal arrives (at most two minutes), so a
-/// test can signal or kill a prepare at a known point. Never for users.
+/// names and wait there until a signal arrives or that file is removed (at
+/// most two minutes), so a test can signal or kill a prepare at a known
+/// point, or change something there and let the command go on. Never for
+/// users.
 pub fn pause(point: &str) {
     let Ok(points) = std::env::var("GIT_DELEGATE_TEST_PAUSE") else {
         return;
@@ -58,7 +60,8 @@ pub fn pause(point: &str) {
     }
     let seen = SIGNALS.load(Ordering::SeqCst);
     let was_interrupted = interrupted();
-    if let Some(file) = std::env::var_os("GIT_DELEGATE_TEST_PAUSED") {
+    let file = std::env::var_os("GIT_DELEGATE_TEST_PAUSED").map(std::path::PathBuf::from);
+    if let Some(file) = &file {
         use std::io::Write;
         if let Ok(mut f) = std::fs::OpenOptions::new()
             .create(true)
@@ -71,6 +74,7 @@ pub fn pause(point: &str) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     while SIGNALS.load(Ordering::SeqCst) == seen
         && (was_interrupted || !interrupted())
+        && file.as_ref().is_none_or(|f| f.symlink_metadata().is_ok())
         && std::time::Instant::now() < deadline
     {
         std::thread::sleep(std::time::Duration::from_millis(5));

@@ -53,6 +53,7 @@ pub mod repo;
 pub mod review;
 pub mod run;
 pub mod scratch;
+pub mod shared_root;
 pub mod side_effects;
 pub mod snapshot;
 pub mod sparse;

@@ -15,8 +15,9 @@ mod ui;
 // keeps `crate::batch::...` paths in the binary's modules working.
 use git_delegate::{
     apply, batch, carry, config, error, gc, hooks, kept, lease, lock, mandir, observe, patch,
-    paths, prepare, preparing, problems, refresh, refs, remote, renew, repo, review, run, snapshot,
-    status, teardown, time, trash, undo, validate, verify, workspace, writeback,
+    paths, prepare, preparing, problems, refresh, refs, remote, renew, repo, review, run,
+    shared_root, snapshot, status, teardown, time, trash, undo, validate, verify, workspace,
+    writeback,
 };
 
 fn main() {

@@ -355,7 +355,11 @@ fn main_sections() -> Sections {
             "Where workspaces are created. Default: `$XDG_DATA_HOME/git-delegate/worktrees`, else \
              `~/.local/share/git-delegate/worktrees`. A leading `~/` means the home folder; a \
              relative path is taken from the source root. A root inside the source working tree is \
-             refused.",
+             refused. The root may be shared with other users (a sticky folder such as /tmp): the \
+             folders git delegate makes there are its user's own and 0700, and a folder another \
+             user made in their place, or a symlink there, is refused by prepare \
+             (delegate::unsafe_workspace_root) and left alone by gc and drop; a root everyone may \
+             write in without the sticky bit is refused.",
         )
         .item(
             "workspace.copy-ignored",

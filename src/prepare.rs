@@ -202,7 +202,10 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
             p.root = root;
             p.worktree_id = crate::scratch::WORKTREE_ID.to_string();
         }
-    } else {
+    } else if !plans.is_empty() {
+        // design §3.18: a repository folder another user made (or a
+        // symlink in its place) is refused before anything is made.
+        crate::shared_root::check(&base)?;
         workspace::check_free(&source.common_dir, &plans)?;
     }
     if batch::batch_dir(&source.state_dir(), &id)
@@ -400,6 +403,16 @@ fn make(
             plans.len(),
             if plans.len() == 1 { "" } else { "s" }
         ));
+        // The repository folder and the batch folder, through handles,
+        // ours and `0700` (design §3.18): nobody else can change what is
+        // below them, where the checkout writes by path.
+        if let Some(batch_dir) = plans
+            .first()
+            .filter(|_| policy.is_some())
+            .and_then(|p| p.root.parent())
+        {
+            crate::shared_root::make_batch_dir_at(batch_dir)?;
+        }
         match policy {
             // On btrfs, snapshots of the first workspace (design §3.17);
             // then each workspace's submodule worktrees, its own (design

@@ -89,6 +89,16 @@ pub fn record(state_dir: &Path, b: &Batch) -> Result<()> {
 // ---------------------------------------------------------------------------
 // Removal
 
+impl Removed {
+    /// The task's workspace is left alone: named, with what refused it.
+    fn left_alone(&mut self, t: &crate::batch::Task) {
+        self.left_alone.push(t.root.clone());
+        if let Some(r) = crate::workspace::refusal(t) {
+            crate::shared_root::note(&mut self.unsafe_folders, r);
+        }
+    }
+}
+
 /// What removing an incomplete batch removed.
 #[derive(Debug, Default)]
 pub struct Removed {
@@ -98,6 +108,9 @@ pub struct Removed {
     pub bytes: u64,
     /// Folders at a task's place that are not what prepare made: left alone.
     pub left_alone: Vec<PathBuf>,
+    /// Folders below the workspace root refused (design §3.18), among
+    /// those above the workspaces left alone.
+    pub unsafe_folders: Vec<crate::shared_root::Refused>,
 }
 
 /// Remove everything a prepare of `b` made or may have made: workspace
@@ -125,13 +138,18 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
             crate::workspace::unfinished_removal(&source.common_dir, &t.root, &t.worktree_id)
         };
         if will == crate::workspace::Removal::Removed {
-            out.bytes += crate::fs::tree_size(&t.root);
+            // Below the workspace root through handles (design §3.18).
+            out.bytes += if scratch {
+                crate::fs::tree_size(&t.root)
+            } else {
+                crate::shared_root::tree_size(&t.root)
+            };
         }
         if dry_run {
             match will {
                 crate::workspace::Removal::Removed => out.workspaces += 1,
                 crate::workspace::Removal::Missing => {}
-                crate::workspace::Removal::Foreign => out.left_alone.push(t.root.clone()),
+                crate::workspace::Removal::Foreign => out.left_alone(t),
             }
             continue;
         }
@@ -150,7 +168,7 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
         match removal {
             Ok(crate::workspace::Removal::Removed) => out.workspaces += 1,
             Ok(crate::workspace::Removal::Missing) => {}
-            Ok(crate::workspace::Removal::Foreign) => out.left_alone.push(t.root.clone()),
+            Ok(crate::workspace::Removal::Foreign) => out.left_alone(t),
             Err(e) => {
                 first_err.get_or_insert(e);
             }

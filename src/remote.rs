@@ -481,7 +481,7 @@ pub fn join(opts: &JoinOptions) -> Result<JoinReport> {
         crate::workspace::create_all(&common, baseline, tree, std::slice::from_ref(&plan))?;
         let j = joined(baseline.to_string());
         if let Err(e) = write_joined(reg.path(), &j) {
-            let _ = crate::workspace::remove(&common, &root, &worktree_id);
+            let _ = crate::workspace::remove_joined(&common, &root, &worktree_id);
             return Err(e);
         }
         return Ok(JoinReport {

@@ -156,6 +156,10 @@ pub struct Removed {
     pub refs: usize,
     /// Its refs on its remote that could not be deleted (design §3.14).
     pub remote_left: Option<crate::remote::Left>,
+    /// Folders below the workspace root refused (design §3.18): another
+    /// user's, or a symlink where a folder of ours was expected, at or
+    /// above a workspace left alone; never entered.
+    pub unsafe_folders: Vec<crate::shared_root::Refused>,
 }
 
 /// Remove a whole batch now (`drop`): every task's workspace (deleted
@@ -172,7 +176,12 @@ pub fn remove_batch(
         match workspace(source, b, t, others, Way::Delete)?.0 {
             Fate::Removed => r.workspaces += 1,
             Fate::Missing => {}
-            Fate::Foreign => r.kept.push((t.name.clone(), t.root.clone(), Vec::new())),
+            Fate::Foreign => {
+                if let Some(u) = workspace::refusal(t) {
+                    crate::shared_root::note(&mut r.unsafe_folders, u);
+                }
+                r.kept.push((t.name.clone(), t.root.clone(), Vec::new()))
+            }
             Fate::Hosting(h) => r.kept.push((t.name.clone(), t.root.clone(), h)),
         }
     }

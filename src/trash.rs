@@ -22,74 +22,87 @@
 //! on a trash folder (`flock` on it); later ones wait for it and then take
 //! what is left.
 //!
+//! The trash sits below the workspace root, which may be shared (design
+//! §3.18): the repository folder, the trash (made `0700`) and every entry
+//! are reached through the handle of the folder above (`shared_root`),
+//! never through a symlink and only when ours; the rename into the trash
+//! goes from the batch folder's handle to the trash's, and an entry is
+//! deleted through the handle that was checked.
+//!
 //! Owns: moving workspaces into the trash, deleting trash entries, starting
 //! the background deleter.
 //! Never: deletes anything outside a `.trash` folder, an entry that does not
 //! look like one of our workspaces, or follows a symlink while deleting.
 
+// `stat` field widths differ between targets: the casts are deliberate.
+#![allow(clippy::unnecessary_cast)]
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{flock, FlockOperation};
+use rustix::fs::{self as rfs, flock, AtFlags, FileType, FlockOperation};
+use rustix::io::Errno;
+
+use crate::shared_root::{Dir, Opened, Parents};
 
 /// The trash folder's name, beside the batch folders of a repository.
 pub const TRASH: &str = ".trash";
 
-/// The trash folder that serves a workspace `<base>/<batch-short>/<task>`.
-pub fn dir_for(root: &Path) -> Option<PathBuf> {
-    Some(root.parent()?.parent()?.join(TRASH))
-}
-
-/// Move the workspace folder `root` into its trash folder (one rename).
-/// The caller has checked that it is ours and holds it open: `held` is its
+/// Move the workspace folder `root` into its trash folder (one rename,
+/// from the batch folder `parents` holds open to the trash's handle). The
+/// caller has checked that it is ours and holds it open: `held` is its
 /// (device, inode). What the rename moved is checked against it, and moved
 /// back when it is not that folder (swapped in between). `None` when it
 /// could not be moved (the caller then removes it in place).
-pub fn put(root: &Path, held: (u64, u64)) -> Option<PathBuf> {
-    let trash = dir_for(root)?;
-    let task = root.file_name()?.to_str()?;
-    let short = root.parent()?.file_name()?.to_str()?;
+pub fn put(parents: &Parents, root: &Path, held: (u64, u64)) -> Option<PathBuf> {
+    let name = root.file_name()?;
+    let task = name.to_str()?;
+    let short = parents.batch.path().file_name()?.to_str()?;
+    let from = parents.batch.fd();
     // A deleter may remove the trash folder when it finds it empty just
     // after we made it: one retry.
     for _ in 0..2 {
-        match std::fs::create_dir(&trash) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(_) => return None,
-        }
-        if !crate::fs::is_real_dir(&trash) {
-            return None;
-        }
+        let trash = parents.base.dir.make_child(OsStr::new(TRASH)).ok()?;
         let random = uuid::Uuid::new_v4().simple().to_string();
-        let to = trash.join(format!("{short}-{task}-{}", &random[..8]));
-        match rustix::fs::renameat_with(
-            rustix::fs::CWD,
-            root,
-            rustix::fs::CWD,
-            &to,
-            rustix::fs::RenameFlags::NOREPLACE,
-        ) {
+        let to = format!("{short}-{task}-{}", &random[..8]);
+        match rfs::renameat_with(from, name, trash.fd(), &to, rfs::RenameFlags::NOREPLACE) {
             Ok(()) => {
-                use std::os::unix::fs::MetadataExt;
-                let moved = to.symlink_metadata().ok();
-                if moved.is_some_and(|m| m.is_dir() && (m.dev(), m.ino()) == held) {
-                    return Some(trash);
+                let moved = rfs::statat(trash.fd(), &to, AtFlags::SYMLINK_NOFOLLOW).ok();
+                if moved.is_some_and(|m| {
+                    FileType::from_raw_mode(m.st_mode as _) == FileType::Directory
+                        && (m.st_dev as u64, m.st_ino as u64) == held
+                }) {
+                    return Some(trash.path().to_path_buf());
                 }
                 // Not the folder we checked: put it back where it was.
-                let _ = rustix::fs::renameat_with(
-                    rustix::fs::CWD,
-                    &to,
-                    rustix::fs::CWD,
-                    root,
-                    rustix::fs::RenameFlags::NOREPLACE,
-                );
+                let _ =
+                    rfs::renameat_with(trash.fd(), &to, from, name, rfs::RenameFlags::NOREPLACE);
                 return None;
             }
-            Err(rustix::io::Errno::NOENT) if root.symlink_metadata().is_ok() => continue,
+            Err(Errno::NOENT) if rfs::statat(from, name, AtFlags::SYMLINK_NOFOLLOW).is_ok() => {
+                continue
+            }
             Err(_) => return None,
         }
     }
     None
+}
+
+/// The repository folder holding `trash` and the trash itself, held open
+/// (never through a symlink, only when ours), if `trash` is a `.trash`.
+fn open_trash(trash: &Path) -> Option<(crate::shared_root::Base, Dir)> {
+    if trash.file_name().is_none_or(|n| n != TRASH) {
+        return None;
+    }
+    let Ok(Opened::Ours(base)) = crate::shared_root::open_base(trash.parent()?) else {
+        return None;
+    };
+    let Ok(Opened::Ours(dir)) = base.dir.child(OsStr::new(TRASH)) else {
+        return None;
+    };
+    Some((base, dir))
 }
 
 /// Start a detached background deleter for `trash`. Best effort: when it
@@ -126,13 +139,13 @@ pub fn spawn_purger(trash: &Path, state_dir: &Path) {
 /// at work on it (a deleter was killed, or could not start). Cheap when
 /// there is no trash: one failed `open`.
 pub fn sweep_later(trash: &Path, state_dir: &Path) {
-    let Ok(dir) = std::fs::File::open(trash) else {
+    let Some((_, dir)) = open_trash(trash) else {
         return;
     };
-    if flock(&dir, FlockOperation::NonBlockingLockExclusive).is_err() {
+    if flock(dir.fd(), FlockOperation::NonBlockingLockExclusive).is_err() {
         return; // a deleter holds it, and looks again before it ends
     }
-    let busy = std::fs::read_dir(trash).is_ok_and(|mut d| d.next().is_some());
+    let busy = !dir.is_empty();
     drop(dir);
     if busy {
         spawn_purger(trash, state_dir);
@@ -158,10 +171,7 @@ pub struct Purged {
 /// deletes nothing (and takes no lock).
 pub fn purge(trash: &Path, count_bytes: bool, dry_run: bool, wait: bool) -> Option<Purged> {
     let mut out = Purged::default();
-    if trash.file_name().is_none_or(|n| n != TRASH) || !crate::fs::is_real_dir(trash) {
-        return Some(out);
-    }
-    let Ok(lock) = std::fs::File::open(trash) else {
+    let Some((base, dir)) = open_trash(trash) else {
         return Some(out);
     };
     if !dry_run {
@@ -170,37 +180,36 @@ pub fn purge(trash: &Path, count_bytes: bool, dry_run: bool, wait: bool) -> Opti
         } else {
             FlockOperation::NonBlockingLockExclusive
         };
-        if flock(&lock, how).is_err() {
+        if flock(dir.fd(), how).is_err() {
             return None;
         }
     }
-    let mut seen: Vec<PathBuf> = Vec::new();
+    let mut seen: Vec<OsString> = Vec::new();
     loop {
-        let Ok(rd) = std::fs::read_dir(trash) else {
-            break;
-        };
         let mut progress = false;
-        for entry in rd.flatten() {
-            let path = entry.path();
-            if seen.contains(&path) || !is_entry(&path) {
+        for name in dir.names() {
+            if seen.contains(&name) {
                 continue;
             }
-            let bytes = if count_bytes {
-                crate::fs::tree_size(&path)
-            } else {
-                0
+            let entry = match dir.child(&name) {
+                Ok(Opened::Ours(e)) if is_entry(&name, &e) => e,
+                _ => {
+                    seen.push(name);
+                    continue;
+                }
             };
-            let done = dry_run || delete_entry(&path).is_ok();
+            let bytes = if count_bytes { entry.size() } else { 0 };
+            let done = dry_run || delete_entry(&dir, &name, entry).is_ok();
             if done {
                 out.entries += 1;
                 out.bytes += bytes;
                 progress = true;
-            } else if path.symlink_metadata().is_ok() {
+            } else if !dry_run {
                 out.failed += 1;
             }
             if dry_run || !done {
                 // Not looked at again in this run.
-                seen.push(path);
+                seen.push(name);
             }
         }
         if !progress {
@@ -208,9 +217,9 @@ pub fn purge(trash: &Path, count_bytes: bool, dry_run: bool, wait: bool) -> Opti
         }
     }
     if !dry_run {
-        let _ = std::fs::remove_dir(trash);
+        base.dir.remove_child_if_empty(OsStr::new(TRASH));
     }
-    drop(lock);
+    drop(dir);
     Some(out)
 }
 
@@ -239,33 +248,34 @@ pub fn purge_in_background(trash: &Path, state_dir: Option<&Path>) {
     let (Some(state_dir), Some(base)) = (state_dir, trash.parent()) else {
         return;
     };
-    if trash.symlink_metadata().is_ok() {
+    let Ok(Opened::Ours(base)) = crate::shared_root::open_base(base) else {
+        return;
+    };
+    if !base.dir.is_empty() {
         return;
     }
     let Ok(lock) = std::fs::File::open(state_dir.join("lock")) else {
         return;
     };
     if flock(&lock, FlockOperation::NonBlockingLockExclusive).is_ok() {
-        let _ = std::fs::remove_dir(base);
+        base.remove_if_empty();
     }
 }
 
-/// A trash entry we may delete: a real folder named
-/// `<8 hex>-<task>-<8 hex>` holding our `.git` file, or empty.
-fn is_entry(path: &Path) -> bool {
-    let Some(name) = path.file_name().map(|n| n.as_bytes()) else {
-        return false;
-    };
+/// A trash entry we may delete: a real folder of ours (`entry`, held open)
+/// named `<8 hex>-<task>-<8 hex>` holding our `.git` file, or empty.
+fn is_entry(name: &OsStr, entry: &Dir) -> bool {
+    let name = name.as_bytes();
     let hex8 = |s: &[u8]| s.len() == 8 && s.iter().all(|c| c.is_ascii_hexdigit());
     let named = name.len() >= 19
         && hex8(&name[..8])
         && name[8] == b'-'
         && name[name.len() - 9] == b'-'
         && hex8(&name[name.len() - 8..]);
-    if !named || !crate::fs::is_real_dir(path) {
+    if !named {
         return false;
     }
-    match std::fs::read(path.join(".git")) {
+    match read_dotgit(entry.fd()) {
         Ok(text) => {
             let text = text.strip_suffix(b"\n").unwrap_or(&text);
             let Some(target) = text.strip_prefix(b"gitdir: ") else {
@@ -280,41 +290,82 @@ fn is_entry(path: &Path) -> bool {
                     .and_then(Path::file_name)
                     .is_some_and(|n| n == crate::registration::DIR)
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())
-        }
+        Err(Errno::NOENT) => entry.is_empty(),
         Err(_) => false,
     }
 }
 
-/// Delete one entry: everything but `.git` (never following a symlink),
-/// then `.git`, then the folder, so an interrupted deletion still leaves a
+/// The `.git` file in the opened folder (never through a symlink, at most 64 KiB).
+fn read_dotgit(dir: BorrowedFd<'_>) -> rustix::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let f = rfs::openat(
+        dir,
+        ".git",
+        rfs::OFlags::RDONLY | rfs::OFlags::NOFOLLOW | rfs::OFlags::CLOEXEC | rfs::OFlags::NONBLOCK,
+        rfs::Mode::empty(),
+    )?;
+    let mut text = Vec::new();
+    std::fs::File::from(f)
+        .take(64 * 1024)
+        .read_to_end(&mut text)
+        .map_err(|_| Errno::IO)?;
+    Ok(text)
+}
+
+/// Delete one entry of `trash`, `name`, held open as `entry`: everything
+/// but `.git` (through the handle, never following a symlink nor crossing
+/// into another filesystem), then `.git`, then the folder, only while
+/// `name` still is that folder, so an interrupted deletion still leaves a
 /// recognisable entry.
-fn delete_entry(path: &Path) -> std::io::Result<()> {
-    for child in std::fs::read_dir(path)? {
-        let child = child?;
-        if child.file_name() == ".git" {
+fn delete_entry(trash: &Dir, name: &OsStr, entry: Dir) -> rustix::io::Result<()> {
+    let (dev, ino) = entry.id();
+    let fd = entry.fd();
+    for (child, _) in crate::fs::read_names(fd)? {
+        if child == b".git" {
             continue;
         }
-        let p = child.path();
-        let r = if child.file_type()?.is_dir() {
-            std::fs::remove_dir_all(&p)
-        } else {
-            std::fs::remove_file(&p)
-        };
-        match r {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        let st = match rfs::statat(fd, child.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(Errno::NOENT) => continue,
             Err(e) => return Err(e),
+        };
+        if FileType::from_raw_mode(st.st_mode as _) == FileType::Directory {
+            let sub = crate::carry::open_dir_at(fd, child.as_slice())?;
+            let sst = rfs::fstat(&sub)?;
+            if sst.st_dev as u64 != dev || sst.st_ino != st.st_ino {
+                return Err(Errno::XDEV);
+            }
+            if sst.st_mode & 0o700 != 0o700 {
+                rfs::fchmod(
+                    &sub,
+                    rfs::Mode::from_raw_mode((sst.st_mode as u32 | 0o700) & 0o7777),
+                )?;
+            }
+            crate::scratch::remove_contents(sub.as_fd(), dev)?;
+            drop(sub);
+            match rfs::unlinkat(fd, child.as_slice(), AtFlags::REMOVEDIR) {
+                Ok(()) | Err(Errno::NOENT) => {}
+                Err(e) => return Err(e),
+            }
+        } else {
+            match rfs::unlinkat(fd, child.as_slice(), AtFlags::empty()) {
+                Ok(()) | Err(Errno::NOENT) => {}
+                Err(e) => return Err(e),
+            }
         }
     }
-    match std::fs::remove_file(path.join(".git")) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+    match rfs::unlinkat(fd, ".git", AtFlags::empty()) {
+        Ok(()) | Err(Errno::NOENT) => {}
         Err(e) => return Err(e),
     }
-    // A workspace made as a btrfs subvolume goes like a folder (design §3.17).
-    crate::btrfs::remove_empty_dir(path)
+    drop(entry);
+    match rfs::statat(trash.fd(), name, AtFlags::SYMLINK_NOFOLLOW) {
+        // A workspace made as a btrfs subvolume goes like a folder (design §3.17).
+        Ok(now) if (now.st_dev as u64, now.st_ino as u64) == (dev, ino) => {
+            crate::btrfs::remove_empty_dir_at(trash.fd(), name.as_bytes())
+        }
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -342,21 +393,35 @@ mod tests {
         std::fs::write(foreign.join("keep"), "x").unwrap();
         let empty = trash.join("0123abcd-3-89abcdef");
         std::fs::create_dir_all(&empty).unwrap();
-        assert!(is_entry(&ours) && is_entry(&empty));
-        assert!(!is_entry(&badly_named) && !is_entry(&foreign));
+        let (_, dir) = open_trash(&trash).unwrap();
+        let entry = |p: &Path| {
+            let name = p.file_name().unwrap();
+            match dir.child(name).unwrap() {
+                Opened::Ours(e) => is_entry(name, &e),
+                _ => false,
+            }
+        };
+        assert!(entry(&ours) && entry(&empty));
+        assert!(!entry(&badly_named) && !entry(&foreign));
+        // A symlink to an entry is none.
+        let link = trash.join("0123abcd-4-89abcdef");
+        std::os::unix::fs::symlink(&ours, &link).unwrap();
+        assert!(!entry(&link));
+        drop(dir);
         let got = purge(&trash, true, false, true).unwrap();
         assert_eq!(got.entries, 2);
         assert!(!ours.exists() && !empty.exists());
         assert!(badly_named.exists() && foreign.join("keep").exists());
+        assert!(link.symlink_metadata().is_ok());
         // An entry of ours that cannot be deleted (an immutable folder,
         // where the filesystem and our privileges allow making one) is
         // counted as failed, so the background deleter tries it again.
-        let stuck = trash.join("0123abcd-4-89abcdef");
+        let stuck = trash.join("0123abcd-5-89abcdef");
         std::fs::create_dir_all(&stuck).unwrap();
         std::fs::write(stuck.join("f"), "x").unwrap();
         std::fs::write(
             stuck.join(".git"),
-            "gitdir: /r/.git/worktrees/delegate-0123abcd-4\n",
+            "gitdir: /r/.git/worktrees/delegate-0123abcd-5\n",
         )
         .unwrap();
         let chattr = |flag: &str| {

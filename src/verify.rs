@@ -805,7 +805,7 @@ impl Drop for Runner<'_> {
             if let Some(trash) = discard_workspace(self.ctx, ".verify-template", root, id) {
                 crate::trash::spawn_purger(&trash, &self.ctx.source.state_dir());
             }
-            crate::fs::remove_empty_parents(&self.ws_dir.join("x"), 2);
+            crate::shared_root::remove_empty_parents(&self.ws_dir.join("x"));
         }
     }
 }
@@ -974,7 +974,7 @@ impl<'a> Runner<'a> {
             for t in &trashes {
                 crate::trash::spawn_purger(t, &ctx.source.state_dir());
             }
-            crate::fs::remove_empty_parents(&self.ws_dir.join("x"), 2);
+            crate::shared_root::remove_empty_parents(&self.ws_dir.join("x"));
         }
         let runs = result?;
         let mut answers = Vec::with_capacity(runs.len());
@@ -991,6 +991,8 @@ impl<'a> Runner<'a> {
     fn make_workspaces(&mut self, jobs: &[Job]) -> Result<()> {
         let ctx = self.ctx;
         let common = &ctx.source.common_dir;
+        // Below the workspace root as task workspaces are (design §3.18).
+        crate::shared_root::make_batch_dir_at(&self.ws_dir)?;
         crate::workspace::check_free(
             common,
             &jobs

@@ -19,8 +19,10 @@
 //! Owns: creating, recognising and removing workspace folders and their
 //! registrations (paths and files through `registration::Registration`); a
 //! task workspace's identity (`identify`: the device, inode and real path
-//! recorded at prepare time, checked through an `O_NOFOLLOW` handle, and its
-//! `.git` pointing back at the registration) and its `presence::Health`;
+//! recorded at prepare time, checked through an `O_NOFOLLOW` handle reached
+//! from the workspace root through folders of the user's own, design §3.18,
+//! `shared_root`, and its `.git` pointing back at the registration) and its
+//! `presence::Health`;
 //! finding the open batches prepared inside a workspace (`hosted_batches`).
 //! Never: writes `.git/config`, touches the source working tree, follows a
 //! symlink while making or removing a workspace, or removes a folder that
@@ -434,20 +436,38 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
     // complete): a symlink put in the folder's place is never followed,
     // and an empty folder only counts when it is a real folder, not a
     // symlink to one.
-    let state = match identify_at(common_dir, root, worktree_id, None) {
+    let state = match identify_at(common_dir, root, worktree_id, None, Reach::Beneath) {
         Identity::Missing => Removal::Missing,
-        Identity::Ours { fd: Some(fd), .. } => {
-            remove_held(root, fd)?;
+        Identity::Ours {
+            fd: Some(fd),
+            parents,
+            ..
+        } => {
+            remove_held(root, fd, parents.as_ref())?;
             Removal::Removed
         }
-        _ if crate::fs::is_empty_dir(root) => match std::fs::remove_dir(root) {
-            Ok(()) => Removal::Removed,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Removal::Missing,
-            // Not empty any more, or not a folder: someone else's now.
-            Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => Removal::Foreign,
-            Err(e) => return Err(Error::io(format!("cannot remove {}", root.display()), e)),
+        // Still empty, a real folder of ours reached through folders of
+        // ours (design §3.18): only an empty folder can go.
+        _ => match empty_beneath(root) {
+            Some((batch, name)) => {
+                use std::os::unix::ffi::OsStrExt;
+                match crate::btrfs::remove_empty_dir_at(batch.fd(), name.as_bytes()) {
+                    Ok(()) => Removal::Removed,
+                    Err(rustix::io::Errno::NOENT) => Removal::Missing,
+                    // Not empty any more, or not a folder: someone else's now.
+                    Err(rustix::io::Errno::NOTEMPTY | rustix::io::Errno::NOTDIR) => {
+                        Removal::Foreign
+                    }
+                    Err(e) => {
+                        return Err(Error::io(
+                            format!("cannot remove {}", root.display()),
+                            std::io::Error::from_raw_os_error(e.raw_os_error()),
+                        ))
+                    }
+                }
+            }
+            None => Removal::Foreign,
         },
-        _ => Removal::Foreign,
     };
     crate::submodules::unregister(common_dir, root, worktree_id)?;
     let reg = registration(common_dir, worktree_id);
@@ -460,18 +480,30 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
         Err(e) => return Err(Error::io(format!("cannot remove {}", reg.display()), e)),
     }
     if state != Removal::Foreign {
-        crate::fs::remove_empty_parents(root, 2);
+        remove_empty_parents(root, Reach::Beneath);
     }
     Ok(state)
+}
+
+/// The batch folder holding `root` and `root`'s name, when `root` is an
+/// empty real folder of ours reached through folders of ours below the
+/// workspace root (design §3.18).
+fn empty_beneath(root: &Path) -> Option<(crate::shared_root::Dir, std::ffi::OsString)> {
+    use crate::shared_root::Opened;
+    let name = root.file_name()?.to_os_string();
+    match crate::shared_root::open_workspace(root) {
+        Ok(Opened::Ours(ws)) if ws.dir.is_empty() => Some((ws.parents.batch, name)),
+        _ => None,
+    }
 }
 
 /// What [`remove_unfinished`] would do with the folder at `root` (for a
 /// dry run): `Removed` when it is ours or a real, still empty folder.
 pub fn unfinished_removal(common_dir: &Path, root: &Path, worktree_id: &str) -> Removal {
-    match identify_at(common_dir, root, worktree_id, None) {
+    match identify_at(common_dir, root, worktree_id, None, Reach::Beneath) {
         Identity::Missing => Removal::Missing,
         Identity::Ours { .. } => Removal::Removed,
-        _ if crate::fs::is_empty_dir(root) => Removal::Removed,
+        _ if empty_beneath(root).is_some() => Removal::Removed,
         _ => Removal::Foreign,
     }
 }
@@ -1054,8 +1086,14 @@ impl<'a> Replicator<'a> {
 #[derive(Debug)]
 pub enum Identity {
     /// The folder prepare made, held open (worktree mode; a scratch copy
-    /// is recognised by its own marker and not held), at its real path.
-    Ours { fd: Option<OwnedFd>, real: PathBuf },
+    /// is recognised by its own marker and not held), at its real path;
+    /// for a workspace below the workspace root, with the folders above it
+    /// held open too (design §3.18: it is removed through them).
+    Ours {
+        fd: Option<OwnedFd>,
+        real: PathBuf,
+        parents: Option<crate::shared_root::Parents>,
+    },
     /// Nothing is there.
     Missing,
     /// Something else is there (why, for people): never read, quiesced,
@@ -1124,6 +1162,7 @@ pub fn identify(common_dir: &Path, task: &crate::batch::Task) -> Identity {
             Health::Ours => Identity::Ours {
                 fd: None,
                 real: task.root.clone(),
+                parents: None,
             },
             Health::Missing => Identity::Missing,
             Health::Foreign => Identity::Replaced("is no longer the copy prepare made"),
@@ -1134,7 +1173,34 @@ pub fn identify(common_dir: &Path, task: &crate::batch::Task) -> Identity {
         &task.root,
         &task.worktree_id,
         task.folder.as_ref(),
+        Reach::Beneath,
     )
+}
+
+/// How a workspace folder is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// A batch's workspace, `<root>/<repo-name>-<fp>/<batch-short>/<name>`:
+    /// the repository folder, the batch folder and the workspace each
+    /// through the handle of the one above, never through a symlink, and
+    /// only when ours (design §3.18).
+    Beneath,
+    /// Any other folder (a joined workspace, a worktree the user moved):
+    /// by its path, without a symlink at its end.
+    Path,
+}
+
+/// Why the workspace of `task` is refused below the workspace root (design
+/// §3.18: another user's folder, or a symlink where a folder of ours is
+/// expected), if it is: for the reports of gc and drop, which leave it alone.
+pub fn refusal(task: &crate::batch::Task) -> Option<crate::shared_root::Refused> {
+    if task.remote
+        || task.kind() == Mode::Scratch
+        || !crate::shared_root::is_beneath_shape(&task.root)
+    {
+        return None;
+    }
+    crate::shared_root::refusal(&task.root)
 }
 
 fn identify_at(
@@ -1142,17 +1208,40 @@ fn identify_at(
     root: &Path,
     worktree_id: &str,
     made: Option<&crate::batch::Folder>,
+    reach: Reach,
 ) -> Identity {
+    use crate::shared_root::{Opened, Reason};
     use rustix::io::Errno;
-    let fd = match open_nofollow(root) {
-        Ok(fd) => fd,
-        Err(Errno::NOENT) if root.symlink_metadata().is_err() => return Identity::Missing,
-        Err(_) => {
-            return Identity::Replaced(match root.symlink_metadata() {
-                Ok(m) if m.file_type().is_symlink() => "is a symbolic link now",
-                Ok(m) if !m.is_dir() => "is not a folder any more",
-                _ => "cannot be opened",
-            })
+    let (fd, parents) = if reach == Reach::Beneath && crate::shared_root::is_beneath_shape(root) {
+        match crate::shared_root::open_workspace(root) {
+            Ok(Opened::Ours(ws)) => (ws.dir.into_fd(), Some(ws.parents)),
+            Ok(Opened::Missing) => return Identity::Missing,
+            Ok(Opened::Refused(r)) if r.path == root => {
+                return Identity::Replaced(match r.reason {
+                    Reason::Symlink => "is a symbolic link now",
+                    Reason::NotAFolder => "is not a folder any more",
+                    _ => "is owned by another user",
+                })
+            }
+            Ok(Opened::Refused(r)) => {
+                return Identity::Replaced(match r.reason {
+                    Reason::OtherOwner => "is in a folder another user owns",
+                    _ => "is reached through a symbolic link now",
+                })
+            }
+            Err(_) => return Identity::Replaced("cannot be opened"),
+        }
+    } else {
+        match open_nofollow(root) {
+            Ok(fd) => (fd, None),
+            Err(Errno::NOENT) if root.symlink_metadata().is_err() => return Identity::Missing,
+            Err(_) => {
+                return Identity::Replaced(match root.symlink_metadata() {
+                    Ok(m) if m.file_type().is_symlink() => "is a symbolic link now",
+                    Ok(m) if !m.is_dir() => "is not a folder any more",
+                    _ => "cannot be opened",
+                })
+            }
         }
     };
     let Ok(st) = rustix::fs::fstat(&fd) else {
@@ -1189,7 +1278,11 @@ fn identify_at(
     if !dotgit_points_at(&fd, &registration(common_dir, worktree_id)) {
         return Identity::Replaced("has a .git file that no longer points at its registration");
     }
-    Identity::Ours { fd: Some(fd), real }
+    Identity::Ours {
+        fd: Some(fd),
+        real,
+        parents,
+    }
 }
 
 /// Does the `.git` file inside the opened folder point at `reg`? Never
@@ -1226,7 +1319,7 @@ fn dotgit_points_at(dir: &OwnedFd, reg: &Path) -> bool {
 /// tasks go through [`identify`].)
 pub fn is_ours(common_dir: &Path, root: &Path, worktree_id: &str) -> bool {
     matches!(
-        identify_at(common_dir, root, worktree_id, None),
+        identify_at(common_dir, root, worktree_id, None, Reach::Path),
         Identity::Ours { .. }
     )
 }
@@ -1254,10 +1347,17 @@ fn moved_elsewhere(common_dir: &Path, root: &Path, worktree_id: &str) -> bool {
     }
 }
 
-/// Remove a workspace folder prepare has just made and its registration
-/// (prepare's undo; tasks of a batch go through [`remove_task`]).
+/// Remove a workspace folder of a batch, below the workspace root, that no
+/// identity was recorded for (a verification workspace, a corrupt batch's)
+/// and its registration; tasks of a batch go through [`remove_task`].
 pub fn remove(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<Removal> {
-    remove_at(common_dir, root, worktree_id, None)
+    remove_at(common_dir, root, worktree_id, None, Reach::Beneath)
+}
+
+/// Remove a workspace `join` has just made at a folder of the user's
+/// choosing (design §3.14), and its registration.
+pub fn remove_joined(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<Removal> {
+    remove_at(common_dir, root, worktree_id, None, Reach::Path)
 }
 
 /// Remove a task's workspace folder and its registration, never a folder
@@ -1277,6 +1377,7 @@ pub fn remove_task(common_dir: &Path, task: &crate::batch::Task) -> Result<Remov
         &task.root,
         &task.worktree_id,
         task.folder.as_ref(),
+        Reach::Beneath,
     )
 }
 
@@ -1285,6 +1386,7 @@ fn remove_at(
     root: &Path,
     worktree_id: &str,
     made: Option<&crate::batch::Folder>,
+    reach: Reach,
 ) -> Result<Removal> {
     if crate::batch::kind_of(worktree_id) == Mode::Scratch {
         return crate::scratch::remove(common_dir, root);
@@ -1293,14 +1395,19 @@ fn remove_at(
         release(common_dir, worktree_id)?;
         return Ok(Removal::Foreign);
     }
-    let identity = identify_at(common_dir, root, worktree_id, made);
+    let identity = identify_at(common_dir, root, worktree_id, made, reach);
     let state = match identity.health() {
         Health::Ours => Removal::Removed,
         Health::Missing => Removal::Missing,
         Health::Foreign => Removal::Foreign,
     };
-    if let Identity::Ours { fd: Some(fd), .. } = identity {
-        remove_held(root, fd)?;
+    if let Identity::Ours {
+        fd: Some(fd),
+        parents,
+        ..
+    } = identity
+    {
+        remove_held(root, fd, parents.as_ref())?;
     }
     crate::submodules::unregister(common_dir, root, worktree_id)?;
     let reg = registration(common_dir, worktree_id);
@@ -1310,48 +1417,53 @@ fn remove_at(
         Err(e) => return Err(Error::io(format!("cannot remove {}", reg.display()), e)),
     }
     if state != Removal::Foreign {
-        crate::fs::remove_empty_parents(root, 2);
+        remove_empty_parents(root, reach);
     }
     Ok(state)
+}
+
+/// Remove the folders above the task's workspace when they are empty (the
+/// batch folder and the repository folder, through their handles, design
+/// §3.18; a scratch copy's container). Best effort.
+pub fn remove_empty_parents_of(task: &crate::batch::Task) {
+    if task.remote {
+        return;
+    }
+    match task.kind() {
+        Mode::Worktree => remove_empty_parents(&task.root, Reach::Beneath),
+        Mode::Scratch => crate::fs::remove_empty_parents(&task.root, 2),
+    }
+}
+
+/// Remove the batch folder and the repository folder above a workspace
+/// when they are empty: through their handles below the workspace root
+/// (design §3.18), by path elsewhere.
+fn remove_empty_parents(root: &Path, reach: Reach) {
+    match reach {
+        Reach::Beneath => crate::shared_root::remove_empty_parents(root),
+        Reach::Path => crate::fs::remove_empty_parents(root, 2),
+    }
 }
 
 /// Remove the folder `root` that `fd` holds open: its content through the
 /// handle (never following a symlink nor crossing into another
 /// filesystem), then the empty folder, only while `root`'s name still
-/// leads to that folder.
-fn remove_held(root: &Path, fd: OwnedFd) -> Result<()> {
-    use rustix::fs::AtFlags;
-    let io = |e: rustix::io::Errno| {
-        Error::io(
-            format!("cannot remove {}", root.display()),
-            std::io::Error::from_raw_os_error(e.raw_os_error()),
-        )
-    };
+/// leads to that folder: in the batch folder `parents` holds open (design
+/// §3.18), or, without it, in the folder `root`'s parent path leads to.
+fn remove_held(
+    root: &Path,
+    fd: OwnedFd,
+    parents: Option<&crate::shared_root::Parents>,
+) -> Result<()> {
     let (Some(parent), Some(name)) = (root.parent(), root.file_name()) else {
         return Ok(());
     };
-    let held = rustix::fs::fstat(&fd).map_err(io)?;
-    if held.st_mode & 0o700 != 0o700 {
-        rustix::fs::fchmod(
-            &fd,
-            rustix::fs::Mode::from_raw_mode((held.st_mode as u32 | 0o700) & 0o7777),
-        )
-        .map_err(io)?;
-    }
-    crate::scratch::remove_contents(fd.as_fd(), held.st_dev as u64).map_err(io)?;
-    drop(fd);
-    let pfd = crate::carry::open_root(parent)?;
-    match rustix::fs::statat(&pfd, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(st) if st.st_dev == held.st_dev && st.st_ino == held.st_ino => {
-            // Only an empty folder can go here: a replaced one is never lost
-            // (an emptied subvolume too, design §3.17).
-            use std::os::unix::ffi::OsStrExt;
-            match crate::btrfs::remove_empty_dir_at(pfd.as_fd(), name.as_bytes()) {
-                Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
-                Err(e) => Err(io(e)),
-            }
+    match parents {
+        Some(p) => p.batch.remove_child(name, fd),
+        None => {
+            let pfd = crate::carry::open_root(parent)?;
+            crate::shared_root::remove_held_at(pfd.as_fd(), root, name, fd)
         }
-        _ => Ok(()),
     }
 }
 
@@ -1373,13 +1485,19 @@ pub fn discard(common_dir: &Path, task: &crate::batch::Task) -> Result<(Removal,
     if small || task.kind() == Mode::Scratch || moved_elsewhere(common_dir, root, worktree_id) {
         return remove_task(common_dir, task).map(|r| (r, None));
     }
-    let Identity::Ours { fd: Some(fd), .. } = identify(common_dir, task) else {
+    let Identity::Ours {
+        fd: Some(fd),
+        parents: Some(parents),
+        ..
+    } = identify(common_dir, task)
+    else {
         return remove_task(common_dir, task).map(|r| (r, None));
     };
     let Ok(held) = rustix::fs::fstat(&fd) else {
         return remove_task(common_dir, task).map(|r| (r, None));
     };
-    let Some(trash) = crate::trash::put(root, (held.st_dev as u64, held.st_ino as u64)) else {
+    let Some(trash) = crate::trash::put(&parents, root, (held.st_dev as u64, held.st_ino as u64))
+    else {
         return remove_task(common_dir, task).map(|r| (r, None));
     };
     crate::submodules::unregister(common_dir, root, worktree_id)?;
@@ -1389,7 +1507,8 @@ pub fn discard(common_dir: &Path, task: &crate::batch::Task) -> Result<(Removal,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(Error::io(format!("cannot remove {}", reg.display()), e)),
     }
-    crate::fs::remove_empty_parents(root, 2);
+    drop(parents);
+    remove_empty_parents(root, Reach::Beneath);
     Ok((Removal::Removed, Some(trash)))
 }
 

@@ -754,9 +754,8 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
     let refused = names(&invalid);
     let failed_workers = names(&worker_failed);
     let to_resubmit: Vec<&Outcome> = kept.iter().copied().filter(|o| resubmit(o)).collect();
-    let other = names(&|o| {
-        !merge(o) && !unresolved(o) && !invalid(o) && !worker_failed(o) && !resubmit(o)
-    });
+    let other =
+        names(&|o| !merge(o) && !unresolved(o) && !invalid(o) && !worker_failed(o) && !resubmit(o));
     let mut text = String::new();
     let task_s = |n: &[String]| if n.len() == 1 { "task" } else { "tasks" };
     if !to_refresh.is_empty() {

@@ -104,11 +104,12 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         kept,
         refs: refs_removed,
         remote_left,
+        unsafe_folders,
     } = crate::teardown::remove_batch(&source, &b, &others, &remote_seen)?;
     let (left_alone, hosting): (Vec<_>, Vec<_>) = kept.into_iter().partition(|k| k.2.is_empty());
     let kept: Vec<std::path::PathBuf> = left_alone.into_iter().map(|k| k.1).collect();
     if ui.json {
-        let mut doc = dropped_doc(&b.id, removed, refs_removed, &kept);
+        let mut doc = dropped_doc(&b.id, removed, refs_removed, &kept, &unsafe_folders);
         if let (false, Some(m)) = (hosting.is_empty(), doc.as_object_mut()) {
             m.insert("kept_workspaces".into(), kept_doc(&hosting));
         }
@@ -133,6 +134,7 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
             super::show(&k)
         ));
     }
+    text.push_str(&super::unsafe_text(&unsafe_folders));
     text.push_str(&kept_text(&hosting));
     ui.say(&text);
     Ok(0)
@@ -165,7 +167,13 @@ fn drop_corrupt(
     }
     let r = crate::gc::remove_corrupt(source, id)?;
     if ui.json {
-        let mut doc = dropped_doc(id, r.workspaces_removed, r.refs_removed, &r.left_alone);
+        let mut doc = dropped_doc(
+            id,
+            r.workspaces_removed,
+            r.refs_removed,
+            &r.left_alone,
+            &r.unsafe_folders,
+        );
         if let Some(m) = doc.as_object_mut() {
             m.insert("corrupt".into(), json!(true));
             m.insert(
@@ -213,6 +221,7 @@ fn drop_corrupt(
             super::show(k)
         ));
     }
+    text.push_str(&super::unsafe_text(&r.unsafe_folders));
     ui.say(&text);
     Ok(0)
 }
@@ -222,7 +231,13 @@ fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) ->
     let r = crate::preparing::remove_whole(source, b, false)?;
     if ui.json {
         ui.doc_after(
-            dropped_doc(&b.id, r.workspaces, r.refs, &r.left_alone),
+            dropped_doc(
+                &b.id,
+                r.workspaces,
+                r.refs,
+                &r.left_alone,
+                &r.unsafe_folders,
+            ),
             recovered,
         );
     }
@@ -238,25 +253,32 @@ fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) ->
             super::show(k)
         ));
     }
+    text.push_str(&super::unsafe_text(&r.unsafe_folders));
     ui.say(&text);
     Ok(0)
 }
 
 /// The document of a batch dropped (design §6): what was removed and the
-/// folders left alone; callers add what their kind of drop adds.
+/// folders left alone (and refused, design §3.18); callers add what their
+/// kind of drop adds.
 fn dropped_doc(
     id: &str,
     workspaces: usize,
     refs: usize,
     left_alone: &[std::path::PathBuf],
+    unsafe_folders: &[crate::shared_root::Refused],
 ) -> serde_json::Value {
-    json!({
+    let mut doc = json!({
         "batch": id,
         "dropped": true,
         "workspaces_removed": workspaces,
         "refs_removed": refs,
         "left_alone": left_alone.iter().map(|k| crate::paths::doc_path(k)).collect::<Vec<_>>(),
-    })
+    });
+    if let (false, Some(m)) = (unsafe_folders.is_empty(), doc.as_object_mut()) {
+        m.insert("unsafe_folders".into(), super::unsafe_doc(unsafe_folders));
+    }
+    doc
 }
 
 /// `[{"task", "stash"}]`: open tasks whose work is in the stash.

@@ -75,6 +75,12 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
             "temp_files_removed": report.temp_files_removed.iter().map(|p| crate::paths::doc_path(p)).collect::<Vec<_>>(),
             "recovered_writebacks": recovered.rolled_back,
         });
+        if let (false, Some(m)) = (report.unsafe_folders.is_empty(), doc.as_object_mut()) {
+            m.insert(
+                "unsafe_folders".into(),
+                super::unsafe_doc(&report.unsafe_folders),
+            );
+        }
         if let (false, Some(m)) = (report.remote_left.is_empty(), doc.as_object_mut()) {
             m.insert(
                 "warnings".into(),
@@ -218,6 +224,7 @@ fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
             super::show(p)
         ));
     }
+    text.push_str(&super::unsafe_text(&r.unsafe_folders));
     for k in r.kept_workspaces.iter().filter(|k| !k.batches.is_empty()) {
         let shorts: Vec<&str> = k.batches.iter().map(|b| crate::batch::short(b)).collect();
         text.push_str(&format!(

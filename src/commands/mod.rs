@@ -503,3 +503,32 @@ pub fn human_bytes(n: u64, byte: &str) -> String {
 pub fn show(p: &Path) -> String {
     crate::ui::show_path(p)
 }
+
+/// `unsafe_folders` of gc and drop (docs/json.md): the folders below the
+/// workspace root they refused and never entered (design §3.18).
+pub fn unsafe_doc(list: &[crate::shared_root::Refused]) -> serde_json::Value {
+    serde_json::Value::Array(
+        list.iter()
+            .map(|r| {
+                serde_json::json!({
+                    "path": crate::paths::doc_path(&r.path),
+                    "owner": r.owner,
+                    "reason": r.reason.as_str(),
+                })
+            })
+            .collect(),
+    )
+}
+
+/// One line per refused folder below the workspace root, for people.
+pub fn unsafe_text(list: &[crate::shared_root::Refused]) -> String {
+    list.iter()
+        .map(|r| {
+            format!(
+                "Left alone, never entered: {} {} (git delegate works only in folders of yours below the workspace root).\n",
+                show(&r.path),
+                crate::ui::escape_text(&r.describe())
+            )
+        })
+        .collect()
+}

@@ -313,9 +313,13 @@ fn write_changed(repo: &gix::Repository, index: &mut gix::index::State, root: &P
 /// registration. Only the folder goes (the registration is the
 /// template's). Returns whether it did.
 pub fn remove_half_made(common_dir: &Path, root: &Path, template_id: &str) -> Result<bool> {
-    match identify_at(common_dir, root, template_id, None) {
-        Identity::Ours { fd: Some(fd), .. } => {
-            remove_held(root, fd)?;
+    match identify_at(common_dir, root, template_id, None, Reach::Beneath) {
+        Identity::Ours {
+            fd: Some(fd),
+            parents,
+            ..
+        } => {
+            remove_held(root, fd, parents.as_ref())?;
             Ok(true)
         }
         _ => Ok(false),
@@ -357,7 +361,7 @@ pub fn verifications(common_dir: &Path) -> Vec<Verification> {
         let Some(root) = registered_location(common_dir, &id) else {
             continue;
         };
-        let real = match identify_at(common_dir, &root, &id, None) {
+        let real = match identify_at(common_dir, &root, &id, None, Reach::Beneath) {
             Identity::Ours { real, .. } => Some(real),
             _ => None,
         };

@@ -1,6 +1,6 @@
 //! Workers are untrusted (design §3.18): what a hostile or confused worker
 //! produces, or changes beside its workspace, reaches the user's repository
-//! only through the checks.
+//! only through the checks; and a shared workspace root cannot be raced.
 #[path = "../common/mod.rs"]
 mod common;
 
@@ -9,3 +9,4 @@ mod holes;
 mod modes;
 mod paths;
 mod remote_refs;
+mod roots;
