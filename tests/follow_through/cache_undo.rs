@@ -75,7 +75,10 @@ fn damage(env: &Env, ws: &Path, how: Damage) {
     let index = index_of(env, ws);
     match how {
         Damage::Truncated => {
-            let f = std::fs::OpenOptions::new().write(true).open(&index).unwrap();
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&index)
+                .unwrap();
             f.set_len(100).unwrap();
         }
         Damage::Garbage => {
@@ -166,7 +169,10 @@ fn discard_keeps_the_work_of_a_task_whose_index_is_garbage() {
         .args(["cat-file", "-e", &format!("{r}:gone.txt")])
         .output()
         .unwrap();
-    assert!(!gone.status.success(), "the deletion is part of the proposal");
+    assert!(
+        !gone.status.success(),
+        "the deletion is part of the proposal"
+    );
     // Nothing reached the source; the workspace is gone.
     assert_eq!(
         std::fs::read(repo.join("f.txt")).unwrap(),
@@ -323,11 +329,12 @@ fn status_conflicts(env: &Env, repo: &Path, task: &str) -> (Value, String) {
 #[test]
 fn status_names_the_files_still_conflicted_after_a_refresh() {
     let env = Env::new();
-    let (repo, _, ws) = refreshed_conflict(&env);
+    let (repo, batch, ws) = refreshed_conflict(&env);
     let (paths, human) = status_conflicts(&env, &repo, "2");
     assert_eq!(paths, json!(["a.txt", "b.txt"]));
     assert!(
-        human.contains("conflicts for its worker to resolve (edit, then `git add`): a.txt, b.txt\n"),
+        human
+            .contains("conflicts for its worker to resolve (edit, then `git add`): a.txt, b.txt\n"),
         "{human}"
     );
     // The worker resolves one of them: status names the other only.
@@ -338,6 +345,25 @@ fn status_names_the_files_still_conflicted_after_a_refresh() {
     assert!(
         human.contains("conflicts for its worker to resolve (edit, then `git add`): b.txt\n"),
         "{human}"
+    );
+    // And the other: status says so, and what lands it.
+    std::fs::write(ws[1].join("b.txt"), "ONE-1+2\ntwo\nthree\nfour\nfive\n").unwrap();
+    env.git(&ws[1], ["add", "b.txt"]);
+    let (paths, human) = status_conflicts(&env, &repo, "2");
+    assert_eq!(paths, json!([]));
+    let short = &batch[..8];
+    let hint = format!(
+        "its conflicts are resolved in its workspace: `git delegate apply {short}` lands it\n"
+    );
+    assert!(human.contains(&hint), "{human}");
+    env.sh(
+        &repo,
+        &crate::common::printed_command(&human, "git delegate apply"),
+    )
+    .expect(0);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("b.txt")).unwrap(),
+        "ONE-1+2\ntwo\nthree\nfour\nfive\n"
     );
 }
 
@@ -423,7 +449,11 @@ fn undo_after_the_result_was_committed_refuses_and_force_takes_it_back() {
     assert_eq!(list["entries"][0]["head"], at_apply.as_str());
     // The human text says it too (stderr), and a dry run refuses alike.
     let human = env.delegate(&repo, ["undo"]).expect(3);
-    assert!(human.stderr.contains("delegate::head_moved"), "{}", human.stderr);
+    assert!(
+        human.stderr.contains("delegate::head_moved"),
+        "{}",
+        human.stderr
+    );
     env.delegate(&repo, ["undo", "--dry-run"]).expect(3);
     // --force: the committed lines come back out as uncommitted changes.
     let doc = env
