@@ -121,6 +121,7 @@ codes! {
     CheckoutFailed => "delegate::checkout_failed",
     WriteCheckFailed => "delegate::write_check_failed",
     RefreshBlocked => "delegate::refresh_blocked",
+    HeadMoved => "delegate::head_moved",
     WriteFailed => "delegate::write_failed",
     RollbackFailed => "delegate::rollback_failed",
     WritebackPending => "delegate::writeback_pending",

@@ -9,8 +9,10 @@
 //! journal (symlink-safe, temp then rename), the workspace's index (the new
 //! base, conflicted files as stages 1-3) and detached HEAD moved to the new
 //! base, then the task's `base`, state (`conflicted` or `open`) and
-//! conflicted files saved in the batch. Also what apply asks: which
-//! conflicts a worker left unresolved (`unresolved`).
+//! conflicted files saved in the batch. Also what apply and status ask:
+//! which conflicts a worker left unresolved (`unresolved`; with a
+//! workspace index that cannot be used, every listed file, as the index
+//! `reindex` rebuilds holds them unmerged).
 //! Never: stops processes in a workspace (the worker may be the caller);
 //! writes the source working tree, its index or HEAD; writes a workspace
 //! path whose content is not what its snapshot read (the write-back's
@@ -195,7 +197,7 @@ fn refresh_task(
         ));
     };
     let (mut left, unusable) = unresolved_checked(&task, &real);
-    if unusable && crate::reindex::repair(&source.common_dir, &task, &real)? {
+    if unusable && crate::reindex::repair(&source.common_dir, &task, &real).unwrap_or(false) {
         // design §3.2 step 1: a workspace's index is a cache, rebuilt.
         left = unresolved(&task, &real);
     }

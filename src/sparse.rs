@@ -12,7 +12,8 @@
 //! its index entry's skip-worktree bit, any other by the patterns); the
 //! workspaces' configuration (`Workspaces`: the source's, narrowed by
 //! `--sparse` folders), the skip-worktree bits of a workspace's index
-//! (`Workspaces::mark`) and its own sparse files (`Workspaces::write`: the
+//! (`Workspaces::mark`; `mark_workspace` for one rebuilt from a tree, by
+//! the workspace's own patterns) and its own sparse files (`Workspaces::write`: the
 //! registration's `info/sparse-checkout`, and `config.worktree` only where
 //! the repository already has `extensions.worktreeConfig`); the paths of a
 //! proposal outside the source's checkout (`outside`, apply's

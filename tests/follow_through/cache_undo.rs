@@ -419,7 +419,7 @@ fn head(env: &Env, repo: &Path) -> String {
 #[test]
 fn undo_after_the_result_was_committed_refuses_and_force_takes_it_back() {
     let env = Env::new();
-    let (repo, _) = applied(&env);
+    let (repo, id) = applied(&env);
     let at_apply = head(&env, &repo);
     env.git(&repo, ["commit", "-q", "-am", "the applied work"]);
     let now = head(&env, &repo);
@@ -433,7 +433,8 @@ fn undo_after_the_result_was_committed_refuses_and_force_takes_it_back() {
     assert_eq!(err["error"]["apply_head"], at_apply.as_str());
     assert_eq!(err["error"]["head"], now.as_str());
     let help = err["error"]["help"].as_str().unwrap();
-    assert!(help.contains("git delegate undo --force"), "{help}");
+    let force = crate::common::printed_command(help, "git delegate undo");
+    assert_eq!(force, format!("git delegate undo {} --force", &id[..8]));
     // Nothing changed: the tree, the index, HEAD, the entry.
     assert_eq!(
         std::fs::read_to_string(repo.join("a.txt")).unwrap(),
@@ -455,12 +456,14 @@ fn undo_after_the_result_was_committed_refuses_and_force_takes_it_back() {
         human.stderr
     );
     env.delegate(&repo, ["undo", "--dry-run"]).expect(3);
-    // --force: the committed lines come back out as uncommitted changes.
-    let doc = env
-        .delegate(&repo, ["undo", "--force", "--json"])
+    // --force, as the help says: the committed lines come back out as
+    // uncommitted changes.
+    env.sh(&repo, &force).expect(0);
+    let list = env
+        .delegate(&repo, ["undo", "--list", "--json"])
         .expect(0)
         .json();
-    assert_eq!(doc["undone"], true, "{doc}");
+    assert_eq!(list["entries"][0]["undone"], true);
     assert_eq!(std::fs::read_to_string(repo.join("a.txt")).unwrap(), LINES);
     assert_eq!(env.git(&repo, ["status", "--porcelain"]), " M a.txt\n");
     assert_eq!(head(&env, &repo), now);
