@@ -452,22 +452,24 @@ fn move_head(ws: &gix::Repository, commit: ObjectId) -> Result<()> {
 /// The conflicts a refresh handed back that the worker has not resolved
 /// (design §3.12): every unmerged index entry of the workspace at `real`,
 /// and every file the refresh listed that still holds a marker line
-/// exactly as refresh wrote it. Where the workspace's index cannot be used
-/// (missing, not decodable, failing its checksum), every file the refresh
+/// exactly as refresh wrote it. Where the workspace's index cannot be read
+/// (missing, not decodable), every file the refresh
 /// listed counts as unmerged: the index rebuilt for it holds them so
 /// (`reindex`), until the worker's `git add`.
 pub fn unresolved(task: &batch::Task, real: &Path) -> Vec<PathConflict> {
     unresolved_checked(task, real).0
 }
 
-/// [`unresolved`], and whether the workspace's index could not be used
+/// [`unresolved`], and whether the workspace's index could not be read
 /// (the caller holding the lock rebuilds it: `reindex::repair`).
 pub fn unresolved_checked(task: &batch::Task, real: &Path) -> (Vec<PathConflict>, bool) {
     let mut out: Vec<PathConflict> = Vec::new();
     let mut unusable = false;
     if let Ok(ws) = crate::repo::open_worktree(real) {
+        // Decoded, its checksum not verified (the snapshot that records
+        // the task verifies it: design §3.2 step 1).
         let path = ws.index_path();
-        match gix::index::File::at(&path, ws.object_hash(), false, Default::default()) {
+        match gix::index::File::at(&path, ws.object_hash(), true, Default::default()) {
             Ok(index) => {
                 for e in index.entries().iter().filter(|e| e.stage_raw() != 0) {
                     let path = e.path(&index);

@@ -69,6 +69,9 @@ enum Damage {
     Truncated,
     /// 4 KiB of garbage (no `DIRC` signature).
     Garbage,
+    /// One byte of the first entry's (`README`'s) object id flipped: the
+    /// index still decodes, its checksum no longer matches.
+    BitFlip,
 }
 
 fn damage(env: &Env, ws: &Path, how: Damage) {
@@ -94,9 +97,16 @@ fn damage(env: &Env, ws: &Path, how: Damage) {
             assert_ne!(&bytes[..4], b"DIRC");
             std::fs::write(&index, bytes).unwrap();
         }
+        Damage::BitFlip => {
+            let mut bytes = std::fs::read(&index).unwrap();
+            // 12 bytes of header, 40 of stat data, then the object id.
+            bytes[12 + 40 + 5] ^= 0x40;
+            std::fs::write(&index, bytes).unwrap();
+        }
     }
     // git itself cannot read garbage (a truncated index it may read in
-    // part, and rewrite: so it is not asked).
+    // part, and rewrite; a checksum it does not verify outside fsck: so it
+    // is not asked about those).
     if let Damage::Garbage = how {
         let st = env
             .git_cmd(ws)
@@ -148,6 +158,11 @@ fn a_truncated_workspace_index_still_applies_the_work_exactly() {
 #[test]
 fn a_garbage_workspace_index_still_applies_the_work_exactly() {
     apply_keeps_the_work_exactly(Damage::Garbage);
+}
+
+#[test]
+fn a_workspace_index_failing_its_checksum_is_not_trusted() {
+    apply_keeps_the_work_exactly(Damage::BitFlip);
 }
 
 #[test]
