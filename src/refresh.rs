@@ -392,7 +392,7 @@ fn write_index(
         .entries()
         .iter()
         .filter(|e| e.stage_raw() == 0)
-        .map(|e| (e.path(&old), e))
+        .map(|e| (e.path(old), e))
         .collect();
     let conflicted: std::collections::HashSet<&BStr> =
         staged.iter().map(|s| s.0.as_bstr()).collect();
