@@ -1066,7 +1066,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__undo)
-            opts="-h -V --list --dry-run --json --color --help --version"
+            opts="-h -V --list --dry-run --force --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

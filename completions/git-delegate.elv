@@ -87,6 +87,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand --color 'When to use colour: auto, always or never'
             cand --list 'List the undo entries (id, batch, time, paths written, undone or not); change nothing'
             cand --dry-run 'Report what undo would write or which paths block it; change nothing'
+            cand --force 'Undo even though HEAD moved since the apply (its changes may be committed now)'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'

@@ -88,6 +88,7 @@ always\t'Always colour'
 never\t'Never colour'"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand undo" -l list -d 'List the undo entries (id, batch, time, paths written, undone or not); change nothing'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand undo" -l dry-run -d 'Report what undo would write or which paths block it; change nothing'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand undo" -l force -d 'Undo even though HEAD moved since the apply (its changes may be committed now)'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand undo" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand undo" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand undo" -s V -l version -d 'Print version'

@@ -382,7 +382,15 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
             workspace::Identity::Ours { real, .. } => {
                 // Conflicts a refresh handed back and its worker has not
                 // resolved yet (design §3.12): neither stopped nor recorded.
-                let left = crate::refresh::unresolved(task, &real);
+                let (mut left, unusable) = crate::refresh::unresolved_checked(task, &real);
+                // design §3.2 step 1: a workspace's index is a cache, rebuilt
+                // (never in a dry run, which changes nothing).
+                if unusable
+                    && !dry_run
+                    && crate::reindex::repair(&source.common_dir, task, &real).unwrap_or(false)
+                {
+                    left = crate::refresh::unresolved(task, &real);
+                }
                 if !left.is_empty() {
                     out.status = TaskState::Conflict;
                     out.reason = Some(crate::refresh::UNRESOLVED);
@@ -757,9 +765,20 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 } else {
                     out.status
                 };
-                if !unresolved {
-                    t.conflicted_paths.clear();
-                }
+                // The files still unresolved (a conflict the worker made
+                // itself included), which status names (design §3.12).
+                t.conflicted_paths = if unresolved {
+                    let mut paths: Vec<String> = out
+                        .conflicts
+                        .iter()
+                        .map(|c| String::from_utf8_lossy(&c.path).into_owned())
+                        .collect();
+                    paths.sort();
+                    paths.dedup();
+                    paths
+                } else {
+                    Vec::new()
+                };
                 t.reason = out.reason.map(str::to_string);
                 t.proposal_ref = out.proposal_ref.clone();
                 t.patch = out.patch.clone();

@@ -185,6 +185,10 @@ conflicts (you rewrote what the apply wrote), undo writes nothing, lists the pat
 undo it exits 2. It writes through the same crash-safe journal as apply (kept in <git-dir>/delegate/undo/<id>/, \
 rolled back by the next command after a crash). The index, HEAD and branches are never touched.
 
+Undo refuses (exit 3, delegate::head_moved) when HEAD is no longer the commit it was at when the apply wrote: \
+the applied changes may be committed now, and undoing them would take committed lines back out as uncommitted \
+changes. --force undoes anyway. An entry recorded before HEAD was kept is undone without that check.
+
 The undone proposals stay under refs/pi-delegate/undo/<id>/tasks/<task>, and `git delegate apply --from-undo \
 APPLY` applies them again as a new apply. The entry's commit refs/pi-delegate/undo/<id>/entry holds the paths \
 the apply wrote as it wrote them, and its parent the same paths as they were before: `git diff \
@@ -195,6 +199,7 @@ entry once it is beyond the newest undo.keep (default 20) and older than gc.keep
   git delegate undo --dry-run         # what it would write, or which paths block it
   git delegate undo --list --json     # {\"entries\": [{\"apply_id\", \"batch\", \"applied_at\", \"paths\", \"undone\"}]}
   git delegate undo 3f2a              # one apply, by id prefix
+  git delegate undo --force           # even though HEAD moved since the apply
   git delegate apply --from-undo 3f2a # land the undone work again"
     )]
     Undo(UndoArgs),
@@ -718,6 +723,9 @@ pub struct UndoArgs {
     /// Report what undo would write or which paths block it; change nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Undo even though HEAD moved since the apply (its changes may be committed now)
+    #[arg(long, conflicts_with = "list")]
+    pub force: bool,
     #[command(flatten)]
     pub json: JsonArg,
 }

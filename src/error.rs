@@ -123,6 +123,7 @@ codes! {
     WriteCheckFailed => "delegate::write_check_failed",
     RefreshBlocked => "delegate::refresh_blocked",
     InvalidPath => "delegate::invalid_path",
+    HeadMoved => "delegate::head_moved",
     WriteFailed => "delegate::write_failed",
     RollbackFailed => "delegate::rollback_failed",
     WritebackPending => "delegate::writeback_pending",

@@ -47,6 +47,7 @@ pub mod quiesce;
 pub mod refresh;
 pub mod refs;
 pub mod registration;
+pub mod reindex;
 pub mod remote;
 pub mod renew;
 pub mod repo;

@@ -901,6 +901,12 @@ fn exit_status(name: &str) -> &'static [(&'static str, &'static str)] {
                 "Nothing to undo (`delegate::nothing_to_undo`), or APPLY names no entry \
                  (`delegate::unknown_apply`, `delegate::ambiguous_apply`).",
             ),
+            (
+                "3",
+                "HEAD moved since the apply (`delegate::head_moved`, naming both commits): the \
+                 applied changes may be committed now; nothing was changed. --force undoes \
+                 anyway.",
+            ),
         ],
         "hook" => &[
             (

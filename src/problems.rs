@@ -385,11 +385,18 @@ pub fn changed_counts(source: &Source, b: &Batch) -> Vec<Option<usize>> {
             };
             let repo = crate::repo::open_worktree(&real).ok()?;
             // Keep the snapshot's objects in memory: nothing is changed.
-            let repo = repo.with_object_memory();
+            let mut repo = repo.with_object_memory();
+            let snap = snapshot::snapshot_workspace(&repo).ok()?;
+            // Compared in the source's handle: a diff in the workspace's
+            // would read its index, which may be unusable (design §3.2
+            // step 1: the snapshot did without it).
+            let mut view = source.repo.clone().with_object_memory();
+            view.objects
+                .set_object_memory(repo.objects.take_object_memory().unwrap_or_default());
             // A nested repository the worker made counts as one changed
             // path: it is work apply cannot take (design §3.2).
-            snapshot::snapshot_workspace(&repo)
-                .and_then(|s| Ok(diff::trees(&repo, base, s.tree)?.len() + s.nested_repos.len()))
+            diff::trees(&view, base, snap.tree)
+                .map(|d| d.len() + snap.nested_repos.len())
                 .ok()
         })
         .collect()

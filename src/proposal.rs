@@ -74,6 +74,8 @@ pub fn record(
 
 /// [`record`] with the repository handle and the batch's state folder
 /// given (one handle per thread when proposals are recorded in parallel).
+/// Every caller holds the repository lock: a workspace index the snapshot
+/// could not use is rebuilt here (design §3.2 step 1, `reindex`).
 pub fn record_in(
     repo: &gix::Repository,
     batch_dir: &Path,
@@ -82,7 +84,11 @@ pub fn record_in(
     baseline_tree: ObjectId,
 ) -> Result<Option<Proposal>> {
     let ws = crate::repo::open_worktree(&task.root)?;
-    let snap = snapshot::snapshot_workspace(&ws)?;
+    let (snap, rebuilt) = snapshot::snapshot_workspace_rebuilding(&ws)?;
+    if let Some(rebuilt) = rebuilt {
+        // Best effort: the work is read from the files either way.
+        let _ = crate::reindex::write(repo.common_dir(), task, &ws, &snap, rebuilt);
+    }
     // A refreshed task's proposal sits on its own base (design §3.12).
     let (base, baseline_tree) = base_of(repo, batch, task, baseline_tree)?;
     let paths = diff::trees(repo, baseline_tree, snap.tree)?;

@@ -9,8 +9,10 @@
 //! journal (symlink-safe, temp then rename), the workspace's index (the new
 //! base, conflicted files as stages 1-3) and detached HEAD moved to the new
 //! base, then the task's `base`, state (`conflicted` or `open`) and
-//! conflicted files saved in the batch. Also what apply asks: which
-//! conflicts a worker left unresolved (`unresolved`).
+//! conflicted files saved in the batch. Also what apply and status ask:
+//! which conflicts a worker left unresolved (`unresolved`; with a
+//! workspace index that cannot be used, every listed file, as the index
+//! `reindex` rebuilds holds them unmerged).
 //! Never: stops processes in a workspace (the worker may be the caller);
 //! writes the source working tree, its index or HEAD; writes a workspace
 //! path whose content is not what its snapshot read (the write-back's
@@ -213,7 +215,11 @@ fn refresh_task(
             "refresh the other tasks by name; `git delegate status` shows the batch",
         ));
     };
-    let left = unresolved(&task, &real);
+    let (mut left, unusable) = unresolved_checked(&task, &real);
+    if unusable && crate::reindex::repair(&source.common_dir, &task, &real).unwrap_or(false) {
+        // design §3.2 step 1: a workspace's index is a cache, rebuilt.
+        left = unresolved(&task, &real);
+    }
     if !left.is_empty() {
         return Ok(Refreshed {
             name: task.name.clone(),
@@ -428,12 +434,19 @@ fn write_index(
 ) -> Result<()> {
     let err = |e: gix::Error| Error::git("cannot write the workspace's index", e);
     let mut file = ws.index_from_tree(&tree).map_err(err)?;
-    let old = ws.index_or_empty().map_err(err)?;
+    // An old index that cannot be read gives no stat data (design §3.2
+    // step 1: the index is a cache).
+    let read = ws.index_or_empty();
+    let none = gix::index::State::new(ws.object_hash());
+    let old: &gix::index::State = match &read {
+        Ok(index) => index,
+        Err(_) => &none,
+    };
     let known: HashMap<&BStr, &gix::index::Entry> = old
         .entries()
         .iter()
         .filter(|e| e.stage_raw() == 0)
-        .map(|e| (e.path(&old), e))
+        .map(|e| (e.path(old), e))
         .collect();
     let conflicted: std::collections::HashSet<&BStr> =
         staged.iter().map(|s| s.0.as_bstr()).collect();
@@ -493,19 +506,44 @@ fn move_head(ws: &gix::Repository, commit: ObjectId) -> Result<()> {
 /// The conflicts a refresh handed back that the worker has not resolved
 /// (design §3.12): every unmerged index entry of the workspace at `real`,
 /// and every file the refresh listed that still holds a marker line
-/// exactly as refresh wrote it. Empty when the index cannot be read (the
-/// snapshot that follows reports that).
+/// exactly as refresh wrote it. Where the workspace's index cannot be read
+/// (missing, not decodable), every file the refresh
+/// listed counts as unmerged: the index rebuilt for it holds them so
+/// (`reindex`), until the worker's `git add`.
 pub fn unresolved(task: &batch::Task, real: &Path) -> Vec<PathConflict> {
+    unresolved_checked(task, real).0
+}
+
+/// [`unresolved`], and whether the workspace's index could not be read
+/// (the caller holding the lock rebuilds it: `reindex::repair`).
+pub fn unresolved_checked(task: &batch::Task, real: &Path) -> (Vec<PathConflict>, bool) {
     let mut out: Vec<PathConflict> = Vec::new();
+    let mut unusable = false;
     if let Ok(ws) = crate::repo::open_worktree(real) {
-        if let Ok(index) = ws.index_or_empty() {
-            for e in index.entries().iter().filter(|e| e.stage_raw() != 0) {
-                let path = e.path(&index);
-                if out.last().is_none_or(|c| c.path != path) {
-                    out.push(PathConflict {
-                        path: path.to_owned(),
-                        reason: "unmerged".into(),
-                    });
+        // Decoded, its checksum not verified (the snapshot that records
+        // the task verifies it: design §3.2 step 1).
+        let path = ws.index_path();
+        match gix::index::File::at(&path, ws.object_hash(), true, Default::default()) {
+            Ok(index) => {
+                for e in index.entries().iter().filter(|e| e.stage_raw() != 0) {
+                    let path = e.path(&index);
+                    if out.last().is_none_or(|c| c.path != path) {
+                        out.push(PathConflict {
+                            path: path.to_owned(),
+                            reason: "unmerged".into(),
+                        });
+                    }
+                }
+            }
+            Err(_) => {
+                unusable = true;
+                if task.state == TaskState::Conflicted {
+                    for p in &task.conflicted_paths {
+                        out.push(PathConflict {
+                            path: p.as_str().into(),
+                            reason: "unmerged".into(),
+                        });
+                    }
                 }
             }
         }
@@ -535,5 +573,5 @@ pub fn unresolved(task: &batch::Task, real: &Path) -> Vec<PathConflict> {
             });
         }
     }
-    out
+    (out, unusable)
 }

@@ -11,7 +11,12 @@
 //! reads it (`assume-unchanged` and `skip-worktree` entries count at their
 //! index content); a task's workspace (`snapshot_workspace`, design §3.2
 //! step 1) by what is on disk only, and the untracked nested repositories
-//! of either are named, never part of the tree.
+//! of either are named, never part of the tree. A workspace's index is a
+//! cache too: one that is missing, cannot be decoded or fails its checksum
+//! is read as its HEAD's tree with no stat data (every file hashed, as git
+//! would after `rm .git/index && git reset`), and the index that should
+//! stand there is handed back (`snapshot_workspace_rebuilding`, `Rebuilt`)
+//! for the caller holding the repository lock to write (`reindex`).
 //! Never: writes the worktree's index, a ref or a working-tree file; the index
 //! it reads stays byte-for-byte unchanged. The private cache is only ever
 //! written to a batch's state folder, by temp file and rename. Never lists
@@ -89,10 +94,10 @@ type Edit = Option<(EntryKind, ObjectId)>;
 /// read many files whose content had not changed.
 pub fn snapshot(repo: &gix::Repository) -> Result<Snapshot> {
     let Some(slot) = find_cache(repo) else {
-        return run(repo, None, None, Side::Source).map(|(s, _)| s);
+        return run(repo, None, None, Side::Source).map(|(s, _, _)| s);
     };
     let probe = Probe::new(&slot.dir);
-    let (snap, refreshed) = run(repo, slot.read.as_deref(), probe.as_ref(), Side::Source)?;
+    let (snap, refreshed, _) = run(repo, slot.read.as_deref(), probe.as_ref(), Side::Source)?;
     match (refreshed, probe) {
         (Refresh::Write(state), Some(probe)) => {
             // Best effort: a cache that cannot be written costs time, never correctness.
@@ -114,8 +119,37 @@ pub fn snapshot(repo: &gix::Repository) -> Result<Snapshot> {
 /// at its index content only while its file is absent from disk. Untracked
 /// nested repositories are reported in [`Snapshot::nested_repos`] (the caller
 /// decides: they are never part of the tree). No stat cache is used.
+///
+/// A workspace's index that cannot be used (missing, not decodable, a
+/// checksum that does not match) lies about nothing: the snapshot reads
+/// the workspace as if its index held its HEAD's tree without stat data
+/// (see [`snapshot_workspace_rebuilding`]).
 pub fn snapshot_workspace(repo: &gix::Repository) -> Result<Snapshot> {
-    run(repo, None, None, Side::Workspace).map(|(s, _)| s)
+    snapshot_workspace_rebuilding(repo).map(|(s, _)| s)
+}
+
+/// A workspace's index made anew by a snapshot that could not use the one
+/// on disk (design §3.2 step 1, "a workspace's index is a cache").
+pub struct Rebuilt {
+    /// Why the index on disk could not be used.
+    pub cause: String,
+    /// The index that should stand there: the workspace's HEAD tree (the
+    /// task's base, unless its worker moved HEAD), skip-worktree where its
+    /// sparse checkout leaves a path out and nothing is on disk there, and
+    /// the stat data of every file whose content HEAD holds (the others
+    /// have none, so git reads them). No intent-to-add entries, no unmerged
+    /// stages, no extensions: the caller adds what it knows (`reindex`).
+    pub index: gix::index::State,
+}
+
+/// [`snapshot_workspace`], also handing back the index to write when the
+/// workspace's own could not be used. The tree is the same either way:
+/// every file on disk, as `git add -A` would record it given an index
+/// equal to the workspace's HEAD tree.
+pub fn snapshot_workspace_rebuilding(
+    repo: &gix::Repository,
+) -> Result<(Snapshot, Option<Rebuilt>)> {
+    run(repo, None, None, Side::Workspace).map(|(s, _, r)| (s, r))
 }
 
 /// Whose working tree a snapshot reads, which decides what the index flags mean.
@@ -188,7 +222,7 @@ pub fn snapshot_for_prepare(
     let slot = find_cache(repo);
     let probe = Probe::new(state_dir);
     let read = slot.as_ref().and_then(|s| s.read.as_deref());
-    let (snap, refreshed) = run(repo, read, probe.as_ref(), Side::Source)?;
+    let (snap, refreshed, _) = run(repo, read, probe.as_ref(), Side::Source)?;
     let pending = match (refreshed, probe) {
         (Refresh::Write(state), Some(probe)) => Some(PendingCache {
             probe,
@@ -363,6 +397,39 @@ fn user_index(repo: &gix::Repository) -> Result<gix::index::State> {
         }
     }
     Ok(gix::index::State::new(repo.object_hash()))
+}
+
+/// Read a workspace's index, checksum verified (a workspace's index is
+/// small next to the files it describes, and one that lies must not be
+/// trusted as a stat cache); `Err` with the cause when it is missing or
+/// cannot be used.
+fn workspace_index(repo: &gix::Repository) -> std::result::Result<gix::index::State, String> {
+    let path = repo.index_path();
+    match gix::index::File::at(&path, repo.object_hash(), false, Default::default()) {
+        Ok(f) => Ok(f.into()),
+        Err(_) if !path.exists() => Err(format!("{} is missing", path.display())),
+        Err(e) => Err(format!("{}: {e}", path.display())),
+    }
+}
+
+/// The index a workspace whose own cannot be used is read with: its HEAD
+/// tree, no stat data, skip-worktree where its sparse checkout leaves a
+/// path out (design §3.15).
+fn head_index(repo: &gix::Repository, head_tree: ObjectId) -> Result<gix::index::State> {
+    let mut index: gix::index::State = repo
+        .index_from_tree(&head_tree)
+        .map_err(|e| {
+            Error::git(
+                format!(
+                    "snapshot of {}: cannot read HEAD's tree",
+                    display_root(repo)
+                ),
+                e,
+            )
+        })?
+        .into();
+    crate::sparse::mark_workspace(repo, &mut index)?;
+    Ok(index)
 }
 
 /// Does the index's cache tree (git's TREE extension) say the index holds
@@ -589,7 +656,7 @@ fn run(
     cache: Option<&Path>,
     probe: Option<&Probe>,
     side: Side,
-) -> Result<(Snapshot, Refresh)> {
+) -> Result<(Snapshot, Refresh, Option<Rebuilt>)> {
     let git = |what: &str| {
         let what = what.to_string();
         move |e: gix::Error| {
@@ -606,7 +673,13 @@ fn run(
     let stat_opts = repo
         .stat_options()
         .map_err(git("cannot read the stat options"))?;
-    let mut index = user_index(repo)?;
+    let (mut index, unusable) = match side {
+        Side::Source => (user_index(repo)?, None),
+        Side::Workspace => match workspace_index(repo) {
+            Ok(index) => (index, None),
+            Err(cause) => (head_index(repo, head_tree)?, Some(cause)),
+        },
+    };
     // design §3.15: a sparse index is expanded where the snapshot needs
     // every path (the HEAD -> index diff, a workspace's files on disk).
     if index.is_sparse() && (side == Side::Workspace || !index_is_head(&index, head_tree)) {
@@ -805,6 +878,18 @@ fn run(
             .detach()
     };
 
+    let rebuilt = unusable.map(|cause| {
+        // Stat data for the files whose content is the entry's; the others
+        // keep none (git reads them).
+        let mut index = index.clone();
+        let entries = index.entries_mut();
+        for (idx, stat) in &collect.refreshed {
+            if let Some(e) = entries.get_mut(*idx) {
+                e.stat = *stat;
+            }
+        }
+        Rebuilt { cause, index }
+    });
     let refresh = match probe {
         Some(probe) => refreshed_cache(
             index,
@@ -826,6 +911,7 @@ fn run(
             invalid,
         },
         refresh,
+        rebuilt,
     ))
 }
 

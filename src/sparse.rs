@@ -12,7 +12,8 @@
 //! its index entry's skip-worktree bit, any other by the patterns); the
 //! workspaces' configuration (`Workspaces`: the source's, narrowed by
 //! `--sparse` folders), the skip-worktree bits of a workspace's index
-//! (`Workspaces::mark`) and its own sparse files (`Workspaces::write`: the
+//! (`Workspaces::mark`; `mark_workspace` for one rebuilt from a tree, by
+//! the workspace's own patterns) and its own sparse files (`Workspaces::write`: the
 //! registration's `info/sparse-checkout`, and `config.worktree` only where
 //! the repository already has `extensions.worktreeConfig`); the paths of a
 //! proposal outside the source's checkout (`outside`, apply's
@@ -257,18 +258,11 @@ impl Checkout {
     /// `info/sparse-checkout`, which it has even where per-worktree
     /// configuration is off); `None`: the workspace is whole.
     pub fn of_workspace(repo: &gix::Repository) -> Result<Option<Checkout>> {
-        let path = repo.git_dir().join("info").join("sparse-checkout");
-        let file = match std::fs::read(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io(format!("cannot read {}", path.display()), e)),
+        let Some(matcher) = workspace_matcher(repo)? else {
+            return Ok(None);
         };
-        let cone = repo
-            .config_snapshot()
-            .boolean("core.sparseCheckoutCone")
-            .unwrap_or(true);
         Ok(Some(Checkout {
-            matcher: Matcher::parse(&file, cone),
+            matcher,
             index: read_index(repo)?,
             root: repo.workdir().map(Path::to_path_buf),
         }))
@@ -295,6 +289,40 @@ impl Checkout {
             }
         }
     }
+}
+
+/// A task's workspace's own sparse-checkout patterns (its
+/// `info/sparse-checkout`, read as `core.sparseCheckoutCone` says);
+/// `None`: the workspace is whole.
+fn workspace_matcher(repo: &gix::Repository) -> Result<Option<Matcher>> {
+    let path = repo.git_dir().join("info").join("sparse-checkout");
+    let file = match std::fs::read(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Error::io(format!("cannot read {}", path.display()), e)),
+    };
+    let cone = repo
+        .config_snapshot()
+        .boolean("core.sparseCheckoutCone")
+        .unwrap_or(true);
+    Ok(Some(Matcher::parse(&file, cone)))
+}
+
+/// Mark skip-worktree the entries of `index`, a task's workspace's index
+/// made anew from a tree because its own could not be read (design §3.2
+/// step 1), that the workspace's sparse-checkout patterns leave out: its
+/// own files say what prepare marked, the unreadable index cannot.
+pub fn mark_workspace(repo: &gix::Repository, index: &mut gix::index::State) -> Result<()> {
+    let Some(matcher) = workspace_matcher(repo)? else {
+        return Ok(());
+    };
+    let (entries, paths) = index.entries_mut_and_pathbacking();
+    for e in entries.iter_mut() {
+        if e.stage_raw() == 0 && !matcher.includes(e.path_in(paths)) {
+            e.flags.insert(Flags::SKIP_WORKTREE | Flags::EXTENDED);
+        }
+    }
+    Ok(())
 }
 
 /// Expand a sparse index (design §3.15): each folder entry (a skip-worktree

@@ -2,7 +2,8 @@
 //! (one or all), each task's changed-path count and whether its workspace
 //! is still the one prepare made, the problems (`problems`), and the
 //! proposals kept after their task ended (design §3.16 "kept"), and the
-//! processes running in each workspace (design §3.16);
+//! processes running in each workspace (design §3.16), and the files
+//! still conflicted in each `conflicted` task's workspace (design §3.12);
 //! `commands/status.rs` renders the [`Report`].
 //!
 //! Owns: which batches a status covers and what is computed for each (the
@@ -21,6 +22,11 @@ use crate::workspace;
 
 /// One readable batch as status shows it.
 pub struct Shown {
+    /// The batch as recorded, but for each `conflicted` task whose workspace
+    /// is there and ours: its `conflicted_paths` are the files still
+    /// unresolved in that workspace now (design §3.12, `refresh::unresolved`:
+    /// unmerged entries, refresh's markers), so a file the worker resolved
+    /// is no longer listed and one a conflict of its own left is.
     pub batch: Batch,
     /// Per task: how many paths its workspace changed (`None`: unknown, its
     /// workspace could not be read, or the batch is incomplete).
@@ -101,6 +107,22 @@ pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
     }
     for s in &mut batches {
         s.health = health(source, &s.batch);
+        for t in s.batch.tasks.iter_mut() {
+            if t.state != batch::TaskState::Conflicted {
+                continue;
+            }
+            if let workspace::Identity::Ours { real, .. } =
+                workspace::identify(&source.common_dir, t)
+            {
+                let mut now: Vec<String> = crate::refresh::unresolved(t, &real)
+                    .into_iter()
+                    .map(|c| String::from_utf8_lossy(&c.path).into_owned())
+                    .collect();
+                now.sort();
+                now.dedup();
+                t.conflicted_paths = now;
+            }
+        }
     }
     // One /proc scan for every workspace that is there and ours.
     let ours: Vec<(usize, usize)> = batches

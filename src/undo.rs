@@ -85,6 +85,11 @@ pub struct Entry {
     /// The entry this apply re-applied.
     #[serde(default)]
     pub from_undo: Option<String>,
+    /// The commit HEAD was at when the apply wrote (the null id: an unborn
+    /// branch); absent in entries recorded before it was kept, which undo
+    /// takes back without the HEAD check (design §3.11).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
 }
 
 impl Entry {
@@ -249,6 +254,8 @@ fn record_as(
         undone_at: None,
         reapplied_as: None,
         from_undo: from_undo.map(str::to_string),
+        // Unreadable, HEAD is not checked by undo (design §3.11).
+        head: head_of(repo).ok(),
     };
     match staged {
         Some(file) => save_at(file, &entry),
@@ -353,6 +360,63 @@ fn lock(here: &Source, dry_run: bool, observer: &dyn Observer) -> Result<crate::
         observer.notice(Notice::Recovered(locked.recovery));
         Ok(locked.lock)
     }
+}
+
+/// The commit `repo`'s HEAD is at, as an undo entry records it: the null
+/// id for an unborn branch.
+fn head_of(repo: &gix::Repository) -> Result<String> {
+    let head = repo.head().map_err(|e| Error::git("cannot read HEAD", e))?;
+    Ok(match head.id() {
+        Some(id) => id.to_string(),
+        None => ObjectId::null(repo.object_hash()).to_string(),
+    })
+}
+
+/// Refuse to undo `e` when HEAD moved since its apply (design §3.11): the
+/// applied changes may be committed now, and undoing them would take
+/// committed lines back out as uncommitted changes. An entry that did not
+/// record HEAD is not checked.
+fn refuse_if_head_moved(repo: &gix::Repository, e: &Entry) -> Result<()> {
+    let Some(then) = &e.head else {
+        return Ok(());
+    };
+    let now = head_of(repo)?;
+    if &now == then {
+        return Ok(());
+    }
+    let name = |id: &str| {
+        if id.bytes().all(|b| b == b'0') {
+            "unborn".to_string()
+        } else {
+            format!("at {}", &id[..id.len().min(7)])
+        }
+    };
+    let mut details = serde_json::Map::new();
+    let doc = |id: &str| match id.bytes().all(|b| b == b'0') {
+        true => serde_json::Value::Null,
+        false => serde_json::Value::String(id.to_string()),
+    };
+    details.insert("apply_head".into(), doc(then));
+    details.insert("head".into(), doc(&now));
+    let look = if then.bytes().all(|b| b == b'0') || now.bytes().all(|b| b == b'0') {
+        "look at `git log`".to_string()
+    } else {
+        format!("look at `git log {}..{}`", &then[..7], &now[..7])
+    };
+    Err(Error::state(
+        Code::HeadMoved,
+        format!(
+            "HEAD moved since apply {}: it was {} when the apply wrote and is {} now, so the applied changes may be committed now; undoing would take them back out as uncommitted changes, and nothing was changed",
+            e.short(),
+            name(then),
+            name(&now)
+        ),
+        format!(
+            "{look} to see what was committed since; to undo anyway, run `git delegate undo {} --force`",
+            e.short()
+        ),
+    )
+    .with_details(details))
 }
 
 /// The working tree an entry's apply wrote into.
@@ -494,11 +558,13 @@ fn refuse_invalid(
 }
 
 /// Undo an apply (design §3.11): `apply` names it (id or prefix), `None`
-/// the latest one not undone.
+/// the latest one not undone; refused when HEAD moved since that apply,
+/// unless `force`.
 pub fn undo(
     here: Source,
     apply: Option<&str>,
     dry_run: bool,
+    force: bool,
     observer: &dyn Observer,
 ) -> Result<Report> {
     let _lock = lock(&here, dry_run, observer)?;
@@ -526,6 +592,9 @@ pub fn undo(
     let source = entry_source(here, &entry)?;
     let state_dir = source.state_dir();
     let repo = &source.repo;
+    if !force {
+        refuse_if_head_moved(repo, &entry)?;
+    }
     let kept: Vec<(String, String)> = kept_tasks(repo, &entry)?
         .into_iter()
         .map(|(t, n, _)| (t, n))

@@ -737,13 +737,10 @@ fn a_workspace_that_cannot_be_snapshotted_fails_and_keeps_what_was_recorded() {
     assert_eq!(t["reason"], "source_changed");
     let r = t["proposal_ref"].as_str().unwrap().to_string();
     let patch = t["patch"].as_str().unwrap().to_string();
-    // Break the workspace's index: the next snapshot cannot be taken.
+    // Break the workspace's HEAD: the next snapshot cannot be taken (a
+    // broken index would be rebuilt: design §3.2 step 1).
     let id = format!("delegate-{}-1", &doc["batch"].as_str().unwrap()[..8]);
-    std::fs::write(
-        repo.join(".git/worktrees").join(id).join("index"),
-        "garbage",
-    )
-    .unwrap();
+    std::fs::write(repo.join(".git/worktrees").join(id).join("HEAD"), "garbage").unwrap();
     let out = apply(&env, &repo, &[], 1);
     let t = task(&out, "1");
     assert_eq!(t["status"], "failed");

@@ -397,7 +397,8 @@ fn drop_treats_an_unreadable_workspace_as_unapplied() {
     let repo = env.repo("unreadable");
     let doc = prepare(&env, &repo, &[]);
     let reg = common_dir(&env, &repo).join(format!("worktrees/delegate-{}-1", &id(&doc)[..8]));
-    std::fs::write(reg.join("index"), "not an index").unwrap();
+    // Its index would be only a cache (design §3.2 step 1), its HEAD is not.
+    std::fs::write(reg.join("HEAD"), "not a HEAD").unwrap();
     let st = status_json(&env, &repo);
     assert_eq!(st["batches"][0]["tasks"][0]["changed_paths"], Value::Null);
     assert_eq!(problem_kinds(&st), ["workspace_unreadable"]);

@@ -770,9 +770,10 @@ fn apply_advice_for_a_missing_workspace_works() {
     assert_eq!(read(&copy.join("README")), "work in the copy\n");
 }
 
-// apply, a task whose workspace cannot be snapshotted (its index is
-// garbage): `--discard` would refuse (it saves the work first), so it is
-// not advised; once the cause is fixed, apply lands the task.
+// apply, a task whose workspace cannot be snapshotted (its HEAD is
+// garbage; a garbage index would be rebuilt, design §3.2 step 1):
+// `--discard` would refuse (it saves the work first), so it is not
+// advised; once the cause is fixed, apply lands the task.
 #[test]
 fn apply_advice_for_an_unreadable_workspace_has_no_discard() {
     let env = Env::new();
@@ -780,16 +781,14 @@ fn apply_advice_for_an_unreadable_workspace_has_no_discard() {
     let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     let id = format!("delegate-{}-1", &batch[..8]);
-    std::fs::write(
-        repo.join(".git/worktrees").join(id).join("index"),
-        "garbage",
-    )
-    .unwrap();
+    let head = repo.join(".git/worktrees").join(id).join("HEAD");
+    let good = std::fs::read(&head).unwrap();
+    std::fs::write(&head, "garbage").unwrap();
     let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
     assert!(text.contains("snapshot_failed"), "{text}");
     assert!(!text.contains("--discard"), "{text}");
-    // The cause fixed (the worker's index rebuilt), apply lands it.
-    env.git(&ws[0], ["read-tree", "HEAD"]);
+    // The cause fixed (the workspace's HEAD put back), apply lands it.
+    std::fs::write(&head, good).unwrap();
     env.delegate(&repo, ["apply"]).expect(0);
     assert_eq!(read(&repo.join("README")), "work\n");
     assert!(batch_doc(&env, &repo, &batch).is_none());

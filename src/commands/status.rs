@@ -354,16 +354,24 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                     .unwrap_or_default()
             ));
             if t.state == crate::batch::TaskState::Conflicted {
-                // Handed back by a refresh (design §3.12).
+                // Handed back by a refresh, or left by the worker's own git
+                // (design §3.12): the files still unresolved in its workspace.
                 let files: Vec<String> = t
                     .conflicted_paths
                     .iter()
                     .map(|p| crate::paths::quote(p.as_bytes().into()))
                     .collect();
-                text.push_str(&format!(
-                    "      conflicts for its worker to resolve (edit, then `git add`): {}\n",
-                    files.join(", ")
-                ));
+                if files.is_empty() && *health == workspace::Health::Ours {
+                    text.push_str(&format!(
+                        "      its conflicts are resolved in its workspace: `git delegate apply {}` lands it\n",
+                        b.short()
+                    ));
+                } else {
+                    text.push_str(&format!(
+                        "      conflicts for its worker to resolve (edit, then `git add`): {}\n",
+                        files.join(", ")
+                    ));
+                }
             }
             if let Some(log) = &t.verify_log {
                 // design §3.10: a rejected task names the failing run's log.

@@ -46,7 +46,13 @@ pub fn run(ui: &Ui, args: UndoArgs, recovered: &mut Recovery) -> Result<i32> {
         return list(ui, &here);
     }
     let shown = super::Shown::new(ui);
-    let report = crate::undo::undo(here, args.apply.as_deref(), args.dry_run, &shown);
+    let report = crate::undo::undo(
+        here,
+        args.apply.as_deref(),
+        args.dry_run,
+        args.force,
+        &shown,
+    );
     shown.recovered_into(recovered);
     let r = report?;
     let e = &r.entry;
@@ -126,6 +132,7 @@ fn list(ui: &Ui, here: &Source) -> Result<i32> {
                     "tasks": e.tasks,
                     "from_undo": e.from_undo,
                     "reapplied_as": e.reapplied_as,
+                    "head": e.head,
                 })
             })
             .collect();

@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod cache_undo;
 mod messages;
 mod signals;
 mod verify_run;
