@@ -331,12 +331,14 @@ fn modes_staged_states_and_filters() {
     };
     let r = both_ways(&[], &setup, &work, &meanwhile);
     assert_eq!(statuses(&r), ["applied -", "no_changes -"]);
-    // Written as a checkout writes it: the result's mode (git ignores the bit).
+    // The file keeps its permission bits (design §7 "Modes"): the result's
+    // exec bit is S's as git sees it (the bit is not trusted), so the
+    // user's chmod on disk stays.
     let tool =
         r.3.iter()
             .find(|(p, _)| p == "tool.sh")
             .map(|(_, w)| w.as_str());
-    assert_eq!(tool, Some("F 0 #!/bin/sh\necho task\n"));
+    assert_eq!(tool, Some("F 111 #!/bin/sh\necho task\n"));
 
     // An intent-to-add entry on a touched path.
     let setup = |env: &Env, repo: &Path| {

@@ -637,7 +637,6 @@ fn parse_errors_with_json_are_one_error_document_and_exit_2() {
     for args in [
         &["status", "--json", "--bogus"][..],
         &["prepare", "--json", "--mode", "sideways"],
-        &["drop", "--json"],
         &["--json"],
         &["nonsense", "--json"],
         &["apply", "--json", "--color=purple"],
@@ -657,6 +656,12 @@ fn parse_errors_with_json_are_one_error_document_and_exit_2() {
         // People still get clap's explanation on stderr.
         assert!(run.stderr.contains("error:"), "{args:?}: {}", run.stderr);
     }
+    // `drop` without its batch is not a parse error any more but the
+    // tool's own usage error (it lists the open batches): one document too.
+    let run = env.delegate(&repo, ["drop", "--json"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let doc = run.json();
+    assert_eq!(doc["error"]["code"], "delegate::usage");
     // Without --json a parse error prints no document.
     let run = env.delegate(&repo, ["status", "--bogus"]);
     assert_eq!(run.code, 2);

@@ -298,8 +298,8 @@ fn no_batch_named(source: &Source) -> crate::error::Error {
     let open = batch::list_ok(&source.state_dir()).unwrap_or_default();
     let Some(first) = open.first() else {
         return Error::usage(
-            Code::NoBatch,
-            "this repository has no open batch to drop",
+            Code::Usage,
+            "drop needs the batch to end, and this repository has no open batch",
             "run `git delegate status` to see what is left",
         );
     };

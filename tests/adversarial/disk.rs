@@ -262,10 +262,12 @@ fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
         .expect(0)
         .json();
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
-    // The task edits a.txt and adds 3 MiB of zeros: tiny as a blob and as
-    // a binary patch, too big for what is left when it is written back.
+    // The task edits a.txt and adds 3 MiB of binary: tiny as a blob and
+    // as a binary patch, too big for what is left when it is written back
+    // (not all zeros: whole blocks of zeros are written as holes, taking no
+    // space).
     std::fs::write(ws.join("a.txt"), "one, edited\n").unwrap();
-    std::fs::write(ws.join("big.bin"), vec![0u8; 3 << 20]).unwrap();
+    std::fs::write(ws.join("big.bin"), b"x\0".repeat(3 << 19)).unwrap();
     small.fill(1 << 20);
     let before = digest(&repo);
 

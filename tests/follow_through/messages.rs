@@ -31,7 +31,7 @@ fn drop_without_a_batch_lists_the_open_ones_and_the_printed_command_drops_one() 
     // No batch: said so, exit 2.
     let none = env.delegate(&repo, ["drop"]).expect(2);
     assert!(
-        none.stderr.contains("delegate::no_batch"),
+        none.stderr.contains("delegate::usage") && none.stderr.contains("no open batch"),
         "{}",
         none.stderr
     );
