@@ -506,6 +506,29 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
         .map(|o| b.tasks[o.idx].name.len())
         .max()
         .unwrap_or(1);
+    // The status column: 10 wide, wider when a status is longer
+    // (`worker_failed`, `not_submitted`), so every row lines up.
+    let status_width = outcomes
+        .iter()
+        .map(|o| o.status.as_str().len())
+        .max()
+        .unwrap_or(0)
+        .max(10);
+    // The reason after the status, unless it only says the status again
+    // (`worker_failed worker_failed`).
+    let reason_of = |o: &Outcome| -> String {
+        match o.reason {
+            Some(r) if r != o.status.as_str() => r.to_string(),
+            _ => String::new(),
+        }
+    };
+    // `reason: more`, or just `more` when there is no reason to show.
+    let then = |d: &mut String, more: &str| {
+        if !d.is_empty() {
+            d.push_str(": ");
+        }
+        d.push_str(more);
+    };
     for o in outcomes {
         let t = &b.tasks[o.idx];
         let status = o.status.as_str();
@@ -528,7 +551,7 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
                 }
             }
             TaskState::Conflict | TaskState::Failed | TaskState::Open | TaskState::WorkerFailed => {
-                let mut d = o.reason.unwrap_or("").to_string();
+                let mut d = reason_of(o);
                 if !o.conflicts.is_empty() {
                     let list: Vec<String> = o
                         .conflicts
@@ -543,25 +566,25 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
                             format!("{path} ({})", c.reason)
                         })
                         .collect();
-                    d.push_str(&format!(": {}", list.join(", ")));
+                    then(&mut d, &list.join(", "));
                     if o.conflicts.len() > 5 {
                         d.push_str(&format!(", and {} more", o.conflicts.len() - 5));
                     }
                 } else if let Some(m) = &o.message {
-                    d.push_str(&format!(": {}", crate::ui::escape_text(m)));
+                    then(&mut d, &crate::ui::escape_text(m));
                 }
                 d
             }
             TaskState::Rejected | TaskState::Unverified => {
-                let mut d = o.reason.unwrap_or("").to_string();
+                let mut d = reason_of(o);
                 if let Some(log) = &o.verify_log {
-                    d.push_str(&format!(": log {}", super::show(log)));
+                    then(&mut d, &format!("log {}", super::show(log)));
                 }
                 d
             }
             _ => String::new(),
         };
-        let pad = " ".repeat(10usize.saturating_sub(status.len()));
+        let pad = " ".repeat(status_width.saturating_sub(status.len()));
         let line = format!("  task {:<width$}  {painted}{pad} {detail}", t.name);
         text.push_str(line.trim_end());
         text.push('\n');

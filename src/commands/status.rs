@@ -311,6 +311,15 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         if let Some(pid) = b.lease.owner_pid {
             text.push_str(&format!("  owner pid {pid} on {}\n", b.lease.host));
         }
+        // The state column: 10 wide, wider for a longer state
+        // (`worker_failed`), so every row of the batch lines up.
+        let state_width = b
+            .tasks
+            .iter()
+            .map(|t| t.state.as_str().len())
+            .max()
+            .unwrap_or(0)
+            .max(10);
         for (((t, n), health), procs) in b
             .tasks
             .iter()
@@ -340,7 +349,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                 }
             };
             text.push_str(&format!(
-                "  task {:<8} {:<10} {:>4} changed  {where_}{}\n",
+                "  task {:<8} {:<state_width$} {:>4} changed  {where_}{}\n",
                 t.name,
                 if progress.is_some() {
                     "incomplete"
@@ -348,8 +357,10 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                     t.state.as_str()
                 },
                 n,
+                // Not when it only says the state again (`worker_failed`).
                 t.reason
                     .as_ref()
+                    .filter(|r| r.as_str() != t.state.as_str())
                     .map(|r| format!("  ({r})"))
                     .unwrap_or_default()
             ));

@@ -147,3 +147,50 @@ fn a_sparse_file_lands_with_its_holes() {
         allocated(&landed)
     );
 }
+
+/// Where the column holding `word` starts in the line of `task`.
+fn column(text: &str, task: &str, word: &str) -> usize {
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("task {task} ")) && l.contains(word))
+        .unwrap_or_else(|| panic!("no line of task {task} with {word:?} in:\n{text}"));
+    line.find(word).unwrap_or_default()
+}
+
+#[test]
+fn a_failed_worker_is_named_once_and_its_row_lines_up() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    let run = env.delegate(
+        &repo,
+        [
+            "run",
+            "-n",
+            "2",
+            "--",
+            "sh",
+            "-c",
+            "echo x > f$GIT_DELEGATE_TASK; [ $GIT_DELEGATE_TASK = 1 ]",
+        ],
+    );
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    let text = &run.stdout;
+    assert!(!text.contains("worker_failed worker_failed"), "{text}");
+    assert!(
+        text.contains("worker_failed its worker exited with status 1"),
+        "{text}"
+    );
+    // The details of both rows start in one column.
+    assert_eq!(
+        column(text, "1", "1 path written"),
+        column(text, "2", "its worker exited"),
+        "{text}"
+    );
+    let status = env.delegate(&repo, ["status"]).stdout;
+    assert!(!status.contains("(worker_failed)"), "{status}");
+    assert_eq!(
+        column(&status, "1", "0 changed"),
+        column(&status, "2", "1 changed"),
+        "{status}"
+    );
+}
