@@ -201,6 +201,7 @@ fn add(to: &mut Recovery, r: Recovery) {
     to.rolled_back.extend(r.rolled_back);
     to.completed.extend(r.completed);
     to.undo.extend(r.undo);
+    to.workspaces.extend(r.workspaces);
     to.recorded.extend(r.recorded);
 }
 
@@ -237,21 +238,33 @@ fn tell_recovered(ui: &Ui, recovery: &Recovery) {
             ));
         }
     }
+    // A refresh wrote into a task's workspace, not the working tree
+    // (design §3.12).
     for id in recovery
         .rolled_back
         .iter()
-        .filter(|id| !recovery.undo.contains(id))
+        .chain(&recovery.completed)
+        .filter(|id| !recovery.undo.contains(id) && recovery.workspaces.contains(id))
     {
+        ui.warn(&format!(
+            "git-delegate: {} an interrupted refresh of batch {}; {}\n",
+            if recovery.completed.contains(id) { "finished" } else { "rolled back" },
+            crate::batch::short(id),
+            if recovery.completed.contains(id) {
+                "the task's workspace holds its result"
+            } else {
+                "the task's workspace is as it was before that refresh (your working tree was not touched)"
+            }
+        ));
+    }
+    let here = |id: &&String| !recovery.undo.contains(id) && !recovery.workspaces.contains(id);
+    for id in recovery.rolled_back.iter().filter(here) {
         ui.warn(&format!(
             "git-delegate: rolled back an interrupted write-back of batch {}; the working tree is as it was before that apply\n",
             crate::batch::short(id)
         ));
     }
-    for id in recovery
-        .completed
-        .iter()
-        .filter(|id| !recovery.undo.contains(id))
-    {
+    for id in recovery.completed.iter().filter(here) {
         if recovery.recorded.contains(id) {
             ui.warn(&format!(
                 "git-delegate: finished an interrupted write-back of batch {}: it had written its whole result, the working tree holds it, and its apply is recorded (`git delegate undo --list` shows it); `git delegate apply {}` finishes its clean-up\n",

@@ -237,6 +237,10 @@ pub struct Recovery {
     /// them (the state files their command staged: an apply's undo entry
     /// and its tasks recorded applied; design §7 "What recovery finishes").
     pub recorded: Vec<String>,
+    /// Which of those ids wrote into a workspace, not the source: a
+    /// refresh (design §3.12), whose rollback or finish concerns the
+    /// task's workspace.
+    pub workspaces: Vec<String>,
 }
 
 /// Check every write against the disk without changing anything.
@@ -626,6 +630,20 @@ fn recover_with(source: &Source, faults: &Faults) -> Result<Recovery> {
     }
     found.sort();
     for (id, journal) in found {
+        // A journal whose write-back went into another tree than the
+        // source's (a refresh into a workspace) is told as such.
+        let elsewhere = std::fs::read(&journal)
+            .ok()
+            .and_then(|text| parse_journal(&text))
+            .is_some_and(|plan| {
+                let same = |a: &Path, b: &Path| {
+                    a == b || std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok()
+                };
+                !same(&plan.root, &source.root)
+            });
+        if elsewhere && !out.workspaces.contains(&id) {
+            out.workspaces.push(id.clone());
+        }
         match recover_one(&journal, faults)? {
             Recovered::RolledBack => out.rolled_back.push(id),
             Recovered::Completed { recorded } => {

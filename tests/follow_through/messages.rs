@@ -194,3 +194,62 @@ fn a_failed_worker_is_named_once_and_its_row_lines_up() {
         "{status}"
     );
 }
+
+#[test]
+fn a_killed_refresh_is_told_as_a_refresh_of_the_workspace() {
+    use std::process::Stdio;
+    let env = Env::new();
+    let repo = env.repo("r");
+    let doc = env
+        .delegate(&repo, ["prepare", "--json", "-n", "1"])
+        .expect(0)
+        .json();
+    let ws = std::path::PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    std::fs::write(ws.join("task.txt"), "the task's\n").unwrap();
+    // A change of the user's that the refresh brings into the workspace.
+    std::fs::write(repo.join("user.txt"), "the user's\n").unwrap();
+    let paused = env.path().join("paused");
+    let mut child = env
+        .delegate_cmd(&repo)
+        .args(["refresh", "1"])
+        .env("GIT_DELEGATE_TEST_PAUSE", "writeback-after-temp-files")
+        .env("GIT_DELEGATE_TEST_PAUSED", &paused)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let guard = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    while !std::fs::read_to_string(&paused)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l == "writeback-after-temp-files")
+    {
+        assert!(child.try_wait().unwrap().is_none(), "refresh ended early");
+        assert!(std::time::Instant::now() < guard, "refresh never paused");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let gc = env.delegate(&repo, ["gc"]);
+    assert!(
+        gc.stderr
+            .contains("rolled back an interrupted refresh of batch")
+            && gc
+                .stderr
+                .contains("workspace is as it was before that refresh"),
+        "{}",
+        gc.stderr
+    );
+    assert!(
+        !gc.stderr
+            .contains("the working tree is as it was before that apply"),
+        "{}",
+        gc.stderr
+    );
+    assert!(!ws.join("user.txt").exists());
+    assert_eq!(
+        std::fs::read(repo.join("user.txt")).unwrap(),
+        b"the user's\n"
+    );
+}
