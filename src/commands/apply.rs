@@ -18,9 +18,6 @@ use crate::ui::Ui;
 use crate::writeback::Recovery;
 
 pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
-    if let Some(reference) = args.kept {
-        return super::kept::run(ui, reference, args.strict, args.dry_run, recovered);
-    }
     let here = super::source()?;
     if let Some(from) = &args.from_undo {
         return super::undo::reapply(ui, here, from, &args, recovered);

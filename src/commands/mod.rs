@@ -80,7 +80,12 @@ pub fn run(cli: Cli) -> i32 {
         Command::Run(a) => run::run(&ui, a, &mut recovered),
         Command::Join(a) => remote::join(&ui, a),
         Command::Submit(a) => remote::submit(&ui, a),
-        Command::Apply(a) => apply::run(&ui, a, &mut recovered),
+        // `apply --kept REF` lands one kept proposal (`kept`), which renders
+        // through apply's document: dispatched here, so `apply` never calls it.
+        Command::Apply(mut a) => match a.kept.take() {
+            Some(reference) => kept::run(&ui, reference, a.strict, a.dry_run, &mut recovered),
+            None => apply::run(&ui, a, &mut recovered),
+        },
         Command::Undo(a) => undo::run(&ui, a, &mut recovered),
         Command::Gc(a) => gc::run(&ui, a, &mut recovered),
         Command::Hook(a) => hook::run(&ui, a),
