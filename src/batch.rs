@@ -8,9 +8,9 @@
 //! before), the `[preparing]` marker and whether its prepare still runs
 //! (`progress`; `preparing` gives it its meaning), the proposal a discarded
 //! task keeps (`discard_kept`); the one rule for listing batches (`list`,
-//! `list_ok`, `of_source`) that every reader asks, and where the state
-//! lives (`state_dir`). Below every module that works on batches: it
-//! imports only the types it records (`carry::Stats`, `config::Mode`,
+//! `list_ok`, `of_source`) that every reader asks; what carrying ignored
+//! files gave each task (`CarryStats`). Below every module that works on
+//! batches: it imports only the types it records (`config::Mode`,
 //! `lease::Lease`), none of which imports it back.
 //! Never: creates workspaces or refs (see `workspace` and `refs`).
 
@@ -97,7 +97,7 @@ pub struct Task {
     /// What prepare put into the workspace besides the baseline: ignored
     /// files carried (worktree mode) or the whole copy (scratch mode).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub carried: Option<crate::carry::Stats>,
+    pub carried: Option<CarryStats>,
     /// When the task last changed state (RFC 3339).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
@@ -319,14 +319,37 @@ pub fn logs_dir(state_dir: &Path, id: &str) -> PathBuf {
     state_dir.join("logs").join(id)
 }
 
+/// What was carried into one destination (`carry`, `scratch`), as the
+/// batch records it for each task (`Task::carried`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CarryStats {
+    /// Regular files and symlinks written.
+    pub files: u64,
+    /// Bytes of the regular files written.
+    pub bytes: u64,
+    /// Regular files cloned with FICLONE (sharing the source's extents).
+    pub cloned: u64,
+    /// Regular files whose data was copied.
+    pub copied: u64,
+    /// Symlinks recreated (they count in `files`, not in `cloned`/`copied`).
+    pub symlinks: u64,
+}
+
+impl CarryStats {
+    pub fn to_json(self) -> serde_json::Value {
+        serde_json::json!({
+            "files": self.files,
+            "bytes": self.bytes,
+            "cloned": self.cloned,
+            "copied": self.copied,
+            "symlinks": self.symlinks,
+        })
+    }
+}
+
 /// The log of task `task`'s worker in `run` (design §3.13).
 pub fn worker_log(state_dir: &Path, id: &str, task: &str) -> PathBuf {
     logs_dir(state_dir, id).join(format!("{task}.log"))
-}
-
-/// git-delegate's state dir in a repository's common dir (`<common>/delegate`).
-pub fn state_dir(common_dir: &Path) -> PathBuf {
-    common_dir.join("delegate")
 }
 
 /// Where batches live in a state dir.
@@ -647,8 +670,8 @@ impl Marker {
         let pid = std::process::id();
         Marker {
             pid,
-            start: crate::lease::process_start(pid),
-            host: crate::lease::hostname(),
+            start: crate::process::process_start(pid),
+            host: crate::process::hostname(),
             started_at: crate::time::rfc3339(crate::time::now()),
         }
     }
@@ -677,8 +700,8 @@ impl Progress {
 /// as being prepared until its lease expires.
 pub fn progress(b: &Batch) -> Option<Progress> {
     let m = b.preparing.as_ref()?;
-    let alive = if m.host == crate::lease::hostname() {
-        m.start.is_some() && crate::lease::process_start(m.pid) == m.start
+    let alive = if m.host == crate::process::hostname() {
+        m.start.is_some() && crate::process::process_start(m.pid) == m.start
     } else {
         crate::time::now() < b.lease.expires_at_secs()
     };

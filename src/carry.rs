@@ -24,37 +24,11 @@ use gix::bstr::{BStr, BString, ByteSlice};
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
+use crate::batch::CarryStats;
 use crate::error::{Code, Error, Result};
 
 /// The file that lists patterns of ignored files to carry, at the source root.
 pub const INCLUDE_FILE: &str = ".worktreeinclude";
-
-/// What was carried into one destination.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Stats {
-    /// Regular files and symlinks written.
-    pub files: u64,
-    /// Bytes of the regular files written.
-    pub bytes: u64,
-    /// Regular files cloned with FICLONE (sharing the source's extents).
-    pub cloned: u64,
-    /// Regular files whose data was copied.
-    pub copied: u64,
-    /// Symlinks recreated (they count in `files`, not in `cloned`/`copied`).
-    pub symlinks: u64,
-}
-
-impl Stats {
-    pub fn to_json(self) -> serde_json::Value {
-        serde_json::json!({
-            "files": self.files,
-            "bytes": self.bytes,
-            "cloned": self.cloned,
-            "copied": self.copied,
-            "symlinks": self.symlinks,
-        })
-    }
-}
 
 /// How file data reaches a destination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,7 +162,7 @@ pub fn copy_data(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, len: u64) -> rustix::
 pub struct Walker<'a> {
     pub method: Method,
     /// What was written, per destination.
-    pub stats: Vec<Stats>,
+    pub stats: Vec<CarryStats>,
     /// Symlinks written, as paths relative to the walk's root (recorded when `record_symlinks`).
     pub symlinks: Vec<Vec<u8>>,
     pub record_symlinks: bool,
@@ -208,7 +182,7 @@ impl<'a> Walker<'a> {
     ) -> Walker<'a> {
         Walker {
             method,
-            stats: vec![Stats::default(); dst_roots.len()],
+            stats: vec![CarryStats::default(); dst_roots.len()],
             symlinks: Vec::new(),
             record_symlinks: false,
             src_root,
@@ -633,9 +607,13 @@ pub fn find(repo: &gix::Repository, policy: &Policy) -> Result<Vec<Carried>> {
 /// Copy `entries` (relative to `src_root`) into every destination root,
 /// cloning where possible and copying otherwise. Missing parent folders are
 /// created with the source's modes. Returns what each destination received.
-pub fn carry(src_root: &Path, entries: &[Carried], dst_roots: &[PathBuf]) -> Result<Vec<Stats>> {
+pub fn carry(
+    src_root: &Path,
+    entries: &[Carried],
+    dst_roots: &[PathBuf],
+) -> Result<Vec<CarryStats>> {
     if entries.is_empty() || dst_roots.is_empty() {
-        return Ok(vec![Stats::default(); dst_roots.len()]);
+        return Ok(vec![CarryStats::default(); dst_roots.len()]);
     }
     // One walker per destination, in parallel: FICLONE and the metadata
     // writes are per-file system calls that overlap well.
@@ -656,7 +634,7 @@ pub(crate) fn copy_panicked() -> Error {
     )
 }
 
-fn carry_one(src_root: &Path, entries: &[Carried], dst_root: &Path) -> Result<Stats> {
+fn carry_one(src_root: &Path, entries: &[Carried], dst_root: &Path) -> Result<CarryStats> {
     let src = open_root(src_root)?;
     let dst = open_root(dst_root)?;
     let mut keep = |_: &[u8], _: FileType| Ok(Visit::Copy);
@@ -714,12 +692,12 @@ pub fn carry_ignored(
     repo: &gix::Repository,
     policy: &Policy,
     roots: &[PathBuf],
-) -> Result<Vec<Stats>> {
+) -> Result<Vec<CarryStats>> {
     if policy.is_empty() {
-        return Ok(vec![Stats::default(); roots.len()]);
+        return Ok(vec![CarryStats::default(); roots.len()]);
     }
     let Some(src_root) = repo.workdir() else {
-        return Ok(vec![Stats::default(); roots.len()]);
+        return Ok(vec![CarryStats::default(); roots.len()]);
     };
     let src_root = crate::fs::canonical(src_root)?;
     let entries = find(repo, policy)?;

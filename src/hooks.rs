@@ -203,7 +203,7 @@ pub fn pre_commit() -> PreCommit {
     let Some(loc) = locate(&cwd) else {
         return PreCommit::Clear;
     };
-    let state_dir = loc.common_dir.join("delegate");
+    let state_dir = crate::repo::state_dir(&loc.common_dir);
     let has_batches =
         std::fs::read_dir(batch::batches_dir(&state_dir)).is_ok_and(|mut rd| rd.next().is_some());
     if !has_batches {

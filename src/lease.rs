@@ -56,7 +56,7 @@ impl Lease {
             ),
             owner_pid: owner.map(|o| o.0),
             owner_start: owner.map(|o| o.1),
-            host: hostname(),
+            host: crate::process::hostname(),
             released: false,
         }
     }
@@ -71,8 +71,9 @@ impl Lease {
         if self.released {
             return State::Released;
         }
-        if let (Some(pid), true) = (self.owner_pid, self.host == hostname()) {
-            if process_start(pid) != self.owner_start || self.owner_start.is_none() {
+        if let (Some(pid), true) = (self.owner_pid, self.host == crate::process::hostname()) {
+            if crate::process::process_start(pid) != self.owner_start || self.owner_start.is_none()
+            {
                 return State::Orphaned;
             }
         }
@@ -82,24 +83,4 @@ impl Lease {
             State::Live
         }
     }
-}
-
-/// The start time (ticks since boot) of a running process, `None` if gone
-/// (zombies count as gone: they hold no workspace).
-pub fn process_start(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses: fields start after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?;
-    if state == "Z" || state == "X" {
-        return None;
-    }
-    // After the state come fields 4..; starttime is field 22, i.e. the 19th after state.
-    fields.nth(18)?.parse().ok()
-}
-
-pub fn hostname() -> String {
-    let uname = rustix::system::uname();
-    uname.nodename().to_string_lossy().into_owned()
 }

@@ -58,6 +58,7 @@ pub mod shared_root;
 pub mod side_effects;
 pub mod snapshot;
 pub mod sparse;
+pub mod stat;
 pub mod status;
 pub mod submodules;
 pub mod teardown;

@@ -57,7 +57,7 @@ pub struct Report {
     /// Paths that differ from HEAD in the baseline.
     pub changes: usize,
     /// Per task: the ignored files carried (worktree mode) or the scratch copy.
-    pub carried: Vec<crate::carry::Stats>,
+    pub carried: Vec<crate::batch::CarryStats>,
 }
 
 /// Check what needs no repository: task names (valid, none twice) and the
@@ -377,7 +377,7 @@ fn make(
     stat_cache: Option<snapshot::PendingCache>,
     modules: &[crate::submodules::Module],
     sparse: Option<&crate::sparse::Workspaces>,
-) -> Result<Vec<crate::carry::Stats>> {
+) -> Result<Vec<crate::batch::CarryStats>> {
     let state_dir = source.state_dir();
     let stop = || -> Result<()> {
         if crate::interrupt::interrupted() {

@@ -8,7 +8,12 @@
 //! outlives it.
 //!
 //! Owns: spawning into a group with a log (`spawn`), stopping a group
-//! (`terminate`, `kill`), reading the log's new complete lines (`Group::lines`).
+//! (`terminate`, `kill`), reading the log's new complete lines (`Group::lines`);
+//! the list of repository-locating variables no started command inherits
+//! ([`LOCATING`], which `repo` also takes out of this process's environment
+//! and applies to the source alone); the facts that tell a live process from
+//! a recycled pid, which leases, journals and markers record ([`hostname`],
+//! [`process_start`]).
 //! Never: decides what to run, where, or for how long (its callers do);
 //! prints anything.
 
@@ -18,6 +23,25 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use gix::bstr::{BStr, ByteSlice};
+
+/// The variables that say where a repository is (git's `local_repo_env`
+/// without the `-c` configuration, plus `GIT_NAMESPACE`), as git exports
+/// them for `git --git-dir=X --work-tree=Y delegate`. They describe the
+/// source only: a workspace is another repository for them (git's own
+/// `prepare_other_repo_env` clears the same list).
+pub const LOCATING: [&str; 11] = [
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_PREFIX",
+    "GIT_SHALLOW_FILE",
+    "GIT_GRAFT_FILE",
+    "GIT_NAMESPACE",
+];
 
 /// How long a group gets between SIGTERM and SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(2);
@@ -35,7 +59,7 @@ pub struct Group {
 /// Start `cmd` (already given its program, arguments, cwd and variables) in
 /// a new process group, stdin `/dev/null`, stdout and stderr appended to a
 /// new file at `log`, without the repository-locating variables
-/// (`repo::LOCATING`). The error says which of the two steps failed.
+/// ([`LOCATING`]). The error says which of the two steps failed.
 pub fn spawn(mut cmd: Command, log: &Path) -> Result<Group, (bool, std::io::Error)> {
     use std::os::unix::process::CommandExt;
     let out = std::fs::File::create(log).map_err(|e| (true, e))?;
@@ -45,7 +69,7 @@ pub fn spawn(mut cmd: Command, log: &Path) -> Result<Group, (bool, std::io::Erro
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err))
         .process_group(0);
-    for k in crate::repo::LOCATING {
+    for k in LOCATING {
         cmd.env_remove(k);
     }
     let child = cmd.spawn().map_err(|e| (false, e))?;
@@ -179,4 +203,25 @@ impl Group {
         self.read = self.log.metadata().map(|m| m.len()).unwrap_or(self.read);
         self.partial.clear();
     }
+}
+
+/// The start time (ticks since boot) of a running process, `None` if gone
+/// (zombies count as gone: they hold no workspace).
+pub fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?;
+    if state == "Z" || state == "X" {
+        return None;
+    }
+    // After the state come fields 4..; starttime is field 22, i.e. the 19th after state.
+    fields.nth(18)?.parse().ok()
+}
+
+/// This machine's name, as leases and journals record it.
+pub fn hostname() -> String {
+    let uname = rustix::system::uname();
+    uname.nodename().to_string_lossy().into_owned()
 }

@@ -661,7 +661,8 @@ fn ended_here(ws: &gix::Repository, j: &Joined) -> Option<String> {
     if let Ok(None) = refs::get(ws, &refs::baseline(&j.batch)) {
         return Some("its baseline ref is gone from this repository".into());
     }
-    let record = batch::batch_dir(&batch::state_dir(ws.common_dir()), &j.batch).join("batch.toml");
+    let record =
+        batch::batch_dir(&crate::repo::state_dir(ws.common_dir()), &j.batch).join("batch.toml");
     let b: Batch = toml::from_str(&std::fs::read_to_string(record).ok()?).ok()?;
     let t = b.task(&j.task)?;
     (!t.state.is_open()).then(|| format!("its task {} is {}", t.name, t.state.as_str()))

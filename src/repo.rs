@@ -4,8 +4,9 @@
 //! the git library cannot read, repository variables it cannot honour).
 //!
 //! Owns: the repository-locating environment (`GIT_DIR`, `GIT_WORK_TREE`,
-//! `GIT_INDEX_FILE`, `GIT_OBJECT_DIRECTORY`, `GIT_COMMON_DIR`, ...): taken out
-//! of the process environment when it starts ([`isolate_environment`]) and
+//! `GIT_INDEX_FILE`, `GIT_OBJECT_DIRECTORY`, `GIT_COMMON_DIR`, ...; the list
+//! is `process::LOCATING`, which no command started for the user inherits
+//! either): taken out of the process environment when it starts ([`isolate_environment`]) and
 //! applied to the source alone, as git applies them; discovery as git's
 //! (`GIT_CEILING_DIRECTORIES`, `GIT_DISCOVERY_ACROSS_FILESYSTEM`); opening
 //! repositories with the options every engine step relies on, a workspace
@@ -78,25 +79,6 @@ pub fn open_worktree(dir: &Path) -> Result<gix::Repository> {
     Ok(repo)
 }
 
-/// The variables that say where a repository is (git's `local_repo_env`
-/// without the `-c` configuration, plus `GIT_NAMESPACE`), as git exports
-/// them for `git --git-dir=X --work-tree=Y delegate`. They describe the
-/// source only: a workspace is another repository for them (git's own
-/// `prepare_other_repo_env` clears the same list).
-pub const LOCATING: [&str; 11] = [
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_IMPLICIT_WORK_TREE",
-    "GIT_PREFIX",
-    "GIT_SHALLOW_FILE",
-    "GIT_GRAFT_FILE",
-    "GIT_NAMESPACE",
-];
-
 /// The repository-locating variables this process was started with.
 #[derive(Debug, Default)]
 pub struct GitEnv {
@@ -106,14 +88,14 @@ pub struct GitEnv {
 impl GitEnv {
     fn capture() -> GitEnv {
         GitEnv {
-            vars: LOCATING
+            vars: crate::process::LOCATING
                 .iter()
                 .filter_map(|k| Some((*k, std::env::var_os(k).filter(|v| !v.is_empty())?)))
                 .collect(),
         }
     }
 
-    /// The value of one of [`LOCATING`], when it was set and not empty.
+    /// The value of one of [`crate::process::LOCATING`], when it was set and not empty.
     pub fn get(&self, name: &str) -> Option<&OsStr> {
         self.vars
             .iter()
@@ -130,7 +112,7 @@ static GIT_ENV: OnceLock<GitEnv> = OnceLock::new();
 /// workspace, and no process started in one (filters, `git`), inherits them.
 pub fn isolate_environment() {
     let _ = GIT_ENV.set(GitEnv::capture());
-    for k in LOCATING {
+    for k in crate::process::LOCATING {
         std::env::remove_var(k);
     }
 }
@@ -451,6 +433,12 @@ pub struct Source {
     pub config: Config,
 }
 
+/// git-delegate's state dir in a repository's common dir (`<common>/delegate`),
+/// where the batch record (`batch`) and everything else the tool keeps live.
+pub fn state_dir(common_dir: &Path) -> PathBuf {
+    common_dir.join("delegate")
+}
+
 impl Source {
     /// Find the repository around `cwd` as git would (see [`open_source`])
     /// and load `delegate.toml`.
@@ -559,7 +547,7 @@ impl Source {
 
     /// `<common-dir>/delegate`
     pub fn state_dir(&self) -> PathBuf {
-        crate::batch::state_dir(&self.common_dir)
+        state_dir(&self.common_dir)
     }
 
     /// Folder name of the repository's main working tree (design §2).

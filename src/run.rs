@@ -317,7 +317,7 @@ pub fn run(
     let mut popts = opts.prepare.clone();
     let after_owner = popts.owner.take();
     let me = std::process::id();
-    popts.owner = crate::lease::process_start(me).map(|s| (me, s));
+    popts.owner = crate::process::process_start(me).map(|s| (me, s));
     let prepared = crate::prepare::run(&source, &popts, observer)?;
     let b = prepared.batch.clone();
     let logs = batch::logs_dir(&source.state_dir(), &b.id);

@@ -21,7 +21,8 @@ use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use crate::carry::{self, Method, Stats, Visit, Walker};
+use crate::batch::CarryStats;
+use crate::carry::{self, Method, Visit, Walker};
 use crate::error::{Code, Error, Result};
 use crate::presence::{Health, Removal};
 use crate::repo::Source;
@@ -177,7 +178,11 @@ pub fn preflight(source: &Source) -> Result<()> {
 
 /// Make one scratch copy per `(task name, root)`, in parallel, validated.
 /// On failure every container made here is removed again.
-pub fn create_all(source: &Source, batch: &str, tasks: &[(String, PathBuf)]) -> Result<Vec<Stats>> {
+pub fn create_all(
+    source: &Source,
+    batch: &str,
+    tasks: &[(String, PathBuf)],
+) -> Result<Vec<CarryStats>> {
     let mut made: Vec<PathBuf> = Vec::new();
     let src_root = source.root.as_path();
     let result = (|| {
@@ -228,7 +233,7 @@ fn make_container(source: &Source, batch: &str, task: &str, root: &Path) -> Resu
         source: source.root.clone(),
         common_dir: source.common_dir.clone(),
         pid: std::process::id(),
-        host: crate::lease::hostname(),
+        host: crate::process::hostname(),
         created_at: crate::time::rfc3339(crate::time::now()),
         dev: st.st_dev as u64,
         ino: st.st_ino as u64,
@@ -253,7 +258,7 @@ fn make_container(source: &Source, batch: &str, task: &str, root: &Path) -> Resu
 }
 
 /// Clone the source root into `root`, then validate the copy.
-fn copy_one(src_root: &Path, root: &Path) -> Result<Stats> {
+fn copy_one(src_root: &Path, root: &Path) -> Result<CarryStats> {
     let src = carry::open_root(src_root)?;
     let dst = carry::open_root(root)?;
     let mut filter = |rel: &[u8], kind: FileType| -> Result<Visit> {

@@ -247,7 +247,7 @@ struct Slot {
 fn find_cache(repo: &gix::Repository) -> Option<Slot> {
     let root = std::fs::canonicalize(repo.workdir()?).ok()?;
     let common = std::fs::canonicalize(repo.common_dir()).ok()?;
-    let state_dir = crate::batch::state_dir(&common);
+    let state_dir = crate::repo::state_dir(&common);
     // The batches of this working tree, oldest first (`batch` owns the listing).
     let mine = crate::batch::of_source(&state_dir, &root).ok()?;
     if mine.is_empty() {
@@ -1041,7 +1041,7 @@ fn hash_file(
 /// Index stat data from `lstat` results, as `gix::index::entry::Stat::from_fs` makes them.
 fn stat_of(md: &std::fs::Metadata) -> Stat {
     use std::os::unix::fs::MetadataExt;
-    index_stat(
+    crate::stat::index_stat(
         (md.mtime(), md.mtime_nsec()),
         (md.ctime(), md.ctime_nsec()),
         md.dev(),
@@ -1049,37 +1049,6 @@ fn stat_of(md: &std::fs::Metadata) -> Stat {
         (md.uid(), md.gid()),
         md.len(),
     )
-}
-
-/// Index stat data from the fields of a `stat` result, truncated as git's
-/// index stores them (times before 1970 as zero).
-pub fn index_stat(
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-    dev: u64,
-    ino: u64,
-    (uid, gid): (u32, u32),
-    size: u64,
-) -> Stat {
-    let time = |(secs, nsecs): (i64, i64)| {
-        if secs < 0 {
-            gix::index::entry::stat::Time::default()
-        } else {
-            gix::index::entry::stat::Time {
-                secs: secs as u32,
-                nsecs: nsecs as u32,
-            }
-        }
-    };
-    Stat {
-        mtime: time(mtime),
-        ctime: time(ctime),
-        dev: dev as u32,
-        ino: ino as u32,
-        uid,
-        gid,
-        size: size as u32,
-    }
 }
 
 fn tree_kind(mode: gix::index::entry::Mode) -> Option<EntryKind> {

@@ -26,7 +26,7 @@ fn command(git_dir: Option<&Path>, args: &[&OsStr]) -> Command {
     let mut cmd = Command::new("git");
     // The process took them out already (`repo::isolate_environment`);
     // removed again so no caller can leak one in.
-    for k in crate::repo::LOCATING {
+    for k in crate::process::LOCATING {
         cmd.env_remove(k);
     }
     cmd.env("GIT_TERMINAL_PROMPT", "0").stdin(Stdio::null());

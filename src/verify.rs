@@ -248,7 +248,7 @@ fn busy_pid(state_dir: &Path, id: &str) -> Option<u32> {
     let mut it = text.split_whitespace();
     let pid = it.next().and_then(|p| p.parse::<u32>().ok())?;
     let start = it.next().and_then(|s| s.parse::<u64>().ok());
-    let alive = crate::lease::process_start(pid).is_some_and(|s| Some(s) == start);
+    let alive = crate::process::process_start(pid).is_some_and(|s| Some(s) == start);
     alive.then_some(pid)
 }
 
@@ -283,7 +283,7 @@ impl Drop for Busy {
 fn mark_busy(state_dir: &Path, b: &Batch) -> Result<Busy> {
     let path = batch::batch_dir(state_dir, &b.id).join(BUSY);
     let pid = std::process::id();
-    let start = crate::lease::process_start(pid).unwrap_or(0);
+    let start = crate::process::process_start(pid).unwrap_or(0);
     crate::fs::write_atomic(&path, format!("{pid} {start}\n").as_bytes())?;
     Ok(Busy(path))
 }

@@ -777,7 +777,7 @@ fn can_clone(a: &Path, b: &Path) -> bool {
 /// Index stat data from a `stat` result, as `gix::index::entry::Stat::from_fs` makes them.
 #[allow(clippy::unnecessary_cast)]
 fn stat_of(st: &rustix::fs::Stat) -> gix::index::entry::Stat {
-    crate::snapshot::index_stat(
+    crate::stat::index_stat(
         (st.st_mtime as i64, st.st_mtime_nsec as i64),
         (st.st_ctime as i64, st.st_ctime_nsec as i64),
         st.st_dev as u64,

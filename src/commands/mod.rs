@@ -350,7 +350,7 @@ pub fn parse_ttl(s: &str) -> Result<i64> {
 
 /// Check an `--owner-pid` and read its start time.
 pub fn owner(pid: u32) -> Result<(u32, u64)> {
-    match crate::lease::process_start(pid) {
+    match crate::process::process_start(pid) {
         Some(start) => Ok((pid, start)),
         None => Err(Error::usage(
             Code::OwnerNotRunning,

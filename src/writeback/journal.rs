@@ -108,9 +108,9 @@ pub(super) struct Plan {
 impl Plan {
     pub(super) fn writer_alive(&self) -> bool {
         self.pid != std::process::id()
-            && self.host == crate::lease::hostname()
+            && self.host == crate::process::hostname()
             && self.start.is_some()
-            && crate::lease::process_start(self.pid) == self.start
+            && crate::process::process_start(self.pid) == self.start
     }
 }
 
@@ -560,8 +560,8 @@ pub(super) fn make_plan(
     mkdirs.sort_by_key(|p| (depth(p.as_bstr()), p.clone()));
     Ok(Plan {
         pid: std::process::id(),
-        start: crate::lease::process_start(std::process::id()),
-        host: crate::lease::hostname(),
+        start: crate::process::process_start(std::process::id()),
+        host: crate::process::hostname(),
         root: root.to_path_buf(),
         token: token.to_string(),
         created_at: crate::time::rfc3339(crate::time::now()),

@@ -428,9 +428,9 @@ fn recovery_reports_and_skips_a_live_writer() {
     let text = std::fs::read_to_string(&journal).unwrap();
     let ppid = rustix::process::getppid().map(|p| p.as_raw_nonzero().get() as u32);
     if let Some(ppid) = ppid {
-        let start = crate::lease::process_start(ppid).unwrap();
+        let start = crate::process::process_start(ppid).unwrap();
         let me = std::process::id();
-        let mine = crate::lease::process_start(me).unwrap();
+        let mine = crate::process::process_start(me).unwrap();
         let live = text.replacen(
             &format!("\"pid\":{me},\"start\":{mine}"),
             &format!("\"pid\":{ppid},\"start\":{start}"),
