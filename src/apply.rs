@@ -32,7 +32,7 @@ use crate::landing::{persist, Side};
 use crate::observe::{Notice, Observer};
 use crate::repo::Source;
 use crate::writeback::PathWrite;
-use crate::{commit, paths, proposal, quiesce, refs, teardown, workspace, writeback};
+use crate::{commit, proposal, refs, sys::paths, sys::quiesce, teardown, workspace, writeback};
 
 /// What the caller asked for.
 #[derive(Debug, Clone, Default)]
@@ -741,7 +741,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     let mut kept: Vec<Kept> = Vec::new();
     let mut closed: Vec<(usize, Closed)> = Vec::new();
     if !dry_run {
-        let now = crate::time::rfc3339(crate::time::now());
+        let now = crate::sys::time::rfc3339(crate::sys::time::now());
         for out in outcomes.iter_mut() {
             if out.status == TaskState::Discarded && out.proposal_ref.is_some() {
                 // Kept past the batch: the patch moves out of its state folder.
@@ -865,7 +865,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                     refs::delete(&source.repo, &refs::task_base(&b.id, &task.name)).map(|_| ())
                 })
                 .and_then(|()| {
-                    crate::fs::remove_file(&proposal::patch_path(&source, &b, &task.name))
+                    crate::sys::fs::remove_file(&proposal::patch_path(&source, &b, &task.name))
                 });
             if let Err(e) = r {
                 artifacts_error.get_or_insert(e);
@@ -915,7 +915,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         // Nothing merged: nothing was verified (design §6.4 "not_run").
         verify: verify_report.or_else(|| verify.map(crate::verify::not_run)),
         // A signal since the write-back began, which was finished (design §7 "Signals").
-        interrupted: wrote && crate::interrupt::interrupted(),
+        interrupted: wrote && crate::sys::interrupt::interrupted(),
     })
 }
 
@@ -941,7 +941,7 @@ fn stage_record(
         .collect();
     let (id, entry) = crate::undo::stage(source, &b.id, writes, &tasks, dir)?;
     let mut after = b.clone();
-    let now = crate::time::rfc3339(crate::time::now());
+    let now = crate::sys::time::rfc3339(crate::sys::time::now());
     for o in &applied {
         if let Some(t) = after.tasks.get_mut(o.idx) {
             t.state = TaskState::Applied;
@@ -1187,7 +1187,7 @@ fn record_all(
             "report this bug; nothing was changed",
         )
     }
-    Ok(crate::parallel::map(
+    Ok(crate::sys::parallel::map(
         tasks.iter().copied(),
         MAX_WALKS,
         lost,
@@ -1256,7 +1256,7 @@ fn move_to_kept(source: &Source, b: &Batch, out: &mut Outcome) -> Result<()> {
     let to = dir.join(format!("{}.patch", task.name));
     std::fs::rename(&from, &to)
         .map_err(|e| Error::io(format!("cannot move {}", from.display()), e))?;
-    crate::fs::sync_dir(&dir);
+    crate::sys::fs::sync_dir(&dir);
     out.patch = Some(to);
     Ok(())
 }
@@ -1268,10 +1268,10 @@ fn kept_until(source: &Source, proposal_ref: Option<&str>) -> String {
     let started = proposal_ref
         .and_then(|name| refs::get(&source.repo, name).ok().flatten())
         .and_then(|id| crate::gc::commit_time(&source.repo, id))
-        .unwrap_or_else(crate::time::now);
-    crate::time::rfc3339(
-        crate::time::deadline(started, source.config.keep_failed_secs)
-            .unwrap_or(crate::time::MAX_SECS),
+        .unwrap_or_else(crate::sys::time::now);
+    crate::sys::time::rfc3339(
+        crate::sys::time::deadline(started, source.config.keep_failed_secs)
+            .unwrap_or(crate::sys::time::MAX_SECS),
     )
 }
 

@@ -382,7 +382,7 @@ pub fn save(state_dir: &Path, batch: &Batch) -> Result<()> {
     let dir = batch_dir(state_dir, &batch.id);
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-    crate::fs::write_atomic(&dir.join("batch.toml"), to_toml(batch)?.as_bytes())
+    crate::sys::fs::write_atomic(&dir.join("batch.toml"), to_toml(batch)?.as_bytes())
 }
 
 /// Write `batch` as it will be once a write-back commits: under a staged
@@ -392,7 +392,7 @@ pub fn save(state_dir: &Path, batch: &Batch) -> Result<()> {
 pub fn stage(state_dir: &Path, batch: &Batch) -> Result<(PathBuf, PathBuf)> {
     let dir = batch_dir(state_dir, &batch.id);
     let staged = dir.join("batch.toml.staged");
-    crate::fs::write_atomic(&staged, to_toml(batch)?.as_bytes())?;
+    crate::sys::fs::write_atomic(&staged, to_toml(batch)?.as_bytes())?;
     Ok((staged, dir.join("batch.toml")))
 }
 
@@ -410,7 +410,7 @@ pub fn remove_state(state_dir: &Path, id: &str) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(Error::io(format!("cannot remove {}", dir.display()), e)),
     }
-    crate::fs::sync_dir(&parent);
+    crate::sys::fs::sync_dir(&parent);
     // What a failure here leaves is hidden and holds nothing of value.
     let _ = std::fs::remove_dir_all(&hidden);
     Ok(())
@@ -670,9 +670,9 @@ impl Marker {
         let pid = std::process::id();
         Marker {
             pid,
-            start: crate::process::process_start(pid),
-            host: crate::process::hostname(),
-            started_at: crate::time::rfc3339(crate::time::now()),
+            start: crate::sys::process::process_start(pid),
+            host: crate::sys::process::hostname(),
+            started_at: crate::sys::time::rfc3339(crate::sys::time::now()),
         }
     }
 }
@@ -700,10 +700,10 @@ impl Progress {
 /// as being prepared until its lease expires.
 pub fn progress(b: &Batch) -> Option<Progress> {
     let m = b.preparing.as_ref()?;
-    let alive = if m.host == crate::process::hostname() {
-        m.start.is_some() && crate::process::process_start(m.pid) == m.start
+    let alive = if m.host == crate::sys::process::hostname() {
+        m.start.is_some() && crate::sys::process::process_start(m.pid) == m.start
     } else {
-        crate::time::now() < b.lease.expires_at_secs()
+        crate::sys::time::now() < b.lease.expires_at_secs()
     };
     Some(if alive {
         Progress::Preparing

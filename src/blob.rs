@@ -98,7 +98,7 @@ pub fn worktree_file_to_object(
     let Some(workdir) = repo.workdir() else {
         return pipeline.worktree_file_to_object(rela_path, index);
     };
-    let rela = crate::paths::to_os(rela_path);
+    let rela = crate::sys::paths::to_os(rela_path);
     let path = workdir.join(&rela);
     let md = match std::fs::symlink_metadata(&path) {
         Ok(md) => md,
@@ -156,7 +156,7 @@ pub fn store_failure(
     err: &gix::Error,
 ) -> crate::error::Error {
     use crate::error::{Code, Error};
-    let shown = crate::paths::quote(rela_path);
+    let shown = crate::sys::paths::quote(rela_path);
     if let Some(f) = driver_failure(err) {
         return filter_failed(
             repo,
@@ -175,7 +175,7 @@ pub fn store_failure(
         if let Some(cause) = crate::error::FsCause::of(e) {
             // Reading the file itself was denied: say so, not the store.
             let written = !(cause == crate::error::FsCause::Denied
-                && std::fs::File::open(root.join(crate::paths::to_os(rela_path))).is_err());
+                && std::fs::File::open(root.join(crate::sys::paths::to_os(rela_path))).is_err());
             if written {
                 return cause.error(
                     format!(
@@ -287,7 +287,11 @@ pub fn checkout_filter_failed(
         .as_deref()
         .and_then(|d| first_file_with_filter(repo, index, d));
     let place = match &example {
-        Some(p) => format!("{} in {}", crate::paths::quote(p.as_ref()), root.display()),
+        Some(p) => format!(
+            "{} in {}",
+            crate::sys::paths::quote(p.as_ref()),
+            root.display()
+        ),
         None => format!("a file in {}", root.display()),
     };
     Some(filter_failed(repo, "smudge", driver, &place, &status))
@@ -404,7 +408,7 @@ fn process_filter_failed(
         format!(
             "the smudge filter `{driver}` ({command}) failed while checking out {} (such as {}): it stopped answering ({err})",
             root.display(),
-            crate::paths::quote(example.as_ref())
+            crate::sys::paths::quote(example.as_ref())
         ),
         help,
     ))

@@ -68,7 +68,7 @@ fn at(root: &Path, rel: &[u8]) -> PathBuf {
     if rel.is_empty() {
         root.to_path_buf()
     } else {
-        root.join(crate::paths::to_os(rel.as_bstr()))
+        root.join(crate::sys::paths::to_os(rel.as_bstr()))
     }
 }
 
@@ -226,7 +226,7 @@ impl<'a> Walker<'a> {
         dsts: &[BorrowedFd<'_>],
         rel: &mut Vec<u8>,
     ) -> Result<()> {
-        let names = crate::fs::read_names(src).map_err(|e| self.src_err(rel, "read", e))?;
+        let names = crate::sys::fs::read_names(src).map_err(|e| self.src_err(rel, "read", e))?;
         for (name, kind) in names {
             // A carried folder can hold a whole node_modules: Ctrl-C stops
             // the copy at the next entry, not after it.
@@ -317,7 +317,7 @@ impl<'a> Walker<'a> {
                     last_modification: timespec(st.st_mtime as i64, st.st_mtime_nsec as i64),
                 };
                 for (i, d) in dsts.iter().enumerate() {
-                    let dfd = crate::fs::create_new_at(*d, name, Mode::from_raw_mode(0o600))
+                    let dfd = crate::sys::fs::create_new_at(*d, name, Mode::from_raw_mode(0o600))
                         .map_err(|e| self.dst_err(i, rel, "create", e))?;
                     match rfs::ioctl_ficlone(&dfd, &sfd) {
                         Ok(()) => self.stats[i].cloned += 1,
@@ -557,7 +557,7 @@ pub fn find(repo: &gix::Repository, policy: &Policy) -> Result<Vec<Carried>> {
     // there): walk such folders ourselves where a pattern may match inside.
     let mut stack = std::mem::take(&mut finder.descend);
     while let Some(dir) = stack.pop() {
-        let abs = workdir.join(crate::paths::to_os(dir.as_ref()));
+        let abs = workdir.join(crate::sys::paths::to_os(dir.as_ref()));
         let rd = match std::fs::read_dir(&abs) {
             Ok(rd) => rd,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -617,9 +617,9 @@ pub fn carry(
     }
     // One walker per destination, in parallel: FICLONE and the metadata
     // writes are per-file system calls that overlap well.
-    crate::parallel::try_map(
+    crate::sys::parallel::try_map(
         dst_roots,
-        crate::parallel::threads(4),
+        crate::sys::parallel::threads(4),
         copy_panicked,
         |dst| carry_one(src_root, entries, dst),
     )
@@ -646,7 +646,7 @@ fn carry_one(src_root: &Path, entries: &[Carried], dst_root: &Path) -> Result<Ca
     );
     for (n, entry) in entries.iter().enumerate() {
         if n == 1 {
-            crate::interrupt::pause("carrying");
+            crate::sys::interrupt::pause("carrying");
         }
         if gix::interrupt::is_triggered() {
             return Err(Error::interrupted());
@@ -699,7 +699,7 @@ pub fn carry_ignored(
     let Some(src_root) = repo.workdir() else {
         return Ok(vec![CarryStats::default(); roots.len()]);
     };
-    let src_root = crate::fs::canonical(src_root)?;
+    let src_root = crate::sys::fs::canonical(src_root)?;
     let entries = find(repo, policy)?;
     carry(&src_root, &entries, roots)
 }

@@ -18,7 +18,7 @@ pub fn write(
         name: "git-delegate".into(),
         email: "git-delegate@localhost".into(),
         time: gix::date::Time {
-            seconds: crate::time::now(),
+            seconds: crate::sys::time::now(),
             offset: 0,
         },
     };

@@ -17,7 +17,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Code, Error};
-use crate::paths::shell_quote;
+use crate::sys::paths::shell_quote;
 
 /// A path written on one line of a git file (trailing newline and `\r` removed).
 pub fn path_from_line(bytes: &[u8]) -> Option<PathBuf> {

@@ -451,7 +451,7 @@ impl Gc<'_> {
                 continue;
             };
             // Ancestors count here (see `quiesce`'s header).
-            let pids = crate::quiesce::find_users(std::slice::from_ref(&real))
+            let pids = crate::sys::quiesce::find_users(std::slice::from_ref(&real))
                 .into_iter()
                 .next()
                 .unwrap_or_default();
@@ -500,7 +500,10 @@ impl Gc<'_> {
             };
             if let Ok(Some((_, _, repos))) = &saved {
                 if !repos.is_empty() {
-                    let repos = repos.iter().map(|p| crate::paths::doc_bytes(p)).collect();
+                    let repos = repos
+                        .iter()
+                        .map(|p| crate::sys::paths::doc_bytes(p))
+                        .collect();
                     nested.push((t.name.clone(), repos));
                 }
             }
@@ -509,7 +512,7 @@ impl Gc<'_> {
             match crate::submodules::changed(&self.source.common_dir, &t.root) {
                 Ok(subs) if !subs.is_empty() => submodules.push((
                     t.name.clone(),
-                    subs.iter().map(|p| crate::paths::doc_bytes(p)).collect(),
+                    subs.iter().map(|p| crate::sys::paths::doc_bytes(p)).collect(),
                 )),
                 Ok(_) => {}
                 Err(e) => {
@@ -672,7 +675,8 @@ impl Gc<'_> {
             }
             match health {
                 workspace::Health::Ours => {
-                    let bytes = crate::shared_root::tree_size(&t.root) + crate::fs::tree_size(&reg);
+                    let bytes =
+                        crate::shared_root::tree_size(&t.root) + crate::sys::fs::tree_size(&reg);
                     if !self.dry_run {
                         workspace::remove_task(&self.source.common_dir, t)?;
                     }
@@ -693,9 +697,9 @@ impl Gc<'_> {
                     // task's folder (or nothing that exists): a worktree the
                     // user moved elsewhere keeps its registration.
                     if reg.symlink_metadata().is_ok() && registration_is_dead(&reg, &t.root) {
-                        self.report.bytes_freed += crate::fs::tree_size(&reg);
+                        self.report.bytes_freed += crate::sys::fs::tree_size(&reg);
                         if !self.dry_run {
-                            crate::fs::remove_all(&reg)?;
+                            crate::sys::fs::remove_all(&reg)?;
                         }
                     }
                     self.handled_regs.insert(t.worktree_id.clone());
@@ -717,7 +721,7 @@ impl Gc<'_> {
         }
 
         // 5. The state folder (patches of kept refs were moved out).
-        self.report.bytes_freed += crate::fs::tree_size(&dir);
+        self.report.bytes_freed += crate::sys::fs::tree_size(&dir);
         if !self.dry_run {
             if let Some(left) = crate::remote::end(self.source, b, &remote_seen) {
                 self.report.remote_left.push(left);
@@ -741,7 +745,7 @@ impl Gc<'_> {
         let to = dir.join(format!("{task}.patch"));
         std::fs::rename(&from, &to)
             .map_err(|e| Error::io(format!("cannot move {}", from.display()), e))?;
-        crate::fs::sync_dir(&dir);
+        crate::sys::fs::sync_dir(&dir);
         Ok(())
     }
 
@@ -810,9 +814,9 @@ impl Gc<'_> {
             if !(locked_by_us || under_base) {
                 continue; // named like ours, but nothing says it is: the user's
             }
-            self.report.bytes_freed += crate::fs::tree_size(reg);
+            self.report.bytes_freed += crate::sys::fs::tree_size(reg);
             if !self.dry_run {
-                crate::fs::remove_all(reg)?;
+                crate::sys::fs::remove_all(reg)?;
             }
             self.report.registrations_removed += 1;
         }
@@ -887,7 +891,7 @@ impl Gc<'_> {
                     self.report.left_alone.push(root);
                     continue;
                 }
-                crate::interrupt::pause("gc-leftover-checked");
+                crate::sys::interrupt::pause("gc-leftover-checked");
                 self.report.bytes_freed += ws.size();
                 if !self.dry_run {
                     batch.remove_child(&task, ws.into_fd())?;
@@ -931,7 +935,7 @@ impl Gc<'_> {
     /// Refs under refs/pi-delegate that no batch owns, once their commit is
     /// older than `gc.keep-failed`.
     fn leftover_refs(&mut self, owners: &Owners) -> Result<()> {
-        let now = crate::time::now();
+        let now = crate::sys::time::now();
         let keep = self.source.config.keep_failed_secs;
         for (name, id) in refs::list(&self.source.repo)? {
             if self.handled_refs.contains(&name) || owners.owns_ref(&name) {
@@ -983,9 +987,9 @@ impl Gc<'_> {
                 if existing.contains(&name) && !removed_now(&name) {
                     continue;
                 }
-                freed += crate::fs::tree_size(&f.path());
+                freed += crate::sys::fs::tree_size(&f.path());
                 if !self.dry_run {
-                    crate::fs::remove_all(&f.path())?;
+                    crate::sys::fs::remove_all(&f.path())?;
                 }
             }
             if !self.dry_run {
@@ -1019,10 +1023,10 @@ impl Gc<'_> {
             if !(rest.ends_with(".new") || rest.contains(".removed-")) {
                 continue;
             }
-            self.report.bytes_freed += crate::fs::tree_size(&e.path());
+            self.report.bytes_freed += crate::sys::fs::tree_size(&e.path());
             if !self.dry_run {
                 // Best effort: what is left stays hidden and is tried again.
-                let _ = crate::fs::remove_all(&e.path());
+                let _ = crate::sys::fs::remove_all(&e.path());
             }
         }
     }
@@ -1036,7 +1040,7 @@ impl Gc<'_> {
     fn leftover_temp_files(&mut self) {
         for (_, t) in crate::problems::old_temp_files(&self.state_dir) {
             // Best effort: one that cannot be removed is reported again.
-            if self.dry_run || crate::fs::remove_file(&t.path).is_ok() {
+            if self.dry_run || crate::sys::fs::remove_file(&t.path).is_ok() {
                 self.report.bytes_freed += t.bytes;
                 self.report.temp_files_removed.push(t.path);
             }
@@ -1104,7 +1108,7 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
             .and_then(|t| t.parent().map(Path::to_path_buf));
         let Some(root) = root else {
             // No folder named: nothing to rescue, only the registration.
-            crate::fs::remove_all(reg.path())?;
+            crate::sys::fs::remove_all(reg.path())?;
             continue;
         };
         // Without batch.toml there is no recorded identity: the check falls
@@ -1199,7 +1203,7 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
             }
         }
     }
-    crate::fs::sync_dir(&kept);
+    crate::sys::fs::sync_dir(&kept);
     // Folders made for patches that were not needed (fails when not empty).
     let _ = std::fs::remove_dir(&kept);
     let _ = std::fs::remove_dir(kept_dir(&state_dir));
@@ -1221,7 +1225,7 @@ fn stand_in(
     Batch {
         id: id.to_string(),
         label: None,
-        created_at: crate::time::rfc3339(crate::time::now()),
+        created_at: crate::sys::time::rfc3339(crate::sys::time::now()),
         source: source.root.clone(),
         prefix: PathBuf::new(),
         source_head: None,
@@ -1283,14 +1287,15 @@ pub fn kept_proposals(source: &Source, entries: &[Entry]) -> Result<Vec<Kept>> {
             continue;
         }
         let patch = kept.join(batch_id).join(format!("{task}.patch"));
-        let when = commit_time(&source.repo, id).unwrap_or_else(crate::time::now);
+        let when = commit_time(&source.repo, id).unwrap_or_else(crate::sys::time::now);
         out.push(Kept {
             ref_name: name.clone(),
             batch: batch_id.to_string(),
             task: task.to_string(),
             patch: patch.is_file().then_some(patch),
             kept_at: when,
-            expires_at: crate::time::deadline(when, keep).unwrap_or(crate::time::MAX_SECS),
+            expires_at: crate::sys::time::deadline(when, keep)
+                .unwrap_or(crate::sys::time::MAX_SECS),
         });
     }
     Ok(out)
@@ -1305,7 +1310,7 @@ pub fn redate(repo: &gix::Repository, name: &str) -> Result<()> {
     let Ok(c) = repo.find_commit(id) else {
         return Ok(()); // not a commit: left as it is
     };
-    if c.time().is_ok_and(|t| t.seconds >= crate::time::now()) {
+    if c.time().is_ok_and(|t| t.seconds >= crate::sys::time::now()) {
         return Ok(());
     }
     let err = |e: gix::Error| Error::git(format!("cannot read commit {id}"), e);

@@ -150,7 +150,7 @@ fn install_into(dir: &Path, force: bool) -> Result<Installed> {
 
 /// Write our script to `hook` atomically, executable.
 fn write_hook(hook: &Path) -> Result<()> {
-    crate::fs::write_atomic(hook, PRE_COMMIT.as_bytes())?;
+    crate::sys::fs::write_atomic(hook, PRE_COMMIT.as_bytes())?;
     let mut perm = std::fs::metadata(hook)
         .map_err(|e| Error::io(hook.display(), e))?
         .permissions();

@@ -240,7 +240,7 @@ pub fn fix_checkout(
                 Failed::Filter(err) => Error::git(what(), err),
                 Failed::Write(err) => Error::io(what(), err),
             })?;
-        let path = root.join(crate::paths::to_os(rela));
+        let path = root.join(crate::sys::paths::to_os(rela));
         let io = |err: std::io::Error| Error::io(format!("cannot write {}", path.display()), err);
         let file = rustix::fs::open(
             &path,

@@ -250,7 +250,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
     let mut removed = false;
     if !dry_run && out.ok() {
         let r = refs::delete(&source.repo, &k.ref_name).and_then(|_| match &k.patch {
-            Some(p) => crate::fs::remove_file(p),
+            Some(p) => crate::sys::fs::remove_file(p),
             None => Ok(()),
         });
         match r {
@@ -270,7 +270,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
             t.reason = None;
             t.proposal_ref = None;
             t.patch = None;
-            t.updated_at = Some(crate::time::rfc3339(crate::time::now()));
+            t.updated_at = Some(crate::sys::time::rfc3339(crate::sys::time::now()));
             if let Err(e) = batch::save(&state_dir, &b) {
                 artifacts_error.get_or_insert(e);
             }
@@ -300,7 +300,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
             verify: None,
             remote_left: None,
             // A signal once the write-back began, which was finished (design §7 "Signals").
-            interrupted: wrote && crate::interrupt::interrupted(),
+            interrupted: wrote && crate::sys::interrupt::interrupted(),
         },
         kept: k,
         root: source.root.clone(),
@@ -313,7 +313,7 @@ fn stand_in(source: &Source, k: &Kept, baseline: gix::ObjectId) -> Batch {
     Batch {
         id: k.batch.clone(),
         label: None,
-        created_at: crate::time::rfc3339(k.kept_at),
+        created_at: crate::sys::time::rfc3339(k.kept_at),
         source: source.root.clone(),
         prefix: PathBuf::new(),
         source_head: None,

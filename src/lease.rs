@@ -50,19 +50,19 @@ impl Lease {
             // Durations are checked when parsed (`time::duration`); should
             // one still not fit, the lease ends at the last second the
             // calendar holds rather than wrapping into the past.
-            expires_at: crate::time::rfc3339(
-                crate::time::deadline(crate::time::now(), ttl_secs)
-                    .unwrap_or(crate::time::MAX_SECS),
+            expires_at: crate::sys::time::rfc3339(
+                crate::sys::time::deadline(crate::sys::time::now(), ttl_secs)
+                    .unwrap_or(crate::sys::time::MAX_SECS),
             ),
             owner_pid: owner.map(|o| o.0),
             owner_start: owner.map(|o| o.1),
-            host: crate::process::hostname(),
+            host: crate::sys::process::hostname(),
             released: false,
         }
     }
 
     pub fn expires_at_secs(&self) -> i64 {
-        crate::time::parse_rfc3339(&self.expires_at).unwrap_or(0)
+        crate::sys::time::parse_rfc3339(&self.expires_at).unwrap_or(0)
     }
 
     /// The lease's state now. On another host the owner cannot be checked,
@@ -71,13 +71,14 @@ impl Lease {
         if self.released {
             return State::Released;
         }
-        if let (Some(pid), true) = (self.owner_pid, self.host == crate::process::hostname()) {
-            if crate::process::process_start(pid) != self.owner_start || self.owner_start.is_none()
+        if let (Some(pid), true) = (self.owner_pid, self.host == crate::sys::process::hostname()) {
+            if crate::sys::process::process_start(pid) != self.owner_start
+                || self.owner_start.is_none()
             {
                 return State::Orphaned;
             }
         }
-        if crate::time::now() >= self.expires_at_secs() {
+        if crate::sys::time::now() >= self.expires_at_secs() {
             State::Expired
         } else {
             State::Live

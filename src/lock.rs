@@ -57,7 +57,7 @@ pub fn acquire(state_dir: &Path, timeout_secs: i64) -> Result<RepoLock> {
                     .trim()
                     .parse::<u32>()
                     .ok()
-                    .filter(|&pid| crate::process::process_start(pid).is_some());
+                    .filter(|&pid| crate::sys::process::process_start(pid).is_some());
                 return Err(Error::state(
                     Code::Locked,
                     match holder {

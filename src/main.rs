@@ -14,10 +14,9 @@ mod ui;
 // The engine is the library crate; importing its modules at the crate root
 // keeps `crate::batch::...` paths in the binary's modules working.
 use git_delegate::{
-    apply, batch, config, error, gc, hooks, kept, lease, lock, mandir, observe, patch, paths,
-    prepare, preparing, problems, process, refresh, refs, remote, renew, repo, review, run,
-    shared_root, snapshot, status, teardown, time, trash, undo, validate, verify, workspace,
-    writeback,
+    apply, batch, config, error, gc, hooks, kept, lease, lock, mandir, observe, patch, prepare,
+    preparing, problems, refresh, refs, remote, renew, repo, review, run, shared_root, snapshot,
+    status, sys, teardown, trash, undo, validate, verify, workspace, writeback,
 };
 
 fn main() {

@@ -52,7 +52,7 @@ pub fn show(bytes: &[u8], allowed: bool) {
     // it behind on the terminal with the shell's prompt. Caught before the
     // pager starts, so a signal at its very first moment is caught too (a
     // handler, unlike an ignored signal, does not pass on to the pager).
-    let _signals = git_delegate::interrupt::catch_signals();
+    let _signals = git_delegate::sys::interrupt::catch_signals();
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(_) => return crate::ui::stdout_bytes(bytes),

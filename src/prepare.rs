@@ -108,7 +108,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     // process ends: a signal after the batch is complete changes nothing,
     // where the default action would kill the command before it said what
     // it made (a complete batch, reported nowhere).
-    let _signals = crate::interrupt::catch_signals();
+    let _signals = crate::sys::interrupt::catch_signals();
     let names = &opts.names;
     let ttl = opts.ttl_secs.unwrap_or(source.config.ttl_secs);
     let mode = opts.mode.unwrap_or(source.config.mode);
@@ -238,7 +238,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     } else {
         crate::diff::trees(&source.repo, snap.head_tree, snap.tree)?.len()
     };
-    if crate::interrupt::interrupted() {
+    if crate::sys::interrupt::interrupted() {
         return Err(Error::interrupted());
     }
     for nested in &snap.nested_repos {
@@ -248,7 +248,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     let mut batch = Batch {
         id: id.clone(),
         label: opts.label.clone(),
-        created_at: crate::time::rfc3339(crate::time::now()),
+        created_at: crate::sys::time::rfc3339(crate::sys::time::now()),
         source: source.root.clone(),
         prefix: source.prefix.clone(),
         source_head: head.map(|h| h.to_string()),
@@ -286,7 +286,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         armed: true,
     };
     crate::preparing::record(&state_dir, undo.batch)?;
-    crate::interrupt::pause("marked");
+    crate::sys::interrupt::pause("marked");
     let carried = make(
         observer,
         source,
@@ -334,7 +334,7 @@ impl Drop for Undo<'_> {
         if !self.armed {
             return;
         }
-        crate::interrupt::pause("undo");
+        crate::sys::interrupt::pause("undo");
         if let Err(error) = crate::preparing::remove_whole(self.source, self.batch, false) {
             self.observer.notice(Notice::UndoIncomplete {
                 short: batch::short(&self.batch.id).to_string(),
@@ -380,7 +380,7 @@ fn make(
 ) -> Result<Vec<crate::batch::CarryStats>> {
     let state_dir = source.state_dir();
     let stop = || -> Result<()> {
-        if crate::interrupt::interrupted() {
+        if crate::sys::interrupt::interrupted() {
             return Err(Error::interrupted());
         }
         Ok(())
@@ -464,7 +464,7 @@ fn make(
     // design §3.14: the baseline goes to the remote last, so a failed push
     // leaves nothing there (and undoes the prepare, as any failure does).
     crate::remote::push_baseline(source, batch)?;
-    crate::interrupt::pause("complete-pending");
+    crate::sys::interrupt::pause("complete-pending");
     stop()?;
     // Complete: written to a temp file, fsync'd and renamed over the marked one.
     batch.preparing = None;

@@ -74,10 +74,10 @@ pub fn record(state_dir: &Path, b: &Batch) -> Result<()> {
     let result = (|| {
         std::fs::create_dir(&tmp)
             .map_err(|e| Error::io(format!("cannot create {}", tmp.display()), e))?;
-        crate::fs::write_atomic(&tmp.join("batch.toml"), batch::to_toml(b)?.as_bytes())?;
+        crate::sys::fs::write_atomic(&tmp.join("batch.toml"), batch::to_toml(b)?.as_bytes())?;
         std::fs::rename(&tmp, &dir)
             .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-        crate::fs::sync_dir(&parent);
+        crate::sys::fs::sync_dir(&parent);
         Ok(())
     })();
     if result.is_err() {
@@ -124,7 +124,7 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
     let mut first_err: Option<Error> = None;
     for t in &b.tasks {
         let reg = crate::registration::Registration::new(&source.common_dir, &t.worktree_id);
-        out.bytes += crate::fs::tree_size(reg.path());
+        out.bytes += crate::sys::fs::tree_size(reg.path());
         let scratch = t.kind() == crate::config::Mode::Scratch;
         // What will go, and what is left alone (a folder that is not one
         // prepare made is never counted, nor its bytes).
@@ -140,7 +140,7 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
         if will == crate::workspace::Removal::Removed {
             // Below the workspace root through handles (design §3.18).
             out.bytes += if scratch {
-                crate::fs::tree_size(&t.root)
+                crate::sys::fs::tree_size(&t.root)
             } else {
                 crate::shared_root::tree_size(&t.root)
             };
@@ -195,7 +195,7 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
         }
     }
     let dir = batch::batch_dir(&source.state_dir(), &b.id);
-    out.bytes += crate::fs::tree_size(&dir);
+    out.bytes += crate::sys::fs::tree_size(&dir);
     if let Some(e) = first_err {
         return Err(e);
     }
@@ -213,7 +213,7 @@ mod tests {
         Batch {
             id: "0badc0de-0000-4000-8000-000000000002".into(),
             label: None,
-            created_at: crate::time::rfc3339(crate::time::now()),
+            created_at: crate::sys::time::rfc3339(crate::sys::time::now()),
             source: PathBuf::from("/src"),
             prefix: PathBuf::new(),
             source_head: None,

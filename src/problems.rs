@@ -257,7 +257,7 @@ pub const TEMP_FILE_AGE_SECS: u64 = 3600;
 /// `source-index.<pid>-<nanos>.tmp` (`snapshot`)?
 fn is_temp_name(name: &[u8]) -> bool {
     let cache = format!("{}.", snapshot::CACHE_FILE);
-    crate::fs::is_temp_name(name)
+    crate::sys::fs::is_temp_name(name)
         || name == format!("{}.tmp", batch::JOURNAL_FILE).as_bytes()
         || (name.starts_with(cache.as_bytes()) && name.ends_with(b".tmp"))
 }

@@ -164,7 +164,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         // A signal during (or since) that write-back, past its commit point:
         // that task is finished and recorded; the others are left for
         // another refresh (design §7 "Signals").
-        if crate::interrupt::interrupted() {
+        if crate::sys::interrupt::interrupted() {
             return Ok(Report {
                 batch: b,
                 tasks,
@@ -299,7 +299,7 @@ fn refresh_task(
     if !blocked.is_empty() {
         let list: Vec<String> = blocked
             .iter()
-            .map(|k| crate::paths::quote(k.path.as_bstr()).to_string())
+            .map(|k| crate::sys::paths::quote(k.path.as_bstr()).to_string())
             .collect();
         return Err(Error::state(
             Code::RefreshBlocked,
@@ -353,7 +353,7 @@ fn refresh_task(
         t.proposal_ref = Some(p.ref_name.clone());
         t.patch = Some(p.patch.clone());
     }
-    t.updated_at = Some(crate::time::rfc3339(crate::time::now()));
+    t.updated_at = Some(crate::sys::time::rfc3339(crate::sys::time::now()));
     Ok(Refreshed {
         name: task.name.clone(),
         base: new_base.to_string(),

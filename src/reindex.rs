@@ -118,7 +118,7 @@ fn unmerge(
     for p in &task.conflicted_paths {
         let path = gix::bstr::BStr::new(p.as_bytes());
         let ours = tree
-            .lookup_entry_by_path(crate::paths::to_os(path))
+            .lookup_entry_by_path(crate::sys::paths::to_os(path))
             .map_err(git)?
             .filter(|e| !e.mode().is_tree())
             .map(|e| (gix::index::entry::Mode::from(e.mode()), e.object_id()));

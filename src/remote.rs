@@ -82,7 +82,7 @@ pub fn resolve(source: &Source, remote: &str) -> Result<batch::Remote> {
     }
     if remote.contains(':') || remote.contains('/') {
         let url = if !remote.contains("://") && Path::new(remote).exists() {
-            crate::fs::canonical(Path::new(remote))
+            crate::sys::fs::canonical(Path::new(remote))
                 .map(|p| p.to_string_lossy().into_owned())
                 .unwrap_or_else(|_| remote.to_string())
         } else {
@@ -125,9 +125,9 @@ pub fn join_command(b: &Batch, task: &str) -> Option<String> {
     let r = b.remote.as_ref()?;
     Some(format!(
         "git delegate join {} {} {}",
-        crate::paths::shell_quote(&r.url),
+        crate::sys::paths::shell_quote(&r.url),
         b.id,
-        crate::paths::shell_quote(task)
+        crate::sys::paths::shell_quote(task)
     ))
 }
 
@@ -387,7 +387,7 @@ fn join_lock_reason(batch: &str, task: &str) -> String {
 }
 
 fn already_joined(root: &Path, task: &str, linked: bool) -> Error {
-    let q = crate::paths::shell_quote(&root.to_string_lossy());
+    let q = crate::sys::paths::shell_quote(&root.to_string_lossy());
     Error::usage(
         Code::AlreadyJoined,
         format!("task {task} is already joined at {}", root.display()),
@@ -448,7 +448,7 @@ pub fn join(opts: &JoinOptions) -> Result<JoinReport> {
         baseline,
     };
     if let Some(repo) = clone {
-        let common = crate::fs::canonical(repo.common_dir())
+        let common = crate::sys::fs::canonical(repo.common_dir())
             .unwrap_or_else(|_| repo.common_dir().to_path_buf());
         let worktree_id = join_id(&id, task);
         let reg = crate::registration::Registration::new(&common, &worktree_id);
@@ -496,7 +496,7 @@ pub fn join(opts: &JoinOptions) -> Result<JoinReport> {
         if read_joined_at(&root).is_some_and(|j| j.batch == id && j.task == task) {
             return Err(already_joined(&root, task, false));
         }
-        if !crate::fs::is_empty_dir(&root) {
+        if !crate::sys::fs::is_empty_dir(&root) {
             return Err(Error::usage(
                 Code::WorkspaceExists,
                 format!("the folder {} already exists", root.display()),
@@ -524,7 +524,7 @@ pub fn join(opts: &JoinOptions) -> Result<JoinReport> {
         }),
         Err(e) => {
             // Only what this join made goes: the clone it started.
-            if root.join(".git").is_dir() || crate::fs::is_empty_dir(&root) {
+            if root.join(".git").is_dir() || crate::sys::fs::is_empty_dir(&root) {
                 let _ = std::fs::remove_dir_all(&root);
                 if existed {
                     let _ = std::fs::create_dir(&root);
@@ -551,7 +551,7 @@ fn write_joined(git_dir: &Path, j: &Joined) -> Result<()> {
             "report this bug",
         )
     })?;
-    crate::fs::write_atomic(&git_dir.join(JOIN_FILE), text.as_bytes())
+    crate::sys::fs::write_atomic(&git_dir.join(JOIN_FILE), text.as_bytes())
 }
 
 /// What the working tree at `root` remembers of its join, if anything.

@@ -51,7 +51,7 @@ pub fn renew(
     }
     // Keep the current owner unless a new one is given; an owner recorded on
     // another host cannot be checked from here, so it is not carried over.
-    let same_host = b.lease.host == crate::process::hostname();
+    let same_host = b.lease.host == crate::sys::process::hostname();
     let owner = owner.or(match (b.lease.owner_pid, b.lease.owner_start, same_host) {
         (Some(p), Some(s), true) => Some((p, s)),
         _ => None,

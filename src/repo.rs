@@ -23,8 +23,8 @@ use std::sync::OnceLock;
 
 use crate::config::Config;
 use crate::error::{Code, Error, Result};
-use crate::fs::canonical;
-use crate::paths::is_unprintable;
+use crate::sys::fs::canonical;
+use crate::sys::paths::is_unprintable;
 
 /// Options for every repository git-delegate opens: compare stat data to the
 /// nanosecond, so a file rewritten within the same second as the index is
@@ -88,14 +88,14 @@ pub struct GitEnv {
 impl GitEnv {
     fn capture() -> GitEnv {
         GitEnv {
-            vars: crate::process::LOCATING
+            vars: crate::sys::process::LOCATING
                 .iter()
                 .filter_map(|k| Some((*k, std::env::var_os(k).filter(|v| !v.is_empty())?)))
                 .collect(),
         }
     }
 
-    /// The value of one of [`crate::process::LOCATING`], when it was set and not empty.
+    /// The value of one of [`crate::sys::process::LOCATING`], when it was set and not empty.
     pub fn get(&self, name: &str) -> Option<&OsStr> {
         self.vars
             .iter()
@@ -112,7 +112,7 @@ static GIT_ENV: OnceLock<GitEnv> = OnceLock::new();
 /// workspace, and no process started in one (filters, `git`), inherits them.
 pub fn isolate_environment() {
     let _ = GIT_ENV.set(GitEnv::capture());
-    for k in crate::process::LOCATING {
+    for k in crate::sys::process::LOCATING {
         std::env::remove_var(k);
     }
 }
@@ -135,7 +135,7 @@ fn unsupported_environment(var: &str, value: &Path, what: String, help: String) 
 /// The command that lists `dir` in `objects`' `info/alternates` (git reads
 /// an absolute path there as it is).
 fn list_as_alternate(dir: &Path, objects: &Path) -> String {
-    let q = |p: &Path| crate::paths::shell_quote(&p.to_string_lossy());
+    let q = |p: &Path| crate::sys::paths::shell_quote(&p.to_string_lossy());
     format!("echo {} >> {}", q(dir), q(&objects.join("info/alternates")))
 }
 

@@ -328,11 +328,11 @@ pub fn source_diff(
     }
     // Processes apply would not stop fail the task, as in its dry run.
     let roots: Vec<PathBuf> = readable.iter().map(|(_, t)| t.root.clone()).collect();
-    let running = crate::quiesce::describe_all(&roots);
+    let running = crate::sys::quiesce::describe_all(&roots);
     let policy = source.config.stop_processes;
     let mut candidates: Vec<Candidate> = Vec::new();
     for ((i, task), procs) in readable.iter().zip(running) {
-        let blocking: Vec<&crate::quiesce::Proc> = match policy {
+        let blocking: Vec<&crate::sys::quiesce::Proc> = match policy {
             StopProcesses::Terminate => Vec::new(),
             StopProcesses::Background => procs.iter().filter(|p| p.terminal).collect(),
             StopProcesses::Refuse => procs.iter().collect(),

@@ -27,8 +27,8 @@ use toml::Spanned;
 use crate::batch::{self, TaskState};
 use crate::error::{Code, Error, Result};
 use crate::observe::Observer;
-use crate::process::{self, Group};
 use crate::repo::Source;
+use crate::sys::process::{self, Group};
 
 /// One `[[task]]` of a `--tasks` file.
 #[derive(Debug, Clone, Default)]
@@ -124,7 +124,7 @@ pub fn parse_tasks(path: &Path, text: &str) -> Result<Vec<TaskSpec>> {
             }
         }
         let timeout_secs = match &t.timeout {
-            Some(v) => Some(crate::time::duration(v.get_ref()).map_err(|e| {
+            Some(v) => Some(crate::sys::time::duration(v.get_ref()).map_err(|e| {
                 bad(
                     format!("`timeout`: {}", e.describe(v.get_ref())),
                     v.span(),
@@ -301,7 +301,7 @@ pub fn run(
 ) -> Result<Report> {
     // Ctrl-C (SIGINT) or SIGTERM from now on stop the workers instead of
     // ending run with them still running.
-    let _signals = crate::interrupt::catch_signals().map(|d| d.auto_deregister());
+    let _signals = crate::sys::interrupt::catch_signals().map(|d| d.auto_deregister());
     if opts.command.is_empty()
         && (opts.specs.is_empty() || opts.specs.iter().any(|s| s.command.is_none()))
     {
@@ -317,7 +317,7 @@ pub fn run(
     let mut popts = opts.prepare.clone();
     let after_owner = popts.owner.take();
     let me = std::process::id();
-    popts.owner = crate::process::process_start(me).map(|s| (me, s));
+    popts.owner = crate::sys::process::process_start(me).map(|s| (me, s));
     let prepared = crate::prepare::run(&source, &popts, observer)?;
     let b = prepared.batch.clone();
     let logs = batch::logs_dir(&source.state_dir(), &b.id);
@@ -582,7 +582,7 @@ fn run_workers(
     let mut interrupted = false;
     let mut poll = Duration::from_millis(1);
     loop {
-        if !interrupted && crate::interrupt::interrupted() {
+        if !interrupted && crate::sys::interrupt::interrupted() {
             interrupted = true;
             let now = Instant::now();
             for l in live.iter_mut().filter(|l| l.terminating.is_none()) {

@@ -127,7 +127,7 @@ pub fn preflight(source: &Source) -> Result<()> {
             "run scratch prepares in the main working tree of a repository whose .git is a folder, or use `--mode worktree`",
         ));
     }
-    if crate::fs::canonical(&dot_git)? != source.common_dir {
+    if crate::sys::fs::canonical(&dot_git)? != source.common_dir {
         return Err(Error::state(
             Code::ScratchRefused,
             format!(
@@ -190,9 +190,9 @@ pub fn create_all(
             make_container(source, batch, name, root)?;
             made.push(root.clone());
         }
-        crate::parallel::try_map(
+        crate::sys::parallel::try_map(
             tasks,
-            crate::parallel::threads(4),
+            crate::sys::parallel::threads(4),
             crate::carry::copy_panicked,
             |(_, root)| copy_one(src_root, root),
         )
@@ -233,8 +233,8 @@ fn make_container(source: &Source, batch: &str, task: &str, root: &Path) -> Resu
         source: source.root.clone(),
         common_dir: source.common_dir.clone(),
         pid: std::process::id(),
-        host: crate::process::hostname(),
-        created_at: crate::time::rfc3339(crate::time::now()),
+        host: crate::sys::process::hostname(),
+        created_at: crate::sys::time::rfc3339(crate::sys::time::now()),
         dev: st.st_dev as u64,
         ino: st.st_ino as u64,
     };
@@ -278,7 +278,7 @@ fn copy_one(src_root: &Path, root: &Path) -> Result<CarryStats> {
                 root,
                 format!(
                     "{} is a nested repository",
-                    crate::paths::quote(gix::bstr::BStr::new(rel))
+                    crate::sys::paths::quote(gix::bstr::BStr::new(rel))
                 ),
             ));
         }
@@ -358,7 +358,7 @@ fn refresh_index(repo: &gix::Repository, src_root: &Path, root: &Path) -> Result
         {
             continue;
         }
-        let rel = crate::paths::to_os(path);
+        let rel = crate::sys::paths::to_os(path);
         let (Some(src), Some(copy)) = (stat_of(&src_root.join(&rel)), stat_of(&root.join(&rel)))
         else {
             continue;
@@ -430,7 +430,7 @@ fn validate(root: &Path, root_fd: BorrowedFd<'_>, symlinks: &[Vec<u8>]) -> Resul
                 root,
                 format!(
                     "the symlink {} points outside the copy",
-                    crate::paths::quote(gix::bstr::BStr::new(rel))
+                    crate::sys::paths::quote(gix::bstr::BStr::new(rel))
                 ),
             ));
         }
@@ -544,7 +544,7 @@ pub fn health(common_dir: &Path, root: &Path) -> Health {
 /// into another filesystem. Returns the bytes the removed files occupied.
 pub(crate) fn remove_contents(dir: BorrowedFd<'_>, dev: u64) -> rustix::io::Result<u64> {
     let mut freed = 0u64;
-    for (name, kind) in crate::fs::read_names(dir)? {
+    for (name, kind) in crate::sys::fs::read_names(dir)? {
         let st = match rfs::statat(dir, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => st,
             Err(Errno::NOENT) => continue,
@@ -637,7 +637,7 @@ pub fn remove_counting(common_dir: &Path, root: &Path) -> Result<(Removal, u64)>
 /// checking that the name still leads to the folder we hold open.
 fn remove_container(cfd: &OwnedFd, container: &Path) -> Result<()> {
     let io = |e: Errno| io_err(format!("cannot remove {}", container.display()), e);
-    for (name, _) in crate::fs::read_names(cfd.as_fd()).map_err(io)? {
+    for (name, _) in crate::sys::fs::read_names(cfd.as_fd()).map_err(io)? {
         if name == MARKER.as_bytes() || name.starts_with(MARKER.as_bytes()) {
             rfs::unlinkat(cfd.as_fd(), name.as_slice(), AtFlags::empty()).map_err(io)?;
         }
@@ -753,14 +753,14 @@ pub fn sweep_candidates(source: &Source) -> Result<Vec<Candidate>> {
 
 /// A container holding nothing, or only an empty `project` folder.
 fn is_empty_container(cfd: BorrowedFd<'_>) -> bool {
-    let Ok(names) = crate::fs::read_names(cfd) else {
+    let Ok(names) = crate::sys::fs::read_names(cfd) else {
         return false;
     };
     names.iter().all(|(n, _)| {
         n == PROJECT.as_bytes()
             && carry::open_dir_at(cfd, PROJECT)
                 .ok()
-                .and_then(|p| crate::fs::read_names(p.as_fd()).ok())
+                .and_then(|p| crate::sys::fs::read_names(p.as_fd()).ok())
                 .is_some_and(|v| v.is_empty())
     })
 }

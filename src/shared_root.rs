@@ -107,7 +107,7 @@ impl Refused {
         let help = match self.reason {
             Reason::WritableByOthers => format!(
                 "make it sticky as /tmp is (`chmod +t {}`), or set `workspace.root` in .git/delegate.toml to a folder only you can write to; then prepare again",
-                crate::paths::shell_quote(&self.path.to_string_lossy())
+                crate::sys::paths::shell_quote(&self.path.to_string_lossy())
             ),
             _ => "another user may have put it there to reach your workspaces: have it removed by its owner (or root), or set `workspace.root` in .git/delegate.toml to a folder only you can write to; then prepare again".to_string(),
         };
@@ -115,7 +115,7 @@ impl Refused {
         details.insert(
             "unsafe_folder".into(),
             serde_json::json!({
-                "path": crate::paths::doc_path(&self.path),
+                "path": crate::sys::paths::doc_path(&self.path),
                 "owner": self.owner,
                 "reason": self.reason.as_str(),
             }),
@@ -222,7 +222,7 @@ impl Dir {
 
     /// The names in this folder (best effort: empty when it cannot be read).
     pub fn names(&self) -> Vec<OsString> {
-        let mut names: Vec<OsString> = crate::fs::read_names(self.fd())
+        let mut names: Vec<OsString> = crate::sys::fs::read_names(self.fd())
             .unwrap_or_default()
             .into_iter()
             .map(|(n, _)| std::os::unix::ffi::OsStringExt::from_vec(n))
@@ -233,7 +233,7 @@ impl Dir {
 
     /// Does it hold nothing?
     pub fn is_empty(&self) -> bool {
-        crate::fs::read_names(self.fd()).is_ok_and(|n| n.is_empty())
+        crate::sys::fs::read_names(self.fd()).is_ok_and(|n| n.is_empty())
     }
 
     /// Sum of the sizes of the files (and symlinks) below it, never
@@ -622,7 +622,7 @@ pub fn remove_held_at(
         Ok(now) if now.st_dev == st.st_dev && now.st_ino == st.st_ino => {
             // Only an empty folder can go here: a replaced one is never
             // lost (an emptied subvolume too, design §3.17).
-            match crate::btrfs::remove_empty_dir_at(parent, name.as_bytes()) {
+            match crate::sys::btrfs::remove_empty_dir_at(parent, name.as_bytes()) {
                 Ok(()) | Err(Errno::NOENT) => Ok(()),
                 Err(e) => Err(io(e)),
             }
@@ -635,7 +635,7 @@ pub fn remove_held_at(
 /// never following a symlink (what cannot be read counts nothing).
 fn size_at(dir: BorrowedFd<'_>) -> u64 {
     let mut total = 0;
-    for (name, _) in crate::fs::read_names(dir).unwrap_or_default() {
+    for (name, _) in crate::sys::fs::read_names(dir).unwrap_or_default() {
         let Ok(st) = rfs::statat(dir, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW) else {
             continue;
         };

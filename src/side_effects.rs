@@ -284,7 +284,7 @@ fn from_text(text: &str) -> Option<Shared> {
 /// written temp-then-rename.
 pub fn record(source: &Source, batch_dir: &Path) -> Result<()> {
     let shared = read(&source.repo)?;
-    crate::fs::write_atomic(&batch_dir.join(FILE), to_text(&shared).as_bytes())?;
+    crate::sys::fs::write_atomic(&batch_dir.join(FILE), to_text(&shared).as_bytes())?;
     git_dir::record(source, batch_dir)
 }
 
@@ -651,7 +651,7 @@ pub fn remember(source: &Source, b: &Batch, effects: &[SideEffect]) -> Result<()
         text.push_str(&format!("{id} {task} {name}\n"));
     }
     let path = batch::batch_dir(&source.state_dir(), &b.id).join(SEEN_FILE);
-    crate::fs::write_atomic(&path, text.as_bytes())
+    crate::sys::fs::write_atomic(&path, text.as_bytes())
 }
 
 /// The paths a stash entry took out of its worktree that `git stash` then
@@ -671,7 +671,7 @@ fn put_back_paths(repo: &gix::Repository, parent: ObjectId, stash: ObjectId) -> 
             changes
                 .into_iter()
                 .filter(|c| c.old.is_some())
-                .map(|c| crate::paths::to_os(c.path.as_ref()))
+                .map(|c| crate::sys::paths::to_os(c.path.as_ref()))
                 .collect()
         })
         .unwrap_or_default()

@@ -270,10 +270,13 @@ impl Checkout {
 
     pub fn includes(&self, path: &BStr) -> bool {
         match self.index.entry_by_path(path) {
-            Some(e) if e.flags.contains(Flags::SKIP_WORKTREE) => self
-                .root
-                .as_ref()
-                .is_some_and(|r| r.join(crate::paths::to_os(path)).symlink_metadata().is_ok()),
+            Some(e) if e.flags.contains(Flags::SKIP_WORKTREE) => {
+                self.root.as_ref().is_some_and(|r| {
+                    r.join(crate::sys::paths::to_os(path))
+                        .symlink_metadata()
+                        .is_ok()
+                })
+            }
             Some(_) => true,
             None => self.matcher.includes(path),
         }

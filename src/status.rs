@@ -36,7 +36,7 @@ pub struct Shown {
     pub health: Vec<workspace::Health>,
     /// Per task: the processes running inside its workspace (design §3.16;
     /// none for a workspace that is missing or not ours).
-    pub processes: Vec<Vec<crate::quiesce::Proc>>,
+    pub processes: Vec<Vec<crate::sys::quiesce::Proc>>,
 }
 
 /// What status found.
@@ -143,7 +143,7 @@ pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
     for s in &mut batches {
         s.processes = vec![Vec::new(); s.batch.tasks.len()];
     }
-    for (&(bi, ti), procs) in ours.iter().zip(crate::quiesce::describe_all(&roots)) {
+    for (&(bi, ti), procs) in ours.iter().zip(crate::sys::quiesce::describe_all(&roots)) {
         batches[bi].processes[ti] = procs;
     }
     Ok(Report {

@@ -41,7 +41,7 @@ fn is_below(path: &[u8], dir: &[u8]) -> bool {
 }
 
 fn rel(root: &Path, path: &[u8]) -> PathBuf {
-    root.join(crate::paths::to_os(path.as_bstr()))
+    root.join(crate::sys::paths::to_os(path.as_bstr()))
 }
 
 /// The gitlink entries (stage 0) of `repo`'s index: (path, commit).
@@ -92,7 +92,7 @@ fn walk_source(
     for (path, commit) in gitlinks(repo)? {
         let full: BString = [prefix, path.as_slice()].concat().into();
         let dir = rel(root, &path);
-        let shown = crate::paths::quote(full.as_bstr());
+        let shown = crate::sys::paths::quote(full.as_bstr());
         let dotgit = dir.join(".git");
         match dotgit.symlink_metadata() {
             Err(_) => {
@@ -121,11 +121,14 @@ fn walk_source(
             Ok(_) => {}
         }
         let sub = crate::repo::open_worktree(&dir)?;
-        let q = |p: &Path| crate::paths::shell_quote(&p.to_string_lossy());
+        let q = |p: &Path| crate::sys::paths::shell_quote(&p.to_string_lossy());
         // The repository whose index holds the gitlink: the source, or
         // for a nested one its parent submodule (`git -C` it, design §3.16
         // "Hints": `git add a/b/nested` from the top fails).
-        let (in_dir, rel_path) = (q(root), crate::paths::shell_quote(&path.to_str_lossy()));
+        let (in_dir, rel_path) = (
+            q(root),
+            crate::sys::paths::shell_quote(&path.to_str_lossy()),
+        );
         let head = sub.head_id().ok().map(|h| h.detach());
         if check && head != Some(commit) {
             // Not a change of files: another commit is checked out in it.
@@ -164,7 +167,7 @@ fn walk_source(
                 Code::DirtySubmodule,
                 format!(
                     "the submodule {shown} has uncommitted changes ({} is modified)",
-                    crate::paths::quote(changed.as_bstr())
+                    crate::sys::paths::quote(changed.as_bstr())
                 ),
                 format!(
                     "commit them inside it, or put them aside (`git -C {d} stash`), then run the command again (`git -C {d} status` shows them)",
@@ -172,7 +175,7 @@ fn walk_source(
                 ),
             ));
         }
-        let git_dir = crate::fs::canonical(sub.common_dir())?;
+        let git_dir = crate::sys::fs::canonical(sub.common_dir())?;
         out.push(Module {
             path: full.clone(),
             commit,
@@ -314,12 +317,12 @@ pub fn create(
         let Some(git_dir) = &m.git_dir else {
             continue;
         };
-        if !crate::fs::is_empty_dir(&dest) {
+        if !crate::sys::fs::is_empty_dir(&dest) {
             return Err(Error::state(
                 Code::CheckoutFailed,
                 format!(
                     "cannot check out the submodule {} in {}: its folder is not empty",
-                    crate::paths::quote(m.path.as_bstr()),
+                    crate::sys::paths::quote(m.path.as_bstr()),
                     root.display()
                 ),
                 "report this bug; nothing was changed",
@@ -337,7 +340,7 @@ fn recorded(repo: &gix::Repository, tree: ObjectId, path: &[u8]) -> Result<Optio
     let what = "cannot read a tree";
     let tree = repo.find_tree(tree).map_err(|e| Error::git(what, e))?;
     let entry = tree
-        .lookup_entry_by_path(crate::paths::to_os(path.as_bstr()))
+        .lookup_entry_by_path(crate::sys::paths::to_os(path.as_bstr()))
         .map_err(|e| Error::git(what, e))?;
     Ok(entry
         .filter(|e| e.mode().is_commit())
@@ -362,7 +365,7 @@ fn register(git_dir: &Path, dest: &Path, commit: ObjectId, id: &str, lock: &str)
             ),
             format!(
                 "it is a worktree of that submodule's repository that git delegate did not make: look at `git --git-dir={git} worktree list`; `git --git-dir={git} worktree prune` removes it when its folder is gone; then run the command again",
-                git = crate::paths::shell_quote(&git_dir.to_string_lossy())
+                git = crate::sys::paths::shell_quote(&git_dir.to_string_lossy())
             ),
         ));
     }
@@ -420,7 +423,7 @@ fn checkout(dest: &Path, commit: ObjectId) -> Result<()> {
             Code::CheckoutFailed,
             format!(
                 "{what}: cannot write {}: {}",
-                crate::paths::quote(first.path.as_ref()),
+                crate::sys::paths::quote(first.path.as_ref()),
                 first.error
             ),
             "check free disk space, permissions and path lengths under the workspace root",
@@ -480,7 +483,7 @@ fn walk_workspace(
         }
         match dir.join(".git").symlink_metadata() {
             Err(_) => {
-                if !crate::fs::is_empty_dir(&dir) {
+                if !crate::sys::fs::is_empty_dir(&dir) {
                     out.push(full);
                 }
                 continue;
@@ -515,7 +518,7 @@ fn registrations(common_dir: &Path, root: &Path, worktree_id: &str) -> Vec<Regis
     let mut found = Vec::new();
     let mut stack = vec![(common_dir.join("modules"), 0usize)];
     while let Some((dir, depth)) = stack.pop() {
-        if depth > 64 || !crate::fs::is_real_dir(&dir) {
+        if depth > 64 || !crate::sys::fs::is_real_dir(&dir) {
             continue;
         }
         let is_repo = dir.join("HEAD").is_file() && dir.join("objects").is_dir();
@@ -546,7 +549,7 @@ fn points_inside(reg: &Registration, root: &Path) -> bool {
         return false;
     };
     let text = text.strip_suffix(b"\n").unwrap_or(&text);
-    let dotgit = crate::paths::to_os(text.as_bstr());
+    let dotgit = crate::sys::paths::to_os(text.as_bstr());
     dotgit.file_name().is_some_and(|n| n == ".git")
         && dotgit
             .parent()

@@ -46,7 +46,7 @@ enum Disk {
 }
 
 fn disk(root: &Path, rela: &BStr) -> Result<Disk> {
-    let p = root.join(crate::paths::to_os(rela));
+    let p = root.join(crate::sys::paths::to_os(rela));
     match std::fs::symlink_metadata(&p) {
         Ok(m) if m.is_dir() => Ok(Disk::Dir),
         Ok(m) if m.is_file() || m.file_type().is_symlink() => Ok(Disk::Leaf),
@@ -121,7 +121,7 @@ pub fn snapshot(
             parents_seen.insert(parent.to_owned());
         }
         let in_baseline = baseline
-            .lookup_entry_by_path(crate::paths::to_os(path.as_bstr()))
+            .lookup_entry_by_path(crate::sys::paths::to_os(path.as_bstr()))
             .map_err(|e| Error::git("cannot read the baseline", e))?
             .map(|e| (e.mode().kind(), e.object_id()));
         if matches!(in_baseline, Some((EntryKind::Tree | EntryKind::Commit, _))) {

@@ -26,7 +26,7 @@ fn command(git_dir: Option<&Path>, args: &[&OsStr]) -> Command {
     let mut cmd = Command::new("git");
     // The process took them out already (`repo::isolate_environment`);
     // removed again so no caller can leak one in.
-    for k in crate::process::LOCATING {
+    for k in crate::sys::process::LOCATING {
         cmd.env_remove(k);
     }
     cmd.env("GIT_TERMINAL_PROMPT", "0").stdin(Stdio::null());
@@ -42,7 +42,7 @@ fn shown(args: &[&OsStr]) -> String {
     let mut s = String::from("git");
     for a in args {
         s.push(' ');
-        s.push_str(&crate::paths::shell_quote(&a.to_string_lossy()));
+        s.push_str(&crate::sys::paths::shell_quote(&a.to_string_lossy()));
     }
     s
 }

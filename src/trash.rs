@@ -320,7 +320,7 @@ fn read_dotgit(dir: BorrowedFd<'_>) -> rustix::io::Result<Vec<u8>> {
 fn delete_entry(trash: &Dir, name: &OsStr, entry: Dir) -> rustix::io::Result<()> {
     let (dev, ino) = entry.id();
     let fd = entry.fd();
-    for (child, _) in crate::fs::read_names(fd)? {
+    for (child, _) in crate::sys::fs::read_names(fd)? {
         if child == b".git" {
             continue;
         }
@@ -362,7 +362,7 @@ fn delete_entry(trash: &Dir, name: &OsStr, entry: Dir) -> rustix::io::Result<()>
     match rfs::statat(trash.fd(), name, AtFlags::SYMLINK_NOFOLLOW) {
         // A workspace made as a btrfs subvolume goes like a folder (design §3.17).
         Ok(now) if (now.st_dev as u64, now.st_ino as u64) == (dev, ino) => {
-            crate::btrfs::remove_empty_dir_at(trash.fd(), name.as_bytes())
+            crate::sys::btrfs::remove_empty_dir_at(trash.fd(), name.as_bytes())
         }
         _ => Ok(()),
     }

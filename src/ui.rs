@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 
 use crate::cli::ColorChoice;
 use crate::error::{Code, Error};
-use crate::paths::is_unprintable;
 use crate::repo::ColorUi;
+use crate::sys::paths::is_unprintable;
 use crate::writeback::Recovery;
 
 pub const SCHEMA: &str = "git-delegate/v1";
@@ -228,7 +228,7 @@ impl Ui {
             if !recovery.completed.is_empty() {
                 out.insert("completed_writebacks".into(), json!(recovery.completed));
             }
-            if crate::paths::lossy_seen() {
+            if crate::sys::paths::lossy_seen() {
                 out.insert("lossy_paths".into(), json!(true));
             }
             *map = out;

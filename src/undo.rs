@@ -121,7 +121,7 @@ fn save_at(file: &Path, e: &Entry) -> Result<()> {
             "report this bug",
         )
     })?;
-    crate::fs::write_atomic(file, &text)
+    crate::sys::fs::write_atomic(file, &text)
 }
 
 /// Every readable entry of the repository, newest first.
@@ -246,7 +246,7 @@ fn record_as(
         apply_id: id.to_string(),
         batch: batch_id.to_string(),
         source: source.root.clone(),
-        applied_at: crate::time::rfc3339((ns / 1_000_000_000) as i64),
+        applied_at: crate::sys::time::rfc3339((ns / 1_000_000_000) as i64),
         applied_ns: ns,
         paths: writes.len(),
         tasks: tasks.iter().map(|(t, _)| t.clone()).collect(),
@@ -462,7 +462,7 @@ fn restrict(repo: &gix::Repository, full: ObjectId, paths: &BTreeSet<BString>) -
     let mut found: Vec<(&BString, (EntryKind, ObjectId))> = Vec::new();
     for p in paths {
         if let Some(e) = tree
-            .lookup_entry_by_path(crate::paths::to_os(p.as_bstr()))
+            .lookup_entry_by_path(crate::sys::paths::to_os(p.as_bstr()))
             .map_err(|e| Error::git("cannot read the snapshot", e))?
         {
             let kind = e.mode().kind();
@@ -552,7 +552,7 @@ fn refuse_invalid(
         ),
         format!(
             "it cannot be undone; remove the entry with `rm -r {}`",
-            crate::paths::shell_quote(&entry_dir(state_dir, &e.apply_id).to_string_lossy())
+            crate::sys::paths::shell_quote(&entry_dir(state_dir, &e.apply_id).to_string_lossy())
         ),
     ))
 }
@@ -645,9 +645,9 @@ pub fn undo(
     if dry_run {
         return Ok(report);
     }
-    crate::interrupt::pause("undo-before-write");
+    crate::sys::interrupt::pause("undo-before-write");
     report.entry.undone = true;
-    report.entry.undone_at = Some(crate::time::rfc3339(crate::time::now()));
+    report.entry.undone_at = Some(crate::sys::time::rfc3339(crate::sys::time::now()));
     if writes.is_empty() {
         save(&state_dir, &report.entry)?;
     } else {
@@ -662,7 +662,7 @@ pub fn undo(
         };
         let _writing = observer.step(&format!("Writing {} paths", writes.len()));
         writeback::write_then(&source, &dir, &writes, &[then])?;
-        report.interrupted = crate::interrupt::interrupted();
+        report.interrupted = crate::sys::interrupt::interrupted();
     }
     report.undone = true;
     Ok(report)
@@ -869,17 +869,17 @@ pub fn reapply(
         };
         let then = staging().inspect_err(|_| {
             discard_staged(&source, &id);
-            let _ = crate::fs::remove_all(&dir);
+            let _ = crate::sys::fs::remove_all(&dir);
         })?;
         let _writing = observer.step(&format!("Writing {} paths", plan.writes.len()));
         if let Err(e) = writeback::write_then(&source, &dir, &plan.writes, &then) {
             discard_staged(&source, &id);
             if !dir.join(batch::JOURNAL_FILE).exists() {
-                let _ = crate::fs::remove_all(&dir);
+                let _ = crate::sys::fs::remove_all(&dir);
             }
             return Err(e);
         }
-        report.interrupted = crate::interrupt::interrupted();
+        report.interrupted = crate::sys::interrupt::interrupted();
         if report.all_ok() {
             report.from.reapplied_as = Some(id.clone());
         }
@@ -894,7 +894,7 @@ pub fn reapply(
 /// their ids and how many refs went.
 pub fn prune(source: &Source, dry_run: bool) -> Result<(Vec<String>, usize)> {
     let state_dir = source.state_dir();
-    let now = crate::time::now();
+    let now = crate::sys::time::now();
     let keep_secs = source.config.keep_failed_secs;
     let mut gone = Vec::new();
     let mut refs_removed = 0;
@@ -914,7 +914,7 @@ pub fn prune(source: &Source, dry_run: bool) -> Result<(Vec<String>, usize)> {
             }
         }
         if !dry_run {
-            crate::fs::remove_all(&dir)?;
+            crate::sys::fs::remove_all(&dir)?;
         }
         gone.push(e.apply_id);
     }

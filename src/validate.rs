@@ -275,7 +275,7 @@ pub fn list(found: &[Invalid]) -> String {
     let mut items: Vec<String> = found
         .iter()
         .take(SHOWN)
-        .map(|f| format!("{} ({})", crate::paths::quote(f.path.as_bstr()), f.why))
+        .map(|f| format!("{} ({})", crate::sys::paths::quote(f.path.as_bstr()), f.why))
         .collect();
     if found.len() > SHOWN {
         items.push(format!("and {} more", found.len() - SHOWN));
@@ -294,7 +294,7 @@ pub fn in_working_tree(root: &Path, found: &[Invalid]) -> Error {
         found
             .iter()
             .take(NAMED)
-            .map(|f| serde_json::json!({"path": crate::paths::doc_bytes(&f.path), "reason": f.why}))
+            .map(|f| serde_json::json!({"path": crate::sys::paths::doc_bytes(&f.path), "reason": f.why}))
             .collect::<Vec<_>>()
             .into(),
     );

@@ -248,7 +248,7 @@ fn busy_pid(state_dir: &Path, id: &str) -> Option<u32> {
     let mut it = text.split_whitespace();
     let pid = it.next().and_then(|p| p.parse::<u32>().ok())?;
     let start = it.next().and_then(|s| s.parse::<u64>().ok());
-    let alive = crate::process::process_start(pid).is_some_and(|s| Some(s) == start);
+    let alive = crate::sys::process::process_start(pid).is_some_and(|s| Some(s) == start);
     alive.then_some(pid)
 }
 
@@ -283,8 +283,8 @@ impl Drop for Busy {
 fn mark_busy(state_dir: &Path, b: &Batch) -> Result<Busy> {
     let path = batch::batch_dir(state_dir, &b.id).join(BUSY);
     let pid = std::process::id();
-    let start = crate::process::process_start(pid).unwrap_or(0);
-    crate::fs::write_atomic(&path, format!("{pid} {start}\n").as_bytes())?;
+    let start = crate::sys::process::process_start(pid).unwrap_or(0);
+    crate::sys::fs::write_atomic(&path, format!("{pid} {start}\n").as_bytes())?;
     Ok(Busy(path))
 }
 
@@ -301,12 +301,12 @@ pub fn prune_logs(state_dir: &Path, ids: &[String], keep_secs: i64, dry_run: boo
     let Ok(rd) = std::fs::read_dir(state_dir.join("logs")) else {
         return 0;
     };
-    let now = crate::time::now();
+    let now = crate::sys::time::now();
     let mut removed = 0;
     for e in rd.flatten() {
         let dir = e.path();
         let name = e.file_name();
-        if ids.iter().any(|id| name.to_str() == Some(id)) || !crate::fs::is_real_dir(&dir) {
+        if ids.iter().any(|id| name.to_str() == Some(id)) || !crate::sys::fs::is_real_dir(&dir) {
             continue;
         }
         let ended = dir.join(ENDED);
@@ -315,12 +315,12 @@ pub fn prune_logs(state_dir: &Path, ids: &[String], keep_secs: i64, dry_run: boo
             .and_then(|t| t.trim().parse::<i64>().ok());
         match since {
             None if !dry_run => {
-                let _ = crate::fs::write_atomic(&ended, format!("{now}\n").as_bytes());
+                let _ = crate::sys::fs::write_atomic(&ended, format!("{now}\n").as_bytes());
             }
             Some(t) if now >= t.saturating_add(keep_secs) => {
                 removed += 1;
                 if !dry_run {
-                    let _ = crate::fs::remove_all(&dir);
+                    let _ = crate::sys::fs::remove_all(&dir);
                 }
             }
             _ => {}
@@ -381,21 +381,21 @@ pub fn remove_leftovers(
         }
         if let Some(real) = &v.real {
             let inside = match processes {
-                Processes::Leave => crate::quiesce::find_users(std::slice::from_ref(real))
+                Processes::Leave => crate::sys::quiesce::find_users(std::slice::from_ref(real))
                     .into_iter()
                     .next()
                     .unwrap_or_default(),
                 Processes::Stop if dry_run => Vec::new(),
                 Processes::Stop => {
-                    match crate::quiesce::stop_all(
+                    match crate::sys::quiesce::stop_all(
                         std::slice::from_ref(real),
-                        crate::quiesce::GRACE,
+                        crate::sys::quiesce::GRACE,
                         false,
                     )
                     .into_iter()
                     .next()
                     {
-                        Some(crate::quiesce::Outcome::Running(procs)) => {
+                        Some(crate::sys::quiesce::Outcome::Running(procs)) => {
                             procs.iter().map(|p| p.pid).collect()
                         }
                         _ => Vec::new(),
@@ -407,7 +407,7 @@ pub fn remove_leftovers(
                 continue;
             }
             if processes == Processes::Leave {
-                out.bytes += crate::fs::tree_size(real);
+                out.bytes += crate::sys::fs::tree_size(real);
             }
         }
         let gone = dry_run
@@ -548,7 +548,7 @@ pub fn integrate_verified(
     let mut runner = Runner::new(ctx)?;
     // Ctrl-C while CMD runs: its process groups are killed and everything
     // made for them removed.
-    let _signals = crate::interrupt::catch_signals().map(|d| d.auto_deregister());
+    let _signals = crate::sys::interrupt::catch_signals().map(|d| d.auto_deregister());
     loop {
         // The whole source: the verification workspace holds all of it.
         let s_tree = crate::snapshot::snapshot(ctx.mem)?.tree;
@@ -838,7 +838,7 @@ impl<'a> Runner<'a> {
         let carried = if policy.is_empty() || b.mode == crate::config::Mode::Scratch {
             None
         } else {
-            let root = crate::fs::canonical(&ctx.source.root)?;
+            let root = crate::sys::fs::canonical(&ctx.source.root)?;
             Some((root, crate::carry::find(&ctx.source.repo, &policy)?))
         };
         Ok(Runner {
@@ -1038,7 +1038,7 @@ impl<'a> Runner<'a> {
             }
         }
         let template = self.template.as_ref();
-        let derived = crate::parallel::try_map(jobs.iter(), jobs.len(), lost, |j| {
+        let derived = crate::sys::parallel::try_map(jobs.iter(), jobs.len(), lost, |j| {
             let plan = plan_of(ctx.batch, j);
             match template {
                 Some(t) => crate::workspace::create_from(common, t, j.commit, j.tree, &plan),
@@ -1158,7 +1158,7 @@ fn persist_tree(disk: &gix::Repository, mem: &gix::Repository, tree: ObjectId) -
 const POLL: Duration = Duration::from_millis(50);
 
 struct Running {
-    group: crate::process::Group,
+    group: crate::sys::process::Group,
     done: Option<Run>,
 }
 
@@ -1208,7 +1208,7 @@ fn run_all(ctx: &Ctx<'_>, jobs: &[Job]) -> Result<Vec<Run>> {
                 }
             };
             // What it left running in its group goes with it.
-            crate::process::kill(r.group.pgid);
+            crate::sys::process::kill(r.group.pgid);
             r.done = Some(Run {
                 tasks: j.tasks.clone(),
                 exit,
@@ -1225,7 +1225,7 @@ fn run_all(ctx: &Ctx<'_>, jobs: &[Job]) -> Result<Vec<Run>> {
         if all_done {
             break;
         }
-        if crate::interrupt::interrupted() {
+        if crate::sys::interrupt::interrupted() {
             kill_all(&mut running);
             return Err(Error::interrupted());
         }
@@ -1238,7 +1238,7 @@ fn run_all(ctx: &Ctx<'_>, jobs: &[Job]) -> Result<Vec<Run>> {
 /// Start CMD for one job (design §3.10): `sh -c CMD` at the caller's
 /// position in the verification workspace, stdin `/dev/null`, its own
 /// process group, output to the log (`process::spawn`).
-fn spawn(ctx: &Ctx<'_>, j: &Job) -> Result<crate::process::Group> {
+fn spawn(ctx: &Ctx<'_>, j: &Job) -> Result<crate::sys::process::Group> {
     let mut cwd = j.root.join(&ctx.source.prefix);
     if std::fs::create_dir_all(&cwd).is_err() {
         cwd = j.root.clone();
@@ -1248,7 +1248,7 @@ fn spawn(ctx: &Ctx<'_>, j: &Job) -> Result<crate::process::Group> {
     cmd.env("GIT_DELEGATE_BATCH", &ctx.batch.id)
         .env("GIT_DELEGATE_VERIFY", "1")
         .env("GIT_DELEGATE_TASKS", j.tasks.join(" "));
-    crate::process::spawn(cmd, &j.log).map_err(|(log, e)| {
+    crate::sys::process::spawn(cmd, &j.log).map_err(|(log, e)| {
         if log {
             Error::io(format!("cannot create {}", j.log.display()), e)
         } else {

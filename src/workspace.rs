@@ -77,7 +77,7 @@ pub fn check_free(common_dir: &Path, plans: &[Plan]) -> Result<()> {
                 format!(
                     "it is the linked worktree {} that no batch owns (`git worktree list` shows it): look at what it holds, then `git worktree remove --force --force {}` removes it; then prepare again",
                     p.worktree_id,
-                    crate::paths::shell_quote(&p.root.to_string_lossy())
+                    crate::sys::paths::shell_quote(&p.root.to_string_lossy())
                 )
             } else {
                 "move or remove that folder (or, if git delegate left it, run `git delegate gc`), then prepare again".to_string()
@@ -158,7 +158,7 @@ pub fn create_all_filled<T: Clone>(
         && plans
             .first()
             .and_then(|p| p.root.parent())
-            .is_some_and(crate::btrfs::can_snapshot_at);
+            .is_some_and(crate::sys::btrfs::can_snapshot_at);
     if !snap {
         create_all_sparse(common_dir, baseline, baseline_tree, plans, sparse)?;
         let roots: Vec<PathBuf> = plans.iter().map(|p| p.root.clone()).collect();
@@ -211,7 +211,7 @@ fn create_snapshots<T: Clone>(
             s.write(common_dir, &registration(common_dir, &p.worktree_id))?;
         }
     }
-    crate::interrupt::pause("registered");
+    crate::sys::interrupt::pause("registered");
     let repo = crate::repo::open_worktree(&first.root)?;
     let git = |e: gix::Error| Error::git(format!("cannot check out {}", first.root.display()), e);
     let cores = cores();
@@ -220,7 +220,7 @@ fn create_snapshots<T: Clone>(
         s.mark(&mut index);
     }
     checkout(&repo, &mut index, &first.root, cores)?;
-    crate::interrupt::pause("checked-out");
+    crate::sys::interrupt::pause("checked-out");
     settle(
         &[first.root.as_path()],
         std::slice::from_mut(&mut index),
@@ -237,7 +237,7 @@ fn create_snapshots<T: Clone>(
                     Code::CheckoutFailed,
                     format!(
                         "cannot write {} in {}: file name too long",
-                        crate::paths::quote(rel),
+                        crate::sys::paths::quote(rel),
                         p.root.display()
                     ),
                     "check free disk space, permissions and path lengths under the workspace root",
@@ -250,7 +250,7 @@ fn create_snapshots<T: Clone>(
     let mut indexes = vec![index];
     for (n, p) in plans[1..].iter().enumerate() {
         if n == 1 {
-            crate::interrupt::pause("replicating");
+            crate::sys::interrupt::pause("replicating");
         }
         if gix::interrupt::is_triggered() {
             return Err(Error::interrupted());
@@ -272,7 +272,7 @@ fn create_snapshots<T: Clone>(
         }
         let _ = std::fs::remove_file(p.root.join(".git"));
         std::fs::remove_dir(&p.root).map_err(|_| taken())?;
-        crate::btrfs::snapshot(&first.root, &p.root).map_err(|e| {
+        crate::sys::btrfs::snapshot(&first.root, &p.root).map_err(|e| {
             if e.kind() == std::io::ErrorKind::AlreadyExists {
                 Error::usage(
                     Code::WorkspaceExists,
@@ -288,7 +288,7 @@ fn create_snapshots<T: Clone>(
                 .in_workspace_root()
             }
         })?;
-        crate::fs::write_atomic(&p.root.join(".git"), &dotgit_line(common_dir, p))?;
+        crate::sys::fs::write_atomic(&p.root.join(".git"), &dotgit_line(common_dir, p))?;
         let dev = std::fs::symlink_metadata(&p.root)
             .map_err(|e| Error::io_at(format!("cannot read {}", p.root.display()), &p.root, e))?;
         let mut state = indexes[0].clone();
@@ -301,10 +301,10 @@ fn create_snapshots<T: Clone>(
         indexes.push(state);
     }
     if plans.len() == 2 {
-        crate::interrupt::pause("replicating");
+        crate::sys::interrupt::pause("replicating");
     }
     // Index files last (see `create_all_inner`).
-    crate::parallel::try_map(
+    crate::sys::parallel::try_map(
         plans.iter().zip(indexes),
         plans.len(),
         checkout_panicked,
@@ -322,7 +322,7 @@ fn create_snapshots<T: Clone>(
 }
 
 fn cores() -> usize {
-    crate::parallel::threads(usize::MAX)
+    crate::sys::parallel::threads(usize::MAX)
 }
 
 fn create_all_inner(
@@ -341,7 +341,7 @@ fn create_all_inner(
             s.write(common_dir, &registration(common_dir, &p.worktree_id))?;
         }
     }
-    crate::interrupt::pause("registered");
+    crate::sys::interrupt::pause("registered");
     let repo = crate::repo::open_worktree(&first.root)?;
     let git = |e: gix::Error| Error::git(format!("cannot check out {}", first.root.display()), e);
     let cores = cores();
@@ -350,7 +350,7 @@ fn create_all_inner(
         s.mark(&mut index);
     }
     checkout(&repo, &mut index, &first.root, cores)?;
-    crate::interrupt::pause("checked-out");
+    crate::sys::interrupt::pause("checked-out");
 
     let mut indexes = vec![index];
     if plans.len() > 1 {
@@ -369,7 +369,7 @@ fn create_all_inner(
     settle(&roots, &mut indexes, cores)?;
     // Index files last: written after every file is settled, so no entry is racy.
     // One thread per workspace.
-    crate::parallel::try_map(
+    crate::sys::parallel::try_map(
         plans.iter().zip(indexes),
         plans.len(),
         checkout_panicked,
@@ -416,14 +416,14 @@ fn checkout_failed(
 fn remove_created(common_dir: &Path, p: &Plan) -> Result<()> {
     // An emptied subvolume that `rmdir` may not remove goes through the
     // ioctl (design §3.17).
-    if (is_ours(common_dir, &p.root, &p.worktree_id) || crate::fs::is_empty_dir(&p.root))
+    if (is_ours(common_dir, &p.root, &p.worktree_id) || crate::sys::fs::is_empty_dir(&p.root))
         && std::fs::remove_dir_all(&p.root).is_err()
     {
-        let _ = crate::btrfs::remove_empty_dir(&p.root);
+        let _ = crate::sys::btrfs::remove_empty_dir(&p.root);
     }
     let _ = crate::submodules::unregister(common_dir, &p.root, &p.worktree_id);
     let _ = std::fs::remove_dir_all(registration(common_dir, &p.worktree_id));
-    crate::fs::remove_empty_parents(&p.root, 2);
+    crate::sys::fs::remove_empty_parents(&p.root, 2);
     Ok(())
 }
 
@@ -451,7 +451,7 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
         _ => match empty_beneath(root) {
             Some((batch, name)) => {
                 use std::os::unix::ffi::OsStrExt;
-                match crate::btrfs::remove_empty_dir_at(batch.fd(), name.as_bytes()) {
+                match crate::sys::btrfs::remove_empty_dir_at(batch.fd(), name.as_bytes()) {
                     Ok(()) => Removal::Removed,
                     Err(rustix::io::Errno::NOENT) => Removal::Missing,
                     // Not empty any more, or not a folder: someone else's now.
@@ -542,7 +542,7 @@ fn register_as(common_dir: &Path, baseline: ObjectId, p: &Plan, make: Make) -> R
     }
     let made = match make {
         Make::Folder => std::fs::create_dir(&p.root),
-        Make::Subvolume => crate::btrfs::create_subvolume(&p.root),
+        Make::Subvolume => crate::sys::btrfs::create_subvolume(&p.root),
     };
     made.map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
@@ -613,7 +613,7 @@ fn checkout(
     if let Some(first) = outcome.errors.first() {
         let what = format!(
             "cannot write {} in {}",
-            crate::paths::quote(first.path.as_ref()),
+            crate::sys::paths::quote(first.path.as_ref()),
             root.display()
         );
         if let Some(err) = Error::fs_cause(&what, Some(root), &first.error) {
@@ -626,7 +626,7 @@ fn checkout(
             Code::CheckoutFailed,
             format!(
                 "cannot write {} in {}: {}",
-                crate::paths::quote(first.path.as_ref()),
+                crate::sys::paths::quote(first.path.as_ref()),
                 root.display(),
                 first.error
             ),
@@ -638,7 +638,7 @@ fn checkout(
             Code::CheckoutFailed,
             format!(
                 "cannot write {} in {}: something is in the way",
-                crate::paths::quote(first.path.as_ref()),
+                crate::sys::paths::quote(first.path.as_ref()),
                 root.display()
             ),
             "check free disk space, permissions and path lengths under the workspace root",
@@ -734,7 +734,7 @@ fn date(
             if !which(e) {
                 continue;
             }
-            let path = root.join(crate::paths::to_os(e.path_in(paths)));
+            let path = root.join(crate::sys::paths::to_os(e.path_in(paths)));
             let io =
                 |err: std::io::Error| Error::io(format!("cannot date {}", path.display()), err);
             rustix::fs::utimensat(
@@ -751,7 +751,7 @@ fn date(
     };
     let chunks: Vec<_> = entries.chunks_mut(chunk).collect();
     let threads = chunks.len();
-    crate::parallel::try_map(chunks, threads, checkout_panicked, date)?;
+    crate::sys::parallel::try_map(chunks, threads, checkout_panicked, date)?;
     Ok(())
 }
 
@@ -845,12 +845,12 @@ fn replicate(
     }
     let src_entries = first.entries();
     let threads = work.len();
-    crate::parallel::try_map(work, threads, checkout_panicked, |(start, mut slices)| {
+    crate::sys::parallel::try_map(work, threads, checkout_panicked, |(start, mut slices)| {
         let len = slices.first().map_or(0, |x| x.len());
         let mut walk = Replicator::new(src_root, &roots, method)?;
         for i in 0..len {
             if start == 0 && i == len / 2 {
-                crate::interrupt::pause("replicating");
+                crate::sys::interrupt::pause("replicating");
             }
             if gix::interrupt::is_triggered() {
                 return Err(Error::interrupted());
@@ -908,7 +908,7 @@ impl<'a> Replicator<'a> {
     }
 
     fn err(root: &Path, rel: &[u8], what: &str, e: rustix::io::Errno) -> Error {
-        let path = root.join(crate::paths::to_os(rel.into()));
+        let path = root.join(crate::sys::paths::to_os(rel.into()));
         Error::io_at(
             format!("cannot {what} {}", path.display()),
             root,
@@ -974,7 +974,7 @@ impl<'a> Replicator<'a> {
                     Code::CheckoutFailed,
                     format!(
                         "cannot write {} in {}: file name too long",
-                        crate::paths::quote(rel.into()),
+                        crate::sys::paths::quote(rel.into()),
                         root.display()
                     ),
                     "check free disk space, permissions and path lengths under the workspace root",
@@ -1040,8 +1040,8 @@ impl<'a> Replicator<'a> {
                 }
                 for (i, d) in dst_dirs.iter().enumerate() {
                     let fail = |what, e| Self::err(dst_roots[i], rel, what, e);
-                    let dfd =
-                        crate::fs::create_new_at(*d, name, perm).map_err(|e| fail("create", e))?;
+                    let dfd = crate::sys::fs::create_new_at(*d, name, perm)
+                        .map_err(|e| fail("create", e))?;
                     if buffered {
                         let mut at = 0;
                         while at < buf.len() {
@@ -1121,7 +1121,7 @@ pub fn folder_of(root: &Path) -> Option<crate::batch::Folder> {
         dev: st.st_dev as u64,
         ino: st.st_ino as u64,
         path: real_path(&fd, root)?,
-        subvolume: crate::btrfs::subvolume_id(fd.as_fd()).map(|id| format!("{id:016x}")),
+        subvolume: crate::sys::btrfs::subvolume_id(fd.as_fd()).map(|id| format!("{id:016x}")),
     })
 }
 
@@ -1252,7 +1252,7 @@ fn identify_at(
         // its own id stands in for it (design §3.17).
         let same_dev = match &m.subvolume {
             Some(id) => {
-                crate::btrfs::subvolume_id(fd.as_fd()).map(|now| format!("{now:016x}"))
+                crate::sys::btrfs::subvolume_id(fd.as_fd()).map(|now| format!("{now:016x}"))
                     == Some(id.clone())
             }
             None => st.st_dev as u64 == m.dev,
@@ -1431,7 +1431,7 @@ pub fn remove_empty_parents_of(task: &crate::batch::Task) {
     }
     match task.kind() {
         Mode::Worktree => remove_empty_parents(&task.root, Reach::Beneath),
-        Mode::Scratch => crate::fs::remove_empty_parents(&task.root, 2),
+        Mode::Scratch => crate::sys::fs::remove_empty_parents(&task.root, 2),
     }
 }
 
@@ -1441,7 +1441,7 @@ pub fn remove_empty_parents_of(task: &crate::batch::Task) {
 fn remove_empty_parents(root: &Path, reach: Reach) {
     match reach {
         Reach::Beneath => crate::shared_root::remove_empty_parents(root),
-        Reach::Path => crate::fs::remove_empty_parents(root, 2),
+        Reach::Path => crate::sys::fs::remove_empty_parents(root, 2),
     }
 }
 

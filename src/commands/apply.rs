@@ -13,7 +13,7 @@ use crate::apply::{Closed, Outcome, Report};
 use crate::batch::{self, Batch, TaskState};
 use crate::cli::ApplyArgs;
 use crate::error::{Error, Result};
-use crate::paths::{self, shell_quote, BString, ByteSlice};
+use crate::sys::paths::{self, shell_quote, BString, ByteSlice};
 use crate::ui::Ui;
 use crate::writeback::Recovery;
 
@@ -335,7 +335,7 @@ pub(super) fn document(
 }
 
 /// `[{"pid", "command"}]` for processes found in a workspace.
-pub(crate) fn procs_doc(procs: &[git_delegate::quiesce::Proc]) -> Value {
+pub(crate) fn procs_doc(procs: &[git_delegate::sys::quiesce::Proc]) -> Value {
     Value::Array(
         procs
             .iter()
@@ -346,7 +346,7 @@ pub(crate) fn procs_doc(procs: &[git_delegate::quiesce::Proc]) -> Value {
 
 /// One line per process: `pid command` (with "(terminal)" for one that has
 /// a controlling terminal), indented under a task.
-pub(crate) fn procs_text(procs: &[git_delegate::quiesce::Proc], indent: &str) -> String {
+pub(crate) fn procs_text(procs: &[git_delegate::sys::quiesce::Proc], indent: &str) -> String {
     procs
         .iter()
         .map(|p| {

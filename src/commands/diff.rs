@@ -9,8 +9,8 @@ use serde_json::json;
 
 use crate::cli::DiffArgs;
 use crate::error::Result;
-use crate::paths::ByteSlice;
 use crate::review::{self, TaskDiff};
+use crate::sys::paths::ByteSlice;
 use crate::ui::Ui;
 
 pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
@@ -143,7 +143,7 @@ fn show_source(ui: &Ui, args: &DiffArgs, report: review::SourceDiff, colour: boo
                 .map(|c| {
                     format!(
                         "{} ({})",
-                        crate::ui::escape_text(&crate::paths::quote(c.path.as_bstr())),
+                        crate::ui::escape_text(&crate::sys::paths::quote(c.path.as_bstr())),
                         c.reason
                     )
                 })

@@ -184,7 +184,7 @@ fn drop_corrupt(
                         json!({
                             "task": x.task,
                             "ref": x.ref_name,
-                            "patch": crate::paths::doc_path(&x.patch),
+                            "patch": crate::sys::paths::doc_path(&x.patch),
                             "changed_paths": x.paths,
                         })
                     })
@@ -208,7 +208,7 @@ fn drop_corrupt(
         ));
     }
     if !r.refs_kept.is_empty() {
-        let keep = crate::time::human(source.config.keep_failed_secs);
+        let keep = crate::sys::time::human(source.config.keep_failed_secs);
         text.push_str(&format!(
             "Kept for {keep} (gc.keep-failed): {} — see one with `git show --stat {one}`, land it in this working tree with `git delegate apply --kept {one}` (`git delegate status` lists them).\n",
             r.refs_kept.join(", "),
@@ -273,7 +273,7 @@ fn dropped_doc(
         "dropped": true,
         "workspaces_removed": workspaces,
         "refs_removed": refs,
-        "left_alone": left_alone.iter().map(|k| crate::paths::doc_path(k)).collect::<Vec<_>>(),
+        "left_alone": left_alone.iter().map(|k| crate::sys::paths::doc_path(k)).collect::<Vec<_>>(),
     });
     if let (false, Some(m)) = (unsafe_folders.is_empty(), doc.as_object_mut()) {
         m.insert("unsafe_folders".into(), super::unsafe_doc(unsafe_folders));

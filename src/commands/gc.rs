@@ -32,7 +32,7 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
                     "batch": r.batch,
                     "task": r.task,
                     "ref": r.ref_name,
-                    "patch": crate::paths::doc_path(&r.patch),
+                    "patch": crate::sys::paths::doc_path(&r.patch),
                     "changed_paths": r.paths,
                 })
             })
@@ -49,7 +49,7 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
                 json!({
                     "batch": k.batch,
                     "task": k.task,
-                    "workspace": crate::paths::doc_path(&k.root),
+                    "workspace": crate::sys::paths::doc_path(&k.root),
                     "nested_repositories": k.nested,
                     "batches": k.batches,
                     "changed_submodules": k.changed_submodules,
@@ -65,14 +65,14 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
             "refs_removed": report.refs_removed,
             "refs_kept": report.refs_kept,
             "bytes_freed": report.bytes_freed,
-            "left_alone": report.left_alone.iter().map(|p| crate::paths::doc_path(p)).collect::<Vec<_>>(),
+            "left_alone": report.left_alone.iter().map(|p| crate::sys::paths::doc_path(p)).collect::<Vec<_>>(),
             "kept_workspaces": kept,
             "skipped": skipped,
             "pending_writebacks": report.pending_writebacks,
             "incomplete": report.incomplete,
             "stashed": report.stashed.iter().map(|w| json!({"batch": w.batch, "task": w.task, "stash": w.stash})).collect::<Vec<_>>(),
             "undo_entries_removed": report.undo_entries_removed,
-            "temp_files_removed": report.temp_files_removed.iter().map(|p| crate::paths::doc_path(p)).collect::<Vec<_>>(),
+            "temp_files_removed": report.temp_files_removed.iter().map(|p| crate::sys::paths::doc_path(p)).collect::<Vec<_>>(),
             "recovered_writebacks": recovered.rolled_back,
         });
         if let (false, Some(m)) = (report.unsafe_folders.is_empty(), doc.as_object_mut()) {
@@ -181,7 +181,7 @@ fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
         ));
     }
     if !r.refs_kept.is_empty() {
-        let keep = crate::time::human(source.config.keep_failed_secs);
+        let keep = crate::sys::time::human(source.config.keep_failed_secs);
         text.push_str(&format!(
             "Kept for {keep} (gc.keep-failed): {} — see one with `git show --stat {one}`, land it in this working tree with `git delegate apply --kept {one}` (`git delegate status` lists them).\n",
             r.refs_kept.join(", "),

@@ -19,10 +19,10 @@ fn install(ui: &Ui, force: bool) -> Result<i32> {
     let done = crate::hooks::install(&source, force)?;
     if ui.json {
         ui.doc(json!({
-            "hook": crate::paths::doc_path(&done.hook),
-            "chained": done.chained.as_deref().map(crate::paths::doc_path),
+            "hook": crate::sys::paths::doc_path(&done.hook),
+            "chained": done.chained.as_deref().map(crate::sys::paths::doc_path),
             "changed": done.changed,
-            "backup": done.backup.as_deref().map(crate::paths::doc_path),
+            "backup": done.backup.as_deref().map(crate::sys::paths::doc_path),
         }));
     }
     let mut text = if done.changed {

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::apply::Outcome;
 use crate::batch::TaskState;
 use crate::error::Result;
-use crate::paths::{self, ByteSlice};
+use crate::sys::paths::{self, ByteSlice};
 use crate::ui::Ui;
 use crate::writeback::Recovery;
 
@@ -58,7 +58,7 @@ pub fn run(
                     "batch": k.batch,
                     "task": k.task,
                     "patch": k.patch.as_deref().map(paths::doc_path),
-                    "expires_at": crate::time::rfc3339(k.expires_at),
+                    "expires_at": crate::sys::time::rfc3339(k.expires_at),
                     "removed": landed.removed,
                 }),
             );
@@ -93,7 +93,7 @@ fn show_path(ref_name: &str, o: &crate::apply::Outcome) -> String {
         .find(|p| !p.is_empty())
         .and_then(|p| std::str::from_utf8(p.as_ref()).ok())
         .filter(|p| !p.chars().any(char::is_control));
-    crate::paths::shell_quote(&format!("{ref_name}:{}", path.unwrap_or("PATH")))
+    crate::sys::paths::shell_quote(&format!("{ref_name}:{}", path.unwrap_or("PATH")))
 }
 
 fn human(ui: &Ui, landed: &crate::kept::Landed) -> String {
@@ -127,7 +127,7 @@ fn human(ui: &Ui, landed: &crate::kept::Landed) -> String {
         if n == 1 { "" } else { "s" },
         super::show(&landed.root)
     ));
-    let until = crate::time::rfc3339(k.expires_at);
+    let until = crate::sys::time::rfc3339(k.expires_at);
     if r.dry_run {
         if o.ok() {
             text.push_str("Its ref and patch would be removed.\n");

@@ -174,7 +174,7 @@ pub fn batch_flag_help(
     command.extend_from_slice(words);
     let command: Vec<String> = command
         .iter()
-        .map(|w| crate::paths::shell_quote(w))
+        .map(|w| crate::sys::paths::shell_quote(w))
         .collect();
     e.help = format!(
         "name one with --batch (its label, its id, or the first 4 or more characters of its id), e.g. `{} --batch {}`",
@@ -299,8 +299,8 @@ impl crate::observe::Observer for Shown<'_> {
     fn step(&self, label: &str) -> Box<dyn std::any::Any> {
         Box::new(self.ui.progress(label))
     }
-    fn output(&self, n: usize, line: &crate::paths::BStr) {
-        use crate::paths::ByteSlice;
+    fn output(&self, n: usize, line: &crate::sys::paths::BStr) {
+        use crate::sys::paths::ByteSlice;
         // design §3.10: the verification command's output, live, on a terminal.
         use std::io::IsTerminal;
         if !self.ui.json && std::io::stderr().is_terminal() {
@@ -320,7 +320,7 @@ impl crate::observe::Observer for Shown<'_> {
             }
             Notice::NestedRepository(p) => ui.warn(&format!(
                 "git-delegate: warning: {} is a git repository of its own (not a submodule); it is not part of the baseline\n",
-                crate::paths::quote(p.as_ref())
+                crate::sys::paths::quote(p.as_ref())
             )),
             Notice::UndoIncomplete { short, error } => ui.warn(&format!(
                 "git-delegate: warning: not everything of the unfinished batch {short} could be removed ({}); `git delegate gc` removes the rest\n",
@@ -332,15 +332,15 @@ impl crate::observe::Observer for Shown<'_> {
 
 /// Parse a `--ttl` value.
 pub fn parse_ttl(s: &str) -> Result<i64> {
-    crate::time::duration(s).map_err(|e| {
+    crate::sys::time::duration(s).map_err(|e| {
         Error::usage(
             Code::BadDuration,
             e.describe(s),
             match e {
-                crate::time::DurationError::Malformed => {
+                crate::sys::time::DurationError::Malformed => {
                     "use a number and a unit: 90s, 30m, 2h, 7d"
                 }
-                crate::time::DurationError::TooLong => {
+                crate::sys::time::DurationError::TooLong => {
                     "use a shorter duration: a lease can end by 9999-12-31 at the latest"
                 }
             },
@@ -350,7 +350,7 @@ pub fn parse_ttl(s: &str) -> Result<i64> {
 
 /// Check an `--owner-pid` and read its start time.
 pub fn owner(pid: u32) -> Result<(u32, u64)> {
-    match crate::process::process_start(pid) {
+    match crate::sys::process::process_start(pid) {
         Some(start) => Ok((pid, start)),
         None => Err(Error::usage(
             Code::OwnerNotRunning,
@@ -392,8 +392,8 @@ pub fn batch_doc_fetched(
             let mut doc = json!({
                 "name": t.name,
                 "state": if progress.is_some() { "incomplete" } else { t.state.as_str() },
-                "root": (!t.remote).then(|| crate::paths::doc_path(&t.root)),
-                "cwd": (!t.remote).then(|| crate::paths::doc_path(&t.cwd(&batch.prefix))),
+                "root": (!t.remote).then(|| crate::sys::paths::doc_path(&t.root)),
+                "cwd": (!t.remote).then(|| crate::sys::paths::doc_path(&t.cwd(&batch.prefix))),
                 "exists": *health == crate::workspace::Health::Ours,
                 "changed_paths": changed.and_then(|c| c.get(i).copied()).unwrap_or(0),
             });
@@ -406,7 +406,7 @@ pub fn batch_doc_fetched(
                     m.insert("proposal_ref".into(), json!(r));
                 }
                 if let Some(p) = &t.patch {
-                    m.insert("patch".into(), json!(crate::paths::doc_path(p)));
+                    m.insert("patch".into(), json!(crate::sys::paths::doc_path(p)));
                 }
                 // A refreshed task's own base and its conflicts (design §3.12).
                 if let Some(base) = &t.base {
@@ -429,7 +429,7 @@ pub fn batch_doc_fetched(
                     );
                 }
                 if let Some(log) = &t.verify_log {
-                    m.insert("verify_log".into(), json!(crate::paths::doc_path(log)));
+                    m.insert("verify_log".into(), json!(crate::sys::paths::doc_path(log)));
                 }
                 // What prepare put there besides the baseline (design §3.9).
                 if let Some(c) = &t.carried {
@@ -448,7 +448,7 @@ pub fn batch_doc_fetched(
         "batch": batch.id,
         "label": batch.label,
         "created_at": batch.created_at,
-        "source": crate::paths::doc_path(&batch.source),
+        "source": crate::sys::paths::doc_path(&batch.source),
         "source_head": batch.source_head,
         "baseline": {
             "commit": batch.baseline,
@@ -516,7 +516,7 @@ pub fn unsafe_doc(list: &[crate::shared_root::Refused]) -> serde_json::Value {
         list.iter()
             .map(|r| {
                 serde_json::json!({
-                    "path": crate::paths::doc_path(&r.path),
+                    "path": crate::sys::paths::doc_path(&r.path),
                     "owner": r.owner,
                     "reason": r.reason.as_str(),
                 })

@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 use crate::batch::TaskState;
 use crate::cli::RefreshArgs;
 use crate::error::{Error, Result};
-use crate::paths;
 use crate::refresh::Report;
+use crate::sys::paths;
 use crate::ui::Ui;
 use crate::writeback::Recovery;
 

@@ -27,7 +27,7 @@ pub fn join(ui: &Ui, args: JoinArgs) -> Result<i32> {
         ui.doc(json!({
             "batch": j.batch,
             "task": j.task,
-            "root": crate::paths::doc_path(&report.root),
+            "root": crate::sys::paths::doc_path(&report.root),
             "remote": j.url,
             "proposal": null,
         }));
@@ -57,7 +57,7 @@ pub fn submit(ui: &Ui, _args: SubmitArgs) -> Result<i32> {
         ui.doc(json!({
             "batch": j.batch,
             "task": j.task,
-            "root": crate::paths::doc_path(&s.root),
+            "root": crate::sys::paths::doc_path(&s.root),
             "remote": j.url,
             "proposal": s.proposal.to_string(),
         }));
@@ -112,7 +112,7 @@ struct Warning {
 }
 
 fn warnings(left: &crate::remote::Left) -> Vec<Warning> {
-    let remote = crate::paths::shell_quote(&left.remote);
+    let remote = crate::sys::paths::shell_quote(&left.remote);
     let mut out = Vec::new();
     if let Some((error, refs)) = &left.failed {
         let leased: Vec<(&str, String)> = refs

@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 
 use crate::cli::RunArgs;
 use crate::error::Result;
-use crate::paths::{self, BStr, ByteSlice};
 use crate::run::{Event, Watcher, Worker};
+use crate::sys::paths::{self, BStr, ByteSlice};
 use crate::ui::Ui;
 use crate::writeback::Recovery;
 

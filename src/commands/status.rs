@@ -36,7 +36,7 @@ fn message(p: &Problem) -> String {
                 format!(
                     " (paths you changed since are left as you left them: {})",
                     left.iter()
-                        .map(|l| format!("{}, its original kept at {}", crate::paths::quote(l.path.as_ref()), super::show(&l.kept)))
+                        .map(|l| format!("{}, its original kept at {}", crate::sys::paths::quote(l.path.as_ref()), super::show(&l.kept)))
                         .collect::<Vec<_>>()
                         .join("; ")
                 )
@@ -54,7 +54,7 @@ fn message(p: &Problem) -> String {
                 .map(|l| {
                     format!(
                         "{} ({} is kept at {})",
-                        crate::paths::quote(l.path.as_ref()),
+                        crate::sys::paths::quote(l.path.as_ref()),
                         if l.yours {
                             "your version"
                         } else {
@@ -108,7 +108,7 @@ fn message(p: &Problem) -> String {
             "a temporary file of git-delegate was left by a command that was killed: {} ({}, last written {} ago); `git delegate gc` removes it",
             super::show(&t.path),
             super::human_bytes(t.bytes, "bytes"),
-            crate::time::human(t.age_secs as i64)
+            crate::sys::time::human(t.age_secs as i64)
         ),
     }
 }
@@ -123,11 +123,11 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         .map(|k| {
             json!({
                 "ref": k.ref_name,
-                "patch": k.patch.as_deref().map(crate::paths::doc_path),
+                "patch": k.patch.as_deref().map(crate::sys::paths::doc_path),
                 "batch": k.batch,
                 "task": k.task,
-                "expires_at": crate::time::rfc3339(k.expires_at),
-                "kept_at": crate::time::rfc3339(k.kept_at),
+                "expires_at": crate::sys::time::rfc3339(k.expires_at),
+                "kept_at": crate::sys::time::rfc3339(k.kept_at),
                 "name": crate::kept::short_name(kept, k),
             })
         })
@@ -162,7 +162,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     }
     let batches: Vec<&Batch> = report.batches.iter().map(|s| &s.batch).collect();
     let counts: Vec<&Vec<Option<usize>>> = report.batches.iter().map(|s| &s.counts).collect();
-    let procs: Vec<&Vec<Vec<git_delegate::quiesce::Proc>>> =
+    let procs: Vec<&Vec<Vec<git_delegate::sys::quiesce::Proc>>> =
         report.batches.iter().map(|s| &s.processes).collect();
     let code = if args.check && !problems.is_empty() {
         1
@@ -223,7 +223,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             .map(|p| {
                 let mut doc = json!({"batch": p.batch, "kind": p.kind(), "message": message(p)});
                 if let Fact::TempFile(t) = &p.fact {
-                    doc["path"] = json!(crate::paths::doc_path(&t.path));
+                    doc["path"] = json!(crate::sys::paths::doc_path(&t.path));
                     doc["bytes"] = json!(t.bytes);
                 }
                 if let Some(r) = p.recovery() {
@@ -255,11 +255,11 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         ui.say(&format!("No batches.\n{kept_text}"));
         return Ok(0);
     }
-    let now = crate::time::now();
+    let now = crate::sys::time::now();
     let mut text = String::new();
     for (shown, sub) in report.batches.iter().zip(&submitted) {
         let (b, counts) = (&shown.batch, &shown.counts);
-        let created = crate::time::parse_rfc3339(&b.created_at).unwrap_or(now);
+        let created = crate::sys::time::parse_rfc3339(&b.created_at).unwrap_or(now);
         let state = b.lease.state();
         let expires = b.lease.expires_at_secs() - now;
         text.push_str(&format!(
@@ -270,7 +270,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                 .map(|l| format!(" ({l})"))
                 .unwrap_or_default(),
             b.mode,
-            crate::time::human(now - created),
+            crate::sys::time::human(now - created),
             &b.baseline[..7.min(b.baseline.len())],
             b.source_head
                 .as_ref()
@@ -300,7 +300,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         };
         // "lease live, expires in 3h", "lease expired 5m ago" (the state
         // said once), "lease orphaned, expired 5m ago".
-        let when = crate::time::human(expires);
+        let when = crate::sys::time::human(expires);
         text.push_str(&if expires > 0 {
             format!("  lease {lease_state}, expires in {when}\n")
         } else if state == crate::lease::State::Expired {
@@ -359,7 +359,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                 let files: Vec<String> = t
                     .conflicted_paths
                     .iter()
-                    .map(|p| crate::paths::quote(p.as_bytes().into()))
+                    .map(|p| crate::sys::paths::quote(p.as_bytes().into()))
                     .collect();
                 if files.is_empty() && *health == workspace::Health::Ours {
                     text.push_str(&format!(
@@ -401,13 +401,13 @@ fn kept_text(kept: &[crate::gc::Kept]) -> String {
     let Some(first) = kept.first() else {
         return String::new();
     };
-    let now = crate::time::now();
+    let now = crate::sys::time::now();
     let mut text = String::new();
     for k in kept {
         let expiry = if k.expires_at > now {
             format!(
                 "gc may remove it in {}",
-                crate::time::human(k.expires_at - now)
+                crate::sys::time::human(k.expires_at - now)
             )
         } else {
             "gc may remove it now".to_string()
@@ -415,8 +415,8 @@ fn kept_text(kept: &[crate::gc::Kept]) -> String {
         text.push_str(&format!(
             "kept: {}, saved {} ago, {expiry} ({})\n      ref:   {}\n",
             crate::kept::short_name(kept, k),
-            crate::time::human(now.saturating_sub(k.kept_at).max(0)),
-            crate::time::rfc3339(k.expires_at),
+            crate::sys::time::human(now.saturating_sub(k.kept_at).max(0)),
+            crate::sys::time::rfc3339(k.expires_at),
             k.ref_name,
         ));
         if let Some(p) = &k.patch {

@@ -141,7 +141,7 @@ fn hooks_entries(dir: &Path) -> BTreeMap<String, String> {
     ) else {
         return out;
     };
-    let Ok(names) = crate::fs::read_names(fd.as_fd()) else {
+    let Ok(names) = crate::sys::fs::read_names(fd.as_fd()) else {
         return out;
     };
     for (name, _) in names.into_iter().take(MAX_HOOKS) {
@@ -225,7 +225,7 @@ pub fn record(source: &Source, batch_dir: &Path) -> Result<()> {
             "report this bug",
         )
     })?;
-    crate::fs::write_atomic(&batch_dir.join(FILE), text.as_bytes())
+    crate::sys::fs::write_atomic(&batch_dir.join(FILE), text.as_bytes())
 }
 
 /// Is this the hook `git delegate hooks install` writes, or one it moved

@@ -130,7 +130,10 @@ impl<'r> Hasher<'r> {
             return Ok(false);
         }
         let hash_err = |e: &dyn std::fmt::Display| {
-            Fail::msg(format!("cannot hash {}: {e}", crate::paths::quote(rela)))
+            Fail::msg(format!(
+                "cannot hash {}: {e}",
+                crate::sys::paths::quote(rela)
+            ))
         };
         if disk == Disk::Link {
             let data = rustix::fs::readlinkat(dir, name.as_bytes(), Vec::new())
@@ -153,7 +156,7 @@ impl<'r> Hasher<'r> {
             .metadata()
             .map_err(|e| Fail::io("stat", rela, e))?
             .len();
-        let path = crate::paths::to_os(rela);
+        let path = crate::sys::paths::to_os(rela);
         // Content no clean filter changes is hashed as it is read (a big
         // file never sits in memory whole); filtered content is what gix
         // converted in memory.
@@ -165,12 +168,12 @@ impl<'r> Hasher<'r> {
                     format!(
                         "{} on {}: {status}",
                         crate::blob::FILTER_FAILED_CLEAN,
-                        crate::paths::quote(rela)
+                        crate::sys::paths::quote(rela)
                     ),
                     crate::blob::failed_driver(self.repo, &e, "clean"),
                 ),
                 None => Fail::because(
-                    format!("cannot filter {}: {e}", crate::paths::quote(rela)),
+                    format!("cannot filter {}: {e}", crate::sys::paths::quote(rela)),
                     &e,
                 ),
             })? {
@@ -218,7 +221,7 @@ impl<'r> Hasher<'r> {
     ) -> Result<(), Fail> {
         let cannot_filter = |e: &gix::Error| {
             Fail::because(
-                format!("cannot filter {}: {e}", crate::paths::quote(rela)),
+                format!("cannot filter {}: {e}", crate::sys::paths::quote(rela)),
                 e,
             )
         };
@@ -248,7 +251,7 @@ impl<'r> Hasher<'r> {
                 format!(
                     "{} on {}: {status}",
                     crate::blob::FILTER_FAILED,
-                    crate::paths::quote(rela)
+                    crate::sys::paths::quote(rela)
                 ),
                 crate::blob::failed_driver(self.repo, &e, "smudge"),
             ),

@@ -86,7 +86,7 @@ impl Writer<'_> {
                 Fail::because(
                     format!(
                         "cannot read the new content of {} ({id}): {e}",
-                        crate::paths::quote(it.path.as_bstr())
+                        crate::sys::paths::quote(it.path.as_bstr())
                     ),
                     e,
                 )
@@ -236,13 +236,13 @@ impl Writer<'_> {
                 Disk::Absent => {
                     return Err(Fail::msg(format!(
                         "the folder {} disappeared during the write-back",
-                        crate::paths::quote(p)
+                        crate::sys::paths::quote(p)
                     )))
                 }
                 _ => {
                     return Err(Fail::msg(format!(
                         "{} is in the way of a folder the result needs",
-                        crate::paths::quote(p)
+                        crate::sys::paths::quote(p)
                     )))
                 }
             }
@@ -379,7 +379,7 @@ impl Writer<'_> {
                     None => {
                         return Err(Fail::msg(format!(
                             "{} appeared in a folder the result replaces by a file",
-                            crate::paths::quote(original.as_bstr())
+                            crate::sys::paths::quote(original.as_bstr())
                         )))
                     }
                 }
@@ -466,7 +466,7 @@ pub(super) fn result_perm(perm: u32, old: Option<(EntryKind, ObjectId)>, exec: b
 fn changed(path: &BStr) -> Fail {
     Fail::msg(format!(
         "{} changed on disk since the snapshot",
-        crate::paths::quote(path)
+        crate::sys::paths::quote(path)
     ))
 }
 

@@ -91,7 +91,8 @@ pub fn remove_all(p: &Path) -> Result<()> {
     let r = if meta.is_dir() {
         // An emptied btrfs subvolume that `rmdir` may not remove goes
         // through the ioctl where permitted (design §3.17).
-        std::fs::remove_dir_all(p).or_else(|e| crate::btrfs::remove_empty_dir(p).map_err(|_| e))
+        std::fs::remove_dir_all(p)
+            .or_else(|e| crate::sys::btrfs::remove_empty_dir(p).map_err(|_| e))
     } else {
         std::fs::remove_file(p)
     };
