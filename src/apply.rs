@@ -27,12 +27,14 @@ use serde_json::json;
 use crate::batch::{self, Batch, TaskState};
 use crate::config::StopProcesses;
 use crate::error::{Code, Error, Result};
+use crate::git::repo::Source;
 use crate::integrate::{self, Candidate, PathConflict};
 use crate::landing::{persist, Side};
 use crate::observe::{Notice, Observer};
-use crate::repo::Source;
 use crate::writeback::PathWrite;
-use crate::{commit, proposal, refs, sys::paths, sys::quiesce, teardown, workspace, writeback};
+use crate::{
+    git::commit, git::refs, proposal, sys::paths, sys::quiesce, teardown, workspace, writeback,
+};
 
 /// What the caller asked for.
 #[derive(Debug, Clone, Default)]
@@ -541,11 +543,11 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                     // alone, its work kept (the workspace holds them, the
                     // proposal ref and patch the rest).
                     out.status = TaskState::Conflict;
-                    out.reason = Some(crate::validate::REASON);
+                    out.reason = Some(crate::git::validate::REASON);
                     out.conflicts = r
                         .invalid
                         .into_iter()
-                        .take(crate::validate::NAMED)
+                        .take(crate::git::validate::NAMED)
                         .map(|f| PathConflict {
                             path: f.path,
                             reason: f.why.into(),
@@ -1083,7 +1085,7 @@ fn submodule_changed(out: &mut Outcome, r: Option<Recorded>, subs: Vec<BString>)
 /// One workspace's proposal, as recorded (or previewed).
 struct Recorded {
     tree: gix::ObjectId,
-    paths: Vec<crate::diff::PathChange>,
+    paths: Vec<crate::git::diff::PathChange>,
     /// Proposal ref and patch (not with `--dry-run`).
     artifacts: Option<(String, PathBuf)>,
     /// Objects kept in memory (`--dry-run`).
@@ -1091,7 +1093,7 @@ struct Recorded {
     /// Nested repositories in the workspace (the task cannot apply).
     nested: Vec<BString>,
     /// Paths in the workspace git refuses (the task cannot apply).
-    invalid: Vec<crate::validate::Invalid>,
+    invalid: Vec<crate::git::validate::Invalid>,
     /// A refreshed task's own base tree (design §3.12).
     base: Option<gix::ObjectId>,
 }
@@ -1201,7 +1203,7 @@ fn still_locked_by_us(source: &Source, b: &Batch, task: &batch::Task) -> bool {
     if workspace::health(&source.common_dir, task) != workspace::Health::Ours {
         return false;
     }
-    crate::registration::Registration::new(&source.common_dir, &task.worktree_id)
+    crate::git::registration::Registration::new(&source.common_dir, &task.worktree_id)
         .is_ours_for(&b.id, &task.name)
 }
 

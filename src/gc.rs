@@ -54,9 +54,9 @@ use gix::ObjectId;
 
 use crate::batch::{self, discard_kept, Batch, Entry};
 use crate::error::{Code, Error, Result};
-use crate::registration::{self, Registration};
-use crate::repo::Source;
-use crate::{commit, proposal, refs, workspace};
+use crate::git::registration::{self, Registration};
+use crate::git::repo::Source;
+use crate::{git::commit, git::refs, proposal, workspace};
 
 /// Work saved from a stale task's workspace into a proposal ref.
 #[derive(Debug, Clone)]

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use crate::batch::{self, Entry};
 use crate::config::{Config, StaleLeases};
 use crate::error::{Code, Error, Result};
-use crate::repo::Source;
+use crate::git::repo::Source;
 
 /// The script installed as `pre-commit` (the repository's `hooks/pre-commit`).
 pub const PRE_COMMIT: &str = include_str!("../hooks/pre-commit");
@@ -203,7 +203,7 @@ pub fn pre_commit() -> PreCommit {
     let Some(loc) = locate(&cwd) else {
         return PreCommit::Clear;
     };
-    let state_dir = crate::repo::state_dir(&loc.common_dir);
+    let state_dir = crate::git::repo::state_dir(&loc.common_dir);
     let has_batches =
         std::fs::read_dir(batch::batches_dir(&state_dir)).is_ok_and(|mut rd| rd.next().is_some());
     if !has_batches {
@@ -276,7 +276,7 @@ fn forbidden(
 fn locate(cwd: &Path) -> Option<Location> {
     // git gives hooks `GIT_DIR` (and `GIT_INDEX_FILE`); the process took
     // them out of its environment when it started (`repo::isolate_environment`).
-    let env = crate::repo::git_env();
+    let env = crate::git::repo::git_env();
     let git_dir = match env.get("GIT_DIR") {
         Some(d) => cwd.join(d),
         None => discover(cwd)?,

@@ -44,8 +44,8 @@ use gix::bstr::{BStr, BString, ByteSlice};
 use gix::merge::tree::TreatAsUnresolved;
 use gix::ObjectId;
 
-use crate::diff::{self, PathChange};
 use crate::error::{Code, Error, Result};
+use crate::git::diff::{self, PathChange};
 use crate::writeback::{BlockReason, Blocked, PathWrite};
 
 /// One proposal to integrate.
@@ -91,7 +91,7 @@ impl Refusal {
             Refusal::WouldOverwriteUntracked => "would_overwrite_untracked",
             Refusal::NotWritable => "write_failed",
             Refusal::OutsideSparseCheckout => "outside_sparse_checkout",
-            Refusal::InvalidPath => crate::validate::REASON,
+            Refusal::InvalidPath => crate::git::validate::REASON,
         }
     }
 }
@@ -302,7 +302,7 @@ pub fn screen(
 ) -> Result<Vec<Refused>> {
     let mut refused = Vec::new();
     for c in candidates {
-        let found = crate::validate::tree(repo, Some(c.base.unwrap_or(baseline)), c.tree)?;
+        let found = crate::git::validate::tree(repo, Some(c.base.unwrap_or(baseline)), c.tree)?;
         if found.is_empty() {
             continue;
         }
@@ -360,7 +360,7 @@ pub fn integrate(
         .iter()
         .filter(|c| !out_for_good.contains(&c.task))
         .map(|c| (c.task, c.paths.as_slice()));
-    for (task, paths) in crate::sparse::outside(repo, tasks)? {
+    for (task, paths) in crate::git::sparse::outside(repo, tasks)? {
         out_for_good.insert(task);
         refused.push(Refused {
             task,

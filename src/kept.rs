@@ -23,11 +23,11 @@ use crate::apply::{Outcome, Report};
 use crate::batch::{self, Batch, Entry, TaskState};
 use crate::error::{Code, Error, Result};
 use crate::gc::Kept;
+use crate::git::repo::Source;
 use crate::integrate::Candidate;
 use crate::landing::Side;
 use crate::observe::{Notice, Observer};
-use crate::repo::Source;
-use crate::{commit, diff, refs, writeback};
+use crate::{git::commit, git::diff, git::refs, writeback};
 
 /// What the caller asked for.
 #[derive(Debug, Clone, Default)]

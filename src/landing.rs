@@ -19,8 +19,8 @@ use std::collections::BTreeSet;
 use gix::bstr::BString;
 
 use crate::error::{Error, Result};
+use crate::git::repo::Source;
 use crate::integrate::{self, Candidate};
-use crate::repo::Source;
 use crate::writeback::{self, PathWrite};
 use crate::{snapshot, touched};
 

@@ -98,7 +98,7 @@ pub struct Locked {
 /// Take the repository lock and roll back write-backs interrupted by a
 /// crash (design §7): every mutating command starts here. Also starts the
 /// deletion of removed workspaces a killed background deleter left behind.
-pub fn lock_and_recover(source: &crate::repo::Source) -> Result<Locked> {
+pub fn lock_and_recover(source: &crate::git::repo::Source) -> Result<Locked> {
     let lock = acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
     let recovery = crate::writeback::recover_all_detailed(source)?;
     if let Ok(base) = source.workspace_base() {

@@ -14,14 +14,14 @@ mod ui;
 // The engine is the library crate; importing its modules at the crate root
 // keeps `crate::batch::...` paths in the binary's modules working.
 use git_delegate::{
-    apply, batch, config, error, gc, hooks, kept, lease, lock, mandir, observe, patch, prepare,
-    preparing, problems, refresh, refs, remote, renew, repo, review, run, shared_root, snapshot,
-    status, sys, teardown, trash, undo, validate, verify, workspace, writeback,
+    apply, batch, config, error, gc, git, hooks, kept, lease, lock, mandir, observe, patch,
+    prepare, preparing, problems, refresh, remote, renew, review, run, shared_root, snapshot,
+    status, sys, teardown, trash, undo, verify, workspace, writeback,
 };
 
 fn main() {
     // First, before any thread: the source's GIT_DIR etc. must reach no workspace.
-    repo::isolate_environment();
+    git::repo::isolate_environment();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let parsed = cli::command()
         .try_get_matches_from(&args)

@@ -8,7 +8,7 @@
 //! lines, full `index` lines, unified text hunks with 3 lines of context,
 //! and `GIT binary patch` literal blocks (zlib + git's base85) for binary
 //! files. A type change (file <-> symlink) is a deletion and an addition.
-//! A blob of more than 8 MiB ([`crate::blob::STREAM_ABOVE`]) is never read
+//! A blob of more than 8 MiB ([`crate::git::blob::STREAM_ABOVE`]) is never read
 //! into the patch: its change is git's `Binary files a/x and b/x differ`
 //! line under the full `index` line, which `git apply` (and `--3way`)
 //! applies by taking the new blob from the object store, where the
@@ -24,8 +24,8 @@ use std::path::Path;
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
-use crate::diff::{self, PathChange};
 use crate::error::{Error, Result};
+use crate::git::diff::{self, PathChange};
 
 /// How a patch is written: as `git diff` prints it (abbreviated `index`
 /// lines, `Binary files ... differ` for binary files), or with
@@ -308,14 +308,14 @@ fn whole(
 }
 
 /// A blob too big to be written into the patch: more than
-/// [`crate::blob::STREAM_ABOVE`] bytes.
+/// [`crate::git::blob::STREAM_ABOVE`] bytes.
 fn too_big(repo: &gix::Repository, kind: EntryKind, id: ObjectId) -> Result<bool> {
     if !matches!(kind, EntryKind::Blob | EntryKind::BlobExecutable) {
         return Ok(false);
     }
-    let size = crate::blob::size(repo, id)
+    let size = crate::git::blob::size(repo, id)
         .map_err(|e| Error::git(format!("cannot read object {id} for a patch"), e))?;
-    Ok(size > crate::blob::STREAM_ABOVE)
+    Ok(size > crate::git::blob::STREAM_ABOVE)
 }
 
 /// The content part of a big blob's change: git's "Binary files ...

@@ -17,10 +17,10 @@ use std::collections::HashSet;
 use crate::batch::{self, Batch, Task};
 use crate::config::Mode;
 use crate::error::{Code, Error, Result};
+use crate::git::repo::Source;
 use crate::lease::Lease;
 use crate::observe::{Notice, Observer};
-use crate::repo::Source;
-use crate::{refs, snapshot, workspace};
+use crate::{git::refs, snapshot, workspace};
 
 /// Tests may fix the batch id (a UUID) to provoke collisions; never for users.
 const TEST_BATCH_ID: &str = "GIT_DELEGATE_TEST_BATCH_ID";
@@ -131,7 +131,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     // Submodules found, a dirty one refused (design §3.15).
     let modules = crate::submodules::discover(source)?;
     // design §3.15: the workspaces hold what the source holds, or less.
-    let narrow = crate::sparse::check_patterns(&opts.sparse)?;
+    let narrow = crate::git::sparse::check_patterns(&opts.sparse)?;
     if mode == Mode::Scratch && !narrow.is_empty() {
         return Err(Error::usage(
             Code::BadPattern,
@@ -140,7 +140,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         ));
     }
     let sparse = match mode {
-        Mode::Worktree => crate::sparse::Workspaces::plan(&source.repo, &narrow)?,
+        Mode::Worktree => crate::git::sparse::Workspaces::plan(&source.repo, &narrow)?,
         Mode::Scratch => None,
     };
     let base = source.workspace_base()?;
@@ -193,7 +193,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         .map(|name| workspace::Plan {
             root: base.join(&short).join(name),
             worktree_id: workspace::worktree_id(&short, name),
-            lock_reason: crate::registration::lock_reason(&id, name),
+            lock_reason: crate::git::registration::lock_reason(&id, name),
         })
         .collect();
     if mode == Mode::Scratch {
@@ -226,7 +226,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         snapshot::snapshot_for_prepare(&source.repo, &source.state_dir())?
     };
     let head = source.repo.head_id().ok().map(|id| id.detach());
-    let baseline = crate::commit::write(
+    let baseline = crate::git::commit::write(
         &source.repo,
         snap.tree,
         head,
@@ -236,7 +236,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     let changes = if snap.changes == 0 {
         0
     } else {
-        crate::diff::trees(&source.repo, snap.head_tree, snap.tree)?.len()
+        crate::git::diff::trees(&source.repo, snap.head_tree, snap.tree)?.len()
     };
     if crate::sys::interrupt::interrupted() {
         return Err(Error::interrupted());
@@ -376,7 +376,7 @@ fn make(
     policy: Option<&crate::carry::Policy>,
     stat_cache: Option<snapshot::PendingCache>,
     modules: &[crate::submodules::Module],
-    sparse: Option<&crate::sparse::Workspaces>,
+    sparse: Option<&crate::git::sparse::Workspaces>,
 ) -> Result<Vec<crate::batch::CarryStats>> {
     let state_dir = source.state_dir();
     let stop = || -> Result<()> {

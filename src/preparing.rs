@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use crate::batch::{self, Batch};
 use crate::error::{Code, Error, Result};
-use crate::repo::Source;
+use crate::git::repo::Source;
 
 // The marker and its reading are part of the batch record (`batch`, a
 // leaf the workspace code reads too); this module gives them their meaning.
@@ -123,7 +123,7 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
     let mut out = Removed::default();
     let mut first_err: Option<Error> = None;
     for t in &b.tasks {
-        let reg = crate::registration::Registration::new(&source.common_dir, &t.worktree_id);
+        let reg = crate::git::registration::Registration::new(&source.common_dir, &t.worktree_id);
         out.bytes += crate::sys::fs::tree_size(reg.path());
         let scratch = t.kind() == crate::config::Mode::Scratch;
         // What will go, and what is left alone (a folder that is not one
@@ -174,14 +174,14 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
             }
         }
     }
-    match crate::refs::list_batch(&source.repo, &b.id) {
+    match crate::git::refs::list_batch(&source.repo, &b.id) {
         Ok(names) => {
             for name in names {
                 if dry_run {
                     out.refs += 1;
                     continue;
                 }
-                match crate::refs::delete(&source.repo, &name) {
+                match crate::git::refs::delete(&source.repo, &name) {
                     Ok(true) => out.refs += 1,
                     Ok(false) => {}
                     Err(e) => {

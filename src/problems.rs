@@ -18,10 +18,10 @@
 use std::path::{Path, PathBuf};
 
 use crate::batch::{self, Batch, Entry};
+use crate::git::repo::Source;
 use crate::lease;
-use crate::repo::Source;
 use crate::writeback::LeftPath;
-use crate::{diff, snapshot, workspace};
+use crate::{git::diff, snapshot, workspace};
 
 /// One problem of one batch (`batch` is its full id).
 #[derive(Debug, Clone)]
@@ -335,8 +335,8 @@ fn temp_owner(state_dir: &Path, path: &Path) -> String {
 /// A baseline ref deleted (or moved) by someone else, or a baseline commit
 /// that is gone.
 fn baseline(source: &Source, b: &Batch) -> Option<Problem> {
-    let name = crate::refs::baseline(&b.id);
-    let fact = match crate::refs::get(&source.repo, &name) {
+    let name = crate::git::refs::baseline(&b.id);
+    let fact = match crate::git::refs::get(&source.repo, &name) {
         Ok(Some(id)) if gix::ObjectId::from_hex(b.baseline.as_bytes()).ok() == Some(id) => {
             return None
         }
@@ -380,10 +380,10 @@ pub fn changed_counts(source: &Source, b: &Batch) -> Vec<Option<usize>> {
             };
             // A refreshed task counts from its own base (design §3.12).
             let base = match &t.base {
-                Some(own) => crate::commit::tree_of(&source.repo, own).ok()?,
+                Some(own) => crate::git::commit::tree_of(&source.repo, own).ok()?,
                 None => baseline_tree?,
             };
-            let repo = crate::repo::open_worktree(&real).ok()?;
+            let repo = crate::git::repo::open_worktree(&real).ok()?;
             // Keep the snapshot's objects in memory: nothing is changed.
             let mut repo = repo.with_object_memory();
             let snap = snapshot::snapshot_workspace(&repo).ok()?;

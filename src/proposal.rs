@@ -15,10 +15,10 @@ use gix::bstr::BString;
 use gix::ObjectId;
 
 use crate::batch::{Batch, Task};
-use crate::diff::PathChange;
 use crate::error::Result;
-use crate::repo::Source;
-use crate::{commit, diff, patch, refs, snapshot};
+use crate::git::diff::PathChange;
+use crate::git::repo::Source;
+use crate::{git::commit, git::diff, git::refs, patch, snapshot};
 
 pub struct Proposal {
     /// The proposal commit (for callers that report it, such as gc's rescue).
@@ -34,7 +34,7 @@ pub struct Proposal {
     pub nested: Vec<BString>,
     /// Paths git refuses to add or check out (design §3.18): left out of
     /// the tree too.
-    pub invalid: Vec<crate::validate::Invalid>,
+    pub invalid: Vec<crate::git::validate::Invalid>,
 }
 
 /// What [`preview`] finds.
@@ -45,7 +45,7 @@ pub struct Preview {
     /// As [`Proposal::nested`].
     pub nested: Vec<BString>,
     /// As [`Proposal::invalid`].
-    pub invalid: Vec<crate::validate::Invalid>,
+    pub invalid: Vec<crate::git::validate::Invalid>,
 }
 
 /// The patch file of a task.
@@ -83,7 +83,7 @@ pub fn record_in(
     task: &Task,
     baseline_tree: ObjectId,
 ) -> Result<Option<Proposal>> {
-    let ws = crate::repo::open_worktree(&task.root)?;
+    let ws = crate::git::repo::open_worktree(&task.root)?;
     let (snap, rebuilt) = snapshot::snapshot_workspace_rebuilding(&ws)?;
     if let Some(rebuilt) = rebuilt {
         // Best effort: the work is read from the files either way.
@@ -152,7 +152,7 @@ pub fn preview(
         Some(own) => commit::tree_of(repo, own)?,
         None => baseline_tree,
     };
-    let mut ws = crate::repo::open_worktree(&task.root)?.with_object_memory();
+    let mut ws = crate::git::repo::open_worktree(&task.root)?.with_object_memory();
     let snap = snapshot::snapshot_workspace(&ws)?;
     let objects = ws.objects.take_object_memory().unwrap_or_default();
     let mut view = repo.clone().with_object_memory();

@@ -28,11 +28,11 @@ use gix::ObjectId;
 
 use crate::batch::{self, Batch, TaskState};
 use crate::error::{Code, Error, Result};
+use crate::git::repo::Source;
 use crate::integrate::PathConflict;
 use crate::observe::{Notice, Observer};
-use crate::repo::Source;
 use crate::writeback::PathWrite;
-use crate::{commit, diff, proposal, refs, snapshot, workspace, writeback};
+use crate::{git::commit, git::diff, git::refs, proposal, snapshot, workspace, writeback};
 
 /// Apply's reason for a task whose refresh conflicts are unresolved.
 pub const UNRESOLVED: &str = "unresolved_conflicts";
@@ -242,7 +242,7 @@ fn refresh_task(
         .as_ref()
         .map(|p| p.invalid.clone())
         .unwrap_or_default();
-    invalid.extend(crate::validate::tree(
+    invalid.extend(crate::git::validate::tree(
         &source.repo,
         Some(old_base_tree),
         w_tree,
@@ -254,7 +254,7 @@ fn refresh_task(
                 "cannot refresh task {}: its workspace {} holds paths git refuses to add or check out: {}; nothing was changed there",
                 task.name,
                 real.display(),
-                crate::validate::list(&invalid)
+                crate::git::validate::list(&invalid)
             ),
             format!(
                 "rename or remove them in the workspace (the rest of its work is saved as {}), then run `git delegate refresh {} --batch {}` again",
@@ -274,7 +274,7 @@ fn refresh_task(
     };
 
     // 3. Write what differs between the workspace and the merge.
-    let ws_repo = crate::repo::open_worktree(&real)?;
+    let ws_repo = crate::git::repo::open_worktree(&real)?;
     let ws = Source {
         repo: ws_repo,
         common_dir: source.common_dir.clone(),
@@ -283,7 +283,7 @@ fn refresh_task(
         config: source.config.clone(),
     };
     // design §3.15: what the workspace's sparse checkout leaves out stays out.
-    let sparse = crate::sparse::Checkout::of_workspace(&ws.repo)?;
+    let sparse = crate::git::sparse::Checkout::of_workspace(&ws.repo)?;
     let mut writes: Vec<PathWrite> = diff::trees(&source.repo, w_tree, m_tree)?
         .into_iter()
         .map(|c| PathWrite {
@@ -430,7 +430,7 @@ fn write_index(
     ws: &gix::Repository,
     tree: ObjectId,
     staged: &[Staged],
-    sparse: Option<&crate::sparse::Checkout>,
+    sparse: Option<&crate::git::sparse::Checkout>,
 ) -> Result<()> {
     let err = |e: gix::Error| Error::git("cannot write the workspace's index", e);
     let mut file = ws.index_from_tree(&tree).map_err(err)?;
@@ -519,7 +519,7 @@ pub fn unresolved(task: &batch::Task, real: &Path) -> Vec<PathConflict> {
 pub fn unresolved_checked(task: &batch::Task, real: &Path) -> (Vec<PathConflict>, bool) {
     let mut out: Vec<PathConflict> = Vec::new();
     let mut unusable = false;
-    if let Ok(ws) = crate::repo::open_worktree(real) {
+    if let Ok(ws) = crate::git::repo::open_worktree(real) {
         // Decoded, its checksum not verified (the snapshot that records
         // the task verifies it: design §3.2 step 1).
         let path = ws.index_path();

@@ -26,7 +26,7 @@ use gix::index::entry::{Flags, Stage, Stat};
 
 use crate::batch::{Task, TaskState};
 use crate::error::{Code, Error, Result};
-use crate::registration::Registration;
+use crate::git::registration::Registration;
 use crate::snapshot::{Rebuilt, Snapshot};
 
 /// Write `rebuilt` (what the snapshot `snap` of the workspace `ws` of
@@ -86,7 +86,7 @@ pub fn write(
 /// held, before anything reads the index for what it says (unmerged
 /// entries: `refresh::unresolved`).
 pub fn repair(common_dir: &Path, task: &Task, real: &Path) -> Result<bool> {
-    let ws = crate::repo::open_worktree(real)?;
+    let ws = crate::git::repo::open_worktree(real)?;
     if usable(&ws.index_path(), ws.object_hash()) {
         return Ok(false);
     }

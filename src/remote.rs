@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::batch::{self, Batch, Task};
 use crate::error::{Code, Error, Result};
-use crate::repo::Source;
-use crate::{commit, diff, refs, transport};
+use crate::git::repo::Source;
+use crate::{git::commit, git::diff, git::refs, git::transport};
 
 /// The file a joined workspace keeps in its own git dir.
 pub const JOIN_FILE: &str = "delegate-join.toml";
@@ -345,7 +345,7 @@ pub struct JoinReport {
 fn repo_name(url: &str) -> String {
     let trimmed = url.trim_end_matches('/');
     let last = trimmed.rsplit(['/', ':']).next().unwrap_or(trimmed);
-    let name = crate::repo::safe_name(last.strip_suffix(".git").unwrap_or(last));
+    let name = crate::git::repo::safe_name(last.strip_suffix(".git").unwrap_or(last));
     if name.is_empty() {
         "repo".into()
     } else {
@@ -430,14 +430,16 @@ pub fn join(opts: &JoinOptions) -> Result<JoinReport> {
 
     // Inside a clone of the same project (or --repo): a linked worktree.
     let clone = match &opts.repo {
-        Some(r) => Some(crate::repo::open_source(&opts.cwd.join(r)).map_err(|e| {
-            Error::usage(
-                Code::NotARepository,
-                format!("--repo {}: {}", r.display(), e.message),
-                "give the folder of a clone of the project",
-            )
-        })?),
-        None => crate::repo::open_source(&opts.cwd)
+        Some(r) => Some(
+            crate::git::repo::open_source(&opts.cwd.join(r)).map_err(|e| {
+                Error::usage(
+                    Code::NotARepository,
+                    format!("--repo {}: {}", r.display(), e.message),
+                    "give the folder of a clone of the project",
+                )
+            })?,
+        ),
+        None => crate::git::repo::open_source(&opts.cwd)
             .ok()
             .filter(|repo| has_remote(repo, &opts.url)),
     };
@@ -451,7 +453,7 @@ pub fn join(opts: &JoinOptions) -> Result<JoinReport> {
         let common = crate::sys::fs::canonical(repo.common_dir())
             .unwrap_or_else(|_| repo.common_dir().to_path_buf());
         let worktree_id = join_id(&id, task);
-        let reg = crate::registration::Registration::new(&common, &worktree_id);
+        let reg = crate::git::registration::Registration::new(&common, &worktree_id);
         if reg.path().join(JOIN_FILE).exists() {
             let at = std::fs::read_to_string(reg.gitdir_file())
                 .ok()
@@ -471,7 +473,7 @@ pub fn join(opts: &JoinOptions) -> Result<JoinReport> {
         };
         crate::workspace::check_free(&common, std::slice::from_ref(&plan))?;
         transport::fetch(&common, &opts.url, std::slice::from_ref(&spec))?;
-        let repo = crate::repo::open_source(
+        let repo = crate::git::repo::open_source(
             &opts
                 .cwd
                 .join(opts.repo.as_deref().unwrap_or(Path::new("."))),
@@ -509,7 +511,7 @@ pub fn join(opts: &JoinOptions) -> Result<JoinReport> {
         transport::clone(&opts.cwd, &opts.url, &root, true)?;
         let git_dir = root.join(".git");
         transport::fetch(&git_dir, &opts.url, std::slice::from_ref(&spec))?;
-        let repo = crate::repo::open_worktree(&root)?;
+        let repo = crate::git::repo::open_worktree(&root)?;
         let baseline = refs::get(&repo, &base_ref)?.ok_or_else(|| no_baseline(&opts.url, &id))?;
         transport::checkout_detached(&root, &opts.url, &baseline.to_string())?;
         let j = joined(baseline.to_string());
@@ -556,7 +558,7 @@ fn write_joined(git_dir: &Path, j: &Joined) -> Result<()> {
 
 /// What the working tree at `root` remembers of its join, if anything.
 fn read_joined_at(root: &Path) -> Option<Joined> {
-    let repo = crate::repo::open_worktree(root).ok()?;
+    let repo = crate::git::repo::open_worktree(root).ok()?;
     read_joined(repo.git_dir())
 }
 
@@ -576,7 +578,7 @@ pub struct Submitted {
 
 /// `git delegate submit` in the joined workspace around `cwd` (design §3.14).
 pub fn submit(cwd: &Path) -> Result<Submitted> {
-    let repo = crate::repo::open_source(cwd)?;
+    let repo = crate::git::repo::open_source(cwd)?;
     let Some(j) = read_joined(repo.git_dir()) else {
         return Err(Error::usage(
             Code::NotJoined,
@@ -594,12 +596,12 @@ pub fn submit(cwd: &Path) -> Result<Submitted> {
             "run submit inside the joined workspace",
         )
     })?;
-    let ws = crate::repo::open_worktree(&root)?;
+    let ws = crate::git::repo::open_worktree(&root)?;
     let snap = crate::snapshot::snapshot_workspace(&ws)?;
     // design §3.18: apply would refuse such a proposal; say so here, and
     // push nothing.
     if !snap.invalid.is_empty() {
-        return Err(crate::validate::in_working_tree(&root, &snap.invalid));
+        return Err(crate::git::validate::in_working_tree(&root, &snap.invalid));
     }
     let baseline = ObjectId::from_hex(j.baseline.as_bytes())
         .map_err(|e| Error::git(format!("bad baseline id {}", j.baseline), e))?;
@@ -661,8 +663,8 @@ fn ended_here(ws: &gix::Repository, j: &Joined) -> Option<String> {
     if let Ok(None) = refs::get(ws, &refs::baseline(&j.batch)) {
         return Some("its baseline ref is gone from this repository".into());
     }
-    let record =
-        batch::batch_dir(&crate::repo::state_dir(ws.common_dir()), &j.batch).join("batch.toml");
+    let record = batch::batch_dir(&crate::git::repo::state_dir(ws.common_dir()), &j.batch)
+        .join("batch.toml");
     let b: Batch = toml::from_str(&std::fs::read_to_string(record).ok()?).ok()?;
     let t = b.task(&j.task)?;
     (!t.state.is_open()).then(|| format!("its task {} is {}", t.name, t.state.as_str()))

@@ -14,10 +14,10 @@ use gix::bstr::{BStr, ByteSlice};
 use gix::ObjectId;
 
 use crate::batch::{self, Batch, Task, TaskState};
-use crate::diff::PathChange;
 use crate::error::{Code, Error, Result};
+use crate::git::diff::PathChange;
+use crate::git::repo::Source;
 use crate::integrate::{Candidate, PathConflict, Refusal};
-use crate::repo::Source;
 
 /// One task's changes against its baseline.
 pub struct TaskDiff {
@@ -183,7 +183,7 @@ fn describe(
         };
         let size = |side: &Option<(gix::objs::tree::EntryKind, ObjectId)>| -> Result<u64> {
             match side {
-                Some((_, id)) if patch && lines.is_none() => crate::blob::size(view, *id)
+                Some((_, id)) if patch && lines.is_none() => crate::git::blob::size(view, *id)
                     .map_err(|e| Error::git("cannot read a blob's size", e)),
                 _ => Ok(0),
             }
@@ -284,7 +284,7 @@ pub fn source_diff(
         .iter()
         .map(|p| resolve(&here.prefix, p))
         .collect::<Result<Vec<String>>>()?;
-    let baseline_tree = crate::commit::tree_of(&source.repo, &b.baseline)?;
+    let baseline_tree = crate::git::commit::tree_of(&source.repo, &b.baseline)?;
     let mut mem = source.repo.clone().with_object_memory();
     mem.object_cache_size_if_unset(8 << 20);
 
@@ -400,11 +400,11 @@ pub fn source_diff(
             // Paths git refuses (design §3.18): apply refuses the task.
             let f = &mut fates[*i];
             f.status = TaskState::Conflict;
-            f.reason = Some(crate::validate::REASON);
+            f.reason = Some(crate::git::validate::REASON);
             f.conflicts = p
                 .invalid
                 .into_iter()
-                .take(crate::validate::NAMED)
+                .take(crate::git::validate::NAMED)
                 .map(|v| PathConflict {
                     path: v.path,
                     reason: v.why.into(),
@@ -429,7 +429,7 @@ pub fn source_diff(
         // A refreshed task merges from its own base, as apply merges it
         // (design §3.12).
         let base = match &task.base {
-            Some(own) => Some(crate::commit::tree_of(&source.repo, own)?),
+            Some(own) => Some(crate::git::commit::tree_of(&source.repo, own)?),
             None => None,
         };
         candidates.push(Candidate {

@@ -26,8 +26,8 @@ use toml::Spanned;
 
 use crate::batch::{self, TaskState};
 use crate::error::{Code, Error, Result};
+use crate::git::repo::Source;
 use crate::observe::Observer;
-use crate::repo::Source;
 use crate::sys::process::{self, Group};
 
 /// One `[[task]]` of a `--tasks` file.

@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 use crate::batch::CarryStats;
 use crate::carry::{self, Method, Visit, Walker};
 use crate::error::{Code, Error, Result};
+use crate::git::repo::Source;
 use crate::presence::{Health, Removal};
-use crate::repo::Source;
 
 /// `task.worktree_id` of a scratch task: it has no worktree registration.
 pub const WORKTREE_ID: &str = crate::batch::SCRATCH_WORKTREE_ID;

@@ -27,8 +27,8 @@ use crate::batch::{self, Batch};
 use crate::error::{Error, Result};
 
 mod git_dir;
-use crate::registration::Registration;
-use crate::repo::Source;
+use crate::git::registration::Registration;
+use crate::git::repo::Source;
 pub use git_dir::find as find_git_dir;
 
 /// The record's file name in the batch's state folder.
@@ -312,7 +312,7 @@ fn head_of(repo: &gix::Repository, common_dir: &Path, task: &batch::Task) -> Opt
     let text = text.trim();
     let (branch, commit) = match text.strip_prefix("ref: ") {
         Some(name) => {
-            let commit = crate::refs::get(repo, name).ok().flatten();
+            let commit = crate::git::refs::get(repo, name).ok().flatten();
             (Some(name.to_string()), commit)
         }
         None => (None, ObjectId::from_hex(text.as_bytes()).ok()),
@@ -666,7 +666,7 @@ fn put_back_paths(repo: &gix::Repository, parent: ObjectId, stash: ObjectId) -> 
     let (Some(old), Some(new)) = (tree(parent), tree(stash)) else {
         return Vec::new();
     };
-    crate::diff::trees(repo, old, new)
+    crate::git::diff::trees(repo, old, new)
         .map(|changes| {
             changes
                 .into_iter()

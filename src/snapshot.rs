@@ -81,7 +81,7 @@ pub struct Snapshot {
     /// "Paths"): left out of the tree, so that the task alone is refused
     /// (`invalid_path`) with the rest of its work recorded. A source
     /// holding such paths is an error that names them instead.
-    pub invalid: Vec<crate::validate::Invalid>,
+    pub invalid: Vec<crate::git::validate::Invalid>,
 }
 
 type Edit = Option<(EntryKind, ObjectId)>;
@@ -247,7 +247,7 @@ struct Slot {
 fn find_cache(repo: &gix::Repository) -> Option<Slot> {
     let root = std::fs::canonicalize(repo.workdir()?).ok()?;
     let common = std::fs::canonicalize(repo.common_dir()).ok()?;
-    let state_dir = crate::repo::state_dir(&common);
+    let state_dir = crate::git::repo::state_dir(&common);
     // The batches of this working tree, oldest first (`batch` owns the listing).
     let mine = crate::batch::of_source(&state_dir, &root).ok()?;
     if mine.is_empty() {
@@ -428,7 +428,7 @@ fn head_index(repo: &gix::Repository, head_tree: ObjectId) -> Result<gix::index:
             )
         })?
         .into();
-    crate::sparse::mark_workspace(repo, &mut index)?;
+    crate::git::sparse::mark_workspace(repo, &mut index)?;
     Ok(index)
 }
 
@@ -662,7 +662,7 @@ fn run(
         move |e: gix::Error| {
             // A filter process that cannot start (git-lfs not installed).
             let root = display_root(repo);
-            crate::blob::process_start_failed(repo, &e, &root)
+            crate::git::blob::process_start_failed(repo, &e, &root)
                 .unwrap_or_else(|| Error::git(format!("snapshot of {root}: {what}"), e))
         }
     };
@@ -683,7 +683,7 @@ fn run(
     // design §3.15: a sparse index is expanded where the snapshot needs
     // every path (the HEAD -> index diff, a workspace's files on disk).
     if index.is_sparse() && (side == Side::Workspace || !index_is_head(&index, head_tree)) {
-        crate::sparse::unsparse(repo, &mut index)?;
+        crate::git::sparse::unsparse(repo, &mut index)?;
     }
     let cache_state = cache.and_then(|p| {
         gix::index::File::at(p, repo.object_hash(), false, Default::default())
@@ -800,7 +800,7 @@ fn run(
     if !collect.on_disk.is_empty() {
         // The filters see the same index as the status did (gix's
         // `filter_pipeline` would read the user's index once more).
-        let mut pipeline = crate::blob::add_pipeline(repo, &index)?;
+        let mut pipeline = crate::git::blob::add_pipeline(repo, &index)?;
         for (path, what) in std::mem::take(&mut collect.on_disk) {
             let edit = match what {
                 OnDisk::Gone => None,
@@ -830,14 +830,14 @@ fn run(
     // design §3.18: a path git refuses never enters a tree. A workspace's
     // are left out and named (its task is refused alone); a source's stop
     // the command with a diagnostic naming them.
-    let mut invalid: Vec<crate::validate::Invalid> = Vec::new();
+    let mut invalid: Vec<crate::git::validate::Invalid> = Vec::new();
     edits.retain(|path, edit| {
         let Some((kind, _)) = edit else {
             return true;
         };
-        match crate::validate::path(path.as_bstr(), *kind) {
+        match crate::git::validate::path(path.as_bstr(), *kind) {
             Some(why) => {
-                invalid.push(crate::validate::Invalid {
+                invalid.push(crate::git::validate::Invalid {
                     path: path.clone(),
                     why,
                 });
@@ -848,7 +848,7 @@ fn run(
     });
     if side == Side::Source && !invalid.is_empty() {
         let root = repo.workdir().unwrap_or(repo.git_dir());
-        return Err(crate::validate::in_working_tree(root, &invalid));
+        return Err(crate::git::validate::in_working_tree(root, &invalid));
     }
     let changes = edits.len();
     let tree = if edits.is_empty() {
@@ -1023,13 +1023,13 @@ fn hash_file(
 ) -> Result<(Edit, Option<Stat>)> {
     // Big files are streamed (never whole in memory) into the object store
     // itself, even when `repo` keeps new objects in memory.
-    match crate::blob::worktree_file_to_object(repo, pipeline, path, index) {
+    match crate::git::blob::worktree_file_to_object(repo, pipeline, path, index) {
         Ok(Some((id, kind, md))) => Ok(match kind {
             EntryKind::Commit | EntryKind::Tree => (None, None),
             k => (Some((k, id)), Some(stat_of(&md))),
         }),
         Ok(None) => Ok((None, None)),
-        Err(e) => Err(crate::blob::store_failure(
+        Err(e) => Err(crate::git::blob::store_failure(
             repo,
             Path::new(&display_root(repo)),
             path,
@@ -1041,7 +1041,7 @@ fn hash_file(
 /// Index stat data from `lstat` results, as `gix::index::entry::Stat::from_fs` makes them.
 fn stat_of(md: &std::fs::Metadata) -> Stat {
     use std::os::unix::fs::MetadataExt;
-    crate::stat::index_stat(
+    crate::git::stat::index_stat(
         (md.mtime(), md.mtime_nsec()),
         (md.ctime(), md.ctime_nsec()),
         md.dev(),

@@ -16,8 +16,8 @@
 use crate::batch::{self, Batch, Entry};
 use crate::error::Result;
 use crate::gc::Kept;
+use crate::git::repo::Source;
 use crate::problems::{self, Problem};
-use crate::repo::Source;
 use crate::workspace;
 
 /// One readable batch as status shows it.

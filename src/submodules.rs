@@ -21,7 +21,7 @@ use gix::bstr::{BString, ByteSlice};
 use gix::ObjectId;
 
 use crate::error::{Code, Error, Result};
-use crate::registration::Registration;
+use crate::git::registration::Registration;
 
 /// One submodule of a source, found through the index of its superproject.
 #[derive(Debug, Clone)]
@@ -63,7 +63,7 @@ fn gitlinks(repo: &gix::Repository) -> Result<Vec<(BString, ObjectId)>> {
 /// it are ignored, design §3.15). A dirty one is refused
 /// (`delegate::dirty_submodule`), naming it; one whose repository lives
 /// inside its folder (the old layout) is refused with `delegate::submodules`.
-pub fn discover(source: &crate::repo::Source) -> Result<Vec<Module>> {
+pub fn discover(source: &crate::git::repo::Source) -> Result<Vec<Module>> {
     let mut out = Vec::new();
     walk_source(&source.repo, &source.root, b"", &mut out, 0, true)?;
     Ok(out)
@@ -72,7 +72,7 @@ pub fn discover(source: &crate::repo::Source) -> Result<Vec<Module>> {
 /// The source's submodules as they are, dirty or not (for verification
 /// workspaces, made while the user may be working in a submodule): one
 /// whose repository is inside its folder counts as not initialized.
-pub fn find(source: &crate::repo::Source) -> Result<Vec<Module>> {
+pub fn find(source: &crate::git::repo::Source) -> Result<Vec<Module>> {
     let mut out = Vec::new();
     walk_source(&source.repo, &source.root, b"", &mut out, 0, false)?;
     Ok(out)
@@ -120,7 +120,7 @@ fn walk_source(
             }
             Ok(_) => {}
         }
-        let sub = crate::repo::open_worktree(&dir)?;
+        let sub = crate::git::repo::open_worktree(&dir)?;
         let q = |p: &Path| crate::sys::paths::shell_quote(&p.to_string_lossy());
         // The repository whose index holds the gitlink: the source, or
         // for a nested one its parent submodule (`git -C` it, design §3.16
@@ -292,7 +292,7 @@ pub fn create(
             Some(p) => match given.iter().find(|(path, _)| *path == &p.path) {
                 // Nested: the gitlink in the commit its parent got.
                 Some((_, parent_commit)) => {
-                    let repo = crate::repo::open_worktree(&rel(root, &p.path))?;
+                    let repo = crate::git::repo::open_worktree(&rel(root, &p.path))?;
                     let what = "cannot read a submodule's commit";
                     let tree = repo
                         .find_commit(*parent_commit)
@@ -369,7 +369,7 @@ fn register(git_dir: &Path, dest: &Path, commit: ObjectId, id: &str, lock: &str)
             ),
         ));
     }
-    std::fs::create_dir_all(crate::registration::dir(git_dir)).map_err(io(dir))?;
+    std::fs::create_dir_all(crate::git::registration::dir(git_dir)).map_err(io(dir))?;
     std::fs::create_dir(dir).map_err(io(dir))?;
     let line = |prefix: &str, path: &Path| {
         use std::os::unix::ffi::OsStrExt;
@@ -388,7 +388,7 @@ fn register(git_dir: &Path, dest: &Path, commit: ObjectId, id: &str, lock: &str)
 /// write the worktree's index with the stat data of the files written.
 fn checkout(dest: &Path, commit: ObjectId) -> Result<()> {
     let what = format!("cannot check out the submodule at {}", dest.display());
-    let repo = crate::repo::open_worktree(dest)?;
+    let repo = crate::git::repo::open_worktree(dest)?;
     let tree = repo
         .find_commit(commit)
         .map_err(|e| Error::git(&what, e))?
@@ -433,7 +433,7 @@ fn checkout(dest: &Path, commit: ObjectId) -> Result<()> {
         return Err(Error::interrupted());
     }
     // gix writes `ident` its own way; git's bytes (design §3.15).
-    crate::ident::fix_checkout(&repo, &mut index, dest)?;
+    crate::git::ident::fix_checkout(&repo, &mut index, dest)?;
     gix::index::File::from_state(index, repo.index_path())
         .write(Default::default())
         .map_err(|e| Error::git(&what, e))?;
@@ -454,7 +454,7 @@ pub fn changed(common_dir: &Path, root: &Path) -> Result<Vec<BString>> {
     if !common_dir.join("modules").exists() && !root.join(".gitmodules").exists() {
         return Ok(Vec::new());
     }
-    let repo = crate::repo::open_worktree(root)?;
+    let repo = crate::git::repo::open_worktree(root)?;
     let mut out = Vec::new();
     walk_workspace(&repo, root, b"", &mut out, 0)?;
     Ok(out)
@@ -494,7 +494,7 @@ fn walk_workspace(
             }
             Ok(_) => {}
         }
-        let Ok(sub) = crate::repo::open_worktree(&dir) else {
+        let Ok(sub) = crate::git::repo::open_worktree(&dir) else {
             out.push(full);
             continue;
         };

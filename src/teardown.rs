@@ -24,8 +24,8 @@ use gix::ObjectId;
 
 use crate::batch::{self, Batch, Task};
 use crate::error::Result;
-use crate::repo::Source;
-use crate::{refs, workspace};
+use crate::git::repo::Source;
+use crate::{git::refs, workspace};
 
 /// A workspace kept because it is the source of open batches (or, with no
 /// batches named, left alone because it is no longer the workspace prepare

@@ -96,7 +96,7 @@ pub fn snapshot(
             gix::worktree::stack::state::ignore::Source::WorktreeThenIdMappingIfNotSkipped,
         )
         .map_err(git("cannot read the ignore rules"))?;
-    let mut pipeline = crate::blob::add_pipeline(repo, &index)?;
+    let mut pipeline = crate::git::blob::add_pipeline(repo, &index)?;
 
     let mut parents_seen: BTreeSet<BString> = BTreeSet::new();
     let mut edits: Vec<(BString, (EntryKind, ObjectId))> = Vec::new();
@@ -156,7 +156,7 @@ pub fn snapshot(
                 if ignored {
                     None
                 } else {
-                    match crate::blob::worktree_file_to_object(
+                    match crate::git::blob::worktree_file_to_object(
                         repo,
                         &mut pipeline,
                         path.as_bstr(),
@@ -169,7 +169,12 @@ pub fn snapshot(
                         }
                         Ok(_) => return Ok(None),
                         Err(e) => {
-                            return Err(crate::blob::store_failure(repo, &root, path.as_bstr(), &e))
+                            return Err(crate::git::blob::store_failure(
+                                repo,
+                                &root,
+                                path.as_bstr(),
+                                &e,
+                            ))
                         }
                     }
                 }

@@ -288,7 +288,7 @@ fn is_entry(name: &OsStr, entry: &Dir) -> bool {
                 && target
                     .parent()
                     .and_then(Path::file_name)
-                    .is_some_and(|n| n == crate::registration::DIR)
+                    .is_some_and(|n| n == crate::git::registration::DIR)
         }
         Err(Errno::NOENT) => entry.is_empty(),
         Err(_) => false,

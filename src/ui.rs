@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::cli::ColorChoice;
 use crate::error::{Code, Error};
-use crate::repo::ColorUi;
+use crate::git::repo::ColorUi;
 use crate::sys::paths::is_unprintable;
 use crate::writeback::Recovery;
 
@@ -30,7 +30,7 @@ pub fn use_color(choice: ColorChoice, terminal: bool) -> bool {
     decide_color(
         choice,
         std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
-        crate::repo::color_ui,
+        crate::git::repo::color_ui,
         terminal,
     )
 }
@@ -42,13 +42,13 @@ pub fn use_color_for(key: &str, terminal: bool) -> bool {
     decide_color(
         choice(),
         std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
-        || crate::repo::color_setting(key).or_else(crate::repo::color_ui),
+        || crate::git::repo::color_setting(key).or_else(crate::git::repo::color_ui),
         terminal,
     )
 }
 
 /// The precedence itself; `color_ui` (git's setting, read by the repository
-/// layer: [`crate::repo::color_ui`]) is only asked when it matters.
+/// layer: [`crate::git::repo::color_ui`]) is only asked when it matters.
 fn decide_color(
     choice: ColorChoice,
     no_color: bool,
@@ -326,10 +326,10 @@ mod tests {
         assert_eq!(escape_text("a\x07b\u{9b}c"), "a\\x07b\\x9bc");
         assert_eq!(escape_text("x\u{202e}y"), "x\\u{202e}y");
         assert_eq!(
-            crate::repo::safe_name("bad\x1b[31mname\nx"),
+            crate::git::repo::safe_name("bad\x1b[31mname\nx"),
             "bad_[31mname_x"
         );
-        assert_eq!(crate::repo::safe_name("proj é"), "proj é");
+        assert_eq!(crate::git::repo::safe_name("proj é"), "proj é");
     }
 
     #[test]

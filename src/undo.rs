@@ -33,13 +33,13 @@ use gix::ObjectId;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Code, Error, Result};
+use crate::git::repo::Source;
 pub use crate::integrate::PathConflict;
 use crate::integrate::{self, Candidate, Merge};
 use crate::landing::Side;
 use crate::observe::{Notice, Observer};
-use crate::repo::Source;
 use crate::writeback::PathWrite;
-use crate::{batch, commit, diff, refs, snapshot, touched, writeback};
+use crate::{batch, git::commit, git::diff, git::refs, snapshot, touched, writeback};
 
 /// The entry file in `<state>/undo/<id>/`.
 pub const ENTRY_FILE: &str = "entry.json";
@@ -533,8 +533,8 @@ fn refuse_invalid(
     s_tree: ObjectId,
     f_tree: ObjectId,
 ) -> Result<()> {
-    let mut found = crate::validate::tree(repo, Some(s_tree), f_tree)?;
-    for f in crate::validate::tree(repo, Some(f_tree), s_tree)? {
+    let mut found = crate::git::validate::tree(repo, Some(s_tree), f_tree)?;
+    for f in crate::git::validate::tree(repo, Some(f_tree), s_tree)? {
         if !found.iter().any(|k| k.path == f.path) {
             found.push(f);
         }
@@ -548,7 +548,7 @@ fn refuse_invalid(
             "the undo entry of apply {} names paths git refuses to check out, which no apply writes (its ref {} was moved): {}; nothing was changed",
             e.short(),
             entry_ref(&e.apply_id),
-            crate::validate::list(&found)
+            crate::git::validate::list(&found)
         ),
         format!(
             "it cannot be undone; remove the entry with `rm -r {}`",

@@ -29,10 +29,10 @@ use gix::ObjectId;
 
 use crate::batch::{self, Batch};
 use crate::error::{Code, Error, Result};
+use crate::git::repo::Source;
 use crate::integrate::{self, Candidate, PathConflict, Plan, Refusal, Refused};
 use crate::lock::RepoLock;
 use crate::observe::{Notice, Observer};
-use crate::repo::Source;
 use crate::writeback::{Blocked, PathWrite};
 
 /// What to run and how (design §3.10; command line over `apply.*` config).
@@ -427,12 +427,13 @@ pub fn remove_leftovers(
             .next()
             .filter(|_| !v.template)
         {
-            let name = format!("{}batches/{}/verify/{n}", crate::refs::PREFIX, v.batch);
-            let exists = crate::refs::get(&source.repo, &name)
+            let name = format!("{}batches/{}/verify/{n}", crate::git::refs::PREFIX, v.batch);
+            let exists = crate::git::refs::get(&source.repo, &name)
                 .ok()
                 .flatten()
                 .is_some();
-            if exists && (dry_run || crate::refs::delete(&source.repo, &name).unwrap_or(false)) {
+            if exists && (dry_run || crate::git::refs::delete(&source.repo, &name).unwrap_or(false))
+            {
                 out.refs.push(name);
             }
         }
@@ -921,7 +922,7 @@ impl<'a> Runner<'a> {
                 let n = self.next_n;
                 self.next_n += 1;
                 persist_tree(&ctx.source.repo, ctx.mem, plan.f_tree)?;
-                let commit = crate::commit::write(
+                let commit = crate::git::commit::write(
                     &ctx.source.repo,
                     plan.f_tree,
                     self.baseline,
@@ -931,8 +932,8 @@ impl<'a> Runner<'a> {
                         names.join(" ")
                     ),
                 )?;
-                let ref_name = format!("{}batches/{}/verify/{n}", crate::refs::PREFIX, b.id);
-                crate::refs::set(&ctx.source.repo, &ref_name, commit, false)?;
+                let ref_name = format!("{}batches/{}/verify/{n}", crate::git::refs::PREFIX, b.id);
+                crate::git::refs::set(&ctx.source.repo, &ref_name, commit, false)?;
                 jobs.push(Job {
                     n,
                     tasks: names,
@@ -969,7 +970,7 @@ impl<'a> Runner<'a> {
                     Some(trash) if !trashes.contains(&trash) => trashes.push(trash),
                     _ => {}
                 }
-                let _ = crate::refs::delete(&ctx.source.repo, &j.ref_name);
+                let _ = crate::git::refs::delete(&ctx.source.repo, &j.ref_name);
             }
             for t in &trashes {
                 crate::trash::spawn_purger(t, &ctx.source.state_dir());
@@ -1081,10 +1082,10 @@ impl<'a> Runner<'a> {
 fn sweep(ctx: &Ctx<'_>) {
     let id = ctx.batch.id.as_str();
     remove_leftovers(ctx.source, &|b| b == id, Processes::Stop, false);
-    if let Ok(names) = crate::refs::list_batch(&ctx.source.repo, id) {
-        let prefix = format!("{}batches/{id}/verify/", crate::refs::PREFIX);
+    if let Ok(names) = crate::git::refs::list_batch(&ctx.source.repo, id) {
+        let prefix = format!("{}batches/{id}/verify/", crate::git::refs::PREFIX);
         for r in names.iter().filter(|r| r.starts_with(&prefix)) {
-            let _ = crate::refs::delete(&ctx.source.repo, r);
+            let _ = crate::git::refs::delete(&ctx.source.repo, r);
         }
     }
 }
@@ -1115,7 +1116,7 @@ fn template_plan(b: &Batch, ws_dir: &Path) -> crate::workspace::Plan {
     crate::workspace::Plan {
         root: ws_dir.join(".verify-template"),
         worktree_id: format!("delegate-{}--verify-template", b.short()),
-        lock_reason: crate::registration::verify_lock_reason(&b.id, "template"),
+        lock_reason: crate::git::registration::verify_lock_reason(&b.id, "template"),
     }
 }
 
@@ -1123,7 +1124,7 @@ fn plan_of(b: &Batch, j: &Job) -> crate::workspace::Plan {
     crate::workspace::Plan {
         root: j.root.clone(),
         worktree_id: j.worktree_id.clone(),
-        lock_reason: crate::registration::verify_lock_reason(&b.id, &j.n.to_string()),
+        lock_reason: crate::git::registration::verify_lock_reason(&b.id, &j.n.to_string()),
     }
 }
 

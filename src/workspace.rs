@@ -39,8 +39,8 @@ use gix::ObjectId;
 
 use crate::config::Mode;
 use crate::error::{Code, Error, Result};
+use crate::git::registration::Registration;
 pub use crate::presence::{Health, Removal};
-use crate::registration::Registration;
 
 mod derived;
 pub use derived::{
@@ -125,7 +125,7 @@ pub fn create_all_sparse(
     baseline: ObjectId,
     baseline_tree: ObjectId,
     plans: &[Plan],
-    sparse: Option<&crate::sparse::Workspaces>,
+    sparse: Option<&crate::git::sparse::Workspaces>,
 ) -> Result<()> {
     let mut result = create_all_inner(common_dir, baseline, baseline_tree, plans, sparse);
     if result.is_ok() && gix::interrupt::is_triggered() {
@@ -151,7 +151,7 @@ pub fn create_all_filled<T: Clone>(
     baseline_tree: ObjectId,
     plans: &[Plan],
     snapshots: crate::config::Snapshots,
-    sparse: Option<&crate::sparse::Workspaces>,
+    sparse: Option<&crate::git::sparse::Workspaces>,
     fill: impl FnOnce(&[PathBuf]) -> Result<Vec<T>>,
 ) -> Result<Vec<T>> {
     let snap = snapshots == crate::config::Snapshots::Auto
@@ -192,7 +192,7 @@ fn create_snapshots<T: Clone>(
     baseline: ObjectId,
     baseline_tree: ObjectId,
     plans: &[Plan],
-    sparse: Option<&crate::sparse::Workspaces>,
+    sparse: Option<&crate::git::sparse::Workspaces>,
     fill: impl FnOnce(&[PathBuf]) -> Result<Vec<T>>,
 ) -> Result<Vec<T>> {
     let Some(first) = plans.first() else {
@@ -212,7 +212,7 @@ fn create_snapshots<T: Clone>(
         }
     }
     crate::sys::interrupt::pause("registered");
-    let repo = crate::repo::open_worktree(&first.root)?;
+    let repo = crate::git::repo::open_worktree(&first.root)?;
     let git = |e: gix::Error| Error::git(format!("cannot check out {}", first.root.display()), e);
     let cores = cores();
     let mut index: gix::index::State = repo.index_from_tree(&baseline_tree).map_err(git)?.into();
@@ -330,7 +330,7 @@ fn create_all_inner(
     baseline: ObjectId,
     baseline_tree: ObjectId,
     plans: &[Plan],
-    sparse: Option<&crate::sparse::Workspaces>,
+    sparse: Option<&crate::git::sparse::Workspaces>,
 ) -> Result<()> {
     let Some(first) = plans.first() else {
         return Ok(());
@@ -342,7 +342,7 @@ fn create_all_inner(
         }
     }
     crate::sys::interrupt::pause("registered");
-    let repo = crate::repo::open_worktree(&first.root)?;
+    let repo = crate::git::repo::open_worktree(&first.root)?;
     let git = |e: gix::Error| Error::git(format!("cannot check out {}", first.root.display()), e);
     let cores = cores();
     let mut index: gix::index::State = repo.index_from_tree(&baseline_tree).map_err(git)?.into();
@@ -401,7 +401,9 @@ fn checkout_failed(
     if let Some(err) = Error::fs_cause(&what, Some(root), e) {
         return err.in_workspace_root();
     }
-    if let Some(err) = repo.and_then(|(r, i)| crate::blob::checkout_filter_failed(r, i, root, e)) {
+    if let Some(err) =
+        repo.and_then(|(r, i)| crate::git::blob::checkout_filter_failed(r, i, root, e))
+    {
         return err;
     }
     Error::state(
@@ -619,7 +621,8 @@ fn checkout(
         if let Some(err) = Error::fs_cause(&what, Some(root), &first.error) {
             return Err(err.in_workspace_root());
         }
-        if let Some(err) = crate::blob::checkout_filter_failed(repo, index, root, &first.error) {
+        if let Some(err) = crate::git::blob::checkout_filter_failed(repo, index, root, &first.error)
+        {
             return Err(err);
         }
         return Err(Error::state(
@@ -645,7 +648,7 @@ fn checkout(
         ));
     }
     // gix writes `ident` its own way; git's bytes (design §3.15).
-    crate::ident::fix_checkout(repo, index, root)
+    crate::git::ident::fix_checkout(repo, index, root)
 }
 
 /// The filesystem clock under `dir` as (seconds, nanoseconds), probed with a
@@ -777,7 +780,7 @@ fn can_clone(a: &Path, b: &Path) -> bool {
 /// Index stat data from a `stat` result, as `gix::index::entry::Stat::from_fs` makes them.
 #[allow(clippy::unnecessary_cast)]
 fn stat_of(st: &rustix::fs::Stat) -> gix::index::entry::Stat {
-    crate::stat::index_stat(
+    crate::git::stat::index_stat(
         (st.st_mtime as i64, st.st_mtime_nsec as i64),
         (st.st_ctime as i64, st.st_ctime_nsec as i64),
         st.st_dev as u64,

@@ -742,7 +742,7 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
     };
     let unresolved = |o: &Outcome| o.reason == Some(crate::refresh::UNRESOLVED);
     // design §3.18: paths git refuses, which only their worker can change.
-    let invalid = |o: &Outcome| o.reason == Some(crate::validate::REASON);
+    let invalid = |o: &Outcome| o.reason == Some(crate::git::validate::REASON);
     // design §3.18 "Follow-through": only an apply that names it lands it.
     let worker_failed = |o: &Outcome| o.status == TaskState::WorkerFailed;
     let resubmit = |o: &Outcome| o.resubmit;

@@ -13,7 +13,7 @@ use serde_json::json;
 use crate::batch::{self, Batch};
 use crate::cli::DropArgs;
 use crate::error::Result;
-use crate::repo::Source;
+use crate::git::repo::Source;
 use crate::ui::Ui;
 use crate::writeback::Recovery;
 

@@ -100,7 +100,7 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
     Ok(code)
 }
 
-fn human(source: &crate::repo::Source, r: &crate::gc::Report) -> String {
+fn human(source: &crate::git::repo::Source, r: &crate::gc::Report) -> String {
     let (verb, would) = if r.dry_run {
         ("Would reclaim", "would be ")
     } else {

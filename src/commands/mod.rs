@@ -35,7 +35,7 @@ use serde_json::{json, Value};
 use crate::batch::Batch;
 use crate::cli::{Cli, Command};
 use crate::error::{Code, Error, Result};
-use crate::repo::Source;
+use crate::git::repo::Source;
 use crate::ui::Ui;
 use crate::writeback::Recovery;
 
@@ -452,7 +452,7 @@ pub fn batch_doc_fetched(
         "source_head": batch.source_head,
         "baseline": {
             "commit": batch.baseline,
-            "ref": crate::refs::baseline(&batch.id),
+            "ref": crate::git::refs::baseline(&batch.id),
         },
         "mode": batch.mode,
         "forbid_commit": batch.forbid_commit,

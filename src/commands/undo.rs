@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::cli::{ApplyArgs, UndoArgs};
 use crate::error::Result;
-use crate::repo::Source;
+use crate::git::repo::Source;
 use crate::sys::paths::{self, BString, ByteSlice};
 use crate::ui::Ui;
 use crate::writeback::Recovery;

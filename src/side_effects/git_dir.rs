@@ -27,7 +27,7 @@ use sha2::Digest;
 use super::{Change, Kind, SideEffect};
 use crate::batch::{self, Batch};
 use crate::error::{Code, Error, Result};
-use crate::repo::Source;
+use crate::git::repo::Source;
 
 /// The record's file name in the batch's state folder.
 pub const FILE: &str = "shared-git-dir";

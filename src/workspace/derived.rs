@@ -58,7 +58,7 @@ pub fn create_template(
 ) -> Result<Template> {
     let made = (|| -> Result<gix::index::State> {
         register_as(common_dir, commit, plan, Make::Subvolume)?;
-        let repo = crate::repo::open_worktree(&plan.root)?;
+        let repo = crate::git::repo::open_worktree(&plan.root)?;
         let git =
             |e: gix::Error| Error::git(format!("cannot check out {}", plan.root.display()), e);
         let cores = cores();
@@ -132,7 +132,7 @@ fn derive(
     tree: ObjectId,
     plan: &Plan,
 ) -> Result<bool> {
-    let source = crate::repo::open_worktree(&t.plan.root)?;
+    let source = crate::git::repo::open_worktree(&t.plan.root)?;
     let git = |e: gix::Error| Error::git(format!("cannot check out {}", plan.root.display()), e);
     let mut index: gix::index::State = if tree == t.tree {
         t.index.clone()
@@ -245,7 +245,7 @@ fn derive(
     }
 
     // The target's other entries, checked out into the snapshot.
-    let repo = crate::repo::open_worktree(&plan.root)?;
+    let repo = crate::git::repo::open_worktree(&plan.root)?;
     let skip = gix::index::entry::Flags::SKIP_WORKTREE;
     for (e, k) in index.entries_mut().iter_mut().zip(&keep) {
         if *k {
@@ -344,7 +344,7 @@ pub struct Verification {
 /// last. One `apply --keep` released (unlocked) is an ordinary worktree
 /// now, and is not listed.
 pub fn verifications(common_dir: &Path) -> Vec<Verification> {
-    let Ok(rd) = std::fs::read_dir(crate::registration::dir(common_dir)) else {
+    let Ok(rd) = std::fs::read_dir(crate::git::registration::dir(common_dir)) else {
         return Vec::new();
     };
     let mut out: Vec<Verification> = Vec::new();

@@ -26,7 +26,7 @@ pub(super) struct Hasher<'r> {
     pub(super) symlinks: bool,
     /// The smudge for content `ident` may expand, made from `pipeline`
     /// when first needed (git's bytes, not gix's: design §3.15).
-    ident: Option<crate::ident::Smudge<'r>>,
+    ident: Option<crate::git::ident::Smudge<'r>>,
 }
 
 impl<'r> Hasher<'r> {
@@ -163,14 +163,14 @@ impl<'r> Hasher<'r> {
         let got = match self
             .pipeline
             .convert_to_git(&mut file, &path, &self.index)
-            .map_err(|e| match crate::blob::driver_failure(&e) {
+            .map_err(|e| match crate::git::blob::driver_failure(&e) {
                 Some(status) => Fail::filter(
                     format!(
                         "{} on {}: {status}",
-                        crate::blob::FILTER_FAILED_CLEAN,
+                        crate::git::blob::FILTER_FAILED_CLEAN,
                         crate::sys::paths::quote(rela)
                     ),
-                    crate::blob::failed_driver(self.repo, &e, "clean"),
+                    crate::git::blob::failed_driver(self.repo, &e, "clean"),
                 ),
                 None => Fail::because(
                     format!("cannot filter {}: {e}", crate::sys::paths::quote(rela)),
@@ -194,7 +194,7 @@ impl<'r> Hasher<'r> {
         };
         let got = match got {
             Some(got) => got,
-            None => match crate::blob::hash_reader(self.hash_kind, size, &mut file) {
+            None => match crate::git::blob::hash_reader(self.hash_kind, size, &mut file) {
                 // More than `size` bytes: it grew while it was read.
                 Ok(_)
                     if std::io::Read::read(&mut file, &mut [0u8; 1])
@@ -225,15 +225,15 @@ impl<'r> Hasher<'r> {
                 e,
             )
         };
-        let written = if crate::ident::may_expand(data) {
+        let written = if crate::git::ident::may_expand(data) {
             let pipeline = &self.pipeline;
             let smudge = self
                 .ident
-                .get_or_insert_with(|| crate::ident::Smudge::new(pipeline));
+                .get_or_insert_with(|| crate::git::ident::Smudge::new(pipeline));
             match smudge.write(data, rela, out) {
                 Ok(()) => Ok(()),
-                Err(crate::ident::Failed::Filter(e)) => return Err(cannot_filter(&e)),
-                Err(crate::ident::Failed::Write(e)) => Err(e),
+                Err(crate::git::ident::Failed::Filter(e)) => return Err(cannot_filter(&e)),
+                Err(crate::git::ident::Failed::Write(e)) => Err(e),
             }
         } else {
             let opts = gix::filter::plumbing::pipeline::convert::to_worktree::Options {
@@ -246,14 +246,14 @@ impl<'r> Hasher<'r> {
                 .map_err(|e| cannot_filter(&e))?;
             std::io::copy(&mut converted, out).map(|_| ())
         };
-        written.map_err(|e| match crate::blob::driver_failure(&e) {
+        written.map_err(|e| match crate::git::blob::driver_failure(&e) {
             Some(status) => Fail::filter(
                 format!(
                     "{} on {}: {status}",
-                    crate::blob::FILTER_FAILED,
+                    crate::git::blob::FILTER_FAILED,
                     crate::sys::paths::quote(rela)
                 ),
-                crate::blob::failed_driver(self.repo, &e, "smudge"),
+                crate::git::blob::failed_driver(self.repo, &e, "smudge"),
             ),
             None => Fail::io("write", rela, e),
         })?;

@@ -181,7 +181,7 @@ use gix::ObjectId;
 
 use crate::batch;
 use crate::error::{Code, Error, FsCause, Result};
-use crate::repo::Source;
+use crate::git::repo::Source;
 
 use self::dirs::{Dirs, Disk};
 use self::hash::Hasher;
@@ -446,7 +446,7 @@ pub fn write_then(
 fn refuse_invalid(writes: &[PathWrite]) -> Result<()> {
     for w in writes {
         let kind = w.new.map_or(EntryKind::Blob, |(k, _)| k);
-        if let Some(why) = crate::validate::path(w.path.as_bstr(), kind) {
+        if let Some(why) = crate::git::validate::path(w.path.as_bstr(), kind) {
             return Err(Error::state(
                 Code::Internal,
                 format!(

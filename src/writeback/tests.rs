@@ -909,8 +909,8 @@ fn a_path_named_like_a_cause_does_not_classify_the_failure() {
     for name in [
         "a (os error 28)",
         "no space left on device (ENOSPC, os error 28)",
-        crate::blob::FILTER_FAILED,
-        crate::blob::FILTER_FAILED_CLEAN,
+        crate::git::blob::FILTER_FAILED,
+        crate::git::blob::FILTER_FAILED_CLEAN,
     ] {
         let fx = fixture();
         fx.file(name, b"old\n");

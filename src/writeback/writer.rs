@@ -134,24 +134,27 @@ impl Writer<'_> {
                     )
                     .map_err(|e| Fail::io("create", temp.as_bstr(), e))?;
                     let file = std::fs::File::from(fd);
-                    let big = crate::blob::size(self.repo, id).map_err(|e| unreadable(&e))?
-                        > crate::blob::STREAM_ABOVE;
+                    let big = crate::git::blob::size(self.repo, id).map_err(|e| unreadable(&e))?
+                        > crate::git::blob::STREAM_ABOVE;
                     // The bytes are hashed as they are written (what the
                     // journal records of this path); whole blocks of zeros
                     // stay holes.
-                    let mut sparse = crate::blob::Sparse::new(&file);
+                    let mut sparse = crate::git::blob::Sparse::new(&file);
                     let mut tee = Tee::new(&mut sparse);
                     if stand_in {
                         let blob = self.repo.find_blob(id).map_err(|e| unreadable(&e))?;
                         std::io::Write::write_all(&mut tee, &blob.data)
                             .map_err(|e| Fail::io("write", temp.as_bstr(), e))?;
                     } else if big
-                        && crate::blob::smudge_is_identity(&mut hasher.pipeline, it.path.as_bstr())
+                        && crate::git::blob::smudge_is_identity(
+                            &mut hasher.pipeline,
+                            it.path.as_bstr(),
+                        )
                     {
                         // Copied from the object store as it is inflated.
                         let mut from =
-                            crate::blob::open(self.repo, id).map_err(|e| unreadable(&e))?;
-                        crate::blob::copy(&mut from, &mut tee)
+                            crate::git::blob::open(self.repo, id).map_err(|e| unreadable(&e))?;
+                        crate::git::blob::copy(&mut from, &mut tee)
                             .map_err(|e| Fail::io("write", temp.as_bstr(), e))?;
                     } else {
                         let blob = self.repo.find_blob(id).map_err(|e| unreadable(&e))?;

@@ -122,7 +122,7 @@ pub fn git_env() -> &'static GitEnv {
     GIT_ENV.get_or_init(GitEnv::capture)
 }
 
-use crate::discovery::{not_a_repository, path_from_line};
+use crate::git::discovery::{not_a_repository, path_from_line};
 
 fn unsupported_environment(var: &str, value: &Path, what: String, help: String) -> Error {
     Error::state(
@@ -151,7 +151,7 @@ fn discovery_error(cwd: &Path, err: gix::Error) -> Error {
         Some(Up::NoGitRepositoryWithinCeiling { .. }) => Some(git_ceiling(cwd).unwrap_or_default()),
         _ => None,
     };
-    if let Some(e) = crate::discovery::diagnose(cwd, limit.as_deref()) {
+    if let Some(e) = crate::git::discovery::diagnose(cwd, limit.as_deref()) {
         return e;
     }
     match err.downcast_any_ref::<Up>() {
@@ -229,8 +229,8 @@ pub fn open_source(cwd: &Path) -> Result<gix::Repository> {
     let mut repo = match env.get("GIT_DIR") {
         Some(gd) => {
             let git_dir = cwd.join(gd);
-            if let Some(format) = crate::discovery::unreadable_object_format(&git_dir) {
-                return Err(crate::discovery::unsupported_object_format(
+            if let Some(format) = crate::git::discovery::unreadable_object_format(&git_dir) {
+                return Err(crate::git::discovery::unsupported_object_format(
                     &git_dir, &format,
                 ));
             }
@@ -308,7 +308,7 @@ pub fn open_source(cwd: &Path) -> Result<gix::Repository> {
             repo
         }
     };
-    if let Some(e) = crate::discovery::unsupported_ref_format(&repo) {
+    if let Some(e) = crate::git::discovery::unsupported_ref_format(&repo) {
         return Err(e);
     }
     if let Some(index) = env.get("GIT_INDEX_FILE") {

@@ -292,7 +292,7 @@ fn named_anywhere(
 
 fn stat_of(md: &std::fs::Metadata) -> gix::index::entry::Stat {
     use std::os::unix::fs::MetadataExt;
-    crate::stat::index_stat(
+    crate::git::stat::index_stat(
         (md.mtime(), md.mtime_nsec()),
         (md.ctime(), md.ctime_nsec()),
         md.dev(),
