@@ -24,13 +24,13 @@ use std::path::PathBuf;
 use gix::bstr::{BString, ByteSlice};
 use serde_json::json;
 
-use crate::batch::{self, Batch, TaskState};
 use crate::config::StopProcesses;
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
 use crate::integrate::{self, Candidate, PathConflict};
 use crate::landing::{persist, Side};
 use crate::observe::{Notice, Observer};
+use crate::record::batch::{self, Batch, TaskState};
 use crate::writeback::PathWrite;
 use crate::{
     git::commit, git::refs, proposal, sys::paths, sys::quiesce, teardown, workspace, writeback,
@@ -1010,7 +1010,10 @@ pub(crate) fn lock_and_report(source: &Source) -> Result<crate::lock::RepoLock> 
     let lock = crate::lock::acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
     let pending = crate::writeback::pending(source)?;
     if !pending.is_empty() {
-        let shorts: Vec<&str> = pending.iter().map(|id| crate::batch::short(id)).collect();
+        let shorts: Vec<&str> = pending
+            .iter()
+            .map(|id| crate::record::batch::short(id))
+            .collect();
         let mut details = serde_json::Map::new();
         details.insert("pending_writebacks".into(), json!(pending));
         return Err(Error::state(

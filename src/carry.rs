@@ -24,8 +24,8 @@ use gix::bstr::{BStr, BString, ByteSlice};
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::batch::CarryStats;
 use crate::error::{Code, Error, Result};
+use crate::record::batch::CarryStats;
 
 /// The file that lists patterns of ignored files to carry, at the source root.
 pub const INCLUDE_FILE: &str = ".worktreeinclude";

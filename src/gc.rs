@@ -52,10 +52,10 @@ use std::path::{Path, PathBuf};
 
 use gix::ObjectId;
 
-use crate::batch::{self, discard_kept, Batch, Entry};
 use crate::error::{Code, Error, Result};
 use crate::git::registration::{self, Registration};
 use crate::git::repo::Source;
+use crate::record::batch::{self, discard_kept, Batch, Entry};
 use crate::{git::commit, git::refs, proposal, workspace};
 
 /// Work saved from a stale task's workspace into a proposal ref.
@@ -1233,7 +1233,7 @@ fn stand_in(
         mode: crate::config::Mode::Worktree,
         forbid_commit: false,
         sparse: None,
-        lease: crate::lease::Lease::new(1, None),
+        lease: crate::record::lease::Lease::new(1, None),
         preparing: None,
         remote: None,
         tasks: vec![batch::Task::open(

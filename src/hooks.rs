@@ -21,10 +21,10 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::batch::{self, Entry};
 use crate::config::{Config, StaleLeases};
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
+use crate::record::batch::{self, Entry};
 
 /// The script installed as `pre-commit` (the repository's `hooks/pre-commit`).
 pub const PRE_COMMIT: &str = include_str!("../hooks/pre-commit");

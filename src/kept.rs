@@ -20,13 +20,13 @@ use std::path::PathBuf;
 use gix::bstr::BString;
 
 use crate::apply::{Outcome, Report};
-use crate::batch::{self, Batch, Entry, TaskState};
 use crate::error::{Code, Error, Result};
 use crate::gc::Kept;
 use crate::git::repo::Source;
 use crate::integrate::Candidate;
 use crate::landing::Side;
 use crate::observe::{Notice, Observer};
+use crate::record::batch::{self, Batch, Entry, TaskState};
 use crate::{git::commit, git::diff, git::refs, writeback};
 
 /// What the caller asked for.
@@ -321,7 +321,7 @@ fn stand_in(source: &Source, k: &Kept, baseline: gix::ObjectId) -> Batch {
         mode: crate::config::Mode::Worktree,
         forbid_commit: false,
         sparse: None,
-        lease: crate::lease::Lease::new(1, None),
+        lease: crate::record::lease::Lease::new(1, None),
         preparing: None,
         remote: None,
         tasks: vec![batch::Task::open(

@@ -13,7 +13,6 @@
 //! `docs/design.md`, and the module map is `docs/architecture.md`.
 
 pub mod apply;
-pub mod batch;
 pub mod carry;
 pub mod config;
 pub mod error;
@@ -23,7 +22,6 @@ pub mod hooks;
 pub mod integrate;
 pub mod kept;
 pub mod landing;
-pub mod lease;
 pub mod lock;
 pub mod mandir;
 pub mod observe;
@@ -33,6 +31,7 @@ pub mod preparing;
 pub mod presence;
 pub mod problems;
 pub mod proposal;
+pub mod record;
 pub mod refresh;
 pub mod reindex;
 pub mod remote;

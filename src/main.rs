@@ -12,11 +12,11 @@ mod progress;
 mod ui;
 
 // The engine is the library crate; importing its modules at the crate root
-// keeps `crate::batch::...` paths in the binary's modules working.
+// keeps `crate::record::batch::...` paths in the binary's modules working.
 use git_delegate::{
-    apply, batch, config, error, gc, git, hooks, kept, lease, lock, mandir, observe, patch,
-    prepare, preparing, problems, refresh, remote, renew, review, run, shared_root, snapshot,
-    status, sys, teardown, trash, undo, verify, workspace, writeback,
+    apply, config, error, gc, git, hooks, kept, lock, mandir, observe, patch, prepare, preparing,
+    problems, record, refresh, remote, renew, review, run, shared_root, snapshot, status, sys,
+    teardown, trash, undo, verify, workspace, writeback,
 };
 
 fn main() {

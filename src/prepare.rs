@@ -14,12 +14,12 @@
 
 use std::collections::HashSet;
 
-use crate::batch::{self, Batch, Task};
 use crate::config::Mode;
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
-use crate::lease::Lease;
 use crate::observe::{Notice, Observer};
+use crate::record::batch::{self, Batch, Task};
+use crate::record::lease::Lease;
 use crate::{git::refs, snapshot, workspace};
 
 /// Tests may fix the batch id (a UUID) to provoke collisions; never for users.
@@ -57,7 +57,7 @@ pub struct Report {
     /// Paths that differ from HEAD in the baseline.
     pub changes: usize,
     /// Per task: the ignored files carried (worktree mode) or the scratch copy.
-    pub carried: Vec<crate::batch::CarryStats>,
+    pub carried: Vec<crate::record::batch::CarryStats>,
 }
 
 /// Check what needs no repository: task names (valid, none twice) and the
@@ -278,7 +278,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     // ref or folder, so a prepare killed at any later point leaves a batch
     // that is known to be incomplete; then everything else; the batch is
     // complete once `batch.toml` is rewritten without the marker.
-    batch.preparing = Some(crate::batch::Marker::mine());
+    batch.preparing = Some(crate::record::batch::Marker::mine());
     let mut undo = Undo {
         source,
         batch: &mut batch,
@@ -377,7 +377,7 @@ fn make(
     stat_cache: Option<snapshot::PendingCache>,
     modules: &[crate::submodules::Module],
     sparse: Option<&crate::git::sparse::Workspaces>,
-) -> Result<Vec<crate::batch::CarryStats>> {
+) -> Result<Vec<crate::record::batch::CarryStats>> {
     let state_dir = source.state_dir();
     let stop = || -> Result<()> {
         if crate::sys::interrupt::interrupted() {

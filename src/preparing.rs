@@ -20,13 +20,13 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::batch::{self, Batch};
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
+use crate::record::batch::{self, Batch};
 
 // The marker and its reading are part of the batch record (`batch`, a
 // leaf the workspace code reads too); this module gives them their meaning.
-pub use crate::batch::{progress, Marker, Progress};
+pub use crate::record::batch::{progress, Marker, Progress};
 
 /// The refusal of `apply`, `refresh` and `renew` for an incomplete batch (exit 3).
 pub fn refuse(b: &Batch, p: Progress) -> Error {
@@ -91,7 +91,7 @@ pub fn record(state_dir: &Path, b: &Batch) -> Result<()> {
 
 impl Removed {
     /// The task's workspace is left alone: named, with what refused it.
-    fn left_alone(&mut self, t: &crate::batch::Task) {
+    fn left_alone(&mut self, t: &crate::record::batch::Task) {
         self.left_alone.push(t.root.clone());
         if let Some(r) = crate::workspace::refusal(t) {
             crate::shared_root::note(&mut self.unsafe_folders, r);
@@ -221,7 +221,7 @@ mod tests {
             mode: crate::config::Mode::Worktree,
             forbid_commit: false,
             sparse: None,
-            lease: crate::lease::Lease::new(ttl, None),
+            lease: crate::record::lease::Lease::new(ttl, None),
             tasks: Vec::new(),
             preparing: marker,
             remote: None,

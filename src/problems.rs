@@ -17,9 +17,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::batch::{self, Batch, Entry};
 use crate::git::repo::Source;
-use crate::lease;
+use crate::record::batch::{self, Batch, Entry};
+use crate::record::lease;
 use crate::writeback::LeftPath;
 use crate::{git::diff, snapshot, workspace};
 

@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use gix::bstr::BString;
 use gix::ObjectId;
 
-use crate::batch::{Batch, Task};
 use crate::error::Result;
 use crate::git::diff::PathChange;
 use crate::git::repo::Source;
+use crate::record::batch::{Batch, Task};
 use crate::{git::commit, git::diff, git::refs, patch, snapshot};
 
 pub struct Proposal {
@@ -50,7 +50,7 @@ pub struct Preview {
 
 /// The patch file of a task.
 pub fn patch_path(source: &Source, batch: &Batch, task: &str) -> PathBuf {
-    crate::batch::batch_dir(&source.state_dir(), &batch.id).join(format!("{task}.patch"))
+    crate::record::batch::batch_dir(&source.state_dir(), &batch.id).join(format!("{task}.patch"))
 }
 
 /// Snapshot `task`'s workspace. `None` when it does not differ from the
@@ -65,7 +65,7 @@ pub fn record(
 ) -> Result<Option<Proposal>> {
     record_in(
         &source.repo,
-        &crate::batch::batch_dir(&source.state_dir(), &batch.id),
+        &crate::record::batch::batch_dir(&source.state_dir(), &batch.id),
         batch,
         task,
         baseline_tree,

@@ -26,11 +26,11 @@ use gix::bstr::{BStr, BString, ByteSlice};
 use gix::merge::tree::TreatAsUnresolved;
 use gix::ObjectId;
 
-use crate::batch::{self, Batch, TaskState};
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
 use crate::integrate::PathConflict;
 use crate::observe::{Notice, Observer};
+use crate::record::batch::{self, Batch, TaskState};
 use crate::writeback::PathWrite;
 use crate::{git::commit, git::diff, git::refs, proposal, snapshot, workspace, writeback};
 

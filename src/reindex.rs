@@ -24,9 +24,9 @@ use std::path::Path;
 use gix::bstr::ByteSlice;
 use gix::index::entry::{Flags, Stage, Stat};
 
-use crate::batch::{Task, TaskState};
 use crate::error::{Code, Error, Result};
 use crate::git::registration::Registration;
+use crate::record::batch::{Task, TaskState};
 use crate::snapshot::{Rebuilt, Snapshot};
 
 /// Write `rebuilt` (what the snapshot `snap` of the workspace `ws` of

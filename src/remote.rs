@@ -22,9 +22,9 @@ use std::path::{Path, PathBuf};
 use gix::ObjectId;
 use serde::{Deserialize, Serialize};
 
-use crate::batch::{self, Batch, Task};
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
+use crate::record::batch::{self, Batch, Task};
 use crate::{git::commit, git::diff, git::refs, git::transport};
 
 /// The file a joined workspace keeps in its own git dir.

@@ -8,9 +8,9 @@
 
 use std::path::Path;
 
-use crate::batch::{self, Batch};
 use crate::error::{Code, Error, Result};
-use crate::lease::{Lease, State};
+use crate::record::batch::{self, Batch};
+use crate::record::lease::{Lease, State};
 
 /// The command that renews batch `short`'s lease in `state`, as hints print
 /// it: an orphaned lease is renewed only with a new owner, so it names the

@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 use gix::bstr::{BStr, ByteSlice};
 use gix::ObjectId;
 
-use crate::batch::{self, Batch, Task, TaskState};
 use crate::error::{Code, Error, Result};
 use crate::git::diff::PathChange;
 use crate::git::repo::Source;
 use crate::integrate::{Candidate, PathConflict, Refusal};
+use crate::record::batch::{self, Batch, Task, TaskState};
 
 /// One task's changes against its baseline.
 pub struct TaskDiff {

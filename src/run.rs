@@ -24,10 +24,10 @@ use gix::bstr::BStr;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::batch::{self, TaskState};
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
 use crate::observe::Observer;
+use crate::record::batch::{self, TaskState};
 use crate::sys::process::{self, Group};
 
 /// One `[[task]]` of a `--tasks` file.
@@ -545,7 +545,7 @@ fn hand_over(source: &Source, id: &str, ttl: i64, owner: Option<(u32, u64)>) -> 
     if b.id != id {
         return Ok(());
     }
-    b.lease = crate::lease::Lease::new(ttl, owner);
+    b.lease = crate::record::lease::Lease::new(ttl, owner);
     batch::save(&state, &b)
 }
 

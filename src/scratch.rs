@@ -21,14 +21,14 @@ use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use crate::batch::CarryStats;
 use crate::carry::{self, Method, Visit, Walker};
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
 use crate::presence::{Health, Removal};
+use crate::record::batch::CarryStats;
 
 /// `task.worktree_id` of a scratch task: it has no worktree registration.
-pub const WORKTREE_ID: &str = crate::batch::SCRATCH_WORKTREE_ID;
+pub const WORKTREE_ID: &str = crate::record::batch::SCRATCH_WORKTREE_ID;
 /// Folder name prefix of the containers beside the source root.
 pub const CONTAINER_PREFIX: &str = ".git-delegate-scratch-";
 /// The copy inside a container.
@@ -696,7 +696,7 @@ pub fn sweep_candidates(source: &Source) -> Result<Vec<Candidate>> {
         Ok(rd) => rd,
         Err(_) => return Ok(Vec::new()),
     };
-    let mut batches: Option<Vec<crate::batch::Batch>> = None;
+    let mut batches: Option<Vec<crate::record::batch::Batch>> = None;
     let mut out = Vec::new();
     for entry in rd.flatten() {
         let name = entry.file_name();
@@ -727,7 +727,7 @@ pub fn sweep_candidates(source: &Source) -> Result<Vec<Candidate>> {
         }
         let batches = match &batches {
             Some(b) => b,
-            None => batches.insert(crate::batch::list_ok(&source.state_dir())?),
+            None => batches.insert(crate::record::batch::list_ok(&source.state_dir())?),
         };
         let reason = match batches.iter().find(|b| b.id == owner.batch) {
             None => Some("batch_gone"),
@@ -800,7 +800,7 @@ pub fn orphan_messages(source: &Source) -> Vec<(String, String)> {
                     .as_ref()
                     .map(|o| format!(
                         " from batch {} task {}",
-                        crate::batch::short(&o.batch),
+                        crate::record::batch::short(&o.batch),
                         o.task
                     ))
                     .unwrap_or_default()

@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 use gix::bstr::ByteSlice;
 use gix::ObjectId;
 
-use crate::batch::{self, Batch};
 use crate::error::{Error, Result};
+use crate::record::batch::{self, Batch};
 
 mod git_dir;
 use crate::git::registration::Registration;

@@ -249,14 +249,14 @@ fn find_cache(repo: &gix::Repository) -> Option<Slot> {
     let common = std::fs::canonicalize(repo.common_dir()).ok()?;
     let state_dir = crate::git::repo::state_dir(&common);
     // The batches of this working tree, oldest first (`batch` owns the listing).
-    let mine = crate::batch::of_source(&state_dir, &root).ok()?;
+    let mine = crate::record::batch::of_source(&state_dir, &root).ok()?;
     if mine.is_empty() {
         return None;
     }
     let newest_cache = mine
         .iter()
         .filter_map(|b| {
-            let p = crate::batch::batch_dir(&state_dir, &b.id).join(CACHE_FILE);
+            let p = crate::record::batch::batch_dir(&state_dir, &b.id).join(CACHE_FILE);
             let mtime = p.metadata().and_then(|m| m.modified()).ok()?;
             Some((mtime, p))
         })
@@ -264,7 +264,7 @@ fn find_cache(repo: &gix::Repository) -> Option<Slot> {
         .map(|(_, p)| p);
     let write = match &newest_cache {
         Some(p) => p.clone(),
-        None => crate::batch::batch_dir(&state_dir, &mine.last()?.id).join(CACHE_FILE),
+        None => crate::record::batch::batch_dir(&state_dir, &mine.last()?.id).join(CACHE_FILE),
     };
     let dir = write.parent()?.to_path_buf();
     Some(Slot {

@@ -13,11 +13,11 @@
 //! Never: changes anything or takes the lock (workspace snapshots are kept
 //! in memory); words anything.
 
-use crate::batch::{self, Batch, Entry};
 use crate::error::Result;
 use crate::gc::Kept;
 use crate::git::repo::Source;
 use crate::problems::{self, Problem};
+use crate::record::batch::{self, Batch, Entry};
 use crate::workspace;
 
 /// One readable batch as status shows it.

@@ -22,9 +22,9 @@ use std::path::PathBuf;
 
 use gix::ObjectId;
 
-use crate::batch::{self, Batch, Task};
 use crate::error::Result;
 use crate::git::repo::Source;
+use crate::record::batch::{self, Batch, Task};
 use crate::{git::refs, workspace};
 
 /// A workspace kept because it is the source of open batches (or, with no
@@ -128,7 +128,7 @@ pub fn remove_refs(
 ) -> Result<Vec<(String, bool)>> {
     let mut out = Vec::new();
     for name in refs::list_batch(&source.repo, &b.id)? {
-        if keep.contains(&name) || crate::batch::discard_kept(b, &name) {
+        if keep.contains(&name) || crate::record::batch::discard_kept(b, &name) {
             continue;
         }
         let removed = dry_run || refs::delete(&source.repo, &name)?;

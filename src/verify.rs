@@ -27,12 +27,12 @@ use std::time::Duration;
 use gix::bstr::BString;
 use gix::ObjectId;
 
-use crate::batch::{self, Batch};
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
 use crate::integrate::{self, Candidate, PathConflict, Plan, Refusal, Refused};
 use crate::lock::RepoLock;
 use crate::observe::{Notice, Observer};
+use crate::record::batch::{self, Batch};
 use crate::writeback::{Blocked, PathWrite};
 
 /// What to run and how (design §3.10; command line over `apply.*` config).

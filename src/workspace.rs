@@ -1117,10 +1117,10 @@ impl Identity {
 /// The identity of the workspace folder at `root`, just made, for the
 /// batch record (`None` when it cannot be read: the batch then falls back
 /// to the checks of a batch recorded without one).
-pub fn folder_of(root: &Path) -> Option<crate::batch::Folder> {
+pub fn folder_of(root: &Path) -> Option<crate::record::batch::Folder> {
     let fd = open_nofollow(root).ok()?;
     let st = rustix::fs::fstat(&fd).ok()?;
-    Some(crate::batch::Folder {
+    Some(crate::record::batch::Folder {
         dev: st.st_dev as u64,
         ino: st.st_ino as u64,
         path: real_path(&fd, root)?,
@@ -1155,7 +1155,7 @@ fn real_path(fd: &OwnedFd, root: &Path) -> Option<PathBuf> {
 /// batch recorded before identities were kept has no device, inode nor
 /// real path to compare: there, the folder must not be a symlink and its
 /// `.git` file must point back.
-pub fn identify(common_dir: &Path, task: &crate::batch::Task) -> Identity {
+pub fn identify(common_dir: &Path, task: &crate::record::batch::Task) -> Identity {
     // A remote task has no workspace here (design §3.14).
     if task.remote {
         return Identity::Missing;
@@ -1196,7 +1196,7 @@ enum Reach {
 /// Why the workspace of `task` is refused below the workspace root (design
 /// §3.18: another user's folder, or a symlink where a folder of ours is
 /// expected), if it is: for the reports of gc and drop, which leave it alone.
-pub fn refusal(task: &crate::batch::Task) -> Option<crate::shared_root::Refused> {
+pub fn refusal(task: &crate::record::batch::Task) -> Option<crate::shared_root::Refused> {
     if task.remote
         || task.kind() == Mode::Scratch
         || !crate::shared_root::is_beneath_shape(&task.root)
@@ -1210,7 +1210,7 @@ fn identify_at(
     common_dir: &Path,
     root: &Path,
     worktree_id: &str,
-    made: Option<&crate::batch::Folder>,
+    made: Option<&crate::record::batch::Folder>,
     reach: Reach,
 ) -> Identity {
     use crate::shared_root::{Opened, Reason};
@@ -1328,7 +1328,7 @@ pub fn is_ours(common_dir: &Path, root: &Path, worktree_id: &str) -> bool {
 }
 
 /// Whether a task's workspace folder is there and is ours.
-pub fn health(common_dir: &Path, task: &crate::batch::Task) -> Health {
+pub fn health(common_dir: &Path, task: &crate::record::batch::Task) -> Health {
     identify(common_dir, task).health()
 }
 
@@ -1368,7 +1368,7 @@ pub fn remove_joined(common_dir: &Path, root: &Path, worktree_id: &str) -> Resul
 /// replaced is left alone (its stale registration goes); a workspace the
 /// user moved with `git worktree move` is left alone with its registration,
 /// unlocked, as an ordinary worktree. Both report [`Removal::Foreign`].
-pub fn remove_task(common_dir: &Path, task: &crate::batch::Task) -> Result<Removal> {
+pub fn remove_task(common_dir: &Path, task: &crate::record::batch::Task) -> Result<Removal> {
     if task.remote {
         return Ok(Removal::Missing);
     }
@@ -1388,10 +1388,10 @@ fn remove_at(
     common_dir: &Path,
     root: &Path,
     worktree_id: &str,
-    made: Option<&crate::batch::Folder>,
+    made: Option<&crate::record::batch::Folder>,
     reach: Reach,
 ) -> Result<Removal> {
-    if crate::batch::kind_of(worktree_id) == Mode::Scratch {
+    if crate::record::batch::kind_of(worktree_id) == Mode::Scratch {
         return crate::scratch::remove(common_dir, root);
     }
     if moved_elsewhere(common_dir, root, worktree_id) {
@@ -1428,7 +1428,7 @@ fn remove_at(
 /// Remove the folders above the task's workspace when they are empty (the
 /// batch folder and the repository folder, through their handles, design
 /// §3.18; a scratch copy's container). Best effort.
-pub fn remove_empty_parents_of(task: &crate::batch::Task) {
+pub fn remove_empty_parents_of(task: &crate::record::batch::Task) {
     if task.remote {
         return;
     }
@@ -1479,7 +1479,10 @@ const REMOVE_IN_PLACE_MAX: u32 = 128;
 /// is returned so the caller can start the background deleter
 /// ([`crate::trash::spawn_purger`]) once it is done. Falls back to
 /// [`remove_task`] wherever the move cannot be made.
-pub fn discard(common_dir: &Path, task: &crate::batch::Task) -> Result<(Removal, Option<PathBuf>)> {
+pub fn discard(
+    common_dir: &Path,
+    task: &crate::record::batch::Task,
+) -> Result<(Removal, Option<PathBuf>)> {
     if task.remote {
         return Ok((Removal::Missing, None));
     }
@@ -1548,8 +1551,8 @@ pub fn release(common_dir: &Path, worktree_id: &str) -> Result<()> {
 /// (by gc or `drop`) without its source (design §3.15); one whose prepare
 /// still runs does.
 pub fn hosted_batches(
-    batches: &[crate::batch::Batch],
-    task: &crate::batch::Task,
+    batches: &[crate::record::batch::Batch],
+    task: &crate::record::batch::Task,
     except: &str,
 ) -> Vec<String> {
     // A remote task has no folder here (its empty root would lead everywhere).
@@ -1566,7 +1569,9 @@ pub fn hosted_batches(
     batches
         .iter()
         .filter(|b| b.id != except)
-        .filter(|b| crate::batch::progress(b) != Some(crate::batch::Progress::Interrupted))
+        .filter(|b| {
+            crate::record::batch::progress(b) != Some(crate::record::batch::Progress::Interrupted)
+        })
         .filter(|b| {
             let canon = std::fs::canonicalize(&b.source).ok();
             roots.iter().any(|r| {

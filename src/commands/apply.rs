@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 
 pub use crate::apply::Kept;
 use crate::apply::{Closed, Outcome, Report};
-use crate::batch::{self, Batch, TaskState};
 use crate::cli::ApplyArgs;
 use crate::error::{Error, Result};
+use crate::record::batch::{self, Batch, TaskState};
 use crate::sys::paths::{self, shell_quote, BString, ByteSlice};
 use crate::ui::Ui;
 use crate::writeback::Recovery;

@@ -16,8 +16,8 @@
 
 use clap::{Arg, CommandFactory};
 
-use crate::batch::{self, Batch};
 use crate::error::Result;
+use crate::record::batch::{self, Batch};
 
 /// What the value of an argument completes with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,10 +10,10 @@
 
 use serde_json::json;
 
-use crate::batch::{self, Batch};
 use crate::cli::DropArgs;
 use crate::error::Result;
 use crate::git::repo::Source;
+use crate::record::batch::{self, Batch};
 use crate::ui::Ui;
 use crate::writeback::Recovery;
 

@@ -114,7 +114,7 @@ fn human(source: &crate::git::repo::Source, r: &crate::gc::Report) -> String {
         text.push_str(&format!(
             "Task {} of batch {} had unapplied changes ({} path(s)): {}saved as {} (patch {})\n",
             res.task,
-            crate::batch::short(&res.batch),
+            crate::record::batch::short(&res.batch),
             res.paths,
             would,
             res.ref_name,
@@ -129,7 +129,11 @@ fn human(source: &crate::git::repo::Source, r: &crate::gc::Report) -> String {
     if nothing {
         text.push_str("Nothing to reclaim.\n");
     } else {
-        let shorts: Vec<&str> = r.batches.iter().map(|b| crate::batch::short(b)).collect();
+        let shorts: Vec<&str> = r
+            .batches
+            .iter()
+            .map(|b| crate::record::batch::short(b))
+            .collect();
         let batches = match shorts.len() {
             0 => "no stale batch".to_string(),
             1 => format!("stale batch {}", shorts[0]),
@@ -146,7 +150,7 @@ fn human(source: &crate::git::repo::Source, r: &crate::gc::Report) -> String {
     for w in &r.stashed {
         text.push_str(&format!(
             "Batch {}: the work of {} is in your stash, {}; gc leaves it there (see it with `git stash show -p {}`).\n",
-            crate::batch::short(&w.batch),
+            crate::record::batch::short(&w.batch),
             w.task.as_deref().map_or("one of its tasks".to_string(), |t| format!("task {t}")),
             w.stash,
             w.stash,
@@ -177,7 +181,7 @@ fn human(source: &crate::git::repo::Source, r: &crate::gc::Report) -> String {
         text.push_str(&format!(
             "{} batch {} whole: its prepare was killed before it was complete, so no worker was ever given it and nothing was rescued.\n",
             if r.dry_run { "Would remove" } else { "Removed" },
-            crate::batch::short(id)
+            crate::record::batch::short(id)
         ));
     }
     if !r.refs_kept.is_empty() {
@@ -192,7 +196,7 @@ fn human(source: &crate::git::repo::Source, r: &crate::gc::Report) -> String {
         text.push_str(&format!(
             "Task {} of batch {}: {} its workspace {}: it holds git repositories made inside it ({}), which git-delegate never deletes; it {} an ordinary worktree (`git worktree list`).\n",
             k.task,
-            crate::batch::short(&k.batch),
+            crate::record::batch::short(&k.batch),
             if r.dry_run { "would keep" } else { "kept" },
             super::show(&k.root),
             k.nested.join(", "),
@@ -207,7 +211,7 @@ fn human(source: &crate::git::repo::Source, r: &crate::gc::Report) -> String {
         text.push_str(&format!(
             "Task {} of batch {}: {} its workspace {}: it changed submodules ({}), which a proposal cannot hold; it {} an ordinary worktree (`git worktree list`).\n",
             k.task,
-            crate::batch::short(&k.batch),
+            crate::record::batch::short(&k.batch),
             if r.dry_run { "would keep" } else { "kept" },
             super::show(&k.root),
             k.changed_submodules.join(", "),
@@ -226,11 +230,15 @@ fn human(source: &crate::git::repo::Source, r: &crate::gc::Report) -> String {
     }
     text.push_str(&super::unsafe_text(&r.unsafe_folders));
     for k in r.kept_workspaces.iter().filter(|k| !k.batches.is_empty()) {
-        let shorts: Vec<&str> = k.batches.iter().map(|b| crate::batch::short(b)).collect();
+        let shorts: Vec<&str> = k
+            .batches
+            .iter()
+            .map(|b| crate::record::batch::short(b))
+            .collect();
         text.push_str(&format!(
             "Kept the workspace of task {} of batch {}, {}: it is the source of open batch {}; it {} as an ordinary worktree (`git worktree remove` removes it).\n",
             k.task,
-            crate::batch::short(&k.batch),
+            crate::record::batch::short(&k.batch),
             super::show(&k.root),
             shorts.join(", "),
             if r.dry_run { "would stay" } else { "stays" },
@@ -246,7 +254,7 @@ fn human(source: &crate::git::repo::Source, r: &crate::gc::Report) -> String {
         let ids: Vec<&str> = r
             .pending_writebacks
             .iter()
-            .map(|b| crate::batch::short(b))
+            .map(|b| crate::record::batch::short(b))
             .collect();
         text.push_str(&format!(
             "Interrupted write-back recorded for batch {}: `git delegate gc` rolls it back (or, past its commit point, finishes it) once its process is gone.\n",

@@ -45,7 +45,7 @@ fn pre_commit(ui: &Ui) -> i32 {
             task,
         } => {
             config_warning(config_error);
-            let short = crate::batch::short(&batch);
+            let short = crate::record::batch::short(&batch);
             let label = label.map(|l| format!(" ({l})")).unwrap_or_default();
             ui.warn(&format!(
                 "git-delegate: commit refused: this is the workspace of task {task} of batch {short}{label}, \

@@ -9,8 +9,8 @@
 use serde_json::{json, Value};
 
 use crate::apply::Outcome;
-use crate::batch::TaskState;
 use crate::error::Result;
+use crate::record::batch::TaskState;
 use crate::sys::paths::{self, ByteSlice};
 use crate::ui::Ui;
 use crate::writeback::Recovery;

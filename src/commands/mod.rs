@@ -32,10 +32,10 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::batch::Batch;
 use crate::cli::{Cli, Command};
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
+use crate::record::batch::Batch;
 use crate::ui::Ui;
 use crate::writeback::Recovery;
 
@@ -164,7 +164,7 @@ pub fn batch_flag_help(
     if e.code != crate::error::Code::AmbiguousBatch {
         return e;
     }
-    let Some(first) = crate::batch::list_ok(&source.state_dir())
+    let Some(first) = crate::record::batch::list_ok(&source.state_dir())
         .ok()
         .and_then(|l| l.into_iter().find(|b| b.preparing.is_none()))
     else {
@@ -233,7 +233,7 @@ fn tell_recovered(ui: &Ui, recovery: &Recovery) {
             ui.warn(&format!(
                 "git-delegate: {} an interrupted undo (or apply --from-undo) of apply {}; {}\n",
                 if done { "finished" } else { "rolled back" },
-                crate::batch::short(id),
+                crate::record::batch::short(id),
                 if done {
                     "the working tree holds its whole result"
                 } else {
@@ -249,7 +249,7 @@ fn tell_recovered(ui: &Ui, recovery: &Recovery) {
     {
         ui.warn(&format!(
             "git-delegate: rolled back an interrupted write-back of batch {}; the working tree is as it was before that apply\n",
-            crate::batch::short(id)
+            crate::record::batch::short(id)
         ));
     }
     for id in recovery
@@ -260,14 +260,14 @@ fn tell_recovered(ui: &Ui, recovery: &Recovery) {
         if recovery.recorded.contains(id) {
             ui.warn(&format!(
                 "git-delegate: finished an interrupted write-back of batch {}: it had written its whole result, the working tree holds it, and its apply is recorded (`git delegate undo --list` shows it); `git delegate apply {}` finishes its clean-up\n",
-                crate::batch::short(id),
-                crate::batch::short(id)
+                crate::record::batch::short(id),
+                crate::record::batch::short(id)
             ));
         } else {
             ui.warn(&format!(
                 "git-delegate: an interrupted apply of batch {} had written its whole result; the working tree holds it, and `git delegate apply {}` records it\n",
-                crate::batch::short(id),
-                crate::batch::short(id)
+                crate::record::batch::short(id),
+                crate::record::batch::short(id)
             ));
         }
     }
@@ -379,7 +379,7 @@ pub fn batch_doc_fetched(
     // not live whatever its lease says.
     let progress = crate::preparing::progress(batch);
     let lease_state = match progress {
-        Some(crate::preparing::Progress::Interrupted) => crate::lease::State::Orphaned,
+        Some(crate::preparing::Progress::Interrupted) => crate::record::lease::State::Orphaned,
         _ => batch.lease.state(),
     };
     let health = crate::status::health(source, batch);
@@ -412,7 +412,7 @@ pub fn batch_doc_fetched(
                 if let Some(base) = &t.base {
                     m.insert("base".into(), json!(base));
                 }
-                if t.state == crate::batch::TaskState::Conflicted {
+                if t.state == crate::record::batch::TaskState::Conflicted {
                     m.insert("conflicted_paths".into(), json!(t.conflicted_paths));
                 }
                 // design §3.14: a remote task, its join line, and whether

@@ -142,7 +142,7 @@ pub(super) fn options(args: &PrepareArgs, names: Vec<String>) -> Result<crate::p
 }
 
 /// `1234 files, 5.6 MiB (1200 cloned, 30 copied, 4 symlinks)`
-fn carried(c: &crate::batch::CarryStats) -> String {
+fn carried(c: &crate::record::batch::CarryStats) -> String {
     let mut how = Vec::new();
     if c.cloned > 0 || c.copied == 0 {
         how.push(format!("{} cloned", c.cloned));

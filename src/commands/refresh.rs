@@ -6,9 +6,9 @@
 
 use serde_json::{json, Value};
 
-use crate::batch::TaskState;
 use crate::cli::RefreshArgs;
 use crate::error::{Error, Result};
+use crate::record::batch::TaskState;
 use crate::refresh::Report;
 use crate::sys::paths;
 use crate::ui::Ui;

@@ -35,7 +35,7 @@ pub fn join(ui: &Ui, args: JoinArgs) -> Result<i32> {
         ui.say(&format!(
             "Joined task {} of batch {} ({}) at {}\n  baseline {}\nWork there, then run: git delegate submit\n",
             j.task,
-            crate::batch::short(&j.batch),
+            crate::record::batch::short(&j.batch),
             if report.linked {
                 "a linked worktree of this clone"
             } else {
@@ -65,7 +65,7 @@ pub fn submit(ui: &Ui, _args: SubmitArgs) -> Result<i32> {
         ui.say(&format!(
             "Submitted task {} of batch {}: proposal {} pushed to {} ({})\n",
             j.task,
-            crate::batch::short(&j.batch),
+            crate::record::batch::short(&j.batch),
             &s.proposal.to_string()[..12],
             j.url,
             s.ref_name

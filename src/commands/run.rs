@@ -129,7 +129,7 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
             Some(id) => format!(
                 "Batch {} ended while its workers ran: another command applied it (apply {}, listed by `git delegate undo --list`), so run applied nothing.\n",
                 b.short(),
-                crate::batch::short(id)
+                crate::record::batch::short(id)
             ),
             None => format!(
                 "Batch {} ended while its workers ran: another command applied or dropped it, so run applied nothing.\n",

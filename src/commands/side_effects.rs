@@ -9,7 +9,7 @@
 use serde_json::{json, Value};
 
 use crate::apply::Outcome;
-use crate::batch::{Batch, TaskState};
+use crate::record::batch::{Batch, TaskState};
 use git_delegate::side_effects::{Change, Kind, SideEffect};
 
 /// `[{"task", "ref", "kind", "change", "old", "new", "stash", "message",

@@ -6,10 +6,10 @@
 
 use serde_json::{json, Value};
 
-use crate::batch::Batch;
 use crate::cli::StatusArgs;
 use crate::error::Result;
 use crate::problems::{Fact, Problem};
+use crate::record::batch::Batch;
 use crate::ui::Ui;
 use crate::workspace;
 
@@ -291,11 +291,11 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             None => {}
         }
         let state = match progress {
-            Some(crate::preparing::Progress::Interrupted) => crate::lease::State::Orphaned,
+            Some(crate::preparing::Progress::Interrupted) => crate::record::lease::State::Orphaned,
             _ => state,
         };
         let lease_state = match state {
-            crate::lease::State::Live => ui.paint("32", "live"),
+            crate::record::lease::State::Live => ui.paint("32", "live"),
             s => ui.paint("31", s.as_str()),
         };
         // "lease live, expires in 3h", "lease expired 5m ago" (the state
@@ -303,7 +303,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         let when = crate::sys::time::human(expires);
         text.push_str(&if expires > 0 {
             format!("  lease {lease_state}, expires in {when}\n")
-        } else if state == crate::lease::State::Expired {
+        } else if state == crate::record::lease::State::Expired {
             format!("  lease {lease_state} {when} ago\n")
         } else {
             format!("  lease {lease_state}, expired {when} ago\n")
@@ -353,7 +353,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                     .map(|r| format!("  ({r})"))
                     .unwrap_or_default()
             ));
-            if t.state == crate::batch::TaskState::Conflicted {
+            if t.state == crate::record::batch::TaskState::Conflicted {
                 // Handed back by a refresh, or left by the worker's own git
                 // (design §3.12): the files still unresolved in its workspace.
                 let files: Vec<String> = t

@@ -36,7 +36,7 @@ fn conflicts_text(c: &[crate::undo::PathConflict]) -> String {
 pub fn undo_hint(id: &str) -> String {
     format!(
         "Apply {} recorded: `git delegate undo` takes it back.\n",
-        crate::batch::short(id)
+        crate::record::batch::short(id)
     )
 }
 
@@ -94,7 +94,7 @@ pub fn run(ui: &Ui, args: UndoArgs, recovered: &mut Recovery) -> Result<i32> {
             } else {
                 "Undid"
             },
-            crate::batch::short(&e.batch),
+            crate::record::batch::short(&e.batch),
             if n == 1 { "" } else { "s" },
             super::show(&e.source)
         ));
@@ -149,12 +149,14 @@ fn list(ui: &Ui, here: &Source) -> Result<i32> {
             "{}  {}  batch {}  {} path{}  {}\n",
             e.short(),
             e.applied_at,
-            crate::batch::short(&e.batch),
+            crate::record::batch::short(&e.batch),
             e.paths,
             if e.paths == 1 { "" } else { "s" },
             match (&e.undone, &e.reapplied_as) {
-                (true, Some(again)) =>
-                    format!("undone, applied again as {}", crate::batch::short(again)),
+                (true, Some(again)) => format!(
+                    "undone, applied again as {}",
+                    crate::record::batch::short(again)
+                ),
                 (true, None) => "undone".to_string(),
                 (false, _) => "applied".to_string(),
             }
@@ -223,7 +225,7 @@ pub fn reapply(
             "Applying again"
         },
         r.from.short(),
-        crate::batch::short(&r.from.batch)
+        crate::record::batch::short(&r.from.batch)
     );
     for t in &r.tasks {
         if t.applied {

@@ -25,9 +25,9 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 use super::{Change, Kind, SideEffect};
-use crate::batch::{self, Batch};
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
+use crate::record::batch::{self, Batch};
 
 /// The record's file name in the batch's state folder.
 pub const FILE: &str = "shared-git-dir";

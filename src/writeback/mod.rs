@@ -179,9 +179,9 @@ use gix::bstr::{BStr, BString, ByteSlice};
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
-use crate::batch;
 use crate::error::{Code, Error, FsCause, Result};
 use crate::git::repo::Source;
+use crate::record::batch;
 
 use self::dirs::{Dirs, Disk};
 use self::hash::Hasher;
