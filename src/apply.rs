@@ -389,7 +389,8 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 // (never in a dry run, which changes nothing).
                 if unusable
                     && !dry_run
-                    && crate::reindex::repair(&source.common_dir, task, &real).unwrap_or(false)
+                    && crate::snapshot::reindex::repair(&source.common_dir, task, &real)
+                        .unwrap_or(false)
                 {
                     left = crate::refresh::unresolved(task, &real);
                 }

@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::git::repo::Source;
 use crate::integrate::{self, Candidate};
 use crate::writeback::{self, PathWrite};
-use crate::{snapshot, touched};
+use crate::{snapshot, snapshot::touched};
 
 /// Test-only: always snapshot the whole source (the tests compare both ways).
 const FULL_SOURCE_SNAPSHOT: &str = "GIT_DELEGATE_FULL_SOURCE_SNAPSHOT";

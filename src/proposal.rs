@@ -87,7 +87,7 @@ pub fn record_in(
     let (snap, rebuilt) = snapshot::snapshot_workspace_rebuilding(&ws)?;
     if let Some(rebuilt) = rebuilt {
         // Best effort: the work is read from the files either way.
-        let _ = crate::reindex::write(repo.common_dir(), task, &ws, &snap, rebuilt);
+        let _ = crate::snapshot::reindex::write(repo.common_dir(), task, &ws, &snap, rebuilt);
     }
     // A refreshed task's proposal sits on its own base (design §3.12).
     let (base, baseline_tree) = base_of(repo, batch, task, baseline_tree)?;

@@ -216,7 +216,9 @@ fn refresh_task(
         ));
     };
     let (mut left, unusable) = unresolved_checked(&task, &real);
-    if unusable && crate::reindex::repair(&source.common_dir, &task, &real).unwrap_or(false) {
+    if unusable
+        && crate::snapshot::reindex::repair(&source.common_dir, &task, &real).unwrap_or(false)
+    {
         // design §3.2 step 1: a workspace's index is a cache, rebuilt.
         left = unresolved(&task, &real);
     }

@@ -39,7 +39,9 @@ use crate::integrate::{self, Candidate, Merge};
 use crate::landing::Side;
 use crate::observe::{Notice, Observer};
 use crate::writeback::PathWrite;
-use crate::{git::commit, git::diff, git::refs, record::batch, snapshot, touched, writeback};
+use crate::{
+    git::commit, git::diff, git::refs, record::batch, snapshot, snapshot::touched, writeback,
+};
 
 /// The entry file in `<state>/undo/<id>/`.
 pub const ENTRY_FILE: &str = "entry.json";

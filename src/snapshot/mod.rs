@@ -1,6 +1,10 @@
 //! The snapshot of a working tree: everything on disk that `git add -A` would
 //! take (tracked changes, deletions, untracked non-ignored files, modes,
-//! symlinks), written as a git tree.
+//! symlinks), written as a git tree. The folder holds its two companions:
+//! the source read only at the paths the proposals touch (`touched`) and
+//! the index a workspace's snapshot found unusable, written again
+//! (`reindex`). Above `git/` and `record/` (the stat cache is a batch's), below
+//! everything that records or lands work.
 //!
 //! Owns: turning a working tree into a tree id, using the worktree's own index
 //! only as a stat cache: only files whose stat data differ are hashed, through
@@ -43,6 +47,9 @@
 //! (a file whose stat data differ is hashed), so the choice only decides how
 //! much is read. The tracked set (which paths are in the index, conflicts,
 //! intent-to-add, skip-worktree) always comes from the user's index.
+
+pub mod reindex;
+pub mod touched;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
