@@ -514,7 +514,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         // work (a remote task's submodules are its worker's to keep).
         let subs = match roots_of.get(&o) {
             Some(root) if !b.tasks[out.idx].remote => {
-                crate::submodules::changed(&source.common_dir, root)
+                crate::workspace::submodules::changed(&source.common_dir, root)
             }
             _ => Ok(Vec::new()),
         };
@@ -894,7 +894,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     // takes it to remove the emptied repository folder).
     drop(lock);
     for t in &trashes {
-        crate::trash::spawn_purger(t, &source.state_dir());
+        crate::workspace::trash::spawn_purger(t, &source.state_dir());
     }
     // A write-back that could not be rolled back leaves the repository in a
     // state only recovery can fix (exit 3); the task states are saved first.

@@ -140,7 +140,7 @@ pub struct Report {
     /// Folders below the workspace root refused (design §3.18): another
     /// user's, or a symlink where a folder of ours was expected; never
     /// entered, read or removed.
-    pub unsafe_folders: Vec<crate::shared_root::Refused>,
+    pub unsafe_folders: Vec<crate::workspace::shared_root::Refused>,
 }
 
 /// A stash entry a stale batch's workspace pushed (design §3.16).
@@ -509,7 +509,7 @@ impl Gc<'_> {
             }
             // Work in a submodule cannot be saved in a proposal either
             // (design §3.15): its workspace is kept.
-            match crate::submodules::changed(&self.source.common_dir, &t.root) {
+            match crate::workspace::submodules::changed(&self.source.common_dir, &t.root) {
                 Ok(subs) if !subs.is_empty() => submodules.push((
                     t.name.clone(),
                     subs.iter().map(|p| crate::sys::paths::doc_bytes(p)).collect(),
@@ -675,8 +675,8 @@ impl Gc<'_> {
             }
             match health {
                 workspace::Health::Ours => {
-                    let bytes =
-                        crate::shared_root::tree_size(&t.root) + crate::sys::fs::tree_size(&reg);
+                    let bytes = crate::workspace::shared_root::tree_size(&t.root)
+                        + crate::sys::fs::tree_size(&reg);
                     if !self.dry_run {
                         workspace::remove_task(&self.source.common_dir, t)?;
                     }
@@ -829,11 +829,11 @@ impl Gc<'_> {
     /// §3.18); what is refused is reported (`unsafe_folders`) and never
     /// entered, and a leftover goes through the handle that was checked.
     fn leftover_folders(&mut self, owners: &Owners) -> Result<()> {
-        use crate::shared_root::Opened;
+        use crate::workspace::shared_root::Opened;
         let Ok(base_path) = self.source.workspace_base() else {
             return Ok(());
         };
-        let base = match crate::shared_root::open_base(&base_path) {
+        let base = match crate::workspace::shared_root::open_base(&base_path) {
             Ok(Opened::Ours(b)) => b,
             Ok(Opened::Refused(r)) => {
                 self.refused(r);
@@ -843,7 +843,7 @@ impl Gc<'_> {
         };
         for short in base.dir.names() {
             let short_dir = base_path.join(&short);
-            if short == crate::trash::TRASH {
+            if short == crate::workspace::trash::TRASH {
                 // Workspaces apply removed, left by a killed background
                 // deleter. A deleter still at work is waited for, so the
                 // trash is gone when gc returns.
@@ -851,7 +851,9 @@ impl Gc<'_> {
                     self.refused(r);
                     continue;
                 }
-                if let Some(p) = crate::trash::purge(&short_dir, true, self.dry_run, true) {
+                if let Some(p) =
+                    crate::workspace::trash::purge(&short_dir, true, self.dry_run, true)
+                {
                     self.report.workspaces_removed += p.entries;
                     self.report.bytes_freed += p.bytes;
                 }
@@ -863,7 +865,9 @@ impl Gc<'_> {
             let batch = match base.dir.child(&short) {
                 Ok(Opened::Ours(d)) => d,
                 // A file is no folder of ours: not looked at.
-                Ok(Opened::Refused(r)) if r.reason != crate::shared_root::Reason::NotAFolder => {
+                Ok(Opened::Refused(r))
+                    if r.reason != crate::workspace::shared_root::Reason::NotAFolder =>
+                {
                     self.refused(r);
                     continue;
                 }
@@ -877,7 +881,7 @@ impl Gc<'_> {
                 let ws = match batch.child(&task) {
                     Ok(Opened::Ours(d)) => d,
                     Ok(Opened::Refused(r))
-                        if r.reason != crate::shared_root::Reason::NotAFolder =>
+                        if r.reason != crate::workspace::shared_root::Reason::NotAFolder =>
                     {
                         self.refused(r);
                         continue;
@@ -909,15 +913,15 @@ impl Gc<'_> {
     }
 
     /// Report a folder below the workspace root that was refused (once).
-    fn refused(&mut self, r: crate::shared_root::Refused) {
-        crate::shared_root::note(&mut self.report.unsafe_folders, r);
+    fn refused(&mut self, r: crate::workspace::shared_root::Refused) {
+        crate::workspace::shared_root::note(&mut self.report.unsafe_folders, r);
     }
 
     /// A folder prepare made (held open): empty (a prepare that died before
     /// writing its `.git`), or its `.git` file names a `delegate-*`
     /// registration of this repository. Anything else in our folder is left
     /// alone.
-    fn made_by_us(&self, ws: &crate::shared_root::Dir) -> bool {
+    fn made_by_us(&self, ws: &crate::workspace::shared_root::Dir) -> bool {
         if ws.is_empty() {
             return true;
         }
@@ -1061,7 +1065,7 @@ pub struct CorruptRemoval {
     pub refs_kept: Vec<String>,
     /// Folders below the workspace root refused (design §3.18), above or
     /// at workspaces left alone.
-    pub unsafe_folders: Vec<crate::shared_root::Refused>,
+    pub unsafe_folders: Vec<crate::workspace::shared_root::Refused>,
 }
 
 /// Remove a batch whose `batch.toml` cannot be read (`drop ID --force`).
@@ -1162,7 +1166,7 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
             workspace::Removal::Missing => {}
             workspace::Removal::Foreign => {
                 if let Some(r) = workspace::refusal(&probe.tasks[0]) {
-                    crate::shared_root::note(&mut out.unsafe_folders, r);
+                    crate::workspace::shared_root::note(&mut out.unsafe_folders, r);
                 }
                 out.left_alone.push(root)
             }
@@ -1372,7 +1376,7 @@ fn is_registered_worktree(root: &Path) -> bool {
 
 /// The registration the `.git` file in the opened folder `ws` names (made
 /// absolute), read through its handle, never through a symlink.
-fn read_dotgit_at(ws: &crate::shared_root::Dir) -> Option<PathBuf> {
+fn read_dotgit_at(ws: &crate::workspace::shared_root::Dir) -> Option<PathBuf> {
     use std::io::Read;
     use std::os::unix::ffi::OsStrExt;
     let f = rustix::fs::openat(

@@ -13,7 +13,6 @@
 //! `docs/design.md`, and the module map is `docs/architecture.md`.
 
 pub mod apply;
-pub mod carry;
 pub mod config;
 pub mod error;
 pub mod gc;
@@ -28,7 +27,6 @@ pub mod observe;
 pub mod patch;
 pub mod prepare;
 pub mod preparing;
-pub mod presence;
 pub mod problems;
 pub mod proposal;
 pub mod record;
@@ -37,15 +35,11 @@ pub mod remote;
 pub mod renew;
 pub mod review;
 pub mod run;
-pub mod scratch;
-pub mod shared_root;
 pub mod side_effects;
 pub mod snapshot;
 pub mod status;
-pub mod submodules;
 pub mod sys;
 pub mod teardown;
-pub mod trash;
 pub mod undo;
 pub mod verify;
 pub mod workspace;

@@ -102,7 +102,10 @@ pub fn lock_and_recover(source: &crate::git::repo::Source) -> Result<Locked> {
     let lock = acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
     let recovery = crate::writeback::recover_all_detailed(source)?;
     if let Ok(base) = source.workspace_base() {
-        crate::trash::sweep_later(&base.join(crate::trash::TRASH), &source.state_dir());
+        crate::workspace::trash::sweep_later(
+            &base.join(crate::workspace::trash::TRASH),
+            &source.state_dir(),
+        );
     }
     Ok(Locked { lock, recovery })
 }

@@ -15,8 +15,8 @@ mod ui;
 // keeps `crate::record::batch::...` paths in the binary's modules working.
 use git_delegate::{
     apply, config, error, gc, git, hooks, kept, lock, mandir, observe, patch, prepare, preparing,
-    problems, record, refresh, remote, renew, review, run, shared_root, snapshot, status, sys,
-    teardown, trash, undo, verify, workspace, writeback,
+    problems, record, refresh, remote, renew, review, run, snapshot, status, sys, teardown, undo,
+    verify, workspace, writeback,
 };
 
 fn main() {

@@ -121,7 +121,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     }
     // Ignored files carried into worktrees (design §3.9): patterns are read first.
     let policy = match mode {
-        Mode::Worktree => Some(crate::carry::Policy::load(
+        Mode::Worktree => Some(crate::workspace::carry::Policy::load(
             &source.root,
             &source.config.copy_ignored,
             &opts.copy_ignored,
@@ -129,7 +129,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         Mode::Scratch => None,
     };
     // Submodules found, a dirty one refused (design §3.15).
-    let modules = crate::submodules::discover(source)?;
+    let modules = crate::workspace::submodules::discover(source)?;
     // design §3.15: the workspaces hold what the source holds, or less.
     let narrow = crate::git::sparse::check_patterns(&opts.sparse)?;
     if mode == Mode::Scratch && !narrow.is_empty() {
@@ -162,7 +162,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     let _lock = locked.lock;
     observer.notice(Notice::Recovered(locked.recovery));
     if mode == Mode::Scratch {
-        crate::scratch::preflight(source)?;
+        crate::workspace::scratch::preflight(source)?;
     }
     let existing = batch::list_ok(&source.state_dir())?;
     if let Some(label) = &opts.label {
@@ -197,15 +197,15 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         })
         .collect();
     if mode == Mode::Scratch {
-        let roots = crate::scratch::plan(&source.root, plans.len())?;
+        let roots = crate::workspace::scratch::plan(&source.root, plans.len())?;
         for (p, root) in plans.iter_mut().zip(roots) {
             p.root = root;
-            p.worktree_id = crate::scratch::WORKTREE_ID.to_string();
+            p.worktree_id = crate::workspace::scratch::WORKTREE_ID.to_string();
         }
     } else if !plans.is_empty() {
         // design §3.18: a repository folder another user made (or a
         // symlink in its place) is refused before anything is made.
-        crate::shared_root::check(&base)?;
+        crate::workspace::shared_root::check(&base)?;
         workspace::check_free(&source.common_dir, &plans)?;
     }
     if batch::batch_dir(&source.state_dir(), &id)
@@ -373,9 +373,9 @@ fn make(
     names: &[String],
     baseline: gix::ObjectId,
     tree: gix::ObjectId,
-    policy: Option<&crate::carry::Policy>,
+    policy: Option<&crate::workspace::carry::Policy>,
     stat_cache: Option<snapshot::PendingCache>,
-    modules: &[crate::submodules::Module],
+    modules: &[crate::workspace::submodules::Module],
     sparse: Option<&crate::git::sparse::Workspaces>,
 ) -> Result<Vec<crate::record::batch::CarryStats>> {
     let state_dir = source.state_dir();
@@ -411,7 +411,7 @@ fn make(
             .filter(|_| policy.is_some())
             .and_then(|p| p.root.parent())
         {
-            crate::shared_root::make_batch_dir_at(batch_dir)?;
+            crate::workspace::shared_root::make_batch_dir_at(batch_dir)?;
         }
         match policy {
             // On btrfs, snapshots of the first workspace (design §3.17);
@@ -427,12 +427,12 @@ fn make(
                     sparse,
                     |roots| {
                         stop()?;
-                        crate::carry::carry_ignored(&source.repo, policy, roots)
+                        crate::workspace::carry::carry_ignored(&source.repo, policy, roots)
                     },
                 )?;
                 stop()?;
                 for p in plans {
-                    crate::submodules::create(
+                    crate::workspace::submodules::create(
                         &source.repo,
                         tree,
                         modules,
@@ -450,7 +450,7 @@ fn make(
                     .cloned()
                     .zip(plans.iter().map(|p| p.root.clone()))
                     .collect();
-                crate::scratch::create_all(source, &batch.id, &tasks)?
+                crate::workspace::scratch::create_all(source, &batch.id, &tasks)?
             }
         }
     };

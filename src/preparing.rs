@@ -94,7 +94,7 @@ impl Removed {
     fn left_alone(&mut self, t: &crate::record::batch::Task) {
         self.left_alone.push(t.root.clone());
         if let Some(r) = crate::workspace::refusal(t) {
-            crate::shared_root::note(&mut self.unsafe_folders, r);
+            crate::workspace::shared_root::note(&mut self.unsafe_folders, r);
         }
     }
 }
@@ -110,7 +110,7 @@ pub struct Removed {
     pub left_alone: Vec<PathBuf>,
     /// Folders below the workspace root refused (design §3.18), among
     /// those above the workspaces left alone.
-    pub unsafe_folders: Vec<crate::shared_root::Refused>,
+    pub unsafe_folders: Vec<crate::workspace::shared_root::Refused>,
 }
 
 /// Remove everything a prepare of `b` made or may have made: workspace
@@ -142,7 +142,7 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
             out.bytes += if scratch {
                 crate::sys::fs::tree_size(&t.root)
             } else {
-                crate::shared_root::tree_size(&t.root)
+                crate::workspace::shared_root::tree_size(&t.root)
             };
         }
         if dry_run {
@@ -154,11 +154,13 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
             continue;
         }
         let removal = if scratch {
-            let r = crate::scratch::remove(&source.common_dir, &t.root);
+            let r = crate::workspace::scratch::remove(&source.common_dir, &t.root);
             // A container whose marker was never written holds nothing: rmdir only.
             if let Some(c) = t.root.parent() {
                 let _ = std::fs::remove_dir(&t.root);
-                let _ = std::fs::remove_file(c.join(format!("{}.tmp", crate::scratch::MARKER)));
+                let _ = std::fs::remove_file(
+                    c.join(format!("{}.tmp", crate::workspace::scratch::MARKER)),
+                );
                 let _ = std::fs::remove_dir(c);
             }
             r

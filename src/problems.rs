@@ -238,7 +238,7 @@ pub fn of_batches(source: &Source, entries: &[Entry]) -> Vec<Problem> {
             out.push(Problem::new(&id, Fact::UndoJournal { left, finishes }));
         }
     }
-    for (batch, message) in crate::scratch::orphan_messages(source) {
+    for (batch, message) in crate::workspace::scratch::orphan_messages(source) {
         out.push(Problem::new(&batch, Fact::ScratchOrphan { message }));
     }
     for (owner, t) in old_temp_files(&state_dir) {

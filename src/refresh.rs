@@ -137,7 +137,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         Source::open_recorded(&here, &b.source, b.short())?
     };
     // A dirty submodule is refused as prepare refuses it (design §3.15).
-    crate::submodules::discover(&source)?;
+    crate::workspace::submodules::discover(&source)?;
     let baseline_tree = commit::tree_of(&source.repo, &b.baseline)?;
 
     let _step = observer.step("Snapshotting the source");

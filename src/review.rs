@@ -358,7 +358,7 @@ pub fn source_diff(
             }
         };
         // A task that changed a submodule never applies (design §3.15).
-        let subs = match crate::submodules::changed(&source.common_dir, &task.root) {
+        let subs = match crate::workspace::submodules::changed(&source.common_dir, &task.root) {
             Ok(subs) => subs,
             Err(e) => {
                 fail(&mut fates[*i], "snapshot_failed", e.message.clone());

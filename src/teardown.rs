@@ -159,7 +159,7 @@ pub struct Removed {
     /// Folders below the workspace root refused (design §3.18): another
     /// user's, or a symlink where a folder of ours was expected, at or
     /// above a workspace left alone; never entered.
-    pub unsafe_folders: Vec<crate::shared_root::Refused>,
+    pub unsafe_folders: Vec<crate::workspace::shared_root::Refused>,
 }
 
 /// Remove a whole batch now (`drop`): every task's workspace (deleted
@@ -178,7 +178,7 @@ pub fn remove_batch(
             Fate::Missing => {}
             Fate::Foreign => {
                 if let Some(u) = workspace::refusal(t) {
-                    crate::shared_root::note(&mut r.unsafe_folders, u);
+                    crate::workspace::shared_root::note(&mut r.unsafe_folders, u);
                 }
                 r.kept.push((t.name.clone(), t.root.clone(), Vec::new()))
             }
@@ -260,7 +260,8 @@ pub fn blockers(source: &Source, b: &Batch) -> Result<Blockers> {
     for t in b.tasks.iter().filter(|t| t.state.is_open()) {
         if !unapplied.contains(&t.name)
             && workspace::health(&source.common_dir, t) == workspace::Health::Ours
-            && crate::submodules::changed(&source.common_dir, &t.root).is_ok_and(|s| !s.is_empty())
+            && crate::workspace::submodules::changed(&source.common_dir, &t.root)
+                .is_ok_and(|s| !s.is_empty())
         {
             unapplied.push(t.name.clone());
         }

@@ -788,7 +788,7 @@ struct Runner<'a> {
     ws_dir: PathBuf,
     baseline: Option<ObjectId>,
     /// Ignored files carried into each verification workspace (design §3.9).
-    carried: Option<(PathBuf, Vec<crate::carry::Carried>)>,
+    carried: Option<(PathBuf, Vec<crate::workspace::carry::Carried>)>,
     /// For each set `search` evaluated (in its order), the index in `runs`.
     by_set: Vec<usize>,
     /// On btrfs (design §3.17): make the workspaces as snapshots of a
@@ -804,9 +804,9 @@ impl Drop for Runner<'_> {
         if let Some(t) = self.template.take() {
             let (root, id) = (&t.plan.root, &t.plan.worktree_id);
             if let Some(trash) = discard_workspace(self.ctx, ".verify-template", root, id) {
-                crate::trash::spawn_purger(&trash, &self.ctx.source.state_dir());
+                crate::workspace::trash::spawn_purger(&trash, &self.ctx.source.state_dir());
             }
-            crate::shared_root::remove_empty_parents(&self.ws_dir.join("x"));
+            crate::workspace::shared_root::remove_empty_parents(&self.ws_dir.join("x"));
         }
     }
 }
@@ -834,13 +834,19 @@ impl<'a> Runner<'a> {
                 }
             }
         }
-        let policy =
-            crate::carry::Policy::load(&ctx.source.root, &ctx.source.config.copy_ignored, &[])?;
+        let policy = crate::workspace::carry::Policy::load(
+            &ctx.source.root,
+            &ctx.source.config.copy_ignored,
+            &[],
+        )?;
         let carried = if policy.is_empty() || b.mode == crate::config::Mode::Scratch {
             None
         } else {
             let root = crate::sys::fs::canonical(&ctx.source.root)?;
-            Some((root, crate::carry::find(&ctx.source.repo, &policy)?))
+            Some((
+                root,
+                crate::workspace::carry::find(&ctx.source.repo, &policy)?,
+            ))
         };
         Ok(Runner {
             ctx,
@@ -973,9 +979,9 @@ impl<'a> Runner<'a> {
                 let _ = crate::git::refs::delete(&ctx.source.repo, &j.ref_name);
             }
             for t in &trashes {
-                crate::trash::spawn_purger(t, &ctx.source.state_dir());
+                crate::workspace::trash::spawn_purger(t, &ctx.source.state_dir());
             }
-            crate::shared_root::remove_empty_parents(&self.ws_dir.join("x"));
+            crate::workspace::shared_root::remove_empty_parents(&self.ws_dir.join("x"));
         }
         let runs = result?;
         let mut answers = Vec::with_capacity(runs.len());
@@ -993,7 +999,7 @@ impl<'a> Runner<'a> {
         let ctx = self.ctx;
         let common = &ctx.source.common_dir;
         // Below the workspace root as task workspaces are (design §3.18).
-        crate::shared_root::make_batch_dir_at(&self.ws_dir)?;
+        crate::workspace::shared_root::make_batch_dir_at(&self.ws_dir)?;
         crate::workspace::check_free(
             common,
             &jobs
@@ -1025,7 +1031,11 @@ impl<'a> Runner<'a> {
                         &plan,
                         |root| {
                             if let Some((src, entries)) = carried {
-                                crate::carry::carry(src, entries, &[root.to_path_buf()])?;
+                                crate::workspace::carry::carry(
+                                    src,
+                                    entries,
+                                    &[root.to_path_buf()],
+                                )?;
                             }
                             Ok(())
                         },
@@ -1049,10 +1059,10 @@ impl<'a> Runner<'a> {
             }
         })?;
         // The submodules a build needs, at the commits `F` records (design §3.15).
-        let modules = crate::submodules::find(ctx.source)?;
+        let modules = crate::workspace::submodules::find(ctx.source)?;
         for j in jobs.iter().filter(|_| !modules.is_empty()) {
             let p = plan_of(ctx.batch, j);
-            crate::submodules::create(
+            crate::workspace::submodules::create(
                 &ctx.source.repo,
                 j.tree,
                 &modules,
@@ -1069,7 +1079,7 @@ impl<'a> Runner<'a> {
                 .filter(|(_, d)| !**d)
                 .map(|(j, _)| j.root.clone())
                 .collect();
-            crate::carry::carry(src, entries, &roots)?;
+            crate::workspace::carry::carry(src, entries, &roots)?;
         }
         Ok(())
     }

@@ -266,7 +266,7 @@ fn dropped_doc(
     workspaces: usize,
     refs: usize,
     left_alone: &[std::path::PathBuf],
-    unsafe_folders: &[crate::shared_root::Refused],
+    unsafe_folders: &[crate::workspace::shared_root::Refused],
 ) -> serde_json::Value {
     let mut doc = json!({
         "batch": id,

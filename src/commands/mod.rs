@@ -95,7 +95,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Snapshot => snapshot_plumbing(&ui),
         Command::Complete { words } => complete::run(&words),
         Command::PurgeTrash { dir, state_dir } => {
-            crate::trash::purge_in_background(&dir, state_dir.as_deref());
+            crate::workspace::trash::purge_in_background(&dir, state_dir.as_deref());
             Ok(0)
         }
     };
@@ -511,7 +511,7 @@ pub fn show(p: &Path) -> String {
 
 /// `unsafe_folders` of gc and drop (docs/json.md): the folders below the
 /// workspace root they refused and never entered (design §3.18).
-pub fn unsafe_doc(list: &[crate::shared_root::Refused]) -> serde_json::Value {
+pub fn unsafe_doc(list: &[crate::workspace::shared_root::Refused]) -> serde_json::Value {
     serde_json::Value::Array(
         list.iter()
             .map(|r| {
@@ -526,7 +526,7 @@ pub fn unsafe_doc(list: &[crate::shared_root::Refused]) -> serde_json::Value {
 }
 
 /// One line per refused folder below the workspace root, for people.
-pub fn unsafe_text(list: &[crate::shared_root::Refused]) -> String {
+pub fn unsafe_text(list: &[crate::workspace::shared_root::Refused]) -> String {
     list.iter()
         .map(|r| {
             format!(

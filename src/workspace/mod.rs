@@ -16,6 +16,14 @@
 //! dispatch on `Task::kind` and call `scratch` for a scratch copy
 //! (`scratch` never calls back here).
 //!
+//! The folder holds what a workspace is made of: scratch copies (`scratch`),
+//! the ignored files carried into one and the copy engine (`carry`), its
+//! submodules (`submodules`), the walk below a workspace root other users
+//! may share (`shared_root`), removed workspaces deleted in the background
+//! (`trash`), the words for what is at a workspace's path (`presence`) and
+//! verification workspaces (`derived`). Above `snapshot/` and `record/`;
+//! below `merge/` and `ops/`.
+//!
 //! Owns: creating, recognising and removing workspace folders and their
 //! registrations (paths and files through `registration::Registration`); a
 //! task workspace's identity (`identify`: the device, inode and real path
@@ -40,9 +48,15 @@ use gix::ObjectId;
 use crate::config::Mode;
 use crate::error::{Code, Error, Result};
 use crate::git::registration::Registration;
-pub use crate::presence::{Health, Removal};
+pub use crate::workspace::presence::{Health, Removal};
 
+pub mod carry;
 mod derived;
+pub mod presence;
+pub mod scratch;
+pub mod shared_root;
+pub mod submodules;
+pub mod trash;
 pub use derived::{
     can_derive, create_from, create_template, remove_half_made, remove_verification, verifications,
     Template, Verification,
@@ -423,7 +437,7 @@ fn remove_created(common_dir: &Path, p: &Plan) -> Result<()> {
     {
         let _ = crate::sys::btrfs::remove_empty_dir(&p.root);
     }
-    let _ = crate::submodules::unregister(common_dir, &p.root, &p.worktree_id);
+    let _ = crate::workspace::submodules::unregister(common_dir, &p.root, &p.worktree_id);
     let _ = std::fs::remove_dir_all(registration(common_dir, &p.worktree_id));
     crate::sys::fs::remove_empty_parents(&p.root, 2);
     Ok(())
@@ -471,7 +485,7 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
             None => Removal::Foreign,
         },
     };
-    crate::submodules::unregister(common_dir, root, worktree_id)?;
+    crate::workspace::submodules::unregister(common_dir, root, worktree_id)?;
     let reg = registration(common_dir, worktree_id);
     match std::fs::remove_dir_all(&reg) {
         Ok(()) => {}
@@ -490,10 +504,10 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
 /// The batch folder holding `root` and `root`'s name, when `root` is an
 /// empty real folder of ours reached through folders of ours below the
 /// workspace root (design §3.18).
-fn empty_beneath(root: &Path) -> Option<(crate::shared_root::Dir, std::ffi::OsString)> {
-    use crate::shared_root::Opened;
+fn empty_beneath(root: &Path) -> Option<(crate::workspace::shared_root::Dir, std::ffi::OsString)> {
+    use crate::workspace::shared_root::Opened;
     let name = root.file_name()?.to_os_string();
-    match crate::shared_root::open_workspace(root) {
+    match crate::workspace::shared_root::open_workspace(root) {
         Ok(Opened::Ours(ws)) if ws.dir.is_empty() => Some((ws.parents.batch, name)),
         _ => None,
     }
@@ -901,10 +915,10 @@ impl<'a> Replicator<'a> {
             dst_roots,
             method,
             stack: Vec::new(),
-            src_base: crate::carry::open_root(src_root)?,
+            src_base: crate::workspace::carry::open_root(src_root)?,
             dst_base: dst_roots
                 .iter()
-                .map(|r| crate::carry::open_root(r))
+                .map(|r| crate::workspace::carry::open_root(r))
                 .collect::<Result<_>>()?,
             buf: Vec::new(),
         })
@@ -931,7 +945,7 @@ impl<'a> Replicator<'a> {
         self.stack.truncate(keep);
         for d in &dirs[keep..] {
             let (src_parent, dst_parents) = self.current();
-            let sfd = crate::carry::open_dir_at(src_parent, *d)
+            let sfd = crate::workspace::carry::open_dir_at(src_parent, *d)
                 .map_err(|e| Self::err(self.src_root, rel, "open", e))?;
             let mut dfds = Vec::with_capacity(dst_parents.len());
             for (i, parent) in dst_parents.iter().enumerate() {
@@ -940,7 +954,7 @@ impl<'a> Replicator<'a> {
                     Err(e) => return Err(Self::err(self.dst_roots[i], rel, "create", e)),
                 }
                 dfds.push(
-                    crate::carry::open_dir_at(*parent, *d)
+                    crate::workspace::carry::open_dir_at(*parent, *d)
                         .map_err(|e| Self::err(self.dst_roots[i], rel, "open", e))?,
                 );
             }
@@ -1055,11 +1069,11 @@ impl<'a> Replicator<'a> {
                         let cloned = clone
                             && match rfs::ioctl_ficlone(&dfd, &sfd) {
                                 Ok(()) => true,
-                                Err(e) if crate::carry::is_no_reflink(e) => false,
+                                Err(e) if crate::workspace::carry::is_no_reflink(e) => false,
                                 Err(e) => return Err(fail("clone into", e)),
                             };
                         if !cloned {
-                            crate::carry::copy_data(sfd.as_fd(), dfd.as_fd(), size)
+                            crate::workspace::carry::copy_data(sfd.as_fd(), dfd.as_fd(), size)
                                 .map_err(|e| fail("write", e))?;
                         }
                     }
@@ -1095,7 +1109,7 @@ pub enum Identity {
     Ours {
         fd: Option<OwnedFd>,
         real: PathBuf,
-        parents: Option<crate::shared_root::Parents>,
+        parents: Option<crate::workspace::shared_root::Parents>,
     },
     /// Nothing is there.
     Missing,
@@ -1161,7 +1175,7 @@ pub fn identify(common_dir: &Path, task: &crate::record::batch::Task) -> Identit
         return Identity::Missing;
     }
     if task.kind() == Mode::Scratch {
-        return match crate::scratch::health(common_dir, &task.root) {
+        return match crate::workspace::scratch::health(common_dir, &task.root) {
             Health::Ours => Identity::Ours {
                 fd: None,
                 real: task.root.clone(),
@@ -1196,14 +1210,16 @@ enum Reach {
 /// Why the workspace of `task` is refused below the workspace root (design
 /// §3.18: another user's folder, or a symlink where a folder of ours is
 /// expected), if it is: for the reports of gc and drop, which leave it alone.
-pub fn refusal(task: &crate::record::batch::Task) -> Option<crate::shared_root::Refused> {
+pub fn refusal(
+    task: &crate::record::batch::Task,
+) -> Option<crate::workspace::shared_root::Refused> {
     if task.remote
         || task.kind() == Mode::Scratch
-        || !crate::shared_root::is_beneath_shape(&task.root)
+        || !crate::workspace::shared_root::is_beneath_shape(&task.root)
     {
         return None;
     }
-    crate::shared_root::refusal(&task.root)
+    crate::workspace::shared_root::refusal(&task.root)
 }
 
 fn identify_at(
@@ -1213,40 +1229,41 @@ fn identify_at(
     made: Option<&crate::record::batch::Folder>,
     reach: Reach,
 ) -> Identity {
-    use crate::shared_root::{Opened, Reason};
+    use crate::workspace::shared_root::{Opened, Reason};
     use rustix::io::Errno;
-    let (fd, parents) = if reach == Reach::Beneath && crate::shared_root::is_beneath_shape(root) {
-        match crate::shared_root::open_workspace(root) {
-            Ok(Opened::Ours(ws)) => (ws.dir.into_fd(), Some(ws.parents)),
-            Ok(Opened::Missing) => return Identity::Missing,
-            Ok(Opened::Refused(r)) if r.path == root => {
-                return Identity::Replaced(match r.reason {
-                    Reason::Symlink => "is a symbolic link now",
-                    Reason::NotAFolder => "is not a folder any more",
-                    _ => "is owned by another user",
-                })
+    let (fd, parents) =
+        if reach == Reach::Beneath && crate::workspace::shared_root::is_beneath_shape(root) {
+            match crate::workspace::shared_root::open_workspace(root) {
+                Ok(Opened::Ours(ws)) => (ws.dir.into_fd(), Some(ws.parents)),
+                Ok(Opened::Missing) => return Identity::Missing,
+                Ok(Opened::Refused(r)) if r.path == root => {
+                    return Identity::Replaced(match r.reason {
+                        Reason::Symlink => "is a symbolic link now",
+                        Reason::NotAFolder => "is not a folder any more",
+                        _ => "is owned by another user",
+                    })
+                }
+                Ok(Opened::Refused(r)) => {
+                    return Identity::Replaced(match r.reason {
+                        Reason::OtherOwner => "is in a folder another user owns",
+                        _ => "is reached through a symbolic link now",
+                    })
+                }
+                Err(_) => return Identity::Replaced("cannot be opened"),
             }
-            Ok(Opened::Refused(r)) => {
-                return Identity::Replaced(match r.reason {
-                    Reason::OtherOwner => "is in a folder another user owns",
-                    _ => "is reached through a symbolic link now",
-                })
+        } else {
+            match open_nofollow(root) {
+                Ok(fd) => (fd, None),
+                Err(Errno::NOENT) if root.symlink_metadata().is_err() => return Identity::Missing,
+                Err(_) => {
+                    return Identity::Replaced(match root.symlink_metadata() {
+                        Ok(m) if m.file_type().is_symlink() => "is a symbolic link now",
+                        Ok(m) if !m.is_dir() => "is not a folder any more",
+                        _ => "cannot be opened",
+                    })
+                }
             }
-            Err(_) => return Identity::Replaced("cannot be opened"),
-        }
-    } else {
-        match open_nofollow(root) {
-            Ok(fd) => (fd, None),
-            Err(Errno::NOENT) if root.symlink_metadata().is_err() => return Identity::Missing,
-            Err(_) => {
-                return Identity::Replaced(match root.symlink_metadata() {
-                    Ok(m) if m.file_type().is_symlink() => "is a symbolic link now",
-                    Ok(m) if !m.is_dir() => "is not a folder any more",
-                    _ => "cannot be opened",
-                })
-            }
-        }
-    };
+        };
     let Ok(st) = rustix::fs::fstat(&fd) else {
         return Identity::Replaced("cannot be opened");
     };
@@ -1373,7 +1390,7 @@ pub fn remove_task(common_dir: &Path, task: &crate::record::batch::Task) -> Resu
         return Ok(Removal::Missing);
     }
     if task.kind() == Mode::Scratch {
-        return crate::scratch::remove(common_dir, &task.root);
+        return crate::workspace::scratch::remove(common_dir, &task.root);
     }
     remove_at(
         common_dir,
@@ -1392,7 +1409,7 @@ fn remove_at(
     reach: Reach,
 ) -> Result<Removal> {
     if crate::record::batch::kind_of(worktree_id) == Mode::Scratch {
-        return crate::scratch::remove(common_dir, root);
+        return crate::workspace::scratch::remove(common_dir, root);
     }
     if moved_elsewhere(common_dir, root, worktree_id) {
         release(common_dir, worktree_id)?;
@@ -1412,7 +1429,7 @@ fn remove_at(
     {
         remove_held(root, fd, parents.as_ref())?;
     }
-    crate::submodules::unregister(common_dir, root, worktree_id)?;
+    crate::workspace::submodules::unregister(common_dir, root, worktree_id)?;
     let reg = registration(common_dir, worktree_id);
     match std::fs::remove_dir_all(&reg) {
         Ok(()) => {}
@@ -1443,7 +1460,7 @@ pub fn remove_empty_parents_of(task: &crate::record::batch::Task) {
 /// (design §3.18), by path elsewhere.
 fn remove_empty_parents(root: &Path, reach: Reach) {
     match reach {
-        Reach::Beneath => crate::shared_root::remove_empty_parents(root),
+        Reach::Beneath => crate::workspace::shared_root::remove_empty_parents(root),
         Reach::Path => crate::sys::fs::remove_empty_parents(root, 2),
     }
 }
@@ -1456,7 +1473,7 @@ fn remove_empty_parents(root: &Path, reach: Reach) {
 fn remove_held(
     root: &Path,
     fd: OwnedFd,
-    parents: Option<&crate::shared_root::Parents>,
+    parents: Option<&crate::workspace::shared_root::Parents>,
 ) -> Result<()> {
     let (Some(parent), Some(name)) = (root.parent(), root.file_name()) else {
         return Ok(());
@@ -1464,8 +1481,8 @@ fn remove_held(
     match parents {
         Some(p) => p.batch.remove_child(name, fd),
         None => {
-            let pfd = crate::carry::open_root(parent)?;
-            crate::shared_root::remove_held_at(pfd.as_fd(), root, name, fd)
+            let pfd = crate::workspace::carry::open_root(parent)?;
+            crate::workspace::shared_root::remove_held_at(pfd.as_fd(), root, name, fd)
         }
     }
 }
@@ -1477,7 +1494,7 @@ const REMOVE_IN_PLACE_MAX: u32 = 128;
 /// Like [`remove_task`], but a large workspace that is ours is moved into
 /// the trash (one rename) instead of being deleted here; the trash folder
 /// is returned so the caller can start the background deleter
-/// ([`crate::trash::spawn_purger`]) once it is done. Falls back to
+/// ([`crate::workspace::trash::spawn_purger`]) once it is done. Falls back to
 /// [`remove_task`] wherever the move cannot be made.
 pub fn discard(
     common_dir: &Path,
@@ -1502,11 +1519,12 @@ pub fn discard(
     let Ok(held) = rustix::fs::fstat(&fd) else {
         return remove_task(common_dir, task).map(|r| (r, None));
     };
-    let Some(trash) = crate::trash::put(&parents, root, (held.st_dev as u64, held.st_ino as u64))
+    let Some(trash) =
+        crate::workspace::trash::put(&parents, root, (held.st_dev as u64, held.st_ino as u64))
     else {
         return remove_task(common_dir, task).map(|r| (r, None));
     };
-    crate::submodules::unregister(common_dir, root, worktree_id)?;
+    crate::workspace::submodules::unregister(common_dir, root, worktree_id)?;
     let reg = registration(common_dir, worktree_id);
     match std::fs::remove_dir_all(&reg) {
         Ok(()) => {}
@@ -1532,7 +1550,7 @@ fn index_entries(common_dir: &Path, worktree_id: &str) -> Option<u32> {
 /// ordinary registered worktree, unlocked, no longer owned by a batch.
 pub fn release(common_dir: &Path, worktree_id: &str) -> Result<()> {
     if let Some(root) = registered_location(common_dir, worktree_id) {
-        crate::submodules::release(common_dir, &root, worktree_id)?;
+        crate::workspace::submodules::release(common_dir, &root, worktree_id)?;
     }
     let locked = Registration::new(common_dir, worktree_id).locked_file();
     match std::fs::remove_file(&locked) {

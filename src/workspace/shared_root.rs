@@ -527,7 +527,7 @@ pub fn make_batch_dir(base: &Path, short: impl AsRef<OsStr>) -> Result<Dir> {
             })?;
     }
     check_root(root)?;
-    let rootfd = crate::carry::open_root(root)?;
+    let rootfd = crate::workspace::carry::open_root(root)?;
     let base = make_child_at(rootfd.as_fd(), root, name)?;
     base.make_child(short.as_ref())
 }
@@ -616,7 +616,7 @@ pub fn remove_held_at(
         )
         .map_err(io)?;
     }
-    crate::scratch::remove_contents(held.as_fd(), st.st_dev as u64).map_err(io)?;
+    crate::workspace::scratch::remove_contents(held.as_fd(), st.st_dev as u64).map_err(io)?;
     drop(held);
     match rfs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(now) if now.st_dev == st.st_dev && now.st_ino == st.st_ino => {
@@ -640,7 +640,7 @@ fn size_at(dir: BorrowedFd<'_>) -> u64 {
             continue;
         };
         if FileType::from_raw_mode(st.st_mode as _) == FileType::Directory {
-            if let Ok(sub) = crate::carry::open_dir_at(dir, name.as_slice()) {
+            if let Ok(sub) = crate::workspace::carry::open_dir_at(dir, name.as_slice()) {
                 total += size_at(sub.as_fd());
             }
         } else {

@@ -21,11 +21,11 @@ use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use crate::carry::{self, Method, Visit, Walker};
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
-use crate::presence::{Health, Removal};
 use crate::record::batch::CarryStats;
+use crate::workspace::carry::{self, Method, Visit, Walker};
+use crate::workspace::presence::{Health, Removal};
 
 /// `task.worktree_id` of a scratch task: it has no worktree registration.
 pub const WORKTREE_ID: &str = crate::record::batch::SCRATCH_WORKTREE_ID;
@@ -193,7 +193,7 @@ pub fn create_all(
         crate::sys::parallel::try_map(
             tasks,
             crate::sys::parallel::threads(4),
-            crate::carry::copy_panicked,
+            crate::workspace::carry::copy_panicked,
             |(_, root)| copy_one(src_root, root),
         )
     })();

@@ -45,7 +45,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{self as rfs, flock, AtFlags, FileType, FlockOperation};
 use rustix::io::Errno;
 
-use crate::shared_root::{Dir, Opened, Parents};
+use crate::workspace::shared_root::{Dir, Opened, Parents};
 
 /// The trash folder's name, beside the batch folders of a repository.
 pub const TRASH: &str = ".trash";
@@ -92,11 +92,11 @@ pub fn put(parents: &Parents, root: &Path, held: (u64, u64)) -> Option<PathBuf> 
 
 /// The repository folder holding `trash` and the trash itself, held open
 /// (never through a symlink, only when ours), if `trash` is a `.trash`.
-fn open_trash(trash: &Path) -> Option<(crate::shared_root::Base, Dir)> {
+fn open_trash(trash: &Path) -> Option<(crate::workspace::shared_root::Base, Dir)> {
     if trash.file_name().is_none_or(|n| n != TRASH) {
         return None;
     }
-    let Ok(Opened::Ours(base)) = crate::shared_root::open_base(trash.parent()?) else {
+    let Ok(Opened::Ours(base)) = crate::workspace::shared_root::open_base(trash.parent()?) else {
         return None;
     };
     let Ok(Opened::Ours(dir)) = base.dir.child(OsStr::new(TRASH)) else {
@@ -248,7 +248,7 @@ pub fn purge_in_background(trash: &Path, state_dir: Option<&Path>) {
     let (Some(state_dir), Some(base)) = (state_dir, trash.parent()) else {
         return;
     };
-    let Ok(Opened::Ours(base)) = crate::shared_root::open_base(base) else {
+    let Ok(Opened::Ours(base)) = crate::workspace::shared_root::open_base(base) else {
         return;
     };
     if !base.dir.is_empty() {
@@ -330,7 +330,7 @@ fn delete_entry(trash: &Dir, name: &OsStr, entry: Dir) -> rustix::io::Result<()>
             Err(e) => return Err(e),
         };
         if FileType::from_raw_mode(st.st_mode as _) == FileType::Directory {
-            let sub = crate::carry::open_dir_at(fd, child.as_slice())?;
+            let sub = crate::workspace::carry::open_dir_at(fd, child.as_slice())?;
             let sst = rfs::fstat(&sub)?;
             if sst.st_dev as u64 != dev || sst.st_ino != st.st_ino {
                 return Err(Errno::XDEV);
@@ -341,7 +341,7 @@ fn delete_entry(trash: &Dir, name: &OsStr, entry: Dir) -> rustix::io::Result<()>
                     rfs::Mode::from_raw_mode((sst.st_mode as u32 | 0o700) & 0o7777),
                 )?;
             }
-            crate::scratch::remove_contents(sub.as_fd(), dev)?;
+            crate::workspace::scratch::remove_contents(sub.as_fd(), dev)?;
             drop(sub);
             match rfs::unlinkat(fd, child.as_slice(), AtFlags::REMOVEDIR) {
                 Ok(()) | Err(Errno::NOENT) => {}
