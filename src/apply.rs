@@ -27,13 +27,14 @@ use serde_json::json;
 use crate::config::StopProcesses;
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
-use crate::integrate::{self, Candidate, PathConflict};
-use crate::landing::{persist, Side};
+use crate::merge::integrate::{self, Candidate, PathConflict};
+use crate::merge::landing::{persist, Side};
 use crate::observe::{Notice, Observer};
 use crate::record::batch::{self, Batch, TaskState};
 use crate::writeback::PathWrite;
 use crate::{
-    git::commit, git::refs, proposal, sys::paths, sys::quiesce, teardown, workspace, writeback,
+    git::commit, git::refs, merge::proposal, sys::paths, sys::quiesce, teardown, workspace,
+    writeback,
 };
 
 /// What the caller asked for.
@@ -632,7 +633,14 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
             verdicts = (v.rejected, v.unverified);
             v.plan
         } else {
-            crate::landing::plan(&source, &mem, baseline_tree, &candidates, strict, !dry_run)?
+            crate::merge::landing::plan(
+                &source,
+                &mem,
+                baseline_tree,
+                &candidates,
+                strict,
+                !dry_run,
+            )?
         };
         let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
         for out in outcomes.iter_mut() {
@@ -1121,7 +1129,7 @@ fn receive(
         None
     } else {
         let patch = proposal::patch_path(source, b, &task.name);
-        crate::patch::write_patch(&source.repo, base_tree, tree, &patch)?;
+        crate::merge::patch::write_patch(&source.repo, base_tree, tree, &patch)?;
         Some((refs::proposal(&b.id, &task.name), patch))
     };
     Ok(Some(Recorded {

@@ -56,7 +56,7 @@ use crate::error::{Code, Error, Result};
 use crate::git::registration::{self, Registration};
 use crate::git::repo::Source;
 use crate::record::batch::{self, discard_kept, Batch, Entry};
-use crate::{git::commit, git::refs, proposal, workspace};
+use crate::{git::commit, git::refs, merge::proposal, workspace};
 
 /// Work saved from a stale task's workspace into a proposal ref.
 #[derive(Debug, Clone)]
@@ -585,7 +585,7 @@ impl Gc<'_> {
                         match crate::remote::received(&self.source.repo, b, t, commit, base_tree) {
                             Ok(Some((tree, paths))) => {
                                 let patch = proposal::patch_path(self.source, b, &task);
-                                crate::patch::write_patch(
+                                crate::merge::patch::write_patch(
                                     &self.source.repo,
                                     base_tree,
                                     tree,

@@ -23,8 +23,8 @@ use crate::apply::{Outcome, Report};
 use crate::error::{Code, Error, Result};
 use crate::gc::Kept;
 use crate::git::repo::Source;
-use crate::integrate::Candidate;
-use crate::landing::Side;
+use crate::merge::integrate::Candidate;
+use crate::merge::landing::Side;
 use crate::observe::{Notice, Observer};
 use crate::record::batch::{self, Batch, Entry, TaskState};
 use crate::{git::commit, git::diff, git::refs, writeback};
@@ -156,7 +156,8 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
             paths: out.proposed.clone(),
             base: None,
         };
-        let plan = crate::landing::plan(&source, &mem, base_tree, &[candidate], strict, !dry_run)?;
+        let plan =
+            crate::merge::landing::plan(&source, &mem, base_tree, &[candidate], strict, !dry_run)?;
         if plan.applied.contains(&idx) {
             let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
             out.status = TaskState::Applied;
@@ -179,34 +180,35 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
             let _writing = observer.step(&format!("Writing {} paths", plan.writes.len()));
             let journal_dir = batch::batch_dir(&state_dir, &k.batch);
             let made = !journal_dir.exists();
-            let result = crate::landing::persist(&source.repo, &mem, &plan.writes, Side::New)
-                .and_then(|()| {
-                    std::fs::create_dir_all(&journal_dir).map_err(|e| {
-                        Error::io(format!("cannot create {}", journal_dir.display()), e)
+            let result =
+                crate::merge::landing::persist(&source.repo, &mem, &plan.writes, Side::New)
+                    .and_then(|()| {
+                        std::fs::create_dir_all(&journal_dir).map_err(|e| {
+                            Error::io(format!("cannot create {}", journal_dir.display()), e)
+                        })
                     })
-                })
-                .and_then(|()| {
-                    // Its undo entry takes effect with the write-back, at its
-                    // commit point (design §7 "What recovery finishes").
-                    let task = [(k.task.clone(), k.ref_name.clone())];
-                    let then = match crate::undo::stage(
-                        &source,
-                        &k.batch,
-                        &plan.writes,
-                        &task,
-                        &journal_dir,
-                    ) {
-                        Ok((id, then)) => {
-                            apply_id = Some(id);
-                            vec![then]
-                        }
-                        Err(e) => {
-                            undo_error = Some(e);
-                            Vec::new()
-                        }
-                    };
-                    writeback::write_then(&source, &journal_dir, &plan.writes, &then)
-                });
+                    .and_then(|()| {
+                        // Its undo entry takes effect with the write-back, at its
+                        // commit point (design §7 "What recovery finishes").
+                        let task = [(k.task.clone(), k.ref_name.clone())];
+                        let then = match crate::undo::stage(
+                            &source,
+                            &k.batch,
+                            &plan.writes,
+                            &task,
+                            &journal_dir,
+                        ) {
+                            Ok((id, then)) => {
+                                apply_id = Some(id);
+                                vec![then]
+                            }
+                            Err(e) => {
+                                undo_error = Some(e);
+                                Vec::new()
+                            }
+                        };
+                        writeback::write_then(&source, &journal_dir, &plan.writes, &then)
+                    });
             if made {
                 // Empty unless a rollback left its journal for recovery.
                 let _ = std::fs::remove_dir(&journal_dir);

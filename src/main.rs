@@ -14,7 +14,7 @@ mod ui;
 // The engine is the library crate; importing its modules at the crate root
 // keeps `crate::record::batch::...` paths in the binary's modules working.
 use git_delegate::{
-    apply, config, error, gc, git, hooks, kept, lock, mandir, observe, patch, prepare, preparing,
+    apply, config, error, gc, git, hooks, kept, lock, mandir, merge, observe, prepare, preparing,
     problems, record, refresh, remote, renew, review, run, snapshot, status, sys, teardown, undo,
     verify, workspace, writeback,
 };

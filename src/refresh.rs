@@ -28,11 +28,11 @@ use gix::ObjectId;
 
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
-use crate::integrate::PathConflict;
+use crate::merge::integrate::PathConflict;
 use crate::observe::{Notice, Observer};
 use crate::record::batch::{self, Batch, TaskState};
 use crate::writeback::PathWrite;
-use crate::{git::commit, git::diff, git::refs, proposal, snapshot, workspace, writeback};
+use crate::{git::commit, git::diff, git::refs, merge::proposal, snapshot, workspace, writeback};
 
 /// Apply's reason for a task whose refresh conflicts are unresolved.
 pub const UNRESOLVED: &str = "unresolved_conflicts";

@@ -16,7 +16,7 @@ use gix::ObjectId;
 use crate::error::{Code, Error, Result};
 use crate::git::diff::PathChange;
 use crate::git::repo::Source;
-use crate::integrate::{Candidate, PathConflict, Refusal};
+use crate::merge::integrate::{Candidate, PathConflict, Refusal};
 use crate::record::batch::{self, Batch, Task, TaskState};
 
 /// One task's changes against its baseline.
@@ -92,7 +92,7 @@ pub fn diff(
     paths: &[String],
     patch: bool,
     paint: bool,
-    form: crate::patch::Form,
+    form: crate::merge::patch::Form,
 ) -> Result<DiffReport> {
     let b = batch::select_open(&source.state_dir(), batch_arg)?;
     let selected = select(&b, tasks)?;
@@ -122,13 +122,13 @@ pub fn diff(
             }
         }
         let mut view = source.repo.clone().with_object_memory();
-        let (changes, objects) = match crate::proposal::preview(&source.repo, task, baseline_tree)?
-        {
-            Some(p) => (p.paths, Some(p.objects)),
-            None => (Vec::new(), None),
-        };
+        let (changes, objects) =
+            match crate::merge::proposal::preview(&source.repo, task, baseline_tree)? {
+                Some(p) => (p.paths, Some(p.objects)),
+                None => (Vec::new(), None),
+            };
         if let Some(objects) = objects {
-            crate::proposal::add_objects(&mut view, objects);
+            crate::merge::proposal::add_objects(&mut view, objects);
         }
         let changes = filtered(changes, &filters);
         let (changed, text) = describe(&view, &changes, patch, paint, form)?;
@@ -160,16 +160,16 @@ fn describe(
     changes: &[PathChange],
     patch: bool,
     paint: bool,
-    form: crate::patch::Form,
+    form: crate::merge::patch::Form,
 ) -> Result<(Vec<Changed>, Vec<u8>)> {
     let mut text = Vec::new();
     let mut changed = Vec::with_capacity(changes.len());
     for c in changes {
         let lines = if patch {
-            let one = crate::patch::render_changes(view, std::slice::from_ref(c), form)?;
+            let one = crate::merge::patch::render_changes(view, std::slice::from_ref(c), form)?;
             let lines = count(&one);
             if paint {
-                text.extend_from_slice(&crate::patch::render_changes_painted(
+                text.extend_from_slice(&crate::merge::patch::render_changes_painted(
                     view,
                     std::slice::from_ref(c),
                     form,
@@ -245,7 +245,7 @@ pub fn source_diff(
     paths: &[String],
     patch: bool,
     paint: bool,
-    form: crate::patch::Form,
+    form: crate::merge::patch::Form,
 ) -> Result<SourceDiff> {
     use crate::config::StopProcesses;
     use crate::workspace::Identity;
@@ -350,7 +350,7 @@ pub fn source_diff(
             );
             continue;
         }
-        let preview = match crate::proposal::preview(&source.repo, task, baseline_tree) {
+        let preview = match crate::merge::proposal::preview(&source.repo, task, baseline_tree) {
             Ok(p) => p,
             Err(e) => {
                 fail(&mut fates[*i], "snapshot_failed", e.message.clone());
@@ -383,7 +383,7 @@ pub fn source_diff(
             }
             continue;
         };
-        crate::proposal::add_objects(&mut mem, p.objects);
+        crate::merge::proposal::add_objects(&mut mem, p.objects);
         let (own, _) = describe(
             &mem,
             &filtered(p.paths.clone(), &filters),
@@ -443,7 +443,8 @@ pub fn source_diff(
     let strict = source.config.strict;
     let mut writes: Vec<PathChange> = Vec::new();
     if !candidates.is_empty() {
-        let plan = crate::landing::plan(source, &mem, baseline_tree, &candidates, strict, false)?;
+        let plan =
+            crate::merge::landing::plan(source, &mem, baseline_tree, &candidates, strict, false)?;
         for &i in &plan.applied {
             fates[i].status = TaskState::Applied;
         }

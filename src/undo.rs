@@ -34,9 +34,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
-pub use crate::integrate::PathConflict;
-use crate::integrate::{self, Candidate, Merge};
-use crate::landing::Side;
+pub use crate::merge::integrate::PathConflict;
+use crate::merge::integrate::{self, Candidate, Merge};
+use crate::merge::landing::Side;
 use crate::observe::{Notice, Observer};
 use crate::writeback::PathWrite;
 use crate::{
@@ -494,8 +494,8 @@ fn now_tree(
 /// Copy the objects of `writes` (both sides) that only `mem` holds into
 /// the object store of `disk`.
 fn persist(disk: &gix::Repository, mem: &gix::Repository, writes: &[PathWrite]) -> Result<()> {
-    crate::landing::persist(disk, mem, writes, Side::Old)?;
-    crate::landing::persist(disk, mem, writes, Side::New)
+    crate::merge::landing::persist(disk, mem, writes, Side::Old)?;
+    crate::merge::landing::persist(disk, mem, writes, Side::New)
 }
 
 fn to_writes(changes: Vec<diff::PathChange>) -> Vec<PathWrite> {
@@ -807,7 +807,8 @@ pub fn reapply(
     mem.object_cache_size_if_unset(8 << 20);
     let merging = observer.step("Merging");
     // Apply's one integration (design §3.2 steps 2-3); nothing persisted here.
-    let plan = crate::landing::plan(&source, &mem, baseline_tree, &candidates, strict, false)?;
+    let plan =
+        crate::merge::landing::plan(&source, &mem, baseline_tree, &candidates, strict, false)?;
     drop(merging);
     let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
     for (i, t) in report.tasks.iter_mut().enumerate() {

@@ -29,8 +29,8 @@ use gix::ObjectId;
 
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
-use crate::integrate::{self, Candidate, PathConflict, Plan, Refusal, Refused};
 use crate::lock::RepoLock;
+use crate::merge::integrate::{self, Candidate, PathConflict, Plan, Refusal, Refused};
 use crate::observe::{Notice, Observer};
 use crate::record::batch::{self, Batch};
 use crate::writeback::{Blocked, PathWrite};
@@ -627,7 +627,7 @@ pub fn integrate_verified(
         let s_now = if ctx.dry_run {
             s_tree
         } else {
-            crate::landing::source_tree(ctx.mem, ctx.baseline_tree, &landed_c)?
+            crate::merge::landing::source_tree(ctx.mem, ctx.baseline_tree, &landed_c)?
         };
         let mut plan = integrate::integrate(
             ctx.mem,

@@ -26,7 +26,7 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
     // a pager counts as a terminal (design §3.16).
     let colour = !ui.json && crate::ui::use_color_for("color.diff", crate::pager::terminal_like());
     let paint = colour && patch && !args.stat;
-    let form = crate::patch::Form {
+    let form = crate::merge::patch::Form {
         full_index: args.full_index,
         binary: args.binary,
     };
@@ -79,7 +79,7 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
             for p in &t.paths {
                 out.push(p.status as u8);
                 out.push(b'\t');
-                out.extend_from_slice(&crate::patch::quote_prefixed(b"", &p.path));
+                out.extend_from_slice(&crate::merge::patch::quote_prefixed(b"", &p.path));
                 out.push(b'\n');
             }
         } else if args.stat {
@@ -161,7 +161,7 @@ fn show_source(ui: &Ui, args: &DiffArgs, report: review::SourceDiff, colour: boo
         for p in &t.paths {
             out.push(p.status as u8);
             out.push(b'\t');
-            out.extend_from_slice(&crate::patch::quote_prefixed(b"", &p.path));
+            out.extend_from_slice(&crate::merge::patch::quote_prefixed(b"", &p.path));
             out.push(b'\n');
         }
     } else if args.stat {
@@ -221,7 +221,9 @@ fn stat(t: &TaskDiff, colour: bool) -> String {
     let names: Vec<String> = t
         .paths
         .iter()
-        .map(|p| String::from_utf8_lossy(&crate::patch::quote_prefixed(b"", &p.path)).into_owned())
+        .map(|p| {
+            String::from_utf8_lossy(&crate::merge::patch::quote_prefixed(b"", &p.path)).into_owned()
+        })
         .collect();
     let name_width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
     let max_change = t

@@ -18,7 +18,7 @@ use crate::error::Result;
 use crate::git::diff::PathChange;
 use crate::git::repo::Source;
 use crate::record::batch::{Batch, Task};
-use crate::{git::commit, git::diff, git::refs, patch, snapshot};
+use crate::{git::commit, git::diff, git::refs, merge::patch, snapshot};
 
 pub struct Proposal {
     /// The proposal commit (for callers that report it, such as gc's rescue).

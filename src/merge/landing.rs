@@ -20,7 +20,7 @@ use gix::bstr::BString;
 
 use crate::error::{Error, Result};
 use crate::git::repo::Source;
-use crate::integrate::{self, Candidate};
+use crate::merge::integrate::{self, Candidate};
 use crate::writeback::{self, PathWrite};
 use crate::{snapshot, snapshot::touched};
 
