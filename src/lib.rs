@@ -12,32 +12,13 @@
 //! lives, each command's steps, the crash-safety protocol) is
 //! `docs/design.md`, and the module map is `docs/architecture.md`.
 
-pub mod apply;
 pub mod config;
 pub mod error;
-pub mod gc;
 pub mod git;
-pub mod hooks;
-pub mod kept;
-pub mod lock;
-pub mod mandir;
 pub mod merge;
-pub mod observe;
-pub mod prepare;
-pub mod preparing;
-pub mod problems;
+pub mod ops;
 pub mod record;
-pub mod refresh;
-pub mod remote;
-pub mod renew;
-pub mod review;
-pub mod run;
-pub mod side_effects;
 pub mod snapshot;
-pub mod status;
 pub mod sys;
-pub mod teardown;
-pub mod undo;
-pub mod verify;
 pub mod workspace;
 pub mod writeback;

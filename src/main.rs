@@ -13,11 +13,7 @@ mod ui;
 
 // The engine is the library crate; importing its modules at the crate root
 // keeps `crate::record::batch::...` paths in the binary's modules working.
-use git_delegate::{
-    apply, config, error, gc, git, hooks, kept, lock, mandir, merge, observe, prepare, preparing,
-    problems, record, refresh, remote, renew, review, run, snapshot, status, sys, teardown, undo,
-    verify, workspace, writeback,
-};
+use git_delegate::{config, error, git, merge, ops, record, snapshot, sys, workspace, writeback};
 
 fn main() {
     // First, before any thread: the source's GIT_DIR etc. must reach no workspace.

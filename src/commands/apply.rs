@@ -1,5 +1,5 @@
 //! `git delegate apply [BATCH]` (design §3.2): parse the arguments, run the
-//! transaction (`crate::apply::run`: recording, integration, write-back,
+//! transaction (`crate::ops::apply::run`: recording, integration, write-back,
 //! clean-up), and render its report.
 //!
 //! Owns: the apply document (§6.2) and human text; the `kept_workspaces`
@@ -8,10 +8,10 @@
 
 use serde_json::{json, Value};
 
-pub use crate::apply::Kept;
-use crate::apply::{Closed, Outcome, Report};
 use crate::cli::ApplyArgs;
 use crate::error::{Error, Result};
+pub use crate::ops::apply::Kept;
+use crate::ops::apply::{Closed, Outcome, Report};
 use crate::record::batch::{self, Batch, TaskState};
 use crate::sys::paths::{self, shell_quote, BString, ByteSlice};
 use crate::ui::Ui;
@@ -22,7 +22,7 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
     if let Some(from) = &args.from_undo {
         return super::undo::reapply(ui, here, from, &args, recovered);
     }
-    let opts = crate::apply::Options {
+    let opts = crate::ops::apply::Options {
         batch: args.batch,
         only: args.only,
         discard: args.discard,
@@ -39,7 +39,7 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         verify_jobs: args.verify_jobs.map(usize::from),
     };
     let shown = super::Shown::new(ui);
-    let report = crate::apply::run(here, &opts, &shown);
+    let report = crate::ops::apply::run(here, &opts, &shown);
     shown.recovered_into(recovered);
     let report = report?;
     let (b, outcomes) = (&report.batch, &report.outcomes);
@@ -178,25 +178,30 @@ pub(super) fn say(ui: &Ui, report: &Report, keep: bool, verbose: bool) {
 /// `apply --refresh-conflicts` (design §3.12): refresh every task this
 /// apply left `conflict` (not those whose refreshed conflicts are still
 /// unresolved), right after it. `None` when there is none.
-fn refresh_conflicts(b: &Batch, outcomes: &[Outcome]) -> Option<Result<crate::refresh::Report>> {
+fn refresh_conflicts(
+    b: &Batch,
+    outcomes: &[Outcome],
+) -> Option<Result<crate::ops::refresh::Report>> {
     let tasks: Vec<String> = outcomes
         .iter()
-        .filter(|o| o.status == TaskState::Conflict && o.reason != Some(crate::refresh::UNRESOLVED))
+        .filter(|o| {
+            o.status == TaskState::Conflict && o.reason != Some(crate::ops::refresh::UNRESOLVED)
+        })
         .map(|o| b.tasks[o.idx].name.clone())
         .collect();
     if tasks.is_empty() {
         return None;
     }
-    let run = || -> Result<crate::refresh::Report> {
+    let run = || -> Result<crate::ops::refresh::Report> {
         let here = super::source()?;
         let cwd = std::env::current_dir()
             .map_err(|e| Error::io("cannot read the current directory", e))?;
-        let opts = crate::refresh::Options {
+        let opts = crate::ops::refresh::Options {
             batch: Some(b.id.clone()),
             tasks,
             cwd,
         };
-        crate::refresh::run(here, &opts, &crate::observe::Silent)
+        crate::ops::refresh::run(here, &opts, &crate::ops::observe::Silent)
     };
     Some(run())
 }
@@ -615,7 +620,7 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
             // design §3.14: its worker has not run `git delegate submit` yet.
             text.push_str(&format!(
                 "      its worker has not submitted yet; it joins with: {}\n",
-                crate::remote::join_command(b, &t.name).unwrap_or_default()
+                crate::ops::remote::join_command(b, &t.name).unwrap_or_default()
             ));
         } else if !o.ok() {
             match t.remote {
@@ -740,7 +745,7 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
         o.status == TaskState::Conflict
             && matches!(o.reason, Some("merge_conflict") | Some("source_changed"))
     };
-    let unresolved = |o: &Outcome| o.reason == Some(crate::refresh::UNRESOLVED);
+    let unresolved = |o: &Outcome| o.reason == Some(crate::ops::refresh::UNRESOLVED);
     // design §3.18: paths git refuses, which only their worker can change.
     let invalid = |o: &Outcome| o.reason == Some(crate::git::validate::REASON);
     // design §3.18 "Follow-through": only an apply that names it lands it.
@@ -806,7 +811,7 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
         text.push_str(&format!(
             "  - task {}: what its worker submitted cannot be applied as it is; the worker submits again from its workspace (`git delegate submit` there, or, to start afresh, in the one `{}` makes), then run `git delegate apply {short}` again;\n",
             shell_quote(task),
-            crate::remote::join_command(b, task).unwrap_or_default(),
+            crate::ops::remote::join_command(b, task).unwrap_or_default(),
         ));
     }
     if !other.is_empty() {
@@ -838,7 +843,7 @@ fn discard_hint(short: &str, names: &[&str]) -> String {
 }
 
 /// The `verify` object of the apply document (design §6.4).
-fn verify_doc(v: &crate::verify::Report) -> Value {
+fn verify_doc(v: &crate::ops::verify::Report) -> Value {
     json!({
         "command": v.command,
         "outcome": v.outcome.as_str(),
@@ -853,7 +858,7 @@ fn verify_doc(v: &crate::verify::Report) -> Value {
 }
 
 /// The human lines for `--verify`: the outcome and each run.
-fn verify_text(v: &crate::verify::Report) -> String {
+fn verify_text(v: &crate::ops::verify::Report) -> String {
     let mut text = format!(
         "Verification ({}): {}, {} run{}\n",
         crate::ui::escape_text(&v.command),

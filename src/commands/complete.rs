@@ -123,14 +123,14 @@ fn candidates(place: &Place) -> Vec<String> {
         }
         Values::Kept => {
             let entries = batch::list(&source.state_dir()).unwrap_or_default();
-            let all = crate::gc::kept_proposals(&source, &entries).unwrap_or_default();
+            let all = crate::ops::gc::kept_proposals(&source, &entries).unwrap_or_default();
             all.iter()
-                .map(|k| crate::kept::short_name(&all, k))
+                .map(|k| crate::ops::kept::short_name(&all, k))
                 .collect()
         }
         Values::Undoable | Values::Undone => {
             let want_undone = place.values == Values::Undone;
-            let mut entries = crate::undo::list(&source.state_dir());
+            let mut entries = crate::ops::undo::list(&source.state_dir());
             entries.sort_by_key(|e| std::cmp::Reverse(e.applied_ns));
             entries
                 .into_iter()

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::cli::DiffArgs;
 use crate::error::Result;
-use crate::review::{self, TaskDiff};
+use crate::ops::review::{self, TaskDiff};
 use crate::sys::paths::ByteSlice;
 use crate::ui::Ui;
 

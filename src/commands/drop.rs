@@ -32,27 +32,27 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         }
     };
     // An apply verifies it without holding the lock (design §3.10).
-    crate::verify::refuse_if_busy(&source.state_dir(), &b)?;
+    crate::ops::verify::refuse_if_busy(&source.state_dir(), &b)?;
     // A batch whose prepare never completed holds no work: it goes whole,
     // with or without --force (design §3.15); one still being prepared only
     // with --force.
-    match crate::preparing::progress(&b) {
-        Some(crate::preparing::Progress::Preparing) if !args.force => {
-            return Err(crate::preparing::refuse(
+    match crate::ops::preparing::progress(&b) {
+        Some(crate::ops::preparing::Progress::Preparing) if !args.force => {
+            return Err(crate::ops::preparing::refuse(
                 &b,
-                crate::preparing::Progress::Preparing,
+                crate::ops::preparing::Progress::Preparing,
             ))
         }
         Some(_) => return drop_incomplete(ui, &source, &b, recovered),
         None => {}
     }
-    let crate::teardown::Blockers {
+    let crate::ops::teardown::Blockers {
         unapplied,
         hosting,
         others,
         stashed,
         remote_seen,
-    } = crate::teardown::blockers(&source, &b)?;
+    } = crate::ops::teardown::blockers(&source, &b)?;
     if (!unapplied.is_empty() || !hosting.is_empty()) && !args.force {
         if ui.json {
             let mut doc = json!({"batch": b.id, "dropped": false, "unapplied": unapplied});
@@ -99,13 +99,13 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         ui.say(&text);
         return Ok(1);
     }
-    let crate::teardown::Removed {
+    let crate::ops::teardown::Removed {
         workspaces: removed,
         kept,
         refs: refs_removed,
         remote_left,
         unsafe_folders,
-    } = crate::teardown::remove_batch(&source, &b, &others, &remote_seen)?;
+    } = crate::ops::teardown::remove_batch(&source, &b, &others, &remote_seen)?;
     let (left_alone, hosting): (Vec<_>, Vec<_>) = kept.into_iter().partition(|k| k.2.is_empty());
     let kept: Vec<std::path::PathBuf> = left_alone.into_iter().map(|k| k.1).collect();
     if ui.json {
@@ -165,7 +165,7 @@ fn drop_corrupt(
         ));
         return Ok(1);
     }
-    let r = crate::gc::remove_corrupt(source, id)?;
+    let r = crate::ops::gc::remove_corrupt(source, id)?;
     if ui.json {
         let mut doc = dropped_doc(
             id,
@@ -228,7 +228,7 @@ fn drop_corrupt(
 
 /// Remove a batch whose prepare never completed, whole.
 fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) -> Result<i32> {
-    let r = crate::preparing::remove_whole(source, b, false)?;
+    let r = crate::ops::preparing::remove_whole(source, b, false)?;
     if ui.json {
         ui.doc_after(
             dropped_doc(

@@ -1,6 +1,6 @@
 //! `git delegate gc [--dry-run]` (design §3.4): take the lock, roll back
 //! interrupted write-backs, reclaim stale batches and leftovers (the engine
-//! is `crate::gc`), and report it (design §6.3). A dry run takes no lock and
+//! is `crate::ops::gc`), and report it (design §6.3). A dry run takes no lock and
 //! changes nothing.
 
 use serde_json::{json, Value};
@@ -19,7 +19,7 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
     };
     let report = {
         let _progress = ui.progress("Collecting stale batches");
-        crate::gc::run(&source, args.dry_run)?
+        crate::ops::gc::run(&source, args.dry_run)?
     };
     let code = if report.skipped.is_empty() { 0 } else { 1 };
 
@@ -100,7 +100,7 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
     Ok(code)
 }
 
-fn human(source: &crate::git::repo::Source, r: &crate::gc::Report) -> String {
+fn human(source: &crate::git::repo::Source, r: &crate::ops::gc::Report) -> String {
     let (verb, would) = if r.dry_run {
         ("Would reclaim", "would be ")
     } else {

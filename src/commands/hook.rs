@@ -9,8 +9,8 @@
 
 use crate::cli::{HookArgs, HookName};
 use crate::error::Result;
-use crate::hooks::PreCommit;
-use crate::problems::{Fact, Problem};
+use crate::ops::hooks::PreCommit;
+use crate::ops::problems::{Fact, Problem};
 use crate::ui::Ui;
 
 pub fn run(ui: &Ui, args: HookArgs) -> Result<i32> {
@@ -29,7 +29,7 @@ fn pre_commit(ui: &Ui) -> i32 {
             ));
         }
     };
-    let (problems, block) = match crate::hooks::pre_commit() {
+    let (problems, block) = match crate::ops::hooks::pre_commit() {
         PreCommit::Clear => return 0,
         PreCommit::Unchecked(e) => {
             warn(&format!(
@@ -90,7 +90,7 @@ fn message(p: &Problem) -> String {
         Fact::Stale(state) => format!(
             "batch {short} is stale (lease {}): apply it (`git delegate apply {short}`), extend it (`{}`), or reclaim it (`git delegate gc`)",
             state.as_str(),
-            crate::renew::command(short, *state)
+            crate::ops::renew::command(short, *state)
         ),
         Fact::Journal { finishes, .. } => format!(
             "batch {short} has an interrupted write-back: run `git delegate status`; the next `git delegate gc` (or apply) {}",

@@ -16,7 +16,7 @@ pub fn run(ui: &Ui, args: HooksArgs) -> Result<i32> {
 
 fn install(ui: &Ui, force: bool) -> Result<i32> {
     let source = super::source()?;
-    let done = crate::hooks::install(&source, force)?;
+    let done = crate::ops::hooks::install(&source, force)?;
     if ui.json {
         ui.doc(json!({
             "hook": crate::sys::paths::doc_path(&done.hook),

@@ -1,5 +1,5 @@
 //! `git delegate apply --kept REF` (design §3.16 "kept"): land a kept
-//! proposal through the engine (`crate::kept::run`) and render it as apply
+//! proposal through the engine (`crate::ops::kept::run`) and render it as apply
 //! renders a batch (design §6.2), with the proposal it landed.
 //!
 //! Owns: the human text of landing a kept proposal, and what its apply
@@ -8,8 +8,8 @@
 
 use serde_json::{json, Value};
 
-use crate::apply::Outcome;
 use crate::error::Result;
+use crate::ops::apply::Outcome;
 use crate::record::batch::TaskState;
 use crate::sys::paths::{self, ByteSlice};
 use crate::ui::Ui;
@@ -23,13 +23,13 @@ pub fn run(
     recovered: &mut Recovery,
 ) -> Result<i32> {
     let here = super::source()?;
-    let opts = crate::kept::Options {
+    let opts = crate::ops::kept::Options {
         reference,
         strict,
         dry_run,
     };
     let shown = super::Shown::new(ui);
-    let landed = crate::kept::run(here, &opts, &shown);
+    let landed = crate::ops::kept::run(here, &opts, &shown);
     shown.recovered_into(recovered);
     let landed = landed?;
     let r = &landed.report;
@@ -85,7 +85,7 @@ pub fn run(
 /// `REF:PATH` for `git show`, shell-quoted, naming the first path in
 /// conflict (design §3.16 "Hints"); `PATH` only when no path can be
 /// printed as it is (none named, not UTF-8, or a control character).
-fn show_path(ref_name: &str, o: &crate::apply::Outcome) -> String {
+fn show_path(ref_name: &str, o: &crate::ops::apply::Outcome) -> String {
     let path = o
         .conflicts
         .iter()
@@ -96,10 +96,10 @@ fn show_path(ref_name: &str, o: &crate::apply::Outcome) -> String {
     crate::sys::paths::shell_quote(&format!("{ref_name}:{}", path.unwrap_or("PATH")))
 }
 
-fn human(ui: &Ui, landed: &crate::kept::Landed) -> String {
+fn human(ui: &Ui, landed: &crate::ops::kept::Landed) -> String {
     let r = &landed.report;
     let k = &landed.kept;
-    let short = crate::kept::short_name(std::slice::from_ref(k), k);
+    let short = crate::ops::kept::short_name(std::slice::from_ref(k), k);
     let mut text = format!(
         "{} of kept proposal {} ({}):\n",
         if r.dry_run {

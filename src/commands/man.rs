@@ -3,7 +3,7 @@
 
 use crate::cli::ManArgs;
 use crate::error::Result;
-use crate::mandir;
+use crate::ops::mandir;
 use crate::ui::Ui;
 
 pub fn run(ui: &Ui, args: ManArgs) -> Result<i32> {

@@ -195,8 +195,8 @@ pub fn lock_and_recover(
     ui: &Ui,
     source: &Source,
     recovered: &mut Recovery,
-) -> Result<crate::lock::RepoLock> {
-    let locked = crate::lock::lock_and_recover(source)?;
+) -> Result<crate::ops::lock::RepoLock> {
+    let locked = crate::ops::lock::lock_and_recover(source)?;
     tell_recovered(ui, &locked.recovery);
     add(recovered, locked.recovery);
     Ok(locked.lock)
@@ -295,7 +295,7 @@ impl<'a> Shown<'a> {
     }
 }
 
-impl crate::observe::Observer for Shown<'_> {
+impl crate::ops::observe::Observer for Shown<'_> {
     fn step(&self, label: &str) -> Box<dyn std::any::Any> {
         Box::new(self.ui.progress(label))
     }
@@ -310,8 +310,8 @@ impl crate::observe::Observer for Shown<'_> {
             ));
         }
     }
-    fn notice(&self, notice: crate::observe::Notice) {
-        use crate::observe::Notice;
+    fn notice(&self, notice: crate::ops::observe::Notice) {
+        use crate::ops::observe::Notice;
         let ui = self.ui;
         match notice {
             Notice::Recovered(r) => {
@@ -377,12 +377,12 @@ pub fn batch_doc_fetched(
     // A batch whose prepare never completed (design §3.15): its tasks are
     // `incomplete`, never open work, and once its prepare is gone it is
     // not live whatever its lease says.
-    let progress = crate::preparing::progress(batch);
+    let progress = crate::ops::preparing::progress(batch);
     let lease_state = match progress {
-        Some(crate::preparing::Progress::Interrupted) => crate::record::lease::State::Orphaned,
+        Some(crate::ops::preparing::Progress::Interrupted) => crate::record::lease::State::Orphaned,
         _ => batch.lease.state(),
     };
-    let health = crate::status::health(source, batch);
+    let health = crate::ops::status::health(source, batch);
     let tasks: Vec<Value> = batch
         .tasks
         .iter()
@@ -425,7 +425,7 @@ pub fn batch_doc_fetched(
                     );
                     m.insert(
                         "join".into(),
-                        json!(crate::remote::join_command(batch, &t.name)),
+                        json!(crate::ops::remote::join_command(batch, &t.name)),
                     );
                 }
                 if let Some(log) = &t.verify_log {

@@ -13,7 +13,7 @@ pub fn run(ui: &Ui, args: PathArgs) -> Result<i32> {
     let source = super::source()?;
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
-    let path = crate::review::path(&source, args.batch.as_deref(), args.task.as_deref(), &cwd)
+    let path = crate::ops::review::path(&source, args.batch.as_deref(), args.task.as_deref(), &cwd)
         .map_err(|e| {
             let mut words = vec!["path"];
             words.extend(args.task.as_deref());

@@ -1,5 +1,5 @@
 //! `git delegate prepare` (design §3.1): parse the arguments, run the
-//! transaction (`crate::prepare::run`: snapshot, baseline, marker,
+//! transaction (`crate::ops::prepare::run`: snapshot, baseline, marker,
 //! workspaces, carry, complete; undone whole on failure or Ctrl-C), and
 //! render what it made.
 //!
@@ -22,7 +22,7 @@ pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> 
     let opts = options(&args, names)?;
     let source = super::source()?;
     let shown = super::Shown::new(ui);
-    let report = crate::prepare::run(&source, &opts, &shown);
+    let report = crate::ops::prepare::run(&source, &opts, &shown);
     shown.recovered_into(recovered);
     let report = report?;
     let batch = &report.batch;
@@ -31,7 +31,7 @@ pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> 
     // batch's workspaces accept commits (design §3.7).
     let hook_missing = batch
         .forbid_commit
-        .then(|| crate::hooks::pre_commit_missing(&source))
+        .then(|| crate::ops::hooks::pre_commit_missing(&source))
         .flatten();
     let warning = hook_missing.as_ref().map(|hook| {
         (
@@ -79,7 +79,7 @@ pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> 
         // design §3.14: a remote task's line is the command its worker runs.
         if let Some(join) = t
             .remote
-            .then(|| crate::remote::join_command(batch, &t.name))
+            .then(|| crate::ops::remote::join_command(batch, &t.name))
             .flatten()
         {
             text.push_str(&format!("  task {:<8} remote: {join}\n", t.name));
@@ -120,11 +120,14 @@ pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> 
 }
 
 /// prepare's options from its arguments, `names` checked (`run` shares them).
-pub(super) fn options(args: &PrepareArgs, names: Vec<String>) -> Result<crate::prepare::Options> {
-    crate::prepare::check(&names, args.label.as_deref())?;
+pub(super) fn options(
+    args: &PrepareArgs,
+    names: Vec<String>,
+) -> Result<crate::ops::prepare::Options> {
+    crate::ops::prepare::check(&names, args.label.as_deref())?;
     let owner = args.owner_pid.map(super::owner).transpose()?;
     let ttl_secs = args.ttl.as_deref().map(super::parse_ttl).transpose()?;
-    Ok(crate::prepare::Options {
+    Ok(crate::ops::prepare::Options {
         names,
         label: args.label.clone(),
         ttl_secs,

@@ -1,5 +1,5 @@
 //! `git delegate refresh [TASK...] [--batch BATCH]` (design §3.12): parse,
-//! run `crate::refresh::run`, render the refresh document (design §6.4) or
+//! run `crate::ops::refresh::run`, render the refresh document (design §6.4) or
 //! human text. Also renders the refresh that `apply --refresh-conflicts`
 //! runs after the apply.
 //! Never: does git, filesystem or process work (the engine's `refresh` does).
@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 
 use crate::cli::RefreshArgs;
 use crate::error::{Error, Result};
+use crate::ops::refresh::Report;
 use crate::record::batch::TaskState;
-use crate::refresh::Report;
 use crate::sys::paths;
 use crate::ui::Ui;
 use crate::writeback::Recovery;
@@ -18,13 +18,13 @@ pub fn run(ui: &Ui, args: RefreshArgs, recovered: &mut Recovery) -> Result<i32> 
     let here = super::source()?;
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
-    let opts = crate::refresh::Options {
+    let opts = crate::ops::refresh::Options {
         batch: args.batch,
         tasks: args.tasks,
         cwd,
     };
     let shown = super::Shown::new(ui);
-    let report = crate::refresh::run(here, &opts, &shown);
+    let report = crate::ops::refresh::run(here, &opts, &shown);
     shown.recovered_into(recovered);
     let report = report?;
     if ui.json {

@@ -14,7 +14,7 @@ use crate::ui::Ui;
 pub fn join(ui: &Ui, args: JoinArgs) -> Result<i32> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
-    let report = crate::remote::join(&crate::remote::JoinOptions {
+    let report = crate::ops::remote::join(&crate::ops::remote::JoinOptions {
         url: args.url,
         batch: args.batch,
         task: args.task,
@@ -51,7 +51,7 @@ pub fn join(ui: &Ui, args: JoinArgs) -> Result<i32> {
 pub fn submit(ui: &Ui, _args: SubmitArgs) -> Result<i32> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
-    let s = crate::remote::submit(&cwd)?;
+    let s = crate::ops::remote::submit(&cwd)?;
     let j = &s.joined;
     if ui.json {
         ui.doc(json!({
@@ -78,7 +78,7 @@ pub fn submit(ui: &Ui, _args: SubmitArgs) -> Result<i32> {
 /// §3.14 "Remote refs"): one per reason, as JSON (`warnings` entries) and as
 /// text for stderr. Every command printed deletes a ref only with a lease on
 /// the value this command fetched there, and none deletes a newer submission.
-pub fn left_docs(left: &crate::remote::Left) -> Vec<serde_json::Value> {
+pub fn left_docs(left: &crate::ops::remote::Left) -> Vec<serde_json::Value> {
     warnings(left)
         .into_iter()
         .map(|w| {
@@ -94,7 +94,7 @@ pub fn left_docs(left: &crate::remote::Left) -> Vec<serde_json::Value> {
         .collect()
 }
 
-pub fn warn_left(ui: &Ui, left: &crate::remote::Left) {
+pub fn warn_left(ui: &Ui, left: &crate::ops::remote::Left) {
     for w in warnings(left) {
         ui.warn(&format!(
             "git-delegate: warning: {}\n  {}\n",
@@ -111,7 +111,7 @@ struct Warning {
     refs: Vec<String>,
 }
 
-fn warnings(left: &crate::remote::Left) -> Vec<Warning> {
+fn warnings(left: &crate::ops::remote::Left) -> Vec<Warning> {
     let remote = crate::sys::paths::shell_quote(&left.remote);
     let mut out = Vec::new();
     if let Some((error, refs)) = &left.failed {

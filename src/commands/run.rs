@@ -1,6 +1,6 @@
 //! `git delegate run` (design §3.13): parse the arguments (prepare's,
 //! `--tasks`, `--jobs`, `--timeout`, `--verify`, `--no-apply`, the command
-//! after `--`), call the engine (`crate::run::run`: prepare, workers, apply),
+//! after `--`), call the engine (`crate::ops::run::run`: prepare, workers, apply),
 //! and render: on a terminal the workers' lines prefixed with their task and
 //! a status line per worker, then the workers and the apply as text, or
 //! the run document.
@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::cli::RunArgs;
 use crate::error::Result;
-use crate::run::{Event, Watcher, Worker};
+use crate::ops::run::{Event, Watcher, Worker};
 use crate::sys::paths::{self, BStr, ByteSlice};
 use crate::ui::Ui;
 use crate::writeback::Recovery;
@@ -20,7 +20,7 @@ use crate::writeback::Recovery;
 pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
     // Everything about the arguments is checked before anything is made.
     let specs = match &args.tasks_file {
-        Some(f) => crate::run::load_tasks(f)?,
+        Some(f) => crate::ops::run::load_tasks(f)?,
         None => Vec::new(),
     };
     let p = &args.prepare;
@@ -46,7 +46,7 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
     let apply = if args.no_apply {
         None
     } else {
-        Some(crate::apply::Options {
+        Some(crate::ops::apply::Options {
             verify: args.verify.clone(),
             no_verify: args.no_verify,
             verify_timeout_secs: args
@@ -57,7 +57,7 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
             ..Default::default()
         })
     };
-    let opts = crate::run::Options {
+    let opts = crate::ops::run::Options {
         prepare,
         specs,
         command: args.command.clone(),
@@ -68,7 +68,7 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
     let source = super::source()?;
     let shown = super::Shown::new(ui);
     let live = Live::new(ui, &opts.prepare.names);
-    let report = crate::run::run(source, &opts, &shown, &live);
+    let report = crate::ops::run::run(source, &opts, &shown, &live);
     shown.recovered_into(recovered);
     let report = report?;
     let b = &report.prepared.batch;

@@ -4,13 +4,13 @@
 //! stashed work back into its workspace.
 //!
 //! Owns: those words and fields.
-//! Never: finds them (`crate::side_effects` does) or changes a ref.
+//! Never: finds them (`crate::ops::side_effects` does) or changes a ref.
 
 use serde_json::{json, Value};
 
-use crate::apply::Outcome;
+use crate::ops::apply::Outcome;
 use crate::record::batch::{Batch, TaskState};
-use git_delegate::side_effects::{Change, Kind, SideEffect};
+use git_delegate::ops::side_effects::{Change, Kind, SideEffect};
 
 /// `[{"task", "ref", "kind", "change", "old", "new", "stash", "message",
 /// "path", "detail"}]`: `path` and `detail` are those of a config key or

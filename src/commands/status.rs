@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::cli::StatusArgs;
 use crate::error::Result;
-use crate::problems::{Fact, Problem};
+use crate::ops::problems::{Fact, Problem};
 use crate::record::batch::Batch;
 use crate::ui::Ui;
 use crate::workspace;
@@ -23,7 +23,7 @@ fn message(p: &Problem) -> String {
         Fact::Stale(state) => format!(
             "batch {short} is stale (lease {}); apply it, `{}`, or `git delegate gc`",
             state.as_str(),
-            crate::renew::command(short, *state)
+            crate::ops::renew::command(short, *state)
         ),
         Fact::UndoJournal { finishes: true, .. } => format!(
             "the undo of apply {short} was interrupted after it had written its whole result; the next git delegate command that changes things finishes it (`git delegate gc` for one)"
@@ -115,7 +115,7 @@ fn message(p: &Problem) -> String {
 
 pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     let source = super::source()?;
-    let report = crate::status::run(&source, args.batch.as_deref())?;
+    let report = crate::ops::status::run(&source, args.batch.as_deref())?;
     let kept = &report.kept;
     let problems = &report.problems;
     let kept_doc: Vec<Value> = kept
@@ -128,13 +128,13 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                 "task": k.task,
                 "expires_at": crate::sys::time::rfc3339(k.expires_at),
                 "kept_at": crate::sys::time::rfc3339(k.kept_at),
-                "name": crate::kept::short_name(kept, k),
+                "name": crate::ops::kept::short_name(kept, k),
             })
         })
         .collect();
     let mut kept_text = kept_text(kept);
     // Undo entries (design §3.11): how many, and how many are not undone.
-    let undo_entries = crate::undo::list(&source.state_dir());
+    let undo_entries = crate::ops::undo::list(&source.state_dir());
     let undoable = undo_entries.iter().filter(|e| !e.undone).count();
     let undo_text = match undo_entries.len() {
         0 => String::new(),
@@ -178,7 +178,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             if !args.fetch || !b.tasks.iter().any(|t| t.remote) {
                 return None;
             }
-            match crate::remote::submitted(&source, b) {
+            match crate::ops::remote::submitted(&source, b) {
                 Ok(found) => Some(found.into_keys().collect()),
                 Err(e) => {
                     ui.warn(&format!(
@@ -277,13 +277,13 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                 .map(|h| format!(" (on HEAD {})", &h[..7.min(h.len())]))
                 .unwrap_or_default(),
         ));
-        let progress = crate::preparing::progress(b);
+        let progress = crate::ops::preparing::progress(b);
         match progress {
-            Some(crate::preparing::Progress::Interrupted) => text.push_str(&format!(
+            Some(crate::ops::preparing::Progress::Interrupted) => text.push_str(&format!(
                 "  {}: its prepare was killed; no worker was given it; `git delegate gc` removes it\n",
                 ui.paint("31", "interrupted")
             )),
-            Some(crate::preparing::Progress::Preparing) => text.push_str(&format!(
+            Some(crate::ops::preparing::Progress::Preparing) => text.push_str(&format!(
                 "  {}: its prepare (pid {}) still runs\n",
                 ui.paint("33", "preparing"),
                 b.preparing.as_ref().map(|m| m.pid).unwrap_or_default()
@@ -291,7 +291,9 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             None => {}
         }
         let state = match progress {
-            Some(crate::preparing::Progress::Interrupted) => crate::record::lease::State::Orphaned,
+            Some(crate::ops::preparing::Progress::Interrupted) => {
+                crate::record::lease::State::Orphaned
+            }
             _ => state,
         };
         let lease_state = match state {
@@ -327,7 +329,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                     None if !t.state.is_open() => "remote".to_string(),
                     None => format!(
                         "remote: {}",
-                        crate::remote::join_command(b, &t.name).unwrap_or_default()
+                        crate::ops::remote::join_command(b, &t.name).unwrap_or_default()
                     ),
                 },
                 workspace::Health::Ours => super::show(&t.root),
@@ -397,7 +399,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
 
 /// The human lines for kept proposals (design §3.16 "kept"): name, age,
 /// expiry, ref and patch, and how to land one.
-fn kept_text(kept: &[crate::gc::Kept]) -> String {
+fn kept_text(kept: &[crate::ops::gc::Kept]) -> String {
     let Some(first) = kept.first() else {
         return String::new();
     };
@@ -414,7 +416,7 @@ fn kept_text(kept: &[crate::gc::Kept]) -> String {
         };
         text.push_str(&format!(
             "kept: {}, saved {} ago, {expiry} ({})\n      ref:   {}\n",
-            crate::kept::short_name(kept, k),
+            crate::ops::kept::short_name(kept, k),
             crate::sys::time::human(now.saturating_sub(k.kept_at).max(0)),
             crate::sys::time::rfc3339(k.expires_at),
             k.ref_name,
@@ -425,7 +427,7 @@ fn kept_text(kept: &[crate::gc::Kept]) -> String {
     }
     text.push_str(&format!(
         "Land one in this working tree with `git delegate apply --kept {}`; see one with `git show --stat {}`.\n",
-        crate::kept::short_name(kept, first),
+        crate::ops::kept::short_name(kept, first),
         first.ref_name
     ));
     text

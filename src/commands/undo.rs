@@ -1,5 +1,5 @@
 //! `git delegate undo [APPLY] [--list] [--dry-run]` and `git delegate apply
-//! --from-undo APPLY` (design §3.11): parse, call the engine (`crate::undo`),
+//! --from-undo APPLY` (design §3.11): parse, call the engine (`crate::ops::undo`),
 //! render the undo, list and re-apply documents (design §6.4) and text.
 //!
 //! Owns: those documents and their human text; the hint apply prints.
@@ -18,7 +18,7 @@ fn doc_paths(p: &[BString]) -> Vec<String> {
     p.iter().map(|p| paths::doc_bytes(p)).collect()
 }
 
-fn conflicts_doc(c: &[crate::undo::PathConflict]) -> Value {
+fn conflicts_doc(c: &[crate::ops::undo::PathConflict]) -> Value {
     Value::Array(
         c.iter()
             .map(|c| json!({"path": paths::doc_bytes(&c.path), "reason": c.reason}))
@@ -26,7 +26,7 @@ fn conflicts_doc(c: &[crate::undo::PathConflict]) -> Value {
     )
 }
 
-fn conflicts_text(c: &[crate::undo::PathConflict]) -> String {
+fn conflicts_text(c: &[crate::ops::undo::PathConflict]) -> String {
     c.iter()
         .map(|c| format!("  {} ({})\n", paths::quote(c.path.as_bstr()), c.reason))
         .collect()
@@ -46,7 +46,7 @@ pub fn run(ui: &Ui, args: UndoArgs, recovered: &mut Recovery) -> Result<i32> {
         return list(ui, &here);
     }
     let shown = super::Shown::new(ui);
-    let report = crate::undo::undo(
+    let report = crate::ops::undo::undo(
         here,
         args.apply.as_deref(),
         args.dry_run,
@@ -117,7 +117,7 @@ pub fn run(ui: &Ui, args: UndoArgs, recovered: &mut Recovery) -> Result<i32> {
 }
 
 fn list(ui: &Ui, here: &Source) -> Result<i32> {
-    let entries = crate::undo::list(&here.state_dir());
+    let entries = crate::ops::undo::list(&here.state_dir());
     if ui.json {
         let docs: Vec<Value> = entries
             .iter()
@@ -175,7 +175,7 @@ pub fn reapply(
     recovered: &mut Recovery,
 ) -> Result<i32> {
     let shown = super::Shown::new(ui);
-    let report = crate::undo::reapply(here, from, args.strict, args.dry_run, &shown);
+    let report = crate::ops::undo::reapply(here, from, args.strict, args.dry_run, &shown);
     shown.recovered_into(recovered);
     let r = report?;
     if ui.json {
@@ -194,7 +194,7 @@ pub fn reapply(
                     m.insert("conflicts".into(), conflicts_doc(&t.conflicts));
                     m.insert(
                         "proposal_ref".into(),
-                        json!(crate::undo::task_ref(&r.from.apply_id, &t.task)),
+                        json!(crate::ops::undo::task_ref(&r.from.apply_id, &t.task)),
                     );
                 }
                 v

@@ -26,7 +26,7 @@ use toml::Spanned;
 
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
-use crate::observe::Observer;
+use crate::ops::observe::Observer;
 use crate::record::batch::{self, TaskState};
 use crate::sys::process::{self, Group};
 
@@ -108,7 +108,7 @@ pub fn parse_tasks(path: &Path, text: &str) -> Result<Vec<TaskSpec>> {
     let mut out: Vec<TaskSpec> = Vec::new();
     for t in file.task {
         let name = t.name.get_ref().clone();
-        if let Err(e) = crate::prepare::check(std::slice::from_ref(&name), None) {
+        if let Err(e) = crate::ops::prepare::check(std::slice::from_ref(&name), None) {
             return Err(bad(e.message, t.name.span(), "bad task name"));
         }
         if out.iter().any(|o| o.name == name) {
@@ -179,7 +179,7 @@ pub fn substitute(arg: &OsStr, task: &str, index: usize, workspace: &Path) -> Os
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// The prepare part; its `names` are the tasks (from `specs` when given).
-    pub prepare: crate::prepare::Options,
+    pub prepare: crate::ops::prepare::Options,
     /// `--tasks FILE`: per task its own command, env and timeout, in order.
     pub specs: Vec<TaskSpec>,
     /// The command after `--` (program and arguments).
@@ -189,7 +189,7 @@ pub struct Options {
     /// `--timeout`.
     pub timeout_secs: Option<i64>,
     /// The apply part (`--verify` and friends); `None`: `--no-apply`.
-    pub apply: Option<crate::apply::Options>,
+    pub apply: Option<crate::ops::apply::Options>,
 }
 
 /// One worker as it ended (design §3.13 `workers[]`).
@@ -228,11 +228,11 @@ pub enum Event<'a> {
 
 /// What run did.
 pub struct Report {
-    pub prepared: crate::prepare::Report,
+    pub prepared: crate::ops::prepare::Report,
     pub workers: Vec<Worker>,
     /// The apply (`None`: `--no-apply`, or interrupted). Its outcomes list
     /// every task, `worker_failed` ones included.
-    pub apply: Option<crate::apply::Report>,
+    pub apply: Option<crate::ops::apply::Report>,
     /// Ctrl-C or SIGTERM stopped the workers; nothing was applied.
     pub interrupted: bool,
     /// `--no-apply`.
@@ -261,7 +261,7 @@ fn ended_elsewhere(source: &Source, id: &str) -> Option<EndedElsewhere> {
         return None;
     }
     // Newest first.
-    let apply_id = crate::undo::list(&state)
+    let apply_id = crate::ops::undo::list(&state)
         .into_iter()
         .find(|e| e.batch == id)
         .map(|e| e.apply_id);
@@ -318,7 +318,7 @@ pub fn run(
     let after_owner = popts.owner.take();
     let me = std::process::id();
     popts.owner = crate::sys::process::process_start(me).map(|s| (me, s));
-    let prepared = crate::prepare::run(&source, &popts, observer)?;
+    let prepared = crate::ops::prepare::run(&source, &popts, observer)?;
     let b = prepared.batch.clone();
     let logs = batch::logs_dir(&source.state_dir(), &b.id);
     std::fs::create_dir_all(&logs)
@@ -415,7 +415,7 @@ pub fn run(
         for &i in &failed {
             batch.tasks[i].state = TaskState::WorkerFailed;
         }
-        crate::apply::Report {
+        crate::ops::apply::Report {
             batch,
             outcomes: Vec::new(),
             written: Vec::new(),
@@ -433,7 +433,7 @@ pub fn run(
         }
     } else {
         let root = source.root.clone();
-        let r = crate::apply::run(source, &aopts, observer);
+        let r = crate::ops::apply::run(source, &aopts, observer);
         let source = Source::discover(&root)?;
         if r.is_err() {
             if let Some(ended) = ended_elsewhere(&source, &b.id) {
@@ -453,7 +453,7 @@ pub fn run(
     };
     // run's apply document lists every task, the failed workers' included.
     for &i in &failed {
-        let mut o = crate::apply::Outcome::new(i, TaskState::WorkerFailed);
+        let mut o = crate::ops::apply::Outcome::new(i, TaskState::WorkerFailed);
         let w = &workers[i];
         o.message = Some(worker_message(w));
         o.reason = Some(failure_reason(w));
@@ -465,7 +465,7 @@ pub fn run(
             .tasks
             .get(i)
             .map_or(TaskState::Applied, |t| t.state);
-        let mut o = crate::apply::Outcome::new(i, state);
+        let mut o = crate::ops::apply::Outcome::new(i, state);
         o.message = Some(format!(
             "another command ended it ({}) while the workers ran",
             state.as_str()
@@ -512,7 +512,7 @@ fn record_failed(source: &Source, id: &str, failed: &[usize], workers: &[Worker]
         return Ok(());
     }
     let state = source.state_dir();
-    let _lock = crate::lock::acquire(&state, source.config.lock_timeout_secs)?;
+    let _lock = crate::ops::lock::acquire(&state, source.config.lock_timeout_secs)?;
     let mut b = batch::select_open(&state, Some(id))?;
     for &i in failed {
         if let Some(t) = b.tasks.get_mut(i) {
@@ -538,7 +538,7 @@ fn failure_reason(w: &Worker) -> &'static str {
 /// one owned by the `--owner-pid` the caller gave), counted from now.
 fn hand_over(source: &Source, id: &str, ttl: i64, owner: Option<(u32, u64)>) -> Result<()> {
     let state = source.state_dir();
-    let _lock = crate::lock::acquire(&state, source.config.lock_timeout_secs)?;
+    let _lock = crate::ops::lock::acquire(&state, source.config.lock_timeout_secs)?;
     let Ok(mut b) = batch::select_open(&state, Some(id)) else {
         return Ok(());
     };

@@ -136,7 +136,7 @@ pub struct Report {
     pub temp_files_removed: Vec<PathBuf>,
     /// Reclaimed batches whose refs on their remote could not be deleted
     /// (design §3.14): reported, the refs listed for later.
-    pub remote_left: Vec<crate::remote::Left>,
+    pub remote_left: Vec<crate::ops::remote::Left>,
     /// Folders below the workspace root refused (design §3.18): another
     /// user's, or a symlink where a folder of ours was expected; never
     /// entered, read or removed.
@@ -190,8 +190,8 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
                 // its process is gone, whatever its lease says, and never
                 // rescued (no worker was given it); left alone while its
                 // prepare still runs (design §3.15).
-                match crate::preparing::progress(b) {
-                    Some(crate::preparing::Progress::Interrupted) => {
+                match crate::ops::preparing::progress(b) {
+                    Some(crate::ops::preparing::Progress::Interrupted) => {
                         match gc.reclaim_incomplete(b) {
                             Ok(()) => {
                                 gc.report.batches.push(b.id.clone());
@@ -212,7 +212,7 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
                         }
                         continue;
                     }
-                    Some(crate::preparing::Progress::Preparing) => {
+                    Some(crate::ops::preparing::Progress::Preparing) => {
                         remaining.push(b);
                         continue;
                     }
@@ -229,7 +229,7 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
                     continue;
                 }
                 // An apply verifies it now, without the lock (design §3.10).
-                if let Err(e) = crate::verify::refuse_if_busy(&gc.state_dir, b) {
+                if let Err(e) = crate::ops::verify::refuse_if_busy(&gc.state_dir, b) {
                     gc.report.skipped.push(Skipped {
                         batch: b.id.clone(),
                         message: e.message,
@@ -288,7 +288,7 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
     gc.leftover_verifications(&owners.broken_ids);
     gc.leftover_registrations(&owners)?;
     gc.leftover_folders(&owners)?;
-    let (undone, refs) = crate::undo::prune(source, dry_run)?;
+    let (undone, refs) = crate::ops::undo::prune(source, dry_run)?;
     gc.report.undo_entries_removed = undone;
     gc.report.refs_removed += refs;
     gc.leftover_refs(&owners)?;
@@ -303,7 +303,7 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
             Entry::Broken { id, .. } => id.clone(),
         })
         .collect();
-    crate::verify::prune_logs(&gc.state_dir, &ids, source.config.keep_failed_secs, dry_run);
+    crate::ops::verify::prune_logs(&gc.state_dir, &ids, source.config.keep_failed_secs, dry_run);
     Ok(gc.report)
 }
 
@@ -375,7 +375,7 @@ impl Gc<'_> {
             self.handled_roots.insert(t.root.clone());
             self.handled_regs.insert(t.worktree_id.clone());
         }
-        let r = crate::preparing::remove_whole(self.source, b, self.dry_run)?;
+        let r = crate::ops::preparing::remove_whole(self.source, b, self.dry_run)?;
         self.report.workspaces_removed += r.workspaces;
         self.report.refs_removed += r.refs;
         self.report.bytes_freed += r.bytes;
@@ -414,11 +414,11 @@ impl Gc<'_> {
         }
         // Work a workspace put in the stash stays there: named, not touched
         // (read before the workspaces go: their HEADs tell who made it).
-        if let Ok(effects) = crate::side_effects::find(self.source, b) {
+        if let Ok(effects) = crate::ops::side_effects::find(self.source, b) {
             self.report.stashed.extend(
                 effects
                     .iter()
-                    .filter(|e| e.change == crate::side_effects::Change::Added)
+                    .filter(|e| e.change == crate::ops::side_effects::Change::Added)
                     .map(|e| StashedWork {
                         batch: b.id.clone(),
                         task: e.task.and_then(|t| b.tasks.get(t)).map(|t| t.name.clone()),
@@ -464,7 +464,7 @@ impl Gc<'_> {
                         b.short(),
                         t.name,
                         pids.join(", "),
-                        crate::renew::command(b.short(), b.lease.state())
+                        crate::ops::renew::command(b.short(), b.lease.state())
                     ),
                 );
             }
@@ -562,12 +562,12 @@ impl Gc<'_> {
             .collect();
         if !remote_open.is_empty() {
             let found = if self.dry_run {
-                crate::remote::submitted(self.source, b).map(|mut f| {
+                crate::ops::remote::submitted(self.source, b).map(|mut f| {
                     f.retain(|t, _| remote_open.contains(&t.as_str()));
                     f
                 })
             } else {
-                crate::remote::fetch_proposals(self.source, b, &remote_open, true)
+                crate::ops::remote::fetch_proposals(self.source, b, &remote_open, true)
             };
             // A remote that cannot be asked keeps what was submitted under
             // its refs there: the batch goes here, and the refs left on the
@@ -582,7 +582,13 @@ impl Gc<'_> {
                     Some(t) if !self.dry_run => {
                         let (_, base_tree) =
                             proposal::base_of(&self.source.repo, b, t, baseline_tree)?;
-                        match crate::remote::received(&self.source.repo, b, t, commit, base_tree) {
+                        match crate::ops::remote::received(
+                            &self.source.repo,
+                            b,
+                            t,
+                            commit,
+                            base_tree,
+                        ) {
                             Ok(Some((tree, paths))) => {
                                 let patch = proposal::patch_path(self.source, b, &task);
                                 crate::merge::patch::write_patch(
@@ -713,7 +719,9 @@ impl Gc<'_> {
         // 4. Refs: everything of the batch but the kept proposals (a
         // discarded task's kept proposal runs on its own keep-failed clock,
         // see `leftover_refs`).
-        for (name, removed) in crate::teardown::remove_refs(self.source, b, &kept, self.dry_run)? {
+        for (name, removed) in
+            crate::ops::teardown::remove_refs(self.source, b, &kept, self.dry_run)?
+        {
             if removed {
                 self.report.refs_removed += 1;
             }
@@ -723,10 +731,10 @@ impl Gc<'_> {
         // 5. The state folder (patches of kept refs were moved out).
         self.report.bytes_freed += crate::sys::fs::tree_size(&dir);
         if !self.dry_run {
-            if let Some(left) = crate::remote::end(self.source, b, &remote_seen) {
+            if let Some(left) = crate::ops::remote::end(self.source, b, &remote_seen) {
                 self.report.remote_left.push(left);
             }
-            crate::teardown::remove_state(self.source, b)?;
+            crate::ops::teardown::remove_state(self.source, b)?;
         }
         self.report.rescued.extend(rescued);
         self.report.refs_kept.extend(kept);
@@ -756,11 +764,12 @@ impl Gc<'_> {
     /// reported in `skipped` (gc never signals anyone).
     fn leftover_verifications(&mut self, broken: &[String]) {
         let state = self.state_dir.clone();
-        let of = |id: &str| !broken.iter().any(|b| b == id) && !crate::verify::is_busy(&state, id);
-        let swept = crate::verify::remove_leftovers(
+        let of =
+            |id: &str| !broken.iter().any(|b| b == id) && !crate::ops::verify::is_busy(&state, id);
+        let swept = crate::ops::verify::remove_leftovers(
             self.source,
             &of,
-            crate::verify::Processes::Leave,
+            crate::ops::verify::Processes::Leave,
             self.dry_run,
         );
         self.report.workspaces_removed += swept.removed.len();
@@ -946,7 +955,7 @@ impl Gc<'_> {
                 continue;
             }
             // An undo entry's refs go with the entry (`undo::prune`).
-            if crate::undo::owns_ref(&self.state_dir, &name) {
+            if crate::ops::undo::owns_ref(&self.state_dir, &name) {
                 continue;
             }
             let Some(when) = commit_time(&self.source.repo, id) else {
@@ -1042,7 +1051,7 @@ impl Gc<'_> {
     /// made under the repository lock, which gc holds, or by a command
     /// whose last write is that old.
     fn leftover_temp_files(&mut self) {
-        for (_, t) in crate::problems::old_temp_files(&self.state_dir) {
+        for (_, t) in crate::ops::problems::old_temp_files(&self.state_dir) {
             // Best effort: one that cannot be removed is reported again.
             if self.dry_run || crate::sys::fs::remove_file(&t.path).is_ok() {
                 self.report.bytes_freed += t.bytes;

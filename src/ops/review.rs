@@ -250,8 +250,8 @@ pub fn source_diff(
     use crate::config::StopProcesses;
     use crate::workspace::Identity;
     let b = batch::select_open(&here.state_dir(), batch_arg)?;
-    if let Some(p) = crate::preparing::progress(&b) {
-        return Err(crate::preparing::refuse(&b, p));
+    if let Some(p) = crate::ops::preparing::progress(&b) {
+        return Err(crate::ops::preparing::refuse(&b, p));
     }
     let opened;
     let source = if here.root == b.source {
@@ -561,7 +561,7 @@ pub fn path(
                 format!("task {name} is remote: its workspace is on its worker's machine"),
                 format!(
                     "its worker joins with `{}`",
-                    crate::remote::join_command(&b, name).unwrap_or_default()
+                    crate::ops::remote::join_command(&b, name).unwrap_or_default()
                 ),
             ));
         }

@@ -29,11 +29,11 @@ use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
 use crate::merge::integrate::{self, Candidate, PathConflict};
 use crate::merge::landing::{persist, Side};
-use crate::observe::{Notice, Observer};
+use crate::ops::observe::{Notice, Observer};
 use crate::record::batch::{self, Batch, TaskState};
 use crate::writeback::PathWrite;
 use crate::{
-    git::commit, git::refs, merge::proposal, sys::paths, sys::quiesce, teardown, workspace,
+    git::commit, git::refs, merge::proposal, ops::teardown, sys::paths, sys::quiesce, workspace,
     writeback,
 };
 
@@ -61,7 +61,7 @@ pub struct Options {
 }
 
 /// A workspace kept because it is the source of open batches: (task, folder, batch ids).
-pub use crate::teardown::Kept;
+pub use crate::ops::teardown::Kept;
 
 /// What apply did (or, with `dry_run`, would do).
 pub struct Report {
@@ -88,11 +88,11 @@ pub struct Report {
     pub artifacts_error: Option<Error>,
     /// Branches, tags and stash entries made from the batch's workspaces
     /// since prepare (design §3.16).
-    pub side_effects: Vec<crate::side_effects::SideEffect>,
+    pub side_effects: Vec<crate::ops::side_effects::SideEffect>,
     /// With `--verify`: how it went (design §3.10, §6.4).
-    pub verify: Option<crate::verify::Report>,
+    pub verify: Option<crate::ops::verify::Report>,
     /// The batch ended but its refs on its remote could not be deleted (design §3.14).
-    pub remote_left: Option<crate::remote::Left>,
+    pub remote_left: Option<crate::ops::remote::Left>,
     /// A signal (Ctrl-C, SIGTERM) arrived once the write-back had begun, and
     /// it was past its commit point: the write-back and this apply were
     /// finished (design §7 "Signals"). The command says so and exits 1.
@@ -232,7 +232,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     let mut lock = if opts.dry_run {
         lock_and_report(&here)?
     } else {
-        let locked = crate::lock::lock_and_recover(&here)?;
+        let locked = crate::ops::lock::lock_and_recover(&here)?;
         observer.notice(Notice::Recovered(locked.recovery));
         locked.lock
     };
@@ -240,10 +240,10 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     // another is open (`batch::choose`).
     let mut b = batch::select_open(&here.state_dir(), opts.batch.as_deref())?;
     // Another apply verifies it without the lock (design §3.10).
-    crate::verify::refuse_if_busy(&here.state_dir(), &b)?;
+    crate::ops::verify::refuse_if_busy(&here.state_dir(), &b)?;
     // A batch whose prepare never completed is never applied (design §3.15).
-    if let Some(p) = crate::preparing::progress(&b) {
-        return Err(crate::preparing::refuse(&b, p));
+    if let Some(p) = crate::ops::preparing::progress(&b) {
+        return Err(crate::ops::preparing::refuse(&b, p));
     }
     // The batch writes back into the working tree it was prepared in,
     // wherever apply is run from (a workspace is a worktree of the same
@@ -256,7 +256,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     };
     let selected = select_tasks(&b, opts)?;
     let strict = opts.strict || source.config.strict;
-    let verify = crate::verify::settings(
+    let verify = crate::ops::verify::settings(
         opts.verify.as_deref(),
         opts.no_verify,
         opts.verify_timeout_secs,
@@ -264,7 +264,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         opts.keep,
         &source.config,
     );
-    let mut verify_report: Option<crate::verify::Report> = None;
+    let mut verify_report: Option<crate::ops::verify::Report> = None;
     let mut verdicts: (Vec<(usize, PathBuf)>, Vec<usize>) = Default::default();
     let dry_run = opts.dry_run;
 
@@ -315,7 +315,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
             .collect();
         match names.is_empty() {
             true => Default::default(),
-            false => crate::remote::fetch_proposals(&source, &b, &names, !dry_run)?,
+            false => crate::ops::remote::fetch_proposals(&source, &b, &names, !dry_run)?,
         }
     };
     let mut received: Vec<(usize, Result<Option<Recorded>>)> = Vec::new();
@@ -385,7 +385,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
             workspace::Identity::Ours { real, .. } => {
                 // Conflicts a refresh handed back and its worker has not
                 // resolved yet (design §3.12): neither stopped nor recorded.
-                let (mut left, unusable) = crate::refresh::unresolved_checked(task, &real);
+                let (mut left, unusable) = crate::ops::refresh::unresolved_checked(task, &real);
                 // design §3.2 step 1: a workspace's index is a cache, rebuilt
                 // (never in a dry run, which changes nothing).
                 if unusable
@@ -393,11 +393,11 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                     && crate::snapshot::reindex::repair(&source.common_dir, task, &real)
                         .unwrap_or(false)
                 {
-                    left = crate::refresh::unresolved(task, &real);
+                    left = crate::ops::refresh::unresolved(task, &real);
                 }
                 if !left.is_empty() {
                     out.status = TaskState::Conflict;
-                    out.reason = Some(crate::refresh::UNRESOLVED);
+                    out.reason = Some(crate::ops::refresh::UNRESOLVED);
                     out.conflicts = left;
                     keep_artifacts(&source, &b, &mut out, dry_run);
                     outcomes.push(out);
@@ -587,14 +587,14 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     }
     // Branches, tags and stash entries the workspaces made (design §3.16);
     // a task whose work sits in the stash stays open.
-    let mut side_effects = crate::side_effects::find(&source, &b)?;
+    let mut side_effects = crate::ops::side_effects::find(&source, &b)?;
     if !dry_run {
         // Reporting only: a failure to keep it changes no outcome.
-        let _ = crate::side_effects::remember(&source, &b, &side_effects);
+        let _ = crate::ops::side_effects::remember(&source, &b, &side_effects);
     }
     // And what changed in the shared config and hooks (design §3.16 "The
     // shared git dir"): reported, never a task's outcome.
-    side_effects.extend(crate::side_effects::find_git_dir(&source, &b));
+    side_effects.extend(crate::ops::side_effects::find_git_dir(&source, &b));
     stash_holds_work(&b, &side_effects, &mut outcomes, &mut candidates);
     candidates.sort_by_key(|c| c.task);
 
@@ -617,7 +617,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
             writeback::check(&source, writes)
         };
         let plan = if let Some(settings) = &verify {
-            let ctx = crate::verify::Ctx {
+            let ctx = crate::ops::verify::Ctx {
                 source: &source,
                 batch: &b,
                 mem: &mem,
@@ -627,7 +627,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 settings,
                 observer,
             };
-            let v = crate::verify::integrate_verified(&ctx, &candidates, lock, &mut check)?;
+            let v = crate::ops::verify::integrate_verified(&ctx, &candidates, lock, &mut check)?;
             lock = v.lock;
             verify_report = Some(v.report);
             verdicts = (v.rejected, v.unverified);
@@ -689,7 +689,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
             });
             if let Err(e) = result {
                 if let Some(id) = apply_id.take() {
-                    crate::undo::discard_staged(&source, &id);
+                    crate::ops::undo::discard_staged(&source, &id);
                 }
                 // Interrupted (Ctrl-C, SIGTERM) and rolled back: nothing
                 // changed, every task stays open as it was (design §7 "Signals").
@@ -707,9 +707,9 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
             }
             wrote = write_error.is_none();
             if let Some(id) =
-                apply_id.take_if(|id| wrote && !crate::undo::recorded(&source.state_dir(), id))
+                apply_id.take_if(|id| wrote && !crate::ops::undo::recorded(&source.state_dir(), id))
             {
-                crate::undo::discard_staged(&source, &id);
+                crate::ops::undo::discard_staged(&source, &id);
                 undo_error = Some(Error::state(
                     Code::WriteFailed,
                     "the undo entry of this apply could not be put in place",
@@ -768,7 +768,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
             }
             if let Some(t) = b.tasks.get_mut(out.idx) {
                 // Unresolved, a refreshed task stays `conflicted` (design §3.12).
-                let unresolved = out.reason == Some(crate::refresh::UNRESOLVED);
+                let unresolved = out.reason == Some(crate::ops::refresh::UNRESOLVED);
                 t.state = if unresolved {
                     TaskState::Conflicted
                 } else if out.status == TaskState::NotSubmitted {
@@ -894,7 +894,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     if !dry_run && !batch_open {
         // Its refs on the remote first: a remote that fails is reported, never
         // a reason to keep local state (design §3.14).
-        remote_left = crate::remote::end(&source, &b, &Default::default());
+        remote_left = crate::ops::remote::end(&source, &b, &Default::default());
         teardown::refs_and_state(&source, &b)?;
     }
 
@@ -924,7 +924,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         side_effects,
         remote_left,
         // Nothing merged: nothing was verified (design §6.4 "not_run").
-        verify: verify_report.or_else(|| verify.map(crate::verify::not_run)),
+        verify: verify_report.or_else(|| verify.map(crate::ops::verify::not_run)),
         // A signal since the write-back began, which was finished (design §7 "Signals").
         interrupted: wrote && crate::sys::interrupt::interrupted(),
     })
@@ -950,7 +950,7 @@ fn stage_record(
         .iter()
         .filter_map(|o| Some((b.tasks[o.idx].name.clone(), o.proposal_ref.clone()?)))
         .collect();
-    let (id, entry) = crate::undo::stage(source, &b.id, writes, &tasks, dir)?;
+    let (id, entry) = crate::ops::undo::stage(source, &b.id, writes, &tasks, dir)?;
     let mut after = b.clone();
     let now = crate::sys::time::rfc3339(crate::sys::time::now());
     for o in &applied {
@@ -962,7 +962,7 @@ fn stage_record(
         }
     }
     let staged = batch::stage(&source.state_dir(), &after).inspect_err(|_| {
-        crate::undo::discard_staged(source, &id);
+        crate::ops::undo::discard_staged(source, &id);
         let _ = std::fs::remove_file(&entry.staged);
     })?;
     Ok((
@@ -987,11 +987,11 @@ pub const EARLIER: &str =
 /// workspace removed (design §3.16).
 fn stash_holds_work(
     b: &Batch,
-    effects: &[crate::side_effects::SideEffect],
+    effects: &[crate::ops::side_effects::SideEffect],
     outcomes: &mut [Outcome],
     candidates: &mut Vec<Candidate>,
 ) {
-    for (task, entries) in crate::side_effects::stashed(effects) {
+    for (task, entries) in crate::ops::side_effects::stashed(effects) {
         let Some(out) = outcomes.iter_mut().find(|o| o.idx == task) else {
             continue;
         };
@@ -1015,8 +1015,8 @@ fn stash_holds_work(
 /// reported, never recovered (design §7). With one left over, the working
 /// tree holds part of a result, so nothing it would say can be trusted:
 /// exit 3, naming the batches.
-pub(crate) fn lock_and_report(source: &Source) -> Result<crate::lock::RepoLock> {
-    let lock = crate::lock::acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
+pub(crate) fn lock_and_report(source: &Source) -> Result<crate::ops::lock::RepoLock> {
+    let lock = crate::ops::lock::acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
     let pending = crate::writeback::pending(source)?;
     if !pending.is_empty() {
         let shorts: Vec<&str> = pending
@@ -1121,7 +1121,8 @@ fn receive(
     dry_run: bool,
 ) -> Result<Option<Recorded>> {
     let (_, base_tree) = proposal::base_of(&source.repo, b, task, baseline_tree)?;
-    let Some((tree, paths)) = crate::remote::received(&source.repo, b, task, commit, base_tree)?
+    let Some((tree, paths)) =
+        crate::ops::remote::received(&source.repo, b, task, commit, base_tree)?
     else {
         return Ok(None);
     };
@@ -1259,12 +1260,12 @@ fn keep_discarded(source: &Source, b: &Batch, out: &mut Outcome, baseline_tree: 
 fn move_to_kept(source: &Source, b: &Batch, out: &mut Outcome) -> Result<()> {
     let task = &b.tasks[out.idx];
     if let Some(name) = &out.proposal_ref {
-        crate::gc::redate(&source.repo, name)?;
+        crate::ops::gc::redate(&source.repo, name)?;
     }
     let Some(from) = out.patch.clone() else {
         return Ok(());
     };
-    let dir = crate::gc::kept_dir(&source.state_dir()).join(&b.id);
+    let dir = crate::ops::gc::kept_dir(&source.state_dir()).join(&b.id);
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
     let to = dir.join(format!("{}.patch", task.name));
@@ -1281,7 +1282,7 @@ fn move_to_kept(source: &Source, b: &Batch, out: &mut Outcome) -> Result<()> {
 fn kept_until(source: &Source, proposal_ref: Option<&str>) -> String {
     let started = proposal_ref
         .and_then(|name| refs::get(&source.repo, name).ok().flatten())
-        .and_then(|id| crate::gc::commit_time(&source.repo, id))
+        .and_then(|id| crate::ops::gc::commit_time(&source.repo, id))
         .unwrap_or_else(crate::sys::time::now);
     crate::sys::time::rfc3339(
         crate::sys::time::deadline(started, source.config.keep_failed_secs)

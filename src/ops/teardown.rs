@@ -102,10 +102,10 @@ pub fn workspace(
 /// the batch's refs (but discarded tasks' kept proposals) and, last, its
 /// state folder. Returns how many refs were removed.
 pub fn refs_and_state(source: &Source, b: &Batch) -> Result<usize> {
-    crate::verify::remove_leftovers(
+    crate::ops::verify::remove_leftovers(
         source,
         &|id| id == b.id,
-        crate::verify::Processes::Stop,
+        crate::ops::verify::Processes::Stop,
         false,
     );
     let removed = remove_refs(source, b, &[], false)?
@@ -155,7 +155,7 @@ pub struct Removed {
     pub kept: Vec<Kept>,
     pub refs: usize,
     /// Its refs on its remote that could not be deleted (design §3.14).
-    pub remote_left: Option<crate::remote::Left>,
+    pub remote_left: Option<crate::ops::remote::Left>,
     /// Folders below the workspace root refused (design §3.18): another
     /// user's, or a symlink where a folder of ours was expected, at or
     /// above a workspace left alone; never entered.
@@ -185,7 +185,7 @@ pub fn remove_batch(
             Fate::Hosting(h) => r.kept.push((t.name.clone(), t.root.clone(), h)),
         }
     }
-    r.remote_left = crate::remote::end(source, b, remote_seen);
+    r.remote_left = crate::ops::remote::end(source, b, remote_seen);
     r.refs = refs_and_state(source, b)?;
     Ok(r)
 }
@@ -211,7 +211,7 @@ pub struct Blockers {
 
 /// What stands in the way of dropping `b` (a batch whose prepare completed).
 pub fn blockers(source: &Source, b: &Batch) -> Result<Blockers> {
-    let counts = crate::problems::changed_counts(source, b);
+    let counts = crate::ops::problems::changed_counts(source, b);
     let mut unapplied = b
         .tasks
         .iter()
@@ -226,7 +226,7 @@ pub fn blockers(source: &Source, b: &Batch) -> Result<Blockers> {
         .iter()
         .any(|t| t.remote && t.state == batch::TaskState::Open)
     {
-        let submitted = crate::remote::submitted(source, b).ok();
+        let submitted = crate::ops::remote::submitted(source, b).ok();
         remote_seen = submitted.clone().unwrap_or_default();
         for t in b
             .tasks
@@ -239,9 +239,9 @@ pub fn blockers(source: &Source, b: &Batch) -> Result<Blockers> {
         }
     }
     // Work a workspace put in the stash is unapplied work too (design §3.16).
-    let effects = crate::side_effects::find(source, b)?;
+    let effects = crate::ops::side_effects::find(source, b)?;
     let mut stashed = Vec::new();
-    for (t, entries) in crate::side_effects::stashed(&effects) {
+    for (t, entries) in crate::ops::side_effects::stashed(&effects) {
         let task = &b.tasks[t];
         if !task.state.is_open() {
             continue;

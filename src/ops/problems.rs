@@ -194,12 +194,12 @@ pub fn of_batches(source: &Source, entries: &[Entry]) -> Vec<Problem> {
     for e in entries {
         match e {
             Entry::Batch(b) => {
-                match crate::preparing::progress(b) {
-                    Some(crate::preparing::Progress::Interrupted) => {
+                match crate::ops::preparing::progress(b) {
+                    Some(crate::ops::preparing::Progress::Interrupted) => {
                         out.push(Problem::new(&b.id, Fact::InterruptedPrepare));
                         continue;
                     }
-                    Some(crate::preparing::Progress::Preparing) => continue,
+                    Some(crate::ops::preparing::Progress::Preparing) => continue,
                     None => {}
                 }
                 out.extend(stale(b));

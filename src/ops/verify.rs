@@ -29,9 +29,9 @@ use gix::ObjectId;
 
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
-use crate::lock::RepoLock;
 use crate::merge::integrate::{self, Candidate, PathConflict, Plan, Refusal, Refused};
-use crate::observe::{Notice, Observer};
+use crate::ops::lock::RepoLock;
+use crate::ops::observe::{Notice, Observer};
 use crate::record::batch::{self, Batch};
 use crate::writeback::{Blocked, PathWrite};
 
@@ -684,9 +684,12 @@ fn internal() -> Error {
 /// mutating command does; a dry run only waits for it).
 fn relock(ctx: &Ctx<'_>) -> Result<RepoLock> {
     if ctx.dry_run {
-        return crate::lock::acquire(&ctx.source.state_dir(), ctx.source.config.lock_timeout_secs);
+        return crate::ops::lock::acquire(
+            &ctx.source.state_dir(),
+            ctx.source.config.lock_timeout_secs,
+        );
     }
-    let locked = crate::lock::lock_and_recover(ctx.source)?;
+    let locked = crate::ops::lock::lock_and_recover(ctx.source)?;
     ctx.observer.notice(Notice::Recovered(locked.recovery));
     Ok(locked.lock)
 }

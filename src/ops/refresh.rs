@@ -29,7 +29,7 @@ use gix::ObjectId;
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
 use crate::merge::integrate::PathConflict;
-use crate::observe::{Notice, Observer};
+use crate::ops::observe::{Notice, Observer};
 use crate::record::batch::{self, Batch, TaskState};
 use crate::writeback::PathWrite;
 use crate::{git::commit, git::diff, git::refs, merge::proposal, snapshot, workspace, writeback};
@@ -81,7 +81,7 @@ pub struct Report {
 /// repository lock (recovering interrupted write-backs first, told to
 /// `observer`).
 pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Report> {
-    let locked = crate::lock::lock_and_recover(&here)?;
+    let locked = crate::ops::lock::lock_and_recover(&here)?;
     observer.notice(Notice::Recovered(locked.recovery));
     let _lock = locked.lock;
     let inside = workspace_of(&here.state_dir(), &opts.cwd);
@@ -90,12 +90,12 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         .clone()
         .or_else(|| inside.as_ref().map(|(id, _)| id.clone()));
     let mut b = batch::select_open(&here.state_dir(), batch_arg.as_deref())?;
-    if let Some(p) = crate::preparing::progress(&b) {
-        return Err(crate::preparing::refuse(&b, p));
+    if let Some(p) = crate::ops::preparing::progress(&b) {
+        return Err(crate::ops::preparing::refuse(&b, p));
     }
     // An apply verifying this batch holds no lock while its command runs
     // (design §3.10): the batch is busy instead.
-    crate::verify::refuse_if_busy(&here.state_dir(), &b)?;
+    crate::ops::verify::refuse_if_busy(&here.state_dir(), &b)?;
     if b.mode == crate::config::Mode::Scratch {
         return Err(Error::usage(
             Code::Usage,

@@ -14,9 +14,9 @@
 //! in memory); words anything.
 
 use crate::error::Result;
-use crate::gc::Kept;
 use crate::git::repo::Source;
-use crate::problems::{self, Problem};
+use crate::ops::gc::Kept;
+use crate::ops::problems::{self, Problem};
 use crate::record::batch::{self, Batch, Entry};
 use crate::workspace;
 
@@ -66,7 +66,7 @@ pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
     let mut entries = batch::list(&source.state_dir())?;
     // Proposals kept after their task ended (design §3.16): gc rescues,
     // discards, batches that are gone. Listing them reads only our refs.
-    let mut kept = crate::gc::kept_proposals(source, &entries).unwrap_or_default();
+    let mut kept = crate::ops::gc::kept_proposals(source, &entries).unwrap_or_default();
     if let Some(arg) = selector {
         let chosen = batch::choose(entries, Some(arg))?;
         kept.retain(|k| match &chosen {
@@ -89,7 +89,7 @@ pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
     for e in entries {
         let Entry::Batch(b) = e else { continue };
         // Half-made workspaces of an incomplete batch are never counted as work.
-        let counts = match crate::preparing::progress(&b) {
+        let counts = match crate::ops::preparing::progress(&b) {
             Some(_) => vec![None; b.tasks.len()],
             None => problems::changed_counts(source, &b),
         };
@@ -114,7 +114,7 @@ pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
             if let workspace::Identity::Ours { real, .. } =
                 workspace::identify(&source.common_dir, t)
             {
-                let mut now: Vec<String> = crate::refresh::unresolved(t, &real)
+                let mut now: Vec<String> = crate::ops::refresh::unresolved(t, &real)
                     .into_iter()
                     .map(|c| String::from_utf8_lossy(&c.path).into_owned())
                     .collect();

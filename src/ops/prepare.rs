@@ -17,7 +17,7 @@ use std::collections::HashSet;
 use crate::config::Mode;
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
-use crate::observe::{Notice, Observer};
+use crate::ops::observe::{Notice, Observer};
 use crate::record::batch::{self, Batch, Task};
 use crate::record::lease::Lease;
 use crate::{git::refs, snapshot, workspace};
@@ -148,7 +148,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     let remote = opts
         .remote
         .as_deref()
-        .map(|r| crate::remote::resolve(source, r))
+        .map(|r| crate::ops::remote::resolve(source, r))
         .transpose()?;
     let is_remote = |name: &String| remote.is_some() && !opts.local.contains(name);
     if let Some(l) = opts.local.iter().find(|l| !names.contains(l)) {
@@ -158,7 +158,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
             "give --local one of the task names given (or 1..N with -n)",
         ));
     }
-    let locked = crate::lock::lock_and_recover(source)?;
+    let locked = crate::ops::lock::lock_and_recover(source)?;
     let _lock = locked.lock;
     observer.notice(Notice::Recovered(locked.recovery));
     if mode == Mode::Scratch {
@@ -173,9 +173,9 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
                     "the open batch {} already has the label {label:?}",
                     b.short()
                 ),
-                match crate::preparing::progress(b) {
+                match crate::ops::preparing::progress(b) {
                     // A killed prepare of the same label, re-run: say how it goes.
-                    Some(crate::preparing::Progress::Interrupted) => format!(
+                    Some(crate::ops::preparing::Progress::Interrupted) => format!(
                         "that batch's prepare was killed and it holds no work: remove it with `git delegate drop {} --force` or `git delegate gc`, then prepare again",
                         b.short()
                     ),
@@ -285,7 +285,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         observer,
         armed: true,
     };
-    crate::preparing::record(&state_dir, undo.batch)?;
+    crate::ops::preparing::record(&state_dir, undo.batch)?;
     crate::sys::interrupt::pause("marked");
     let carried = make(
         observer,
@@ -335,7 +335,7 @@ impl Drop for Undo<'_> {
             return;
         }
         crate::sys::interrupt::pause("undo");
-        if let Err(error) = crate::preparing::remove_whole(self.source, self.batch, false) {
+        if let Err(error) = crate::ops::preparing::remove_whole(self.source, self.batch, false) {
             self.observer.notice(Notice::UndoIncomplete {
                 short: batch::short(&self.batch.id).to_string(),
                 error,
@@ -389,7 +389,7 @@ fn make(
     // The shared branches, tags and stash, config and hooks before any
     // workspace exists (design §3.16); a scratch copy has its own.
     if batch.mode == Mode::Worktree {
-        crate::side_effects::record(source, &batch::batch_dir(&state_dir, &batch.id))?;
+        crate::ops::side_effects::record(source, &batch::batch_dir(&state_dir, &batch.id))?;
     }
     refs::set(&source.repo, &refs::baseline(&batch.id), baseline, true)?;
     // The source's refreshed stat cache lives with the batch (and goes with it).
@@ -463,7 +463,7 @@ fn make(
     }
     // design §3.14: the baseline goes to the remote last, so a failed push
     // leaves nothing there (and undoes the prepare, as any failure does).
-    crate::remote::push_baseline(source, batch)?;
+    crate::ops::remote::push_baseline(source, batch)?;
     crate::sys::interrupt::pause("complete-pending");
     stop()?;
     // Complete: written to a temp file, fsync'd and renamed over the marked one.

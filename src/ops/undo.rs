@@ -37,7 +37,7 @@ use crate::git::repo::Source;
 pub use crate::merge::integrate::PathConflict;
 use crate::merge::integrate::{self, Candidate, Merge};
 use crate::merge::landing::Side;
-use crate::observe::{Notice, Observer};
+use crate::ops::observe::{Notice, Observer};
 use crate::writeback::PathWrite;
 use crate::{
     git::commit, git::diff, git::refs, record::batch, snapshot, snapshot::touched, writeback,
@@ -342,9 +342,13 @@ fn kept_tasks(repo: &gix::Repository, e: &Entry) -> Result<Vec<(String, String, 
 
 /// Take the lock: recovering interrupted write-backs, or (`dry_run`)
 /// refusing while one is left over (design §7).
-fn lock(here: &Source, dry_run: bool, observer: &dyn Observer) -> Result<crate::lock::RepoLock> {
+fn lock(
+    here: &Source,
+    dry_run: bool,
+    observer: &dyn Observer,
+) -> Result<crate::ops::lock::RepoLock> {
     if dry_run {
-        let lock = crate::lock::acquire(&here.state_dir(), here.config.lock_timeout_secs)?;
+        let lock = crate::ops::lock::acquire(&here.state_dir(), here.config.lock_timeout_secs)?;
         let pending = writeback::pending(here)?;
         if !pending.is_empty() {
             return Err(Error::state(
@@ -358,7 +362,7 @@ fn lock(here: &Source, dry_run: bool, observer: &dyn Observer) -> Result<crate::
         }
         Ok(lock)
     } else {
-        let locked = crate::lock::lock_and_recover(here)?;
+        let locked = crate::ops::lock::lock_and_recover(here)?;
         observer.notice(Notice::Recovered(locked.recovery));
         Ok(locked.lock)
     }

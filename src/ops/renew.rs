@@ -33,8 +33,8 @@ pub fn renew(
 ) -> Result<Batch> {
     let mut b = batch::select_open(state_dir, selector)?;
     // A batch whose prepare never completed has no lease worth keeping (design §3.15).
-    if let Some(p) = crate::preparing::progress(&b) {
-        return Err(crate::preparing::refuse(&b, p));
+    if let Some(p) = crate::ops::preparing::progress(&b) {
+        return Err(crate::ops::preparing::refuse(&b, p));
     }
     if b.lease.state() == State::Orphaned && owner.is_none() {
         return Err(Error::usage(

@@ -27,7 +27,7 @@ use crate::git::repo::Source;
 use crate::record::batch::{self, Entry};
 
 /// The script installed as `pre-commit` (the repository's `hooks/pre-commit`).
-pub const PRE_COMMIT: &str = include_str!("../hooks/pre-commit");
+pub const PRE_COMMIT: &str = include_str!("../../hooks/pre-commit");
 
 /// The line that marks a pre-commit hook as git-delegate's (any version).
 const MARKER: &str = "# git-delegate pre-commit hook";
@@ -190,7 +190,7 @@ pub enum PreCommit {
     /// (`"block"`), and the error that made the config's defaults apply.
     Checked {
         config_error: Option<Error>,
-        problems: Vec<crate::problems::Problem>,
+        problems: Vec<crate::ops::problems::Problem>,
         block: bool,
     },
 }
@@ -228,7 +228,7 @@ pub fn pre_commit() -> PreCommit {
     let problems = if config.stale_leases == StaleLeases::Ignore {
         Vec::new()
     } else {
-        crate::problems::of_state(&state_dir, &entries)
+        crate::ops::problems::of_state(&state_dir, &entries)
     };
     PreCommit::Checked {
         config_error,

@@ -19,13 +19,13 @@ use std::path::PathBuf;
 
 use gix::bstr::BString;
 
-use crate::apply::{Outcome, Report};
 use crate::error::{Code, Error, Result};
-use crate::gc::Kept;
 use crate::git::repo::Source;
 use crate::merge::integrate::Candidate;
 use crate::merge::landing::Side;
-use crate::observe::{Notice, Observer};
+use crate::ops::apply::{Outcome, Report};
+use crate::ops::gc::Kept;
+use crate::ops::observe::{Notice, Observer};
 use crate::record::batch::{self, Batch, Entry, TaskState};
 use crate::{git::commit, git::diff, git::refs, writeback};
 
@@ -59,9 +59,9 @@ pub struct Landed {
 /// refusing when one is left over.
 pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Landed> {
     let lock = if opts.dry_run {
-        crate::apply::lock_and_report(&here)?
+        crate::ops::apply::lock_and_report(&here)?
     } else {
-        let locked = crate::lock::lock_and_recover(&here)?;
+        let locked = crate::ops::lock::lock_and_recover(&here)?;
         observer.notice(Notice::Recovered(locked.recovery));
         locked.lock
     };
@@ -79,7 +79,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
         }
     }
     let entries = batch::list(&state_dir)?;
-    let all = crate::gc::kept_proposals(&source, &entries)?;
+    let all = crate::ops::gc::kept_proposals(&source, &entries)?;
     let k = resolve(&all, &entries, &opts.reference)?.clone();
     let dry_run = opts.dry_run;
     let strict = opts.strict || source.config.strict;
@@ -191,7 +191,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
                         // Its undo entry takes effect with the write-back, at its
                         // commit point (design §7 "What recovery finishes").
                         let task = [(k.task.clone(), k.ref_name.clone())];
-                        let then = match crate::undo::stage(
+                        let then = match crate::ops::undo::stage(
                             &source,
                             &k.batch,
                             &plan.writes,
@@ -216,9 +216,10 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
             match result {
                 Ok(()) => {
                     wrote = true;
-                    if let Some(id) = apply_id.take_if(|id| !crate::undo::recorded(&state_dir, id))
+                    if let Some(id) =
+                        apply_id.take_if(|id| !crate::ops::undo::recorded(&state_dir, id))
                     {
-                        crate::undo::discard_staged(&source, &id);
+                        crate::ops::undo::discard_staged(&source, &id);
                         undo_error = Some(Error::state(
                             Code::WriteFailed,
                             "the undo entry of this apply could not be put in place",
@@ -228,7 +229,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
                 }
                 Err(e) => {
                     if let Some(id) = apply_id.take() {
-                        crate::undo::discard_staged(&source, &id);
+                        crate::ops::undo::discard_staged(&source, &id);
                     }
                     // Interrupted and rolled back: nothing changed (design §7 "Signals").
                     if e.code == Code::Interrupted {
@@ -261,7 +262,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
                 artifacts_error.get_or_insert(e);
             }
         }
-        let dir = crate::gc::kept_dir(&state_dir);
+        let dir = crate::ops::gc::kept_dir(&state_dir);
         let _ = std::fs::remove_dir(dir.join(&k.batch));
         let _ = std::fs::remove_dir(&dir);
         out.proposal_ref = None;
