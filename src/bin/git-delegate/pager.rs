@@ -27,7 +27,7 @@ pub fn show(bytes: &[u8], allowed: bool) {
     if !allowed || bytes.is_empty() || !std::io::stdout().is_terminal() {
         return crate::ui::stdout_bytes(bytes);
     }
-    let Some(pager) = crate::git::repo::diff_pager() else {
+    let Some(pager) = git_delegate::git::repo::diff_pager() else {
         return crate::ui::stdout_bytes(bytes);
     };
     // As git's `prepare_shell_cmd`: through `sh -c` only when the command

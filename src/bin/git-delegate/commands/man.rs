@@ -2,9 +2,9 @@
 //! page, or install every page where man finds it.
 
 use crate::cli::ManArgs;
-use crate::error::Result;
-use crate::ops::mandir;
 use crate::ui::Ui;
+use git_delegate::error::Result;
+use git_delegate::ops::mandir;
 
 pub fn run(ui: &Ui, args: ManArgs) -> Result<i32> {
     let Some(dir) = args.install else {

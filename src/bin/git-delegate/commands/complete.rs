@@ -16,8 +16,8 @@
 
 use clap::{Arg, CommandFactory};
 
-use crate::error::Result;
-use crate::record::batch::{self, Batch};
+use git_delegate::error::Result;
+use git_delegate::record::batch::{self, Batch};
 
 /// What the value of an argument completes with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,14 +123,14 @@ fn candidates(place: &Place) -> Vec<String> {
         }
         Values::Kept => {
             let entries = batch::list(&source.state_dir()).unwrap_or_default();
-            let all = crate::ops::gc::kept_proposals(&source, &entries).unwrap_or_default();
+            let all = git_delegate::ops::gc::kept_proposals(&source, &entries).unwrap_or_default();
             all.iter()
-                .map(|k| crate::ops::kept::short_name(&all, k))
+                .map(|k| git_delegate::ops::kept::short_name(&all, k))
                 .collect()
         }
         Values::Undoable | Values::Undone => {
             let want_undone = place.values == Values::Undone;
-            let mut entries = crate::ops::undo::list(&source.state_dir());
+            let mut entries = git_delegate::ops::undo::list(&source.state_dir());
             entries.sort_by_key(|e| std::cmp::Reverse(e.applied_ns));
             entries
                 .into_iter()

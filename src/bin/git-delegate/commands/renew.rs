@@ -2,9 +2,9 @@
 //! orphaned lease needs a new owner) and show the batch.
 
 use crate::cli::RenewArgs;
-use crate::error::Result;
 use crate::ui::Ui;
-use crate::writeback::Recovery;
+use git_delegate::error::Result;
+use git_delegate::writeback::Recovery;
 
 pub fn run(ui: &Ui, args: RenewArgs, recovered: &mut Recovery) -> Result<i32> {
     let owner = args.owner_pid.map(super::owner).transpose()?;
@@ -14,7 +14,8 @@ pub fn run(ui: &Ui, args: RenewArgs, recovered: &mut Recovery) -> Result<i32> {
         None => source.config.ttl_secs,
     };
     let _lock = super::lock_and_recover(ui, &source, recovered)?;
-    let b = crate::ops::renew::renew(&source.state_dir(), args.batch.as_deref(), ttl, owner)?;
+    let b =
+        git_delegate::ops::renew::renew(&source.state_dir(), args.batch.as_deref(), ttl, owner)?;
     if ui.json {
         ui.doc_after(super::batch_doc(&source, &b, None), recovered);
     }

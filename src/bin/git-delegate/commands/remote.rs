@@ -8,13 +8,13 @@
 use serde_json::json;
 
 use crate::cli::{JoinArgs, SubmitArgs};
-use crate::error::{Error, Result};
 use crate::ui::Ui;
+use git_delegate::error::{Error, Result};
 
 pub fn join(ui: &Ui, args: JoinArgs) -> Result<i32> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
-    let report = crate::ops::remote::join(&crate::ops::remote::JoinOptions {
+    let report = git_delegate::ops::remote::join(&git_delegate::ops::remote::JoinOptions {
         url: args.url,
         batch: args.batch,
         task: args.task,
@@ -27,7 +27,7 @@ pub fn join(ui: &Ui, args: JoinArgs) -> Result<i32> {
         ui.doc(json!({
             "batch": j.batch,
             "task": j.task,
-            "root": crate::sys::paths::doc_path(&report.root),
+            "root": git_delegate::sys::paths::doc_path(&report.root),
             "remote": j.url,
             "proposal": null,
         }));
@@ -35,7 +35,7 @@ pub fn join(ui: &Ui, args: JoinArgs) -> Result<i32> {
         ui.say(&format!(
             "Joined task {} of batch {} ({}) at {}\n  baseline {}\nWork there, then run: git delegate submit\n",
             j.task,
-            crate::record::batch::short(&j.batch),
+            git_delegate::record::batch::short(&j.batch),
             if report.linked {
                 "a linked worktree of this clone"
             } else {
@@ -51,13 +51,13 @@ pub fn join(ui: &Ui, args: JoinArgs) -> Result<i32> {
 pub fn submit(ui: &Ui, _args: SubmitArgs) -> Result<i32> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
-    let s = crate::ops::remote::submit(&cwd)?;
+    let s = git_delegate::ops::remote::submit(&cwd)?;
     let j = &s.joined;
     if ui.json {
         ui.doc(json!({
             "batch": j.batch,
             "task": j.task,
-            "root": crate::sys::paths::doc_path(&s.root),
+            "root": git_delegate::sys::paths::doc_path(&s.root),
             "remote": j.url,
             "proposal": s.proposal.to_string(),
         }));
@@ -65,7 +65,7 @@ pub fn submit(ui: &Ui, _args: SubmitArgs) -> Result<i32> {
         ui.say(&format!(
             "Submitted task {} of batch {}: proposal {} pushed to {} ({})\n",
             j.task,
-            crate::record::batch::short(&j.batch),
+            git_delegate::record::batch::short(&j.batch),
             &s.proposal.to_string()[..12],
             j.url,
             s.ref_name
@@ -78,7 +78,7 @@ pub fn submit(ui: &Ui, _args: SubmitArgs) -> Result<i32> {
 /// §3.14 "Remote refs"): one per reason, as JSON (`warnings` entries) and as
 /// text for stderr. Every command printed deletes a ref only with a lease on
 /// the value this command fetched there, and none deletes a newer submission.
-pub fn left_docs(left: &crate::ops::remote::Left) -> Vec<serde_json::Value> {
+pub fn left_docs(left: &git_delegate::ops::remote::Left) -> Vec<serde_json::Value> {
     warnings(left)
         .into_iter()
         .map(|w| {
@@ -94,7 +94,7 @@ pub fn left_docs(left: &crate::ops::remote::Left) -> Vec<serde_json::Value> {
         .collect()
 }
 
-pub fn warn_left(ui: &Ui, left: &crate::ops::remote::Left) {
+pub fn warn_left(ui: &Ui, left: &git_delegate::ops::remote::Left) {
     for w in warnings(left) {
         ui.warn(&format!(
             "git-delegate: warning: {}\n  {}\n",
@@ -111,8 +111,8 @@ struct Warning {
     refs: Vec<String>,
 }
 
-fn warnings(left: &crate::ops::remote::Left) -> Vec<Warning> {
-    let remote = crate::sys::paths::shell_quote(&left.remote);
+fn warnings(left: &git_delegate::ops::remote::Left) -> Vec<Warning> {
+    let remote = git_delegate::sys::paths::shell_quote(&left.remote);
     let mut out = Vec::new();
     if let Some((error, refs)) = &left.failed {
         let leased: Vec<(&str, String)> = refs

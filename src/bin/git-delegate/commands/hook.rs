@@ -8,10 +8,10 @@
 //! (only a forbid-commit workspace or `hooks.stale-leases = "block"` does).
 
 use crate::cli::{HookArgs, HookName};
-use crate::error::Result;
-use crate::ops::hooks::PreCommit;
-use crate::ops::problems::{Fact, Problem};
 use crate::ui::Ui;
+use git_delegate::error::Result;
+use git_delegate::ops::hooks::PreCommit;
+use git_delegate::ops::problems::{Fact, Problem};
 
 pub fn run(ui: &Ui, args: HookArgs) -> Result<i32> {
     match args.hook {
@@ -21,7 +21,7 @@ pub fn run(ui: &Ui, args: HookArgs) -> Result<i32> {
 
 fn pre_commit(ui: &Ui) -> i32 {
     let warn = |m: &str| ui.warn(&format!("git-delegate: {m}\n"));
-    let config_warning = |e: Option<crate::error::Error>| {
+    let config_warning = |e: Option<git_delegate::error::Error>| {
         if let Some(e) = e {
             warn(&format!(
                 "{} (using the defaults)",
@@ -29,7 +29,7 @@ fn pre_commit(ui: &Ui) -> i32 {
             ));
         }
     };
-    let (problems, block) = match crate::ops::hooks::pre_commit() {
+    let (problems, block) = match git_delegate::ops::hooks::pre_commit() {
         PreCommit::Clear => return 0,
         PreCommit::Unchecked(e) => {
             warn(&format!(
@@ -45,7 +45,7 @@ fn pre_commit(ui: &Ui) -> i32 {
             task,
         } => {
             config_warning(config_error);
-            let short = crate::record::batch::short(&batch);
+            let short = git_delegate::record::batch::short(&batch);
             let label = label.map(|l| format!(" ({l})")).unwrap_or_default();
             ui.warn(&format!(
                 "git-delegate: commit refused: this is the workspace of task {task} of batch {short}{label}, \
@@ -90,7 +90,7 @@ fn message(p: &Problem) -> String {
         Fact::Stale(state) => format!(
             "batch {short} is stale (lease {}): apply it (`git delegate apply {short}`), extend it (`{}`), or reclaim it (`git delegate gc`)",
             state.as_str(),
-            crate::ops::renew::command(short, *state)
+            git_delegate::ops::renew::command(short, *state)
         ),
         Fact::Journal { finishes, .. } => format!(
             "batch {short} has an interrupted write-back: run `git delegate status`; the next `git delegate gc` (or apply) {}",

@@ -1,14 +1,14 @@
 //! `git delegate gc [--dry-run]` (design §3.4): take the lock, roll back
 //! interrupted write-backs, reclaim stale batches and leftovers (the engine
-//! is `crate::ops::gc`), and report it (design §6.3). A dry run takes no lock and
+//! is `git_delegate::ops::gc`), and report it (design §6.3). A dry run takes no lock and
 //! changes nothing.
 
 use serde_json::{json, Value};
 
 use crate::cli::GcArgs;
-use crate::error::Result;
 use crate::ui::Ui;
-use crate::writeback::Recovery;
+use git_delegate::error::Result;
+use git_delegate::writeback::Recovery;
 
 pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
     let source = super::source()?;
@@ -19,7 +19,7 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
     };
     let report = {
         let _progress = ui.progress("Collecting stale batches");
-        crate::ops::gc::run(&source, args.dry_run)?
+        git_delegate::ops::gc::run(&source, args.dry_run)?
     };
     let code = if report.skipped.is_empty() { 0 } else { 1 };
 
@@ -32,7 +32,7 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
                     "batch": r.batch,
                     "task": r.task,
                     "ref": r.ref_name,
-                    "patch": crate::sys::paths::doc_path(&r.patch),
+                    "patch": git_delegate::sys::paths::doc_path(&r.patch),
                     "changed_paths": r.paths,
                 })
             })
@@ -49,7 +49,7 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
                 json!({
                     "batch": k.batch,
                     "task": k.task,
-                    "workspace": crate::sys::paths::doc_path(&k.root),
+                    "workspace": git_delegate::sys::paths::doc_path(&k.root),
                     "nested_repositories": k.nested,
                     "batches": k.batches,
                     "changed_submodules": k.changed_submodules,
@@ -65,14 +65,14 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
             "refs_removed": report.refs_removed,
             "refs_kept": report.refs_kept,
             "bytes_freed": report.bytes_freed,
-            "left_alone": report.left_alone.iter().map(|p| crate::sys::paths::doc_path(p)).collect::<Vec<_>>(),
+            "left_alone": report.left_alone.iter().map(|p| git_delegate::sys::paths::doc_path(p)).collect::<Vec<_>>(),
             "kept_workspaces": kept,
             "skipped": skipped,
             "pending_writebacks": report.pending_writebacks,
             "incomplete": report.incomplete,
             "stashed": report.stashed.iter().map(|w| json!({"batch": w.batch, "task": w.task, "stash": w.stash})).collect::<Vec<_>>(),
             "undo_entries_removed": report.undo_entries_removed,
-            "temp_files_removed": report.temp_files_removed.iter().map(|p| crate::sys::paths::doc_path(p)).collect::<Vec<_>>(),
+            "temp_files_removed": report.temp_files_removed.iter().map(|p| git_delegate::sys::paths::doc_path(p)).collect::<Vec<_>>(),
             "recovered_writebacks": recovered.rolled_back,
         });
         if let (false, Some(m)) = (report.unsafe_folders.is_empty(), doc.as_object_mut()) {
@@ -100,7 +100,7 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
     Ok(code)
 }
 
-fn human(source: &crate::git::repo::Source, r: &crate::ops::gc::Report) -> String {
+fn human(source: &git_delegate::git::repo::Source, r: &git_delegate::ops::gc::Report) -> String {
     let (verb, would) = if r.dry_run {
         ("Would reclaim", "would be ")
     } else {
@@ -114,7 +114,7 @@ fn human(source: &crate::git::repo::Source, r: &crate::ops::gc::Report) -> Strin
         text.push_str(&format!(
             "Task {} of batch {} had unapplied changes ({} path(s)): {}saved as {} (patch {})\n",
             res.task,
-            crate::record::batch::short(&res.batch),
+            git_delegate::record::batch::short(&res.batch),
             res.paths,
             would,
             res.ref_name,
@@ -132,7 +132,7 @@ fn human(source: &crate::git::repo::Source, r: &crate::ops::gc::Report) -> Strin
         let shorts: Vec<&str> = r
             .batches
             .iter()
-            .map(|b| crate::record::batch::short(b))
+            .map(|b| git_delegate::record::batch::short(b))
             .collect();
         let batches = match shorts.len() {
             0 => "no stale batch".to_string(),
@@ -150,7 +150,7 @@ fn human(source: &crate::git::repo::Source, r: &crate::ops::gc::Report) -> Strin
     for w in &r.stashed {
         text.push_str(&format!(
             "Batch {}: the work of {} is in your stash, {}; gc leaves it there (see it with `git stash show -p {}`).\n",
-            crate::record::batch::short(&w.batch),
+            git_delegate::record::batch::short(&w.batch),
             w.task.as_deref().map_or("one of its tasks".to_string(), |t| format!("task {t}")),
             w.stash,
             w.stash,
@@ -181,11 +181,11 @@ fn human(source: &crate::git::repo::Source, r: &crate::ops::gc::Report) -> Strin
         text.push_str(&format!(
             "{} batch {} whole: its prepare was killed before it was complete, so no worker was ever given it and nothing was rescued.\n",
             if r.dry_run { "Would remove" } else { "Removed" },
-            crate::record::batch::short(id)
+            git_delegate::record::batch::short(id)
         ));
     }
     if !r.refs_kept.is_empty() {
-        let keep = crate::sys::time::human(source.config.keep_failed_secs);
+        let keep = git_delegate::sys::time::human(source.config.keep_failed_secs);
         text.push_str(&format!(
             "Kept for {keep} (gc.keep-failed): {} — see one with `git show --stat {one}`, land it in this working tree with `git delegate apply --kept {one}` (`git delegate status` lists them).\n",
             r.refs_kept.join(", "),
@@ -196,7 +196,7 @@ fn human(source: &crate::git::repo::Source, r: &crate::ops::gc::Report) -> Strin
         text.push_str(&format!(
             "Task {} of batch {}: {} its workspace {}: it holds git repositories made inside it ({}), which git-delegate never deletes; it {} an ordinary worktree (`git worktree list`).\n",
             k.task,
-            crate::record::batch::short(&k.batch),
+            git_delegate::record::batch::short(&k.batch),
             if r.dry_run { "would keep" } else { "kept" },
             super::show(&k.root),
             k.nested.join(", "),
@@ -211,7 +211,7 @@ fn human(source: &crate::git::repo::Source, r: &crate::ops::gc::Report) -> Strin
         text.push_str(&format!(
             "Task {} of batch {}: {} its workspace {}: it changed submodules ({}), which a proposal cannot hold; it {} an ordinary worktree (`git worktree list`).\n",
             k.task,
-            crate::record::batch::short(&k.batch),
+            git_delegate::record::batch::short(&k.batch),
             if r.dry_run { "would keep" } else { "kept" },
             super::show(&k.root),
             k.changed_submodules.join(", "),
@@ -233,12 +233,12 @@ fn human(source: &crate::git::repo::Source, r: &crate::ops::gc::Report) -> Strin
         let shorts: Vec<&str> = k
             .batches
             .iter()
-            .map(|b| crate::record::batch::short(b))
+            .map(|b| git_delegate::record::batch::short(b))
             .collect();
         text.push_str(&format!(
             "Kept the workspace of task {} of batch {}, {}: it is the source of open batch {}; it {} as an ordinary worktree (`git worktree remove` removes it).\n",
             k.task,
-            crate::record::batch::short(&k.batch),
+            git_delegate::record::batch::short(&k.batch),
             super::show(&k.root),
             shorts.join(", "),
             if r.dry_run { "would stay" } else { "stays" },
@@ -254,7 +254,7 @@ fn human(source: &crate::git::repo::Source, r: &crate::ops::gc::Report) -> Strin
         let ids: Vec<&str> = r
             .pending_writebacks
             .iter()
-            .map(|b| crate::record::batch::short(b))
+            .map(|b| git_delegate::record::batch::short(b))
             .collect();
         text.push_str(&format!(
             "Interrupted write-back recorded for batch {}: `git delegate gc` rolls it back (or, past its commit point, finishes it) once its process is gone.\n",

@@ -4,13 +4,13 @@
 //! stashed work back into its workspace.
 //!
 //! Owns: those words and fields.
-//! Never: finds them (`crate::ops::side_effects` does) or changes a ref.
+//! Never: finds them (`git_delegate::ops::side_effects` does) or changes a ref.
 
 use serde_json::{json, Value};
 
-use crate::ops::apply::Outcome;
-use crate::record::batch::{Batch, TaskState};
+use git_delegate::ops::apply::Outcome;
 use git_delegate::ops::side_effects::{Change, Kind, SideEffect};
+use git_delegate::record::batch::{Batch, TaskState};
 
 /// `[{"task", "ref", "kind", "change", "old", "new", "stash", "message",
 /// "path", "detail"}]`: `path` and `detail` are those of a config key or
@@ -30,7 +30,7 @@ pub fn doc(b: &Batch, effects: &[SideEffect]) -> Value {
                     "new": e.new_hex(),
                     "stash": e.stash_index.map(|n| format!("stash@{{{n}}}")),
                     "message": e.message,
-                    "path": e.path.as_deref().map(crate::sys::paths::doc_path),
+                    "path": e.path.as_deref().map(git_delegate::sys::paths::doc_path),
                     "detail": e.detail,
                 })
             })
@@ -56,7 +56,7 @@ pub fn git_dir_warning(b: &Batch, effects: &[SideEffect], dry_run: bool) -> Stri
     for e in changed {
         let what = crate::ui::escape_text(e.detail.as_deref().unwrap_or(""));
         let path = e.path.as_deref().map(super::show).unwrap_or_default();
-        let q = crate::sys::paths::shell_quote(&path);
+        let q = git_delegate::sys::paths::shell_quote(&path);
         let line = match (e.kind, e.change) {
             (Kind::Config, _) if e.detail.is_none() => {
                 format!(
@@ -73,7 +73,7 @@ pub fn git_dir_warning(b: &Batch, effects: &[SideEffect], dry_run: bool) -> Stri
                     "changed"
                 },
                 crate::ui::escape_text(e.value.as_deref().unwrap_or("")),
-                crate::sys::paths::shell_quote(e.detail.as_deref().unwrap_or(""))
+                git_delegate::sys::paths::shell_quote(e.detail.as_deref().unwrap_or(""))
             ),
             (_, Change::Created) => format!(
                 "  hook {what}: created at {}",
@@ -152,7 +152,7 @@ pub fn text(b: &Batch, effects: &[SideEffect], outcomes: &[Outcome], dry_run: bo
                 })
         });
         if let (Some(t), Some(n)) = (stashed_task, e.stash_index) {
-            let root = crate::sys::paths::shell_quote(&super::show(&b.tasks[t].root));
+            let root = git_delegate::sys::paths::shell_quote(&super::show(&b.tasks[t].root));
             let verb = if dry_run { "would stay" } else { "stays" };
             text.push_str(&format!(
                 "      its work is there, not in its workspace, so the task {verb} open; bring it back with:\n\

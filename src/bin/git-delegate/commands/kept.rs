@@ -1,5 +1,5 @@
 //! `git delegate apply --kept REF` (design §3.16 "kept"): land a kept
-//! proposal through the engine (`crate::ops::kept::run`) and render it as apply
+//! proposal through the engine (`git_delegate::ops::kept::run`) and render it as apply
 //! renders a batch (design §6.2), with the proposal it landed.
 //!
 //! Owns: the human text of landing a kept proposal, and what its apply
@@ -8,12 +8,12 @@
 
 use serde_json::{json, Value};
 
-use crate::error::Result;
-use crate::ops::apply::Outcome;
-use crate::record::batch::TaskState;
-use crate::sys::paths::{self, ByteSlice};
 use crate::ui::Ui;
-use crate::writeback::Recovery;
+use git_delegate::error::Result;
+use git_delegate::ops::apply::Outcome;
+use git_delegate::record::batch::TaskState;
+use git_delegate::sys::paths::{self, ByteSlice};
+use git_delegate::writeback::Recovery;
 
 pub fn run(
     ui: &Ui,
@@ -23,13 +23,13 @@ pub fn run(
     recovered: &mut Recovery,
 ) -> Result<i32> {
     let here = super::source()?;
-    let opts = crate::ops::kept::Options {
+    let opts = git_delegate::ops::kept::Options {
         reference,
         strict,
         dry_run,
     };
     let shown = super::Shown::new(ui);
-    let landed = crate::ops::kept::run(here, &opts, &shown);
+    let landed = git_delegate::ops::kept::run(here, &opts, &shown);
     shown.recovered_into(recovered);
     let landed = landed?;
     let r = &landed.report;
@@ -58,7 +58,7 @@ pub fn run(
                     "batch": k.batch,
                     "task": k.task,
                     "patch": k.patch.as_deref().map(paths::doc_path),
-                    "expires_at": crate::sys::time::rfc3339(k.expires_at),
+                    "expires_at": git_delegate::sys::time::rfc3339(k.expires_at),
                     "removed": landed.removed,
                 }),
             );
@@ -85,7 +85,7 @@ pub fn run(
 /// `REF:PATH` for `git show`, shell-quoted, naming the first path in
 /// conflict (design §3.16 "Hints"); `PATH` only when no path can be
 /// printed as it is (none named, not UTF-8, or a control character).
-fn show_path(ref_name: &str, o: &crate::ops::apply::Outcome) -> String {
+fn show_path(ref_name: &str, o: &git_delegate::ops::apply::Outcome) -> String {
     let path = o
         .conflicts
         .iter()
@@ -93,13 +93,13 @@ fn show_path(ref_name: &str, o: &crate::ops::apply::Outcome) -> String {
         .find(|p| !p.is_empty())
         .and_then(|p| std::str::from_utf8(p.as_ref()).ok())
         .filter(|p| !p.chars().any(char::is_control));
-    crate::sys::paths::shell_quote(&format!("{ref_name}:{}", path.unwrap_or("PATH")))
+    git_delegate::sys::paths::shell_quote(&format!("{ref_name}:{}", path.unwrap_or("PATH")))
 }
 
-fn human(ui: &Ui, landed: &crate::ops::kept::Landed) -> String {
+fn human(ui: &Ui, landed: &git_delegate::ops::kept::Landed) -> String {
     let r = &landed.report;
     let k = &landed.kept;
-    let short = crate::ops::kept::short_name(std::slice::from_ref(k), k);
+    let short = git_delegate::ops::kept::short_name(std::slice::from_ref(k), k);
     let mut text = format!(
         "{} of kept proposal {} ({}):\n",
         if r.dry_run {
@@ -127,7 +127,7 @@ fn human(ui: &Ui, landed: &crate::ops::kept::Landed) -> String {
         if n == 1 { "" } else { "s" },
         super::show(&landed.root)
     ));
-    let until = crate::sys::time::rfc3339(k.expires_at);
+    let until = git_delegate::sys::time::rfc3339(k.expires_at);
     if r.dry_run {
         if o.ok() {
             text.push_str("Its ref and patch would be removed.\n");

@@ -1,5 +1,5 @@
 //! `git delegate prepare` (design §3.1): parse the arguments, run the
-//! transaction (`crate::ops::prepare::run`: snapshot, baseline, marker,
+//! transaction (`git_delegate::ops::prepare::run`: snapshot, baseline, marker,
 //! workspaces, carry, complete; undone whole on failure or Ctrl-C), and
 //! render what it made.
 //!
@@ -7,10 +7,10 @@
 //! Never: does git, filesystem or process work (the engine's `prepare` does).
 
 use crate::cli::{ModeArg, PrepareArgs};
-use crate::config::Mode;
-use crate::error::Result;
 use crate::ui::Ui;
-use crate::writeback::Recovery;
+use git_delegate::config::Mode;
+use git_delegate::error::Result;
+use git_delegate::writeback::Recovery;
 
 pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> {
     // Everything about the arguments is checked before anything is made.
@@ -22,7 +22,7 @@ pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> 
     let opts = options(&args, names)?;
     let source = super::source()?;
     let shown = super::Shown::new(ui);
-    let report = crate::ops::prepare::run(&source, &opts, &shown);
+    let report = git_delegate::ops::prepare::run(&source, &opts, &shown);
     shown.recovered_into(recovered);
     let report = report?;
     let batch = &report.batch;
@@ -31,7 +31,7 @@ pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> 
     // batch's workspaces accept commits (design §3.7).
     let hook_missing = batch
         .forbid_commit
-        .then(|| crate::ops::hooks::pre_commit_missing(&source))
+        .then(|| git_delegate::ops::hooks::pre_commit_missing(&source))
         .flatten();
     let warning = hook_missing.as_ref().map(|hook| {
         (
@@ -79,7 +79,7 @@ pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> 
         // design §3.14: a remote task's line is the command its worker runs.
         if let Some(join) = t
             .remote
-            .then(|| crate::ops::remote::join_command(batch, &t.name))
+            .then(|| git_delegate::ops::remote::join_command(batch, &t.name))
             .flatten()
         {
             text.push_str(&format!("  task {:<8} remote: {join}\n", t.name));
@@ -123,11 +123,11 @@ pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> 
 pub(super) fn options(
     args: &PrepareArgs,
     names: Vec<String>,
-) -> Result<crate::ops::prepare::Options> {
-    crate::ops::prepare::check(&names, args.label.as_deref())?;
+) -> Result<git_delegate::ops::prepare::Options> {
+    git_delegate::ops::prepare::check(&names, args.label.as_deref())?;
     let owner = args.owner_pid.map(super::owner).transpose()?;
     let ttl_secs = args.ttl.as_deref().map(super::parse_ttl).transpose()?;
-    Ok(crate::ops::prepare::Options {
+    Ok(git_delegate::ops::prepare::Options {
         names,
         label: args.label.clone(),
         ttl_secs,
@@ -145,7 +145,7 @@ pub(super) fn options(
 }
 
 /// `1234 files, 5.6 MiB (1200 cloned, 30 copied, 4 symlinks)`
-fn carried(c: &crate::record::batch::CarryStats) -> String {
+fn carried(c: &git_delegate::record::batch::CarryStats) -> String {
     let mut how = Vec::new();
     if c.cloned > 0 || c.copied == 0 {
         how.push(format!("{} cloned", c.cloned));

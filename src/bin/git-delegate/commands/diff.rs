@@ -8,10 +8,10 @@
 use serde_json::json;
 
 use crate::cli::DiffArgs;
-use crate::error::Result;
-use crate::ops::review::{self, TaskDiff};
-use crate::sys::paths::ByteSlice;
 use crate::ui::Ui;
+use git_delegate::error::Result;
+use git_delegate::ops::review::{self, TaskDiff};
+use git_delegate::sys::paths::ByteSlice;
 
 pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
     let source = super::source()?;
@@ -26,7 +26,7 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
     // a pager counts as a terminal (design §3.16).
     let colour = !ui.json && crate::ui::use_color_for("color.diff", crate::pager::terminal_like());
     let paint = colour && patch && !args.stat;
-    let form = crate::merge::patch::Form {
+    let form = git_delegate::merge::patch::Form {
         full_index: args.full_index,
         binary: args.binary,
     };
@@ -79,7 +79,7 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
             for p in &t.paths {
                 out.push(p.status as u8);
                 out.push(b'\t');
-                out.extend_from_slice(&crate::merge::patch::quote_prefixed(b"", &p.path));
+                out.extend_from_slice(&git_delegate::merge::patch::quote_prefixed(b"", &p.path));
                 out.push(b'\n');
             }
         } else if args.stat {
@@ -143,7 +143,7 @@ fn show_source(ui: &Ui, args: &DiffArgs, report: review::SourceDiff, colour: boo
                 .map(|c| {
                     format!(
                         "{} ({})",
-                        crate::ui::escape_text(&crate::sys::paths::quote(c.path.as_bstr())),
+                        crate::ui::escape_text(&git_delegate::sys::paths::quote(c.path.as_bstr())),
                         c.reason
                     )
                 })
@@ -161,7 +161,7 @@ fn show_source(ui: &Ui, args: &DiffArgs, report: review::SourceDiff, colour: boo
         for p in &t.paths {
             out.push(p.status as u8);
             out.push(b'\t');
-            out.extend_from_slice(&crate::merge::patch::quote_prefixed(b"", &p.path));
+            out.extend_from_slice(&git_delegate::merge::patch::quote_prefixed(b"", &p.path));
             out.push(b'\n');
         }
     } else if args.stat {
@@ -222,7 +222,8 @@ fn stat(t: &TaskDiff, colour: bool) -> String {
         .paths
         .iter()
         .map(|p| {
-            String::from_utf8_lossy(&crate::merge::patch::quote_prefixed(b"", &p.path)).into_owned()
+            String::from_utf8_lossy(&git_delegate::merge::patch::quote_prefixed(b"", &p.path))
+                .into_owned()
         })
         .collect();
     let name_width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);

@@ -11,10 +11,10 @@ use std::io::{IsTerminal, Write};
 use serde_json::{json, Value};
 
 use crate::cli::ColorChoice;
-use crate::error::{Code, Error};
-use crate::git::repo::ColorUi;
-use crate::sys::paths::is_unprintable;
-use crate::writeback::Recovery;
+use git_delegate::error::{Code, Error};
+use git_delegate::git::repo::ColorUi;
+use git_delegate::sys::paths::is_unprintable;
+use git_delegate::writeback::Recovery;
 
 pub const SCHEMA: &str = "git-delegate/v1";
 
@@ -30,7 +30,7 @@ pub fn use_color(choice: ColorChoice, terminal: bool) -> bool {
     decide_color(
         choice,
         std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
-        crate::git::repo::color_ui,
+        git_delegate::git::repo::color_ui,
         terminal,
     )
 }
@@ -42,13 +42,13 @@ pub fn use_color_for(key: &str, terminal: bool) -> bool {
     decide_color(
         choice(),
         std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
-        || crate::git::repo::color_setting(key).or_else(crate::git::repo::color_ui),
+        || git_delegate::git::repo::color_setting(key).or_else(git_delegate::git::repo::color_ui),
         terminal,
     )
 }
 
 /// The precedence itself; `color_ui` (git's setting, read by the repository
-/// layer: [`crate::git::repo::color_ui`]) is only asked when it matters.
+/// layer: [`git_delegate::git::repo::color_ui`]) is only asked when it matters.
 fn decide_color(
     choice: ColorChoice,
     no_color: bool,
@@ -228,7 +228,7 @@ impl Ui {
             if !recovery.completed.is_empty() {
                 out.insert("completed_writebacks".into(), json!(recovery.completed));
             }
-            if crate::sys::paths::lossy_seen() {
+            if git_delegate::sys::paths::lossy_seen() {
                 out.insert("lossy_paths".into(), json!(true));
             }
             *map = out;
@@ -326,10 +326,10 @@ mod tests {
         assert_eq!(escape_text("a\x07b\u{9b}c"), "a\\x07b\\x9bc");
         assert_eq!(escape_text("x\u{202e}y"), "x\\u{202e}y");
         assert_eq!(
-            crate::git::repo::safe_name("bad\x1b[31mname\nx"),
+            git_delegate::git::repo::safe_name("bad\x1b[31mname\nx"),
             "bad_[31mname_x"
         );
-        assert_eq!(crate::git::repo::safe_name("proj é"), "proj é");
+        assert_eq!(git_delegate::git::repo::safe_name("proj é"), "proj é");
     }
 
     #[test]

@@ -5,8 +5,8 @@
 use serde_json::json;
 
 use crate::cli::{HooksAction, HooksArgs};
-use crate::error::Result;
 use crate::ui::Ui;
+use git_delegate::error::Result;
 
 pub fn run(ui: &Ui, args: HooksArgs) -> Result<i32> {
     match args.action {
@@ -16,13 +16,13 @@ pub fn run(ui: &Ui, args: HooksArgs) -> Result<i32> {
 
 fn install(ui: &Ui, force: bool) -> Result<i32> {
     let source = super::source()?;
-    let done = crate::ops::hooks::install(&source, force)?;
+    let done = git_delegate::ops::hooks::install(&source, force)?;
     if ui.json {
         ui.doc(json!({
-            "hook": crate::sys::paths::doc_path(&done.hook),
-            "chained": done.chained.as_deref().map(crate::sys::paths::doc_path),
+            "hook": git_delegate::sys::paths::doc_path(&done.hook),
+            "chained": done.chained.as_deref().map(git_delegate::sys::paths::doc_path),
             "changed": done.changed,
-            "backup": done.backup.as_deref().map(crate::sys::paths::doc_path),
+            "backup": done.backup.as_deref().map(git_delegate::sys::paths::doc_path),
         }));
     }
     let mut text = if done.changed {

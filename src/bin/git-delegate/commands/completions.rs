@@ -9,8 +9,8 @@ use clap_complete::Shell;
 
 use super::complete::{values_of, Values};
 use crate::cli::CompletionsArgs;
-use crate::error::Result;
 use crate::ui::Ui;
+use git_delegate::error::Result;
 
 /// The name the scripts complete (and git runs): `git-delegate`.
 const BIN: &str = "git-delegate";

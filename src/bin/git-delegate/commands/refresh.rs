@@ -1,5 +1,5 @@
 //! `git delegate refresh [TASK...] [--batch BATCH]` (design §3.12): parse,
-//! run `crate::ops::refresh::run`, render the refresh document (design §6.4) or
+//! run `git_delegate::ops::refresh::run`, render the refresh document (design §6.4) or
 //! human text. Also renders the refresh that `apply --refresh-conflicts`
 //! runs after the apply.
 //! Never: does git, filesystem or process work (the engine's `refresh` does).
@@ -7,24 +7,24 @@
 use serde_json::{json, Value};
 
 use crate::cli::RefreshArgs;
-use crate::error::{Error, Result};
-use crate::ops::refresh::Report;
-use crate::record::batch::TaskState;
-use crate::sys::paths;
 use crate::ui::Ui;
-use crate::writeback::Recovery;
+use git_delegate::error::{Error, Result};
+use git_delegate::ops::refresh::Report;
+use git_delegate::record::batch::TaskState;
+use git_delegate::sys::paths;
+use git_delegate::writeback::Recovery;
 
 pub fn run(ui: &Ui, args: RefreshArgs, recovered: &mut Recovery) -> Result<i32> {
     let here = super::source()?;
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
-    let opts = crate::ops::refresh::Options {
+    let opts = git_delegate::ops::refresh::Options {
         batch: args.batch,
         tasks: args.tasks,
         cwd,
     };
     let shown = super::Shown::new(ui);
-    let report = crate::ops::refresh::run(here, &opts, &shown);
+    let report = git_delegate::ops::refresh::run(here, &opts, &shown);
     shown.recovered_into(recovered);
     let report = report?;
     if ui.json {

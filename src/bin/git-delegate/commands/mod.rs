@@ -33,11 +33,11 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::cli::{Cli, Command};
-use crate::error::{Code, Error, Result};
-use crate::git::repo::Source;
-use crate::record::batch::Batch;
 use crate::ui::Ui;
-use crate::writeback::Recovery;
+use git_delegate::error::{Code, Error, Result};
+use git_delegate::git::repo::Source;
+use git_delegate::record::batch::Batch;
+use git_delegate::writeback::Recovery;
 
 /// Run a parsed command line; returns the exit status.
 pub fn run(cli: Cli) -> i32 {
@@ -95,7 +95,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Snapshot => snapshot_plumbing(&ui),
         Command::Complete { words } => complete::run(&words),
         Command::PurgeTrash { dir, state_dir } => {
-            crate::workspace::trash::purge_in_background(&dir, state_dir.as_deref());
+            git_delegate::workspace::trash::purge_in_background(&dir, state_dir.as_deref());
             Ok(0)
         }
     };
@@ -157,14 +157,14 @@ fn parse_error_message(e: &clap::Error) -> String {
 /// the command as the user gave it and the first open batch's id filled in
 /// (design §3.16: every printed hint works as printed).
 pub fn batch_flag_help(
-    mut e: crate::error::Error,
+    mut e: git_delegate::error::Error,
     source: &Source,
     words: &[&str],
-) -> crate::error::Error {
-    if e.code != crate::error::Code::AmbiguousBatch {
+) -> git_delegate::error::Error {
+    if e.code != git_delegate::error::Code::AmbiguousBatch {
         return e;
     }
-    let Some(first) = crate::record::batch::list_ok(&source.state_dir())
+    let Some(first) = git_delegate::record::batch::list_ok(&source.state_dir())
         .ok()
         .and_then(|l| l.into_iter().find(|b| b.preparing.is_none()))
     else {
@@ -174,7 +174,7 @@ pub fn batch_flag_help(
     command.extend_from_slice(words);
     let command: Vec<String> = command
         .iter()
-        .map(|w| crate::sys::paths::shell_quote(w))
+        .map(|w| git_delegate::sys::paths::shell_quote(w))
         .collect();
     e.help = format!(
         "name one with --batch (its label, its id, or the first 4 or more characters of its id), e.g. `{} --batch {}`",
@@ -195,8 +195,8 @@ pub fn lock_and_recover(
     ui: &Ui,
     source: &Source,
     recovered: &mut Recovery,
-) -> Result<crate::ops::lock::RepoLock> {
-    let locked = crate::ops::lock::lock_and_recover(source)?;
+) -> Result<git_delegate::ops::lock::RepoLock> {
+    let locked = git_delegate::ops::lock::lock_and_recover(source)?;
     tell_recovered(ui, &locked.recovery);
     add(recovered, locked.recovery);
     Ok(locked.lock)
@@ -233,7 +233,7 @@ fn tell_recovered(ui: &Ui, recovery: &Recovery) {
             ui.warn(&format!(
                 "git-delegate: {} an interrupted undo (or apply --from-undo) of apply {}; {}\n",
                 if done { "finished" } else { "rolled back" },
-                crate::record::batch::short(id),
+                git_delegate::record::batch::short(id),
                 if done {
                     "the working tree holds its whole result"
                 } else {
@@ -249,7 +249,7 @@ fn tell_recovered(ui: &Ui, recovery: &Recovery) {
     {
         ui.warn(&format!(
             "git-delegate: rolled back an interrupted write-back of batch {}; the working tree is as it was before that apply\n",
-            crate::record::batch::short(id)
+            git_delegate::record::batch::short(id)
         ));
     }
     for id in recovery
@@ -260,14 +260,14 @@ fn tell_recovered(ui: &Ui, recovery: &Recovery) {
         if recovery.recorded.contains(id) {
             ui.warn(&format!(
                 "git-delegate: finished an interrupted write-back of batch {}: it had written its whole result, the working tree holds it, and its apply is recorded (`git delegate undo --list` shows it); `git delegate apply {}` finishes its clean-up\n",
-                crate::record::batch::short(id),
-                crate::record::batch::short(id)
+                git_delegate::record::batch::short(id),
+                git_delegate::record::batch::short(id)
             ));
         } else {
             ui.warn(&format!(
                 "git-delegate: an interrupted apply of batch {} had written its whole result; the working tree holds it, and `git delegate apply {}` records it\n",
-                crate::record::batch::short(id),
-                crate::record::batch::short(id)
+                git_delegate::record::batch::short(id),
+                git_delegate::record::batch::short(id)
             ));
         }
     }
@@ -295,12 +295,12 @@ impl<'a> Shown<'a> {
     }
 }
 
-impl crate::ops::observe::Observer for Shown<'_> {
+impl git_delegate::ops::observe::Observer for Shown<'_> {
     fn step(&self, label: &str) -> Box<dyn std::any::Any> {
         Box::new(self.ui.progress(label))
     }
-    fn output(&self, n: usize, line: &crate::sys::paths::BStr) {
-        use crate::sys::paths::ByteSlice;
+    fn output(&self, n: usize, line: &git_delegate::sys::paths::BStr) {
+        use git_delegate::sys::paths::ByteSlice;
         // design §3.10: the verification command's output, live, on a terminal.
         use std::io::IsTerminal;
         if !self.ui.json && std::io::stderr().is_terminal() {
@@ -310,8 +310,8 @@ impl crate::ops::observe::Observer for Shown<'_> {
             ));
         }
     }
-    fn notice(&self, notice: crate::ops::observe::Notice) {
-        use crate::ops::observe::Notice;
+    fn notice(&self, notice: git_delegate::ops::observe::Notice) {
+        use git_delegate::ops::observe::Notice;
         let ui = self.ui;
         match notice {
             Notice::Recovered(r) => {
@@ -320,7 +320,7 @@ impl crate::ops::observe::Observer for Shown<'_> {
             }
             Notice::NestedRepository(p) => ui.warn(&format!(
                 "git-delegate: warning: {} is a git repository of its own (not a submodule); it is not part of the baseline\n",
-                crate::sys::paths::quote(p.as_ref())
+                git_delegate::sys::paths::quote(p.as_ref())
             )),
             Notice::UndoIncomplete { short, error } => ui.warn(&format!(
                 "git-delegate: warning: not everything of the unfinished batch {short} could be removed ({}); `git delegate gc` removes the rest\n",
@@ -332,15 +332,15 @@ impl crate::ops::observe::Observer for Shown<'_> {
 
 /// Parse a `--ttl` value.
 pub fn parse_ttl(s: &str) -> Result<i64> {
-    crate::sys::time::duration(s).map_err(|e| {
+    git_delegate::sys::time::duration(s).map_err(|e| {
         Error::usage(
             Code::BadDuration,
             e.describe(s),
             match e {
-                crate::sys::time::DurationError::Malformed => {
+                git_delegate::sys::time::DurationError::Malformed => {
                     "use a number and a unit: 90s, 30m, 2h, 7d"
                 }
-                crate::sys::time::DurationError::TooLong => {
+                git_delegate::sys::time::DurationError::TooLong => {
                     "use a shorter duration: a lease can end by 9999-12-31 at the latest"
                 }
             },
@@ -350,7 +350,7 @@ pub fn parse_ttl(s: &str) -> Result<i64> {
 
 /// Check an `--owner-pid` and read its start time.
 pub fn owner(pid: u32) -> Result<(u32, u64)> {
-    match crate::sys::process::process_start(pid) {
+    match git_delegate::sys::process::process_start(pid) {
         Some(start) => Ok((pid, start)),
         None => Err(Error::usage(
             Code::OwnerNotRunning,
@@ -377,12 +377,14 @@ pub fn batch_doc_fetched(
     // A batch whose prepare never completed (design §3.15): its tasks are
     // `incomplete`, never open work, and once its prepare is gone it is
     // not live whatever its lease says.
-    let progress = crate::ops::preparing::progress(batch);
+    let progress = git_delegate::ops::preparing::progress(batch);
     let lease_state = match progress {
-        Some(crate::ops::preparing::Progress::Interrupted) => crate::record::lease::State::Orphaned,
+        Some(git_delegate::ops::preparing::Progress::Interrupted) => {
+            git_delegate::record::lease::State::Orphaned
+        }
         _ => batch.lease.state(),
     };
-    let health = crate::ops::status::health(source, batch);
+    let health = git_delegate::ops::status::health(source, batch);
     let tasks: Vec<Value> = batch
         .tasks
         .iter()
@@ -392,9 +394,9 @@ pub fn batch_doc_fetched(
             let mut doc = json!({
                 "name": t.name,
                 "state": if progress.is_some() { "incomplete" } else { t.state.as_str() },
-                "root": (!t.remote).then(|| crate::sys::paths::doc_path(&t.root)),
-                "cwd": (!t.remote).then(|| crate::sys::paths::doc_path(&t.cwd(&batch.prefix))),
-                "exists": *health == crate::workspace::Health::Ours,
+                "root": (!t.remote).then(|| git_delegate::sys::paths::doc_path(&t.root)),
+                "cwd": (!t.remote).then(|| git_delegate::sys::paths::doc_path(&t.cwd(&batch.prefix))),
+                "exists": *health == git_delegate::workspace::Health::Ours,
                 "changed_paths": changed.and_then(|c| c.get(i).copied()).unwrap_or(0),
             });
             // Retained recovery artifacts (design §3.3), when there are any.
@@ -406,13 +408,13 @@ pub fn batch_doc_fetched(
                     m.insert("proposal_ref".into(), json!(r));
                 }
                 if let Some(p) = &t.patch {
-                    m.insert("patch".into(), json!(crate::sys::paths::doc_path(p)));
+                    m.insert("patch".into(), json!(git_delegate::sys::paths::doc_path(p)));
                 }
                 // A refreshed task's own base and its conflicts (design §3.12).
                 if let Some(base) = &t.base {
                     m.insert("base".into(), json!(base));
                 }
-                if t.state == crate::record::batch::TaskState::Conflicted {
+                if t.state == git_delegate::record::batch::TaskState::Conflicted {
                     m.insert("conflicted_paths".into(), json!(t.conflicted_paths));
                 }
                 // design §3.14: a remote task, its join line, and whether
@@ -425,15 +427,15 @@ pub fn batch_doc_fetched(
                     );
                     m.insert(
                         "join".into(),
-                        json!(crate::ops::remote::join_command(batch, &t.name)),
+                        json!(git_delegate::ops::remote::join_command(batch, &t.name)),
                     );
                 }
                 if let Some(log) = &t.verify_log {
-                    m.insert("verify_log".into(), json!(crate::sys::paths::doc_path(log)));
+                    m.insert("verify_log".into(), json!(git_delegate::sys::paths::doc_path(log)));
                 }
                 // What prepare put there besides the baseline (design §3.9).
                 if let Some(c) = &t.carried {
-                    let key = if batch.mode == crate::config::Mode::Scratch {
+                    let key = if batch.mode == git_delegate::config::Mode::Scratch {
                         "scratch_copy"
                     } else {
                         "carried_ignored"
@@ -448,11 +450,11 @@ pub fn batch_doc_fetched(
         "batch": batch.id,
         "label": batch.label,
         "created_at": batch.created_at,
-        "source": crate::sys::paths::doc_path(&batch.source),
+        "source": git_delegate::sys::paths::doc_path(&batch.source),
         "source_head": batch.source_head,
         "baseline": {
             "commit": batch.baseline,
-            "ref": crate::git::refs::baseline(&batch.id),
+            "ref": git_delegate::git::refs::baseline(&batch.id),
         },
         "mode": batch.mode,
         "forbid_commit": batch.forbid_commit,
@@ -479,7 +481,7 @@ pub fn batch_doc_fetched(
 /// and, on stderr, how many files had to be hashed.
 fn snapshot_plumbing(ui: &Ui) -> Result<i32> {
     let source = source()?;
-    let snap = crate::snapshot::snapshot(&source.repo)?;
+    let snap = git_delegate::snapshot::snapshot(&source.repo)?;
     ui.warn(&format!(
         "hashed {} changed {}\n",
         snap.hashed, snap.changes
@@ -511,12 +513,12 @@ pub fn show(p: &Path) -> String {
 
 /// `unsafe_folders` of gc and drop (docs/json.md): the folders below the
 /// workspace root they refused and never entered (design §3.18).
-pub fn unsafe_doc(list: &[crate::workspace::shared_root::Refused]) -> serde_json::Value {
+pub fn unsafe_doc(list: &[git_delegate::workspace::shared_root::Refused]) -> serde_json::Value {
     serde_json::Value::Array(
         list.iter()
             .map(|r| {
                 serde_json::json!({
-                    "path": crate::sys::paths::doc_path(&r.path),
+                    "path": git_delegate::sys::paths::doc_path(&r.path),
                     "owner": r.owner,
                     "reason": r.reason.as_str(),
                 })
@@ -526,7 +528,7 @@ pub fn unsafe_doc(list: &[crate::workspace::shared_root::Refused]) -> serde_json
 }
 
 /// One line per refused folder below the workspace root, for people.
-pub fn unsafe_text(list: &[crate::workspace::shared_root::Refused]) -> String {
+pub fn unsafe_text(list: &[git_delegate::workspace::shared_root::Refused]) -> String {
     list.iter()
         .map(|r| {
             format!(

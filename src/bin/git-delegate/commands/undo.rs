@@ -1,5 +1,5 @@
 //! `git delegate undo [APPLY] [--list] [--dry-run]` and `git delegate apply
-//! --from-undo APPLY` (design §3.11): parse, call the engine (`crate::ops::undo`),
+//! --from-undo APPLY` (design §3.11): parse, call the engine (`git_delegate::ops::undo`),
 //! render the undo, list and re-apply documents (design §6.4) and text.
 //!
 //! Owns: those documents and their human text; the hint apply prints.
@@ -8,17 +8,17 @@
 use serde_json::{json, Value};
 
 use crate::cli::{ApplyArgs, UndoArgs};
-use crate::error::Result;
-use crate::git::repo::Source;
-use crate::sys::paths::{self, BString, ByteSlice};
 use crate::ui::Ui;
-use crate::writeback::Recovery;
+use git_delegate::error::Result;
+use git_delegate::git::repo::Source;
+use git_delegate::sys::paths::{self, BString, ByteSlice};
+use git_delegate::writeback::Recovery;
 
 fn doc_paths(p: &[BString]) -> Vec<String> {
     p.iter().map(|p| paths::doc_bytes(p)).collect()
 }
 
-fn conflicts_doc(c: &[crate::ops::undo::PathConflict]) -> Value {
+fn conflicts_doc(c: &[git_delegate::ops::undo::PathConflict]) -> Value {
     Value::Array(
         c.iter()
             .map(|c| json!({"path": paths::doc_bytes(&c.path), "reason": c.reason}))
@@ -26,7 +26,7 @@ fn conflicts_doc(c: &[crate::ops::undo::PathConflict]) -> Value {
     )
 }
 
-fn conflicts_text(c: &[crate::ops::undo::PathConflict]) -> String {
+fn conflicts_text(c: &[git_delegate::ops::undo::PathConflict]) -> String {
     c.iter()
         .map(|c| format!("  {} ({})\n", paths::quote(c.path.as_bstr()), c.reason))
         .collect()
@@ -36,7 +36,7 @@ fn conflicts_text(c: &[crate::ops::undo::PathConflict]) -> String {
 pub fn undo_hint(id: &str) -> String {
     format!(
         "Apply {} recorded: `git delegate undo` takes it back.\n",
-        crate::record::batch::short(id)
+        git_delegate::record::batch::short(id)
     )
 }
 
@@ -46,7 +46,7 @@ pub fn run(ui: &Ui, args: UndoArgs, recovered: &mut Recovery) -> Result<i32> {
         return list(ui, &here);
     }
     let shown = super::Shown::new(ui);
-    let report = crate::ops::undo::undo(
+    let report = git_delegate::ops::undo::undo(
         here,
         args.apply.as_deref(),
         args.dry_run,
@@ -94,7 +94,7 @@ pub fn run(ui: &Ui, args: UndoArgs, recovered: &mut Recovery) -> Result<i32> {
             } else {
                 "Undid"
             },
-            crate::record::batch::short(&e.batch),
+            git_delegate::record::batch::short(&e.batch),
             if n == 1 { "" } else { "s" },
             super::show(&e.source)
         ));
@@ -117,7 +117,7 @@ pub fn run(ui: &Ui, args: UndoArgs, recovered: &mut Recovery) -> Result<i32> {
 }
 
 fn list(ui: &Ui, here: &Source) -> Result<i32> {
-    let entries = crate::ops::undo::list(&here.state_dir());
+    let entries = git_delegate::ops::undo::list(&here.state_dir());
     if ui.json {
         let docs: Vec<Value> = entries
             .iter()
@@ -149,13 +149,13 @@ fn list(ui: &Ui, here: &Source) -> Result<i32> {
             "{}  {}  batch {}  {} path{}  {}\n",
             e.short(),
             e.applied_at,
-            crate::record::batch::short(&e.batch),
+            git_delegate::record::batch::short(&e.batch),
             e.paths,
             if e.paths == 1 { "" } else { "s" },
             match (&e.undone, &e.reapplied_as) {
                 (true, Some(again)) => format!(
                     "undone, applied again as {}",
-                    crate::record::batch::short(again)
+                    git_delegate::record::batch::short(again)
                 ),
                 (true, None) => "undone".to_string(),
                 (false, _) => "applied".to_string(),
@@ -175,7 +175,7 @@ pub fn reapply(
     recovered: &mut Recovery,
 ) -> Result<i32> {
     let shown = super::Shown::new(ui);
-    let report = crate::ops::undo::reapply(here, from, args.strict, args.dry_run, &shown);
+    let report = git_delegate::ops::undo::reapply(here, from, args.strict, args.dry_run, &shown);
     shown.recovered_into(recovered);
     let r = report?;
     if ui.json {
@@ -194,7 +194,7 @@ pub fn reapply(
                     m.insert("conflicts".into(), conflicts_doc(&t.conflicts));
                     m.insert(
                         "proposal_ref".into(),
-                        json!(crate::ops::undo::task_ref(&r.from.apply_id, &t.task)),
+                        json!(git_delegate::ops::undo::task_ref(&r.from.apply_id, &t.task)),
                     );
                 }
                 v
@@ -225,7 +225,7 @@ pub fn reapply(
             "Applying again"
         },
         r.from.short(),
-        crate::record::batch::short(&r.from.batch)
+        git_delegate::record::batch::short(&r.from.batch)
     );
     for t in &r.tasks {
         if t.applied {

@@ -1,5 +1,5 @@
 //! `git delegate apply [BATCH]` (design §3.2): parse the arguments, run the
-//! transaction (`crate::ops::apply::run`: recording, integration, write-back,
+//! transaction (`git_delegate::ops::apply::run`: recording, integration, write-back,
 //! clean-up), and render its report.
 //!
 //! Owns: the apply document (§6.2) and human text; the `kept_workspaces`
@@ -9,20 +9,20 @@
 use serde_json::{json, Value};
 
 use crate::cli::ApplyArgs;
-use crate::error::{Error, Result};
-pub use crate::ops::apply::Kept;
-use crate::ops::apply::{Closed, Outcome, Report};
-use crate::record::batch::{self, Batch, TaskState};
-use crate::sys::paths::{self, shell_quote, BString, ByteSlice};
 use crate::ui::Ui;
-use crate::writeback::Recovery;
+use git_delegate::error::{Error, Result};
+pub use git_delegate::ops::apply::Kept;
+use git_delegate::ops::apply::{Closed, Outcome, Report};
+use git_delegate::record::batch::{self, Batch, TaskState};
+use git_delegate::sys::paths::{self, shell_quote, BString, ByteSlice};
+use git_delegate::writeback::Recovery;
 
 pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
     let here = super::source()?;
     if let Some(from) = &args.from_undo {
         return super::undo::reapply(ui, here, from, &args, recovered);
     }
-    let opts = crate::ops::apply::Options {
+    let opts = git_delegate::ops::apply::Options {
         batch: args.batch,
         only: args.only,
         discard: args.discard,
@@ -39,7 +39,7 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         verify_jobs: args.verify_jobs.map(usize::from),
     };
     let shown = super::Shown::new(ui);
-    let report = crate::ops::apply::run(here, &opts, &shown);
+    let report = git_delegate::ops::apply::run(here, &opts, &shown);
     shown.recovered_into(recovered);
     let report = report?;
     let (b, outcomes) = (&report.batch, &report.outcomes);
@@ -181,27 +181,28 @@ pub(super) fn say(ui: &Ui, report: &Report, keep: bool, verbose: bool) {
 fn refresh_conflicts(
     b: &Batch,
     outcomes: &[Outcome],
-) -> Option<Result<crate::ops::refresh::Report>> {
+) -> Option<Result<git_delegate::ops::refresh::Report>> {
     let tasks: Vec<String> = outcomes
         .iter()
         .filter(|o| {
-            o.status == TaskState::Conflict && o.reason != Some(crate::ops::refresh::UNRESOLVED)
+            o.status == TaskState::Conflict
+                && o.reason != Some(git_delegate::ops::refresh::UNRESOLVED)
         })
         .map(|o| b.tasks[o.idx].name.clone())
         .collect();
     if tasks.is_empty() {
         return None;
     }
-    let run = || -> Result<crate::ops::refresh::Report> {
+    let run = || -> Result<git_delegate::ops::refresh::Report> {
         let here = super::source()?;
         let cwd = std::env::current_dir()
             .map_err(|e| Error::io("cannot read the current directory", e))?;
-        let opts = crate::ops::refresh::Options {
+        let opts = git_delegate::ops::refresh::Options {
             batch: Some(b.id.clone()),
             tasks,
             cwd,
         };
-        crate::ops::refresh::run(here, &opts, &crate::ops::observe::Silent)
+        git_delegate::ops::refresh::run(here, &opts, &git_delegate::ops::observe::Silent)
     };
     Some(run())
 }
@@ -620,7 +621,7 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
             // design §3.14: its worker has not run `git delegate submit` yet.
             text.push_str(&format!(
                 "      its worker has not submitted yet; it joins with: {}\n",
-                crate::ops::remote::join_command(b, &t.name).unwrap_or_default()
+                git_delegate::ops::remote::join_command(b, &t.name).unwrap_or_default()
             ));
         } else if !o.ok() {
             match t.remote {
@@ -745,9 +746,9 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
         o.status == TaskState::Conflict
             && matches!(o.reason, Some("merge_conflict") | Some("source_changed"))
     };
-    let unresolved = |o: &Outcome| o.reason == Some(crate::ops::refresh::UNRESOLVED);
+    let unresolved = |o: &Outcome| o.reason == Some(git_delegate::ops::refresh::UNRESOLVED);
     // design §3.18: paths git refuses, which only their worker can change.
-    let invalid = |o: &Outcome| o.reason == Some(crate::git::validate::REASON);
+    let invalid = |o: &Outcome| o.reason == Some(git_delegate::git::validate::REASON);
     // design §3.18 "Follow-through": only an apply that names it lands it.
     let worker_failed = |o: &Outcome| o.status == TaskState::WorkerFailed;
     let resubmit = |o: &Outcome| o.resubmit;
@@ -811,7 +812,7 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
         text.push_str(&format!(
             "  - task {}: what its worker submitted cannot be applied as it is; the worker submits again from its workspace (`git delegate submit` there, or, to start afresh, in the one `{}` makes), then run `git delegate apply {short}` again;\n",
             shell_quote(task),
-            crate::ops::remote::join_command(b, task).unwrap_or_default(),
+            git_delegate::ops::remote::join_command(b, task).unwrap_or_default(),
         ));
     }
     if !other.is_empty() {
@@ -843,7 +844,7 @@ fn discard_hint(short: &str, names: &[&str]) -> String {
 }
 
 /// The `verify` object of the apply document (design §6.4).
-fn verify_doc(v: &crate::ops::verify::Report) -> Value {
+fn verify_doc(v: &git_delegate::ops::verify::Report) -> Value {
     json!({
         "command": v.command,
         "outcome": v.outcome.as_str(),
@@ -858,7 +859,7 @@ fn verify_doc(v: &crate::ops::verify::Report) -> Value {
 }
 
 /// The human lines for `--verify`: the outcome and each run.
-fn verify_text(v: &crate::ops::verify::Report) -> String {
+fn verify_text(v: &git_delegate::ops::verify::Report) -> String {
     let mut text = format!(
         "Verification ({}): {}, {} run{}\n",
         crate::ui::escape_text(&v.command),

@@ -11,11 +11,11 @@
 use serde_json::json;
 
 use crate::cli::DropArgs;
-use crate::error::Result;
-use crate::git::repo::Source;
-use crate::record::batch::{self, Batch};
 use crate::ui::Ui;
-use crate::writeback::Recovery;
+use git_delegate::error::Result;
+use git_delegate::git::repo::Source;
+use git_delegate::record::batch::{self, Batch};
+use git_delegate::writeback::Recovery;
 
 use super::apply::{kept_doc, kept_text};
 
@@ -32,27 +32,27 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         }
     };
     // An apply verifies it without holding the lock (design §3.10).
-    crate::ops::verify::refuse_if_busy(&source.state_dir(), &b)?;
+    git_delegate::ops::verify::refuse_if_busy(&source.state_dir(), &b)?;
     // A batch whose prepare never completed holds no work: it goes whole,
     // with or without --force (design §3.15); one still being prepared only
     // with --force.
-    match crate::ops::preparing::progress(&b) {
-        Some(crate::ops::preparing::Progress::Preparing) if !args.force => {
-            return Err(crate::ops::preparing::refuse(
+    match git_delegate::ops::preparing::progress(&b) {
+        Some(git_delegate::ops::preparing::Progress::Preparing) if !args.force => {
+            return Err(git_delegate::ops::preparing::refuse(
                 &b,
-                crate::ops::preparing::Progress::Preparing,
+                git_delegate::ops::preparing::Progress::Preparing,
             ))
         }
         Some(_) => return drop_incomplete(ui, &source, &b, recovered),
         None => {}
     }
-    let crate::ops::teardown::Blockers {
+    let git_delegate::ops::teardown::Blockers {
         unapplied,
         hosting,
         others,
         stashed,
         remote_seen,
-    } = crate::ops::teardown::blockers(&source, &b)?;
+    } = git_delegate::ops::teardown::blockers(&source, &b)?;
     if (!unapplied.is_empty() || !hosting.is_empty()) && !args.force {
         if ui.json {
             let mut doc = json!({"batch": b.id, "dropped": false, "unapplied": unapplied});
@@ -99,13 +99,13 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         ui.say(&text);
         return Ok(1);
     }
-    let crate::ops::teardown::Removed {
+    let git_delegate::ops::teardown::Removed {
         workspaces: removed,
         kept,
         refs: refs_removed,
         remote_left,
         unsafe_folders,
-    } = crate::ops::teardown::remove_batch(&source, &b, &others, &remote_seen)?;
+    } = git_delegate::ops::teardown::remove_batch(&source, &b, &others, &remote_seen)?;
     let (left_alone, hosting): (Vec<_>, Vec<_>) = kept.into_iter().partition(|k| k.2.is_empty());
     let kept: Vec<std::path::PathBuf> = left_alone.into_iter().map(|k| k.1).collect();
     if ui.json {
@@ -165,7 +165,7 @@ fn drop_corrupt(
         ));
         return Ok(1);
     }
-    let r = crate::ops::gc::remove_corrupt(source, id)?;
+    let r = git_delegate::ops::gc::remove_corrupt(source, id)?;
     if ui.json {
         let mut doc = dropped_doc(
             id,
@@ -184,7 +184,7 @@ fn drop_corrupt(
                         json!({
                             "task": x.task,
                             "ref": x.ref_name,
-                            "patch": crate::sys::paths::doc_path(&x.patch),
+                            "patch": git_delegate::sys::paths::doc_path(&x.patch),
                             "changed_paths": x.paths,
                         })
                     })
@@ -208,7 +208,7 @@ fn drop_corrupt(
         ));
     }
     if !r.refs_kept.is_empty() {
-        let keep = crate::sys::time::human(source.config.keep_failed_secs);
+        let keep = git_delegate::sys::time::human(source.config.keep_failed_secs);
         text.push_str(&format!(
             "Kept for {keep} (gc.keep-failed): {} — see one with `git show --stat {one}`, land it in this working tree with `git delegate apply --kept {one}` (`git delegate status` lists them).\n",
             r.refs_kept.join(", "),
@@ -228,7 +228,7 @@ fn drop_corrupt(
 
 /// Remove a batch whose prepare never completed, whole.
 fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) -> Result<i32> {
-    let r = crate::ops::preparing::remove_whole(source, b, false)?;
+    let r = git_delegate::ops::preparing::remove_whole(source, b, false)?;
     if ui.json {
         ui.doc_after(
             dropped_doc(
@@ -266,14 +266,14 @@ fn dropped_doc(
     workspaces: usize,
     refs: usize,
     left_alone: &[std::path::PathBuf],
-    unsafe_folders: &[crate::workspace::shared_root::Refused],
+    unsafe_folders: &[git_delegate::workspace::shared_root::Refused],
 ) -> serde_json::Value {
     let mut doc = json!({
         "batch": id,
         "dropped": true,
         "workspaces_removed": workspaces,
         "refs_removed": refs,
-        "left_alone": left_alone.iter().map(|k| crate::sys::paths::doc_path(k)).collect::<Vec<_>>(),
+        "left_alone": left_alone.iter().map(|k| git_delegate::sys::paths::doc_path(k)).collect::<Vec<_>>(),
     });
     if let (false, Some(m)) = (unsafe_folders.is_empty(), doc.as_object_mut()) {
         m.insert("unsafe_folders".into(), super::unsafe_doc(unsafe_folders));
@@ -293,8 +293,8 @@ fn stashed_doc(stashed: &[(String, String)]) -> serde_json::Value {
 
 /// `drop` with no BATCH: dropping ends a batch, so it is never guessed; the
 /// error lists the open batches and the command that drops the first.
-fn no_batch_named(source: &Source) -> crate::error::Error {
-    use crate::error::{Code, Error};
+fn no_batch_named(source: &Source) -> git_delegate::error::Error {
+    use git_delegate::error::{Code, Error};
     let open = batch::list_ok(&source.state_dir()).unwrap_or_default();
     let Some(first) = open.first() else {
         return Error::usage(

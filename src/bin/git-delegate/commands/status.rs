@@ -7,11 +7,11 @@
 use serde_json::{json, Value};
 
 use crate::cli::StatusArgs;
-use crate::error::Result;
-use crate::ops::problems::{Fact, Problem};
-use crate::record::batch::Batch;
 use crate::ui::Ui;
-use crate::workspace;
+use git_delegate::error::Result;
+use git_delegate::ops::problems::{Fact, Problem};
+use git_delegate::record::batch::Batch;
+use git_delegate::workspace;
 
 /// A problem in `status`'s words.
 fn message(p: &Problem) -> String {
@@ -23,7 +23,7 @@ fn message(p: &Problem) -> String {
         Fact::Stale(state) => format!(
             "batch {short} is stale (lease {}); apply it, `{}`, or `git delegate gc`",
             state.as_str(),
-            crate::ops::renew::command(short, *state)
+            git_delegate::ops::renew::command(short, *state)
         ),
         Fact::UndoJournal { finishes: true, .. } => format!(
             "the undo of apply {short} was interrupted after it had written its whole result; the next git delegate command that changes things finishes it (`git delegate gc` for one)"
@@ -36,7 +36,7 @@ fn message(p: &Problem) -> String {
                 format!(
                     " (paths you changed since are left as you left them: {})",
                     left.iter()
-                        .map(|l| format!("{}, its original kept at {}", crate::sys::paths::quote(l.path.as_ref()), super::show(&l.kept)))
+                        .map(|l| format!("{}, its original kept at {}", git_delegate::sys::paths::quote(l.path.as_ref()), super::show(&l.kept)))
                         .collect::<Vec<_>>()
                         .join("; ")
                 )
@@ -54,7 +54,7 @@ fn message(p: &Problem) -> String {
                 .map(|l| {
                     format!(
                         "{} ({} is kept at {})",
-                        crate::sys::paths::quote(l.path.as_ref()),
+                        git_delegate::sys::paths::quote(l.path.as_ref()),
                         if l.yours {
                             "your version"
                         } else {
@@ -108,14 +108,14 @@ fn message(p: &Problem) -> String {
             "a temporary file of git-delegate was left by a command that was killed: {} ({}, last written {} ago); `git delegate gc` removes it",
             super::show(&t.path),
             super::human_bytes(t.bytes, "bytes"),
-            crate::sys::time::human(t.age_secs as i64)
+            git_delegate::sys::time::human(t.age_secs as i64)
         ),
     }
 }
 
 pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     let source = super::source()?;
-    let report = crate::ops::status::run(&source, args.batch.as_deref())?;
+    let report = git_delegate::ops::status::run(&source, args.batch.as_deref())?;
     let kept = &report.kept;
     let problems = &report.problems;
     let kept_doc: Vec<Value> = kept
@@ -123,18 +123,18 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         .map(|k| {
             json!({
                 "ref": k.ref_name,
-                "patch": k.patch.as_deref().map(crate::sys::paths::doc_path),
+                "patch": k.patch.as_deref().map(git_delegate::sys::paths::doc_path),
                 "batch": k.batch,
                 "task": k.task,
-                "expires_at": crate::sys::time::rfc3339(k.expires_at),
-                "kept_at": crate::sys::time::rfc3339(k.kept_at),
-                "name": crate::ops::kept::short_name(kept, k),
+                "expires_at": git_delegate::sys::time::rfc3339(k.expires_at),
+                "kept_at": git_delegate::sys::time::rfc3339(k.kept_at),
+                "name": git_delegate::ops::kept::short_name(kept, k),
             })
         })
         .collect();
     let mut kept_text = kept_text(kept);
     // Undo entries (design §3.11): how many, and how many are not undone.
-    let undo_entries = crate::ops::undo::list(&source.state_dir());
+    let undo_entries = git_delegate::ops::undo::list(&source.state_dir());
     let undoable = undo_entries.iter().filter(|e| !e.undone).count();
     let undo_text = match undo_entries.len() {
         0 => String::new(),
@@ -178,7 +178,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             if !args.fetch || !b.tasks.iter().any(|t| t.remote) {
                 return None;
             }
-            match crate::ops::remote::submitted(&source, b) {
+            match git_delegate::ops::remote::submitted(&source, b) {
                 Ok(found) => Some(found.into_keys().collect()),
                 Err(e) => {
                     ui.warn(&format!(
@@ -223,7 +223,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             .map(|p| {
                 let mut doc = json!({"batch": p.batch, "kind": p.kind(), "message": message(p)});
                 if let Fact::TempFile(t) = &p.fact {
-                    doc["path"] = json!(crate::sys::paths::doc_path(&t.path));
+                    doc["path"] = json!(git_delegate::sys::paths::doc_path(&t.path));
                     doc["bytes"] = json!(t.bytes);
                 }
                 if let Some(r) = p.recovery() {
@@ -255,11 +255,11 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         ui.say(&format!("No batches.\n{kept_text}"));
         return Ok(0);
     }
-    let now = crate::sys::time::now();
+    let now = git_delegate::sys::time::now();
     let mut text = String::new();
     for (shown, sub) in report.batches.iter().zip(&submitted) {
         let (b, counts) = (&shown.batch, &shown.counts);
-        let created = crate::sys::time::parse_rfc3339(&b.created_at).unwrap_or(now);
+        let created = git_delegate::sys::time::parse_rfc3339(&b.created_at).unwrap_or(now);
         let state = b.lease.state();
         let expires = b.lease.expires_at_secs() - now;
         text.push_str(&format!(
@@ -270,20 +270,20 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                 .map(|l| format!(" ({l})"))
                 .unwrap_or_default(),
             b.mode,
-            crate::sys::time::human(now - created),
+            git_delegate::sys::time::human(now - created),
             &b.baseline[..7.min(b.baseline.len())],
             b.source_head
                 .as_ref()
                 .map(|h| format!(" (on HEAD {})", &h[..7.min(h.len())]))
                 .unwrap_or_default(),
         ));
-        let progress = crate::ops::preparing::progress(b);
+        let progress = git_delegate::ops::preparing::progress(b);
         match progress {
-            Some(crate::ops::preparing::Progress::Interrupted) => text.push_str(&format!(
+            Some(git_delegate::ops::preparing::Progress::Interrupted) => text.push_str(&format!(
                 "  {}: its prepare was killed; no worker was given it; `git delegate gc` removes it\n",
                 ui.paint("31", "interrupted")
             )),
-            Some(crate::ops::preparing::Progress::Preparing) => text.push_str(&format!(
+            Some(git_delegate::ops::preparing::Progress::Preparing) => text.push_str(&format!(
                 "  {}: its prepare (pid {}) still runs\n",
                 ui.paint("33", "preparing"),
                 b.preparing.as_ref().map(|m| m.pid).unwrap_or_default()
@@ -291,21 +291,21 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             None => {}
         }
         let state = match progress {
-            Some(crate::ops::preparing::Progress::Interrupted) => {
-                crate::record::lease::State::Orphaned
+            Some(git_delegate::ops::preparing::Progress::Interrupted) => {
+                git_delegate::record::lease::State::Orphaned
             }
             _ => state,
         };
         let lease_state = match state {
-            crate::record::lease::State::Live => ui.paint("32", "live"),
+            git_delegate::record::lease::State::Live => ui.paint("32", "live"),
             s => ui.paint("31", s.as_str()),
         };
         // "lease live, expires in 3h", "lease expired 5m ago" (the state
         // said once), "lease orphaned, expired 5m ago".
-        let when = crate::sys::time::human(expires);
+        let when = git_delegate::sys::time::human(expires);
         text.push_str(&if expires > 0 {
             format!("  lease {lease_state}, expires in {when}\n")
-        } else if state == crate::record::lease::State::Expired {
+        } else if state == git_delegate::record::lease::State::Expired {
             format!("  lease {lease_state} {when} ago\n")
         } else {
             format!("  lease {lease_state}, expired {when} ago\n")
@@ -329,7 +329,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                     None if !t.state.is_open() => "remote".to_string(),
                     None => format!(
                         "remote: {}",
-                        crate::ops::remote::join_command(b, &t.name).unwrap_or_default()
+                        git_delegate::ops::remote::join_command(b, &t.name).unwrap_or_default()
                     ),
                 },
                 workspace::Health::Ours => super::show(&t.root),
@@ -355,13 +355,13 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                     .map(|r| format!("  ({r})"))
                     .unwrap_or_default()
             ));
-            if t.state == crate::record::batch::TaskState::Conflicted {
+            if t.state == git_delegate::record::batch::TaskState::Conflicted {
                 // Handed back by a refresh, or left by the worker's own git
                 // (design §3.12): the files still unresolved in its workspace.
                 let files: Vec<String> = t
                     .conflicted_paths
                     .iter()
-                    .map(|p| crate::sys::paths::quote(p.as_bytes().into()))
+                    .map(|p| git_delegate::sys::paths::quote(p.as_bytes().into()))
                     .collect();
                 if files.is_empty() && *health == workspace::Health::Ours {
                     text.push_str(&format!(
@@ -399,26 +399,26 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
 
 /// The human lines for kept proposals (design §3.16 "kept"): name, age,
 /// expiry, ref and patch, and how to land one.
-fn kept_text(kept: &[crate::ops::gc::Kept]) -> String {
+fn kept_text(kept: &[git_delegate::ops::gc::Kept]) -> String {
     let Some(first) = kept.first() else {
         return String::new();
     };
-    let now = crate::sys::time::now();
+    let now = git_delegate::sys::time::now();
     let mut text = String::new();
     for k in kept {
         let expiry = if k.expires_at > now {
             format!(
                 "gc may remove it in {}",
-                crate::sys::time::human(k.expires_at - now)
+                git_delegate::sys::time::human(k.expires_at - now)
             )
         } else {
             "gc may remove it now".to_string()
         };
         text.push_str(&format!(
             "kept: {}, saved {} ago, {expiry} ({})\n      ref:   {}\n",
-            crate::ops::kept::short_name(kept, k),
-            crate::sys::time::human(now.saturating_sub(k.kept_at).max(0)),
-            crate::sys::time::rfc3339(k.expires_at),
+            git_delegate::ops::kept::short_name(kept, k),
+            git_delegate::sys::time::human(now.saturating_sub(k.kept_at).max(0)),
+            git_delegate::sys::time::rfc3339(k.expires_at),
             k.ref_name,
         ));
         if let Some(p) = &k.patch {
@@ -427,7 +427,7 @@ fn kept_text(kept: &[crate::ops::gc::Kept]) -> String {
     }
     text.push_str(&format!(
         "Land one in this working tree with `git delegate apply --kept {}`; see one with `git show --stat {}`.\n",
-        crate::ops::kept::short_name(kept, first),
+        git_delegate::ops::kept::short_name(kept, first),
         first.ref_name
     ));
     text

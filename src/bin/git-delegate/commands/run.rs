@@ -1,6 +1,6 @@
 //! `git delegate run` (design §3.13): parse the arguments (prepare's,
 //! `--tasks`, `--jobs`, `--timeout`, `--verify`, `--no-apply`, the command
-//! after `--`), call the engine (`crate::ops::run::run`: prepare, workers, apply),
+//! after `--`), call the engine (`git_delegate::ops::run::run`: prepare, workers, apply),
 //! and render: on a terminal the workers' lines prefixed with their task and
 //! a status line per worker, then the workers and the apply as text, or
 //! the run document.
@@ -11,16 +11,16 @@
 use serde_json::{json, Value};
 
 use crate::cli::RunArgs;
-use crate::error::Result;
-use crate::ops::run::{Event, Watcher, Worker};
-use crate::sys::paths::{self, BStr, ByteSlice};
 use crate::ui::Ui;
-use crate::writeback::Recovery;
+use git_delegate::error::Result;
+use git_delegate::ops::run::{Event, Watcher, Worker};
+use git_delegate::sys::paths::{self, BStr, ByteSlice};
+use git_delegate::writeback::Recovery;
 
 pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
     // Everything about the arguments is checked before anything is made.
     let specs = match &args.tasks_file {
-        Some(f) => crate::ops::run::load_tasks(f)?,
+        Some(f) => git_delegate::ops::run::load_tasks(f)?,
         None => Vec::new(),
     };
     let p = &args.prepare;
@@ -35,8 +35,8 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
     };
     // run's workers run here, in the batch's workspaces (design §3.13).
     if let Some(remote) = &p.remote {
-        return Err(crate::error::Error::usage(
-            crate::error::Code::Usage,
+        return Err(git_delegate::error::Error::usage(
+            git_delegate::error::Code::Usage,
             format!("run starts its workers on this machine, so its tasks cannot be remote (--remote {remote})"),
             "for workers on other machines, `git delegate prepare --remote REMOTE`, then `join` and `submit` there and `git delegate apply` here",
         ));
@@ -46,7 +46,7 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
     let apply = if args.no_apply {
         None
     } else {
-        Some(crate::ops::apply::Options {
+        Some(git_delegate::ops::apply::Options {
             verify: args.verify.clone(),
             no_verify: args.no_verify,
             verify_timeout_secs: args
@@ -57,7 +57,7 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
             ..Default::default()
         })
     };
-    let opts = crate::ops::run::Options {
+    let opts = git_delegate::ops::run::Options {
         prepare,
         specs,
         command: args.command.clone(),
@@ -68,7 +68,7 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
     let source = super::source()?;
     let shown = super::Shown::new(ui);
     let live = Live::new(ui, &opts.prepare.names);
-    let report = crate::ops::run::run(source, &opts, &shown, &live);
+    let report = git_delegate::ops::run::run(source, &opts, &shown, &live);
     shown.recovered_into(recovered);
     let report = report?;
     let b = &report.prepared.batch;
@@ -129,7 +129,7 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
             Some(id) => format!(
                 "Batch {} ended while its workers ran: another command applied it (apply {}, listed by `git delegate undo --list`), so run applied nothing.\n",
                 b.short(),
-                crate::record::batch::short(id)
+                git_delegate::record::batch::short(id)
             ),
             None => format!(
                 "Batch {} ended while its workers ran: another command applied or dropped it, so run applied nothing.\n",
