@@ -240,7 +240,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     // another is open (`batch::choose`).
     let mut b = batch::select_open(&here.state_dir(), opts.batch.as_deref())?;
     // Another apply verifies it without the lock (design §3.10).
-    crate::ops::verify::refuse_if_busy(&here.state_dir(), &b)?;
+    crate::record::busy::refuse_if_busy(&here.state_dir(), &b)?;
     // A batch whose prepare never completed is never applied (design §3.15).
     if let Some(p) = crate::ops::preparing::progress(&b) {
         return Err(crate::ops::preparing::refuse(&b, p));
@@ -1260,12 +1260,12 @@ fn keep_discarded(source: &Source, b: &Batch, out: &mut Outcome, baseline_tree: 
 fn move_to_kept(source: &Source, b: &Batch, out: &mut Outcome) -> Result<()> {
     let task = &b.tasks[out.idx];
     if let Some(name) = &out.proposal_ref {
-        crate::ops::gc::redate(&source.repo, name)?;
+        crate::record::kept::redate(&source.repo, name)?;
     }
     let Some(from) = out.patch.clone() else {
         return Ok(());
     };
-    let dir = crate::ops::gc::kept_dir(&source.state_dir()).join(&b.id);
+    let dir = crate::record::kept::kept_dir(&source.state_dir()).join(&b.id);
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
     let to = dir.join(format!("{}.patch", task.name));
@@ -1282,7 +1282,7 @@ fn move_to_kept(source: &Source, b: &Batch, out: &mut Outcome) -> Result<()> {
 fn kept_until(source: &Source, proposal_ref: Option<&str>) -> String {
     let started = proposal_ref
         .and_then(|name| refs::get(&source.repo, name).ok().flatten())
-        .and_then(|id| crate::ops::gc::commit_time(&source.repo, id))
+        .and_then(|id| crate::record::kept::commit_time(&source.repo, id))
         .unwrap_or_else(crate::sys::time::now);
     crate::sys::time::rfc3339(
         crate::sys::time::deadline(started, source.config.keep_failed_secs)

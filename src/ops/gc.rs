@@ -56,6 +56,7 @@ use crate::error::{Code, Error, Result};
 use crate::git::registration::{self, Registration};
 use crate::git::repo::Source;
 use crate::record::batch::{self, discard_kept, Batch, Entry};
+use crate::record::kept;
 use crate::{git::commit, git::refs, merge::proposal, workspace};
 
 /// Work saved from a stale task's workspace into a proposal ref.
@@ -153,11 +154,6 @@ pub struct StashedWork {
     pub stash: String,
 }
 
-/// Where kept patches live once their batch's state folder is gone.
-pub fn kept_dir(state_dir: &Path) -> PathBuf {
-    state_dir.join("kept")
-}
-
 /// Reclaim what stale batches and leftovers hold. The caller holds the
 /// repository lock (and has recovered interrupted write-backs), unless `dry_run`.
 pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
@@ -229,7 +225,7 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
                     continue;
                 }
                 // An apply verifies it now, without the lock (design §3.10).
-                if let Err(e) = crate::ops::verify::refuse_if_busy(&gc.state_dir, b) {
+                if let Err(e) = crate::record::busy::refuse_if_busy(&gc.state_dir, b) {
                     gc.report.skipped.push(Skipped {
                         batch: b.id.clone(),
                         message: e.message,
@@ -532,7 +528,7 @@ impl Gc<'_> {
                     batch: b.id.clone(),
                     task: t.name.clone(),
                     ref_name,
-                    patch: kept_dir(&self.state_dir)
+                    patch: kept::kept_dir(&self.state_dir)
                         .join(&b.id)
                         .join(format!("{}.patch", t.name)),
                     paths,
@@ -608,7 +604,7 @@ impl Gc<'_> {
                     batch: b.id.clone(),
                     task: task.clone(),
                     ref_name,
-                    patch: kept_dir(&self.state_dir)
+                    patch: kept::kept_dir(&self.state_dir)
                         .join(&b.id)
                         .join(format!("{task}.patch")),
                     paths,
@@ -628,7 +624,7 @@ impl Gc<'_> {
             if !self.dry_run {
                 self.keep_patch(b, &t.name)?;
                 if !would_exist {
-                    redate(&self.source.repo, &name)?;
+                    kept::redate(&self.source.repo, &name)?;
                 }
             }
             self.handled_refs.insert(name.clone());
@@ -747,7 +743,7 @@ impl Gc<'_> {
         if from.symlink_metadata().is_err() {
             return Ok(());
         }
-        let dir = kept_dir(&self.state_dir).join(&b.id);
+        let dir = kept::kept_dir(&self.state_dir).join(&b.id);
         std::fs::create_dir_all(&dir)
             .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
         let to = dir.join(format!("{task}.patch"));
@@ -765,7 +761,7 @@ impl Gc<'_> {
     fn leftover_verifications(&mut self, broken: &[String]) {
         let state = self.state_dir.clone();
         let of =
-            |id: &str| !broken.iter().any(|b| b == id) && !crate::ops::verify::is_busy(&state, id);
+            |id: &str| !broken.iter().any(|b| b == id) && !crate::record::busy::is_busy(&state, id);
         let swept = crate::ops::verify::remove_leftovers(
             self.source,
             &of,
@@ -958,7 +954,7 @@ impl Gc<'_> {
             if crate::ops::undo::owns_ref(&self.state_dir, &name) {
                 continue;
             }
-            let Some(when) = commit_time(&self.source.repo, id) else {
+            let Some(when) = kept::commit_time(&self.source.repo, id) else {
                 continue; // not a commit: no clock, left alone
             };
             if now.saturating_sub(when) < keep {
@@ -974,7 +970,7 @@ impl Gc<'_> {
 
     /// Kept patches whose proposal ref is gone (or goes in this run).
     fn leftover_patches(&mut self) -> Result<()> {
-        let kept = kept_dir(&self.state_dir);
+        let kept = kept::kept_dir(&self.state_dir);
         let Ok(batches) = std::fs::read_dir(&kept) else {
             return Ok(());
         };
@@ -1094,7 +1090,7 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
     let state_dir = source.state_dir();
     let short = batch::short(id);
     let reg_prefix = format!("delegate-{short}-");
-    let kept = kept_dir(&state_dir).join(id);
+    let kept = kept::kept_dir(&state_dir).join(id);
     let baseline = refs::get(repo, &refs::baseline(id))?;
     let baseline_tree = baseline.and_then(|c| commit::tree_of(repo, &c.to_string()).ok());
 
@@ -1198,7 +1194,7 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
                 if to.symlink_metadata().is_err() {
                     // Recorded by an apply that kept it for the batch: the
                     // keep-failed clock starts now.
-                    redate(repo, &name)?;
+                    kept::redate(repo, &name)?;
                     if from.is_file() {
                         std::fs::create_dir_all(&kept).map_err(|e| {
                             Error::io(format!("cannot create {}", kept.display()), e)
@@ -1219,7 +1215,7 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
     crate::sys::fs::sync_dir(&kept);
     // Folders made for patches that were not needed (fails when not empty).
     let _ = std::fs::remove_dir(&kept);
-    let _ = std::fs::remove_dir(kept_dir(&state_dir));
+    let _ = std::fs::remove_dir(kept::kept_dir(&state_dir));
 
     // 3. The state folder.
     batch::remove_state(&state_dir, id)?;
@@ -1255,87 +1251,6 @@ fn stand_in(
             wid.to_string(),
         )],
     }
-}
-
-/// A proposal kept after its task ended (design §3.16): rescued by gc, of a
-/// discarded task, or of a batch that is gone.
-#[derive(Debug, Clone)]
-pub struct Kept {
-    pub ref_name: String,
-    pub batch: String,
-    pub task: String,
-    /// The kept patch, when it is there.
-    pub patch: Option<PathBuf>,
-    /// When its keep-failed clock started: its commit's time (redated
-    /// when its batch was reclaimed or its task discarded).
-    pub kept_at: i64,
-    /// When gc may remove it: its commit's time plus `gc.keep-failed`.
-    pub expires_at: i64,
-}
-
-/// Every kept proposal: proposal refs no readable batch owns (their batch is
-/// gone, or their task was discarded). Refs of a batch whose state cannot
-/// be read are its own, not listed.
-pub fn kept_proposals(source: &Source, entries: &[Entry]) -> Result<Vec<Kept>> {
-    let refs = refs::list(&source.repo)?;
-    let batches_prefix = format!("{}batches/", refs::PREFIX);
-    let kept = kept_dir(&source.state_dir());
-    let keep = source.config.keep_failed_secs;
-    let mut out = Vec::new();
-    for (name, id) in refs {
-        let Some(rest) = name.strip_prefix(&batches_prefix) else {
-            continue;
-        };
-        let Some((batch_id, rest)) = rest.split_once("/tasks/") else {
-            continue;
-        };
-        let Some(task) = rest.strip_suffix("/proposal") else {
-            continue;
-        };
-        let owned = entries.iter().any(|e| match e {
-            Entry::Batch(b) => b.id == batch_id && !discard_kept(b, &name),
-            Entry::Broken { id, .. } => id == batch_id,
-        });
-        if owned {
-            continue;
-        }
-        let patch = kept.join(batch_id).join(format!("{task}.patch"));
-        let when = commit_time(&source.repo, id).unwrap_or_else(crate::sys::time::now);
-        out.push(Kept {
-            ref_name: name.clone(),
-            batch: batch_id.to_string(),
-            task: task.to_string(),
-            patch: patch.is_file().then_some(patch),
-            kept_at: when,
-            expires_at: crate::sys::time::deadline(when, keep)
-                .unwrap_or(crate::sys::time::MAX_SECS),
-        });
-    }
-    Ok(out)
-}
-
-/// Give the commit a ref points to a fresh committer time (same tree,
-/// parents, message), so the keep-failed clock starts when its batch is reclaimed.
-pub fn redate(repo: &gix::Repository, name: &str) -> Result<()> {
-    let Some(id) = refs::get(repo, name)? else {
-        return Ok(());
-    };
-    let Ok(c) = repo.find_commit(id) else {
-        return Ok(()); // not a commit: left as it is
-    };
-    if c.time().is_ok_and(|t| t.seconds >= crate::sys::time::now()) {
-        return Ok(());
-    }
-    let err = |e: gix::Error| Error::git(format!("cannot read commit {id}"), e);
-    let tree = c.tree_id().map_err(err)?.detach();
-    let parent = c.parent_ids().next().map(|p| p.detach());
-    let message = c.message_raw().map_err(err)?.to_string();
-    let new = commit::write(repo, tree, parent, message)?;
-    refs::set(repo, name, new, false)
-}
-
-pub(crate) fn commit_time(repo: &gix::Repository, id: ObjectId) -> Option<i64> {
-    repo.find_commit(id).ok()?.time().ok().map(|t| t.seconds)
 }
 
 /// The path a worktree registration's `gitdir` file names, if readable.

@@ -24,9 +24,9 @@ use crate::git::repo::Source;
 use crate::merge::integrate::Candidate;
 use crate::merge::landing::Side;
 use crate::ops::apply::{Outcome, Report};
-use crate::ops::gc::Kept;
 use crate::ops::observe::{Notice, Observer};
 use crate::record::batch::{self, Batch, Entry, TaskState};
+use crate::record::kept::Kept;
 use crate::{git::commit, git::diff, git::refs, writeback};
 
 /// What the caller asked for.
@@ -79,7 +79,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
         }
     }
     let entries = batch::list(&state_dir)?;
-    let all = crate::ops::gc::kept_proposals(&source, &entries)?;
+    let all = crate::record::kept::kept_proposals(&source, &entries)?;
     let k = resolve(&all, &entries, &opts.reference)?.clone();
     let dry_run = opts.dry_run;
     let strict = opts.strict || source.config.strict;
@@ -262,7 +262,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
                 artifacts_error.get_or_insert(e);
             }
         }
-        let dir = crate::ops::gc::kept_dir(&state_dir);
+        let dir = crate::record::kept::kept_dir(&state_dir);
         let _ = std::fs::remove_dir(dir.join(&k.batch));
         let _ = std::fs::remove_dir(&dir);
         out.proposal_ref = None;

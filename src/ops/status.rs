@@ -15,9 +15,9 @@
 
 use crate::error::Result;
 use crate::git::repo::Source;
-use crate::ops::gc::Kept;
 use crate::ops::problems::{self, Problem};
 use crate::record::batch::{self, Batch, Entry};
+use crate::record::kept::Kept;
 use crate::workspace;
 
 /// One readable batch as status shows it.
@@ -66,7 +66,7 @@ pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
     let mut entries = batch::list(&source.state_dir())?;
     // Proposals kept after their task ended (design §3.16): gc rescues,
     // discards, batches that are gone. Listing them reads only our refs.
-    let mut kept = crate::ops::gc::kept_proposals(source, &entries).unwrap_or_default();
+    let mut kept = crate::record::kept::kept_proposals(source, &entries).unwrap_or_default();
     if let Some(arg) = selector {
         let chosen = batch::choose(entries, Some(arg))?;
         kept.retain(|k| match &chosen {

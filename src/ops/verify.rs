@@ -10,9 +10,9 @@
 //! design §3.9 (on btrfs, snapshots of a template made once per
 //! verification and never run in, design §3.17), CMD through `sh -c` in its own process group with stdin from
 //! `/dev/null`, a timeout that kills the group, and its log
-//! `<common-dir>/delegate/logs/<uuid>/verify-<n>.log`); the batch's busy
-//! marker (`verifying`) while apply runs CMD without the repository lock;
-//! and the loop that redoes integration and verification when the source
+//! `<common-dir>/delegate/logs/<uuid>/verify-<n>.log`), with the batch's
+//! busy marker (`record::busy`) set while apply runs CMD without the
+//! repository lock; and the loop that redoes integration and verification when the source
 //! changed at a written path while CMD ran.
 //! Never: writes the source working tree (apply writes the plan returned
 //! here); holds the repository lock while CMD runs; prints (CMD's output
@@ -236,58 +236,6 @@ pub fn search(n: usize, jobs: usize, eval: &mut Oracle<'_>) -> Result<Found> {
     }
 }
 
-// ---------------------------------------------------------------------------
-// The batch's busy marker.
-
-const BUSY: &str = "verifying";
-
-/// The pid of the apply that runs batch `id`'s verification command now
-/// (its busy marker names a process that is still that process), if any.
-fn busy_pid(state_dir: &Path, id: &str) -> Option<u32> {
-    let text = std::fs::read_to_string(batch::batch_dir(state_dir, id).join(BUSY)).ok()?;
-    let mut it = text.split_whitespace();
-    let pid = it.next().and_then(|p| p.parse::<u32>().ok())?;
-    let start = it.next().and_then(|s| s.parse::<u64>().ok());
-    let alive = crate::sys::process::process_start(pid).is_some_and(|s| Some(s) == start);
-    alive.then_some(pid)
-}
-
-/// Refuse to work on a batch whose apply runs its verification command now
-/// (it holds no repository lock meanwhile; design §3.10): exit 3.
-pub fn refuse_if_busy(state_dir: &Path, b: &Batch) -> Result<()> {
-    let Some(pid) = busy_pid(state_dir, &b.id) else {
-        return Ok(());
-    };
-    if pid == std::process::id() {
-        return Ok(());
-    }
-    Err(Error::state(
-        Code::BatchBusy,
-        format!(
-            "batch {} is being verified: `git delegate apply --verify` (pid {pid}) runs its verification command",
-            b.short()
-        ),
-        "wait for that apply to finish, then run this command again",
-    ))
-}
-
-/// Removes the busy marker when dropped.
-struct Busy(PathBuf);
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-fn mark_busy(state_dir: &Path, b: &Batch) -> Result<Busy> {
-    let path = batch::batch_dir(state_dir, &b.id).join(BUSY);
-    let pid = std::process::id();
-    let start = crate::sys::process::process_start(pid).unwrap_or(0);
-    crate::sys::fs::write_atomic(&path, format!("{pid} {start}\n").as_bytes())?;
-    Ok(Busy(path))
-}
-
 /// The file in a batch's log folder that starts its keep-failed clock.
 const ENDED: &str = ".ended";
 
@@ -365,7 +313,7 @@ pub struct Swept {
 /// refs that an apply killed while verifying left (design §3.10) of the
 /// batches `of` accepts (by id; their batch may be gone). The caller holds
 /// the repository lock and knows that no apply verifies those batches
-/// now (`refuse_if_busy`; gc asks [`is_busy`]). A workspace `apply --keep`
+/// now (`record::busy::refuse_if_busy`; gc asks `record::busy::is_busy`). A workspace `apply --keep`
 /// released is an ordinary worktree: never touched.
 pub fn remove_leftovers(
     source: &Source,
@@ -439,12 +387,6 @@ pub fn remove_leftovers(
         }
     }
     out
-}
-
-/// Whether an apply runs batch `id`'s verification command now (design
-/// §3.10: it holds no repository lock meanwhile).
-pub fn is_busy(state_dir: &Path, id: &str) -> bool {
-    busy_pid(state_dir, id).is_some()
 }
 
 // ---------------------------------------------------------------------------
@@ -577,7 +519,7 @@ pub fn integrate_verified(
                 unverified: Vec::new(),
             });
         }
-        let busy = mark_busy(&ctx.source.state_dir(), ctx.batch)?;
+        let busy = crate::record::busy::mark(&ctx.source.state_dir(), ctx.batch)?;
         drop(held);
         let found = {
             let _step = ctx

@@ -123,7 +123,8 @@ fn candidates(place: &Place) -> Vec<String> {
         }
         Values::Kept => {
             let entries = batch::list(&source.state_dir()).unwrap_or_default();
-            let all = git_delegate::ops::gc::kept_proposals(&source, &entries).unwrap_or_default();
+            let all =
+                git_delegate::record::kept::kept_proposals(&source, &entries).unwrap_or_default();
             all.iter()
                 .map(|k| git_delegate::ops::kept::short_name(&all, k))
                 .collect()

@@ -32,7 +32,7 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         }
     };
     // An apply verifies it without holding the lock (design §3.10).
-    git_delegate::ops::verify::refuse_if_busy(&source.state_dir(), &b)?;
+    git_delegate::record::busy::refuse_if_busy(&source.state_dir(), &b)?;
     // A batch whose prepare never completed holds no work: it goes whole,
     // with or without --force (design §3.15); one still being prepared only
     // with --force.

@@ -399,7 +399,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
 
 /// The human lines for kept proposals (design §3.16 "kept"): name, age,
 /// expiry, ref and patch, and how to land one.
-fn kept_text(kept: &[git_delegate::ops::gc::Kept]) -> String {
+fn kept_text(kept: &[git_delegate::record::kept::Kept]) -> String {
     let Some(first) = kept.first() else {
         return String::new();
     };
