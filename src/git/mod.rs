@@ -9,9 +9,9 @@
 //!
 //! Owns: nothing beyond its files; each says what it owns.
 //! Never: imports a module above it (only `sys/`, `error` and `config`, the
-//! source's `delegate.toml`, which `repo` reads when it opens one); knows
-//! what a batch or a task is, beyond where the tool's state folder lies in
-//! a common dir (`repo::state_dir`).
+//! source's `delegate.toml`, which `repo` reads when it opens one); reads
+//! the batch record (`record/`), which sits above it: `repo` knows only where
+//! the tool's state folder lies in a common dir (`repo::state_dir`).
 
 pub mod blob;
 pub mod commit;
