@@ -284,8 +284,8 @@ impl Config {
         })?;
         let mut cfg = Config::default();
         let duration = |v: &Spanned<String>, key: &str| {
-            crate::time::duration(v.get_ref()).map_err(|e| match e {
-                crate::time::DurationError::Malformed => bad(
+            crate::sys::time::duration(v.get_ref()).map_err(|e| match e {
+                crate::sys::time::DurationError::Malformed => bad(
                     format!(
                         "`{key}` must be a duration such as 90s, 30m, 2h or 7d, not {:?}",
                         v.get_ref()
@@ -293,7 +293,7 @@ impl Config {
                     v.span(),
                     "not a duration",
                 ),
-                crate::time::DurationError::TooLong => bad(
+                crate::sys::time::DurationError::TooLong => bad(
                     format!("`{key}`: {}", e.describe(v.get_ref())),
                     v.span(),
                     "too long",

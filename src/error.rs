@@ -455,7 +455,7 @@ impl FsCause {
         match self {
             FsCause::NoInodes => format!(
                 "free inodes on {fs}: remove files or folders you do not need there (each takes one; `df -i{}` shows how many are left) and run the command again",
-                path.map(|p| format!(" {}", crate::paths::shell_quote(&mount_point(p).to_string_lossy())))
+                path.map(|p| format!(" {}", crate::sys::paths::shell_quote(&mount_point(p).to_string_lossy())))
                     .unwrap_or_default()
             ),
             FsCause::Full => format!("free space on {fs} and run the command again"),

@@ -1,8 +1,9 @@
 //! The `git-delegate` engine: snapshots of a working tree, task workspaces,
 //! proposals, the 3-way integration and the crash-safe write-back, as a
-//! library. Its only user is the `git-delegate` binary (`src/main.rs` and
-//! `src/commands/`), which parses the command line, calls in here and renders
-//! what comes back.
+//! library. Its only user is the `git-delegate` binary
+//! (`src/bin/git-delegate/`: `main.rs`, `cli.rs`, `commands/`, ...), which
+//! parses the command line, calls in here by the crate's name
+//! (`git_delegate::ops::apply::run`) and renders what comes back.
 //!
 //! Data flows one way: a command calls the engine, the engine works on the
 //! repository and returns values (reports or [`error::Error`]s), the command
@@ -10,63 +11,36 @@
 //! never exits the process. Each module's first lines say what it owns and
 //! what it must never do; the contract they keep (vocabulary, where state
 //! lives, each command's steps, the crash-safety protocol) is
-//! `docs/design.md`, and the module map is `docs/architecture.md`.
+//! `docs/design.md`, and the map of the layers below is
+//! `docs/architecture.md`.
+//!
+//! One folder per layer, declared here lowest first; a module imports its
+//! own layer and those below, never one above (`scripts/import-cycles`
+//! checks it).
 
-pub mod apply;
-pub mod batch;
-pub mod blob;
-pub mod btrfs;
-pub mod carry;
-pub mod commit;
+// The floor: the operating system (`sys/`), the error type every layer
+// returns, and the source's settings (`delegate.toml`).
 pub mod config;
-pub mod diff;
-pub mod discovery;
 pub mod error;
-pub mod fs;
-pub mod gc;
-pub mod hooks;
-pub mod ident;
-pub mod integrate;
-pub mod interrupt;
-pub mod kept;
-pub mod landing;
-pub mod lease;
-pub mod lock;
-pub mod mandir;
-pub mod observe;
-pub mod parallel;
-pub mod patch;
-pub mod paths;
-pub mod prepare;
-pub mod preparing;
-pub mod presence;
-pub mod problems;
-pub mod process;
-pub mod proposal;
-pub mod quiesce;
-pub mod refresh;
-pub mod refs;
-pub mod registration;
-pub mod reindex;
-pub mod remote;
-pub mod renew;
-pub mod repo;
-pub mod review;
-pub mod run;
-pub mod scratch;
-pub mod shared_root;
-pub mod side_effects;
+pub mod sys;
+
+// git's concepts over gix.
+pub mod git;
+
+// What the tool keeps under `<common-dir>/delegate`.
+pub mod record;
+
+// A working tree as a tree.
 pub mod snapshot;
-pub mod sparse;
-pub mod status;
-pub mod submodules;
-pub mod teardown;
-pub mod time;
-pub mod touched;
-pub mod transport;
-pub mod trash;
-pub mod undo;
-pub mod validate;
-pub mod verify;
-pub mod workspace;
+
+// The crash-safe journal that writes into a working tree.
 pub mod writeback;
+
+// Task workspaces of either kind, and what they are made of.
+pub mod workspace;
+
+// Proposals and their integration, in memory.
+pub mod merge;
+
+// One transaction per command, and the steps they share.
+pub mod ops;

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::Env;
 use git_delegate::error::Result;
-use git_delegate::integrate::{self, Candidate, Merge, Plan};
+use git_delegate::merge::integrate::{self, Candidate, Merge, Plan};
 use git_delegate::writeback::{BlockReason, Blocked, PathWrite};
 use gix::bstr::BString;
 use gix::ObjectId;

@@ -42,7 +42,7 @@ pub struct Template {
 /// Should a verification whose workspaces go under `dir` make them as
 /// snapshots of a template (design §3.17: the same rule as task workspaces)?
 pub fn can_derive(snapshots: crate::config::Snapshots, dir: &Path) -> bool {
-    snapshots == crate::config::Snapshots::Auto && crate::btrfs::can_snapshot_at(dir)
+    snapshots == crate::config::Snapshots::Auto && crate::sys::btrfs::can_snapshot_at(dir)
 }
 
 /// Make the template: `plan`'s folder a new subvolume, registered and
@@ -58,7 +58,7 @@ pub fn create_template(
 ) -> Result<Template> {
     let made = (|| -> Result<gix::index::State> {
         register_as(common_dir, commit, plan, Make::Subvolume)?;
-        let repo = crate::repo::open_worktree(&plan.root)?;
+        let repo = crate::git::repo::open_worktree(&plan.root)?;
         let git =
             |e: gix::Error| Error::git(format!("cannot check out {}", plan.root.display()), e);
         let cores = cores();
@@ -132,7 +132,7 @@ fn derive(
     tree: ObjectId,
     plan: &Plan,
 ) -> Result<bool> {
-    let source = crate::repo::open_worktree(&t.plan.root)?;
+    let source = crate::git::repo::open_worktree(&t.plan.root)?;
     let git = |e: gix::Error| Error::git(format!("cannot check out {}", plan.root.display()), e);
     let mut index: gix::index::State = if tree == t.tree {
         t.index.clone()
@@ -182,7 +182,7 @@ fn derive(
     }
     let deletions: Vec<(PathBuf, bool)> = deletions
         .into_iter()
-        .map(|(p, m)| (crate::paths::to_os(p), m == commit_mode))
+        .map(|(p, m)| (crate::sys::paths::to_os(p), m == commit_mode))
         .collect();
     drop(kept);
     drop(old);
@@ -204,7 +204,7 @@ fn derive(
     }
     let _ = std::fs::remove_file(plan.root.join(".git"));
     std::fs::remove_dir(&plan.root).map_err(|_| taken())?;
-    crate::btrfs::snapshot(&t.plan.root, &plan.root).map_err(|e| {
+    crate::sys::btrfs::snapshot(&t.plan.root, &plan.root).map_err(|e| {
         Error::io_at(
             format!("cannot snapshot {}", t.plan.root.display()),
             &plan.root,
@@ -214,8 +214,8 @@ fn derive(
     })?;
     // Killed here, the snapshot's `.git` still names the template's
     // registration: `remove_half_made` takes it.
-    crate::interrupt::pause("verify-snapshotted");
-    crate::fs::write_atomic(&plan.root.join(".git"), &dotgit_line(common_dir, plan))?;
+    crate::sys::interrupt::pause("verify-snapshotted");
+    crate::sys::fs::write_atomic(&plan.root.join(".git"), &dotgit_line(common_dir, plan))?;
 
     // Deletions, deepest first: a file, a link (never followed) or a
     // gitlink's empty folder; then the folders they leave empty.
@@ -245,7 +245,7 @@ fn derive(
     }
 
     // The target's other entries, checked out into the snapshot.
-    let repo = crate::repo::open_worktree(&plan.root)?;
+    let repo = crate::git::repo::open_worktree(&plan.root)?;
     let skip = gix::index::entry::Flags::SKIP_WORKTREE;
     for (e, k) in index.entries_mut().iter_mut().zip(&keep) {
         if *k {
@@ -344,7 +344,7 @@ pub struct Verification {
 /// last. One `apply --keep` released (unlocked) is an ordinary worktree
 /// now, and is not listed.
 pub fn verifications(common_dir: &Path) -> Vec<Verification> {
-    let Ok(rd) = std::fs::read_dir(crate::registration::dir(common_dir)) else {
+    let Ok(rd) = std::fs::read_dir(crate::git::registration::dir(common_dir)) else {
         return Vec::new();
     };
     let mut out: Vec<Verification> = Vec::new();

@@ -145,7 +145,7 @@ impl Dirs {
     pub(super) fn list(&mut self, rel: &BStr) -> std::io::Result<Vec<(BString, Disk)>> {
         let fd = self.get(rel)?;
         let mut out = Vec::new();
-        for (name, kind) in crate::fs::read_names(std::os::fd::AsFd::as_fd(&*fd))? {
+        for (name, kind) in crate::sys::fs::read_names(std::os::fd::AsFd::as_fd(&*fd))? {
             let kind = match kind {
                 FileType::Directory => Disk::Dir,
                 FileType::Symlink => Disk::Link,

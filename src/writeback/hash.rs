@@ -26,7 +26,7 @@ pub(super) struct Hasher<'r> {
     pub(super) symlinks: bool,
     /// The smudge for content `ident` may expand, made from `pipeline`
     /// when first needed (git's bytes, not gix's: design §3.15).
-    ident: Option<crate::ident::Smudge<'r>>,
+    ident: Option<crate::git::ident::Smudge<'r>>,
 }
 
 impl<'r> Hasher<'r> {
@@ -130,7 +130,10 @@ impl<'r> Hasher<'r> {
             return Ok(false);
         }
         let hash_err = |e: &dyn std::fmt::Display| {
-            Fail::msg(format!("cannot hash {}: {e}", crate::paths::quote(rela)))
+            Fail::msg(format!(
+                "cannot hash {}: {e}",
+                crate::sys::paths::quote(rela)
+            ))
         };
         if disk == Disk::Link {
             let data = rustix::fs::readlinkat(dir, name.as_bytes(), Vec::new())
@@ -153,24 +156,24 @@ impl<'r> Hasher<'r> {
             .metadata()
             .map_err(|e| Fail::io("stat", rela, e))?
             .len();
-        let path = crate::paths::to_os(rela);
+        let path = crate::sys::paths::to_os(rela);
         // Content no clean filter changes is hashed as it is read (a big
         // file never sits in memory whole); filtered content is what gix
         // converted in memory.
         let got = match self
             .pipeline
             .convert_to_git(&mut file, &path, &self.index)
-            .map_err(|e| match crate::blob::driver_failure(&e) {
+            .map_err(|e| match crate::git::blob::driver_failure(&e) {
                 Some(status) => Fail::filter(
                     format!(
                         "{} on {}: {status}",
-                        crate::blob::FILTER_FAILED_CLEAN,
-                        crate::paths::quote(rela)
+                        crate::git::blob::FILTER_FAILED_CLEAN,
+                        crate::sys::paths::quote(rela)
                     ),
-                    crate::blob::failed_driver(self.repo, &e, "clean"),
+                    crate::git::blob::failed_driver(self.repo, &e, "clean"),
                 ),
                 None => Fail::because(
-                    format!("cannot filter {}: {e}", crate::paths::quote(rela)),
+                    format!("cannot filter {}: {e}", crate::sys::paths::quote(rela)),
                     &e,
                 ),
             })? {
@@ -191,7 +194,7 @@ impl<'r> Hasher<'r> {
         };
         let got = match got {
             Some(got) => got,
-            None => match crate::blob::hash_reader(self.hash_kind, size, &mut file) {
+            None => match crate::git::blob::hash_reader(self.hash_kind, size, &mut file) {
                 // More than `size` bytes: it grew while it was read.
                 Ok(_)
                     if std::io::Read::read(&mut file, &mut [0u8; 1])
@@ -218,19 +221,19 @@ impl<'r> Hasher<'r> {
     ) -> Result<(), Fail> {
         let cannot_filter = |e: &gix::Error| {
             Fail::because(
-                format!("cannot filter {}: {e}", crate::paths::quote(rela)),
+                format!("cannot filter {}: {e}", crate::sys::paths::quote(rela)),
                 e,
             )
         };
-        let written = if crate::ident::may_expand(data) {
+        let written = if crate::git::ident::may_expand(data) {
             let pipeline = &self.pipeline;
             let smudge = self
                 .ident
-                .get_or_insert_with(|| crate::ident::Smudge::new(pipeline));
+                .get_or_insert_with(|| crate::git::ident::Smudge::new(pipeline));
             match smudge.write(data, rela, out) {
                 Ok(()) => Ok(()),
-                Err(crate::ident::Failed::Filter(e)) => return Err(cannot_filter(&e)),
-                Err(crate::ident::Failed::Write(e)) => Err(e),
+                Err(crate::git::ident::Failed::Filter(e)) => return Err(cannot_filter(&e)),
+                Err(crate::git::ident::Failed::Write(e)) => Err(e),
             }
         } else {
             let opts = gix::filter::plumbing::pipeline::convert::to_worktree::Options {
@@ -243,14 +246,14 @@ impl<'r> Hasher<'r> {
                 .map_err(|e| cannot_filter(&e))?;
             std::io::copy(&mut converted, out).map(|_| ())
         };
-        written.map_err(|e| match crate::blob::driver_failure(&e) {
+        written.map_err(|e| match crate::git::blob::driver_failure(&e) {
             Some(status) => Fail::filter(
                 format!(
                     "{} on {}: {status}",
-                    crate::blob::FILTER_FAILED,
-                    crate::paths::quote(rela)
+                    crate::git::blob::FILTER_FAILED,
+                    crate::sys::paths::quote(rela)
                 ),
-                crate::blob::failed_driver(self.repo, &e, "smudge"),
+                crate::git::blob::failed_driver(self.repo, &e, "smudge"),
             ),
             None => Fail::io("write", rela, e),
         })?;

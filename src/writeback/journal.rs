@@ -108,9 +108,9 @@ pub(super) struct Plan {
 impl Plan {
     pub(super) fn writer_alive(&self) -> bool {
         self.pid != std::process::id()
-            && self.host == crate::lease::hostname()
+            && self.host == crate::sys::process::hostname()
             && self.start.is_some()
-            && crate::lease::process_start(self.pid) == self.start
+            && crate::sys::process::process_start(self.pid) == self.start
     }
 }
 
@@ -483,7 +483,7 @@ pub(super) fn make_plan(
             if matches!(kind, EntryKind::Tree | EntryKind::Commit) {
                 return Err(Fail::msg(format!(
                     "{} is a folder or submodule entry, which write-back does not handle",
-                    crate::paths::quote(w.path.as_bstr())
+                    crate::sys::paths::quote(w.path.as_bstr())
                 )));
             }
         }
@@ -494,7 +494,7 @@ pub(super) fn make_plan(
         {
             return Err(Fail::msg(format!(
                 "{} is not a valid path",
-                crate::paths::quote(w.path.as_bstr())
+                crate::sys::paths::quote(w.path.as_bstr())
             )));
         }
     }
@@ -560,11 +560,11 @@ pub(super) fn make_plan(
     mkdirs.sort_by_key(|p| (depth(p.as_bstr()), p.clone()));
     Ok(Plan {
         pid: std::process::id(),
-        start: crate::lease::process_start(std::process::id()),
-        host: crate::lease::hostname(),
+        start: crate::sys::process::process_start(std::process::id()),
+        host: crate::sys::process::hostname(),
         root: root.to_path_buf(),
         token: token.to_string(),
-        created_at: crate::time::rfc3339(crate::time::now()),
+        created_at: crate::sys::time::rfc3339(crate::sys::time::now()),
         items,
         mkdirs,
         phase: Phase::Planned,

@@ -179,9 +179,9 @@ use gix::bstr::{BStr, BString, ByteSlice};
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
-use crate::batch;
 use crate::error::{Code, Error, FsCause, Result};
-use crate::repo::Source;
+use crate::git::repo::Source;
+use crate::record::batch;
 
 use self::dirs::{Dirs, Disk};
 use self::hash::Hasher;
@@ -450,12 +450,12 @@ pub fn write_then(
 fn refuse_invalid(writes: &[PathWrite]) -> Result<()> {
     for w in writes {
         let kind = w.new.map_or(EntryKind::Blob, |(k, _)| k);
-        if let Some(why) = crate::validate::path(w.path.as_bstr(), kind) {
+        if let Some(why) = crate::git::validate::path(w.path.as_bstr(), kind) {
             return Err(Error::state(
                 Code::Internal,
                 format!(
                     "refusing to write {}: git refuses that path ({why})",
-                    crate::paths::quote(w.path.as_bstr())
+                    crate::sys::paths::quote(w.path.as_bstr())
                 ),
                 "report this bug; nothing was changed",
             ));
@@ -481,8 +481,8 @@ fn write_with(
         return Ok(());
     }
     // Kept for the rest of the process (design §7 "Signals").
-    let _ = crate::interrupt::catch_signals();
-    if crate::interrupt::interrupted() {
+    let _ = crate::sys::interrupt::catch_signals();
+    if crate::sys::interrupt::interrupted() {
         drop_then();
         return Err(interrupted(&source.root));
     }
@@ -743,7 +743,7 @@ pub fn left_paths(batch_dir: &Path) -> Vec<LeftPath> {
     let mut out: Vec<LeftPath> = Vec::new();
     for (path, kept, yours) in plan.left {
         let Some(kept) = kept else { continue };
-        let kept = plan.root.join(crate::paths::to_os(kept.as_bstr()));
+        let kept = plan.root.join(crate::sys::paths::to_os(kept.as_bstr()));
         if std::fs::symlink_metadata(&kept).is_ok() && !out.iter().any(|l| l.kept == kept) {
             out.push(LeftPath { path, kept, yours });
         }
@@ -818,7 +818,7 @@ fn rollback_failed(root: &Path, journal: &Path, what: &str, left: &[Left]) -> Er
     let kept_abs = |l: &Left| {
         l.kept
             .as_ref()
-            .map(|k| root.join(crate::paths::to_os(k.as_bstr())))
+            .map(|k| root.join(crate::sys::paths::to_os(k.as_bstr())))
     };
     let journal_kept = journal.exists();
     let named: Vec<String> = left
@@ -827,7 +827,11 @@ fn rollback_failed(root: &Path, journal: &Path, what: &str, left: &[Left]) -> Er
             let mut s = if l.path.is_empty() {
                 l.detail.clone()
             } else {
-                format!("{}: {}", crate::paths::quote(l.path.as_bstr()), l.detail)
+                format!(
+                    "{}: {}",
+                    crate::sys::paths::quote(l.path.as_bstr()),
+                    l.detail
+                )
             };
             if let Some(k) = kept_abs(l) {
                 s.push_str(&format!(
@@ -870,9 +874,9 @@ fn rollback_failed(root: &Path, journal: &Path, what: &str, left: &[Left]) -> Er
         .filter(|l| !l.path.is_empty())
         .map(|l| {
             serde_json::json!({
-                "path": crate::paths::doc_bytes(&l.path),
+                "path": crate::sys::paths::doc_bytes(&l.path),
                 "reason": l.reason.as_str(),
-                "kept": kept_abs(l).map(|k| crate::paths::doc_path(&k)),
+                "kept": kept_abs(l).map(|k| crate::sys::paths::doc_path(&k)),
                 "kept_is": l.kept.as_ref().map(|_| if l.yours { "yours" } else { "original" }),
                 "message": l.detail,
             })
@@ -886,7 +890,7 @@ fn rollback_failed(root: &Path, journal: &Path, what: &str, left: &[Left]) -> Er
     details.insert("batch".into(), serde_json::json!(batch));
     details.insert(
         "journal".into(),
-        serde_json::json!(journal_kept.then(|| crate::paths::doc_path(journal))),
+        serde_json::json!(journal_kept.then(|| crate::sys::paths::doc_path(journal))),
     );
     details.insert("paths".into(), serde_json::Value::Array(paths));
     Error::state(Code::RollbackFailed, message, help).with_details(details)

@@ -476,7 +476,7 @@ pub(super) fn roll_forward(
 pub(super) fn drop_staged(plan: &Plan) {
     for (staged, _) in &plan.then {
         if std::fs::remove_file(staged).is_ok() {
-            crate::fs::sync_dir(staged.parent().unwrap_or(Path::new(".")));
+            crate::sys::fs::sync_dir(staged.parent().unwrap_or(Path::new(".")));
         }
     }
 }

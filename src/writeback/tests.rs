@@ -428,9 +428,9 @@ fn recovery_reports_and_skips_a_live_writer() {
     let text = std::fs::read_to_string(&journal).unwrap();
     let ppid = rustix::process::getppid().map(|p| p.as_raw_nonzero().get() as u32);
     if let Some(ppid) = ppid {
-        let start = crate::lease::process_start(ppid).unwrap();
+        let start = crate::sys::process::process_start(ppid).unwrap();
         let me = std::process::id();
-        let mine = crate::lease::process_start(me).unwrap();
+        let mine = crate::sys::process::process_start(me).unwrap();
         let live = text.replacen(
             &format!("\"pid\":{me},\"start\":{mine}"),
             &format!("\"pid\":{ppid},\"start\":{start}"),
@@ -835,7 +835,11 @@ fn recovery_leaves_paths_changed_after_a_crash() {
     // Resolved by the user: every kept original is moved over its path.
     for l in left_paths(&bd) {
         assert!(!l.yours);
-        std::fs::rename(&l.kept, fx.root.join(crate::paths::to_os(l.path.as_bstr()))).unwrap();
+        std::fs::rename(
+            &l.kept,
+            fx.root.join(crate::sys::paths::to_os(l.path.as_bstr())),
+        )
+        .unwrap();
     }
     assert_eq!(
         recover_with(&source, &no_faults()).unwrap().rolled_back,
@@ -905,8 +909,8 @@ fn a_path_named_like_a_cause_does_not_classify_the_failure() {
     for name in [
         "a (os error 28)",
         "no space left on device (ENOSPC, os error 28)",
-        crate::blob::FILTER_FAILED,
-        crate::blob::FILTER_FAILED_CLEAN,
+        crate::git::blob::FILTER_FAILED,
+        crate::git::blob::FILTER_FAILED_CLEAN,
     ] {
         let fx = fixture();
         fx.file(name, b"old\n");

@@ -94,7 +94,7 @@ impl Fail {
     /// Stop here if a signal arrived (design §7 "Signals"): the write-back
     /// is rolled back before the command exits.
     pub(super) fn if_interrupted() -> Result<(), Fail> {
-        if crate::interrupt::interrupted() {
+        if crate::sys::interrupt::interrupted() {
             return Err(Fail(
                 "interrupted by a signal".into(),
                 Some(Cause::Interrupted),
@@ -123,7 +123,7 @@ impl Fail {
         let path = if path.is_empty() {
             "the working tree".to_string()
         } else {
-            crate::paths::quote(path)
+            crate::sys::paths::quote(path)
         };
         Fail(
             format!("cannot {op} {path}: {}", crate::error::describe(&e)),
@@ -187,7 +187,7 @@ impl Faults {
             Self::die();
         }
         if self.pauses {
-            crate::interrupt::pause(&format!("writeback-{name}"));
+            crate::sys::interrupt::pause(&format!("writeback-{name}"));
         }
     }
 
@@ -200,7 +200,7 @@ impl Faults {
             Self::die();
         }
         if self.pauses {
-            crate::interrupt::pause(&format!("writeback-after-rename:{n}"));
+            crate::sys::interrupt::pause(&format!("writeback-after-rename:{n}"));
         }
     }
 

@@ -86,7 +86,7 @@ impl Writer<'_> {
                 Fail::because(
                     format!(
                         "cannot read the new content of {} ({id}): {e}",
-                        crate::paths::quote(it.path.as_bstr())
+                        crate::sys::paths::quote(it.path.as_bstr())
                     ),
                     e,
                 )
@@ -134,24 +134,27 @@ impl Writer<'_> {
                     )
                     .map_err(|e| Fail::io("create", temp.as_bstr(), e))?;
                     let file = std::fs::File::from(fd);
-                    let big = crate::blob::size(self.repo, id).map_err(|e| unreadable(&e))?
-                        > crate::blob::STREAM_ABOVE;
+                    let big = crate::git::blob::size(self.repo, id).map_err(|e| unreadable(&e))?
+                        > crate::git::blob::STREAM_ABOVE;
                     // The bytes are hashed as they are written (what the
                     // journal records of this path); whole blocks of zeros
                     // stay holes.
-                    let mut sparse = crate::blob::Sparse::new(&file);
+                    let mut sparse = crate::git::blob::Sparse::new(&file);
                     let mut tee = Tee::new(&mut sparse);
                     if stand_in {
                         let blob = self.repo.find_blob(id).map_err(|e| unreadable(&e))?;
                         std::io::Write::write_all(&mut tee, &blob.data)
                             .map_err(|e| Fail::io("write", temp.as_bstr(), e))?;
                     } else if big
-                        && crate::blob::smudge_is_identity(&mut hasher.pipeline, it.path.as_bstr())
+                        && crate::git::blob::smudge_is_identity(
+                            &mut hasher.pipeline,
+                            it.path.as_bstr(),
+                        )
                     {
                         // Copied from the object store as it is inflated.
                         let mut from =
-                            crate::blob::open(self.repo, id).map_err(|e| unreadable(&e))?;
-                        crate::blob::copy(&mut from, &mut tee)
+                            crate::git::blob::open(self.repo, id).map_err(|e| unreadable(&e))?;
+                        crate::git::blob::copy(&mut from, &mut tee)
                             .map_err(|e| Fail::io("write", temp.as_bstr(), e))?;
                     } else {
                         let blob = self.repo.find_blob(id).map_err(|e| unreadable(&e))?;
@@ -236,13 +239,13 @@ impl Writer<'_> {
                 Disk::Absent => {
                     return Err(Fail::msg(format!(
                         "the folder {} disappeared during the write-back",
-                        crate::paths::quote(p)
+                        crate::sys::paths::quote(p)
                     )))
                 }
                 _ => {
                     return Err(Fail::msg(format!(
                         "{} is in the way of a folder the result needs",
-                        crate::paths::quote(p)
+                        crate::sys::paths::quote(p)
                     )))
                 }
             }
@@ -379,7 +382,7 @@ impl Writer<'_> {
                     None => {
                         return Err(Fail::msg(format!(
                             "{} appeared in a folder the result replaces by a file",
-                            crate::paths::quote(original.as_bstr())
+                            crate::sys::paths::quote(original.as_bstr())
                         )))
                     }
                 }
@@ -466,7 +469,7 @@ pub(super) fn result_perm(perm: u32, old: Option<(EntryKind, ObjectId)>, exec: b
 fn changed(path: &BStr) -> Fail {
     Fail::msg(format!(
         "{} changed on disk since the snapshot",
-        crate::paths::quote(path)
+        crate::sys::paths::quote(path)
     ))
 }
 

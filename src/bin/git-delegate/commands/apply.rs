@@ -1,0 +1,908 @@
+//! `git delegate apply [BATCH]` (design §3.2): parse the arguments, run the
+//! transaction (`git_delegate::ops::apply::run`: recording, integration, write-back,
+//! clean-up), and render its report.
+//!
+//! Owns: the apply document (§6.2) and human text; the `kept_workspaces`
+//! rendering that drop and gc share.
+//! Never: does git, filesystem or process work (the engine's `apply` does).
+
+use serde_json::{json, Value};
+
+use crate::cli::ApplyArgs;
+use crate::ui::Ui;
+use git_delegate::error::{Error, Result};
+pub use git_delegate::ops::apply::Kept;
+use git_delegate::ops::apply::{Closed, Outcome, Report};
+use git_delegate::record::batch::{self, Batch, TaskState};
+use git_delegate::sys::paths::{self, shell_quote, BString, ByteSlice};
+use git_delegate::writeback::Recovery;
+
+pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
+    let here = super::source()?;
+    if let Some(from) = &args.from_undo {
+        return super::undo::reapply(ui, here, from, &args, recovered);
+    }
+    let opts = git_delegate::ops::apply::Options {
+        batch: args.batch,
+        only: args.only,
+        discard: args.discard,
+        keep: args.keep,
+        strict: args.strict,
+        dry_run: args.dry_run,
+        verify: args.verify,
+        no_verify: args.no_verify,
+        verify_timeout_secs: args
+            .verify_timeout
+            .as_deref()
+            .map(super::parse_ttl)
+            .transpose()?,
+        verify_jobs: args.verify_jobs.map(usize::from),
+    };
+    let shown = super::Shown::new(ui);
+    let report = git_delegate::ops::apply::run(here, &opts, &shown);
+    shown.recovered_into(recovered);
+    let report = report?;
+    let (b, outcomes) = (&report.batch, &report.outcomes);
+    let refreshed = if args.refresh_conflicts {
+        refresh_conflicts(b, outcomes)
+    } else {
+        None
+    };
+
+    // Report.
+    if ui.json {
+        let mut doc = report_doc(&report);
+        if let (Some(r), Value::Object(m)) = (&refreshed, &mut doc) {
+            match r {
+                Ok(r) => m.insert("refreshed".into(), super::refresh::tasks_doc(r)),
+                Err(e) => m.insert(
+                    "refresh_error".into(),
+                    json!({"code": e.code.as_str(), "message": e.message, "help": e.help}),
+                ),
+            };
+        }
+        ui.doc_after(doc, recovered);
+    }
+    say(ui, &report, args.keep, args.verbose);
+    match &refreshed {
+        Some(Ok(r)) => ui.say(&super::refresh::human(ui, r)),
+        Some(Err(e)) => ui.warn(&format!(
+            "git-delegate: the conflicting tasks were not refreshed: {} ({})\n  help: {}\n",
+            crate::ui::escape_text(&e.message),
+            e.code.as_str(),
+            crate::ui::escape_text(&e.help)
+        )),
+        None => {}
+    }
+    if report.interrupted {
+        super::tell_finished(
+            ui,
+            &format!("the write-back into {}", super::show(&b.source)),
+        );
+    }
+    let code = if report.all_ok() && !report.interrupted {
+        0
+    } else {
+        1
+    };
+    Ok(match refreshed {
+        Some(Err(e)) => code.max(e.exit_code()),
+        _ => code,
+    })
+}
+
+/// The whole apply document of `report` (design §6.2, §6.4); `run` embeds it too.
+pub(super) fn report_doc(report: &Report) -> Value {
+    let Report {
+        batch: b,
+        outcomes,
+        written,
+        batch_open,
+        dry_run,
+        kept,
+        side_effects,
+        apply_id,
+        verify,
+        remote_left,
+        ..
+    } = report;
+    let mut doc = document(b, outcomes, written, *batch_open, *dry_run);
+    if let Value::Object(m) = &mut doc {
+        if !kept.is_empty() {
+            m.insert("kept_workspaces".into(), kept_doc(kept));
+        }
+        m.insert(
+            "side_effects".into(),
+            super::side_effects::doc(b, side_effects),
+        );
+        m.insert("apply_id".into(), json!(apply_id));
+        if let Some(v) = verify {
+            m.insert("verify".into(), verify_doc(v));
+        }
+        if let Some(left) = remote_left {
+            m.insert("warnings".into(), json!(super::remote::left_docs(left)));
+        }
+    }
+    if report.interrupted {
+        super::mark_finished(&mut doc);
+    }
+    doc
+}
+
+/// The human text of `report` (stdout) and its clean-up warning (stderr).
+pub(super) fn say(ui: &Ui, report: &Report, keep: bool, verbose: bool) {
+    let Report {
+        batch: b,
+        outcomes,
+        dry_run,
+        kept,
+        artifacts_error,
+        side_effects,
+        apply_id,
+        verify,
+        remote_left,
+        ..
+    } = report;
+    if let Some(left) = remote_left {
+        super::remote::warn_left(ui, left);
+    }
+    ui.warn(&super::side_effects::git_dir_warning(
+        b,
+        side_effects,
+        *dry_run,
+    ));
+    ui.say(&human(ui, report, keep, verbose));
+    ui.say(&super::side_effects::text(
+        b,
+        side_effects,
+        outcomes,
+        *dry_run,
+    ));
+    if let Some(v) = verify {
+        ui.say(&verify_text(v));
+    }
+    if !kept.is_empty() {
+        ui.say(&kept_text(kept));
+    }
+    if let Some(id) = apply_id {
+        ui.say(&super::undo::undo_hint(id));
+    }
+    if let Some(e) = artifacts_error {
+        ui.warn(&format!(
+            "git-delegate: warning: clean-up was incomplete: {}\n",
+            crate::ui::escape_text(&e.message)
+        ));
+    }
+}
+
+/// `apply --refresh-conflicts` (design §3.12): refresh every task this
+/// apply left `conflict` (not those whose refreshed conflicts are still
+/// unresolved), right after it. `None` when there is none.
+fn refresh_conflicts(
+    b: &Batch,
+    outcomes: &[Outcome],
+) -> Option<Result<git_delegate::ops::refresh::Report>> {
+    let tasks: Vec<String> = outcomes
+        .iter()
+        .filter(|o| {
+            o.status == TaskState::Conflict
+                && o.reason != Some(git_delegate::ops::refresh::UNRESOLVED)
+        })
+        .map(|o| b.tasks[o.idx].name.clone())
+        .collect();
+    if tasks.is_empty() {
+        return None;
+    }
+    let run = || -> Result<git_delegate::ops::refresh::Report> {
+        let here = super::source()?;
+        let cwd = std::env::current_dir()
+            .map_err(|e| Error::io("cannot read the current directory", e))?;
+        let opts = git_delegate::ops::refresh::Options {
+            batch: Some(b.id.clone()),
+            tasks,
+            cwd,
+        };
+        git_delegate::ops::refresh::run(here, &opts, &git_delegate::ops::observe::Silent)
+    };
+    Some(run())
+}
+
+/// `kept_workspaces` of the apply, drop and gc documents.
+pub fn kept_doc(kept: &[Kept]) -> Value {
+    Value::Array(
+        kept.iter()
+            .map(|(task, root, batches)| {
+                json!({"task": task, "workspace": paths::doc_path(root), "batches": batches})
+            })
+            .collect(),
+    )
+}
+
+/// The human lines for workspaces kept because open batches were prepared in them.
+pub fn kept_text(kept: &[Kept]) -> String {
+    kept.iter()
+        .map(|(task, root, batches)| {
+            let shorts: Vec<&str> = batches.iter().map(|b| batch::short(b)).collect();
+            format!(
+                "Kept the workspace of task {task}, {root}: open batch {} was prepared in it and writes back into it.\n\
+                 It stays as an ordinary worktree; once that batch is applied or dropped, remove it with `git worktree remove {root}`.\n",
+                shorts.join(", "),
+                root = super::show(root),
+            )
+        })
+        .collect()
+}
+
+fn doc_paths(paths: &[BString]) -> Vec<String> {
+    paths.iter().map(|p| paths::doc_bytes(p)).collect()
+}
+
+/// The apply document (design §6.2).
+pub(super) fn document(
+    b: &Batch,
+    outcomes: &[Outcome],
+    written: &[BString],
+    batch_open: bool,
+    dry_run: bool,
+) -> Value {
+    let tasks: Vec<Value> = outcomes
+        .iter()
+        .map(|o| {
+            let t = &b.tasks[o.idx];
+            let mut v = json!({
+                "name": t.name,
+                "status": o.status.as_str(),
+                "proposed_paths": doc_paths(&o.proposed),
+                "applied_paths": doc_paths(&o.applied),
+            });
+            if o.status == TaskState::Discarded && !dry_run {
+                if let Value::Object(m) = &mut v {
+                    m.insert("kept".into(), json!(o.kept_until.is_some()));
+                    if let Some(until) = &o.kept_until {
+                        m.insert("proposal_ref".into(), json!(o.proposal_ref));
+                        m.insert(
+                            "patch".into(),
+                            json!(o.patch.as_deref().map(paths::doc_path)),
+                        );
+                        m.insert("expires_at".into(), json!(until));
+                    }
+                }
+            }
+            if dry_run {
+                if let Value::Object(m) = &mut v {
+                    m.insert("processes".into(), procs_doc(&o.processes));
+                }
+            }
+            // Applied by an earlier, interrupted apply (design §7).
+            if let (TaskState::Applied, Some(msg), Value::Object(m)) =
+                (o.status, &o.message, &mut v)
+            {
+                m.insert("message".into(), json!(msg));
+            }
+            if o.status == TaskState::Discarded && !o.nested_kept.is_empty() {
+                if let Value::Object(m) = &mut v {
+                    m.insert(
+                        "nested_repositories".into(),
+                        json!(doc_paths(&o.nested_kept)),
+                    );
+                    m.insert("workspace".into(), json!(paths::doc_path(&t.root)));
+                }
+            }
+            if !o.ok() {
+                if let Value::Object(m) = &mut v {
+                    m.insert("reason".into(), json!(o.reason));
+                    m.insert(
+                        "conflicts".into(),
+                        Value::Array(
+                            o.conflicts
+                                .iter()
+                                .map(|c| json!({"path": paths::doc_bytes(&c.path), "reason": c.reason}))
+                                .collect(),
+                        ),
+                    );
+                    m.insert("proposal_ref".into(), json!(o.proposal_ref));
+                    m.insert(
+                        "patch".into(),
+                        json!(o.patch.as_deref().map(paths::doc_path)),
+                    );
+                    // A remote task has no workspace here (design §3.14).
+                    m.insert(
+                        "workspace".into(),
+                        json!((!t.remote).then(|| paths::doc_path(&t.root))),
+                    );
+                    if let Some(msg) = &o.message {
+                        m.insert("message".into(), json!(msg));
+                    }
+                    if let Some(log) = &o.verify_log {
+                        m.insert("verify_log".into(), json!(paths::doc_path(log)));
+                    }
+                }
+            }
+            v
+        })
+        .collect();
+    let stopped: Vec<Value> = outcomes
+        .iter()
+        .flat_map(|o| {
+            let name = &b.tasks[o.idx].name;
+            o.stopped
+                .iter()
+                .map(move |p| json!({"task": name, "pid": p.pid, "command": p.command}))
+        })
+        .collect();
+    json!({
+        "batch": b.id,
+        "dry_run": dry_run,
+        "tasks": tasks,
+        "applied_paths": doc_paths(written),
+        "batch_open": batch_open,
+        "stopped_processes": stopped,
+    })
+}
+
+/// `[{"pid", "command"}]` for processes found in a workspace.
+pub(crate) fn procs_doc(procs: &[git_delegate::sys::quiesce::Proc]) -> Value {
+    Value::Array(
+        procs
+            .iter()
+            .map(|p| json!({"pid": p.pid, "command": p.command}))
+            .collect(),
+    )
+}
+
+/// One line per process: `pid command` (with "(terminal)" for one that has
+/// a controlling terminal), indented under a task.
+pub(crate) fn procs_text(procs: &[git_delegate::sys::quiesce::Proc], indent: &str) -> String {
+    procs
+        .iter()
+        .map(|p| {
+            format!(
+                "{indent}{} {}{}\n",
+                p.pid,
+                crate::ui::escape_text(&p.command),
+                if p.terminal { " (terminal)" } else { "" }
+            )
+        })
+        .collect()
+}
+
+/// How many paths of a task the human text lists without `--verbose`.
+const PATHS_SHOWN: usize = 20;
+
+/// The paths a task wrote (or would write), one per line, the first
+/// [`PATHS_SHOWN`] unless `verbose`, then how many more there are.
+fn paths_text(list: &[BString], verbose: bool) -> String {
+    let shown = if verbose {
+        list.len()
+    } else {
+        list.len().min(PATHS_SHOWN)
+    };
+    let mut text: String = list[..shown]
+        .iter()
+        .map(|p| format!("      {}\n", paths::quote(p.as_bstr())))
+        .collect();
+    let rest = list.len() - shown;
+    if rest > 0 {
+        text.push_str(&format!(
+            "      ... and {rest} more path{} (--verbose lists them all)\n",
+            if rest == 1 { "" } else { "s" }
+        ));
+    }
+    text
+}
+
+/// "task 1", "tasks 1, 2, 3".
+fn tasks_named(names: &[&str]) -> String {
+    format!(
+        "task{} {}",
+        if names.len() == 1 { "" } else { "s" },
+        names.join(", ")
+    )
+}
+
+/// What clean-up did (or, in a dry run, would do) to the workspaces of the
+/// tasks that closed, one statement each: removed, kept by `--keep` (with
+/// the command that removes it), already gone, or left alone. Whether any
+/// workspace stays.
+fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
+    let b = &report.batch;
+    let name = |i: usize| b.tasks[i].name.as_str();
+    let mut removed: Vec<&str> = Vec::new();
+    let mut kept: Vec<usize> = Vec::new();
+    let mut stays = !report.kept.is_empty();
+    if report.dry_run {
+        // The workspaces apply would close: those of tasks that would end
+        // applied, no_changes or discarded (a discarded one holding a
+        // nested repository is kept, said above).
+        for o in report.outcomes.iter().filter(|o| o.ok()) {
+            if o.status == TaskState::Discarded && !o.nested_kept.is_empty() {
+                stays = true;
+            } else if keep && o.status != TaskState::Discarded {
+                kept.push(o.idx);
+            } else {
+                removed.push(name(o.idx));
+            }
+        }
+        if !removed.is_empty() {
+            text.push_str(&format!(
+                "Would remove the workspace{} of {}.\n",
+                if removed.len() == 1 { "" } else { "s" },
+                tasks_named(&removed)
+            ));
+        }
+        for &i in &kept {
+            stays = true;
+            text.push_str(&format!(
+                "Would keep the workspace of task {} as an ordinary worktree the batch no longer owns: {}\n",
+                name(i),
+                super::show(&b.tasks[i].root)
+            ));
+        }
+        return stays;
+    }
+    stays |= report
+        .outcomes
+        .iter()
+        .any(|o| o.status == TaskState::Discarded && !o.nested_kept.is_empty());
+    for &(i, fate) in &report.workspaces {
+        match fate {
+            Closed::Removed => removed.push(name(i)),
+            Closed::Kept => kept.push(i),
+            Closed::Missing => text.push_str(&format!(
+                "The workspace of task {} was already gone: {}\n",
+                name(i),
+                super::show(&b.tasks[i].root)
+            )),
+            Closed::Foreign => {
+                stays = true;
+                text.push_str(&format!(
+                    "Left {} alone: it is no longer the workspace prepare made for task {}.\n",
+                    super::show(&b.tasks[i].root),
+                    name(i)
+                ));
+            }
+        }
+    }
+    if !removed.is_empty() {
+        text.push_str(&format!(
+            "Removed the workspace{} of {}.\n",
+            if removed.len() == 1 { "" } else { "s" },
+            tasks_named(&removed)
+        ));
+    }
+    for &i in &kept {
+        stays = true;
+        let root = &b.tasks[i].root;
+        text.push_str(&format!(
+            "Kept the workspace of task {} as an ordinary worktree the batch no longer owns: {}\n\
+             \x20 when you are done with it: git worktree remove --force {}\n",
+            name(i),
+            super::show(root),
+            shell_quote(&root.to_string_lossy()),
+        ));
+    }
+    stays
+}
+
+fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
+    let Report {
+        batch: b,
+        outcomes,
+        written,
+        batch_open,
+        dry_run,
+        write_error,
+        ..
+    } = report;
+    let (batch_open, dry_run, write_error) = (*batch_open, *dry_run, write_error.as_ref());
+    let mut text = String::new();
+    if dry_run {
+        text.push_str(&format!(
+            "Dry run of apply for batch {} (nothing was changed):\n",
+            ui.bold(b.short())
+        ));
+    } else {
+        text.push_str(&format!("Apply of batch {}:\n", ui.bold(b.short())));
+    }
+    let width = outcomes
+        .iter()
+        .map(|o| b.tasks[o.idx].name.len())
+        .max()
+        .unwrap_or(1);
+    // The status column: 10 wide, wider when a status is longer
+    // (`worker_failed`, `not_submitted`), so every row lines up.
+    let status_width = outcomes
+        .iter()
+        .map(|o| o.status.as_str().len())
+        .max()
+        .unwrap_or(0)
+        .max(10);
+    // The reason after the status, unless it only says the status again
+    // (`worker_failed worker_failed`).
+    let reason_of = |o: &Outcome| -> String {
+        match o.reason {
+            Some(r) if r != o.status.as_str() => r.to_string(),
+            _ => String::new(),
+        }
+    };
+    // `reason: more`, or just `more` when there is no reason to show.
+    let then = |d: &mut String, more: &str| {
+        if !d.is_empty() {
+            d.push_str(": ");
+        }
+        d.push_str(more);
+    };
+    for o in outcomes {
+        let t = &b.tasks[o.idx];
+        let status = o.status.as_str();
+        let painted = if o.ok() {
+            ui.paint("32", status)
+        } else {
+            ui.paint("31", status)
+        };
+        let detail = match o.status {
+            TaskState::Applied if o.message.is_some() => {
+                crate::ui::escape_text(o.message.as_deref().unwrap_or(""))
+            }
+            TaskState::Applied => {
+                let n = o.applied.len();
+                let s = if n == 1 { "" } else { "s" };
+                if dry_run {
+                    format!("would write {n} path{s}")
+                } else {
+                    format!("{n} path{s} written")
+                }
+            }
+            TaskState::Conflict | TaskState::Failed | TaskState::Open | TaskState::WorkerFailed => {
+                let mut d = reason_of(o);
+                if !o.conflicts.is_empty() {
+                    let list: Vec<String> = o
+                        .conflicts
+                        .iter()
+                        .take(5)
+                        .map(|c| {
+                            let path = if c.path.is_empty() {
+                                "the top folder".to_string()
+                            } else {
+                                paths::quote(c.path.as_bstr())
+                            };
+                            format!("{path} ({})", c.reason)
+                        })
+                        .collect();
+                    then(&mut d, &list.join(", "));
+                    if o.conflicts.len() > 5 {
+                        d.push_str(&format!(", and {} more", o.conflicts.len() - 5));
+                    }
+                } else if let Some(m) = &o.message {
+                    then(&mut d, &crate::ui::escape_text(m));
+                }
+                d
+            }
+            TaskState::Rejected | TaskState::Unverified => {
+                let mut d = reason_of(o);
+                if let Some(log) = &o.verify_log {
+                    then(&mut d, &format!("log {}", super::show(log)));
+                }
+                d
+            }
+            _ => String::new(),
+        };
+        let pad = " ".repeat(status_width.saturating_sub(status.len()));
+        let line = format!("  task {:<width$}  {painted}{pad} {detail}", t.name);
+        text.push_str(line.trim_end());
+        text.push('\n');
+        if o.status == TaskState::Applied {
+            text.push_str(&paths_text(&o.applied, verbose));
+        }
+        if !o.stopped.is_empty() {
+            text.push_str("      stopped processes inside its workspace:\n");
+            text.push_str(&procs_text(&o.stopped, "        "));
+        }
+        if dry_run && !o.processes.is_empty() {
+            text.push_str("      processes running inside its workspace:\n");
+            text.push_str(&procs_text(&o.processes, "        "));
+        }
+        if o.status == TaskState::Discarded && o.would_keep {
+            text.push_str(
+                "      its work would be kept as a proposal ref and patch until gc.keep-failed passes\n",
+            );
+        }
+        if let (TaskState::Discarded, Some(until)) = (o.status, &o.kept_until) {
+            text.push_str(&format!(
+                "      its work is kept until {until} (gc.keep-failed); `git delegate apply --kept {}` brings it back\n",
+                o.proposal_ref.as_deref().unwrap_or("REF")
+            ));
+            if let Some(r) = &o.proposal_ref {
+                text.push_str(&format!("      proposal:  {r}\n"));
+            }
+            if let Some(p) = &o.patch {
+                text.push_str(&format!("      patch:     {}\n", super::show(p)));
+            }
+        }
+        if o.status == TaskState::Discarded && !o.nested_kept.is_empty() {
+            let list: Vec<String> = o
+                .nested_kept
+                .iter()
+                .map(|p| crate::ui::escape_text(&paths::quote(p.as_bstr())))
+                .collect();
+            let (one, verb) = match (o.nested_kept.len() == 1, dry_run) {
+                (true, false) => (true, "is kept"),
+                (false, false) => (false, "is kept"),
+                (one, true) => (one, "would be kept"),
+            };
+            text.push_str(&format!(
+                "      its workspace {verb} as an ordinary worktree: it holds the git repositor{} {} its worker made, which no proposal can hold\n\
+                 \x20     workspace: {}\n\
+                 \x20     when you are done with it: git worktree remove --force {}\n",
+                if one { "y" } else { "ies" },
+                list.join(", "),
+                super::show(&t.root),
+                shell_quote(&t.root.to_string_lossy()),
+            ));
+        }
+        if o.status == TaskState::NotSubmitted {
+            // design §3.14: its worker has not run `git delegate submit` yet.
+            text.push_str(&format!(
+                "      its worker has not submitted yet; it joins with: {}\n",
+                git_delegate::ops::remote::join_command(b, &t.name).unwrap_or_default()
+            ));
+        } else if !o.ok() {
+            match t.remote {
+                true => text.push_str("      workspace: (remote)\n"),
+                false => text.push_str(&format!("      workspace: {}\n", super::show(&t.root))),
+            }
+            if let Some(p) = &o.patch {
+                text.push_str(&format!("      patch:     {}\n", super::show(p)));
+            }
+            if let Some(r) = &o.proposal_ref {
+                text.push_str(&format!("      proposal:  {r}\n"));
+            }
+        }
+    }
+    if let Some(e) = write_error {
+        text.push_str(&format!(
+            "Writing back failed, and nothing was changed: {}\n",
+            crate::ui::escape_text(&e.message)
+        ));
+        // Its help says what to do, with the names it knows (design §3.16 "Hints").
+        text.push_str(&format!("  {}\n", crate::ui::escape_text(&e.help)));
+    }
+    let n = written.len();
+    let verb = if dry_run { "Would write" } else { "Wrote" };
+    text.push_str(&format!(
+        "{verb} {n} path{} in {}.\n",
+        if n == 1 { "" } else { "s" },
+        super::show(&b.source)
+    ));
+    let stays = workspaces_text(report, keep, &mut text);
+    if batch_open {
+        let open: Vec<&str> = b
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(i, t)| match outcomes.iter().find(|o| o.idx == *i) {
+                Some(o) => !o.ok(),
+                None => t.state.is_open(),
+            })
+            .map(|(_, t)| t.name.as_str())
+            .collect();
+        let short = b.short();
+        text.push_str(&format!(
+            "Batch {short} {} open for task{} {}.\n",
+            if dry_run { "would stay" } else { "stays" },
+            if open.len() == 1 { "" } else { "s" },
+            open.join(", "),
+        ));
+        let kept: Vec<&Outcome> = outcomes
+            .iter()
+            .filter(|o| !o.ok() && o.status != TaskState::NotSubmitted)
+            .collect();
+        if !kept.is_empty() && !dry_run {
+            text.push_str("For each of those, either:\n");
+            text.push_str(&again_hint(b, short, &kept));
+            // design §3.15: the work is outside the source's sparse checkout.
+            let mut folders: Vec<String> = kept
+                .iter()
+                .filter(|o| o.reason == Some("outside_sparse_checkout"))
+                .flat_map(|o| o.conflicts.iter())
+                .filter_map(|c| {
+                    c.path
+                        .rsplit_once_str("/")
+                        .map(|(d, _)| d.to_str_lossy().into_owned())
+                })
+                .collect();
+            folders.sort();
+            folders.dedup();
+            if !folders.is_empty() {
+                let args: Vec<String> = folders.iter().map(|f| shell_quote(f)).collect();
+                text.push_str(&format!(
+                    "  - for work outside the sparse checkout: `git sparse-checkout add {}`, then `git delegate apply {short}` again;\n",
+                    args.join(" ")
+                ));
+            }
+            // No `git apply --3way PATCH` line: it fails ("does not match
+            // index") whenever the user's index differs from the file
+            // (design §3.16 "Hints").
+            // `--discard` saves the work first: a task whose workspace could
+            // not be snapshotted cannot be given up that way.
+            let names: Vec<&str> = kept
+                .iter()
+                .filter(|o| o.reason != Some("snapshot_failed"))
+                .map(|o| b.tasks[o.idx].name.as_str())
+                .collect();
+            text.push_str(&discard_hint(short, &names));
+        }
+    } else {
+        // Its refs and state go; "removed" alone only when no workspace
+        // of it stays either.
+        text.push_str(&match (dry_run, stays) {
+            (false, false) => format!("Batch {} is done and removed.\n", b.short()),
+            (false, true) => format!(
+                "Batch {} is done; its refs and state are removed.\n",
+                b.short()
+            ),
+            (true, false) => format!("Batch {} would be done and removed.\n", b.short()),
+            (true, true) => format!(
+                "Batch {} would be done; its refs and state would be removed.\n",
+                b.short()
+            ),
+        });
+    }
+    text
+}
+
+/// How a kept task gets applied after all (design §3.16 "Hints"). A task
+/// whose work conflicts with another task's or with the source cannot
+/// succeed by running apply again (the same lines still differ): `refresh`
+/// hands the conflict to its worker, in its workspace (design §3.12), and
+/// apply lands it once resolved there. A task with refreshed conflicts not
+/// yet resolved waits for its worker. Any other cause (a process, a file in
+/// the way, a failed write or verification) is fixed where it is.
+fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
+    let names = |pick: &dyn Fn(&Outcome) -> bool| -> Vec<String> {
+        kept.iter()
+            .filter(|o| pick(o))
+            .map(|o| shell_quote(&b.tasks[o.idx].name))
+            .collect()
+    };
+    let merge = |o: &Outcome| {
+        o.status == TaskState::Conflict
+            && matches!(o.reason, Some("merge_conflict") | Some("source_changed"))
+    };
+    let unresolved = |o: &Outcome| o.reason == Some(git_delegate::ops::refresh::UNRESOLVED);
+    // design §3.18: paths git refuses, which only their worker can change.
+    let invalid = |o: &Outcome| o.reason == Some(git_delegate::git::validate::REASON);
+    // design §3.18 "Follow-through": only an apply that names it lands it.
+    let worker_failed = |o: &Outcome| o.status == TaskState::WorkerFailed;
+    let resubmit = |o: &Outcome| o.resubmit;
+    let to_refresh = names(&merge);
+    let waiting = names(&unresolved);
+    let refused = names(&invalid);
+    let failed_workers = names(&worker_failed);
+    let to_resubmit: Vec<&Outcome> = kept.iter().copied().filter(|o| resubmit(o)).collect();
+    let other =
+        names(&|o| !merge(o) && !unresolved(o) && !invalid(o) && !worker_failed(o) && !resubmit(o));
+    let mut text = String::new();
+    let task_s = |n: &[String]| if n.len() == 1 { "task" } else { "tasks" };
+    if !to_refresh.is_empty() {
+        text.push_str(&format!(
+            "  - hand the conflicts of {} {} back to {} worker{}: `git delegate refresh {} --batch {short}` (its workspace gets your working tree with conflict markers; once the worker has resolved them there and run `git add`, `git delegate apply {short}` lands it);\n",
+            task_s(&to_refresh),
+            to_refresh.join(", "),
+            if to_refresh.len() == 1 { "its" } else { "their" },
+            if to_refresh.len() == 1 { "" } else { "s" },
+            to_refresh.join(" "),
+        ));
+    }
+    if !waiting.is_empty() {
+        text.push_str(&format!(
+            "  - {} {}: its worker resolves the conflicts in its workspace (edit, then `git add`), then `git delegate apply {short}` lands it;\n",
+            task_s(&waiting),
+            waiting.join(", "),
+        ));
+    }
+    if !refused.is_empty() {
+        text.push_str(&format!(
+            "  - {} {}: git refuses to check out the paths named above, so apply never writes them; have them renamed or removed in the workspace (a remote worker submits again), then run `git delegate apply {short}` again;\n",
+            task_s(&refused),
+            refused.join(", "),
+        ));
+    }
+    if !failed_workers.is_empty() {
+        let one = failed_workers.len() == 1;
+        let only: Vec<String> = failed_workers
+            .iter()
+            .map(|n| format!("--only {n}"))
+            .collect();
+        text.push_str(&format!(
+            "  - {} {}: {} worker{} failed in `git delegate run`, so a plain apply leaves {} out; once you have looked at {} work in {} workspace{}, `git delegate apply {short} {}` lands {};\n",
+            task_s(&failed_workers),
+            failed_workers.join(", "),
+            if one { "its" } else { "their" },
+            if one { "" } else { "s" },
+            if one { "it" } else { "them" },
+            if one { "its" } else { "their" },
+            if one { "its" } else { "their" },
+            if one { "" } else { "s" },
+            only.join(" "),
+            if one { "it" } else { "them" },
+        ));
+    }
+    // design §3.14: a remote task has no workspace here; what its worker
+    // submitted is what cannot be applied.
+    for o in to_resubmit {
+        let task = &b.tasks[o.idx].name;
+        text.push_str(&format!(
+            "  - task {}: what its worker submitted cannot be applied as it is; the worker submits again from its workspace (`git delegate submit` there, or, to start afresh, in the one `{}` makes), then run `git delegate apply {short}` again;\n",
+            shell_quote(task),
+            git_delegate::ops::remote::join_command(b, task).unwrap_or_default(),
+        ));
+    }
+    if !other.is_empty() {
+        text.push_str(&format!(
+            "  - {} {}: fix the cause shown above, then run `git delegate apply {short}` again;\n",
+            task_s(&other),
+            other.join(", "),
+        ));
+    }
+    text
+}
+
+/// The command that gives the work of the tasks `names` up (design §3.16
+/// "Hints"): one `--discard` per task; naming only some of them applies the
+/// others again with it.
+fn discard_hint(short: &str, names: &[&str]) -> String {
+    let flags: Vec<String> = names
+        .iter()
+        .map(|n| format!("--discard {}", shell_quote(n)))
+        .collect();
+    let cmd = format!("git delegate apply {short} {}", flags.join(" "));
+    if names.is_empty() {
+        String::new()
+    } else if names.len() == 1 {
+        format!("  - or give its work up: {cmd}\n")
+    } else {
+        format!("  - or give their work up: {cmd}  (name only those you give up: the others are applied again)\n")
+    }
+}
+
+/// The `verify` object of the apply document (design §6.4).
+fn verify_doc(v: &git_delegate::ops::verify::Report) -> Value {
+    json!({
+        "command": v.command,
+        "outcome": v.outcome.as_str(),
+        "runs": v.runs.iter().map(|r| json!({
+            "tasks": r.tasks,
+            "exit": r.exit,
+            "timed_out": r.timed_out,
+            "duration_ms": r.duration_ms,
+            "log": paths::doc_path(&r.log),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The human lines for `--verify`: the outcome and each run.
+fn verify_text(v: &git_delegate::ops::verify::Report) -> String {
+    let mut text = format!(
+        "Verification ({}): {}, {} run{}\n",
+        crate::ui::escape_text(&v.command),
+        v.outcome.as_str().replace('_', " "),
+        v.runs.len(),
+        if v.runs.len() == 1 { "" } else { "s" }
+    );
+    for r in &v.runs {
+        let tasks = if r.tasks.is_empty() {
+            "(the working tree alone)".to_string()
+        } else {
+            r.tasks.join(" ")
+        };
+        let result = match (r.timed_out, r.exit) {
+            (true, _) => "timed out".to_string(),
+            (false, Some(0)) => "passed".to_string(),
+            (false, Some(n)) => format!("failed (exit {n}, log {})", super::show(&r.log)),
+            (false, None) => format!("killed by a signal (log {})", super::show(&r.log)),
+        };
+        text.push_str(&format!("  {tasks}: {result}\n"));
+    }
+    text
+}

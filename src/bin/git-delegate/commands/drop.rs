@@ -1,0 +1,321 @@
+//! `git delegate drop BATCH [--force]` (design §3.5): end a batch on purpose.
+//! Refuses while tasks hold unapplied changes, or while a workspace is the
+//! source of another open batch (an agent prepared one inside it), unless
+//! `--force`; never removes a folder that is no longer the workspace prepare
+//! made, nor, even with `--force`, one that is the source of an open batch
+//! (it is kept as an ordinary worktree). A batch whose `batch.toml` cannot
+//! be read is removed only with `--force`, its workspaces' changes saved as
+//! proposal refs first (`gc::remove_corrupt`). A batch whose prepare was
+//! killed holds no work and goes whole either way (design §3.15).
+
+use serde_json::json;
+
+use crate::cli::DropArgs;
+use crate::ui::Ui;
+use git_delegate::error::Result;
+use git_delegate::git::repo::Source;
+use git_delegate::record::batch::{self, Batch};
+use git_delegate::writeback::Recovery;
+
+use super::apply::{kept_doc, kept_text};
+
+pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
+    let source = super::source()?;
+    let _lock = super::lock_and_recover(ui, &source, recovered)?;
+    let Some(name) = args.batch.as_deref() else {
+        return Err(no_batch_named(&source));
+    };
+    let b = match batch::choose(batch::list(&source.state_dir())?, Some(name))? {
+        batch::Entry::Batch(b) => *b,
+        batch::Entry::Broken { id, problem } => {
+            return drop_corrupt(ui, &source, &id, &problem, args.force, recovered)
+        }
+    };
+    // An apply verifies it without holding the lock (design §3.10).
+    git_delegate::record::busy::refuse_if_busy(&source.state_dir(), &b)?;
+    // A batch whose prepare never completed holds no work: it goes whole,
+    // with or without --force (design §3.15); one still being prepared only
+    // with --force.
+    match git_delegate::ops::preparing::progress(&b) {
+        Some(git_delegate::ops::preparing::Progress::Preparing) if !args.force => {
+            return Err(git_delegate::ops::preparing::refuse(
+                &b,
+                git_delegate::ops::preparing::Progress::Preparing,
+            ))
+        }
+        Some(_) => return drop_incomplete(ui, &source, &b, recovered),
+        None => {}
+    }
+    let git_delegate::ops::teardown::Blockers {
+        unapplied,
+        hosting,
+        others,
+        stashed,
+        remote_seen,
+    } = git_delegate::ops::teardown::blockers(&source, &b)?;
+    if (!unapplied.is_empty() || !hosting.is_empty()) && !args.force {
+        if ui.json {
+            let mut doc = json!({"batch": b.id, "dropped": false, "unapplied": unapplied});
+            if let (false, Some(m)) = (hosting.is_empty(), doc.as_object_mut()) {
+                m.insert("hosts_open_batches".into(), kept_doc(&hosting));
+            }
+            if let (false, Some(m)) = (stashed.is_empty(), doc.as_object_mut()) {
+                m.insert("stashed".into(), stashed_doc(&stashed));
+            }
+            ui.doc_after(doc, recovered);
+        }
+        let (noun, verb) = if unapplied.len() == 1 {
+            ("task", "has")
+        } else {
+            ("tasks", "have")
+        };
+        let mut text = String::new();
+        if !unapplied.is_empty() {
+            text.push_str(&format!(
+                "Not dropping batch {}: {noun} {} {verb} changes that were never applied.\n\
+                 Apply them with `git delegate apply {}`, or drop anyway with `git delegate drop {} --force`.\n",
+                b.short(),
+                unapplied.join(", "),
+                b.short(),
+                b.short()
+            ));
+        }
+        for (task, entry) in &stashed {
+            text.push_str(&format!(
+                "The work of task {task} is in your stash, {entry} (a worker ran `git stash` in its workspace); it stays there even with --force.\n"
+            ));
+        }
+        for (task, root, batches) in &hosting {
+            let shorts: Vec<&str> = batches.iter().map(|i| batch::short(i)).collect();
+            text.push_str(&format!(
+                "Not dropping batch {}: the workspace of task {task}, {}, is the source of open batch {}.\n\
+                 Apply or drop that batch first, or drop anyway with `git delegate drop {} --force` (that workspace is then kept as an ordinary worktree).\n",
+                b.short(),
+                super::show(root),
+                shorts.join(", "),
+                b.short()
+            ));
+        }
+        ui.say(&text);
+        return Ok(1);
+    }
+    let git_delegate::ops::teardown::Removed {
+        workspaces: removed,
+        kept,
+        refs: refs_removed,
+        remote_left,
+        unsafe_folders,
+    } = git_delegate::ops::teardown::remove_batch(&source, &b, &others, &remote_seen)?;
+    let (left_alone, hosting): (Vec<_>, Vec<_>) = kept.into_iter().partition(|k| k.2.is_empty());
+    let kept: Vec<std::path::PathBuf> = left_alone.into_iter().map(|k| k.1).collect();
+    if ui.json {
+        let mut doc = dropped_doc(&b.id, removed, refs_removed, &kept, &unsafe_folders);
+        if let (false, Some(m)) = (hosting.is_empty(), doc.as_object_mut()) {
+            m.insert("kept_workspaces".into(), kept_doc(&hosting));
+        }
+        if let (Some(left), Some(m)) = (&remote_left, doc.as_object_mut()) {
+            m.insert(
+                "warnings".into(),
+                serde_json::json!(super::remote::left_docs(left)),
+            );
+        }
+        ui.doc_after(doc, recovered);
+    }
+    if let Some(left) = &remote_left {
+        super::remote::warn_left(ui, left);
+    }
+    let mut text = format!(
+        "Dropped batch {}: {removed} workspace(s) and {refs_removed} ref(s) removed.\n",
+        b.short()
+    );
+    for k in kept {
+        text.push_str(&format!(
+            "Left alone (no longer the workspace prepare made): {}\n",
+            super::show(&k)
+        ));
+    }
+    text.push_str(&super::unsafe_text(&unsafe_folders));
+    text.push_str(&kept_text(&hosting));
+    ui.say(&text);
+    Ok(0)
+}
+
+/// Drop a batch whose state cannot be read: with `--force`, remove what is
+/// provably its own, saving its workspaces' changes first; without, refuse
+/// (exit 1): which tasks hold unapplied changes is unknown.
+fn drop_corrupt(
+    ui: &Ui,
+    source: &Source,
+    id: &str,
+    problem: &str,
+    force: bool,
+    recovered: &Recovery,
+) -> Result<i32> {
+    let short = batch::short(id);
+    if !force {
+        if ui.json {
+            ui.doc_after(
+                json!({"batch": id, "dropped": false, "unapplied": [], "corrupt": true}),
+                recovered,
+            );
+        }
+        ui.say(&format!(
+            "Not dropping batch {short}: its state is corrupt ({problem}), so which of its tasks hold unapplied changes is unknown.\n\
+             `git delegate drop {id} --force` removes it, saving the changes in its workspaces as proposal refs first.\n"
+        ));
+        return Ok(1);
+    }
+    let r = git_delegate::ops::gc::remove_corrupt(source, id)?;
+    if ui.json {
+        let mut doc = dropped_doc(
+            id,
+            r.workspaces_removed,
+            r.refs_removed,
+            &r.left_alone,
+            &r.unsafe_folders,
+        );
+        if let Some(m) = doc.as_object_mut() {
+            m.insert("corrupt".into(), json!(true));
+            m.insert(
+                "rescued".into(),
+                r.rescued
+                    .iter()
+                    .map(|x| {
+                        json!({
+                            "task": x.task,
+                            "ref": x.ref_name,
+                            "patch": git_delegate::sys::paths::doc_path(&x.patch),
+                            "changed_paths": x.paths,
+                        })
+                    })
+                    .collect(),
+            );
+            m.insert("refs_kept".into(), json!(r.refs_kept));
+        }
+        ui.doc_after(doc, recovered);
+    }
+    let mut text = format!(
+        "Dropped batch {short} (its state was corrupt): {} workspace(s) and {} ref(s) removed.\n",
+        r.workspaces_removed, r.refs_removed
+    );
+    for x in &r.rescued {
+        text.push_str(&format!(
+            "Task {} had changes ({} path(s)): saved as {} (patch {})\n",
+            x.task,
+            x.paths,
+            x.ref_name,
+            super::show(&x.patch)
+        ));
+    }
+    if !r.refs_kept.is_empty() {
+        let keep = git_delegate::sys::time::human(source.config.keep_failed_secs);
+        text.push_str(&format!(
+            "Kept for {keep} (gc.keep-failed): {} — see one with `git show --stat {one}`, land it in this working tree with `git delegate apply --kept {one}` (`git delegate status` lists them).\n",
+            r.refs_kept.join(", "),
+            one = r.refs_kept[0]
+        ));
+    }
+    for k in &r.left_alone {
+        text.push_str(&format!(
+            "Left alone (not the workspace prepare made, or its work could not be saved): {}\n",
+            super::show(k)
+        ));
+    }
+    text.push_str(&super::unsafe_text(&r.unsafe_folders));
+    ui.say(&text);
+    Ok(0)
+}
+
+/// Remove a batch whose prepare never completed, whole.
+fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) -> Result<i32> {
+    let r = git_delegate::ops::preparing::remove_whole(source, b, false)?;
+    if ui.json {
+        ui.doc_after(
+            dropped_doc(
+                &b.id,
+                r.workspaces,
+                r.refs,
+                &r.left_alone,
+                &r.unsafe_folders,
+            ),
+            recovered,
+        );
+    }
+    let mut text = format!(
+        "Dropped the unfinished batch {} (its prepare never completed): {} workspace(s) and {} ref(s) removed.\n",
+        b.short(),
+        r.workspaces,
+        r.refs
+    );
+    for k in &r.left_alone {
+        text.push_str(&format!(
+            "Left alone (not a folder prepare made): {}\n",
+            super::show(k)
+        ));
+    }
+    text.push_str(&super::unsafe_text(&r.unsafe_folders));
+    ui.say(&text);
+    Ok(0)
+}
+
+/// The document of a batch dropped (design §6): what was removed and the
+/// folders left alone (and refused, design §3.18); callers add what their
+/// kind of drop adds.
+fn dropped_doc(
+    id: &str,
+    workspaces: usize,
+    refs: usize,
+    left_alone: &[std::path::PathBuf],
+    unsafe_folders: &[git_delegate::workspace::shared_root::Refused],
+) -> serde_json::Value {
+    let mut doc = json!({
+        "batch": id,
+        "dropped": true,
+        "workspaces_removed": workspaces,
+        "refs_removed": refs,
+        "left_alone": left_alone.iter().map(|k| git_delegate::sys::paths::doc_path(k)).collect::<Vec<_>>(),
+    });
+    if let (false, Some(m)) = (unsafe_folders.is_empty(), doc.as_object_mut()) {
+        m.insert("unsafe_folders".into(), super::unsafe_doc(unsafe_folders));
+    }
+    doc
+}
+
+/// `[{"task", "stash"}]`: open tasks whose work is in the stash.
+fn stashed_doc(stashed: &[(String, String)]) -> serde_json::Value {
+    serde_json::Value::Array(
+        stashed
+            .iter()
+            .map(|(task, entry)| json!({"task": task, "stash": entry}))
+            .collect(),
+    )
+}
+
+/// `drop` with no BATCH: dropping ends a batch, so it is never guessed; the
+/// error lists the open batches and the command that drops the first.
+fn no_batch_named(source: &Source) -> git_delegate::error::Error {
+    use git_delegate::error::{Code, Error};
+    let open = batch::list_ok(&source.state_dir()).unwrap_or_default();
+    let Some(first) = open.first() else {
+        return Error::usage(
+            Code::Usage,
+            "drop needs the batch to end, and this repository has no open batch",
+            "run `git delegate status` to see what is left",
+        );
+    };
+    let names: Vec<String> = open
+        .iter()
+        .map(|b| match &b.label {
+            Some(l) => format!("{} ({l})", b.short()),
+            None => b.short().to_string(),
+        })
+        .collect();
+    Error::usage(
+        Code::Usage,
+        format!("drop needs the batch to end; open: {}", names.join(", ")),
+        format!(
+            "name it by label, id or the first 4 or more characters of its id, e.g. `git delegate drop {}`",
+            first.short()
+        ),
+    )
+}

@@ -1,0 +1,270 @@
+//! `git delegate gc [--dry-run]` (design §3.4): take the lock, roll back
+//! interrupted write-backs, reclaim stale batches and leftovers (the engine
+//! is `git_delegate::ops::gc`), and report it (design §6.3). A dry run takes no lock and
+//! changes nothing.
+
+use serde_json::{json, Value};
+
+use crate::cli::GcArgs;
+use crate::ui::Ui;
+use git_delegate::error::Result;
+use git_delegate::writeback::Recovery;
+
+pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
+    let source = super::source()?;
+    let _lock = if args.dry_run {
+        None
+    } else {
+        Some(super::lock_and_recover(ui, &source, recovered)?)
+    };
+    let report = {
+        let _progress = ui.progress("Collecting stale batches");
+        git_delegate::ops::gc::run(&source, args.dry_run)?
+    };
+    let code = if report.skipped.is_empty() { 0 } else { 1 };
+
+    if ui.json {
+        let rescued: Vec<Value> = report
+            .rescued
+            .iter()
+            .map(|r| {
+                json!({
+                    "batch": r.batch,
+                    "task": r.task,
+                    "ref": r.ref_name,
+                    "patch": git_delegate::sys::paths::doc_path(&r.patch),
+                    "changed_paths": r.paths,
+                })
+            })
+            .collect();
+        let skipped: Vec<Value> = report
+            .skipped
+            .iter()
+            .map(|s| json!({"batch": s.batch, "message": s.message}))
+            .collect();
+        let kept: Vec<Value> = report
+            .kept_workspaces
+            .iter()
+            .map(|k| {
+                json!({
+                    "batch": k.batch,
+                    "task": k.task,
+                    "workspace": git_delegate::sys::paths::doc_path(&k.root),
+                    "nested_repositories": k.nested,
+                    "batches": k.batches,
+                    "changed_submodules": k.changed_submodules,
+                })
+            })
+            .collect();
+        let mut doc = json!({
+            "dry_run": report.dry_run,
+            "batches": report.batches,
+            "workspaces_removed": report.workspaces_removed,
+            "registrations_removed": report.registrations_removed,
+            "rescued": rescued,
+            "refs_removed": report.refs_removed,
+            "refs_kept": report.refs_kept,
+            "bytes_freed": report.bytes_freed,
+            "left_alone": report.left_alone.iter().map(|p| git_delegate::sys::paths::doc_path(p)).collect::<Vec<_>>(),
+            "kept_workspaces": kept,
+            "skipped": skipped,
+            "pending_writebacks": report.pending_writebacks,
+            "incomplete": report.incomplete,
+            "stashed": report.stashed.iter().map(|w| json!({"batch": w.batch, "task": w.task, "stash": w.stash})).collect::<Vec<_>>(),
+            "undo_entries_removed": report.undo_entries_removed,
+            "temp_files_removed": report.temp_files_removed.iter().map(|p| git_delegate::sys::paths::doc_path(p)).collect::<Vec<_>>(),
+            "recovered_writebacks": recovered.rolled_back,
+        });
+        if let (false, Some(m)) = (report.unsafe_folders.is_empty(), doc.as_object_mut()) {
+            m.insert(
+                "unsafe_folders".into(),
+                super::unsafe_doc(&report.unsafe_folders),
+            );
+        }
+        if let (false, Some(m)) = (report.remote_left.is_empty(), doc.as_object_mut()) {
+            m.insert(
+                "warnings".into(),
+                report
+                    .remote_left
+                    .iter()
+                    .flat_map(super::remote::left_docs)
+                    .collect(),
+            );
+        }
+        ui.doc_after(doc, recovered);
+    }
+    for left in &report.remote_left {
+        super::remote::warn_left(ui, left);
+    }
+    ui.say(&human(&source, &report));
+    Ok(code)
+}
+
+fn human(source: &git_delegate::git::repo::Source, r: &git_delegate::ops::gc::Report) -> String {
+    let (verb, would) = if r.dry_run {
+        ("Would reclaim", "would be ")
+    } else {
+        ("Reclaimed", "")
+    };
+    let mut text = String::new();
+    if r.dry_run {
+        text.push_str("Dry run: nothing was changed.\n");
+    }
+    for res in &r.rescued {
+        text.push_str(&format!(
+            "Task {} of batch {} had unapplied changes ({} path(s)): {}saved as {} (patch {})\n",
+            res.task,
+            git_delegate::record::batch::short(&res.batch),
+            res.paths,
+            would,
+            res.ref_name,
+            super::show(&res.patch),
+        ));
+    }
+    let nothing = r.batches.is_empty()
+        && r.workspaces_removed == 0
+        && r.registrations_removed == 0
+        && r.refs_removed == 0
+        && r.bytes_freed == 0;
+    if nothing {
+        text.push_str("Nothing to reclaim.\n");
+    } else {
+        let shorts: Vec<&str> = r
+            .batches
+            .iter()
+            .map(|b| git_delegate::record::batch::short(b))
+            .collect();
+        let batches = match shorts.len() {
+            0 => "no stale batch".to_string(),
+            1 => format!("stale batch {}", shorts[0]),
+            n => format!("{n} stale batches ({})", shorts.join(", ")),
+        };
+        text.push_str(&format!(
+            "{verb} {batches}: {} workspace(s), {} registration(s), {} ref(s), {}.\n",
+            r.workspaces_removed,
+            r.registrations_removed,
+            r.refs_removed,
+            bytes(r.bytes_freed)
+        ));
+    }
+    for w in &r.stashed {
+        text.push_str(&format!(
+            "Batch {}: the work of {} is in your stash, {}; gc leaves it there (see it with `git stash show -p {}`).\n",
+            git_delegate::record::batch::short(&w.batch),
+            w.task.as_deref().map_or("one of its tasks".to_string(), |t| format!("task {t}")),
+            w.stash,
+            w.stash,
+        ));
+    }
+    if !r.undo_entries_removed.is_empty() {
+        text.push_str(&format!(
+            "{} {} undo entr{} (beyond undo.keep and older than gc.keep-failed).\n",
+            if r.dry_run { "Would remove" } else { "Removed" },
+            r.undo_entries_removed.len(),
+            if r.undo_entries_removed.len() == 1 {
+                "y"
+            } else {
+                "ies"
+            }
+        ));
+    }
+    if !r.temp_files_removed.is_empty() {
+        // design §3.18 "Leftovers".
+        let n = r.temp_files_removed.len();
+        text.push_str(&format!(
+            "{} {n} temporary file{} that killed commands left in the state folder.\n",
+            if r.dry_run { "Would remove" } else { "Removed" },
+            if n == 1 { "" } else { "s" }
+        ));
+    }
+    for id in &r.incomplete {
+        text.push_str(&format!(
+            "{} batch {} whole: its prepare was killed before it was complete, so no worker was ever given it and nothing was rescued.\n",
+            if r.dry_run { "Would remove" } else { "Removed" },
+            git_delegate::record::batch::short(id)
+        ));
+    }
+    if !r.refs_kept.is_empty() {
+        let keep = git_delegate::sys::time::human(source.config.keep_failed_secs);
+        text.push_str(&format!(
+            "Kept for {keep} (gc.keep-failed): {} — see one with `git show --stat {one}`, land it in this working tree with `git delegate apply --kept {one}` (`git delegate status` lists them).\n",
+            r.refs_kept.join(", "),
+            one = r.refs_kept[0]
+        ));
+    }
+    for k in r.kept_workspaces.iter().filter(|k| !k.nested.is_empty()) {
+        text.push_str(&format!(
+            "Task {} of batch {}: {} its workspace {}: it holds git repositories made inside it ({}), which git-delegate never deletes; it {} an ordinary worktree (`git worktree list`).\n",
+            k.task,
+            git_delegate::record::batch::short(&k.batch),
+            if r.dry_run { "would keep" } else { "kept" },
+            super::show(&k.root),
+            k.nested.join(", "),
+            if r.dry_run { "would stay" } else { "stays" },
+        ));
+    }
+    for k in r
+        .kept_workspaces
+        .iter()
+        .filter(|k| !k.changed_submodules.is_empty())
+    {
+        text.push_str(&format!(
+            "Task {} of batch {}: {} its workspace {}: it changed submodules ({}), which a proposal cannot hold; it {} an ordinary worktree (`git worktree list`).\n",
+            k.task,
+            git_delegate::record::batch::short(&k.batch),
+            if r.dry_run { "would keep" } else { "kept" },
+            super::show(&k.root),
+            k.changed_submodules.join(", "),
+            if r.dry_run { "would stay" } else { "stays" },
+        ));
+    }
+    for p in r
+        .left_alone
+        .iter()
+        .filter(|p| !r.kept_workspaces.iter().any(|k| &k.root == *p))
+    {
+        text.push_str(&format!(
+            "Left alone (not a workspace git-delegate made): {}\n",
+            super::show(p)
+        ));
+    }
+    text.push_str(&super::unsafe_text(&r.unsafe_folders));
+    for k in r.kept_workspaces.iter().filter(|k| !k.batches.is_empty()) {
+        let shorts: Vec<&str> = k
+            .batches
+            .iter()
+            .map(|b| git_delegate::record::batch::short(b))
+            .collect();
+        text.push_str(&format!(
+            "Kept the workspace of task {} of batch {}, {}: it is the source of open batch {}; it {} as an ordinary worktree (`git worktree remove` removes it).\n",
+            k.task,
+            git_delegate::record::batch::short(&k.batch),
+            super::show(&k.root),
+            shorts.join(", "),
+            if r.dry_run { "would stay" } else { "stays" },
+        ));
+    }
+    for s in &r.skipped {
+        text.push_str(&format!(
+            "Not reclaimed: {}\n",
+            crate::ui::escape_text(&s.message)
+        ));
+    }
+    if r.dry_run && !r.pending_writebacks.is_empty() {
+        let ids: Vec<&str> = r
+            .pending_writebacks
+            .iter()
+            .map(|b| git_delegate::record::batch::short(b))
+            .collect();
+        text.push_str(&format!(
+            "Interrupted write-back recorded for batch {}: `git delegate gc` rolls it back (or, past its commit point, finishes it) once its process is gone.\n",
+            ids.join(", ")
+        ));
+    }
+    text
+}
+
+/// `1.2 MiB freed`
+fn bytes(n: u64) -> String {
+    format!("{} freed", super::human_bytes(n, "bytes"))
+}

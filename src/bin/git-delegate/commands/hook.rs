@@ -1,0 +1,109 @@
+//! `git delegate hook pre-commit` (design §3.7): refuse commits inside the
+//! workspaces of a forbid-commit batch; warn about (or refuse commits
+//! while there are) stale batches; otherwise exit 0 silently.
+//!
+//! The check is the engine's (`hooks::pre_commit`, fast: it reads files
+//! only); this module words what it found.
+//! Never: changes anything; a failure of its own never refuses a commit
+//! (only a forbid-commit workspace or `hooks.stale-leases = "block"` does).
+
+use crate::cli::{HookArgs, HookName};
+use crate::ui::Ui;
+use git_delegate::error::Result;
+use git_delegate::ops::hooks::PreCommit;
+use git_delegate::ops::problems::{Fact, Problem};
+
+pub fn run(ui: &Ui, args: HookArgs) -> Result<i32> {
+    match args.hook {
+        HookName::PreCommit => Ok(pre_commit(ui)),
+    }
+}
+
+fn pre_commit(ui: &Ui) -> i32 {
+    let warn = |m: &str| ui.warn(&format!("git-delegate: {m}\n"));
+    let config_warning = |e: Option<git_delegate::error::Error>| {
+        if let Some(e) = e {
+            warn(&format!(
+                "{} (using the defaults)",
+                crate::ui::escape_text(&e.message)
+            ));
+        }
+    };
+    let (problems, block) = match git_delegate::ops::hooks::pre_commit() {
+        PreCommit::Clear => return 0,
+        PreCommit::Unchecked(e) => {
+            warn(&format!(
+                "cannot check batches: {}",
+                crate::ui::escape_text(&e.message)
+            ));
+            return 0;
+        }
+        PreCommit::Forbidden {
+            config_error,
+            batch,
+            label,
+            task,
+        } => {
+            config_warning(config_error);
+            let short = git_delegate::record::batch::short(&batch);
+            let label = label.map(|l| format!(" ({l})")).unwrap_or_default();
+            ui.warn(&format!(
+                "git-delegate: commit refused: this is the workspace of task {task} of batch {short}{label}, \
+which forbids commits (prepare --forbid-commit or hooks.forbid-commit).\n\
+git-delegate: leave the changes as files: `git delegate apply {short}` in the source working tree brings them back.\n"
+            ));
+            return 1;
+        }
+        PreCommit::Checked {
+            config_error,
+            problems,
+            block,
+        } => {
+            config_warning(config_error);
+            (problems, block)
+        }
+    };
+    if problems.is_empty() {
+        return 0;
+    }
+    let mut text = String::new();
+    for p in &problems {
+        text.push_str(&format!("git-delegate: {}\n", message(p)));
+    }
+    if block {
+        text.push_str(
+            "git-delegate: commit refused (hooks.stale-leases = \"block\" in .git/delegate.toml); \
+resolve the batches above, or commit with --no-verify\n",
+        );
+        ui.warn(&text);
+        return 1;
+    }
+    ui.warn(&text);
+    0
+}
+
+/// A problem in the hook's words: one line naming the batch and what
+/// resolves it. The hook shows only what `problems::of_state` finds.
+fn message(p: &Problem) -> String {
+    let short = p.short();
+    match &p.fact {
+        Fact::Stale(state) => format!(
+            "batch {short} is stale (lease {}): apply it (`git delegate apply {short}`), extend it (`{}`), or reclaim it (`git delegate gc`)",
+            state.as_str(),
+            git_delegate::ops::renew::command(short, *state)
+        ),
+        Fact::Journal { finishes, .. } => format!(
+            "batch {short} has an interrupted write-back: run `git delegate status`; the next `git delegate gc` (or apply) {}",
+            if *finishes {
+                "finishes it (it had written its whole result)"
+            } else {
+                "rolls it back"
+            }
+        ),
+        Fact::BrokenState { problem } => format!(
+            "the state of batch {short} cannot be read ({problem}): run `git delegate status`"
+        ),
+        // Never found by `of_state`; worded as `status` would, shortly.
+        _ => format!("batch {short} has a problem: run `git delegate status`"),
+    }
+}

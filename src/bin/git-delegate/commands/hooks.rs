@@ -1,0 +1,53 @@
+//! `git delegate hooks install [--force]` (design §3.7): install
+//! git-delegate's pre-commit hook (`hooks::install`, whose header says how a
+//! foreign hook is chained) and say what was done.
+
+use serde_json::json;
+
+use crate::cli::{HooksAction, HooksArgs};
+use crate::ui::Ui;
+use git_delegate::error::Result;
+
+pub fn run(ui: &Ui, args: HooksArgs) -> Result<i32> {
+    match args.action {
+        HooksAction::Install { force, .. } => install(ui, force),
+    }
+}
+
+fn install(ui: &Ui, force: bool) -> Result<i32> {
+    let source = super::source()?;
+    let done = git_delegate::ops::hooks::install(&source, force)?;
+    if ui.json {
+        ui.doc(json!({
+            "hook": git_delegate::sys::paths::doc_path(&done.hook),
+            "chained": done.chained.as_deref().map(git_delegate::sys::paths::doc_path),
+            "changed": done.changed,
+            "backup": done.backup.as_deref().map(git_delegate::sys::paths::doc_path),
+        }));
+    }
+    let mut text = if done.changed {
+        format!(
+            "Installed the pre-commit hook {}\n",
+            super::show(&done.hook)
+        )
+    } else {
+        format!(
+            "The pre-commit hook {} is already installed; nothing changed\n",
+            super::show(&done.hook)
+        )
+    };
+    if let Some(c) = &done.chained {
+        text.push_str(&format!(
+            "It runs {} first; if that fails, the commit is refused\n",
+            super::show(c)
+        ));
+    }
+    if let Some(b) = &done.backup {
+        text.push_str(&format!(
+            "The previous pre-commit.local was kept as {}\n",
+            super::show(b)
+        ));
+    }
+    ui.say(&text);
+    Ok(0)
+}

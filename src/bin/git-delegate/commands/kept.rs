@@ -1,0 +1,183 @@
+//! `git delegate apply --kept REF` (design §3.16 "kept"): land a kept
+//! proposal through the engine (`git_delegate::ops::kept::run`) and render it as apply
+//! renders a batch (design §6.2), with the proposal it landed.
+//!
+//! Owns: the human text of landing a kept proposal, and what its apply
+//! document adds (`kept_proposal`).
+//! Never: does git, filesystem or process work (the engine's `kept` does).
+
+use serde_json::{json, Value};
+
+use crate::ui::Ui;
+use git_delegate::error::Result;
+use git_delegate::ops::apply::Outcome;
+use git_delegate::record::batch::TaskState;
+use git_delegate::sys::paths::{self, ByteSlice};
+use git_delegate::writeback::Recovery;
+
+pub fn run(
+    ui: &Ui,
+    reference: String,
+    strict: bool,
+    dry_run: bool,
+    recovered: &mut Recovery,
+) -> Result<i32> {
+    let here = super::source()?;
+    let opts = git_delegate::ops::kept::Options {
+        reference,
+        strict,
+        dry_run,
+    };
+    let shown = super::Shown::new(ui);
+    let landed = git_delegate::ops::kept::run(here, &opts, &shown);
+    shown.recovered_into(recovered);
+    let landed = landed?;
+    let r = &landed.report;
+    let k = &landed.kept;
+    if ui.json {
+        let mut doc =
+            super::apply::document(&r.batch, &r.outcomes, &r.written, r.batch_open, r.dry_run);
+        if let Value::Object(m) = &mut doc {
+            // A kept proposal has no workspace.
+            if let Some(Value::Array(tasks)) = m.get_mut("tasks") {
+                for t in tasks.iter_mut().filter_map(Value::as_object_mut) {
+                    if t.contains_key("workspace") {
+                        t.insert("workspace".into(), Value::Null);
+                    }
+                }
+            }
+            m.insert("apply_id".into(), json!(r.apply_id));
+            m.insert(
+                "side_effects".into(),
+                super::side_effects::doc(&r.batch, &r.side_effects),
+            );
+            m.insert(
+                "kept_proposal".into(),
+                json!({
+                    "ref": k.ref_name,
+                    "batch": k.batch,
+                    "task": k.task,
+                    "patch": k.patch.as_deref().map(paths::doc_path),
+                    "expires_at": git_delegate::sys::time::rfc3339(k.expires_at),
+                    "removed": landed.removed,
+                }),
+            );
+        }
+        if r.interrupted {
+            super::mark_finished(&mut doc);
+        }
+        ui.doc_after(doc, recovered);
+    }
+    ui.say(&human(ui, &landed));
+    if let Some(e) = &r.artifacts_error {
+        ui.warn(&format!(
+            "git-delegate: warning: clean-up was incomplete: {}\n",
+            crate::ui::escape_text(&e.message)
+        ));
+    }
+    if r.interrupted {
+        super::tell_finished(ui, "the write-back of the kept proposal");
+        return Ok(1);
+    }
+    Ok(if r.all_ok() { 0 } else { 1 })
+}
+
+/// `REF:PATH` for `git show`, shell-quoted, naming the first path in
+/// conflict (design §3.16 "Hints"); `PATH` only when no path can be
+/// printed as it is (none named, not UTF-8, or a control character).
+fn show_path(ref_name: &str, o: &git_delegate::ops::apply::Outcome) -> String {
+    let path = o
+        .conflicts
+        .iter()
+        .map(|c| &c.path)
+        .find(|p| !p.is_empty())
+        .and_then(|p| std::str::from_utf8(p.as_ref()).ok())
+        .filter(|p| !p.chars().any(char::is_control));
+    git_delegate::sys::paths::shell_quote(&format!("{ref_name}:{}", path.unwrap_or("PATH")))
+}
+
+fn human(ui: &Ui, landed: &git_delegate::ops::kept::Landed) -> String {
+    let r = &landed.report;
+    let k = &landed.kept;
+    let short = git_delegate::ops::kept::short_name(std::slice::from_ref(k), k);
+    let mut text = format!(
+        "{} of kept proposal {} ({}):\n",
+        if r.dry_run {
+            "Dry run of apply"
+        } else {
+            "Apply"
+        },
+        ui.bold(&short),
+        k.ref_name
+    );
+    let Some(o) = r.outcomes.first() else {
+        return text;
+    };
+    text.push_str(&outcome_line(ui, o));
+    if let Some(e) = &r.write_error {
+        text.push_str(&format!(
+            "Writing back failed, and nothing was changed: {}\n",
+            crate::ui::escape_text(&e.message)
+        ));
+    }
+    let n = r.written.len();
+    text.push_str(&format!(
+        "{} {n} path{} in {}.\n",
+        if r.dry_run { "Would write" } else { "Wrote" },
+        if n == 1 { "" } else { "s" },
+        super::show(&landed.root)
+    ));
+    let until = git_delegate::sys::time::rfc3339(k.expires_at);
+    if r.dry_run {
+        if o.ok() {
+            text.push_str("Its ref and patch would be removed.\n");
+        }
+    } else if landed.removed {
+        text.push_str(&format!("Removed {} and its patch.\n", k.ref_name));
+    } else if !o.ok() {
+        text.push_str(&format!(
+            "It stays kept until {until} (gc.keep-failed); nothing of it was written.\n\
+             See its version of a path with `git show {}`; once the working tree no longer conflicts with it, run `git delegate apply --kept {}` again.\n",
+            show_path(&k.ref_name, o),
+            k.ref_name
+        ));
+    }
+    text
+}
+
+fn outcome_line(ui: &Ui, o: &Outcome) -> String {
+    let status = o.status.as_str();
+    let painted = if o.ok() {
+        ui.paint("32", status)
+    } else {
+        ui.paint("31", status)
+    };
+    let detail = match o.status {
+        TaskState::Applied => {
+            let n = o.applied.len();
+            format!("{n} path{}", if n == 1 { "" } else { "s" })
+        }
+        TaskState::Conflict | TaskState::Failed => {
+            let mut d = o.reason.unwrap_or("").to_string();
+            if !o.conflicts.is_empty() {
+                let list: Vec<String> = o
+                    .conflicts
+                    .iter()
+                    .take(5)
+                    .map(|c| format!("{} ({})", paths::quote(c.path.as_bstr()), c.reason))
+                    .collect();
+                d.push_str(&format!(": {}", list.join(", ")));
+                if o.conflicts.len() > 5 {
+                    d.push_str(&format!(", and {} more", o.conflicts.len() - 5));
+                }
+            } else if let Some(m) = &o.message {
+                d.push_str(&format!(": {}", crate::ui::escape_text(m)));
+            }
+            d
+        }
+        _ => String::new(),
+    };
+    let pad = " ".repeat(10usize.saturating_sub(status.len()));
+    let line = format!("  {painted}{pad} {detail}");
+    format!("{}\n", line.trim_end())
+}

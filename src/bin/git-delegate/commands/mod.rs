@@ -1,0 +1,554 @@
+//! The command layer: one module per subcommand, each a thin function over
+//! the engine modules, plus what they share (the batch document, batch
+//! lookup, argument checks).
+//!
+//! Owns: turning engine results into human text and JSON documents; the
+//! `Observer` that shows a transaction's long steps and notices.
+//! Never: does git work itself; the engine modules do (`prepare` and
+//! `apply` are whole engine transactions).
+
+pub mod apply;
+pub mod complete;
+pub mod completions;
+pub mod diff;
+pub mod drop;
+pub mod gc;
+pub mod hook;
+pub mod hooks;
+pub mod kept;
+pub mod man;
+pub mod path;
+pub mod prepare;
+pub mod refresh;
+pub mod remote;
+pub mod renew;
+pub mod run;
+pub mod side_effects;
+pub mod status;
+pub mod undo;
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::cli::{Cli, Command};
+use crate::ui::Ui;
+use git_delegate::error::{Code, Error, Result};
+use git_delegate::git::repo::Source;
+use git_delegate::record::batch::Batch;
+use git_delegate::writeback::Recovery;
+
+/// Run a parsed command line; returns the exit status.
+pub fn run(cli: Cli) -> i32 {
+    let json = match &cli.command {
+        Command::Prepare(a) => a.json.json,
+        Command::Apply(a) => a.json.json,
+        Command::Undo(a) => a.json.json,
+        Command::Status(a) => a.json.json,
+        Command::Diff(a) => a.json.json,
+        Command::Path(a) => a.json.json,
+        Command::Gc(a) => a.json.json,
+        Command::Drop(a) => a.json.json,
+        Command::Renew(a) => a.json.json,
+        Command::Refresh(a) => a.json.json,
+        Command::Run(a) => a.prepare.json.json,
+        Command::Join(a) => a.json.json,
+        Command::Submit(a) => a.json.json,
+        Command::Hooks(crate::cli::HooksArgs {
+            action: crate::cli::HooksAction::Install { json, .. },
+        }) => json.json,
+        Command::Hook(_)
+        | Command::Man(_)
+        | Command::Completions(_)
+        | Command::Snapshot
+        | Command::Complete { .. }
+        | Command::PurgeTrash { .. } => false,
+    };
+    let ui = Ui::new(json, cli.color);
+    // What the lock-and-recover step of a mutating command did: every
+    // document it prints names it, its error document too.
+    let mut recovered = Recovery::default();
+    let result = match cli.command {
+        Command::Prepare(a) => prepare::run(&ui, a, &mut recovered),
+        Command::Status(a) => status::run(&ui, a),
+        Command::Diff(a) => diff::run(&ui, a),
+        Command::Path(a) => path::run(&ui, a),
+        Command::Drop(a) => drop::run(&ui, a, &mut recovered),
+        Command::Renew(a) => renew::run(&ui, a, &mut recovered),
+        Command::Refresh(a) => refresh::run(&ui, a, &mut recovered),
+        Command::Run(a) => run::run(&ui, a, &mut recovered),
+        Command::Join(a) => remote::join(&ui, a),
+        Command::Submit(a) => remote::submit(&ui, a),
+        // `apply --kept REF` lands one kept proposal (`kept`), which renders
+        // through apply's document: dispatched here, so `apply` never calls it.
+        Command::Apply(mut a) => match a.kept.take() {
+            Some(reference) => kept::run(&ui, reference, a.strict, a.dry_run, &mut recovered),
+            None => apply::run(&ui, a, &mut recovered),
+        },
+        Command::Undo(a) => undo::run(&ui, a, &mut recovered),
+        Command::Gc(a) => gc::run(&ui, a, &mut recovered),
+        Command::Hook(a) => hook::run(&ui, a),
+        Command::Hooks(a) => hooks::run(&ui, a),
+        Command::Man(a) => man::run(&ui, a),
+        Command::Completions(a) => completions::run(&ui, a),
+        Command::Snapshot => snapshot_plumbing(&ui),
+        Command::Complete { words } => complete::run(&words),
+        Command::PurgeTrash { dir, state_dir } => {
+            git_delegate::workspace::trash::purge_in_background(&dir, state_dir.as_deref());
+            Ok(0)
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            ui.error(&e, &recovered);
+            e.exit_code()
+        }
+    }
+}
+
+/// Report a clap error: help and version go to stdout with exit 0; usage
+/// errors exit 2, as an error document when `--json` was asked for.
+pub fn report_parse_error(args: &[OsString], e: clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    let choice = crate::ui::color_choice_from_args(args);
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            crate::ui::print_clap(&e, choice);
+            0
+        }
+        _ => {
+            if args
+                .iter()
+                .skip(1)
+                .take_while(|a| *a != "--")
+                .any(|a| a == "--json")
+            {
+                let ui = Ui {
+                    json: true,
+                    color: false,
+                };
+                ui.doc(crate::ui::error_doc(
+                    Code::Usage,
+                    &parse_error_message(&e),
+                    "run `git delegate -h` for the usage",
+                ));
+            }
+            crate::ui::print_clap(&e, choice);
+            2
+        }
+    }
+}
+
+/// The first line of a clap error, without clap's `error: ` prefix and styling.
+fn parse_error_message(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("invalid command line");
+    line.trim_start_matches("error: ").trim().to_string()
+}
+
+/// The source around the current directory.
+/// A command that takes its batch as `--batch BATCH` (`diff`, `path`):
+/// when the batch was left out and several are open, the help says so, with
+/// the command as the user gave it and the first open batch's id filled in
+/// (design §3.16: every printed hint works as printed).
+pub fn batch_flag_help(
+    mut e: git_delegate::error::Error,
+    source: &Source,
+    words: &[&str],
+) -> git_delegate::error::Error {
+    if e.code != git_delegate::error::Code::AmbiguousBatch {
+        return e;
+    }
+    let Some(first) = git_delegate::record::batch::list_ok(&source.state_dir())
+        .ok()
+        .and_then(|l| l.into_iter().find(|b| b.preparing.is_none()))
+    else {
+        return e;
+    };
+    let mut command = vec!["git", "delegate"];
+    command.extend_from_slice(words);
+    let command: Vec<String> = command
+        .iter()
+        .map(|w| git_delegate::sys::paths::shell_quote(w))
+        .collect();
+    e.help = format!(
+        "name one with --batch (its label, its id, or the first 4 or more characters of its id), e.g. `{} --batch {}`",
+        command.join(" "),
+        first.short()
+    );
+    e
+}
+
+pub fn source() -> Result<Source> {
+    Source::discover_here()
+}
+
+/// Take the repository lock and roll back write-backs interrupted by a
+/// crash (design §7): every mutating command starts here. What was recovered
+/// is told at once and added to `recovered` for the command's documents.
+pub fn lock_and_recover(
+    ui: &Ui,
+    source: &Source,
+    recovered: &mut Recovery,
+) -> Result<git_delegate::ops::lock::RepoLock> {
+    let locked = git_delegate::ops::lock::lock_and_recover(source)?;
+    tell_recovered(ui, &locked.recovery);
+    add(recovered, locked.recovery);
+    Ok(locked.lock)
+}
+
+fn add(to: &mut Recovery, r: Recovery) {
+    to.rolled_back.extend(r.rolled_back);
+    to.completed.extend(r.completed);
+    to.undo.extend(r.undo);
+    to.workspaces.extend(r.workspaces);
+    to.recorded.extend(r.recorded);
+}
+
+/// design §7 "Signals": a command that finished its write-back though a
+/// signal arrived says so on stderr (its document says `"interrupted":
+/// "finished"`) and exits 1. `what`: what was finished.
+pub fn tell_finished(ui: &Ui, what: &str) {
+    ui.warn(&format!(
+        "git-delegate: interrupted: {what} was past its commit point, so it was finished, not rolled back\n"
+    ));
+}
+
+/// Add `"interrupted": "finished"` to a command's document (design §7 "Signals").
+pub fn mark_finished(doc: &mut serde_json::Value) {
+    if let serde_json::Value::Object(m) = doc {
+        m.insert("interrupted".into(), serde_json::json!("finished"));
+    }
+}
+
+/// Tell the user what recovery did.
+fn tell_recovered(ui: &Ui, recovery: &Recovery) {
+    for id in recovery.rolled_back.iter().chain(&recovery.completed) {
+        if recovery.undo.contains(id) {
+            let done = recovery.completed.contains(id);
+            ui.warn(&format!(
+                "git-delegate: {} an interrupted undo (or apply --from-undo) of apply {}; {}\n",
+                if done { "finished" } else { "rolled back" },
+                git_delegate::record::batch::short(id),
+                if done {
+                    "the working tree holds its whole result"
+                } else {
+                    "the working tree is as it was before it"
+                }
+            ));
+        }
+    }
+    // A refresh wrote into a task's workspace, not the working tree
+    // (design §3.12).
+    for id in recovery
+        .rolled_back
+        .iter()
+        .chain(&recovery.completed)
+        .filter(|id| !recovery.undo.contains(id) && recovery.workspaces.contains(id))
+    {
+        ui.warn(&format!(
+            "git-delegate: {} an interrupted refresh of batch {}; {}\n",
+            if recovery.completed.contains(id) { "finished" } else { "rolled back" },
+            crate::batch::short(id),
+            if recovery.completed.contains(id) {
+                "the task's workspace holds its result"
+            } else {
+                "the task's workspace is as it was before that refresh (your working tree was not touched)"
+            }
+        ));
+    }
+    let here = |id: &&String| !recovery.undo.contains(id) && !recovery.workspaces.contains(id);
+    for id in recovery.rolled_back.iter().filter(here) {
+        ui.warn(&format!(
+            "git-delegate: rolled back an interrupted write-back of batch {}; the working tree is as it was before that apply\n",
+            git_delegate::record::batch::short(id)
+        ));
+    }
+    for id in recovery.completed.iter().filter(here) {
+        if recovery.recorded.contains(id) {
+            ui.warn(&format!(
+                "git-delegate: finished an interrupted write-back of batch {}: it had written its whole result, the working tree holds it, and its apply is recorded (`git delegate undo --list` shows it); `git delegate apply {}` finishes its clean-up\n",
+                git_delegate::record::batch::short(id),
+                git_delegate::record::batch::short(id)
+            ));
+        } else {
+            ui.warn(&format!(
+                "git-delegate: an interrupted apply of batch {} had written its whole result; the working tree holds it, and `git delegate apply {}` records it\n",
+                git_delegate::record::batch::short(id),
+                git_delegate::record::batch::short(id)
+            ));
+        }
+    }
+}
+
+/// The command's side of a transaction (`prepare::run`, `apply::run`):
+/// long steps as spinners, notices as warnings on stderr (design §3), what
+/// recovery did kept for the documents (`into_recovered`).
+pub struct Shown<'a> {
+    ui: &'a Ui,
+    recovered: std::cell::RefCell<Recovery>,
+}
+
+impl<'a> Shown<'a> {
+    pub fn new(ui: &'a Ui) -> Shown<'a> {
+        Shown {
+            ui,
+            recovered: Default::default(),
+        }
+    }
+
+    /// Add what the transaction recovered to `to`.
+    pub fn recovered_into(self, to: &mut Recovery) {
+        add(to, self.recovered.into_inner());
+    }
+}
+
+impl git_delegate::ops::observe::Observer for Shown<'_> {
+    fn step(&self, label: &str) -> Box<dyn std::any::Any> {
+        Box::new(self.ui.progress(label))
+    }
+    fn output(&self, n: usize, line: &git_delegate::sys::paths::BStr) {
+        use git_delegate::sys::paths::ByteSlice;
+        // design §3.10: the verification command's output, live, on a terminal.
+        use std::io::IsTerminal;
+        if !self.ui.json && std::io::stderr().is_terminal() {
+            self.ui.warn(&format!(
+                "  verify-{n} | {}\n",
+                crate::ui::escape_text(&line.to_str_lossy())
+            ));
+        }
+    }
+    fn notice(&self, notice: git_delegate::ops::observe::Notice) {
+        use git_delegate::ops::observe::Notice;
+        let ui = self.ui;
+        match notice {
+            Notice::Recovered(r) => {
+                tell_recovered(ui, &r);
+                add(&mut self.recovered.borrow_mut(), r);
+            }
+            Notice::NestedRepository(p) => ui.warn(&format!(
+                "git-delegate: warning: {} is a git repository of its own (not a submodule); it is not part of the baseline\n",
+                git_delegate::sys::paths::quote(p.as_ref())
+            )),
+            Notice::UndoIncomplete { short, error } => ui.warn(&format!(
+                "git-delegate: warning: not everything of the unfinished batch {short} could be removed ({}); `git delegate gc` removes the rest\n",
+                error.message
+            )),
+        }
+    }
+}
+
+/// Parse a `--ttl` value.
+pub fn parse_ttl(s: &str) -> Result<i64> {
+    git_delegate::sys::time::duration(s).map_err(|e| {
+        Error::usage(
+            Code::BadDuration,
+            e.describe(s),
+            match e {
+                git_delegate::sys::time::DurationError::Malformed => {
+                    "use a number and a unit: 90s, 30m, 2h, 7d"
+                }
+                git_delegate::sys::time::DurationError::TooLong => {
+                    "use a shorter duration: a lease can end by 9999-12-31 at the latest"
+                }
+            },
+        )
+    })
+}
+
+/// Check an `--owner-pid` and read its start time.
+pub fn owner(pid: u32) -> Result<(u32, u64)> {
+    match git_delegate::sys::process::process_start(pid) {
+        Some(start) => Ok((pid, start)),
+        None => Err(Error::usage(
+            Code::OwnerNotRunning,
+            format!("no process with pid {pid} is running"),
+            "pass the pid of the process that owns the batch (for a shell, `$$`)",
+        )),
+    }
+}
+
+/// The batch document of design §6.1. `changed` holds each task's count of
+/// paths that differ from the baseline, where known.
+pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> Value {
+    batch_doc_fetched(source, batch, changed, None)
+}
+
+/// [`batch_doc`] with the remote tasks that have submitted, where the
+/// remote was asked (`status --fetch`, design §3.14).
+pub fn batch_doc_fetched(
+    source: &Source,
+    batch: &Batch,
+    changed: Option<&[usize]>,
+    submitted: Option<&std::collections::HashSet<String>>,
+) -> Value {
+    // A batch whose prepare never completed (design §3.15): its tasks are
+    // `incomplete`, never open work, and once its prepare is gone it is
+    // not live whatever its lease says.
+    let progress = git_delegate::ops::preparing::progress(batch);
+    let lease_state = match progress {
+        Some(git_delegate::ops::preparing::Progress::Interrupted) => {
+            git_delegate::record::lease::State::Orphaned
+        }
+        _ => batch.lease.state(),
+    };
+    let health = git_delegate::ops::status::health(source, batch);
+    let tasks: Vec<Value> = batch
+        .tasks
+        .iter()
+        .zip(&health)
+        .enumerate()
+        .map(|(i, (t, health))| {
+            let mut doc = json!({
+                "name": t.name,
+                "state": if progress.is_some() { "incomplete" } else { t.state.as_str() },
+                "root": (!t.remote).then(|| git_delegate::sys::paths::doc_path(&t.root)),
+                "cwd": (!t.remote).then(|| git_delegate::sys::paths::doc_path(&t.cwd(&batch.prefix))),
+                "exists": *health == git_delegate::workspace::Health::Ours,
+                "changed_paths": changed.and_then(|c| c.get(i).copied()).unwrap_or(0),
+            });
+            // Retained recovery artifacts (design §3.3), when there are any.
+            if let Value::Object(m) = &mut doc {
+                if let Some(r) = &t.reason {
+                    m.insert("reason".into(), json!(r));
+                }
+                if let Some(r) = &t.proposal_ref {
+                    m.insert("proposal_ref".into(), json!(r));
+                }
+                if let Some(p) = &t.patch {
+                    m.insert("patch".into(), json!(git_delegate::sys::paths::doc_path(p)));
+                }
+                // A refreshed task's own base and its conflicts (design §3.12).
+                if let Some(base) = &t.base {
+                    m.insert("base".into(), json!(base));
+                }
+                if t.state == git_delegate::record::batch::TaskState::Conflicted {
+                    m.insert("conflicted_paths".into(), json!(t.conflicted_paths));
+                }
+                // design §3.14: a remote task, its join line, and whether
+                // it has submitted (null: not asked, `status --fetch` asks).
+                if t.remote {
+                    m.insert("remote".into(), json!(true));
+                    m.insert(
+                        "submitted".into(),
+                        json!(submitted.map(|s| s.contains(&t.name))),
+                    );
+                    m.insert(
+                        "join".into(),
+                        json!(git_delegate::ops::remote::join_command(batch, &t.name)),
+                    );
+                }
+                if let Some(log) = &t.verify_log {
+                    m.insert("verify_log".into(), json!(git_delegate::sys::paths::doc_path(log)));
+                }
+                // What prepare put there besides the baseline (design §3.9).
+                if let Some(c) = &t.carried {
+                    let key = if batch.mode == git_delegate::config::Mode::Scratch {
+                        "scratch_copy"
+                    } else {
+                        "carried_ignored"
+                    };
+                    m.insert(key.into(), c.to_json());
+                }
+            }
+            doc
+        })
+        .collect();
+    let mut doc = json!({
+        "batch": batch.id,
+        "label": batch.label,
+        "created_at": batch.created_at,
+        "source": git_delegate::sys::paths::doc_path(&batch.source),
+        "source_head": batch.source_head,
+        "baseline": {
+            "commit": batch.baseline,
+            "ref": git_delegate::git::refs::baseline(&batch.id),
+        },
+        "mode": batch.mode,
+        "forbid_commit": batch.forbid_commit,
+        "state": progress.map_or("ready", |p| p.as_str()),
+        "lease": {
+            "state": lease_state.as_str(),
+            "expires_at": batch.lease.expires_at,
+            "owner_pid": batch.lease.owner_pid,
+            "host": batch.lease.host,
+        },
+        "tasks": tasks,
+    });
+    if let (Some(r), Value::Object(m)) = (&batch.remote, &mut doc) {
+        m.insert("remote".into(), json!({"name": r.name, "url": r.url}));
+    }
+    // The workspaces' sparse-checkout patterns (design §3.15).
+    if let Some(sparse) = &batch.sparse {
+        doc["sparse"] = json!(sparse);
+    }
+    doc
+}
+
+/// `git delegate snapshot` (hidden plumbing): print the snapshot's tree id
+/// and, on stderr, how many files had to be hashed.
+fn snapshot_plumbing(ui: &Ui) -> Result<i32> {
+    let source = source()?;
+    let snap = git_delegate::snapshot::snapshot(&source.repo)?;
+    ui.warn(&format!(
+        "hashed {} changed {}\n",
+        snap.hashed, snap.changes
+    ));
+    crate::ui::stdout(&format!("{}\n", snap.tree));
+    Ok(0)
+}
+
+/// A size for human text: `1.2 MiB`, or `{n} {byte}` below a KiB.
+pub fn human_bytes(n: u64, byte: &str) -> String {
+    const UNITS: [&str; 5] = ["", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} {byte}")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// A path for human text.
+pub fn show(p: &Path) -> String {
+    crate::ui::show_path(p)
+}
+
+/// `unsafe_folders` of gc and drop (docs/json.md): the folders below the
+/// workspace root they refused and never entered (design §3.18).
+pub fn unsafe_doc(list: &[git_delegate::workspace::shared_root::Refused]) -> serde_json::Value {
+    serde_json::Value::Array(
+        list.iter()
+            .map(|r| {
+                serde_json::json!({
+                    "path": git_delegate::sys::paths::doc_path(&r.path),
+                    "owner": r.owner,
+                    "reason": r.reason.as_str(),
+                })
+            })
+            .collect(),
+    )
+}
+
+/// One line per refused folder below the workspace root, for people.
+pub fn unsafe_text(list: &[git_delegate::workspace::shared_root::Refused]) -> String {
+    list.iter()
+        .map(|r| {
+            format!(
+                "Left alone, never entered: {} {} (git delegate works only in folders of yours below the workspace root).\n",
+                show(&r.path),
+                crate::ui::escape_text(&r.describe())
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,128 @@
+//! `git delegate refresh [TASK...] [--batch BATCH]` (design §3.12): parse,
+//! run `git_delegate::ops::refresh::run`, render the refresh document (design §6.4) or
+//! human text. Also renders the refresh that `apply --refresh-conflicts`
+//! runs after the apply.
+//! Never: does git, filesystem or process work (the engine's `refresh` does).
+
+use serde_json::{json, Value};
+
+use crate::cli::RefreshArgs;
+use crate::ui::Ui;
+use git_delegate::error::{Error, Result};
+use git_delegate::ops::refresh::Report;
+use git_delegate::record::batch::TaskState;
+use git_delegate::sys::paths;
+use git_delegate::writeback::Recovery;
+
+pub fn run(ui: &Ui, args: RefreshArgs, recovered: &mut Recovery) -> Result<i32> {
+    let here = super::source()?;
+    let cwd =
+        std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
+    let opts = git_delegate::ops::refresh::Options {
+        batch: args.batch,
+        tasks: args.tasks,
+        cwd,
+    };
+    let shown = super::Shown::new(ui);
+    let report = git_delegate::ops::refresh::run(here, &opts, &shown);
+    shown.recovered_into(recovered);
+    let report = report?;
+    if ui.json {
+        let mut doc = document(&report);
+        if report.interrupted {
+            super::mark_finished(&mut doc);
+        }
+        ui.doc_after(doc, recovered);
+    }
+    ui.say(&human(ui, &report));
+    if report.interrupted {
+        let last = report.tasks.last().map_or("", |t| t.name.as_str());
+        super::tell_finished(ui, &format!("the refresh of the workspace of task {last}"));
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+/// The refresh document (design §6.4), without `schema`.
+pub fn document(report: &Report) -> Value {
+    json!({
+        "batch": report.batch.id,
+        "tasks": tasks_doc(report),
+    })
+}
+
+/// `[{"name", "base", "conflicted_paths", "state", ...}]`
+pub fn tasks_doc(report: &Report) -> Value {
+    Value::Array(
+        report
+            .tasks
+            .iter()
+            .map(|t| {
+                let root = report
+                    .batch
+                    .task(&t.name)
+                    .map(|k| paths::doc_path(&k.root));
+                json!({
+                    "name": t.name,
+                    "base": t.base,
+                    "conflicted_paths": t.conflicted.iter().map(|p| paths::doc_bytes(p)).collect::<Vec<_>>(),
+                    "state": t.state.as_str(),
+                    "refreshed": !t.unresolved,
+                    "proposal_ref": t.proposal_ref,
+                    "workspace": root,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// One line per task, and for a conflicted one what its worker does next.
+pub fn human(ui: &Ui, report: &Report) -> String {
+    let b = &report.batch;
+    let mut text = format!("Refresh of batch {}:\n", ui.bold(b.short()));
+    if report.tasks.is_empty() {
+        text.push_str("  no open task to refresh\n");
+    }
+    let width = report.tasks.iter().map(|t| t.name.len()).max().unwrap_or(1);
+    for t in &report.tasks {
+        let state = if t.unresolved {
+            "unresolved"
+        } else {
+            t.state.as_str()
+        };
+        let painted = if t.state == TaskState::Conflicted {
+            ui.paint("31", state)
+        } else {
+            ui.paint("32", state)
+        };
+        let pad = " ".repeat(10usize.saturating_sub(state.len()));
+        let files: Vec<String> = t
+            .conflicted
+            .iter()
+            .map(|p| paths::quote(p.as_ref()))
+            .collect();
+        let detail = if t.unresolved {
+            format!(
+                "not refreshed: earlier conflicts are not resolved: {}",
+                files.join(", ")
+            )
+        } else if files.is_empty() {
+            "up to date with the source".to_string()
+        } else {
+            format!("conflicts in {}", files.join(", "))
+        };
+        text.push_str(&format!(
+            "  task {:<width$}  {painted}{pad} {detail}\n",
+            t.name
+        ));
+        if t.state == TaskState::Conflicted {
+            if let Some(k) = b.task(&t.name) {
+                text.push_str(&format!(
+                    "      resolve them in {} (edit, then `git add`), then apply again\n",
+                    super::show(&k.root)
+                ));
+            }
+        }
+    }
+    text
+}

@@ -1,0 +1,258 @@
+//! `git delegate run` (design §3.13): parse the arguments (prepare's,
+//! `--tasks`, `--jobs`, `--timeout`, `--verify`, `--no-apply`, the command
+//! after `--`), call the engine (`git_delegate::ops::run::run`: prepare, workers, apply),
+//! and render: on a terminal the workers' lines prefixed with their task and
+//! a status line per worker, then the workers and the apply as text, or
+//! the run document.
+//!
+//! Owns: the run command's arguments, human text and JSON document.
+//! Never: does git, filesystem or process work (the engine's `run` does).
+
+use serde_json::{json, Value};
+
+use crate::cli::RunArgs;
+use crate::ui::Ui;
+use git_delegate::error::Result;
+use git_delegate::ops::run::{Event, Watcher, Worker};
+use git_delegate::sys::paths::{self, BStr, ByteSlice};
+use git_delegate::writeback::Recovery;
+
+pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
+    // Everything about the arguments is checked before anything is made.
+    let specs = match &args.tasks_file {
+        Some(f) => git_delegate::ops::run::load_tasks(f)?,
+        None => Vec::new(),
+    };
+    let p = &args.prepare;
+    let names: Vec<String> = if !specs.is_empty() {
+        specs.iter().map(|s| s.name.clone()).collect()
+    } else {
+        match (p.count, p.tasks.is_empty()) {
+            (Some(n), _) => (1..=n).map(|i| i.to_string()).collect(),
+            (None, true) => vec!["1".to_string()],
+            (None, false) => p.tasks.clone(),
+        }
+    };
+    // run's workers run here, in the batch's workspaces (design §3.13).
+    if let Some(remote) = &p.remote {
+        return Err(git_delegate::error::Error::usage(
+            git_delegate::error::Code::Usage,
+            format!("run starts its workers on this machine, so its tasks cannot be remote (--remote {remote})"),
+            "for workers on other machines, `git delegate prepare --remote REMOTE`, then `join` and `submit` there and `git delegate apply` here",
+        ));
+    }
+    let prepare = super::prepare::options(p, names)?;
+    let timeout_secs = args.timeout.as_deref().map(super::parse_ttl).transpose()?;
+    let apply = if args.no_apply {
+        None
+    } else {
+        Some(git_delegate::ops::apply::Options {
+            verify: args.verify.clone(),
+            no_verify: args.no_verify,
+            verify_timeout_secs: args
+                .verify_timeout
+                .as_deref()
+                .map(super::parse_ttl)
+                .transpose()?,
+            ..Default::default()
+        })
+    };
+    let opts = git_delegate::ops::run::Options {
+        prepare,
+        specs,
+        command: args.command.clone(),
+        jobs: args.jobs.map(usize::from),
+        timeout_secs,
+        apply,
+    };
+    let source = super::source()?;
+    let shown = super::Shown::new(ui);
+    let live = Live::new(ui, &opts.prepare.names);
+    let report = git_delegate::ops::run::run(source, &opts, &shown, &live);
+    shown.recovered_into(recovered);
+    let report = report?;
+    let b = &report.prepared.batch;
+
+    if ui.json {
+        let workers: Vec<Value> = report.workers.iter().map(worker_doc).collect();
+        // The embedded apply document is whole, `schema` included.
+        let apply = report.apply.as_ref().map_or(Value::Null, |a| {
+            let mut doc = super::apply::report_doc(a);
+            if let Value::Object(m) = &mut doc {
+                m.insert("schema".into(), json!(crate::ui::SCHEMA));
+            }
+            doc
+        });
+        ui.doc_after(
+            json!({
+                "batch": b.id,
+                "workers": workers,
+                "apply": apply,
+                "interrupted": report.interrupted,
+                "ended_elsewhere": report.ended_elsewhere.is_some(),
+                "ended_by_apply": report.ended_elsewhere.as_ref().and_then(|e| e.apply_id.clone()),
+            }),
+            recovered,
+        );
+    }
+    let mut text = format!(
+        "Batch {}: {} worker{}\n",
+        ui.bold(b.short()),
+        report.workers.len(),
+        if report.workers.len() == 1 { "" } else { "s" }
+    );
+    let width = report
+        .workers
+        .iter()
+        .map(|w| w.name.len())
+        .max()
+        .unwrap_or(1);
+    for w in &report.workers {
+        let status = status_word(w);
+        let painted = if w.ok() {
+            ui.paint("32", &status)
+        } else {
+            ui.paint("31", &status)
+        };
+        let pad = " ".repeat(14usize.saturating_sub(status.len()));
+        text.push_str(&format!(
+            "  task {:<width$}  {painted}{pad} {:>7}  log {}\n",
+            w.name,
+            seconds(w.duration_ms),
+            super::show(&w.log)
+        ));
+    }
+    ui.say(&text);
+    if let Some(ended) = &report.ended_elsewhere {
+        // design §3.13: nothing was left for run to apply (exit 1).
+        ui.say(&match &ended.apply_id {
+            Some(id) => format!(
+                "Batch {} ended while its workers ran: another command applied it (apply {}, listed by `git delegate undo --list`), so run applied nothing.\n",
+                b.short(),
+                git_delegate::record::batch::short(id)
+            ),
+            None => format!(
+                "Batch {} ended while its workers ran: another command applied or dropped it, so run applied nothing.\n",
+                b.short()
+            ),
+        });
+        return Ok(1);
+    }
+    if report.interrupted {
+        ui.warn(&format!(
+            "git-delegate: interrupted: every worker was stopped and nothing was applied.\n  \
+             The batch stays open: apply it with `git delegate apply {id}`, or drop it with `git delegate drop {id} --force`\n",
+            id = b.id
+        ));
+        return Ok(1);
+    }
+    match &report.apply {
+        Some(a) if a.interrupted => {
+            super::apply::say(ui, a, false, false);
+            super::tell_finished(
+                ui,
+                &format!("the write-back into {}", super::show(&a.batch.source)),
+            );
+            return Ok(1);
+        }
+        Some(a) => super::apply::say(ui, a, false, false),
+        None => ui.say(&format!(
+            "Nothing was applied (--no-apply). When you are ready: git delegate apply {id}\n\
+             (or give the batch up: git delegate drop {id} --force)\n",
+            id = b.id
+        )),
+    }
+    Ok(if report.ok() { 0 } else { 1 })
+}
+
+fn status_word(w: &Worker) -> String {
+    if w.start_error.is_some() {
+        return "not started".into();
+    }
+    if w.timed_out {
+        return "timed out".into();
+    }
+    if w.stopped {
+        return "stopped".into();
+    }
+    match (w.exit, w.signal) {
+        (Some(c), _) => format!("exit {c}"),
+        (None, Some(s)) => format!("signal {s}"),
+        _ => "failed".into(),
+    }
+}
+
+fn seconds(ms: u64) -> String {
+    format!("{:.1}s", ms as f64 / 1000.0)
+}
+
+/// `workers[]` of the run document (design §3.13).
+fn worker_doc(w: &Worker) -> Value {
+    json!({
+        "name": w.name,
+        "exit": w.exit,
+        "signal": w.signal,
+        "timed_out": w.timed_out,
+        "duration_ms": w.duration_ms,
+        "log": paths::doc_path(&w.log),
+    })
+}
+
+/// The live view on a terminal: each worker line prefixed with its task
+/// (aligned, coloured by task where colour is on), a status line when a
+/// worker starts and when it ends. Nothing when piped or with `--json`.
+struct Live<'a> {
+    ui: &'a Ui,
+    names: Vec<String>,
+    width: usize,
+    on: bool,
+}
+
+impl<'a> Live<'a> {
+    fn new(ui: &'a Ui, names: &[String]) -> Live<'a> {
+        use std::io::IsTerminal;
+        Live {
+            ui,
+            names: names.to_vec(),
+            width: names.iter().map(String::len).max().unwrap_or(1),
+            on: !ui.json && std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn prefix(&self, idx: usize) -> String {
+        const COLOURS: [&str; 6] = ["36", "33", "35", "32", "34", "31"];
+        let name = self.names.get(idx).map_or("?", String::as_str);
+        self.ui.paint(
+            COLOURS[idx % COLOURS.len()],
+            &format!("{name:<width$}", width = self.width),
+        )
+    }
+}
+
+impl Watcher for Live<'_> {
+    fn wants_lines(&self) -> bool {
+        self.on
+    }
+
+    fn event(&self, event: Event<'_>) {
+        if !self.on {
+            return;
+        }
+        let text = match event {
+            Event::Started { idx } => format!("{} | -- running\n", self.prefix(idx)),
+            Event::Line { idx, line } => format!("{} | {}\n", self.prefix(idx), shown(line)),
+            Event::Ended { idx, worker } => format!(
+                "{} | -- {} after {}\n",
+                self.prefix(idx),
+                status_word(worker),
+                seconds(worker.duration_ms)
+            ),
+        };
+        self.ui.warn(&text);
+    }
+}
+
+fn shown(line: &BStr) -> String {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    crate::ui::escape_text(&line.to_str_lossy())
+}

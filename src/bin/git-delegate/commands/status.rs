@@ -1,0 +1,445 @@
+//! `git delegate status` (design §3.3): batches, leases, tasks, problems, and
+//! the proposals kept after their task ended (design §3.16 "kept").
+//! The report is the engine's (`status::run`, the problems `problems`'
+//! facts); this module words and lays it out. A batch whose prepare never
+//! completed is shown as such (design §3.15).
+
+use serde_json::{json, Value};
+
+use crate::cli::StatusArgs;
+use crate::ui::Ui;
+use git_delegate::error::Result;
+use git_delegate::ops::problems::{Fact, Problem};
+use git_delegate::record::batch::Batch;
+use git_delegate::workspace;
+
+/// A problem in `status`'s words.
+fn message(p: &Problem) -> String {
+    let short = p.short();
+    match &p.fact {
+        Fact::InterruptedPrepare => format!(
+            "batch {short} was never completely prepared (its prepare was killed) and holds no work; `git delegate gc` or `git delegate drop {short} --force` removes it"
+        ),
+        Fact::Stale(state) => format!(
+            "batch {short} is stale (lease {}); apply it, `{}`, or `git delegate gc`",
+            state.as_str(),
+            git_delegate::ops::renew::command(short, *state)
+        ),
+        Fact::UndoJournal { finishes: true, .. } => format!(
+            "the undo of apply {short} was interrupted after it had written its whole result; the next git delegate command that changes things finishes it (`git delegate gc` for one)"
+        ),
+        Fact::UndoJournal { left, .. } => format!(
+            "the undo of apply {short} was interrupted; the next git delegate command that changes things rolls it back{}",
+            if left.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (paths you changed since are left as you left them: {})",
+                    left.iter()
+                        .map(|l| format!("{}, its original kept at {}", git_delegate::sys::paths::quote(l.path.as_ref()), super::show(&l.kept)))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            }
+        ),
+        Fact::Journal { finishes: true, .. } => format!(
+            "batch {short} has an interrupted write-back that had written its whole result; the next git delegate command that changes things finishes it (the working tree keeps the result, and the apply is recorded), `git delegate gc` for one"
+        ),
+        Fact::Journal { left, .. } if left.is_empty() => format!(
+            "batch {short} has an interrupted write-back; the next git delegate command that changes things rolls it back, `git delegate gc` for one (a path you changed since is left as you left it, and named)"
+        ),
+        Fact::Journal { left, .. } => {
+            let named: Vec<String> = left
+                .iter()
+                .map(|l| {
+                    format!(
+                        "{} ({} is kept at {})",
+                        git_delegate::sys::paths::quote(l.path.as_ref()),
+                        if l.yours {
+                            "your version"
+                        } else {
+                            "its original"
+                        },
+                        super::show(&l.kept)
+                    )
+                })
+                .collect();
+            format!(
+                "batch {short}: rolling back its write-back left paths you changed as you left them: {}; keep yours by deleting the kept file, or move the kept file over the path, then run `git delegate gc`",
+                named.join(", ")
+            )
+        }
+        Fact::RefMoved { name, to, baseline } => format!(
+            "batch {short}: the ref {name} was moved to {to} by someone else (the baseline is {baseline})"
+        ),
+        Fact::RefMissing {
+            name,
+            baseline,
+            present: true,
+        } => format!(
+            "batch {short}: the ref {name} was deleted by someone else; the baseline commit {baseline} is still there but unprotected from `git gc`"
+        ),
+        Fact::RefMissing {
+            name,
+            baseline,
+            present: false,
+        } => format!(
+            "batch {short}: the ref {name} was deleted and the baseline commit {baseline} is gone; drop the batch"
+        ),
+        Fact::WorkspaceMissing { task, root } => format!(
+            "batch {short} task {task}: the workspace {} is missing; `git delegate drop {short} --force` ends the batch (apply the other tasks first: `git delegate apply {short}`)",
+            super::show(root)
+        ),
+        Fact::WorkspaceReplaced { task, root, why } => format!(
+            "batch {short} task {task}: the workspace {} {why}: it is no longer the workspace prepare made (never read nor removed); `git delegate drop {short} --force` ends the batch (apply the other tasks first: `git delegate apply {short}`)",
+            super::show(root)
+        ),
+        Fact::WorkspaceUnreadable { task, root } => format!(
+            "batch {short} task {task}: the workspace {} cannot be read, so its changes are unknown",
+            super::show(root)
+        ),
+        Fact::BrokenState { problem } => format!(
+            "batch {short}: its state is corrupt: {problem}; remove it with `git delegate drop {} --force` (the changes in its workspaces are saved as proposal refs first)",
+            p.batch
+        ),
+        Fact::ScratchOrphan { message } => message.clone(),
+        // design §3.18 "Leftovers".
+        Fact::TempFile(t) => format!(
+            "a temporary file of git-delegate was left by a command that was killed: {} ({}, last written {} ago); `git delegate gc` removes it",
+            super::show(&t.path),
+            super::human_bytes(t.bytes, "bytes"),
+            git_delegate::sys::time::human(t.age_secs as i64)
+        ),
+    }
+}
+
+pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
+    let source = super::source()?;
+    let report = git_delegate::ops::status::run(&source, args.batch.as_deref())?;
+    let kept = &report.kept;
+    let problems = &report.problems;
+    let kept_doc: Vec<Value> = kept
+        .iter()
+        .map(|k| {
+            json!({
+                "ref": k.ref_name,
+                "patch": k.patch.as_deref().map(git_delegate::sys::paths::doc_path),
+                "batch": k.batch,
+                "task": k.task,
+                "expires_at": git_delegate::sys::time::rfc3339(k.expires_at),
+                "kept_at": git_delegate::sys::time::rfc3339(k.kept_at),
+                "name": git_delegate::ops::kept::short_name(kept, k),
+            })
+        })
+        .collect();
+    let mut kept_text = kept_text(kept);
+    // Undo entries (design §3.11): how many, and how many are not undone.
+    let undo_entries = git_delegate::ops::undo::list(&source.state_dir());
+    let undoable = undo_entries.iter().filter(|e| !e.undone).count();
+    let undo_text = match undo_entries.len() {
+        0 => String::new(),
+        n => format!(
+            "{n} undo entr{} ({undoable} not undone): `git delegate undo --list`\n",
+            if n == 1 { "y" } else { "ies" }
+        ),
+    };
+    kept_text.push_str(&undo_text);
+    if !report.any && problems.is_empty() {
+        // The fast path (design §3.3: no batches, well under 20 ms).
+        if ui.json {
+            let mut doc = json!({ "batches": [], "problems": [] });
+            if !undo_entries.is_empty() {
+                doc["undo_entries"] = json!(undo_entries.len());
+            }
+            if !kept_doc.is_empty() {
+                doc["kept"] = json!(kept_doc);
+            }
+            ui.doc(doc);
+        } else if !args.check {
+            ui.say(&format!("No batches.\n{kept_text}"));
+        }
+        return Ok(0);
+    }
+    let batches: Vec<&Batch> = report.batches.iter().map(|s| &s.batch).collect();
+    let counts: Vec<&Vec<Option<usize>>> = report.batches.iter().map(|s| &s.counts).collect();
+    let procs: Vec<&Vec<Vec<git_delegate::sys::quiesce::Proc>>> =
+        report.batches.iter().map(|s| &s.processes).collect();
+    let code = if args.check && !problems.is_empty() {
+        1
+    } else {
+        0
+    };
+
+    // design §3.14: `--fetch` asks each batch's remote which remote tasks
+    // have submitted; a remote that cannot be asked is a warning (null).
+    let submitted: Vec<Option<std::collections::HashSet<String>>> = batches
+        .iter()
+        .map(|b| {
+            if !args.fetch || !b.tasks.iter().any(|t| t.remote) {
+                return None;
+            }
+            match git_delegate::ops::remote::submitted(&source, b) {
+                Ok(found) => Some(found.into_keys().collect()),
+                Err(e) => {
+                    ui.warn(&format!(
+                        "git-delegate: warning: {}
+  {}
+",
+                        e.message, e.help
+                    ));
+                    None
+                }
+            }
+        })
+        .collect();
+    if ui.json {
+        let docs: Vec<Value> = batches
+            .iter()
+            .zip(&counts)
+            .zip(&procs)
+            .zip(&submitted)
+            .map(|(((b, c), p), sub)| {
+                let known: Vec<usize> = c.iter().map(|n| n.unwrap_or(0)).collect();
+                let mut d = super::batch_doc_fetched(&source, b, Some(&known), sub.as_ref());
+                if let Value::Object(m) = &mut d {
+                    m.insert("schema".into(), json!(crate::ui::SCHEMA));
+                    // An unknown count is null, never a made-up number.
+                    if let Some(Value::Array(tasks)) = m.get_mut("tasks") {
+                        for ((t, n), p) in tasks.iter_mut().zip(c.iter()).zip(p.iter()) {
+                            if let Value::Object(t) = t {
+                                if n.is_none() {
+                                    t.insert("changed_paths".into(), Value::Null);
+                                }
+                                t.insert("processes".into(), super::apply::procs_doc(p));
+                            }
+                        }
+                    }
+                }
+                d
+            })
+            .collect();
+        let problems: Vec<Value> = problems
+            .iter()
+            .map(|p| {
+                let mut doc = json!({"batch": p.batch, "kind": p.kind(), "message": message(p)});
+                if let Fact::TempFile(t) = &p.fact {
+                    doc["path"] = json!(git_delegate::sys::paths::doc_path(&t.path));
+                    doc["bytes"] = json!(t.bytes);
+                }
+                if let Some(r) = p.recovery() {
+                    doc["recovery"] = json!(r);
+                }
+                doc
+            })
+            .collect();
+        let mut doc = json!({ "batches": docs, "problems": problems });
+        if !undo_entries.is_empty() {
+            doc["undo_entries"] = json!(undo_entries.len());
+        }
+        if !kept_doc.is_empty() {
+            doc["kept"] = json!(kept_doc);
+        }
+        ui.doc(doc);
+        return Ok(code);
+    }
+
+    if args.check {
+        let text: String = problems
+            .iter()
+            .map(|p| format!("{}\n", crate::ui::escape_text(&message(p))))
+            .collect();
+        ui.say(&text);
+        return Ok(code);
+    }
+    if batches.is_empty() && problems.is_empty() {
+        ui.say(&format!("No batches.\n{kept_text}"));
+        return Ok(0);
+    }
+    let now = git_delegate::sys::time::now();
+    let mut text = String::new();
+    for (shown, sub) in report.batches.iter().zip(&submitted) {
+        let (b, counts) = (&shown.batch, &shown.counts);
+        let created = git_delegate::sys::time::parse_rfc3339(&b.created_at).unwrap_or(now);
+        let state = b.lease.state();
+        let expires = b.lease.expires_at_secs() - now;
+        text.push_str(&format!(
+            "batch {}{}  {}  created {} ago  baseline {}{}\n",
+            ui.bold(b.short()),
+            b.label
+                .as_ref()
+                .map(|l| format!(" ({l})"))
+                .unwrap_or_default(),
+            b.mode,
+            git_delegate::sys::time::human(now - created),
+            &b.baseline[..7.min(b.baseline.len())],
+            b.source_head
+                .as_ref()
+                .map(|h| format!(" (on HEAD {})", &h[..7.min(h.len())]))
+                .unwrap_or_default(),
+        ));
+        let progress = git_delegate::ops::preparing::progress(b);
+        match progress {
+            Some(git_delegate::ops::preparing::Progress::Interrupted) => text.push_str(&format!(
+                "  {}: its prepare was killed; no worker was given it; `git delegate gc` removes it\n",
+                ui.paint("31", "interrupted")
+            )),
+            Some(git_delegate::ops::preparing::Progress::Preparing) => text.push_str(&format!(
+                "  {}: its prepare (pid {}) still runs\n",
+                ui.paint("33", "preparing"),
+                b.preparing.as_ref().map(|m| m.pid).unwrap_or_default()
+            )),
+            None => {}
+        }
+        let state = match progress {
+            Some(git_delegate::ops::preparing::Progress::Interrupted) => {
+                git_delegate::record::lease::State::Orphaned
+            }
+            _ => state,
+        };
+        let lease_state = match state {
+            git_delegate::record::lease::State::Live => ui.paint("32", "live"),
+            s => ui.paint("31", s.as_str()),
+        };
+        // "lease live, expires in 3h", "lease expired 5m ago" (the state
+        // said once), "lease orphaned, expired 5m ago".
+        let when = git_delegate::sys::time::human(expires);
+        text.push_str(&if expires > 0 {
+            format!("  lease {lease_state}, expires in {when}\n")
+        } else if state == git_delegate::record::lease::State::Expired {
+            format!("  lease {lease_state} {when} ago\n")
+        } else {
+            format!("  lease {lease_state}, expired {when} ago\n")
+        });
+        if let Some(pid) = b.lease.owner_pid {
+            text.push_str(&format!("  owner pid {pid} on {}\n", b.lease.host));
+        }
+        // The state column: 10 wide, wider for a longer state
+        // (`worker_failed`), so every row of the batch lines up.
+        let state_width = b
+            .tasks
+            .iter()
+            .map(|t| t.state.as_str().len())
+            .max()
+            .unwrap_or(0)
+            .max(10);
+        for (((t, n), health), procs) in b
+            .tasks
+            .iter()
+            .zip(counts)
+            .zip(&shown.health)
+            .zip(&shown.processes)
+        {
+            let n = n.map(|n| n.to_string()).unwrap_or_else(|| "?".into());
+            let where_ = match health {
+                // design §3.14: a remote task has no workspace here.
+                _ if t.remote => match sub {
+                    Some(s) if s.contains(&t.name) => "remote, submitted".to_string(),
+                    Some(_) => "remote, not submitted yet".to_string(),
+                    None if !t.state.is_open() => "remote".to_string(),
+                    None => format!(
+                        "remote: {}",
+                        git_delegate::ops::remote::join_command(b, &t.name).unwrap_or_default()
+                    ),
+                },
+                workspace::Health::Ours => super::show(&t.root),
+                workspace::Health::Missing if !t.state.is_open() => {
+                    "(workspace removed)".to_string()
+                }
+                workspace::Health::Missing => format!("{} (missing)", super::show(&t.root)),
+                workspace::Health::Foreign => {
+                    format!("{} (replaced; not ours)", super::show(&t.root))
+                }
+            };
+            text.push_str(&format!(
+                "  task {:<8} {:<state_width$} {:>4} changed  {where_}{}\n",
+                t.name,
+                if progress.is_some() {
+                    "incomplete"
+                } else {
+                    t.state.as_str()
+                },
+                n,
+                // Not when it only says the state again (`worker_failed`).
+                t.reason
+                    .as_ref()
+                    .filter(|r| r.as_str() != t.state.as_str())
+                    .map(|r| format!("  ({r})"))
+                    .unwrap_or_default()
+            ));
+            if t.state == git_delegate::record::batch::TaskState::Conflicted {
+                // Handed back by a refresh, or left by the worker's own git
+                // (design §3.12): the files still unresolved in its workspace.
+                let files: Vec<String> = t
+                    .conflicted_paths
+                    .iter()
+                    .map(|p| git_delegate::sys::paths::quote(p.as_bytes().into()))
+                    .collect();
+                if files.is_empty() && *health == workspace::Health::Ours {
+                    text.push_str(&format!(
+                        "      its conflicts are resolved in its workspace: `git delegate apply {}` lands it\n",
+                        b.short()
+                    ));
+                } else {
+                    text.push_str(&format!(
+                        "      conflicts for its worker to resolve (edit, then `git add`): {}\n",
+                        files.join(", ")
+                    ));
+                }
+            }
+            if let Some(log) = &t.verify_log {
+                // design §3.10: a rejected task names the failing run's log.
+                text.push_str(&format!("      verify log: {}\n", super::show(log)));
+            }
+            if !procs.is_empty() {
+                text.push_str("      processes running inside:\n");
+                text.push_str(&super::apply::procs_text(procs, "        "));
+            }
+        }
+    }
+    text.push_str(&kept_text);
+    for p in problems {
+        text.push_str(&format!(
+            "{} {}\n",
+            ui.paint("33", "problem:"),
+            crate::ui::escape_text(&message(p))
+        ));
+    }
+    ui.say(&text);
+    Ok(code)
+}
+
+/// The human lines for kept proposals (design §3.16 "kept"): name, age,
+/// expiry, ref and patch, and how to land one.
+fn kept_text(kept: &[git_delegate::record::kept::Kept]) -> String {
+    let Some(first) = kept.first() else {
+        return String::new();
+    };
+    let now = git_delegate::sys::time::now();
+    let mut text = String::new();
+    for k in kept {
+        let expiry = if k.expires_at > now {
+            format!(
+                "gc may remove it in {}",
+                git_delegate::sys::time::human(k.expires_at - now)
+            )
+        } else {
+            "gc may remove it now".to_string()
+        };
+        text.push_str(&format!(
+            "kept: {}, saved {} ago, {expiry} ({})\n      ref:   {}\n",
+            git_delegate::ops::kept::short_name(kept, k),
+            git_delegate::sys::time::human(now.saturating_sub(k.kept_at).max(0)),
+            git_delegate::sys::time::rfc3339(k.expires_at),
+            k.ref_name,
+        ));
+        if let Some(p) = &k.patch {
+            text.push_str(&format!("      patch: {}\n", super::show(p)));
+        }
+    }
+    text.push_str(&format!(
+        "Land one in this working tree with `git delegate apply --kept {}`; see one with `git show --stat {}`.\n",
+        git_delegate::ops::kept::short_name(kept, first),
+        first.ref_name
+    ));
+    text
+}

@@ -1,0 +1,776 @@
+//! Big blobs without holding them in memory: hashing and storing a working
+//! tree file, hashing a reader, and reading a blob back from the object
+//! store, all streamed in fixed-size chunks.
+//!
+//! gix 0.90 reads whole objects: `write_blob_stream` collects its input in a
+//! buffer, `find_object` inflates the whole object, and its filter pipeline
+//! converts in memory. Files up to [`STREAM_ABOVE`] bytes keep using those
+//! (they are fast and small); above it:
+//! - a working-tree file that no clean filter changes is hashed while it is
+//!   read, and only if the object store lacks that blob is it read again and
+//!   written as a loose object, streamed through zlib. Such a blob goes
+//!   straight to the object store even when the repository keeps new
+//!   objects in memory (an unreferenced object costs nothing; keeping it in
+//!   memory would cost its size);
+//! - a loose blob is read back through an inflating reader; a packed one is
+//!   read whole (gix has no streaming pack reader; apply's new blobs are loose);
+//! - content that a filter does change (`text`/`eol` conversion, `ident`,
+//!   `working-tree-encoding`) or that a filter driver produces is converted
+//!   in memory by gix, as before;
+//! - a file written out keeps holes where its content has whole blocks of
+//!   zeros ([`Sparse`]), as `cp --sparse=auto` does: a 1 GiB sparse file
+//!   lands as sparse as the worker left it.
+//!
+//! Owns: the streaming paths for big blobs, and the errors that name why a
+//! file could not be stored or written out (a full or read-only object
+//! store, a failing filter driver: its name, command and exit status).
+//! Never: changes the working tree or refs; a blob it writes always has
+//! the id of the bytes written (gix hashes them while writing).
+
+use std::io::{BufReader, Read, Seek};
+
+use gix::bstr::BStr;
+use gix::filter::plumbing::pipeline::convert::ToGitOutcome;
+use gix::objs::tree::EntryKind;
+use gix::ObjectId;
+
+/// Files and blobs larger than this are streamed.
+pub const STREAM_ABOVE: u64 = 8 << 20;
+
+const CHUNK: usize = 1 << 20;
+
+/// The blob id of `size` bytes read from `reader` (exactly that many; fewer is an error).
+pub fn hash_reader(
+    kind: gix::hash::Kind,
+    size: u64,
+    reader: &mut dyn Read,
+) -> std::io::Result<ObjectId> {
+    let mut hasher = gix::hash::hasher(kind);
+    hasher.update(&gix::objs::encode::loose_header(
+        gix::objs::Kind::Blob,
+        size,
+    ));
+    let mut buf = vec![0u8; CHUNK.min(size as usize).max(1)];
+    let mut left = size;
+    while left > 0 {
+        let want = buf.len().min(left as usize);
+        let n = reader.read(&mut buf[..want])?;
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the file became shorter while it was read",
+            ));
+        }
+        hasher.update(&buf[..n]);
+        left -= n as u64;
+    }
+    hasher.try_finalize().map_err(std::io::Error::other)
+}
+
+/// The clean filters `git add` would apply in `repo`'s working tree:
+/// attributes from the working tree's files, then from `index`.
+pub fn add_pipeline<'r>(
+    repo: &'r gix::Repository,
+    index: &gix::index::State,
+) -> crate::error::Result<gix::filter::Pipeline<'r>> {
+    let git = |e: gix::Error| crate::error::Error::git("cannot set up filters", e);
+    let attributes = repo
+        .attributes_only(
+            index,
+            gix::worktree::stack::state::attributes::Source::WorktreeThenIdMapping,
+        )
+        .map_err(git)?;
+    gix::filter::Pipeline::new(repo, attributes.detach()).map_err(git)
+}
+
+/// Like gix's `Pipeline::worktree_file_to_object` (clean filters, exec bit,
+/// symlinks, `None` for what cannot be tracked), but a big file that no
+/// clean filter changes is streamed: hashed first, written only when the
+/// object store lacks it. Smaller files, symlinks and filtered content take
+/// gix's own path.
+pub fn worktree_file_to_object(
+    repo: &gix::Repository,
+    pipeline: &mut gix::filter::Pipeline<'_>,
+    rela_path: &BStr,
+    index: &gix::index::State,
+) -> Result<Option<(ObjectId, EntryKind, std::fs::Metadata)>, gix::Error> {
+    let other = |e: std::io::Error| gix::Error::from_error(e);
+    let Some(workdir) = repo.workdir() else {
+        return pipeline.worktree_file_to_object(rela_path, index);
+    };
+    let rela = crate::sys::paths::to_os(rela_path);
+    let path = workdir.join(&rela);
+    let md = match std::fs::symlink_metadata(&path) {
+        Ok(md) => md,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(other(e)),
+    };
+    if !md.is_file() || md.len() <= STREAM_ABOVE {
+        return pipeline.worktree_file_to_object(rela_path, index);
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let kind = if md.permissions().mode() & 0o111 != 0 {
+        EntryKind::BlobExecutable
+    } else {
+        EntryKind::Blob
+    };
+    let file = std::fs::File::open(&path).map_err(other)?;
+    let size = file.metadata().map_err(other)?.len();
+    let mut reader = BufReader::with_capacity(CHUNK, file);
+    let filtered = match pipeline.convert_to_git(&mut reader, &rela, index)? {
+        ToGitOutcome::Unchanged(_) => None,
+        ToGitOutcome::Buffer(buf) => Some(repo.write_blob(buf)?.detach()),
+        ToGitOutcome::Process(mut read) => Some(repo.write_blob_stream(&mut read)?.detach()),
+    };
+    let id = match filtered {
+        Some(id) => id,
+        None => {
+            let id = hash_reader(repo.object_hash(), size, &mut reader).map_err(other)?;
+            if repo.has_object(id) {
+                id
+            } else {
+                let mut file = reader.into_inner();
+                file.rewind().map_err(other)?;
+                let mut limited = BufReader::with_capacity(CHUNK, file).take(size);
+                // The inner store, not the object memory: written as it is read.
+                gix::objs::Write::write_stream(
+                    &*repo.objects,
+                    gix::objs::Kind::Blob,
+                    size,
+                    &mut limited,
+                )?
+            }
+        }
+    };
+    Ok(Some((id, kind, md)))
+}
+
+/// The error for a working-tree file that could not be stored as a blob
+/// (`root` is the working tree, `rela_path` the file), named for its real
+/// cause: a full or read-only object store (written while hashing), a
+/// filter driver that failed, or else the file itself.
+pub fn store_failure(
+    repo: &gix::Repository,
+    root: &std::path::Path,
+    rela_path: &BStr,
+    err: &gix::Error,
+) -> crate::error::Error {
+    use crate::error::{Code, Error};
+    let shown = crate::sys::paths::quote(rela_path);
+    if let Some(f) = driver_failure(err) {
+        return filter_failed(
+            repo,
+            "clean",
+            filter_driver(repo, rela_path),
+            &format!("{shown} in {}", root.display()),
+            &f,
+        );
+    }
+    if let Some(e) = process_start_failed(repo, err, &format!("{shown} in {}", root.display())) {
+        return e;
+    }
+    let store = repo.objects.store_ref().path();
+    let objects = std::fs::canonicalize(store).unwrap_or_else(|_| store.to_path_buf());
+    if let Some(e) = crate::error::io_cause(err) {
+        if let Some(cause) = crate::error::FsCause::of(e) {
+            // Reading the file itself was denied: say so, not the store.
+            let written = !(cause == crate::error::FsCause::Denied
+                && std::fs::File::open(root.join(crate::sys::paths::to_os(rela_path))).is_err());
+            if written {
+                return cause.error(
+                    format!(
+                        "cannot store {shown} of {} in {}",
+                        root.display(),
+                        objects.display()
+                    ),
+                    Some(&objects),
+                    e,
+                );
+            }
+        }
+    }
+    Error::state(
+        Code::UnreadableFile,
+        format!("cannot read {shown} in {}: {err}", root.display()),
+        "make the file readable (or remove it), then run the command again",
+    )
+}
+
+/// The words that start a write-back failure of a smudge filter driver.
+pub const FILTER_FAILED: &str = "a smudge filter driver failed";
+/// The same for a clean filter driver (hashing what is on disk).
+pub const FILTER_FAILED_CLEAN: &str = "a clean filter driver failed";
+
+/// The exit status text of a filter driver process that failed, when that
+/// is what `err` reports.
+pub fn driver_failure(err: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let look = |e: &(dyn std::error::Error + 'static)| -> Option<String> {
+        let m = e.downcast_ref::<gix::error::Message>()?;
+        m.message.starts_with("Driver process").then(|| {
+            m.values
+                .get("exit_status")
+                .map(|v| v.to_string().trim_matches('"').to_string())
+                .unwrap_or_else(|| "failed".into())
+        })
+    };
+    let inner_of = |e: &'_ (dyn std::error::Error + 'static)| {
+        e.downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|i| look(i))
+    };
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if let Some(f) = look(e).or_else(|| inner_of(e)) {
+            return Some(f);
+        }
+        if let Some(g) = e.downcast_ref::<gix::Error>() {
+            if let Some(f) = g
+                .iter_errors()
+                .find_map(|e| look(e).or_else(|| inner_of(e)))
+            {
+                return Some(f);
+            }
+        }
+        cur = e.source();
+    }
+    None
+}
+
+/// The error for a `required` filter driver (`None`: unknown) whose
+/// `direction` (`clean` or `smudge`) process failed on `place` with `status`.
+pub fn filter_failed(
+    repo: &gix::Repository,
+    direction: &str,
+    driver: Option<String>,
+    place: &str,
+    status: &str,
+) -> crate::error::Error {
+    let Some(driver) = driver else {
+        return crate::error::Error::state(
+            crate::error::Code::FilterFailed,
+            format!("a {direction} filter driver failed on {place}: {status}"),
+            "fix the filter driver that the file's `filter` attribute names, or make it optional with `git config filter.<driver>.required false`, then run the command again",
+        );
+    };
+    let command = repo
+        .config_snapshot()
+        .string(format!("filter.{driver}.{direction}").as_str())
+        .map(|c| c.to_string())
+        .unwrap_or_default();
+    crate::error::Error::state(
+        crate::error::Code::FilterFailed,
+        format!("the {direction} filter `{driver}` ({command}) failed on {place}: {status}"),
+        format!(
+            "fix the filter driver (`git config filter.{driver}.{direction}`), or let git run without it with `git config filter.{driver}.required false`, then run the command again"
+        ),
+    )
+}
+
+/// The error for a checkout into `root` that a filter driver failed, when
+/// that is what `err` reports. gix does not say which file: the driver is
+/// found by its command, and the first file of the index it applies to is
+/// named as an example.
+pub fn checkout_filter_failed(
+    repo: &gix::Repository,
+    index: &gix::index::State,
+    root: &std::path::Path,
+    err: &(dyn std::error::Error + 'static),
+) -> Option<crate::error::Error> {
+    if let Some(e) = process_start_failed(repo, err, &root.display().to_string()) {
+        return Some(e);
+    }
+    let Some(status) = driver_failure(err) else {
+        return process_filter_failed(repo, index, root, err);
+    };
+    let driver = failed_driver(repo, err, "smudge");
+    let example = driver
+        .as_deref()
+        .and_then(|d| first_file_with_filter(repo, index, d));
+    let place = match &example {
+        Some(p) => format!(
+            "{} in {}",
+            crate::sys::paths::quote(p.as_ref()),
+            root.display()
+        ),
+        None => format!("a file in {}", root.display()),
+    };
+    Some(filter_failed(repo, "smudge", driver, &place, &status))
+}
+
+/// The error for a long-running filter process (`filter.<driver>.process`)
+/// that could not be started or did not answer the handshake, when that is
+/// what `err` reports: most often its program is not installed (a
+/// repository using Git LFS on a machine without git-lfs, where `git add`
+/// and `git checkout` fail too). `place` is what was being filtered.
+pub fn process_start_failed(
+    repo: &gix::Repository,
+    err: &(dyn std::error::Error + 'static),
+    place: &str,
+) -> Option<crate::error::Error> {
+    let text = message_starting(err, "Process handshake with command")?;
+    let config = repo.config_snapshot();
+    let (driver, command) = config
+        .sections_by_name("filter")
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            let name = s.header().subsection_name()?.to_string();
+            let command = s.value("process")?.to_string();
+            text.contains(&format!("{command:?}"))
+                .then_some((name, command))
+        })
+        .next()?;
+    let program = command
+        .split_whitespace()
+        .next()
+        .unwrap_or(&command)
+        .to_string();
+    Some(crate::error::Error::state(
+        crate::error::Code::FilterFailed,
+        format!(
+            "the filter `{driver}` ({command}) could not be started for {place}: is `{program}` installed and on PATH?"
+        ),
+        format!(
+            "install `{program}` (git needs it for these files too: `git add` and `git checkout` fail the same way; for Git LFS, the `git-lfs` package), check that `{program}` runs from this shell, then run the command again"
+        ),
+    ))
+}
+
+/// The first `gix::error::Message` in `err` (its causes, and what a
+/// `gix::Error` or an `io::Error` carries) whose text starts with `start`.
+fn message_starting(err: &(dyn std::error::Error + 'static), start: &str) -> Option<String> {
+    let is = |e: &(dyn std::error::Error + 'static)| {
+        e.downcast_ref::<gix::error::Message>()
+            .filter(|m| m.message.starts_with(start))
+            .map(|m| m.message.to_string())
+    };
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if let Some(t) = is(e) {
+            return Some(t);
+        }
+        if let Some(g) = e.downcast_ref::<gix::Error>() {
+            if let Some(t) = g.iter_errors().find_map(is) {
+                return Some(t);
+            }
+        }
+        if let Some(inner) = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            if let Some(t) = message_starting(inner, start) {
+                return Some(t);
+            }
+        }
+        cur = e.source();
+    }
+    None
+}
+
+/// A long-running filter process (`filter.<driver>.process`, such as Git
+/// LFS's `git-lfs filter-process`) that gave up during a checkout: gix
+/// reports only the protocol it broke off (its output ended early), so the
+/// driver is the process driver that applies to a file of the index (the
+/// first such file named as an example), and the driver's own messages on
+/// stderr say why.
+fn process_filter_failed(
+    repo: &gix::Repository,
+    index: &gix::index::State,
+    root: &std::path::Path,
+    err: &(dyn std::error::Error + 'static),
+) -> Option<crate::error::Error> {
+    if !ended_early(err) {
+        return None;
+    }
+    let config = repo.config_snapshot();
+    let (driver, command, example) = config
+        .sections_by_name("filter")
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            let name = s.header().subsection_name()?.to_string();
+            let command = s.value("process")?.to_string();
+            Some((name, command))
+        })
+        .find_map(|(name, command)| {
+            let example = first_file_with_filter(repo, index, &name)?;
+            Some((name, command, example))
+        })?;
+    let help = if driver == "lfs" {
+        "git-lfs says above why it could not give the files' content (often: the LFS objects are not in this clone and the LFS server cannot be reached): fetch them with `git lfs fetch` once it can be, or run the command with GIT_LFS_SKIP_SMUDGE=1 to give the workspaces the pointers instead, as `git worktree add` would".to_string()
+    } else {
+        format!(
+            "the driver's own messages above say why: fix what they report (`git config filter.{driver}.process` shows the command), then run the command again"
+        )
+    };
+    Some(crate::error::Error::state(
+        crate::error::Code::FilterFailed,
+        format!(
+            "the smudge filter `{driver}` ({command}) failed while checking out {} (such as {}): it stopped answering ({err})",
+            root.display(),
+            crate::sys::paths::quote(example.as_ref())
+        ),
+        help,
+    ))
+}
+
+/// Whether `err` is (or holds) an I/O error of output that ended early or
+/// a pipe that closed: how a filter process that gave up shows.
+fn ended_early(err: &(dyn std::error::Error + 'static)) -> bool {
+    use std::io::ErrorKind::{BrokenPipe, UnexpectedEof};
+    let one = |e: &(dyn std::error::Error + 'static)| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| matches!(io.kind(), UnexpectedEof | BrokenPipe))
+            // std's text for `read_exact` ending early, as gix passes it on.
+            || e.to_string() == "failed to fill whole buffer"
+    };
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if one(e) {
+            return true;
+        }
+        if let Some(g) = e.downcast_ref::<gix::Error>() {
+            if g.iter_errors().any(one) {
+                return true;
+            }
+        }
+        cur = e.source();
+    }
+    false
+}
+
+/// The name of the filter driver (`filter.<name>`) whose `direction`
+/// (`clean` or `smudge`) command failed in `err`: gix names the command it
+/// ran, not the driver, so it is found by its command.
+pub fn failed_driver(
+    repo: &gix::Repository,
+    err: &(dyn std::error::Error + 'static),
+    direction: &str,
+) -> Option<String> {
+    let text = failure_text(err)?;
+    let config = repo.config_snapshot();
+    let found = config
+        .sections_by_name("filter")
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            let name = s.header().subsection_name()?.to_string();
+            let cmd = s.value(direction)?.to_string();
+            text.contains(&format!("{cmd:?}")).then_some(name)
+        })
+        .next();
+    found
+}
+
+/// The text of the filter driver failure in `err`.
+fn failure_text(err: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if let Some(g) = e.downcast_ref::<gix::Error>() {
+            for inner in g.iter_errors() {
+                if let Some(m) = inner.downcast_ref::<gix::error::Message>() {
+                    if m.message.starts_with("Driver process") {
+                        return Some(m.message.to_string());
+                    }
+                }
+            }
+        }
+        if let Some(m) = e.downcast_ref::<gix::error::Message>() {
+            if m.message.starts_with("Driver process") {
+                return Some(m.message.to_string());
+            }
+        }
+        // A failure met while streaming arrives inside an `io::Error`.
+        if let Some(inner) = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+        {
+            if let Some(t) = failure_text(inner) {
+                return Some(t);
+            }
+        }
+        cur = e.source();
+    }
+    None
+}
+
+/// The first file of `index` whose `filter` attribute is `driver`
+/// (attributes from the index's own `.gitattributes` files).
+fn first_file_with_filter(
+    repo: &gix::Repository,
+    index: &gix::index::State,
+    driver: &str,
+) -> Option<gix::bstr::BString> {
+    let mut stack = repo
+        .attributes_only(
+            index,
+            gix::worktree::stack::state::attributes::Source::IdMapping,
+        )
+        .ok()?;
+    let mut out = stack.selected_attribute_matches(["filter"]);
+    for entry in index.entries() {
+        let path = entry.path(index);
+        let Ok(platform) = stack.at_entry(path, None) else {
+            continue;
+        };
+        platform.matching_attributes(&mut out);
+        let hit = out.iter_selected().any(|m| {
+            m.assignment
+                .state
+                .as_bstr()
+                .is_some_and(|v| v == driver.as_bytes())
+        });
+        if hit {
+            return Some(path.to_owned());
+        }
+    }
+    None
+}
+
+/// The `filter` attribute of `rela_path` in `repo`'s working tree.
+fn filter_driver(repo: &gix::Repository, rela_path: &BStr) -> Option<String> {
+    let index = repo.index_or_empty().ok()?;
+    let mut stack = repo
+        .attributes_only(
+            &index,
+            gix::worktree::stack::state::attributes::Source::WorktreeThenIdMapping,
+        )
+        .ok()?;
+    let mut out = stack.selected_attribute_matches(["filter"]);
+    let platform = stack.at_entry(rela_path, None).ok()?;
+    platform.matching_attributes(&mut out);
+    let name = out
+        .iter_selected()
+        .find_map(|m| m.assignment.state.as_bstr().map(|v| v.to_string()));
+    name
+}
+
+/// A reader of a blob's content: streamed (inflated chunk by chunk) when it
+/// is a big loose object, else read whole.
+pub fn open(repo: &gix::Repository, id: ObjectId) -> Result<Box<dyn Read>, gix::Error> {
+    let header = repo.find_header(id)?;
+    if header.size() > STREAM_ABOVE {
+        if let gix::odb::find::Header::Loose { .. } = header {
+            if let Some(r) = Loose::open(repo, id) {
+                return Ok(Box::new(r));
+            }
+        }
+    }
+    let blob = repo.find_blob(id)?;
+    Ok(Box::new(std::io::Cursor::new(blob.detach().data)))
+}
+
+/// Copy `from` into `to` in chunks of a megabyte.
+pub fn copy(from: &mut dyn Read, to: &mut dyn std::io::Write) -> std::io::Result<u64> {
+    let mut buf = vec![0u8; CHUNK];
+    let mut total = 0;
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        to.write_all(&buf[..n])?;
+        total += n as u64;
+    }
+}
+
+/// The size of a blob's content, from its header.
+pub fn size(repo: &gix::Repository, id: ObjectId) -> Result<u64, gix::Error> {
+    Ok(repo.find_header(id)?.size())
+}
+
+/// A loose object's content, inflated as it is read.
+struct Loose {
+    file: BufReader<std::fs::File>,
+    state: gix::zlib::Decompress,
+    /// Content bytes still to come.
+    left: u64,
+}
+
+impl Loose {
+    /// `None` when the object is not a readable loose blob of this
+    /// repository's own object folder (the caller then reads it whole).
+    fn open(repo: &gix::Repository, id: ObjectId) -> Option<Loose> {
+        let hex = id.to_hex().to_string();
+        let path = repo
+            .common_dir()
+            .join("objects")
+            .join(&hex[..2])
+            .join(&hex[2..]);
+        let file = std::fs::File::open(path).ok()?;
+        let mut r = Loose {
+            file: BufReader::with_capacity(CHUNK, file),
+            state: gix::zlib::Decompress::new(),
+            left: u64::MAX,
+        };
+        // The header: `blob <size>\0`, at most 28 bytes.
+        let mut head = [0u8; 32];
+        let mut got = 0;
+        while got < head.len() {
+            let n = gix::zlib::stream::inflate::read(
+                &mut r.file,
+                &mut r.state,
+                &mut head[got..got + 1],
+            )
+            .ok()?;
+            if n == 0 {
+                return None;
+            }
+            got += 1;
+            if head[got - 1] == 0 {
+                break;
+            }
+        }
+        let (kind, size, used) = gix::objs::decode::loose_header(&head[..got]).ok()?;
+        (kind == gix::objs::Kind::Blob && used == got).then_some(())?;
+        r.left = size;
+        Some(r)
+    }
+}
+
+impl Read for Loose {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 || buf.is_empty() {
+            return Ok(0);
+        }
+        let want = buf.len().min(self.left.min(usize::MAX as u64) as usize);
+        let n =
+            gix::zlib::stream::inflate::read(&mut self.file, &mut self.state, &mut buf[..want])?;
+        if n == 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "a loose object ended early",
+            ));
+        }
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+/// Whether writing `rela_path` out for the working tree changes nothing
+/// about its content (no `eol`, `ident`, encoding or filter driver applies
+/// to it), so its blob can be copied as it is. Probed with a small text
+/// that every such conversion would change.
+pub fn smudge_is_identity(pipeline: &mut gix::filter::Pipeline<'_>, rela_path: &BStr) -> bool {
+    let opts = gix::filter::plumbing::pipeline::convert::to_worktree::Options {
+        can_delay: gix::filter::plumbing::driver::apply::Delay::Forbid,
+        ..Default::default()
+    };
+    let probe: &[u8] = b"$Id$\nx\n";
+    match pipeline.convert_to_worktree(probe, rela_path, opts) {
+        Ok(out) => !out.is_changed(),
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_reader_matches_git() {
+        // `printf hello | git hash-object --stdin`
+        let id = hash_reader(gix::hash::Kind::Sha1, 5, &mut &b"hello"[..]).unwrap();
+        assert_eq!(id.to_string(), "b6fc4c620b67d95f953a5c1c1230aaab5db5a1b0");
+        assert!(hash_reader(gix::hash::Kind::Sha1, 6, &mut &b"hello"[..]).is_err());
+    }
+}
+
+/// The block size holes are made of: a whole block of zeros at a block
+/// boundary is skipped (a hole), anything else written.
+const HOLE_BLOCK: usize = 4096;
+
+/// A writer into a new, empty file that leaves holes where whole
+/// [`HOLE_BLOCK`]s of zeros are written (on filesystems that keep holes;
+/// elsewhere the kernel fills them). Call [`Sparse::finish`] after the last
+/// write: it sets the length, so a file that ends in zeros has them.
+pub struct Sparse<'f> {
+    file: &'f std::fs::File,
+    pos: u64,
+}
+
+impl<'f> Sparse<'f> {
+    pub fn new(file: &'f std::fs::File) -> Sparse<'f> {
+        Sparse { file, pos: 0 }
+    }
+
+    /// Give the file its whole length (a trailing hole has no bytes yet).
+    pub fn finish(self) -> std::io::Result<()> {
+        if self.file.metadata()?.len() < self.pos {
+            self.file.set_len(self.pos)?;
+        }
+        Ok(())
+    }
+
+    /// Write `bytes` at the current position (one `pwrite` per run).
+    fn put(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        self.file.write_all_at(bytes, self.pos)?;
+        self.pos += bytes.len() as u64;
+        Ok(())
+    }
+}
+
+impl std::io::Write for Sparse<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let mut i = 0;
+        // The bytes from `run` on are not zero blocks: written together.
+        let mut run = 0;
+        while i < buf.len() {
+            let at = (self.pos as usize + (i - run)) % HOLE_BLOCK;
+            let take = (HOLE_BLOCK - at).min(buf.len() - i);
+            let block = &buf[i..i + take];
+            if at == 0 && take == HOLE_BLOCK && block.iter().all(|&b| b == 0) {
+                self.put(&buf[run..i])?;
+                self.pos += HOLE_BLOCK as u64;
+                run = i + take;
+            }
+            i += take;
+        }
+        self.put(&buf[run..])?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod sparse_tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn zero_blocks_become_holes_and_the_bytes_are_the_same() {
+        let dir = std::env::temp_dir().join(format!("gd-sparse-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Data, 16 MiB of zeros, data that straddles a block, zeros at the end.
+        let mut want = b"head".to_vec();
+        want.resize(want.len() + (16 << 20), 0);
+        want.extend_from_slice(&[7u8; 5000]);
+        want.resize(want.len() + (4 << 20), 0);
+        for chunk in [4095usize, 4096, 65536, 1 << 20] {
+            let path = dir.join(format!("f{chunk}"));
+            let file = std::fs::File::create(&path).unwrap();
+            let mut w = Sparse::new(&file);
+            for piece in want.chunks(chunk) {
+                w.write_all(piece).unwrap();
+            }
+            w.finish().unwrap();
+            assert_eq!(std::fs::read(&path).unwrap(), want, "chunk {chunk}");
+            if chunk >= 4096 {
+                use std::os::unix::fs::MetadataExt;
+                let allocated = std::fs::metadata(&path).unwrap().blocks() * 512;
+                // Holes where the filesystem keeps them (tmpfs, ext4, xfs, btrfs).
+                assert!(
+                    allocated < 4 << 20,
+                    "chunk {chunk}: {allocated} bytes allocated"
+                );
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,859 @@
+//! Patches: a binary, full-index diff between two trees that
+//! `git apply --3way` accepts (the recovery form of a proposal), and the
+//! same diff as plain `git diff` prints it (`Form`, for `git delegate diff`).
+//!
+//! Owns: rendering a diff of two trees as git patch text, in the form
+//! `git diff --full-index --binary --no-renames` prints: `diff --git`
+//! headers with C-quoted odd names (as with `core.quotePath=true`), mode
+//! lines, full `index` lines, unified text hunks with 3 lines of context,
+//! and `GIT binary patch` literal blocks (zlib + git's base85) for binary
+//! files. A type change (file <-> symlink) is a deletion and an addition.
+//! A blob of more than 8 MiB ([`crate::git::blob::STREAM_ABOVE`]) is never read
+//! into the patch: its change is git's `Binary files a/x and b/x differ`
+//! line under the full `index` line, which `git apply` (and `--3way`)
+//! applies by taking the new blob from the object store, where the
+//! proposal ref keeps it (a literal of a 1 GiB file would be a patch of
+//! more than a gigabyte, built in memory).
+//! For a terminal, the same text painted as `git diff --color` paints it
+//! (`render_changes_painted`).
+//! Never: touches the working tree or refs.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use gix::objs::tree::EntryKind;
+use gix::ObjectId;
+
+use crate::error::{Error, Result};
+use crate::git::diff::{self, PathChange};
+
+/// How a patch is written: as `git diff` prints it (abbreviated `index`
+/// lines, `Binary files ... differ` for binary files), or with
+/// `--full-index` and `--binary` (what `git apply` takes for binary
+/// files, and the form of the patches kept beside proposals). As in git,
+/// a binary patch's `index` line has full ids even without --full-index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Form {
+    pub full_index: bool,
+    pub binary: bool,
+}
+
+impl Form {
+    /// `git diff --full-index --binary`: the kept patches' form.
+    pub const FULL: Form = Form {
+        full_index: true,
+        binary: true,
+    };
+    /// `git diff` with git's defaults.
+    pub const GIT_DIFF: Form = Form {
+        full_index: false,
+        binary: false,
+    };
+}
+
+/// Lines of context around each text hunk.
+const CONTEXT: u32 = 3;
+/// How much of a blob git looks at to decide that it is binary.
+const FIRST_FEW_BYTES: usize = 8000;
+
+/// Write the patch from `old_tree` to `new_tree` to `out` (temp + rename).
+pub fn write_patch(
+    repo: &gix::Repository,
+    old_tree: ObjectId,
+    new_tree: ObjectId,
+    out: &Path,
+) -> Result<()> {
+    let text = render(repo, old_tree, new_tree)?;
+    crate::sys::fs::write_atomic(out, &text)
+}
+
+/// The patch from `old_tree` to `new_tree` as bytes.
+pub fn render(repo: &gix::Repository, old_tree: ObjectId, new_tree: ObjectId) -> Result<Vec<u8>> {
+    render_changes(repo, &diff::trees(repo, old_tree, new_tree)?, Form::FULL)
+}
+
+/// The patch of `changes` (from [`diff::trees`], possibly a subset) as bytes.
+pub fn render_changes(
+    repo: &gix::Repository,
+    changes: &[PathChange],
+    form: Form,
+) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let ids = Ids::new(repo, form);
+    for change in changes {
+        render_change(repo, change, &mut out, &ids)?;
+    }
+    Ok(out)
+}
+
+/// The patch of `changes` as `git diff --color=always` prints it with
+/// git's default colours and whitespace rules (`core.whitespace` unset):
+/// headers bold, `@@` lines cyan, removed lines red, added lines green with
+/// whitespace errors (trailing blanks, a space before a tab in the indent,
+/// blank lines added at the end of the file) on a red background; binary
+/// patches plain. Byte-equal to git's output for the same changes.
+pub fn render_changes_painted(
+    repo: &gix::Repository,
+    changes: &[PathChange],
+    form: Form,
+) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut plain = Vec::new();
+    let ids = Ids::new(repo, form);
+    for change in changes {
+        plain.clear();
+        render_change(repo, change, &mut plain, &ids)?;
+        let eof = blank_at_eof_of(repo, change)?;
+        paint::section(&plain, eof, &mut out);
+    }
+    Ok(out)
+}
+
+/// git's `check_blank_at_eof` for one change: where added blank lines
+/// start being "blank at end of file" errors, as (preimage, postimage)
+/// line thresholds; `None` when no added line can be one.
+fn blank_at_eof_of(repo: &gix::Repository, c: &PathChange) -> Result<Option<(u32, u32)>> {
+    let text = |side: Option<(EntryKind, ObjectId)>| -> Result<Option<Vec<u8>>> {
+        match side {
+            None => Ok(Some(Vec::new())),
+            Some((kind, id)) if too_big(repo, kind, id)? => Ok(None),
+            Some((kind, id)) => Ok(Some(content(repo, kind, id)?)),
+        }
+    };
+    let old = match (c.old, c.new) {
+        (Some((ok, _)), Some((nk, _))) if !same_type(ok, nk) => None,
+        (old, _) => old,
+    };
+    let (Some(o), Some(n)) = (text(old)?, text(c.new)?) else {
+        return Ok(None);
+    };
+    if is_binary(&o) || is_binary(&n) {
+        return Ok(None);
+    }
+    Ok(paint::blank_at_eof(&o, &n))
+}
+
+fn mode(kind: EntryKind) -> &'static str {
+    match kind {
+        EntryKind::Blob => "100644",
+        EntryKind::BlobExecutable => "100755",
+        EntryKind::Link => "120000",
+        EntryKind::Commit => "160000",
+        EntryKind::Tree => "040000",
+    }
+}
+
+/// Same kind of object on both sides, so a content diff makes sense.
+fn same_type(a: EntryKind, b: EntryKind) -> bool {
+    let class = |k: EntryKind| match k {
+        EntryKind::Blob | EntryKind::BlobExecutable => 0,
+        EntryKind::Link => 1,
+        EntryKind::Commit => 2,
+        EntryKind::Tree => 3,
+    };
+    class(a) == class(b)
+}
+
+/// Object ids as the `index` lines of a [`Form`] show them: full, or
+/// abbreviated as git abbreviates them (`core.abbrev`, else its "auto"
+/// length from the number of packed objects, at least 7; longer where a
+/// prefix is not unique in the object store; the null id as that many
+/// zeros).
+struct Ids<'r> {
+    repo: &'r gix::Repository,
+    full: bool,
+    /// Binary files as `GIT binary patch` literals (`--binary`).
+    binary: bool,
+}
+
+impl<'r> Ids<'r> {
+    fn new(repo: &'r gix::Repository, form: Form) -> Ids<'r> {
+        Ids {
+            repo,
+            full: form.full_index,
+            binary: form.binary,
+        }
+    }
+
+    /// `id` for an `index` line; `full` where the file's patch needs it
+    /// (git writes the ids of a binary patch in full).
+    fn show(&self, id: ObjectId, full: bool) -> String {
+        if self.full || full {
+            return id.to_string();
+        }
+        let len = self.auto_len().min(id.kind().len_in_hex());
+        if id.is_null() {
+            return "0".repeat(len);
+        }
+        // An object only in object memory (a workspace's new file) is
+        // not in the store: its prefix of the default length is unique
+        // there.
+        match self
+            .repo
+            .find_object(id)
+            .ok()
+            .and_then(|o| o.id().shorten().ok())
+        {
+            Some(prefix) => prefix.to_string(),
+            None => id.to_hex_with_len(len).to_string(),
+        }
+    }
+
+    fn auto_len(&self) -> usize {
+        let configured = self
+            .repo
+            .config_snapshot()
+            .string("core.abbrev")
+            .and_then(|v| {
+                use gix::bstr::ByteSlice;
+                v.to_str().ok().and_then(|v| v.trim().parse::<usize>().ok())
+            });
+        if let Some(n) = configured {
+            return n.max(4);
+        }
+        let count = self.repo.objects.packed_object_count().unwrap_or(0);
+        ((64 - count.leading_zeros()).div_ceil(2)).max(7) as usize
+    }
+}
+
+fn render_change(
+    repo: &gix::Repository,
+    c: &PathChange,
+    out: &mut Vec<u8>,
+    ids: &Ids<'_>,
+) -> Result<()> {
+    let path = c.path.as_slice();
+    match (c.old, c.new) {
+        (Some((ok, oid)), Some((nk, nid))) if same_type(ok, nk) => {
+            header(out, path);
+            if ok != nk {
+                let _ = writeln!(out, "old mode {}", mode(ok));
+                let _ = writeln!(out, "new mode {}", mode(nk));
+            }
+            if oid != nid {
+                let big = too_big(repo, ok, oid)? || too_big(repo, nk, nid)?;
+                let texts = if big {
+                    None
+                } else {
+                    Some((content(repo, ok, oid)?, content(repo, nk, nid)?))
+                };
+                // git writes a binary patch's ids in full (--binary).
+                let full = match &texts {
+                    Some((o, n)) => ids.binary && (is_binary(o) || is_binary(n)),
+                    None => ids.binary,
+                };
+                let (o, n) = (ids.show(oid, full), ids.show(nid, full));
+                if ok == nk {
+                    let _ = writeln!(out, "index {o}..{n} {}", mode(nk));
+                } else {
+                    let _ = writeln!(out, "index {o}..{n}");
+                }
+                match texts {
+                    None => by_id(out, path, true, true),
+                    Some((old, new)) => body(out, path, Some(&old), Some(&new), ids.binary),
+                }
+            }
+        }
+        (Some(old), Some(new)) => {
+            whole(repo, out, path, old, false, ids)?;
+            whole(repo, out, path, new, true, ids)?;
+        }
+        (None, Some(new)) => whole(repo, out, path, new, true, ids)?,
+        (Some(old), None) => whole(repo, out, path, old, false, ids)?,
+        (None, None) => {}
+    }
+    Ok(())
+}
+
+/// A file that only one side has: added (`new` side) or deleted.
+fn whole(
+    repo: &gix::Repository,
+    out: &mut Vec<u8>,
+    path: &[u8],
+    (kind, id): (EntryKind, ObjectId),
+    added: bool,
+    ids: &Ids<'_>,
+) -> Result<()> {
+    header(out, path);
+    let big = too_big(repo, kind, id)?;
+    let data = if big {
+        Vec::new()
+    } else {
+        content(repo, kind, id)?
+    };
+    // git writes a binary patch's ids in full (--binary).
+    let full = ids.binary && (big || is_binary(&data));
+    let null = ids.show(ObjectId::null(id.kind()), full);
+    let shown = ids.show(id, full);
+    if added {
+        let _ = writeln!(out, "new file mode {}", mode(kind));
+        let _ = writeln!(out, "index {null}..{shown}");
+    } else {
+        let _ = writeln!(out, "deleted file mode {}", mode(kind));
+        let _ = writeln!(out, "index {shown}..{null}");
+    }
+    if big {
+        by_id(out, path, !added, added);
+        return Ok(());
+    }
+    if !data.is_empty() {
+        let (old, new) = if added {
+            (None, Some(&data[..]))
+        } else {
+            (Some(&data[..]), None)
+        };
+        body(out, path, old, new, ids.binary);
+    }
+    Ok(())
+}
+
+/// A blob too big to be written into the patch: more than
+/// [`crate::git::blob::STREAM_ABOVE`] bytes.
+fn too_big(repo: &gix::Repository, kind: EntryKind, id: ObjectId) -> Result<bool> {
+    if !matches!(kind, EntryKind::Blob | EntryKind::BlobExecutable) {
+        return Ok(false);
+    }
+    let size = crate::git::blob::size(repo, id)
+        .map_err(|e| Error::git(format!("cannot read object {id} for a patch"), e))?;
+    Ok(size > crate::git::blob::STREAM_ABOVE)
+}
+
+/// The content part of a big blob's change: git's "Binary files ...
+/// differ" line, without data. The full `index` line above names both
+/// blobs, and `git apply` (with or without `--3way`) takes the new one from
+/// the object store, where the proposal ref keeps it.
+fn by_id(out: &mut Vec<u8>, path: &[u8], old: bool, new: bool) {
+    out.extend_from_slice(b"Binary files ");
+    if old {
+        out.extend_from_slice(&quote_prefixed(b"a/", path));
+    } else {
+        out.extend_from_slice(b"/dev/null");
+    }
+    out.extend_from_slice(b" and ");
+    if new {
+        out.extend_from_slice(&quote_prefixed(b"b/", path));
+    } else {
+        out.extend_from_slice(b"/dev/null");
+    }
+    out.extend_from_slice(b" differ\n");
+}
+
+fn header(out: &mut Vec<u8>, path: &[u8]) {
+    out.extend_from_slice(b"diff --git ");
+    out.extend_from_slice(&quote_prefixed(b"a/", path));
+    out.push(b' ');
+    out.extend_from_slice(&quote_prefixed(b"b/", path));
+    out.push(b'\n');
+}
+
+/// What git diffs for an entry: a blob's bytes, a symlink's target, a
+/// submodule's "Subproject commit" line.
+fn content(repo: &gix::Repository, kind: EntryKind, id: ObjectId) -> Result<Vec<u8>> {
+    if kind == EntryKind::Commit {
+        return Ok(format!("Subproject commit {id}\n").into_bytes());
+    }
+    let obj = repo
+        .find_object(id)
+        .map_err(|e| Error::git(format!("cannot read object {id} for a patch"), e))?;
+    Ok(obj.detach().data)
+}
+
+fn is_binary(data: &[u8]) -> bool {
+    data[..data.len().min(FIRST_FEW_BYTES)].contains(&0)
+}
+
+/// The content part: text hunks or a binary patch (with `binary`, as
+/// `--binary` writes it; else git's `Binary files` line). `None` is
+/// /dev/null.
+fn body(out: &mut Vec<u8>, path: &[u8], old: Option<&[u8]>, new: Option<&[u8]>, binary: bool) {
+    let o = old.unwrap_or(b"");
+    let n = new.unwrap_or(b"");
+    if (is_binary(o) || is_binary(n)) && !binary {
+        by_id(out, path, old.is_some(), new.is_some());
+        return;
+    }
+    if is_binary(o) || is_binary(n) {
+        out.extend_from_slice(b"GIT binary patch\n");
+        literal(out, n);
+        literal(out, o);
+        return;
+    }
+    let label = |prefix: &[u8], present: bool| -> Vec<u8> {
+        let mut l = if present {
+            quote_prefixed(prefix, path)
+        } else {
+            b"/dev/null".to_vec()
+        };
+        if l.contains(&b' ') {
+            l.push(b'\t');
+        }
+        l
+    };
+    out.extend_from_slice(b"--- ");
+    out.extend_from_slice(&label(b"a/", old.is_some()));
+    out.extend_from_slice(b"\n+++ ");
+    out.extend_from_slice(&label(b"b/", new.is_some()));
+    out.push(b'\n');
+    hunks(out, o, n);
+}
+
+/// Unified hunks with `CONTEXT` lines of context, as git prints them
+/// (including the default function-name heuristic in the `@@` line).
+fn hunks(out: &mut Vec<u8>, old: &[u8], new: &[u8]) {
+    use gix::diff::blob::{Algorithm, Diff, InternedInput};
+    let input = InternedInput::new(old, new);
+    let mut d = Diff::compute(Algorithm::Myers, &input);
+    d.postprocess_lines(&input);
+    let before: Vec<&[u8]> = input.before.iter().map(|&t| input.interner[t]).collect();
+    let after: Vec<&[u8]> = input.after.iter().map(|&t| input.interner[t]).collect();
+    let changes: Vec<gix::diff::blob::Hunk> = d.hunks().collect();
+
+    let mut i = 0;
+    while i < changes.len() {
+        let mut j = i;
+        while j + 1 < changes.len()
+            && changes[j + 1].before.start - changes[j].before.end <= 2 * CONTEXT
+        {
+            j += 1;
+        }
+        let lead = CONTEXT.min(changes[i].before.start);
+        let b_start = changes[i].before.start - lead;
+        let a_start = changes[i].after.start - lead;
+        let b_end = (changes[j].before.end + CONTEXT).min(before.len() as u32);
+        let trail = b_end - changes[j].before.end;
+        let a_end = changes[j].after.end + trail;
+
+        let range = |start: u32, len: u32| -> String {
+            match len {
+                0 => format!("{start},0"),
+                1 => format!("{}", start + 1),
+                n => format!("{},{n}", start + 1),
+            }
+        };
+        let _ = write!(
+            out,
+            "@@ -{} +{} @@",
+            range(b_start, b_end - b_start),
+            range(a_start, a_end - a_start)
+        );
+        if let Some(func) = function_line(&before[..b_start as usize]) {
+            out.push(b' ');
+            out.extend_from_slice(func);
+        }
+        out.push(b'\n');
+
+        let mut cursor = b_start;
+        for h in &changes[i..=j] {
+            for line in &before[cursor as usize..h.before.start as usize] {
+                emit_line(out, b' ', line);
+            }
+            for line in &before[h.before.start as usize..h.before.end as usize] {
+                emit_line(out, b'-', line);
+            }
+            for line in &after[h.after.start as usize..h.after.end as usize] {
+                emit_line(out, b'+', line);
+            }
+            cursor = h.before.end;
+        }
+        for line in &before[cursor as usize..b_end as usize] {
+            emit_line(out, b' ', line);
+        }
+        i = j + 1;
+    }
+}
+
+fn emit_line(out: &mut Vec<u8>, prefix: u8, line: &[u8]) {
+    out.push(prefix);
+    out.extend_from_slice(line);
+    if !line.ends_with(b"\n") {
+        out.extend_from_slice(b"\n\\ No newline at end of file\n");
+    }
+}
+
+/// git's default function-name line: the last line above the hunk that
+/// starts with a letter, `_` or `$`, cut to 80 bytes, trailing space trimmed.
+fn function_line<'a>(above: &[&'a [u8]]) -> Option<&'a [u8]> {
+    let line = above.iter().rev().find(|l| {
+        l.first()
+            .is_some_and(|&c| c.is_ascii_alphabetic() || c == b'_' || c == b'$')
+    })?;
+    let mut l = &line[..line.len().min(80)];
+    while let Some((&last, rest)) = l.split_last() {
+        if last.is_ascii_whitespace() {
+            l = rest;
+        } else {
+            break;
+        }
+    }
+    Some(l)
+}
+
+/// One `literal` block of a binary patch: zlib-deflated, base85 lines.
+fn literal(out: &mut Vec<u8>, data: &[u8]) {
+    let _ = writeln!(out, "literal {}", data.len());
+    let compressed = deflate(data);
+    for chunk in compressed.chunks(52) {
+        let n = chunk.len() as u8;
+        out.push(if n <= 26 { b'A' + n - 1 } else { b'a' + n - 27 });
+        encode_85(out, chunk);
+        out.push(b'\n');
+    }
+    out.push(b'\n');
+}
+
+/// Level 1, as git deflates binary patches (its `zlib_compression_level`
+/// defaults to `Z_BEST_SPEED`): the literal blocks are then byte-equal to
+/// git's, so `diff` prints what `git diff --binary` prints.
+fn deflate(data: &[u8]) -> Vec<u8> {
+    let mut w =
+        gix::zlib::stream::deflate::Write::new(Vec::new(), gix::zlib::Compression::BEST_SPEED);
+    // Writing into a Vec cannot fail.
+    let _ = w.write_all(data);
+    let _ = w.flush();
+    w.into_inner()
+}
+
+const EN85: &[u8; 85] =
+    b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~";
+
+/// git's base85: each group of 4 bytes (zero-padded) as 5 characters.
+fn encode_85(out: &mut Vec<u8>, data: &[u8]) {
+    for group in data.chunks(4) {
+        let mut acc: u32 = 0;
+        for (i, &b) in group.iter().enumerate() {
+            acc |= (b as u32) << (24 - 8 * i);
+        }
+        let mut buf = [0u8; 5];
+        for slot in buf.iter_mut().rev() {
+            *slot = EN85[(acc % 85) as usize];
+            acc /= 85;
+        }
+        out.extend_from_slice(&buf);
+    }
+}
+
+/// `prefix` + `path`, C-quoted as a whole the way git quotes names when
+/// `core.quotePath` is true: control characters, `"`, `\`, DEL and bytes
+/// of 0x80 and above need quoting; spaces do not.
+pub fn quote_prefixed(prefix: &[u8], path: &[u8]) -> Vec<u8> {
+    let needs = |b: u8| b < 0x20 || b == b'"' || b == b'\\' || b >= 0x7f;
+    let mut out = Vec::with_capacity(prefix.len() + path.len() + 2);
+    if !path.iter().any(|&b| needs(b)) {
+        out.extend_from_slice(prefix);
+        out.extend_from_slice(path);
+        return out;
+    }
+    out.push(b'"');
+    for &b in prefix.iter().chain(path) {
+        match b {
+            0x07 => out.extend_from_slice(b"\\a"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            0x0b => out.extend_from_slice(b"\\v"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b if needs(b) => {
+                let _ = write!(out, "\\{b:03o}");
+            }
+            b => out.push(b),
+        }
+    }
+    out.push(b'"');
+    out
+}
+
+/// git's diff colours, applied to plain patch text (see
+/// [`render_changes_painted`]).
+mod paint {
+    const META: &[u8] = b"\x1b[1m";
+    const FRAG: &[u8] = b"\x1b[36m";
+    const OLD: &[u8] = b"\x1b[31m";
+    const NEW: &[u8] = b"\x1b[32m";
+    const WS: &[u8] = b"\x1b[41m";
+    const RESET: &[u8] = b"\x1b[m";
+
+    /// git's `isspace`: space, tab, newline, carriage return.
+    fn space(b: u8) -> bool {
+        matches!(b, b' ' | b'\t' | b'\n' | b'\r')
+    }
+
+    fn blank(line: &[u8]) -> bool {
+        line.iter().all(|&b| space(b))
+    }
+
+    /// git's `count_lines`.
+    fn count_lines(data: &[u8]) -> u32 {
+        if data.is_empty() {
+            return 0;
+        }
+        let n = data.iter().filter(|&&b| b == b'\n').count() as u32;
+        if data.ends_with(b"\n") {
+            n
+        } else {
+            n + 1
+        }
+    }
+
+    /// git's `count_trailing_blank` (which never counts the first line).
+    fn trailing_blank(data: &[u8]) -> u32 {
+        if data.is_empty() {
+            return 0;
+        }
+        let mut ptr = data.len() as isize - 1;
+        if data[ptr as usize] == b'\n' {
+            ptr -= 1;
+        }
+        let mut count = 0;
+        while 0 < ptr {
+            let mut prev = ptr;
+            while prev >= 0 && data[prev as usize] != b'\n' {
+                prev -= 1;
+            }
+            let line = &data[(prev + 1) as usize..=ptr as usize];
+            if !blank(line) {
+                break;
+            }
+            count += 1;
+            ptr = prev - 1;
+        }
+        count
+    }
+
+    /// git's `check_blank_at_eof`: (preimage, postimage) thresholds.
+    pub(super) fn blank_at_eof(old: &[u8], new: &[u8]) -> Option<(u32, u32)> {
+        let (l1, l2) = (trailing_blank(old), trailing_blank(new));
+        if l2 <= l1 {
+            return None;
+        }
+        Some((count_lines(old) - l1 + 1, count_lines(new) - l2 + 1))
+    }
+
+    /// The start line of `tag`'s range in a hunk header (git's `find_lno`).
+    fn lno(header: &[u8], tag: u8) -> u32 {
+        let Some(at) = header.iter().position(|&b| b == tag) else {
+            return 0;
+        };
+        header[at + 1..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .fold(0u32, |n, &d| {
+                n.saturating_mul(10).saturating_add((d - b'0') as u32)
+            })
+    }
+
+    /// One line's text without its newline (and whether it had one).
+    fn split_nl(line: &[u8]) -> (&[u8], &[u8]) {
+        match line.strip_suffix(b"\n") {
+            Some(l) => (l, b"\n"),
+            None => (line, b""),
+        }
+    }
+
+    /// git's `emit_line_0` with one colour for sign and text.
+    fn whole(out: &mut Vec<u8>, set: &[u8], line: &[u8]) {
+        let (text, nl) = split_nl(line);
+        let (text, cr) = match text.strip_suffix(b"\r") {
+            Some(t) => (t, &b"\r"[..]),
+            None => (text, &b""[..]),
+        };
+        out.extend_from_slice(set);
+        out.extend_from_slice(text);
+        out.extend_from_slice(RESET);
+        out.extend_from_slice(cr);
+        out.extend_from_slice(nl);
+    }
+
+    /// An added line (without its `+`), git's `ws_check_emit` with the
+    /// default rules: blank-at-eol, space-before-tab.
+    fn added(out: &mut Vec<u8>, line: &[u8]) {
+        out.extend_from_slice(NEW);
+        out.push(b'+');
+        out.extend_from_slice(RESET);
+        let (text, nl) = split_nl(line);
+        let len = text.len();
+        let mut trailing = len;
+        while trailing > 0 && space(text[trailing - 1]) {
+            trailing -= 1;
+        }
+        let mut written = 0;
+        let mut i = 0;
+        while i < trailing {
+            match text[i] {
+                b' ' => {}
+                b'\t' => {
+                    if written < i {
+                        out.extend_from_slice(WS);
+                        out.extend_from_slice(&text[written..i]);
+                        out.extend_from_slice(RESET);
+                        out.push(b'\t');
+                    } else {
+                        out.extend_from_slice(&text[written..=i]);
+                    }
+                    written = i + 1;
+                }
+                _ => break,
+            }
+            i += 1;
+        }
+        if trailing > written {
+            out.extend_from_slice(NEW);
+            out.extend_from_slice(&text[written..trailing]);
+            out.extend_from_slice(RESET);
+        }
+        if trailing != len {
+            out.extend_from_slice(WS);
+            out.extend_from_slice(&text[trailing..]);
+            out.extend_from_slice(RESET);
+        }
+        out.extend_from_slice(nl);
+    }
+
+    /// Paint the plain text of one change (its `diff --git` sections).
+    pub(super) fn section(plain: &[u8], eof: Option<(u32, u32)>, out: &mut Vec<u8>) {
+        #[derive(PartialEq)]
+        enum At {
+            Header,
+            Hunks,
+            Binary,
+        }
+        let mut at = At::Header;
+        let (mut pre, mut post) = (0u32, 0u32);
+        for line in plain.split_inclusive(|&b| b == b'\n') {
+            if line.starts_with(b"diff --git ") {
+                at = At::Header;
+            }
+            match at {
+                At::Header if line.starts_with(b"@@ ") => {
+                    at = At::Hunks;
+                    hunk_header(out, line, &mut pre, &mut post);
+                }
+                At::Header
+                    if line.starts_with(b"GIT binary patch")
+                        || line.starts_with(b"Binary files ") =>
+                {
+                    at = At::Binary;
+                    out.extend_from_slice(line);
+                }
+                At::Header => {
+                    // `--- NAME\t`: git puts the tab after the reset.
+                    let (text, nl) = split_nl(line);
+                    let (text, tab) = match text.strip_suffix(b"\t") {
+                        Some(t) if text.starts_with(b"--- ") || text.starts_with(b"+++ ") => {
+                            (t, &b"\t"[..])
+                        }
+                        _ => (text, &b""[..]),
+                    };
+                    out.extend_from_slice(META);
+                    out.extend_from_slice(text);
+                    out.extend_from_slice(RESET);
+                    out.extend_from_slice(tab);
+                    out.extend_from_slice(nl);
+                }
+                At::Binary => out.extend_from_slice(line),
+                At::Hunks => match line.first() {
+                    Some(b'@') => hunk_header(out, line, &mut pre, &mut post),
+                    Some(b'+') => {
+                        post += 1;
+                        let body = &line[1..];
+                        let at_eof = eof.is_some_and(|(p1, p2)| p1 <= pre && p2 <= post)
+                            && blank(split_nl(body).0);
+                        if at_eof {
+                            whole(out, WS, line);
+                        } else {
+                            added(out, body);
+                        }
+                    }
+                    Some(b'-') => {
+                        pre += 1;
+                        whole(out, OLD, line);
+                    }
+                    Some(b' ') => {
+                        pre += 1;
+                        post += 1;
+                        whole(out, b"", line);
+                    }
+                    _ => whole(out, b"", line),
+                },
+            }
+        }
+    }
+
+    /// `@@ -a,b +c,d @@ FUNC`: the range cyan, the function name plain.
+    fn hunk_header(out: &mut Vec<u8>, line: &[u8], pre: &mut u32, post: &mut u32) {
+        *pre = lno(line, b'-');
+        *post = lno(line, b'+');
+        let (text, nl) = split_nl(line);
+        let end = text[2..]
+            .windows(2)
+            .position(|w| w == b"@@")
+            .map_or(text.len(), |p| p + 4);
+        out.extend_from_slice(FRAG);
+        out.extend_from_slice(&text[..end]);
+        out.extend_from_slice(RESET);
+        let rest = &text[end..];
+        let blanks = rest
+            .iter()
+            .take_while(|&&b| b == b' ' || b == b'\t')
+            .count();
+        if blanks > 0 {
+            out.extend_from_slice(&rest[..blanks]);
+            out.extend_from_slice(RESET);
+        }
+        if blanks < rest.len() {
+            out.extend_from_slice(&rest[blanks..]);
+            out.extend_from_slice(RESET);
+        }
+        out.extend_from_slice(nl);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gix::bstr::ByteSlice;
+
+    #[test]
+    fn base85_matches_git() {
+        // git's encode_85 of "hello" (as used in binary patches).
+        let mut out = Vec::new();
+        encode_85(&mut out, b"\0\0\0\0");
+        assert_eq!(out, b"00000");
+        out.clear();
+        encode_85(&mut out, &[0xff, 0xff, 0xff, 0xff]);
+        assert_eq!(out, b"|NsC0");
+    }
+
+    #[test]
+    fn quoting_follows_git() {
+        assert_eq!(quote_prefixed(b"a/", b"with space"), b"a/with space");
+        assert_eq!(quote_prefixed(b"a/", b"tab\there"), b"\"a/tab\\there\"");
+        assert_eq!(
+            quote_prefixed(b"b/", b"caf\xc3\xa9"),
+            b"\"b/caf\\303\\251\""
+        );
+        assert_eq!(quote_prefixed(b"a/", b"q\"b\\"), b"\"a/q\\\"b\\\\\"");
+    }
+
+    #[test]
+    fn hunk_ranges_and_missing_newline() {
+        let mut out = Vec::new();
+        hunks(&mut out, b"", b"x");
+        assert_eq!(
+            out.to_str().unwrap(),
+            "@@ -0,0 +1 @@\n+x\n\\ No newline at end of file\n"
+        );
+        out.clear();
+        hunks(
+            &mut out,
+            b"1\n2\n3\n4\n5\n6\n7\n8\n",
+            b"1\n2\n3\n4\nfive\n6\n7\n8\n",
+        );
+        assert_eq!(
+            out.to_str().unwrap(),
+            "@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+five\n 6\n 7\n 8\n"
+        );
+    }
+}

@@ -1,0 +1,180 @@
+//! Proposals (design §1): a task's workspace as a commit on the baseline, with
+//! its ref and patch, written before any integration so every proposal has a
+//! durable recovery form. Used by `apply` and by `gc`'s rescue.
+//!
+//! Owns: turning a workspace into proposal commit + ref + patch, and
+//! naming the nested git repositories a worker made in it (never part of a
+//! proposal: the caller keeps the task open, design §3.2 `nested_repository`)
+//! and the paths in it git refuses (never part of a proposal either: the
+//! caller refuses the task, design §3.18 `invalid_path`).
+//! Never: merges, or writes the source working tree.
+
+use std::path::{Path, PathBuf};
+
+use gix::bstr::BString;
+use gix::ObjectId;
+
+use crate::error::Result;
+use crate::git::diff::PathChange;
+use crate::git::repo::Source;
+use crate::record::batch::{Batch, Task};
+use crate::{git::commit, git::diff, git::refs, merge::patch, snapshot};
+
+pub struct Proposal {
+    /// The proposal commit (for callers that report it, such as gc's rescue).
+    #[allow(dead_code)]
+    pub commit: ObjectId,
+    pub tree: ObjectId,
+    pub ref_name: String,
+    pub patch: PathBuf,
+    /// Paths that differ from the baseline.
+    pub paths: Vec<PathChange>,
+    /// Untracked git repositories inside the workspace (relative paths):
+    /// left out of the tree, so the proposal holds only the rest.
+    pub nested: Vec<BString>,
+    /// Paths git refuses to add or check out (design §3.18): left out of
+    /// the tree too.
+    pub invalid: Vec<crate::git::validate::Invalid>,
+}
+
+/// What [`preview`] finds.
+pub struct Preview {
+    pub tree: ObjectId,
+    pub paths: Vec<PathChange>,
+    pub objects: Objects,
+    /// As [`Proposal::nested`].
+    pub nested: Vec<BString>,
+    /// As [`Proposal::invalid`].
+    pub invalid: Vec<crate::git::validate::Invalid>,
+}
+
+/// The patch file of a task.
+pub fn patch_path(source: &Source, batch: &Batch, task: &str) -> PathBuf {
+    crate::record::batch::batch_dir(&source.state_dir(), &batch.id).join(format!("{task}.patch"))
+}
+
+/// Snapshot `task`'s workspace. `None` when it does not differ from the
+/// baseline and holds no nested repository nor path git refuses;
+/// otherwise the proposal commit, its ref (created or moved) and its patch
+/// are written.
+pub fn record(
+    source: &Source,
+    batch: &Batch,
+    task: &Task,
+    baseline_tree: ObjectId,
+) -> Result<Option<Proposal>> {
+    record_in(
+        &source.repo,
+        &crate::record::batch::batch_dir(&source.state_dir(), &batch.id),
+        batch,
+        task,
+        baseline_tree,
+    )
+}
+
+/// [`record`] with the repository handle and the batch's state folder
+/// given (one handle per thread when proposals are recorded in parallel).
+/// Every caller holds the repository lock: a workspace index the snapshot
+/// could not use is rebuilt here (design §3.2 step 1, `reindex`).
+pub fn record_in(
+    repo: &gix::Repository,
+    batch_dir: &Path,
+    batch: &Batch,
+    task: &Task,
+    baseline_tree: ObjectId,
+) -> Result<Option<Proposal>> {
+    let ws = crate::git::repo::open_worktree(&task.root)?;
+    let (snap, rebuilt) = snapshot::snapshot_workspace_rebuilding(&ws)?;
+    if let Some(rebuilt) = rebuilt {
+        // Best effort: the work is read from the files either way.
+        let _ = crate::snapshot::reindex::write(repo.common_dir(), task, &ws, &snap, rebuilt);
+    }
+    // A refreshed task's proposal sits on its own base (design §3.12).
+    let (base, baseline_tree) = base_of(repo, batch, task, baseline_tree)?;
+    let paths = diff::trees(repo, baseline_tree, snap.tree)?;
+    if paths.is_empty() && snap.nested_repos.is_empty() && snap.invalid.is_empty() {
+        return Ok(None);
+    }
+    let commit = commit::write(
+        repo,
+        snap.tree,
+        Some(base),
+        format!("git-delegate proposal {} task {}\n", batch.id, task.name),
+    )?;
+    let ref_name = refs::proposal(&batch.id, &task.name);
+    refs::set(repo, &ref_name, commit, false)?;
+    let patch = batch_dir.join(format!("{}.patch", task.name));
+    patch::write_patch(repo, baseline_tree, snap.tree, &patch)?;
+    Ok(Some(Proposal {
+        commit,
+        tree: snap.tree,
+        ref_name,
+        patch,
+        paths,
+        nested: snap.nested_repos,
+        invalid: snap.invalid,
+    }))
+}
+
+/// The commit and tree a task's work is measured from: its own base once
+/// refreshed (design §3.12), else the baseline (whose tree is given).
+pub fn base_of(
+    repo: &gix::Repository,
+    batch: &Batch,
+    task: &Task,
+    baseline_tree: ObjectId,
+) -> Result<(ObjectId, ObjectId)> {
+    let hex = task.base_or(&batch.baseline);
+    let id = ObjectId::from_hex(hex.as_bytes())
+        .map_err(|e| crate::error::Error::git(format!("bad base commit id {hex}"), e))?;
+    if task.base.is_none() {
+        return Ok((id, baseline_tree));
+    }
+    Ok((id, commit::tree_of(repo, hex)?))
+}
+
+/// New objects a snapshot kept in memory.
+pub type Objects = gix::odb::memory::Storage;
+
+/// What `record` would find, without writing anything durable (for
+/// `apply --dry-run`): the workspace's snapshot tree, the new objects it
+/// needs (kept in memory; the caller adds them to its own object memory),
+/// the paths that differ from the task's base (the baseline given, or its
+/// own once refreshed), the nested repositories and the paths git refuses.
+/// `None` when the workspace does not differ and holds neither.
+pub fn preview(
+    repo: &gix::Repository,
+    task: &Task,
+    baseline_tree: ObjectId,
+) -> Result<Option<Preview>> {
+    // A refreshed task's changes are measured from its own base (design §3.12).
+    let baseline_tree = match &task.base {
+        Some(own) => commit::tree_of(repo, own)?,
+        None => baseline_tree,
+    };
+    let mut ws = crate::git::repo::open_worktree(&task.root)?.with_object_memory();
+    let snap = snapshot::snapshot_workspace(&ws)?;
+    let objects = ws.objects.take_object_memory().unwrap_or_default();
+    let mut view = repo.clone().with_object_memory();
+    view.objects.set_object_memory(objects);
+    let paths = diff::trees(&view, baseline_tree, snap.tree)?;
+    let objects = view.objects.take_object_memory().unwrap_or_default();
+    if paths.is_empty() && snap.nested_repos.is_empty() && snap.invalid.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Preview {
+        tree: snap.tree,
+        paths,
+        objects,
+        nested: snap.nested_repos,
+        invalid: snap.invalid,
+    }))
+}
+
+/// Add `objects` to `repo`'s object memory.
+pub fn add_objects(repo: &mut gix::Repository, objects: Objects) {
+    let mut all = repo.objects.take_object_memory().unwrap_or_default();
+    let mut objects = objects;
+    all.extend(objects.drain());
+    repo.objects.set_object_memory(all);
+}

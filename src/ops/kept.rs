@@ -1,0 +1,493 @@
+//! Landing a kept proposal (design §3.16 "kept"): `git delegate apply --kept
+//! REF` merges a proposal that outlived its task (rescued by gc, of a
+//! discarded task, of a batch that is gone) into the working tree the
+//! command runs in, as apply lands one task: 3-way from the baseline it was
+//! made from (the proposal commit's parent) with the source as it is now,
+//! written back through the journal; the caller renders the returned
+//! apply `Report`.
+//!
+//! Owns: naming a kept proposal (`resolve`: its full ref, or `BATCH/TASK`
+//! with the batch's id, a unique id prefix or, while the batch exists, its
+//! label); the kept ref and patch once its work is written (removed), and
+//! the discarded task's record of an open batch (applied).
+//! Never: prints; lands a proposal an open task still owns (that is
+//! `apply`'s); removes the kept ref or patch unless the work is written (or
+//! there was none); writes anything with `--dry-run`.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use gix::bstr::BString;
+
+use crate::error::{Code, Error, Result};
+use crate::git::repo::Source;
+use crate::merge::integrate::Candidate;
+use crate::merge::landing::Side;
+use crate::ops::apply::{Outcome, Report};
+use crate::ops::observe::{Notice, Observer};
+use crate::record::batch::{self, Batch, Entry, TaskState};
+use crate::record::kept::Kept;
+use crate::{git::commit, git::diff, git::refs, writeback};
+
+/// What the caller asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The kept proposal: its ref, or `BATCH/TASK`.
+    pub reference: String,
+    /// `--strict` (or the config's `apply.strict`).
+    pub strict: bool,
+    /// Change nothing; say what would happen.
+    pub dry_run: bool,
+}
+
+/// What landing a kept proposal did (or would do).
+pub struct Landed {
+    /// As apply reports one task: `report.batch` is the proposal's batch
+    /// record while it exists, otherwise a one-task stand-in for it.
+    pub report: Report,
+    /// The kept proposal (as `status` lists it).
+    pub kept: Kept,
+    /// The working tree it was merged into.
+    pub root: PathBuf,
+    /// Whether its ref and patch were removed (its work is in the working tree).
+    pub removed: bool,
+}
+
+/// Merge the kept proposal `opts.reference` names into the working tree
+/// around the caller (`here`). Takes the repository lock, recovering
+/// interrupted write-backs (told to `observer`), or with `dry_run`
+/// refusing when one is left over.
+pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Landed> {
+    let lock = if opts.dry_run {
+        crate::ops::apply::lock_and_report(&here)?
+    } else {
+        let locked = crate::ops::lock::lock_and_recover(&here)?;
+        observer.notice(Notice::Recovered(locked.recovery));
+        locked.lock
+    };
+    let source = here;
+    let state_dir = source.state_dir();
+    if !opts.dry_run {
+        // A batch folder made for an earlier landing's journal and left by
+        // a crash (recovery has just dealt with its journal) holds nothing
+        // now; while it is there, it would claim the proposal as its
+        // batch's. Only an empty folder goes (`remove_dir`).
+        for e in batch::list(&state_dir)? {
+            if let Entry::Broken { id, .. } = e {
+                let _ = std::fs::remove_dir(batch::batch_dir(&state_dir, &id));
+            }
+        }
+    }
+    let entries = batch::list(&state_dir)?;
+    let all = crate::record::kept::kept_proposals(&source, &entries)?;
+    let k = resolve(&all, &entries, &opts.reference)?.clone();
+    let dry_run = opts.dry_run;
+    let strict = opts.strict || source.config.strict;
+
+    // The proposal and the baseline it was made from.
+    let missing = |what: String| {
+        Error::state(
+            Code::MissingObject,
+            what,
+            "the repository lost objects git-delegate needs; run `git fsck`",
+        )
+    };
+    let id = refs::get(&source.repo, &k.ref_name)?
+        .ok_or_else(|| missing(format!("the kept proposal {} is gone", k.ref_name)))?;
+    let (tree, base) = {
+        let c = source
+            .repo
+            .find_commit(id)
+            .map_err(|e| missing(format!("the commit {id} of {} is missing: {e}", k.ref_name)))?;
+        let tree = c
+            .tree_id()
+            .map_err(|e| Error::git(format!("cannot read commit {id}"), e))?
+            .detach();
+        let base = c.parent_ids().next().map(|p| p.detach()).ok_or_else(|| {
+            Error::state(
+                Code::State,
+                format!(
+                    "{} is not a proposal: its commit {id} has no parent (the baseline it was made from)",
+                    k.ref_name
+                ),
+                format!(
+                    "look at it with `git show --stat {}`; `git update-ref -d {}` removes it",
+                    k.ref_name, k.ref_name
+                ),
+            )
+        })?;
+        (tree, base)
+    };
+    let base_tree = commit::tree_of(&source.repo, &base.to_string())?;
+    let changes = diff::trees(&source.repo, base_tree, tree)?;
+
+    // Its batch's record while the batch exists (a discarded task of an
+    // open batch), otherwise a one-task stand-in for the document.
+    let existing = entries.iter().find_map(|e| match e {
+        Entry::Batch(b) if b.id == k.batch => Some((**b).clone()),
+        _ => None,
+    });
+    let (mut b, idx, exists) = match existing {
+        Some(b) => match b.tasks.iter().position(|t| t.name == k.task) {
+            Some(i) => (b, i, true),
+            None => (stand_in(&source, &k, base), 0, false),
+        },
+        None => (stand_in(&source, &k, base), 0, false),
+    };
+
+    let mut out = Outcome::new(idx, TaskState::Open);
+    out.proposed = changes.into_iter().map(|c| c.path).collect();
+    out.proposal_ref = Some(k.ref_name.clone());
+    out.patch = k.patch.clone();
+    let mut written: Vec<BString> = Vec::new();
+    let mut write_error: Option<Error> = None;
+    let mut apply_id: Option<String> = None;
+    let mut undo_error: Option<Error> = None;
+    let mut wrote = false;
+    if out.proposed.is_empty() {
+        out.status = TaskState::NoChanges;
+    } else {
+        let merging = observer.step("Merging");
+        let mut mem = source.repo.clone().with_object_memory();
+        mem.object_cache_size_if_unset(8 << 20);
+        let candidate = Candidate {
+            task: idx,
+            tree,
+            paths: out.proposed.clone(),
+            base: None,
+        };
+        let plan =
+            crate::merge::landing::plan(&source, &mem, base_tree, &[candidate], strict, !dry_run)?;
+        if plan.applied.contains(&idx) {
+            let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
+            out.status = TaskState::Applied;
+            out.applied = out
+                .proposed
+                .iter()
+                .filter(|p| to_write.contains(p))
+                .cloned()
+                .collect();
+        } else if let Some(r) = plan.refused.iter().find(|r| r.task == idx) {
+            out.refused(r);
+        }
+        drop(merging);
+        // Write back through the journal, in the batch's state folder (made
+        // for the write when the batch is gone: recovery scans every
+        // folder there, with or without `batch.toml`).
+        // An undo entry is recorded as apply records one (design §3.11),
+        // before the kept ref goes (the entry keeps the proposal).
+        if !dry_run && out.status == TaskState::Applied && !plan.writes.is_empty() {
+            let _writing = observer.step(&format!("Writing {} paths", plan.writes.len()));
+            let journal_dir = batch::batch_dir(&state_dir, &k.batch);
+            let made = !journal_dir.exists();
+            let result =
+                crate::merge::landing::persist(&source.repo, &mem, &plan.writes, Side::New)
+                    .and_then(|()| {
+                        std::fs::create_dir_all(&journal_dir).map_err(|e| {
+                            Error::io(format!("cannot create {}", journal_dir.display()), e)
+                        })
+                    })
+                    .and_then(|()| {
+                        // Its undo entry takes effect with the write-back, at its
+                        // commit point (design §7 "What recovery finishes").
+                        let task = [(k.task.clone(), k.ref_name.clone())];
+                        let then = match crate::ops::undo::stage(
+                            &source,
+                            &k.batch,
+                            &plan.writes,
+                            &task,
+                            &journal_dir,
+                        ) {
+                            Ok((id, then)) => {
+                                apply_id = Some(id);
+                                vec![then]
+                            }
+                            Err(e) => {
+                                undo_error = Some(e);
+                                Vec::new()
+                            }
+                        };
+                        writeback::write_then(&source, &journal_dir, &plan.writes, &then)
+                    });
+            if made {
+                // Empty unless a rollback left its journal for recovery.
+                let _ = std::fs::remove_dir(&journal_dir);
+            }
+            match result {
+                Ok(()) => {
+                    wrote = true;
+                    if let Some(id) =
+                        apply_id.take_if(|id| !crate::ops::undo::recorded(&state_dir, id))
+                    {
+                        crate::ops::undo::discard_staged(&source, &id);
+                        undo_error = Some(Error::state(
+                            Code::WriteFailed,
+                            "the undo entry of this apply could not be put in place",
+                            "the result stands; `git delegate undo` cannot take this apply back",
+                        ));
+                    }
+                }
+                Err(e) => {
+                    if let Some(id) = apply_id.take() {
+                        crate::ops::undo::discard_staged(&source, &id);
+                    }
+                    // Interrupted and rolled back: nothing changed (design §7 "Signals").
+                    if e.code == Code::Interrupted {
+                        return Err(e);
+                    }
+                    out.applied.clear();
+                    out.fail("write_failed", e.message.clone());
+                    write_error = Some(e);
+                }
+            }
+        }
+        if write_error.is_none() {
+            written = plan.writes.iter().map(|w| w.path.clone()).collect();
+        }
+    }
+
+    // Its work is in the working tree (or there was none): the kept ref and
+    // patch go, and a discarded task of an open batch is recorded applied.
+    // A failure to record the undo entry is a clean-up warning, as in apply.
+    let mut artifacts_error: Option<Error> = undo_error;
+    let mut removed = false;
+    if !dry_run && out.ok() {
+        let r = refs::delete(&source.repo, &k.ref_name).and_then(|_| match &k.patch {
+            Some(p) => crate::sys::fs::remove_file(p),
+            None => Ok(()),
+        });
+        match r {
+            Ok(()) => removed = true,
+            Err(e) => {
+                artifacts_error.get_or_insert(e);
+            }
+        }
+        let dir = crate::record::kept::kept_dir(&state_dir);
+        let _ = std::fs::remove_dir(dir.join(&k.batch));
+        let _ = std::fs::remove_dir(&dir);
+        out.proposal_ref = None;
+        out.patch = None;
+        if exists {
+            let t = &mut b.tasks[idx];
+            t.state = out.status;
+            t.reason = None;
+            t.proposal_ref = None;
+            t.patch = None;
+            t.updated_at = Some(crate::sys::time::rfc3339(crate::sys::time::now()));
+            if let Err(e) = batch::save(&state_dir, &b) {
+                artifacts_error.get_or_insert(e);
+            }
+        }
+    }
+    let batch_open = exists && b.open_tasks().next().is_some();
+    drop(lock);
+    // A write-back that could not be rolled back leaves the working tree in
+    // a state only recovery can fix (exit 3).
+    if let Some(e) = write_error.take_if(|e| e.is_rollback_failed()) {
+        return Err(e);
+    }
+    Ok(Landed {
+        report: Report {
+            batch: b,
+            outcomes: vec![out],
+            written,
+            batch_open,
+            dry_run,
+            write_error,
+            kept: Vec::new(),
+            artifacts_error,
+            // A kept proposal has no workspace that could have made any.
+            side_effects: Vec::new(),
+            workspaces: Vec::new(),
+            apply_id,
+            verify: None,
+            remote_left: None,
+            // A signal once the write-back began, which was finished (design §7 "Signals").
+            interrupted: wrote && crate::sys::interrupt::interrupted(),
+        },
+        kept: k,
+        root: source.root.clone(),
+        removed,
+    })
+}
+
+/// A one-task batch record standing in for the kept proposal's batch, which is gone.
+fn stand_in(source: &Source, k: &Kept, baseline: gix::ObjectId) -> Batch {
+    Batch {
+        id: k.batch.clone(),
+        label: None,
+        created_at: crate::sys::time::rfc3339(k.kept_at),
+        source: source.root.clone(),
+        prefix: PathBuf::new(),
+        source_head: None,
+        baseline: baseline.to_string(),
+        mode: crate::config::Mode::Worktree,
+        forbid_commit: false,
+        sparse: None,
+        lease: crate::record::lease::Lease::new(1, None),
+        preparing: None,
+        remote: None,
+        tasks: vec![batch::Task::open(
+            k.task.clone(),
+            PathBuf::new(),
+            String::new(),
+        )],
+    }
+}
+
+/// The name `status` shows for the kept proposal `k` of `all`, which
+/// `--kept` accepts: `BATCH/TASK` with the batch's first 8 characters, or
+/// its full ref when another kept proposal shares that name.
+pub fn short_name(all: &[Kept], k: &Kept) -> String {
+    let short = batch::short(&k.batch);
+    let shared = all
+        .iter()
+        .any(|o| o.ref_name != k.ref_name && o.task == k.task && o.batch.starts_with(short));
+    if shared || short.len() < 4 {
+        k.ref_name.clone()
+    } else {
+        format!("{short}/{}", k.task)
+    }
+}
+
+/// The kept proposal `arg` names: its full ref, or `BATCH/TASK` where BATCH
+/// is the batch's full id, then its label (while the batch exists), then a
+/// unique id prefix of at least 4 characters, as `BATCH` everywhere.
+pub fn resolve<'a>(kept: &'a [Kept], entries: &[Entry], arg: &str) -> Result<&'a Kept> {
+    let label_of = |id: &str| {
+        entries.iter().find_map(|e| match e {
+            Entry::Batch(b) if b.id == id => b.label.clone(),
+            _ => None,
+        })
+    };
+    let found: Vec<&Kept> = if arg.starts_with(refs::PREFIX) {
+        kept.iter().filter(|k| k.ref_name == arg).collect()
+    } else if let Some((which, task)) = arg.rsplit_once('/') {
+        let of_task = || kept.iter().filter(move |k| k.task == task);
+        let by_id: Vec<&Kept> = of_task().filter(|k| k.batch == which).collect();
+        let by_label: Vec<&Kept> = of_task()
+            .filter(|k| label_of(&k.batch).as_deref() == Some(which))
+            .collect();
+        if !by_id.is_empty() {
+            by_id
+        } else if !by_label.is_empty() {
+            by_label
+        } else if which.len() >= 4 {
+            of_task().filter(|k| k.batch.starts_with(which)).collect()
+        } else {
+            Vec::new()
+        }
+    } else {
+        Vec::new()
+    };
+    match found.as_slice() {
+        [one] => Ok(one),
+        [] => {
+            if let Some((b, t)) = open_task(entries, arg) {
+                return Err(Error::usage(
+                    Code::UnknownKept,
+                    format!(
+                        "{arg:?} is not kept: it is the proposal of task {t} of batch {}, which is still open",
+                        b.short()
+                    ),
+                    format!(
+                        "apply the task: `git delegate apply {} --only {t}` (or `git delegate apply {} --discard {t}` keeps its work for `--kept`)",
+                        b.short(),
+                        b.short()
+                    ),
+                ));
+            }
+            let names: Vec<String> = kept
+                .iter()
+                .take(5)
+                .map(|k| format!("{} ({})", short_name(kept, k), k.ref_name))
+                .collect();
+            let help = if names.is_empty() {
+                "there is no kept proposal; `git delegate status` lists them when there are"
+                    .to_string()
+            } else {
+                format!(
+                    "name one as `git delegate status` lists it, by its ref or as BATCH/TASK: {}{}",
+                    names.join(", "),
+                    if kept.len() > 5 { ", ..." } else { "" }
+                )
+            };
+            Err(Error::usage(
+                Code::UnknownKept,
+                format!("no kept proposal matches {arg:?}"),
+                help,
+            ))
+        }
+        many => Err(Error::usage(
+            Code::AmbiguousBatch,
+            format!(
+                "{arg:?} matches {} kept proposals: {}",
+                many.len(),
+                many.iter()
+                    .map(|k| k.ref_name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "name it by its full ref (`git delegate status` lists them)",
+        )),
+    }
+}
+
+/// The open task of a readable batch whose proposal `arg` names (as
+/// [`resolve`] reads it): such a proposal is the batch's, not kept.
+fn open_task<'a>(entries: &'a [Entry], arg: &str) -> Option<(&'a Batch, &'a str)> {
+    entries.iter().find_map(|e| {
+        let Entry::Batch(b) = e else { return None };
+        let t = b.tasks.iter().filter(|t| t.state.is_open()).find(|t| {
+            if arg.starts_with(refs::PREFIX) {
+                return arg == refs::proposal(&b.id, &t.name);
+            }
+            arg.rsplit_once('/').is_some_and(|(which, task)| {
+                task == t.name
+                    && (which == b.id
+                        || b.label.as_deref() == Some(which)
+                        || (which.len() >= 4 && b.id.starts_with(which)))
+            })
+        })?;
+        Some((&**b, t.name.as_str()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kept(batch: &str, task: &str) -> Kept {
+        Kept {
+            ref_name: refs::proposal(batch, task),
+            batch: batch.into(),
+            task: task.into(),
+            patch: None,
+            kept_at: 0,
+            expires_at: 0,
+        }
+    }
+
+    #[test]
+    fn resolves_full_refs_and_batch_slash_task() {
+        let a = "0123abcd-0000-0000-0000-000000000000";
+        let b = "0123ffff-0000-0000-0000-000000000000";
+        let all = vec![kept(a, "1"), kept(a, "2"), kept(b, "1")];
+        let r = |arg: &str| resolve(&all, &[], arg).map(|k| k.ref_name.clone());
+        assert_eq!(r(&refs::proposal(a, "2")).unwrap(), refs::proposal(a, "2"));
+        assert_eq!(r(&format!("{a}/1")).unwrap(), refs::proposal(a, "1"));
+        assert_eq!(r("0123abcd/1").unwrap(), refs::proposal(a, "1"));
+        assert_eq!(r("0123ff/1").unwrap(), refs::proposal(b, "1"));
+        assert_eq!(r("0123/2").unwrap(), refs::proposal(a, "2"));
+        assert_eq!(r("0123/1").unwrap_err().code, Code::AmbiguousBatch);
+        assert_eq!(r("012/2").unwrap_err().code, Code::UnknownKept);
+        assert_eq!(r("0123abcd/3").unwrap_err().code, Code::UnknownKept);
+        assert_eq!(r("1").unwrap_err().code, Code::UnknownKept);
+        assert_eq!(
+            r("refs/pi-delegate/batches/x/tasks/1/proposal")
+                .unwrap_err()
+                .code,
+            Code::UnknownKept
+        );
+    }
+}

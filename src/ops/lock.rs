@@ -1,0 +1,111 @@
+//! The repository lock (`<common-dir>/delegate/lock`) that serialises the
+//! mutating commands of one repository.
+//!
+//! Owns: taking the lock (flock, waiting up to `lock.timeout`) and naming the
+//! holder when it cannot be had; `lock_and_recover`, the first step of every
+//! mutating command, which returns what it recovered (never stores it).
+//! Never: breaks a lock another process holds.
+
+use std::io::{Read, Seek, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rustix::fs::{flock, FlockOperation};
+
+use crate::error::{Code, Error, Result};
+
+/// Held until dropped.
+pub struct RepoLock {
+    file: std::fs::File,
+}
+
+impl Drop for RepoLock {
+    /// Forget the recorded pid while still holding the lock; closing the
+    /// file then releases it.
+    fn drop(&mut self) {
+        let _ = self.file.set_len(0);
+    }
+}
+
+pub fn acquire(state_dir: &Path, timeout_secs: i64) -> Result<RepoLock> {
+    std::fs::create_dir_all(state_dir)
+        .map_err(|e| Error::io(format!("cannot create {}", state_dir.display()), e))?;
+    let path = state_dir.join("lock");
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?;
+    let deadline = Instant::now() + Duration::from_secs(timeout_secs.max(0) as u64);
+    loop {
+        match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => break,
+            // Ctrl-C while waiting (where a command installed the handler).
+            Err(rustix::io::Errno::WOULDBLOCK) if gix::interrupt::is_triggered() => {
+                return Err(Error::interrupted());
+            }
+            Err(rustix::io::Errno::WOULDBLOCK) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(25));
+            }
+            Err(rustix::io::Errno::WOULDBLOCK) => {
+                let mut text = String::new();
+                let _ = file.read_to_string(&mut text);
+                // The pid a holder recorded, if that process is still running.
+                let holder = text
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|&pid| crate::sys::process::process_start(pid).is_some());
+                return Err(Error::state(
+                    Code::Locked,
+                    match holder {
+                        Some(pid) => format!(
+                            "another git-delegate command (pid {pid}) holds the repository lock {}",
+                            path.display()
+                        ),
+                        None => format!(
+                            "another process holds the repository lock {}",
+                            path.display()
+                        ),
+                    },
+                    "wait for it to finish, or raise `lock.timeout` in .git/delegate.toml",
+                ));
+            }
+            Err(e) => {
+                return Err(Error::io(
+                    format!("cannot lock {}", path.display()),
+                    e.into(),
+                ))
+            }
+        }
+    }
+    // Record the holder for anyone who has to wait.
+    let _ = file.set_len(0);
+    let _ = file.rewind();
+    let _ = writeln!(file, "{}", std::process::id());
+    Ok(RepoLock { file })
+}
+
+/// The repository lock and what was recovered under it.
+pub struct Locked {
+    pub lock: RepoLock,
+    /// Interrupted write-backs rolled back or completed (design §7).
+    pub recovery: crate::writeback::Recovery,
+}
+
+/// Take the repository lock and roll back write-backs interrupted by a
+/// crash (design §7): every mutating command starts here. Also starts the
+/// deletion of removed workspaces a killed background deleter left behind.
+pub fn lock_and_recover(source: &crate::git::repo::Source) -> Result<Locked> {
+    let lock = acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
+    let recovery = crate::writeback::recover_all_detailed(source)?;
+    if let Ok(base) = source.workspace_base() {
+        crate::workspace::trash::sweep_later(
+            &base.join(crate::workspace::trash::TRASH),
+            &source.state_dir(),
+        );
+    }
+    Ok(Locked { lock, recovery })
+}

@@ -1,0 +1,40 @@
+//! One transaction per command, and the steps they share (cargo's `ops`):
+//! each command of the binary is a thin wrapper around one of these, which
+//! works on the repository and returns a report (`prepare::run(source,
+//! &Options, &dyn Observer) -> Report`, `apply::run`, ...) or an error.
+//! The transactions: `prepare`, `apply` (with `kept`: `apply --kept`,
+//! `verify`: `apply --verify`, `undo`: undo and `apply --from-undo`),
+//! `refresh`, `run`, `gc`, `status`, `renew`, `remote` (`join`, `submit`,
+//! the refs that travel), `review` (`diff`, `path`), `hooks` (the
+//! pre-commit hook), `mandir` (`man --install`). The steps they share:
+//! `lock` (the repository lock and the recovery every mutating command
+//! starts with), `observe` (what a transaction tells its caller while it
+//! works), `preparing` (a prepare under way, and an incomplete batch removed
+//! whole), `problems` (what is wrong with a repository's batches, as facts),
+//! `side_effects` (work that hides in shared refs and the shared git dir),
+//! `teardown` (a batch's workspaces, refs and state folder removed).
+//!
+//! Owns: nothing beyond its files; each says what it owns.
+//! Never: prints, reads the command line or exits (the binary does); a
+//! transaction may use another's steps, never in a circle.
+
+pub mod apply;
+pub mod gc;
+pub mod hooks;
+pub mod kept;
+pub mod lock;
+pub mod mandir;
+pub mod observe;
+pub mod prepare;
+pub mod preparing;
+pub mod problems;
+pub mod refresh;
+pub mod remote;
+pub mod renew;
+pub mod review;
+pub mod run;
+pub mod side_effects;
+pub mod status;
+pub mod teardown;
+pub mod undo;
+pub mod verify;

@@ -1,0 +1,480 @@
+//! The prepare transaction (design §3.1): snapshot the source into a baseline
+//! commit and ref, record the batch and its lease, create the workspaces
+//! (and carry ignored files into them, or make scratch copies), mark the
+//! batch complete. The batch is recorded as being prepared before anything
+//! is made, and marked complete last (design §3.15, see `preparing`); any
+//! failure, and Ctrl-C, SIGTERM or SIGHUP, undoes everything this prepare
+//! made, through one guard that is disarmed on success.
+//!
+//! Owns: the steps of prepare and their order, the checks made before
+//! anything is made (task names, label, mode, free workspace places), the
+//! batch id (and the test-only `GIT_DELEGATE_TEST_BATCH_ID`).
+//! Never: prints (long steps and notices go to the caller's `Observer`),
+//! or leaves part of a batch behind on failure that `gc` could not remove.
+
+use std::collections::HashSet;
+
+use crate::config::Mode;
+use crate::error::{Code, Error, Result};
+use crate::git::repo::Source;
+use crate::ops::observe::{Notice, Observer};
+use crate::record::batch::{self, Batch, Task};
+use crate::record::lease::Lease;
+use crate::{git::refs, snapshot, workspace};
+
+/// Tests may fix the batch id (a UUID) to provoke collisions; never for users.
+const TEST_BATCH_ID: &str = "GIT_DELEGATE_TEST_BATCH_ID";
+
+/// What the caller asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The task names, in order (`check` them before the source is opened).
+    pub names: Vec<String>,
+    pub label: Option<String>,
+    /// The lease's length; `None`: the config's `lease.ttl`.
+    pub ttl_secs: Option<i64>,
+    /// The owner process and its start time.
+    pub owner: Option<(u32, u64)>,
+    /// `None`: the config's `workspace.mode`.
+    pub mode: Option<Mode>,
+    /// `--copy-ignored` patterns besides the config's.
+    pub copy_ignored: Vec<String>,
+    pub forbid_commit: bool,
+    /// `--remote REMOTE` (design §3.14): the tasks are remote, but those in `local`.
+    pub remote: Option<String>,
+    pub local: Vec<String>,
+    /// `--sparse` folders (cone patterns) narrowing every workspace (design §3.15).
+    pub sparse: Vec<String>,
+}
+
+/// What prepare made.
+#[derive(Debug)]
+pub struct Report {
+    /// The batch as recorded (complete).
+    pub batch: Batch,
+    /// The source's HEAD commit (`None`: an unborn branch).
+    pub head: Option<gix::ObjectId>,
+    /// Paths that differ from HEAD in the baseline.
+    pub changes: usize,
+    /// Per task: the ignored files carried (worktree mode) or the scratch copy.
+    pub carried: Vec<crate::record::batch::CarryStats>,
+}
+
+/// Check what needs no repository: task names (valid, none twice) and the
+/// label. Everything about the arguments is checked before anything is made.
+pub fn check(names: &[String], label: Option<&str>) -> Result<()> {
+    let mut seen = HashSet::new();
+    for name in names {
+        check_task_name(name)?;
+        if !seen.insert(name.as_str()) {
+            return Err(Error::usage(
+                Code::DuplicateTask,
+                format!("the task name {name:?} is given twice"),
+                "give every task a different name",
+            ));
+        }
+    }
+    if let Some(label) = label {
+        if label.trim().is_empty() || label.chars().any(char::is_control) {
+            return Err(Error::usage(
+                Code::BadLabel,
+                format!("{label:?} is not a usable label"),
+                "use a short name without control characters",
+            ));
+        }
+        // A label is tried before an id prefix (design §3): one that could be
+        // read as an id would shadow a batch.
+        if batch::label_reads_as_id(label) {
+            return Err(Error::usage(
+                Code::BadLabel,
+                format!(
+                    "the label {label:?} could be read as a batch id or id prefix (hex digits and hyphens)"
+                ),
+                "use a label with a letter from g to z, a space, a dot or an underscore in it, such as `fix-login`",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Prepare a batch in `source` (design §3.1). `opts.names` must have passed
+/// `check`. Takes the repository lock (recovering interrupted write-backs,
+/// told to `observer` at once).
+pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<Report> {
+    // Ctrl-C (or SIGTERM, SIGHUP) while prepare works: stop at the next
+    // check, undo everything, and exit 3. Further signals (a terminal sends
+    // Ctrl-C to git and git-delegate together, and git passes its own on)
+    // never cut that undo short (design §3.15). The handler stays until the
+    // process ends: a signal after the batch is complete changes nothing,
+    // where the default action would kill the command before it said what
+    // it made (a complete batch, reported nowhere).
+    let _signals = crate::sys::interrupt::catch_signals();
+    let names = &opts.names;
+    let ttl = opts.ttl_secs.unwrap_or(source.config.ttl_secs);
+    let mode = opts.mode.unwrap_or(source.config.mode);
+    if mode == Mode::Scratch && !opts.copy_ignored.is_empty() {
+        return Err(Error::usage(
+            Code::BadPattern,
+            "--copy-ignored applies to worktree workspaces",
+            "a scratch copy already holds every ignored file; drop --copy-ignored or use `--mode worktree`",
+        ));
+    }
+    // Ignored files carried into worktrees (design §3.9): patterns are read first.
+    let policy = match mode {
+        Mode::Worktree => Some(crate::workspace::carry::Policy::load(
+            &source.root,
+            &source.config.copy_ignored,
+            &opts.copy_ignored,
+        )?),
+        Mode::Scratch => None,
+    };
+    // Submodules found, a dirty one refused (design §3.15).
+    let modules = crate::workspace::submodules::discover(source)?;
+    // design §3.15: the workspaces hold what the source holds, or less.
+    let narrow = crate::git::sparse::check_patterns(&opts.sparse)?;
+    if mode == Mode::Scratch && !narrow.is_empty() {
+        return Err(Error::usage(
+            Code::BadPattern,
+            "--sparse applies to worktree workspaces",
+            "a scratch copy is the whole source; drop --sparse or use `--mode worktree`",
+        ));
+    }
+    let sparse = match mode {
+        Mode::Worktree => crate::git::sparse::Workspaces::plan(&source.repo, &narrow)?,
+        Mode::Scratch => None,
+    };
+    let base = source.workspace_base()?;
+    // design §3.14: the remote the remote tasks go through, and which tasks are.
+    let remote = opts
+        .remote
+        .as_deref()
+        .map(|r| crate::ops::remote::resolve(source, r))
+        .transpose()?;
+    let is_remote = |name: &String| remote.is_some() && !opts.local.contains(name);
+    if let Some(l) = opts.local.iter().find(|l| !names.contains(l)) {
+        return Err(Error::usage(
+            Code::UnknownTask,
+            format!("--local {l} names no task of this prepare"),
+            "give --local one of the task names given (or 1..N with -n)",
+        ));
+    }
+    let locked = crate::ops::lock::lock_and_recover(source)?;
+    let _lock = locked.lock;
+    observer.notice(Notice::Recovered(locked.recovery));
+    if mode == Mode::Scratch {
+        crate::workspace::scratch::preflight(source)?;
+    }
+    let existing = batch::list_ok(&source.state_dir())?;
+    if let Some(label) = &opts.label {
+        if let Some(b) = existing.iter().find(|b| b.label.as_deref() == Some(label)) {
+            return Err(Error::usage(
+                Code::DuplicateLabel,
+                format!(
+                    "the open batch {} already has the label {label:?}",
+                    b.short()
+                ),
+                match crate::ops::preparing::progress(b) {
+                    // A killed prepare of the same label, re-run: say how it goes.
+                    Some(crate::ops::preparing::Progress::Interrupted) => format!(
+                        "that batch's prepare was killed and it holds no work: remove it with `git delegate drop {} --force` or `git delegate gc`, then prepare again",
+                        b.short()
+                    ),
+                    _ => "choose another label, or apply or drop that batch first".to_string(),
+                },
+            ));
+        }
+    }
+
+    let id = new_id()?;
+    let short = batch::short(&id).to_string();
+    let mut plans: Vec<workspace::Plan> = names
+        .iter()
+        .filter(|n| !is_remote(n))
+        .map(|name| workspace::Plan {
+            root: base.join(&short).join(name),
+            worktree_id: workspace::worktree_id(&short, name),
+            lock_reason: crate::git::registration::lock_reason(&id, name),
+        })
+        .collect();
+    if mode == Mode::Scratch {
+        let roots = crate::workspace::scratch::plan(&source.root, plans.len())?;
+        for (p, root) in plans.iter_mut().zip(roots) {
+            p.root = root;
+            p.worktree_id = crate::workspace::scratch::WORKTREE_ID.to_string();
+        }
+    } else if !plans.is_empty() {
+        // design §3.18: a repository folder another user made (or a
+        // symlink in its place) is refused before anything is made.
+        crate::workspace::shared_root::check(&base)?;
+        workspace::check_free(&source.common_dir, &plans)?;
+    }
+    if batch::batch_dir(&source.state_dir(), &id)
+        .symlink_metadata()
+        .is_ok()
+        || refs::get(&source.repo, &refs::baseline(&id))?.is_some()
+    {
+        return Err(Error::usage(
+            Code::BatchExists,
+            format!("a batch with the id {id} exists already"),
+            "run the command again (ids are random)",
+        ));
+    }
+
+    // Snapshot and baseline commit.
+    let (snap, stat_cache) = {
+        let _progress = observer.step("Snapshotting the working tree");
+        snapshot::snapshot_for_prepare(&source.repo, &source.state_dir())?
+    };
+    let head = source.repo.head_id().ok().map(|id| id.detach());
+    let baseline = crate::git::commit::write(
+        &source.repo,
+        snap.tree,
+        head,
+        format!("git-delegate baseline {id}\n"),
+    )?;
+    // Paths that differ from HEAD (a staged change undone on disk is none).
+    let changes = if snap.changes == 0 {
+        0
+    } else {
+        crate::git::diff::trees(&source.repo, snap.head_tree, snap.tree)?.len()
+    };
+    if crate::sys::interrupt::interrupted() {
+        return Err(Error::interrupted());
+    }
+    for nested in &snap.nested_repos {
+        observer.notice(Notice::NestedRepository(nested.clone()));
+    }
+
+    let mut batch = Batch {
+        id: id.clone(),
+        label: opts.label.clone(),
+        created_at: crate::sys::time::rfc3339(crate::sys::time::now()),
+        source: source.root.clone(),
+        prefix: source.prefix.clone(),
+        source_head: head.map(|h| h.to_string()),
+        baseline: baseline.to_string(),
+        mode,
+        forbid_commit: opts.forbid_commit || source.config.forbid_commit,
+        sparse: sparse.as_ref().map(|s| s.list.clone()),
+        lease: Lease::new(ttl, opts.owner),
+        preparing: None,
+        tasks: {
+            let mut plan = plans.iter();
+            names
+                .iter()
+                .filter_map(|name| match is_remote(name) {
+                    true => Some(Task::open_remote(name.clone())),
+                    false => plan
+                        .next()
+                        .map(|p| Task::open(name.clone(), p.root.clone(), p.worktree_id.clone())),
+                })
+                .collect()
+        },
+        remote,
+    };
+
+    let state_dir = source.state_dir();
+    // design §3.15 "Killed commands": the marker first (fsync'd), before any
+    // ref or folder, so a prepare killed at any later point leaves a batch
+    // that is known to be incomplete; then everything else; the batch is
+    // complete once `batch.toml` is rewritten without the marker.
+    batch.preparing = Some(crate::record::batch::Marker::mine());
+    let mut undo = Undo {
+        source,
+        batch: &mut batch,
+        observer,
+        armed: true,
+    };
+    crate::ops::preparing::record(&state_dir, undo.batch)?;
+    crate::sys::interrupt::pause("marked");
+    let carried = make(
+        observer,
+        source,
+        &mut *undo.batch,
+        &plans,
+        names,
+        baseline,
+        snap.tree,
+        policy.as_ref(),
+        stat_cache,
+        &modules,
+        sparse.as_ref(),
+    )?;
+    undo.armed = false;
+    drop(undo);
+    // The task's cwd mirrors the caller's folder, even one the baseline has
+    // no files in (best effort: an empty folder changes nothing).
+    if !batch.prefix.as_os_str().is_empty() {
+        for t in batch.tasks.iter().filter(|t| !t.remote) {
+            let _ = std::fs::create_dir_all(t.cwd(&batch.prefix));
+        }
+    }
+    Ok(Report {
+        batch,
+        head,
+        changes,
+        carried,
+    })
+}
+
+/// Undoes a prepare whose marker is recorded unless disarmed: removes
+/// everything it made (only folders it made), its refs and state, the
+/// marker last. Signals that arrive meanwhile change nothing (see
+/// `preparing`); what cannot be removed is told to the observer and left
+/// for `gc`.
+struct Undo<'a> {
+    source: &'a Source,
+    batch: &'a mut Batch,
+    observer: &'a dyn Observer,
+    armed: bool,
+}
+
+impl Drop for Undo<'_> {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        crate::sys::interrupt::pause("undo");
+        if let Err(error) = crate::ops::preparing::remove_whole(self.source, self.batch, false) {
+            self.observer.notice(Notice::UndoIncomplete {
+                short: batch::short(&self.batch.id).to_string(),
+                error,
+            });
+        }
+    }
+}
+
+/// A new batch id: a random UUID (tests may fix it).
+fn new_id() -> Result<String> {
+    Ok(match std::env::var(TEST_BATCH_ID) {
+        Ok(fixed) => uuid::Uuid::parse_str(&fixed)
+            .map_err(|_| {
+                Error::usage(
+                    Code::BadBatchId,
+                    format!("{TEST_BATCH_ID}={fixed:?} is not a UUID"),
+                    format!("unset {TEST_BATCH_ID}"),
+                )
+            })?
+            .hyphenated()
+            .to_string(),
+        Err(_) => uuid::Uuid::new_v4().to_string(),
+    })
+}
+/// Make everything of a batch whose marker is recorded: the baseline ref,
+/// the workspaces and the ignored files they carry (or the scratch copies),
+/// then mark the batch complete. On any error (a signal included) the
+/// caller removes the whole batch; nothing is undone here.
+#[allow(clippy::too_many_arguments)]
+fn make(
+    observer: &dyn Observer,
+    source: &Source,
+    batch: &mut Batch,
+    plans: &[workspace::Plan],
+    names: &[String],
+    baseline: gix::ObjectId,
+    tree: gix::ObjectId,
+    policy: Option<&crate::workspace::carry::Policy>,
+    stat_cache: Option<snapshot::PendingCache>,
+    modules: &[crate::workspace::submodules::Module],
+    sparse: Option<&crate::git::sparse::Workspaces>,
+) -> Result<Vec<crate::record::batch::CarryStats>> {
+    let state_dir = source.state_dir();
+    let stop = || -> Result<()> {
+        if crate::sys::interrupt::interrupted() {
+            return Err(Error::interrupted());
+        }
+        Ok(())
+    };
+    stop()?;
+    // The shared branches, tags and stash, config and hooks before any
+    // workspace exists (design §3.16); a scratch copy has its own.
+    if batch.mode == Mode::Worktree {
+        crate::ops::side_effects::record(source, &batch::batch_dir(&state_dir, &batch.id))?;
+    }
+    refs::set(&source.repo, &refs::baseline(&batch.id), baseline, true)?;
+    // The source's refreshed stat cache lives with the batch (and goes with it).
+    if let Some(cache) = stat_cache {
+        cache.keep(&batch::batch_dir(&state_dir, &batch.id));
+    }
+    stop()?;
+    let carried = {
+        let _progress = observer.step(&format!(
+            "Checking out {} workspace{}",
+            plans.len(),
+            if plans.len() == 1 { "" } else { "s" }
+        ));
+        // The repository folder and the batch folder, through handles,
+        // ours and `0700` (design §3.18): nobody else can change what is
+        // below them, where the checkout writes by path.
+        if let Some(batch_dir) = plans
+            .first()
+            .filter(|_| policy.is_some())
+            .and_then(|p| p.root.parent())
+        {
+            crate::workspace::shared_root::make_batch_dir_at(batch_dir)?;
+        }
+        match policy {
+            // On btrfs, snapshots of the first workspace (design §3.17);
+            // then each workspace's submodule worktrees, its own (design
+            // §3.15: a snapshot must not share the first one's).
+            Some(policy) => {
+                let carried = workspace::create_all_filled(
+                    &source.common_dir,
+                    baseline,
+                    tree,
+                    plans,
+                    source.config.snapshots,
+                    sparse,
+                    |roots| {
+                        stop()?;
+                        crate::workspace::carry::carry_ignored(&source.repo, policy, roots)
+                    },
+                )?;
+                stop()?;
+                for p in plans {
+                    crate::workspace::submodules::create(
+                        &source.repo,
+                        tree,
+                        modules,
+                        &p.root,
+                        &p.worktree_id,
+                        &p.lock_reason,
+                    )?;
+                }
+                carried
+            }
+            None => {
+                let tasks: Vec<_> = names
+                    .iter()
+                    .filter(|n| batch.tasks.iter().any(|t| &t.name == *n && !t.remote))
+                    .cloned()
+                    .zip(plans.iter().map(|p| p.root.clone()))
+                    .collect();
+                crate::workspace::scratch::create_all(source, &batch.id, &tasks)?
+            }
+        }
+    };
+    for (t, c) in batch.tasks.iter_mut().filter(|t| !t.remote).zip(&carried) {
+        t.carried = Some(*c);
+        // What identifies the folder made (a scratch copy has its marker).
+        if policy.is_some() {
+            t.folder = workspace::folder_of(&t.root);
+        }
+    }
+    // design §3.14: the baseline goes to the remote last, so a failed push
+    // leaves nothing there (and undoes the prepare, as any failure does).
+    crate::ops::remote::push_baseline(source, batch)?;
+    crate::sys::interrupt::pause("complete-pending");
+    stop()?;
+    // Complete: written to a temp file, fsync'd and renamed over the marked one.
+    batch.preparing = None;
+    batch::save(&state_dir, batch)?;
+    // A signal that came while it was written still undoes the batch: no
+    // worker was given it yet.
+    stop()?;
+    Ok(carried)
+}
+
+fn check_task_name(name: &str) -> Result<()> {
+    batch::check_task_name(name)
+}

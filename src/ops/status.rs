@@ -1,0 +1,155 @@
+//! What `git delegate status` shows (design §3.3), computed: the batches
+//! (one or all), each task's changed-path count and whether its workspace
+//! is still the one prepare made, the problems (`problems`), and the
+//! proposals kept after their task ended (design §3.16 "kept"), and the
+//! processes running in each workspace (design §3.16), and the files
+//! still conflicted in each `conflicted` task's workspace (design §3.12);
+//! `commands/status.rs` renders the [`Report`].
+//!
+//! Owns: which batches a status covers and what is computed for each (the
+//! half-made workspaces of a batch whose prepare never completed are never
+//! counted as work, design §3.15); each task's workspace health as every
+//! batch document shows it (`health`, the document's `exists`).
+//! Never: changes anything or takes the lock (workspace snapshots are kept
+//! in memory); words anything.
+
+use crate::error::Result;
+use crate::git::repo::Source;
+use crate::ops::problems::{self, Problem};
+use crate::record::batch::{self, Batch, Entry};
+use crate::record::kept::Kept;
+use crate::workspace;
+
+/// One readable batch as status shows it.
+pub struct Shown {
+    /// The batch as recorded, but for each `conflicted` task whose workspace
+    /// is there and ours: its `conflicted_paths` are the files still
+    /// unresolved in that workspace now (design §3.12, `refresh::unresolved`:
+    /// unmerged entries, refresh's markers), so a file the worker resolved
+    /// is no longer listed and one a conflict of its own left is.
+    pub batch: Batch,
+    /// Per task: how many paths its workspace changed (`None`: unknown, its
+    /// workspace could not be read, or the batch is incomplete).
+    pub counts: Vec<Option<usize>>,
+    /// Per task: whether its workspace is there and ours (`Ours`),
+    /// missing, or replaced (`Foreign`).
+    pub health: Vec<workspace::Health>,
+    /// Per task: the processes running inside its workspace (design §3.16;
+    /// none for a workspace that is missing or not ours).
+    pub processes: Vec<Vec<crate::sys::quiesce::Proc>>,
+}
+
+/// What status found.
+pub struct Report {
+    /// Whether there was any batch entry at all (readable or not).
+    pub any: bool,
+    pub batches: Vec<Shown>,
+    pub problems: Vec<Problem>,
+    pub kept: Vec<Kept>,
+}
+
+/// Per task of `batch`: whether its workspace is there and ours, missing,
+/// or replaced (what documents show as `exists`, design §6.1).
+pub fn health(source: &Source, batch: &Batch) -> Vec<workspace::Health> {
+    batch
+        .tasks
+        .iter()
+        .map(|t| workspace::health(&source.common_dir, t))
+        .collect()
+}
+
+/// The status of `source`'s batches, or of the one `selector` names (a
+/// batch whose state is unreadable can be named too: it shows as a
+/// problem). When there is no batch entry, nothing but the kept proposals
+/// and the problems found without one is computed (design §3.3's fast path).
+pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
+    let mut entries = batch::list(&source.state_dir())?;
+    // Proposals kept after their task ended (design §3.16): gc rescues,
+    // discards, batches that are gone. Listing them reads only our refs.
+    let mut kept = crate::record::kept::kept_proposals(source, &entries).unwrap_or_default();
+    if let Some(arg) = selector {
+        let chosen = batch::choose(entries, Some(arg))?;
+        kept.retain(|k| match &chosen {
+            Entry::Batch(b) => k.batch == b.id,
+            Entry::Broken { id, .. } => &k.batch == id,
+        });
+        entries = vec![chosen];
+    }
+    let mut problems = problems::of_batches(source, &entries);
+    let any = !entries.is_empty();
+    if !any && problems.is_empty() {
+        return Ok(Report {
+            any,
+            batches: Vec::new(),
+            problems,
+            kept,
+        });
+    }
+    let mut batches = Vec::new();
+    for e in entries {
+        let Entry::Batch(b) = e else { continue };
+        // Half-made workspaces of an incomplete batch are never counted as work.
+        let counts = match crate::ops::preparing::progress(&b) {
+            Some(_) => vec![None; b.tasks.len()],
+            None => problems::changed_counts(source, &b),
+        };
+        batches.push(Shown {
+            health: Vec::new(),
+            processes: Vec::new(),
+            counts,
+            batch: *b,
+        });
+    }
+    for s in &batches {
+        if s.batch.preparing.is_none() {
+            problems.extend(problems::unreadable(&s.batch, &s.counts));
+        }
+    }
+    for s in &mut batches {
+        s.health = health(source, &s.batch);
+        for t in s.batch.tasks.iter_mut() {
+            if t.state != batch::TaskState::Conflicted {
+                continue;
+            }
+            if let workspace::Identity::Ours { real, .. } =
+                workspace::identify(&source.common_dir, t)
+            {
+                let mut now: Vec<String> = crate::ops::refresh::unresolved(t, &real)
+                    .into_iter()
+                    .map(|c| String::from_utf8_lossy(&c.path).into_owned())
+                    .collect();
+                now.sort();
+                now.dedup();
+                t.conflicted_paths = now;
+            }
+        }
+    }
+    // One /proc scan for every workspace that is there and ours.
+    let ours: Vec<(usize, usize)> = batches
+        .iter()
+        .enumerate()
+        .flat_map(|(bi, s)| {
+            s.health
+                .iter()
+                .enumerate()
+                .filter(|(_, h)| matches!(h, workspace::Health::Ours))
+                .map(move |(ti, _)| (bi, ti))
+        })
+        .collect();
+    let roots: Vec<std::path::PathBuf> = ours
+        .iter()
+        .map(|&(bi, ti)| batches[bi].batch.tasks[ti].root.clone())
+        .collect();
+    for s in &mut batches {
+        s.processes = vec![Vec::new(); s.batch.tasks.len()];
+    }
+    for (&(bi, ti), procs) in ours.iter().zip(crate::sys::quiesce::describe_all(&roots)) {
+        batches[bi].processes[ti] = procs;
+    }
+    Ok(Report {
+        any,
+        batches,
+        problems,
+        kept,
+    })
+}

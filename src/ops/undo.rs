@@ -1,0 +1,939 @@
+//! Undo entries (design §3.11): what every apply that wrote paths leaves
+//! behind so its result can be taken back, taking it back (`undo`), and
+//! landing undone work again (`apply --from-undo`).
+//!
+//! An entry is two things. The commit `refs/pi-delegate/undo/<id>/entry`
+//! (`F`: its tree holds every path the apply wrote, as the apply left it;
+//! an absent path was deleted) whose one parent (`S`, a root commit) holds
+//! the same paths as they were before, so `git diff entry^ entry` shows
+//! exactly what the apply wrote, and every object stays reachable; plus
+//! the proposals the apply applied (`.../tasks/<task>`). And the file
+//! `<state>/undo/<id>/entry.json` (batch, source, time, number of paths,
+//! the undone flag; written temp-then-rename), which is what makes the
+//! entry exist: the refs are written first.
+//!
+//! `undo` restores each written path by `merge3(base = F, ours = now,
+//! theirs = S)` on trees that hold only those paths, and writes the result
+//! through the write-back journal (`writeback::write`) kept in
+//! `<state>/undo/<id>/`, which recovery scans like a batch's (design §7).
+//! Any conflict, or any path the write-back check refuses, writes nothing.
+//!
+//! Owns: entry refs and files, the undo and re-apply transactions, pruning
+//! (`prune`, for gc).
+//! Never: prints; touches the index, HEAD or branches; writes a path other
+//! than those the entry's apply wrote, or one git refuses (design §3.18); writes anything when a path
+//! conflicts or with `dry_run`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use gix::bstr::{BString, ByteSlice};
+use gix::objs::tree::EntryKind;
+use gix::ObjectId;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Code, Error, Result};
+use crate::git::repo::Source;
+pub use crate::merge::integrate::PathConflict;
+use crate::merge::integrate::{self, Candidate, Merge};
+use crate::merge::landing::Side;
+use crate::ops::observe::{Notice, Observer};
+use crate::writeback::PathWrite;
+use crate::{
+    git::commit, git::diff, git::refs, record::batch, snapshot, snapshot::touched, writeback,
+};
+
+/// The entry file in `<state>/undo/<id>/`.
+pub const ENTRY_FILE: &str = "entry.json";
+
+/// The default of `undo.keep`.
+pub const DEFAULT_KEEP: usize = 20;
+
+/// The commit of an entry (`F`, parent `S`).
+pub fn entry_ref(id: &str) -> String {
+    format!("{}undo/{id}/entry", refs::PREFIX)
+}
+
+/// An applied proposal an entry keeps.
+pub fn task_ref(id: &str, task: &str) -> String {
+    format!("{}undo/{id}/tasks/{task}", refs::PREFIX)
+}
+
+fn entry_dir(state_dir: &Path, id: &str) -> PathBuf {
+    batch::undo_dir(state_dir).join(id)
+}
+
+/// One undo entry, as its file records it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Entry {
+    pub apply_id: String,
+    pub batch: String,
+    /// The working tree the apply wrote into.
+    pub source: PathBuf,
+    /// RFC 3339 UTC.
+    pub applied_at: String,
+    /// Nanoseconds since the epoch: orders entries made in one second.
+    pub applied_ns: u64,
+    /// How many paths the apply wrote.
+    pub paths: usize,
+    /// The proposals the apply applied, in task order.
+    pub tasks: Vec<String>,
+    pub undone: bool,
+    #[serde(default)]
+    pub undone_at: Option<String>,
+    /// The apply that re-applied this entry (`apply --from-undo`).
+    #[serde(default)]
+    pub reapplied_as: Option<String>,
+    /// The entry this apply re-applied.
+    #[serde(default)]
+    pub from_undo: Option<String>,
+    /// The commit HEAD was at when the apply wrote (the null id: an unborn
+    /// branch); absent in entries recorded before it was kept, which undo
+    /// takes back without the HEAD check (design §3.11).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
+}
+
+impl Entry {
+    pub fn short(&self) -> &str {
+        batch::short(&self.apply_id)
+    }
+}
+
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+fn save(state_dir: &Path, e: &Entry) -> Result<()> {
+    let dir = entry_dir(state_dir, &e.apply_id);
+    std::fs::create_dir_all(&dir)
+        .map_err(|err| Error::io(format!("cannot create {}", dir.display()), err))?;
+    save_at(&dir.join(ENTRY_FILE), e)
+}
+
+/// An entry's file written at `file` (its place, or a staged name).
+fn save_at(file: &Path, e: &Entry) -> Result<()> {
+    let text = serde_json::to_vec_pretty(e).map_err(|err| {
+        Error::state(
+            Code::Internal,
+            format!("cannot encode the undo entry: {err}"),
+            "report this bug",
+        )
+    })?;
+    crate::sys::fs::write_atomic(file, &text)
+}
+
+/// Every readable entry of the repository, newest first.
+pub fn list(state_dir: &Path) -> Vec<Entry> {
+    let Ok(rd) = std::fs::read_dir(batch::undo_dir(state_dir)) else {
+        return Vec::new();
+    };
+    let mut out: Vec<Entry> = rd
+        .flatten()
+        .filter_map(|d| std::fs::read(d.path().join(ENTRY_FILE)).ok())
+        .filter_map(|t| serde_json::from_slice::<Entry>(&t).ok())
+        .collect();
+    out.sort_by_key(|e| std::cmp::Reverse(e.applied_ns));
+    out
+}
+
+/// How many undo entries the repository holds (for `status`).
+pub fn count(state_dir: &Path) -> usize {
+    list(state_dir).len()
+}
+
+/// A tree holding exactly `entries` (paths relative to the root).
+fn tree_of_paths<'a>(
+    repo: &gix::Repository,
+    entries: impl Iterator<Item = (&'a BString, (EntryKind, ObjectId))>,
+) -> Result<ObjectId> {
+    let git = |e: gix::Error| Error::git("cannot write an undo tree", e);
+    let empty = repo
+        .write_object(gix::objs::Tree::empty())
+        .map_err(|e| Error::git("cannot write an undo tree", e))?
+        .detach();
+    let mut editor = repo.edit_tree(empty).map_err(git)?;
+    for (path, (kind, id)) in entries {
+        editor.upsert(path.as_bstr(), kind, id).map_err(git)?;
+    }
+    Ok(editor.write().map_err(git)?.detach())
+}
+
+/// The name an entry file is staged under, in the folder of the write-back
+/// journal whose commit puts it in place.
+const STAGED: &str = "undo-entry.json.staged";
+
+/// Stage the undo entry of an apply about to write `writes` (each path's
+/// `S` and `F` entries, objects already in the object store) into `source`
+/// for `batch_id`, keeping the proposals `tasks` (task name, proposal ref)
+/// it applies: its refs are written now, its file under a staged name in
+/// `dir` (the folder of the write-back's journal), which the write-back
+/// puts in place at its commit point (by this process, or by the recovery
+/// that finishes it: design §7 "What recovery finishes"). Returns the new
+/// apply id and that file. Call with the repository lock held; on a
+/// write-back that fails, [`discard_staged`].
+pub fn stage(
+    source: &Source,
+    batch_id: &str,
+    writes: &[PathWrite],
+    tasks: &[(String, String)],
+    dir: &Path,
+) -> Result<(String, writeback::Then)> {
+    let id = uuid::Uuid::new_v4().to_string();
+    let mut kept: Vec<(String, ObjectId)> = Vec::new();
+    for (task, name) in tasks {
+        if let Some(c) = refs::get(&source.repo, name)? {
+            kept.push((task.clone(), c));
+        }
+    }
+    let staged = dir.join(STAGED);
+    record_as(source, &id, batch_id, writes, &kept, None, Some(&staged))?;
+    let to = entry_dir(&source.state_dir(), &id).join(ENTRY_FILE);
+    Ok((id, writeback::Then { staged, to }))
+}
+
+/// The refs of a staged entry whose write-back did not happen (best
+/// effort: gc removes refs no entry owns).
+pub fn discard_staged(source: &Source, id: &str) {
+    let prefix = format!("{}undo/{id}/", refs::PREFIX);
+    if let Ok(all) = refs::list(&source.repo) {
+        for (name, _) in all.into_iter().filter(|(n, _)| n.starts_with(&prefix)) {
+            let _ = refs::delete(&source.repo, &name);
+        }
+    }
+}
+
+/// Whether the entry `id` exists (its file is in place).
+pub fn recorded(state_dir: &Path, id: &str) -> bool {
+    entry_dir(state_dir, id).join(ENTRY_FILE).is_file()
+}
+
+fn record_as(
+    source: &Source,
+    id: &str,
+    batch_id: &str,
+    writes: &[PathWrite],
+    tasks: &[(String, ObjectId)],
+    from_undo: Option<&str>,
+    staged: Option<&Path>,
+) -> Result<()> {
+    let repo = &source.repo;
+    let s_tree = tree_of_paths(repo, writes.iter().filter_map(|w| Some((&w.path, w.old?))))?;
+    let f_tree = tree_of_paths(repo, writes.iter().filter_map(|w| Some((&w.path, w.new?))))?;
+    let s = commit::write(
+        repo,
+        s_tree,
+        None,
+        format!("git-delegate undo entry {id}: the paths before the apply\n"),
+    )?;
+    let f = commit::write(
+        repo,
+        f_tree,
+        Some(s),
+        format!(
+            "git-delegate apply {id} of batch {batch_id}: the paths it wrote\n\n`git diff {}^ {}` shows what it wrote.\n",
+            entry_ref(id),
+            entry_ref(id)
+        ),
+    )?;
+    refs::set(repo, &entry_ref(id), f, true)?;
+    for (task, c) in tasks {
+        refs::set(repo, &task_ref(id, task), *c, false)?;
+    }
+    let ns = now_ns();
+    let entry = Entry {
+        apply_id: id.to_string(),
+        batch: batch_id.to_string(),
+        source: source.root.clone(),
+        applied_at: crate::sys::time::rfc3339((ns / 1_000_000_000) as i64),
+        applied_ns: ns,
+        paths: writes.len(),
+        tasks: tasks.iter().map(|(t, _)| t.clone()).collect(),
+        undone: false,
+        undone_at: None,
+        reapplied_as: None,
+        from_undo: from_undo.map(str::to_string),
+        // Unreadable, HEAD is not checked by undo (design §3.11).
+        head: head_of(repo).ok(),
+    };
+    match staged {
+        Some(file) => save_at(file, &entry),
+        None => save(&source.state_dir(), &entry),
+    }
+}
+
+/// Name an entry: its full id, or a unique prefix of at least 4 characters.
+pub fn select(entries: &[Entry], arg: &str) -> Result<Entry> {
+    let want = arg.to_ascii_lowercase();
+    if let Some(e) = entries.iter().find(|e| e.apply_id == want) {
+        return Ok(e.clone());
+    }
+    if want.len() < 4 {
+        return Err(Error::usage(
+            Code::UnknownApply,
+            format!("{arg:?} is too short to name an apply: give at least 4 characters of its id"),
+            "list the applies with `git delegate undo --list`",
+        ));
+    }
+    let found: Vec<&Entry> = entries
+        .iter()
+        .filter(|e| e.apply_id.starts_with(&want))
+        .collect();
+    match found.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(Error::usage(
+            Code::UnknownApply,
+            format!("no apply of this repository has an id starting with {arg:?}"),
+            "list the applies with `git delegate undo --list`",
+        )),
+        many => Err(Error::usage(
+            Code::AmbiguousApply,
+            format!(
+                "{arg:?} names several applies: {}",
+                many.iter()
+                    .map(|e| e.apply_id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            "give more characters of the id (`git delegate undo --list` shows them)",
+        )),
+    }
+}
+
+fn nothing_to_undo(message: String) -> Error {
+    Error::usage(
+        Code::NothingToUndo,
+        message,
+        "list the applies with `git delegate undo --list`; `git delegate apply --from-undo APPLY` lands undone work again",
+    )
+}
+
+/// What `undo` did (or, with `dry_run`, would do).
+pub struct Report {
+    pub entry: Entry,
+    pub dry_run: bool,
+    /// Whether the entry is undone now (false with `dry_run` or conflicts).
+    pub undone: bool,
+    /// Paths written (or that would be).
+    pub paths: Vec<BString>,
+    /// Paths that block the undo (nothing was written).
+    pub conflicts: Vec<PathConflict>,
+    /// The proposals the entry keeps: (task, ref).
+    pub kept: Vec<(String, String)>,
+    /// A signal arrived during the write-back, past its commit point: it
+    /// was finished (design §7 "Signals"); the command exits 1.
+    pub interrupted: bool,
+}
+
+/// The entry's kept proposals: (task, ref name, commit).
+fn kept_tasks(repo: &gix::Repository, e: &Entry) -> Result<Vec<(String, String, ObjectId)>> {
+    let mut out = Vec::new();
+    for t in &e.tasks {
+        let name = task_ref(&e.apply_id, t);
+        if let Some(c) = refs::get(repo, &name)? {
+            out.push((t.clone(), name, c));
+        }
+    }
+    Ok(out)
+}
+
+/// Take the lock: recovering interrupted write-backs, or (`dry_run`)
+/// refusing while one is left over (design §7).
+fn lock(
+    here: &Source,
+    dry_run: bool,
+    observer: &dyn Observer,
+) -> Result<crate::ops::lock::RepoLock> {
+    if dry_run {
+        let lock = crate::ops::lock::acquire(&here.state_dir(), here.config.lock_timeout_secs)?;
+        let pending = writeback::pending(here)?;
+        if !pending.is_empty() {
+            return Err(Error::state(
+                Code::WritebackPending,
+                format!(
+                    "an interrupted write-back ({}) is left over: the working tree may hold part of its result, so a dry run cannot say what undo would do (it changed nothing)",
+                    pending.join(", ")
+                ),
+                "run `git delegate gc`: it rolls it back (or finishes it, past its commit point) first; `git delegate status` shows it",
+            ));
+        }
+        Ok(lock)
+    } else {
+        let locked = crate::ops::lock::lock_and_recover(here)?;
+        observer.notice(Notice::Recovered(locked.recovery));
+        Ok(locked.lock)
+    }
+}
+
+/// The commit `repo`'s HEAD is at, as an undo entry records it: the null
+/// id for an unborn branch.
+fn head_of(repo: &gix::Repository) -> Result<String> {
+    let head = repo.head().map_err(|e| Error::git("cannot read HEAD", e))?;
+    Ok(match head.id() {
+        Some(id) => id.to_string(),
+        None => ObjectId::null(repo.object_hash()).to_string(),
+    })
+}
+
+/// Refuse to undo `e` when HEAD moved since its apply (design §3.11): the
+/// applied changes may be committed now, and undoing them would take
+/// committed lines back out as uncommitted changes. An entry that did not
+/// record HEAD is not checked.
+fn refuse_if_head_moved(repo: &gix::Repository, e: &Entry) -> Result<()> {
+    let Some(then) = &e.head else {
+        return Ok(());
+    };
+    let now = head_of(repo)?;
+    if &now == then {
+        return Ok(());
+    }
+    let name = |id: &str| {
+        if id.bytes().all(|b| b == b'0') {
+            "unborn".to_string()
+        } else {
+            format!("at {}", &id[..id.len().min(7)])
+        }
+    };
+    let mut details = serde_json::Map::new();
+    let doc = |id: &str| match id.bytes().all(|b| b == b'0') {
+        true => serde_json::Value::Null,
+        false => serde_json::Value::String(id.to_string()),
+    };
+    details.insert("apply_head".into(), doc(then));
+    details.insert("head".into(), doc(&now));
+    let look = if then.bytes().all(|b| b == b'0') || now.bytes().all(|b| b == b'0') {
+        "look at `git log`".to_string()
+    } else {
+        format!("look at `git log {}..{}`", &then[..7], &now[..7])
+    };
+    Err(Error::state(
+        Code::HeadMoved,
+        format!(
+            "HEAD moved since apply {}: it was {} when the apply wrote and is {} now, so the applied changes may be committed now; undoing would take them back out as uncommitted changes, and nothing was changed",
+            e.short(),
+            name(then),
+            name(&now)
+        ),
+        format!(
+            "{look} to see what was committed since; to undo anyway, run `git delegate undo {} --force`",
+            e.short()
+        ),
+    )
+    .with_details(details))
+}
+
+/// The working tree an entry's apply wrote into.
+fn entry_source(here: Source, e: &Entry) -> Result<Source> {
+    if here.root == e.source {
+        Ok(here)
+    } else {
+        Source::open_recorded(&here, &e.source, batch::short(&e.batch))
+    }
+}
+
+/// The `S` and `F` trees of an entry (only the paths its apply wrote).
+fn entry_trees(
+    repo: &gix::Repository,
+    state_dir: &Path,
+    e: &Entry,
+) -> Result<(ObjectId, ObjectId)> {
+    let name = entry_ref(&e.apply_id);
+    let missing = || {
+        Error::state(
+            Code::MissingObject,
+            format!("the undo entry's ref {name} was deleted or is unreadable"),
+            format!(
+                "the apply {} cannot be undone without it; remove the entry with `rm -r {}`",
+                e.short(),
+                entry_dir(state_dir, &e.apply_id).display()
+            ),
+        )
+    };
+    let f = refs::get(repo, &name)?.ok_or_else(missing)?;
+    let commit = repo.find_commit(f).map_err(|_| missing())?;
+    let f_tree = commit.tree_id().map_err(|_| missing())?.detach();
+    let s = commit.parent_ids().next().ok_or_else(missing)?.detach();
+    let s_tree = commit::tree_of(repo, &s.to_string())?;
+    Ok((s_tree, f_tree))
+}
+
+/// `entries` as they stand in `full` (a whole tree), as a tree of their own.
+fn restrict(repo: &gix::Repository, full: ObjectId, paths: &BTreeSet<BString>) -> Result<ObjectId> {
+    let tree = repo
+        .find_tree(full)
+        .map_err(|e| Error::git("cannot read the snapshot", e))?;
+    let mut found: Vec<(&BString, (EntryKind, ObjectId))> = Vec::new();
+    for p in paths {
+        if let Some(e) = tree
+            .lookup_entry_by_path(crate::sys::paths::to_os(p.as_bstr()))
+            .map_err(|e| Error::git("cannot read the snapshot", e))?
+        {
+            let kind = e.mode().kind();
+            if !matches!(kind, EntryKind::Tree | EntryKind::Commit) {
+                found.push((p, (kind, e.object_id())));
+            }
+        }
+    }
+    tree_of_paths(repo, found.into_iter())
+}
+
+/// The working tree now, at `paths` only, as a tree.
+fn now_tree(
+    mem: &gix::Repository,
+    f_tree: ObjectId,
+    paths: &BTreeSet<BString>,
+) -> Result<ObjectId> {
+    match touched::snapshot(mem, f_tree, paths)? {
+        Some(t) => Ok(t),
+        None => {
+            let full = snapshot::snapshot(mem)?.tree;
+            restrict(mem, full, paths)
+        }
+    }
+}
+
+/// Copy the objects of `writes` (both sides) that only `mem` holds into
+/// the object store of `disk`.
+fn persist(disk: &gix::Repository, mem: &gix::Repository, writes: &[PathWrite]) -> Result<()> {
+    crate::merge::landing::persist(disk, mem, writes, Side::Old)?;
+    crate::merge::landing::persist(disk, mem, writes, Side::New)
+}
+
+fn to_writes(changes: Vec<diff::PathChange>) -> Vec<PathWrite> {
+    changes
+        .into_iter()
+        .map(|c| PathWrite {
+            path: c.path,
+            old: c.old,
+            new: c.new,
+        })
+        .collect()
+}
+
+/// The words for a path the write-back check refuses.
+fn blocked_reason(r: writeback::BlockReason) -> String {
+    use writeback::BlockReason::*;
+    match r {
+        UntrackedInTheWay => "untracked file in the way".into(),
+        FolderInTheWay => "folder in the way".into(),
+        ChangedSinceSnapshot => "changed just now".into(),
+        SymlinkInTheWay => "symlink in the way".into(),
+        NotWritable(errno) => format!(
+            "folder not writable ({})",
+            std::io::Error::from_raw_os_error(errno)
+        ),
+    }
+}
+
+/// An entry whose trees name paths git refuses to check out (design
+/// §3.18) was not made by an apply (no apply writes such a path: its ref
+/// was moved): it is never undone, and nothing of it is read in the
+/// working tree.
+fn refuse_invalid(
+    repo: &gix::Repository,
+    state_dir: &Path,
+    e: &Entry,
+    s_tree: ObjectId,
+    f_tree: ObjectId,
+) -> Result<()> {
+    let mut found = crate::git::validate::tree(repo, Some(s_tree), f_tree)?;
+    for f in crate::git::validate::tree(repo, Some(f_tree), s_tree)? {
+        if !found.iter().any(|k| k.path == f.path) {
+            found.push(f);
+        }
+    }
+    if found.is_empty() {
+        return Ok(());
+    }
+    Err(Error::state(
+        Code::InvalidPath,
+        format!(
+            "the undo entry of apply {} names paths git refuses to check out, which no apply writes (its ref {} was moved): {}; nothing was changed",
+            e.short(),
+            entry_ref(&e.apply_id),
+            crate::git::validate::list(&found)
+        ),
+        format!(
+            "it cannot be undone; remove the entry with `rm -r {}`",
+            crate::sys::paths::shell_quote(&entry_dir(state_dir, &e.apply_id).to_string_lossy())
+        ),
+    ))
+}
+
+/// Undo an apply (design §3.11): `apply` names it (id or prefix), `None`
+/// the latest one not undone; refused when HEAD moved since that apply,
+/// unless `force`.
+pub fn undo(
+    here: Source,
+    apply: Option<&str>,
+    dry_run: bool,
+    force: bool,
+    observer: &dyn Observer,
+) -> Result<Report> {
+    let _lock = lock(&here, dry_run, observer)?;
+    let entries = list(&here.state_dir());
+    let entry = match apply {
+        Some(arg) => {
+            let e = select(&entries, arg)?;
+            if e.undone {
+                return Err(nothing_to_undo(format!(
+                    "the apply {} was undone already{}",
+                    e.short(),
+                    e.undone_at
+                        .as_deref()
+                        .map(|t| format!(" ({t})"))
+                        .unwrap_or_default()
+                )));
+            }
+            e
+        }
+        None => entries
+            .into_iter()
+            .find(|e| !e.undone)
+            .ok_or_else(|| nothing_to_undo("no apply of this repository is left to undo".into()))?,
+    };
+    let source = entry_source(here, &entry)?;
+    let state_dir = source.state_dir();
+    let repo = &source.repo;
+    if !force {
+        refuse_if_head_moved(repo, &entry)?;
+    }
+    let kept: Vec<(String, String)> = kept_tasks(repo, &entry)?
+        .into_iter()
+        .map(|(t, n, _)| (t, n))
+        .collect();
+    let (s_tree, f_tree) = entry_trees(repo, &state_dir, &entry)?;
+    refuse_invalid(repo, &state_dir, &entry, s_tree, f_tree)?;
+    let paths: BTreeSet<BString> = diff::trees(repo, s_tree, f_tree)?
+        .into_iter()
+        .map(|c| c.path)
+        .collect();
+    let mut mem = repo.clone().with_object_memory();
+    mem.object_cache_size_if_unset(8 << 20);
+    let merging = observer.step("Merging");
+    let now = now_tree(&mem, f_tree, &paths)?;
+    let mut report = Report {
+        entry,
+        dry_run,
+        undone: false,
+        paths: Vec::new(),
+        conflicts: Vec::new(),
+        kept,
+        interrupted: false,
+    };
+    let result = match integrate::merge3(&mem, f_tree, now, s_tree)? {
+        Merge::Clean(t) => t,
+        Merge::Conflicts(c) => {
+            report.conflicts = c;
+            return Ok(report);
+        }
+    };
+    let writes = to_writes(diff::trees(&mem, now, result)?);
+    drop(merging);
+    if !dry_run {
+        persist(repo, &mem, &writes)?;
+    }
+    let blocked = writeback::check(&source, &writes)?;
+    if !blocked.is_empty() {
+        report.conflicts = blocked
+            .into_iter()
+            .map(|b| PathConflict {
+                path: b.path,
+                reason: blocked_reason(b.reason),
+            })
+            .collect();
+        return Ok(report);
+    }
+    report.paths = writes.iter().map(|w| w.path.clone()).collect();
+    if dry_run {
+        return Ok(report);
+    }
+    crate::sys::interrupt::pause("undo-before-write");
+    report.entry.undone = true;
+    report.entry.undone_at = Some(crate::sys::time::rfc3339(crate::sys::time::now()));
+    if writes.is_empty() {
+        save(&state_dir, &report.entry)?;
+    } else {
+        // The entry marked undone takes effect with the write-back, at its
+        // commit point (design §7 "What recovery finishes").
+        let dir = entry_dir(&state_dir, &report.entry.apply_id);
+        let staged = dir.join(STAGED);
+        save_at(&staged, &report.entry)?;
+        let then = writeback::Then {
+            staged,
+            to: dir.join(ENTRY_FILE),
+        };
+        let _writing = observer.step(&format!("Writing {} paths", writes.len()));
+        writeback::write_then(&source, &dir, &writes, &[then])?;
+        report.interrupted = crate::sys::interrupt::interrupted();
+    }
+    report.undone = true;
+    Ok(report)
+}
+
+/// One task of a re-apply.
+pub struct Landed {
+    pub task: String,
+    pub applied: bool,
+    pub reason: Option<&'static str>,
+    pub conflicts: Vec<PathConflict>,
+    pub proposed: Vec<BString>,
+    pub applied_paths: Vec<BString>,
+}
+
+/// What `apply --from-undo` did.
+pub struct Reapply {
+    /// The undone entry re-applied.
+    pub from: Entry,
+    pub dry_run: bool,
+    /// The new apply's id (`None` when nothing was written).
+    pub apply_id: Option<String>,
+    pub tasks: Vec<Landed>,
+    pub written: Vec<BString>,
+    /// A signal arrived during the write-back, past its commit point: it
+    /// was finished (design §7 "Signals"); the command exits 1.
+    pub interrupted: bool,
+}
+
+impl Reapply {
+    pub fn all_ok(&self) -> bool {
+        self.tasks.iter().all(|t| t.applied)
+    }
+}
+
+/// `apply --from-undo APPLY` (design §3.11): integrate an undone entry's
+/// proposals onto their baseline and into the source as it is now, like
+/// apply's steps 2-4, as a new apply with a new entry.
+pub fn reapply(
+    here: Source,
+    apply: &str,
+    strict: bool,
+    dry_run: bool,
+    observer: &dyn Observer,
+) -> Result<Reapply> {
+    let _lock = lock(&here, dry_run, observer)?;
+    let entries = list(&here.state_dir());
+    let from = select(&entries, apply)?;
+    if !from.undone {
+        return Err(Error::usage(
+            Code::NotUndone,
+            format!(
+                "the apply {} is not undone: its work is in the working tree already",
+                from.short()
+            ),
+            format!(
+                "`git delegate apply --from-undo` lands undone work again; undo it first with `git delegate undo {}` if that is what you want",
+                from.short()
+            ),
+        ));
+    }
+    if let Some(again) = &from.reapplied_as {
+        return Err(Error::usage(
+            Code::NotUndone,
+            format!(
+                "the apply {} was applied again already, as {}",
+                from.short(),
+                batch::short(again)
+            ),
+            format!(
+                "undo that one with `git delegate undo {}`",
+                batch::short(again)
+            ),
+        ));
+    }
+    let source = entry_source(here, &from)?;
+    let strict = strict || source.config.strict;
+    let repo = &source.repo;
+    let kept = kept_tasks(repo, &from)?;
+    let mut report = Reapply {
+        from,
+        dry_run,
+        apply_id: None,
+        tasks: Vec::new(),
+        written: Vec::new(),
+        interrupted: false,
+    };
+    let Some((_, _, first)) = kept.first() else {
+        return Ok(report);
+    };
+    let baseline = repo
+        .find_commit(*first)
+        .map_err(|e| Error::git("cannot read a kept proposal", e))?
+        .parent_ids()
+        .next()
+        .map(|p| p.detach())
+        .ok_or_else(|| {
+            Error::state(
+                Code::MissingObject,
+                "a kept proposal has no baseline parent",
+                "report this bug; nothing was changed",
+            )
+        })?;
+    let baseline_tree = commit::tree_of(repo, &baseline.to_string())?;
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for (i, (task, _, c)) in kept.iter().enumerate() {
+        let tree = commit::tree_of(repo, &c.to_string())?;
+        // A refreshed task's proposal has its own base as parent (design
+        // §3.12): its paths and merge are from there, as apply merged it.
+        let parent = repo
+            .find_commit(*c)
+            .map_err(|e| Error::git("cannot read a kept proposal", e))?
+            .parent_ids()
+            .next()
+            .map(|p| p.detach());
+        let base = match parent {
+            Some(p) if p != baseline => Some(commit::tree_of(repo, &p.to_string())?),
+            _ => None,
+        };
+        let paths: Vec<BString> = diff::trees(repo, base.unwrap_or(baseline_tree), tree)?
+            .into_iter()
+            .map(|c| c.path)
+            .collect();
+        report.tasks.push(Landed {
+            task: task.clone(),
+            applied: false,
+            reason: None,
+            conflicts: Vec::new(),
+            proposed: paths.clone(),
+            applied_paths: Vec::new(),
+        });
+        candidates.push(Candidate {
+            task: i,
+            tree,
+            paths,
+            base,
+        });
+    }
+    let mut mem = repo.clone().with_object_memory();
+    mem.object_cache_size_if_unset(8 << 20);
+    let merging = observer.step("Merging");
+    // Apply's one integration (design §3.2 steps 2-3); nothing persisted here.
+    let plan =
+        crate::merge::landing::plan(&source, &mem, baseline_tree, &candidates, strict, false)?;
+    drop(merging);
+    let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
+    for (i, t) in report.tasks.iter_mut().enumerate() {
+        if plan.applied.contains(&i) {
+            t.applied = true;
+            t.applied_paths = t
+                .proposed
+                .iter()
+                .filter(|p| to_write.contains(p))
+                .cloned()
+                .collect();
+        } else if let Some(r) = plan.refused.iter().find(|r| r.task == i) {
+            t.reason = Some(r.reason.as_str());
+            t.conflicts = r.conflicts.clone();
+        }
+    }
+    if dry_run {
+        report.written = plan.writes.iter().map(|w| w.path.clone()).collect();
+        return Ok(report);
+    }
+    if !plan.writes.is_empty() {
+        persist(repo, &mem, &plan.writes)?;
+        let id = uuid::Uuid::new_v4().to_string();
+        let dir = entry_dir(&source.state_dir(), &id);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+        let applied: Vec<(String, ObjectId)> = kept
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| plan.applied.contains(i))
+            .map(|(_, (t, _, c))| (t.clone(), *c))
+            .collect();
+        // The new entry, and (every task landing) the undone one naming it,
+        // take effect with the write-back (design §7 "What recovery finishes").
+        let staged = dir.join(STAGED);
+        let staging = || -> Result<Vec<writeback::Then>> {
+            record_as(
+                &source,
+                &id,
+                &report.from.batch,
+                &plan.writes,
+                &applied,
+                Some(&report.from.apply_id),
+                Some(&staged),
+            )?;
+            let mut then = vec![writeback::Then {
+                staged: staged.clone(),
+                to: dir.join(ENTRY_FILE),
+            }];
+            if report.all_ok() {
+                let mut from = report.from.clone();
+                from.reapplied_as = Some(id.clone());
+                let staged = dir.join(format!("from-{STAGED}"));
+                save_at(&staged, &from)?;
+                then.push(writeback::Then {
+                    staged,
+                    to: entry_dir(&source.state_dir(), &from.apply_id).join(ENTRY_FILE),
+                });
+            }
+            Ok(then)
+        };
+        let then = staging().inspect_err(|_| {
+            discard_staged(&source, &id);
+            let _ = crate::sys::fs::remove_all(&dir);
+        })?;
+        let _writing = observer.step(&format!("Writing {} paths", plan.writes.len()));
+        if let Err(e) = writeback::write_then(&source, &dir, &plan.writes, &then) {
+            discard_staged(&source, &id);
+            if !dir.join(batch::JOURNAL_FILE).exists() {
+                let _ = crate::sys::fs::remove_all(&dir);
+            }
+            return Err(e);
+        }
+        report.interrupted = crate::sys::interrupt::interrupted();
+        if report.all_ok() {
+            report.from.reapplied_as = Some(id.clone());
+        }
+        report.written = plan.writes.iter().map(|w| w.path.clone()).collect();
+        report.apply_id = Some(id);
+    }
+    Ok(report)
+}
+
+/// Entries gc removes: beyond the newest `undo.keep` and older than
+/// `gc.keep-failed` (design §3.11). Removes them unless `dry_run`; returns
+/// their ids and how many refs went.
+pub fn prune(source: &Source, dry_run: bool) -> Result<(Vec<String>, usize)> {
+    let state_dir = source.state_dir();
+    let now = crate::sys::time::now();
+    let keep_secs = source.config.keep_failed_secs;
+    let mut gone = Vec::new();
+    let mut refs_removed = 0;
+    for e in list(&state_dir).into_iter().skip(source.config.undo_keep) {
+        let age = now.saturating_sub((e.applied_ns / 1_000_000_000) as i64);
+        let dir = entry_dir(&state_dir, &e.apply_id);
+        if age < keep_secs || dir.join(batch::JOURNAL_FILE).exists() {
+            continue;
+        }
+        let prefix = format!("{}undo/{}/", refs::PREFIX, e.apply_id);
+        for (name, _) in refs::list(&source.repo)? {
+            if name.starts_with(&prefix) {
+                if !dry_run {
+                    refs::delete(&source.repo, &name)?;
+                }
+                refs_removed += 1;
+            }
+        }
+        if !dry_run {
+            crate::sys::fs::remove_all(&dir)?;
+        }
+        gone.push(e.apply_id);
+    }
+    Ok((gone, refs_removed))
+}
+
+/// Whether `name` is a ref of an undo entry that still exists (gc leaves
+/// those to `prune`).
+pub fn owns_ref(state_dir: &Path, name: &str) -> bool {
+    let Some(rest) = name.strip_prefix(&format!("{}undo/", refs::PREFIX)) else {
+        return false;
+    };
+    let id = rest.split('/').next().unwrap_or("");
+    !id.is_empty() && entry_dir(state_dir, id).join(ENTRY_FILE).is_file()
+}

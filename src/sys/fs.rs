@@ -1,0 +1,251 @@
+//! Generic filesystem helpers the engine shares: durable atomic writes,
+//! fsync of a folder, removal that never follows a symlink and accepts
+//! "gone already", removing emptied parents, the size of a tree,
+//! canonical paths; and, on an opened folder, listing it and creating a new
+//! file in it without following a symlink.
+//!
+//! Owns: these few operations on plain paths, with the engine's errors.
+//! Never: knows what a batch, workspace or repository is (callers decide
+//! which paths are theirs to write or remove), or writes below a source's
+//! root (that is `writeback`'s symlink-safe job, design §7).
+
+use std::io::Write;
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{self as rfs, FileType, Mode, OFlags};
+
+use crate::error::{Error, Result};
+
+/// Write `bytes` to `path` atomically and durably, through a temp file
+/// beside it (`.<name>.tmp-<pid>`, [`is_temp_name`]) that no failure leaves
+/// behind (a full disk included, design §3.18 "Leftovers"): only a killed
+/// process leaves one, which gc removes once it is old.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}{TEMP_MARK}{}",
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default(),
+        std::process::id()
+    ));
+    let io = |e| Error::io_at(format!("cannot write {}", path.display()), dir, e);
+    let mut f = std::fs::File::create(&tmp).map_err(io)?;
+    let written = f
+        .write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .and_then(|()| {
+            drop(f);
+            std::fs::rename(&tmp, path)
+        });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io(e));
+    }
+    sync_dir(dir);
+    Ok(())
+}
+
+/// What names a temp file of [`write_atomic`]: `.<name>.tmp-<pid>`.
+const TEMP_MARK: &str = ".tmp-";
+
+/// Is `name` a temp file [`write_atomic`] makes (`.<name>.tmp-<pid>`)?
+pub fn is_temp_name(name: &[u8]) -> bool {
+    let Some(rest) = name.strip_prefix(b".") else {
+        return false;
+    };
+    let mark = TEMP_MARK.as_bytes();
+    match rest.windows(mark.len()).rposition(|w| w == mark) {
+        Some(at) => {
+            let pid = &rest[at + mark.len()..];
+            at > 0 && !pid.is_empty() && pid.iter().all(u8::is_ascii_digit)
+        }
+        None => false,
+    }
+}
+
+/// fsync a folder so a rename in it is durable (best effort).
+pub fn sync_dir(dir: &Path) {
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// Remove a file or symlink; gone already is fine.
+pub fn remove_file(p: &Path) -> Result<()> {
+    match std::fs::remove_file(p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(format!("cannot remove {}", p.display()), e)),
+    }
+}
+
+/// Remove a file, symlink or folder (never following a symlink); gone already is fine.
+pub fn remove_all(p: &Path) -> Result<()> {
+    let meta = match p.symlink_metadata() {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(format!("cannot remove {}", p.display()), e)),
+    };
+    let r = if meta.is_dir() {
+        // An emptied btrfs subvolume that `rmdir` may not remove goes
+        // through the ioctl where permitted (design §3.17).
+        std::fs::remove_dir_all(p)
+            .or_else(|e| crate::sys::btrfs::remove_empty_dir(p).map_err(|_| e))
+    } else {
+        std::fs::remove_file(p)
+    };
+    match r {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io(format!("cannot remove {}", p.display()), e)),
+    }
+}
+
+/// Remove up to `levels` empty folders above `p` (best effort; stops at
+/// the first that is not empty).
+pub fn remove_empty_parents(p: &Path, levels: usize) {
+    let mut dir = p.parent();
+    for _ in 0..levels {
+        match dir {
+            Some(d) if std::fs::remove_dir(d).is_ok() => dir = d.parent(),
+            _ => break,
+        }
+    }
+}
+
+/// Is `p` a real folder (not a symlink to one)?
+pub fn is_real_dir(p: &Path) -> bool {
+    p.symlink_metadata().is_ok_and(|m| m.is_dir())
+}
+
+/// Is `p` a real folder (not a symlink to one) with nothing in it?
+pub fn is_empty_dir(p: &Path) -> bool {
+    is_real_dir(p) && std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_none())
+}
+
+/// Sum of the sizes of the files (and symlinks) under `p`, never following a symlink.
+pub fn tree_size(p: &Path) -> u64 {
+    let Ok(meta) = p.symlink_metadata() else {
+        return 0;
+    };
+    if !meta.is_dir() {
+        return meta.len();
+    }
+    let mut total = 0;
+    let mut stack = vec![p.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => stack.push(e.path()),
+                Ok(m) => total += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
+
+/// Canonicalise, tolerating paths git reports through `..` components.
+pub fn canonical(p: &Path) -> Result<PathBuf> {
+    std::fs::canonicalize(p).map_err(|e| Error::io(format!("cannot resolve {}", p.display()), e))
+}
+
+/// The names in an opened folder (without `.` and `..`), with their types.
+pub fn read_names(dir: BorrowedFd<'_>) -> rustix::io::Result<Vec<(Vec<u8>, FileType)>> {
+    let mut d = rfs::Dir::read_from(dir)?;
+    let mut out = Vec::new();
+    while let Some(entry) = d.read() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        out.push((name.to_vec(), entry.file_type()));
+    }
+    Ok(out)
+}
+
+/// Create the new file `name` in the opened folder `dir` for writing, never
+/// through a symlink and never over an existing entry (`O_EXCL`).
+pub fn create_new_at(dir: BorrowedFd<'_>, name: &[u8], mode: Mode) -> rustix::io::Result<OwnedFd> {
+    rfs::openat(
+        dir,
+        name,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        mode,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn removal_never_follows_a_symlink_and_gone_is_fine() {
+        let t = tempfile::tempdir().unwrap();
+        let kept = t.path().join("kept");
+        std::fs::create_dir(&kept).unwrap();
+        std::fs::write(kept.join("f"), b"12345").unwrap();
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&kept, &link).unwrap();
+        assert!(!is_real_dir(&link));
+        assert_eq!(tree_size(&kept), 5);
+        remove_all(&link).unwrap();
+        assert!(kept.join("f").is_file());
+        remove_all(&link).unwrap();
+        remove_file(&link).unwrap();
+        assert!(!is_empty_dir(&kept));
+        remove_file(&kept.join("f")).unwrap();
+        assert!(is_empty_dir(&kept));
+    }
+
+    #[test]
+    fn atomic_write_replaces_whole() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("a.toml");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        let names: Vec<_> = std::fs::read_dir(t.path()).unwrap().flatten().collect();
+        assert_eq!(names.len(), 1, "no temp file is left");
+    }
+
+    /// A failed write leaves no temp file (design §3.18 "Leftovers"): here
+    /// its rename onto a folder fails after the temp file was written.
+    #[test]
+    fn a_failed_atomic_write_leaves_no_temp_file() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("taken");
+        std::fs::create_dir(p.join("")).unwrap();
+        std::fs::write(p.join("x"), b"").unwrap();
+        assert!(write_atomic(&p, b"bytes").is_err());
+        let names: Vec<_> = std::fs::read_dir(t.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, ["taken"]);
+    }
+
+    #[test]
+    fn temp_names_are_those_write_atomic_makes() {
+        let pid = std::process::id();
+        assert!(is_temp_name(format!(".batch.toml.tmp-{pid}").as_bytes()));
+        assert!(is_temp_name(b".1.patch.tmp-7"));
+        assert!(is_temp_name(b".a.tmp-b.tmp-12"));
+        for no in [
+            &b"batch.toml.tmp-7"[..],
+            b".tmp-7",
+            b".x.tmp-",
+            b".x.tmp-7a",
+            b".x.tmp7",
+        ] {
+            assert!(!is_temp_name(no), "{}", String::from_utf8_lossy(no));
+        }
+    }
+}

@@ -1,0 +1,811 @@
+//! Scratch workspaces (design §2, §3.1 step 4): per task, a reflink copy of the
+//! whole source root (`.git` and ignored files included) at
+//! `<parent of the source root>/.git-delegate-scratch-<random>/project`,
+//! cloned file by file with FICLONE, validated before it is handed out, and
+//! removed again through opened folder handles.
+//!
+//! Owns: making, recognising (the owner marker), validating, listing for the
+//! sweep, and removing scratch copies.
+//! Never: copies file data (a filesystem that cannot clone is refused), hands
+//! out a copy whose git metadata or symlinks lead outside it, or removes a
+//! folder whose identity (device and inode recorded in the marker) is not the
+//! one it made; it never follows a symlink while removing.
+
+// `stat` field widths differ between targets: the casts are deliberate.
+#![allow(clippy::unnecessary_cast)]
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Code, Error, Result};
+use crate::git::repo::Source;
+use crate::record::batch::CarryStats;
+use crate::workspace::carry::{self, Method, Visit, Walker};
+use crate::workspace::presence::{Health, Removal};
+
+/// `task.worktree_id` of a scratch task: it has no worktree registration.
+pub const WORKTREE_ID: &str = crate::record::batch::SCRATCH_WORKTREE_ID;
+/// Folder name prefix of the containers beside the source root.
+pub const CONTAINER_PREFIX: &str = ".git-delegate-scratch-";
+/// The copy inside a container.
+pub const PROJECT: &str = "project";
+/// The owner marker inside a container.
+pub const MARKER: &str = "owner.toml";
+
+/// The owner marker: who made this copy, and the identity of its `project` folder.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Owner {
+    pub batch: String,
+    pub task: String,
+    /// The source root the copy was made from.
+    pub source: PathBuf,
+    /// The canonical common dir of the source repository.
+    pub common_dir: PathBuf,
+    /// The process that made the copy.
+    pub pid: u32,
+    pub host: String,
+    pub created_at: String,
+    /// Device and inode of the `project` folder.
+    pub dev: u64,
+    pub ino: u64,
+}
+
+fn errno_io(e: Errno) -> std::io::Error {
+    std::io::Error::from_raw_os_error(e.raw_os_error())
+}
+
+fn io_err(what: String, e: Errno) -> Error {
+    Error::io(what, errno_io(e))
+}
+
+fn refused(root: &Path, why: String) -> Error {
+    Error::state(
+        Code::ScratchRefused,
+        format!(
+            "the scratch copy {} cannot be handed out: {why}",
+            root.display()
+        ),
+        "scratch copies must be self-contained; use `--mode worktree` for this repository",
+    )
+}
+
+fn random_hex() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..12].to_string()
+}
+
+/// The folder beside which copies live: the parent of the main working tree
+/// (for a repository whose common dir is `<root>/.git`).
+fn home_of(common_dir: &Path) -> Option<PathBuf> {
+    if common_dir.file_name()? != ".git" {
+        return None;
+    }
+    common_dir.parent()?.parent().map(Path::to_path_buf)
+}
+
+/// Choose `count` new task roots `<parent>/.git-delegate-scratch-<random>/project`.
+pub fn plan(source_root: &Path, count: usize) -> Result<Vec<PathBuf>> {
+    let parent = source_root.parent().ok_or_else(|| {
+        Error::usage(
+            Code::ScratchRefused,
+            format!(
+                "{} has no parent folder for scratch copies",
+                source_root.display()
+            ),
+            "use `--mode worktree` for a repository at the filesystem root",
+        )
+    })?;
+    let mut out: Vec<PathBuf> = Vec::with_capacity(count);
+    while out.len() < count {
+        let c = parent.join(format!("{CONTAINER_PREFIX}{}", random_hex()));
+        if c.symlink_metadata().is_err() && !out.iter().any(|o| o.parent() == Some(&c)) {
+            out.push(c.join(PROJECT));
+        }
+    }
+    Ok(out)
+}
+
+/// Refuse what cannot become a scratch copy before anything is made: a
+/// source whose `.git` is a file (a linked worktree or a gitfile), and a
+/// filesystem that cannot clone from the source into the folder beside it.
+pub fn preflight(source: &Source) -> Result<()> {
+    let dot_git = source.root.join(".git");
+    let meta = dot_git
+        .symlink_metadata()
+        .map_err(|e| Error::io(format!("cannot read {}", dot_git.display()), e))?;
+    if !meta.is_dir() {
+        return Err(Error::state(
+            Code::ScratchRefused,
+            format!(
+                "{} is {}, not the repository folder: the source is a linked worktree or uses a gitfile, and a copy of it would share its git metadata with the source",
+                dot_git.display(),
+                if meta.file_type().is_symlink() { "a symlink" } else { "a file" }
+            ),
+            "run scratch prepares in the main working tree of a repository whose .git is a folder, or use `--mode worktree`",
+        ));
+    }
+    if crate::sys::fs::canonical(&dot_git)? != source.common_dir {
+        return Err(Error::state(
+            Code::ScratchRefused,
+            format!(
+                "{} is not the repository's common folder {}",
+                dot_git.display(),
+                source.common_dir.display()
+            ),
+            "use `--mode worktree` for this repository",
+        ));
+    }
+    let parent = source.root.parent().ok_or_else(|| {
+        Error::usage(
+            Code::ScratchRefused,
+            format!(
+                "{} has no parent folder for scratch copies",
+                source.root.display()
+            ),
+            "use `--mode worktree` for a repository at the filesystem root",
+        )
+    })?;
+    // Clone a real file of the source into a probe folder beside it.
+    let probe_dir = parent.join(format!("{CONTAINER_PREFIX}probe-{}", random_hex()));
+    std::fs::create_dir(&probe_dir)
+        .map_err(|e| Error::io(format!("cannot create {}", probe_dir.display()), e))?;
+    let result = (|| {
+        let src_path = dot_git.join("HEAD");
+        let src = std::fs::File::open(&src_path)
+            .map_err(|e| Error::io(format!("cannot open {}", src_path.display()), e))?;
+        let dst_path = probe_dir.join("probe");
+        let dst = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&dst_path)
+            .map_err(|e| Error::io(format!("cannot create {}", dst_path.display()), e))?;
+        match rfs::ioctl_ficlone(&dst, &src) {
+            Ok(()) => Ok(()),
+            Err(e) if carry::is_no_reflink(e) => Err(carry::no_reflink(&src_path, parent, e)),
+            Err(e) => Err(io_err(
+                format!("cannot clone into {}", dst_path.display()),
+                e,
+            )),
+        }
+    })();
+    let _ = std::fs::remove_file(probe_dir.join("probe"));
+    let _ = std::fs::remove_dir(&probe_dir);
+    result
+}
+
+/// Make one scratch copy per `(task name, root)`, in parallel, validated.
+/// On failure every container made here is removed again.
+pub fn create_all(
+    source: &Source,
+    batch: &str,
+    tasks: &[(String, PathBuf)],
+) -> Result<Vec<CarryStats>> {
+    let mut made: Vec<PathBuf> = Vec::new();
+    let src_root = source.root.as_path();
+    let result = (|| {
+        for (name, root) in tasks {
+            make_container(source, batch, name, root)?;
+            made.push(root.clone());
+        }
+        crate::sys::parallel::try_map(
+            tasks,
+            crate::sys::parallel::threads(4),
+            crate::workspace::carry::copy_panicked,
+            |(_, root)| copy_one(src_root, root),
+        )
+    })();
+    if result.is_err() {
+        for root in &made {
+            let _ = remove(&source.common_dir, root);
+        }
+        for (_, root) in tasks {
+            // A container whose marker was never written is empty: rmdir only.
+            if let Some(c) = root.parent() {
+                let _ = std::fs::remove_dir(root);
+                let _ = std::fs::remove_file(c.join(format!("{MARKER}.tmp")));
+                let _ = std::fs::remove_dir(c);
+            }
+        }
+    }
+    result
+}
+
+/// Create `<container>/project` and the owner marker.
+fn make_container(source: &Source, batch: &str, task: &str, root: &Path) -> Result<()> {
+    let container = root.parent().ok_or_else(|| {
+        Error::state(
+            Code::Internal,
+            "a scratch root has no container",
+            "report this bug",
+        )
+    })?;
+    std::fs::create_dir(container)
+        .map_err(|e| Error::io(format!("cannot create {}", container.display()), e))?;
+    std::fs::create_dir(root)
+        .map_err(|e| Error::io(format!("cannot create {}", root.display()), e))?;
+    let st = rfs::lstat(root).map_err(|e| io_err(format!("cannot read {}", root.display()), e))?;
+    let owner = Owner {
+        batch: batch.to_string(),
+        task: task.to_string(),
+        source: source.root.clone(),
+        common_dir: source.common_dir.clone(),
+        pid: std::process::id(),
+        host: crate::sys::process::hostname(),
+        created_at: crate::sys::time::rfc3339(crate::sys::time::now()),
+        dev: st.st_dev as u64,
+        ino: st.st_ino as u64,
+    };
+    let text = toml::to_string_pretty(&owner).map_err(|e| {
+        Error::state(
+            Code::State,
+            format!("cannot record the owner of {}: {e}", root.display()),
+            "paths must be valid UTF-8; move the repository to such a path",
+        )
+    })?;
+    let tmp = container.join(format!("{MARKER}.tmp"));
+    std::fs::write(&tmp, text)
+        .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e))?;
+    std::fs::rename(&tmp, container.join(MARKER)).map_err(|e| {
+        Error::io(
+            format!("cannot write {}", container.join(MARKER).display()),
+            e,
+        )
+    })?;
+    Ok(())
+}
+
+/// Clone the source root into `root`, then validate the copy.
+fn copy_one(src_root: &Path, root: &Path) -> Result<CarryStats> {
+    let src = carry::open_root(src_root)?;
+    let dst = carry::open_root(root)?;
+    let mut filter = |rel: &[u8], kind: FileType| -> Result<Visit> {
+        // Our own state and the source's worktree registrations stay behind:
+        // a copy must not be able to remove the source's linked worktrees.
+        if rel == b".git/delegate" || rel == b".git/worktrees" {
+            return Ok(Visit::Skip);
+        }
+        // Lock files of git operations running in the source right now
+        // would leave the copy locked: the copy gets the state before them.
+        if rel.starts_with(b".git/") && rel.ends_with(b".lock") && kind == FileType::RegularFile {
+            return Ok(Visit::Skip);
+        }
+        let base = rel.rsplit(|&b| b == b'/').next().unwrap_or(rel);
+        if base == b".git" && rel != b".git" && !rel.starts_with(b".git/") {
+            return Err(refused(
+                root,
+                format!(
+                    "{} is a nested repository",
+                    crate::sys::paths::quote(gix::bstr::BStr::new(rel))
+                ),
+            ));
+        }
+        Ok(Visit::Copy)
+    };
+    let mut walker = Walker::new(
+        Method::CloneOnly,
+        src_root.to_path_buf(),
+        vec![root.to_path_buf()],
+        &mut filter,
+    );
+    walker.record_symlinks = true;
+    let mut rel = Vec::new();
+    walker.copy_contents(src.as_fd(), &[dst.as_fd()], &mut rel)?;
+    // The copy's root gets the source root's mode.
+    if let Ok(st) = rfs::fstat(&src) {
+        let _ = rfs::fchmod(&dst, Mode::from_raw_mode(st.st_mode as u32 & 0o7777));
+    }
+    let stats = walker.stats[0];
+    let symlinks = std::mem::take(&mut walker.symlinks);
+    let repo = validate(root, dst.as_fd(), &symlinks)?;
+    refresh_index(&repo, src_root, root)?;
+    Ok(stats)
+}
+
+/// Give the copy's index the stat data of the copied files, so the first
+/// status or snapshot of an untouched copy hashes nothing (the copies have
+/// new inodes and change times). An entry is refreshed only where the
+/// source file is clean by its index entry, not racily so (strictly older
+/// than the source's index), and its copy kept size and modification time:
+/// anything else keeps its old stat data and is simply hashed when looked at.
+fn refresh_index(repo: &gix::Repository, src_root: &Path, root: &Path) -> Result<()> {
+    use gix::index::entry::{stat, Mode as EMode, Stat};
+    let index_path = root.join(".git/index");
+    let src_index = src_root.join(".git/index");
+    let Ok(src_meta) = std::fs::symlink_metadata(&src_index) else {
+        return Ok(());
+    };
+    let Ok(src_index_secs) = src_meta
+        .modified()
+        .map_err(|_| ())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).map_err(|_| ()))
+        .map(|d| d.as_secs())
+    else {
+        return Ok(());
+    };
+    let git =
+        |e: gix::Error| Error::git(format!("cannot refresh the index of {}", root.display()), e);
+    let mut index =
+        match gix::index::File::at(&index_path, repo.object_hash(), false, Default::default()) {
+            Ok(i) => i,
+            Err(_) => return Ok(()), // unreadable: git will rebuild it, nothing to gain here
+        };
+    if index.link().is_some() {
+        return Ok(()); // a split index: leave it to git
+    }
+    let opts = stat::Options {
+        trust_ctime: true,
+        check_stat: true,
+        use_nsec: true,
+        use_stdev: false,
+    };
+    let stat_of = |p: &Path| {
+        gix::index::fs::Metadata::from_path_no_follow(p)
+            .ok()
+            .and_then(|m| Stat::from_fs(&m).ok())
+    };
+    let mut changed = 0usize;
+    let mut newest = 0u32;
+    for (entry, path) in index.entries_mut_with_paths() {
+        if entry.stage_raw() != 0
+            || entry.mode == EMode::COMMIT
+            || entry.flags.intersects(
+                gix::index::entry::Flags::SKIP_WORKTREE | gix::index::entry::Flags::INTENT_TO_ADD,
+            )
+            || u64::from(entry.stat.mtime.secs) >= src_index_secs
+        {
+            continue;
+        }
+        let rel = crate::sys::paths::to_os(path);
+        let (Some(src), Some(copy)) = (stat_of(&src_root.join(&rel)), stat_of(&root.join(&rel)))
+        else {
+            continue;
+        };
+        if !entry.stat.matches(&src, opts) || copy.size != src.size || copy.mtime != src.mtime {
+            continue;
+        }
+        entry.stat = copy;
+        newest = newest.max(copy.mtime.secs);
+        changed += 1;
+    }
+    if changed == 0 {
+        return Ok(());
+    }
+    index.write(Default::default()).map_err(git)?;
+    // Entries are not racy when strictly older than the index (whole seconds).
+    let now = std::time::SystemTime::now();
+    let newest = std::time::UNIX_EPOCH + std::time::Duration::from_secs(u64::from(newest) + 1);
+    if newest > now {
+        if let Ok(f) = std::fs::OpenOptions::new().write(true).open(&index_path) {
+            let _ = f.set_modified(newest);
+        }
+    }
+    Ok(())
+}
+
+/// Does the symlink at `rel` (inside the copy) point outside the copy?
+fn symlink_escapes(root_fd: BorrowedFd<'_>, rel: &[u8]) -> bool {
+    let target = match rfs::readlinkat(root_fd, rel, Vec::new()) {
+        Ok(t) => t.into_bytes(),
+        Err(_) => return true,
+    };
+    if target.first() == Some(&b'/') {
+        return true;
+    }
+    // Lexically: never above the copy's root.
+    let mut depth: i64 = rel.iter().filter(|&&b| b == b'/').count() as i64;
+    for comp in target.split(|&b| b == b'/') {
+        match comp {
+            b"" | b"." => {}
+            b".." => {
+                depth -= 1;
+                if depth < 0 {
+                    return true;
+                }
+            }
+            _ => depth += 1,
+        }
+    }
+    // And as the kernel resolves it, through the copy's other symlinks.
+    !matches!(
+        rfs::openat2(
+            root_fd,
+            rel,
+            OFlags::PATH | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+        ),
+        Ok(_) | Err(Errno::NOENT) | Err(Errno::NOTDIR) | Err(Errno::NOSYS)
+    )
+}
+
+/// Refuse a copy whose symlinks or git metadata lead outside it; returns
+/// the copy opened as a repository.
+fn validate(root: &Path, root_fd: BorrowedFd<'_>, symlinks: &[Vec<u8>]) -> Result<gix::Repository> {
+    for rel in symlinks {
+        if symlink_escapes(root_fd, rel) {
+            return Err(refused(
+                root,
+                format!(
+                    "the symlink {} points outside the copy",
+                    crate::sys::paths::quote(gix::bstr::BStr::new(rel))
+                ),
+            ));
+        }
+    }
+    let dot_git = root.join(".git");
+    match dot_git.symlink_metadata() {
+        Ok(m) if m.is_dir() => {}
+        _ => return Err(refused(root, "its .git is not a folder".into())),
+    }
+    if dot_git.join("commondir").symlink_metadata().is_ok() {
+        return Err(refused(
+            root,
+            ".git/commondir redirects the repository's common folder".into(),
+        ));
+    }
+    let repo = gix::open_opts(root, gix::open::Options::isolated())
+        .map_err(|e| refused(root, format!("git cannot open the copy ({e})")))?;
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let root_c = canon(root);
+    let git_c = canon(&dot_git);
+    if let Some(wt) = repo
+        .config_snapshot()
+        .string("core.worktree")
+        .map(|v| v.to_string())
+    {
+        let p = Path::new(&wt);
+        let resolved = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            dot_git.join(p)
+        };
+        if canon(&resolved) != root_c {
+            return Err(refused(
+                root,
+                format!("git config core.worktree = {wt:?} points outside the copy"),
+            ));
+        }
+    }
+    let workdir_ok = repo.workdir().map(canon) == Some(root_c.clone());
+    let git_ok = canon(repo.git_dir()) == git_c && canon(repo.common_dir()) == git_c;
+    if !workdir_ok || !git_ok {
+        return Err(refused(
+            root,
+            format!(
+                "git sees its working tree at {} and its repository at {}",
+                repo.workdir()
+                    .map(|w| w.display().to_string())
+                    .unwrap_or_else(|| "(none)".into()),
+                repo.common_dir().display()
+            ),
+        ));
+    }
+    Ok(repo)
+}
+
+fn read_marker_at(container: BorrowedFd<'_>) -> Option<Owner> {
+    let fd = rfs::openat(
+        container,
+        MARKER,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    )
+    .ok()?;
+    let mut text = String::new();
+    use std::io::Read;
+    std::fs::File::from(fd)
+        .take(64 * 1024)
+        .read_to_string(&mut text)
+        .ok()?;
+    toml::from_str(&text).ok()
+}
+
+fn container_of(root: &Path) -> Option<&Path> {
+    if root.file_name()? != PROJECT {
+        return None;
+    }
+    let c = root.parent()?;
+    c.file_name()?
+        .to_str()?
+        .starts_with(CONTAINER_PREFIX)
+        .then_some(c)
+}
+
+/// Whether a scratch task's copy is there and is the one we made:
+/// `Ours`, `Missing`, or `Foreign`.
+pub fn health(common_dir: &Path, root: &Path) -> Health {
+    let Ok(st) = rfs::lstat(root) else {
+        return Health::Missing;
+    };
+    let Some(container) = container_of(root) else {
+        return Health::Foreign;
+    };
+    let Ok(cfd) = carry::open_dir_at(rfs::CWD, container) else {
+        return Health::Foreign;
+    };
+    match read_marker_at(cfd.as_fd()) {
+        Some(o)
+            if o.common_dir == common_dir
+                && FileType::from_raw_mode(st.st_mode as _) == FileType::Directory
+                && o.dev == st.st_dev as u64
+                && o.ino == st.st_ino as u64 =>
+        {
+            Health::Ours
+        }
+        _ => Health::Foreign,
+    }
+}
+
+/// Remove everything inside the opened folder `dir` (which lies on device
+/// `dev`), through folder handles, never following a symlink nor crossing
+/// into another filesystem. Returns the bytes the removed files occupied.
+pub(crate) fn remove_contents(dir: BorrowedFd<'_>, dev: u64) -> rustix::io::Result<u64> {
+    let mut freed = 0u64;
+    for (name, kind) in crate::sys::fs::read_names(dir)? {
+        let st = match rfs::statat(dir, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(Errno::NOENT) => continue,
+            Err(e) => return Err(e),
+        };
+        let _ = kind;
+        if FileType::from_raw_mode(st.st_mode as _) == FileType::Directory {
+            let sub = carry::open_dir_at(dir, name.as_slice())?;
+            let sst = rfs::fstat(&sub)?;
+            if sst.st_dev as u64 != dev || sst.st_ino != st.st_ino {
+                // A mount point, or replaced between the two looks: leave it.
+                return Err(Errno::XDEV);
+            }
+            if sst.st_mode & 0o700 != 0o700 {
+                rfs::fchmod(
+                    &sub,
+                    Mode::from_raw_mode((sst.st_mode as u32 | 0o700) & 0o7777),
+                )?;
+            }
+            freed += remove_contents(sub.as_fd(), dev)?;
+            drop(sub);
+            rfs::unlinkat(dir, name.as_slice(), AtFlags::REMOVEDIR)?;
+        } else {
+            rfs::unlinkat(dir, name.as_slice(), AtFlags::empty())?;
+            freed += st.st_blocks as u64 * 512;
+        }
+    }
+    Ok(freed)
+}
+
+/// Remove a scratch task's copy and its container, never a folder that is
+/// not the copy we made. Returns `Removed`, `Missing` (already gone) or
+/// `Foreign` (left alone).
+pub fn remove(common_dir: &Path, root: &Path) -> Result<Removal> {
+    remove_counting(common_dir, root).map(|(r, _)| r)
+}
+
+/// Like [`remove`], also returning the bytes the removed files occupied.
+pub fn remove_counting(common_dir: &Path, root: &Path) -> Result<(Removal, u64)> {
+    let Some(container) = container_of(root) else {
+        return Ok((
+            if root.symlink_metadata().is_ok() {
+                Removal::Foreign
+            } else {
+                Removal::Missing
+            },
+            0,
+        ));
+    };
+    let cfd = match carry::open_dir_at(rfs::CWD, container) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Ok((Removal::Missing, 0)),
+        Err(_) => return Ok((Removal::Foreign, 0)),
+    };
+    let Some(owner) = read_marker_at(cfd.as_fd()) else {
+        return Ok((Removal::Foreign, 0));
+    };
+    if owner.common_dir != common_dir {
+        return Ok((Removal::Foreign, 0));
+    }
+    let io = |e: Errno| io_err(format!("cannot remove {}", root.display()), e);
+    let mut freed = 0;
+    let state = match carry::open_dir_at(cfd.as_fd(), PROJECT) {
+        Ok(pfd) => {
+            let st = rfs::fstat(&pfd).map_err(io)?;
+            if st.st_dev as u64 != owner.dev || st.st_ino as u64 != owner.ino {
+                return Ok((Removal::Foreign, 0));
+            }
+            if st.st_mode & 0o700 != 0o700 {
+                rfs::fchmod(
+                    &pfd,
+                    Mode::from_raw_mode((st.st_mode as u32 | 0o700) & 0o7777),
+                )
+                .map_err(io)?;
+            }
+            freed = remove_contents(pfd.as_fd(), owner.dev).map_err(io)?;
+            drop(pfd);
+            // Only an empty folder can go here: a replaced one is never lost.
+            rfs::unlinkat(cfd.as_fd(), PROJECT, AtFlags::REMOVEDIR).map_err(io)?;
+            Removal::Removed
+        }
+        Err(Errno::NOENT) => Removal::Missing,
+        Err(_) => return Ok((Removal::Foreign, 0)),
+    };
+    remove_container(&cfd, container)?;
+    Ok((state, freed))
+}
+
+/// Remove the marker, left-over temp files, and the (then empty) container,
+/// checking that the name still leads to the folder we hold open.
+fn remove_container(cfd: &OwnedFd, container: &Path) -> Result<()> {
+    let io = |e: Errno| io_err(format!("cannot remove {}", container.display()), e);
+    for (name, _) in crate::sys::fs::read_names(cfd.as_fd()).map_err(io)? {
+        if name == MARKER.as_bytes() || name.starts_with(MARKER.as_bytes()) {
+            rfs::unlinkat(cfd.as_fd(), name.as_slice(), AtFlags::empty()).map_err(io)?;
+        }
+    }
+    let (Some(parent), Some(name)) = (container.parent(), container.file_name()) else {
+        return Ok(());
+    };
+    let pfd = carry::open_root(parent)?;
+    let held = rfs::fstat(cfd).map_err(io)?;
+    match rfs::statat(&pfd, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) if st.st_dev == held.st_dev && st.st_ino == held.st_ino => {
+            match rfs::unlinkat(&pfd, name, AtFlags::REMOVEDIR) {
+                Ok(()) | Err(Errno::NOENT) => Ok(()),
+                // Something else was put into it: leave the container.
+                Err(Errno::NOTEMPTY) | Err(Errno::EXIST) => Ok(()),
+                Err(e) => Err(io(e)),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A scratch container beside the source that `gc` may reclaim.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// `<parent>/.git-delegate-scratch-<random>`
+    pub container: PathBuf,
+    /// `<container>/project`
+    pub root: PathBuf,
+    /// From the owner marker (`None` for an unmarked, empty container).
+    pub owner: Option<Owner>,
+    /// Why it is a candidate: `batch_gone` (no such batch any more),
+    /// `task_gone`, `task_closed` (the task was applied, discarded or the copy
+    /// replaced), `batch_stale` (its batch's lease is expired or orphaned:
+    /// gc's usual stale-batch handling, with rescue, applies), or `unmarked`
+    /// (an empty container left by a crash).
+    pub reason: &'static str,
+}
+
+impl Candidate {
+    /// Reclaimable without looking at any batch: its batch or task is gone
+    /// or closed, or it is an empty leftover.
+    pub fn is_orphan(&self) -> bool {
+        self.reason != "batch_stale"
+    }
+}
+
+/// Scratch containers of this repository that no live batch owns, found
+/// beside the main working tree. Containers of other repositories and
+/// folders without our marker (unless empty) are never listed.
+pub fn sweep_candidates(source: &Source) -> Result<Vec<Candidate>> {
+    let Some(home) = home_of(&source.common_dir) else {
+        return Ok(Vec::new());
+    };
+    let rd = match std::fs::read_dir(&home) {
+        Ok(rd) => rd,
+        Err(_) => return Ok(Vec::new()),
+    };
+    let mut batches: Option<Vec<crate::record::batch::Batch>> = None;
+    let mut out = Vec::new();
+    for entry in rd.flatten() {
+        let name = entry.file_name();
+        let Some(name_s) = name.to_str() else {
+            continue;
+        };
+        if !name_s.starts_with(CONTAINER_PREFIX) {
+            continue;
+        }
+        let container = home.join(&name);
+        let root = container.join(PROJECT);
+        let Ok(cfd) = carry::open_dir_at(rfs::CWD, container.as_path()) else {
+            continue;
+        };
+        let Some(owner) = read_marker_at(cfd.as_fd()) else {
+            if is_empty_container(cfd.as_fd()) {
+                out.push(Candidate {
+                    container,
+                    root,
+                    owner: None,
+                    reason: "unmarked",
+                });
+            }
+            continue;
+        };
+        if owner.common_dir != source.common_dir {
+            continue;
+        }
+        let batches = match &batches {
+            Some(b) => b,
+            None => batches.insert(crate::record::batch::list_ok(&source.state_dir())?),
+        };
+        let reason = match batches.iter().find(|b| b.id == owner.batch) {
+            None => Some("batch_gone"),
+            Some(b) => match b.task(&owner.task) {
+                None => Some("task_gone"),
+                Some(t) if t.root != root || !t.state.is_open() => Some("task_closed"),
+                Some(_) if b.lease.state().is_stale() => Some("batch_stale"),
+                Some(_) => None,
+            },
+        };
+        if let Some(reason) = reason {
+            out.push(Candidate {
+                container,
+                root,
+                owner: Some(owner),
+                reason,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.container.cmp(&b.container));
+    Ok(out)
+}
+
+/// A container holding nothing, or only an empty `project` folder.
+fn is_empty_container(cfd: BorrowedFd<'_>) -> bool {
+    let Ok(names) = crate::sys::fs::read_names(cfd) else {
+        return false;
+    };
+    names.iter().all(|(n, _)| {
+        n == PROJECT.as_bytes()
+            && carry::open_dir_at(cfd, PROJECT)
+                .ok()
+                .and_then(|p| crate::sys::fs::read_names(p.as_fd()).ok())
+                .is_some_and(|v| v.is_empty())
+    })
+}
+
+/// Reclaim a candidate of [`sweep_candidates`]; returns the bytes freed.
+/// (For `gc`.)
+/// An unmarked container is only removed while it is empty.
+#[allow(dead_code)]
+pub fn remove_candidate(source: &Source, c: &Candidate) -> Result<u64> {
+    match &c.owner {
+        Some(_) => remove_counting(&source.common_dir, &c.root).map(|(_, b)| b),
+        None => {
+            let _ = std::fs::remove_dir(&c.root);
+            let _ = std::fs::remove_dir(&c.container);
+            Ok(0)
+        }
+    }
+}
+
+/// Problems for `status`: scratch copies of this repository that no batch owns.
+pub fn orphan_messages(source: &Source) -> Vec<(String, String)> {
+    sweep_candidates(source)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|c| c.is_orphan())
+        .map(|c| {
+            let batch = c
+                .owner
+                .as_ref()
+                .map(|o| o.batch.clone())
+                .unwrap_or_default();
+            let msg = format!(
+                "scratch copy {} is left over ({}){}; `git delegate gc` reclaims it",
+                c.container.display(),
+                c.reason.replace('_', " "),
+                c.owner
+                    .as_ref()
+                    .map(|o| format!(
+                        " from batch {} task {}",
+                        crate::record::batch::short(&o.batch),
+                        o.task
+                    ))
+                    .unwrap_or_default()
+            );
+            (batch, msg)
+        })
+        .collect()
+}

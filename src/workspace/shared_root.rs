@@ -1,0 +1,715 @@
+//! Folders below the workspace root (design §3.18 "Shared workspace
+//! roots"). `workspace.root` may be a folder other users write in (a sticky
+//! `/tmp`-like one), where the name of this repository's folder
+//! `<root>/<repo-name>-<fp>` is one anyone can work out. So every folder
+//! below the root is reached from an open handle of the folder above it,
+//! one name at a time, with `O_NOFOLLOW | O_DIRECTORY` (what `openat2`'s
+//! `RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH` gives for a path, plus an
+//! ownership check at every step, which `openat2` cannot make), and used
+//! only when the current user owns it. What is removed is removed through
+//! the handle that was checked: its content through it, then its name
+//! through the parent's handle, only while that name still is that folder;
+//! never by resolving its path again.
+//!
+//! prepare (and a verification) makes the repository folder and the batch
+//! folder `0700` (an existing one of ours is made `0700`), once the root
+//! itself is known to be safe: no folder on the way to it is another
+//! user's, or writable by everyone without the sticky bit, and no symlink
+//! on the way is another user's. Then nobody else can rename, add or
+//! replace anything below the batch folder, so the checkout that follows
+//! may write there by path (gix writes by path).
+//!
+//! Owns: the walk below the root (`open_base`, `open_workspace`, `Dir`),
+//! the refusal (`Refused`, `delegate::unsafe_workspace_root`), the root
+//! check, the private folders prepare makes (`make_batch_dir`), sizes and
+//! removals through handles.
+//! Never: follows a symlink below the root; enters, reads or removes a
+//! folder another user owns; removes by path what it checked through a
+//! handle; knows what a batch or a workspace holds (its callers do).
+
+// `stat` field widths differ between targets: the casts are deliberate.
+#![allow(clippy::unnecessary_cast)]
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
+
+use crate::error::{Code, Error, Result};
+
+/// Why a folder below (or on the way to) the workspace root was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// A symbolic link where a folder is expected (or another user's
+    /// symlink on the way to the root).
+    Symlink,
+    /// Something that is not a folder where one is expected.
+    NotAFolder,
+    /// A folder the current user does not own.
+    OtherOwner,
+    /// A folder on the way to the root that every user may write in, without
+    /// the sticky bit: anyone could rename what is in it.
+    WritableByOthers,
+}
+
+impl Reason {
+    /// As written in JSON (`unsafe_folders[].reason`, docs/json.md).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Symlink => "symlink",
+            Reason::NotAFolder => "not_a_folder",
+            Reason::OtherOwner => "other_owner",
+            Reason::WritableByOthers => "writable_by_others",
+        }
+    }
+}
+
+/// A folder refused: never entered, read or removed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused {
+    pub path: PathBuf,
+    /// The uid owning what is there.
+    pub owner: u32,
+    pub reason: Reason,
+}
+
+impl Refused {
+    /// What is wrong with it, for people: "is a symbolic link owned by
+    /// bob (uid 12345), not a folder".
+    pub fn describe(&self) -> String {
+        let owner = owner_name(self.owner);
+        match self.reason {
+            Reason::Symlink => format!("is a symbolic link owned by {owner}, not a folder"),
+            Reason::NotAFolder => format!("is not a folder (owned by {owner})"),
+            Reason::OtherOwner => format!("is owned by another user, {owner}"),
+            Reason::WritableByOthers => format!(
+                "can be changed by every user (writable by all, without the sticky bit; owned by {owner})"
+            ),
+        }
+    }
+
+    /// prepare's refusal (exit 3), with the folder in the JSON error
+    /// document (`error.unsafe_folder`). A file of the user's own where a
+    /// folder should be is no one's attack: it is the error making the
+    /// folder there gives (`delegate::io`).
+    pub fn error(&self) -> Error {
+        if self.reason == Reason::NotAFolder && self.owner == me() {
+            return Error::io_at(
+                format!("cannot create {}", self.path.display()),
+                &self.path,
+                std::io::Error::from_raw_os_error(Errno::NOTDIR.raw_os_error()),
+            )
+            .in_workspace_root();
+        }
+        let help = match self.reason {
+            Reason::WritableByOthers => format!(
+                "make it sticky as /tmp is (`chmod +t {}`), or set `workspace.root` in .git/delegate.toml to a folder only you can write to; then prepare again",
+                crate::sys::paths::shell_quote(&self.path.to_string_lossy())
+            ),
+            _ => "another user may have put it there to reach your workspaces: have it removed by its owner (or root), or set `workspace.root` in .git/delegate.toml to a folder only you can write to; then prepare again".to_string(),
+        };
+        let mut details = serde_json::Map::new();
+        details.insert(
+            "unsafe_folder".into(),
+            serde_json::json!({
+                "path": crate::sys::paths::doc_path(&self.path),
+                "owner": self.owner,
+                "reason": self.reason.as_str(),
+            }),
+        );
+        Error::state(
+            Code::UnsafeWorkspaceRoot,
+            format!(
+                "the folder {} of the workspace root {}",
+                self.path.display(),
+                self.describe()
+            ),
+            help,
+        )
+        .with_details(details)
+    }
+}
+
+/// Add `r` to `list` unless a refusal of the same folder is there already.
+pub fn note(list: &mut Vec<Refused>, r: Refused) {
+    if !list.iter().any(|x| x.path == r.path) {
+        list.push(r);
+    }
+}
+
+/// `name (uid N)` from `/etc/passwd`, or `uid N`.
+fn owner_name(uid: u32) -> String {
+    let name = std::fs::read("/etc/passwd").ok().and_then(|text| {
+        text.split(|&b| b == b'\n').find_map(|line| {
+            let mut fields = line.split(|&b| b == b':');
+            let name = fields.next()?;
+            let _password = fields.next()?;
+            let id = std::str::from_utf8(fields.next()?)
+                .ok()?
+                .parse::<u32>()
+                .ok()?;
+            (id == uid && !name.is_empty()).then(|| String::from_utf8_lossy(name).into_owned())
+        })
+    });
+    match name {
+        Some(n) => format!("{n} (uid {uid})"),
+        None => format!("uid {uid}"),
+    }
+}
+
+/// What opening a folder below the root found.
+#[derive(Debug)]
+pub enum Opened<T> {
+    /// A real folder the current user owns, held open.
+    Ours(T),
+    /// Nothing is there.
+    Missing,
+    Refused(Refused),
+}
+
+fn me() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+fn errno_io(e: Errno) -> std::io::Error {
+    std::io::Error::from_raw_os_error(e.raw_os_error())
+}
+
+/// A folder below the workspace root, held open: reached without
+/// following a symlink, owned by the current user.
+#[derive(Debug)]
+pub struct Dir {
+    fd: OwnedFd,
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+    mode: u32,
+}
+
+impl Dir {
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+
+    /// Where it was found.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Its device and inode.
+    pub fn id(&self) -> (u64, u64) {
+        (self.dev, self.ino)
+    }
+
+    pub fn into_fd(self) -> OwnedFd {
+        self.fd
+    }
+
+    /// The folder `name` in this one, never through a symlink, only when it is ours.
+    pub fn child(&self, name: &OsStr) -> Result<Opened<Dir>> {
+        child_at(self.fd(), &self.path, name)
+    }
+
+    /// The folder `name` in this one, made `0700` if it is not there; an
+    /// existing one of ours is made `0700`. Another user's, or anything
+    /// but a folder, is refused (`delegate::unsafe_workspace_root`).
+    pub fn make_child(&self, name: &OsStr) -> Result<Dir> {
+        make_child_at(self.fd(), &self.path, name)
+    }
+
+    /// The names in this folder (best effort: empty when it cannot be read).
+    pub fn names(&self) -> Vec<OsString> {
+        let mut names: Vec<OsString> = crate::sys::fs::read_names(self.fd())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(n, _)| std::os::unix::ffi::OsStringExt::from_vec(n))
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Does it hold nothing?
+    pub fn is_empty(&self) -> bool {
+        crate::sys::fs::read_names(self.fd()).is_ok_and(|n| n.is_empty())
+    }
+
+    /// Sum of the sizes of the files (and symlinks) below it, never
+    /// following a symlink.
+    pub fn size(&self) -> u64 {
+        size_at(self.fd())
+    }
+
+    /// Remove the folder `name` of this one, which `held` holds open (the
+    /// one that was checked): its content through `held` (never following a
+    /// symlink nor crossing into another filesystem), then the empty folder
+    /// through this one, only while `name` still is that folder.
+    pub fn remove_child(&self, name: &OsStr, held: OwnedFd) -> Result<()> {
+        remove_held_at(self.fd(), &self.path.join(name), name, held)
+    }
+
+    /// Remove the folder `name` of this one if it is empty (best effort; a
+    /// symlink there is no folder and stays).
+    pub fn remove_child_if_empty(&self, name: &OsStr) -> bool {
+        rfs::unlinkat(self.fd(), name, AtFlags::REMOVEDIR).is_ok()
+    }
+}
+
+/// The single name `name` is: no `/`, not empty, `.` or `..`.
+fn is_one_name(name: &OsStr) -> bool {
+    let b = name.as_bytes();
+    !b.is_empty() && b != b"." && b != b".." && !b.contains(&b'/')
+}
+
+fn child_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> Result<Opened<Dir>> {
+    let path = dir_path.join(name);
+    if !is_one_name(name) {
+        return Ok(Opened::Missing);
+    }
+    let io = |e: Errno| Error::io(format!("cannot open {}", path.display()), errno_io(e));
+    match rfs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => {
+            let st = rfs::fstat(&fd).map_err(io)?;
+            if st.st_uid as u32 != me() {
+                return Ok(Opened::Refused(Refused {
+                    path,
+                    owner: st.st_uid as u32,
+                    reason: Reason::OtherOwner,
+                }));
+            }
+            Ok(Opened::Ours(Dir {
+                fd,
+                path,
+                dev: st.st_dev as u64,
+                ino: st.st_ino as u64,
+                mode: st.st_mode as u32,
+            }))
+        }
+        Err(Errno::NOENT) => Ok(Opened::Missing),
+        // A symlink (ELOOP), not a folder (ENOTDIR), or a folder we may not
+        // open (EACCES): what is it, and whose?
+        Err(e) => match rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => {
+                let kind = FileType::from_raw_mode(st.st_mode as _);
+                let reason = if kind == FileType::Symlink {
+                    Reason::Symlink
+                } else if kind != FileType::Directory {
+                    Reason::NotAFolder
+                } else if st.st_uid as u32 != me() {
+                    Reason::OtherOwner
+                } else {
+                    return Err(io(e));
+                };
+                Ok(Opened::Refused(Refused {
+                    path,
+                    owner: st.st_uid as u32,
+                    reason,
+                }))
+            }
+            Err(Errno::NOENT) => Ok(Opened::Missing),
+            Err(_) => Err(io(e)),
+        },
+    }
+}
+
+fn make_child_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> Result<Dir> {
+    let path = dir_path.join(name);
+    let io = |e: Errno| {
+        Error::io_at(
+            format!("cannot create {}", path.display()),
+            &path,
+            errno_io(e),
+        )
+        .in_workspace_root()
+    };
+    // Removed by someone else in between (a background deleter taking an
+    // empty trash): once more.
+    for _ in 0..2 {
+        match rfs::mkdirat(dir, name, Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => return Err(io(e)),
+        }
+        match child_at(dir, dir_path, name)? {
+            Opened::Ours(d) => {
+                if d.mode & 0o7777 != 0o700 {
+                    rfs::fchmod(&d.fd, Mode::from_raw_mode(0o700)).map_err(io)?;
+                }
+                return Ok(d);
+            }
+            Opened::Refused(r) => return Err(r.error()),
+            Opened::Missing => continue,
+        }
+    }
+    Err(io(Errno::NOENT))
+}
+
+/// The repository folder `<root>/<repo-name>-<fp>`, held open with the
+/// root (opened by its path: the user chose it).
+#[derive(Debug)]
+pub struct Base {
+    root: OwnedFd,
+    name: OsString,
+    pub dir: Dir,
+}
+
+impl Base {
+    /// Remove the repository folder if it is empty (best effort).
+    pub fn remove_if_empty(&self) -> bool {
+        rfs::unlinkat(&self.root, self.name.as_os_str(), AtFlags::REMOVEDIR).is_ok()
+    }
+}
+
+fn split(path: &Path) -> Option<(&Path, &OsStr)> {
+    Some((path.parent()?, path.file_name()?))
+}
+
+/// Open the repository folder `base` (`<root>/<repo-name>-<fp>`): the root
+/// by its path, the folder through it, never through a symlink and only
+/// when it is ours. `Missing` when either is not there.
+pub fn open_base(base: &Path) -> Result<Opened<Base>> {
+    let Some((root, name)) = split(base) else {
+        return Ok(Opened::Missing);
+    };
+    let rootfd = match rfs::open(
+        root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT | Errno::NOTDIR) => return Ok(Opened::Missing),
+        Err(e) => {
+            return Err(Error::io(
+                format!("cannot open {}", root.display()),
+                errno_io(e),
+            ))
+        }
+    };
+    Ok(match child_at(rootfd.as_fd(), root, name)? {
+        Opened::Ours(dir) => Opened::Ours(Base {
+            root: rootfd,
+            name: name.to_os_string(),
+            dir,
+        }),
+        Opened::Missing => Opened::Missing,
+        Opened::Refused(r) => Opened::Refused(r),
+    })
+}
+
+/// The folders above a workspace `<root>/<repo-name>-<fp>/<batch>/<name>`, held open.
+#[derive(Debug)]
+pub struct Parents {
+    pub base: Base,
+    pub batch: Dir,
+}
+
+/// A workspace folder reached through its parents.
+#[derive(Debug)]
+pub struct Workspace {
+    pub parents: Parents,
+    pub dir: Dir,
+}
+
+/// Is `root` deep enough to be `<root>/<repo-name>-<fp>/<batch>/<name>`?
+pub fn is_beneath_shape(root: &Path) -> bool {
+    root.parent()
+        .and_then(Path::parent)
+        .and_then(Path::parent)
+        .is_some()
+        && root.file_name().is_some()
+}
+
+/// Open the workspace folder `root` = `<root>/<repo-name>-<fp>/<batch>/<name>`
+/// through its parents: the repository folder, the batch folder and the
+/// workspace itself, each never through a symlink and only when ours.
+pub fn open_workspace(root: &Path) -> Result<Opened<Workspace>> {
+    let Some((batch_path, name)) = split(root) else {
+        return Ok(Opened::Missing);
+    };
+    let Some((base_path, short)) = split(batch_path) else {
+        return Ok(Opened::Missing);
+    };
+    let base = match open_base(base_path)? {
+        Opened::Ours(b) => b,
+        Opened::Missing => return Ok(Opened::Missing),
+        Opened::Refused(r) => return Ok(Opened::Refused(r)),
+    };
+    let batch = match base.dir.child(short)? {
+        Opened::Ours(d) => d,
+        Opened::Missing => return Ok(Opened::Missing),
+        Opened::Refused(r) => return Ok(Opened::Refused(r)),
+    };
+    Ok(match batch.child(name)? {
+        Opened::Ours(dir) => Opened::Ours(Workspace {
+            parents: Parents { base, batch },
+            dir,
+        }),
+        Opened::Missing => Opened::Missing,
+        Opened::Refused(r) => Opened::Refused(r),
+    })
+}
+
+/// Why the workspace folder `root` (or a folder above it, below the
+/// workspace root) is refused, if it is.
+pub fn refusal(root: &Path) -> Option<Refused> {
+    match open_workspace(root) {
+        Ok(Opened::Refused(r)) => Some(r),
+        _ => None,
+    }
+}
+
+/// The size of the workspace folder `root` reached through its parents
+/// (0 when it is not ours).
+pub fn tree_size(root: &Path) -> u64 {
+    match open_workspace(root) {
+        Ok(Opened::Ours(ws)) => ws.dir.size(),
+        _ => 0,
+    }
+}
+
+/// Remove the batch folder and the repository folder above the workspace
+/// `root` when they are empty, through their handles (best effort).
+pub fn remove_empty_parents(root: &Path) {
+    let Some((batch_path, _)) = split(root) else {
+        return;
+    };
+    let Some((base_path, short)) = split(batch_path) else {
+        return;
+    };
+    if let Ok(Opened::Ours(base)) = open_base(base_path) {
+        if base.dir.remove_child_if_empty(short) {
+            base.remove_if_empty();
+        }
+    }
+}
+
+/// Check, before anything is made, that a prepare may work in the
+/// repository folder `base`: the root (as far as it exists) is safe and
+/// the repository folder, if it is there, is a folder of ours.
+pub fn check(base: &Path) -> Result<()> {
+    let Some((root, _)) = split(base) else {
+        return Ok(());
+    };
+    check_root(root)?;
+    match open_base(base)? {
+        Opened::Refused(r) => Err(r.error()),
+        _ => Ok(()),
+    }
+}
+
+/// Make (or take) the batch folder `<base>/<short>` for workspaces: the
+/// root (folders it lacks made `0700`), checked safe, then the repository
+/// folder and the batch folder, each through the handle of the one above,
+/// `0700` and ours. Returns the batch folder held open.
+pub fn make_batch_dir(base: &Path, short: impl AsRef<OsStr>) -> Result<Dir> {
+    let Some((root, name)) = split(base) else {
+        return Err(Error::state(
+            Code::NoWorkspaceRoot,
+            format!("{} cannot hold workspaces", base.display()),
+            "set `workspace.root` in .git/delegate.toml",
+        ));
+    };
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(root)
+            .map_err(|e| {
+                Error::io_at(format!("cannot create {}", root.display()), root, e)
+                    .in_workspace_root()
+            })?;
+    }
+    check_root(root)?;
+    let rootfd = crate::workspace::carry::open_root(root)?;
+    let base = make_child_at(rootfd.as_fd(), root, name)?;
+    base.make_child(short.as_ref())
+}
+
+/// [`make_batch_dir`] for the batch folder `batch` (`<base>/<short>`).
+pub fn make_batch_dir_at(batch: &Path) -> Result<Dir> {
+    match split(batch) {
+        Some((base, short)) => make_batch_dir(base, short),
+        None => make_batch_dir(batch, "."),
+    }
+}
+
+/// The workspace root is safe when no folder on the way to it (itself
+/// included, symlinks resolved) belongs to another user than this one or
+/// root, or is writable by everyone without the sticky bit, and no symlink
+/// on the way (as written) belongs to another user: then only this user
+/// and root can change what its path leads to. A folder writable by its
+/// group is taken as the group's choice (as git takes it for
+/// `safe.directory`). The parts of `root` not made yet are not asked.
+fn check_root(root: &Path) -> Result<()> {
+    let mine = |uid: u32| uid == me() || uid == 0;
+    let mut existing = PathBuf::new();
+    for part in root.components() {
+        let next = existing.join(part);
+        match rfs::lstat(&next) {
+            Ok(st) => {
+                let kind = FileType::from_raw_mode(st.st_mode as _);
+                if kind == FileType::Symlink && !mine(st.st_uid as u32) {
+                    return Err(Refused {
+                        path: next,
+                        owner: st.st_uid as u32,
+                        reason: Reason::Symlink,
+                    }
+                    .error());
+                }
+            }
+            Err(_) => break,
+        }
+        existing = next;
+    }
+    if existing.as_os_str().is_empty() {
+        return Ok(());
+    }
+    let Ok(real) = std::fs::canonicalize(&existing) else {
+        return Ok(());
+    };
+    let mut on_the_way = Some(real.as_path());
+    while let Some(dir) = on_the_way {
+        if let Ok(st) = rfs::stat(dir) {
+            let mode = st.st_mode as u32;
+            let reason = if !mine(st.st_uid as u32) {
+                Some(Reason::OtherOwner)
+            } else if mode & 0o002 != 0 && mode & 0o1000 == 0 {
+                Some(Reason::WritableByOthers)
+            } else {
+                None
+            };
+            if let Some(reason) = reason {
+                return Err(Refused {
+                    path: dir.to_path_buf(),
+                    owner: st.st_uid as u32,
+                    reason,
+                }
+                .error());
+            }
+        }
+        on_the_way = dir.parent();
+    }
+    Ok(())
+}
+
+/// Remove the folder `name` in `parent` that `held` holds open (see
+/// [`Dir::remove_child`]); `path` names it in errors.
+pub fn remove_held_at(
+    parent: BorrowedFd<'_>,
+    path: &Path,
+    name: &OsStr,
+    held: OwnedFd,
+) -> Result<()> {
+    let io = |e: Errno| Error::io(format!("cannot remove {}", path.display()), errno_io(e));
+    let st = rfs::fstat(&held).map_err(io)?;
+    if st.st_mode & 0o700 != 0o700 {
+        rfs::fchmod(
+            &held,
+            Mode::from_raw_mode((st.st_mode as u32 | 0o700) & 0o7777),
+        )
+        .map_err(io)?;
+    }
+    crate::workspace::scratch::remove_contents(held.as_fd(), st.st_dev as u64).map_err(io)?;
+    drop(held);
+    match rfs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(now) if now.st_dev == st.st_dev && now.st_ino == st.st_ino => {
+            // Only an empty folder can go here: a replaced one is never
+            // lost (an emptied subvolume too, design §3.17).
+            match crate::sys::btrfs::remove_empty_dir_at(parent, name.as_bytes()) {
+                Ok(()) | Err(Errno::NOENT) => Ok(()),
+                Err(e) => Err(io(e)),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Sum of the sizes of the files (and symlinks) below the opened folder,
+/// never following a symlink (what cannot be read counts nothing).
+fn size_at(dir: BorrowedFd<'_>) -> u64 {
+    let mut total = 0;
+    for (name, _) in crate::sys::fs::read_names(dir).unwrap_or_default() {
+        let Ok(st) = rfs::statat(dir, name.as_slice(), AtFlags::SYMLINK_NOFOLLOW) else {
+            continue;
+        };
+        if FileType::from_raw_mode(st.st_mode as _) == FileType::Directory {
+            if let Ok(sub) = crate::workspace::carry::open_dir_at(dir, name.as_slice()) {
+                total += size_at(sub.as_fd());
+            }
+        } else {
+            total += st.st_size as u64;
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_symlink_below_the_root_is_refused_and_never_entered() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().join("repo-0123456789ab");
+        let elsewhere = t.path().join("elsewhere");
+        std::fs::create_dir_all(elsewhere.join("b")).unwrap();
+        std::fs::write(elsewhere.join("b/f"), "x").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &base).unwrap();
+        match open_base(&base).unwrap() {
+            Opened::Refused(r) => {
+                assert_eq!(r.reason, Reason::Symlink);
+                assert_eq!(r.path, base);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            open_workspace(&base.join("b/f")).unwrap(),
+            Opened::Refused(_)
+        ));
+        let e = make_batch_dir(&base, "abcd1234").unwrap_err();
+        assert_eq!(e.code, Code::UnsafeWorkspaceRoot);
+        assert!(!elsewhere.join("abcd1234").exists());
+        assert!(elsewhere.join("b/f").exists());
+    }
+
+    #[test]
+    fn made_folders_are_private_and_removal_goes_through_the_handle() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().join("root/repo-0123456789ab");
+        let batch = make_batch_dir(&base, "abcd1234").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode(&base), 0o700);
+        assert_eq!(mode(batch.path()), 0o700);
+        let ws = base.join("abcd1234/1");
+        std::fs::create_dir_all(ws.join("sub")).unwrap();
+        std::fs::write(ws.join("sub/f"), "12345").unwrap();
+        let Opened::Ours(w) = open_workspace(&ws).unwrap() else {
+            panic!("not ours");
+        };
+        assert_eq!(w.dir.size(), 5);
+        assert_eq!(tree_size(&ws), 5);
+        // Moved away after the check: what was checked goes, at its new place.
+        let moved = t.path().join("moved");
+        std::fs::rename(&ws, &moved).unwrap();
+        std::fs::create_dir(&ws).unwrap();
+        std::fs::write(ws.join("keep"), "k").unwrap();
+        w.parents
+            .batch
+            .remove_child(OsStr::new("1"), w.dir.into_fd())
+            .unwrap();
+        assert!(std::fs::read_dir(&moved).unwrap().next().is_none());
+        assert!(ws.join("keep").exists());
+        std::fs::remove_dir_all(&ws).unwrap();
+        std::fs::remove_dir(&moved).unwrap();
+        remove_empty_parents(&ws);
+        assert!(!base.exists());
+    }
+}

@@ -1,0 +1,594 @@
+//! Submodules, read-only (design §3.15): a source's submodules found and
+//! checked (a dirty one is refused), each workspace given every initialized
+//! submodule as a linked worktree of the submodule's own repository
+//! (`<module-git-dir>/worktrees/<workspace id>`: detached at the commit the
+//! baseline records, locked with the workspace's lock reason, objects shared,
+//! no network), nested submodules included; a workspace's submodules checked
+//! for a task's changes (`changed`, apply's `submodule_changed`); and those
+//! registrations found and removed (or unlocked) with their workspace.
+//!
+//! Owns: what a submodule is here (a gitlink entry of an index, its folder,
+//! its `.git` file and the repository that names), what makes one dirty,
+//! the registrations made in submodule repositories.
+//! Never: writes into the source's submodules (their working trees, indexes,
+//! refs or config), fetches, or removes a registration it cannot prove it
+//! made (locked with a git-delegate lock reason, under the workspace id, its
+//! `gitdir` file pointing inside the workspace being removed).
+
+use std::path::{Path, PathBuf};
+
+use gix::bstr::{BString, ByteSlice};
+use gix::ObjectId;
+
+use crate::error::{Code, Error, Result};
+use crate::git::registration::Registration;
+
+/// One submodule of a source, found through the index of its superproject.
+#[derive(Debug, Clone)]
+pub struct Module {
+    /// `/`-separated, relative to the source root (nested ones included).
+    pub path: BString,
+    /// The commit its superproject records (its gitlink), which is its HEAD.
+    pub commit: ObjectId,
+    /// The submodule's own repository (its common dir, canonical); `None`
+    /// for a submodule that is not initialized (checked out) in the source.
+    pub git_dir: Option<PathBuf>,
+}
+
+/// Is `path` strictly below the folder `dir`?
+fn is_below(path: &[u8], dir: &[u8]) -> bool {
+    path.len() > dir.len() && path.starts_with(dir) && path[dir.len()] == b'/'
+}
+
+fn rel(root: &Path, path: &[u8]) -> PathBuf {
+    root.join(crate::sys::paths::to_os(path.as_bstr()))
+}
+
+/// The gitlink entries (stage 0) of `repo`'s index: (path, commit).
+fn gitlinks(repo: &gix::Repository) -> Result<Vec<(BString, ObjectId)>> {
+    let index = repo
+        .index_or_empty()
+        .map_err(|e| Error::git("cannot read the index", e))?;
+    Ok(index
+        .entries()
+        .iter()
+        .filter(|e| e.mode == gix::index::entry::Mode::COMMIT && e.stage_raw() == 0)
+        .map(|e| (e.path(&index).to_owned(), e.id))
+        .collect())
+}
+
+/// Every submodule of the source (parents before their nested ones), each
+/// initialized one checked: its HEAD must be the commit its superproject's
+/// index records and its tracked files unmodified (untracked files inside
+/// it are ignored, design §3.15). A dirty one is refused
+/// (`delegate::dirty_submodule`), naming it; one whose repository lives
+/// inside its folder (the old layout) is refused with `delegate::submodules`.
+pub fn discover(source: &crate::git::repo::Source) -> Result<Vec<Module>> {
+    let mut out = Vec::new();
+    walk_source(&source.repo, &source.root, b"", &mut out, 0, true)?;
+    Ok(out)
+}
+
+/// The source's submodules as they are, dirty or not (for verification
+/// workspaces, made while the user may be working in a submodule): one
+/// whose repository is inside its folder counts as not initialized.
+pub fn find(source: &crate::git::repo::Source) -> Result<Vec<Module>> {
+    let mut out = Vec::new();
+    walk_source(&source.repo, &source.root, b"", &mut out, 0, false)?;
+    Ok(out)
+}
+
+fn walk_source(
+    repo: &gix::Repository,
+    root: &Path,
+    prefix: &[u8],
+    out: &mut Vec<Module>,
+    depth: usize,
+    check: bool,
+) -> Result<()> {
+    if depth > 32 {
+        return Ok(());
+    }
+    for (path, commit) in gitlinks(repo)? {
+        let full: BString = [prefix, path.as_slice()].concat().into();
+        let dir = rel(root, &path);
+        let shown = crate::sys::paths::quote(full.as_bstr());
+        let dotgit = dir.join(".git");
+        match dotgit.symlink_metadata() {
+            Err(_) => {
+                out.push(Module {
+                    path: full,
+                    commit,
+                    git_dir: None,
+                });
+                continue;
+            }
+            Ok(md) if md.is_dir() && !check => {
+                out.push(Module {
+                    path: full,
+                    commit,
+                    git_dir: None,
+                });
+                continue;
+            }
+            Ok(md) if md.is_dir() => {
+                return Err(Error::state(
+                    Code::Submodules,
+                    format!("the submodule {shown} keeps its repository inside its folder ({}), which git delegate cannot share with workspaces", dotgit.display()),
+                    "run `git submodule absorbgitdirs` in the superproject (it moves the repository under .git/modules), then run the command again",
+                ));
+            }
+            Ok(_) => {}
+        }
+        let sub = crate::git::repo::open_worktree(&dir)?;
+        let q = |p: &Path| crate::sys::paths::shell_quote(&p.to_string_lossy());
+        // The repository whose index holds the gitlink: the source, or
+        // for a nested one its parent submodule (`git -C` it, design §3.16
+        // "Hints": `git add a/b/nested` from the top fails).
+        let (in_dir, rel_path) = (
+            q(root),
+            crate::sys::paths::shell_quote(&path.to_str_lossy()),
+        );
+        let head = sub.head_id().ok().map(|h| h.detach());
+        if check && head != Some(commit) {
+            // Not a change of files: another commit is checked out in it.
+            let recorded = commit.to_hex_with_len(12);
+            let checkout = format!("git -C {} checkout -q --detach {commit}", q(&dir));
+            return Err(Error::state(
+                Code::DirtySubmodule,
+                match head {
+                    Some(h) => format!(
+                        "the submodule {shown} has commit {} checked out, not {recorded}, the commit its superproject records",
+                        h.to_hex_with_len(12)
+                    ),
+                    None => format!(
+                        "the submodule {shown} has no commit checked out (its superproject records {recorded})"
+                    ),
+                },
+                match head {
+                    Some(_) => format!(
+                        "check out the recorded commit in it (`{checkout}`), or record the one it has in its superproject (`git -C {in_dir} add {rel_path}`{}), then run the command again",
+                        if prefix.is_empty() {
+                            ""
+                        } else {
+                            ", and commit that there"
+                        }
+                    ),
+                    None => format!("check out the recorded commit in it (`{checkout}`), then run the command again"),
+                },
+            ));
+        }
+        if let Some(changed) = check
+            .then(|| first_change(&sub, false))
+            .transpose()?
+            .flatten()
+        {
+            return Err(Error::state(
+                Code::DirtySubmodule,
+                format!(
+                    "the submodule {shown} has uncommitted changes ({} is modified)",
+                    crate::sys::paths::quote(changed.as_bstr())
+                ),
+                format!(
+                    "commit them inside it, or put them aside (`git -C {d} stash`), then run the command again (`git -C {d} status` shows them)",
+                    d = q(&dir)
+                ),
+            ));
+        }
+        let git_dir = crate::sys::fs::canonical(sub.common_dir())?;
+        out.push(Module {
+            path: full.clone(),
+            commit,
+            git_dir: Some(git_dir),
+        });
+        let mut nested = full;
+        nested.push(b'/');
+        walk_source(&sub, &dir, &nested, out, depth + 1, check)?;
+    }
+    Ok(())
+}
+
+/// The first path of `repo`'s working tree that differs from its HEAD:
+/// staged or modified tracked files, and with `untracked`, untracked files
+/// that are not ignored. Nested submodules are not looked into (their own
+/// walk does that).
+fn first_change(repo: &gix::Repository, untracked: bool) -> Result<Option<BString>> {
+    let what = format!(
+        "cannot read the status of {}",
+        repo.workdir().unwrap_or(repo.git_dir()).display()
+    );
+    let head_tree = repo
+        .head_tree_id_or_empty()
+        .map_err(|e| Error::git(&what, e))?
+        .detach();
+    let index = repo.index_or_empty().map_err(|e| Error::git(&what, e))?;
+    let mut everything = repo
+        .pathspec(
+            false,
+            None::<&str>,
+            false,
+            &gix::index::State::new(repo.object_hash()),
+            gix::worktree::stack::state::attributes::Source::IdMapping,
+        )
+        .map_err(|e| Error::git(&what, e))?;
+    let mut staged = None;
+    repo.tree_index_status(
+        &head_tree,
+        &index,
+        Some(&mut everything),
+        gix::status::tree_index::TrackRenames::Disabled,
+        |change, _, _| {
+            staged = Some(change.location().to_owned());
+            Ok(std::ops::ControlFlow::Break(()))
+        },
+    )
+    .map_err(|e| Error::git(&what, e))?;
+    if staged.is_some() {
+        return Ok(staged);
+    }
+    let iter = repo
+        .status(gix::progress::Discard)
+        .map_err(|e| Error::git(&what, e))?
+        .index_worktree_rewrites(None)
+        .index_worktree_submodules(gix::status::Submodule::Given {
+            ignore: gix::submodule::config::Ignore::All,
+            check_dirty: false,
+        })
+        .untracked_files(if untracked {
+            gix::status::UntrackedFiles::Files
+        } else {
+            gix::status::UntrackedFiles::None
+        })
+        .index_worktree_options_mut(|o| {
+            if !untracked {
+                o.dirwalk_options = None;
+            }
+        })
+        .into_index_worktree_iter(Vec::<BString>::new())
+        .map_err(|e| Error::git(&what, e))?;
+    use gix::status::index_worktree::Item;
+    use gix::status::plumbing::index_as_worktree::EntryStatus;
+    for item in iter {
+        let item = item.map_err(|e| Error::git(&what, e))?;
+        match &item {
+            Item::Modification {
+                status: EntryStatus::NeedsUpdate(_),
+                ..
+            } => continue,
+            Item::DirectoryContents { entry, .. } => {
+                if untracked && entry.status == gix::dir::entry::Status::Untracked {
+                    return Ok(Some(entry.rela_path.clone()));
+                }
+            }
+            other => return Ok(Some(other.rela_path().to_owned())),
+        }
+    }
+    Ok(None)
+}
+
+/// Give the workspace at `root` (checked out at `tree`) every submodule
+/// of `modules` whose gitlink `tree` holds (a nested one: whose gitlink the
+/// commit given to its parent holds), at the commit that gitlink records:
+/// an initialized one as a linked worktree of its repository registered as
+/// `worktree_id` and locked with `lock_reason`; an uninitialized one as an
+/// empty folder, as git leaves it.
+pub fn create(
+    source_repo: &gix::Repository,
+    tree: ObjectId,
+    modules: &[Module],
+    root: &Path,
+    worktree_id: &str,
+    lock_reason: &str,
+) -> Result<()> {
+    // The submodules given a worktree, with the commit each got.
+    let mut given: Vec<(&BString, ObjectId)> = Vec::new();
+    for m in modules {
+        let parent = modules
+            .iter()
+            .filter(|p| is_below(&m.path, &p.path))
+            .max_by_key(|p| p.path.len());
+        let commit = match parent {
+            None => recorded(source_repo, tree, m.path.as_slice())?,
+            Some(p) => match given.iter().find(|(path, _)| *path == &p.path) {
+                // Nested: the gitlink in the commit its parent got.
+                Some((_, parent_commit)) => {
+                    let repo = crate::git::repo::open_worktree(&rel(root, &p.path))?;
+                    let what = "cannot read a submodule's commit";
+                    let tree = repo
+                        .find_commit(*parent_commit)
+                        .map_err(|e| Error::git(what, e))?
+                        .tree_id()
+                        .map_err(|e| Error::git(what, e))?
+                        .detach();
+                    recorded(&repo, tree, &m.path[p.path.len() + 1..])?
+                }
+                None => None,
+            },
+        };
+        let Some(commit) = commit else {
+            continue;
+        };
+        let dest = rel(root, &m.path);
+        let io = |what: &Path| {
+            let what = what.to_path_buf();
+            move |e| Error::io_at(format!("cannot create {}", what.display()), &what, e)
+        };
+        std::fs::create_dir_all(&dest).map_err(io(&dest))?;
+        let Some(git_dir) = &m.git_dir else {
+            continue;
+        };
+        if !crate::sys::fs::is_empty_dir(&dest) {
+            return Err(Error::state(
+                Code::CheckoutFailed,
+                format!(
+                    "cannot check out the submodule {} in {}: its folder is not empty",
+                    crate::sys::paths::quote(m.path.as_bstr()),
+                    root.display()
+                ),
+                "report this bug; nothing was changed",
+            ));
+        }
+        register(git_dir, &dest, commit, worktree_id, lock_reason)?;
+        checkout(&dest, commit)?;
+        given.push((&m.path, commit));
+    }
+    Ok(())
+}
+
+/// The gitlink at `path` in `tree`, if it is one.
+fn recorded(repo: &gix::Repository, tree: ObjectId, path: &[u8]) -> Result<Option<ObjectId>> {
+    let what = "cannot read a tree";
+    let tree = repo.find_tree(tree).map_err(|e| Error::git(what, e))?;
+    let entry = tree
+        .lookup_entry_by_path(crate::sys::paths::to_os(path.as_bstr()))
+        .map_err(|e| Error::git(what, e))?;
+    Ok(entry
+        .filter(|e| e.mode().is_commit())
+        .map(|e| e.object_id()))
+}
+
+/// Make the registration `<git_dir>/worktrees/<id>` (locked first, as
+/// `workspace` does) and the `.git` file of `dest` pointing at it.
+fn register(git_dir: &Path, dest: &Path, commit: ObjectId, id: &str, lock: &str) -> Result<()> {
+    let reg = Registration::new(git_dir, id);
+    let io = |what: &Path| {
+        let what = what.to_path_buf();
+        move |e| Error::io_at(format!("cannot create {}", what.display()), &what, e)
+    };
+    let dir = reg.path();
+    if dir.symlink_metadata().is_ok() {
+        return Err(Error::usage(
+            Code::WorkspaceExists,
+            format!(
+                "a worktree named {id} is already registered at {}",
+                dir.display()
+            ),
+            format!(
+                "it is a worktree of that submodule's repository that git delegate did not make: look at `git --git-dir={git} worktree list`; `git --git-dir={git} worktree prune` removes it when its folder is gone; then run the command again",
+                git = crate::sys::paths::shell_quote(&git_dir.to_string_lossy())
+            ),
+        ));
+    }
+    std::fs::create_dir_all(crate::git::registration::dir(git_dir)).map_err(io(dir))?;
+    std::fs::create_dir(dir).map_err(io(dir))?;
+    let line = |prefix: &str, path: &Path| {
+        use std::os::unix::ffi::OsStrExt;
+        [prefix.as_bytes(), path.as_os_str().as_bytes(), b"\n"].concat()
+    };
+    let write = |file: &Path, bytes: Vec<u8>| std::fs::write(file, bytes).map_err(io(file));
+    write(&reg.locked_file(), lock.as_bytes().to_vec())?;
+    write(&reg.gitdir_file(), line("", &dest.join(".git")))?;
+    write(&dir.join("commondir"), b"../..\n".to_vec())?;
+    write(&dir.join("HEAD"), format!("{commit}\n").into_bytes())?;
+    write(&dest.join(".git"), line("gitdir: ", dir))?;
+    Ok(())
+}
+
+/// Check `commit` out into the empty (but for `.git`) folder `dest`, and
+/// write the worktree's index with the stat data of the files written.
+fn checkout(dest: &Path, commit: ObjectId) -> Result<()> {
+    let what = format!("cannot check out the submodule at {}", dest.display());
+    let repo = crate::git::repo::open_worktree(dest)?;
+    let tree = repo
+        .find_commit(commit)
+        .map_err(|e| Error::git(&what, e))?
+        .tree_id()
+        .map_err(|e| Error::git(&what, e))?
+        .detach();
+    let mut index: gix::index::State = repo
+        .index_from_tree(&tree)
+        .map_err(|e| Error::git(&what, e))?
+        .into();
+    let mut opts = repo
+        .checkout_options(gix::worktree::stack::state::attributes::Source::IdMapping)
+        .map_err(|e| Error::git(&what, e))?;
+    opts.destination_is_initially_empty = true;
+    let objects = repo
+        .objects
+        .clone()
+        .into_arc()
+        .map_err(|e| Error::git(&what, e))?;
+    let outcome = gix::worktree::state::checkout(
+        &mut index,
+        dest.to_path_buf(),
+        objects,
+        &gix::progress::Discard,
+        &gix::progress::Discard,
+        &gix::interrupt::IS_INTERRUPTED,
+        opts,
+    )
+    .map_err(|e| Error::fs_cause(&what, Some(dest), &e).unwrap_or_else(|| Error::git(&what, e)))?;
+    if let Some(first) = outcome.errors.first() {
+        return Err(Error::state(
+            Code::CheckoutFailed,
+            format!(
+                "{what}: cannot write {}: {}",
+                crate::sys::paths::quote(first.path.as_ref()),
+                first.error
+            ),
+            "check free disk space, permissions and path lengths under the workspace root",
+        ));
+    }
+    if gix::interrupt::is_triggered() {
+        return Err(Error::interrupted());
+    }
+    // gix writes `ident` its own way; git's bytes (design §3.15).
+    crate::git::ident::fix_checkout(&repo, &mut index, dest)?;
+    gix::index::File::from_state(index, repo.index_path())
+        .write(Default::default())
+        .map_err(|e| Error::git(&what, e))?;
+    Ok(())
+}
+
+/// The submodules a task changed in its workspace at `root` (a linked
+/// worktree whose index holds the baseline's gitlinks): any whose folder is
+/// gone or replaced, whose HEAD moved off the recorded commit, whose files
+/// differ from it (untracked files count: the worker made them), or, for
+/// one not initialized, whose empty folder got content. Nested submodules
+/// are looked into through their parents. A repository without submodule
+/// repositories (`<common-dir>/modules`) whose workspace has no
+/// `.gitmodules` costs two `stat`s: no index is read.
+pub fn changed(common_dir: &Path, root: &Path) -> Result<Vec<BString>> {
+    // Without submodule repositories nor a `.gitmodules`, no gitlink can
+    // hold anything: the index is not read.
+    if !common_dir.join("modules").exists() && !root.join(".gitmodules").exists() {
+        return Ok(Vec::new());
+    }
+    let repo = crate::git::repo::open_worktree(root)?;
+    let mut out = Vec::new();
+    walk_workspace(&repo, root, b"", &mut out, 0)?;
+    Ok(out)
+}
+
+fn walk_workspace(
+    repo: &gix::Repository,
+    root: &Path,
+    prefix: &[u8],
+    out: &mut Vec<BString>,
+    depth: usize,
+) -> Result<()> {
+    if depth > 32 {
+        return Ok(());
+    }
+    for (path, commit) in gitlinks(repo)? {
+        let full: BString = [prefix, path.as_slice()].concat().into();
+        let dir = rel(root, &path);
+        let Ok(md) = dir.symlink_metadata() else {
+            out.push(full);
+            continue;
+        };
+        if !md.is_dir() {
+            out.push(full);
+            continue;
+        }
+        match dir.join(".git").symlink_metadata() {
+            Err(_) => {
+                if !crate::sys::fs::is_empty_dir(&dir) {
+                    out.push(full);
+                }
+                continue;
+            }
+            Ok(md) if !md.is_file() => {
+                out.push(full);
+                continue;
+            }
+            Ok(_) => {}
+        }
+        let Ok(sub) = crate::git::repo::open_worktree(&dir) else {
+            out.push(full);
+            continue;
+        };
+        let head = sub.head_id().ok().map(|h| h.detach());
+        if head != Some(commit) || first_change(&sub, true)?.is_some() {
+            out.push(full);
+            continue;
+        }
+        let mut nested = full;
+        nested.push(b'/');
+        walk_workspace(&sub, &dir, &nested, out, depth + 1)?;
+    }
+    Ok(())
+}
+
+/// The registrations named `worktree_id` in the submodule repositories
+/// under `common_dir` (`modules/`, nested ones included) that this
+/// workspace's submodules use: locked by git-delegate and with a `gitdir`
+/// file pointing inside `root`.
+fn registrations(common_dir: &Path, root: &Path, worktree_id: &str) -> Vec<Registration> {
+    let mut found = Vec::new();
+    let mut stack = vec![(common_dir.join("modules"), 0usize)];
+    while let Some((dir, depth)) = stack.pop() {
+        if depth > 64 || !crate::sys::fs::is_real_dir(&dir) {
+            continue;
+        }
+        let is_repo = dir.join("HEAD").is_file() && dir.join("objects").is_dir();
+        if is_repo {
+            let reg = Registration::new(&dir, worktree_id);
+            if reg.is_locked_by_a_batch() && points_inside(&reg, root) {
+                found.push(reg);
+            }
+            stack.push((dir.join("modules"), depth + 1));
+            continue;
+        }
+        // A folder of a submodule name with slashes (`modules/libs/a`).
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push((e.path(), depth + 1));
+            }
+        }
+    }
+    found
+}
+
+/// Does the registration's `gitdir` file name a `.git` strictly inside `root`?
+fn points_inside(reg: &Registration, root: &Path) -> bool {
+    let Ok(text) = std::fs::read(reg.gitdir_file()) else {
+        return false;
+    };
+    let text = text.strip_suffix(b"\n").unwrap_or(&text);
+    let dotgit = crate::sys::paths::to_os(text.as_bstr());
+    dotgit.file_name().is_some_and(|n| n == ".git")
+        && dotgit
+            .parent()
+            .is_some_and(|p| p != root && p.starts_with(root))
+}
+
+/// Remove the submodule registrations of the workspace `worktree_id` at
+/// `root` (see [`registrations`]). A workspace without submodules costs one
+/// failed `stat` of `<common-dir>/modules`.
+pub fn unregister(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<()> {
+    for reg in registrations(common_dir, root, worktree_id) {
+        match std::fs::remove_dir_all(reg.path()) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(Error::io(
+                    format!("cannot remove {}", reg.path().display()),
+                    e,
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Unlock the submodule registrations of a workspace handed over as an
+/// ordinary worktree (`apply --keep`, a workspace hosting a batch).
+pub fn release(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<()> {
+    for reg in registrations(common_dir, root, worktree_id) {
+        match std::fs::remove_file(reg.locked_file()) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(Error::io(
+                    format!("cannot unlock {}", reg.locked_file().display()),
+                    e,
+                ))
+            }
+        }
+    }
+    Ok(())
+}
