@@ -254,7 +254,7 @@ fn tell_recovered(ui: &Ui, recovery: &Recovery) {
         ui.warn(&format!(
             "git-delegate: {} an interrupted refresh of batch {}; {}\n",
             if recovery.completed.contains(id) { "finished" } else { "rolled back" },
-            crate::batch::short(id),
+            git_delegate::record::batch::short(id),
             if recovery.completed.contains(id) {
                 "the task's workspace holds its result"
             } else {
