@@ -3,9 +3,6 @@
 //! swapped for a symlink (`swap`), and on a full disk (`disk`). Each case
 //! asserts on bytes on disk, refs, exit codes and JSON fields.
 
-#[path = "../common/mod.rs"]
-mod common;
-
 mod disk;
 mod env;
 mod swap;

@@ -11,8 +11,6 @@
 //! `CRASH_ON_DISK=1` to run on the disk instead of a tmpfs (slower: every
 //! fsync is real).
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, PermissionsExt};
@@ -20,7 +18,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::Env;
+use crate::common::Env;
 use serde_json::Value;
 
 type Tree = BTreeMap<Vec<u8>, (u32, Vec<u8>)>;

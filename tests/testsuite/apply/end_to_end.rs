@@ -1,13 +1,11 @@
 //! `git delegate apply` (design §3.2) end to end, on real repositories.
 
-mod common;
-
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::Env;
+use crate::common::Env;
 use serde_json::Value;
 
 fn os(bytes: &[u8]) -> &std::ffi::OsStr {
@@ -825,7 +823,7 @@ fn a_failed_write_back_fails_every_task_it_was_writing_and_keeps_the_proposals()
         .env("GIT_DELEGATE_FAULT", "fail-rename:2")
         .output()
         .unwrap();
-    let out = common::Run::from(out).expect(1).json();
+    let out = crate::common::Run::from(out).expect(1).json();
     for name in ["1", "2"] {
         let t = task(&out, name);
         assert_eq!(t["status"], "failed", "{t:#}");
@@ -1789,7 +1787,7 @@ fn write_back_and_moved_source_messages_escape_control_characters() {
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(out.status.signal(), Some(9), "{out:?}");
     std::fs::write(dir.join(bad), "USER\n").unwrap();
-    let clean = |run: &common::Run| {
+    let clean = |run: &crate::common::Run| {
         for s in [&run.stdout, &run.stderr] {
             assert!(
                 !s.contains('\x1b') && !s.contains('\x07'),

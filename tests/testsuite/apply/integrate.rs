@@ -11,15 +11,13 @@
 //! with object memory as `apply` does. Expected results are trees built by
 //! hand and compared by id.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::Env;
+use crate::common::Env;
 use git_delegate::error::Result;
 use git_delegate::integrate::{self, Candidate, Merge, Plan};
 use git_delegate::writeback::{BlockReason, Blocked, PathWrite};

@@ -3,12 +3,10 @@
 //! normal integration (3-way with the live source, the journal), removing
 //! its ref and patch once written; a conflict writes nothing and keeps it.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::Env;
+use crate::common::Env;
 use serde_json::Value;
 
 fn prepare(env: &Env, repo: &Path, args: &[&str]) -> (String, Vec<PathBuf>) {
@@ -326,7 +324,7 @@ fn a_kept_proposal_that_conflicts_is_not_written_and_stays_kept() {
         .expect(1)
         .stdout;
     assert!(human.contains("It stays kept until"), "{human}");
-    let hint = common::printed_command(&human, "git show");
+    let hint = crate::common::printed_command(&human, "git show");
     assert_eq!(hint, format!("git show {r}:README"), "{human}");
     assert_eq!(env.sh(&repo, &hint).expect(0).stdout, "the worker's line\n");
     // Once the working tree no longer conflicts, it lands.

@@ -4,11 +4,9 @@
 //! and what became of each workspace (`--keep` keeps them, and says how to
 //! remove them; without it they are removed).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::Env;
+use crate::common::Env;
 
 struct Batch {
     short: String,

@@ -3,13 +3,11 @@
 //! proposal tree exactly, and for text changes it is byte-identical to
 //! `git diff --full-index --binary --no-renames`.
 
-mod common;
-
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use common::Env;
+use crate::common::Env;
 
 fn os(bytes: &[u8]) -> &std::ffi::OsStr {
     std::ffi::OsStr::from_bytes(bytes)

@@ -4,13 +4,11 @@
 //! killed deleter left, and big files streamed: their patch refers to the
 //! blob instead of carrying it, and still applies with `git apply --3way`.
 
-mod common;
-
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::Env;
+use crate::common::Env;
 use serde_json::Value;
 
 fn prepare(env: &Env, repo: &Path, args: &[&str]) -> (Value, Vec<PathBuf>) {

@@ -3,11 +3,9 @@
 //! workspace; apply refuses unresolved ones and merges a refreshed task
 //! from its own base.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::Env;
+use crate::common::Env;
 
 const LINES: &str = "one\ntwo\nthree\nfour\nfive\n";
 

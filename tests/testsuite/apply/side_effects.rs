@@ -4,11 +4,9 @@
 //! the stash stays open instead of `no_changes`, and `drop` refuses
 //! without `--force`. Real git in real workspaces.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::Env;
+use crate::common::Env;
 use serde_json::Value;
 
 /// A repository with two files, a branch `old` and a tag `v0` made before

@@ -5,12 +5,10 @@
 //! (`GIT_DELEGATE_FULL_SOURCE_SNAPSHOT`), and both runs must give the same
 //! statuses, reasons, conflicts, written paths and working tree.
 
-mod common;
-
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use common::Env;
+use crate::common::Env;
 use serde_json::Value;
 
 fn lines(n: usize) -> String {

@@ -3,15 +3,13 @@
 //! other lines survive, conflicting rewrites refuse with nothing changed,
 //! crashes are recovered, `--list`, gc pruning.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 
-use common::Env;
+use crate::common::Env;
 use serde_json::Value;
 
 /// Every path below `root` (`.git` left out): mode and bytes (a symlink's target).

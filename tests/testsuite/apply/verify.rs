@@ -1,12 +1,10 @@
 //! `git delegate apply --verify CMD` (design §3.10) end to end: real
 //! repositories, a real shell script as CMD, real processes.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::Env;
+use crate::common::Env;
 use serde_json::Value;
 
 /// A repository, a 5-task batch, and a check script outside the repository.

@@ -3,14 +3,12 @@
 //! folders, things in the way, symlinked parents, and failures that must
 //! roll every path back.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use common::Env;
+use crate::common::Env;
 use serde_json::Value;
 
 /// Path -> (kind, bytes) for everything below `root` (its `.git` left out).

@@ -4,14 +4,12 @@
 //! asks it, also through git's own bash completion (`git delegate <TAB>`),
 //! which an interactive bash in a pseudo-terminal proves.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Env, Run};
+use crate::common::{Env, Run};
 
 fn complete(env: &Env, dir: &Path, words: &[&str]) -> Run {
     let mut args = vec!["__complete", "--"];

@@ -2,12 +2,9 @@
 //! exit status, the error code in the `--json` error document, a miette
 //! diagnostic on stderr, and nothing created afterwards.
 
-mod common;
-mod foundation_common;
-
 use std::path::Path;
 
-use foundation_common::*;
+use crate::common::fixtures::*;
 
 const ID_A: &str = "aaaa1111-0000-4000-8000-000000000001";
 const ID_B: &str = "aaaa2222-0000-4000-8000-000000000002";

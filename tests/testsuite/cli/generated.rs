@@ -3,8 +3,6 @@
 //! completes `git-delegate` and `git delegate` (through git's own
 //! completion), and the help texts are short with -h and long with --help.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -175,7 +173,7 @@ fn committed_completions_are_what_the_code_generates() {
 /// A folder laid out like an installation prefix: `bin/git-delegate` (a
 /// hard link to, or copy of, the built binary) and, after
 /// `man --install`, `share/man/man1/`.
-fn install_prefix(env: &common::Env) -> PathBuf {
+fn install_prefix(env: &crate::common::Env) -> PathBuf {
     let prefix = env.path().join("prefix");
     std::fs::create_dir_all(prefix.join("bin")).unwrap();
     let exe = prefix.join("bin/git-delegate");
@@ -195,7 +193,7 @@ fn path_with(dir: &Path) -> std::ffi::OsString {
 
 #[test]
 fn man_install_defaults_to_share_man_beside_the_executable_and_man_finds_it() {
-    let env = common::Env::new();
+    let env = crate::common::Env::new();
     let prefix = install_prefix(&env);
     let path = path_with(&prefix.join("bin"));
     let out = Command::new(prefix.join("bin/git-delegate"))
@@ -353,7 +351,7 @@ fn git_completion_script() -> Option<PathBuf> {
 /// Run `bash` with git's completion and ours loaded, and a function `t`
 /// that completes a command line the way readline would and prints COMPREPLY
 /// joined with `|`.
-fn bash_complete(env: &common::Env, lines: &[&str]) -> Option<Vec<String>> {
+fn bash_complete(env: &crate::common::Env, lines: &[&str]) -> Option<Vec<String>> {
     if !have("bash") {
         eprintln!("SKIPPED: bash is not installed");
         return None;
@@ -403,7 +401,7 @@ fn bash_complete(env: &common::Env, lines: &[&str]) -> Option<Vec<String>> {
 
 #[test]
 fn bash_completes_git_delegate_and_git_delegate_through_gits_completion() {
-    let env = common::Env::new();
+    let env = crate::common::Env::new();
     env.git(
         env.path(),
         ["config", "--global", "alias.fan", "delegate prepare -n 4"],
@@ -473,7 +471,7 @@ fn bash_completes_subcommands_and_options_in_an_interactive_shell() {
         eprintln!("SKIPPED: git's bash completion (git-completion.bash) is not on this machine");
         return;
     };
-    let env = common::Env::new();
+    let env = crate::common::Env::new();
     let rc = env.path().join("bashrc");
     std::fs::write(
         &rc,

@@ -4,13 +4,11 @@
 //! runs it exactly as printed (`sh -c`, in the repository, the binary on
 //! PATH: `Env::sh`) and checks it did what the hint says.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{printed_command, Env, Run};
+use crate::common::{printed_command, Env, Run};
 use serde_json::Value;
 
 fn prepare(env: &Env, repo: &Path, args: &[&str]) -> (String, Vec<PathBuf>) {

@@ -2,8 +2,6 @@
 //! a terminal's stderr and never in pipes or with --json, and colour follows
 //! --color > NO_COLOR > git's color.ui > terminal detection (design §3).
 
-mod common;
-
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -24,7 +22,7 @@ fn quote(s: &OsStr) -> String {
 /// environment plus `extra` (a value of None removes the variable). Returns
 /// everything the terminal showed, or None when `script` is missing.
 fn in_terminal(
-    env: &common::Env,
+    env: &crate::common::Env,
     dir: &Path,
     args: &[&str],
     extra: &[(&str, Option<&str>)],
@@ -63,11 +61,11 @@ fn in_terminal(
 /// Run the binary with pipes for stdout and stderr, with the test
 /// environment plus `extra`.
 fn piped(
-    env: &common::Env,
+    env: &crate::common::Env,
     dir: &Path,
     args: &[&str],
     extra: &[(&str, Option<&str>)],
-) -> common::Run {
+) -> crate::common::Run {
     let mut cmd = env.delegate_cmd(dir);
     cmd.args(args);
     for (k, v) in extra {
@@ -76,12 +74,12 @@ fn piped(
             None => cmd.env_remove(k),
         };
     }
-    common::Run::from(cmd.output().unwrap())
+    crate::common::Run::from(cmd.output().unwrap())
 }
 
 #[test]
 fn a_closed_stdout_ends_quietly() {
-    let env = common::Env::new();
+    let env = crate::common::Env::new();
     let repo = env.repo("proj");
     for i in 0..3 {
         env.delegate(&repo, ["prepare", "--label", &format!("l{i}")])
@@ -142,7 +140,7 @@ fn has_progress_bytes(s: &str) -> bool {
 
 #[test]
 fn progress_shows_on_a_terminal_and_never_in_pipes_or_json() {
-    let env = common::Env::new();
+    let env = crate::common::Env::new();
     let repo = env.repo("proj");
     std::fs::write(repo.join("README"), "changed\n").unwrap();
     // No delay, so that progress shows however fast this machine is.
@@ -214,7 +212,7 @@ fn coloured(s: &str) -> bool {
 
 #[test]
 fn colour_follows_flag_then_no_color_then_color_ui_then_terminal() {
-    let env = common::Env::new();
+    let env = crate::common::Env::new();
     let repo = env.repo("proj");
     env.delegate(&repo, ["prepare"]).expect(0);
     let unset = ("NO_COLOR", None);

@@ -4,8 +4,6 @@
 //! documented), every error code in the source is documented, and with
 //! `--json` every failure, parse errors included, is one error document.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -211,14 +209,14 @@ fn case(what: &'static str, args: &[&str], block: &'static str, exit: i32) -> Ca
 /// orphaned batch `b` (its owner is gone), and a batch whose state cannot
 /// be read.
 struct Fixture {
-    env: common::Env,
+    env: crate::common::Env,
     repo: PathBuf,
     batch_a: String,
     batch_b: String,
 }
 
 fn fixture() -> Fixture {
-    let env = common::Env::new();
+    let env = crate::common::Env::new();
     let repo = env.repo("proj");
     std::fs::create_dir_all(repo.join("src")).unwrap();
     std::fs::write(repo.join("src/lib.txt"), "lib\n").unwrap();
@@ -487,7 +485,7 @@ fn every_json_document_matches_the_documented_field_lists() {
 #[test]
 fn kept_proposal_documents_match_the_documented_field_lists() {
     let specs = specs();
-    let env = common::Env::new();
+    let env = crate::common::Env::new();
     let repo = env.repo("proj");
     let doc = env
         .delegate(&repo, ["prepare", "-n", "1", "--json"])
@@ -632,7 +630,7 @@ fn every_error_code_in_the_source_is_documented() {
 
 #[test]
 fn parse_errors_with_json_are_one_error_document_and_exit_2() {
-    let env = common::Env::new();
+    let env = crate::common::Env::new();
     let repo = env.repo("proj");
     for args in [
         &["status", "--json", "--bogus"][..],
@@ -674,7 +672,7 @@ fn parse_errors_with_json_are_one_error_document_and_exit_2() {
 #[test]
 fn undo_documents_match_the_documented_field_lists() {
     let specs = specs();
-    let env = common::Env::new();
+    let env = crate::common::Env::new();
     let repo = env.repo("proj");
     let doc = env
         .delegate(&repo, ["prepare", "-n", "2", "--json"])
@@ -733,8 +731,8 @@ fn undo_documents_match_the_documented_field_lists() {
 #[test]
 fn remote_documents_match_the_documented_field_lists() {
     let specs = specs();
-    let env = common::Env::new();
-    let worker = common::Env::new();
+    let env = crate::common::Env::new();
+    let worker = crate::common::Env::new();
     let repo = env.repo("proj");
     env.git(
         env.path(),

@@ -1,8 +1,8 @@
-mod common;
-
+//! The shortest round trip (prepare, status, drop), and a stale lock on a
+//! private ref that must not block the next command.
 #[test]
 fn prepare_status_drop_round_trip() {
-    let env = common::Env::new();
+    let env = crate::common::Env::new();
     let repo = env.repo("proj");
     std::fs::write(repo.join("README"), "changed\n").unwrap();
     let doc = env
@@ -38,7 +38,7 @@ fn prepare_status_drop_round_trip() {
 /// not be stuck on it.
 #[test]
 fn a_stale_lock_on_a_private_ref_does_not_block_the_next_command() {
-    let env = common::Env::new();
+    let env = crate::common::Env::new();
     let repo = env.repo("proj");
     let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
     let id = doc["batch"].as_str().unwrap();

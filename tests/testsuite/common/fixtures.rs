@@ -1,5 +1,7 @@
-//! Helpers shared by the foundation tests (prepare, status, drop, renew and
-//! the snapshot), on top of `tests/common`.
+//! Fixtures and checks shared by the areas, on top of `common`: prepared
+//! batches and their documents, snapshots, git and state folders, listings,
+//! waiting on events. A helper used by two test files lives here (or in
+//! `mounts`), never in two copies.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,11 @@
 //! Shared test harness: hermetic git environments, fixture repositories
 //! built with the real git CLI, and running the real `git-delegate` binary.
+//! Below it: `fixtures` (prepared batches, documents, listings, waits) and
+//! `mounts` (the test filesystems: reflink, btrfs, small, few inodes).
 #![allow(dead_code)]
+
+pub mod fixtures;
+pub mod mounts;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,8 @@
-//! Helpers of the scratch and carry tests: a real reflink filesystem (found
-//! through `GIT_DELEGATE_REFLINK_DIR`, made by `scripts/reflink-fs`), a
-//! filesystem without reflink, and checks on what is left beside a source.
+//! The test filesystems: a real reflink filesystem (found through
+//! `GIT_DELEGATE_REFLINK_DIR`, made by `scripts/reflink-fs`), a filesystem
+//! without reflink, and checks on what is left beside a source. A test that
+//! cannot run without its filesystem says SKIPPED loudly (`skip`), and fails
+//! under `CI=true`.
 #![allow(dead_code)]
 
 use std::io::Write;

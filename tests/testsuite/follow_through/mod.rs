@@ -2,8 +2,6 @@
 //! what the user is left with after a signal, a kill, a lying cache, a
 //! commit, a killed verification, a batch taken during `run`, a failed
 //! worker, and the messages a newcomer meets next.
-#[path = "../common/mod.rs"]
-mod common;
 
 mod cache_undo;
 mod messages;

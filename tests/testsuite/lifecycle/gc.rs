@@ -2,14 +2,12 @@
 //! batches and leftovers; live batches and anything not ours are never
 //! touched; `--dry-run` changes nothing.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::Env;
+use crate::common::Env;
 use serde_json::Value;
 
 fn prepare(env: &Env, repo: &Path, args: &[&str]) -> Value {

@@ -1,12 +1,10 @@
 //! Leases (design §1, §3.6) as status, `status --check`, renew and gc see
 //! them: expiry, an owner that exited, a live owner, a recycled pid.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::Env;
+use crate::common::Env;
 
 /// The lease state of `batch` as `status --json` reports it.
 fn lease_state(env: &Env, repo: &Path, batch: &str) -> String {

@@ -2,14 +2,11 @@
 //! expired, orphaned), changed paths, missing and replaced workspaces,
 //! problems, `--check`, and what drop removes and leaves alone.
 
-mod common;
-mod foundation_common;
-
 use std::io::Read;
 use std::path::Path;
 use std::process::Stdio;
 
-use foundation_common::*;
+use crate::common::fixtures::*;
 use serde_json::Value;
 
 fn status_json(env: &Env, repo: &Path) -> Value {

@@ -2,12 +2,9 @@
 //! baseline commit and ref, the state, the registered and locked worktrees,
 //! the options, and that a failure or an interruption leaves nothing behind.
 
-mod common;
-mod foundation_common;
-
 use std::path::PathBuf;
 
-use foundation_common::*;
+use crate::common::fixtures::*;
 use serde_json::Value;
 
 fn is_hex40(v: &Value) -> bool {

@@ -9,18 +9,14 @@
 //! tests need `GIT_DELEGATE_BTRFS_DIR` (see scripts/btrfs-fs); without it
 //! they say SKIPPED (and fail under CI=true).
 
-mod common;
-mod foundation_common;
-mod scratch_common;
-
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::Env;
-use foundation_common::{id, prepare, roots, snapshot, tree_of, write};
-use scratch_common as sc;
+use crate::common::fixtures::{id, prepare, roots, snapshot, tree_of, write};
+use crate::common::mounts as sc;
+use crate::common::Env;
 
 /// The root folder of every btrfs subvolume has this inode number.
 const SUBVOL_ROOT_INO: u64 = 256;
@@ -431,7 +427,7 @@ fn an_unprivileged_user_makes_and_removes_snapshot_workspaces() {
         let mut cmd = env.delegate_cmd(&repo);
         cmd.args(args);
         let out = as_nobody(&cmd).output().unwrap();
-        common::Run::from(out)
+        crate::common::Run::from(out)
     };
     let doc = run(&["prepare", "--json", "-n", "3"]).expect(0).json();
     let ws = roots(&doc);

@@ -4,13 +4,10 @@
 //! elsewhere; symlinks and executable bits kept; they stay ignored in the
 //! workspace and never change its snapshot; a failure undoes the prepare.
 
-mod common;
-mod scratch_common;
-
 use std::path::{Path, PathBuf};
 
-use common::Env;
-use scratch_common as sc;
+use crate::common::mounts as sc;
+use crate::common::Env;
 
 fn roots(doc: &serde_json::Value) -> Vec<PathBuf> {
     doc["tasks"]

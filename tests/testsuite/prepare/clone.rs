@@ -6,16 +6,12 @@
 //! hashes nothing. The reflink test needs `GIT_DELEGATE_REFLINK_DIR` (see
 //! scripts/reflink-fs); without it it says SKIPPED (and fails under CI=true).
 
-mod common;
-mod foundation_common;
-mod scratch_common;
-
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use common::Env;
-use foundation_common::{prepare, roots, snapshot, tree_of, write};
-use scratch_common as sc;
+use crate::common::fixtures::{prepare, roots, snapshot, tree_of, write};
+use crate::common::mounts as sc;
+use crate::common::Env;
 
 /// A repository with small and big files, an executable, symlinks, a
 /// dirty file and an untracked one.

@@ -2,9 +2,7 @@
 //! (stderr, and `warnings` in the JSON document): the flag does nothing
 //! until the hook is installed (design §3.7). With the hook, no warning.
 
-mod common;
-
-use common::Env;
+use crate::common::Env;
 
 const WARNING: &str =
     "git-delegate: warning: commits in this batch's workspaces will not be refused: \

@@ -11,8 +11,6 @@
 //!   reports it (exit 1), and `gc` (without rescuing anything) or `drop`
 //!   (with or without `--force`) removes it whole.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
@@ -21,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::Env;
+use crate::common::Env;
 
 const ID: &str = "0badc0de-0000-4000-8000-000000000001";
 const SHORT: &str = "0badc0de";

@@ -5,13 +5,10 @@
 //! batch is gone. The reflink tests need `GIT_DELEGATE_REFLINK_DIR` (see
 //! scripts/reflink-fs); without it they say SKIPPED (and fail under CI=true).
 
-mod common;
-mod scratch_common;
-
 use std::path::{Path, PathBuf};
 
-use common::Env;
-use scratch_common as sc;
+use crate::common::mounts as sc;
+use crate::common::Env;
 
 fn roots(doc: &serde_json::Value) -> Vec<PathBuf> {
     doc["tasks"]

@@ -3,15 +3,12 @@
 //! `cp .git/index T; GIT_INDEX_FILE=T git add -A; git write-tree` gives, and
 //! the user's index stays byte-identical with the same mtime.
 
-mod common;
-mod foundation_common;
-
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 
-use foundation_common::*;
+use crate::common::fixtures::*;
 
 /// The snapshot, and the baseline of a real prepare, both equal the oracle;
 /// the index is untouched by either. Returns the batch document.

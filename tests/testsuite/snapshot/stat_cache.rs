@@ -3,13 +3,10 @@
 //! per batch, later snapshots read nothing; the cache never hides a change
 //! and the user's index is never written.
 
-mod common;
-mod foundation_common;
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use foundation_common::*;
+use crate::common::fixtures::*;
 
 const FILES: usize = 200;
 

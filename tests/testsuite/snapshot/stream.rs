@@ -2,10 +2,7 @@
 //! whole) and still give exactly the tree `git add -A` gives, with the
 //! executable bit; files that a clean filter changes take the ordinary path.
 
-mod common;
-mod foundation_common;
-
-use foundation_common::*;
+use crate::common::fixtures::*;
 
 /// Deterministic bytes that no eol conversion would touch.
 fn binary(len: usize, seed: u32) -> Vec<u8> {

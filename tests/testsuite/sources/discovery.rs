@@ -7,15 +7,13 @@
 //! bare "not inside a git repository", and each case is compared with what
 //! git itself does in the same folder.
 
-mod common;
-
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Env, Run};
+use crate::common::{Env, Run};
 use serde_json::Value;
 
 fn is_root() -> bool {

@@ -10,11 +10,9 @@
 //! Without git-lfs on PATH the tests say SKIPPED (a failure under
 //! `CI=true`, where .ci/run installs it).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::Env;
+use crate::common::Env;
 use serde_json::Value;
 
 const POINTER_START: &[u8] = b"version https://git-lfs.github.com/spec/v1\n";
@@ -451,7 +449,8 @@ fn without_git_lfs_the_filter_that_cannot_start_is_named() {
         );
         let mut cmd = env.delegate_cmd(&repo);
         no_lfs(&mut cmd);
-        let run = common::Run::from(cmd.args(["prepare", "--json"]).output().unwrap()).expect(3);
+        let run =
+            crate::common::Run::from(cmd.args(["prepare", "--json"]).output().unwrap()).expect(3);
         let err = &run.json()["error"];
         assert_eq!(err["code"], "delegate::filter_failed", "{what}: {err}");
         let msg = err["message"].as_str().unwrap();

@@ -4,11 +4,9 @@
 //! `prepare --sparse` narrows them, and a change outside the source's
 //! sparse checkout is a conflict `outside_sparse_checkout`, never written.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::Env;
+use crate::common::Env;
 
 /// A repository with files at the top and in `a/`, `a/x/`, `b/`, `c/d/`.
 fn tree(env: &Env) -> PathBuf {
@@ -376,10 +374,10 @@ fn the_hint_for_work_outside_the_sparse_checkout_works_as_printed() {
     std::fs::create_dir_all(ws.join("c/d")).unwrap();
     std::fs::write(ws.join("c/d/3"), "worker\n").unwrap();
     let out = env.delegate(&repo, ["apply"]).expect(1);
-    let widen = common::printed_command(&out.stdout, "git sparse-checkout add");
+    let widen = crate::common::printed_command(&out.stdout, "git sparse-checkout add");
     assert_eq!(widen, "git sparse-checkout add c/d");
     env.sh(&repo, &widen).expect(0);
-    let again = common::printed_command(&out.stdout, "git delegate apply");
+    let again = crate::common::printed_command(&out.stdout, "git delegate apply");
     env.sh(&repo, &again).expect(0);
     assert_eq!(
         std::fs::read_to_string(repo.join("c/d/3")).unwrap(),

@@ -4,9 +4,7 @@
 //! after cloning, so any use of the network (or of the submodule URLs)
 //! fails.
 
-mod common;
-
-use common::Env;
+use crate::common::Env;
 use std::path::{Path, PathBuf};
 
 struct Fixture {
@@ -612,7 +610,7 @@ fn a_prepare_that_cannot_register_a_submodule_worktree_is_undone() {
         .args(["prepare", "-n", "2", "--json"])
         .output()
         .unwrap();
-    let run = common::Run::from(run).expect(2);
+    let run = crate::common::Run::from(run).expect(2);
     let err = &run.json()["error"];
     assert_eq!(err["code"], "delegate::workspace_exists", "{err}");
     assert!(err["message"]

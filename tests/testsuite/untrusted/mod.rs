@@ -1,8 +1,6 @@
 //! Workers are untrusted (design §3.18): what a hostile or confused worker
 //! produces, or changes beside its workspace, reaches the user's repository
 //! only through the checks; and a shared workspace root cannot be raced.
-#[path = "../common/mod.rs"]
-mod common;
 
 mod git_dir;
 mod holes;

@@ -2,12 +2,10 @@
 //! changes as `git diff` prints them, computed without writing anything;
 //! a task's working folder.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use common::Env;
+use crate::common::Env;
 
 /// A repository with a few files, a batch of two tasks; returns
 /// (repo, baseline commit, task roots).

@@ -1,13 +1,11 @@
 //! The pre-commit hook (design §3.7) through real `git commit`s, and
 //! `git delegate hooks install`.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::{Env, Run};
+use crate::common::{Env, Run};
 use serde_json::Value;
 
 /// PATH with the built git-delegate first, so the hook script finds it.

@@ -3,11 +3,9 @@
 //! `file://` as the remote, the user's clone (the source), and a worker with
 //! its own HOME and folder (another `Env`).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::Env;
+use crate::common::Env;
 use serde_json::Value;
 
 struct Two {
@@ -380,7 +378,7 @@ fn join_inside_an_existing_clone_fetches_only_the_baseline() {
     assert_eq!(again["error"]["code"], "delegate::already_joined");
     // Its help, followed literally, starts over.
     let help = again["error"]["help"].as_str().unwrap();
-    let remove = common::printed_command(help, "git worktree remove");
+    let remove = crate::common::printed_command(help, "git worktree remove");
     t.worker.sh(&clone, &remove).expect(0);
     assert!(!root.exists());
     t.worker
@@ -962,10 +960,16 @@ fn a_remote_task_that_fails_on_its_submission_is_told_to_submit_again() {
     assert!(!line.contains("make the work fit"), "{line}");
     assert_eq!(read(&t.src.join("b.txt")), "b\n");
     t.worker
-        .sh(&wa, &common::printed_command(line, "git delegate submit"))
+        .sh(
+            &wa,
+            &crate::common::printed_command(line, "git delegate submit"),
+        )
         .expect(0);
     t.user
-        .sh(&t.src, &common::printed_command(line, "git delegate apply"))
+        .sh(
+            &t.src,
+            &crate::common::printed_command(line, "git delegate apply"),
+        )
         .expect(0);
     assert_eq!(read(&t.src.join("a.txt")), "a\n");
 }

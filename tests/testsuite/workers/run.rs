@@ -1,14 +1,12 @@
 //! `git delegate run` (design §3.13) end to end: real repositories, real
 //! worker processes (`sh -c` scripts), real signals.
 
-mod common;
-
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::Env;
+use crate::common::Env;
 use serde_json::Value;
 
 /// The apply document's entry for `name`.
@@ -137,7 +135,7 @@ fn four_workers_apply_with_their_environment_placeholders_logs_and_ports() {
         let mut stdin = out.stdin.take().unwrap();
         let _ = stdin.write_all(b"not for workers\n");
     }
-    let run = common::Run::from(out.wait_with_output().unwrap()).expect(0);
+    let run = crate::common::Run::from(out.wait_with_output().unwrap()).expect(0);
     let doc = run.json();
     assert_eq!(doc["schema"], "git-delegate/v1");
     let id = doc["batch"].as_str().unwrap().to_string();
@@ -391,7 +389,7 @@ sleep 300; sleep 300"#,
         .args(["-INT", &run_pid.to_string()])
         .status()
         .unwrap();
-    let out = common::Run::from(child.wait_with_output().unwrap()).expect(1);
+    let out = crate::common::Run::from(child.wait_with_output().unwrap()).expect(1);
     assert!(members(&groups).is_empty(), "left: {:?}", members(&groups));
     // Nothing applied, the batch open with a plain lease.
     for i in 1..=3 {
@@ -402,7 +400,7 @@ sleep 300; sleep 300"#,
     assert_eq!(b[0]["lease"]["owner_pid"], Value::Null);
     assert!(out.stderr.contains("nothing was applied"), "{}", out.stderr);
     // The printed command applies the batch.
-    let apply = common::printed_command(&out.stderr, "git delegate apply");
+    let apply = crate::common::printed_command(&out.stderr, "git delegate apply");
     env.sh(&repo, &apply).expect(0);
     for i in 1..=3 {
         assert_eq!(
@@ -433,11 +431,11 @@ fn sigint_then_drop_as_printed() {
         .args(["-TERM", &child.id().to_string()])
         .status()
         .unwrap();
-    let out = common::Run::from(child.wait_with_output().unwrap()).expect(1);
+    let out = crate::common::Run::from(child.wait_with_output().unwrap()).expect(1);
     let doc = out.json();
     assert_eq!(doc["interrupted"], true);
     assert_eq!(doc["apply"], Value::Null);
-    let drop = common::printed_command(&out.stderr, "git delegate drop");
+    let drop = crate::common::printed_command(&out.stderr, "git delegate drop");
     env.sh(&repo, &drop).expect(0);
     assert!(batches(&env, &repo).is_empty());
     assert!(!repo.join("x.txt").exists());
@@ -563,12 +561,12 @@ fn no_apply_stops_after_the_workers_and_prints_the_apply_command() {
         ])
         .output()
         .unwrap();
-    let out = common::Run::from(out).expect(0);
+    let out = crate::common::Run::from(out).expect(0);
     assert!(!repo.join("n-1.txt").exists());
     let b = batches(&env, &repo);
     assert_eq!(b.len(), 1);
     assert_eq!(b[0]["lease"]["owner_pid"], Value::Null);
-    let apply = common::printed_command(&out.stdout, "git delegate apply");
+    let apply = crate::common::printed_command(&out.stdout, "git delegate apply");
     env.sh(&repo, &apply).expect(0);
     assert_eq!(read(&repo.join("n-1.txt")), "done\n");
     assert_eq!(read(&repo.join("n-2.txt")), "done\n");
@@ -642,7 +640,7 @@ fn a_worker_writing_50_mb_neither_blocks_nor_fills_memory() {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap();
     std::fs::write(&go, "").unwrap();
-    let out = common::Run::from(child.wait_with_output().unwrap()).expect(0);
+    let out = crate::common::Run::from(child.wait_with_output().unwrap()).expect(0);
     assert!(hwm_kb < 48 * 1024, "run's peak RSS {hwm_kb} kB");
     assert_eq!(read(&repo.join("big.txt")), "done\n");
     assert_eq!(out.json()["workers"][0]["exit"], 0);
