@@ -1,89 +1,15 @@
-//! Adversarial cases: a full disk (see main.rs). The small filesystem is a
+//! Adversarial cases: a full disk (see mod.rs). The small filesystem is a
 //! tmpfs that `scripts/small-fs` mounts (as root; `.ci/run` does it) and
 //! names in `GIT_DELEGATE_SMALL_FS_DIR`. Without it these tests say SKIPPED,
 //! and fail under `CI=true`. They fill that filesystem, so they run one at
-//! a time (a lock), each in its own folder there, removed at the end.
+//! a time (`common::mounts::Small` holds the lock every test that fills a
+//! small filesystem takes), each in its own folder there, removed at the end.
 
-use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
+use crate::common::mounts::Small;
 use crate::common::Env;
-
-/// The filesystem is shared: one test fills it at a time.
-static FULL: Mutex<()> = Mutex::new(());
-
-/// Say loudly that a test could not run; under CI (`CI=true`) that is a failure.
-fn skip(test: &str, why: &str) {
-    let line = format!("SKIPPED: {test}: {why}\n");
-    let _ = std::io::stderr().write_all(line.as_bytes());
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{}", line.trim_end());
-    }
-}
-
-/// A folder of this test's own on the small filesystem, removed on drop
-/// (with the file that filled the filesystem).
-struct Small {
-    dir: tempfile::TempDir,
-    fill: PathBuf,
-}
-
-impl Small {
-    fn new(test: &str) -> Option<Small> {
-        let Some(base) = std::env::var_os("GIT_DELEGATE_SMALL_FS_DIR").filter(|d| !d.is_empty())
-        else {
-            skip(
-                test,
-                "no small filesystem (GIT_DELEGATE_SMALL_FS_DIR is not set; run `export GIT_DELEGATE_SMALL_FS_DIR=$(scripts/small-fs)` as root)",
-            );
-            return None;
-        };
-        let base = PathBuf::from(base);
-        let Ok(dir) = tempfile::Builder::new()
-            .prefix("gd-full-")
-            .tempdir_in(&base)
-        else {
-            skip(test, &format!("cannot write in {}", base.display()));
-            return None;
-        };
-        let fill = dir.path().join("fill");
-        Some(Small { dir, fill })
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// Fill the filesystem up, then give back `leave` bytes.
-    fn fill(&self, leave: u64) {
-        let mut f = std::fs::File::create(&self.fill).unwrap();
-        let chunk = vec![0x5au8; 64 << 10];
-        let mut written: u64 = 0;
-        loop {
-            match f.write(&chunk) {
-                Ok(0) => break,
-                Ok(n) => written += n as u64,
-                Err(e) if e.raw_os_error() == Some(28) => break,
-                Err(e) => panic!("filling {}: {e}", self.fill.display()),
-            }
-        }
-        let _ = f.flush();
-        f.set_len(written.saturating_sub(leave)).unwrap();
-        f.sync_all().unwrap();
-    }
-}
-
-impl Drop for Small {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.fill);
-    }
-}
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    FULL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// Files of random-looking (incompressible) bytes.
 fn noise(dir: &Path, prefix: &str, n: usize, size: usize) {
@@ -171,10 +97,9 @@ fn digest(dir: &Path) -> Vec<u8> {
 
 #[test]
 fn prepare_onto_a_full_workspace_root_names_enospc_and_leaves_nothing() {
-    let Some(small) = Small::new("prepare_onto_a_full_workspace_root") else {
+    let Some(small) = Small::full_disk("prepare_onto_a_full_workspace_root") else {
         return;
     };
-    let _full = lock();
     let env = Env::new();
     let repo = env.repo("src");
     noise(&repo, "f", 40, 20_000);
@@ -209,10 +134,9 @@ fn prepare_onto_a_full_workspace_root_names_enospc_and_leaves_nothing() {
 
 #[test]
 fn prepare_of_a_source_on_a_full_disk_names_enospc_not_an_unreadable_file() {
-    let Some(small) = Small::new("prepare_of_a_source_on_a_full_disk") else {
+    let Some(small) = Small::full_disk("prepare_of_a_source_on_a_full_disk") else {
         return;
     };
-    let _full = lock();
     let env = Env::new();
     let repo = small.path().join("src");
     std::fs::create_dir(&repo).unwrap();
@@ -245,10 +169,9 @@ fn prepare_of_a_source_on_a_full_disk_names_enospc_not_an_unreadable_file() {
 
 #[test]
 fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
-    let Some(small) = Small::new("apply_onto_a_full_source_disk") else {
+    let Some(small) = Small::full_disk("apply_onto_a_full_source_disk") else {
         return;
     };
-    let _full = lock();
     let env = Env::new();
     let repo = small.path().join("src");
     std::fs::create_dir(&repo).unwrap();
@@ -300,10 +223,9 @@ fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
 
 #[test]
 fn apply_that_cannot_record_a_proposal_on_a_full_disk_names_enospc_and_keeps_the_work() {
-    let Some(small) = Small::new("apply_that_cannot_record_a_proposal_on_a_full_disk") else {
+    let Some(small) = Small::full_disk("apply_that_cannot_record_a_proposal_on_a_full_disk") else {
         return;
     };
-    let _full = lock();
     let env = Env::new();
     let repo = small.path().join("src");
     std::fs::create_dir(&repo).unwrap();

@@ -1,6 +1,10 @@
-//! The test filesystems: a real reflink filesystem (found through
-//! `GIT_DELEGATE_REFLINK_DIR`, made by `scripts/reflink-fs`), a filesystem
-//! without reflink, and checks on what is left beside a source. A test that
+//! The test filesystems, each named by a variable that `.ci/run` exports
+//! (the scripts mount them, as root): a real reflink filesystem
+//! (`GIT_DELEGATE_REFLINK_DIR`, `scripts/reflink-fs`) and one without
+//! reflink, btrfs (`GIT_DELEGATE_BTRFS_DIR`, `scripts/btrfs-fs`), and the
+//! small tmpfs that tests fill up (`GIT_DELEGATE_SMALL_FS_DIR`,
+//! `scripts/small-fs`; `GIT_DELEGATE_FEW_INODES_DIR`, `scripts/small-fs
+//! --inodes`); plus checks on what is left beside a source. A test that
 //! cannot run without its filesystem says SKIPPED loudly (`skip`), and fails
 //! under `CI=true`.
 #![allow(dead_code)]
@@ -8,6 +12,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
 
 use crate::common::Env;
 
@@ -82,6 +87,141 @@ pub fn no_reflink_env(test: &str) -> Option<Env> {
     }
     skip(test, "no filesystem without reflink support found");
     None
+}
+
+/// An `Env` on the btrfs filesystem, or `None` after saying SKIPPED.
+pub fn btrfs_env(test: &str) -> Option<Env> {
+    let Some(dir) = std::env::var_os("GIT_DELEGATE_BTRFS_DIR").filter(|d| !d.is_empty()) else {
+        skip(
+            test,
+            "no btrfs filesystem (GIT_DELEGATE_BTRFS_DIR is not set; run `export GIT_DELEGATE_BTRFS_DIR=$(scripts/btrfs-fs)` as root)",
+        );
+        return None;
+    };
+    let dir = PathBuf::from(dir);
+    let fstype = Command::new("stat")
+        .args(["-f", "-c", "%T"])
+        .arg(&dir)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    if fstype != "btrfs" {
+        skip(
+            test,
+            &format!("{} is not on btrfs ({fstype:?})", dir.display()),
+        );
+        return None;
+    }
+    Some(env_in(&dir))
+}
+
+/// The small filesystems are shared by every test that fills one: one such
+/// test runs at a time in this process (`Small` holds the lock from before
+/// it makes its folder until its filling is gone).
+static FULL: Mutex<()> = Mutex::new(());
+
+/// A folder of this test's own on a small filesystem (named by a variable),
+/// removed on drop with whatever filled the filesystem; while it lives, no
+/// other test fills a small filesystem.
+pub struct Small {
+    dir: tempfile::TempDir,
+    /// What `fill` writes (a file) or `use_inodes` makes (a folder).
+    pub fill: PathBuf,
+    // Last, so it is released after the folder is gone (fields drop in order).
+    _one_at_a_time: MutexGuard<'static, ()>,
+}
+
+impl Small {
+    /// On the small tmpfs (`GIT_DELEGATE_SMALL_FS_DIR`), to fill with data.
+    pub fn full_disk(test: &str) -> Option<Small> {
+        Small::new(test, "GIT_DELEGATE_SMALL_FS_DIR", "scripts/small-fs")
+    }
+
+    /// On the tmpfs with few inodes (`GIT_DELEGATE_FEW_INODES_DIR`).
+    pub fn few_inodes(test: &str) -> Option<Small> {
+        Small::new(
+            test,
+            "GIT_DELEGATE_FEW_INODES_DIR",
+            "scripts/small-fs --inodes",
+        )
+    }
+
+    /// On the filesystem named by `var`, which `script` mounts.
+    pub fn new(test: &str, var: &str, script: &str) -> Option<Small> {
+        let Some(base) = std::env::var_os(var).filter(|d| !d.is_empty()) else {
+            skip(
+                test,
+                &format!("no small filesystem ({var} is not set; run `export {var}=$({script})` as root)"),
+            );
+            return None;
+        };
+        let base = PathBuf::from(base);
+        let one_at_a_time = FULL.lock().unwrap_or_else(|e| e.into_inner());
+        let Ok(dir) = tempfile::Builder::new()
+            .prefix("gd-small-")
+            .tempdir_in(&base)
+        else {
+            skip(test, &format!("cannot write in {}", base.display()));
+            return None;
+        };
+        let fill = dir.path().join("fill");
+        Some(Small {
+            dir,
+            fill,
+            _one_at_a_time: one_at_a_time,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Fill the filesystem up, then give back `leave` bytes.
+    pub fn fill(&self, leave: u64) {
+        let mut f = std::fs::File::create(&self.fill).unwrap();
+        let chunk = vec![0x5au8; 64 << 10];
+        let mut written: u64 = 0;
+        loop {
+            match f.write(&chunk) {
+                Ok(0) => break,
+                Ok(n) => written += n as u64,
+                Err(e) if e.raw_os_error() == Some(28) => break,
+                Err(e) => panic!("filling {}: {e}", self.fill.display()),
+            }
+        }
+        let _ = f.flush();
+        f.set_len(written.saturating_sub(leave)).unwrap();
+        f.sync_all().unwrap();
+    }
+
+    /// Use up every inode (empty files in `fill/`), then give back `leave`.
+    pub fn use_inodes(&self, leave: usize) {
+        std::fs::create_dir(&self.fill).unwrap();
+        let mut made = Vec::new();
+        for i in 0.. {
+            let p = self.fill.join(i.to_string());
+            match std::fs::File::create(&p) {
+                Ok(_) => made.push(p),
+                Err(e) if e.raw_os_error() == Some(28) => break,
+                Err(e) => panic!("using up inodes in {}: {e}", self.fill.display()),
+            }
+        }
+        for p in made.iter().rev().take(leave) {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+
+    /// Give back what `fill` or `use_inodes` took.
+    pub fn unfill(&self) {
+        let _ = std::fs::remove_file(&self.fill);
+        let _ = std::fs::remove_dir_all(&self.fill);
+    }
+}
+
+impl Drop for Small {
+    fn drop(&mut self) {
+        self.unfill();
+    }
 }
 
 /// `.git-delegate-scratch-*` folders in `dir`.

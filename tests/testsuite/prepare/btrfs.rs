@@ -15,37 +15,11 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::fixtures::{id, prepare, roots, snapshot, tree_of, write};
-use crate::common::mounts as sc;
+use crate::common::mounts::btrfs_env;
 use crate::common::Env;
 
 /// The root folder of every btrfs subvolume has this inode number.
 const SUBVOL_ROOT_INO: u64 = 256;
-
-/// An `Env` on the btrfs filesystem, or `None` after saying SKIPPED.
-fn btrfs_env(test: &str) -> Option<Env> {
-    let Some(dir) = std::env::var_os("GIT_DELEGATE_BTRFS_DIR").filter(|d| !d.is_empty()) else {
-        sc::skip(
-            test,
-            "no btrfs filesystem (GIT_DELEGATE_BTRFS_DIR is not set; run `export GIT_DELEGATE_BTRFS_DIR=$(scripts/btrfs-fs)` as root)",
-        );
-        return None;
-    };
-    let dir = PathBuf::from(dir);
-    let fstype = Command::new("stat")
-        .args(["-f", "-c", "%T"])
-        .arg(&dir)
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default();
-    if fstype != "btrfs" {
-        sc::skip(
-            test,
-            &format!("{} is not on btrfs ({fstype:?})", dir.display()),
-        );
-        return None;
-    }
-    Some(sc::env_in(&dir))
-}
 
 /// A repository with enough files that apply moves its workspaces to the
 /// trash, a symlink, an executable, a dirty and an untracked file, and an

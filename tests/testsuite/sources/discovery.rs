@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::common::mounts::skip;
 use crate::common::{Env, Run};
 use serde_json::Value;
 
@@ -25,16 +26,6 @@ fn euid() -> u32 {
     std::fs::metadata("/proc/self")
         .map(|m| m.uid())
         .unwrap_or(1)
-}
-
-/// Say loudly that a test could not run; under `CI=true` that is a failure.
-fn skip(test: &str, why: &str) {
-    use std::io::Write;
-    let line = format!("SKIPPED: {test}: {why}\n");
-    let _ = std::io::stderr().write_all(line.as_bytes());
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{}", line.trim_end());
-    }
 }
 
 /// Whether git itself finds a repository from `dir` (`git rev-parse --git-dir`).

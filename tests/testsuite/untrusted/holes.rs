@@ -10,109 +10,14 @@
 //! `scripts/small-fs` mounts (as root; `.ci/run` does it), named in
 //! `GIT_DELEGATE_SMALL_FS_DIR` and `GIT_DELEGATE_FEW_INODES_DIR`. Without
 //! them these tests say SKIPPED, and fail under `CI=true`. They fill that
-//! filesystem, so they run one at a time (a lock), each in its own folder
-//! there, removed at the end.
+//! filesystem, so they run one at a time (`common::mounts::Small` holds the
+//! lock every test that fills a small filesystem takes), each in its own
+//! folder there, removed at the end.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
+use crate::common::mounts::Small;
 use crate::common::{printed_command, Env};
-
-/// The small filesystems are shared: one test fills them at a time.
-static FULL: Mutex<()> = Mutex::new(());
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    FULL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Say loudly that a test could not run; under CI (`CI=true`) that is a failure.
-fn skip(test: &str, why: &str) {
-    let line = format!("SKIPPED: {test}: {why}\n");
-    let _ = std::io::stderr().write_all(line.as_bytes());
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{}", line.trim_end());
-    }
-}
-
-/// A folder of this test's own on a small filesystem (named by `var`),
-/// removed on drop with whatever filled the filesystem.
-struct Small {
-    dir: tempfile::TempDir,
-    fill: PathBuf,
-}
-
-impl Small {
-    fn new(test: &str, var: &str, script: &str) -> Option<Small> {
-        let Some(base) = std::env::var_os(var).filter(|d| !d.is_empty()) else {
-            skip(
-                test,
-                &format!("no small filesystem ({var} is not set; run `export {var}=$({script})` as root)"),
-            );
-            return None;
-        };
-        let base = PathBuf::from(base);
-        let Ok(dir) = tempfile::Builder::new()
-            .prefix("gd-holes-")
-            .tempdir_in(&base)
-        else {
-            skip(test, &format!("cannot write in {}", base.display()));
-            return None;
-        };
-        let fill = dir.path().join("fill");
-        Some(Small { dir, fill })
-    }
-
-    fn path(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// Fill the filesystem up, then give back `leave` bytes.
-    fn fill(&self, leave: u64) {
-        let mut f = std::fs::File::create(&self.fill).unwrap();
-        let chunk = vec![0x5au8; 64 << 10];
-        let mut written: u64 = 0;
-        loop {
-            match f.write(&chunk) {
-                Ok(0) => break,
-                Ok(n) => written += n as u64,
-                Err(e) if e.raw_os_error() == Some(28) => break,
-                Err(e) => panic!("filling {}: {e}", self.fill.display()),
-            }
-        }
-        let _ = f.flush();
-        f.set_len(written.saturating_sub(leave)).unwrap();
-        f.sync_all().unwrap();
-    }
-
-    /// Use up every inode (empty files in `fill/`), then give back `leave`.
-    fn use_inodes(&self, leave: usize) {
-        std::fs::create_dir(&self.fill).unwrap();
-        let mut made = Vec::new();
-        for i in 0.. {
-            let p = self.fill.join(i.to_string());
-            match std::fs::File::create(&p) {
-                Ok(_) => made.push(p),
-                Err(e) if e.raw_os_error() == Some(28) => break,
-                Err(e) => panic!("using up inodes in {}: {e}", self.fill.display()),
-            }
-        }
-        for p in made.iter().rev().take(leave) {
-            std::fs::remove_file(p).unwrap();
-        }
-    }
-
-    fn unfill(&self) {
-        let _ = std::fs::remove_file(&self.fill);
-        let _ = std::fs::remove_dir_all(&self.fill);
-    }
-}
-
-impl Drop for Small {
-    fn drop(&mut self) {
-        self.unfill();
-    }
-}
 
 /// Files of random-looking (incompressible) bytes.
 fn noise(dir: &Path, prefix: &str, n: usize, size: usize) {
@@ -197,7 +102,6 @@ fn a_failed_apply_on_a_full_disk_leaves_no_temp_file_in_the_state_folder() {
     ) else {
         return;
     };
-    let _full = lock();
     let env = Env::new();
     let repo = source_on(&env, small.path());
     let doc = env
@@ -369,14 +273,6 @@ fn old_temp_files_are_reported_by_status_check_and_removed_by_gc() {
 // ---------------------------------------------------------------------------
 // b. Running out of inodes is named as such.
 
-fn few_inodes(test: &str) -> Option<Small> {
-    Small::new(
-        test,
-        "GIT_DELEGATE_FEW_INODES_DIR",
-        "scripts/small-fs --inodes",
-    )
-}
-
 fn error_of(run: &crate::common::Run) -> (String, String, String) {
     let doc = run.json();
     let e = &doc["error"];
@@ -389,10 +285,9 @@ fn error_of(run: &crate::common::Run) -> (String, String, String) {
 /// nothing made.
 #[test]
 fn prepare_onto_a_root_without_free_inodes_names_them() {
-    let Some(small) = few_inodes("prepare_onto_a_root_without_free_inodes") else {
+    let Some(small) = Small::few_inodes("prepare_onto_a_root_without_free_inodes") else {
         return;
     };
-    let _full = lock();
     let env = Env::new();
     let repo = env.repo("src");
     for d in 0..10 {
@@ -445,10 +340,9 @@ fn prepare_onto_a_root_without_free_inodes_names_them() {
 /// task fails, rolled back, and the message names the inodes.
 #[test]
 fn apply_onto_a_source_without_free_inodes_names_them() {
-    let Some(small) = few_inodes("apply_onto_a_source_without_free_inodes") else {
+    let Some(small) = Small::few_inodes("apply_onto_a_source_without_free_inodes") else {
         return;
     };
-    let _full = lock();
     let env = Env::new();
     let repo = source_on(&env, small.path());
     let doc = env
