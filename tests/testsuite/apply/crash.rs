@@ -18,50 +18,12 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::common::fixtures::{tree, Tree};
 use crate::common::Env;
 use serde_json::Value;
 
-type Tree = BTreeMap<Vec<u8>, (u32, Vec<u8>)>;
-
 const DIRS: usize = 60;
 const PER_DIR: usize = 50;
-
-/// Every path below `root` (its `.git` left out): kind+mode and bytes.
-fn tree(root: &Path) -> Tree {
-    let mut out = Tree::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let e = e.unwrap();
-            let p = e.path();
-            if dir == root && e.file_name() == ".git" {
-                continue;
-            }
-            let rel = p
-                .strip_prefix(root)
-                .unwrap()
-                .as_os_str()
-                .as_bytes()
-                .to_vec();
-            let md = std::fs::symlink_metadata(&p).unwrap();
-            let mode = md.permissions().mode();
-            let bytes = if md.file_type().is_symlink() {
-                std::fs::read_link(&p)
-                    .unwrap()
-                    .as_os_str()
-                    .as_bytes()
-                    .to_vec()
-            } else if md.is_dir() {
-                stack.push(p);
-                Vec::new()
-            } else {
-                std::fs::read(&p).unwrap()
-            };
-            out.insert(rel, (mode, bytes));
-        }
-    }
-    out
-}
 
 /// Which of the two trees `t` is, or a description of the mix.
 fn classify(t: &Tree, pre: &Tree, full: &Tree) -> Result<&'static str, String> {

@@ -5,6 +5,7 @@ use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::common::fixtures::{prepare_roots, task};
 use crate::common::Env;
 use serde_json::Value;
 
@@ -12,33 +13,10 @@ fn os(bytes: &[u8]) -> &std::ffi::OsStr {
     std::ffi::OsStr::from_bytes(bytes)
 }
 
-/// Prepare a batch; returns the document and the task roots.
-fn prepare(env: &Env, repo: &Path, args: &[&str]) -> (Value, Vec<PathBuf>) {
-    let mut all = vec!["prepare", "--json"];
-    all.extend_from_slice(args);
-    let doc = env.delegate(repo, all).expect(0).json();
-    let roots = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-        .collect();
-    (doc, roots)
-}
-
 fn apply(env: &Env, repo: &Path, args: &[&str], code: i32) -> Value {
     let mut all = vec!["apply", "--json"];
     all.extend_from_slice(args);
     env.delegate(repo, all).expect(code).json()
-}
-
-fn task<'a>(doc: &'a Value, name: &str) -> &'a Value {
-    doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == name)
-        .unwrap_or_else(|| panic!("no task {name} in {doc:#}"))
 }
 
 fn strings(v: &Value) -> Vec<String> {
@@ -143,7 +121,7 @@ fn dirty_baseline_and_proposals_applied_in_order_index_untouched_refs_gone() {
     std::fs::write(repo.join("README"), "dirty readme, unstaged too\n").unwrap();
     let index_before = index_bytes(&repo);
     let head_before = env.git(&repo, ["rev-parse", "HEAD"]);
-    let (doc, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (doc, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     // The workspaces see the dirty and untracked state.
     assert_eq!(read(&ws[0].join("README")), "dirty readme, unstaged too\n");
     assert_eq!(read(&ws[1].join("untracked.txt")), "mine\n");
@@ -202,7 +180,7 @@ fn dirty_baseline_and_proposals_applied_in_order_index_untouched_refs_gone() {
 fn conflicting_proposal_keeps_ref_patch_and_workspace_first_one_wins() {
     let env = Env::new();
     let repo = repo_with_lines(&env);
-    let (doc, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (doc, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     std::fs::write(ws[0].join("f.txt"), with_line(10, 5, "first")).unwrap();
     std::fs::write(ws[1].join("f.txt"), with_line(10, 5, "second")).unwrap();
     std::fs::write(ws[1].join("extra.txt"), "all or nothing\n").unwrap();
@@ -279,7 +257,7 @@ fn additions_deletions_binary_symlinks_exec_bits_and_file_folder_switches() {
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "kinds"]);
 
-    let (_, ws) = prepare(&env, &repo, &[]);
+    let (_, ws) = prepare_roots(&env, &repo, &[]);
     let w = &ws[0];
     let mut bin = [0u8, 1, 2, 3, 0, 255].repeat(100);
     bin[7] = 99;
@@ -327,7 +305,7 @@ fn a_source_change_on_the_same_line_is_never_overwritten() {
     let env = Env::new();
     let repo = repo_with_lines(&env);
     std::fs::write(repo.join("other.txt"), "other\n").unwrap();
-    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     std::fs::write(ws[0].join("f.txt"), with_line(10, 3, "task")).unwrap();
     std::fs::write(ws[1].join("other.txt"), "other, by task 2\n").unwrap();
     // The user keeps working meanwhile, on the same line.
@@ -352,7 +330,7 @@ fn user_edits_elsewhere_and_in_other_lines_merge_and_strict_refuses_them() {
         let env = Env::new();
         let repo = repo_with_lines(&env);
         std::fs::write(repo.join("g.txt"), "g\n").unwrap();
-        let (_, ws) = prepare(&env, &repo, &[]);
+        let (_, ws) = prepare_roots(&env, &repo, &[]);
         std::fs::write(ws[0].join("f.txt"), with_line(10, 2, "task")).unwrap();
         std::fs::write(repo.join("f.txt"), with_line(10, 9, "user")).unwrap();
         std::fs::write(repo.join("g.txt"), "g, by the user\n").unwrap();
@@ -383,7 +361,7 @@ fn user_edits_elsewhere_and_in_other_lines_merge_and_strict_refuses_them() {
 fn a_task_without_changes_is_no_changes_and_leaves_no_refs() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     // A worker's commit in the workspace does not matter, only its files.
     std::fs::write(ws[1].join("README"), "hello\n").unwrap();
     env.git(
@@ -426,7 +404,7 @@ fn sleeper_in(pid: u32, dir: &Path) -> bool {
 fn a_background_process_in_a_workspace_is_stopped_and_the_task_applies() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (_, ws) = prepare(&env, &repo, &[]);
+    let (_, ws) = prepare_roots(&env, &repo, &[]);
     std::fs::create_dir(ws[0].join("sub")).unwrap();
     std::fs::write(ws[0].join("sub/work.txt"), "done\n").unwrap();
     let mut child = spawn_sleeper(&ws[0].join("sub"));
@@ -450,7 +428,7 @@ fn refuse_policy_fails_the_task_and_leaves_the_process_alone() {
         "[apply]\nstop-processes = \"refuse\"\n",
     )
     .unwrap();
-    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
     std::fs::write(ws[1].join("b.txt"), "b\n").unwrap();
     let mut child = spawn_sleeper(&ws[0]);
@@ -480,7 +458,7 @@ fn refuse_policy_fails_the_task_and_leaves_the_process_alone() {
 fn only_then_a_second_apply_and_unknown_or_closed_tasks_are_usage_errors() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
     for (i, w) in ws.iter().enumerate() {
         std::fs::write(w.join(format!("t{}.txt", i + 1)), "x\n").unwrap();
     }
@@ -508,7 +486,7 @@ fn only_then_a_second_apply_and_unknown_or_closed_tasks_are_usage_errors() {
 fn discard_drops_a_task_and_its_leftovers() {
     let env = Env::new();
     let repo = repo_with_lines(&env);
-    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     std::fs::write(ws[0].join("f.txt"), with_line(10, 1, "one")).unwrap();
     std::fs::write(ws[1].join("f.txt"), with_line(10, 1, "two")).unwrap();
     let out = apply(&env, &repo, &[], 1);
@@ -531,7 +509,7 @@ fn discard_drops_a_task_and_its_leftovers() {
 fn keep_leaves_applied_workspaces_as_plain_unlocked_worktrees() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
     let out = apply(&env, &repo, &["--keep"], 0);
     assert_eq!(task(&out, "1")["status"], "applied");
@@ -554,7 +532,7 @@ fn dry_run_changes_nothing_at_all() {
     let env = Env::new();
     let repo = repo_with_lines(&env);
     std::fs::write(repo.join("untracked.txt"), "u\n").unwrap();
-    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
     std::fs::write(ws[0].join("f.txt"), with_line(10, 4, "one")).unwrap();
     std::fs::write(ws[1].join("f.txt"), with_line(10, 4, "two")).unwrap();
     std::fs::write(ws[2].join("new.txt"), "three\n").unwrap();
@@ -599,7 +577,7 @@ fn dry_run_changes_nothing_at_all() {
 fn odd_names_spaces_newlines_and_non_utf8_bytes() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (_, ws) = prepare(&env, &repo, &[]);
+    let (_, ws) = prepare_roots(&env, &repo, &[]);
     std::fs::write(ws[0].join("with space.txt"), "space\n").unwrap();
     std::fs::write(ws[0].join(os(b"new\nline")), "newline\n").unwrap();
     std::fs::write(ws[0].join(os(b"bad-\xff.txt")), "raw\n").unwrap();
@@ -632,7 +610,7 @@ fn crlf_files_come_back_as_crlf() {
         std::fs::read(repo.join("w.txt")).unwrap(),
         b"one\r\ntwo\r\n"
     );
-    let (_, ws) = prepare(&env, &repo, &[]);
+    let (_, ws) = prepare_roots(&env, &repo, &[]);
     assert_eq!(
         std::fs::read(ws[0].join("w.txt")).unwrap(),
         b"one\r\ntwo\r\n"
@@ -663,7 +641,7 @@ fn crlf_files_come_back_as_crlf() {
 fn a_missing_or_replaced_workspace_fails_and_is_never_deleted() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
     std::fs::write(ws[2].join("c.txt"), "c\n").unwrap();
     std::fs::remove_dir_all(&ws[0]).unwrap();
     std::fs::remove_dir_all(&ws[1]).unwrap();
@@ -691,7 +669,7 @@ fn untracked_and_ignored_things_in_the_way_are_conflicts_never_losses() {
     std::fs::write(repo.join(".gitignore"), "*.tmp\ncache/\n").unwrap();
     env.git(&repo, ["add", ".gitignore"]);
     env.git(&repo, ["commit", "-q", "-m", "ignore"]);
-    let (_, ws) = prepare(&env, &repo, &["-n", "4"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "4"]);
     // 1: adds x.txt where the user now has an untracked x.txt.
     std::fs::write(ws[0].join("x.txt"), "task\n").unwrap();
     std::fs::write(repo.join("x.txt"), "user\n").unwrap();
@@ -727,7 +705,7 @@ fn untracked_and_ignored_things_in_the_way_are_conflicts_never_losses() {
 fn a_workspace_that_cannot_be_snapshotted_fails_and_keeps_what_was_recorded() {
     let env = Env::new();
     let repo = repo_with_lines(&env);
-    let (doc, ws) = prepare(&env, &repo, &[]);
+    let (doc, ws) = prepare_roots(&env, &repo, &[]);
     std::fs::write(ws[0].join("f.txt"), with_line(10, 1, "task")).unwrap();
     std::fs::write(repo.join("f.txt"), with_line(10, 1, "user")).unwrap();
     let out = apply(&env, &repo, &[], 1);
@@ -754,7 +732,7 @@ fn a_workspace_that_cannot_be_snapshotted_fails_and_keeps_what_was_recorded() {
 fn human_output_names_the_patch_and_what_to_do() {
     let env = Env::new();
     let repo = repo_with_lines(&env);
-    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     std::fs::write(ws[0].join("f.txt"), with_line(10, 5, "first")).unwrap();
     std::fs::write(ws[1].join("f.txt"), with_line(10, 5, "second")).unwrap();
     let run = env.delegate(&repo, ["apply"]).expect(1);
@@ -777,7 +755,7 @@ fn apply_from_inside_a_workspace_writes_into_the_source() {
     let repo = env.repo("proj");
     std::fs::create_dir(repo.join("src")).unwrap();
     std::fs::write(repo.join("src/lib.txt"), "lib\n").unwrap();
-    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     std::fs::write(ws[0].join("src/lib.txt"), "lib, by task 1\n").unwrap();
     std::fs::write(ws[1].join("two.txt"), "two\n").unwrap();
     // The caller (this test, an ancestor of apply) sits inside workspace 1.
@@ -793,7 +771,7 @@ fn apply_from_inside_a_workspace_writes_into_the_source() {
 fn a_deleted_baseline_ref_is_exit_3_and_changes_nothing() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (doc, ws) = prepare(&env, &repo, &[]);
+    let (doc, ws) = prepare_roots(&env, &repo, &[]);
     std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
     let r = doc["baseline"]["ref"].as_str().unwrap();
     env.git(&repo, ["update-ref", "-d", r]);
@@ -809,7 +787,7 @@ fn a_failed_write_back_fails_every_task_it_was_writing_and_keeps_the_proposals()
     let repo = env.repo("proj");
     std::fs::create_dir(repo.join("locked")).unwrap();
     std::fs::write(repo.join("locked/old.txt"), "old\n").unwrap();
-    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
     std::fs::write(ws[0].join("ok.txt"), "ok\n").unwrap();
     std::fs::write(ws[1].join("locked/new.txt"), "new\n").unwrap();
     let before = digest(&repo, true);
@@ -861,7 +839,7 @@ fn a_linked_worktree_as_source_gets_the_result_and_the_main_tree_does_not() {
         ],
     );
     std::fs::write(linked.join("README"), "linked, dirty\n").unwrap();
-    let (_, ws) = prepare(&env, &linked, &[]);
+    let (_, ws) = prepare_roots(&env, &linked, &[]);
     assert_eq!(read(&ws[0].join("README")), "linked, dirty\n");
     std::fs::write(ws[0].join("README"), "linked, by the task\n").unwrap();
     // Applied from the main working tree: the batch still belongs to `linked`.
@@ -876,7 +854,7 @@ fn a_linked_worktree_as_source_gets_the_result_and_the_main_tree_does_not() {
 fn workspaces_left_by_an_interrupted_clean_up_are_removed_later_kept_ones_are_not() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (doc, ws) = prepare(&env, &repo, &["-n", "3"]);
+    let (doc, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
     std::fs::write(ws[2].join("c.txt"), "c\n").unwrap();
     let out = apply(&env, &repo, &["--only", "3", "--keep"], 0);
     assert_eq!(task(&out, "3")["status"], "applied");
@@ -915,7 +893,7 @@ fn workspaces_left_by_an_interrupted_clean_up_are_removed_later_kept_ones_are_no
 fn a_process_that_ignores_sigterm_is_killed() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (_, ws) = prepare(&env, &repo, &[]);
+    let (_, ws) = prepare_roots(&env, &repo, &[]);
     std::fs::write(ws[0].join("w.txt"), "w\n").unwrap();
     // setsid: a background process even when the tests run from a terminal.
     // It says when its trap is set (a SIGTERM before that would end it).
@@ -962,7 +940,7 @@ fn nested_repositories(env: &Env, ws: &[PathBuf]) {
 fn a_nested_repository_in_a_workspace_is_a_conflict_and_nothing_of_the_task_applies() {
     let env = Env::new();
     let repo = repo_with_lines(&env);
-    let (doc, ws) = prepare(&env, &repo, &["-n", "3"]);
+    let (doc, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
     let short = &doc["batch"].as_str().unwrap()[..8];
     nested_repositories(&env, &ws);
     std::fs::write(ws[2].join("three.txt"), "three\n").unwrap();
@@ -1016,7 +994,7 @@ fn a_nested_repository_in_a_workspace_is_a_conflict_and_nothing_of_the_task_appl
 fn drop_refuses_a_workspace_whose_only_change_is_a_nested_repository() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (doc, ws) = prepare(&env, &repo, &[]);
+    let (doc, ws) = prepare_roots(&env, &repo, &[]);
     let short = &doc["batch"].as_str().unwrap()[..8];
     env.git(&ws[0], ["init", "-q", "sub"]);
     let out = env
@@ -1041,7 +1019,7 @@ fn assume_unchanged_and_skip_worktree_flags_never_hide_what_is_on_disk() {
     }
     env.git(&repo, ["add", "."]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
-    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
     // Edits hidden from `git status` by the worker's own index flags.
     env.git(&ws[0], ["update-index", "--assume-unchanged", "a.txt"]);
     std::fs::write(ws[0].join("a.txt"), "a.txt edited, assumed unchanged\n").unwrap();
@@ -1078,7 +1056,7 @@ fn a_repository_made_in_a_tracked_folder_of_a_workspace_is_a_nested_repository_t
     std::fs::write(repo.join("lib/x.txt"), "x\n").unwrap();
     env.git(&repo, ["add", "lib/x.txt"]);
     env.git(&repo, ["commit", "-q", "-m", "lib"]);
-    let (_, ws) = prepare(&env, &repo, &[]);
+    let (_, ws) = prepare_roots(&env, &repo, &[]);
     // `git init` in a folder git already tracks: git add -A would take its
     // files and say nothing of its history.
     env.git(&ws[0].join("lib"), ["init", "-q"]);
@@ -1106,7 +1084,7 @@ fn set_keep_failed(repo: &Path, value: &str) {
 fn discard_keeps_the_work_as_a_proposal_ref_and_patch_until_keep_failed() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (doc, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (doc, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     let batch = doc["batch"].as_str().unwrap().to_string();
     std::fs::write(ws[0].join("one.txt"), "one\n").unwrap();
     std::fs::write(ws[1].join("README"), "the worker's work\n").unwrap();
@@ -1187,7 +1165,7 @@ fn discard_keeps_the_work_as_a_proposal_ref_and_patch_until_keep_failed() {
 fn discard_says_where_the_work_is_kept_and_a_clean_task_keeps_nothing() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (doc, ws) = prepare(&env, &repo, &["-n", "3"]);
+    let (doc, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
     let batch = doc["batch"].as_str().unwrap().to_string();
     std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
     let run = env
@@ -1202,7 +1180,7 @@ fn discard_says_where_the_work_is_kept_and_a_clean_task_keeps_nothing() {
     refs.sort();
     assert_eq!(refs, vec![r.clone()]);
     // Even while the batch stays open elsewhere, gc's keep-failed clock applies.
-    let (doc2, ws2) = prepare(&env, &repo, &["-n", "3"]);
+    let (doc2, ws2) = prepare_roots(&env, &repo, &["-n", "3"]);
     let batch2 = doc2["batch"].as_str().unwrap().to_string();
     std::fs::write(ws2[0].join("b.txt"), "b\n").unwrap();
     let out = apply(&env, &repo, &[&batch2, "--discard", "1", "--only", "2"], 0);
@@ -1223,9 +1201,9 @@ fn discard_says_where_the_work_is_kept_and_a_clean_task_keeps_nothing() {
 /// returns (outer batch id, the outer task's workspace, inner
 /// batch id, the inner task's workspace).
 fn nested_batches(env: &Env, repo: &Path) -> (String, PathBuf, String, PathBuf) {
-    let (outer, ws) = prepare(env, repo, &[]);
+    let (outer, ws) = prepare_roots(env, repo, &[]);
     std::fs::write(ws[0].join("outer.txt"), "outer work\n").unwrap();
-    let (inner, inner_ws) = prepare(env, &ws[0], &[]);
+    let (inner, inner_ws) = prepare_roots(env, &ws[0], &[]);
     assert_eq!(inner["source"], ws[0].to_str().unwrap());
     std::fs::write(inner_ws[0].join("inner.txt"), "inner work\n").unwrap();
     (
@@ -1365,7 +1343,7 @@ fn a_folder_that_refuses_writing_fails_only_the_tasks_that_write_there() {
     std::fs::write(repo.join("open/b.txt"), "b\n").unwrap();
     env.git(&repo, ["add", "."]);
     env.git(&repo, ["commit", "-q", "-m", "folders"]);
-    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
     std::fs::write(ws[0].join("locked/a.txt"), "a, task 1\n").unwrap();
     std::fs::write(ws[1].join("open/b.txt"), "b, task 2\n").unwrap();
     std::fs::write(ws[2].join("locked/new.txt"), "new, task 3\n").unwrap();
@@ -1414,7 +1392,7 @@ fn an_ignored_symlink_in_the_way_is_named_and_never_written_through() {
     std::fs::write(repo.join(".gitignore"), "dir\n").unwrap();
     env.git(&repo, ["add", ".gitignore"]);
     env.git(&repo, ["commit", "-q", "-m", "ignore"]);
-    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     std::fs::create_dir(ws[0].join("dir")).unwrap();
     std::fs::write(ws[0].join("dir/f"), "task\n").unwrap();
     env.git(&ws[0], ["add", "-f", "dir/f"]);
@@ -1458,7 +1436,7 @@ fn a_failing_smudge_filter_in_write_back_is_named_and_rolled_back() {
     env.git(&repo, ["config", "filter.x.required", "true"]);
     env.git(&repo, ["add", "."]);
     env.git(&repo, ["commit", "-q", "-m", "filtered"]);
-    let (_, ws) = prepare(&env, &repo, &[]);
+    let (_, ws) = prepare_roots(&env, &repo, &[]);
     std::fs::write(ws[0].join("a.dat"), "data, task\n").unwrap();
     env.git(&repo, ["config", "filter.x.smudge", "sh -c 'exit 5'"]);
     let run = env.delegate(&repo, ["apply", "--json"]).expect(1);
@@ -1485,7 +1463,7 @@ fn control_characters_in_the_source_path_are_escaped_for_the_terminal() {
     let run = env.delegate(&dir, ["prepare"]).expect(0);
     assert!(!run.stdout.contains('\x1b'), "{:?}", run.stdout);
     assert!(run.stdout.contains("bad_[31mname_x-"), "{:?}", run.stdout);
-    let (_, ws) = prepare(&env, &dir, &["--label", "b"]);
+    let (_, ws) = prepare_roots(&env, &dir, &["--label", "b"]);
     // The workspace folder name has no control characters.
     let base = ws[0].parent().unwrap().parent().unwrap();
     let name = base.file_name().unwrap().to_str().unwrap();
@@ -1541,7 +1519,7 @@ fn a_top_folder_that_refuses_writing_fails_only_the_tasks_that_write_in_it() {
     std::fs::write(repo.join("sub/s.txt"), "s\n").unwrap();
     env.git(&repo, ["add", "."]);
     env.git(&repo, ["commit", "-q", "-m", "sub"]);
-    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
     std::fs::write(ws[0].join("README"), "task 1\n").unwrap();
     std::fs::write(ws[1].join("sub/s.txt"), "s, task 2\n").unwrap();
     std::fs::create_dir(ws[2].join("newdir")).unwrap();
@@ -1579,7 +1557,7 @@ fn a_top_folder_that_refuses_writing_fails_only_the_tasks_that_write_in_it() {
 fn discarding_a_task_with_a_nested_repository_keeps_its_workspace() {
     let env = Env::new();
     let repo = repo_with_lines(&env);
-    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     nested_repositories(&env, &ws);
 
     let out = apply(&env, &repo, &["--discard", "1", "--discard", "2"], 0);
@@ -1611,7 +1589,7 @@ fn discarding_a_task_with_a_nested_repository_keeps_its_workspace() {
     // as printed.
     let env = Env::new();
     let repo = repo_with_lines(&env);
-    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     nested_repositories(&env, &ws);
     let run = env
         .delegate(&repo, ["apply", "--discard", "1", "--discard", "2"])
@@ -1660,7 +1638,7 @@ fn an_unwritable_folder_and_a_rolled_back_write_leave_a_clean_journal() {
     std::fs::write(repo.join("open/b.txt"), "b\n").unwrap();
     env.git(&repo, ["add", "."]);
     env.git(&repo, ["commit", "-q", "-m", "folders"]);
-    let (_, ws) = prepare(&env, &repo, &["-n", "3"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
     std::fs::write(ws[0].join("locked/a.txt"), "a, task 1\n").unwrap();
     std::fs::write(ws[1].join("open/b.txt"), "b, task 2\n").unwrap();
     std::fs::write(ws[2].join("top.txt"), "top, task 3\n").unwrap();
@@ -1763,7 +1741,7 @@ fn write_back_and_moved_source_messages_escape_control_characters() {
     std::fs::write(dir.join(bad), "original bad\n").unwrap();
     env.git(&dir, ["add", "-A"]);
     env.git(&dir, ["commit", "-q", "-m", "init"]);
-    let (_, ws) = prepare(&env, &dir, &[]);
+    let (_, ws) = prepare_roots(&env, &dir, &[]);
     for i in 1..=2 {
         std::fs::write(ws[0].join(format!("f{i}")), format!("task {i}\n")).unwrap();
     }
@@ -1820,7 +1798,7 @@ fn write_back_and_moved_source_messages_escape_control_characters() {
 fn a_dry_run_discard_names_the_nested_repository_that_would_keep_its_workspace() {
     let env = Env::new();
     let repo = repo_with_lines(&env);
-    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     nested_repositories(&env, &ws);
     let out = apply(&env, &repo, &["--dry-run", "--discard", "1"], 1);
     assert_eq!(task(&out, "1")["status"], "discarded", "{out:#}");
@@ -1887,7 +1865,7 @@ fn alive(pid: u32) -> bool {
 fn a_terminal_process_fails_its_task_and_stays_alive_a_background_one_is_stopped_and_reported() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (_, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
     std::fs::write(ws[1].join("b.txt"), "b\n").unwrap();
     let (mut term, term_pid) = spawn_terminal_sleeper(&ws[0]);
@@ -1974,7 +1952,7 @@ fn terminate_policy_stops_a_terminal_process_too_and_reports_it() {
         "[apply]\nstop-processes = \"terminate\"\n",
     )
     .unwrap();
-    let (_, ws) = prepare(&env, &repo, &[]);
+    let (_, ws) = prepare_roots(&env, &repo, &[]);
     std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
     let (mut term, term_pid) = spawn_terminal_sleeper(&ws[0]);
     let out = apply(&env, &repo, &[], 0);
@@ -2001,7 +1979,7 @@ fn rustix_kill(pid: u32) -> std::io::Result<std::process::ExitStatus> {
 fn apply_says_which_processes_it_stopped() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (_, ws) = prepare(&env, &repo, &[]);
+    let (_, ws) = prepare_roots(&env, &repo, &[]);
     std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
     let mut child = spawn_sleeper(&ws[0]);
     let pid = child.id();

@@ -4,43 +4,10 @@
 //! its ref and patch once written; a conflict writes nothing and keeps it.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
+use crate::common::fixtures::{prepare_batch, wait_stale};
 use crate::common::Env;
 use serde_json::Value;
-
-fn prepare(env: &Env, repo: &Path, args: &[&str]) -> (String, Vec<PathBuf>) {
-    let mut all = vec!["prepare", "--json"];
-    all.extend_from_slice(args);
-    let doc = env.delegate(repo, all).expect(0).json();
-    let roots = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-        .collect();
-    (doc["batch"].as_str().unwrap().to_string(), roots)
-}
-
-/// Poll `status --json` until `batch`'s lease is stale.
-fn wait_stale(env: &Env, repo: &Path, batch: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let doc = env.delegate(repo, ["status", "--json"]).json();
-        let state = doc["batches"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|b| b["batch"] == batch)
-            .map(|b| b["lease"]["state"].as_str().unwrap().to_string())
-            .unwrap_or_default();
-        if state == "expired" || state == "orphaned" {
-            return;
-        }
-        assert!(Instant::now() < deadline, "batch {batch} never went stale");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
 
 fn kept_list(env: &Env, repo: &Path) -> Vec<Value> {
     let st = env.delegate(repo, ["status", "--json"]).expect(0).json();
@@ -78,7 +45,7 @@ fn digest(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 fn a_gc_rescued_proposal_is_listed_and_lands_with_apply_kept() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (batch, ws) = prepare(&env, &repo, &["-n", "2", "--ttl", "1s"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "2", "--ttl", "1s"]);
     std::fs::write(ws[0].join("README"), "worker edit\n").unwrap();
     std::fs::create_dir_all(ws[0].join("dir")).unwrap();
     std::fs::write(ws[0].join("dir/new.txt"), "new file\n").unwrap();
@@ -172,7 +139,7 @@ fn a_gc_rescued_proposal_is_listed_and_lands_with_apply_kept() {
 fn a_discarded_tasks_proposal_lands_with_apply_kept_and_its_task_is_applied() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (batch, ws) = prepare(&env, &repo, &["-n", "3"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "3"]);
     std::fs::write(ws[0].join("one.txt"), "one\n").unwrap();
     std::fs::write(ws[1].join("README"), "the worker's work\n").unwrap();
     std::fs::write(ws[1].join("new.bin"), b"\x00\x01binary\xff\n").unwrap();
@@ -230,7 +197,7 @@ fn a_discarded_tasks_proposal_lands_with_apply_kept_and_its_task_is_applied() {
 fn apply_kept_of_an_unknown_ref_exits_2_and_changes_nothing() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (_batch, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (_batch, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
     std::fs::write(ws[1].join("README"), "work\n").unwrap();
     env.delegate(&repo, ["apply", "--json", "--discard", "2"])
         .expect(0);
@@ -261,7 +228,7 @@ fn apply_kept_of_an_unknown_ref_exits_2_and_changes_nothing() {
     assert_eq!(before, digest(&repo));
     // The proposal of a task still open is the batch's, not kept: the help
     // names the apply that lands it, and that command works as printed.
-    let (batch, ws) = prepare(&env, &repo, &["-n", "1", "--label", "open-one"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1", "--label", "open-one"]);
     std::fs::write(ws[0].join("open.txt"), "open work\n").unwrap();
     let before = digest(&repo);
     for arg in [format!("{}/1", &batch[..8]), "open-one/1".to_string()] {
@@ -287,7 +254,7 @@ fn a_kept_proposal_that_conflicts_is_not_written_and_stays_kept() {
     let env = Env::new();
     let repo = env.repo("proj");
     std::fs::write(repo.join("other.txt"), "other\n").unwrap();
-    let (_batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (_batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "the worker's line\n").unwrap();
     std::fs::write(ws[0].join("other.txt"), "other, by the worker\n").unwrap();
     env.delegate(&repo, ["apply", "--json", "--discard", "1"])
@@ -358,7 +325,7 @@ fn the_apply_kept_hints_of_discard_status_and_gc_work_as_printed() {
     let env = Env::new();
     let repo = env.repo("proj");
     // apply --discard's own hint.
-    let (_batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (_batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("a.txt"), "from the discard hint\n").unwrap();
     let text = env
         .delegate(&repo, ["apply", "--discard", "1"])
@@ -371,7 +338,7 @@ fn the_apply_kept_hints_of_discard_status_and_gc_work_as_printed() {
     assert!(env.private_refs(&repo).is_empty());
 
     // status's hint.
-    let (_batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (_batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("b.txt"), "from the status hint\n").unwrap();
     env.delegate(&repo, ["apply", "--discard", "1"]).expect(0);
     let text = env.delegate(&repo, ["status"]).expect(0).stdout;
@@ -380,7 +347,7 @@ fn the_apply_kept_hints_of_discard_status_and_gc_work_as_printed() {
     assert!(env.private_refs(&repo).is_empty());
 
     // gc's hint, for a rescued proposal.
-    let (batch, ws) = prepare(&env, &repo, &["-n", "1", "--ttl", "1s"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1", "--ttl", "1s"]);
     std::fs::write(ws[0].join("c.txt"), "from the gc hint\n").unwrap();
     wait_stale(&env, &repo, &batch);
     let text = env.delegate(&repo, ["gc"]).expect(0).stdout;
@@ -398,7 +365,7 @@ fn apply_kept_killed_during_its_write_back_is_rolled_back_and_can_run_again() {
     use std::os::unix::process::ExitStatusExt;
     let env = Env::new();
     let repo = env.repo("proj");
-    let (_batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (_batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "kept work\n").unwrap();
     std::fs::write(ws[0].join("new.txt"), "new\n").unwrap();
     env.delegate(&repo, ["apply", "--discard", "1"]).expect(0);

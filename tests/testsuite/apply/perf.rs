@@ -8,30 +8,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::common::fixtures::{prepare_roots, task};
 use crate::common::Env;
-use serde_json::Value;
-
-fn prepare(env: &Env, repo: &Path, args: &[&str]) -> (Value, Vec<PathBuf>) {
-    let mut all = vec!["prepare", "--json"];
-    all.extend_from_slice(args);
-    let doc = env.delegate(repo, all).expect(0).json();
-    let roots = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-        .collect();
-    (doc, roots)
-}
-
-fn task<'a>(doc: &'a Value, name: &str) -> &'a Value {
-    doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == name)
-        .unwrap_or_else(|| panic!("no task {name} in {doc:#}"))
-}
 
 fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
@@ -123,7 +101,7 @@ fn tree_listing(dir: &Path) -> Vec<PathBuf> {
 fn large_workspaces_go_through_the_trash_and_are_deleted_in_the_background() {
     let env = Env::new();
     let repo = repo_with_files(&env, 300);
-    let (doc, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (doc, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     let short = &doc["batch"].as_str().unwrap()[..8];
     let base = base_of(&ws[0]);
     std::fs::write(ws[0].join("d0/f0.txt"), "changed by one\n").unwrap();
@@ -180,7 +158,7 @@ fn large_workspaces_go_through_the_trash_and_are_deleted_in_the_background() {
 fn small_workspaces_are_removed_in_place_without_a_deleter() {
     let env = Env::new();
     let repo = repo_with_files(&env, 20);
-    let (_, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("d0/f0.txt"), "changed\n").unwrap();
     env.delegate(&repo, ["apply"]).expect(0);
     assert!(!ws[0].exists());
@@ -286,7 +264,7 @@ fn gc_and_the_next_command_sweep_what_a_killed_deleter_left() {
     let repo = repo_with_files(&env, 10);
     let common = std::fs::canonicalize(repo.join(".git")).unwrap();
     // Learn the repository's folder under the workspace root from a batch.
-    let (_, ws) = prepare(&env, &repo, &["-n", "1", "--label", "probe"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "1", "--label", "probe"]);
     let base = base_of(&ws[0]);
     env.delegate(&repo, ["drop", "probe", "--force"]).expect(0);
 
@@ -314,7 +292,7 @@ fn gc_and_the_next_command_sweep_what_a_killed_deleter_left() {
 
     // The next mutating command starts a deleter in the background.
     let c = fake_entry(&trash, "0123abcd-4-89abcdef", &gitdir("4"));
-    let (_, ws) = prepare(&env, &repo, &["-n", "1", "--label", "next"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "1", "--label", "next"]);
     wait_until("the swept entry to go", || !c.exists());
     assert!(ws[0].exists(), "a live workspace was touched");
     wait_for_empty_trash(&env, &base);
@@ -348,7 +326,7 @@ fn big_files_apply_and_their_patch_refers_to_the_blobs() {
     std::fs::write(repo.join("small.txt"), "one\ntwo\nthree\n").unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "big"]);
-    let (doc, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (doc, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     let baseline = doc["baseline"]["commit"].as_str().unwrap().to_string();
 
     // Task 1: a new big file, a rewritten one, a deleted one, and a small
@@ -433,7 +411,7 @@ fn a_big_file_the_user_changed_meanwhile_is_never_overwritten() {
     std::fs::write(repo.join("data.bin"), noise(9 * MIB, 7)).unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "big"]);
-    let (_, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (_, ws) = prepare_roots(&env, &repo, &["-n", "1"]);
     let mut theirs = noise(9 * MIB, 7);
     theirs[0..8].copy_from_slice(b"TASKTASK");
     std::fs::write(ws[0].join("data.bin"), &theirs).unwrap();

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::fixtures::task;
 use crate::common::Env;
 use serde_json::Value;
 
@@ -42,15 +43,6 @@ fn effects(doc: &Value) -> Vec<Value> {
 
 fn effect<'a>(list: &'a [Value], name: &str) -> Option<&'a Value> {
     list.iter().find(|e| e["ref"] == name)
-}
-
-fn task<'a>(doc: &'a Value, name: &str) -> &'a Value {
-    doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == name)
-        .unwrap_or_else(|| panic!("no task {name} in {doc}"))
 }
 
 fn stash_list(env: &Env, repo: &Path) -> Vec<String> {

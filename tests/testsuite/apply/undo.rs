@@ -3,66 +3,13 @@
 //! other lines survive, conflicting rewrites refuse with nothing changed,
 //! crashes are recovered, `--list`, gc pruning.
 
-use std::collections::BTreeMap;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 
+use crate::common::fixtures::{prepare_batch, tree};
 use crate::common::Env;
 use serde_json::Value;
-
-/// Every path below `root` (`.git` left out): mode and bytes (a symlink's target).
-type Tree = BTreeMap<Vec<u8>, (u32, Vec<u8>)>;
-
-fn tree(root: &Path) -> Tree {
-    let mut out = Tree::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let e = e.unwrap();
-            let p = e.path();
-            if dir == root && e.file_name() == ".git" {
-                continue;
-            }
-            let rel = p
-                .strip_prefix(root)
-                .unwrap()
-                .as_os_str()
-                .as_bytes()
-                .to_vec();
-            let md = std::fs::symlink_metadata(&p).unwrap();
-            let bytes = if md.file_type().is_symlink() {
-                std::fs::read_link(&p)
-                    .unwrap()
-                    .as_os_str()
-                    .as_bytes()
-                    .to_vec()
-            } else if md.is_dir() {
-                stack.push(p);
-                Vec::new()
-            } else {
-                std::fs::read(&p).unwrap()
-            };
-            out.insert(rel, (md.permissions().mode(), bytes));
-        }
-    }
-    out
-}
-
-fn prepare(env: &Env, repo: &Path, n: &str) -> (String, Vec<PathBuf>) {
-    let doc = env
-        .delegate(repo, ["prepare", "--json", "-n", n])
-        .expect(0)
-        .json();
-    let roots = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-        .collect();
-    (doc["batch"].as_str().unwrap().to_string(), roots)
-}
 
 fn lines(n: usize) -> String {
     (1..=n).map(|i| format!("line {i}\n")).collect()
@@ -136,7 +83,7 @@ fn head(env: &Env, repo: &Path) -> String {
 fn undo_restores_the_exact_pre_apply_tree_and_apply_again_restores_the_result() {
     let env = Env::new();
     let repo = rich_repo(&env);
-    let (batch, ws) = prepare(&env, &repo, "2");
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
     work(&ws);
     let pre = tree(&repo);
     let index = index_bytes(&repo);
@@ -256,7 +203,7 @@ fn uuid_v4(s: &str) -> bool {
 fn an_apply_that_writes_nothing_has_no_apply_id() {
     let env = Env::new();
     let repo = env.repo("proj");
-    prepare(&env, &repo, "1");
+    prepare_batch(&env, &repo, &["-n", "1"]);
     let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     assert_eq!(out["apply_id"], Value::Null, "{out:#}");
     let e = env.delegate(&repo, ["undo", "--json"]).expect(2).json();
@@ -275,7 +222,7 @@ fn a_user_edit_in_another_line_survives_undo() {
     std::fs::write(repo.join("f.txt"), lines(12)).unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "f"]);
-    let (_, ws) = prepare(&env, &repo, "1");
+    let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("f.txt"), with_line(&lines(12), 2, "task line")).unwrap();
     std::fs::write(ws[0].join("other.txt"), "task's new file\n").unwrap();
     env.delegate(&repo, ["apply"]).expect(0);
@@ -303,7 +250,7 @@ fn a_user_rewrite_of_a_written_line_makes_undo_refuse_with_nothing_changed() {
     std::fs::write(repo.join("f.txt"), lines(12)).unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "f"]);
-    let (_, ws) = prepare(&env, &repo, "1");
+    let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("f.txt"), with_line(&lines(12), 2, "task line")).unwrap();
     std::fs::write(ws[0].join("other.txt"), "task's new file\n").unwrap();
     let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
@@ -349,7 +296,7 @@ fn an_untracked_file_where_undo_restores_a_deleted_path_refuses() {
     std::fs::write(repo.join("gone.txt"), "old\n").unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "f"]);
-    let (_, ws) = prepare(&env, &repo, "1");
+    let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::remove_file(ws[0].join("gone.txt")).unwrap();
     env.delegate(&repo, ["apply"]).expect(0);
     // The user made a new file at the deleted path since.
@@ -370,7 +317,7 @@ fn journal(repo: &Path, id: &str) -> PathBuf {
 fn undo_killed_mid_write_is_rolled_back_by_the_next_command() {
     let env = Env::new();
     let repo = rich_repo(&env);
-    let (_, ws) = prepare(&env, &repo, "2");
+    let (_, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
     work(&ws);
     let pre = tree(&repo);
     let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
@@ -435,7 +382,7 @@ fn undo_killed_mid_write_is_rolled_back_by_the_next_command() {
 fn undo_killed_after_its_commit_point_is_finished_and_its_entry_marked_undone() {
     let env = Env::new();
     let repo = rich_repo(&env);
-    let (_, ws) = prepare(&env, &repo, "2");
+    let (_, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
     work(&ws);
     let pre = tree(&repo);
     let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
@@ -476,7 +423,7 @@ fn gc_removes_entries_beyond_undo_keep_once_older_than_keep_failed() {
     let repo = env.repo("proj");
     let mut ids = Vec::new();
     for i in 0..3 {
-        let (_, ws) = prepare(&env, &repo, "1");
+        let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
         std::fs::write(ws[0].join(format!("f{i}.txt")), "x\n").unwrap();
         let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
         ids.push(out["apply_id"].as_str().unwrap().to_string());
@@ -527,7 +474,7 @@ fn gc_removes_entries_beyond_undo_keep_once_older_than_keep_failed() {
 fn undo_names_applies_by_prefix_and_refuses_unknown_ones() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (_, ws) = prepare(&env, &repo, "1");
+    let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
     let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     let id = out["apply_id"].as_str().unwrap().to_string();
@@ -547,7 +494,7 @@ fn undo_names_applies_by_prefix_and_refuses_unknown_ones() {
 fn undo_killed_by_sigkill_before_it_writes_changes_nothing() {
     let env = Env::new();
     let repo = rich_repo(&env);
-    let (_, ws) = prepare(&env, &repo, "2");
+    let (_, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
     work(&ws);
     let pre = tree(&repo);
     let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
@@ -602,7 +549,7 @@ fn undo_writes_into_the_linked_worktree_the_apply_wrote_into() {
             linked.to_str().unwrap(),
         ],
     );
-    let (_, ws) = prepare(&env, &linked, "1");
+    let (_, ws) = prepare_batch(&env, &linked, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "by the task\n").unwrap();
     env.delegate(&linked, ["apply"]).expect(0);
     assert_eq!(

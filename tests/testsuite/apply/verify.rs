@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::common::fixtures::task;
 use crate::common::Env;
 use serde_json::Value;
 
@@ -96,15 +97,6 @@ fn status<'a>(doc: &'a Value, name: &str) -> &'a str {
         .find(|t| t["name"] == name)
         .unwrap_or_else(|| panic!("no task {name} in {doc:#}"))["status"]
         .as_str()
-        .unwrap()
-}
-
-fn task<'a>(doc: &'a Value, name: &str) -> &'a Value {
-    doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == name)
         .unwrap()
 }
 

@@ -8,21 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::fixtures::prepare_batch;
 use crate::common::{printed_command, Env, Run};
 use serde_json::Value;
-
-fn prepare(env: &Env, repo: &Path, args: &[&str]) -> (String, Vec<PathBuf>) {
-    let mut all = vec!["prepare", "--json"];
-    all.extend_from_slice(args);
-    let doc = env.delegate(repo, all).expect(0).json();
-    let roots = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-        .collect();
-    (doc["batch"].as_str().unwrap().to_string(), roots)
-}
 
 fn batch_doc(env: &Env, repo: &Path, batch: &str) -> Option<Value> {
     let doc = env.delegate(repo, ["status", "--json"]).expect(0).json();
@@ -100,7 +88,7 @@ fn prepare_apply_hint_applies_the_batch() {
 fn status_renew_hint_for_an_expired_lease_renews_it() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (batch, _) = prepare(&env, &repo, &["-n", "1", "--ttl", "1s"]);
+    let (batch, _) = prepare_batch(&env, &repo, &["-n", "1", "--ttl", "1s"]);
     wait_lease(&env, &repo, &batch, "expired");
     let text = env.delegate(&repo, ["status"]).expect(0).stdout;
     let cmd = printed_command(&text, "git delegate renew");
@@ -118,7 +106,7 @@ fn renew_hints_for_an_orphaned_lease_adopt_it() {
     let repo = env.repo("proj");
     let mut owner = sleeper(&repo);
     let pid = owner.id().to_string();
-    let (batch, _) = prepare(&env, &repo, &["-n", "1", "--owner-pid", &pid]);
+    let (batch, _) = prepare_batch(&env, &repo, &["-n", "1", "--owner-pid", &pid]);
     owner.kill().unwrap();
     owner.wait().unwrap();
     wait_lease(&env, &repo, &batch, "orphaned");
@@ -158,7 +146,7 @@ fn renew_hints_for_an_orphaned_lease_adopt_it() {
 fn gc_renew_hint_for_a_busy_stale_batch_renews_it() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (batch, ws) = prepare(&env, &repo, &["-n", "1", "--ttl", "1s"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1", "--ttl", "1s"]);
     let mut inside = sleeper(&ws[0]);
     wait_lease(&env, &repo, &batch, "expired");
     let gc = env.delegate(&repo, ["gc"]);
@@ -176,7 +164,7 @@ fn gc_renew_hint_for_a_busy_stale_batch_renews_it() {
 fn status_hints_for_a_missing_workspace_apply_the_rest_and_end_the_batch() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (batch, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
     std::fs::write(ws[1].join("two.txt"), "task 2's work\n").unwrap();
     std::fs::remove_dir_all(&ws[0]).unwrap();
     let short = &batch[..8];
@@ -194,7 +182,7 @@ fn status_hints_for_a_missing_workspace_apply_the_rest_and_end_the_batch() {
     assert!(env.private_refs(&repo).is_empty());
 
     // Straight to the drop: it works on its own too.
-    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::remove_dir_all(&ws[0]).unwrap();
     let text = env.delegate(&repo, ["status"]).expect(0).stdout;
     env.sh(&repo, &printed_command(&text, "git delegate drop"))
@@ -208,7 +196,7 @@ fn status_hints_for_a_missing_workspace_apply_the_rest_and_end_the_batch() {
 fn status_drop_hint_for_a_replaced_workspace_ends_the_batch() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     let copy = env.path().join("copy");
     std::fs::rename(&ws[0], &copy).unwrap();
     std::os::unix::fs::symlink(&copy, &ws[0]).unwrap();
@@ -222,7 +210,7 @@ fn status_drop_hint_for_a_replaced_workspace_ends_the_batch() {
 
 /// Task `i`'s workspace and the source both change README's one line.
 fn conflicting(env: &Env, repo: &Path, n: usize) -> (String, Vec<PathBuf>) {
-    let (batch, ws) = prepare(env, repo, &["-n", &n.to_string()]);
+    let (batch, ws) = prepare_batch(env, repo, &["-n", &n.to_string()]);
     for (i, w) in ws.iter().enumerate() {
         std::fs::write(w.join("README"), format!("worker {}\n", i + 1)).unwrap();
     }
@@ -277,7 +265,7 @@ fn apply_discard_hint_for_several_conflicts_names_each_task() {
 fn baseline_ref_missing_hints_restore_the_ref_or_end_the_batch() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     let baseline = format!("refs/pi-delegate/batches/{batch}/baseline");
     env.git(&repo, ["update-ref", "-d", &baseline]);
@@ -293,7 +281,7 @@ fn baseline_ref_missing_hints_restore_the_ref_or_end_the_batch() {
     env.delegate(&repo, ["apply"]).expect(0);
     assert_eq!(read(&repo.join("README")), "work\n");
 
-    let (batch, _) = prepare(&env, &repo, &["-n", "1"]);
+    let (batch, _) = prepare_batch(&env, &repo, &["-n", "1"]);
     let baseline = format!("refs/pi-delegate/batches/{batch}/baseline");
     env.git(&repo, ["update-ref", "-d", &baseline]);
     let err = env.delegate(&repo, ["apply"]).expect(3).stderr;
@@ -309,7 +297,7 @@ fn baseline_ref_missing_hints_restore_the_ref_or_end_the_batch() {
 fn corrupt_state_drop_hints_remove_the_batch() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "saved first\n").unwrap();
     let state = repo.join(".git/delegate/batches").join(&batch);
     std::fs::write(state.join("batch.toml"), "not = [toml").unwrap();
@@ -333,7 +321,7 @@ fn corrupt_state_drop_hints_remove_the_batch() {
 fn drop_refusal_hints_apply_or_force() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     let text = env.delegate(&repo, ["drop", &batch[..8]]).expect(1).stdout;
     env.sh(&repo, &printed_command(&text, "git delegate apply"))
@@ -341,7 +329,7 @@ fn drop_refusal_hints_apply_or_force() {
     assert_eq!(read(&repo.join("README")), "work\n");
     assert!(batch_doc(&env, &repo, &batch).is_none());
 
-    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "thrown away\n").unwrap();
     let text = env.delegate(&repo, ["drop", &batch[..8]]).expect(1).stdout;
     env.sh(&repo, &printed_command(&text, "git delegate drop"))
@@ -371,7 +359,7 @@ fn worktree_remove_hint_for_a_kept_nested_repository_removes_it() {
 }
 
 fn worktree_remove_hint(env: &Env, repo: &Path) {
-    let (_batch, ws) = prepare(env, repo, &["-n", "1"]);
+    let (_batch, ws) = prepare_batch(env, repo, &["-n", "1"]);
     env.git(&ws[0], ["init", "-q", "inner"]);
     let text = env
         .delegate(repo, ["apply", "--discard", "1"])
@@ -393,7 +381,7 @@ fn pending_writeback_gc_hint_rolls_it_back() {
     use std::os::unix::process::ExitStatusExt;
     let env = Env::new();
     let repo = env.repo("proj");
-    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     std::fs::write(ws[0].join("new.txt"), "new\n").unwrap();
     let out = env
@@ -426,7 +414,7 @@ fn pending_writeback_gc_hint_rolls_it_back() {
 fn kept_hints_of_gc_and_drop_name_a_real_proposal() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (batch, ws) = prepare(&env, &repo, &["-n", "2", "--ttl", "1s"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "2", "--ttl", "1s"]);
     std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
     std::fs::write(ws[1].join("b.txt"), "b\n").unwrap();
     wait_lease(&env, &repo, &batch, "expired");
@@ -436,7 +424,7 @@ fn kept_hints_of_gc_and_drop_name_a_real_proposal() {
     assert_eq!(read(&repo.join("a.txt")), "a\n");
     assert!(!repo.join("b.txt").exists());
 
-    let (batch, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
     std::fs::write(ws[0].join("c.txt"), "c\n").unwrap();
     std::fs::write(ws[1].join("d.txt"), "d\n").unwrap();
     std::fs::write(
@@ -462,7 +450,7 @@ fn kept_hints_of_gc_and_drop_name_a_real_proposal() {
 fn forbid_commit_apply_hint_brings_the_work_back() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (batch, ws) = prepare(&env, &repo, &["-n", "1", "--forbid-commit"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1", "--forbid-commit"]);
     std::fs::write(ws[0].join("work.txt"), "work\n").unwrap();
     let refused = env.delegate(&ws[0], ["hook", "pre-commit"]).expect(1);
     let cmd = printed_command(&refused.stderr, "git delegate apply");
@@ -531,7 +519,7 @@ fn source_moved_hints_apply_after_moving_back_or_drop() {
     let env = Env::new();
     let repo = env.repo("proj");
     let moved = env.path().join("moved");
-    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     std::fs::rename(&repo, &moved).unwrap();
     let err = env.delegate(&moved, ["apply"]).expect(3).stderr;
@@ -545,7 +533,7 @@ fn source_moved_hints_apply_after_moving_back_or_drop() {
     assert_eq!(read(&repo.join("README")), "work\n");
     assert!(batch_doc(&env, &repo, &batch).is_none());
 
-    let (batch, _) = prepare(&env, &repo, &["-n", "1"]);
+    let (batch, _) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::rename(&repo, &moved).unwrap();
     let err = env.delegate(&moved, ["apply"]).expect(3).stderr;
     env.sh(&moved, &printed_command(&err, "git delegate drop"))
@@ -566,7 +554,7 @@ fn rollback_left_path_gc_hint_finishes_the_rollback() {
     std::fs::write(repo.join("b.txt"), "original b\n").unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
-    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("a.txt"), "task a\n").unwrap();
     std::fs::write(ws[0].join("b.txt"), "task b\n").unwrap();
     // Renames in path order: a aside (1), a in place (2), ...
@@ -604,7 +592,7 @@ fn completed_writeback_apply_hint_records_it() {
     use std::os::unix::process::ExitStatusExt;
     let env = Env::new();
     let repo = env.repo("proj");
-    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     let out = env
         .delegate_cmd(&repo)
@@ -640,7 +628,7 @@ fn failing_filter_hints_name_the_driver_and_work() {
     env.git(&repo, ["config", "filter.x.required", "true"]);
     env.git(&repo, ["add", "."]);
     env.git(&repo, ["commit", "-q", "-m", "filtered"]);
-    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("a.dat"), "data, task\n").unwrap();
     env.git(&repo, ["config", "filter.x.smudge", "sh -c 'exit 5'"]);
     let run = env.delegate(&repo, ["apply"]).expect(1);
@@ -742,7 +730,7 @@ fn not_a_proposal_hints_show_and_remove_the_ref() {
 fn apply_advice_for_a_missing_workspace_works() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::remove_dir_all(&ws[0]).unwrap();
     let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
     let give_up = &text[text.find("give its work up").expect(&text)..];
@@ -753,7 +741,7 @@ fn apply_advice_for_a_missing_workspace_works() {
 
     // Replaced by a symlink to a copy with work in it: given up too, and
     // the symlink and the copy are left alone.
-    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     let copy = env.path().join("copy");
     std::fs::rename(&ws[0], &copy).unwrap();
     std::fs::write(copy.join("README"), "work in the copy\n").unwrap();
@@ -776,7 +764,7 @@ fn apply_advice_for_a_missing_workspace_works() {
 fn apply_advice_for_an_unreadable_workspace_has_no_discard() {
     let env = Env::new();
     let repo = env.repo("proj");
-    let (batch, ws) = prepare(&env, &repo, &["-n", "1"]);
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     let id = format!("delegate-{}-1", &batch[..8]);
     let head = repo.join(".git/worktrees").join(id).join("HEAD");

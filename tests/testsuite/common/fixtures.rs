@@ -84,6 +84,91 @@ pub fn id(doc: &Value) -> String {
     doc["batch"].as_str().unwrap().to_string()
 }
 
+/// Prepare with `--json`: the document and its task roots.
+pub fn prepare_roots(env: &Env, dir: &Path, args: &[&str]) -> (Value, Vec<PathBuf>) {
+    let doc = prepare(env, dir, args);
+    let roots = roots(&doc);
+    (doc, roots)
+}
+
+/// Prepare with `--json`: the batch id and the task roots.
+pub fn prepare_batch(env: &Env, dir: &Path, args: &[&str]) -> (String, Vec<PathBuf>) {
+    let (doc, roots) = prepare_roots(env, dir, args);
+    (id(&doc), roots)
+}
+
+/// The task named `name` in a document's `tasks` (apply, status, run).
+pub fn task<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no task {name} in {doc:#}"))
+}
+
+/// Poll `status --json` until `batch`'s lease is stale (expired or
+/// orphaned); the deadline only guards against a hang.
+pub fn wait_stale(env: &Env, repo: &Path, batch: &str) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let doc = env.delegate(repo, ["status", "--json"]).json();
+        let state = doc["batches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["batch"] == batch)
+            .map(|b| b["lease"]["state"].as_str().unwrap().to_string())
+            .unwrap_or_default();
+        if state == "expired" || state == "orphaned" {
+            return;
+        }
+        assert!(Instant::now() < deadline, "batch {batch} never went stale");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Every path below `root` (its `.git` left out): mode and bytes (a
+/// symlink's target, nothing for a folder).
+pub type Tree = std::collections::BTreeMap<Vec<u8>, (u32, Vec<u8>)>;
+
+pub fn tree(root: &Path) -> Tree {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Tree::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            if dir == root && e.file_name() == ".git" {
+                continue;
+            }
+            let rel = p
+                .strip_prefix(root)
+                .unwrap()
+                .as_os_str()
+                .as_bytes()
+                .to_vec();
+            let md = std::fs::symlink_metadata(&p).unwrap();
+            let bytes = if md.file_type().is_symlink() {
+                std::fs::read_link(&p)
+                    .unwrap()
+                    .as_os_str()
+                    .as_bytes()
+                    .to_vec()
+            } else if md.is_dir() {
+                stack.push(p);
+                Vec::new()
+            } else {
+                std::fs::read(&p).unwrap()
+            };
+            out.insert(rel, (md.permissions().mode(), bytes));
+        }
+    }
+    out
+}
+
 /// Every file and folder below `dir` (relative), sorted; empty when `dir` is absent.
 pub fn listing(dir: &Path) -> Vec<PathBuf> {
     fn walk(base: &Path, dir: &Path, out: &mut Vec<PathBuf>) {

@@ -4,10 +4,11 @@
 //! named by status and apply (design §3.12).
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::common::fixtures::roots;
+use crate::common::fixtures::wait_stale;
 use crate::common::Env;
 
 /// What the worker leaves in `f.txt`: CRLF, a NUL, a byte that is not
@@ -32,15 +33,6 @@ fn setup(env: &Env, extra: &[&str]) -> (PathBuf, String, Vec<PathBuf>) {
 
 fn batch_of(doc: &Value) -> String {
     doc["batch"].as_str().unwrap().to_string()
-}
-
-fn roots(doc: &Value) -> Vec<PathBuf> {
-    doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-        .collect()
 }
 
 /// The worker edits `f.txt`, adds `new.bin` and deletes `gone.txt`.
@@ -194,26 +186,6 @@ fn discard_keeps_the_work_of_a_task_whose_index_is_garbage() {
         b"one\ntwo\n".to_vec()
     );
     assert!(!ws[0].exists());
-}
-
-/// Poll `status --json` until `batch`'s lease is stale (an event, not a clock).
-fn wait_stale(env: &Env, repo: &Path, batch: &str) {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let doc = env.delegate(repo, ["status", "--json"]).json();
-        let state = doc["batches"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|b| b["batch"] == batch)
-            .map(|b| b["lease"]["state"].as_str().unwrap().to_string())
-            .unwrap_or_default();
-        if state == "expired" || state == "orphaned" {
-            return;
-        }
-        assert!(Instant::now() < deadline, "batch {batch} never went stale");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 #[test]

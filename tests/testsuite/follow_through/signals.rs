@@ -14,9 +14,6 @@
 //! the next command finishes it, `gc` does, `undo --list` shows the entry,
 //! a re-run of apply says the tasks are applied, and `undo` takes it back.
 
-use std::collections::BTreeMap;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -25,42 +22,11 @@ use std::time::{Duration, Instant};
 use rustix::process::Signal;
 use serde_json::Value;
 
+use crate::common::fixtures::{tree, Tree};
 use crate::common::{Env, Run};
-
-type Tree = BTreeMap<Vec<u8>, (u32, Vec<u8>)>;
 
 const TASKS: usize = 4;
 const FILES: usize = 120;
-
-/// Every path below `root` (its `.git` left out): mode and bytes.
-fn tree(root: &Path) -> Tree {
-    let mut out = Tree::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let e = e.unwrap();
-            let p = e.path();
-            if dir == root && e.file_name() == ".git" {
-                continue;
-            }
-            let rel = p
-                .strip_prefix(root)
-                .unwrap()
-                .as_os_str()
-                .as_bytes()
-                .to_vec();
-            let md = std::fs::symlink_metadata(&p).unwrap();
-            let bytes = if md.is_dir() {
-                stack.push(p.clone());
-                Vec::new()
-            } else {
-                std::fs::read(&p).unwrap()
-            };
-            out.insert(rel, (md.permissions().mode(), bytes));
-        }
-    }
-    out
-}
 
 /// Names of write-back temp and aside files (`.gd-*`) below `root`.
 fn temp_files(root: &Path) -> Vec<String> {

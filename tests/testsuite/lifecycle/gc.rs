@@ -5,43 +5,14 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::common::fixtures::{id, prepare, wait_stale};
 use crate::common::Env;
 use serde_json::Value;
 
-fn prepare(env: &Env, repo: &Path, args: &[&str]) -> Value {
-    let mut all = vec!["prepare", "--json"];
-    all.extend_from_slice(args);
-    env.delegate(repo, all).expect(0).json()
-}
-
 fn task_root(doc: &Value, i: usize) -> PathBuf {
     PathBuf::from(doc["tasks"][i]["root"].as_str().unwrap())
-}
-
-fn id(doc: &Value) -> String {
-    doc["batch"].as_str().unwrap().to_string()
-}
-
-/// Poll `status --json` until `batch`'s lease is stale.
-fn wait_stale(env: &Env, repo: &Path, batch: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let doc = env.delegate(repo, ["status", "--json"]).json();
-        let state = doc["batches"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|b| b["batch"] == batch)
-            .map(|b| b["lease"]["state"].as_str().unwrap().to_string())
-            .unwrap_or_default();
-        if state == "expired" || state == "orphaned" {
-            return;
-        }
-        assert!(Instant::now() < deadline, "batch {batch} never went stale");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 /// Wait until the wall clock has moved past `secs` whole seconds from now.

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::common::fixtures::prepare;
 use crate::common::Env;
 
 /// The lease state of `batch` as `status --json` reports it.
@@ -40,12 +41,6 @@ fn batch_toml(repo: &Path, batch: &str) -> PathBuf {
     repo.join(".git/delegate/batches")
         .join(batch)
         .join("batch.toml")
-}
-
-fn prepare(env: &Env, repo: &Path, args: &[&str]) -> serde_json::Value {
-    let mut all = vec!["prepare", "--json"];
-    all.extend_from_slice(args);
-    env.delegate(repo, all).expect(0).json()
 }
 
 #[test]

@@ -6,17 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::fixtures::roots;
 use crate::common::mounts as sc;
 use crate::common::Env;
-
-fn roots(doc: &serde_json::Value) -> Vec<PathBuf> {
-    doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-        .collect()
-}
 
 fn baseline_tree(env: &Env, repo: &Path, doc: &serde_json::Value) -> String {
     let commit = doc["baseline"]["commit"].as_str().unwrap();

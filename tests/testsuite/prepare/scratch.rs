@@ -7,17 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::fixtures::roots;
 use crate::common::mounts as sc;
 use crate::common::Env;
-
-fn roots(doc: &serde_json::Value) -> Vec<PathBuf> {
-    doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-        .collect()
-}
 
 /// Every path and content under `dir` except `.git` (for "unchanged" checks).
 fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {

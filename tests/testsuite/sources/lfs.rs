@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::fixtures::prepare_roots;
 use crate::common::Env;
 use serde_json::Value;
 
@@ -68,19 +69,6 @@ fn lfs_repo(env: &Env, name: &str) -> PathBuf {
     env.git(&dir, ["add", "."]);
     env.git(&dir, ["commit", "-q", "-m", "lfs"]);
     dir
-}
-
-fn prepare(env: &Env, repo: &Path, args: &[&str]) -> (Value, Vec<PathBuf>) {
-    let mut all = vec!["prepare", "--json"];
-    all.extend_from_slice(args);
-    let doc = env.delegate(repo, all).expect(0).json();
-    let roots = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-        .collect();
-    (doc, roots)
 }
 
 fn blob(env: &Env, repo: &Path, spec: &str) -> Vec<u8> {
@@ -140,7 +128,7 @@ fn lfs_round_trip_lands_real_content_as_a_hand_edit_would() {
         std::fs::write(r.join("mine.bin"), binary("mine", 500)).unwrap();
     }
 
-    let (doc, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (doc, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     let baseline = doc["baseline"]["commit"].as_str().unwrap().to_string();
     for (path, content) in [
         ("a.bin", binary("a", 3000)),
@@ -234,7 +222,7 @@ fn an_lfs_file_changed_on_both_sides_conflicts_like_any_binary() {
     }
     let env = Env::new();
     let repo = lfs_repo(&env, "src");
-    let (doc, ws) = prepare(&env, &repo, &["-n", "2"]);
+    let (doc, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     let batch = doc["batch"].as_str().unwrap().to_string();
     // Task 1 changes a.bin, which the user changes too.
     std::fs::write(ws[0].join("a.bin"), binary("worker", 3000)).unwrap();
@@ -367,7 +355,7 @@ fn an_interrupted_lfs_write_back_rolls_back_and_lands_again() {
     }
     let env = Env::new();
     let repo = lfs_repo(&env, "src");
-    let (doc, ws) = prepare(&env, &repo, &[]);
+    let (doc, ws) = prepare_roots(&env, &repo, &[]);
     let batch = doc["batch"].as_str().unwrap().to_string();
     std::fs::write(ws[0].join("a.bin"), binary("a, worker", 2000)).unwrap();
     std::fs::write(ws[0].join("new.bin"), binary("new", 300)).unwrap();

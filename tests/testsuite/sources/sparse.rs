@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::fixtures::roots;
 use crate::common::Env;
 
 /// A repository with files at the top and in `a/`, `a/x/`, `b/`, `c/d/`.
@@ -63,15 +64,6 @@ fn config_bytes(env: &Env, repo: &Path) -> Vec<u8> {
         ["rev-parse", "--path-format=absolute", "--git-common-dir"],
     );
     std::fs::read(Path::new(common.trim()).join("config")).unwrap()
-}
-
-fn roots(doc: &serde_json::Value) -> Vec<PathBuf> {
-    doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-        .collect()
 }
 
 /// Prepare two tasks in a sparse `repo`, compare the workspaces with the

@@ -4,6 +4,7 @@
 //! after cloning, so any use of the network (or of the submodule URLs)
 //! fails.
 
+use crate::common::fixtures::roots;
 use crate::common::Env;
 use std::path::{Path, PathBuf};
 
@@ -120,15 +121,6 @@ fn linked_worktrees(env: &Env, git_dir: &Path) -> Vec<String> {
         .filter(|block| !block.trim().is_empty())
         .skip(1)
         .map(str::to_string)
-        .collect()
-}
-
-fn roots(doc: &serde_json::Value) -> Vec<PathBuf> {
-    doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
         .collect()
 }
 

@@ -7,6 +7,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::common::fixtures::prepare_batch;
 use crate::common::Env;
 
 fn mode(p: &Path) -> u32 {
@@ -30,20 +31,6 @@ fn commit_all(env: &Env, repo: &Path) {
     env.git(repo, ["commit", "-q", "-m", "fixture"]);
 }
 
-fn prepare(env: &Env, repo: &Path, n: &str) -> (String, Vec<PathBuf>) {
-    let doc = env
-        .delegate(repo, ["prepare", "--json", "-n", n])
-        .expect(0)
-        .json();
-    let roots = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-        .collect();
-    (doc["batch"].as_str().unwrap().to_string(), roots)
-}
-
 /// Run `git delegate ARGS` with the umask `mask` (as a user's shell would).
 fn delegate_with_umask(env: &Env, dir: &Path, mask: &str, args: &str) -> crate::common::Run {
     env.sh(dir, &format!("umask {mask} && exec git delegate {args}"))
@@ -65,7 +52,7 @@ fn private_repo(env: &Env) -> PathBuf {
 fn apply_keeps_a_private_file_private_tracked_or_untracked() {
     let env = Env::new();
     let repo = private_repo(&env);
-    let (_, ws) = prepare(&env, &repo, "1");
+    let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("priv.txt"), "private\nchanged\n").unwrap();
     std::fs::write(ws[0].join("secret.env"), "TOKEN=2\n").unwrap();
     let doc = delegate_with_umask(&env, &repo, "022", "apply --json")
@@ -84,7 +71,7 @@ fn apply_keeps_a_private_file_private_tracked_or_untracked() {
 fn the_temp_file_of_a_private_file_is_never_readable() {
     let env = Env::new();
     let repo = private_repo(&env);
-    let (_, ws) = prepare(&env, &repo, "1");
+    let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("secret.env"), "TOKEN=2\n").unwrap();
     // Killed once every temp file is written: what is on disk then.
     let out = env
@@ -117,7 +104,7 @@ fn a_rollback_puts_private_originals_back_private() {
     for (fault, code) in [("fail-rename:3", Some(1)), ("after-rename:2", None)] {
         let env = Env::new();
         let repo = private_repo(&env);
-        let (_, ws) = prepare(&env, &repo, "1");
+        let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
         std::fs::write(ws[0].join("priv.txt"), "private\nchanged\n").unwrap();
         std::fs::write(ws[0].join("secret.env"), "TOKEN=2\n").unwrap();
         let out = env
@@ -151,7 +138,7 @@ fn exec_bits_follow_the_result_and_the_other_bits_stay() {
     chmod(&repo.join("b"), 0o600);
     chmod(&repo.join("c"), 0o750);
     chmod(&repo.join("d"), 0o700);
-    let (_, ws) = prepare(&env, &repo, "1");
+    let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     chmod(&ws[0].join("a"), 0o755);
     std::fs::write(ws[0].join("b"), "b\nmore\n").unwrap();
     chmod(&ws[0].join("b"), 0o755);
@@ -179,7 +166,7 @@ fn exec_bits_follow_the_result_and_the_other_bits_stay() {
 fn undo_puts_a_private_file_back_private() {
     let env = Env::new();
     let repo = private_repo(&env);
-    let (_, ws) = prepare(&env, &repo, "1");
+    let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("priv.txt"), "private\nchanged\n").unwrap();
     std::fs::write(ws[0].join("secret.env"), "TOKEN=2\n").unwrap();
     let doc = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
@@ -202,7 +189,7 @@ fn refresh_keeps_a_private_workspace_file_private() {
     let repo = env.repo("proj");
     std::fs::write(repo.join("conf.txt"), "one\ntwo\nthree\n").unwrap();
     commit_all(&env, &repo);
-    let (_, ws) = prepare(&env, &repo, "2");
+    let (_, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
     // Task 2's worker made its copy private and edits the last line;
     // task 1 edits the first line and lands.
     chmod(&ws[1].join("conf.txt"), 0o600);
@@ -221,7 +208,7 @@ fn refresh_keeps_a_private_workspace_file_private() {
 fn apply_kept_keeps_a_private_file_private() {
     let env = Env::new();
     let repo = private_repo(&env);
-    let (batch, ws) = prepare(&env, &repo, "2");
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
     std::fs::write(ws[0].join("README"), "one\n").unwrap();
     std::fs::write(ws[1].join("secret.env"), "TOKEN=2\n").unwrap();
     std::fs::write(ws[1].join("priv.txt"), "private\nchanged\n").unwrap();
@@ -243,7 +230,7 @@ fn new_files_get_gits_modes_under_the_umask() {
     for (mask, plain, exec) in [("022", 0o644, 0o755), ("077", 0o600, 0o700)] {
         let env = Env::new();
         let repo = env.repo("proj");
-        let (_, ws) = prepare(&env, &repo, "1");
+        let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
         std::fs::write(ws[0].join("new.txt"), "new\n").unwrap();
         std::fs::create_dir(ws[0].join("dir")).unwrap();
         std::fs::write(ws[0].join("dir/run.sh"), "#!/bin/sh\n").unwrap();
@@ -310,7 +297,7 @@ fn entry(env: &Env, repo: &Path, tree: &str, path: &str) -> (String, String) {
 fn with_core_symlinks_false_a_link_is_a_plain_file_everywhere_and_its_edit_applies() {
     let env = Env::new();
     let repo = stand_in_repo(&env);
-    let (batch, ws) = prepare(&env, &repo, "2");
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
     // The baseline keeps the link a link.
     let baseline = format!("refs/pi-delegate/batches/{batch}/baseline");
     assert_eq!(
@@ -362,7 +349,7 @@ fn with_core_symlinks_false_the_users_own_edit_of_a_stand_in_is_kept_and_merged(
     let repo = stand_in_repo(&env);
     // The user retargets the link before the batch: its stand-in differs.
     std::fs::write(repo.join("link"), "elsewhere").unwrap();
-    let (batch, ws) = prepare(&env, &repo, "1");
+    let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     let baseline = format!("refs/pi-delegate/batches/{batch}/baseline");
     assert_eq!(
         entry(&env, &repo, &baseline, "link"),
@@ -374,7 +361,7 @@ fn with_core_symlinks_false_the_users_own_edit_of_a_stand_in_is_kept_and_merged(
     env.delegate(&repo, ["apply"]).expect(0);
     assert_eq!(read(&repo.join("link")), "elsewhere");
     // A real symlink a worker makes arrives as git would write it here.
-    let (_, ws) = prepare(&env, &repo, "1");
+    let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::remove_file(ws[0].join("link")).unwrap();
     std::os::unix::fs::symlink("README", ws[0].join("link")).unwrap();
     std::os::unix::fs::symlink("README", ws[0].join("newlink")).unwrap();
@@ -430,7 +417,7 @@ fn ident_expands_to_the_bytes_git_checkout_writes() {
     );
     assert!(bytes(&oracle, "c.inf").contains(" $ */\nint x;"));
     assert!(bytes(&oracle, "b.h").starts_with("/* $Id$ */"));
-    let (_, ws) = prepare(&env, &repo, "2");
+    let (_, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
     for w in &ws {
         for f in files {
             assert_eq!(bytes(w, f), bytes(&oracle, f), "{f} in {}", w.display());
@@ -486,6 +473,6 @@ fn ident_named_only_outside_the_tree_is_expanded_as_git_does() {
         "{}",
         bytes(&oracle, "c.inf")
     );
-    let (_, ws) = prepare(&env, &repo, "1");
+    let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     assert_eq!(bytes(&ws[0], "c.inf"), bytes(&oracle, "c.inf"));
 }

@@ -10,6 +10,7 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
+use crate::common::fixtures::task;
 use crate::common::Env;
 
 /// One entry of a tree an attacker writes.
@@ -205,15 +206,6 @@ fn hooks(src: &Path) -> Vec<(String, Vec<u8>, u32)> {
 
 fn absent(src: &Path, rel: &str) -> bool {
     std::fs::symlink_metadata(src.join(rel)).is_err()
-}
-
-fn task<'a>(doc: &'a Value, name: &str) -> &'a Value {
-    doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == name)
-        .unwrap_or_else(|| panic!("no task {name} in {doc}"))
 }
 
 fn conflict_paths(t: &Value) -> Vec<String> {

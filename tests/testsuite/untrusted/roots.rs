@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::fixtures::{id, prepare, roots, wait_stale};
 use crate::common::Env;
 
 /// The other user of the machine (no account needed).
@@ -112,25 +113,6 @@ fn repo_folder(repo: &Path, root: &Path) -> PathBuf {
     let out = child.wait_with_output().unwrap();
     let hex = String::from_utf8_lossy(&out.stdout);
     root.join(format!("proj-{}", &hex[..12]))
-}
-
-fn prepare(env: &Env, repo: &Path, args: &[&str]) -> Value {
-    let mut all = vec!["prepare", "--json"];
-    all.extend_from_slice(args);
-    env.delegate(repo, all).expect(0).json()
-}
-
-fn roots(doc: &Value) -> Vec<PathBuf> {
-    doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-        .collect()
-}
-
-fn id(doc: &Value) -> String {
-    doc["batch"].as_str().unwrap().to_string()
 }
 
 /// Everything below `root`: per path, its mode, owner, size and bytes (a
@@ -378,26 +360,6 @@ fn a_sticky_shared_root_works_and_what_prepare_makes_there_is_private() {
     assert_eq!(mode_of(&folder), 0o700);
     assert_eq!(mode_of(roots(&doc)[0].parent().unwrap()), 0o700);
     env.delegate(&repo, ["drop", &id(&doc)]).expect(0);
-}
-
-/// Poll `status --json` until `batch`'s lease is stale.
-fn wait_stale(env: &Env, repo: &Path, batch: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let doc = env.delegate(repo, ["status", "--json"]).json();
-        let state = doc["batches"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|b| b["batch"] == batch)
-            .map(|b| b["lease"]["state"].as_str().unwrap().to_string())
-            .unwrap_or_default();
-        if state == "expired" || state == "orphaned" {
-            return;
-        }
-        assert!(Instant::now() < deadline, "batch {batch} never went stale");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 /// Put a symlink to `target` where `batch_folder` is, owned by the other

@@ -5,6 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::common::fixtures::prepare;
 use crate::common::{Env, Run};
 use serde_json::Value;
 
@@ -42,12 +43,6 @@ fn commit(env: &Env, dir: &Path, path: &std::ffi::OsStr, message: &str) -> Run {
 
 fn head(env: &Env, dir: &Path) -> String {
     env.git(dir, ["rev-parse", "HEAD"]).trim().to_string()
-}
-
-fn prepare(env: &Env, repo: &Path, args: &[&str]) -> Value {
-    let mut all = vec!["prepare", "--json"];
-    all.extend_from_slice(args);
-    env.delegate(repo, all).expect(0).json()
 }
 
 fn wait_stale(env: &Env, repo: &Path) {

@@ -6,18 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use crate::common::fixtures::task;
 use crate::common::Env;
 use serde_json::Value;
-
-/// The apply document's entry for `name`.
-fn task<'a>(apply: &'a Value, name: &str) -> &'a Value {
-    apply["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == name)
-        .unwrap_or_else(|| panic!("no task {name} in {apply:#}"))
-}
 
 fn worker<'a>(doc: &'a Value, name: &str) -> &'a Value {
     doc["workers"]
