@@ -8,24 +8,9 @@
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use crate::common::fixtures::{common_dir_as_printed, error_parts, noise_files};
 use crate::common::mounts::Small;
 use crate::common::Env;
-
-/// Files of random-looking (incompressible) bytes.
-fn noise(dir: &Path, prefix: &str, n: usize, size: usize) {
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15 ^ (n as u64) ^ prefix.len() as u64;
-    for i in 0..n {
-        let mut bytes = Vec::with_capacity(size);
-        while bytes.len() < size {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            bytes.extend_from_slice(&state.to_le_bytes());
-        }
-        bytes.truncate(size);
-        std::fs::write(dir.join(format!("{prefix}{i}")), bytes).unwrap();
-    }
-}
 
 fn listing(dir: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = match std::fs::read_dir(dir) {
@@ -36,19 +21,9 @@ fn listing(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn common_dir(env: &Env, repo: &Path) -> PathBuf {
-    let out = env.git(repo, ["rev-parse", "--git-common-dir"]);
-    let p = PathBuf::from(out.trim());
-    if p.is_absolute() {
-        p
-    } else {
-        repo.join(p)
-    }
-}
-
 /// Nothing of git-delegate left: no private refs, no registrations, no batch state.
 fn nothing_left(env: &Env, repo: &Path) {
-    let common = common_dir(env, repo);
+    let common = common_dir_as_printed(env, repo);
     assert_eq!(env.private_refs(repo), Vec::<String>::new(), "private refs");
     assert_eq!(listing(&common.join("worktrees")), Vec::<PathBuf>::new());
     assert_eq!(
@@ -56,13 +31,6 @@ fn nothing_left(env: &Env, repo: &Path) {
         Vec::<PathBuf>::new(),
         "batch state"
     );
-}
-
-fn error_doc(run: &crate::common::Run) -> (String, String, String) {
-    let doc = run.json();
-    let e = &doc["error"];
-    let s = |k: &str| e[k].as_str().unwrap_or_default().to_string();
-    (s("code"), s("message"), s("help"))
 }
 
 /// Every byte, name and type below `dir`, `.git` left out.
@@ -102,7 +70,7 @@ fn prepare_onto_a_full_workspace_root_names_enospc_and_leaves_nothing() {
     };
     let env = Env::new();
     let repo = env.repo("src");
-    noise(&repo, "f", 40, 20_000);
+    noise_files(&repo, "f", 40, 20_000);
     env.git(&repo, ["add", "."]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
     let root = small.path().join("root");
@@ -116,7 +84,7 @@ fn prepare_onto_a_full_workspace_root_names_enospc_and_leaves_nothing() {
     let run = env
         .delegate(&repo, ["prepare", "--json", "-n", "2"])
         .expect(3);
-    let (code, message, help) = error_doc(&run);
+    let (code, message, help) = error_parts(&run);
     assert_eq!(code, "delegate::disk_full", "{}", run.stdout);
     assert!(
         message.contains("no space left on device (ENOSPC"),
@@ -145,14 +113,14 @@ fn prepare_of_a_source_on_a_full_disk_names_enospc_not_an_unreadable_file() {
     env.git(&repo, ["add", "README"]);
     env.git(&repo, ["commit", "-q", "-m", "init"]);
     // Untracked files: prepare stores them as blobs in the source's objects.
-    noise(&repo, "new", 40, 20_000);
+    noise_files(&repo, "new", 40, 20_000);
     small.fill(0);
     let before = digest(&repo);
 
     let run = env
         .delegate(&repo, ["prepare", "--json", "-n", "2"])
         .expect(3);
-    let (code, message, help) = error_doc(&run);
+    let (code, message, help) = error_parts(&run);
     assert_eq!(code, "delegate::disk_full", "{}", run.stdout);
     assert!(
         message.contains("no space left on device (ENOSPC"),
@@ -207,7 +175,7 @@ fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
         run.stderr
     );
     assert!(digest(&repo) == before, "the source changed");
-    let batch_dir = common_dir(&env, &repo).join(format!(
+    let batch_dir = common_dir_as_printed(&env, &repo).join(format!(
         "delegate/batches/{}",
         doc["batch"].as_str().unwrap()
     ));
@@ -239,7 +207,7 @@ fn apply_that_cannot_record_a_proposal_on_a_full_disk_names_enospc_and_keeps_the
         .json();
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     // Incompressible: its blob does not fit in what is left.
-    noise(&ws, "big", 1, 2 << 20);
+    noise_files(&ws, "big", 1, 2 << 20);
     std::fs::write(ws.join("a.txt"), "one, edited\n").unwrap();
     small.fill(256 << 10);
     let before = digest(&repo);

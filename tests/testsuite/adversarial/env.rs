@@ -11,6 +11,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::common::fixtures::task_root;
 use crate::common::{Env, Run};
 
 /// The variables `git --git-dir=GD --work-tree=WT delegate` exports (git
@@ -41,10 +42,6 @@ fn through_git(env: &Env, dir: &Path, git_args: &[&str], args: &[&str]) -> Run {
         .arg("delegate")
         .args(args);
     Run::from(cmd.output().expect("run git delegate"))
-}
-
-fn task_root(doc: &Value, i: usize) -> PathBuf {
-    PathBuf::from(doc["tasks"][i]["root"].as_str().unwrap())
 }
 
 fn changed(status: &Value, batch: &str) -> Vec<u64> {

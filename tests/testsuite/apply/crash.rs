@@ -18,7 +18,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::fixtures::{tree, Tree};
+use crate::common::fixtures::{index_bytes, tree, Tree};
 use crate::common::Env;
 use serde_json::Value;
 
@@ -54,10 +54,6 @@ fn classify(t: &Tree, pre: &Tree, full: &Tree) -> Result<&'static str, String> {
         f.len(),
         &f[..f.len().min(5)]
     ))
-}
-
-fn index_bytes(repo: &Path) -> Vec<u8> {
-    std::fs::read(repo.join(".git/index")).unwrap()
 }
 
 fn build_repo(env: &Env, repo: &Path) {

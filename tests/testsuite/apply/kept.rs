@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::{prepare_batch, wait_stale};
+use crate::common::fixtures::{prepare_batch, read_lossy, wait_stale};
 use crate::common::Env;
 use serde_json::Value;
 
@@ -15,10 +15,6 @@ fn kept_list(env: &Env, repo: &Path) -> Vec<Value> {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default()
-}
-
-fn read(p: &Path) -> String {
-    String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned()
 }
 
 /// Every file below `dir` (`.git` included: refs, state, objects), with its bytes.
@@ -105,9 +101,9 @@ fn a_gc_rescued_proposal_is_listed_and_lands_with_apply_kept() {
     assert_eq!(applied, vec!["README", "dir/new.txt"]);
     assert_eq!(out["kept_proposal"]["ref"], r.as_str());
     assert_eq!(out["kept_proposal"]["removed"], true);
-    assert_eq!(read(&repo.join("README")), "worker edit\n");
-    assert_eq!(read(&repo.join("dir/new.txt")), "new file\n");
-    assert_eq!(read(&repo.join("mine.txt")), "the user's own\n");
+    assert_eq!(read_lossy(&repo.join("README")), "worker edit\n");
+    assert_eq!(read_lossy(&repo.join("dir/new.txt")), "new file\n");
+    assert_eq!(read_lossy(&repo.join("mine.txt")), "the user's own\n");
     // Nothing but the working tree changed in git's eyes: index and HEAD as before.
     assert_eq!(
         env.git(&repo, ["diff", "--cached", "--name-only"]).trim(),
@@ -130,9 +126,9 @@ fn a_gc_rescued_proposal_is_listed_and_lands_with_apply_kept() {
         .expect("apply --kept has an apply_id");
     let undone = env.delegate(&repo, ["undo", id, "--json"]).expect(0).json();
     assert_eq!(undone["undone"], true, "{undone:#}");
-    assert_eq!(read(&repo.join("README")), "hello\n");
+    assert_eq!(read_lossy(&repo.join("README")), "hello\n");
     assert!(!repo.join("dir/new.txt").exists());
-    assert_eq!(read(&repo.join("mine.txt")), "the user's own\n");
+    assert_eq!(read_lossy(&repo.join("mine.txt")), "the user's own\n");
 }
 
 #[test]
@@ -148,7 +144,7 @@ fn a_discarded_tasks_proposal_lands_with_apply_kept_and_its_task_is_applied() {
         .expect(0)
         .json();
     assert_eq!(out["batch_open"], true, "{out:#}");
-    assert_eq!(read(&repo.join("README")), "hello\n");
+    assert_eq!(read_lossy(&repo.join("README")), "hello\n");
 
     let r = format!("refs/pi-delegate/batches/{batch}/tasks/2/proposal");
     let kept = kept_list(&env, &repo);
@@ -165,12 +161,12 @@ fn a_discarded_tasks_proposal_lands_with_apply_kept_and_its_task_is_applied() {
     assert_eq!(out["tasks"][0]["name"], "2");
     assert_eq!(out["tasks"][0]["status"], "applied", "{out:#}");
     assert_eq!(out["batch_open"], true);
-    assert_eq!(read(&repo.join("README")), "the worker's work\n");
+    assert_eq!(read_lossy(&repo.join("README")), "the worker's work\n");
     assert_eq!(
         std::fs::read(repo.join("new.bin")).unwrap(),
         b"\x00\x01binary\xff\n"
     );
-    assert_eq!(read(&repo.join("one.txt")), "one\n");
+    assert_eq!(read_lossy(&repo.join("one.txt")), "one\n");
     assert!(!env.private_refs(&repo).contains(&r));
     assert!(!patch.exists());
     assert!(kept_list(&env, &repo).is_empty());
@@ -243,7 +239,7 @@ fn apply_kept_of_an_unknown_ref_exits_2_and_changes_nothing() {
         .map(|s| s.to_string())
         .collect();
     env.delegate(&repo, args).expect(0);
-    assert_eq!(read(&repo.join("open.txt")), "open work\n");
+    assert_eq!(read_lossy(&repo.join("open.txt")), "open work\n");
     // Not with a batch's own options.
     env.delegate(&repo, ["apply", "--kept", "x/1", "--only", "1"])
         .expect(2);
@@ -281,8 +277,8 @@ fn a_kept_proposal_that_conflicts_is_not_written_and_stays_kept() {
     assert_eq!(out["kept_proposal"]["removed"], false);
     // Nothing written, not even the path that merges cleanly; still kept.
     assert_eq!(before, digest(&repo));
-    assert_eq!(read(&repo.join("README")), "the user's line\n");
-    assert_eq!(read(&repo.join("other.txt")), "other\n");
+    assert_eq!(read_lossy(&repo.join("README")), "the user's line\n");
+    assert_eq!(read_lossy(&repo.join("other.txt")), "other\n");
     assert!(patch.is_file());
     assert_eq!(kept_list(&env, &repo), kept);
     // The human output says it stays kept, and the hint it prints works.
@@ -298,8 +294,11 @@ fn a_kept_proposal_that_conflicts_is_not_written_and_stays_kept() {
     std::fs::write(repo.join("README"), "hello\n").unwrap();
     env.delegate(&repo, ["apply", "--kept", &name, "--json"])
         .expect(0);
-    assert_eq!(read(&repo.join("README")), "the worker's line\n");
-    assert_eq!(read(&repo.join("other.txt")), "other, by the worker\n");
+    assert_eq!(read_lossy(&repo.join("README")), "the worker's line\n");
+    assert_eq!(
+        read_lossy(&repo.join("other.txt")),
+        "other, by the worker\n"
+    );
     assert!(env.private_refs(&repo).is_empty());
 }
 
@@ -334,7 +333,7 @@ fn the_apply_kept_hints_of_discard_status_and_gc_work_as_printed() {
     let cmd = printed_kept_command(&text);
     assert!(!cmd.contains(&"REF".to_string()), "{text}");
     env.delegate(&repo, &cmd).expect(0);
-    assert_eq!(read(&repo.join("a.txt")), "from the discard hint\n");
+    assert_eq!(read_lossy(&repo.join("a.txt")), "from the discard hint\n");
     assert!(env.private_refs(&repo).is_empty());
 
     // status's hint.
@@ -343,7 +342,7 @@ fn the_apply_kept_hints_of_discard_status_and_gc_work_as_printed() {
     env.delegate(&repo, ["apply", "--discard", "1"]).expect(0);
     let text = env.delegate(&repo, ["status"]).expect(0).stdout;
     env.delegate(&repo, printed_kept_command(&text)).expect(0);
-    assert_eq!(read(&repo.join("b.txt")), "from the status hint\n");
+    assert_eq!(read_lossy(&repo.join("b.txt")), "from the status hint\n");
     assert!(env.private_refs(&repo).is_empty());
 
     // gc's hint, for a rescued proposal.
@@ -354,7 +353,7 @@ fn the_apply_kept_hints_of_discard_status_and_gc_work_as_printed() {
     let cmd = printed_kept_command(&text);
     assert!(!cmd.contains(&"REF".to_string()), "{text}");
     env.delegate(&repo, &cmd).expect(0);
-    assert_eq!(read(&repo.join("c.txt")), "from the gc hint\n");
+    assert_eq!(read_lossy(&repo.join("c.txt")), "from the gc hint\n");
     assert!(env.private_refs(&repo).is_empty());
 }
 
@@ -385,8 +384,8 @@ fn apply_kept_killed_during_its_write_back_is_rolled_back_and_can_run_again() {
         .json();
     assert_eq!(out["tasks"][0]["status"], "applied", "{out:#}");
     assert_eq!(out["recovered_writebacks"].as_array().unwrap().len(), 1);
-    assert_eq!(read(&repo.join("README")), "kept work\n");
-    assert_eq!(read(&repo.join("new.txt")), "new\n");
+    assert_eq!(read_lossy(&repo.join("README")), "kept work\n");
+    assert_eq!(read_lossy(&repo.join("new.txt")), "new\n");
     assert!(env.private_refs(&repo).is_empty());
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
     assert_eq!(st["batches"], serde_json::json!([]), "{st:#}");

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::fixtures::roots;
 use crate::common::Env;
 
 struct Batch {
@@ -20,12 +21,7 @@ fn setup(env: &Env, tasks: &[&str]) -> (PathBuf, Batch) {
     let mut args = vec!["prepare", "--json"];
     args.extend_from_slice(tasks);
     let doc = env.delegate(&repo, args).expect(0).json();
-    let roots: Vec<PathBuf> = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-        .collect();
+    let roots: Vec<PathBuf> = roots(&doc);
     for i in 1..=23 {
         std::fs::write(roots[0].join(format!("f{i:02}")), format!("{i}\n")).unwrap();
     }

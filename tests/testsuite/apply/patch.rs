@@ -3,15 +3,11 @@
 //! proposal tree exactly, and for text changes it is byte-identical to
 //! `git diff --full-index --binary --no-renames`.
 
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::common::fixtures::os;
 use crate::common::Env;
-
-fn os(bytes: &[u8]) -> &std::ffi::OsStr {
-    std::ffi::OsStr::from_bytes(bytes)
-}
 
 fn chmod_x(p: &Path) {
     let mut perm = std::fs::metadata(p).unwrap().permissions();

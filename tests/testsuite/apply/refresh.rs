@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::fixtures::{read, roots};
 use crate::common::Env;
 
 const LINES: &str = "one\ntwo\nthree\nfour\nfive\n";
@@ -20,17 +21,8 @@ fn setup(env: &Env) -> (PathBuf, Vec<PathBuf>) {
         .delegate(&repo, ["prepare", "-n", "2", "--json"])
         .expect(0)
         .json();
-    let roots = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-        .collect();
+    let roots = roots(&doc);
     (repo, roots)
-}
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap()
 }
 
 /// Both tasks rewrite line 3; task 2 also adds a file of its own.

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::task;
+use crate::common::fixtures::{roots, task};
 use crate::common::Env;
 use serde_json::Value;
 
@@ -25,12 +25,7 @@ fn setup(env: &Env, n: usize) -> (PathBuf, String, Vec<PathBuf>) {
         .expect(0)
         .json();
     let short = doc["batch"].as_str().unwrap()[..8].to_string();
-    let roots = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-        .collect();
+    let roots = roots(&doc);
     (repo, short, roots)
 }
 

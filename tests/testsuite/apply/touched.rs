@@ -8,25 +8,9 @@
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::common::fixtures::{lines, roots, with_line};
 use crate::common::Env;
 use serde_json::Value;
-
-fn lines(n: usize) -> String {
-    (1..=n).map(|i| format!("line {i}\n")).collect()
-}
-
-fn with_line(text: &str, which: usize, new: &str) -> String {
-    text.lines()
-        .enumerate()
-        .map(|(i, l)| {
-            if i + 1 == which {
-                format!("{new}\n")
-            } else {
-                format!("{l}\n")
-            }
-        })
-        .collect()
-}
 
 fn write(p: &Path, text: &str) {
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -107,12 +91,7 @@ fn scenario(
         .delegate(&repo, ["prepare", "-n", "2", "--json"])
         .expect(0)
         .json();
-    let ws: Vec<PathBuf> = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-        .collect();
+    let ws: Vec<PathBuf> = roots(&doc);
     work(&ws);
     meanwhile(&env, &repo);
     let index_before = std::fs::read(repo.join(".git/index")).unwrap();

@@ -7,30 +7,9 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::{prepare_batch, tree};
+use crate::common::fixtures::{index_bytes, lines, prepare_batch, set_config, tree, with_line};
 use crate::common::Env;
 use serde_json::Value;
-
-fn lines(n: usize) -> String {
-    (1..=n).map(|i| format!("line {i}\n")).collect()
-}
-
-fn with_line(text: &str, which: usize, new: &str) -> String {
-    text.lines()
-        .enumerate()
-        .map(|(i, l)| {
-            if i + 1 == which {
-                format!("{new}\n")
-            } else {
-                format!("{l}\n")
-            }
-        })
-        .collect()
-}
-
-fn index_bytes(repo: &Path) -> Vec<u8> {
-    std::fs::read(repo.join(".git/index")).unwrap()
-}
 
 fn strings(v: &Value) -> Vec<String> {
     v.as_array()
@@ -411,10 +390,6 @@ fn undo_killed_after_its_commit_point_is_finished_and_its_entry_marked_undone() 
     assert_eq!(list["entries"][0]["undone"], true, "{list:#}");
     env.delegate(&repo, ["undo"]).expect(2);
     assert_eq!(tree(&repo), pre);
-}
-
-fn set_config(repo: &Path, text: &str) {
-    std::fs::write(repo.join(".git/delegate.toml"), text).unwrap();
 }
 
 #[test]

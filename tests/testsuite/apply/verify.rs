@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::fixtures::task;
+use crate::common::fixtures::{roots, task};
 use crate::common::Env;
 use serde_json::Value;
 
@@ -49,12 +49,7 @@ impl Fixture {
             .delegate(&repo, ["prepare", "--json", "-n", &tasks.to_string()])
             .expect(0)
             .json();
-        let roots = doc["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-            .collect();
+        let roots = roots(&doc);
         Fixture {
             env,
             repo,

@@ -8,6 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::common::fixtures::{chmod, commit_all};
 use crate::common::Env;
 use serde_json::Value;
 
@@ -78,15 +79,6 @@ fn umask() -> u32 {
 fn write(p: &Path, bytes: impl AsRef<[u8]>) {
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(p, bytes).unwrap();
-}
-
-fn chmod(p: &Path, mode: u32) {
-    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
-}
-
-fn commit_all(env: &Env, repo: &Path) {
-    env.git(repo, ["add", "-A"]);
-    env.git(repo, ["commit", "-q", "-m", "fixture"]);
 }
 
 /// Deterministic pseudo-random bytes.

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::fixtures::{git_completion_script, have};
 use crate::common::{Env, Run};
 
 fn complete(env: &Env, dir: &Path, words: &[&str]) -> Run {
@@ -156,34 +157,6 @@ fn complete_names_open_batches_and_tasks_and_no_files_for_values_that_are_none()
     // The hidden command is not offered as a subcommand.
     let run = complete(&env, &repo, &["__c"]).expect(1);
     assert_eq!(run.stdout, "");
-}
-
-/// git's bash completion script on this machine, if any.
-fn git_completion_script() -> Option<PathBuf> {
-    let mut candidates = vec![
-        PathBuf::from("/usr/share/bash-completion/completions/git"),
-        PathBuf::from("/usr/local/share/bash-completion/completions/git"),
-        PathBuf::from("/etc/bash_completion.d/git"),
-        PathBuf::from("/usr/share/git-core/contrib/completion/git-completion.bash"),
-        PathBuf::from("/usr/share/git/completion/git-completion.bash"),
-    ];
-    if let Ok(out) = Command::new("git").arg("--exec-path").output() {
-        let exec = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-        for up in exec.ancestors().skip(1).take(3) {
-            candidates.push(up.join("share/git-core/contrib/completion/git-completion.bash"));
-            candidates.push(up.join("share/bash-completion/completions/git"));
-        }
-    }
-    candidates
-        .into_iter()
-        .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("__git_complete_command")))
-}
-
-fn have(program: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {program} >/dev/null 2>&1")])
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// Skip loudly, or fail under CI (where .ci/run provides what is missing).

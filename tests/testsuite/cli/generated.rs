@@ -3,6 +3,7 @@
 //! completes `git-delegate` and `git delegate` (through git's own
 //! completion), and the help texts are short with -h and long with --help.
 
+use crate::common::fixtures::{checkout, git_completion_script, have};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -14,23 +15,12 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_git-delegate")
 }
 
-fn checkout() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 fn run(args: &[&str]) -> std::process::Output {
     Command::new(bin())
         .args(args)
         .env("NO_COLOR", "1")
         .output()
         .expect("run git-delegate")
-}
-
-fn have(program: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {program} >/dev/null 2>&1")])
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 #[test]
@@ -325,27 +315,6 @@ fn help_is_short_with_h_and_long_with_help() {
             "help {sub} has no examples"
         );
     }
-}
-
-/// git's bash completion script on this machine, if any.
-fn git_completion_script() -> Option<PathBuf> {
-    let mut candidates = vec![
-        PathBuf::from("/usr/share/bash-completion/completions/git"),
-        PathBuf::from("/usr/local/share/bash-completion/completions/git"),
-        PathBuf::from("/etc/bash_completion.d/git"),
-        PathBuf::from("/usr/share/git-core/contrib/completion/git-completion.bash"),
-        PathBuf::from("/usr/share/git/completion/git-completion.bash"),
-    ];
-    if let Ok(out) = Command::new("git").arg("--exec-path").output() {
-        let exec = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-        for up in exec.ancestors().skip(1).take(3) {
-            candidates.push(up.join("share/git-core/contrib/completion/git-completion.bash"));
-            candidates.push(up.join("share/bash-completion/completions/git"));
-        }
-    }
-    candidates
-        .into_iter()
-        .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("__git_complete_command")))
 }
 
 /// Run `bash` with git's completion and ours loaded, and a function `t`

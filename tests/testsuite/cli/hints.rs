@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::fixtures::prepare_batch;
+use crate::common::fixtures::{prepare_batch, read_lossy};
 use crate::common::{printed_command, Env, Run};
 use serde_json::Value;
 
@@ -38,10 +38,6 @@ fn wait_lease(env: &Env, repo: &Path, batch: &str, state: &str) {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-}
-
-fn read(p: &Path) -> String {
-    String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned()
 }
 
 /// Both streams of a run, for hints wherever they are printed.
@@ -78,7 +74,7 @@ fn prepare_apply_hint_applies_the_batch() {
     };
     std::fs::write(ws.join("README"), "done\n").unwrap();
     env.sh(&repo, &cmd).expect(0);
-    assert_eq!(read(&repo.join("README")), "done\n");
+    assert_eq!(read_lossy(&repo.join("README")), "done\n");
     assert!(batch_doc(&env, &repo, &batch).is_none());
     assert!(env.private_refs(&repo).is_empty());
 }
@@ -129,7 +125,7 @@ fn renew_hints_for_an_orphaned_lease_adopt_it() {
     // Run from a shell that stays: the batch is live and that shell owns it.
     let keep = format!("{cmd} && git delegate status --json > lease.json");
     env.sh(&repo, &keep).expect(0);
-    let doc: Value = serde_json::from_str(&read(&repo.join("lease.json"))).unwrap();
+    let doc: Value = serde_json::from_str(&read_lossy(&repo.join("lease.json"))).unwrap();
     std::fs::remove_file(repo.join("lease.json")).unwrap();
     let lease = &doc["batches"][0]["lease"];
     assert_eq!(lease["state"], "live", "{doc:#}");
@@ -176,7 +172,7 @@ fn status_hints_for_a_missing_workspace_apply_the_rest_and_end_the_batch() {
     assert_eq!(drop, format!("git delegate drop {short} --force"));
     // The other task lands; the missing one fails and keeps the batch open.
     env.sh(&repo, &apply).expect(1);
-    assert_eq!(read(&repo.join("two.txt")), "task 2's work\n");
+    assert_eq!(read_lossy(&repo.join("two.txt")), "task 2's work\n");
     env.sh(&repo, &drop).expect(0);
     assert!(batch_doc(&env, &repo, &batch).is_none());
     assert!(env.private_refs(&repo).is_empty());
@@ -205,7 +201,7 @@ fn status_drop_hint_for_a_replaced_workspace_ends_the_batch() {
     env.sh(&repo, &cmd).expect(0);
     assert!(batch_doc(&env, &repo, &batch).is_none());
     assert!(std::fs::symlink_metadata(&ws[0]).unwrap().is_symlink());
-    assert_eq!(read(&copy.join("README")), "hello\n");
+    assert_eq!(read_lossy(&copy.join("README")), "hello\n");
 }
 
 /// Task `i`'s workspace and the source both change README's one line.
@@ -234,7 +230,7 @@ fn apply_discard_hint_for_one_conflict_names_the_task() {
         format!("git delegate apply {} --discard 1", &batch[..8])
     );
     env.sh(&repo, &cmd).expect(0);
-    assert_eq!(read(&repo.join("README")), "the user's line\n");
+    assert_eq!(read_lossy(&repo.join("README")), "the user's line\n");
     assert!(batch_doc(&env, &repo, &batch).is_none());
     // Given up, not lost: kept for apply --kept.
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
@@ -256,7 +252,7 @@ fn apply_discard_hint_for_several_conflicts_names_each_task() {
         format!("git delegate apply {} --discard 1 --discard 2", &batch[..8])
     );
     env.sh(&repo, &cmd).expect(0);
-    assert_eq!(read(&repo.join("README")), "the user's line\n");
+    assert_eq!(read_lossy(&repo.join("README")), "the user's line\n");
     assert!(batch_doc(&env, &repo, &batch).is_none());
 }
 
@@ -279,7 +275,7 @@ fn baseline_ref_missing_hints_restore_the_ref_or_end_the_batch() {
     env.sh(&repo, &printed_command(&err, "git update-ref"))
         .expect(0);
     env.delegate(&repo, ["apply"]).expect(0);
-    assert_eq!(read(&repo.join("README")), "work\n");
+    assert_eq!(read_lossy(&repo.join("README")), "work\n");
 
     let (batch, _) = prepare_batch(&env, &repo, &["-n", "1"]);
     let baseline = format!("refs/pi-delegate/batches/{batch}/baseline");
@@ -326,7 +322,7 @@ fn drop_refusal_hints_apply_or_force() {
     let text = env.delegate(&repo, ["drop", &batch[..8]]).expect(1).stdout;
     env.sh(&repo, &printed_command(&text, "git delegate apply"))
         .expect(0);
-    assert_eq!(read(&repo.join("README")), "work\n");
+    assert_eq!(read_lossy(&repo.join("README")), "work\n");
     assert!(batch_doc(&env, &repo, &batch).is_none());
 
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
@@ -335,7 +331,7 @@ fn drop_refusal_hints_apply_or_force() {
     env.sh(&repo, &printed_command(&text, "git delegate drop"))
         .expect(0);
     assert!(batch_doc(&env, &repo, &batch).is_none());
-    assert_eq!(read(&repo.join("README")), "work\n");
+    assert_eq!(read_lossy(&repo.join("README")), "work\n");
 }
 
 // apply --discard of a task whose worker made a git repository: its
@@ -396,7 +392,7 @@ fn pending_writeback_gc_hint_rolls_it_back() {
     let status = env.delegate(&repo, ["status"]).expect(0).stdout;
     assert_eq!(printed_command(&status, "git delegate gc"), cmd);
     env.sh(&repo, &cmd).expect(0);
-    assert_eq!(read(&repo.join("README")), "hello\n");
+    assert_eq!(read_lossy(&repo.join("README")), "hello\n");
     assert!(!repo.join("new.txt").exists());
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
     assert_eq!(st["problems"], serde_json::json!([]), "{st:#}");
@@ -404,7 +400,7 @@ fn pending_writeback_gc_hint_rolls_it_back() {
     assert!(batch_doc(&env, &repo, &batch).is_some());
     env.sh(&repo, &printed_command(&err, "git delegate apply"))
         .expect(0);
-    assert_eq!(read(&repo.join("README")), "work\n");
+    assert_eq!(read_lossy(&repo.join("README")), "work\n");
     assert!(batch_doc(&env, &repo, &batch).is_none());
 }
 
@@ -421,7 +417,7 @@ fn kept_hints_of_gc_and_drop_name_a_real_proposal() {
     let text = env.delegate(&repo, ["gc"]).expect(0).stdout;
     env.sh(&repo, &printed_command(&text, "git delegate apply --kept"))
         .expect(0);
-    assert_eq!(read(&repo.join("a.txt")), "a\n");
+    assert_eq!(read_lossy(&repo.join("a.txt")), "a\n");
     assert!(!repo.join("b.txt").exists());
 
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
@@ -440,7 +436,7 @@ fn kept_hints_of_gc_and_drop_name_a_real_proposal() {
         .stdout;
     env.sh(&repo, &printed_command(&text, "git delegate apply --kept"))
         .expect(0);
-    assert_eq!(read(&repo.join("c.txt")), "c\n");
+    assert_eq!(read_lossy(&repo.join("c.txt")), "c\n");
     assert!(!repo.join("d.txt").exists());
 }
 
@@ -455,7 +451,7 @@ fn forbid_commit_apply_hint_brings_the_work_back() {
     let refused = env.delegate(&ws[0], ["hook", "pre-commit"]).expect(1);
     let cmd = printed_command(&refused.stderr, "git delegate apply");
     env.sh(&repo, &cmd).expect(0);
-    assert_eq!(read(&repo.join("work.txt")), "work\n");
+    assert_eq!(read_lossy(&repo.join("work.txt")), "work\n");
     assert!(batch_doc(&env, &repo, &batch).is_none());
 }
 
@@ -530,7 +526,7 @@ fn source_moved_hints_apply_after_moving_back_or_drop() {
     let apply = printed_command(&err, "git delegate apply");
     std::fs::rename(&moved, &repo).unwrap();
     env.sh(&repo, &apply).expect(0);
-    assert_eq!(read(&repo.join("README")), "work\n");
+    assert_eq!(read_lossy(&repo.join("README")), "work\n");
     assert!(batch_doc(&env, &repo, &batch).is_none());
 
     let (batch, _) = prepare_batch(&env, &repo, &["-n", "1"]);
@@ -565,7 +561,7 @@ fn rollback_left_path_gc_hint_finishes_the_rollback() {
         .output()
         .unwrap();
     assert_eq!(out.status.signal(), Some(9), "{out:?}");
-    assert_eq!(read(&repo.join("a.txt")), "task a\n");
+    assert_eq!(read_lossy(&repo.join("a.txt")), "task a\n");
     std::fs::write(repo.join("a.txt"), "the user's a\n").unwrap();
     let err = env.delegate(&repo, ["gc"]).expect(3).stderr;
     assert!(err.contains("rollback_failed"), "{err}");
@@ -577,8 +573,8 @@ fn rollback_left_path_gc_hint_finishes_the_rollback() {
     // Keep mine: delete the kept file, then the printed command.
     std::fs::remove_file(&kept).unwrap();
     env.sh(&repo, &cmd).expect(0);
-    assert_eq!(read(&repo.join("a.txt")), "the user's a\n");
-    assert_eq!(read(&repo.join("b.txt")), "original b\n");
+    assert_eq!(read_lossy(&repo.join("a.txt")), "the user's a\n");
+    assert_eq!(read_lossy(&repo.join("b.txt")), "original b\n");
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
     assert_eq!(st["problems"], serde_json::json!([]), "{st:#}");
     assert!(batch_doc(&env, &repo, &batch).is_some());
@@ -609,7 +605,7 @@ fn completed_writeback_apply_hint_records_it() {
     );
     let cmd = printed_command(&gc.stderr, "git delegate apply");
     env.sh(&repo, &cmd).expect(0);
-    assert_eq!(read(&repo.join("README")), "work\n");
+    assert_eq!(read_lossy(&repo.join("README")), "work\n");
     assert!(batch_doc(&env, &repo, &batch).is_none());
     assert!(env.private_refs(&repo).is_empty());
 }
@@ -636,11 +632,11 @@ fn failing_filter_hints_name_the_driver_and_work() {
     let config = printed_command(&text, "git config filter.x.required");
     assert_eq!(config, "git config filter.x.required false");
     let apply = printed_command(&text, "git delegate apply");
-    assert_eq!(read(&repo.join("a.dat")), "data\n");
+    assert_eq!(read_lossy(&repo.join("a.dat")), "data\n");
     env.sh(&repo, &config).expect(0);
     env.sh(&repo, &apply).expect(0);
     assert!(batch_doc(&env, &repo, &batch).is_none());
-    assert!(read(&repo.join("a.dat")).starts_with("data, task"));
+    assert!(read_lossy(&repo.join("a.dat")).starts_with("data, task"));
 }
 
 // prepare refusing a workspace folder that is already there, left by a
@@ -753,7 +749,7 @@ fn apply_advice_for_a_missing_workspace_works() {
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     assert!(batch_doc(&env, &repo, &batch).is_none());
     assert!(std::fs::symlink_metadata(&ws[0]).unwrap().is_symlink());
-    assert_eq!(read(&copy.join("README")), "work in the copy\n");
+    assert_eq!(read_lossy(&copy.join("README")), "work in the copy\n");
 }
 
 // apply, a task whose workspace cannot be snapshotted (its HEAD is
@@ -776,7 +772,7 @@ fn apply_advice_for_an_unreadable_workspace_has_no_discard() {
     // The cause fixed (the workspace's HEAD put back), apply lands it.
     std::fs::write(&head, good).unwrap();
     env.delegate(&repo, ["apply"]).expect(0);
-    assert_eq!(read(&repo.join("README")), "work\n");
+    assert_eq!(read_lossy(&repo.join("README")), "work\n");
     assert!(batch_doc(&env, &repo, &batch).is_none());
 }
 
@@ -797,10 +793,10 @@ fn apply_refresh_hint_hands_a_conflict_back_and_the_printed_apply_lands_it() {
     // The worker sees the conflict as after `git merge`.
     let st = env.git(&ws[0], ["status", "--porcelain"]);
     assert!(st.contains("UU README"), "{st}");
-    assert!(read(&ws[0].join("README")).starts_with("<<<<<<< task\n"));
+    assert!(read_lossy(&ws[0].join("README")).starts_with("<<<<<<< task\n"));
     // Running apply before the worker resolved it refuses the task again.
     env.delegate(&repo, ["apply"]).expect(1);
-    assert_eq!(read(&repo.join("README")), "the user's line\n");
+    assert_eq!(read_lossy(&repo.join("README")), "the user's line\n");
     // The worker resolves: both lines.
     std::fs::write(ws[0].join("README"), "the user's line\nworker 1\n").unwrap();
     env.git(&ws[0], ["add", "README"]);
@@ -808,7 +804,10 @@ fn apply_refresh_hint_hands_a_conflict_back_and_the_printed_apply_lands_it() {
     let apply = printed_command(after, "git delegate apply");
     assert_eq!(apply, format!("git delegate apply {short}"));
     env.sh(&repo, &apply).expect(0);
-    assert_eq!(read(&repo.join("README")), "the user's line\nworker 1\n");
+    assert_eq!(
+        read_lossy(&repo.join("README")),
+        "the user's line\nworker 1\n"
+    );
     assert!(batch_doc(&env, &repo, &batch).is_none());
 }
 
@@ -830,5 +829,5 @@ fn apply_refresh_hint_names_every_conflicting_task() {
         assert!(st.contains("UU README"), "{st}");
     }
     // Nothing of the source changed.
-    assert_eq!(read(&repo.join("README")), "the user's line\n");
+    assert_eq!(read_lossy(&repo.join("README")), "the user's line\n");
 }

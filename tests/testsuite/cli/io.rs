@@ -2,16 +2,10 @@
 //! a terminal's stderr and never in pipes or with --json, and colour follows
 //! --color > NO_COLOR > git's color.ui > terminal detection (design §3).
 
+use crate::common::fixtures::have;
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, Stdio};
-
-fn have(program: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {program} >/dev/null 2>&1")])
-        .status()
-        .is_ok_and(|s| s.success())
-}
 
 fn quote(s: &OsStr) -> String {
     format!("'{}'", s.to_string_lossy().replace('\'', "'\\''"))

@@ -8,11 +8,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::fixtures::checkout;
 use serde_json::Value;
-
-fn checkout() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn json_md() -> String {
     std::fs::read_to_string(checkout().join("docs/json.md")).expect("docs/json.md")

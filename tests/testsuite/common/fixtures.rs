@@ -51,6 +51,18 @@ pub fn git_dir(env: &Env, dir: &Path) -> PathBuf {
     PathBuf::from(env.git(dir, ["rev-parse", "--absolute-git-dir"]).trim())
 }
 
+/// The common dir of a working tree, as git prints it (joined to `dir`
+/// when relative), not canonicalized.
+pub fn common_dir_as_printed(env: &Env, dir: &Path) -> PathBuf {
+    let out = env.git(dir, ["rev-parse", "--git-common-dir"]);
+    let p = PathBuf::from(out.trim());
+    if p.is_absolute() {
+        p
+    } else {
+        dir.join(p)
+    }
+}
+
 /// The common dir of a working tree.
 pub fn common_dir(env: &Env, dir: &Path) -> PathBuf {
     let out = env.git(dir, ["rev-parse", "--git-common-dir"]);
@@ -189,9 +201,9 @@ pub fn listing(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Registrations under `<common-dir>/worktrees/`.
-pub fn registrations(common: &Path) -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir(common.join("worktrees"))
+/// The names in `dir`, sorted; none when it is absent.
+pub fn names_in(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(dir)
         .map(|rd| {
             rd.flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -202,17 +214,14 @@ pub fn registrations(common: &Path) -> Vec<String> {
     out
 }
 
+/// Registrations under `<common-dir>/worktrees/`.
+pub fn registrations(common: &Path) -> Vec<String> {
+    names_in(&common.join("worktrees"))
+}
+
 /// Batch folders under `<common-dir>/delegate/batches/`.
 pub fn batch_folders(common: &Path) -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir(common.join("delegate/batches"))
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort();
-    out
+    names_in(&common.join("delegate/batches"))
 }
 
 /// Assert that no git-delegate artefact exists for `repo`: no private refs,
@@ -379,4 +388,155 @@ pub fn now_secs() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs() as i64
+}
+
+/// The checkout of this crate (docs, completions, man pages, hooks).
+pub fn checkout() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Is `program` on PATH (`command -v`)?
+pub fn have(program: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {program} >/dev/null 2>&1")])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// git's bash completion script on this machine, if any.
+pub fn git_completion_script() -> Option<PathBuf> {
+    let mut candidates = vec![
+        PathBuf::from("/usr/share/bash-completion/completions/git"),
+        PathBuf::from("/usr/local/share/bash-completion/completions/git"),
+        PathBuf::from("/etc/bash_completion.d/git"),
+        PathBuf::from("/usr/share/git-core/contrib/completion/git-completion.bash"),
+        PathBuf::from("/usr/share/git/completion/git-completion.bash"),
+    ];
+    if let Ok(out) = std::process::Command::new("git")
+        .arg("--exec-path")
+        .output()
+    {
+        let exec = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        for up in exec.ancestors().skip(1).take(3) {
+            candidates.push(up.join("share/git-core/contrib/completion/git-completion.bash"));
+            candidates.push(up.join("share/bash-completion/completions/git"));
+        }
+    }
+    candidates
+        .into_iter()
+        .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("__git_complete_command")))
+}
+
+/// A process that exists and is not a zombie.
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+/// The controlling terminal of a process (`tty_nr` of /proc/PID/stat).
+pub fn tty_nr(pid: u32) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(4)?.parse().ok()
+}
+
+/// A file's text, panicking with its path when it cannot be read.
+pub fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// A file's bytes as text, invalid UTF-8 replaced.
+pub fn read_lossy(p: &Path) -> String {
+    String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned()
+}
+
+/// `n` lines `line 1` .. `line n`.
+pub fn lines(n: usize) -> String {
+    (1..=n).map(|i| format!("line {i}\n")).collect()
+}
+
+/// `text` with its line `which` (from 1) replaced by `new`.
+pub fn with_line(text: &str, which: usize, new: &str) -> String {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i + 1 == which {
+                format!("{new}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect()
+}
+
+/// The bytes of `repo`'s `.git/index`.
+pub fn index_bytes(repo: &Path) -> Vec<u8> {
+    std::fs::read(repo.join(".git/index")).unwrap()
+}
+
+/// Write `repo`'s `.git/delegate.toml`.
+pub fn set_config(repo: &Path, text: &str) {
+    std::fs::write(repo.join(".git/delegate.toml"), text).unwrap();
+}
+
+/// The root of task `i` of a batch document.
+pub fn task_root(doc: &Value, i: usize) -> PathBuf {
+    PathBuf::from(doc["tasks"][i]["root"].as_str().unwrap())
+}
+
+/// Set a file's mode bits.
+pub fn chmod(p: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// `git add -A` and commit it all.
+pub fn commit_all(env: &Env, repo: &Path) {
+    env.git(repo, ["add", "-A"]);
+    env.git(repo, ["commit", "-q", "-m", "fixture"]);
+}
+
+/// Write an executable hook script, making its folders.
+pub fn write_hook(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, body).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Bytes as an OS string.
+pub fn os(bytes: &[u8]) -> &std::ffi::OsStr {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::OsStr::from_bytes(bytes)
+}
+
+/// The (code, message, help) of a `--json` error document, empty where absent.
+pub fn error_parts(run: &Run) -> (String, String, String) {
+    let doc = run.json();
+    let e = &doc["error"];
+    let s = |k: &str| e[k].as_str().unwrap_or_default().to_string();
+    (s("code"), s("message"), s("help"))
+}
+
+/// `n` files `<prefix>0`.. of `size` random-looking (incompressible) bytes.
+pub fn noise_files(dir: &Path, prefix: &str, n: usize, size: usize) {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15 ^ (n as u64) ^ prefix.len() as u64;
+    for i in 0..n {
+        let mut bytes = Vec::with_capacity(size);
+        while bytes.len() < size {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            bytes.extend_from_slice(&state.to_le_bytes());
+        }
+        bytes.truncate(size);
+        std::fs::write(dir.join(format!("{prefix}{i}")), bytes).unwrap();
+    }
 }

@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::common::fixtures::roots;
-use crate::common::fixtures::wait_stale;
+use crate::common::fixtures::{roots, wait_stale};
 use crate::common::Env;
 
 /// What the worker leaves in `f.txt`: CRLF, a NUL, a byte that is not

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use rustix::process::Signal;
 use serde_json::Value;
 
-use crate::common::fixtures::{tree, Tree};
+use crate::common::fixtures::{roots, tree, Tree};
 use crate::common::{Env, Run};
 
 const TASKS: usize = 4;
@@ -166,12 +166,7 @@ impl Rig {
             .delegate(&self.repo, ["prepare", "-n", "4", "--json"])
             .expect(0)
             .json();
-        let roots: Vec<PathBuf> = doc["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-            .collect();
+        let roots: Vec<PathBuf> = roots(&doc);
         for (i, root) in roots.iter().enumerate() {
             edit(root, &edits(i));
         }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::fixtures::{alive, roots};
 use crate::common::{printed_command, Env};
 
 /// Wait for an event (`check`); the deadline only stops a test that would
@@ -20,19 +21,6 @@ fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
     while !check() {
         assert!(Instant::now() < deadline, "never happened: {what}");
         std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Alive and not a zombie.
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !s
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
     }
 }
 
@@ -63,12 +51,7 @@ impl KilledVerify {
         args.extend_from_slice(ttl_args);
         let doc = env.delegate(&repo, args).expect(0).json();
         let batch = doc["batch"].as_str().unwrap().to_string();
-        let roots: Vec<PathBuf> = doc["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-            .collect();
+        let roots: Vec<PathBuf> = roots(&doc);
         std::fs::write(roots[0].join("t1.txt"), "one\n").unwrap();
         std::fs::write(roots[1].join("t2.txt"), "two\n").unwrap();
         let started = env.path().join("started");

@@ -7,13 +7,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::common::fixtures::{id, prepare, wait_stale};
+use crate::common::fixtures::{id, prepare, set_config, task_root, wait_stale};
 use crate::common::Env;
 use serde_json::Value;
-
-fn task_root(doc: &Value, i: usize) -> PathBuf {
-    PathBuf::from(doc["tasks"][i]["root"].as_str().unwrap())
-}
 
 /// Wait until the wall clock has moved past `secs` whole seconds from now.
 fn sleep_secs(secs: u64) {
@@ -72,10 +68,6 @@ fn worktree_ids(repo: &Path) -> Vec<String> {
         .unwrap_or_default();
     ids.sort();
     ids
-}
-
-fn set_config(repo: &Path, text: &str) {
-    std::fs::write(repo.join(".git/delegate.toml"), text).unwrap();
 }
 
 #[test]

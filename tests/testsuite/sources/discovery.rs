@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::common::fixtures::roots;
 use crate::common::mounts::skip;
 use crate::common::{Env, Run};
 use serde_json::Value;
@@ -89,12 +90,7 @@ fn a_sha256_repository_prepares_and_applies() {
     let baseline = doc["baseline"]["commit"].as_str().unwrap();
     assert_eq!(baseline.len(), 64, "a SHA-256 id: {baseline}");
     assert_eq!(doc["source_head"].as_str().unwrap().len(), 64);
-    let ws: Vec<PathBuf> = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-        .collect();
+    let ws: Vec<PathBuf> = roots(&doc);
     for w in &ws {
         assert_eq!(
             std::fs::read_to_string(w.join("b.txt")).unwrap(),

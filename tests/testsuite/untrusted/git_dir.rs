@@ -7,9 +7,9 @@
 //! warning on stderr; the hook `git delegate hooks install` writes is not
 //! reported.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::common::fixtures::write_hook;
 use crate::common::Env;
 use serde_json::Value;
 
@@ -25,12 +25,6 @@ fn common_dir(env: &Env, ws: &Path) -> PathBuf {
         ["rev-parse", "--path-format=absolute", "--git-common-dir"],
     );
     std::fs::canonicalize(dir.trim()).unwrap()
-}
-
-fn write_hook(path: &Path, body: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, body).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// The side effects of `kind` in an apply document, as (change, path, detail).

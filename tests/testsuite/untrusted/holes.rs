@@ -16,34 +16,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::fixtures::{common_dir_as_printed, error_parts, noise_files};
 use crate::common::mounts::Small;
 use crate::common::{printed_command, Env};
-
-/// Files of random-looking (incompressible) bytes.
-fn noise(dir: &Path, prefix: &str, n: usize, size: usize) {
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15 ^ (n as u64) ^ prefix.len() as u64;
-    for i in 0..n {
-        let mut bytes = Vec::with_capacity(size);
-        while bytes.len() < size {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            bytes.extend_from_slice(&state.to_le_bytes());
-        }
-        bytes.truncate(size);
-        std::fs::write(dir.join(format!("{prefix}{i}")), bytes).unwrap();
-    }
-}
-
-fn common_dir(env: &Env, repo: &Path) -> PathBuf {
-    let out = env.git(repo, ["rev-parse", "--git-common-dir"]);
-    let p = PathBuf::from(out.trim());
-    if p.is_absolute() {
-        p
-    } else {
-        repo.join(p)
-    }
-}
 
 /// Every file below `dir` (folders walked, symlinks not followed).
 fn files_below(dir: &Path) -> Vec<PathBuf> {
@@ -111,10 +86,10 @@ fn a_failed_apply_on_a_full_disk_leaves_no_temp_file_in_the_state_folder() {
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     // Incompressible: its blob (1.5 MiB) fits in what is left, its patch
     // (base85, a quarter more) does not after it.
-    noise(&ws, "big", 1, 1536 << 10);
+    noise_files(&ws, "big", 1, 1536 << 10);
     std::fs::write(ws.join("a.txt"), "one, edited\n").unwrap();
     small.fill(2300 << 10);
-    let common = common_dir(&env, &repo);
+    let common = common_dir_as_printed(&env, &repo);
     let state = common.join("delegate");
     assert_eq!(temp_files(&state), Vec::<PathBuf>::new());
 
@@ -172,7 +147,7 @@ fn old_temp_files_are_reported_by_status_check_and_removed_by_gc() {
         .expect(0)
         .json();
     let id = doc["batch"].as_str().unwrap().to_string();
-    let state = common_dir(&env, &repo).join("delegate");
+    let state = common_dir_as_printed(&env, &repo).join("delegate");
     let batch_dir = state.join("batches").join(&id);
     let hours = |h: u64| std::time::Duration::from_secs(h * 3600);
     let old = vec![
@@ -273,13 +248,6 @@ fn old_temp_files_are_reported_by_status_check_and_removed_by_gc() {
 // ---------------------------------------------------------------------------
 // b. Running out of inodes is named as such.
 
-fn error_of(run: &crate::common::Run) -> (String, String, String) {
-    let doc = run.json();
-    let e = &doc["error"];
-    let s = |k: &str| e[k].as_str().unwrap_or_default().to_string();
-    (s("code"), s("message"), s("help"))
-}
-
 /// A workspace root whose filesystem has free blocks but no free inodes:
 /// prepare says that (not "free space"), with what to do, and leaves
 /// nothing made.
@@ -292,7 +260,7 @@ fn prepare_onto_a_root_without_free_inodes_names_them() {
     let repo = env.repo("src");
     for d in 0..10 {
         std::fs::create_dir(repo.join(format!("d{d}"))).unwrap();
-        noise(&repo.join(format!("d{d}")), "f", 5, 100);
+        noise_files(&repo.join(format!("d{d}")), "f", 5, 100);
     }
     env.git(&repo, ["add", "."]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
@@ -308,7 +276,7 @@ fn prepare_onto_a_root_without_free_inodes_names_them() {
     let run = env
         .delegate(&repo, ["prepare", "--json", "-n", "2"])
         .expect(3);
-    let (code, message, help) = error_of(&run);
+    let (code, message, help) = error_parts(&run);
     assert_eq!(code, "delegate::disk_full", "{}", run.stdout);
     let named = format!(
         "no free inodes on the filesystem mounted at {}",
@@ -368,7 +336,7 @@ fn apply_onto_a_source_without_free_inodes_names_them() {
     let (message, help) = match out["tasks"][0]["message"].as_str() {
         Some(m) => (m.to_string(), run.stderr.clone()),
         None => {
-            let (code, m, h) = error_of(&run);
+            let (code, m, h) = error_parts(&run);
             assert_eq!(code, "delegate::disk_full", "{out:#}");
             (m, h)
         }
@@ -470,7 +438,7 @@ fn object_directory_refusal_help_works_as_printed() {
 
     let vars = [("GIT_OBJECT_DIRECTORY", elsewhere.as_path())];
     let run = delegate_with(&env, &repo, &vars, &["prepare", "--json"]).expect(3);
-    let (code, message, help) = error_of(&run);
+    let (code, message, help) = error_parts(&run);
     assert_eq!(code, "delegate::unsupported_environment", "{message}");
     assert!(!help.contains("or list that folder"), "{help}");
     let cmds = vec![
@@ -494,7 +462,7 @@ fn common_dir_refusal_help_works_as_printed() {
     let nowhere = env.path().join("nowhere");
     let vars = [("GIT_COMMON_DIR", nowhere.as_path())];
     let run = delegate_with(&env, &repo, &vars, &["prepare", "--json"]).expect(3);
-    let (code, message, help) = error_of(&run);
+    let (code, message, help) = error_parts(&run);
     assert_eq!(code, "delegate::unsupported_environment", "{message}");
     assert!(!help.contains("alternates"), "{help}");
     let cmds = vec![printed_command(&help, "unset GIT_COMMON_DIR")];
@@ -519,7 +487,7 @@ fn alternate_object_directories_refusal_help_works_as_printed() {
     let alt = other.join(".git/objects");
     let vars = [("GIT_ALTERNATE_OBJECT_DIRECTORIES", alt.as_path())];
     let run = delegate_with(&env, &repo, &vars, &["prepare", "--json"]).expect(3);
-    let (code, _, help) = error_of(&run);
+    let (code, _, help) = error_parts(&run);
     assert_eq!(code, "delegate::unsupported_environment");
     let cmds = vec![printed_command(&help, "echo ")];
     follow(&env, &repo, &vars, &cmds, "git delegate prepare --json").expect(0);
@@ -534,7 +502,7 @@ fn alternate_object_directories_refusal_help_works_as_printed() {
 fn a_config_file_with_invalid_utf8_or_a_nul_is_pointed_at_by_line_and_column() {
     let env = Env::new();
     let repo = env.repo("src");
-    let file = common_dir(&env, &repo).join("delegate.toml");
+    let file = common_dir_as_printed(&env, &repo).join("delegate.toml");
     for (bytes, line, column, what) in [
         (
             &b"[lease]\nttl = \"2h\"\n# caf\xe9\n"[..],
@@ -554,7 +522,7 @@ fn a_config_file_with_invalid_utf8_or_a_nul_is_pointed_at_by_line_and_column() {
         std::fs::write(&file, bytes).unwrap();
         for args in [&["status", "--json"][..], &["prepare", "--json"]] {
             let run = env.delegate(&repo, args).expect(2);
-            let (code, message, help) = error_of(&run);
+            let (code, message, help) = error_parts(&run);
             assert_eq!(code, "delegate::config", "{bytes:?}: {message}");
             assert!(message.contains(file.to_str().unwrap()), "{message}");
             assert!(message.contains(what), "{bytes:?}: {message}");

@@ -7,7 +7,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::prepare_batch;
+use crate::common::fixtures::{chmod, commit_all, prepare_batch, read};
 use crate::common::Env;
 
 fn mode(p: &Path) -> u32 {
@@ -16,19 +16,6 @@ fn mode(p: &Path) -> u32 {
 
 fn is_file(p: &Path) -> bool {
     std::fs::symlink_metadata(p).unwrap().file_type().is_file()
-}
-
-fn chmod(p: &Path, mode: u32) {
-    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
-}
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap()
-}
-
-fn commit_all(env: &Env, repo: &Path) {
-    env.git(repo, ["add", "-A"]);
-    env.git(repo, ["commit", "-q", "-m", "fixture"]);
 }
 
 /// Run `git delegate ARGS` with the umask `mask` (as a user's shell would).

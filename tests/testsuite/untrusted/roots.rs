@@ -14,14 +14,14 @@
 //! that (and for `chown`); run as another user they say SKIPPED.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::fixtures::{id, prepare, roots, wait_stale};
+use crate::common::fixtures::{chmod, id, prepare, roots, wait_stale};
 use crate::common::Env;
 
 /// The other user of the machine (no account needed).
@@ -41,10 +41,6 @@ fn env(name: &str) -> Option<Env> {
         return None;
     }
     Some(Env::new())
-}
-
-fn chmod(p: &Path, mode: u32) {
-    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
 fn mode_of(p: &Path) -> u32 {

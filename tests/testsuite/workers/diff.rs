@@ -5,6 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::common::fixtures::{alive, roots, tty_nr};
 use crate::common::Env;
 
 /// A repository with a few files, a batch of two tasks; returns
@@ -27,12 +28,7 @@ fn setup(env: &Env) -> (PathBuf, String, Vec<PathBuf>) {
         .expect(0)
         .json();
     let baseline = doc["baseline"]["commit"].as_str().unwrap().to_string();
-    let roots = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-        .collect();
+    let roots = roots(&doc);
     (repo, baseline, roots)
 }
 
@@ -310,12 +306,7 @@ fn diff_source_is_what_apply_writes_and_changes_nothing() {
         .delegate(&repo, ["prepare", "-n", "3", "--json"])
         .expect(0)
         .json();
-    let roots: Vec<PathBuf> = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| PathBuf::from(t["root"].as_str().unwrap()))
-        .collect();
+    let roots: Vec<PathBuf> = roots(&doc);
     // Task 1: an edit, an add, a binary, an exec bit, a delete, a symlink.
     std::fs::write(
         roots[0].join("a.txt"),
@@ -711,17 +702,6 @@ fn a_terminal_gets_the_pager_git_would_choose() {
 
 fn cwd_is(pid: u32, dir: &Path) -> bool {
     std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|c| c == dir)
-}
-
-fn tty_nr(pid: u32) -> Option<i64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(4)?.parse().ok()
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|s| !s[s.rfind(')').unwrap_or(0)..].starts_with(") Z"))
 }
 
 /// `--source` leaves out what apply leaves out beyond merge conflicts: a

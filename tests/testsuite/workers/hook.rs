@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::fixtures::prepare;
+use crate::common::fixtures::{prepare, write_hook};
 use crate::common::{Env, Run};
 use serde_json::Value;
 
@@ -61,12 +61,6 @@ fn install(env: &Env, dir: &Path, extra: &[&str]) -> Run {
 
 fn our_script() -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("hooks/pre-commit")).unwrap()
-}
-
-fn write_hook(path: &Path, body: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, body).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 #[test]

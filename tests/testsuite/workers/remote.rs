@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::fixtures::read;
 use crate::common::Env;
 use serde_json::Value;
 
@@ -101,10 +102,6 @@ fn status_of<'a>(doc: &'a Value, task: &str) -> &'a str {
         .unwrap_or_else(|| panic!("no task {task} in {doc}"))["status"]
         .as_str()
         .unwrap()
-}
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::fixtures::task;
+use crate::common::fixtures::{alive, read, task};
 use crate::common::Env;
 use serde_json::Value;
 
@@ -17,19 +17,6 @@ fn worker<'a>(doc: &'a Value, name: &str) -> &'a Value {
         .iter()
         .find(|w| w["name"] == name)
         .unwrap_or_else(|| panic!("no worker {name} in {doc:#}"))
-}
-
-/// A process that exists and is not a zombie.
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !s
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
-    }
 }
 
 /// Live (non-zombie) processes whose process group is one of `groups`.
@@ -63,10 +50,6 @@ fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 fn batches(env: &Env, repo: &Path) -> Vec<Value> {
