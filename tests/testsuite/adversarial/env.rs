@@ -204,12 +204,7 @@ fn a_bare_dotfiles_repository_with_an_exported_work_tree() {
         cmd.env("GIT_DIR", &gd)
             .env("GIT_WORK_TREE", &home)
             .args(args);
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        crate::common::succeed(cmd);
     };
     std::fs::write(home.join(".bashrc"), "alias x=y\n").unwrap();
     git(&["add", ".bashrc"]);
@@ -266,16 +261,10 @@ fn an_exported_index_file_is_the_source_index_only() {
     std::fs::copy(repo.join(".git/index"), &other).unwrap();
     let vars = vec![("GIT_INDEX_FILE", OsString::from("../other-index"))];
     let git = |dir: &Path, args: &[&str]| {
-        let out = env
-            .git_cmd(dir)
-            .env("GIT_INDEX_FILE", "../other-index")
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = crate::common::succeed(
+            env.git_cmd(dir)
+                .env("GIT_INDEX_FILE", "../other-index")
+                .args(args),
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
@@ -598,12 +587,7 @@ fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() 
         cmd.env("GIT_DIR", &gd)
             .env("GIT_WORK_TREE", &home)
             .args(args);
-        let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        crate::common::succeed(cmd);
     };
     for i in 1..=4 {
         std::fs::write(home.join(format!("f{i}")), format!("original {i}\n")).unwrap();

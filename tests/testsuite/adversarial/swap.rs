@@ -33,36 +33,10 @@ fn repo(env: &Env) -> PathBuf {
 /// Every file below `root` (`.git` excluded at the top): path, mode, size,
 /// mtime and bytes (a symlink's target).
 fn files(root: &Path) -> BTreeMap<PathBuf, (u32, u64, i64, i64, Vec<u8>)> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in rd {
-            let p = e.unwrap().path();
-            if dir == root && p.file_name().is_some_and(|n| n == ".git") && p.is_dir() {
-                continue;
-            }
-            let m = p.symlink_metadata().unwrap();
-            let content = if m.file_type().is_symlink() {
-                std::fs::read_link(&p)
-                    .unwrap()
-                    .into_os_string()
-                    .into_encoded_bytes()
-            } else if m.is_file() {
-                std::fs::read(&p).unwrap()
-            } else {
-                stack.push(p.clone());
-                Vec::new()
-            };
-            out.insert(
-                p.strip_prefix(root).unwrap().to_path_buf(),
-                (m.mode(), m.size(), m.mtime(), m.mtime_nsec(), content),
-            );
-        }
-    }
-    out
+    crate::common::fixtures::entries_below(root, true)
+        .into_iter()
+        .map(|(p, m, content)| (p, (m.mode(), m.size(), m.mtime(), m.mtime_nsec(), content)))
+        .collect()
 }
 
 fn cp_a(from: &Path, to: &Path) {

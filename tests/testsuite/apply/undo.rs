@@ -514,16 +514,7 @@ fn undo_writes_into_the_linked_worktree_the_apply_wrote_into() {
     let env = Env::new();
     let repo = env.repo("proj");
     let linked = env.path().join("linked");
-    env.git(
-        &repo,
-        [
-            "worktree",
-            "add",
-            "-q",
-            "--detach",
-            linked.to_str().unwrap(),
-        ],
-    );
+    crate::common::fixtures::worktree_add(&env, &repo, &linked);
     let (_, ws) = prepare_batch(&env, &linked, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "by the task\n").unwrap();
     env.delegate(&linked, ["apply"]).expect(0);

@@ -4,12 +4,13 @@
 //! asks it, also through git's own bash completion (`git delegate <TAB>`),
 //! which an interactive bash in a pseudo-terminal proves.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::fixtures::{git_completion_script, have};
+use crate::common::path_with_delegate;
 use crate::common::{Env, Run};
 
 fn complete(env: &Env, dir: &Path, words: &[&str]) -> Run {
@@ -167,18 +168,6 @@ fn skip(why: &str) {
     eprintln!("SKIPPED: {why}");
 }
 
-/// PATH with this build's git-delegate first (`git delegate` runs it).
-fn path_with_bin() -> std::ffi::OsString {
-    let bin_dir = Path::new(env!("CARGO_BIN_EXE_git-delegate"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    )))
-    .unwrap()
-}
-
 fn committed(file: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("completions")
@@ -200,7 +189,7 @@ impl Pty {
         let mut cmd = Command::new("script");
         cmd.args(["-qfc", shell, "/dev/null"])
             .current_dir(dir)
-            .env("PATH", path_with_bin())
+            .env("PATH", path_with_delegate())
             .env("HOME", env.home())
             .env("XDG_DATA_HOME", env.data_home())
             .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
@@ -215,20 +204,8 @@ impl Pty {
         }
         let mut child = cmd.spawn().unwrap();
         let stdin = child.stdin.take();
-        let mut stdout = child.stdout.take().unwrap();
-        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
-        let reader = {
-            let seen = seen.clone();
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                while let Ok(n) = stdout.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    seen.lock().unwrap().extend_from_slice(&buf[..n]);
-                }
-            })
-        };
+        let stdout = child.stdout.take().unwrap();
+        let (seen, reader) = crate::common::fixtures::read_in_background(stdout);
         let mut pty = Pty {
             child,
             stdin,
@@ -433,7 +410,7 @@ fn fish_completes_batch_labels_and_tasks() {
     let out = Command::new("fish")
         .args(["--no-config", "-c", &script])
         .current_dir(&repo)
-        .env("PATH", path_with_bin())
+        .env("PATH", path_with_delegate())
         .env("HOME", env.home())
         .env("XDG_DATA_HOME", env.data_home())
         .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))

@@ -146,16 +146,7 @@ fn workspace_root_inside_the_source() {
     );
     // A linked-worktree source: inside the main working tree is refused too.
     let linked = env.path().join("linked");
-    env.git(
-        &repo,
-        [
-            "worktree",
-            "add",
-            "-q",
-            "--detach",
-            linked.to_str().unwrap(),
-        ],
-    );
+    crate::common::fixtures::worktree_add(&env, &repo, &linked);
     config(
         &env,
         &repo,

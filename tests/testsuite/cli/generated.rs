@@ -4,7 +4,7 @@
 //! completion), and the help texts are short with -h and long with --help.
 
 use crate::common::fixtures::{checkout, git_completion_script, have};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -469,20 +469,8 @@ fn bash_completes_subcommands_and_options_in_an_interactive_shell() {
         .spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
-    let reader = {
-        let seen = seen.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stdout.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                seen.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        })
-    };
+    let stdout = child.stdout.take().unwrap();
+    let (seen, reader) = crate::common::fixtures::read_in_background(stdout);
     let wait_for = |needle: &str, from: usize| -> Option<usize> {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {

@@ -232,21 +232,7 @@ fn colour_follows_flag_then_no_color_then_color_ui_then_terminal() {
     let run = env
         .git_cmd(&repo)
         .env_remove("NO_COLOR")
-        .env(
-            "PATH",
-            std::env::join_paths(
-                std::iter::once(
-                    Path::new(env!("CARGO_BIN_EXE_git-delegate"))
-                        .parent()
-                        .unwrap()
-                        .to_path_buf(),
-                )
-                .chain(std::env::split_paths(
-                    &std::env::var_os("PATH").unwrap_or_default(),
-                )),
-            )
-            .unwrap(),
-        )
+        .env("PATH", crate::common::path_with_delegate())
         .args(["-c", "color.ui=never", "delegate", "status"])
         .output()
         .unwrap();

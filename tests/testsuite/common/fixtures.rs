@@ -540,3 +540,76 @@ pub fn noise_files(dir: &Path, prefix: &str, n: usize, size: usize) {
         std::fs::write(dir.join(format!("{prefix}{i}")), bytes).unwrap();
     }
 }
+
+/// `git worktree add -q --detach PATH` in `repo`: a linked worktree at HEAD.
+pub fn worktree_add(env: &Env, repo: &Path, path: &Path) {
+    env.git(
+        repo,
+        ["worktree", "add", "-q", "--detach", path.to_str().unwrap()],
+    );
+}
+
+/// Everything below `root` (relative paths, folders included, symlinks not
+/// followed, a folder that cannot be read passed over) with its metadata
+/// and content: a file's bytes, a symlink's target, nothing for a folder.
+/// With `skip_top_git`, a `.git` folder right below `root` is left out.
+pub fn entries_below(
+    root: &Path,
+    skip_top_git: bool,
+) -> Vec<(PathBuf, std::fs::Metadata, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd {
+            let p = e.unwrap().path();
+            if skip_top_git
+                && dir == root
+                && p.file_name().is_some_and(|n| n == ".git")
+                && p.is_dir()
+            {
+                continue;
+            }
+            let m = p.symlink_metadata().unwrap();
+            let content = if m.file_type().is_symlink() {
+                std::fs::read_link(&p)
+                    .unwrap()
+                    .into_os_string()
+                    .into_encoded_bytes()
+            } else if m.is_file() {
+                std::fs::read(&p).unwrap()
+            } else {
+                stack.push(p.clone());
+                Vec::new()
+            };
+            out.push((p.strip_prefix(root).unwrap().to_path_buf(), m, content));
+        }
+    }
+    out
+}
+
+/// What a child's output stream carries, collected by a thread as it comes
+/// (for a terminal driven by typing and waiting for what it shows).
+pub fn read_in_background(
+    mut from: impl std::io::Read + Send + 'static,
+) -> (
+    std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    std::thread::JoinHandle<()>,
+) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = from.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    (seen, reader)
+}

@@ -112,15 +112,7 @@ impl Env {
 
     /// PATH with the built `git-delegate` first, so `git delegate ...` runs it.
     pub fn path_with_delegate(&self) -> std::ffi::OsString {
-        let bin = Path::new(env!("CARGO_BIN_EXE_git-delegate"))
-            .parent()
-            .unwrap()
-            .to_path_buf();
-        let mut dirs = vec![bin];
-        dirs.extend(std::env::split_paths(
-            &std::env::var_os("PATH").unwrap_or_default(),
-        ));
-        std::env::join_paths(dirs).unwrap()
+        path_with_delegate()
     }
 
     /// Run `command` exactly as printed: `sh -c COMMAND` in `dir`, with this
@@ -195,17 +187,7 @@ impl Env {
             let _ = std::fs::remove_file(&idx);
         }
         let run = |args: &[&str]| {
-            let out = self
-                .git_cmd(repo)
-                .env("GIT_INDEX_FILE", &idx)
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            let out = succeed(self.git_cmd(repo).env("GIT_INDEX_FILE", &idx).args(args));
             String::from_utf8_lossy(&out.stdout).trim().to_string()
         };
         run(&["add", "-A"]);
@@ -213,6 +195,31 @@ impl Env {
         let _ = std::fs::remove_file(&idx);
         tree
     }
+}
+
+/// PATH with the built `git-delegate` first, so `git delegate ...` (and a
+/// hook calling `git-delegate`) runs it.
+pub fn path_with_delegate() -> std::ffi::OsString {
+    let bin = Path::new(env!("CARGO_BIN_EXE_git-delegate"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let mut dirs = vec![bin];
+    dirs.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(dirs).unwrap()
+}
+
+/// Run `cmd`, assert that it succeeded (showing its stderr), return its output.
+pub fn succeed(mut cmd: impl std::borrow::BorrowMut<Command>) -> Output {
+    let out = cmd.borrow_mut().output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 /// The result of one run of the binary.

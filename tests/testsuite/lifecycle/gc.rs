@@ -19,33 +19,10 @@ fn sleep_secs(secs: u64) {
 /// Everything under `root`: per path, its kind, mode, size, mtime (ns) and
 /// content (symlink target for links). Directories included.
 fn tree_state(root: &Path) -> BTreeMap<PathBuf, (u32, u64, i64, i64, Vec<u8>)> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in rd {
-            let p = e.unwrap().path();
-            let m = p.symlink_metadata().unwrap();
-            let content = if m.file_type().is_symlink() {
-                std::fs::read_link(&p)
-                    .unwrap()
-                    .into_os_string()
-                    .into_encoded_bytes()
-            } else if m.is_file() {
-                std::fs::read(&p).unwrap()
-            } else {
-                stack.push(p.clone());
-                Vec::new()
-            };
-            out.insert(
-                p.strip_prefix(root).unwrap().to_path_buf(),
-                (m.mode(), m.size(), m.mtime(), m.mtime_nsec(), content),
-            );
-        }
-    }
-    out
+    crate::common::fixtures::entries_below(root, false)
+        .into_iter()
+        .map(|(p, m, content)| (p, (m.mode(), m.size(), m.mtime(), m.mtime_nsec(), content)))
+        .collect()
 }
 
 fn refs_with_targets(env: &Env, repo: &Path) -> String {
@@ -308,26 +285,11 @@ fn gc_reclaims_each_kind_of_leftover_and_nothing_else() {
     std::fs::create_dir_all(&users).unwrap();
     std::fs::write(users.join("notes.txt"), "mine\n").unwrap();
     let kept = base.join("cafecafe/kept");
-    env.git(
-        &repo,
-        ["worktree", "add", "-q", "--detach", kept.to_str().unwrap()],
-    );
+    crate::common::fixtures::worktree_add(&env, &repo, &kept);
     let own = env.path().join("own");
     let own_like_ours = env.path().join("delegate-own");
-    env.git(
-        &repo,
-        ["worktree", "add", "-q", "--detach", own.to_str().unwrap()],
-    );
-    env.git(
-        &repo,
-        [
-            "worktree",
-            "add",
-            "-q",
-            "--detach",
-            own_like_ours.to_str().unwrap(),
-        ],
-    );
+    crate::common::fixtures::worktree_add(&env, &repo, &own);
+    crate::common::fixtures::worktree_add(&env, &repo, &own_like_ours);
     std::fs::remove_dir_all(&own).unwrap();
     std::fs::remove_dir_all(&own_like_ours).unwrap();
     let live_before = tree_state(&task_root(&live, 0));

@@ -483,21 +483,16 @@ fn status_into_a_closed_pipe_is_quiet() {
     let bin = env!("CARGO_BIN_EXE_git-delegate");
     // The hermetic environment of git_cmd, with bash as the program.
     let hermetic = env.git_cmd(&repo);
-    let out = std::process::Command::new("bash")
-        .current_dir(&repo)
-        .env_clear()
-        .envs(
-            hermetic
-                .get_envs()
-                .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned()))),
-        )
-        .args(["-c", &format!("set -o pipefail; '{bin}' status | head -1")])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = crate::common::succeed(
+        std::process::Command::new("bash")
+            .current_dir(&repo)
+            .env_clear()
+            .envs(
+                hermetic
+                    .get_envs()
+                    .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned()))),
+            )
+            .args(["-c", &format!("set -o pipefail; '{bin}' status | head -1")]),
     );
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("batch "));

@@ -291,23 +291,13 @@ fn task_cwd_mirrors_the_callers_folder() {
         bin.parent().unwrap().display(),
         std::env::var("PATH").unwrap()
     );
-    let out = env
-        .git_cmd(env.path())
-        .env("PATH", path)
-        .args([
-            "-C",
-            repo.join("a").to_str().unwrap(),
-            "delegate",
-            "prepare",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = crate::common::succeed(env.git_cmd(env.path()).env("PATH", path).args([
+        "-C",
+        repo.join("a").to_str().unwrap(),
+        "delegate",
+        "prepare",
+        "--json",
+    ]));
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(doc["tasks"][0]["cwd"].as_str().unwrap().ends_with("/1/a"));
 }

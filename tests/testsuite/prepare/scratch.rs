@@ -302,10 +302,7 @@ fn a_source_whose_git_is_a_file_is_refused() {
     // A linked worktree.
     let repo = env.repo("proj");
     let wt = env.path().join("linked");
-    env.git(
-        &repo,
-        ["worktree", "add", "-q", "--detach", wt.to_str().unwrap()],
-    );
+    crate::common::fixtures::worktree_add(&env, &repo, &wt);
     let err = refused(&env, &wt, "linked worktree");
     assert_eq!(err["code"], "delegate::scratch_refused", "{err}");
     assert!(

@@ -318,16 +318,7 @@ fn linked_worktree_as_source() {
     let env = Env::new();
     let repo = env.repo("main");
     let linked = env.path().join("linked");
-    env.git(
-        &repo,
-        [
-            "worktree",
-            "add",
-            "-q",
-            "--detach",
-            linked.to_str().unwrap(),
-        ],
-    );
+    crate::common::fixtures::worktree_add(&env, &repo, &linked);
     write(&linked.join("README"), "changed in linked\n");
     write(&linked.join("new"), "new\n");
     write(&repo.join("only-in-main"), "main\n");

@@ -169,16 +169,7 @@ fn a_cache_belongs_to_its_own_worktree() {
     let env = Env::new();
     let repo = many_files(&env, "main");
     let linked = env.path().join("linked");
-    env.git(
-        &repo,
-        [
-            "worktree",
-            "add",
-            "-q",
-            "--detach",
-            linked.to_str().unwrap(),
-        ],
-    );
+    crate::common::fixtures::worktree_add(&env, &repo, &linked);
     touch_all(&env, &repo, ago(30));
     prepare(&env, &repo, &[]);
     assert_eq!(caches(&env, &repo).len(), 1);

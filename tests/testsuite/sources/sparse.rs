@@ -419,16 +419,7 @@ fn a_sparse_linked_worktree_source_passes_its_own_configuration_on() {
     let env = Env::new();
     let main = tree(&env);
     let linked = env.path().join("linked");
-    env.git(
-        &main,
-        [
-            "worktree",
-            "add",
-            "-q",
-            "--detach",
-            linked.to_str().unwrap(),
-        ],
-    );
+    crate::common::fixtures::worktree_add(&env, &main, &linked);
     env.git(&linked, ["sparse-checkout", "set", "c"]);
     // The main worktree stays whole.
     assert!(main.join("b/2").exists());

@@ -105,16 +105,10 @@ fn fixture() -> Fixture {
 /// The worktrees `git worktree list --porcelain` lists for a repository
 /// (its git dir), but its main one.
 fn linked_worktrees(env: &Env, git_dir: &Path) -> Vec<String> {
-    let out = env
-        .git_cmd(git_dir)
-        .arg(format!("--git-dir={}", git_dir.display()))
-        .args(["worktree", "list", "--porcelain"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = crate::common::succeed(
+        env.git_cmd(git_dir)
+            .arg(format!("--git-dir={}", git_dir.display()))
+            .args(["worktree", "list", "--porcelain"]),
     );
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.split("\n\n")

@@ -387,16 +387,7 @@ fn ident_expands_to_the_bytes_git_checkout_writes() {
     commit_all(&env, &repo);
     // The oracle: git's own checkout of the same commit.
     let oracle = env.path().join("oracle");
-    env.git(
-        &repo,
-        [
-            "worktree",
-            "add",
-            "-q",
-            "--detach",
-            oracle.to_str().unwrap(),
-        ],
-    );
+    crate::common::fixtures::worktree_add(&env, &repo, &oracle);
     assert!(
         bytes(&oracle, "a.c").contains(" $ */\nint x;"),
         "{}",
@@ -427,10 +418,7 @@ fn ident_expands_to_the_bytes_git_checkout_writes() {
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "task"]);
     let check = env.path().join("check");
-    env.git(
-        &repo,
-        ["worktree", "add", "-q", "--detach", check.to_str().unwrap()],
-    );
+    crate::common::fixtures::worktree_add(&env, &repo, &check);
     for f in ["a.c", "b.h", "c.inf", "new.c"] {
         assert_eq!(bytes(&repo, f), bytes(&check, f), "{f}");
     }
@@ -445,16 +433,7 @@ fn ident_named_only_outside_the_tree_is_expanded_as_git_does() {
     std::fs::write(repo.join("c.inf"), "$Id$\n").unwrap();
     commit_all(&env, &repo);
     let oracle = env.path().join("oracle");
-    env.git(
-        &repo,
-        [
-            "worktree",
-            "add",
-            "-q",
-            "--detach",
-            oracle.to_str().unwrap(),
-        ],
-    );
+    crate::common::fixtures::worktree_add(&env, &repo, &oracle);
     assert!(
         bytes(&oracle, "c.inf").ends_with(" $\n"),
         "{}",

@@ -114,33 +114,10 @@ fn repo_folder(repo: &Path, root: &Path) -> PathBuf {
 /// Everything below `root`: per path, its mode, owner, size and bytes (a
 /// symlink's target).
 fn files(root: &Path) -> BTreeMap<PathBuf, (u32, u32, u64, Vec<u8>)> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in rd {
-            let p = e.unwrap().path();
-            let m = p.symlink_metadata().unwrap();
-            let content = if m.file_type().is_symlink() {
-                std::fs::read_link(&p)
-                    .unwrap()
-                    .into_os_string()
-                    .into_encoded_bytes()
-            } else if m.is_file() {
-                std::fs::read(&p).unwrap()
-            } else {
-                stack.push(p.clone());
-                Vec::new()
-            };
-            out.insert(
-                p.strip_prefix(root).unwrap().to_path_buf(),
-                (m.mode(), m.uid(), m.size(), content),
-            );
-        }
-    }
-    out
+    crate::common::fixtures::entries_below(root, false)
+        .into_iter()
+        .map(|(p, m, content)| (p, (m.mode(), m.uid(), m.size(), content)))
+        .collect()
 }
 
 /// A folder of precious files someone wants deleted.

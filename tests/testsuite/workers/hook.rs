@@ -6,21 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::common::fixtures::{prepare, write_hook};
+use crate::common::path_with_delegate;
 use crate::common::{Env, Run};
 use serde_json::Value;
-
-/// PATH with the built git-delegate first, so the hook script finds it.
-fn path_with_delegate() -> std::ffi::OsString {
-    let bin = Path::new(env!("CARGO_BIN_EXE_git-delegate"))
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let mut dirs = vec![bin];
-    dirs.extend(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    ));
-    std::env::join_paths(dirs).unwrap()
-}
 
 /// PATH without any folder holding a `git-delegate`.
 fn path_without_delegate() -> std::ffi::OsString {
