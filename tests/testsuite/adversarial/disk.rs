@@ -153,10 +153,14 @@ fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
         .expect(0)
         .json();
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
-    // The task edits a.txt and adds 3 MiB of zeros: tiny as a blob and as
-    // a binary patch, too big for what is left when it is written back.
+    // The task edits a.txt and adds 3 MiB of zeros but for one byte in
+    // every 4 KiB block: tiny as a blob and as a binary patch, too big for
+    // what is left when it is written back. (Not all zeros: the write-back
+    // keeps whole blocks of zeros as holes, design §7, which take no room.)
     std::fs::write(ws.join("a.txt"), "one, edited\n").unwrap();
-    std::fs::write(ws.join("big.bin"), vec![0u8; 3 << 20]).unwrap();
+    let mut big = vec![0u8; 3 << 20];
+    big.iter_mut().step_by(4096).for_each(|b| *b = 1);
+    std::fs::write(ws.join("big.bin"), big).unwrap();
     small.fill(1 << 20);
     let before = digest(&repo);
 
