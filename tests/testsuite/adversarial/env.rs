@@ -1,4 +1,4 @@
-//! Adversarial cases: env (see main.rs). Every command run with the source's
+//! Adversarial cases: env (see mod.rs). Every command run with the source's
 //! `GIT_*` variables exported, as `git --git-dir=X --work-tree=Y delegate`
 //! exports them (dotfiles aliases do): the source is found through them,
 //! exactly as git finds it, and no workspace inherits them.

@@ -502,7 +502,7 @@ fn missing_index_and_intent_to_add_then_deleted() {
 /// the files `git status` would look at): an `assume-unchanged` or
 /// `skip-worktree` entry counts at its index content, edited or deleted on
 /// disk, as `git add -A` records it. (A workspace's flags hide nothing: see
-/// tests/apply.rs.)
+/// apply::end_to_end.)
 #[test]
 fn index_flags_in_the_source_keep_their_git_meaning() {
     let env = Env::new();

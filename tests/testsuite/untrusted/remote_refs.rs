@@ -3,7 +3,7 @@
 //! apply, drop and gc delete a ref on the remote only while it holds what
 //! they fetched, a ref that moved meanwhile is a newer submission, kept and
 //! reported, and no command they print deletes it. Two machines in one
-//! test, as in tests/remote.rs: a bare repository over `file://` as the
+//! test, as in workers::remote: a bare repository over `file://` as the
 //! remote, the user's clone (the source), a worker with its own HOME. A
 //! newer submission arrives at a known moment: a pre-receive hook on the
 //! remote moves the proposal ref when the batch's end asks to delete it.
