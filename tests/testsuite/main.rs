@@ -4,8 +4,9 @@
 //! real repositories made with the git CLI in temporary folders.
 //!
 //! Where a new test goes, and how the suite is laid out: tests/README.md.
-//! Shared support (the hermetic `Env`, fixtures, the test filesystems) is in
-//! `common`; a helper two areas need goes there, not into a copy.
+//! Shared support (the hermetic `Env`, fixtures, files, processes, the test
+//! filesystems) is in `common`; a helper two files need goes there, not
+//! into a copy.
 
 mod common;
 

@@ -8,7 +8,8 @@
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::{common_dir_as_printed, error_parts, noise_files};
+use crate::common::files::noise_files;
+use crate::common::fixtures::{common_dir_as_printed, error_parts};
 use crate::common::mounts::Small;
 use crate::common::Env;
 

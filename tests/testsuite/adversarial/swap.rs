@@ -33,7 +33,7 @@ fn repo(env: &Env) -> PathBuf {
 /// Every file below `root` (`.git` excluded at the top): path, mode, size,
 /// mtime and bytes (a symlink's target).
 fn files(root: &Path) -> BTreeMap<PathBuf, (u32, u64, i64, i64, Vec<u8>)> {
-    crate::common::fixtures::entries_below(root, true)
+    crate::common::files::entries_below(root, true)
         .into_iter()
         .map(|(p, m, content)| (p, (m.mode(), m.size(), m.mtime(), m.mtime_nsec(), content)))
         .collect()

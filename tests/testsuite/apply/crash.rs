@@ -18,7 +18,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::fixtures::{index_bytes, tree, Tree};
+use crate::common::files::{tree, Tree};
+use crate::common::fixtures::index_bytes;
 use crate::common::Env;
 use serde_json::Value;
 

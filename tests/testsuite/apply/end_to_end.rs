@@ -5,9 +5,9 @@ use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::fixtures::{
-    alive, index_bytes, lines, os, prepare_roots, read_lossy, task, tty_nr,
-};
+use crate::common::files::{lines, os, read_lossy};
+use crate::common::fixtures::{index_bytes, prepare_roots, task};
+use crate::common::procs::{alive, tty_nr};
 use crate::common::Env;
 use serde_json::Value;
 

@@ -5,7 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::{prepare_batch, read_lossy, wait_stale};
+use crate::common::files::read_lossy;
+use crate::common::fixtures::{prepare_batch, wait_stale};
 use crate::common::Env;
 use serde_json::Value;
 

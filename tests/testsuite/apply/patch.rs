@@ -6,7 +6,7 @@
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::os;
+use crate::common::files::os;
 use crate::common::Env;
 
 fn chmod_x(p: &Path) {

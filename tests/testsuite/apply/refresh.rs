@@ -5,7 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::{read, roots};
+use crate::common::files::read;
+use crate::common::fixtures::roots;
 use crate::common::Env;
 
 const LINES: &str = "one\ntwo\nthree\nfour\nfive\n";

@@ -8,7 +8,8 @@
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::{lines, roots, with_line};
+use crate::common::files::{lines, with_line};
+use crate::common::fixtures::roots;
 use crate::common::Env;
 use serde_json::Value;
 

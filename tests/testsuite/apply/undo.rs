@@ -7,7 +7,8 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::{index_bytes, lines, prepare_batch, set_config, tree, with_line};
+use crate::common::files::{lines, tree, with_line};
+use crate::common::fixtures::{index_bytes, prepare_batch, set_config};
 use crate::common::Env;
 use serde_json::Value;
 

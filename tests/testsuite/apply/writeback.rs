@@ -8,7 +8,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::{chmod, commit_all};
+use crate::common::files::chmod;
+use crate::common::fixtures::commit_all;
 use crate::common::Env;
 use serde_json::Value;
 

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::fixtures::{git_completion_script, have};
 use crate::common::path_with_delegate;
+use crate::common::procs::{git_completion_script, have};
 use crate::common::{Env, Run};
 
 fn complete(env: &Env, dir: &Path, words: &[&str]) -> Run {
@@ -205,7 +205,7 @@ impl Pty {
         let mut child = cmd.spawn().unwrap();
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().unwrap();
-        let (seen, reader) = crate::common::fixtures::read_in_background(stdout);
+        let (seen, reader) = crate::common::procs::read_in_background(stdout);
         let mut pty = Pty {
             child,
             stdin,

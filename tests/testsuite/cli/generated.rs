@@ -3,7 +3,8 @@
 //! completes `git-delegate` and `git delegate` (through git's own
 //! completion), and the help texts are short with -h and long with --help.
 
-use crate::common::fixtures::{checkout, git_completion_script, have};
+use crate::common::fixtures::checkout;
+use crate::common::procs::{git_completion_script, have};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -470,7 +471,7 @@ fn bash_completes_subcommands_and_options_in_an_interactive_shell() {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let stdout = child.stdout.take().unwrap();
-    let (seen, reader) = crate::common::fixtures::read_in_background(stdout);
+    let (seen, reader) = crate::common::procs::read_in_background(stdout);
     let wait_for = |needle: &str, from: usize| -> Option<usize> {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::fixtures::{prepare_batch, read_lossy};
+use crate::common::files::read_lossy;
+use crate::common::fixtures::prepare_batch;
 use crate::common::{printed_command, Env, Run};
 use serde_json::Value;
 

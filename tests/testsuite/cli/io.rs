@@ -2,7 +2,7 @@
 //! a terminal's stderr and never in pipes or with --json, and colour follows
 //! --color > NO_COLOR > git's color.ui > terminal detection (design §3).
 
-use crate::common::fixtures::have;
+use crate::common::procs::have;
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, Stdio};

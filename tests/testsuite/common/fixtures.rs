@@ -1,7 +1,7 @@
 //! Fixtures and checks shared by the areas, on top of `common`: prepared
 //! batches and their documents, snapshots, git and state folders, listings,
 //! waiting on events. A helper used by two test files lives here (or in
-//! `mounts`), never in two copies.
+//! `files`, `procs`, `mounts`), never in two copies.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -138,47 +138,6 @@ pub fn wait_stale(env: &Env, repo: &Path, batch: &str) {
         assert!(Instant::now() < deadline, "batch {batch} never went stale");
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-/// Every path below `root` (its `.git` left out): mode and bytes (a
-/// symlink's target, nothing for a folder).
-pub type Tree = std::collections::BTreeMap<Vec<u8>, (u32, Vec<u8>)>;
-
-pub fn tree(root: &Path) -> Tree {
-    use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::PermissionsExt;
-    let mut out = Tree::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let e = e.unwrap();
-            let p = e.path();
-            if dir == root && e.file_name() == ".git" {
-                continue;
-            }
-            let rel = p
-                .strip_prefix(root)
-                .unwrap()
-                .as_os_str()
-                .as_bytes()
-                .to_vec();
-            let md = std::fs::symlink_metadata(&p).unwrap();
-            let bytes = if md.file_type().is_symlink() {
-                std::fs::read_link(&p)
-                    .unwrap()
-                    .as_os_str()
-                    .as_bytes()
-                    .to_vec()
-            } else if md.is_dir() {
-                stack.push(p);
-                Vec::new()
-            } else {
-                std::fs::read(&p).unwrap()
-            };
-            out.insert(rel, (md.permissions().mode(), bytes));
-        }
-    }
-    out
 }
 
 /// Every file and folder below `dir` (relative), sorted; empty when `dir` is absent.
@@ -395,87 +354,6 @@ pub fn checkout() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Is `program` on PATH (`command -v`)?
-pub fn have(program: &str) -> bool {
-    std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {program} >/dev/null 2>&1")])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// git's bash completion script on this machine, if any.
-pub fn git_completion_script() -> Option<PathBuf> {
-    let mut candidates = vec![
-        PathBuf::from("/usr/share/bash-completion/completions/git"),
-        PathBuf::from("/usr/local/share/bash-completion/completions/git"),
-        PathBuf::from("/etc/bash_completion.d/git"),
-        PathBuf::from("/usr/share/git-core/contrib/completion/git-completion.bash"),
-        PathBuf::from("/usr/share/git/completion/git-completion.bash"),
-    ];
-    if let Ok(out) = std::process::Command::new("git")
-        .arg("--exec-path")
-        .output()
-    {
-        let exec = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-        for up in exec.ancestors().skip(1).take(3) {
-            candidates.push(up.join("share/git-core/contrib/completion/git-completion.bash"));
-            candidates.push(up.join("share/bash-completion/completions/git"));
-        }
-    }
-    candidates
-        .into_iter()
-        .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("__git_complete_command")))
-}
-
-/// A process that exists and is not a zombie.
-pub fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !s
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
-    }
-}
-
-/// The controlling terminal of a process (`tty_nr` of /proc/PID/stat).
-pub fn tty_nr(pid: u32) -> Option<i64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(4)?.parse().ok()
-}
-
-/// A file's text, panicking with its path when it cannot be read.
-pub fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-/// A file's bytes as text, invalid UTF-8 replaced.
-pub fn read_lossy(p: &Path) -> String {
-    String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned()
-}
-
-/// `n` lines `line 1` .. `line n`.
-pub fn lines(n: usize) -> String {
-    (1..=n).map(|i| format!("line {i}\n")).collect()
-}
-
-/// `text` with its line `which` (from 1) replaced by `new`.
-pub fn with_line(text: &str, which: usize, new: &str) -> String {
-    text.lines()
-        .enumerate()
-        .map(|(i, l)| {
-            if i + 1 == which {
-                format!("{new}\n")
-            } else {
-                format!("{l}\n")
-            }
-        })
-        .collect()
-}
-
 /// The bytes of `repo`'s `.git/index`.
 pub fn index_bytes(repo: &Path) -> Vec<u8> {
     std::fs::read(repo.join(".git/index")).unwrap()
@@ -491,30 +369,10 @@ pub fn task_root(doc: &Value, i: usize) -> PathBuf {
     PathBuf::from(doc["tasks"][i]["root"].as_str().unwrap())
 }
 
-/// Set a file's mode bits.
-pub fn chmod(p: &Path, mode: u32) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
-}
-
 /// `git add -A` and commit it all.
 pub fn commit_all(env: &Env, repo: &Path) {
     env.git(repo, ["add", "-A"]);
     env.git(repo, ["commit", "-q", "-m", "fixture"]);
-}
-
-/// Write an executable hook script, making its folders.
-pub fn write_hook(path: &Path, body: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, body).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-/// Bytes as an OS string.
-pub fn os(bytes: &[u8]) -> &std::ffi::OsStr {
-    use std::os::unix::ffi::OsStrExt;
-    std::ffi::OsStr::from_bytes(bytes)
 }
 
 /// The (code, message, help) of a `--json` error document, empty where absent.
@@ -525,91 +383,10 @@ pub fn error_parts(run: &Run) -> (String, String, String) {
     (s("code"), s("message"), s("help"))
 }
 
-/// `n` files `<prefix>0`.. of `size` random-looking (incompressible) bytes.
-pub fn noise_files(dir: &Path, prefix: &str, n: usize, size: usize) {
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15 ^ (n as u64) ^ prefix.len() as u64;
-    for i in 0..n {
-        let mut bytes = Vec::with_capacity(size);
-        while bytes.len() < size {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            bytes.extend_from_slice(&state.to_le_bytes());
-        }
-        bytes.truncate(size);
-        std::fs::write(dir.join(format!("{prefix}{i}")), bytes).unwrap();
-    }
-}
-
 /// `git worktree add -q --detach PATH` in `repo`: a linked worktree at HEAD.
 pub fn worktree_add(env: &Env, repo: &Path, path: &Path) {
     env.git(
         repo,
         ["worktree", "add", "-q", "--detach", path.to_str().unwrap()],
     );
-}
-
-/// Everything below `root` (relative paths, folders included, symlinks not
-/// followed, a folder that cannot be read passed over) with its metadata
-/// and content: a file's bytes, a symlink's target, nothing for a folder.
-/// With `skip_top_git`, a `.git` folder right below `root` is left out.
-pub fn entries_below(
-    root: &Path,
-    skip_top_git: bool,
-) -> Vec<(PathBuf, std::fs::Metadata, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in rd {
-            let p = e.unwrap().path();
-            if skip_top_git
-                && dir == root
-                && p.file_name().is_some_and(|n| n == ".git")
-                && p.is_dir()
-            {
-                continue;
-            }
-            let m = p.symlink_metadata().unwrap();
-            let content = if m.file_type().is_symlink() {
-                std::fs::read_link(&p)
-                    .unwrap()
-                    .into_os_string()
-                    .into_encoded_bytes()
-            } else if m.is_file() {
-                std::fs::read(&p).unwrap()
-            } else {
-                stack.push(p.clone());
-                Vec::new()
-            };
-            out.push((p.strip_prefix(root).unwrap().to_path_buf(), m, content));
-        }
-    }
-    out
-}
-
-/// What a child's output stream carries, collected by a thread as it comes
-/// (for a terminal driven by typing and waiting for what it shows).
-pub fn read_in_background(
-    mut from: impl std::io::Read + Send + 'static,
-) -> (
-    std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
-    std::thread::JoinHandle<()>,
-) {
-    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
-    let reader = {
-        let seen = seen.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = from.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                seen.lock().unwrap().extend_from_slice(&buf[..n]);
-            }
-        })
-    };
-    (seen, reader)
 }

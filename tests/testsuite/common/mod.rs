@@ -1,11 +1,15 @@
 //! Shared test harness: hermetic git environments, fixture repositories
 //! built with the real git CLI, and running the real `git-delegate` binary.
-//! Below it: `fixtures` (prepared batches, documents, listings, waits) and
-//! `mounts` (the test filesystems: reflink, btrfs, small, few inodes).
+//! Below it: `fixtures` (prepared batches, documents, git and state
+//! folders, waits), `files` (trees, reading, text made to order), `procs`
+//! (programs and processes) and `mounts` (the test filesystems: reflink,
+//! btrfs, small, few inodes).
 #![allow(dead_code)]
 
+pub mod files;
 pub mod fixtures;
 pub mod mounts;
+pub mod procs;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

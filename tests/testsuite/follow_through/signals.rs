@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 use rustix::process::Signal;
 use serde_json::Value;
 
-use crate::common::fixtures::{roots, tree, Tree};
+use crate::common::files::{tree, Tree};
+use crate::common::fixtures::roots;
 use crate::common::{Env, Run};
 
 const TASKS: usize = 4;

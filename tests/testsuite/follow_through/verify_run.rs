@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::fixtures::{alive, roots};
+use crate::common::fixtures::roots;
+use crate::common::procs::alive;
 use crate::common::{printed_command, Env};
 
 /// Wait for an event (`check`); the deadline only stops a test that would

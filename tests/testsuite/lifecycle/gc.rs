@@ -19,7 +19,7 @@ fn sleep_secs(secs: u64) {
 /// Everything under `root`: per path, its kind, mode, size, mtime (ns) and
 /// content (symlink target for links). Directories included.
 fn tree_state(root: &Path) -> BTreeMap<PathBuf, (u32, u64, i64, i64, Vec<u8>)> {
-    crate::common::fixtures::entries_below(root, false)
+    crate::common::files::entries_below(root, false)
         .into_iter()
         .map(|(p, m, content)| (p, (m.mode(), m.size(), m.mtime(), m.mtime_nsec(), content)))
         .collect()

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::write_hook;
+use crate::common::files::write_hook;
 use crate::common::Env;
 use serde_json::Value;
 

@@ -7,7 +7,8 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::{chmod, commit_all, prepare_batch, read};
+use crate::common::files::{chmod, read};
+use crate::common::fixtures::{commit_all, prepare_batch};
 use crate::common::Env;
 
 fn mode(p: &Path) -> u32 {

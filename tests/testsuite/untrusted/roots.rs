@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::fixtures::{chmod, id, prepare, roots, wait_stale};
+use crate::common::files::chmod;
+use crate::common::fixtures::{id, prepare, roots, wait_stale};
 use crate::common::Env;
 
 /// The other user of the machine (no account needed).
@@ -114,7 +115,7 @@ fn repo_folder(repo: &Path, root: &Path) -> PathBuf {
 /// Everything below `root`: per path, its mode, owner, size and bytes (a
 /// symlink's target).
 fn files(root: &Path) -> BTreeMap<PathBuf, (u32, u32, u64, Vec<u8>)> {
-    crate::common::fixtures::entries_below(root, false)
+    crate::common::files::entries_below(root, false)
         .into_iter()
         .map(|(p, m, content)| (p, (m.mode(), m.uid(), m.size(), content)))
         .collect()

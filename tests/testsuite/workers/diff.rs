@@ -5,7 +5,8 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::{alive, roots, tty_nr};
+use crate::common::fixtures::roots;
+use crate::common::procs::{alive, tty_nr};
 use crate::common::Env;
 
 /// A repository with a few files, a batch of two tasks; returns

@@ -5,7 +5,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::fixtures::{prepare, write_hook};
+use crate::common::files::write_hook;
+use crate::common::fixtures::prepare;
 use crate::common::path_with_delegate;
 use crate::common::{Env, Run};
 use serde_json::Value;

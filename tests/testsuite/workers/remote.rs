@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::read;
+use crate::common::files::read;
 use crate::common::Env;
 use serde_json::Value;
 

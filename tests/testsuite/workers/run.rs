@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::fixtures::{alive, read, task};
+use crate::common::files::read;
+use crate::common::fixtures::task;
+use crate::common::procs::alive;
 use crate::common::Env;
 use serde_json::Value;
 
