@@ -1,0 +1,229 @@
+//! Adversarial cases: a full disk (see mod.rs). The small filesystem is a
+//! tmpfs that `scripts/small-fs` mounts (as root; `.ci/run` does it) and
+//! names in `GIT_DELEGATE_SMALL_FS_DIR`. Without it these tests say SKIPPED,
+//! and fail under `CI=true`. They fill that filesystem, so they run one at
+//! a time (`common::mounts::Small` holds the lock every test that fills a
+//! small filesystem takes), each in its own folder there, removed at the end.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::common::files::noise_files;
+use crate::common::fixtures::{common_dir_as_printed, error_parts};
+use crate::common::mounts::Small;
+use crate::common::Env;
+
+fn listing(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = match std::fs::read_dir(dir) {
+        Ok(rd) => rd.map(|e| e.unwrap().path()).collect(),
+        Err(_) => Vec::new(),
+    };
+    out.sort();
+    out
+}
+
+/// Nothing of git-delegate left: no private refs, no registrations, no batch state.
+fn nothing_left(env: &Env, repo: &Path) {
+    let common = common_dir_as_printed(env, repo);
+    assert_eq!(env.private_refs(repo), Vec::<String>::new(), "private refs");
+    assert_eq!(listing(&common.join("worktrees")), Vec::<PathBuf>::new());
+    assert_eq!(
+        listing(&common.join("delegate/batches")),
+        Vec::<PathBuf>::new(),
+        "batch state"
+    );
+}
+
+/// Every byte, name and type below `dir`, `.git` left out.
+fn digest(dir: &Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    let mut entries = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if d == dir && p.file_name().is_some_and(|n| n == ".git") {
+                continue;
+            }
+            let md = std::fs::symlink_metadata(&p).unwrap();
+            if md.is_dir() {
+                stack.push(p.clone());
+            }
+            entries.push((p, md));
+        }
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (p, md) in entries {
+        out.extend_from_slice(p.strip_prefix(dir).unwrap().as_os_str().as_bytes());
+        out.push(0);
+        if md.is_file() {
+            out.extend_from_slice(&std::fs::read(&p).unwrap());
+        }
+        out.push(0);
+    }
+    out
+}
+
+#[test]
+fn prepare_onto_a_full_workspace_root_names_enospc_and_leaves_nothing() {
+    let Some(small) = Small::full_disk("prepare_onto_a_full_workspace_root") else {
+        return;
+    };
+    let env = Env::new();
+    let repo = env.repo("src");
+    noise_files(&repo, "f", 40, 20_000);
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    let root = small.path().join("root");
+    std::fs::write(
+        repo.join(".git/delegate.toml"),
+        format!("[workspace]\nroot = \"{}\"\n", root.display()),
+    )
+    .unwrap();
+    small.fill(64 << 10);
+
+    let run = env
+        .delegate(&repo, ["prepare", "--json", "-n", "2"])
+        .expect(3);
+    let (code, message, help) = error_parts(&run);
+    assert_eq!(code, "delegate::disk_full", "{}", run.stdout);
+    assert!(
+        message.contains("no space left on device (ENOSPC"),
+        "{message}"
+    );
+    assert!(message.contains(root.to_str().unwrap()), "{message}");
+    assert!(help.contains("free space on"), "{help}");
+    assert!(help.contains("workspace.root"), "{help}");
+    assert!(run.stderr.contains("delegate::disk_full"), "{}", run.stderr);
+    nothing_left(&env, &repo);
+    for base in listing(&root) {
+        assert_eq!(listing(&base), Vec::<PathBuf>::new(), "{}", base.display());
+    }
+}
+
+#[test]
+fn prepare_of_a_source_on_a_full_disk_names_enospc_not_an_unreadable_file() {
+    let Some(small) = Small::full_disk("prepare_of_a_source_on_a_full_disk") else {
+        return;
+    };
+    let env = Env::new();
+    let repo = small.path().join("src");
+    std::fs::create_dir(&repo).unwrap();
+    env.git(&repo, ["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README"), "hello\n").unwrap();
+    env.git(&repo, ["add", "README"]);
+    env.git(&repo, ["commit", "-q", "-m", "init"]);
+    // Untracked files: prepare stores them as blobs in the source's objects.
+    noise_files(&repo, "new", 40, 20_000);
+    small.fill(0);
+    let before = digest(&repo);
+
+    let run = env
+        .delegate(&repo, ["prepare", "--json", "-n", "2"])
+        .expect(3);
+    let (code, message, help) = error_parts(&run);
+    assert_eq!(code, "delegate::disk_full", "{}", run.stdout);
+    assert!(
+        message.contains("no space left on device (ENOSPC"),
+        "{message}"
+    );
+    assert!(message.contains("objects"), "{message}");
+    assert!(!help.contains("readable"), "{help}");
+    assert!(help.contains("free space on"), "{help}");
+    std::fs::remove_file(&small.fill).unwrap();
+    nothing_left(&env, &repo);
+    assert_eq!(listing(&env.workspace_root()), Vec::<PathBuf>::new());
+    assert!(digest(&repo) == before, "the source changed");
+}
+
+#[test]
+fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
+    let Some(small) = Small::full_disk("apply_onto_a_full_source_disk") else {
+        return;
+    };
+    let env = Env::new();
+    let repo = small.path().join("src");
+    std::fs::create_dir(&repo).unwrap();
+    env.git(&repo, ["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("a.txt"), "one\n").unwrap();
+    std::fs::write(repo.join("b.txt"), "two\n").unwrap();
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "init"]);
+    let doc = env
+        .delegate(&repo, ["prepare", "--json", "-n", "1"])
+        .expect(0)
+        .json();
+    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    // The task edits a.txt and adds 3 MiB of binary: tiny as a blob and
+    // as a binary patch, too big for what is left when it is written back
+    // (not all zeros: whole blocks of zeros are written as holes, taking no
+    // space).
+    std::fs::write(ws.join("a.txt"), "one, edited\n").unwrap();
+    std::fs::write(ws.join("big.bin"), b"x\0".repeat(3 << 19)).unwrap();
+    small.fill(1 << 20);
+    let before = digest(&repo);
+
+    let run = env.delegate(&repo, ["apply", "--json"]);
+    assert_ne!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let out = run.json();
+    let t = &out["tasks"][0];
+    assert_eq!(t["status"], "failed", "{out:#}");
+    assert_eq!(t["reason"], "write_failed", "{out:#}");
+    let message = t["message"].as_str().unwrap_or_default();
+    assert!(message.contains("no space left on device"), "{message}");
+    assert!(message.contains("rolled back"), "{message}");
+    assert!(
+        run.stderr.contains("no space left on device"),
+        "{}",
+        run.stderr
+    );
+    assert!(digest(&repo) == before, "the source changed");
+    let batch_dir = common_dir_as_printed(&env, &repo).join(format!(
+        "delegate/batches/{}",
+        doc["batch"].as_str().unwrap()
+    ));
+    assert!(!batch_dir.join("writeback.journal").exists());
+    // The work is kept: the workspace still holds it.
+    assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"one, edited\n");
+    // With space again, the same apply writes it.
+    std::fs::remove_file(&small.fill).unwrap();
+    env.delegate(&repo, ["apply", "--json"]).expect(0);
+    assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"one, edited\n");
+    assert_eq!(std::fs::read(repo.join("big.bin")).unwrap().len(), 3 << 20);
+}
+
+#[test]
+fn apply_that_cannot_record_a_proposal_on_a_full_disk_names_enospc_and_keeps_the_work() {
+    let Some(small) = Small::full_disk("apply_that_cannot_record_a_proposal_on_a_full_disk") else {
+        return;
+    };
+    let env = Env::new();
+    let repo = small.path().join("src");
+    std::fs::create_dir(&repo).unwrap();
+    env.git(&repo, ["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("a.txt"), "one\n").unwrap();
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "init"]);
+    let doc = env
+        .delegate(&repo, ["prepare", "--json", "-n", "1"])
+        .expect(0)
+        .json();
+    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    // Incompressible: its blob does not fit in what is left.
+    noise_files(&ws, "big", 1, 2 << 20);
+    std::fs::write(ws.join("a.txt"), "one, edited\n").unwrap();
+    small.fill(256 << 10);
+    let before = digest(&repo);
+
+    let run = env.delegate(&repo, ["apply", "--json"]).expect(1);
+    let out = run.json();
+    let t = &out["tasks"][0];
+    assert_eq!(t["status"], "failed", "{out:#}");
+    assert_eq!(t["reason"], "snapshot_failed", "{out:#}");
+    let message = t["message"].as_str().unwrap_or_default();
+    assert!(message.contains("no space left on device"), "{message}");
+    assert!(!message.contains("cannot read"), "{message}");
+    assert!(digest(&repo) == before, "the source changed");
+    assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"one, edited\n");
+    assert!(ws.join("big0").exists());
+}

@@ -1,0 +1,8 @@
+//! The adversarial environment, kept fixed: every command run
+//! with the source's `GIT_*` variables exported (`env`), with a workspace
+//! swapped for a symlink (`swap`), and on a full disk (`disk`). Each case
+//! asserts on bytes on disk, refs, exit codes and JSON fields.
+
+mod disk;
+mod env;
+mod swap;

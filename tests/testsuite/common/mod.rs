@@ -1,0 +1,298 @@
+//! Shared test harness: hermetic git environments, fixture repositories
+//! built with the real git CLI, and running the real `git-delegate` binary.
+//! Below it: `fixtures` (prepared batches, documents, git and state
+//! folders, waits), `files` (trees, reading, text made to order), `procs`
+//! (programs and processes) and `mounts` (the test filesystems: reflink,
+//! btrfs, small, few inodes).
+#![allow(dead_code)]
+
+pub mod files;
+pub mod fixtures;
+pub mod mounts;
+pub mod procs;
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A temp folder with a hermetic HOME, XDG_DATA_HOME and git config.
+pub struct Env {
+    pub tmp: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        let tmp = tempfile::Builder::new()
+            .prefix("gd-test-")
+            .tempdir()
+            .expect("tempdir");
+        std::fs::create_dir_all(tmp.path().join("home")).unwrap();
+        std::fs::write(tmp.path().join("gitconfig"), "").unwrap();
+        Env { tmp }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.path().join("home")
+    }
+
+    pub fn data_home(&self) -> PathBuf {
+        self.path().join("home/.local/share")
+    }
+
+    /// The default workspace root in this env.
+    pub fn workspace_root(&self) -> PathBuf {
+        self.data_home().join("git-delegate/worktrees")
+    }
+
+    fn apply_env(&self, cmd: &mut Command) {
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", self.home())
+            .env("XDG_DATA_HOME", self.data_home())
+            .env("GIT_CONFIG_GLOBAL", self.path().join("gitconfig"))
+            .env("GIT_CONFIG_SYSTEM", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "Test Author")
+            .env("GIT_AUTHOR_EMAIL", "author@example.com")
+            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_NAME", "Test Committer")
+            .env("GIT_COMMITTER_EMAIL", "committer@example.com")
+            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+            .env("LANG", "C")
+            .env("NO_COLOR", "1");
+    }
+
+    /// A `git` command in `dir`.
+    pub fn git_cmd(&self, dir: &Path) -> Command {
+        let mut cmd = Command::new("git");
+        self.apply_env(&mut cmd);
+        cmd.current_dir(dir);
+        cmd
+    }
+
+    /// Run git, assert success, return stdout.
+    pub fn git<I, S>(&self, dir: &Path, args: I) -> String
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let args: Vec<_> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+        let out = self.git_cmd(dir).args(&args).output().expect("run git");
+        assert!(
+            out.status.success(),
+            "git {:?} failed in {}:\n{}",
+            args,
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A `git-delegate` command in `dir`.
+    pub fn delegate_cmd(&self, dir: &Path) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-delegate"));
+        self.apply_env(&mut cmd);
+        cmd.current_dir(dir);
+        cmd
+    }
+
+    /// Run git-delegate with `args` in `dir`.
+    pub fn delegate<I, S>(&self, dir: &Path, args: I) -> Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let out = self
+            .delegate_cmd(dir)
+            .args(args)
+            .output()
+            .expect("run git-delegate");
+        Run::from(out)
+    }
+
+    /// PATH with the built `git-delegate` first, so `git delegate ...` runs it.
+    pub fn path_with_delegate(&self) -> std::ffi::OsString {
+        path_with_delegate()
+    }
+
+    /// Run `command` exactly as printed: `sh -c COMMAND` in `dir`, with this
+    /// env and the binary on PATH (design §3.16 "Hints").
+    pub fn sh(&self, dir: &Path, command: &str) -> Run {
+        let mut cmd = Command::new("sh");
+        self.apply_env(&mut cmd);
+        cmd.env("PATH", self.path_with_delegate())
+            .current_dir(dir)
+            .arg("-c")
+            .arg(command);
+        Run::from(cmd.output().expect("run sh -c"))
+    }
+
+    /// A new repository with one commit (`README` with "hello\n").
+    pub fn repo(&self, name: &str) -> PathBuf {
+        let dir = self.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        self.git(&dir, ["init", "-q", "-b", "main"]);
+        std::fs::write(dir.join("README"), "hello\n").unwrap();
+        self.git(&dir, ["add", "README"]);
+        self.git(&dir, ["commit", "-q", "-m", "init"]);
+        dir
+    }
+
+    /// A new repository without commits.
+    pub fn empty_repo(&self, name: &str) -> PathBuf {
+        let dir = self.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        self.git(&dir, ["init", "-q", "-b", "main"]);
+        dir
+    }
+
+    /// Refs under refs/pi-delegate, but the undo entries' (design §3.11:
+    /// an apply's entry outlives its batch; `undo_refs` lists those).
+    pub fn private_refs(&self, repo: &Path) -> Vec<String> {
+        self.git(
+            repo,
+            ["for-each-ref", "--format=%(refname)", "refs/pi-delegate/"],
+        )
+        .lines()
+        .filter(|r| !r.starts_with("refs/pi-delegate/undo/"))
+        .map(str::to_string)
+        .collect()
+    }
+
+    /// Refs of undo entries (`refs/pi-delegate/undo/<apply-id>/...`).
+    pub fn undo_refs(&self, repo: &Path) -> Vec<String> {
+        self.git(
+            repo,
+            [
+                "for-each-ref",
+                "--format=%(refname)",
+                "refs/pi-delegate/undo/",
+            ],
+        )
+        .lines()
+        .map(str::to_string)
+        .collect()
+    }
+
+    /// The tree `git add -A` would write, computed on a copy of the index.
+    pub fn oracle_tree(&self, repo: &Path) -> String {
+        let git_dir = PathBuf::from(self.git(repo, ["rev-parse", "--absolute-git-dir"]).trim());
+        let idx = self
+            .path()
+            .join(format!("oracle-index-{}", std::process::id()));
+        let src = git_dir.join("index");
+        if src.exists() {
+            std::fs::copy(&src, &idx).unwrap();
+        } else {
+            let _ = std::fs::remove_file(&idx);
+        }
+        let run = |args: &[&str]| {
+            let out = succeed(self.git_cmd(repo).env("GIT_INDEX_FILE", &idx).args(args));
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        run(&["add", "-A"]);
+        let tree = run(&["write-tree"]);
+        let _ = std::fs::remove_file(&idx);
+        tree
+    }
+}
+
+/// PATH with the built `git-delegate` first, so `git delegate ...` (and a
+/// hook calling `git-delegate`) runs it.
+pub fn path_with_delegate() -> std::ffi::OsString {
+    let bin = Path::new(env!("CARGO_BIN_EXE_git-delegate"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let mut dirs = vec![bin];
+    dirs.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(dirs).unwrap()
+}
+
+/// Run `cmd`, assert that it succeeded (showing its stderr), return its output.
+pub fn succeed(mut cmd: impl std::borrow::BorrowMut<Command>) -> Output {
+    let out = cmd.borrow_mut().output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The result of one run of the binary.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(out: Output) -> Run {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+impl Run {
+    /// Assert the exit code, showing the output on failure.
+    pub fn expect(self, code: i32) -> Run {
+        assert_eq!(
+            self.code, code,
+            "expected exit {code}, got {}\nstdout:\n{}\nstderr:\n{}",
+            self.code, self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Parse stdout as exactly one JSON document.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not one JSON document ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+/// The command a hint in `text` prints that starts with `start` (such as
+/// `git delegate renew`), exactly as printed: between backticks when it is
+/// quoted so, else up to the end of its line or two spaces (where a remark
+/// follows). Panics, showing `text`, when there is none.
+pub fn printed_command(text: &str, start: &str) -> String {
+    let at = text
+        .find(start)
+        .unwrap_or_else(|| panic!("no `{start}` hint in:\n{text}"));
+    let rest = &text[at..];
+    let end = if at > 0 && text.as_bytes()[at - 1] == b'`' {
+        rest.find('`')
+            .unwrap_or_else(|| panic!("unterminated `{start}` hint in:\n{text}"))
+    } else {
+        [rest.find('\n'), rest.find("  ")]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(rest.len())
+    };
+    let cmd = &rest[..end];
+    // A hint is a command to run, never a form to fill in.
+    for placeholder in ["TASK", "BATCH", "PID", "REF", "ID", "PATH", "DIR"] {
+        assert!(
+            // (`_` joins a word: `GIT_COMMON_DIR` names no placeholder.)
+            !cmd.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .any(|w| w == placeholder),
+            "placeholder {placeholder} in the hint `{cmd}`:\n{text}"
+        );
+    }
+    cmd.to_string()
+}

@@ -1,0 +1,82 @@
+//! Processes and the machine: whether a program is there (`have`, git's
+//! bash completion), whether a process is alive or on a terminal, and a
+//! child's output collected as it comes.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+/// Is `program` on PATH (`command -v`)?
+pub fn have(program: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {program} >/dev/null 2>&1")])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// git's bash completion script on this machine, if any.
+pub fn git_completion_script() -> Option<PathBuf> {
+    let mut candidates = vec![
+        PathBuf::from("/usr/share/bash-completion/completions/git"),
+        PathBuf::from("/usr/local/share/bash-completion/completions/git"),
+        PathBuf::from("/etc/bash_completion.d/git"),
+        PathBuf::from("/usr/share/git-core/contrib/completion/git-completion.bash"),
+        PathBuf::from("/usr/share/git/completion/git-completion.bash"),
+    ];
+    if let Ok(out) = std::process::Command::new("git")
+        .arg("--exec-path")
+        .output()
+    {
+        let exec = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        for up in exec.ancestors().skip(1).take(3) {
+            candidates.push(up.join("share/git-core/contrib/completion/git-completion.bash"));
+            candidates.push(up.join("share/bash-completion/completions/git"));
+        }
+    }
+    candidates
+        .into_iter()
+        .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("__git_complete_command")))
+}
+
+/// A process that exists and is not a zombie.
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+/// The controlling terminal of a process (`tty_nr` of /proc/PID/stat).
+pub fn tty_nr(pid: u32) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(4)?.parse().ok()
+}
+
+/// What a child's output stream carries, collected by a thread as it comes
+/// (for a terminal driven by typing and waiting for what it shows).
+pub fn read_in_background(
+    mut from: impl std::io::Read + Send + 'static,
+) -> (
+    std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+    std::thread::JoinHandle<()>,
+) {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = from.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    (seen, reader)
+}

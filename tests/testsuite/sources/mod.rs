@@ -1,0 +1,7 @@
+//! Repositories as they are (design §3.15): discovery and object formats,
+//! Git LFS, sparse checkouts, submodules.
+
+mod discovery;
+mod lfs;
+mod sparse;
+mod submodules;

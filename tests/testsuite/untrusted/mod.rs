@@ -1,0 +1,10 @@
+//! Workers are untrusted (design §3.18): what a hostile or confused worker
+//! produces, or changes beside its workspace, reaches the user's repository
+//! only through the checks; and a shared workspace root cannot be raced.
+
+mod git_dir;
+mod holes;
+mod modes;
+mod paths;
+mod remote_refs;
+mod roots;
