@@ -254,7 +254,7 @@ pub fn fix_checkout(
         let mut file = std::fs::File::from(file);
         file.write_all(&bytes).map_err(io)?;
         let md = file.metadata().map_err(io)?;
-        e.stat = stat_of(&md);
+        e.stat = crate::git::stat::of_metadata(&md);
     }
     Ok(())
 }
@@ -288,18 +288,6 @@ fn named_anywhere(
         .iter()
         .any(|(name, _)| name == "ident");
     named
-}
-
-fn stat_of(md: &std::fs::Metadata) -> gix::index::entry::Stat {
-    use std::os::unix::fs::MetadataExt;
-    crate::git::stat::index_stat(
-        (md.mtime(), md.mtime_nsec()),
-        (md.ctime(), md.ctime_nsec()),
-        md.dev(),
-        md.ino(),
-        (md.uid(), md.gid()),
-        md.len(),
-    )
 }
 
 #[cfg(test)]

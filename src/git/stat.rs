@@ -3,7 +3,8 @@
 //! result as git stores it, for the snapshot's stat cache, the index a
 //! checkout writes and the files `ident` rewrites in one.
 //!
-//! Owns: that conversion (`index_stat`).
+//! Owns: that conversion (`index_stat`, and `of_metadata` for an `lstat`
+//! result read through std).
 //! Never: reads or writes a file or an index itself.
 
 /// Index stat data from the fields of a `stat` result, truncated as git's
@@ -35,4 +36,19 @@ pub fn index_stat(
         gid,
         size: size as u32,
     }
+}
+
+/// Index stat data from an `lstat` result read through std, as
+/// `gix::index::entry::Stat::from_fs` makes it (the snapshot's stat cache and
+/// the files `ident` rewrites share this one conversion).
+pub fn of_metadata(md: &std::fs::Metadata) -> gix::index::entry::Stat {
+    use std::os::unix::fs::MetadataExt;
+    index_stat(
+        (md.mtime(), md.mtime_nsec()),
+        (md.ctime(), md.ctime_nsec()),
+        md.dev(),
+        md.ino(),
+        (md.uid(), md.gid()),
+        md.len(),
+    )
 }

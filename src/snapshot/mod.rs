@@ -1033,7 +1033,7 @@ fn hash_file(
     match crate::git::blob::worktree_file_to_object(repo, pipeline, path, index) {
         Ok(Some((id, kind, md))) => Ok(match kind {
             EntryKind::Commit | EntryKind::Tree => (None, None),
-            k => (Some((k, id)), Some(stat_of(&md))),
+            k => (Some((k, id)), Some(crate::git::stat::of_metadata(&md))),
         }),
         Ok(None) => Ok((None, None)),
         Err(e) => Err(crate::git::blob::store_failure(
@@ -1043,19 +1043,6 @@ fn hash_file(
             &e,
         )),
     }
-}
-
-/// Index stat data from `lstat` results, as `gix::index::entry::Stat::from_fs` makes them.
-fn stat_of(md: &std::fs::Metadata) -> Stat {
-    use std::os::unix::fs::MetadataExt;
-    crate::git::stat::index_stat(
-        (md.mtime(), md.mtime_nsec()),
-        (md.ctime(), md.ctime_nsec()),
-        md.dev(),
-        md.ino(),
-        (md.uid(), md.gid()),
-        md.len(),
-    )
 }
 
 fn tree_kind(mode: gix::index::entry::Mode) -> Option<EntryKind> {
