@@ -88,6 +88,8 @@ struct WorkspaceSection {
     root: Option<Spanned<String>>,
     copy_ignored: Option<Vec<String>>,
     snapshots: Option<Snapshots>,
+    setup: Option<String>,
+    setup_jobs: Option<Spanned<i64>>,
 }
 
 /// `workspace.snapshots` (design §3.17): `"auto"` makes a batch's
@@ -158,6 +160,10 @@ pub struct Config {
     pub copy_ignored: Vec<String>,
     /// `workspace.snapshots` (design §3.17).
     pub snapshots: Snapshots,
+    /// `workspace.setup`: empty = none (design §3.20).
+    pub setup: String,
+    /// `workspace.setup-jobs`: 0 = the number of CPUs.
+    pub setup_jobs: usize,
     pub ttl_secs: i64,
     pub stop_processes: StopProcesses,
     pub strict: bool,
@@ -183,6 +189,8 @@ impl Default for Config {
             root: None,
             copy_ignored: Vec::new(),
             snapshots: Snapshots::Auto,
+            setup: String::new(),
+            setup_jobs: 0,
             ttl_secs: 24 * 3600,
             stop_processes: StopProcesses::Background,
             strict: false,
@@ -330,6 +338,22 @@ impl Config {
         if let Some(s) = file.workspace.snapshots {
             cfg.snapshots = s;
         }
+        if let Some(c) = &file.workspace.setup {
+            cfg.setup = c.clone();
+        }
+        if let Some(j) = &file.workspace.setup_jobs {
+            if !(0..=256).contains(j.get_ref()) {
+                return Err(bad(
+                    format!(
+                        "`workspace.setup-jobs` must be 0 (the number of CPUs) to 256, not {}",
+                        j.get_ref()
+                    ),
+                    j.span(),
+                    "out of range",
+                ));
+            }
+            cfg.setup_jobs = *j.get_ref() as usize;
+        }
         if let Some(t) = &file.lease.ttl {
             cfg.ttl_secs = duration(t, "lease.ttl")?;
         }
@@ -427,6 +451,15 @@ mod tests {
     }
 
     #[test]
+    fn setup_keys() {
+        let p = Path::new("delegate.toml");
+        let c = Config::parse(p, "").unwrap();
+        assert_eq!((c.setup.as_str(), c.setup_jobs), ("", 0));
+        let c = Config::parse(p, "[workspace]\nsetup = \"npm ci\"\nsetup-jobs = 2\n").unwrap();
+        assert_eq!((c.setup.as_str(), c.setup_jobs), ("npm ci", 2));
+    }
+
+    #[test]
     fn verify_keys() {
         let p = Path::new("delegate.toml");
         let c = Config::parse(p, "").unwrap();
@@ -471,6 +504,8 @@ mod tests {
             "[run]\nport-base = 0\n",
             "[run]\nports-per-task = \"ten\"\n",
             "[run]\nports = 3\n",
+            "[workspace]\nsetup-jobs = -1\n",
+            "[workspace]\nsetup = 3\n",
             "workspace = 3\n",
         ] {
             let e = Config::parse(p, text).unwrap_err();

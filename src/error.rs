@@ -128,6 +128,7 @@ codes! {
     RollbackFailed => "delegate::rollback_failed",
     WritebackPending => "delegate::writeback_pending",
     Interrupted => "delegate::interrupted",
+    SetupFailed => "delegate::setup_failed",
     IncompleteBatch => "delegate::incomplete_batch",
     UnknownRemote => "delegate::unknown_remote",
     AlreadyJoined => "delegate::already_joined",

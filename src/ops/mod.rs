@@ -33,6 +33,7 @@ pub mod remote;
 pub mod renew;
 pub mod review;
 pub mod run;
+pub mod setup;
 pub mod side_effects;
 pub mod status;
 pub mod teardown;

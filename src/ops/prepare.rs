@@ -461,6 +461,10 @@ fn make(
             t.folder = workspace::folder_of(&t.root);
         }
     }
+    // design §3.20: `workspace.setup` in each new workspace, its files in
+    // place; a failure (or a signal) undoes the prepare.
+    crate::ops::setup::run(source, batch)?;
+    stop()?;
     // design §3.14: the baseline goes to the remote last, so a failed push
     // leaves nothing there (and undoes the prepare, as any failure does).
     crate::ops::remote::push_baseline(source, batch)?;

@@ -9,3 +9,4 @@ mod clone;
 mod forbid_commit;
 mod interrupt;
 mod scratch;
+mod setup;

@@ -1,0 +1,149 @@
+//! `workspace.setup` (design §3.20): the shell command run in each new
+//! workspace's cwd once its files (and carried ignored files) are in place,
+//! at most `workspace.setup-jobs` at once, with the environment of `run`'s
+//! workers, output to `<common-dir>/delegate/logs/<uuid>/setup-<task>.log`.
+//!
+//! Owns: starting, waiting for and stopping the setup commands; the
+//! `setup_failed` error naming the task, its exit status and its log.
+//! Never: undoes anything itself (prepare's guard removes the batch when
+//! this fails); lets a setup command outlive it (a failure or Ctrl-C stops
+//! every one still running, their process groups included).
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::error::{Code, Error, Result};
+use crate::git::repo::Source;
+use crate::record::batch;
+use crate::sys::process;
+
+const POLL: Duration = Duration::from_millis(20);
+
+/// Run `workspace.setup` in every local task's workspace of `b` (none when
+/// it is empty). An error once any of them fails or a signal comes; the
+/// others are stopped first.
+pub fn run(source: &Source, b: &batch::Batch) -> Result<()> {
+    let cmd = source.config.setup.trim();
+    if cmd.is_empty() {
+        return Ok(());
+    }
+    let todo: Vec<usize> = (0..b.tasks.len()).filter(|&i| !b.tasks[i].remote).collect();
+    if todo.is_empty() {
+        return Ok(());
+    }
+    let logs = batch::logs_dir(&source.state_dir(), &b.id);
+    std::fs::create_dir_all(&logs)
+        .map_err(|e| Error::io(format!("cannot create {}", logs.display()), e))?;
+    let jobs = match source.config.setup_jobs {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let cfg = &source.config;
+    let log_of = |idx: usize| logs.join(format!("setup-{}.log", b.tasks[idx].name));
+    let mut live: Vec<(usize, process::Group)> = Vec::new();
+    let mut next = 0usize;
+    let mut failure: Option<Error> = None;
+    let mut poll = Duration::from_millis(1);
+    loop {
+        if failure.is_none() && crate::sys::interrupt::interrupted() {
+            failure = Some(Error::interrupted());
+        }
+        while failure.is_none() && next < todo.len() && live.len() < jobs {
+            let idx = todo[next];
+            next += 1;
+            let task = &b.tasks[idx];
+            let mut cwd = task.cwd(&b.prefix);
+            if !cwd.is_dir() && std::fs::create_dir_all(&cwd).is_err() {
+                cwd = task.root.clone();
+            }
+            let port = u32::from(cfg.port_base) + idx as u32 * u32::from(cfg.ports_per_task);
+            let mut c = Command::new("sh");
+            c.arg("-c")
+                .arg(cmd)
+                .current_dir(&cwd)
+                .env("GIT_DELEGATE_BATCH", &b.id)
+                .env("GIT_DELEGATE_TASK", &task.name)
+                .env("GIT_DELEGATE_TASK_INDEX", idx.to_string())
+                .env("GIT_DELEGATE_WORKSPACE", &task.root)
+                .env("GIT_DELEGATE_SOURCE", &b.source)
+                .env("GIT_DELEGATE_PORT", port.to_string());
+            let log = log_of(idx);
+            match process::spawn(c, &log) {
+                Ok(g) => live.push((idx, g)),
+                Err((_, e)) => {
+                    failure = Some(failed(&task.name, &format!("could not start: {e}"), &log));
+                }
+            }
+        }
+        if failure.is_some() {
+            break;
+        }
+        let mut i = 0;
+        while i < live.len() {
+            match live[i].1.try_wait() {
+                Ok(Some(status)) => {
+                    let (idx, g) = live.swap_remove(i);
+                    // What it left running in its group goes with it.
+                    process::kill(g.pgid);
+                    if !status.success() {
+                        use std::os::unix::process::ExitStatusExt;
+                        let how = match (status.code(), status.signal()) {
+                            (Some(c), _) => format!("exited with status {c}"),
+                            (None, Some(s)) => format!("was killed by signal {s}"),
+                            _ => "failed".to_string(),
+                        };
+                        failure = Some(failed(&b.tasks[idx].name, &how, &log_of(idx)));
+                    }
+                }
+                Ok(None) => i += 1,
+                Err(e) => {
+                    let (idx, _) = &live[i];
+                    failure = Some(failed(
+                        &b.tasks[*idx].name,
+                        &format!("could not be waited for: {e}"),
+                        &log_of(*idx),
+                    ));
+                    i += 1;
+                }
+            }
+        }
+        if failure.is_some() || (live.is_empty() && next >= todo.len()) {
+            break;
+        }
+        std::thread::sleep(poll);
+        poll = (poll * 2).min(POLL);
+    }
+    // Stop whatever still runs: a failure or a signal ends them all.
+    let started = Instant::now();
+    for (_, g) in live.iter_mut() {
+        g.term();
+    }
+    for (_, g) in live.iter_mut() {
+        let left = process::GRACE.saturating_sub(started.elapsed());
+        g.terminate(left);
+        process::kill(g.pgid);
+    }
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+fn failed(task: &str, how: &str, log: &PathBuf) -> Error {
+    let mut details = serde_json::Map::new();
+    details.insert("task".into(), task.into());
+    details.insert("log".into(), log.display().to_string().into());
+    Error::state(
+        Code::SetupFailed,
+        format!(
+            "workspace.setup failed for task {task}: it {how} (log: {}); prepare was undone",
+            log.display()
+        ),
+        format!(
+            "read {} and fix the command in `workspace.setup` (or what it needs), then prepare again",
+            log.display()
+        ),
+    )
+    .with_details(details)
+}

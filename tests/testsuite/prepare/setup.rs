@@ -1,0 +1,129 @@
+//! `workspace.setup` (design §3.20): run once in each new workspace's cwd
+//! with run's worker environment, its log per task; its ignored output is
+//! not work; a failing setup undoes the prepare; `run` uses it too.
+
+use crate::common::fixtures::{
+    assert_nothing_created, common_dir, config, expect_error, id, prepare_roots,
+};
+use crate::common::Env;
+
+/// A repository ignoring `deps/`, with `workspace.setup` writing into it.
+fn repo_with_setup(env: &Env, setup: &str) -> std::path::PathBuf {
+    let repo = env.repo("r");
+    std::fs::write(repo.join(".gitignore"), "deps/\n").unwrap();
+    env.git(&repo, ["add", ".gitignore"]);
+    env.git(&repo, ["commit", "-q", "-m", "ignore deps"]);
+    let toml = format!("[workspace]\nsetup = {setup:?}\nsetup-jobs = 2\n");
+    config(env, &repo, &toml);
+    repo
+}
+
+const RECORD: &str = r#"mkdir -p deps && echo "$GIT_DELEGATE_TASK $GIT_DELEGATE_TASK_INDEX $GIT_DELEGATE_PORT $GIT_DELEGATE_BATCH $(pwd)" >> deps/setup.txt && echo set up $GIT_DELEGATE_TASK"#;
+
+#[test]
+fn runs_once_per_workspace_with_the_workers_environment() {
+    let env = Env::new();
+    let repo = repo_with_setup(&env, RECORD);
+    let (doc, roots) = prepare_roots(&env, &repo, &["-n", "3"]);
+    let batch = id(&doc);
+    for (i, root) in roots.iter().enumerate() {
+        let text = std::fs::read_to_string(root.join("deps/setup.txt")).unwrap();
+        let want = format!(
+            "{} {i} {} {batch} {}\n",
+            i + 1,
+            41000 + i * 10,
+            root.canonicalize().unwrap().display()
+        );
+        assert_eq!(text, want, "{}", root.display());
+        let log =
+            common_dir(&env, &repo).join(format!("delegate/logs/{batch}/setup-{}.log", i + 1));
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            format!("set up {}\n", i + 1)
+        );
+    }
+    // Its ignored output is no work: every task ends no_changes.
+    let apply = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
+    let tasks = apply["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 3, "{apply:#}");
+    for t in tasks {
+        assert_eq!(t["status"], "no_changes", "{apply:#}");
+    }
+    assert_eq!(env.git(&repo, ["status", "--porcelain"]), "");
+}
+
+#[test]
+fn a_failing_setup_undoes_the_prepare() {
+    let env = Env::new();
+    let repo = repo_with_setup(
+        &env,
+        r#"mkdir -p deps; echo broken >&2; [ "$GIT_DELEGATE_TASK" != 2 ] || exit 7"#,
+    );
+    let run = expect_error(
+        &env,
+        &repo,
+        &["prepare", "-n", "3"],
+        3,
+        "delegate::setup_failed",
+    );
+    let err = &run.json()["error"];
+    let message = err["message"].as_str().unwrap();
+    assert!(message.contains("task 2"), "{message}");
+    assert!(message.contains("status 7"), "{message}");
+    let log = err["log"].as_str().unwrap();
+    assert!(message.contains(log), "{message}");
+    assert!(log.ends_with("setup-2.log"), "{log}");
+    assert_eq!(std::fs::read_to_string(log).unwrap(), "broken\n");
+    assert_eq!(err["task"], "2");
+    assert_nothing_created(&env, &repo);
+}
+
+#[test]
+fn run_uses_it() {
+    let env = Env::new();
+    let repo = repo_with_setup(&env, RECORD);
+    // The worker sees what setup made, and proposes one file.
+    let doc = env
+        .delegate(
+            &repo,
+            [
+                "run",
+                "-n",
+                "2",
+                "--json",
+                "--",
+                "sh",
+                "-c",
+                r#"cp deps/setup.txt "seen-$GIT_DELEGATE_TASK.txt""#,
+            ],
+        )
+        .expect(0)
+        .json();
+    let batch = doc["batch"]["id"]
+        .as_str()
+        .or(doc["batch"].as_str())
+        .map(str::to_string);
+    for t in ["1", "2"] {
+        let seen = std::fs::read_to_string(repo.join(format!("seen-{t}.txt"))).unwrap();
+        assert!(seen.starts_with(&format!("{t} ")), "{seen}");
+        if let Some(b) = &batch {
+            assert!(seen.contains(b.as_str()), "{seen}");
+        }
+    }
+    assert!(!repo.join("deps").exists());
+}
+
+#[test]
+fn a_failing_setup_fails_run_before_any_worker() {
+    let env = Env::new();
+    let repo = repo_with_setup(&env, "exit 3");
+    expect_error(
+        &env,
+        &repo,
+        &["run", "-n", "2", "--", "sh", "-c", "touch worker-ran"],
+        3,
+        "delegate::setup_failed",
+    );
+    assert_nothing_created(&env, &repo);
+    assert!(!repo.join("worker-ran").exists());
+}
