@@ -368,6 +368,22 @@ fn main_sections() -> Sections {
              filesystem allows.",
         )
         .item(
+            "workspace.setup",
+            "Default `\"\"` (none). A shell command (`sh -c`) run in each new workspace's folder \
+             once its files and carried ignored files are in place (for example `\"npm ci\"`), \
+             with the environment of run's workers (GIT_DELEGATE_TASK, GIT_DELEGATE_TASK_INDEX, \
+             GIT_DELEGATE_PORT, ...), its output in \
+             `<common-dir>/delegate/logs/<uuid>/setup-<task>.log`. If it fails for any task, \
+             prepare (or run) fails with delegate::setup_failed, naming the task, its exit \
+             status and its log, and undoes everything; Ctrl-C stops every setup command. Files \
+             it makes that are not ignored are the worker's work: setup should write ignored \
+             files.",
+        )
+        .item(
+            "workspace.setup-jobs",
+            "Default `0`: the number of CPUs. How many setup commands run at once (0 to 256).",
+        )
+        .item(
             "workspace.snapshots",
             "`\"auto\"` (default) or `\"never\"`. Where the workspace root is on btrfs, the \
              first workspace of a batch is made as a subvolume and every other one as a snapshot \
@@ -454,6 +470,8 @@ mode = \"worktree\"            # \"worktree\" | \"scratch\"
 root = \"~/.local/share/git-delegate/worktrees\"
 copy-ignored = []            # gitignore-style patterns of ignored files to carry
 snapshots = \"auto\"           # \"auto\" | \"never\": btrfs subvolume snapshots
+setup = \"\"                   # shell command run in each new workspace
+setup-jobs = 0               # 0 = number of CPUs
 
 [lease]
 ttl = \"24h\"
