@@ -9,7 +9,7 @@
 //! this fails); lets a setup command outlive it (a failure or Ctrl-C stops
 //! every one still running, their process groups included).
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -130,7 +130,7 @@ pub fn run(source: &Source, b: &batch::Batch) -> Result<()> {
     }
 }
 
-fn failed(task: &str, how: &str, log: &PathBuf) -> Error {
+fn failed(task: &str, how: &str, log: &Path) -> Error {
     let mut details = serde_json::Map::new();
     details.insert("task".into(), task.into());
     details.insert("log".into(), log.display().to_string().into());
