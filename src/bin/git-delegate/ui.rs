@@ -198,6 +198,13 @@ impl Ui {
         self.paint("1", s)
     }
 
+    /// A task's status word in a column of `width`: green when `ok`, else
+    /// red, padded with spaces after the colour ends.
+    pub fn status_column(&self, word: &str, ok: bool, width: usize) -> String {
+        let painted = self.paint(if ok { "32" } else { "31" }, word);
+        format!("{painted}{}", " ".repeat(width.saturating_sub(word.len())))
+    }
+
     pub fn paint(&self, code: &str, s: &str) -> String {
         if self.color {
             format!("\x1b[{code}m{s}\x1b[0m")

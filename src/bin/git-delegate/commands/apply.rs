@@ -23,7 +23,7 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         return super::undo::reapply(ui, here, from, &args, recovered);
     }
     let opts = git_delegate::ops::apply::Options {
-        batch: args.batch,
+        batch: args.batch.batch,
         only: args.only,
         discard: args.discard,
         keep: args.keep,
@@ -535,11 +535,7 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
     for o in outcomes {
         let t = &b.tasks[o.idx];
         let status = o.status.as_str();
-        let painted = if o.ok() {
-            ui.paint("32", status)
-        } else {
-            ui.paint("31", status)
-        };
+        let painted = ui.status_column(status, o.ok(), status_width);
         let detail = match o.status {
             TaskState::Applied if o.message.is_some() => {
                 crate::ui::escape_text(o.message.as_deref().unwrap_or(""))
@@ -587,8 +583,7 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
             }
             _ => String::new(),
         };
-        let pad = " ".repeat(status_width.saturating_sub(status.len()));
-        let line = format!("  task {:<width$}  {painted}{pad} {detail}", t.name);
+        let line = format!("  task {:<width$}  {painted} {detail}", t.name);
         text.push_str(line.trim_end());
         text.push('\n');
         if o.status == TaskState::Applied {

@@ -22,7 +22,7 @@ use super::apply::{kept_doc, kept_text};
 pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     let source = super::source()?;
     let _lock = super::lock_and_recover(ui, &source, recovered)?;
-    let Some(name) = args.batch.as_deref() else {
+    let Some(name) = args.batch.batch.as_deref() else {
         return Err(no_batch_named(&source));
     };
     let b = match batch::choose(batch::list(&source.state_dir())?, Some(name))? {

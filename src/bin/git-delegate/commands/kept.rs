@@ -147,11 +147,7 @@ fn human(ui: &Ui, landed: &git_delegate::ops::kept::Landed) -> String {
 
 fn outcome_line(ui: &Ui, o: &Outcome) -> String {
     let status = o.status.as_str();
-    let painted = if o.ok() {
-        ui.paint("32", status)
-    } else {
-        ui.paint("31", status)
-    };
+    let painted = ui.status_column(status, o.ok(), 10);
     let detail = match o.status {
         TaskState::Applied => {
             let n = o.applied.len();
@@ -177,7 +173,6 @@ fn outcome_line(ui: &Ui, o: &Outcome) -> String {
         }
         _ => String::new(),
     };
-    let pad = " ".repeat(10usize.saturating_sub(status.len()));
-    let line = format!("  {painted}{pad} {detail}");
+    let line = format!("  {painted} {detail}");
     format!("{}\n", line.trim_end())
 }

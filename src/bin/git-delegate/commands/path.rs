@@ -14,7 +14,7 @@ pub fn run(ui: &Ui, args: PathArgs) -> Result<i32> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
     let path =
-        git_delegate::ops::review::path(&source, args.batch.as_deref(), args.task.as_deref(), &cwd)
+        git_delegate::ops::review::path(&source, args.batch.batch.as_deref(), args.task.as_deref(), &cwd)
             .map_err(|e| {
                 let mut words = vec!["path"];
                 words.extend(args.task.as_deref());

@@ -115,7 +115,7 @@ fn message(p: &Problem) -> String {
 
 pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     let source = super::source()?;
-    let report = git_delegate::ops::status::run(&source, args.batch.as_deref())?;
+    let report = git_delegate::ops::status::run(&source, args.batch.batch.as_deref())?;
     let kept = &report.kept;
     let problems = &report.problems;
     let kept_doc: Vec<Value> = kept
