@@ -493,7 +493,8 @@ pub struct BatchOpt {
 }
 
 /// The long help of a BATCH argument: how a name is looked up.
-const BATCH_LOOKUP_HELP: &str = "The batch: label, id or unique id prefix (default: the only open batch)\n\n\
+const BATCH_LOOKUP_HELP: &str =
+    "The batch: label, id or unique id prefix (default: the only open batch)\n\n\
 The full id is tried first, then a label, then any unique prefix of at least 4 characters.";
 
 #[derive(Debug, Args)]

@@ -106,10 +106,7 @@ pub fn human(ui: &Ui, report: &Report) -> String {
         } else {
             format!("conflicts in {}", files.join(", "))
         };
-        text.push_str(&format!(
-            "  task {:<width$}  {painted} {detail}\n",
-            t.name
-        ));
+        text.push_str(&format!("  task {:<width$}  {painted} {detail}\n", t.name));
         if t.state == TaskState::Conflicted {
             if let Some(k) = b.task(&t.name) {
                 text.push_str(&format!(
