@@ -178,10 +178,11 @@ impl Sections {
         for line in text.split_inclusive('\n') {
             match line.strip_prefix('@') {
                 Some(head) => blocks.push((head.trim_end_matches('\n'), String::new())),
-                None => match blocks.last_mut() {
-                    Some((_, body)) => body.push_str(line),
-                    None => {}
-                },
+                None => {
+                    if let Some((_, body)) = blocks.last_mut() {
+                        body.push_str(line);
+                    }
+                }
             }
         }
         for (head, body) in &blocks {

@@ -77,7 +77,7 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
         let workers: Vec<Value> = report.workers.iter().map(worker_doc).collect();
         // The embedded apply document is whole, `schema` included.
         let apply = report.apply.as_ref().map_or(Value::Null, |a| {
-            let mut doc = super::apply::report_doc(a);
+            let mut doc = crate::render::value(super::apply::report_doc(a));
             if let Value::Object(m) = &mut doc {
                 m.insert("schema".into(), json!(crate::ui::SCHEMA));
             }

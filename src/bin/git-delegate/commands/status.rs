@@ -210,7 +210,10 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                                 if n.is_none() {
                                     t.insert("changed_paths".into(), Value::Null);
                                 }
-                                t.insert("processes".into(), super::apply::procs_doc(p));
+                                t.insert(
+                                    "processes".into(),
+                                    crate::render::value(super::apply::procs_doc(p)),
+                                );
                             }
                         }
                     }
