@@ -475,6 +475,28 @@ pub struct JsonArg {
     pub json: bool,
 }
 
+/// The batch a command works on, as its first argument (`apply BATCH`).
+/// Commands whose default differs say so with `mut_arg("batch", ..)`.
+#[derive(Debug, Args)]
+pub struct BatchArg {
+    /// The batch: label, id or unique id prefix (default: the only open batch)
+    pub batch: Option<String>,
+}
+
+/// The batch a command works on, as an option (`diff --batch BATCH`).
+/// Commands whose default differs say so with `mut_arg("batch", ..)`.
+#[derive(Debug, Args)]
+pub struct BatchOpt {
+    /// The batch: label, id or unique id prefix (default: the only open batch)
+    #[arg(long, value_name = "BATCH")]
+    pub batch: Option<String>,
+}
+
+/// The long help of a BATCH argument: how a name is looked up.
+const BATCH_LOOKUP_HELP: &str =
+    "The batch: label, id or unique id prefix (default: the only open batch)\n\n\
+The full id is tried first, then a label, then any unique prefix of at least 4 characters.";
+
 #[derive(Debug, Args)]
 pub struct PrepareArgs {
     /// Task names (default: 1..N with -n, else one task named 1)
@@ -563,11 +585,10 @@ pub struct SubmitArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(mut_arg("batch", |a| a.long_help(BATCH_LOOKUP_HELP)))]
 pub struct ApplyArgs {
-    /// The batch: label, id or unique id prefix (default: the only open batch)
-    ///
-    /// The full id is tried first, then a label, then any unique prefix of at least 4 characters.
-    pub batch: Option<String>,
+    #[command(flatten)]
+    pub batch: BatchArg,
     /// Apply only these tasks; the rest stay open (repeatable)
     ///
     /// A task whose worker failed in `git delegate run` (worker_failed) is applied only when named
@@ -702,12 +723,19 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Args)]
+// `mut_arg` moves the argument to the end; moving --json after it again keeps
+// the order help, man pages and completions list them in.
+#[command(
+    mut_arg("batch", |a| a.help(
+        "The batch: label, id or unique id prefix (default: the batch of the workspace you are in, else the only open batch)"
+    )),
+    mut_arg("json", |a| a)
+)]
 pub struct RefreshArgs {
     /// Tasks to refresh (default: the task of the workspace you are in, else every open task)
     pub tasks: Vec<String>,
-    /// The batch: label, id or unique id prefix (default: the batch of the workspace you are in, else the only open batch)
-    #[arg(long, value_name = "BATCH")]
-    pub batch: Option<String>,
+    #[command(flatten)]
+    pub batch: BatchOpt,
     #[command(flatten)]
     pub json: JsonArg,
 }
@@ -734,9 +762,8 @@ pub struct UndoArgs {
 pub struct DiffArgs {
     /// Tasks to show (default: every open task of the batch)
     pub tasks: Vec<String>,
-    /// The batch: label, id or unique id prefix (default: the only open batch)
-    #[arg(long, value_name = "BATCH")]
-    pub batch: Option<String>,
+    #[command(flatten)]
+    pub batch: BatchOpt,
     /// Per task, the changed paths with counts, as `git diff --stat` prints them
     #[arg(long, conflicts_with = "name_status")]
     pub stat: bool,
@@ -770,17 +797,17 @@ pub struct DiffArgs {
 pub struct PathArgs {
     /// The task (default: the task whose workspace holds the current folder)
     pub task: Option<String>,
-    /// The batch: label, id or unique id prefix (default: the only open batch)
-    #[arg(long, value_name = "BATCH")]
-    pub batch: Option<String>,
+    #[command(flatten)]
+    pub batch: BatchOpt,
     #[command(flatten)]
     pub json: JsonArg,
 }
 
 #[derive(Debug, Args)]
+#[command(mut_arg("batch", |a| a.help("The batch: label, id or unique id prefix (default: all batches)")))]
 pub struct StatusArgs {
-    /// The batch: label, id or unique id prefix (default: all batches)
-    pub batch: Option<String>,
+    #[command(flatten)]
+    pub batch: BatchArg,
     /// Print only problems; exit 1 on a stale batch or a left-over journal
     #[arg(long)]
     pub check: bool,
@@ -801,12 +828,16 @@ pub struct GcArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(mut_arg("batch", |a| a
+    .help("The batch: label, id or unique id prefix")
+    .long_help(concat!(
+        "The batch: label, id or unique id prefix\n\n",
+        "The full id is tried first, then a label, then any unique prefix of at least 4 characters. ",
+        "Required (dropping ends the batch); left out, the error lists the open batches."
+    ))))]
 pub struct DropArgs {
-    /// The batch: label, id or unique id prefix
-    ///
-    /// The full id is tried first, then a label, then any unique prefix of at least 4 characters.
-    /// Required (dropping ends the batch); left out, the error lists the open batches.
-    pub batch: Option<String>,
+    #[command(flatten)]
+    pub batch: BatchArg,
     /// Drop even when tasks have changes that were never applied
     ///
     /// Their work is lost. A folder that is no longer the workspace prepare made, or that is the
@@ -821,8 +852,8 @@ pub struct DropArgs {
 
 #[derive(Debug, Args)]
 pub struct RenewArgs {
-    /// The batch: label, id or unique id prefix (default: the only open batch)
-    pub batch: Option<String>,
+    #[command(flatten)]
+    pub batch: BatchArg,
     /// New lease duration from now (default: lease.ttl, else 24h)
     #[arg(long, value_name = "DURATION")]
     pub ttl: Option<String>,

@@ -11,6 +11,7 @@ mod commands;
 mod manpage;
 mod pager;
 mod progress;
+mod render;
 mod ui;
 
 fn main() {

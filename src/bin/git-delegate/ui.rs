@@ -198,6 +198,13 @@ impl Ui {
         self.paint("1", s)
     }
 
+    /// A task's status word in a column of `width`: green when `ok`, else
+    /// red, padded with spaces after the colour ends.
+    pub fn status_column(&self, word: &str, ok: bool, width: usize) -> String {
+        let painted = self.paint(if ok { "32" } else { "31" }, word);
+        format!("{painted}{}", " ".repeat(width.saturating_sub(word.len())))
+    }
+
     pub fn paint(&self, code: &str, s: &str) -> String {
         if self.color {
             format!("\x1b[{code}m{s}\x1b[0m")
@@ -208,14 +215,17 @@ impl Ui {
 
     /// Print a JSON document with the common fields added (of a command
     /// that recovered nothing).
-    pub fn doc(&self, value: Value) {
-        self.doc_after(value, &Recovery::default());
+    pub fn doc(&self, doc: impl serde::Serialize) {
+        self.doc_after(doc, &Recovery::default());
     }
 
     /// Print a JSON document with the common fields added, among them what
     /// the command's lock-and-recover step did (`recovered_writebacks`,
     /// `completed_writebacks`, design §6), when it did anything.
-    pub fn doc_after(&self, mut value: Value, recovery: &Recovery) {
+    pub fn doc_after(&self, doc: impl serde::Serialize, recovery: &Recovery) {
+        // Through `Value`: its objects are sorted by key, so the output
+        // does not depend on the order of a type's fields.
+        let mut value = serde_json::to_value(doc).unwrap_or(Value::Null);
         if let Value::Object(map) = &mut value {
             let mut out = serde_json::Map::new();
             out.insert("schema".into(), json!(SCHEMA));
@@ -241,13 +251,7 @@ impl Ui {
     /// document (with what the command recovered before it failed).
     pub fn error(&self, err: &Error, recovery: &Recovery) {
         if self.json {
-            let mut doc = error_doc(err.code, &err.message, &err.help);
-            if let (Some(details), Some(obj)) = (&err.details, doc["error"].as_object_mut()) {
-                for (k, v) in details.iter() {
-                    obj.entry(k.clone()).or_insert_with(|| v.clone());
-                }
-            }
-            self.doc_after(doc, recovery);
+            self.doc_after(crate::render::ErrorDoc::of(err), recovery);
         }
         // Diagnostics go to stderr: decide for that stream.
         let color = if self.json {
@@ -311,8 +315,8 @@ pub fn show_path(p: &std::path::Path) -> String {
     escape_text(&p.to_string_lossy())
 }
 
-pub fn error_doc(code: Code, message: &str, help: &str) -> Value {
-    json!({ "error": { "code": code.as_str(), "message": message, "help": help } })
+pub fn error_doc(code: Code, message: &str, help: &str) -> crate::render::ErrorDoc {
+    crate::render::ErrorDoc::new(code, message, help)
 }
 
 #[cfg(test)]

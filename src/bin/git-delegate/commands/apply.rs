@@ -6,9 +6,8 @@
 //! rendering that drop and gc share.
 //! Never: does git, filesystem or process work (the engine's `apply` does).
 
-use serde_json::{json, Value};
-
 use crate::cli::ApplyArgs;
+use crate::render::apply::ApplyDoc;
 use crate::ui::Ui;
 use git_delegate::error::{Error, Result};
 pub use git_delegate::ops::apply::Kept;
@@ -23,7 +22,7 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         return super::undo::reapply(ui, here, from, &args, recovered);
     }
     let opts = git_delegate::ops::apply::Options {
-        batch: args.batch,
+        batch: args.batch.batch,
         only: args.only,
         discard: args.discard,
         keep: args.keep,
@@ -52,16 +51,14 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
     // Report.
     if ui.json {
         let mut doc = report_doc(&report);
-        if let (Some(r), Value::Object(m)) = (&refreshed, &mut doc) {
-            match r {
-                Ok(r) => m.insert("refreshed".into(), super::refresh::tasks_doc(r)),
-                Err(e) => m.insert(
-                    "refresh_error".into(),
-                    json!({"code": e.code.as_str(), "message": e.message, "help": e.help}),
-                ),
-            };
+        match &refreshed {
+            Some(Ok(r)) => doc.refreshed = Some(super::refresh::tasks_doc(r)),
+            Some(Err(e)) => {
+                doc.refresh_error = Some(crate::render::ErrorBody::new(e.code, &e.message, &e.help))
+            }
+            None => {}
         }
-        ui.doc_after(doc, recovered);
+        ui.doc_after(&doc, recovered);
     }
     say(ui, &report, args.keep, args.verbose);
     match &refreshed {
@@ -92,40 +89,9 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
 }
 
 /// The whole apply document of `report` (design §6.2, §6.4); `run` embeds it too.
-pub(super) fn report_doc(report: &Report) -> Value {
-    let Report {
-        batch: b,
-        outcomes,
-        written,
-        batch_open,
-        dry_run,
-        kept,
-        side_effects,
-        apply_id,
-        verify,
-        remote_left,
-        ..
-    } = report;
-    let mut doc = document(b, outcomes, written, *batch_open, *dry_run);
-    if let Value::Object(m) = &mut doc {
-        if !kept.is_empty() {
-            m.insert("kept_workspaces".into(), kept_doc(kept));
-        }
-        m.insert(
-            "side_effects".into(),
-            super::side_effects::doc(b, side_effects),
-        );
-        m.insert("apply_id".into(), json!(apply_id));
-        if let Some(v) = verify {
-            m.insert("verify".into(), verify_doc(v));
-        }
-        if let Some(left) = remote_left {
-            m.insert("warnings".into(), json!(super::remote::left_docs(left)));
-        }
-    }
-    if report.interrupted {
-        super::mark_finished(&mut doc);
-    }
+pub(super) fn report_doc(report: &Report) -> ApplyDoc {
+    let mut doc = ApplyDoc::of_report(report);
+    doc.warnings = report.remote_left.as_ref().map(super::remote::left_docs);
     doc
 }
 
@@ -208,14 +174,8 @@ fn refresh_conflicts(
 }
 
 /// `kept_workspaces` of the apply, drop and gc documents.
-pub fn kept_doc(kept: &[Kept]) -> Value {
-    Value::Array(
-        kept.iter()
-            .map(|(task, root, batches)| {
-                json!({"task": task, "workspace": paths::doc_path(root), "batches": batches})
-            })
-            .collect(),
-    )
+pub fn kept_doc(kept: &[Kept]) -> Vec<crate::render::KeptWorkspace> {
+    crate::render::KeptWorkspace::list(kept)
 }
 
 /// The human lines for workspaces kept because open batches were prepared in them.
@@ -233,121 +193,9 @@ pub fn kept_text(kept: &[Kept]) -> String {
         .collect()
 }
 
-fn doc_paths(paths: &[BString]) -> Vec<String> {
-    paths.iter().map(|p| paths::doc_bytes(p)).collect()
-}
-
-/// The apply document (design §6.2).
-pub(super) fn document(
-    b: &Batch,
-    outcomes: &[Outcome],
-    written: &[BString],
-    batch_open: bool,
-    dry_run: bool,
-) -> Value {
-    let tasks: Vec<Value> = outcomes
-        .iter()
-        .map(|o| {
-            let t = &b.tasks[o.idx];
-            let mut v = json!({
-                "name": t.name,
-                "status": o.status.as_str(),
-                "proposed_paths": doc_paths(&o.proposed),
-                "applied_paths": doc_paths(&o.applied),
-            });
-            if o.status == TaskState::Discarded && !dry_run {
-                if let Value::Object(m) = &mut v {
-                    m.insert("kept".into(), json!(o.kept_until.is_some()));
-                    if let Some(until) = &o.kept_until {
-                        m.insert("proposal_ref".into(), json!(o.proposal_ref));
-                        m.insert(
-                            "patch".into(),
-                            json!(o.patch.as_deref().map(paths::doc_path)),
-                        );
-                        m.insert("expires_at".into(), json!(until));
-                    }
-                }
-            }
-            if dry_run {
-                if let Value::Object(m) = &mut v {
-                    m.insert("processes".into(), procs_doc(&o.processes));
-                }
-            }
-            // Applied by an earlier, interrupted apply (design §7).
-            if let (TaskState::Applied, Some(msg), Value::Object(m)) =
-                (o.status, &o.message, &mut v)
-            {
-                m.insert("message".into(), json!(msg));
-            }
-            if o.status == TaskState::Discarded && !o.nested_kept.is_empty() {
-                if let Value::Object(m) = &mut v {
-                    m.insert(
-                        "nested_repositories".into(),
-                        json!(doc_paths(&o.nested_kept)),
-                    );
-                    m.insert("workspace".into(), json!(paths::doc_path(&t.root)));
-                }
-            }
-            if !o.ok() {
-                if let Value::Object(m) = &mut v {
-                    m.insert("reason".into(), json!(o.reason));
-                    m.insert(
-                        "conflicts".into(),
-                        Value::Array(
-                            o.conflicts
-                                .iter()
-                                .map(|c| json!({"path": paths::doc_bytes(&c.path), "reason": c.reason}))
-                                .collect(),
-                        ),
-                    );
-                    m.insert("proposal_ref".into(), json!(o.proposal_ref));
-                    m.insert(
-                        "patch".into(),
-                        json!(o.patch.as_deref().map(paths::doc_path)),
-                    );
-                    // A remote task has no workspace here (design §3.14).
-                    m.insert(
-                        "workspace".into(),
-                        json!((!t.remote).then(|| paths::doc_path(&t.root))),
-                    );
-                    if let Some(msg) = &o.message {
-                        m.insert("message".into(), json!(msg));
-                    }
-                    if let Some(log) = &o.verify_log {
-                        m.insert("verify_log".into(), json!(paths::doc_path(log)));
-                    }
-                }
-            }
-            v
-        })
-        .collect();
-    let stopped: Vec<Value> = outcomes
-        .iter()
-        .flat_map(|o| {
-            let name = &b.tasks[o.idx].name;
-            o.stopped
-                .iter()
-                .map(move |p| json!({"task": name, "pid": p.pid, "command": p.command}))
-        })
-        .collect();
-    json!({
-        "batch": b.id,
-        "dry_run": dry_run,
-        "tasks": tasks,
-        "applied_paths": doc_paths(written),
-        "batch_open": batch_open,
-        "stopped_processes": stopped,
-    })
-}
-
 /// `[{"pid", "command"}]` for processes found in a workspace.
-pub(crate) fn procs_doc(procs: &[git_delegate::sys::quiesce::Proc]) -> Value {
-    Value::Array(
-        procs
-            .iter()
-            .map(|p| json!({"pid": p.pid, "command": p.command}))
-            .collect(),
-    )
+pub(crate) fn procs_doc(procs: &[git_delegate::sys::quiesce::Proc]) -> Vec<crate::render::Proc> {
+    crate::render::Proc::list(procs)
 }
 
 /// One line per process: `pid command` (with "(terminal)" for one that has
@@ -535,11 +383,7 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
     for o in outcomes {
         let t = &b.tasks[o.idx];
         let status = o.status.as_str();
-        let painted = if o.ok() {
-            ui.paint("32", status)
-        } else {
-            ui.paint("31", status)
-        };
+        let painted = ui.status_column(status, o.ok(), status_width);
         let detail = match o.status {
             TaskState::Applied if o.message.is_some() => {
                 crate::ui::escape_text(o.message.as_deref().unwrap_or(""))
@@ -587,8 +431,7 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
             }
             _ => String::new(),
         };
-        let pad = " ".repeat(status_width.saturating_sub(status.len()));
-        let line = format!("  task {:<width$}  {painted}{pad} {detail}", t.name);
+        let line = format!("  task {:<width$}  {painted} {detail}", t.name);
         text.push_str(line.trim_end());
         text.push('\n');
         if o.status == TaskState::Applied {
@@ -864,21 +707,6 @@ fn discard_hint(short: &str, names: &[&str]) -> String {
     } else {
         format!("  - or give their work up: {cmd}  (name only those you give up: the others are applied again)\n")
     }
-}
-
-/// The `verify` object of the apply document (design §6.4).
-fn verify_doc(v: &git_delegate::ops::verify::Report) -> Value {
-    json!({
-        "command": v.command,
-        "outcome": v.outcome.as_str(),
-        "runs": v.runs.iter().map(|r| json!({
-            "tasks": r.tasks,
-            "exit": r.exit,
-            "timed_out": r.timed_out,
-            "duration_ms": r.duration_ms,
-            "log": paths::doc_path(&r.log),
-        })).collect::<Vec<_>>(),
-    })
 }
 
 /// The human lines for `--verify`: the outcome and each run.

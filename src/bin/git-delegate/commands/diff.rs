@@ -33,7 +33,7 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
     if args.source {
         let report = review::source_diff(
             &source,
-            args.batch.as_deref(),
+            args.batch.batch.as_deref(),
             &args.tasks,
             &args.paths,
             patch,
@@ -45,7 +45,7 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
     }
     let report = review::diff(
         &source,
-        args.batch.as_deref(),
+        args.batch.batch.as_deref(),
         &args.tasks,
         &args.paths,
         patch,

@@ -22,7 +22,7 @@ use super::apply::{kept_doc, kept_text};
 pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     let source = super::source()?;
     let _lock = super::lock_and_recover(ui, &source, recovered)?;
-    let Some(name) = args.batch.as_deref() else {
+    let Some(name) = args.batch.batch.as_deref() else {
         return Err(no_batch_named(&source));
     };
     let b = match batch::choose(batch::list(&source.state_dir())?, Some(name))? {
@@ -57,7 +57,10 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         if ui.json {
             let mut doc = json!({"batch": b.id, "dropped": false, "unapplied": unapplied});
             if let (false, Some(m)) = (hosting.is_empty(), doc.as_object_mut()) {
-                m.insert("hosts_open_batches".into(), kept_doc(&hosting));
+                m.insert(
+                    "hosts_open_batches".into(),
+                    crate::render::value(kept_doc(&hosting)),
+                );
             }
             if let (false, Some(m)) = (stashed.is_empty(), doc.as_object_mut()) {
                 m.insert("stashed".into(), stashed_doc(&stashed));
@@ -111,7 +114,10 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     if ui.json {
         let mut doc = dropped_doc(&b.id, removed, refs_removed, &kept, &unsafe_folders);
         if let (false, Some(m)) = (hosting.is_empty(), doc.as_object_mut()) {
-            m.insert("kept_workspaces".into(), kept_doc(&hosting));
+            m.insert(
+                "kept_workspaces".into(),
+                crate::render::value(kept_doc(&hosting)),
+            );
         }
         if let (Some(left), Some(m)) = (&remote_left, doc.as_object_mut()) {
             m.insert(

@@ -88,6 +88,7 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
                     .remote_left
                     .iter()
                     .flat_map(super::remote::left_docs)
+                    .map(crate::render::value)
                     .collect(),
             );
         }

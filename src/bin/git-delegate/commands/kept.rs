@@ -6,8 +6,6 @@
 //! document adds (`kept_proposal`).
 //! Never: does git, filesystem or process work (the engine's `kept` does).
 
-use serde_json::{json, Value};
-
 use crate::ui::Ui;
 use git_delegate::error::Result;
 use git_delegate::ops::apply::Outcome;
@@ -35,38 +33,36 @@ pub fn run(
     let r = &landed.report;
     let k = &landed.kept;
     if ui.json {
-        let mut doc =
-            super::apply::document(&r.batch, &r.outcomes, &r.written, r.batch_open, r.dry_run);
-        if let Value::Object(m) = &mut doc {
-            // A kept proposal has no workspace.
-            if let Some(Value::Array(tasks)) = m.get_mut("tasks") {
-                for t in tasks.iter_mut().filter_map(Value::as_object_mut) {
-                    if t.contains_key("workspace") {
-                        t.insert("workspace".into(), Value::Null);
-                    }
-                }
+        let mut doc = crate::render::apply::ApplyDoc::new(
+            &r.batch,
+            &r.outcomes,
+            &r.written,
+            r.batch_open,
+            r.dry_run,
+        );
+        // A kept proposal has no workspace.
+        for t in &mut doc.tasks {
+            if t.workspace.is_some() {
+                t.workspace = Some(None);
             }
-            m.insert("apply_id".into(), json!(r.apply_id));
-            m.insert(
-                "side_effects".into(),
-                super::side_effects::doc(&r.batch, &r.side_effects),
-            );
-            m.insert(
-                "kept_proposal".into(),
-                json!({
-                    "ref": k.ref_name,
-                    "batch": k.batch,
-                    "task": k.task,
-                    "patch": k.patch.as_deref().map(paths::doc_path),
-                    "expires_at": git_delegate::sys::time::rfc3339(k.expires_at),
-                    "removed": landed.removed,
-                }),
-            );
         }
+        doc.apply_id = Some(r.apply_id.clone());
+        doc.side_effects = Some(crate::render::apply::SideEffect::list(
+            &r.batch,
+            &r.side_effects,
+        ));
+        doc.kept_proposal = Some(crate::render::apply::KeptProposal {
+            r#ref: k.ref_name.clone(),
+            batch: k.batch.clone(),
+            task: k.task.clone(),
+            patch: k.patch.as_deref().map(paths::doc_path),
+            expires_at: git_delegate::sys::time::rfc3339(k.expires_at),
+            removed: landed.removed,
+        });
         if r.interrupted {
-            super::mark_finished(&mut doc);
+            doc.interrupted = Some("finished");
         }
-        ui.doc_after(doc, recovered);
+        ui.doc_after(&doc, recovered);
     }
     ui.say(&human(ui, &landed));
     if let Some(e) = &r.artifacts_error {
@@ -147,11 +143,7 @@ fn human(ui: &Ui, landed: &git_delegate::ops::kept::Landed) -> String {
 
 fn outcome_line(ui: &Ui, o: &Outcome) -> String {
     let status = o.status.as_str();
-    let painted = if o.ok() {
-        ui.paint("32", status)
-    } else {
-        ui.paint("31", status)
-    };
+    let painted = ui.status_column(status, o.ok(), 10);
     let detail = match o.status {
         TaskState::Applied => {
             let n = o.applied.len();
@@ -177,7 +169,6 @@ fn outcome_line(ui: &Ui, o: &Outcome) -> String {
         }
         _ => String::new(),
     };
-    let pad = " ".repeat(10usize.saturating_sub(status.len()));
-    let line = format!("  {painted}{pad} {detail}");
+    let line = format!("  {painted} {detail}");
     format!("{}\n", line.trim_end())
 }

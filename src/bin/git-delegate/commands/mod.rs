@@ -527,17 +527,7 @@ pub fn show(p: &Path) -> String {
 /// `unsafe_folders` of gc and drop (docs/json.md): the folders below the
 /// workspace root they refused and never entered (design §3.18).
 pub fn unsafe_doc(list: &[git_delegate::workspace::shared_root::Refused]) -> serde_json::Value {
-    serde_json::Value::Array(
-        list.iter()
-            .map(|r| {
-                serde_json::json!({
-                    "path": git_delegate::sys::paths::doc_path(&r.path),
-                    "owner": r.owner,
-                    "reason": r.reason.as_str(),
-                })
-            })
-            .collect(),
-    )
+    crate::render::value(crate::render::UnsafeFolder::list(list))
 }
 
 /// One line per refused folder below the workspace root, for people.

@@ -19,7 +19,7 @@ pub fn run(ui: &Ui, args: RefreshArgs, recovered: &mut Recovery) -> Result<i32> 
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
     let opts = git_delegate::ops::refresh::Options {
-        batch: args.batch,
+        batch: args.batch.batch,
         tasks: args.tasks,
         cwd,
     };
@@ -90,12 +90,7 @@ pub fn human(ui: &Ui, report: &Report) -> String {
         } else {
             t.state.as_str()
         };
-        let painted = if t.state == TaskState::Conflicted {
-            ui.paint("31", state)
-        } else {
-            ui.paint("32", state)
-        };
-        let pad = " ".repeat(10usize.saturating_sub(state.len()));
+        let painted = ui.status_column(state, t.state != TaskState::Conflicted, 10);
         let files: Vec<String> = t
             .conflicted
             .iter()
@@ -111,10 +106,7 @@ pub fn human(ui: &Ui, report: &Report) -> String {
         } else {
             format!("conflicts in {}", files.join(", "))
         };
-        text.push_str(&format!(
-            "  task {:<width$}  {painted}{pad} {detail}\n",
-            t.name
-        ));
+        text.push_str(&format!("  task {:<width$}  {painted} {detail}\n", t.name));
         if t.state == TaskState::Conflicted {
             if let Some(k) = b.task(&t.name) {
                 text.push_str(&format!(

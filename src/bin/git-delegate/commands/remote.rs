@@ -7,6 +7,8 @@
 
 use serde_json::json;
 
+use crate::render::apply::RemoteWarning;
+
 use crate::cli::{JoinArgs, SubmitArgs};
 use crate::ui::Ui;
 use git_delegate::error::{Error, Result};
@@ -78,18 +80,16 @@ pub fn submit(ui: &Ui, _args: SubmitArgs) -> Result<i32> {
 /// §3.14 "Remote refs"): one per reason, as JSON (`warnings` entries) and as
 /// text for stderr. Every command printed deletes a ref only with a lease on
 /// the value this command fetched there, and none deletes a newer submission.
-pub fn left_docs(left: &git_delegate::ops::remote::Left) -> Vec<serde_json::Value> {
+pub fn left_docs(left: &git_delegate::ops::remote::Left) -> Vec<RemoteWarning> {
     warnings(left)
         .into_iter()
-        .map(|w| {
-            json!({
-                "code": "remote_refs_left",
-                "reason": w.reason,
-                "message": w.message,
-                "help": w.help,
-                "remote": left.remote,
-                "refs": w.refs,
-            })
+        .map(|w| RemoteWarning {
+            code: "remote_refs_left",
+            reason: w.reason,
+            message: w.message,
+            help: w.help,
+            remote: left.remote.clone(),
+            refs: w.refs,
         })
         .collect()
 }

@@ -14,8 +14,12 @@ pub fn run(ui: &Ui, args: RenewArgs, recovered: &mut Recovery) -> Result<i32> {
         None => source.config.ttl_secs,
     };
     let _lock = super::lock_and_recover(ui, &source, recovered)?;
-    let b =
-        git_delegate::ops::renew::renew(&source.state_dir(), args.batch.as_deref(), ttl, owner)?;
+    let b = git_delegate::ops::renew::renew(
+        &source.state_dir(),
+        args.batch.batch.as_deref(),
+        ttl,
+        owner,
+    )?;
     if ui.json {
         ui.doc_after(super::batch_doc(&source, &b, None), recovered);
     }

@@ -77,7 +77,7 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
         let workers: Vec<Value> = report.workers.iter().map(worker_doc).collect();
         // The embedded apply document is whole, `schema` included.
         let apply = report.apply.as_ref().map_or(Value::Null, |a| {
-            let mut doc = super::apply::report_doc(a);
+            let mut doc = crate::render::value(super::apply::report_doc(a));
             if let Value::Object(m) = &mut doc {
                 m.insert("schema".into(), json!(crate::ui::SCHEMA));
             }
@@ -109,14 +109,9 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
         .unwrap_or(1);
     for w in &report.workers {
         let status = status_word(w);
-        let painted = if w.ok() {
-            ui.paint("32", &status)
-        } else {
-            ui.paint("31", &status)
-        };
-        let pad = " ".repeat(14usize.saturating_sub(status.len()));
+        let painted = ui.status_column(&status, w.ok(), 14);
         text.push_str(&format!(
-            "  task {:<width$}  {painted}{pad} {:>7}  log {}\n",
+            "  task {:<width$}  {painted} {:>7}  log {}\n",
             w.name,
             seconds(w.duration_ms),
             super::show(&w.log)

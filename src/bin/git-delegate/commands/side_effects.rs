@@ -6,37 +6,9 @@
 //! Owns: those words and fields.
 //! Never: finds them (`git_delegate::ops::side_effects` does) or changes a ref.
 
-use serde_json::{json, Value};
-
 use git_delegate::ops::apply::Outcome;
 use git_delegate::ops::side_effects::{Change, Kind, SideEffect};
 use git_delegate::record::batch::{Batch, TaskState};
-
-/// `[{"task", "ref", "kind", "change", "old", "new", "stash", "message",
-/// "path", "detail"}]`: `path` and `detail` are those of a config key or
-/// hook (design §3.16 "The shared git dir"), whose `ref` is null.
-pub fn doc(b: &Batch, effects: &[SideEffect]) -> Value {
-    Value::Array(
-        effects
-            .iter()
-            .map(|e| {
-                let shared_dir = matches!(e.kind, Kind::Config | Kind::Hook);
-                json!({
-                    "task": e.task.and_then(|t| b.tasks.get(t)).map(|t| &t.name),
-                    "ref": (!shared_dir).then_some(&e.name),
-                    "kind": e.kind.as_str(),
-                    "change": e.change.as_str(),
-                    "old": e.old_hex(),
-                    "new": e.new_hex(),
-                    "stash": e.stash_index.map(|n| format!("stash@{{{n}}}")),
-                    "message": e.message,
-                    "path": e.path.as_deref().map(git_delegate::sys::paths::doc_path),
-                    "detail": e.detail,
-                })
-            })
-            .collect(),
-    )
-}
 
 /// The warning for changes in the shared git dir (stderr): one line per
 /// config key and hook, with what a key now holds and how to look.

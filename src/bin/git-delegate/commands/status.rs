@@ -115,7 +115,7 @@ fn message(p: &Problem) -> String {
 
 pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     let source = super::source()?;
-    let report = git_delegate::ops::status::run(&source, args.batch.as_deref())?;
+    let report = git_delegate::ops::status::run(&source, args.batch.batch.as_deref())?;
     let kept = &report.kept;
     let problems = &report.problems;
     let kept_doc: Vec<Value> = kept
@@ -210,7 +210,10 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
                                 if n.is_none() {
                                     t.insert("changed_paths".into(), Value::Null);
                                 }
-                                t.insert("processes".into(), super::apply::procs_doc(p));
+                                t.insert(
+                                    "processes".into(),
+                                    crate::render::value(super::apply::procs_doc(p)),
+                                );
                             }
                         }
                     }
@@ -258,143 +261,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     let now = git_delegate::sys::time::now();
     let mut text = String::new();
     for (shown, sub) in report.batches.iter().zip(&submitted) {
-        let (b, counts) = (&shown.batch, &shown.counts);
-        let created = git_delegate::sys::time::parse_rfc3339(&b.created_at).unwrap_or(now);
-        let state = b.lease.state();
-        let expires = b.lease.expires_at_secs() - now;
-        text.push_str(&format!(
-            "batch {}{}  {}  created {} ago  baseline {}{}\n",
-            ui.bold(b.short()),
-            b.label
-                .as_ref()
-                .map(|l| format!(" ({l})"))
-                .unwrap_or_default(),
-            b.mode,
-            git_delegate::sys::time::human(now - created),
-            &b.baseline[..7.min(b.baseline.len())],
-            b.source_head
-                .as_ref()
-                .map(|h| format!(" (on HEAD {})", &h[..7.min(h.len())]))
-                .unwrap_or_default(),
-        ));
-        let progress = git_delegate::ops::preparing::progress(b);
-        match progress {
-            Some(git_delegate::ops::preparing::Progress::Interrupted) => text.push_str(&format!(
-                "  {}: its prepare was killed; no worker was given it; `git delegate gc` removes it\n",
-                ui.paint("31", "interrupted")
-            )),
-            Some(git_delegate::ops::preparing::Progress::Preparing) => text.push_str(&format!(
-                "  {}: its prepare (pid {}) still runs\n",
-                ui.paint("33", "preparing"),
-                b.preparing.as_ref().map(|m| m.pid).unwrap_or_default()
-            )),
-            None => {}
-        }
-        let state = match progress {
-            Some(git_delegate::ops::preparing::Progress::Interrupted) => {
-                git_delegate::record::lease::State::Orphaned
-            }
-            _ => state,
-        };
-        let lease_state = match state {
-            git_delegate::record::lease::State::Live => ui.paint("32", "live"),
-            s => ui.paint("31", s.as_str()),
-        };
-        // "lease live, expires in 3h", "lease expired 5m ago" (the state
-        // said once), "lease orphaned, expired 5m ago".
-        let when = git_delegate::sys::time::human(expires);
-        text.push_str(&if expires > 0 {
-            format!("  lease {lease_state}, expires in {when}\n")
-        } else if state == git_delegate::record::lease::State::Expired {
-            format!("  lease {lease_state} {when} ago\n")
-        } else {
-            format!("  lease {lease_state}, expired {when} ago\n")
-        });
-        if let Some(pid) = b.lease.owner_pid {
-            text.push_str(&format!("  owner pid {pid} on {}\n", b.lease.host));
-        }
-        // The state column: 10 wide, wider for a longer state
-        // (`worker_failed`), so every row of the batch lines up.
-        let state_width = b
-            .tasks
-            .iter()
-            .map(|t| t.state.as_str().len())
-            .max()
-            .unwrap_or(0)
-            .max(10);
-        for (((t, n), health), procs) in b
-            .tasks
-            .iter()
-            .zip(counts)
-            .zip(&shown.health)
-            .zip(&shown.processes)
-        {
-            let n = n.map(|n| n.to_string()).unwrap_or_else(|| "?".into());
-            let where_ = match health {
-                // design §3.14: a remote task has no workspace here.
-                _ if t.remote => match sub {
-                    Some(s) if s.contains(&t.name) => "remote, submitted".to_string(),
-                    Some(_) => "remote, not submitted yet".to_string(),
-                    None if !t.state.is_open() => "remote".to_string(),
-                    None => format!(
-                        "remote: {}",
-                        git_delegate::ops::remote::join_command(b, &t.name).unwrap_or_default()
-                    ),
-                },
-                workspace::Health::Ours => super::show(&t.root),
-                workspace::Health::Missing if !t.state.is_open() => {
-                    "(workspace removed)".to_string()
-                }
-                workspace::Health::Missing => format!("{} (missing)", super::show(&t.root)),
-                workspace::Health::Foreign => {
-                    format!("{} (replaced; not ours)", super::show(&t.root))
-                }
-            };
-            text.push_str(&format!(
-                "  task {:<8} {:<state_width$} {:>4} changed  {where_}{}\n",
-                t.name,
-                if progress.is_some() {
-                    "incomplete"
-                } else {
-                    t.state.as_str()
-                },
-                n,
-                // Not when it only says the state again (`worker_failed`).
-                t.reason
-                    .as_ref()
-                    .filter(|r| r.as_str() != t.state.as_str())
-                    .map(|r| format!("  ({r})"))
-                    .unwrap_or_default()
-            ));
-            if t.state == git_delegate::record::batch::TaskState::Conflicted {
-                // Handed back by a refresh, or left by the worker's own git
-                // (design §3.12): the files still unresolved in its workspace.
-                let files: Vec<String> = t
-                    .conflicted_paths
-                    .iter()
-                    .map(|p| git_delegate::sys::paths::quote(p.as_bytes().into()))
-                    .collect();
-                if files.is_empty() && *health == workspace::Health::Ours {
-                    text.push_str(&format!(
-                        "      its conflicts are resolved in its workspace: `git delegate apply {}` lands it\n",
-                        b.short()
-                    ));
-                } else {
-                    text.push_str(&format!(
-                        "      conflicts for its worker to resolve (edit, then `git add`): {}\n",
-                        files.join(", ")
-                    ));
-                }
-            }
-            if let Some(log) = &t.verify_log {
-                // design §3.10: a rejected task names the failing run's log.
-                text.push_str(&format!("      verify log: {}\n", super::show(log)));
-            }
-            if !procs.is_empty() {
-                text.push_str("      processes running inside:\n");
-                text.push_str(&super::apply::procs_text(procs, "        "));
-            }
-        }
+        text.push_str(&batch_text(ui, shown, sub, now));
     }
     text.push_str(&kept_text);
     for p in problems {
@@ -406,6 +273,153 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     }
     ui.say(&text);
     Ok(code)
+}
+
+/// The human lines of one batch: its header, lease, and one line per task
+/// (with its conflicts, verify log and processes).
+fn batch_text(
+    ui: &Ui,
+    shown: &git_delegate::ops::status::Shown,
+    sub: &Option<std::collections::HashSet<String>>,
+    now: i64,
+) -> String {
+    let mut text = String::new();
+    let (b, counts) = (&shown.batch, &shown.counts);
+    let created = git_delegate::sys::time::parse_rfc3339(&b.created_at).unwrap_or(now);
+    let state = b.lease.state();
+    let expires = b.lease.expires_at_secs() - now;
+    text.push_str(&format!(
+        "batch {}{}  {}  created {} ago  baseline {}{}\n",
+        ui.bold(b.short()),
+        b.label
+            .as_ref()
+            .map(|l| format!(" ({l})"))
+            .unwrap_or_default(),
+        b.mode,
+        git_delegate::sys::time::human(now - created),
+        &b.baseline[..7.min(b.baseline.len())],
+        b.source_head
+            .as_ref()
+            .map(|h| format!(" (on HEAD {})", &h[..7.min(h.len())]))
+            .unwrap_or_default(),
+    ));
+    let progress = git_delegate::ops::preparing::progress(b);
+    match progress {
+        Some(git_delegate::ops::preparing::Progress::Interrupted) => text.push_str(&format!(
+            "  {}: its prepare was killed; no worker was given it; `git delegate gc` removes it\n",
+            ui.paint("31", "interrupted")
+        )),
+        Some(git_delegate::ops::preparing::Progress::Preparing) => text.push_str(&format!(
+            "  {}: its prepare (pid {}) still runs\n",
+            ui.paint("33", "preparing"),
+            b.preparing.as_ref().map(|m| m.pid).unwrap_or_default()
+        )),
+        None => {}
+    }
+    let state = match progress {
+        Some(git_delegate::ops::preparing::Progress::Interrupted) => {
+            git_delegate::record::lease::State::Orphaned
+        }
+        _ => state,
+    };
+    let lease_state = match state {
+        git_delegate::record::lease::State::Live => ui.paint("32", "live"),
+        s => ui.paint("31", s.as_str()),
+    };
+    // "lease live, expires in 3h", "lease expired 5m ago" (the state
+    // said once), "lease orphaned, expired 5m ago".
+    let when = git_delegate::sys::time::human(expires);
+    text.push_str(&if expires > 0 {
+        format!("  lease {lease_state}, expires in {when}\n")
+    } else if state == git_delegate::record::lease::State::Expired {
+        format!("  lease {lease_state} {when} ago\n")
+    } else {
+        format!("  lease {lease_state}, expired {when} ago\n")
+    });
+    if let Some(pid) = b.lease.owner_pid {
+        text.push_str(&format!("  owner pid {pid} on {}\n", b.lease.host));
+    }
+    // The state column: 10 wide, wider for a longer state
+    // (`worker_failed`), so every row of the batch lines up.
+    let state_width = b
+        .tasks
+        .iter()
+        .map(|t| t.state.as_str().len())
+        .max()
+        .unwrap_or(0)
+        .max(10);
+    for (((t, n), health), procs) in b
+        .tasks
+        .iter()
+        .zip(counts)
+        .zip(&shown.health)
+        .zip(&shown.processes)
+    {
+        let n = n.map(|n| n.to_string()).unwrap_or_else(|| "?".into());
+        let where_ = match health {
+            // design §3.14: a remote task has no workspace here.
+            _ if t.remote => match sub {
+                Some(s) if s.contains(&t.name) => "remote, submitted".to_string(),
+                Some(_) => "remote, not submitted yet".to_string(),
+                None if !t.state.is_open() => "remote".to_string(),
+                None => format!(
+                    "remote: {}",
+                    git_delegate::ops::remote::join_command(b, &t.name).unwrap_or_default()
+                ),
+            },
+            workspace::Health::Ours => super::show(&t.root),
+            workspace::Health::Missing if !t.state.is_open() => "(workspace removed)".to_string(),
+            workspace::Health::Missing => format!("{} (missing)", super::show(&t.root)),
+            workspace::Health::Foreign => {
+                format!("{} (replaced; not ours)", super::show(&t.root))
+            }
+        };
+        text.push_str(&format!(
+            "  task {:<8} {:<state_width$} {:>4} changed  {where_}{}\n",
+            t.name,
+            if progress.is_some() {
+                "incomplete"
+            } else {
+                t.state.as_str()
+            },
+            n,
+            // Not when it only says the state again (`worker_failed`).
+            t.reason
+                .as_ref()
+                .filter(|r| r.as_str() != t.state.as_str())
+                .map(|r| format!("  ({r})"))
+                .unwrap_or_default()
+        ));
+        if t.state == git_delegate::record::batch::TaskState::Conflicted {
+            // Handed back by a refresh, or left by the worker's own git
+            // (design §3.12): the files still unresolved in its workspace.
+            let files: Vec<String> = t
+                .conflicted_paths
+                .iter()
+                .map(|p| git_delegate::sys::paths::quote(p.as_bytes().into()))
+                .collect();
+            if files.is_empty() && *health == workspace::Health::Ours {
+                text.push_str(&format!(
+                    "      its conflicts are resolved in its workspace: `git delegate apply {}` lands it\n",
+                    b.short()
+                ));
+            } else {
+                text.push_str(&format!(
+                    "      conflicts for its worker to resolve (edit, then `git add`): {}\n",
+                    files.join(", ")
+                ));
+            }
+        }
+        if let Some(log) = &t.verify_log {
+            // design §3.10: a rejected task names the failing run's log.
+            text.push_str(&format!("      verify log: {}\n", super::show(log)));
+        }
+        if !procs.is_empty() {
+            text.push_str("      processes running inside:\n");
+            text.push_str(&super::apply::procs_text(procs, "        "));
+        }
+    }
+    text
 }
 
 /// The human lines for kept proposals (design §3.16 "kept"): name, age,

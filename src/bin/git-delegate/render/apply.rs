@@ -1,0 +1,336 @@
+//! The apply document (design §6.2, §6.4; docs/json.md "Apply"), which
+//! `apply --kept` and `run` print too.
+
+use super::{absent, document, KeptWorkspace, Proc};
+use git_delegate::ops::apply::{Outcome, Report};
+use git_delegate::record::batch::{Batch, TaskState};
+use git_delegate::sys::paths::{self, BString};
+
+fn doc_paths(list: &[BString]) -> Vec<String> {
+    list.iter().map(|p| paths::doc_bytes(p)).collect()
+}
+
+document! {
+    /// The apply document.
+    pub struct ApplyDoc {
+        batch: String,
+        dry_run: bool,
+        tasks: Vec<ApplyTask>,
+        applied_paths: Vec<String>,
+        batch_open: bool,
+        stopped_processes: Vec<StoppedProc>,
+        #[serde(skip_serializing_if = "absent")]
+        kept_workspaces: Option<Vec<KeptWorkspace>>,
+        #[serde(skip_serializing_if = "absent")]
+        side_effects: Option<Vec<SideEffect>>,
+        #[serde(skip_serializing_if = "absent")]
+        apply_id: Option<Option<String>>,
+        #[serde(skip_serializing_if = "absent")]
+        verify: Option<Verify>,
+        #[serde(skip_serializing_if = "absent")]
+        warnings: Option<Vec<RemoteWarning>>,
+        #[serde(skip_serializing_if = "absent")]
+        refreshed: Option<serde_json::Value>,
+        #[serde(skip_serializing_if = "absent")]
+        refresh_error: Option<super::ErrorBody>,
+        #[serde(skip_serializing_if = "absent")]
+        kept_proposal: Option<KeptProposal>,
+        /// `apply --from-undo`: the undo entry applied again (that document
+        /// is still assembled in commands/undo.rs).
+        #[serde(skip_serializing_if = "absent")]
+        from_undo: Option<String>,
+        #[serde(skip_serializing_if = "absent")]
+        interrupted: Option<&'static str>,
+    }
+}
+
+document! {
+    /// An entry of `tasks` of the apply document.
+    pub struct ApplyTask {
+        name: String,
+        status: &'static str,
+        proposed_paths: Vec<String>,
+        applied_paths: Vec<String>,
+        #[serde(skip_serializing_if = "absent")]
+        kept: Option<bool>,
+        #[serde(skip_serializing_if = "absent")]
+        proposal_ref: Option<Option<String>>,
+        #[serde(skip_serializing_if = "absent")]
+        patch: Option<Option<String>>,
+        #[serde(skip_serializing_if = "absent")]
+        expires_at: Option<String>,
+        #[serde(skip_serializing_if = "absent")]
+        processes: Option<Vec<Proc>>,
+        #[serde(skip_serializing_if = "absent")]
+        message: Option<String>,
+        #[serde(skip_serializing_if = "absent")]
+        nested_repositories: Option<Vec<String>>,
+        #[serde(skip_serializing_if = "absent")]
+        workspace: Option<Option<String>>,
+        #[serde(skip_serializing_if = "absent")]
+        reason: Option<Option<&'static str>>,
+        #[serde(skip_serializing_if = "absent")]
+        conflicts: Option<Vec<Conflict>>,
+        #[serde(skip_serializing_if = "absent")]
+        verify_log: Option<String>,
+    }
+}
+
+document! {
+    /// An entry of `tasks[].conflicts`.
+    pub struct Conflict {
+        path: String,
+        reason: String,
+    }
+}
+
+document! {
+    /// An entry of `stopped_processes`.
+    pub struct StoppedProc {
+        task: String,
+        pid: u32,
+        command: String,
+    }
+}
+
+document! {
+    /// The `verify` object (design §6.4).
+    pub struct Verify {
+        command: String,
+        outcome: &'static str,
+        runs: Vec<VerifyRun>,
+    }
+}
+
+document! {
+    /// An entry of `verify.runs`.
+    pub struct VerifyRun {
+        tasks: Vec<String>,
+        exit: Option<i32>,
+        timed_out: bool,
+        duration_ms: u64,
+        log: String,
+    }
+}
+
+document! {
+    /// `kept_proposal` of `apply --kept`.
+    pub struct KeptProposal {
+        r#ref: String,
+        batch: String,
+        task: String,
+        patch: Option<String>,
+        expires_at: String,
+        removed: bool,
+    }
+}
+
+document! {
+    /// An entry of `side_effects`: a ref, stash entry, config key or hook a
+    /// workspace made or changed in the shared repository (design §3.16).
+    pub struct SideEffect {
+        task: Option<String>,
+        r#ref: Option<String>,
+        kind: &'static str,
+        change: &'static str,
+        old: Option<String>,
+        new: Option<String>,
+        stash: Option<String>,
+        message: Option<String>,
+        path: Option<String>,
+        detail: Option<String>,
+    }
+}
+
+impl SideEffect {
+    pub fn list(
+        b: &Batch,
+        effects: &[git_delegate::ops::side_effects::SideEffect],
+    ) -> Vec<SideEffect> {
+        use git_delegate::ops::side_effects::Kind;
+        effects
+            .iter()
+            .map(|e| {
+                let shared_dir = matches!(e.kind, Kind::Config | Kind::Hook);
+                SideEffect {
+                    task: e.task.and_then(|t| b.tasks.get(t)).map(|t| t.name.clone()),
+                    r#ref: (!shared_dir).then(|| e.name.clone()),
+                    kind: e.kind.as_str(),
+                    change: e.change.as_str(),
+                    old: e.old_hex(),
+                    new: e.new_hex(),
+                    stash: e.stash_index.map(|n| format!("stash@{{{n}}}")),
+                    message: e.message.clone(),
+                    path: e.path.as_deref().map(paths::doc_path),
+                    detail: e.detail.clone(),
+                }
+            })
+            .collect()
+    }
+}
+
+document! {
+    /// An entry of `warnings`: refs a batch that ended left on its remote
+    /// (design §3.14 "Remote refs").
+    pub struct RemoteWarning {
+        code: &'static str,
+        reason: &'static str,
+        message: String,
+        help: String,
+        remote: String,
+        refs: Vec<String>,
+    }
+}
+
+impl ApplyDoc {
+    /// The tasks, paths and processes of an apply (what `apply --kept`
+    /// prints too); the rest is added by [`ApplyDoc::of_report`].
+    pub fn new(
+        b: &Batch,
+        outcomes: &[Outcome],
+        written: &[BString],
+        batch_open: bool,
+        dry_run: bool,
+    ) -> ApplyDoc {
+        let tasks = outcomes
+            .iter()
+            .map(|o| ApplyTask::new(b, o, dry_run))
+            .collect();
+        let stopped_processes = outcomes
+            .iter()
+            .flat_map(|o| {
+                let name = &b.tasks[o.idx].name;
+                o.stopped.iter().map(move |p| StoppedProc {
+                    task: name.clone(),
+                    pid: p.pid,
+                    command: p.command.clone(),
+                })
+            })
+            .collect();
+        ApplyDoc {
+            batch: b.id.clone(),
+            dry_run,
+            tasks,
+            applied_paths: doc_paths(written),
+            batch_open,
+            stopped_processes,
+            kept_workspaces: None,
+            side_effects: None,
+            apply_id: None,
+            verify: None,
+            warnings: None,
+            refreshed: None,
+            refresh_error: None,
+            kept_proposal: None,
+            from_undo: None,
+            interrupted: None,
+        }
+    }
+
+    /// The apply document of `report` (design §6.2, §6.4), but `warnings`
+    /// (`commands::remote::left_docs` words them).
+    pub fn of_report(report: &Report) -> ApplyDoc {
+        let b = &report.batch;
+        let mut doc = ApplyDoc::new(
+            b,
+            &report.outcomes,
+            &report.written,
+            report.batch_open,
+            report.dry_run,
+        );
+        if !report.kept.is_empty() {
+            doc.kept_workspaces = Some(KeptWorkspace::list(&report.kept));
+        }
+        doc.side_effects = Some(SideEffect::list(b, &report.side_effects));
+        doc.apply_id = Some(report.apply_id.clone());
+        doc.verify = report.verify.as_ref().map(Verify::new);
+        if report.interrupted {
+            doc.interrupted = Some("finished");
+        }
+        doc
+    }
+}
+
+impl ApplyTask {
+    fn new(b: &Batch, o: &Outcome, dry_run: bool) -> ApplyTask {
+        let t = &b.tasks[o.idx];
+        let discarded = o.status == TaskState::Discarded;
+        let mut doc = ApplyTask {
+            name: t.name.clone(),
+            status: o.status.as_str(),
+            proposed_paths: doc_paths(&o.proposed),
+            applied_paths: doc_paths(&o.applied),
+            kept: None,
+            proposal_ref: None,
+            patch: None,
+            expires_at: None,
+            processes: None,
+            message: None,
+            nested_repositories: None,
+            workspace: None,
+            reason: None,
+            conflicts: None,
+            verify_log: None,
+        };
+        if discarded && !dry_run {
+            doc.kept = Some(o.kept_until.is_some());
+            if let Some(until) = &o.kept_until {
+                doc.proposal_ref = Some(o.proposal_ref.clone());
+                doc.patch = Some(o.patch.as_deref().map(paths::doc_path));
+                doc.expires_at = Some(until.clone());
+            }
+        }
+        if dry_run {
+            doc.processes = Some(Proc::list(&o.processes));
+        }
+        // Applied by an earlier, interrupted apply (design §7).
+        if o.status == TaskState::Applied {
+            doc.message = o.message.clone();
+        }
+        if discarded && !o.nested_kept.is_empty() {
+            doc.nested_repositories = Some(doc_paths(&o.nested_kept));
+            doc.workspace = Some(Some(paths::doc_path(&t.root)));
+        }
+        if !o.ok() {
+            doc.reason = Some(o.reason);
+            doc.conflicts = Some(
+                o.conflicts
+                    .iter()
+                    .map(|c| Conflict {
+                        path: paths::doc_bytes(&c.path),
+                        reason: c.reason.clone(),
+                    })
+                    .collect(),
+            );
+            doc.proposal_ref = Some(o.proposal_ref.clone());
+            doc.patch = Some(o.patch.as_deref().map(paths::doc_path));
+            // A remote task has no workspace here (design §3.14).
+            doc.workspace = Some((!t.remote).then(|| paths::doc_path(&t.root)));
+            if o.message.is_some() {
+                doc.message = o.message.clone();
+            }
+            doc.verify_log = o.verify_log.as_deref().map(paths::doc_path);
+        }
+        doc
+    }
+}
+
+impl Verify {
+    pub fn new(v: &git_delegate::ops::verify::Report) -> Verify {
+        Verify {
+            command: v.command.clone(),
+            outcome: v.outcome.as_str(),
+            runs: v
+                .runs
+                .iter()
+                .map(|r| VerifyRun {
+                    tasks: r.tasks.clone(),
+                    exit: r.exit,
+                    timed_out: r.timed_out,
+                    duration_ms: r.duration_ms,
+                    log: paths::doc_path(&r.log),
+                })
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,271 @@
+//! The JSON documents the binary prints (design §6, docs/json.md), as types:
+//! one `#[derive(Serialize)]` struct per document and per object inside one,
+//! each built from an engine report by a `from_*`/`new` function here.
+//!
+//! Owns: the shape of every `--json` document, field by field, and the
+//! field lists (`FIELDS`) the docs/json.md check compares with.
+//! Never: prints (`ui::Ui::doc` does, adding `schema` and the recovery
+//! fields), decides what happened (the engine does), or does git work.
+//!
+//! Key order: documents are printed through `serde_json::Value`, whose
+//! objects are sorted by key (no `preserve_order`), so declaration order
+//! here does not change a byte of output.
+
+pub mod apply;
+
+/// A document type: a `Serialize` struct and `FIELDS`, the names of its
+/// fields as the JSON has them (`r#ref` is `ref`).
+macro_rules! document {
+    ($(#[$m:meta])* pub struct $name:ident { $( $(#[$fm:meta])* $f:ident : $t:ty ),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, serde::Serialize)]
+        pub struct $name { $( $(#[$fm])* pub $f : $t ),* }
+        #[allow(dead_code)]
+        impl $name {
+            /// Every field's JSON name, in declaration order.
+            pub const FIELDS: &'static [&'static str] = &[$(stringify!($f)),*];
+        }
+    };
+}
+pub(crate) use document;
+
+/// A typed document as a `Value`, for the documents still assembled by hand
+/// around it.
+pub fn value(doc: impl serde::Serialize) -> serde_json::Value {
+    serde_json::to_value(doc).unwrap_or(serde_json::Value::Null)
+}
+
+/// `Option`s marked with this are left out of the document when `None`
+/// (a field docs/json.md lists with `?`).
+pub fn absent<T>(v: &Option<T>) -> bool {
+    v.is_none()
+}
+
+document! {
+    /// `{"pid", "command"}`: a process found in a workspace.
+    pub struct Proc {
+        pid: u32,
+        command: String,
+    }
+}
+
+impl Proc {
+    pub fn list(procs: &[git_delegate::sys::quiesce::Proc]) -> Vec<Proc> {
+        procs
+            .iter()
+            .map(|p| Proc {
+                pid: p.pid,
+                command: p.command.clone(),
+            })
+            .collect()
+    }
+}
+
+document! {
+    /// An entry of `kept_workspaces` (apply, drop, gc) and
+    /// `hosts_open_batches` (drop refused): a workspace kept because open
+    /// batches were prepared in it.
+    pub struct KeptWorkspace {
+        task: String,
+        workspace: String,
+        batches: Vec<String>,
+    }
+}
+
+impl KeptWorkspace {
+    pub fn list(kept: &[git_delegate::ops::apply::Kept]) -> Vec<KeptWorkspace> {
+        kept.iter()
+            .map(|(task, root, batches)| KeptWorkspace {
+                task: task.clone(),
+                workspace: git_delegate::sys::paths::doc_path(root),
+                batches: batches.clone(),
+            })
+            .collect()
+    }
+}
+
+document! {
+    /// An entry of `unsafe_folders` (gc, drop): a folder below the
+    /// workspace root refused and never entered (design §3.18).
+    pub struct UnsafeFolder {
+        path: String,
+        owner: u32,
+        reason: &'static str,
+    }
+}
+
+impl UnsafeFolder {
+    pub fn list(list: &[git_delegate::workspace::shared_root::Refused]) -> Vec<UnsafeFolder> {
+        list.iter()
+            .map(|r| UnsafeFolder {
+                path: git_delegate::sys::paths::doc_path(&r.path),
+                owner: r.owner,
+                reason: r.reason.as_str(),
+            })
+            .collect()
+    }
+}
+
+document! {
+    /// `{"code", "message", "help"}`: the `error` of an error document, and
+    /// `refresh_error` of apply. `details` are the error's own fields
+    /// (flattened in, never replacing these three).
+    pub struct ErrorBody {
+        code: &'static str,
+        message: String,
+        help: String,
+        #[serde(flatten)]
+        details: serde_json::Map<String, serde_json::Value>,
+    }
+}
+
+document! {
+    /// The error document (docs/json.md "Error").
+    pub struct ErrorDoc {
+        error: ErrorBody,
+    }
+}
+
+impl ErrorDoc {
+    pub fn new(code: git_delegate::error::Code, message: &str, help: &str) -> ErrorDoc {
+        ErrorDoc {
+            error: ErrorBody::new(code, message, help),
+        }
+    }
+
+    /// The error document of `err`, its details included.
+    pub fn of(err: &git_delegate::error::Error) -> ErrorDoc {
+        let mut doc = ErrorDoc::new(err.code, &err.message, &err.help);
+        if let Some(details) = &err.details {
+            for (k, v) in details.iter() {
+                if !matches!(k.as_str(), "code" | "message" | "help") {
+                    doc.error.details.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        doc
+    }
+}
+
+impl ErrorBody {
+    pub fn new(code: git_delegate::error::Code, message: &str, help: &str) -> ErrorBody {
+        ErrorBody {
+            code: code.as_str(),
+            message: message.to_string(),
+            help: help.to_string(),
+            details: Default::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::apply::*;
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// The names docs/json.md lists directly under `prefix` in the block
+    /// `block` (`tasks[]` for the fields of every task): `tasks[].name` ->
+    /// `name`; `?` and `[]` left out.
+    fn documented(block: &str, prefix: &str) -> BTreeSet<String> {
+        let text = include_str!("../../../../docs/json.md");
+        let head = format!("```fields {block}");
+        let mut inside = false;
+        let mut out = BTreeSet::new();
+        for line in text.lines() {
+            if line.trim_end() == head {
+                inside = true;
+                continue;
+            }
+            if inside && line.starts_with("```") {
+                break;
+            }
+            let Some(path) = line.split_whitespace().next().filter(|_| inside) else {
+                continue;
+            };
+            let path = path.trim_end_matches('?');
+            let rest = if prefix.is_empty() {
+                Some(path)
+            } else {
+                path.strip_prefix(prefix).and_then(|r| r.strip_prefix('.'))
+            };
+            if let Some(rest) = rest.filter(|r| !r.contains('.')) {
+                let name = rest.trim_end_matches("[]");
+                let common = prefix.is_empty() && COMMON.contains(&name);
+                if !name.is_empty() && !common {
+                    out.insert(name.to_string());
+                }
+            }
+        }
+        assert!(
+            !out.is_empty(),
+            "docs/json.md has no fields under {block} {prefix}"
+        );
+        out
+    }
+
+    /// The fields `Ui::doc_after` adds to every top-level document.
+    const COMMON: &[&str] = &[
+        "schema",
+        "recovered_writebacks",
+        "completed_writebacks",
+        "lossy_paths",
+    ];
+
+    fn names(fields: &[&str]) -> BTreeSet<String> {
+        fields
+            .iter()
+            .map(|f| f.trim_start_matches("r#").to_string())
+            .collect()
+    }
+
+    /// Every typed document and object has exactly the fields docs/json.md
+    /// lists for it, and the other way round.
+    #[test]
+    fn docs_json_md_matches_the_types() {
+        let error_body: Vec<&str> = ErrorBody::FIELDS
+            .iter()
+            .copied()
+            .filter(|f| *f != "details")
+            .collect();
+        let table: &[(&str, &str, &[&str])] = &[
+            ("apply", "", ApplyDoc::FIELDS),
+            ("apply", "tasks[]", ApplyTask::FIELDS),
+            ("apply", "tasks[].conflicts[]", Conflict::FIELDS),
+            ("apply", "tasks[].processes[]", Proc::FIELDS),
+            ("apply", "stopped_processes[]", StoppedProc::FIELDS),
+            ("apply", "kept_workspaces[]", KeptWorkspace::FIELDS),
+            ("apply", "kept_proposal", KeptProposal::FIELDS),
+            ("apply", "refresh_error", &error_body),
+            ("apply", "side_effects[]", SideEffect::FIELDS),
+            ("apply", "verify", Verify::FIELDS),
+            ("apply", "verify.runs[]", VerifyRun::FIELDS),
+            ("apply", "warnings[]", RemoteWarning::FIELDS),
+            ("error", "", ErrorDoc::FIELDS),
+            ("gc", "unsafe_folders[]", UnsafeFolder::FIELDS),
+        ];
+        let mut errors = Vec::new();
+        for (block, prefix, fields) in table {
+            let doc = documented(block, prefix);
+            let ty = names(fields);
+            for f in doc.difference(&ty) {
+                errors.push(format!(
+                    "{block} {prefix}: `{f}` is documented but no field of the type"
+                ));
+            }
+            for f in ty.difference(&doc) {
+                errors.push(format!(
+                    "{block} {prefix}: the type's field `{f}` is not documented"
+                ));
+            }
+        }
+        // The error body's fixed fields (its details vary by code).
+        let doc = documented("error", "error");
+        for f in names(&error_body) {
+            if !doc.contains(&f) {
+                errors.push(format!("error error: `{f}` is not documented"));
+            }
+        }
+        assert!(errors.is_empty(), "{}", errors.join("\n"));
+    }
+}
