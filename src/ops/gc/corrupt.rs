@@ -190,24 +190,11 @@ fn stand_in(
     root: &Path,
     wid: &str,
 ) -> Batch {
-    Batch {
-        id: id.to_string(),
-        label: None,
-        created_at: crate::sys::time::rfc3339(crate::sys::time::now()),
-        source: source.root.clone(),
-        prefix: PathBuf::new(),
-        source_head: None,
-        baseline: baseline.to_string(),
-        mode: crate::config::Mode::Worktree,
-        forbid_commit: false,
-        sparse: None,
-        lease: crate::record::lease::Lease::new(1, None),
-        preparing: None,
-        remote: None,
-        tasks: vec![batch::Task::open(
-            task.to_string(),
-            root.to_path_buf(),
-            wid.to_string(),
-        )],
-    }
+    Batch::stand_in(
+        id,
+        &source.root,
+        crate::sys::time::rfc3339(crate::sys::time::now()),
+        baseline.to_string(),
+        batch::Task::open(task.to_string(), root.to_path_buf(), wid.to_string()),
+    )
 }
