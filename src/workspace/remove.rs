@@ -77,13 +77,7 @@ fn remove_at(
     {
         remove_held(root, fd, parents.as_ref())?;
     }
-    crate::workspace::submodules::unregister(common_dir, root, worktree_id)?;
-    let reg = registration(common_dir, worktree_id);
-    match std::fs::remove_dir_all(&reg) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(Error::io(format!("cannot remove {}", reg.display()), e)),
-    }
+    unregister(common_dir, root, worktree_id)?;
     if state != Removal::Foreign {
         remove_empty_parents(root, reach);
     }
@@ -172,13 +166,7 @@ pub fn discard(
     else {
         return remove_task(common_dir, task).map(|r| (r, None));
     };
-    crate::workspace::submodules::unregister(common_dir, root, worktree_id)?;
-    let reg = registration(common_dir, worktree_id);
-    match std::fs::remove_dir_all(&reg) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(Error::io(format!("cannot remove {}", reg.display()), e)),
-    }
+    unregister(common_dir, root, worktree_id)?;
     drop(parents);
     remove_empty_parents(root, Reach::Beneath);
     Ok((Removal::Removed, Some(trash)))
@@ -206,4 +194,17 @@ pub fn release(common_dir: &Path, worktree_id: &str) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io(format!("cannot unlock {}", locked.display()), e)),
     }
+}
+
+/// Remove a workspace's registration, and its submodules' (a missing one
+/// is no error).
+fn unregister(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<()> {
+    crate::workspace::submodules::unregister(common_dir, root, worktree_id)?;
+    let reg = registration(common_dir, worktree_id);
+    match std::fs::remove_dir_all(&reg) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io(format!("cannot remove {}", reg.display()), e)),
+    }
+    Ok(())
 }
