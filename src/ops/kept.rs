@@ -313,26 +313,13 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
 
 /// A one-task batch record standing in for the kept proposal's batch, which is gone.
 fn stand_in(source: &Source, k: &Kept, baseline: gix::ObjectId) -> Batch {
-    Batch {
-        id: k.batch.clone(),
-        label: None,
-        created_at: crate::sys::time::rfc3339(k.kept_at),
-        source: source.root.clone(),
-        prefix: PathBuf::new(),
-        source_head: None,
-        baseline: baseline.to_string(),
-        mode: crate::config::Mode::Worktree,
-        forbid_commit: false,
-        sparse: None,
-        lease: crate::record::lease::Lease::new(1, None),
-        preparing: None,
-        remote: None,
-        tasks: vec![batch::Task::open(
-            k.task.clone(),
-            PathBuf::new(),
-            String::new(),
-        )],
-    }
+    Batch::stand_in(
+        &k.batch,
+        &source.root,
+        crate::sys::time::rfc3339(k.kept_at),
+        baseline.to_string(),
+        batch::Task::open(k.task.clone(), PathBuf::new(), String::new()),
+    )
 }
 
 /// The name `status` shows for the kept proposal `k` of `all`, which

@@ -254,6 +254,35 @@ pub fn kind_of(worktree_id: &str) -> crate::config::Mode {
 }
 
 impl Batch {
+    /// A one-task batch record standing in for a batch whose record is gone
+    /// or cannot be read (a kept proposal's, a corrupt one's), for the
+    /// steps that take a `Batch`: worktree mode, no label, prefix or lease
+    /// owner.
+    pub fn stand_in(
+        id: &str,
+        source: &Path,
+        created_at: String,
+        baseline: String,
+        task: Task,
+    ) -> Batch {
+        Batch {
+            id: id.to_string(),
+            label: None,
+            created_at,
+            source: source.to_path_buf(),
+            prefix: PathBuf::new(),
+            source_head: None,
+            baseline,
+            mode: crate::config::Mode::Worktree,
+            forbid_commit: false,
+            sparse: None,
+            lease: Lease::new(1, None),
+            preparing: None,
+            remote: None,
+            tasks: vec![task],
+        }
+    }
+
     /// The first 8 hex digits of the id.
     pub fn short(&self) -> &str {
         short(&self.id)

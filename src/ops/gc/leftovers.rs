@@ -1,0 +1,325 @@
+//! Leftovers of this repository that no batch owns (design §3.4, §3.18
+//! "Leftovers"): verification workspaces a killed apply left, registrations
+//! whose folder is gone, folders under `<root>/<repo-name>-<fp>/`, refs
+//! under `refs/pi-delegate`, kept patches past `gc.keep-failed`, hidden
+//! folders and old temporary files in the state folder.
+//! Never: removes a folder git has registered as a worktree, a folder that
+//! is not one prepare made, or anything a live batch owns; signals anyone.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use crate::error::Result;
+use crate::git::refs;
+use crate::git::registration::{self, Registration};
+use crate::record::batch::{self};
+use crate::record::kept;
+
+use super::{
+    is_registered_worktree, read_dotgit_at, read_gitdir_file, same_path, Gc, Owners, Skipped,
+};
+
+impl Gc<'_> {
+    /// Verification workspaces no apply runs in (design §3.10): what an
+    /// apply killed while verifying left, of any batch (a batch that is
+    /// gone too) but one being verified now or one whose record cannot be
+    /// read. Removed while nothing runs inside; otherwise left in place and
+    /// reported in `skipped` (gc never signals anyone).
+    pub(super) fn leftover_verifications(&mut self, broken: &[String]) {
+        let state = self.state_dir.clone();
+        let of =
+            |id: &str| !broken.iter().any(|b| b == id) && !crate::record::busy::is_busy(&state, id);
+        let swept = crate::ops::verify::remove_leftovers(
+            self.source,
+            &of,
+            crate::ops::verify::Processes::Leave,
+            self.dry_run,
+        );
+        self.report.workspaces_removed += swept.removed.len();
+        self.report.registrations_removed += swept.registrations;
+        self.report.bytes_freed += swept.bytes;
+        self.report.refs_removed += swept.refs.len();
+        self.handled_refs.extend(swept.refs);
+        self.handled_roots.extend(swept.removed);
+        for (batch, root, pids) in swept.in_use {
+            let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+            self.report.skipped.push(Skipped {
+                message: format!(
+                    "batch {}: processes still run inside its verification workspace {} (pid {}), left by an `apply --verify` that was killed; stop them, then run `git delegate gc` again",
+                    batch::short(&batch),
+                    root.display(),
+                    pids.join(", ")
+                ),
+                batch,
+            });
+            self.handled_roots.insert(root);
+        }
+    }
+
+    /// Registrations of ours (`delegate-*`) whose folder is gone and that no batch owns.
+    pub(super) fn leftover_registrations(&mut self, owners: &Owners) -> Result<()> {
+        let dir = registration::dir(&self.source.common_dir);
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            return Ok(());
+        };
+        let base = self.source.workspace_base().ok();
+        for entry in rd.flatten() {
+            let id = entry.file_name().to_string_lossy().into_owned();
+            if !id.starts_with("delegate-")
+                || self.handled_regs.contains(&id)
+                || owners.owns_registration(&id)
+            {
+                continue;
+            }
+            let registration = Registration::at(entry.path());
+            let reg = registration.path();
+            let target = read_gitdir_file(&registration.gitdir_file()).map(|t| reg.join(t));
+            let folder = target.as_deref().and_then(Path::parent);
+            if folder.is_some_and(|f| f.symlink_metadata().is_ok()) {
+                continue; // its folder is there: a worktree, not a leftover
+            }
+            let locked_by_us = registration.is_locked_by_a_batch();
+            let under_base = match (folder, &base) {
+                (Some(f), Some(base)) => f.starts_with(base),
+                _ => false,
+            };
+            if !(locked_by_us || under_base) {
+                continue; // named like ours, but nothing says it is: the user's
+            }
+            self.report.bytes_freed += crate::sys::fs::tree_size(reg);
+            if !self.dry_run {
+                crate::sys::fs::remove_all(reg)?;
+            }
+            self.report.registrations_removed += 1;
+        }
+        Ok(())
+    }
+
+    /// Folders `<base>/<batch-short>/<task>` that no batch owns and git
+    /// has not registered. Every folder is reached through the handle of
+    /// the one above, never through a symlink and only when ours (design
+    /// §3.18); what is refused is reported (`unsafe_folders`) and never
+    /// entered, and a leftover goes through the handle that was checked.
+    pub(super) fn leftover_folders(&mut self, owners: &Owners) -> Result<()> {
+        use crate::workspace::shared_root::Opened;
+        let Ok(base_path) = self.source.workspace_base() else {
+            return Ok(());
+        };
+        let base = match crate::workspace::shared_root::open_base(&base_path) {
+            Ok(Opened::Ours(b)) => b,
+            Ok(Opened::Refused(r)) => {
+                self.refused(r);
+                return Ok(());
+            }
+            Ok(Opened::Missing) | Err(_) => return Ok(()),
+        };
+        for short in base.dir.names() {
+            let short_dir = base_path.join(&short);
+            if short == crate::workspace::trash::TRASH {
+                // Workspaces apply removed, left by a killed background
+                // deleter. A deleter still at work is waited for, so the
+                // trash is gone when gc returns.
+                if let Ok(Opened::Refused(r)) = base.dir.child(&short) {
+                    self.refused(r);
+                    continue;
+                }
+                if let Some(p) =
+                    crate::workspace::trash::purge(&short_dir, true, self.dry_run, true)
+                {
+                    self.report.workspaces_removed += p.entries;
+                    self.report.bytes_freed += p.bytes;
+                }
+                continue;
+            }
+            if owners.owns_short(&short.to_string_lossy()) {
+                continue;
+            }
+            let batch = match base.dir.child(&short) {
+                Ok(Opened::Ours(d)) => d,
+                // A file is no folder of ours: not looked at.
+                Ok(Opened::Refused(r))
+                    if r.reason != crate::workspace::shared_root::Reason::NotAFolder =>
+                {
+                    self.refused(r);
+                    continue;
+                }
+                _ => continue,
+            };
+            for task in batch.names() {
+                let root = short_dir.join(&task);
+                if self.handled_roots.contains(&root) || owners.owns_root(&root) {
+                    continue;
+                }
+                let ws = match batch.child(&task) {
+                    Ok(Opened::Ours(d)) => d,
+                    Ok(Opened::Refused(r))
+                        if r.reason != crate::workspace::shared_root::Reason::NotAFolder =>
+                    {
+                        self.refused(r);
+                        continue;
+                    }
+                    _ => continue,
+                };
+                if is_registered_worktree(&root) {
+                    continue;
+                }
+                if !self.made_by_us(&ws) {
+                    self.report.left_alone.push(root);
+                    continue;
+                }
+                crate::sys::interrupt::pause("gc-leftover-checked");
+                self.report.bytes_freed += ws.size();
+                if !self.dry_run {
+                    batch.remove_child(&task, ws.into_fd())?;
+                }
+                self.report.workspaces_removed += 1;
+            }
+            if !self.dry_run {
+                base.dir.remove_child_if_empty(&short);
+            }
+        }
+        if !self.dry_run {
+            base.remove_if_empty();
+        }
+        Ok(())
+    }
+
+    /// Report a folder below the workspace root that was refused (once).
+    pub(super) fn refused(&mut self, r: crate::workspace::shared_root::Refused) {
+        crate::workspace::shared_root::note(&mut self.report.unsafe_folders, r);
+    }
+
+    /// A folder prepare made (held open): empty (a prepare that died before
+    /// writing its `.git`), or its `.git` file names a `delegate-*`
+    /// registration of this repository. Anything else in our folder is left
+    /// alone.
+    pub(super) fn made_by_us(&self, ws: &crate::workspace::shared_root::Dir) -> bool {
+        if ws.is_empty() {
+            return true;
+        }
+        let Some(target) = read_dotgit_at(ws) else {
+            return false;
+        };
+        let ours = target
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("delegate-"));
+        ours && target
+            .parent()
+            .is_some_and(|p| same_path(p, &registration::dir(&self.source.common_dir)))
+    }
+
+    /// Refs under refs/pi-delegate that no batch owns, once their commit is
+    /// older than `gc.keep-failed`.
+    pub(super) fn leftover_refs(&mut self, owners: &Owners) -> Result<()> {
+        let now = crate::sys::time::now();
+        let keep = self.source.config.keep_failed_secs;
+        for (name, id) in refs::list(&self.source.repo)? {
+            if self.handled_refs.contains(&name) || owners.owns_ref(&name) {
+                continue;
+            }
+            // An undo entry's refs go with the entry (`undo::prune`).
+            if crate::ops::undo::owns_ref(&self.state_dir, &name) {
+                continue;
+            }
+            let Some(when) = kept::commit_time(&self.source.repo, id) else {
+                continue; // not a commit: no clock, left alone
+            };
+            if now.saturating_sub(when) < keep {
+                continue;
+            }
+            if self.dry_run || refs::delete(&self.source.repo, &name)? {
+                self.report.refs_removed += 1;
+            }
+            self.handled_refs.insert(name);
+        }
+        Ok(())
+    }
+
+    /// Kept patches whose proposal ref is gone (or goes in this run).
+    pub(super) fn leftover_patches(&mut self) -> Result<()> {
+        let kept = kept::kept_dir(&self.state_dir);
+        let Ok(batches) = std::fs::read_dir(&kept) else {
+            return Ok(());
+        };
+        let existing: HashSet<String> = refs::list(&self.source.repo)?
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        let removed_now = |name: &String| {
+            self.handled_refs.contains(name) && !self.report.refs_kept.contains(name)
+        };
+        let mut freed = 0;
+        for b in batches.flatten() {
+            let id = b.file_name().to_string_lossy().into_owned();
+            let Ok(files) = std::fs::read_dir(b.path()) else {
+                continue;
+            };
+            for f in files.flatten() {
+                let file = f.file_name().to_string_lossy().into_owned();
+                let Some(task) = file.strip_suffix(".patch") else {
+                    continue;
+                };
+                let name = refs::proposal(&id, task);
+                if existing.contains(&name) && !removed_now(&name) {
+                    continue;
+                }
+                freed += crate::sys::fs::tree_size(&f.path());
+                if !self.dry_run {
+                    crate::sys::fs::remove_all(&f.path())?;
+                }
+            }
+            if !self.dry_run {
+                let _ = std::fs::remove_dir(b.path());
+            }
+        }
+        if !self.dry_run {
+            let _ = std::fs::remove_dir(&kept);
+        }
+        self.report.bytes_freed += freed;
+        Ok(())
+    }
+}
+
+impl Gc<'_> {
+    /// Hidden folders in the state folder that killed commands leave: a
+    /// prepare's `.<id>.new` (its batch recorded before the rename that
+    /// makes it appear; nothing else was made yet, see `preparing::record`)
+    /// and a removal's `.<id>.removed-<pid>` (see `batch::remove_state`).
+    /// Both are made and removed under the repository lock, which gc holds.
+    pub(super) fn leftover_hidden_state(&mut self) {
+        let dir = batch::batches_dir(&self.state_dir);
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(rest) = name.strip_prefix('.') else {
+                continue;
+            };
+            if !(rest.ends_with(".new") || rest.contains(".removed-")) {
+                continue;
+            }
+            self.report.bytes_freed += crate::sys::fs::tree_size(&e.path());
+            if !self.dry_run {
+                // Best effort: what is left stays hidden and is tried again.
+                let _ = crate::sys::fs::remove_all(&e.path());
+            }
+        }
+    }
+}
+
+impl Gc<'_> {
+    /// Temporary files a killed command left in the state folder, older
+    /// than an hour (`problems::old_temp_files`, which `status` reports):
+    /// made under the repository lock, which gc holds, or by a command
+    /// whose last write is that old.
+    pub(super) fn leftover_temp_files(&mut self) {
+        for (_, t) in crate::ops::problems::old_temp_files(&self.state_dir) {
+            // Best effort: one that cannot be removed is reported again.
+            if self.dry_run || crate::sys::fs::remove_file(&t.path).is_ok() {
+                self.report.bytes_freed += t.bytes;
+                self.report.temp_files_removed.push(t.path);
+            }
+        }
+    }
+}

@@ -1,0 +1,448 @@
+//! Garbage collection (design §3.4): reclaiming what stale batches and
+//! leftovers hold, rescuing unapplied work first.
+//!
+//! For every stale batch (lease expired or orphaned): each open task's
+//! workspace that is still ours is snapshotted into its proposal ref and
+//! patch (`proposal::record`), then workspaces, their registrations, the
+//! baseline ref and the state folder go. A workspace holding a git
+//! repository the worker made (which no proposal can hold) is kept instead,
+//! as an ordinary unlocked worktree, and reported (`kept_workspaces`). Proposal refs that hold work
+//! (rescued, conflict, failed) are kept, with their patches moved to
+//! `<state>/kept/<batch>/`, until their commit is older than
+//! `gc.keep-failed`: the commit's committer time is the clock, so a kept
+//! ref's commit is re-dated when its batch is reclaimed. Leftovers of this
+//! repository (registrations of ours whose folder is gone, folders under
+//! `<root>/<repo-name>-<fp>/` no batch owns, refs under `refs/pi-delegate`
+//! no batch owns) are reclaimed too, and so is the trash of workspaces apply
+//! removed (`<root>/<repo-name>-<fp>/.trash`, see `trash`) that a killed
+//! background deleter left; they count as removed workspaces, and so do
+//! the verification workspaces an `apply --verify` that was killed left
+//! (of any batch no apply verifies now, a batch that is gone included;
+//! left in place and reported while a process runs inside). So are the
+//! hidden folders a killed prepare or batch removal leaves in the state
+//! folder (`.<id>.new`, `.<id>.removed-<pid>`), and the temporary files a
+//! killed command left there once they are older than an hour (design
+//! §3.18 "Leftovers").
+//!
+//! A stale batch is left alone while a process is inside one of its
+//! workspaces (`quiesce::find_users`, whose header says why the caller's
+//! own shell counts); the dry run predicts the rescue with
+//! `proposal::preview`, as `apply --dry-run` does.
+//!
+//! A batch whose `batch.toml` cannot be read is never reclaimed here (its
+//! lease is unknown): it is reported in `skipped`, and everything that could
+//! be its own is left alone. `drop BATCH --force` removes it through
+//! [`remove_corrupt`], which rescues its workspaces first as gc does.
+//!
+//! A batch whose prepare was killed (still marked as being prepared, its
+//! process gone; see `preparing`) is removed whole at any age, with nothing
+//! rescued: no worker was ever given its workspaces (design §3.15).
+//!
+//! Owns: deciding what is stale or left over, and reclaiming it.
+//! Never: touches a live batch, a user's own worktree, a folder git has
+//! registered as a worktree, another repository's folders, a nested git
+//! repository inside a workspace, or a batch whose work could not be
+//! rescued; reads, rescues from, looks for processes in or removes a folder
+//! that is not the workspace prepare made (`workspace::identify`); removes a
+//! workspace that is the source of another open batch (it is released as an
+//! ordinary worktree); with `dry_run` it changes nothing at all.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::error::Result;
+use crate::git::refs;
+use crate::git::registration::Registration;
+use crate::git::repo::Source;
+use crate::record::batch::{self, discard_kept, Batch, Entry};
+
+mod corrupt;
+mod leftovers;
+mod reclaim;
+
+pub use corrupt::{remove_corrupt, CorruptRemoval};
+
+/// Work saved from a stale task's workspace into a proposal ref.
+#[derive(Debug, Clone)]
+pub struct Rescued {
+    pub batch: String,
+    pub task: String,
+    pub ref_name: String,
+    /// Where the patch is kept (after the batch's state folder is gone).
+    pub patch: PathBuf,
+    /// Paths that differ from the baseline.
+    pub paths: usize,
+}
+
+/// A stale task's workspace gc kept when it reclaimed the batch, left as an
+/// ordinary, unlocked worktree: it holds git repositories the worker made,
+/// which gc never deletes (design §3.2 `nested_repository`), or other open
+/// batches were prepared in it and write back into it.
+#[derive(Debug, Clone)]
+pub struct KeptWorkspace {
+    pub batch: String,
+    pub task: String,
+    pub root: PathBuf,
+    /// The nested repositories, relative to the workspace root.
+    pub nested: Vec<String>,
+    /// The open batches whose source it is.
+    pub batches: Vec<String>,
+    /// The submodules the task changed (design §3.15: their work cannot be
+    /// saved in a proposal), relative to the workspace root.
+    pub changed_submodules: Vec<String>,
+}
+
+/// A stale batch gc did not reclaim, and why.
+#[derive(Debug, Clone)]
+pub struct Skipped {
+    pub batch: String,
+    pub message: String,
+}
+
+/// What gc did (or, with `dry_run`, would do).
+#[derive(Debug, Default)]
+pub struct Report {
+    pub dry_run: bool,
+    /// Stale batches reclaimed.
+    pub batches: Vec<String>,
+    /// Workspace folders removed: of stale batches, and leftovers.
+    pub workspaces_removed: usize,
+    /// Leftover worktree registrations removed (their folder was gone).
+    pub registrations_removed: usize,
+    pub rescued: Vec<Rescued>,
+    pub refs_removed: usize,
+    /// Proposal refs kept for `gc.keep-failed`.
+    pub refs_kept: Vec<String>,
+    /// Sum of the sizes of the files removed.
+    pub bytes_freed: u64,
+    /// Folders not ours any more (a stale task's folder replaced by the
+    /// user), and the workspaces kept for nested repositories: left alone.
+    pub left_alone: Vec<PathBuf>,
+    pub skipped: Vec<Skipped>,
+    /// Batches whose state folder holds a write-back journal (dry run: not rolled back).
+    pub pending_writebacks: Vec<String>,
+    /// Workspaces of reclaimed batches kept (released: ordinary worktrees
+    /// now) for the nested repositories in them or because they are the
+    /// source of open batches.
+    pub kept_workspaces: Vec<KeptWorkspace>,
+    /// Batches whose prepare was killed before they were complete (design
+    /// §3.15): removed whole, nothing rescued; they are in `batches` too.
+    pub incomplete: Vec<String>,
+    /// Stash entries the workspaces of reclaimed batches pushed, still in
+    /// the stash: reported, never touched (design §3.16).
+    pub stashed: Vec<StashedWork>,
+    /// Undo entries removed: beyond the newest `undo.keep` and older than
+    /// `gc.keep-failed` (design §3.11); their refs count in `refs_removed`.
+    pub undo_entries_removed: Vec<String>,
+    /// Temporary files older than an hour that killed commands left in
+    /// the state folder, removed (design §3.18 "Leftovers"); their sizes
+    /// count in `bytes_freed`.
+    pub temp_files_removed: Vec<PathBuf>,
+    /// Reclaimed batches whose refs on their remote could not be deleted
+    /// (design §3.14): reported, the refs listed for later.
+    pub remote_left: Vec<crate::ops::remote::Left>,
+    /// Folders below the workspace root refused (design §3.18): another
+    /// user's, or a symlink where a folder of ours was expected; never
+    /// entered, read or removed.
+    pub unsafe_folders: Vec<crate::workspace::shared_root::Refused>,
+}
+
+/// A stash entry a stale batch's workspace pushed (design §3.16).
+#[derive(Debug, Clone)]
+pub struct StashedWork {
+    pub batch: String,
+    /// `None` when which workspace made it cannot be told.
+    pub task: Option<String>,
+    /// `stash@{N}`.
+    pub stash: String,
+}
+
+/// Reclaim what stale batches and leftovers hold. The caller holds the
+/// repository lock (and has recovered interrupted write-backs), unless `dry_run`.
+pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
+    let mut gc = Gc {
+        source,
+        dry_run,
+        state_dir: source.state_dir(),
+        report: Report {
+            dry_run,
+            ..Report::default()
+        },
+        handled_refs: HashSet::new(),
+        handled_regs: HashSet::new(),
+        handled_roots: HashSet::new(),
+    };
+    let entries = batch::list(&gc.state_dir)?;
+    let all: Vec<Batch> = entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Batch(b) => Some(b.as_ref().clone()),
+            Entry::Broken { .. } => None,
+        })
+        .collect();
+    let mut remaining: Vec<&Batch> = Vec::new();
+    let mut broken_shorts: Vec<String> = Vec::new();
+    for e in &entries {
+        match e {
+            Entry::Batch(b) => {
+                // A batch whose prepare never completed: removed whole once
+                // its process is gone, whatever its lease says, and never
+                // rescued (no worker was given it); left alone while its
+                // prepare still runs (design §3.15).
+                match crate::ops::preparing::progress(b) {
+                    Some(crate::ops::preparing::Progress::Interrupted) => {
+                        match gc.reclaim_incomplete(b) {
+                            Ok(()) => {
+                                gc.report.batches.push(b.id.clone());
+                                gc.report.incomplete.push(b.id.clone());
+                            }
+                            Err(e) => {
+                                gc.report.skipped.push(Skipped {
+                                    batch: b.id.clone(),
+                                    message: format!(
+                                        "batch {} (its prepare was killed): removing it stopped half-way: {} ({})",
+                                        b.short(),
+                                        e.message,
+                                        e.help
+                                    ),
+                                });
+                                remaining.push(b);
+                            }
+                        }
+                        continue;
+                    }
+                    Some(crate::ops::preparing::Progress::Preparing) => {
+                        remaining.push(b);
+                        continue;
+                    }
+                    None => {}
+                }
+                if batch::batch_dir(&gc.state_dir, &b.id)
+                    .join(batch::JOURNAL_FILE)
+                    .exists()
+                {
+                    gc.report.pending_writebacks.push(b.id.clone());
+                }
+                if !b.lease.state().is_stale() {
+                    remaining.push(b);
+                    continue;
+                }
+                // An apply verifies it now, without the lock (design §3.10).
+                if let Err(e) = crate::record::busy::refuse_if_busy(&gc.state_dir, b) {
+                    gc.report.skipped.push(Skipped {
+                        batch: b.id.clone(),
+                        message: e.message,
+                    });
+                    remaining.push(b);
+                    continue;
+                }
+                match gc.reclaim_batch(b, &all) {
+                    Ok(true) => gc.report.batches.push(b.id.clone()),
+                    Ok(false) => {
+                        // Left alone: its stash entries are the batch's still.
+                        gc.report.stashed.retain(|w| w.batch != b.id);
+                        remaining.push(b)
+                    }
+                    // Its work was rescued before anything was removed; what
+                    // is left stays owned by the batch until the next gc.
+                    Err(e) => {
+                        gc.report.skipped.push(Skipped {
+                            batch: b.id.clone(),
+                            message: format!(
+                                "batch {}: reclaiming it stopped half-way: {} ({})",
+                                b.short(),
+                                e.message,
+                                e.help
+                            ),
+                        });
+                        remaining.push(b);
+                    }
+                }
+            }
+            Entry::Broken { id, problem } => {
+                // Its lease cannot be read, so it is never reclaimed
+                // automatically: reported, with the command that removes it.
+                gc.report.skipped.push(Skipped {
+                    batch: id.clone(),
+                    message: format!(
+                        "batch {}: its state is corrupt ({problem}), so its lease cannot be read and gc leaves it alone; remove it with `git delegate drop {id} --force` (the changes in its workspaces are saved as proposal refs first)",
+                        batch::short(id)
+                    ),
+                });
+                broken_shorts.push(batch::short(id).to_string())
+            }
+        }
+    }
+    let owners = Owners {
+        batches: remaining,
+        broken_ids: entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Broken { id, .. } => Some(id.clone()),
+                Entry::Batch(_) => None,
+            })
+            .collect(),
+        broken_shorts,
+    };
+    gc.leftover_verifications(&owners.broken_ids);
+    gc.leftover_registrations(&owners)?;
+    gc.leftover_folders(&owners)?;
+    let (undone, refs) = crate::ops::undo::prune(source, dry_run)?;
+    gc.report.undo_entries_removed = undone;
+    gc.report.refs_removed += refs;
+    gc.leftover_refs(&owners)?;
+    gc.leftover_patches()?;
+    gc.leftover_hidden_state();
+    gc.leftover_temp_files();
+    // Failing verification logs of ended batches, after gc.keep-failed (design §3.10).
+    let ids: Vec<String> = entries
+        .iter()
+        .map(|e| match e {
+            Entry::Batch(b) => b.id.clone(),
+            Entry::Broken { id, .. } => id.clone(),
+        })
+        .collect();
+    crate::ops::verify::prune_logs(&gc.state_dir, &ids, source.config.keep_failed_secs, dry_run);
+    Ok(gc.report)
+}
+
+/// What the batches that stay (live, skipped, unreadable) own.
+struct Owners<'a> {
+    batches: Vec<&'a Batch>,
+    /// Ids of batch folders whose `batch.toml` cannot be read: everything
+    /// that could be theirs is left alone.
+    broken_ids: Vec<String>,
+    broken_shorts: Vec<String>,
+}
+
+impl Owners<'_> {
+    fn owns_registration(&self, id: &str) -> bool {
+        self.batches
+            .iter()
+            .any(|b| b.tasks.iter().any(|t| t.worktree_id == id))
+            || self
+                .broken_shorts
+                .iter()
+                .any(|s| id.starts_with(&format!("delegate-{s}-")))
+    }
+
+    fn owns_short(&self, short: &str) -> bool {
+        self.broken_shorts.iter().any(|s| s == short)
+    }
+
+    fn owns_root(&self, root: &Path) -> bool {
+        self.batches
+            .iter()
+            .any(|b| b.tasks.iter().any(|t| same_path(&t.root, root)))
+    }
+
+    fn owns_ref(&self, name: &str) -> bool {
+        let owned_by = |id: &str| name.starts_with(&format!("{}batches/{id}/", refs::PREFIX));
+        self.batches
+            .iter()
+            .any(|b| owned_by(&b.id) && !discard_kept(b, name))
+            || self.broken_ids.iter().any(|id| owned_by(id))
+    }
+}
+
+struct Gc<'a> {
+    source: &'a Source,
+    dry_run: bool,
+    state_dir: PathBuf,
+    report: Report,
+    /// Refs this run removed or kept (a dry run leaves them in place).
+    handled_refs: HashSet<String>,
+    /// Registrations this run removed.
+    handled_regs: HashSet<String>,
+    /// Workspace folders this run removed.
+    handled_roots: HashSet<PathBuf>,
+}
+
+/// The path a worktree registration's `gitdir` file names, if readable.
+fn read_gitdir_file(path: &Path) -> Option<PathBuf> {
+    let text = std::fs::read(path).ok()?;
+    let text = text.strip_suffix(b"\n").unwrap_or(&text);
+    use std::os::unix::ffi::OsStrExt;
+    (!text.is_empty()).then(|| PathBuf::from(std::ffi::OsStr::from_bytes(text)))
+}
+
+/// A registration that names `root`'s `.git`, or a folder that is gone, or nothing readable.
+fn registration_is_dead(reg: &Path, root: &Path) -> bool {
+    match read_gitdir_file(&Registration::at(reg.to_path_buf()).gitdir_file()).map(|t| reg.join(t))
+    {
+        Some(target) => {
+            same_path(&target, &root.join(".git"))
+                || target
+                    .parent()
+                    .is_none_or(|f| f.symlink_metadata().is_err())
+        }
+        None => true,
+    }
+}
+
+/// Does git have `root` registered as a worktree (of any repository)? Its
+/// `.git` file names a registration whose `gitdir` names it back. A folder
+/// holding a `.git` folder is a repository of its own: also never ours to remove.
+fn is_registered_worktree(root: &Path) -> bool {
+    let dotgit = root.join(".git");
+    let Ok(meta) = dotgit.symlink_metadata() else {
+        return false;
+    };
+    if !meta.is_file() {
+        return true;
+    }
+    if std::fs::read(&dotgit).is_err() {
+        return true; // unreadable: do not guess
+    }
+    let Some(target) = read_dotgit(root) else {
+        return false;
+    };
+    match read_gitdir_file(&Registration::at(target.clone()).gitdir_file()) {
+        Some(back) => same_path(&target.join(back), &dotgit),
+        None => false,
+    }
+}
+
+/// The registration the `.git` file in the opened folder `ws` names (made
+/// absolute), read through its handle, never through a symlink.
+fn read_dotgit_at(ws: &crate::workspace::shared_root::Dir) -> Option<PathBuf> {
+    use std::io::Read;
+    use std::os::unix::ffi::OsStrExt;
+    let f = rustix::fs::openat(
+        ws.fd(),
+        ".git",
+        rustix::fs::OFlags::RDONLY
+            | rustix::fs::OFlags::NOFOLLOW
+            | rustix::fs::OFlags::CLOEXEC
+            | rustix::fs::OFlags::NONBLOCK,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    let mut text = Vec::new();
+    std::fs::File::from(f)
+        .take(64 * 1024)
+        .read_to_end(&mut text)
+        .ok()?;
+    let text = text.strip_suffix(b"\n").unwrap_or(&text);
+    let target = text.strip_prefix(b"gitdir: ")?;
+    Some(ws.path().join(std::ffi::OsStr::from_bytes(target)))
+}
+
+/// The registration a worktree folder's `.git` file names (made absolute).
+fn read_dotgit(root: &Path) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let text = std::fs::read(root.join(".git")).ok()?;
+    let text = text.strip_suffix(b"\n").unwrap_or(&text);
+    let target = text.strip_prefix(b"gitdir: ")?;
+    Some(root.join(std::ffi::OsStr::from_bytes(target)))
+}
+
+fn same_path(a: &Path, b: &Path) -> bool {
+    if a == b {
+        return true;
+    }
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}

@@ -1,0 +1,554 @@
+//! Filling a workspace: the parallel checkout of the first one at the
+//! baseline, the index whose stat data make the first snapshot hash nothing
+//! (`settle`, `date`), and the fd-relative walk that makes the files of the
+//! others from it (`replicate`: cloned with FICLONE where the filesystem
+//! shares extents and the file is big, otherwise read once and written to
+//! each).
+//! Never: follows a symlink, writes outside the workspaces it is given.
+
+use std::path::Path;
+
+use super::Plan;
+use crate::error::{Code, Error, Result};
+/// Check out `index` into the empty folder `root` with `threads` workers
+/// (entries marked `SKIP_WORKTREE` are left out); the entries receive the
+/// stat data of the files written. Anything already at a path is never
+/// overwritten: a collision is an error.
+pub(super) fn checkout(
+    repo: &gix::Repository,
+    index: &mut gix::index::State,
+    root: &Path,
+    threads: usize,
+) -> Result<()> {
+    let git = |e: gix::Error| Error::git(format!("cannot check out {}", root.display()), e);
+    let mut opts = repo
+        .checkout_options(gix::worktree::stack::state::attributes::Source::IdMapping)
+        .map_err(git)?;
+    opts.destination_is_initially_empty = true;
+    // Never over anything in the way (a carried ignored file, in a
+    // verification snapshot): that is a collision, reported below.
+    opts.overwrite_existing = false;
+    opts.thread_limit = Some(threads);
+    let objects = repo
+        .objects
+        .clone()
+        .into_arc()
+        .map_err(|e| Error::git("cannot open objects", e))?;
+    let outcome = gix::worktree::state::checkout(
+        index,
+        root.to_path_buf(),
+        objects,
+        &gix::progress::Discard,
+        &gix::progress::Discard,
+        &gix::interrupt::IS_INTERRUPTED,
+        opts,
+    )
+    .map_err(|e| checkout_failed(Some((repo, &*index)), root, &e))?;
+    if gix::interrupt::is_triggered() {
+        return Err(Error::interrupted());
+    }
+    if let Some(first) = outcome.errors.first() {
+        let what = format!(
+            "cannot write {} in {}",
+            crate::sys::paths::quote(first.path.as_ref()),
+            root.display()
+        );
+        if let Some(err) = Error::fs_cause(&what, Some(root), &first.error) {
+            return Err(err.in_workspace_root());
+        }
+        if let Some(err) = crate::git::blob::checkout_filter_failed(repo, index, root, &first.error)
+        {
+            return Err(err);
+        }
+        return Err(Error::state(
+            Code::CheckoutFailed,
+            format!(
+                "cannot write {} in {}: {}",
+                crate::sys::paths::quote(first.path.as_ref()),
+                root.display(),
+                first.error
+            ),
+            "check free disk space, permissions and path lengths under the workspace root",
+        ));
+    }
+    if let Some(first) = outcome.collisions.first() {
+        return Err(Error::state(
+            Code::CheckoutFailed,
+            format!(
+                "cannot write {} in {}: something is in the way",
+                crate::sys::paths::quote(first.path.as_ref()),
+                root.display()
+            ),
+            "check free disk space, permissions and path lengths under the workspace root",
+        ));
+    }
+    // gix writes `ident` its own way; git's bytes (design §3.15).
+    crate::git::ident::fix_checkout(repo, index, root)
+}
+
+/// The filesystem clock under `dir` as (seconds, nanoseconds), probed with a
+/// file, since that clock can lag the system clock by a tick.
+fn fs_clock(dir: &Path) -> Result<(i64, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    let probe = dir.join(".git-delegate-clock");
+    let now = std::fs::write(&probe, b"")
+        .and_then(|_| std::fs::symlink_metadata(&probe))
+        .map_err(|e| Error::io(format!("cannot write in {}", dir.display()), e));
+    let _ = std::fs::remove_file(&probe);
+    let md = now?;
+    Ok((md.mtime(), md.mtime_nsec() as u32))
+}
+
+/// Rough cost of dating one file (utimensat + lstat), to weigh against a wait.
+const DATE_COST: std::time::Duration = std::time::Duration::from_micros(12);
+
+/// Make fresh indexes stat caches that neither git nor gix must second-guess.
+///
+/// git compares whole seconds and treats an entry whose mtime is not older
+/// than the index file as "racily clean" (re-hashed on every status), and a
+/// same-size edit within the second a file was written would look clean to
+/// it. Files written in an earlier second than the filesystem clock's
+/// current one are neither, once the index is written (nobody edits a
+/// workspace before prepare hands it out). For the files of the current
+/// second there are two ways out, whichever is cheaper: wait until the clock
+/// enters the next second, or date those files one whole second back and
+/// take their stat data again.
+pub(super) fn settle(
+    roots: &[&Path],
+    indexes: &mut [gix::index::State],
+    cores: usize,
+) -> Result<()> {
+    let Some(first) = roots.first() else {
+        return Ok(());
+    };
+    let (now, nsecs) = fs_clock(first)?;
+    let racy = |e: &gix::index::Entry| {
+        i64::from(e.stat.mtime.secs) >= now && e.mode != gix::index::entry::Mode::COMMIT
+    };
+    let in_future = |e: &gix::index::Entry| i64::from(e.stat.mtime.secs) > now;
+    let count: usize = indexes
+        .iter()
+        .map(|i| i.entries().iter().filter(|e| racy(e)).count())
+        .sum();
+    let future = indexes.iter().any(|i| i.entries().iter().any(&in_future));
+    let wait = std::time::Duration::from_nanos(u64::from(1_000_000_000u32.saturating_sub(nsecs)));
+    let dating = DATE_COST * u32::try_from(count / cores.max(1)).unwrap_or(u32::MAX);
+    if count == 0 {
+        return Ok(());
+    }
+    if !future && wait < dating {
+        // Sleep into the next second of the filesystem clock.
+        std::thread::sleep(wait);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while fs_clock(first)?.0 <= now && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        if fs_clock(first)?.0 > now {
+            return Ok(());
+        }
+    }
+    let stamp = rustix::fs::Timespec {
+        tv_sec: now - 1,
+        tv_nsec: 0,
+    };
+    for (root, index) in roots.iter().zip(indexes.iter_mut()) {
+        date(root, index, &racy, stamp, cores)?;
+    }
+    Ok(())
+}
+
+/// Date the entries `which` picks to `stamp` and take their stat data again.
+fn date(
+    root: &Path,
+    index: &mut gix::index::State,
+    which: &(dyn Fn(&gix::index::Entry) -> bool + Sync),
+    stamp: rustix::fs::Timespec,
+    threads: usize,
+) -> Result<()> {
+    let times = rustix::fs::Timestamps {
+        last_access: stamp,
+        last_modification: stamp,
+    };
+    let (entries, paths) = index.entries_mut_and_pathbacking();
+    let chunk = entries.len().div_ceil(threads.max(1)).max(1);
+    let date = |entries: &mut [gix::index::Entry]| -> Result<()> {
+        for e in entries {
+            if !which(e) {
+                continue;
+            }
+            let path = root.join(crate::sys::paths::to_os(e.path_in(paths)));
+            let io =
+                |err: std::io::Error| Error::io(format!("cannot date {}", path.display()), err);
+            rustix::fs::utimensat(
+                rustix::fs::CWD,
+                &path,
+                &times,
+                rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+            )
+            .map_err(|err| io(err.into()))?;
+            let st = rustix::fs::lstat(&path).map_err(|err| io(err.into()))?;
+            e.stat = stat_of(&st);
+        }
+        Ok(())
+    };
+    let chunks: Vec<_> = entries.chunks_mut(chunk).collect();
+    let threads = chunks.len();
+    crate::sys::parallel::try_map(chunks, threads, checkout_panicked, date)?;
+    Ok(())
+}
+
+/// Can files under `a` be cloned into `b` (FICLONE)? Probed with a
+/// one-byte file; any failure means no.
+pub(super) fn can_clone(a: &Path, b: &Path) -> bool {
+    use rustix::fs::{self as rfs, Mode, OFlags};
+    let src = a.join(".git-delegate-clone-probe");
+    let dst = b.join(".git-delegate-clone-probe");
+    let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC;
+    let ok = (|| -> rustix::io::Result<()> {
+        let s = rfs::open(&src, flags, Mode::from_raw_mode(0o600))?;
+        rustix::io::write(&s, b"x")?;
+        let d = rfs::open(&dst, flags, Mode::from_raw_mode(0o600))?;
+        rfs::ioctl_ficlone(&d, &s)
+    })()
+    .is_ok();
+    let _ = std::fs::remove_file(&src);
+    let _ = std::fs::remove_file(&dst);
+    ok
+}
+
+/// Index stat data from a `stat` result, as `gix::index::entry::Stat::from_fs` makes them.
+#[allow(clippy::unnecessary_cast)]
+fn stat_of(st: &rustix::fs::Stat) -> gix::index::entry::Stat {
+    crate::git::stat::index_stat(
+        (st.st_mtime as i64, st.st_mtime_nsec as i64),
+        (st.st_ctime as i64, st.st_ctime_nsec as i64),
+        st.st_dev as u64,
+        st.st_ino as u64,
+        (st.st_uid as u32, st.st_gid as u32),
+        st.st_size as u64,
+    )
+}
+
+/// The longest path the kernel takes (Linux `PATH_MAX`, terminator included).
+pub(super) const PATH_MAX: usize = 4096;
+
+/// How the files of later workspaces are made from the first one's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Method {
+    /// FICLONE for files of at least [`CLONE_MIN`] bytes, copies below.
+    Clone,
+    /// Copies only (the filesystem cannot share extents).
+    Copy,
+}
+
+/// Below this size a file is copied even where it could be cloned: a
+/// small file costs a data block either way, and creating it with its data
+/// is cheaper than a clone (measured on XFS: FICLONE of a small file costs
+/// about three times a write of its data).
+const CLONE_MIN: u64 = 64 * 1024;
+
+/// Files up to this size are read once and written from memory into every
+/// destination; bigger ones are copied in the kernel (`copy_file_range`).
+const BUFFER_MAX: u64 = 1 << 20;
+
+/// Make the files of `first` (checked out at `src_root`, its entries
+/// carrying their stat data) in every plan's folder, and return each of
+/// those workspaces' index (the same entries with their own stat data).
+pub(super) fn replicate(
+    src_root: &Path,
+    first: &gix::index::State,
+    plans: &[Plan],
+    method: Method,
+    threads: usize,
+) -> Result<Vec<gix::index::State>> {
+    let roots: Vec<&Path> = plans.iter().map(|p| p.root.as_path()).collect();
+    let mut indexes: Vec<gix::index::State> = plans.iter().map(|_| first.clone()).collect();
+    let n = first.entries().len();
+    let chunk = n.div_ceil(threads.max(1)).max(1);
+    let paths = first.path_backing();
+    // Per thread: the same entry range of every destination index.
+    let mut work: Vec<(usize, Vec<&mut [gix::index::Entry]>)> = Vec::new();
+    {
+        let mut per_dest: Vec<std::slice::ChunksMut<'_, gix::index::Entry>> = indexes
+            .iter_mut()
+            .map(|i| i.entries_mut().chunks_mut(chunk))
+            .collect();
+        let mut start = 0;
+        while start < n {
+            let slices: Vec<&mut [gix::index::Entry]> =
+                per_dest.iter_mut().filter_map(|c| c.next()).collect();
+            let len = slices.first().map_or(0, |s| s.len());
+            if len == 0 {
+                break;
+            }
+            work.push((start, slices));
+            start += len;
+        }
+    }
+    let src_entries = first.entries();
+    let threads = work.len();
+    crate::sys::parallel::try_map(work, threads, checkout_panicked, |(start, mut slices)| {
+        let len = slices.first().map_or(0, |x| x.len());
+        let mut walk = Replicator::new(src_root, &roots, method)?;
+        for i in 0..len {
+            if start == 0 && i == len / 2 {
+                crate::sys::interrupt::pause("replicating");
+            }
+            if gix::interrupt::is_triggered() {
+                return Err(Error::interrupted());
+            }
+            let e = &src_entries[start + i];
+            if e.flags.contains(gix::index::entry::Flags::SKIP_WORKTREE) {
+                continue; // not checked out (design §3.15)
+            }
+            let stats = walk.entry(e.path_in(paths), e.mode)?;
+            for (slice, stat) in slices.iter_mut().zip(stats) {
+                if let Some(stat) = stat {
+                    slice[i].stat = stat;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    Ok(indexes)
+}
+
+/// An fd-relative walk over sorted index paths: the folders of the current
+/// path are kept open in the source and in every destination, and nothing
+/// is ever followed through a symlink.
+struct Replicator<'a> {
+    src_root: &'a Path,
+    dst_roots: &'a [&'a Path],
+    method: Method,
+    /// Open folders below the roots: (name, source fd, destination fds).
+    stack: Vec<(Vec<u8>, OwnedFd, Vec<OwnedFd>)>,
+    src_base: OwnedFd,
+    dst_base: Vec<OwnedFd>,
+    buf: Vec<u8>,
+}
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+impl<'a> Replicator<'a> {
+    fn new(
+        src_root: &'a Path,
+        dst_roots: &'a [&'a Path],
+        method: Method,
+    ) -> Result<Replicator<'a>> {
+        Ok(Replicator {
+            src_root,
+            dst_roots,
+            method,
+            stack: Vec::new(),
+            src_base: crate::workspace::carry::open_root(src_root)?,
+            dst_base: dst_roots
+                .iter()
+                .map(|r| crate::workspace::carry::open_root(r))
+                .collect::<Result<_>>()?,
+            buf: Vec::new(),
+        })
+    }
+
+    fn err(root: &Path, rel: &[u8], what: &str, e: rustix::io::Errno) -> Error {
+        let path = root.join(crate::sys::paths::to_os(rel.into()));
+        Error::io_at(
+            format!("cannot {what} {}", path.display()),
+            root,
+            std::io::Error::from_raw_os_error(e.raw_os_error()),
+        )
+        .in_workspace_root()
+    }
+
+    /// Open (and create in the destinations) the folders `dirs`.
+    fn enter(&mut self, dirs: &[&[u8]], rel: &[u8]) -> Result<()> {
+        let keep = self
+            .stack
+            .iter()
+            .zip(dirs)
+            .take_while(|((name, _, _), d)| name.as_slice() == **d)
+            .count();
+        self.stack.truncate(keep);
+        for d in &dirs[keep..] {
+            let (src_parent, dst_parents) = self.current();
+            let sfd = crate::workspace::carry::open_dir_at(src_parent, *d)
+                .map_err(|e| Self::err(self.src_root, rel, "open", e))?;
+            let mut dfds = Vec::with_capacity(dst_parents.len());
+            for (i, parent) in dst_parents.iter().enumerate() {
+                match rustix::fs::mkdirat(*parent, *d, rustix::fs::Mode::from_raw_mode(0o777)) {
+                    Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                    Err(e) => return Err(Self::err(self.dst_roots[i], rel, "create", e)),
+                }
+                dfds.push(
+                    crate::workspace::carry::open_dir_at(*parent, *d)
+                        .map_err(|e| Self::err(self.dst_roots[i], rel, "open", e))?,
+                );
+            }
+            self.stack.push((d.to_vec(), sfd, dfds));
+        }
+        Ok(())
+    }
+
+    /// The innermost open folder, in the source and in every destination.
+    fn current(&self) -> (BorrowedFd<'_>, Vec<BorrowedFd<'_>>) {
+        match self.stack.last() {
+            Some((_, s, ds)) => (s.as_fd(), ds.iter().map(|f| f.as_fd()).collect()),
+            None => (
+                self.src_base.as_fd(),
+                self.dst_base.iter().map(|f| f.as_fd()).collect(),
+            ),
+        }
+    }
+
+    /// Make the entry `rel` in every destination; its stat data per destination.
+    fn entry(
+        &mut self,
+        rel: &gix::bstr::BStr,
+        mode: gix::index::entry::Mode,
+    ) -> Result<Vec<Option<gix::index::entry::Stat>>> {
+        use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
+        let rel: &[u8] = rel.as_ref();
+        // The walk is fd-relative and could go deeper than a path can name;
+        // such a workspace would be unusable (git itself stops at PATH_MAX),
+        // so it fails like a checkout of the same file does.
+        for root in self.dst_roots {
+            if root.as_os_str().len() + 1 + rel.len() >= PATH_MAX {
+                return Err(Error::state(
+                    Code::CheckoutFailed,
+                    format!(
+                        "cannot write {} in {}: file name too long",
+                        crate::sys::paths::quote(rel.into()),
+                        root.display()
+                    ),
+                    "check free disk space, permissions and path lengths under the workspace root",
+                ));
+            }
+        }
+        let mut parts: Vec<&[u8]> = rel.split(|b| *b == b'/').collect();
+        let name = parts.pop().unwrap_or_default();
+        self.enter(&parts, rel)?;
+        let mut buf = std::mem::take(&mut self.buf);
+        let (src_dir, dst_dirs) = self.current();
+        let (src_root, dst_roots, method) = (self.src_root, self.dst_roots, self.method);
+        let mut out = Vec::with_capacity(dst_dirs.len());
+        // A symlink entry is a plain file holding its target where the
+        // checkout made one (`core.symlinks = false`, design §3.15): copied
+        // as the file it is.
+        let link = mode == gix::index::entry::Mode::SYMLINK
+            && rfs::FileType::from_raw_mode(
+                rfs::statat(src_dir, name, AtFlags::SYMLINK_NOFOLLOW)
+                    .map_err(|e| Self::err(src_root, rel, "read", e))?
+                    .st_mode,
+            ) == rfs::FileType::Symlink;
+        match mode {
+            gix::index::entry::Mode::SYMLINK if link => {
+                let target = rfs::readlinkat(src_dir, name, Vec::new())
+                    .map_err(|e| Self::err(src_root, rel, "read the link", e))?;
+                for (i, d) in dst_dirs.iter().enumerate() {
+                    let fail = |what, e| Self::err(dst_roots[i], rel, what, e);
+                    rfs::symlinkat(target.as_c_str(), *d, name)
+                        .map_err(|e| fail("create the link", e))?;
+                    let st = rfs::statat(*d, name, AtFlags::SYMLINK_NOFOLLOW)
+                        .map_err(|e| fail("read", e))?;
+                    out.push(Some(stat_of(&st)));
+                }
+            }
+            gix::index::entry::Mode::FILE
+            | gix::index::entry::Mode::FILE_EXECUTABLE
+            | gix::index::entry::Mode::SYMLINK => {
+                let sfd = rfs::openat(
+                    src_dir,
+                    name,
+                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .map_err(|e| Self::err(src_root, rel, "open", e))?;
+                let st = rfs::fstat(&sfd).map_err(|e| Self::err(src_root, rel, "read", e))?;
+                let size = st.st_size as u64;
+                let perm = Mode::from_raw_mode(st.st_mode as u32 & 0o777);
+                let clone = method == Method::Clone && size >= CLONE_MIN;
+                let buffered = !clone && size <= BUFFER_MAX;
+                if buffered {
+                    buf.clear();
+                    buf.resize(size as usize, 0);
+                    let mut at = 0;
+                    while at < buf.len() {
+                        match rustix::io::pread(&sfd, &mut buf[at..], at as u64) {
+                            Ok(0) => break,
+                            Ok(n) => at += n,
+                            Err(e) => return Err(Self::err(src_root, rel, "read", e)),
+                        }
+                    }
+                    buf.truncate(at);
+                }
+                for (i, d) in dst_dirs.iter().enumerate() {
+                    let fail = |what, e| Self::err(dst_roots[i], rel, what, e);
+                    let dfd = crate::sys::fs::create_new_at(*d, name, perm)
+                        .map_err(|e| fail("create", e))?;
+                    if buffered {
+                        let mut at = 0;
+                        while at < buf.len() {
+                            at += rustix::io::write(&dfd, &buf[at..])
+                                .map_err(|e| fail("write", e))?;
+                        }
+                    } else {
+                        let cloned = clone
+                            && match rfs::ioctl_ficlone(&dfd, &sfd) {
+                                Ok(()) => true,
+                                Err(e) if crate::workspace::carry::is_no_reflink(e) => false,
+                                Err(e) => return Err(fail("clone into", e)),
+                            };
+                        if !cloned {
+                            crate::workspace::carry::copy_data(sfd.as_fd(), dfd.as_fd(), size)
+                                .map_err(|e| fail("write", e))?;
+                        }
+                    }
+                    let st = rfs::fstat(&dfd).map_err(|e| fail("read", e))?;
+                    out.push(Some(stat_of(&st)));
+                }
+            }
+            // Gitlinks: an empty folder, as a checkout leaves it.
+            _ => {
+                for (i, d) in dst_dirs.iter().enumerate() {
+                    match rfs::mkdirat(*d, name, Mode::from_raw_mode(0o777)) {
+                        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                        Err(e) => return Err(Self::err(dst_roots[i], rel, "create", e)),
+                    }
+                    out.push(None);
+                }
+            }
+        }
+        drop(dst_dirs);
+        self.buf = buf;
+        Ok(out)
+    }
+}
+
+/// What a checkout thread's panic is reported as.
+pub(super) fn checkout_panicked() -> Error {
+    Error::state(
+        Code::Internal,
+        "a checkout thread panicked",
+        "report this bug",
+    )
+}
+
+pub(super) fn checkout_failed(
+    repo: Option<(&gix::Repository, &gix::index::State)>,
+    root: &Path,
+    e: &(dyn std::error::Error + 'static),
+) -> Error {
+    let what = format!("cannot check out {}", root.display());
+    if let Some(err) = Error::fs_cause(&what, Some(root), e) {
+        return err.in_workspace_root();
+    }
+    if let Some(err) =
+        repo.and_then(|(r, i)| crate::git::blob::checkout_filter_failed(r, i, root, e))
+    {
+        return err;
+    }
+    Error::state(
+        Code::CheckoutFailed,
+        format!("cannot check out {}: {e}", root.display()),
+        "check free disk space, permissions and path lengths under the workspace root",
+    )
+}

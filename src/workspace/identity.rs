@@ -1,0 +1,281 @@
+//! A task workspace's identity (design §3.18): `identify` checks the
+//! device, inode and real path recorded at prepare time through an
+//! `O_NOFOLLOW` handle reached from the workspace root through folders of
+//! the user's own (`shared_root`), and its `.git` pointing back at the
+//! registration; `health` words it as `presence::Health`.
+//! Never: follows a symlink, changes anything on disk.
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+use super::{registration, Health};
+use crate::config::Mode;
+use crate::git::registration::Registration;
+/// What a task's workspace path leads to now, compared with the folder
+/// prepare made (design §3.2: anything else is `workspace_missing`).
+#[derive(Debug)]
+pub enum Identity {
+    /// The folder prepare made, held open (worktree mode; a scratch copy
+    /// is recognised by its own marker and not held), at its real path;
+    /// for a workspace below the workspace root, with the folders above it
+    /// held open too (design §3.18: it is removed through them).
+    Ours {
+        fd: Option<OwnedFd>,
+        real: PathBuf,
+        parents: Option<crate::workspace::shared_root::Parents>,
+    },
+    /// Nothing is there.
+    Missing,
+    /// Something else is there (why, for people): never read, quiesced,
+    /// rescued nor removed.
+    Replaced(&'static str),
+}
+
+impl Identity {
+    pub fn health(&self) -> Health {
+        match self {
+            Identity::Ours { .. } => Health::Ours,
+            Identity::Missing => Health::Missing,
+            Identity::Replaced(_) => Health::Foreign,
+        }
+    }
+}
+
+/// The identity of the workspace folder at `root`, just made, for the
+/// batch record (`None` when it cannot be read: the batch then falls back
+/// to the checks of a batch recorded without one).
+pub fn folder_of(root: &Path) -> Option<crate::record::batch::Folder> {
+    let fd = open_nofollow(root).ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    Some(crate::record::batch::Folder {
+        dev: st.st_dev as u64,
+        ino: st.st_ino as u64,
+        path: real_path(&fd, root)?,
+        subvolume: crate::sys::btrfs::subvolume_id(fd.as_fd()).map(|id| format!("{id:016x}")),
+    })
+}
+
+fn open_nofollow(root: &Path) -> rustix::io::Result<OwnedFd> {
+    use rustix::fs::{Mode, OFlags};
+    rustix::fs::open(
+        root,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+/// Where the opened folder really is (the kernel's name for it), or the
+/// canonical form of `root` where `/proc` cannot tell.
+fn real_path(fd: &OwnedFd, root: &Path) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    match std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())) {
+        Ok(p) if p.is_absolute() => Some(p),
+        _ => std::fs::canonicalize(root).ok(),
+    }
+}
+
+/// Is the task's workspace the folder prepare made? Checked before a
+/// workspace is read, quiesced, rescued or removed: the path must lead,
+/// without a symlink at its end, to a real folder whose device and inode
+/// and real path are the ones recorded at prepare time, whose `.git` file
+/// (read through the opened folder) points at the task's registration. A
+/// batch recorded before identities were kept has no device, inode nor
+/// real path to compare: there, the folder must not be a symlink and its
+/// `.git` file must point back.
+pub fn identify(common_dir: &Path, task: &crate::record::batch::Task) -> Identity {
+    // A remote task has no workspace here (design §3.14).
+    if task.remote {
+        return Identity::Missing;
+    }
+    if task.kind() == Mode::Scratch {
+        return match crate::workspace::scratch::health(common_dir, &task.root) {
+            Health::Ours => Identity::Ours {
+                fd: None,
+                real: task.root.clone(),
+                parents: None,
+            },
+            Health::Missing => Identity::Missing,
+            Health::Foreign => Identity::Replaced("is no longer the copy prepare made"),
+        };
+    }
+    identify_at(
+        common_dir,
+        &task.root,
+        &task.worktree_id,
+        task.folder.as_ref(),
+        Reach::Beneath,
+    )
+}
+
+/// How a workspace folder is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reach {
+    /// A batch's workspace, `<root>/<repo-name>-<fp>/<batch-short>/<name>`:
+    /// the repository folder, the batch folder and the workspace each
+    /// through the handle of the one above, never through a symlink, and
+    /// only when ours (design §3.18).
+    Beneath,
+    /// Any other folder (a joined workspace, a worktree the user moved):
+    /// by its path, without a symlink at its end.
+    Path,
+}
+
+/// Why the workspace of `task` is refused below the workspace root (design
+/// §3.18: another user's folder, or a symlink where a folder of ours is
+/// expected), if it is: for the reports of gc and drop, which leave it alone.
+pub fn refusal(
+    task: &crate::record::batch::Task,
+) -> Option<crate::workspace::shared_root::Refused> {
+    if task.remote
+        || task.kind() == Mode::Scratch
+        || !crate::workspace::shared_root::is_beneath_shape(&task.root)
+    {
+        return None;
+    }
+    crate::workspace::shared_root::refusal(&task.root)
+}
+
+pub(super) fn identify_at(
+    common_dir: &Path,
+    root: &Path,
+    worktree_id: &str,
+    made: Option<&crate::record::batch::Folder>,
+    reach: Reach,
+) -> Identity {
+    use crate::workspace::shared_root::{Opened, Reason};
+    use rustix::io::Errno;
+    let (fd, parents) =
+        if reach == Reach::Beneath && crate::workspace::shared_root::is_beneath_shape(root) {
+            match crate::workspace::shared_root::open_workspace(root) {
+                Ok(Opened::Ours(ws)) => (ws.dir.into_fd(), Some(ws.parents)),
+                Ok(Opened::Missing) => return Identity::Missing,
+                Ok(Opened::Refused(r)) if r.path == root => {
+                    return Identity::Replaced(match r.reason {
+                        Reason::Symlink => "is a symbolic link now",
+                        Reason::NotAFolder => "is not a folder any more",
+                        _ => "is owned by another user",
+                    })
+                }
+                Ok(Opened::Refused(r)) => {
+                    return Identity::Replaced(match r.reason {
+                        Reason::OtherOwner => "is in a folder another user owns",
+                        _ => "is reached through a symbolic link now",
+                    })
+                }
+                Err(_) => return Identity::Replaced("cannot be opened"),
+            }
+        } else {
+            match open_nofollow(root) {
+                Ok(fd) => (fd, None),
+                Err(Errno::NOENT) if root.symlink_metadata().is_err() => return Identity::Missing,
+                Err(_) => {
+                    return Identity::Replaced(match root.symlink_metadata() {
+                        Ok(m) if m.file_type().is_symlink() => "is a symbolic link now",
+                        Ok(m) if !m.is_dir() => "is not a folder any more",
+                        _ => "cannot be opened",
+                    })
+                }
+            }
+        };
+    let Ok(st) = rustix::fs::fstat(&fd) else {
+        return Identity::Replaced("cannot be opened");
+    };
+    if let Some(m) = made {
+        // A subvolume's device number is handed out anew after a remount:
+        // its own id stands in for it (design §3.17).
+        let same_dev = match &m.subvolume {
+            Some(id) => {
+                crate::sys::btrfs::subvolume_id(fd.as_fd()).map(|now| format!("{now:016x}"))
+                    == Some(id.clone())
+            }
+            None => st.st_dev as u64 == m.dev,
+        };
+        if !same_dev || st.st_ino as u64 != m.ino {
+            return Identity::Replaced("is another folder than the one prepare made");
+        }
+    }
+    let Some(real) = real_path(&fd, root) else {
+        return Identity::Replaced("cannot be opened");
+    };
+    let expected = match made {
+        Some(m) => Some(m.path.clone()),
+        None => root
+            .parent()
+            .and_then(|p| std::fs::canonicalize(p).ok())
+            .zip(root.file_name())
+            .map(|(p, n)| p.join(n)),
+    };
+    if expected.as_ref() != Some(&real) {
+        return Identity::Replaced("is reached through a symbolic link now");
+    }
+    if !dotgit_points_at(&fd, &registration(common_dir, worktree_id)) {
+        return Identity::Replaced("has a .git file that no longer points at its registration");
+    }
+    Identity::Ours {
+        fd: Some(fd),
+        real,
+        parents,
+    }
+}
+
+/// Does the `.git` file inside the opened folder point at `reg`? Never
+/// through a symlink.
+fn dotgit_points_at(dir: &OwnedFd, reg: &Path) -> bool {
+    use rustix::fs::{Mode, OFlags};
+    use std::io::Read;
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(f) = rustix::fs::openat(
+        dir,
+        ".git",
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    ) else {
+        return false;
+    };
+    let mut text = Vec::new();
+    if std::fs::File::from(f)
+        .take(64 * 1024)
+        .read_to_end(&mut text)
+        .is_err()
+    {
+        return false;
+    }
+    let text = text.strip_suffix(b"\n").unwrap_or(&text);
+    let Some(target) = text.strip_prefix(b"gitdir: ") else {
+        return false;
+    };
+    Path::new(std::ffi::OsStr::from_bytes(target)) == reg
+}
+
+/// Is `root` the workspace we made: its `.git` file points at our
+/// registration? (Prepare's own undo, and `git worktree move` detection;
+/// tasks go through [`identify`].)
+pub fn is_ours(common_dir: &Path, root: &Path, worktree_id: &str) -> bool {
+    matches!(
+        identify_at(common_dir, root, worktree_id, None, Reach::Path),
+        Identity::Ours { .. }
+    )
+}
+
+/// Whether a task's workspace folder is there and is ours.
+pub fn health(common_dir: &Path, task: &crate::record::batch::Task) -> Health {
+    identify(common_dir, task).health()
+}
+
+/// Where the registration's `gitdir` file says its worktree is, if readable.
+pub(super) fn registered_location(common_dir: &Path, worktree_id: &str) -> Option<PathBuf> {
+    let text = std::fs::read(Registration::new(common_dir, worktree_id).gitdir_file()).ok()?;
+    let text = text.strip_suffix(b"\n").unwrap_or(&text);
+    use std::os::unix::ffi::OsStrExt;
+    let dotgit = PathBuf::from(std::ffi::OsStr::from_bytes(text));
+    dotgit.parent().map(Path::to_path_buf)
+}
+
+/// Has the registration been moved (`git worktree move`) to a folder other
+/// than `root` that still points back at it? Then it is the user's now.
+pub(super) fn moved_elsewhere(common_dir: &Path, root: &Path, worktree_id: &str) -> bool {
+    match registered_location(common_dir, worktree_id) {
+        Some(at) => at != root && is_ours(common_dir, &at, worktree_id),
+        None => false,
+    }
+}
