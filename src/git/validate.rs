@@ -46,6 +46,28 @@ const OPTIONS: component::Options = component::Options {
     protect_ntfs: true,
 };
 
+/// The longest file name (in bytes) a Linux filesystem takes, and so the
+/// longest component accepted (design §3.18, limits).
+pub const NAME_MAX: usize = 255;
+
+/// The longest symlink target (in bytes) accepted: `PATH_MAX` less its NUL.
+pub const TARGET_MAX: usize = 4095;
+
+/// Why the symlink target `target` is refused, if it is: empty, holding a
+/// NUL, or longer than [`TARGET_MAX`] (none can be made on disk: such a
+/// target only comes as bytes from another machine).
+pub fn target(target: &[u8]) -> Option<&'static str> {
+    if target.is_empty() {
+        Some("empty symlink target")
+    } else if target.contains(&0) {
+        Some("symlink target holding NUL")
+    } else if target.len() > TARGET_MAX {
+        Some("symlink target longer than 4095 bytes")
+    } else {
+        None
+    }
+}
+
 /// One path git would refuse, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invalid {
@@ -66,6 +88,9 @@ const READ_FROM_TREE: [(&str, &str, &str); 3] = [
 
 /// Why git refuses the tree entry `name` of kind `kind`, if it does.
 pub fn name(name: &BStr, kind: EntryKind) -> Option<&'static str> {
+    if name.len() > NAME_MAX {
+        return Some("name longer than 255 bytes");
+    }
     let mode = (kind == EntryKind::Link).then_some(component::Mode::Symlink);
     if let Err(e) = component(name, mode, OPTIONS) {
         return Some(words(&e));
@@ -180,6 +205,17 @@ impl Walk<'_> {
             self.push(at.clone(), "malformed tree object");
             return Ok(());
         };
+        if let Some((n, why)) = disorder(&entries) {
+            // Which of two entries git would check out is not defined: the
+            // tree is refused, naming the entry (design §3.18, limits).
+            let mut p = at.clone();
+            if !p.is_empty() {
+                p.push(b'/');
+            }
+            p.extend_from_slice(&n);
+            self.push(p, why);
+            return Ok(());
+        }
         let base_entries: HashMap<BString, (EntryKind, ObjectId)> = match base {
             Some(b) => self
                 .entries(b)?
@@ -200,6 +236,12 @@ impl Walk<'_> {
             at.extend_from_slice(&n);
             if let Some(why) = name(n.as_bstr(), kind) {
                 self.below(kind, oid, at, why)?;
+            } else if kind == EntryKind::Link {
+                if base_entries.get(&n) != Some(&(kind, oid)) {
+                    if let Some(why) = self.link(oid)? {
+                        self.push(at.clone(), why);
+                    }
+                }
             } else if kind == EntryKind::Tree {
                 let sub_base = match base_entries.get(&n) {
                     Some((EntryKind::Tree, b)) => Some(*b),
@@ -212,6 +254,14 @@ impl Walk<'_> {
             at.truncate(len);
         }
         Ok(())
+    }
+
+    /// Why the symlink blob `id` is refused as a target, if it is.
+    fn link(&self, id: ObjectId) -> Result<Option<&'static str>> {
+        let Ok(blob) = self.repo.find_object(id) else {
+            return Ok(Some("missing symlink target"));
+        };
+        Ok(target(&blob.data))
     }
 
     /// Name what is at and below the offending entry at `at`: its files,
@@ -267,6 +317,32 @@ impl Walk<'_> {
             self.found.push(Invalid { path, why });
         }
     }
+}
+
+/// The first entry of a tree that repeats a name or comes out of git's
+/// order (names compared as bytes, a folder's with a `/` after it), and
+/// which: git's fsck flags both (`duplicateEntries`, `treeNotSorted`).
+fn disorder(entries: &Entries) -> Option<(BString, &'static str)> {
+    let key = |n: &BString, k: EntryKind| {
+        let mut v = n.to_vec();
+        if k == EntryKind::Tree {
+            v.push(b'/');
+        }
+        v
+    };
+    let mut names: HashSet<&BString> = HashSet::new();
+    let mut last: Option<Vec<u8>> = None;
+    for (n, k, _) in entries {
+        if !names.insert(n) {
+            return Some((n.clone(), "duplicate tree entry"));
+        }
+        let this = key(n, *k);
+        if last.as_ref().is_some_and(|l| *l >= this) {
+            return Some((n.clone(), "tree entries out of order"));
+        }
+        last = Some(this);
+    }
+    None
 }
 
 /// The paths as `path (why)`, the first few, for a message.
@@ -511,5 +587,40 @@ mod tests {
         assert_eq!(p(".gitattributes/x", EntryKind::Blob), None);
         assert_eq!(p("src/main.rs", EntryKind::Blob), None);
         assert_eq!(p("a//b", EntryKind::Blob), Some("empty name"));
+        let long = "x".repeat(256);
+        assert_eq!(
+            p(&format!("a/{long}"), EntryKind::Blob),
+            Some("name longer than 255 bytes")
+        );
+        assert_eq!(p(&"x".repeat(255), EntryKind::Blob), None);
+    }
+
+    #[test]
+    fn symlink_targets_are_bounded() {
+        assert_eq!(target(b""), Some("empty symlink target"));
+        assert_eq!(target(b"a\0b"), Some("symlink target holding NUL"));
+        assert!(target(&[b'a'; 4096]).is_some());
+        assert_eq!(target(&[b'a'; 4095]), None);
+    }
+
+    #[test]
+    fn duplicate_and_unsorted_entries_are_found() {
+        let e = |n: &str, k| (BString::from(n), k, ObjectId::null(gix::hash::Kind::Sha1));
+        let ok = [
+            e("a", EntryKind::Blob),
+            e("a-b", EntryKind::Blob),
+            e("a", EntryKind::Tree),
+        ];
+        // "a-b" < "a/" : a folder sorts as if its name ended in `/`.
+        assert_eq!(disorder(&vec![ok[0].clone(), ok[1].clone()]), None);
+        assert_eq!(disorder(&vec![ok[1].clone(), ok[2].clone()]), None);
+        assert_eq!(
+            disorder(&vec![e("a", EntryKind::Blob), e("a", EntryKind::Blob)]).map(|d| d.1),
+            Some("duplicate tree entry")
+        );
+        assert_eq!(
+            disorder(&vec![e("b", EntryKind::Blob), e("a", EntryKind::Blob)]).map(|d| d.1),
+            Some("tree entries out of order")
+        );
     }
 }

@@ -19,6 +19,8 @@ enum Node {
     Exec(&'static [u8]),
     Link(&'static [u8]),
     Dir(Vec<(&'static [u8], Node)>),
+    /// A folder whose entries are written in the order given, unsorted.
+    RawDir(Vec<(&'static [u8], Node)>),
 }
 
 fn dir(entries: Vec<(&'static [u8], Node)>) -> Node {
@@ -56,6 +58,11 @@ fn write_tree(env: &Env, repo: &Path, mut entries: Vec<(String, Vec<u8>, String)
         k
     };
     entries.sort_by_key(|e| key(&e.0, &e.1));
+    write_raw_tree(env, repo, entries)
+}
+
+/// A tree object from raw entries in the order given.
+fn write_raw_tree(env: &Env, repo: &Path, entries: Vec<(String, Vec<u8>, String)>) -> String {
     let mut bytes = Vec::new();
     for (mode, name, hex) in &entries {
         bytes.extend_from_slice(mode.as_bytes());
@@ -89,6 +96,16 @@ fn write_node(env: &Env, repo: &Path, node: &Node) -> (String, String) {
                 })
                 .collect();
             ("40000".into(), write_tree(env, repo, entries))
+        }
+        Node::RawDir(children) => {
+            let entries = children
+                .iter()
+                .map(|(name, n)| {
+                    let (mode, id) = write_node(env, repo, n);
+                    (mode, name.to_vec(), id)
+                })
+                .collect();
+            ("40000".into(), write_raw_tree(env, repo, entries))
         }
     }
 }
@@ -821,4 +838,90 @@ fn diff_source_leaves_out_a_task_holding_a_path_git_refuses() {
         run.stderr
     );
     assert!(run.stderr.contains(".GIT/config"), "{}", run.stderr);
+}
+
+/// Tree entries to add at the top of a proposal.
+type Extra = Vec<(&'static [u8], Node)>;
+
+/// Bytes that live for the test (tree entries take `'static` names).
+fn leak(v: Vec<u8>) -> &'static [u8] {
+    Box::leak(v.into_boxed_slice())
+}
+
+#[test]
+fn overlong_names_and_bad_symlink_targets_from_a_remote_are_refused_alone() {
+    let t = remote_setup();
+    let long = leak(vec![b'n'; 256]);
+    let long_target = leak(vec![b'a'; 4096]);
+    let cases: Vec<(&str, Extra, String)> = vec![
+        (
+            "long",
+            vec![(b"d", dir(vec![(long, Node::File(b"x\n"))]))],
+            format!("d/{}", "n".repeat(256)),
+        ),
+        ("empty", vec![(b"e", Node::Link(b""))], "e".into()),
+        ("nul", vec![(b"z", Node::Link(b"a\0b"))], "z".into()),
+        ("far", vec![(b"f", Node::Link(long_target))], "f".into()),
+    ];
+    let mut args: Vec<&str> = cases.iter().map(|c| c.0).collect();
+    args.push("good");
+    let id = t.prepare(&args)["batch"].as_str().unwrap().to_string();
+    let mut expected = Vec::new();
+    for (name, extra, path) in cases {
+        t.push(&id, name, extra);
+        expected.push((name, path));
+    }
+    t.push(&id, "good", vec![(b"good.txt", Node::File(b"good\n"))]);
+    let doc = t.apply(&[&id], 1);
+    for (name, path) in &expected {
+        assert_refused(task(&doc, name), path);
+    }
+    assert_eq!(task(&doc, "good")["status"], "applied", "{doc}");
+    for p in ["d", "e", "z", "f"] {
+        assert!(absent(&t.src, p), "{p} was written");
+    }
+}
+
+#[test]
+fn duplicate_or_unsorted_tree_entries_from_a_remote_are_refused_alone() {
+    let t = remote_setup();
+    let id = t.prepare(&["dup", "order", "good"])["batch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.push(
+        &id,
+        "dup",
+        vec![(
+            b"d",
+            Node::RawDir(vec![
+                (b"x", Node::File(b"first\n")),
+                (b"x", Node::File(b"second\n")),
+            ]),
+        )],
+    );
+    t.push(
+        &id,
+        "order",
+        vec![(
+            b"o",
+            Node::RawDir(vec![(b"b", Node::File(b"b\n")), (b"a", Node::File(b"a\n"))]),
+        )],
+    );
+    t.push(&id, "good", vec![(b"good.txt", Node::File(b"good\n"))]);
+    let doc = t.apply(&[&id], 1);
+    let dup = task(&doc, "dup");
+    assert_refused(dup, "d/x");
+    assert_eq!(
+        dup["conflicts"][0]["reason"], "duplicate tree entry",
+        "{dup}"
+    );
+    let order = task(&doc, "order");
+    assert_refused(order, "o/a");
+    assert_eq!(
+        order["conflicts"][0]["reason"], "tree entries out of order",
+        "{order}"
+    );
+    assert_eq!(task(&doc, "good")["status"], "applied", "{doc}");
+    assert!(absent(&t.src, "d") && absent(&t.src, "o"), "{doc}");
 }
