@@ -135,7 +135,7 @@ pub fn push_leased(
     run(Some(git_dir), None, remote, &args).map(|_| ())
 }
 
-/// `git fetch --no-tags REMOTE SPEC...` into the repository at `git_dir`.
+/// `git fetch --no-tags --no-recurse-submodules REMOTE SPEC...` into the repository at `git_dir`.
 pub fn fetch(git_dir: &Path, remote: &str, specs: &[String]) -> Result<()> {
     if specs.is_empty() {
         return Ok(());
@@ -145,6 +145,9 @@ pub fn fetch(git_dir: &Path, remote: &str, specs: &[String]) -> Result<()> {
         os("--quiet"),
         os("--no-tags"),
         os("--no-write-fetch-head"),
+        // A proposal's gitlinks are bytes from another machine: git never
+        // fetches the submodules they name (design §3.18, limits).
+        os("--no-recurse-submodules"),
         os("--"),
         os(remote),
     ];

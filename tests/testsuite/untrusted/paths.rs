@@ -19,6 +19,8 @@ enum Node {
     Exec(&'static [u8]),
     Link(&'static [u8]),
     Dir(Vec<(&'static [u8], Node)>),
+    /// A gitlink (submodule entry) naming this commit id.
+    Gitlink(&'static str),
     /// A folder whose entries are written in the order given, unsorted.
     RawDir(Vec<(&'static [u8], Node)>),
 }
@@ -97,6 +99,7 @@ fn write_node(env: &Env, repo: &Path, node: &Node) -> (String, String) {
                 .collect();
             ("40000".into(), write_tree(env, repo, entries))
         }
+        Node::Gitlink(id) => ("160000".into(), id.to_string()),
         Node::RawDir(children) => {
             let entries = children
                 .iter()
@@ -924,4 +927,35 @@ fn duplicate_or_unsorted_tree_entries_from_a_remote_are_refused_alone() {
     );
     assert_eq!(task(&doc, "good")["status"], "applied", "{doc}");
     assert!(absent(&t.src, "d") && absent(&t.src, "o"), "{doc}");
+}
+
+#[test]
+fn a_gitlink_from_a_remote_proposal_is_a_submodule_conflict_keeping_the_work() {
+    let t = remote_setup();
+    let id = t.prepare(&["sub", "good"])["batch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.push(
+        &id,
+        "sub",
+        vec![
+            (
+                b"m",
+                Node::Gitlink("0123456789abcdef0123456789abcdef01234567"),
+            ),
+            (b"with.txt", Node::File(b"with\n")),
+        ],
+    );
+    t.push(&id, "good", vec![(b"good.txt", Node::File(b"good\n"))]);
+    let doc = t.apply(&[&id], 1);
+    let sub = task(&doc, "sub");
+    assert_eq!(sub["status"], "conflict", "{sub}");
+    assert_eq!(sub["reason"], "submodule_changed", "{sub}");
+    assert_eq!(conflict_paths(sub), vec!["m".to_string()], "{sub}");
+    assert!(sub["proposal_ref"].is_string(), "{sub}");
+    assert_eq!(task(&doc, "good")["status"], "applied", "{doc}");
+    assert!(absent(&t.src, "m") && absent(&t.src, "with.txt"), "{doc}");
+    let ls = t.user.git(&t.src, ["ls-files", "-s"]);
+    assert!(!ls.contains("160000"), "{ls}");
 }
