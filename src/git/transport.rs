@@ -30,6 +30,7 @@ fn command(git_dir: Option<&Path>, args: &[&OsStr]) -> Command {
         cmd.env_remove(k);
     }
     cmd.env("GIT_TERMINAL_PROMPT", "0").stdin(Stdio::null());
+    crate::sys::process::without_hooks(&mut cmd);
     if let Some(dir) = git_dir {
         cmd.env("GIT_DIR", dir);
     }

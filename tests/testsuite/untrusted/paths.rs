@@ -959,3 +959,30 @@ fn a_gitlink_from_a_remote_proposal_is_a_submodule_conflict_keeping_the_work() {
     let ls = t.user.git(&t.src, ["ls-files", "-s"]);
     assert!(!ls.contains("160000"), "{ls}");
 }
+
+#[test]
+fn hooks_planted_in_the_source_never_run_during_the_products_git_calls() {
+    let t = remote_setup();
+    let marker = t.user.path().join("hook-ran");
+    let hook = t.src.join(".git/hooks/reference-transaction");
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\necho \"$0 $*\" >> '{}'\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The user's own configuration through the environment is kept.
+    let id = t.prepare(&["r"])["batch"].as_str().unwrap().to_string();
+    t.push(&id, "r", vec![(b"fine.txt", Node::File(b"fine\n"))]);
+    t.apply(&[&id], 0);
+    assert_eq!(std::fs::read(t.src.join("fine.txt")).unwrap(), b"fine\n");
+    assert!(
+        !marker.exists(),
+        "a hook ran: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+    // The hook itself works (git runs it for the user's own ref updates).
+    t.user
+        .git(&t.src, ["update-ref", "refs/heads/probe", "HEAD"]);
+    assert!(marker.exists());
+}
