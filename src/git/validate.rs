@@ -157,7 +157,9 @@ pub fn tree(
     let mut walk = Walk {
         repo,
         found: Vec::new(),
-        seen: HashSet::new(),
+        seen: HashMap::new(),
+        changed: 0,
+        max: max_changed(),
     };
     walk.differing(base, tree, &mut BString::default())?;
     Ok(walk.found)
@@ -168,7 +170,29 @@ struct Walk<'r> {
     found: Vec<Invalid>,
     /// (tree, base) pairs walked already: a tree repeating one subtree
     /// under many names costs one walk of it.
-    seen: HashSet<(ObjectId, Option<ObjectId>)>,
+    /// With the changed files found below each (counted once per name it
+    /// appears under, for the bound).
+    seen: HashMap<(ObjectId, Option<ObjectId>), u64>,
+    /// Changed files (added or changed non-folder entries) seen so far.
+    changed: u64,
+    /// The bound on them: past it the tree is refused.
+    max: u64,
+}
+
+/// The most changed paths a task may bring (design §3.18, limits): past it
+/// the task is refused as `invalid_path`, naming [`TOO_MANY`].
+pub const MAX_CHANGED: u64 = 1_000_000;
+
+/// The reason a task over [`MAX_CHANGED`] is refused with.
+pub const TOO_MANY: &str = "too many changed paths (more than 1000000)";
+
+/// [`MAX_CHANGED`], or `GIT_DELEGATE_TEST_MAX_CHANGED_PATHS` when set (a
+/// test's cheaper bound; documented as for tests only).
+fn max_changed() -> u64 {
+    std::env::var("GIT_DELEGATE_TEST_MAX_CHANGED_PATHS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(MAX_CHANGED)
 }
 
 /// A decoded tree's entries: name, kind, id.
@@ -176,7 +200,24 @@ type Entries = Vec<(BString, EntryKind, ObjectId)>;
 
 impl Walk<'_> {
     fn full(&self) -> bool {
-        self.found.len() >= NAMED
+        self.found.len() >= NAMED || self.changed > self.max
+    }
+
+    /// Count `n` more changed files; past the bound the task is refused,
+    /// naming the folder where it was passed.
+    fn count(&mut self, n: u64, at: &BString) {
+        self.changed = self.changed.saturating_add(n);
+        if self.changed > self.max {
+            let path = if at.is_empty() {
+                BString::from(".")
+            } else {
+                at.clone()
+            };
+            self.found.push(Invalid {
+                path,
+                why: TOO_MANY,
+            });
+        }
     }
 
     /// The entries of the tree `id`, or `None` when it cannot be decoded.
@@ -198,9 +239,23 @@ impl Walk<'_> {
     }
 
     fn differing(&mut self, base: Option<ObjectId>, id: ObjectId, at: &mut BString) -> Result<()> {
-        if self.full() || Some(id) == base || !self.seen.insert((id, base)) {
+        if self.full() || Some(id) == base {
             return Ok(());
         }
+        if let Some(&n) = self.seen.get(&(id, base)) {
+            // Walked already: its changed files count again under this name.
+            self.count(n, at);
+            return Ok(());
+        }
+        let before = self.changed;
+        self.seen.insert((id, base), 0);
+        self.walk_tree(base, id, at)?;
+        let n = self.changed.saturating_sub(before);
+        self.seen.insert((id, base), n);
+        Ok(())
+    }
+
+    fn walk_tree(&mut self, base: Option<ObjectId>, id: ObjectId, at: &mut BString) -> Result<()> {
         let Some(entries) = self.entries(id)? else {
             self.push(at.clone(), "malformed tree object");
             return Ok(());
@@ -234,6 +289,13 @@ impl Walk<'_> {
                 at.push(b'/');
             }
             at.extend_from_slice(&n);
+            if kind != EntryKind::Tree && base_entries.get(&n) != Some(&(kind, oid)) {
+                self.count(1, at);
+                if self.full() {
+                    at.truncate(len);
+                    break;
+                }
+            }
             if let Some(why) = name(n.as_bstr(), kind) {
                 self.below(kind, oid, at, why)?;
             } else if kind == EntryKind::Link {
@@ -351,7 +413,9 @@ pub fn gitlinks(repo: &gix::Repository, base: ObjectId, tree: ObjectId) -> Resul
     let walk = Walk {
         repo,
         found: Vec::new(),
-        seen: HashSet::new(),
+        seen: HashMap::new(),
+        changed: 0,
+        max: u64::MAX,
     };
     let mut out = Vec::new();
     links_below(

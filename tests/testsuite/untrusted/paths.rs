@@ -986,3 +986,54 @@ fn hooks_planted_in_the_source_never_run_during_the_products_git_calls() {
         .git(&t.src, ["update-ref", "refs/heads/probe", "HEAD"]);
     assert!(marker.exists());
 }
+
+#[test]
+fn a_path_bomb_from_a_remote_proposal_is_refused_and_nothing_of_it_is_written() {
+    let t = remote_setup();
+    let id = t.prepare(&["bomb", "good"])["batch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // 4 folders sharing one tree of 8 files: 32 changed paths, 8 objects.
+    let files = || {
+        dir((0..8)
+            .map(|i| (leak(format!("f{i}").into_bytes()), Node::File(b"x\n")))
+            .collect())
+    };
+    t.push(
+        &id,
+        "bomb",
+        (0..4)
+            .map(|i| (leak(format!("d{i}").into_bytes()), files()))
+            .collect(),
+    );
+    t.push(&id, "good", vec![(b"good.txt", Node::File(b"good\n"))]);
+    let apply = |bound: &str| {
+        let out = t
+            .user
+            .delegate_cmd(&t.src)
+            .env("GIT_DELEGATE_TEST_MAX_CHANGED_PATHS", bound)
+            .args(["apply", "--json", &id])
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    // The bound counts each name a shared tree appears under.
+    let doc = apply("20");
+    let bomb = task(&doc, "bomb");
+    assert_eq!(bomb["status"], "conflict", "{bomb}");
+    assert_eq!(bomb["reason"], "invalid_path", "{bomb}");
+    assert_eq!(
+        bomb["conflicts"][0]["reason"], "too many changed paths (more than 1000000)",
+        "{bomb}"
+    );
+    assert!(bomb["proposal_ref"].is_string(), "{bomb}");
+    assert_eq!(task(&doc, "good")["status"], "applied", "{doc}");
+    for i in 0..4 {
+        assert!(absent(&t.src, &format!("d{i}")), "{doc}");
+    }
+    // Under the bound it lands.
+    let doc = apply("32");
+    assert_eq!(task(&doc, "bomb")["status"], "applied", "{doc}");
+    assert_eq!(std::fs::read(t.src.join("d3/f7")).unwrap(), b"x\n");
+}
