@@ -828,11 +828,11 @@ fn config_value(key: &str) -> Option<String> {
         Some(repo) => repo.config_snapshot().string(key)?.to_string(),
         None => {
             // Outside a repository only the user's and the system's config apply.
-            let out = std::process::Command::new("git")
-                .args(["config", "--get", key])
-                .stderr(std::process::Stdio::null())
-                .output()
-                .ok()?;
+            let mut cmd = std::process::Command::new("git");
+            cmd.args(["config", "--get", key])
+                .stderr(std::process::Stdio::null());
+            crate::sys::process::without_hooks(&mut cmd);
+            let out = cmd.output().ok()?;
             String::from_utf8_lossy(&out.stdout).trim().to_string()
         }
     };

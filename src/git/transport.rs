@@ -30,6 +30,7 @@ fn command(git_dir: Option<&Path>, args: &[&OsStr]) -> Command {
         cmd.env_remove(k);
     }
     cmd.env("GIT_TERMINAL_PROMPT", "0").stdin(Stdio::null());
+    crate::sys::process::without_hooks(&mut cmd);
     if let Some(dir) = git_dir {
         cmd.env("GIT_DIR", dir);
     }
@@ -135,7 +136,7 @@ pub fn push_leased(
     run(Some(git_dir), None, remote, &args).map(|_| ())
 }
 
-/// `git fetch --no-tags REMOTE SPEC...` into the repository at `git_dir`.
+/// `git fetch --no-tags --no-recurse-submodules REMOTE SPEC...` into the repository at `git_dir`.
 pub fn fetch(git_dir: &Path, remote: &str, specs: &[String]) -> Result<()> {
     if specs.is_empty() {
         return Ok(());
@@ -145,6 +146,9 @@ pub fn fetch(git_dir: &Path, remote: &str, specs: &[String]) -> Result<()> {
         os("--quiet"),
         os("--no-tags"),
         os("--no-write-fetch-head"),
+        // A proposal's gitlinks are bytes from another machine: git never
+        // fetches the submodules they name (design §3.18, limits).
+        os("--no-recurse-submodules"),
         os("--"),
         os(remote),
     ];

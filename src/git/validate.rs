@@ -46,6 +46,28 @@ const OPTIONS: component::Options = component::Options {
     protect_ntfs: true,
 };
 
+/// The longest file name (in bytes) a Linux filesystem takes, and so the
+/// longest component accepted (design §3.18, limits).
+pub const NAME_MAX: usize = 255;
+
+/// The longest symlink target (in bytes) accepted: `PATH_MAX` less its NUL.
+pub const TARGET_MAX: usize = 4095;
+
+/// Why the symlink target `target` is refused, if it is: empty, holding a
+/// NUL, or longer than [`TARGET_MAX`] (none can be made on disk: such a
+/// target only comes as bytes from another machine).
+pub fn target(target: &[u8]) -> Option<&'static str> {
+    if target.is_empty() {
+        Some("empty symlink target")
+    } else if target.contains(&0) {
+        Some("symlink target holding NUL")
+    } else if target.len() > TARGET_MAX {
+        Some("symlink target longer than 4095 bytes")
+    } else {
+        None
+    }
+}
+
 /// One path git would refuse, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invalid {
@@ -66,6 +88,9 @@ const READ_FROM_TREE: [(&str, &str, &str); 3] = [
 
 /// Why git refuses the tree entry `name` of kind `kind`, if it does.
 pub fn name(name: &BStr, kind: EntryKind) -> Option<&'static str> {
+    if name.len() > NAME_MAX {
+        return Some("name longer than 255 bytes");
+    }
     let mode = (kind == EntryKind::Link).then_some(component::Mode::Symlink);
     if let Err(e) = component(name, mode, OPTIONS) {
         return Some(words(&e));
@@ -132,7 +157,9 @@ pub fn tree(
     let mut walk = Walk {
         repo,
         found: Vec::new(),
-        seen: HashSet::new(),
+        seen: HashMap::new(),
+        changed: 0,
+        max: max_changed(),
     };
     walk.differing(base, tree, &mut BString::default())?;
     Ok(walk.found)
@@ -143,7 +170,29 @@ struct Walk<'r> {
     found: Vec<Invalid>,
     /// (tree, base) pairs walked already: a tree repeating one subtree
     /// under many names costs one walk of it.
-    seen: HashSet<(ObjectId, Option<ObjectId>)>,
+    /// With the changed files found below each (counted once per name it
+    /// appears under, for the bound).
+    seen: HashMap<(ObjectId, Option<ObjectId>), u64>,
+    /// Changed files (added or changed non-folder entries) seen so far.
+    changed: u64,
+    /// The bound on them: past it the tree is refused.
+    max: u64,
+}
+
+/// The most changed paths a task may bring (design §3.18, limits): past it
+/// the task is refused as `invalid_path`, naming [`TOO_MANY`].
+pub const MAX_CHANGED: u64 = 1_000_000;
+
+/// The reason a task over [`MAX_CHANGED`] is refused with.
+pub const TOO_MANY: &str = "too many changed paths (more than 1000000)";
+
+/// [`MAX_CHANGED`], or `GIT_DELEGATE_TEST_MAX_CHANGED_PATHS` when set (a
+/// test's cheaper bound; documented as for tests only).
+fn max_changed() -> u64 {
+    std::env::var("GIT_DELEGATE_TEST_MAX_CHANGED_PATHS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(MAX_CHANGED)
 }
 
 /// A decoded tree's entries: name, kind, id.
@@ -151,7 +200,24 @@ type Entries = Vec<(BString, EntryKind, ObjectId)>;
 
 impl Walk<'_> {
     fn full(&self) -> bool {
-        self.found.len() >= NAMED
+        self.found.len() >= NAMED || self.changed > self.max
+    }
+
+    /// Count `n` more changed files; past the bound the task is refused,
+    /// naming the folder where it was passed.
+    fn count(&mut self, n: u64, at: &BString) {
+        self.changed = self.changed.saturating_add(n);
+        if self.changed > self.max {
+            let path = if at.is_empty() {
+                BString::from(".")
+            } else {
+                at.clone()
+            };
+            self.found.push(Invalid {
+                path,
+                why: TOO_MANY,
+            });
+        }
     }
 
     /// The entries of the tree `id`, or `None` when it cannot be decoded.
@@ -173,13 +239,38 @@ impl Walk<'_> {
     }
 
     fn differing(&mut self, base: Option<ObjectId>, id: ObjectId, at: &mut BString) -> Result<()> {
-        if self.full() || Some(id) == base || !self.seen.insert((id, base)) {
+        if self.full() || Some(id) == base {
             return Ok(());
         }
+        if let Some(&n) = self.seen.get(&(id, base)) {
+            // Walked already: its changed files count again under this name.
+            self.count(n, at);
+            return Ok(());
+        }
+        let before = self.changed;
+        self.seen.insert((id, base), 0);
+        self.walk_tree(base, id, at)?;
+        let n = self.changed.saturating_sub(before);
+        self.seen.insert((id, base), n);
+        Ok(())
+    }
+
+    fn walk_tree(&mut self, base: Option<ObjectId>, id: ObjectId, at: &mut BString) -> Result<()> {
         let Some(entries) = self.entries(id)? else {
             self.push(at.clone(), "malformed tree object");
             return Ok(());
         };
+        if let Some((n, why)) = disorder(&entries) {
+            // Which of two entries git would check out is not defined: the
+            // tree is refused, naming the entry (design §3.18, limits).
+            let mut p = at.clone();
+            if !p.is_empty() {
+                p.push(b'/');
+            }
+            p.extend_from_slice(&n);
+            self.push(p, why);
+            return Ok(());
+        }
         let base_entries: HashMap<BString, (EntryKind, ObjectId)> = match base {
             Some(b) => self
                 .entries(b)?
@@ -198,8 +289,21 @@ impl Walk<'_> {
                 at.push(b'/');
             }
             at.extend_from_slice(&n);
+            if kind != EntryKind::Tree && base_entries.get(&n) != Some(&(kind, oid)) {
+                self.count(1, at);
+                if self.full() {
+                    at.truncate(len);
+                    break;
+                }
+            }
             if let Some(why) = name(n.as_bstr(), kind) {
                 self.below(kind, oid, at, why)?;
+            } else if kind == EntryKind::Link {
+                if base_entries.get(&n) != Some(&(kind, oid)) {
+                    if let Some(why) = self.link(oid)? {
+                        self.push(at.clone(), why);
+                    }
+                }
             } else if kind == EntryKind::Tree {
                 let sub_base = match base_entries.get(&n) {
                     Some((EntryKind::Tree, b)) => Some(*b),
@@ -212,6 +316,14 @@ impl Walk<'_> {
             at.truncate(len);
         }
         Ok(())
+    }
+
+    /// Why the symlink blob `id` is refused as a target, if it is.
+    fn link(&self, id: ObjectId) -> Result<Option<&'static str>> {
+        let Ok(blob) = self.repo.find_object(id) else {
+            return Ok(Some("missing symlink target"));
+        };
+        Ok(target(&blob.data))
     }
 
     /// Name what is at and below the offending entry at `at`: its files,
@@ -267,6 +379,104 @@ impl Walk<'_> {
             self.found.push(Invalid { path, why });
         }
     }
+}
+
+/// The first entry of a tree that repeats a name or comes out of git's
+/// order (names compared as bytes, a folder's with a `/` after it), and
+/// which: git's fsck flags both (`duplicateEntries`, `treeNotSorted`).
+fn disorder(entries: &Entries) -> Option<(BString, &'static str)> {
+    let key = |n: &BString, k: EntryKind| {
+        let mut v = n.to_vec();
+        if k == EntryKind::Tree {
+            v.push(b'/');
+        }
+        v
+    };
+    let mut names: HashSet<&BString> = HashSet::new();
+    let mut last: Option<Vec<u8>> = None;
+    for (n, k, _) in entries {
+        if !names.insert(n) {
+            return Some((n.clone(), "duplicate tree entry"));
+        }
+        let this = key(n, *k);
+        if last.as_ref().is_some_and(|l| *l >= this) {
+            return Some((n.clone(), "tree entries out of order"));
+        }
+        last = Some(this);
+    }
+    None
+}
+
+/// The gitlinks (submodule entries) `tree` adds, changes or removes
+/// against `base` (the first [`NAMED`]), walking only where they differ.
+pub fn gitlinks(repo: &gix::Repository, base: ObjectId, tree: ObjectId) -> Result<Vec<BString>> {
+    let walk = Walk {
+        repo,
+        found: Vec::new(),
+        seen: HashMap::new(),
+        changed: 0,
+        max: u64::MAX,
+    };
+    let mut out = Vec::new();
+    links_below(
+        &walk,
+        Some(base),
+        Some(tree),
+        &mut BString::default(),
+        &mut out,
+    )?;
+    Ok(out)
+}
+
+fn links_below(
+    walk: &Walk<'_>,
+    base: Option<ObjectId>,
+    tree: Option<ObjectId>,
+    at: &mut BString,
+    out: &mut Vec<BString>,
+) -> Result<()> {
+    if base == tree || out.len() >= NAMED {
+        return Ok(());
+    }
+    let read = |id: Option<ObjectId>| -> Result<HashMap<BString, (EntryKind, ObjectId)>> {
+        Ok(match id {
+            Some(i) => walk
+                .entries(i)?
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(n, k, o)| (n, (k, o)))
+                .collect(),
+            None => HashMap::new(),
+        })
+    };
+    let (old, new) = (read(base)?, read(tree)?);
+    let mut names: Vec<&BString> = old.keys().chain(new.keys()).collect();
+    names.sort();
+    names.dedup();
+    for n in names {
+        let (o, w) = (old.get(n).copied(), new.get(n).copied());
+        if o == w || out.len() >= NAMED {
+            continue;
+        }
+        let len = at.len();
+        if !at.is_empty() {
+            at.push(b'/');
+        }
+        at.extend_from_slice(n);
+        let is = |e: Option<(EntryKind, ObjectId)>, k| e.is_some_and(|e| e.0 == k);
+        if is(o, EntryKind::Commit) || is(w, EntryKind::Commit) {
+            out.push(at.clone());
+        } else {
+            let sub = |e: Option<(EntryKind, ObjectId)>| {
+                e.filter(|e| e.0 == EntryKind::Tree).map(|e| e.1)
+            };
+            if sub(o).is_some() || sub(w).is_some() {
+                links_below(walk, sub(o), sub(w), at, out)?;
+            }
+        }
+        at.truncate(len);
+    }
+    Ok(())
 }
 
 /// The paths as `path (why)`, the first few, for a message.
@@ -511,5 +721,40 @@ mod tests {
         assert_eq!(p(".gitattributes/x", EntryKind::Blob), None);
         assert_eq!(p("src/main.rs", EntryKind::Blob), None);
         assert_eq!(p("a//b", EntryKind::Blob), Some("empty name"));
+        let long = "x".repeat(256);
+        assert_eq!(
+            p(&format!("a/{long}"), EntryKind::Blob),
+            Some("name longer than 255 bytes")
+        );
+        assert_eq!(p(&"x".repeat(255), EntryKind::Blob), None);
+    }
+
+    #[test]
+    fn symlink_targets_are_bounded() {
+        assert_eq!(target(b""), Some("empty symlink target"));
+        assert_eq!(target(b"a\0b"), Some("symlink target holding NUL"));
+        assert!(target(&[b'a'; 4096]).is_some());
+        assert_eq!(target(&[b'a'; 4095]), None);
+    }
+
+    #[test]
+    fn duplicate_and_unsorted_entries_are_found() {
+        let e = |n: &str, k| (BString::from(n), k, ObjectId::null(gix::hash::Kind::Sha1));
+        let ok = [
+            e("a", EntryKind::Blob),
+            e("a-b", EntryKind::Blob),
+            e("a", EntryKind::Tree),
+        ];
+        // "a-b" < "a/" : a folder sorts as if its name ended in `/`.
+        assert_eq!(disorder(&vec![ok[0].clone(), ok[1].clone()]), None);
+        assert_eq!(disorder(&vec![ok[1].clone(), ok[2].clone()]), None);
+        assert_eq!(
+            disorder(&vec![e("a", EntryKind::Blob), e("a", EntryKind::Blob)]).map(|d| d.1),
+            Some("duplicate tree entry")
+        );
+        assert_eq!(
+            disorder(&vec![e("b", EntryKind::Blob), e("a", EntryKind::Blob)]).map(|d| d.1),
+            Some("tree entries out of order")
+        );
     }
 }

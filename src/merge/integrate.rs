@@ -81,6 +81,9 @@ pub enum Refusal {
     OutsideSparseCheckout,
     /// A path git refuses to check out (design §3.18 "Paths").
     InvalidPath,
+    /// A gitlink (submodule entry) added, changed or removed by the
+    /// proposal: submodules are read-only (design §3.15, §3.18 limits).
+    SubmoduleChanged,
 }
 
 impl Refusal {
@@ -92,6 +95,7 @@ impl Refusal {
             Refusal::NotWritable => "write_failed",
             Refusal::OutsideSparseCheckout => "outside_sparse_checkout",
             Refusal::InvalidPath => crate::git::validate::REASON,
+            Refusal::SubmoduleChanged => "submodule_changed",
         }
     }
 }
@@ -302,8 +306,23 @@ pub fn screen(
 ) -> Result<Vec<Refused>> {
     let mut refused = Vec::new();
     for c in candidates {
-        let found = crate::git::validate::tree(repo, Some(c.base.unwrap_or(baseline)), c.tree)?;
+        let base = c.base.unwrap_or(baseline);
+        let found = crate::git::validate::tree(repo, Some(base), c.tree)?;
         if found.is_empty() {
+            let links = crate::git::validate::gitlinks(repo, base, c.tree)?;
+            if !links.is_empty() {
+                refused.push(Refused {
+                    task: c.task,
+                    reason: Refusal::SubmoduleChanged,
+                    conflicts: links
+                        .into_iter()
+                        .map(|path| PathConflict {
+                            path,
+                            reason: "submodule changed".into(),
+                        })
+                        .collect(),
+                });
+            }
             continue;
         }
         refused.push(Refused {

@@ -43,6 +43,21 @@ pub const LOCATING: [&str; 11] = [
     "GIT_NAMESPACE",
 ];
 
+/// Make the git command `cmd` run no hook (design §3.18 "What apply
+/// runs"): `core.hooksPath=/dev/null` appended to the configuration given
+/// through the environment (`GIT_CONFIG_COUNT`, `GIT_CONFIG_KEY_<n>`,
+/// `GIT_CONFIG_VALUE_<n>`), after the entries the process already has, so
+/// those keep their meaning and this one wins.
+pub fn without_hooks(cmd: &mut Command) {
+    let n: usize = std::env::var("GIT_CONFIG_COUNT")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    cmd.env(format!("GIT_CONFIG_KEY_{n}"), "core.hooksPath")
+        .env(format!("GIT_CONFIG_VALUE_{n}"), "/dev/null")
+        .env("GIT_CONFIG_COUNT", (n + 1).to_string());
+}
+
 /// How long a group gets between SIGTERM and SIGKILL.
 pub const GRACE: Duration = Duration::from_secs(2);
 

@@ -19,6 +19,10 @@ enum Node {
     Exec(&'static [u8]),
     Link(&'static [u8]),
     Dir(Vec<(&'static [u8], Node)>),
+    /// A gitlink (submodule entry) naming this commit id.
+    Gitlink(&'static str),
+    /// A folder whose entries are written in the order given, unsorted.
+    RawDir(Vec<(&'static [u8], Node)>),
 }
 
 fn dir(entries: Vec<(&'static [u8], Node)>) -> Node {
@@ -56,6 +60,11 @@ fn write_tree(env: &Env, repo: &Path, mut entries: Vec<(String, Vec<u8>, String)
         k
     };
     entries.sort_by_key(|e| key(&e.0, &e.1));
+    write_raw_tree(env, repo, entries)
+}
+
+/// A tree object from raw entries in the order given.
+fn write_raw_tree(env: &Env, repo: &Path, entries: Vec<(String, Vec<u8>, String)>) -> String {
     let mut bytes = Vec::new();
     for (mode, name, hex) in &entries {
         bytes.extend_from_slice(mode.as_bytes());
@@ -89,6 +98,17 @@ fn write_node(env: &Env, repo: &Path, node: &Node) -> (String, String) {
                 })
                 .collect();
             ("40000".into(), write_tree(env, repo, entries))
+        }
+        Node::Gitlink(id) => ("160000".into(), id.to_string()),
+        Node::RawDir(children) => {
+            let entries = children
+                .iter()
+                .map(|(name, n)| {
+                    let (mode, id) = write_node(env, repo, n);
+                    (mode, name.to_vec(), id)
+                })
+                .collect();
+            ("40000".into(), write_raw_tree(env, repo, entries))
         }
     }
 }
@@ -821,4 +841,199 @@ fn diff_source_leaves_out_a_task_holding_a_path_git_refuses() {
         run.stderr
     );
     assert!(run.stderr.contains(".GIT/config"), "{}", run.stderr);
+}
+
+/// Tree entries to add at the top of a proposal.
+type Extra = Vec<(&'static [u8], Node)>;
+
+/// Bytes that live for the test (tree entries take `'static` names).
+fn leak(v: Vec<u8>) -> &'static [u8] {
+    Box::leak(v.into_boxed_slice())
+}
+
+#[test]
+fn overlong_names_and_bad_symlink_targets_from_a_remote_are_refused_alone() {
+    let t = remote_setup();
+    let long = leak(vec![b'n'; 256]);
+    let long_target = leak(vec![b'a'; 4096]);
+    let cases: Vec<(&str, Extra, String)> = vec![
+        (
+            "long",
+            vec![(b"d", dir(vec![(long, Node::File(b"x\n"))]))],
+            format!("d/{}", "n".repeat(256)),
+        ),
+        ("empty", vec![(b"e", Node::Link(b""))], "e".into()),
+        ("nul", vec![(b"z", Node::Link(b"a\0b"))], "z".into()),
+        ("far", vec![(b"f", Node::Link(long_target))], "f".into()),
+    ];
+    let mut args: Vec<&str> = cases.iter().map(|c| c.0).collect();
+    args.push("good");
+    let id = t.prepare(&args)["batch"].as_str().unwrap().to_string();
+    let mut expected = Vec::new();
+    for (name, extra, path) in cases {
+        t.push(&id, name, extra);
+        expected.push((name, path));
+    }
+    t.push(&id, "good", vec![(b"good.txt", Node::File(b"good\n"))]);
+    let doc = t.apply(&[&id], 1);
+    for (name, path) in &expected {
+        assert_refused(task(&doc, name), path);
+    }
+    assert_eq!(task(&doc, "good")["status"], "applied", "{doc}");
+    for p in ["d", "e", "z", "f"] {
+        assert!(absent(&t.src, p), "{p} was written");
+    }
+}
+
+#[test]
+fn duplicate_or_unsorted_tree_entries_from_a_remote_are_refused_alone() {
+    let t = remote_setup();
+    let id = t.prepare(&["dup", "order", "good"])["batch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.push(
+        &id,
+        "dup",
+        vec![(
+            b"d",
+            Node::RawDir(vec![
+                (b"x", Node::File(b"first\n")),
+                (b"x", Node::File(b"second\n")),
+            ]),
+        )],
+    );
+    t.push(
+        &id,
+        "order",
+        vec![(
+            b"o",
+            Node::RawDir(vec![(b"b", Node::File(b"b\n")), (b"a", Node::File(b"a\n"))]),
+        )],
+    );
+    t.push(&id, "good", vec![(b"good.txt", Node::File(b"good\n"))]);
+    let doc = t.apply(&[&id], 1);
+    let dup = task(&doc, "dup");
+    assert_refused(dup, "d/x");
+    assert_eq!(
+        dup["conflicts"][0]["reason"], "duplicate tree entry",
+        "{dup}"
+    );
+    let order = task(&doc, "order");
+    assert_refused(order, "o/a");
+    assert_eq!(
+        order["conflicts"][0]["reason"], "tree entries out of order",
+        "{order}"
+    );
+    assert_eq!(task(&doc, "good")["status"], "applied", "{doc}");
+    assert!(absent(&t.src, "d") && absent(&t.src, "o"), "{doc}");
+}
+
+#[test]
+fn a_gitlink_from_a_remote_proposal_is_a_submodule_conflict_keeping_the_work() {
+    let t = remote_setup();
+    let id = t.prepare(&["sub", "good"])["batch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.push(
+        &id,
+        "sub",
+        vec![
+            (
+                b"m",
+                Node::Gitlink("0123456789abcdef0123456789abcdef01234567"),
+            ),
+            (b"with.txt", Node::File(b"with\n")),
+        ],
+    );
+    t.push(&id, "good", vec![(b"good.txt", Node::File(b"good\n"))]);
+    let doc = t.apply(&[&id], 1);
+    let sub = task(&doc, "sub");
+    assert_eq!(sub["status"], "conflict", "{sub}");
+    assert_eq!(sub["reason"], "submodule_changed", "{sub}");
+    assert_eq!(conflict_paths(sub), vec!["m".to_string()], "{sub}");
+    assert!(sub["proposal_ref"].is_string(), "{sub}");
+    assert_eq!(task(&doc, "good")["status"], "applied", "{doc}");
+    assert!(absent(&t.src, "m") && absent(&t.src, "with.txt"), "{doc}");
+    let ls = t.user.git(&t.src, ["ls-files", "-s"]);
+    assert!(!ls.contains("160000"), "{ls}");
+}
+
+#[test]
+fn hooks_planted_in_the_source_never_run_during_the_products_git_calls() {
+    let t = remote_setup();
+    let marker = t.user.path().join("hook-ran");
+    let hook = t.src.join(".git/hooks/reference-transaction");
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\necho \"$0 $*\" >> '{}'\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The user's own configuration through the environment is kept.
+    let id = t.prepare(&["r"])["batch"].as_str().unwrap().to_string();
+    t.push(&id, "r", vec![(b"fine.txt", Node::File(b"fine\n"))]);
+    t.apply(&[&id], 0);
+    assert_eq!(std::fs::read(t.src.join("fine.txt")).unwrap(), b"fine\n");
+    assert!(
+        !marker.exists(),
+        "a hook ran: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+    // The hook itself works (git runs it for the user's own ref updates).
+    t.user
+        .git(&t.src, ["update-ref", "refs/heads/probe", "HEAD"]);
+    assert!(marker.exists());
+}
+
+#[test]
+fn a_path_bomb_from_a_remote_proposal_is_refused_and_nothing_of_it_is_written() {
+    let t = remote_setup();
+    let id = t.prepare(&["bomb", "good"])["batch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // 4 folders sharing one tree of 8 files: 32 changed paths, 8 objects.
+    let files = || {
+        dir((0..8)
+            .map(|i| (leak(format!("f{i}").into_bytes()), Node::File(b"x\n")))
+            .collect())
+    };
+    t.push(
+        &id,
+        "bomb",
+        (0..4)
+            .map(|i| (leak(format!("d{i}").into_bytes()), files()))
+            .collect(),
+    );
+    t.push(&id, "good", vec![(b"good.txt", Node::File(b"good\n"))]);
+    let apply = |bound: &str| {
+        let out = t
+            .user
+            .delegate_cmd(&t.src)
+            .env("GIT_DELEGATE_TEST_MAX_CHANGED_PATHS", bound)
+            .args(["apply", "--json", &id])
+            .output()
+            .unwrap();
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    // The bound counts each name a shared tree appears under.
+    let doc = apply("20");
+    let bomb = task(&doc, "bomb");
+    assert_eq!(bomb["status"], "conflict", "{bomb}");
+    assert_eq!(bomb["reason"], "invalid_path", "{bomb}");
+    assert_eq!(
+        bomb["conflicts"][0]["reason"], "too many changed paths (more than 1000000)",
+        "{bomb}"
+    );
+    assert!(bomb["proposal_ref"].is_string(), "{bomb}");
+    assert_eq!(task(&doc, "good")["status"], "applied", "{doc}");
+    for i in 0..4 {
+        assert!(absent(&t.src, &format!("d{i}")), "{doc}");
+    }
+    // Under the bound it lands.
+    let doc = apply("32");
+    assert_eq!(task(&doc, "bomb")["status"], "applied", "{doc}");
+    assert_eq!(std::fs::read(t.src.join("d3/f7")).unwrap(), b"x\n");
 }
