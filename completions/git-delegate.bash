@@ -44,6 +44,9 @@ _git__delegate__static() {
             git__delegate,apply)
                 cmd="git__delegate__subcmd__apply"
                 ;;
+            git__delegate,branch)
+                cmd="git__delegate__subcmd__branch"
+                ;;
             git__delegate,completions)
                 cmd="git__delegate__subcmd__completions"
                 ;;
@@ -97,6 +100,9 @@ _git__delegate__static() {
                 ;;
             git__delegate__subcmd__help,apply)
                 cmd="git__delegate__subcmd__help__subcmd__apply"
+                ;;
+            git__delegate__subcmd__help,branch)
+                cmd="git__delegate__subcmd__help__subcmd__branch"
                 ;;
             git__delegate__subcmd__help,completions)
                 cmd="git__delegate__subcmd__help__subcmd__completions"
@@ -186,7 +192,7 @@ _git__delegate__static() {
 
     case "${cmd}" in
         git__delegate)
-            opts="-h -V --color --help --version prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help"
+            opts="-h -V --color --help --version prepare apply undo status diff path branch gc drop renew refresh run join submit hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -235,6 +241,40 @@ _git__delegate__static() {
                     return 0
                     ;;
                 --from-undo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__branch)
+            opts="-m -h -V --batch --onto --message --force --json --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --batch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --onto)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --message)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -m)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -326,7 +366,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help)
-            opts="prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help"
+            opts="prepare apply undo status diff path branch gc drop renew refresh run join submit hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -340,6 +380,20 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__apply)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__help__subcmd__branch)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

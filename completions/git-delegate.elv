@@ -29,6 +29,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand status 'Show batches, leases and tasks'
             cand diff 'Show each task''s changes against its baseline, as `git diff` prints them'
             cand path 'Print a task''s working folder'
+            cand branch 'Publish a task''s work as a branch on HEAD, without touching the working tree'
             cand gc 'Reclaim what stale batches hold, rescuing unapplied work first'
             cand drop 'End a batch: remove its workspaces, refs and state'
             cand renew 'Extend a batch''s lease'
@@ -122,6 +123,19 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;path'= {
             cand --batch 'The batch: label, id or unique id prefix (default: the only open batch)'
             cand --color 'When to use colour: auto, always or never'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;branch'= {
+            cand --batch 'The batch: label, id or unique id prefix (default: the only open batch)'
+            cand --onto 'The commit the branch starts from (default: HEAD)'
+            cand -m 'The commit message (default: "<task>: work from git delegate batch <label or short id>")'
+            cand --message 'The commit message (default: "<task>: work from git delegate batch <label or short id>")'
+            cand --color 'When to use colour: auto, always or never'
+            cand --force 'Move the branch when it exists already (never the one checked out in a worktree)'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -281,6 +295,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand status 'Show batches, leases and tasks'
             cand diff 'Show each task''s changes against its baseline, as `git diff` prints them'
             cand path 'Print a task''s working folder'
+            cand branch 'Publish a task''s work as a branch on HEAD, without touching the working tree'
             cand gc 'Reclaim what stale batches hold, rescuing unapplied work first'
             cand drop 'End a batch: remove its workspaces, refs and state'
             cand renew 'Extend a batch''s lease'
@@ -305,6 +320,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;help;diff'= {
         }
         &'git-delegate;help;path'= {
+        }
+        &'git-delegate;help;branch'= {
         }
         &'git-delegate;help;gc'= {
         }

@@ -136,7 +136,11 @@ pub fn run(source: &Source, opts: &Options) -> Result<Report> {
     let (base_tree, theirs) = if task.remote {
         let fetched = crate::ops::remote::fetch_proposals(source, &b, &[task.name.as_str()], true)?;
         let Some(&c) = fetched.get(&task.name) else {
-            return Err(no_changes(&b, &task.name, "its worker has not submitted work"));
+            return Err(no_changes(
+                &b,
+                &task.name,
+                "its worker has not submitted work",
+            ));
         };
         let tree = commit::tree_of(repo, &c.to_string())?;
         (proposal::base_of(repo, &b, task, baseline_tree)?.1, tree)
@@ -240,8 +244,12 @@ pub fn run(source: &Source, opts: &Options) -> Result<Report> {
             log: LogChange {
                 mode: RefLog::AndReference,
                 force_create_reflog: false,
-                message: format!("git delegate branch: task {} of batch {}", task.name, b.short())
-                    .into(),
+                message: format!(
+                    "git delegate branch: task {} of batch {}",
+                    task.name,
+                    b.short()
+                )
+                .into(),
             },
             expected: match existing {
                 Some(old) => PreviousValue::MustExistAndMatch(Target::Object(old)),

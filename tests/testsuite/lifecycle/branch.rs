@@ -51,7 +51,10 @@ fn branch_is_head_plus_the_task_only() {
     assert_eq!(j["paths"], serde_json::json!(["a.txt", "new.rs"]));
     let commit = j["commit"].as_str().unwrap();
     assert_eq!(env.git(&repo, ["rev-parse", &want_branch]).trim(), commit);
-    assert_eq!(env.git(&repo, ["rev-parse", &format!("{commit}^")]).trim(), head);
+    assert_eq!(
+        env.git(&repo, ["rev-parse", &format!("{commit}^")]).trim(),
+        head
+    );
     // The tree: HEAD's a.txt with the worker's line 8 only, new.rs, no secret.
     let files = env.git(&repo, ["ls-tree", "-r", "--name-only", commit]);
     assert_eq!(files, "README\na.txt\nnew.rs\n");
@@ -59,15 +62,27 @@ fn branch_is_head_plus_the_task_only() {
     assert_eq!(a, with_line(&lines(10), 8, "worker edit"));
     // Author from git's configuration, not git-delegate's identity.
     let who = env.git(&repo, ["log", "-1", "--format=%an <%ae>|%s", commit]);
-    assert!(who.starts_with("Test Author <author@example.com>|"), "{who}");
-    assert!(who.contains(&format!("{task}: work from git delegate batch feat")), "{who}");
+    assert!(
+        who.starts_with("Test Author <author@example.com>|"),
+        "{who}"
+    );
+    assert!(
+        who.contains(&format!("{task}: work from git delegate batch feat")),
+        "{who}"
+    );
     // Nothing else moved; the task is still open.
     assert_eq!(state(&env, &repo), before);
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
     assert_eq!(st["batches"][0]["tasks"][0]["state"], "open", "{st}");
 
     // Again: the branch exists (exit 2), --force moves it.
-    expect_error(&env, &repo, &["branch", &task], 2, "delegate::branch_exists");
+    expect_error(
+        &env,
+        &repo,
+        &["branch", &task],
+        2,
+        "delegate::branch_exists",
+    );
     write(&ws.join("more.txt"), "more\n");
     let j = env
         .delegate(&repo, ["branch", &task, "--force", "--json", "-m", "mine"])
@@ -76,7 +91,11 @@ fn branch_is_head_plus_the_task_only() {
     assert_eq!(j["previous"], commit);
     let files = env.git(&repo, ["ls-tree", "-r", "--name-only", &want_branch]);
     assert_eq!(files, "README\na.txt\nmore.txt\nnew.rs\n");
-    assert_eq!(env.git(&repo, ["log", "-1", "--format=%B", &want_branch]).trim(), "mine");
+    assert_eq!(
+        env.git(&repo, ["log", "-1", "--format=%B", &want_branch])
+            .trim(),
+        "mine"
+    );
     assert_eq!(state(&env, &repo), before);
 }
 
@@ -121,7 +140,17 @@ fn the_checked_out_branch_is_never_moved() {
     );
     // In a linked worktree too.
     let other = env.path().join("other");
-    env.git(&repo, ["worktree", "add", "-q", "-b", "side", other.to_str().unwrap()]);
+    env.git(
+        &repo,
+        [
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "side",
+            other.to_str().unwrap(),
+        ],
+    );
     expect_error(
         &env,
         &repo,
@@ -140,5 +169,10 @@ fn a_task_without_changes_has_nothing_to_publish() {
     let doc = prepare(&env, &repo, &[]);
     let task = doc["tasks"][0]["name"].as_str().unwrap().to_string();
     expect_error(&env, &repo, &["branch", &task], 2, "delegate::no_changes");
-    assert_eq!(env.git(&repo, ["for-each-ref", "refs/heads/"]).lines().count(), 1);
+    assert_eq!(
+        env.git(&repo, ["for-each-ref", "refs/heads/"])
+            .lines()
+            .count(),
+        1
+    );
 }
