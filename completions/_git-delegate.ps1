@@ -248,6 +248,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('pre-commit', 'pre-commit', [CompletionResultType]::ParameterValue, 'Refuse commits inside forbid-commit workspaces; warn about stale batches')
+            [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish a git-delegate baseline (the user''s private files)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -259,12 +260,24 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'git-delegate;hook;pre-push' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'git-delegate;hook;help' {
             [CompletionResult]::new('pre-commit', 'pre-commit', [CompletionResultType]::ParameterValue, 'Refuse commits inside forbid-commit workspaces; warn about stale batches')
+            [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish a git-delegate baseline (the user''s private files)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
         'git-delegate;hook;help;pre-commit' {
+            break
+        }
+        'git-delegate;hook;help;pre-push' {
             break
         }
         'git-delegate;hook;help;help' {
@@ -384,9 +397,13 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         }
         'git-delegate;help;hook' {
             [CompletionResult]::new('pre-commit', 'pre-commit', [CompletionResultType]::ParameterValue, 'Refuse commits inside forbid-commit workspaces; warn about stale batches')
+            [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish a git-delegate baseline (the user''s private files)')
             break
         }
         'git-delegate;help;hook;pre-commit' {
+            break
+        }
+        'git-delegate;help;hook;pre-push' {
             break
         }
         'git-delegate;help;hooks' {

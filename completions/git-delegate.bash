@@ -158,6 +158,9 @@ _git__delegate__static() {
             git__delegate__subcmd__help__subcmd__hook,pre-commit)
                 cmd="git__delegate__subcmd__help__subcmd__hook__subcmd__pre__subcmd__commit"
                 ;;
+            git__delegate__subcmd__help__subcmd__hook,pre-push)
+                cmd="git__delegate__subcmd__help__subcmd__hook__subcmd__pre__subcmd__push"
+                ;;
             git__delegate__subcmd__help__subcmd__hooks,install)
                 cmd="git__delegate__subcmd__help__subcmd__hooks__subcmd__install"
                 ;;
@@ -167,11 +170,17 @@ _git__delegate__static() {
             git__delegate__subcmd__hook,pre-commit)
                 cmd="git__delegate__subcmd__hook__subcmd__pre__subcmd__commit"
                 ;;
+            git__delegate__subcmd__hook,pre-push)
+                cmd="git__delegate__subcmd__hook__subcmd__pre__subcmd__push"
+                ;;
             git__delegate__subcmd__hook__subcmd__help,help)
                 cmd="git__delegate__subcmd__hook__subcmd__help__subcmd__help"
                 ;;
             git__delegate__subcmd__hook__subcmd__help,pre-commit)
                 cmd="git__delegate__subcmd__hook__subcmd__help__subcmd__pre__subcmd__commit"
+                ;;
+            git__delegate__subcmd__hook__subcmd__help,pre-push)
+                cmd="git__delegate__subcmd__hook__subcmd__help__subcmd__pre__subcmd__push"
                 ;;
             git__delegate__subcmd__hooks,help)
                 cmd="git__delegate__subcmd__hooks__subcmd__help"
@@ -478,7 +487,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__hook)
-            opts="pre-commit"
+            opts="pre-commit pre-push"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -492,6 +501,20 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__hook__subcmd__pre__subcmd__commit)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__help__subcmd__hook__subcmd__pre__subcmd__push)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -674,7 +697,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__hook)
-            opts="-h -V --color --help --version pre-commit help"
+            opts="-h -V --color --help --version pre-commit pre-push help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -692,7 +715,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__hook__subcmd__help)
-            opts="pre-commit help"
+            opts="pre-commit pre-push help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -733,7 +756,39 @@ _git__delegate__static() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        git__delegate__subcmd__hook__subcmd__help__subcmd__pre__subcmd__push)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         git__delegate__subcmd__hook__subcmd__pre__subcmd__commit)
+            opts="-h -V --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__hook__subcmd__pre__subcmd__push)
             opts="-h -V --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

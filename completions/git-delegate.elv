@@ -230,6 +230,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
+            cand pre-push 'Refuse a push that would publish a git-delegate baseline (the user''s private files)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'git-delegate;hook;pre-commit'= {
@@ -239,11 +240,21 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'git-delegate;hook;pre-push'= {
+            cand --color 'When to use colour: auto, always or never'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'git-delegate;hook;help'= {
             cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
+            cand pre-push 'Refuse a push that would publish a git-delegate baseline (the user''s private files)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'git-delegate;hook;help;pre-commit'= {
+        }
+        &'git-delegate;hook;help;pre-push'= {
         }
         &'git-delegate;hook;help;help'= {
         }
@@ -339,8 +350,11 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         }
         &'git-delegate;help;hook'= {
             cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
+            cand pre-push 'Refuse a push that would publish a git-delegate baseline (the user''s private files)'
         }
         &'git-delegate;help;hook;pre-commit'= {
+        }
+        &'git-delegate;help;hook;pre-push'= {
         }
         &'git-delegate;help;hooks'= {
             cand install 'Install the pre-commit hook (an existing hook is kept and chained)'

@@ -26,6 +26,7 @@ pub mod kept;
 pub mod lock;
 pub mod mandir;
 pub mod observe;
+pub mod pre_push;
 pub mod prepare;
 pub mod preparing;
 pub mod problems;

@@ -887,6 +887,19 @@ pub enum HookName {
     /// Exit 1 refuses the commit (a forbid-commit workspace, or stale batches with
     /// hooks.stale-leases = "block"); otherwise exit 0, silently unless there is a warning.
     PreCommit,
+    /// Refuse a push that would publish a git-delegate baseline (the user's private files)
+    ///
+    /// Reads git's pre-push lines on stdin. A push whose new commits include a git-delegate
+    /// baseline that differs from its parent (a worker's branch made in its workspace) is
+    /// refused (exit 1), naming the ref and `git delegate branch`, which publishes the same
+    /// work cleanly; hooks.private-baselines = "warn" or "ignore" relax it. Any other push,
+    /// and any failure of the check itself, passes.
+    PrePush {
+        /// The remote's name (as git gives it)
+        remote: String,
+        /// The remote's URL (as git gives it)
+        url: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]
