@@ -28,6 +28,8 @@ ratio, the target, whether it is met, and the peak RSS of both sides:
   apply, 4 tasks x 10 files        4 x git status in the workspaces   <= 1.5x
   apply growth 1k -> 100k          growth of git status               no faster
   status / hook pre-commit, no batch                                   < 20 ms
+  hook pre-push, 10,000 new commits, no baseline
+                                   git rev-list --count of the range  <= 3x
   sparse checkout of a 5% cone (--sparse-size, default 100k files):
     prepare -n 4                   4 x (git worktree add --no-checkout,
                                    sparse-checkout set, checkout)      <= 1.5x
@@ -1024,6 +1026,43 @@ def bench_no_batch(b, rows, repo, n, reps):
         rows.add(name, n, statistics.median(r[0] for r in runs), 0, ("ms", 20), max(r[1] for r in runs))
 
 
+def bench_pre_push(b, rows, tmp, reps, commits=10000):
+    """The pre-push hook's check (design §3.19) on a push of `commits` new
+    commits, none a baseline, against `git rev-list` of the same range: the
+    hook walks only the commits the remote does not have (stopping at its
+    remote-tracking refs and the old tip) and reads each one's author and
+    message. Target: <= 3x the plain walk."""
+    repo = os.path.join(tmp, "prepush")
+    rmtree(repo)
+    os.makedirs(repo)
+    b.git(repo, "init", "-q", "-b", "main")
+    with open(os.path.join(repo, "f"), "w") as f:
+        f.write("0\n")
+    b.git(repo, "add", "f")
+    b.git(repo, "commit", "-q", "-m", "base")
+    base = b.git(repo, "rev-parse", "HEAD").strip()
+    b.git(repo, "update-ref", "refs/remotes/origin/main", base)
+    # `commits` commits on top, each changing f, through fast-import.
+    lines = ["blob", "mark :1", "data 2", "x", ""]
+    for i in range(commits):
+        lines += [f"commit refs/heads/big", f"mark :{i + 2}",
+                  f"author A <a@example.com> {1700000000 + i} +0000",
+                  f"committer A <a@example.com> {1700000000 + i} +0000",
+                  f"data {len(str(i)) + 1}", f"{i}"]
+        lines += [f"from {base}" if i == 0 else f"from :{i + 1}", f"M 100644 inline f", f"data {len(str(i)) + 1}", f"{i}", ""]
+    subprocess.run(["git", "fast-import", "--quiet"], cwd=repo, input="\n".join(lines) + "\n", text=True,
+                   check=True, env=b.env)
+    tip = b.git(repo, "rev-parse", "refs/heads/big").strip()
+    stdin = os.path.join(tmp, "prepush.in")
+    with open(stdin, "w") as f:
+        f.write(f"refs/heads/big {tip} refs/heads/big {'0' * 40}\n")
+    hook = ["sh", "-c", 'exec "$0" hook pre-push origin file:///nowhere < "$1"', b.bin, stdin]
+    ref = ["git", "rev-list", "--count", tip, "^refs/remotes/origin/main"]
+    ours, theirs, rss, ref_rss = alternate(reps, lambda: b.timed(hook, repo), lambda: b.timed(ref, repo))
+    rows.add(f"hook pre-push, {commits} new commits", 1, ours, theirs, ("ratio", 3), rss, ref_rss,
+             note="vs git rev-list")
+
+
 def bench_big(b, rows, tmp, mib=1024):
     """Peak RSS of apply with one big changed file of random bytes (only
     with --big): a task that adds it, and a task that rewrites 4 KiB in the
@@ -1097,7 +1136,7 @@ def main():
     ap.add_argument("--keep", help="build repositories in this folder and keep them")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--only", help="comma-separated rows to run (default all): snapshot, no-batch, "
-                    "touch, prepare, apply, undo, verify, diff, run, remote, sparse, cold")
+                    "touch, prepare, apply, undo, verify, diff, run, remote, sparse, cold, pre-push")
     ap.add_argument("--only-remote", action="store_true",
                     help="build the repositories and run only the remote-worker rows (design §3.14)")
     ap.add_argument("--sparse-size", type=int, default=100000,
@@ -1203,6 +1242,8 @@ def main():
         if btrfs:
             for n in sizes:
                 bench_btrfs(b, rows, btrfs, n, reps_of[n])
+        if want("pre-push"):
+            bench_pre_push(b, rows, tmp, args.reps)
         # Phase 2: apply (it removes its workspaces), then the cold rows.
         os.sync()
         for n in others:

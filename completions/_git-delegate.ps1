@@ -32,6 +32,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show batches, leases and tasks')
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Show each task''s changes against its baseline, as `git diff` prints them')
             [CompletionResult]::new('path', 'path', [CompletionResultType]::ParameterValue, 'Print a task''s working folder')
+            [CompletionResult]::new('branch', 'branch', [CompletionResultType]::ParameterValue, 'Publish a task''s work as a branch on HEAD, without touching the working tree')
             [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Reclaim what stale batches hold, rescuing unapplied work first')
             [CompletionResult]::new('drop', 'drop', [CompletionResultType]::ParameterValue, 'End a batch: remove its workspaces, refs and state')
             [CompletionResult]::new('renew', 'renew', [CompletionResultType]::ParameterValue, 'Extend a batch''s lease')
@@ -138,6 +139,20 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'git-delegate;branch' {
+            [CompletionResult]::new('--batch', '--batch', [CompletionResultType]::ParameterName, 'The batch: label, id or unique id prefix (default: the only open batch)')
+            [CompletionResult]::new('--onto', '--onto', [CompletionResultType]::ParameterName, 'The commit the branch starts from (default: HEAD)')
+            [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'The commit message (default: "<task>: work from git delegate batch <label or short id>")')
+            [CompletionResult]::new('--message', '--message', [CompletionResultType]::ParameterName, 'The commit message (default: "<task>: work from git delegate batch <label or short id>")')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
+            [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Move the branch when it exists already (never the one checked out in a worktree)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'git-delegate;gc' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Report what would be reclaimed; change nothing')
@@ -233,6 +248,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('pre-commit', 'pre-commit', [CompletionResultType]::ParameterValue, 'Refuse commits inside forbid-commit workspaces; warn about stale batches')
+            [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish a git-delegate baseline (the user''s private files)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -244,12 +260,24 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'git-delegate;hook;pre-push' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'git-delegate;hook;help' {
             [CompletionResult]::new('pre-commit', 'pre-commit', [CompletionResultType]::ParameterValue, 'Refuse commits inside forbid-commit workspaces; warn about stale batches')
+            [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish a git-delegate baseline (the user''s private files)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
         'git-delegate;hook;help;pre-commit' {
+            break
+        }
+        'git-delegate;hook;help;pre-push' {
             break
         }
         'git-delegate;hook;help;help' {
@@ -310,6 +338,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show batches, leases and tasks')
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Show each task''s changes against its baseline, as `git diff` prints them')
             [CompletionResult]::new('path', 'path', [CompletionResultType]::ParameterValue, 'Print a task''s working folder')
+            [CompletionResult]::new('branch', 'branch', [CompletionResultType]::ParameterValue, 'Publish a task''s work as a branch on HEAD, without touching the working tree')
             [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Reclaim what stale batches hold, rescuing unapplied work first')
             [CompletionResult]::new('drop', 'drop', [CompletionResultType]::ParameterValue, 'End a batch: remove its workspaces, refs and state')
             [CompletionResult]::new('renew', 'renew', [CompletionResultType]::ParameterValue, 'Extend a batch''s lease')
@@ -342,6 +371,9 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         'git-delegate;help;path' {
             break
         }
+        'git-delegate;help;branch' {
+            break
+        }
         'git-delegate;help;gc' {
             break
         }
@@ -365,9 +397,13 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         }
         'git-delegate;help;hook' {
             [CompletionResult]::new('pre-commit', 'pre-commit', [CompletionResultType]::ParameterValue, 'Refuse commits inside forbid-commit workspaces; warn about stale batches')
+            [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish a git-delegate baseline (the user''s private files)')
             break
         }
         'git-delegate;help;hook;pre-commit' {
+            break
+        }
+        'git-delegate;help;hook;pre-push' {
             break
         }
         'git-delegate;help;hooks' {

@@ -44,6 +44,9 @@ _git__delegate__static() {
             git__delegate,apply)
                 cmd="git__delegate__subcmd__apply"
                 ;;
+            git__delegate,branch)
+                cmd="git__delegate__subcmd__branch"
+                ;;
             git__delegate,completions)
                 cmd="git__delegate__subcmd__completions"
                 ;;
@@ -97,6 +100,9 @@ _git__delegate__static() {
                 ;;
             git__delegate__subcmd__help,apply)
                 cmd="git__delegate__subcmd__help__subcmd__apply"
+                ;;
+            git__delegate__subcmd__help,branch)
+                cmd="git__delegate__subcmd__help__subcmd__branch"
                 ;;
             git__delegate__subcmd__help,completions)
                 cmd="git__delegate__subcmd__help__subcmd__completions"
@@ -152,6 +158,9 @@ _git__delegate__static() {
             git__delegate__subcmd__help__subcmd__hook,pre-commit)
                 cmd="git__delegate__subcmd__help__subcmd__hook__subcmd__pre__subcmd__commit"
                 ;;
+            git__delegate__subcmd__help__subcmd__hook,pre-push)
+                cmd="git__delegate__subcmd__help__subcmd__hook__subcmd__pre__subcmd__push"
+                ;;
             git__delegate__subcmd__help__subcmd__hooks,install)
                 cmd="git__delegate__subcmd__help__subcmd__hooks__subcmd__install"
                 ;;
@@ -161,11 +170,17 @@ _git__delegate__static() {
             git__delegate__subcmd__hook,pre-commit)
                 cmd="git__delegate__subcmd__hook__subcmd__pre__subcmd__commit"
                 ;;
+            git__delegate__subcmd__hook,pre-push)
+                cmd="git__delegate__subcmd__hook__subcmd__pre__subcmd__push"
+                ;;
             git__delegate__subcmd__hook__subcmd__help,help)
                 cmd="git__delegate__subcmd__hook__subcmd__help__subcmd__help"
                 ;;
             git__delegate__subcmd__hook__subcmd__help,pre-commit)
                 cmd="git__delegate__subcmd__hook__subcmd__help__subcmd__pre__subcmd__commit"
+                ;;
+            git__delegate__subcmd__hook__subcmd__help,pre-push)
+                cmd="git__delegate__subcmd__hook__subcmd__help__subcmd__pre__subcmd__push"
                 ;;
             git__delegate__subcmd__hooks,help)
                 cmd="git__delegate__subcmd__hooks__subcmd__help"
@@ -186,7 +201,7 @@ _git__delegate__static() {
 
     case "${cmd}" in
         git__delegate)
-            opts="-h -V --color --help --version prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help"
+            opts="-h -V --color --help --version prepare apply undo status diff path branch gc drop renew refresh run join submit hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -235,6 +250,40 @@ _git__delegate__static() {
                     return 0
                     ;;
                 --from-undo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__branch)
+            opts="-m -h -V --batch --onto --message --force --json --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --batch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --onto)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --message)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -m)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -326,7 +375,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help)
-            opts="prepare apply undo status diff path gc drop renew refresh run join submit hook hooks man completions help"
+            opts="prepare apply undo status diff path branch gc drop renew refresh run join submit hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -340,6 +389,20 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__apply)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__help__subcmd__branch)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -424,7 +487,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__hook)
-            opts="pre-commit"
+            opts="pre-commit pre-push"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -438,6 +501,20 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__hook__subcmd__pre__subcmd__commit)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__help__subcmd__hook__subcmd__pre__subcmd__push)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -620,7 +697,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__hook)
-            opts="-h -V --color --help --version pre-commit help"
+            opts="-h -V --color --help --version pre-commit pre-push help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -638,7 +715,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__hook__subcmd__help)
-            opts="pre-commit help"
+            opts="pre-commit pre-push help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -679,7 +756,39 @@ _git__delegate__static() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        git__delegate__subcmd__hook__subcmd__help__subcmd__pre__subcmd__push)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         git__delegate__subcmd__hook__subcmd__pre__subcmd__commit)
+            opts="-h -V --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__hook__subcmd__pre__subcmd__push)
             opts="-h -V --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

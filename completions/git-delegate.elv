@@ -29,6 +29,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand status 'Show batches, leases and tasks'
             cand diff 'Show each task''s changes against its baseline, as `git diff` prints them'
             cand path 'Print a task''s working folder'
+            cand branch 'Publish a task''s work as a branch on HEAD, without touching the working tree'
             cand gc 'Reclaim what stale batches hold, rescuing unapplied work first'
             cand drop 'End a batch: remove its workspaces, refs and state'
             cand renew 'Extend a batch''s lease'
@@ -128,6 +129,19 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'git-delegate;branch'= {
+            cand --batch 'The batch: label, id or unique id prefix (default: the only open batch)'
+            cand --onto 'The commit the branch starts from (default: HEAD)'
+            cand -m 'The commit message (default: "<task>: work from git delegate batch <label or short id>")'
+            cand --message 'The commit message (default: "<task>: work from git delegate batch <label or short id>")'
+            cand --color 'When to use colour: auto, always or never'
+            cand --force 'Move the branch when it exists already (never the one checked out in a worktree)'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'git-delegate;gc'= {
             cand --color 'When to use colour: auto, always or never'
             cand --dry-run 'Report what would be reclaimed; change nothing'
@@ -216,6 +230,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
+            cand pre-push 'Refuse a push that would publish a git-delegate baseline (the user''s private files)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'git-delegate;hook;pre-commit'= {
@@ -225,11 +240,21 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'git-delegate;hook;pre-push'= {
+            cand --color 'When to use colour: auto, always or never'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'git-delegate;hook;help'= {
             cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
+            cand pre-push 'Refuse a push that would publish a git-delegate baseline (the user''s private files)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'git-delegate;hook;help;pre-commit'= {
+        }
+        &'git-delegate;hook;help;pre-push'= {
         }
         &'git-delegate;hook;help;help'= {
         }
@@ -281,6 +306,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand status 'Show batches, leases and tasks'
             cand diff 'Show each task''s changes against its baseline, as `git diff` prints them'
             cand path 'Print a task''s working folder'
+            cand branch 'Publish a task''s work as a branch on HEAD, without touching the working tree'
             cand gc 'Reclaim what stale batches hold, rescuing unapplied work first'
             cand drop 'End a batch: remove its workspaces, refs and state'
             cand renew 'Extend a batch''s lease'
@@ -306,6 +332,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         }
         &'git-delegate;help;path'= {
         }
+        &'git-delegate;help;branch'= {
+        }
         &'git-delegate;help;gc'= {
         }
         &'git-delegate;help;drop'= {
@@ -322,8 +350,11 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         }
         &'git-delegate;help;hook'= {
             cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
+            cand pre-push 'Refuse a push that would publish a git-delegate baseline (the user''s private files)'
         }
         &'git-delegate;help;hook;pre-commit'= {
+        }
+        &'git-delegate;help;hook;pre-push'= {
         }
         &'git-delegate;help;hooks'= {
             cand install 'Install the pre-commit hook (an existing hook is kept and chained)'

@@ -51,6 +51,17 @@ pub enum StopProcesses {
     Refuse,
 }
 
+/// `hooks.private-baselines` (design §3.19): what the pre-push hook does
+/// with a push that would publish a git-delegate baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum PrivateBaselines {
+    #[default]
+    Block,
+    Warn,
+    Ignore,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum StaleLeases {
@@ -130,6 +141,7 @@ struct GcSection {
 struct HooksSection {
     stale_leases: Option<StaleLeases>,
     forbid_commit: Option<bool>,
+    private_baselines: Option<PrivateBaselines>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -169,6 +181,8 @@ pub struct Config {
     pub strict: bool,
     pub keep_failed_secs: i64,
     pub stale_leases: StaleLeases,
+    /// `hooks.private-baselines` (design §3.19).
+    pub private_baselines: PrivateBaselines,
     pub forbid_commit: bool,
     pub lock_timeout_secs: i64,
     /// `undo.keep`: gc keeps at least this many undo entries (design §3.11).
@@ -196,6 +210,7 @@ impl Default for Config {
             strict: false,
             keep_failed_secs: 14 * 86_400,
             stale_leases: StaleLeases::Warn,
+            private_baselines: PrivateBaselines::Block,
             forbid_commit: false,
             lock_timeout_secs: 30,
             undo_keep: 20,
@@ -387,6 +402,9 @@ impl Config {
         }
         if let Some(f) = file.hooks.forbid_commit {
             cfg.forbid_commit = f;
+        }
+        if let Some(p) = file.hooks.private_baselines {
+            cfg.private_baselines = p;
         }
         if let Some(t) = &file.lock.timeout {
             cfg.lock_timeout_secs = duration(t, "lock.timeout")?;

@@ -29,8 +29,13 @@ use crate::record::batch::{self, Entry};
 /// The script installed as `pre-commit` (the repository's `hooks/pre-commit`).
 pub const PRE_COMMIT: &str = include_str!("../../hooks/pre-commit");
 
+/// The script installed as `pre-push` (the repository's `hooks/pre-push`).
+pub const PRE_PUSH: &str = include_str!("../../hooks/pre-push");
+
 /// The line that marks a pre-commit hook as git-delegate's (any version).
 const MARKER: &str = "# git-delegate pre-commit hook";
+/// The line that marks a pre-push hook as git-delegate's (any version).
+const PUSH_MARKER: &str = "# git-delegate pre-push hook";
 
 /// What [`install`] did.
 pub struct Installed {
@@ -41,11 +46,22 @@ pub struct Installed {
     pub changed: bool,
     /// A `pre-commit.local` that `--force` moved aside.
     pub backup: Option<PathBuf>,
+    /// The pre-push hook (design §3.19), installed the same way.
+    pub pre_push: Box<Option<Installed>>,
 }
 
 /// Install the hook into `source`'s hooks folder (`force`: see the header).
 pub fn install(source: &Source, force: bool) -> Result<Installed> {
-    install_into(&hooks_dir(source)?, force)
+    let dir = hooks_dir(source)?;
+    let mut done = install_into(&dir, "pre-commit", PRE_COMMIT, MARKER, force)?;
+    done.pre_push = Box::new(Some(install_into(
+        &dir,
+        "pre-push",
+        PRE_PUSH,
+        PUSH_MARKER,
+        force,
+    )?));
+    Ok(done)
 }
 
 /// Where git would run the pre-commit hook from, when that is not
@@ -79,9 +95,15 @@ pub fn hooks_dir(source: &Source) -> Result<PathBuf> {
     })
 }
 
-fn install_into(dir: &Path, force: bool) -> Result<Installed> {
-    let hook = dir.join("pre-commit");
-    let local = dir.join("pre-commit.local");
+fn install_into(
+    dir: &Path,
+    name: &str,
+    script: &str,
+    marker: &str,
+    force: bool,
+) -> Result<Installed> {
+    let hook = dir.join(name);
+    let local = dir.join(format!("{name}.local"));
     let exists = |p: &Path| p.symlink_metadata().is_ok();
     let io = |what: &Path| {
         let what = what.display().to_string();
@@ -97,12 +119,12 @@ fn install_into(dir: &Path, force: bool) -> Result<Installed> {
     };
     let ours = current
         .as_deref()
-        .is_some_and(|c| String::from_utf8_lossy(c).contains(MARKER));
+        .is_some_and(|c| String::from_utf8_lossy(c).contains(marker));
     match current {
-        Some(c) if c == PRE_COMMIT.as_bytes() => {}
+        Some(c) if c == script.as_bytes() => {}
         Some(_) if ours => {
             // An older version of our own hook: replace it.
-            write_hook(&hook)?;
+            write_hook(&hook, script)?;
             changed = true;
         }
         Some(_) => {
@@ -115,20 +137,20 @@ fn install_into(dir: &Path, force: bool) -> Result<Installed> {
                             hook.display(),
                             local.display()
                         ),
-                        "merge the two hooks into pre-commit.local yourself, or pass --force (the old pre-commit.local is kept as pre-commit.local.bak)",
+                        format!("merge the two hooks into {name}.local yourself, or pass --force (the old {name}.local is kept as {name}.local.bak)"),
                     ));
                 }
-                let bak = free_name(dir, "pre-commit.local.bak");
+                let bak = free_name(dir, &format!("{name}.local.bak"));
                 std::fs::rename(&local, &bak).map_err(io(&local))?;
                 backup = Some(bak);
             }
             std::fs::rename(&hook, &local).map_err(io(&hook))?;
-            write_hook(&hook)?;
+            write_hook(&hook, script)?;
             changed = true;
         }
         None => {
             std::fs::create_dir_all(dir).map_err(io(dir))?;
-            write_hook(&hook)?;
+            write_hook(&hook, script)?;
             changed = true;
         }
     }
@@ -145,12 +167,13 @@ fn install_into(dir: &Path, force: bool) -> Result<Installed> {
         chained: exists(&local).then_some(local),
         changed,
         backup,
+        pre_push: Box::new(None),
     })
 }
 
 /// Write our script to `hook` atomically, executable.
-fn write_hook(hook: &Path) -> Result<()> {
-    crate::sys::fs::write_atomic(hook, PRE_COMMIT.as_bytes())?;
+fn write_hook(hook: &Path, script: &str) -> Result<()> {
+    crate::sys::fs::write_atomic(hook, script.as_bytes())?;
     let mut perm = std::fs::metadata(hook)
         .map_err(|e| Error::io(hook.display(), e))?
         .permissions();

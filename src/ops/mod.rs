@@ -4,7 +4,7 @@
 //! &Options, &dyn Observer) -> Report`, `apply::run`, ...) or an error.
 //! The transactions: `prepare`, `apply` (with `kept`: `apply --kept`,
 //! `verify`: `apply --verify`, `undo`: undo and `apply --from-undo`),
-//! `refresh`, `run`, `gc`, `status`, `renew`, `remote` (`join`, `submit`,
+//! `branch` (publishing a task as a branch), `refresh`, `run`, `gc`, `status`, `renew`, `remote` (`join`, `submit`,
 //! the refs that travel), `review` (`diff`, `path`), `hooks` (the
 //! pre-commit hook), `mandir` (`man --install`). The steps they share:
 //! `lock` (the repository lock and the recovery every mutating command
@@ -19,12 +19,14 @@
 //! transaction may use another's steps, never in a circle.
 
 pub mod apply;
+pub mod branch;
 pub mod gc;
 pub mod hooks;
 pub mod kept;
 pub mod lock;
 pub mod mandir;
 pub mod observe;
+pub mod pre_push;
 pub mod prepare;
 pub mod preparing;
 pub mod problems;

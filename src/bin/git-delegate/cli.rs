@@ -260,6 +260,23 @@ workspace, the task of that workspace. Exit 2 for an unknown task.",
   git delegate path                   # inside a workspace: its own folder"
     )]
     Path(PathArgs),
+    /// Publish a task's work as a branch on HEAD, without touching the working tree
+    #[command(
+        long_about = "Make branch NAME (default delegate/<label or short id>/<task>) at a new commit whose parent is REV \
+(default HEAD) and whose tree is REV's tree with the task's changes merged in 3-way: the task's work as a cherry-pick \
+onto REV, made in memory. The user's uncommitted edits and untracked files, which the batch's baseline holds, stay \
+out, so the branch can be pushed for a pull request. A local task's workspace is recorded as a proposal first. \
+Nothing else changes: the working tree, the index, HEAD and the task (it stays open; `apply` lands it). \
+A conflict with REV makes nothing and names the paths (exit 1); an existing branch is moved only with --force \
+(exit 2 without); the branch checked out in any worktree never (exit 3). Author and committer come from git's \
+configuration.",
+        after_long_help = "Examples:
+  git delegate branch 2                          # delegate/<label>/2 on HEAD
+  git delegate branch lint agent/lint --onto main
+  git delegate branch lint agent/lint && git push -u origin agent/lint && gh pr create --head agent/lint
+  git delegate branch 2 --json   # {\"batch\", \"task\", \"branch\", \"commit\", \"parent\", \"paths\"}"
+    )]
+    Branch(BranchArgs),
     /// Reclaim what stale batches hold, rescuing unapplied work first
     #[command(
         long_about = "Reclaim what stale batches hold (lease expired, or owner process gone), never losing work: \
@@ -804,6 +821,28 @@ pub struct PathArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct BranchArgs {
+    /// The task whose work the branch holds
+    pub task: String,
+    /// The branch name (default: delegate/<label or short id>/<task>)
+    pub name: Option<String>,
+    /// The batch: label, id or unique id prefix (default: the only open batch)
+    #[arg(long, value_name = "BATCH")]
+    pub batch: Option<String>,
+    /// The commit the branch starts from (default: HEAD)
+    #[arg(long, value_name = "REV")]
+    pub onto: Option<String>,
+    /// The commit message (default: "<task>: work from git delegate batch <label or short id>")
+    #[arg(short = 'm', long, value_name = "MESSAGE")]
+    pub message: Option<String>,
+    /// Move the branch when it exists already (never the one checked out in a worktree)
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+#[derive(Debug, Args)]
 #[command(mut_arg("batch", |a| a.help("The batch: label, id or unique id prefix (default: all batches)")))]
 pub struct StatusArgs {
     #[command(flatten)]
@@ -879,6 +918,19 @@ pub enum HookName {
     /// Exit 1 refuses the commit (a forbid-commit workspace, or stale batches with
     /// hooks.stale-leases = "block"); otherwise exit 0, silently unless there is a warning.
     PreCommit,
+    /// Refuse a push that would publish a git-delegate baseline (the user's private files)
+    ///
+    /// Reads git's pre-push lines on stdin. A push whose new commits include a git-delegate
+    /// baseline that differs from its parent (a worker's branch made in its workspace) is
+    /// refused (exit 1), naming the ref and `git delegate branch`, which publishes the same
+    /// work cleanly; hooks.private-baselines = "warn" or "ignore" relax it. Any other push,
+    /// and any failure of the check itself, passes.
+    PrePush {
+        /// The remote's name (as git gives it)
+        remote: String,
+        /// The remote's URL (as git gives it)
+        url: Option<String>,
+    },
 }
 
 #[derive(Debug, Args)]

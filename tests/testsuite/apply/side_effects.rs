@@ -73,6 +73,14 @@ fn branch_tag_and_stash_made_in_workspaces_are_reported_and_the_users_are_not() 
     std::fs::write(repo.join("README"), "user edit\n").unwrap();
     env.git(&repo, ["stash", "-q"]);
 
+    // The human text says not to push the worker's branch, and what makes
+    // a clean one (design §3.19).
+    let human = env.delegate(&repo, ["apply", "--dry-run"]).expect(1);
+    let all = format!("{}{}", human.stdout, human.stderr);
+    assert!(
+        all.contains(&format!("`git delegate branch 1 --batch {short}`")),
+        "{all}"
+    );
     let doc = env.delegate(&repo, ["apply", "--json"]).expect(1).json();
     let list = effects(&doc);
     let branch = effect(&list, "refs/heads/x").expect("branch x reported");

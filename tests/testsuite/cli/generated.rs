@@ -57,6 +57,7 @@ fn committed_man_pages_are_what_the_code_generates() {
         .chain(
             [
                 "apply",
+                "branch",
                 "completions",
                 "diff",
                 "drop",

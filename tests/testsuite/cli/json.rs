@@ -280,6 +280,7 @@ fn every_json_document_matches_the_documented_field_lists() {
         "hooks-install",
         "diff",
         "path",
+        "branch",
         "refresh",
         "run",
         "error",
@@ -339,6 +340,12 @@ fn every_json_document_matches_the_documented_field_lists() {
             0,
         ),
         case("path", &["path", "2", "--batch", a, "--json"], "path", 0),
+        case(
+            "branch",
+            &["branch", "1", "--batch", a, "--json"],
+            "branch",
+            0,
+        ),
         case(
             "unknown task",
             &["path", "9", "--batch", a, "--json"],

@@ -23,6 +23,11 @@ fn install(ui: &Ui, force: bool) -> Result<i32> {
             "chained": done.chained.as_deref().map(git_delegate::sys::paths::doc_path),
             "changed": done.changed,
             "backup": done.backup.as_deref().map(git_delegate::sys::paths::doc_path),
+            "pre_push": (*done.pre_push).as_ref().map(|p| json!({
+                "hook": git_delegate::sys::paths::doc_path(&p.hook),
+                "chained": p.chained.as_deref().map(git_delegate::sys::paths::doc_path),
+                "changed": p.changed,
+            })),
         }));
     }
     let mut text = if done.changed {
@@ -47,6 +52,22 @@ fn install(ui: &Ui, force: bool) -> Result<i32> {
             "The previous pre-commit.local was kept as {}\n",
             super::show(b)
         ));
+    }
+    if let Some(p) = &*done.pre_push {
+        text.push_str(&if p.changed {
+            format!("Installed the pre-push hook {}\n", super::show(&p.hook))
+        } else {
+            format!(
+                "The pre-push hook {} is already installed; nothing changed\n",
+                super::show(&p.hook)
+            )
+        });
+        if let Some(c) = &p.chained {
+            text.push_str(&format!(
+                "It runs {} first; if that fails, the push is refused\n",
+                super::show(c)
+            ));
+        }
     }
     ui.say(&text);
     Ok(0)

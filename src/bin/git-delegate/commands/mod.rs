@@ -8,6 +8,7 @@
 //! `apply` are whole engine transactions).
 
 pub mod apply;
+pub mod branch;
 pub mod complete;
 pub mod completions;
 pub mod diff;
@@ -48,6 +49,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Status(a) => a.json.json,
         Command::Diff(a) => a.json.json,
         Command::Path(a) => a.json.json,
+        Command::Branch(a) => a.json.json,
         Command::Gc(a) => a.json.json,
         Command::Drop(a) => a.json.json,
         Command::Renew(a) => a.json.json,
@@ -74,6 +76,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Status(a) => status::run(&ui, a),
         Command::Diff(a) => diff::run(&ui, a),
         Command::Path(a) => path::run(&ui, a),
+        Command::Branch(a) => branch::run(&ui, a),
         Command::Drop(a) => drop::run(&ui, a, &mut recovered),
         Command::Renew(a) => renew::run(&ui, a, &mut recovered),
         Command::Refresh(a) => refresh::run(&ui, a, &mut recovered),

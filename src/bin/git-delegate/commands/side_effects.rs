@@ -116,6 +116,18 @@ pub fn text(b: &Batch, effects: &[SideEffect], outcomes: &[Outcome], dry_run: bo
         };
         text.push_str(&line);
         text.push('\n');
+        // A worker's branch sits on the baseline, which holds the user's
+        // uncommitted and untracked files (design §3.19).
+        if let (Kind::Branch, Change::Created | Change::Moved, Some(t)) =
+            (e.kind, e.change, e.task.and_then(|t| b.tasks.get(t)))
+        {
+            text.push_str(&format!(
+                "      it is made on the baseline, which holds your uncommitted and untracked files: do not push it; \
+`git delegate branch {} --batch {}` makes a branch on HEAD with the task's changes only\n",
+                t.name,
+                b.short()
+            ));
+        }
         let stashed_task = e.task.filter(|&t| {
             e.kind == Kind::Stash
                 && e.change == Change::Added

@@ -1,0 +1,346 @@
+//! Publishing a task as a branch (design §3.19): `git delegate branch TASK
+//! [NAME]` makes `refs/heads/NAME` at a new commit whose parent is REV
+//! (default HEAD) and whose tree is REV's tree with the task's changes
+//! merged in 3-way (base: the task's base, ours: REV's tree, theirs: the
+//! proposal) — a cherry-pick of the task's work onto REV, made in object
+//! memory, without the user's uncommitted or untracked files that the
+//! baseline holds.
+//!
+//! Owns: the branch commit and the one `refs/heads/` ref it creates or,
+//! with `force`, moves.
+//! Never: touches the working tree, the index, HEAD or any other branch;
+//! moves a branch checked out in any worktree; changes the task's state
+//! (publishing is not landing: the task stays open); writes any object or
+//! ref when the merge conflicts.
+
+use std::path::Path;
+
+use gix::bstr::{BString, ByteSlice};
+use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
+use gix::refs::Target;
+use gix::ObjectId;
+
+use crate::error::{Code, Error, Result};
+use crate::git::repo::Source;
+use crate::merge::integrate::{self, Merge, PathConflict};
+use crate::record::batch;
+use crate::{git::commit, git::diff, merge::proposal};
+
+/// What the caller asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub task: String,
+    /// The branch name (without `refs/heads/`); default
+    /// `delegate/<label or short id>/<task>`.
+    pub name: Option<String>,
+    pub batch: Option<String>,
+    /// The revision the branch starts from (default HEAD).
+    pub onto: Option<String>,
+    pub message: Option<String>,
+    pub force: bool,
+}
+
+/// What `branch` did.
+pub struct Report {
+    pub batch: String,
+    pub batch_short: String,
+    pub task: String,
+    /// `refs/heads/NAME`.
+    pub branch: String,
+    /// The new commit (`None` when the merge conflicted: nothing was made).
+    pub commit: Option<ObjectId>,
+    /// REV, resolved.
+    pub parent: ObjectId,
+    /// The paths the commit changes against its parent, sorted.
+    pub paths: Vec<BString>,
+    /// The branch's previous commit when `force` moved it.
+    pub moved_from: Option<ObjectId>,
+    /// The paths that conflict with REV (then nothing was made).
+    pub conflicts: Vec<PathConflict>,
+}
+
+/// The default branch name of a task.
+pub fn default_name(b: &batch::Batch, task: &str) -> String {
+    let who = b.label.clone().unwrap_or_else(|| b.short().to_string());
+    format!("delegate/{who}/{task}")
+}
+
+/// Make the branch (see the header). Takes the repository lock: a local
+/// task's workspace is recorded as a proposal first (as apply's step 1).
+pub fn run(source: &Source, opts: &Options) -> Result<Report> {
+    let _lock = crate::ops::lock::lock_and_recover(source)?;
+    let b = batch::select_open(&source.state_dir(), opts.batch.as_deref())?;
+    let task = b.open_task_named(&opts.task)?;
+    let name = opts
+        .name
+        .clone()
+        .unwrap_or_else(|| default_name(&b, &task.name));
+    let full = format!("refs/heads/{name}");
+    let full_name: gix::refs::FullName = full.as_str().try_into().map_err(|e| {
+        Error::usage(
+            Code::Usage,
+            format!("{name:?} is not a valid branch name: {e}"),
+            "pick a name `git check-ref-format --branch NAME` accepts",
+        )
+    })?;
+    let repo = &source.repo;
+    let rev = opts.onto.as_deref().unwrap_or("HEAD");
+    let parent = repo
+        .rev_parse_single(rev)
+        .map_err(|e| {
+            Error::usage(
+                Code::Usage,
+                format!("cannot resolve {rev:?}: {e}"),
+                "name a commit for --onto (a branch, a tag or an id)",
+            )
+        })?
+        .object()
+        .map_err(|e| Error::git(format!("cannot read {rev}"), e))?
+        .peel_to_commit()
+        .map_err(|e| {
+            Error::usage(
+                Code::Usage,
+                format!("{rev:?} is not a commit: {e}"),
+                "name a commit for --onto",
+            )
+        })?;
+    let parent_id = parent.id;
+    let ours = parent
+        .tree_id()
+        .map_err(|e| Error::git(format!("cannot read the tree of {rev}"), e))?
+        .detach();
+
+    // Where the branch would go: refused before anything is recorded.
+    let existing = crate::git::refs::get(repo, &full)?;
+    if let Some(wt) = checked_out_in(&source.common_dir, &full) {
+        return Err(Error::state(
+            Code::BranchCheckedOut,
+            format!(
+                "branch {name} is checked out in {}; it is never moved",
+                wt.display()
+            ),
+            "pick another name: `git delegate branch TASK NEW-NAME`",
+        ));
+    }
+    if let (Some(old), false) = (existing, opts.force) {
+        return Err(Error::usage(
+            Code::BranchExists,
+            format!("branch {name} already exists (at {old})"),
+            "pick another name, or pass --force to move it to the task's work",
+        ));
+    }
+
+    // The task's work as a proposal commit: recorded now for a local task,
+    // fetched for a remote one.
+    let baseline_tree = commit::tree_of(repo, &b.baseline)?;
+    let (base_tree, theirs) = if task.remote {
+        let fetched = crate::ops::remote::fetch_proposals(source, &b, &[task.name.as_str()], true)?;
+        let Some(&c) = fetched.get(&task.name) else {
+            return Err(no_changes(
+                &b,
+                &task.name,
+                "its worker has not submitted work",
+            ));
+        };
+        let tree = commit::tree_of(repo, &c.to_string())?;
+        (proposal::base_of(repo, &b, task, baseline_tree)?.1, tree)
+    } else {
+        match crate::workspace::identify(&source.common_dir, task) {
+            crate::workspace::Identity::Ours { .. } => {}
+            _ => {
+                return Err(Error::state(
+                    Code::WorkspaceMissing,
+                    format!("the workspace of task {} is missing or replaced", task.name),
+                    "run `git delegate status` to see what happened to it",
+                ))
+            }
+        }
+        match proposal::record(source, &b, task, baseline_tree)? {
+            None => return Err(no_changes(&b, &task.name, "its workspace has no changes")),
+            Some(p) => {
+                if let Some(f) = p.invalid.first() {
+                    return Err(Error::state(
+                        Code::InvalidPath,
+                        format!(
+                            "task {} holds a path git refuses: {}",
+                            task.name,
+                            f.path.to_str_lossy()
+                        ),
+                        "rename or remove it in the task's workspace, then try again",
+                    ));
+                }
+                (proposal::base_of(repo, &b, task, baseline_tree)?.1, p.tree)
+            }
+        }
+    };
+
+    let mut mem = repo.clone().with_object_memory();
+    mem.object_cache_size_if_unset(8 << 20);
+    let mut report = Report {
+        batch: b.id.clone(),
+        batch_short: b.short().to_string(),
+        task: task.name.clone(),
+        branch: full.clone(),
+        commit: None,
+        parent: parent_id,
+        paths: Vec::new(),
+        moved_from: None,
+        conflicts: Vec::new(),
+    };
+    let tree = match integrate::merge3(&mem, base_tree, ours, theirs)? {
+        Merge::Conflicts(c) => {
+            report.conflicts = c;
+            return Ok(report);
+        }
+        Merge::Clean(t) => t,
+    };
+    let paths = diff::trees(&mem, ours, tree)?;
+    if paths.is_empty() {
+        return Err(no_changes(
+            &b,
+            &task.name,
+            &format!("its changes are already in {rev}"),
+        ));
+    }
+    // The merged objects only memory holds go to the object store.
+    if let Some(objects) = mem.objects.take_object_memory() {
+        for (id, (kind, data)) in objects.iter() {
+            if repo.has_object(id) {
+                continue;
+            }
+            gix::objs::Write::write_buf(repo, *kind, data)
+                .map_err(|e| Error::git(format!("cannot write object {id}"), e))?;
+        }
+    }
+    let message = opts.message.clone().unwrap_or_else(|| {
+        format!(
+            "{}: work from git delegate batch {}",
+            task.name,
+            b.label.as_deref().unwrap_or(b.short())
+        )
+    });
+    let message = if message.ends_with('\n') {
+        message
+    } else {
+        format!("{message}\n")
+    };
+    let author = signature(repo, true)?;
+    let committer = signature(repo, false)?;
+    let obj = gix::objs::Commit {
+        tree,
+        parents: vec![parent_id].into(),
+        author,
+        committer,
+        encoding: None,
+        message: message.into(),
+        extra_headers: Vec::new(),
+    };
+    let id = repo
+        .write_object(&obj)
+        .map_err(|e| Error::git("cannot write the branch commit", e))?
+        .detach();
+    let edit = RefEdit {
+        change: Change::Update {
+            log: LogChange {
+                mode: RefLog::AndReference,
+                force_create_reflog: false,
+                message: format!(
+                    "git delegate branch: task {} of batch {}",
+                    task.name,
+                    b.short()
+                )
+                .into(),
+            },
+            expected: match existing {
+                Some(old) => PreviousValue::MustExistAndMatch(Target::Object(old)),
+                None => PreviousValue::MustNotExist,
+            },
+            new: Target::Object(id),
+        },
+        name: full_name,
+        deref: false,
+    };
+    repo.edit_references([edit])
+        .map_err(|e| Error::git(format!("cannot write branch {name}"), e))?;
+    report.commit = Some(id);
+    report.moved_from = existing;
+    report.paths = paths.into_iter().map(|c| c.path).collect();
+    Ok(report)
+}
+
+fn no_changes(b: &batch::Batch, task: &str, why: &str) -> Error {
+    Error::usage(
+        Code::NoChanges,
+        format!(
+            "task {task} of batch {} has nothing to publish: {why}",
+            b.short()
+        ),
+        "let the worker finish first; `git delegate diff TASK` shows its changes",
+    )
+}
+
+/// Author or committer from git's configuration (`user.name`,
+/// `user.email`, `GIT_AUTHOR_*`/`GIT_COMMITTER_*` as gix reads them).
+fn signature(repo: &gix::Repository, author: bool) -> Result<gix::actor::Signature> {
+    let sig = if author {
+        repo.author()
+    } else {
+        repo.committer()
+    };
+    let who = if author { "author" } else { "committer" };
+    match sig {
+        Some(Ok(s)) => s.to_owned().map_err(|e| {
+            Error::usage(
+                Code::Config,
+                format!("the {who} identity cannot be read: {e}"),
+                "set it with `git config user.name NAME` and `git config user.email EMAIL`",
+            )
+        }),
+        Some(Err(e)) => Err(Error::usage(
+            Code::Config,
+            format!("the {who} identity cannot be read: {e}"),
+            "set it with `git config user.name NAME` and `git config user.email EMAIL`",
+        )),
+        None => Err(Error::usage(
+            Code::Config,
+            format!("no {who} identity is configured"),
+            "set it with `git config user.name NAME` and `git config user.email EMAIL`",
+        )),
+    }
+}
+
+/// The worktree (main or linked) whose HEAD is the branch `full`, if any.
+fn checked_out_in(common_dir: &Path, full: &str) -> Option<std::path::PathBuf> {
+    let is = |git_dir: &Path| {
+        std::fs::read(git_dir.join("HEAD")).is_ok_and(|h| {
+            h.strip_prefix(b"ref: ")
+                .map(|r| r.trim_ascii_end() == full.as_bytes())
+                .unwrap_or(false)
+        })
+    };
+    if is(common_dir) {
+        // The main worktree: its folder is the common dir's parent, unless bare.
+        return Some(common_dir.parent().unwrap_or(common_dir).to_path_buf());
+    }
+    let rd = std::fs::read_dir(common_dir.join("worktrees")).ok()?;
+    for e in rd.flatten() {
+        let dir = e.path();
+        if is(&dir) {
+            let folder = std::fs::read(dir.join("gitdir"))
+                .ok()
+                .and_then(|t| {
+                    let t = t.trim_ascii_end().to_vec();
+                    String::from_utf8(t).ok()
+                })
+                .map(|t| {
+                    Path::new(&t)
+                        .parent()
+                        .map(Path::to_path_buf)
+                        .unwrap_or_else(|| dir.clone())
+                })
+                .unwrap_or(dir);
+            return Some(folder);
+        }
+    }
+    None
+}

@@ -1,0 +1,263 @@
+//! `git delegate branch` (design §3.19): a task's work as a commit on HEAD,
+//! without the user's uncommitted or untracked files, made without touching
+//! the working tree, the index or HEAD.
+
+use std::path::Path;
+
+use crate::common::files::{lines, with_line};
+use crate::common::fixtures::{expect_error, index_bytes, prepare, task_root, write};
+use crate::common::Env;
+
+/// A repository with a committed `a.txt` of 10 lines, then the user's
+/// uncommitted edit of its line 2 and an untracked `secret.env`.
+fn dirty_repo(env: &Env) -> std::path::PathBuf {
+    let repo = env.repo("proj");
+    write(&repo.join("a.txt"), &lines(10));
+    env.git(&repo, ["add", "a.txt"]);
+    env.git(&repo, ["commit", "-q", "-m", "a"]);
+    write(&repo.join("a.txt"), &with_line(&lines(10), 2, "user edit"));
+    write(&repo.join("secret.env"), "TOKEN=hunter2\n");
+    repo
+}
+
+fn state(env: &Env, repo: &Path) -> (Vec<u8>, String, String, String) {
+    (
+        index_bytes(repo),
+        env.git(repo, ["rev-parse", "HEAD"]),
+        std::fs::read_to_string(repo.join("a.txt")).unwrap(),
+        std::fs::read_to_string(repo.join("secret.env")).unwrap(),
+    )
+}
+
+#[test]
+fn branch_is_head_plus_the_task_only() {
+    let env = Env::new();
+    let repo = dirty_repo(&env);
+    let doc = prepare(&env, &repo, &["--label", "feat"]);
+    let ws = task_root(&doc, 0);
+    let task = doc["tasks"][0]["name"].as_str().unwrap().to_string();
+    // The worker edits line 8 and adds a file.
+    let base = std::fs::read_to_string(ws.join("a.txt")).unwrap();
+    write(&ws.join("a.txt"), &with_line(&base, 8, "worker edit"));
+    write(&ws.join("new.rs"), "fn main() {}\n");
+    let before = state(&env, &repo);
+    let head = env.git(&repo, ["rev-parse", "HEAD"]).trim().to_string();
+
+    let out = env.delegate(&repo, ["branch", &task, "--json"]).expect(0);
+    let j = out.json();
+    let want_branch = format!("refs/heads/delegate/feat/{task}");
+    assert_eq!(j["branch"], want_branch.as_str(), "{j}");
+    assert_eq!(j["parent"], head.as_str());
+    assert_eq!(j["paths"], serde_json::json!(["a.txt", "new.rs"]));
+    let commit = j["commit"].as_str().unwrap();
+    assert_eq!(env.git(&repo, ["rev-parse", &want_branch]).trim(), commit);
+    assert_eq!(
+        env.git(&repo, ["rev-parse", &format!("{commit}^")]).trim(),
+        head
+    );
+    // The tree: HEAD's a.txt with the worker's line 8 only, new.rs, no secret.
+    let files = env.git(&repo, ["ls-tree", "-r", "--name-only", commit]);
+    assert_eq!(files, "README\na.txt\nnew.rs\n");
+    let a = env.git(&repo, ["show", &format!("{commit}:a.txt")]);
+    assert_eq!(a, with_line(&lines(10), 8, "worker edit"));
+    // Author from git's configuration, not git-delegate's identity.
+    let who = env.git(&repo, ["log", "-1", "--format=%an <%ae>|%s", commit]);
+    assert!(
+        who.starts_with("Test Author <author@example.com>|"),
+        "{who}"
+    );
+    assert!(
+        who.contains(&format!("{task}: work from git delegate batch feat")),
+        "{who}"
+    );
+    // Nothing else moved; the task is still open.
+    assert_eq!(state(&env, &repo), before);
+    let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
+    assert_eq!(st["batches"][0]["tasks"][0]["state"], "open", "{st}");
+
+    // Again: the branch exists (exit 2), --force moves it.
+    expect_error(
+        &env,
+        &repo,
+        &["branch", &task],
+        2,
+        "delegate::branch_exists",
+    );
+    write(&ws.join("more.txt"), "more\n");
+    let j = env
+        .delegate(&repo, ["branch", &task, "--force", "--json", "-m", "mine"])
+        .expect(0)
+        .json();
+    assert_eq!(j["previous"], commit);
+    let files = env.git(&repo, ["ls-tree", "-r", "--name-only", &want_branch]);
+    assert_eq!(files, "README\na.txt\nmore.txt\nnew.rs\n");
+    assert_eq!(
+        env.git(&repo, ["log", "-1", "--format=%B", &want_branch])
+            .trim(),
+        "mine"
+    );
+    assert_eq!(state(&env, &repo), before);
+}
+
+#[test]
+fn overlapping_the_users_lines_conflicts_and_makes_nothing() {
+    let env = Env::new();
+    let repo = dirty_repo(&env);
+    let doc = prepare(&env, &repo, &[]);
+    let ws = task_root(&doc, 0);
+    let task = doc["tasks"][0]["name"].as_str().unwrap().to_string();
+    // The baseline holds the user's line 2; the worker rewrites it: against
+    // HEAD (which has the original line 2) that conflicts.
+    let base = std::fs::read_to_string(ws.join("a.txt")).unwrap();
+    write(&ws.join("a.txt"), &with_line(&base, 2, "worker rewrote it"));
+    let before = state(&env, &repo);
+    let refs = env.git(&repo, ["for-each-ref", "refs/heads/"]);
+    let out = env.delegate(&repo, ["branch", &task, "--json"]).expect(1);
+    let j = out.json();
+    assert_eq!(j["commit"], serde_json::Value::Null);
+    assert_eq!(j["conflicts"][0]["path"], "a.txt", "{j}");
+    assert_eq!(env.git(&repo, ["for-each-ref", "refs/heads/"]), refs);
+    assert_eq!(state(&env, &repo), before);
+    let human = env.delegate(&repo, ["branch", &task]).expect(1);
+    assert!(human.stderr.contains("a.txt"), "{}", human.stderr);
+}
+
+#[test]
+fn the_checked_out_branch_is_never_moved() {
+    let env = Env::new();
+    let repo = dirty_repo(&env);
+    let doc = prepare(&env, &repo, &[]);
+    let ws = task_root(&doc, 0);
+    let task = doc["tasks"][0]["name"].as_str().unwrap().to_string();
+    write(&ws.join("new.rs"), "x\n");
+    let head = env.git(&repo, ["rev-parse", "HEAD"]);
+    expect_error(
+        &env,
+        &repo,
+        &["branch", &task, "main", "--force"],
+        3,
+        "delegate::branch_checked_out",
+    );
+    // In a linked worktree too.
+    let other = env.path().join("other");
+    env.git(
+        &repo,
+        [
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "side",
+            other.to_str().unwrap(),
+        ],
+    );
+    expect_error(
+        &env,
+        &repo,
+        &["branch", &task, "side", "--force"],
+        3,
+        "delegate::branch_checked_out",
+    );
+    assert_eq!(env.git(&repo, ["rev-parse", "HEAD"]), head);
+    assert_eq!(env.git(&repo, ["rev-parse", "side"]), head);
+}
+
+#[test]
+fn a_task_without_changes_has_nothing_to_publish() {
+    let env = Env::new();
+    let repo = dirty_repo(&env);
+    let doc = prepare(&env, &repo, &[]);
+    let task = doc["tasks"][0]["name"].as_str().unwrap().to_string();
+    expect_error(&env, &repo, &["branch", &task], 2, "delegate::no_changes");
+    assert_eq!(
+        env.git(&repo, ["for-each-ref", "refs/heads/"])
+            .lines()
+            .count(),
+        1
+    );
+}
+
+/// A repository with a bare remote `origin`, main pushed, hooks installed.
+fn with_remote(env: &Env) -> (std::path::PathBuf, std::path::PathBuf) {
+    let repo = dirty_repo(env);
+    let bare = env.path().join("remote.git");
+    env.git(env.path(), ["init", "-q", "--bare", bare.to_str().unwrap()]);
+    env.git(&repo, ["remote", "add", "origin", bare.to_str().unwrap()]);
+    env.git(&repo, ["push", "-q", "origin", "main"]);
+    env.delegate(&repo, ["hooks", "install"]).expect(0);
+    (repo, bare)
+}
+
+/// `git push ARGS` in `dir` with git-delegate on PATH (the hook runs it).
+fn push(env: &Env, dir: &Path, args: &str) -> crate::common::Run {
+    env.sh(dir, &format!("git push -q {args} 2>&1"))
+}
+
+#[test]
+fn pre_push_refuses_a_workers_branch_on_the_baseline_and_passes_the_clean_one() {
+    let env = Env::new();
+    let (repo, bare) = with_remote(&env);
+    assert!(repo.join(".git/hooks/pre-push").exists());
+    let doc = prepare(&env, &repo, &["--label", "feat"]);
+    let ws = task_root(&doc, 0);
+    let task = doc["tasks"][0]["name"].as_str().unwrap().to_string();
+    // The worker makes its own branch in its workspace, on the baseline.
+    write(&ws.join("new.rs"), "fn main() {}\n");
+    env.git(&ws, ["checkout", "-q", "-b", "agent/x"]);
+    env.git(&ws, ["add", "new.rs"]);
+    env.git(&ws, ["commit", "-q", "-m", "agent work"]);
+    let out = push(&env, &repo, "origin agent/x");
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert!(out.stdout.contains("refs/heads/agent/x"), "{}", out.stdout);
+    assert!(out.stdout.contains("git delegate branch"), "{}", out.stdout);
+    let remote_refs = env.git(&bare, ["for-each-ref", "--format=%(refname)"]);
+    assert_eq!(remote_refs, "refs/heads/main\n");
+
+    // The clean branch goes through, without secret.env.
+    env.delegate(&repo, ["branch", &task, "agent/clean"])
+        .expect(0);
+    let out = push(&env, &repo, "origin agent/clean");
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let files = env.git(&bare, ["ls-tree", "-r", "--name-only", "agent/clean"]);
+    assert_eq!(files, "README\na.txt\nnew.rs\n");
+
+    // An ordinary push passes.
+    write(&repo.join("b.txt"), "b\n");
+    env.git(&repo, ["add", "b.txt"]);
+    env.git(&repo, ["commit", "-q", "-m", "b"]);
+    assert_eq!(push(&env, &repo, "origin main").code, 0);
+    // refs/pi-delegate/ pushes pass (prepare --remote's own).
+    let baseline = doc["baseline"]["commit"].as_str().unwrap().to_string();
+    let out = push(
+        &env,
+        &repo,
+        &format!("origin {baseline}:refs/pi-delegate/x/baseline"),
+    );
+    assert_eq!(out.code, 0, "{}", out.stdout);
+
+    // warn: passes with the warning; ignore: passes silently.
+    crate::common::fixtures::set_config(&repo, "[hooks]\nprivate-baselines = \"warn\"\n");
+    let out = push(&env, &repo, "origin agent/x");
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(out.stdout.contains("git delegate branch"), "{}", out.stdout);
+    env.git(&bare, ["update-ref", "-d", "refs/heads/agent/x"]);
+    env.git(&repo, ["update-ref", "-d", "refs/remotes/origin/agent/x"]);
+    crate::common::fixtures::set_config(&repo, "[hooks]\nprivate-baselines = \"ignore\"\n");
+    let out = push(&env, &repo, "origin agent/x");
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(!out.stdout.contains("git-delegate"), "{}", out.stdout);
+}
+
+#[test]
+fn a_bad_private_baselines_value_points_at_the_line() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    crate::common::fixtures::set_config(&repo, "[hooks]\nprivate-baselines = \"maybe\"\n");
+    let out = env.delegate(&repo, ["status"]).expect(2);
+    assert!(out.stderr.contains("delegate.toml"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("private-baselines") || out.stderr.contains("maybe"),
+        "{}",
+        out.stderr
+    );
+}
