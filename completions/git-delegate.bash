@@ -152,6 +152,12 @@ _git__delegate__static() {
             git__delegate__subcmd__help__subcmd__hook,pre-commit)
                 cmd="git__delegate__subcmd__help__subcmd__hook__subcmd__pre__subcmd__commit"
                 ;;
+            git__delegate__subcmd__help__subcmd__hook,worktree-create)
+                cmd="git__delegate__subcmd__help__subcmd__hook__subcmd__worktree__subcmd__create"
+                ;;
+            git__delegate__subcmd__help__subcmd__hook,worktree-remove)
+                cmd="git__delegate__subcmd__help__subcmd__hook__subcmd__worktree__subcmd__remove"
+                ;;
             git__delegate__subcmd__help__subcmd__hooks,install)
                 cmd="git__delegate__subcmd__help__subcmd__hooks__subcmd__install"
                 ;;
@@ -161,11 +167,23 @@ _git__delegate__static() {
             git__delegate__subcmd__hook,pre-commit)
                 cmd="git__delegate__subcmd__hook__subcmd__pre__subcmd__commit"
                 ;;
+            git__delegate__subcmd__hook,worktree-create)
+                cmd="git__delegate__subcmd__hook__subcmd__worktree__subcmd__create"
+                ;;
+            git__delegate__subcmd__hook,worktree-remove)
+                cmd="git__delegate__subcmd__hook__subcmd__worktree__subcmd__remove"
+                ;;
             git__delegate__subcmd__hook__subcmd__help,help)
                 cmd="git__delegate__subcmd__hook__subcmd__help__subcmd__help"
                 ;;
             git__delegate__subcmd__hook__subcmd__help,pre-commit)
                 cmd="git__delegate__subcmd__hook__subcmd__help__subcmd__pre__subcmd__commit"
+                ;;
+            git__delegate__subcmd__hook__subcmd__help,worktree-create)
+                cmd="git__delegate__subcmd__hook__subcmd__help__subcmd__worktree__subcmd__create"
+                ;;
+            git__delegate__subcmd__hook__subcmd__help,worktree-remove)
+                cmd="git__delegate__subcmd__hook__subcmd__help__subcmd__worktree__subcmd__remove"
                 ;;
             git__delegate__subcmd__hooks,help)
                 cmd="git__delegate__subcmd__hooks__subcmd__help"
@@ -424,7 +442,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__hook)
-            opts="pre-commit"
+            opts="pre-commit worktree-create worktree-remove"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -438,6 +456,34 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__hook__subcmd__pre__subcmd__commit)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__help__subcmd__hook__subcmd__worktree__subcmd__create)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__help__subcmd__hook__subcmd__worktree__subcmd__remove)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -620,7 +666,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__hook)
-            opts="-h -V --color --help --version pre-commit help"
+            opts="-h -V --color --help --version pre-commit worktree-create worktree-remove help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -638,7 +684,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__hook__subcmd__help)
-            opts="pre-commit help"
+            opts="pre-commit worktree-create worktree-remove help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -679,7 +725,71 @@ _git__delegate__static() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        git__delegate__subcmd__hook__subcmd__help__subcmd__worktree__subcmd__create)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__hook__subcmd__help__subcmd__worktree__subcmd__remove)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         git__delegate__subcmd__hook__subcmd__pre__subcmd__commit)
+            opts="-h -V --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__hook__subcmd__worktree__subcmd__create)
+            opts="-h -V --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__hook__subcmd__worktree__subcmd__remove)
             opts="-h -V --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -758,7 +868,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__hooks__subcmd__install)
-            opts="-h -V --force --json --color --help --version"
+            opts="-h -V --force --claude --uninstall --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
