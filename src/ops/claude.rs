@@ -234,7 +234,7 @@ pub fn install_settings(root: &Path, uninstall: bool) -> Result<Settings> {
         changed |= if uninstall {
             remove_entry(hooks, event, command)
         } else {
-            add_entry(hooks, event, command).map_err(|why| unusable(why))?
+            add_entry(hooks, event, command).map_err(&unusable)?
         };
     }
     if uninstall && hooks.is_empty() && changed {
