@@ -40,7 +40,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Prepare, run a command in every workspace at once, then apply what succeeded')
             [CompletionResult]::new('join', 'join', [CompletionResultType]::ParameterValue, 'On a worker''s machine: a workspace of a remote task, from the batch''s remote')
             [CompletionResult]::new('submit', 'submit', [CompletionResultType]::ParameterValue, 'Inside a joined workspace: send its work back to the batch''s remote')
-            [CompletionResult]::new('hook', 'hook', [CompletionResultType]::ParameterValue, 'Run a git hook''s check (pre-commit)')
+            [CompletionResult]::new('hook', 'hook', [CompletionResultType]::ParameterValue, 'Run a hook''s work (git''s pre-commit, Claude Code''s worktree hooks)')
             [CompletionResult]::new('hooks', 'hooks', [CompletionResultType]::ParameterValue, 'Install git-delegate''s git hooks into this repository')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page, or install all pages')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
@@ -249,6 +249,8 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('pre-commit', 'pre-commit', [CompletionResultType]::ParameterValue, 'Refuse commits inside forbid-commit workspaces; warn about stale batches')
             [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish a git-delegate baseline (the user''s private files)')
+            [CompletionResult]::new('worktree-create', 'worktree-create', [CompletionResultType]::ParameterValue, 'Claude Code''s WorktreeCreate hook: prepare a one-task batch, print its folder')
+            [CompletionResult]::new('worktree-remove', 'worktree-remove', [CompletionResultType]::ParameterValue, 'Claude Code''s WorktreeRemove hook: apply the batch behind the worktree')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -268,9 +270,27 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'git-delegate;hook;worktree-create' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'git-delegate;hook;worktree-remove' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'git-delegate;hook;help' {
             [CompletionResult]::new('pre-commit', 'pre-commit', [CompletionResultType]::ParameterValue, 'Refuse commits inside forbid-commit workspaces; warn about stale batches')
             [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish a git-delegate baseline (the user''s private files)')
+            [CompletionResult]::new('worktree-create', 'worktree-create', [CompletionResultType]::ParameterValue, 'Claude Code''s WorktreeCreate hook: prepare a one-task batch, print its folder')
+            [CompletionResult]::new('worktree-remove', 'worktree-remove', [CompletionResultType]::ParameterValue, 'Claude Code''s WorktreeRemove hook: apply the batch behind the worktree')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -278,6 +298,12 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             break
         }
         'git-delegate;hook;help;pre-push' {
+            break
+        }
+        'git-delegate;hook;help;worktree-create' {
+            break
+        }
+        'git-delegate;hook;help;worktree-remove' {
             break
         }
         'git-delegate;hook;help;help' {
@@ -296,6 +322,8 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         'git-delegate;hooks;install' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Replace an existing pre-commit.local when a foreign hook is also present')
+            [CompletionResult]::new('--claude', '--claude', [CompletionResultType]::ParameterName, 'Install Claude Code''s worktree hooks into .claude/settings.local.json instead')
+            [CompletionResult]::new('--uninstall', '--uninstall', [CompletionResultType]::ParameterName, 'With --claude: remove the two hooks again (nothing else)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -346,7 +374,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Prepare, run a command in every workspace at once, then apply what succeeded')
             [CompletionResult]::new('join', 'join', [CompletionResultType]::ParameterValue, 'On a worker''s machine: a workspace of a remote task, from the batch''s remote')
             [CompletionResult]::new('submit', 'submit', [CompletionResultType]::ParameterValue, 'Inside a joined workspace: send its work back to the batch''s remote')
-            [CompletionResult]::new('hook', 'hook', [CompletionResultType]::ParameterValue, 'Run a git hook''s check (pre-commit)')
+            [CompletionResult]::new('hook', 'hook', [CompletionResultType]::ParameterValue, 'Run a hook''s work (git''s pre-commit, Claude Code''s worktree hooks)')
             [CompletionResult]::new('hooks', 'hooks', [CompletionResultType]::ParameterValue, 'Install git-delegate''s git hooks into this repository')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page, or install all pages')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
@@ -398,12 +426,20 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         'git-delegate;help;hook' {
             [CompletionResult]::new('pre-commit', 'pre-commit', [CompletionResultType]::ParameterValue, 'Refuse commits inside forbid-commit workspaces; warn about stale batches')
             [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish a git-delegate baseline (the user''s private files)')
+            [CompletionResult]::new('worktree-create', 'worktree-create', [CompletionResultType]::ParameterValue, 'Claude Code''s WorktreeCreate hook: prepare a one-task batch, print its folder')
+            [CompletionResult]::new('worktree-remove', 'worktree-remove', [CompletionResultType]::ParameterValue, 'Claude Code''s WorktreeRemove hook: apply the batch behind the worktree')
             break
         }
         'git-delegate;help;hook;pre-commit' {
             break
         }
         'git-delegate;help;hook;pre-push' {
+            break
+        }
+        'git-delegate;help;hook;worktree-create' {
+            break
+        }
+        'git-delegate;help;hook;worktree-remove' {
             break
         }
         'git-delegate;help;hooks' {

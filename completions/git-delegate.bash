@@ -161,6 +161,12 @@ _git__delegate__static() {
             git__delegate__subcmd__help__subcmd__hook,pre-push)
                 cmd="git__delegate__subcmd__help__subcmd__hook__subcmd__pre__subcmd__push"
                 ;;
+            git__delegate__subcmd__help__subcmd__hook,worktree-create)
+                cmd="git__delegate__subcmd__help__subcmd__hook__subcmd__worktree__subcmd__create"
+                ;;
+            git__delegate__subcmd__help__subcmd__hook,worktree-remove)
+                cmd="git__delegate__subcmd__help__subcmd__hook__subcmd__worktree__subcmd__remove"
+                ;;
             git__delegate__subcmd__help__subcmd__hooks,install)
                 cmd="git__delegate__subcmd__help__subcmd__hooks__subcmd__install"
                 ;;
@@ -173,6 +179,12 @@ _git__delegate__static() {
             git__delegate__subcmd__hook,pre-push)
                 cmd="git__delegate__subcmd__hook__subcmd__pre__subcmd__push"
                 ;;
+            git__delegate__subcmd__hook,worktree-create)
+                cmd="git__delegate__subcmd__hook__subcmd__worktree__subcmd__create"
+                ;;
+            git__delegate__subcmd__hook,worktree-remove)
+                cmd="git__delegate__subcmd__hook__subcmd__worktree__subcmd__remove"
+                ;;
             git__delegate__subcmd__hook__subcmd__help,help)
                 cmd="git__delegate__subcmd__hook__subcmd__help__subcmd__help"
                 ;;
@@ -181,6 +193,12 @@ _git__delegate__static() {
                 ;;
             git__delegate__subcmd__hook__subcmd__help,pre-push)
                 cmd="git__delegate__subcmd__hook__subcmd__help__subcmd__pre__subcmd__push"
+                ;;
+            git__delegate__subcmd__hook__subcmd__help,worktree-create)
+                cmd="git__delegate__subcmd__hook__subcmd__help__subcmd__worktree__subcmd__create"
+                ;;
+            git__delegate__subcmd__hook__subcmd__help,worktree-remove)
+                cmd="git__delegate__subcmd__hook__subcmd__help__subcmd__worktree__subcmd__remove"
                 ;;
             git__delegate__subcmd__hooks,help)
                 cmd="git__delegate__subcmd__hooks__subcmd__help"
@@ -487,7 +505,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__hook)
-            opts="pre-commit pre-push"
+            opts="pre-commit pre-push worktree-create worktree-remove"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -515,6 +533,34 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__hook__subcmd__pre__subcmd__push)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__help__subcmd__hook__subcmd__worktree__subcmd__create)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__help__subcmd__hook__subcmd__worktree__subcmd__remove)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -697,7 +743,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__hook)
-            opts="-h -V --color --help --version pre-commit pre-push help"
+            opts="-h -V --color --help --version pre-commit pre-push worktree-create worktree-remove help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -715,7 +761,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__hook__subcmd__help)
-            opts="pre-commit pre-push help"
+            opts="pre-commit pre-push worktree-create worktree-remove help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -770,6 +816,34 @@ _git__delegate__static() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        git__delegate__subcmd__hook__subcmd__help__subcmd__worktree__subcmd__create)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__hook__subcmd__help__subcmd__worktree__subcmd__remove)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         git__delegate__subcmd__hook__subcmd__pre__subcmd__commit)
             opts="-h -V --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -789,6 +863,42 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__hook__subcmd__pre__subcmd__push)
+            opts="-h -V --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__hook__subcmd__worktree__subcmd__create)
+            opts="-h -V --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__hook__subcmd__worktree__subcmd__remove)
             opts="-h -V --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -867,7 +977,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__hooks__subcmd__install)
-            opts="-h -V --force --json --color --help --version"
+            opts="-h -V --force --claude --uninstall --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

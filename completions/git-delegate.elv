@@ -37,7 +37,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand run 'Prepare, run a command in every workspace at once, then apply what succeeded'
             cand join 'On a worker''s machine: a workspace of a remote task, from the batch''s remote'
             cand submit 'Inside a joined workspace: send its work back to the batch''s remote'
-            cand hook 'Run a git hook''s check (pre-commit)'
+            cand hook 'Run a hook''s work (git''s pre-commit, Claude Code''s worktree hooks)'
             cand hooks 'Install git-delegate''s git hooks into this repository'
             cand man 'Print the manual page, or install all pages'
             cand completions 'Print a shell completion script'
@@ -231,6 +231,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand --version 'Print version'
             cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
             cand pre-push 'Refuse a push that would publish a git-delegate baseline (the user''s private files)'
+            cand worktree-create 'Claude Code''s WorktreeCreate hook: prepare a one-task batch, print its folder'
+            cand worktree-remove 'Claude Code''s WorktreeRemove hook: apply the batch behind the worktree'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'git-delegate;hook;pre-commit'= {
@@ -247,14 +249,34 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'git-delegate;hook;worktree-create'= {
+            cand --color 'When to use colour: auto, always or never'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;hook;worktree-remove'= {
+            cand --color 'When to use colour: auto, always or never'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'git-delegate;hook;help'= {
             cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
             cand pre-push 'Refuse a push that would publish a git-delegate baseline (the user''s private files)'
+            cand worktree-create 'Claude Code''s WorktreeCreate hook: prepare a one-task batch, print its folder'
+            cand worktree-remove 'Claude Code''s WorktreeRemove hook: apply the batch behind the worktree'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'git-delegate;hook;help;pre-commit'= {
         }
         &'git-delegate;hook;help;pre-push'= {
+        }
+        &'git-delegate;hook;help;worktree-create'= {
+        }
+        &'git-delegate;hook;help;worktree-remove'= {
         }
         &'git-delegate;hook;help;help'= {
         }
@@ -270,6 +292,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;hooks;install'= {
             cand --color 'When to use colour: auto, always or never'
             cand --force 'Replace an existing pre-commit.local when a foreign hook is also present'
+            cand --claude 'Install Claude Code''s worktree hooks into .claude/settings.local.json instead'
+            cand --uninstall 'With --claude: remove the two hooks again (nothing else)'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -314,7 +338,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand run 'Prepare, run a command in every workspace at once, then apply what succeeded'
             cand join 'On a worker''s machine: a workspace of a remote task, from the batch''s remote'
             cand submit 'Inside a joined workspace: send its work back to the batch''s remote'
-            cand hook 'Run a git hook''s check (pre-commit)'
+            cand hook 'Run a hook''s work (git''s pre-commit, Claude Code''s worktree hooks)'
             cand hooks 'Install git-delegate''s git hooks into this repository'
             cand man 'Print the manual page, or install all pages'
             cand completions 'Print a shell completion script'
@@ -351,10 +375,16 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;help;hook'= {
             cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
             cand pre-push 'Refuse a push that would publish a git-delegate baseline (the user''s private files)'
+            cand worktree-create 'Claude Code''s WorktreeCreate hook: prepare a one-task batch, print its folder'
+            cand worktree-remove 'Claude Code''s WorktreeRemove hook: apply the batch behind the worktree'
         }
         &'git-delegate;help;hook;pre-commit'= {
         }
         &'git-delegate;help;hook;pre-push'= {
+        }
+        &'git-delegate;help;hook;worktree-create'= {
+        }
+        &'git-delegate;help;hook;worktree-remove'= {
         }
         &'git-delegate;help;hooks'= {
             cand install 'Install the pre-commit hook (an existing hook is kept and chained)'

@@ -71,6 +71,18 @@ pub enum StaleLeases {
     Ignore,
 }
 
+/// `hooks.on-remove` (design §3.21): what Claude Code's WorktreeRemove hook
+/// does with the batch behind the worktree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnRemove {
+    /// Apply the batch into the source (conflicts keep the work).
+    #[default]
+    Apply,
+    /// Leave the batch open for the user.
+    Keep,
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 struct File {
@@ -142,6 +154,7 @@ struct HooksSection {
     stale_leases: Option<StaleLeases>,
     forbid_commit: Option<bool>,
     private_baselines: Option<PrivateBaselines>,
+    on_remove: Option<OnRemove>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -184,6 +197,8 @@ pub struct Config {
     /// `hooks.private-baselines` (design §3.19).
     pub private_baselines: PrivateBaselines,
     pub forbid_commit: bool,
+    /// `hooks.on-remove` (design §3.21).
+    pub on_remove: OnRemove,
     pub lock_timeout_secs: i64,
     /// `undo.keep`: gc keeps at least this many undo entries (design §3.11).
     pub undo_keep: usize,
@@ -212,6 +227,7 @@ impl Default for Config {
             stale_leases: StaleLeases::Warn,
             private_baselines: PrivateBaselines::Block,
             forbid_commit: false,
+            on_remove: OnRemove::Apply,
             lock_timeout_secs: 30,
             undo_keep: 20,
             verify: String::new(),
@@ -396,6 +412,9 @@ impl Config {
         }
         if let Some(k) = &file.gc.keep_failed {
             cfg.keep_failed_secs = duration(k, "gc.keep-failed")?;
+        }
+        if let Some(s) = file.hooks.on_remove {
+            cfg.on_remove = s;
         }
         if let Some(s) = file.hooks.stale_leases {
             cfg.stale_leases = s;

@@ -107,6 +107,8 @@ codes! {
     UnsafeWorkspaceRoot => "delegate::unsafe_workspace_root",
     WorkspaceExists => "delegate::workspace_exists",
     HookExists => "delegate::hook_exists",
+    BadHookPayload => "delegate::bad_hook_payload",
+    BadSettings => "delegate::bad_settings",
     NoManDir => "delegate::no_man_dir",
     BadBatchId => "delegate::bad_batch_id",
     Locked => "delegate::locked",

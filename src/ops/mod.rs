@@ -6,7 +6,7 @@
 //! `verify`: `apply --verify`, `undo`: undo and `apply --from-undo`),
 //! `branch` (publishing a task as a branch), `refresh`, `run`, `gc`, `status`, `renew`, `remote` (`join`, `submit`,
 //! the refs that travel), `review` (`diff`, `path`), `hooks` (the
-//! pre-commit hook), `mandir` (`man --install`). The steps they share:
+//! pre-commit hook), `claude` (Claude Code's worktree hooks), `mandir` (`man --install`). The steps they share:
 //! `lock` (the repository lock and the recovery every mutating command
 //! starts with), `observe` (what a transaction tells its caller while it
 //! works), `preparing` (a prepare under way, and an incomplete batch removed
@@ -20,6 +20,7 @@
 
 pub mod apply;
 pub mod branch;
+pub mod claude;
 pub mod gc;
 pub mod hooks;
 pub mod kept;

@@ -418,24 +418,32 @@ gone from the remote, or this repository's record of the batch says so) it refus
   git delegate submit --json   # {\"batch\", \"task\", \"root\", \"remote\", \"proposal\": COMMIT}"
     )]
     Submit(SubmitArgs),
-    /// Run a git hook's check (pre-commit)
+    /// Run a hook's work (git's pre-commit, Claude Code's worktree hooks)
     #[command(
         long_about = "Run the check behind a git hook. The pre-commit hook installed by `git delegate hooks install` \
 calls `git delegate hook pre-commit`, which refuses commits inside workspaces of batches prepared with \
 --forbid-commit (or hooks.forbid-commit = true), and warns about (hooks.stale-leases = \"warn\"), refuses \
-(\"block\") or ignores (\"ignore\") stale batches. Otherwise it exits 0 silently.",
+(\"block\") or ignores (\"ignore\") stale batches. Otherwise it exits 0 silently. \
+`hook worktree-create` and `hook worktree-remove` are Claude Code's WorktreeCreate and WorktreeRemove hooks \
+(installed by `git delegate hooks install --claude`): each subagent gets a one-task batch holding the \
+uncommitted work, applied back when Claude Code removes the worktree.",
         after_long_help = "Examples:
-  git delegate hook pre-commit       # what .git/hooks/pre-commit runs"
+  git delegate hook pre-commit       # what .git/hooks/pre-commit runs
+  git delegate hook worktree-create < payload.json   # what Claude Code runs: prints the folder"
     )]
     Hook(HookArgs),
     /// Install git-delegate's git hooks into this repository
     #[command(
         long_about = "Install git-delegate's pre-commit hook into the repository's hooks folder (core.hooksPath is \
 honoured). An existing pre-commit hook is moved beside it as pre-commit.local and still runs first; installing \
-twice changes nothing. The hook does nothing where git-delegate is not installed.",
+twice changes nothing. The hook does nothing where git-delegate is not installed. With --claude, install \
+Claude Code's WorktreeCreate and WorktreeRemove hooks into .claude/settings.local.json instead (every other \
+setting kept); --claude --uninstall removes them.",
         after_long_help = "Examples:
   git delegate hooks install
-  git delegate hooks install --json"
+  git delegate hooks install --json
+  git delegate hooks install --claude             # subagents work on the dirty tree, their work lands back
+  git delegate hooks install --claude --uninstall"
     )]
     Hooks(HooksArgs),
     /// Print the manual page, or install all pages
@@ -931,6 +939,20 @@ pub enum HookName {
         /// The remote's URL (as git gives it)
         url: Option<String>,
     },
+    /// Claude Code's WorktreeCreate hook: prepare a one-task batch, print its folder
+    ///
+    /// Reads Claude Code's JSON payload on stdin (`name` or `worktree_name`, `cwd` or
+    /// `base_path`), prepares a one-task batch of the repository at that folder (task named
+    /// after the worktree, label claude-<name>, lease lease.ttl) and prints the task's folder
+    /// as the only line on stdout. Any failure: non-zero exit, nothing made.
+    WorktreeCreate,
+    /// Claude Code's WorktreeRemove hook: apply the batch behind the worktree
+    ///
+    /// Reads `worktree_path` from the JSON payload on stdin and applies the batch whose task
+    /// it is (hooks.on-remove = "apply", the default; "keep" leaves the batch open). A conflict
+    /// keeps the work and says so on stderr; a path that is no git-delegate workspace is left
+    /// alone (exit 0).
+    WorktreeRemove,
 }
 
 #[derive(Debug, Args)]
@@ -947,8 +969,18 @@ pub enum HooksAction {
     /// fails, the commit is refused. Installing twice changes nothing.
     Install {
         /// Replace an existing pre-commit.local when a foreign hook is also present
-        #[arg(long)]
+        #[arg(long, conflicts_with = "claude")]
         force: bool,
+        /// Install Claude Code's worktree hooks into .claude/settings.local.json instead
+        ///
+        /// Merges the WorktreeCreate and WorktreeRemove hooks (`git delegate hook
+        /// worktree-create`, `worktree-remove`) into the working tree's
+        /// .claude/settings.local.json, keeping every other setting; twice adds nothing.
+        #[arg(long)]
+        claude: bool,
+        /// With --claude: remove the two hooks again (nothing else)
+        #[arg(long, requires = "claude")]
+        uninstall: bool,
         #[command(flatten)]
         json: JsonArg,
     },

@@ -278,6 +278,7 @@ fn every_json_document_matches_the_documented_field_lists() {
         "drop",
         "drop-refused",
         "hooks-install",
+        "hooks-install-claude",
         "diff",
         "path",
         "branch",
@@ -368,6 +369,18 @@ fn every_json_document_matches_the_documented_field_lists() {
             "hooks install",
             &["hooks", "install", "--json"],
             "hooks-install",
+            0,
+        ),
+        case(
+            "hooks install --claude",
+            &["hooks", "install", "--claude", "--json"],
+            "hooks-install-claude",
+            0,
+        ),
+        case(
+            "hooks install --claude --uninstall",
+            &["hooks", "install", "--claude", "--uninstall", "--json"],
+            "hooks-install-claude",
             0,
         ),
         // The corrupt batch above is reported in `skipped` (exit 1).

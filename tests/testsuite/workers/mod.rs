@@ -1,6 +1,7 @@
 //! What the workers meet: `run` (design §3.13), `diff` and `path` (§3.16),
 //! the pre-commit hook (§3.7), and workers on other machines (§3.14).
 
+mod claude_hooks;
 mod diff;
 mod hook;
 mod remote;

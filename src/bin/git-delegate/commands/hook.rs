@@ -16,6 +16,8 @@ use git_delegate::ops::problems::{Fact, Problem};
 pub fn run(ui: &Ui, args: HookArgs) -> Result<i32> {
     match args.hook {
         HookName::PreCommit => Ok(pre_commit(ui)),
+        HookName::WorktreeCreate => worktree_create(),
+        HookName::WorktreeRemove => worktree_remove(),
         HookName::PrePush { remote, .. } => Ok(pre_push(ui, &remote)),
     }
 }
@@ -72,6 +74,120 @@ git-delegate: publish the task's work alone with `git delegate branch TASK --bat
             1
         }
     }
+}
+
+/// Human text of Claude Code's hooks: stderr only (stdout is the folder).
+fn stderr_ui() -> Ui {
+    Ui {
+        json: true,
+        color: false,
+    }
+}
+
+fn payload() -> Result<(Vec<u8>, std::path::PathBuf)> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::io::stdin().read_to_end(&mut bytes).map_err(|e| {
+        git_delegate::error::Error::io("cannot read the hook's payload on stdin", e)
+    })?;
+    let here = std::env::current_dir()
+        .map_err(|e| git_delegate::error::Error::io("cannot read the current directory", e))?;
+    Ok((bytes, here))
+}
+
+/// design §3.21: `WorktreeCreate`: a one-task batch, its folder on stdout.
+fn worktree_create() -> Result<i32> {
+    use git_delegate::error::{Code, Error};
+    use git_delegate::ops::claude;
+    let (bytes, here) = payload()?;
+    let p = claude::parse_create(&bytes, &here)?;
+    let name = claude::task_name(&p.name).ok_or_else(|| {
+        Error::usage(
+            Code::BadHookPayload,
+            format!("the worktree name {:?} leaves no valid task name", p.name),
+            "name the worktree with letters or digits",
+        )
+    })?;
+    let label = claude::label(&p.name);
+    let opts = git_delegate::ops::prepare::Options {
+        names: vec![name],
+        label: Some(label),
+        ttl_secs: None,
+        owner: None,
+        mode: None,
+        copy_ignored: Vec::new(),
+        forbid_commit: false,
+        remote: None,
+        local: Vec::new(),
+        sparse: Vec::new(),
+    };
+    git_delegate::ops::prepare::check(&opts.names, opts.label.as_deref())?;
+    let source = git_delegate::git::repo::Source::discover(&p.cwd)?;
+    let ui = stderr_ui();
+    let shown = super::Shown::new(&ui);
+    let report = git_delegate::ops::prepare::run(&source, &opts, &shown)?;
+    let b = &report.batch;
+    let Some(t) = b.tasks.first() else {
+        return Err(Error::state(
+            Code::Usage,
+            "prepare made no task",
+            "run `git delegate status`",
+        ));
+    };
+    let cwd = t.cwd(&b.prefix);
+    ui.warn(&format!(
+        "git-delegate: batch {} ({}) for Claude Code's worktree {}; its work is applied back when Claude Code removes it\n",
+        b.short(),
+        b.label.as_deref().unwrap_or_default(),
+        super::show(&cwd)
+    ));
+    crate::ui::stdout(&format!("{}\n", cwd.display()));
+    Ok(0)
+}
+
+/// design §3.21: `WorktreeRemove`: apply the batch behind the worktree.
+fn worktree_remove() -> Result<i32> {
+    use git_delegate::config::OnRemove;
+    use git_delegate::ops::claude;
+    let (bytes, here) = payload()?;
+    let p = claude::parse_remove(&bytes, &here)?;
+    let mut also: Vec<&std::path::Path> = Vec::new();
+    if let Some(c) = &p.cwd {
+        also.push(c);
+    }
+    also.push(&here);
+    let ui = stderr_ui();
+    let Some((b, task)) = claude::find_workspace(&p.worktree_path, &also) else {
+        ui.warn(&format!(
+            "git-delegate: {} is not a git-delegate workspace; left alone\n",
+            super::show(&p.worktree_path)
+        ));
+        return Ok(0);
+    };
+    let source = git_delegate::git::repo::Source::discover(&b.source)?;
+    if source.config.on_remove == OnRemove::Keep {
+        ui.warn(&format!(
+            "git-delegate: batch {} (task {task}) stays open (hooks.on-remove = \"keep\"): `git delegate apply {}` lands its work\n",
+            b.short(),
+            b.id
+        ));
+        return Ok(0);
+    }
+    let opts = git_delegate::ops::apply::Options {
+        batch: Some(b.id.clone()),
+        ..Default::default()
+    };
+    let shown = super::Shown::new(&ui);
+    let report = git_delegate::ops::apply::run(source, &opts, &shown)?;
+    super::apply::say(&ui, &report, false, false);
+    if !report.all_ok() {
+        ui.warn(&format!(
+            "git-delegate: the work of task {task} did not land whole; it is kept: `git delegate status` shows it, `git delegate apply {}` tries again\n",
+            b.id
+        ));
+        return Ok(1);
+    }
+    Ok(0)
 }
 
 fn pre_commit(ui: &Ui) -> i32 {

@@ -10,8 +10,40 @@ use git_delegate::error::Result;
 
 pub fn run(ui: &Ui, args: HooksArgs) -> Result<i32> {
     match args.action {
+        HooksAction::Install {
+            claude: true,
+            uninstall,
+            ..
+        } => claude(ui, uninstall),
         HooksAction::Install { force, .. } => install(ui, force),
     }
+}
+
+/// design §3.21: Claude Code's worktree hooks in `.claude/settings.local.json`.
+fn claude(ui: &Ui, uninstall: bool) -> Result<i32> {
+    let source = super::source()?;
+    let done = git_delegate::ops::claude::install_settings(&source.root, uninstall)?;
+    if ui.json {
+        ui.doc(json!({
+            "settings": git_delegate::sys::paths::doc_path(&done.file),
+            "changed": done.changed,
+            "installed": !uninstall,
+        }));
+    }
+    let file = super::show(&done.file);
+    ui.say(&match (uninstall, done.changed) {
+        (false, true) => {
+            format!("Installed Claude Code's WorktreeCreate and WorktreeRemove hooks in {file}\n")
+        }
+        (false, false) => {
+            format!("Claude Code's worktree hooks are already in {file}; nothing changed\n")
+        }
+        (true, true) => format!("Removed Claude Code's worktree hooks from {file}\n"),
+        (true, false) => {
+            format!("Claude Code's worktree hooks are not in {file}; nothing changed\n")
+        }
+    });
+    Ok(0)
 }
 
 fn install(ui: &Ui, force: bool) -> Result<i32> {
