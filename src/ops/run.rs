@@ -17,7 +17,6 @@
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use gix::bstr::BStr;
@@ -743,21 +742,8 @@ fn start(
             false => format!("its workspace {} is missing", task.root.display()),
         });
     }
-    let mut cwd = task.cwd(&b.prefix);
-    if !cwd.is_dir() && std::fs::create_dir_all(&cwd).is_err() {
-        cwd = task.root.clone();
-    }
-    let cfg = &source.config;
-    let port = u32::from(cfg.port_base) + idx as u32 * u32::from(cfg.ports_per_task);
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .current_dir(&cwd)
-        .env("GIT_DELEGATE_BATCH", &b.id)
-        .env("GIT_DELEGATE_TASK", &task.name)
-        .env("GIT_DELEGATE_TASK_INDEX", idx.to_string())
-        .env("GIT_DELEGATE_WORKSPACE", &task.root)
-        .env("GIT_DELEGATE_SOURCE", &b.source)
-        .env("GIT_DELEGATE_PORT", port.to_string());
+    let mut cmd = crate::ops::setup::worker_command(program, &source.config, b, idx);
+    cmd.args(args);
     if let Some(s) = spec {
         for (k, v) in &s.env {
             cmd.env(k, v);

@@ -18,6 +18,34 @@ use crate::git::repo::Source;
 use crate::record::batch;
 use crate::sys::process;
 
+/// `program` set up as a task's commands run (design §3.13), for setup and
+/// for `run`'s workers alike: in the task's cwd (its root when that folder
+/// cannot be made), with `GIT_DELEGATE_BATCH`, `_TASK`, `_TASK_INDEX`,
+/// `_WORKSPACE`, `_SOURCE` and `_PORT` (`run.port-base` + index x
+/// `run.ports-per-task`).
+pub fn worker_command(
+    program: impl AsRef<std::ffi::OsStr>,
+    cfg: &crate::config::Config,
+    b: &batch::Batch,
+    idx: usize,
+) -> Command {
+    let task = &b.tasks[idx];
+    let mut cwd = task.cwd(&b.prefix);
+    if !cwd.is_dir() && std::fs::create_dir_all(&cwd).is_err() {
+        cwd = task.root.clone();
+    }
+    let port = u32::from(cfg.port_base) + idx as u32 * u32::from(cfg.ports_per_task);
+    let mut c = Command::new(program);
+    c.current_dir(&cwd)
+        .env("GIT_DELEGATE_BATCH", &b.id)
+        .env("GIT_DELEGATE_TASK", &task.name)
+        .env("GIT_DELEGATE_TASK_INDEX", idx.to_string())
+        .env("GIT_DELEGATE_WORKSPACE", &task.root)
+        .env("GIT_DELEGATE_SOURCE", &b.source)
+        .env("GIT_DELEGATE_PORT", port.to_string());
+    c
+}
+
 const POLL: Duration = Duration::from_millis(20);
 
 /// Run `workspace.setup` in every local task's workspace of `b` (none when
@@ -53,21 +81,8 @@ pub fn run(source: &Source, b: &batch::Batch) -> Result<()> {
             let idx = todo[next];
             next += 1;
             let task = &b.tasks[idx];
-            let mut cwd = task.cwd(&b.prefix);
-            if !cwd.is_dir() && std::fs::create_dir_all(&cwd).is_err() {
-                cwd = task.root.clone();
-            }
-            let port = u32::from(cfg.port_base) + idx as u32 * u32::from(cfg.ports_per_task);
-            let mut c = Command::new("sh");
-            c.arg("-c")
-                .arg(cmd)
-                .current_dir(&cwd)
-                .env("GIT_DELEGATE_BATCH", &b.id)
-                .env("GIT_DELEGATE_TASK", &task.name)
-                .env("GIT_DELEGATE_TASK_INDEX", idx.to_string())
-                .env("GIT_DELEGATE_WORKSPACE", &task.root)
-                .env("GIT_DELEGATE_SOURCE", &b.source)
-                .env("GIT_DELEGATE_PORT", port.to_string());
+            let mut c = worker_command("sh", cfg, b, idx);
+            c.arg("-c").arg(cmd);
             let log = log_of(idx);
             match process::spawn(c, &log) {
                 Ok(g) => live.push((idx, g)),
