@@ -5,10 +5,9 @@
 //! a time (`common::mounts::Small` holds the lock every test that fills a
 //! small filesystem takes), each in its own folder there, removed at the end.
 
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::common::files::noise_files;
+use crate::common::files::{digest, noise_files};
 use crate::common::fixtures::{common_dir_as_printed, error_parts};
 use crate::common::mounts::Small;
 use crate::common::Env;
@@ -32,36 +31,6 @@ fn nothing_left(env: &Env, repo: &Path) {
         Vec::<PathBuf>::new(),
         "batch state"
     );
-}
-
-/// Every byte, name and type below `dir`, `.git` left out.
-fn digest(dir: &Path) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    let mut entries = Vec::new();
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if d == dir && p.file_name().is_some_and(|n| n == ".git") {
-                continue;
-            }
-            let md = std::fs::symlink_metadata(&p).unwrap();
-            if md.is_dir() {
-                stack.push(p.clone());
-            }
-            entries.push((p, md));
-        }
-    }
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    for (p, md) in entries {
-        out.extend_from_slice(p.strip_prefix(dir).unwrap().as_os_str().as_bytes());
-        out.push(0);
-        if md.is_file() {
-            out.extend_from_slice(&std::fs::read(&p).unwrap());
-        }
-        out.push(0);
-    }
-    out
 }
 
 #[test]
@@ -116,7 +85,7 @@ fn prepare_of_a_source_on_a_full_disk_names_enospc_not_an_unreadable_file() {
     // Untracked files: prepare stores them as blobs in the source's objects.
     noise_files(&repo, "new", 40, 20_000);
     small.fill(0);
-    let before = digest(&repo);
+    let before = digest(&repo, true);
 
     let run = env
         .delegate(&repo, ["prepare", "--json", "-n", "2"])
@@ -133,7 +102,7 @@ fn prepare_of_a_source_on_a_full_disk_names_enospc_not_an_unreadable_file() {
     std::fs::remove_file(&small.fill).unwrap();
     nothing_left(&env, &repo);
     assert_eq!(listing(&env.workspace_root()), Vec::<PathBuf>::new());
-    assert!(digest(&repo) == before, "the source changed");
+    assert!(digest(&repo, true) == before, "the source changed");
 }
 
 #[test]
@@ -161,7 +130,7 @@ fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
     std::fs::write(ws.join("a.txt"), "one, edited\n").unwrap();
     std::fs::write(ws.join("big.bin"), b"x\0".repeat(3 << 19)).unwrap();
     small.fill(1 << 20);
-    let before = digest(&repo);
+    let before = digest(&repo, true);
 
     let run = env.delegate(&repo, ["apply", "--json"]);
     assert_ne!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
@@ -177,7 +146,7 @@ fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
         "{}",
         run.stderr
     );
-    assert!(digest(&repo) == before, "the source changed");
+    assert!(digest(&repo, true) == before, "the source changed");
     let batch_dir = common_dir_as_printed(&env, &repo).join(format!(
         "delegate/batches/{}",
         doc["batch"].as_str().unwrap()
@@ -213,7 +182,7 @@ fn apply_that_cannot_record_a_proposal_on_a_full_disk_names_enospc_and_keeps_the
     noise_files(&ws, "big", 1, 2 << 20);
     std::fs::write(ws.join("a.txt"), "one, edited\n").unwrap();
     small.fill(256 << 10);
-    let before = digest(&repo);
+    let before = digest(&repo, true);
 
     let run = env.delegate(&repo, ["apply", "--json"]).expect(1);
     let out = run.json();
@@ -223,7 +192,7 @@ fn apply_that_cannot_record_a_proposal_on_a_full_disk_names_enospc_and_keeps_the
     let message = t["message"].as_str().unwrap_or_default();
     assert!(message.contains("no space left on device"), "{message}");
     assert!(!message.contains("cannot read"), "{message}");
-    assert!(digest(&repo) == before, "the source changed");
+    assert!(digest(&repo, true) == before, "the source changed");
     assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"one, edited\n");
     assert!(ws.join("big0").exists());
 }

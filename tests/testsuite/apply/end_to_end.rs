@@ -1,11 +1,10 @@
 //! `git delegate apply` (design §3.2) end to end, on real repositories.
 
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::files::{lines, os, read_lossy};
+use crate::common::files::{digest, lines, lines_with, os, read_lossy};
 use crate::common::fixtures::{index_bytes, prepare_roots, task};
 use crate::common::procs::{alive, tty_nr};
 use crate::common::Env;
@@ -25,57 +24,8 @@ fn strings(v: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Every byte, name, type and exec bit below `dir` (`.git` left out when asked).
-fn digest(dir: &Path, skip_git: bool) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    let mut entries = Vec::new();
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let e = e.unwrap();
-            let p = e.path();
-            if skip_git && p.file_name().is_some_and(|n| n == ".git") && d == dir {
-                continue;
-            }
-            let md = std::fs::symlink_metadata(&p).unwrap();
-            if md.is_dir() {
-                stack.push(p.clone());
-            }
-            entries.push((p, md));
-        }
-    }
-    entries.sort_by(|a, b| a.0.cmp(&b.0));
-    for (p, md) in entries {
-        out.extend_from_slice(p.strip_prefix(dir).unwrap().as_os_str().as_bytes());
-        out.push(0);
-        if md.file_type().is_symlink() {
-            out.extend_from_slice(b"L");
-            out.extend_from_slice(std::fs::read_link(&p).unwrap().as_os_str().as_bytes());
-        } else if md.is_dir() {
-            out.extend_from_slice(b"D");
-        } else {
-            out.extend_from_slice(format!("F{:o}", md.mode() & 0o111).as_bytes());
-            out.extend_from_slice(&std::fs::read(&p).unwrap());
-        }
-        out.push(0);
-    }
-    out
-}
-
 fn worktree_list(env: &Env, repo: &Path) -> String {
     env.git(repo, ["worktree", "list", "--porcelain"])
-}
-
-fn with_line(n: usize, which: usize, text: &str) -> String {
-    (1..=n)
-        .map(|i| {
-            if i == which {
-                format!("{text}\n")
-            } else {
-                format!("line {i}\n")
-            }
-        })
-        .collect()
 }
 
 fn repo_with_lines(env: &Env) -> PathBuf {
@@ -115,9 +65,9 @@ fn dirty_baseline_and_proposals_applied_in_order_index_untouched_refs_gone() {
     );
     assert_eq!(read_lossy(&ws[1].join("untracked.txt")), "mine\n");
 
-    std::fs::write(ws[0].join("f.txt"), with_line(10, 2, "task one")).unwrap();
+    std::fs::write(ws[0].join("f.txt"), lines_with(10, 2, "task one")).unwrap();
     std::fs::write(ws[0].join("one.txt"), "one\n").unwrap();
-    std::fs::write(ws[1].join("f.txt"), with_line(10, 9, "task two")).unwrap();
+    std::fs::write(ws[1].join("f.txt"), lines_with(10, 9, "task two")).unwrap();
     std::fs::write(ws[1].join("two.txt"), "two\n").unwrap();
     std::fs::write(ws[1].join("untracked.txt"), "mine, edited by two\n").unwrap();
 
@@ -140,7 +90,7 @@ fn dirty_baseline_and_proposals_applied_in_order_index_untouched_refs_gone() {
         strings(&out["applied_paths"]),
         ["f.txt", "one.txt", "two.txt", "untracked.txt"]
     );
-    let mut want = with_line(10, 2, "task one");
+    let mut want = lines_with(10, 2, "task one");
     want = want.replace("line 9\n", "task two\n");
     assert_eq!(read_lossy(&repo.join("f.txt")), want);
     assert_eq!(read_lossy(&repo.join("one.txt")), "one\n");
@@ -176,8 +126,8 @@ fn conflicting_proposal_keeps_ref_patch_and_workspace_first_one_wins() {
     let env = Env::new();
     let repo = repo_with_lines(&env);
     let (doc, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
-    std::fs::write(ws[0].join("f.txt"), with_line(10, 5, "first")).unwrap();
-    std::fs::write(ws[1].join("f.txt"), with_line(10, 5, "second")).unwrap();
+    std::fs::write(ws[0].join("f.txt"), lines_with(10, 5, "first")).unwrap();
+    std::fs::write(ws[1].join("f.txt"), lines_with(10, 5, "second")).unwrap();
     std::fs::write(ws[1].join("extra.txt"), "all or nothing\n").unwrap();
 
     let out = apply(&env, &repo, &[], 1);
@@ -190,7 +140,7 @@ fn conflicting_proposal_keeps_ref_patch_and_workspace_first_one_wins() {
     assert_eq!(strings(&t2["applied_paths"]), Vec::<String>::new());
     assert_eq!(strings(&t2["proposed_paths"]), ["extra.txt", "f.txt"]);
     assert_eq!(out["batch_open"], true);
-    assert_eq!(read_lossy(&repo.join("f.txt")), with_line(10, 5, "first"));
+    assert_eq!(read_lossy(&repo.join("f.txt")), lines_with(10, 5, "first"));
     assert!(
         !repo.join("extra.txt").exists(),
         "a conflicting proposal applied partly"
@@ -207,7 +157,7 @@ fn conflicting_proposal_keeps_ref_patch_and_workspace_first_one_wins() {
     assert!(env.private_refs(&repo).contains(&r.to_string()));
     assert_eq!(
         env.git(&repo, ["show", &format!("{r}:f.txt")]),
-        with_line(10, 5, "second")
+        lines_with(10, 5, "second")
     );
     let patch = PathBuf::from(t2["patch"].as_str().unwrap());
     assert!(read_lossy(&patch).contains("+second"));
@@ -216,7 +166,7 @@ fn conflicting_proposal_keeps_ref_patch_and_workspace_first_one_wins() {
     assert!(!ws[0].exists());
 
     // The conflict resolved in the workspace: the next apply lands it.
-    std::fs::write(ws[1].join("f.txt"), with_line(10, 5, "first")).unwrap();
+    std::fs::write(ws[1].join("f.txt"), lines_with(10, 5, "first")).unwrap();
     let out = apply(&env, &repo, &[], 0);
     assert_eq!(
         strings(
@@ -301,10 +251,10 @@ fn a_source_change_on_the_same_line_is_never_overwritten() {
     let repo = repo_with_lines(&env);
     std::fs::write(repo.join("other.txt"), "other\n").unwrap();
     let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
-    std::fs::write(ws[0].join("f.txt"), with_line(10, 3, "task")).unwrap();
+    std::fs::write(ws[0].join("f.txt"), lines_with(10, 3, "task")).unwrap();
     std::fs::write(ws[1].join("other.txt"), "other, by task 2\n").unwrap();
     // The user keeps working meanwhile, on the same line.
-    std::fs::write(repo.join("f.txt"), with_line(10, 3, "user")).unwrap();
+    std::fs::write(repo.join("f.txt"), lines_with(10, 3, "user")).unwrap();
 
     let out = apply(&env, &repo, &[], 1);
     let t1 = task(&out, "1");
@@ -314,7 +264,7 @@ fn a_source_change_on_the_same_line_is_never_overwritten() {
     assert_eq!(t1["conflicts"][0]["reason"], "both modified");
     assert!(t1["proposal_ref"].is_string());
     assert_eq!(task(&out, "2")["status"], "applied");
-    assert_eq!(read_lossy(&repo.join("f.txt")), with_line(10, 3, "user"));
+    assert_eq!(read_lossy(&repo.join("f.txt")), lines_with(10, 3, "user"));
     assert_eq!(read_lossy(&repo.join("other.txt")), "other, by task 2\n");
     assert_eq!(strings(&out["applied_paths"]), ["other.txt"]);
 }
@@ -326,8 +276,8 @@ fn user_edits_elsewhere_and_in_other_lines_merge_and_strict_refuses_them() {
         let repo = repo_with_lines(&env);
         std::fs::write(repo.join("g.txt"), "g\n").unwrap();
         let (_, ws) = prepare_roots(&env, &repo, &[]);
-        std::fs::write(ws[0].join("f.txt"), with_line(10, 2, "task")).unwrap();
-        std::fs::write(repo.join("f.txt"), with_line(10, 9, "user")).unwrap();
+        std::fs::write(ws[0].join("f.txt"), lines_with(10, 2, "task")).unwrap();
+        std::fs::write(repo.join("f.txt"), lines_with(10, 9, "user")).unwrap();
         std::fs::write(repo.join("g.txt"), "g, by the user\n").unwrap();
         std::fs::write(repo.join("later.txt"), "new untracked file\n").unwrap();
         if strict {
@@ -336,7 +286,7 @@ fn user_edits_elsewhere_and_in_other_lines_merge_and_strict_refuses_them() {
             assert_eq!(t["status"], "conflict");
             assert_eq!(t["reason"], "source_changed");
             assert_eq!(t["conflicts"][0]["path"], "f.txt");
-            assert_eq!(read_lossy(&repo.join("f.txt")), with_line(10, 9, "user"));
+            assert_eq!(read_lossy(&repo.join("f.txt")), lines_with(10, 9, "user"));
             // The config switch does the same.
             std::fs::write(repo.join(".git/delegate.toml"), "[apply]\nstrict = true\n").unwrap();
             let out = apply(&env, &repo, &[], 1);
@@ -344,7 +294,7 @@ fn user_edits_elsewhere_and_in_other_lines_merge_and_strict_refuses_them() {
         } else {
             let out = apply(&env, &repo, &[], 0);
             assert_eq!(task(&out, "1")["status"], "applied");
-            let want = with_line(10, 2, "task").replace("line 9\n", "user\n");
+            let want = lines_with(10, 2, "task").replace("line 9\n", "user\n");
             assert_eq!(read_lossy(&repo.join("f.txt")), want);
         }
         assert_eq!(read_lossy(&repo.join("g.txt")), "g, by the user\n");
@@ -482,8 +432,8 @@ fn discard_drops_a_task_and_its_leftovers() {
     let env = Env::new();
     let repo = repo_with_lines(&env);
     let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
-    std::fs::write(ws[0].join("f.txt"), with_line(10, 1, "one")).unwrap();
-    std::fs::write(ws[1].join("f.txt"), with_line(10, 1, "two")).unwrap();
+    std::fs::write(ws[0].join("f.txt"), lines_with(10, 1, "one")).unwrap();
+    std::fs::write(ws[1].join("f.txt"), lines_with(10, 1, "two")).unwrap();
     let out = apply(&env, &repo, &[], 1);
     assert_eq!(task(&out, "2")["reason"], "merge_conflict");
     let out = apply(&env, &repo, &["--discard", "2"], 0);
@@ -496,7 +446,7 @@ fn discard_drops_a_task_and_its_leftovers() {
         env.private_refs(&repo),
         [task(&out, "2")["proposal_ref"].as_str().unwrap()]
     );
-    assert_eq!(read_lossy(&repo.join("f.txt")), with_line(10, 1, "one"));
+    assert_eq!(read_lossy(&repo.join("f.txt")), lines_with(10, 1, "one"));
     assert_eq!(worktree_list(&env, &repo).matches("worktree ").count(), 1);
 }
 
@@ -528,8 +478,8 @@ fn dry_run_changes_nothing_at_all() {
     let repo = repo_with_lines(&env);
     std::fs::write(repo.join("untracked.txt"), "u\n").unwrap();
     let (_, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
-    std::fs::write(ws[0].join("f.txt"), with_line(10, 4, "one")).unwrap();
-    std::fs::write(ws[1].join("f.txt"), with_line(10, 4, "two")).unwrap();
+    std::fs::write(ws[0].join("f.txt"), lines_with(10, 4, "one")).unwrap();
+    std::fs::write(ws[1].join("f.txt"), lines_with(10, 4, "two")).unwrap();
     std::fs::write(ws[2].join("new.txt"), "three\n").unwrap();
     std::fs::write(repo.join("g.txt"), "user, meanwhile\n").unwrap();
 
@@ -704,8 +654,8 @@ fn a_workspace_that_cannot_be_snapshotted_fails_and_keeps_what_was_recorded() {
     let env = Env::new();
     let repo = repo_with_lines(&env);
     let (doc, ws) = prepare_roots(&env, &repo, &[]);
-    std::fs::write(ws[0].join("f.txt"), with_line(10, 1, "task")).unwrap();
-    std::fs::write(repo.join("f.txt"), with_line(10, 1, "user")).unwrap();
+    std::fs::write(ws[0].join("f.txt"), lines_with(10, 1, "task")).unwrap();
+    std::fs::write(repo.join("f.txt"), lines_with(10, 1, "user")).unwrap();
     let out = apply(&env, &repo, &[], 1);
     let t = task(&out, "1");
     assert_eq!(t["reason"], "source_changed");
@@ -723,7 +673,7 @@ fn a_workspace_that_cannot_be_snapshotted_fails_and_keeps_what_was_recorded() {
     assert_eq!(t["patch"], patch.as_str());
     assert!(env.private_refs(&repo).contains(&r));
     assert!(Path::new(&patch).is_file());
-    assert_eq!(read_lossy(&repo.join("f.txt")), with_line(10, 1, "user"));
+    assert_eq!(read_lossy(&repo.join("f.txt")), lines_with(10, 1, "user"));
 }
 
 #[test]
@@ -731,8 +681,8 @@ fn human_output_names_the_patch_and_what_to_do() {
     let env = Env::new();
     let repo = repo_with_lines(&env);
     let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
-    std::fs::write(ws[0].join("f.txt"), with_line(10, 5, "first")).unwrap();
-    std::fs::write(ws[1].join("f.txt"), with_line(10, 5, "second")).unwrap();
+    std::fs::write(ws[0].join("f.txt"), lines_with(10, 5, "first")).unwrap();
+    std::fs::write(ws[1].join("f.txt"), lines_with(10, 5, "second")).unwrap();
     let run = env.delegate(&repo, ["apply"]).expect(1);
     assert!(run.stdout.contains("conflict"), "{}", run.stdout);
     // No `git apply --3way` advice: it fails whenever the index differs
@@ -922,7 +872,7 @@ fn a_process_that_ignores_sigterm_is_killed() {
 /// of its own (task 1), and a `git clone` of another local repository under
 /// an untracked folder (task 2), each beside an ordinary edit.
 fn nested_repositories(env: &Env, ws: &[PathBuf]) {
-    std::fs::write(ws[0].join("f.txt"), with_line(10, 2, "task one")).unwrap();
+    std::fs::write(ws[0].join("f.txt"), lines_with(10, 2, "task one")).unwrap();
     env.git(&ws[0], ["init", "-q", "sub"]);
     std::fs::write(ws[0].join("sub/inner.txt"), "inner work\n").unwrap();
     env.git(&ws[0].join("sub"), ["add", "inner.txt"]);
@@ -977,7 +927,7 @@ fn a_nested_repository_in_a_workspace_is_a_conflict_and_nothing_of_the_task_appl
     assert_eq!(read_lossy(&ws[1].join("deps/lib/README")), "hello\n");
     assert_eq!(
         read_lossy(&ws[0].join("f.txt")),
-        with_line(10, 2, "task one")
+        lines_with(10, 2, "task one")
     );
 
     // status counts them as changes; drop refuses without --force.

@@ -4,8 +4,7 @@
 //! roll every path back.
 
 use std::collections::BTreeMap;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{symlink, PermissionsExt};
+use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use crate::common::files::chmod;
@@ -17,36 +16,17 @@ use serde_json::Value;
 type Tree = BTreeMap<Vec<u8>, (String, Vec<u8>)>;
 
 fn tree(root: &Path) -> Tree {
-    let mut out = Tree::new();
-    walk(root, root, &mut out);
-    out
-}
-
-fn walk(root: &Path, dir: &Path, out: &mut Tree) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let e = e.unwrap();
-        let p = e.path();
-        if dir == root && e.file_name() == ".git" {
-            continue;
-        }
-        let rel = p
-            .strip_prefix(root)
-            .unwrap()
-            .as_os_str()
-            .as_bytes()
-            .to_vec();
-        let md = std::fs::symlink_metadata(&p).unwrap();
-        if md.file_type().is_symlink() {
-            let t = std::fs::read_link(&p).unwrap();
-            out.insert(rel, ("link".into(), t.as_os_str().as_bytes().to_vec()));
-        } else if md.is_dir() {
-            out.insert(rel, ("dir".into(), Vec::new()));
-            walk(root, &p, out);
-        } else {
-            let mode = md.permissions().mode() & 0o777;
-            out.insert(rel, (format!("file {mode:o}"), std::fs::read(&p).unwrap()));
-        }
-    }
+    crate::common::files::tree(root)
+        .into_iter()
+        .map(|(path, (mode, bytes))| {
+            let kind = match mode & 0o170000 {
+                0o120000 => "link".to_string(),
+                0o040000 => "dir".to_string(),
+                _ => format!("file {:o}", mode & 0o777),
+            };
+            (path, (kind, bytes))
+        })
+        .collect()
 }
 
 fn no_temp_names(t: &Tree) {

@@ -102,6 +102,11 @@ pub fn lines(n: usize) -> String {
     (1..=n).map(|i| format!("line {i}\n")).collect()
 }
 
+/// `n` lines `line I`, line `which` (from 1) replaced by `new`.
+pub fn lines_with(n: usize, which: usize, new: &str) -> String {
+    with_line(&lines(n), which, new)
+}
+
 /// `text` with its line `which` (from 1) replaced by `new`.
 pub fn with_line(text: &str, which: usize, new: &str) -> String {
     text.lines()
@@ -150,4 +155,44 @@ pub fn noise_files(dir: &Path, prefix: &str, n: usize, size: usize) {
         bytes.truncate(size);
         std::fs::write(dir.join(format!("{prefix}{i}")), bytes).unwrap();
     }
+}
+
+/// Every byte, name, type and exec bit below `dir` (with `skip_git`, a `.git` right below `dir` left out), as one byte string to compare.
+pub fn digest(dir: &Path, skip_git: bool) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    let mut entries = Vec::new();
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let p = e.path();
+            if skip_git && p.file_name().is_some_and(|n| n == ".git") && d == dir {
+                continue;
+            }
+            let md = std::fs::symlink_metadata(&p).unwrap();
+            if md.is_dir() {
+                stack.push(p.clone());
+            }
+            entries.push((p, md));
+        }
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    for (p, md) in entries {
+        out.extend_from_slice(p.strip_prefix(dir).unwrap().as_os_str().as_bytes());
+        out.push(0);
+        if md.file_type().is_symlink() {
+            out.extend_from_slice(b"L");
+            out.extend_from_slice(std::fs::read_link(&p).unwrap().as_os_str().as_bytes());
+        } else if md.is_dir() {
+            out.extend_from_slice(b"D");
+        } else {
+            out.extend_from_slice(
+                format!("F{:o}", std::os::unix::fs::MetadataExt::mode(&md) & 0o111).as_bytes(),
+            );
+            out.extend_from_slice(&std::fs::read(&p).unwrap());
+        }
+        out.push(0);
+    }
+    out
 }

@@ -11,55 +11,16 @@
 //!   reports it (exit 1), and `gc` (without rescuing anything) or `drop`
 //!   (with or without `--force`) removes it whole.
 
-use std::collections::BTreeMap;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::files::{tree, Tree};
 use crate::common::Env;
 
 const ID: &str = "0badc0de-0000-4000-8000-000000000001";
 const SHORT: &str = "0badc0de";
-
-type Tree = BTreeMap<Vec<u8>, (u32, Vec<u8>)>;
-
-/// Every path below `root` (its `.git` left out): mode and bytes.
-fn tree(root: &Path) -> Tree {
-    let mut out = Tree::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            if p == root.join(".git") {
-                continue;
-            }
-            let rel = p
-                .strip_prefix(root)
-                .unwrap()
-                .as_os_str()
-                .as_bytes()
-                .to_vec();
-            let md = std::fs::symlink_metadata(&p).unwrap();
-            let bytes = if md.is_dir() {
-                stack.push(p.clone());
-                Vec::new()
-            } else if md.file_type().is_symlink() {
-                std::fs::read_link(&p)
-                    .unwrap()
-                    .as_os_str()
-                    .as_bytes()
-                    .to_vec()
-            } else {
-                std::fs::read(&p).unwrap()
-            };
-            out.insert(rel, (md.permissions().mode(), bytes));
-        }
-    }
-    out
-}
 
 /// The user's files and index, to compare before and after.
 fn snapshot(repo: &Path) -> (Tree, Vec<u8>) {
