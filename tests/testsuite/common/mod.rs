@@ -2,7 +2,7 @@
 //! built with the real git CLI, and running the real `git-delegate` binary.
 //! Below it: `fixtures` (prepared batches, documents, git and state
 //! folders, waits), `files` (trees, reading, text made to order), `procs`
-//! (programs and processes) and `mounts` (the test filesystems: reflink,
+//! (programs and processes), `remote` (two machines and a remote) and `mounts` (the test filesystems: reflink,
 //! btrfs, small, few inodes).
 #![allow(dead_code)]
 
@@ -10,6 +10,7 @@ pub mod files;
 pub mod fixtures;
 pub mod mounts;
 pub mod procs;
+pub mod remote;
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

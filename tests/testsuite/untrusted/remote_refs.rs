@@ -10,43 +10,14 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use crate::common::{Env, Run};
+use crate::common::remote::Two;
+use crate::common::Run;
 use serde_json::Value;
 
 const ZEROS: &str = "0000000000000000000000000000000000000000";
-
-struct Two {
-    user: Env,
-    worker: Env,
-    bare: PathBuf,
-    src: PathBuf,
-    url: String,
-}
-
-fn setup() -> Two {
-    let user = Env::new();
-    let worker = Env::new();
-    let bare = user.path().join("project.git");
-    user.git(
-        user.path(),
-        ["init", "-q", "--bare", "-b", "main", "project.git"],
-    );
-    let src = user.repo("src");
-    let url = format!("file://{}", bare.display());
-    user.git(&src, ["remote", "add", "origin", &url]);
-    user.git(&src, ["push", "-q", "origin", "main"]);
-    std::fs::write(src.join("README"), "hello\ndirty\n").unwrap();
-    Two {
-        user,
-        worker,
-        bare,
-        src,
-        url,
-    }
-}
 
 fn baseline_ref(id: &str) -> String {
     format!("refs/pi-delegate/batches/{id}/baseline")
@@ -57,34 +28,10 @@ fn proposal_ref(id: &str, task: &str) -> String {
 }
 
 impl Two {
-    fn prepare(&self, args: &[&str]) -> String {
-        let mut all = vec!["prepare", "--remote", "origin", "--json"];
-        all.extend_from_slice(args);
-        self.user.delegate(&self.src, all).expect(0).json()["batch"]
-            .as_str()
-            .unwrap()
-            .to_string()
-    }
-
-    fn join(&self, id: &str, task: &str) -> PathBuf {
-        let doc = self
-            .worker
-            .delegate(self.worker.path(), ["join", &self.url, id, task, "--json"])
-            .expect(0)
-            .json();
-        PathBuf::from(doc["root"].as_str().unwrap())
-    }
-
     /// The worker writes `a.txt` and submits: the proposal's commit.
-    fn submit(&self, ws: &Path, content: &str) -> String {
+    fn submit_a(&self, ws: &Path, content: &str) -> String {
         std::fs::write(ws.join("a.txt"), content).unwrap();
-        self.worker
-            .delegate(ws, ["submit", "--json"])
-            .expect(0)
-            .json()["proposal"]
-            .as_str()
-            .unwrap()
-            .to_string()
+        self.submit(ws)["proposal"].as_str().unwrap().to_string()
     }
 
     /// The remote's refs under refs/pi-delegate/, as `git ls-remote` lists them.
@@ -189,10 +136,10 @@ fn refused_as_ended(t: &Two, ws: &Path) {
 
 #[test]
 fn submit_after_apply_is_refused_and_pushes_nothing() {
-    let t = setup();
-    let id = t.prepare(&["a"]);
+    let t = Two::new();
+    let id = t.prepare_id(&["a"]);
     let ws = t.join(&id, "a");
-    t.submit(&ws, "a\n");
+    t.submit_a(&ws, "a\n");
     t.user.delegate(&t.src, ["apply", &id]).expect(0);
     assert_eq!(t.ls_remote(), BTreeMap::new());
     refused_as_ended(&t, &ws);
@@ -200,8 +147,8 @@ fn submit_after_apply_is_refused_and_pushes_nothing() {
 
 #[test]
 fn submit_after_drop_is_refused_and_pushes_nothing() {
-    let t = setup();
-    let id = t.prepare(&["a", "b"]);
+    let t = Two::new();
+    let id = t.prepare_id(&["a", "b"]);
     let ws = t.join(&id, "a");
     t.user.delegate(&t.src, ["drop", &id]).expect(0);
     assert_eq!(t.ls_remote(), BTreeMap::new());
@@ -210,11 +157,11 @@ fn submit_after_drop_is_refused_and_pushes_nothing() {
 
 #[test]
 fn a_submission_arriving_while_apply_ends_the_batch_is_kept_and_reported() {
-    let t = setup();
-    let id = t.prepare(&["a"]);
+    let t = Two::new();
+    let id = t.prepare_id(&["a"]);
     let ws = t.join(&id, "a");
-    let newer = t.submit(&ws, "newer\n");
-    let fetched = t.submit(&ws, "first\n");
+    let newer = t.submit_a(&ws, "newer\n");
+    let fetched = t.submit_a(&ws, "first\n");
     t.newer_arrives_at_the_end(&id, "a", &newer);
     let run = t.user.delegate(&t.src, ["apply", &id, "--json"]).expect(0);
     let doc = run.json();
@@ -238,10 +185,10 @@ fn a_submission_arriving_while_apply_ends_the_batch_is_kept_and_reported() {
 
 #[test]
 fn the_command_printed_for_a_failing_remote_never_deletes_a_newer_submission() {
-    let t = setup();
-    let id = t.prepare(&["a"]);
+    let t = Two::new();
+    let id = t.prepare_id(&["a"]);
     let ws = t.join(&id, "a");
-    t.submit(&ws, "first\n");
+    t.submit_a(&ws, "first\n");
     t.hook(&format!(
         "#!/bin/sh\n\
          while read old new ref; do\n\
@@ -258,7 +205,7 @@ fn the_command_printed_for_a_failing_remote_never_deletes_a_newer_submission() {
     let help = w["help"].as_str().unwrap().to_string();
     assert!(help.contains("--force-with-lease="), "{help}");
     // The worker submits again before the remote is cleaned up.
-    let newer = t.submit(&ws, "newer\n");
+    let newer = t.submit_a(&ws, "newer\n");
     t.no_hook();
     let cmd = crate::common::printed_command(&help, "git push");
     t.user.sh(&t.src, &cmd);
@@ -274,11 +221,11 @@ fn the_command_printed_for_a_failing_remote_never_deletes_a_newer_submission() {
 
 #[test]
 fn drop_keeps_a_submission_that_arrives_while_it_deletes() {
-    let t = setup();
-    let id = t.prepare(&["a"]);
+    let t = Two::new();
+    let id = t.prepare_id(&["a"]);
     let ws = t.join(&id, "a");
-    let newer = t.submit(&ws, "newer\n");
-    t.submit(&ws, "first\n");
+    let newer = t.submit_a(&ws, "newer\n");
+    t.submit_a(&ws, "first\n");
     t.newer_arrives_at_the_end(&id, "a", &newer);
     let run = t
         .user
@@ -296,16 +243,16 @@ fn drop_keeps_a_submission_that_arrives_while_it_deletes() {
 
 #[test]
 fn gc_keeps_a_submission_that_arrives_after_its_rescue() {
-    let t = setup();
+    let t = Two::new();
     // An owner that is gone: the batch is orphaned at once.
     let mut owner = Command::new("sleep").arg("30").spawn().unwrap();
     let pid = owner.id().to_string();
-    let id = t.prepare(&["a", "--owner-pid", &pid]);
+    let id = t.prepare_id(&["a", "--owner-pid", &pid]);
     owner.kill().unwrap();
     owner.wait().unwrap();
     let ws = t.join(&id, "a");
-    let newer = t.submit(&ws, "newer\n");
-    let rescued = t.submit(&ws, "first\n");
+    let newer = t.submit_a(&ws, "newer\n");
+    let rescued = t.submit_a(&ws, "first\n");
     t.newer_arrives_at_the_end(&id, "a", &newer);
     let run = t.user.delegate(&t.src, ["gc", "--json"]).expect(0);
     let doc = run.json();
@@ -321,8 +268,8 @@ fn gc_keeps_a_submission_that_arrives_after_its_rescue() {
 
 #[test]
 fn submit_from_the_batchs_own_repository_asks_its_record_first() {
-    let t = setup();
-    let id = t.prepare(&["a", "b"]);
+    let t = Two::new();
+    let id = t.prepare_id(&["a", "b"]);
     // Joined into the source's own repository: a linked worktree of it.
     let ws = t.user.path().join("ws-a");
     t.user

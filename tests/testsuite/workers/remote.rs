@@ -6,74 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::files::read;
+use crate::common::remote::Two;
 use crate::common::Env;
 use serde_json::Value;
 
-struct Two {
-    user: Env,
-    worker: Env,
-    bare: PathBuf,
-    src: PathBuf,
-    url: String,
-}
-
-/// The remote, the user's clone with a dirty and an untracked file, and a
-/// worker's machine.
-fn setup() -> Two {
-    let user = Env::new();
-    let worker = Env::new();
-    let bare = user.path().join("project.git");
-    user.git(
-        user.path(),
-        ["init", "-q", "--bare", "-b", "main", "project.git"],
-    );
-    let src = user.repo("src");
-    std::fs::write(src.join("lib.txt"), "one\ntwo\nthree\n").unwrap();
-    user.git(&src, ["add", "lib.txt"]);
-    user.git(&src, ["commit", "-q", "-m", "lib"]);
-    let url = format!("file://{}", bare.display());
-    user.git(&src, ["remote", "add", "origin", &url]);
-    user.git(&src, ["push", "-q", "origin", "main"]);
-    // Uncommitted and untracked work the workers must see exactly.
-    std::fs::write(src.join("README"), "hello\ndirty\n").unwrap();
-    std::fs::write(src.join("untracked.txt"), "not yet added\n").unwrap();
-    Two {
-        user,
-        worker,
-        bare,
-        src,
-        url,
-    }
-}
-
 impl Two {
-    fn prepare(&self, args: &[&str]) -> Value {
-        let mut all = vec!["prepare", "--remote", "origin", "--json"];
-        all.extend_from_slice(args);
-        self.user.delegate(&self.src, all).expect(0).json()
-    }
-
-    /// Join `task` as the worker, in a folder of its own (a clone).
-    fn join(&self, id: &str, task: &str) -> PathBuf {
-        let doc = self
-            .worker
-            .delegate(self.worker.path(), ["join", &self.url, id, task, "--json"])
-            .expect(0)
-            .json();
-        assert_eq!(doc["task"], task);
-        assert_eq!(doc["batch"], id);
-        assert_eq!(doc["remote"], self.url.as_str());
-        assert!(doc["proposal"].is_null());
-        PathBuf::from(doc["root"].as_str().unwrap())
-    }
-
-    fn submit(&self, ws: &Path) -> Value {
-        self.worker
-            .delegate(ws, ["submit", "--json"])
-            .expect(0)
-            .json()
-    }
-
     fn remote_refs(&self) -> Vec<String> {
         self.user
             .git(
@@ -106,7 +43,7 @@ fn status_of<'a>(doc: &'a Value, task: &str) -> &'a str {
 
 #[test]
 fn round_trip_with_three_remote_tasks() {
-    let t = setup();
+    let t = Two::new();
     let doc = t.prepare(&["a", "b", "c"]);
     let id = doc["batch"].as_str().unwrap().to_string();
     assert_eq!(doc["remote"]["name"], "origin");
@@ -267,7 +204,7 @@ fn walk_empty(p: &Path) -> bool {
 
 #[test]
 fn only_the_files_count_and_resubmission_replaces() {
-    let t = setup();
+    let t = Two::new();
     let id = t.prepare(&["w"])["batch"].as_str().unwrap().to_string();
     let ws = t.join(&id, "w");
     // A server that does not allow filters: a full clone.
@@ -324,7 +261,7 @@ fn only_the_files_count_and_resubmission_replaces() {
 
 #[test]
 fn join_inside_an_existing_clone_fetches_only_the_baseline() {
-    let t = setup();
+    let t = Two::new();
     // The worker's clone, made before the batch.
     let clone = t.worker.path().join("clone");
     t.worker.git(
@@ -400,7 +337,7 @@ fn join_inside_an_existing_clone_fetches_only_the_baseline() {
 
 #[test]
 fn a_rejecting_remote_undoes_the_prepare() {
-    let t = setup();
+    let t = Two::new();
     let hook = t.bare.join("hooks/pre-receive");
     std::fs::write(&hook, "#!/bin/sh\necho refused by policy >&2\nexit 1\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -430,7 +367,7 @@ fn a_rejecting_remote_undoes_the_prepare() {
 
 #[test]
 fn an_unreachable_remote_loses_nothing() {
-    let t = setup();
+    let t = Two::new();
     // At prepare: refused, nothing made.
     let gone = format!("file://{}/nowhere.git", t.user.path().display());
     let run = t
@@ -508,7 +445,7 @@ fn an_unreachable_remote_loses_nothing() {
 
 #[test]
 fn drop_deletes_the_remote_refs() {
-    let t = setup();
+    let t = Two::new();
     // Another open batch: a remote task hosts none (it has no folder here).
     let other = t.prepare(&["o", "--label", "other"])["batch"]
         .as_str()
@@ -535,7 +472,7 @@ fn drop_deletes_the_remote_refs() {
 
 #[test]
 fn mixed_local_and_remote_tasks() {
-    let t = setup();
+    let t = Two::new();
     let doc = t.prepare(&["r", "l", "--local", "l"]);
     let id = doc["batch"].as_str().unwrap().to_string();
     let tasks = doc["tasks"].as_array().unwrap();
@@ -569,7 +506,7 @@ fn mixed_local_and_remote_tasks() {
 
 #[test]
 fn submit_outside_a_joined_workspace_is_refused() {
-    let t = setup();
+    let t = Two::new();
     let run = t.user.delegate(&t.src, ["submit", "--json"]).expect(2);
     assert_eq!(run.json()["error"]["code"], "delegate::not_joined");
     let run = t
@@ -607,7 +544,7 @@ fn wait_stale(t: &Two, id: &str) {
 
 #[test]
 fn gc_rescues_submitted_work_and_deletes_the_remote_refs() {
-    let t = setup();
+    let t = Two::new();
     let id = t.prepare(&["a", "b", "--ttl", "1s"])["batch"]
         .as_str()
         .unwrap()
@@ -699,7 +636,7 @@ fn gc_rescues_submitted_work_and_deletes_the_remote_refs() {
 
 #[test]
 fn a_discarded_remote_task_keeps_what_it_submitted() {
-    let t = setup();
+    let t = Two::new();
     let id = t.prepare(&["a", "b"])["batch"]
         .as_str()
         .unwrap()
@@ -730,7 +667,7 @@ fn a_discarded_remote_task_keeps_what_it_submitted() {
 
 #[test]
 fn a_proposal_not_on_the_baseline_fails_and_a_dry_run_fetches_no_ref() {
-    let t = setup();
+    let t = Two::new();
     let id = t.prepare(&["a", "b"])["batch"]
         .as_str()
         .unwrap()
@@ -779,7 +716,7 @@ fn a_proposal_not_on_the_baseline_fails_and_a_dry_run_fetches_no_ref() {
 
 #[test]
 fn join_with_repo_and_bad_arguments() {
-    let t = setup();
+    let t = Two::new();
     let clone = t.worker.path().join("clone");
     t.worker.git(
         t.worker.path(),
@@ -858,7 +795,7 @@ fn missing_objects(env: &Env, dir: &Path) -> usize {
 
 #[test]
 fn transport_runs_git_never_prompting_and_without_the_sources_variables() {
-    let t = setup();
+    let t = Two::new();
     // A `git` first on PATH that logs its environment, then runs the real one.
     let real = String::from_utf8(
         std::process::Command::new("sh")
@@ -926,7 +863,7 @@ fn transport_runs_git_never_prompting_and_without_the_sources_variables() {
 /// its workspace, then the user's `git delegate apply ID`), the work lands.
 #[test]
 fn a_remote_task_that_fails_on_its_submission_is_told_to_submit_again() {
-    let t = setup();
+    let t = Two::new();
     let id = t.prepare(&["a", "b"])["batch"]
         .as_str()
         .unwrap()
