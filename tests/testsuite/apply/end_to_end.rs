@@ -1379,14 +1379,7 @@ fn an_ignored_symlink_in_the_way_is_named_and_never_written_through() {
 #[test]
 fn a_failing_smudge_filter_in_write_back_is_named_and_rolled_back() {
     let env = Env::new();
-    let repo = env.repo("proj");
-    std::fs::write(repo.join(".gitattributes"), "*.dat filter=x\n").unwrap();
-    std::fs::write(repo.join("a.dat"), "data\n").unwrap();
-    env.git(&repo, ["config", "filter.x.clean", "cat"]);
-    env.git(&repo, ["config", "filter.x.smudge", "cat"]);
-    env.git(&repo, ["config", "filter.x.required", "true"]);
-    env.git(&repo, ["add", "."]);
-    env.git(&repo, ["commit", "-q", "-m", "filtered"]);
+    let repo = crate::common::fixtures::filtered_repo(&env, "proj", "cat");
     let (_, ws) = prepare_roots(&env, &repo, &[]);
     std::fs::write(ws[0].join("a.dat"), "data, task\n").unwrap();
     env.git(&repo, ["config", "filter.x.smudge", "sh -c 'exit 5'"]);

@@ -704,33 +704,15 @@ fn gc_leaves_a_stale_batch_alone_while_it_is_verified() {
 
 #[test]
 fn cmd_output_is_shown_live_on_a_terminal() {
-    if std::process::Command::new("script")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("no `script`: no pseudo-terminal to test with");
-        return;
-    }
     let f = Fixture::new(1);
     f.work(1, "ok\n");
-    let base = f.env.delegate_cmd(&f.repo);
-    let mut cmd = std::process::Command::new("script");
-    cmd.env_clear().current_dir(&f.repo);
-    for (k, v) in base.get_envs() {
-        if let Some(v) = v {
-            cmd.env(k, v);
-        }
-    }
     let line = format!(
         "{} apply --verify 'echo hello-from-cmd'",
         env!("CARGO_BIN_EXE_git-delegate")
     );
-    let out = cmd
-        .args(["-qec", &line, "/dev/null"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let Some(out) = crate::common::procs::in_a_terminal(&f.env, &f.repo, &line) else {
+        return;
+    };
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("verify-1 | hello-from-cmd"), "{text}");

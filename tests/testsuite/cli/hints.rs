@@ -617,14 +617,7 @@ fn completed_writeback_apply_hint_records_it() {
 #[test]
 fn failing_filter_hints_name_the_driver_and_work() {
     let env = Env::new();
-    let repo = env.repo("proj");
-    std::fs::write(repo.join(".gitattributes"), "*.dat filter=x\n").unwrap();
-    std::fs::write(repo.join("a.dat"), "data\n").unwrap();
-    env.git(&repo, ["config", "filter.x.clean", "cat"]);
-    env.git(&repo, ["config", "filter.x.smudge", "cat"]);
-    env.git(&repo, ["config", "filter.x.required", "true"]);
-    env.git(&repo, ["add", "."]);
-    env.git(&repo, ["commit", "-q", "-m", "filtered"]);
+    let repo = crate::common::fixtures::filtered_repo(&env, "proj", "cat");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("a.dat"), "data, task\n").unwrap();
     env.git(&repo, ["config", "filter.x.smudge", "sh -c 'exit 5'"]);

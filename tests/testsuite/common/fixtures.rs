@@ -375,6 +375,20 @@ pub fn commit_all(env: &Env, repo: &Path) {
     env.git(repo, ["commit", "-q", "-m", "fixture"]);
 }
 
+/// A repository `name` whose committed `a.dat` ("data\n") goes through the
+/// required filter `x` (clean `cat`, smudge `smudge`), by `.gitattributes`.
+pub fn filtered_repo(env: &Env, name: &str, smudge: &str) -> PathBuf {
+    let repo = env.repo(name);
+    std::fs::write(repo.join(".gitattributes"), "*.dat filter=x\n").unwrap();
+    std::fs::write(repo.join("a.dat"), "data\n").unwrap();
+    env.git(&repo, ["config", "filter.x.clean", "cat"]);
+    env.git(&repo, ["config", "filter.x.smudge", smudge]);
+    env.git(&repo, ["config", "filter.x.required", "true"]);
+    env.git(&repo, ["add", "."]);
+    env.git(&repo, ["commit", "-q", "-m", "filtered"]);
+    repo
+}
+
 /// The (code, message, help) of a `--json` error document, empty where absent.
 pub fn error_parts(run: &Run) -> (String, String, String) {
     let doc = run.json();

@@ -80,3 +80,36 @@ pub fn read_in_background(
     };
     (seen, reader)
 }
+
+/// Runs the shell command `line` in `dir` on a pseudo-terminal (`script`),
+/// with the environment `env` gives the binary and stdin from /dev/null: its
+/// output (what the terminal showed). `None`, said on stderr, where this
+/// machine has no `script`.
+pub fn in_a_terminal(
+    env: &super::Env,
+    dir: &std::path::Path,
+    line: &str,
+) -> Option<std::process::Output> {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("no `script`: no pseudo-terminal to test with");
+        return None;
+    }
+    let base = env.delegate_cmd(dir);
+    let mut cmd = std::process::Command::new("script");
+    cmd.env_clear().current_dir(dir);
+    for (k, v) in base.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    Some(
+        cmd.args(["-qec", line, "/dev/null"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap(),
+    )
+}

@@ -672,33 +672,15 @@ fn verify_lands_only_what_passes() {
 
 #[test]
 fn on_a_terminal_lines_are_prefixed_with_their_task_and_each_worker_has_a_status_line() {
-    if std::process::Command::new("script")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("no `script`: no pseudo-terminal to test with");
-        return;
-    }
     let env = Env::new();
     let repo = env.repo("r");
-    let base = env.delegate_cmd(&repo);
-    let mut cmd = std::process::Command::new("script");
-    cmd.env_clear().current_dir(&repo);
-    for (k, v) in base.get_envs() {
-        if let Some(v) = v {
-            cmd.env(k, v);
-        }
-    }
     let line = format!(
         "{} run alpha b -- sh -c 'echo line-of-$GIT_DELEGATE_TASK; printf partial-$GIT_DELEGATE_TASK; exit $GIT_DELEGATE_TASK_INDEX'",
         env!("CARGO_BIN_EXE_git-delegate")
     );
-    let out = cmd
-        .args(["-qec", &line, "/dev/null"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let Some(out) = crate::common::procs::in_a_terminal(&env, &repo, &line) else {
+        return;
+    };
     let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("alpha | line-of-alpha\n"), "{text}");
