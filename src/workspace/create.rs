@@ -127,15 +127,8 @@ fn create_snapshots<T: Clone>(
         }
     }
     crate::sys::interrupt::pause("registered");
-    let repo = crate::git::repo::open_worktree(&first.root)?;
-    let git = |e: gix::Error| Error::git(format!("cannot check out {}", first.root.display()), e);
     let cores = cores();
-    let mut index: gix::index::State = repo.index_from_tree(&baseline_tree).map_err(git)?.into();
-    if let Some(s) = sparse {
-        s.mark(&mut index);
-    }
-    checkout(&repo, &mut index, &first.root, cores)?;
-    crate::sys::interrupt::pause("checked-out");
+    let mut index = check_out_first(first, baseline_tree, sparse, cores)?;
     settle(
         &[first.root.as_path()],
         std::slice::from_mut(&mut index),
@@ -257,15 +250,8 @@ fn create_all_inner(
         }
     }
     crate::sys::interrupt::pause("registered");
-    let repo = crate::git::repo::open_worktree(&first.root)?;
-    let git = |e: gix::Error| Error::git(format!("cannot check out {}", first.root.display()), e);
     let cores = cores();
-    let mut index: gix::index::State = repo.index_from_tree(&baseline_tree).map_err(git)?.into();
-    if let Some(s) = sparse {
-        s.mark(&mut index);
-    }
-    checkout(&repo, &mut index, &first.root, cores)?;
-    crate::sys::interrupt::pause("checked-out");
+    let index = check_out_first(first, baseline_tree, sparse, cores)?;
 
     let mut indexes = vec![index];
     if plans.len() > 1 {
@@ -463,4 +449,23 @@ pub(super) fn register_as(
     write(&reg.join("HEAD"), format!("{baseline}\n").into_bytes())?;
     std::fs::write(p.root.join(".git"), line("gitdir: ", &reg)).map_err(io(&p.root))?;
     Ok(())
+}
+
+/// Checks the baseline out into the first (registered) workspace, the one
+/// the others are cloned, copied or snapshotted from: its index.
+fn check_out_first(
+    first: &Plan,
+    baseline_tree: ObjectId,
+    sparse: Option<&crate::git::sparse::Workspaces>,
+    cores: usize,
+) -> Result<gix::index::State> {
+    let repo = crate::git::repo::open_worktree(&first.root)?;
+    let git = |e: gix::Error| Error::git(format!("cannot check out {}", first.root.display()), e);
+    let mut index: gix::index::State = repo.index_from_tree(&baseline_tree).map_err(git)?.into();
+    if let Some(s) = sparse {
+        s.mark(&mut index);
+    }
+    checkout(&repo, &mut index, &first.root, cores)?;
+    crate::sys::interrupt::pause("checked-out");
+    Ok(index)
 }
