@@ -552,27 +552,42 @@ pub(crate) fn remove_contents(dir: BorrowedFd<'_>, dev: u64) -> rustix::io::Resu
         };
         let _ = kind;
         if FileType::from_raw_mode(st.st_mode as _) == FileType::Directory {
-            let sub = carry::open_dir_at(dir, name.as_slice())?;
-            let sst = rfs::fstat(&sub)?;
-            if sst.st_dev as u64 != dev || sst.st_ino != st.st_ino {
-                // A mount point, or replaced between the two looks: leave it.
-                return Err(Errno::XDEV);
-            }
-            if sst.st_mode & 0o700 != 0o700 {
-                rfs::fchmod(
-                    &sub,
-                    Mode::from_raw_mode((sst.st_mode as u32 | 0o700) & 0o7777),
-                )?;
-            }
-            freed += remove_contents(sub.as_fd(), dev)?;
-            drop(sub);
-            rfs::unlinkat(dir, name.as_slice(), AtFlags::REMOVEDIR)?;
+            freed += remove_dir_at(dir, name.as_slice(), &st, dev)?;
         } else {
             rfs::unlinkat(dir, name.as_slice(), AtFlags::empty())?;
             freed += st.st_blocks as u64 * 512;
         }
     }
     Ok(freed)
+}
+
+/// Remove the folder `name` of `dir` (as `st`, its `lstat`, found it, on
+/// device `dev`) with everything in it, through folder handles: a folder
+/// that is a mount point or was replaced after `st` was read is left
+/// (`XDEV`), one already gone is fine. Returns the bytes its files occupied.
+pub(crate) fn remove_dir_at(
+    dir: BorrowedFd<'_>,
+    name: &[u8],
+    st: &rfs::Stat,
+    dev: u64,
+) -> rustix::io::Result<u64> {
+    let sub = carry::open_dir_at(dir, name)?;
+    let sst = rfs::fstat(&sub)?;
+    if sst.st_dev as u64 != dev || sst.st_ino != st.st_ino {
+        return Err(Errno::XDEV);
+    }
+    if sst.st_mode & 0o700 != 0o700 {
+        rfs::fchmod(
+            &sub,
+            Mode::from_raw_mode((sst.st_mode as u32 | 0o700) & 0o7777),
+        )?;
+    }
+    let freed = remove_contents(sub.as_fd(), dev)?;
+    drop(sub);
+    match rfs::unlinkat(dir, name, AtFlags::REMOVEDIR) {
+        Ok(()) | Err(Errno::NOENT) => Ok(freed),
+        Err(e) => Err(e),
+    }
 }
 
 /// Remove a scratch task's copy and its container, never a folder that is

@@ -38,7 +38,7 @@
 #![allow(clippy::unnecessary_cast)]
 
 use std::ffi::{OsStr, OsString};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -330,23 +330,7 @@ fn delete_entry(trash: &Dir, name: &OsStr, entry: Dir) -> rustix::io::Result<()>
             Err(e) => return Err(e),
         };
         if FileType::from_raw_mode(st.st_mode as _) == FileType::Directory {
-            let sub = crate::workspace::carry::open_dir_at(fd, child.as_slice())?;
-            let sst = rfs::fstat(&sub)?;
-            if sst.st_dev as u64 != dev || sst.st_ino != st.st_ino {
-                return Err(Errno::XDEV);
-            }
-            if sst.st_mode & 0o700 != 0o700 {
-                rfs::fchmod(
-                    &sub,
-                    rfs::Mode::from_raw_mode((sst.st_mode as u32 | 0o700) & 0o7777),
-                )?;
-            }
-            crate::workspace::scratch::remove_contents(sub.as_fd(), dev)?;
-            drop(sub);
-            match rfs::unlinkat(fd, child.as_slice(), AtFlags::REMOVEDIR) {
-                Ok(()) | Err(Errno::NOENT) => {}
-                Err(e) => return Err(e),
-            }
+            crate::workspace::scratch::remove_dir_at(fd, child.as_slice(), &st, dev)?;
         } else {
             match rfs::unlinkat(fd, child.as_slice(), AtFlags::empty()) {
                 Ok(()) | Err(Errno::NOENT) => {}
