@@ -17,6 +17,7 @@ use gix::ObjectId;
 use crate::error::Result;
 use crate::git::diff::PathChange;
 use crate::git::repo::Source;
+use crate::merge::integrate::PathConflict;
 use crate::record::batch::{Batch, Task};
 use crate::{git::commit, git::diff, git::refs, merge::patch, snapshot};
 
@@ -35,6 +36,39 @@ pub struct Proposal {
     /// Paths git refuses to add or check out (design §3.18): left out of
     /// the tree too.
     pub invalid: Vec<crate::git::validate::Invalid>,
+}
+
+/// Why a proposal is refused before anything of it is merged: paths git
+/// refuses make it an `invalid_path` conflict naming the first
+/// [`crate::git::validate::NAMED`] of them (design §3.18), nested
+/// repositories its worker made a `nested_repository` one (design §3.2).
+/// The reason and the conflicts to report, `None` where it may be merged.
+pub fn refusal(
+    invalid: Vec<crate::git::validate::Invalid>,
+    nested: Vec<BString>,
+) -> Option<(&'static str, Vec<PathConflict>)> {
+    if !invalid.is_empty() {
+        let conflicts = invalid
+            .into_iter()
+            .take(crate::git::validate::NAMED)
+            .map(|v| PathConflict {
+                path: v.path,
+                reason: v.why.into(),
+            })
+            .collect();
+        return Some((crate::git::validate::REASON, conflicts));
+    }
+    if !nested.is_empty() {
+        let conflicts = nested
+            .into_iter()
+            .map(|path| PathConflict {
+                path,
+                reason: "nested repository".into(),
+            })
+            .collect();
+        return Some(("nested_repository", conflicts));
+    }
+    None
 }
 
 /// What [`preview`] finds.

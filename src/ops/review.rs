@@ -247,8 +247,6 @@ pub fn source_diff(
     paint: bool,
     form: crate::merge::patch::Form,
 ) -> Result<SourceDiff> {
-    use crate::config::StopProcesses;
-    use crate::workspace::Identity;
     let b = batch::select_open(&here.state_dir(), batch_arg)?;
     if let Some(p) = crate::ops::preparing::progress(&b) {
         return Err(crate::ops::preparing::refuse(&b, p));
@@ -260,21 +258,7 @@ pub fn source_diff(
         opened = Source::open_recorded(here, &b.source, b.short())?;
         &opened
     };
-    let pending = crate::writeback::pending(source)?;
-    if !pending.is_empty() {
-        let shorts: Vec<&str> = pending.iter().map(|id| batch::short(id)).collect();
-        let mut details = serde_json::Map::new();
-        details.insert("pending_writebacks".into(), serde_json::json!(pending));
-        return Err(Error::state(
-            Code::WritebackPending,
-            format!(
-                "an interrupted write-back of batch {} is left over: the working tree may hold part of its result, so diff --source cannot say what apply would do",
-                shorts.join(", ")
-            ),
-            "run `git delegate apply` or `git delegate gc`: they roll it back (or finish it, past its commit point) first; `git delegate status` shows it",
-        )
-        .with_details(details));
-    }
+    refuse_pending_writeback(source)?;
     // In task order, each once, whatever order they were named in: apply
     // integrates in task order.
     let mut selected = select(&b, tasks)?;
@@ -301,7 +285,65 @@ pub fn source_diff(
         .collect();
     // As apply: a scratch batch's edits never come back.
     let scratch = b.mode == crate::config::Mode::Scratch;
-    // Each readable workspace, at the real path its identity check found.
+    let readable = readable_workspaces(source, &selected, &mut fates, scratch);
+    let candidates = candidates(
+        source,
+        &readable,
+        &mut fates,
+        &mut mem,
+        baseline_tree,
+        &filters,
+        form,
+    )?;
+    let writes = if candidates.is_empty() {
+        Vec::new()
+    } else {
+        land(source, &mem, baseline_tree, &candidates, &mut fates)?
+    };
+    let writes = filtered(writes, &filters);
+    let (paths, patch) = describe(&mem, &writes, patch, paint, form)?;
+    Ok(SourceDiff {
+        batch: b.id.clone(),
+        tasks: fates,
+        changes: TaskDiff {
+            name: String::new(),
+            paths,
+            patch,
+        },
+    })
+}
+
+/// An interrupted write-back left in the source: the working tree may hold
+/// part of its result, so what apply would do cannot be said.
+fn refuse_pending_writeback(source: &Source) -> Result<()> {
+    let pending = crate::writeback::pending(source)?;
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let shorts: Vec<&str> = pending.iter().map(|id| batch::short(id)).collect();
+    let mut details = serde_json::Map::new();
+    details.insert("pending_writebacks".into(), serde_json::json!(pending));
+    Err(Error::state(
+        Code::WritebackPending,
+        format!(
+            "an interrupted write-back of batch {} is left over: the working tree may hold part of its result, so diff --source cannot say what apply would do",
+            shorts.join(", ")
+        ),
+        "run `git delegate apply` or `git delegate gc`: they roll it back (or finish it, past its commit point) first; `git delegate status` shows it",
+    )
+    .with_details(details))
+}
+
+/// Each selected workspace that can be read (its index in `selected` and
+/// the task at the real path its identity check found); the others fail
+/// as `workspace_missing` in `fates`, and a scratch batch's are discarded.
+fn readable_workspaces(
+    source: &Source,
+    selected: &[&Task],
+    fates: &mut [Fate],
+    scratch: bool,
+) -> Vec<(usize, Task)> {
+    use crate::workspace::Identity;
     let mut readable: Vec<(usize, Task)> = Vec::new();
     for (i, task) in selected.iter().enumerate() {
         if scratch {
@@ -326,6 +368,23 @@ pub fn source_diff(
             }
         }
     }
+    readable
+}
+
+/// The tasks apply would merge, as apply finds them: processes it would
+/// not stop, a snapshot that fails, a changed submodule, refused paths and
+/// nested repositories settle a task's fate here instead. Each previewed
+/// task's own paths go into its fate, its objects into `mem`.
+fn candidates(
+    source: &Source,
+    readable: &[(usize, Task)],
+    fates: &mut [Fate],
+    mem: &mut gix::Repository,
+    baseline_tree: ObjectId,
+    filters: &[String],
+    form: crate::merge::patch::Form,
+) -> Result<Vec<Candidate>> {
+    use crate::config::StopProcesses;
     // Processes apply would not stop fail the task, as in its dry run.
     let roots: Vec<PathBuf> = readable.iter().map(|(_, t)| t.root.clone()).collect();
     let running = crate::sys::quiesce::describe_all(&roots);
@@ -383,47 +442,20 @@ pub fn source_diff(
             }
             continue;
         };
-        crate::merge::proposal::add_objects(&mut mem, p.objects);
-        let (own, _) = describe(
-            &mem,
-            &filtered(p.paths.clone(), &filters),
-            false,
-            false,
-            form,
-        )?;
+        crate::merge::proposal::add_objects(mem, p.objects);
+        let (own, _) = describe(mem, &filtered(p.paths.clone(), filters), false, false, form)?;
         fates[*i].paths = own;
         if !subs.is_empty() {
             submodule_changed(&mut fates[*i]);
             continue;
         }
-        if !p.invalid.is_empty() {
-            // Paths git refuses (design §3.18): apply refuses the task.
+        // Paths git refuses (design §3.18) and nested repositories: apply
+        // refuses the task.
+        if let Some((reason, conflicts)) = crate::merge::proposal::refusal(p.invalid, p.nested) {
             let f = &mut fates[*i];
             f.status = TaskState::Conflict;
-            f.reason = Some(crate::git::validate::REASON);
-            f.conflicts = p
-                .invalid
-                .into_iter()
-                .take(crate::git::validate::NAMED)
-                .map(|v| PathConflict {
-                    path: v.path,
-                    reason: v.why.into(),
-                })
-                .collect();
-            continue;
-        }
-        if !p.nested.is_empty() {
-            let f = &mut fates[*i];
-            f.status = TaskState::Conflict;
-            f.reason = Some("nested_repository");
-            f.conflicts = p
-                .nested
-                .into_iter()
-                .map(|path| PathConflict {
-                    path,
-                    reason: "nested repository".into(),
-                })
-                .collect();
+            f.reason = Some(reason);
+            f.conflicts = conflicts;
             continue;
         }
         // A refreshed task merges from its own base, as apply merges it
@@ -439,47 +471,43 @@ pub fn source_diff(
             base,
         });
     }
+    Ok(candidates)
+}
 
+/// Plans the landing of `candidates` as apply would, settling each one's
+/// fate: the writes the source would get.
+fn land(
+    source: &Source,
+    mem: &gix::Repository,
+    baseline_tree: ObjectId,
+    candidates: &[Candidate],
+    fates: &mut [Fate],
+) -> Result<Vec<PathChange>> {
     let strict = source.config.strict;
-    let mut writes: Vec<PathChange> = Vec::new();
-    if !candidates.is_empty() {
-        let plan =
-            crate::merge::landing::plan(source, &mem, baseline_tree, &candidates, strict, false)?;
-        for &i in &plan.applied {
-            fates[i].status = TaskState::Applied;
-        }
-        for r in &plan.refused {
-            let f = &mut fates[r.task];
-            if r.reason == Refusal::NotWritable {
-                f.status = TaskState::Failed;
-                f.message = Some("a folder it writes in refuses writing".into());
-            } else {
-                f.status = TaskState::Conflict;
-            }
-            f.reason = Some(r.reason.as_str());
-            f.conflicts = r.conflicts.clone();
-        }
-        writes = plan
-            .writes
-            .into_iter()
-            .map(|w| PathChange {
-                path: w.path,
-                old: w.old,
-                new: w.new,
-            })
-            .collect();
+    let plan = crate::merge::landing::plan(source, mem, baseline_tree, candidates, strict, false)?;
+    for &i in &plan.applied {
+        fates[i].status = TaskState::Applied;
     }
-    let writes = filtered(writes, &filters);
-    let (paths, patch) = describe(&mem, &writes, patch, paint, form)?;
-    Ok(SourceDiff {
-        batch: b.id.clone(),
-        tasks: fates,
-        changes: TaskDiff {
-            name: String::new(),
-            paths,
-            patch,
-        },
-    })
+    for r in &plan.refused {
+        let f = &mut fates[r.task];
+        if r.reason == Refusal::NotWritable {
+            f.status = TaskState::Failed;
+            f.message = Some("a folder it writes in refuses writing".into());
+        } else {
+            f.status = TaskState::Conflict;
+        }
+        f.reason = Some(r.reason.as_str());
+        f.conflicts = r.conflicts.clone();
+    }
+    Ok(plan
+        .writes
+        .into_iter()
+        .map(|w| PathChange {
+            path: w.path,
+            old: w.old,
+            new: w.new,
+        })
+        .collect())
 }
 
 fn fail(f: &mut Fate, reason: &'static str, message: String) {
