@@ -23,7 +23,7 @@ use gix::ObjectId;
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
 use crate::merge::integrate::{self, Merge, PathConflict};
-use crate::record::batch;
+use crate::record::batch::{self, Task};
 use crate::{git::commit, git::diff, merge::proposal};
 
 /// What the caller asked for.
@@ -85,30 +85,7 @@ pub fn run(source: &Source, opts: &Options) -> Result<Report> {
     })?;
     let repo = &source.repo;
     let rev = opts.onto.as_deref().unwrap_or("HEAD");
-    let parent = repo
-        .rev_parse_single(rev)
-        .map_err(|e| {
-            Error::usage(
-                Code::Usage,
-                format!("cannot resolve {rev:?}: {e}"),
-                "name a commit for --onto (a branch, a tag or an id)",
-            )
-        })?
-        .object()
-        .map_err(|e| Error::git(format!("cannot read {rev}"), e))?
-        .peel_to_commit()
-        .map_err(|e| {
-            Error::usage(
-                Code::Usage,
-                format!("{rev:?} is not a commit: {e}"),
-                "name a commit for --onto",
-            )
-        })?;
-    let parent_id = parent.id;
-    let ours = parent
-        .tree_id()
-        .map_err(|e| Error::git(format!("cannot read the tree of {rev}"), e))?
-        .detach();
+    let (parent_id, ours) = onto(repo, rev)?;
 
     // Where the branch would go: refused before anything is recorded.
     let existing = crate::git::refs::get(repo, &full)?;
@@ -132,47 +109,7 @@ pub fn run(source: &Source, opts: &Options) -> Result<Report> {
 
     // The task's work as a proposal commit: recorded now for a local task,
     // fetched for a remote one.
-    let baseline_tree = commit::tree_of(repo, &b.baseline)?;
-    let (base_tree, theirs) = if task.remote {
-        let fetched = crate::ops::remote::fetch_proposals(source, &b, &[task.name.as_str()], true)?;
-        let Some(&c) = fetched.get(&task.name) else {
-            return Err(no_changes(
-                &b,
-                &task.name,
-                "its worker has not submitted work",
-            ));
-        };
-        let tree = commit::tree_of(repo, &c.to_string())?;
-        (proposal::base_of(repo, &b, task, baseline_tree)?.1, tree)
-    } else {
-        match crate::workspace::identify(&source.common_dir, task) {
-            crate::workspace::Identity::Ours { .. } => {}
-            _ => {
-                return Err(Error::state(
-                    Code::WorkspaceMissing,
-                    format!("the workspace of task {} is missing or replaced", task.name),
-                    "run `git delegate status` to see what happened to it",
-                ))
-            }
-        }
-        match proposal::record(source, &b, task, baseline_tree)? {
-            None => return Err(no_changes(&b, &task.name, "its workspace has no changes")),
-            Some(p) => {
-                if let Some(f) = p.invalid.first() {
-                    return Err(Error::state(
-                        Code::InvalidPath,
-                        format!(
-                            "task {} holds a path git refuses: {}",
-                            task.name,
-                            f.path.to_str_lossy()
-                        ),
-                        "rename or remove it in the task's workspace, then try again",
-                    ));
-                }
-                (proposal::base_of(repo, &b, task, baseline_tree)?.1, p.tree)
-            }
-        }
-    };
+    let (base_tree, theirs) = task_trees(source, &b, task)?;
 
     let mut mem = repo.clone().with_object_memory();
     mem.object_cache_size_if_unset(8 << 20);
@@ -202,6 +139,113 @@ pub fn run(source: &Source, opts: &Options) -> Result<Report> {
             &format!("its changes are already in {rev}"),
         ));
     }
+    let id = write_branch(
+        repo, &mut mem, opts, &b, task, tree, parent_id, existing, full_name,
+    )?;
+    report.commit = Some(id);
+    report.moved_from = existing;
+    report.paths = paths.into_iter().map(|c| c.path).collect();
+    Ok(report)
+}
+
+/// The commit `rev` names and its tree: the branch's parent and the
+/// merge's "ours".
+fn onto(repo: &gix::Repository, rev: &str) -> Result<(ObjectId, ObjectId)> {
+    let parent = repo
+        .rev_parse_single(rev)
+        .map_err(|e| {
+            Error::usage(
+                Code::Usage,
+                format!("cannot resolve {rev:?}: {e}"),
+                "name a commit for --onto (a branch, a tag or an id)",
+            )
+        })?
+        .object()
+        .map_err(|e| Error::git(format!("cannot read {rev}"), e))?
+        .peel_to_commit()
+        .map_err(|e| {
+            Error::usage(
+                Code::Usage,
+                format!("{rev:?} is not a commit: {e}"),
+                "name a commit for --onto",
+            )
+        })?;
+    let parent_id = parent.id;
+    let ours = parent
+        .tree_id()
+        .map_err(|e| Error::git(format!("cannot read the tree of {rev}"), e))?
+        .detach();
+    Ok((parent_id, ours))
+}
+
+/// The task's base tree and its work's tree (the merge's "base" and
+/// "theirs"): a local task's workspace recorded as a proposal now, a remote
+/// task's submission fetched.
+fn task_trees(source: &Source, b: &batch::Batch, task: &Task) -> Result<(ObjectId, ObjectId)> {
+    let repo = &source.repo;
+    let baseline_tree = commit::tree_of(repo, &b.baseline)?;
+    Ok(if task.remote {
+        let fetched = crate::ops::remote::fetch_proposals(source, b, &[task.name.as_str()], true)?;
+        let Some(&c) = fetched.get(&task.name) else {
+            return Err(no_changes(
+                b,
+                &task.name,
+                "its worker has not submitted work",
+            ));
+        };
+        let tree = commit::tree_of(repo, &c.to_string())?;
+        (proposal::base_of(repo, b, task, baseline_tree)?.1, tree)
+    } else {
+        match crate::workspace::identify(&source.common_dir, task) {
+            crate::workspace::Identity::Ours { .. } => {}
+            _ => {
+                return Err(Error::state(
+                    Code::WorkspaceMissing,
+                    format!("the workspace of task {} is missing or replaced", task.name),
+                    "run `git delegate status` to see what happened to it",
+                ))
+            }
+        }
+        match proposal::record(source, b, task, baseline_tree)? {
+            None => return Err(no_changes(b, &task.name, "its workspace has no changes")),
+            Some(p) => {
+                if let Some(f) = p.invalid.first() {
+                    return Err(Error::state(
+                        Code::InvalidPath,
+                        format!(
+                            "task {} holds a path git refuses: {}",
+                            task.name,
+                            f.path.to_str_lossy()
+                        ),
+                        "rename or remove it in the task's workspace, then try again",
+                    ));
+                }
+                (proposal::base_of(repo, b, task, baseline_tree)?.1, p.tree)
+            }
+        }
+    })
+}
+
+/// Writes the merged objects memory holds, the branch commit of `tree` on
+/// `parent_id`, and the branch ref (created, or moved only from `existing`):
+/// the commit.
+#[allow(clippy::too_many_arguments)]
+fn write_branch(
+    repo: &gix::Repository,
+    mem: &mut gix::Repository,
+    opts: &Options,
+    b: &batch::Batch,
+    task: &Task,
+    tree: ObjectId,
+    parent_id: ObjectId,
+    existing: Option<ObjectId>,
+    full_name: gix::refs::FullName,
+) -> Result<ObjectId> {
+    let full = full_name.as_bstr().to_str_lossy();
+    let name = full
+        .strip_prefix("refs/heads/")
+        .unwrap_or(&full)
+        .to_string();
     // The merged objects only memory holds go to the object store.
     if let Some(objects) = mem.objects.take_object_memory() {
         for (id, (kind, data)) in objects.iter() {
@@ -262,10 +306,7 @@ pub fn run(source: &Source, opts: &Options) -> Result<Report> {
     };
     repo.edit_references([edit])
         .map_err(|e| Error::git(format!("cannot write branch {name}"), e))?;
-    report.commit = Some(id);
-    report.moved_from = existing;
-    report.paths = paths.into_iter().map(|c| c.path).collect();
-    Ok(report)
+    Ok(id)
 }
 
 fn no_changes(b: &batch::Batch, task: &str, why: &str) -> Error {
