@@ -1,0 +1,302 @@
+//! The workers of `git delegate run` (design §3.13): one process group
+//! per task, never a shell, at most J at once, with their environment,
+//! timeouts and logs (`<common-dir>/delegate/logs/<uuid>/<task>.log`), each
+//! stopped on Ctrl-C or SIGTERM; and how each one ended.
+//! Never: touches the batch record (the transaction in `mod.rs` records
+//! what they did), or lets a worker process outlive run.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use gix::bstr::BStr;
+
+use crate::git::repo::Source;
+use crate::record::batch;
+use crate::sys::process::{self, Group};
+
+use super::{substitute, Options};
+
+/// One worker as it ended (design §3.13 `workers[]`).
+#[derive(Debug, Clone)]
+pub struct Worker {
+    pub name: String,
+    /// Its exit status (`None`: ended by a signal, or never started).
+    pub exit: Option<i32>,
+    /// The signal that ended it.
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    /// Stopped because run was interrupted.
+    pub stopped: bool,
+    pub duration_ms: u64,
+    pub log: PathBuf,
+    /// It could not be started (the reason is in its log too).
+    pub start_error: Option<String>,
+}
+
+impl Worker {
+    pub fn ok(&self) -> bool {
+        self.exit == Some(0) && !self.timed_out && !self.stopped
+    }
+}
+
+/// A worker event for the caller to show (design §3.13: on a terminal,
+/// lines prefixed with the task name and a status line per task).
+pub enum Event<'a> {
+    /// Worker `idx` started.
+    Started { idx: usize },
+    /// A line worker `idx` wrote (stdout and stderr, as in its log).
+    Line { idx: usize, line: &'a BStr },
+    /// Worker `idx` ended.
+    Ended { idx: usize, worker: &'a Worker },
+}
+
+/// How run's caller hears about workers (besides `Observer`'s steps).
+pub trait Watcher {
+    /// Whether worker lines are wanted (a terminal): otherwise logs are not read.
+    fn wants_lines(&self) -> bool;
+    fn event(&self, event: Event<'_>);
+}
+
+/// A sentence saying how a worker ended.
+pub fn worker_message(w: &Worker) -> String {
+    if let Some(e) = &w.start_error {
+        return format!("its command could not be started: {e}");
+    }
+    if w.timed_out {
+        return "its worker ran past the timeout and was stopped".into();
+    }
+    if w.stopped {
+        return "its worker was stopped (run was interrupted)".into();
+    }
+    match (w.exit, w.signal) {
+        (Some(c), _) => format!("its worker exited with status {c}"),
+        (None, Some(s)) => format!("its worker was killed by signal {s}"),
+        _ => "its worker failed".into(),
+    }
+}
+
+/// `tasks[].reason` of a failed worker's task.
+pub(super) fn failure_reason(w: &Worker) -> &'static str {
+    if w.timed_out {
+        "timed_out"
+    } else {
+        "worker_failed"
+    }
+}
+
+/// A worker being run.
+struct Live {
+    idx: usize,
+    group: Group,
+    timeout: Option<Duration>,
+    /// SIGTERM sent (timeout or interruption) at this time.
+    terminating: Option<Instant>,
+    timed_out: bool,
+}
+
+/// How often running workers are looked at.
+const POLL: Duration = Duration::from_millis(50);
+/// At most this much of a worker's log is read for display per look.
+const CHUNK: u64 = 1 << 20;
+
+/// Start the workers, at most J at once, and wait for all of them. Returns
+/// them in task order and whether run was interrupted.
+pub(super) fn run_workers(
+    source: &Source,
+    b: &batch::Batch,
+    opts: &Options,
+    logs: &Path,
+    watcher: &dyn Watcher,
+) -> (Vec<Worker>, bool) {
+    let n = b.tasks.len();
+    let jobs = opts.jobs.unwrap_or(n).max(1);
+    let show = watcher.wants_lines();
+    let mut done: Vec<Option<Worker>> = vec![None; n];
+    let mut live: Vec<Live> = Vec::new();
+    let mut next = 0usize;
+    let mut interrupted = false;
+    let mut poll = Duration::from_millis(1);
+    loop {
+        if !interrupted && crate::sys::interrupt::interrupted() {
+            interrupted = true;
+            let now = Instant::now();
+            for l in live.iter_mut().filter(|l| l.terminating.is_none()) {
+                l.group.term();
+                l.terminating = Some(now);
+            }
+        }
+        while !interrupted && next < n && live.len() < jobs {
+            let idx = next;
+            next += 1;
+            let log = logs.join(format!("{}.log", b.tasks[idx].name));
+            match start(source, b, opts, idx, &log) {
+                Ok((group, timeout)) => {
+                    watcher.event(Event::Started { idx });
+                    live.push(Live {
+                        idx,
+                        group,
+                        timeout,
+                        terminating: None,
+                        timed_out: false,
+                    });
+                }
+                Err(e) => {
+                    use std::io::Write;
+                    if let Ok(mut f) = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(&log)
+                    {
+                        let _ = writeln!(f, "git-delegate: cannot start the worker: {e}");
+                    }
+                    let w = Worker {
+                        name: b.tasks[idx].name.clone(),
+                        exit: None,
+                        signal: None,
+                        timed_out: false,
+                        stopped: false,
+                        duration_ms: 0,
+                        log,
+                        start_error: Some(e),
+                    };
+                    watcher.event(Event::Ended { idx, worker: &w });
+                    done[idx] = Some(w);
+                }
+            }
+        }
+        let mut i = 0;
+        while i < live.len() {
+            let l = &mut live[i];
+            let status = l.group.try_wait().ok().flatten();
+            if let Some(status) = status {
+                // What it left running in its group goes with it.
+                process::kill(l.group.pgid);
+                if show {
+                    l.group.lines(true, CHUNK, |line| {
+                        watcher.event(Event::Line { idx: l.idx, line })
+                    });
+                }
+                use std::os::unix::process::ExitStatusExt;
+                let w = Worker {
+                    name: b.tasks[l.idx].name.clone(),
+                    exit: status.code(),
+                    signal: status.signal(),
+                    timed_out: l.timed_out,
+                    stopped: interrupted && !l.timed_out,
+                    duration_ms: l.group.started.elapsed().as_millis() as u64,
+                    log: logs.join(format!("{}.log", b.tasks[l.idx].name)),
+                    start_error: None,
+                };
+                watcher.event(Event::Ended {
+                    idx: l.idx,
+                    worker: &w,
+                });
+                done[l.idx] = Some(w);
+                live.swap_remove(i);
+                continue;
+            }
+            match l.terminating {
+                Some(t) if t.elapsed() >= process::GRACE => {
+                    // SIGKILL for the group; the leader is reaped next look.
+                    process::kill(l.group.pgid);
+                }
+                Some(_) => {}
+                None => {
+                    if l.timeout.is_some_and(|t| l.group.started.elapsed() >= t) {
+                        l.timed_out = true;
+                        l.group.term();
+                        l.terminating = Some(Instant::now());
+                    }
+                }
+            }
+            if show {
+                let idx = l.idx;
+                l.group.lines(false, CHUNK, |line| {
+                    watcher.event(Event::Line { idx, line })
+                });
+            }
+            i += 1;
+        }
+        if live.is_empty() && (interrupted || next >= n) {
+            break;
+        }
+        std::thread::sleep(poll);
+        poll = (poll * 2).min(POLL);
+    }
+    // Tasks never started because run was interrupted.
+    let workers = done
+        .into_iter()
+        .enumerate()
+        .map(|(idx, w)| {
+            w.unwrap_or_else(|| Worker {
+                name: b.tasks[idx].name.clone(),
+                exit: None,
+                signal: None,
+                timed_out: false,
+                stopped: true,
+                duration_ms: 0,
+                log: logs.join(format!("{}.log", b.tasks[idx].name)),
+                start_error: None,
+            })
+        })
+        .collect();
+    (workers, interrupted)
+}
+
+/// Start task `idx`'s worker (design §3.13).
+fn start(
+    source: &Source,
+    b: &batch::Batch,
+    opts: &Options,
+    idx: usize,
+    log: &Path,
+) -> std::result::Result<(Group, Option<Duration>), String> {
+    let task = &b.tasks[idx];
+    let spec = opts.specs.iter().find(|s| s.name == task.name);
+    let argv: Vec<OsString> = match spec.and_then(|s| s.command.as_ref()) {
+        Some(c) => c.iter().map(OsString::from).collect(),
+        None => opts.command.clone(),
+    };
+    let argv: Vec<OsString> = argv
+        .iter()
+        .map(|a| substitute(a, &task.name, idx, &task.root))
+        .collect();
+    let Some((program, args)) = argv.split_first() else {
+        return Err("no command".into());
+    };
+    // A workspace that is gone is never made again (under the workspace
+    // root, for a batch that may have ended meanwhile).
+    if !task.root.is_dir() {
+        let ended = batch::batch_dir(&source.state_dir(), &b.id)
+            .symlink_metadata()
+            .is_err();
+        return Err(match ended {
+            true => format!(
+                "batch {} ended before this worker started: another command applied or dropped it",
+                b.short()
+            ),
+            false => format!("its workspace {} is missing", task.root.display()),
+        });
+    }
+    let mut cmd = crate::ops::setup::worker_command(program, &source.config, b, idx);
+    cmd.args(args);
+    if let Some(s) = spec {
+        for (k, v) in &s.env {
+            cmd.env(k, v);
+        }
+    }
+    let timeout = spec
+        .and_then(|s| s.timeout_secs)
+        .or(opts.timeout_secs)
+        .map(|s| Duration::from_secs(s.max(0) as u64));
+    process::spawn(cmd, log)
+        .map(|g| (g, timeout))
+        .map_err(|(is_log, e)| {
+            if is_log {
+                format!("cannot create {}: {e}", log.display())
+            } else {
+                format!("{}: {e}", program.to_string_lossy())
+            }
+        })
+}
