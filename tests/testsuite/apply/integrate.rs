@@ -256,6 +256,17 @@ impl Fx {
             .expect("integrate")
     }
 
+    /// [`Fx::integrate`] of one task per tree of `proposals`, in that order,
+    /// each made on `base`.
+    fn tasks(&self, base: ObjectId, s: ObjectId, proposals: &[ObjectId], strict: bool) -> Plan {
+        let candidates: Vec<Candidate> = proposals
+            .iter()
+            .enumerate()
+            .map(|(i, p)| self.cand(i, base, *p))
+            .collect();
+        self.integrate(base, s, &candidates, strict)
+    }
+
     /// What `git diff-tree` says turns `s` into `f`, as [`writes`] shows it.
     fn writes_between(&self, s: ObjectId, f: ObjectId) -> Vec<String> {
         self.git(&[
@@ -650,12 +661,7 @@ fn proposals_apply_in_task_order_and_the_first_wins() {
     let first = fx.tree(&[("f", F(&text(&[(6, "first")]))), ("g", F("g\n"))]);
     let second = fx.tree(&[("f", F(&text(&[(6, "second")]))), ("g", F("g\n"))]);
 
-    let plan = fx.integrate(
-        base,
-        base,
-        &[fx.cand(0, base, first), fx.cand(1, base, second)],
-        false,
-    );
+    let plan = fx.tasks(base, base, &[first, second], false);
     assert_eq!(plan.applied, vec![0]);
     assert_eq!(
         refused(&plan),
@@ -664,12 +670,7 @@ fn proposals_apply_in_task_order_and_the_first_wins() {
     assert_eq!(writes(&plan), fx.writes_between(base, first));
 
     // The same proposals the other way round: now the other one wins.
-    let plan = fx.integrate(
-        base,
-        base,
-        &[fx.cand(0, base, second), fx.cand(1, base, first)],
-        false,
-    );
+    let plan = fx.tasks(base, base, &[second, first], false);
     assert_eq!(plan.applied, vec![0]);
     assert_eq!(
         refused(&plan),
@@ -699,16 +700,7 @@ fn disjoint_proposals_all_apply_and_the_result_is_their_merge() {
         ("old", F("o\n")),
         ("ln", L("g")),
     ]);
-    let plan = fx.integrate(
-        base,
-        base,
-        &[
-            fx.cand(0, base, p0),
-            fx.cand(1, base, p1),
-            fx.cand(2, base, p2),
-        ],
-        false,
-    );
+    let plan = fx.tasks(base, base, &[p0, p1, p2], false);
     assert_eq!(plan.applied, vec![0, 1, 2]);
     assert!(plan.refused.is_empty(), "{:?}", refused(&plan));
     let expected = fx.tree(&[
@@ -731,12 +723,7 @@ fn a_conflicting_proposal_applies_nothing() {
         ("g", F("g changed by one\n")),
         ("new", F("added by one\n")),
     ]);
-    let plan = fx.integrate(
-        base,
-        base,
-        &[fx.cand(0, base, p0), fx.cand(1, base, p1)],
-        false,
-    );
+    let plan = fx.tasks(base, base, &[p0, p1], false);
     assert_eq!(plan.applied, vec![0]);
     assert_eq!(
         refused(&plan),
@@ -756,7 +743,7 @@ fn user_edits_elsewhere_merge_with_the_tasks() {
         ("mine", F("user file\n")),
     ]);
     let p0 = fx.tree(&[("f", F(&text(&[(2, "task")]))), ("g", F("g by task\n"))]);
-    let plan = fx.integrate(base, s, &[fx.cand(0, base, p0)], false);
+    let plan = fx.tasks(base, s, &[p0], false);
     assert_eq!(plan.applied, vec![0]);
     assert!(plan.refused.is_empty(), "{:?}", refused(&plan));
     let expected = fx.tree(&[
@@ -783,16 +770,7 @@ fn user_edit_in_the_same_lines_takes_the_task_out() {
         ("added", F("by one\n")),
     ]);
     let p2 = fx.tree(&[("f", F(&text(&[]))), ("h", F("h by two\n"))]);
-    let plan = fx.integrate(
-        base,
-        s,
-        &[
-            fx.cand(0, base, p0),
-            fx.cand(1, base, p1),
-            fx.cand(2, base, p2),
-        ],
-        false,
-    );
+    let plan = fx.tasks(base, s, &[p0, p1, p2], false);
     assert_eq!(plan.applied, vec![0, 2]);
     assert_eq!(
         refused(&plan),
@@ -813,7 +791,7 @@ fn user_deleted_what_a_task_edits() {
     let base = fx.tree(&[("f", F(&text(&[]))), ("g", F("g\n"))]);
     let s = fx.tree(&[("g", F("g\n"))]);
     let p0 = fx.tree(&[("f", F(&text(&[(1, "task")]))), ("g", F("g\n"))]);
-    let plan = fx.integrate(base, s, &[fx.cand(0, base, p0)], false);
+    let plan = fx.tasks(base, s, &[p0], false);
     assert!(plan.applied.is_empty());
     assert_eq!(
         refused(&plan),
@@ -829,7 +807,7 @@ fn user_rename_vs_task_edit_follows_the_rename() {
     let base = fx.tree(&[("a", F(&text(&[])))]);
     let s = fx.tree(&[("moved/a", F(&text(&[])))]);
     let p0 = fx.tree(&[("a", F(&text(&[(9, "task")])))]);
-    let plan = fx.integrate(base, s, &[fx.cand(0, base, p0)], false);
+    let plan = fx.tasks(base, s, &[p0], false);
     assert_eq!(plan.applied, vec![0]);
     assert!(plan.refused.is_empty(), "{:?}", refused(&plan));
     let expected = fx.tree(&[("moved/a", F(&text(&[(9, "task")])))]);
@@ -843,7 +821,7 @@ fn task_rename_vs_user_edit_keeps_the_users_edit() {
     let base = fx.tree(&[("a", F(&text(&[])))]);
     let s = fx.tree(&[("a", F(&text(&[(9, "user")])))]);
     let p0 = fx.tree(&[("b", F(&text(&[])))]);
-    let plan = fx.integrate(base, s, &[fx.cand(0, base, p0)], false);
+    let plan = fx.tasks(base, s, &[p0], false);
     assert_eq!(plan.applied, vec![0]);
     let expected = fx.tree(&[("b", F(&text(&[(9, "user")])))]);
     assert_eq!(writes(&plan), fx.writes_between(s, expected));
@@ -857,12 +835,7 @@ fn task_file_to_folder_vs_user_edit_is_source_changed() {
     let s = fx.tree(&[("a", F(&text(&[(2, "user")]))), ("z", F("z\n"))]);
     let p0 = fx.tree(&[("a/x", F("x\n")), ("z", F("z by task\n"))]);
     let p1 = fx.tree(&[("a", F(&text(&[]))), ("z", F("z\n")), ("n", F("n\n"))]);
-    let plan = fx.integrate(
-        base,
-        s,
-        &[fx.cand(0, base, p0), fx.cand(1, base, p1)],
-        false,
-    );
+    let plan = fx.tasks(base, s, &[p0, p1], false);
     assert_eq!(plan.applied, vec![1]);
     let r = refused(&plan);
     assert_eq!(r.len(), 1, "{r:?}");
@@ -893,7 +866,7 @@ fn user_folder_to_file_vs_task_edit_is_source_changed() {
     let base = fx.tree(&[("d/x", F(&text(&[]))), ("z", F("z\n"))]);
     let s = fx.tree(&[("d", F("user file\n")), ("z", F("z\n"))]);
     let p0 = fx.tree(&[("d/x", F(&text(&[(3, "task")]))), ("z", F("z\n"))]);
-    let plan = fx.integrate(base, s, &[fx.cand(0, base, p0)], false);
+    let plan = fx.tasks(base, s, &[p0], false);
     assert!(plan.applied.is_empty());
     let r = refused(&plan);
     assert_eq!(r.len(), 1, "{r:?}");
@@ -975,7 +948,7 @@ fn strict_with_an_unchanged_source_applies_everything() {
     let fx = Fx::new();
     let base = fx.tree(&[("f", F(&text(&[])))]);
     let p0 = fx.tree(&[("f", F(&text(&[(1, "zero")])))]);
-    let plan = fx.integrate(base, base, &[fx.cand(0, base, p0)], true);
+    let plan = fx.tasks(base, base, &[p0], true);
     assert_eq!(plan.applied, vec![0]);
     assert_eq!(writes(&plan), fx.writes_between(base, p0));
 }
@@ -1018,12 +991,7 @@ fn a_later_task_carrying_a_refused_tasks_file_brings_it_alone() {
     let s = fx.tree(&[("f", F(&text(&[(4, "user")])))]);
     let p0 = fx.tree(&[("f", F(&text(&[(4, "zero")]))), ("lib", F(&text(&[])))]);
     let p1 = fx.tree(&[("f", F(&text(&[]))), ("lib", F(&text(&[(12, "one")])))]);
-    let plan = fx.integrate(
-        base,
-        s,
-        &[fx.cand(0, base, p0), fx.cand(1, base, p1)],
-        false,
-    );
+    let plan = fx.tasks(base, s, &[p0, p1], false);
     assert_eq!(plan.applied, vec![1]);
     assert_eq!(
         refused(&plan),
@@ -1175,12 +1143,7 @@ fn a_rename_and_an_edit_from_two_tasks_both_apply() {
     let base = fx.tree(&[("a", F(&text(&[]))), ("z", F("z\n"))]);
     let p0 = fx.tree(&[("src/a", F(&text(&[]))), ("z", F("z\n"))]);
     let p1 = fx.tree(&[("a", F(&text(&[(10, "one")]))), ("z", F("z\n"))]);
-    let plan = fx.integrate(
-        base,
-        base,
-        &[fx.cand(0, base, p0), fx.cand(1, base, p1)],
-        false,
-    );
+    let plan = fx.tasks(base, base, &[p0, p1], false);
     assert_eq!(plan.applied, vec![0, 1]);
     let expected = fx.tree(&[("src/a", F(&text(&[(10, "one")]))), ("z", F("z\n"))]);
     assert_eq!(writes(&plan), fx.writes_between(base, expected));
@@ -1216,12 +1179,7 @@ fn file_and_folder_added_at_one_path_conflict() {
     );
 
     // Through integrate: the later task is the one refused.
-    let plan = fx.integrate(
-        base,
-        base,
-        &[fx.cand(0, base, folder), fx.cand(1, base, file)],
-        false,
-    );
+    let plan = fx.tasks(base, base, &[folder, file], false);
     assert_eq!(plan.applied, vec![0]);
     assert_eq!(
         refused(&plan),
@@ -1301,7 +1259,7 @@ fn a_file_added_in_a_renamed_folder_follows_the_folder() {
 
     // Through integrate: the user moved the folder, a task added a file in
     // it; the file is written in the moved folder.
-    let plan = fx.integrate(base, moved, &[fx.cand(0, base, grown)], false);
+    let plan = fx.tasks(base, moved, &[grown], false);
     assert_eq!(plan.applied, vec![0]);
     assert_eq!(writes(&plan), fx.writes_between(moved, expected));
 }
