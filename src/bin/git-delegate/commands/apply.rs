@@ -50,15 +50,16 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
 
     // Report.
     if ui.json {
-        let mut doc = report_doc(&report);
+        let t = crate::render::Text::default();
+        let mut doc = report_doc(&t, &report);
         match &refreshed {
-            Some(Ok(r)) => doc.refreshed = Some(super::refresh::tasks_doc(r)),
+            Some(Ok(r)) => doc.refreshed = Some(crate::render::run::RefreshTask::list(&t, r)),
             Some(Err(e)) => {
                 doc.refresh_error = Some(crate::render::ErrorBody::new(e.code, &e.message, &e.help))
             }
             None => {}
         }
-        ui.doc_after(&doc, recovered);
+        ui.doc_after(t.doc(doc), recovered);
     }
     say(ui, &report, args.keep, args.verbose);
     match &refreshed {
@@ -89,8 +90,8 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
 }
 
 /// The whole apply document of `report` (design §6.2, §6.4); `run` embeds it too.
-pub(super) fn report_doc(report: &Report) -> ApplyDoc {
-    let mut doc = ApplyDoc::of_report(report);
+pub(super) fn report_doc(t: &crate::render::Text, report: &Report) -> ApplyDoc {
+    let mut doc = ApplyDoc::of_report(t, report);
     doc.warnings = report.remote_left.as_ref().map(super::remote::left_docs);
     doc
 }
@@ -173,11 +174,6 @@ fn refresh_conflicts(
     Some(run())
 }
 
-/// `kept_workspaces` of the apply, drop and gc documents.
-pub fn kept_doc(kept: &[Kept]) -> Vec<crate::render::KeptWorkspace> {
-    crate::render::KeptWorkspace::list(kept)
-}
-
 /// The human lines for workspaces kept because open batches were prepared in them.
 pub fn kept_text(kept: &[Kept]) -> String {
     kept.iter()
@@ -191,11 +187,6 @@ pub fn kept_text(kept: &[Kept]) -> String {
             )
         })
         .collect()
-}
-
-/// `[{"pid", "command"}]` for processes found in a workspace.
-pub(crate) fn procs_doc(procs: &[git_delegate::sys::quiesce::Proc]) -> Vec<crate::render::Proc> {
-    crate::render::Proc::list(procs)
 }
 
 /// One line per process: `pid command` (with "(terminal)" for one that has
