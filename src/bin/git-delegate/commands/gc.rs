@@ -87,6 +87,15 @@ fn human(source: &git_delegate::git::repo::Source, r: &git_delegate::ops::gc::Re
             bytes(r.bytes_freed)
         ));
     }
+    text.push_str(&removed_text(r));
+    text.push_str(&kept_text(source, r));
+    text
+}
+
+/// What else gc found and removed (or leaves): stash entries, undo
+/// entries, temporary files, batches whose prepare was killed.
+fn removed_text(r: &git_delegate::ops::gc::Report) -> String {
+    let mut text = String::new();
     for w in &r.stashed {
         text.push_str(&format!(
             "Batch {}: the work of {} is in your stash, {}; gc leaves it there (see it with `git stash show -p {}`).\n",
@@ -124,6 +133,16 @@ fn human(source: &git_delegate::git::repo::Source, r: &git_delegate::ops::gc::Re
             git_delegate::record::batch::short(id)
         ));
     }
+    text
+}
+
+/// What gc kept and why: proposal refs, workspaces, folders left alone
+/// or refused, batches skipped, write-backs pending.
+fn kept_text(
+    source: &git_delegate::git::repo::Source,
+    r: &git_delegate::ops::gc::Report,
+) -> String {
+    let mut text = String::new();
     if !r.refs_kept.is_empty() {
         let keep = git_delegate::sys::time::human(source.config.keep_failed_secs);
         text.push_str(&format!(
