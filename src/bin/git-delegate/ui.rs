@@ -16,7 +16,7 @@ use git_delegate::git::repo::ColorUi;
 use git_delegate::sys::paths::is_unprintable;
 use git_delegate::writeback::Recovery;
 
-pub const SCHEMA: &str = "git-delegate/v1";
+pub use crate::render::SCHEMA;
 
 pub struct Ui {
     pub json: bool,

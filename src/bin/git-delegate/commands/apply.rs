@@ -53,7 +53,7 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         let t = crate::render::Text::default();
         let mut doc = report_doc(&t, &report);
         match &refreshed {
-            Some(Ok(r)) => doc.refreshed = Some(crate::render::run::RefreshTask::list(&t, r)),
+            Some(Ok(r)) => doc.refreshed = Some(crate::render::refresh::RefreshTask::list(&t, r)),
             Some(Err(e)) => {
                 doc.refresh_error = Some(crate::render::ErrorBody::new(e.code, &e.message, &e.help))
             }

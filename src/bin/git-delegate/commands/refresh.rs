@@ -27,7 +27,7 @@ pub fn run(ui: &Ui, args: RefreshArgs, recovered: &mut Recovery) -> Result<i32> 
     let report = report?;
     if ui.json {
         let t = crate::render::Text::default();
-        let doc = crate::render::run::RefreshDoc::new(&t, &report);
+        let doc = crate::render::refresh::RefreshDoc::new(&t, &report);
         ui.doc_after(t.doc(doc), recovered);
     }
     ui.say(&human(ui, &report));

@@ -26,7 +26,7 @@ document! {
         #[serde(skip_serializing_if = "absent")]
         warnings: Option<Vec<RemoteWarning>>,
         #[serde(skip_serializing_if = "absent")]
-        refreshed: Option<Vec<super::run::RefreshTask>>,
+        refreshed: Option<Vec<super::refresh::RefreshTask>>,
         #[serde(skip_serializing_if = "absent")]
         refresh_error: Option<super::ErrorBody>,
         #[serde(skip_serializing_if = "absent")]

@@ -26,8 +26,12 @@ pub mod batch;
 pub mod diff;
 pub mod gc;
 pub mod hooks;
+pub mod refresh;
 pub mod run;
 pub mod undo;
+
+/// The `schema` of every document.
+pub const SCHEMA: &str = "git-delegate/v1";
 
 /// A document type: a `Serialize` struct and `FIELDS`, the names of its
 /// fields as the JSON has them (`r#ref` is `ref`).
@@ -111,7 +115,7 @@ pub struct Embedded<T> {
 impl<T> Embedded<T> {
     pub fn new(doc: T) -> Embedded<T> {
         Embedded {
-            schema: crate::ui::SCHEMA,
+            schema: SCHEMA,
             doc,
         }
     }
@@ -310,6 +314,58 @@ mod tests {
             .collect()
     }
 
+    /// `lossy_paths` is the document's: set when one of its paths was
+    /// written lossily, by the render layer or (in an error's details) by
+    /// the engine, and never an `error` field.
+    #[test]
+    fn lossy_paths_comes_from_the_documents_own_paths() {
+        let value = |doc: &dyn erased::Doc| doc.value();
+        let t = Text::default();
+        let ok = PathList {
+            paths: vec![t.bytes(b"plain.txt")],
+        };
+        assert_eq!(
+            value(&t.doc(ok)),
+            serde_json::json!({"paths": ["plain.txt"]})
+        );
+        let t = Text::default();
+        let bad = PathList {
+            paths: vec![t.bytes(b"bad-\xff.txt")],
+        };
+        assert_eq!(
+            value(&t.doc(bad)),
+            serde_json::json!({"paths": ["bad-\u{fffd}.txt"], "lossy_paths": true})
+        );
+        let mut details = serde_json::Map::new();
+        details.insert("paths".into(), serde_json::json!(["bad-\u{fffd}"]));
+        git_delegate::sys::paths::note_lossy(&mut details, true);
+        let err =
+            git_delegate::error::Error::state(git_delegate::error::Code::InvalidPath, "m", "h")
+                .with_details(details);
+        let t = Text::default();
+        let doc = ErrorDoc::of(&t, &err);
+        let v = value(&t.doc(doc));
+        assert_eq!(v["lossy_paths"], true);
+        assert_eq!(v["error"]["paths"], serde_json::json!(["bad-\u{fffd}"]));
+        assert!(v["error"].get("lossy_paths").is_none(), "{v}");
+    }
+
+    #[derive(serde::Serialize)]
+    struct PathList {
+        paths: Vec<String>,
+    }
+
+    mod erased {
+        pub trait Doc {
+            fn value(&self) -> serde_json::Value;
+        }
+        impl<T: serde::Serialize> Doc for T {
+            fn value(&self) -> serde_json::Value {
+                serde_json::to_value(self).unwrap()
+            }
+        }
+    }
+
     /// Every typed document and object has exactly the fields docs/json.md
     /// lists for it, and the other way round.
     #[test]
@@ -327,7 +383,7 @@ mod tests {
             ("apply", "stopped_processes[]", StoppedProc::FIELDS),
             ("apply", "kept_workspaces[]", KeptWorkspace::FIELDS),
             ("apply", "kept_proposal", KeptProposal::FIELDS),
-            ("apply", "refreshed[]", run::RefreshTask::FIELDS),
+            ("apply", "refreshed[]", refresh::RefreshTask::FIELDS),
             ("apply", "refresh_error", &error_body),
             ("apply", "side_effects[]", SideEffect::FIELDS),
             ("apply", "verify", Verify::FIELDS),
@@ -376,8 +432,8 @@ mod tests {
             ("path", "", diff::PathDoc::FIELDS),
             ("branch", "", hooks::BranchDoc::FIELDS),
             ("branch", "conflicts[]", Conflict::FIELDS),
-            ("refresh", "", run::RefreshDoc::FIELDS),
-            ("refresh", "tasks[]", run::RefreshTask::FIELDS),
+            ("refresh", "", refresh::RefreshDoc::FIELDS),
+            ("refresh", "tasks[]", refresh::RefreshTask::FIELDS),
             ("run", "", run::RunDoc::FIELDS),
             ("run", "workers[]", run::RunWorker::FIELDS),
             ("hooks-install", "", hooks::HooksDoc::FIELDS),
