@@ -508,6 +508,11 @@ pub fn in_working_tree(root: &Path, found: &[Invalid]) -> Error {
             .collect::<Vec<_>>()
             .into(),
     );
+    let lossy = found
+        .iter()
+        .take(NAMED)
+        .any(|f| crate::sys::paths::is_lossy(&f.path));
+    crate::sys::paths::note_lossy(&mut details, lossy);
     Error::state(
         Code::InvalidPath,
         format!(

@@ -1,8 +1,8 @@
 //! Paths as git stores them (bytes) and as documents show them (UTF-8).
 //!
 //! Owns: the conversions between byte paths, OS paths and document strings,
-//! and remembering whether a document had to write a path lossily
-//! (design §6.2 `lossy_paths`), and which characters a terminal would act on
+//! and telling whether one is written lossily (design §6.2 `lossy_paths`:
+//! the command layer decides the field, from what it is told), and which characters a terminal would act on
 //! instead of showing; quoting for a shell (`shell_quote`, for the commands
 //! hints print); the byte-string types (`BString`, `ByteSlice`) the
 //! command layer renders paths from, so it never names the git library.
@@ -11,13 +11,10 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The byte-string types git paths come in, for the layers above the engine
 /// (the commands render them without naming the git library).
 pub use gix::bstr::{BStr, BString, ByteSlice};
-
-static LOSSY: AtomicBool = AtomicBool::new(false);
 
 /// Characters a terminal acts on instead of showing: control characters
 /// (C0, DEL, C1: ESC starts escape sequences, newline breaks a line) and the
@@ -28,15 +25,10 @@ pub fn is_unprintable(c: char) -> bool {
         || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
 }
 
-/// A document string for raw path bytes: UTF-8 as is, otherwise lossy (and noted).
+/// A document string for raw path bytes: UTF-8 as is, otherwise lossy
+/// (see [`is_lossy`]).
 pub fn doc_bytes(bytes: &[u8]) -> String {
-    match std::str::from_utf8(bytes) {
-        Ok(s) => s.to_string(),
-        Err(_) => {
-            LOSSY.store(true, Ordering::Relaxed);
-            String::from_utf8_lossy(bytes).into_owned()
-        }
-    }
+    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// A document string for an OS path.
@@ -44,9 +36,26 @@ pub fn doc_path(p: &Path) -> String {
     doc_bytes(p.as_os_str().as_bytes())
 }
 
-/// Whether any document string so far was written lossily.
-pub fn lossy_seen() -> bool {
-    LOSSY.load(Ordering::Relaxed)
+/// Whether [`doc_bytes`] writes `bytes` lossily (they are not UTF-8).
+pub fn is_lossy(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_err()
+}
+
+/// Whether [`doc_path`] writes `p` lossily.
+pub fn path_is_lossy(p: &Path) -> bool {
+    is_lossy(p.as_os_str().as_bytes())
+}
+
+/// The key of an error's details (`Error::with_details`) saying that a
+/// path in them was written lossily; the command layer turns it into the
+/// document's `lossy_paths`, never into a field of the error.
+pub const LOSSY_DETAIL: &str = "lossy_paths";
+
+/// Say in `details` that a path in them was written lossily, when `lossy`.
+pub fn note_lossy(details: &mut serde_json::Map<String, serde_json::Value>, lossy: bool) {
+    if lossy {
+        details.insert(LOSSY_DETAIL.into(), serde_json::Value::Bool(true));
+    }
 }
 
 /// A repo-relative byte path as a filesystem path.

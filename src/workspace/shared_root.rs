@@ -120,6 +120,7 @@ impl Refused {
                 "reason": self.reason.as_str(),
             }),
         );
+        crate::sys::paths::note_lossy(&mut details, crate::sys::paths::path_is_lossy(&self.path));
         Error::state(
             Code::UnsafeWorkspaceRoot,
             format!(

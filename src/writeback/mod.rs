@@ -893,5 +893,13 @@ fn rollback_failed(root: &Path, journal: &Path, what: &str, left: &[Left]) -> Er
         serde_json::json!(journal_kept.then(|| crate::sys::paths::doc_path(journal))),
     );
     details.insert("paths".into(), serde_json::Value::Array(paths));
+    let lossy = |l: &Left| {
+        crate::sys::paths::is_lossy(&l.path)
+            || kept_abs(l).is_some_and(|k| crate::sys::paths::path_is_lossy(&k))
+    };
+    crate::sys::paths::note_lossy(
+        &mut details,
+        left.iter().any(lossy) || (journal_kept && crate::sys::paths::path_is_lossy(journal)),
+    );
     Error::state(Code::RollbackFailed, message, help).with_details(details)
 }

@@ -8,7 +8,7 @@
 
 use std::io::{IsTerminal, Write};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::cli::ColorChoice;
 use git_delegate::error::{Code, Error};
@@ -16,7 +16,7 @@ use git_delegate::git::repo::ColorUi;
 use git_delegate::sys::paths::is_unprintable;
 use git_delegate::writeback::Recovery;
 
-pub const SCHEMA: &str = "git-delegate/v1";
+pub use crate::render::SCHEMA;
 
 pub struct Ui {
     pub json: bool,
@@ -225,23 +225,16 @@ impl Ui {
     pub fn doc_after(&self, doc: impl serde::Serialize, recovery: &Recovery) {
         // Through `Value`: its objects are sorted by key, so the output
         // does not depend on the order of a type's fields.
+        // `lossy_paths` is the document's own (`render::Text::doc`).
         let mut value = serde_json::to_value(doc).unwrap_or(Value::Null);
         if let Value::Object(map) = &mut value {
-            let mut out = serde_json::Map::new();
-            out.insert("schema".into(), json!(SCHEMA));
-            for (k, v) in std::mem::take(map) {
-                out.insert(k, v);
-            }
-            if !recovery.rolled_back.is_empty() && !out.contains_key("recovered_writebacks") {
-                out.insert("recovered_writebacks".into(), json!(recovery.rolled_back));
+            map.insert("schema".into(), Value::from(SCHEMA));
+            if !recovery.rolled_back.is_empty() && !map.contains_key("recovered_writebacks") {
+                map.insert("recovered_writebacks".into(), ids(&recovery.rolled_back));
             }
             if !recovery.completed.is_empty() {
-                out.insert("completed_writebacks".into(), json!(recovery.completed));
+                map.insert("completed_writebacks".into(), ids(&recovery.completed));
             }
-            if git_delegate::sys::paths::lossy_seen() {
-                out.insert("lossy_paths".into(), json!(true));
-            }
-            *map = out;
         }
         let text = serde_json::to_string_pretty(&value).unwrap_or_else(|_| "{}".into());
         stdout(&format!("{text}\n"));
@@ -251,7 +244,9 @@ impl Ui {
     /// document (with what the command recovered before it failed).
     pub fn error(&self, err: &Error, recovery: &Recovery) {
         if self.json {
-            self.doc_after(crate::render::ErrorDoc::of(err), recovery);
+            let t = crate::render::Text::default();
+            let doc = crate::render::ErrorDoc::of(&t, err);
+            self.doc_after(t.doc(doc), recovery);
         }
         // Diagnostics go to stderr: decide for that stream.
         let color = if self.json {
@@ -282,6 +277,11 @@ impl Ui {
         }
         stderr(&text);
     }
+}
+
+/// Batch ids as a JSON array.
+fn ids(list: &[String]) -> Value {
+    Value::Array(list.iter().map(|s| Value::from(s.as_str())).collect())
 }
 
 /// `s` with every unprintable character written as an escape (`\e`, `\n`,

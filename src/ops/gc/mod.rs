@@ -84,12 +84,12 @@ pub struct KeptWorkspace {
     pub task: String,
     pub root: PathBuf,
     /// The nested repositories, relative to the workspace root.
-    pub nested: Vec<String>,
+    pub nested: Vec<gix::bstr::BString>,
     /// The open batches whose source it is.
     pub batches: Vec<String>,
     /// The submodules the task changed (design §3.15: their work cannot be
     /// saved in a proposal), relative to the workspace root.
-    pub changed_submodules: Vec<String>,
+    pub changed_submodules: Vec<gix::bstr::BString>,
 }
 
 /// A stale batch gc did not reclaim, and why.

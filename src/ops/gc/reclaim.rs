@@ -22,8 +22,8 @@ use super::{registration_is_dead, Gc, KeptWorkspace, Rescued, Skipped, StashedWo
 /// must be kept (nested repositories, changed submodules), by task name.
 struct Saved {
     rescued: Vec<Rescued>,
-    nested: Vec<(String, Vec<String>)>,
-    submodules: Vec<(String, Vec<String>)>,
+    nested: Vec<(String, Vec<gix::bstr::BString>)>,
+    submodules: Vec<(String, Vec<gix::bstr::BString>)>,
 }
 
 impl Gc<'_> {
@@ -196,8 +196,8 @@ impl Gc<'_> {
         baseline_tree: ObjectId,
     ) -> std::result::Result<Saved, String> {
         let mut rescued = Vec::new();
-        let mut nested: Vec<(String, Vec<String>)> = Vec::new();
-        let mut submodules: Vec<(String, Vec<String>)> = Vec::new();
+        let mut nested: Vec<(String, Vec<gix::bstr::BString>)> = Vec::new();
+        let mut submodules: Vec<(String, Vec<gix::bstr::BString>)> = Vec::new();
         for task in b.open_tasks() {
             // Read at the real path the identity check found.
             let workspace::Identity::Ours { real, .. } =
@@ -222,20 +222,13 @@ impl Gc<'_> {
             };
             if let Ok(Some((_, _, repos))) = &saved {
                 if !repos.is_empty() {
-                    let repos = repos
-                        .iter()
-                        .map(|p| crate::sys::paths::doc_bytes(p))
-                        .collect();
-                    nested.push((t.name.clone(), repos));
+                    nested.push((t.name.clone(), repos.clone()));
                 }
             }
             // Work in a submodule cannot be saved in a proposal either
             // (design §3.15): its workspace is kept.
             match crate::workspace::submodules::changed(&self.source.common_dir, &t.root) {
-                Ok(subs) if !subs.is_empty() => submodules.push((
-                    t.name.clone(),
-                    subs.iter().map(|p| crate::sys::paths::doc_bytes(p)).collect(),
-                )),
+                Ok(subs) if !subs.is_empty() => submodules.push((t.name.clone(), subs)),
                 Ok(_) => {}
                 Err(e) => {
                     return Err(format!(

@@ -50,15 +50,16 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
 
     // Report.
     if ui.json {
-        let mut doc = report_doc(&report);
+        let t = crate::render::Text::default();
+        let mut doc = report_doc(&t, &report);
         match &refreshed {
-            Some(Ok(r)) => doc.refreshed = Some(super::refresh::tasks_doc(r)),
+            Some(Ok(r)) => doc.refreshed = Some(crate::render::refresh::RefreshTask::list(&t, r)),
             Some(Err(e)) => {
                 doc.refresh_error = Some(crate::render::ErrorBody::new(e.code, &e.message, &e.help))
             }
             None => {}
         }
-        ui.doc_after(&doc, recovered);
+        ui.doc_after(t.doc(doc), recovered);
     }
     say(ui, &report, args.keep, args.verbose);
     match &refreshed {
@@ -89,8 +90,8 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
 }
 
 /// The whole apply document of `report` (design §6.2, §6.4); `run` embeds it too.
-pub(super) fn report_doc(report: &Report) -> ApplyDoc {
-    let mut doc = ApplyDoc::of_report(report);
+pub(super) fn report_doc(t: &crate::render::Text, report: &Report) -> ApplyDoc {
+    let mut doc = ApplyDoc::of_report(t, report);
     doc.warnings = report.remote_left.as_ref().map(super::remote::left_docs);
     doc
 }
@@ -173,11 +174,6 @@ fn refresh_conflicts(
     Some(run())
 }
 
-/// `kept_workspaces` of the apply, drop and gc documents.
-pub fn kept_doc(kept: &[Kept]) -> Vec<crate::render::KeptWorkspace> {
-    crate::render::KeptWorkspace::list(kept)
-}
-
 /// The human lines for workspaces kept because open batches were prepared in them.
 pub fn kept_text(kept: &[Kept]) -> String {
     kept.iter()
@@ -191,11 +187,6 @@ pub fn kept_text(kept: &[Kept]) -> String {
             )
         })
         .collect()
-}
-
-/// `[{"pid", "command"}]` for processes found in a workspace.
-pub(crate) fn procs_doc(procs: &[git_delegate::sys::quiesce::Proc]) -> Vec<crate::render::Proc> {
-    crate::render::Proc::list(procs)
 }
 
 /// One line per process: `pid command` (with "(terminal)" for one that has
@@ -337,12 +328,11 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
         batch: b,
         outcomes,
         written,
-        batch_open,
         dry_run,
         write_error,
         ..
     } = report;
-    let (batch_open, dry_run, write_error) = (*batch_open, *dry_run, write_error.as_ref());
+    let (dry_run, write_error) = (*dry_run, write_error.as_ref());
     let mut text = String::new();
     if dry_run {
         text.push_str(&format!(
@@ -365,142 +355,14 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
         .max()
         .unwrap_or(0)
         .max(10);
-    // The reason after the status, unless it only says the status again
-    // (`worker_failed worker_failed`).
-    let reason_of = |o: &Outcome| -> String {
-        match o.reason {
-            Some(r) if r != o.status.as_str() => r.to_string(),
-            _ => String::new(),
-        }
-    };
-    // `reason: more`, or just `more` when there is no reason to show.
-    let then = |d: &mut String, more: &str| {
-        if !d.is_empty() {
-            d.push_str(": ");
-        }
-        d.push_str(more);
-    };
     for o in outcomes {
         let t = &b.tasks[o.idx];
-        let status = o.status.as_str();
-        let painted = ui.status_column(status, o.ok(), status_width);
-        let detail = match o.status {
-            TaskState::Applied if o.message.is_some() => {
-                crate::ui::escape_text(o.message.as_deref().unwrap_or(""))
-            }
-            TaskState::Applied => {
-                let n = o.applied.len();
-                let s = if n == 1 { "" } else { "s" };
-                if dry_run {
-                    format!("would write {n} path{s}")
-                } else {
-                    format!("{n} path{s} written")
-                }
-            }
-            TaskState::Conflict | TaskState::Failed | TaskState::Open | TaskState::WorkerFailed => {
-                let mut d = reason_of(o);
-                if !o.conflicts.is_empty() {
-                    let list: Vec<String> = o
-                        .conflicts
-                        .iter()
-                        .take(5)
-                        .map(|c| {
-                            let path = if c.path.is_empty() {
-                                "the top folder".to_string()
-                            } else {
-                                paths::quote(c.path.as_bstr())
-                            };
-                            format!("{path} ({})", c.reason)
-                        })
-                        .collect();
-                    then(&mut d, &list.join(", "));
-                    if o.conflicts.len() > 5 {
-                        d.push_str(&format!(", and {} more", o.conflicts.len() - 5));
-                    }
-                } else if let Some(m) = &o.message {
-                    then(&mut d, &crate::ui::escape_text(m));
-                }
-                d
-            }
-            TaskState::Rejected | TaskState::Unverified => {
-                let mut d = reason_of(o);
-                if let Some(log) = &o.verify_log {
-                    then(&mut d, &format!("log {}", super::show(log)));
-                }
-                d
-            }
-            _ => String::new(),
-        };
+        let painted = ui.status_column(o.status.as_str(), o.ok(), status_width);
+        let detail = task_detail(o, dry_run);
         let line = format!("  task {:<width$}  {painted} {detail}", t.name);
         text.push_str(line.trim_end());
         text.push('\n');
-        if o.status == TaskState::Applied {
-            text.push_str(&paths_text(&o.applied, verbose));
-        }
-        if !o.stopped.is_empty() {
-            text.push_str("      stopped processes inside its workspace:\n");
-            text.push_str(&procs_text(&o.stopped, "        "));
-        }
-        if dry_run && !o.processes.is_empty() {
-            text.push_str("      processes running inside its workspace:\n");
-            text.push_str(&procs_text(&o.processes, "        "));
-        }
-        if o.status == TaskState::Discarded && o.would_keep {
-            text.push_str(
-                "      its work would be kept as a proposal ref and patch until gc.keep-failed passes\n",
-            );
-        }
-        if let (TaskState::Discarded, Some(until)) = (o.status, &o.kept_until) {
-            text.push_str(&format!(
-                "      its work is kept until {until} (gc.keep-failed); `git delegate apply --kept {}` brings it back\n",
-                o.proposal_ref.as_deref().unwrap_or("REF")
-            ));
-            if let Some(r) = &o.proposal_ref {
-                text.push_str(&format!("      proposal:  {r}\n"));
-            }
-            if let Some(p) = &o.patch {
-                text.push_str(&format!("      patch:     {}\n", super::show(p)));
-            }
-        }
-        if o.status == TaskState::Discarded && !o.nested_kept.is_empty() {
-            let list: Vec<String> = o
-                .nested_kept
-                .iter()
-                .map(|p| crate::ui::escape_text(&paths::quote(p.as_bstr())))
-                .collect();
-            let (one, verb) = match (o.nested_kept.len() == 1, dry_run) {
-                (true, false) => (true, "is kept"),
-                (false, false) => (false, "is kept"),
-                (one, true) => (one, "would be kept"),
-            };
-            text.push_str(&format!(
-                "      its workspace {verb} as an ordinary worktree: it holds the git repositor{} {} its worker made, which no proposal can hold\n\
-                 \x20     workspace: {}\n\
-                 \x20     when you are done with it: git worktree remove --force {}\n",
-                if one { "y" } else { "ies" },
-                list.join(", "),
-                super::show(&t.root),
-                shell_quote(&t.root.to_string_lossy()),
-            ));
-        }
-        if o.status == TaskState::NotSubmitted {
-            // design §3.14: its worker has not run `git delegate submit` yet.
-            text.push_str(&format!(
-                "      its worker has not submitted yet; it joins with: {}\n",
-                git_delegate::ops::remote::join_command(b, &t.name).unwrap_or_default()
-            ));
-        } else if !o.ok() {
-            match t.remote {
-                true => text.push_str("      workspace: (remote)\n"),
-                false => text.push_str(&format!("      workspace: {}\n", super::show(&t.root))),
-            }
-            if let Some(p) = &o.patch {
-                text.push_str(&format!("      patch:     {}\n", super::show(p)));
-            }
-            if let Some(r) = &o.proposal_ref {
-                text.push_str(&format!("      proposal:  {r}\n"));
-            }
-        }
+        text.push_str(&task_notes(b, o, dry_run, verbose));
     }
     if let Some(e) = write_error {
         text.push_str(&format!(
@@ -518,6 +380,164 @@ fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
         super::show(&b.source)
     ));
     let stays = workspaces_text(report, keep, &mut text);
+    text.push_str(&batch_end_text(report, stays));
+    text
+}
+
+/// What follows a task's status in its line: how many paths, or why not
+/// (the reason, the first conflicts or the message, the verify log).
+fn task_detail(o: &Outcome, dry_run: bool) -> String {
+    // The reason after the status, unless it only says the status again
+    // (`worker_failed worker_failed`).
+    let reason_of = |o: &Outcome| -> String {
+        match o.reason {
+            Some(r) if r != o.status.as_str() => r.to_string(),
+            _ => String::new(),
+        }
+    };
+    // `reason: more`, or just `more` when there is no reason to show.
+    let then = |d: &mut String, more: &str| {
+        if !d.is_empty() {
+            d.push_str(": ");
+        }
+        d.push_str(more);
+    };
+    match o.status {
+        TaskState::Applied if o.message.is_some() => {
+            crate::ui::escape_text(o.message.as_deref().unwrap_or(""))
+        }
+        TaskState::Applied => {
+            let n = o.applied.len();
+            let s = if n == 1 { "" } else { "s" };
+            if dry_run {
+                format!("would write {n} path{s}")
+            } else {
+                format!("{n} path{s} written")
+            }
+        }
+        TaskState::Conflict | TaskState::Failed | TaskState::Open | TaskState::WorkerFailed => {
+            let mut d = reason_of(o);
+            if !o.conflicts.is_empty() {
+                let list: Vec<String> = o
+                    .conflicts
+                    .iter()
+                    .take(5)
+                    .map(|c| {
+                        let path = if c.path.is_empty() {
+                            "the top folder".to_string()
+                        } else {
+                            paths::quote(c.path.as_bstr())
+                        };
+                        format!("{path} ({})", c.reason)
+                    })
+                    .collect();
+                then(&mut d, &list.join(", "));
+                if o.conflicts.len() > 5 {
+                    d.push_str(&format!(", and {} more", o.conflicts.len() - 5));
+                }
+            } else if let Some(m) = &o.message {
+                then(&mut d, &crate::ui::escape_text(m));
+            }
+            d
+        }
+        TaskState::Rejected | TaskState::Unverified => {
+            let mut d = reason_of(o);
+            if let Some(log) = &o.verify_log {
+                then(&mut d, &format!("log {}", super::show(log)));
+            }
+            d
+        }
+        _ => String::new(),
+    }
+}
+
+/// The lines under a task's line: its paths, processes, what is kept of
+/// it and where, or how its remote worker joins.
+fn task_notes(b: &Batch, o: &Outcome, dry_run: bool, verbose: bool) -> String {
+    let t = &b.tasks[o.idx];
+    let mut text = String::new();
+    if o.status == TaskState::Applied {
+        text.push_str(&paths_text(&o.applied, verbose));
+    }
+    if !o.stopped.is_empty() {
+        text.push_str("      stopped processes inside its workspace:\n");
+        text.push_str(&procs_text(&o.stopped, "        "));
+    }
+    if dry_run && !o.processes.is_empty() {
+        text.push_str("      processes running inside its workspace:\n");
+        text.push_str(&procs_text(&o.processes, "        "));
+    }
+    if o.status == TaskState::Discarded && o.would_keep {
+        text.push_str(
+            "      its work would be kept as a proposal ref and patch until gc.keep-failed passes\n",
+        );
+    }
+    if let (TaskState::Discarded, Some(until)) = (o.status, &o.kept_until) {
+        text.push_str(&format!(
+            "      its work is kept until {until} (gc.keep-failed); `git delegate apply --kept {}` brings it back\n",
+            o.proposal_ref.as_deref().unwrap_or("REF")
+        ));
+        if let Some(r) = &o.proposal_ref {
+            text.push_str(&format!("      proposal:  {r}\n"));
+        }
+        if let Some(p) = &o.patch {
+            text.push_str(&format!("      patch:     {}\n", super::show(p)));
+        }
+    }
+    if o.status == TaskState::Discarded && !o.nested_kept.is_empty() {
+        let list: Vec<String> = o
+            .nested_kept
+            .iter()
+            .map(|p| crate::ui::escape_text(&paths::quote(p.as_bstr())))
+            .collect();
+        let (one, verb) = match (o.nested_kept.len() == 1, dry_run) {
+            (true, false) => (true, "is kept"),
+            (false, false) => (false, "is kept"),
+            (one, true) => (one, "would be kept"),
+        };
+        text.push_str(&format!(
+            "      its workspace {verb} as an ordinary worktree: it holds the git repositor{} {} its worker made, which no proposal can hold\n\
+             \x20     workspace: {}\n\
+             \x20     when you are done with it: git worktree remove --force {}\n",
+            if one { "y" } else { "ies" },
+            list.join(", "),
+            super::show(&t.root),
+            shell_quote(&t.root.to_string_lossy()),
+        ));
+    }
+    if o.status == TaskState::NotSubmitted {
+        // design §3.14: its worker has not run `git delegate submit` yet.
+        text.push_str(&format!(
+            "      its worker has not submitted yet; it joins with: {}\n",
+            git_delegate::ops::remote::join_command(b, &t.name).unwrap_or_default()
+        ));
+    } else if !o.ok() {
+        match t.remote {
+            true => text.push_str("      workspace: (remote)\n"),
+            false => text.push_str(&format!("      workspace: {}\n", super::show(&t.root))),
+        }
+        if let Some(p) = &o.patch {
+            text.push_str(&format!("      patch:     {}\n", super::show(p)));
+        }
+        if let Some(r) = &o.proposal_ref {
+            text.push_str(&format!("      proposal:  {r}\n"));
+        }
+    }
+    text
+}
+
+/// The batch's fate: open for which tasks (and the hints for them), or
+/// done; `stays`: a workspace of it stays.
+fn batch_end_text(report: &Report, stays: bool) -> String {
+    let Report {
+        batch: b,
+        outcomes,
+        batch_open,
+        dry_run,
+        ..
+    } = report;
+    let (batch_open, dry_run) = (*batch_open, *dry_run);
+    let mut text = String::new();
     if batch_open {
         let open: Vec<&str> = b
             .tasks

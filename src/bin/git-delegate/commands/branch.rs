@@ -3,33 +3,10 @@
 //! was made, or which paths conflict (exit 1).
 //! Never: touches the working tree, the index or HEAD (the engine does not either).
 
-use serde::Serialize;
-
 use crate::cli::BranchArgs;
 use crate::ui::Ui;
 use git_delegate::error::Result;
 use git_delegate::sys::paths;
-
-/// The `--json` document (docs/json.md "branch").
-#[derive(Serialize)]
-struct Doc {
-    batch: String,
-    task: String,
-    branch: String,
-    /// `null` when the merge conflicted (nothing was made).
-    commit: Option<String>,
-    parent: String,
-    paths: Vec<String>,
-    /// The commit the branch pointed to before `--force` moved it.
-    previous: Option<String>,
-    conflicts: Vec<Conflict>,
-}
-
-#[derive(Serialize)]
-struct Conflict {
-    path: String,
-    reason: String,
-}
 
 pub fn run(ui: &Ui, args: BranchArgs) -> Result<i32> {
     let source = super::source()?;
@@ -44,24 +21,18 @@ pub fn run(ui: &Ui, args: BranchArgs) -> Result<i32> {
     let r = git_delegate::ops::branch::run(&source, &opts)?;
     let code = if r.commit.is_some() { 0 } else { 1 };
     if ui.json {
-        let doc = Doc {
+        let t = crate::render::Text::default();
+        let doc = crate::render::hooks::BranchDoc {
             batch: r.batch.clone(),
             task: r.task.clone(),
             branch: r.branch.clone(),
             commit: r.commit.map(|c| c.to_string()),
             parent: r.parent.to_string(),
-            paths: r.paths.iter().map(|p| paths::doc_bytes(p)).collect(),
+            paths: r.paths.iter().map(|p| t.bytes(p)).collect(),
             previous: r.moved_from.map(|c| c.to_string()),
-            conflicts: r
-                .conflicts
-                .iter()
-                .map(|c| Conflict {
-                    path: paths::doc_bytes(&c.path),
-                    reason: c.reason.clone(),
-                })
-                .collect(),
+            conflicts: crate::render::apply::Conflict::list(&t, &r.conflicts),
         };
-        ui.doc(serde_json::to_value(doc).unwrap_or_default());
+        ui.doc(t.doc(doc));
         return Ok(code);
     }
     let name = r.branch.strip_prefix("refs/heads/").unwrap_or(&r.branch);

@@ -5,8 +5,6 @@
 //! name-status lines, the stat, or the JSON document. `--source`
 //! (`review::source_diff`): what apply would change in the working tree now.
 
-use serde_json::json;
-
 use crate::cli::DiffArgs;
 use crate::ui::Ui;
 use git_delegate::error::Result;
@@ -54,17 +52,10 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
     )
     .map_err(|e| super::batch_flag_help(e, &source, &words))?;
     if ui.json {
-        let tasks: Vec<_> = report
-            .tasks
-            .iter()
-            .map(|t| {
-                json!({
-                    "name": t.name,
-                    "paths": paths_json(&t.paths),
-                })
-            })
-            .collect();
-        ui.doc(json!({"batch": report.batch, "source": false, "tasks": tasks}));
+        ui.doc(crate::render::diff::DiffDoc::new(
+            &report.batch,
+            &report.tasks,
+        ));
         return Ok(0);
     }
     // One task: exactly what `git diff` prints. Several: each task's
@@ -98,38 +89,7 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
 /// and the paths apply would write.
 fn show_source(ui: &Ui, args: &DiffArgs, report: review::SourceDiff, colour: bool) -> Result<i32> {
     if ui.json {
-        let tasks: Vec<_> = report
-            .tasks
-            .iter()
-            .map(|f| {
-                let mut t = json!({
-                    "name": f.name,
-                    "paths": paths_json(&f.paths),
-                    "status": f.status.as_str(),
-                });
-                if let Some(reason) = f.reason {
-                    t["reason"] = json!(reason);
-                    t["conflicts"] = json!(f
-                        .conflicts
-                        .iter()
-                        .map(|c| json!({
-                            "path": String::from_utf8_lossy(&c.path),
-                            "reason": c.reason,
-                        }))
-                        .collect::<Vec<_>>());
-                }
-                if let Some(m) = &f.message {
-                    t["message"] = json!(m);
-                }
-                t
-            })
-            .collect();
-        ui.doc(json!({
-            "batch": report.batch,
-            "source": true,
-            "tasks": tasks,
-            "paths": paths_json(&report.changes.paths),
-        }));
+        ui.doc(crate::render::diff::DiffDoc::source(&report));
         return Ok(0);
     }
     for f in report.tasks.iter().filter(|f| f.reason.is_some()) {
@@ -171,28 +131,6 @@ fn show_source(ui: &Ui, args: &DiffArgs, report: review::SourceDiff, colour: boo
     }
     crate::pager::show(&out, !args.no_pager);
     Ok(0)
-}
-
-fn paths_json(paths: &[review::Changed]) -> Vec<serde_json::Value> {
-    paths
-        .iter()
-        .map(|p| {
-            json!({
-                "path": String::from_utf8_lossy(&p.path),
-                "status": status_word(p.status),
-            })
-        })
-        .collect()
-}
-
-/// The JSON word of a status letter (docs/json.md §Diff).
-fn status_word(letter: char) -> &'static str {
-    match letter {
-        'A' => "added",
-        'D' => "deleted",
-        'T' => "type_changed",
-        _ => "modified",
-    }
 }
 
 /// `git diff --stat` as git prints it into a pipe (80 columns; coloured

@@ -8,16 +8,16 @@
 //! proposal refs first (`gc::remove_corrupt`). A batch whose prepare was
 //! killed holds no work and goes whole either way (design §3.15).
 
-use serde_json::json;
-
 use crate::cli::DropArgs;
+use crate::render::gc::{DropDoc, DropRefused};
+use crate::render::{KeptWorkspace, Text};
 use crate::ui::Ui;
 use git_delegate::error::Result;
 use git_delegate::git::repo::Source;
 use git_delegate::record::batch::{self, Batch};
 use git_delegate::writeback::Recovery;
 
-use super::apply::{kept_doc, kept_text};
+use super::apply::kept_text;
 
 pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     let source = super::source()?;
@@ -55,17 +55,12 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     } = git_delegate::ops::teardown::blockers(&source, &b)?;
     if (!unapplied.is_empty() || !hosting.is_empty()) && !args.force {
         if ui.json {
-            let mut doc = json!({"batch": b.id, "dropped": false, "unapplied": unapplied});
-            if let (false, Some(m)) = (hosting.is_empty(), doc.as_object_mut()) {
-                m.insert(
-                    "hosts_open_batches".into(),
-                    crate::render::value(kept_doc(&hosting)),
-                );
-            }
-            if let (false, Some(m)) = (stashed.is_empty(), doc.as_object_mut()) {
-                m.insert("stashed".into(), stashed_doc(&stashed));
-            }
-            ui.doc_after(doc, recovered);
+            let t = Text::default();
+            let mut doc = DropRefused::new(&b.id, &unapplied);
+            doc.hosts_open_batches =
+                (!hosting.is_empty()).then(|| KeptWorkspace::list(&t, &hosting));
+            doc.stashed = (!stashed.is_empty()).then(|| DropRefused::stashed(&stashed));
+            ui.doc_after(t.doc(doc), recovered);
         }
         let (noun, verb) = if unapplied.len() == 1 {
             ("task", "has")
@@ -112,20 +107,11 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     let (left_alone, hosting): (Vec<_>, Vec<_>) = kept.into_iter().partition(|k| k.2.is_empty());
     let kept: Vec<std::path::PathBuf> = left_alone.into_iter().map(|k| k.1).collect();
     if ui.json {
-        let mut doc = dropped_doc(&b.id, removed, refs_removed, &kept, &unsafe_folders);
-        if let (false, Some(m)) = (hosting.is_empty(), doc.as_object_mut()) {
-            m.insert(
-                "kept_workspaces".into(),
-                crate::render::value(kept_doc(&hosting)),
-            );
-        }
-        if let (Some(left), Some(m)) = (&remote_left, doc.as_object_mut()) {
-            m.insert(
-                "warnings".into(),
-                serde_json::json!(super::remote::left_docs(left)),
-            );
-        }
-        ui.doc_after(doc, recovered);
+        let t = Text::default();
+        let mut doc = DropDoc::new(&t, &b.id, removed, refs_removed, &kept, &unsafe_folders);
+        doc.kept_workspaces = (!hosting.is_empty()).then(|| KeptWorkspace::list(&t, &hosting));
+        doc.warnings = remote_left.as_ref().map(super::remote::left_docs);
+        ui.doc_after(t.doc(doc), recovered);
     }
     if let Some(left) = &remote_left {
         super::remote::warn_left(ui, left);
@@ -160,10 +146,9 @@ fn drop_corrupt(
     let short = batch::short(id);
     if !force {
         if ui.json {
-            ui.doc_after(
-                json!({"batch": id, "dropped": false, "unapplied": [], "corrupt": true}),
-                recovered,
-            );
+            let mut doc = DropRefused::new(id, &[]);
+            doc.corrupt = Some(true);
+            ui.doc_after(Text::default().doc(doc), recovered);
         }
         ui.say(&format!(
             "Not dropping batch {short}: its state is corrupt ({problem}), so which of its tasks hold unapplied changes is unknown.\n\
@@ -173,32 +158,19 @@ fn drop_corrupt(
     }
     let r = git_delegate::ops::gc::remove_corrupt(source, id)?;
     if ui.json {
-        let mut doc = dropped_doc(
+        let t = Text::default();
+        let mut doc = DropDoc::new(
+            &t,
             id,
             r.workspaces_removed,
             r.refs_removed,
             &r.left_alone,
             &r.unsafe_folders,
         );
-        if let Some(m) = doc.as_object_mut() {
-            m.insert("corrupt".into(), json!(true));
-            m.insert(
-                "rescued".into(),
-                r.rescued
-                    .iter()
-                    .map(|x| {
-                        json!({
-                            "task": x.task,
-                            "ref": x.ref_name,
-                            "patch": git_delegate::sys::paths::doc_path(&x.patch),
-                            "changed_paths": x.paths,
-                        })
-                    })
-                    .collect(),
-            );
-            m.insert("refs_kept".into(), json!(r.refs_kept));
-        }
-        ui.doc_after(doc, recovered);
+        doc.corrupt = Some(true);
+        doc.rescued = Some(DropDoc::rescued(&t, &r.rescued));
+        doc.refs_kept = Some(r.refs_kept.clone());
+        ui.doc_after(t.doc(doc), recovered);
     }
     let mut text = format!(
         "Dropped batch {short} (its state was corrupt): {} workspace(s) and {} ref(s) removed.\n",
@@ -236,16 +208,16 @@ fn drop_corrupt(
 fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) -> Result<i32> {
     let r = git_delegate::ops::preparing::remove_whole(source, b, false)?;
     if ui.json {
-        ui.doc_after(
-            dropped_doc(
-                &b.id,
-                r.workspaces,
-                r.refs,
-                &r.left_alone,
-                &r.unsafe_folders,
-            ),
-            recovered,
+        let t = Text::default();
+        let doc = DropDoc::new(
+            &t,
+            &b.id,
+            r.workspaces,
+            r.refs,
+            &r.left_alone,
+            &r.unsafe_folders,
         );
+        ui.doc_after(t.doc(doc), recovered);
     }
     let mut text = format!(
         "Dropped the unfinished batch {} (its prepare never completed): {} workspace(s) and {} ref(s) removed.\n",
@@ -262,39 +234,6 @@ fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) ->
     text.push_str(&super::unsafe_text(&r.unsafe_folders));
     ui.say(&text);
     Ok(0)
-}
-
-/// The document of a batch dropped (design §6): what was removed and the
-/// folders left alone (and refused, design §3.18); callers add what their
-/// kind of drop adds.
-fn dropped_doc(
-    id: &str,
-    workspaces: usize,
-    refs: usize,
-    left_alone: &[std::path::PathBuf],
-    unsafe_folders: &[git_delegate::workspace::shared_root::Refused],
-) -> serde_json::Value {
-    let mut doc = json!({
-        "batch": id,
-        "dropped": true,
-        "workspaces_removed": workspaces,
-        "refs_removed": refs,
-        "left_alone": left_alone.iter().map(|k| git_delegate::sys::paths::doc_path(k)).collect::<Vec<_>>(),
-    });
-    if let (false, Some(m)) = (unsafe_folders.is_empty(), doc.as_object_mut()) {
-        m.insert("unsafe_folders".into(), super::unsafe_doc(unsafe_folders));
-    }
-    doc
-}
-
-/// `[{"task", "stash"}]`: open tasks whose work is in the stash.
-fn stashed_doc(stashed: &[(String, String)]) -> serde_json::Value {
-    serde_json::Value::Array(
-        stashed
-            .iter()
-            .map(|(task, entry)| json!({"task": task, "stash": entry}))
-            .collect(),
-    )
 }
 
 /// `drop` with no BATCH: dropping ends a batch, so it is never guessed; the

@@ -3,8 +3,6 @@
 //! is `git_delegate::ops::gc`), and report it (design §6.3). A dry run takes no lock and
 //! changes nothing.
 
-use serde_json::{json, Value};
-
 use crate::cli::GcArgs;
 use crate::ui::Ui;
 use git_delegate::error::Result;
@@ -24,75 +22,16 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
     let code = if report.skipped.is_empty() { 0 } else { 1 };
 
     if ui.json {
-        let rescued: Vec<Value> = report
-            .rescued
-            .iter()
-            .map(|r| {
-                json!({
-                    "batch": r.batch,
-                    "task": r.task,
-                    "ref": r.ref_name,
-                    "patch": git_delegate::sys::paths::doc_path(&r.patch),
-                    "changed_paths": r.paths,
-                })
-            })
-            .collect();
-        let skipped: Vec<Value> = report
-            .skipped
-            .iter()
-            .map(|s| json!({"batch": s.batch, "message": s.message}))
-            .collect();
-        let kept: Vec<Value> = report
-            .kept_workspaces
-            .iter()
-            .map(|k| {
-                json!({
-                    "batch": k.batch,
-                    "task": k.task,
-                    "workspace": git_delegate::sys::paths::doc_path(&k.root),
-                    "nested_repositories": k.nested,
-                    "batches": k.batches,
-                    "changed_submodules": k.changed_submodules,
-                })
-            })
-            .collect();
-        let mut doc = json!({
-            "dry_run": report.dry_run,
-            "batches": report.batches,
-            "workspaces_removed": report.workspaces_removed,
-            "registrations_removed": report.registrations_removed,
-            "rescued": rescued,
-            "refs_removed": report.refs_removed,
-            "refs_kept": report.refs_kept,
-            "bytes_freed": report.bytes_freed,
-            "left_alone": report.left_alone.iter().map(|p| git_delegate::sys::paths::doc_path(p)).collect::<Vec<_>>(),
-            "kept_workspaces": kept,
-            "skipped": skipped,
-            "pending_writebacks": report.pending_writebacks,
-            "incomplete": report.incomplete,
-            "stashed": report.stashed.iter().map(|w| json!({"batch": w.batch, "task": w.task, "stash": w.stash})).collect::<Vec<_>>(),
-            "undo_entries_removed": report.undo_entries_removed,
-            "temp_files_removed": report.temp_files_removed.iter().map(|p| git_delegate::sys::paths::doc_path(p)).collect::<Vec<_>>(),
-            "recovered_writebacks": recovered.rolled_back,
+        let t = crate::render::Text::default();
+        let warnings = (!report.remote_left.is_empty()).then(|| {
+            report
+                .remote_left
+                .iter()
+                .flat_map(super::remote::left_docs)
+                .collect()
         });
-        if let (false, Some(m)) = (report.unsafe_folders.is_empty(), doc.as_object_mut()) {
-            m.insert(
-                "unsafe_folders".into(),
-                super::unsafe_doc(&report.unsafe_folders),
-            );
-        }
-        if let (false, Some(m)) = (report.remote_left.is_empty(), doc.as_object_mut()) {
-            m.insert(
-                "warnings".into(),
-                report
-                    .remote_left
-                    .iter()
-                    .flat_map(super::remote::left_docs)
-                    .map(crate::render::value)
-                    .collect(),
-            );
-        }
-        ui.doc_after(doc, recovered);
+        let doc = crate::render::gc::GcDoc::new(&t, &report, &recovered.rolled_back, warnings);
+        ui.doc_after(t.doc(doc), recovered);
     }
     for left in &report.remote_left {
         super::remote::warn_left(ui, left);
@@ -148,6 +87,15 @@ fn human(source: &git_delegate::git::repo::Source, r: &git_delegate::ops::gc::Re
             bytes(r.bytes_freed)
         ));
     }
+    text.push_str(&removed_text(r));
+    text.push_str(&kept_text(source, r));
+    text
+}
+
+/// What else gc found and removed (or leaves): stash entries, undo
+/// entries, temporary files, batches whose prepare was killed.
+fn removed_text(r: &git_delegate::ops::gc::Report) -> String {
+    let mut text = String::new();
     for w in &r.stashed {
         text.push_str(&format!(
             "Batch {}: the work of {} is in your stash, {}; gc leaves it there (see it with `git stash show -p {}`).\n",
@@ -185,6 +133,16 @@ fn human(source: &git_delegate::git::repo::Source, r: &git_delegate::ops::gc::Re
             git_delegate::record::batch::short(id)
         ));
     }
+    text
+}
+
+/// What gc kept and why: proposal refs, workspaces, folders left alone
+/// or refused, batches skipped, write-backs pending.
+fn kept_text(
+    source: &git_delegate::git::repo::Source,
+    r: &git_delegate::ops::gc::Report,
+) -> String {
+    let mut text = String::new();
     if !r.refs_kept.is_empty() {
         let keep = git_delegate::sys::time::human(source.config.keep_failed_secs);
         text.push_str(&format!(
@@ -200,7 +158,7 @@ fn human(source: &git_delegate::git::repo::Source, r: &git_delegate::ops::gc::Re
             git_delegate::record::batch::short(&k.batch),
             if r.dry_run { "would keep" } else { "kept" },
             super::show(&k.root),
-            k.nested.join(", "),
+            lossy_list(&k.nested),
             if r.dry_run { "would stay" } else { "stays" },
         ));
     }
@@ -215,7 +173,7 @@ fn human(source: &git_delegate::git::repo::Source, r: &git_delegate::ops::gc::Re
             git_delegate::record::batch::short(&k.batch),
             if r.dry_run { "would keep" } else { "kept" },
             super::show(&k.root),
-            k.changed_submodules.join(", "),
+            lossy_list(&k.changed_submodules),
             if r.dry_run { "would stay" } else { "stays" },
         ));
     }
@@ -268,4 +226,13 @@ fn human(source: &git_delegate::git::repo::Source, r: &git_delegate::ops::gc::Re
 /// `1.2 MiB freed`
 fn bytes(n: u64) -> String {
     format!("{} freed", super::human_bytes(n, "bytes"))
+}
+
+/// Relative paths for human text, as their documents write them.
+fn lossy_list(list: &[git_delegate::sys::paths::BString]) -> String {
+    let list: Vec<String> = list
+        .iter()
+        .map(|p| git_delegate::sys::paths::doc_bytes(p))
+        .collect();
+    list.join(", ")
 }

@@ -2,8 +2,6 @@
 //! git-delegate's pre-commit hook (`hooks::install`, whose header says how a
 //! foreign hook is chained) and say what was done.
 
-use serde_json::json;
-
 use crate::cli::{HooksAction, HooksArgs};
 use crate::ui::Ui;
 use git_delegate::error::Result;
@@ -24,11 +22,13 @@ fn claude(ui: &Ui, uninstall: bool) -> Result<i32> {
     let source = super::source()?;
     let done = git_delegate::ops::claude::install_settings(&source.root, uninstall)?;
     if ui.json {
-        ui.doc(json!({
-            "settings": git_delegate::sys::paths::doc_path(&done.file),
-            "changed": done.changed,
-            "installed": !uninstall,
-        }));
+        let t = crate::render::Text::default();
+        let doc = crate::render::hooks::ClaudeDoc {
+            settings: t.path(&done.file),
+            changed: done.changed,
+            installed: !uninstall,
+        };
+        ui.doc(t.doc(doc));
     }
     let file = super::show(&done.file);
     ui.say(&match (uninstall, done.changed) {
@@ -50,17 +50,9 @@ fn install(ui: &Ui, force: bool) -> Result<i32> {
     let source = super::source()?;
     let done = git_delegate::ops::hooks::install(&source, force)?;
     if ui.json {
-        ui.doc(json!({
-            "hook": git_delegate::sys::paths::doc_path(&done.hook),
-            "chained": done.chained.as_deref().map(git_delegate::sys::paths::doc_path),
-            "changed": done.changed,
-            "backup": done.backup.as_deref().map(git_delegate::sys::paths::doc_path),
-            "pre_push": (*done.pre_push).as_ref().map(|p| json!({
-                "hook": git_delegate::sys::paths::doc_path(&p.hook),
-                "chained": p.chained.as_deref().map(git_delegate::sys::paths::doc_path),
-                "changed": p.changed,
-            })),
-        }));
+        let t = crate::render::Text::default();
+        let doc = crate::render::hooks::HooksDoc::new(&t, &done);
+        ui.doc(t.doc(doc));
     }
     let mut text = if done.changed {
         format!(

@@ -33,7 +33,9 @@ pub fn run(
     let r = &landed.report;
     let k = &landed.kept;
     if ui.json {
+        let t = crate::render::Text::default();
         let mut doc = crate::render::apply::ApplyDoc::new(
+            &t,
             &r.batch,
             &r.outcomes,
             &r.written,
@@ -48,6 +50,7 @@ pub fn run(
         }
         doc.apply_id = Some(r.apply_id.clone());
         doc.side_effects = Some(crate::render::apply::SideEffect::list(
+            &t,
             &r.batch,
             &r.side_effects,
         ));
@@ -55,14 +58,14 @@ pub fn run(
             r#ref: k.ref_name.clone(),
             batch: k.batch.clone(),
             task: k.task.clone(),
-            patch: k.patch.as_deref().map(paths::doc_path),
+            patch: k.patch.as_deref().map(|p| t.path(p)),
             expires_at: git_delegate::sys::time::rfc3339(k.expires_at),
             removed: landed.removed,
         });
         if r.interrupted {
             doc.interrupted = Some("finished");
         }
-        ui.doc_after(&doc, recovered);
+        ui.doc_after(t.doc(doc), recovered);
     }
     ui.say(&human(ui, &landed));
     if let Some(e) = &r.artifacts_error {

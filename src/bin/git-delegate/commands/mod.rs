@@ -1,9 +1,9 @@
 //! The command layer: one module per subcommand, each a thin function over
-//! the engine modules, plus what they share (the batch document, batch
-//! lookup, argument checks).
+//! the engine modules, plus what they share (batch lookup, argument checks).
 //!
-//! Owns: turning engine results into human text and JSON documents; the
-//! `Observer` that shows a transaction's long steps and notices.
+//! Owns: turning engine results into human text, and into JSON documents
+//! through the types of `render`; the `Observer` that shows a
+//! transaction's long steps and notices.
 //! Never: does git work itself; the engine modules do (`prepare` and
 //! `apply` are whole engine transactions).
 
@@ -31,13 +31,10 @@ pub mod undo;
 use std::ffi::OsString;
 use std::path::Path;
 
-use serde_json::{json, Value};
-
 use crate::cli::{Cli, Command};
 use crate::ui::Ui;
 use git_delegate::error::{Code, Error, Result};
 use git_delegate::git::repo::Source;
-use git_delegate::record::batch::Batch;
 use git_delegate::writeback::Recovery;
 
 /// Run a parsed command line; returns the exit status.
@@ -222,13 +219,6 @@ pub fn tell_finished(ui: &Ui, what: &str) {
     ));
 }
 
-/// Add `"interrupted": "finished"` to a command's document (design §7 "Signals").
-pub fn mark_finished(doc: &mut serde_json::Value) {
-    if let serde_json::Value::Object(m) = doc {
-        m.insert("interrupted".into(), serde_json::json!("finished"));
-    }
-}
-
 /// Tell the user what recovery did.
 fn tell_recovered(ui: &Ui, recovery: &Recovery) {
     for id in recovery.rolled_back.iter().chain(&recovery.completed) {
@@ -376,123 +366,6 @@ pub fn owner(pid: u32) -> Result<(u32, u64)> {
     }
 }
 
-/// The batch document of design §6.1. `changed` holds each task's count of
-/// paths that differ from the baseline, where known.
-pub fn batch_doc(source: &Source, batch: &Batch, changed: Option<&[usize]>) -> Value {
-    batch_doc_fetched(source, batch, changed, None)
-}
-
-/// [`batch_doc`] with the remote tasks that have submitted, where the
-/// remote was asked (`status --fetch`, design §3.14).
-pub fn batch_doc_fetched(
-    source: &Source,
-    batch: &Batch,
-    changed: Option<&[usize]>,
-    submitted: Option<&std::collections::HashSet<String>>,
-) -> Value {
-    // A batch whose prepare never completed (design §3.15): its tasks are
-    // `incomplete`, never open work, and once its prepare is gone it is
-    // not live whatever its lease says.
-    let progress = git_delegate::ops::preparing::progress(batch);
-    let lease_state = match progress {
-        Some(git_delegate::ops::preparing::Progress::Interrupted) => {
-            git_delegate::record::lease::State::Orphaned
-        }
-        _ => batch.lease.state(),
-    };
-    let health = git_delegate::ops::status::health(source, batch);
-    let tasks: Vec<Value> = batch
-        .tasks
-        .iter()
-        .zip(&health)
-        .enumerate()
-        .map(|(i, (t, health))| {
-            let mut doc = json!({
-                "name": t.name,
-                "state": if progress.is_some() { "incomplete" } else { t.state.as_str() },
-                "root": (!t.remote).then(|| git_delegate::sys::paths::doc_path(&t.root)),
-                "cwd": (!t.remote).then(|| git_delegate::sys::paths::doc_path(&t.cwd(&batch.prefix))),
-                "exists": *health == git_delegate::workspace::Health::Ours,
-                "changed_paths": changed.and_then(|c| c.get(i).copied()).unwrap_or(0),
-            });
-            // Retained recovery artifacts (design §3.3), when there are any.
-            if let Value::Object(m) = &mut doc {
-                if let Some(r) = &t.reason {
-                    m.insert("reason".into(), json!(r));
-                }
-                if let Some(r) = &t.proposal_ref {
-                    m.insert("proposal_ref".into(), json!(r));
-                }
-                if let Some(p) = &t.patch {
-                    m.insert("patch".into(), json!(git_delegate::sys::paths::doc_path(p)));
-                }
-                // A refreshed task's own base and its conflicts (design §3.12).
-                if let Some(base) = &t.base {
-                    m.insert("base".into(), json!(base));
-                }
-                if t.state == git_delegate::record::batch::TaskState::Conflicted {
-                    m.insert("conflicted_paths".into(), json!(t.conflicted_paths));
-                }
-                // design §3.14: a remote task, its join line, and whether
-                // it has submitted (null: not asked, `status --fetch` asks).
-                if t.remote {
-                    m.insert("remote".into(), json!(true));
-                    m.insert(
-                        "submitted".into(),
-                        json!(submitted.map(|s| s.contains(&t.name))),
-                    );
-                    m.insert(
-                        "join".into(),
-                        json!(git_delegate::ops::remote::join_command(batch, &t.name)),
-                    );
-                }
-                if let Some(log) = &t.verify_log {
-                    m.insert("verify_log".into(), json!(git_delegate::sys::paths::doc_path(log)));
-                }
-                // What prepare put there besides the baseline (design §3.9).
-                if let Some(c) = &t.carried {
-                    let key = if batch.mode == git_delegate::config::Mode::Scratch {
-                        "scratch_copy"
-                    } else {
-                        "carried_ignored"
-                    };
-                    m.insert(key.into(), c.to_json());
-                }
-            }
-            doc
-        })
-        .collect();
-    let mut doc = json!({
-        "batch": batch.id,
-        "label": batch.label,
-        "created_at": batch.created_at,
-        "source": git_delegate::sys::paths::doc_path(&batch.source),
-        "source_head": batch.source_head,
-        "baseline": {
-            "commit": batch.baseline,
-            "ref": git_delegate::git::refs::baseline(&batch.id),
-        },
-        "mode": batch.mode,
-        "forbid_commit": batch.forbid_commit,
-        "state": progress.map_or("ready", |p| p.as_str()),
-        "lease": {
-            "state": lease_state.as_str(),
-            "expires_at": batch.lease.expires_at,
-            "owner_pid": batch.lease.owner_pid,
-            "host": batch.lease.host,
-        },
-        "tasks": tasks,
-    });
-    if let (Some(r), Value::Object(m)) = (&batch.remote, &mut doc) {
-        m.insert("remote".into(), json!({"name": r.name, "url": r.url}));
-    }
-    // The workspaces' sparse-checkout patterns (design §3.15).
-    if let Some(sparse) = &batch.sparse {
-        doc["sparse"] = json!(sparse);
-    }
-    doc
-}
-
 /// `git delegate snapshot` (hidden plumbing): print the snapshot's tree id
 /// and, on stderr, how many files had to be hashed.
 fn snapshot_plumbing(ui: &Ui) -> Result<i32> {
@@ -525,12 +398,6 @@ pub fn human_bytes(n: u64, byte: &str) -> String {
 /// A path for human text.
 pub fn show(p: &Path) -> String {
     crate::ui::show_path(p)
-}
-
-/// `unsafe_folders` of gc and drop (docs/json.md): the folders below the
-/// workspace root they refused and never entered (design §3.18).
-pub fn unsafe_doc(list: &[git_delegate::workspace::shared_root::Refused]) -> serde_json::Value {
-    crate::render::value(crate::render::UnsafeFolder::list(list))
 }
 
 /// One line per refused folder below the workspace root, for people.

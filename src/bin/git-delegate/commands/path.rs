@@ -3,8 +3,6 @@
 
 use std::os::unix::ffi::OsStrExt;
 
-use serde_json::json;
-
 use crate::cli::PathArgs;
 use crate::ui::Ui;
 use git_delegate::error::{Error, Result};
@@ -25,7 +23,7 @@ pub fn run(ui: &Ui, args: PathArgs) -> Result<i32> {
         super::batch_flag_help(e, &source, &words)
     })?;
     if ui.json {
-        ui.doc(json!({"path": path.to_string_lossy()}));
+        ui.doc(crate::render::diff::PathDoc::new(&path));
         return Ok(0);
     }
     let mut out = path.as_os_str().as_bytes().to_vec();

@@ -44,14 +44,17 @@ pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> 
     });
 
     if ui.json {
-        let mut doc = super::batch_doc(&source, batch, None);
-        if let (Some((message, help)), serde_json::Value::Object(m)) = (&warning, &mut doc) {
-            m.insert(
-                "warnings".into(),
-                serde_json::json!([{"code": "hook_not_installed", "message": message, "help": help}]),
-            );
-        }
-        ui.doc_after(doc, recovered);
+        use crate::render::batch::{BatchDoc, HookWarning};
+        let t = crate::render::Text::default();
+        let mut doc = BatchDoc::new(&t, &source, batch, Default::default());
+        doc.warnings = warning.as_ref().map(|(message, help)| {
+            vec![HookWarning {
+                code: "hook_not_installed",
+                message: message.clone(),
+                help: help.to_string(),
+            }]
+        });
+        ui.doc_after(t.doc(doc), recovered);
     }
     if let Some((message, help)) = &warning {
         ui.warn(&format!("git-delegate: warning: {message}\n  {help}\n"));

@@ -4,8 +4,6 @@
 //! runs after the apply.
 //! Never: does git, filesystem or process work (the engine's `refresh` does).
 
-use serde_json::{json, Value};
-
 use crate::cli::RefreshArgs;
 use crate::ui::Ui;
 use git_delegate::error::{Error, Result};
@@ -28,11 +26,9 @@ pub fn run(ui: &Ui, args: RefreshArgs, recovered: &mut Recovery) -> Result<i32> 
     shown.recovered_into(recovered);
     let report = report?;
     if ui.json {
-        let mut doc = document(&report);
-        if report.interrupted {
-            super::mark_finished(&mut doc);
-        }
-        ui.doc_after(doc, recovered);
+        let t = crate::render::Text::default();
+        let doc = crate::render::refresh::RefreshDoc::new(&t, &report);
+        ui.doc_after(t.doc(doc), recovered);
     }
     ui.say(&human(ui, &report));
     if report.interrupted {
@@ -41,39 +37,6 @@ pub fn run(ui: &Ui, args: RefreshArgs, recovered: &mut Recovery) -> Result<i32> 
         return Ok(1);
     }
     Ok(0)
-}
-
-/// The refresh document (design §6.4), without `schema`.
-pub fn document(report: &Report) -> Value {
-    json!({
-        "batch": report.batch.id,
-        "tasks": tasks_doc(report),
-    })
-}
-
-/// `[{"name", "base", "conflicted_paths", "state", ...}]`
-pub fn tasks_doc(report: &Report) -> Value {
-    Value::Array(
-        report
-            .tasks
-            .iter()
-            .map(|t| {
-                let root = report
-                    .batch
-                    .task(&t.name)
-                    .map(|k| paths::doc_path(&k.root));
-                json!({
-                    "name": t.name,
-                    "base": t.base,
-                    "conflicted_paths": t.conflicted.iter().map(|p| paths::doc_bytes(p)).collect::<Vec<_>>(),
-                    "state": t.state.as_str(),
-                    "refreshed": !t.unresolved,
-                    "proposal_ref": t.proposal_ref,
-                    "workspace": root,
-                })
-            })
-            .collect(),
-    )
 }
 
 /// One line per task, and for a conflicted one what its worker does next.

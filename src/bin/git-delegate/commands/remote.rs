@@ -5,9 +5,8 @@
 //! Owns: those two commands' text and JSON.
 //! Never: does git, filesystem or transport work (the engine's `remote` does).
 
-use serde_json::json;
-
 use crate::render::apply::RemoteWarning;
+use crate::render::hooks::JoinDoc;
 
 use crate::cli::{JoinArgs, SubmitArgs};
 use crate::ui::Ui;
@@ -26,13 +25,15 @@ pub fn join(ui: &Ui, args: JoinArgs) -> Result<i32> {
     })?;
     let j = &report.joined;
     if ui.json {
-        ui.doc(json!({
-            "batch": j.batch,
-            "task": j.task,
-            "root": git_delegate::sys::paths::doc_path(&report.root),
-            "remote": j.url,
-            "proposal": null,
-        }));
+        let t = crate::render::Text::default();
+        let doc = JoinDoc {
+            batch: j.batch.clone(),
+            task: j.task.clone(),
+            root: t.path(&report.root),
+            remote: j.url.clone(),
+            proposal: None,
+        };
+        ui.doc(t.doc(doc));
     } else {
         ui.say(&format!(
             "Joined task {} of batch {} ({}) at {}\n  baseline {}\nWork there, then run: git delegate submit\n",
@@ -56,13 +57,15 @@ pub fn submit(ui: &Ui, _args: SubmitArgs) -> Result<i32> {
     let s = git_delegate::ops::remote::submit(&cwd)?;
     let j = &s.joined;
     if ui.json {
-        ui.doc(json!({
-            "batch": j.batch,
-            "task": j.task,
-            "root": git_delegate::sys::paths::doc_path(&s.root),
-            "remote": j.url,
-            "proposal": s.proposal.to_string(),
-        }));
+        let t = crate::render::Text::default();
+        let doc = JoinDoc {
+            batch: j.batch.clone(),
+            task: j.task.clone(),
+            root: t.path(&s.root),
+            remote: j.url.clone(),
+            proposal: Some(s.proposal.to_string()),
+        };
+        ui.doc(t.doc(doc));
     } else {
         ui.say(&format!(
             "Submitted task {} of batch {}: proposal {} pushed to {} ({})\n",

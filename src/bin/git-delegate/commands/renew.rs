@@ -21,7 +21,9 @@ pub fn run(ui: &Ui, args: RenewArgs, recovered: &mut Recovery) -> Result<i32> {
         owner,
     )?;
     if ui.json {
-        ui.doc_after(super::batch_doc(&source, &b, None), recovered);
+        let t = crate::render::Text::default();
+        let doc = crate::render::batch::BatchDoc::new(&t, &source, &b, Default::default());
+        ui.doc_after(t.doc(doc), recovered);
     }
     ui.say(&format!(
         "Renewed batch {}: lease expires {}\n",

@@ -8,13 +8,11 @@
 //! Owns: the run command's arguments, human text and JSON document.
 //! Never: does git, filesystem or process work (the engine's `run` does).
 
-use serde_json::{json, Value};
-
 use crate::cli::RunArgs;
 use crate::ui::Ui;
 use git_delegate::error::Result;
 use git_delegate::ops::run::{Event, Watcher, Worker};
-use git_delegate::sys::paths::{self, BStr, ByteSlice};
+use git_delegate::sys::paths::{BStr, ByteSlice};
 use git_delegate::writeback::Recovery;
 
 pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
@@ -74,26 +72,23 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
     let b = &report.prepared.batch;
 
     if ui.json {
-        let workers: Vec<Value> = report.workers.iter().map(worker_doc).collect();
+        let t = crate::render::Text::default();
         // The embedded apply document is whole, `schema` included.
-        let apply = report.apply.as_ref().map_or(Value::Null, |a| {
-            let mut doc = crate::render::value(super::apply::report_doc(a));
-            if let Value::Object(m) = &mut doc {
-                m.insert("schema".into(), json!(crate::ui::SCHEMA));
-            }
-            doc
-        });
-        ui.doc_after(
-            json!({
-                "batch": b.id,
-                "workers": workers,
-                "apply": apply,
-                "interrupted": report.interrupted,
-                "ended_elsewhere": report.ended_elsewhere.is_some(),
-                "ended_by_apply": report.ended_elsewhere.as_ref().and_then(|e| e.apply_id.clone()),
-            }),
-            recovered,
-        );
+        let doc = crate::render::run::RunDoc {
+            batch: b.id.clone(),
+            workers: crate::render::run::RunWorker::list(&t, &report.workers),
+            apply: report
+                .apply
+                .as_ref()
+                .map(|a| crate::render::Embedded::new(super::apply::report_doc(&t, a))),
+            interrupted: report.interrupted,
+            ended_elsewhere: report.ended_elsewhere.is_some(),
+            ended_by_apply: report
+                .ended_elsewhere
+                .as_ref()
+                .and_then(|e| e.apply_id.clone()),
+        };
+        ui.doc_after(t.doc(doc), recovered);
     }
     let mut text = format!(
         "Batch {}: {} worker{}\n",
@@ -179,18 +174,6 @@ fn status_word(w: &Worker) -> String {
 
 fn seconds(ms: u64) -> String {
     format!("{:.1}s", ms as f64 / 1000.0)
-}
-
-/// `workers[]` of the run document (design §3.13).
-fn worker_doc(w: &Worker) -> Value {
-    json!({
-        "name": w.name,
-        "exit": w.exit,
-        "signal": w.signal,
-        "timed_out": w.timed_out,
-        "duration_ms": w.duration_ms,
-        "log": paths::doc_path(&w.log),
-    })
 }
 
 /// The live view on a terminal: each worker line prefixed with its task

@@ -4,8 +4,6 @@
 //! facts); this module words and lays it out. A batch whose prepare never
 //! completed is shown as such (design §3.15).
 
-use serde_json::{json, Value};
-
 use crate::cli::StatusArgs;
 use crate::ui::Ui;
 use git_delegate::error::Result;
@@ -118,20 +116,6 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     let report = git_delegate::ops::status::run(&source, args.batch.batch.as_deref())?;
     let kept = &report.kept;
     let problems = &report.problems;
-    let kept_doc: Vec<Value> = kept
-        .iter()
-        .map(|k| {
-            json!({
-                "ref": k.ref_name,
-                "patch": k.patch.as_deref().map(git_delegate::sys::paths::doc_path),
-                "batch": k.batch,
-                "task": k.task,
-                "expires_at": git_delegate::sys::time::rfc3339(k.expires_at),
-                "kept_at": git_delegate::sys::time::rfc3339(k.kept_at),
-                "name": git_delegate::ops::kept::short_name(kept, k),
-            })
-        })
-        .collect();
     let mut kept_text = kept_text(kept);
     // Undo entries (design §3.11): how many, and how many are not undone.
     let undo_entries = git_delegate::ops::undo::list(&source.state_dir());
@@ -147,23 +131,15 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     if !report.any && problems.is_empty() {
         // The fast path (design §3.3: no batches, well under 20 ms).
         if ui.json {
-            let mut doc = json!({ "batches": [], "problems": [] });
-            if !undo_entries.is_empty() {
-                doc["undo_entries"] = json!(undo_entries.len());
-            }
-            if !kept_doc.is_empty() {
-                doc["kept"] = json!(kept_doc);
-            }
-            ui.doc(doc);
+            let t = crate::render::Text::default();
+            let doc = status_doc(&t, Vec::new(), Vec::new(), kept, undo_entries.len());
+            ui.doc(t.doc(doc));
         } else if !args.check {
             ui.say(&format!("No batches.\n{kept_text}"));
         }
         return Ok(0);
     }
     let batches: Vec<&Batch> = report.batches.iter().map(|s| &s.batch).collect();
-    let counts: Vec<&Vec<Option<usize>>> = report.batches.iter().map(|s| &s.counts).collect();
-    let procs: Vec<&Vec<Vec<git_delegate::sys::quiesce::Proc>>> =
-        report.batches.iter().map(|s| &s.processes).collect();
     let code = if args.check && !problems.is_empty() {
         1
     } else {
@@ -193,56 +169,27 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         })
         .collect();
     if ui.json {
-        let docs: Vec<Value> = batches
+        use crate::render::batch::{BatchDoc, Seen, StatusProblem};
+        let t = crate::render::Text::default();
+        let docs = report
+            .batches
             .iter()
-            .zip(&counts)
-            .zip(&procs)
             .zip(&submitted)
-            .map(|(((b, c), p), sub)| {
-                let known: Vec<usize> = c.iter().map(|n| n.unwrap_or(0)).collect();
-                let mut d = super::batch_doc_fetched(&source, b, Some(&known), sub.as_ref());
-                if let Value::Object(m) = &mut d {
-                    m.insert("schema".into(), json!(crate::ui::SCHEMA));
-                    // An unknown count is null, never a made-up number.
-                    if let Some(Value::Array(tasks)) = m.get_mut("tasks") {
-                        for ((t, n), p) in tasks.iter_mut().zip(c.iter()).zip(p.iter()) {
-                            if let Value::Object(t) = t {
-                                if n.is_none() {
-                                    t.insert("changed_paths".into(), Value::Null);
-                                }
-                                t.insert(
-                                    "processes".into(),
-                                    crate::render::value(super::apply::procs_doc(p)),
-                                );
-                            }
-                        }
-                    }
-                }
-                d
+            .map(|(shown, sub)| {
+                let seen = Seen {
+                    counts: Some(&shown.counts),
+                    processes: Some(&shown.processes),
+                    submitted: sub.as_ref(),
+                };
+                crate::render::Embedded::new(BatchDoc::new(&t, &source, &shown.batch, seen))
             })
             .collect();
-        let problems: Vec<Value> = problems
+        let problems = problems
             .iter()
-            .map(|p| {
-                let mut doc = json!({"batch": p.batch, "kind": p.kind(), "message": message(p)});
-                if let Fact::TempFile(t) = &p.fact {
-                    doc["path"] = json!(git_delegate::sys::paths::doc_path(&t.path));
-                    doc["bytes"] = json!(t.bytes);
-                }
-                if let Some(r) = p.recovery() {
-                    doc["recovery"] = json!(r);
-                }
-                doc
-            })
+            .map(|p| StatusProblem::new(&t, p, message(p)))
             .collect();
-        let mut doc = json!({ "batches": docs, "problems": problems });
-        if !undo_entries.is_empty() {
-            doc["undo_entries"] = json!(undo_entries.len());
-        }
-        if !kept_doc.is_empty() {
-            doc["kept"] = json!(kept_doc);
-        }
-        ui.doc(doc);
+        let doc = status_doc(&t, docs, problems, kept, undo_entries.len());
+        ui.doc(t.doc(doc));
         return Ok(code);
     }
 
@@ -273,6 +220,22 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     }
     ui.say(&text);
     Ok(code)
+}
+
+/// The status document: `kept` and `undo_entries` only when there are any.
+fn status_doc(
+    t: &crate::render::Text,
+    batches: Vec<crate::render::Embedded<crate::render::batch::BatchDoc>>,
+    problems: Vec<crate::render::batch::StatusProblem>,
+    kept: &[git_delegate::record::kept::Kept],
+    undo_entries: usize,
+) -> crate::render::batch::StatusDoc {
+    crate::render::batch::StatusDoc {
+        batches,
+        problems,
+        undo_entries: (undo_entries > 0).then_some(undo_entries),
+        kept: (!kept.is_empty()).then(|| crate::render::batch::KeptProposal::list(t, kept)),
+    }
 }
 
 /// The human lines of one batch: its header, lease, and one line per task

@@ -5,26 +5,12 @@
 //! Owns: those documents and their human text; the hint apply prints.
 //! Never: does git, filesystem or process work (the engine's `undo` does).
 
-use serde_json::{json, Value};
-
 use crate::cli::{ApplyArgs, UndoArgs};
 use crate::ui::Ui;
 use git_delegate::error::Result;
 use git_delegate::git::repo::Source;
-use git_delegate::sys::paths::{self, BString, ByteSlice};
+use git_delegate::sys::paths::{self, ByteSlice};
 use git_delegate::writeback::Recovery;
-
-fn doc_paths(p: &[BString]) -> Vec<String> {
-    p.iter().map(|p| paths::doc_bytes(p)).collect()
-}
-
-fn conflicts_doc(c: &[git_delegate::ops::undo::PathConflict]) -> Value {
-    Value::Array(
-        c.iter()
-            .map(|c| json!({"path": paths::doc_bytes(&c.path), "reason": c.reason}))
-            .collect(),
-    )
-}
 
 fn conflicts_text(c: &[git_delegate::ops::undo::PathConflict]) -> String {
     c.iter()
@@ -57,24 +43,9 @@ pub fn run(ui: &Ui, args: UndoArgs, recovered: &mut Recovery) -> Result<i32> {
     let r = report?;
     let e = &r.entry;
     if ui.json {
-        let kept: Vec<Value> = r
-            .kept
-            .iter()
-            .map(|(t, n)| json!({"task": t, "ref": n}))
-            .collect();
-        let mut doc = json!({
-            "apply_id": e.apply_id,
-            "batch": e.batch,
-            "dry_run": r.dry_run,
-            "undone": r.undone,
-            "paths": doc_paths(&r.paths),
-            "conflicts": conflicts_doc(&r.conflicts),
-            "kept": kept,
-        });
-        if r.interrupted {
-            super::mark_finished(&mut doc);
-        }
-        ui.doc_after(doc, recovered);
+        let t = crate::render::Text::default();
+        let doc = crate::render::undo::UndoDoc::new(&t, &r);
+        ui.doc_after(t.doc(doc), recovered);
     }
     let mut text = String::new();
     let short = e.short();
@@ -119,24 +90,7 @@ pub fn run(ui: &Ui, args: UndoArgs, recovered: &mut Recovery) -> Result<i32> {
 fn list(ui: &Ui, here: &Source) -> Result<i32> {
     let entries = git_delegate::ops::undo::list(&here.state_dir());
     if ui.json {
-        let docs: Vec<Value> = entries
-            .iter()
-            .map(|e| {
-                json!({
-                    "apply_id": e.apply_id,
-                    "batch": e.batch,
-                    "applied_at": e.applied_at,
-                    "paths": e.paths,
-                    "undone": e.undone,
-                    "undone_at": e.undone_at,
-                    "tasks": e.tasks,
-                    "from_undo": e.from_undo,
-                    "reapplied_as": e.reapplied_as,
-                    "head": e.head,
-                })
-            })
-            .collect();
-        ui.doc(json!({"entries": docs}));
+        ui.doc(crate::render::undo::UndoList::new(&entries));
     }
     let mut text = String::new();
     if entries.is_empty() {
@@ -179,43 +133,9 @@ pub fn reapply(
     shown.recovered_into(recovered);
     let r = report?;
     if ui.json {
-        let tasks: Vec<Value> = r
-            .tasks
-            .iter()
-            .map(|t| {
-                let mut v = json!({
-                    "name": t.task,
-                    "status": if t.applied { "applied" } else { "conflict" },
-                    "proposed_paths": doc_paths(&t.proposed),
-                    "applied_paths": doc_paths(&t.applied_paths),
-                });
-                if let (false, Value::Object(m)) = (t.applied, &mut v) {
-                    m.insert("reason".into(), json!(t.reason));
-                    m.insert("conflicts".into(), conflicts_doc(&t.conflicts));
-                    m.insert(
-                        "proposal_ref".into(),
-                        json!(git_delegate::ops::undo::task_ref(&r.from.apply_id, &t.task)),
-                    );
-                }
-                v
-            })
-            .collect();
-        let mut doc = json!({
-            "batch": r.from.batch,
-            "dry_run": r.dry_run,
-            "apply_id": r.apply_id,
-            "from_undo": r.from.apply_id,
-            "tasks": tasks,
-            "applied_paths": doc_paths(&r.written),
-            "batch_open": false,
-            "stopped_processes": [],
-            // No workspace is involved: none could have made any.
-            "side_effects": [],
-        });
-        if r.interrupted {
-            super::mark_finished(&mut doc);
-        }
-        ui.doc_after(doc, recovered);
+        let t = crate::render::Text::default();
+        let doc = crate::render::undo::reapply_doc(&t, &r);
+        ui.doc_after(t.doc(doc), recovered);
     }
     let mut text = format!(
         "{} of undone apply {} (batch {}):\n",

@@ -1,14 +1,10 @@
 //! The apply document (design §6.2, §6.4; docs/json.md "Apply"), which
 //! `apply --kept` and `run` print too.
 
-use super::{absent, document, KeptWorkspace, Proc};
+use super::{absent, document, KeptWorkspace, Proc, Text};
 use git_delegate::ops::apply::{Outcome, Report};
 use git_delegate::record::batch::{Batch, TaskState};
-use git_delegate::sys::paths::{self, BString};
-
-fn doc_paths(list: &[BString]) -> Vec<String> {
-    list.iter().map(|p| paths::doc_bytes(p)).collect()
-}
+use git_delegate::sys::paths::BString;
 
 document! {
     /// The apply document.
@@ -30,13 +26,13 @@ document! {
         #[serde(skip_serializing_if = "absent")]
         warnings: Option<Vec<RemoteWarning>>,
         #[serde(skip_serializing_if = "absent")]
-        refreshed: Option<serde_json::Value>,
+        refreshed: Option<Vec<super::refresh::RefreshTask>>,
         #[serde(skip_serializing_if = "absent")]
         refresh_error: Option<super::ErrorBody>,
         #[serde(skip_serializing_if = "absent")]
         kept_proposal: Option<KeptProposal>,
-        /// `apply --from-undo`: the undo entry applied again (that document
-        /// is still assembled in commands/undo.rs).
+        /// `apply --from-undo`: the undo entry applied again
+        /// (`undo::reapply_doc`).
         #[serde(skip_serializing_if = "absent")]
         from_undo: Option<String>,
         #[serde(skip_serializing_if = "absent")]
@@ -81,6 +77,17 @@ document! {
     pub struct Conflict {
         path: String,
         reason: String,
+    }
+}
+
+impl Conflict {
+    pub fn list(t: &Text, list: &[git_delegate::merge::integrate::PathConflict]) -> Vec<Conflict> {
+        list.iter()
+            .map(|c| Conflict {
+                path: t.bytes(&c.path),
+                reason: c.reason.clone(),
+            })
+            .collect()
     }
 }
 
@@ -144,6 +151,7 @@ document! {
 
 impl SideEffect {
     pub fn list(
+        t: &Text,
         b: &Batch,
         effects: &[git_delegate::ops::side_effects::SideEffect],
     ) -> Vec<SideEffect> {
@@ -161,7 +169,7 @@ impl SideEffect {
                     new: e.new_hex(),
                     stash: e.stash_index.map(|n| format!("stash@{{{n}}}")),
                     message: e.message.clone(),
-                    path: e.path.as_deref().map(paths::doc_path),
+                    path: e.path.as_deref().map(|p| t.path(p)),
                     detail: e.detail.clone(),
                 }
             })
@@ -186,6 +194,7 @@ impl ApplyDoc {
     /// The tasks, paths and processes of an apply (what `apply --kept`
     /// prints too); the rest is added by [`ApplyDoc::of_report`].
     pub fn new(
+        t: &Text,
         b: &Batch,
         outcomes: &[Outcome],
         written: &[BString],
@@ -194,7 +203,7 @@ impl ApplyDoc {
     ) -> ApplyDoc {
         let tasks = outcomes
             .iter()
-            .map(|o| ApplyTask::new(b, o, dry_run))
+            .map(|o| ApplyTask::new(t, b, o, dry_run))
             .collect();
         let stopped_processes = outcomes
             .iter()
@@ -207,13 +216,27 @@ impl ApplyDoc {
                 })
             })
             .collect();
+        let mut doc = ApplyDoc::bare(b.id.clone(), dry_run, tasks, t.paths(written));
+        doc.batch_open = batch_open;
+        doc.stopped_processes = stopped_processes;
+        doc
+    }
+
+    /// A document of `tasks` and the paths written, the batch closed,
+    /// nothing else.
+    pub fn bare(
+        batch: String,
+        dry_run: bool,
+        tasks: Vec<ApplyTask>,
+        applied_paths: Vec<String>,
+    ) -> ApplyDoc {
         ApplyDoc {
-            batch: b.id.clone(),
+            batch,
             dry_run,
             tasks,
-            applied_paths: doc_paths(written),
-            batch_open,
-            stopped_processes,
+            applied_paths,
+            batch_open: false,
+            stopped_processes: Vec::new(),
             kept_workspaces: None,
             side_effects: None,
             apply_id: None,
@@ -229,9 +252,10 @@ impl ApplyDoc {
 
     /// The apply document of `report` (design §6.2, §6.4), but `warnings`
     /// (`commands::remote::left_docs` words them).
-    pub fn of_report(report: &Report) -> ApplyDoc {
+    pub fn of_report(t: &Text, report: &Report) -> ApplyDoc {
         let b = &report.batch;
         let mut doc = ApplyDoc::new(
+            t,
             b,
             &report.outcomes,
             &report.written,
@@ -239,11 +263,11 @@ impl ApplyDoc {
             report.dry_run,
         );
         if !report.kept.is_empty() {
-            doc.kept_workspaces = Some(KeptWorkspace::list(&report.kept));
+            doc.kept_workspaces = Some(KeptWorkspace::list(t, &report.kept));
         }
-        doc.side_effects = Some(SideEffect::list(b, &report.side_effects));
+        doc.side_effects = Some(SideEffect::list(t, b, &report.side_effects));
         doc.apply_id = Some(report.apply_id.clone());
-        doc.verify = report.verify.as_ref().map(Verify::new);
+        doc.verify = report.verify.as_ref().map(|v| Verify::new(t, v));
         if report.interrupted {
             doc.interrupted = Some("finished");
         }
@@ -252,14 +276,18 @@ impl ApplyDoc {
 }
 
 impl ApplyTask {
-    fn new(b: &Batch, o: &Outcome, dry_run: bool) -> ApplyTask {
-        let t = &b.tasks[o.idx];
-        let discarded = o.status == TaskState::Discarded;
-        let mut doc = ApplyTask {
-            name: t.name.clone(),
-            status: o.status.as_str(),
-            proposed_paths: doc_paths(&o.proposed),
-            applied_paths: doc_paths(&o.applied),
+    /// A task's name, status and paths, nothing else.
+    pub fn bare(
+        name: String,
+        status: &'static str,
+        proposed_paths: Vec<String>,
+        applied_paths: Vec<String>,
+    ) -> ApplyTask {
+        ApplyTask {
+            name,
+            status,
+            proposed_paths,
+            applied_paths,
             kept: None,
             proposal_ref: None,
             patch: None,
@@ -271,12 +299,23 @@ impl ApplyTask {
             reason: None,
             conflicts: None,
             verify_log: None,
-        };
+        }
+    }
+
+    fn new(x: &Text, b: &Batch, o: &Outcome, dry_run: bool) -> ApplyTask {
+        let t = &b.tasks[o.idx];
+        let discarded = o.status == TaskState::Discarded;
+        let mut doc = ApplyTask::bare(
+            t.name.clone(),
+            o.status.as_str(),
+            x.paths(&o.proposed),
+            x.paths(&o.applied),
+        );
         if discarded && !dry_run {
             doc.kept = Some(o.kept_until.is_some());
             if let Some(until) = &o.kept_until {
                 doc.proposal_ref = Some(o.proposal_ref.clone());
-                doc.patch = Some(o.patch.as_deref().map(paths::doc_path));
+                doc.patch = Some(o.patch.as_deref().map(|p| x.path(p)));
                 doc.expires_at = Some(until.clone());
             }
         }
@@ -288,35 +327,27 @@ impl ApplyTask {
             doc.message = o.message.clone();
         }
         if discarded && !o.nested_kept.is_empty() {
-            doc.nested_repositories = Some(doc_paths(&o.nested_kept));
-            doc.workspace = Some(Some(paths::doc_path(&t.root)));
+            doc.nested_repositories = Some(x.paths(&o.nested_kept));
+            doc.workspace = Some(Some(x.path(&t.root)));
         }
         if !o.ok() {
             doc.reason = Some(o.reason);
-            doc.conflicts = Some(
-                o.conflicts
-                    .iter()
-                    .map(|c| Conflict {
-                        path: paths::doc_bytes(&c.path),
-                        reason: c.reason.clone(),
-                    })
-                    .collect(),
-            );
+            doc.conflicts = Some(Conflict::list(x, &o.conflicts));
             doc.proposal_ref = Some(o.proposal_ref.clone());
-            doc.patch = Some(o.patch.as_deref().map(paths::doc_path));
+            doc.patch = Some(o.patch.as_deref().map(|p| x.path(p)));
             // A remote task has no workspace here (design §3.14).
-            doc.workspace = Some((!t.remote).then(|| paths::doc_path(&t.root)));
+            doc.workspace = Some((!t.remote).then(|| x.path(&t.root)));
             if o.message.is_some() {
                 doc.message = o.message.clone();
             }
-            doc.verify_log = o.verify_log.as_deref().map(paths::doc_path);
+            doc.verify_log = o.verify_log.as_deref().map(|p| x.path(p));
         }
         doc
     }
 }
 
 impl Verify {
-    pub fn new(v: &git_delegate::ops::verify::Report) -> Verify {
+    pub fn new(t: &Text, v: &git_delegate::ops::verify::Report) -> Verify {
         Verify {
             command: v.command.clone(),
             outcome: v.outcome.as_str(),
@@ -328,7 +359,7 @@ impl Verify {
                     exit: r.exit,
                     timed_out: r.timed_out,
                     duration_ms: r.duration_ms,
-                    log: paths::doc_path(&r.log),
+                    log: t.path(&r.log),
                 })
                 .collect(),
         }

@@ -10,8 +10,28 @@
 //! Key order: documents are printed through `serde_json::Value`, whose
 //! objects are sorted by key (no `preserve_order`), so declaration order
 //! here does not change a byte of output.
+//!
+//! `lossy_paths` (design §6.2) is decided here too: every path a document
+//! holds is turned into text by the [`Text`] of that document, which notes
+//! one that is not UTF-8; [`Text::doc`] adds the field. The engine's own
+//! document strings (an error's details) say so in the error.
+
+use std::cell::Cell;
+use std::os::unix::ffi::OsStrExt;
+
+use git_delegate::sys::paths::{self, BString};
 
 pub mod apply;
+pub mod batch;
+pub mod diff;
+pub mod gc;
+pub mod hooks;
+pub mod refresh;
+pub mod run;
+pub mod undo;
+
+/// The `schema` of every document.
+pub const SCHEMA: &str = "git-delegate/v1";
 
 /// A document type: a `Serialize` struct and `FIELDS`, the names of its
 /// fields as the JSON has them (`r#ref` is `ref`).
@@ -29,10 +49,76 @@ macro_rules! document {
 }
 pub(crate) use document;
 
-/// A typed document as a `Value`, for the documents still assembled by hand
-/// around it.
-pub fn value(doc: impl serde::Serialize) -> serde_json::Value {
-    serde_json::to_value(doc).unwrap_or(serde_json::Value::Null)
+/// Turns the paths of one document into text (UTF-8 as is, otherwise as
+/// `String::from_utf8_lossy` writes it), noting whether any had to be
+/// written lossily: one per document, passed to every builder of it.
+#[derive(Debug, Default)]
+pub struct Text {
+    lossy: Cell<bool>,
+}
+
+impl Text {
+    /// Raw path bytes as a document string.
+    pub fn bytes(&self, bytes: &[u8]) -> String {
+        if std::str::from_utf8(bytes).is_err() {
+            self.lossy.set(true);
+        }
+        paths::doc_bytes(bytes)
+    }
+
+    /// An OS path as a document string.
+    pub fn path(&self, p: &std::path::Path) -> String {
+        self.bytes(p.as_os_str().as_bytes())
+    }
+
+    /// Raw paths as document strings.
+    pub fn paths(&self, list: &[BString]) -> Vec<String> {
+        list.iter().map(|p| self.bytes(p)).collect()
+    }
+
+    /// Note a lossy string made elsewhere (the engine's error details).
+    pub fn note(&self, lossy: bool) {
+        if lossy {
+            self.lossy.set(true);
+        }
+    }
+
+    /// The top-level document `body`, with `lossy_paths` when one of its
+    /// paths was written lossily.
+    pub fn doc<T: serde::Serialize>(self, body: T) -> Doc<T> {
+        Doc {
+            body,
+            lossy_paths: self.lossy.get(),
+        }
+    }
+}
+
+/// A top-level document: its fields and `lossy_paths` (design §6.2).
+/// `Ui::doc` adds `schema` and the recovery fields.
+#[derive(Debug, serde::Serialize)]
+pub struct Doc<T> {
+    #[serde(flatten)]
+    pub body: T,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub lossy_paths: bool,
+}
+
+/// A document inside another, whole: with its own `schema` (status's
+/// batches, run's apply).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Embedded<T> {
+    pub schema: &'static str,
+    #[serde(flatten)]
+    pub doc: T,
+}
+
+impl<T> Embedded<T> {
+    pub fn new(doc: T) -> Embedded<T> {
+        Embedded {
+            schema: SCHEMA,
+            doc,
+        }
+    }
 }
 
 /// `Option`s marked with this are left out of the document when `None`
@@ -73,11 +159,11 @@ document! {
 }
 
 impl KeptWorkspace {
-    pub fn list(kept: &[git_delegate::ops::apply::Kept]) -> Vec<KeptWorkspace> {
+    pub fn list(t: &Text, kept: &[git_delegate::ops::apply::Kept]) -> Vec<KeptWorkspace> {
         kept.iter()
             .map(|(task, root, batches)| KeptWorkspace {
                 task: task.clone(),
-                workspace: git_delegate::sys::paths::doc_path(root),
+                workspace: t.path(root),
                 batches: batches.clone(),
             })
             .collect()
@@ -95,10 +181,13 @@ document! {
 }
 
 impl UnsafeFolder {
-    pub fn list(list: &[git_delegate::workspace::shared_root::Refused]) -> Vec<UnsafeFolder> {
+    pub fn list(
+        t: &Text,
+        list: &[git_delegate::workspace::shared_root::Refused],
+    ) -> Vec<UnsafeFolder> {
         list.iter()
             .map(|r| UnsafeFolder {
-                path: git_delegate::sys::paths::doc_path(&r.path),
+                path: t.path(&r.path),
                 owner: r.owner,
                 reason: r.reason.as_str(),
             })
@@ -133,12 +222,15 @@ impl ErrorDoc {
         }
     }
 
-    /// The error document of `err`, its details included.
-    pub fn of(err: &git_delegate::error::Error) -> ErrorDoc {
+    /// The error document of `err`, its details included (the engine's
+    /// note that one of them holds a lossy path goes to `t`).
+    pub fn of(t: &Text, err: &git_delegate::error::Error) -> ErrorDoc {
         let mut doc = ErrorDoc::new(err.code, &err.message, &err.help);
         if let Some(details) = &err.details {
             for (k, v) in details.iter() {
-                if !matches!(k.as_str(), "code" | "message" | "help") {
+                if k == paths::LOSSY_DETAIL {
+                    t.note(v == &serde_json::Value::Bool(true));
+                } else if !matches!(k.as_str(), "code" | "message" | "help") {
                     doc.error.details.insert(k.clone(), v.clone());
                 }
             }
@@ -212,11 +304,66 @@ mod tests {
         "lossy_paths",
     ];
 
-    fn names(fields: &[&str]) -> BTreeSet<String> {
+    /// A type's field names as the JSON has them; at the top (`top`),
+    /// without the fields `Ui::doc_after` adds.
+    fn names(fields: &[&str], top: bool) -> BTreeSet<String> {
         fields
             .iter()
             .map(|f| f.trim_start_matches("r#").to_string())
+            .filter(|f| !(top && COMMON.contains(&f.as_str())))
             .collect()
+    }
+
+    /// `lossy_paths` is the document's: set when one of its paths was
+    /// written lossily, by the render layer or (in an error's details) by
+    /// the engine, and never an `error` field.
+    #[test]
+    fn lossy_paths_comes_from_the_documents_own_paths() {
+        let value = |doc: &dyn erased::Doc| doc.value();
+        let t = Text::default();
+        let ok = PathList {
+            paths: vec![t.bytes(b"plain.txt")],
+        };
+        assert_eq!(
+            value(&t.doc(ok)),
+            serde_json::json!({"paths": ["plain.txt"]})
+        );
+        let t = Text::default();
+        let bad = PathList {
+            paths: vec![t.bytes(b"bad-\xff.txt")],
+        };
+        assert_eq!(
+            value(&t.doc(bad)),
+            serde_json::json!({"paths": ["bad-\u{fffd}.txt"], "lossy_paths": true})
+        );
+        let mut details = serde_json::Map::new();
+        details.insert("paths".into(), serde_json::json!(["bad-\u{fffd}"]));
+        git_delegate::sys::paths::note_lossy(&mut details, true);
+        let err =
+            git_delegate::error::Error::state(git_delegate::error::Code::InvalidPath, "m", "h")
+                .with_details(details);
+        let t = Text::default();
+        let doc = ErrorDoc::of(&t, &err);
+        let v = value(&t.doc(doc));
+        assert_eq!(v["lossy_paths"], true);
+        assert_eq!(v["error"]["paths"], serde_json::json!(["bad-\u{fffd}"]));
+        assert!(v["error"].get("lossy_paths").is_none(), "{v}");
+    }
+
+    #[derive(serde::Serialize)]
+    struct PathList {
+        paths: Vec<String>,
+    }
+
+    mod erased {
+        pub trait Doc {
+            fn value(&self) -> serde_json::Value;
+        }
+        impl<T: serde::Serialize> Doc for T {
+            fn value(&self) -> serde_json::Value {
+                serde_json::to_value(self).unwrap()
+            }
+        }
     }
 
     /// Every typed document and object has exactly the fields docs/json.md
@@ -236,18 +383,68 @@ mod tests {
             ("apply", "stopped_processes[]", StoppedProc::FIELDS),
             ("apply", "kept_workspaces[]", KeptWorkspace::FIELDS),
             ("apply", "kept_proposal", KeptProposal::FIELDS),
+            ("apply", "refreshed[]", refresh::RefreshTask::FIELDS),
             ("apply", "refresh_error", &error_body),
             ("apply", "side_effects[]", SideEffect::FIELDS),
             ("apply", "verify", Verify::FIELDS),
             ("apply", "verify.runs[]", VerifyRun::FIELDS),
             ("apply", "warnings[]", RemoteWarning::FIELDS),
-            ("error", "", ErrorDoc::FIELDS),
+            ("batch", "", batch::BatchDoc::FIELDS),
+            ("batch", "baseline", batch::Baseline::FIELDS),
+            ("batch", "lease", batch::Lease::FIELDS),
+            ("batch", "tasks[]", batch::BatchTask::FIELDS),
+            ("batch", "tasks[].processes[]", Proc::FIELDS),
+            ("batch", "remote", batch::Remote::FIELDS),
+            ("batch", "warnings[]", batch::HookWarning::FIELDS),
+            ("status", "", batch::StatusDoc::FIELDS),
+            ("status", "problems[]", batch::StatusProblem::FIELDS),
+            ("status", "kept[]", batch::KeptProposal::FIELDS),
+            ("gc", "", gc::GcDoc::FIELDS),
+            ("gc", "rescued[]", gc::GcRescued::FIELDS),
             ("gc", "unsafe_folders[]", UnsafeFolder::FIELDS),
+            ("gc", "kept_workspaces[]", gc::GcKeptWorkspace::FIELDS),
+            ("gc", "skipped[]", gc::Skipped::FIELDS),
+            ("gc", "stashed[]", gc::GcStashed::FIELDS),
+            ("gc", "warnings[]", RemoteWarning::FIELDS),
+            ("join", "", hooks::JoinDoc::FIELDS),
+            ("undo", "", undo::UndoDoc::FIELDS),
+            ("undo", "conflicts[]", Conflict::FIELDS),
+            ("undo", "kept[]", undo::UndoKept::FIELDS),
+            ("undo-list", "", undo::UndoList::FIELDS),
+            ("undo-list", "entries[]", undo::UndoEntry::FIELDS),
+            ("drop", "", gc::DropDoc::FIELDS),
+            ("drop", "unsafe_folders[]", UnsafeFolder::FIELDS),
+            ("drop", "rescued[]", gc::DropRescued::FIELDS),
+            ("drop", "kept_workspaces[]", KeptWorkspace::FIELDS),
+            ("drop", "warnings[]", RemoteWarning::FIELDS),
+            ("drop-refused", "", gc::DropRefused::FIELDS),
+            (
+                "drop-refused",
+                "hosts_open_batches[]",
+                KeptWorkspace::FIELDS,
+            ),
+            ("drop-refused", "stashed[]", gc::DropStashed::FIELDS),
+            ("diff", "", diff::DiffDoc::FIELDS),
+            ("diff", "tasks[]", diff::DiffTask::FIELDS),
+            ("diff", "tasks[].paths[]", diff::DiffPath::FIELDS),
+            ("diff", "tasks[].conflicts[]", Conflict::FIELDS),
+            ("diff", "paths[]", diff::DiffPath::FIELDS),
+            ("path", "", diff::PathDoc::FIELDS),
+            ("branch", "", hooks::BranchDoc::FIELDS),
+            ("branch", "conflicts[]", Conflict::FIELDS),
+            ("refresh", "", refresh::RefreshDoc::FIELDS),
+            ("refresh", "tasks[]", refresh::RefreshTask::FIELDS),
+            ("run", "", run::RunDoc::FIELDS),
+            ("run", "workers[]", run::RunWorker::FIELDS),
+            ("hooks-install", "", hooks::HooksDoc::FIELDS),
+            ("hooks-install", "pre_push", hooks::PrePush::FIELDS),
+            ("hooks-install-claude", "", hooks::ClaudeDoc::FIELDS),
+            ("error", "", ErrorDoc::FIELDS),
         ];
         let mut errors = Vec::new();
         for (block, prefix, fields) in table {
             let doc = documented(block, prefix);
-            let ty = names(fields);
+            let ty = names(fields, prefix.is_empty());
             for f in doc.difference(&ty) {
                 errors.push(format!(
                     "{block} {prefix}: `{f}` is documented but no field of the type"
@@ -261,7 +458,7 @@ mod tests {
         }
         // The error body's fixed fields (its details vary by code).
         let doc = documented("error", "error");
-        for f in names(&error_body) {
+        for f in names(&error_body, false) {
             if !doc.contains(&f) {
                 errors.push(format!("error error: `{f}` is not documented"));
             }
