@@ -13,6 +13,13 @@
 
 use crate::config::ConfigError;
 use crate::error::{Code, Error};
+use crate::git::discovery::DiscoveryError;
+use crate::sys::paths::shell_quote;
+
+/// A path as a shell word, for a command in a help line.
+fn quoted(path: &std::path::Path) -> String {
+    shell_quote(&path.to_string_lossy())
+}
 
 /// `delegate::config`, exit 2, pointing at the line (an unreadable file is
 /// an I/O error, named by its cause as every other).
@@ -50,6 +57,83 @@ impl From<ConfigError> for Error {
             span,
             label.to_string(),
         )
+    }
+}
+
+/// Discovery errors (design §3.15): exit 3, each with what to do about
+/// the `.git` it names.
+impl From<DiscoveryError> for Error {
+    fn from(e: DiscoveryError) -> Error {
+        use DiscoveryError as D;
+        let message = e.to_string();
+        let (code, help) = match &e {
+            D::NotFound(_) => (
+                Code::NotARepository,
+                "run git delegate from inside a git working tree, or pass `git -C DIR delegate ...`".into(),
+            ),
+            D::DanglingLink { dotgit, .. } => (
+                Code::NotARepository,
+                format!(
+                    "point the link at the repository's git folder, or remove it (`rm {}`)",
+                    quoted(dotgit)
+                ),
+            ),
+            D::BadGitFile { dotgit } => (
+                Code::NotARepository,
+                format!(
+                    "write the repository's git folder into it as `gitdir: PATH`, or move it away (`mv {0} {0}.broken`)",
+                    quoted(dotgit)
+                ),
+            ),
+            D::GitFileTargetMissing { dotgit, .. } => (
+                Code::NotARepository,
+                format!(
+                    "if the repository moved, write its git folder into {} (`gitdir: PATH`; `git worktree repair` does it for a linked worktree, run in its main working tree); if it is gone, move the file away",
+                    dotgit.display()
+                ),
+            ),
+            D::SpecialFile { dotgit } => (
+                Code::NotARepository,
+                format!(
+                    "move it away (`mv {0} {0}.moved`) or run git delegate in another folder",
+                    quoted(dotgit)
+                ),
+            ),
+            D::NotGit { dotgit, .. } => (
+                Code::NotARepository,
+                format!(
+                    "repair or move away {}, or run git delegate in another folder",
+                    dotgit.display()
+                ),
+            ),
+            D::Unreadable { path, source } => {
+                let shown = quoted(path);
+                let help = if source.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+                    format!("{shown} is a symbolic link that leads back to itself: point it at the repository's git folder, or remove it (`rm {shown}`)")
+                } else if source.kind() == std::io::ErrorKind::PermissionDenied {
+                    format!("run git delegate as a user who may read it, or give yourself read access (`ls -ld {shown}` shows its owner and mode)")
+                } else {
+                    format!("check {shown} (`ls -ld {shown}`) and run the command again")
+                };
+                (Code::UnreadableGitDir, help)
+            }
+            D::UnsupportedObjectFormat { .. } => (
+                Code::UnsupportedObjectFormat,
+                "git delegate works in SHA-1 and SHA-256 repositories; use it in a clone of the project in one of those formats".into(),
+            ),
+            D::UnsupportedRefFormat { .. } => (
+                Code::UnsupportedRefFormat,
+                "git delegate needs git's `files` ref format: convert the repository with `git refs migrate --ref-format=files` (git 2.46 or later; it refuses while reflogs exist, which `git reflog expire --expire=all --all` deletes), or work in a clone made with `git clone --ref-format=files`".into(),
+            ),
+            D::DubiousOwnership { shown, .. } => (
+                Code::DubiousOwnership,
+                format!(
+                    "if you trust it, let git (and git delegate) in as git says: git config --global --add safe.directory {}",
+                    quoted(shown)
+                ),
+            ),
+        };
+        Error::state(code, message, help)
     }
 }
 
