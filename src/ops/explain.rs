@@ -14,6 +14,7 @@
 use crate::config::ConfigError;
 use crate::error::{Code, Error};
 use crate::git::discovery::DiscoveryError;
+use crate::ops::lock::LockError;
 use crate::sys::paths::shell_quote;
 
 /// A path as a shell word, for a command in a help line.
@@ -134,6 +135,25 @@ impl From<DiscoveryError> for Error {
             ),
         };
         Error::state(code, message, help)
+    }
+}
+
+/// The repository lock: `delegate::locked` when another command holds it,
+/// an I/O error (named by its cause) when its file cannot be had.
+impl From<LockError> for Error {
+    fn from(e: LockError) -> Error {
+        let message = e.to_string();
+        match e {
+            LockError::CreateDir { source, .. }
+            | LockError::Open { source, .. }
+            | LockError::Flock { source, .. } => Error::io(message, source),
+            LockError::Held { .. } => Error::state(
+                Code::Locked,
+                message,
+                "wait for it to finish, or raise `lock.timeout` in .git/delegate.toml",
+            ),
+            LockError::Interrupted => Error::interrupted(),
+        }
     }
 }
 
