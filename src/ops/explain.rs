@@ -15,6 +15,7 @@ use crate::config::ConfigError;
 use crate::error::{Code, Error};
 use crate::git::discovery::DiscoveryError;
 use crate::ops::lock::LockError;
+use crate::record::busy::BusyError;
 use crate::sys::paths::shell_quote;
 
 /// A path as a shell word, for a command in a help line.
@@ -154,6 +155,17 @@ impl From<LockError> for Error {
             ),
             LockError::Interrupted => Error::interrupted(),
         }
+    }
+}
+
+/// A batch being verified by another apply: exit 3, wait for it.
+impl From<BusyError> for Error {
+    fn from(e: BusyError) -> Error {
+        Error::state(
+            Code::BatchBusy,
+            e.to_string(),
+            "wait for that apply to finish, then run this command again",
+        )
     }
 }
 
