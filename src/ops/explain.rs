@@ -16,6 +16,7 @@ use crate::error::{Code, Error};
 use crate::git::discovery::DiscoveryError;
 use crate::ops::lock::LockError;
 use crate::record::busy::BusyError;
+use crate::sys::fs::FsError;
 use crate::sys::paths::shell_quote;
 
 /// A path as a shell word, for a command in a help line.
@@ -166,6 +167,21 @@ impl From<BusyError> for Error {
             e.to_string(),
             "wait for that apply to finish, then run this command again",
         )
+    }
+}
+
+/// The filesystem helpers' failures: I/O errors, a full disk, a read-only
+/// filesystem or a denied permission named for what it is (for a write,
+/// with the filesystem that holds its folder).
+impl From<FsError> for Error {
+    fn from(e: FsError) -> Error {
+        let message = e.to_string();
+        match e {
+            FsError::Write { dir, source, .. } => Error::io_at(message, &dir, source),
+            FsError::Remove { source, .. } | FsError::Resolve { source, .. } => {
+                Error::io(message, source)
+            }
+        }
     }
 }
 

@@ -253,7 +253,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
     let mut removed = false;
     if !dry_run && out.ok() {
         let r = refs::delete(&source.repo, &k.ref_name).and_then(|_| match &k.patch {
-            Some(p) => crate::sys::fs::remove_file(p),
+            Some(p) => Ok(crate::sys::fs::remove_file(p)?),
             None => Ok(()),
         });
         match r {

@@ -553,7 +553,10 @@ fn write_joined(git_dir: &Path, j: &Joined) -> Result<()> {
             "report this bug",
         )
     })?;
-    crate::sys::fs::write_atomic(&git_dir.join(JOIN_FILE), text.as_bytes())
+    Ok(crate::sys::fs::write_atomic(
+        &git_dir.join(JOIN_FILE),
+        text.as_bytes(),
+    )?)
 }
 
 /// What the working tree at `root` remembers of its join, if anything.
