@@ -11,8 +11,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::Result;
 use crate::record::batch::{self, Batch};
+use crate::sys::fs::FsError;
 
 /// A batch another process verifies now. The message is the `Display`;
 /// the code (`delegate::batch_busy`) and help: `ops::explain`.
@@ -66,7 +66,7 @@ impl Drop for Busy {
 
 /// Mark batch `b` busy for as long as the returned guard lives: this
 /// process (its pid and start time) runs its verification command.
-pub fn mark(state_dir: &Path, b: &Batch) -> Result<Busy> {
+pub fn mark(state_dir: &Path, b: &Batch) -> Result<Busy, FsError> {
     let path = batch::batch_dir(state_dir, &b.id).join(BUSY);
     let pid = std::process::id();
     let start = crate::sys::process::process_start(pid).unwrap_or(0);
