@@ -13,9 +13,12 @@
 
 use crate::config::ConfigError;
 use crate::error::{Code, Error};
+use crate::git::commit::CommitError;
 use crate::git::discovery::DiscoveryError;
+use crate::git::refs::RefError;
 use crate::ops::lock::LockError;
 use crate::record::busy::BusyError;
+use crate::record::kept::KeptError;
 use crate::sys::fs::FsError;
 use crate::sys::paths::shell_quote;
 
@@ -181,6 +184,52 @@ impl From<FsError> for Error {
             FsError::Remove { source, .. } | FsError::Resolve { source, .. } => {
                 Error::io(message, source)
             }
+        }
+    }
+}
+
+/// A private ref the git library failed on: `delegate::git` (or a full
+/// disk, read-only filesystem or denied permission inside it, named for
+/// what it is), as every failure inside gix.
+impl From<RefError> for Error {
+    fn from(e: RefError) -> Error {
+        let message = e.to_string();
+        match e {
+            RefError::Name { source, .. } => Error::git(message, source),
+            RefError::Write { source, .. }
+            | RefError::Read { source, .. }
+            | RefError::Delete { source, .. }
+            | RefError::List { source } => Error::git(message, source),
+        }
+    }
+}
+
+/// A commit the git library failed on: `delegate::git` as for refs; a
+/// commit that is not there, `delegate::missing_object`.
+impl From<CommitError> for Error {
+    fn from(e: CommitError) -> Error {
+        let message = e.to_string();
+        match e {
+            CommitError::Missing { .. } => Error::state(
+                Code::MissingObject,
+                message,
+                "the repository lost objects git-delegate needs; run `git fsck`",
+            ),
+            CommitError::Write { source }
+            | CommitError::BadId { source, .. }
+            | CommitError::Read { source, .. } => Error::git(message, source),
+        }
+    }
+}
+
+/// A kept proposal's ref or commit: the words of its cause.
+impl From<KeptError> for Error {
+    fn from(e: KeptError) -> Error {
+        let message = e.to_string();
+        match e {
+            KeptError::Ref(e) => e.into(),
+            KeptError::Commit(e) => e.into(),
+            KeptError::Read { source, .. } => Error::git(message, source),
         }
     }
 }
