@@ -14,6 +14,7 @@
 use crate::config::ConfigError;
 use crate::error::{Code, Error};
 use crate::git::commit::CommitError;
+use crate::git::diff::DiffError;
 use crate::git::discovery::DiscoveryError;
 use crate::git::refs::RefError;
 use crate::ops::lock::LockError;
@@ -230,6 +231,19 @@ impl From<KeptError> for Error {
             KeptError::Ref(e) => e.into(),
             KeptError::Commit(e) => e.into(),
             KeptError::Read { source, .. } => Error::git(message, source),
+        }
+    }
+}
+
+/// Two trees the git library failed on: `delegate::git`.
+impl From<DiffError> for Error {
+    fn from(e: DiffError) -> Error {
+        let message = e.to_string();
+        match e {
+            DiffError::ReadTree { source } | DiffError::Compare { source } => {
+                Error::git(message, source)
+            }
+            DiffError::UnexpectedRename => Error::git(message, "unexpected rename record"),
         }
     }
 }
