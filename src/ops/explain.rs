@@ -17,6 +17,7 @@ use crate::git::commit::CommitError;
 use crate::git::diff::DiffError;
 use crate::git::discovery::DiscoveryError;
 use crate::git::refs::RefError;
+use crate::git::transport::TransportError;
 use crate::ops::lock::LockError;
 use crate::record::busy::BusyError;
 use crate::record::kept::KeptError;
@@ -245,6 +246,21 @@ impl From<DiffError> for Error {
             }
             DiffError::UnexpectedRename => Error::git(message, "unexpected rename record"),
         }
+    }
+}
+
+/// The git command against a remote: `delegate::remote_failed`, with what
+/// to check.
+impl From<TransportError> for Error {
+    fn from(e: TransportError) -> Error {
+        let message = e.to_string();
+        let help = match &e {
+            TransportError::Spawn { .. } => "install git (git-delegate moves refs to and from remotes with the git command) and make sure it is on PATH".to_string(),
+            TransportError::Failed { remote, .. } => format!(
+                "check that the remote {remote} is reachable and accepts refs under refs/pi-delegate/ (run the command above to see git's own output), then run the command again"
+            ),
+        };
+        Error::state(Code::RemoteFailed, message, help)
     }
 }
 
