@@ -2,15 +2,89 @@
 //! unknown keys, wrong types and bad values are errors that point at the line,
 //! and so are bytes that are not UTF-8 and NULs (design §5).
 //!
-//! Owns: reading and validating the config file.
-//! Never: writes the config, or reads git's own config.
+//! Owns: reading and validating the config file, and its typed error
+//! (`ConfigError`: the file, the span in its text and why, the I/O or TOML
+//! error as its cause).
+//! Never: writes the config, or reads git's own config; decides no error
+//! code or help line (`ops::explain` does).
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::error::{Code, Error, Result};
+/// Why `delegate.toml` was refused. The message is the `Display`; each
+/// variant but `Unreadable` carries the text shown and the span pointed at
+/// (`ConfigError::located`). Its code, exit status and help: `ops::explain`.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file is there but cannot be read.
+    #[error("cannot read {}", path.display())]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A byte that is not UTF-8, or a NUL (TOML allows neither). `shown`
+    /// is the text as a terminal may show it (U+FFFD, U+2400).
+    #[error(
+        "invalid configuration in {}: {what} at line {line}, column {column} (a config file is UTF-8 text)",
+        path.display()
+    )]
+    NotText {
+        path: PathBuf,
+        what: String,
+        line: usize,
+        column: usize,
+        shown: String,
+        span: Range<usize>,
+    },
+    /// TOML that does not parse, or does not fit the keys and types of
+    /// design §9 (an unknown key, a wrong type, an unknown value).
+    #[error("invalid configuration in {}: {}", path.display(), source.message().trim())]
+    Toml {
+        path: PathBuf,
+        text: String,
+        #[source]
+        source: toml::de::Error,
+    },
+    /// A value of the right type that is refused (out of range, a
+    /// relative path, a malformed duration): `reason` says which and why.
+    #[error("invalid configuration in {}: {reason}", path.display())]
+    Value {
+        path: PathBuf,
+        text: String,
+        span: Range<usize>,
+        label: &'static str,
+        reason: String,
+    },
+}
+
+impl ConfigError {
+    /// The file's name, its text as shown, the span pointed at and the
+    /// span's label, for every error that points into the file.
+    pub fn located(&self) -> Option<(&Path, &str, Range<usize>, &'static str)> {
+        match self {
+            ConfigError::Unreadable { .. } => None,
+            ConfigError::NotText {
+                path, shown, span, ..
+            } => Some((path, shown, span.clone(), "here")),
+            ConfigError::Toml { path, text, source } => {
+                Some((path, text, source.span().unwrap_or(0..0), "here"))
+            }
+            ConfigError::Value {
+                path,
+                text,
+                span,
+                label,
+                ..
+            } => Some((path, text, span.clone(), label)),
+        }
+    }
+}
+
+type Result<T, E = ConfigError> = std::result::Result<T, E>;
 
 /// The workspace kind: a config value (`workspace.mode`) and, in the
 /// batch record, the kind its workspaces were made as (`mode = "worktree"`
@@ -256,7 +330,12 @@ impl Config {
         let bytes = match std::fs::read(path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
-            Err(e) => return Err(Error::io(format!("cannot read {}", path.display()), e)),
+            Err(source) => {
+                return Err(ConfigError::Unreadable {
+                    path: path.to_path_buf(),
+                    source,
+                })
+            }
         };
         Self::parse_bytes(path, bytes)
     }
@@ -292,34 +371,28 @@ impl Config {
         let line_start = shown[..at].rfind('\n').map_or(0, |i| i + 1);
         let line = shown[..at].matches('\n').count() + 1;
         let column = shown[line_start..at].chars().count() + 1;
-        Err(Error::usage(
-            Code::Config,
-            format!(
-                "invalid configuration in {}: {what} at line {line}, column {column} (a config file is UTF-8 text)",
-                path.display()
-            ),
-            "fix or remove that line (`man git-delegate` lists every key and its values), or remove the file",
-        )
-        .with_source(path.display().to_string(), shown, at..at + len, "here".into()))
+        Err(ConfigError::NotText {
+            path: path.to_path_buf(),
+            what,
+            line,
+            column,
+            shown,
+            span: at..at + len,
+        })
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<Config> {
-        let bad = |message: String, span: std::ops::Range<usize>, label: &str| {
-            Error::usage(
-                Code::Config,
-                format!("invalid configuration in {}: {message}", path.display()),
-                "fix or remove that line; `man git-delegate` lists every key and its values",
-            )
-            .with_source(
-                path.display().to_string(),
-                text.to_string(),
-                span,
-                label.to_string(),
-            )
+        let bad = |reason: String, span: Range<usize>, label: &'static str| ConfigError::Value {
+            path: path.to_path_buf(),
+            text: text.to_string(),
+            span,
+            label,
+            reason,
         };
-        let file: File = toml::from_str(text).map_err(|e| {
-            let span = e.span().unwrap_or(0..0);
-            bad(e.message().trim().to_string(), span, "here")
+        let file: File = toml::from_str(text).map_err(|source| ConfigError::Toml {
+            path: path.to_path_buf(),
+            text: text.to_string(),
+            source,
         })?;
         let mut cfg = Config::default();
         let duration = |v: &Spanned<String>, key: &str| {
@@ -482,8 +555,7 @@ mod tests {
         assert_eq!(c.snapshots, Snapshots::Auto);
         for bad in ["snapshots = \"always\"", "snapshots = false"] {
             let e = Config::parse(p, &format!("[workspace]\n{bad}\n")).unwrap_err();
-            assert_eq!(e.exit_code(), 2, "{bad}");
-            assert!(miette::Diagnostic::labels(&e).is_some(), "{bad}: {e}");
+            assert!(e.located().is_some(), "{bad}: {e}");
         }
     }
 
@@ -520,8 +592,7 @@ mod tests {
             "verify = 1",
         ] {
             let e = Config::parse(p, &format!("[apply]\n{bad}\n")).unwrap_err();
-            assert_eq!(e.exit_code(), 2, "{bad}");
-            assert!(miette::Diagnostic::labels(&e).is_some(), "{bad}: {e}");
+            assert!(e.located().is_some(), "{bad}: {e}");
         }
     }
 
@@ -546,8 +617,7 @@ mod tests {
             "workspace = 3\n",
         ] {
             let e = Config::parse(p, text).unwrap_err();
-            assert_eq!(e.exit_code(), 2, "{text}");
-            assert!(miette::Diagnostic::labels(&e).is_some(), "{text}: {e}");
+            assert!(e.located().is_some(), "{text}: {e}");
         }
     }
 }

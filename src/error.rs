@@ -1,5 +1,8 @@
-//! The one error type of git-delegate: a code, a one-line message, a help line,
-//! an exit status (design §3), and for config errors the file, line and column.
+//! The error type the transactions return and the binary renders: a code, a
+//! one-line message, a help line, an exit status (design §3), and for config
+//! errors the file, line and column. Modules that raise typed errors of
+//! their own (`config::ConfigError`, ...) are turned into it by
+//! `ops::explain` (docs/architecture.md "Errors").
 //!
 //! Owns: how failures are classified and rendered as miette diagnostics;
 //! the list of error codes (`Code`, one variant per `delegate::...` code,

@@ -1,13 +1,34 @@
 //! Comparing two trees path by path (files, symlinks; never folders).
 //!
-//! Owns: the list of leaf paths that differ between two trees.
-//! Never: reads or writes the working tree.
+//! Owns: the list of leaf paths that differ between two trees, and its
+//! error (`DiffError`, the gix error as its cause).
+//! Never: reads or writes the working tree; words a help line or decides an
+//! error code (`ops::explain` does).
 
 use gix::bstr::BString;
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
-use crate::error::{Error, Result};
+/// Two trees the git library could not read or compare. The message is the
+/// `Display` followed by the cause, as `ops::explain` words it.
+#[derive(Debug, thiserror::Error)]
+pub enum DiffError {
+    #[error("cannot read tree")]
+    ReadTree {
+        #[source]
+        source: gix::Error,
+    },
+    #[error("cannot compare trees")]
+    Compare {
+        #[source]
+        source: gix::Error,
+    },
+    /// The diff reported a rename, which it was told not to track.
+    #[error("cannot compare trees")]
+    UnexpectedRename,
+}
+
+type Result<T, E = DiffError> = std::result::Result<T, E>;
 
 /// One leaf path that differs: its entry before and after (`None`: absent).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,13 +43,10 @@ pub fn trees(repo: &gix::Repository, old: ObjectId, new: ObjectId) -> Result<Vec
     if old == new {
         return Ok(Vec::new());
     }
-    let err = |e: gix::Error| Error::git("cannot compare trees", e);
-    let old_tree = repo
-        .find_tree(old)
-        .map_err(|e| Error::git("cannot read tree", e))?;
-    let new_tree = repo
-        .find_tree(new)
-        .map_err(|e| Error::git("cannot read tree", e))?;
+    let err = |source: gix::Error| DiffError::Compare { source };
+    let read = |source: gix::Error| DiffError::ReadTree { source };
+    let old_tree = repo.find_tree(old).map_err(read)?;
+    let new_tree = repo.find_tree(new).map_err(read)?;
     let mut opts = gix::diff::Options::default();
     opts.track_path().track_rewrites(None);
     let changes = repo
@@ -61,12 +79,7 @@ pub fn trees(repo: &gix::Repository, old: ObjectId, new: ObjectId) -> Result<Vec
                 Some((previous_entry_mode.kind(), previous_id)),
                 Some((entry_mode.kind(), id)),
             ),
-            C::Rewrite { .. } => {
-                return Err(Error::git(
-                    "cannot compare trees",
-                    "unexpected rename record",
-                ))
-            }
+            C::Rewrite { .. } => return Err(DiffError::UnexpectedRename),
         };
         let leaf = |e: Option<(EntryKind, ObjectId)>| e.filter(|(k, _)| *k != EntryKind::Tree);
         let (old, new) = (leaf(old), leaf(new));

@@ -7,8 +7,10 @@
 //! (reftable) the git library cannot read, and a repository git refuses
 //! for its owner ("dubious ownership", unless `safe.directory` lists it).
 //!
-//! Owns: those diagnoses and their errors; [`path_from_line`].
-//! Never: changes anything; never opens anything but a regular file or a
+//! Owns: those diagnoses, as `DiscoveryError` (what was found where, and
+//! the I/O or git library error behind it); [`path_from_line`].
+//! Never: words a help line or decides an error code (`ops::explain`
+//! does); changes anything; never opens anything but a regular file or a
 //! folder (reading a FIFO named `.git` would wait forever); decides nothing
 //! about where the repository is (that is `repo`, with git's rules): it is
 //! asked only after the search failed.
@@ -16,8 +18,80 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Code, Error};
-use crate::sys::paths::shell_quote;
+use crate::error::Error;
+
+/// Why the source could not be found or opened. The message is the
+/// `Display`; the code (`not_a_repository`, `unreadable_git_dir`, ...) and
+/// the help: `ops::explain`.
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoveryError {
+    /// git's search found no repository; the message says where it looked
+    /// (`repo` words it, knowing the search).
+    #[error("{0}")]
+    NotFound(String),
+    /// `.git` is a symbolic link to nothing.
+    #[error("{} is a symbolic link to {}, which does not exist", dotgit.display(), target.display())]
+    DanglingLink { dotgit: PathBuf, target: PathBuf },
+    /// `.git` is a file without a `gitdir:` line.
+    #[error(
+        "{} is a file that does not start with `gitdir: PATH` (git: \"invalid gitfile format\"), so it names no repository",
+        dotgit.display()
+    )]
+    BadGitFile { dotgit: PathBuf },
+    /// `.git` is a `gitdir:` file naming a path that does not exist.
+    #[error("{} points to {}, which does not exist", dotgit.display(), target.display())]
+    GitFileTargetMissing { dotgit: PathBuf, target: PathBuf },
+    /// `.git` is a FIFO, socket or device.
+    #[error(
+        "{} is neither a folder nor a file (a FIFO, socket or device), so it names no repository",
+        dotgit.display()
+    )]
+    SpecialFile { dotgit: PathBuf },
+    /// What `.git` leads to (`git_dir`, itself for a folder) is no git
+    /// repository.
+    #[error(
+        "{} ({source})",
+        if dotgit == git_dir {
+            format!("{} is a folder but not a git repository", dotgit.display())
+        } else {
+            format!("{} points to {}, which is not a git repository", dotgit.display(), git_dir.display())
+        }
+    )]
+    NotGit {
+        dotgit: PathBuf,
+        git_dir: PathBuf,
+        #[source]
+        source: gix::Error,
+    },
+    /// `path` (a `.git` or what it leads to) cannot be read.
+    #[error(
+        "{} cannot be read ({source}), so git delegate cannot tell which repository this is",
+        path.display()
+    )]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `extensions.objectFormat` is neither SHA-1 nor SHA-256.
+    #[error(
+        "the repository {} uses the object format `{format}`, which the git library git delegate is built on cannot read",
+        git_dir.display()
+    )]
+    UnsupportedObjectFormat { git_dir: PathBuf, format: String },
+    /// `extensions.refStorage` is not `files` (reftable).
+    #[error(
+        "the repository {} keeps its refs in the `{format}` format, which the git library git delegate is built on cannot read",
+        common_dir.display()
+    )]
+    UnsupportedRefFormat { common_dir: PathBuf, format: String },
+    /// The repository at `shown` (canonical) belongs to `owner`, not `me`.
+    #[error(
+        "the repository at {} belongs to uid {owner}, not to you (uid {me}): git refuses to work in it (\"dubious ownership\") unless safe.directory lists it, and so does git delegate",
+        shown.display()
+    )]
+    DubiousOwnership { shown: PathBuf, owner: u32, me: u32 },
+}
 
 /// A path written on one line of a git file (trailing newline and `\r` removed).
 pub fn path_from_line(bytes: &[u8]) -> Option<PathBuf> {
@@ -35,46 +109,25 @@ fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
     std::fs::read(path)
 }
 
+/// `not_a_repository` with `message` (what git's search looked through),
+/// as the crate's error `repo` returns.
 pub fn not_a_repository(message: String) -> Error {
-    not_a_repository_with(
-        message,
-        "run git delegate from inside a git working tree, or pass `git -C DIR delegate ...`".into(),
-    )
+    DiscoveryError::NotFound(message).into()
 }
 
-fn not_a_repository_with(message: String, help: String) -> Error {
-    Error::state(Code::NotARepository, message, help)
-}
-
-fn unreadable(path: &Path, err: &std::io::Error) -> Error {
-    let shown = shell_quote(&path.to_string_lossy());
-    let help = if err.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
-        format!("{shown} is a symbolic link that leads back to itself: point it at the repository's git folder, or remove it (`rm {shown}`)")
-    } else if err.kind() == std::io::ErrorKind::PermissionDenied {
-        format!("run git delegate as a user who may read it, or give yourself read access (`ls -ld {shown}` shows its owner and mode)")
-    } else {
-        format!("check {shown} (`ls -ld {shown}`) and run the command again")
-    };
-    Error::state(
-        Code::UnreadableGitDir,
-        format!(
-            "{} cannot be read ({err}), so git delegate cannot tell which repository this is",
-            path.display()
-        ),
-        help,
-    )
+fn unreadable(path: &Path, source: std::io::Error) -> DiscoveryError {
+    DiscoveryError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// The error for a repository in `format` (not SHA-1 or SHA-256).
-pub fn unsupported_object_format(git_dir: &Path, format: &str) -> Error {
-    Error::state(
-        Code::UnsupportedObjectFormat,
-        format!(
-            "the repository {} uses the object format `{format}`, which the git library git delegate is built on cannot read",
-            git_dir.display()
-        ),
-        "git delegate works in SHA-1 and SHA-256 repositories; use it in a clone of the project in one of those formats",
-    )
+pub fn unsupported_object_format(git_dir: &Path, format: &str) -> DiscoveryError {
+    DiscoveryError::UnsupportedObjectFormat {
+        git_dir: git_dir.to_path_buf(),
+        format: format.to_string(),
+    }
 }
 
 /// `extensions.objectFormat` of the repository whose git dir is `git_dir`
@@ -98,7 +151,7 @@ pub fn unreadable_object_format(git_dir: &Path) -> Option<String> {
 /// stopped at (or skipped, finding nothing above it either). `limit`: the
 /// folder git's search stopped at (a ceiling, or the first folder on
 /// another filesystem), which is not looked into, nor anything above it.
-pub fn diagnose(cwd: &Path, limit: Option<&Path>) -> Option<Error> {
+pub fn diagnose(cwd: &Path, limit: Option<&Path>) -> Option<DiscoveryError> {
     for dir in cwd.ancestors() {
         if limit.is_some_and(|l| dir == l || std::fs::canonicalize(dir).is_ok_and(|d| d == l)) {
             return None;
@@ -107,7 +160,7 @@ pub fn diagnose(cwd: &Path, limit: Option<&Path>) -> Option<Error> {
         let lmeta = match std::fs::symlink_metadata(&dotgit) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Some(unreadable(&dotgit, &e)),
+            Err(e) => return Some(unreadable(&dotgit, e)),
         };
         return diagnose_dot_git(dir, &dotgit, &lmeta).err();
     }
@@ -115,25 +168,21 @@ pub fn diagnose(cwd: &Path, limit: Option<&Path>) -> Option<Error> {
 }
 
 /// `Ok(())` when `dotgit` in `dir` leads to a git dir the library can read.
-fn diagnose_dot_git(dir: &Path, dotgit: &Path, lmeta: &std::fs::Metadata) -> Result<(), Error> {
+fn diagnose_dot_git(
+    dir: &Path,
+    dotgit: &Path,
+    lmeta: &std::fs::Metadata,
+) -> Result<(), DiscoveryError> {
     let meta = if lmeta.file_type().is_symlink() {
         match std::fs::metadata(dotgit) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let target = std::fs::read_link(dotgit).unwrap_or_default();
-                return Err(not_a_repository_with(
-                    format!(
-                        "{} is a symbolic link to {}, which does not exist",
-                        dotgit.display(),
-                        target.display()
-                    ),
-                    format!(
-                        "point the link at the repository's git folder, or remove it (`rm {}`)",
-                        shell_quote(&dotgit.to_string_lossy())
-                    ),
-                ));
+                return Err(DiscoveryError::DanglingLink {
+                    dotgit: dotgit.to_path_buf(),
+                    target: std::fs::read_link(dotgit).unwrap_or_default(),
+                });
             }
-            Err(e) => return Err(unreadable(dotgit, &e)),
+            Err(e) => return Err(unreadable(dotgit, e)),
         }
     } else {
         lmeta.clone()
@@ -141,76 +190,44 @@ fn diagnose_dot_git(dir: &Path, dotgit: &Path, lmeta: &std::fs::Metadata) -> Res
     let git_dir = if meta.is_dir() {
         dotgit.to_path_buf()
     } else if meta.is_file() {
-        let text = read_regular(dotgit).map_err(|e| unreadable(dotgit, &e))?;
+        let text = read_regular(dotgit).map_err(|e| unreadable(dotgit, e))?;
         let Some(target) = text
             .strip_prefix(b"gitdir:")
             .and_then(|t| path_from_line(t.trim_ascii_start()))
         else {
-            return Err(not_a_repository_with(
-                format!(
-                    "{} is a file that does not start with `gitdir: PATH` (git: \"invalid gitfile format\"), so it names no repository",
-                    dotgit.display()
-                ),
-                format!(
-                    "write the repository's git folder into it as `gitdir: PATH`, or move it away (`mv {0} {0}.broken`)",
-                    shell_quote(&dotgit.to_string_lossy())
-                ),
-            ));
+            return Err(DiscoveryError::BadGitFile {
+                dotgit: dotgit.to_path_buf(),
+            });
         };
         let target = dir.join(target);
         match std::fs::metadata(&target) {
             Ok(_) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(not_a_repository_with(
-                    format!(
-                        "{} points to {}, which does not exist",
-                        dotgit.display(),
-                        target.display()
-                    ),
-                    format!(
-                        "if the repository moved, write its git folder into {} (`gitdir: PATH`; `git worktree repair` does it for a linked worktree, run in its main working tree); if it is gone, move the file away",
-                        dotgit.display()
-                    ),
-                ));
+                return Err(DiscoveryError::GitFileTargetMissing {
+                    dotgit: dotgit.to_path_buf(),
+                    target,
+                });
             }
-            Err(e) => return Err(unreadable(&target, &e)),
+            Err(e) => return Err(unreadable(&target, e)),
         }
         target
     } else {
-        return Err(not_a_repository_with(
-            format!(
-                "{} is neither a folder nor a file (a FIFO, socket or device), so it names no repository",
-                dotgit.display()
-            ),
-            format!(
-                "move it away (`mv {0} {0}.moved`) or run git delegate in another folder",
-                shell_quote(&dotgit.to_string_lossy())
-            ),
-        ));
+        return Err(DiscoveryError::SpecialFile {
+            dotgit: dotgit.to_path_buf(),
+        });
     };
     if let Err(e) = std::fs::read_dir(&git_dir) {
-        return Err(unreadable(&git_dir, &e));
+        return Err(unreadable(&git_dir, e));
     }
     if let Some(format) = unreadable_object_format(&git_dir) {
         return Err(unsupported_object_format(&git_dir, &format));
     }
-    if let Err(e) = gix::discover::is_git(&git_dir) {
-        let what = if dotgit == git_dir {
-            format!("{} is a folder but not a git repository", dotgit.display())
-        } else {
-            format!(
-                "{} points to {}, which is not a git repository",
-                dotgit.display(),
-                git_dir.display()
-            )
-        };
-        return Err(not_a_repository_with(
-            format!("{what} ({e})"),
-            format!(
-                "repair or move away {}, or run git delegate in another folder",
-                dotgit.display()
-            ),
-        ));
+    if let Err(source) = gix::discover::is_git(&git_dir) {
+        return Err(DiscoveryError::NotGit {
+            dotgit: dotgit.to_path_buf(),
+            git_dir,
+            source,
+        });
     }
     if let Some(e) = dubious_ownership(dir, dotgit, &git_dir) {
         return Err(e);
@@ -237,7 +254,7 @@ fn current_user() -> u32 {
 /// or git dir), which `safe.directory` lifts: asked only after the git
 /// library refused to open the repository, which honours that setting as
 /// git does.
-fn dubious_ownership(worktree: &Path, dotgit: &Path, git_dir: &Path) -> Option<Error> {
+fn dubious_ownership(worktree: &Path, dotgit: &Path, git_dir: &Path) -> Option<DiscoveryError> {
     use std::os::unix::fs::MetadataExt;
     let me = current_user();
     let owner = [worktree, dotgit, git_dir]
@@ -245,34 +262,20 @@ fn dubious_ownership(worktree: &Path, dotgit: &Path, git_dir: &Path) -> Option<E
         .filter_map(|p| std::fs::symlink_metadata(p).ok().map(|m| m.uid()))
         .find(|&uid| uid != me)?;
     let shown = std::fs::canonicalize(worktree).unwrap_or_else(|_| worktree.to_path_buf());
-    Some(Error::state(
-        Code::DubiousOwnership,
-        format!(
-            "the repository at {} belongs to uid {owner}, not to you (uid {me}): git refuses to work in it (\"dubious ownership\") unless safe.directory lists it, and so does git delegate",
-            shown.display()
-        ),
-        format!(
-            "if you trust it, let git (and git delegate) in as git says: git config --global --add safe.directory {}",
-            shell_quote(&shown.to_string_lossy())
-        ),
-    ))
+    Some(DiscoveryError::DubiousOwnership { shown, owner, me })
 }
 
 /// The refusal of a repository whose refs are not in git's `files` format
 /// (`extensions.refStorage`, such as `reftable`), which the git library
 /// cannot read: without it, HEAD reads as undecodable and the refs as none.
-pub fn unsupported_ref_format(repo: &gix::Repository) -> Option<Error> {
+pub fn unsupported_ref_format(repo: &gix::Repository) -> Option<DiscoveryError> {
     let config = repo.config_snapshot();
     let format = config.string("extensions.refStorage")?.to_string();
     if format.eq_ignore_ascii_case("files") {
         return None;
     }
-    Some(Error::state(
-        Code::UnsupportedRefFormat,
-        format!(
-            "the repository {} keeps its refs in the `{format}` format, which the git library git delegate is built on cannot read",
-            repo.common_dir().display()
-        ),
-        "git delegate needs git's `files` ref format: convert the repository with `git refs migrate --ref-format=files` (git 2.46 or later; it refuses while reflogs exist, which `git reflog expire --expire=all --all` deletes), or work in a clone made with `git clone --ref-format=files`",
-    ))
+    Some(DiscoveryError::UnsupportedRefFormat {
+        common_dir: repo.common_dir().to_path_buf(),
+        format,
+    })
 }

@@ -1,14 +1,53 @@
 //! The private refs under `refs/pi-delegate/` (design §2) that keep baselines
 //! and proposals reachable.
 //!
-//! Owns: names of, and atomic creation, update and deletion of, private refs.
-//! Never: touches `refs/heads`, `refs/tags`, HEAD or any other ref.
+//! Owns: names of, and atomic creation, update and deletion of, private refs,
+//! and their error (`RefError`: which ref, what was done to it, the git
+//! library's error as its cause).
+//! Never: touches `refs/heads`, `refs/tags`, HEAD or any other ref; words a
+//! help line or decides an error code (`ops::explain` does).
 
 use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 use gix::refs::Target;
 use gix::ObjectId;
 
-use crate::error::{Error, Result};
+/// A private ref the git library could not name, write, read, delete or
+/// list. The message is the `Display` followed by the cause, as
+/// `ops::explain` words it.
+#[derive(Debug, thiserror::Error)]
+pub enum RefError {
+    #[error("invalid ref name {name}")]
+    Name {
+        name: String,
+        #[source]
+        source: gix::validate::reference::name::Error,
+    },
+    #[error("cannot write ref {name}")]
+    Write {
+        name: String,
+        #[source]
+        source: gix::Error,
+    },
+    #[error("cannot read ref {name}")]
+    Read {
+        name: String,
+        #[source]
+        source: gix::Error,
+    },
+    #[error("cannot delete ref {name}")]
+    Delete {
+        name: String,
+        #[source]
+        source: gix::Error,
+    },
+    #[error("cannot list refs/pi-delegate")]
+    List {
+        #[source]
+        source: gix::Error,
+    },
+}
+
+type Result<T, E = RefError> = std::result::Result<T, E>;
 
 pub const PREFIX: &str = "refs/pi-delegate/";
 
@@ -26,8 +65,10 @@ pub fn task_base(batch: &str, task: &str) -> String {
 }
 
 fn full_name(name: &str) -> Result<gix::refs::FullName> {
-    name.try_into()
-        .map_err(|e| Error::git(format!("invalid ref name {name}"), e))
+    name.try_into().map_err(|source| RefError::Name {
+        name: name.to_string(),
+        source,
+    })
 }
 
 /// Remove a lock file left on one of our private refs by a git-delegate
@@ -62,7 +103,10 @@ pub fn set(repo: &gix::Repository, name: &str, id: ObjectId, must_not_exist: boo
     clear_stale_lock(repo, name);
     repo.edit_references([edit])
         .map(|_| ())
-        .map_err(|e| Error::git(format!("cannot write ref {name}"), e))
+        .map_err(|source| RefError::Write {
+            name: name.to_string(),
+            source,
+        })
 }
 
 /// The object `name` points to, if it exists.
@@ -70,10 +114,16 @@ pub fn get(repo: &gix::Repository, name: &str) -> Result<Option<ObjectId>> {
     match repo.try_find_reference(name) {
         Ok(Some(mut r)) => match r.peel_to_id() {
             Ok(id) => Ok(Some(id.detach())),
-            Err(e) => Err(Error::git(format!("cannot read ref {name}"), e)),
+            Err(source) => Err(RefError::Read {
+                name: name.to_string(),
+                source,
+            }),
         },
         Ok(None) => Ok(None),
-        Err(e) => Err(Error::git(format!("cannot read ref {name}"), e)),
+        Err(source) => Err(RefError::Read {
+            name: name.to_string(),
+            source,
+        }),
     }
 }
 
@@ -93,16 +143,19 @@ pub fn delete(repo: &gix::Repository, name: &str) -> Result<bool> {
     clear_stale_lock(repo, name);
     repo.edit_references([edit])
         .map(|_| true)
-        .map_err(|e| Error::git(format!("cannot delete ref {name}"), e))
+        .map_err(|source| RefError::Delete {
+            name: name.to_string(),
+            source,
+        })
 }
 
 /// Every private ref, as (name, target).
 pub fn list(repo: &gix::Repository) -> Result<Vec<(String, ObjectId)>> {
-    let err = |e: gix::Error| Error::git("cannot list refs/pi-delegate", e);
+    let err = |source: gix::Error| RefError::List { source };
     let platform = repo.references().map_err(err)?;
     let mut out = Vec::new();
     for r in platform.prefixed(PREFIX).map_err(err)? {
-        let mut r = r.map_err(|e| Error::git("cannot list refs/pi-delegate", e))?;
+        let mut r = r.map_err(err)?;
         let name = r.name().as_bstr().to_string();
         if let Ok(id) = r.peel_to_id() {
             out.push((name, id.detach()));

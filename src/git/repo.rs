@@ -152,7 +152,7 @@ fn discovery_error(cwd: &Path, err: gix::Error) -> Error {
         _ => None,
     };
     if let Some(e) = crate::git::discovery::diagnose(cwd, limit.as_deref()) {
-        return e;
+        return e.into();
     }
     match err.downcast_any_ref::<Up>() {
         Some(Up::NoGitRepository { .. }) => {
@@ -230,9 +230,9 @@ pub fn open_source(cwd: &Path) -> Result<gix::Repository> {
         Some(gd) => {
             let git_dir = cwd.join(gd);
             if let Some(format) = crate::git::discovery::unreadable_object_format(&git_dir) {
-                return Err(crate::git::discovery::unsupported_object_format(
-                    &git_dir, &format,
-                ));
+                return Err(
+                    crate::git::discovery::unsupported_object_format(&git_dir, &format).into(),
+                );
             }
             // As git: GIT_DIR names the git dir itself (a working tree holding
             // a `.git` is not one).
@@ -309,7 +309,7 @@ pub fn open_source(cwd: &Path) -> Result<gix::Repository> {
         }
     };
     if let Some(e) = crate::git::discovery::unsupported_ref_format(&repo) {
-        return Err(e);
+        return Err(e.into());
     }
     if let Some(index) = env.get("GIT_INDEX_FILE") {
         let top = repo.workdir().unwrap_or(cwd).to_path_buf();

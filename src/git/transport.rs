@@ -11,15 +11,40 @@
 //! This is the one place the product runs `git`: gix cannot push, and a
 //! partial clone fetches the objects it lacks only through git. Everything
 //! else is done in-process with gix.
-//! Owns: building and running those commands, and their error texts.
+//! Owns: building and running those commands, and their error
+//! (`TransportError`: the command as typed, the remote, git's own words).
 //! Never: decides which refs move (that is `remote`), or runs anything but
-//! the commands above.
+//! the commands above; words a help line or decides an error code
+//! (`ops::explain` does).
 
 use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::error::{Code, Error, Result};
+/// A git command that could not be run, or failed. `command` is as the user
+/// would type it. The message is the `Display`; the code
+/// (`delegate::remote_failed`) and help: `ops::explain`.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    /// git could not be started (not installed, not on PATH).
+    #[error("cannot run `{command}` for the remote {remote}: {source}")]
+    Spawn {
+        command: String,
+        remote: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// git ran and failed: `said` is its stderr without hints, on one line
+    /// (or its exit status).
+    #[error("`{command}` failed for the remote {remote}: {said}")]
+    Failed {
+        command: String,
+        remote: String,
+        said: String,
+    },
+}
+
+type Result<T, E = TransportError> = std::result::Result<T, E>;
 
 /// A git command run against `git_dir` (or, `None`, outside any repository).
 fn command(git_dir: Option<&Path>, args: &[&OsStr]) -> Command {
@@ -59,12 +84,10 @@ fn run(
     if let Some(cwd) = cwd {
         cmd.current_dir(cwd);
     }
-    let out = cmd.output().map_err(|e| {
-        Error::state(
-            Code::RemoteFailed,
-            format!("cannot run `{}` for the remote {remote}: {e}", shown(args)),
-            "install git (git-delegate moves refs to and from remotes with the git command) and make sure it is on PATH",
-        )
+    let out = cmd.output().map_err(|source| TransportError::Spawn {
+        command: shown(args),
+        remote: remote.to_string(),
+        source,
     })?;
     if out.status.success() {
         return Ok(out.stdout);
@@ -80,13 +103,11 @@ fn run(
     } else {
         said.join("; ")
     };
-    Err(Error::state(
-        Code::RemoteFailed,
-        format!("`{}` failed for the remote {remote}: {said}", shown(args)),
-        format!(
-            "check that the remote {remote} is reachable and accepts refs under refs/pi-delegate/ (run the command above to see git's own output), then run the command again"
-        ),
-    ))
+    Err(TransportError::Failed {
+        command: shown(args),
+        remote: remote.to_string(),
+        said,
+    })
 }
 
 fn os(s: &str) -> &OsStr {

@@ -64,7 +64,7 @@ pub fn write_patch(
     out: &Path,
 ) -> Result<()> {
     let text = render(repo, old_tree, new_tree)?;
-    crate::sys::fs::write_atomic(out, &text)
+    Ok(crate::sys::fs::write_atomic(out, &text)?)
 }
 
 /// The patch from `old_tree` to `new_tree` as bytes.

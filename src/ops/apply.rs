@@ -870,13 +870,21 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                     if kept {
                         return Ok(());
                     }
-                    refs::delete(&source.repo, &refs::proposal(&b.id, &task.name)).map(|_| ())
+                    Ok(
+                        refs::delete(&source.repo, &refs::proposal(&b.id, &task.name))
+                            .map(|_| ())?,
+                    )
                 })
                 .and_then(|()| {
-                    refs::delete(&source.repo, &refs::task_base(&b.id, &task.name)).map(|_| ())
+                    Ok(
+                        refs::delete(&source.repo, &refs::task_base(&b.id, &task.name))
+                            .map(|_| ())?,
+                    )
                 })
                 .and_then(|()| {
-                    crate::sys::fs::remove_file(&proposal::patch_path(&source, &b, &task.name))
+                    Ok(crate::sys::fs::remove_file(&proposal::patch_path(
+                        &source, &b, &task.name,
+                    ))?)
                 });
             if let Err(e) = r {
                 artifacts_error.get_or_insert(e);

@@ -238,7 +238,7 @@ pub fn pre_commit() -> PreCommit {
     };
     let (config, config_error) = match Config::load(&loc.common_dir.join("delegate.toml")) {
         Ok(c) => (c, None),
-        Err(e) => (Config::default(), Some(e)),
+        Err(e) => (Config::default(), Some(e.into())),
     };
     if let Some((batch, label, task)) = forbidden(&loc, &cwd, &entries, config.forbid_commit) {
         return PreCommit::Forbidden {

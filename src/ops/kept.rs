@@ -252,10 +252,12 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
     let mut artifacts_error: Option<Error> = undo_error;
     let mut removed = false;
     if !dry_run && out.ok() {
-        let r = refs::delete(&source.repo, &k.ref_name).and_then(|_| match &k.patch {
-            Some(p) => crate::sys::fs::remove_file(p),
-            None => Ok(()),
-        });
+        let r = refs::delete(&source.repo, &k.ref_name)
+            .map_err(Error::from)
+            .and_then(|_| match &k.patch {
+                Some(p) => Ok(crate::sys::fs::remove_file(p)?),
+                None => Ok(()),
+            });
         match r {
             Ok(()) => removed = true,
             Err(e) => {

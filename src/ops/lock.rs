@@ -2,17 +2,61 @@
 //! mutating commands of one repository.
 //!
 //! Owns: taking the lock (flock, waiting up to `lock.timeout`) and naming the
-//! holder when it cannot be had; `lock_and_recover`, the first step of every
-//! mutating command, which returns what it recovered (never stores it).
-//! Never: breaks a lock another process holds.
+//! holder when it cannot be had (`LockError`); `lock_and_recover`, the first
+//! step of every mutating command, which returns what it recovered (never
+//! stores it).
+//! Never: breaks a lock another process holds; words a help line or decides
+//! an error code (`ops::explain` does).
 
 use std::io::{Read, Seek, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use rustix::fs::{flock, FlockOperation};
 
-use crate::error::{Code, Error, Result};
+use crate::error::Result;
+
+/// Why the repository lock could not be taken. The message is the
+/// `Display`; the code and help: `ops::explain`.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// The state folder that holds the lock file cannot be made.
+    #[error("cannot create {}", dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The lock file cannot be opened (or made).
+    #[error("cannot open {}", path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `flock` failed for another reason than the lock being held.
+    #[error("cannot lock {}", path.display())]
+    Flock {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Someone held it for all of `lock.timeout`: `holder` is the pid it
+    /// recorded, when that process still runs.
+    #[error(
+        "{} holds the repository lock {}",
+        match holder {
+            Some(pid) => format!("another git-delegate command (pid {pid})"),
+            None => "another process".to_string(),
+        },
+        path.display()
+    )]
+    Held { path: PathBuf, holder: Option<u32> },
+    /// A signal (Ctrl-C) came while waiting for it: the command's one
+    /// interrupted error (`Error::interrupted`).
+    #[error("interrupted while waiting for the repository lock")]
+    Interrupted,
+}
 
 /// Held until dropped.
 pub struct RepoLock {
@@ -27,9 +71,11 @@ impl Drop for RepoLock {
     }
 }
 
-pub fn acquire(state_dir: &Path, timeout_secs: i64) -> Result<RepoLock> {
-    std::fs::create_dir_all(state_dir)
-        .map_err(|e| Error::io(format!("cannot create {}", state_dir.display()), e))?;
+pub fn acquire(state_dir: &Path, timeout_secs: i64) -> Result<RepoLock, LockError> {
+    std::fs::create_dir_all(state_dir).map_err(|source| LockError::CreateDir {
+        dir: state_dir.to_path_buf(),
+        source,
+    })?;
     let path = state_dir.join("lock");
     let mut file = std::fs::OpenOptions::new()
         .read(true)
@@ -37,14 +83,17 @@ pub fn acquire(state_dir: &Path, timeout_secs: i64) -> Result<RepoLock> {
         .create(true)
         .truncate(false)
         .open(&path)
-        .map_err(|e| Error::io(format!("cannot open {}", path.display()), e))?;
+        .map_err(|source| LockError::Open {
+            path: path.clone(),
+            source,
+        })?;
     let deadline = Instant::now() + Duration::from_secs(timeout_secs.max(0) as u64);
     loop {
         match flock(&file, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => break,
             // Ctrl-C while waiting (where a command installed the handler).
             Err(rustix::io::Errno::WOULDBLOCK) if gix::interrupt::is_triggered() => {
-                return Err(Error::interrupted());
+                return Err(LockError::Interrupted);
             }
             Err(rustix::io::Errno::WOULDBLOCK) if Instant::now() < deadline => {
                 std::thread::sleep(Duration::from_millis(25));
@@ -58,26 +107,13 @@ pub fn acquire(state_dir: &Path, timeout_secs: i64) -> Result<RepoLock> {
                     .parse::<u32>()
                     .ok()
                     .filter(|&pid| crate::sys::process::process_start(pid).is_some());
-                return Err(Error::state(
-                    Code::Locked,
-                    match holder {
-                        Some(pid) => format!(
-                            "another git-delegate command (pid {pid}) holds the repository lock {}",
-                            path.display()
-                        ),
-                        None => format!(
-                            "another process holds the repository lock {}",
-                            path.display()
-                        ),
-                    },
-                    "wait for it to finish, or raise `lock.timeout` in .git/delegate.toml",
-                ));
+                return Err(LockError::Held { path, holder });
             }
             Err(e) => {
-                return Err(Error::io(
-                    format!("cannot lock {}", path.display()),
-                    e.into(),
-                ))
+                return Err(LockError::Flock {
+                    path,
+                    source: e.into(),
+                })
             }
         }
     }

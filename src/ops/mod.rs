@@ -12,7 +12,8 @@
 //! works), `preparing` (a prepare under way, and an incomplete batch removed
 //! whole), `problems` (what is wrong with a repository's batches, as facts),
 //! `side_effects` (work that hides in shared refs and the shared git dir),
-//! `teardown` (a batch's workspaces, refs and state folder removed).
+//! `teardown` (a batch's workspaces, refs and state folder removed),
+//! `explain` (the code, exit status and help of the engine's typed errors).
 //!
 //! Owns: nothing beyond its files; each says what it owns.
 //! Never: prints, reads the command line or exits (the binary does); a
@@ -21,6 +22,7 @@
 pub mod apply;
 pub mod branch;
 pub mod claude;
+pub mod explain;
 pub mod gc;
 pub mod hooks;
 pub mod kept;

@@ -72,7 +72,7 @@ fn check_inner(remote: &str, input: &str) -> Result<PrePush> {
     let (mode, config_error) =
         match crate::config::Config::load(&source.common_dir.join("delegate.toml")) {
             Ok(c) => (c.private_baselines, None),
-            Err(e) => (PrivateBaselines::default(), Some(e)),
+            Err(e) => (PrivateBaselines::default(), Some(e.into())),
         };
     if mode == PrivateBaselines::Ignore {
         return Ok(PrePush::Clear);

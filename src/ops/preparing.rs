@@ -187,13 +187,13 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
                     Ok(true) => out.refs += 1,
                     Ok(false) => {}
                     Err(e) => {
-                        first_err.get_or_insert(e);
+                        first_err.get_or_insert(e.into());
                     }
                 }
             }
         }
         Err(e) => {
-            first_err.get_or_insert(e);
+            first_err.get_or_insert(e.into());
         }
     }
     let dir = batch::batch_dir(&source.state_dir(), &b.id);

@@ -113,11 +113,11 @@ fn target(source: &Source, r: &batch::Remote) -> String {
 pub fn push_baseline(source: &Source, b: &Batch) -> Result<()> {
     let Some(r) = &b.remote else { return Ok(()) };
     let name = refs::baseline(&b.id);
-    transport::push(
+    Ok(transport::push(
         &source.common_dir,
         &target(source, r),
         &[format!("+{}:{name}", b.baseline)],
-    )
+    )?)
 }
 
 /// The command a worker runs to join task `task` of `b`.
@@ -312,7 +312,7 @@ pub fn end(source: &Source, b: &Batch, seen: &HashMap<String, ObjectId>) -> Opti
                 }
             }
             if !failed.is_empty() {
-                left.failed = Some((error, failed));
+                left.failed = Some((error.into(), failed));
             }
         }
     }
@@ -553,7 +553,10 @@ fn write_joined(git_dir: &Path, j: &Joined) -> Result<()> {
             "report this bug",
         )
     })?;
-    crate::sys::fs::write_atomic(&git_dir.join(JOIN_FILE), text.as_bytes())
+    Ok(crate::sys::fs::write_atomic(
+        &git_dir.join(JOIN_FILE),
+        text.as_bytes(),
+    )?)
 }
 
 /// What the working tree at `root` remembers of its join, if anything.
@@ -643,7 +646,7 @@ pub fn submit(cwd: &Path) -> Result<Submitted> {
                 {
                     batch_ended(&j, "its baseline is no longer on the remote")
                 }
-                _ => e,
+                _ => e.into(),
             },
         );
     }

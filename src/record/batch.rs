@@ -411,7 +411,10 @@ pub fn save(state_dir: &Path, batch: &Batch) -> Result<()> {
     let dir = batch_dir(state_dir, &batch.id);
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-    crate::sys::fs::write_atomic(&dir.join("batch.toml"), to_toml(batch)?.as_bytes())
+    Ok(crate::sys::fs::write_atomic(
+        &dir.join("batch.toml"),
+        to_toml(batch)?.as_bytes(),
+    )?)
 }
 
 /// Write `batch` as it will be once a write-back commits: under a staged

@@ -5,13 +5,27 @@
 //! Owns: the marker (`mark`, whose guard removes it), whether it names a
 //! live process (a recycled pid does not count), and the refusal of the
 //! commands that would change the batch meanwhile (`refuse_if_busy`, which
-//! apply, refresh, drop and gc ask; `is_busy` for gc's sweep).
-//! Never: runs or stops the verification (`ops::verify` does).
+//! apply, refresh, drop and gc ask, as `BusyError`; `is_busy` for gc's sweep).
+//! Never: runs or stops the verification (`ops::verify` does); words a help
+//! line or decides an error code (`ops::explain` does).
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Code, Error, Result};
 use crate::record::batch::{self, Batch};
+use crate::sys::fs::FsError;
+
+/// A batch another process verifies now. The message is the `Display`;
+/// the code (`delegate::batch_busy`) and help: `ops::explain`.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "batch {batch} is being verified: `git delegate apply --verify` (pid {pid}) runs its verification command"
+)]
+pub struct BusyError {
+    /// The batch's short id.
+    pub batch: String,
+    /// The apply that verifies it.
+    pub pid: u32,
+}
 
 const BUSY: &str = "verifying";
 
@@ -28,21 +42,17 @@ fn busy_pid(state_dir: &Path, id: &str) -> Option<u32> {
 
 /// Refuse to work on a batch whose apply runs its verification command now
 /// (it holds no repository lock meanwhile; design §3.10): exit 3.
-pub fn refuse_if_busy(state_dir: &Path, b: &Batch) -> Result<()> {
+pub fn refuse_if_busy(state_dir: &Path, b: &Batch) -> Result<(), BusyError> {
     let Some(pid) = busy_pid(state_dir, &b.id) else {
         return Ok(());
     };
     if pid == std::process::id() {
         return Ok(());
     }
-    Err(Error::state(
-        Code::BatchBusy,
-        format!(
-            "batch {} is being verified: `git delegate apply --verify` (pid {pid}) runs its verification command",
-            b.short()
-        ),
-        "wait for that apply to finish, then run this command again",
-    ))
+    Err(BusyError {
+        batch: b.short().to_string(),
+        pid,
+    })
 }
 
 /// Removes the busy marker when dropped.
@@ -56,7 +66,7 @@ impl Drop for Busy {
 
 /// Mark batch `b` busy for as long as the returned guard lives: this
 /// process (its pid and start time) runs its verification command.
-pub fn mark(state_dir: &Path, b: &Batch) -> Result<Busy> {
+pub fn mark(state_dir: &Path, b: &Batch) -> Result<Busy, FsError> {
     let path = batch::batch_dir(state_dir, &b.id).join(BUSY);
     let pid = std::process::id();
     let start = crate::sys::process::process_start(pid).unwrap_or(0);

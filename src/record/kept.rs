@@ -7,17 +7,40 @@
 //! (`kept_proposals`: status, `apply --kept`, completion), and their clock:
 //! a kept ref's commit time, which `redate` starts again when its batch is
 //! reclaimed or its task discarded (`commit_time`).
+//! Its errors are those of the refs and commits it reads and writes
+//! (`KeptError`).
 //! Never: removes a kept proposal (gc does, once it expired) or lands one
-//! (`ops::kept` does).
+//! (`ops::kept` does); words a help line or decides an error code
+//! (`ops::explain` does).
 
 use std::path::{Path, PathBuf};
 
 use gix::ObjectId;
 
-use crate::error::{Error, Result};
+use crate::git::commit::{self, CommitError};
+use crate::git::refs::{self, RefError};
 use crate::git::repo::Source;
-use crate::git::{commit, refs};
 use crate::record::batch::{discard_kept, Entry};
+
+/// Why a kept proposal could not be listed or redated: its ref or its
+/// commit. The message is the `Display` (the cause's own for `Ref` and
+/// `Commit`).
+#[derive(Debug, thiserror::Error)]
+pub enum KeptError {
+    #[error(transparent)]
+    Ref(#[from] RefError),
+    #[error(transparent)]
+    Commit(#[from] CommitError),
+    /// The kept commit's tree or message cannot be read.
+    #[error("cannot read commit {id}")]
+    Read {
+        id: ObjectId,
+        #[source]
+        source: gix::Error,
+    },
+}
+
+type Result<T, E = KeptError> = std::result::Result<T, E>;
 
 /// Where kept patches live once their batch's state folder is gone.
 pub fn kept_dir(state_dir: &Path) -> PathBuf {
@@ -93,12 +116,12 @@ pub fn redate(repo: &gix::Repository, name: &str) -> Result<()> {
     if c.time().is_ok_and(|t| t.seconds >= crate::sys::time::now()) {
         return Ok(());
     }
-    let err = |e: gix::Error| Error::git(format!("cannot read commit {id}"), e);
+    let err = |source: gix::Error| KeptError::Read { id, source };
     let tree = c.tree_id().map_err(err)?.detach();
     let parent = c.parent_ids().next().map(|p| p.detach());
     let message = c.message_raw().map_err(err)?.to_string();
     let new = commit::write(repo, tree, parent, message)?;
-    refs::set(repo, name, new, false)
+    Ok(refs::set(repo, name, new, false)?)
 }
 
 /// When a commit was made (its committer time), if it can be read.

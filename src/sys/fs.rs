@@ -4,10 +4,13 @@
 //! canonical paths; and, on an opened folder, listing it and creating a new
 //! file in it without following a symlink.
 //!
-//! Owns: these few operations on plain paths, with the engine's errors.
+//! Owns: these few operations on plain paths, and their error (`FsError`:
+//! what was written, removed or resolved, with the OS error as its cause).
 //! Never: knows what a batch, workspace or repository is (callers decide
 //! which paths are theirs to write or remove), or writes below a source's
-//! root (that is `writeback`'s symlink-safe job, design §7).
+//! root (that is `writeback`'s symlink-safe job, design §7); words a help
+//! line or decides an error code (`ops::explain` does, with `error`'s
+//! classification of OS errors).
 
 use std::io::Write;
 use std::os::fd::{BorrowedFd, OwnedFd};
@@ -15,7 +18,42 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{self as rfs, FileType, Mode, OFlags};
 
-use crate::error::{Error, Result};
+/// A failed write, removal or canonicalisation. The message is the
+/// `Display` followed by the OS error, as `ops::explain` words it.
+#[derive(Debug, thiserror::Error)]
+pub enum FsError {
+    /// [`write_atomic`] of `path`, in the folder `dir`.
+    #[error("cannot write {}", path.display())]
+    Write {
+        path: PathBuf,
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// [`remove_file`] or [`remove_all`] of `path`.
+    #[error("cannot remove {}", path.display())]
+    Remove {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// [`canonical`] of `path`.
+    #[error("cannot resolve {}", path.display())]
+    Resolve {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+type Result<T, E = FsError> = std::result::Result<T, E>;
+
+fn removing(p: &Path) -> impl FnOnce(std::io::Error) -> FsError + '_ {
+    move |source| FsError::Remove {
+        path: p.to_path_buf(),
+        source,
+    }
+}
 
 /// Write `bytes` to `path` atomically and durably, through a temp file
 /// beside it (`.<name>.tmp-<pid>`, [`is_temp_name`]) that no failure leaves
@@ -30,7 +68,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
             .unwrap_or_default(),
         std::process::id()
     ));
-    let io = |e| Error::io_at(format!("cannot write {}", path.display()), dir, e);
+    let io = |source| FsError::Write {
+        path: path.to_path_buf(),
+        dir: dir.to_path_buf(),
+        source,
+    };
     let mut f = std::fs::File::create(&tmp).map_err(io)?;
     let written = f
         .write_all(bytes)
@@ -77,7 +119,7 @@ pub fn remove_file(p: &Path) -> Result<()> {
     match std::fs::remove_file(p) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io(format!("cannot remove {}", p.display()), e)),
+        Err(e) => Err(removing(p)(e)),
     }
 }
 
@@ -86,7 +128,7 @@ pub fn remove_all(p: &Path) -> Result<()> {
     let meta = match p.symlink_metadata() {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(format!("cannot remove {}", p.display()), e)),
+        Err(e) => return Err(removing(p)(e)),
     };
     let r = if meta.is_dir() {
         // An emptied btrfs subvolume that `rmdir` may not remove goes
@@ -99,7 +141,7 @@ pub fn remove_all(p: &Path) -> Result<()> {
     match r {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io(format!("cannot remove {}", p.display()), e)),
+        Err(e) => Err(removing(p)(e)),
     }
 }
 
@@ -152,7 +194,10 @@ pub fn tree_size(p: &Path) -> u64 {
 
 /// Canonicalise, tolerating paths git reports through `..` components.
 pub fn canonical(p: &Path) -> Result<PathBuf> {
-    std::fs::canonicalize(p).map_err(|e| Error::io(format!("cannot resolve {}", p.display()), e))
+    std::fs::canonicalize(p).map_err(|source| FsError::Resolve {
+        path: p.to_path_buf(),
+        source,
+    })
 }
 
 /// The names in an opened folder (without `.` and `..`), with their types.

@@ -4,16 +4,16 @@
 //!
 //! Owns: running one function over a list of items on at most a given number
 //! of scoped threads (the calling thread is one of them), returning the
-//! results in the order of the items, and turning a worker's panic into a
-//! `delegate::internal` error for the item it was working on.
+//! results in the order of the items, and turning a worker's panic into the
+//! caller's error for the item it was working on (`panicked()`: a
+//! `delegate::internal` error for every caller today).
 //! Never: decides how many threads a job deserves (callers say, see
 //! [`threads`]); touches a repository or the filesystem; stops the other
-//! items when one fails (each item's result is its own).
+//! items when one fails (each item's result is its own); has an error type
+//! of its own (the items' error is the caller's, whatever it is).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
-
-use crate::error::{Error, Result};
 
 /// The cores this process may use, at least 1 and at most `at_most`.
 pub fn threads(at_most: usize) -> usize {
@@ -28,16 +28,17 @@ pub fn threads(at_most: usize) -> usize {
 /// handed out one at a time, so a slow item does not hold up a queue behind
 /// it. A panic in `f` is caught and becomes `panicked()` for that item; the
 /// other items go on.
-pub fn map<T, R, F>(
+pub fn map<T, R, E, F>(
     items: impl IntoIterator<Item = T>,
     threads: usize,
-    panicked: fn() -> Error,
+    panicked: fn() -> E,
     f: F,
-) -> Vec<Result<R>>
+) -> Vec<Result<R, E>>
 where
     T: Send,
     R: Send,
-    F: Fn(T) -> Result<R> + Sync,
+    E: Send,
+    F: Fn(T) -> Result<R, E> + Sync,
 {
     let queue: Vec<(usize, T)> = items.into_iter().enumerate().collect();
     let n = queue.len();
@@ -61,7 +62,7 @@ where
         }
         done
     };
-    let mut slots: Vec<Option<Result<R>>> = (0..n).map(|_| None).collect();
+    let mut slots: Vec<Option<Result<R, E>>> = (0..n).map(|_| None).collect();
     std::thread::scope(|s| {
         let handles: Vec<_> = (1..workers).map(|_| s.spawn(work)).collect();
         let mine = work();
@@ -81,16 +82,17 @@ where
 
 /// [`map`], then the results, or the error of the first item (in item
 /// order) that failed.
-pub fn try_map<T, R, F>(
+pub fn try_map<T, R, E, F>(
     items: impl IntoIterator<Item = T>,
     threads: usize,
-    panicked: fn() -> Error,
+    panicked: fn() -> E,
     f: F,
-) -> Result<Vec<R>>
+) -> Result<Vec<R>, E>
 where
     T: Send,
     R: Send,
-    F: Fn(T) -> Result<R> + Sync,
+    E: Send,
+    F: Fn(T) -> Result<R, E> + Sync,
 {
     map(items, threads, panicked, f).into_iter().collect()
 }
@@ -98,7 +100,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Code;
+    use crate::error::{Code, Error, Result};
     use std::collections::HashSet;
 
     fn boom() -> Error {

@@ -231,7 +231,7 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
                 if let Err(e) = crate::record::busy::refuse_if_busy(&gc.state_dir, b) {
                     gc.report.skipped.push(Skipped {
                         batch: b.id.clone(),
-                        message: e.message,
+                        message: e.to_string(),
                     });
                     remaining.push(b);
                     continue;

@@ -153,7 +153,7 @@ impl Gc<'_> {
                 return Err(format!(
                     "batch {}: its baseline cannot be read ({}), so its work cannot be rescued; left alone",
                     b.short(),
-                    e.message
+                    crate::error::Error::from(e).message
                 ))
             }
         };

@@ -225,7 +225,10 @@ pub fn record(source: &Source, batch_dir: &Path) -> Result<()> {
             "report this bug",
         )
     })?;
-    crate::sys::fs::write_atomic(&batch_dir.join(FILE), text.as_bytes())
+    Ok(crate::sys::fs::write_atomic(
+        &batch_dir.join(FILE),
+        text.as_bytes(),
+    )?)
 }
 
 /// Is this the hook `git delegate hooks install` writes, or one it moved

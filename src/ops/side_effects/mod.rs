@@ -651,7 +651,7 @@ pub fn remember(source: &Source, b: &Batch, effects: &[SideEffect]) -> Result<()
         text.push_str(&format!("{id} {task} {name}\n"));
     }
     let path = batch::batch_dir(&source.state_dir(), &b.id).join(SEEN_FILE);
-    crate::sys::fs::write_atomic(&path, text.as_bytes())
+    Ok(crate::sys::fs::write_atomic(&path, text.as_bytes())?)
 }
 
 /// The paths a stash entry took out of its worktree that `git stash` then

@@ -127,7 +127,7 @@ fn save_at(file: &Path, e: &Entry) -> Result<()> {
             "report this bug",
         )
     })?;
-    crate::sys::fs::write_atomic(file, &text)
+    Ok(crate::sys::fs::write_atomic(file, &text)?)
 }
 
 /// Every readable entry of the repository, newest first.

@@ -314,10 +314,10 @@ fn internal() -> Error {
 /// mutating command does; a dry run only waits for it).
 fn relock(ctx: &Ctx<'_>) -> Result<RepoLock> {
     if ctx.dry_run {
-        return crate::ops::lock::acquire(
+        return Ok(crate::ops::lock::acquire(
             &ctx.source.state_dir(),
             ctx.source.config.lock_timeout_secs,
-        );
+        )?);
     }
     let locked = crate::ops::lock::lock_and_recover(ctx.source)?;
     ctx.observer.notice(Notice::Recovered(locked.recovery));

@@ -1,0 +1,298 @@
+//! The words at the engine's edge: every typed error of the engine's
+//! modules (`config::ConfigError`, ...) turned into the one [`Error`] the
+//! transactions return and the binary renders: its `Code`, exit status and
+//! help line (the message is the typed error's `Display`), and for a config
+//! error the file and span it points at. One `From<XError> for Error` per
+//! enum, so `?` converts wherever an `Error` is returned (docs/architecture.md
+//! "Errors").
+//!
+//! Owns: which code, exit status and help each typed error has.
+//! Never: decides what failed (the module that raises the error does) or
+//! prints anything; the list of codes and how an OS error is classified stay
+//! in `error` (`Code`, `FsCause`, `Error::io_at`).
+
+use crate::config::ConfigError;
+use crate::error::{Code, Error};
+use crate::git::commit::CommitError;
+use crate::git::diff::DiffError;
+use crate::git::discovery::DiscoveryError;
+use crate::git::refs::RefError;
+use crate::git::transport::TransportError;
+use crate::ops::lock::LockError;
+use crate::record::busy::BusyError;
+use crate::record::kept::KeptError;
+use crate::sys::fs::FsError;
+use crate::sys::paths::shell_quote;
+
+/// A path as a shell word, for a command in a help line.
+fn quoted(path: &std::path::Path) -> String {
+    shell_quote(&path.to_string_lossy())
+}
+
+/// `delegate::config`, exit 2, pointing at the line (an unreadable file is
+/// an I/O error, named by its cause as every other).
+impl From<ConfigError> for Error {
+    fn from(e: ConfigError) -> Error {
+        const FIX: &str =
+            "fix or remove that line; `man git-delegate` lists every key and its values";
+        let message = e.to_string();
+        let (help, name, text, span, label) = match e {
+            ConfigError::Unreadable { source, .. } => return Error::io(message, source),
+            ConfigError::NotText {
+                path, shown, span, ..
+            } => (
+                "fix or remove that line (`man git-delegate` lists every key and its values), or remove the file",
+                path,
+                shown,
+                span,
+                "here",
+            ),
+            ConfigError::Toml { path, text, source } => {
+                let span = source.span().unwrap_or(0..0);
+                (FIX, path, text, span, "here")
+            }
+            ConfigError::Value {
+                path,
+                text,
+                span,
+                label,
+                ..
+            } => (FIX, path, text, span, label),
+        };
+        Error::usage(Code::Config, message, help).with_source(
+            name.display().to_string(),
+            text,
+            span,
+            label.to_string(),
+        )
+    }
+}
+
+/// Discovery errors (design §3.15): exit 3, each with what to do about
+/// the `.git` it names.
+impl From<DiscoveryError> for Error {
+    fn from(e: DiscoveryError) -> Error {
+        use DiscoveryError as D;
+        let message = e.to_string();
+        let (code, help) = match &e {
+            D::NotFound(_) => (
+                Code::NotARepository,
+                "run git delegate from inside a git working tree, or pass `git -C DIR delegate ...`".into(),
+            ),
+            D::DanglingLink { dotgit, .. } => (
+                Code::NotARepository,
+                format!(
+                    "point the link at the repository's git folder, or remove it (`rm {}`)",
+                    quoted(dotgit)
+                ),
+            ),
+            D::BadGitFile { dotgit } => (
+                Code::NotARepository,
+                format!(
+                    "write the repository's git folder into it as `gitdir: PATH`, or move it away (`mv {0} {0}.broken`)",
+                    quoted(dotgit)
+                ),
+            ),
+            D::GitFileTargetMissing { dotgit, .. } => (
+                Code::NotARepository,
+                format!(
+                    "if the repository moved, write its git folder into {} (`gitdir: PATH`; `git worktree repair` does it for a linked worktree, run in its main working tree); if it is gone, move the file away",
+                    dotgit.display()
+                ),
+            ),
+            D::SpecialFile { dotgit } => (
+                Code::NotARepository,
+                format!(
+                    "move it away (`mv {0} {0}.moved`) or run git delegate in another folder",
+                    quoted(dotgit)
+                ),
+            ),
+            D::NotGit { dotgit, .. } => (
+                Code::NotARepository,
+                format!(
+                    "repair or move away {}, or run git delegate in another folder",
+                    dotgit.display()
+                ),
+            ),
+            D::Unreadable { path, source } => {
+                let shown = quoted(path);
+                let help = if source.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+                    format!("{shown} is a symbolic link that leads back to itself: point it at the repository's git folder, or remove it (`rm {shown}`)")
+                } else if source.kind() == std::io::ErrorKind::PermissionDenied {
+                    format!("run git delegate as a user who may read it, or give yourself read access (`ls -ld {shown}` shows its owner and mode)")
+                } else {
+                    format!("check {shown} (`ls -ld {shown}`) and run the command again")
+                };
+                (Code::UnreadableGitDir, help)
+            }
+            D::UnsupportedObjectFormat { .. } => (
+                Code::UnsupportedObjectFormat,
+                "git delegate works in SHA-1 and SHA-256 repositories; use it in a clone of the project in one of those formats".into(),
+            ),
+            D::UnsupportedRefFormat { .. } => (
+                Code::UnsupportedRefFormat,
+                "git delegate needs git's `files` ref format: convert the repository with `git refs migrate --ref-format=files` (git 2.46 or later; it refuses while reflogs exist, which `git reflog expire --expire=all --all` deletes), or work in a clone made with `git clone --ref-format=files`".into(),
+            ),
+            D::DubiousOwnership { shown, .. } => (
+                Code::DubiousOwnership,
+                format!(
+                    "if you trust it, let git (and git delegate) in as git says: git config --global --add safe.directory {}",
+                    quoted(shown)
+                ),
+            ),
+        };
+        Error::state(code, message, help)
+    }
+}
+
+/// The repository lock: `delegate::locked` when another command holds it,
+/// an I/O error (named by its cause) when its file cannot be had.
+impl From<LockError> for Error {
+    fn from(e: LockError) -> Error {
+        let message = e.to_string();
+        match e {
+            LockError::CreateDir { source, .. }
+            | LockError::Open { source, .. }
+            | LockError::Flock { source, .. } => Error::io(message, source),
+            LockError::Held { .. } => Error::state(
+                Code::Locked,
+                message,
+                "wait for it to finish, or raise `lock.timeout` in .git/delegate.toml",
+            ),
+            LockError::Interrupted => Error::interrupted(),
+        }
+    }
+}
+
+/// A batch being verified by another apply: exit 3, wait for it.
+impl From<BusyError> for Error {
+    fn from(e: BusyError) -> Error {
+        Error::state(
+            Code::BatchBusy,
+            e.to_string(),
+            "wait for that apply to finish, then run this command again",
+        )
+    }
+}
+
+/// The filesystem helpers' failures: I/O errors, a full disk, a read-only
+/// filesystem or a denied permission named for what it is (for a write,
+/// with the filesystem that holds its folder).
+impl From<FsError> for Error {
+    fn from(e: FsError) -> Error {
+        let message = e.to_string();
+        match e {
+            FsError::Write { dir, source, .. } => Error::io_at(message, &dir, source),
+            FsError::Remove { source, .. } | FsError::Resolve { source, .. } => {
+                Error::io(message, source)
+            }
+        }
+    }
+}
+
+/// A private ref the git library failed on: `delegate::git` (or a full
+/// disk, read-only filesystem or denied permission inside it, named for
+/// what it is), as every failure inside gix.
+impl From<RefError> for Error {
+    fn from(e: RefError) -> Error {
+        let message = e.to_string();
+        match e {
+            RefError::Name { source, .. } => Error::git(message, source),
+            RefError::Write { source, .. }
+            | RefError::Read { source, .. }
+            | RefError::Delete { source, .. }
+            | RefError::List { source } => Error::git(message, source),
+        }
+    }
+}
+
+/// A commit the git library failed on: `delegate::git` as for refs; a
+/// commit that is not there, `delegate::missing_object`.
+impl From<CommitError> for Error {
+    fn from(e: CommitError) -> Error {
+        let message = e.to_string();
+        match e {
+            CommitError::Missing { .. } => Error::state(
+                Code::MissingObject,
+                message,
+                "the repository lost objects git-delegate needs; run `git fsck`",
+            ),
+            CommitError::Write { source }
+            | CommitError::BadId { source, .. }
+            | CommitError::Read { source, .. } => Error::git(message, source),
+        }
+    }
+}
+
+/// A kept proposal's ref or commit: the words of its cause.
+impl From<KeptError> for Error {
+    fn from(e: KeptError) -> Error {
+        let message = e.to_string();
+        match e {
+            KeptError::Ref(e) => e.into(),
+            KeptError::Commit(e) => e.into(),
+            KeptError::Read { source, .. } => Error::git(message, source),
+        }
+    }
+}
+
+/// Two trees the git library failed on: `delegate::git`.
+impl From<DiffError> for Error {
+    fn from(e: DiffError) -> Error {
+        let message = e.to_string();
+        match e {
+            DiffError::ReadTree { source } | DiffError::Compare { source } => {
+                Error::git(message, source)
+            }
+            DiffError::UnexpectedRename => Error::git(message, "unexpected rename record"),
+        }
+    }
+}
+
+/// The git command against a remote: `delegate::remote_failed`, with what
+/// to check.
+impl From<TransportError> for Error {
+    fn from(e: TransportError) -> Error {
+        let message = e.to_string();
+        let help = match &e {
+            TransportError::Spawn { .. } => "install git (git-delegate moves refs to and from remotes with the git command) and make sure it is on PATH".to_string(),
+            TransportError::Failed { remote, .. } => format!(
+                "check that the remote {remote} is reachable and accepts refs under refs/pi-delegate/ (run the command above to see git's own output), then run the command again"
+            ),
+        };
+        Error::state(Code::RemoteFailed, message, help)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn config_errors_are_usage_errors_pointing_at_the_line() {
+        let p = Path::new("delegate.toml");
+        for text in [
+            "[lease]\nttl = 5\n",
+            "[workspace]\nroot = \"relative/ws\"\n",
+            "[run]\nport-base = 0\n",
+        ] {
+            let e = Error::from(crate::config::Config::parse(p, text).unwrap_err());
+            assert_eq!((e.code, e.exit_code()), (Code::Config, 2), "{text}");
+            assert!(miette::Diagnostic::labels(&e).is_some(), "{text}: {e}");
+            assert!(
+                e.help.starts_with("fix or remove that line; "),
+                "{}",
+                e.help
+            );
+        }
+        let e = crate::config::Config::parse_bytes(p, b"a = \"\xff\"\n".to_vec()).unwrap_err();
+        let e = Error::from(e);
+        assert_eq!(
+            e.message,
+            "invalid configuration in delegate.toml: a byte that is not UTF-8 (0xff) at line 1, column 6 (a config file is UTF-8 text)"
+        );
+        assert!(e.help.ends_with(", or remove the file"), "{}", e.help);
+        assert!(miette::Diagnostic::labels(&e).is_some());
+    }
+}
