@@ -76,6 +76,8 @@ pub fn open_worktree(dir: &Path) -> Result<gix::Repository> {
             Error::git(format!("cannot open the working tree {}", dir.display()), e)
         })?;
     }
+    // Only the drivers the batch recorded run in it (design §3.18).
+    crate::git::drivers::restrict(&mut repo)?;
     Ok(repo)
 }
 

@@ -256,6 +256,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         mode,
         forbid_commit: opts.forbid_commit || source.config.forbid_commit,
         sparse: sparse.as_ref().map(|s| s.list.clone()),
+        drivers: Some(crate::git::drivers::read(&source.repo)),
         lease: Lease::new(ttl, opts.owner),
         preparing: None,
         tasks: {

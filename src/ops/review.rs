@@ -95,6 +95,8 @@ pub fn diff(
     form: crate::merge::patch::Form,
 ) -> Result<DiffReport> {
     let b = batch::select_open(&source.state_dir(), batch_arg)?;
+    // Only the drivers its prepare recorded run (design §3.18).
+    crate::git::drivers::allow(b.drivers.as_ref());
     let selected = select(&b, tasks)?;
     let filters = paths
         .iter()
@@ -253,6 +255,8 @@ pub fn source_diff(
     if let Some(p) = crate::ops::preparing::progress(&b) {
         return Err(crate::ops::preparing::refuse(&b, p));
     }
+    // Only the drivers its prepare recorded run (design §3.18).
+    crate::git::drivers::allow(b.drivers.as_ref());
     let opened;
     let source = if here.root == b.source {
         here
