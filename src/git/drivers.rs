@@ -172,15 +172,21 @@ pub fn restrict(repo: &mut gix::Repository) -> Result<()> {
             .sections_and_ids_by_name(section)
             .into_iter()
             .flatten()
-            .filter(|(s, _)| s.header().subsection_name().map(|n| text(n)) == Some(name.to_string()))
+            .filter(|(s, _)| {
+                s.header().subsection_name().map(|n| text(n)) == Some(name.to_string())
+            })
             .map(|(_, id)| id)
             .collect();
         for id in ids {
             snap.remove_section_by_id(id);
         }
     }
-    snap.commit()
-        .map_err(|e| Error::git("cannot leave unrecorded drivers out of the configuration", e))?;
+    snap.commit().map_err(|e| {
+        Error::git(
+            "cannot leave unrecorded drivers out of the configuration",
+            e,
+        )
+    })?;
     if let Ok(mut p) = POLICY.lock() {
         if let Some(p) = p.as_mut() {
             p.disabled.extend(out);

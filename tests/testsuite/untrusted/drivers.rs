@@ -67,7 +67,14 @@ fn a_changed_filter_command_is_not_run_and_a_recorded_one_is() {
     let repo = env.repo("proj");
     let ran = env.path().join("user-filter-ran");
     // The user's own driver, there at prepare: it keeps running.
-    env.git(&repo, ["config", "filter.mine.smudge", &format!("touch '{}'; cat", ran.display())]);
+    env.git(
+        &repo,
+        [
+            "config",
+            "filter.mine.smudge",
+            &format!("touch '{}'; cat", ran.display()),
+        ],
+    );
     env.git(&repo, ["config", "filter.mine.clean", "cat"]);
     env.git(&repo, ["config", "filter.other.smudge", "cat"]);
     let (_, ws) = prepare_one(&env, &repo);
@@ -85,7 +92,11 @@ fn a_changed_filter_command_is_not_run_and_a_recorded_one_is() {
 
     let run = env.delegate(&repo, ["apply", "--json"]).expect(0);
     assert!(!marker.exists(), "the changed filter ran: {}", run.stderr);
-    assert!(ran.exists(), "the recorded filter did not run: {}", run.stderr);
+    assert!(
+        ran.exists(),
+        "the recorded filter did not run: {}",
+        run.stderr
+    );
     assert_eq!(read(&repo.join("b.other")), "other\n");
     assert_eq!(read(&repo.join("a.mine")), "mine\n");
     assert!(run.stderr.contains("filter.other"), "{}", run.stderr);
@@ -117,7 +128,11 @@ fn a_merge_driver_a_local_worker_defines_is_not_run_on_a_path_both_sides_changed
     std::fs::write(repo.join("x.txt"), with_line(&lines(10), 1, "user")).unwrap();
 
     let run = env.delegate(&repo, ["apply", "--json"]).expect(0);
-    assert!(!marker.exists(), "the worker's merge driver ran: {}", run.stderr);
+    assert!(
+        !marker.exists(),
+        "the worker's merge driver ran: {}",
+        run.stderr
+    );
     assert_eq!(
         read(&repo.join("x.txt")),
         with_line(&with_line(&lines(10), 1, "user"), 10, "worker")
@@ -189,13 +204,22 @@ fn a_remote_proposal_naming_an_unrecorded_filter_is_written_unfiltered() {
         std::fs::write(ws.join("x.txt"), with_line(&lines(10), 10, "worker")).unwrap();
     });
     // A driver defined after prepare (by a local worker, say).
-    t.user.git(&t.src, ["config", "filter.evil.smudge", &evil(&marker)]);
-    t.user.git(&t.src, ["config", "filter.evil.clean", &evil(&marker)]);
+    t.user
+        .git(&t.src, ["config", "filter.evil.smudge", &evil(&marker)]);
+    t.user
+        .git(&t.src, ["config", "filter.evil.clean", &evil(&marker)]);
 
     let run = t.user.delegate(&t.src, ["apply", &id, "--json"]).expect(0);
-    assert!(!marker.exists(), "the unrecorded filter ran: {}", run.stderr);
+    assert!(
+        !marker.exists(),
+        "the unrecorded filter ran: {}",
+        run.stderr
+    );
     assert_eq!(read(&t.src.join("new.txt")), "hello\n");
-    assert_eq!(read(&t.src.join("x.txt")), with_line(&lines(10), 10, "worker"));
+    assert_eq!(
+        read(&t.src.join("x.txt")),
+        with_line(&lines(10), 10, "worker")
+    );
     assert!(run.stderr.contains("filter.evil"), "{}", run.stderr);
 }
 
@@ -218,7 +242,11 @@ fn a_remote_proposal_on_a_path_both_sides_changed_runs_no_unrecorded_merge_drive
     std::fs::write(t.src.join("x.txt"), with_line(&lines(10), 1, "user")).unwrap();
 
     let run = t.user.delegate(&t.src, ["apply", &id, "--json"]).expect(0);
-    assert!(!marker.exists(), "the unrecorded merge driver ran: {}", run.stderr);
+    assert!(
+        !marker.exists(),
+        "the unrecorded merge driver ran: {}",
+        run.stderr
+    );
     assert_eq!(
         read(&t.src.join("x.txt")),
         with_line(&with_line(&lines(10), 1, "user"), 10, "worker")
