@@ -307,7 +307,8 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     // no files in (best effort: an empty folder changes nothing).
     if !batch.prefix.as_os_str().is_empty() {
         for t in batch.tasks.iter().filter(|t| !t.remote) {
-            let _ = std::fs::create_dir_all(t.cwd(&batch.prefix));
+            // Never through a symlink (design §3.18).
+            let _ = crate::ops::setup::make_cwd(&t.root, &batch.prefix);
         }
     }
     Ok(Report {

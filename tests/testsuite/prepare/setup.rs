@@ -127,3 +127,46 @@ fn a_failing_setup_fails_run_before_any_worker() {
     assert_nothing_created(&env, &repo);
     assert!(!repo.join("worker-ran").exists());
 }
+
+/// A task's cwd missing from its workspace is made by a walk from the
+/// workspace root that never follows a symlink (design §3.18): a setup
+/// (standing in for a worker) that replaces the cwd's parent by a symlink
+/// to an outside folder makes run's worker fail, naming the symlink, and
+/// nothing is created outside.
+#[test]
+fn a_cwd_parent_replaced_by_a_symlink_is_never_followed_to_make_the_cwd() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    std::fs::create_dir_all(repo.join("sub")).unwrap();
+    std::fs::write(repo.join("sub/f.txt"), "f\n").unwrap();
+    env.git(&repo, ["add", "sub"]);
+    env.git(&repo, ["commit", "-q", "-m", "sub"]);
+    // The caller's folder holds no file: the workspace has no such folder.
+    std::fs::create_dir_all(repo.join("sub/deeper")).unwrap();
+    let outside = env.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let setup = format!(
+        "cd \"$GIT_DELEGATE_WORKSPACE\" && rm -rf sub && ln -s '{}' sub",
+        outside.display()
+    );
+    config(&env, &repo, &format!("[workspace]\nsetup = {setup:?}\n"));
+    let run = env.delegate(
+        &repo.join("sub/deeper"),
+        ["run", "--no-apply", "--json", "--", "true"],
+    );
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "something was made outside: {} {}",
+        run.stdout,
+        run.stderr
+    );
+    let doc = run.json();
+    let log =
+        std::fs::read_to_string(doc["workers"][0]["log"].as_str().unwrap()).unwrap_or_default();
+    let text = format!("{}{}{log}", run.stdout, run.stderr);
+    assert!(
+        text.contains("is a symbolic link now") && text.contains("rm "),
+        "{text}"
+    );
+}
