@@ -9,3 +9,4 @@ mod modes;
 mod paths;
 mod remote_refs;
 mod roots;
+mod transport;
