@@ -103,17 +103,23 @@ pub fn read(repo: &gix::Repository) -> Drivers {
     out
 }
 
-/// The drivers of `now` that `recorded` does not hold as they are
-/// (`filter.NAME`, `merge.NAME`).
+/// The drivers of `now` that `recorded` does not hold with the same
+/// commands (`filter.NAME`, `merge.NAME`): absent, or a `clean`, `smudge`,
+/// `process` or merge `driver` command that differs. `required` and
+/// `recursive` run nothing themselves (the second names a driver that is
+/// checked in its own right), so a change there alone is no new command.
 pub fn unrecorded(now: &Drivers, recorded: &Drivers) -> Vec<String> {
     let mut out = Vec::new();
     for (name, d) in &now.filter {
-        if recorded.filter.get(name) != Some(d) {
+        let same = recorded.filter.get(name).is_some_and(|r| {
+            (&r.clean, &r.smudge, &r.process) == (&d.clean, &d.smudge, &d.process)
+        });
+        if !same {
             out.push(format!("filter.{name}"));
         }
     }
     for (name, d) in &now.merge {
-        if recorded.merge.get(name) != Some(d) {
+        if recorded.merge.get(name).map(|r| &r.driver) != Some(&d.driver) {
             out.push(format!("merge.{name}"));
         }
     }
@@ -226,6 +232,8 @@ mod tests {
             },
         );
         let mut now = rec.clone();
+        assert!(unrecorded(&now, &rec).is_empty());
+        now.filter.get_mut("lfs").unwrap().required = Some("false".into());
         assert!(unrecorded(&now, &rec).is_empty());
         now.filter.get_mut("lfs").unwrap().smudge = Some("evil".into());
         now.merge.insert("m".into(), Merge::default());

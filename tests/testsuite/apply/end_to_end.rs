@@ -1433,13 +1433,23 @@ fn a_failing_smudge_filter_in_write_back_is_named_and_rolled_back() {
     std::fs::write(repo.join(".gitattributes"), "*.dat filter=x\n").unwrap();
     std::fs::write(repo.join("a.dat"), "data\n").unwrap();
     env.git(&repo, ["config", "filter.x.clean", "cat"]);
-    env.git(&repo, ["config", "filter.x.smudge", "cat"]);
+    // The command prepare records; what it runs fails only later.
+    let smudge = env.path().join("smudge.sh");
+    std::fs::write(&smudge, "cat\n").unwrap();
+    env.git(
+        &repo,
+        [
+            "config",
+            "filter.x.smudge",
+            &format!("sh '{}'", smudge.display()),
+        ],
+    );
     env.git(&repo, ["config", "filter.x.required", "true"]);
     env.git(&repo, ["add", "."]);
     env.git(&repo, ["commit", "-q", "-m", "filtered"]);
     let (_, ws) = prepare_roots(&env, &repo, &[]);
     std::fs::write(ws[0].join("a.dat"), "data, task\n").unwrap();
-    env.git(&repo, ["config", "filter.x.smudge", "sh -c 'exit 5'"]);
+    std::fs::write(&smudge, "exit 5\n").unwrap();
     let run = env.delegate(&repo, ["apply", "--json"]).expect(1);
     let out = run.json();
     let t = task(&out, "1");

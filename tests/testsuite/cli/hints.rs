@@ -621,13 +621,23 @@ fn failing_filter_hints_name_the_driver_and_work() {
     std::fs::write(repo.join(".gitattributes"), "*.dat filter=x\n").unwrap();
     std::fs::write(repo.join("a.dat"), "data\n").unwrap();
     env.git(&repo, ["config", "filter.x.clean", "cat"]);
-    env.git(&repo, ["config", "filter.x.smudge", "cat"]);
+    // The command prepare records; what it runs fails only later.
+    let smudge = env.path().join("smudge.sh");
+    std::fs::write(&smudge, "cat\n").unwrap();
+    env.git(
+        &repo,
+        [
+            "config",
+            "filter.x.smudge",
+            &format!("sh '{}'", smudge.display()),
+        ],
+    );
     env.git(&repo, ["config", "filter.x.required", "true"]);
     env.git(&repo, ["add", "."]);
     env.git(&repo, ["commit", "-q", "-m", "filtered"]);
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("a.dat"), "data, task\n").unwrap();
-    env.git(&repo, ["config", "filter.x.smudge", "sh -c 'exit 5'"]);
+    std::fs::write(&smudge, "exit 5\n").unwrap();
     let run = env.delegate(&repo, ["apply"]).expect(1);
     let text = all(&run);
     let config = printed_command(&text, "git config filter.x.required");
