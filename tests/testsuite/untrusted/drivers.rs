@@ -50,6 +50,30 @@ fn a_filter_a_local_worker_defines_is_not_run_by_apply() {
 
     let run = env.delegate(&repo, ["apply", "--json"]).expect(0);
     assert!(!marker.exists(), "the worker's filter ran: {}", run.stderr);
+    // Its config keys are side effects naming the driver left out.
+    let doc = run.json();
+    let named: Vec<(String, String)> = doc["side_effects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "config")
+        .map(|e| {
+            (
+                e["detail"].as_str().unwrap_or("").to_string(),
+                e["driver"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    for key in [
+        "filter.evil.smudge",
+        "filter.evil.clean",
+        "filter.evil.required",
+    ] {
+        assert!(
+            named.contains(&(key.to_string(), "filter.evil".to_string())),
+            "{key} not named with its driver: {named:?}"
+        );
+    }
     assert_eq!(read(&repo.join("new.txt")), "hello\n");
     assert_eq!(read(&repo.join("README")), "changed\n");
     // "hello" both ways: neither the clean filter (the blob would say
