@@ -290,6 +290,8 @@ pub fn source_diff(
         .collect::<Result<Vec<String>>>()?;
     let baseline_tree = crate::git::commit::tree_of(&source.repo, &b.baseline)?;
     let mut mem = source.repo.clone().with_object_memory();
+    // The source is read and merged in `mem`: only recorded drivers run.
+    crate::git::drivers::restrict(&mut mem)?;
     mem.object_cache_size_if_unset(8 << 20);
 
     let mut fates: Vec<Fate> = selected

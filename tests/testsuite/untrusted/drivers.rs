@@ -277,3 +277,40 @@ fn a_remote_proposal_on_a_path_both_sides_changed_runs_no_unrecorded_merge_drive
     );
     assert!(run.stderr.contains("merge.evil"), "{}", run.stderr);
 }
+
+#[test]
+fn refresh_runs_no_merge_driver_a_worker_defines() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::write(repo.join("x.txt"), lines(10)).unwrap();
+    env.git(&repo, ["add", "x.txt"]);
+    env.git(&repo, ["commit", "-q", "-m", "x"]);
+    let (_, ws) = prepare_one(&env, &repo);
+    let marker = env.path().join("pwned");
+    let common = common_dir(&env, &ws);
+    env.git(
+        &ws,
+        [
+            "config",
+            "merge.evil.driver",
+            &format!("touch '{}'; cp %B %A", marker.display()),
+        ],
+    );
+    std::fs::create_dir_all(common.join("info")).unwrap();
+    std::fs::write(common.join("info/attributes"), "x.txt merge=evil\n").unwrap();
+    std::fs::write(ws.join("x.txt"), with_line(&lines(10), 10, "worker")).unwrap();
+    std::fs::write(repo.join("x.txt"), with_line(&lines(10), 1, "user")).unwrap();
+
+    let run = env.delegate(&repo, ["refresh", "--json"]);
+    assert!(
+        !marker.exists(),
+        "the worker's merge driver ran: {}",
+        run.stderr
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        read(&ws.join("x.txt")),
+        with_line(&with_line(&lines(10), 1, "user"), 10, "worker")
+    );
+    assert!(run.stderr.contains("merge.evil"), "{}", run.stderr);
+}
