@@ -591,10 +591,10 @@ fn gc_never_enters_a_trash_replaced_by_a_symlink() {
 // ---------------------------------------------------------------------------
 // A batch record pointing a task at another folder (design §3.18).
 
-/// Rewrite task 0 of the batch record so its workspace is `outside` (the
-/// identity prepare recorded dropped, as in a batch recorded before it was
-/// kept), and make `outside` look like the workspace: a `.git` file pointing
-/// at the task's registration.
+/// Rewrite task 0 of the batch record so its workspace is `outside`, with
+/// `outside`'s own identity (device, inode, real path) recorded, and make
+/// `outside` look like the workspace: a `.git` file pointing at the task's
+/// registration.
 fn point_task_at(env: &Env, repo: &Path, id: &str, outside: &Path) {
     let file = crate::common::fixtures::batch_toml(env, repo, id);
     let mut state: toml::Value = toml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
@@ -607,13 +607,27 @@ fn point_task_at(env: &Env, repo: &Path, id: &str, outside: &Path) {
         "root".into(),
         toml::Value::String(outside.to_str().unwrap().into()),
     );
-    t.remove("folder");
+    let m = std::fs::metadata(outside).unwrap();
+    let mut folder = toml::map::Map::new();
+    folder.insert("dev".into(), toml::Value::Integer(m.dev() as i64));
+    folder.insert("ino".into(), toml::Value::Integer(m.ino() as i64));
+    folder.insert(
+        "path".into(),
+        toml::Value::String(
+            std::fs::canonicalize(outside)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .into(),
+        ),
+    );
+    t.insert("folder".into(), toml::Value::Table(folder));
     std::fs::write(&file, toml::to_string(&state).unwrap()).unwrap();
 }
 
 #[test]
-fn a_task_root_edited_to_point_outside_the_workspace_root_is_never_removed() {
-    for cmd in [&["drop", "--force"][..], &["gc"][..], &["apply"][..]] {
+fn a_task_root_edited_to_point_outside_the_workspace_root_is_never_read_nor_removed() {
+    for cmd in [&["apply"][..], &["gc"][..], &["drop", "--force"][..]] {
         let env = Env::new();
         let repo = env.repo("proj");
         let doc = env
@@ -641,6 +655,11 @@ fn a_task_root_edited_to_point_outside_the_workspace_root_is_never_removed() {
             "{cmd:?} changed the outside folder: {} {}",
             run.stdout,
             run.stderr
+        );
+        // Never read as the task's work either.
+        assert!(
+            !repo.join("thesis.txt").exists(),
+            "{cmd:?} read the outside folder"
         );
         assert!(
             format!("{}{}", run.stdout, run.stderr).contains("not where prepare puts a workspace"),
