@@ -4,7 +4,7 @@
 //! commits and private refs (`commit`, `refs`), trees compared path by path
 //! (`diff`), big blobs streamed (`blob`), the paths git refuses to check out
 //! (`validate`), sparse checkouts (`sparse`), the `ident` attribute
-//! (`ident`), index stat data (`stat`), worktree registrations
+//! (`ident`), the filter and merge drivers a batch lets run (`drivers`), index stat data (`stat`), worktree registrations
 //! (`registration`) and the git command for remotes (`transport`).
 //!
 //! Owns: nothing beyond its files; each says what it owns.
@@ -17,6 +17,7 @@ pub mod blob;
 pub mod commit;
 pub mod diff;
 pub mod discovery;
+pub mod drivers;
 pub mod ident;
 pub mod refs;
 pub mod registration;

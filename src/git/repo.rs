@@ -76,6 +76,8 @@ pub fn open_worktree(dir: &Path) -> Result<gix::Repository> {
             Error::git(format!("cannot open the working tree {}", dir.display()), e)
         })?;
     }
+    // Only the drivers the batch recorded run in it (design §3.18).
+    crate::git::drivers::restrict(&mut repo)?;
     Ok(repo)
 }
 
@@ -578,10 +580,7 @@ impl Source {
 
     /// First 12 hex digits of the SHA-256 of the canonical common dir.
     pub fn fingerprint(&self) -> String {
-        use sha2::Digest;
-        use std::os::unix::ffi::OsStrExt;
-        let digest = sha2::Sha256::digest(self.common_dir.as_os_str().as_bytes());
-        hex(&digest)[..12].to_string()
+        fingerprint_of(&self.common_dir)
     }
 
     /// The folder holding this repository's workspaces: `<root>/<repo-name>-<fp>`.
@@ -604,6 +603,15 @@ impl Source {
         }
         Ok(root.join(format!("{}-{}", self.repo_name(), self.fingerprint())))
     }
+}
+
+/// The fingerprint of the repository whose canonical common dir is
+/// `common_dir`: the `<fp>` of its workspace folder `<repo-name>-<fp>`.
+pub fn fingerprint_of(common_dir: &Path) -> String {
+    use sha2::Digest;
+    use std::os::unix::ffi::OsStrExt;
+    let digest = sha2::Sha256::digest(common_dir.as_os_str().as_bytes());
+    hex(&digest)[..12].to_string()
 }
 
 /// A folder name made safe for a workspace path: every character a

@@ -249,11 +249,13 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     // wherever apply is run from (a workspace is a worktree of the same
     // repository), opened by its recorded path: a source that moved away
     // (or another repository now at its path) is refused by name.
-    let source = if here.root == b.source {
+    let mut source = if here.root == b.source {
         here
     } else {
         Source::open_recorded(&here, &b.source, b.short())?
     };
+    // Only the drivers prepare recorded run for the batch (design §3.18).
+    crate::git::drivers::enforce(b.drivers.as_ref(), &mut source.repo)?;
     let selected = select_tasks(&b, opts)?;
     let strict = opts.strict || source.config.strict;
     let verify = crate::ops::verify::settings(

@@ -83,7 +83,10 @@ pub fn run(source: &Source, opts: &Options) -> Result<Report> {
             "pick a name `git check-ref-format --branch NAME` accepts",
         )
     })?;
-    let repo = &source.repo;
+    // Only the drivers prepare recorded run for the batch (design §3.18).
+    let mut restricted = source.repo.clone();
+    crate::git::drivers::enforce(b.drivers.as_ref(), &mut restricted)?;
+    let repo = &restricted;
     let rev = opts.onto.as_deref().unwrap_or("HEAD");
     let (parent_id, ours) = onto(repo, rev)?;
 

@@ -65,7 +65,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
         observer.notice(Notice::Recovered(locked.recovery));
         locked.lock
     };
-    let source = here;
+    let mut source = here;
     let state_dir = source.state_dir();
     if !opts.dry_run {
         // A batch folder made for an earlier landing's journal and left by
@@ -134,6 +134,9 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
         },
         None => (stand_in(&source, &k, base), 0, false),
     };
+    // Only the drivers its batch's prepare recorded run (design §3.18); a
+    // batch that is gone recorded none.
+    crate::git::drivers::enforce(b.drivers.as_ref(), &mut source.repo)?;
 
     let mut out = Outcome::new(idx, TaskState::Open);
     out.proposed = changes.into_iter().map(|c| c.path).collect();

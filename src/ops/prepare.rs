@@ -256,6 +256,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         mode,
         forbid_commit: opts.forbid_commit || source.config.forbid_commit,
         sparse: sparse.as_ref().map(|s| s.list.clone()),
+        drivers: Some(crate::git::drivers::read(&source.repo)),
         lease: Lease::new(ttl, opts.owner),
         preparing: None,
         tasks: {
@@ -306,7 +307,8 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     // no files in (best effort: an empty folder changes nothing).
     if !batch.prefix.as_os_str().is_empty() {
         for t in batch.tasks.iter().filter(|t| !t.remote) {
-            let _ = std::fs::create_dir_all(t.cwd(&batch.prefix));
+            // Never through a symlink (design §3.18).
+            let _ = crate::ops::setup::make_cwd(&t.root, &batch.prefix);
         }
     }
     Ok(Report {

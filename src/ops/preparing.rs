@@ -223,6 +223,7 @@ mod tests {
             mode: crate::config::Mode::Worktree,
             forbid_commit: false,
             sparse: None,
+            drivers: None,
             lease: crate::record::lease::Lease::new(ttl, None),
             tasks: Vec::new(),
             preparing: marker,

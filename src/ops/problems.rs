@@ -362,6 +362,8 @@ fn baseline(source: &Source, b: &Batch) -> Option<Problem> {
 /// for tasks that are not open or whose workspace is missing or not ours,
 /// `None` where the workspace could not be read (the count is unknown).
 pub fn changed_counts(source: &Source, b: &Batch) -> Vec<Option<usize>> {
+    // Only the drivers its prepare recorded run (design §3.18).
+    crate::git::drivers::allow(b.drivers.as_ref());
     let baseline_tree = gix::ObjectId::from_hex(b.baseline.as_bytes())
         .ok()
         .and_then(|c| source.repo.find_commit(c).ok())

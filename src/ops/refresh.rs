@@ -131,11 +131,13 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
                 .collect(),
         }
     };
-    let source = if here.root == b.source {
+    let mut source = if here.root == b.source {
         here
     } else {
         Source::open_recorded(&here, &b.source, b.short())?
     };
+    // Only the drivers prepare recorded run for the batch (design §3.18).
+    crate::git::drivers::enforce(b.drivers.as_ref(), &mut source.repo)?;
     // A dirty submodule is refused as prepare refuses it (design §3.15).
     crate::workspace::submodules::discover(&source)?;
     let baseline_tree = commit::tree_of(&source.repo, &b.baseline)?;

@@ -95,6 +95,8 @@ pub fn diff(
     form: crate::merge::patch::Form,
 ) -> Result<DiffReport> {
     let b = batch::select_open(&source.state_dir(), batch_arg)?;
+    // Only the drivers its prepare recorded run (design §3.18).
+    crate::git::drivers::allow(b.drivers.as_ref());
     let selected = select(&b, tasks)?;
     let filters = paths
         .iter()
@@ -251,6 +253,8 @@ pub fn source_diff(
     if let Some(p) = crate::ops::preparing::progress(&b) {
         return Err(crate::ops::preparing::refuse(&b, p));
     }
+    // Only the drivers its prepare recorded run (design §3.18).
+    crate::git::drivers::allow(b.drivers.as_ref());
     let opened;
     let source = if here.root == b.source {
         here
@@ -270,6 +274,8 @@ pub fn source_diff(
         .collect::<Result<Vec<String>>>()?;
     let baseline_tree = crate::git::commit::tree_of(&source.repo, &b.baseline)?;
     let mut mem = source.repo.clone().with_object_memory();
+    // The source is read and merged in `mem`: only recorded drivers run.
+    crate::git::drivers::restrict(&mut mem)?;
     mem.object_cache_size_if_unset(8 << 20);
 
     let mut fates: Vec<Fate> = selected

@@ -185,6 +185,11 @@ pub struct Batch {
     /// list` prints them there (design §3.15); absent: full workspaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sparse: Option<Vec<String>>,
+    /// The filter and merge drivers the config defined at prepare (design
+    /// §3.18 "Drivers"): the only ones that run for the batch. Absent in a
+    /// batch recorded before they were: then none runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drivers: Option<crate::git::drivers::Drivers>,
 }
 
 /// `task.worktree_id` of a scratch task: it has no worktree registration
@@ -276,6 +281,7 @@ impl Batch {
             mode: crate::config::Mode::Worktree,
             forbid_commit: false,
             sparse: None,
+            drivers: None,
             lease: Lease::new(1, None),
             preparing: None,
             remote: None,

@@ -98,6 +98,11 @@ pub fn identify(common_dir: &Path, task: &crate::record::batch::Task) -> Identit
             Health::Foreign => Identity::Replaced("is no longer the copy prepare made"),
         };
     }
+    // The record is in the shared git dir, where a worker can edit it: only
+    // a folder where prepare puts workspaces is ever taken for one.
+    if !in_layout(Some(common_dir), &task.root, &task.name, &task.worktree_id) {
+        return Identity::Replaced(NOT_IN_LAYOUT);
+    }
     identify_at(
         common_dir,
         &task.root,
@@ -105,6 +110,55 @@ pub fn identify(common_dir: &Path, task: &crate::record::batch::Task) -> Identit
         task.folder.as_ref(),
         Reach::Beneath,
     )
+}
+
+/// Why a task whose recorded folder is not where prepare puts workspaces is
+/// left alone.
+pub const NOT_IN_LAYOUT: &str = "is not where prepare puts a workspace (<workspace root>/<repo>-<fingerprint>/<batch>/<task>): its batch record was changed, so it is left alone";
+
+/// Is `root` where prepare puts the workspace of task `name` (design
+/// §3.18): `<workspace root>/<repo>-<fp>/<batch-short>/<name>`, with `<fp>`
+/// this repository's fingerprint and the registration named
+/// `delegate-<batch-short>-<name>`, as prepare names them? (`<fp>` is
+/// checked when `common_dir` is given.)
+fn in_layout(common_dir: Option<&Path>, root: &Path, name: &str, worktree_id: &str) -> bool {
+    if !root.is_absolute()
+        || root.components().any(|c| {
+            !matches!(
+                c,
+                std::path::Component::RootDir | std::path::Component::Normal(_)
+            )
+        })
+    {
+        return false;
+    }
+    let Some(batch_dir) = root.parent() else {
+        return false;
+    };
+    let Some(base) = batch_dir.parent() else {
+        return false;
+    };
+    let (Some(leaf), Some(short), Some(repo)) =
+        (root.file_name(), batch_dir.file_name(), base.file_name())
+    else {
+        return false;
+    };
+    let (Some(leaf), Some(short), Some(repo)) = (leaf.to_str(), short.to_str(), repo.to_str())
+    else {
+        return false;
+    };
+    let fp_ok = match common_dir {
+        Some(c) => {
+            let fp = crate::git::repo::fingerprint_of(c);
+            repo.strip_suffix(fp.as_str())
+                .is_some_and(|r| r.ends_with('-'))
+        }
+        None => repo.len() > 13 && repo.as_bytes()[repo.len() - 13] == b'-',
+    };
+    leaf == name
+        && worktree_id == crate::workspace::worktree_id(short, name)
+        && fp_ok
+        && base.parent().is_some()
 }
 
 /// How a workspace folder is reached.
@@ -126,10 +180,22 @@ pub(super) enum Reach {
 pub fn refusal(
     task: &crate::record::batch::Task,
 ) -> Option<crate::workspace::shared_root::Refused> {
-    if task.remote
-        || task.kind() == Mode::Scratch
-        || !crate::workspace::shared_root::is_beneath_shape(&task.root)
-    {
+    if task.remote || task.kind() == Mode::Scratch {
+        return None;
+    }
+    if !in_layout(None, &task.root, &task.name, &task.worktree_id) {
+        use std::os::unix::fs::MetadataExt;
+        return Some(crate::workspace::shared_root::Refused {
+            path: task.root.clone(),
+            owner: task
+                .root
+                .symlink_metadata()
+                .map(|m| m.uid())
+                .unwrap_or_else(|_| rustix::process::getuid().as_raw()),
+            reason: crate::workspace::shared_root::Reason::NotInLayout,
+        });
+    }
+    if !crate::workspace::shared_root::is_beneath_shape(&task.root) {
         return None;
     }
     crate::workspace::shared_root::refusal(&task.root)

@@ -53,6 +53,10 @@ pub enum Reason {
     /// A folder on the way to the root that every user may write in, without
     /// the sticky bit: anyone could rename what is in it.
     WritableByOthers,
+    /// A task's folder that is not where prepare puts workspaces
+    /// (`<workspace root>/<repo>-<fp>/<batch>/<task>`): its batch record,
+    /// which a worker can edit, names it (design §3.18).
+    NotInLayout,
 }
 
 impl Reason {
@@ -63,6 +67,7 @@ impl Reason {
             Reason::NotAFolder => "not_a_folder",
             Reason::OtherOwner => "other_owner",
             Reason::WritableByOthers => "writable_by_others",
+            Reason::NotInLayout => "not_in_layout",
         }
     }
 }
@@ -88,6 +93,7 @@ impl Refused {
             Reason::WritableByOthers => format!(
                 "can be changed by every user (writable by all, without the sticky bit; owned by {owner})"
             ),
+            Reason::NotInLayout => "is not where prepare puts a workspace (<workspace root>/<repo>-<fingerprint>/<batch>/<task>): the batch record, which its workers can edit, names it".to_string(),
         }
     }
 

@@ -195,6 +195,8 @@ impl Gc<'_> {
         b: &Batch,
         baseline_tree: ObjectId,
     ) -> std::result::Result<Saved, String> {
+        // Only the drivers its prepare recorded run (design §3.18).
+        crate::git::drivers::allow(b.drivers.as_ref());
         let mut rescued = Vec::new();
         let mut nested: Vec<(String, Vec<gix::bstr::BString>)> = Vec::new();
         let mut submodules: Vec<(String, Vec<gix::bstr::BString>)> = Vec::new();

@@ -279,7 +279,7 @@ fn start(
             false => format!("its workspace {} is missing", task.root.display()),
         });
     }
-    let mut cmd = crate::ops::setup::worker_command(program, &source.config, b, idx);
+    let mut cmd = crate::ops::setup::worker_command(program, &source.config, b, idx)?;
     cmd.args(args);
     if let Some(s) = spec {
         for (k, v) in &s.env {

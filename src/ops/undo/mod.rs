@@ -96,6 +96,10 @@ pub struct Entry {
     /// takes back without the HEAD check (design §3.11).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub head: Option<String>,
+    /// The drivers its batch's prepare recorded (design §3.18): the only
+    /// ones undo and `apply --from-undo` run; absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drivers: Option<crate::git::drivers::Drivers>,
 }
 
 impl Entry {
@@ -262,6 +266,7 @@ fn record_as(
         from_undo: from_undo.map(str::to_string),
         // Unreadable, HEAD is not checked by undo (design §3.11).
         head: head_of(repo).ok(),
+        drivers: crate::git::drivers::recorded(),
     };
     match staged {
         Some(file) => save_at(file, &entry),
@@ -431,11 +436,14 @@ fn refuse_if_head_moved(repo: &gix::Repository, e: &Entry) -> Result<()> {
 
 /// The working tree an entry's apply wrote into.
 fn entry_source(here: Source, e: &Entry) -> Result<Source> {
-    if here.root == e.source {
-        Ok(here)
+    let mut source = if here.root == e.source {
+        here
     } else {
-        Source::open_recorded(&here, &e.source, batch::short(&e.batch))
-    }
+        Source::open_recorded(&here, &e.source, batch::short(&e.batch))?
+    };
+    // Only the drivers its batch's prepare recorded run (design §3.18).
+    crate::git::drivers::enforce(e.drivers.as_ref(), &mut source.repo)?;
+    Ok(source)
 }
 
 /// The `S` and `F` trees of an entry (only the paths its apply wrote).

@@ -452,8 +452,10 @@ fn validate(root: &Path, root_fd: BorrowedFd<'_>, symlinks: &[Vec<u8>]) -> Resul
             ".git/commondir redirects the repository's common folder".into(),
         ));
     }
-    let repo = gix::open_opts(root, gix::open::Options::isolated())
+    let mut repo = gix::open_opts(root, gix::open::Options::isolated())
         .map_err(|e| refused(root, format!("git cannot open the copy ({e})")))?;
+    // The copy's own config is its worker's: only recorded drivers run.
+    crate::git::drivers::restrict(&mut repo)?;
     let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     let root_c = canon(root);
     let git_c = canon(&dot_git);

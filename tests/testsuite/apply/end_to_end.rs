@@ -1379,10 +1379,10 @@ fn an_ignored_symlink_in_the_way_is_named_and_never_written_through() {
 #[test]
 fn a_failing_smudge_filter_in_write_back_is_named_and_rolled_back() {
     let env = Env::new();
-    let repo = crate::common::fixtures::filtered_repo(&env, "proj", "cat");
+    let (repo, smudge) = crate::common::fixtures::filtered_repo(&env, "proj", "cat\n");
     let (_, ws) = prepare_roots(&env, &repo, &[]);
     std::fs::write(ws[0].join("a.dat"), "data, task\n").unwrap();
-    env.git(&repo, ["config", "filter.x.smudge", "sh -c 'exit 5'"]);
+    std::fs::write(&smudge, "exit 5\n").unwrap();
     let run = env.delegate(&repo, ["apply", "--json"]).expect(1);
     let out = run.json();
     let t = task(&out, "1");

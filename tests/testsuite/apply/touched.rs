@@ -337,14 +337,15 @@ fn a_file_elsewhere_that_cannot_be_read_no_longer_blocks_apply() {
     write(&repo.join("f.txt"), &lines(5));
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "base"]);
+    // The user's driver, there at prepare (design §3.18: only those run).
+    env.git(&repo, ["config", "filter.boom.clean", "false"]);
+    env.git(&repo, ["config", "filter.boom.required", "true"]);
     let doc = env
         .delegate(&repo, ["prepare", "-n", "1", "--json"])
         .expect(0)
         .json();
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     write(&ws.join("f.txt"), &with_line(&lines(5), 1, "task"));
-    env.git(&repo, ["config", "filter.boom.clean", "false"]);
-    env.git(&repo, ["config", "filter.boom.required", "true"]);
     write(&repo.join(".gitattributes"), "boom.txt filter=boom\n");
     write(&repo.join("boom.txt"), "cannot be cleaned\n");
     let mut cmd = env.delegate_cmd(&repo);

@@ -631,7 +631,7 @@ fn a_failing_required_clean_filter_is_named_not_an_unreadable_file() {
 #[test]
 fn a_failing_required_smudge_filter_on_checkout_is_named() {
     let env = Env::new();
-    let repo = crate::common::fixtures::filtered_repo(&env, "src", "sh -c 'exit 4'");
+    let (repo, _) = crate::common::fixtures::filtered_repo(&env, "src", "exit 4\n");
     let run = expect_error(&env, &repo, &["prepare"], 3, "delegate::filter_failed");
     let message = run.json()["error"]["message"].as_str().unwrap().to_string();
     assert!(message.contains("smudge filter `x`"), "{message}");

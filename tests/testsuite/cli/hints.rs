@@ -617,10 +617,10 @@ fn completed_writeback_apply_hint_records_it() {
 #[test]
 fn failing_filter_hints_name_the_driver_and_work() {
     let env = Env::new();
-    let repo = crate::common::fixtures::filtered_repo(&env, "proj", "cat");
+    let (repo, smudge) = crate::common::fixtures::filtered_repo(&env, "proj", "cat\n");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("a.dat"), "data, task\n").unwrap();
-    env.git(&repo, ["config", "filter.x.smudge", "sh -c 'exit 5'"]);
+    std::fs::write(&smudge, "exit 5\n").unwrap();
     let run = env.delegate(&repo, ["apply"]).expect(1);
     let text = all(&run);
     let config = printed_command(&text, "git config filter.x.required");

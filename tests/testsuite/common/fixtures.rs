@@ -376,17 +376,23 @@ pub fn commit_all(env: &Env, repo: &Path) {
 }
 
 /// A repository `name` whose committed `a.dat` ("data\n") goes through the
-/// required filter `x` (clean `cat`, smudge `smudge`), by `.gitattributes`.
-pub fn filtered_repo(env: &Env, name: &str, smudge: &str) -> PathBuf {
+/// required filter `x` (clean `cat`, smudge `sh SCRIPT`), by
+/// `.gitattributes`, and the script, holding `smudge`. Prepare records the
+/// command; rewriting the script changes what it does later (design §3.18
+/// "Drivers": a driver whose command changed does not run).
+pub fn filtered_repo(env: &Env, name: &str, smudge: &str) -> (PathBuf, PathBuf) {
     let repo = env.repo(name);
     std::fs::write(repo.join(".gitattributes"), "*.dat filter=x\n").unwrap();
     std::fs::write(repo.join("a.dat"), "data\n").unwrap();
+    let script = env.path().join("smudge.sh");
+    std::fs::write(&script, smudge).unwrap();
     env.git(&repo, ["config", "filter.x.clean", "cat"]);
-    env.git(&repo, ["config", "filter.x.smudge", smudge]);
+    let command = format!("sh '{}'", script.display());
+    env.git(&repo, ["config", "filter.x.smudge", &command]);
     env.git(&repo, ["config", "filter.x.required", "true"]);
     env.git(&repo, ["add", "."]);
     env.git(&repo, ["commit", "-q", "-m", "filtered"]);
-    repo
+    (repo, script)
 }
 
 /// The (code, message, help) of a `--json` error document, empty where absent.

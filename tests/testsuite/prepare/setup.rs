@@ -127,3 +127,129 @@ fn a_failing_setup_fails_run_before_any_worker() {
     assert_nothing_created(&env, &repo);
     assert!(!repo.join("worker-ran").exists());
 }
+
+/// A task's cwd missing from its workspace is made by a walk from the
+/// workspace root that never follows a symlink (design §3.18): a setup
+/// (standing in for a worker) that replaces the cwd's parent by a symlink
+/// to an outside folder makes run's worker fail, naming the symlink, and
+/// nothing is created outside.
+#[test]
+fn a_cwd_parent_replaced_by_a_symlink_is_never_followed_to_make_the_cwd() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    std::fs::create_dir_all(repo.join("sub")).unwrap();
+    std::fs::write(repo.join("sub/f.txt"), "f\n").unwrap();
+    env.git(&repo, ["add", "sub"]);
+    env.git(&repo, ["commit", "-q", "-m", "sub"]);
+    // The caller's folder holds no file: the workspace has no such folder.
+    std::fs::create_dir_all(repo.join("sub/deeper")).unwrap();
+    let outside = env.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    let setup = format!(
+        "cd \"$GIT_DELEGATE_WORKSPACE\" && rm -rf sub && ln -s '{}' sub",
+        outside.display()
+    );
+    config(&env, &repo, &format!("[workspace]\nsetup = {setup:?}\n"));
+    let run = env.delegate(
+        &repo.join("sub/deeper"),
+        ["run", "--no-apply", "--json", "--", "true"],
+    );
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "something was made outside: {} {}",
+        run.stdout,
+        run.stderr
+    );
+    let doc = run.json();
+    let log =
+        std::fs::read_to_string(doc["workers"][0]["log"].as_str().unwrap()).unwrap_or_default();
+    let text = format!("{}{}{log}", run.stdout, run.stderr);
+    assert!(
+        text.contains("is a symbolic link now") && text.contains("rm "),
+        "{text}"
+    );
+}
+
+/// Ctrl-C while `workspace.setup` runs (design §3.20, §3.1 step 5): every
+/// setup command's process group is stopped (what it would write after its
+/// sleep never appears, no process of its group is left), and the prepare
+/// is undone: no private ref, no workspace, no worktree registration; exit
+/// 3, `delegate::interrupted`.
+#[test]
+fn ctrl_c_during_setup_stops_every_setup_group_and_undoes_the_prepare() {
+    let env = Env::new();
+    let marks = env.path().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    // Each setup records its group (its shell's pid), then writes a marker
+    // once its sleep is over; it ignores SIGTERM's default in a child too.
+    let setup = format!(
+        r#"echo $$ > "{m}/pid-$GIT_DELEGATE_TASK"; (trap "" TERM; sleep 5; touch "{m}/late-child-$GIT_DELEGATE_TASK") & sleep 5; touch "{m}/late-$GIT_DELEGATE_TASK""#,
+        m = marks.display()
+    );
+    let repo = repo_with_setup(&env, &setup);
+    let child = env
+        .delegate_cmd(&repo)
+        .args(["prepare", "-n", "2", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    // A file can exist before the shell has written its pid: read until both parse.
+    let group_of = |f: &str| -> Option<i32> {
+        std::fs::read_to_string(marks.join(f))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let groups: Vec<i32> = loop {
+        if let (Some(a), Some(b)) = (group_of("pid-1"), group_of("pid-2")) {
+            break vec![a, b];
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the setups never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let run = crate::common::Run::from(child.wait_with_output().unwrap());
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert_eq!(
+        crate::common::fixtures::error_code(&run),
+        "delegate::interrupted"
+    );
+    // No process of any setup group is left (zombies aside, none of ours).
+    for g in &groups {
+        let alive = std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+                return false;
+            };
+            let rest: Vec<&str> = stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .collect();
+            rest.len() > 2 && rest[0] != "Z" && rest[2] == g.to_string()
+        });
+        assert!(!alive, "a process of setup group {g} is still running");
+    }
+    let names: Vec<String> = std::fs::read_dir(&marks)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("late"))
+        .collect();
+    assert!(names.is_empty(), "a setup ran on: {names:?}");
+    assert!(
+        env.private_refs(&repo).is_empty(),
+        "{:?}",
+        env.private_refs(&repo)
+    );
+    assert_nothing_created(&env, &repo);
+    let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
+    assert_eq!(list.matches("worktree ").count(), 1, "{list}");
+}

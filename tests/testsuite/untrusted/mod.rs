@@ -2,9 +2,11 @@
 //! produces, or changes beside its workspace, reaches the user's repository
 //! only through the checks; and a shared workspace root cannot be raced.
 
+mod drivers;
 mod git_dir;
 mod holes;
 mod modes;
 mod paths;
 mod remote_refs;
 mod roots;
+mod transport;

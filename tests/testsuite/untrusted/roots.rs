@@ -587,3 +587,86 @@ fn gc_never_enters_a_trash_replaced_by_a_symlink() {
     prepare(&env, &repo, &[]);
     assert_eq!(files(&victim), before);
 }
+
+// ---------------------------------------------------------------------------
+// A batch record pointing a task at another folder (design §3.18).
+
+/// Rewrite task 0 of the batch record so its workspace is `outside`, with
+/// `outside`'s own identity (device, inode, real path) recorded, and make
+/// `outside` look like the workspace: a `.git` file pointing at the task's
+/// registration.
+fn point_task_at(env: &Env, repo: &Path, id: &str, outside: &Path) {
+    let file = crate::common::fixtures::batch_toml(env, repo, id);
+    let mut state: toml::Value = toml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let task = &mut state["tasks"].as_array_mut().unwrap()[0];
+    let ws = std::path::PathBuf::from(task["root"].as_str().unwrap());
+    let dotgit = std::fs::read(ws.join(".git")).unwrap();
+    std::fs::write(outside.join(".git"), dotgit).unwrap();
+    let t = task.as_table_mut().unwrap();
+    t.insert(
+        "root".into(),
+        toml::Value::String(outside.to_str().unwrap().into()),
+    );
+    let m = std::fs::metadata(outside).unwrap();
+    let mut folder = toml::map::Map::new();
+    folder.insert("dev".into(), toml::Value::Integer(m.dev() as i64));
+    folder.insert("ino".into(), toml::Value::Integer(m.ino() as i64));
+    folder.insert(
+        "path".into(),
+        toml::Value::String(
+            std::fs::canonicalize(outside)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .into(),
+        ),
+    );
+    t.insert("folder".into(), toml::Value::Table(folder));
+    std::fs::write(&file, toml::to_string(&state).unwrap()).unwrap();
+}
+
+#[test]
+fn a_task_root_edited_to_point_outside_the_workspace_root_is_never_read_nor_removed() {
+    for cmd in [&["apply"][..], &["gc"][..], &["drop", "--force"][..]] {
+        let env = Env::new();
+        let repo = env.repo("proj");
+        let doc = env
+            .delegate(&repo, ["prepare", "--ttl", "1s", "--json"])
+            .expect(0)
+            .json();
+        let id = doc["batch"].as_str().unwrap().to_string();
+        // A folder of the user's, with a file in it.
+        let outside = env.home().join("important");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("thesis.txt"), "years of work\n").unwrap();
+        point_task_at(&env, &repo, &id, &outside);
+        let before = crate::common::files::tree(&outside);
+        if cmd[0] == "gc" {
+            wait_stale(&env, &repo, &id);
+        }
+        let mut args: Vec<&str> = cmd.to_vec();
+        if cmd[0] != "gc" {
+            args.push(&id);
+        }
+        let run = env.delegate(&repo, &args);
+        assert_eq!(
+            crate::common::files::tree(&outside),
+            before,
+            "{cmd:?} changed the outside folder: {} {}",
+            run.stdout,
+            run.stderr
+        );
+        // Never read as the task's work either.
+        assert!(
+            !repo.join("thesis.txt").exists(),
+            "{cmd:?} read the outside folder"
+        );
+        assert!(
+            format!("{}{}", run.stdout, run.stderr).contains("not where prepare puts a workspace"),
+            "{cmd:?} (exit {:?}) does not say why: {} {}",
+            run.code,
+            run.stdout,
+            run.stderr
+        );
+    }
+}

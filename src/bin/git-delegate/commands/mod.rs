@@ -99,6 +99,14 @@ pub fn run(cli: Cli) -> i32 {
             Ok(0)
         }
     };
+    // Drivers the batch's prepare did not record were not run (design §3.18).
+    for d in git_delegate::git::drivers::disabled() {
+        ui.warn(&format!(
+            "git-delegate: warning: the {} driver was not run (prepare did not record it, or its command changed since; its files passed through unfiltered, merges used git's text merge): check `git config --get-regexp '^{}\\.'`\n",
+            crate::ui::escape_text(&d),
+            git_delegate::sys::paths::shell_quote(&d).trim_matches('\'')
+        ));
+    }
     match result {
         Ok(code) => code,
         Err(e) => {

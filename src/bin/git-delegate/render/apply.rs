@@ -146,6 +146,7 @@ document! {
         message: Option<String>,
         path: Option<String>,
         detail: Option<String>,
+        driver: Option<String>,
     }
 }
 
@@ -156,6 +157,14 @@ impl SideEffect {
         effects: &[git_delegate::ops::side_effects::SideEffect],
     ) -> Vec<SideEffect> {
         use git_delegate::ops::side_effects::Kind;
+        // The drivers left out (design §3.18 "Drivers"), named on their keys.
+        let left_out = git_delegate::git::drivers::disabled();
+        let driver_of = |e: &git_delegate::ops::side_effects::SideEffect| {
+            let key = e.detail.as_deref()?;
+            let (driver, _) = key.rsplit_once('.')?;
+            (e.kind == Kind::Config && left_out.iter().any(|d| d == driver))
+                .then(|| driver.to_string())
+        };
         effects
             .iter()
             .map(|e| {
@@ -171,6 +180,7 @@ impl SideEffect {
                     message: e.message.clone(),
                     path: e.path.as_deref().map(|p| t.path(p)),
                     detail: e.detail.clone(),
+                    driver: driver_of(e),
                 }
             })
             .collect()

@@ -1,0 +1,316 @@
+//! Filter and merge drivers prepare did not record never run (design
+//! §3.18 "Drivers"): a worker shares the source's config, so it can define
+//! `filter.evil.smudge` (or `.clean`, or `merge.evil.driver`) and name it in
+//! a `.gitattributes` of its proposal or in the shared `info/attributes`;
+//! apply then passes the content through unfiltered (and merges with git's
+//! text merge), as git does for an undefined driver, and says which driver
+//! it left out. A driver recorded at prepare still runs (the LFS tests of
+//! `sources`, and `a_recorded_driver_still_runs` here).
+
+use std::path::{Path, PathBuf};
+
+use crate::common::files::{lines, read, with_line};
+use crate::common::Env;
+
+fn prepare_one(env: &Env, repo: &Path) -> (String, PathBuf) {
+    let doc = env.delegate(repo, ["prepare", "--json"]).expect(0).json();
+    (
+        doc["batch"].as_str().unwrap().to_string(),
+        PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap()),
+    )
+}
+
+/// The common dir, as a worker finds it from its workspace.
+fn common_dir(env: &Env, ws: &Path) -> PathBuf {
+    let dir = env.git(
+        ws,
+        ["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    );
+    std::fs::canonicalize(dir.trim()).unwrap()
+}
+
+/// A command that leaves `marker` behind and upper-cases its input.
+fn evil(marker: &Path) -> String {
+    format!("touch '{}'; tr a-z A-Z", marker.display())
+}
+
+#[test]
+fn a_filter_a_local_worker_defines_is_not_run_by_apply() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let (_, ws) = prepare_one(&env, &repo);
+    let marker = env.path().join("pwned");
+    // The worker, from its workspace: the config is the source's.
+    env.git(&ws, ["config", "filter.evil.smudge", &evil(&marker)]);
+    env.git(&ws, ["config", "filter.evil.clean", &evil(&marker)]);
+    env.git(&ws, ["config", "filter.evil.required", "true"]);
+    std::fs::write(ws.join(".gitattributes"), "*.txt filter=evil\n").unwrap();
+    std::fs::write(ws.join("new.txt"), "hello\n").unwrap();
+    std::fs::write(ws.join("README"), "changed\n").unwrap();
+
+    let run = env.delegate(&repo, ["apply", "--json"]).expect(0);
+    assert!(!marker.exists(), "the worker's filter ran: {}", run.stderr);
+    // Its config keys are side effects naming the driver left out.
+    let doc = run.json();
+    let named: Vec<(String, String)> = doc["side_effects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "config")
+        .map(|e| {
+            (
+                e["detail"].as_str().unwrap_or("").to_string(),
+                e["driver"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    for key in [
+        "filter.evil.smudge",
+        "filter.evil.clean",
+        "filter.evil.required",
+    ] {
+        assert!(
+            named.contains(&(key.to_string(), "filter.evil".to_string())),
+            "{key} not named with its driver: {named:?}"
+        );
+    }
+    assert_eq!(read(&repo.join("new.txt")), "hello\n");
+    assert_eq!(read(&repo.join("README")), "changed\n");
+    // "hello" both ways: neither the clean filter (the blob would say
+    // HELLO) nor the smudge ran.
+    assert!(
+        run.stderr.contains("the filter.evil driver was not run"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_changed_filter_command_is_not_run_and_a_recorded_one_is() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let ran = env.path().join("user-filter-ran");
+    // The user's own driver, there at prepare: it keeps running.
+    env.git(
+        &repo,
+        [
+            "config",
+            "filter.mine.smudge",
+            &format!("touch '{}'; cat", ran.display()),
+        ],
+    );
+    env.git(&repo, ["config", "filter.mine.clean", "cat"]);
+    env.git(&repo, ["config", "filter.other.smudge", "cat"]);
+    let (_, ws) = prepare_one(&env, &repo);
+    std::fs::remove_file(&ran).ok();
+    let marker = env.path().join("pwned");
+    // The worker changes another recorded driver's command.
+    env.git(&ws, ["config", "filter.other.smudge", &evil(&marker)]);
+    std::fs::write(
+        ws.join(".gitattributes"),
+        "*.mine filter=mine\n*.other filter=other\n",
+    )
+    .unwrap();
+    std::fs::write(ws.join("a.mine"), "mine\n").unwrap();
+    std::fs::write(ws.join("b.other"), "other\n").unwrap();
+
+    let run = env.delegate(&repo, ["apply", "--json"]).expect(0);
+    assert!(!marker.exists(), "the changed filter ran: {}", run.stderr);
+    assert!(
+        ran.exists(),
+        "the recorded filter did not run: {}",
+        run.stderr
+    );
+    assert_eq!(read(&repo.join("b.other")), "other\n");
+    assert_eq!(read(&repo.join("a.mine")), "mine\n");
+    assert!(run.stderr.contains("filter.other"), "{}", run.stderr);
+    assert!(!run.stderr.contains("filter.mine"), "{}", run.stderr);
+}
+
+#[test]
+fn a_merge_driver_a_local_worker_defines_is_not_run_on_a_path_both_sides_changed() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::write(repo.join("x.txt"), lines(10)).unwrap();
+    env.git(&repo, ["add", "x.txt"]);
+    env.git(&repo, ["commit", "-q", "-m", "x"]);
+    let (_, ws) = prepare_one(&env, &repo);
+    let marker = env.path().join("pwned");
+    let common = common_dir(&env, &ws);
+    env.git(
+        &ws,
+        [
+            "config",
+            "merge.evil.driver",
+            &format!("touch '{}'; cp %B %A", marker.display()),
+        ],
+    );
+    std::fs::create_dir_all(common.join("info")).unwrap();
+    std::fs::write(common.join("info/attributes"), "x.txt merge=evil\n").unwrap();
+    std::fs::write(ws.join("x.txt"), with_line(&lines(10), 10, "worker")).unwrap();
+    // The user changes the same file meanwhile, elsewhere in it.
+    std::fs::write(repo.join("x.txt"), with_line(&lines(10), 1, "user")).unwrap();
+
+    let run = env.delegate(&repo, ["apply", "--json"]).expect(0);
+    assert!(
+        !marker.exists(),
+        "the worker's merge driver ran: {}",
+        run.stderr
+    );
+    assert_eq!(
+        read(&repo.join("x.txt")),
+        with_line(&with_line(&lines(10), 1, "user"), 10, "worker")
+    );
+    assert!(run.stderr.contains("merge.evil"), "{}", run.stderr);
+}
+
+/// The remote, the user's clone, and a worker's machine (as in
+/// `workers::remote`).
+struct Two {
+    user: Env,
+    worker: Env,
+    src: PathBuf,
+    url: String,
+}
+
+fn two() -> Two {
+    let user = Env::new();
+    let worker = Env::new();
+    let bare = user.path().join("project.git");
+    user.git(
+        user.path(),
+        ["init", "-q", "--bare", "-b", "main", "project.git"],
+    );
+    let src = user.repo("src");
+    std::fs::write(src.join("x.txt"), lines(10)).unwrap();
+    user.git(&src, ["add", "x.txt"]);
+    user.git(&src, ["commit", "-q", "-m", "x"]);
+    let url = format!("file://{}", bare.display());
+    user.git(&src, ["remote", "add", "origin", &url]);
+    user.git(&src, ["push", "-q", "origin", "main"]);
+    Two {
+        user,
+        worker,
+        src,
+        url,
+    }
+}
+
+impl Two {
+    /// Prepare one remote task, join it and let `work` change the clone,
+    /// then submit; returns the batch id.
+    fn proposal(&self, work: impl FnOnce(&Path)) -> String {
+        let doc = self
+            .user
+            .delegate(&self.src, ["prepare", "--remote", "origin", "--json", "r"])
+            .expect(0)
+            .json();
+        let id = doc["batch"].as_str().unwrap().to_string();
+        let joined = self
+            .worker
+            .delegate(self.worker.path(), ["join", &self.url, &id, "r", "--json"])
+            .expect(0)
+            .json();
+        let ws = PathBuf::from(joined["root"].as_str().unwrap());
+        work(&ws);
+        self.worker.delegate(&ws, ["submit", "--json"]).expect(0);
+        id
+    }
+}
+
+#[test]
+fn a_remote_proposal_naming_an_unrecorded_filter_is_written_unfiltered() {
+    let t = two();
+    let marker = t.user.path().join("pwned");
+    let id = t.proposal(|ws| {
+        std::fs::write(ws.join(".gitattributes"), "*.txt filter=evil\n").unwrap();
+        std::fs::write(ws.join("new.txt"), "hello\n").unwrap();
+        std::fs::write(ws.join("x.txt"), with_line(&lines(10), 10, "worker")).unwrap();
+    });
+    // A driver defined after prepare (by a local worker, say).
+    t.user
+        .git(&t.src, ["config", "filter.evil.smudge", &evil(&marker)]);
+    t.user
+        .git(&t.src, ["config", "filter.evil.clean", &evil(&marker)]);
+
+    let run = t.user.delegate(&t.src, ["apply", &id, "--json"]).expect(0);
+    assert!(
+        !marker.exists(),
+        "the unrecorded filter ran: {}",
+        run.stderr
+    );
+    assert_eq!(read(&t.src.join("new.txt")), "hello\n");
+    assert_eq!(
+        read(&t.src.join("x.txt")),
+        with_line(&lines(10), 10, "worker")
+    );
+    assert!(run.stderr.contains("filter.evil"), "{}", run.stderr);
+}
+
+#[test]
+fn a_remote_proposal_on_a_path_both_sides_changed_runs_no_unrecorded_merge_driver() {
+    let t = two();
+    let marker = t.user.path().join("pwned");
+    let id = t.proposal(|ws| {
+        std::fs::write(ws.join("x.txt"), with_line(&lines(10), 10, "worker")).unwrap();
+    });
+    t.user.git(
+        &t.src,
+        [
+            "config",
+            "merge.evil.driver",
+            &format!("touch '{}'; cp %B %A", marker.display()),
+        ],
+    );
+    std::fs::write(t.src.join(".git/info/attributes"), "x.txt merge=evil\n").unwrap();
+    std::fs::write(t.src.join("x.txt"), with_line(&lines(10), 1, "user")).unwrap();
+
+    let run = t.user.delegate(&t.src, ["apply", &id, "--json"]).expect(0);
+    assert!(
+        !marker.exists(),
+        "the unrecorded merge driver ran: {}",
+        run.stderr
+    );
+    assert_eq!(
+        read(&t.src.join("x.txt")),
+        with_line(&with_line(&lines(10), 1, "user"), 10, "worker")
+    );
+    assert!(run.stderr.contains("merge.evil"), "{}", run.stderr);
+}
+
+#[test]
+fn refresh_runs_no_merge_driver_a_worker_defines() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    std::fs::write(repo.join("x.txt"), lines(10)).unwrap();
+    env.git(&repo, ["add", "x.txt"]);
+    env.git(&repo, ["commit", "-q", "-m", "x"]);
+    let (_, ws) = prepare_one(&env, &repo);
+    let marker = env.path().join("pwned");
+    let common = common_dir(&env, &ws);
+    env.git(
+        &ws,
+        [
+            "config",
+            "merge.evil.driver",
+            &format!("touch '{}'; cp %B %A", marker.display()),
+        ],
+    );
+    std::fs::create_dir_all(common.join("info")).unwrap();
+    std::fs::write(common.join("info/attributes"), "x.txt merge=evil\n").unwrap();
+    std::fs::write(ws.join("x.txt"), with_line(&lines(10), 10, "worker")).unwrap();
+    std::fs::write(repo.join("x.txt"), with_line(&lines(10), 1, "user")).unwrap();
+
+    let run = env.delegate(&repo, ["refresh", "--json"]);
+    assert!(
+        !marker.exists(),
+        "the worker's merge driver ran: {}",
+        run.stderr
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        read(&ws.join("x.txt")),
+        with_line(&with_line(&lines(10), 1, "user"), 10, "worker")
+    );
+    assert!(run.stderr.contains("merge.evil"), "{}", run.stderr);
+}
