@@ -484,6 +484,35 @@ fn gc_waits_for_processes_still_running_in_a_workspace() {
     assert!(!ws.exists());
 }
 
+/// A nested repository whose name is not UTF-8: written lossily, and the
+/// document says so (the engine reports the name as bytes, design §6.2).
+#[test]
+fn gc_names_a_nested_repository_that_is_not_utf8_lossily_and_says_so() {
+    let env = Env::new();
+    let repo = env.repo("proj");
+    let doc = prepare(&env, &repo, &["--ttl", "1s"]);
+    let batch = id(&doc);
+    let ws = task_root(&doc, 0);
+    let dep = env.repo("dep");
+    env.git(&ws, ["clone", "-q", dep.to_str().unwrap(), "lib"]);
+    std::fs::rename(
+        ws.join("lib"),
+        ws.join(crate::common::files::os(b"lib-\xff")),
+    )
+    .unwrap();
+    wait_stale(&env, &repo, &batch);
+
+    let gc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
+    let kept = gc["kept_workspaces"].as_array().unwrap();
+    assert_eq!(kept.len(), 1, "{gc:#}");
+    assert_eq!(
+        kept[0]["nested_repositories"],
+        serde_json::json!(["lib-\u{fffd}"]),
+        "{gc:#}"
+    );
+    assert_eq!(gc["lossy_paths"], true, "{gc:#}");
+}
+
 #[test]
 fn gc_rescues_the_rest_and_keeps_a_workspace_holding_a_nested_repository() {
     let env = Env::new();
@@ -519,6 +548,7 @@ fn gc_rescues_the_rest_and_keeps_a_workspace_holding_a_nested_repository() {
     assert_eq!(kept[0]["batch"], batch.as_str());
     assert_eq!(kept[0]["task"], "1");
     assert_eq!(kept[0]["nested_repositories"], serde_json::json!(["lib"]));
+    assert!(gc.get("lossy_paths").is_none(), "{gc:#}");
     let left: Vec<&str> = gc["left_alone"]
         .as_array()
         .unwrap()
