@@ -46,8 +46,9 @@ pub enum ConfigError {
     Toml {
         path: PathBuf,
         text: String,
+        /// Boxed: the parser's error is large, and every config result carries it.
         #[source]
-        source: toml::de::Error,
+        source: Box<toml::de::Error>,
     },
     /// A value of the right type that is refused (out of range, a
     /// relative path, a malformed duration): `reason` says which and why.
@@ -392,7 +393,7 @@ impl Config {
         let file: File = toml::from_str(text).map_err(|source| ConfigError::Toml {
             path: path.to_path_buf(),
             text: text.to_string(),
-            source,
+            source: Box::new(source),
         })?;
         let mut cfg = Config::default();
         let duration = |v: &Spanned<String>, key: &str| {
