@@ -295,4 +295,82 @@ mod tests {
         assert!(e.help.ends_with(", or remove the file"), "{}", e.help);
         assert!(miette::Diagnostic::labels(&e).is_some());
     }
+
+    /// The words each typed error had when it was built in place, before
+    /// the conversion (the suite checks most of them through the binary;
+    /// these are the ones it cannot easily provoke).
+    #[test]
+    fn the_words_are_those_the_modules_wrote() {
+        let e = Error::from(LockError::Held {
+            path: "/r/.git/delegate/lock".into(),
+            holder: Some(42),
+        });
+        assert_eq!(
+            (e.code, e.exit_code(), e.message.as_str(), e.help.as_str()),
+            (
+                Code::Locked,
+                3,
+                "another git-delegate command (pid 42) holds the repository lock /r/.git/delegate/lock",
+                "wait for it to finish, or raise `lock.timeout` in .git/delegate.toml"
+            )
+        );
+        assert_eq!(Error::from(LockError::Interrupted).code, Code::Interrupted);
+        let e = Error::from(BusyError {
+            batch: "0123abcd".into(),
+            pid: 7,
+        });
+        assert_eq!(
+            (e.code, e.exit_code(), e.message.as_str()),
+            (
+                Code::BatchBusy,
+                3,
+                "batch 0123abcd is being verified: `git delegate apply --verify` (pid 7) runs its verification command"
+            )
+        );
+        let e = Error::from(TransportError::Failed {
+            command: "git push r x".into(),
+            remote: "r".into(),
+            said: "denied".into(),
+        });
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                Code::RemoteFailed,
+                "`git push r x` failed for the remote r: denied"
+            )
+        );
+        assert!(
+            e.help.starts_with("check that the remote r is reachable"),
+            "{}",
+            e.help
+        );
+        let e = Error::from(FsError::Write {
+            path: "/nonexistent/x".into(),
+            dir: "/nonexistent".into(),
+            source: std::io::Error::from_raw_os_error(rustix::io::Errno::NOENT.raw_os_error()),
+        });
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                Code::Io,
+                "cannot write /nonexistent/x: No such file or directory (os error 2)"
+            )
+        );
+        let e = Error::from(FsError::Remove {
+            path: "/x".into(),
+            source: std::io::Error::from_raw_os_error(rustix::io::Errno::ROFS.raw_os_error()),
+        });
+        assert_eq!(e.code, Code::ReadOnlyFilesystem);
+        let e = Error::from(DiscoveryError::Unreadable {
+            path: "/w/.git".into(),
+            source: std::io::Error::from_raw_os_error(rustix::io::Errno::LOOP.raw_os_error()),
+        });
+        assert_eq!(e.code, Code::UnreadableGitDir);
+        assert!(e.help.contains("leads back to itself"), "{}", e.help);
+        assert!(
+            e.message.starts_with("/w/.git cannot be read ("),
+            "{}",
+            e.message
+        );
+    }
 }
