@@ -8,17 +8,45 @@
 //! runs the rest of the filters (`eol`, `working-tree-encoding`, a filter
 //! driver, in git's order) through gix with its own `ident` step turned
 //! off (`Smudge`), and putting that right in a fresh checkout gix made
-//! (`fix_checkout`).
+//! (`fix_checkout`, whose error is `IdentError`: the checkout or file, the
+//! gix or I/O error as its cause).
 //! Never: touches a file it did not find needing it, or any path outside
-//! the checkout it is given (no symlink is followed at the end of one).
+//! the checkout it is given (no symlink is followed at the end of one);
+//! words a help line or decides an error code (`ops::explain` does).
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use gix::bstr::{BStr, ByteSlice};
 use gix::filter::plumbing::pipeline::convert::{to_worktree, ToWorktreeOutcome};
 
-use crate::error::{Error, Result};
+/// Why [`fix_checkout`] failed. The message is the `Display` followed by
+/// the cause, as `ops::explain` words it.
+#[derive(Debug, thiserror::Error)]
+pub enum IdentError {
+    /// The attributes, a blob or a filter of the checkout at `root`.
+    #[error("cannot check out {}", root.display())]
+    Git {
+        root: PathBuf,
+        #[source]
+        source: gix::Error,
+    },
+    /// The smudged bytes of a file of the checkout at `root` (a filter
+    /// driver's output failing).
+    #[error("cannot check out {}", root.display())]
+    Smudge {
+        root: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Writing a put-right file back.
+    #[error("cannot write {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
 
 /// Whether `src` could hold anything `ident` expands (`$Id` starts each).
 pub fn may_expand(src: &[u8]) -> bool {
@@ -188,10 +216,12 @@ pub fn fix_checkout(
     repo: &gix::Repository,
     index: &mut gix::index::State,
     root: &Path,
-) -> Result<()> {
+) -> Result<(), IdentError> {
     use gix::index::entry::{Flags, Mode};
-    let what = || format!("cannot check out {}", root.display());
-    let git = |e: gix::Error| Error::git(what(), e);
+    let git = |source: gix::Error| IdentError::Git {
+        root: root.to_path_buf(),
+        source,
+    };
     let stack = repo
         .attributes_only(
             index,
@@ -223,13 +253,11 @@ pub fn fix_checkout(
                     .next()
                     .is_some_and(|m| m.assignment.state.is_set())
             })
-            .map_err(|err| Error::git(what(), gix::Error::from_error(err)))?;
+            .map_err(|err| git(gix::Error::from_error(err)))?;
         if !named {
             continue;
         }
-        let blob = repo
-            .find_blob(e.id)
-            .map_err(|err| Error::git(what(), err))?;
+        let blob = repo.find_blob(e.id).map_err(git)?;
         if !may_expand(&blob.data) {
             continue;
         }
@@ -237,11 +265,17 @@ pub fn fix_checkout(
         smudge
             .write(&blob.data, rela, &mut bytes)
             .map_err(|f| match f {
-                Failed::Filter(err) => Error::git(what(), err),
-                Failed::Write(err) => Error::io(what(), err),
+                Failed::Filter(err) => git(err),
+                Failed::Write(source) => IdentError::Smudge {
+                    root: root.to_path_buf(),
+                    source,
+                },
             })?;
         let path = root.join(crate::sys::paths::to_os(rela));
-        let io = |err: std::io::Error| Error::io(format!("cannot write {}", path.display()), err);
+        let io = |source: std::io::Error| IdentError::Write {
+            path: path.clone(),
+            source,
+        };
         let file = rustix::fs::open(
             &path,
             rustix::fs::OFlags::WRONLY

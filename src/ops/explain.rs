@@ -16,6 +16,7 @@ use crate::error::{Code, Error};
 use crate::git::commit::CommitError;
 use crate::git::diff::DiffError;
 use crate::git::discovery::DiscoveryError;
+use crate::git::ident::IdentError;
 use crate::git::refs::RefError;
 use crate::git::transport::TransportError;
 use crate::ops::lock::LockError;
@@ -261,6 +262,20 @@ impl From<TransportError> for Error {
             ),
         };
         Error::state(Code::RemoteFailed, message, help)
+    }
+}
+
+/// Putting `ident` right in a checkout: `delegate::git` for the git
+/// library's failures, an I/O error (named by its cause) for the files.
+impl From<IdentError> for Error {
+    fn from(e: IdentError) -> Error {
+        let message = e.to_string();
+        match e {
+            IdentError::Git { source, .. } => Error::git(message, source),
+            IdentError::Smudge { source, .. } | IdentError::Write { source, .. } => {
+                Error::io(message, source)
+            }
+        }
     }
 }
 

@@ -83,7 +83,7 @@ pub(super) fn checkout(
         ));
     }
     // gix writes `ident` its own way; git's bytes (design §3.15).
-    crate::git::ident::fix_checkout(repo, index, root)
+    Ok(crate::git::ident::fix_checkout(repo, index, root)?)
 }
 
 /// The filesystem clock under `dir` as (seconds, nanoseconds), probed with a
