@@ -25,6 +25,8 @@ ratio, the target, whether it is met, and the peak RSS of both sides:
      (only where an XFS reflink mount is available; said otherwise)
   prepare -n 4 on a journaled ext4 loop mount (--make-ext4, as root): the
      ext4 most machines have, without the scan of recently deleted inodes
+  prepare -n 4 with workspace.setup = "true"
+                                   the same prepare without it       information
   apply, 4 tasks x 10 files        4 x git status in the workspaces   <= 1.5x
   apply growth 1k -> 100k          growth of git status               no faster
   status / hook pre-commit, no batch                                   < 20 ms
@@ -450,6 +452,32 @@ def bench_prepare_warm(b, rows, repo, n, base, where, target, reps, keep):
             # The trees stay; only the config pointing at them goes.
             pr.batches, pr.wts = [], []
         pr.done()
+
+
+def bench_setup(b, rows, repo, n, base, reps):
+    """prepare -n 4 with a trivial `workspace.setup` command (`true`,
+    design §3.20) against the same prepare without one, alternately, the
+    workspaces kept until the row is done: what running the setup commands
+    (a shell per workspace, its log) adds to a prepare. With --against, both
+    binaries run with the setup command."""
+    pr = PrepareRows(b, repo, n, base, "setup")
+    cfg = os.path.join(repo, ".git/delegate.toml")
+    plain = open(cfg).read()
+
+    def prepare(setup, binary=None):
+        with open(cfg, "w") as f:
+            f.write(plain + ('setup = "true"\n' if setup else ""))
+        return pr.prepare(binary)
+
+    try:
+        with_setup = lambda: prepare(True)  # noqa: E731
+        other = (lambda: prepare(True, b.against)) if b.against else (lambda: prepare(False))
+        ours, ref, rss, ref_rss = alternate(reps, with_setup, other, warmup=reps > 1)
+        name = "prepare -n 4, workspace.setup = \"true\"" + ("" if b.against else " vs without")
+        rows.add(name, n, ours, ref, ("info", None), rss, ref_rss)
+    finally:
+        pr.done()
+        rmtree(base)
 
 
 def bench_prepare_cold(b, rows, repo, n, base, where, target, reps):
@@ -1136,7 +1164,7 @@ def main():
     ap.add_argument("--keep", help="build repositories in this folder and keep them")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--only", help="comma-separated rows to run (default all): snapshot, no-batch, "
-                    "touch, prepare, apply, undo, verify, diff, run, remote, sparse, cold, pre-push")
+                    "touch, prepare, setup, apply, undo, verify, diff, run, remote, sparse, cold, pre-push")
     ap.add_argument("--only-remote", action="store_true",
                     help="build the repositories and run only the remote-worker rows (design §3.14)")
     ap.add_argument("--sparse-size", type=int, default=100000,
@@ -1239,6 +1267,8 @@ def main():
                 bench_prepare_warm(b, rows, repo, n, os.path.join(ext4, f"fs{n}"), "ext4 with journal (loop)",
                                    at(n, [10000, 100000], ("ratio", 0.6)), reps_of[n], keep=False)
                 rmtree(os.path.join(ext4, f"fs{n}"))
+            if want("setup"):
+                bench_setup(b, rows, repo, n, os.path.join(tmp, f"setup{n}"), reps_of[n])
         if btrfs:
             for n in sizes:
                 bench_btrfs(b, rows, btrfs, n, reps_of[n])

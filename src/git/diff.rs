@@ -23,9 +23,6 @@ pub enum DiffError {
         #[source]
         source: gix::Error,
     },
-    /// The diff reported a rename, which it was told not to track.
-    #[error("cannot compare trees")]
-    UnexpectedRename,
 }
 
 type Result<T, E = DiffError> = std::result::Result<T, E>;
@@ -43,43 +40,50 @@ pub fn trees(repo: &gix::Repository, old: ObjectId, new: ObjectId) -> Result<Vec
     if old == new {
         return Ok(Vec::new());
     }
-    let err = |source: gix::Error| DiffError::Compare { source };
     let read = |source: gix::Error| DiffError::ReadTree { source };
     let old_tree = repo.find_tree(old).map_err(read)?;
     let new_tree = repo.find_tree(new).map_err(read)?;
-    let mut opts = gix::diff::Options::default();
-    opts.track_path().track_rewrites(None);
-    let changes = repo
-        .diff_tree_to_tree(&old_tree, &new_tree, opts)
-        .map_err(err)?;
+    // The tree diff itself, paths tracked, no rename tracking: what
+    // `diff_tree_to_tree` runs, without the blob resource cache it would
+    // set up first (attributes from the whole index) for renames.
+    let mut recorder = gix::diff::tree::Recorder::default();
+    gix::diff::tree(
+        gix::objs::TreeRefIter::from_bytes(&old_tree.data, old_tree.id.kind()),
+        gix::objs::TreeRefIter::from_bytes(&new_tree.data, new_tree.id.kind()),
+        &mut gix::diff::tree::State::default(),
+        &repo.objects,
+        &mut recorder,
+    )
+    .map_err(|e| DiffError::Compare {
+        source: gix::Error::from_error(e),
+    })?;
     let mut out: Vec<PathChange> = Vec::new();
-    use gix::object::tree::diff::ChangeDetached as C;
-    for c in changes {
+    use gix::diff::tree::recorder::Change as C;
+    for c in recorder.records {
         let (path, old, new) = match c {
             C::Addition {
-                location,
+                path,
                 entry_mode,
-                id,
+                oid,
                 ..
-            } => (location, None, Some((entry_mode.kind(), id))),
+            } => (path, None, Some((entry_mode.kind(), oid))),
             C::Deletion {
-                location,
+                path,
                 entry_mode,
-                id,
+                oid,
                 ..
-            } => (location, Some((entry_mode.kind(), id)), None),
+            } => (path, Some((entry_mode.kind(), oid)), None),
             C::Modification {
-                location,
+                path,
                 previous_entry_mode,
-                previous_id,
+                previous_oid,
                 entry_mode,
-                id,
+                oid,
             } => (
-                location,
-                Some((previous_entry_mode.kind(), previous_id)),
-                Some((entry_mode.kind(), id)),
+                path,
+                Some((previous_entry_mode.kind(), previous_oid)),
+                Some((entry_mode.kind(), oid)),
             ),
-            C::Rewrite { .. } => return Err(DiffError::UnexpectedRename),
         };
         let leaf = |e: Option<(EntryKind, ObjectId)>| e.filter(|(k, _)| *k != EntryKind::Tree);
         let (old, new) = (leaf(old), leaf(new));

@@ -151,10 +151,17 @@ pub fn delete(repo: &gix::Repository, name: &str) -> Result<bool> {
 
 /// Every private ref, as (name, target).
 pub fn list(repo: &gix::Repository) -> Result<Vec<(String, ObjectId)>> {
+    list_under(repo, PREFIX)
+}
+
+/// The private refs whose names start with `prefix` (which starts with
+/// [`PREFIX`]), as [`list`] gives them: the others are not read (a
+/// repository keeps the refs of every undo entry there).
+fn list_under(repo: &gix::Repository, prefix: &str) -> Result<Vec<(String, ObjectId)>> {
     let err = |source: gix::Error| RefError::List { source };
     let platform = repo.references().map_err(err)?;
     let mut out = Vec::new();
-    for r in platform.prefixed(PREFIX).map_err(err)? {
+    for r in platform.prefixed(prefix).map_err(err)? {
         let mut r = r.map_err(err)?;
         let name = r.name().as_bstr().to_string();
         if let Ok(id) = r.peel_to_id() {
@@ -167,7 +174,7 @@ pub fn list(repo: &gix::Repository) -> Result<Vec<(String, ObjectId)>> {
 /// Every private ref of one batch.
 pub fn list_batch(repo: &gix::Repository, batch: &str) -> Result<Vec<String>> {
     let prefix = format!("{PREFIX}batches/{batch}/");
-    Ok(list(repo)?
+    Ok(list_under(repo, &prefix)?
         .into_iter()
         .map(|(n, _)| n)
         .filter(|n| n.starts_with(&prefix))

@@ -351,6 +351,21 @@ pub fn integrate(
     strict: bool,
     check: &mut dyn FnMut(&[PathWrite]) -> Result<Vec<Blocked>>,
 ) -> Result<Plan> {
+    let screened = screen(repo, baseline, candidates)?;
+    integrate_screened(repo, baseline, s_tree, candidates, screened, strict, check)
+}
+
+/// [`integrate`] with `screened`, what [`screen`] found in `candidates`,
+/// given (a caller that screened them already, `landing::plan`).
+pub fn integrate_screened(
+    repo: &gix::Repository,
+    baseline: ObjectId,
+    s_tree: ObjectId,
+    candidates: &[Candidate],
+    screened: Vec<Refused>,
+    strict: bool,
+    check: &mut dyn FnMut(&[PathWrite]) -> Result<Vec<Blocked>>,
+) -> Result<Plan> {
     let mut refused: Vec<Refused> = Vec::new();
     let source_changes: Vec<PathChange> = diff::trees(repo, baseline, s_tree)?;
     let mut out_for_good: BTreeSet<usize> = BTreeSet::new();
@@ -369,7 +384,7 @@ pub fn integrate(
     };
 
     // design §3.18: a proposal holding a path git refuses is never merged.
-    for r in screen(repo, baseline, candidates)? {
+    for r in screened {
         out_for_good.insert(r.task);
         refused.push(r);
     }

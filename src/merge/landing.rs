@@ -42,14 +42,23 @@ pub fn plan(
     strict: bool,
     persist_old: bool,
 ) -> Result<integrate::Plan> {
-    let s_tree = source_tree(mem, baseline_tree, candidates)?;
+    let screened = integrate::screen(mem, baseline_tree, candidates)?;
+    let s_tree = source_tree_screened(mem, baseline_tree, candidates, &screened)?;
     let mut check = |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> {
         if persist_old {
             persist(&source.repo, mem, writes, Side::Old)?;
         }
         writeback::check(source, writes)
     };
-    integrate::integrate(mem, baseline_tree, s_tree, candidates, strict, &mut check)
+    integrate::integrate_screened(
+        mem,
+        baseline_tree,
+        s_tree,
+        candidates,
+        screened,
+        strict,
+        &mut check,
+    )
 }
 
 /// The source as it is now, as `candidates`' merges need it (into `mem`):
@@ -62,13 +71,21 @@ pub fn source_tree(
     baseline_tree: gix::ObjectId,
     candidates: &[Candidate],
 ) -> Result<gix::ObjectId> {
+    let screened = integrate::screen(mem, baseline_tree, candidates)?;
+    source_tree_screened(mem, baseline_tree, candidates, &screened)
+}
+
+/// [`source_tree`] with what `integrate::screen` found in `candidates`.
+fn source_tree_screened(
+    mem: &gix::Repository,
+    baseline_tree: gix::ObjectId,
+    candidates: &[Candidate],
+    screened: &[integrate::Refused],
+) -> Result<gix::ObjectId> {
     // A proposal holding paths git refuses (design §3.18) is refused
     // before its paths are read anywhere: none of them is looked at in the
     // source (`..`, `.git/...`).
-    let refused: BTreeSet<usize> = integrate::screen(mem, baseline_tree, candidates)?
-        .into_iter()
-        .map(|r| r.task)
-        .collect();
+    let refused: BTreeSet<usize> = screened.iter().map(|r| r.task).collect();
     let candidates: Vec<&Candidate> = candidates
         .iter()
         .filter(|c| !refused.contains(&c.task))

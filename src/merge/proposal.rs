@@ -1,6 +1,7 @@
 //! Proposals (design §1): a task's workspace as a commit on the baseline, with
 //! its ref and patch, written before any integration so every proposal has a
-//! durable recovery form. Used by `apply` and by `gc`'s rescue.
+//! durable recovery form (the ref; apply writes the patch only for a task
+//! that keeps it, `record_deferred`). Used by `apply` and by `gc`'s rescue.
 //!
 //! Owns: turning a workspace into proposal commit + ref + patch, and
 //! naming the nested git repositories a worker made in it (never part of a
@@ -36,6 +37,25 @@ pub struct Proposal {
     /// Paths git refuses to add or check out (design §3.18): left out of
     /// the tree too.
     pub invalid: Vec<crate::git::validate::Invalid>,
+    /// The patch, when [`record_deferred`] left it unwritten.
+    pub unwritten: Option<PendingPatch>,
+}
+
+/// A proposal's patch not written yet (`record_deferred`): apply writes it
+/// only for a task that keeps its proposal (design §3.2 step 5); an applied
+/// task needs none (its undo entry holds the trees), and nothing else
+/// reads it.
+pub struct PendingPatch {
+    from: ObjectId,
+    to: ObjectId,
+    path: PathBuf,
+}
+
+impl PendingPatch {
+    /// Write the patch at its path.
+    pub fn write(&self, repo: &gix::Repository) -> Result<()> {
+        patch::write_patch(repo, self.from, self.to, &self.path)
+    }
 }
 
 /// Why a proposal is refused before anything of it is merged: paths git
@@ -117,6 +137,26 @@ pub fn record_in(
     task: &Task,
     baseline_tree: ObjectId,
 ) -> Result<Option<Proposal>> {
+    let Some(mut p) = record_deferred(repo, batch_dir, batch, task, baseline_tree)? else {
+        return Ok(None);
+    };
+    if let Some(pending) = p.unwritten.take() {
+        pending.write(repo)?;
+    }
+    Ok(Some(p))
+}
+
+/// [`record_in`] without writing the patch: it is returned in
+/// `unwritten`, for the caller to write if the proposal is kept. A patch
+/// left at its path by an earlier apply is rewritten now, so that it never
+/// describes another proposal than the ref.
+pub fn record_deferred(
+    repo: &gix::Repository,
+    batch_dir: &Path,
+    batch: &Batch,
+    task: &Task,
+    baseline_tree: ObjectId,
+) -> Result<Option<Proposal>> {
     let ws = crate::git::repo::open_worktree(&task.root)?;
     let (snap, rebuilt) = snapshot::snapshot_workspace_rebuilding(&ws)?;
     if let Some(rebuilt) = rebuilt {
@@ -138,7 +178,7 @@ pub fn record_in(
     let ref_name = refs::proposal(&batch.id, &task.name);
     refs::set(repo, &ref_name, commit, false)?;
     let patch = batch_dir.join(format!("{}.patch", task.name));
-    patch::write_patch(repo, baseline_tree, snap.tree, &patch)?;
+    let unwritten = defer_patch(repo, baseline_tree, snap.tree, &patch)?;
     Ok(Some(Proposal {
         commit,
         tree: snap.tree,
@@ -147,7 +187,29 @@ pub fn record_in(
         paths,
         nested: snap.nested_repos,
         invalid: snap.invalid,
+        unwritten,
     }))
+}
+
+/// The patch from `from` to `to` at `path`, left unwritten (returned)
+/// unless a patch is at `path` already: that one is replaced now, so an
+/// old patch never stands beside a newer proposal.
+pub fn defer_patch(
+    repo: &gix::Repository,
+    from: ObjectId,
+    to: ObjectId,
+    path: &Path,
+) -> Result<Option<PendingPatch>> {
+    let pending = PendingPatch {
+        from,
+        to,
+        path: path.to_path_buf(),
+    };
+    if path.symlink_metadata().is_err() {
+        return Ok(Some(pending));
+    }
+    pending.write(repo)?;
+    Ok(None)
 }
 
 /// The commit and tree a task's work is measured from: its own base once

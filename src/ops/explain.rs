@@ -245,7 +245,6 @@ impl From<DiffError> for Error {
             DiffError::ReadTree { source } | DiffError::Compare { source } => {
                 Error::git(message, source)
             }
-            DiffError::UnexpectedRename => Error::git(message, "unexpected rename record"),
         }
     }
 }

@@ -54,6 +54,7 @@ pub mod touched;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
 use gix::bstr::{BStr, BString, ByteSlice};
 use gix::index::entry::{Flags, Mode, Stat};
@@ -458,6 +459,35 @@ fn index_is_head(index: &gix::index::State, head_tree: ObjectId) -> bool {
         && root.num_entries.and_then(|n| usize::try_from(n).ok()) == Some(entries)
 }
 
+/// The index entries of `tree` (as `index_from_tree` makes them), kept for
+/// the next snapshot of a working tree with the same HEAD: apply snapshots
+/// its workspaces in parallel, every one on the batch's baseline.
+fn head_entries(repo: &gix::Repository, tree: ObjectId) -> Option<Arc<gix::index::State>> {
+    static LAST: Mutex<Option<(ObjectId, Arc<gix::index::State>)>> = Mutex::new(None);
+    // Held while the first one is built: the others would build the same.
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, state)) = last.as_ref().filter(|(id, _)| *id == tree) {
+        return Some(Arc::clone(state));
+    }
+    let state: Arc<gix::index::State> = Arc::new(repo.index_from_tree(&tree).ok()?.into());
+    *last = Some((tree, Arc::clone(&state)));
+    Some(state)
+}
+
+/// Whether `index` holds exactly the entries of `head` (same paths, modes
+/// and ids, all merged, none intent-to-add): then the HEAD -> index diff
+/// (`tree_index_status`, which compares exactly those) is empty.
+fn holds_exactly(index: &gix::index::State, head: &gix::index::State) -> bool {
+    index.entries().len() == head.entries().len()
+        && index.entries().iter().zip(head.entries()).all(|(e, h)| {
+            e.stage_raw() == 0
+                && !e.flags.contains(Flags::INTENT_TO_ADD)
+                && e.mode == h.mode
+                && e.id == h.id
+                && e.path(index) == h.path(head)
+        })
+}
+
 /// Entries whose stat data may stand in for reading the file.
 fn plain(e: &gix::index::Entry) -> bool {
     e.stage_raw() == 0
@@ -724,8 +754,18 @@ fn run(
             if let Some(staged) = from_cache {
                 return Ok(staged);
             }
-            let mut staged = BTreeMap::new();
             let repo = sync.to_thread_local();
+            // A workspace's index holds no cache tree (prepare writes none):
+            // one whose entries are exactly its HEAD's stages nothing, and
+            // the parallel snapshots of one apply share that HEAD
+            // (`head_entries`; where it cannot be read, the diff below says
+            // why). Here, beside the walk, as the diff was.
+            if side == Side::Workspace
+                && head_entries(&repo, head_tree).is_some_and(|h| holds_exactly(index, &h))
+            {
+                return Ok(BTreeMap::new());
+            }
+            let mut staged = BTreeMap::new();
             // The whole tree, wherever the command runs: gix's default
             // pathspec (`None`) matches only below the caller's folder.
             let mut everything = repo

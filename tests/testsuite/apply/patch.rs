@@ -200,3 +200,41 @@ fn text_patch_is_byte_identical_to_git_diff() {
     assert_eq!(ours, out.stdout);
     assert_patch_reproduces(&env, &repo, &baseline, &proposal, &patch);
 }
+
+/// The patch is written when the task keeps its proposal (design §3.2
+/// step 5): a task that conflicts again after more work has the patch of
+/// its new proposal, never the one of the apply before; a task that
+/// applies leaves none.
+#[test]
+fn a_task_that_conflicts_again_keeps_the_patch_of_its_new_proposal() {
+    let env = Env::new();
+    let repo = base_repo(&env);
+    let mut ws = PathBuf::new();
+    let (baseline, proposal, patch) = kept_proposal(&env, &repo, |w| {
+        ws = w.to_path_buf();
+        std::fs::write(w.join("new.txt"), "first\n").unwrap();
+    });
+    std::fs::write(ws.join("new.txt"), "second\n").unwrap();
+    std::fs::write(ws.join("more.txt"), "more\n").unwrap();
+    let run = env.delegate(&repo, ["apply", "--json"]).expect(1);
+    let task = &run.json()["tasks"][0];
+    assert_eq!(task["status"], "conflict", "{}", run.stdout);
+    assert_eq!(task["patch"].as_str(), patch.to_str());
+    let text = std::fs::read_to_string(&patch).unwrap();
+    assert!(
+        text.contains("+second") && text.contains("more.txt"),
+        "{text}"
+    );
+    assert_patch_reproduces(&env, &repo, &baseline, &proposal, &patch);
+    // Resolved in the source: the task applies, and its patch goes.
+    std::fs::write(repo.join("conflict.txt"), "base\n").unwrap();
+    let run = env.delegate(&repo, ["apply", "--json"]).expect(0);
+    let task = &run.json()["tasks"][0];
+    assert_eq!(task["status"], "applied", "{}", run.stdout);
+    assert!(task["patch"].is_null());
+    assert!(!patch.exists());
+    assert_eq!(
+        std::fs::read_to_string(repo.join("more.txt")).unwrap(),
+        "more\n"
+    );
+}
