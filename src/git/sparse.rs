@@ -28,7 +28,6 @@ use std::path::{Path, PathBuf};
 use gix::bstr::{BStr, BString, ByteSlice};
 use gix::index::entry::Flags;
 
-
 /// Why a sparse checkout could not be read, expanded or written.
 #[derive(Debug, thiserror::Error)]
 pub enum SparseError {
@@ -466,9 +465,7 @@ pub fn check_patterns(patterns: &[String]) -> Result<Vec<BString>> {
                 .split('/')
                 .any(|c| c.is_empty() || c == "." || c == ".." || c == ".git");
         if bad {
-            return Err(SparseError::BadPattern {
-                pattern: p.clone(),
-            });
+            return Err(SparseError::BadPattern { pattern: p.clone() });
         }
         let b = BString::from(trimmed);
         if !out.contains(&b) {
