@@ -870,6 +870,9 @@ pub struct GcArgs {
     /// Report what would be reclaimed; change nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Also remove every idle workspace of the pool (workspace.pool)
+    #[arg(long)]
+    pub pool: bool,
     #[command(flatten)]
     pub json: JsonArg,
 }
@@ -893,6 +896,9 @@ pub struct DropArgs {
     /// and patches first.
     #[arg(long)]
     pub force: bool,
+    /// Remove every idle workspace of the pool (workspace.pool) instead of a batch
+    #[arg(long, conflicts_with_all = ["batch", "force"])]
+    pub pool: bool,
     #[command(flatten)]
     pub json: JsonArg,
 }

@@ -134,6 +134,10 @@ pub struct Report {
     /// Undo entries removed: beyond the newest `undo.keep` and older than
     /// `gc.keep-failed` (design §3.11); their refs count in `refs_removed`.
     pub undo_entries_removed: Vec<String>,
+    /// Idle workspaces of the pool removed (design §3.20): older than
+    /// `workspace.pool-ttl`, beyond `workspace.pool`, or all with `--pool`;
+    /// their sizes count in `bytes_freed`.
+    pub idle_workspaces_removed: usize,
     /// Temporary files older than an hour that killed commands left in
     /// the state folder, removed (design §3.18 "Leftovers"); their sizes
     /// count in `bytes_freed`.
@@ -159,7 +163,7 @@ pub struct StashedWork {
 
 /// Reclaim what stale batches and leftovers hold. The caller holds the
 /// repository lock (and has recovered interrupted write-backs), unless `dry_run`.
-pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
+pub fn run(source: &Source, dry_run: bool, empty_pool: bool) -> Result<Report> {
     let mut gc = Gc {
         source,
         dry_run,
@@ -285,6 +289,19 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
         broken_shorts,
     };
     gc.leftover_verifications(&owners.broken_ids);
+    // The pool (design §3.20): idle workspaces older than `workspace.pool-ttl`
+    // and beyond `workspace.pool`, or all of them with `--pool`.
+    let (keep, cutoff) = match empty_pool {
+        true => (0, None),
+        false => (
+            source.config.pool,
+            Some(crate::sys::time::now().saturating_sub(source.config.pool_ttl_secs)),
+        ),
+    };
+    let trimmed =
+        crate::workspace::pool::trim(&source.common_dir, &gc.state_dir, keep, cutoff, dry_run)?;
+    gc.report.idle_workspaces_removed = trimmed.removed;
+    gc.report.bytes_freed += trimmed.bytes;
     gc.leftover_registrations(&owners)?;
     gc.leftover_folders(&owners)?;
     let (undone, refs) = crate::ops::undo::prune(source, dry_run)?;

@@ -22,6 +22,9 @@ use super::apply::kept_text;
 pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     let source = super::source()?;
     let _lock = super::lock_and_recover(ui, &source, recovered)?;
+    if args.pool {
+        return drop_pool(ui, &source, recovered);
+    }
     let Some(name) = args.batch.batch.as_deref() else {
         return Err(no_batch_named(&source));
     };
@@ -129,6 +132,28 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     text.push_str(&super::unsafe_text(&unsafe_folders));
     text.push_str(&kept_text(&hosting));
     ui.say(&text);
+    Ok(0)
+}
+
+/// `drop --pool` (design §3.20): every idle workspace of the pool removed.
+fn drop_pool(ui: &Ui, source: &Source, recovered: &mut Recovery) -> Result<i32> {
+    let trimmed = git_delegate::workspace::pool::trim(
+        &source.common_dir,
+        &source.state_dir(),
+        0,
+        None,
+        false,
+    )?;
+    if ui.json {
+        let t = Text::default();
+        let doc = crate::render::gc::DropPoolDoc::new(trimmed.removed, trimmed.bytes);
+        ui.doc_after(t.doc(doc), recovered);
+    }
+    ui.say(&format!(
+        "Emptied the pool: {} idle workspace{} removed.\n",
+        trimmed.removed,
+        if trimmed.removed == 1 { "" } else { "s" }
+    ));
     Ok(0)
 }
 

@@ -17,7 +17,7 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
     };
     let report = {
         let _progress = ui.progress("Collecting stale batches");
-        git_delegate::ops::gc::run(&source, args.dry_run)?
+        git_delegate::ops::gc::run(&source, args.dry_run, args.pool)?
     };
     let code = if report.skipped.is_empty() { 0 } else { 1 };
 
@@ -122,6 +122,15 @@ fn removed_text(r: &git_delegate::ops::gc::Report) -> String {
         let n = r.temp_files_removed.len();
         text.push_str(&format!(
             "{} {n} temporary file{} that killed commands left in the state folder.\n",
+            if r.dry_run { "Would remove" } else { "Removed" },
+            if n == 1 { "" } else { "s" }
+        ));
+    }
+    if r.idle_workspaces_removed > 0 {
+        // design §3.20.
+        let n = r.idle_workspaces_removed;
+        text.push_str(&format!(
+            "{} {n} idle workspace{} of the pool.\n",
             if r.dry_run { "Would remove" } else { "Removed" },
             if n == 1 { "" } else { "s" }
         ));
