@@ -67,6 +67,38 @@ fn rules_file(path: &BStr) -> bool {
     matches!(name, b".gitattributes" | b".gitignore" | b".gitmodules")
 }
 
+/// The files a registration may hold besides what `register` writes for
+/// its workspace to go idle or be reused: what ordinary git use leaves
+/// (reflogs, `ORIG_HEAD`, ...). Anything else (a merge, rebase, bisect or
+/// cherry-pick under way, per-worktree refs or config, a sparse checkout)
+/// is state of the worker's: such a workspace is never pooled.
+const REGISTRATION_FILES: &[&str] = &[
+    "commondir",
+    "gitdir",
+    "locked",
+    "HEAD",
+    "index",
+    "logs",
+    "ORIG_HEAD",
+    "FETCH_HEAD",
+    "COMMIT_EDITMSG",
+    "AUTO_MERGE",
+];
+
+/// Does the registration `id` hold only [`REGISTRATION_FILES`]?
+fn plain_registration(common_dir: &Path, id: &str) -> bool {
+    let Ok(rd) = std::fs::read_dir(registration(common_dir, id)) else {
+        return false;
+    };
+    rd.into_iter().all(|e| {
+        e.is_ok_and(|e| {
+            REGISTRATION_FILES
+                .iter()
+                .any(|f| e.file_name() == OsStr::new(f))
+        })
+    })
+}
+
 /// The idle workspaces, oldest first.
 pub fn list(state_dir: &Path) -> Vec<Idle> {
     record::list(state_dir)
@@ -97,6 +129,9 @@ pub fn park(
     ) else {
         return Ok(false);
     };
+    if !plain_registration(common_dir, &task.worktree_id) {
+        return Ok(false);
+    }
     let repo = crate::git::repo::open_worktree(&task.root)?;
     let snap = crate::snapshot::snapshot_workspace(&repo)?;
     if !snap.nested_repos.is_empty() || !snap.invalid.is_empty() {
@@ -228,6 +263,11 @@ fn reuse(
         remove_idle(common_dir, rec)?;
         return Ok(false);
     };
+    if !plain_registration(common_dir, &id) {
+        drop(fd);
+        remove_idle(common_dir, rec)?;
+        return Ok(false);
+    }
     let (snap, old) = {
         let repo = crate::git::repo::open_worktree(&rec.root)?;
         let snap = crate::snapshot::snapshot_workspace(&repo)?;
@@ -529,5 +569,59 @@ pub fn trim(
     if !dry_run {
         record::remove_unreadable(state_dir);
     }
+    // Idle workspaces no record names (a park or reuse killed half-way).
+    let known: HashSet<String> = record::list(state_dir)
+        .iter()
+        .map(Idle::worktree_id)
+        .collect();
+    for (id, root) in orphans(common_dir) {
+        if known.contains(&id) {
+            continue;
+        }
+        t.bytes += shared_root::tree_size(&root);
+        t.removed += 1;
+        if !dry_run {
+            super::remove(common_dir, &root, &id)?;
+        }
+    }
     Ok(t)
+}
+
+/// The registrations `delegate-pool-<id>` locked `git-delegate pool`,
+/// with the folder they name where parking puts one.
+fn orphans(common_dir: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(rd) = std::fs::read_dir(crate::git::registration::dir(common_dir)) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(short) = name.strip_prefix("delegate-pool-") else {
+            continue;
+        };
+        let locked = Registration::at(e.path()).read_lock_reason();
+        if !record::is_id(short) || locked.as_deref() != Some(record::LOCK_REASON) {
+            continue;
+        }
+        let Some(root) = super::identity::registered_location(common_dir, &name) else {
+            continue;
+        };
+        let rec = Idle {
+            id: short.to_string(),
+            root: root.clone(),
+            folder: crate::record::batch::Folder {
+                dev: 0,
+                ino: 0,
+                path: root.clone(),
+                subvolume: None,
+            },
+            tree: String::new(),
+            commit: String::new(),
+            idle_since: String::new(),
+        };
+        if in_place(&rec) {
+            out.push((name, root));
+        }
+    }
+    out
 }

@@ -281,6 +281,14 @@ fn a_workspace_swapped_or_written_into_while_idle_is_not_reused() {
         assert!(!ws.join("planted.txt").exists());
         assert!(!ws.join("src/nested").exists());
         assert!(ws.join("src/deep").symlink_metadata().unwrap().is_dir());
+        // A new workspace: its setup output holds this prepare's line only.
+        let setup = std::fs::read_to_string(ws.join("build/setup.txt")).unwrap();
+        assert_eq!(
+            setup,
+            format!("{} {}\n", i + 1, id(&doc)),
+            "{}",
+            ws.display()
+        );
     }
     for p in &pooled {
         assert!(!p.exists(), "{} was removed", p.display());
@@ -305,13 +313,20 @@ fn a_workspace_swapped_or_written_into_while_idle_is_not_reused() {
     assert!(copied.success());
     write(&pooled[0].join("src/a.txt"), "the copy\n");
     let doc = prepare(&env, &repo, &["-n", "4"]);
+    let mut reused = 0;
     for i in 0..4 {
         let ws = task_root(&doc, i);
         assert_eq!(
             std::fs::read_to_string(ws.join("src/a.txt")).unwrap(),
             "a\n"
         );
+        let setup = std::fs::read_to_string(ws.join("build/setup.txt")).unwrap();
+        reused += usize::from(setup.lines().count() == 2);
     }
+    assert_eq!(
+        reused, 3,
+        "the three idle workspaces left as they were are reused"
+    );
     assert_eq!(
         std::fs::read_to_string(pooled[0].join("src/a.txt")).unwrap(),
         "the copy\n",
@@ -383,4 +398,32 @@ fn a_bad_pool_value_points_at_its_line() {
         assert!(run.stderr.contains(at), "{text}: {}", run.stderr);
         assert!(run.stderr.contains("delegate::config"), "{}", run.stderr);
     }
+}
+
+#[test]
+fn worker_state_in_the_registration_keeps_a_workspace_out_and_gc_takes_unrecorded_idle_ones() {
+    let env = Env::new();
+    let repo = repo(&env, 4);
+    let doc = prepare(&env, &repo, &["-n", "2"]);
+    // Task 1's worker left a merge under way in its registration.
+    let git_dir = PathBuf::from(
+        env.git(&task_root(&doc, 0), ["rev-parse", "--absolute-git-dir"])
+            .trim(),
+    );
+    let head = env.git(&repo, ["rev-parse", "HEAD"]);
+    std::fs::write(git_dir.join("MERGE_HEAD"), head).unwrap();
+    env.delegate(&repo, ["apply"]).expect(0);
+    let pooled = idle(&env, &repo);
+    assert_eq!(pooled.len(), 1, "{pooled:?}");
+    assert!(!git_dir.exists(), "its workspace was removed");
+    // An idle workspace whose record is gone (a park killed half-way) is gc's.
+    let common = crate::common::fixtures::common_dir(&env, &repo);
+    for e in std::fs::read_dir(common.join("delegate/pool")).unwrap() {
+        std::fs::remove_file(e.unwrap().path()).unwrap();
+    }
+    assert_eq!(idle_count(&env, &repo), 0);
+    let gc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
+    assert_eq!(gc["idle_workspaces_removed"], 1, "{gc:#}");
+    assert!(!pooled[0].exists());
+    assert!(idle(&env, &repo).is_empty());
 }
