@@ -1,6 +1,7 @@
 //! Step 5 of apply (design §3.2): record every outcome in the batch, then
 //! clean up: workspaces and proposal refs of `applied`, `no_changes` and
-//! `discarded` tasks go (`--keep` keeps workspaces), tasks that ended
+//! `discarded` tasks go (`--keep` keeps workspaces; with `workspace.pool`
+//! a plain one goes idle in the pool instead, design §3.20), tasks that ended
 //! `conflict` or `failed` keep their proposal ref, patch (written now) and
 //! workspace; when no task is open any more the batch's refs, state folder
 //! and lease go too.

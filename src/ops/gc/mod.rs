@@ -1,5 +1,7 @@
 //! Garbage collection (design §3.4): reclaiming what stale batches and
-//! leftovers hold, rescuing unapplied work first.
+//! leftovers hold, rescuing unapplied work first; trimming the pool of idle
+//! workspaces (design §3.20: `workspace::pool::trim`, `--pool` and `drop
+//! --pool` empty it).
 //!
 //! For every stale batch (lease expired or orphaned): each open task's
 //! workspace that is still ours is snapshotted into its proposal ref and
@@ -161,8 +163,10 @@ pub struct StashedWork {
     pub stash: String,
 }
 
-/// Reclaim what stale batches and leftovers hold. The caller holds the
-/// repository lock (and has recovered interrupted write-backs), unless `dry_run`.
+/// Reclaim what stale batches and leftovers hold, and trim the pool of idle
+/// workspaces (design §3.20; `empty_pool`: `gc --pool`, all of them). The
+/// caller holds the repository lock (and has recovered interrupted
+/// write-backs), unless `dry_run`.
 pub fn run(source: &Source, dry_run: bool, empty_pool: bool) -> Result<Report> {
     let mut gc = Gc {
         source,
@@ -289,19 +293,7 @@ pub fn run(source: &Source, dry_run: bool, empty_pool: bool) -> Result<Report> {
         broken_shorts,
     };
     gc.leftover_verifications(&owners.broken_ids);
-    // The pool (design §3.20): idle workspaces older than `workspace.pool-ttl`
-    // and beyond `workspace.pool`, or all of them with `--pool`.
-    let (keep, cutoff) = match empty_pool {
-        true => (0, None),
-        false => (
-            source.config.pool,
-            Some(crate::sys::time::now().saturating_sub(source.config.pool_ttl_secs)),
-        ),
-    };
-    let trimmed =
-        crate::workspace::pool::trim(&source.common_dir, &gc.state_dir, keep, cutoff, dry_run)?;
-    gc.report.idle_workspaces_removed = trimmed.removed;
-    gc.report.bytes_freed += trimmed.bytes;
+    gc.trim_pool(empty_pool)?;
     gc.leftover_registrations(&owners)?;
     gc.leftover_folders(&owners)?;
     let (undone, refs) = crate::ops::undo::prune(source, dry_run)?;
@@ -321,6 +313,34 @@ pub fn run(source: &Source, dry_run: bool, empty_pool: bool) -> Result<Report> {
         .collect();
     crate::ops::verify::prune_logs(&gc.state_dir, &ids, source.config.keep_failed_secs, dry_run);
     Ok(gc.report)
+}
+
+/// `drop --pool` (design §3.20): every idle workspace removed. The caller
+/// holds the repository lock.
+pub fn empty_pool(source: &Source) -> Result<crate::workspace::pool::Trimmed> {
+    crate::workspace::pool::trim(&source.common_dir, &source.state_dir(), 0, None, false)
+}
+
+impl Gc<'_> {
+    /// The pool (design §3.20): idle workspaces older than
+    /// `workspace.pool-ttl` and beyond `workspace.pool`, or all of them
+    /// with `--pool` (`empty`).
+    fn trim_pool(&mut self, empty: bool) -> Result<()> {
+        let config = &self.source.config;
+        let (keep, cutoff) = match empty {
+            true => (0, None),
+            false => (
+                config.pool,
+                Some(crate::sys::time::now().saturating_sub(config.pool_ttl_secs)),
+            ),
+        };
+        let common = &self.source.common_dir;
+        let trimmed =
+            crate::workspace::pool::trim(common, &self.state_dir, keep, cutoff, self.dry_run)?;
+        self.report.idle_workspaces_removed = trimmed.removed;
+        self.report.bytes_freed += trimmed.bytes;
+        Ok(())
+    }
 }
 
 /// What the batches that stay (live, skipped, unreadable) own.

@@ -6,7 +6,8 @@
 //! (it is kept as an ordinary worktree). A batch whose `batch.toml` cannot
 //! be read is removed only with `--force`, its workspaces' changes saved as
 //! proposal refs first (`gc::remove_corrupt`). A batch whose prepare was
-//! killed holds no work and goes whole either way (design §3.15).
+//! killed holds no work and goes whole either way (design §3.15). `drop
+//! --pool` takes no batch: it empties the pool of idle workspaces (§3.20).
 
 use crate::cli::DropArgs;
 use crate::render::gc::{DropDoc, DropRefused};
@@ -137,13 +138,7 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
 
 /// `drop --pool` (design §3.20): every idle workspace of the pool removed.
 fn drop_pool(ui: &Ui, source: &Source, recovered: &mut Recovery) -> Result<i32> {
-    let trimmed = git_delegate::workspace::pool::trim(
-        &source.common_dir,
-        &source.state_dir(),
-        0,
-        None,
-        false,
-    )?;
+    let trimmed = git_delegate::ops::gc::empty_pool(source)?;
     if ui.json {
         let t = Text::default();
         let doc = crate::render::gc::DropPoolDoc::new(trimmed.removed, trimmed.bytes);

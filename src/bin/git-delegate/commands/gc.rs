@@ -1,5 +1,6 @@
-//! `git delegate gc [--dry-run]` (design §3.4): take the lock, roll back
-//! interrupted write-backs, reclaim stale batches and leftovers (the engine
+//! `git delegate gc [--dry-run] [--pool]` (design §3.4): take the lock, roll back
+//! interrupted write-backs, reclaim stale batches and leftovers, trim the
+//! pool of idle workspaces (design §3.20; `--pool`: all of them) (the engine
 //! is `git_delegate::ops::gc`), and report it (design §6.3). A dry run takes no lock and
 //! changes nothing.
 
