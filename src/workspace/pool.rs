@@ -208,6 +208,10 @@ pub fn take(
                 return Err(Error::interrupted());
             }
             record::remove(state_dir, &rec.id)?;
+            // Only this repository's pool folder is ever taken from.
+            if rec.root != place(base, &rec.id) {
+                continue;
+            }
             match reuse(common_dir, &rec, p, commit, tree) {
                 Ok(true) => {
                     done = true;

@@ -11,9 +11,8 @@ use std::path::{Path, PathBuf};
 use crate::common::fixtures::{config, id, prepare, task_root, tree_of, write};
 use crate::common::Env;
 
-/// Setup appends the task and batch to `build/setup.txt` (ignored).
-const SETUP: &str =
-    r#"mkdir -p build && echo "$GIT_DELEGATE_TASK $GIT_DELEGATE_BATCH" >> build/setup.txt"#;
+/// Setup appends the task, batch and workspace to `build/setup.txt` (ignored).
+const SETUP: &str = r#"mkdir -p build && echo "$GIT_DELEGATE_TASK $GIT_DELEGATE_BATCH $GIT_DELEGATE_WORKSPACE" >> build/setup.txt"#;
 
 /// A repository ignoring `build/`, with a few files, and the pool on.
 fn repo(env: &Env, pool: usize) -> PathBuf {
@@ -25,6 +24,11 @@ fn repo(env: &Env, pool: usize) -> PathBuf {
     env.git(&repo, ["commit", "-q", "-m", "files"]);
     pool_config(env, &repo, pool, "");
     repo
+}
+
+/// The line setup writes for task `i` (0-based) of batch `doc`.
+fn setup_line(doc: &serde_json::Value, i: usize) -> String {
+    format!("{} {} {}\n", i + 1, id(doc), task_root(doc, i).display())
 }
 
 fn pool_config(env: &Env, repo: &Path, pool: usize, more: &str) {
@@ -62,7 +66,7 @@ fn a_reused_workspace_holds_the_new_baseline_and_keeps_its_build_output() {
     let first = prepare(&env, &repo, &["-n", "1"]);
     let ws = task_root(&first, 0);
     let setup = std::fs::read_to_string(ws.join("build/setup.txt")).unwrap();
-    assert_eq!(setup, format!("1 {}\n", id(&first)));
+    assert_eq!(setup, setup_line(&first, 0));
     let build_ino = std::fs::metadata(ws.join("build/setup.txt")).unwrap().ino();
     // The worker edits, deletes and adds; its work is discarded.
     write(&ws.join("src/a.txt"), "worker\n");
@@ -106,7 +110,8 @@ fn a_reused_workspace_holds_the_new_baseline_and_keeps_its_build_output() {
     assert!(ws2.join("build/cache.o").exists());
     // Setup ran again, once, in the reused workspace.
     let setup = std::fs::read_to_string(ws2.join("build/setup.txt")).unwrap();
-    assert_eq!(setup, format!("1 {}\n1 {}\n", id(&first), id(&second)));
+    let want = setup_line(&first, 0) + &setup_line(&second, 0);
+    assert_eq!(setup, want, "setup ran in its new place");
     // git sees a clean tree with a valid stat cache: nothing to re-read.
     assert_eq!(env.git(&ws2, ["status", "--porcelain"]), "");
     let index = PathBuf::from(env.git(&ws2, ["rev-parse", "--git-path", "index"]).trim());
@@ -283,12 +288,7 @@ fn a_workspace_swapped_or_written_into_while_idle_is_not_reused() {
         assert!(ws.join("src/deep").symlink_metadata().unwrap().is_dir());
         // A new workspace: its setup output holds this prepare's line only.
         let setup = std::fs::read_to_string(ws.join("build/setup.txt")).unwrap();
-        assert_eq!(
-            setup,
-            format!("{} {}\n", i + 1, id(&doc)),
-            "{}",
-            ws.display()
-        );
+        assert_eq!(setup, setup_line(&doc, i), "{}", ws.display());
     }
     for p in &pooled {
         assert!(!p.exists(), "{} was removed", p.display());
@@ -365,10 +365,7 @@ fn the_pool_works_with_btrfs_snapshot_workspaces() {
             "changed\n"
         );
         let lines = std::fs::read_to_string(ws.join("build/setup.txt")).unwrap();
-        assert!(
-            lines.ends_with(&format!("{} {}\n", i + 1, id(&doc))),
-            "{lines}"
-        );
+        assert!(lines.ends_with(&setup_line(&doc, i)), "{lines}");
     }
     assert_eq!(reused, 1, "one workspace came from the pool");
     env.delegate(&repo, ["apply"]).expect(0);
