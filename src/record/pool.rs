@@ -89,8 +89,15 @@ pub fn is_id(id: &str) -> bool {
     id.len() == 12 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// Save a record (temp file, fsync, rename).
+/// Save a record (temp file, fsync, rename); its id must be one of [`new_id`]'s.
 pub fn save(state_dir: &Path, idle: &Idle) -> crate::error::Result<()> {
+    if !is_id(&idle.id) {
+        return Err(crate::error::Error::state(
+            crate::error::Code::Internal,
+            format!("{:?} is no idle workspace id", idle.id),
+            "report this bug",
+        ));
+    }
     let text = toml::to_string(idle).map_err(|e| {
         crate::error::Error::state(
             crate::error::Code::Internal,
@@ -107,6 +114,9 @@ pub fn save(state_dir: &Path, idle: &Idle) -> crate::error::Result<()> {
 
 /// Remove the record of `id` (gone already is fine).
 pub fn remove(state_dir: &Path, id: &str) -> crate::error::Result<()> {
+    if !is_id(id) {
+        return Ok(());
+    }
     Ok(crate::sys::fs::remove_file(
         &dir(state_dir).join(format!("{id}.toml")),
     )?)
@@ -132,4 +142,47 @@ pub fn remove_unreadable(state_dir: &Path) -> usize {
         }
     }
     n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn idle(id: &str, since: &str) -> Idle {
+        Idle {
+            id: id.to_string(),
+            root: PathBuf::from(format!("/ws/r-0123456789ab/pool/{id}")),
+            folder: Folder {
+                dev: 1,
+                ino: 2,
+                path: PathBuf::from(format!("/ws/r-0123456789ab/pool/{id}")),
+                subvolume: None,
+            },
+            tree: "4b825dc642cb6eb9a060e54bf8d69288fbee4904".to_string(),
+            commit: String::new(),
+            idle_since: since.to_string(),
+        }
+    }
+
+    #[test]
+    fn records_round_trip_oldest_first_and_bad_ones_are_skipped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path();
+        let (a, b) = (new_id(), new_id());
+        assert!(is_id(&a) && a != b);
+        save(state, &idle(&b, "2026-01-02T00:00:00Z")).unwrap();
+        save(state, &idle(&a, "2026-01-01T00:00:00Z")).unwrap();
+        // A record naming a path elsewhere, and one that is no TOML.
+        assert!(save(state, &idle("../../etc", "2026-01-01T00:00:00Z")).is_err());
+        let bad = toml::to_string(&idle("../../etc", "2026-01-01T00:00:00Z")).unwrap();
+        std::fs::write(dir(state).join("bad.toml"), bad).unwrap();
+        std::fs::write(dir(state).join("junk.toml"), "not [toml").unwrap();
+        let ids: Vec<String> = list(state).into_iter().map(|i| i.id).collect();
+        assert_eq!(ids, vec![a.clone(), b.clone()]);
+        assert_eq!(remove_unreadable(state), 2);
+        remove(state, &a).unwrap();
+        remove(state, &a).unwrap();
+        assert_eq!(list(state), vec![idle(&b, "2026-01-02T00:00:00Z")]);
+        assert_eq!(worktree_id(&b), format!("delegate-pool-{b}"));
+    }
 }
