@@ -99,6 +99,28 @@ fn plain_registration(common_dir: &Path, id: &str) -> bool {
     })
 }
 
+/// Is the idle workspace `rec` the source of a batch (someone ran `git
+/// delegate prepare` inside it while it was idle)? Then it is neither
+/// reused nor removed: that batch writes back into it (as a task's
+/// workspace hosting a batch is kept, design §3.2 step 5). Unknown counts
+/// as yes.
+fn hosting(state_dir: &Path, rec: &Idle) -> bool {
+    hosts(state_dir, &[&rec.root, &rec.folder.path])
+}
+
+/// Is any of `roots` (one folder's names) a batch's source or above it?
+fn hosts(state_dir: &Path, roots: &[&Path]) -> bool {
+    let Ok(batches) = crate::record::batch::list_ok(state_dir) else {
+        return true;
+    };
+    batches.iter().any(|b| {
+        let canon = std::fs::canonicalize(&b.source).ok();
+        roots
+            .iter()
+            .any(|r| b.source.starts_with(r) || canon.as_deref().is_some_and(|c| c.starts_with(r)))
+    })
+}
+
 /// The idle workspaces, oldest first.
 pub fn list(state_dir: &Path) -> Vec<Idle> {
     record::list(state_dir)
@@ -206,6 +228,9 @@ pub fn take(
         while let Some(rec) = idle.pop() {
             if crate::sys::interrupt::interrupted() {
                 return Err(Error::interrupted());
+            }
+            if hosting(state_dir, &rec) {
+                continue;
             }
             record::remove(state_dir, &rec.id)?;
             // Only this repository's pool folder is ever taken from.
@@ -558,7 +583,7 @@ pub fn trim(
         let old = cutoff.is_some_and(|c| {
             crate::sys::time::parse_rfc3339(&rec.idle_since).is_none_or(|at| at < c)
         });
-        if !(old || n - i > keep) {
+        if !(old || n - i > keep) || hosting(state_dir, rec) {
             continue;
         }
         if in_place(rec) {
@@ -579,7 +604,7 @@ pub fn trim(
         .map(Idle::worktree_id)
         .collect();
     for (id, root) in orphans(common_dir) {
-        if known.contains(&id) {
+        if known.contains(&id) || hosts(state_dir, &[&root]) {
             continue;
         }
         t.bytes += shared_root::tree_size(&root);

@@ -424,3 +424,40 @@ fn worker_state_in_the_registration_keeps_a_workspace_out_and_gc_takes_unrecorde
     assert!(!pooled[0].exists());
     assert!(idle(&env, &repo).is_empty());
 }
+
+#[test]
+fn an_idle_workspace_hosting_a_batch_is_neither_reused_nor_removed() {
+    let env = Env::new();
+    let repo = repo(&env, 2);
+    prepare(&env, &repo, &["-n", "1"]);
+    env.delegate(&repo, ["apply"]).expect(0);
+    let pooled = idle(&env, &repo);
+    assert_eq!(pooled.len(), 1);
+    // Someone prepares a batch inside the idle workspace.
+    let inner = prepare(&env, &pooled[0], &["-n", "1"]);
+    write(&pooled[0].join("src/a.txt"), "the inner batch's source\n");
+    let outer = prepare(&env, &repo, &["-n", "1"]);
+    let ws = task_root(&outer, 0);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("src/a.txt")).unwrap(),
+        "a\n"
+    );
+    let gc = env
+        .delegate(&repo, ["gc", "--pool", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(gc["idle_workspaces_removed"], 0, "{gc:#}");
+    assert_eq!(
+        std::fs::read_to_string(pooled[0].join("src/a.txt")).unwrap(),
+        "the inner batch's source\n"
+    );
+    env.delegate(&pooled[0], ["drop", &id(&inner), "--force"])
+        .expect(0);
+    let gc = env
+        .delegate(&repo, ["gc", "--pool", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(gc["idle_workspaces_removed"], 1, "{gc:#}");
+    assert!(!pooled[0].exists());
+    env.delegate(&repo, ["drop", &id(&outer)]).expect(0);
+}
