@@ -883,7 +883,7 @@ pub struct GcArgs {
     .long_help(concat!(
         "The batch: label, id or unique id prefix\n\n",
         "The full id is tried first, then a label, then any unique prefix of at least 4 characters. ",
-        "Required (dropping ends the batch); left out, the error lists the open batches."
+        "Required (dropping ends the batch), but with --pool; left out, the error lists the open batches."
     ))))]
 pub struct DropArgs {
     #[command(flatten)]
