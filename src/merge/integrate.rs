@@ -370,172 +370,32 @@ pub fn integrate_screened(
     let source_changes: Vec<PathChange> = diff::trees(repo, baseline, s_tree)?;
     let mut out_for_good: BTreeSet<usize> = BTreeSet::new();
     // The folders at the top of `S`, for the top folder's write check.
-    let s_top_folders: BTreeSet<BString> = {
-        let err = |e: gix::Error| Error::git("cannot read the source tree", e);
-        let tree = repo.find_tree(s_tree).map_err(err)?;
-        let mut names = BTreeSet::new();
-        for e in tree.iter() {
-            let e = e.map_err(|e| Error::git("cannot read the source tree", e))?;
-            if e.mode().is_tree() {
-                names.insert(e.filename().to_owned());
-            }
-        }
-        names
-    };
+    let s_top_folders = top_folders(repo, s_tree)?;
 
     // design §3.18: a proposal holding a path git refuses is never merged.
     for r in screened {
         out_for_good.insert(r.task);
         refused.push(r);
     }
-    // design §3.15: the source's working tree never gets a path outside
-    // its sparse checkout.
-    let tasks = candidates
-        .iter()
-        .filter(|c| !out_for_good.contains(&c.task))
-        .map(|c| (c.task, c.paths.as_slice()));
-    for (task, paths) in crate::git::sparse::outside(repo, tasks)? {
-        out_for_good.insert(task);
-        refused.push(Refused {
-            task,
-            reason: Refusal::OutsideSparseCheckout,
-            conflicts: paths
-                .into_iter()
-                .map(|path| PathConflict {
-                    path,
-                    reason: "outside the sparse checkout".into(),
-                })
-                .collect(),
-        });
-    }
+    refuse_outside_sparse(repo, candidates, &mut out_for_good, &mut refused)?;
     if strict {
-        for c in candidates {
-            if out_for_good.contains(&c.task) {
-                continue;
-            }
-            let props = diff::trees(repo, c.base.unwrap_or(baseline), c.tree)?;
-            // A refreshed task: what the source changed since its own base.
-            let own_changes = match c.base {
-                Some(own) => Some(diff::trees(repo, own, s_tree)?),
-                None => None,
-            };
-            let mut conflicts = Vec::new();
-            for sc in own_changes.as_ref().unwrap_or(&source_changes) {
-                for pc in props
-                    .iter()
-                    .filter(|pc| overlaps(pc.path.as_bstr(), sc.path.as_bstr()))
-                {
-                    if conflicts.iter().any(|k: &PathConflict| k.path == pc.path) {
-                        continue;
-                    }
-                    let reason = if pc.path == sc.path {
-                        both_changed_reason(sc.old.is_some(), sc.new.is_some(), pc.new.is_some())
-                    } else {
-                        "changed in the working tree"
-                    };
-                    conflicts.push(PathConflict {
-                        path: pc.path.clone(),
-                        reason: reason.into(),
-                    });
-                }
-            }
-            if !conflicts.is_empty() {
-                conflicts.sort_by(|a, b| a.path.cmp(&b.path));
-                out_for_good.insert(c.task);
-                refused.push(Refused {
-                    task: c.task,
-                    reason: Refusal::SourceChanged,
-                    conflicts,
-                });
-            }
-        }
+        refuse_strict(
+            repo,
+            (baseline, s_tree),
+            candidates,
+            &source_changes,
+            &mut out_for_good,
+            &mut refused,
+        )?;
     }
 
     loop {
-        let mut round_refused: Vec<Refused> = Vec::new();
-        let mut applied: Vec<usize> = Vec::new();
-        let mut changed: BTreeMap<usize, Vec<BString>> = BTreeMap::new();
-        let mut i_tree = baseline;
-        let mut f_tree = s_tree;
-        // `F` as the baseline-based tasks alone make it: it differs from
-        // `f_tree` only once a refreshed task joined (design §3.12).
-        let mut f_plain = s_tree;
-        for c in candidates
-            .iter()
-            .filter(|c| !out_for_good.contains(&c.task))
-        {
-            if let Some(own) = c.base {
-                // A refreshed task: its changes (own base -> proposal) go
-                // straight onto the result so far.
-                match merge3(repo, own, f_tree, c.tree)? {
-                    Merge::Clean(f_next) => {
-                        let mut mine: Vec<BString> = diff::trees(repo, f_tree, f_next)?
-                            .into_iter()
-                            .map(|k| k.path)
-                            .collect();
-                        mine.sort();
-                        changed.insert(c.task, mine);
-                        f_tree = f_next;
-                        applied.push(c.task);
-                    }
-                    Merge::Conflicts(conflicts) => round_refused.push(Refused {
-                        task: c.task,
-                        reason: Refusal::SourceChanged,
-                        conflicts,
-                    }),
-                }
-                continue;
-            }
-            let i_next = match merge3(repo, baseline, i_tree, c.tree)? {
-                Merge::Clean(t) => t,
-                Merge::Conflicts(conflicts) => {
-                    round_refused.push(Refused {
-                        task: c.task,
-                        reason: Refusal::MergeConflict,
-                        conflicts,
-                    });
-                    continue;
-                }
-            };
-            let f_next = match merge3(repo, baseline, s_tree, i_next)? {
-                Merge::Clean(t) => t,
-                Merge::Conflicts(conflicts) => {
-                    let mine: Vec<PathConflict> = conflicts
-                        .iter()
-                        .filter(|k| touches(&c.paths, k.path.as_bstr()))
-                        .cloned()
-                        .collect();
-                    round_refused.push(Refused {
-                        task: c.task,
-                        reason: Refusal::SourceChanged,
-                        conflicts: if mine.is_empty() { conflicts } else { mine },
-                    });
-                    continue;
-                }
-            };
-            // Onto the refreshed tasks' changes, when any joined before.
-            let f_all = match merge3(repo, f_plain, f_tree, f_next)? {
-                Merge::Clean(t) => t,
-                Merge::Conflicts(conflicts) => {
-                    round_refused.push(Refused {
-                        task: c.task,
-                        reason: Refusal::MergeConflict,
-                        conflicts,
-                    });
-                    continue;
-                }
-            };
-            let mut mine: Vec<BString> = diff::trees(repo, f_tree, f_all)?
-                .into_iter()
-                .map(|k| k.path)
-                .collect();
-            mine.sort();
-            changed.insert(c.task, mine);
-            i_tree = i_next;
-            f_plain = f_next;
-            f_tree = f_all;
-            applied.push(c.task);
-        }
+        let Round {
+            refused: round_refused,
+            applied,
+            changed,
+            f_tree,
+        } = merge_round(repo, baseline, s_tree, candidates, &out_for_good)?;
 
         let writes: Vec<PathWrite> = diff::trees(repo, s_tree, f_tree)?
             .into_iter()
@@ -565,34 +425,14 @@ pub fn integrate_screened(
         // Take out every applied task that touches a blocked path (in its
         // proposal, or in `F`: a rename in the source takes a task's edit
         // to a path its proposal does not name), then redo.
-        let mut culprits: Vec<usize> = Vec::new();
-        for &t in &applied {
-            let Some(c) = candidates.iter().find(|c| c.task == t) else {
-                continue;
-            };
-            let in_f = changed.get(&t).map_or(&[][..], |v| v.as_slice());
-            // Whether the task writes in the top folder: a path there, or
-            // under a folder `S` lacks there (the write makes it), as the
-            // write-back check finds the folder a write changes.
-            let in_top = c.paths.iter().chain(in_f).any(|p| match p.find_byte(b'/') {
-                None => true,
-                Some(i) => !s_top_folders.contains(p[..i].as_bstr()),
-            });
-            let mine: Vec<&Blocked> = blocked
-                .iter()
-                .filter(|b| {
-                    touches(&c.paths, b.path.as_bstr())
-                        || touches(in_f, b.path.as_bstr())
-                        || (b.path.is_empty()
-                            && matches!(b.reason, BlockReason::NotWritable(_))
-                            && in_top)
-                })
-                .collect();
-            if !mine.is_empty() {
-                culprits.push(t);
-                refused.push(blocked_refusal(t, &mine));
-            }
-        }
+        let culprits = culprits(
+            candidates,
+            &applied,
+            &changed,
+            &blocked,
+            &s_top_folders,
+            &mut refused,
+        );
         if culprits.is_empty() {
             // Every write is some applied task's change of `F`, so a blocked
             // path no task touches is not one of the writes: refuse to guess
@@ -605,6 +445,252 @@ pub fn integrate_screened(
         }
         out_for_good.extend(culprits);
     }
+}
+
+/// The names of the folders at the top of `s_tree`.
+fn top_folders(repo: &gix::Repository, s_tree: ObjectId) -> Result<BTreeSet<BString>> {
+    let err = |e: gix::Error| Error::git("cannot read the source tree", e);
+    let tree = repo.find_tree(s_tree).map_err(err)?;
+    let mut names = BTreeSet::new();
+    for e in tree.iter() {
+        let e = e.map_err(|e| Error::git("cannot read the source tree", e))?;
+        if e.mode().is_tree() {
+            names.insert(e.filename().to_owned());
+        }
+    }
+    Ok(names)
+}
+
+/// design §3.15: the source's working tree never gets a path outside
+/// its sparse checkout.
+fn refuse_outside_sparse(
+    repo: &gix::Repository,
+    candidates: &[Candidate],
+    out_for_good: &mut BTreeSet<usize>,
+    refused: &mut Vec<Refused>,
+) -> Result<()> {
+    let tasks = candidates
+        .iter()
+        .filter(|c| !out_for_good.contains(&c.task))
+        .map(|c| (c.task, c.paths.as_slice()));
+    for (task, paths) in crate::git::sparse::outside(repo, tasks)? {
+        out_for_good.insert(task);
+        refused.push(Refused {
+            task,
+            reason: Refusal::OutsideSparseCheckout,
+            conflicts: paths
+                .into_iter()
+                .map(|path| PathConflict {
+                    path,
+                    reason: "outside the sparse checkout".into(),
+                })
+                .collect(),
+        });
+    }
+    Ok(())
+}
+
+/// `--strict`: a task whose proposal touches a path (or a folder above or
+/// below one) that differs between baseline and `S` is `source_changed`
+/// before any merge.
+fn refuse_strict(
+    repo: &gix::Repository,
+    (baseline, s_tree): (ObjectId, ObjectId),
+    candidates: &[Candidate],
+    source_changes: &[PathChange],
+    out_for_good: &mut BTreeSet<usize>,
+    refused: &mut Vec<Refused>,
+) -> Result<()> {
+    for c in candidates {
+        if out_for_good.contains(&c.task) {
+            continue;
+        }
+        let props = diff::trees(repo, c.base.unwrap_or(baseline), c.tree)?;
+        // A refreshed task: what the source changed since its own base.
+        let own_changes = match c.base {
+            Some(own) => Some(diff::trees(repo, own, s_tree)?),
+            None => None,
+        };
+        let mut conflicts = Vec::new();
+        for sc in own_changes.as_deref().unwrap_or(source_changes) {
+            for pc in props
+                .iter()
+                .filter(|pc| overlaps(pc.path.as_bstr(), sc.path.as_bstr()))
+            {
+                if conflicts.iter().any(|k: &PathConflict| k.path == pc.path) {
+                    continue;
+                }
+                let reason = if pc.path == sc.path {
+                    both_changed_reason(sc.old.is_some(), sc.new.is_some(), pc.new.is_some())
+                } else {
+                    "changed in the working tree"
+                };
+                conflicts.push(PathConflict {
+                    path: pc.path.clone(),
+                    reason: reason.into(),
+                });
+            }
+        }
+        if !conflicts.is_empty() {
+            conflicts.sort_by(|a, b| a.path.cmp(&b.path));
+            out_for_good.insert(c.task);
+            refused.push(Refused {
+                task: c.task,
+                reason: Refusal::SourceChanged,
+                conflicts,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// One round of the integration: every task not out for good merged in
+/// task order (design §3.2 steps 2-3).
+struct Round {
+    refused: Vec<Refused>,
+    applied: Vec<usize>,
+    changed: BTreeMap<usize, Vec<BString>>,
+    f_tree: ObjectId,
+}
+
+fn merge_round(
+    repo: &gix::Repository,
+    baseline: ObjectId,
+    s_tree: ObjectId,
+    candidates: &[Candidate],
+    out_for_good: &BTreeSet<usize>,
+) -> Result<Round> {
+    let mut round_refused: Vec<Refused> = Vec::new();
+    let mut applied: Vec<usize> = Vec::new();
+    let mut changed: BTreeMap<usize, Vec<BString>> = BTreeMap::new();
+    let mut i_tree = baseline;
+    let mut f_tree = s_tree;
+    // `F` as the baseline-based tasks alone make it: it differs from
+    // `f_tree` only once a refreshed task joined (design §3.12).
+    let mut f_plain = s_tree;
+    for c in candidates
+        .iter()
+        .filter(|c| !out_for_good.contains(&c.task))
+    {
+        if let Some(own) = c.base {
+            // A refreshed task: its changes (own base -> proposal) go
+            // straight onto the result so far.
+            match merge3(repo, own, f_tree, c.tree)? {
+                Merge::Clean(f_next) => {
+                    let mut mine: Vec<BString> = diff::trees(repo, f_tree, f_next)?
+                        .into_iter()
+                        .map(|k| k.path)
+                        .collect();
+                    mine.sort();
+                    changed.insert(c.task, mine);
+                    f_tree = f_next;
+                    applied.push(c.task);
+                }
+                Merge::Conflicts(conflicts) => round_refused.push(Refused {
+                    task: c.task,
+                    reason: Refusal::SourceChanged,
+                    conflicts,
+                }),
+            }
+            continue;
+        }
+        let i_next = match merge3(repo, baseline, i_tree, c.tree)? {
+            Merge::Clean(t) => t,
+            Merge::Conflicts(conflicts) => {
+                round_refused.push(Refused {
+                    task: c.task,
+                    reason: Refusal::MergeConflict,
+                    conflicts,
+                });
+                continue;
+            }
+        };
+        let f_next = match merge3(repo, baseline, s_tree, i_next)? {
+            Merge::Clean(t) => t,
+            Merge::Conflicts(conflicts) => {
+                let mine: Vec<PathConflict> = conflicts
+                    .iter()
+                    .filter(|k| touches(&c.paths, k.path.as_bstr()))
+                    .cloned()
+                    .collect();
+                round_refused.push(Refused {
+                    task: c.task,
+                    reason: Refusal::SourceChanged,
+                    conflicts: if mine.is_empty() { conflicts } else { mine },
+                });
+                continue;
+            }
+        };
+        // Onto the refreshed tasks' changes, when any joined before.
+        let f_all = match merge3(repo, f_plain, f_tree, f_next)? {
+            Merge::Clean(t) => t,
+            Merge::Conflicts(conflicts) => {
+                round_refused.push(Refused {
+                    task: c.task,
+                    reason: Refusal::MergeConflict,
+                    conflicts,
+                });
+                continue;
+            }
+        };
+        let mut mine: Vec<BString> = diff::trees(repo, f_tree, f_all)?
+            .into_iter()
+            .map(|k| k.path)
+            .collect();
+        mine.sort();
+        changed.insert(c.task, mine);
+        i_tree = i_next;
+        f_plain = f_next;
+        f_tree = f_all;
+        applied.push(c.task);
+    }
+    Ok(Round {
+        refused: round_refused,
+        applied,
+        changed,
+        f_tree,
+    })
+}
+
+/// The applied tasks that touch a blocked path (each refused, into
+/// `refused`), in task order.
+fn culprits(
+    candidates: &[Candidate],
+    applied: &[usize],
+    changed: &BTreeMap<usize, Vec<BString>>,
+    blocked: &[Blocked],
+    s_top_folders: &BTreeSet<BString>,
+    refused: &mut Vec<Refused>,
+) -> Vec<usize> {
+    let mut culprits: Vec<usize> = Vec::new();
+    for &t in applied {
+        let Some(c) = candidates.iter().find(|c| c.task == t) else {
+            continue;
+        };
+        let in_f = changed.get(&t).map_or(&[][..], |v| v.as_slice());
+        // Whether the task writes in the top folder: a path there, or
+        // under a folder `S` lacks there (the write makes it), as the
+        // write-back check finds the folder a write changes.
+        let in_top = c.paths.iter().chain(in_f).any(|p| match p.find_byte(b'/') {
+            None => true,
+            Some(i) => !s_top_folders.contains(p[..i].as_bstr()),
+        });
+        let mine: Vec<&Blocked> = blocked
+            .iter()
+            .filter(|b| {
+                touches(&c.paths, b.path.as_bstr())
+                    || touches(in_f, b.path.as_bstr())
+                    || (b.path.is_empty()
+                        && matches!(b.reason, BlockReason::NotWritable(_))
+                        && in_top)
+            })
+            .collect();
+        if !mine.is_empty() {
+            culprits.push(t);
+            refused.push(blocked_refusal(t, &mine));
+        }
+    }
+    culprits
 }
 
 fn blocked_refusal(task: usize, blocked: &[&Blocked]) -> Refused {

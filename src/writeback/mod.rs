@@ -163,19 +163,22 @@
 //! Nth rename fail with an I/O error instead (exercises the in-process
 //! rollback). It exists for the crash tests only; nothing else sets it.
 
+mod check;
 mod dirs;
+mod failure;
 mod hash;
 mod journal;
+mod recover;
 mod rollback;
 #[cfg(test)]
 mod tests;
 mod util;
 mod writer;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use gix::bstr::{BStr, BString, ByteSlice};
+use gix::bstr::{BString, ByteSlice};
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
@@ -183,11 +186,13 @@ use crate::error::{Code, Error, FsCause, Result};
 use crate::git::repo::Source;
 use crate::record::batch;
 
-use self::dirs::{Dirs, Disk};
-use self::hash::Hasher;
-use self::journal::{make_plan, parse_journal, tmp_journal, write_journal, Phase};
-use self::rollback::{drop_staged, roll_forward, rollback, Left};
-use self::util::{join, parents, split, Cause, Fail, Faults};
+pub use self::check::check;
+use self::dirs::Dirs;
+use self::failure::{failed, interrupted, rollback_failed};
+use self::journal::{make_plan, write_journal};
+pub use self::recover::{committed, left_paths, pending, recover_all_detailed};
+use self::rollback::{drop_staged, roll_forward, rollback};
+use self::util::{Cause, Faults};
 use self::writer::Writer;
 
 /// One path to change: its entry in the source snapshot `S` and in the result `F`.
@@ -241,170 +246,6 @@ pub struct Recovery {
     /// refresh (design §3.12), whose rollback or finish concerns the
     /// task's workspace.
     pub workspaces: Vec<String>,
-}
-
-/// Check every write against the disk without changing anything.
-pub fn check(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>> {
-    if writes.is_empty() {
-        return Ok(Vec::new());
-    }
-    refuse_invalid(writes)?;
-    let mut dirs = Dirs::open(&source.root).map_err(|e| {
-        Error::io(
-            format!("cannot open the working tree {}", source.root.display()),
-            e,
-        )
-    })?;
-    let mut hasher = Hasher::new(&source.repo)?;
-    let deleted: HashSet<&BStr> = writes
-        .iter()
-        .filter(|w| w.old.is_some() && w.new.is_none())
-        .map(|w| w.path.as_bstr())
-        .collect();
-    let mut blocked = Vec::new();
-    let mut writable: HashMap<BString, Option<i32>> = HashMap::new();
-    for w in writes {
-        let reason = check_one(&mut dirs, &mut hasher, w, &deleted).map_err(|f| {
-            let message = format!("cannot check the working tree before writing: {}", f.0);
-            match failed(message.clone(), f.1) {
-                e if e.code != Code::WriteFailed => e,
-                _ => Error::state(
-                    Code::WriteCheckFailed,
-                    message,
-                    "check the permissions of that path, then run the command again",
-                ),
-            }
-        })?;
-        match reason {
-            Some((reason, at)) => blocked.push(Blocked {
-                path: at.unwrap_or_else(|| w.path.clone()),
-                reason,
-            }),
-            None => {
-                if let Some((folder, errno)) = not_writable(&mut dirs, &mut writable, w) {
-                    blocked.push(Blocked {
-                        path: folder,
-                        reason: BlockReason::NotWritable(errno),
-                    });
-                }
-            }
-        }
-    }
-    blocked.dedup();
-    Ok(blocked)
-}
-
-/// The folder a write has to change (the path's folder, or the deepest
-/// one that exists when folders must be made) when it refuses writing, and
-/// the OS error (`access(2)` with `W_OK`: EACCES, EPERM for an immutable
-/// folder, which binds root too, EROFS). Cached per folder.
-fn not_writable(
-    dirs: &mut Dirs,
-    cache: &mut HashMap<BString, Option<i32>>,
-    w: &PathWrite,
-) -> Option<(BString, i32)> {
-    // The path's folder, or the deepest one that exists: opened from the
-    // root without following symlinks (the cache makes repeats free).
-    let mut folder: &BStr = split(w.path.as_bstr()).0;
-    loop {
-        if let Some(errno) = cache.get(folder) {
-            return errno.map(|e| (folder.to_owned(), e));
-        }
-        match dirs.get(folder) {
-            Ok(fd) => {
-                let errno = rustix::fs::accessat(
-                    &*fd,
-                    ".",
-                    rustix::fs::Access::WRITE_OK,
-                    rustix::fs::AtFlags::EACCESS,
-                )
-                .err()
-                .map(|e| e.raw_os_error());
-                cache.insert(folder.to_owned(), errno);
-                return errno.map(|e| (folder.to_owned(), e));
-            }
-            Err(_) if folder.is_empty() => return None,
-            Err(_) => folder = split(folder).0,
-        }
-    }
-}
-
-fn check_one(
-    dirs: &mut Dirs,
-    hasher: &mut Hasher<'_>,
-    w: &PathWrite,
-    deleted: &HashSet<&BStr>,
-) -> Result<Option<(BlockReason, Option<BString>)>, Fail> {
-    use BlockReason::*;
-    for parent in parents(w.path.as_bstr()) {
-        match dirs
-            .lstat(parent)
-            .map_err(|e| Fail::io("stat", parent, e))?
-        {
-            Disk::Dir => continue,
-            Disk::Absent => {
-                return Ok(w.old.is_some().then_some((ChangedSinceSnapshot, None)));
-            }
-            disk => {
-                if w.old.is_none() && deleted.contains(parent) {
-                    // The S file on the way goes first; below it all is new.
-                    return Ok(None);
-                }
-                if w.old.is_none() && disk == Disk::Link {
-                    // Name the symlink, not a path behind it that does not exist.
-                    return Ok(Some((SymlinkInTheWay, Some(parent.to_owned()))));
-                }
-                return Ok(Some((
-                    if w.old.is_some() {
-                        ChangedSinceSnapshot
-                    } else {
-                        UntrackedInTheWay
-                    },
-                    None,
-                )));
-            }
-        }
-    }
-    let path = w.path.as_bstr();
-    let disk = dirs.lstat(path).map_err(|e| Fail::io("stat", path, e))?;
-    Ok(match (w.old, disk) {
-        (Some(s), _) => {
-            let (pfd, name) = dirs
-                .parent_of(path)
-                .map_err(|e| Fail::io("open", path, e))?;
-            (!hasher.matches(&pfd, name, path, s)?).then_some(ChangedSinceSnapshot)
-        }
-        (None, Disk::Absent) => None,
-        (None, _) if w.new.is_none() => None,
-        (None, Disk::Dir) => {
-            (!folder_only_deletions(dirs, path, deleted)?).then_some(FolderInTheWay)
-        }
-        (None, _) => Some(UntrackedInTheWay),
-    }
-    .map(|r| (r, None)))
-}
-
-/// A folder holds nothing but paths the write deletes (and empty folders).
-fn folder_only_deletions(
-    dirs: &mut Dirs,
-    dir: &BStr,
-    deleted: &HashSet<&BStr>,
-) -> Result<bool, Fail> {
-    let mut stack = vec![BString::from(dir)];
-    while let Some(d) = stack.pop() {
-        for (name, kind) in dirs
-            .list(d.as_bstr())
-            .map_err(|e| Fail::io("read", d.as_bstr(), e))?
-        {
-            let child = join(d.as_bstr(), name.as_bstr());
-            if kind == Disk::Dir {
-                stack.push(child);
-            } else if !deleted.contains(child.as_bstr()) {
-                return Ok(false);
-            }
-        }
-    }
-    Ok(true)
 }
 
 /// A state file the caller wrote under a staged name, to take effect
@@ -563,163 +404,6 @@ fn write_with(
     Ok(())
 }
 
-/// `delegate::interrupted` for a write-back rolled back on a signal.
-fn interrupted(root: &Path) -> Error {
-    let mut details = serde_json::Map::new();
-    details.insert("interrupted".into(), serde_json::json!("rolled_back"));
-    Error::state(
-        Code::Interrupted,
-        format!(
-            "interrupted by a signal during the write-back into {}: it was rolled back, so every path there is as it was before",
-            root.display()
-        ),
-        "nothing of it was written; run the command again to write it",
-    )
-    .with_details(details)
-}
-
-/// Roll back every journal left by a dead process in this repository's
-/// batches (and finish the clean-up of those whose result had committed).
-/// Call with the repository lock held.
-pub fn recover_all_detailed(source: &Source) -> Result<Recovery> {
-    recover_with(source, &Faults::from_env())
-}
-
-/// The folders whose write-back journals recovery scans: every batch's
-/// state folder, and every undo entry's (an undo, or an `apply
-/// --from-undo`, writes through a journal there: design §3.11), each with
-/// its id (batch id, apply id).
-fn journal_dirs(source: &Source) -> Result<Vec<(String, PathBuf)>> {
-    let state = source.state_dir();
-    let mut out = Vec::new();
-    for dir in [batch::batches_dir(&state), batch::undo_dir(&state)] {
-        let rd = match std::fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
-        };
-        for entry in rd {
-            let entry =
-                entry.map_err(|e| Error::io(format!("cannot read {}", dir.display()), e))?;
-            let id = entry.file_name().to_string_lossy().into_owned();
-            // Hidden folders are never batches (`batch::list`): a batch's state
-            // on its way out (`batch::remove_state`) or in (`preparing::record`).
-            if id.starts_with('.') {
-                continue;
-            }
-            out.push((id, entry.path()));
-        }
-    }
-    Ok(out)
-}
-
-fn recover_with(source: &Source, faults: &Faults) -> Result<Recovery> {
-    let mut out = Recovery::default();
-    let mut found: Vec<(String, PathBuf)> = Vec::new();
-    let undo_dir = batch::undo_dir(&source.state_dir());
-    for (id, batch_dir) in journal_dirs(source)? {
-        if batch_dir.parent() == Some(undo_dir.as_path()) {
-            out.undo.push(id.clone());
-        }
-        // A journal that never got its final name: nothing was written yet.
-        let _ = std::fs::remove_file(tmp_journal(&batch_dir.join(batch::JOURNAL_FILE)));
-        let journal = batch_dir.join(batch::JOURNAL_FILE);
-        if journal.is_file() {
-            found.push((id, journal));
-        }
-    }
-    found.sort();
-    for (id, journal) in found {
-        // A journal whose write-back went into another tree than the
-        // source's (a refresh into a workspace) is told as such.
-        let elsewhere = std::fs::read(&journal)
-            .ok()
-            .and_then(|text| parse_journal(&text))
-            .is_some_and(|plan| {
-                let same = |a: &Path, b: &Path| {
-                    a == b || std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok()
-                };
-                !same(&plan.root, &source.root)
-            });
-        if elsewhere && !out.workspaces.contains(&id) {
-            out.workspaces.push(id.clone());
-        }
-        match recover_one(&journal, faults)? {
-            Recovered::RolledBack => out.rolled_back.push(id),
-            Recovered::Completed { recorded } => {
-                if recorded {
-                    out.recorded.push(id.clone());
-                }
-                out.completed.push(id)
-            }
-            Recovered::LiveWriter => {}
-        }
-    }
-    Ok(out)
-}
-
-enum Recovered {
-    RolledBack,
-    /// `recorded`: it had staged state files, put in place now.
-    Completed {
-        recorded: bool,
-    },
-    LiveWriter,
-}
-
-fn recover_one(journal: &Path, faults: &Faults) -> Result<Recovered> {
-    let text = std::fs::read(journal)
-        .map_err(|e| Error::io(format!("cannot read {}", journal.display()), e))?;
-    let Some(mut plan) = parse_journal(&text) else {
-        // No durable plan: nothing in the working tree was changed.
-        std::fs::remove_file(journal)
-            .map_err(|e| Error::io(format!("cannot remove {}", journal.display()), e))?;
-        return Ok(Recovered::RolledBack);
-    };
-    if plan.writer_alive() {
-        return Ok(Recovered::LiveWriter);
-    }
-    let mut dirs = match Dirs::open(&plan.root) {
-        Ok(d) => d,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            // The working tree is gone, and with it everything to restore.
-            std::fs::remove_file(journal)
-                .map_err(|e| Error::io(format!("cannot remove {}", journal.display()), e))?;
-            return Ok(Recovered::RolledBack);
-        }
-        Err(e) => {
-            return Err(Error::io(
-                format!(
-                    "cannot open {} to recover a write-back",
-                    plan.root.display()
-                ),
-                e,
-            ))
-        }
-    };
-    if plan.phase == Phase::Committed {
-        let recorded = plan.then.iter().any(|(staged, _)| staged.exists());
-        roll_forward(&mut dirs, &plan, journal, faults).map_err(|left| {
-            rollback_failed(
-                &plan.root,
-                journal,
-                "finishing an interrupted write-back",
-                &left,
-            )
-        })?;
-        return Ok(Recovered::Completed { recorded });
-    }
-    rollback(&mut dirs, &mut plan, journal, faults).map_err(|left| {
-        rollback_failed(
-            &plan.root,
-            journal,
-            "rolling back an interrupted write-back",
-            &left,
-        )
-    })?;
-    Ok(Recovered::RolledBack)
-}
-
 /// A path a rollback left to the user, with the file kept for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeftPath {
@@ -728,178 +412,4 @@ pub struct LeftPath {
     /// The kept file (absolute): the original, or (`yours`) the user's version.
     pub kept: PathBuf,
     pub yours: bool,
-}
-
-/// The paths the last rollback of `batch_dir`'s journal left to the user
-/// whose kept file is still there (what resolving means: see the module
-/// header). Reads only; empty when there is no such journal.
-pub fn left_paths(batch_dir: &Path) -> Vec<LeftPath> {
-    let Ok(text) = std::fs::read(batch_dir.join(batch::JOURNAL_FILE)) else {
-        return Vec::new();
-    };
-    let Some(plan) = parse_journal(&text) else {
-        return Vec::new();
-    };
-    let mut out: Vec<LeftPath> = Vec::new();
-    for (path, kept, yours) in plan.left {
-        let Some(kept) = kept else { continue };
-        let kept = plan.root.join(crate::sys::paths::to_os(kept.as_bstr()));
-        if std::fs::symlink_metadata(&kept).is_ok() && !out.iter().any(|l| l.kept == kept) {
-            out.push(LeftPath { path, kept, yours });
-        }
-    }
-    out
-}
-
-/// Whether the write-back journal in `batch_dir` is past its commit point:
-/// every result file is in place, and recovery finishes it (clean-up, and
-/// the record its command staged) instead of rolling it back (design §7).
-/// Reads only; false without a journal.
-pub fn committed(batch_dir: &Path) -> bool {
-    std::fs::read(batch_dir.join(batch::JOURNAL_FILE))
-        .ok()
-        .and_then(|text| parse_journal(&text))
-        .is_some_and(|plan| plan.phase == Phase::Committed)
-}
-
-/// Batches of this repository whose state folder holds a write-back
-/// journal (an interrupted write-back, or one whose rollback left paths
-/// to the user). Reads only; `apply --dry-run` reports them instead of
-/// recovering (design §7).
-pub fn pending(source: &Source) -> Result<Vec<String>> {
-    let mut out: Vec<String> = journal_dirs(source)?
-        .into_iter()
-        .filter(|(_, dir)| dir.join(batch::JOURNAL_FILE).is_file())
-        .map(|(id, _)| id)
-        .collect();
-    out.sort();
-    Ok(out)
-}
-
-/// The error of a write-back that changed nothing; `cause` (carried as
-/// data from where it happened, never read out of `message`) decides the
-/// code.
-fn failed(message: String, cause: Option<Cause>) -> Error {
-    if let Some(Cause::Fs(cause)) = cause {
-        return Error::state(
-            cause.code(),
-            message,
-            format!(
-                "the working tree is as it was before; {}",
-                cause
-                    .help(None)
-                    .replace("that holds it", "that holds the working tree")
-            ),
-        );
-    }
-    if let Some(Cause::Filter(driver)) = cause {
-        // Named when it is known and prints as it is (design §3.16 "Hints").
-        let help = match driver.filter(|d| {
-            !d.is_empty() && d.bytes().all(|c| c.is_ascii_alphanumeric() || b"._-".contains(&c))
-        }) {
-            Some(d) => format!(
-                "the working tree is as it was before; fix the filter driver {d}, or make it optional with `git config filter.{d}.required false`, and run `git delegate apply` again"
-            ),
-            None => "the working tree is as it was before; fix the filter driver (or make it optional with `git config filter.<driver>.required false`) and run `git delegate apply` again".to_string(),
-        };
-        return Error::state(Code::FilterFailed, message, help);
-    }
-    Error::state(
-        Code::WriteFailed,
-        message,
-        "the working tree is as it was before; fix the cause (disk space, permissions, a file changed meanwhile) and run `git delegate apply` again",
-    )
-}
-
-/// `delegate::rollback_failed`: the paths left as they were found, each
-/// with the file kept for it, in the message and in the JSON error object
-/// (`batch`, `journal`, `paths`).
-fn rollback_failed(root: &Path, journal: &Path, what: &str, left: &[Left]) -> Error {
-    let kept_abs = |l: &Left| {
-        l.kept
-            .as_ref()
-            .map(|k| root.join(crate::sys::paths::to_os(k.as_bstr())))
-    };
-    let journal_kept = journal.exists();
-    let named: Vec<String> = left
-        .iter()
-        .map(|l| {
-            let mut s = if l.path.is_empty() {
-                l.detail.clone()
-            } else {
-                format!(
-                    "{}: {}",
-                    crate::sys::paths::quote(l.path.as_bstr()),
-                    l.detail
-                )
-            };
-            if let Some(k) = kept_abs(l) {
-                s.push_str(&format!(
-                    ", {} is kept at {}",
-                    if l.yours {
-                        "your version"
-                    } else {
-                        "the original"
-                    },
-                    k.display()
-                ));
-            }
-            s
-        })
-        .collect();
-    let message = format!(
-        "{what}: {} left as found ({}); {}",
-        if left.len() == 1 {
-            "1 path was".to_string()
-        } else {
-            format!("{} paths were", left.len())
-        },
-        named.join("; "),
-        if journal_kept {
-            format!(
-                "the journal {} is kept until that is resolved",
-                journal.display()
-            )
-        } else {
-            "every other path was put back".to_string()
-        }
-    );
-    let help = if journal_kept {
-        "for each path named, keep your version by deleting the kept file, or take the original back by moving the kept file over the path; then run `git delegate gc` (or any command that changes things), which re-checks and finishes the rollback"
-    } else {
-        "look at the paths named: they hold your version; the rest of the working tree is as it was before the write-back"
-    };
-    let paths: Vec<serde_json::Value> = left
-        .iter()
-        .filter(|l| !l.path.is_empty())
-        .map(|l| {
-            serde_json::json!({
-                "path": crate::sys::paths::doc_bytes(&l.path),
-                "reason": l.reason.as_str(),
-                "kept": kept_abs(l).map(|k| crate::sys::paths::doc_path(&k)),
-                "kept_is": l.kept.as_ref().map(|_| if l.yours { "yours" } else { "original" }),
-                "message": l.detail,
-            })
-        })
-        .collect();
-    let mut details = serde_json::Map::new();
-    let batch = journal
-        .parent()
-        .and_then(|d| d.file_name())
-        .map(|n| n.to_string_lossy().into_owned());
-    details.insert("batch".into(), serde_json::json!(batch));
-    details.insert(
-        "journal".into(),
-        serde_json::json!(journal_kept.then(|| crate::sys::paths::doc_path(journal))),
-    );
-    details.insert("paths".into(), serde_json::Value::Array(paths));
-    let lossy = |l: &Left| {
-        crate::sys::paths::is_lossy(&l.path)
-            || kept_abs(l).is_some_and(|k| crate::sys::paths::path_is_lossy(&k))
-    };
-    crate::sys::paths::note_lossy(
-        &mut details,
-        left.iter().any(lossy) || (journal_kept && crate::sys::paths::path_is_lossy(journal)),
-    );
-    Error::state(Code::RollbackFailed, message, help).with_details(details)
 }

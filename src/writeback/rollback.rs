@@ -72,6 +72,26 @@ pub(super) fn rollback(
     let mut touched: BTreeSet<BString> = BTreeSet::new();
     // 0. The state files staged for the commit point never take effect.
     drop_staged(plan);
+    let proven = take_back_renamed(dirs, plan, faults, &mut left, &mut touched);
+    // 2. Folders the write created and that are empty again, deepest first
+    //    (a file that stood where one was created comes back next).
+    rmdir_created(dirs, plan, &mut touched, faults);
+    put_originals_back(dirs, plan, faults, &mut left, &mut touched);
+    remove_temps(dirs, plan, faults, &proven, &mut left, &mut touched);
+    rmdir_created(dirs, plan, &mut touched, faults);
+    sync_touched(dirs, touched);
+    settle_journal(dirs, journal, left)
+}
+
+/// Step 1 of a rollback; returns the temps proven to hold what the write
+/// made (the step took them back).
+fn take_back_renamed(
+    dirs: &mut Dirs,
+    plan: &Plan,
+    faults: &Faults,
+    left: &mut BTreeMap<usize, Left>,
+    touched: &mut BTreeSet<BString>,
+) -> HashSet<usize> {
     // Temps proven to hold what the write made (step 1 took them back).
     let mut proven: HashSet<usize> = HashSet::new();
     // 1. Files renamed into place go back to their temp names, which puts
@@ -161,9 +181,17 @@ pub(super) fn rollback(
             }
         }
     }
-    // 2. Folders the write created and that are empty again, deepest first
-    //    (a file that stood where one was created comes back next).
-    rmdir_created(dirs, plan, &mut touched, faults);
+    proven
+}
+
+/// Step 3 of a rollback.
+fn put_originals_back(
+    dirs: &mut Dirs,
+    plan: &Plan,
+    faults: &Faults,
+    left: &mut BTreeMap<usize, Left>,
+    touched: &mut BTreeSet<BString>,
+) {
     // 3. Originals back in place (folders in the way first: a file aside
     //    never lives inside one), never over anything: where the write
     //    removed a path, nothing may stand there now.
@@ -214,6 +242,17 @@ pub(super) fn rollback(
             }
         }
     }
+}
+
+/// Step 4 of a rollback (the folders are the caller's next step).
+fn remove_temps(
+    dirs: &mut Dirs,
+    plan: &Plan,
+    faults: &Faults,
+    proven: &HashSet<usize>,
+    left: &mut BTreeMap<usize, Left>,
+    touched: &mut BTreeSet<BString>,
+) {
     // 4. Temps (each proven to be what the write made, once renaming had
     //    begun), then the folders that held only temps.
     for (i, it) in plan.items.iter().enumerate() {
@@ -253,8 +292,15 @@ pub(super) fn rollback(
             }
         }
     }
-    rmdir_created(dirs, plan, &mut touched, faults);
-    sync_touched(dirs, touched);
+}
+
+/// The end of a rollback: the journal kept (with the paths left recorded)
+/// while a kept file waits for the user, removed otherwise; the paths left.
+fn settle_journal(
+    dirs: &mut Dirs,
+    journal: &Path,
+    left: BTreeMap<usize, Left>,
+) -> Result<(), Vec<Left>> {
     let records: Vec<(usize, Option<BString>, bool)> = left
         .iter()
         .map(|(i, l)| (*i, l.kept.clone(), l.yours))
