@@ -447,7 +447,8 @@ pub fn failed_driver(
     err: &(dyn std::error::Error + 'static),
     direction: &str,
 ) -> Option<String> {
-    let text = failure_text(err)?;
+    // The text of the filter driver failure in `err`.
+    let text = message_starting(err, "Driver process")?;
     let config = repo.config_snapshot();
     let found = config
         .sections_by_name("filter")
@@ -460,38 +461,6 @@ pub fn failed_driver(
         })
         .next();
     found
-}
-
-/// The text of the filter driver failure in `err`.
-fn failure_text(err: &(dyn std::error::Error + 'static)) -> Option<String> {
-    let mut cur = Some(err);
-    while let Some(e) = cur {
-        if let Some(g) = e.downcast_ref::<gix::Error>() {
-            for inner in g.iter_errors() {
-                if let Some(m) = inner.downcast_ref::<gix::error::Message>() {
-                    if m.message.starts_with("Driver process") {
-                        return Some(m.message.to_string());
-                    }
-                }
-            }
-        }
-        if let Some(m) = e.downcast_ref::<gix::error::Message>() {
-            if m.message.starts_with("Driver process") {
-                return Some(m.message.to_string());
-            }
-        }
-        // A failure met while streaming arrives inside an `io::Error`.
-        if let Some(inner) = e
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-        {
-            if let Some(t) = failure_text(inner) {
-                return Some(t);
-            }
-        }
-        cur = e.source();
-    }
-    None
 }
 
 /// The first file of `index` whose `filter` attribute is `driver`

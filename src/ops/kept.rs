@@ -270,13 +270,7 @@ impl Landing<'_> {
         )?;
         if plan.applied.contains(&idx) {
             let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
-            out.status = TaskState::Applied;
-            out.applied = out
-                .proposed
-                .iter()
-                .filter(|p| to_write.contains(p))
-                .cloned()
-                .collect();
+            out.applied_by(&to_write);
         } else if let Some(r) = plan.refused.iter().find(|r| r.task == idx) {
             out.refused(r);
         }
