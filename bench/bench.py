@@ -27,6 +27,8 @@ ratio, the target, whether it is met, and the peak RSS of both sides:
      ext4 most machines have, without the scan of recently deleted inodes
   prepare -n 4 with workspace.setup = "true"
                                    the same prepare without it       information
+  prepare -n 4 from a warm pool (workspace.pool = 4, after an apply)
+                                   4 sequential git worktree add --detach information
   apply, 4 tasks x 10 files        4 x git status in the workspaces   <= 1.5x
   apply growth 1k -> 100k          growth of git status               no faster
   status / hook pre-commit, no batch                                   < 20 ms
@@ -477,6 +479,45 @@ def bench_setup(b, rows, repo, n, base, reps):
         rows.add(name, n, ours, ref, ("info", None), rss, ref_rss)
     finally:
         pr.done()
+        rmtree(base)
+
+
+def bench_pool(b, rows, repo, n, base, reps):
+    """prepare -n 4 from a warm pool (`workspace.pool = 4`, design §3.20):
+    each timed prepare follows an apply that put its 4 workspaces back idle,
+    with one source file changed in between, against 4 sequential `git
+    worktree add --detach` (or, with --against, the other binary's pooled
+    prepare). The workspaces go back idle by an untimed apply after each
+    run; the pool is emptied when the row is done."""
+    pr = PrepareRows(b, repo, n, base, "pool")
+    cfg = os.path.join(repo, ".git/delegate.toml")
+    with open(cfg, "a") as f:
+        f.write("pool = 4\n")
+    touched = os.path.join(repo, "pool-bench.txt")
+    rounds = [0]
+
+    def pooled(binary=None):
+        rounds[0] += 1
+        with open(touched, "w") as f:
+            f.write(f"round {rounds[0]}\n")
+        t, rss = pr.prepare(binary)
+        # Back into the pool, untimed.
+        b.run([binary or b.bin, "apply", pr.batches.pop()], repo)
+        return t, rss
+
+    try:
+        pooled()  # fills the pool
+        other = (lambda: pooled(b.against)) if b.against else pr.worktrees
+        ours, ref, rss, ref_rss = alternate(reps, pooled, other, warmup=reps > 1)
+        name = "prepare -n 4 from a warm pool" + ("" if b.against else " vs 4 x git worktree add")
+        rows.add(name, n, ours, ref, ("info", None), rss, ref_rss)
+    finally:
+        b.delegate(repo, "drop", "--pool", check=False)
+        pr.done()
+        try:
+            os.remove(touched)
+        except FileNotFoundError:
+            pass
         rmtree(base)
 
 
@@ -1164,7 +1205,7 @@ def main():
     ap.add_argument("--keep", help="build repositories in this folder and keep them")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--only", help="comma-separated rows to run (default all): snapshot, no-batch, "
-                    "touch, prepare, setup, apply, undo, verify, diff, run, remote, sparse, cold, pre-push")
+                    "touch, prepare, setup, pool, apply, undo, verify, diff, run, remote, sparse, cold, pre-push")
     ap.add_argument("--only-remote", action="store_true",
                     help="build the repositories and run only the remote-worker rows (design §3.14)")
     ap.add_argument("--sparse-size", type=int, default=100000,
@@ -1269,6 +1310,8 @@ def main():
                 rmtree(os.path.join(ext4, f"fs{n}"))
             if want("setup"):
                 bench_setup(b, rows, repo, n, os.path.join(tmp, f"setup{n}"), reps_of[n])
+            if want("pool"):
+                bench_pool(b, rows, repo, n, os.path.join(tmp, f"pool{n}"), reps_of[n])
         if btrfs:
             for n in sizes:
                 bench_btrfs(b, rows, btrfs, n, reps_of[n])

@@ -156,6 +156,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         'git-delegate;gc' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Report what would be reclaimed; change nothing')
+            [CompletionResult]::new('--pool', '--pool', [CompletionResultType]::ParameterName, 'Also remove every idle workspace of the pool (workspace.pool)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -166,6 +167,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         'git-delegate;drop' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
             [CompletionResult]::new('--force', '--force', [CompletionResultType]::ParameterName, 'Drop even when tasks have changes that were never applied')
+            [CompletionResult]::new('--pool', '--pool', [CompletionResultType]::ParameterName, 'Remove every idle workspace of the pool (workspace.pool) instead of a batch')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

@@ -357,7 +357,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__drop)
-            opts="-h -V --force --json --color --help --version"
+            opts="-h -V --force --pool --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -375,7 +375,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__gc)
-            opts="-h -V --dry-run --json --color --help --version"
+            opts="-h -V --dry-run --pool --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

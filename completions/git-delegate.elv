@@ -145,6 +145,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;gc'= {
             cand --color 'When to use colour: auto, always or never'
             cand --dry-run 'Report what would be reclaimed; change nothing'
+            cand --pool 'Also remove every idle workspace of the pool (workspace.pool)'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -154,6 +155,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;drop'= {
             cand --color 'When to use colour: auto, always or never'
             cand --force 'Drop even when tasks have changes that were never applied'
+            cand --pool 'Remove every idle workspace of the pool (workspace.pool) instead of a batch'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'

@@ -135,6 +135,7 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand gc" -l color -
 always\t'Always colour'
 never\t'Never colour'"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand gc" -l dry-run -d 'Report what would be reclaimed; change nothing'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand gc" -l pool -d 'Also remove every idle workspace of the pool (workspace.pool)'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand gc" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand gc" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand gc" -s V -l version -d 'Print version'
@@ -142,6 +143,7 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand drop" -l color
 always\t'Always colour'
 never\t'Never colour'"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand drop" -l force -d 'Drop even when tasks have changes that were never applied'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand drop" -l pool -d 'Remove every idle workspace of the pool (workspace.pool) instead of a batch'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand drop" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand drop" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand drop" -s V -l version -d 'Print version'

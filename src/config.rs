@@ -188,6 +188,8 @@ struct WorkspaceSection {
     snapshots: Option<Snapshots>,
     setup: Option<String>,
     setup_jobs: Option<Spanned<i64>>,
+    pool: Option<Spanned<i64>>,
+    pool_ttl: Option<Spanned<String>>,
 }
 
 /// `workspace.snapshots` (design §3.17): `"auto"` makes a batch's
@@ -264,6 +266,10 @@ pub struct Config {
     pub setup: String,
     /// `workspace.setup-jobs`: 0 = the number of CPUs.
     pub setup_jobs: usize,
+    /// `workspace.pool`: idle workspaces kept for reuse (design §3.20).
+    pub pool: usize,
+    /// `workspace.pool-ttl`: gc removes idle workspaces older than this.
+    pub pool_ttl_secs: i64,
     pub ttl_secs: i64,
     pub stop_processes: StopProcesses,
     pub strict: bool,
@@ -295,6 +301,8 @@ impl Default for Config {
             snapshots: Snapshots::Auto,
             setup: String::new(),
             setup_jobs: 0,
+            pool: 0,
+            pool_ttl_secs: 7 * 86_400,
             ttl_secs: 24 * 3600,
             stop_processes: StopProcesses::Background,
             strict: false,
@@ -413,9 +421,7 @@ impl Config {
                 ),
             })
         };
-        if let Some(m) = file.workspace.mode {
-            cfg.mode = m;
-        }
+        cfg.mode = file.workspace.mode.unwrap_or(cfg.mode);
         if let Some(r) = &file.workspace.root {
             if r.get_ref().trim().is_empty() {
                 return Err(bad(
@@ -440,24 +446,28 @@ impl Config {
         if let Some(c) = file.workspace.copy_ignored {
             cfg.copy_ignored = c;
         }
-        if let Some(s) = file.workspace.snapshots {
-            cfg.snapshots = s;
-        }
-        if let Some(c) = &file.workspace.setup {
-            cfg.setup = c.clone();
-        }
-        if let Some(j) = &file.workspace.setup_jobs {
-            if !(0..=256).contains(j.get_ref()) {
+        cfg.snapshots = file.workspace.snapshots.unwrap_or(cfg.snapshots);
+        cfg.setup = file.workspace.setup.clone().unwrap_or_default();
+        // A count from 0 to `max` (`rule` says what 0 means).
+        let count = |v: &Spanned<i64>, max: i64, rule: &str| {
+            if !(0..=max).contains(v.get_ref()) {
                 return Err(bad(
-                    format!(
-                        "`workspace.setup-jobs` must be 0 (the number of CPUs) to 256, not {}",
-                        j.get_ref()
-                    ),
-                    j.span(),
+                    format!("{rule} to {max}, not {}", v.get_ref()),
+                    v.span(),
                     "out of range",
                 ));
             }
-            cfg.setup_jobs = *j.get_ref() as usize;
+            Ok(*v.get_ref() as usize)
+        };
+        if let Some(j) = &file.workspace.setup_jobs {
+            let rule = "`workspace.setup-jobs` must be 0 (the number of CPUs)";
+            cfg.setup_jobs = count(j, 256, rule)?;
+        }
+        if let Some(n) = &file.workspace.pool {
+            cfg.pool = count(n, 1024, "`workspace.pool` must be 0 (no pool)")?;
+        }
+        if let Some(t) = &file.workspace.pool_ttl {
+            cfg.pool_ttl_secs = duration(t, "workspace.pool-ttl")?;
         }
         if let Some(t) = &file.lease.ttl {
             cfg.ttl_secs = duration(t, "lease.ttl")?;
@@ -567,6 +577,24 @@ mod tests {
         assert_eq!((c.setup.as_str(), c.setup_jobs), ("", 0));
         let c = Config::parse(p, "[workspace]\nsetup = \"npm ci\"\nsetup-jobs = 2\n").unwrap();
         assert_eq!((c.setup.as_str(), c.setup_jobs), ("npm ci", 2));
+    }
+
+    #[test]
+    fn pool_keys() {
+        let p = Path::new("delegate.toml");
+        let c = Config::parse(p, "").unwrap();
+        assert_eq!((c.pool, c.pool_ttl_secs), (0, 7 * 86_400));
+        let c = Config::parse(p, "[workspace]\npool = 4\npool-ttl = \"2h\"\n").unwrap();
+        assert_eq!((c.pool, c.pool_ttl_secs), (4, 7200));
+        for bad in [
+            "pool = -1",
+            "pool = \"4\"",
+            "pool-ttl = \"soon\"",
+            "pool-ttl = 3",
+        ] {
+            let e = Config::parse(p, &format!("[workspace]\n{bad}\n")).unwrap_err();
+            assert!(e.located().is_some(), "{bad}: {e}");
+        }
     }
 
     #[test]

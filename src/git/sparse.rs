@@ -18,15 +18,52 @@
 //! the repository already has `extensions.worktreeConfig`); the paths of a
 //! proposal outside the source's checkout (`outside`, apply's
 //! `outside_sparse_checkout`).
+//! Its failures are `SparseError` (the file or index, and the cause);
+//! `ops::explain` words them.
 //! Never: writes `.git/config`, the source's index or its sparse-checkout
 //! file, or any working-tree file.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use gix::bstr::{BStr, BString, ByteSlice};
 use gix::index::entry::Flags;
 
-use crate::error::{Code, Error, Result};
+/// Why a sparse checkout could not be read, expanded or written.
+#[derive(Debug, thiserror::Error)]
+pub enum SparseError {
+    /// A worktree's `info/sparse-checkout` that exists but cannot be read.
+    #[error("cannot read {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The index of a sparse worktree.
+    #[error("cannot read the index {}", path.display())]
+    Index {
+        path: PathBuf,
+        #[source]
+        source: gix::Error,
+    },
+    /// A folder entry of a sparse index whose tree cannot be read.
+    #[error("cannot read a folder of the sparse index")]
+    Expand {
+        #[source]
+        source: gix::Error,
+    },
+    /// A `--sparse` folder that is no folder path of the repository.
+    #[error("--sparse {pattern:?} is not a folder of the repository")]
+    BadPattern { pattern: String },
+    /// A workspace's own sparse files in its registration folder.
+    #[error("cannot write {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+type Result<T, E = SparseError> = std::result::Result<T, E>;
 
 /// Which paths a sparse-checkout file takes in.
 #[derive(Debug, Clone)]
@@ -216,7 +253,7 @@ impl Config {
             // git reads a missing file as "nothing but the top folder's files"
             // in cone mode and as "nothing" otherwise.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(Error::io(format!("cannot read {}", path.display()), e)),
+            Err(source) => return Err(SparseError::Read { path, source }),
         };
         Ok(Some(Config {
             cone,
@@ -302,7 +339,7 @@ fn workspace_matcher(repo: &gix::Repository) -> Result<Option<Matcher>> {
     let file = match std::fs::read(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(Error::io(format!("cannot read {}", path.display()), e)),
+        Err(source) => return Err(SparseError::Read { path, source }),
     };
     let cone = repo
         .config_snapshot()
@@ -340,7 +377,7 @@ pub fn unsparse(repo: &gix::Repository, index: &mut gix::index::State) -> Result
     if !index.is_sparse() {
         return Ok(());
     }
-    let err = |e: gix::Error| Error::git("cannot read a folder of the sparse index", e);
+    let err = |e: gix::Error| SparseError::Expand { source: e };
     let mut full = gix::index::State::new(repo.object_hash());
     full.set_timestamp(index.timestamp());
     let paths = index.path_backing();
@@ -386,10 +423,7 @@ fn read_index(repo: &gix::Repository) -> Result<gix::index::State> {
     match gix::index::File::at(&path, repo.object_hash(), true, Default::default()) {
         Ok(f) => Ok(f.into()),
         Err(_) if !path.exists() => Ok(gix::index::State::new(repo.object_hash())),
-        Err(e) => Err(Error::git(
-            format!("cannot read the index {}", path.display()),
-            e,
-        )),
+        Err(source) => Err(SparseError::Index { path, source }),
     }
 }
 
@@ -431,11 +465,7 @@ pub fn check_patterns(patterns: &[String]) -> Result<Vec<BString>> {
                 .split('/')
                 .any(|c| c.is_empty() || c == "." || c == ".." || c == ".git");
         if bad {
-            return Err(Error::usage(
-                Code::BadPattern,
-                format!("--sparse {p:?} is not a folder of the repository"),
-                "give --sparse a folder path relative to the repository's top folder, such as `--sparse src/app` (cone patterns: no wildcards, no `..`)",
-            ));
+            return Err(SparseError::BadPattern { pattern: p.clone() });
         }
         let b = BString::from(trimmed);
         if !out.contains(&b) {
@@ -563,7 +593,7 @@ impl Workspaces {
     pub fn write(&self, common_dir: &Path, reg: &Path) -> Result<()> {
         let io = |p: &Path| {
             let p = p.to_path_buf();
-            move |e| Error::io_at(format!("cannot write {}", p.display()), &p, e)
+            move |source| SparseError::Write { path: p, source }
         };
         let info = reg.join("info");
         std::fs::create_dir_all(&info).map_err(io(&info))?;

@@ -18,6 +18,7 @@ use crate::git::diff::DiffError;
 use crate::git::discovery::DiscoveryError;
 use crate::git::ident::IdentError;
 use crate::git::refs::RefError;
+use crate::git::sparse::SparseError;
 use crate::git::transport::TransportError;
 use crate::ops::lock::LockError;
 use crate::record::busy::BusyError;
@@ -274,6 +275,26 @@ impl From<IdentError> for Error {
             IdentError::Smudge { source, .. } | IdentError::Write { source, .. } => {
                 Error::io(message, source)
             }
+        }
+    }
+}
+
+/// A sparse checkout (design §3.15): a bad `--sparse` folder is a usage
+/// error; the files and the index are I/O and git errors named by their
+/// cause, as before.
+impl From<SparseError> for Error {
+    fn from(e: SparseError) -> Error {
+        let message = e.to_string();
+        match e {
+            SparseError::Read { source, .. } => Error::io(message, source),
+            SparseError::Write { path, source } => Error::io_at(message, &path, source),
+            SparseError::Index { source, .. } => Error::git(message, source),
+            SparseError::Expand { source } => Error::git(message, source),
+            SparseError::BadPattern { .. } => Error::usage(
+                Code::BadPattern,
+                message,
+                "give --sparse a folder path relative to the repository's top folder, such as `--sparse src/app` (cone patterns: no wildcards, no `..`)",
+            ),
         }
     }
 }

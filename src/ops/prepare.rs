@@ -97,6 +97,36 @@ pub fn check(names: &[String], label: Option<&str>) -> Result<()> {
     Ok(())
 }
 
+/// What the options and the source decide before the lock is taken.
+struct Settings {
+    mode: Mode,
+    ttl: i64,
+    /// Ignored files carried into worktrees (design §3.9).
+    policy: Option<crate::workspace::carry::Policy>,
+    /// The source's submodules (design §3.15).
+    modules: Vec<crate::workspace::submodules::Module>,
+    sparse: Option<crate::git::sparse::Workspaces>,
+    /// The repository's folder below the workspace root.
+    base: std::path::PathBuf,
+    remote: Option<crate::record::batch::Remote>,
+}
+
+impl Settings {
+    /// Is task `name` remote (design §3.14)?
+    fn is_remote(&self, opts: &Options, name: &String) -> bool {
+        self.remote.is_some() && !opts.local.contains(name)
+    }
+}
+
+/// The snapshot and the baseline commit made of it.
+struct Baseline {
+    snap: snapshot::Snapshot,
+    stat_cache: Option<snapshot::PendingCache>,
+    head: Option<gix::ObjectId>,
+    commit: gix::ObjectId,
+    changes: usize,
+}
+
 /// Prepare a batch in `source` (design §3.1). `opts.names` must have passed
 /// `check`. Takes the repository lock (recovering interrupted write-backs,
 /// told to `observer` at once).
@@ -109,8 +139,69 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     // where the default action would kill the command before it said what
     // it made (a complete batch, reported nowhere).
     let _signals = crate::sys::interrupt::catch_signals();
-    let names = &opts.names;
-    let ttl = opts.ttl_secs.unwrap_or(source.config.ttl_secs);
+    let settings = settings(source, opts)?;
+    let locked = crate::ops::lock::lock_and_recover(source)?;
+    let _lock = locked.lock;
+    observer.notice(Notice::Recovered(locked.recovery));
+    if settings.mode == Mode::Scratch {
+        crate::workspace::scratch::preflight(source)?;
+    }
+    check_label_free(source, opts)?;
+    let id = new_id()?;
+    let plans = plan_workspaces(source, opts, &settings, &id)?;
+    let mut base = baseline(source, &id, observer)?;
+    let stat_cache = base.stat_cache.take();
+    for nested in &base.snap.nested_repos {
+        observer.notice(Notice::NestedRepository(nested.clone()));
+    }
+    let mut batch = new_batch(source, opts, &settings, &id, &plans, &base);
+
+    let state_dir = source.state_dir();
+    // design §3.15 "Killed commands": the marker first (fsync'd), before any
+    // ref or folder, so a prepare killed at any later point leaves a batch
+    // that is known to be incomplete; then everything else; the batch is
+    // complete once `batch.toml` is rewritten without the marker.
+    batch.preparing = Some(crate::record::batch::Marker::mine());
+    let mut undo = Undo {
+        source,
+        batch: &mut batch,
+        observer,
+        armed: true,
+    };
+    crate::ops::preparing::record(&state_dir, undo.batch)?;
+    crate::sys::interrupt::pause("marked");
+    let carried = make(
+        observer,
+        source,
+        &mut *undo.batch,
+        &plans,
+        &opts.names,
+        &settings,
+        &base,
+        stat_cache,
+    )?;
+    undo.armed = false;
+    drop(undo);
+    // The task's cwd mirrors the caller's folder, even one the baseline has
+    // no files in (best effort: an empty folder changes nothing).
+    if !batch.prefix.as_os_str().is_empty() {
+        for t in batch.tasks.iter().filter(|t| !t.remote) {
+            // Never through a symlink (design §3.18).
+            let _ = crate::ops::setup::make_cwd(&t.root, &batch.prefix);
+        }
+    }
+    Ok(Report {
+        batch,
+        head: base.head,
+        changes: base.changes,
+        carried,
+    })
+}
+
+/// Everything about the options checked against the source, before the
+/// lock: mode, carried patterns, submodules (a dirty one refused), sparse
+/// folders, the workspace base, the remote and `--local`.
+fn settings(source: &Source, opts: &Options) -> Result<Settings> {
     let mode = opts.mode.unwrap_or(source.config.mode);
     if mode == Mode::Scratch && !opts.copy_ignored.is_empty() {
         return Err(Error::usage(
@@ -150,53 +241,70 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         .as_deref()
         .map(|r| crate::ops::remote::resolve(source, r))
         .transpose()?;
-    let is_remote = |name: &String| remote.is_some() && !opts.local.contains(name);
-    if let Some(l) = opts.local.iter().find(|l| !names.contains(l)) {
+    if let Some(l) = opts.local.iter().find(|l| !opts.names.contains(l)) {
         return Err(Error::usage(
             Code::UnknownTask,
             format!("--local {l} names no task of this prepare"),
             "give --local one of the task names given (or 1..N with -n)",
         ));
     }
-    let locked = crate::ops::lock::lock_and_recover(source)?;
-    let _lock = locked.lock;
-    observer.notice(Notice::Recovered(locked.recovery));
-    if mode == Mode::Scratch {
-        crate::workspace::scratch::preflight(source)?;
-    }
-    let existing = batch::list_ok(&source.state_dir())?;
-    if let Some(label) = &opts.label {
-        if let Some(b) = existing.iter().find(|b| b.label.as_deref() == Some(label)) {
-            return Err(Error::usage(
-                Code::DuplicateLabel,
-                format!(
-                    "the open batch {} already has the label {label:?}",
-                    b.short()
-                ),
-                match crate::ops::preparing::progress(b) {
-                    // A killed prepare of the same label, re-run: say how it goes.
-                    Some(crate::ops::preparing::Progress::Interrupted) => format!(
-                        "that batch's prepare was killed and it holds no work: remove it with `git delegate drop {} --force` or `git delegate gc`, then prepare again",
-                        b.short()
-                    ),
-                    _ => "choose another label, or apply or drop that batch first".to_string(),
-                },
-            ));
-        }
-    }
+    Ok(Settings {
+        mode,
+        ttl: opts.ttl_secs.unwrap_or(source.config.ttl_secs),
+        policy,
+        modules,
+        sparse,
+        base,
+        remote,
+    })
+}
 
-    let id = new_id()?;
-    let short = batch::short(&id).to_string();
-    let mut plans: Vec<workspace::Plan> = names
+/// Refuse a label an open batch has.
+fn check_label_free(source: &Source, opts: &Options) -> Result<()> {
+    let existing = batch::list_ok(&source.state_dir())?;
+    let Some(label) = &opts.label else {
+        return Ok(());
+    };
+    let Some(b) = existing.iter().find(|b| b.label.as_deref() == Some(label)) else {
+        return Ok(());
+    };
+    Err(Error::usage(
+        Code::DuplicateLabel,
+        format!(
+            "the open batch {} already has the label {label:?}",
+            b.short()
+        ),
+        match crate::ops::preparing::progress(b) {
+            // A killed prepare of the same label, re-run: say how it goes.
+            Some(crate::ops::preparing::Progress::Interrupted) => format!(
+                "that batch's prepare was killed and it holds no work: remove it with `git delegate drop {} --force` or `git delegate gc`, then prepare again",
+                b.short()
+            ),
+            _ => "choose another label, or apply or drop that batch first".to_string(),
+        },
+    ))
+}
+
+/// The workspaces of the local tasks, their places checked free, and no
+/// batch of this id yet.
+fn plan_workspaces(
+    source: &Source,
+    opts: &Options,
+    settings: &Settings,
+    id: &str,
+) -> Result<Vec<workspace::Plan>> {
+    let short = batch::short(id).to_string();
+    let mut plans: Vec<workspace::Plan> = opts
+        .names
         .iter()
-        .filter(|n| !is_remote(n))
+        .filter(|n| !settings.is_remote(opts, n))
         .map(|name| workspace::Plan {
-            root: base.join(&short).join(name),
+            root: settings.base.join(&short).join(name),
             worktree_id: workspace::worktree_id(&short, name),
-            lock_reason: crate::git::registration::lock_reason(&id, name),
+            lock_reason: crate::git::registration::lock_reason(id, name),
         })
         .collect();
-    if mode == Mode::Scratch {
+    if settings.mode == Mode::Scratch {
         let roots = crate::workspace::scratch::plan(&source.root, plans.len())?;
         for (p, root) in plans.iter_mut().zip(roots) {
             p.root = root;
@@ -205,13 +313,13 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     } else if !plans.is_empty() {
         // design §3.18: a repository folder another user made (or a
         // symlink in its place) is refused before anything is made.
-        crate::workspace::shared_root::check(&base)?;
+        crate::workspace::shared_root::check(&settings.base)?;
         workspace::check_free(&source.common_dir, &plans)?;
     }
-    if batch::batch_dir(&source.state_dir(), &id)
+    if batch::batch_dir(&source.state_dir(), id)
         .symlink_metadata()
         .is_ok()
-        || refs::get(&source.repo, &refs::baseline(&id))?.is_some()
+        || refs::get(&source.repo, &refs::baseline(id))?.is_some()
     {
         return Err(Error::usage(
             Code::BatchExists,
@@ -219,14 +327,17 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
             "run the command again (ids are random)",
         ));
     }
+    Ok(plans)
+}
 
-    // Snapshot and baseline commit.
+/// The snapshot of the source and the baseline commit written of it.
+fn baseline(source: &Source, id: &str, observer: &dyn Observer) -> Result<Baseline> {
     let (snap, stat_cache) = {
         let _progress = observer.step("Snapshotting the working tree");
         snapshot::snapshot_for_prepare(&source.repo, &source.state_dir())?
     };
     let head = source.repo.head_id().ok().map(|id| id.detach());
-    let baseline = crate::git::commit::write(
+    let commit = crate::git::commit::write(
         &source.repo,
         snap.tree,
         head,
@@ -241,82 +352,51 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     if crate::sys::interrupt::interrupted() {
         return Err(Error::interrupted());
     }
-    for nested in &snap.nested_repos {
-        observer.notice(Notice::NestedRepository(nested.clone()));
-    }
+    Ok(Baseline {
+        snap,
+        stat_cache,
+        head,
+        commit,
+        changes,
+    })
+}
 
-    let mut batch = Batch {
-        id: id.clone(),
+/// The batch record, before anything is made.
+fn new_batch(
+    source: &Source,
+    opts: &Options,
+    settings: &Settings,
+    id: &str,
+    plans: &[workspace::Plan],
+    base: &Baseline,
+) -> Batch {
+    let mut plan = plans.iter();
+    Batch {
+        id: id.to_string(),
         label: opts.label.clone(),
         created_at: crate::sys::time::rfc3339(crate::sys::time::now()),
         source: source.root.clone(),
         prefix: source.prefix.clone(),
-        source_head: head.map(|h| h.to_string()),
-        baseline: baseline.to_string(),
-        mode,
+        source_head: base.head.map(|h| h.to_string()),
+        baseline: base.commit.to_string(),
+        mode: settings.mode,
         forbid_commit: opts.forbid_commit || source.config.forbid_commit,
-        sparse: sparse.as_ref().map(|s| s.list.clone()),
+        sparse: settings.sparse.as_ref().map(|s| s.list.clone()),
         drivers: Some(crate::git::drivers::read(&source.repo)),
-        lease: Lease::new(ttl, opts.owner),
+        lease: Lease::new(settings.ttl, opts.owner),
         preparing: None,
-        tasks: {
-            let mut plan = plans.iter();
-            names
-                .iter()
-                .filter_map(|name| match is_remote(name) {
-                    true => Some(Task::open_remote(name.clone())),
-                    false => plan
-                        .next()
-                        .map(|p| Task::open(name.clone(), p.root.clone(), p.worktree_id.clone())),
-                })
-                .collect()
-        },
-        remote,
-    };
-
-    let state_dir = source.state_dir();
-    // design §3.15 "Killed commands": the marker first (fsync'd), before any
-    // ref or folder, so a prepare killed at any later point leaves a batch
-    // that is known to be incomplete; then everything else; the batch is
-    // complete once `batch.toml` is rewritten without the marker.
-    batch.preparing = Some(crate::record::batch::Marker::mine());
-    let mut undo = Undo {
-        source,
-        batch: &mut batch,
-        observer,
-        armed: true,
-    };
-    crate::ops::preparing::record(&state_dir, undo.batch)?;
-    crate::sys::interrupt::pause("marked");
-    let carried = make(
-        observer,
-        source,
-        &mut *undo.batch,
-        &plans,
-        names,
-        baseline,
-        snap.tree,
-        policy.as_ref(),
-        stat_cache,
-        &modules,
-        sparse.as_ref(),
-    )?;
-    undo.armed = false;
-    drop(undo);
-    // The task's cwd mirrors the caller's folder, even one the baseline has
-    // no files in (best effort: an empty folder changes nothing).
-    if !batch.prefix.as_os_str().is_empty() {
-        for t in batch.tasks.iter().filter(|t| !t.remote) {
-            // Never through a symlink (design §3.18).
-            let _ = crate::ops::setup::make_cwd(&t.root, &batch.prefix);
-        }
+        tasks: opts
+            .names
+            .iter()
+            .filter_map(|name| match settings.is_remote(opts, name) {
+                true => Some(Task::open_remote(name.clone())),
+                false => plan
+                    .next()
+                    .map(|p| Task::open(name.clone(), p.root.clone(), p.worktree_id.clone())),
+            })
+            .collect(),
+        remote: settings.remote.clone(),
     }
-    Ok(Report {
-        batch,
-        head,
-        changes,
-        carried,
-    })
 }
 
 /// Undoes a prepare whose marker is recorded unless disarmed: removes
@@ -373,27 +453,18 @@ fn make(
     batch: &mut Batch,
     plans: &[workspace::Plan],
     names: &[String],
-    baseline: gix::ObjectId,
-    tree: gix::ObjectId,
-    policy: Option<&crate::workspace::carry::Policy>,
+    settings: &Settings,
+    base: &Baseline,
     stat_cache: Option<snapshot::PendingCache>,
-    modules: &[crate::workspace::submodules::Module],
-    sparse: Option<&crate::git::sparse::Workspaces>,
 ) -> Result<Vec<crate::record::batch::CarryStats>> {
     let state_dir = source.state_dir();
-    let stop = || -> Result<()> {
-        if crate::sys::interrupt::interrupted() {
-            return Err(Error::interrupted());
-        }
-        Ok(())
-    };
     stop()?;
     // The shared branches, tags and stash, config and hooks before any
     // workspace exists (design §3.16); a scratch copy has its own.
     if batch.mode == Mode::Worktree {
         crate::ops::side_effects::record(source, &batch::batch_dir(&state_dir, &batch.id))?;
     }
-    refs::set(&source.repo, &refs::baseline(&batch.id), baseline, true)?;
+    refs::set(&source.repo, &refs::baseline(&batch.id), base.commit, true)?;
     // The source's refreshed stat cache lives with the batch (and goes with it).
     if let Some(cache) = stat_cache {
         cache.keep(&batch::batch_dir(&state_dir, &batch.id));
@@ -405,46 +476,8 @@ fn make(
             plans.len(),
             if plans.len() == 1 { "" } else { "s" }
         ));
-        // The repository folder and the batch folder, through handles,
-        // ours and `0700` (design §3.18): nobody else can change what is
-        // below them, where the checkout writes by path.
-        if let Some(batch_dir) = plans
-            .first()
-            .filter(|_| policy.is_some())
-            .and_then(|p| p.root.parent())
-        {
-            crate::workspace::shared_root::make_batch_dir_at(batch_dir)?;
-        }
-        match policy {
-            // On btrfs, snapshots of the first workspace (design §3.17);
-            // then each workspace's submodule worktrees, its own (design
-            // §3.15: a snapshot must not share the first one's).
-            Some(policy) => {
-                let carried = workspace::create_all_filled(
-                    &source.common_dir,
-                    baseline,
-                    tree,
-                    plans,
-                    source.config.snapshots,
-                    sparse,
-                    |roots| {
-                        stop()?;
-                        crate::workspace::carry::carry_ignored(&source.repo, policy, roots)
-                    },
-                )?;
-                stop()?;
-                for p in plans {
-                    crate::workspace::submodules::create(
-                        &source.repo,
-                        tree,
-                        modules,
-                        &p.root,
-                        &p.worktree_id,
-                        &p.lock_reason,
-                    )?;
-                }
-                carried
-            }
+        match &settings.policy {
+            Some(policy) => worktrees(source, plans, settings, base, policy)?,
             None => {
                 let tasks: Vec<_> = names
                     .iter()
@@ -459,12 +492,12 @@ fn make(
     for (t, c) in batch.tasks.iter_mut().filter(|t| !t.remote).zip(&carried) {
         t.carried = Some(*c);
         // What identifies the folder made (a scratch copy has its marker).
-        if policy.is_some() {
+        if settings.policy.is_some() {
             t.folder = workspace::folder_of(&t.root);
         }
     }
-    // design §3.20: `workspace.setup` in each new workspace, its files in
-    // place; a failure (or a signal) undoes the prepare.
+    // design §3.20: `workspace.setup` in each new (or reused) workspace,
+    // its files in place; a failure (or a signal) undoes the prepare.
     crate::ops::setup::run(source, batch)?;
     stop()?;
     // design §3.14: the baseline goes to the remote last, so a failed push
@@ -479,6 +512,92 @@ fn make(
     // worker was given it yet.
     stop()?;
     Ok(carried)
+}
+
+/// `delegate::interrupted` once a signal came.
+fn stop() -> Result<()> {
+    if crate::sys::interrupt::interrupted() {
+        return Err(Error::interrupted());
+    }
+    Ok(())
+}
+
+/// The worktree workspaces of `plans`: idle ones from the pool first
+/// (design §3.20: moved to the baseline, their own ignored files kept),
+/// the others made (on btrfs, snapshots of the first made, design §3.17)
+/// and given the carried ignored files; then each workspace's submodule
+/// worktrees, its own (design §3.15: a snapshot must not share the first
+/// one's). What was carried, per plan.
+fn worktrees(
+    source: &Source,
+    plans: &[workspace::Plan],
+    settings: &Settings,
+    base: &Baseline,
+    policy: &crate::workspace::carry::Policy,
+) -> Result<Vec<crate::record::batch::CarryStats>> {
+    let (commit, tree) = (base.commit, base.snap.tree);
+    // The repository folder and the batch folder, through handles, ours
+    // and `0700` (design §3.18): nobody else can change what is below
+    // them, where the checkout writes by path.
+    if let Some(batch_dir) = plans.first().and_then(|p| p.root.parent()) {
+        crate::workspace::shared_root::make_batch_dir_at(batch_dir)?;
+    }
+    // A pool serves plain workspaces only: no submodules, no sparse
+    // checkout (their registrations and skip-worktree bits are a batch's).
+    let poolable = settings.modules.is_empty() && settings.sparse.is_none();
+    let reused = match poolable {
+        true => crate::workspace::pool::take(
+            &source.common_dir,
+            &source.state_dir(),
+            &settings.base,
+            plans,
+            commit,
+            tree,
+        )?,
+        false => vec![false; plans.len()],
+    };
+    stop()?;
+    let fresh: Vec<workspace::Plan> = plans
+        .iter()
+        .zip(&reused)
+        .filter(|(_, r)| !**r)
+        .map(|(p, _)| p.clone())
+        .collect();
+    let mut made = if fresh.is_empty() {
+        Vec::new()
+    } else {
+        workspace::create_all_filled(
+            &source.common_dir,
+            commit,
+            tree,
+            &fresh,
+            source.config.snapshots,
+            settings.sparse.as_ref(),
+            |roots| {
+                stop()?;
+                crate::workspace::carry::carry_ignored(&source.repo, policy, roots)
+            },
+        )?
+    }
+    .into_iter();
+    stop()?;
+    for p in plans {
+        crate::workspace::submodules::create(
+            &source.repo,
+            tree,
+            &settings.modules,
+            &p.root,
+            &p.worktree_id,
+            &p.lock_reason,
+        )?;
+    }
+    Ok(reused
+        .iter()
+        .map(|r| match r {
+            true => Default::default(),
+            false => made.next().unwrap_or_default(),
+        })
+        .collect())
 }
 
 fn check_task_name(name: &str) -> Result<()> {

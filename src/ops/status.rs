@@ -46,6 +46,8 @@ pub struct Report {
     pub batches: Vec<Shown>,
     pub problems: Vec<Problem>,
     pub kept: Vec<Kept>,
+    /// Idle workspaces in the pool (design §3.20).
+    pub idle: usize,
 }
 
 /// Per task of `batch`: whether its workspace is there and ours, missing,
@@ -83,6 +85,7 @@ pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
             batches: Vec::new(),
             problems,
             kept,
+            idle: crate::workspace::pool::list(&source.state_dir()).len(),
         });
     }
     let mut batches = Vec::new();
@@ -151,5 +154,6 @@ pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
         batches,
         problems,
         kept,
+        idle: crate::workspace::pool::list(&source.state_dir()).len(),
     })
 }

@@ -3,7 +3,8 @@
 //! `BATCH` argument names one, where each batch's files lie), the leases
 //! in it (`lease`), the proposals kept after their task ended (`kept`: their
 //! refs, patches and keep-failed clock) and the busy marker of a batch whose
-//! verification command runs (`busy`).
+//! verification command runs (`busy`), and the idle workspaces of the pool
+//! (`pool`, design §3.20).
 //!
 //! Owns: nothing beyond its files; each says what it owns.
 //! Never: imports a module above it (only `git/`, `sys/`, `error` and
@@ -14,3 +15,4 @@ pub mod batch;
 pub mod busy;
 pub mod kept;
 pub mod lease;
+pub mod pool;

@@ -89,7 +89,7 @@ pub fn create_template(
     }
 }
 
-fn write_index(common_dir: &Path, p: &Plan, state: gix::index::State) -> Result<()> {
+pub(super) fn write_index(common_dir: &Path, p: &Plan, state: gix::index::State) -> Result<()> {
     let path = Registration::new(common_dir, &p.worktree_id).index_file();
     gix::index::File::from_state(state, &path)
         .write(Default::default())

@@ -218,7 +218,7 @@ pub(super) fn can_clone(a: &Path, b: &Path) -> bool {
 
 /// Index stat data from a `stat` result, as `gix::index::entry::Stat::from_fs` makes them.
 #[allow(clippy::unnecessary_cast)]
-fn stat_of(st: &rustix::fs::Stat) -> gix::index::entry::Stat {
+pub(super) fn stat_of(st: &rustix::fs::Stat) -> gix::index::entry::Stat {
     crate::git::stat::index_stat(
         (st.st_mtime as i64, st.st_mtime_nsec as i64),
         (st.st_ctime as i64, st.st_ctime_nsec as i64),

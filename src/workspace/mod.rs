@@ -57,6 +57,7 @@ mod create;
 mod derived;
 mod fill;
 mod identity;
+pub mod pool;
 pub mod presence;
 mod remove;
 pub mod scratch;

@@ -49,7 +49,7 @@ pub fn remove_task(common_dir: &Path, task: &crate::record::batch::Task) -> Resu
     )
 }
 
-fn remove_at(
+pub(super) fn remove_at(
     common_dir: &Path,
     root: &Path,
     worktree_id: &str,

@@ -1,6 +1,7 @@
 //! Step 5 of apply (design §3.2): record every outcome in the batch, then
 //! clean up: workspaces and proposal refs of `applied`, `no_changes` and
-//! `discarded` tasks go (`--keep` keeps workspaces), tasks that ended
+//! `discarded` tasks go (`--keep` keeps workspaces; with `workspace.pool`
+//! a plain one goes idle in the pool instead, design §3.20), tasks that ended
 //! `conflict` or `failed` keep their proposal ref, patch (written now) and
 //! workspace; when no task is open any more the batch's refs, state folder
 //! and lease go too.
@@ -243,6 +244,12 @@ fn teardown_closed(
                 }
                 Ok(())
             })
+        } else if (this_run || still_locked_by_us(source, b, task))
+            && pooled(source, b, task, &others)
+        {
+            // Idle in the pool (design §3.20): gone from the task's place.
+            closed.push((i, Closed::Removed));
+            Ok(())
         } else if this_run || still_locked_by_us(source, b, task) {
             // (A closed task's workspace still locked by us was left
             // behind by an apply interrupted during clean-up.)
@@ -284,6 +291,34 @@ fn teardown_closed(
             artifacts_error.get_or_insert(e);
         }
     }
+}
+
+/// Make the workspace of a task that ended applied, no_changes or
+/// discarded idle in the pool, when `workspace.pool` has room (design
+/// §3.20): a plain worktree workspace (no submodules, no sparse checkout)
+/// hosting no open batch. Whether it went idle; when it could not (an
+/// error included), nothing changed and it is removed as before.
+fn pooled(source: &Source, b: &Batch, task: &batch::Task, others: &[Batch]) -> bool {
+    let ended = matches!(
+        task.state,
+        TaskState::Applied | TaskState::NoChanges | TaskState::Discarded
+    );
+    let state_dir = source.state_dir();
+    if !ended
+        || task.remote
+        || task.kind() != crate::config::Mode::Worktree
+        || b.sparse.is_some()
+        || source.config.pool == 0
+        || workspace::pool::list(&state_dir).len() >= source.config.pool
+        || !workspace::hosted_batches(others, task, &b.id).is_empty()
+        || task.root.join(".gitmodules").symlink_metadata().is_ok()
+    {
+        return false;
+    }
+    let Ok(base) = source.workspace_base() else {
+        return false;
+    };
+    workspace::pool::park(&source.common_dir, &state_dir, &base, task).unwrap_or(false)
 }
 
 /// A closed task's workspace that is still ours and still carries the lock

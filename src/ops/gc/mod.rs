@@ -1,5 +1,7 @@
 //! Garbage collection (design §3.4): reclaiming what stale batches and
-//! leftovers hold, rescuing unapplied work first.
+//! leftovers hold, rescuing unapplied work first; trimming the pool of idle
+//! workspaces (design §3.20: `workspace::pool::trim`, `--pool` and `drop
+//! --pool` empty it).
 //!
 //! For every stale batch (lease expired or orphaned): each open task's
 //! workspace that is still ours is snapshotted into its proposal ref and
@@ -134,6 +136,10 @@ pub struct Report {
     /// Undo entries removed: beyond the newest `undo.keep` and older than
     /// `gc.keep-failed` (design §3.11); their refs count in `refs_removed`.
     pub undo_entries_removed: Vec<String>,
+    /// Idle workspaces of the pool removed (design §3.20): older than
+    /// `workspace.pool-ttl`, beyond `workspace.pool`, or all with `--pool`;
+    /// their sizes count in `bytes_freed`.
+    pub idle_workspaces_removed: usize,
     /// Temporary files older than an hour that killed commands left in
     /// the state folder, removed (design §3.18 "Leftovers"); their sizes
     /// count in `bytes_freed`.
@@ -157,9 +163,11 @@ pub struct StashedWork {
     pub stash: String,
 }
 
-/// Reclaim what stale batches and leftovers hold. The caller holds the
-/// repository lock (and has recovered interrupted write-backs), unless `dry_run`.
-pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
+/// Reclaim what stale batches and leftovers hold, and trim the pool of idle
+/// workspaces (design §3.20; `empty_pool`: `gc --pool`, all of them). The
+/// caller holds the repository lock (and has recovered interrupted
+/// write-backs), unless `dry_run`.
+pub fn run(source: &Source, dry_run: bool, empty_pool: bool) -> Result<Report> {
     let mut gc = Gc {
         source,
         dry_run,
@@ -285,6 +293,7 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
         broken_shorts,
     };
     gc.leftover_verifications(&owners.broken_ids);
+    gc.trim_pool(empty_pool)?;
     gc.leftover_registrations(&owners)?;
     gc.leftover_folders(&owners)?;
     let (undone, refs) = crate::ops::undo::prune(source, dry_run)?;
@@ -304,6 +313,34 @@ pub fn run(source: &Source, dry_run: bool) -> Result<Report> {
         .collect();
     crate::ops::verify::prune_logs(&gc.state_dir, &ids, source.config.keep_failed_secs, dry_run);
     Ok(gc.report)
+}
+
+/// `drop --pool` (design §3.20): every idle workspace removed. The caller
+/// holds the repository lock.
+pub fn empty_pool(source: &Source) -> Result<crate::workspace::pool::Trimmed> {
+    crate::workspace::pool::trim(&source.common_dir, &source.state_dir(), 0, None, false)
+}
+
+impl Gc<'_> {
+    /// The pool (design §3.20): idle workspaces older than
+    /// `workspace.pool-ttl` and beyond `workspace.pool`, or all of them
+    /// with `--pool` (`empty`).
+    fn trim_pool(&mut self, empty: bool) -> Result<()> {
+        let config = &self.source.config;
+        let (keep, cutoff) = match empty {
+            true => (0, None),
+            false => (
+                config.pool,
+                Some(crate::sys::time::now().saturating_sub(config.pool_ttl_secs)),
+            ),
+        };
+        let common = &self.source.common_dir;
+        let trimmed =
+            crate::workspace::pool::trim(common, &self.state_dir, keep, cutoff, self.dry_run)?;
+        self.report.idle_workspaces_removed = trimmed.removed;
+        self.report.bytes_freed += trimmed.bytes;
+        Ok(())
+    }
 }
 
 /// What the batches that stay (live, skipped, unreadable) own.

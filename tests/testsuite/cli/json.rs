@@ -277,6 +277,7 @@ fn every_json_document_matches_the_documented_field_lists() {
         "gc",
         "drop",
         "drop-refused",
+        "drop-pool",
         "hooks-install",
         "hooks-install-claude",
         "diff",
@@ -386,6 +387,7 @@ fn every_json_document_matches_the_documented_field_lists() {
         // The corrupt batch above is reported in `skipped` (exit 1).
         case("gc dry run", &["gc", "--dry-run", "--json"], "gc", 1),
         case("gc", &["gc", "--json"], "gc", 1),
+        case("drop --pool", &["drop", "--pool", "--json"], "drop-pool", 0),
         case("drop forced", &["drop", a, "--force", "--json"], "drop", 0),
         case("unknown batch", &["status", "zzzz", "--json"], "error", 2),
         case(

@@ -66,9 +66,12 @@ fn source_on(env: &Env, dir: &Path) -> PathBuf {
 // ---------------------------------------------------------------------------
 // a. No temporary file outlives its command.
 
-/// An apply whose task's patch does not fit on the disk that holds the
-/// state folder fails (the work kept), and leaves no temporary file there:
-/// freeing space and running it again (as the help says) then works.
+/// An apply whose task does not fit on the disk that holds the source and
+/// its state folder fails (the work kept), and leaves no temporary file in
+/// the state folder or the object store: freeing space and running it
+/// again (as the help says) then works. (An applied task writes no patch,
+/// design §3.2, so what runs out of space is the write-back, which rolls
+/// back.)
 #[test]
 fn a_failed_apply_on_a_full_disk_leaves_no_temp_file_in_the_state_folder() {
     let Some(small) = Small::new(
@@ -85,8 +88,8 @@ fn a_failed_apply_on_a_full_disk_leaves_no_temp_file_in_the_state_folder() {
         .expect(0)
         .json();
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
-    // Incompressible: its blob (1.5 MiB) fits in what is left, its patch
-    // (base85, a quarter more) does not after it.
+    // Incompressible: its blob (1.5 MiB) fits in what is left, the file
+    // written into the source (as much again) does not after it.
     noise_files(&ws, "big", 1, 1536 << 10);
     std::fs::write(ws.join("a.txt"), "one, edited\n").unwrap();
     small.fill(2300 << 10);
@@ -102,9 +105,11 @@ fn a_failed_apply_on_a_full_disk_leaves_no_temp_file_in_the_state_folder() {
     let message = t["message"].as_str().unwrap_or_default();
     assert!(message.contains("no space left on device"), "{message}");
     assert!(
-        message.contains(".patch"),
-        "the patch did not fit: {message}"
+        message.contains("write-back failed") && message.contains("rolled back"),
+        "the write-back did not fit and was rolled back: {message}"
     );
+    assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"one\n");
+    assert!(!repo.join("big0").exists());
     assert_eq!(temp_files(&state), Vec::<PathBuf>::new(), "{out:#}");
     assert_eq!(temp_files(&common.join("objects")), Vec::<PathBuf>::new());
     // The work is kept, and with space again the same apply lands it.

@@ -13,6 +13,9 @@ pub struct GcArgs {
     /// Report what would be reclaimed; change nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// Also remove every idle workspace of the pool (workspace.pool)
+    #[arg(long)]
+    pub pool: bool,
     #[command(flatten)]
     pub json: JsonArg,
 }
@@ -23,7 +26,7 @@ pub struct GcArgs {
     .long_help(concat!(
         "The batch: label, id or unique id prefix\n\n",
         "The full id is tried first, then a label, then any unique prefix of at least 4 characters. ",
-        "Required (dropping ends the batch); left out, the error lists the open batches."
+        "Required (dropping ends the batch), but with --pool; left out, the error lists the open batches."
     ))))]
 pub struct DropArgs {
     #[command(flatten)]
@@ -36,6 +39,9 @@ pub struct DropArgs {
     /// and patches first.
     #[arg(long)]
     pub force: bool,
+    /// Remove every idle workspace of the pool (workspace.pool) instead of a batch
+    #[arg(long, conflicts_with_all = ["batch", "force"])]
+    pub pool: bool,
     #[command(flatten)]
     pub json: JsonArg,
 }

@@ -6,7 +6,8 @@
 //! (it is kept as an ordinary worktree). A batch whose `batch.toml` cannot
 //! be read is removed only with `--force`, its workspaces' changes saved as
 //! proposal refs first (`gc::remove_corrupt`). A batch whose prepare was
-//! killed holds no work and goes whole either way (design §3.15).
+//! killed holds no work and goes whole either way (design §3.15). `drop
+//! --pool` takes no batch: it empties the pool of idle workspaces (§3.20).
 
 use crate::cli::DropArgs;
 use crate::render::gc::{DropDoc, DropRefused};
@@ -22,6 +23,9 @@ use super::apply::kept_text;
 pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     let source = super::source()?;
     let _lock = super::lock_and_recover(ui, &source, recovered)?;
+    if args.pool {
+        return drop_pool(ui, &source, recovered);
+    }
     let Some(name) = args.batch.batch.as_deref() else {
         return Err(no_batch_named(&source));
     };
@@ -129,6 +133,22 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     text.push_str(&super::unsafe_text(&unsafe_folders));
     text.push_str(&kept_text(&hosting));
     ui.say(&text);
+    Ok(0)
+}
+
+/// `drop --pool` (design §3.20): every idle workspace of the pool removed.
+fn drop_pool(ui: &Ui, source: &Source, recovered: &mut Recovery) -> Result<i32> {
+    let trimmed = git_delegate::ops::gc::empty_pool(source)?;
+    if ui.json {
+        let t = Text::default();
+        let doc = crate::render::gc::DropPoolDoc::new(trimmed.removed, trimmed.bytes);
+        ui.doc_after(t.doc(doc), recovered);
+    }
+    ui.say(&format!(
+        "Emptied the pool: {} idle workspace{} removed.\n",
+        trimmed.removed,
+        if trimmed.removed == 1 { "" } else { "s" }
+    ));
     Ok(0)
 }
 

@@ -1,5 +1,6 @@
-//! `git delegate gc [--dry-run]` (design §3.4): take the lock, roll back
-//! interrupted write-backs, reclaim stale batches and leftovers (the engine
+//! `git delegate gc [--dry-run] [--pool]` (design §3.4): take the lock, roll back
+//! interrupted write-backs, reclaim stale batches and leftovers, trim the
+//! pool of idle workspaces (design §3.20; `--pool`: all of them) (the engine
 //! is `git_delegate::ops::gc`), and report it (design §6.3). A dry run takes no lock and
 //! changes nothing.
 
@@ -17,7 +18,7 @@ pub fn run(ui: &Ui, args: GcArgs, recovered: &mut Recovery) -> Result<i32> {
     };
     let report = {
         let _progress = ui.progress("Collecting stale batches");
-        git_delegate::ops::gc::run(&source, args.dry_run)?
+        git_delegate::ops::gc::run(&source, args.dry_run, args.pool)?
     };
     let code = if report.skipped.is_empty() { 0 } else { 1 };
 
@@ -122,6 +123,15 @@ fn removed_text(r: &git_delegate::ops::gc::Report) -> String {
         let n = r.temp_files_removed.len();
         text.push_str(&format!(
             "{} {n} temporary file{} that killed commands left in the state folder.\n",
+            if r.dry_run { "Would remove" } else { "Removed" },
+            if n == 1 { "" } else { "s" }
+        ));
+    }
+    if r.idle_workspaces_removed > 0 {
+        // design §3.20.
+        let n = r.idle_workspaces_removed;
+        text.push_str(&format!(
+            "{} {n} idle workspace{} of the pool.\n",
             if r.dry_run { "Would remove" } else { "Removed" },
             if n == 1 { "" } else { "s" }
         ));

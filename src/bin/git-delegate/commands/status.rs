@@ -128,11 +128,25 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
         ),
     };
     kept_text.push_str(&undo_text);
+    // Idle workspaces of the pool (design §3.20).
+    if report.idle > 0 {
+        kept_text.push_str(&format!(
+            "{} idle workspace{} in the pool: `git delegate gc --pool` removes them\n",
+            report.idle,
+            if report.idle == 1 { "" } else { "s" }
+        ));
+    }
     if !report.any && problems.is_empty() {
         // The fast path (design §3.3: no batches, well under 20 ms).
         if ui.json {
             let t = crate::render::Text::default();
-            let doc = status_doc(&t, Vec::new(), Vec::new(), kept, undo_entries.len());
+            let doc = status_doc(
+                &t,
+                Vec::new(),
+                Vec::new(),
+                kept,
+                (undo_entries.len(), report.idle),
+            );
             ui.doc(t.doc(doc));
         } else if !args.check {
             ui.say(&format!("No batches.\n{kept_text}"));
@@ -188,7 +202,7 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
             .iter()
             .map(|p| StatusProblem::new(&t, p, message(p)))
             .collect();
-        let doc = status_doc(&t, docs, problems, kept, undo_entries.len());
+        let doc = status_doc(&t, docs, problems, kept, (undo_entries.len(), report.idle));
         ui.doc(t.doc(doc));
         return Ok(code);
     }
@@ -222,19 +236,21 @@ pub fn run(ui: &Ui, args: StatusArgs) -> Result<i32> {
     Ok(code)
 }
 
-/// The status document: `kept` and `undo_entries` only when there are any.
+/// The status document: `kept`, `undo_entries` and `idle_workspaces` only
+/// when there are any.
 fn status_doc(
     t: &crate::render::Text,
     batches: Vec<crate::render::Embedded<crate::render::batch::BatchDoc>>,
     problems: Vec<crate::render::batch::StatusProblem>,
     kept: &[git_delegate::record::kept::Kept],
-    undo_entries: usize,
+    (undo_entries, idle): (usize, usize),
 ) -> crate::render::batch::StatusDoc {
     crate::render::batch::StatusDoc {
         batches,
         problems,
         undo_entries: (undo_entries > 0).then_some(undo_entries),
         kept: (!kept.is_empty()).then(|| crate::render::batch::KeptProposal::list(t, kept)),
+        idle_workspaces: (idle > 0).then_some(idle),
     }
 }
 

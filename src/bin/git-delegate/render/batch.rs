@@ -221,6 +221,8 @@ document! {
         undo_entries: Option<usize>,
         #[serde(skip_serializing_if = "absent")]
         kept: Option<Vec<KeptProposal>>,
+        #[serde(skip_serializing_if = "absent")]
+        idle_workspaces: Option<usize>,
     }
 }
 

@@ -27,6 +27,7 @@ document! {
         stashed: Vec<GcStashed>,
         undo_entries_removed: Vec<String>,
         temp_files_removed: Vec<String>,
+        idle_workspaces_removed: usize,
         /// Always present in gc's document (an empty list when nothing
         /// was rolled back).
         recovered_writebacks: Vec<String>,
@@ -148,6 +149,7 @@ impl GcDoc {
                 .collect(),
             undo_entries_removed: r.undo_entries_removed.clone(),
             temp_files_removed: path_list(t, &r.temp_files_removed),
+            idle_workspaces_removed: r.idle_workspaces_removed,
             recovered_writebacks: rolled_back.to_vec(),
             warnings,
         }
@@ -174,6 +176,25 @@ document! {
         kept_workspaces: Option<Vec<KeptWorkspace>>,
         #[serde(skip_serializing_if = "absent")]
         warnings: Option<Vec<RemoteWarning>>,
+    }
+}
+
+document! {
+    /// `drop --pool`: the pool emptied (design §3.20).
+    pub struct DropPoolDoc {
+        pool: bool,
+        idle_workspaces_removed: usize,
+        bytes_freed: u64,
+    }
+}
+
+impl DropPoolDoc {
+    pub fn new(removed: usize, bytes: u64) -> DropPoolDoc {
+        DropPoolDoc {
+            pool: true,
+            idle_workspaces_removed: removed,
+            bytes_freed: bytes,
+        }
     }
 }
 
