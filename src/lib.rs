@@ -1,7 +1,7 @@
 //! The `git-delegate` engine: snapshots of a working tree, task workspaces,
 //! proposals, the 3-way integration and the crash-safe write-back, as a
 //! library. Its only user is the `git-delegate` binary
-//! (`src/bin/git-delegate/`: `main.rs`, `cli.rs`, `commands/`, ...), which
+//! (`src/bin/git-delegate/`: `main.rs`, `cli/`, `commands/`, ...), which
 //! parses the command line, calls in here by the crate's name
 //! (`git_delegate::ops::apply::run`) and renders what comes back.
 //!

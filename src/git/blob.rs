@@ -308,18 +308,9 @@ pub fn process_start_failed(
     place: &str,
 ) -> Option<crate::error::Error> {
     let text = message_starting(err, "Process handshake with command")?;
-    let config = repo.config_snapshot();
-    let (driver, command) = config
-        .sections_by_name("filter")
+    let (driver, command) = filter_drivers(repo, "process")
         .into_iter()
-        .flatten()
-        .filter_map(|s| {
-            let name = s.header().subsection_name()?.to_string();
-            let command = s.value("process")?.to_string();
-            text.contains(&format!("{command:?}"))
-                .then_some((name, command))
-        })
-        .next()?;
+        .find(|(_, command)| text.contains(&format!("{command:?}")))?;
     let program = command
         .split_whitespace()
         .next()
@@ -382,20 +373,13 @@ fn process_filter_failed(
     if !ended_early(err) {
         return None;
     }
-    let config = repo.config_snapshot();
-    let (driver, command, example) = config
-        .sections_by_name("filter")
-        .into_iter()
-        .flatten()
-        .filter_map(|s| {
-            let name = s.header().subsection_name()?.to_string();
-            let command = s.value("process")?.to_string();
-            Some((name, command))
-        })
-        .find_map(|(name, command)| {
-            let example = first_file_with_filter(repo, index, &name)?;
-            Some((name, command, example))
-        })?;
+    let (driver, command, example) =
+        filter_drivers(repo, "process")
+            .into_iter()
+            .find_map(|(name, command)| {
+                let example = first_file_with_filter(repo, index, &name)?;
+                Some((name, command, example))
+            })?;
     let help = if driver == "lfs" {
         "git-lfs says above why it could not give the files' content (often: the LFS objects are not in this clone and the LFS server cannot be reached): fetch them with `git lfs fetch` once it can be, or run the command with GIT_LFS_SKIP_SMUDGE=1 to give the workspaces the pointers instead, as `git worktree add` would".to_string()
     } else {
@@ -447,51 +431,28 @@ pub fn failed_driver(
     err: &(dyn std::error::Error + 'static),
     direction: &str,
 ) -> Option<String> {
-    let text = failure_text(err)?;
+    // The text of the filter driver failure in `err`.
+    let text = message_starting(err, "Driver process")?;
+    filter_drivers(repo, direction)
+        .into_iter()
+        .find(|(_, cmd)| text.contains(&format!("{cmd:?}")))
+        .map(|(name, _)| name)
+}
+
+/// The filter drivers of `repo`'s config that set `key` (`clean`, `smudge`
+/// or `process`), in config order: (`filter.<name>`'s name, the command).
+fn filter_drivers(repo: &gix::Repository, key: &str) -> Vec<(String, String)> {
     let config = repo.config_snapshot();
-    let found = config
+    config
         .sections_by_name("filter")
         .into_iter()
         .flatten()
         .filter_map(|s| {
             let name = s.header().subsection_name()?.to_string();
-            let cmd = s.value(direction)?.to_string();
-            text.contains(&format!("{cmd:?}")).then_some(name)
+            let command = s.value(key)?.to_string();
+            Some((name, command))
         })
-        .next();
-    found
-}
-
-/// The text of the filter driver failure in `err`.
-fn failure_text(err: &(dyn std::error::Error + 'static)) -> Option<String> {
-    let mut cur = Some(err);
-    while let Some(e) = cur {
-        if let Some(g) = e.downcast_ref::<gix::Error>() {
-            for inner in g.iter_errors() {
-                if let Some(m) = inner.downcast_ref::<gix::error::Message>() {
-                    if m.message.starts_with("Driver process") {
-                        return Some(m.message.to_string());
-                    }
-                }
-            }
-        }
-        if let Some(m) = e.downcast_ref::<gix::error::Message>() {
-            if m.message.starts_with("Driver process") {
-                return Some(m.message.to_string());
-            }
-        }
-        // A failure met while streaming arrives inside an `io::Error`.
-        if let Some(inner) = e
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-        {
-            if let Some(t) = failure_text(inner) {
-                return Some(t);
-            }
-        }
-        cur = e.source();
-    }
-    None
+        .collect()
 }
 
 /// The first file of `index` whose `filter` attribute is `driver`

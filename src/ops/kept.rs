@@ -15,7 +15,7 @@
 //! there was none); writes anything with `--dry-run`.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use gix::bstr::BString;
 
@@ -68,15 +68,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
     let mut source = here;
     let state_dir = source.state_dir();
     if !opts.dry_run {
-        // A batch folder made for an earlier landing's journal and left by
-        // a crash (recovery has just dealt with its journal) holds nothing
-        // now; while it is there, it would claim the proposal as its
-        // batch's. Only an empty folder goes (`remove_dir`).
-        for e in batch::list(&state_dir)? {
-            if let Entry::Broken { id, .. } = e {
-                let _ = std::fs::remove_dir(batch::batch_dir(&state_dir, &id));
-            }
-        }
+        clear_broken(&state_dir)?;
     }
     let entries = batch::list(&state_dir)?;
     let all = crate::record::kept::kept_proposals(&source, &entries)?;
@@ -84,40 +76,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
     let dry_run = opts.dry_run;
     let strict = opts.strict || source.config.strict;
 
-    // The proposal and the baseline it was made from.
-    let missing = |what: String| {
-        Error::state(
-            Code::MissingObject,
-            what,
-            "the repository lost objects git-delegate needs; run `git fsck`",
-        )
-    };
-    let id = refs::get(&source.repo, &k.ref_name)?
-        .ok_or_else(|| missing(format!("the kept proposal {} is gone", k.ref_name)))?;
-    let (tree, base) = {
-        let c = source
-            .repo
-            .find_commit(id)
-            .map_err(|e| missing(format!("the commit {id} of {} is missing: {e}", k.ref_name)))?;
-        let tree = c
-            .tree_id()
-            .map_err(|e| Error::git(format!("cannot read commit {id}"), e))?
-            .detach();
-        let base = c.parent_ids().next().map(|p| p.detach()).ok_or_else(|| {
-            Error::state(
-                Code::State,
-                format!(
-                    "{} is not a proposal: its commit {id} has no parent (the baseline it was made from)",
-                    k.ref_name
-                ),
-                format!(
-                    "look at it with `git show --stat {}`; `git update-ref -d {}` removes it",
-                    k.ref_name, k.ref_name
-                ),
-            )
-        })?;
-        (tree, base)
-    };
+    let (tree, base) = proposal(&source, &k)?;
     let base_tree = commit::tree_of(&source.repo, &base.to_string())?;
     let changes = diff::trees(&source.repo, base_tree, tree)?;
 
@@ -142,134 +101,30 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
     out.proposed = changes.into_iter().map(|c| c.path).collect();
     out.proposal_ref = Some(k.ref_name.clone());
     out.patch = k.patch.clone();
-    let mut written: Vec<BString> = Vec::new();
-    let mut write_error: Option<Error> = None;
-    let mut apply_id: Option<String> = None;
-    let mut undo_error: Option<Error> = None;
-    let mut wrote = false;
+    let mut w = Wrote::default();
     if out.proposed.is_empty() {
         out.status = TaskState::NoChanges;
     } else {
-        let merging = observer.step("Merging");
-        let mut mem = source.repo.clone().with_object_memory();
-        mem.object_cache_size_if_unset(8 << 20);
-        let candidate = Candidate {
-            task: idx,
+        let landing = Landing {
+            source: &source,
+            state_dir: &state_dir,
+            k: &k,
+            idx,
             tree,
-            paths: out.proposed.clone(),
-            base: None,
+            base_tree,
+            strict,
+            dry_run,
         };
-        let plan =
-            crate::merge::landing::plan(&source, &mem, base_tree, &[candidate], strict, !dry_run)?;
-        if plan.applied.contains(&idx) {
-            let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
-            out.status = TaskState::Applied;
-            out.applied = out
-                .proposed
-                .iter()
-                .filter(|p| to_write.contains(p))
-                .cloned()
-                .collect();
-        } else if let Some(r) = plan.refused.iter().find(|r| r.task == idx) {
-            out.refused(r);
-        }
-        drop(merging);
-        // Write back through the journal, in the batch's state folder (made
-        // for the write when the batch is gone: recovery scans every
-        // folder there, with or without `batch.toml`).
-        // An undo entry is recorded as apply records one (design §3.11),
-        // before the kept ref goes (the entry keeps the proposal).
-        if !dry_run && out.status == TaskState::Applied && !plan.writes.is_empty() {
-            let _writing = observer.step(&format!("Writing {} paths", plan.writes.len()));
-            let journal_dir = batch::batch_dir(&state_dir, &k.batch);
-            let made = !journal_dir.exists();
-            let result =
-                crate::merge::landing::persist(&source.repo, &mem, &plan.writes, Side::New)
-                    .and_then(|()| {
-                        std::fs::create_dir_all(&journal_dir).map_err(|e| {
-                            Error::io(format!("cannot create {}", journal_dir.display()), e)
-                        })
-                    })
-                    .and_then(|()| {
-                        // Its undo entry takes effect with the write-back, at its
-                        // commit point (design §7 "What recovery finishes").
-                        let task = [(k.task.clone(), k.ref_name.clone())];
-                        let then = match crate::ops::undo::stage(
-                            &source,
-                            &k.batch,
-                            &plan.writes,
-                            &task,
-                            &journal_dir,
-                        ) {
-                            Ok((id, then)) => {
-                                apply_id = Some(id);
-                                vec![then]
-                            }
-                            Err(e) => {
-                                undo_error = Some(e);
-                                Vec::new()
-                            }
-                        };
-                        writeback::write_then(&source, &journal_dir, &plan.writes, &then)
-                    });
-            if made {
-                // Empty unless a rollback left its journal for recovery.
-                let _ = std::fs::remove_dir(&journal_dir);
-            }
-            match result {
-                Ok(()) => {
-                    wrote = true;
-                    if let Some(id) =
-                        apply_id.take_if(|id| !crate::ops::undo::recorded(&state_dir, id))
-                    {
-                        crate::ops::undo::discard_staged(&source, &id);
-                        undo_error = Some(Error::state(
-                            Code::WriteFailed,
-                            "the undo entry of this apply could not be put in place",
-                            "the result stands; `git delegate undo` cannot take this apply back",
-                        ));
-                    }
-                }
-                Err(e) => {
-                    if let Some(id) = apply_id.take() {
-                        crate::ops::undo::discard_staged(&source, &id);
-                    }
-                    // Interrupted and rolled back: nothing changed (design §7 "Signals").
-                    if e.code == Code::Interrupted {
-                        return Err(e);
-                    }
-                    out.applied.clear();
-                    out.fail("write_failed", e.message.clone());
-                    write_error = Some(e);
-                }
-            }
-        }
-        if write_error.is_none() {
-            written = plan.writes.iter().map(|w| w.path.clone()).collect();
-        }
+        w = landing.merge_and_write(&mut out, observer)?;
     }
 
     // Its work is in the working tree (or there was none): the kept ref and
     // patch go, and a discarded task of an open batch is recorded applied.
     // A failure to record the undo entry is a clean-up warning, as in apply.
-    let mut artifacts_error: Option<Error> = undo_error;
+    let mut artifacts_error: Option<Error> = w.undo_error;
     let mut removed = false;
     if !dry_run && out.ok() {
-        let r = refs::delete(&source.repo, &k.ref_name)
-            .map_err(Error::from)
-            .and_then(|_| match &k.patch {
-                Some(p) => Ok(crate::sys::fs::remove_file(p)?),
-                None => Ok(()),
-            });
-        match r {
-            Ok(()) => removed = true,
-            Err(e) => {
-                artifacts_error.get_or_insert(e);
-            }
-        }
-        let dir = crate::record::kept::kept_dir(&state_dir);
-        let _ = std::fs::remove_dir(dir.join(&k.batch));
-        let _ = std::fs::remove_dir(&dir);
+        removed = remove_kept(&source, &k, &mut artifacts_error);
         out.proposal_ref = None;
         out.patch = None;
         if exists {
@@ -286,6 +141,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
     }
     let batch_open = exists && b.open_tasks().next().is_some();
     drop(lock);
+    let mut write_error = w.write_error;
     // A write-back that could not be rolled back leaves the working tree in
     // a state only recovery can fix (exit 3).
     if let Some(e) = write_error.take_if(|e| e.is_rollback_failed()) {
@@ -295,7 +151,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
         report: Report {
             batch: b,
             outcomes: vec![out],
-            written,
+            written: w.written,
             batch_open,
             dry_run,
             write_error,
@@ -304,16 +160,225 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
             // A kept proposal has no workspace that could have made any.
             side_effects: Vec::new(),
             workspaces: Vec::new(),
-            apply_id,
+            apply_id: w.apply_id,
             verify: None,
             remote_left: None,
             // A signal once the write-back began, which was finished (design §7 "Signals").
-            interrupted: wrote && crate::sys::interrupt::interrupted(),
+            interrupted: w.wrote && crate::sys::interrupt::interrupted(),
         },
         kept: k,
         root: source.root.clone(),
         removed,
     })
+}
+
+/// A batch folder made for an earlier landing's journal and left by a crash
+/// (recovery has just dealt with its journal) holds nothing now; while it is
+/// there, it would claim the proposal as its batch's. Only an empty folder
+/// goes (`remove_dir`).
+fn clear_broken(state_dir: &Path) -> Result<()> {
+    for e in batch::list(state_dir)? {
+        if let Entry::Broken { id, .. } = e {
+            let _ = std::fs::remove_dir(batch::batch_dir(state_dir, &id));
+        }
+    }
+    Ok(())
+}
+
+/// The proposal's tree and the baseline it was made from (its commit's parent).
+fn proposal(source: &Source, k: &Kept) -> Result<(gix::ObjectId, gix::ObjectId)> {
+    let missing = |what: String| {
+        Error::state(
+            Code::MissingObject,
+            what,
+            "the repository lost objects git-delegate needs; run `git fsck`",
+        )
+    };
+    let id = refs::get(&source.repo, &k.ref_name)?
+        .ok_or_else(|| missing(format!("the kept proposal {} is gone", k.ref_name)))?;
+    let c = source
+        .repo
+        .find_commit(id)
+        .map_err(|e| missing(format!("the commit {id} of {} is missing: {e}", k.ref_name)))?;
+    let tree = c
+        .tree_id()
+        .map_err(|e| Error::git(format!("cannot read commit {id}"), e))?
+        .detach();
+    let base = c.parent_ids().next().map(|p| p.detach()).ok_or_else(|| {
+        Error::state(
+            Code::State,
+            format!(
+                "{} is not a proposal: its commit {id} has no parent (the baseline it was made from)",
+                k.ref_name
+            ),
+            format!(
+                "look at it with `git show --stat {}`; `git update-ref -d {}` removes it",
+                k.ref_name, k.ref_name
+            ),
+        )
+    })?;
+    Ok((tree, base))
+}
+
+/// What merging and writing the proposal gave.
+#[derive(Default)]
+struct Wrote {
+    /// The paths written (all the plan's writes, unless the write failed).
+    written: Vec<BString>,
+    write_error: Option<Error>,
+    apply_id: Option<String>,
+    undo_error: Option<Error>,
+    /// The write-back went through.
+    wrote: bool,
+}
+
+/// One kept proposal being landed: what merging and writing it needs.
+struct Landing<'a> {
+    source: &'a Source,
+    state_dir: &'a Path,
+    k: &'a Kept,
+    idx: usize,
+    tree: gix::ObjectId,
+    base_tree: gix::ObjectId,
+    strict: bool,
+    dry_run: bool,
+}
+
+impl Landing<'_> {
+    /// Merge the proposal with the source as it is (recording in `out` what
+    /// applied or was refused) and, unless `dry_run`, write it back.
+    /// Interrupted and rolled back is the one error returned.
+    fn merge_and_write(&self, out: &mut Outcome, observer: &dyn Observer) -> Result<Wrote> {
+        let (source, idx) = (self.source, self.idx);
+        let mut w = Wrote::default();
+        let merging = observer.step("Merging");
+        let mut mem = source.repo.clone().with_object_memory();
+        mem.object_cache_size_if_unset(8 << 20);
+        let candidate = Candidate {
+            task: idx,
+            tree: self.tree,
+            paths: out.proposed.clone(),
+            base: None,
+        };
+        let plan = crate::merge::landing::plan(
+            source,
+            &mem,
+            self.base_tree,
+            &[candidate],
+            self.strict,
+            !self.dry_run,
+        )?;
+        if plan.applied.contains(&idx) {
+            let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
+            out.applied_by(&to_write);
+        } else if let Some(r) = plan.refused.iter().find(|r| r.task == idx) {
+            out.refused(r);
+        }
+        drop(merging);
+        // Write back through the journal, in the batch's state folder (made
+        // for the write when the batch is gone: recovery scans every
+        // folder there, with or without `batch.toml`).
+        // An undo entry is recorded as apply records one (design §3.11),
+        // before the kept ref goes (the entry keeps the proposal).
+        if !self.dry_run && out.status == TaskState::Applied && !plan.writes.is_empty() {
+            let _writing = observer.step(&format!("Writing {} paths", plan.writes.len()));
+            let result = self.write(&mem, &plan.writes, &mut w);
+            match result {
+                Ok(()) => {
+                    w.wrote = true;
+                    if let Some(id) = w
+                        .apply_id
+                        .take_if(|id| !crate::ops::undo::recorded(self.state_dir, id))
+                    {
+                        crate::ops::undo::discard_staged(source, &id);
+                        w.undo_error = Some(Error::state(
+                            Code::WriteFailed,
+                            "the undo entry of this apply could not be put in place",
+                            "the result stands; `git delegate undo` cannot take this apply back",
+                        ));
+                    }
+                }
+                Err(e) => {
+                    if let Some(id) = w.apply_id.take() {
+                        crate::ops::undo::discard_staged(source, &id);
+                    }
+                    // Interrupted and rolled back: nothing changed (design §7 "Signals").
+                    if e.code == Code::Interrupted {
+                        return Err(e);
+                    }
+                    out.applied.clear();
+                    out.fail("write_failed", e.message.clone());
+                    w.write_error = Some(e);
+                }
+            }
+        }
+        if w.write_error.is_none() {
+            w.written = plan.writes.iter().map(|w| w.path.clone()).collect();
+        }
+        Ok(w)
+    }
+
+    /// Persist the merged objects, stage the undo entry (its id or its
+    /// error into `w`) and write back through the journal.
+    fn write(
+        &self,
+        mem: &gix::Repository,
+        writes: &[writeback::PathWrite],
+        w: &mut Wrote,
+    ) -> Result<()> {
+        let (source, k) = (self.source, self.k);
+        let journal_dir = batch::batch_dir(self.state_dir, &k.batch);
+        let made = !journal_dir.exists();
+        let result = crate::merge::landing::persist(&source.repo, mem, writes, Side::New)
+            .and_then(|()| {
+                std::fs::create_dir_all(&journal_dir)
+                    .map_err(|e| Error::io(format!("cannot create {}", journal_dir.display()), e))
+            })
+            .and_then(|()| {
+                // Its undo entry takes effect with the write-back, at its
+                // commit point (design §7 "What recovery finishes").
+                let task = [(k.task.clone(), k.ref_name.clone())];
+                let then =
+                    match crate::ops::undo::stage(source, &k.batch, writes, &task, &journal_dir) {
+                        Ok((id, then)) => {
+                            w.apply_id = Some(id);
+                            vec![then]
+                        }
+                        Err(e) => {
+                            w.undo_error = Some(e);
+                            Vec::new()
+                        }
+                    };
+                writeback::write_then(source, &journal_dir, writes, &then)
+            });
+        if made {
+            // Empty unless a rollback left its journal for recovery.
+            let _ = std::fs::remove_dir(&journal_dir);
+        }
+        result
+    }
+}
+
+/// Remove the kept ref and patch (true when they went; a failure into
+/// `artifacts_error`) and the kept folders they leave empty.
+fn remove_kept(source: &Source, k: &Kept, artifacts_error: &mut Option<Error>) -> bool {
+    let mut removed = false;
+    let r = refs::delete(&source.repo, &k.ref_name)
+        .map_err(Error::from)
+        .and_then(|_| match &k.patch {
+            Some(p) => Ok(crate::sys::fs::remove_file(p)?),
+            None => Ok(()),
+        });
+    match r {
+        Ok(()) => removed = true,
+        Err(e) => {
+            artifacts_error.get_or_insert(e);
+        }
+    }
+    let dir = crate::record::kept::kept_dir(&source.state_dir());
+    let _ = std::fs::remove_dir(dir.join(&k.batch));
+    let _ = std::fs::remove_dir(&dir);
+    removed
 }
 
 /// A one-task batch record standing in for the kept proposal's batch, which is gone.

@@ -234,14 +234,68 @@ fn refresh_task(
             proposal_ref: task.proposal_ref.clone(),
         });
     }
-    let mut at_real = task.clone();
-    at_real.root = real.clone();
     // 1. Nothing the worker did can be lost: the workspace as a proposal.
-    let (_, old_base_tree) = proposal::base_of(&source.repo, b, &task, baseline_tree)?;
+    let (recorded, old_base_tree, w_tree) = save_work(source, b, &task, &real, baseline_tree)?;
+
+    // 2. merge3(old base, workspace, new base), markers kept.
+    let (m_tree, staged) = merge_keep(&source.repo, old_base_tree, w_tree, s_tree)?;
+    let conflicted: Vec<BString> = {
+        let mut v: Vec<BString> = staged.iter().map(|e| e.0.clone()).collect();
+        v.dedup();
+        v
+    };
+
+    // 3. Write what differs between the workspace and the merge.
+    let (ws, sparse) = write_merge(source, b, &task, &real, (w_tree, m_tree), new_base)?;
+
+    // 4. Index and HEAD at the new base; conflicted files unmerged.
+    write_index(&ws.repo, s_tree, &staged, sparse.as_ref())?;
+    move_head(&ws.repo, new_base)?;
+
+    // 5. Recorded in the batch.
+    let t = &mut b.tasks[idx];
+    t.base = Some(new_base.to_string());
+    t.state = if conflicted.is_empty() {
+        TaskState::Open
+    } else {
+        TaskState::Conflicted
+    };
+    t.reason = None;
+    t.conflicted_paths = conflicted
+        .iter()
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect();
+    if let Some(p) = &recorded {
+        t.proposal_ref = Some(p.ref_name.clone());
+        t.patch = Some(p.patch.clone());
+    }
+    t.updated_at = Some(crate::sys::time::rfc3339(crate::sys::time::now()));
+    Ok(Refreshed {
+        name: task.name.clone(),
+        base: new_base.to_string(),
+        conflicted,
+        state: t.state,
+        unresolved: false,
+        proposal_ref: recorded.map(|p| p.ref_name),
+    })
+}
+
+/// Step 1: the workspace `real` of `task` recorded as a proposal; with the
+/// tree of the task's old base and the workspace's tree. Refuses a
+/// workspace holding paths git refuses (design §3.18: those the snapshot
+/// left out, and any its tree holds otherwise), which is not merged.
+fn save_work(
+    source: &Source,
+    b: &Batch,
+    task: &batch::Task,
+    real: &Path,
+    baseline_tree: ObjectId,
+) -> Result<(Option<proposal::Proposal>, ObjectId, ObjectId)> {
+    let mut at_real = task.clone();
+    at_real.root = real.to_path_buf();
+    let (_, old_base_tree) = proposal::base_of(&source.repo, b, task, baseline_tree)?;
     let recorded = proposal::record(source, b, &at_real, baseline_tree)?;
     let w_tree = recorded.as_ref().map_or(old_base_tree, |p| p.tree);
-    // design §3.18: a workspace holding paths git refuses is not merged
-    // (those the snapshot left out, and any its tree holds otherwise).
     let mut invalid = recorded
         .as_ref()
         .map(|p| p.invalid.clone())
@@ -268,25 +322,30 @@ fn refresh_task(
             ),
         ));
     }
+    Ok((recorded, old_base_tree, w_tree))
+}
 
-    // 2. merge3(old base, workspace, new base), markers kept.
-    let (m_tree, staged) = merge_keep(&source.repo, old_base_tree, w_tree, s_tree)?;
-    let conflicted: Vec<BString> = {
-        let mut v: Vec<BString> = staged.iter().map(|e| e.0.clone()).collect();
-        v.dedup();
-        v
-    };
-
-    // 3. Write what differs between the workspace and the merge.
-    let ws_repo = crate::git::repo::open_worktree(&real)?;
+/// Step 3: write into the workspace `real` what differs between its tree
+/// and the merge's (`trees`: workspace, merge), moving the task's base ref
+/// to `new_base` (back again when the write-back rolled back). Returns the
+/// workspace as a source to write to, and its sparse checkout (design
+/// §3.15: what it leaves out stays out).
+fn write_merge(
+    source: &Source,
+    b: &Batch,
+    task: &batch::Task,
+    real: &Path,
+    (w_tree, m_tree): (ObjectId, ObjectId),
+    new_base: ObjectId,
+) -> Result<(Source, Option<crate::git::sparse::Checkout>)> {
+    let ws_repo = crate::git::repo::open_worktree(real)?;
     let ws = Source {
         repo: ws_repo,
         common_dir: source.common_dir.clone(),
-        root: real.clone(),
+        root: real.to_path_buf(),
         prefix: PathBuf::new(),
         config: source.config.clone(),
     };
-    // design §3.15: what the workspace's sparse checkout leaves out stays out.
     let sparse = crate::git::sparse::Checkout::of_workspace(&ws.repo)?;
     let mut writes: Vec<PathWrite> = diff::trees(&source.repo, w_tree, m_tree)?
         .into_iter()
@@ -335,37 +394,7 @@ fn refresh_task(
         }
         return Err(e);
     }
-
-    // 4. Index and HEAD at the new base; conflicted files unmerged.
-    write_index(&ws.repo, s_tree, &staged, sparse.as_ref())?;
-    move_head(&ws.repo, new_base)?;
-
-    // 5. Recorded in the batch.
-    let t = &mut b.tasks[idx];
-    t.base = Some(new_base.to_string());
-    t.state = if conflicted.is_empty() {
-        TaskState::Open
-    } else {
-        TaskState::Conflicted
-    };
-    t.reason = None;
-    t.conflicted_paths = conflicted
-        .iter()
-        .map(|p| String::from_utf8_lossy(p).into_owned())
-        .collect();
-    if let Some(p) = &recorded {
-        t.proposal_ref = Some(p.ref_name.clone());
-        t.patch = Some(p.patch.clone());
-    }
-    t.updated_at = Some(crate::sys::time::rfc3339(crate::sys::time::now()));
-    Ok(Refreshed {
-        name: task.name.clone(),
-        base: new_base.to_string(),
-        conflicted,
-        state: t.state,
-        unresolved: false,
-        proposal_ref: recorded.map(|p| p.ref_name),
-    })
+    Ok((ws, sparse))
 }
 
 /// One unmerged index entry: path, stage, mode, blob.

@@ -139,6 +139,47 @@ fn derive(
     } else {
         source.index_from_tree(&tree).map_err(git)?.into()
     };
+    let Some((keep, deletions)) = differences(t, &index) else {
+        return Ok(false);
+    };
+    snapshot_template(common_dir, t, commit, plan)?;
+    delete(&plan.root, &deletions)?;
+
+    // The target's other entries, checked out into the snapshot.
+    let repo = crate::git::repo::open_worktree(&plan.root)?;
+    let skip = gix::index::entry::Flags::SKIP_WORKTREE;
+    for (e, k) in index.entries_mut().iter_mut().zip(&keep) {
+        if *k {
+            e.flags.insert(skip);
+        }
+    }
+    let written = write_changed(&repo, &mut index, &plan.root);
+    for e in index.entries_mut() {
+        e.flags.remove(skip);
+    }
+    written?;
+
+    keep_stat(t, &plan.root, &mut index, &keep)?;
+    settle(
+        &[plan.root.as_path()],
+        std::slice::from_mut(&mut index),
+        cores(),
+    )?;
+    if gix::interrupt::is_triggered() {
+        return Err(Error::interrupted());
+    }
+    write_index(common_dir, plan, index)?;
+    Ok(true)
+}
+
+/// The template's paths a snapshot deletes, each with whether it is a gitlink.
+type Deletions = Vec<(PathBuf, bool)>;
+
+/// For each entry of `index`, whether the template holds it on disk as it
+/// is (`keep`), and the template's paths to delete (with whether each is a
+/// gitlink); `None` when a `.gitattributes` is among the paths that differ
+/// (unchanged files might need other bytes).
+fn differences(t: &Template, index: &gix::index::State) -> Option<(Vec<bool>, Deletions)> {
     // Which of the target's entries the template already holds on disk.
     let old: HashMap<&BStr, &gix::index::Entry> = t
         .index
@@ -151,7 +192,7 @@ fn derive(
         .entries()
         .iter()
         .map(|e| {
-            old.get(e.path(&index))
+            old.get(e.path(index))
                 .is_some_and(|o| o.mode == e.mode && (o.id == e.id || e.mode == commit_mode))
         })
         .collect();
@@ -160,7 +201,7 @@ fn derive(
         .iter()
         .zip(&keep)
         .filter(|(_, k)| **k)
-        .map(|(e, _)| e.path(&index))
+        .map(|(e, _)| e.path(index))
         .collect();
     let deletions: Vec<(&BStr, gix::index::entry::Mode)> = t
         .index
@@ -174,20 +215,22 @@ fn derive(
         .iter()
         .zip(&keep)
         .filter(|(_, k)| !**k)
-        .map(|(e, _)| e.path(&index))
+        .map(|(e, _)| e.path(index))
         .collect();
     let attributes = |p: &&BStr| p.rsplit_str("/").next() == Some(b".gitattributes".as_slice());
     if deletions.iter().map(|(p, _)| p).any(&attributes) || additions.iter().any(attributes) {
-        return Ok(false);
+        return None;
     }
-    let deletions: Vec<(PathBuf, bool)> = deletions
+    let deletions: Deletions = deletions
         .into_iter()
         .map(|(p, m)| (crate::sys::paths::to_os(p), m == commit_mode))
         .collect();
-    drop(kept);
-    drop(old);
+    Some((keep, deletions))
+}
 
-    // The registered folder makes way for the snapshot (as in `create_snapshots`).
+/// Put a snapshot of the template in place of `plan`'s registered folder
+/// (as in `create_snapshots`), with its own `.git` file.
+fn snapshot_template(common_dir: &Path, t: &Template, commit: ObjectId, plan: &Plan) -> Result<()> {
     register(common_dir, commit, plan)?;
     let taken = || {
         Error::usage(
@@ -216,15 +259,18 @@ fn derive(
     // registration: `remove_half_made` takes it.
     crate::sys::interrupt::pause("verify-snapshotted");
     crate::sys::fs::write_atomic(&plan.root.join(".git"), &dotgit_line(common_dir, plan))?;
+    Ok(())
+}
 
-    // Deletions, deepest first: a file, a link (never followed) or a
-    // gitlink's empty folder; then the folders they leave empty.
+/// Deletions under `root`, deepest first: a file, a link (never followed)
+/// or a gitlink's empty folder; then the folders they leave empty.
+fn delete(root: &Path, deletions: &[(PathBuf, bool)]) -> Result<()> {
     let io = |p: &Path| {
         let p = p.to_path_buf();
         move |e| Error::io(format!("cannot remove {}", p.display()), e)
     };
     for (rel, gitlink) in deletions.iter().rev() {
-        let path = plan.root.join(rel);
+        let path = root.join(rel);
         let gone = if *gitlink {
             std::fs::remove_dir(&path)
         } else {
@@ -237,39 +283,27 @@ fn derive(
         }
         let mut dir = rel.parent();
         while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
-            if std::fs::remove_dir(plan.root.join(d)).is_err() {
+            if std::fs::remove_dir(root.join(d)).is_err() {
                 break;
             }
             dir = d.parent();
         }
     }
+    Ok(())
+}
 
-    // The target's other entries, checked out into the snapshot.
-    let repo = crate::git::repo::open_worktree(&plan.root)?;
-    let skip = gix::index::entry::Flags::SKIP_WORKTREE;
-    for (e, k) in index.entries_mut().iter_mut().zip(&keep) {
-        if *k {
-            e.flags.insert(skip);
-        }
-    }
-    let written = write_changed(&repo, &mut index, &plan.root);
-    for e in index.entries_mut() {
-        e.flags.remove(skip);
-    }
-    written?;
-
-    // The unchanged entries keep the template's stat data, with the
-    // snapshot's device number.
+/// The unchanged entries (`keep`) keep the template's stat data, with the
+/// snapshot's (`root`'s) device number.
+fn keep_stat(
+    t: &Template,
+    root: &Path,
+    index: &mut gix::index::State,
+    keep: &[bool],
+) -> Result<()> {
     let dev = {
         use std::os::unix::fs::MetadataExt;
-        std::fs::symlink_metadata(&plan.root)
-            .map_err(|e| {
-                Error::io_at(
-                    format!("cannot read {}", plan.root.display()),
-                    &plan.root,
-                    e,
-                )
-            })?
+        std::fs::symlink_metadata(root)
+            .map_err(|e| Error::io_at(format!("cannot read {}", root.display()), root, e))?
             .dev() as u32
     };
     let stats: HashMap<&BStr, gix::index::entry::Stat> = t
@@ -279,7 +313,7 @@ fn derive(
         .map(|e| (e.path(&t.index), e.stat))
         .collect();
     let (entries, paths) = index.entries_mut_and_pathbacking();
-    for (e, k) in entries.iter_mut().zip(&keep) {
+    for (e, k) in entries.iter_mut().zip(keep) {
         if *k {
             if let Some(s) = stats.get(e.path_in(paths)) {
                 e.stat = *s;
@@ -287,17 +321,7 @@ fn derive(
             }
         }
     }
-    drop(stats);
-    settle(
-        &[plan.root.as_path()],
-        std::slice::from_mut(&mut index),
-        cores(),
-    )?;
-    if gix::interrupt::is_triggered() {
-        return Err(Error::interrupted());
-    }
-    write_index(common_dir, plan, index)?;
-    Ok(true)
+    Ok(())
 }
 
 /// Check out the entries of `index` not marked `SKIP_WORKTREE` into

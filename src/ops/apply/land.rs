@@ -135,13 +135,7 @@ fn integrate(
     let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
     for out in outcomes.iter_mut() {
         if plan.applied.contains(&out.idx) {
-            out.status = TaskState::Applied;
-            out.applied = out
-                .proposed
-                .iter()
-                .filter(|p| to_write.contains(p))
-                .cloned()
-                .collect();
+            out.applied_by(&to_write);
         } else if let Some((_, log)) = verdicts.0.iter().find(|(t, _)| *t == out.idx) {
             out.status = TaskState::Rejected;
             out.reason = Some("verify_failed");

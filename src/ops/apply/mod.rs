@@ -24,6 +24,7 @@ mod clean;
 mod land;
 mod record;
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use gix::bstr::{BString, ByteSlice};
@@ -187,6 +188,19 @@ impl Outcome {
         self.status = TaskState::Failed;
         self.reason = Some(reason);
         self.message = Some(message);
+    }
+
+    /// Applied by the integration: its paths among the plan's writes
+    /// (`to_write`) are what it put in the working tree (a later task may
+    /// have changed one back, so its own merge's paths are not enough).
+    pub(crate) fn applied_by(&mut self, to_write: &BTreeSet<&BString>) {
+        self.status = TaskState::Applied;
+        self.applied = self
+            .proposed
+            .iter()
+            .filter(|p| to_write.contains(p))
+            .cloned()
+            .collect();
     }
 
     /// Taken out by the integration (design §3.2 step 3): `conflict` with

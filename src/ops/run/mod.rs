@@ -88,6 +88,24 @@ fn ended_elsewhere(source: &Source, id: &str) -> Option<EndedElsewhere> {
 }
 
 impl Report {
+    /// A run that applied nothing: its prepare and workers, and why
+    /// (`no_apply`, the batch `ended_elsewhere`); not interrupted.
+    fn unapplied(
+        prepared: crate::ops::prepare::Report,
+        workers: Vec<Worker>,
+        no_apply: bool,
+        ended_elsewhere: Option<EndedElsewhere>,
+    ) -> Report {
+        Report {
+            prepared,
+            workers,
+            apply: None,
+            interrupted: false,
+            no_apply,
+            ended_elsewhere,
+        }
+    }
+
     /// Exit 0 (design §3.13): every worker exited 0 and every task applied
     /// or had no changes (with `--no-apply`: every worker exited 0).
     pub fn ok(&self) -> bool {
@@ -152,28 +170,17 @@ pub fn run(
             .collect();
         let _ = record_failed(&source, &b.id, &failed, &workers);
         hand_over(&source)?;
-        return Ok(Report {
-            prepared,
-            workers,
-            apply: None,
-            interrupted: true,
-            no_apply: opts.apply.is_none(),
-            ended_elsewhere: ended_elsewhere(&source, &b.id),
-        });
+        let ended = ended_elsewhere(&source, &b.id);
+        let mut report = Report::unapplied(prepared, workers, opts.apply.is_none(), ended);
+        report.interrupted = true;
+        return Ok(report);
     }
     // Another command may have applied or dropped the batch while the
     // workers ran (no lock is held meanwhile): said so, never taken for
     // an unknown batch (design §3.13: exit 1, the workers' lines shown).
     let no_apply = opts.apply.is_none();
     let elsewhere = |workers: Vec<Worker>, prepared, ended| {
-        Ok(Report {
-            prepared,
-            workers,
-            apply: None,
-            interrupted: false,
-            no_apply,
-            ended_elsewhere: Some(ended),
-        })
+        Ok(Report::unapplied(prepared, workers, no_apply, Some(ended)))
     };
     if let Some(ended) = ended_elsewhere(&source, &b.id) {
         return elsewhere(workers, prepared, ended);
@@ -186,14 +193,7 @@ pub fn run(
     }
     let Some(aopts) = &opts.apply else {
         hand_over(&source)?;
-        return Ok(Report {
-            prepared,
-            workers,
-            apply: None,
-            interrupted: false,
-            no_apply: true,
-            ended_elsewhere: None,
-        });
+        return Ok(Report::unapplied(prepared, workers, true, None));
     };
     let ran = Ran {
         prepared,
@@ -229,14 +229,7 @@ fn apply_phase(
         failed,
     } = ran;
     let elsewhere = |workers: Vec<Worker>, prepared, ended| {
-        Ok(Report {
-            prepared,
-            workers,
-            apply: None,
-            interrupted: false,
-            no_apply: false,
-            ended_elsewhere: Some(ended),
-        })
+        Ok(Report::unapplied(prepared, workers, false, Some(ended)))
     };
     // A task another command applied (or discarded) meanwhile is neither
     // applied again nor called worker_failed: listed as it is recorded now.

@@ -317,11 +317,7 @@ fn head_of(repo: &gix::Repository, common_dir: &Path, task: &batch::Task) -> Opt
         }
         None => (None, ObjectId::from_hex(text.as_bytes()).ok()),
     };
-    let index_written = std::fs::metadata(reg.index_file())
-        .ok()
-        .and_then(|m| m.modified().ok())
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_nanos() as i128);
+    let index_written = mtime_nanos(&reg.index_file());
     Some(Head {
         branch,
         commit,
@@ -366,6 +362,18 @@ fn peel_commit(repo: &gix::Repository, id: ObjectId) -> Option<ObjectId> {
     obj.peel_to_commit().ok().map(|c| c.id)
 }
 
+/// What `find` compares against: the batch, its bases, the commits known
+/// before prepare and its workspaces' heads.
+struct Scene<'a> {
+    repo: &'a gix::Repository,
+    b: &'a Batch,
+    /// The baseline, and each refreshed task's own base (design §3.12).
+    bases: HashSet<ObjectId>,
+    /// Commits that existed before prepare (see [`descends`]).
+    known: HashSet<ObjectId>,
+    heads: Vec<Option<Head>>,
+}
+
 /// The branches, tags and stash entries made from batch `b`'s workspaces
 /// (or changed) since prepare, in the order branches, tags, stash (design
 /// §3.16). Empty for a batch prepare recorded nothing for (scratch mode,
@@ -399,189 +407,22 @@ pub fn find(source: &Source, b: &Batch) -> Result<Vec<SideEffect>> {
         .iter()
         .map(|t| head_of(repo, &source.common_dir, t))
         .collect();
-    let mut out = Vec::new();
-
-    // Branches and tags: made or moved onto the batch's work.
-    for (name, &id) in &now.refs {
-        let old = before.refs.get(name).copied();
-        if old == Some(id) {
-            continue;
-        }
-        let kind = if name.starts_with("refs/heads/") {
-            Kind::Branch
-        } else {
-            Kind::Tag
-        };
-        let on_head: Vec<usize> = heads
-            .iter()
-            .enumerate()
-            .filter(|(_, h)| h.as_ref().and_then(|h| h.branch.as_deref()) == Some(name.as_str()))
-            .map(|(i, _)| i)
-            .collect();
-        if on_head.is_empty() && !descends(repo, id, &bases, &known) {
-            continue; // the user's own (its commit is not the batch's)
-        }
-        let task = if on_head.len() == 1 {
-            Some(on_head[0])
-        } else {
-            let commit = peel_commit(repo, id);
-            unique(
-                heads
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, h)| {
-                        commit.is_some() && h.as_ref().and_then(|h| h.commit) == commit
-                    })
-                    .map(|(i, _)| i),
-            )
-            .or_else(|| only_task(b))
-        };
-        out.push(SideEffect {
-            task,
-            kind,
-            change: if old.is_some() {
-                Change::Moved
-            } else {
-                Change::Created
-            },
-            name: name.clone(),
-            old,
-            new: Some(id),
-            stash_index: None,
-            message: None,
-            path: None,
-            detail: None,
-            value: None,
-        });
-    }
-    // Branches and tags gone since prepare: whoever removed them, the old
-    // commit is named so they can be restored.
-    for (name, &id) in &before.refs {
-        if !now.refs.contains_key(name) {
-            out.push(SideEffect {
-                task: None,
-                kind: if name.starts_with("refs/heads/") {
-                    Kind::Branch
-                } else {
-                    Kind::Tag
-                },
-                change: Change::Deleted,
-                name: name.clone(),
-                old: Some(id),
-                new: None,
-                stash_index: None,
-                message: None,
-                path: None,
-                detail: None,
-                value: None,
-            });
-        }
-    }
-
+    let scene = Scene {
+        repo,
+        b,
+        bases,
+        known,
+        heads,
+    };
+    let mut out = scene.refs(&before, &now);
     // Stash entries: a stash commit's first parent is the HEAD of the
     // worktree it was made in.
     let entries = stash_entries(repo)?;
-    let had: BTreeSet<ObjectId> = before.stash.iter().copied().collect();
-    let count = entries.len();
     // When the stash was last written: the newest entry's time, to the
     // nanosecond (its reflog's mtime), which the workspace's index, rewritten
     // by `git stash` right after, cannot predate.
-    let log_written = std::fs::metadata(source.common_dir.join("logs").join(STASH))
-        .ok()
-        .and_then(|m| m.modified().ok())
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| d.as_nanos() as i128);
-    for (pos, e) in entries.iter().enumerate() {
-        if had.contains(&e.commit) {
-            continue;
-        }
-        let Some(parent) = repo
-            .find_commit(e.commit)
-            .ok()
-            .and_then(|c| c.parent_ids().next().map(|p| p.detach()))
-        else {
-            continue;
-        };
-        let on_branch = stash_branch(&e.message).map(|b| format!("refs/heads/{b}"));
-        let by_branch: Vec<usize> = heads
-            .iter()
-            .enumerate()
-            .filter(|(_, h)| {
-                on_branch.is_some() && h.as_ref().and_then(|h| h.branch.clone()) == on_branch
-            })
-            .map(|(i, _)| i)
-            .collect();
-        if by_branch.is_empty() && !descends(repo, parent, &bases, &known) {
-            continue; // stashed elsewhere (the user's)
-        }
-        let index = count - 1 - pos;
-        let task = if by_branch.len() == 1 {
-            Some(by_branch[0])
-        } else {
-            let at_parent: Vec<usize> = heads
-                .iter()
-                .enumerate()
-                .filter(|(_, h)| h.as_ref().and_then(|h| h.commit) == Some(parent))
-                .map(|(i, _)| i)
-                .collect();
-            match at_parent.len() {
-                1 => Some(at_parent[0]),
-                0 => only_task(b),
-                _ => {
-                    // Several workspaces sit at that commit: `git stash`
-                    // rewrites the index of the one it ran in, after it
-                    // stored the entry.
-                    let since: i128 = if index == 0 {
-                        log_written.unwrap_or(e.seconds as i128 * 1_000_000_000)
-                    } else {
-                        e.seconds as i128 * 1_000_000_000
-                    };
-                    let by_index: Vec<usize> = at_parent
-                        .iter()
-                        .copied()
-                        .filter(|&i| {
-                            heads[i]
-                                .as_ref()
-                                .and_then(|h| h.index_written)
-                                .is_some_and(|w| w >= since)
-                        })
-                        .collect();
-                    if by_index.len() == 1 {
-                        Some(by_index[0])
-                    } else {
-                        // Still several (another workspace's index was
-                        // written since, by a `git status` there): the files
-                        // `git stash` put back were rewritten in its own.
-                        let pool = if by_index.is_empty() {
-                            at_parent
-                        } else {
-                            by_index
-                        };
-                        let put_back = put_back_paths(repo, parent, e.commit);
-                        unique(pool.into_iter().filter(|&i| {
-                            !put_back.is_empty()
-                                && put_back
-                                    .iter()
-                                    .all(|p| changed_since(&b.tasks[i].root.join(p), since))
-                        }))
-                    }
-                }
-            }
-        };
-        out.push(SideEffect {
-            task,
-            kind: Kind::Stash,
-            change: Change::Added,
-            name: STASH.into(),
-            old: None,
-            new: Some(e.commit),
-            stash_index: Some(index),
-            message: Some(e.message.clone()),
-            path: None,
-            detail: None,
-            value: None,
-        });
-    }
+    let log_written = mtime_nanos(&source.common_dir.join("logs").join(STASH));
+    out.extend(scene.stash_added(&before, &entries, log_written));
     // What an earlier apply could tell and this one cannot (its workspace
     // is gone since).
     let known = seen(source, b);
@@ -595,22 +436,226 @@ pub fn find(source: &Source, b: &Batch) -> Result<Vec<SideEffect>> {
     let still: BTreeSet<ObjectId> = entries.iter().map(|e| e.commit).collect();
     for id in &before.stash {
         if !still.contains(id) {
-            out.push(SideEffect {
-                task: None,
-                kind: Kind::Stash,
-                change: Change::Removed,
-                name: STASH.into(),
-                old: Some(*id),
-                new: None,
-                stash_index: None,
-                message: None,
-                path: None,
-                detail: None,
-                value: None,
-            });
+            out.push(SideEffect::of_ref(
+                None,
+                Kind::Stash,
+                Change::Removed,
+                STASH.into(),
+                Some(*id),
+                None,
+            ));
         }
     }
     Ok(out)
+}
+
+impl SideEffect {
+    /// A branch, tag or stash effect: no config or hook fields, and for the
+    /// stash no entry position or message.
+    fn of_ref(
+        task: Option<usize>,
+        kind: Kind,
+        change: Change,
+        name: String,
+        old: Option<ObjectId>,
+        new: Option<ObjectId>,
+    ) -> SideEffect {
+        SideEffect {
+            task,
+            kind,
+            change,
+            name,
+            old,
+            new,
+            stash_index: None,
+            message: None,
+            path: None,
+            detail: None,
+            value: None,
+        }
+    }
+}
+
+/// A branch's or tag's kind by its name.
+fn ref_kind(name: &str) -> Kind {
+    if name.starts_with("refs/heads/") {
+        Kind::Branch
+    } else {
+        Kind::Tag
+    }
+}
+
+/// When the file at `path` was last modified (nanoseconds since the epoch).
+fn mtime_nanos(path: &Path) -> Option<i128> {
+    std::fs::metadata(path)
+        .ok()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as i128)
+}
+
+impl Scene<'_> {
+    /// The tasks whose workspace head matches `pred`, in task order.
+    fn heads_where(&self, pred: impl Fn(&Head) -> bool) -> Vec<usize> {
+        self.heads
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.as_ref().is_some_and(&pred))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// Branches and tags made or moved onto the batch's work, then those
+    /// gone since prepare (whoever removed them, the old commit is named so
+    /// they can be restored).
+    fn refs(&self, before: &Shared, now: &Shared) -> Vec<SideEffect> {
+        let mut out = Vec::new();
+        for (name, &id) in &now.refs {
+            let old = before.refs.get(name).copied();
+            if old == Some(id) {
+                continue;
+            }
+            let on_head = self.heads_where(|h| h.branch.as_deref() == Some(name.as_str()));
+            if on_head.is_empty() && !descends(self.repo, id, &self.bases, &self.known) {
+                continue; // the user's own (its commit is not the batch's)
+            }
+            let task = if on_head.len() == 1 {
+                Some(on_head[0])
+            } else {
+                let commit = peel_commit(self.repo, id);
+                commit
+                    .and_then(|c| unique(self.heads_where(|h| h.commit == Some(c)).into_iter()))
+                    .or_else(|| only_task(self.b))
+            };
+            let change = if old.is_some() {
+                Change::Moved
+            } else {
+                Change::Created
+            };
+            out.push(SideEffect::of_ref(
+                task,
+                ref_kind(name),
+                change,
+                name.clone(),
+                old,
+                Some(id),
+            ));
+        }
+        for (name, &id) in &before.refs {
+            if !now.refs.contains_key(name) {
+                out.push(SideEffect::of_ref(
+                    None,
+                    ref_kind(name),
+                    Change::Deleted,
+                    name.clone(),
+                    Some(id),
+                    None,
+                ));
+            }
+        }
+        out
+    }
+
+    /// The stash entries pushed since prepare from the batch's work.
+    fn stash_added(
+        &self,
+        before: &Shared,
+        entries: &[StashEntry],
+        log_written: Option<i128>,
+    ) -> Vec<SideEffect> {
+        let had: BTreeSet<ObjectId> = before.stash.iter().copied().collect();
+        let count = entries.len();
+        let mut out = Vec::new();
+        for (pos, e) in entries.iter().enumerate() {
+            if had.contains(&e.commit) {
+                continue;
+            }
+            let Some(parent) = self
+                .repo
+                .find_commit(e.commit)
+                .ok()
+                .and_then(|c| c.parent_ids().next().map(|p| p.detach()))
+            else {
+                continue;
+            };
+            let on_branch = stash_branch(&e.message).map(|b| format!("refs/heads/{b}"));
+            let by_branch = match &on_branch {
+                Some(on) => self.heads_where(|h| h.branch.as_ref() == Some(on)),
+                None => Vec::new(),
+            };
+            if by_branch.is_empty() && !descends(self.repo, parent, &self.bases, &self.known) {
+                continue; // stashed elsewhere (the user's)
+            }
+            let index = count - 1 - pos;
+            let task = if by_branch.len() == 1 {
+                Some(by_branch[0])
+            } else {
+                // When `git stash` stored the entry.
+                let since: i128 = if index == 0 {
+                    log_written.unwrap_or(e.seconds as i128 * 1_000_000_000)
+                } else {
+                    e.seconds as i128 * 1_000_000_000
+                };
+                self.stasher(parent, e.commit, since)
+            };
+            let mut effect = SideEffect::of_ref(
+                task,
+                Kind::Stash,
+                Change::Added,
+                STASH.into(),
+                None,
+                Some(e.commit),
+            );
+            effect.stash_index = Some(index);
+            effect.message = Some(e.message.clone());
+            out.push(effect);
+        }
+        out
+    }
+
+    /// The task whose workspace made the stash entry `stash` on `parent`,
+    /// stored at `since` (nanoseconds), when it can be told.
+    fn stasher(&self, parent: ObjectId, stash: ObjectId, since: i128) -> Option<usize> {
+        let at_parent = self.heads_where(|h| h.commit == Some(parent));
+        match at_parent.len() {
+            1 => Some(at_parent[0]),
+            0 => only_task(self.b),
+            _ => {
+                // Several workspaces sit at that commit: `git stash`
+                // rewrites the index of the one it ran in, after it
+                // stored the entry.
+                let by_index: Vec<usize> = at_parent
+                    .iter()
+                    .copied()
+                    .filter(|&i| {
+                        self.heads[i]
+                            .as_ref()
+                            .and_then(|h| h.index_written)
+                            .is_some_and(|w| w >= since)
+                    })
+                    .collect();
+                if by_index.len() == 1 {
+                    Some(by_index[0])
+                } else {
+                    // Still several (another workspace's index was
+                    // written since, by a `git status` there): the files
+                    // `git stash` put back were rewritten in its own.
+                    let pool = if by_index.is_empty() {
+                        at_parent
+                    } else {
+                        by_index
+                    };
+                    let put_back = put_back_paths(self.repo, parent, stash);
+                    unique(pool.into_iter().filter(|&i| {
+                        !put_back.is_empty()
+                            && put_back
+                                .iter()
+                                .all(|p| changed_since(&self.b.tasks[i].root.join(p), since))
+                    }))
+                }
+            }
+        }
+    }
 }
 
 /// The attributions apply found before, keyed by (ref, what it points to).

@@ -12,7 +12,7 @@ use gix::ObjectId;
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
 use crate::merge::integrate::Candidate;
-use crate::merge::integrate::PathConflict;
+use crate::merge::integrate::{PathConflict, Plan};
 use crate::ops::observe::Observer;
 use crate::{git::commit, git::diff, record::batch, writeback};
 
@@ -64,33 +64,7 @@ pub fn reapply(
     let _lock = lock(&here, dry_run, observer)?;
     let entries = list(&here.state_dir());
     let from = select(&entries, apply)?;
-    if !from.undone {
-        return Err(Error::usage(
-            Code::NotUndone,
-            format!(
-                "the apply {} is not undone: its work is in the working tree already",
-                from.short()
-            ),
-            format!(
-                "`git delegate apply --from-undo` lands undone work again; undo it first with `git delegate undo {}` if that is what you want",
-                from.short()
-            ),
-        ));
-    }
-    if let Some(again) = &from.reapplied_as {
-        return Err(Error::usage(
-            Code::NotUndone,
-            format!(
-                "the apply {} was applied again already, as {}",
-                from.short(),
-                batch::short(again)
-            ),
-            format!(
-                "undo that one with `git delegate undo {}`",
-                batch::short(again)
-            ),
-        ));
-    }
+    refuse_not_undone(&from)?;
     let source = entry_source(here, &from)?;
     let strict = strict || source.config.strict;
     let repo = &source.repo;
@@ -120,6 +94,80 @@ pub fn reapply(
             )
         })?;
     let baseline_tree = commit::tree_of(repo, &baseline.to_string())?;
+    let candidates = candidates(repo, &kept, baseline, baseline_tree, &mut report)?;
+    let mut mem = repo.clone().with_object_memory();
+    mem.object_cache_size_if_unset(8 << 20);
+    let merging = observer.step("Merging");
+    // Apply's one integration (design §3.2 steps 2-3); nothing persisted here.
+    let plan =
+        crate::merge::landing::plan(&source, &mem, baseline_tree, &candidates, strict, false)?;
+    drop(merging);
+    let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
+    for (i, t) in report.tasks.iter_mut().enumerate() {
+        if plan.applied.contains(&i) {
+            t.applied = true;
+            t.applied_paths = t
+                .proposed
+                .iter()
+                .filter(|p| to_write.contains(p))
+                .cloned()
+                .collect();
+        } else if let Some(r) = plan.refused.iter().find(|r| r.task == i) {
+            t.reason = Some(r.reason.as_str());
+            t.conflicts = r.conflicts.clone();
+        }
+    }
+    if dry_run {
+        report.written = plan.writes.iter().map(|w| w.path.clone()).collect();
+        return Ok(report);
+    }
+    if !plan.writes.is_empty() {
+        write(&source, &mem, &plan, &kept, &mut report, observer)?;
+    }
+    Ok(report)
+}
+
+/// Refuse an entry that was not undone, or was applied again already.
+fn refuse_not_undone(from: &Entry) -> Result<()> {
+    if !from.undone {
+        return Err(Error::usage(
+            Code::NotUndone,
+            format!(
+                "the apply {} is not undone: its work is in the working tree already",
+                from.short()
+            ),
+            format!(
+                "`git delegate apply --from-undo` lands undone work again; undo it first with `git delegate undo {}` if that is what you want",
+                from.short()
+            ),
+        ));
+    }
+    if let Some(again) = &from.reapplied_as {
+        return Err(Error::usage(
+            Code::NotUndone,
+            format!(
+                "the apply {} was applied again already, as {}",
+                from.short(),
+                batch::short(again)
+            ),
+            format!(
+                "undo that one with `git delegate undo {}`",
+                batch::short(again)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// One candidate per kept proposal (in their order), each also entered in
+/// `report.tasks` with the paths it proposes.
+fn candidates(
+    repo: &gix::Repository,
+    kept: &[(String, String, ObjectId)],
+    baseline: ObjectId,
+    baseline_tree: ObjectId,
+    report: &mut Reapply,
+) -> Result<Vec<Candidate>> {
     let mut candidates: Vec<Candidate> = Vec::new();
     for (i, (task, _, c)) in kept.iter().enumerate() {
         let tree = commit::tree_of(repo, &c.to_string())?;
@@ -154,91 +202,76 @@ pub fn reapply(
             base,
         });
     }
-    let mut mem = repo.clone().with_object_memory();
-    mem.object_cache_size_if_unset(8 << 20);
-    let merging = observer.step("Merging");
-    // Apply's one integration (design §3.2 steps 2-3); nothing persisted here.
-    let plan =
-        crate::merge::landing::plan(&source, &mem, baseline_tree, &candidates, strict, false)?;
-    drop(merging);
-    let to_write: BTreeSet<&BString> = plan.writes.iter().map(|w| &w.path).collect();
-    for (i, t) in report.tasks.iter_mut().enumerate() {
-        if plan.applied.contains(&i) {
-            t.applied = true;
-            t.applied_paths = t
-                .proposed
-                .iter()
-                .filter(|p| to_write.contains(p))
-                .cloned()
-                .collect();
-        } else if let Some(r) = plan.refused.iter().find(|r| r.task == i) {
-            t.reason = Some(r.reason.as_str());
-            t.conflicts = r.conflicts.clone();
-        }
-    }
-    if dry_run {
-        report.written = plan.writes.iter().map(|w| w.path.clone()).collect();
-        return Ok(report);
-    }
-    if !plan.writes.is_empty() {
-        persist(repo, &mem, &plan.writes)?;
-        let id = uuid::Uuid::new_v4().to_string();
-        let dir = entry_dir(&source.state_dir(), &id);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-        let applied: Vec<(String, ObjectId)> = kept
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| plan.applied.contains(i))
-            .map(|(_, (t, _, c))| (t.clone(), *c))
-            .collect();
-        // The new entry, and (every task landing) the undone one naming it,
-        // take effect with the write-back (design §7 "What recovery finishes").
-        let staged = dir.join(STAGED);
-        let staging = || -> Result<Vec<writeback::Then>> {
-            record_as(
-                &source,
-                &id,
-                &report.from.batch,
-                &plan.writes,
-                &applied,
-                Some(&report.from.apply_id),
-                Some(&staged),
-            )?;
-            let mut then = vec![writeback::Then {
-                staged: staged.clone(),
-                to: dir.join(ENTRY_FILE),
-            }];
-            if report.all_ok() {
-                let mut from = report.from.clone();
-                from.reapplied_as = Some(id.clone());
-                let staged = dir.join(format!("from-{STAGED}"));
-                save_at(&staged, &from)?;
-                then.push(writeback::Then {
-                    staged,
-                    to: entry_dir(&source.state_dir(), &from.apply_id).join(ENTRY_FILE),
-                });
-            }
-            Ok(then)
-        };
-        let then = staging().inspect_err(|_| {
-            discard_staged(&source, &id);
-            let _ = crate::sys::fs::remove_all(&dir);
-        })?;
-        let _writing = observer.step(&format!("Writing {} paths", plan.writes.len()));
-        if let Err(e) = writeback::write_then(&source, &dir, &plan.writes, &then) {
-            discard_staged(&source, &id);
-            if !dir.join(batch::JOURNAL_FILE).exists() {
-                let _ = crate::sys::fs::remove_all(&dir);
-            }
-            return Err(e);
-        }
-        report.interrupted = crate::sys::interrupt::interrupted();
+    Ok(candidates)
+}
+
+/// Write `plan` back through the journal as a new apply with its own undo
+/// entry, the undone one naming it when every task landed.
+fn write(
+    source: &Source,
+    mem: &gix::Repository,
+    plan: &Plan,
+    kept: &[(String, String, ObjectId)],
+    report: &mut Reapply,
+    observer: &dyn Observer,
+) -> Result<()> {
+    persist(&source.repo, mem, &plan.writes)?;
+    let id = uuid::Uuid::new_v4().to_string();
+    let dir = entry_dir(&source.state_dir(), &id);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+    let applied: Vec<(String, ObjectId)> = kept
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| plan.applied.contains(i))
+        .map(|(_, (t, _, c))| (t.clone(), *c))
+        .collect();
+    // The new entry, and (every task landing) the undone one naming it,
+    // take effect with the write-back (design §7 "What recovery finishes").
+    let staged = dir.join(STAGED);
+    let staging = || -> Result<Vec<writeback::Then>> {
+        record_as(
+            source,
+            &id,
+            &report.from.batch,
+            &plan.writes,
+            &applied,
+            Some(&report.from.apply_id),
+            Some(&staged),
+        )?;
+        let mut then = vec![writeback::Then {
+            staged: staged.clone(),
+            to: dir.join(ENTRY_FILE),
+        }];
         if report.all_ok() {
-            report.from.reapplied_as = Some(id.clone());
+            let mut from = report.from.clone();
+            from.reapplied_as = Some(id.clone());
+            let staged = dir.join(format!("from-{STAGED}"));
+            save_at(&staged, &from)?;
+            then.push(writeback::Then {
+                staged,
+                to: entry_dir(&source.state_dir(), &from.apply_id).join(ENTRY_FILE),
+            });
         }
-        report.written = plan.writes.iter().map(|w| w.path.clone()).collect();
-        report.apply_id = Some(id);
+        Ok(then)
+    };
+    let then = staging().inspect_err(|_| {
+        discard_staged(source, &id);
+        let _ = crate::sys::fs::remove_all(&dir);
+    })?;
+    let _writing = observer.step(&format!("Writing {} paths", plan.writes.len()));
+    if let Err(e) = writeback::write_then(source, &dir, &plan.writes, &then) {
+        discard_staged(source, &id);
+        if !dir.join(batch::JOURNAL_FILE).exists() {
+            let _ = crate::sys::fs::remove_all(&dir);
+        }
+        return Err(e);
     }
-    Ok(report)
+    report.interrupted = crate::sys::interrupt::interrupted();
+    if report.all_ok() {
+        report.from.reapplied_as = Some(id.clone());
+    }
+    report.written = plan.writes.iter().map(|w| w.path.clone()).collect();
+    report.apply_id = Some(id);
+    Ok(())
 }

@@ -66,18 +66,7 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
         if headed {
             out.extend_from_slice(format!("# task {}\n", t.name).as_bytes());
         }
-        if args.name_status {
-            for p in &t.paths {
-                out.push(p.status as u8);
-                out.push(b'\t');
-                out.extend_from_slice(&git_delegate::merge::patch::quote_prefixed(b"", &p.path));
-                out.push(b'\n');
-            }
-        } else if args.stat {
-            out.extend_from_slice(stat(t, colour).as_bytes());
-        } else {
-            out.extend_from_slice(&t.patch);
-        }
+        print(&mut out, &args, t, colour);
     }
     crate::pager::show(&out, !args.no_pager);
     Ok(0)
@@ -115,8 +104,15 @@ fn show_source(ui: &Ui, args: &DiffArgs, report: review::SourceDiff, colour: boo
             f.name
         ));
     }
-    let t = &report.changes;
     let mut out = Vec::new();
+    print(&mut out, args, &report.changes, colour);
+    crate::pager::show(&out, !args.no_pager);
+    Ok(0)
+}
+
+/// One task's changes into `out` as asked: name-status lines, the stat, or
+/// the patch.
+fn print(out: &mut Vec<u8>, args: &DiffArgs, t: &TaskDiff, colour: bool) {
     if args.name_status {
         for p in &t.paths {
             out.push(p.status as u8);
@@ -129,8 +125,6 @@ fn show_source(ui: &Ui, args: &DiffArgs, report: review::SourceDiff, colour: boo
     } else {
         out.extend_from_slice(&t.patch);
     }
-    crate::pager::show(&out, !args.no_pager);
-    Ok(0)
 }
 
 /// `git diff --stat` as git prints it into a pipe (80 columns; coloured

@@ -54,23 +54,7 @@ fn install(ui: &Ui, force: bool) -> Result<i32> {
         let doc = crate::render::hooks::HooksDoc::new(&t, &done);
         ui.doc(t.doc(doc));
     }
-    let mut text = if done.changed {
-        format!(
-            "Installed the pre-commit hook {}\n",
-            super::show(&done.hook)
-        )
-    } else {
-        format!(
-            "The pre-commit hook {} is already installed; nothing changed\n",
-            super::show(&done.hook)
-        )
-    };
-    if let Some(c) = &done.chained {
-        text.push_str(&format!(
-            "It runs {} first; if that fails, the commit is refused\n",
-            super::show(c)
-        ));
-    }
+    let mut text = installed(&done, "pre-commit", "commit");
     if let Some(b) = &done.backup {
         text.push_str(&format!(
             "The previous pre-commit.local was kept as {}\n",
@@ -78,21 +62,28 @@ fn install(ui: &Ui, force: bool) -> Result<i32> {
         ));
     }
     if let Some(p) = &*done.pre_push {
-        text.push_str(&if p.changed {
-            format!("Installed the pre-push hook {}\n", super::show(&p.hook))
-        } else {
-            format!(
-                "The pre-push hook {} is already installed; nothing changed\n",
-                super::show(&p.hook)
-            )
-        });
-        if let Some(c) = &p.chained {
-            text.push_str(&format!(
-                "It runs {} first; if that fails, the push is refused\n",
-                super::show(c)
-            ));
-        }
+        text.push_str(&installed(p, "pre-push", "push"));
     }
     ui.say(&text);
     Ok(0)
+}
+
+/// The lines saying the `name` hook is installed (or was already), and the
+/// hook it runs first, whose failure refuses the `refused` (commit, push).
+fn installed(done: &git_delegate::ops::hooks::Installed, name: &str, refused: &str) -> String {
+    let mut text = if done.changed {
+        format!("Installed the {name} hook {}\n", super::show(&done.hook))
+    } else {
+        format!(
+            "The {name} hook {} is already installed; nothing changed\n",
+            super::show(&done.hook)
+        )
+    };
+    if let Some(c) = &done.chained {
+        text.push_str(&format!(
+            "It runs {} first; if that fails, the {refused} is refused\n",
+            super::show(c)
+        ));
+    }
+    text
 }

@@ -25,15 +25,7 @@ pub fn join(ui: &Ui, args: JoinArgs) -> Result<i32> {
     })?;
     let j = &report.joined;
     if ui.json {
-        let t = crate::render::Text::default();
-        let doc = JoinDoc {
-            batch: j.batch.clone(),
-            task: j.task.clone(),
-            root: t.path(&report.root),
-            remote: j.url.clone(),
-            proposal: None,
-        };
-        ui.doc(t.doc(doc));
+        show_doc(ui, j, &report.root, None);
     } else {
         ui.say(&format!(
             "Joined task {} of batch {} ({}) at {}\n  baseline {}\nWork there, then run: git delegate submit\n",
@@ -57,15 +49,7 @@ pub fn submit(ui: &Ui, _args: SubmitArgs) -> Result<i32> {
     let s = git_delegate::ops::remote::submit(&cwd)?;
     let j = &s.joined;
     if ui.json {
-        let t = crate::render::Text::default();
-        let doc = JoinDoc {
-            batch: j.batch.clone(),
-            task: j.task.clone(),
-            root: t.path(&s.root),
-            remote: j.url.clone(),
-            proposal: Some(s.proposal.to_string()),
-        };
-        ui.doc(t.doc(doc));
+        show_doc(ui, j, &s.root, Some(s.proposal.to_string()));
     } else {
         ui.say(&format!(
             "Submitted task {} of batch {}: proposal {} pushed to {} ({})\n",
@@ -77,6 +61,25 @@ pub fn submit(ui: &Ui, _args: SubmitArgs) -> Result<i32> {
         ));
     }
     Ok(0)
+}
+
+/// The document of design §6.4 for the task `j` joined at `root`, with
+/// the proposal `submit` pushed.
+fn show_doc(
+    ui: &Ui,
+    j: &git_delegate::ops::remote::Joined,
+    root: &std::path::Path,
+    proposal: Option<String>,
+) {
+    let t = crate::render::Text::default();
+    let doc = JoinDoc {
+        batch: j.batch.clone(),
+        task: j.task.clone(),
+        root: t.path(root),
+        remote: j.url.clone(),
+        proposal,
+    };
+    ui.doc(t.doc(doc));
 }
 
 /// The warnings of a batch that ended with refs left on its remote (design
