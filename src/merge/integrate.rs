@@ -397,14 +397,7 @@ pub fn integrate_screened(
             f_tree,
         } = merge_round(repo, baseline, s_tree, candidates, &out_for_good)?;
 
-        let writes: Vec<PathWrite> = diff::trees(repo, s_tree, f_tree)?
-            .into_iter()
-            .map(|c| PathWrite {
-                path: c.path,
-                old: c.old,
-                new: c.new,
-            })
-            .collect();
+        let writes = crate::writeback::writes_between(repo, s_tree, f_tree)?;
         let blocked = if writes.is_empty() {
             Vec::new()
         } else {

@@ -31,8 +31,7 @@ use crate::git::repo::Source;
 use crate::merge::integrate::PathConflict;
 use crate::ops::observe::{Notice, Observer};
 use crate::record::batch::{self, Batch, TaskState};
-use crate::writeback::PathWrite;
-use crate::{git::commit, git::diff, git::refs, merge::proposal, snapshot, workspace, writeback};
+use crate::{git::commit, git::refs, merge::proposal, snapshot, workspace, writeback};
 
 /// Apply's reason for a task whose refresh conflicts are unresolved.
 pub const UNRESOLVED: &str = "unresolved_conflicts";
@@ -347,14 +346,7 @@ fn write_merge(
         config: source.config.clone(),
     };
     let sparse = crate::git::sparse::Checkout::of_workspace(&ws.repo)?;
-    let mut writes: Vec<PathWrite> = diff::trees(&source.repo, w_tree, m_tree)?
-        .into_iter()
-        .map(|c| PathWrite {
-            path: c.path,
-            old: c.old,
-            new: c.new,
-        })
-        .collect();
+    let mut writes = writeback::writes_between(&source.repo, w_tree, m_tree)?;
     if let Some(s) = &sparse {
         writes.retain(|w| s.includes(w.path.as_bstr()));
     }

@@ -203,6 +203,23 @@ pub struct PathWrite {
     pub new: Option<(EntryKind, ObjectId)>,
 }
 
+/// The writes that turn a working tree holding tree `from` into one holding
+/// `to`: every leaf path that differs between the two (`git::diff::trees`).
+pub fn writes_between(
+    repo: &gix::Repository,
+    from: ObjectId,
+    to: ObjectId,
+) -> Result<Vec<PathWrite>> {
+    Ok(crate::git::diff::trees(repo, from, to)?
+        .into_iter()
+        .map(|c| PathWrite {
+            path: c.path,
+            old: c.old,
+            new: c.new,
+        })
+        .collect())
+}
+
 /// Why a path cannot be written without losing something.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BlockReason {

@@ -514,17 +514,6 @@ fn persist(disk: &gix::Repository, mem: &gix::Repository, writes: &[PathWrite]) 
     crate::merge::landing::persist(disk, mem, writes, Side::New)
 }
 
-fn to_writes(changes: Vec<diff::PathChange>) -> Vec<PathWrite> {
-    changes
-        .into_iter()
-        .map(|c| PathWrite {
-            path: c.path,
-            old: c.old,
-            new: c.new,
-        })
-        .collect()
-}
-
 /// The words for a path the write-back check refuses.
 fn blocked_reason(r: writeback::BlockReason) -> String {
     use writeback::BlockReason::*;
@@ -643,7 +632,7 @@ pub fn undo(
             return Ok(report);
         }
     };
-    let writes = to_writes(diff::trees(&mem, now, result)?);
+    let writes = crate::writeback::writes_between(&mem, now, result)?;
     drop(merging);
     if !dry_run {
         persist(repo, &mem, &writes)?;
