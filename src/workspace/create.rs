@@ -212,6 +212,16 @@ fn create_snapshots<T: Clone>(
         crate::sys::interrupt::pause("replicating");
     }
     // Index files last (see `create_all_inner`).
+    write_indexes(common_dir, plans, indexes)?;
+    Ok(match value {
+        Some(v) => vec![v; plans.len()],
+        None => Vec::new(),
+    })
+}
+
+/// Write each plan's index into its registration, one thread per
+/// workspace: last, after every file is settled, so no entry is racy.
+fn write_indexes(common_dir: &Path, plans: &[Plan], indexes: Vec<gix::index::State>) -> Result<()> {
     crate::sys::parallel::try_map(
         plans.iter().zip(indexes),
         plans.len(),
@@ -222,11 +232,8 @@ fn create_snapshots<T: Clone>(
                 .write(Default::default())
                 .map_err(|e| checkout_failed(None, &p.root, &e))
         },
-    )?;
-    Ok(match value {
-        Some(v) => vec![v; plans.len()],
-        None => Vec::new(),
-    })
+    )
+    .map(|_| ())
 }
 
 pub(super) fn cores() -> usize {
@@ -270,17 +277,7 @@ fn create_all_inner(
     settle(&roots, &mut indexes, cores)?;
     // Index files last: written after every file is settled, so no entry is racy.
     // One thread per workspace.
-    crate::sys::parallel::try_map(
-        plans.iter().zip(indexes),
-        plans.len(),
-        checkout_panicked,
-        |(p, state)| {
-            let path = Registration::new(common_dir, &p.worktree_id).index_file();
-            gix::index::File::from_state(state, &path)
-                .write(Default::default())
-                .map_err(|e| checkout_failed(None, &p.root, &e))
-        },
-    )?;
+    write_indexes(common_dir, plans, indexes)?;
     Ok(())
 }
 

@@ -205,14 +205,7 @@ fn drop_corrupt(
             super::show(&x.patch)
         ));
     }
-    if !r.refs_kept.is_empty() {
-        let keep = git_delegate::sys::time::human(source.config.keep_failed_secs);
-        text.push_str(&format!(
-            "Kept for {keep} (gc.keep-failed): {} — see one with `git show --stat {one}`, land it in this working tree with `git delegate apply --kept {one}` (`git delegate status` lists them).\n",
-            r.refs_kept.join(", "),
-            one = r.refs_kept[0]
-        ));
-    }
+    text.push_str(&super::gc::kept_refs_line(source, &r.refs_kept));
     for k in &r.left_alone {
         text.push_str(&format!(
             "Left alone (not the workspace prepare made, or its work could not be saved): {}\n",

@@ -146,6 +146,19 @@ fn removed_text(r: &git_delegate::ops::gc::Report) -> String {
     text
 }
 
+/// The line naming the kept proposal refs `refs` (none: nothing), as gc
+/// and drop say it.
+pub(super) fn kept_refs_line(source: &git_delegate::git::repo::Source, refs: &[String]) -> String {
+    let Some(one) = refs.first() else {
+        return String::new();
+    };
+    let keep = git_delegate::sys::time::human(source.config.keep_failed_secs);
+    format!(
+        "Kept for {keep} (gc.keep-failed): {} — see one with `git show --stat {one}`, land it in this working tree with `git delegate apply --kept {one}` (`git delegate status` lists them).\n",
+        refs.join(", "),
+    )
+}
+
 /// What gc kept and why: proposal refs, workspaces, folders left alone
 /// or refused, batches skipped, write-backs pending.
 fn kept_text(
@@ -153,14 +166,7 @@ fn kept_text(
     r: &git_delegate::ops::gc::Report,
 ) -> String {
     let mut text = String::new();
-    if !r.refs_kept.is_empty() {
-        let keep = git_delegate::sys::time::human(source.config.keep_failed_secs);
-        text.push_str(&format!(
-            "Kept for {keep} (gc.keep-failed): {} — see one with `git show --stat {one}`, land it in this working tree with `git delegate apply --kept {one}` (`git delegate status` lists them).\n",
-            r.refs_kept.join(", "),
-            one = r.refs_kept[0]
-        ));
-    }
+    text.push_str(&kept_refs_line(source, &r.refs_kept));
     for k in r.kept_workspaces.iter().filter(|k| !k.nested.is_empty()) {
         text.push_str(&format!(
             "Task {} of batch {}: {} its workspace {}: it holds git repositories made inside it ({}), which git-delegate never deletes; it {} an ordinary worktree (`git worktree list`).\n",
