@@ -8,17 +8,9 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 
 use crate::common::files::{lines, tree, with_line};
-use crate::common::fixtures::{index_bytes, prepare_batch, set_config};
+use crate::common::fixtures::{index_bytes, prepare_batch, set_config, strings};
 use crate::common::Env;
 use serde_json::Value;
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .unwrap_or_else(|| panic!("not an array: {v}"))
-        .iter()
-        .map(|s| s.as_str().unwrap().to_string())
-        .collect()
-}
 
 /// A repository with a file of 10 lines, a file to delete, a symlink, a
 /// script, a file that becomes a folder, and an uncommitted user edit.

@@ -109,6 +109,15 @@ pub fn prepare_batch(env: &Env, dir: &Path, args: &[&str]) -> (String, Vec<PathB
     (id(&doc), roots)
 }
 
+/// A JSON array of strings as strings.
+pub fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
 /// The task named `name` in a document's `tasks` (apply, status, run).
 pub fn task<'a>(doc: &'a Value, name: &str) -> &'a Value {
     doc["tasks"]
