@@ -266,8 +266,9 @@ fn run_case(f: &Fixture, c: &Case, dir: &Path) -> (Value, i32, String) {
 /// skipped (loudly) until they are.
 const NOT_IMPLEMENTED: &str = "delegate::not_implemented";
 
+/// The field lists every document group below is checked against.
 #[test]
-fn every_json_document_matches_the_documented_field_lists() {
+fn docs_json_has_the_field_list_of_every_document() {
     let specs = specs();
     for block in [
         "common",
@@ -291,11 +292,13 @@ fn every_json_document_matches_the_documented_field_lists() {
             "docs/json.md lacks `fields {block}`"
         );
     }
+}
 
+/// [`fixture`] with a batch whose state cannot be read (status'
+/// `broken_state` problem; gc reports it in `skipped`, exit 1): the fixture
+/// and the common dir.
+fn broken_fixture() -> (Fixture, PathBuf) {
     let f = fixture();
-    let a = &f.batch_a[..8];
-    let b = &f.batch_b[..8];
-    // Broken state for status' `broken_state` problem.
     let common_dir = PathBuf::from(
         f.env
             .git(
@@ -307,158 +310,19 @@ fn every_json_document_matches_the_documented_field_lists() {
     let broken = common_dir.join("delegate/batches/00000000-0000-4000-8000-000000000000");
     std::fs::create_dir_all(&broken).unwrap();
     std::fs::write(broken.join("batch.toml"), "this is [not valid").unwrap();
+    (f, common_dir)
+}
 
-    // Each line one case; apply, gc and hooks cases run once those commands exist.
-    let cases = vec![
-        case("status of all batches", &["status", "--json"], "status", 0),
-        case(
-            "status --check with problems",
-            &["status", "--check", "--json"],
-            "status",
-            1,
-        ),
-        case("status of one batch", &["status", a, "--json"], "status", 0),
-        case("ambiguous default batch", &["renew", "--json"], "error", 2),
-        case("renew", &["renew", a, "--ttl", "2h", "--json"], "batch", 0),
-        case(
-            "renew orphaned with a new owner",
-            &[
-                "renew",
-                b,
-                "--owner-pid",
-                &std::process::id().to_string(),
-                "--json",
-            ],
-            "batch",
-            0,
-        ),
-        case("drop refused", &["drop", a, "--json"], "drop-refused", 1),
-        case("diff", &["diff", "--batch", a, "--json"], "diff", 0),
-        case(
-            "diff --source",
-            &["diff", "--source", "--batch", a, "--json"],
-            "diff",
-            0,
-        ),
-        case("path", &["path", "2", "--batch", a, "--json"], "path", 0),
-        case(
-            "branch",
-            &["branch", "1", "--batch", a, "--json"],
-            "branch",
-            0,
-        ),
-        case(
-            "unknown task",
-            &["path", "9", "--batch", a, "--json"],
-            "error",
-            2,
-        ),
-        case(
-            "apply dry run",
-            &["apply", a, "--dry-run", "--json"],
-            "apply",
-            0,
-        ),
-        case(
-            "refresh",
-            &["refresh", "--batch", a, "--json"],
-            "refresh",
-            0,
-        ),
-        case(
-            "hooks install",
-            &["hooks", "install", "--json"],
-            "hooks-install",
-            0,
-        ),
-        case(
-            "hooks install --claude",
-            &["hooks", "install", "--claude", "--json"],
-            "hooks-install-claude",
-            0,
-        ),
-        case(
-            "hooks install --claude --uninstall",
-            &["hooks", "install", "--claude", "--uninstall", "--json"],
-            "hooks-install-claude",
-            0,
-        ),
-        // The corrupt batch above is reported in `skipped` (exit 1).
-        case("gc dry run", &["gc", "--dry-run", "--json"], "gc", 1),
-        case("gc", &["gc", "--json"], "gc", 1),
-        case("drop forced", &["drop", a, "--force", "--json"], "drop", 0),
-        case("unknown batch", &["status", "zzzz", "--json"], "error", 2),
-        case(
-            "bad task name",
-            &["prepare", "bad..name", "--json"],
-            "error",
-            2,
-        ),
-        case(
-            "bad duration",
-            &["prepare", "--ttl", "soon", "--json"],
-            "error",
-            2,
-        ),
-        case(
-            "unknown option",
-            &["status", "--json", "--bogus"],
-            "error",
-            2,
-        ),
-        case("missing argument", &["drop", "--json"], "error", 2),
-        case(
-            "value out of range",
-            &["prepare", "-n", "0", "--json"],
-            "error",
-            2,
-        ),
-        case(
-            "--json before the command",
-            &["--json", "status"],
-            "error",
-            2,
-        ),
-        case(
-            "prepare",
-            &["prepare", "x", "y", "--label", "c", "--json"],
-            "batch",
-            0,
-        ),
-        case(
-            "run",
-            &["run", "r1", "--label", "d", "--json", "--", "true"],
-            "run",
-            0,
-        ),
-        case(
-            "run with a failing worker",
-            &["run", "r2", "--label", "e", "--json", "--", "false"],
-            "run",
-            1,
-        ),
-        case(
-            "run --no-apply",
-            &[
-                "run",
-                "r3",
-                "--label",
-                "f",
-                "--no-apply",
-                "--json",
-                "--",
-                "true",
-            ],
-            "run",
-            0,
-        ),
-    ];
-
+/// Run `cases` in order in the fixture's `src` folder and check each
+/// document: its exit status, its field list, its error code in the table.
+/// Every case must be checked (none answers "not implemented").
+fn check_documents(f: &Fixture, cases: &[Case]) {
+    let specs = specs();
     let mut errors = Vec::new();
     let mut skipped = Vec::new();
     let mut checked = 0;
-    for c in &cases {
-        let (doc, code, stderr) = run_case(&f, c, &f.repo.join("src"));
+    for c in cases {
+        let (doc, code, stderr) = run_case(f, c, &f.repo.join("src"));
         if doc["error"]["code"] == NOT_IMPLEMENTED && c.block != "error" {
             skipped.push(c.what);
             continue;
@@ -477,7 +341,184 @@ fn every_json_document_matches_the_documented_field_lists() {
         }
         checked += 1;
     }
+    for what in &skipped {
+        eprintln!("SKIPPED (command not implemented yet): {what}");
+    }
+    assert_eq!(checked, cases.len(), "not implemented: {skipped:?}");
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+/// The orphaned batch renewed with a new owner (this process).
+fn renew_orphaned(b: &str) -> Case {
+    case(
+        "renew orphaned with a new owner",
+        &[
+            "renew",
+            b,
+            "--owner-pid",
+            &std::process::id().to_string(),
+            "--json",
+        ],
+        "batch",
+        0,
+    )
+}
+
+#[test]
+fn status_and_renew_documents_match_the_documented_field_lists() {
+    let (f, _) = broken_fixture();
+    let (a, b) = (&f.batch_a[..8], &f.batch_b[..8]);
+    check_documents(
+        &f,
+        &[
+            case("status of all batches", &["status", "--json"], "status", 0),
+            case(
+                "status --check with problems",
+                &["status", "--check", "--json"],
+                "status",
+                1,
+            ),
+            case("status of one batch", &["status", a, "--json"], "status", 0),
+            case("ambiguous default batch", &["renew", "--json"], "error", 2),
+            case("renew", &["renew", a, "--ttl", "2h", "--json"], "batch", 0),
+            renew_orphaned(b),
+        ],
+    );
+}
+
+#[test]
+fn workspace_documents_match_the_documented_field_lists() {
+    let f = fixture();
+    let a = &f.batch_a[..8];
+    check_documents(
+        &f,
+        &[
+            case("diff", &["diff", "--batch", a, "--json"], "diff", 0),
+            case(
+                "diff --source",
+                &["diff", "--source", "--batch", a, "--json"],
+                "diff",
+                0,
+            ),
+            case("path", &["path", "2", "--batch", a, "--json"], "path", 0),
+            case(
+                "branch",
+                &["branch", "1", "--batch", a, "--json"],
+                "branch",
+                0,
+            ),
+            case(
+                "unknown task",
+                &["path", "9", "--batch", a, "--json"],
+                "error",
+                2,
+            ),
+            case(
+                "apply dry run",
+                &["apply", a, "--dry-run", "--json"],
+                "apply",
+                0,
+            ),
+            case(
+                "refresh",
+                &["refresh", "--batch", a, "--json"],
+                "refresh",
+                0,
+            ),
+        ],
+    );
+}
+
+#[test]
+fn hooks_install_documents_match_the_documented_field_lists() {
+    let f = fixture();
+    check_documents(
+        &f,
+        &[
+            case(
+                "hooks install",
+                &["hooks", "install", "--json"],
+                "hooks-install",
+                0,
+            ),
+            case(
+                "hooks install --claude",
+                &["hooks", "install", "--claude", "--json"],
+                "hooks-install-claude",
+                0,
+            ),
+            case(
+                "hooks install --claude --uninstall",
+                &["hooks", "install", "--claude", "--uninstall", "--json"],
+                "hooks-install-claude",
+                0,
+            ),
+        ],
+    );
+}
+
+#[test]
+fn drop_and_gc_documents_match_the_documented_field_lists() {
+    let (f, _) = broken_fixture();
+    let (a, b) = (&f.batch_a[..8], &f.batch_b[..8]);
+    check_documents(
+        &f,
+        &[
+            case("drop refused", &["drop", a, "--json"], "drop-refused", 1),
+            // As before gc in the whole sequence: the orphaned batch has an owner again.
+            renew_orphaned(b),
+            // The corrupt batch is reported in `skipped` (exit 1).
+            case("gc dry run", &["gc", "--dry-run", "--json"], "gc", 1),
+            case("gc", &["gc", "--json"], "gc", 1),
+            case("drop forced", &["drop", a, "--force", "--json"], "drop", 0),
+        ],
+    );
+}
+
+#[test]
+fn error_documents_match_the_documented_field_lists() {
+    let (f, common_dir) = broken_fixture();
+    check_documents(
+        &f,
+        &[
+            case("unknown batch", &["status", "zzzz", "--json"], "error", 2),
+            case(
+                "bad task name",
+                &["prepare", "bad..name", "--json"],
+                "error",
+                2,
+            ),
+            case(
+                "bad duration",
+                &["prepare", "--ttl", "soon", "--json"],
+                "error",
+                2,
+            ),
+            case(
+                "unknown option",
+                &["status", "--json", "--bogus"],
+                "error",
+                2,
+            ),
+            case("missing argument", &["drop", "--json"], "error", 2),
+            case(
+                "value out of range",
+                &["prepare", "-n", "0", "--json"],
+                "error",
+                2,
+            ),
+            case(
+                "--json before the command",
+                &["--json", "status"],
+                "error",
+                2,
+            ),
+        ],
+    );
+
     // Outside a repository (exit 3), and a bad config file (exit 2).
+    let specs = specs();
+    let mut errors = Vec::new();
     let outside = f.env.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     let c = case("not a repository", &["status", "--json"], "error", 3);
@@ -485,18 +526,61 @@ fn every_json_document_matches_the_documented_field_lists() {
     assert_eq!(code, 3, "{doc:#}");
     errors.extend(validate(&specs, "error", &doc, c.what));
     std::fs::write(common_dir.join("delegate.toml"), "[lease]\nttl = 5\n").unwrap();
-    let c = case("bad config", &["renew", b, "--json"], "error", 2);
+    let c = case(
+        "bad config",
+        &["renew", &f.batch_b[..8], "--json"],
+        "error",
+        2,
+    );
     let (doc, code, _) = run_case(&f, &c, &f.repo);
     assert_eq!(code, 2, "{doc:#}");
     assert_eq!(doc["error"]["code"], "delegate::config");
     errors.extend(validate(&specs, "error", &doc, c.what));
     std::fs::remove_file(common_dir.join("delegate.toml")).unwrap();
-
-    for what in &skipped {
-        eprintln!("SKIPPED (command not implemented yet): {what}");
-    }
-    assert!(checked >= 15, "only {checked} documents were checked");
     assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+#[test]
+fn prepare_and_run_documents_match_the_documented_field_lists() {
+    let f = fixture();
+    check_documents(
+        &f,
+        &[
+            case(
+                "prepare",
+                &["prepare", "x", "y", "--label", "c", "--json"],
+                "batch",
+                0,
+            ),
+            case(
+                "run",
+                &["run", "r1", "--label", "d", "--json", "--", "true"],
+                "run",
+                0,
+            ),
+            case(
+                "run with a failing worker",
+                &["run", "r2", "--label", "e", "--json", "--", "false"],
+                "run",
+                1,
+            ),
+            case(
+                "run --no-apply",
+                &[
+                    "run",
+                    "r3",
+                    "--label",
+                    "f",
+                    "--no-apply",
+                    "--json",
+                    "--",
+                    "true",
+                ],
+                "run",
+                0,
+            ),
+        ],
+    );
 }
 
 #[test]
