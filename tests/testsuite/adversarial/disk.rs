@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::assert_has;
 use crate::common::files::{digest, noise_files};
 use crate::common::fixtures::{common_dir_as_printed, error_parts};
 use crate::common::mounts::Small;
@@ -38,8 +39,7 @@ fn prepare_onto_a_full_workspace_root_names_enospc_and_leaves_nothing() {
     let Some(small) = Small::full_disk("prepare_onto_a_full_workspace_root") else {
         return;
     };
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     noise_files(&repo, "f", 40, 20_000);
     env.git(&repo, ["add", "."]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
@@ -63,7 +63,7 @@ fn prepare_onto_a_full_workspace_root_names_enospc_and_leaves_nothing() {
     assert!(message.contains(root.to_str().unwrap()), "{message}");
     assert!(help.contains("free space on"), "{help}");
     assert!(help.contains("workspace.root"), "{help}");
-    assert!(run.stderr.contains("delegate::disk_full"), "{}", run.stderr);
+    assert_has(&run.stderr, "delegate::disk_full");
     nothing_left(&env, &repo);
     for base in listing(&root) {
         assert_eq!(listing(&base), Vec::<PathBuf>::new(), "{}", base.display());
@@ -141,11 +141,7 @@ fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
     let message = t["message"].as_str().unwrap_or_default();
     assert!(message.contains("no space left on device"), "{message}");
     assert!(message.contains("rolled back"), "{message}");
-    assert!(
-        run.stderr.contains("no space left on device"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "no space left on device");
     assert!(digest(&repo, true) == before, "the source changed");
     let batch_dir = common_dir_as_printed(&env, &repo).join(format!(
         "delegate/batches/{}",

@@ -11,6 +11,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::common::assert_has;
 use crate::common::fixtures::task_root;
 use crate::common::{Env, Run};
 
@@ -154,8 +155,7 @@ fn every_command(env: &Env, caller: &Path, run: &dyn Fn(&[&str]) -> Run, repo: &
 
 #[test]
 fn every_command_with_git_dir_and_work_tree_exported() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     // From the parent folder, as `git --git-dir=src/.git --work-tree=src` exports them.
     let vars = exported("src/.git", "src");
     let caller = env.path().to_path_buf();
@@ -169,8 +169,7 @@ fn every_command_with_git_dir_and_work_tree_exported() {
 
 #[test]
 fn every_command_through_git_with_git_dir_and_work_tree() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     std::fs::create_dir_all(repo.join("sub")).unwrap();
     let caller = repo.join("sub");
     every_command(
@@ -239,11 +238,7 @@ fn a_bare_dotfiles_repository_with_an_exported_work_tree() {
     assert_eq!(std::fs::read(home.join(".vimrc")).unwrap(), b"set nu\n");
     // Without the variables there is no repository there, as for git.
     let run = env.delegate(&home, ["status"]).expect(3);
-    assert!(
-        run.stderr.contains("delegate::not_a_repository"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "delegate::not_a_repository");
 }
 
 /// `GIT_INDEX_FILE` names the source's index (git uses it, relative to the
@@ -252,8 +247,7 @@ fn a_bare_dotfiles_repository_with_an_exported_work_tree() {
 /// workspace's own index with `git add -f` is proposed.
 #[test]
 fn an_exported_index_file_is_the_source_index_only() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     std::fs::create_dir_all(repo.join("sub")).unwrap();
     std::fs::write(repo.join(".gitignore"), "*.log\n").unwrap();
     std::fs::write(repo.join("keep.log"), "tracked in the other index\n").unwrap();
@@ -313,8 +307,7 @@ fn an_exported_index_file_is_the_source_index_only() {
 /// see) is refused before anything is made.
 #[test]
 fn exported_object_and_common_dirs() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let same = vec![
         (
             "GIT_OBJECT_DIRECTORY",
@@ -365,8 +358,7 @@ fn exported_object_and_common_dirs() {
 /// for git.
 #[test]
 fn ceiling_directories_as_git_reads_them() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let sub = repo.join("a/b");
     std::fs::create_dir_all(&sub).unwrap();
     let elsewhere = env.path().join("elsewhere");
@@ -421,8 +413,7 @@ fn a_broken_git_file_is_named() {
 /// also when another repository now sits at the old path, and changes nothing.
 #[test]
 fn source_moved_after_prepare() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
     let id = doc["batch"].as_str().unwrap().to_string();
     std::fs::write(task_root(&doc, 0).join("README"), "worker\n").unwrap();
@@ -464,8 +455,7 @@ fn source_moved_after_prepare() {
 /// (gix's default pathspec matches only below the cwd).
 #[test]
 fn staged_files_outside_the_callers_folder_are_in_the_baseline() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     std::fs::create_dir_all(repo.join("sub")).unwrap();
     std::fs::write(repo.join("sub/s.txt"), "s\n").unwrap();
     std::fs::write(repo.join("staged.txt"), "staged\n").unwrap();
@@ -491,8 +481,7 @@ fn staged_files_outside_the_callers_folder_are_in_the_baseline() {
 /// environment: a commit in a forbid-commit workspace is refused.
 #[test]
 fn the_hook_reads_the_git_dir_git_gives_it() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let doc = env
         .delegate(&repo, ["prepare", "--forbid-commit", "--json"])
         .expect(0)
@@ -501,7 +490,7 @@ fn the_hook_reads_the_git_dir_git_gives_it() {
     let ws_git_dir = env.git(&ws, ["rev-parse", "--absolute-git-dir"]);
     let vars = vec![("GIT_DIR", OsString::from(ws_git_dir.trim()))];
     let run = run_with(&env, env.path(), &vars, &["hook", "pre-commit"]).expect(1);
-    assert!(run.stderr.contains("commit refused"), "{}", run.stderr);
+    assert_has(&run.stderr, "commit refused");
     let vars = vec![("GIT_DIR", OsString::from(repo.join(".git")))];
     run_with(&env, env.path(), &vars, &["hook", "pre-commit"]).expect(0);
 }
@@ -511,8 +500,7 @@ fn the_hook_reads_the_git_dir_git_gives_it() {
 /// source's exported `GIT_INDEX_FILE` or `GIT_OBJECT_DIRECTORY`.
 #[test]
 fn filters_run_for_a_workspace_do_not_inherit_the_source_variables() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let log = env.path().join("filter.log");
     env.git(
         &repo,
@@ -642,11 +630,7 @@ fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() 
     assert_eq!(files(&caller), before_sub);
     let r = run(&["apply", "--dry-run"]);
     assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("delegate::writeback_pending"),
-        "{}",
-        r.stderr
-    );
+    assert_has(&r.stderr, "delegate::writeback_pending");
     assert_eq!(files(&home), before);
 
     // apply: every other path back, the user's edit left, its original kept
@@ -676,7 +660,7 @@ fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() 
     // The human text names the path and the kept file.
     let r = run(&["apply"]);
     assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(r.stderr.contains("rollback_failed"), "{}", r.stderr);
+    assert_has(&r.stderr, "rollback_failed");
     // (miette wraps long lines: compare without the wrapping)
     let unwrapped: String = r
         .stderr
@@ -702,8 +686,7 @@ fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() 
 /// as printed, from the moved folder.
 #[test]
 fn the_drop_command_a_moved_source_suggests_works_as_printed() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
     let ws = task_root(&doc, 0);
     std::fs::write(ws.join("README"), "worker\n").unwrap();

@@ -565,8 +565,7 @@ fn wait_for_deleters(under: &Path) {
 /// apply completes the job.
 #[test]
 fn a_path_edited_after_a_crash_is_never_rolled_back_over() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     for i in 1..=4 {
         std::fs::write(repo.join(format!("f{i}.txt")), format!("original {i}\n")).unwrap();
     }

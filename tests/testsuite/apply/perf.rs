@@ -319,8 +319,7 @@ const MIB: usize = 1 << 20;
 
 #[test]
 fn big_files_apply_and_their_patch_refers_to_the_blobs() {
-    let env = Env::new();
-    let repo = env.repo("big");
+    let (env, repo) = Env::with_repo("big");
     std::fs::write(repo.join("old.bin"), noise(9 * MIB, 1)).unwrap();
     std::fs::write(repo.join("gone.bin"), noise(9 * MIB, 2)).unwrap();
     std::fs::write(repo.join("small.txt"), "one\ntwo\nthree\n").unwrap();
@@ -406,8 +405,7 @@ fn big_files_apply_and_their_patch_refers_to_the_blobs() {
 
 #[test]
 fn a_big_file_the_user_changed_meanwhile_is_never_overwritten() {
-    let env = Env::new();
-    let repo = env.repo("big-user");
+    let (env, repo) = Env::with_repo("big-user");
     std::fs::write(repo.join("data.bin"), noise(9 * MIB, 7)).unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "big"]);

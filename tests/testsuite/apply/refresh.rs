@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::assert_has;
 use crate::common::files::read;
 use crate::common::fixtures::roots;
 use crate::common::Env;
@@ -141,8 +142,8 @@ fn apply_refresh_conflicts_hands_back_then_resolved_task_lands() {
     assert_eq!(t2["conflicted_paths"], serde_json::json!(["a.txt"]));
     assert_eq!(t2["base"], base.as_str());
     let human = env.delegate(&repo, ["status"]).expect(0);
-    assert!(human.stdout.contains("conflicted"), "{}", human.stdout);
-    assert!(human.stdout.contains("a.txt"), "{}", human.stdout);
+    assert_has(&human.stdout, "conflicted");
+    assert_has(&human.stdout, "a.txt");
 
     // Unresolved: apply refuses, nothing written.
     let doc = env.delegate(&repo, ["apply", "--json"]).expect(1).json();

@@ -77,8 +77,7 @@ fn scenario(
     work: &dyn Fn(&[PathBuf]),
     meanwhile: &dyn Fn(&Env, &Path),
 ) -> (i32, Vec<Value>, Value, Vec<(String, String)>) {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     write(&repo.join("f.txt"), &lines(20));
     write(&repo.join("g.txt"), "g\n");
     write(&repo.join("tool.sh"), "#!/bin/sh\n");
@@ -332,8 +331,7 @@ fn modes_staged_states_and_filters() {
 fn a_file_elsewhere_that_cannot_be_read_no_longer_blocks_apply() {
     // A clean filter that fails, on a file no task touches: the whole
     // snapshot cannot be taken, the touched paths can.
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     write(&repo.join("f.txt"), &lines(5));
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "base"]);

@@ -7,6 +7,7 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 
+use crate::common::assert_has;
 use crate::common::files::{lines, tree, with_line};
 use crate::common::fixtures::{index_bytes, prepare_batch, set_config, strings};
 use crate::common::Env;
@@ -173,8 +174,7 @@ fn uuid_v4(s: &str) -> bool {
 
 #[test]
 fn an_apply_that_writes_nothing_has_no_apply_id() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     prepare_batch(&env, &repo, &["-n", "1"]);
     let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     assert_eq!(out["apply_id"], Value::Null, "{out:#}");
@@ -189,8 +189,7 @@ fn an_apply_that_writes_nothing_has_no_apply_id() {
 
 #[test]
 fn a_user_edit_in_another_line_survives_undo() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("f.txt"), lines(12)).unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "f"]);
@@ -217,8 +216,7 @@ fn a_user_edit_in_another_line_survives_undo() {
 
 #[test]
 fn a_user_rewrite_of_a_written_line_makes_undo_refuse_with_nothing_changed() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("f.txt"), lines(12)).unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "f"]);
@@ -245,7 +243,7 @@ fn a_user_rewrite_of_a_written_line_makes_undo_refuse_with_nothing_changed() {
     assert_eq!(list["entries"][0]["undone"], false);
     // The human text names the path.
     let run = env.delegate(&repo, ["undo"]).expect(1);
-    assert!(run.stdout.contains("f.txt"), "{}", run.stdout);
+    assert_has(&run.stdout, "f.txt");
     assert_eq!(tree(&repo), before);
 
     // Once the user puts the line back, undo goes through.
@@ -263,8 +261,7 @@ fn a_user_rewrite_of_a_written_line_makes_undo_refuse_with_nothing_changed() {
 
 #[test]
 fn an_untracked_file_where_undo_restores_a_deleted_path_refuses() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("gone.txt"), "old\n").unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "f"]);
@@ -387,8 +384,7 @@ fn undo_killed_after_its_commit_point_is_finished_and_its_entry_marked_undone() 
 
 #[test]
 fn gc_removes_entries_beyond_undo_keep_once_older_than_keep_failed() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let mut ids = Vec::new();
     for i in 0..3 {
         let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
@@ -440,8 +436,7 @@ fn gc_removes_entries_beyond_undo_keep_once_older_than_keep_failed() {
 
 #[test]
 fn undo_names_applies_by_prefix_and_refuses_unknown_ones() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
     let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
@@ -504,8 +499,7 @@ fn undo_killed_by_sigkill_before_it_writes_changes_nothing() {
 
 #[test]
 fn undo_writes_into_the_linked_worktree_the_apply_wrote_into() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let linked = env.path().join("linked");
     crate::common::fixtures::worktree_add(&env, &repo, &linked);
     let (_, ws) = prepare_batch(&env, &linked, &["-n", "1"]);

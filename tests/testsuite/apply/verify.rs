@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::common::assert_has;
 use crate::common::fixtures::{roots, task};
 use crate::common::Env;
 use serde_json::Value;
@@ -32,8 +33,7 @@ exit 0
 
 impl Fixture {
     fn new(tasks: usize) -> Fixture {
-        let env = Env::new();
-        let repo = env.repo("r");
+        let (env, repo) = Env::with_repo("r");
         std::fs::create_dir_all(repo.join("sub")).unwrap();
         std::fs::write(repo.join("sub/keep"), "k\n").unwrap();
         env.git(&repo, ["add", "."]);
@@ -231,8 +231,8 @@ fn check_culprits(culprits: &[usize]) {
             assert!(t["verify_log"].as_str().is_some(), "{t}");
         }
         let human = f.env.delegate(&f.repo, ["status"]).expect(0);
-        assert!(human.stdout.contains("rejected"), "{}", human.stdout);
-        assert!(human.stdout.contains("verify-"), "{}", human.stdout);
+        assert_has(&human.stdout, "rejected");
+        assert_has(&human.stdout, "verify-");
     }
 }
 
@@ -557,8 +557,7 @@ fn no_verify_turns_the_configured_command_off() {
 
 #[test]
 fn the_verification_workspace_carries_ignored_files_by_policy() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     std::fs::write(repo.join(".gitignore"), "deps/\n").unwrap();
     env.git(&repo, ["add", ".gitignore"]);
     env.git(&repo, ["commit", "-q", "-m", "ignore"]);
@@ -647,8 +646,7 @@ fn nothing_to_verify_is_not_run() {
 
 #[test]
 fn gc_leaves_a_stale_batch_alone_while_it_is_verified() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let doc = env
         .delegate(&repo, ["prepare", "--json", "--ttl", "1s"])
         .expect(0)

@@ -77,8 +77,7 @@ fn noise(len: usize, seed: u64) -> Vec<u8> {
 
 #[test]
 fn smudge_filters_and_crlf_come_back_as_a_checkout_writes_them() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     write(
         &repo.join(".gitattributes"),
         "*.txt text eol=crlf\n*.rot filter=rot\n",
@@ -122,8 +121,7 @@ fn smudge_filters_and_crlf_come_back_as_a_checkout_writes_them() {
 
 #[test]
 fn exec_bits_symlinks_and_binary_content_are_reproduced() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     write(&repo.join("run.sh"), "#!/bin/sh\necho run\n");
     write(&repo.join("tool"), "#!/bin/sh\necho tool\n");
     chmod(&repo.join("tool"), 0o755);
@@ -170,8 +168,7 @@ fn exec_bits_symlinks_and_binary_content_are_reproduced() {
 
 #[test]
 fn file_folder_switches_and_folders_emptied_by_deletions() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     write(&repo.join("f"), "file becomes folder\n");
     write(&repo.join("d/1"), "1\n");
     write(&repo.join("d/sub/2"), "2\n");
@@ -204,8 +201,7 @@ fn file_folder_switches_and_folders_emptied_by_deletions() {
 
 #[test]
 fn an_ignored_file_or_folder_in_the_way_is_a_conflict_and_stays_intact() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     write(&repo.join(".gitignore"), "*.tmp\n");
     commit_all(&env, &repo);
     let ws = prepare(&env, &repo);
@@ -239,8 +235,7 @@ fn an_ignored_file_or_folder_in_the_way_is_a_conflict_and_stays_intact() {
 
 #[test]
 fn a_symlinked_folder_pointing_outside_is_never_written_through() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let outside = env.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     let ws = prepare(&env, &repo);
@@ -259,8 +254,7 @@ fn a_symlinked_folder_pointing_outside_is_never_written_through() {
 
 #[test]
 fn a_failed_write_rolls_everything_back_and_a_rerun_applies() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     for i in 0..20 {
         write(&repo.join(format!("m/{i}")), format!("{i}\n"));
     }
@@ -416,8 +410,7 @@ fn journal_left(env: &Env, repo: &Path) -> bool {
 /// journal until the user resolves it.
 #[test]
 fn rollback_leaves_a_file_the_user_saved_over_after_it_was_written() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     // A slow clean filter: every check of an `S` file takes a second, so
     // the renames are spread over seconds and the user's edits land
     // between them, deterministically.
@@ -580,8 +573,7 @@ fn a_path_named_like_an_os_error_or_a_filter_failure_does_not_change_the_reason(
         "a smudge filter driver failed",
         "a clean filter driver failed",
     ] {
-        let env = Env::new();
-        let repo = env.repo("r");
+        let (env, repo) = Env::with_repo("r");
         write(&repo.join(name), "old\n");
         commit_all(&env, &repo);
         let ws = prepare(&env, &repo);

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::assert_has;
 use crate::common::files::read_lossy;
 use crate::common::fixtures::prepare_batch;
 use crate::common::{printed_command, Env, Run};
@@ -61,8 +62,7 @@ fn sleeper(dir: &Path) -> Child {
 // prepare: "When the tasks are done: git delegate apply ID".
 #[test]
 fn prepare_apply_hint_applies_the_batch() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let text = env.delegate(&repo, ["prepare", "-n", "1"]).expect(0).stdout;
     let cmd = printed_command(&text, "git delegate apply");
     let (ws, batch) = {
@@ -83,8 +83,7 @@ fn prepare_apply_hint_applies_the_batch() {
 // status, stale by expiry: "`git delegate renew ID`" makes the lease live.
 #[test]
 fn status_renew_hint_for_an_expired_lease_renews_it() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, _) = prepare_batch(&env, &repo, &["-n", "1", "--ttl", "1s"]);
     wait_lease(&env, &repo, &batch, "expired");
     let text = env.delegate(&repo, ["status"]).expect(0).stdout;
@@ -99,8 +98,7 @@ fn status_renew_hint_for_an_expired_lease_renews_it() {
 // the batch from the shell it runs in (plain `renew` is refused).
 #[test]
 fn renew_hints_for_an_orphaned_lease_adopt_it() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let mut owner = sleeper(&repo);
     let pid = owner.id().to_string();
     let (batch, _) = prepare_batch(&env, &repo, &["-n", "1", "--owner-pid", &pid]);
@@ -115,11 +113,7 @@ fn renew_hints_for_an_orphaned_lease_adopt_it() {
     let hook = env.delegate(&repo, ["hook", "pre-commit"]);
     assert_eq!(printed_command(&all(&hook), "git delegate renew"), expected);
     let refused = env.delegate(&repo, ["renew", short]).expect(2);
-    assert!(
-        refused.stderr.contains("delegate::orphaned_lease"),
-        "{}",
-        refused.stderr
-    );
+    assert_has(&refused.stderr, "delegate::orphaned_lease");
     let cmd = printed_command(&refused.stderr, "git delegate renew");
     assert_eq!(cmd, expected);
 
@@ -141,8 +135,7 @@ fn renew_hints_for_an_orphaned_lease_adopt_it() {
 // "stop them, or `git delegate renew ID`".
 #[test]
 fn gc_renew_hint_for_a_busy_stale_batch_renews_it() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1", "--ttl", "1s"]);
     let mut inside = sleeper(&ws[0]);
     wait_lease(&env, &repo, &batch, "expired");
@@ -159,8 +152,7 @@ fn gc_renew_hint_for_a_busy_stale_batch_renews_it() {
 // first: `git delegate apply ID`)". Plain `drop` would be refused.
 #[test]
 fn status_hints_for_a_missing_workspace_apply_the_rest_and_end_the_batch() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
     std::fs::write(ws[1].join("two.txt"), "task 2's work\n").unwrap();
     std::fs::remove_dir_all(&ws[0]).unwrap();
@@ -191,8 +183,7 @@ fn status_hints_for_a_missing_workspace_apply_the_rest_and_end_the_batch() {
 // and leaves the symlink and what it points to alone.
 #[test]
 fn status_drop_hint_for_a_replaced_workspace_ends_the_batch() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     let copy = env.path().join("copy");
     std::fs::rename(&ws[0], &copy).unwrap();
@@ -219,8 +210,7 @@ fn conflicting(env: &Env, repo: &Path, n: usize) -> (String, Vec<PathBuf>) {
 // `TASK` placeholder) and no `git apply --3way` line is printed.
 #[test]
 fn apply_discard_hint_for_one_conflict_names_the_task() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, _) = conflicting(&env, &repo, 1);
     let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
     assert!(!text.contains("git apply"), "{text}");
@@ -241,8 +231,7 @@ fn apply_discard_hint_for_one_conflict_names_the_task() {
 // apply, several tasks in conflict: one `--discard` per task.
 #[test]
 fn apply_discard_hint_for_several_conflicts_names_each_task() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, _) = conflicting(&env, &repo, 2);
     let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
     assert!(!text.contains("git apply"), "{text}");
@@ -260,8 +249,7 @@ fn apply_discard_hint_for_several_conflicts_names_each_task() {
 // apply refusing a batch whose baseline ref was deleted: both ways out.
 #[test]
 fn baseline_ref_missing_hints_restore_the_ref_or_end_the_batch() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     let baseline = format!("refs/pi-delegate/batches/{batch}/baseline");
@@ -292,8 +280,7 @@ fn baseline_ref_missing_hints_restore_the_ref_or_end_the_batch() {
 // `git delegate drop ID --force`, which removes it.
 #[test]
 fn corrupt_state_drop_hints_remove_the_batch() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "saved first\n").unwrap();
     let state = repo.join(".git/delegate/batches").join(&batch);
@@ -316,8 +303,7 @@ fn corrupt_state_drop_hints_remove_the_batch() {
 // or drop anyway with `git delegate drop ID --force`".
 #[test]
 fn drop_refusal_hints_apply_or_force() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     let text = env.delegate(&repo, ["drop", &batch[..8]]).expect(1).stdout;
@@ -340,8 +326,7 @@ fn drop_refusal_hints_apply_or_force() {
 // `git worktree remove --force PATH` removes it.
 #[test]
 fn worktree_remove_hint_for_a_kept_nested_repository_removes_it() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     worktree_remove_hint(&env, &repo);
     // A workspace path a shell would split or unquote: printed quoted.
     let odd = env.repo("odd");
@@ -376,8 +361,7 @@ fn worktree_remove_hint(env: &Env, repo: &Path) {
 #[test]
 fn pending_writeback_gc_hint_rolls_it_back() {
     use std::os::unix::process::ExitStatusExt;
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     std::fs::write(ws[0].join("new.txt"), "new\n").unwrap();
@@ -409,8 +393,7 @@ fn pending_writeback_gc_hint_rolls_it_back() {
 // `REF` placeholder), and it lands.
 #[test]
 fn kept_hints_of_gc_and_drop_name_a_real_proposal() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "2", "--ttl", "1s"]);
     std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
     std::fs::write(ws[1].join("b.txt"), "b\n").unwrap();
@@ -445,8 +428,7 @@ fn kept_hints_of_gc_and_drop_name_a_real_proposal() {
 // "`git delegate apply ID` in the source working tree brings them back".
 #[test]
 fn forbid_commit_apply_hint_brings_the_work_back() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1", "--forbid-commit"]);
     std::fs::write(ws[0].join("work.txt"), "work\n").unwrap();
     let refused = env.delegate(&ws[0], ["hook", "pre-commit"]).expect(1);
@@ -488,8 +470,7 @@ fn killed_prepare(env: &Env, repo: &Path) {
 // --force`, and each removes it.
 #[test]
 fn killed_prepare_hints_remove_the_batch() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     for start in ["git delegate drop", "git delegate gc"] {
         killed_prepare(&env, &repo);
         let text = env.delegate(&repo, ["status"]).expect(0).stdout;
@@ -513,8 +494,7 @@ fn killed_prepare_hints_remove_the_batch() {
 // `git delegate apply ID` there, or give the batch up with the printed drop.
 #[test]
 fn source_moved_hints_apply_after_moving_back_or_drop() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let moved = env.path().join("moved");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
@@ -545,8 +525,7 @@ fn source_moved_hints_apply_after_moving_back_or_drop() {
 #[test]
 fn rollback_left_path_gc_hint_finishes_the_rollback() {
     use std::os::unix::process::ExitStatusExt;
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("a.txt"), "original a\n").unwrap();
     std::fs::write(repo.join("b.txt"), "original b\n").unwrap();
     env.git(&repo, ["add", "-A"]);
@@ -587,8 +566,7 @@ fn rollback_left_path_gc_hint_finishes_the_rollback() {
 #[test]
 fn completed_writeback_apply_hint_records_it() {
     use std::os::unix::process::ExitStatusExt;
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     let out = env
@@ -599,11 +577,7 @@ fn completed_writeback_apply_hint_records_it() {
         .unwrap();
     assert_eq!(out.status.signal(), Some(9), "{out:?}");
     let gc = env.delegate(&repo, ["gc"]).expect(0);
-    assert!(
-        gc.stderr.contains("had written its whole result"),
-        "{}",
-        gc.stderr
-    );
+    assert_has(&gc.stderr, "had written its whole result");
     let cmd = printed_command(&gc.stderr, "git delegate apply");
     env.sh(&repo, &cmd).expect(0);
     assert_eq!(read_lossy(&repo.join("README")), "work\n");
@@ -640,8 +614,7 @@ fn failing_filter_hints_name_the_driver_and_work() {
 // registration whose folder is gone, `git delegate gc`.
 #[test]
 fn workspace_exists_hints_free_the_place() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let id = "0badc0de-0000-4000-8000-000000000001";
     let prepare_as = |expect: i32| -> Run {
         let r = Run::from(
@@ -698,8 +671,7 @@ fn workspace_exists_hints_free_the_place() {
 // "look at it with `git show --stat REF`; `git update-ref -d REF` removes it".
 #[test]
 fn not_a_proposal_hints_show_and_remove_the_ref() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let r = "refs/pi-delegate/batches/0badc0de-0000-4000-8000-000000000002/tasks/1/proposal";
     env.git(&repo, ["update-ref", r, "HEAD"]);
     let run = env.delegate(&repo, ["apply", "--kept", r]);
@@ -718,8 +690,7 @@ fn not_a_proposal_hints_show_and_remove_the_ref() {
 // prints works (here: the discard one gives the task up).
 #[test]
 fn apply_advice_for_a_missing_workspace_works() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::remove_dir_all(&ws[0]).unwrap();
     let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
@@ -752,8 +723,7 @@ fn apply_advice_for_a_missing_workspace_works() {
 // advised; once the cause is fixed, apply lands the task.
 #[test]
 fn apply_advice_for_an_unreadable_workspace_has_no_discard() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     let id = format!("delegate-{}-1", &batch[..8]);
@@ -776,8 +746,7 @@ fn apply_advice_for_an_unreadable_workspace_has_no_discard() {
 // apply lands it (design §3.12, §3.16).
 #[test]
 fn apply_refresh_hint_hands_a_conflict_back_and_the_printed_apply_lands_it() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = conflicting(&env, &repo, 1);
     let short = &batch[..8];
     let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
@@ -808,8 +777,7 @@ fn apply_refresh_hint_hands_a_conflict_back_and_the_printed_apply_lands_it() {
 // apply, several tasks in conflict: one refresh names them all.
 #[test]
 fn apply_refresh_hint_names_every_conflicting_task() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = conflicting(&env, &repo, 2);
     let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
     let refresh = printed_command(&text, "git delegate refresh");

@@ -143,6 +143,13 @@ impl Env {
         dir
     }
 
+    /// A new `Env` with one repository `name` in it ([`Env::repo`]).
+    pub fn with_repo(name: &str) -> (Env, PathBuf) {
+        let env = Env::new();
+        let repo = env.repo(name);
+        (env, repo)
+    }
+
     /// A new repository without commits.
     pub fn empty_repo(&self, name: &str) -> PathBuf {
         let dir = self.path().join(name);
@@ -225,6 +232,12 @@ pub fn succeed(mut cmd: impl std::borrow::BorrowMut<Command>) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// Assert that `text` holds `part`, showing `text` when it does not.
+#[track_caller]
+pub fn assert_has(text: &str, part: &str) {
+    assert!(text.contains(part), "{text}");
 }
 
 /// The result of one run of the binary.

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use crate::common::assert_has;
 use crate::common::fixtures::{roots, wait_stale};
 use crate::common::Env;
 
@@ -206,8 +207,7 @@ fn gc_rescues_a_stale_task_whose_index_is_truncated() {
 
 #[test]
 fn a_sparse_workspace_with_a_broken_index_keeps_what_it_leaves_out() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     for (p, text) in [("a/x/1", "one\n"), ("b/2", "two\n"), ("top", "top\n")] {
         let p = repo.join(p);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -355,8 +355,7 @@ fn status_names_the_files_still_conflicted_after_a_refresh() {
 
 #[test]
 fn status_and_apply_name_the_files_of_a_conflict_the_worker_made() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("a.txt"), LINES).unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
@@ -436,11 +435,7 @@ fn undo_after_the_result_was_committed_refuses_and_force_takes_it_back() {
     assert_eq!(list["entries"][0]["head"], at_apply.as_str());
     // The human text says it too (stderr), and a dry run refuses alike.
     let human = env.delegate(&repo, ["undo"]).expect(3);
-    assert!(
-        human.stderr.contains("delegate::head_moved"),
-        "{}",
-        human.stderr
-    );
+    assert_has(&human.stderr, "delegate::head_moved");
     env.delegate(&repo, ["undo", "--dry-run"]).expect(3);
     // --force, as the help says: the committed lines come back out as
     // uncommitted changes.

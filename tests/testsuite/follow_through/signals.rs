@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use rustix::process::Signal;
 use serde_json::Value;
 
+use crate::common::assert_has;
 use crate::common::files::{tree, Tree};
 use crate::common::fixtures::roots;
 use crate::common::{Env, Run};
@@ -122,8 +123,7 @@ struct Rig {
 
 impl Rig {
     fn new() -> Rig {
-        let env = Env::new();
-        let repo = env.repo("src");
+        let (env, repo) = Env::with_repo("src");
         for i in 0..TASKS {
             for j in 0..FILES {
                 let p = repo.join(format!("t{i}/f{j:03}.txt"));
@@ -487,7 +487,7 @@ fn a_write_back_killed_past_its_commit_point_is_finished_recorded_and_told_so() 
         .unwrap();
     assert_eq!(killed.status.signal(), Some(9));
     let status = rig.env.delegate(&rig.repo, ["status"]).expect(0);
-    assert!(status.stdout.contains("rolls it back"), "{}", status.stdout);
+    assert_has(&status.stdout, "rolls it back");
     let doc = rig
         .env
         .delegate(&rig.repo, ["status", "--json"])

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::assert_has;
 use crate::common::files::{tree, Tree};
 use crate::common::Env;
 
@@ -621,7 +622,7 @@ fn corrupt_interrupted_and_ordinary_batches_together() {
     assert_eq!(ordinary["tasks"][0]["exists"], true, "{ordinary}");
     // The text form names both.
     let check = env.delegate(&repo, ["status", "--check"]).expect(1);
-    assert!(check.stdout.contains(SHORT), "{}", check.stdout);
+    assert_has(&check.stdout, SHORT);
     assert!(check.stdout.contains(&bad[..8]), "{}", check.stdout);
 
     let gc = env.delegate(&repo, ["gc", "--json"]);
@@ -754,8 +755,7 @@ fn gc_reclaims_a_stale_outer_batch_hosting_an_interrupted_one() {
 /// identity (design §3.2), and no longer the marker; a killed one has none yet.
 #[test]
 fn a_complete_batch_records_its_folders_and_a_killed_one_none() {
-    let env = Env::new();
-    let repo = env.repo("small");
+    let (env, repo) = Env::with_repo("small");
     let doc = env
         .delegate(&repo, ["prepare", "-n", "2", "--json"])
         .expect(0)
@@ -796,8 +796,7 @@ fn a_complete_batch_records_its_folders_and_a_killed_one_none() {
 /// (not by a dry run).
 #[test]
 fn gc_removes_hidden_state_left_by_killed_commands() {
-    let env = Env::new();
-    let repo = env.repo("small");
+    let (env, repo) = Env::with_repo("small");
     let live = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
     let batches = common_dir(&repo).join("delegate/batches");
     let new = batches.join(format!(".{ID}.new"));
@@ -828,8 +827,7 @@ fn gc_removes_hidden_state_left_by_killed_commands() {
 /// as pending, and gc removes it.
 #[test]
 fn a_journal_in_a_hidden_state_folder_is_not_recovered() {
-    let env = Env::new();
-    let repo = env.repo("small");
+    let (env, repo) = Env::with_repo("small");
     let batches = common_dir(&repo).join("delegate/batches");
     let hidden = batches.join(format!(".{ID}.removed-4242"));
     std::fs::create_dir_all(&hidden).unwrap();

@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::assert_has;
 use crate::common::fixtures::roots;
 use crate::common::mounts as sc;
 use crate::common::Env;
@@ -177,7 +178,7 @@ fn the_first_snapshot_of_an_untouched_copy_hashes_nothing() {
     // diff-files does not refresh: it lists every entry whose stat data differ.
     assert_eq!(env.git(&root, ["diff-files", "--name-only"]), "");
     let snap = env.delegate(&root, ["snapshot"]).expect(0);
-    assert!(snap.stderr.contains("hashed 0 "), "{}", snap.stderr);
+    assert_has(&snap.stderr, "hashed 0 ");
     let commit = doc["baseline"]["commit"].as_str().unwrap();
     assert_eq!(
         snap.stdout.trim(),
@@ -187,7 +188,7 @@ fn the_first_snapshot_of_an_untouched_copy_hashes_nothing() {
     // A real edit is still seen.
     std::fs::write(root.join("d1/f1.txt"), "changed\n").unwrap();
     let snap = env.delegate(&root, ["snapshot"]).expect(0);
-    assert!(snap.stderr.contains("changed 1"), "{}", snap.stderr);
+    assert_has(&snap.stderr, "changed 1");
     assert_eq!(env.git(&root, ["status", "--porcelain"]), " M d1/f1.txt\n");
 }
 
@@ -290,7 +291,7 @@ fn scratch_is_refused_where_the_filesystem_cannot_clone() {
     let r = env
         .delegate(&repo, ["prepare", "--mode", "scratch"])
         .expect(3);
-    assert!(r.stderr.contains("delegate::no_reflink"), "{}", r.stderr);
+    assert_has(&r.stderr, "delegate::no_reflink");
     assert_nothing_left(&env, &repo);
 }
 
@@ -435,7 +436,7 @@ fn a_replaced_copy_is_never_removed() {
             ["drop", &doc["batch"].as_str().unwrap()[..8], "--force"],
         )
         .expect(0);
-    assert!(d.stdout.contains("Left alone"), "{}", d.stdout);
+    assert_has(&d.stdout, "Left alone");
     assert!(
         !copies[0].parent().unwrap().exists(),
         "task 1's copy is removed"

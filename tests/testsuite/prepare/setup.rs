@@ -135,8 +135,7 @@ fn a_failing_setup_fails_run_before_any_worker() {
 /// nothing is created outside.
 #[test]
 fn a_cwd_parent_replaced_by_a_symlink_is_never_followed_to_make_the_cwd() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     std::fs::create_dir_all(repo.join("sub")).unwrap();
     std::fs::write(repo.join("sub/f.txt"), "f\n").unwrap();
     env.git(&repo, ["add", "sub"]);

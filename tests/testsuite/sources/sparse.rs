@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::assert_has;
 use crate::common::fixtures::roots;
 use crate::common::Env;
 
@@ -105,7 +106,7 @@ fn round_trip(env: &Env, repo: &Path, outside: &str, inside: &str, expect_list: 
         assert_eq!(env.git(w, ["status", "--porcelain"]), "");
         // A stat cache from the start: the first snapshot reads no file.
         let snap = env.delegate(w, ["snapshot"]).expect(0);
-        assert!(snap.stderr.contains("hashed 0 "), "{}", snap.stderr);
+        assert_has(&snap.stderr, "hashed 0 ");
         assert_eq!(
             snap.stdout.trim(),
             env.git(repo, ["rev-parse", &format!("{baseline}^{{tree}}")])
@@ -113,7 +114,7 @@ fn round_trip(env: &Env, repo: &Path, outside: &str, inside: &str, expect_list: 
         );
     }
     let snap = env.delegate(repo, ["snapshot"]).expect(0);
-    assert!(snap.stderr.contains("hashed 0 "), "{}", snap.stderr);
+    assert_has(&snap.stderr, "hashed 0 ");
     assert!(!ws[0].join(outside).exists());
     std::fs::create_dir_all(ws[0].join(outside).parent().unwrap()).unwrap();
     std::fs::write(ws[0].join(outside), "worker 1\n").unwrap();
@@ -283,11 +284,7 @@ fn sparse_narrows_within_a_cone_source_and_per_worktree_config_is_used() {
     let text = env
         .delegate(&repo, ["prepare", "--label", "human", "--sparse", "c"])
         .expect(0);
-    assert!(
-        text.stdout.contains("\nSparse workspaces: c/d\n"),
-        "{}",
-        text.stdout
-    );
+    assert_has(&text.stdout, "\nSparse workspaces: c/d\n");
 }
 
 #[test]

@@ -20,8 +20,7 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
-    let env = Env::new();
-    let nested = env.repo("nested-up");
+    let (env, nested) = Env::with_repo("nested-up");
     std::fs::write(nested.join("n.txt"), "nested\n").unwrap();
     env.git(&nested, ["add", "n.txt"]);
     env.git(&nested, ["commit", "-q", "-m", "n"]);
@@ -480,8 +479,7 @@ fn submodule_work_blocks_drop_and_survives_gc() {
 
 #[test]
 fn a_submodule_with_its_repository_inside_its_folder_is_refused_until_absorbed() {
-    let env = Env::new();
-    let up = env.repo("up");
+    let (env, up) = Env::with_repo("up");
     let repo = env.repo("super");
     env.git(&repo, ["clone", "-q", up.to_str().unwrap(), "deps/sub"]);
     // `submodule add` of a repository already in place keeps its `.git` folder there.

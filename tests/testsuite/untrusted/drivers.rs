@@ -9,6 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::assert_has;
 use crate::common::files::{lines, read, with_line};
 use crate::common::Env;
 
@@ -36,8 +37,7 @@ fn evil(marker: &Path) -> String {
 
 #[test]
 fn a_filter_a_local_worker_defines_is_not_run_by_apply() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (_, ws) = prepare_one(&env, &repo);
     let marker = env.path().join("pwned");
     // The worker, from its workspace: the config is the source's.
@@ -78,17 +78,12 @@ fn a_filter_a_local_worker_defines_is_not_run_by_apply() {
     assert_eq!(read(&repo.join("README")), "changed\n");
     // "hello" both ways: neither the clean filter (the blob would say
     // HELLO) nor the smudge ran.
-    assert!(
-        run.stderr.contains("the filter.evil driver was not run"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "the filter.evil driver was not run");
 }
 
 #[test]
 fn a_changed_filter_command_is_not_run_and_a_recorded_one_is() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let ran = env.path().join("user-filter-ran");
     // The user's own driver, there at prepare: it keeps running.
     env.git(
@@ -123,14 +118,13 @@ fn a_changed_filter_command_is_not_run_and_a_recorded_one_is() {
     );
     assert_eq!(read(&repo.join("b.other")), "other\n");
     assert_eq!(read(&repo.join("a.mine")), "mine\n");
-    assert!(run.stderr.contains("filter.other"), "{}", run.stderr);
+    assert_has(&run.stderr, "filter.other");
     assert!(!run.stderr.contains("filter.mine"), "{}", run.stderr);
 }
 
 #[test]
 fn a_merge_driver_a_local_worker_defines_is_not_run_on_a_path_both_sides_changed() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("x.txt"), lines(10)).unwrap();
     env.git(&repo, ["add", "x.txt"]);
     env.git(&repo, ["commit", "-q", "-m", "x"]);
@@ -161,7 +155,7 @@ fn a_merge_driver_a_local_worker_defines_is_not_run_on_a_path_both_sides_changed
         read(&repo.join("x.txt")),
         with_line(&with_line(&lines(10), 1, "user"), 10, "worker")
     );
-    assert!(run.stderr.contains("merge.evil"), "{}", run.stderr);
+    assert_has(&run.stderr, "merge.evil");
 }
 
 /// The remote, the user's clone, and a worker's machine (as in
@@ -244,7 +238,7 @@ fn a_remote_proposal_naming_an_unrecorded_filter_is_written_unfiltered() {
         read(&t.src.join("x.txt")),
         with_line(&lines(10), 10, "worker")
     );
-    assert!(run.stderr.contains("filter.evil"), "{}", run.stderr);
+    assert_has(&run.stderr, "filter.evil");
 }
 
 #[test]
@@ -275,13 +269,12 @@ fn a_remote_proposal_on_a_path_both_sides_changed_runs_no_unrecorded_merge_drive
         read(&t.src.join("x.txt")),
         with_line(&with_line(&lines(10), 1, "user"), 10, "worker")
     );
-    assert!(run.stderr.contains("merge.evil"), "{}", run.stderr);
+    assert_has(&run.stderr, "merge.evil");
 }
 
 #[test]
 fn refresh_runs_no_merge_driver_a_worker_defines() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("x.txt"), lines(10)).unwrap();
     env.git(&repo, ["add", "x.txt"]);
     env.git(&repo, ["commit", "-q", "-m", "x"]);
@@ -312,5 +305,5 @@ fn refresh_runs_no_merge_driver_a_worker_defines() {
         read(&ws.join("x.txt")),
         with_line(&with_line(&lines(10), 1, "user"), 10, "worker")
     );
-    assert!(run.stderr.contains("merge.evil"), "{}", run.stderr);
+    assert_has(&run.stderr, "merge.evil");
 }

@@ -16,6 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::assert_has;
 use crate::common::files::noise_files;
 use crate::common::fixtures::{common_dir_as_printed, error_parts};
 use crate::common::mounts::Small;
@@ -141,8 +142,7 @@ fn names(doc: &serde_json::Value, key: &str) -> Vec<String> {
 /// be writing them) and files that are not git-delegate's stay.
 #[test]
 fn old_temp_files_are_reported_by_status_check_and_removed_by_gc() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let doc = env
         .delegate(&repo, ["prepare", "--json", "-n", "1"])
         .expect(0)
@@ -177,9 +177,9 @@ fn old_temp_files_are_reported_by_status_check_and_removed_by_gc() {
 
     let run = env.delegate(&repo, ["status", "--check"]).expect(1);
     for p in &old {
-        assert!(run.stdout.contains(p.to_str().unwrap()), "{}", run.stdout);
+        assert_has(&run.stdout, p.to_str().unwrap());
     }
-    assert!(run.stdout.contains("git delegate gc"), "{}", run.stdout);
+    assert_has(&run.stdout, "git delegate gc");
     assert!(
         !run.stdout.contains(young.to_str().unwrap()),
         "{}",
@@ -239,11 +239,7 @@ fn old_temp_files_are_reported_by_status_check_and_removed_by_gc() {
     assert!(batch_dir.join("batch.toml").is_file());
     env.delegate(&repo, ["status", "--check"]).expect(0);
     let human = env.delegate(&repo, ["gc"]).expect(0);
-    assert!(
-        human.stdout.contains("Nothing to reclaim"),
-        "{}",
-        human.stdout
-    );
+    assert_has(&human.stdout, "Nothing to reclaim");
 }
 
 // ---------------------------------------------------------------------------
@@ -257,8 +253,7 @@ fn prepare_onto_a_root_without_free_inodes_names_them() {
     let Some(small) = Small::few_inodes("prepare_onto_a_root_without_free_inodes") else {
         return;
     };
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     for d in 0..10 {
         std::fs::create_dir(repo.join(format!("d{d}"))).unwrap();
         noise_files(&repo.join(format!("d{d}")), "f", 5, 100);
@@ -399,8 +394,7 @@ fn follow(
 /// objects only that folder holds is prepared.
 #[test]
 fn object_directory_refusal_help_works_as_printed() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let objects = repo.join(".git/objects");
     let elsewhere = env.path().join("objects-elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
@@ -452,8 +446,7 @@ fn object_directory_refusal_help_works_as_printed() {
 /// command runs on this working tree's repository.
 #[test]
 fn common_dir_refusal_help_works_as_printed() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let nowhere = env.path().join("nowhere");
     let vars = [("GIT_COMMON_DIR", nowhere.as_path())];
     let run = delegate_with(&env, &repo, &vars, &["prepare", "--json"]).expect(3);
@@ -473,8 +466,7 @@ fn common_dir_refusal_help_works_as_printed() {
 /// exported) runs, and the workspaces read the objects there.
 #[test]
 fn alternate_object_directories_refusal_help_works_as_printed() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let other = env.repo("other");
     std::fs::write(other.join("o.txt"), "from the other store\n").unwrap();
     env.git(&other, ["add", "o.txt"]);
@@ -495,8 +487,7 @@ fn alternate_object_directories_refusal_help_works_as_printed() {
 /// error (exit 2) pointing at the file, line and column, as any other.
 #[test]
 fn a_config_file_with_invalid_utf8_or_a_nul_is_pointed_at_by_line_and_column() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let file = common_dir_as_printed(&env, &repo).join("delegate.toml");
     for (bytes, line, column, what) in [
         (

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::assert_has;
 use crate::common::files::chmod;
 use crate::common::fixtures::{id, prepare, roots, wait_stale};
 use crate::common::Env;
@@ -180,11 +181,7 @@ fn prepare_refuses_a_repository_folder_another_user_made() {
 
     // The human diagnostic names it and its owner too.
     let run = env.delegate(&repo, ["prepare"]).expect(3);
-    assert!(
-        run.stderr.contains("unsafe_workspace_root"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "unsafe_workspace_root");
     assert!(
         run.stderr.contains(&format!("uid {OTHER}")),
         "{}",
@@ -628,8 +625,7 @@ fn point_task_at(env: &Env, repo: &Path, id: &str, outside: &Path) {
 #[test]
 fn a_task_root_edited_to_point_outside_the_workspace_root_is_never_read_nor_removed() {
     for cmd in [&["apply"][..], &["gc"][..], &["drop", "--force"][..]] {
-        let env = Env::new();
-        let repo = env.repo("proj");
+        let (env, repo) = Env::with_repo("proj");
         let doc = env
             .delegate(&repo, ["prepare", "--ttl", "1s", "--json"])
             .expect(0)

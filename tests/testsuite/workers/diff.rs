@@ -226,8 +226,7 @@ fn diff_of_several_tasks_heads_each_and_filters_paths() {
 
 #[test]
 fn path_from_the_source_and_from_inside_a_workspace() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::create_dir(repo.join("sub")).unwrap();
     std::fs::write(repo.join("sub/f"), "f\n").unwrap();
     env.git(&repo, ["add", "-A"]);
@@ -294,8 +293,7 @@ fn tree_bytes(root: &Path) -> Vec<(String, u32, Vec<u8>)> {
 /// gives the bytes the real apply leaves; it changes nothing itself.
 #[test]
 fn diff_source_is_what_apply_writes_and_changes_nothing() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let lines: String = (1..=20).map(|i| format!("line {i}\n")).collect();
     std::fs::write(repo.join("a.txt"), &lines).unwrap();
     std::fs::write(repo.join("user.txt"), "mine\n").unwrap();

@@ -5,11 +5,11 @@
 //! workspaces an interrupted clean-up left.
 
 use super::*;
+use crate::common::assert_has;
 
 #[test]
 fn a_missing_or_replaced_workspace_fails_and_is_never_deleted() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (_, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
     std::fs::write(ws[2].join("c.txt"), "c\n").unwrap();
     std::fs::remove_dir_all(&ws[0]).unwrap();
@@ -60,8 +60,7 @@ fn a_workspace_that_cannot_be_snapshotted_fails_and_keeps_what_was_recorded() {
 
 #[test]
 fn a_deleted_baseline_ref_is_exit_3_and_changes_nothing() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (doc, ws) = prepare_roots(&env, &repo, &[]);
     std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
     let r = doc["baseline"]["ref"].as_str().unwrap();
@@ -74,8 +73,7 @@ fn a_deleted_baseline_ref_is_exit_3_and_changes_nothing() {
 
 #[test]
 fn a_failed_write_back_fails_every_task_it_was_writing_and_keeps_the_proposals() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::create_dir(repo.join("locked")).unwrap();
     std::fs::write(repo.join("locked/old.txt"), "old\n").unwrap();
     let (_, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
@@ -115,8 +113,7 @@ fn a_failed_write_back_fails_every_task_it_was_writing_and_keeps_the_proposals()
 
 #[test]
 fn workspaces_left_by_an_interrupted_clean_up_are_removed_later_kept_ones_are_not() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (doc, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
     std::fs::write(ws[2].join("c.txt"), "c\n").unwrap();
     let out = apply(&env, &repo, &["--only", "3", "--keep"], 0);
@@ -225,8 +222,7 @@ impl Drop for Unwritable {
 
 #[test]
 fn a_folder_that_refuses_writing_fails_only_the_tasks_that_write_there() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::create_dir_all(repo.join("locked")).unwrap();
     std::fs::create_dir_all(repo.join("open")).unwrap();
     std::fs::write(repo.join("locked/a.txt"), "a\n").unwrap();
@@ -277,8 +273,7 @@ fn a_folder_that_refuses_writing_fails_only_the_tasks_that_write_there() {
 
 #[test]
 fn an_ignored_symlink_in_the_way_is_named_and_never_written_through() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join(".gitignore"), "dir\n").unwrap();
     env.git(&repo, ["add", ".gitignore"]);
     env.git(&repo, ["commit", "-q", "-m", "ignore"]);
@@ -301,11 +296,7 @@ fn an_ignored_symlink_in_the_way_is_named_and_never_written_through() {
         serde_json::json!([{"path": "dir", "reason": "ignored symlink in the way"}]),
         "{out:#}"
     );
-    assert!(
-        run.stderr.contains("dir (ignored symlink in the way)"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "dir (ignored symlink in the way)");
     assert!(!run.stderr.contains("dir/f"), "{}", run.stderr);
     assert_eq!(task(&out, "2")["status"], "applied", "{out:#}");
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
@@ -437,8 +428,7 @@ fn a_top_folder_that_refuses_writing_fails_only_the_tasks_that_write_in_it() {
 /// task 1 applies once the folder is writable.
 #[test]
 fn an_unwritable_folder_and_a_rolled_back_write_leave_a_clean_journal() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::create_dir_all(repo.join("locked")).unwrap();
     std::fs::create_dir_all(repo.join("open")).unwrap();
     std::fs::write(repo.join("locked/a.txt"), "a\n").unwrap();
@@ -545,7 +535,7 @@ fn write_back_and_moved_source_messages_escape_control_characters() {
     let run = env.delegate(&dir, ["apply", "--dry-run"]).expect(3);
     clean(&run);
     let run = env.delegate(&dir, ["apply"]).expect(3);
-    assert!(run.stderr.contains("rollback_failed"), "{}", run.stderr);
+    assert_has(&run.stderr, "rollback_failed");
     clean(&run);
     let run = env.delegate(&dir, ["status", "--check"]).expect(1);
     clean(&run);
@@ -562,6 +552,6 @@ fn write_back_and_moved_source_messages_escape_control_characters() {
     let moved = env.path().join(os(b"moved\x1b[32mgreen"));
     std::fs::rename(&dir, &moved).unwrap();
     let run = env.delegate(&moved, ["apply"]).expect(3);
-    assert!(run.stderr.contains("source_moved"), "{}", run.stderr);
+    assert_has(&run.stderr, "source_moved");
     clean(&run);
 }

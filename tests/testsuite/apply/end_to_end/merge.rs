@@ -146,8 +146,7 @@ fn conflicting_proposal_keeps_ref_patch_and_workspace_first_one_wins() {
 
 #[test]
 fn additions_deletions_binary_symlinks_exec_bits_and_file_folder_switches() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("keep.bin"), [0u8, 1, 2, 3, 0, 255].repeat(100)).unwrap();
     std::fs::write(repo.join("gone.txt"), "gone\n").unwrap();
     std::fs::write(repo.join("run.sh"), "#!/bin/sh\n").unwrap();
@@ -263,8 +262,7 @@ fn user_edits_elsewhere_and_in_other_lines_merge_and_strict_refuses_them() {
 
 #[test]
 fn a_task_without_changes_is_no_changes_and_leaves_no_refs() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     // A worker's commit in the workspace does not matter, only its files.
     std::fs::write(ws[1].join("README"), "hello\n").unwrap();
@@ -283,8 +281,7 @@ fn a_task_without_changes_is_no_changes_and_leaves_no_refs() {
 
 #[test]
 fn odd_names_spaces_newlines_and_non_utf8_bytes() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (_, ws) = prepare_roots(&env, &repo, &[]);
     std::fs::write(ws[0].join("with space.txt"), "space\n").unwrap();
     std::fs::write(ws[0].join(os(b"new\nline")), "newline\n").unwrap();
@@ -311,8 +308,7 @@ fn odd_names_spaces_newlines_and_non_utf8_bytes() {
 
 #[test]
 fn crlf_files_come_back_as_crlf() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join(".gitattributes"), "*.txt text eol=crlf\n").unwrap();
     std::fs::write(repo.join("w.txt"), "one\r\ntwo\r\n").unwrap();
     env.git(&repo, ["add", "-A"]);
@@ -350,8 +346,7 @@ fn crlf_files_come_back_as_crlf() {
 
 #[test]
 fn untracked_and_ignored_things_in_the_way_are_conflicts_never_losses() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join(".gitignore"), "*.tmp\ncache/\n").unwrap();
     env.git(&repo, ["add", ".gitignore"]);
     env.git(&repo, ["commit", "-q", "-m", "ignore"]);
@@ -389,8 +384,7 @@ fn untracked_and_ignored_things_in_the_way_are_conflicts_never_losses() {
 
 #[test]
 fn apply_from_inside_a_workspace_writes_into_the_source() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::create_dir(repo.join("src")).unwrap();
     std::fs::write(repo.join("src/lib.txt"), "lib\n").unwrap();
     let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
@@ -407,8 +401,7 @@ fn apply_from_inside_a_workspace_writes_into_the_source() {
 
 #[test]
 fn a_linked_worktree_as_source_gets_the_result_and_the_main_tree_does_not() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let linked = env.path().join("linked");
     env.git(
         &repo,
@@ -435,8 +428,7 @@ fn a_linked_worktree_as_source_gets_the_result_and_the_main_tree_does_not() {
 
 #[test]
 fn assume_unchanged_and_skip_worktree_flags_never_hide_what_is_on_disk() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     for f in ["a.txt", "b.txt", "c.txt"] {
         std::fs::write(repo.join(f), format!("{f} original\n")).unwrap();
     }

@@ -4,6 +4,7 @@
 //! works as printed).
 
 use super::*;
+use crate::common::assert_has;
 
 /// A git repository a worker made in its workspace: `git init` with a commit
 /// of its own (task 1), and a `git clone` of another local repository under
@@ -73,15 +74,14 @@ fn a_nested_repository_in_a_workspace_is_a_conflict_and_nothing_of_the_task_appl
     assert_eq!(tasks[0]["changed_paths"], 2, "{status:#}");
     assert_eq!(tasks[1]["changed_paths"], 2, "{status:#}");
     let drop = env.delegate(&repo, ["drop", short]).expect(1);
-    assert!(drop.stdout.contains("1, 2"), "{}", drop.stdout);
+    assert_has(&drop.stdout, "1, 2");
     assert!(ws[0].join("sub/.git").is_dir() && ws[1].join("deps/lib/.git").is_dir());
     assert_eq!(read_lossy(&ws[1].join("two.txt")), "two\n");
 }
 
 #[test]
 fn drop_refuses_a_workspace_whose_only_change_is_a_nested_repository() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (doc, ws) = prepare_roots(&env, &repo, &[]);
     let short = &doc["batch"].as_str().unwrap()[..8];
     env.git(&ws[0], ["init", "-q", "sub"]);
@@ -100,8 +100,7 @@ fn drop_refuses_a_workspace_whose_only_change_is_a_nested_repository() {
 
 #[test]
 fn a_repository_made_in_a_tracked_folder_of_a_workspace_is_a_nested_repository_too() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::create_dir_all(repo.join("lib")).unwrap();
     std::fs::write(repo.join("lib/x.txt"), "x\n").unwrap();
     env.git(&repo, ["add", "lib/x.txt"]);
@@ -167,14 +166,8 @@ fn discarding_a_task_with_a_nested_repository_keeps_its_workspace() {
     let run = env
         .delegate(&repo, ["apply", "--discard", "1", "--discard", "2"])
         .expect(0);
-    assert!(
-        run.stdout.contains(
-            "its workspace is kept as an ordinary worktree: it holds the git repository sub its worker made"
-        ),
-        "{}",
-        run.stdout
-    );
-    assert!(run.stdout.contains("deps/lib"), "{}", run.stdout);
+    assert_has(&run.stdout, "its workspace is kept as an ordinary worktree: it holds the git repository sub its worker made");
+    assert_has(&run.stdout, "deps/lib");
     let line = run
         .stdout
         .lines()
@@ -215,12 +208,9 @@ fn a_dry_run_discard_names_the_nested_repository_that_would_keep_its_workspace()
     let run = env
         .delegate(&repo, ["apply", "--dry-run", "--discard", "1"])
         .expect(1);
-    assert!(
-        run.stdout.contains(
-            "its workspace would be kept as an ordinary worktree: it holds the git repository sub"
-        ),
-        "{}",
-        run.stdout
+    assert_has(
+        &run.stdout,
+        "its workspace would be kept as an ordinary worktree: it holds the git repository sub",
     );
     assert!(ws[0].join("sub/.git").is_dir());
 }
@@ -244,8 +234,7 @@ fn nested_batches(env: &Env, repo: &Path) -> (String, PathBuf, String, PathBuf) 
 
 #[test]
 fn apply_keeps_a_workspace_that_is_the_source_of_another_open_batch() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (outer, ws, inner, _) = nested_batches(&env, &repo);
     let out = apply(&env, &repo, &[&outer], 0);
     assert_eq!(task(&out, "1")["status"], "applied");
@@ -265,8 +254,7 @@ fn apply_keeps_a_workspace_that_is_the_source_of_another_open_batch() {
 
 #[test]
 fn drop_refuses_then_keeps_a_workspace_that_is_the_source_of_another_open_batch() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (outer, ws, inner, _) = nested_batches(&env, &repo);
     std::fs::remove_file(ws.join("outer.txt")).unwrap(); // no unapplied work
     let doc = env
@@ -294,8 +282,7 @@ fn drop_refuses_then_keeps_a_workspace_that_is_the_source_of_another_open_batch(
 /// inner batch is applied.
 #[test]
 fn the_command_to_remove_a_kept_workspace_works_as_printed() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (outer, ws, inner, _) = nested_batches(&env, &repo);
     let run = env.delegate(&repo, ["apply", &outer]).expect(0);
     let cmd = run

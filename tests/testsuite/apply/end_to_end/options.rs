@@ -3,11 +3,11 @@
 //! `--dry-run`, and the human output that names the patch.
 
 use super::*;
+use crate::common::assert_has;
 
 #[test]
 fn only_then_a_second_apply_and_unknown_or_closed_tasks_are_usage_errors() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (_, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
     for (i, w) in ws.iter().enumerate() {
         std::fs::write(w.join(format!("t{}.txt", i + 1)), "x\n").unwrap();
@@ -57,8 +57,7 @@ fn discard_drops_a_task_and_its_leftovers() {
 
 #[test]
 fn keep_leaves_applied_workspaces_as_plain_unlocked_worktrees() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
     let out = apply(&env, &repo, &["--keep"], 0);
@@ -134,8 +133,7 @@ fn set_keep_failed(repo: &Path, value: &str) {
 // A discarded task's work stays recoverable for gc.keep-failed.
 #[test]
 fn discard_keeps_the_work_as_a_proposal_ref_and_patch_until_keep_failed() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (doc, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     let batch = doc["batch"].as_str().unwrap().to_string();
     std::fs::write(ws[0].join("one.txt"), "one\n").unwrap();
@@ -215,8 +213,7 @@ fn discard_keeps_the_work_as_a_proposal_ref_and_patch_until_keep_failed() {
 
 #[test]
 fn discard_says_where_the_work_is_kept_and_a_clean_task_keeps_nothing() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (doc, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
     let batch = doc["batch"].as_str().unwrap().to_string();
     std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
@@ -225,8 +222,8 @@ fn discard_says_where_the_work_is_kept_and_a_clean_task_keeps_nothing() {
         .expect(0);
     let r = format!("refs/pi-delegate/batches/{batch}/tasks/1/proposal");
     assert!(run.stdout.contains(&r), "{}", run.stdout);
-    assert!(run.stdout.contains(".patch"), "{}", run.stdout);
-    assert!(run.stdout.contains("gc.keep-failed"), "{}", run.stdout);
+    assert_has(&run.stdout, ".patch");
+    assert_has(&run.stdout, "gc.keep-failed");
     // Task 2 had no changes: nothing kept for it.
     let mut refs = env.private_refs(&repo);
     refs.sort();
@@ -257,15 +254,11 @@ fn human_output_names_the_patch_and_what_to_do() {
     std::fs::write(ws[0].join("f.txt"), lines_with(10, 5, "first")).unwrap();
     std::fs::write(ws[1].join("f.txt"), lines_with(10, 5, "second")).unwrap();
     let run = env.delegate(&repo, ["apply"]).expect(1);
-    assert!(run.stdout.contains("conflict"), "{}", run.stdout);
+    assert_has(&run.stdout, "conflict");
     // No `git apply --3way` advice: it fails whenever the index differs
     // (design §3.16 "Hints"); the discard advice names the task.
     assert!(!run.stdout.contains("git apply"), "{}", run.stdout);
-    assert!(run.stdout.contains("--discard 2\n"), "{}", run.stdout);
-    assert!(
-        run.stdout.contains(ws[1].to_str().unwrap()),
-        "{}",
-        run.stdout
-    );
-    assert!(run.stdout.contains("2.patch"), "{}", run.stdout);
+    assert_has(&run.stdout, "--discard 2\n");
+    assert_has(&run.stdout, ws[1].to_str().unwrap());
+    assert_has(&run.stdout, "2.patch");
 }

@@ -30,8 +30,7 @@ fn sleeper_in(pid: u32, dir: &Path) -> bool {
 
 #[test]
 fn a_background_process_in_a_workspace_is_stopped_and_the_task_applies() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (_, ws) = prepare_roots(&env, &repo, &[]);
     std::fs::create_dir(ws[0].join("sub")).unwrap();
     std::fs::write(ws[0].join("sub/work.txt"), "done\n").unwrap();
@@ -49,8 +48,7 @@ fn a_background_process_in_a_workspace_is_stopped_and_the_task_applies() {
 
 #[test]
 fn refuse_policy_fails_the_task_and_leaves_the_process_alone() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(
         repo.join(".git/delegate.toml"),
         "[apply]\nstop-processes = \"refuse\"\n",
@@ -84,8 +82,7 @@ fn refuse_policy_fails_the_task_and_leaves_the_process_alone() {
 
 #[test]
 fn a_process_that_ignores_sigterm_is_killed() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (_, ws) = prepare_roots(&env, &repo, &[]);
     std::fs::write(ws[0].join("w.txt"), "w\n").unwrap();
     // setsid: a background process even when the tests run from a terminal.
@@ -145,8 +142,7 @@ fn terminal_pid_in(dir: &Path) -> Option<u32> {
 
 #[test]
 fn a_terminal_process_fails_its_task_and_stays_alive_a_background_one_is_stopped_and_reported() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
     std::fs::write(ws[1].join("b.txt"), "b\n").unwrap();
@@ -227,8 +223,7 @@ fn a_terminal_process_fails_its_task_and_stays_alive_a_background_one_is_stopped
 
 #[test]
 fn terminate_policy_stops_a_terminal_process_too_and_reports_it() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(
         repo.join(".git/delegate.toml"),
         "[apply]\nstop-processes = \"terminate\"\n",
@@ -259,8 +254,7 @@ fn rustix_kill(pid: u32) -> std::io::Result<std::process::ExitStatus> {
 
 #[test]
 fn apply_says_which_processes_it_stopped() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (_, ws) = prepare_roots(&env, &repo, &[]);
     std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
     let mut child = spawn_sleeper(&ws[0]);

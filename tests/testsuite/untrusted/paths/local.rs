@@ -3,11 +3,11 @@
 //! in the source itself, and hooks planted in the source.
 
 use super::*;
+use crate::common::assert_has;
 
 #[test]
 fn a_local_workspace_folder_named_dot_git_in_capitals_is_refused_for_its_task_alone() {
-    let env = Env::new();
-    let src = env.repo("src");
+    let (env, src) = Env::with_repo("src");
     let before = hooks(&src);
     let doc = env
         .delegate(&src, ["prepare", "-n", "2", "--json"])
@@ -58,8 +58,7 @@ fn a_local_workspace_folder_named_dot_git_in_capitals_is_refused_for_its_task_al
 
 #[test]
 fn every_shape_a_local_worker_can_make_on_disk_is_refused() {
-    let env = Env::new();
-    let src = env.repo("src");
+    let (env, src) = Env::with_repo("src");
     let before = hooks(&src);
     type Make = fn(&Path);
     let cases: Vec<(&str, Make, &str)> = vec![
@@ -132,8 +131,7 @@ fn every_shape_a_local_worker_can_make_on_disk_is_refused() {
 
 #[test]
 fn refresh_of_a_workspace_holding_a_dot_git_alias_names_it_and_writes_nothing() {
-    let env = Env::new();
-    let src = env.repo("src");
+    let (env, src) = Env::with_repo("src");
     let doc = env.delegate(&src, ["prepare", "--json"]).expect(0).json();
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     std::fs::create_dir(ws.join(".GIT")).unwrap();
@@ -150,8 +148,7 @@ fn refresh_of_a_workspace_holding_a_dot_git_alias_names_it_and_writes_nothing() 
 
 #[test]
 fn a_source_holding_a_path_git_refuses_gets_a_diagnostic_naming_it() {
-    let env = Env::new();
-    let src = env.repo("src");
+    let (env, src) = Env::with_repo("src");
     std::fs::create_dir(src.join(".GIT")).unwrap();
     std::fs::write(src.join(".GIT/x"), "x\n").unwrap();
     let run = env.delegate(&src, ["prepare", "--json"]).expect(3);
@@ -163,7 +160,7 @@ fn a_source_holding_a_path_git_refuses_gets_a_diagnostic_naming_it() {
         "{e}"
     );
     let run = env.delegate(&src, ["prepare"]).expect(3);
-    assert!(run.stderr.contains(".GIT/x"), "{}", run.stderr);
+    assert_has(&run.stderr, ".GIT/x");
     assert!(!run.stderr.contains("fsck"), "{}", run.stderr);
     assert!(env.private_refs(&src).is_empty());
     std::fs::remove_dir_all(src.join(".GIT")).unwrap();
@@ -188,8 +185,7 @@ fn a_source_holding_a_path_git_refuses_gets_a_diagnostic_naming_it() {
 
 #[test]
 fn diff_source_leaves_out_a_task_holding_a_path_git_refuses() {
-    let env = Env::new();
-    let src = env.repo("src");
+    let (env, src) = Env::with_repo("src");
     let doc = env
         .delegate(&src, ["prepare", "-n", "2", "--json"])
         .expect(0)
@@ -201,14 +197,14 @@ fn diff_source_leaves_out_a_task_holding_a_path_git_refuses() {
     std::fs::write(ws1.join("a.txt"), "mine\n").unwrap();
     std::fs::write(ws2.join("b.txt"), "theirs\n").unwrap();
     let run = env.delegate(&src, ["diff", "--source"]).expect(0);
-    assert!(run.stdout.contains("b.txt"), "{}", run.stdout);
+    assert_has(&run.stdout, "b.txt");
     assert!(!run.stdout.contains("a.txt"), "{}", run.stdout);
     assert!(
         run.stderr.contains("note: task 1 left out") && run.stderr.contains("invalid_path"),
         "{}",
         run.stderr
     );
-    assert!(run.stderr.contains(".GIT/config"), "{}", run.stderr);
+    assert_has(&run.stderr, ".GIT/config");
 }
 
 #[test]

@@ -369,8 +369,7 @@ struct AppliedOne {
 }
 
 fn applied_one() -> AppliedOne {
-    let env = Env::new();
-    let src = env.repo("src");
+    let (env, src) = Env::with_repo("src");
     let hooks_before = hooks(&src);
     let doc = env
         .delegate(&src, ["prepare", "-n", "2", "--json"])

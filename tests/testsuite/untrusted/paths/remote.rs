@@ -5,6 +5,7 @@
 //! before they leave.
 
 use super::*;
+use crate::common::assert_has;
 
 #[test]
 fn a_remote_proposal_writing_into_dot_git_hooks_is_refused_with_one_task() {
@@ -36,8 +37,8 @@ fn a_remote_proposal_writing_into_dot_git_hooks_is_refused_with_one_task() {
     assert_eq!(kept.trim(), commit);
     // The human text names the path and never suggests `git fsck`.
     let run = t.user.delegate(&t.src, ["apply", &id]).expect(1);
-    assert!(run.stdout.contains("invalid_path"), "{}", run.stdout);
-    assert!(run.stdout.contains(path), "{}", run.stdout);
+    assert_has(&run.stdout, "invalid_path");
+    assert_has(&run.stdout, path);
     assert!(
         run.stdout
             .contains("task r: git refuses to check out the paths named above"),

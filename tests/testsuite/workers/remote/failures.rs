@@ -4,6 +4,7 @@
 //! transport (never prompting, without the source's variables).
 
 use super::*;
+use crate::common::assert_has;
 
 #[test]
 fn a_rejecting_remote_undoes_the_prepare() {
@@ -44,11 +45,7 @@ fn an_unreachable_remote_loses_nothing() {
         .user
         .delegate(&t.src, ["prepare", "--remote", &gone, "a"])
         .expect(3);
-    assert!(
-        run.stderr.contains("delegate::remote_failed"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "delegate::remote_failed");
     assert!(run.stderr.contains(&gone), "{}", run.stderr);
     assert_eq!(t.user.private_refs(&t.src), Vec::<String>::new());
 
@@ -75,11 +72,11 @@ fn an_unreachable_remote_loses_nothing() {
         .user
         .delegate(&t.src, ["status", "--fetch", "--json"])
         .expect(0);
-    assert!(st.stderr.contains("warning"), "{}", st.stderr);
+    assert_has(&st.stderr, "warning");
     assert!(st.json()["batches"][0]["tasks"][0]["submitted"].is_null());
     // The worker's submit to an unreachable remote: a clear error.
     let sub = t.worker.delegate(&wa, ["submit"]).expect(3);
-    assert!(sub.stderr.contains("git push"), "{}", sub.stderr);
+    assert_has(&sub.stderr, "git push");
 
     // Back: the apply lands the work.
     std::fs::rename(&moved, &t.bare).unwrap();
@@ -103,7 +100,7 @@ fn an_unreachable_remote_loses_nothing() {
         .contains(&Value::String(format!(
             "refs/pi-delegate/batches/{id}/baseline"
         ))));
-    assert!(dr.stderr.contains("git push"), "{}", dr.stderr);
+    assert_has(&dr.stderr, "git push");
     assert_eq!(t.user.private_refs(&t.src), Vec::<String>::new());
     let st = t
         .user
@@ -122,11 +119,7 @@ fn submit_outside_a_joined_workspace_is_refused() {
         .user
         .delegate(&t.src, ["prepare", "--remote", "nosuchremote", "a"])
         .expect(2);
-    assert!(
-        run.stderr.contains("delegate::unknown_remote"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "delegate::unknown_remote");
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! apply; local and remote tasks in one batch.
 
 use super::*;
+use crate::common::assert_has;
 
 #[test]
 fn round_trip_with_three_remote_tasks() {
@@ -284,7 +285,7 @@ fn join_inside_an_existing_clone_fetches_only_the_baseline() {
         .worker
         .delegate(t.worker.path(), ["join", &t.url, &id, "y"])
         .expect(2);
-    assert!(again.stderr.contains("already joined"), "{}", again.stderr);
+    assert_has(&again.stderr, "already joined");
     assert!(ws.exists());
     // Submit from the linked worktree works like from a clone.
     std::fs::write(root.join("x.txt"), "x\n").unwrap();
@@ -310,7 +311,7 @@ fn mixed_local_and_remote_tasks() {
     let p = t.user.delegate(&t.src, ["path", "l"]).expect(0);
     assert_eq!(p.stdout.trim_end(), local.to_str().unwrap());
     let p = t.user.delegate(&t.src, ["path", "r"]).expect(2);
-    assert!(p.stderr.contains("git delegate join"), "{}", p.stderr);
+    assert_has(&p.stderr, "git delegate join");
     t.user.delegate(&t.src, ["path"]).expect(2);
     t.user.delegate(&t.src, ["refresh"]).expect(0);
     t.user.delegate(&t.src, ["diff"]).expect(0);
@@ -376,20 +377,12 @@ fn join_with_repo_and_bad_arguments() {
         .worker
         .delegate(t.worker.path(), ["join", &t.url, "nope", "x"])
         .expect(2);
-    assert!(
-        run.stderr.contains("delegate::bad_batch_id"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "delegate::bad_batch_id");
     let run = t
         .worker
         .delegate(t.worker.path(), ["join", &t.url, &id, "../x"])
         .expect(2);
-    assert!(
-        run.stderr.contains("delegate::bad_task_name"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "delegate::bad_task_name");
     let run = t
         .user
         .delegate(
@@ -397,7 +390,7 @@ fn join_with_repo_and_bad_arguments() {
             ["prepare", "--remote", "origin", "a", "--local", "b"],
         )
         .expect(2);
-    assert!(run.stderr.contains("--local b"), "{}", run.stderr);
+    assert_has(&run.stderr, "--local b");
 }
 
 /// How many objects the clone at `dir` lacks (a partial clone's blobs).
