@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
 use crate::common::files::{digest, noise_files};
-use crate::common::fixtures::{common_dir_as_printed, error_parts};
+use crate::common::fixtures::{common_dir_as_printed, error_parts, prepare};
 use crate::common::mounts::Small;
 use crate::common::Env;
 
@@ -76,12 +76,7 @@ fn prepare_of_a_source_on_a_full_disk_names_enospc_not_an_unreadable_file() {
         return;
     };
     let env = Env::new();
-    let repo = small.path().join("src");
-    std::fs::create_dir(&repo).unwrap();
-    env.git(&repo, ["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("README"), "hello\n").unwrap();
-    env.git(&repo, ["add", "README"]);
-    env.git(&repo, ["commit", "-q", "-m", "init"]);
+    let repo = env.repo_at(&small.path().join("src"), &[("README", "hello\n")]);
     // Untracked files: prepare stores them as blobs in the source's objects.
     noise_files(&repo, "new", 40, 20_000);
     small.fill(0);
@@ -111,17 +106,11 @@ fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
         return;
     };
     let env = Env::new();
-    let repo = small.path().join("src");
-    std::fs::create_dir(&repo).unwrap();
-    env.git(&repo, ["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("a.txt"), "one\n").unwrap();
-    std::fs::write(repo.join("b.txt"), "two\n").unwrap();
-    env.git(&repo, ["add", "."]);
-    env.git(&repo, ["commit", "-q", "-m", "init"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "--json", "-n", "1"])
-        .expect(0)
-        .json();
+    let repo = env.repo_at(
+        &small.path().join("src"),
+        &[("a.txt", "one\n"), ("b.txt", "two\n")],
+    );
+    let doc = prepare(&env, &repo, &["-n", "1"]);
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     // The task edits a.txt and adds 3 MiB of binary: tiny as a blob and
     // as a binary patch, too big for what is left when it is written back
@@ -163,16 +152,8 @@ fn apply_that_cannot_record_a_proposal_on_a_full_disk_names_enospc_and_keeps_the
         return;
     };
     let env = Env::new();
-    let repo = small.path().join("src");
-    std::fs::create_dir(&repo).unwrap();
-    env.git(&repo, ["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("a.txt"), "one\n").unwrap();
-    env.git(&repo, ["add", "."]);
-    env.git(&repo, ["commit", "-q", "-m", "init"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "--json", "-n", "1"])
-        .expect(0)
-        .json();
+    let repo = env.repo_at(&small.path().join("src"), &[("a.txt", "one\n")]);
+    let doc = prepare(&env, &repo, &["-n", "1"]);
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     // Incompressible: its blob does not fit in what is left.
     noise_files(&ws, "big", 1, 2 << 20);

@@ -12,7 +12,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::common::assert_has;
-use crate::common::fixtures::task_root;
+use crate::common::fixtures::{prepare, task_root};
 use crate::common::{Env, Run};
 
 /// The variables `git --git-dir=GD --work-tree=WT delegate` exports (git
@@ -414,7 +414,7 @@ fn a_broken_git_file_is_named() {
 #[test]
 fn source_moved_after_prepare() {
     let (env, repo) = Env::with_repo("src");
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &repo, &[]);
     let id = doc["batch"].as_str().unwrap().to_string();
     std::fs::write(task_root(&doc, 0).join("README"), "worker\n").unwrap();
     let moved = env.path().join("moved");
@@ -460,10 +460,7 @@ fn staged_files_outside_the_callers_folder_are_in_the_baseline() {
     std::fs::write(repo.join("sub/s.txt"), "s\n").unwrap();
     std::fs::write(repo.join("staged.txt"), "staged\n").unwrap();
     env.git(&repo, ["add", "staged.txt"]);
-    let doc = env
-        .delegate(&repo.join("sub"), ["prepare", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo.join("sub"), &[]);
     let baseline = doc["baseline"]["commit"].as_str().unwrap();
     assert_eq!(
         env.git(&repo, ["rev-parse", &format!("{baseline}^{{tree}}")])
@@ -687,7 +684,7 @@ fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() 
 #[test]
 fn the_drop_command_a_moved_source_suggests_works_as_printed() {
     let (env, repo) = Env::with_repo("src");
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &repo, &[]);
     let ws = task_root(&doc, 0);
     std::fs::write(ws.join("README"), "worker\n").unwrap();
     let moved = env.path().join("moved");

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::common::files::{tree, Tree};
-use crate::common::fixtures::index_bytes;
+use crate::common::fixtures::{index_bytes, prepare};
 use crate::common::Env;
 use serde_json::Value;
 
@@ -572,7 +572,7 @@ fn a_path_edited_after_a_crash_is_never_rolled_back_over() {
     std::fs::write(repo.join("gone.txt"), "deleted by the task\n").unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &repo, &[]);
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     for i in 1..=4 {
         std::fs::write(ws.join(format!("f{i}.txt")), format!("task {i}\n")).unwrap();

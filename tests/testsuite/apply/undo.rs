@@ -8,10 +8,23 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
-use crate::common::files::{lines, tree, with_line};
+use crate::common::files::{lines, tree, with_line, Tree};
 use crate::common::fixtures::{index_bytes, prepare_batch, set_config, strings};
 use crate::common::Env;
 use serde_json::Value;
+
+/// [`rich_repo`] with two tasks' [`work`] applied: the env, the repository,
+/// its tree before the apply and the apply id.
+fn applied() -> (Env, PathBuf, Tree, String) {
+    let env = Env::new();
+    let repo = rich_repo(&env);
+    let (_, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
+    work(&ws);
+    let pre = tree(&repo);
+    let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
+    let id = out["apply_id"].as_str().unwrap().to_string();
+    (env, repo, pre, id)
+}
 
 /// A repository with a file of 10 lines, a file to delete, a symlink, a
 /// script, a file that becomes a folder, and an uncommitted user edit.
@@ -284,13 +297,7 @@ fn journal(repo: &Path, id: &str) -> PathBuf {
 
 #[test]
 fn undo_killed_mid_write_is_rolled_back_by_the_next_command() {
-    let env = Env::new();
-    let repo = rich_repo(&env);
-    let (_, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
-    work(&ws);
-    let pre = tree(&repo);
-    let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
-    let id = out["apply_id"].as_str().unwrap().to_string();
+    let (env, repo, pre, id) = applied();
     let post = tree(&repo);
 
     for (fault, recover) in [
@@ -349,13 +356,7 @@ fn undo_killed_mid_write_is_rolled_back_by_the_next_command() {
 
 #[test]
 fn undo_killed_after_its_commit_point_is_finished_and_its_entry_marked_undone() {
-    let env = Env::new();
-    let repo = rich_repo(&env);
-    let (_, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
-    work(&ws);
-    let pre = tree(&repo);
-    let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
-    let id = out["apply_id"].as_str().unwrap().to_string();
+    let (env, repo, pre, id) = applied();
     let status = env
         .delegate_cmd(&repo)
         .args(["undo"])
@@ -455,13 +456,7 @@ fn undo_names_applies_by_prefix_and_refuses_unknown_ones() {
 
 #[test]
 fn undo_killed_by_sigkill_before_it_writes_changes_nothing() {
-    let env = Env::new();
-    let repo = rich_repo(&env);
-    let (_, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
-    work(&ws);
-    let pre = tree(&repo);
-    let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
-    let id = out["apply_id"].as_str().unwrap().to_string();
+    let (env, repo, pre, id) = applied();
     let post = tree(&repo);
     let paused = env.path().join("paused");
     let mut child = env

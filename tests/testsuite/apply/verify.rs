@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::common::assert_has;
-use crate::common::fixtures::{roots, task};
+use crate::common::fixtures::{prepare, roots, task};
 use crate::common::Env;
 use serde_json::Value;
 
@@ -45,10 +45,7 @@ impl Fixture {
             CHECK.replace("@RUNS@", &runs.display().to_string()),
         )
         .unwrap();
-        let doc = env
-            .delegate(&repo, ["prepare", "--json", "-n", &tasks.to_string()])
-            .expect(0)
-            .json();
+        let doc = prepare(&env, &repo, &["-n", &tasks.to_string()]);
         let roots = roots(&doc);
         Fixture {
             env,
@@ -82,6 +79,36 @@ impl Fixture {
             .map(str::to_string)
             .collect()
     }
+}
+
+/// `apply --json --verify CMD` in `repo`, started and left running: CMD
+/// touches the returned `started` (this waits for it) and then waits for
+/// `go` to exist (at most 2 minutes), exiting 0. The child and `go`.
+fn apply_verifying(
+    env: &Env,
+    repo: &Path,
+    out: fn() -> std::process::Stdio,
+) -> (std::process::Child, PathBuf) {
+    let started = env.path().join("started");
+    let go = env.path().join("go");
+    let cmd = format!(
+        "touch {s}; i=0; while [ ! -e {g} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; exit 0",
+        s = started.display(),
+        g = go.display()
+    );
+    let child = env
+        .delegate_cmd(repo)
+        .args(["apply", "--json", "--verify", &cmd])
+        .stdout(out())
+        .stderr(out())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "CMD never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (child, go)
 }
 
 fn status<'a>(doc: &'a Value, name: &str) -> &'a str {
@@ -473,26 +500,7 @@ fn a_batch_being_verified_is_busy_for_drop_and_apply() {
     let f = Fixture::new(2);
     f.work(1, "ok\n");
     f.work(2, "ok\n");
-    let started = f.env.path().join("started");
-    let go = f.env.path().join("go");
-    let cmd = format!(
-        "touch {s}; i=0; while [ ! -e {g} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; exit 0",
-        s = started.display(),
-        g = go.display()
-    );
-    let child = f
-        .env
-        .delegate_cmd(&f.repo)
-        .args(["apply", "--json", "--verify", &cmd])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !started.exists() {
-        assert!(Instant::now() < deadline, "CMD never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (child, go) = apply_verifying(&f.env, &f.repo, std::process::Stdio::piped);
     // No repository lock is held: other commands run; this batch is busy.
     let st = f.env.delegate(&f.repo, ["status", "--json"]).expect(0);
     assert!(st.stdout.contains("\"batches\""));
@@ -568,7 +576,7 @@ fn the_verification_workspace_carries_ignored_files_by_policy() {
         "[workspace]\ncopy-ignored = [\"deps/\"]\n",
     )
     .unwrap();
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &repo, &[]);
     let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     std::fs::write(root.join("new.txt"), "n\n").unwrap();
     let cmd = "grep -q built \"$(git rev-parse --show-toplevel)/deps/lib.txt\"";
@@ -585,26 +593,7 @@ fn an_apply_killed_while_verifying_leaves_nothing_the_next_one_trips_on() {
     let f = Fixture::new(2);
     f.work(1, "ok\n");
     f.work(2, "ok\n");
-    let started = f.env.path().join("started");
-    let go = f.env.path().join("go");
-    let cmd = format!(
-        "touch {s}; i=0; while [ ! -e {g} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; exit 0",
-        s = started.display(),
-        g = go.display()
-    );
-    let mut child = f
-        .env
-        .delegate_cmd(&f.repo)
-        .args(["apply", "--json", "--verify", &cmd])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !started.exists() {
-        assert!(Instant::now() < deadline, "CMD never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (mut child, go) = apply_verifying(&f.env, &f.repo, std::process::Stdio::null);
     child.kill().unwrap();
     child.wait().unwrap();
     std::fs::write(&go, "").unwrap();
@@ -647,31 +636,10 @@ fn nothing_to_verify_is_not_run() {
 #[test]
 fn gc_leaves_a_stale_batch_alone_while_it_is_verified() {
     let (env, repo) = Env::with_repo("r");
-    let doc = env
-        .delegate(&repo, ["prepare", "--json", "--ttl", "1s"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--ttl", "1s"]);
     let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     std::fs::write(root.join("t1.txt"), "ok\n").unwrap();
-    let started = env.path().join("started");
-    let go = env.path().join("go");
-    let cmd = format!(
-        "touch {s}; i=0; while [ ! -e {g} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; exit 0",
-        s = started.display(),
-        g = go.display()
-    );
-    let child = env
-        .delegate_cmd(&repo)
-        .args(["apply", "--json", "--verify", &cmd])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !started.exists() {
-        assert!(Instant::now() < deadline, "CMD never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (child, go) = apply_verifying(&env, &repo, std::process::Stdio::piped);
     std::thread::sleep(Duration::from_millis(1500)); // past the 1 s lease
                                                      // Skipped (and said so, exit 1), as a batch with a process inside is.
     let gc = env.delegate(&repo, ["gc", "--json"]).expect(1).json();

@@ -206,23 +206,31 @@ fn conflicting(env: &Env, repo: &Path, n: usize) -> (String, Vec<PathBuf>) {
     (batch, ws)
 }
 
-// apply, one task in conflict: the discard hint names that task (no
-// `TASK` placeholder) and no `git apply --3way` line is printed.
-#[test]
-fn apply_discard_hint_for_one_conflict_names_the_task() {
+/// Apply `n` conflicting tasks, follow the discard hint printed after
+/// `give_up` (it must be `git delegate apply BATCH DISCARDS`, with no
+/// `git apply --3way` line): the user's line stays, the batch is gone.
+fn follow_the_discard_hint(n: usize, give_up: &str, discards: &str) -> (Env, PathBuf) {
     let (env, repo) = Env::with_repo("proj");
-    let (batch, _) = conflicting(&env, &repo, 1);
+    let (batch, _) = conflicting(&env, &repo, n);
     let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
     assert!(!text.contains("git apply"), "{text}");
-    let give_up = &text[text.find("give its work up").expect(&text)..];
+    let give_up = &text[text.find(give_up).expect(&text)..];
     let cmd = printed_command(give_up, "git delegate apply");
     assert_eq!(
         cmd,
-        format!("git delegate apply {} --discard 1", &batch[..8])
+        format!("git delegate apply {} {discards}", &batch[..8])
     );
     env.sh(&repo, &cmd).expect(0);
     assert_eq!(read_lossy(&repo.join("README")), "the user's line\n");
     assert!(batch_doc(&env, &repo, &batch).is_none());
+    (env, repo)
+}
+
+// apply, one task in conflict: the discard hint names that task (no
+// `TASK` placeholder) and no `git apply --3way` line is printed.
+#[test]
+fn apply_discard_hint_for_one_conflict_names_the_task() {
+    let (env, repo) = follow_the_discard_hint(1, "give its work up", "--discard 1");
     // Given up, not lost: kept for apply --kept.
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
     assert_eq!(st["kept"].as_array().unwrap().len(), 1, "{st:#}");
@@ -231,19 +239,7 @@ fn apply_discard_hint_for_one_conflict_names_the_task() {
 // apply, several tasks in conflict: one `--discard` per task.
 #[test]
 fn apply_discard_hint_for_several_conflicts_names_each_task() {
-    let (env, repo) = Env::with_repo("proj");
-    let (batch, _) = conflicting(&env, &repo, 2);
-    let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
-    assert!(!text.contains("git apply"), "{text}");
-    let give_up = &text[text.find("give their work up").expect(&text)..];
-    let cmd = printed_command(give_up, "git delegate apply");
-    assert_eq!(
-        cmd,
-        format!("git delegate apply {} --discard 1 --discard 2", &batch[..8])
-    );
-    env.sh(&repo, &cmd).expect(0);
-    assert_eq!(read_lossy(&repo.join("README")), "the user's line\n");
-    assert!(batch_doc(&env, &repo, &batch).is_none());
+    follow_the_discard_hint(2, "give their work up", "--discard 1 --discard 2");
 }
 
 // apply refusing a batch whose baseline ref was deleted: both ways out.

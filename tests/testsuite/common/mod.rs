@@ -134,13 +134,20 @@ impl Env {
 
     /// A new repository with one commit (`README` with "hello\n").
     pub fn repo(&self, name: &str) -> PathBuf {
-        let dir = self.path().join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        self.git(&dir, ["init", "-q", "-b", "main"]);
-        std::fs::write(dir.join("README"), "hello\n").unwrap();
-        self.git(&dir, ["add", "README"]);
-        self.git(&dir, ["commit", "-q", "-m", "init"]);
-        dir
+        self.repo_at(&self.path().join(name), &[("README", "hello\n")])
+    }
+
+    /// A new repository at `dir` (made, with its parents) with one commit
+    /// ("init") of `files`: (name, text).
+    pub fn repo_at(&self, dir: &Path, files: &[(&str, &str)]) -> PathBuf {
+        std::fs::create_dir_all(dir).unwrap();
+        self.git(dir, ["init", "-q", "-b", "main"]);
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+        self.git(dir, ["add", "."]);
+        self.git(dir, ["commit", "-q", "-m", "init"]);
+        dir.to_path_buf()
     }
 
     /// A new `Env` with one repository `name` in it ([`Env::repo`]).

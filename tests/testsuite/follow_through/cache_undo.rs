@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 
 use crate::common::assert_has;
-use crate::common::fixtures::{roots, wait_stale};
+use crate::common::fixtures::{prepare, roots, wait_stale};
 use crate::common::Env;
 
 /// What the worker leaves in `f.txt`: CRLF, a NUL, a byte that is not
@@ -359,7 +359,7 @@ fn status_and_apply_name_the_files_of_a_conflict_the_worker_made() {
     std::fs::write(repo.join("a.txt"), LINES).unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &repo, &[]);
     let ws = roots(&doc).remove(0);
     // The worker's own `git stash pop` conflicts.
     std::fs::write(ws.join("a.txt"), "one\ntwo\nX\nfour\nfive\n").unwrap();
@@ -390,7 +390,7 @@ fn applied(env: &Env) -> (PathBuf, String) {
     std::fs::write(repo.join("a.txt"), LINES).unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(env, &repo, &[]);
     let ws = roots(&doc).remove(0);
     std::fs::write(ws.join("a.txt"), "one\ntwo\nTHREE\nfour\nfive\n").unwrap();
     let doc = env.delegate(&repo, ["apply", "--json"]).expect(0).json();

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::assert_has;
 use crate::common::files::{tree, Tree};
+use crate::common::fixtures::prepare;
 use crate::common::Env;
 
 const ID: &str = "0badc0de-0000-4000-8000-000000000001";
@@ -376,7 +377,7 @@ fn killed_prepare_is_refused_reported_and_removed_whole() {
         }
         if point == "replicating" {
             // With another batch open, `apply` without BATCH means that one.
-            let other = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+            let other = prepare(&env, &repo, &[]);
             assert_eq!(other["state"], "ready");
             let dry = env
                 .delegate(&repo, ["apply", "--dry-run", "--json"])
@@ -567,9 +568,9 @@ fn corrupt_interrupted_and_ordinary_batches_together() {
     p.wait_for("checked-out");
     p.signal(rustix::process::Signal::KILL);
     let _ = p.finish();
-    let good = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let good = prepare(&env, &repo, &[]);
     let good = good["batch"].as_str().unwrap().to_string();
-    let bad = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let bad = prepare(&env, &repo, &[]);
     let bad = bad["batch"].as_str().unwrap().to_string();
     let toml = common_dir(&repo)
         .join("delegate/batches")
@@ -667,7 +668,7 @@ fn an_interrupted_inner_batch_does_not_keep_the_outer_workspace() {
     let env = Env::new();
     let repo = fixture(&env);
     let before = snapshot(&repo);
-    let outer = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let outer = prepare(&env, &repo, &[]);
     let outer_id = outer["batch"].as_str().unwrap().to_string();
     let ws = PathBuf::from(outer["tasks"][0]["root"].as_str().unwrap());
     let mut p = Prepare::start(&env, &ws, "checked-out", false);
@@ -797,7 +798,7 @@ fn a_complete_batch_records_its_folders_and_a_killed_one_none() {
 #[test]
 fn gc_removes_hidden_state_left_by_killed_commands() {
     let (env, repo) = Env::with_repo("small");
-    let live = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let live = prepare(&env, &repo, &[]);
     let batches = common_dir(&repo).join("delegate/batches");
     let new = batches.join(format!(".{ID}.new"));
     std::fs::create_dir_all(&new).unwrap();

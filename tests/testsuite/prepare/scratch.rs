@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
-use crate::common::fixtures::roots;
+use crate::common::fixtures::{prepare, roots};
 use crate::common::mounts as sc;
 use crate::common::Env;
 
@@ -203,7 +203,7 @@ fn workspace_mode_scratch_in_the_config_makes_scratch_copies() {
         "[workspace]\nmode = \"scratch\"\n",
     )
     .unwrap();
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &repo, &[]);
     assert_eq!(doc["mode"], "scratch");
     assert!(roots(&doc)[0].ends_with("project"));
     // The command line wins over the file.

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
-use crate::common::fixtures::roots;
+use crate::common::fixtures::{prepare, roots};
 use crate::common::Env;
 
 /// A repository with files at the top and in `a/`, `a/x/`, `b/`, `c/d/`.
@@ -291,7 +291,7 @@ fn sparse_narrows_within_a_cone_source_and_per_worktree_config_is_used() {
 fn a_full_source_without_sparse_has_no_sparse_field() {
     let env = Env::new();
     let repo = tree(&env);
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &repo, &[]);
     assert!(doc.get("sparse").is_none());
     assert_eq!(files(&roots(&doc)[0]), files(&repo));
 }
@@ -358,7 +358,7 @@ fn the_hint_for_work_outside_the_sparse_checkout_works_as_printed() {
     let env = Env::new();
     let repo = tree(&env);
     env.git(&repo, ["sparse-checkout", "set", "a"]);
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &repo, &[]);
     let ws = roots(&doc).remove(0);
     std::fs::create_dir_all(ws.join("c/d")).unwrap();
     std::fs::write(ws.join("c/d/3"), "worker\n").unwrap();
@@ -396,7 +396,7 @@ fn a_sparse_index_source_with_staged_changes_is_snapshotted_like_git_add() {
     env.git(&repo, ["add", "a/1"]);
     std::fs::write(repo.join("a/new"), "untracked\n").unwrap();
     let index_before = index_bytes(&env, &repo);
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &repo, &[]);
     let baseline = doc["baseline"]["commit"].as_str().unwrap();
     let ls = env.git(&repo, ["ls-tree", "-r", "--name-only", baseline]);
     assert_eq!(

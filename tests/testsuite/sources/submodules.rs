@@ -4,7 +4,7 @@
 //! after cloning, so any use of the network (or of the submodule URLs)
 //! fails.
 
-use crate::common::fixtures::roots;
+use crate::common::fixtures::{prepare, roots};
 use crate::common::Env;
 use std::path::{Path, PathBuf};
 
@@ -264,10 +264,7 @@ fn a_dirty_submodule_is_refused_naming_it() {
 
     // Untracked files inside a submodule do not make it dirty (design §3.15).
     std::fs::write(lib.join("untracked.txt"), "mine\n").unwrap();
-    let doc = env
-        .delegate(&f.repo, ["prepare", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(env, &f.repo, &[]);
     let ws = &roots(&doc)[0];
     assert!(!ws.join("vendor/lib/untracked.txt").exists());
     assert_eq!(
@@ -511,7 +508,7 @@ fn a_submodule_with_its_repository_inside_its_folder_is_refused_until_absorbed()
     assert_eq!(env.private_refs(&repo), Vec::<String>::new());
     // The help, followed literally, works.
     env.git(&repo, ["submodule", "absorbgitdirs"]);
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &repo, &[]);
     let ws = roots(&doc).remove(0);
     assert_eq!(
         std::fs::read_to_string(ws.join("deps/sub/README")).unwrap(),
@@ -562,10 +559,7 @@ fn refresh_and_apply_leave_submodules_alone() {
 fn verification_workspaces_hold_the_submodules_too() {
     let f = fixture();
     let env = &f.env;
-    let doc = env
-        .delegate(&f.repo, ["prepare", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(env, &f.repo, &[]);
     let ws = roots(&doc).remove(0);
     std::fs::write(ws.join("task.txt"), "task\n").unwrap();
     let cmd = "test -f task.txt && test \"$(cat vendor/lib/l.txt)\" = lib && test -f vendor/lib/deps/n/n.txt && test -z \"$(git -C vendor/lib status --porcelain)\"";
@@ -665,10 +659,7 @@ fn submodule_refusal_hints_work_as_printed() {
     let lib = f.repo.join("vendor/lib");
     let n = lib.join("deps/n");
     let prepare_ok = |env: &Env| {
-        let doc = env
-            .delegate(&f.repo, ["prepare", "--json"])
-            .expect(0)
-            .json();
+        let doc = prepare(env, &f.repo, &[]);
         let id = doc["batch"].as_str().unwrap().to_string();
         let ws = roots(&doc)[0].clone();
         (id, ws)

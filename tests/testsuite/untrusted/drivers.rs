@@ -11,10 +11,11 @@ use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
 use crate::common::files::{lines, read, with_line};
+use crate::common::fixtures::prepare;
 use crate::common::Env;
 
 fn prepare_one(env: &Env, repo: &Path) -> (String, PathBuf) {
-    let doc = env.delegate(repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(env, repo, &[]);
     (
         doc["batch"].as_str().unwrap().to_string(),
         PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap()),

@@ -11,11 +11,12 @@ use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
 use crate::common::files::write_hook;
+use crate::common::fixtures::prepare;
 use crate::common::Env;
 use serde_json::Value;
 
 fn prepare_one(env: &Env, repo: &Path) -> PathBuf {
-    let doc = env.delegate(repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(env, repo, &[]);
     PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap())
 }
 

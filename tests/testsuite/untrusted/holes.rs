@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
 use crate::common::files::noise_files;
-use crate::common::fixtures::{common_dir_as_printed, error_parts};
+use crate::common::fixtures::{common_dir_as_printed, error_parts, prepare};
 use crate::common::mounts::Small;
 use crate::common::{printed_command, Env};
 
@@ -55,13 +55,7 @@ fn temp_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn source_on(env: &Env, dir: &Path) -> PathBuf {
-    let repo = dir.join("src");
-    std::fs::create_dir(&repo).unwrap();
-    env.git(&repo, ["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("a.txt"), "one\n").unwrap();
-    env.git(&repo, ["add", "."]);
-    env.git(&repo, ["commit", "-q", "-m", "init"]);
-    repo
+    env.repo_at(&dir.join("src"), &[("a.txt", "one\n")])
 }
 
 // ---------------------------------------------------------------------------
@@ -81,10 +75,7 @@ fn a_failed_apply_on_a_full_disk_leaves_no_temp_file_in_the_state_folder() {
     };
     let env = Env::new();
     let repo = source_on(&env, small.path());
-    let doc = env
-        .delegate(&repo, ["prepare", "--json", "-n", "1"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["-n", "1"]);
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     // Incompressible: its blob (1.5 MiB) fits in what is left, its patch
     // (base85, a quarter more) does not after it.
@@ -143,10 +134,7 @@ fn names(doc: &serde_json::Value, key: &str) -> Vec<String> {
 #[test]
 fn old_temp_files_are_reported_by_status_check_and_removed_by_gc() {
     let (env, repo) = Env::with_repo("src");
-    let doc = env
-        .delegate(&repo, ["prepare", "--json", "-n", "1"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["-n", "1"]);
     let id = doc["batch"].as_str().unwrap().to_string();
     let state = common_dir_as_printed(&env, &repo).join("delegate");
     let batch_dir = state.join("batches").join(&id);
@@ -309,10 +297,7 @@ fn apply_onto_a_source_without_free_inodes_names_them() {
     };
     let env = Env::new();
     let repo = source_on(&env, small.path());
-    let doc = env
-        .delegate(&repo, ["prepare", "--json", "-n", "1"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["-n", "1"]);
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     std::fs::create_dir_all(ws.join("new/deeper")).unwrap();
     // One blob for all of them: the proposal's objects take few inodes,

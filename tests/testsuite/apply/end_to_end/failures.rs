@@ -328,12 +328,10 @@ fn a_failing_smudge_filter_in_write_back_is_named_and_rolled_back() {
 #[test]
 fn control_characters_in_the_source_path_are_escaped_for_the_terminal() {
     let env = Env::new();
-    let dir = env.path().join(os(b"bad\x1b[31mname\nx"));
-    std::fs::create_dir(&dir).unwrap();
-    env.git(&dir, ["init", "-q", "-b", "main"]);
-    std::fs::write(dir.join("README"), "hello\n").unwrap();
-    env.git(&dir, ["add", "README"]);
-    env.git(&dir, ["commit", "-q", "-m", "init"]);
+    let dir = env.repo_at(
+        &env.path().join(os(b"bad\x1b[31mname\nx")),
+        &[("README", "hello\n")],
+    );
     let run = env.delegate(&dir, ["prepare"]).expect(0);
     assert!(!run.stdout.contains('\x1b'), "{:?}", run.stdout);
     assert!(run.stdout.contains("bad_[31mname_x-"), "{:?}", run.stdout);

@@ -153,10 +153,10 @@ fn nothing_to_write_asks_no_check() {
     let plan = integrate_checked(&fx, base, s, &cands, &mut check);
     assert_eq!(calls, 0);
     // Task 1 made the user's very edit: it applies, writing nothing.
-    assert_eq!(plan.applied, vec![1]);
-    assert_eq!(
-        refused(&plan),
-        vec![(0, "source_changed", pairs(&[("f", "both modified")]))]
+    assert_outcome(
+        &plan,
+        &[1],
+        &[(0, "source_changed", &[("f", "both modified")])],
     );
     assert!(plan.writes.is_empty());
 }

@@ -340,6 +340,20 @@ fn refused(plan: &Plan) -> Vec<Refusal> {
         .collect()
 }
 
+/// A refusal as a test writes it: (task, reason, [(path, why)]).
+type Expected<'a> = (usize, &'static str, &'a [(&'a str, &'a str)]);
+
+/// Assert the tasks a plan applied and its refusals.
+#[track_caller]
+fn assert_outcome(plan: &Plan, applied: &[usize], refusals: &[Expected]) {
+    assert_eq!(plan.applied, applied);
+    let want: Vec<Refusal> = refusals
+        .iter()
+        .map(|(t, r, c)| (*t, *r, pairs(c)))
+        .collect();
+    assert_eq!(refused(plan), want);
+}
+
 fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
     v.iter()
         .map(|(a, b)| (a.to_string(), b.to_string()))

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::common::assert_has;
+use crate::common::fixtures::prepare;
 
 #[test]
 fn a_local_workspace_folder_named_dot_git_in_capitals_is_refused_for_its_task_alone() {
@@ -106,7 +107,7 @@ fn every_shape_a_local_worker_can_make_on_disk_is_refused() {
         ),
     ];
     for (path, make, never) in cases {
-        let doc = env.delegate(&src, ["prepare", "--json"]).expect(0).json();
+        let doc = prepare(&env, &src, &[]);
         let id = doc["batch"].as_str().unwrap().to_string();
         let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
         make(&ws);
@@ -132,7 +133,7 @@ fn every_shape_a_local_worker_can_make_on_disk_is_refused() {
 #[test]
 fn refresh_of_a_workspace_holding_a_dot_git_alias_names_it_and_writes_nothing() {
     let (env, src) = Env::with_repo("src");
-    let doc = env.delegate(&src, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &src, &[]);
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     std::fs::create_dir(ws.join(".GIT")).unwrap();
     std::fs::write(ws.join(".GIT/config"), "x\n").unwrap();
@@ -166,7 +167,7 @@ fn a_source_holding_a_path_git_refuses_gets_a_diagnostic_naming_it() {
     std::fs::remove_dir_all(src.join(".GIT")).unwrap();
 
     // One that appears after prepare: apply names it and writes nothing.
-    let doc = env.delegate(&src, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &src, &[]);
     let id = doc["batch"].as_str().unwrap().to_string();
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     std::fs::write(ws.join("c.txt"), "c\n").unwrap();
