@@ -479,10 +479,7 @@ fn staged_files_outside_the_callers_folder_are_in_the_baseline() {
 #[test]
 fn the_hook_reads_the_git_dir_git_gives_it() {
     let (env, repo) = Env::with_repo("src");
-    let doc = env
-        .delegate(&repo, ["prepare", "--forbid-commit", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--forbid-commit"]);
     let ws = task_root(&doc, 0);
     let ws_git_dir = env.git(&ws, ["rev-parse", "--absolute-git-dir"]);
     let vars = vec![("GIT_DIR", OsString::from(ws_git_dir.trim()))];

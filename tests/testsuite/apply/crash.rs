@@ -18,7 +18,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::files::{tree, Tree};
+use crate::common::files::{tree, tree_differences, Tree};
 use crate::common::fixtures::{index_bytes, prepare};
 use crate::common::Env;
 use serde_json::Value;
@@ -34,20 +34,7 @@ fn classify(t: &Tree, pre: &Tree, full: &Tree) -> Result<&'static str, String> {
     if t == full {
         return Ok("full");
     }
-    let differ = |a: &Tree, b: &Tree| {
-        let mut d: Vec<String> = a
-            .iter()
-            .filter(|(k, v)| b.get(*k) != Some(v))
-            .map(|(k, _)| String::from_utf8_lossy(k).into_owned())
-            .collect();
-        d.extend(
-            b.keys()
-                .filter(|k| !a.contains_key(*k))
-                .map(|k| format!("-{}", String::from_utf8_lossy(k))),
-        );
-        d
-    };
-    let (p, f) = (differ(t, pre), differ(t, full));
+    let (p, f) = (tree_differences(t, pre), tree_differences(t, full));
     Err(format!(
         "a MIX: {} paths differ from the pre-apply tree (e.g. {:?}), {} from the applied one (e.g. {:?})",
         p.len(),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
 use crate::common::files::read;
-use crate::common::fixtures::roots;
+use crate::common::fixtures::{prepare, roots};
 use crate::common::Env;
 
 const LINES: &str = "one\ntwo\nthree\nfour\nfive\n";
@@ -19,10 +19,7 @@ fn setup(env: &Env) -> (PathBuf, Vec<PathBuf>) {
     std::fs::write(repo.join("b.txt"), "bee\n").unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(env, &repo, &["-n", "2"]);
     let roots = roots(&doc);
     (repo, roots)
 }

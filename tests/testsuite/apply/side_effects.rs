@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
-use crate::common::fixtures::{roots, task};
+use crate::common::fixtures::{prepare, roots, task};
 use crate::common::Env;
 use serde_json::Value;
 
@@ -21,10 +21,7 @@ fn setup(env: &Env, n: usize) -> (PathBuf, String, Vec<PathBuf>) {
     env.git(&repo, ["commit", "-q", "-m", "files"]);
     env.git(&repo, ["branch", "old"]);
     env.git(&repo, ["tag", "v0"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", &n.to_string(), "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(env, &repo, &["-n", &n.to_string()]);
     let short = doc["batch"].as_str().unwrap()[..8].to_string();
     let roots = roots(&doc);
     (repo, short, roots)
@@ -272,10 +269,7 @@ fn gc_of_a_stale_batch_reports_stashed_work_and_leaves_the_stash() {
     std::fs::write(repo.join("a.txt"), "a\n").unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "--ttl", "1s", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--ttl", "1s"]);
     let id = doc["batch"].as_str().unwrap().to_string();
     let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     std::fs::write(root.join("a.txt"), "a from 1\n").unwrap();

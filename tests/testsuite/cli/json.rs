@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::fixtures::checkout;
+use crate::common::fixtures::{checkout, prepare};
 use serde_json::Value;
 
 fn json_md() -> String {
@@ -588,10 +588,7 @@ fn kept_proposal_documents_match_the_documented_field_lists() {
     let specs = specs();
     let env = crate::common::Env::new();
     let repo = env.repo("proj");
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "1", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["-n", "1"]);
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     std::fs::write(ws.join("README"), "kept work\n").unwrap();
     env.delegate(&repo, ["apply", "--discard", "1", "--json"])
@@ -610,10 +607,7 @@ fn kept_proposal_documents_match_the_documented_field_lists() {
         errors.extend(validate(&specs, block, &doc, what));
     }
     // A conflict: `workspace` is null, the proposal stays kept.
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "1", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["-n", "1"]);
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     std::fs::write(ws.join("README"), "more work\n").unwrap();
     env.delegate(&repo, ["apply", "--discard", "1", "--json"])
@@ -780,10 +774,7 @@ fn undo_documents_match_the_documented_field_lists() {
     let specs = specs();
     let env = crate::common::Env::new();
     let repo = env.repo("proj");
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["-n", "2"]);
     for (i, t) in doc["tasks"].as_array().unwrap().iter().enumerate() {
         let root = PathBuf::from(t["root"].as_str().unwrap());
         std::fs::write(root.join(format!("t{i}.txt")), "x\n").unwrap();

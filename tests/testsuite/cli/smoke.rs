@@ -5,10 +5,7 @@ fn prepare_status_drop_round_trip() {
     let env = crate::common::Env::new();
     let repo = env.repo("proj");
     std::fs::write(repo.join("README"), "changed\n").unwrap();
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = crate::common::fixtures::prepare(&env, &repo, &["-n", "2"]);
     assert_eq!(doc["schema"], "git-delegate/v1");
     assert_eq!(doc["tasks"].as_array().unwrap().len(), 2);
     let root = std::path::PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());

@@ -215,10 +215,7 @@ fn a_sparse_workspace_with_a_broken_index_keeps_what_it_leaves_out() {
     }
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "tree"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "--sparse", "a/x", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--sparse", "a/x"]);
     let ws = roots(&doc);
     assert!(!ws[0].join("b/2").exists());
     std::fs::write(ws[0].join("a/x/1"), "edited\n").unwrap();
@@ -248,10 +245,7 @@ fn refreshed_conflict(env: &Env) -> (PathBuf, String, Vec<PathBuf>) {
     std::fs::write(repo.join("b.txt"), LINES).unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(env, &repo, &["-n", "2"]);
     let (batch, ws) = (batch_of(&doc), roots(&doc));
     std::fs::write(ws[0].join("a.txt"), "one\ntwo\nTHREE-1\nfour\nfive\n").unwrap();
     std::fs::write(ws[0].join("b.txt"), "ONE-1\ntwo\nthree\nfour\nfive\n").unwrap();

@@ -23,7 +23,7 @@ use rustix::process::Signal;
 use serde_json::Value;
 
 use crate::common::assert_has;
-use crate::common::files::{tree, Tree};
+use crate::common::files::{tree, tree_differences, Tree};
 use crate::common::fixtures::roots;
 use crate::common::{Env, Run};
 
@@ -48,20 +48,7 @@ fn which(root: &Path, before: &Tree, after: &Tree) -> Result<&'static str, Strin
     if t == *after {
         return Ok("after");
     }
-    let differ = |a: &Tree, b: &Tree| -> Vec<String> {
-        let mut d: Vec<String> = a
-            .iter()
-            .filter(|(k, v)| b.get(*k) != Some(v))
-            .map(|(k, _)| String::from_utf8_lossy(k).into_owned())
-            .collect();
-        d.extend(
-            b.keys()
-                .filter(|k| !a.contains_key(*k))
-                .map(|k| format!("-{}", String::from_utf8_lossy(k))),
-        );
-        d
-    };
-    let (b, a) = (differ(&t, before), differ(&t, after));
+    let (b, a) = (tree_differences(&t, before), tree_differences(&t, after));
     Err(format!(
         "a mix: {} paths differ from before (e.g. {:?}), {} from after (e.g. {:?})",
         b.len(),

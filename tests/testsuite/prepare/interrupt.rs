@@ -719,10 +719,7 @@ fn an_interrupted_inner_batch_does_not_keep_the_outer_workspace() {
 fn gc_reclaims_a_stale_outer_batch_hosting_an_interrupted_one() {
     let env = Env::new();
     let repo = fixture(&env);
-    let outer = env
-        .delegate(&repo, ["prepare", "--ttl", "1s", "--json"])
-        .expect(0)
-        .json();
+    let outer = prepare(&env, &repo, &["--ttl", "1s"]);
     let ws = PathBuf::from(outer["tasks"][0]["root"].as_str().unwrap());
     let mut p = Prepare::start(&env, &ws, "checked-out", false);
     p.wait_for("checked-out");
@@ -757,10 +754,7 @@ fn gc_reclaims_a_stale_outer_batch_hosting_an_interrupted_one() {
 #[test]
 fn a_complete_batch_records_its_folders_and_a_killed_one_none() {
     let (env, repo) = Env::with_repo("small");
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["-n", "2"]);
     let id = doc["batch"].as_str().unwrap();
     let text = std::fs::read_to_string(
         common_dir(&repo)

@@ -70,10 +70,7 @@ fn a_scratch_copy_is_a_whole_reflink_copy_of_the_source() {
     let before = contents(&repo);
     // A git operation in flight in the source: its lock stays behind.
     std::fs::write(repo.join(".git/index.lock"), "").unwrap();
-    let doc = env
-        .delegate(&repo, ["prepare", "--mode", "scratch", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--mode", "scratch", "-n", "2"]);
     assert_eq!(doc["mode"], "scratch");
     let id = doc["batch"].as_str().unwrap();
     let copies = roots(&doc);
@@ -170,10 +167,7 @@ fn the_first_snapshot_of_an_untouched_copy_hashes_nothing() {
     touch.args(files.split('\0').filter(|f| !f.is_empty()));
     assert!(touch.status().unwrap().success());
     env.git(&repo, ["update-index", "--refresh"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "--mode", "scratch", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--mode", "scratch"]);
     let root = roots(&doc).remove(0);
     // diff-files does not refresh: it lists every entry whose stat data differ.
     assert_eq!(env.git(&root, ["diff-files", "--name-only"]), "");
@@ -207,10 +201,7 @@ fn workspace_mode_scratch_in_the_config_makes_scratch_copies() {
     assert_eq!(doc["mode"], "scratch");
     assert!(roots(&doc)[0].ends_with("project"));
     // The command line wins over the file.
-    let doc = env
-        .delegate(&repo, ["prepare", "--mode", "worktree", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--mode", "worktree"]);
     assert_eq!(doc["mode"], "worktree");
 }
 
@@ -253,10 +244,7 @@ fn edits_in_a_scratch_copy_never_reach_the_source() {
     assert!(sc::scratch_dirs(repo.parent().unwrap()).is_empty());
 
     // apply marks scratch tasks discarded and removes their copies (design §3.2).
-    let doc = env
-        .delegate(&repo, ["prepare", "--mode", "scratch", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--mode", "scratch"]);
     let root = roots(&doc).remove(0);
     std::fs::write(root.join("README"), "edited in scratch\n").unwrap();
     let r = env.delegate(&repo, ["apply", "--json"]);
@@ -418,10 +406,7 @@ fn a_replaced_copy_is_never_removed() {
         return;
     };
     let repo = env.repo("proj");
-    let doc = env
-        .delegate(&repo, ["prepare", "--mode", "scratch", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--mode", "scratch", "-n", "2"]);
     let copies = roots(&doc);
     // The user moves task 2's copy away and puts another folder in its place.
     let moved = copies[1].with_file_name("project.moved");
@@ -457,10 +442,7 @@ fn a_copy_whose_batch_is_gone_is_listed_for_the_sweep() {
         return;
     };
     let repo = env.repo("proj");
-    let doc = env
-        .delegate(&repo, ["prepare", "--mode", "scratch", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--mode", "scratch"]);
     let id = doc["batch"].as_str().unwrap().to_string();
     let root = roots(&doc).remove(0);
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();

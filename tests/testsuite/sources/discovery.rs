@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::common::fixtures::roots;
+use crate::common::fixtures::{prepare, roots};
 use crate::common::mounts::skip;
 use crate::common::{Env, Run};
 use serde_json::Value;
@@ -83,10 +83,7 @@ fn a_sha256_repository_prepares_and_applies() {
     std::fs::write(repo.join("b.txt"), "b, user\n").unwrap();
     std::fs::write(repo.join("untracked.txt"), "u\n").unwrap();
 
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["-n", "2"]);
     let baseline = doc["baseline"]["commit"].as_str().unwrap();
     assert_eq!(baseline.len(), 64, "a SHA-256 id: {baseline}");
     assert_eq!(doc["source_head"].as_str().unwrap().len(), 64);

@@ -73,10 +73,7 @@ fn config_bytes(env: &Env, repo: &Path) -> Vec<u8> {
 fn round_trip(env: &Env, repo: &Path, outside: &str, inside: &str, expect_list: &[&str]) {
     let index_before = index_bytes(env, repo);
     let config_before = config_bytes(env, repo);
-    let doc = env
-        .delegate(repo, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(env, repo, &["-n", "2"]);
     let sparse: Vec<&str> = doc["sparse"]
         .as_array()
         .expect("a sparse batch document carries `sparse`")
@@ -215,10 +212,7 @@ fn sparse_narrows_the_workspaces_of_a_full_source() {
     let env = Env::new();
     let repo = tree(&env);
     let config_before = std::fs::read(repo.join(".git/config")).unwrap();
-    let doc = env
-        .delegate(&repo, ["prepare", "--sparse", "a/x", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--sparse", "a/x"]);
     assert_eq!(doc["sparse"], serde_json::json!(["a/x"]));
     let ws = &roots(&doc)[0];
     // Cone rules: the files at the top and directly in `a` come too.
@@ -317,10 +311,7 @@ fn a_sparse_pattern_that_is_not_a_folder_is_refused() {
 fn refresh_keeps_a_narrowed_workspace_narrow() {
     let env = Env::new();
     let repo = tree(&env);
-    let doc = env
-        .delegate(&repo, ["prepare", "--sparse", "a", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--sparse", "a"]);
     let ws = roots(&doc).remove(0);
     std::fs::write(ws.join("a/x/1"), "worker\n").unwrap();
     // The user changes a file inside the workspace's cone and one outside.

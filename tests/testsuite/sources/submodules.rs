@@ -121,10 +121,7 @@ fn linked_worktrees(env: &Env, git_dir: &Path) -> Vec<String> {
 fn workspaces_hold_every_submodule_at_its_recorded_commit() {
     let f = fixture();
     let env = &f.env;
-    let doc = env
-        .delegate(&f.repo, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(env, &f.repo, &["-n", "2"]);
     // The baseline records the gitlinks at the submodules' commits.
     let baseline = doc["baseline"]["commit"].as_str().unwrap();
     let ls = env.git(&f.repo, ["ls-tree", "-r", baseline, "vendor"]);
@@ -426,10 +423,7 @@ fn a_task_that_changes_a_submodule_conflicts_and_keeps_its_work() {
 fn submodule_work_blocks_drop_and_survives_gc() {
     let f = fixture();
     let env = &f.env;
-    let doc = env
-        .delegate(&f.repo, ["prepare", "--ttl", "1s", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(env, &f.repo, &["--ttl", "1s"]);
     let batch = doc["batch"].as_str().unwrap().to_string();
     let ws = roots(&doc).remove(0);
     std::fs::write(ws.join("vendor/lib/l.txt"), "worker\n").unwrap();

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::common::assert_has;
 use crate::common::files::{lines, read, with_line};
 use crate::common::fixtures::prepare;
+use crate::common::remote::Two;
 use crate::common::Env;
 
 fn prepare_one(env: &Env, repo: &Path) -> (String, PathBuf) {
@@ -159,36 +160,14 @@ fn a_merge_driver_a_local_worker_defines_is_not_run_on_a_path_both_sides_changed
     assert_has(&run.stderr, "merge.evil");
 }
 
-/// The remote, the user's clone, and a worker's machine (as in
-/// `workers::remote`).
-struct Two {
-    user: Env,
-    worker: Env,
-    src: PathBuf,
-    url: String,
-}
-
+/// The remote, the user's clone (`x.txt` of 10 lines committed and pushed)
+/// and a worker's machine.
 fn two() -> Two {
-    let user = Env::new();
-    let worker = Env::new();
-    let bare = user.path().join("project.git");
-    user.git(
-        user.path(),
-        ["init", "-q", "--bare", "-b", "main", "project.git"],
-    );
-    let src = user.repo("src");
-    std::fs::write(src.join("x.txt"), lines(10)).unwrap();
-    user.git(&src, ["add", "x.txt"]);
-    user.git(&src, ["commit", "-q", "-m", "x"]);
-    let url = format!("file://{}", bare.display());
-    user.git(&src, ["remote", "add", "origin", &url]);
-    user.git(&src, ["push", "-q", "origin", "main"]);
-    Two {
-        user,
-        worker,
-        src,
-        url,
-    }
+    Two::with(|user, src| {
+        std::fs::write(src.join("x.txt"), lines(10)).unwrap();
+        user.git(src, ["add", "x.txt"]);
+        user.git(src, ["commit", "-q", "-m", "x"]);
+    })
 }
 
 impl Two {

@@ -626,10 +626,7 @@ fn point_task_at(env: &Env, repo: &Path, id: &str, outside: &Path) {
 fn a_task_root_edited_to_point_outside_the_workspace_root_is_never_read_nor_removed() {
     for cmd in [&["apply"][..], &["gc"][..], &["drop", "--force"][..]] {
         let (env, repo) = Env::with_repo("proj");
-        let doc = env
-            .delegate(&repo, ["prepare", "--ttl", "1s", "--json"])
-            .expect(0)
-            .json();
+        let doc = prepare(&env, &repo, &["--ttl", "1s"]);
         let id = doc["batch"].as_str().unwrap().to_string();
         // A folder of the user's, with a file in it.
         let outside = env.home().join("important");

@@ -5,7 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::roots;
+use crate::common::fixtures::{prepare, roots};
 use crate::common::procs::{alive, tty_nr};
 use crate::common::Env;
 
@@ -24,10 +24,7 @@ fn setup(env: &Env) -> (PathBuf, String, Vec<PathBuf>) {
     std::fs::write(repo.join("sub/b.txt"), "b\n").unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(env, &repo, &["-n", "2"]);
     let baseline = doc["baseline"]["commit"].as_str().unwrap().to_string();
     let roots = roots(&doc);
     (repo, baseline, roots)
@@ -231,10 +228,7 @@ fn path_from_the_source_and_from_inside_a_workspace() {
     std::fs::write(repo.join("sub/f"), "f\n").unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "sub"]);
-    let doc = env
-        .delegate(&repo.join("sub"), ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo.join("sub"), &["-n", "2"]);
     let cwd2 = doc["tasks"][1]["cwd"].as_str().unwrap().to_string();
     let root1 = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     assert!(cwd2.ends_with("/sub"), "{cwd2}");
@@ -301,10 +295,7 @@ fn diff_source_is_what_apply_writes_and_changes_nothing() {
     std::fs::write(repo.join("old.txt"), "old\n").unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "3", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["-n", "3"]);
     let roots: Vec<PathBuf> = roots(&doc);
     // Task 1: an edit, an add, a binary, an exec bit, a delete, a symlink.
     std::fs::write(

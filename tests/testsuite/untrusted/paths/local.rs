@@ -10,10 +10,7 @@ use crate::common::fixtures::prepare;
 fn a_local_workspace_folder_named_dot_git_in_capitals_is_refused_for_its_task_alone() {
     let (env, src) = Env::with_repo("src");
     let before = hooks(&src);
-    let doc = env
-        .delegate(&src, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &src, &["-n", "2"]);
     let id = doc["batch"].as_str().unwrap().to_string();
     let ws1 = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     let ws2 = PathBuf::from(doc["tasks"][1]["root"].as_str().unwrap());
@@ -187,10 +184,7 @@ fn a_source_holding_a_path_git_refuses_gets_a_diagnostic_naming_it() {
 #[test]
 fn diff_source_leaves_out_a_task_holding_a_path_git_refuses() {
     let (env, src) = Env::with_repo("src");
-    let doc = env
-        .delegate(&src, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &src, &["-n", "2"]);
     let ws1 = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     let ws2 = PathBuf::from(doc["tasks"][1]["root"].as_str().unwrap());
     std::fs::create_dir(ws1.join(".GIT")).unwrap();

@@ -13,7 +13,7 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
-use crate::common::fixtures::task;
+use crate::common::fixtures::{prepare, task};
 use crate::common::{Env, Run};
 
 mod local;
@@ -371,10 +371,7 @@ struct AppliedOne {
 fn applied_one() -> AppliedOne {
     let (env, src) = Env::with_repo("src");
     let hooks_before = hooks(&src);
-    let doc = env
-        .delegate(&src, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &src, &["-n", "2"]);
     let id = doc["batch"].as_str().unwrap().to_string();
     let ws1 = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     let ws2 = PathBuf::from(doc["tasks"][1]["root"].as_str().unwrap());
