@@ -187,27 +187,39 @@ fn every_command_through_git_with_git_dir_and_work_tree() {
     );
 }
 
-/// A dotfiles repository: bare, with `$HOME`-like folder as its work tree.
-#[test]
-fn a_bare_dotfiles_repository_with_an_exported_work_tree() {
-    let env = Env::new();
-    let home = env.path().join("dots");
-    std::fs::create_dir_all(&home).unwrap();
+/// A bare dotfiles repository `dotfiles.git` in `env` whose work tree is
+/// `home`, with one commit ("dots") of `files` (name, text) written there:
+/// its git dir.
+fn dotfiles(env: &Env, home: &Path, files: &[(String, String)]) -> PathBuf {
     env.git(
         env.path(),
         ["init", "-q", "--bare", "-b", "main", "dotfiles.git"],
     );
     let gd = env.path().join("dotfiles.git");
     let git = |args: &[&str]| {
-        let mut cmd = env.git_cmd(&home);
+        let mut cmd = env.git_cmd(home);
         cmd.env("GIT_DIR", &gd)
-            .env("GIT_WORK_TREE", &home)
+            .env("GIT_WORK_TREE", home)
             .args(args);
         crate::common::succeed(cmd);
     };
-    std::fs::write(home.join(".bashrc"), "alias x=y\n").unwrap();
-    git(&["add", ".bashrc"]);
+    let mut add = vec!["add"];
+    for (name, text) in files {
+        std::fs::write(home.join(name), text).unwrap();
+        add.push(name);
+    }
+    git(&add);
     git(&["commit", "-q", "-m", "dots"]);
+    gd
+}
+
+/// A dotfiles repository: bare, with `$HOME`-like folder as its work tree.
+#[test]
+fn a_bare_dotfiles_repository_with_an_exported_work_tree() {
+    let env = Env::new();
+    let home = env.path().join("dots");
+    std::fs::create_dir_all(&home).unwrap();
+    let gd = dotfiles(&env, &home, &[(".bashrc".into(), "alias x=y\n".into())]);
     let gd_s = gd.to_str().unwrap().to_string();
     let home_s = home.to_str().unwrap().to_string();
     let vars = exported(&gd_s, &home_s);
@@ -559,23 +571,10 @@ fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() 
     let env = Env::new();
     let home = env.path().join("dots");
     std::fs::create_dir_all(home.join("sub")).unwrap();
-    env.git(
-        env.path(),
-        ["init", "-q", "--bare", "-b", "main", "dotfiles.git"],
-    );
-    let gd = env.path().join("dotfiles.git");
-    let git = |args: &[&str]| {
-        let mut cmd = env.git_cmd(&home);
-        cmd.env("GIT_DIR", &gd)
-            .env("GIT_WORK_TREE", &home)
-            .args(args);
-        crate::common::succeed(cmd);
-    };
-    for i in 1..=4 {
-        std::fs::write(home.join(format!("f{i}")), format!("original {i}\n")).unwrap();
-    }
-    git(&["add", "f1", "f2", "f3", "f4"]);
-    git(&["commit", "-q", "-m", "dots"]);
+    let files: Vec<(String, String)> = (1..=4)
+        .map(|i| (format!("f{i}"), format!("original {i}\n")))
+        .collect();
+    dotfiles(&env, &home, &files);
     let caller = home.join("sub");
     let vars = exported("../../dotfiles.git", "..");
     let run = |args: &[&str]| run_with(&env, &caller, &vars, args);

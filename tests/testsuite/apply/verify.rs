@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::common::assert_has;
-use crate::common::fixtures::{prepare, roots, task};
+use crate::common::fixtures::{commit_files, prepare, roots, task};
 use crate::common::Env;
 use serde_json::Value;
 
@@ -566,9 +566,7 @@ fn no_verify_turns_the_configured_command_off() {
 #[test]
 fn the_verification_workspace_carries_ignored_files_by_policy() {
     let (env, repo) = Env::with_repo("r");
-    std::fs::write(repo.join(".gitignore"), "deps/\n").unwrap();
-    env.git(&repo, ["add", ".gitignore"]);
-    env.git(&repo, ["commit", "-q", "-m", "ignore"]);
+    commit_files(&env, &repo, &[(".gitignore", "deps/\n")], "ignore");
     std::fs::create_dir_all(repo.join("deps")).unwrap();
     std::fs::write(repo.join("deps/lib.txt"), "built\n").unwrap();
     std::fs::write(

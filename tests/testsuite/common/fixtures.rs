@@ -378,6 +378,18 @@ pub fn task_root(doc: &Value, i: usize) -> PathBuf {
     PathBuf::from(doc["tasks"][i]["root"].as_str().unwrap())
 }
 
+/// Write `files` (path, text) in `repo`, making folders, then `git add`
+/// exactly them and commit them with `message`.
+pub fn commit_files(env: &Env, repo: &Path, files: &[(&str, &str)], message: &str) {
+    let mut add = vec!["add", "--"];
+    for (path, text) in files {
+        write(&repo.join(path), text);
+        add.push(path);
+    }
+    env.git(repo, add);
+    env.git(repo, ["commit", "-q", "-m", message]);
+}
+
 /// `git add -A` and commit it all.
 pub fn commit_all(env: &Env, repo: &Path) {
     env.git(repo, ["add", "-A"]);

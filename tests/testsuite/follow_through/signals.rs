@@ -109,6 +109,23 @@ struct Rig {
 }
 
 impl Rig {
+    /// `status --json` (exit 0) and its `journal` problem, which must be there.
+    fn journal_problem(&self) -> (Value, Value) {
+        let doc = self
+            .env
+            .delegate(&self.repo, ["status", "--json"])
+            .expect(0)
+            .json();
+        let journal = doc["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["kind"] == "journal")
+            .cloned()
+            .unwrap_or_else(|| panic!("{doc:#}"));
+        (doc, journal)
+    }
+
     fn new() -> Rig {
         let (env, repo) = Env::with_repo("src");
         for i in 0..TASKS {
@@ -475,18 +492,7 @@ fn a_write_back_killed_past_its_commit_point_is_finished_recorded_and_told_so() 
     assert_eq!(killed.status.signal(), Some(9));
     let status = rig.env.delegate(&rig.repo, ["status"]).expect(0);
     assert_has(&status.stdout, "rolls it back");
-    let doc = rig
-        .env
-        .delegate(&rig.repo, ["status", "--json"])
-        .expect(0)
-        .json();
-    let journal = doc["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["kind"] == "journal")
-        .cloned()
-        .unwrap_or_else(|| panic!("{doc:#}"));
+    let (doc, journal) = rig.journal_problem();
     assert_eq!(journal["recovery"], "roll_back", "{doc:#}");
     let gc = rig
         .env
@@ -515,18 +521,7 @@ fn a_write_back_killed_past_its_commit_point_is_finished_recorded_and_told_so() 
         "status must say the next command finishes the write-back:\n{}",
         status.stdout
     );
-    let doc = rig
-        .env
-        .delegate(&rig.repo, ["status", "--json"])
-        .expect(0)
-        .json();
-    let journal = doc["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["kind"] == "journal")
-        .cloned()
-        .unwrap_or_else(|| panic!("{doc:#}"));
+    let (doc, journal) = rig.journal_problem();
     assert_eq!(journal["recovery"], "finish", "{doc:#}");
     assert!(
         journal["message"].as_str().unwrap().contains("finishes it"),

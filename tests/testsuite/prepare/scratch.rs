@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
-use crate::common::fixtures::{prepare, roots};
+use crate::common::fixtures::{commit_files, prepare, roots};
 use crate::common::mounts as sc;
 use crate::common::Env;
 
@@ -316,9 +316,7 @@ fn a_source_whose_git_is_a_file_is_refused() {
         ],
     );
     let proj = sep.join("proj");
-    std::fs::write(proj.join("a"), "a\n").unwrap();
-    env.git(&proj, ["add", "a"]);
-    env.git(&proj, ["commit", "-q", "-m", "a"]);
+    commit_files(&env, &proj, &[("a", "a\n")], "a");
     let err = refused(&env, &proj, "gitfile");
     assert_eq!(err["code"], "delegate::scratch_refused", "{err}");
     assert_nothing_left(&env, &proj);

@@ -3,16 +3,14 @@
 //! not work; a failing setup undoes the prepare; `run` uses it too.
 
 use crate::common::fixtures::{
-    assert_nothing_created, common_dir, config, expect_error, id, prepare_roots,
+    assert_nothing_created, commit_files, common_dir, config, expect_error, id, prepare_roots,
 };
 use crate::common::Env;
 
 /// A repository ignoring `deps/`, with `workspace.setup` writing into it.
 fn repo_with_setup(env: &Env, setup: &str) -> std::path::PathBuf {
     let repo = env.repo("r");
-    std::fs::write(repo.join(".gitignore"), "deps/\n").unwrap();
-    env.git(&repo, ["add", ".gitignore"]);
-    env.git(&repo, ["commit", "-q", "-m", "ignore deps"]);
+    commit_files(env, &repo, &[(".gitignore", "deps/\n")], "ignore deps");
     let toml = format!("[workspace]\nsetup = {setup:?}\nsetup-jobs = 2\n");
     config(env, &repo, &toml);
     repo

@@ -4,7 +4,7 @@
 //! after cloning, so any use of the network (or of the submodule URLs)
 //! fails.
 
-use crate::common::fixtures::{prepare, roots};
+use crate::common::fixtures::{commit_files, prepare, roots};
 use crate::common::Env;
 use std::path::{Path, PathBuf};
 
@@ -21,9 +21,7 @@ struct Fixture {
 
 fn fixture() -> Fixture {
     let (env, nested) = Env::with_repo("nested-up");
-    std::fs::write(nested.join("n.txt"), "nested\n").unwrap();
-    env.git(&nested, ["add", "n.txt"]);
-    env.git(&nested, ["commit", "-q", "-m", "n"]);
+    commit_files(&env, &nested, &[("n.txt", "nested\n")], "n");
     let lib = env.repo("lib-up");
     std::fs::write(lib.join("l.txt"), "lib\n").unwrap();
     env.git(&lib, ["add", "l.txt"]);

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
 use crate::common::files::{lines, read, with_line};
-use crate::common::fixtures::prepare;
+use crate::common::fixtures::{commit_files, prepare};
 use crate::common::remote::Two;
 use crate::common::Env;
 
@@ -124,12 +124,13 @@ fn a_changed_filter_command_is_not_run_and_a_recorded_one_is() {
     assert!(!run.stderr.contains("filter.mine"), "{}", run.stderr);
 }
 
-#[test]
-fn a_merge_driver_a_local_worker_defines_is_not_run_on_a_path_both_sides_changed() {
+/// A source with `x.txt` (10 lines) and one task whose worker defines the
+/// merge driver `evil` (it touches the returned marker), sets it for `x.txt`
+/// in the shared `info/attributes` and changes line 10: the env, the
+/// source, the workspace and the marker.
+fn worker_merge_driver() -> (Env, PathBuf, PathBuf, PathBuf) {
     let (env, repo) = Env::with_repo("proj");
-    std::fs::write(repo.join("x.txt"), lines(10)).unwrap();
-    env.git(&repo, ["add", "x.txt"]);
-    env.git(&repo, ["commit", "-q", "-m", "x"]);
+    commit_files(&env, &repo, &[("x.txt", &lines(10))], "x");
     let (_, ws) = prepare_one(&env, &repo);
     let marker = env.path().join("pwned");
     let common = common_dir(&env, &ws);
@@ -144,6 +145,12 @@ fn a_merge_driver_a_local_worker_defines_is_not_run_on_a_path_both_sides_changed
     std::fs::create_dir_all(common.join("info")).unwrap();
     std::fs::write(common.join("info/attributes"), "x.txt merge=evil\n").unwrap();
     std::fs::write(ws.join("x.txt"), with_line(&lines(10), 10, "worker")).unwrap();
+    (env, repo, ws, marker)
+}
+
+#[test]
+fn a_merge_driver_a_local_worker_defines_is_not_run_on_a_path_both_sides_changed() {
+    let (env, repo, _, marker) = worker_merge_driver();
     // The user changes the same file meanwhile, elsewhere in it.
     std::fs::write(repo.join("x.txt"), with_line(&lines(10), 1, "user")).unwrap();
 
@@ -254,24 +261,7 @@ fn a_remote_proposal_on_a_path_both_sides_changed_runs_no_unrecorded_merge_drive
 
 #[test]
 fn refresh_runs_no_merge_driver_a_worker_defines() {
-    let (env, repo) = Env::with_repo("proj");
-    std::fs::write(repo.join("x.txt"), lines(10)).unwrap();
-    env.git(&repo, ["add", "x.txt"]);
-    env.git(&repo, ["commit", "-q", "-m", "x"]);
-    let (_, ws) = prepare_one(&env, &repo);
-    let marker = env.path().join("pwned");
-    let common = common_dir(&env, &ws);
-    env.git(
-        &ws,
-        [
-            "config",
-            "merge.evil.driver",
-            &format!("touch '{}'; cp %B %A", marker.display()),
-        ],
-    );
-    std::fs::create_dir_all(common.join("info")).unwrap();
-    std::fs::write(common.join("info/attributes"), "x.txt merge=evil\n").unwrap();
-    std::fs::write(ws.join("x.txt"), with_line(&lines(10), 10, "worker")).unwrap();
+    let (env, repo, ws, marker) = worker_merge_driver();
     std::fs::write(repo.join("x.txt"), with_line(&lines(10), 1, "user")).unwrap();
 
     let run = env.delegate(&repo, ["refresh", "--json"]);

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
 use crate::common::files::noise_files;
-use crate::common::fixtures::{common_dir_as_printed, error_parts, prepare};
+use crate::common::fixtures::{commit_files, common_dir_as_printed, error_parts, prepare};
 use crate::common::mounts::Small;
 use crate::common::{printed_command, Env};
 
@@ -453,9 +453,7 @@ fn common_dir_refusal_help_works_as_printed() {
 fn alternate_object_directories_refusal_help_works_as_printed() {
     let (env, repo) = Env::with_repo("src");
     let other = env.repo("other");
-    std::fs::write(other.join("o.txt"), "from the other store\n").unwrap();
-    env.git(&other, ["add", "o.txt"]);
-    env.git(&other, ["commit", "-q", "-m", "o"]);
+    commit_files(&env, &other, &[("o.txt", "from the other store\n")], "o");
     let alt = other.join(".git/objects");
     let vars = [("GIT_ALTERNATE_OBJECT_DIRECTORIES", alt.as_path())];
     let run = delegate_with(&env, &repo, &vars, &["prepare", "--json"]).expect(3);

@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::common::assert_has;
+use crate::common::fixtures::commit_files;
 
 #[test]
 fn a_missing_or_replaced_workspace_fails_and_is_never_deleted() {
@@ -274,9 +275,7 @@ fn a_folder_that_refuses_writing_fails_only_the_tasks_that_write_there() {
 #[test]
 fn an_ignored_symlink_in_the_way_is_named_and_never_written_through() {
     let (env, repo) = Env::with_repo("proj");
-    std::fs::write(repo.join(".gitignore"), "dir\n").unwrap();
-    env.git(&repo, ["add", ".gitignore"]);
-    env.git(&repo, ["commit", "-q", "-m", "ignore"]);
+    commit_files(&env, &repo, &[(".gitignore", "dir\n")], "ignore");
     let (_, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
     std::fs::create_dir(ws[0].join("dir")).unwrap();
     std::fs::write(ws[0].join("dir/f"), "task\n").unwrap();

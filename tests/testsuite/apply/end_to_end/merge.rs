@@ -347,9 +347,7 @@ fn crlf_files_come_back_as_crlf() {
 #[test]
 fn untracked_and_ignored_things_in_the_way_are_conflicts_never_losses() {
     let (env, repo) = Env::with_repo("proj");
-    std::fs::write(repo.join(".gitignore"), "*.tmp\ncache/\n").unwrap();
-    env.git(&repo, ["add", ".gitignore"]);
-    env.git(&repo, ["commit", "-q", "-m", "ignore"]);
+    commit_files(&env, &repo, &[(".gitignore", "*.tmp\ncache/\n")], "ignore");
     let (_, ws) = prepare_roots(&env, &repo, &["-n", "4"]);
     // 1: adds x.txt where the user now has an untracked x.txt.
     std::fs::write(ws[0].join("x.txt"), "task\n").unwrap();

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::common::files::{digest, lines, lines_with, os, read_lossy};
-use crate::common::fixtures::{index_bytes, prepare_roots, strings, task, wait_until};
+use crate::common::fixtures::{
+    commit_files, index_bytes, prepare_roots, strings, task, wait_until,
+};
 use crate::common::procs::{alive, tty_nr};
 use crate::common::Env;
 use serde_json::Value;
@@ -32,8 +34,6 @@ fn worktree_list(env: &Env, repo: &Path) -> String {
 
 fn repo_with_lines(env: &Env) -> PathBuf {
     let repo = env.repo("proj");
-    std::fs::write(repo.join("f.txt"), lines(10)).unwrap();
-    env.git(&repo, ["add", "f.txt"]);
-    env.git(&repo, ["commit", "-q", "-m", "lines"]);
+    commit_files(env, &repo, &[("f.txt", &lines(10))], "lines");
     repo
 }

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::common::assert_has;
+use crate::common::fixtures::commit_files;
 
 /// A git repository a worker made in its workspace: `git init` with a commit
 /// of its own (task 1), and a `git clone` of another local repository under
@@ -102,9 +103,7 @@ fn drop_refuses_a_workspace_whose_only_change_is_a_nested_repository() {
 fn a_repository_made_in_a_tracked_folder_of_a_workspace_is_a_nested_repository_too() {
     let (env, repo) = Env::with_repo("proj");
     std::fs::create_dir_all(repo.join("lib")).unwrap();
-    std::fs::write(repo.join("lib/x.txt"), "x\n").unwrap();
-    env.git(&repo, ["add", "lib/x.txt"]);
-    env.git(&repo, ["commit", "-q", "-m", "lib"]);
+    commit_files(&env, &repo, &[("lib/x.txt", "x\n")], "lib");
     let (_, ws) = prepare_roots(&env, &repo, &[]);
     // `git init` in a folder git already tracks: git add -A would take its
     // files and say nothing of its history.

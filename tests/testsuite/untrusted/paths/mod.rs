@@ -13,7 +13,7 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
-use crate::common::fixtures::{prepare, task};
+use crate::common::fixtures::{commit_files, prepare, task};
 use crate::common::{Env, Run};
 
 mod local;
@@ -279,9 +279,7 @@ fn remote_setup() -> Remote {
     let src = user.path().join("work").join("src");
     std::fs::create_dir_all(&src).unwrap();
     user.git(&src, ["init", "-q", "-b", "main"]);
-    std::fs::write(src.join("lib.txt"), "one\ntwo\n").unwrap();
-    user.git(&src, ["add", "lib.txt"]);
-    user.git(&src, ["commit", "-q", "-m", "lib"]);
+    commit_files(&user, &src, &[("lib.txt", "one\ntwo\n")], "lib");
     let url = format!("file://{}", bare.display());
     user.git(&src, ["remote", "add", "origin", &url]);
     user.git(&src, ["push", "-q", "origin", "main"]);
