@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
 use crate::common::files::{digest, noise_files};
-use crate::common::fixtures::{common_dir_as_printed, error_parts, prepare};
+use crate::common::fixtures::{common_dir_as_printed, error_parts, prepare, set_workspace_root};
 use crate::common::mounts::Small;
 use crate::common::Env;
 
@@ -44,11 +44,7 @@ fn prepare_onto_a_full_workspace_root_names_enospc_and_leaves_nothing() {
     env.git(&repo, ["add", "."]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
     let root = small.path().join("root");
-    std::fs::write(
-        repo.join(".git/delegate.toml"),
-        format!("[workspace]\nroot = \"{}\"\n", root.display()),
-    )
-    .unwrap();
+    set_workspace_root(&repo, &root);
     small.fill(64 << 10);
 
     let run = env

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
 use crate::common::files::read;
-use crate::common::fixtures::{prepare, roots};
+use crate::common::fixtures::{field_strs, prepare, roots};
 use crate::common::Env;
 
 const LINES: &str = "one\ntwo\nthree\nfour\nfive\n";
@@ -269,12 +269,7 @@ fn refresh_from_the_source_takes_every_open_task_and_records_proposals() {
     std::fs::write(ws[0].join("c.txt"), "c\n").unwrap();
     let doc = env.delegate(&repo, ["refresh", "--json"]).expect(0).json();
     let id = doc["batch"].as_str().unwrap().to_string();
-    let names: Vec<&str> = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = field_strs(&doc["tasks"], "name");
     assert_eq!(names, ["1", "2"]);
     // Task 1's work was recorded first, on its old base (the baseline).
     assert_eq!(

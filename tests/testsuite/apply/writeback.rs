@@ -8,7 +8,7 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use crate::common::files::chmod;
-use crate::common::fixtures::commit_all;
+use crate::common::fixtures::{commit_all, field_strs};
 use crate::common::Env;
 use serde_json::Value;
 
@@ -219,12 +219,7 @@ fn an_ignored_file_or_folder_in_the_way_is_a_conflict_and_stays_intact() {
     let t = &doc["tasks"][0];
     assert_eq!(t["status"], "conflict", "{doc:#}");
     assert_eq!(t["reason"], "would_overwrite_untracked", "{doc:#}");
-    let conflicts: Vec<&str> = t["conflicts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["path"].as_str().unwrap())
-        .collect();
+    let conflicts = field_strs(&t["conflicts"], "path");
     assert!(conflicts.contains(&"out.log"), "{doc:#}");
     assert!(conflicts.contains(&"cache"), "{doc:#}");
     // All or nothing: the task's other path was not written either.

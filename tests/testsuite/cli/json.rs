@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::fixtures::{checkout, prepare};
+use crate::common::fixtures::{checkout, field_strs, prepare};
 use serde_json::Value;
 
 fn json_md() -> String {
@@ -632,12 +632,7 @@ fn status_document_lists_problems_of_each_kind() {
         .delegate(&f.repo, ["status", "--json"])
         .expect(0)
         .json();
-    let kinds: Vec<&str> = doc["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["kind"].as_str().unwrap())
-        .collect();
+    let kinds = field_strs(&doc["problems"], "kind");
     assert_eq!(kinds, ["orphaned"], "{doc:#}");
     assert_eq!(doc["batches"].as_array().unwrap().len(), 2);
     assert!(validate(&specs, "status", &doc, "status").is_empty());

@@ -118,6 +118,23 @@ pub fn strings(v: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The `key` of every element of the JSON array `v`, as text.
+pub fn field_strs<'a>(v: &'a Value, key: &str) -> Vec<&'a str> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e[key].as_str().unwrap())
+        .collect()
+}
+
+/// Write `repo`'s `.git/delegate.toml` naming `root` as the workspace root.
+pub fn set_workspace_root(repo: &Path, root: &Path) {
+    set_config(
+        repo,
+        &format!("[workspace]\nroot = \"{}\"\n", root.display()),
+    );
+}
+
 /// The task named `name` in a document's `tasks` (apply, status, run).
 pub fn task<'a>(doc: &'a Value, name: &str) -> &'a Value {
     doc["tasks"]

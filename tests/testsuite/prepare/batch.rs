@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use crate::common::assert_has;
+use crate::common::fixtures::field_strs;
 use crate::common::fixtures::*;
 use serde_json::Value;
 
@@ -217,12 +218,7 @@ fn workspaces_are_registered_locked_clean_and_the_source_is_untouched() {
     assert_eq!(env.git(&repo, ["stash", "list"]), "");
 
     let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
-    let names: Vec<&str> = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = field_strs(&doc["tasks"], "name");
     assert_eq!(names, ["1", "2", "3"]);
     for ws in roots(&doc) {
         let block = list
@@ -306,21 +302,11 @@ fn task_names_counts_and_order() {
     assert_eq!(doc["tasks"].as_array().unwrap().len(), 1);
     assert_eq!(doc["tasks"][0]["name"], "1");
     let doc = prepare(&env, &repo, &["-n", "4"]);
-    let names: Vec<&str> = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = field_strs(&doc["tasks"], "name");
     assert_eq!(names, ["1", "2", "3", "4"]);
     let long = "a".repeat(64);
     let doc = prepare(&env, &repo, &["zeta", "Alpha.2", "m_x-y", &long]);
-    let names: Vec<&str> = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = field_strs(&doc["tasks"], "name");
     assert_eq!(names, ["zeta", "Alpha.2", "m_x-y", long.as_str()]);
     for ws in roots(&doc) {
         assert!(ws.join("README").exists());

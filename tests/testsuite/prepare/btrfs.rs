@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::common::fixtures::{id, prepare, roots, snapshot, tree_of, write};
+use crate::common::fixtures::{field_strs, id, prepare, roots, snapshot, tree_of, write};
 use crate::common::mounts::btrfs_env;
 use crate::common::Env;
 
@@ -742,12 +742,7 @@ exit 0
         .expect(1)
         .json();
     let lines = std::fs::read_to_string(&runs).unwrap();
-    let names: Vec<&str> = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = field_strs(&doc["tasks"], "name");
     let all = format!("[{} {}]", names[0], names[1]);
     let none = "[]".to_string();
     let first = format!("[{}]", names[0]);

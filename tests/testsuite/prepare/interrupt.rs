@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::assert_has;
 use crate::common::files::{tree, Tree};
-use crate::common::fixtures::prepare;
+use crate::common::fixtures::{field_strs, prepare};
 use crate::common::Env;
 
 const ID: &str = "0badc0de-0000-4000-8000-000000000001";
@@ -650,12 +650,7 @@ fn corrupt_interrupted_and_ordinary_batches_together() {
         .join("batch.toml")
         .exists());
     let st = env.delegate(&repo, ["status", "--json"]).json();
-    let kinds: Vec<&str> = st["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["kind"].as_str().unwrap())
-        .collect();
+    let kinds = field_strs(&st["problems"], "kind");
     assert_eq!(kinds, ["broken_state"], "{st}");
 }
 

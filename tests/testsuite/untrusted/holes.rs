@@ -18,7 +18,9 @@ use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
 use crate::common::files::noise_files;
-use crate::common::fixtures::{commit_files, common_dir_as_printed, error_parts, prepare};
+use crate::common::fixtures::{
+    commit_files, common_dir_as_printed, error_parts, prepare, set_workspace_root,
+};
 use crate::common::mounts::Small;
 use crate::common::{printed_command, Env};
 
@@ -249,11 +251,7 @@ fn prepare_onto_a_root_without_free_inodes_names_them() {
     env.git(&repo, ["add", "."]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
     let root = small.path().join("root");
-    std::fs::write(
-        repo.join(".git/delegate.toml"),
-        format!("[workspace]\nroot = \"{}\"\n", root.display()),
-    )
-    .unwrap();
+    set_workspace_root(&repo, &root);
     small.use_inodes(4);
     let mount = PathBuf::from(std::env::var_os("GIT_DELEGATE_FEW_INODES_DIR").unwrap());
 

@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use crate::common::assert_has;
 use crate::common::files::chmod;
-use crate::common::fixtures::{id, prepare, roots, wait_stale};
+use crate::common::fixtures::{id, prepare, roots, set_workspace_root, wait_stale};
 use crate::common::Env;
 
 /// The other user of the machine (no account needed).
@@ -84,11 +84,7 @@ fn setup(env: &Env, mode: u32) -> (PathBuf, PathBuf) {
     let root = env.path().join("shared");
     std::fs::create_dir(&root).unwrap();
     chmod(&root, mode);
-    std::fs::write(
-        repo.join(".git/delegate.toml"),
-        format!("[workspace]\nroot = \"{}\"\n", root.display()),
-    )
-    .unwrap();
+    set_workspace_root(&repo, &root);
     (repo, root)
 }
 

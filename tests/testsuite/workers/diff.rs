@@ -5,7 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::{prepare, roots};
+use crate::common::fixtures::{field_strs, prepare, roots};
 use crate::common::procs::{alive, tty_nr};
 use crate::common::Env;
 
@@ -394,12 +394,7 @@ fn diff_source_is_what_apply_writes_and_changes_nothing() {
             )
         })
         .collect();
-    let paths: Vec<&str> = doc["paths"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["path"].as_str().unwrap())
-        .collect();
+    let paths = field_strs(&doc["paths"], "path");
     assert_eq!(
         paths,
         ["a.txt", "blob.bin", "link", "new.txt", "old.txt", "run.sh"]

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::assert_has;
 use crate::common::files::read;
-use crate::common::fixtures::task;
+use crate::common::fixtures::{field_strs, task};
 use crate::common::procs::alive;
 use crate::common::Env;
 use serde_json::Value;
@@ -445,12 +445,7 @@ env = { WHAT = "documenting" }
         )
         .expect(0)
         .json();
-    let names: Vec<&str> = doc["workers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["name"].as_str().unwrap())
-        .collect();
+    let names = field_strs(&doc["workers"], "name");
     assert_eq!(names, ["lint", "docs"]);
     assert_eq!(read(&repo.join("lint.txt")), "linting lint\n");
     assert_eq!(read(&repo.join("docs.txt")), "documenting 1\n");

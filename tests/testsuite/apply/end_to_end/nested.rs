@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::common::assert_has;
-use crate::common::fixtures::commit_files;
+use crate::common::fixtures::{commit_files, field_strs};
 
 /// A git repository a worker made in its workspace: `git init` with a commit
 /// of its own (task 1), and a `git clone` of another local repository under
@@ -37,12 +37,7 @@ fn a_nested_repository_in_a_workspace_is_a_conflict_and_nothing_of_the_task_appl
         let t = task(&out, name);
         assert_eq!(t["status"], "conflict", "{out:#}");
         assert_eq!(t["reason"], "nested_repository", "{out:#}");
-        let paths: Vec<&str> = t["conflicts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["path"].as_str().unwrap())
-            .collect();
+        let paths = field_strs(&t["conflicts"], "path");
         assert_eq!(paths, [nested], "{out:#}");
         assert_eq!(strings(&t["applied_paths"]), Vec::<String>::new());
         // The rest of the work is recorded, so it is never lost.

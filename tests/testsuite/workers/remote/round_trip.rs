@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::common::assert_has;
+use crate::common::fixtures::field_strs;
 
 #[test]
 fn round_trip_with_three_remote_tasks() {
@@ -136,12 +137,7 @@ fn round_trip_with_three_remote_tasks() {
         .delegate(&t.src, ["status", "--json"])
         .expect(0)
         .json();
-    let states: Vec<&str> = st["batches"][0]["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["state"].as_str().unwrap())
-        .collect();
+    let states = field_strs(&st["batches"][0]["tasks"], "state");
     assert_eq!(states, ["applied", "applied", "open"]);
 
     // c submits later; a second apply lands it and ends the batch.
