@@ -221,8 +221,10 @@ impl Drop for Unwritable {
     }
 }
 
-#[test]
-fn a_folder_that_refuses_writing_fails_only_the_tasks_that_write_there() {
+/// A source with the folders `locked` (`a.txt`) and `open` (`b.txt`) and
+/// three tasks: task 1 edits `locked/a.txt`, task 2 `open/b.txt`, task 3
+/// nothing yet. The env, the source and the task roots.
+fn two_folders() -> (Env, PathBuf, Vec<PathBuf>) {
     let (env, repo) = Env::with_repo("proj");
     std::fs::create_dir_all(repo.join("locked")).unwrap();
     std::fs::create_dir_all(repo.join("open")).unwrap();
@@ -233,6 +235,12 @@ fn a_folder_that_refuses_writing_fails_only_the_tasks_that_write_there() {
     let (_, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
     std::fs::write(ws[0].join("locked/a.txt"), "a, task 1\n").unwrap();
     std::fs::write(ws[1].join("open/b.txt"), "b, task 2\n").unwrap();
+    (env, repo, ws)
+}
+
+#[test]
+fn a_folder_that_refuses_writing_fails_only_the_tasks_that_write_there() {
+    let (env, repo, ws) = two_folders();
     std::fs::write(ws[2].join("locked/new.txt"), "new, task 3\n").unwrap();
     std::fs::write(ws[2].join("top.txt"), "top, task 3\n").unwrap();
     let Some(guard) = Unwritable::new(
@@ -425,16 +433,7 @@ fn a_top_folder_that_refuses_writing_fails_only_the_tasks_that_write_in_it() {
 /// task 1 applies once the folder is writable.
 #[test]
 fn an_unwritable_folder_and_a_rolled_back_write_leave_a_clean_journal() {
-    let (env, repo) = Env::with_repo("proj");
-    std::fs::create_dir_all(repo.join("locked")).unwrap();
-    std::fs::create_dir_all(repo.join("open")).unwrap();
-    std::fs::write(repo.join("locked/a.txt"), "a\n").unwrap();
-    std::fs::write(repo.join("open/b.txt"), "b\n").unwrap();
-    env.git(&repo, ["add", "."]);
-    env.git(&repo, ["commit", "-q", "-m", "folders"]);
-    let (_, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
-    std::fs::write(ws[0].join("locked/a.txt"), "a, task 1\n").unwrap();
-    std::fs::write(ws[1].join("open/b.txt"), "b, task 2\n").unwrap();
+    let (env, repo, ws) = two_folders();
     std::fs::write(ws[2].join("top.txt"), "top, task 3\n").unwrap();
     let journals = |repo: &Path| -> usize {
         let dir = repo.join(".git/delegate/batches");
