@@ -56,9 +56,9 @@ fn prepare_onto_a_full_workspace_root_names_enospc_and_leaves_nothing() {
         message.contains("no space left on device (ENOSPC"),
         "{message}"
     );
-    assert!(message.contains(root.to_str().unwrap()), "{message}");
-    assert!(help.contains("free space on"), "{help}");
-    assert!(help.contains("workspace.root"), "{help}");
+    assert_has(&message, root.to_str().unwrap());
+    assert_has(&help, "free space on");
+    assert_has(&help, "workspace.root");
     assert_has(&run.stderr, "delegate::disk_full");
     nothing_left(&env, &repo);
     for base in listing(&root) {
@@ -87,9 +87,9 @@ fn prepare_of_a_source_on_a_full_disk_names_enospc_not_an_unreadable_file() {
         message.contains("no space left on device (ENOSPC"),
         "{message}"
     );
-    assert!(message.contains("objects"), "{message}");
+    assert_has(&message, "objects");
     assert!(!help.contains("readable"), "{help}");
-    assert!(help.contains("free space on"), "{help}");
+    assert_has(&help, "free space on");
     std::fs::remove_file(&small.fill).unwrap();
     nothing_left(&env, &repo);
     assert_eq!(listing(&env.workspace_root()), Vec::<PathBuf>::new());
@@ -124,8 +124,8 @@ fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
     assert_eq!(t["status"], "failed", "{out:#}");
     assert_eq!(t["reason"], "write_failed", "{out:#}");
     let message = t["message"].as_str().unwrap_or_default();
-    assert!(message.contains("no space left on device"), "{message}");
-    assert!(message.contains("rolled back"), "{message}");
+    assert_has(message, "no space left on device");
+    assert_has(message, "rolled back");
     assert_has(&run.stderr, "no space left on device");
     assert!(digest(&repo, true) == before, "the source changed");
     let batch_dir = common_dir_as_printed(&env, &repo).join(format!(
@@ -163,7 +163,7 @@ fn apply_that_cannot_record_a_proposal_on_a_full_disk_names_enospc_and_keeps_the
     assert_eq!(t["status"], "failed", "{out:#}");
     assert_eq!(t["reason"], "snapshot_failed", "{out:#}");
     let message = t["message"].as_str().unwrap_or_default();
-    assert!(message.contains("no space left on device"), "{message}");
+    assert_has(message, "no space left on device");
     assert!(!message.contains("cannot read"), "{message}");
     assert!(digest(&repo, true) == before, "the source changed");
     assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"one, edited\n");

@@ -213,6 +213,19 @@ fn dotfiles(env: &Env, home: &Path, files: &[(String, String)]) -> PathBuf {
     gd
 }
 
+/// With `vars` exported in `dir`: `status` shows task 1 of `doc`'s batch
+/// changed, and `apply` applies it.
+fn changed_then_applied(env: &Env, dir: &Path, vars: &[(&str, OsString)], doc: &Value) {
+    let st = run_with(env, dir, vars, &["status", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(changed(&st, doc["batch"].as_str().unwrap()), [1]);
+    let apply = run_with(env, dir, vars, &["apply", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(apply["tasks"][0]["status"], "applied", "{apply}");
+}
+
 /// A dotfiles repository: bare, with `$HOME`-like folder as its work tree.
 #[test]
 fn a_bare_dotfiles_repository_with_an_exported_work_tree() {
@@ -229,14 +242,7 @@ fn a_bare_dotfiles_repository_with_an_exported_work_tree() {
     let ws = task_root(&doc, 0);
     assert_eq!(std::fs::read(ws.join(".bashrc")).unwrap(), b"alias x=y\n");
     std::fs::write(ws.join(".bashrc"), "alias x=z\n").unwrap();
-    let st = run_with(&env, &home, &vars, &["status", "--json"])
-        .expect(0)
-        .json();
-    assert_eq!(changed(&st, doc["batch"].as_str().unwrap()), [1]);
-    let apply = run_with(&env, &home, &vars, &["apply", "--json"])
-        .expect(0)
-        .json();
-    assert_eq!(apply["tasks"][0]["status"], "applied", "{apply}");
+    changed_then_applied(&env, &home, &vars, &doc);
     assert_eq!(std::fs::read(home.join(".bashrc")).unwrap(), b"alias x=z\n");
     // Applied from the workspace (a worktree of the same repository,
     // without the variables): it writes back into the recorded work tree.
@@ -417,7 +423,7 @@ fn a_broken_git_file_is_named() {
     let doc = run.json();
     assert_eq!(doc["error"]["code"], "delegate::not_a_repository");
     let msg = doc["error"]["message"].as_str().unwrap();
-    assert!(msg.contains("/nonexistent/gd-test-gitdir"), "{msg}");
+    assert_has(msg, "/nonexistent/gd-test-gitdir");
     assert!(!msg.contains("is not inside a git repository"), "{msg}");
 }
 
@@ -436,7 +442,7 @@ fn source_moved_after_prepare() {
         let doc = run.json();
         assert_eq!(doc["error"]["code"], "delegate::source_moved", "{doc}");
         let msg = doc["error"]["message"].as_str().unwrap();
-        assert!(msg.contains(repo.to_str().unwrap()), "{msg}");
+        assert_has(msg, repo.to_str().unwrap());
         let help = doc["error"]["help"].as_str().unwrap();
         assert!(!help.contains("update-ref"), "{help}");
         assert!(help.contains(&id[..8]), "{help}");
@@ -536,14 +542,7 @@ fn filters_run_for_a_workspace_do_not_inherit_the_source_variables() {
     let ws = task_root(&doc, 0);
     let _ = std::fs::remove_file(&log);
     std::fs::write(ws.join("a.txt"), "worker\n").unwrap();
-    let st = run_with(&env, &repo, &vars, &["status", "--json"])
-        .expect(0)
-        .json();
-    assert_eq!(changed(&st, doc["batch"].as_str().unwrap()), [1]);
-    let apply = run_with(&env, &repo, &vars, &["apply", "--json"])
-        .expect(0)
-        .json();
-    assert_eq!(apply["tasks"][0]["status"], "applied", "{apply}");
+    changed_then_applied(&env, &repo, &vars, &doc);
     assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"worker\n");
     let text = std::fs::read_to_string(&log).unwrap();
     let ws_lines: Vec<&str> = text

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::assert_has;
 use crate::common::fixtures::prepare;
 use crate::common::Env;
 
@@ -323,7 +324,7 @@ fn forget_identity(env: &Env, repo: &Path, batch: &str) {
         .join(batch)
         .join("batch.toml");
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.contains("[tasks.folder]"), "{text}");
+    assert_has(&text, "[tasks.folder]");
     let mut out = String::new();
     let mut skipping = false;
     for line in text.lines() {

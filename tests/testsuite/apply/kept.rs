@@ -66,7 +66,7 @@ fn a_gc_rescued_proposal_is_listed_and_lands_with_apply_kept() {
     // The human status names it, its age and expiry, and how to land it.
     let human = env.delegate(&repo, ["status"]).expect(0).stdout;
     assert!(human.contains(&format!("kept: {name}")), "{human}");
-    assert!(human.contains(" ago, gc may remove it in "), "{human}");
+    assert_has(&human, " ago, gc may remove it in ");
     assert!(
         human.contains(&format!("git delegate apply --kept {name}")),
         "{human}"
@@ -276,7 +276,7 @@ fn a_kept_proposal_that_conflicts_is_not_written_and_stays_kept() {
         .delegate(&repo, ["apply", "--kept", &name])
         .expect(1)
         .stdout;
-    assert!(human.contains("It stays kept until"), "{human}");
+    assert_has(&human, "It stays kept until");
     let hint = crate::common::printed_command(&human, "git show");
     assert_eq!(hint, format!("git show {r}:README"), "{human}");
     assert_eq!(env.sh(&repo, &hint).expect(0).stdout, "the worker's line\n");

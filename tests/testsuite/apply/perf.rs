@@ -8,6 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::common::assert_has;
 use crate::common::fixtures::{prepare_roots, task};
 use crate::common::Env;
 
@@ -363,7 +364,7 @@ fn big_files_apply_and_their_patch_refers_to_the_blobs() {
     assert!(text.contains("Binary files a/old.bin and b/old.bin differ\n"));
     assert!(text.contains("Binary files /dev/null and b/new.bin differ\n"));
     assert!(text.contains("Binary files a/gone.bin and /dev/null differ\n"));
-    assert!(text.contains("+TWO by task\n"), "{text}");
+    assert_has(&text, "+TWO by task\n");
     assert!(!text.contains("literal"));
 
     // It applies with `git apply --3way` on the baseline (the proposal ref

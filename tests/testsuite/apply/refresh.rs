@@ -224,7 +224,7 @@ fn refresh_without_conflict_moves_the_base_and_diff_shows_only_the_worker() {
     let diff = env.git(&ws[1], ["diff", "--name-only"]);
     assert_eq!(diff, "a.txt\n");
     let diff = env.git(&ws[1], ["diff", "-U0", "a.txt"]);
-    assert!(diff.contains("-five\n+FIVE\n"), "{diff}");
+    assert_has(&diff, "-five\n+FIVE\n");
     assert!(!diff.contains("ONE"), "{diff}");
     // Against the new base, all of the worker's work and nothing else.
     env.git(&ws[1], ["add", "-A"]);
@@ -302,7 +302,7 @@ fn refresh_from_the_source_takes_every_open_task_and_records_proposals() {
     // Its patch is taken from that base: only the worker's own file.
     let patch = repo.join(format!(".git/delegate/batches/{id}/1.patch"));
     let patch = read(&patch);
-    assert!(patch.contains("c.txt"), "{patch}");
+    assert_has(&patch, "c.txt");
     assert!(!patch.contains("b.txt"), "{patch}");
     // The batch document carries each task's base.
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();

@@ -183,7 +183,7 @@ fn check_culprits(culprits: &[usize]) {
             assert_eq!(t["reason"], "verify_failed");
             let log = PathBuf::from(t["verify_log"].as_str().unwrap());
             let text = std::fs::read_to_string(&log).unwrap();
-            assert!(text.contains("found BAD"), "{text}");
+            assert_has(&text, "found BAD");
             assert!(!file.exists(), "a rejected task's file was written");
             // Its work is kept: proposal ref, patch, workspace.
             assert!(f.roots[i - 1].join(format!("t{i}.txt")).exists());
@@ -484,13 +484,13 @@ fn git_dir_of_the_caller_never_reaches_cmd_and_cmd_runs_at_the_mirrored_position
     let lines = f.run_lines();
     assert_eq!(lines.len(), 1, "{lines:?}");
     let line = &lines[0];
-    assert!(line.contains("git_dir=unset"), "{line}");
+    assert_has(line, "git_dir=unset");
     let repo = std::fs::canonicalize(&f.repo).unwrap();
     assert!(
         !line.contains(&format!("top={} ", repo.display())),
         "{line}"
     );
-    assert!(line.contains("/.verify-"), "{line}");
+    assert_has(line, "/.verify-");
     assert!(line.ends_with("/sub"), "{line}");
     assert!(f.repo.join("t1.txt").exists());
 }
@@ -610,7 +610,7 @@ fn keep_keeps_verification_workspaces_as_ordinary_worktrees_and_passing_logs() {
     let run = &doc["verify"]["runs"][0];
     assert!(Path::new(run["log"].as_str().unwrap()).exists());
     let wt = f.env.git(&f.repo, ["worktree", "list", "--porcelain"]);
-    assert!(wt.contains(".verify-1"), "{wt}");
+    assert_has(&wt, ".verify-1");
     // Released: not locked, so `git worktree remove` takes it.
     let path = wt
         .lines()

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
+use crate::common::assert_has;
 use crate::common::files::chmod;
 use crate::common::fixtures::{commit_all, field_strs};
 use crate::common::Env;
@@ -495,7 +496,7 @@ fn rollback_leaves_a_file_the_user_saved_over_after_it_was_written() {
         kept_files.push(PathBuf::from(l["kept"].as_str().expect("kept")));
     }
     let message = doc["error"]["message"].as_str().unwrap();
-    assert!(message.contains("f1.txt"), "{message}");
+    assert_has(message, "f1.txt");
     assert!(message.contains(&*kept.to_string_lossy()), "{message}");
     // Nothing else is left over besides the kept originals.
     let extra: Vec<String> = tree(&repo)

@@ -329,7 +329,7 @@ fn malformed_config_names_file_and_line() {
         for args in [&["prepare"][..], &["status"], &["drop", "abcd"], &["renew"]] {
             let run = expect_error(&env, &repo, args, 2, "delegate::config");
             let message = run.json()["error"]["message"].as_str().unwrap().to_string();
-            assert!(message.contains(file.to_str().unwrap()), "{message}");
+            assert_has(&message, file.to_str().unwrap());
             assert!(message.contains(what), "{text:?}: {message}");
             // The human diagnostic points at file, line and column.
             let located = format!("{}{line_col}", file.display());
@@ -594,14 +594,11 @@ fn a_failing_required_clean_filter_is_named_not_an_unreadable_file() {
     let doc = run.json();
     let message = doc["error"]["message"].as_str().unwrap();
     let help = doc["error"]["help"].as_str().unwrap();
-    assert!(message.contains("clean filter `x`"), "{message}");
-    assert!(message.contains("(false)"), "{message}");
-    assert!(message.contains("a.dat"), "{message}");
-    assert!(message.contains("exit status: 1"), "{message}");
-    assert!(
-        help.contains("git config filter.x.required false"),
-        "{help}"
-    );
+    assert_has(message, "clean filter `x`");
+    assert_has(message, "(false)");
+    assert_has(message, "a.dat");
+    assert_has(message, "exit status: 1");
+    assert_has(help, "git config filter.x.required false");
     assert!(!help.contains("readable"), "{help}");
     assert_nothing_created(&env, &repo);
 }
@@ -612,8 +609,8 @@ fn a_failing_required_smudge_filter_on_checkout_is_named() {
     let (repo, _) = crate::common::fixtures::filtered_repo(&env, "src", "exit 4\n");
     let run = expect_error(&env, &repo, &["prepare"], 3, "delegate::filter_failed");
     let message = run.json()["error"]["message"].as_str().unwrap().to_string();
-    assert!(message.contains("smudge filter `x`"), "{message}");
-    assert!(message.contains("a.dat"), "{message}");
-    assert!(message.contains("exit status: 4"), "{message}");
+    assert_has(&message, "smudge filter `x`");
+    assert_has(&message, "a.dat");
+    assert_has(&message, "exit status: 4");
     assert_nothing_created(&env, &repo);
 }

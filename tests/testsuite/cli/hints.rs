@@ -540,7 +540,7 @@ fn rollback_left_path_gc_hint_finishes_the_rollback() {
     assert_eq!(read_lossy(&repo.join("a.txt")), "task a\n");
     std::fs::write(repo.join("a.txt"), "the user's a\n").unwrap();
     let err = env.delegate(&repo, ["gc"]).expect(3).stderr;
-    assert!(err.contains("rollback_failed"), "{err}");
+    assert_has(&err, "rollback_failed");
     let cmd = printed_command(&err, "git delegate gc");
     let status = env.delegate(&repo, ["status"]).expect(0).stdout;
     assert_eq!(printed_command(&status, "git delegate gc"), cmd);
@@ -727,7 +727,7 @@ fn apply_advice_for_an_unreadable_workspace_has_no_discard() {
     let good = std::fs::read(&head).unwrap();
     std::fs::write(&head, "garbage").unwrap();
     let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
-    assert!(text.contains("snapshot_failed"), "{text}");
+    assert_has(&text, "snapshot_failed");
     assert!(!text.contains("--discard"), "{text}");
     // The cause fixed (the workspace's HEAD put back), apply lands it.
     std::fs::write(&head, good).unwrap();
@@ -751,7 +751,7 @@ fn apply_refresh_hint_hands_a_conflict_back_and_the_printed_apply_lands_it() {
     env.sh(&repo, &refresh).expect(0);
     // The worker sees the conflict as after `git merge`.
     let st = env.git(&ws[0], ["status", "--porcelain"]);
-    assert!(st.contains("UU README"), "{st}");
+    assert_has(&st, "UU README");
     assert!(read_lossy(&ws[0].join("README")).starts_with("<<<<<<< task\n"));
     // Running apply before the worker resolved it refuses the task again.
     env.delegate(&repo, ["apply"]).expect(1);
@@ -784,7 +784,7 @@ fn apply_refresh_hint_names_every_conflicting_task() {
     env.sh(&repo, &refresh).expect(0);
     for w in &ws {
         let st = env.git(w, ["status", "--porcelain"]);
-        assert!(st.contains("UU README"), "{st}");
+        assert_has(&st, "UU README");
     }
     // Nothing of the source changed.
     assert_eq!(read_lossy(&repo.join("README")), "the user's line\n");

@@ -230,8 +230,8 @@ fn a_sparse_workspace_with_a_broken_index_keeps_what_it_leaves_out() {
     assert_eq!(std::fs::read(repo.join("b/2")).unwrap(), b"two\n");
     // The rebuilt index marks it skip-worktree again.
     let flags = env.git(&ws[0], ["ls-files", "-t"]);
-    assert!(flags.contains("S b/2\n"), "{flags}");
-    assert!(flags.contains("H a/x/1\n"), "{flags}");
+    assert_has(&flags, "S b/2\n");
+    assert_has(&flags, "H a/x/1\n");
     assert_eq!(env.git(&ws[0], ["status", "--porcelain"]), " M a/x/1\n");
 }
 
@@ -322,9 +322,9 @@ fn status_names_the_files_still_conflicted_after_a_refresh() {
     env.git(&ws[1], ["add", "a.txt"]);
     let (paths, human) = status_conflicts(&env, &repo, "2");
     assert_eq!(paths, json!(["b.txt"]));
-    assert!(
-        human.contains("conflicts for its worker to resolve (edit, then `git add`): b.txt\n"),
-        "{human}"
+    assert_has(
+        &human,
+        "conflicts for its worker to resolve (edit, then `git add`): b.txt\n",
     );
     // And the other: status says so, and what lands it.
     std::fs::write(ws[1].join("b.txt"), "ONE-1+2\ntwo\nthree\nfour\nfive\n").unwrap();
@@ -372,9 +372,9 @@ fn status_and_apply_name_the_files_of_a_conflict_the_worker_made() {
     );
     let (paths, human) = status_conflicts(&env, &repo, "1");
     assert_eq!(paths, json!(["a.txt"]));
-    assert!(
-        human.contains("conflicts for its worker to resolve (edit, then `git add`): a.txt\n"),
-        "{human}"
+    assert_has(
+        &human,
+        "conflicts for its worker to resolve (edit, then `git add`): a.txt\n",
     );
 }
 
@@ -408,7 +408,7 @@ fn undo_after_the_result_was_committed_refuses_and_force_takes_it_back() {
     let message = err["error"]["message"].as_str().unwrap();
     assert!(message.contains(&at_apply[..7]), "{message}");
     assert!(message.contains(&now[..7]), "{message}");
-    assert!(message.contains("committed"), "{message}");
+    assert_has(message, "committed");
     assert_eq!(err["error"]["apply_head"], at_apply.as_str());
     assert_eq!(err["error"]["head"], now.as_str());
     let help = err["error"]["help"].as_str().unwrap();

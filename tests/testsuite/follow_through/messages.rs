@@ -172,10 +172,7 @@ fn a_failed_worker_is_named_once_and_its_row_lines_up() {
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
     let text = &run.stdout;
     assert!(!text.contains("worker_failed worker_failed"), "{text}");
-    assert!(
-        text.contains("worker_failed its worker exited with status 1"),
-        "{text}"
-    );
+    assert_has(text, "worker_failed its worker exited with status 1");
     // The details of both rows start in one column.
     assert_eq!(
         column(text, "1", "1 path written"),

@@ -301,7 +301,7 @@ fn run_whose_batch_a_worker_applied_says_so_with_the_workers_and_exits_1() {
     assert!(doc["ended_by_apply"].is_string(), "{doc:#}");
     assert_eq!(doc["apply"], Value::Null);
     assert_eq!(doc["workers"][0]["exit"], 0, "{doc:#}");
-    assert!(stderr.contains("another command applied it"), "{stderr}");
+    assert_has(&stderr, "another command applied it");
     assert!(stderr.contains("task 1"), "the workers' lines: {stderr}");
     assert_eq!(
         std::fs::read_to_string(repo.join("one.txt")).unwrap(),
@@ -322,17 +322,14 @@ fn run_whose_batch_a_worker_dropped_says_so_with_the_workers_and_exits_1() {
     // and its workspace is not made again.
     assert_eq!(doc["workers"][1]["exit"], Value::Null, "{doc:#}");
     let log = std::fs::read_to_string(doc["workers"][1]["log"].as_str().unwrap()).unwrap();
-    assert!(log.contains("ended before this worker started"), "{log}");
+    assert_has(&log, "ended before this worker started");
     let batch = doc["batch"].as_str().unwrap();
     let left: Vec<PathBuf> = walk(&env.workspace_root())
         .into_iter()
         .filter(|p| p.to_string_lossy().contains(&batch[..8]))
         .collect();
     assert_eq!(left, Vec::<PathBuf>::new());
-    assert!(
-        stderr.contains("another command applied or dropped it"),
-        "{stderr}"
-    );
+    assert_has(&stderr, "another command applied or dropped it");
     // Human text: the workers' lines with their statuses.
     let out = env
         .delegate_cmd(&repo)
@@ -345,10 +342,7 @@ fn run_whose_batch_a_worker_dropped_says_so_with_the_workers_and_exits_1() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(
-        stdout.contains("another command applied or dropped it"),
-        "{stdout}"
-    );
+    assert_has(&stdout, "another command applied or dropped it");
     let lines: Vec<&str> = stdout
         .lines()
         .filter(|l| l.trim_start().starts_with("task "))

@@ -657,6 +657,6 @@ fn gc_counts_the_callers_shell_sitting_in_a_workspace() {
     assert_eq!(gc["batches"].as_array().unwrap().len(), 0);
     assert_eq!(gc["skipped"][0]["batch"], batch.as_str());
     let message = gc["skipped"][0]["message"].as_str().unwrap();
-    assert!(message.contains(shell.trim()), "{message}");
+    assert_has(message, shell.trim());
     assert!(ws.exists());
 }

@@ -186,8 +186,8 @@ fn stale_by_expiry() {
         .expect(1);
     assert_eq!(problem_kinds(&run.json()), ["expired"]);
     let human = env.delegate(&repo, ["status"]).expect(0).stdout;
-    assert!(human.contains("lease expired "), "{human}");
-    assert!(human.contains(" ago\n"), "{human}");
+    assert_has(&human, "lease expired ");
+    assert_has(&human, " ago\n");
     assert!(!human.contains("expired, expired"), "{human}");
     // renew: live again, expiry moved to now + ttl.
     let before = now_secs();

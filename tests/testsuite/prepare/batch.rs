@@ -226,7 +226,7 @@ fn workspaces_are_registered_locked_clean_and_the_source_is_untouched() {
             .find(|b| b.starts_with(&format!("worktree {}\n", ws.display())))
             .unwrap_or_else(|| panic!("{} not registered:\n{list}", ws.display()));
         assert!(block.contains(&format!("HEAD {baseline}")), "{block}");
-        assert!(block.contains("\ndetached"), "{block}");
+        assert_has(block, "\ndetached");
         assert!(
             block.contains(&format!("locked git-delegate batch {}", id(&doc))),
             "{block}"

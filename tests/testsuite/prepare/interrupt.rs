@@ -776,7 +776,7 @@ fn a_complete_batch_records_its_folders_and_a_killed_one_none() {
             .join("batch.toml"),
     )
     .unwrap();
-    assert!(text.contains("[preparing]"), "{text}");
+    assert_has(&text, "[preparing]");
     assert!(!text.contains("[tasks.folder]"), "{text}");
 }
 

@@ -103,7 +103,7 @@ fn a_scratch_copy_is_a_whole_reflink_copy_of_the_source() {
             marker.contains(&format!("source = \"{}\"", repo.display())),
             "{marker}"
         );
-        assert!(marker.contains("pid = "), "{marker}");
+        assert_has(&marker, "pid = ");
         // Everything, ignored and untracked files included, with modes and links.
         assert_eq!(contents(root), before);
         assert_eq!(sc::mode(&root.join("node_modules/pkg/run.sh")), 0o755);
@@ -273,7 +273,7 @@ fn scratch_is_refused_where_the_filesystem_cannot_clone() {
     assert_eq!(err["code"], "delegate::no_reflink", "{err}");
     let help = err["help"].as_str().unwrap();
     assert!(help.contains("XFS") && help.contains("Btrfs"), "{help}");
-    assert!(help.contains("--mode worktree"), "{help}");
+    assert_has(help, "--mode worktree");
     assert_nothing_left(&env, &repo);
     // Human form: a diagnostic on stderr, exit 3.
     let r = env
@@ -461,10 +461,7 @@ fn a_copy_whose_batch_is_gone_is_listed_for_the_sweep() {
     assert_eq!(problems[0]["kind"], "scratch_orphan");
     assert_eq!(problems[0]["batch"], id.as_str());
     let msg = problems[0]["message"].as_str().unwrap();
-    assert!(
-        msg.contains(root.parent().unwrap().to_str().unwrap()),
-        "{msg}"
-    );
+    assert_has(msg, root.parent().unwrap().to_str().unwrap());
     env.delegate(&repo, ["status", "--check"]).expect(1);
     // Another repository beside it does not see that copy.
     let other = env.repo("other");

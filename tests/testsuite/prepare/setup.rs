@@ -2,6 +2,7 @@
 //! with run's worker environment, its log per task; its ignored output is
 //! not work; a failing setup undoes the prepare; `run` uses it too.
 
+use crate::common::assert_has;
 use crate::common::fixtures::{
     assert_nothing_created, commit_files, common_dir, config, expect_error, id, prepare_roots,
 };
@@ -66,10 +67,10 @@ fn a_failing_setup_undoes_the_prepare() {
     );
     let err = &run.json()["error"];
     let message = err["message"].as_str().unwrap();
-    assert!(message.contains("task 2"), "{message}");
-    assert!(message.contains("status 7"), "{message}");
+    assert_has(message, "task 2");
+    assert_has(message, "status 7");
     let log = err["log"].as_str().unwrap();
-    assert!(message.contains(log), "{message}");
+    assert_has(message, log);
     assert!(log.ends_with("setup-2.log"), "{log}");
     assert_eq!(std::fs::read_to_string(log).unwrap(), "broken\n");
     assert_eq!(err["task"], "2");
@@ -105,7 +106,7 @@ fn run_uses_it() {
         let seen = std::fs::read_to_string(repo.join(format!("seen-{t}.txt"))).unwrap();
         assert!(seen.starts_with(&format!("{t} ")), "{seen}");
         if let Some(b) = &batch {
-            assert!(seen.contains(b.as_str()), "{seen}");
+            assert_has(&seen, b.as_str());
         }
     }
     assert!(!repo.join("deps").exists());

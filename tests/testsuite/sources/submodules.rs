@@ -4,6 +4,7 @@
 //! after cloning, so any use of the network (or of the submodule URLs)
 //! fails.
 
+use crate::common::assert_has;
 use crate::common::fixtures::{commit_files, prepare, roots};
 use crate::common::Env;
 use std::path::{Path, PathBuf};
@@ -175,8 +176,8 @@ fn workspaces_hold_every_submodule_at_its_recorded_commit() {
         let listed = linked_worktrees(env, git_dir);
         assert_eq!(listed.len(), 2, "{listed:?}");
         for block in &listed {
-            assert!(block.contains("\ndetached"), "{block}");
-            assert!(block.contains("\nlocked git-delegate batch "), "{block}");
+            assert_has(block, "\ndetached");
+            assert_has(block, "\nlocked git-delegate batch ");
         }
     }
     // The source's submodules are untouched.
@@ -661,9 +662,9 @@ fn submodule_refusal_hints_work_as_printed() {
 
     // Check the recorded commit out again, as printed.
     let (message, help) = refusal(env, &f.repo);
-    assert!(message.contains("vendor/lib/deps/n"), "{message}");
+    assert_has(&message, "vendor/lib/deps/n");
     assert!(message.contains(&moved[..12]), "{message}");
-    assert!(message.contains("checked out"), "{message}");
+    assert_has(&message, "checked out");
     assert!(!message.contains("uncommitted"), "{message}");
     env.sh(&f.repo, &quoted_command(&help, &["checkout"]))
         .expect(0);
@@ -676,14 +677,14 @@ fn submodule_refusal_hints_work_as_printed() {
     env.git(&n, ["checkout", "-q", "--detach", &moved]);
     let (_, help) = refusal(env, &f.repo);
     let add = quoted_command(&help, &[" add "]);
-    assert!(add.contains(lib.to_str().unwrap()), "{add}");
+    assert_has(&add, lib.to_str().unwrap());
     env.sh(&f.repo, &add).expect(0);
     let (message, help) = refusal(env, &f.repo);
     assert!(
         message.starts_with("the submodule vendor/lib has uncommitted changes"),
         "{message}"
     );
-    assert!(help.contains("stash"), "{help}");
+    assert_has(&help, "stash");
     env.git(&lib, ["commit", "-q", "-m", "nested moved"]);
     let (message, help) = refusal(env, &f.repo);
     assert!(

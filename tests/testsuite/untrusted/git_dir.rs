@@ -131,7 +131,7 @@ fn config_keys_and_hooks_a_worker_changes_are_reported_with_a_warning() {
     // and the printed way to look at it works as printed.
     assert_has(&human.stderr, "touch ");
     let look = crate::common::printed_command(&human.stderr, "git config --file");
-    assert!(look.contains("core.fsmonitor"), "{look}");
+    assert_has(&look, "core.fsmonitor");
     let shown = env.sh(&repo, &look).expect(0);
     assert_eq!(shown.stdout.trim(), format!("touch {}", ran.display()));
 

@@ -94,7 +94,7 @@ fn a_failed_apply_on_a_full_disk_leaves_no_temp_file_in_the_state_folder() {
     let t = &out["tasks"][0];
     assert_eq!(t["status"], "failed", "{out:#}");
     let message = t["message"].as_str().unwrap_or_default();
-    assert!(message.contains("no space left on device"), "{message}");
+    assert_has(message, "no space left on device");
     assert!(
         message.contains(".patch"),
         "the patch did not fit: {message}"
@@ -265,7 +265,7 @@ fn prepare_onto_a_root_without_free_inodes_names_them() {
         mount.display()
     );
     assert!(message.contains(&named), "{message}");
-    assert!(message.contains("ENOSPC"), "{message}");
+    assert_has(&message, "ENOSPC");
     assert!(!help.contains("free space"), "{help}");
     assert!(
         help.contains(&format!(
@@ -278,7 +278,7 @@ fn prepare_onto_a_root_without_free_inodes_names_them() {
         help.contains(&format!("df -i {}", mount.display())),
         "{help}"
     );
-    assert!(help.contains("workspace.root"), "{help}");
+    assert_has(&help, "workspace.root");
     assert_eq!(env.private_refs(&repo), Vec::<String>::new());
     // With inodes again (as the help says), the same prepare works.
     small.unfill();
@@ -326,7 +326,7 @@ fn apply_onto_a_source_without_free_inodes_names_them() {
     );
     assert!(message.contains(&named), "{message}\n{out:#}");
     assert!(!help.contains("free space on"), "{help}");
-    assert!(help.contains("free inodes on the filesystem"), "{help}");
+    assert_has(&help, "free inodes on the filesystem");
     assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"one\n");
     assert!(!repo.join("new").exists());
     small.unfill();
@@ -491,7 +491,7 @@ fn a_config_file_with_invalid_utf8_or_a_nul_is_pointed_at_by_line_and_column() {
             let run = env.delegate(&repo, args).expect(2);
             let (code, message, help) = error_parts(&run);
             assert_eq!(code, "delegate::config", "{bytes:?}: {message}");
-            assert!(message.contains(file.to_str().unwrap()), "{message}");
+            assert_has(&message, file.to_str().unwrap());
             assert!(message.contains(what), "{bytes:?}: {message}");
             assert!(
                 message.contains(&format!("line {line}, column {column}")),

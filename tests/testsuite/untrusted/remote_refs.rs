@@ -200,7 +200,7 @@ fn the_command_printed_for_a_failing_remote_never_deletes_a_newer_submission() {
     assert!(lists(w, &baseline_ref(&id)), "{w}");
     assert!(lists(w, &proposal_ref(&id, "a")), "{w}");
     let help = w["help"].as_str().unwrap().to_string();
-    assert!(help.contains("--force-with-lease="), "{help}");
+    assert_has(&help, "--force-with-lease=");
     // The worker submits again before the remote is cleaned up.
     let newer = t.submit_a(&ws, "newer\n");
     t.no_hook();

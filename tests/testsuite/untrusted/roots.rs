@@ -162,7 +162,7 @@ fn prepare_refuses_a_repository_folder_another_user_made() {
         .expect(3);
     let error = unsafe_error(&run);
     let msg = error["message"].as_str().unwrap();
-    assert!(msg.contains(folder.to_str().unwrap()), "{msg}");
+    assert_has(msg, folder.to_str().unwrap());
     assert!(msg.contains(&format!("uid {OTHER}")), "{msg}");
     assert!(
         error["help"].as_str().unwrap().contains("workspace.root"),
@@ -222,8 +222,8 @@ fn prepare_refuses_a_repository_folder_replaced_by_a_symlink() {
         .expect(3);
     let error = unsafe_error(&run);
     let msg = error["message"].as_str().unwrap();
-    assert!(msg.contains(folder.to_str().unwrap()), "{msg}");
-    assert!(msg.contains("symbolic link"), "{msg}");
+    assert_has(msg, folder.to_str().unwrap());
+    assert_has(msg, "symbolic link");
     assert!(msg.contains(&format!("uid {OTHER}")), "{msg}");
     assert_eq!(error["unsafe_folder"]["path"], folder.to_str().unwrap());
     assert_eq!(error["unsafe_folder"]["owner"], OTHER);

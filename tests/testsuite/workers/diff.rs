@@ -5,6 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::common::assert_has;
 use crate::common::fixtures::{field_strs, prepare, roots};
 use crate::common::procs::{alive, tty_nr};
 use crate::common::Env;
@@ -103,10 +104,7 @@ fn diff_is_byte_equal_to_git_diff_and_changes_nothing() {
     // `Binary files ... differ` line; with --binary (and --full-index) as
     // git prints those.
     assert_eq!(ours, git_diff(&env, &roots[0], &baseline, &[]));
-    assert!(
-        ours.contains("Binary files /dev/null and b/blob.bin differ"),
-        "{ours}"
-    );
+    assert_has(&ours, "Binary files /dev/null and b/blob.bin differ");
     for flags in [
         &["--binary"][..],
         &["--full-index"],
@@ -124,7 +122,7 @@ fn diff_is_byte_equal_to_git_diff_and_changes_nothing() {
     // core.abbrev is git's.
     env.git(&repo, ["config", "core.abbrev", "12"]);
     let twelve = env.delegate(&repo, ["diff", "1"]).expect(0).stdout;
-    assert!(twelve.contains("index 2019eda92304.."), "{twelve}");
+    assert_has(&twelve, "index 2019eda92304..");
     assert_eq!(twelve, git_diff(&env, &roots[0], &baseline, &[]));
     env.git(&repo, ["config", "--unset", "core.abbrev"]);
     assert_eq!(
@@ -502,7 +500,7 @@ fn colour_is_byte_equal_to_git_diff_color() {
             root,
             ["diff", "--no-renames", "--color=always", &baseline, &tree],
         );
-        assert!(ours.contains("\x1b[32m"), "{ours}");
+        assert_has(&ours, "\x1b[32m");
         assert_eq!(ours, want, "task {}", i + 1);
     }
     // --stat's graph and a binary file's sizes, as git colours them.
@@ -511,7 +509,7 @@ fn colour_is_byte_equal_to_git_diff_color() {
         .expect(0)
         .stdout;
     let want = git_diff(&env, ws, &baseline, &["--stat", "--color=always"]);
-    assert!(ours.contains("\x1b[31m"), "{ours}");
+    assert_has(&ours, "\x1b[31m");
     assert_eq!(ours, want);
     // Piped, colour stays off (`auto`).
     let plain = env.delegate(&repo, ["diff", "1"]).expect(0).stdout;
@@ -521,7 +519,7 @@ fn colour_is_byte_equal_to_git_diff_color() {
         .env("GIT_CONFIG_PARAMETERS", "'color.diff'='always'")
         .args(["diff", "1"]);
     let forced = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
-    assert!(forced.contains("\x1b[1mdiff --git"), "{forced}");
+    assert_has(&forced, "\x1b[1mdiff --git");
     // color.diff takes the place of color.ui, as in git.
     let mut cmd = env.delegate_cmd(&repo);
     cmd.env_remove("NO_COLOR")
@@ -646,9 +644,9 @@ fn a_terminal_gets_the_pager_git_would_choose() {
     // No pager: --no-pager, pager.diff = false, GIT_PAGER=cat (what `git
     // --no-pager delegate` sets); the patch goes to the terminal itself.
     let shown = on_terminal(&env, &repo, "diff 1 --no-pager", &[]);
-    assert!(shown.contains("diff --git a/a.txt b/a.txt"), "{shown}");
+    assert_has(&shown, "diff --git a/a.txt b/a.txt");
     let shown = on_terminal(&env, &repo, "diff 1", &[("GIT_PAGER", Some("cat"))]);
-    assert!(shown.contains("diff --git a/a.txt b/a.txt"), "{shown}");
+    assert_has(&shown, "diff --git a/a.txt b/a.txt");
     env.git(&repo, ["config", "pager.diff", "false"]);
     on_terminal(&env, &repo, "diff 1", &[]);
     env.git(&repo, ["config", "--unset", "pager.diff"]);
@@ -776,7 +774,7 @@ fn diff_source_leaves_out_what_apply_would_and_filters_paths() {
         .delegate(&roots[0], ["diff", "--source"])
         .expect(0)
         .stdout;
-    assert!(here.contains("diff --git a/new.txt b/new.txt"), "{here}");
+    assert_has(&here, "diff --git a/new.txt b/new.txt");
     assert_eq!(here, there);
     // The real apply agrees: task 1 applied, task 2 failed, process alive.
     let applied = env.delegate(&repo, ["apply", "--json"]).expect(1).json();

@@ -265,7 +265,7 @@ fn a_folder_that_refuses_writing_fails_only_the_tasks_that_write_there() {
             "{reason}"
         );
         let message = t["message"].as_str().unwrap();
-        assert!(message.contains("the folder locked"), "{message}");
+        assert_has(message, "the folder locked");
         assert!(t["proposal_ref"].is_string());
     }
     assert_eq!(task(&out, "2")["status"], "applied", "{out:#}");
@@ -326,9 +326,9 @@ fn a_failing_smudge_filter_in_write_back_is_named_and_rolled_back() {
     assert_eq!(t["status"], "failed", "{out:#}");
     assert_eq!(t["reason"], "write_failed", "{out:#}");
     let message = t["message"].as_str().unwrap();
-    assert!(message.contains("smudge filter"), "{message}");
-    assert!(message.contains("a.dat"), "{message}");
-    assert!(message.contains("exit status: 5"), "{message}");
+    assert_has(message, "smudge filter");
+    assert_has(message, "a.dat");
+    assert_has(message, "exit status: 5");
     assert_eq!(read_lossy(&repo.join("a.dat")), "data\n");
 }
 

@@ -44,7 +44,7 @@ fn a_nested_repository_in_a_workspace_is_a_conflict_and_nothing_of_the_task_appl
         let r = t["proposal_ref"].as_str().unwrap();
         env.git(&repo, ["cat-file", "-e", &format!("{r}:{edit}")]);
         let patch = read_lossy(Path::new(t["patch"].as_str().unwrap()));
-        assert!(patch.contains(edit), "{patch}");
+        assert_has(&patch, edit);
     }
     // All or nothing per task: neither ordinary edit reached the source.
     assert_eq!(read_lossy(&repo.join("f.txt")), lines(10));
@@ -145,7 +145,7 @@ fn discarding_a_task_with_a_nested_repository_keeps_its_workspace() {
     // Kept as ordinary worktrees: registered, unlocked, which gc never removes.
     let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
     for w in &ws {
-        assert!(list.contains(w.to_str().unwrap()), "{list}");
+        assert_has(&list, w.to_str().unwrap());
     }
     assert!(!list.contains("locked"), "{list}");
     env.delegate(&repo, ["gc"]).expect(0);

@@ -4,6 +4,7 @@
 //! what apply says it stopped.
 
 use super::*;
+use crate::common::assert_has;
 
 fn spawn_sleeper(dir: &Path) -> std::process::Child {
     std::process::Command::new("setsid")
@@ -263,16 +264,10 @@ fn apply_says_which_processes_it_stopped() {
         sleeper_in(pid, &std::fs::canonicalize(&ws[0]).unwrap())
     });
     let dry = env.delegate(&repo, ["apply", "--dry-run"]).expect(0).stdout;
-    assert!(
-        dry.contains("processes running inside its workspace:"),
-        "{dry}"
-    );
+    assert_has(&dry, "processes running inside its workspace:");
     assert!(dry.contains(&format!("        {pid} sleep 300\n")), "{dry}");
     let out = env.delegate(&repo, ["apply"]).expect(0).stdout;
-    assert!(
-        out.contains("stopped processes inside its workspace:"),
-        "{out}"
-    );
+    assert_has(&out, "stopped processes inside its workspace:");
     assert!(out.contains(&format!("        {pid} sleep 300\n")), "{out}");
     let status = child.wait().unwrap();
     assert!(!status.success(), "the sleeper was not stopped: {status:?}");

@@ -20,9 +20,9 @@ fn a_rejecting_remote_undoes_the_prepare() {
     let doc = run.json();
     assert_eq!(doc["error"]["code"], "delegate::remote_failed");
     let msg = doc["error"]["message"].as_str().unwrap();
-    assert!(msg.contains("git push"), "{msg}");
-    assert!(msg.contains("origin"), "{msg}");
-    assert!(msg.contains("refused by policy"), "{msg}");
+    assert_has(msg, "git push");
+    assert_has(msg, "origin");
+    assert_has(msg, "refused by policy");
     // Nothing left: no batch, no refs, the source as it was.
     let st = t
         .user

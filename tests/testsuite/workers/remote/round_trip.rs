@@ -255,7 +255,7 @@ fn join_inside_an_existing_clone_fetches_only_the_baseline() {
         list.contains(&format!("worktree {}", root.display())),
         "{list}"
     );
-    assert!(list.contains("locked"), "{list}");
+    assert_has(&list, "locked");
     assert_eq!(read(&root.join("README")), "hello\ndirty\n");
     assert_eq!(t.worker.git(&root, ["status", "--porcelain"]), "");
     // The user's config is not where it is remembered.
