@@ -7,8 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::assert_has;
 use crate::common::files::{digest, noise_files};
-use crate::common::fixtures::{common_dir_as_printed, error_parts};
+use crate::common::fixtures::{common_dir_as_printed, error_parts, prepare, set_workspace_root};
 use crate::common::mounts::Small;
 use crate::common::Env;
 
@@ -38,17 +39,12 @@ fn prepare_onto_a_full_workspace_root_names_enospc_and_leaves_nothing() {
     let Some(small) = Small::full_disk("prepare_onto_a_full_workspace_root") else {
         return;
     };
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     noise_files(&repo, "f", 40, 20_000);
     env.git(&repo, ["add", "."]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
     let root = small.path().join("root");
-    std::fs::write(
-        repo.join(".git/delegate.toml"),
-        format!("[workspace]\nroot = \"{}\"\n", root.display()),
-    )
-    .unwrap();
+    set_workspace_root(&repo, &root);
     small.fill(64 << 10);
 
     let run = env
@@ -60,10 +56,10 @@ fn prepare_onto_a_full_workspace_root_names_enospc_and_leaves_nothing() {
         message.contains("no space left on device (ENOSPC"),
         "{message}"
     );
-    assert!(message.contains(root.to_str().unwrap()), "{message}");
-    assert!(help.contains("free space on"), "{help}");
-    assert!(help.contains("workspace.root"), "{help}");
-    assert!(run.stderr.contains("delegate::disk_full"), "{}", run.stderr);
+    assert_has(&message, root.to_str().unwrap());
+    assert_has(&help, "free space on");
+    assert_has(&help, "workspace.root");
+    assert_has(&run.stderr, "delegate::disk_full");
     nothing_left(&env, &repo);
     for base in listing(&root) {
         assert_eq!(listing(&base), Vec::<PathBuf>::new(), "{}", base.display());
@@ -76,12 +72,7 @@ fn prepare_of_a_source_on_a_full_disk_names_enospc_not_an_unreadable_file() {
         return;
     };
     let env = Env::new();
-    let repo = small.path().join("src");
-    std::fs::create_dir(&repo).unwrap();
-    env.git(&repo, ["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("README"), "hello\n").unwrap();
-    env.git(&repo, ["add", "README"]);
-    env.git(&repo, ["commit", "-q", "-m", "init"]);
+    let repo = env.repo_at(&small.path().join("src"), &[("README", "hello\n")]);
     // Untracked files: prepare stores them as blobs in the source's objects.
     noise_files(&repo, "new", 40, 20_000);
     small.fill(0);
@@ -96,9 +87,9 @@ fn prepare_of_a_source_on_a_full_disk_names_enospc_not_an_unreadable_file() {
         message.contains("no space left on device (ENOSPC"),
         "{message}"
     );
-    assert!(message.contains("objects"), "{message}");
+    assert_has(&message, "objects");
     assert!(!help.contains("readable"), "{help}");
-    assert!(help.contains("free space on"), "{help}");
+    assert_has(&help, "free space on");
     std::fs::remove_file(&small.fill).unwrap();
     nothing_left(&env, &repo);
     assert_eq!(listing(&env.workspace_root()), Vec::<PathBuf>::new());
@@ -111,17 +102,11 @@ fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
         return;
     };
     let env = Env::new();
-    let repo = small.path().join("src");
-    std::fs::create_dir(&repo).unwrap();
-    env.git(&repo, ["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("a.txt"), "one\n").unwrap();
-    std::fs::write(repo.join("b.txt"), "two\n").unwrap();
-    env.git(&repo, ["add", "."]);
-    env.git(&repo, ["commit", "-q", "-m", "init"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "--json", "-n", "1"])
-        .expect(0)
-        .json();
+    let repo = env.repo_at(
+        &small.path().join("src"),
+        &[("a.txt", "one\n"), ("b.txt", "two\n")],
+    );
+    let doc = prepare(&env, &repo, &["-n", "1"]);
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     // The task edits a.txt and adds 3 MiB of binary: tiny as a blob and
     // as a binary patch, too big for what is left when it is written back
@@ -139,13 +124,9 @@ fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
     assert_eq!(t["status"], "failed", "{out:#}");
     assert_eq!(t["reason"], "write_failed", "{out:#}");
     let message = t["message"].as_str().unwrap_or_default();
-    assert!(message.contains("no space left on device"), "{message}");
-    assert!(message.contains("rolled back"), "{message}");
-    assert!(
-        run.stderr.contains("no space left on device"),
-        "{}",
-        run.stderr
-    );
+    assert_has(message, "no space left on device");
+    assert_has(message, "rolled back");
+    assert_has(&run.stderr, "no space left on device");
     assert!(digest(&repo, true) == before, "the source changed");
     let batch_dir = common_dir_as_printed(&env, &repo).join(format!(
         "delegate/batches/{}",
@@ -167,16 +148,8 @@ fn apply_that_cannot_record_a_proposal_on_a_full_disk_names_enospc_and_keeps_the
         return;
     };
     let env = Env::new();
-    let repo = small.path().join("src");
-    std::fs::create_dir(&repo).unwrap();
-    env.git(&repo, ["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("a.txt"), "one\n").unwrap();
-    env.git(&repo, ["add", "."]);
-    env.git(&repo, ["commit", "-q", "-m", "init"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "--json", "-n", "1"])
-        .expect(0)
-        .json();
+    let repo = env.repo_at(&small.path().join("src"), &[("a.txt", "one\n")]);
+    let doc = prepare(&env, &repo, &["-n", "1"]);
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     // Incompressible: its blob does not fit in what is left.
     noise_files(&ws, "big", 1, 2 << 20);
@@ -190,7 +163,7 @@ fn apply_that_cannot_record_a_proposal_on_a_full_disk_names_enospc_and_keeps_the
     assert_eq!(t["status"], "failed", "{out:#}");
     assert_eq!(t["reason"], "snapshot_failed", "{out:#}");
     let message = t["message"].as_str().unwrap_or_default();
-    assert!(message.contains("no space left on device"), "{message}");
+    assert_has(message, "no space left on device");
     assert!(!message.contains("cannot read"), "{message}");
     assert!(digest(&repo, true) == before, "the source changed");
     assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"one, edited\n");

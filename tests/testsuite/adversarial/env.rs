@@ -11,7 +11,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::fixtures::task_root;
+use crate::common::assert_has;
+use crate::common::fixtures::{prepare, task_root};
 use crate::common::{Env, Run};
 
 /// The variables `git --git-dir=GD --work-tree=WT delegate` exports (git
@@ -154,8 +155,7 @@ fn every_command(env: &Env, caller: &Path, run: &dyn Fn(&[&str]) -> Run, repo: &
 
 #[test]
 fn every_command_with_git_dir_and_work_tree_exported() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     // From the parent folder, as `git --git-dir=src/.git --work-tree=src` exports them.
     let vars = exported("src/.git", "src");
     let caller = env.path().to_path_buf();
@@ -169,8 +169,7 @@ fn every_command_with_git_dir_and_work_tree_exported() {
 
 #[test]
 fn every_command_through_git_with_git_dir_and_work_tree() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     std::fs::create_dir_all(repo.join("sub")).unwrap();
     let caller = repo.join("sub");
     every_command(
@@ -188,27 +187,52 @@ fn every_command_through_git_with_git_dir_and_work_tree() {
     );
 }
 
-/// A dotfiles repository: bare, with `$HOME`-like folder as its work tree.
-#[test]
-fn a_bare_dotfiles_repository_with_an_exported_work_tree() {
-    let env = Env::new();
-    let home = env.path().join("dots");
-    std::fs::create_dir_all(&home).unwrap();
+/// A bare dotfiles repository `dotfiles.git` in `env` whose work tree is
+/// `home`, with one commit ("dots") of `files` (name, text) written there:
+/// its git dir.
+fn dotfiles(env: &Env, home: &Path, files: &[(String, String)]) -> PathBuf {
     env.git(
         env.path(),
         ["init", "-q", "--bare", "-b", "main", "dotfiles.git"],
     );
     let gd = env.path().join("dotfiles.git");
     let git = |args: &[&str]| {
-        let mut cmd = env.git_cmd(&home);
+        let mut cmd = env.git_cmd(home);
         cmd.env("GIT_DIR", &gd)
-            .env("GIT_WORK_TREE", &home)
+            .env("GIT_WORK_TREE", home)
             .args(args);
         crate::common::succeed(cmd);
     };
-    std::fs::write(home.join(".bashrc"), "alias x=y\n").unwrap();
-    git(&["add", ".bashrc"]);
+    let mut add = vec!["add"];
+    for (name, text) in files {
+        std::fs::write(home.join(name), text).unwrap();
+        add.push(name);
+    }
+    git(&add);
     git(&["commit", "-q", "-m", "dots"]);
+    gd
+}
+
+/// With `vars` exported in `dir`: `status` shows task 1 of `doc`'s batch
+/// changed, and `apply` applies it.
+fn changed_then_applied(env: &Env, dir: &Path, vars: &[(&str, OsString)], doc: &Value) {
+    let st = run_with(env, dir, vars, &["status", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(changed(&st, doc["batch"].as_str().unwrap()), [1]);
+    let apply = run_with(env, dir, vars, &["apply", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(apply["tasks"][0]["status"], "applied", "{apply}");
+}
+
+/// A dotfiles repository: bare, with `$HOME`-like folder as its work tree.
+#[test]
+fn a_bare_dotfiles_repository_with_an_exported_work_tree() {
+    let env = Env::new();
+    let home = env.path().join("dots");
+    std::fs::create_dir_all(&home).unwrap();
+    let gd = dotfiles(&env, &home, &[(".bashrc".into(), "alias x=y\n".into())]);
     let gd_s = gd.to_str().unwrap().to_string();
     let home_s = home.to_str().unwrap().to_string();
     let vars = exported(&gd_s, &home_s);
@@ -218,14 +242,7 @@ fn a_bare_dotfiles_repository_with_an_exported_work_tree() {
     let ws = task_root(&doc, 0);
     assert_eq!(std::fs::read(ws.join(".bashrc")).unwrap(), b"alias x=y\n");
     std::fs::write(ws.join(".bashrc"), "alias x=z\n").unwrap();
-    let st = run_with(&env, &home, &vars, &["status", "--json"])
-        .expect(0)
-        .json();
-    assert_eq!(changed(&st, doc["batch"].as_str().unwrap()), [1]);
-    let apply = run_with(&env, &home, &vars, &["apply", "--json"])
-        .expect(0)
-        .json();
-    assert_eq!(apply["tasks"][0]["status"], "applied", "{apply}");
+    changed_then_applied(&env, &home, &vars, &doc);
     assert_eq!(std::fs::read(home.join(".bashrc")).unwrap(), b"alias x=z\n");
     // Applied from the workspace (a worktree of the same repository,
     // without the variables): it writes back into the recorded work tree.
@@ -239,11 +256,7 @@ fn a_bare_dotfiles_repository_with_an_exported_work_tree() {
     assert_eq!(std::fs::read(home.join(".vimrc")).unwrap(), b"set nu\n");
     // Without the variables there is no repository there, as for git.
     let run = env.delegate(&home, ["status"]).expect(3);
-    assert!(
-        run.stderr.contains("delegate::not_a_repository"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "delegate::not_a_repository");
 }
 
 /// `GIT_INDEX_FILE` names the source's index (git uses it, relative to the
@@ -252,8 +265,7 @@ fn a_bare_dotfiles_repository_with_an_exported_work_tree() {
 /// workspace's own index with `git add -f` is proposed.
 #[test]
 fn an_exported_index_file_is_the_source_index_only() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     std::fs::create_dir_all(repo.join("sub")).unwrap();
     std::fs::write(repo.join(".gitignore"), "*.log\n").unwrap();
     std::fs::write(repo.join("keep.log"), "tracked in the other index\n").unwrap();
@@ -313,8 +325,7 @@ fn an_exported_index_file_is_the_source_index_only() {
 /// see) is refused before anything is made.
 #[test]
 fn exported_object_and_common_dirs() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let same = vec![
         (
             "GIT_OBJECT_DIRECTORY",
@@ -365,8 +376,7 @@ fn exported_object_and_common_dirs() {
 /// for git.
 #[test]
 fn ceiling_directories_as_git_reads_them() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let sub = repo.join("a/b");
     std::fs::create_dir_all(&sub).unwrap();
     let elsewhere = env.path().join("elsewhere");
@@ -413,7 +423,7 @@ fn a_broken_git_file_is_named() {
     let doc = run.json();
     assert_eq!(doc["error"]["code"], "delegate::not_a_repository");
     let msg = doc["error"]["message"].as_str().unwrap();
-    assert!(msg.contains("/nonexistent/gd-test-gitdir"), "{msg}");
+    assert_has(msg, "/nonexistent/gd-test-gitdir");
     assert!(!msg.contains("is not inside a git repository"), "{msg}");
 }
 
@@ -421,9 +431,8 @@ fn a_broken_git_file_is_named() {
 /// also when another repository now sits at the old path, and changes nothing.
 #[test]
 fn source_moved_after_prepare() {
-    let env = Env::new();
-    let repo = env.repo("src");
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let (env, repo) = Env::with_repo("src");
+    let doc = prepare(&env, &repo, &[]);
     let id = doc["batch"].as_str().unwrap().to_string();
     std::fs::write(task_root(&doc, 0).join("README"), "worker\n").unwrap();
     let moved = env.path().join("moved");
@@ -433,7 +442,7 @@ fn source_moved_after_prepare() {
         let doc = run.json();
         assert_eq!(doc["error"]["code"], "delegate::source_moved", "{doc}");
         let msg = doc["error"]["message"].as_str().unwrap();
-        assert!(msg.contains(repo.to_str().unwrap()), "{msg}");
+        assert_has(msg, repo.to_str().unwrap());
         let help = doc["error"]["help"].as_str().unwrap();
         assert!(!help.contains("update-ref"), "{help}");
         assert!(help.contains(&id[..8]), "{help}");
@@ -464,16 +473,12 @@ fn source_moved_after_prepare() {
 /// (gix's default pathspec matches only below the cwd).
 #[test]
 fn staged_files_outside_the_callers_folder_are_in_the_baseline() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     std::fs::create_dir_all(repo.join("sub")).unwrap();
     std::fs::write(repo.join("sub/s.txt"), "s\n").unwrap();
     std::fs::write(repo.join("staged.txt"), "staged\n").unwrap();
     env.git(&repo, ["add", "staged.txt"]);
-    let doc = env
-        .delegate(&repo.join("sub"), ["prepare", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo.join("sub"), &[]);
     let baseline = doc["baseline"]["commit"].as_str().unwrap();
     assert_eq!(
         env.git(&repo, ["rev-parse", &format!("{baseline}^{{tree}}")])
@@ -491,17 +496,13 @@ fn staged_files_outside_the_callers_folder_are_in_the_baseline() {
 /// environment: a commit in a forbid-commit workspace is refused.
 #[test]
 fn the_hook_reads_the_git_dir_git_gives_it() {
-    let env = Env::new();
-    let repo = env.repo("src");
-    let doc = env
-        .delegate(&repo, ["prepare", "--forbid-commit", "--json"])
-        .expect(0)
-        .json();
+    let (env, repo) = Env::with_repo("src");
+    let doc = prepare(&env, &repo, &["--forbid-commit"]);
     let ws = task_root(&doc, 0);
     let ws_git_dir = env.git(&ws, ["rev-parse", "--absolute-git-dir"]);
     let vars = vec![("GIT_DIR", OsString::from(ws_git_dir.trim()))];
     let run = run_with(&env, env.path(), &vars, &["hook", "pre-commit"]).expect(1);
-    assert!(run.stderr.contains("commit refused"), "{}", run.stderr);
+    assert_has(&run.stderr, "commit refused");
     let vars = vec![("GIT_DIR", OsString::from(repo.join(".git")))];
     run_with(&env, env.path(), &vars, &["hook", "pre-commit"]).expect(0);
 }
@@ -511,8 +512,7 @@ fn the_hook_reads_the_git_dir_git_gives_it() {
 /// source's exported `GIT_INDEX_FILE` or `GIT_OBJECT_DIRECTORY`.
 #[test]
 fn filters_run_for_a_workspace_do_not_inherit_the_source_variables() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let log = env.path().join("filter.log");
     env.git(
         &repo,
@@ -542,14 +542,7 @@ fn filters_run_for_a_workspace_do_not_inherit_the_source_variables() {
     let ws = task_root(&doc, 0);
     let _ = std::fs::remove_file(&log);
     std::fs::write(ws.join("a.txt"), "worker\n").unwrap();
-    let st = run_with(&env, &repo, &vars, &["status", "--json"])
-        .expect(0)
-        .json();
-    assert_eq!(changed(&st, doc["batch"].as_str().unwrap()), [1]);
-    let apply = run_with(&env, &repo, &vars, &["apply", "--json"])
-        .expect(0)
-        .json();
-    assert_eq!(apply["tasks"][0]["status"], "applied", "{apply}");
+    changed_then_applied(&env, &repo, &vars, &doc);
     assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"worker\n");
     let text = std::fs::read_to_string(&log).unwrap();
     let ws_lines: Vec<&str> = text
@@ -577,23 +570,10 @@ fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() 
     let env = Env::new();
     let home = env.path().join("dots");
     std::fs::create_dir_all(home.join("sub")).unwrap();
-    env.git(
-        env.path(),
-        ["init", "-q", "--bare", "-b", "main", "dotfiles.git"],
-    );
-    let gd = env.path().join("dotfiles.git");
-    let git = |args: &[&str]| {
-        let mut cmd = env.git_cmd(&home);
-        cmd.env("GIT_DIR", &gd)
-            .env("GIT_WORK_TREE", &home)
-            .args(args);
-        crate::common::succeed(cmd);
-    };
-    for i in 1..=4 {
-        std::fs::write(home.join(format!("f{i}")), format!("original {i}\n")).unwrap();
-    }
-    git(&["add", "f1", "f2", "f3", "f4"]);
-    git(&["commit", "-q", "-m", "dots"]);
+    let files: Vec<(String, String)> = (1..=4)
+        .map(|i| (format!("f{i}"), format!("original {i}\n")))
+        .collect();
+    dotfiles(&env, &home, &files);
     let caller = home.join("sub");
     let vars = exported("../../dotfiles.git", "..");
     let run = |args: &[&str]| run_with(&env, &caller, &vars, args);
@@ -642,11 +622,7 @@ fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() 
     assert_eq!(files(&caller), before_sub);
     let r = run(&["apply", "--dry-run"]);
     assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("delegate::writeback_pending"),
-        "{}",
-        r.stderr
-    );
+    assert_has(&r.stderr, "delegate::writeback_pending");
     assert_eq!(files(&home), before);
 
     // apply: every other path back, the user's edit left, its original kept
@@ -676,7 +652,7 @@ fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() 
     // The human text names the path and the kept file.
     let r = run(&["apply"]);
     assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(r.stderr.contains("rollback_failed"), "{}", r.stderr);
+    assert_has(&r.stderr, "rollback_failed");
     // (miette wraps long lines: compare without the wrapping)
     let unwrapped: String = r
         .stderr
@@ -702,9 +678,8 @@ fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() 
 /// as printed, from the moved folder.
 #[test]
 fn the_drop_command_a_moved_source_suggests_works_as_printed() {
-    let env = Env::new();
-    let repo = env.repo("src");
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let (env, repo) = Env::with_repo("src");
+    let doc = prepare(&env, &repo, &[]);
     let ws = task_root(&doc, 0);
     std::fs::write(ws.join("README"), "worker\n").unwrap();
     let moved = env.path().join("moved");

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::assert_has;
+use crate::common::fixtures::prepare;
 use crate::common::Env;
 
 /// A repository with a few files in folders.
@@ -276,7 +278,7 @@ fn gc_neither_rescues_nor_removes_a_workspace_swapped_for_a_symlink() {
 fn a_workspace_replaced_by_a_copy_at_the_same_path_is_workspace_missing() {
     let env = Env::new();
     let repo = repo(&env);
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &repo, &[]);
     let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     std::fs::write(root.join("a.txt"), "the worker's a\n").unwrap();
     // A copy made while the workspace exists has another inode; it takes
@@ -322,7 +324,7 @@ fn forget_identity(env: &Env, repo: &Path, batch: &str) {
         .join(batch)
         .join("batch.toml");
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.contains("[tasks.folder]"), "{text}");
+    assert_has(&text, "[tasks.folder]");
     let mut out = String::new();
     let mut skipping = false;
     for line in text.lines() {
@@ -341,10 +343,7 @@ fn forget_identity(env: &Env, repo: &Path, batch: &str) {
 fn a_batch_recorded_without_identities_still_applies_and_still_refuses_a_symlink() {
     let env = Env::new();
     let repo = repo(&env);
-    let doc = env
-        .delegate(&repo, ["prepare", "--json", "-n", "2"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["-n", "2"]);
     let batch = doc["batch"].as_str().unwrap().to_string();
     let roots: Vec<PathBuf> = (0..2)
         .map(|i| PathBuf::from(doc["tasks"][i]["root"].as_str().unwrap()))

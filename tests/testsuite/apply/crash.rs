@@ -18,8 +18,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::files::{tree, Tree};
-use crate::common::fixtures::index_bytes;
+use crate::common::files::{tree, tree_differences, Tree};
+use crate::common::fixtures::{index_bytes, prepare};
 use crate::common::Env;
 use serde_json::Value;
 
@@ -34,20 +34,7 @@ fn classify(t: &Tree, pre: &Tree, full: &Tree) -> Result<&'static str, String> {
     if t == full {
         return Ok("full");
     }
-    let differ = |a: &Tree, b: &Tree| {
-        let mut d: Vec<String> = a
-            .iter()
-            .filter(|(k, v)| b.get(*k) != Some(v))
-            .map(|(k, _)| String::from_utf8_lossy(k).into_owned())
-            .collect();
-        d.extend(
-            b.keys()
-                .filter(|k| !a.contains_key(*k))
-                .map(|k| format!("-{}", String::from_utf8_lossy(k))),
-        );
-        d
-    };
-    let (p, f) = (differ(t, pre), differ(t, full));
+    let (p, f) = (tree_differences(t, pre), tree_differences(t, full));
     Err(format!(
         "a MIX: {} paths differ from the pre-apply tree (e.g. {:?}), {} from the applied one (e.g. {:?})",
         p.len(),
@@ -565,15 +552,14 @@ fn wait_for_deleters(under: &Path) {
 /// apply completes the job.
 #[test]
 fn a_path_edited_after_a_crash_is_never_rolled_back_over() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     for i in 1..=4 {
         std::fs::write(repo.join(format!("f{i}.txt")), format!("original {i}\n")).unwrap();
     }
     std::fs::write(repo.join("gone.txt"), "deleted by the task\n").unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &repo, &[]);
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     for i in 1..=4 {
         std::fs::write(ws.join(format!("f{i}.txt")), format!("task {i}\n")).unwrap();

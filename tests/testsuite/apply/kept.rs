@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::assert_has;
 use crate::common::files::read_lossy;
 use crate::common::fixtures::{prepare_batch, wait_stale};
 use crate::common::Env;
@@ -40,8 +41,7 @@ fn digest(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
 
 #[test]
 fn a_gc_rescued_proposal_is_listed_and_lands_with_apply_kept() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "2", "--ttl", "1s"]);
     std::fs::write(ws[0].join("README"), "worker edit\n").unwrap();
     std::fs::create_dir_all(ws[0].join("dir")).unwrap();
@@ -66,7 +66,7 @@ fn a_gc_rescued_proposal_is_listed_and_lands_with_apply_kept() {
     // The human status names it, its age and expiry, and how to land it.
     let human = env.delegate(&repo, ["status"]).expect(0).stdout;
     assert!(human.contains(&format!("kept: {name}")), "{human}");
-    assert!(human.contains(" ago, gc may remove it in "), "{human}");
+    assert_has(&human, " ago, gc may remove it in ");
     assert!(
         human.contains(&format!("git delegate apply --kept {name}")),
         "{human}"
@@ -134,8 +134,7 @@ fn a_gc_rescued_proposal_is_listed_and_lands_with_apply_kept() {
 
 #[test]
 fn a_discarded_tasks_proposal_lands_with_apply_kept_and_its_task_is_applied() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "3"]);
     std::fs::write(ws[0].join("one.txt"), "one\n").unwrap();
     std::fs::write(ws[1].join("README"), "the worker's work\n").unwrap();
@@ -192,8 +191,7 @@ fn a_discarded_tasks_proposal_lands_with_apply_kept_and_its_task_is_applied() {
 
 #[test]
 fn apply_kept_of_an_unknown_ref_exits_2_and_changes_nothing() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (_batch, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
     std::fs::write(ws[1].join("README"), "work\n").unwrap();
     env.delegate(&repo, ["apply", "--json", "--discard", "2"])
@@ -210,17 +208,9 @@ fn apply_kept_of_an_unknown_ref_exits_2_and_changes_nothing() {
         let doc = run.json();
         assert_eq!(doc["error"]["code"], "delegate::unknown_kept", "{doc:#}");
         let human = env.delegate(&repo, ["apply", "--kept", arg]).expect(2);
-        assert!(
-            human.stderr.contains("no kept proposal matches"),
-            "{}",
-            human.stderr
-        );
+        assert_has(&human.stderr, "no kept proposal matches");
         // The help names the one there is.
-        assert!(
-            human.stderr.contains("/tasks/2/proposal"),
-            "{}",
-            human.stderr
-        );
+        assert_has(&human.stderr, "/tasks/2/proposal");
     }
     assert_eq!(before, digest(&repo));
     // The proposal of a task still open is the batch's, not kept: the help
@@ -230,7 +220,7 @@ fn apply_kept_of_an_unknown_ref_exits_2_and_changes_nothing() {
     let before = digest(&repo);
     for arg in [format!("{}/1", &batch[..8]), "open-one/1".to_string()] {
         let run = env.delegate(&repo, ["apply", "--kept", &arg]).expect(2);
-        assert!(run.stderr.contains("still open"), "{}", run.stderr);
+        assert_has(&run.stderr, "still open");
         let hint = format!("git delegate apply {} --only 1", &batch[..8]);
         assert!(run.stderr.contains(&hint), "{}", run.stderr);
     }
@@ -248,8 +238,7 @@ fn apply_kept_of_an_unknown_ref_exits_2_and_changes_nothing() {
 
 #[test]
 fn a_kept_proposal_that_conflicts_is_not_written_and_stays_kept() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("other.txt"), "other\n").unwrap();
     let (_batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "the worker's line\n").unwrap();
@@ -287,7 +276,7 @@ fn a_kept_proposal_that_conflicts_is_not_written_and_stays_kept() {
         .delegate(&repo, ["apply", "--kept", &name])
         .expect(1)
         .stdout;
-    assert!(human.contains("It stays kept until"), "{human}");
+    assert_has(&human, "It stays kept until");
     let hint = crate::common::printed_command(&human, "git show");
     assert_eq!(hint, format!("git show {r}:README"), "{human}");
     assert_eq!(env.sh(&repo, &hint).expect(0).stdout, "the worker's line\n");
@@ -322,8 +311,7 @@ fn printed_kept_command(text: &str) -> Vec<String> {
 // run exactly as printed: apply --discard, status, gc.
 #[test]
 fn the_apply_kept_hints_of_discard_status_and_gc_work_as_printed() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     // apply --discard's own hint.
     let (_batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("a.txt"), "from the discard hint\n").unwrap();
@@ -363,8 +351,7 @@ fn the_apply_kept_hints_of_discard_status_and_gc_work_as_printed() {
 #[test]
 fn apply_kept_killed_during_its_write_back_is_rolled_back_and_can_run_again() {
     use std::os::unix::process::ExitStatusExt;
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (_batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "kept work\n").unwrap();
     std::fs::write(ws[0].join("new.txt"), "new\n").unwrap();

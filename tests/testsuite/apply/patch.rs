@@ -7,6 +7,7 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::common::files::os;
+use crate::common::fixtures::prepare;
 use crate::common::Env;
 
 fn chmod_x(p: &Path) {
@@ -19,7 +20,7 @@ fn chmod_x(p: &Path) {
 /// conflict on `conflict.txt` so the proposal is kept, and return
 /// (baseline commit, proposal ref, patch path).
 fn kept_proposal(env: &Env, repo: &Path, edit: impl FnOnce(&Path)) -> (String, String, PathBuf) {
-    let doc = env.delegate(repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(env, repo, &[]);
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     let baseline = doc["baseline"]["commit"].as_str().unwrap().to_string();
     edit(&ws);

@@ -8,6 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::common::assert_has;
 use crate::common::fixtures::{prepare_roots, task};
 use crate::common::Env;
 
@@ -319,8 +320,7 @@ const MIB: usize = 1 << 20;
 
 #[test]
 fn big_files_apply_and_their_patch_refers_to_the_blobs() {
-    let env = Env::new();
-    let repo = env.repo("big");
+    let (env, repo) = Env::with_repo("big");
     std::fs::write(repo.join("old.bin"), noise(9 * MIB, 1)).unwrap();
     std::fs::write(repo.join("gone.bin"), noise(9 * MIB, 2)).unwrap();
     std::fs::write(repo.join("small.txt"), "one\ntwo\nthree\n").unwrap();
@@ -364,7 +364,7 @@ fn big_files_apply_and_their_patch_refers_to_the_blobs() {
     assert!(text.contains("Binary files a/old.bin and b/old.bin differ\n"));
     assert!(text.contains("Binary files /dev/null and b/new.bin differ\n"));
     assert!(text.contains("Binary files a/gone.bin and /dev/null differ\n"));
-    assert!(text.contains("+TWO by task\n"), "{text}");
+    assert_has(&text, "+TWO by task\n");
     assert!(!text.contains("literal"));
 
     // It applies with `git apply --3way` on the baseline (the proposal ref
@@ -406,8 +406,7 @@ fn big_files_apply_and_their_patch_refers_to_the_blobs() {
 
 #[test]
 fn a_big_file_the_user_changed_meanwhile_is_never_overwritten() {
-    let env = Env::new();
-    let repo = env.repo("big-user");
+    let (env, repo) = Env::with_repo("big-user");
     std::fs::write(repo.join("data.bin"), noise(9 * MIB, 7)).unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "big"]);

@@ -5,8 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::assert_has;
 use crate::common::files::read;
-use crate::common::fixtures::roots;
+use crate::common::fixtures::{field_strs, prepare, roots};
 use crate::common::Env;
 
 const LINES: &str = "one\ntwo\nthree\nfour\nfive\n";
@@ -18,10 +19,7 @@ fn setup(env: &Env) -> (PathBuf, Vec<PathBuf>) {
     std::fs::write(repo.join("b.txt"), "bee\n").unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(env, &repo, &["-n", "2"]);
     let roots = roots(&doc);
     (repo, roots)
 }
@@ -141,8 +139,8 @@ fn apply_refresh_conflicts_hands_back_then_resolved_task_lands() {
     assert_eq!(t2["conflicted_paths"], serde_json::json!(["a.txt"]));
     assert_eq!(t2["base"], base.as_str());
     let human = env.delegate(&repo, ["status"]).expect(0);
-    assert!(human.stdout.contains("conflicted"), "{}", human.stdout);
-    assert!(human.stdout.contains("a.txt"), "{}", human.stdout);
+    assert_has(&human.stdout, "conflicted");
+    assert_has(&human.stdout, "a.txt");
 
     // Unresolved: apply refuses, nothing written.
     let doc = env.delegate(&repo, ["apply", "--json"]).expect(1).json();
@@ -226,7 +224,7 @@ fn refresh_without_conflict_moves_the_base_and_diff_shows_only_the_worker() {
     let diff = env.git(&ws[1], ["diff", "--name-only"]);
     assert_eq!(diff, "a.txt\n");
     let diff = env.git(&ws[1], ["diff", "-U0", "a.txt"]);
-    assert!(diff.contains("-five\n+FIVE\n"), "{diff}");
+    assert_has(&diff, "-five\n+FIVE\n");
     assert!(!diff.contains("ONE"), "{diff}");
     // Against the new base, all of the worker's work and nothing else.
     env.git(&ws[1], ["add", "-A"]);
@@ -271,12 +269,7 @@ fn refresh_from_the_source_takes_every_open_task_and_records_proposals() {
     std::fs::write(ws[0].join("c.txt"), "c\n").unwrap();
     let doc = env.delegate(&repo, ["refresh", "--json"]).expect(0).json();
     let id = doc["batch"].as_str().unwrap().to_string();
-    let names: Vec<&str> = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = field_strs(&doc["tasks"], "name");
     assert_eq!(names, ["1", "2"]);
     // Task 1's work was recorded first, on its old base (the baseline).
     assert_eq!(
@@ -309,7 +302,7 @@ fn refresh_from_the_source_takes_every_open_task_and_records_proposals() {
     // Its patch is taken from that base: only the worker's own file.
     let patch = repo.join(format!(".git/delegate/batches/{id}/1.patch"));
     let patch = read(&patch);
-    assert!(patch.contains("c.txt"), "{patch}");
+    assert_has(&patch, "c.txt");
     assert!(!patch.contains("b.txt"), "{patch}");
     // The batch document carries each task's base.
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();

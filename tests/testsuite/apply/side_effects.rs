@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::{roots, task};
+use crate::common::assert_has;
+use crate::common::fixtures::{prepare, roots, task};
 use crate::common::Env;
 use serde_json::Value;
 
@@ -20,10 +21,7 @@ fn setup(env: &Env, n: usize) -> (PathBuf, String, Vec<PathBuf>) {
     env.git(&repo, ["commit", "-q", "-m", "files"]);
     env.git(&repo, ["branch", "old"]);
     env.git(&repo, ["tag", "v0"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", &n.to_string(), "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(env, &repo, &["-n", &n.to_string()]);
     let short = doc["batch"].as_str().unwrap()[..8].to_string();
     let roots = roots(&doc);
     (repo, short, roots)
@@ -171,7 +169,7 @@ fn a_stash_only_task_stays_open_and_drop_refuses_without_force() {
     assert!(roots[0].exists());
 
     let text = env.delegate(&repo, ["drop", &short]).expect(1);
-    assert!(text.stdout.contains("stash@{0}"), "{}", text.stdout);
+    assert_has(&text.stdout, "stash@{0}");
 
     env.delegate(&repo, ["drop", &short, "--force", "--json"])
         .expect(0);
@@ -188,7 +186,7 @@ fn following_the_printed_stash_hint_brings_the_work_back_and_applies_it() {
     env.git(&roots[1], ["stash", "-q"]);
 
     let run = env.delegate(&repo, ["apply"]).expect(1);
-    assert!(run.stdout.contains("stashed"), "{}", run.stdout);
+    assert_has(&run.stdout, "stashed");
     let pop = run
         .stdout
         .lines()
@@ -267,15 +265,11 @@ fn a_branch_or_tag_deleted_since_prepare_is_reported_with_its_old_commit() {
 
 #[test]
 fn gc_of_a_stale_batch_reports_stashed_work_and_leaves_the_stash() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("a.txt"), "a\n").unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "--ttl", "1s", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--ttl", "1s"]);
     let id = doc["batch"].as_str().unwrap().to_string();
     let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     std::fs::write(root.join("a.txt"), "a from 1\n").unwrap();

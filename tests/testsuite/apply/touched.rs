@@ -9,7 +9,7 @@ use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::common::files::{lines, with_line};
-use crate::common::fixtures::roots;
+use crate::common::fixtures::{prepare, roots};
 use crate::common::Env;
 use serde_json::Value;
 
@@ -77,8 +77,7 @@ fn scenario(
     work: &dyn Fn(&[PathBuf]),
     meanwhile: &dyn Fn(&Env, &Path),
 ) -> (i32, Vec<Value>, Value, Vec<(String, String)>) {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     write(&repo.join("f.txt"), &lines(20));
     write(&repo.join("g.txt"), "g\n");
     write(&repo.join("tool.sh"), "#!/bin/sh\n");
@@ -88,10 +87,7 @@ fn scenario(
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "base"]);
     setup(&env, &repo);
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["-n", "2"]);
     let ws: Vec<PathBuf> = roots(&doc);
     work(&ws);
     meanwhile(&env, &repo);
@@ -332,18 +328,14 @@ fn modes_staged_states_and_filters() {
 fn a_file_elsewhere_that_cannot_be_read_no_longer_blocks_apply() {
     // A clean filter that fails, on a file no task touches: the whole
     // snapshot cannot be taken, the touched paths can.
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     write(&repo.join("f.txt"), &lines(5));
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "base"]);
     // The user's driver, there at prepare (design §3.18: only those run).
     env.git(&repo, ["config", "filter.boom.clean", "false"]);
     env.git(&repo, ["config", "filter.boom.required", "true"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "1", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["-n", "1"]);
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     write(&ws.join("f.txt"), &with_line(&lines(5), 1, "task"));
     write(&repo.join(".gitattributes"), "boom.txt filter=boom\n");

@@ -7,17 +7,23 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 
-use crate::common::files::{lines, tree, with_line};
-use crate::common::fixtures::{index_bytes, prepare_batch, set_config};
+use crate::common::assert_has;
+use crate::common::files::{lines, tree, with_line, Tree};
+use crate::common::fixtures::{index_bytes, prepare_batch, set_config, strings};
 use crate::common::Env;
 use serde_json::Value;
 
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .unwrap_or_else(|| panic!("not an array: {v}"))
-        .iter()
-        .map(|s| s.as_str().unwrap().to_string())
-        .collect()
+/// [`rich_repo`] with two tasks' [`work`] applied: the env, the repository,
+/// its tree before the apply and the apply id.
+fn applied() -> (Env, PathBuf, Tree, String) {
+    let env = Env::new();
+    let repo = rich_repo(&env);
+    let (_, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
+    work(&ws);
+    let pre = tree(&repo);
+    let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
+    let id = out["apply_id"].as_str().unwrap().to_string();
+    (env, repo, pre, id)
 }
 
 /// A repository with a file of 10 lines, a file to delete, a symlink, a
@@ -181,8 +187,7 @@ fn uuid_v4(s: &str) -> bool {
 
 #[test]
 fn an_apply_that_writes_nothing_has_no_apply_id() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     prepare_batch(&env, &repo, &["-n", "1"]);
     let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     assert_eq!(out["apply_id"], Value::Null, "{out:#}");
@@ -197,8 +202,7 @@ fn an_apply_that_writes_nothing_has_no_apply_id() {
 
 #[test]
 fn a_user_edit_in_another_line_survives_undo() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("f.txt"), lines(12)).unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "f"]);
@@ -225,8 +229,7 @@ fn a_user_edit_in_another_line_survives_undo() {
 
 #[test]
 fn a_user_rewrite_of_a_written_line_makes_undo_refuse_with_nothing_changed() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("f.txt"), lines(12)).unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "f"]);
@@ -253,7 +256,7 @@ fn a_user_rewrite_of_a_written_line_makes_undo_refuse_with_nothing_changed() {
     assert_eq!(list["entries"][0]["undone"], false);
     // The human text names the path.
     let run = env.delegate(&repo, ["undo"]).expect(1);
-    assert!(run.stdout.contains("f.txt"), "{}", run.stdout);
+    assert_has(&run.stdout, "f.txt");
     assert_eq!(tree(&repo), before);
 
     // Once the user puts the line back, undo goes through.
@@ -271,8 +274,7 @@ fn a_user_rewrite_of_a_written_line_makes_undo_refuse_with_nothing_changed() {
 
 #[test]
 fn an_untracked_file_where_undo_restores_a_deleted_path_refuses() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("gone.txt"), "old\n").unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "f"]);
@@ -295,13 +297,7 @@ fn journal(repo: &Path, id: &str) -> PathBuf {
 
 #[test]
 fn undo_killed_mid_write_is_rolled_back_by_the_next_command() {
-    let env = Env::new();
-    let repo = rich_repo(&env);
-    let (_, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
-    work(&ws);
-    let pre = tree(&repo);
-    let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
-    let id = out["apply_id"].as_str().unwrap().to_string();
+    let (env, repo, pre, id) = applied();
     let post = tree(&repo);
 
     for (fault, recover) in [
@@ -360,13 +356,7 @@ fn undo_killed_mid_write_is_rolled_back_by_the_next_command() {
 
 #[test]
 fn undo_killed_after_its_commit_point_is_finished_and_its_entry_marked_undone() {
-    let env = Env::new();
-    let repo = rich_repo(&env);
-    let (_, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
-    work(&ws);
-    let pre = tree(&repo);
-    let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
-    let id = out["apply_id"].as_str().unwrap().to_string();
+    let (env, repo, pre, id) = applied();
     let status = env
         .delegate_cmd(&repo)
         .args(["undo"])
@@ -395,8 +385,7 @@ fn undo_killed_after_its_commit_point_is_finished_and_its_entry_marked_undone() 
 
 #[test]
 fn gc_removes_entries_beyond_undo_keep_once_older_than_keep_failed() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let mut ids = Vec::new();
     for i in 0..3 {
         let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
@@ -448,8 +437,7 @@ fn gc_removes_entries_beyond_undo_keep_once_older_than_keep_failed() {
 
 #[test]
 fn undo_names_applies_by_prefix_and_refuses_unknown_ones() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
     let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
@@ -468,13 +456,7 @@ fn undo_names_applies_by_prefix_and_refuses_unknown_ones() {
 
 #[test]
 fn undo_killed_by_sigkill_before_it_writes_changes_nothing() {
-    let env = Env::new();
-    let repo = rich_repo(&env);
-    let (_, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
-    work(&ws);
-    let pre = tree(&repo);
-    let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
-    let id = out["apply_id"].as_str().unwrap().to_string();
+    let (env, repo, pre, id) = applied();
     let post = tree(&repo);
     let paused = env.path().join("paused");
     let mut child = env
@@ -512,8 +494,7 @@ fn undo_killed_by_sigkill_before_it_writes_changes_nothing() {
 
 #[test]
 fn undo_writes_into_the_linked_worktree_the_apply_wrote_into() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let linked = env.path().join("linked");
     crate::common::fixtures::worktree_add(&env, &repo, &linked);
     let (_, ws) = prepare_batch(&env, &linked, &["-n", "1"]);

@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::fixtures::{roots, task};
+use crate::common::assert_has;
+use crate::common::fixtures::{commit_files, prepare, roots, task};
 use crate::common::Env;
 use serde_json::Value;
 
@@ -32,8 +33,7 @@ exit 0
 
 impl Fixture {
     fn new(tasks: usize) -> Fixture {
-        let env = Env::new();
-        let repo = env.repo("r");
+        let (env, repo) = Env::with_repo("r");
         std::fs::create_dir_all(repo.join("sub")).unwrap();
         std::fs::write(repo.join("sub/keep"), "k\n").unwrap();
         env.git(&repo, ["add", "."]);
@@ -45,10 +45,7 @@ impl Fixture {
             CHECK.replace("@RUNS@", &runs.display().to_string()),
         )
         .unwrap();
-        let doc = env
-            .delegate(&repo, ["prepare", "--json", "-n", &tasks.to_string()])
-            .expect(0)
-            .json();
+        let doc = prepare(&env, &repo, &["-n", &tasks.to_string()]);
         let roots = roots(&doc);
         Fixture {
             env,
@@ -82,6 +79,36 @@ impl Fixture {
             .map(str::to_string)
             .collect()
     }
+}
+
+/// `apply --json --verify CMD` in `repo`, started and left running: CMD
+/// touches the returned `started` (this waits for it) and then waits for
+/// `go` to exist (at most 2 minutes), exiting 0. The child and `go`.
+fn apply_verifying(
+    env: &Env,
+    repo: &Path,
+    out: fn() -> std::process::Stdio,
+) -> (std::process::Child, PathBuf) {
+    let started = env.path().join("started");
+    let go = env.path().join("go");
+    let cmd = format!(
+        "touch {s}; i=0; while [ ! -e {g} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; exit 0",
+        s = started.display(),
+        g = go.display()
+    );
+    let child = env
+        .delegate_cmd(repo)
+        .args(["apply", "--json", "--verify", &cmd])
+        .stdout(out())
+        .stderr(out())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "CMD never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (child, go)
 }
 
 fn status<'a>(doc: &'a Value, name: &str) -> &'a str {
@@ -156,7 +183,7 @@ fn check_culprits(culprits: &[usize]) {
             assert_eq!(t["reason"], "verify_failed");
             let log = PathBuf::from(t["verify_log"].as_str().unwrap());
             let text = std::fs::read_to_string(&log).unwrap();
-            assert!(text.contains("found BAD"), "{text}");
+            assert_has(&text, "found BAD");
             assert!(!file.exists(), "a rejected task's file was written");
             // Its work is kept: proposal ref, patch, workspace.
             assert!(f.roots[i - 1].join(format!("t{i}.txt")).exists());
@@ -231,8 +258,8 @@ fn check_culprits(culprits: &[usize]) {
             assert!(t["verify_log"].as_str().is_some(), "{t}");
         }
         let human = f.env.delegate(&f.repo, ["status"]).expect(0);
-        assert!(human.stdout.contains("rejected"), "{}", human.stdout);
-        assert!(human.stdout.contains("verify-"), "{}", human.stdout);
+        assert_has(&human.stdout, "rejected");
+        assert_has(&human.stdout, "verify-");
     }
 }
 
@@ -457,13 +484,13 @@ fn git_dir_of_the_caller_never_reaches_cmd_and_cmd_runs_at_the_mirrored_position
     let lines = f.run_lines();
     assert_eq!(lines.len(), 1, "{lines:?}");
     let line = &lines[0];
-    assert!(line.contains("git_dir=unset"), "{line}");
+    assert_has(line, "git_dir=unset");
     let repo = std::fs::canonicalize(&f.repo).unwrap();
     assert!(
         !line.contains(&format!("top={} ", repo.display())),
         "{line}"
     );
-    assert!(line.contains("/.verify-"), "{line}");
+    assert_has(line, "/.verify-");
     assert!(line.ends_with("/sub"), "{line}");
     assert!(f.repo.join("t1.txt").exists());
 }
@@ -473,26 +500,7 @@ fn a_batch_being_verified_is_busy_for_drop_and_apply() {
     let f = Fixture::new(2);
     f.work(1, "ok\n");
     f.work(2, "ok\n");
-    let started = f.env.path().join("started");
-    let go = f.env.path().join("go");
-    let cmd = format!(
-        "touch {s}; i=0; while [ ! -e {g} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; exit 0",
-        s = started.display(),
-        g = go.display()
-    );
-    let child = f
-        .env
-        .delegate_cmd(&f.repo)
-        .args(["apply", "--json", "--verify", &cmd])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !started.exists() {
-        assert!(Instant::now() < deadline, "CMD never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (child, go) = apply_verifying(&f.env, &f.repo, std::process::Stdio::piped);
     // No repository lock is held: other commands run; this batch is busy.
     let st = f.env.delegate(&f.repo, ["status", "--json"]).expect(0);
     assert!(st.stdout.contains("\"batches\""));
@@ -557,11 +565,8 @@ fn no_verify_turns_the_configured_command_off() {
 
 #[test]
 fn the_verification_workspace_carries_ignored_files_by_policy() {
-    let env = Env::new();
-    let repo = env.repo("r");
-    std::fs::write(repo.join(".gitignore"), "deps/\n").unwrap();
-    env.git(&repo, ["add", ".gitignore"]);
-    env.git(&repo, ["commit", "-q", "-m", "ignore"]);
+    let (env, repo) = Env::with_repo("r");
+    commit_files(&env, &repo, &[(".gitignore", "deps/\n")], "ignore");
     std::fs::create_dir_all(repo.join("deps")).unwrap();
     std::fs::write(repo.join("deps/lib.txt"), "built\n").unwrap();
     std::fs::write(
@@ -569,7 +574,7 @@ fn the_verification_workspace_carries_ignored_files_by_policy() {
         "[workspace]\ncopy-ignored = [\"deps/\"]\n",
     )
     .unwrap();
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &repo, &[]);
     let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     std::fs::write(root.join("new.txt"), "n\n").unwrap();
     let cmd = "grep -q built \"$(git rev-parse --show-toplevel)/deps/lib.txt\"";
@@ -586,26 +591,7 @@ fn an_apply_killed_while_verifying_leaves_nothing_the_next_one_trips_on() {
     let f = Fixture::new(2);
     f.work(1, "ok\n");
     f.work(2, "ok\n");
-    let started = f.env.path().join("started");
-    let go = f.env.path().join("go");
-    let cmd = format!(
-        "touch {s}; i=0; while [ ! -e {g} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; exit 0",
-        s = started.display(),
-        g = go.display()
-    );
-    let mut child = f
-        .env
-        .delegate_cmd(&f.repo)
-        .args(["apply", "--json", "--verify", &cmd])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !started.exists() {
-        assert!(Instant::now() < deadline, "CMD never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (mut child, go) = apply_verifying(&f.env, &f.repo, std::process::Stdio::null);
     child.kill().unwrap();
     child.wait().unwrap();
     std::fs::write(&go, "").unwrap();
@@ -624,7 +610,7 @@ fn keep_keeps_verification_workspaces_as_ordinary_worktrees_and_passing_logs() {
     let run = &doc["verify"]["runs"][0];
     assert!(Path::new(run["log"].as_str().unwrap()).exists());
     let wt = f.env.git(&f.repo, ["worktree", "list", "--porcelain"]);
-    assert!(wt.contains(".verify-1"), "{wt}");
+    assert_has(&wt, ".verify-1");
     // Released: not locked, so `git worktree remove` takes it.
     let path = wt
         .lines()
@@ -647,33 +633,11 @@ fn nothing_to_verify_is_not_run() {
 
 #[test]
 fn gc_leaves_a_stale_batch_alone_while_it_is_verified() {
-    let env = Env::new();
-    let repo = env.repo("r");
-    let doc = env
-        .delegate(&repo, ["prepare", "--json", "--ttl", "1s"])
-        .expect(0)
-        .json();
+    let (env, repo) = Env::with_repo("r");
+    let doc = prepare(&env, &repo, &["--ttl", "1s"]);
     let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     std::fs::write(root.join("t1.txt"), "ok\n").unwrap();
-    let started = env.path().join("started");
-    let go = env.path().join("go");
-    let cmd = format!(
-        "touch {s}; i=0; while [ ! -e {g} ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; exit 0",
-        s = started.display(),
-        g = go.display()
-    );
-    let child = env
-        .delegate_cmd(&repo)
-        .args(["apply", "--json", "--verify", &cmd])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !started.exists() {
-        assert!(Instant::now() < deadline, "CMD never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let (child, go) = apply_verifying(&env, &repo, std::process::Stdio::piped);
     std::thread::sleep(Duration::from_millis(1500)); // past the 1 s lease
                                                      // Skipped (and said so, exit 1), as a batch with a process inside is.
     let gc = env.delegate(&repo, ["gc", "--json"]).expect(1).json();

@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
+use crate::common::assert_has;
 use crate::common::files::chmod;
-use crate::common::fixtures::commit_all;
+use crate::common::fixtures::{commit_all, field_strs};
 use crate::common::Env;
 use serde_json::Value;
 
@@ -77,8 +78,7 @@ fn noise(len: usize, seed: u64) -> Vec<u8> {
 
 #[test]
 fn smudge_filters_and_crlf_come_back_as_a_checkout_writes_them() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     write(
         &repo.join(".gitattributes"),
         "*.txt text eol=crlf\n*.rot filter=rot\n",
@@ -122,8 +122,7 @@ fn smudge_filters_and_crlf_come_back_as_a_checkout_writes_them() {
 
 #[test]
 fn exec_bits_symlinks_and_binary_content_are_reproduced() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     write(&repo.join("run.sh"), "#!/bin/sh\necho run\n");
     write(&repo.join("tool"), "#!/bin/sh\necho tool\n");
     chmod(&repo.join("tool"), 0o755);
@@ -170,8 +169,7 @@ fn exec_bits_symlinks_and_binary_content_are_reproduced() {
 
 #[test]
 fn file_folder_switches_and_folders_emptied_by_deletions() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     write(&repo.join("f"), "file becomes folder\n");
     write(&repo.join("d/1"), "1\n");
     write(&repo.join("d/sub/2"), "2\n");
@@ -204,8 +202,7 @@ fn file_folder_switches_and_folders_emptied_by_deletions() {
 
 #[test]
 fn an_ignored_file_or_folder_in_the_way_is_a_conflict_and_stays_intact() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     write(&repo.join(".gitignore"), "*.tmp\n");
     commit_all(&env, &repo);
     let ws = prepare(&env, &repo);
@@ -223,12 +220,7 @@ fn an_ignored_file_or_folder_in_the_way_is_a_conflict_and_stays_intact() {
     let t = &doc["tasks"][0];
     assert_eq!(t["status"], "conflict", "{doc:#}");
     assert_eq!(t["reason"], "would_overwrite_untracked", "{doc:#}");
-    let conflicts: Vec<&str> = t["conflicts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["path"].as_str().unwrap())
-        .collect();
+    let conflicts = field_strs(&t["conflicts"], "path");
     assert!(conflicts.contains(&"out.log"), "{doc:#}");
     assert!(conflicts.contains(&"cache"), "{doc:#}");
     // All or nothing: the task's other path was not written either.
@@ -239,8 +231,7 @@ fn an_ignored_file_or_folder_in_the_way_is_a_conflict_and_stays_intact() {
 
 #[test]
 fn a_symlinked_folder_pointing_outside_is_never_written_through() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let outside = env.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     let ws = prepare(&env, &repo);
@@ -259,8 +250,7 @@ fn a_symlinked_folder_pointing_outside_is_never_written_through() {
 
 #[test]
 fn a_failed_write_rolls_everything_back_and_a_rerun_applies() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     for i in 0..20 {
         write(&repo.join(format!("m/{i}")), format!("{i}\n"));
     }
@@ -416,8 +406,7 @@ fn journal_left(env: &Env, repo: &Path) -> bool {
 /// journal until the user resolves it.
 #[test]
 fn rollback_leaves_a_file_the_user_saved_over_after_it_was_written() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     // A slow clean filter: every check of an `S` file takes a second, so
     // the renames are spread over seconds and the user's edits land
     // between them, deterministically.
@@ -507,7 +496,7 @@ fn rollback_leaves_a_file_the_user_saved_over_after_it_was_written() {
         kept_files.push(PathBuf::from(l["kept"].as_str().expect("kept")));
     }
     let message = doc["error"]["message"].as_str().unwrap();
-    assert!(message.contains("f1.txt"), "{message}");
+    assert_has(message, "f1.txt");
     assert!(message.contains(&*kept.to_string_lossy()), "{message}");
     // Nothing else is left over besides the kept originals.
     let extra: Vec<String> = tree(&repo)
@@ -580,8 +569,7 @@ fn a_path_named_like_an_os_error_or_a_filter_failure_does_not_change_the_reason(
         "a smudge filter driver failed",
         "a clean filter driver failed",
     ] {
-        let env = Env::new();
-        let repo = env.repo("r");
+        let (env, repo) = Env::with_repo("r");
         write(&repo.join(name), "old\n");
         commit_all(&env, &repo);
         let ws = prepare(&env, &repo);

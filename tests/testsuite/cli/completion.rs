@@ -452,8 +452,7 @@ fn git_dash_c_completes_that_repositorys_batches() {
     let Some(git_completion) = git_completion_script() else {
         return skip("git's bash completion (git-completion.bash) is not on this machine");
     };
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     env.delegate(&repo, ["prepare", "--label", "with space"])
         .expect(0);
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_git-delegate"))
@@ -502,8 +501,7 @@ t git -C '{repo}' delegate apply 'with space' --only ''
 /// `undo`, undone for `--from-undo`), kept proposals' names, nothing.
 #[test]
 fn complete_names_refresh_tasks_undo_entries_and_kept_proposals() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let doc = env
         .delegate(
             &repo,

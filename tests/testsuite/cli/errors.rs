@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::common::assert_has;
 use crate::common::fixtures::*;
 
 const ID_A: &str = "aaaa1111-0000-4000-8000-000000000001";
@@ -38,8 +39,7 @@ fn not_a_repository() {
 
 #[test]
 fn bare_repository() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let bare = env.path().join("bare.git");
     env.git(
         env.path(),
@@ -62,8 +62,7 @@ fn bare_repository() {
 
 #[test]
 fn invalid_task_names() {
-    let env = Env::new();
-    let repo = env.repo("names");
+    let (env, repo) = Env::with_repo("names");
     let long = "a".repeat(65);
     for name in [
         "", ".hidden", "_x", "a/b", "a b", "a..b", "x.lock", "x.", "ä", "a\\b", "a:b", "a*",
@@ -82,8 +81,7 @@ fn invalid_task_names() {
 
 #[test]
 fn duplicate_task_names() {
-    let env = Env::new();
-    let repo = env.repo("dups");
+    let (env, repo) = Env::with_repo("dups");
     let run = expect_error(
         &env,
         &repo,
@@ -110,8 +108,7 @@ fn duplicate_task_names() {
 
 #[test]
 fn workspace_root_inside_the_source() {
-    let env = Env::new();
-    let repo = env.repo("inside");
+    let (env, repo) = Env::with_repo("inside");
     for root in [
         repo.join("ws").display().to_string(),
         repo.display().to_string(),
@@ -126,7 +123,7 @@ fn workspace_root_inside_the_source() {
             2,
             "delegate::workspace_root_inside_source",
         );
-        assert!(run.stderr.contains("outside the project"), "{}", run.stderr);
+        assert_has(&run.stderr, "outside the project");
         assert!(!repo.join("ws").exists() && !repo.join("deep").exists());
     }
     // Through a symlink that resolves into the source.
@@ -168,17 +165,12 @@ fn workspace_root_inside_the_source() {
 
 #[test]
 fn workspace_folder_or_registration_that_already_exists() {
-    let env = Env::new();
-    let repo = env.repo("exists");
+    let (env, repo) = Env::with_repo("exists");
     let folder = workspace_base(&env, &repo).join(&ID_A[..8]).join("2");
     write(&folder.join("precious"), "mine\n");
     let run = delegate_with_id(&env, &repo, ID_A, &["prepare", "-n", "3", "--json"]).expect(2);
     assert_eq!(error_code(&run), "delegate::workspace_exists");
-    assert!(
-        run.stderr.contains(folder.to_str().unwrap()),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, folder.to_str().unwrap());
     assert_eq!(
         std::fs::read_to_string(folder.join("precious")).unwrap(),
         "mine\n"
@@ -221,8 +213,7 @@ fn workspace_folder_or_registration_that_already_exists() {
 
 #[test]
 fn unknown_and_ambiguous_batches() {
-    let env = Env::new();
-    let repo = env.repo("select");
+    let (env, repo) = Env::with_repo("select");
     // No batch at all.
     for args in [&["drop", "abcd"][..], &["renew"], &["status", "abcd"]] {
         let code = if args.len() == 1 {
@@ -257,11 +248,7 @@ fn unknown_and_ambiguous_batches() {
         for arg in ["bbbb", "nope", "aaaa3", "aaa", "second-label"] {
             let run = expect_error(&env, &repo, &[cmd, arg], 2, "delegate::unknown_batch");
             if arg == "aaa" {
-                assert!(
-                    run.stderr.contains("at least 4 characters"),
-                    "{}",
-                    run.stderr
-                );
+                assert_has(&run.stderr, "at least 4 characters");
             }
         }
         // Ambiguous: a prefix of both.
@@ -299,8 +286,7 @@ fn unknown_and_ambiguous_batches() {
 
 #[test]
 fn malformed_config_names_file_and_line() {
-    let env = Env::new();
-    let repo = env.repo("config");
+    let (env, repo) = Env::with_repo("config");
     let file = common_dir(&env, &repo).join("delegate.toml");
     for (text, line_col, what) in [
         (
@@ -343,7 +329,7 @@ fn malformed_config_names_file_and_line() {
         for args in [&["prepare"][..], &["status"], &["drop", "abcd"], &["renew"]] {
             let run = expect_error(&env, &repo, args, 2, "delegate::config");
             let message = run.json()["error"]["message"].as_str().unwrap().to_string();
-            assert!(message.contains(file.to_str().unwrap()), "{message}");
+            assert_has(&message, file.to_str().unwrap());
             assert!(message.contains(what), "{text:?}: {message}");
             // The human diagnostic points at file, line and column.
             let located = format!("{}{line_col}", file.display());
@@ -355,8 +341,7 @@ fn malformed_config_names_file_and_line() {
 
 #[test]
 fn duplicate_label() {
-    let env = Env::new();
-    let repo = env.repo("labels");
+    let (env, repo) = Env::with_repo("labels");
     prepare(&env, &repo, &["--label", "refactor"]);
     let refs = env.private_refs(&repo);
     let run = expect_error(
@@ -386,8 +371,7 @@ fn duplicate_label() {
 
 #[test]
 fn bad_durations_and_pids_on_the_command_line() {
-    let env = Env::new();
-    let repo = env.repo("args");
+    let (env, repo) = Env::with_repo("args");
     for ttl in ["0s", "5", "2 hours", "-1h", "1y", ""] {
         let arg = format!("--ttl={ttl}");
         expect_error(&env, &repo, &["prepare", &arg], 2, "delegate::bad_duration");
@@ -466,8 +450,7 @@ impl Drop for LockHolder {
 
 #[test]
 fn lock_held_past_the_timeout() {
-    let env = Env::new();
-    let repo = env.repo("locked");
+    let (env, repo) = Env::with_repo("locked");
     let doc = prepare(&env, &repo, &[]);
     let state = std::fs::read(batch_toml(&env, &repo, &id(&doc))).unwrap();
     let refs = env.private_refs(&repo);
@@ -499,8 +482,7 @@ fn lock_held_past_the_timeout() {
 
 #[test]
 fn a_waiting_command_gets_the_lock_when_it_is_released() {
-    let env = Env::new();
-    let repo = env.repo("wait");
+    let (env, repo) = Env::with_repo("wait");
     config(&env, &repo, "[lock]\ntimeout = \"60s\"\n");
     let holder = LockHolder::new(&env, &repo);
     let child = env
@@ -521,8 +503,7 @@ fn a_waiting_command_gets_the_lock_when_it_is_released() {
 
 #[test]
 fn deleted_baseline_ref_is_reported_by_status() {
-    let env = Env::new();
-    let repo = env.repo("deleted");
+    let (env, repo) = Env::with_repo("deleted");
     let doc = prepare(&env, &repo, &[]);
     let ref_name = doc["baseline"]["ref"].as_str().unwrap();
     env.git(&repo, ["update-ref", "-d", ref_name]);
@@ -534,7 +515,7 @@ fn deleted_baseline_ref_is_reported_by_status() {
     assert_eq!(problems[0]["batch"], doc["batch"]);
     assert!(problems[0]["message"].as_str().unwrap().contains(ref_name));
     let human = env.delegate(&repo, ["status"]).expect(0);
-    assert!(human.stdout.contains("was deleted"), "{}", human.stdout);
+    assert_has(&human.stdout, "was deleted");
     // A moved ref is reported as such.
     let head = env.git(&repo, ["rev-parse", "HEAD"]);
     env.git(&repo, ["update-ref", ref_name, head.trim()]);
@@ -553,8 +534,7 @@ fn deleted_baseline_ref_is_reported_by_status() {
 
 #[test]
 fn errors_print_one_document_and_nothing_else() {
-    let env = Env::new();
-    let repo = env.repo("onedoc");
+    let (env, repo) = Env::with_repo("onedoc");
     for args in [
         &["prepare", "bad/name", "--json"][..],
         &["status", "nope", "--json"],
@@ -577,8 +557,7 @@ fn errors_print_one_document_and_nothing_else() {
 
 #[test]
 fn ctrl_c_while_waiting_for_the_lock_ends_the_wait() {
-    let env = Env::new();
-    let repo = env.repo("waitint");
+    let (env, repo) = Env::with_repo("waitint");
     config(&env, &repo, "[lock]\ntimeout = \"600s\"\n");
     let _holder = LockHolder::new(&env, &repo);
     let mut child = env
@@ -606,8 +585,7 @@ fn ctrl_c_while_waiting_for_the_lock_ends_the_wait() {
 
 #[test]
 fn a_failing_required_clean_filter_is_named_not_an_unreadable_file() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     env.git(&repo, ["config", "filter.x.clean", "false"]);
     env.git(&repo, ["config", "filter.x.required", "true"]);
     write(&repo.join(".gitattributes"), "*.dat filter=x\n");
@@ -616,14 +594,11 @@ fn a_failing_required_clean_filter_is_named_not_an_unreadable_file() {
     let doc = run.json();
     let message = doc["error"]["message"].as_str().unwrap();
     let help = doc["error"]["help"].as_str().unwrap();
-    assert!(message.contains("clean filter `x`"), "{message}");
-    assert!(message.contains("(false)"), "{message}");
-    assert!(message.contains("a.dat"), "{message}");
-    assert!(message.contains("exit status: 1"), "{message}");
-    assert!(
-        help.contains("git config filter.x.required false"),
-        "{help}"
-    );
+    assert_has(message, "clean filter `x`");
+    assert_has(message, "(false)");
+    assert_has(message, "a.dat");
+    assert_has(message, "exit status: 1");
+    assert_has(help, "git config filter.x.required false");
     assert!(!help.contains("readable"), "{help}");
     assert_nothing_created(&env, &repo);
 }
@@ -634,8 +609,8 @@ fn a_failing_required_smudge_filter_on_checkout_is_named() {
     let (repo, _) = crate::common::fixtures::filtered_repo(&env, "src", "exit 4\n");
     let run = expect_error(&env, &repo, &["prepare"], 3, "delegate::filter_failed");
     let message = run.json()["error"]["message"].as_str().unwrap().to_string();
-    assert!(message.contains("smudge filter `x`"), "{message}");
-    assert!(message.contains("a.dat"), "{message}");
-    assert!(message.contains("exit status: 4"), "{message}");
+    assert_has(&message, "smudge filter `x`");
+    assert_has(&message, "a.dat");
+    assert_has(&message, "exit status: 4");
     assert_nothing_created(&env, &repo);
 }

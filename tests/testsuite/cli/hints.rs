@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::assert_has;
 use crate::common::files::read_lossy;
 use crate::common::fixtures::prepare_batch;
 use crate::common::{printed_command, Env, Run};
@@ -61,8 +62,7 @@ fn sleeper(dir: &Path) -> Child {
 // prepare: "When the tasks are done: git delegate apply ID".
 #[test]
 fn prepare_apply_hint_applies_the_batch() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let text = env.delegate(&repo, ["prepare", "-n", "1"]).expect(0).stdout;
     let cmd = printed_command(&text, "git delegate apply");
     let (ws, batch) = {
@@ -83,8 +83,7 @@ fn prepare_apply_hint_applies_the_batch() {
 // status, stale by expiry: "`git delegate renew ID`" makes the lease live.
 #[test]
 fn status_renew_hint_for_an_expired_lease_renews_it() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, _) = prepare_batch(&env, &repo, &["-n", "1", "--ttl", "1s"]);
     wait_lease(&env, &repo, &batch, "expired");
     let text = env.delegate(&repo, ["status"]).expect(0).stdout;
@@ -99,8 +98,7 @@ fn status_renew_hint_for_an_expired_lease_renews_it() {
 // the batch from the shell it runs in (plain `renew` is refused).
 #[test]
 fn renew_hints_for_an_orphaned_lease_adopt_it() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let mut owner = sleeper(&repo);
     let pid = owner.id().to_string();
     let (batch, _) = prepare_batch(&env, &repo, &["-n", "1", "--owner-pid", &pid]);
@@ -115,11 +113,7 @@ fn renew_hints_for_an_orphaned_lease_adopt_it() {
     let hook = env.delegate(&repo, ["hook", "pre-commit"]);
     assert_eq!(printed_command(&all(&hook), "git delegate renew"), expected);
     let refused = env.delegate(&repo, ["renew", short]).expect(2);
-    assert!(
-        refused.stderr.contains("delegate::orphaned_lease"),
-        "{}",
-        refused.stderr
-    );
+    assert_has(&refused.stderr, "delegate::orphaned_lease");
     let cmd = printed_command(&refused.stderr, "git delegate renew");
     assert_eq!(cmd, expected);
 
@@ -141,8 +135,7 @@ fn renew_hints_for_an_orphaned_lease_adopt_it() {
 // "stop them, or `git delegate renew ID`".
 #[test]
 fn gc_renew_hint_for_a_busy_stale_batch_renews_it() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1", "--ttl", "1s"]);
     let mut inside = sleeper(&ws[0]);
     wait_lease(&env, &repo, &batch, "expired");
@@ -159,8 +152,7 @@ fn gc_renew_hint_for_a_busy_stale_batch_renews_it() {
 // first: `git delegate apply ID`)". Plain `drop` would be refused.
 #[test]
 fn status_hints_for_a_missing_workspace_apply_the_rest_and_end_the_batch() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
     std::fs::write(ws[1].join("two.txt"), "task 2's work\n").unwrap();
     std::fs::remove_dir_all(&ws[0]).unwrap();
@@ -191,8 +183,7 @@ fn status_hints_for_a_missing_workspace_apply_the_rest_and_end_the_batch() {
 // and leaves the symlink and what it points to alone.
 #[test]
 fn status_drop_hint_for_a_replaced_workspace_ends_the_batch() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     let copy = env.path().join("copy");
     std::fs::rename(&ws[0], &copy).unwrap();
@@ -215,24 +206,31 @@ fn conflicting(env: &Env, repo: &Path, n: usize) -> (String, Vec<PathBuf>) {
     (batch, ws)
 }
 
-// apply, one task in conflict: the discard hint names that task (no
-// `TASK` placeholder) and no `git apply --3way` line is printed.
-#[test]
-fn apply_discard_hint_for_one_conflict_names_the_task() {
-    let env = Env::new();
-    let repo = env.repo("proj");
-    let (batch, _) = conflicting(&env, &repo, 1);
+/// Apply `n` conflicting tasks, follow the discard hint printed after
+/// `give_up` (it must be `git delegate apply BATCH DISCARDS`, with no
+/// `git apply --3way` line): the user's line stays, the batch is gone.
+fn follow_the_discard_hint(n: usize, give_up: &str, discards: &str) -> (Env, PathBuf) {
+    let (env, repo) = Env::with_repo("proj");
+    let (batch, _) = conflicting(&env, &repo, n);
     let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
     assert!(!text.contains("git apply"), "{text}");
-    let give_up = &text[text.find("give its work up").expect(&text)..];
+    let give_up = &text[text.find(give_up).expect(&text)..];
     let cmd = printed_command(give_up, "git delegate apply");
     assert_eq!(
         cmd,
-        format!("git delegate apply {} --discard 1", &batch[..8])
+        format!("git delegate apply {} {discards}", &batch[..8])
     );
     env.sh(&repo, &cmd).expect(0);
     assert_eq!(read_lossy(&repo.join("README")), "the user's line\n");
     assert!(batch_doc(&env, &repo, &batch).is_none());
+    (env, repo)
+}
+
+// apply, one task in conflict: the discard hint names that task (no
+// `TASK` placeholder) and no `git apply --3way` line is printed.
+#[test]
+fn apply_discard_hint_for_one_conflict_names_the_task() {
+    let (env, repo) = follow_the_discard_hint(1, "give its work up", "--discard 1");
     // Given up, not lost: kept for apply --kept.
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
     assert_eq!(st["kept"].as_array().unwrap().len(), 1, "{st:#}");
@@ -241,27 +239,13 @@ fn apply_discard_hint_for_one_conflict_names_the_task() {
 // apply, several tasks in conflict: one `--discard` per task.
 #[test]
 fn apply_discard_hint_for_several_conflicts_names_each_task() {
-    let env = Env::new();
-    let repo = env.repo("proj");
-    let (batch, _) = conflicting(&env, &repo, 2);
-    let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
-    assert!(!text.contains("git apply"), "{text}");
-    let give_up = &text[text.find("give their work up").expect(&text)..];
-    let cmd = printed_command(give_up, "git delegate apply");
-    assert_eq!(
-        cmd,
-        format!("git delegate apply {} --discard 1 --discard 2", &batch[..8])
-    );
-    env.sh(&repo, &cmd).expect(0);
-    assert_eq!(read_lossy(&repo.join("README")), "the user's line\n");
-    assert!(batch_doc(&env, &repo, &batch).is_none());
+    follow_the_discard_hint(2, "give their work up", "--discard 1 --discard 2");
 }
 
 // apply refusing a batch whose baseline ref was deleted: both ways out.
 #[test]
 fn baseline_ref_missing_hints_restore_the_ref_or_end_the_batch() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     let baseline = format!("refs/pi-delegate/batches/{batch}/baseline");
@@ -292,8 +276,7 @@ fn baseline_ref_missing_hints_restore_the_ref_or_end_the_batch() {
 // `git delegate drop ID --force`, which removes it.
 #[test]
 fn corrupt_state_drop_hints_remove_the_batch() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "saved first\n").unwrap();
     let state = repo.join(".git/delegate/batches").join(&batch);
@@ -316,8 +299,7 @@ fn corrupt_state_drop_hints_remove_the_batch() {
 // or drop anyway with `git delegate drop ID --force`".
 #[test]
 fn drop_refusal_hints_apply_or_force() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     let text = env.delegate(&repo, ["drop", &batch[..8]]).expect(1).stdout;
@@ -340,8 +322,7 @@ fn drop_refusal_hints_apply_or_force() {
 // `git worktree remove --force PATH` removes it.
 #[test]
 fn worktree_remove_hint_for_a_kept_nested_repository_removes_it() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     worktree_remove_hint(&env, &repo);
     // A workspace path a shell would split or unquote: printed quoted.
     let odd = env.repo("odd");
@@ -376,8 +357,7 @@ fn worktree_remove_hint(env: &Env, repo: &Path) {
 #[test]
 fn pending_writeback_gc_hint_rolls_it_back() {
     use std::os::unix::process::ExitStatusExt;
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     std::fs::write(ws[0].join("new.txt"), "new\n").unwrap();
@@ -409,8 +389,7 @@ fn pending_writeback_gc_hint_rolls_it_back() {
 // `REF` placeholder), and it lands.
 #[test]
 fn kept_hints_of_gc_and_drop_name_a_real_proposal() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "2", "--ttl", "1s"]);
     std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
     std::fs::write(ws[1].join("b.txt"), "b\n").unwrap();
@@ -445,8 +424,7 @@ fn kept_hints_of_gc_and_drop_name_a_real_proposal() {
 // "`git delegate apply ID` in the source working tree brings them back".
 #[test]
 fn forbid_commit_apply_hint_brings_the_work_back() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1", "--forbid-commit"]);
     std::fs::write(ws[0].join("work.txt"), "work\n").unwrap();
     let refused = env.delegate(&ws[0], ["hook", "pre-commit"]).expect(1);
@@ -488,8 +466,7 @@ fn killed_prepare(env: &Env, repo: &Path) {
 // --force`, and each removes it.
 #[test]
 fn killed_prepare_hints_remove_the_batch() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     for start in ["git delegate drop", "git delegate gc"] {
         killed_prepare(&env, &repo);
         let text = env.delegate(&repo, ["status"]).expect(0).stdout;
@@ -513,8 +490,7 @@ fn killed_prepare_hints_remove_the_batch() {
 // `git delegate apply ID` there, or give the batch up with the printed drop.
 #[test]
 fn source_moved_hints_apply_after_moving_back_or_drop() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let moved = env.path().join("moved");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
@@ -545,8 +521,7 @@ fn source_moved_hints_apply_after_moving_back_or_drop() {
 #[test]
 fn rollback_left_path_gc_hint_finishes_the_rollback() {
     use std::os::unix::process::ExitStatusExt;
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("a.txt"), "original a\n").unwrap();
     std::fs::write(repo.join("b.txt"), "original b\n").unwrap();
     env.git(&repo, ["add", "-A"]);
@@ -565,7 +540,7 @@ fn rollback_left_path_gc_hint_finishes_the_rollback() {
     assert_eq!(read_lossy(&repo.join("a.txt")), "task a\n");
     std::fs::write(repo.join("a.txt"), "the user's a\n").unwrap();
     let err = env.delegate(&repo, ["gc"]).expect(3).stderr;
-    assert!(err.contains("rollback_failed"), "{err}");
+    assert_has(&err, "rollback_failed");
     let cmd = printed_command(&err, "git delegate gc");
     let status = env.delegate(&repo, ["status"]).expect(0).stdout;
     assert_eq!(printed_command(&status, "git delegate gc"), cmd);
@@ -587,8 +562,7 @@ fn rollback_left_path_gc_hint_finishes_the_rollback() {
 #[test]
 fn completed_writeback_apply_hint_records_it() {
     use std::os::unix::process::ExitStatusExt;
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     let out = env
@@ -599,11 +573,7 @@ fn completed_writeback_apply_hint_records_it() {
         .unwrap();
     assert_eq!(out.status.signal(), Some(9), "{out:?}");
     let gc = env.delegate(&repo, ["gc"]).expect(0);
-    assert!(
-        gc.stderr.contains("had written its whole result"),
-        "{}",
-        gc.stderr
-    );
+    assert_has(&gc.stderr, "had written its whole result");
     let cmd = printed_command(&gc.stderr, "git delegate apply");
     env.sh(&repo, &cmd).expect(0);
     assert_eq!(read_lossy(&repo.join("README")), "work\n");
@@ -640,8 +610,7 @@ fn failing_filter_hints_name_the_driver_and_work() {
 // registration whose folder is gone, `git delegate gc`.
 #[test]
 fn workspace_exists_hints_free_the_place() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let id = "0badc0de-0000-4000-8000-000000000001";
     let prepare_as = |expect: i32| -> Run {
         let r = Run::from(
@@ -698,8 +667,7 @@ fn workspace_exists_hints_free_the_place() {
 // "look at it with `git show --stat REF`; `git update-ref -d REF` removes it".
 #[test]
 fn not_a_proposal_hints_show_and_remove_the_ref() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let r = "refs/pi-delegate/batches/0badc0de-0000-4000-8000-000000000002/tasks/1/proposal";
     env.git(&repo, ["update-ref", r, "HEAD"]);
     let run = env.delegate(&repo, ["apply", "--kept", r]);
@@ -718,8 +686,7 @@ fn not_a_proposal_hints_show_and_remove_the_ref() {
 // prints works (here: the discard one gives the task up).
 #[test]
 fn apply_advice_for_a_missing_workspace_works() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::remove_dir_all(&ws[0]).unwrap();
     let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
@@ -752,8 +719,7 @@ fn apply_advice_for_a_missing_workspace_works() {
 // advised; once the cause is fixed, apply lands the task.
 #[test]
 fn apply_advice_for_an_unreadable_workspace_has_no_discard() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     let id = format!("delegate-{}-1", &batch[..8]);
@@ -761,7 +727,7 @@ fn apply_advice_for_an_unreadable_workspace_has_no_discard() {
     let good = std::fs::read(&head).unwrap();
     std::fs::write(&head, "garbage").unwrap();
     let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
-    assert!(text.contains("snapshot_failed"), "{text}");
+    assert_has(&text, "snapshot_failed");
     assert!(!text.contains("--discard"), "{text}");
     // The cause fixed (the workspace's HEAD put back), apply lands it.
     std::fs::write(&head, good).unwrap();
@@ -776,8 +742,7 @@ fn apply_advice_for_an_unreadable_workspace_has_no_discard() {
 // apply lands it (design §3.12, §3.16).
 #[test]
 fn apply_refresh_hint_hands_a_conflict_back_and_the_printed_apply_lands_it() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = conflicting(&env, &repo, 1);
     let short = &batch[..8];
     let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
@@ -786,7 +751,7 @@ fn apply_refresh_hint_hands_a_conflict_back_and_the_printed_apply_lands_it() {
     env.sh(&repo, &refresh).expect(0);
     // The worker sees the conflict as after `git merge`.
     let st = env.git(&ws[0], ["status", "--porcelain"]);
-    assert!(st.contains("UU README"), "{st}");
+    assert_has(&st, "UU README");
     assert!(read_lossy(&ws[0].join("README")).starts_with("<<<<<<< task\n"));
     // Running apply before the worker resolved it refuses the task again.
     env.delegate(&repo, ["apply"]).expect(1);
@@ -808,8 +773,7 @@ fn apply_refresh_hint_hands_a_conflict_back_and_the_printed_apply_lands_it() {
 // apply, several tasks in conflict: one refresh names them all.
 #[test]
 fn apply_refresh_hint_names_every_conflicting_task() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = conflicting(&env, &repo, 2);
     let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
     let refresh = printed_command(&text, "git delegate refresh");
@@ -820,7 +784,7 @@ fn apply_refresh_hint_names_every_conflicting_task() {
     env.sh(&repo, &refresh).expect(0);
     for w in &ws {
         let st = env.git(w, ["status", "--porcelain"]);
-        assert!(st.contains("UU README"), "{st}");
+        assert_has(&st, "UU README");
     }
     // Nothing of the source changed.
     assert_eq!(read_lossy(&repo.join("README")), "the user's line\n");

@@ -5,10 +5,7 @@ fn prepare_status_drop_round_trip() {
     let env = crate::common::Env::new();
     let repo = env.repo("proj");
     std::fs::write(repo.join("README"), "changed\n").unwrap();
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = crate::common::fixtures::prepare(&env, &repo, &["-n", "2"]);
     assert_eq!(doc["schema"], "git-delegate/v1");
     assert_eq!(doc["tasks"].as_array().unwrap().len(), 2);
     let root = std::path::PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
@@ -40,7 +37,7 @@ fn prepare_status_drop_round_trip() {
 fn a_stale_lock_on_a_private_ref_does_not_block_the_next_command() {
     let env = crate::common::Env::new();
     let repo = env.repo("proj");
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = crate::common::fixtures::prepare(&env, &repo, &[]);
     let id = doc["batch"].as_str().unwrap();
     let lock = repo.join(format!(".git/refs/pi-delegate/batches/{id}/baseline.lock"));
     std::fs::write(&lock, "").unwrap();

@@ -46,6 +46,22 @@ pub fn tree(root: &Path) -> Tree {
     out
 }
 
+/// The paths whose mode or bytes differ between `a` and `b`, and, marked
+/// `-`, those only `b` has.
+pub fn tree_differences(a: &Tree, b: &Tree) -> Vec<String> {
+    let mut d: Vec<String> = a
+        .iter()
+        .filter(|(k, v)| b.get(*k) != Some(v))
+        .map(|(k, _)| String::from_utf8_lossy(k).into_owned())
+        .collect();
+    d.extend(
+        b.keys()
+            .filter(|k| !a.contains_key(*k))
+            .map(|k| format!("-{}", String::from_utf8_lossy(k))),
+    );
+    d
+}
+
 /// Everything below `root` (relative paths, folders included, symlinks not
 /// followed, a folder that cannot be read passed over) with its metadata
 /// and content: a file's bytes, a symlink's target, nothing for a folder.

@@ -109,6 +109,32 @@ pub fn prepare_batch(env: &Env, dir: &Path, args: &[&str]) -> (String, Vec<PathB
     (id(&doc), roots)
 }
 
+/// A JSON array of strings as strings.
+pub fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The `key` of every element of the JSON array `v`, as text.
+pub fn field_strs<'a>(v: &'a Value, key: &str) -> Vec<&'a str> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e[key].as_str().unwrap())
+        .collect()
+}
+
+/// Write `repo`'s `.git/delegate.toml` naming `root` as the workspace root.
+pub fn set_workspace_root(repo: &Path, root: &Path) {
+    set_config(
+        repo,
+        &format!("[workspace]\nroot = \"{}\"\n", root.display()),
+    );
+}
+
 /// The task named `name` in a document's `tasks` (apply, status, run).
 pub fn task<'a>(doc: &'a Value, name: &str) -> &'a Value {
     doc["tasks"]
@@ -367,6 +393,18 @@ pub fn set_config(repo: &Path, text: &str) {
 /// The root of task `i` of a batch document.
 pub fn task_root(doc: &Value, i: usize) -> PathBuf {
     PathBuf::from(doc["tasks"][i]["root"].as_str().unwrap())
+}
+
+/// Write `files` (path, text) in `repo`, making folders, then `git add`
+/// exactly them and commit them with `message`.
+pub fn commit_files(env: &Env, repo: &Path, files: &[(&str, &str)], message: &str) {
+    let mut add = vec!["add", "--"];
+    for (path, text) in files {
+        write(&repo.join(path), text);
+        add.push(path);
+    }
+    env.git(repo, add);
+    env.git(repo, ["commit", "-q", "-m", message]);
 }
 
 /// `git add -A` and commit it all.

@@ -134,13 +134,27 @@ impl Env {
 
     /// A new repository with one commit (`README` with "hello\n").
     pub fn repo(&self, name: &str) -> PathBuf {
-        let dir = self.path().join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        self.git(&dir, ["init", "-q", "-b", "main"]);
-        std::fs::write(dir.join("README"), "hello\n").unwrap();
-        self.git(&dir, ["add", "README"]);
-        self.git(&dir, ["commit", "-q", "-m", "init"]);
-        dir
+        self.repo_at(&self.path().join(name), &[("README", "hello\n")])
+    }
+
+    /// A new repository at `dir` (made, with its parents) with one commit
+    /// ("init") of `files`: (name, text).
+    pub fn repo_at(&self, dir: &Path, files: &[(&str, &str)]) -> PathBuf {
+        std::fs::create_dir_all(dir).unwrap();
+        self.git(dir, ["init", "-q", "-b", "main"]);
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+        self.git(dir, ["add", "."]);
+        self.git(dir, ["commit", "-q", "-m", "init"]);
+        dir.to_path_buf()
+    }
+
+    /// A new `Env` with one repository `name` in it ([`Env::repo`]).
+    pub fn with_repo(name: &str) -> (Env, PathBuf) {
+        let env = Env::new();
+        let repo = env.repo(name);
+        (env, repo)
     }
 
     /// A new repository without commits.
@@ -225,6 +239,12 @@ pub fn succeed(mut cmd: impl std::borrow::BorrowMut<Command>) -> Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// Assert that `text` holds `part`, showing `text` when it does not.
+#[track_caller]
+pub fn assert_has(text: &str, part: &str) {
+    assert!(text.contains(part), "{text}");
 }
 
 /// The result of one run of the binary.

@@ -22,6 +22,20 @@ impl Two {
     /// The remote, the user's clone (`lib.txt` committed and pushed,
     /// `README` dirty, `untracked.txt` untracked) and a worker's machine.
     pub fn new() -> Two {
+        let two = Two::with(|user, src| {
+            std::fs::write(src.join("lib.txt"), "one\ntwo\nthree\n").unwrap();
+            user.git(src, ["add", "lib.txt"]);
+            user.git(src, ["commit", "-q", "-m", "lib"]);
+        });
+        // Uncommitted and untracked work the workers must see exactly.
+        std::fs::write(two.src.join("README"), "hello\ndirty\n").unwrap();
+        std::fs::write(two.src.join("untracked.txt"), "not yet added\n").unwrap();
+        two
+    }
+
+    /// The remote, the user's clone ([`Env::repo`], then what `commit`
+    /// adds, pushed as `main` to `origin`) and a worker's machine.
+    pub fn with(commit: impl FnOnce(&Env, &Path)) -> Two {
         let user = Env::new();
         let worker = Env::new();
         let bare = user.path().join("project.git");
@@ -30,15 +44,10 @@ impl Two {
             ["init", "-q", "--bare", "-b", "main", "project.git"],
         );
         let src = user.repo("src");
-        std::fs::write(src.join("lib.txt"), "one\ntwo\nthree\n").unwrap();
-        user.git(&src, ["add", "lib.txt"]);
-        user.git(&src, ["commit", "-q", "-m", "lib"]);
+        commit(&user, &src);
         let url = format!("file://{}", bare.display());
         user.git(&src, ["remote", "add", "origin", &url]);
         user.git(&src, ["push", "-q", "origin", "main"]);
-        // Uncommitted and untracked work the workers must see exactly.
-        std::fs::write(src.join("README"), "hello\ndirty\n").unwrap();
-        std::fs::write(src.join("untracked.txt"), "not yet added\n").unwrap();
         Two {
             user,
             worker,

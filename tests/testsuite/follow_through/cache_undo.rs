@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::common::fixtures::{roots, wait_stale};
+use crate::common::assert_has;
+use crate::common::fixtures::{prepare, roots, wait_stale};
 use crate::common::Env;
 
 /// What the worker leaves in `f.txt`: CRLF, a NUL, a byte that is not
@@ -206,8 +207,7 @@ fn gc_rescues_a_stale_task_whose_index_is_truncated() {
 
 #[test]
 fn a_sparse_workspace_with_a_broken_index_keeps_what_it_leaves_out() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     for (p, text) in [("a/x/1", "one\n"), ("b/2", "two\n"), ("top", "top\n")] {
         let p = repo.join(p);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -215,10 +215,7 @@ fn a_sparse_workspace_with_a_broken_index_keeps_what_it_leaves_out() {
     }
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "tree"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "--sparse", "a/x", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--sparse", "a/x"]);
     let ws = roots(&doc);
     assert!(!ws[0].join("b/2").exists());
     std::fs::write(ws[0].join("a/x/1"), "edited\n").unwrap();
@@ -233,8 +230,8 @@ fn a_sparse_workspace_with_a_broken_index_keeps_what_it_leaves_out() {
     assert_eq!(std::fs::read(repo.join("b/2")).unwrap(), b"two\n");
     // The rebuilt index marks it skip-worktree again.
     let flags = env.git(&ws[0], ["ls-files", "-t"]);
-    assert!(flags.contains("S b/2\n"), "{flags}");
-    assert!(flags.contains("H a/x/1\n"), "{flags}");
+    assert_has(&flags, "S b/2\n");
+    assert_has(&flags, "H a/x/1\n");
     assert_eq!(env.git(&ws[0], ["status", "--porcelain"]), " M a/x/1\n");
 }
 
@@ -248,10 +245,7 @@ fn refreshed_conflict(env: &Env) -> (PathBuf, String, Vec<PathBuf>) {
     std::fs::write(repo.join("b.txt"), LINES).unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(env, &repo, &["-n", "2"]);
     let (batch, ws) = (batch_of(&doc), roots(&doc));
     std::fs::write(ws[0].join("a.txt"), "one\ntwo\nTHREE-1\nfour\nfive\n").unwrap();
     std::fs::write(ws[0].join("b.txt"), "ONE-1\ntwo\nthree\nfour\nfive\n").unwrap();
@@ -328,9 +322,9 @@ fn status_names_the_files_still_conflicted_after_a_refresh() {
     env.git(&ws[1], ["add", "a.txt"]);
     let (paths, human) = status_conflicts(&env, &repo, "2");
     assert_eq!(paths, json!(["b.txt"]));
-    assert!(
-        human.contains("conflicts for its worker to resolve (edit, then `git add`): b.txt\n"),
-        "{human}"
+    assert_has(
+        &human,
+        "conflicts for its worker to resolve (edit, then `git add`): b.txt\n",
     );
     // And the other: status says so, and what lands it.
     std::fs::write(ws[1].join("b.txt"), "ONE-1+2\ntwo\nthree\nfour\nfive\n").unwrap();
@@ -355,12 +349,11 @@ fn status_names_the_files_still_conflicted_after_a_refresh() {
 
 #[test]
 fn status_and_apply_name_the_files_of_a_conflict_the_worker_made() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("a.txt"), LINES).unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &repo, &[]);
     let ws = roots(&doc).remove(0);
     // The worker's own `git stash pop` conflicts.
     std::fs::write(ws.join("a.txt"), "one\ntwo\nX\nfour\nfive\n").unwrap();
@@ -379,9 +372,9 @@ fn status_and_apply_name_the_files_of_a_conflict_the_worker_made() {
     );
     let (paths, human) = status_conflicts(&env, &repo, "1");
     assert_eq!(paths, json!(["a.txt"]));
-    assert!(
-        human.contains("conflicts for its worker to resolve (edit, then `git add`): a.txt\n"),
-        "{human}"
+    assert_has(
+        &human,
+        "conflicts for its worker to resolve (edit, then `git add`): a.txt\n",
     );
 }
 
@@ -391,7 +384,7 @@ fn applied(env: &Env) -> (PathBuf, String) {
     std::fs::write(repo.join("a.txt"), LINES).unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(env, &repo, &[]);
     let ws = roots(&doc).remove(0);
     std::fs::write(ws.join("a.txt"), "one\ntwo\nTHREE\nfour\nfive\n").unwrap();
     let doc = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
@@ -415,7 +408,7 @@ fn undo_after_the_result_was_committed_refuses_and_force_takes_it_back() {
     let message = err["error"]["message"].as_str().unwrap();
     assert!(message.contains(&at_apply[..7]), "{message}");
     assert!(message.contains(&now[..7]), "{message}");
-    assert!(message.contains("committed"), "{message}");
+    assert_has(message, "committed");
     assert_eq!(err["error"]["apply_head"], at_apply.as_str());
     assert_eq!(err["error"]["head"], now.as_str());
     let help = err["error"]["help"].as_str().unwrap();
@@ -436,11 +429,7 @@ fn undo_after_the_result_was_committed_refuses_and_force_takes_it_back() {
     assert_eq!(list["entries"][0]["head"], at_apply.as_str());
     // The human text says it too (stderr), and a dry run refuses alike.
     let human = env.delegate(&repo, ["undo"]).expect(3);
-    assert!(
-        human.stderr.contains("delegate::head_moved"),
-        "{}",
-        human.stderr
-    );
+    assert_has(&human.stderr, "delegate::head_moved");
     env.delegate(&repo, ["undo", "--dry-run"]).expect(3);
     // --force, as the help says: the committed lines come back out as
     // uncommitted changes.

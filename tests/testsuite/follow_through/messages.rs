@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::common::assert_has;
 use crate::common::{printed_command, Env};
 
 fn prepare(env: &Env, repo: &Path, label: &str) -> String {
@@ -26,8 +27,7 @@ fn open_batches(env: &Env, repo: &Path) -> Vec<String> {
 
 #[test]
 fn drop_without_a_batch_lists_the_open_ones_and_the_printed_command_drops_one() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     // No batch: said so, exit 2.
     let none = env.delegate(&repo, ["drop"]).expect(2);
     assert!(
@@ -38,7 +38,7 @@ fn drop_without_a_batch_lists_the_open_ones_and_the_printed_command_drops_one() 
     let one = prepare(&env, &repo, "one");
     let two = prepare(&env, &repo, "two");
     let run = env.delegate(&repo, ["drop"]).expect(2);
-    assert!(run.stderr.contains("delegate::usage"), "{}", run.stderr);
+    assert_has(&run.stderr, "delegate::usage");
     assert!(
         run.stderr.contains(&format!("{} (one)", &one[..8]))
             && run.stderr.contains(&format!("{} (two)", &two[..8])),
@@ -58,8 +58,7 @@ fn drop_without_a_batch_lists_the_open_ones_and_the_printed_command_drops_one() 
 
 #[test]
 fn path_and_diff_with_several_batches_say_they_take_batch_and_the_hint_works() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let one = prepare(&env, &repo, "one");
     let two = prepare(&env, &repo, "two");
     for args in [
@@ -86,8 +85,7 @@ fn path_and_diff_with_several_batches_say_they_take_batch_and_the_hint_works() {
 
 #[test]
 fn an_expired_lease_is_said_once() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     env.delegate(&repo, ["prepare", "-n", "1", "--ttl", "1s"])
         .expect(0);
     // Wait for the lease to expire (an event status reports).
@@ -115,8 +113,7 @@ fn an_expired_lease_is_said_once() {
 #[test]
 fn a_sparse_file_lands_with_its_holes() {
     use std::os::unix::fs::MetadataExt;
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let doc = env
         .delegate(&repo, ["prepare", "--json", "-n", "1"])
         .expect(0)
@@ -159,8 +156,7 @@ fn column(text: &str, task: &str, word: &str) -> usize {
 
 #[test]
 fn a_failed_worker_is_named_once_and_its_row_lines_up() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let run = env.delegate(
         &repo,
         [
@@ -176,10 +172,7 @@ fn a_failed_worker_is_named_once_and_its_row_lines_up() {
     assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
     let text = &run.stdout;
     assert!(!text.contains("worker_failed worker_failed"), "{text}");
-    assert!(
-        text.contains("worker_failed its worker exited with status 1"),
-        "{text}"
-    );
+    assert_has(text, "worker_failed its worker exited with status 1");
     // The details of both rows start in one column.
     assert_eq!(
         column(text, "1", "1 path written"),
@@ -198,8 +191,7 @@ fn a_failed_worker_is_named_once_and_its_row_lines_up() {
 #[test]
 fn a_killed_refresh_is_told_as_a_refresh_of_the_workspace() {
     use std::process::Stdio;
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let doc = env
         .delegate(&repo, ["prepare", "--json", "-n", "1"])
         .expect(0)

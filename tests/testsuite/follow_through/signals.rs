@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 use rustix::process::Signal;
 use serde_json::Value;
 
-use crate::common::files::{tree, Tree};
+use crate::common::assert_has;
+use crate::common::files::{tree, tree_differences, Tree};
 use crate::common::fixtures::roots;
 use crate::common::{Env, Run};
 
@@ -47,20 +48,7 @@ fn which(root: &Path, before: &Tree, after: &Tree) -> Result<&'static str, Strin
     if t == *after {
         return Ok("after");
     }
-    let differ = |a: &Tree, b: &Tree| -> Vec<String> {
-        let mut d: Vec<String> = a
-            .iter()
-            .filter(|(k, v)| b.get(*k) != Some(v))
-            .map(|(k, _)| String::from_utf8_lossy(k).into_owned())
-            .collect();
-        d.extend(
-            b.keys()
-                .filter(|k| !a.contains_key(*k))
-                .map(|k| format!("-{}", String::from_utf8_lossy(k))),
-        );
-        d
-    };
-    let (b, a) = (differ(&t, before), differ(&t, after));
+    let (b, a) = (tree_differences(&t, before), tree_differences(&t, after));
     Err(format!(
         "a mix: {} paths differ from before (e.g. {:?}), {} from after (e.g. {:?})",
         b.len(),
@@ -121,9 +109,25 @@ struct Rig {
 }
 
 impl Rig {
+    /// `status --json` (exit 0) and its `journal` problem, which must be there.
+    fn journal_problem(&self) -> (Value, Value) {
+        let doc = self
+            .env
+            .delegate(&self.repo, ["status", "--json"])
+            .expect(0)
+            .json();
+        let journal = doc["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["kind"] == "journal")
+            .cloned()
+            .unwrap_or_else(|| panic!("{doc:#}"));
+        (doc, journal)
+    }
+
     fn new() -> Rig {
-        let env = Env::new();
-        let repo = env.repo("src");
+        let (env, repo) = Env::with_repo("src");
         for i in 0..TASKS {
             for j in 0..FILES {
                 let p = repo.join(format!("t{i}/f{j:03}.txt"));
@@ -487,19 +491,8 @@ fn a_write_back_killed_past_its_commit_point_is_finished_recorded_and_told_so() 
         .unwrap();
     assert_eq!(killed.status.signal(), Some(9));
     let status = rig.env.delegate(&rig.repo, ["status"]).expect(0);
-    assert!(status.stdout.contains("rolls it back"), "{}", status.stdout);
-    let doc = rig
-        .env
-        .delegate(&rig.repo, ["status", "--json"])
-        .expect(0)
-        .json();
-    let journal = doc["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["kind"] == "journal")
-        .cloned()
-        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert_has(&status.stdout, "rolls it back");
+    let (doc, journal) = rig.journal_problem();
     assert_eq!(journal["recovery"], "roll_back", "{doc:#}");
     let gc = rig
         .env
@@ -528,18 +521,7 @@ fn a_write_back_killed_past_its_commit_point_is_finished_recorded_and_told_so() 
         "status must say the next command finishes the write-back:\n{}",
         status.stdout
     );
-    let doc = rig
-        .env
-        .delegate(&rig.repo, ["status", "--json"])
-        .expect(0)
-        .json();
-    let journal = doc["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["kind"] == "journal")
-        .cloned()
-        .unwrap_or_else(|| panic!("{doc:#}"));
+    let (doc, journal) = rig.journal_problem();
     assert_eq!(journal["recovery"], "finish", "{doc:#}");
     assert!(
         journal["message"].as_str().unwrap().contains("finishes it"),

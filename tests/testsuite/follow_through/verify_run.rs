@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::assert_has;
 use crate::common::fixtures::roots;
 use crate::common::procs::alive;
 use crate::common::{printed_command, Env};
@@ -46,8 +47,7 @@ struct KilledVerify {
 
 impl KilledVerify {
     fn new(ttl_args: &[&str]) -> KilledVerify {
-        let env = Env::new();
-        let repo = env.repo("r");
+        let (env, repo) = Env::with_repo("r");
         let mut args = vec!["prepare", "--json", "-n", "2"];
         args.extend_from_slice(ttl_args);
         let doc = env.delegate(&repo, args).expect(0).json();
@@ -173,7 +173,7 @@ fn a_killed_verify_is_removed_by_the_plain_apply_that_ends_the_batch_and_gc_find
     let k = KilledVerify::new(&[]);
     k.run_workspace();
     let run = k.env.delegate(&k.repo, ["apply"]).expect(0);
-    assert!(run.stdout.contains("is done and removed"), "{}", run.stdout);
+    assert_has(&run.stdout, "is done and removed");
     assert_eq!(
         std::fs::read_to_string(k.repo.join("t1.txt")).unwrap(),
         "one\n"
@@ -203,7 +203,7 @@ fn a_killed_verify_is_removed_by_drop() {
     wait_for("the orphaned CMD is stopped", || !alive(k.cmd_pgid));
     assert_eq!(k.batch_worktrees(), Vec::<String>::new());
     let gc = k.env.delegate(&k.repo, ["gc"]).expect(0);
-    assert!(gc.stdout.contains("Nothing to reclaim"), "{}", gc.stdout);
+    assert_has(&gc.stdout, "Nothing to reclaim");
     assert_eq!(k.left_under_root(), Vec::<PathBuf>::new());
 }
 
@@ -293,8 +293,7 @@ fn run_taking_its_batch(env: &Env, repo: &Path, verb: &str, n: usize) -> (i32, V
 
 #[test]
 fn run_whose_batch_a_worker_applied_says_so_with_the_workers_and_exits_1() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let (code, doc, stderr) = run_taking_its_batch(&env, &repo, "apply", 1);
     assert_eq!(code, 1, "{doc:#}\n{stderr}");
     assert!(!stderr.contains("unknown_batch"), "{stderr}");
@@ -302,7 +301,7 @@ fn run_whose_batch_a_worker_applied_says_so_with_the_workers_and_exits_1() {
     assert!(doc["ended_by_apply"].is_string(), "{doc:#}");
     assert_eq!(doc["apply"], Value::Null);
     assert_eq!(doc["workers"][0]["exit"], 0, "{doc:#}");
-    assert!(stderr.contains("another command applied it"), "{stderr}");
+    assert_has(&stderr, "another command applied it");
     assert!(stderr.contains("task 1"), "the workers' lines: {stderr}");
     assert_eq!(
         std::fs::read_to_string(repo.join("one.txt")).unwrap(),
@@ -312,8 +311,7 @@ fn run_whose_batch_a_worker_applied_says_so_with_the_workers_and_exits_1() {
 
 #[test]
 fn run_whose_batch_a_worker_dropped_says_so_with_the_workers_and_exits_1() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let (code, doc, stderr) = run_taking_its_batch(&env, &repo, "drop --force", 2);
     assert_eq!(code, 1, "{doc:#}\n{stderr}");
     assert!(!stderr.contains("unknown_batch"), "{stderr}");
@@ -324,17 +322,14 @@ fn run_whose_batch_a_worker_dropped_says_so_with_the_workers_and_exits_1() {
     // and its workspace is not made again.
     assert_eq!(doc["workers"][1]["exit"], Value::Null, "{doc:#}");
     let log = std::fs::read_to_string(doc["workers"][1]["log"].as_str().unwrap()).unwrap();
-    assert!(log.contains("ended before this worker started"), "{log}");
+    assert_has(&log, "ended before this worker started");
     let batch = doc["batch"].as_str().unwrap();
     let left: Vec<PathBuf> = walk(&env.workspace_root())
         .into_iter()
         .filter(|p| p.to_string_lossy().contains(&batch[..8]))
         .collect();
     assert_eq!(left, Vec::<PathBuf>::new());
-    assert!(
-        stderr.contains("another command applied or dropped it"),
-        "{stderr}"
-    );
+    assert_has(&stderr, "another command applied or dropped it");
     // Human text: the workers' lines with their statuses.
     let out = env
         .delegate_cmd(&repo)
@@ -347,10 +342,7 @@ fn run_whose_batch_a_worker_dropped_says_so_with_the_workers_and_exits_1() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
-    assert!(
-        stdout.contains("another command applied or dropped it"),
-        "{stdout}"
-    );
+    assert_has(&stdout, "another command applied or dropped it");
     let lines: Vec<&str> = stdout
         .lines()
         .filter(|l| l.trim_start().starts_with("task "))
@@ -365,8 +357,7 @@ fn run_whose_batch_a_worker_dropped_says_so_with_the_workers_and_exits_1() {
 
 #[test]
 fn run_applies_what_another_command_left_open_and_lists_the_rest_as_recorded() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     // Worker 1 lands its own task, worker 2 (after it) just works.
     let script = r#"echo "w $GIT_DELEGATE_TASK" > "out-$GIT_DELEGATE_TASK.txt"; if [ "$GIT_DELEGATE_TASK" = 1 ]; then git -C "$GIT_DELEGATE_SOURCE" delegate apply "$GIT_DELEGATE_BATCH" --only 1 || exit 7; fi"#;
     let out = env
@@ -396,8 +387,7 @@ fn run_applies_what_another_command_left_open_and_lists_the_rest_as_recorded() {
 
 #[test]
 fn a_failed_workers_task_stays_out_of_a_plain_apply_until_named() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let script = r#"echo "work of $GIT_DELEGATE_TASK" > "out-$GIT_DELEGATE_TASK.txt"; [ "$GIT_DELEGATE_TASK" != 2 ] || exit 1"#;
     let doc = env
         .delegate(
@@ -423,7 +413,7 @@ fn a_failed_workers_task_stays_out_of_a_plain_apply_until_named() {
     assert!(!repo.join("out-2.txt").exists());
     let run = env.delegate(&repo, ["apply"]).expect(1);
     assert!(!repo.join("out-2.txt").exists());
-    assert!(run.stdout.contains("worker_failed"), "{}", run.stdout);
+    assert_has(&run.stdout, "worker_failed");
     // The hint, followed literally, lands it.
     let short = &apply["batch"].as_str().unwrap()[..8];
     let hint = printed_command(&run.stdout, &format!("git delegate apply {short} --only"));
@@ -434,11 +424,7 @@ fn a_failed_workers_task_stays_out_of_a_plain_apply_until_named() {
         run.stdout
     );
     let landed = env.sh(&repo, &hint).expect(0);
-    assert!(
-        landed.stdout.contains("is done and removed"),
-        "{}",
-        landed.stdout
-    );
+    assert_has(&landed.stdout, "is done and removed");
     assert_eq!(
         std::fs::read_to_string(repo.join("out-2.txt")).unwrap(),
         "work of 2\n"

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::common::assert_has;
 use crate::common::files::{lines, with_line};
 use crate::common::fixtures::{expect_error, index_bytes, prepare, task_root, write};
 use crate::common::Env;
@@ -119,7 +120,7 @@ fn overlapping_the_users_lines_conflicts_and_makes_nothing() {
     assert_eq!(env.git(&repo, ["for-each-ref", "refs/heads/"]), refs);
     assert_eq!(state(&env, &repo), before);
     let human = env.delegate(&repo, ["branch", &task]).expect(1);
-    assert!(human.stderr.contains("a.txt"), "{}", human.stderr);
+    assert_has(&human.stderr, "a.txt");
 }
 
 #[test]
@@ -208,8 +209,8 @@ fn pre_push_refuses_a_workers_branch_on_the_baseline_and_passes_the_clean_one() 
     env.git(&ws, ["commit", "-q", "-m", "agent work"]);
     let out = push(&env, &repo, "origin agent/x");
     assert_ne!(out.code, 0, "{}", out.stdout);
-    assert!(out.stdout.contains("refs/heads/agent/x"), "{}", out.stdout);
-    assert!(out.stdout.contains("git delegate branch"), "{}", out.stdout);
+    assert_has(&out.stdout, "refs/heads/agent/x");
+    assert_has(&out.stdout, "git delegate branch");
     let remote_refs = env.git(&bare, ["for-each-ref", "--format=%(refname)"]);
     assert_eq!(remote_refs, "refs/heads/main\n");
 
@@ -239,7 +240,7 @@ fn pre_push_refuses_a_workers_branch_on_the_baseline_and_passes_the_clean_one() 
     crate::common::fixtures::set_config(&repo, "[hooks]\nprivate-baselines = \"warn\"\n");
     let out = push(&env, &repo, "origin agent/x");
     assert_eq!(out.code, 0, "{}", out.stdout);
-    assert!(out.stdout.contains("git delegate branch"), "{}", out.stdout);
+    assert_has(&out.stdout, "git delegate branch");
     env.git(&bare, ["update-ref", "-d", "refs/heads/agent/x"]);
     env.git(&repo, ["update-ref", "-d", "refs/remotes/origin/agent/x"]);
     crate::common::fixtures::set_config(&repo, "[hooks]\nprivate-baselines = \"ignore\"\n");
@@ -250,11 +251,10 @@ fn pre_push_refuses_a_workers_branch_on_the_baseline_and_passes_the_clean_one() 
 
 #[test]
 fn a_bad_private_baselines_value_points_at_the_line() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     crate::common::fixtures::set_config(&repo, "[hooks]\nprivate-baselines = \"maybe\"\n");
     let out = env.delegate(&repo, ["status"]).expect(2);
-    assert!(out.stderr.contains("delegate.toml"), "{}", out.stderr);
+    assert_has(&out.stderr, "delegate.toml");
     assert!(
         out.stderr.contains("private-baselines") || out.stderr.contains("maybe"),
         "{}",

@@ -7,6 +7,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::common::assert_has;
 use crate::common::fixtures::{id, prepare, set_config, task_root, wait_stale};
 use crate::common::Env;
 use serde_json::Value;
@@ -49,8 +50,7 @@ fn worktree_ids(repo: &Path) -> Vec<String> {
 
 #[test]
 fn gc_rescues_uncommitted_work_then_removes_the_workspaces() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("extra.txt"), "extra\n").unwrap();
     std::fs::write(repo.join("README"), "source edit\n").unwrap();
     let doc = prepare(&env, &repo, &["-n", "2", "--ttl", "1s"]);
@@ -152,8 +152,7 @@ fn gc_rescues_uncommitted_work_then_removes_the_workspaces() {
 
 #[test]
 fn gc_leaves_a_live_batch_byte_for_byte_alone() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let live = prepare(&env, &repo, &["-n", "2", "--ttl", "1h", "--label", "live"]);
     let stale = prepare(&env, &repo, &["--ttl", "1s"]);
     let live_id = id(&live);
@@ -205,8 +204,7 @@ fn gc_leaves_a_live_batch_byte_for_byte_alone() {
 
 #[test]
 fn gc_dry_run_changes_nothing_and_predicts_the_real_run() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let doc = prepare(&env, &repo, &["-n", "2", "--ttl", "1s"]);
     let batch = id(&doc);
     std::fs::write(task_root(&doc, 1).join("work.txt"), "work\n").unwrap();
@@ -233,7 +231,7 @@ fn gc_dry_run_changes_nothing_and_predicts_the_real_run() {
     assert_eq!(dry["workspaces_removed"], 3);
     assert_eq!(dry["rescued"][0]["task"], "2");
     let text = env.delegate(&repo, ["gc", "--dry-run"]).expect(0);
-    assert!(text.stdout.contains("Would reclaim"), "{}", text.stdout);
+    assert_has(&text.stdout, "Would reclaim");
     assert_eq!(tree_state(env.path()), before);
 
     let real = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
@@ -254,8 +252,7 @@ fn gc_dry_run_changes_nothing_and_predicts_the_real_run() {
 
 #[test]
 fn gc_reclaims_each_kind_of_leftover_and_nothing_else() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let live = prepare(&env, &repo, &["--ttl", "1h"]);
     let lost = prepare(&env, &repo, &["-n", "2", "--ttl", "1h"]);
     let lost_id = id(&lost);
@@ -339,8 +336,7 @@ fn gc_reclaims_each_kind_of_leftover_and_nothing_else() {
 
 #[test]
 fn gc_keeps_rescued_refs_for_keep_failed_then_removes_them() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let doc = prepare(&env, &repo, &["--ttl", "1s"]);
     let batch = id(&doc);
     std::fs::write(task_root(&doc, 0).join("README"), "rescue me\n").unwrap();
@@ -367,8 +363,7 @@ fn gc_keeps_rescued_refs_for_keep_failed_then_removes_them() {
 
 #[test]
 fn gc_keeps_a_conflict_proposal_and_restarts_its_clock() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let doc = prepare(&env, &repo, &["-n", "2", "--ttl", "1s"]);
     let batch = id(&doc);
     let baseline = doc["baseline"]["commit"].as_str().unwrap().to_string();
@@ -418,8 +413,7 @@ fn gc_keeps_a_conflict_proposal_and_restarts_its_clock() {
 
 #[test]
 fn gc_never_removes_a_replaced_workspace() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let doc = prepare(&env, &repo, &["--ttl", "1s"]);
     let batch = id(&doc);
     let ws = task_root(&doc, 0);
@@ -452,8 +446,7 @@ fn gc_outside_a_repository_fails_cleanly() {
 
 #[test]
 fn gc_waits_for_processes_still_running_in_a_workspace() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let doc = prepare(&env, &repo, &["--ttl", "1s"]);
     let batch = id(&doc);
     let ws = task_root(&doc, 0);
@@ -488,8 +481,7 @@ fn gc_waits_for_processes_still_running_in_a_workspace() {
 /// document says so (the engine reports the name as bytes, design §6.2).
 #[test]
 fn gc_names_a_nested_repository_that_is_not_utf8_lossily_and_says_so() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let doc = prepare(&env, &repo, &["--ttl", "1s"]);
     let batch = id(&doc);
     let ws = task_root(&doc, 0);
@@ -515,8 +507,7 @@ fn gc_names_a_nested_repository_that_is_not_utf8_lossily_and_says_so() {
 
 #[test]
 fn gc_rescues_the_rest_and_keeps_a_workspace_holding_a_nested_repository() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let doc = prepare(&env, &repo, &["--ttl", "1s"]);
     let batch = id(&doc);
     let ws = task_root(&doc, 0);
@@ -576,8 +567,7 @@ fn gc_rescues_the_rest_and_keeps_a_workspace_holding_a_nested_repository() {
 #[test]
 fn gc_keeps_a_stale_workspace_that_is_the_source_of_another_open_batch() {
     // An agent ran `git delegate prepare` inside its workspace; the outer batch goes stale, the inner one is live.
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let outer = prepare(&env, &repo, &["--ttl", "1s"]);
     let ws = task_root(&outer, 0);
     let inner = prepare(&env, &ws, &[]);
@@ -609,8 +599,7 @@ fn gc_keeps_a_stale_workspace_that_is_the_source_of_another_open_batch() {
 /// gc reclaims the batch.
 #[test]
 fn gc_ignores_a_process_whose_folder_in_the_workspace_was_deleted() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let doc = prepare(&env, &repo, &["--ttl", "1s"]);
     let batch = id(&doc);
     let ws = task_root(&doc, 0);
@@ -638,8 +627,7 @@ fn gc_ignores_a_process_whose_folder_in_the_workspace_was_deleted() {
 /// batch alone and names the shell.
 #[test]
 fn gc_counts_the_callers_shell_sitting_in_a_workspace() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let doc = prepare(&env, &repo, &["--ttl", "1s"]);
     let batch = id(&doc);
     let ws = task_root(&doc, 0);
@@ -669,6 +657,6 @@ fn gc_counts_the_callers_shell_sitting_in_a_workspace() {
     assert_eq!(gc["batches"].as_array().unwrap().len(), 0);
     assert_eq!(gc["skipped"][0]["batch"], batch.as_str());
     let message = gc["skipped"][0]["message"].as_str().unwrap();
-    assert!(message.contains(shell.trim()), "{message}");
+    assert_has(message, shell.trim());
     assert!(ws.exists());
 }

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::common::assert_has;
 use crate::common::fixtures::prepare;
 use crate::common::Env;
 
@@ -45,8 +46,7 @@ fn batch_toml(repo: &Path, batch: &str) -> PathBuf {
 
 #[test]
 fn expired_lease_is_stale_until_renewed() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let doc = prepare(&env, &repo, &["--ttl", "1s"]);
     let id = doc["batch"].as_str().unwrap().to_string();
     let short = &id[..8];
@@ -54,8 +54,8 @@ fn expired_lease_is_stale_until_renewed() {
 
     // `status --check` prints only the problem and exits 1.
     let check = env.delegate(&repo, ["status", "--check"]).expect(1);
-    assert!(check.stdout.contains(short), "{}", check.stdout);
-    assert!(check.stdout.contains("expired"), "{}", check.stdout);
+    assert_has(&check.stdout, short);
+    assert_has(&check.stdout, "expired");
     assert!(!check.stdout.contains("task"), "{}", check.stdout);
     let doc = env
         .delegate(&repo, ["status", "--check", "--json"])
@@ -77,8 +77,7 @@ fn expired_lease_is_stale_until_renewed() {
 
 #[test]
 fn owner_that_exited_orphans_the_lease() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     // A process that lives exactly as long as we keep its stdin open.
     let mut owner = std::process::Command::new("cat")
         .stdin(std::process::Stdio::piped())
@@ -113,8 +112,7 @@ fn owner_that_exited_orphans_the_lease() {
 
 #[test]
 fn live_owner_keeps_the_lease_and_gc_away() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let me = std::process::id().to_string();
     let doc = prepare(&env, &repo, &["--owner-pid", &me, "--ttl", "1h"]);
     let id = doc["batch"].as_str().unwrap().to_string();
@@ -128,8 +126,7 @@ fn live_owner_keeps_the_lease_and_gc_away() {
 
 #[test]
 fn recycled_pid_counts_as_gone() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let me = std::process::id().to_string();
     let doc = prepare(&env, &repo, &["--owner-pid", &me, "--ttl", "1h"]);
     let id = doc["batch"].as_str().unwrap().to_string();

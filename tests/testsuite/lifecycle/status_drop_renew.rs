@@ -6,6 +6,7 @@ use std::io::Read;
 use std::path::Path;
 use std::process::Stdio;
 
+use crate::common::assert_has;
 use crate::common::fixtures::*;
 use serde_json::Value;
 
@@ -24,8 +25,7 @@ fn problem_kinds(st: &Value) -> Vec<String> {
 
 #[test]
 fn no_batches() {
-    let env = Env::new();
-    let repo = env.repo("none");
+    let (env, repo) = Env::with_repo("none");
     let run = env.delegate(&repo, ["status"]).expect(0);
     assert_eq!(run.stdout, "No batches.\n");
     assert_eq!(run.stderr, "");
@@ -42,8 +42,7 @@ fn no_batches() {
 
 #[test]
 fn status_shows_batches_tasks_and_changed_paths() {
-    let env = Env::new();
-    let repo = env.repo("st");
+    let (env, repo) = Env::with_repo("st");
     write(&repo.join("a"), "a\n");
     write(&repo.join("b"), "b\n");
     env.git(&repo, ["add", "-A"]);
@@ -99,11 +98,7 @@ fn status_shows_batches_tasks_and_changed_paths() {
         "{}",
         run.stdout
     );
-    assert!(
-        run.stdout.contains("lease live, expires in"),
-        "{}",
-        run.stdout
-    );
+    assert_has(&run.stdout, "lease live, expires in");
     for (ws, n) in [(&ws1, 4), (&ws2, 1)] {
         let line = run
             .stdout
@@ -125,8 +120,7 @@ fn status_shows_batches_tasks_and_changed_paths() {
 
 #[test]
 fn deleted_and_replaced_workspaces() {
-    let env = Env::new();
-    let repo = env.repo("gone");
+    let (env, repo) = Env::with_repo("gone");
     let doc = prepare(&env, &repo, &["-n", "3"]);
     let (ws1, ws2) = (root(&doc, 0), root(&doc, 1));
     std::fs::remove_dir_all(&ws1).unwrap();
@@ -175,8 +169,7 @@ fn deleted_and_replaced_workspaces() {
 
 #[test]
 fn stale_by_expiry() {
-    let env = Env::new();
-    let repo = env.repo("expiry");
+    let (env, repo) = Env::with_repo("expiry");
     let doc = prepare(&env, &repo, &["--ttl", "1s"]);
     wait_until("the lease to expire", || {
         status_json(&env, &repo)["batches"][0]["lease"]["state"] == "expired"
@@ -193,8 +186,8 @@ fn stale_by_expiry() {
         .expect(1);
     assert_eq!(problem_kinds(&run.json()), ["expired"]);
     let human = env.delegate(&repo, ["status"]).expect(0).stdout;
-    assert!(human.contains("lease expired "), "{human}");
-    assert!(human.contains(" ago\n"), "{human}");
+    assert_has(&human, "lease expired ");
+    assert_has(&human, " ago\n");
     assert!(!human.contains("expired, expired"), "{human}");
     // renew: live again, expiry moved to now + ttl.
     let before = now_secs();
@@ -225,8 +218,7 @@ fn stale_by_expiry() {
 
 #[test]
 fn orphaned_when_the_owner_exits_and_renew_needs_a_new_owner() {
-    let env = Env::new();
-    let repo = env.repo("orphan");
+    let (env, repo) = Env::with_repo("orphan");
     let owner = Sleeper::new();
     let doc = prepare(&env, &repo, &["--owner-pid", &owner.pid()]);
     assert_eq!(
@@ -242,7 +234,7 @@ fn orphaned_when_the_owner_exits_and_renew_needs_a_new_owner() {
     let state = batch_toml(&env, &repo, &id(&doc));
     let before = std::fs::read(&state).unwrap();
     let run = expect_error(&env, &repo, &["renew"], 2, "delegate::orphaned_lease");
-    assert!(run.stderr.contains("--owner-pid"), "{}", run.stderr);
+    assert_has(&run.stderr, "--owner-pid");
     assert_eq!(std::fs::read(&state).unwrap(), before);
     // With a running one: live, owned by it.
     let new_owner = Sleeper::new();
@@ -274,8 +266,7 @@ fn orphaned_when_the_owner_exits_and_renew_needs_a_new_owner() {
 
 #[test]
 fn a_recycled_pid_is_not_the_owner() {
-    let env = Env::new();
-    let repo = env.repo("recycled");
+    let (env, repo) = Env::with_repo("recycled");
     let owner = Sleeper::new();
     let doc = prepare(&env, &repo, &["--owner-pid", &owner.pid()]);
     // Same pid, but a different start time: another process now.
@@ -300,8 +291,7 @@ fn a_recycled_pid_is_not_the_owner() {
 
 #[test]
 fn expired_and_orphaned_is_orphaned() {
-    let env = Env::new();
-    let repo = env.repo("both");
+    let (env, repo) = Env::with_repo("both");
     let owner = Sleeper::new();
     prepare(&env, &repo, &["--owner-pid", &owner.pid(), "--ttl", "1s"]);
     owner.end();
@@ -316,8 +306,7 @@ fn expired_and_orphaned_is_orphaned() {
 
 #[test]
 fn drop_refuses_unapplied_work_unless_forced() {
-    let env = Env::new();
-    let repo = env.repo("drop");
+    let (env, repo) = Env::with_repo("drop");
     let doc = prepare(&env, &repo, &["-n", "3", "--label", "l"]);
     let (ws1, ws3) = (root(&doc, 0), root(&doc, 2));
     write(&ws1.join("work"), "w\n");
@@ -344,11 +333,7 @@ fn drop_refuses_unapplied_work_unless_forced() {
         })
     );
     let run = env.delegate(&repo, ["drop", "l"]).expect(1);
-    assert!(
-        run.stdout.contains("tasks 1, 3 have changes"),
-        "{}",
-        run.stdout
-    );
+    assert_has(&run.stdout, "tasks 1, 3 have changes");
     assert!(run.stdout.contains("--force"));
     assert_eq!(snapshot_of_state(), before);
     assert_eq!(std::fs::read_to_string(ws1.join("work")).unwrap(), "w\n");
@@ -376,12 +361,11 @@ fn drop_refuses_unapplied_work_unless_forced() {
 
 #[test]
 fn drop_of_a_clean_batch_needs_no_force() {
-    let env = Env::new();
-    let repo = env.repo("clean");
+    let (env, repo) = Env::with_repo("clean");
     write(&repo.join("dirty"), "d\n");
     let doc = prepare(&env, &repo, &["-n", "2"]);
     let run = env.delegate(&repo, ["drop", &id(&doc)]).expect(0);
-    assert!(run.stdout.contains("2 workspace(s)"), "{}", run.stdout);
+    assert_has(&run.stdout, "2 workspace(s)");
     assert_nothing_created(&env, &repo);
     // The source is as it was.
     assert_eq!(std::fs::read_to_string(repo.join("dirty")).unwrap(), "d\n");
@@ -390,8 +374,7 @@ fn drop_of_a_clean_batch_needs_no_force() {
 
 #[test]
 fn drop_treats_an_unreadable_workspace_as_unapplied() {
-    let env = Env::new();
-    let repo = env.repo("unreadable");
+    let (env, repo) = Env::with_repo("unreadable");
     let doc = prepare(&env, &repo, &[]);
     let reg = common_dir(&env, &repo).join(format!("worktrees/delegate-{}-1", &id(&doc)[..8]));
     // Its index would be only a cache (design §3.2 step 1), its HEAD is not.
@@ -417,8 +400,7 @@ fn drop_treats_an_unreadable_workspace_as_unapplied() {
 
 #[test]
 fn drop_leaves_a_moved_workspace_to_the_user() {
-    let env = Env::new();
-    let repo = env.repo("moved");
+    let (env, repo) = Env::with_repo("moved");
     let doc = prepare(&env, &repo, &["-n", "2"]);
     let ws1 = root(&doc, 0);
     let moved = env.path().join("moved-here");
@@ -453,8 +435,7 @@ fn drop_leaves_a_moved_workspace_to_the_user() {
 
 #[test]
 fn status_into_a_closed_pipe_is_quiet() {
-    let env = Env::new();
-    let repo = env.repo("pipe");
+    let (env, repo) = Env::with_repo("pipe");
     for _ in 0..3 {
         prepare(&env, &repo, &["-n", "4"]);
     }
@@ -500,8 +481,7 @@ fn status_into_a_closed_pipe_is_quiet() {
 
 #[test]
 fn renew_keeps_tasks_and_works_on_an_expired_lease() {
-    let env = Env::new();
-    let repo = env.repo("renew");
+    let (env, repo) = Env::with_repo("renew");
     let doc = prepare(&env, &repo, &["-n", "2", "--ttl", "1h", "--label", "r"]);
     let renewed = env
         .delegate(&repo, ["renew", "r", "--ttl", "7d", "--json"])
@@ -531,8 +511,7 @@ fn renew_keeps_tasks_and_works_on_an_expired_lease() {
 
 #[test]
 fn unreadable_batch_state_is_a_problem_not_a_crash() {
-    let env = Env::new();
-    let repo = env.repo("broken");
+    let (env, repo) = Env::with_repo("broken");
     let doc = prepare(&env, &repo, &[]);
     let good = prepare(&env, &repo, &[]);
     std::fs::write(batch_toml(&env, &repo, &id(&doc)), "this is not = [toml").unwrap();
@@ -542,7 +521,7 @@ fn unreadable_batch_state_is_a_problem_not_a_crash() {
     assert_eq!(problem_kinds(&st), ["broken_state"]);
     assert_eq!(st["problems"][0]["batch"], doc["batch"]);
     let run = env.delegate(&repo, ["status"]).expect(0);
-    assert!(run.stdout.contains("problem:"), "{}", run.stdout);
+    assert_has(&run.stdout, "problem:");
     env.delegate(&repo, ["status", "--check"]).expect(1);
     // The readable batch is still the only one commands select.
     env.delegate(&repo, ["renew"]).expect(0);
@@ -552,8 +531,7 @@ fn unreadable_batch_state_is_a_problem_not_a_crash() {
 // without losing the work in its workspaces.
 #[test]
 fn a_corrupt_batch_is_named_and_drop_force_removes_it_saving_the_work() {
-    let env = Env::new();
-    let repo = env.repo("corrupt");
+    let (env, repo) = Env::with_repo("corrupt");
     let doc = prepare(&env, &repo, &["-n", "2"]);
     let good = prepare(&env, &repo, &[]);
     let bad = id(&doc);
@@ -568,11 +546,7 @@ fn a_corrupt_batch_is_named_and_drop_force_removes_it_saving_the_work() {
 
     // status --check names it: the file and the parse error, and what to do.
     let run = env.delegate(&repo, ["status", "--check"]).expect(1);
-    assert!(
-        run.stdout.contains(toml.to_str().unwrap()),
-        "{}",
-        run.stdout
-    );
+    assert_has(&run.stdout, toml.to_str().unwrap());
     let drop_cmd = format!("git delegate drop {bad} --force");
     assert!(run.stdout.contains(&drop_cmd), "{}", run.stdout);
     let st = env
@@ -675,8 +649,7 @@ fn a_corrupt_batch_is_named_and_drop_force_removes_it_saving_the_work() {
 
 #[test]
 fn a_corrupt_batch_whose_work_cannot_be_saved_keeps_its_workspace_unlocked() {
-    let env = Env::new();
-    let repo = env.repo("corrupt-nobase");
+    let (env, repo) = Env::with_repo("corrupt-nobase");
     let doc = prepare(&env, &repo, &[]);
     let bad = id(&doc);
     let ws = root(&doc, 0);

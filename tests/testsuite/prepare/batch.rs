@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+use crate::common::assert_has;
+use crate::common::fixtures::field_strs;
 use crate::common::fixtures::*;
 use serde_json::Value;
 
@@ -14,8 +16,7 @@ fn is_hex40(v: &Value) -> bool {
 
 #[test]
 fn batch_document_fields_and_types() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     write(&repo.join("src/lib.rs"), "fn main() {}\n");
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "src"]);
@@ -155,8 +156,7 @@ fn batch_document_fields_and_types() {
 
 #[test]
 fn baseline_commit_identity_parent_and_message() {
-    let env = Env::new();
-    let repo = env.repo("commit");
+    let (env, repo) = Env::with_repo("commit");
     write(&repo.join("new"), "n\n");
     let doc = prepare(&env, &repo, &[]);
     let commit = doc["baseline"]["commit"].as_str().unwrap();
@@ -190,8 +190,7 @@ fn baseline_commit_identity_parent_and_message() {
 
 #[test]
 fn workspaces_are_registered_locked_clean_and_the_source_is_untouched() {
-    let env = Env::new();
-    let repo = env.repo("reg");
+    let (env, repo) = Env::with_repo("reg");
     write(&repo.join("dirty"), "d\n");
     write(&repo.join("README"), "staged\n");
     env.git(&repo, ["add", "README"]);
@@ -219,12 +218,7 @@ fn workspaces_are_registered_locked_clean_and_the_source_is_untouched() {
     assert_eq!(env.git(&repo, ["stash", "list"]), "");
 
     let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
-    let names: Vec<&str> = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = field_strs(&doc["tasks"], "name");
     assert_eq!(names, ["1", "2", "3"]);
     for ws in roots(&doc) {
         let block = list
@@ -232,7 +226,7 @@ fn workspaces_are_registered_locked_clean_and_the_source_is_untouched() {
             .find(|b| b.starts_with(&format!("worktree {}\n", ws.display())))
             .unwrap_or_else(|| panic!("{} not registered:\n{list}", ws.display()));
         assert!(block.contains(&format!("HEAD {baseline}")), "{block}");
-        assert!(block.contains("\ndetached"), "{block}");
+        assert_has(block, "\ndetached");
         assert!(
             block.contains(&format!("locked git-delegate batch {}", id(&doc))),
             "{block}"
@@ -262,8 +256,7 @@ fn workspaces_are_registered_locked_clean_and_the_source_is_untouched() {
 
 #[test]
 fn task_cwd_mirrors_the_callers_folder() {
-    let env = Env::new();
-    let repo = env.repo("cwd");
+    let (env, repo) = Env::with_repo("cwd");
     write(&repo.join("a/b/file"), "f\n");
     write(&repo.join(".gitignore"), "build/\n");
     write(&repo.join("build/out/x.o"), "o\n");
@@ -304,27 +297,16 @@ fn task_cwd_mirrors_the_callers_folder() {
 
 #[test]
 fn task_names_counts_and_order() {
-    let env = Env::new();
-    let repo = env.repo("names");
+    let (env, repo) = Env::with_repo("names");
     let doc = prepare(&env, &repo, &[]);
     assert_eq!(doc["tasks"].as_array().unwrap().len(), 1);
     assert_eq!(doc["tasks"][0]["name"], "1");
     let doc = prepare(&env, &repo, &["-n", "4"]);
-    let names: Vec<&str> = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = field_strs(&doc["tasks"], "name");
     assert_eq!(names, ["1", "2", "3", "4"]);
     let long = "a".repeat(64);
     let doc = prepare(&env, &repo, &["zeta", "Alpha.2", "m_x-y", &long]);
-    let names: Vec<&str> = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = field_strs(&doc["tasks"], "name");
     assert_eq!(names, ["zeta", "Alpha.2", "m_x-y", long.as_str()]);
     for ws in roots(&doc) {
         assert!(ws.join("README").exists());
@@ -333,8 +315,7 @@ fn task_names_counts_and_order() {
 
 #[test]
 fn ttl_and_mode_from_config_and_command_line() {
-    let env = Env::new();
-    let repo = env.repo("cfg");
+    let (env, repo) = Env::with_repo("cfg");
     config(
         &env,
         &repo,
@@ -349,8 +330,7 @@ fn ttl_and_mode_from_config_and_command_line() {
         - rfc3339_secs(doc["created_at"].as_str().unwrap());
     assert!((d - 90).abs() <= 2, "{d}");
     // Default: 24h.
-    let env = Env::new();
-    let repo = env.repo("dflt");
+    let (env, repo) = Env::with_repo("dflt");
     let doc = prepare(&env, &repo, &[]);
     let d = rfc3339_secs(doc["lease"]["expires_at"].as_str().unwrap())
         - rfc3339_secs(doc["created_at"].as_str().unwrap());
@@ -365,8 +345,7 @@ fn ttl_and_mode_from_config_and_command_line() {
 
 #[test]
 fn workspace_root_from_config() {
-    let env = Env::new();
-    let repo = env.repo("rooted");
+    let (env, repo) = Env::with_repo("rooted");
     let elsewhere = env.path().join("elsewhere");
     config(
         &env,
@@ -383,8 +362,7 @@ fn workspace_root_from_config() {
 
 #[test]
 fn human_output_names_batch_baseline_tasks_lease_and_apply() {
-    let env = Env::new();
-    let repo = env.repo("human");
+    let (env, repo) = Env::with_repo("human");
     write(&repo.join("a"), "a\n");
     write(&repo.join("b"), "b\n");
     write(&repo.join("README"), "changed\n");
@@ -413,17 +391,12 @@ fn human_output_names_batch_baseline_tasks_lease_and_apply() {
     // Unborn.
     let unborn = env.empty_repo("unborn");
     let run = env.delegate(&unborn, ["prepare"]).expect(0);
-    assert!(
-        run.stdout.contains("from an unborn branch"),
-        "{}",
-        run.stdout
-    );
+    assert_has(&run.stdout, "from an unborn branch");
 }
 
 #[test]
 fn owner_pid_must_be_running() {
-    let env = Env::new();
-    let repo = env.repo("owner");
+    let (env, repo) = Env::with_repo("owner");
     let gone = Sleeper::new();
     let pid = gone.pid();
     gone.end();
@@ -442,8 +415,7 @@ fn owner_pid_must_be_running() {
 
 #[test]
 fn nested_repository_is_left_out_with_a_warning() {
-    let env = Env::new();
-    let repo = env.repo("outer");
+    let (env, repo) = Env::with_repo("outer");
     let inner = repo.join("vendor/inner");
     std::fs::create_dir_all(&inner).unwrap();
     env.git(&inner, ["init", "-q"]);
@@ -451,7 +423,7 @@ fn nested_repository_is_left_out_with_a_warning() {
     env.git(&inner, ["add", "f"]);
     env.git(&inner, ["commit", "-q", "-m", "inner"]);
     let run = env.delegate(&repo, ["prepare", "--json"]).expect(0);
-    assert!(run.stderr.contains("vendor/inner"), "{}", run.stderr);
+    assert_has(&run.stderr, "vendor/inner");
     let ws = root(&run.json(), 0);
     assert!(!ws.join("vendor").exists());
     assert_eq!(env.git(&ws, ["status", "--porcelain"]), "");
@@ -459,8 +431,7 @@ fn nested_repository_is_left_out_with_a_warning() {
 
 #[test]
 fn concurrent_prepares_are_serialised_and_all_succeed() {
-    let env = Env::new();
-    let repo = env.repo("parallel");
+    let (env, repo) = Env::with_repo("parallel");
     for i in 0..50 {
         write(&repo.join(format!("f{i}")), "x\n");
     }
@@ -492,8 +463,7 @@ fn concurrent_prepares_are_serialised_and_all_succeed() {
 /// undoes everything: refs, state, folders, registrations.
 #[test]
 fn failure_half_way_undoes_everything() {
-    let env = Env::new();
-    let repo = env.repo("halfway");
+    let (env, repo) = Env::with_repo("halfway");
     // A file whose path fits under a short task name but not under a
     // 64-character one (PATH_MAX is 4096).
     let long_task = "t".repeat(64);
@@ -530,8 +500,7 @@ fn failure_half_way_undoes_everything() {
 
 #[test]
 fn failure_creating_registrations_undoes_everything() {
-    let env = Env::new();
-    let repo = env.repo("noreg");
+    let (env, repo) = Env::with_repo("noreg");
     // `.git/worktrees` is a file: no registration can be made.
     std::fs::write(git_dir(&env, &repo).join("worktrees"), "in the way\n").unwrap();
     let run = env
@@ -552,8 +521,7 @@ fn failure_creating_registrations_undoes_everything() {
 
 #[test]
 fn a_file_where_the_workspace_folders_go_undoes_everything() {
-    let env = Env::new();
-    let repo = env.repo("blocked");
+    let (env, repo) = Env::with_repo("blocked");
     let base = workspace_base(&env, &repo);
     std::fs::create_dir_all(base.parent().unwrap()).unwrap();
     std::fs::write(&base, "a file where the repository's folder goes\n").unwrap();
@@ -573,8 +541,7 @@ fn a_file_where_the_workspace_folders_go_undoes_everything() {
 /// Ctrl-C at any moment: either the batch is complete, or nothing is left.
 #[test]
 fn interrupted_prepare_is_all_or_nothing() {
-    let env = Env::new();
-    let repo = env.repo("interrupt");
+    let (env, repo) = Env::with_repo("interrupt");
     for i in 0..1500 {
         write(
             &repo.join(format!("d{}/f{i}", i % 20)),
@@ -625,8 +592,7 @@ fn interrupted_prepare_is_all_or_nothing() {
 
 #[test]
 fn source_with_spaces_and_unicode_in_its_path() {
-    let env = Env::new();
-    let repo = env.repo("my project ü");
+    let (env, repo) = Env::with_repo("my project ü");
     write(&repo.join("x"), "x\n");
     let doc = prepare(&env, &repo, &[]);
     let ws = root(&doc, 0);
@@ -650,8 +616,7 @@ fn source_with_spaces_and_unicode_in_its_path() {
 // A label must never shadow a batch id.
 #[test]
 fn a_label_that_reads_as_a_batch_id_or_prefix_is_refused() {
-    let env = Env::new();
-    let repo = env.repo("labels");
+    let (env, repo) = Env::with_repo("labels");
     let first = prepare(&env, &repo, &[]);
     let full = id(&first);
     let common = common_dir(&env, &repo);
@@ -687,8 +652,7 @@ fn a_label_that_reads_as_a_batch_id_or_prefix_is_refused() {
 
 #[test]
 fn a_full_id_resolves_before_a_label_that_shadows_it() {
-    let env = Env::new();
-    let repo = env.repo("shadow");
+    let (env, repo) = Env::with_repo("shadow");
     let a = id(&prepare(&env, &repo, &[]));
     let b = id(&prepare(&env, &repo, &[]));
     // A label written before prepare refused such labels (or by hand).
@@ -715,8 +679,7 @@ fn a_full_id_resolves_before_a_label_that_shadows_it() {
 
 #[test]
 fn the_apply_hint_of_prepare_names_this_batch_even_when_short_ids_collide() {
-    let env = Env::new();
-    let repo = env.repo("collide");
+    let (env, repo) = Env::with_repo("collide");
     let a = "12345678-aaaa-4aaa-8aaa-aaaaaaaaaaaa";
     let b = "12345678-bbbb-4bbb-8bbb-bbbbbbbbbbbb";
     delegate_with_id(&env, &repo, a, &["prepare", "one"]).expect(0);
@@ -738,8 +701,7 @@ fn the_apply_hint_of_prepare_names_this_batch_even_when_short_ids_collide() {
 // A lease the calendar cannot hold is refused, never expired at birth.
 #[test]
 fn durations_the_calendar_cannot_hold_are_refused() {
-    let env = Env::new();
-    let repo = env.repo("ttl");
+    let (env, repo) = Env::with_repo("ttl");
     for ttl in [
         "9999999d",
         "3000000d",
@@ -755,7 +717,7 @@ fn durations_the_calendar_cannot_hold_are_refused() {
             2,
             "delegate::bad_duration",
         );
-        assert!(run.stderr.contains(ttl), "{}", run.stderr);
+        assert_has(&run.stderr, ttl);
         assert_nothing_created(&env, &repo);
     }
     // A long lease that fits is kept as given, and round-trips.
@@ -789,7 +751,7 @@ fn durations_the_calendar_cannot_hold_are_refused() {
             let run = expect_error(&env, &repo, args, 2, "delegate::config");
             let located = format!("{}{line_col}", file.display());
             assert!(run.stderr.contains(&located), "{text:?}:\n{}", run.stderr);
-            assert!(run.stderr.contains("9999"), "{}", run.stderr);
+            assert_has(&run.stderr, "9999");
         }
         assert_nothing_created(&env, &repo);
     }

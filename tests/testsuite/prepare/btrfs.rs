@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::common::fixtures::{id, prepare, roots, snapshot, tree_of, write};
+use crate::common::assert_has;
+use crate::common::fixtures::{field_strs, id, prepare, roots, snapshot, tree_of, write};
 use crate::common::mounts::btrfs_env;
 use crate::common::Env;
 
@@ -336,7 +337,7 @@ fn the_identity_check_survives_a_new_device_number() {
         .path()
         .join("batch.toml");
     let text = std::fs::read_to_string(&state).unwrap();
-    assert!(text.contains("subvolume = \""), "{text}");
+    assert_has(&text, "subvolume = \"");
     let dev = std::fs::metadata(&ws[0]).unwrap().dev();
     let moved = text.replace(&format!("dev = {dev}\n"), "dev = 4242\n");
     assert_ne!(moved, text);
@@ -572,14 +573,11 @@ fn verification_workspaces_are_snapshots_of_a_pristine_template() {
         "{snap:#}"
     );
     assert_eq!(snap_state, plain_state);
-    assert!(
-        snap_state.contains("a.txt: Some(\"a from task 1\\n\")"),
-        "{snap_state}"
-    );
-    assert!(snap_state.contains("gone.txt: None"), "{snap_state}");
-    assert!(snap_state.contains("ln: Some(\"a.txt\")"), "{snap_state}");
-    assert!(snap_state.contains("dir/x.txt: None"), "{snap_state}");
-    assert!(snap_state.contains("t3.txt: None"), "{snap_state}");
+    assert_has(&snap_state, "a.txt: Some(\"a from task 1\\n\")");
+    assert_has(&snap_state, "gone.txt: None");
+    assert_has(&snap_state, "ln: Some(\"a.txt\")");
+    assert_has(&snap_state, "dir/x.txt: None");
+    assert_has(&snap_state, "t3.txt: None");
     // The same runs, with the same sets; on btrfs each in a subvolume
     // (a snapshot of the template), never so without.
     let sets = |lines: &[String]| -> Vec<String> {
@@ -742,12 +740,7 @@ exit 0
         .expect(1)
         .json();
     let lines = std::fs::read_to_string(&runs).unwrap();
-    let names: Vec<&str> = doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = field_strs(&doc["tasks"], "name");
     let all = format!("[{} {}]", names[0], names[1]);
     let none = "[]".to_string();
     let first = format!("[{}]", names[0]);

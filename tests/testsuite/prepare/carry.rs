@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::roots;
+use crate::common::fixtures::{prepare, roots};
 use crate::common::mounts as sc;
 use crate::common::Env;
 
@@ -37,10 +37,7 @@ fn size(p: &Path) -> u64 {
 fn nothing_is_carried_without_a_pattern() {
     let env = Env::new();
     let repo = sc::project_with_ignored(&env, "proj");
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["-n", "2"]);
     for (t, ws) in doc["tasks"].as_array().unwrap().iter().zip(roots(&doc)) {
         let c = &t["carried_ignored"];
         assert_eq!(c["files"], 0, "{c}");

@@ -2,6 +2,7 @@
 //! (stderr, and `warnings` in the JSON document): the flag does nothing
 //! until the hook is installed (design §3.7). With the hook, no warning.
 
+use crate::common::assert_has;
 use crate::common::Env;
 
 const WARNING: &str =
@@ -42,7 +43,7 @@ fn prepare_forbid_commit_warns_when_the_hook_is_not_installed() {
         .as_str()
         .unwrap()
         .ends_with(&hook.display().to_string()));
-    assert!(run.stderr.contains(WARNING), "{}", run.stderr);
+    assert_has(&run.stderr, WARNING);
 
     // A foreign hook is not ours: still a warning.
     std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
@@ -62,8 +63,7 @@ fn prepare_forbid_commit_warns_when_the_hook_is_not_installed() {
 
 #[test]
 fn prepare_forbid_commit_with_the_hook_installed_says_nothing_and_the_hook_refuses() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     // The help of the warning, followed literally.
     env.delegate(&repo, ["hooks", "install"]).expect(0);
     let run = env

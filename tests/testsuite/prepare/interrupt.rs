@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::assert_has;
 use crate::common::files::{tree, Tree};
+use crate::common::fixtures::{field_strs, prepare};
 use crate::common::Env;
 
 const ID: &str = "0badc0de-0000-4000-8000-000000000001";
@@ -375,7 +377,7 @@ fn killed_prepare_is_refused_reported_and_removed_whole() {
         }
         if point == "replicating" {
             // With another batch open, `apply` without BATCH means that one.
-            let other = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+            let other = prepare(&env, &repo, &[]);
             assert_eq!(other["state"], "ready");
             let dry = env
                 .delegate(&repo, ["apply", "--dry-run", "--json"])
@@ -566,9 +568,9 @@ fn corrupt_interrupted_and_ordinary_batches_together() {
     p.wait_for("checked-out");
     p.signal(rustix::process::Signal::KILL);
     let _ = p.finish();
-    let good = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let good = prepare(&env, &repo, &[]);
     let good = good["batch"].as_str().unwrap().to_string();
-    let bad = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let bad = prepare(&env, &repo, &[]);
     let bad = bad["batch"].as_str().unwrap().to_string();
     let toml = common_dir(&repo)
         .join("delegate/batches")
@@ -621,7 +623,7 @@ fn corrupt_interrupted_and_ordinary_batches_together() {
     assert_eq!(ordinary["tasks"][0]["exists"], true, "{ordinary}");
     // The text form names both.
     let check = env.delegate(&repo, ["status", "--check"]).expect(1);
-    assert!(check.stdout.contains(SHORT), "{}", check.stdout);
+    assert_has(&check.stdout, SHORT);
     assert!(check.stdout.contains(&bad[..8]), "{}", check.stdout);
 
     let gc = env.delegate(&repo, ["gc", "--json"]);
@@ -648,12 +650,7 @@ fn corrupt_interrupted_and_ordinary_batches_together() {
         .join("batch.toml")
         .exists());
     let st = env.delegate(&repo, ["status", "--json"]).json();
-    let kinds: Vec<&str> = st["problems"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["kind"].as_str().unwrap())
-        .collect();
+    let kinds = field_strs(&st["problems"], "kind");
     assert_eq!(kinds, ["broken_state"], "{st}");
 }
 
@@ -666,7 +663,7 @@ fn an_interrupted_inner_batch_does_not_keep_the_outer_workspace() {
     let env = Env::new();
     let repo = fixture(&env);
     let before = snapshot(&repo);
-    let outer = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let outer = prepare(&env, &repo, &[]);
     let outer_id = outer["batch"].as_str().unwrap().to_string();
     let ws = PathBuf::from(outer["tasks"][0]["root"].as_str().unwrap());
     let mut p = Prepare::start(&env, &ws, "checked-out", false);
@@ -717,10 +714,7 @@ fn an_interrupted_inner_batch_does_not_keep_the_outer_workspace() {
 fn gc_reclaims_a_stale_outer_batch_hosting_an_interrupted_one() {
     let env = Env::new();
     let repo = fixture(&env);
-    let outer = env
-        .delegate(&repo, ["prepare", "--ttl", "1s", "--json"])
-        .expect(0)
-        .json();
+    let outer = prepare(&env, &repo, &["--ttl", "1s"]);
     let ws = PathBuf::from(outer["tasks"][0]["root"].as_str().unwrap());
     let mut p = Prepare::start(&env, &ws, "checked-out", false);
     p.wait_for("checked-out");
@@ -754,12 +748,8 @@ fn gc_reclaims_a_stale_outer_batch_hosting_an_interrupted_one() {
 /// identity (design §3.2), and no longer the marker; a killed one has none yet.
 #[test]
 fn a_complete_batch_records_its_folders_and_a_killed_one_none() {
-    let env = Env::new();
-    let repo = env.repo("small");
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let (env, repo) = Env::with_repo("small");
+    let doc = prepare(&env, &repo, &["-n", "2"]);
     let id = doc["batch"].as_str().unwrap();
     let text = std::fs::read_to_string(
         common_dir(&repo)
@@ -786,7 +776,7 @@ fn a_complete_batch_records_its_folders_and_a_killed_one_none() {
             .join("batch.toml"),
     )
     .unwrap();
-    assert!(text.contains("[preparing]"), "{text}");
+    assert_has(&text, "[preparing]");
     assert!(!text.contains("[tasks.folder]"), "{text}");
 }
 
@@ -796,9 +786,8 @@ fn a_complete_batch_records_its_folders_and_a_killed_one_none() {
 /// (not by a dry run).
 #[test]
 fn gc_removes_hidden_state_left_by_killed_commands() {
-    let env = Env::new();
-    let repo = env.repo("small");
-    let live = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let (env, repo) = Env::with_repo("small");
+    let live = prepare(&env, &repo, &[]);
     let batches = common_dir(&repo).join("delegate/batches");
     let new = batches.join(format!(".{ID}.new"));
     std::fs::create_dir_all(&new).unwrap();
@@ -828,8 +817,7 @@ fn gc_removes_hidden_state_left_by_killed_commands() {
 /// as pending, and gc removes it.
 #[test]
 fn a_journal_in_a_hidden_state_folder_is_not_recovered() {
-    let env = Env::new();
-    let repo = env.repo("small");
+    let (env, repo) = Env::with_repo("small");
     let batches = common_dir(&repo).join("delegate/batches");
     let hidden = batches.join(format!(".{ID}.removed-4242"));
     std::fs::create_dir_all(&hidden).unwrap();

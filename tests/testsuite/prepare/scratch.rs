@@ -7,7 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::roots;
+use crate::common::assert_has;
+use crate::common::fixtures::{commit_files, prepare, roots};
 use crate::common::mounts as sc;
 use crate::common::Env;
 
@@ -69,10 +70,7 @@ fn a_scratch_copy_is_a_whole_reflink_copy_of_the_source() {
     let before = contents(&repo);
     // A git operation in flight in the source: its lock stays behind.
     std::fs::write(repo.join(".git/index.lock"), "").unwrap();
-    let doc = env
-        .delegate(&repo, ["prepare", "--mode", "scratch", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--mode", "scratch", "-n", "2"]);
     assert_eq!(doc["mode"], "scratch");
     let id = doc["batch"].as_str().unwrap();
     let copies = roots(&doc);
@@ -105,7 +103,7 @@ fn a_scratch_copy_is_a_whole_reflink_copy_of_the_source() {
             marker.contains(&format!("source = \"{}\"", repo.display())),
             "{marker}"
         );
-        assert!(marker.contains("pid = "), "{marker}");
+        assert_has(&marker, "pid = ");
         // Everything, ignored and untracked files included, with modes and links.
         assert_eq!(contents(root), before);
         assert_eq!(sc::mode(&root.join("node_modules/pkg/run.sh")), 0o755);
@@ -169,15 +167,12 @@ fn the_first_snapshot_of_an_untouched_copy_hashes_nothing() {
     touch.args(files.split('\0').filter(|f| !f.is_empty()));
     assert!(touch.status().unwrap().success());
     env.git(&repo, ["update-index", "--refresh"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "--mode", "scratch", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--mode", "scratch"]);
     let root = roots(&doc).remove(0);
     // diff-files does not refresh: it lists every entry whose stat data differ.
     assert_eq!(env.git(&root, ["diff-files", "--name-only"]), "");
     let snap = env.delegate(&root, ["snapshot"]).expect(0);
-    assert!(snap.stderr.contains("hashed 0 "), "{}", snap.stderr);
+    assert_has(&snap.stderr, "hashed 0 ");
     let commit = doc["baseline"]["commit"].as_str().unwrap();
     assert_eq!(
         snap.stdout.trim(),
@@ -187,7 +182,7 @@ fn the_first_snapshot_of_an_untouched_copy_hashes_nothing() {
     // A real edit is still seen.
     std::fs::write(root.join("d1/f1.txt"), "changed\n").unwrap();
     let snap = env.delegate(&root, ["snapshot"]).expect(0);
-    assert!(snap.stderr.contains("changed 1"), "{}", snap.stderr);
+    assert_has(&snap.stderr, "changed 1");
     assert_eq!(env.git(&root, ["status", "--porcelain"]), " M d1/f1.txt\n");
 }
 
@@ -202,14 +197,11 @@ fn workspace_mode_scratch_in_the_config_makes_scratch_copies() {
         "[workspace]\nmode = \"scratch\"\n",
     )
     .unwrap();
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &repo, &[]);
     assert_eq!(doc["mode"], "scratch");
     assert!(roots(&doc)[0].ends_with("project"));
     // The command line wins over the file.
-    let doc = env
-        .delegate(&repo, ["prepare", "--mode", "worktree", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--mode", "worktree"]);
     assert_eq!(doc["mode"], "worktree");
 }
 
@@ -252,10 +244,7 @@ fn edits_in_a_scratch_copy_never_reach_the_source() {
     assert!(sc::scratch_dirs(repo.parent().unwrap()).is_empty());
 
     // apply marks scratch tasks discarded and removes their copies (design §3.2).
-    let doc = env
-        .delegate(&repo, ["prepare", "--mode", "scratch", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--mode", "scratch"]);
     let root = roots(&doc).remove(0);
     std::fs::write(root.join("README"), "edited in scratch\n").unwrap();
     let r = env.delegate(&repo, ["apply", "--json"]);
@@ -284,13 +273,13 @@ fn scratch_is_refused_where_the_filesystem_cannot_clone() {
     assert_eq!(err["code"], "delegate::no_reflink", "{err}");
     let help = err["help"].as_str().unwrap();
     assert!(help.contains("XFS") && help.contains("Btrfs"), "{help}");
-    assert!(help.contains("--mode worktree"), "{help}");
+    assert_has(help, "--mode worktree");
     assert_nothing_left(&env, &repo);
     // Human form: a diagnostic on stderr, exit 3.
     let r = env
         .delegate(&repo, ["prepare", "--mode", "scratch"])
         .expect(3);
-    assert!(r.stderr.contains("delegate::no_reflink"), "{}", r.stderr);
+    assert_has(&r.stderr, "delegate::no_reflink");
     assert_nothing_left(&env, &repo);
 }
 
@@ -327,9 +316,7 @@ fn a_source_whose_git_is_a_file_is_refused() {
         ],
     );
     let proj = sep.join("proj");
-    std::fs::write(proj.join("a"), "a\n").unwrap();
-    env.git(&proj, ["add", "a"]);
-    env.git(&proj, ["commit", "-q", "-m", "a"]);
+    commit_files(&env, &proj, &[("a", "a\n")], "a");
     let err = refused(&env, &proj, "gitfile");
     assert_eq!(err["code"], "delegate::scratch_refused", "{err}");
     assert_nothing_left(&env, &proj);
@@ -417,10 +404,7 @@ fn a_replaced_copy_is_never_removed() {
         return;
     };
     let repo = env.repo("proj");
-    let doc = env
-        .delegate(&repo, ["prepare", "--mode", "scratch", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--mode", "scratch", "-n", "2"]);
     let copies = roots(&doc);
     // The user moves task 2's copy away and puts another folder in its place.
     let moved = copies[1].with_file_name("project.moved");
@@ -435,7 +419,7 @@ fn a_replaced_copy_is_never_removed() {
             ["drop", &doc["batch"].as_str().unwrap()[..8], "--force"],
         )
         .expect(0);
-    assert!(d.stdout.contains("Left alone"), "{}", d.stdout);
+    assert_has(&d.stdout, "Left alone");
     assert!(
         !copies[0].parent().unwrap().exists(),
         "task 1's copy is removed"
@@ -456,10 +440,7 @@ fn a_copy_whose_batch_is_gone_is_listed_for_the_sweep() {
         return;
     };
     let repo = env.repo("proj");
-    let doc = env
-        .delegate(&repo, ["prepare", "--mode", "scratch", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--mode", "scratch"]);
     let id = doc["batch"].as_str().unwrap().to_string();
     let root = roots(&doc).remove(0);
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
@@ -480,10 +461,7 @@ fn a_copy_whose_batch_is_gone_is_listed_for_the_sweep() {
     assert_eq!(problems[0]["kind"], "scratch_orphan");
     assert_eq!(problems[0]["batch"], id.as_str());
     let msg = problems[0]["message"].as_str().unwrap();
-    assert!(
-        msg.contains(root.parent().unwrap().to_str().unwrap()),
-        "{msg}"
-    );
+    assert_has(msg, root.parent().unwrap().to_str().unwrap());
     env.delegate(&repo, ["status", "--check"]).expect(1);
     // Another repository beside it does not see that copy.
     let other = env.repo("other");

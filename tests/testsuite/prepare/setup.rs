@@ -2,17 +2,16 @@
 //! with run's worker environment, its log per task; its ignored output is
 //! not work; a failing setup undoes the prepare; `run` uses it too.
 
+use crate::common::assert_has;
 use crate::common::fixtures::{
-    assert_nothing_created, common_dir, config, expect_error, id, prepare_roots,
+    assert_nothing_created, commit_files, common_dir, config, expect_error, id, prepare_roots,
 };
 use crate::common::Env;
 
 /// A repository ignoring `deps/`, with `workspace.setup` writing into it.
 fn repo_with_setup(env: &Env, setup: &str) -> std::path::PathBuf {
     let repo = env.repo("r");
-    std::fs::write(repo.join(".gitignore"), "deps/\n").unwrap();
-    env.git(&repo, ["add", ".gitignore"]);
-    env.git(&repo, ["commit", "-q", "-m", "ignore deps"]);
+    commit_files(env, &repo, &[(".gitignore", "deps/\n")], "ignore deps");
     let toml = format!("[workspace]\nsetup = {setup:?}\nsetup-jobs = 2\n");
     config(env, &repo, &toml);
     repo
@@ -68,10 +67,10 @@ fn a_failing_setup_undoes_the_prepare() {
     );
     let err = &run.json()["error"];
     let message = err["message"].as_str().unwrap();
-    assert!(message.contains("task 2"), "{message}");
-    assert!(message.contains("status 7"), "{message}");
+    assert_has(message, "task 2");
+    assert_has(message, "status 7");
     let log = err["log"].as_str().unwrap();
-    assert!(message.contains(log), "{message}");
+    assert_has(message, log);
     assert!(log.ends_with("setup-2.log"), "{log}");
     assert_eq!(std::fs::read_to_string(log).unwrap(), "broken\n");
     assert_eq!(err["task"], "2");
@@ -107,7 +106,7 @@ fn run_uses_it() {
         let seen = std::fs::read_to_string(repo.join(format!("seen-{t}.txt"))).unwrap();
         assert!(seen.starts_with(&format!("{t} ")), "{seen}");
         if let Some(b) = &batch {
-            assert!(seen.contains(b.as_str()), "{seen}");
+            assert_has(&seen, b.as_str());
         }
     }
     assert!(!repo.join("deps").exists());
@@ -135,8 +134,7 @@ fn a_failing_setup_fails_run_before_any_worker() {
 /// nothing is created outside.
 #[test]
 fn a_cwd_parent_replaced_by_a_symlink_is_never_followed_to_make_the_cwd() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     std::fs::create_dir_all(repo.join("sub")).unwrap();
     std::fs::write(repo.join("sub/f.txt"), "f\n").unwrap();
     env.git(&repo, ["add", "sub"]);

@@ -37,8 +37,7 @@ fn assert_matches_oracle(env: &Env, repo: &Path) -> serde_json::Value {
 
 #[test]
 fn messy_repository_matches_git_add_all() {
-    let env = Env::new();
-    let repo = env.repo("messy");
+    let (env, repo) = Env::with_repo("messy");
     for (p, t) in [
         ("both", "one\n"),
         ("staged", "s\n"),
@@ -119,8 +118,7 @@ fn messy_repository_matches_git_add_all() {
 
 #[test]
 fn ignored_files_stay_out() {
-    let env = Env::new();
-    let repo = env.repo("ign");
+    let (env, repo) = Env::with_repo("ign");
     let excludes = env.path().join("global-excludes");
     std::fs::write(&excludes, "*.global\n").unwrap();
     env.git(
@@ -171,8 +169,7 @@ fn ignored_files_stay_out() {
 
 #[test]
 fn crlf_and_text_attributes_are_cleaned_like_git_add() {
-    let env = Env::new();
-    let repo = env.repo("eol");
+    let (env, repo) = Env::with_repo("eol");
     write(
         &repo.join(".gitattributes"),
         "*.auto text=auto\n*.crlf text eol=crlf\n*.bin -text\n",
@@ -205,8 +202,7 @@ fn crlf_and_text_attributes_are_cleaned_like_git_add() {
 #[test]
 fn core_autocrlf_without_attributes() {
     for setting in ["true", "input"] {
-        let env = Env::new();
-        let repo = env.repo("autocrlf");
+        let (env, repo) = Env::with_repo("autocrlf");
         env.git(&repo, ["config", "core.autocrlf", setting]);
         std::fs::write(repo.join("dos.txt"), "x\r\ny\r\n").unwrap();
         std::fs::write(repo.join("README"), "hello\r\nworld\r\n").unwrap();
@@ -216,8 +212,7 @@ fn core_autocrlf_without_attributes() {
 
 #[test]
 fn filter_drivers_clean_like_git_add() {
-    let env = Env::new();
-    let repo = env.repo("filter");
+    let (env, repo) = Env::with_repo("filter");
     env.git(&repo, ["config", "filter.upper.clean", "tr a-z A-Z"]);
     env.git(&repo, ["config", "filter.upper.smudge", "cat"]);
     write(&repo.join(".gitattributes"), "*.up filter=upper\n");
@@ -232,8 +227,7 @@ fn filter_drivers_clean_like_git_add() {
 
 #[test]
 fn unusual_file_names() {
-    let env = Env::new();
-    let repo = env.repo("names");
+    let (env, repo) = Env::with_repo("names");
     for name in [
         "with space",
         " leading space",
@@ -315,8 +309,7 @@ fn unborn_branch_without_and_with_staged_files() {
 
 #[test]
 fn linked_worktree_as_source() {
-    let env = Env::new();
-    let repo = env.repo("main");
+    let (env, repo) = Env::with_repo("main");
     let linked = env.path().join("linked");
     crate::common::fixtures::worktree_add(&env, &repo, &linked);
     write(&linked.join("README"), "changed in linked\n");
@@ -348,8 +341,7 @@ fn linked_worktree_as_source() {
 
 #[test]
 fn merge_conflicts_in_the_index() {
-    let env = Env::new();
-    let repo = env.repo("conflict");
+    let (env, repo) = Env::with_repo("conflict");
     write(&repo.join("f"), "base\n");
     write(&repo.join("g"), "g\n");
     env.git(&repo, ["add", "-A"]);
@@ -377,8 +369,7 @@ fn merge_conflicts_in_the_index() {
 
 #[test]
 fn first_snapshot_of_a_fresh_workspace_hashes_nothing() {
-    let env = Env::new();
-    let repo = env.repo("fresh");
+    let (env, repo) = Env::with_repo("fresh");
     for i in 0..200 {
         write(
             &repo.join(format!("d{}/f{i}.txt", i % 7)),
@@ -404,8 +395,7 @@ fn first_snapshot_of_a_fresh_workspace_hashes_nothing() {
 fn an_edit_right_after_prepare_is_seen() {
     // Same size, same second: only the stat data can tell, and they must.
     for _ in 0..3 {
-        let env = Env::new();
-        let repo = env.repo("quick");
+        let (env, repo) = Env::with_repo("quick");
         write(&repo.join("f"), "aaaa\n");
         let doc = prepare(&env, &repo, &[]);
         let ws = root(&doc, 0);
@@ -425,8 +415,7 @@ fn an_edit_right_after_prepare_is_seen() {
 fn source_index_is_only_read() {
     // A stat-dirty index (every file touched) is re-hashed, never refreshed:
     // the user's index keeps its bytes and mtime.
-    let env = Env::new();
-    let repo = env.repo("statdirty");
+    let (env, repo) = Env::with_repo("statdirty");
     for i in 0..20 {
         write(&repo.join(format!("f{i}")), "x\n");
     }
@@ -454,8 +443,7 @@ fn source_index_is_only_read() {
 fn same_size_edit_in_the_same_second_is_seen() {
     // git compares whole seconds and would call this file clean; the
     // snapshot compares nanoseconds and must see the edit.
-    let env = Env::new();
-    let repo = env.repo("nsec");
+    let (env, repo) = Env::with_repo("nsec");
     let at = |p: &Path, secs: u64, nanos: u32| {
         let f = std::fs::File::options().write(true).open(p).unwrap();
         f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::new(secs, nanos))
@@ -480,8 +468,7 @@ fn same_size_edit_in_the_same_second_is_seen() {
 
 #[test]
 fn missing_index_and_intent_to_add_then_deleted() {
-    let env = Env::new();
-    let repo = env.repo("noindex");
+    let (env, repo) = Env::with_repo("noindex");
     write(&repo.join("gone-ita"), "x\n");
     env.git(&repo, ["add", "-N", "gone-ita"]);
     std::fs::remove_file(repo.join("gone-ita")).unwrap();
@@ -489,8 +476,7 @@ fn missing_index_and_intent_to_add_then_deleted() {
     env.git(&repo, ["add", "-N", "kept-ita"]);
     assert_matches_oracle(&env, &repo);
     // No index at all: everything on disk counts as untracked.
-    let env = Env::new();
-    let repo = env.repo("noindex2");
+    let (env, repo) = Env::with_repo("noindex2");
     write(&repo.join("extra"), "e\n");
     std::fs::remove_file(git_dir(&env, &repo).join("index")).unwrap();
     let (tree, _) = snapshot(&env, &repo);
@@ -505,8 +491,7 @@ fn missing_index_and_intent_to_add_then_deleted() {
 /// apply::end_to_end.)
 #[test]
 fn index_flags_in_the_source_keep_their_git_meaning() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     for f in ["a.txt", "b.txt", "c.txt"] {
         std::fs::write(repo.join(f), format!("{f}\n")).unwrap();
     }

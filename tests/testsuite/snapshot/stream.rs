@@ -19,8 +19,7 @@ fn binary(len: usize, seed: u32) -> Vec<u8> {
 
 #[test]
 fn big_files_match_git_add_all() {
-    let env = Env::new();
-    let repo = env.repo("big");
+    let (env, repo) = Env::with_repo("big");
     let nine_mib = 9 << 20;
     std::fs::write(repo.join("tracked.bin"), binary(nine_mib, 1)).unwrap();
     // Text that `* text=auto eol=crlf` converts: the filtered path.

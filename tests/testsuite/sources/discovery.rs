@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::common::fixtures::roots;
+use crate::common::fixtures::{prepare, roots};
 use crate::common::mounts::skip;
 use crate::common::{Env, Run};
 use serde_json::Value;
@@ -83,10 +83,7 @@ fn a_sha256_repository_prepares_and_applies() {
     std::fs::write(repo.join("b.txt"), "b, user\n").unwrap();
     std::fs::write(repo.join("untracked.txt"), "u\n").unwrap();
 
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["-n", "2"]);
     let baseline = doc["baseline"]["commit"].as_str().unwrap();
     assert_eq!(baseline.len(), 64, "a SHA-256 id: {baseline}");
     assert_eq!(doc["source_head"].as_str().unwrap().len(), 64);
@@ -157,8 +154,7 @@ fn a_sha256_repository_prepares_and_applies() {
 /// refuses it too), never as "not a repository".
 #[test]
 fn an_unknown_object_format_is_refused_as_unsupported() {
-    let env = Env::new();
-    let repo = env.repo("odd");
+    let (env, repo) = Env::with_repo("odd");
     std::fs::create_dir_all(repo.join("sub")).unwrap();
     env.git(&repo, ["config", "core.repositoryformatversion", "1"]);
     env.git(&repo, ["config", "extensions.objectFormat", "sha512"]);
@@ -358,8 +354,7 @@ fn a_repository_of_another_user_is_refused_as_git_refuses_it() {
             "needs root to give the repository to another user (chown)",
         );
     }
-    let env = Env::new();
-    let repo = env.repo("theirs");
+    let (env, repo) = Env::with_repo("theirs");
     std::fs::create_dir_all(repo.join("sub")).unwrap();
     let st = Command::new("chown")
         .args(["-R", "65534:65534"])
@@ -398,8 +393,7 @@ fn a_repository_of_another_user_is_refused_as_git_refuses_it() {
 /// root hides it, one above does not.
 #[test]
 fn ceiling_directories_decide_as_for_git() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let sub = repo.join("a/b");
     std::fs::create_dir_all(&sub).unwrap();
     for (ceiling, found) in [(repo.clone(), false), (env.path().to_path_buf(), true)] {
@@ -428,8 +422,7 @@ fn ceiling_directories_decide_as_for_git() {
 /// unless the variable is true, and so does git delegate.
 #[test]
 fn a_filesystem_boundary_stops_discovery_as_for_git() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let mnt = repo.join("mnt");
     std::fs::create_dir_all(&mnt).unwrap();
     let mounted = is_root()

@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::assert_has;
 use crate::common::fixtures::prepare_roots;
 use crate::common::Env;
 use serde_json::Value;
@@ -315,8 +316,8 @@ fn a_missing_lfs_object_is_named_as_the_smudge_filter_failing() {
     let err = &run.json()["error"];
     assert_eq!(err["code"], "delegate::filter_failed", "{err}");
     let msg = err["message"].as_str().unwrap();
-    assert!(msg.contains("`lfs`"), "{msg}");
-    assert!(msg.contains("git-lfs filter-process"), "{msg}");
+    assert_has(msg, "`lfs`");
+    assert_has(msg, "git-lfs filter-process");
     assert!(
         !err["help"].as_str().unwrap().contains("disk space"),
         "{err}"

@@ -6,7 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::roots;
+use crate::common::assert_has;
+use crate::common::fixtures::{prepare, roots};
 use crate::common::Env;
 
 /// A repository with files at the top and in `a/`, `a/x/`, `b/`, `c/d/`.
@@ -72,10 +73,7 @@ fn config_bytes(env: &Env, repo: &Path) -> Vec<u8> {
 fn round_trip(env: &Env, repo: &Path, outside: &str, inside: &str, expect_list: &[&str]) {
     let index_before = index_bytes(env, repo);
     let config_before = config_bytes(env, repo);
-    let doc = env
-        .delegate(repo, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(env, repo, &["-n", "2"]);
     let sparse: Vec<&str> = doc["sparse"]
         .as_array()
         .expect("a sparse batch document carries `sparse`")
@@ -105,7 +103,7 @@ fn round_trip(env: &Env, repo: &Path, outside: &str, inside: &str, expect_list: 
         assert_eq!(env.git(w, ["status", "--porcelain"]), "");
         // A stat cache from the start: the first snapshot reads no file.
         let snap = env.delegate(w, ["snapshot"]).expect(0);
-        assert!(snap.stderr.contains("hashed 0 "), "{}", snap.stderr);
+        assert_has(&snap.stderr, "hashed 0 ");
         assert_eq!(
             snap.stdout.trim(),
             env.git(repo, ["rev-parse", &format!("{baseline}^{{tree}}")])
@@ -113,7 +111,7 @@ fn round_trip(env: &Env, repo: &Path, outside: &str, inside: &str, expect_list: 
         );
     }
     let snap = env.delegate(repo, ["snapshot"]).expect(0);
-    assert!(snap.stderr.contains("hashed 0 "), "{}", snap.stderr);
+    assert_has(&snap.stderr, "hashed 0 ");
     assert!(!ws[0].join(outside).exists());
     std::fs::create_dir_all(ws[0].join(outside).parent().unwrap()).unwrap();
     std::fs::write(ws[0].join(outside), "worker 1\n").unwrap();
@@ -214,10 +212,7 @@ fn sparse_narrows_the_workspaces_of_a_full_source() {
     let env = Env::new();
     let repo = tree(&env);
     let config_before = std::fs::read(repo.join(".git/config")).unwrap();
-    let doc = env
-        .delegate(&repo, ["prepare", "--sparse", "a/x", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--sparse", "a/x"]);
     assert_eq!(doc["sparse"], serde_json::json!(["a/x"]));
     let ws = &roots(&doc)[0];
     // Cone rules: the files at the top and directly in `a` come too.
@@ -229,10 +224,10 @@ fn sparse_narrows_the_workspaces_of_a_full_source() {
         config_before
     );
     let flags = env.git(ws, ["ls-files", "-t"]);
-    assert!(flags.contains("S b/2\n"), "{flags}");
-    assert!(flags.contains("H a/x/1\n"), "{flags}");
-    assert!(flags.contains("H a/1\n"), "{flags}");
-    assert!(flags.contains("S c/d/3\n"), "{flags}");
+    assert_has(&flags, "S b/2\n");
+    assert_has(&flags, "H a/x/1\n");
+    assert_has(&flags, "H a/1\n");
+    assert_has(&flags, "S c/d/3\n");
     assert_eq!(env.git(ws, ["status", "--porcelain"]), "");
     let wt_git = PathBuf::from(env.git(ws, ["rev-parse", "--absolute-git-dir"]).trim());
     assert_eq!(
@@ -283,18 +278,14 @@ fn sparse_narrows_within_a_cone_source_and_per_worktree_config_is_used() {
     let text = env
         .delegate(&repo, ["prepare", "--label", "human", "--sparse", "c"])
         .expect(0);
-    assert!(
-        text.stdout.contains("\nSparse workspaces: c/d\n"),
-        "{}",
-        text.stdout
-    );
+    assert_has(&text.stdout, "\nSparse workspaces: c/d\n");
 }
 
 #[test]
 fn a_full_source_without_sparse_has_no_sparse_field() {
     let env = Env::new();
     let repo = tree(&env);
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &repo, &[]);
     assert!(doc.get("sparse").is_none());
     assert_eq!(files(&roots(&doc)[0]), files(&repo));
 }
@@ -320,10 +311,7 @@ fn a_sparse_pattern_that_is_not_a_folder_is_refused() {
 fn refresh_keeps_a_narrowed_workspace_narrow() {
     let env = Env::new();
     let repo = tree(&env);
-    let doc = env
-        .delegate(&repo, ["prepare", "--sparse", "a", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["--sparse", "a"]);
     let ws = roots(&doc).remove(0);
     std::fs::write(ws.join("a/x/1"), "worker\n").unwrap();
     // The user changes a file inside the workspace's cone and one outside.
@@ -361,7 +349,7 @@ fn the_hint_for_work_outside_the_sparse_checkout_works_as_printed() {
     let env = Env::new();
     let repo = tree(&env);
     env.git(&repo, ["sparse-checkout", "set", "a"]);
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &repo, &[]);
     let ws = roots(&doc).remove(0);
     std::fs::create_dir_all(ws.join("c/d")).unwrap();
     std::fs::write(ws.join("c/d/3"), "worker\n").unwrap();
@@ -399,7 +387,7 @@ fn a_sparse_index_source_with_staged_changes_is_snapshotted_like_git_add() {
     env.git(&repo, ["add", "a/1"]);
     std::fs::write(repo.join("a/new"), "untracked\n").unwrap();
     let index_before = index_bytes(&env, &repo);
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &repo, &[]);
     let baseline = doc["baseline"]["commit"].as_str().unwrap();
     let ls = env.git(&repo, ["ls-tree", "-r", "--name-only", baseline]);
     assert_eq!(

@@ -4,7 +4,8 @@
 //! after cloning, so any use of the network (or of the submodule URLs)
 //! fails.
 
-use crate::common::fixtures::roots;
+use crate::common::assert_has;
+use crate::common::fixtures::{commit_files, prepare, roots};
 use crate::common::Env;
 use std::path::{Path, PathBuf};
 
@@ -20,11 +21,8 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
-    let env = Env::new();
-    let nested = env.repo("nested-up");
-    std::fs::write(nested.join("n.txt"), "nested\n").unwrap();
-    env.git(&nested, ["add", "n.txt"]);
-    env.git(&nested, ["commit", "-q", "-m", "n"]);
+    let (env, nested) = Env::with_repo("nested-up");
+    commit_files(&env, &nested, &[("n.txt", "nested\n")], "n");
     let lib = env.repo("lib-up");
     std::fs::write(lib.join("l.txt"), "lib\n").unwrap();
     env.git(&lib, ["add", "l.txt"]);
@@ -122,10 +120,7 @@ fn linked_worktrees(env: &Env, git_dir: &Path) -> Vec<String> {
 fn workspaces_hold_every_submodule_at_its_recorded_commit() {
     let f = fixture();
     let env = &f.env;
-    let doc = env
-        .delegate(&f.repo, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(env, &f.repo, &["-n", "2"]);
     // The baseline records the gitlinks at the submodules' commits.
     let baseline = doc["baseline"]["commit"].as_str().unwrap();
     let ls = env.git(&f.repo, ["ls-tree", "-r", baseline, "vendor"]);
@@ -181,8 +176,8 @@ fn workspaces_hold_every_submodule_at_its_recorded_commit() {
         let listed = linked_worktrees(env, git_dir);
         assert_eq!(listed.len(), 2, "{listed:?}");
         for block in &listed {
-            assert!(block.contains("\ndetached"), "{block}");
-            assert!(block.contains("\nlocked git-delegate batch "), "{block}");
+            assert_has(block, "\ndetached");
+            assert_has(block, "\nlocked git-delegate batch ");
         }
     }
     // The source's submodules are untouched.
@@ -265,10 +260,7 @@ fn a_dirty_submodule_is_refused_naming_it() {
 
     // Untracked files inside a submodule do not make it dirty (design §3.15).
     std::fs::write(lib.join("untracked.txt"), "mine\n").unwrap();
-    let doc = env
-        .delegate(&f.repo, ["prepare", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(env, &f.repo, &[]);
     let ws = &roots(&doc)[0];
     assert!(!ws.join("vendor/lib/untracked.txt").exists());
     assert_eq!(
@@ -430,10 +422,7 @@ fn a_task_that_changes_a_submodule_conflicts_and_keeps_its_work() {
 fn submodule_work_blocks_drop_and_survives_gc() {
     let f = fixture();
     let env = &f.env;
-    let doc = env
-        .delegate(&f.repo, ["prepare", "--ttl", "1s", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(env, &f.repo, &["--ttl", "1s"]);
     let batch = doc["batch"].as_str().unwrap().to_string();
     let ws = roots(&doc).remove(0);
     std::fs::write(ws.join("vendor/lib/l.txt"), "worker\n").unwrap();
@@ -480,8 +469,7 @@ fn submodule_work_blocks_drop_and_survives_gc() {
 
 #[test]
 fn a_submodule_with_its_repository_inside_its_folder_is_refused_until_absorbed() {
-    let env = Env::new();
-    let up = env.repo("up");
+    let (env, up) = Env::with_repo("up");
     let repo = env.repo("super");
     env.git(&repo, ["clone", "-q", up.to_str().unwrap(), "deps/sub"]);
     // `submodule add` of a repository already in place keeps its `.git` folder there.
@@ -513,7 +501,7 @@ fn a_submodule_with_its_repository_inside_its_folder_is_refused_until_absorbed()
     assert_eq!(env.private_refs(&repo), Vec::<String>::new());
     // The help, followed literally, works.
     env.git(&repo, ["submodule", "absorbgitdirs"]);
-    let doc = env.delegate(&repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(&env, &repo, &[]);
     let ws = roots(&doc).remove(0);
     assert_eq!(
         std::fs::read_to_string(ws.join("deps/sub/README")).unwrap(),
@@ -564,10 +552,7 @@ fn refresh_and_apply_leave_submodules_alone() {
 fn verification_workspaces_hold_the_submodules_too() {
     let f = fixture();
     let env = &f.env;
-    let doc = env
-        .delegate(&f.repo, ["prepare", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(env, &f.repo, &[]);
     let ws = roots(&doc).remove(0);
     std::fs::write(ws.join("task.txt"), "task\n").unwrap();
     let cmd = "test -f task.txt && test \"$(cat vendor/lib/l.txt)\" = lib && test -f vendor/lib/deps/n/n.txt && test -z \"$(git -C vendor/lib status --porcelain)\"";
@@ -667,10 +652,7 @@ fn submodule_refusal_hints_work_as_printed() {
     let lib = f.repo.join("vendor/lib");
     let n = lib.join("deps/n");
     let prepare_ok = |env: &Env| {
-        let doc = env
-            .delegate(&f.repo, ["prepare", "--json"])
-            .expect(0)
-            .json();
+        let doc = prepare(env, &f.repo, &[]);
         let id = doc["batch"].as_str().unwrap().to_string();
         let ws = roots(&doc)[0].clone();
         (id, ws)
@@ -680,9 +662,9 @@ fn submodule_refusal_hints_work_as_printed() {
 
     // Check the recorded commit out again, as printed.
     let (message, help) = refusal(env, &f.repo);
-    assert!(message.contains("vendor/lib/deps/n"), "{message}");
+    assert_has(&message, "vendor/lib/deps/n");
     assert!(message.contains(&moved[..12]), "{message}");
-    assert!(message.contains("checked out"), "{message}");
+    assert_has(&message, "checked out");
     assert!(!message.contains("uncommitted"), "{message}");
     env.sh(&f.repo, &quoted_command(&help, &["checkout"]))
         .expect(0);
@@ -695,14 +677,14 @@ fn submodule_refusal_hints_work_as_printed() {
     env.git(&n, ["checkout", "-q", "--detach", &moved]);
     let (_, help) = refusal(env, &f.repo);
     let add = quoted_command(&help, &[" add "]);
-    assert!(add.contains(lib.to_str().unwrap()), "{add}");
+    assert_has(&add, lib.to_str().unwrap());
     env.sh(&f.repo, &add).expect(0);
     let (message, help) = refusal(env, &f.repo);
     assert!(
         message.starts_with("the submodule vendor/lib has uncommitted changes"),
         "{message}"
     );
-    assert!(help.contains("stash"), "{help}");
+    assert_has(&help, "stash");
     env.git(&lib, ["commit", "-q", "-m", "nested moved"]);
     let (message, help) = refusal(env, &f.repo);
     assert!(

@@ -9,11 +9,14 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::assert_has;
 use crate::common::files::{lines, read, with_line};
+use crate::common::fixtures::{commit_files, prepare};
+use crate::common::remote::Two;
 use crate::common::Env;
 
 fn prepare_one(env: &Env, repo: &Path) -> (String, PathBuf) {
-    let doc = env.delegate(repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(env, repo, &[]);
     (
         doc["batch"].as_str().unwrap().to_string(),
         PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap()),
@@ -36,8 +39,7 @@ fn evil(marker: &Path) -> String {
 
 #[test]
 fn a_filter_a_local_worker_defines_is_not_run_by_apply() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let (_, ws) = prepare_one(&env, &repo);
     let marker = env.path().join("pwned");
     // The worker, from its workspace: the config is the source's.
@@ -78,17 +80,12 @@ fn a_filter_a_local_worker_defines_is_not_run_by_apply() {
     assert_eq!(read(&repo.join("README")), "changed\n");
     // "hello" both ways: neither the clean filter (the blob would say
     // HELLO) nor the smudge ran.
-    assert!(
-        run.stderr.contains("the filter.evil driver was not run"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "the filter.evil driver was not run");
 }
 
 #[test]
 fn a_changed_filter_command_is_not_run_and_a_recorded_one_is() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let ran = env.path().join("user-filter-ran");
     // The user's own driver, there at prepare: it keeps running.
     env.git(
@@ -123,17 +120,17 @@ fn a_changed_filter_command_is_not_run_and_a_recorded_one_is() {
     );
     assert_eq!(read(&repo.join("b.other")), "other\n");
     assert_eq!(read(&repo.join("a.mine")), "mine\n");
-    assert!(run.stderr.contains("filter.other"), "{}", run.stderr);
+    assert_has(&run.stderr, "filter.other");
     assert!(!run.stderr.contains("filter.mine"), "{}", run.stderr);
 }
 
-#[test]
-fn a_merge_driver_a_local_worker_defines_is_not_run_on_a_path_both_sides_changed() {
-    let env = Env::new();
-    let repo = env.repo("proj");
-    std::fs::write(repo.join("x.txt"), lines(10)).unwrap();
-    env.git(&repo, ["add", "x.txt"]);
-    env.git(&repo, ["commit", "-q", "-m", "x"]);
+/// A source with `x.txt` (10 lines) and one task whose worker defines the
+/// merge driver `evil` (it touches the returned marker), sets it for `x.txt`
+/// in the shared `info/attributes` and changes line 10: the env, the
+/// source, the workspace and the marker.
+fn worker_merge_driver() -> (Env, PathBuf, PathBuf, PathBuf) {
+    let (env, repo) = Env::with_repo("proj");
+    commit_files(&env, &repo, &[("x.txt", &lines(10))], "x");
     let (_, ws) = prepare_one(&env, &repo);
     let marker = env.path().join("pwned");
     let common = common_dir(&env, &ws);
@@ -148,6 +145,12 @@ fn a_merge_driver_a_local_worker_defines_is_not_run_on_a_path_both_sides_changed
     std::fs::create_dir_all(common.join("info")).unwrap();
     std::fs::write(common.join("info/attributes"), "x.txt merge=evil\n").unwrap();
     std::fs::write(ws.join("x.txt"), with_line(&lines(10), 10, "worker")).unwrap();
+    (env, repo, ws, marker)
+}
+
+#[test]
+fn a_merge_driver_a_local_worker_defines_is_not_run_on_a_path_both_sides_changed() {
+    let (env, repo, _, marker) = worker_merge_driver();
     // The user changes the same file meanwhile, elsewhere in it.
     std::fs::write(repo.join("x.txt"), with_line(&lines(10), 1, "user")).unwrap();
 
@@ -161,39 +164,17 @@ fn a_merge_driver_a_local_worker_defines_is_not_run_on_a_path_both_sides_changed
         read(&repo.join("x.txt")),
         with_line(&with_line(&lines(10), 1, "user"), 10, "worker")
     );
-    assert!(run.stderr.contains("merge.evil"), "{}", run.stderr);
+    assert_has(&run.stderr, "merge.evil");
 }
 
-/// The remote, the user's clone, and a worker's machine (as in
-/// `workers::remote`).
-struct Two {
-    user: Env,
-    worker: Env,
-    src: PathBuf,
-    url: String,
-}
-
+/// The remote, the user's clone (`x.txt` of 10 lines committed and pushed)
+/// and a worker's machine.
 fn two() -> Two {
-    let user = Env::new();
-    let worker = Env::new();
-    let bare = user.path().join("project.git");
-    user.git(
-        user.path(),
-        ["init", "-q", "--bare", "-b", "main", "project.git"],
-    );
-    let src = user.repo("src");
-    std::fs::write(src.join("x.txt"), lines(10)).unwrap();
-    user.git(&src, ["add", "x.txt"]);
-    user.git(&src, ["commit", "-q", "-m", "x"]);
-    let url = format!("file://{}", bare.display());
-    user.git(&src, ["remote", "add", "origin", &url]);
-    user.git(&src, ["push", "-q", "origin", "main"]);
-    Two {
-        user,
-        worker,
-        src,
-        url,
-    }
+    Two::with(|user, src| {
+        std::fs::write(src.join("x.txt"), lines(10)).unwrap();
+        user.git(src, ["add", "x.txt"]);
+        user.git(src, ["commit", "-q", "-m", "x"]);
+    })
 }
 
 impl Two {
@@ -244,7 +225,7 @@ fn a_remote_proposal_naming_an_unrecorded_filter_is_written_unfiltered() {
         read(&t.src.join("x.txt")),
         with_line(&lines(10), 10, "worker")
     );
-    assert!(run.stderr.contains("filter.evil"), "{}", run.stderr);
+    assert_has(&run.stderr, "filter.evil");
 }
 
 #[test]
@@ -275,30 +256,12 @@ fn a_remote_proposal_on_a_path_both_sides_changed_runs_no_unrecorded_merge_drive
         read(&t.src.join("x.txt")),
         with_line(&with_line(&lines(10), 1, "user"), 10, "worker")
     );
-    assert!(run.stderr.contains("merge.evil"), "{}", run.stderr);
+    assert_has(&run.stderr, "merge.evil");
 }
 
 #[test]
 fn refresh_runs_no_merge_driver_a_worker_defines() {
-    let env = Env::new();
-    let repo = env.repo("proj");
-    std::fs::write(repo.join("x.txt"), lines(10)).unwrap();
-    env.git(&repo, ["add", "x.txt"]);
-    env.git(&repo, ["commit", "-q", "-m", "x"]);
-    let (_, ws) = prepare_one(&env, &repo);
-    let marker = env.path().join("pwned");
-    let common = common_dir(&env, &ws);
-    env.git(
-        &ws,
-        [
-            "config",
-            "merge.evil.driver",
-            &format!("touch '{}'; cp %B %A", marker.display()),
-        ],
-    );
-    std::fs::create_dir_all(common.join("info")).unwrap();
-    std::fs::write(common.join("info/attributes"), "x.txt merge=evil\n").unwrap();
-    std::fs::write(ws.join("x.txt"), with_line(&lines(10), 10, "worker")).unwrap();
+    let (env, repo, ws, marker) = worker_merge_driver();
     std::fs::write(repo.join("x.txt"), with_line(&lines(10), 1, "user")).unwrap();
 
     let run = env.delegate(&repo, ["refresh", "--json"]);
@@ -312,5 +275,5 @@ fn refresh_runs_no_merge_driver_a_worker_defines() {
         read(&ws.join("x.txt")),
         with_line(&with_line(&lines(10), 1, "user"), 10, "worker")
     );
-    assert!(run.stderr.contains("merge.evil"), "{}", run.stderr);
+    assert_has(&run.stderr, "merge.evil");
 }

@@ -9,12 +9,14 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::assert_has;
 use crate::common::files::write_hook;
+use crate::common::fixtures::prepare;
 use crate::common::Env;
 use serde_json::Value;
 
 fn prepare_one(env: &Env, repo: &Path) -> PathBuf {
-    let doc = env.delegate(repo, ["prepare", "--json"]).expect(0).json();
+    let doc = prepare(env, repo, &[]);
     PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap())
 }
 
@@ -54,8 +56,7 @@ fn s(p: &Path) -> String {
 
 #[test]
 fn config_keys_and_hooks_a_worker_changes_are_reported_with_a_warning() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     env.git(&repo, ["config", "test.keep", "yes"]);
     env.git(&repo, ["config", "test.change", "one"]);
     let git_dir = std::fs::canonicalize(repo.join(".git")).unwrap();
@@ -128,9 +129,9 @@ fn config_keys_and_hooks_a_worker_changes_are_reported_with_a_warning() {
     }
     // The command a worker set is shown, so the user sees what would run,
     // and the printed way to look at it works as printed.
-    assert!(human.stderr.contains("touch "), "{}", human.stderr);
+    assert_has(&human.stderr, "touch ");
     let look = crate::common::printed_command(&human.stderr, "git config --file");
-    assert!(look.contains("core.fsmonitor"), "{look}");
+    assert_has(&look, "core.fsmonitor");
     let shown = env.sh(&repo, &look).expect(0);
     assert_eq!(shown.stdout.trim(), format!("touch {}", ran.display()));
 
@@ -139,7 +140,7 @@ fn config_keys_and_hooks_a_worker_changes_are_reported_with_a_warning() {
     assert_eq!(doc["tasks"][0]["status"], "applied", "{doc}");
     assert_eq!(of_kind(&doc, "config"), want_config, "{doc}");
     assert_eq!(of_kind(&doc, "hook"), want_hooks, "{doc}");
-    assert!(run.stderr.contains("core.fsmonitor"), "{}", run.stderr);
+    assert_has(&run.stderr, "core.fsmonitor");
     // Reported, never changed: the worker's key and hook are still there.
     assert!(std::fs::read_to_string(&config)
         .unwrap()
@@ -149,8 +150,7 @@ fn config_keys_and_hooks_a_worker_changes_are_reported_with_a_warning() {
 
 #[test]
 fn the_hook_git_delegate_installs_is_not_reported() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let git_dir = std::fs::canonicalize(repo.join(".git")).unwrap();
     // A hook of the user's own, which install chains (pre-commit.local).
     write_hook(&git_dir.join("hooks/pre-commit"), "#!/bin/sh\nexit 0\n");
@@ -175,8 +175,7 @@ fn the_hook_git_delegate_installs_is_not_reported() {
 
 #[test]
 fn a_core_hooks_path_folder_is_watched_too() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let shared = env.path().join("shared-hooks");
     write_hook(&shared.join("pre-commit"), "#!/bin/sh\nexit 0\n");
     let shared = std::fs::canonicalize(shared).unwrap();

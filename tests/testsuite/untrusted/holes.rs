@@ -16,8 +16,11 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::assert_has;
 use crate::common::files::noise_files;
-use crate::common::fixtures::{common_dir_as_printed, error_parts};
+use crate::common::fixtures::{
+    commit_files, common_dir_as_printed, error_parts, prepare, set_workspace_root,
+};
 use crate::common::mounts::Small;
 use crate::common::{printed_command, Env};
 
@@ -54,13 +57,7 @@ fn temp_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn source_on(env: &Env, dir: &Path) -> PathBuf {
-    let repo = dir.join("src");
-    std::fs::create_dir(&repo).unwrap();
-    env.git(&repo, ["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("a.txt"), "one\n").unwrap();
-    env.git(&repo, ["add", "."]);
-    env.git(&repo, ["commit", "-q", "-m", "init"]);
-    repo
+    env.repo_at(&dir.join("src"), &[("a.txt", "one\n")])
 }
 
 // ---------------------------------------------------------------------------
@@ -83,10 +80,7 @@ fn a_failed_apply_on_a_full_disk_leaves_no_temp_file_in_the_state_folder() {
     };
     let env = Env::new();
     let repo = source_on(&env, small.path());
-    let doc = env
-        .delegate(&repo, ["prepare", "--json", "-n", "1"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["-n", "1"]);
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     // Incompressible: its blob (1.5 MiB) fits in what is left, the file
     // written into the source (as much again) does not after it.
@@ -103,7 +97,7 @@ fn a_failed_apply_on_a_full_disk_leaves_no_temp_file_in_the_state_folder() {
     let t = &out["tasks"][0];
     assert_eq!(t["status"], "failed", "{out:#}");
     let message = t["message"].as_str().unwrap_or_default();
-    assert!(message.contains("no space left on device"), "{message}");
+    assert_has(message, "no space left on device");
     assert!(
         message.contains("write-back failed") && message.contains("rolled back"),
         "the write-back did not fit and was rolled back: {message}"
@@ -146,12 +140,8 @@ fn names(doc: &serde_json::Value, key: &str) -> Vec<String> {
 /// be writing them) and files that are not git-delegate's stay.
 #[test]
 fn old_temp_files_are_reported_by_status_check_and_removed_by_gc() {
-    let env = Env::new();
-    let repo = env.repo("src");
-    let doc = env
-        .delegate(&repo, ["prepare", "--json", "-n", "1"])
-        .expect(0)
-        .json();
+    let (env, repo) = Env::with_repo("src");
+    let doc = prepare(&env, &repo, &["-n", "1"]);
     let id = doc["batch"].as_str().unwrap().to_string();
     let state = common_dir_as_printed(&env, &repo).join("delegate");
     let batch_dir = state.join("batches").join(&id);
@@ -182,9 +172,9 @@ fn old_temp_files_are_reported_by_status_check_and_removed_by_gc() {
 
     let run = env.delegate(&repo, ["status", "--check"]).expect(1);
     for p in &old {
-        assert!(run.stdout.contains(p.to_str().unwrap()), "{}", run.stdout);
+        assert_has(&run.stdout, p.to_str().unwrap());
     }
-    assert!(run.stdout.contains("git delegate gc"), "{}", run.stdout);
+    assert_has(&run.stdout, "git delegate gc");
     assert!(
         !run.stdout.contains(young.to_str().unwrap()),
         "{}",
@@ -244,11 +234,7 @@ fn old_temp_files_are_reported_by_status_check_and_removed_by_gc() {
     assert!(batch_dir.join("batch.toml").is_file());
     env.delegate(&repo, ["status", "--check"]).expect(0);
     let human = env.delegate(&repo, ["gc"]).expect(0);
-    assert!(
-        human.stdout.contains("Nothing to reclaim"),
-        "{}",
-        human.stdout
-    );
+    assert_has(&human.stdout, "Nothing to reclaim");
 }
 
 // ---------------------------------------------------------------------------
@@ -262,8 +248,7 @@ fn prepare_onto_a_root_without_free_inodes_names_them() {
     let Some(small) = Small::few_inodes("prepare_onto_a_root_without_free_inodes") else {
         return;
     };
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     for d in 0..10 {
         std::fs::create_dir(repo.join(format!("d{d}"))).unwrap();
         noise_files(&repo.join(format!("d{d}")), "f", 5, 100);
@@ -271,11 +256,7 @@ fn prepare_onto_a_root_without_free_inodes_names_them() {
     env.git(&repo, ["add", "."]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
     let root = small.path().join("root");
-    std::fs::write(
-        repo.join(".git/delegate.toml"),
-        format!("[workspace]\nroot = \"{}\"\n", root.display()),
-    )
-    .unwrap();
+    set_workspace_root(&repo, &root);
     small.use_inodes(4);
     let mount = PathBuf::from(std::env::var_os("GIT_DELEGATE_FEW_INODES_DIR").unwrap());
 
@@ -289,7 +270,7 @@ fn prepare_onto_a_root_without_free_inodes_names_them() {
         mount.display()
     );
     assert!(message.contains(&named), "{message}");
-    assert!(message.contains("ENOSPC"), "{message}");
+    assert_has(&message, "ENOSPC");
     assert!(!help.contains("free space"), "{help}");
     assert!(
         help.contains(&format!(
@@ -302,7 +283,7 @@ fn prepare_onto_a_root_without_free_inodes_names_them() {
         help.contains(&format!("df -i {}", mount.display())),
         "{help}"
     );
-    assert!(help.contains("workspace.root"), "{help}");
+    assert_has(&help, "workspace.root");
     assert_eq!(env.private_refs(&repo), Vec::<String>::new());
     // With inodes again (as the help says), the same prepare works.
     small.unfill();
@@ -319,10 +300,7 @@ fn apply_onto_a_source_without_free_inodes_names_them() {
     };
     let env = Env::new();
     let repo = source_on(&env, small.path());
-    let doc = env
-        .delegate(&repo, ["prepare", "--json", "-n", "1"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["-n", "1"]);
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     std::fs::create_dir_all(ws.join("new/deeper")).unwrap();
     // One blob for all of them: the proposal's objects take few inodes,
@@ -353,7 +331,7 @@ fn apply_onto_a_source_without_free_inodes_names_them() {
     );
     assert!(message.contains(&named), "{message}\n{out:#}");
     assert!(!help.contains("free space on"), "{help}");
-    assert!(help.contains("free inodes on the filesystem"), "{help}");
+    assert_has(&help, "free inodes on the filesystem");
     assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"one\n");
     assert!(!repo.join("new").exists());
     small.unfill();
@@ -404,8 +382,7 @@ fn follow(
 /// objects only that folder holds is prepared.
 #[test]
 fn object_directory_refusal_help_works_as_printed() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let objects = repo.join(".git/objects");
     let elsewhere = env.path().join("objects-elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
@@ -457,8 +434,7 @@ fn object_directory_refusal_help_works_as_printed() {
 /// command runs on this working tree's repository.
 #[test]
 fn common_dir_refusal_help_works_as_printed() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let nowhere = env.path().join("nowhere");
     let vars = [("GIT_COMMON_DIR", nowhere.as_path())];
     let run = delegate_with(&env, &repo, &vars, &["prepare", "--json"]).expect(3);
@@ -478,12 +454,9 @@ fn common_dir_refusal_help_works_as_printed() {
 /// exported) runs, and the workspaces read the objects there.
 #[test]
 fn alternate_object_directories_refusal_help_works_as_printed() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let other = env.repo("other");
-    std::fs::write(other.join("o.txt"), "from the other store\n").unwrap();
-    env.git(&other, ["add", "o.txt"]);
-    env.git(&other, ["commit", "-q", "-m", "o"]);
+    commit_files(&env, &other, &[("o.txt", "from the other store\n")], "o");
     let alt = other.join(".git/objects");
     let vars = [("GIT_ALTERNATE_OBJECT_DIRECTORIES", alt.as_path())];
     let run = delegate_with(&env, &repo, &vars, &["prepare", "--json"]).expect(3);
@@ -500,8 +473,7 @@ fn alternate_object_directories_refusal_help_works_as_printed() {
 /// error (exit 2) pointing at the file, line and column, as any other.
 #[test]
 fn a_config_file_with_invalid_utf8_or_a_nul_is_pointed_at_by_line_and_column() {
-    let env = Env::new();
-    let repo = env.repo("src");
+    let (env, repo) = Env::with_repo("src");
     let file = common_dir_as_printed(&env, &repo).join("delegate.toml");
     for (bytes, line, column, what) in [
         (
@@ -524,7 +496,7 @@ fn a_config_file_with_invalid_utf8_or_a_nul_is_pointed_at_by_line_and_column() {
             let run = env.delegate(&repo, args).expect(2);
             let (code, message, help) = error_parts(&run);
             assert_eq!(code, "delegate::config", "{bytes:?}: {message}");
-            assert!(message.contains(file.to_str().unwrap()), "{message}");
+            assert_has(&message, file.to_str().unwrap());
             assert!(message.contains(what), "{bytes:?}: {message}");
             assert!(
                 message.contains(&format!("line {line}, column {column}")),

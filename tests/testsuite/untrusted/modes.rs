@@ -114,8 +114,7 @@ fn a_rollback_puts_private_originals_back_private() {
 
 #[test]
 fn exec_bits_follow_the_result_and_the_other_bits_stay() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     for f in ["a", "b", "c", "d"] {
         std::fs::write(repo.join(f), format!("{f}\n")).unwrap();
     }
@@ -173,8 +172,7 @@ fn undo_puts_a_private_file_back_private() {
 
 #[test]
 fn refresh_keeps_a_private_workspace_file_private() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("conf.txt"), "one\ntwo\nthree\n").unwrap();
     commit_all(&env, &repo);
     let (_, ws) = prepare_batch(&env, &repo, &["-n", "2"]);
@@ -216,8 +214,7 @@ fn apply_kept_keeps_a_private_file_private() {
 #[test]
 fn new_files_get_gits_modes_under_the_umask() {
     for (mask, plain, exec) in [("022", 0o644, 0o755), ("077", 0o600, 0o700)] {
-        let env = Env::new();
-        let repo = env.repo("proj");
+        let (env, repo) = Env::with_repo("proj");
         let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
         std::fs::write(ws[0].join("new.txt"), "new\n").unwrap();
         std::fs::create_dir(ws[0].join("dir")).unwrap();
@@ -372,8 +369,7 @@ fn bytes(root: &Path, path: &str) -> String {
 
 #[test]
 fn ident_expands_to_the_bytes_git_checkout_writes() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     // `ident` set in the tree and in `info/attributes`; `ident=yes` is not
     // set for git (gix would expand it).
     std::fs::write(repo.join(".gitattributes"), "*.c ident\n*.h ident=yes\n").unwrap();
@@ -428,8 +424,7 @@ fn ident_expands_to_the_bytes_git_checkout_writes() {
 
 #[test]
 fn ident_named_only_outside_the_tree_is_expanded_as_git_does() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join(".git/info/attributes"), "*.inf ident\n").unwrap();
     std::fs::write(repo.join("c.inf"), "$Id$\n").unwrap();
     commit_all(&env, &repo);

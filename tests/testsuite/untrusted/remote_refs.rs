@@ -13,6 +13,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
+use crate::common::assert_has;
 use crate::common::remote::Two;
 use crate::common::Run;
 use serde_json::Value;
@@ -126,11 +127,7 @@ fn refused_as_ended(t: &Two, ws: &Path) {
         human.stdout,
         human.stderr
     );
-    assert!(
-        human.stderr.contains("delegate::batch_ended"),
-        "{}",
-        human.stderr
-    );
+    assert_has(&human.stderr, "delegate::batch_ended");
     assert_eq!(t.ls_remote(), before);
 }
 
@@ -177,7 +174,7 @@ fn a_submission_arriving_while_apply_ends_the_batch_is_kept_and_reported() {
     let w = warning(&doc, "newer_submission");
     assert!(lists(w, &proposal_ref(&id, "a")), "{w}");
     assert!(!lists(w, &baseline_ref(&id)), "{w}");
-    assert!(run.stderr.contains("newer"), "{}", run.stderr);
+    assert_has(&run.stderr, "newer");
     // What it prints, run as printed, leaves the newer work where it is.
     t.run_printed(&run);
     assert_eq!(t.ls_remote().get(&proposal_ref(&id, "a")), Some(&newer));
@@ -203,7 +200,7 @@ fn the_command_printed_for_a_failing_remote_never_deletes_a_newer_submission() {
     assert!(lists(w, &baseline_ref(&id)), "{w}");
     assert!(lists(w, &proposal_ref(&id, "a")), "{w}");
     let help = w["help"].as_str().unwrap().to_string();
-    assert!(help.contains("--force-with-lease="), "{help}");
+    assert_has(&help, "--force-with-lease=");
     // The worker submits again before the remote is cleaned up.
     let newer = t.submit_a(&ws, "newer\n");
     t.no_hook();

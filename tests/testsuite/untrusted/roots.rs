@@ -21,8 +21,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::assert_has;
 use crate::common::files::chmod;
-use crate::common::fixtures::{id, prepare, roots, wait_stale};
+use crate::common::fixtures::{id, prepare, roots, set_workspace_root, wait_stale};
 use crate::common::Env;
 
 /// The other user of the machine (no account needed).
@@ -83,11 +84,7 @@ fn setup(env: &Env, mode: u32) -> (PathBuf, PathBuf) {
     let root = env.path().join("shared");
     std::fs::create_dir(&root).unwrap();
     chmod(&root, mode);
-    std::fs::write(
-        repo.join(".git/delegate.toml"),
-        format!("[workspace]\nroot = \"{}\"\n", root.display()),
-    )
-    .unwrap();
+    set_workspace_root(&repo, &root);
     (repo, root)
 }
 
@@ -165,7 +162,7 @@ fn prepare_refuses_a_repository_folder_another_user_made() {
         .expect(3);
     let error = unsafe_error(&run);
     let msg = error["message"].as_str().unwrap();
-    assert!(msg.contains(folder.to_str().unwrap()), "{msg}");
+    assert_has(msg, folder.to_str().unwrap());
     assert!(msg.contains(&format!("uid {OTHER}")), "{msg}");
     assert!(
         error["help"].as_str().unwrap().contains("workspace.root"),
@@ -180,11 +177,7 @@ fn prepare_refuses_a_repository_folder_another_user_made() {
 
     // The human diagnostic names it and its owner too.
     let run = env.delegate(&repo, ["prepare"]).expect(3);
-    assert!(
-        run.stderr.contains("unsafe_workspace_root"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "unsafe_workspace_root");
     assert!(
         run.stderr.contains(&format!("uid {OTHER}")),
         "{}",
@@ -229,8 +222,8 @@ fn prepare_refuses_a_repository_folder_replaced_by_a_symlink() {
         .expect(3);
     let error = unsafe_error(&run);
     let msg = error["message"].as_str().unwrap();
-    assert!(msg.contains(folder.to_str().unwrap()), "{msg}");
-    assert!(msg.contains("symbolic link"), "{msg}");
+    assert_has(msg, folder.to_str().unwrap());
+    assert_has(msg, "symbolic link");
     assert!(msg.contains(&format!("uid {OTHER}")), "{msg}");
     assert_eq!(error["unsafe_folder"]["path"], folder.to_str().unwrap());
     assert_eq!(error["unsafe_folder"]["owner"], OTHER);
@@ -628,12 +621,8 @@ fn point_task_at(env: &Env, repo: &Path, id: &str, outside: &Path) {
 #[test]
 fn a_task_root_edited_to_point_outside_the_workspace_root_is_never_read_nor_removed() {
     for cmd in [&["apply"][..], &["gc"][..], &["drop", "--force"][..]] {
-        let env = Env::new();
-        let repo = env.repo("proj");
-        let doc = env
-            .delegate(&repo, ["prepare", "--ttl", "1s", "--json"])
-            .expect(0)
-            .json();
+        let (env, repo) = Env::with_repo("proj");
+        let doc = prepare(&env, &repo, &["--ttl", "1s"]);
         let id = doc["batch"].as_str().unwrap().to_string();
         // A folder of the user's, with a file in it.
         let outside = env.home().join("important");

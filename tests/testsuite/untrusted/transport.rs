@@ -8,37 +8,13 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::files::{read, write_hook};
-use crate::common::{Env, Run};
+use crate::common::remote::Two;
+use crate::common::Run;
 
 /// The remote (a bare repository), the user's clone pushed to it, and a
 /// worker's machine.
-struct Two {
-    user: Env,
-    worker: Env,
-    bare: PathBuf,
-    src: PathBuf,
-    url: String,
-}
-
 fn two() -> Two {
-    let user = Env::new();
-    let worker = Env::new();
-    let bare = user.path().join("project.git");
-    user.git(
-        user.path(),
-        ["init", "-q", "--bare", "-b", "main", "project.git"],
-    );
-    let src = user.repo("src");
-    let url = format!("file://{}", bare.display());
-    user.git(&src, ["remote", "add", "origin", &url]);
-    user.git(&src, ["push", "-q", "origin", "main"]);
-    Two {
-        user,
-        worker,
-        bare,
-        src,
-        url,
-    }
+    Two::with(|_, _| {})
 }
 
 /// `cmd` with one configuration entry given through the environment, as a
@@ -52,7 +28,7 @@ fn with_entry<'a>(cmd: &'a mut Command, key: &str, value: &str) -> &'a mut Comma
 impl Two {
     /// The worker joins `task` of batch `id` from the real URL, changes
     /// README and submits.
-    fn submit(&self, id: &str, task: &str) {
+    fn join_and_submit(&self, id: &str, task: &str) {
         let doc = self
             .worker
             .delegate(self.worker.path(), ["join", &self.url, id, task, "--json"])
@@ -82,7 +58,7 @@ fn an_inherited_config_entry_stays_in_force_for_the_fetch_and_a_planted_hook_doe
     )
     .expect(0);
     let id = out.json()["batch"].as_str().unwrap().to_string();
-    t.submit(&id, "r");
+    t.join_and_submit(&id, "r");
     let marker = t.user.path().join("hook-ran");
     write_hook(
         &t.src.join(".git/hooks/reference-transaction"),
@@ -140,7 +116,7 @@ fn the_remote_fetch_never_recurses_into_submodules() {
     t.user.git(&upstream, ["add", "later.txt"]);
     t.user.git(&upstream, ["commit", "-q", "-m", "later"]);
     let later = t.user.git(&upstream, ["rev-parse", "HEAD"]);
-    t.submit(&id, "r");
+    t.join_and_submit(&id, "r");
     let sub = t.src.join("sub");
     let has_later = |dir: &Path| {
         t.user

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+use crate::common::assert_has;
 use crate::common::fixtures::{assert_nothing_created, common_dir, config};
 use crate::common::{Env, Run};
 use serde_json::{json, Value};
@@ -172,8 +173,8 @@ fn remove_with_a_conflict_keeps_the_work() {
         &json!({"worktree_path": a}).to_string(),
     );
     assert_ne!(run.code, 0, "{}", run.stderr);
-    assert!(run.stderr.contains("conflict"), "{}", run.stderr);
-    assert!(run.stderr.contains("kept"), "{}", run.stderr);
+    assert_has(&run.stderr, "conflict");
+    assert_has(&run.stderr, "kept");
     assert_eq!(
         std::fs::read_to_string(repo.join("README")).unwrap(),
         "hello\nuser\n"
@@ -223,7 +224,7 @@ fn bad_payloads_make_nothing() {
     }
     let run = hook(&env, &repo, "worktree-remove", "{}");
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("bad_hook_payload"), "{}", run.stderr);
+    assert_has(&run.stderr, "bad_hook_payload");
 }
 
 #[test]
@@ -239,11 +240,7 @@ fn remove_of_a_foreign_path_is_left_alone() {
         &json!({"worktree_path": other}).to_string(),
     )
     .expect(0);
-    assert!(
-        run.stderr.contains("not a git-delegate workspace"),
-        "{}",
-        run.stderr
-    );
+    assert_has(&run.stderr, "not a git-delegate workspace");
     assert!(other.join("README").exists());
     let run = hook(
         &env,
@@ -252,14 +249,13 @@ fn remove_of_a_foreign_path_is_left_alone() {
         &json!({"worktree_path": "/nonexistent/x"}).to_string(),
     )
     .expect(0);
-    assert!(run.stderr.contains("left alone"), "{}", run.stderr);
+    assert_has(&run.stderr, "left alone");
     let _ = common_dir(&env, &repo);
 }
 
 #[test]
 fn install_claude_merges_and_is_idempotent() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let file = repo.join(".claude/settings.local.json");
     std::fs::create_dir(repo.join(".claude")).unwrap();
     let before = json!({

@@ -5,7 +5,8 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::common::fixtures::roots;
+use crate::common::assert_has;
+use crate::common::fixtures::{field_strs, prepare, roots};
 use crate::common::procs::{alive, tty_nr};
 use crate::common::Env;
 
@@ -24,10 +25,7 @@ fn setup(env: &Env) -> (PathBuf, String, Vec<PathBuf>) {
     std::fs::write(repo.join("sub/b.txt"), "b\n").unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(env, &repo, &["-n", "2"]);
     let baseline = doc["baseline"]["commit"].as_str().unwrap().to_string();
     let roots = roots(&doc);
     (repo, baseline, roots)
@@ -106,10 +104,7 @@ fn diff_is_byte_equal_to_git_diff_and_changes_nothing() {
     // `Binary files ... differ` line; with --binary (and --full-index) as
     // git prints those.
     assert_eq!(ours, git_diff(&env, &roots[0], &baseline, &[]));
-    assert!(
-        ours.contains("Binary files /dev/null and b/blob.bin differ"),
-        "{ours}"
-    );
+    assert_has(&ours, "Binary files /dev/null and b/blob.bin differ");
     for flags in [
         &["--binary"][..],
         &["--full-index"],
@@ -127,7 +122,7 @@ fn diff_is_byte_equal_to_git_diff_and_changes_nothing() {
     // core.abbrev is git's.
     env.git(&repo, ["config", "core.abbrev", "12"]);
     let twelve = env.delegate(&repo, ["diff", "1"]).expect(0).stdout;
-    assert!(twelve.contains("index 2019eda92304.."), "{twelve}");
+    assert_has(&twelve, "index 2019eda92304..");
     assert_eq!(twelve, git_diff(&env, &roots[0], &baseline, &[]));
     env.git(&repo, ["config", "--unset", "core.abbrev"]);
     assert_eq!(
@@ -226,16 +221,12 @@ fn diff_of_several_tasks_heads_each_and_filters_paths() {
 
 #[test]
 fn path_from_the_source_and_from_inside_a_workspace() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::create_dir(repo.join("sub")).unwrap();
     std::fs::write(repo.join("sub/f"), "f\n").unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "sub"]);
-    let doc = env
-        .delegate(&repo.join("sub"), ["prepare", "-n", "2", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo.join("sub"), &["-n", "2"]);
     let cwd2 = doc["tasks"][1]["cwd"].as_str().unwrap().to_string();
     let root1 = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     assert!(cwd2.ends_with("/sub"), "{cwd2}");
@@ -294,8 +285,7 @@ fn tree_bytes(root: &Path) -> Vec<(String, u32, Vec<u8>)> {
 /// gives the bytes the real apply leaves; it changes nothing itself.
 #[test]
 fn diff_source_is_what_apply_writes_and_changes_nothing() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let lines: String = (1..=20).map(|i| format!("line {i}\n")).collect();
     std::fs::write(repo.join("a.txt"), &lines).unwrap();
     std::fs::write(repo.join("user.txt"), "mine\n").unwrap();
@@ -303,10 +293,7 @@ fn diff_source_is_what_apply_writes_and_changes_nothing() {
     std::fs::write(repo.join("old.txt"), "old\n").unwrap();
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
-    let doc = env
-        .delegate(&repo, ["prepare", "-n", "3", "--json"])
-        .expect(0)
-        .json();
+    let doc = prepare(&env, &repo, &["-n", "3"]);
     let roots: Vec<PathBuf> = roots(&doc);
     // Task 1: an edit, an add, a binary, an exec bit, a delete, a symlink.
     std::fs::write(
@@ -405,12 +392,7 @@ fn diff_source_is_what_apply_writes_and_changes_nothing() {
             )
         })
         .collect();
-    let paths: Vec<&str> = doc["paths"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["path"].as_str().unwrap())
-        .collect();
+    let paths = field_strs(&doc["paths"], "path");
     assert_eq!(
         paths,
         ["a.txt", "blob.bin", "link", "new.txt", "old.txt", "run.sh"]
@@ -518,7 +500,7 @@ fn colour_is_byte_equal_to_git_diff_color() {
             root,
             ["diff", "--no-renames", "--color=always", &baseline, &tree],
         );
-        assert!(ours.contains("\x1b[32m"), "{ours}");
+        assert_has(&ours, "\x1b[32m");
         assert_eq!(ours, want, "task {}", i + 1);
     }
     // --stat's graph and a binary file's sizes, as git colours them.
@@ -527,7 +509,7 @@ fn colour_is_byte_equal_to_git_diff_color() {
         .expect(0)
         .stdout;
     let want = git_diff(&env, ws, &baseline, &["--stat", "--color=always"]);
-    assert!(ours.contains("\x1b[31m"), "{ours}");
+    assert_has(&ours, "\x1b[31m");
     assert_eq!(ours, want);
     // Piped, colour stays off (`auto`).
     let plain = env.delegate(&repo, ["diff", "1"]).expect(0).stdout;
@@ -537,7 +519,7 @@ fn colour_is_byte_equal_to_git_diff_color() {
         .env("GIT_CONFIG_PARAMETERS", "'color.diff'='always'")
         .args(["diff", "1"]);
     let forced = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
-    assert!(forced.contains("\x1b[1mdiff --git"), "{forced}");
+    assert_has(&forced, "\x1b[1mdiff --git");
     // color.diff takes the place of color.ui, as in git.
     let mut cmd = env.delegate_cmd(&repo);
     cmd.env_remove("NO_COLOR")
@@ -662,9 +644,9 @@ fn a_terminal_gets_the_pager_git_would_choose() {
     // No pager: --no-pager, pager.diff = false, GIT_PAGER=cat (what `git
     // --no-pager delegate` sets); the patch goes to the terminal itself.
     let shown = on_terminal(&env, &repo, "diff 1 --no-pager", &[]);
-    assert!(shown.contains("diff --git a/a.txt b/a.txt"), "{shown}");
+    assert_has(&shown, "diff --git a/a.txt b/a.txt");
     let shown = on_terminal(&env, &repo, "diff 1", &[("GIT_PAGER", Some("cat"))]);
-    assert!(shown.contains("diff --git a/a.txt b/a.txt"), "{shown}");
+    assert_has(&shown, "diff --git a/a.txt b/a.txt");
     env.git(&repo, ["config", "pager.diff", "false"]);
     on_terminal(&env, &repo, "diff 1", &[]);
     env.git(&repo, ["config", "--unset", "pager.diff"]);
@@ -792,7 +774,7 @@ fn diff_source_leaves_out_what_apply_would_and_filters_paths() {
         .delegate(&roots[0], ["diff", "--source"])
         .expect(0)
         .stdout;
-    assert!(here.contains("diff --git a/new.txt b/new.txt"), "{here}");
+    assert_has(&here, "diff --git a/new.txt b/new.txt");
     assert_eq!(here, there);
     // The real apply agrees: task 1 applied, task 2 failed, process alive.
     let applied = env.delegate(&repo, ["apply", "--json"]).expect(1).json();

@@ -5,6 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::common::assert_has;
 use crate::common::files::write_hook;
 use crate::common::fixtures::prepare;
 use crate::common::path_with_delegate;
@@ -54,8 +55,7 @@ fn our_script() -> String {
 
 #[test]
 fn stale_lease_modes_through_git_commit() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     install(&env, &repo, &[]).expect(0);
     let path = path_with_delegate();
 
@@ -77,7 +77,7 @@ fn stale_lease_modes_through_git_commit() {
     let before = head(&env, &repo);
     let warn = commit(&env, &repo, &path, "warn").expect(0);
     assert!(warn.stderr.contains(&short), "{}", warn.stderr);
-    assert!(warn.stderr.contains("git delegate gc"), "{}", warn.stderr);
+    assert_has(&warn.stderr, "git delegate gc");
     assert!(warn.stderr.contains(&format!("git delegate renew {short}")));
     assert_ne!(head(&env, &repo), before);
 
@@ -91,7 +91,7 @@ fn stale_lease_modes_through_git_commit() {
     let block = commit(&env, &repo, &path, "block");
     assert_ne!(block.code, 0);
     assert!(block.stderr.contains(&short), "{}", block.stderr);
-    assert!(block.stderr.contains("refused"), "{}", block.stderr);
+    assert_has(&block.stderr, "refused");
     assert_eq!(head(&env, &repo), before);
 
     // Without git-delegate on PATH the hook does nothing, even in block mode.
@@ -112,8 +112,7 @@ fn stale_lease_modes_through_git_commit() {
 
 #[test]
 fn forbid_commit_refuses_inside_workspaces_only() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     install(&env, &repo, &[]).expect(0);
     let path = path_with_delegate();
     let forbid = prepare(
@@ -135,7 +134,7 @@ fn forbid_commit_refuses_inside_workspaces_only() {
         let refused = commit(&env, &dir, &path, "inside");
         assert_eq!(refused.code, 1, "{}", refused.stderr);
         assert!(refused.stderr.contains(&short), "{}", refused.stderr);
-        assert!(refused.stderr.contains("task worker"), "{}", refused.stderr);
+        assert_has(&refused.stderr, "task worker");
         assert_eq!(head(&env, &ws), before);
     }
     // The hook command itself says the same.
@@ -176,8 +175,7 @@ fn hook_outside_a_repository_and_without_batches_is_silent() {
 
 #[test]
 fn hooks_install_fresh_and_twice() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let hook = repo.join(".git/hooks/pre-commit");
     let _ = std::fs::remove_file(&hook);
     let doc = install(&env, &repo, &[]).expect(0).json();
@@ -205,8 +203,7 @@ fn hooks_install_fresh_and_twice() {
 
 #[test]
 fn hooks_install_chains_an_existing_hook() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let hooks = repo.join(".git/hooks");
     let marker = env.path().join("local-ran");
     let foreign = format!("#!/bin/sh\necho ran >> '{}'\nexit 0\n", marker.display());
@@ -237,18 +234,13 @@ fn hooks_install_chains_an_existing_hook() {
     let before = head(&env, &repo);
     let refused = commit(&env, &repo, &path, "refused");
     assert_ne!(refused.code, 0);
-    assert!(
-        refused.stderr.contains("local says no"),
-        "{}",
-        refused.stderr
-    );
+    assert_has(&refused.stderr, "local says no");
     assert_eq!(head(&env, &repo), before);
 }
 
 #[test]
 fn hooks_install_refuses_a_foreign_hook_beside_a_local_one() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     let hooks = repo.join(".git/hooks");
     write_hook(&hooks.join("pre-commit"), "#!/bin/sh\n# foreign\nexit 0\n");
     write_hook(
@@ -286,8 +278,7 @@ fn hooks_install_refuses_a_foreign_hook_beside_a_local_one() {
 
 #[test]
 fn hooks_install_honours_core_hooks_path() {
-    let env = Env::new();
-    let repo = env.repo("proj");
+    let (env, repo) = Env::with_repo("proj");
     std::fs::create_dir_all(repo.join("sub")).unwrap();
     env.git(&repo, ["config", "core.hooksPath", "myhooks"]);
     // Relative to the worktree root, from wherever it is run.

@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use crate::common::assert_has;
 use crate::common::files::read;
-use crate::common::fixtures::task;
+use crate::common::fixtures::{field_strs, task};
 use crate::common::procs::alive;
 use crate::common::Env;
 use serde_json::Value;
@@ -86,8 +87,7 @@ echo "hello from $1 on stderr" >&2
 
 #[test]
 fn four_workers_apply_with_their_environment_placeholders_logs_and_ports() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     std::fs::create_dir_all(repo.join("sub")).unwrap();
     std::fs::write(repo.join("sub/keep"), "k\n").unwrap();
     env.git(&repo, ["add", "."]);
@@ -176,8 +176,7 @@ fn four_workers_apply_with_their_environment_placeholders_logs_and_ports() {
 
 #[test]
 fn ports_follow_the_config() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     std::fs::write(
         repo.join(".git/delegate.toml"),
         "[run]\nport-base = 50000\nports-per-task = 3\n",
@@ -202,8 +201,7 @@ fn ports_follow_the_config() {
 
 #[test]
 fn a_failing_worker_is_worker_failed_and_its_work_stays_appliable() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let script = r#"echo "work of $GIT_DELEGATE_TASK" > "out-$GIT_DELEGATE_TASK.txt"; [ "$GIT_DELEGATE_TASK" != 2 ] || exit 3"#;
     let run = env
         .delegate(
@@ -245,8 +243,7 @@ fn a_failing_worker_is_worker_failed_and_its_work_stays_appliable() {
 
 #[test]
 fn jobs_bounds_the_workers_alive_at_once() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let times = env.path().join("times");
     std::fs::create_dir_all(&times).unwrap();
     let script = format!(
@@ -289,8 +286,7 @@ fn jobs_bounds_the_workers_alive_at_once() {
 
 #[test]
 fn a_timeout_kills_a_worker_that_traps_sigterm_and_its_grandchild() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let pids = env.path().join("pids");
     std::fs::create_dir_all(&pids).unwrap();
     // Ignores SIGTERM, as does the grandchild (an ignored signal is inherited).
@@ -329,8 +325,7 @@ fn a_timeout_kills_a_worker_that_traps_sigterm_and_its_grandchild() {
 
 #[test]
 fn sigint_stops_every_worker_group_applies_nothing_and_says_how_to_go_on() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let pids = env.path().join("pids");
     std::fs::create_dir_all(&pids).unwrap();
     // Worker 3 ignores SIGTERM and leaves a child behind that does too.
@@ -374,7 +369,7 @@ sleep 300; sleep 300"#,
     let b = batches(&env, &repo);
     assert_eq!(b.len(), 1);
     assert_eq!(b[0]["lease"]["owner_pid"], Value::Null);
-    assert!(out.stderr.contains("nothing was applied"), "{}", out.stderr);
+    assert_has(&out.stderr, "nothing was applied");
     // The printed command applies the batch.
     let apply = crate::common::printed_command(&out.stderr, "git delegate apply");
     env.sh(&repo, &apply).expect(0);
@@ -388,8 +383,7 @@ sleep 300; sleep 300"#,
 
 #[test]
 fn sigint_then_drop_as_printed() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let started = env.path().join("started");
     let script = format!(
         r#"echo x > x.txt; touch "{}"; sleep 300"#,
@@ -419,8 +413,7 @@ fn sigint_then_drop_as_printed() {
 
 #[test]
 fn a_tasks_file_gives_commands_env_and_order() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let file = env.path().join("tasks.toml");
     std::fs::write(
         &file,
@@ -452,12 +445,7 @@ env = { WHAT = "documenting" }
         )
         .expect(0)
         .json();
-    let names: Vec<&str> = doc["workers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["name"].as_str().unwrap())
-        .collect();
+    let names = field_strs(&doc["workers"], "name");
     assert_eq!(names, ["lint", "docs"]);
     assert_eq!(read(&repo.join("lint.txt")), "linting lint\n");
     assert_eq!(read(&repo.join("docs.txt")), "documenting 1\n");
@@ -465,8 +453,7 @@ env = { WHAT = "documenting" }
 
 #[test]
 fn a_bad_tasks_file_names_line_and_column_and_prepares_nothing() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let file = env.path().join("tasks.toml");
     for (text, at) in [
         (
@@ -503,7 +490,7 @@ fn a_bad_tasks_file_names_line_and_column_and_prepares_nothing() {
                 ["run", "--tasks", file.to_str().unwrap(), "--", "true"],
             )
             .expect(2);
-        assert!(human.stderr.contains(at), "{}", human.stderr);
+        assert_has(&human.stderr, at);
     }
     assert!(batches(&env, &repo).is_empty());
     assert!(env.private_refs(&repo).is_empty());
@@ -519,8 +506,7 @@ fn a_bad_tasks_file_names_line_and_column_and_prepares_nothing() {
 
 #[test]
 fn no_apply_stops_after_the_workers_and_prints_the_apply_command() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     // A worker may call git-delegate itself while run runs (no lock held).
     let out = env
         .delegate_cmd(&repo)
@@ -557,8 +543,7 @@ fn no_apply_stops_after_the_workers_and_prints_the_apply_command() {
 
 #[test]
 fn a_command_that_cannot_start_fails_its_task() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let doc = env
         .delegate(&repo, ["run", "--json", "--", "/nonexistent/agent"])
         .expect(1)
@@ -571,8 +556,7 @@ fn a_command_that_cannot_start_fails_its_task() {
 
 #[test]
 fn a_worker_writing_50_mb_neither_blocks_nor_fills_memory() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     // The worker waits for this file, so run is still there to be measured.
     let go = env.path().join("go");
     let child = env
@@ -624,8 +608,7 @@ fn a_worker_writing_50_mb_neither_blocks_nor_fills_memory() {
 
 #[test]
 fn no_command_is_bad_usage() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let doc = env
         .delegate(&repo, ["run", "-n", "2", "--json"])
         .expect(2)
@@ -636,8 +619,7 @@ fn no_command_is_bad_usage() {
 
 #[test]
 fn verify_lands_only_what_passes() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let script = r#"echo "$GIT_DELEGATE_TASK" > "t-$GIT_DELEGATE_TASK.txt"; [ "$GIT_DELEGATE_TASK" != 2 ] || echo BAD > bad.txt"#;
     let doc = env
         .delegate(
@@ -672,8 +654,7 @@ fn verify_lands_only_what_passes() {
 
 #[test]
 fn on_a_terminal_lines_are_prefixed_with_their_task_and_each_worker_has_a_status_line() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let line = format!(
         "{} run alpha b -- sh -c 'echo line-of-$GIT_DELEGATE_TASK; printf partial-$GIT_DELEGATE_TASK; exit $GIT_DELEGATE_TASK_INDEX'",
         env!("CARGO_BIN_EXE_git-delegate")
@@ -701,8 +682,7 @@ fn on_a_terminal_lines_are_prefixed_with_their_task_and_each_worker_has_a_status
 
 #[test]
 fn what_a_worker_leaves_running_in_its_group_goes_when_it_ends() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let pidfile = env.path().join("bg.pid");
     let script = format!(
         r#"sleep 300 & echo $! > "{}"; echo done > d.txt; exit 0"#,
@@ -717,8 +697,7 @@ fn what_a_worker_leaves_running_in_its_group_goes_when_it_ends() {
 
 #[test]
 fn an_owner_pid_given_owns_the_lease_once_run_ends() {
-    let env = Env::new();
-    let repo = env.repo("r");
+    let (env, repo) = Env::with_repo("r");
     let me = std::process::id().to_string();
     env.delegate(
         &repo,
