@@ -4,7 +4,8 @@
 //! help line (the message is the typed error's `Display`), and for a config
 //! error the file and span it points at. One `From<XError> for Error` per
 //! enum, so `?` converts wherever an `Error` is returned (docs/architecture.md
-//! "Errors").
+//! "Errors"). This file holds the impls for the floor, `git/` and
+//! `record/`; a layer above may have a file of its own here, named for it.
 //!
 //! Owns: which code, exit status and help each typed error has.
 //! Never: decides what failed (the module that raises the error does) or
