@@ -398,35 +398,34 @@ fn journal_left(env: &Env, repo: &Path) -> bool {
         .any(|b| b.join("writeback.journal").exists())
 }
 
-/// Write-back fails after some paths were renamed into
-/// place (the fourth path's check finds the user's edit), and meanwhile the
-/// user saved over the first file apply had just written. Rollback must
-/// leave that edit (never move it away and delete it), keep the original
-/// it replaced, report `rollback_failed` naming the path, and keep the
-/// journal until the user resolves it.
-#[test]
-fn rollback_leaves_a_file_the_user_saved_over_after_it_was_written() {
-    let (env, repo) = Env::with_repo("r");
+/// Four files under a slow clean filter, a task changing them all, and an
+/// apply during which the user saves over f1.txt as soon as apply wrote it
+/// (and edits f4.txt): returns the index before, the apply's exit code, its
+/// JSON document and its stderr.
+fn apply_while_the_user_saves_over_f1(
+    env: &Env,
+    repo: &Path,
+) -> (Vec<u8>, Option<i32>, Value, String) {
     // A slow clean filter: every check of an `S` file takes a second, so
     // the renames are spread over seconds and the user's edits land
     // between them, deterministically.
     write(&repo.join(".gitattributes"), "f*.txt filter=slow\n");
     env.git(
-        &repo,
+        repo,
         ["config", "filter.slow.clean", "sh -c \"sleep 1; cat\""],
     );
     for i in 1..=4 {
         write(&repo.join(format!("f{i}.txt")), format!("original {i}\n"));
     }
-    commit_all(&env, &repo);
-    let ws = prepare(&env, &repo);
+    commit_all(env, repo);
+    let ws = prepare(env, repo);
     for i in 1..=4 {
         write(&ws.join(format!("f{i}.txt")), format!("task 000 {i}\n"));
     }
-    let index = index_bytes(&repo);
+    let index = index_bytes(repo);
 
     let child = env
-        .delegate_cmd(&repo)
+        .delegate_cmd(repo)
         .args(["apply", "--json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -459,6 +458,19 @@ fn rollback_leaves_a_file_the_user_saved_over_after_it_was_written() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let doc: Value =
         serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    (index, out.status.code(), doc, stderr.into_owned())
+}
+
+/// Write-back fails after some paths were renamed into
+/// place (the fourth path's check finds the user's edit), and meanwhile the
+/// user saved over the first file apply had just written. Rollback must
+/// leave that edit (never move it away and delete it), keep the original
+/// it replaced, report `rollback_failed` naming the path, and keep the
+/// journal until the user resolves it.
+#[test]
+fn rollback_leaves_a_file_the_user_saved_over_after_it_was_written() {
+    let (env, repo) = Env::with_repo("r");
+    let (index, code, doc, stderr) = apply_while_the_user_saves_over_f1(&env, &repo);
 
     // Nothing the user wrote is lost; the others are back to what they were.
     assert_eq!(
@@ -475,7 +487,7 @@ fn rollback_leaves_a_file_the_user_saved_over_after_it_was_written() {
     assert_eq!(std::fs::read(repo.join("f3.txt")).unwrap(), b"original 3\n");
     assert_eq!(index_bytes(&repo), index);
     // Reported: exit 3, rollback_failed, the path and where its original is kept.
-    assert_eq!(out.status.code(), Some(3), "{doc:#}\n{stderr}");
+    assert_eq!(code, Some(3), "{doc:#}\n{stderr}");
     assert_eq!(doc["error"]["code"], "delegate::rollback_failed", "{doc:#}");
     let left = doc["error"]["paths"].as_array().expect("error.paths");
     let f1_left = left
