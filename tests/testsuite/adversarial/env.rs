@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::common::assert_has;
 use crate::common::fixtures::{prepare, task_root};
+use crate::common::killed_at;
 use crate::common::{Env, Run};
 
 /// The variables `git --git-dir=GD --work-tree=WT delegate` exports (git
@@ -603,13 +604,7 @@ fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() 
     for (k, v) in &vars {
         cmd.env(k, v);
     }
-    let out = cmd
-        .args(["apply", "--json"])
-        .env("GIT_DELEGATE_FAULT", "after-rename:4")
-        .output()
-        .unwrap();
-    use std::os::unix::process::ExitStatusExt;
-    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    killed_at(cmd.args(["apply", "--json"]), "after-rename:4");
     assert_eq!(std::fs::read(home.join("f1")).unwrap(), b"task 1\n");
     std::fs::write(home.join("f1"), b"USER 1\n").unwrap();
 

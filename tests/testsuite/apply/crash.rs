@@ -14,12 +14,12 @@
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{symlink, PermissionsExt};
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::common::files::{tree, tree_differences, Tree};
 use crate::common::fixtures::{index_bytes, prepare};
+use crate::common::killed_at;
 use crate::common::Env;
 use serde_json::Value;
 
@@ -403,18 +403,7 @@ fn apply_killed_anywhere_leaves_the_pre_apply_or_the_applied_tree() {
         ("before-journal-remove".to_string(), "apply"),
     ];
     for (fault, recover) in &points {
-        let out = rig
-            .apply_cmd()
-            .env("GIT_DELEGATE_FAULT", fault)
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.signal(),
-            Some(9),
-            "{fault}: apply was not killed (status {:?})\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
+        killed_at(rig.apply_cmd(), fault);
         assert!(
             journal_exists(&rig.repo),
             "{fault}: no journal after the crash"
@@ -439,24 +428,12 @@ fn apply_killed_anywhere_leaves_the_pre_apply_or_the_applied_tree() {
     }
 
     // A crash during recovery is recovered by the next run.
-    let out = rig
-        .apply_cmd()
-        .env(
-            "GIT_DELEGATE_FAULT",
-            format!("after-rename:{}", renames / 3),
-        )
-        .output()
-        .unwrap();
-    assert_eq!(out.status.signal(), Some(9));
+    killed_at(rig.apply_cmd(), &format!("after-rename:{}", renames / 3));
     for k in [1, 500, 1700] {
-        let run = rig
-            .env
-            .delegate_cmd(&rig.repo)
-            .args(["renew", "--json"])
-            .env("GIT_DELEGATE_FAULT", format!("recover-abort:{k}"))
-            .output()
-            .unwrap();
-        assert_eq!(run.status.signal(), Some(9), "recover-abort:{k}");
+        killed_at(
+            rig.env.delegate_cmd(&rig.repo).args(["renew", "--json"]),
+            &format!("recover-abort:{k}"),
+        );
         assert!(journal_exists(&rig.repo));
     }
     assert_eq!(rig.after_crash("crashes during recovery", "renew"), "pre");
@@ -570,13 +547,10 @@ fn a_path_edited_after_a_crash_is_never_rolled_back_over() {
     let index = index_bytes(&repo);
 
     // Renames in path order: added.txt (1), f1 aside (2), f1 in place (3), ...
-    let out = env
-        .delegate_cmd(&repo)
-        .args(["apply", "--json"])
-        .env("GIT_DELEGATE_FAULT", "after-rename:5")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    killed_at(
+        env.delegate_cmd(&repo).args(["apply", "--json"]),
+        "after-rename:5",
+    );
     assert_eq!(std::fs::read(repo.join("f1.txt")).unwrap(), b"task 1\n");
     assert_eq!(std::fs::read(repo.join("f2.txt")).unwrap(), b"task 2\n");
     // The user saves over f1.txt (the same length: only the bytes tell).

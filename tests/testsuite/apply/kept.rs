@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::common::assert_has;
 use crate::common::files::read_lossy;
 use crate::common::fixtures::{prepare_batch, wait_stale};
+use crate::common::killed_at;
 use crate::common::Env;
 use serde_json::Value;
 
@@ -350,7 +351,6 @@ fn the_apply_kept_hints_of_discard_status_and_gc_work_as_printed() {
 // rolls the write back, and `apply --kept` still finds it and lands it.
 #[test]
 fn apply_kept_killed_during_its_write_back_is_rolled_back_and_can_run_again() {
-    use std::os::unix::process::ExitStatusExt;
     let (env, repo) = Env::with_repo("proj");
     let (_batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "kept work\n").unwrap();
@@ -358,13 +358,10 @@ fn apply_kept_killed_during_its_write_back_is_rolled_back_and_can_run_again() {
     env.delegate(&repo, ["apply", "--discard", "1"]).expect(0);
     let kept = kept_list(&env, &repo);
     let name = kept[0]["name"].as_str().unwrap().to_string();
-    let out = env
-        .delegate_cmd(&repo)
-        .args(["apply", "--kept", &name])
-        .env("GIT_DELEGATE_FAULT", "after-rename:1")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    killed_at(
+        env.delegate_cmd(&repo).args(["apply", "--kept", &name]),
+        "after-rename:1",
+    );
     // Rolled back by the next mutating command, then landed by it.
     let out = env
         .delegate(&repo, ["apply", "--kept", &name, "--json"])

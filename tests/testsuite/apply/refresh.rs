@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::common::assert_has;
 use crate::common::files::read;
 use crate::common::fixtures::{field_strs, prepare, roots};
+use crate::common::with_fault;
 use crate::common::Env;
 
 const LINES: &str = "one\ntwo\nthree\nfour\nfive\n";
@@ -337,12 +338,10 @@ fn a_refresh_killed_while_writing_is_rolled_back_by_the_next_command() {
     std::fs::write(repo.join("b.txt"), "bee\nuser\n").unwrap();
     std::fs::write(ws[0].join("a.txt"), "one\ntwo\nthree\nfour\nFIVE\n").unwrap();
     let head = env.git(&ws[0], ["rev-parse", "HEAD"]);
-    let out = env
-        .delegate_cmd(&repo)
-        .args(["refresh", "1"])
-        .env("GIT_DELEGATE_FAULT", "after-rename:1")
-        .output()
-        .unwrap();
+    let out = with_fault(
+        env.delegate_cmd(&repo).args(["refresh", "1"]),
+        "after-rename:1",
+    );
     assert!(!out.status.success());
     // The next mutating command rolls the workspace back to what it held.
     let doc = env.delegate(&repo, ["renew", "--json"]).expect(0).json();

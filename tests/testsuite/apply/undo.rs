@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::common::assert_has;
 use crate::common::files::{lines, tree, with_line, Tree};
 use crate::common::fixtures::{index_bytes, prepare_batch, set_config, strings};
+use crate::common::killed_at;
 use crate::common::Env;
 use serde_json::Value;
 
@@ -306,13 +307,7 @@ fn undo_killed_mid_write_is_rolled_back_by_the_next_command() {
         ("after-rename:3", "renew"),
         ("after-temp-files", "undo"),
     ] {
-        let status = env
-            .delegate_cmd(&repo)
-            .args(["undo"])
-            .env("GIT_DELEGATE_FAULT", fault)
-            .status()
-            .unwrap();
-        assert_eq!(status.signal(), Some(9), "{fault}: undo was not killed");
+        killed_at(env.delegate_cmd(&repo).args(["undo"]), fault);
         assert!(journal(&repo, &id).is_file(), "{fault}: no journal");
         // status reports it and changes nothing.
         let before = tree(&repo);
@@ -357,13 +352,7 @@ fn undo_killed_mid_write_is_rolled_back_by_the_next_command() {
 #[test]
 fn undo_killed_after_its_commit_point_is_finished_and_its_entry_marked_undone() {
     let (env, repo, pre, id) = applied();
-    let status = env
-        .delegate_cmd(&repo)
-        .args(["undo"])
-        .env("GIT_DELEGATE_FAULT", "after-commit")
-        .status()
-        .unwrap();
-    assert_eq!(status.signal(), Some(9));
+    killed_at(env.delegate_cmd(&repo).args(["undo"]), "after-commit");
     let out = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
     assert_eq!(
         out["completed_writebacks"],

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::common::assert_has;
 use crate::common::files::chmod;
 use crate::common::fixtures::{commit_all, field_strs};
+use crate::common::with_fault;
 use crate::common::Env;
 use serde_json::Value;
 
@@ -269,12 +270,10 @@ fn a_failed_write_rolls_everything_back_and_a_rerun_applies() {
     w.remove(&b".git"[..]);
 
     for n in [1, 7, 23] {
-        let run = env
-            .delegate_cmd(&repo)
-            .args(["apply", "--json"])
-            .env("GIT_DELEGATE_FAULT", format!("fail-rename:{n}"))
-            .output()
-            .unwrap();
+        let run = with_fault(
+            env.delegate_cmd(&repo).args(["apply", "--json"]),
+            &format!("fail-rename:{n}"),
+        );
         let doc: Value = serde_json::from_slice(&run.stdout).unwrap();
         assert_eq!(run.status.code(), Some(1), "{doc:#}");
         let t = &doc["tasks"][0];
@@ -587,12 +586,10 @@ fn a_path_named_like_an_os_error_or_a_filter_failure_does_not_change_the_reason(
         let ws = prepare(&env, &repo);
         write(&ws.join(name), "new\n");
         let before = tree(&repo);
-        let run = env
-            .delegate_cmd(&repo)
-            .args(["apply", "--json"])
-            .env("GIT_DELEGATE_FAULT", "fail-rename:1")
-            .output()
-            .unwrap();
+        let run = with_fault(
+            env.delegate_cmd(&repo).args(["apply", "--json"]),
+            "fail-rename:1",
+        );
         let doc: Value = serde_json::from_slice(&run.stdout).unwrap();
         assert_eq!(run.status.code(), Some(1), "{name}: {doc:#}");
         let t = &doc["tasks"][0];

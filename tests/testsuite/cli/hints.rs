@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use crate::common::assert_has;
 use crate::common::files::read_lossy;
 use crate::common::fixtures::prepare_batch;
+use crate::common::killed_at;
 use crate::common::{printed_command, Env, Run};
 use serde_json::Value;
 
@@ -356,18 +357,11 @@ fn worktree_remove_hint(env: &Env, repo: &Path) {
 // "run `git delegate apply` or `git delegate gc`".
 #[test]
 fn pending_writeback_gc_hint_rolls_it_back() {
-    use std::os::unix::process::ExitStatusExt;
     let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     std::fs::write(ws[0].join("new.txt"), "new\n").unwrap();
-    let out = env
-        .delegate_cmd(&repo)
-        .arg("apply")
-        .env("GIT_DELEGATE_FAULT", "after-rename:1")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    killed_at(env.delegate_cmd(&repo).arg("apply"), "after-rename:1");
     let err = env.delegate(&repo, ["apply", "--dry-run"]).expect(3).stderr;
     let cmd = printed_command(&err, "git delegate gc");
     let status = env.delegate(&repo, ["status"]).expect(0).stdout;
@@ -520,7 +514,6 @@ fn source_moved_hints_apply_after_moving_back_or_drop() {
 // deleting the kept file ... then run `git delegate gc`", which finishes.
 #[test]
 fn rollback_left_path_gc_hint_finishes_the_rollback() {
-    use std::os::unix::process::ExitStatusExt;
     let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("a.txt"), "original a\n").unwrap();
     std::fs::write(repo.join("b.txt"), "original b\n").unwrap();
@@ -530,13 +523,7 @@ fn rollback_left_path_gc_hint_finishes_the_rollback() {
     std::fs::write(ws[0].join("a.txt"), "task a\n").unwrap();
     std::fs::write(ws[0].join("b.txt"), "task b\n").unwrap();
     // Renames in path order: a aside (1), a in place (2), ...
-    let out = env
-        .delegate_cmd(&repo)
-        .arg("apply")
-        .env("GIT_DELEGATE_FAULT", "after-rename:2")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    killed_at(env.delegate_cmd(&repo).arg("apply"), "after-rename:2");
     assert_eq!(read_lossy(&repo.join("a.txt")), "task a\n");
     std::fs::write(repo.join("a.txt"), "the user's a\n").unwrap();
     let err = env.delegate(&repo, ["gc"]).expect(3).stderr;
@@ -561,17 +548,10 @@ fn rollback_left_path_gc_hint_finishes_the_rollback() {
 // working tree as written.
 #[test]
 fn completed_writeback_apply_hint_records_it() {
-    use std::os::unix::process::ExitStatusExt;
     let (env, repo) = Env::with_repo("proj");
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
-    let out = env
-        .delegate_cmd(&repo)
-        .arg("apply")
-        .env("GIT_DELEGATE_FAULT", "after-commit")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    killed_at(env.delegate_cmd(&repo).arg("apply"), "after-commit");
     let gc = env.delegate(&repo, ["gc"]).expect(0);
     assert_has(&gc.stderr, "had written its whole result");
     let cmd = printed_command(&gc.stderr, "git delegate apply");

@@ -241,6 +241,34 @@ pub fn succeed(mut cmd: impl std::borrow::BorrowMut<Command>) -> Output {
     out
 }
 
+/// Run `cmd` (a `git-delegate` command) with the test-only fault point
+/// `fault` set (`GIT_DELEGATE_FAULT`, src/writeback/mod.rs) and return its
+/// output: `fail-rename:N` makes that rename fail, every other point kills
+/// the process there (SIGKILL, as `kill -9`).
+pub fn with_fault(mut cmd: impl std::borrow::BorrowMut<Command>, fault: &str) -> Output {
+    cmd.borrow_mut()
+        .env("GIT_DELEGATE_FAULT", fault)
+        .output()
+        .expect("run git-delegate")
+}
+
+/// [`with_fault`] at a point that kills: assert that the process died of
+/// SIGKILL (showing its status and output if not), return its output.
+#[track_caller]
+pub fn killed_at(cmd: impl std::borrow::BorrowMut<Command>, fault: &str) -> Output {
+    use std::os::unix::process::ExitStatusExt;
+    let out = with_fault(cmd, fault);
+    assert_eq!(
+        out.status.signal(),
+        Some(9),
+        "{fault}: not killed (status {:?})\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// Assert that `text` holds `part`, showing `text` when it does not.
 #[track_caller]
 pub fn assert_has(text: &str, part: &str) {

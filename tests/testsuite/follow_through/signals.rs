@@ -25,6 +25,7 @@ use serde_json::Value;
 use crate::common::assert_has;
 use crate::common::files::{tree, tree_differences, Tree};
 use crate::common::fixtures::roots;
+use crate::common::killed_at;
 use crate::common::{Env, Run};
 
 const TASKS: usize = 4;
@@ -482,14 +483,10 @@ fn a_write_back_killed_past_its_commit_point_is_finished_recorded_and_told_so() 
     let rig = Rig::new();
     // Killed before the commit point: status says it is rolled back.
     let (batch, _) = rig.prepare();
-    let killed = rig
-        .env
-        .delegate_cmd(&rig.repo)
-        .args(["apply"])
-        .env("GIT_DELEGATE_FAULT", "after-rename:100")
-        .output()
-        .unwrap();
-    assert_eq!(killed.status.signal(), Some(9));
+    killed_at(
+        rig.env.delegate_cmd(&rig.repo).args(["apply"]),
+        "after-rename:100",
+    );
     let status = rig.env.delegate(&rig.repo, ["status"]).expect(0);
     assert_has(&status.stdout, "rolls it back");
     let (doc, journal) = rig.journal_problem();
@@ -507,14 +504,10 @@ fn a_write_back_killed_past_its_commit_point_is_finished_recorded_and_told_so() 
     rig.assert_source("before", "killed before the commit point, after gc");
 
     // Killed just past it.
-    let killed = rig
-        .env
-        .delegate_cmd(&rig.repo)
-        .args(["apply"])
-        .env("GIT_DELEGATE_FAULT", "after-commit")
-        .output()
-        .unwrap();
-    assert_eq!(killed.status.signal(), Some(9));
+    killed_at(
+        rig.env.delegate_cmd(&rig.repo).args(["apply"]),
+        "after-commit",
+    );
     let status = rig.env.delegate(&rig.repo, ["status"]).expect(0);
     assert!(
         status.stdout.contains("finishes it") && !status.stdout.contains("rolls it back"),

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
 use crate::common::fixtures::prepare_roots;
+use crate::common::with_fault;
 use crate::common::Env;
 use serde_json::Value;
 
@@ -360,12 +361,10 @@ fn an_interrupted_lfs_write_back_rolls_back_and_lands_again() {
     let batch = doc["batch"].as_str().unwrap().to_string();
     std::fs::write(ws[0].join("a.bin"), binary("a, worker", 2000)).unwrap();
     std::fs::write(ws[0].join("new.bin"), binary("new", 300)).unwrap();
-    let killed = env
-        .delegate_cmd(&repo)
-        .env("GIT_DELEGATE_FAULT", "after-rename:1")
-        .args(["apply", "--json"])
-        .output()
-        .unwrap();
+    let killed = with_fault(
+        env.delegate_cmd(&repo).args(["apply", "--json"]),
+        "after-rename:1",
+    );
     assert!(!killed.status.success(), "the fault kills the apply");
     let gc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
     assert_eq!(

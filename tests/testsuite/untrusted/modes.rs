@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common::files::{chmod, read};
 use crate::common::fixtures::{commit_all, prepare_batch};
+use crate::common::with_fault;
 use crate::common::Env;
 
 fn mode(p: &Path) -> u32 {
@@ -62,12 +63,7 @@ fn the_temp_file_of_a_private_file_is_never_readable() {
     let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("secret.env"), "TOKEN=2\n").unwrap();
     // Killed once every temp file is written: what is on disk then.
-    let out = env
-        .delegate_cmd(&repo)
-        .env("GIT_DELEGATE_FAULT", "after-temp-files")
-        .args(["apply"])
-        .output()
-        .unwrap();
+    let out = with_fault(env.delegate_cmd(&repo).args(["apply"]), "after-temp-files");
     assert!(!out.status.success());
     let temps: Vec<PathBuf> = std::fs::read_dir(&repo)
         .unwrap()
@@ -95,12 +91,7 @@ fn a_rollback_puts_private_originals_back_private() {
         let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
         std::fs::write(ws[0].join("priv.txt"), "private\nchanged\n").unwrap();
         std::fs::write(ws[0].join("secret.env"), "TOKEN=2\n").unwrap();
-        let out = env
-            .delegate_cmd(&repo)
-            .env("GIT_DELEGATE_FAULT", fault)
-            .args(["apply"])
-            .output()
-            .unwrap();
+        let out = with_fault(env.delegate_cmd(&repo).args(["apply"]), fault);
         assert_eq!(out.status.code(), code, "{fault}");
         if code.is_none() {
             env.delegate(&repo, ["gc"]).expect(0);

@@ -7,6 +7,8 @@
 use super::*;
 use crate::common::assert_has;
 use crate::common::fixtures::commit_files;
+use crate::common::killed_at;
+use crate::common::with_fault;
 
 #[test]
 fn a_missing_or_replaced_workspace_fails_and_is_never_deleted() {
@@ -85,12 +87,10 @@ fn a_failed_write_back_fails_every_task_it_was_writing_and_keeps_the_proposals()
     // a failure the check before writing cannot foresee (a folder that
     // refuses writing is one it does: see
     // a_folder_that_refuses_writing_fails_only_the_tasks_that_write_there).
-    let out = env
-        .delegate_cmd(&repo)
-        .args(["apply", "--json"])
-        .env("GIT_DELEGATE_FAULT", "fail-rename:2")
-        .output()
-        .unwrap();
+    let out = with_fault(
+        env.delegate_cmd(&repo).args(["apply", "--json"]),
+        "fail-rename:2",
+    );
     let out = crate::common::Run::from(out).expect(1).json();
     for name in ["1", "2"] {
         let t = task(&out, name);
@@ -452,12 +452,10 @@ fn an_unwritable_folder_and_a_rolled_back_write_leave_a_clean_journal() {
         return;
     };
     let before = digest(&repo, true);
-    let run = env
-        .delegate_cmd(&repo)
-        .args(["apply", "--json"])
-        .env("GIT_DELEGATE_FAULT", "fail-rename:2")
-        .output()
-        .unwrap();
+    let run = with_fault(
+        env.delegate_cmd(&repo).args(["apply", "--json"]),
+        "fail-rename:2",
+    );
     let out: Value = serde_json::from_slice(&run.stdout).unwrap();
     assert_eq!(run.status.code(), Some(1), "{out:#}");
     for name in ["1", "2", "3"] {
@@ -507,14 +505,7 @@ fn write_back_and_moved_source_messages_escape_control_characters() {
     }
     std::fs::write(ws[0].join(bad), "task bad\n").unwrap();
     // Path order: "f\e..." (1 aside, 2 in place), f1, f2; killed after f1 is in.
-    let out = env
-        .delegate_cmd(&dir)
-        .args(["apply"])
-        .env("GIT_DELEGATE_FAULT", "after-rename:4")
-        .output()
-        .unwrap();
-    use std::os::unix::process::ExitStatusExt;
-    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    killed_at(env.delegate_cmd(&dir).args(["apply"]), "after-rename:4");
     std::fs::write(dir.join(bad), "USER\n").unwrap();
     let clean = |run: &crate::common::Run| {
         for s in [&run.stdout, &run.stderr] {

@@ -3,6 +3,7 @@
 //! a write-back is left over.
 
 use super::*;
+use crate::common::killed_at;
 
 /// Three tasks and the user's own edits: task 1 applies, task 2 changes
 /// the line task 1 changed (`merge_conflict`), task 3 the line the user
@@ -305,17 +306,13 @@ fn diff_source_leaves_out_what_apply_would_and_filters_paths() {
 /// changes nothing (the journal stays for the next mutating command).
 #[test]
 fn diff_source_refuses_while_a_write_back_is_left_over() {
-    use std::os::unix::process::ExitStatusExt;
     let env = Env::new();
     let (repo, _baseline, roots) = setup(&env);
     work(&roots[0]);
-    let out = env
-        .delegate_cmd(&repo)
-        .args(["apply", "--json"])
-        .env("GIT_DELEGATE_FAULT", "after-rename:2")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    killed_at(
+        env.delegate_cmd(&repo).args(["apply", "--json"]),
+        "after-rename:2",
+    );
     let before = tree_bytes(&repo);
     let run = env
         .delegate(&repo, ["diff", "--source", "--json"])
