@@ -129,13 +129,16 @@ pub fn list(state_dir: &Path) -> Vec<Idle> {
 /// Make the workspace of `task` (a task of a batch whose workspaces are
 /// below `base`) idle: proven ours, snapshotted (no nested repository, no
 /// path git refuses), its registration and folder renamed into the pool,
-/// its record saved. `false`: nothing was changed (the caller removes it
-/// as usual).
+/// its record saved. `known`: the tree the caller's own snapshot of it
+/// read just now (apply's, holding neither), so it is not read again: a
+/// write since then makes the reuse's proof fail, never pass. `false`:
+/// nothing was changed (the caller removes it as usual).
 pub fn park(
     common_dir: &Path,
     state_dir: &Path,
     base: &Path,
     task: &crate::record::batch::Task,
+    known: Option<ObjectId>,
 ) -> Result<bool> {
     let Identity::Ours {
         fd: Some(fd),
@@ -155,10 +158,16 @@ pub fn park(
         return Ok(false);
     }
     let repo = crate::git::repo::open_worktree(&task.root)?;
-    let snap = crate::snapshot::snapshot_workspace(&repo)?;
-    if !snap.nested_repos.is_empty() || !snap.invalid.is_empty() {
-        return Ok(false);
-    }
+    let tree = match known {
+        Some(tree) => tree,
+        None => {
+            let snap = crate::snapshot::snapshot_workspace(&repo)?;
+            if !snap.nested_repos.is_empty() || !snap.invalid.is_empty() {
+                return Ok(false);
+            }
+            snap.tree
+        }
+    };
     let commit = repo
         .head_id()
         .map(|id| id.detach().to_string())
@@ -200,7 +209,7 @@ pub fn park(
             id,
             root: plan.root.clone(),
             folder,
-            tree: snap.tree.to_string(),
+            tree: tree.to_string(),
             commit,
             idle_since: crate::sys::time::rfc3339(crate::sys::time::now()),
         },

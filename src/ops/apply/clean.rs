@@ -245,7 +245,7 @@ fn teardown_closed(
                 Ok(())
             })
         } else if (this_run || still_locked_by_us(source, b, task))
-            && pooled(source, b, task, &others)
+            && pooled(source, b, task, &others, tree_of(outcomes, i))
         {
             // Idle in the pool (design §3.20): gone from the task's place.
             closed.push((i, Closed::Removed));
@@ -298,7 +298,13 @@ fn teardown_closed(
 /// §3.20): a plain worktree workspace (no submodules, no sparse checkout)
 /// hosting no open batch. Whether it went idle; when it could not (an
 /// error included), nothing changed and it is removed as before.
-fn pooled(source: &Source, b: &Batch, task: &batch::Task, others: &[Batch]) -> bool {
+fn pooled(
+    source: &Source,
+    b: &Batch,
+    task: &batch::Task,
+    others: &[Batch],
+    tree: Option<ObjectId>,
+) -> bool {
     let ended = matches!(
         task.state,
         TaskState::Applied | TaskState::NoChanges | TaskState::Discarded
@@ -318,7 +324,15 @@ fn pooled(source: &Source, b: &Batch, task: &batch::Task, others: &[Batch]) -> b
     let Ok(base) = source.workspace_base() else {
         return false;
     };
-    workspace::pool::park(&source.common_dir, &state_dir, &base, task).unwrap_or(false)
+    workspace::pool::park(&source.common_dir, &state_dir, &base, task, tree).unwrap_or(false)
+}
+
+/// The tree this run's snapshot read in task `i`'s workspace, if it did.
+fn tree_of(outcomes: &[Outcome], i: usize) -> Option<ObjectId> {
+    outcomes
+        .iter()
+        .find(|o| o.idx == i)
+        .and_then(|o| o.workspace_tree)
 }
 
 /// A closed task's workspace that is still ours and still carries the lock

@@ -406,8 +406,20 @@ fn take(
                 out.resubmit = b.tasks[out.idx].remote && e.code.fs_cause().is_none();
                 keep_artifacts(source, b, out, dry_run);
             }
-            Ok(None) => out.status = TaskState::NoChanges,
+            Ok(None) => {
+                out.status = TaskState::NoChanges;
+                // No difference from the task's base: its tree is the workspace's.
+                let task = &b.tasks[out.idx];
+                if !task.remote {
+                    out.workspace_tree = proposal::base_of(&source.repo, b, task, baseline_tree)
+                        .ok()
+                        .map(|(_, tree)| tree);
+                }
+            }
             Ok(Some(r)) => {
+                if !b.tasks[out.idx].remote && r.invalid.is_empty() && r.nested.is_empty() {
+                    out.workspace_tree = Some(r.tree);
+                }
                 out.proposed = r.paths.into_iter().map(|c| c.path).collect();
                 if let Some((name, patch)) = r.artifacts {
                     out.proposal_ref = Some(name);
