@@ -22,6 +22,7 @@ use crate::git::refs::RefError;
 use crate::git::sparse::SparseError;
 use crate::git::transport::TransportError;
 use crate::ops::lock::LockError;
+use crate::record::batch::BatchError;
 use crate::record::busy::BusyError;
 use crate::record::kept::KeptError;
 use crate::sys::fs::FsError;
@@ -295,6 +296,69 @@ impl From<SparseError> for Error {
                 Code::BadPattern,
                 message,
                 "give --sparse a folder path relative to the repository's top folder, such as `--sparse src/app` (cone patterns: no wildcards, no `..`)",
+            ),
+        }
+    }
+}
+
+/// A batch's record and a `BATCH` or task argument (design §3): the
+/// arguments are usage errors (exit 2) saying what to name instead; a
+/// corrupt record is exit 3 with the command that removes it; the files are
+/// I/O errors named by their cause.
+impl From<BatchError> for Error {
+    fn from(e: BatchError) -> Error {
+        use BatchError as B;
+        let message = e.to_string();
+        const LIST: &str = "run `git delegate status` to list the batches";
+        match e {
+            B::TaskNotOpen { .. } => Error::usage(
+                Code::TaskNotOpen,
+                message,
+                "name only open tasks; `git delegate status` lists them",
+            ),
+            B::UnknownTask { tasks, .. } => Error::usage(
+                Code::UnknownTask,
+                message,
+                format!("its tasks are: {}", tasks.join(", ")),
+            ),
+            B::Record { .. } => Error::state(
+                Code::State,
+                message,
+                "paths in batch state must be valid UTF-8; move the repository or workspace root to such a path",
+            ),
+            B::CreateDir { source, .. } | B::Remove { source, .. } | B::List { source, .. } => {
+                Error::io(message, source)
+            }
+            B::Write(e) => e.into(),
+            B::Corrupt { id, .. } => Error::state(
+                Code::CorruptBatch,
+                message,
+                format!(
+                    "remove the batch with `git delegate drop {id} --force` (the changes in its workspaces are saved as proposal refs first)"
+                ),
+            ),
+            B::NoBatch => Error::usage(
+                Code::NoBatch,
+                message,
+                "create one with `git delegate prepare`",
+            ),
+            B::SeveralBatches { .. } => Error::usage(
+                Code::AmbiguousBatch,
+                message,
+                "name one: its label, its id, or the first 4 or more characters of its id",
+            ),
+            B::ShortPrefix { .. } | B::NoMatch { .. } => {
+                Error::usage(Code::UnknownBatch, message, LIST)
+            }
+            B::AmbiguousPrefix { .. } => Error::usage(
+                Code::AmbiguousBatch,
+                message,
+                "give more characters of the id",
+            ),
+            B::BadTaskName { .. } => Error::usage(
+                Code::BadTaskName,
+                message,
+                "task names are 1-64 characters of A-Z a-z 0-9 . _ -, start with a letter or digit, and contain no `..` nor end in `.` or `.lock`",
             ),
         }
     }
