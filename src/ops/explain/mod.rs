@@ -12,8 +12,11 @@
 //! prints anything; the list of codes and how an OS error is classified stay
 //! in `error` (`Code`, `FsCause`, `Error::io_at`).
 
+mod engine;
+
 use crate::config::ConfigError;
 use crate::error::{Code, Error};
+use crate::git::blob::BlobError;
 use crate::git::commit::CommitError;
 use crate::git::diff::DiffError;
 use crate::git::discovery::DiscoveryError;
@@ -190,6 +193,67 @@ impl From<FsError> for Error {
             FsError::Remove { source, .. } | FsError::Resolve { source, .. } => {
                 Error::io(message, source)
             }
+        }
+    }
+}
+
+/// A file that could not be stored as a blob or checked out: a failing
+/// filter driver is `delegate::filter_failed` with what to fix; a full,
+/// read-only or forbidden object store is named for what it is (with the
+/// filesystem that holds it); a file that cannot be read,
+/// `delegate::unreadable_file`.
+impl From<BlobError> for Error {
+    fn from(e: BlobError) -> Error {
+        let message = e.to_string();
+        match e {
+            BlobError::Filters { source } => Error::git(message, source),
+            BlobError::FilterFailed {
+                direction,
+                driver: Some((driver, _)),
+                ..
+            } => Error::state(
+                Code::FilterFailed,
+                message,
+                format!(
+                    "fix the filter driver (`git config filter.{driver}.{direction}`), or let git run without it with `git config filter.{driver}.required false`, then run the command again"
+                ),
+            ),
+            BlobError::FilterFailed { driver: None, .. } => Error::state(
+                Code::FilterFailed,
+                message,
+                "fix the filter driver that the file's `filter` attribute names, or make it optional with `git config filter.<driver>.required false`, then run the command again",
+            ),
+            BlobError::ProcessStart { program, .. } => Error::state(
+                Code::FilterFailed,
+                message,
+                format!(
+                    "install `{program}` (git needs it for these files too: `git add` and `git checkout` fail the same way; for Git LFS, the `git-lfs` package), check that `{program}` runs from this shell, then run the command again"
+                ),
+            ),
+            BlobError::ProcessStopped { driver, .. } => {
+                let help = if driver == "lfs" {
+                    "git-lfs says above why it could not give the files' content (often: the LFS objects are not in this clone and the LFS server cannot be reached): fetch them with `git lfs fetch` once it can be, or run the command with GIT_LFS_SKIP_SMUDGE=1 to give the workspaces the pointers instead, as `git worktree add` would".to_string()
+                } else {
+                    format!(
+                        "the driver's own messages above say why: fix what they report (`git config filter.{driver}.process` shows the command), then run the command again"
+                    )
+                };
+                Error::state(Code::FilterFailed, message, help)
+            }
+            BlobError::Store {
+                objects,
+                cause,
+                source,
+                ..
+            } => match crate::error::io_cause(&source) {
+                Some(io) => cause.error(message, Some(&objects), io),
+                None => Error::git(message, source),
+            },
+            BlobError::Unreadable { .. } => Error::state(
+                Code::UnreadableFile,
+                message,
+                "make the file readable (or remove it), then run the command again",
+            ),
         }
     }
 }
