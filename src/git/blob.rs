@@ -37,8 +37,7 @@ use gix::filter::plumbing::pipeline::convert::ToGitOutcome;
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
-/// Why a file could not be stored as a blob or checked out, named for its
-/// real cause.
+/// Why a file could not be stored as a blob or checked out: its real cause.
 #[derive(Debug, thiserror::Error)]
 pub enum BlobError {
     /// The clean filters of a working tree (its attributes).
@@ -47,13 +46,20 @@ pub enum BlobError {
         #[source]
         source: gix::Error,
     },
-    /// A `required` filter driver whose `direction` (`clean` or `smudge`)
-    /// process failed on `place` with `status`; `driver` is its name and
-    /// command, when known.
-    #[error("{}", filter_failed_text(direction, driver.as_ref(), place, status))]
+    /// A `required` filter driver, not known by name, whose `direction`
+    /// (`clean` or `smudge`) process failed on `place` with `status`.
+    #[error("a {direction} filter driver failed on {place}: {status}")]
     FilterFailed {
         direction: &'static str,
-        driver: Option<(String, String)>,
+        place: String,
+        status: String,
+    },
+    /// The same, for the driver `filter.<driver>` running `command`.
+    #[error("the {direction} filter `{driver}` ({command}) failed on {place}: {status}")]
+    DriverFailed {
+        direction: &'static str,
+        driver: String,
+        command: String,
         place: String,
         status: String,
     },
@@ -76,7 +82,7 @@ pub enum BlobError {
         said: String,
     },
     /// The object store could not take the file `path` of the working tree
-    /// `root`: full, read-only or denied (`cause`, of the OS error in `source`).
+    /// `root`: full, read-only or denied (`cause`, of the OS error in it).
     #[error("cannot store {} of {} in {}", crate::sys::paths::quote(path.as_ref()), root.display(), objects.display())]
     Store {
         path: BString,
@@ -94,20 +100,6 @@ pub enum BlobError {
         #[source]
         source: gix::Error,
     },
-}
-
-fn filter_failed_text(
-    direction: &str,
-    driver: Option<&(String, String)>,
-    place: &str,
-    status: &str,
-) -> String {
-    match driver {
-        Some((driver, command)) => {
-            format!("the {direction} filter `{driver}` ({command}) failed on {place}: {status}")
-        }
-        None => format!("a {direction} filter driver failed on {place}: {status}"),
-    }
 }
 
 /// Files and blobs larger than this are streamed.
@@ -316,19 +308,25 @@ fn filter_failed(
     place: &str,
     status: &str,
 ) -> BlobError {
-    let driver = driver.map(|driver| {
-        let command = repo
-            .config_snapshot()
-            .string(format!("filter.{driver}.{direction}").as_str())
-            .map(|c| c.to_string())
-            .unwrap_or_default();
-        (driver, command)
-    });
-    BlobError::FilterFailed {
+    let (place, status) = (place.to_string(), status.to_string());
+    let Some(driver) = driver else {
+        return BlobError::FilterFailed {
+            direction,
+            place,
+            status,
+        };
+    };
+    let command = repo
+        .config_snapshot()
+        .string(format!("filter.{driver}.{direction}").as_str())
+        .map(|c| c.to_string())
+        .unwrap_or_default();
+    BlobError::DriverFailed {
         direction,
         driver,
-        place: place.to_string(),
-        status: status.to_string(),
+        command,
+        place,
+        status,
     }
 }
 
@@ -363,9 +361,8 @@ pub fn checkout_filter(
     Some(filter_failed(repo, "smudge", driver, &place, &status))
 }
 
-/// [`checkout_filter`] worded, for the callers that still build
-/// `crate::error::Error` in place (`workspace`, until it has errors of
-/// its own).
+/// [`checkout_filter`] worded, for `workspace`, which still builds
+/// `crate::error::Error` in place.
 pub fn checkout_filter_failed(
     repo: &gix::Repository,
     index: &gix::index::State,

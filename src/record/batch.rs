@@ -11,9 +11,8 @@
 //! `list_ok`, `of_source`) that every reader asks; what carrying ignored
 //! files gave each task (`CarryStats`). Below every module that works on
 //! batches: it imports only the types it records (`config::Mode`,
-//! `lease::Lease`), none of which imports it back.
-//! Its failures are `BatchError` (the batch, task or argument named, the
-//! I/O cause); `ops::explain` words them.
+//! `lease::Lease`), none of which imports it back. Its failures are
+//! `BatchError` (the batch, task or argument, the I/O cause).
 //! Never: creates workspaces or refs (see `workspace` and `refs`); words a
 //! help line or decides an error code (`ops::explain` does).
 
@@ -31,16 +30,14 @@ pub enum BatchError {
     #[error("task {name:?} of batch {batch} is not open (it is {state})")]
     TaskNotOpen {
         name: String,
-        /// The batch's short id.
         batch: String,
         state: &'static str,
     },
-    /// A task name the batch does not have.
+    /// A task name the batch (short id) does not have; `tasks` are its own.
     #[error("batch {batch} has no task named {name:?}")]
     UnknownTask {
         name: String,
         batch: String,
-        /// The batch's task names, in order.
         tasks: Vec<String>,
     },
     /// A batch record TOML cannot hold (a path that is not UTF-8).
@@ -83,10 +80,9 @@ pub enum BatchError {
     /// `BATCH` omitted, and several batches (their names, as listed).
     #[error("this repository has {} open batches: {}", names.len(), names.join(", "))]
     SeveralBatches { names: Vec<String> },
-    /// A prefix under 4 characters that is no label.
+    /// A prefix under 4 characters that is no label; a `BATCH` naming none.
     #[error("no batch is labelled {arg:?}, and a batch id prefix needs at least 4 characters")]
     ShortPrefix { arg: String },
-    /// A `BATCH` that names no batch.
     #[error("no open batch matches {arg:?}")]
     NoMatch { arg: String },
     /// An id prefix several batches share (their names).
@@ -534,10 +530,10 @@ pub fn list(state_dir: &Path) -> Result<Vec<Entry>> {
     };
     let mut out = Vec::new();
     for entry in rd {
-        let entry = match entry {
-            Ok(entry) => entry,
-            Err(source) => return Err(BatchError::List { dir, source }),
-        };
+        let entry = entry.map_err(|source| BatchError::List {
+            dir: dir.clone(),
+            source,
+        })?;
         let id = entry.file_name().to_string_lossy().into_owned();
         if id.starts_with('.') || !entry.path().is_dir() {
             continue;

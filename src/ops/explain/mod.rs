@@ -207,10 +207,8 @@ impl From<BlobError> for Error {
         let message = e.to_string();
         match e {
             BlobError::Filters { source } => Error::git(message, source),
-            BlobError::FilterFailed {
-                direction,
-                driver: Some((driver, _)),
-                ..
+            BlobError::DriverFailed {
+                direction, driver, ..
             } => Error::state(
                 Code::FilterFailed,
                 message,
@@ -218,7 +216,7 @@ impl From<BlobError> for Error {
                     "fix the filter driver (`git config filter.{driver}.{direction}`), or let git run without it with `git config filter.{driver}.required false`, then run the command again"
                 ),
             ),
-            BlobError::FilterFailed { driver: None, .. } => Error::state(
+            BlobError::FilterFailed { .. } => Error::state(
                 Code::FilterFailed,
                 message,
                 "fix the filter driver that the file's `filter` attribute names, or make it optional with `git config filter.<driver>.required false`, then run the command again",
@@ -535,6 +533,47 @@ mod tests {
             e.message.starts_with("/w/.git cannot be read ("),
             "{}",
             e.message
+        );
+        let e = Error::from(BatchError::Corrupt {
+            id: "0123456789abcdef".into(),
+            problem: "bad".into(),
+        });
+        assert_eq!(
+            (e.code, e.exit_code(), e.message.as_str(), e.help.as_str()),
+            (
+                Code::CorruptBatch,
+                3,
+                "the state of batch 01234567 is corrupt: bad",
+                "remove the batch with `git delegate drop 0123456789abcdef --force` (the changes in its workspaces are saved as proposal refs first)"
+            )
+        );
+        let e = Error::from(BatchError::UnknownTask {
+            name: "x".into(),
+            batch: "01234567".into(),
+            tasks: vec!["a".into(), "b".into()],
+        });
+        assert_eq!(
+            (e.code, e.exit_code(), e.message.as_str(), e.help.as_str()),
+            (
+                Code::UnknownTask,
+                2,
+                "batch 01234567 has no task named \"x\"",
+                "its tasks are: a, b"
+            )
+        );
+        let e = Error::from(BlobError::DriverFailed {
+            direction: "smudge",
+            driver: "lfs".into(),
+            command: "git-lfs smudge %f".into(),
+            place: "a in /w".into(),
+            status: "exit status: 1".into(),
+        });
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                Code::FilterFailed,
+                "the smudge filter `lfs` (git-lfs smudge %f) failed on a in /w: exit status: 1"
+            )
         );
     }
 }
