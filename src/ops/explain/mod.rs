@@ -22,6 +22,7 @@ use crate::git::diff::DiffError;
 use crate::git::discovery::DiscoveryError;
 use crate::git::ident::IdentError;
 use crate::git::refs::RefError;
+use crate::git::repo::RepoError;
 use crate::git::sparse::SparseError;
 use crate::git::transport::TransportError;
 use crate::ops::lock::LockError;
@@ -149,6 +150,80 @@ impl From<DiscoveryError> for Error {
             ),
         };
         Error::state(code, message, help)
+    }
+}
+
+/// The command that lists `dir` in `objects`' `info/alternates` (git reads
+/// an absolute path there as it is).
+fn list_as_alternate(dir: &std::path::Path, objects: &std::path::Path) -> String {
+    format!(
+        "echo {} >> {}",
+        quoted(dir),
+        quoted(&objects.join("info/alternates"))
+    )
+}
+
+/// Opening the source or a workspace (design §3.15): a bare repository, a
+/// moved source and locating variables git-delegate cannot honour are
+/// state errors saying what to do; a workspace root that cannot be, a usage
+/// error; gix's failures, `delegate::git` (or a full disk, read-only
+/// filesystem or denied permission inside it), as before.
+impl From<RepoError> for Error {
+    fn from(e: RepoError) -> Error {
+        use RepoError as R;
+        let message = e.to_string();
+        let env = |help: String| Error::state(Code::UnsupportedEnvironment, message.clone(), help);
+        match e {
+            R::Open { source, .. } | R::Workdir { source, .. } | R::Reopen { source, .. } => {
+                Error::git(message, source)
+            }
+            R::Cwd { source } => Error::io(message, source),
+            R::Moved { batch, root, .. } => Error::state(
+                Code::SourceMoved,
+                message,
+                format!(
+                    "a batch writes back into the working tree it was prepared in: if you moved it, move it back to {} and run `git delegate apply {batch}` there; to give the batch up, `git delegate drop {batch} --force`",
+                    root.display()
+                ),
+            ),
+            R::Bare { .. } => Error::state(
+                Code::BareRepository,
+                message,
+                "git delegate needs a working tree to snapshot: run it inside a non-bare clone or a linked worktree",
+            ),
+            R::NoWorkspaceRoot => Error::usage(
+                Code::NoWorkspaceRoot,
+                message,
+                "set `workspace.root` in .git/delegate.toml",
+            ),
+            R::RootInsideSource { .. } => Error::usage(
+                Code::WorkspaceRootInsideSource,
+                message,
+                "tools such as cargo, npm and eslint search parent folders; set `workspace.root` in .git/delegate.toml to a folder outside the project",
+            ),
+            R::CommonDir { common_dir, .. } => env(format!(
+                "run it without that variable (`unset GIT_COMMON_DIR`, then the command again): git delegate then works in the repository of this working tree, {}",
+                common_dir.display()
+            )),
+            // Its workspaces (linked worktrees, which do not see the
+            // variable) read objects in `objects` only: the variable goes,
+            // and what git wrote there stays readable as an alternate.
+            R::ObjectDir {
+                dir,
+                objects,
+                is_dir: true,
+            } => env(format!(
+                "make the objects there readable from the repository (`{}`), then run the command again without the variable (`unset GIT_OBJECT_DIRECTORY`)",
+                list_as_alternate(&dir, &objects)
+            )),
+            R::ObjectDir { is_dir: false, .. } => env(
+                "run the command again without that variable (`unset GIT_OBJECT_DIRECTORY`)".into(),
+            ),
+            R::Alternate { dir, objects } => env(format!(
+                "list it there (`{}`), so that the workspaces read it too, then run the command again; or run it without the variable (`unset GIT_ALTERNATE_OBJECT_DIRECTORIES`)",
+                list_as_alternate(&dir, &objects)
+            )),
+        }
     }
 }
 
