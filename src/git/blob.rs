@@ -71,8 +71,7 @@ pub enum BlobError {
         program: String,
         place: String,
     },
-    /// A long-running filter process that stopped answering during a
-    /// checkout into `root` (`example`: a file it applies to, quoted).
+    /// A filter process that stopped answering in a checkout into `root`.
     #[error("the smudge filter `{driver}` ({command}) failed while checking out {} (such as {example}): it stopped answering ({said})", root.display())]
     ProcessStopped {
         driver: String,

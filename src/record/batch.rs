@@ -74,18 +74,16 @@ pub enum BatchError {
     /// A batch whose `batch.toml` cannot be read (`problem` says why).
     #[error("the state of batch {} is corrupt: {problem}", short(id))]
     Corrupt { id: String, problem: String },
-    /// `BATCH` omitted, and no batch.
+    /// `BATCH` omitted and no batch or several (their names); a `BATCH`
+    /// that is no label and too short a prefix, or names none, or several.
     #[error("this repository has no open batch")]
     NoBatch,
-    /// `BATCH` omitted, and several batches (their names, as listed).
     #[error("this repository has {} open batches: {}", names.len(), names.join(", "))]
     SeveralBatches { names: Vec<String> },
-    /// A prefix under 4 characters that is no label; a `BATCH` naming none.
     #[error("no batch is labelled {arg:?}, and a batch id prefix needs at least 4 characters")]
     ShortPrefix { arg: String },
     #[error("no open batch matches {arg:?}")]
     NoMatch { arg: String },
-    /// An id prefix several batches share (their names).
     #[error("{arg:?} matches several batches: {}", names.join(", "))]
     AmbiguousPrefix { arg: String, names: Vec<String> },
     /// A task name that cannot name a folder and a ref component.
