@@ -21,18 +21,85 @@
 //!   zeros ([`Sparse`]), as `cp --sparse=auto` does: a 1 GiB sparse file
 //!   lands as sparse as the worker left it.
 //!
-//! Owns: the streaming paths for big blobs, and the errors that name why a
-//! file could not be stored or written out (a full or read-only object
-//! store, a failing filter driver: its name, command and exit status).
+//! Owns: the streaming paths for big blobs, and finding out why a file
+//! could not be stored or written out (`BlobError`: a full or read-only
+//! object store, a failing filter driver: its name, command and exit
+//! status); `ops::explain` words them.
 //! Never: changes the working tree or refs; a blob it writes always has
-//! the id of the bytes written (gix hashes them while writing).
+//! the id of the bytes written (gix hashes them while writing); words a
+//! help line or decides an error code (`ops::explain` does).
 
 use std::io::{BufReader, Read, Seek};
+use std::path::PathBuf;
 
-use gix::bstr::BStr;
+use gix::bstr::{BStr, BString};
 use gix::filter::plumbing::pipeline::convert::ToGitOutcome;
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
+
+/// Why a file could not be stored as a blob or checked out: its real cause.
+#[derive(Debug, thiserror::Error)]
+pub enum BlobError {
+    /// The clean filters of a working tree (its attributes).
+    #[error("cannot set up filters")]
+    Filters {
+        #[source]
+        source: gix::Error,
+    },
+    /// A `required` filter driver, not known by name, whose `direction`
+    /// (`clean` or `smudge`) process failed on `place` with `status`.
+    #[error("a {direction} filter driver failed on {place}: {status}")]
+    FilterFailed {
+        direction: &'static str,
+        place: String,
+        status: String,
+    },
+    /// The same, for the driver `filter.<driver>` running `command`.
+    #[error("the {direction} filter `{driver}` ({command}) failed on {place}: {status}")]
+    DriverFailed {
+        direction: &'static str,
+        driver: String,
+        command: String,
+        place: String,
+        status: String,
+    },
+    /// A long-running filter process that could not be started for `place`.
+    #[error("the filter `{driver}` ({command}) could not be started for {place}: is `{program}` installed and on PATH?")]
+    ProcessStart {
+        driver: String,
+        command: String,
+        program: String,
+        place: String,
+    },
+    /// A filter process that stopped answering in a checkout into `root`.
+    #[error("the smudge filter `{driver}` ({command}) failed while checking out {} (such as {example}): it stopped answering ({said})", root.display())]
+    ProcessStopped {
+        driver: String,
+        command: String,
+        root: PathBuf,
+        example: String,
+        said: String,
+    },
+    /// The object store could not take the file `path` of the working tree
+    /// `root`: full, read-only or denied (`cause`, of the OS error in it).
+    #[error("cannot store {} of {} in {}", crate::sys::paths::quote(path.as_ref()), root.display(), objects.display())]
+    Store {
+        path: BString,
+        root: PathBuf,
+        objects: PathBuf,
+        cause: crate::error::FsCause,
+        #[source]
+        source: gix::Error,
+    },
+    /// The file `path` of the working tree `root` could not be read.
+    #[error("cannot read {} in {}: {source}", crate::sys::paths::quote(path.as_ref()), root.display())]
+    Unreadable {
+        path: BString,
+        root: PathBuf,
+        #[source]
+        source: gix::Error,
+    },
+}
 
 /// Files and blobs larger than this are streamed.
 pub const STREAM_ABOVE: u64 = 8 << 20;
@@ -72,8 +139,8 @@ pub fn hash_reader(
 pub fn add_pipeline<'r>(
     repo: &'r gix::Repository,
     index: &gix::index::State,
-) -> crate::error::Result<gix::filter::Pipeline<'r>> {
-    let git = |e: gix::Error| crate::error::Error::git("cannot set up filters", e);
+) -> Result<gix::filter::Pipeline<'r>, BlobError> {
+    let git = |source: gix::Error| BlobError::Filters { source };
     let attributes = repo
         .attributes_only(
             index,
@@ -153,11 +220,10 @@ pub fn store_failure(
     repo: &gix::Repository,
     root: &std::path::Path,
     rela_path: &BStr,
-    err: &gix::Error,
-) -> crate::error::Error {
-    use crate::error::{Code, Error};
+    err: gix::Error,
+) -> BlobError {
     let shown = crate::sys::paths::quote(rela_path);
-    if let Some(f) = driver_failure(err) {
+    if let Some(f) = driver_failure(&err) {
         return filter_failed(
             repo,
             "clean",
@@ -166,34 +232,30 @@ pub fn store_failure(
             &f,
         );
     }
-    if let Some(e) = process_start_failed(repo, err, &format!("{shown} in {}", root.display())) {
+    if let Some(e) = process_start_failed(repo, &err, &format!("{shown} in {}", root.display())) {
         return e;
     }
     let store = repo.objects.store_ref().path();
     let objects = std::fs::canonicalize(store).unwrap_or_else(|_| store.to_path_buf());
-    if let Some(e) = crate::error::io_cause(err) {
-        if let Some(cause) = crate::error::FsCause::of(e) {
-            // Reading the file itself was denied: say so, not the store.
-            let written = !(cause == crate::error::FsCause::Denied
-                && std::fs::File::open(root.join(crate::sys::paths::to_os(rela_path))).is_err());
-            if written {
-                return cause.error(
-                    format!(
-                        "cannot store {shown} of {} in {}",
-                        root.display(),
-                        objects.display()
-                    ),
-                    Some(&objects),
-                    e,
-                );
-            }
+    if let Some(cause) = crate::error::io_cause(&err).and_then(crate::error::FsCause::of) {
+        // Reading the file itself was denied: say so, not the store.
+        let written = !(cause == crate::error::FsCause::Denied
+            && std::fs::File::open(root.join(crate::sys::paths::to_os(rela_path))).is_err());
+        if written {
+            return BlobError::Store {
+                path: rela_path.to_owned(),
+                root: root.to_path_buf(),
+                objects,
+                cause,
+                source: err,
+            };
         }
     }
-    Error::state(
-        Code::UnreadableFile,
-        format!("cannot read {shown} in {}: {err}", root.display()),
-        "make the file readable (or remove it), then run the command again",
-    )
+    BlobError::Unreadable {
+        path: rela_path.to_owned(),
+        root: root.to_path_buf(),
+        source: err,
+    }
 }
 
 /// The words that start a write-back failure of a smudge filter driver.
@@ -238,44 +300,45 @@ pub fn driver_failure(err: &(dyn std::error::Error + 'static)) -> Option<String>
 
 /// The error for a `required` filter driver (`None`: unknown) whose
 /// `direction` (`clean` or `smudge`) process failed on `place` with `status`.
-pub fn filter_failed(
+fn filter_failed(
     repo: &gix::Repository,
-    direction: &str,
+    direction: &'static str,
     driver: Option<String>,
     place: &str,
     status: &str,
-) -> crate::error::Error {
+) -> BlobError {
+    let (place, status) = (place.to_string(), status.to_string());
     let Some(driver) = driver else {
-        return crate::error::Error::state(
-            crate::error::Code::FilterFailed,
-            format!("a {direction} filter driver failed on {place}: {status}"),
-            "fix the filter driver that the file's `filter` attribute names, or make it optional with `git config filter.<driver>.required false`, then run the command again",
-        );
+        return BlobError::FilterFailed {
+            direction,
+            place,
+            status,
+        };
     };
     let command = repo
         .config_snapshot()
         .string(format!("filter.{driver}.{direction}").as_str())
         .map(|c| c.to_string())
         .unwrap_or_default();
-    crate::error::Error::state(
-        crate::error::Code::FilterFailed,
-        format!("the {direction} filter `{driver}` ({command}) failed on {place}: {status}"),
-        format!(
-            "fix the filter driver (`git config filter.{driver}.{direction}`), or let git run without it with `git config filter.{driver}.required false`, then run the command again"
-        ),
-    )
+    BlobError::DriverFailed {
+        direction,
+        driver,
+        command,
+        place,
+        status,
+    }
 }
 
 /// The error for a checkout into `root` that a filter driver failed, when
 /// that is what `err` reports. gix does not say which file: the driver is
 /// found by its command, and the first file of the index it applies to is
 /// named as an example.
-pub fn checkout_filter_failed(
+pub fn checkout_filter(
     repo: &gix::Repository,
     index: &gix::index::State,
     root: &std::path::Path,
     err: &(dyn std::error::Error + 'static),
-) -> Option<crate::error::Error> {
+) -> Option<BlobError> {
     if let Some(e) = process_start_failed(repo, err, &root.display().to_string()) {
         return Some(e);
     }
@@ -297,6 +360,17 @@ pub fn checkout_filter_failed(
     Some(filter_failed(repo, "smudge", driver, &place, &status))
 }
 
+/// [`checkout_filter`] worded, for `workspace`, which still builds
+/// `crate::error::Error` in place.
+pub fn checkout_filter_failed(
+    repo: &gix::Repository,
+    index: &gix::index::State,
+    root: &std::path::Path,
+    err: &(dyn std::error::Error + 'static),
+) -> Option<crate::error::Error> {
+    checkout_filter(repo, index, root, err).map(Into::into)
+}
+
 /// The error for a long-running filter process (`filter.<driver>.process`)
 /// that could not be started or did not answer the handshake, when that is
 /// what `err` reports: most often its program is not installed (a
@@ -306,7 +380,7 @@ pub fn process_start_failed(
     repo: &gix::Repository,
     err: &(dyn std::error::Error + 'static),
     place: &str,
-) -> Option<crate::error::Error> {
+) -> Option<BlobError> {
     let text = message_starting(err, "Process handshake with command")?;
     let (driver, command) = filter_drivers(repo, "process")
         .into_iter()
@@ -316,15 +390,12 @@ pub fn process_start_failed(
         .next()
         .unwrap_or(&command)
         .to_string();
-    Some(crate::error::Error::state(
-        crate::error::Code::FilterFailed,
-        format!(
-            "the filter `{driver}` ({command}) could not be started for {place}: is `{program}` installed and on PATH?"
-        ),
-        format!(
-            "install `{program}` (git needs it for these files too: `git add` and `git checkout` fail the same way; for Git LFS, the `git-lfs` package), check that `{program}` runs from this shell, then run the command again"
-        ),
-    ))
+    Some(BlobError::ProcessStart {
+        driver,
+        command,
+        program,
+        place: place.to_string(),
+    })
 }
 
 /// The first `gix::error::Message` in `err` (its causes, and what a
@@ -369,7 +440,7 @@ fn process_filter_failed(
     index: &gix::index::State,
     root: &std::path::Path,
     err: &(dyn std::error::Error + 'static),
-) -> Option<crate::error::Error> {
+) -> Option<BlobError> {
     if !ended_early(err) {
         return None;
     }
@@ -380,22 +451,13 @@ fn process_filter_failed(
                 let example = first_file_with_filter(repo, index, &name)?;
                 Some((name, command, example))
             })?;
-    let help = if driver == "lfs" {
-        "git-lfs says above why it could not give the files' content (often: the LFS objects are not in this clone and the LFS server cannot be reached): fetch them with `git lfs fetch` once it can be, or run the command with GIT_LFS_SKIP_SMUDGE=1 to give the workspaces the pointers instead, as `git worktree add` would".to_string()
-    } else {
-        format!(
-            "the driver's own messages above say why: fix what they report (`git config filter.{driver}.process` shows the command), then run the command again"
-        )
-    };
-    Some(crate::error::Error::state(
-        crate::error::Code::FilterFailed,
-        format!(
-            "the smudge filter `{driver}` ({command}) failed while checking out {} (such as {}): it stopped answering ({err})",
-            root.display(),
-            crate::sys::paths::quote(example.as_ref())
-        ),
-        help,
-    ))
+    Some(BlobError::ProcessStopped {
+        driver,
+        command,
+        root: root.to_path_buf(),
+        example: crate::sys::paths::quote(example.as_ref()),
+        said: err.to_string(),
+    })
 }
 
 /// Whether `err` is (or holds) an I/O error of output that ended early or

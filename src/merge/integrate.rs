@@ -44,8 +44,9 @@ use gix::bstr::{BStr, BString, ByteSlice};
 use gix::merge::tree::TreatAsUnresolved;
 use gix::ObjectId;
 
-use crate::error::{Code, Error, Result};
+use crate::error::Result;
 use crate::git::diff::{self, PathChange};
+use crate::merge::MergeError;
 use crate::writeback::{BlockReason, Blocked, PathWrite};
 
 /// One proposal to integrate.
@@ -140,14 +141,17 @@ pub fn merge3(
     base: ObjectId,
     ours: ObjectId,
     theirs: ObjectId,
-) -> Result<Merge> {
+) -> Result<Merge, MergeError> {
     if ours == theirs || theirs == base {
         return Ok(Merge::Clean(ours));
     }
     if ours == base {
         return Ok(Merge::Clean(theirs));
     }
-    let err = |e: gix::Error| Error::git("cannot merge trees", e);
+    let err = |source: gix::Error| MergeError::Git {
+        what: "cannot merge trees",
+        source,
+    };
     let opts = repo.tree_merge_options().map_err(err)?;
     let labels = gix::merge::blob::builtin_driver::text::Labels {
         ancestor: Some("baseline".into()),
@@ -233,10 +237,10 @@ pub fn merge3(
         conflicts.sort_by(|a, b| a.path.cmp(&b.path));
         return Ok(Merge::Conflicts(conflicts));
     }
-    let tree = outcome
-        .tree
-        .write()
-        .map_err(|e| Error::git("cannot write a merged tree", e))?;
+    let tree = outcome.tree.write().map_err(|source| MergeError::Git {
+        what: "cannot write a merged tree",
+        source,
+    })?;
     Ok(Merge::Clean(tree.detach()))
 }
 
@@ -248,9 +252,12 @@ fn git_stages(
     repo: &gix::Repository,
     outcome: &mut gix::merge::tree::Outcome<'_>,
     how: TreatAsUnresolved,
-) -> Result<BTreeMap<BString, [bool; 3]>> {
+) -> Result<BTreeMap<BString, [bool; 3]>, MergeError> {
     use gix::merge::plumbing::tree::apply_index_entries::RemovalMode;
-    let err = |e: gix::Error| Error::git("cannot list the stages of a merge conflict", e);
+    let err = |source: gix::Error| MergeError::Git {
+        what: "cannot list the stages of a merge conflict",
+        source,
+    };
     let tree = outcome.tree.write().map_err(err)?.detach();
     let mut index: gix::index::State = repo.index_from_tree(&tree).map_err(err)?.into();
     gix::merge::tree::apply_index_entries(&outcome.conflicts, how, &mut index, RemovalMode::Prune);
@@ -430,23 +437,22 @@ pub fn integrate_screened(
             // Every write is some applied task's change of `F`, so a blocked
             // path no task touches is not one of the writes: refuse to guess
             // (taking out a task that did not write it), change nothing.
-            return Err(Error::state(
-                Code::Internal,
-                "the write-back check blocked paths no applied task changes",
-                "report this bug; nothing was changed",
-            ));
+            return Err(MergeError::UnknownBlocked.into());
         }
         out_for_good.extend(culprits);
     }
 }
 
 /// The names of the folders at the top of `s_tree`.
-fn top_folders(repo: &gix::Repository, s_tree: ObjectId) -> Result<BTreeSet<BString>> {
-    let err = |e: gix::Error| Error::git("cannot read the source tree", e);
+fn top_folders(repo: &gix::Repository, s_tree: ObjectId) -> Result<BTreeSet<BString>, MergeError> {
+    let err = |source: gix::Error| MergeError::Git {
+        what: "cannot read the source tree",
+        source,
+    };
     let tree = repo.find_tree(s_tree).map_err(err)?;
     let mut names = BTreeSet::new();
     for e in tree.iter() {
-        let e = e.map_err(|e| Error::git("cannot read the source tree", e))?;
+        let e = e.map_err(err)?;
         if e.mode().is_tree() {
             names.insert(e.filename().to_owned());
         }

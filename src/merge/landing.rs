@@ -18,9 +18,10 @@ use std::collections::BTreeSet;
 
 use gix::bstr::BString;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::git::repo::Source;
 use crate::merge::integrate::{self, Candidate};
+use crate::merge::MergeError;
 use crate::writeback::{self, PathWrite};
 use crate::{snapshot, snapshot::touched};
 
@@ -134,14 +135,11 @@ pub fn persist(
         }
         let obj = mem
             .find_object(id)
-            .map_err(|e| Error::git(format!("cannot read object {id}"), e))?;
+            .map_err(|source| MergeError::ReadObject { id, source })?;
         let written = gix::objs::Write::write_buf(disk, obj.kind, &obj.data)
-            .map_err(|e| Error::git(format!("cannot write object {id}"), e))?;
+            .map_err(|source| MergeError::WriteObject { id, source })?;
         if written != id {
-            return Err(Error::git(
-                format!("cannot write object {id}"),
-                format!("it was stored as {written}"),
-            ));
+            return Err(MergeError::Misstored { id, written }.into());
         }
     }
     Ok(())

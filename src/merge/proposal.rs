@@ -221,8 +221,11 @@ pub fn base_of(
     baseline_tree: ObjectId,
 ) -> Result<(ObjectId, ObjectId)> {
     let hex = task.base_or(&batch.baseline);
-    let id = ObjectId::from_hex(hex.as_bytes())
-        .map_err(|e| crate::error::Error::git(format!("bad base commit id {hex}"), e))?;
+    let id =
+        ObjectId::from_hex(hex.as_bytes()).map_err(|source| crate::merge::MergeError::BadBase {
+            hex: hex.to_string(),
+            source,
+        })?;
     if task.base.is_none() {
         return Ok((id, baseline_tree));
     }

@@ -234,7 +234,7 @@ pub fn pre_commit() -> PreCommit {
     }
     let entries = match batch::list(&state_dir) {
         Ok(e) => e,
-        Err(e) => return PreCommit::Unchecked(e),
+        Err(e) => return PreCommit::Unchecked(e.into()),
     };
     let (config, config_error) = match Config::load(&loc.common_dir.join("delegate.toml")) {
         Ok(c) => (c, None),

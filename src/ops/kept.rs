@@ -135,7 +135,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
             t.patch = None;
             t.updated_at = Some(crate::sys::time::rfc3339(crate::sys::time::now()));
             if let Err(e) = batch::save(&state_dir, &b) {
-                artifacts_error.get_or_insert(e);
+                artifacts_error.get_or_insert(e.into());
             }
         }
     }

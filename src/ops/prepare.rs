@@ -601,5 +601,5 @@ fn worktrees(
 }
 
 fn check_task_name(name: &str) -> Result<()> {
-    batch::check_task_name(name)
+    Ok(batch::check_task_name(name)?)
 }

@@ -573,7 +573,10 @@ fn select<'a>(b: &'a Batch, names: &[String]) -> Result<Vec<&'a Task>> {
         // A remote task's work is on its remote until apply fetches it (design §3.14).
         return Ok(b.open_tasks().filter(|t| !t.remote).collect());
     }
-    names.iter().map(|n| b.open_task_named(n)).collect()
+    names
+        .iter()
+        .map(|n| b.open_task_named(n).map_err(Error::from))
+        .collect()
 }
 
 /// The working folder of a task (`Task::cwd` with the batch's prefix).

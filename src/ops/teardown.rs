@@ -143,7 +143,7 @@ pub fn remove_state(source: &Source, b: &Batch) -> Result<()> {
     // Renamed to a hidden name first (durably), so a removal killed
     // half-way never leaves a folder without a readable batch.toml; a
     // symlink in its place is moved and removed, never followed.
-    batch::remove_state(&source.state_dir(), &b.id)
+    Ok(batch::remove_state(&source.state_dir(), &b.id)?)
 }
 
 /// What `remove_batch` did.

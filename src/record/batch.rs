@@ -11,15 +11,87 @@
 //! `list_ok`, `of_source`) that every reader asks; what carrying ignored
 //! files gave each task (`CarryStats`). Below every module that works on
 //! batches: it imports only the types it records (`config::Mode`,
-//! `lease::Lease`), none of which imports it back.
-//! Never: creates workspaces or refs (see `workspace` and `refs`).
+//! `lease::Lease`), none of which imports it back. Its failures are
+//! `BatchError` (the batch, task or argument, the I/O cause).
+//! Never: creates workspaces or refs (see `workspace` and `refs`); words a
+//! help line or decides an error code (`ops::explain` does).
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Code, Error, Result};
 use crate::record::lease::Lease;
+use crate::sys::fs::FsError;
+
+/// Why a batch could not be recorded, listed or chosen, or a task named.
+#[derive(Debug, thiserror::Error)]
+pub enum BatchError {
+    /// A task named on the command line that is not open.
+    #[error("task {name:?} of batch {batch} is not open (it is {state})")]
+    TaskNotOpen {
+        name: String,
+        batch: String,
+        state: &'static str,
+    },
+    /// A task name the batch (short id) does not have; `tasks` are its own.
+    #[error("batch {batch} has no task named {name:?}")]
+    UnknownTask {
+        name: String,
+        batch: String,
+        tasks: Vec<String>,
+    },
+    /// A batch record TOML cannot hold (a path that is not UTF-8).
+    #[error("cannot record batch {id}: {source}")]
+    Record {
+        id: String,
+        #[source]
+        source: toml::ser::Error,
+    },
+    /// The batch's state folder cannot be made.
+    #[error("cannot create {}", dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `batch.toml` (or its staged copy) cannot be written.
+    #[error(transparent)]
+    Write(#[from] FsError),
+    /// The batch's state folder cannot be renamed away.
+    #[error("cannot remove {}", dir.display())]
+    Remove {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The folder of batches cannot be listed.
+    #[error("cannot read {}", dir.display())]
+    List {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A batch whose `batch.toml` cannot be read (`problem` says why).
+    #[error("the state of batch {} is corrupt: {problem}", short(id))]
+    Corrupt { id: String, problem: String },
+    /// `BATCH` omitted and no batch or several (their names); a `BATCH`
+    /// that is no label and too short a prefix, or names none, or several.
+    #[error("this repository has no open batch")]
+    NoBatch,
+    #[error("this repository has {} open batches: {}", names.len(), names.join(", "))]
+    SeveralBatches { names: Vec<String> },
+    #[error("no batch is labelled {arg:?}, and a batch id prefix needs at least 4 characters")]
+    ShortPrefix { arg: String },
+    #[error("no open batch matches {arg:?}")]
+    NoMatch { arg: String },
+    #[error("{arg:?} matches several batches: {}", names.join(", "))]
+    AmbiguousPrefix { arg: String, names: Vec<String> },
+    /// A task name that cannot name a folder and a ref component.
+    #[error("{name:?} is not a valid task name")]
+    BadTaskName { name: String },
+}
+
+type Result<T, E = BatchError> = std::result::Result<T, E>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -308,15 +380,11 @@ impl Batch {
     pub fn open_task_named(&self, name: &str) -> Result<&Task> {
         let t = self.task_named(name)?;
         if !t.state.is_open() {
-            return Err(Error::usage(
-                Code::TaskNotOpen,
-                format!(
-                    "task {name:?} of batch {} is not open (it is {})",
-                    self.short(),
-                    t.state.as_str()
-                ),
-                "name only open tasks; `git delegate status` lists them",
-            ));
+            return Err(BatchError::TaskNotOpen {
+                name: name.to_string(),
+                batch: self.short().to_string(),
+                state: t.state.as_str(),
+            });
         }
         Ok(t)
     }
@@ -324,19 +392,10 @@ impl Batch {
     /// The task a user named, open or not: `delegate::unknown_task` (exit 2)
     /// naming the batch's tasks otherwise.
     pub fn task_named(&self, name: &str) -> Result<&Task> {
-        self.task(name).ok_or_else(|| {
-            Error::usage(
-                Code::UnknownTask,
-                format!("batch {} has no task named {name:?}", self.short()),
-                format!(
-                    "its tasks are: {}",
-                    self.tasks
-                        .iter()
-                        .map(|t| t.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            )
+        self.task(name).ok_or_else(|| BatchError::UnknownTask {
+            name: name.to_string(),
+            batch: self.short().to_string(),
+            tasks: self.tasks.iter().map(|t| t.name.clone()).collect(),
         })
     }
 }
@@ -404,19 +463,17 @@ pub fn batch_dir(state_dir: &Path, id: &str) -> PathBuf {
 
 /// The text of a batch's `batch.toml`.
 pub fn to_toml(batch: &Batch) -> Result<String> {
-    toml::to_string_pretty(batch).map_err(|e| {
-        Error::state(
-            Code::State,
-            format!("cannot record batch {}: {e}", batch.id),
-            "paths in batch state must be valid UTF-8; move the repository or workspace root to such a path",
-        )
+    toml::to_string_pretty(batch).map_err(|source| BatchError::Record {
+        id: batch.id.clone(),
+        source,
     })
 }
 
 pub fn save(state_dir: &Path, batch: &Batch) -> Result<()> {
     let dir = batch_dir(state_dir, &batch.id);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+    if let Err(source) = std::fs::create_dir_all(&dir) {
+        return Err(BatchError::CreateDir { dir, source });
+    }
     Ok(crate::sys::fs::write_atomic(
         &dir.join("batch.toml"),
         to_toml(batch)?.as_bytes(),
@@ -446,7 +503,7 @@ pub fn remove_state(state_dir: &Path, id: &str) -> Result<()> {
     match std::fs::rename(&dir, &hidden) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::io(format!("cannot remove {}", dir.display()), e)),
+        Err(source) => return Err(BatchError::Remove { dir, source }),
     }
     crate::sys::fs::sync_dir(&parent);
     // What a failure here leaves is hidden and holds nothing of value.
@@ -467,11 +524,14 @@ pub fn list(state_dir: &Path) -> Result<Vec<Entry>> {
     let rd = match std::fs::read_dir(&dir) {
         Ok(rd) => rd,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
+        Err(source) => return Err(BatchError::List { dir, source }),
     };
     let mut out = Vec::new();
     for entry in rd {
-        let entry = entry.map_err(|e| Error::io(format!("cannot read {}", dir.display()), e))?;
+        let entry = entry.map_err(|source| BatchError::List {
+            dir: dir.clone(),
+            source,
+        })?;
         let id = entry.file_name().to_string_lossy().into_owned();
         if id.starts_with('.') || !entry.path().is_dir() {
             continue;
@@ -549,14 +609,11 @@ pub fn select_open(state_dir: &Path, arg: Option<&str>) -> Result<Batch> {
 }
 
 /// The error for a batch whose state cannot be read (exit 3).
-pub fn corrupt(id: &str, problem: &str) -> Error {
-    Error::state(
-        Code::CorruptBatch,
-        format!("the state of batch {} is corrupt: {problem}", short(id)),
-        format!(
-            "remove the batch with `git delegate drop {id} --force` (the changes in its workspaces are saved as proposal refs first)"
-        ),
-    )
+pub fn corrupt(id: &str, problem: &str) -> BatchError {
+    BatchError::Corrupt {
+        id: id.to_string(),
+        problem: problem.to_string(),
+    }
 }
 
 /// Does `arg` name the batch `id`: its full id, or a prefix of at least 4
@@ -601,21 +658,11 @@ pub fn choose(entries: Vec<Entry>, arg: Option<&str>) -> Result<Entry> {
             entries
         };
         return match pool.len() {
-            0 => Err(Error::usage(
-                Code::NoBatch,
-                "this repository has no open batch",
-                "create one with `git delegate prepare`",
-            )),
+            0 => Err(BatchError::NoBatch),
             1 => Ok(pool.into_iter().next().expect("one batch")),
-            _ => Err(Error::usage(
-                Code::AmbiguousBatch,
-                format!(
-                    "this repository has {} open batches: {}",
-                    pool.len(),
-                    pool.iter().map(name).collect::<Vec<_>>().join(", ")
-                ),
-                "name one: its label, its id, or the first 4 or more characters of its id",
-            )),
+            _ => Err(BatchError::SeveralBatches {
+                names: pool.iter().map(name).collect(),
+            }),
         };
     };
     if let Some(i) = entries.iter().position(|e| names_id(&id_of(e), arg, false)) {
@@ -628,36 +675,22 @@ pub fn choose(entries: Vec<Entry>, arg: Option<&str>) -> Result<Entry> {
         return Ok(entries.into_iter().nth(i).expect("found"));
     }
     if arg.len() < 4 {
-        return Err(Error::usage(
-            Code::UnknownBatch,
-            format!(
-                "no batch is labelled {arg:?}, and a batch id prefix needs at least 4 characters"
-            ),
-            "run `git delegate status` to list the batches",
-        ));
+        return Err(BatchError::ShortPrefix {
+            arg: arg.to_string(),
+        });
     }
     let matching: Vec<usize> = (0..entries.len())
         .filter(|&i| names_id(&id_of(&entries[i]), arg, true))
         .collect();
     match matching.len() {
         1 => Ok(entries.into_iter().nth(matching[0]).expect("found")),
-        0 => Err(Error::usage(
-            Code::UnknownBatch,
-            format!("no open batch matches {arg:?}"),
-            "run `git delegate status` to list the batches",
-        )),
-        _ => Err(Error::usage(
-            Code::AmbiguousBatch,
-            format!(
-                "{arg:?} matches several batches: {}",
-                matching
-                    .iter()
-                    .map(|&i| name(&entries[i]))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            "give more characters of the id",
-        )),
+        0 => Err(BatchError::NoMatch {
+            arg: arg.to_string(),
+        }),
+        _ => Err(BatchError::AmbiguousPrefix {
+            arg: arg.to_string(),
+            names: matching.iter().map(|&i| name(&entries[i])).collect(),
+        }),
     }
 }
 
@@ -758,11 +791,9 @@ pub fn check_task_name(name: &str) -> Result<()> {
         || name.ends_with('.')
         || name.ends_with(".lock")
     {
-        return Err(Error::usage(
-            Code::BadTaskName,
-            format!("{name:?} is not a valid task name"),
-            "task names are 1-64 characters of A-Z a-z 0-9 . _ -, start with a letter or digit, and contain no `..` nor end in `.` or `.lock`",
-        ));
+        return Err(BatchError::BadTaskName {
+            name: name.to_string(),
+        });
     }
     Ok(())
 }

@@ -13,14 +13,19 @@ use gix::index::entry::{Flags, Mode};
 use gix::ObjectId;
 
 use super::display_root;
-use crate::error::{Error, Result};
+use super::SnapshotError;
+
+type Result<T, E = SnapshotError> = std::result::Result<T, E>;
 
 /// Read the worktree's index (empty when there is none). Like git, and
 /// unlike gix's default, the trailing checksum is not verified on read (it
 /// costs a SHA-1 pass over the whole file); the entries are still decoded
 /// and checked for structure.
 pub(super) fn user_index(repo: &gix::Repository) -> Result<gix::index::State> {
-    let git = |e: gix::Error| Error::git(format!("snapshot of {}", display_root(repo)), e);
+    let git = |source: gix::Error| SnapshotError::Read {
+        root: display_root(repo),
+        source,
+    };
     let path = repo.index_path();
     if path.exists() {
         match gix::index::File::at(&path, repo.object_hash(), true, Default::default()) {
@@ -54,14 +59,10 @@ pub(super) fn workspace_index(
 pub(super) fn head_index(repo: &gix::Repository, head_tree: ObjectId) -> Result<gix::index::State> {
     let mut index: gix::index::State = repo
         .index_from_tree(&head_tree)
-        .map_err(|e| {
-            Error::git(
-                format!(
-                    "snapshot of {}: cannot read HEAD's tree",
-                    display_root(repo)
-                ),
-                e,
-            )
+        .map_err(|source| SnapshotError::Step {
+            root: display_root(repo),
+            step: "cannot read HEAD's tree",
+            source,
         })?
         .into();
     crate::git::sparse::mark_workspace(repo, &mut index)?;

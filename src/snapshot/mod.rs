@@ -23,10 +23,14 @@
 //! would after `rm .git/index && git reset`), and the index that should
 //! stand there is handed back (`snapshot_workspace_rebuilding`, `Rebuilt`)
 //! for the caller holding the repository lock to write (`reindex`).
+//! Its steps fail with `SnapshotError` (the step, and the gix or I/O
+//! error); `ops::explain` words them. The entry points still return the
+//! crate's `Error`, since the paths git refuses are `validate`'s words.
 //! Never: writes the worktree's index, a ref or a working-tree file; the index
 //! it reads stays byte-for-byte unchanged. The private cache is only ever
 //! written to a batch's state folder, by temp file and rename. Never lists
 //! batches itself: which batches are the source's is `batch::of_source`.
+//! Never words a help line or decides an error code.
 //!
 //! # The stat cache and racy entries
 //!
@@ -57,15 +61,74 @@ mod run;
 mod status;
 pub mod touched;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use gix::bstr::BString;
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::git::blob::BlobError;
+use crate::git::sparse::SparseError;
 use cache::{find_cache, Probe, Refresh};
 use run::run;
+
+/// Why a snapshot (or the index a workspace's is rebuilt with) failed:
+/// the step and the gix or I/O error, or the blob or sparse checkout it
+/// could not read. `ops::explain` words them.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    /// A step of the snapshot of the working tree `root` inside gix.
+    #[error("snapshot of {root}: {step}")]
+    Step {
+        root: String,
+        step: &'static str,
+        #[source]
+        source: gix::Error,
+    },
+    /// The index or the status of the working tree `root`.
+    #[error("snapshot of {root}")]
+    Read {
+        root: String,
+        #[source]
+        source: gix::Error,
+    },
+    /// gix's status said what a snapshot never asks it for (`what`).
+    #[error("snapshot of {root}: {what}")]
+    Unexpected { root: String, what: &'static str },
+    /// A thread of the snapshot panicked.
+    #[error("a snapshot thread panicked")]
+    Panicked,
+    /// A tree, the index or the ignore rules, in a snapshot of the touched
+    /// paths or a rebuilt index (`what` failed).
+    #[error("{what}")]
+    Git {
+        what: &'static str,
+        #[source]
+        source: gix::Error,
+    },
+    /// What stands at a touched path cannot be read.
+    #[error("cannot read {}", path.display())]
+    ReadPath {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A rebuilt index of `task`'s workspace that cannot be written.
+    #[error("cannot rebuild the index {} of task {task}'s workspace: {source}", path.display())]
+    Reindex {
+        path: PathBuf,
+        task: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A file that cannot be stored (or whose filters cannot be set up).
+    #[error(transparent)]
+    Blob(#[from] BlobError),
+    /// A sparse checkout that cannot be read or expanded.
+    #[error(transparent)]
+    Sparse(#[from] SparseError),
+}
 
 /// The file name of the source's stat cache inside a batch's state folder.
 pub const CACHE_FILE: &str = "source-index";
@@ -215,13 +278,17 @@ fn tree_kind(mode: gix::index::entry::Mode) -> Option<EntryKind> {
 
 /// The error for a gix failure of a snapshot step (`what`), naming a filter
 /// process that could not start as such.
-fn git_error<'a>(repo: &'a gix::Repository, what: &str) -> impl FnOnce(gix::Error) -> Error + 'a {
-    let what = what.to_string();
-    move |e: gix::Error| {
+fn git_error<'a>(
+    repo: &'a gix::Repository,
+    step: &'static str,
+) -> impl FnOnce(gix::Error) -> SnapshotError + 'a {
+    move |source: gix::Error| {
         // A filter process that cannot start (git-lfs not installed).
         let root = display_root(repo);
-        crate::git::blob::process_start_failed(repo, &e, &root)
-            .unwrap_or_else(|| Error::git(format!("snapshot of {root}: {what}"), e))
+        match crate::git::blob::process_start_failed(repo, &source, &root) {
+            Some(e) => e.into(),
+            None => SnapshotError::Step { root, step, source },
+        }
     }
 }
 

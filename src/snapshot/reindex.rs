@@ -24,10 +24,10 @@ use std::path::Path;
 use gix::bstr::ByteSlice;
 use gix::index::entry::{Flags, Stage, Stat};
 
-use crate::error::{Code, Error, Result};
+use crate::error::Result;
 use crate::git::registration::Registration;
 use crate::record::batch::{Task, TaskState};
-use crate::snapshot::{Rebuilt, Snapshot};
+use crate::snapshot::{Rebuilt, Snapshot, SnapshotError};
 
 /// Write `rebuilt` (what the snapshot `snap` of the workspace `ws` of
 /// `task` made when its index could not be used) as that workspace's index.
@@ -39,7 +39,7 @@ pub fn write(
     ws: &gix::Repository,
     snap: &Snapshot,
     rebuilt: Rebuilt,
-) -> Result<bool> {
+) -> Result<bool, SnapshotError> {
     let mut index = rebuilt.index;
     if task.state == TaskState::Conflicted {
         unmerge(ws, snap, task, &mut index)?;
@@ -47,16 +47,10 @@ pub fn write(
     let _ = index.remove_tree();
     let _ = index.remove_resolve_undo();
     let path = Registration::new(common_dir, &task.worktree_id).index_file();
-    let failed = |e: &dyn std::fmt::Display| {
-        Error::state(
-            Code::Io,
-            format!(
-                "cannot rebuild the index {} of task {}'s workspace: {e}",
-                path.display(),
-                task.name
-            ),
-            "check the permissions of that folder; its work is read from its files either way",
-        )
+    let failed = |source: Box<dyn std::error::Error + Send + Sync>| SnapshotError::Reindex {
+        path: path.clone(),
+        task: task.name.clone(),
+        source,
     };
     let mut lock = match gix::lock::File::acquire_to_update_resource(
         &path,
@@ -74,8 +68,8 @@ pub fn write(
     }
     let file = gix::index::File::from_state(index, &path);
     file.write_to(&mut lock, gix::index::write::Options::default())
-        .map_err(|e| failed(&e))?;
-    lock.commit().map_err(|e| failed(&e.error))?;
+        .map_err(|e| failed(e.into()))?;
+    lock.commit().map_err(|e| failed(e.error.into()))?;
     Ok(true)
 }
 
@@ -92,7 +86,7 @@ pub fn repair(common_dir: &Path, task: &Task, real: &Path) -> Result<bool> {
     }
     let (snap, rebuilt) = crate::snapshot::snapshot_workspace_rebuilding(&ws)?;
     match rebuilt {
-        Some(rebuilt) => write(common_dir, task, &ws, &snap, rebuilt),
+        Some(rebuilt) => Ok(write(common_dir, task, &ws, &snap, rebuilt)?),
         None => Ok(false),
     }
 }
@@ -111,8 +105,11 @@ fn unmerge(
     snap: &Snapshot,
     task: &Task,
     index: &mut gix::index::State,
-) -> Result<()> {
-    let git = |e: gix::Error| Error::git("cannot rebuild a workspace's unmerged entries", e);
+) -> Result<(), SnapshotError> {
+    let git = |source: gix::Error| SnapshotError::Git {
+        what: "cannot rebuild a workspace's unmerged entries",
+        source,
+    };
     let tree = ws.find_tree(snap.tree).map_err(git)?;
     let mut staged = Vec::new();
     for p in &task.conflicted_paths {

@@ -19,7 +19,9 @@ use super::indexes::{
 };
 use super::status::{walk, Collect, OnDisk};
 use super::{display_root, git_error, Edit, Rebuilt, Side, Snapshot};
-use crate::error::Result;
+use super::{Result as Whole, SnapshotError};
+
+type Result<T, E = SnapshotError> = std::result::Result<T, E>;
 
 /// What a file hashed from disk recorded: its index entry, kind, blob and
 /// the stat data taken before it was read (for the refreshed stat cache).
@@ -32,8 +34,8 @@ pub(super) fn run(
     cache: Option<&Path>,
     probe: Option<&Probe>,
     side: Side,
-) -> Result<(Snapshot, Refresh, Option<Rebuilt>)> {
-    let git = |what: &str| git_error(repo, what);
+) -> Whole<(Snapshot, Refresh, Option<Rebuilt>)> {
+    let git = |what: &'static str| git_error(repo, what);
     let head_tree = repo
         .head_tree_id_or_empty()
         .map_err(git("cannot read HEAD"))?
@@ -141,7 +143,7 @@ fn hash_changes(
     edits: &mut BTreeMap<BString, Edit>,
     hashed: &mut usize,
 ) -> Result<Recorded> {
-    let git = |what: &str| git_error(repo, what);
+    let git = |what: &'static str| git_error(repo, what);
     let mut recorded: Recorded = Vec::new();
     // `core.symlinks = false` (design §3.15): a plain file where the index
     // has a symlink stands in for it, holding its target; it stays a link.
@@ -188,7 +190,7 @@ fn leave_out_invalid(
     repo: &gix::Repository,
     side: Side,
     edits: &mut BTreeMap<BString, Edit>,
-) -> Result<Vec<crate::git::validate::Invalid>> {
+) -> Whole<Vec<crate::git::validate::Invalid>> {
     let mut invalid: Vec<crate::git::validate::Invalid> = Vec::new();
     edits.retain(|path, edit| {
         let Some((kind, _)) = edit else {
@@ -218,7 +220,7 @@ fn write_tree(
     head_tree: ObjectId,
     edits: &BTreeMap<BString, Edit>,
 ) -> Result<ObjectId> {
-    let git = |what: &str| git_error(repo, what);
+    let git = |what: &'static str| git_error(repo, what);
     Ok(if edits.is_empty() {
         head_tree
     } else {
@@ -277,11 +279,11 @@ fn hash_file(
             k => (Some((k, id)), Some(crate::git::stat::of_metadata(&md))),
         }),
         Ok(None) => Ok((None, None)),
-        Err(e) => Err(crate::git::blob::store_failure(
-            repo,
-            Path::new(&display_root(repo)),
-            path,
-            &e,
-        )),
+        Err(e) => {
+            Err(
+                crate::git::blob::store_failure(repo, Path::new(&display_root(repo)), path, e)
+                    .into(),
+            )
+        }
     }
 }

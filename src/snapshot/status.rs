@@ -17,8 +17,10 @@ use gix::status::plumbing::index_as_worktree_with_renames::{
 use gix::ObjectId;
 
 use super::indexes::{head_entries, holds_exactly};
+use super::SnapshotError;
 use super::{display_root, git_error, tree_kind, Edit, Side};
-use crate::error::{Code, Error, Result};
+
+type Result<T, E = SnapshotError> = std::result::Result<T, E>;
 
 /// What a worktree file became, as the index-worktree status saw it.
 pub(super) enum OnDisk {
@@ -178,22 +180,16 @@ pub(super) fn walk(
             staged_changes(&repo, index, head_tree, side)
         });
         let outcome = worktree_status(repo, index, side, &mut collect);
-        let staged = staged.join().unwrap_or_else(|_| {
-            Err(Error::state(
-                Code::Internal,
-                "a snapshot thread panicked",
-                "report this bug",
-            ))
-        });
+        let staged = staged.join().unwrap_or(Err(SnapshotError::Panicked));
         (staged, outcome)
     });
     let staged = staged?;
     let outcome = outcome?;
     if collect.rewrite {
-        return Err(Error::git(
-            format!("snapshot of {}", display_root(repo)),
-            "unexpected rename record from status",
-        ));
+        return Err(SnapshotError::Unexpected {
+            root: display_root(repo),
+            what: "unexpected rename record from status",
+        });
     }
     Ok((staged, outcome, collect))
 }
@@ -226,7 +222,7 @@ fn staged_changes(
             &gix::index::State::new(repo.object_hash()),
             gix::worktree::stack::state::attributes::Source::IdMapping,
         )
-        .map_err(|e| Error::git(format!("snapshot of {}", display_root(repo)), e))?;
+        .map_err(read(repo))?;
     repo.tree_index_status(
         &head_tree,
         index,
@@ -237,8 +233,16 @@ fn staged_changes(
             Ok(std::ops::ControlFlow::Continue(()))
         },
     )
-    .map_err(|e| Error::git(format!("snapshot of {}", display_root(repo)), e))?;
+    .map_err(read(repo))?;
     Ok(staged)
+}
+
+/// The error for a failure reading the index or the status of `repo`.
+fn read(repo: &gix::Repository) -> impl Fn(gix::Error) -> SnapshotError + '_ {
+    move |source| SnapshotError::Read {
+        root: display_root(repo),
+        source,
+    }
 }
 
 /// index -> worktree, and the walk for untracked files, into `collect`.
@@ -248,7 +252,7 @@ fn worktree_status(
     side: Side,
     collect: &mut Collect,
 ) -> Result<Outcome> {
-    let git = |what: &str| git_error(repo, what);
+    let git = |what: &'static str| git_error(repo, what);
     let never = AtomicBool::new(false);
     let dirwalk = repo
         .dirwalk_options()

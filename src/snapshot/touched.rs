@@ -33,7 +33,9 @@ use gix::bstr::{BStr, BString, ByteSlice};
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
-use crate::error::{Error, Result};
+use super::SnapshotError;
+
+type Result<T, E = SnapshotError> = std::result::Result<T, E>;
 
 /// What stands on disk at a path, without following a final symlink.
 #[derive(PartialEq, Eq)]
@@ -59,7 +61,7 @@ fn disk(root: &Path, rela: &BStr) -> Result<Disk> {
         {
             Ok(Disk::Absent)
         }
-        Err(e) => Err(Error::io(format!("cannot read {}", p.display()), e)),
+        Err(source) => Err(SnapshotError::ReadPath { path: p, source }),
     }
 }
 
@@ -70,7 +72,7 @@ pub fn snapshot(
     baseline_tree: ObjectId,
     touched: &BTreeSet<BString>,
 ) -> Result<Option<ObjectId>> {
-    let git = |what: &'static str| move |e: gix::Error| Error::git(what, e);
+    let git = |what: &'static str| move |source: gix::Error| SnapshotError::Git { what, source };
     let Some(root) = repo.workdir().map(Path::to_path_buf) else {
         return Ok(None);
     };
@@ -88,7 +90,7 @@ pub fn snapshot(
         .map_err(git("cannot read the index"))?;
     let baseline = repo
         .find_tree(baseline_tree)
-        .map_err(|e| Error::git("cannot read the baseline", e))?;
+        .map_err(git("cannot read the baseline"))?;
     let mut excludes = repo
         .excludes(
             &index,
@@ -122,7 +124,7 @@ pub fn snapshot(
         }
         let in_baseline = baseline
             .lookup_entry_by_path(crate::sys::paths::to_os(path.as_bstr()))
-            .map_err(|e| Error::git("cannot read the baseline", e))?
+            .map_err(git("cannot read the baseline"))?
             .map(|e| (e.mode().kind(), e.object_id()));
         if matches!(in_baseline, Some((EntryKind::Tree | EntryKind::Commit, _))) {
             return Ok(None);
@@ -173,8 +175,9 @@ pub fn snapshot(
                                 repo,
                                 &root,
                                 path.as_bstr(),
-                                &e,
-                            ))
+                                e,
+                            )
+                            .into())
                         }
                     }
                 }

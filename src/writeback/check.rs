@@ -12,7 +12,7 @@ use super::dirs::{Dirs, Disk};
 use super::failure::failed;
 use super::hash::Hasher;
 use super::util::{join, parents, split, Fail};
-use super::{refuse_invalid, BlockReason, Blocked, PathWrite};
+use super::{refuse_invalid, BlockReason, Blocked, PathWrite, WritebackError};
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
 
@@ -22,11 +22,9 @@ pub fn check(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>> {
         return Ok(Vec::new());
     }
     refuse_invalid(writes)?;
-    let mut dirs = Dirs::open(&source.root).map_err(|e| {
-        Error::io(
-            format!("cannot open the working tree {}", source.root.display()),
-            e,
-        )
+    let mut dirs = Dirs::open(&source.root).map_err(|e| WritebackError::OpenRoot {
+        root: source.root.clone(),
+        source: e,
     })?;
     let mut hasher = Hasher::new(&source.repo)?;
     let deleted: HashSet<&BStr> = writes

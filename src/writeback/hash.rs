@@ -9,7 +9,7 @@ use gix::ObjectId;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::error::{Error, Result};
+use super::WritebackError;
 
 use super::dirs::Disk;
 use super::journal::Item;
@@ -30,10 +30,13 @@ pub(super) struct Hasher<'r> {
 }
 
 impl<'r> Hasher<'r> {
-    pub(super) fn new(repo: &'r gix::Repository) -> Result<Hasher<'r>> {
-        let (pipeline, index) = repo
-            .filter_pipeline(None)
-            .map_err(|e| Error::git("cannot set up the content filters", e))?;
+    pub(super) fn new(repo: &'r gix::Repository) -> Result<Hasher<'r>, WritebackError> {
+        let (pipeline, index) =
+            repo.filter_pipeline(None)
+                .map_err(|source| WritebackError::Filters {
+                    what: "cannot set up the content filters",
+                    source,
+                })?;
         Ok(Hasher {
             pipeline,
             repo,
@@ -45,7 +48,10 @@ impl<'r> Hasher<'r> {
                 .unwrap_or(true),
             symlinks: repo
                 .filesystem_options()
-                .map_err(|e| Error::git("cannot read core.symlinks", e))?
+                .map_err(|source| WritebackError::Filters {
+                    what: "cannot read core.symlinks",
+                    source,
+                })?
                 .symlink,
             ident: None,
         })
@@ -58,7 +64,7 @@ impl<'r> Hasher<'r> {
         repo: &'r gix::Repository,
         items: &[Item],
     ) -> Result<Hasher<'r>, Fail> {
-        let mut hasher = Hasher::new(repo).map_err(Fail::from_error)?;
+        let mut hasher = Hasher::new(repo).map_err(|e| Fail::from_error(e.into()))?;
         let changed: Vec<&Item> = items
             .iter()
             .filter(|i| split(i.path.as_bstr()).1 == ".gitattributes")

@@ -7,6 +7,10 @@
 //! left by dead processes; what a signal during a write-back does (see
 //! "Signals"); putting in place, at the commit point, the state files a
 //! caller staged with the write (`Then`: the record of what was written).
+//! The failures it meets before writing or while scanning for journals are
+//! `WritebackError` (the folder, file or step and its cause), which
+//! `ops::explain` words; a failed write and its rollback are still worded
+//! in place (`failure`).
 //! Never: writes a path whose current content is not the expected `S`
 //! state; moves back or deletes a path that does not hold exactly what the
 //! write put there (a user's edit made after the write is left, and the
@@ -182,7 +186,7 @@ use gix::bstr::{BString, ByteSlice};
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
-use crate::error::{Code, Error, FsCause, Result};
+use crate::error::{FsCause, Result};
 use crate::git::repo::Source;
 use crate::record::batch;
 
@@ -194,6 +198,50 @@ pub use self::recover::{committed, left_paths, pending, recover_all_detailed};
 use self::rollback::{drop_staged, roll_forward, rollback};
 use self::util::{Cause, Faults};
 use self::writer::Writer;
+
+/// Why a write-back could not start, or recovery could not scan or read a
+/// journal (a write that fails and its rollback are reported by `failure`).
+#[derive(Debug, thiserror::Error)]
+pub enum WritebackError {
+    /// The content filters (`what` failed).
+    #[error("{what}")]
+    Filters {
+        what: &'static str,
+        #[source]
+        source: gix::Error,
+    },
+    /// A path git refuses (`why`), which no caller should have planned.
+    #[error("refusing to write {}: git refuses that path ({why})", crate::sys::paths::quote(path.as_bstr()))]
+    Invalid { path: BString, why: &'static str },
+    /// The working tree to check.
+    #[error("cannot open the working tree {}", root.display())]
+    OpenRoot {
+        root: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A folder recovery scans for journals, or a journal it reads.
+    #[error("cannot read {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A journal with nothing left to do that cannot be removed.
+    #[error("cannot remove {}", path.display())]
+    RemoveJournal {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The working tree a journal's write-back went into.
+    #[error("cannot open {} to recover a write-back", root.display())]
+    OpenToRecover {
+        root: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
 
 /// One path to change: its entry in the source snapshot `S` and in the result `F`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -309,14 +357,11 @@ fn refuse_invalid(writes: &[PathWrite]) -> Result<()> {
     for w in writes {
         let kind = w.new.map_or(EntryKind::Blob, |(k, _)| k);
         if let Some(why) = crate::git::validate::path(w.path.as_bstr(), kind) {
-            return Err(Error::state(
-                Code::Internal,
-                format!(
-                    "refusing to write {}: git refuses that path ({why})",
-                    crate::sys::paths::quote(w.path.as_bstr())
-                ),
-                "report this bug; nothing was changed",
-            ));
+            return Err(WritebackError::Invalid {
+                path: w.path.clone(),
+                why,
+            }
+            .into());
         }
     }
     Ok(())

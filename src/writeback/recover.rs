@@ -15,8 +15,8 @@ use super::failure::rollback_failed;
 use super::journal::{parse_journal, tmp_journal, Phase};
 use super::rollback::{roll_forward, rollback};
 use super::util::Faults;
-use super::{LeftPath, Recovery};
-use crate::error::{Error, Result};
+use super::{LeftPath, Recovery, WritebackError};
+use crate::error::Result;
 use crate::git::repo::Source;
 use crate::record::batch;
 
@@ -38,11 +38,13 @@ fn journal_dirs(source: &Source) -> Result<Vec<(String, PathBuf)>> {
         let rd = match std::fs::read_dir(&dir) {
             Ok(rd) => rd,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
+            Err(source) => return Err(WritebackError::Read { path: dir, source }.into()),
         };
         for entry in rd {
-            let entry =
-                entry.map_err(|e| Error::io(format!("cannot read {}", dir.display()), e))?;
+            let entry = entry.map_err(|source| WritebackError::Read {
+                path: dir.clone(),
+                source,
+            })?;
             let id = entry.file_name().to_string_lossy().into_owned();
             // Hidden folders are never batches (`batch::list`): a batch's state
             // on its way out (`batch::remove_state`) or in (`preparing::record`).
@@ -110,12 +112,16 @@ enum Recovered {
 }
 
 fn recover_one(journal: &Path, faults: &Faults) -> Result<Recovered> {
-    let text = std::fs::read(journal)
-        .map_err(|e| Error::io(format!("cannot read {}", journal.display()), e))?;
+    let text = std::fs::read(journal).map_err(|source| WritebackError::Read {
+        path: journal.to_path_buf(),
+        source,
+    })?;
     let Some(mut plan) = parse_journal(&text) else {
         // No durable plan: nothing in the working tree was changed.
-        std::fs::remove_file(journal)
-            .map_err(|e| Error::io(format!("cannot remove {}", journal.display()), e))?;
+        std::fs::remove_file(journal).map_err(|source| WritebackError::RemoveJournal {
+            path: journal.to_path_buf(),
+            source,
+        })?;
         return Ok(Recovered::RolledBack);
     };
     if plan.writer_alive() {
@@ -125,18 +131,18 @@ fn recover_one(journal: &Path, faults: &Faults) -> Result<Recovered> {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             // The working tree is gone, and with it everything to restore.
-            std::fs::remove_file(journal)
-                .map_err(|e| Error::io(format!("cannot remove {}", journal.display()), e))?;
+            std::fs::remove_file(journal).map_err(|source| WritebackError::RemoveJournal {
+                path: journal.to_path_buf(),
+                source,
+            })?;
             return Ok(Recovered::RolledBack);
         }
         Err(e) => {
-            return Err(Error::io(
-                format!(
-                    "cannot open {} to recover a write-back",
-                    plan.root.display()
-                ),
-                e,
-            ))
+            return Err(WritebackError::OpenToRecover {
+                root: plan.root.clone(),
+                source: e,
+            }
+            .into())
         }
     };
     if plan.phase == Phase::Committed {

@@ -281,7 +281,7 @@ impl Writer<'_> {
     }
 
     fn renames(&mut self, plan: &Plan) -> Result<(), Fail> {
-        let mut hasher = Hasher::new(self.repo).map_err(Fail::from_error)?;
+        let mut hasher = Hasher::new(self.repo).map_err(|e| Fail::from_error(e.into()))?;
         let mkdirs: HashSet<&BStr> = plan.mkdirs.iter().map(|m| m.as_bstr()).collect();
         let covered: HashMap<&BStr, (EntryKind, ObjectId)> = plan
             .items

@@ -11,8 +11,8 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::{open_options, open_options_with, refusing_untrusted, resolve_lenient};
-use crate::error::{Code, Error, Result};
+use super::{open_options, open_options_with, refusing_untrusted, resolve_lenient, RepoError};
+use crate::error::{Error, Result};
 use crate::git::discovery::{not_a_repository, path_from_line};
 
 /// The repository-locating variables this process was started with.
@@ -56,21 +56,6 @@ pub fn isolate_environment() {
 /// The source's repository-locating variables (see [`isolate_environment`]).
 pub fn git_env() -> &'static GitEnv {
     GIT_ENV.get_or_init(GitEnv::capture)
-}
-
-fn unsupported_environment(var: &str, value: &Path, what: String, help: String) -> Error {
-    Error::state(
-        Code::UnsupportedEnvironment,
-        format!("{var}={} {what}", value.display()),
-        help,
-    )
-}
-
-/// The command that lists `dir` in `objects`' `info/alternates` (git reads
-/// an absolute path there as it is).
-fn list_as_alternate(dir: &Path, objects: &Path) -> String {
-    let q = |p: &Path| crate::sys::paths::shell_quote(&p.to_string_lossy());
-    format!("echo {} >> {}", q(dir), q(&objects.join("info/alternates")))
 }
 
 /// Why discovery around `cwd` failed, as git would say it, or by the real
@@ -253,7 +238,10 @@ pub fn open_source(cwd: &Path) -> Result<gix::Repository> {
         key.extend_from_slice(index.as_os_str().as_encoded_bytes());
         let opts = open_options_with(vec![key]).full;
         repo = gix::ThreadSafeRepository::open_opts(repo.git_dir(), opts)
-            .map_err(|e| Error::git(format!("cannot open {}", cwd.display()), e))?
+            .map_err(|source| RepoError::Reopen {
+                dir: cwd.to_path_buf(),
+                source,
+            })?
             .to_thread_local();
         set_workdir(&mut repo, workdir)?;
     }
@@ -286,45 +274,23 @@ pub(super) fn refuse_foreign_object_dirs(cwd: &Path, root: &Path, common_dir: &P
     if let Some(cd) = env.get("GIT_COMMON_DIR") {
         let cd = cwd.join(cd);
         if !same(&cd, common_dir) {
-            return Err(unsupported_environment(
-                "GIT_COMMON_DIR",
-                &cd,
-                format!(
-                    "is not the common dir {} of this working tree, and the git library git delegate uses cannot follow it",
-                    common_dir.display()
-                ),
-                format!(
-                    "run it without that variable (`unset GIT_COMMON_DIR`, then the command again): git delegate then works in the repository of this working tree, {}",
-                    common_dir.display()
-                ),
-            ));
+            return Err(RepoError::CommonDir {
+                dir: cd,
+                common_dir: common_dir.to_path_buf(),
+            }
+            .into());
         }
     }
     let objects = common_dir.join("objects");
     if let Some(od) = env.get("GIT_OBJECT_DIRECTORY") {
         let od = root.join(od);
         if !same(&od, &objects) {
-            return Err(unsupported_environment(
-                "GIT_OBJECT_DIRECTORY",
-                &od,
-                format!(
-                    "is not the repository's object folder {}",
-                    objects.display()
-                ),
-                // Its workspaces (linked worktrees, which do not see the
-                // variable) read objects in `objects` only: the variable
-                // goes, and what git wrote there stays readable as an
-                // alternate.
-                if od.is_dir() {
-                    format!(
-                        "make the objects there readable from the repository (`{}`), then run the command again without the variable (`unset GIT_OBJECT_DIRECTORY`)",
-                        list_as_alternate(&od, &objects)
-                    )
-                } else {
-                    "run the command again without that variable (`unset GIT_OBJECT_DIRECTORY`)"
-                        .into()
-                },
-            ));
+            return Err(RepoError::ObjectDir {
+                is_dir: od.is_dir(),
+                dir: od,
+                objects,
+            }
+            .into());
         }
     }
     if let Some(alt) = env.get("GIT_ALTERNATE_OBJECT_DIRECTORIES") {
@@ -337,18 +303,7 @@ pub(super) fn refuse_foreign_object_dirs(cwd: &Path, root: &Path, common_dir: &P
         for dir in std::env::split_paths(alt).filter(|d| !d.as_os_str().is_empty()) {
             let dir = root.join(dir);
             if !same(&dir, &objects) && !listed.iter().any(|l| same(l, &dir)) {
-                return Err(unsupported_environment(
-                    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-                    &dir,
-                    format!(
-                        "is not an object folder of the repository (not listed in {})",
-                        objects.join("info/alternates").display()
-                    ),
-                    format!(
-                        "list it there (`{}`), so that the workspaces read it too, then run the command again; or run it without the variable (`unset GIT_ALTERNATE_OBJECT_DIRECTORIES`)",
-                        list_as_alternate(&dir, &objects)
-                    ),
-                ));
+                return Err(RepoError::Alternate { dir, objects }.into());
             }
         }
     }

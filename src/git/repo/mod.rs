@@ -15,7 +15,10 @@
 //! user's config) sets it, for the binary's colour decision ([`color_ui`],
 //! [`color_setting`]), and the pager git would choose for a diff
 //! ([`diff_pager`]: the binary starts it).
-//! Never: changes anything in the repository.
+//! Its own refusals and failures are `RepoError` (the paths, variables and
+//! causes); `ops::explain` words them.
+//! Never: changes anything in the repository; words a help line or decides
+//! an error code (`ops::explain` does).
 //!
 //! The folder holds the concerns apart: locating the source through the
 //! environment and git's discovery (`locate`), and the colour and pager
@@ -31,9 +34,73 @@ pub use self::locate::{git_env, isolate_environment, open_source, GitEnv};
 use self::locate::{refuse_foreign_object_dirs, set_workdir};
 
 use crate::config::Config;
-use crate::error::{Code, Error, Result};
+use crate::error::{Error, Result};
 use crate::sys::fs::canonical;
 use crate::sys::paths::is_unprintable;
+
+/// Why the source or a workspace could not be opened, or a setting that
+/// depends on where it is cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RepoError {
+    /// A workspace's repository at `dir`.
+    #[error("cannot open the repository at {}", dir.display())]
+    Open {
+        dir: PathBuf,
+        #[source]
+        source: gix::Error,
+    },
+    /// A workspace's working tree pinned to `dir`.
+    #[error("cannot open the working tree {}", dir.display())]
+    Workdir {
+        dir: PathBuf,
+        #[source]
+        source: gix::Error,
+    },
+    /// The source reopened at `dir` with its `GIT_INDEX_FILE`.
+    #[error("cannot open {}", dir.display())]
+    Reopen {
+        dir: PathBuf,
+        #[source]
+        source: gix::Error,
+    },
+    /// The process's current directory.
+    #[error("cannot read the current directory")]
+    Cwd {
+        #[source]
+        source: std::io::Error,
+    },
+    /// The working tree `root` a batch recorded, which `why`.
+    #[error("batch {batch} was prepared in {}, which {why}", root.display())]
+    Moved {
+        batch: String,
+        root: PathBuf,
+        why: String,
+    },
+    /// A repository without a working tree.
+    #[error("{} is a bare repository", git_dir.display())]
+    Bare { git_dir: PathBuf },
+    /// Neither `XDG_DATA_HOME` nor `HOME`.
+    #[error("neither XDG_DATA_HOME nor HOME is set, so there is no default workspace root")]
+    NoWorkspaceRoot,
+    /// A workspace root (`root`, resolved) inside the source's `source_root`.
+    #[error("the workspace root {} is inside the source working tree {}", root.display(), source_root.display())]
+    RootInsideSource { root: PathBuf, source_root: PathBuf },
+    /// `GIT_COMMON_DIR` naming `dir`, not this working tree's `common_dir`.
+    #[error("GIT_COMMON_DIR={} is not the common dir {} of this working tree, and the git library git delegate uses cannot follow it", dir.display(), common_dir.display())]
+    CommonDir { dir: PathBuf, common_dir: PathBuf },
+    /// `GIT_OBJECT_DIRECTORY` naming `dir` (a folder there: `is_dir`), not
+    /// the repository's `objects`.
+    #[error("GIT_OBJECT_DIRECTORY={} is not the repository's object folder {}", dir.display(), objects.display())]
+    ObjectDir {
+        dir: PathBuf,
+        objects: PathBuf,
+        is_dir: bool,
+    },
+    /// A `GIT_ALTERNATE_OBJECT_DIRECTORIES` folder `dir` that `objects`'
+    /// `info/alternates` does not list.
+    #[error("GIT_ALTERNATE_OBJECT_DIRECTORIES={} is not an object folder of the repository (not listed in {})", dir.display(), objects.join("info/alternates").display())]
+    Alternate { dir: PathBuf, objects: PathBuf },
+}
 
 /// Options for every repository git-delegate opens: compare stat data to the
 /// nanosecond, so a file rewritten within the same second as the index is
@@ -74,16 +141,16 @@ pub fn open_worktree(dir: &Path) -> Result<gix::Repository> {
     let opts = open_options().full;
     let mut repo = gix::ThreadSafeRepository::open_opts(dir, opts)
         .map(|r| r.to_thread_local())
-        .map_err(|e| {
-            Error::git(
-                format!("cannot open the repository at {}", dir.display()),
-                e,
-            )
+        .map_err(|source| RepoError::Open {
+            dir: dir.to_path_buf(),
+            source,
         })?;
     if repo.workdir() != Some(dir) {
-        repo.set_workdir(Some(dir.to_path_buf())).map_err(|e| {
-            Error::git(format!("cannot open the working tree {}", dir.display()), e)
-        })?;
+        repo.set_workdir(Some(dir.to_path_buf()))
+            .map_err(|source| RepoError::Workdir {
+                dir: dir.to_path_buf(),
+                source,
+            })?;
     }
     // Only the drivers the batch recorded run in it (design §3.18).
     crate::git::drivers::restrict(&mut repo)?;
@@ -118,8 +185,7 @@ impl Source {
 
     /// [`Source::discover`] around the process's current directory.
     pub fn discover_here() -> Result<Source> {
-        let cwd = std::env::current_dir()
-            .map_err(|e| Error::io("cannot read the current directory", e))?;
+        let cwd = std::env::current_dir().map_err(|source| RepoError::Cwd { source })?;
         Self::discover(&cwd)
     }
 
@@ -128,18 +194,13 @@ impl Source {
     /// working tree of the same repository, not a folder that moved away or
     /// another repository that took its place.
     pub fn open_recorded(here: &Source, root: &Path, batch: &str) -> Result<Source> {
-        let moved = |why: String| {
-            Error::state(
-                Code::SourceMoved,
-                format!(
-                    "batch {batch} was prepared in {}, which {why}",
-                    root.display()
-                ),
-                format!(
-                    "a batch writes back into the working tree it was prepared in: if you moved it, move it back to {} and run `git delegate apply {batch}` there; to give the batch up, `git delegate drop {batch} --force`",
-                    root.display()
-                ),
-            )
+        let moved = |why: String| -> Error {
+            RepoError::Moved {
+                batch: batch.to_string(),
+                root: root.to_path_buf(),
+                why,
+            }
+            .into()
         };
         if !root.is_dir() {
             return Err(moved("no longer exists (moved or removed?)".into()));
@@ -182,11 +243,10 @@ impl Source {
     /// describe (they were checked against it).
     fn from_repo(repo: gix::Repository, cwd: &Path, located: bool) -> Result<Source> {
         let Some(workdir) = repo.workdir() else {
-            return Err(Error::state(
-                Code::BareRepository,
-                format!("{} is a bare repository", repo.git_dir().display()),
-                "git delegate needs a working tree to snapshot: run it inside a non-bare clone or a linked worktree",
-            ));
+            return Err(RepoError::Bare {
+                git_dir: repo.git_dir().to_path_buf(),
+            }
+            .into());
         };
         let root = canonical(workdir)?;
         let common_dir = canonical(repo.common_dir())?;
@@ -299,11 +359,7 @@ pub fn default_workspace_root() -> Result<PathBuf> {
     }
     match std::env::var_os("HOME") {
         Some(h) => Ok(PathBuf::from(h).join(".local/share/git-delegate/worktrees")),
-        None => Err(Error::usage(
-            Code::NoWorkspaceRoot,
-            "neither XDG_DATA_HOME nor HOME is set, so there is no default workspace root",
-            "set `workspace.root` in .git/delegate.toml",
-        )),
+        None => Err(RepoError::NoWorkspaceRoot.into()),
     }
 }
 
@@ -334,15 +390,11 @@ fn resolve_lenient(p: &Path) -> PathBuf {
 fn refuse_inside(workspace_root: &Path, source_root: &Path) -> Result<()> {
     let resolved = resolve_lenient(workspace_root);
     if resolved.starts_with(source_root) {
-        return Err(Error::usage(
-            Code::WorkspaceRootInsideSource,
-            format!(
-                "the workspace root {} is inside the source working tree {}",
-                resolved.display(),
-                source_root.display()
-            ),
-            "tools such as cargo, npm and eslint search parent folders; set `workspace.root` in .git/delegate.toml to a folder outside the project",
-        ));
+        return Err(RepoError::RootInsideSource {
+            root: resolved,
+            source_root: source_root.to_path_buf(),
+        }
+        .into());
     }
     Ok(())
 }

@@ -24,8 +24,9 @@ use std::path::Path;
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::git::diff::{self, PathChange};
+use crate::merge::MergeError;
 
 /// How a patch is written: as `git diff` prints it (abbreviated `index`
 /// lines, `Binary files ... differ` for binary files), or with
@@ -309,12 +310,12 @@ fn whole(
 
 /// A blob too big to be written into the patch: more than
 /// [`crate::git::blob::STREAM_ABOVE`] bytes.
-fn too_big(repo: &gix::Repository, kind: EntryKind, id: ObjectId) -> Result<bool> {
+fn too_big(repo: &gix::Repository, kind: EntryKind, id: ObjectId) -> Result<bool, MergeError> {
     if !matches!(kind, EntryKind::Blob | EntryKind::BlobExecutable) {
         return Ok(false);
     }
     let size = crate::git::blob::size(repo, id)
-        .map_err(|e| Error::git(format!("cannot read object {id} for a patch"), e))?;
+        .map_err(|source| MergeError::PatchObject { id, source })?;
     Ok(size > crate::git::blob::STREAM_ABOVE)
 }
 
@@ -348,13 +349,13 @@ fn header(out: &mut Vec<u8>, path: &[u8]) {
 
 /// What git diffs for an entry: a blob's bytes, a symlink's target, a
 /// submodule's "Subproject commit" line.
-fn content(repo: &gix::Repository, kind: EntryKind, id: ObjectId) -> Result<Vec<u8>> {
+fn content(repo: &gix::Repository, kind: EntryKind, id: ObjectId) -> Result<Vec<u8>, MergeError> {
     if kind == EntryKind::Commit {
         return Ok(format!("Subproject commit {id}\n").into_bytes());
     }
     let obj = repo
         .find_object(id)
-        .map_err(|e| Error::git(format!("cannot read object {id} for a patch"), e))?;
+        .map_err(|source| MergeError::PatchObject { id, source })?;
     Ok(obj.detach().data)
 }
 

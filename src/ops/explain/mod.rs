@@ -12,16 +12,21 @@
 //! prints anything; the list of codes and how an OS error is classified stay
 //! in `error` (`Code`, `FsCause`, `Error::io_at`).
 
+mod engine;
+
 use crate::config::ConfigError;
 use crate::error::{Code, Error};
+use crate::git::blob::BlobError;
 use crate::git::commit::CommitError;
 use crate::git::diff::DiffError;
 use crate::git::discovery::DiscoveryError;
 use crate::git::ident::IdentError;
 use crate::git::refs::RefError;
+use crate::git::repo::RepoError;
 use crate::git::sparse::SparseError;
 use crate::git::transport::TransportError;
 use crate::ops::lock::LockError;
+use crate::record::batch::BatchError;
 use crate::record::busy::BusyError;
 use crate::record::kept::KeptError;
 use crate::sys::fs::FsError;
@@ -148,6 +153,80 @@ impl From<DiscoveryError> for Error {
     }
 }
 
+/// The command that lists `dir` in `objects`' `info/alternates` (git reads
+/// an absolute path there as it is).
+fn list_as_alternate(dir: &std::path::Path, objects: &std::path::Path) -> String {
+    format!(
+        "echo {} >> {}",
+        quoted(dir),
+        quoted(&objects.join("info/alternates"))
+    )
+}
+
+/// Opening the source or a workspace (design §3.15): a bare repository, a
+/// moved source and locating variables git-delegate cannot honour are
+/// state errors saying what to do; a workspace root that cannot be, a usage
+/// error; gix's failures, `delegate::git` (or a full disk, read-only
+/// filesystem or denied permission inside it), as before.
+impl From<RepoError> for Error {
+    fn from(e: RepoError) -> Error {
+        use RepoError as R;
+        let message = e.to_string();
+        let env = |help: String| Error::state(Code::UnsupportedEnvironment, message.clone(), help);
+        match e {
+            R::Open { source, .. } | R::Workdir { source, .. } | R::Reopen { source, .. } => {
+                Error::git(message, source)
+            }
+            R::Cwd { source } => Error::io(message, source),
+            R::Moved { batch, root, .. } => Error::state(
+                Code::SourceMoved,
+                message,
+                format!(
+                    "a batch writes back into the working tree it was prepared in: if you moved it, move it back to {} and run `git delegate apply {batch}` there; to give the batch up, `git delegate drop {batch} --force`",
+                    root.display()
+                ),
+            ),
+            R::Bare { .. } => Error::state(
+                Code::BareRepository,
+                message,
+                "git delegate needs a working tree to snapshot: run it inside a non-bare clone or a linked worktree",
+            ),
+            R::NoWorkspaceRoot => Error::usage(
+                Code::NoWorkspaceRoot,
+                message,
+                "set `workspace.root` in .git/delegate.toml",
+            ),
+            R::RootInsideSource { .. } => Error::usage(
+                Code::WorkspaceRootInsideSource,
+                message,
+                "tools such as cargo, npm and eslint search parent folders; set `workspace.root` in .git/delegate.toml to a folder outside the project",
+            ),
+            R::CommonDir { common_dir, .. } => env(format!(
+                "run it without that variable (`unset GIT_COMMON_DIR`, then the command again): git delegate then works in the repository of this working tree, {}",
+                common_dir.display()
+            )),
+            // Its workspaces (linked worktrees, which do not see the
+            // variable) read objects in `objects` only: the variable goes,
+            // and what git wrote there stays readable as an alternate.
+            R::ObjectDir {
+                dir,
+                objects,
+                is_dir: true,
+            } => env(format!(
+                "make the objects there readable from the repository (`{}`), then run the command again without the variable (`unset GIT_OBJECT_DIRECTORY`)",
+                list_as_alternate(&dir, &objects)
+            )),
+            R::ObjectDir { is_dir: false, .. } => env(
+                "run the command again without that variable (`unset GIT_OBJECT_DIRECTORY`)".into(),
+            ),
+            R::Alternate { dir, objects } => env(format!(
+                "list it there (`{}`), so that the workspaces read it too, then run the command again; or run it without the variable (`unset GIT_ALTERNATE_OBJECT_DIRECTORIES`)",
+                list_as_alternate(&dir, &objects)
+            )),
+        }
+    }
+}
+
 /// The repository lock: `delegate::locked` when another command holds it,
 /// an I/O error (named by its cause) when its file cannot be had.
 impl From<LockError> for Error {
@@ -189,6 +268,65 @@ impl From<FsError> for Error {
             FsError::Remove { source, .. } | FsError::Resolve { source, .. } => {
                 Error::io(message, source)
             }
+        }
+    }
+}
+
+/// A file that could not be stored as a blob or checked out: a failing
+/// filter driver is `delegate::filter_failed` with what to fix; a full,
+/// read-only or forbidden object store is named for what it is (with the
+/// filesystem that holds it); a file that cannot be read,
+/// `delegate::unreadable_file`.
+impl From<BlobError> for Error {
+    fn from(e: BlobError) -> Error {
+        let message = e.to_string();
+        match e {
+            BlobError::Filters { source } => Error::git(message, source),
+            BlobError::DriverFailed {
+                direction, driver, ..
+            } => Error::state(
+                Code::FilterFailed,
+                message,
+                format!(
+                    "fix the filter driver (`git config filter.{driver}.{direction}`), or let git run without it with `git config filter.{driver}.required false`, then run the command again"
+                ),
+            ),
+            BlobError::FilterFailed { .. } => Error::state(
+                Code::FilterFailed,
+                message,
+                "fix the filter driver that the file's `filter` attribute names, or make it optional with `git config filter.<driver>.required false`, then run the command again",
+            ),
+            BlobError::ProcessStart { program, .. } => Error::state(
+                Code::FilterFailed,
+                message,
+                format!(
+                    "install `{program}` (git needs it for these files too: `git add` and `git checkout` fail the same way; for Git LFS, the `git-lfs` package), check that `{program}` runs from this shell, then run the command again"
+                ),
+            ),
+            BlobError::ProcessStopped { driver, .. } => {
+                let help = if driver == "lfs" {
+                    "git-lfs says above why it could not give the files' content (often: the LFS objects are not in this clone and the LFS server cannot be reached): fetch them with `git lfs fetch` once it can be, or run the command with GIT_LFS_SKIP_SMUDGE=1 to give the workspaces the pointers instead, as `git worktree add` would".to_string()
+                } else {
+                    format!(
+                        "the driver's own messages above say why: fix what they report (`git config filter.{driver}.process` shows the command), then run the command again"
+                    )
+                };
+                Error::state(Code::FilterFailed, message, help)
+            }
+            BlobError::Store {
+                objects,
+                cause,
+                source,
+                ..
+            } => match crate::error::io_cause(&source) {
+                Some(io) => cause.error(message, Some(&objects), io),
+                None => Error::git(message, source),
+            },
+            BlobError::Unreadable { .. } => Error::state(
+                Code::UnreadableFile,
+                message,
+                "make the file readable (or remove it), then run the command again",
+            ),
         }
     }
 }
@@ -295,6 +433,69 @@ impl From<SparseError> for Error {
                 Code::BadPattern,
                 message,
                 "give --sparse a folder path relative to the repository's top folder, such as `--sparse src/app` (cone patterns: no wildcards, no `..`)",
+            ),
+        }
+    }
+}
+
+/// A batch's record and a `BATCH` or task argument (design §3): the
+/// arguments are usage errors (exit 2) saying what to name instead; a
+/// corrupt record is exit 3 with the command that removes it; the files are
+/// I/O errors named by their cause.
+impl From<BatchError> for Error {
+    fn from(e: BatchError) -> Error {
+        use BatchError as B;
+        let message = e.to_string();
+        const LIST: &str = "run `git delegate status` to list the batches";
+        match e {
+            B::TaskNotOpen { .. } => Error::usage(
+                Code::TaskNotOpen,
+                message,
+                "name only open tasks; `git delegate status` lists them",
+            ),
+            B::UnknownTask { tasks, .. } => Error::usage(
+                Code::UnknownTask,
+                message,
+                format!("its tasks are: {}", tasks.join(", ")),
+            ),
+            B::Record { .. } => Error::state(
+                Code::State,
+                message,
+                "paths in batch state must be valid UTF-8; move the repository or workspace root to such a path",
+            ),
+            B::CreateDir { source, .. } | B::Remove { source, .. } | B::List { source, .. } => {
+                Error::io(message, source)
+            }
+            B::Write(e) => e.into(),
+            B::Corrupt { id, .. } => Error::state(
+                Code::CorruptBatch,
+                message,
+                format!(
+                    "remove the batch with `git delegate drop {id} --force` (the changes in its workspaces are saved as proposal refs first)"
+                ),
+            ),
+            B::NoBatch => Error::usage(
+                Code::NoBatch,
+                message,
+                "create one with `git delegate prepare`",
+            ),
+            B::SeveralBatches { .. } => Error::usage(
+                Code::AmbiguousBatch,
+                message,
+                "name one: its label, its id, or the first 4 or more characters of its id",
+            ),
+            B::ShortPrefix { .. } | B::NoMatch { .. } => {
+                Error::usage(Code::UnknownBatch, message, LIST)
+            }
+            B::AmbiguousPrefix { .. } => Error::usage(
+                Code::AmbiguousBatch,
+                message,
+                "give more characters of the id",
+            ),
+            B::BadTaskName { .. } => Error::usage(
+                Code::BadTaskName,
+                message,
+                "task names are 1-64 characters of A-Z a-z 0-9 . _ -, start with a letter or digit, and contain no `..` nor end in `.` or `.lock`",
             ),
         }
     }
@@ -407,6 +608,47 @@ mod tests {
             e.message.starts_with("/w/.git cannot be read ("),
             "{}",
             e.message
+        );
+        let e = Error::from(BatchError::Corrupt {
+            id: "0123456789abcdef".into(),
+            problem: "bad".into(),
+        });
+        assert_eq!(
+            (e.code, e.exit_code(), e.message.as_str(), e.help.as_str()),
+            (
+                Code::CorruptBatch,
+                3,
+                "the state of batch 01234567 is corrupt: bad",
+                "remove the batch with `git delegate drop 0123456789abcdef --force` (the changes in its workspaces are saved as proposal refs first)"
+            )
+        );
+        let e = Error::from(BatchError::UnknownTask {
+            name: "x".into(),
+            batch: "01234567".into(),
+            tasks: vec!["a".into(), "b".into()],
+        });
+        assert_eq!(
+            (e.code, e.exit_code(), e.message.as_str(), e.help.as_str()),
+            (
+                Code::UnknownTask,
+                2,
+                "batch 01234567 has no task named \"x\"",
+                "its tasks are: a, b"
+            )
+        );
+        let e = Error::from(BlobError::DriverFailed {
+            direction: "smudge",
+            driver: "lfs".into(),
+            command: "git-lfs smudge %f".into(),
+            place: "a in /w".into(),
+            status: "exit status: 1".into(),
+        });
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                Code::FilterFailed,
+                "the smudge filter `lfs` (git-lfs smudge %f) failed on a in /w: exit status: 1"
+            )
         );
     }
 }

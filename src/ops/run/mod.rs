@@ -238,7 +238,7 @@ fn apply_phase(
         Err(e) => {
             return match ended_elsewhere(&source, &b.id) {
                 Some(ended) => elsewhere(workers, prepared, ended),
-                None => Err(e),
+                None => Err(e.into()),
             }
         }
     };
@@ -352,7 +352,7 @@ fn record_failed(source: &Source, id: &str, failed: &[usize], workers: &[Worker]
             }
         }
     }
-    batch::save(&state, &b)
+    Ok(batch::save(&state, &b)?)
 }
 
 /// run ends with the batch open: its lease becomes a plain TTL lease (or
@@ -367,5 +367,5 @@ fn hand_over(source: &Source, id: &str, ttl: i64, owner: Option<(u32, u64)>) -> 
         return Ok(());
     }
     b.lease = crate::record::lease::Lease::new(ttl, owner);
-    batch::save(&state, &b)
+    Ok(batch::save(&state, &b)?)
 }

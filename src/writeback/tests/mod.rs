@@ -11,6 +11,7 @@ mod rollbacks;
 use super::journal::{dec, enc, parse_journal, Phase};
 use super::recover::recover_with;
 use super::*;
+use crate::error::Code;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;

@@ -1,0 +1,156 @@
+//! The words of the engine's middle layers: `From<XError> for Error` for
+//! the typed errors of `snapshot/`, `writeback/` and `merge/`, as
+//! `ops::explain`'s own file does for the floor, `git/` and `record/`
+//! (docs/architecture.md "Errors").
+//!
+//! Owns: which code, exit status and help each of those errors has.
+//! Never: decides what failed (the module that raises the error does) or
+//! prints anything; how an OS or gix error is classified stays in `error`
+//! (`Error::io`, `Error::git`).
+
+use crate::error::{Code, Error};
+use crate::merge::MergeError;
+use crate::snapshot::SnapshotError;
+use crate::writeback::WritebackError;
+
+/// A snapshot's step inside gix is `delegate::git` (or a full disk,
+/// read-only filesystem or denied permission inside it, named for what it
+/// is); a touched path that cannot be read, an I/O error named by its
+/// cause; a rebuilt index that cannot be written, `delegate::io`; the
+/// blob and sparse checkout errors, their own words.
+impl From<SnapshotError> for Error {
+    fn from(e: SnapshotError) -> Error {
+        let message = e.to_string();
+        match e {
+            SnapshotError::Step { source, .. }
+            | SnapshotError::Read { source, .. }
+            | SnapshotError::Git { source, .. } => Error::git(message, source),
+            SnapshotError::Unexpected { root, what } => {
+                Error::git(format!("snapshot of {root}"), what)
+            }
+            SnapshotError::Panicked => Error::state(Code::Internal, message, "report this bug"),
+            SnapshotError::ReadPath { source, .. } => Error::io(message, source),
+            SnapshotError::Reindex { .. } => Error::state(
+                Code::Io,
+                message,
+                "check the permissions of that folder; its work is read from its files either way",
+            ),
+            SnapshotError::Blob(e) => e.into(),
+            SnapshotError::Sparse(e) => e.into(),
+        }
+    }
+}
+
+/// Merging trees, rendering a patch, copying objects: `delegate::git` (or
+/// a full disk, read-only filesystem or denied permission inside gix,
+/// named for what it is); the write-back check blocking what no task
+/// wrote is a bug.
+impl From<MergeError> for Error {
+    fn from(e: MergeError) -> Error {
+        let message = e.to_string();
+        match e {
+            MergeError::Git { source, .. }
+            | MergeError::ReadObject { source, .. }
+            | MergeError::WriteObject { source, .. }
+            | MergeError::PatchObject { source, .. }
+            | MergeError::BadBase { source, .. } => Error::git(message, source),
+            MergeError::Misstored { id, written } => Error::git(
+                format!("cannot write object {id}"),
+                format!("it was stored as {written}"),
+            ),
+            MergeError::UnknownBlocked => Error::state(
+                Code::Internal,
+                message,
+                "report this bug; nothing was changed",
+            ),
+        }
+    }
+}
+
+/// A write-back that cannot start, or a journal recovery cannot read:
+/// `delegate::git` for the filters, I/O errors named by their cause for
+/// the folders and files; a path git refuses reaching the write-back is a
+/// bug, and nothing was changed.
+impl From<WritebackError> for Error {
+    fn from(e: WritebackError) -> Error {
+        let message = e.to_string();
+        match e {
+            WritebackError::Filters { source, .. } => Error::git(message, source),
+            WritebackError::Invalid { .. } => Error::state(
+                Code::Internal,
+                message,
+                "report this bug; nothing was changed",
+            ),
+            WritebackError::OpenRoot { source, .. }
+            | WritebackError::Read { source, .. }
+            | WritebackError::RemoveJournal { source, .. }
+            | WritebackError::OpenToRecover { source, .. } => Error::io(message, source),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words these errors had when they were built in place (the
+    /// suite provokes most of the others through the binary).
+    #[test]
+    fn the_words_are_those_the_modules_wrote() {
+        let id = gix::ObjectId::empty_tree(gix::hash::Kind::Sha1);
+        let e = Error::from(MergeError::Misstored { id, written: id });
+        assert_eq!(
+            (e.code, e.exit_code(), e.message),
+            (
+                Code::Git,
+                3,
+                format!("cannot write object {id}: it was stored as {id}")
+            )
+        );
+        let e = Error::from(MergeError::UnknownBlocked);
+        assert_eq!(e.code, Code::Internal);
+        assert_eq!(e.help, "report this bug; nothing was changed");
+        let e = Error::from(WritebackError::Invalid {
+            path: ".git/config".into(),
+            why: "it is inside .git",
+        });
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                Code::Internal,
+                "refusing to write .git/config: git refuses that path (it is inside .git)"
+            )
+        );
+        let e = Error::from(WritebackError::Read {
+            path: "/s/.git/delegate/batches".into(),
+            source: std::io::Error::from_raw_os_error(rustix::io::Errno::ROFS.raw_os_error()),
+        });
+        assert_eq!(e.code, Code::ReadOnlyFilesystem);
+        assert!(
+            e.message
+                .starts_with("cannot read /s/.git/delegate/batches: "),
+            "{}",
+            e.message
+        );
+        let e = Error::from(SnapshotError::Unexpected {
+            root: "/s".into(),
+            what: "unexpected rename record from status",
+        });
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                Code::Git,
+                "snapshot of /s: unexpected rename record from status"
+            )
+        );
+        let e = Error::from(SnapshotError::Panicked);
+        assert_eq!(
+            (e.code, e.message.as_str(), e.help.as_str()),
+            (
+                Code::Internal,
+                "a snapshot thread panicked",
+                "report this bug"
+            )
+        );
+    }
+}
