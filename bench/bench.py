@@ -482,13 +482,39 @@ def bench_setup(b, rows, repo, n, base, reps):
         rmtree(base)
 
 
-def bench_pool(b, rows, repo, n, base, reps):
-    """prepare -n 4 from a warm pool (`workspace.pool = 4`, design §3.20):
-    each timed prepare follows an apply that put its 4 workspaces back idle,
-    with one source file changed in between, against 4 sequential `git
-    worktree add --detach` (or, with --against, the other binary's pooled
-    prepare). The workspaces go back idle by an untimed apply after each
-    run; the pool is emptied when the row is done."""
+def idle_workspaces(base):
+    """The idle workspaces of the pool under the workspace root `base/ws`
+    (`<root>/<repo>-<fp>/pool/<id>`, design §3.20)."""
+    return sorted(p for p in glob.glob(os.path.join(base, "ws", "*", "pool", "*")) if os.path.isdir(p))
+
+
+def pool_floor(b, repo, idle, reps):
+    """What the proof that the idle workspaces are unchanged costs git: `git
+    status --porcelain` in each idle workspace, then one in the source, with
+    the indexes as they are (`--no-optional-locks`: git does not refresh and
+    write them, so every repetition finds the same state, as the pool's proof
+    does). One unmeasured pass, then the median of `reps` passes."""
+    def one_pass():
+        total, rss = 0.0, 0
+        for cwd in [*idle, repo]:
+            t, r = b.timed(["git", "--no-optional-locks", "status", "--porcelain"], cwd)
+            total, rss = total + t, max(rss, r)
+        return total, rss
+
+    one_pass()
+    runs = [one_pass() for _ in range(max(reps, 3))]
+    return statistics.median(r[0] for r in runs), max(r[1] for r in runs)
+
+
+def bench_pool(b, rows, repo, n, base, where, reps):
+    """prepare -n 4 from a warm pool (`workspace.pool = 4`, design §3.20),
+    the workspace root under `base` (on the filesystem `where`): each timed
+    prepare follows an apply that put its 4 workspaces back idle, with one
+    source file changed in between, against 4 sequential `git worktree add
+    --detach` (or, with --against, the other binary's pooled prepare). The
+    workspaces go back idle by an untimed apply after each run. Then, with
+    the pool full, the floor: git status in the 4 idle workspaces and in the
+    source (`pool_floor`). The pool is emptied when the row is done."""
     pr = PrepareRows(b, repo, n, base, "pool")
     cfg = os.path.join(repo, ".git/delegate.toml")
     with open(cfg, "a") as f:
@@ -509,8 +535,19 @@ def bench_pool(b, rows, repo, n, base, reps):
         pooled()  # fills the pool
         other = (lambda: pooled(b.against)) if b.against else pr.worktrees
         ours, ref, rss, ref_rss = alternate(reps, pooled, other, warmup=reps > 1)
-        name = "prepare -n 4 from a warm pool" + ("" if b.against else " vs 4 x git worktree add")
+        name = f"prepare -n 4 from a warm pool, {where}" + ("" if b.against else " vs 4 x git worktree add")
         rows.add(name, n, ours, ref, ("info", None), rss, ref_rss)
+        idle = idle_workspaces(base)
+        if not b.against and len(idle) == 4:
+            # The state the next pooled prepare would find: one source file changed.
+            rounds[0] += 1
+            with open(touched, "w") as f:
+                f.write(f"round {rounds[0]}\n")
+            t, frss = pool_floor(b, repo, idle, reps)
+            rows.add(f"  floor: git status in the 4 idle workspaces + the source, {where}", n, t, 0,
+                     ("info", None), frss)
+        elif not b.against:
+            say(f"pool floor skipped: {len(idle)} idle workspaces under {base}, 4 expected")
     finally:
         b.delegate(repo, "drop", "--pool", check=False)
         pr.done()
@@ -1198,6 +1235,9 @@ def main():
     ap.add_argument("--make-btrfs", metavar="SIZE",
                     help="as root: make a dedicated btrfs loop mount of SIZE (e.g. 8G) with scripts/btrfs-fs")
     ap.add_argument("--only-btrfs", action="store_true", help="run the btrfs rows alone")
+    ap.add_argument("--disk-dir", metavar="DIR",
+                    help="also run the pool row with the workspaces in DIR (say, /var/tmp/gd-bench-disk on an ext4 "
+                    "disk; made, and removed at the end); default off")
     ap.add_argument("--no-cold", action="store_true", help="skip the cold prepare rows")
     ap.add_argument("--run-output-mib", type=int, default=100,
                     help="MiB each of run's 8 workers writes in the RSS row (default 100, as the issue asks)")
@@ -1269,6 +1309,11 @@ def main():
         say(f"no btrfs rows: {btrfs} is not on btrfs")
         btrfs = None
 
+    disk_base = None
+    if args.disk_dir:
+        os.makedirs(args.disk_dir, exist_ok=True)
+        disk_base = tempfile.mkdtemp(prefix="gd-bench-", dir=args.disk_dir)
+
     # `--sizes ''`: no rows of the synthetic sizes (the sparse rows alone).
     sizes = [int(s) for s in args.sizes.split(",") if s]
     preps = [int(x) for x in args.prepare_reps.split(",")]
@@ -1311,7 +1356,10 @@ def main():
             if want("setup"):
                 bench_setup(b, rows, repo, n, os.path.join(tmp, f"setup{n}"), reps_of[n])
             if want("pool"):
-                bench_pool(b, rows, repo, n, os.path.join(tmp, f"pool{n}"), reps_of[n])
+                bench_pool(b, rows, repo, n, os.path.join(tmp, f"pool{n}"), fs_type(tmp), reps_of[n])
+            if disk_base and want("pool"):
+                bench_pool(b, rows, repo, n, os.path.join(disk_base, f"pool{n}"), fs_type(disk_base) + " disk",
+                           reps_of[n])
         if btrfs:
             for n in sizes:
                 bench_btrfs(b, rows, btrfs, n, reps_of[n])
@@ -1356,6 +1404,8 @@ def main():
             rmtree(tmp)
         if xfs_base:
             rmtree(xfs_base)
+        if disk_base:
+            rmtree(disk_base)
         if ext4:
             subprocess.run(["umount", ext4])
             os.rmdir(ext4)
