@@ -746,14 +746,52 @@ def bench_touch(b, rows, repo, n, reps):
         b.git(repo, "status", "--porcelain")
 
 
+def apply_round(b, repo, label, rng, txt, binary, k, with_status):
+    """One round of the apply rows: prepare 4 tasks, each appends a line to
+    10 files (40 distinct ones of `txt`), `sync`, optionally 4 x `git status`
+    in the workspaces (one unmeasured pass, then timed), `apply` timed, the
+    background removal waited for, the source's 40 files restored. Returns
+    (apply s, apply RSS, status s, status RSS, background removal s)."""
+    doc = json.loads(b.delegate(repo, "prepare", "-n", "4", "--label", label, "--json"))
+    roots = [t["root"] for t in doc["tasks"]]
+    # <workspace root>/<repo>-<fingerprint>/<batch>/<task>
+    ws_root = os.path.dirname(os.path.dirname(os.path.dirname(roots[0])))
+    picks = rng.sample(txt, 40)
+    originals = {}
+    for rel in picks:
+        with open(os.path.join(repo, rel), "rb") as f:
+            originals[rel] = f.read()
+    for t, root in enumerate(roots):
+        for rel in picks[t * 10:(t + 1) * 10]:
+            with open(os.path.join(root, rel), "a") as f:
+                f.write(f"task {t} round {k}\n")
+    os.sync()
+    ref, ref_rss = 0, 0
+    if with_status:
+        for root in roots:  # warm-up pass, not timed
+            b.run(["git", "status", "--porcelain"], root)
+        start = time.perf_counter()
+        for root in roots:
+            _, r = b.timed(["git", "status", "--porcelain"], root)
+            ref_rss = max(ref_rss, r)
+        ref = time.perf_counter() - start
+    t, rss = b.timed([binary, "apply", label], repo)
+    waited = b.wait_trash(ws_root)
+    for rel, data in originals.items():
+        with open(os.path.join(repo, rel), "wb") as f:
+            f.write(data)
+    b.git(repo, "status", "--porcelain")
+    return t, rss, ref, ref_rss, waited
+
+
 def bench_apply(b, rows, repo, n, files, reps):
-    """Rounds of: prepare 4 tasks, each task appends a line to 10 files (40
-    distinct ones), the dirty data are flushed (`sync`, as the minutes a
-    worker takes would), 4 x `git status` run in the workspaces (one
-    unmeasured warm-up pass, then timed), then `apply` is timed; the source's
-    40 files are restored afterwards. Applied workspaces are deleted in the
-    background after apply returned: each round waits for that (shown as its
-    own row, not part of apply's time) so rounds do not overlap. One
+    """Rounds of `apply_round`: prepare 4 tasks, each task appends a line to
+    10 files (40 distinct ones), the dirty data are flushed (`sync`, as the
+    minutes a worker takes would), 4 x `git status` run in the workspaces
+    (one unmeasured warm-up pass, then timed), then `apply` is timed; the
+    source's 40 files are restored afterwards. Applied workspaces are deleted
+    in the background after apply returned: each round waits for that (shown
+    as its own row, not part of apply's time) so rounds do not overlap. One
     unmeasured round first. With --against, the rounds alternate between the
     two binaries instead of timing git status."""
     rng = random.Random(7)
@@ -761,36 +799,7 @@ def bench_apply(b, rows, repo, n, files, reps):
     label = "bench-apply"
 
     def one_round(binary, k, with_status):
-        doc = json.loads(b.delegate(repo, "prepare", "-n", "4", "--label", label, "--json"))
-        roots = [t["root"] for t in doc["tasks"]]
-        # <workspace root>/<repo>-<fingerprint>/<batch>/<task>
-        ws_root = os.path.dirname(os.path.dirname(os.path.dirname(roots[0])))
-        picks = rng.sample(txt, 40)
-        originals = {}
-        for rel in picks:
-            with open(os.path.join(repo, rel), "rb") as f:
-                originals[rel] = f.read()
-        for t, root in enumerate(roots):
-            for rel in picks[t * 10:(t + 1) * 10]:
-                with open(os.path.join(root, rel), "a") as f:
-                    f.write(f"task {t} round {k}\n")
-        os.sync()
-        ref, ref_rss = 0, 0
-        if with_status:
-            for root in roots:  # warm-up pass, not timed
-                b.run(["git", "status", "--porcelain"], root)
-            start = time.perf_counter()
-            for root in roots:
-                _, r = b.timed(["git", "status", "--porcelain"], root)
-                ref_rss = max(ref_rss, r)
-            ref = time.perf_counter() - start
-        t, rss = b.timed([binary, "apply", label], repo)
-        waited = b.wait_trash(ws_root)
-        for rel, data in originals.items():
-            with open(os.path.join(repo, rel), "wb") as f:
-                f.write(data)
-        b.git(repo, "status", "--porcelain")
-        return t, rss, ref, ref_rss, waited
+        return apply_round(b, repo, label, rng, txt, binary, k, with_status)
 
     ours_t, ref_t, bg, rss, ref_rss = [], [], [], 0, 0
     try:
@@ -817,6 +826,226 @@ def bench_apply(b, rows, repo, n, files, reps):
     rows.add("  background removal of the 4 workspaces after apply returned", n, statistics.median(bg), 0,
              ("info", None))
     return ours, ref
+
+
+def bench_apply_pool(b, rows, repo, n, files, base, reps):
+    """apply of 4 tasks x 10 files (`apply_round`) with `workspace.pool = 4`
+    (the workspaces go idle, design §3.20) against the same apply with no
+    pool (they are removed), rounds alternating, the workspace root in
+    `base`; then, for each, the background removal after apply returned.
+    Before each round without the pool, the pool is emptied (`drop --pool`,
+    untimed, its removal waited for), so each round's prepare makes fresh
+    workspaces either way. One unmeasured round of each first."""
+    rng = random.Random(11)
+    txt = [f for f in files if f.endswith(".txt")]
+    label = "bench-apply-pool"
+    cfg = os.path.join(repo, ".git/delegate.toml")
+    ws_root = os.path.join(base, "ws")
+    os.makedirs(base, exist_ok=True)
+
+    def one_round(pool, k):
+        if not pool:
+            b.delegate(repo, "drop", "--pool", check=False)
+            b.wait_trash(ws_root)
+        with open(cfg, "w") as f:
+            f.write(f'[workspace]\nroot = "{ws_root}"\npool = {pool}\n')
+        t, rss, _, _, waited = apply_round(b, repo, label, rng, txt, b.bin, k, False)
+        return t, rss, waited
+
+    pooled, plain = [], []
+    try:
+        for k in range(reps + 1):
+            p, q = one_round(4, k), one_round(0, k)
+            if k:
+                pooled.append(p)
+                plain.append(q)
+    except RuntimeError as e:
+        say(f"apply with a pool skipped: {e}")
+        b.delegate(repo, "drop", label, "--force", check=False)
+        return
+    finally:
+        b.delegate(repo, "drop", "--pool", check=False)
+        b.wait_trash(ws_root)
+        try:
+            os.remove(cfg)
+        except FileNotFoundError:
+            pass
+        rmtree(base)
+    med = lambda rs, i: statistics.median(r[i] for r in rs)  # noqa: E731
+    rows.add("apply 4 tasks x 10 files, workspace.pool = 4 vs no pool", n, med(pooled, 0), med(plain, 0),
+             ("info", None), max(r[1] for r in pooled), max(r[1] for r in plain))
+    rows.add("  background removal after apply returned, pool = 4", n, med(pooled, 2), 0, ("info", None))
+    rows.add("  background removal after apply returned, no pool", n, med(plain, 2), 0, ("info", None))
+
+
+CRATE_MODULES = 40
+
+
+def crate_module(k):
+    """The Rust source of module `k` of the warm-cache crate: ordinary code
+    (a struct, an enum, a trait, generic helpers, loops and matches) for the
+    compiler to chew on, no dependency."""
+    out = [f"//! Module {k} of the bench crate.\n", "use std::collections::HashMap;\n", "use std::fmt;\n\n"]
+    for j in range(6):
+        out.append(f"""#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Item{j} {{
+    pub id: u64,
+    pub name: String,
+    pub tags: Vec<String>,
+    pub weight: f64,
+}}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind{j} {{
+    Small,
+    Medium(u32),
+    Large {{ width: u32, height: u32 }},
+}}
+
+pub trait Score{j} {{
+    fn score(&self) -> f64;
+    fn label(&self) -> String {{
+        format!("{{:.2}}", self.score())
+    }}
+}}
+
+impl Score{j} for Item{j} {{
+    fn score(&self) -> f64 {{
+        self.weight * (self.tags.len() as f64 + {k}.0) + self.id as f64 / {j + 1}.0
+    }}
+}}
+
+impl fmt::Display for Item{j} {{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {{
+        write!(f, "{{}}#{{}} [{{}}]", self.name, self.id, self.tags.join(","))
+    }}
+}}
+
+impl Kind{j} {{
+    pub fn area(self) -> u64 {{
+        match self {{
+            Kind{j}::Small => 1,
+            Kind{j}::Medium(x) => u64::from(x) * {j + 2},
+            Kind{j}::Large {{ width, height }} => u64::from(width) * u64::from(height),
+        }}
+    }}
+}}
+
+pub fn build{j}(n: u64) -> Vec<Item{j}> {{
+    (0..n)
+        .map(|i| Item{j} {{
+            id: i * {k + 1},
+            name: format!("item-{k}-{j}-{{i}}"),
+            tags: (0..i % 5).map(|t| format!("t{{t}}")).collect(),
+            weight: (i as f64).sqrt(),
+        }})
+        .collect()
+}}
+
+pub fn index{j}<T: Score{j} + Clone>(items: &[T]) -> HashMap<u64, Vec<T>> {{
+    let mut map: HashMap<u64, Vec<T>> = HashMap::new();
+    for it in items {{
+        map.entry(it.score() as u64 % 17).or_default().push(it.clone());
+    }}
+    map
+}}
+
+pub fn summary{j}(items: &[Item{j}]) -> (f64, usize, String) {{
+    let total: f64 = items.iter().map(Score{j}::score).sum();
+    let longest = items.iter().map(|i| i.name.len()).max().unwrap_or(0);
+    let names: Vec<String> = items.iter().filter(|i| i.id % 3 == 0).map(ToString::to_string).collect();
+    (total, longest, names.join(";"))
+}}
+
+""")
+    out.append("pub fn touched() -> u64 {\n    0\n}\n")
+    return "".join(out)
+
+
+def make_crate(b, path, env):
+    """A repository holding a Rust library crate of CRATE_MODULES modules,
+    no dependency, `target/` ignored, its Cargo.lock committed."""
+    os.makedirs(os.path.join(path, "src"))
+    b.git(path, "init", "-q", "-b", "main")
+    with open(os.path.join(path, "Cargo.toml"), "w") as f:
+        f.write('[package]\nname = "bench-crate"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n')
+    with open(os.path.join(path, ".gitignore"), "w") as f:
+        f.write("/target/\n")
+    with open(os.path.join(path, "src", "lib.rs"), "w") as f:
+        f.write("".join(f"pub mod m{k:02};\n" for k in range(CRATE_MODULES)))
+    for k in range(CRATE_MODULES):
+        with open(os.path.join(path, "src", f"m{k:02}.rs"), "w") as f:
+            f.write(crate_module(k))
+    b.run(["cargo", "generate-lockfile", "--offline"], path, env=env)
+    b.git(path, "add", "-A")
+    b.git(path, "commit", "-q", "-m", "crate")
+
+
+def bench_pool_cargo(b, rows, tmp, reps):
+    """The warm-cache effect of the pool (design §3.20): a repository holding
+    a Rust crate (`make_crate`), `workspace.setup = "cargo build -q
+    --offline"` (the user's CARGO_HOME and RUSTUP_HOME, no dependency, so
+    nothing is fetched). `prepare -n 1`, its setup included, into a fresh
+    workspace (no pool; the previous task's workspace was removed) against
+    `prepare -n 1` from a warm pool (`workspace.pool = 1`) after the
+    previous task, its crate built by its setup, was applied with a
+    one-line change to one module: cargo rebuilds incrementally. The fresh
+    rounds first (the pool emptied before each), then the pooled ones (one
+    unmeasured round fills the pool)."""
+    real_home = os.path.expanduser("~")
+    env = dict(b.env,
+               CARGO_HOME=os.environ.get("CARGO_HOME") or os.path.join(real_home, ".cargo"),
+               RUSTUP_HOME=os.environ.get("RUSTUP_HOME") or os.path.join(real_home, ".rustup"))
+    repo = os.path.join(tmp, "crate")
+    base = os.path.join(tmp, "crate-ws")
+    rmtree(repo)
+    try:
+        make_crate(b, repo, env)
+    except (RuntimeError, FileNotFoundError) as e:
+        say(f"warm-cache row skipped: no offline cargo build: {e}")
+        return
+    ws_root = os.path.join(base, "ws")
+    cfg = os.path.join(repo, ".git/delegate.toml")
+    module = os.path.join("src", "m00.rs")
+    rounds = [0]
+
+    def one_round(pool):
+        rounds[0] += 1
+        if not pool:
+            b.run([b.bin, "drop", "--pool"], repo, check=False, env=env)
+            b.wait_trash(ws_root)
+        with open(cfg, "w") as f:
+            f.write(f'[workspace]\nroot = "{ws_root}"\npool = {pool}\nsetup = "cargo build -q --offline"\n')
+        label = f"crate-{rounds[0]}"
+        os.sync()
+        t, rss = b.timed([b.bin, "prepare", "-n", "1", "--label", label], repo, env=env)
+        doc = json.loads(b.run([b.bin, "status", label, "--json"], repo, env=env)[1])
+        root = doc["tasks"][0]["root"] if "tasks" in doc else doc["batches"][0]["tasks"][0]["root"]
+        path = os.path.join(root, module)
+        with open(path) as f:
+            src = f.read()
+        with open(path, "w") as f:
+            f.write(src.replace("pub fn touched() -> u64 {\n    ", "pub fn touched() -> u64 {\n    1 + ", 1))
+        b.run([b.bin, "apply", label], repo, env=env)
+        b.wait_trash(ws_root)
+        return t, rss
+
+    try:
+        fresh = [one_round(0) for _ in range(reps)]
+        one_round(1)  # fills the pool
+        warm = [one_round(1) for _ in range(reps)]
+    except RuntimeError as e:
+        say(f"warm-cache row skipped: {e}")
+        return
+    finally:
+        b.run([b.bin, "drop", "--pool"], repo, check=False, env=env)
+        b.wait_trash(ws_root)
+        rmtree(base)
+        rmtree(repo)
+    med = lambda rs: statistics.median(r[0] for r in rs)  # noqa: E731
+    rows.add(f"prepare -n 1 + setup `cargo build` ({CRATE_MODULES}-module crate), warm pool vs fresh workspace",
+             CRATE_MODULES, med(warm), med(fresh), ("info", None), max(r[1] for r in warm),
+             max(r[1] for r in fresh), note="1 file changed")
 
 
 def bench_remote(b, rows, tmp, repo, n, files, reps):
@@ -1238,6 +1467,8 @@ def main():
     ap.add_argument("--disk-dir", metavar="DIR",
                     help="also run the pool row with the workspaces in DIR (say, /var/tmp/gd-bench-disk on an ext4 "
                     "disk; made, and removed at the end); default off")
+    ap.add_argument("--prepare-cargo-reps", type=int, default=3,
+                    help="repetitions of each side of the pool-cargo row (warm-cache effect of the pool)")
     ap.add_argument("--no-cold", action="store_true", help="skip the cold prepare rows")
     ap.add_argument("--run-output-mib", type=int, default=100,
                     help="MiB each of run's 8 workers writes in the RSS row (default 100, as the issue asks)")
@@ -1245,7 +1476,8 @@ def main():
     ap.add_argument("--keep", help="build repositories in this folder and keep them")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--only", help="comma-separated rows to run (default all): snapshot, no-batch, "
-                    "touch, prepare, setup, pool, apply, undo, verify, diff, run, remote, sparse, cold, pre-push")
+                    "touch, prepare, setup, pool (with its floor and apply with a pool), pool-cargo, apply, undo, "
+                    "verify, diff, run, remote, sparse, cold, pre-push")
     ap.add_argument("--only-remote", action="store_true",
                     help="build the repositories and run only the remote-worker rows (design §3.14)")
     ap.add_argument("--sparse-size", type=int, default=100000,
@@ -1375,6 +1607,9 @@ def main():
                 res = bench_apply(b, rows, repos[n], n, files_of[n], args.reps if n < 100000 else 3)
             if res:
                 apply_by_size[n] = res
+            if want("pool") and not b.against:
+                bench_apply_pool(b, rows, repos[n], n, files_of[n], os.path.join(tmp, f"apply-pool{n}"),
+                                 args.reps if n < 100000 else 3)
             if not b.against:
                 if want("remote"):
                     bench_remote(b, rows, tmp, repos[n], n, files_of[n], args.reps if n < 100000 else 3)
@@ -1395,6 +1630,8 @@ def main():
             ours = apply_by_size[hi][0] / apply_by_size[lo][0]
             ref = apply_by_size[hi][1] / apply_by_size[lo][1]
             rows.add(f"apply growth {lo} -> {hi} files", hi, ours, ref, ("growth", None), unit="x")
+        if want("pool-cargo") and not b.against:
+            bench_pool_cargo(b, rows, tmp, args.prepare_cargo_reps)
         if args.sparse_size and not b.against and want("sparse"):
             bench_sparse(b, rows, tmp, args.sparse_size, args.sparse_reps)
         if args.big:
