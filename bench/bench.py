@@ -29,6 +29,19 @@ ratio, the target, whether it is met, and the peak RSS of both sides:
                                    the same prepare without it       information
   prepare -n 4 from a warm pool (workspace.pool = 4, after an apply)
                                    4 sequential git worktree add --detach information
+     (--only pool; with --disk-dir DIR also with the workspaces in DIR,
+     say an ext4 disk while the temp folder is a tmpfs)
+     floor: git status --porcelain in the 4 idle workspaces and in the
+           source, the indexes as they are (what proving them unchanged
+           costs git)                                                  information
+  apply, 4 tasks x 10 files, workspace.pool = 4 (the workspaces go idle)
+                                   the same apply with no pool        information
+     and the background removal after apply returned, each        (--only pool)
+  prepare -n 1 + setup `cargo build -q --offline` from a warm pool
+     (workspace.pool = 1, the previous task applied with a one-line change)
+                                   prepare -n 1 + setup into a fresh workspace
+     a 40-module crate; then a cargo workspace of it and a 1-file crate
+     using it, the change in the latter (--only pool-cargo)          information
   apply, 4 tasks x 10 files        4 x git status in the workspaces   <= 1.5x
   apply growth 1k -> 100k          growth of git status               no faster
   status / hook pre-commit, no batch                                   < 20 ms
@@ -59,7 +72,8 @@ Usage:
                    [--against OLD_BIN] [--xfs DIR | --make-xfs SIZE] [--make-ext4 SIZE] [--no-cold]
                    [--btrfs DIR | --make-btrfs SIZE] [--only-btrfs]
                    [--big] [--keep DIR] [--markdown] [--only-remote]
-                   [--sparse-size N] [--sparse-reps N]
+                   [--sparse-size N] [--sparse-reps N] [--disk-dir DIR]
+                   [--prepare-cargo-reps N] [--only ROW,...]
 
 Build the release binary first (`cargo build --release`); `--bin` defaults to
 target/release/git-delegate. Timed commands run through bench/spawn.rs (built
@@ -962,51 +976,97 @@ pub fn summary{j}(items: &[Item{j}]) -> (f64, usize, String) {{
     return "".join(out)
 
 
-def make_crate(b, path, env):
+def make_crate(b, path, env, split):
     """A repository holding a Rust library crate of CRATE_MODULES modules,
-    no dependency, `target/` ignored, its Cargo.lock committed."""
-    os.makedirs(os.path.join(path, "src"))
+    no dependency, `target/` ignored, its Cargo.lock committed. With
+    `split`, a cargo workspace instead: that crate as `core/`, and `app/`, a
+    one-file crate using it. Returns the file a task changes: a module of
+    the crate, or app's only file."""
+    lib = os.path.join(path, "core" if split else "", "src")
+    os.makedirs(lib)
     b.git(path, "init", "-q", "-b", "main")
-    with open(os.path.join(path, "Cargo.toml"), "w") as f:
-        f.write('[package]\nname = "bench-crate"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n')
+    package = '[package]\nname = "{}"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n'
+    if split:
+        with open(os.path.join(path, "Cargo.toml"), "w") as f:
+            f.write('[workspace]\nmembers = ["core", "app"]\nresolver = "2"\n')
+        with open(os.path.join(path, "core", "Cargo.toml"), "w") as f:
+            f.write(package.format("bench-core"))
+        os.makedirs(os.path.join(path, "app", "src"))
+        with open(os.path.join(path, "app", "Cargo.toml"), "w") as f:
+            f.write(package.format("bench-app") + 'bench-core = { path = "../core" }\n')
+        with open(os.path.join(path, "app", "src", "lib.rs"), "w") as f:
+            f.write("pub fn touched() -> u64 {\n    0\n}\n\npub fn total(n: u64) -> f64 {\n"
+                    "    bench_core::m00::summary0(&bench_core::m00::build0(n)).0 + touched() as f64\n}\n")
+        changed = os.path.join("app", "src", "lib.rs")
+    else:
+        with open(os.path.join(path, "Cargo.toml"), "w") as f:
+            f.write(package.format("bench-crate"))
+        changed = os.path.join("src", "m00.rs")
     with open(os.path.join(path, ".gitignore"), "w") as f:
         f.write("/target/\n")
-    with open(os.path.join(path, "src", "lib.rs"), "w") as f:
+    with open(os.path.join(lib, "lib.rs"), "w") as f:
         f.write("".join(f"pub mod m{k:02};\n" for k in range(CRATE_MODULES)))
     for k in range(CRATE_MODULES):
-        with open(os.path.join(path, "src", f"m{k:02}.rs"), "w") as f:
+        with open(os.path.join(lib, f"m{k:02}.rs"), "w") as f:
             f.write(crate_module(k))
     b.run(["cargo", "generate-lockfile", "--offline"], path, env=env)
     b.git(path, "add", "-A")
     b.git(path, "commit", "-q", "-m", "crate")
+    return changed
 
 
 def bench_pool_cargo(b, rows, tmp, reps):
     """The warm-cache effect of the pool (design §3.20): a repository holding
-    a Rust crate (`make_crate`), `workspace.setup = "cargo build -q
+    Rust code (`make_crate`: one crate, then a cargo workspace of that crate
+    and a small one using it), `workspace.setup = "cargo build -q
     --offline"` (the user's CARGO_HOME and RUSTUP_HOME, no dependency, so
     nothing is fetched). `prepare -n 1`, its setup included, into a fresh
     workspace (no pool; the previous task's workspace was removed) against
     `prepare -n 1` from a warm pool (`workspace.pool = 1`) after the
-    previous task, its crate built by its setup, was applied with a
-    one-line change to one module: cargo rebuilds incrementally. The fresh
-    rounds first (the pool emptied before each), then the pooled ones (one
-    unmeasured round fills the pool)."""
+    previous task, built by its setup, was applied with a one-line change
+    to one file (`make_crate`'s). The fresh rounds first (the pool emptied
+    before each), then the pooled ones (one unmeasured round fills the
+    pool). A reused workspace is renamed to the new task's folder: what
+    cargo and rustc keep by absolute path (rustc's incremental cache, keyed
+    by the working directory) does not survive that; cargo's fingerprints
+    of unchanged crates do."""
     real_home = os.path.expanduser("~")
     env = dict(b.env,
                CARGO_HOME=os.environ.get("CARGO_HOME") or os.path.join(real_home, ".cargo"),
                RUSTUP_HOME=os.environ.get("RUSTUP_HOME") or os.path.join(real_home, ".rustup"))
-    repo = os.path.join(tmp, "crate")
-    base = os.path.join(tmp, "crate-ws")
-    rmtree(repo)
-    try:
-        make_crate(b, repo, env)
-    except (RuntimeError, FileNotFoundError) as e:
-        say(f"warm-cache row skipped: no offline cargo build: {e}")
-        return
+    for split in [False, True]:
+        repo = os.path.join(tmp, "crate")
+        base = os.path.join(tmp, "crate-ws")
+        rmtree(repo)
+        try:
+            changed = make_crate(b, repo, env, split)
+        except (RuntimeError, FileNotFoundError) as e:
+            say(f"warm-cache row skipped: no offline cargo build: {e}")
+            return
+        try:
+            fresh, warm = cargo_rounds(b, repo, base, env, changed, reps)
+        except RuntimeError as e:
+            say(f"warm-cache row skipped: {e}")
+            continue
+        finally:
+            b.run([b.bin, "drop", "--pool"], repo, check=False, env=env)
+            b.wait_trash(os.path.join(base, "ws"))
+            rmtree(base)
+            rmtree(repo)
+        med = lambda rs: statistics.median(r[0] for r in rs)  # noqa: E731
+        what = (f"a {CRATE_MODULES}-module crate + a 1-file crate using it, the change in the latter" if split
+                else f"one {CRATE_MODULES}-module crate, the change in a module")
+        rows.add(f"prepare -n 1 + setup `cargo build`, {what}: warm pool vs fresh workspace",
+                 CRATE_MODULES, med(warm), med(fresh), ("info", None), max(r[1] for r in warm),
+                 max(r[1] for r in fresh))
+
+
+def cargo_rounds(b, repo, base, env, changed, reps):
+    """bench_pool_cargo's rounds: `reps` fresh, then one unmeasured and
+    `reps` pooled; each round's task changes one line of `changed` and is
+    applied. Returns the (seconds, RSS) of the fresh and the pooled ones."""
     ws_root = os.path.join(base, "ws")
     cfg = os.path.join(repo, ".git/delegate.toml")
-    module = os.path.join("src", "m00.rs")
     rounds = [0]
 
     def one_round(pool):
@@ -1020,8 +1080,7 @@ def bench_pool_cargo(b, rows, tmp, reps):
         os.sync()
         t, rss = b.timed([b.bin, "prepare", "-n", "1", "--label", label], repo, env=env)
         doc = json.loads(b.run([b.bin, "status", label, "--json"], repo, env=env)[1])
-        root = doc["tasks"][0]["root"] if "tasks" in doc else doc["batches"][0]["tasks"][0]["root"]
-        path = os.path.join(root, module)
+        path = os.path.join(doc["tasks"][0]["root"], changed)
         with open(path) as f:
             src = f.read()
         with open(path, "w") as f:
@@ -1030,22 +1089,10 @@ def bench_pool_cargo(b, rows, tmp, reps):
         b.wait_trash(ws_root)
         return t, rss
 
-    try:
-        fresh = [one_round(0) for _ in range(reps)]
-        one_round(1)  # fills the pool
-        warm = [one_round(1) for _ in range(reps)]
-    except RuntimeError as e:
-        say(f"warm-cache row skipped: {e}")
-        return
-    finally:
-        b.run([b.bin, "drop", "--pool"], repo, check=False, env=env)
-        b.wait_trash(ws_root)
-        rmtree(base)
-        rmtree(repo)
-    med = lambda rs: statistics.median(r[0] for r in rs)  # noqa: E731
-    rows.add(f"prepare -n 1 + setup `cargo build` ({CRATE_MODULES}-module crate), warm pool vs fresh workspace",
-             CRATE_MODULES, med(warm), med(fresh), ("info", None), max(r[1] for r in warm),
-             max(r[1] for r in fresh), note="1 file changed")
+    fresh = [one_round(0) for _ in range(reps)]
+    one_round(1)  # fills the pool
+    warm = [one_round(1) for _ in range(reps)]
+    return fresh, warm
 
 
 def bench_remote(b, rows, tmp, repo, n, files, reps):
