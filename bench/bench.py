@@ -1080,7 +1080,11 @@ def cargo_rounds(b, repo, base, env, changed, reps):
         os.sync()
         t, rss = b.timed([b.bin, "prepare", "-n", "1", "--label", label], repo, env=env)
         doc = json.loads(b.run([b.bin, "status", label, "--json"], repo, env=env)[1])
-        path = os.path.join(doc["tasks"][0]["root"], changed)
+        path = os.path.join(doc["batches"][0]["tasks"][0]["root"], changed)
+        # The worker's edit at least a second after its build (as minutes
+        # of work would be): edited in the same instant, cargo's mtime
+        # check can take the file for built, and the next build skips it.
+        time.sleep(1.1)
         with open(path) as f:
             src = f.read()
         with open(path, "w") as f:
