@@ -29,6 +29,19 @@ ratio, the target, whether it is met, and the peak RSS of both sides:
                                    the same prepare without it       information
   prepare -n 4 from a warm pool (workspace.pool = 4, after an apply)
                                    4 sequential git worktree add --detach information
+     (--only pool; with --disk-dir DIR also with the workspaces in DIR,
+     say an ext4 disk while the temp folder is a tmpfs)
+     floor: git status --porcelain in the 4 idle workspaces and in the
+           source, the indexes as they are (what proving them unchanged
+           costs git)                                                  information
+  apply, 4 tasks x 10 files, workspace.pool = 4 (the workspaces go idle)
+                                   the same apply with no pool        information
+     and the background removal after apply returned, each        (--only pool)
+  prepare -n 1 + setup `cargo build -q --offline` from a warm pool
+     (workspace.pool = 1, the previous task applied with a one-line change)
+                                   prepare -n 1 + setup into a fresh workspace
+     a 40-module crate; then a cargo workspace of it and a 1-file crate
+     using it, the change in the latter (--only pool-cargo)          information
   apply, 4 tasks x 10 files        4 x git status in the workspaces   <= 1.5x
   apply growth 1k -> 100k          growth of git status               no faster
   status / hook pre-commit, no batch                                   < 20 ms
@@ -59,7 +72,8 @@ Usage:
                    [--against OLD_BIN] [--xfs DIR | --make-xfs SIZE] [--make-ext4 SIZE] [--no-cold]
                    [--btrfs DIR | --make-btrfs SIZE] [--only-btrfs]
                    [--big] [--keep DIR] [--markdown] [--only-remote]
-                   [--sparse-size N] [--sparse-reps N]
+                   [--sparse-size N] [--sparse-reps N] [--disk-dir DIR]
+                   [--prepare-cargo-reps N] [--only ROW,...]
 
 Build the release binary first (`cargo build --release`); `--bin` defaults to
 target/release/git-delegate. Timed commands run through bench/spawn.rs (built
@@ -482,13 +496,39 @@ def bench_setup(b, rows, repo, n, base, reps):
         rmtree(base)
 
 
-def bench_pool(b, rows, repo, n, base, reps):
-    """prepare -n 4 from a warm pool (`workspace.pool = 4`, design §3.20):
-    each timed prepare follows an apply that put its 4 workspaces back idle,
-    with one source file changed in between, against 4 sequential `git
-    worktree add --detach` (or, with --against, the other binary's pooled
-    prepare). The workspaces go back idle by an untimed apply after each
-    run; the pool is emptied when the row is done."""
+def idle_workspaces(base):
+    """The idle workspaces of the pool under the workspace root `base/ws`
+    (`<root>/<repo>-<fp>/pool/<id>`, design §3.20)."""
+    return sorted(p for p in glob.glob(os.path.join(base, "ws", "*", "pool", "*")) if os.path.isdir(p))
+
+
+def pool_floor(b, repo, idle, reps):
+    """What the proof that the idle workspaces are unchanged costs git: `git
+    status --porcelain` in each idle workspace, then one in the source, with
+    the indexes as they are (`--no-optional-locks`: git does not refresh and
+    write them, so every repetition finds the same state, as the pool's proof
+    does). One unmeasured pass, then the median of `reps` passes."""
+    def one_pass():
+        total, rss = 0.0, 0
+        for cwd in [*idle, repo]:
+            t, r = b.timed(["git", "--no-optional-locks", "status", "--porcelain"], cwd)
+            total, rss = total + t, max(rss, r)
+        return total, rss
+
+    one_pass()
+    runs = [one_pass() for _ in range(max(reps, 3))]
+    return statistics.median(r[0] for r in runs), max(r[1] for r in runs)
+
+
+def bench_pool(b, rows, repo, n, base, where, reps):
+    """prepare -n 4 from a warm pool (`workspace.pool = 4`, design §3.20),
+    the workspace root under `base` (on the filesystem `where`): each timed
+    prepare follows an apply that put its 4 workspaces back idle, with one
+    source file changed in between, against 4 sequential `git worktree add
+    --detach` (or, with --against, the other binary's pooled prepare). The
+    workspaces go back idle by an untimed apply after each run. Then, with
+    the pool full, the floor: git status in the 4 idle workspaces and in the
+    source (`pool_floor`). The pool is emptied when the row is done."""
     pr = PrepareRows(b, repo, n, base, "pool")
     cfg = os.path.join(repo, ".git/delegate.toml")
     with open(cfg, "a") as f:
@@ -509,8 +549,19 @@ def bench_pool(b, rows, repo, n, base, reps):
         pooled()  # fills the pool
         other = (lambda: pooled(b.against)) if b.against else pr.worktrees
         ours, ref, rss, ref_rss = alternate(reps, pooled, other, warmup=reps > 1)
-        name = "prepare -n 4 from a warm pool" + ("" if b.against else " vs 4 x git worktree add")
+        name = f"prepare -n 4 from a warm pool, {where}" + ("" if b.against else " vs 4 x git worktree add")
         rows.add(name, n, ours, ref, ("info", None), rss, ref_rss)
+        idle = idle_workspaces(base)
+        if not b.against and len(idle) == 4:
+            # The state the next pooled prepare would find: one source file changed.
+            rounds[0] += 1
+            with open(touched, "w") as f:
+                f.write(f"round {rounds[0]}\n")
+            t, frss = pool_floor(b, repo, idle, reps)
+            rows.add(f"  floor: git status in the 4 idle workspaces + the source, {where}", n, t, 0,
+                     ("info", None), frss)
+        elif not b.against:
+            say(f"pool floor skipped: {len(idle)} idle workspaces under {base}, 4 expected")
     finally:
         b.delegate(repo, "drop", "--pool", check=False)
         pr.done()
@@ -709,14 +760,52 @@ def bench_touch(b, rows, repo, n, reps):
         b.git(repo, "status", "--porcelain")
 
 
+def apply_round(b, repo, label, rng, txt, binary, k, with_status):
+    """One round of the apply rows: prepare 4 tasks, each appends a line to
+    10 files (40 distinct ones of `txt`), `sync`, optionally 4 x `git status`
+    in the workspaces (one unmeasured pass, then timed), `apply` timed, the
+    background removal waited for, the source's 40 files restored. Returns
+    (apply s, apply RSS, status s, status RSS, background removal s)."""
+    doc = json.loads(b.delegate(repo, "prepare", "-n", "4", "--label", label, "--json"))
+    roots = [t["root"] for t in doc["tasks"]]
+    # <workspace root>/<repo>-<fingerprint>/<batch>/<task>
+    ws_root = os.path.dirname(os.path.dirname(os.path.dirname(roots[0])))
+    picks = rng.sample(txt, 40)
+    originals = {}
+    for rel in picks:
+        with open(os.path.join(repo, rel), "rb") as f:
+            originals[rel] = f.read()
+    for t, root in enumerate(roots):
+        for rel in picks[t * 10:(t + 1) * 10]:
+            with open(os.path.join(root, rel), "a") as f:
+                f.write(f"task {t} round {k}\n")
+    os.sync()
+    ref, ref_rss = 0, 0
+    if with_status:
+        for root in roots:  # warm-up pass, not timed
+            b.run(["git", "status", "--porcelain"], root)
+        start = time.perf_counter()
+        for root in roots:
+            _, r = b.timed(["git", "status", "--porcelain"], root)
+            ref_rss = max(ref_rss, r)
+        ref = time.perf_counter() - start
+    t, rss = b.timed([binary, "apply", label], repo)
+    waited = b.wait_trash(ws_root)
+    for rel, data in originals.items():
+        with open(os.path.join(repo, rel), "wb") as f:
+            f.write(data)
+    b.git(repo, "status", "--porcelain")
+    return t, rss, ref, ref_rss, waited
+
+
 def bench_apply(b, rows, repo, n, files, reps):
-    """Rounds of: prepare 4 tasks, each task appends a line to 10 files (40
-    distinct ones), the dirty data are flushed (`sync`, as the minutes a
-    worker takes would), 4 x `git status` run in the workspaces (one
-    unmeasured warm-up pass, then timed), then `apply` is timed; the source's
-    40 files are restored afterwards. Applied workspaces are deleted in the
-    background after apply returned: each round waits for that (shown as its
-    own row, not part of apply's time) so rounds do not overlap. One
+    """Rounds of `apply_round`: prepare 4 tasks, each task appends a line to
+    10 files (40 distinct ones), the dirty data are flushed (`sync`, as the
+    minutes a worker takes would), 4 x `git status` run in the workspaces
+    (one unmeasured warm-up pass, then timed), then `apply` is timed; the
+    source's 40 files are restored afterwards. Applied workspaces are deleted
+    in the background after apply returned: each round waits for that (shown
+    as its own row, not part of apply's time) so rounds do not overlap. One
     unmeasured round first. With --against, the rounds alternate between the
     two binaries instead of timing git status."""
     rng = random.Random(7)
@@ -724,36 +813,7 @@ def bench_apply(b, rows, repo, n, files, reps):
     label = "bench-apply"
 
     def one_round(binary, k, with_status):
-        doc = json.loads(b.delegate(repo, "prepare", "-n", "4", "--label", label, "--json"))
-        roots = [t["root"] for t in doc["tasks"]]
-        # <workspace root>/<repo>-<fingerprint>/<batch>/<task>
-        ws_root = os.path.dirname(os.path.dirname(os.path.dirname(roots[0])))
-        picks = rng.sample(txt, 40)
-        originals = {}
-        for rel in picks:
-            with open(os.path.join(repo, rel), "rb") as f:
-                originals[rel] = f.read()
-        for t, root in enumerate(roots):
-            for rel in picks[t * 10:(t + 1) * 10]:
-                with open(os.path.join(root, rel), "a") as f:
-                    f.write(f"task {t} round {k}\n")
-        os.sync()
-        ref, ref_rss = 0, 0
-        if with_status:
-            for root in roots:  # warm-up pass, not timed
-                b.run(["git", "status", "--porcelain"], root)
-            start = time.perf_counter()
-            for root in roots:
-                _, r = b.timed(["git", "status", "--porcelain"], root)
-                ref_rss = max(ref_rss, r)
-            ref = time.perf_counter() - start
-        t, rss = b.timed([binary, "apply", label], repo)
-        waited = b.wait_trash(ws_root)
-        for rel, data in originals.items():
-            with open(os.path.join(repo, rel), "wb") as f:
-                f.write(data)
-        b.git(repo, "status", "--porcelain")
-        return t, rss, ref, ref_rss, waited
+        return apply_round(b, repo, label, rng, txt, binary, k, with_status)
 
     ours_t, ref_t, bg, rss, ref_rss = [], [], [], 0, 0
     try:
@@ -780,6 +840,263 @@ def bench_apply(b, rows, repo, n, files, reps):
     rows.add("  background removal of the 4 workspaces after apply returned", n, statistics.median(bg), 0,
              ("info", None))
     return ours, ref
+
+
+def bench_apply_pool(b, rows, repo, n, files, base, reps):
+    """apply of 4 tasks x 10 files (`apply_round`) with `workspace.pool = 4`
+    (the workspaces go idle, design §3.20) against the same apply with no
+    pool (they are removed), rounds alternating, the workspace root in
+    `base`; then, for each, the background removal after apply returned.
+    Before each round without the pool, the pool is emptied (`drop --pool`,
+    untimed, its removal waited for), so each round's prepare makes fresh
+    workspaces either way. One unmeasured round of each first."""
+    rng = random.Random(11)
+    txt = [f for f in files if f.endswith(".txt")]
+    label = "bench-apply-pool"
+    cfg = os.path.join(repo, ".git/delegate.toml")
+    ws_root = os.path.join(base, "ws")
+    os.makedirs(base, exist_ok=True)
+
+    def one_round(pool, k):
+        if not pool:
+            b.delegate(repo, "drop", "--pool", check=False)
+            b.wait_trash(ws_root)
+        with open(cfg, "w") as f:
+            f.write(f'[workspace]\nroot = "{ws_root}"\npool = {pool}\n')
+        t, rss, _, _, waited = apply_round(b, repo, label, rng, txt, b.bin, k, False)
+        return t, rss, waited
+
+    pooled, plain = [], []
+    try:
+        for k in range(reps + 1):
+            p, q = one_round(4, k), one_round(0, k)
+            if k:
+                pooled.append(p)
+                plain.append(q)
+    except RuntimeError as e:
+        say(f"apply with a pool skipped: {e}")
+        b.delegate(repo, "drop", label, "--force", check=False)
+        return
+    finally:
+        b.delegate(repo, "drop", "--pool", check=False)
+        b.wait_trash(ws_root)
+        try:
+            os.remove(cfg)
+        except FileNotFoundError:
+            pass
+        rmtree(base)
+    med = lambda rs, i: statistics.median(r[i] for r in rs)  # noqa: E731
+    rows.add("apply 4 tasks x 10 files, workspace.pool = 4 vs no pool", n, med(pooled, 0), med(plain, 0),
+             ("info", None), max(r[1] for r in pooled), max(r[1] for r in plain))
+    rows.add("  background removal after apply returned, pool = 4", n, med(pooled, 2), 0, ("info", None))
+    rows.add("  background removal after apply returned, no pool", n, med(plain, 2), 0, ("info", None))
+
+
+CRATE_MODULES = 40
+
+
+def crate_module(k):
+    """The Rust source of module `k` of the warm-cache crate: ordinary code
+    (a struct, an enum, a trait, generic helpers, loops and matches) for the
+    compiler to chew on, no dependency."""
+    out = [f"//! Module {k} of the bench crate.\n", "use std::collections::HashMap;\n", "use std::fmt;\n\n"]
+    for j in range(6):
+        out.append(f"""#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Item{j} {{
+    pub id: u64,
+    pub name: String,
+    pub tags: Vec<String>,
+    pub weight: f64,
+}}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind{j} {{
+    Small,
+    Medium(u32),
+    Large {{ width: u32, height: u32 }},
+}}
+
+pub trait Score{j} {{
+    fn score(&self) -> f64;
+    fn label(&self) -> String {{
+        format!("{{:.2}}", self.score())
+    }}
+}}
+
+impl Score{j} for Item{j} {{
+    fn score(&self) -> f64 {{
+        self.weight * (self.tags.len() as f64 + {k}.0) + self.id as f64 / {j + 1}.0
+    }}
+}}
+
+impl fmt::Display for Item{j} {{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {{
+        write!(f, "{{}}#{{}} [{{}}]", self.name, self.id, self.tags.join(","))
+    }}
+}}
+
+impl Kind{j} {{
+    pub fn area(self) -> u64 {{
+        match self {{
+            Kind{j}::Small => 1,
+            Kind{j}::Medium(x) => u64::from(x) * {j + 2},
+            Kind{j}::Large {{ width, height }} => u64::from(width) * u64::from(height),
+        }}
+    }}
+}}
+
+pub fn build{j}(n: u64) -> Vec<Item{j}> {{
+    (0..n)
+        .map(|i| Item{j} {{
+            id: i * {k + 1},
+            name: format!("item-{k}-{j}-{{i}}"),
+            tags: (0..i % 5).map(|t| format!("t{{t}}")).collect(),
+            weight: (i as f64).sqrt(),
+        }})
+        .collect()
+}}
+
+pub fn index{j}<T: Score{j} + Clone>(items: &[T]) -> HashMap<u64, Vec<T>> {{
+    let mut map: HashMap<u64, Vec<T>> = HashMap::new();
+    for it in items {{
+        map.entry(it.score() as u64 % 17).or_default().push(it.clone());
+    }}
+    map
+}}
+
+pub fn summary{j}(items: &[Item{j}]) -> (f64, usize, String) {{
+    let total: f64 = items.iter().map(Score{j}::score).sum();
+    let longest = items.iter().map(|i| i.name.len()).max().unwrap_or(0);
+    let names: Vec<String> = items.iter().filter(|i| i.id % 3 == 0).map(ToString::to_string).collect();
+    (total, longest, names.join(";"))
+}}
+
+""")
+    out.append("pub fn touched() -> u64 {\n    0\n}\n")
+    return "".join(out)
+
+
+def make_crate(b, path, env, split):
+    """A repository holding a Rust library crate of CRATE_MODULES modules,
+    no dependency, `target/` ignored, its Cargo.lock committed. With
+    `split`, a cargo workspace instead: that crate as `core/`, and `app/`, a
+    one-file crate using it. Returns the file a task changes: a module of
+    the crate, or app's only file."""
+    lib = os.path.join(path, "core" if split else "", "src")
+    os.makedirs(lib)
+    b.git(path, "init", "-q", "-b", "main")
+    package = '[package]\nname = "{}"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n'
+    if split:
+        with open(os.path.join(path, "Cargo.toml"), "w") as f:
+            f.write('[workspace]\nmembers = ["core", "app"]\nresolver = "2"\n')
+        with open(os.path.join(path, "core", "Cargo.toml"), "w") as f:
+            f.write(package.format("bench-core"))
+        os.makedirs(os.path.join(path, "app", "src"))
+        with open(os.path.join(path, "app", "Cargo.toml"), "w") as f:
+            f.write(package.format("bench-app") + 'bench-core = { path = "../core" }\n')
+        with open(os.path.join(path, "app", "src", "lib.rs"), "w") as f:
+            f.write("pub fn touched() -> u64 {\n    0\n}\n\npub fn total(n: u64) -> f64 {\n"
+                    "    bench_core::m00::summary0(&bench_core::m00::build0(n)).0 + touched() as f64\n}\n")
+        changed = os.path.join("app", "src", "lib.rs")
+    else:
+        with open(os.path.join(path, "Cargo.toml"), "w") as f:
+            f.write(package.format("bench-crate"))
+        changed = os.path.join("src", "m00.rs")
+    with open(os.path.join(path, ".gitignore"), "w") as f:
+        f.write("/target/\n")
+    with open(os.path.join(lib, "lib.rs"), "w") as f:
+        f.write("".join(f"pub mod m{k:02};\n" for k in range(CRATE_MODULES)))
+    for k in range(CRATE_MODULES):
+        with open(os.path.join(lib, f"m{k:02}.rs"), "w") as f:
+            f.write(crate_module(k))
+    b.run(["cargo", "generate-lockfile", "--offline"], path, env=env)
+    b.git(path, "add", "-A")
+    b.git(path, "commit", "-q", "-m", "crate")
+    return changed
+
+
+def bench_pool_cargo(b, rows, tmp, reps):
+    """The warm-cache effect of the pool (design §3.20): a repository holding
+    Rust code (`make_crate`: one crate, then a cargo workspace of that crate
+    and a small one using it), `workspace.setup = "cargo build -q
+    --offline"` (the user's CARGO_HOME and RUSTUP_HOME, no dependency, so
+    nothing is fetched). `prepare -n 1`, its setup included, into a fresh
+    workspace (no pool; the previous task's workspace was removed) against
+    `prepare -n 1` from a warm pool (`workspace.pool = 1`) after the
+    previous task, built by its setup, was applied with a one-line change
+    to one file (`make_crate`'s). The fresh rounds first (the pool emptied
+    before each), then the pooled ones (one unmeasured round fills the
+    pool). A reused workspace is renamed to the new task's folder: what
+    cargo and rustc keep by absolute path (rustc's incremental cache, keyed
+    by the working directory) does not survive that; cargo's fingerprints
+    of unchanged crates do."""
+    real_home = os.path.expanduser("~")
+    env = dict(b.env,
+               CARGO_HOME=os.environ.get("CARGO_HOME") or os.path.join(real_home, ".cargo"),
+               RUSTUP_HOME=os.environ.get("RUSTUP_HOME") or os.path.join(real_home, ".rustup"))
+    for split in [False, True]:
+        repo = os.path.join(tmp, "crate")
+        base = os.path.join(tmp, "crate-ws")
+        rmtree(repo)
+        try:
+            changed = make_crate(b, repo, env, split)
+        except (RuntimeError, FileNotFoundError) as e:
+            say(f"warm-cache row skipped: no offline cargo build: {e}")
+            return
+        try:
+            fresh, warm = cargo_rounds(b, repo, base, env, changed, reps)
+        except RuntimeError as e:
+            say(f"warm-cache row skipped: {e}")
+            continue
+        finally:
+            b.run([b.bin, "drop", "--pool"], repo, check=False, env=env)
+            b.wait_trash(os.path.join(base, "ws"))
+            rmtree(base)
+            rmtree(repo)
+        med = lambda rs: statistics.median(r[0] for r in rs)  # noqa: E731
+        what = (f"a {CRATE_MODULES}-module crate + a 1-file crate using it, the change in the latter" if split
+                else f"one {CRATE_MODULES}-module crate, the change in a module")
+        rows.add(f"prepare -n 1 + setup `cargo build`, {what}: warm pool vs fresh workspace",
+                 CRATE_MODULES, med(warm), med(fresh), ("info", None), max(r[1] for r in warm),
+                 max(r[1] for r in fresh))
+
+
+def cargo_rounds(b, repo, base, env, changed, reps):
+    """bench_pool_cargo's rounds: `reps` fresh, then one unmeasured and
+    `reps` pooled; each round's task changes one line of `changed` and is
+    applied. Returns the (seconds, RSS) of the fresh and the pooled ones."""
+    ws_root = os.path.join(base, "ws")
+    cfg = os.path.join(repo, ".git/delegate.toml")
+    rounds = [0]
+
+    def one_round(pool):
+        rounds[0] += 1
+        if not pool:
+            b.run([b.bin, "drop", "--pool"], repo, check=False, env=env)
+            b.wait_trash(ws_root)
+        with open(cfg, "w") as f:
+            f.write(f'[workspace]\nroot = "{ws_root}"\npool = {pool}\nsetup = "cargo build -q --offline"\n')
+        label = f"crate-{rounds[0]}"
+        os.sync()
+        t, rss = b.timed([b.bin, "prepare", "-n", "1", "--label", label], repo, env=env)
+        doc = json.loads(b.run([b.bin, "status", label, "--json"], repo, env=env)[1])
+        path = os.path.join(doc["batches"][0]["tasks"][0]["root"], changed)
+        # The worker's edit at least a second after its build (as minutes
+        # of work would be): edited in the same instant, cargo's mtime
+        # check can take the file for built, and the next build skips it.
+        time.sleep(1.1)
+        with open(path) as f:
+            src = f.read()
+        with open(path, "w") as f:
+            f.write(src.replace("pub fn touched() -> u64 {\n    ", "pub fn touched() -> u64 {\n    1 + ", 1))
+        b.run([b.bin, "apply", label], repo, env=env)
+        b.wait_trash(ws_root)
+        return t, rss
+
+    fresh = [one_round(0) for _ in range(reps)]
+    one_round(1)  # fills the pool
+    warm = [one_round(1) for _ in range(reps)]
+    return fresh, warm
 
 
 def bench_remote(b, rows, tmp, repo, n, files, reps):
@@ -1198,6 +1515,11 @@ def main():
     ap.add_argument("--make-btrfs", metavar="SIZE",
                     help="as root: make a dedicated btrfs loop mount of SIZE (e.g. 8G) with scripts/btrfs-fs")
     ap.add_argument("--only-btrfs", action="store_true", help="run the btrfs rows alone")
+    ap.add_argument("--disk-dir", metavar="DIR",
+                    help="also run the pool row with the workspaces in DIR (say, /var/tmp/gd-bench-disk on an ext4 "
+                    "disk; made, and removed at the end); default off")
+    ap.add_argument("--prepare-cargo-reps", type=int, default=3,
+                    help="repetitions of each side of the pool-cargo row (warm-cache effect of the pool)")
     ap.add_argument("--no-cold", action="store_true", help="skip the cold prepare rows")
     ap.add_argument("--run-output-mib", type=int, default=100,
                     help="MiB each of run's 8 workers writes in the RSS row (default 100, as the issue asks)")
@@ -1205,7 +1527,8 @@ def main():
     ap.add_argument("--keep", help="build repositories in this folder and keep them")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--only", help="comma-separated rows to run (default all): snapshot, no-batch, "
-                    "touch, prepare, setup, pool, apply, undo, verify, diff, run, remote, sparse, cold, pre-push")
+                    "touch, prepare, setup, pool (with its floor and apply with a pool), pool-cargo, apply, undo, "
+                    "verify, diff, run, remote, sparse, cold, pre-push")
     ap.add_argument("--only-remote", action="store_true",
                     help="build the repositories and run only the remote-worker rows (design §3.14)")
     ap.add_argument("--sparse-size", type=int, default=100000,
@@ -1269,6 +1592,11 @@ def main():
         say(f"no btrfs rows: {btrfs} is not on btrfs")
         btrfs = None
 
+    disk_base = None
+    if args.disk_dir:
+        os.makedirs(args.disk_dir, exist_ok=True)
+        disk_base = tempfile.mkdtemp(prefix="gd-bench-", dir=args.disk_dir)
+
     # `--sizes ''`: no rows of the synthetic sizes (the sparse rows alone).
     sizes = [int(s) for s in args.sizes.split(",") if s]
     preps = [int(x) for x in args.prepare_reps.split(",")]
@@ -1311,7 +1639,10 @@ def main():
             if want("setup"):
                 bench_setup(b, rows, repo, n, os.path.join(tmp, f"setup{n}"), reps_of[n])
             if want("pool"):
-                bench_pool(b, rows, repo, n, os.path.join(tmp, f"pool{n}"), reps_of[n])
+                bench_pool(b, rows, repo, n, os.path.join(tmp, f"pool{n}"), fs_type(tmp), reps_of[n])
+            if disk_base and want("pool"):
+                bench_pool(b, rows, repo, n, os.path.join(disk_base, f"pool{n}"), fs_type(disk_base) + " disk",
+                           reps_of[n])
         if btrfs:
             for n in sizes:
                 bench_btrfs(b, rows, btrfs, n, reps_of[n])
@@ -1327,6 +1658,9 @@ def main():
                 res = bench_apply(b, rows, repos[n], n, files_of[n], args.reps if n < 100000 else 3)
             if res:
                 apply_by_size[n] = res
+            if want("pool") and not b.against:
+                bench_apply_pool(b, rows, repos[n], n, files_of[n], os.path.join(tmp, f"apply-pool{n}"),
+                                 args.reps if n < 100000 else 3)
             if not b.against:
                 if want("remote"):
                     bench_remote(b, rows, tmp, repos[n], n, files_of[n], args.reps if n < 100000 else 3)
@@ -1347,6 +1681,8 @@ def main():
             ours = apply_by_size[hi][0] / apply_by_size[lo][0]
             ref = apply_by_size[hi][1] / apply_by_size[lo][1]
             rows.add(f"apply growth {lo} -> {hi} files", hi, ours, ref, ("growth", None), unit="x")
+        if want("pool-cargo") and not b.against:
+            bench_pool_cargo(b, rows, tmp, args.prepare_cargo_reps)
         if args.sparse_size and not b.against and want("sparse"):
             bench_sparse(b, rows, tmp, args.sparse_size, args.sparse_reps)
         if args.big:
@@ -1356,6 +1692,8 @@ def main():
             rmtree(tmp)
         if xfs_base:
             rmtree(xfs_base)
+        if disk_base:
+            rmtree(disk_base)
         if ext4:
             subprocess.run(["umount", ext4])
             os.rmdir(ext4)
