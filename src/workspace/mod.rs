@@ -52,6 +52,12 @@ use crate::error::{Code, Error, Result};
 use crate::git::registration::Registration;
 pub use crate::workspace::presence::{Health, Removal};
 
+/// The cause of a failure inside gix, as the typed errors of this layer
+/// hold it: boxed, so that one variant takes whichever of gix's error types
+/// a step returns, and `ops::explain` finds a `gix::Error` in it (to name a
+/// full disk) exactly where `Error::git` looked before.
+pub type Cause = Box<dyn std::error::Error + Send + Sync>;
+
 pub mod carry;
 mod create;
 mod derived;
