@@ -575,7 +575,11 @@ fn worktrees(
             settings.sparse.as_ref(),
             |roots| {
                 stop()?;
-                crate::workspace::carry::carry_ignored(&source.repo, policy, roots)
+                Ok(crate::workspace::carry::carry_ignored(
+                    &source.repo,
+                    policy,
+                    roots,
+                )?)
             },
         )?
     }

@@ -344,7 +344,7 @@ impl<'a> Replicator<'a> {
             dst_base: dst_roots
                 .iter()
                 .map(|r| crate::workspace::carry::open_root(r))
-                .collect::<Result<_>>()?,
+                .collect::<Result<_, _>>()?,
             buf: Vec::new(),
         })
     }

@@ -10,6 +10,8 @@
 use std::path::Path;
 
 use crate::error::{Code, Error};
+use crate::workspace::carry::CarryError;
+use crate::workspace::scratch::ScratchError;
 use crate::workspace::submodules::{Moved, SubmoduleError};
 use crate::workspace::Cause;
 
@@ -109,6 +111,91 @@ impl From<SubmoduleError> for Error {
                 Code::CheckoutFailed,
                 message,
                 "check free disk space, permissions and path lengths under the workspace root",
+            ),
+        }
+    }
+}
+
+/// Carrying ignored files and copying trees (design §3.9): a carried file in
+/// the way, a filesystem that cannot clone and a bad pattern are named with
+/// what to do; the files are I/O errors (under the workspace root, with the
+/// hint that it can move), as before.
+impl From<CarryError> for Error {
+    fn from(e: CarryError) -> Error {
+        use CarryError as C;
+        let message = e.to_string();
+        match e {
+            C::Open { source, .. }
+            | C::Source { source, .. }
+            | C::Read { source, .. }
+            | C::Patterns { source, .. } => Error::io(message, source),
+            C::Dest { root, source, .. } => {
+                Error::io_at(message, &root, source).in_workspace_root()
+            }
+            C::List { source } => Error::git(message, source),
+            C::Fs(e) => e.into(),
+            C::Interrupted => Error::interrupted(),
+            C::Panicked => Error::state(Code::Internal, message, "report this bug"),
+            C::Exists { .. } => Error::state(
+                Code::CarryExists,
+                message,
+                "a carried ignored file would replace a file of the workspace: narrow the copy-ignored patterns",
+            ),
+            C::NoReflink { .. } => Error::state(
+                Code::NoReflink,
+                message,
+                "use scratch mode on a filesystem with reflink support (XFS made with `mkfs.xfs -m reflink=1`, Btrfs), with the source and its parent folder on it; or use `--mode worktree`",
+            ),
+            C::MultiLine { .. } => Error::usage(
+                Code::BadPattern,
+                message,
+                "give one gitignore-style pattern per value",
+            ),
+            C::IncludeNotFile { .. } => Error::usage(
+                Code::BadPattern,
+                message,
+                "make .worktreeinclude a plain file of gitignore-style patterns, or remove it",
+            ),
+        }
+    }
+}
+
+/// Scratch copies (design §2): a source or copy that cannot be one is
+/// `delegate::scratch_refused`, with what to use instead; the files are
+/// I/O errors named by their cause, as before.
+impl From<ScratchError> for Error {
+    fn from(e: ScratchError) -> Error {
+        use ScratchError as S;
+        let message = e.to_string();
+        let refused = |exit: fn(Code, String, &'static str) -> Error, help| {
+            exit(Code::ScratchRefused, message.clone(), help)
+        };
+        match e {
+            S::Carry(e) => e.into(),
+            S::Fs(e) => e.into(),
+            S::Drivers(e) => e,
+            S::Io { source, .. } => Error::io(message, source),
+            S::Index { source, .. } => Error::git(message, source),
+            S::Refused { .. } => refused(
+                Error::state,
+                "scratch copies must be self-contained; use `--mode worktree` for this repository",
+            ),
+            S::NoParent { .. } => refused(
+                Error::usage,
+                "use `--mode worktree` for a repository at the filesystem root",
+            ),
+            S::GitFile { .. } => refused(
+                Error::state,
+                "run scratch prepares in the main working tree of a repository whose .git is a folder, or use `--mode worktree`",
+            ),
+            S::NotCommonDir { .. } => {
+                refused(Error::state, "use `--mode worktree` for this repository")
+            }
+            S::NoContainer => Error::state(Code::Internal, message, "report this bug"),
+            S::Owner { .. } => Error::state(
+                Code::State,
+                message,
+                "paths must be valid UTF-8; move the repository to such a path",
             ),
         }
     }
