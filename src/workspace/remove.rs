@@ -121,12 +121,13 @@ pub(super) fn remove_held(
         return Ok(());
     };
     match parents {
-        Some(p) => p.batch.remove_child(name, fd),
+        Some(p) => p.batch.remove_child(name, fd)?,
         None => {
             let pfd = crate::workspace::carry::open_root(parent)?;
-            crate::workspace::shared_root::remove_held_at(pfd.as_fd(), root, name, fd)
+            crate::workspace::shared_root::remove_held_at(pfd.as_fd(), root, name, fd)?
         }
     }
+    Ok(())
 }
 
 /// Workspaces whose index lists at most this many entries are removed in

@@ -12,6 +12,7 @@ use std::path::Path;
 use crate::error::{Code, Error};
 use crate::workspace::carry::CarryError;
 use crate::workspace::scratch::ScratchError;
+use crate::workspace::shared_root::{Reason, Refused, SharedRootError};
 use crate::workspace::submodules::{Moved, SubmoduleError};
 use crate::workspace::Cause;
 
@@ -199,4 +200,47 @@ impl From<ScratchError> for Error {
             ),
         }
     }
+}
+
+/// Folders below the workspace root (design §3.18): a refused folder is
+/// `delegate::unsafe_workspace_root` with the folder in the JSON error
+/// document; what cannot be made there says the root can move.
+impl From<SharedRootError> for Error {
+    fn from(e: SharedRootError) -> Error {
+        use SharedRootError as S;
+        let message = e.to_string();
+        match e {
+            S::Carry(e) => e.into(),
+            S::Create { path, source } => Error::io_at(message, &path, source).in_workspace_root(),
+            S::Open { source, .. } | S::Remove { source, .. } => Error::io(message, source),
+            S::NoRoot { .. } => Error::state(
+                Code::NoWorkspaceRoot,
+                message,
+                "set `workspace.root` in .git/delegate.toml",
+            ),
+            S::Unsafe(r) => unsafe_root(message, &r),
+        }
+    }
+}
+
+fn unsafe_root(message: String, r: &Refused) -> Error {
+    use crate::sys::paths::{doc_path, note_lossy, path_is_lossy};
+    let help = match r.reason {
+        Reason::WritableByOthers => format!(
+            "make it sticky as /tmp is (`chmod +t {}`), or set `workspace.root` in .git/delegate.toml to a folder only you can write to; then prepare again",
+            quoted(&r.path)
+        ),
+        _ => "another user may have put it there to reach your workspaces: have it removed by its owner (or root), or set `workspace.root` in .git/delegate.toml to a folder only you can write to; then prepare again".to_string(),
+    };
+    let mut details = serde_json::Map::new();
+    details.insert(
+        "unsafe_folder".into(),
+        serde_json::json!({
+            "path": doc_path(&r.path),
+            "owner": r.owner,
+            "reason": r.reason.as_str(),
+        }),
+    );
+    note_lossy(&mut details, path_is_lossy(&r.path));
+    Error::state(Code::UnsafeWorkspaceRoot, message, help).with_details(details)
 }
