@@ -11,6 +11,7 @@ use std::path::Path;
 
 use crate::error::{Code, Error};
 use crate::workspace::carry::CarryError;
+use crate::workspace::pool::PoolError;
 use crate::workspace::scratch::ScratchError;
 use crate::workspace::shared_root::{Reason, Refused, SharedRootError};
 use crate::workspace::submodules::{Moved, SubmoduleError};
@@ -243,4 +244,32 @@ fn unsafe_root(message: String, r: &Refused) -> Error {
     );
     note_lossy(&mut details, path_is_lossy(&r.path));
     Error::state(Code::UnsafeWorkspaceRoot, message, help).with_details(details)
+}
+
+/// The pool of idle workspaces (design §3.20): a registration in the way is
+/// a usage error; the files are I/O and git errors named by their cause
+/// (under the workspace root where they were), as before.
+impl From<PoolError> for Error {
+    fn from(e: PoolError) -> Error {
+        use PoolError as P;
+        let message = e.to_string();
+        match e {
+            P::Engine(e) => e,
+            P::SharedRoot(e) => e.into(),
+            P::Fs(e) => e.into(),
+            P::Diff(e) => e.into(),
+            P::Interrupted => Error::interrupted(),
+            P::Checkout { source, .. } => Error::git(message, source),
+            P::Read { root, source }
+            | P::Remove { root, source, .. }
+            | P::DotGit { root, source } => Error::io_at(message, &root, source),
+            P::Rename { path, source } => Error::io_at(message, &path, source),
+            P::Move { source, .. } => Error::io(message, source),
+            P::Registered { .. } => Error::usage(
+                Code::WorkspaceExists,
+                message,
+                "run `git worktree list` and remove the stale worktree, or `git delegate gc`",
+            ),
+        }
+    }
 }
