@@ -230,10 +230,10 @@ fn write_indexes(common_dir: &Path, plans: &[Plan], indexes: Vec<gix::index::Sta
             let path = Registration::new(common_dir, &p.worktree_id).index_file();
             gix::index::File::from_state(state, &path)
                 .write(Default::default())
-                .map_err(|e| checkout_failed(None, &p.root, &e))
+                .map_err(|e| checkout_failed(None, &p.root, e.into()))
         },
-    )
-    .map(|_| ())
+    )?;
+    Ok(())
 }
 
 pub(super) fn cores() -> usize {

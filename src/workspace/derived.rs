@@ -93,7 +93,7 @@ pub(super) fn write_index(common_dir: &Path, p: &Plan, state: gix::index::State)
     let path = Registration::new(common_dir, &p.worktree_id).index_file();
     gix::index::File::from_state(state, &path)
         .write(Default::default())
-        .map_err(|e| checkout_failed(None, &p.root, &e))?;
+        .map_err(|e| checkout_failed(None, &p.root, e.into()))?;
     Ok(())
 }
 
@@ -328,7 +328,7 @@ fn keep_stat(
 /// `root`, where their paths are free (exclusive creation: anything in the
 /// way, such as a carried ignored file, is an error, never overwritten).
 fn write_changed(repo: &gix::Repository, index: &mut gix::index::State, root: &Path) -> Result<()> {
-    super::checkout(repo, index, root, 1)
+    Ok(super::checkout(repo, index, root, 1)?)
 }
 
 /// Remove the folder `root` when it is a snapshot of the template

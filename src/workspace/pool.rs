@@ -57,6 +57,9 @@ pub enum PoolError {
     SharedRoot(#[from] SharedRootError),
     #[error(transparent)]
     Fs(#[from] FsError),
+    /// Checking out and settling what a reuse changed.
+    #[error(transparent)]
+    Fill(#[from] FillError),
     /// The trees of a reused workspace and of the baseline.
     #[error(transparent)]
     Diff(#[from] crate::git::diff::DiffError),

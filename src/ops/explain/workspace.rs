@@ -15,7 +15,7 @@ use crate::workspace::pool::PoolError;
 use crate::workspace::scratch::ScratchError;
 use crate::workspace::shared_root::{Reason, Refused, SharedRootError};
 use crate::workspace::submodules::{Moved, SubmoduleError};
-use crate::workspace::Cause;
+use crate::workspace::{Cause, FillError};
 
 use super::quoted;
 
@@ -258,6 +258,7 @@ impl From<PoolError> for Error {
             P::SharedRoot(e) => e.into(),
             P::Fs(e) => e.into(),
             P::Diff(e) => e.into(),
+            P::Fill(e) => e.into(),
             P::Interrupted => Error::interrupted(),
             P::Checkout { source, .. } => Error::git(message, source),
             P::Read { root, source }
@@ -270,6 +271,46 @@ impl From<PoolError> for Error {
                 message,
                 "run `git worktree list` and remove the stale worktree, or `git delegate gc`",
             ),
+        }
+    }
+}
+
+/// What every checkout failure of a workspace says to do.
+const CHECKOUT_HELP: &str =
+    "check free disk space, permissions and path lengths under the workspace root";
+
+/// Filling a workspace: a full disk (and the like) under the workspace
+/// root says the root can move; a checkout that fails otherwise is
+/// `delegate::checkout_failed`, naming its cause, as before.
+impl From<FillError> for Error {
+    fn from(e: FillError) -> Error {
+        use FillError as F;
+        let message = e.to_string();
+        match e {
+            F::Filter(e) => e,
+            F::Ident(e) => e.into(),
+            F::Carry(e) => e.into(),
+            F::Interrupted => Error::interrupted(),
+            F::Panicked => Error::state(Code::Internal, message, "report this bug"),
+            F::Options { source, .. } => Error::git(message, source),
+            F::Objects { source } => git(message, source),
+            F::Checkout { root, source } | F::Write { root, source, .. } => {
+                match Error::fs_cause(&message, Some(&root), &*source) {
+                    Some(e) => e.in_workspace_root(),
+                    None => Error::state(
+                        Code::CheckoutFailed,
+                        format!("{message}: {source}"),
+                        CHECKOUT_HELP,
+                    ),
+                }
+            }
+            F::InTheWay { .. } | F::TooLong { .. } => {
+                Error::state(Code::CheckoutFailed, message, CHECKOUT_HELP)
+            }
+            F::Clock { source, .. } | F::Date { source, .. } => Error::io(message, source),
+            F::Walk { root, source, .. } => {
+                Error::io_at(message, &root, source).in_workspace_root()
+            }
         }
     }
 }
