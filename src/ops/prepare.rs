@@ -573,7 +573,7 @@ fn worktrees(
             &fresh,
             source.config.snapshots,
             settings.sparse.as_ref(),
-            |roots| {
+            |roots| -> Result<_> {
                 stop()?;
                 Ok(crate::workspace::carry::carry_ignored(
                     &source.repo,

@@ -166,6 +166,7 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
             r
         } else {
             crate::workspace::remove_unfinished(&source.common_dir, &t.root, &t.worktree_id)
+                .map_err(Error::from)
         };
         match removal {
             Ok(crate::workspace::Removal::Removed) => out.workspaces += 1,

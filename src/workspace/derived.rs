@@ -108,8 +108,10 @@ pub fn create_from(
     tree: ObjectId,
     plan: &Plan,
 ) -> Result<bool> {
-    let checkout =
-        || create_all(common_dir, commit, tree, std::slice::from_ref(plan)).map(|()| false);
+    let checkout = || -> Result<bool> {
+        create_all(common_dir, commit, tree, std::slice::from_ref(plan))?;
+        Ok(false)
+    };
     match derive(common_dir, t, commit, tree, plan) {
         Ok(true) => Ok(true),
         Ok(false) => checkout(),

@@ -76,6 +76,7 @@ pub use derived::{
 };
 
 // The steps `derived` makes its workspaces with.
+pub use create::CreateError;
 use create::{cores, dotgit_line, register, register_as, remove_created, Make};
 pub use create::{
     create_all, create_all_filled, create_all_sparse, remove_unfinished, unfinished_removal,

@@ -15,7 +15,7 @@ use crate::workspace::pool::PoolError;
 use crate::workspace::scratch::ScratchError;
 use crate::workspace::shared_root::{Reason, Refused, SharedRootError};
 use crate::workspace::submodules::{Moved, SubmoduleError};
-use crate::workspace::{Cause, FillError};
+use crate::workspace::{Cause, CreateError, FillError};
 
 use super::quoted;
 
@@ -311,6 +311,37 @@ impl From<FillError> for Error {
             F::Walk { root, source, .. } => {
                 Error::io_at(message, &root, source).in_workspace_root()
             }
+        }
+    }
+}
+
+/// Making a batch's workspaces: a folder in the way is a usage error
+/// (`delegate::workspace_exists`); the files are I/O and git errors named
+/// by their cause (under the workspace root, with the hint that it can
+/// move), as before.
+impl From<CreateError> for Error {
+    fn from(e: CreateError) -> Error {
+        use CreateError as C;
+        let message = e.to_string();
+        match e {
+            C::Fill(e) => e.into(),
+            C::Sparse(e) => e.into(),
+            C::Fs(e) => e.into(),
+            C::Submodule(e) => e.into(),
+            C::Engine(e) => e,
+            C::Interrupted => Error::interrupted(),
+            C::Exists { .. } | C::Changed { .. } => Error::usage(
+                Code::WorkspaceExists,
+                message,
+                "move or remove that folder, then prepare again",
+            ),
+            C::Create { path, source } => Error::io_at(message, &path, source).in_workspace_root(),
+            C::Snapshot { root, source, .. } => {
+                Error::io_at(message, &root, source).in_workspace_root()
+            }
+            C::Read { root, source } => Error::io_at(message, &root, source),
+            C::Remove { source, .. } => Error::io(message, source),
+            C::Checkout { source, .. } => Error::git(message, source),
         }
     }
 }

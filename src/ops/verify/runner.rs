@@ -309,9 +309,9 @@ impl<'a> Runner<'a> {
             let plan = plan_of(ctx.batch, j);
             match template {
                 Some(t) => crate::workspace::create_from(common, t, j.commit, j.tree, &plan),
-                None => {
-                    crate::workspace::create_all(common, j.commit, j.tree, &[plan]).map(|()| false)
-                }
+                None => crate::workspace::create_all(common, j.commit, j.tree, &[plan])
+                    .map(|()| false)
+                    .map_err(Error::from),
             }
         })?;
         // The submodules a build needs, at the commits `F` records (design §3.15).
