@@ -81,6 +81,7 @@ use create::{cores, dotgit_line, register, register_as, remove_created, Make};
 pub use create::{
     create_all, create_all_filled, create_all_sparse, remove_unfinished, unfinished_removal,
 };
+pub use derived::DerivedError;
 pub use fill::FillError;
 use fill::{checkout, checkout_failed, settle};
 pub use identity::{folder_of, health, identify, is_ours, refusal, Identity};

@@ -15,7 +15,7 @@ use crate::workspace::pool::PoolError;
 use crate::workspace::scratch::ScratchError;
 use crate::workspace::shared_root::{Reason, Refused, SharedRootError};
 use crate::workspace::submodules::{Moved, SubmoduleError};
-use crate::workspace::{Cause, CreateError, FillError};
+use crate::workspace::{Cause, CreateError, DerivedError, FillError};
 
 use super::quoted;
 
@@ -342,6 +342,34 @@ impl From<CreateError> for Error {
             C::Read { root, source } => Error::io_at(message, &root, source),
             C::Remove { source, .. } => Error::io(message, source),
             C::Checkout { source, .. } => Error::git(message, source),
+        }
+    }
+}
+
+/// Verification workspaces derived from a template (design §3.17): a
+/// folder that changed under the snapshot is `delegate::workspace_exists`;
+/// the files are I/O and git errors named by their cause, as before.
+impl From<DerivedError> for Error {
+    fn from(e: DerivedError) -> Error {
+        use DerivedError as D;
+        let message = e.to_string();
+        match e {
+            D::Create(e) => e.into(),
+            D::Fill(e) => e.into(),
+            D::Fs(e) => e.into(),
+            D::Engine(e) => e,
+            D::Interrupted => Error::interrupted(),
+            D::Checkout { source, .. } => Error::git(message, source),
+            D::Changed { .. } => Error::usage(
+                Code::WorkspaceExists,
+                message,
+                "move or remove that folder, then run again",
+            ),
+            D::Snapshot { root, source, .. } => {
+                Error::io_at(message, &root, source).in_workspace_root()
+            }
+            D::Remove { source, .. } => Error::io(message, source),
+            D::Read { root, source } => Error::io_at(message, &root, source),
         }
     }
 }

@@ -296,6 +296,7 @@ impl<'a> Runner<'a> {
                             Ok(())
                         },
                     )
+                    .map_err(Error::from)
                 });
             match made {
                 Ok(t) => self.template = Some(t),
@@ -308,7 +309,8 @@ impl<'a> Runner<'a> {
         let derived = crate::sys::parallel::try_map(jobs.iter(), jobs.len(), lost, |j| {
             let plan = plan_of(ctx.batch, j);
             match template {
-                Some(t) => crate::workspace::create_from(common, t, j.commit, j.tree, &plan),
+                Some(t) => crate::workspace::create_from(common, t, j.commit, j.tree, &plan)
+                    .map_err(Error::from),
                 None => crate::workspace::create_all(common, j.commit, j.tree, &[plan])
                     .map(|()| false)
                     .map_err(Error::from),
