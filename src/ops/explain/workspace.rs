@@ -175,7 +175,7 @@ impl From<ScratchError> for Error {
         match e {
             S::Carry(e) => e.into(),
             S::Fs(e) => e.into(),
-            S::Drivers(e) => e,
+            S::Engine(e) => e,
             S::Io { source, .. } => Error::io(message, source),
             S::Index { source, .. } => Error::git(message, source),
             S::Refused { .. } => refused(

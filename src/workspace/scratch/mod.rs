@@ -10,8 +10,8 @@
 //! out a copy whose git metadata or symlinks lead outside it, or removes a
 //! folder whose identity (device and inode recorded in the marker) is not the
 //! one it made; it never follows a symlink while removing.
-//! Making a copy fails with `ScratchError` (the copy, the file and the
-//! cause; `ops::explain` words it).
+//! Making, sweeping and removing copies fail with `ScratchError` (the
+//! copy, the file and the cause; `ops::explain` words it).
 
 // `stat` field widths differ between targets: the casts are deliberate.
 #![allow(clippy::unnecessary_cast)]
@@ -66,10 +66,6 @@ pub(super) fn errno_io(e: Errno) -> std::io::Error {
     std::io::Error::from_raw_os_error(e.raw_os_error())
 }
 
-pub(super) fn io_err(what: String, e: Errno) -> crate::error::Error {
-    crate::error::Error::io(what, errno_io(e))
-}
-
 /// Why a scratch copy could not be made or handed out.
 #[derive(Debug, thiserror::Error)]
 pub enum ScratchError {
@@ -79,9 +75,11 @@ pub enum ScratchError {
     /// The real path of the source's `.git`.
     #[error(transparent)]
     Fs(#[from] FsError),
-    /// Restricting the copy's filter drivers to the recorded ones.
+    /// What the layers it calls that still return the crate's `Error`
+    /// failed with (restricting the copy's filter drivers to the recorded
+    /// ones, the batch records a sweep reads).
     #[error(transparent)]
-    Drivers(#[from] crate::error::Error),
+    Engine(#[from] crate::error::Error),
     /// A copy that is not self-contained (`why` says how).
     #[error("the scratch copy {} cannot be handed out: {why}", root.display())]
     Refused { root: PathBuf, why: String },
@@ -97,7 +95,7 @@ pub enum ScratchError {
         dot_git: PathBuf,
         common_dir: PathBuf,
     },
-    /// `what` (read, create, open, write, clone into) on `path`.
+    /// `what` (read, create, open, write, clone into, remove) on `path`.
     #[error("cannot {what} {}", path.display())]
     Io {
         what: &'static str,
@@ -133,7 +131,7 @@ fn refused(root: &Path, why: String) -> ScratchError {
 }
 
 /// `what` on `path` failed with `source`.
-fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ScratchError {
+pub(super) fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ScratchError {
     let path = path.to_path_buf();
     move |source| ScratchError::Io { what, path, source }
 }
