@@ -106,39 +106,42 @@ fn registration(common_dir: &Path, id: &str) -> PathBuf {
     Registration::new(common_dir, id).path().to_path_buf()
 }
 
+/// A planned workspace whose place is taken.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// A folder at the workspace's path; `registered` when a worktree
+    /// registration of the planned name is there too (a linked worktree no
+    /// batch owns).
+    #[error("the workspace folder {} already exists", root.display())]
+    FolderExists {
+        root: PathBuf,
+        worktree_id: String,
+        registered: bool,
+    },
+    /// A registration of the planned name without its folder.
+    #[error("a worktree named {worktree_id} is already registered at {}", registration.display())]
+    Registered {
+        worktree_id: String,
+        registration: PathBuf,
+    },
+}
+
 /// Refuse plans whose folders or registrations already exist (before anything is made).
-pub fn check_free(common_dir: &Path, plans: &[Plan]) -> Result<()> {
+pub fn check_free(common_dir: &Path, plans: &[Plan]) -> std::result::Result<(), PlanError> {
     for p in plans {
         let reg = registration(common_dir, &p.worktree_id);
         if p.root.symlink_metadata().is_ok() {
-            // gc removes a leftover folder git delegate made, never a
-            // registered worktree (it may hold work): say what works for
-            // each (design §3.16 "Hints").
-            let help = if reg.symlink_metadata().is_ok() {
-                format!(
-                    "it is the linked worktree {} that no batch owns (`git worktree list` shows it): look at what it holds, then `git worktree remove --force --force {}` removes it; then prepare again",
-                    p.worktree_id,
-                    crate::sys::paths::shell_quote(&p.root.to_string_lossy())
-                )
-            } else {
-                "move or remove that folder (or, if git delegate left it, run `git delegate gc`), then prepare again".to_string()
-            };
-            return Err(Error::usage(
-                Code::WorkspaceExists,
-                format!("the workspace folder {} already exists", p.root.display()),
-                help,
-            ));
+            return Err(PlanError::FolderExists {
+                root: p.root.clone(),
+                worktree_id: p.worktree_id.clone(),
+                registered: reg.symlink_metadata().is_ok(),
+            });
         }
         if reg.symlink_metadata().is_ok() {
-            return Err(Error::usage(
-                Code::WorkspaceExists,
-                format!(
-                    "a worktree named {} is already registered at {}",
-                    p.worktree_id,
-                    reg.display()
-                ),
-                "run `git worktree list` and remove the stale worktree, or `git delegate gc`",
-            ));
+            return Err(PlanError::Registered {
+                worktree_id: p.worktree_id.clone(),
+                registration: reg,
+            });
         }
     }
     Ok(())

@@ -15,7 +15,7 @@ use crate::workspace::pool::PoolError;
 use crate::workspace::scratch::ScratchError;
 use crate::workspace::shared_root::{Reason, Refused, SharedRootError};
 use crate::workspace::submodules::{Moved, SubmoduleError};
-use crate::workspace::{Cause, CreateError, DerivedError, FillError};
+use crate::workspace::{Cause, CreateError, DerivedError, FillError, PlanError};
 
 use super::quoted;
 
@@ -371,5 +371,30 @@ impl From<DerivedError> for Error {
             D::Remove { source, .. } => Error::io(message, source),
             D::Read { root, source } => Error::io_at(message, &root, source),
         }
+    }
+}
+
+/// A planned workspace's place taken (`delegate::workspace_exists`, exit
+/// 2): gc removes a leftover folder git delegate made, never a registered
+/// worktree (it may hold work), so the help says what works for each
+/// (design §3.16 "Hints").
+impl From<PlanError> for Error {
+    fn from(e: PlanError) -> Error {
+        let message = e.to_string();
+        let help = match e {
+            PlanError::FolderExists {
+                root,
+                worktree_id,
+                registered: true,
+            } => format!(
+                "it is the linked worktree {worktree_id} that no batch owns (`git worktree list` shows it): look at what it holds, then `git worktree remove --force --force {}` removes it; then prepare again",
+                quoted(&root)
+            ),
+            PlanError::FolderExists { .. } => "move or remove that folder (or, if git delegate left it, run `git delegate gc`), then prepare again".to_string(),
+            PlanError::Registered { .. } => {
+                "run `git worktree list` and remove the stale worktree, or `git delegate gc`".to_string()
+            }
+        };
+        Error::usage(Code::WorkspaceExists, message, help)
     }
 }

@@ -278,8 +278,9 @@ impl<'a> Runner<'a> {
         {
             let plan = template_plan(ctx.batch, &self.ws_dir);
             let carried = &self.carried;
-            let made =
-                crate::workspace::check_free(common, std::slice::from_ref(&plan)).and_then(|()| {
+            let made = crate::workspace::check_free(common, std::slice::from_ref(&plan))
+                .map_err(Error::from)
+                .and_then(|()| {
                     crate::workspace::create_template(
                         common,
                         first.commit,
