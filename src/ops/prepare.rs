@@ -573,9 +573,13 @@ fn worktrees(
             &fresh,
             source.config.snapshots,
             settings.sparse.as_ref(),
-            |roots| {
+            |roots| -> Result<_> {
                 stop()?;
-                crate::workspace::carry::carry_ignored(&source.repo, policy, roots)
+                Ok(crate::workspace::carry::carry_ignored(
+                    &source.repo,
+                    policy,
+                    roots,
+                )?)
             },
         )?
     }

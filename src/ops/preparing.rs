@@ -154,7 +154,8 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
             continue;
         }
         let removal = if scratch {
-            let r = crate::workspace::scratch::remove(&source.common_dir, &t.root);
+            let r =
+                crate::workspace::scratch::remove(&source.common_dir, &t.root).map_err(Error::from);
             // A container whose marker was never written holds nothing: rmdir only.
             if let Some(c) = t.root.parent() {
                 let _ = std::fs::remove_dir(&t.root);
@@ -166,6 +167,7 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
             r
         } else {
             crate::workspace::remove_unfinished(&source.common_dir, &t.root, &t.worktree_id)
+                .map_err(Error::from)
         };
         match removal {
             Ok(crate::workspace::Removal::Removed) => out.workspaces += 1,

@@ -426,7 +426,7 @@ fn candidates(
         let subs = match crate::workspace::submodules::changed(&source.common_dir, &task.root) {
             Ok(subs) => subs,
             Err(e) => {
-                fail(&mut fates[*i], "snapshot_failed", e.message.clone());
+                fail(&mut fates[*i], "snapshot_failed", Error::from(e).message);
                 continue;
             }
         };

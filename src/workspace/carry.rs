@@ -13,6 +13,9 @@
 //! relative to an opened folder), overwrites an existing file (files are
 //! created with `O_EXCL`), writes into the source, or carries anything no
 //! pattern asks for.
+//! Its failures are `CarryError` (the file or pattern and the cause;
+//! `ops::explain` words them); a walk's filter may fail with an error of
+//! its caller's (`Walker<E>`, scratch's refusals).
 
 // `stat` field widths differ between targets: the casts are deliberate.
 #![allow(clippy::unnecessary_cast)]
@@ -24,8 +27,85 @@ use gix::bstr::{BStr, BString, ByteSlice};
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::error::{Code, Error, Result};
 use crate::record::batch::CarryStats;
+use crate::sys::fs::FsError;
+
+/// Why ignored files could not be found or carried, or a tree copied.
+#[derive(Debug, thiserror::Error)]
+pub enum CarryError {
+    /// A walk's root folder.
+    #[error("cannot open {}", path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `what` (read, open, read the link) on an entry of the source tree.
+    #[error("cannot {what} {}", path.display())]
+    Source {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `what` (create, write, clone into, ...) on an entry of a destination
+    /// under the workspace root `root`.
+    #[error("cannot {what} {}", path.display())]
+    Dest {
+        what: &'static str,
+        path: PathBuf,
+        root: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A carried entry that would replace a file of the destination.
+    #[error("cannot carry {}: {} already exists", file.display(), dest.display())]
+    Exists { file: PathBuf, dest: PathBuf },
+    /// A filesystem (pair) that cannot clone, for a clone-only walk.
+    #[error("the filesystem cannot clone {} into {} ({source}); scratch workspaces are reflink copies and are never made by copying the data", file.display(), dest.display())]
+    NoReflink {
+        file: PathBuf,
+        dest: PathBuf,
+        source: std::io::Error,
+    },
+    /// Ctrl-C during a walk.
+    #[error("interrupted")]
+    Interrupted,
+    /// A copying thread that panicked.
+    #[error("a copying thread panicked")]
+    Panicked,
+    /// A `copy-ignored` value with a line break.
+    #[error("the copy-ignored pattern {pattern:?} spans several lines")]
+    MultiLine { pattern: String },
+    /// `.worktreeinclude` that is not a regular file.
+    #[error("{} is not a regular file", path.display())]
+    IncludeNotFile { path: PathBuf },
+    /// `.worktreeinclude`, or a folder below an ignored one.
+    #[error("cannot read {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The patterns of `workspace.copy-ignored` or `--copy-ignored`.
+    #[error("cannot read the {name} patterns")]
+    Patterns {
+        name: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The source's ignored files.
+    #[error("cannot list the ignored files of the source")]
+    List {
+        #[source]
+        source: gix::Error,
+    },
+    /// The real path of the source root.
+    #[error(transparent)]
+    Fs(#[from] FsError),
+}
+
+type Result<T, E = CarryError> = std::result::Result<T, E>;
 
 /// The file that lists patterns of ignored files to carry, at the source root.
 pub const INCLUDE_FILE: &str = ".worktreeinclude";
@@ -59,10 +139,6 @@ fn errno_io(e: Errno) -> std::io::Error {
     std::io::Error::from_raw_os_error(e.raw_os_error())
 }
 
-fn show(p: &Path) -> String {
-    p.display().to_string()
-}
-
 /// Join a display path with a relative byte path.
 fn at(root: &Path, rel: &[u8]) -> PathBuf {
     if rel.is_empty() {
@@ -80,7 +156,10 @@ pub fn open_root(path: &Path) -> Result<OwnedFd> {
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| Error::io(format!("cannot open {}", show(path)), errno_io(e)))
+    .map_err(|e| CarryError::Open {
+        path: path.to_path_buf(),
+        source: errno_io(e),
+    })
 }
 
 /// Open the folder `name` inside `dir`, never through a symlink.
@@ -158,8 +237,12 @@ pub fn copy_data(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, len: u64) -> rustix::
     Ok(())
 }
 
+/// What a walk asks before each entry it copies: its relative path and
+/// type in, whether to copy it (or why the walk must stop) out.
+pub type Filter<'a, E> = dyn FnMut(&[u8], FileType) -> Result<Visit, E> + 'a;
+
 /// One fd-relative copy walk from a source tree into one or more destinations.
-pub struct Walker<'a> {
+pub struct Walker<'a, E = CarryError> {
     pub method: Method,
     /// What was written, per destination.
     pub stats: Vec<CarryStats>,
@@ -170,16 +253,16 @@ pub struct Walker<'a> {
     src_root: PathBuf,
     dst_roots: Vec<PathBuf>,
     /// Called with each entry's relative path and type before it is copied.
-    filter: &'a mut dyn FnMut(&[u8], FileType) -> Result<Visit>,
+    filter: &'a mut Filter<'a, E>,
 }
 
-impl<'a> Walker<'a> {
+impl<'a, E: From<CarryError>> Walker<'a, E> {
     pub fn new(
         method: Method,
         src_root: PathBuf,
         dst_roots: Vec<PathBuf>,
-        filter: &'a mut dyn FnMut(&[u8], FileType) -> Result<Visit>,
-    ) -> Walker<'a> {
+        filter: &'a mut Filter<'a, E>,
+    ) -> Walker<'a, E> {
         Walker {
             method,
             stats: vec![CarryStats::default(); dst_roots.len()],
@@ -191,31 +274,27 @@ impl<'a> Walker<'a> {
         }
     }
 
-    fn src_err(&self, rel: &[u8], what: &str, e: Errno) -> Error {
-        Error::io(
-            format!("cannot {what} {}", show(&at(&self.src_root, rel))),
-            errno_io(e),
-        )
+    fn src_err(&self, rel: &[u8], what: &'static str, e: Errno) -> CarryError {
+        CarryError::Source {
+            what,
+            path: at(&self.src_root, rel),
+            source: errno_io(e),
+        }
     }
 
-    fn dst_err(&self, i: usize, rel: &[u8], what: &str, e: Errno) -> Error {
+    fn dst_err(&self, i: usize, rel: &[u8], what: &'static str, e: Errno) -> CarryError {
         if e == Errno::EXIST {
-            return Error::state(
-                Code::CarryExists,
-                format!(
-                    "cannot carry {}: {} already exists",
-                    show(&at(&self.src_root, rel)),
-                    show(&at(&self.dst_roots[i], rel))
-                ),
-                "a carried ignored file would replace a file of the workspace: narrow the copy-ignored patterns",
-            );
+            return CarryError::Exists {
+                file: at(&self.src_root, rel),
+                dest: at(&self.dst_roots[i], rel),
+            };
         }
-        Error::io_at(
-            format!("cannot {what} {}", show(&at(&self.dst_roots[i], rel))),
-            &self.dst_roots[i],
-            errno_io(e),
-        )
-        .in_workspace_root()
+        CarryError::Dest {
+            what,
+            path: at(&self.dst_roots[i], rel),
+            root: self.dst_roots[i].clone(),
+            source: errno_io(e),
+        }
     }
 
     /// Copy every entry of the opened source folder into the opened
@@ -225,13 +304,13 @@ impl<'a> Walker<'a> {
         src: BorrowedFd<'_>,
         dsts: &[BorrowedFd<'_>],
         rel: &mut Vec<u8>,
-    ) -> Result<()> {
+    ) -> Result<(), E> {
         let names = crate::sys::fs::read_names(src).map_err(|e| self.src_err(rel, "read", e))?;
         for (name, kind) in names {
             // A carried folder can hold a whole node_modules: Ctrl-C stops
             // the copy at the next entry, not after it.
             if gix::interrupt::is_triggered() {
-                return Err(Error::interrupted());
+                return Err(CarryError::Interrupted.into());
             }
             self.copy_entry(src, dsts, &name, kind, rel)?;
         }
@@ -247,7 +326,7 @@ impl<'a> Walker<'a> {
         name: &[u8],
         kind: FileType,
         rel: &mut Vec<u8>,
-    ) -> Result<()> {
+    ) -> Result<(), E> {
         let len_before = rel.len();
         if !rel.is_empty() {
             rel.push(b'/');
@@ -265,7 +344,7 @@ impl<'a> Walker<'a> {
         name: &[u8],
         kind: FileType,
         rel: &mut Vec<u8>,
-    ) -> Result<()> {
+    ) -> Result<(), E> {
         let kind = if kind == FileType::Unknown {
             let st = rfs::statat(src, name, AtFlags::SYMLINK_NOFOLLOW)
                 .map_err(|e| self.src_err(rel, "read", e))?;
@@ -287,7 +366,7 @@ impl<'a> Walker<'a> {
                     // source's mode is set once its content is written.
                     match rfs::mkdirat(*d, name, Mode::from_raw_mode(0o700)) {
                         Ok(()) | Err(Errno::EXIST) => {}
-                        Err(e) => return Err(self.dst_err(i, rel, "create", e)),
+                        Err(e) => return Err(self.dst_err(i, rel, "create", e).into()),
                     }
                     dfds.push(open_dir_at(*d, name).map_err(|e| self.dst_err(i, rel, "open", e))?);
                 }
@@ -331,9 +410,10 @@ impl<'a> Walker<'a> {
                                 &at(&self.src_root, rel),
                                 &self.dst_roots[i],
                                 e,
-                            ));
+                            )
+                            .into());
                         }
-                        Err(e) => return Err(self.dst_err(i, rel, "clone into", e)),
+                        Err(e) => return Err(self.dst_err(i, rel, "clone into", e).into()),
                     }
                     rfs::fchmod(&dfd, Mode::from_raw_mode(st.st_mode as u32 & 0o7777))
                         .map_err(|e| self.dst_err(i, rel, "set the mode of", e))?;
@@ -364,17 +444,12 @@ impl<'a> Walker<'a> {
 }
 
 /// The error for a filesystem that cannot clone.
-pub fn no_reflink(file: &Path, dest: &Path, e: Errno) -> Error {
-    Error::state(
-        Code::NoReflink,
-        format!(
-            "the filesystem cannot clone {} into {} ({}); scratch workspaces are reflink copies and are never made by copying the data",
-            show(file),
-            show(dest),
-            errno_io(e)
-        ),
-        "use scratch mode on a filesystem with reflink support (XFS made with `mkfs.xfs -m reflink=1`, Btrfs), with the source and its parent folder on it; or use `--mode worktree`",
-    )
+pub fn no_reflink(file: &Path, dest: &Path, e: Errno) -> CarryError {
+    CarryError::NoReflink {
+        file: file.to_path_buf(),
+        dest: dest.to_path_buf(),
+        source: errno_io(e),
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -393,11 +468,7 @@ impl Policy {
     pub fn load(source_root: &Path, config: &[String], cli: &[String]) -> Result<Policy> {
         for p in config.iter().chain(cli) {
             if p.contains('\n') || p.contains('\r') {
-                return Err(Error::usage(
-                    Code::BadPattern,
-                    format!("the copy-ignored pattern {p:?} spans several lines"),
-                    "give one gitignore-style pattern per value",
-                ));
+                return Err(CarryError::MultiLine { pattern: p.clone() });
             }
         }
         let parse = gix::ignore::search::Ignore {
@@ -407,21 +478,25 @@ impl Policy {
         let include = source_root.join(INCLUDE_FILE);
         match std::fs::symlink_metadata(&include) {
             Ok(m) if m.is_file() => {
-                let bytes = std::fs::read(&include)
-                    .map_err(|e| Error::io(format!("cannot read {}", show(&include)), e))?;
+                let bytes = std::fs::read(&include).map_err(|source| CarryError::Read {
+                    path: include.clone(),
+                    source,
+                })?;
                 search
                     .add_patterns_buffer(&bytes, include.clone(), None, parse)
-                    .map_err(|e| Error::io(format!("cannot read {}", show(&include)), e))?;
+                    .map_err(|source| CarryError::Read {
+                        path: include.clone(),
+                        source,
+                    })?;
             }
-            Ok(_) => {
-                return Err(Error::usage(
-                    Code::BadPattern,
-                    format!("{} is not a regular file", show(&include)),
-                    "make .worktreeinclude a plain file of gitignore-style patterns, or remove it",
-                ))
-            }
+            Ok(_) => return Err(CarryError::IncludeNotFile { path: include }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io(format!("cannot read {}", show(&include)), e)),
+            Err(source) => {
+                return Err(CarryError::Read {
+                    path: include,
+                    source,
+                })
+            }
         }
         for (list, name) in [(config, "workspace.copy-ignored"), (cli, "--copy-ignored")] {
             if list.is_empty() {
@@ -430,7 +505,7 @@ impl Policy {
             let text = list.join("\n");
             search
                 .add_patterns_buffer(text.as_bytes(), PathBuf::from(name), None, parse)
-                .map_err(|e| Error::io(format!("cannot read the {name} patterns"), e))?;
+                .map_err(|source| CarryError::Patterns { name, source })?;
         }
         let count = search.patterns.iter().map(|l| l.patterns.len()).sum();
         Ok(Policy { search, count })
@@ -526,7 +601,7 @@ pub fn find(repo: &gix::Repository, policy: &Policy) -> Result<Vec<Carried>> {
     let Some(workdir) = repo.workdir().map(Path::to_path_buf) else {
         return Ok(Vec::new());
     };
-    let git = |e: gix::Error| Error::git("cannot list the ignored files of the source", e);
+    let git = |source: gix::Error| CarryError::List { source };
     let index = repo.index_or_empty().map_err(git)?;
     let opts = repo
         .dirwalk_options()
@@ -551,7 +626,7 @@ pub fn find(repo: &gix::Repository, policy: &Policy) -> Result<Vec<Carried>> {
     )
     .map_err(git)?;
     if gix::interrupt::is_triggered() {
-        return Err(Error::interrupted());
+        return Err(CarryError::Interrupted);
     }
     // Below an ignored folder everything is ignored (git cannot re-include
     // there): walk such folders ourselves where a pattern may match inside.
@@ -561,10 +636,13 @@ pub fn find(repo: &gix::Repository, policy: &Policy) -> Result<Vec<Carried>> {
         let rd = match std::fs::read_dir(&abs) {
             Ok(rd) => rd,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Error::io(format!("cannot read {}", show(&abs)), e)),
+            Err(source) => return Err(CarryError::Read { path: abs, source }),
         };
         for entry in rd {
-            let entry = entry.map_err(|e| Error::io(format!("cannot read {}", show(&abs)), e))?;
+            let entry = entry.map_err(|source| CarryError::Read {
+                path: abs.clone(),
+                source,
+            })?;
             let Ok(ft) = entry.file_type() else { continue };
             use std::os::unix::ffi::OsStrExt;
             let mut path = dir.clone();
@@ -626,19 +704,15 @@ pub fn carry(
 }
 
 /// What a copying thread's panic is reported as.
-pub(crate) fn copy_panicked() -> Error {
-    Error::state(
-        Code::Internal,
-        "a copying thread panicked",
-        "report this bug",
-    )
+pub(crate) fn copy_panicked() -> CarryError {
+    CarryError::Panicked
 }
 
 fn carry_one(src_root: &Path, entries: &[Carried], dst_root: &Path) -> Result<CarryStats> {
     let src = open_root(src_root)?;
     let dst = open_root(dst_root)?;
     let mut keep = |_: &[u8], _: FileType| Ok(Visit::Copy);
-    let mut walker = Walker::new(
+    let mut walker: Walker<'_> = Walker::new(
         Method::CloneOrCopy,
         src_root.to_path_buf(),
         vec![dst_root.to_path_buf()],
@@ -649,7 +723,7 @@ fn carry_one(src_root: &Path, entries: &[Carried], dst_root: &Path) -> Result<Ca
             crate::sys::interrupt::pause("carrying");
         }
         if gix::interrupt::is_triggered() {
-            return Err(Error::interrupted());
+            return Err(CarryError::Interrupted);
         }
         let comps: Vec<&[u8]> = entry.path.split_str("/").collect();
         let Some((name, parents)) = comps.split_last() else {

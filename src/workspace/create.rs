@@ -3,6 +3,9 @@
 //! and locking each the way `git worktree add` + `git worktree lock` leave
 //! one, the first checked out and the others made from it (`checkout`), and
 //! undoing a creation that did not finish (`remove_unfinished`).
+//! Its failures are `CreateError` (the folder and its cause, or what the
+//! steps it runs failed with); `create_all_filled` fails with its `fill`'s
+//! error type, which takes a `CreateError` in. `ops::explain` words them.
 //! Never: writes `.git/config`, follows a symlink, or removes a folder it
 //! did not make.
 
@@ -15,9 +18,80 @@ use super::fill::{
 };
 use super::identity::{identify_at, is_ours, Identity, Reach};
 use super::remove::{remove_empty_parents, remove_held};
-use super::{registration, Plan, Removal};
-use crate::error::{Code, Error, Result};
+use super::{registration, FillError, Plan, Removal};
 use crate::git::registration::Registration;
+use crate::git::sparse::SparseError;
+use crate::sys::fs::FsError;
+use crate::workspace::submodules::SubmoduleError;
+
+/// Why a batch's workspaces could not be made, or an unfinished one
+/// removed.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateError {
+    /// Checking out, replicating or settling the files.
+    #[error(transparent)]
+    Fill(#[from] FillError),
+    /// A workspace's sparse-checkout files.
+    #[error(transparent)]
+    Sparse(#[from] SparseError),
+    /// A snapshot's `.git` file.
+    #[error(transparent)]
+    Fs(#[from] FsError),
+    /// A workspace's submodule registrations, removed with it.
+    #[error(transparent)]
+    Submodule(#[from] SubmoduleError),
+    /// Opening a workspace's repository or removing its folder: the
+    /// layers that still return the crate's `Error`.
+    #[error(transparent)]
+    Engine(#[from] crate::error::Error),
+    /// Ctrl-C while the workspaces were made.
+    #[error("interrupted")]
+    Interrupted,
+    /// A workspace folder where one of ours is planned.
+    #[error("the workspace folder {} already exists", root.display())]
+    Exists { root: PathBuf },
+    /// A registered folder that changed before its snapshot replaced it.
+    #[error("the workspace folder {} was changed while it was made", root.display())]
+    Changed { root: PathBuf },
+    /// A folder or registration file (under the workspace root).
+    #[error("cannot create {}", path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The btrfs snapshot of the first workspace at `root`.
+    #[error("cannot snapshot {}", from.display())]
+    Snapshot {
+        from: PathBuf,
+        root: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A snapshot's device number.
+    #[error("cannot read {}", root.display())]
+    Read {
+        root: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// An unfinished workspace's folder or registration.
+    #[error("cannot remove {}", path.display())]
+    Remove {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The baseline's index for the first workspace.
+    #[error("cannot check out {}", root.display())]
+    Checkout {
+        root: PathBuf,
+        #[source]
+        source: gix::Error,
+    },
+}
+
+type Result<T, E = CreateError> = std::result::Result<T, E>;
 /// Create every planned workspace. The first is checked out from the
 /// object database; the files of the others are made from it: cloned with
 /// FICLONE where the filesystem shares extents (detected with a probe, never
@@ -44,7 +118,7 @@ pub fn create_all_sparse(
 ) -> Result<()> {
     let mut result = create_all_inner(common_dir, baseline, baseline_tree, plans, sparse);
     if result.is_ok() && gix::interrupt::is_triggered() {
-        result = Err(Error::interrupted());
+        result = Err(CreateError::Interrupted);
     }
     if result.is_err() {
         for p in plans {
@@ -60,15 +134,15 @@ pub fn create_all_sparse(
 /// the first workspace is made as a subvolume, checked out and filled,
 /// and every other one is a snapshot of it (so it holds the carried files
 /// too: `fill`'s value for the first is given for all).
-pub fn create_all_filled<T: Clone>(
+pub fn create_all_filled<T: Clone, E: From<CreateError>>(
     common_dir: &Path,
     baseline: ObjectId,
     baseline_tree: ObjectId,
     plans: &[Plan],
     snapshots: crate::config::Snapshots,
     sparse: Option<&crate::git::sparse::Workspaces>,
-    fill: impl FnOnce(&[PathBuf]) -> Result<Vec<T>>,
-) -> Result<Vec<T>> {
+    fill: impl FnOnce(&[PathBuf]) -> Result<Vec<T>, E>,
+) -> Result<Vec<T>, E> {
     let snap = snapshots == crate::config::Snapshots::Auto
         && plans
             .first()
@@ -81,7 +155,7 @@ pub fn create_all_filled<T: Clone>(
     }
     let mut result = create_snapshots(common_dir, baseline, baseline_tree, plans, sparse, fill);
     if result.is_ok() && gix::interrupt::is_triggered() {
-        result = Err(Error::interrupted());
+        result = Err(CreateError::Interrupted.into());
     }
     if result.is_err() {
         for p in plans {
@@ -102,14 +176,14 @@ pub fn create_all_filled<T: Clone>(
 /// status` reads no file. Between a snapshot and its own `.git` file, the
 /// snapshot's `.git` names the first's registration: a prepare killed in
 /// that moment leaves a folder gc recognises as one of ours (its leftovers).
-fn create_snapshots<T: Clone>(
+fn create_snapshots<T: Clone, E: From<CreateError>>(
     common_dir: &Path,
     baseline: ObjectId,
     baseline_tree: ObjectId,
     plans: &[Plan],
     sparse: Option<&crate::git::sparse::Workspaces>,
-    fill: impl FnOnce(&[PathBuf]) -> Result<Vec<T>>,
-) -> Result<Vec<T>> {
+    fill: impl FnOnce(&[PathBuf]) -> Result<Vec<T>, E>,
+) -> Result<Vec<T>, E> {
     let Some(first) = plans.first() else {
         return fill(&[]);
     };
@@ -123,7 +197,8 @@ fn create_snapshots<T: Clone>(
     // §3.15); the snapshots copy the first's sparse tree and index bits.
     if let Some(s) = sparse {
         for p in plans {
-            s.write(common_dir, &registration(common_dir, &p.worktree_id))?;
+            s.write(common_dir, &registration(common_dir, &p.worktree_id))
+                .map_err(CreateError::from)?;
         }
     }
     crate::sys::interrupt::pause("registered");
@@ -133,7 +208,8 @@ fn create_snapshots<T: Clone>(
         &[first.root.as_path()],
         std::slice::from_mut(&mut index),
         cores,
-    )?;
+    )
+    .map_err(CreateError::from)?;
     // A snapshot takes any depth; a workspace whose paths the kernel cannot
     // name would be unusable (git stops at PATH_MAX), so it fails like a
     // checkout of the same file does.
@@ -141,15 +217,11 @@ fn create_snapshots<T: Clone>(
         let rel = longest.path(&index);
         for p in &plans[1..] {
             if p.root.as_os_str().len() + 1 + rel.len() >= PATH_MAX {
-                return Err(Error::state(
-                    Code::CheckoutFailed,
-                    format!(
-                        "cannot write {} in {}: file name too long",
-                        crate::sys::paths::quote(rel),
-                        p.root.display()
-                    ),
-                    "check free disk space, permissions and path lengths under the workspace root",
-                ));
+                return Err(CreateError::Fill(FillError::TooLong {
+                    file: crate::sys::paths::quote(rel),
+                    root: p.root.clone(),
+                })
+                .into());
             }
         }
     }
@@ -161,44 +233,37 @@ fn create_snapshots<T: Clone>(
             crate::sys::interrupt::pause("replicating");
         }
         if gix::interrupt::is_triggered() {
-            return Err(Error::interrupted());
+            return Err(CreateError::Interrupted.into());
         }
         // The registered folder makes way for the snapshot: only while it
         // is still ours and holds nothing but its `.git` file.
-        let taken = || {
-            Error::usage(
-                Code::WorkspaceExists,
-                format!(
-                    "the workspace folder {} was changed while it was made",
-                    p.root.display()
-                ),
-                "move or remove that folder, then prepare again",
-            )
+        let taken = || CreateError::Changed {
+            root: p.root.clone(),
         };
         if !is_ours(common_dir, &p.root, &p.worktree_id) {
-            return Err(taken());
+            return Err(taken().into());
         }
         let _ = std::fs::remove_file(p.root.join(".git"));
         std::fs::remove_dir(&p.root).map_err(|_| taken())?;
-        crate::sys::btrfs::snapshot(&first.root, &p.root).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::AlreadyExists {
-                Error::usage(
-                    Code::WorkspaceExists,
-                    format!("the workspace folder {} already exists", p.root.display()),
-                    "move or remove that folder, then prepare again",
-                )
+        crate::sys::btrfs::snapshot(&first.root, &p.root).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::AlreadyExists {
+                CreateError::Exists {
+                    root: p.root.clone(),
+                }
             } else {
-                Error::io_at(
-                    format!("cannot snapshot {}", first.root.display()),
-                    &p.root,
-                    e,
-                )
-                .in_workspace_root()
+                CreateError::Snapshot {
+                    from: first.root.clone(),
+                    root: p.root.clone(),
+                    source,
+                }
             }
         })?;
-        crate::sys::fs::write_atomic(&p.root.join(".git"), &dotgit_line(common_dir, p))?;
-        let dev = std::fs::symlink_metadata(&p.root)
-            .map_err(|e| Error::io_at(format!("cannot read {}", p.root.display()), &p.root, e))?;
+        crate::sys::fs::write_atomic(&p.root.join(".git"), &dotgit_line(common_dir, p))
+            .map_err(CreateError::from)?;
+        let dev = std::fs::symlink_metadata(&p.root).map_err(|source| CreateError::Read {
+            root: p.root.clone(),
+            source,
+        })?;
         let mut state = indexes[0].clone();
         {
             use std::os::unix::fs::MetadataExt;
@@ -230,10 +295,10 @@ fn write_indexes(common_dir: &Path, plans: &[Plan], indexes: Vec<gix::index::Sta
             let path = Registration::new(common_dir, &p.worktree_id).index_file();
             gix::index::File::from_state(state, &path)
                 .write(Default::default())
-                .map_err(|e| checkout_failed(None, &p.root, &e))
+                .map_err(|e| checkout_failed(None, &p.root, e.into()))
         },
-    )
-    .map(|_| ())
+    )?;
+    Ok(())
 }
 
 pub(super) fn cores() -> usize {
@@ -271,7 +336,7 @@ fn create_all_inner(
         indexes.extend(others);
     }
     if gix::interrupt::is_triggered() {
-        return Err(Error::interrupted());
+        return Err(CreateError::Interrupted);
     }
     let roots: Vec<&Path> = plans.iter().map(|p| p.root.as_path()).collect();
     settle(&roots, &mut indexes, cores)?;
@@ -329,10 +394,10 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
                         Removal::Foreign
                     }
                     Err(e) => {
-                        return Err(Error::io(
-                            format!("cannot remove {}", root.display()),
-                            std::io::Error::from_raw_os_error(e.raw_os_error()),
-                        ))
+                        return Err(CreateError::Remove {
+                            path: root.to_path_buf(),
+                            source: std::io::Error::from_raw_os_error(e.raw_os_error()),
+                        })
                     }
                 }
             }
@@ -347,7 +412,7 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
         Err(e)
             if e.kind() == std::io::ErrorKind::NotFound
                 || e.kind() == std::io::ErrorKind::NotADirectory => {}
-        Err(e) => return Err(Error::io(format!("cannot remove {}", reg.display()), e)),
+        Err(source) => return Err(CreateError::Remove { path: reg, source }),
     }
     if state != Removal::Foreign {
         remove_empty_parents(root, Reach::Beneath);
@@ -407,10 +472,8 @@ pub(super) fn register_as(
     make: Make,
 ) -> Result<()> {
     let io = |what: &Path| {
-        let what = what.to_path_buf();
-        move |e| {
-            Error::io_at(format!("cannot create {}", what.display()), &what, e).in_workspace_root()
-        }
+        let path = what.to_path_buf();
+        move |source| CreateError::Create { path, source }
     };
     if let Some(parent) = p.root.parent() {
         std::fs::create_dir_all(parent).map_err(io(parent))?;
@@ -419,16 +482,16 @@ pub(super) fn register_as(
         Make::Folder => std::fs::create_dir(&p.root),
         Make::Subvolume => crate::sys::btrfs::create_subvolume(&p.root),
     };
-    made.map_err(|e| {
-        if e.kind() == std::io::ErrorKind::AlreadyExists {
-            Error::usage(
-                Code::WorkspaceExists,
-                format!("the workspace folder {} already exists", p.root.display()),
-                "move or remove that folder, then prepare again",
-            )
+    made.map_err(|source| {
+        if source.kind() == std::io::ErrorKind::AlreadyExists {
+            CreateError::Exists {
+                root: p.root.clone(),
+            }
         } else {
-            Error::io_at(format!("cannot create {}", p.root.display()), &p.root, e)
-                .in_workspace_root()
+            CreateError::Create {
+                path: p.root.clone(),
+                source,
+            }
         }
     })?;
     let reg = registration(common_dir, &p.worktree_id);
@@ -457,7 +520,10 @@ fn check_out_first(
     cores: usize,
 ) -> Result<gix::index::State> {
     let repo = crate::git::repo::open_worktree(&first.root)?;
-    let git = |e: gix::Error| Error::git(format!("cannot check out {}", first.root.display()), e);
+    let git = |source: gix::Error| CreateError::Checkout {
+        root: first.root.clone(),
+        source,
+    };
     let mut index: gix::index::State = repo.index_from_tree(&baseline_tree).map_err(git)?.into();
     if let Some(s) = sparse {
         s.mark(&mut index);

@@ -25,12 +25,70 @@
 //! derived (a `.gitattributes` differs, so unchanged files might need
 //! other bytes, or a carried ignored file is in the way), the workspace is
 //! checked out as elsewhere.
+//! Its failures are `DerivedError` (the folder and its cause, or what the
+//! steps it runs failed with); `ops::explain` words them.
 
 use std::collections::HashMap;
 
 use gix::bstr::{BStr, ByteSlice};
 
 use super::*;
+use crate::sys::fs::FsError;
+
+/// Why a template or a verification workspace could not be made or removed.
+#[derive(Debug, thiserror::Error)]
+pub enum DerivedError {
+    /// Registering a workspace, or checking one out as elsewhere.
+    #[error(transparent)]
+    Create(#[from] CreateError),
+    /// Checking out, settling, or writing an index.
+    #[error(transparent)]
+    Fill(#[from] FillError),
+    /// A snapshot's `.git` file.
+    #[error(transparent)]
+    Fs(#[from] FsError),
+    /// What the layers it calls that still return the crate's `Error`
+    /// failed with (the repository, a removal, the template's `fill`).
+    #[error(transparent)]
+    Engine(#[from] Error),
+    /// Ctrl-C while a workspace was derived.
+    #[error("interrupted")]
+    Interrupted,
+    /// The target's index.
+    #[error("cannot check out {}", root.display())]
+    Checkout {
+        root: PathBuf,
+        #[source]
+        source: gix::Error,
+    },
+    /// A registered folder that changed before the snapshot replaced it.
+    #[error("the workspace folder {} was changed while it was made", root.display())]
+    Changed { root: PathBuf },
+    /// The btrfs snapshot of the template at `root`.
+    #[error("cannot snapshot {}", from.display())]
+    Snapshot {
+        from: PathBuf,
+        root: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A path the target does not have.
+    #[error("cannot remove {}", path.display())]
+    Remove {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The snapshot's device number.
+    #[error("cannot read {}", root.display())]
+    Read {
+        root: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+type Result<T, E = DerivedError> = std::result::Result<T, E>;
 
 /// A checked-out subvolume that verification workspaces are snapshots of.
 pub struct Template {
@@ -54,13 +112,15 @@ pub fn create_template(
     commit: ObjectId,
     tree: ObjectId,
     plan: &Plan,
-    fill: impl FnOnce(&Path) -> Result<()>,
+    fill: impl FnOnce(&Path) -> Result<(), Error>,
 ) -> Result<Template> {
     let made = (|| -> Result<gix::index::State> {
         register_as(common_dir, commit, plan, Make::Subvolume)?;
         let repo = crate::git::repo::open_worktree(&plan.root)?;
-        let git =
-            |e: gix::Error| Error::git(format!("cannot check out {}", plan.root.display()), e);
+        let git = |source: gix::Error| DerivedError::Checkout {
+            root: plan.root.clone(),
+            source,
+        };
         let cores = cores();
         let mut index: gix::index::State = repo.index_from_tree(&tree).map_err(git)?.into();
         checkout(&repo, &mut index, &plan.root, cores)?;
@@ -71,7 +131,7 @@ pub fn create_template(
         )?;
         fill(&plan.root)?;
         if gix::interrupt::is_triggered() {
-            return Err(Error::interrupted());
+            return Err(DerivedError::Interrupted);
         }
         write_index(common_dir, plan, index.clone())?;
         Ok(index)
@@ -89,11 +149,15 @@ pub fn create_template(
     }
 }
 
-pub(super) fn write_index(common_dir: &Path, p: &Plan, state: gix::index::State) -> Result<()> {
+pub(super) fn write_index(
+    common_dir: &Path,
+    p: &Plan,
+    state: gix::index::State,
+) -> Result<(), FillError> {
     let path = Registration::new(common_dir, &p.worktree_id).index_file();
     gix::index::File::from_state(state, &path)
         .write(Default::default())
-        .map_err(|e| checkout_failed(None, &p.root, &e))?;
+        .map_err(|e| checkout_failed(None, &p.root, e.into()))?;
     Ok(())
 }
 
@@ -108,8 +172,10 @@ pub fn create_from(
     tree: ObjectId,
     plan: &Plan,
 ) -> Result<bool> {
-    let checkout =
-        || create_all(common_dir, commit, tree, std::slice::from_ref(plan)).map(|()| false);
+    let checkout = || -> Result<bool> {
+        create_all(common_dir, commit, tree, std::slice::from_ref(plan))?;
+        Ok(false)
+    };
     match derive(common_dir, t, commit, tree, plan) {
         Ok(true) => Ok(true),
         Ok(false) => checkout(),
@@ -133,7 +199,10 @@ fn derive(
     plan: &Plan,
 ) -> Result<bool> {
     let source = crate::git::repo::open_worktree(&t.plan.root)?;
-    let git = |e: gix::Error| Error::git(format!("cannot check out {}", plan.root.display()), e);
+    let git = |source: gix::Error| DerivedError::Checkout {
+        root: plan.root.clone(),
+        source,
+    };
     let mut index: gix::index::State = if tree == t.tree {
         t.index.clone()
     } else {
@@ -166,7 +235,7 @@ fn derive(
         cores(),
     )?;
     if gix::interrupt::is_triggered() {
-        return Err(Error::interrupted());
+        return Err(DerivedError::Interrupted);
     }
     write_index(common_dir, plan, index)?;
     Ok(true)
@@ -232,28 +301,20 @@ fn differences(t: &Template, index: &gix::index::State) -> Option<(Vec<bool>, De
 /// (as in `create_snapshots`), with its own `.git` file.
 fn snapshot_template(common_dir: &Path, t: &Template, commit: ObjectId, plan: &Plan) -> Result<()> {
     register(common_dir, commit, plan)?;
-    let taken = || {
-        Error::usage(
-            Code::WorkspaceExists,
-            format!(
-                "the workspace folder {} was changed while it was made",
-                plan.root.display()
-            ),
-            "move or remove that folder, then run again",
-        )
+    let taken = || DerivedError::Changed {
+        root: plan.root.clone(),
     };
     if !is_ours(common_dir, &plan.root, &plan.worktree_id) {
         return Err(taken());
     }
     let _ = std::fs::remove_file(plan.root.join(".git"));
     std::fs::remove_dir(&plan.root).map_err(|_| taken())?;
-    crate::sys::btrfs::snapshot(&t.plan.root, &plan.root).map_err(|e| {
-        Error::io_at(
-            format!("cannot snapshot {}", t.plan.root.display()),
-            &plan.root,
-            e,
-        )
-        .in_workspace_root()
+    crate::sys::btrfs::snapshot(&t.plan.root, &plan.root).map_err(|source| {
+        DerivedError::Snapshot {
+            from: t.plan.root.clone(),
+            root: plan.root.clone(),
+            source,
+        }
     })?;
     // Killed here, the snapshot's `.git` still names the template's
     // registration: `remove_half_made` takes it.
@@ -266,8 +327,8 @@ fn snapshot_template(common_dir: &Path, t: &Template, commit: ObjectId, plan: &P
 /// or a gitlink's empty folder; then the folders they leave empty.
 fn delete(root: &Path, deletions: &[(PathBuf, bool)]) -> Result<()> {
     let io = |p: &Path| {
-        let p = p.to_path_buf();
-        move |e| Error::io(format!("cannot remove {}", p.display()), e)
+        let path = p.to_path_buf();
+        move |source| DerivedError::Remove { path, source }
     };
     for (rel, gitlink) in deletions.iter().rev() {
         let path = root.join(rel);
@@ -303,7 +364,10 @@ fn keep_stat(
     let dev = {
         use std::os::unix::fs::MetadataExt;
         std::fs::symlink_metadata(root)
-            .map_err(|e| Error::io_at(format!("cannot read {}", root.display()), root, e))?
+            .map_err(|source| DerivedError::Read {
+                root: root.to_path_buf(),
+                source,
+            })?
             .dev() as u32
     };
     let stats: HashMap<&BStr, gix::index::entry::Stat> = t
@@ -328,7 +392,8 @@ fn keep_stat(
 /// `root`, where their paths are free (exclusive creation: anything in the
 /// way, such as a carried ignored file, is an error, never overwritten).
 fn write_changed(repo: &gix::Repository, index: &mut gix::index::State, root: &Path) -> Result<()> {
-    super::checkout(repo, index, root, 1)
+    super::checkout(repo, index, root, 1)?;
+    Ok(())
 }
 
 /// Remove the folder `root` when it is a snapshot of the template
@@ -418,5 +483,5 @@ pub fn remove_verification(common_dir: &Path, v: &Verification) -> Result<Remova
             }
         }
     }
-    remove(common_dir, &v.root, &v.worktree_id)
+    Ok(remove(common_dir, &v.root, &v.worktree_id)?)
 }

@@ -4,12 +4,98 @@
 //! others from it (`replicate`: cloned with FICLONE where the filesystem
 //! shares extents and the file is big, otherwise read once and written to
 //! each).
+//! Its failures are `FillError` (the workspace, the file and the cause);
+//! `ops::explain` words them.
 //! Never: follows a symlink, writes outside the workspaces it is given.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::Plan;
-use crate::error::{Code, Error, Result};
+use super::{Cause, Plan};
+use crate::git::ident::IdentError;
+use crate::workspace::carry::CarryError;
+
+/// Why a workspace could not be checked out, dated or replicated.
+#[derive(Debug, thiserror::Error)]
+pub enum FillError {
+    /// The checkout's options for the workspace at `root`.
+    #[error("cannot check out {}", root.display())]
+    Options {
+        root: PathBuf,
+        #[source]
+        source: gix::Error,
+    },
+    /// The object database, shared with the checkout's threads.
+    #[error("cannot open objects")]
+    Objects {
+        #[source]
+        source: Cause,
+    },
+    /// The checkout of (or the index of) the workspace at `root` (a full
+    /// disk or the like under it is named as such).
+    #[error("cannot check out {}", root.display())]
+    Checkout {
+        root: PathBuf,
+        #[source]
+        source: Cause,
+    },
+    /// A filter driver that failed on a file of the checkout: what
+    /// `git::blob` made of it.
+    #[error(transparent)]
+    Filter(crate::error::Error),
+    /// A file of the checkout that could not be written.
+    #[error("cannot write {file} in {}", root.display())]
+    Write {
+        file: String,
+        root: PathBuf,
+        #[source]
+        source: Cause,
+    },
+    /// A path of the checkout where something already is.
+    #[error("cannot write {file} in {}: something is in the way", root.display())]
+    InTheWay { file: String, root: PathBuf },
+    /// A path too long for the kernel below `root`.
+    #[error("cannot write {file} in {}: file name too long", root.display())]
+    TooLong { file: String, root: PathBuf },
+    /// Putting `ident` right in the checkout.
+    #[error(transparent)]
+    Ident(#[from] IdentError),
+    /// Opening the roots of a replication.
+    #[error(transparent)]
+    Carry(#[from] CarryError),
+    /// The probe of the filesystem clock under `dir`.
+    #[error("cannot write in {}", dir.display())]
+    Clock {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Dating a file one second back.
+    #[error("cannot date {}", path.display())]
+    Date {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `what` (open, create, read, ...) on `path` of a replication into
+    /// the workspace at `root` (or from the first one).
+    #[error("cannot {what} {}", path.display())]
+    Walk {
+        what: &'static str,
+        path: PathBuf,
+        root: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Ctrl-C during a checkout or replication.
+    #[error("interrupted")]
+    Interrupted,
+    /// A checkout thread that panicked.
+    #[error("a checkout thread panicked")]
+    Panicked,
+}
+
+type Result<T, E = FillError> = std::result::Result<T, E>;
+
 /// Check out `index` into the empty folder `root` with `threads` workers
 /// (entries marked `SKIP_WORKTREE` are left out); the entries receive the
 /// stat data of the files written. Anything already at a path is never
@@ -20,7 +106,10 @@ pub(super) fn checkout(
     root: &Path,
     threads: usize,
 ) -> Result<()> {
-    let git = |e: gix::Error| Error::git(format!("cannot check out {}", root.display()), e);
+    let git = |source: gix::Error| FillError::Options {
+        root: root.to_path_buf(),
+        source,
+    };
     let mut opts = repo
         .checkout_options(gix::worktree::stack::state::attributes::Source::IdMapping)
         .map_err(git)?;
@@ -33,7 +122,7 @@ pub(super) fn checkout(
         .objects
         .clone()
         .into_arc()
-        .map_err(|e| Error::git("cannot open objects", e))?;
+        .map_err(|e| FillError::Objects { source: e.into() })?;
     let outcome = gix::worktree::state::checkout(
         index,
         root.to_path_buf(),
@@ -43,44 +132,32 @@ pub(super) fn checkout(
         &gix::interrupt::IS_INTERRUPTED,
         opts,
     )
-    .map_err(|e| checkout_failed(Some((repo, &*index)), root, &e))?;
+    .map_err(|e| checkout_failed(Some((repo, &*index)), root, e.into()))?;
     if gix::interrupt::is_triggered() {
-        return Err(Error::interrupted());
+        return Err(FillError::Interrupted);
     }
-    if let Some(first) = outcome.errors.first() {
-        let what = format!(
-            "cannot write {} in {}",
-            crate::sys::paths::quote(first.path.as_ref()),
-            root.display()
-        );
-        if let Some(err) = Error::fs_cause(&what, Some(root), &first.error) {
-            return Err(err.in_workspace_root());
+    if let Some(first) = outcome.errors.into_iter().next() {
+        let file = crate::sys::paths::quote(first.path.as_ref());
+        let source: Cause = first.error.into();
+        // A full disk and the like first (`ops::explain` names them), then
+        // a filter driver's failure.
+        if crate::error::Error::fs_cause("", Some(root), &*source).is_none() {
+            if let Some(err) = crate::git::blob::checkout_filter_failed(repo, index, root, &*source)
+            {
+                return Err(FillError::Filter(err));
+            }
         }
-        if let Some(err) = crate::git::blob::checkout_filter_failed(repo, index, root, &first.error)
-        {
-            return Err(err);
-        }
-        return Err(Error::state(
-            Code::CheckoutFailed,
-            format!(
-                "cannot write {} in {}: {}",
-                crate::sys::paths::quote(first.path.as_ref()),
-                root.display(),
-                first.error
-            ),
-            "check free disk space, permissions and path lengths under the workspace root",
-        ));
+        return Err(FillError::Write {
+            file,
+            root: root.to_path_buf(),
+            source,
+        });
     }
     if let Some(first) = outcome.collisions.first() {
-        return Err(Error::state(
-            Code::CheckoutFailed,
-            format!(
-                "cannot write {} in {}: something is in the way",
-                crate::sys::paths::quote(first.path.as_ref()),
-                root.display()
-            ),
-            "check free disk space, permissions and path lengths under the workspace root",
-        ));
+        return Err(FillError::InTheWay {
+            file: crate::sys::paths::quote(first.path.as_ref()),
+            root: root.to_path_buf(),
+        });
     }
     // gix writes `ident` its own way; git's bytes (design §3.15).
     Ok(crate::git::ident::fix_checkout(repo, index, root)?)
@@ -93,7 +170,10 @@ fn fs_clock(dir: &Path) -> Result<(i64, u32)> {
     let probe = dir.join(".git-delegate-clock");
     let now = std::fs::write(&probe, b"")
         .and_then(|_| std::fs::symlink_metadata(&probe))
-        .map_err(|e| Error::io(format!("cannot write in {}", dir.display()), e));
+        .map_err(|source| FillError::Clock {
+            dir: dir.to_path_buf(),
+            source,
+        });
     let _ = std::fs::remove_file(&probe);
     let md = now?;
     Ok((md.mtime(), md.mtime_nsec() as u32))
@@ -177,8 +257,10 @@ fn date(
                 continue;
             }
             let path = root.join(crate::sys::paths::to_os(e.path_in(paths)));
-            let io =
-                |err: std::io::Error| Error::io(format!("cannot date {}", path.display()), err);
+            let io = |source: std::io::Error| FillError::Date {
+                path: path.clone(),
+                source,
+            };
             rustix::fs::utimensat(
                 rustix::fs::CWD,
                 &path,
@@ -295,7 +377,7 @@ pub(super) fn replicate(
                 crate::sys::interrupt::pause("replicating");
             }
             if gix::interrupt::is_triggered() {
-                return Err(Error::interrupted());
+                return Err(FillError::Interrupted);
             }
             let e = &src_entries[start + i];
             if e.flags.contains(gix::index::entry::Flags::SKIP_WORKTREE) {
@@ -344,19 +426,18 @@ impl<'a> Replicator<'a> {
             dst_base: dst_roots
                 .iter()
                 .map(|r| crate::workspace::carry::open_root(r))
-                .collect::<Result<_>>()?,
+                .collect::<Result<_, _>>()?,
             buf: Vec::new(),
         })
     }
 
-    fn err(root: &Path, rel: &[u8], what: &str, e: rustix::io::Errno) -> Error {
-        let path = root.join(crate::sys::paths::to_os(rel.into()));
-        Error::io_at(
-            format!("cannot {what} {}", path.display()),
-            root,
-            std::io::Error::from_raw_os_error(e.raw_os_error()),
-        )
-        .in_workspace_root()
+    fn err(root: &Path, rel: &[u8], what: &'static str, e: rustix::io::Errno) -> FillError {
+        FillError::Walk {
+            what,
+            path: root.join(crate::sys::paths::to_os(rel.into())),
+            root: root.to_path_buf(),
+            source: std::io::Error::from_raw_os_error(e.raw_os_error()),
+        }
     }
 
     /// Open (and create in the destinations) the folders `dirs`.
@@ -412,15 +493,10 @@ impl<'a> Replicator<'a> {
         // so it fails like a checkout of the same file does.
         for root in self.dst_roots {
             if root.as_os_str().len() + 1 + rel.len() >= PATH_MAX {
-                return Err(Error::state(
-                    Code::CheckoutFailed,
-                    format!(
-                        "cannot write {} in {}: file name too long",
-                        crate::sys::paths::quote(rel.into()),
-                        root.display()
-                    ),
-                    "check free disk space, permissions and path lengths under the workspace root",
-                ));
+                return Err(FillError::TooLong {
+                    file: crate::sys::paths::quote(rel.into()),
+                    root: root.to_path_buf(),
+                });
             }
         }
         let mut parts: Vec<&[u8]> = rel.split(|b| *b == b'/').collect();
@@ -524,31 +600,28 @@ impl<'a> Replicator<'a> {
 }
 
 /// What a checkout thread's panic is reported as.
-pub(super) fn checkout_panicked() -> Error {
-    Error::state(
-        Code::Internal,
-        "a checkout thread panicked",
-        "report this bug",
-    )
+pub(super) fn checkout_panicked() -> FillError {
+    FillError::Panicked
 }
 
+/// A checkout (or writing its index) that failed with `e`: a filter
+/// driver's failure where `repo` and its index are at hand (after a full
+/// disk and the like, which `ops::explain` names), otherwise the checkout's
+/// own error.
 pub(super) fn checkout_failed(
     repo: Option<(&gix::Repository, &gix::index::State)>,
     root: &Path,
-    e: &(dyn std::error::Error + 'static),
-) -> Error {
-    let what = format!("cannot check out {}", root.display());
-    if let Some(err) = Error::fs_cause(&what, Some(root), e) {
-        return err.in_workspace_root();
+    e: Cause,
+) -> FillError {
+    if crate::error::Error::fs_cause("", Some(root), &*e).is_none() {
+        if let Some(err) =
+            repo.and_then(|(r, i)| crate::git::blob::checkout_filter_failed(r, i, root, &*e))
+        {
+            return FillError::Filter(err);
+        }
     }
-    if let Some(err) =
-        repo.and_then(|(r, i)| crate::git::blob::checkout_filter_failed(r, i, root, e))
-    {
-        return err;
+    FillError::Checkout {
+        root: root.to_path_buf(),
+        source: e,
     }
-    Error::state(
-        Code::CheckoutFailed,
-        format!("cannot check out {}: {e}", root.display()),
-        "check free disk space, permissions and path lengths under the workspace root",
-    )
 }

@@ -52,6 +52,12 @@ use crate::error::{Code, Error, Result};
 use crate::git::registration::Registration;
 pub use crate::workspace::presence::{Health, Removal};
 
+/// The cause of a failure inside gix, as the typed errors of this layer
+/// hold it: boxed, so that one variant takes whichever of gix's error types
+/// a step returns, and `ops::explain` finds a `gix::Error` in it (to name a
+/// full disk) exactly where `Error::git` looked before.
+pub type Cause = Box<dyn std::error::Error + Send + Sync>;
+
 pub mod carry;
 mod create;
 mod derived;
@@ -70,10 +76,13 @@ pub use derived::{
 };
 
 // The steps `derived` makes its workspaces with.
+pub use create::CreateError;
 use create::{cores, dotgit_line, register, register_as, remove_created, Make};
 pub use create::{
     create_all, create_all_filled, create_all_sparse, remove_unfinished, unfinished_removal,
 };
+pub use derived::DerivedError;
+pub use fill::FillError;
 use fill::{checkout, checkout_failed, settle};
 pub use identity::{folder_of, health, identify, is_ours, refusal, Identity};
 use identity::{identify_at, registered_location, Reach};
@@ -97,39 +106,42 @@ fn registration(common_dir: &Path, id: &str) -> PathBuf {
     Registration::new(common_dir, id).path().to_path_buf()
 }
 
+/// A planned workspace whose place is taken.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// A folder at the workspace's path; `registered` when a worktree
+    /// registration of the planned name is there too (a linked worktree no
+    /// batch owns).
+    #[error("the workspace folder {} already exists", root.display())]
+    FolderExists {
+        root: PathBuf,
+        worktree_id: String,
+        registered: bool,
+    },
+    /// A registration of the planned name without its folder.
+    #[error("a worktree named {worktree_id} is already registered at {}", registration.display())]
+    Registered {
+        worktree_id: String,
+        registration: PathBuf,
+    },
+}
+
 /// Refuse plans whose folders or registrations already exist (before anything is made).
-pub fn check_free(common_dir: &Path, plans: &[Plan]) -> Result<()> {
+pub fn check_free(common_dir: &Path, plans: &[Plan]) -> std::result::Result<(), PlanError> {
     for p in plans {
         let reg = registration(common_dir, &p.worktree_id);
         if p.root.symlink_metadata().is_ok() {
-            // gc removes a leftover folder git delegate made, never a
-            // registered worktree (it may hold work): say what works for
-            // each (design §3.16 "Hints").
-            let help = if reg.symlink_metadata().is_ok() {
-                format!(
-                    "it is the linked worktree {} that no batch owns (`git worktree list` shows it): look at what it holds, then `git worktree remove --force --force {}` removes it; then prepare again",
-                    p.worktree_id,
-                    crate::sys::paths::shell_quote(&p.root.to_string_lossy())
-                )
-            } else {
-                "move or remove that folder (or, if git delegate left it, run `git delegate gc`), then prepare again".to_string()
-            };
-            return Err(Error::usage(
-                Code::WorkspaceExists,
-                format!("the workspace folder {} already exists", p.root.display()),
-                help,
-            ));
+            return Err(PlanError::FolderExists {
+                root: p.root.clone(),
+                worktree_id: p.worktree_id.clone(),
+                registered: reg.symlink_metadata().is_ok(),
+            });
         }
         if reg.symlink_metadata().is_ok() {
-            return Err(Error::usage(
-                Code::WorkspaceExists,
-                format!(
-                    "a worktree named {} is already registered at {}",
-                    p.worktree_id,
-                    reg.display()
-                ),
-                "run `git worktree list` and remove the stale worktree, or `git delegate gc`",
-            ));
+            return Err(PlanError::Registered {
+                worktree_id: p.worktree_id.clone(),
+                registration: reg,
+            });
         }
     }
     Ok(())

@@ -42,6 +42,76 @@ use gix::bstr::{BStr, ByteSlice};
 use super::identity::{identify, identify_at, Identity, Reach};
 use super::*;
 use crate::record::pool::{self as record, Idle};
+use crate::sys::fs::FsError;
+use crate::workspace::shared_root::SharedRootError;
+
+/// Why a workspace could not be parked, reused or removed from the pool.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    /// What the layers it calls that still return the crate's `Error`
+    /// (the pool's records, a snapshot, the repository, a checkout) failed
+    /// with.
+    #[error(transparent)]
+    Engine(#[from] Error),
+    #[error(transparent)]
+    SharedRoot(#[from] SharedRootError),
+    #[error(transparent)]
+    Fs(#[from] FsError),
+    /// Checking out and settling what a reuse changed.
+    #[error(transparent)]
+    Fill(#[from] FillError),
+    /// The trees of a reused workspace and of the baseline.
+    #[error(transparent)]
+    Diff(#[from] crate::git::diff::DiffError),
+    /// Ctrl-C while taking from the pool.
+    #[error("interrupted")]
+    Interrupted,
+    /// The baseline's index for a reused workspace.
+    #[error("cannot check out {}", root.display())]
+    Checkout {
+        root: PathBuf,
+        #[source]
+        source: gix::Error,
+    },
+    /// The stat data of a file a reuse kept.
+    #[error("cannot read {}", root.display())]
+    Read {
+        root: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file of the old tree a reuse takes away.
+    #[error("cannot remove {file} in {}", root.display())]
+    Remove {
+        file: String,
+        root: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A registration already at the name a reuse moves one to.
+    #[error("a worktree named {id} is already registered at {}", path.display())]
+    Registered { id: String, path: PathBuf },
+    #[error("cannot rename {}", path.display())]
+    Rename {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Moving the folder between the pool and a batch folder.
+    #[error("cannot move the workspace {}", name.display())]
+    Move {
+        name: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The `.git` file of a moved workspace at `root`.
+    #[error("cannot write {}", root.join(".git").display())]
+    DotGit {
+        root: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
 
 /// Where the idle workspace `id` lives below the repository folder `base`.
 fn place(base: &Path, id: &str) -> PathBuf {
@@ -139,7 +209,7 @@ pub fn park(
     base: &Path,
     task: &crate::record::batch::Task,
     known: Option<ObjectId>,
-) -> Result<bool> {
+) -> Result<bool, PoolError> {
     let Identity::Ours {
         fd: Some(fd),
         parents: Some(parents),
@@ -229,14 +299,14 @@ pub fn take(
     plans: &[Plan],
     commit: ObjectId,
     tree: ObjectId,
-) -> Result<Vec<bool>> {
+) -> Result<Vec<bool>, PoolError> {
     let mut idle = record::list(state_dir);
     let mut out = Vec::with_capacity(plans.len());
     for p in plans {
         let mut done = false;
         while let Some(rec) = idle.pop() {
             if crate::sys::interrupt::interrupted() {
-                return Err(Error::interrupted());
+                return Err(PoolError::Interrupted);
             }
             if hosting(state_dir, &rec) {
                 continue;
@@ -255,8 +325,9 @@ pub fn take(
                 Err(e) => {
                     // Whatever was moved goes; the task gets a fresh workspace.
                     let _ = super::remove(common_dir, &p.root, &p.worktree_id);
+                    let e = Error::from(e);
                     if e.code == Code::Interrupted {
-                        return Err(e);
+                        return Err(e.into());
                     }
                 }
             }
@@ -281,7 +352,7 @@ fn reuse(
     p: &Plan,
     commit: ObjectId,
     tree: ObjectId,
-) -> Result<bool> {
+) -> Result<bool, PoolError> {
     if !in_place(rec) {
         return Ok(false);
     }
@@ -349,7 +420,7 @@ fn move_to(
     changes: &[crate::git::diff::PathChange],
     old: &gix::index::File,
     tree: ObjectId,
-) -> Result<()> {
+) -> Result<(), PoolError> {
     use gix::objs::tree::EntryKind;
     // The old side of every path that differs, deepest first, then the
     // folders that leaves empty.
@@ -370,7 +441,10 @@ fn move_to(
         }
     }
     let repo = crate::git::repo::open_worktree(&p.root)?;
-    let git = |e: gix::Error| Error::git(format!("cannot check out {}", p.root.display()), e);
+    let git = |source: gix::Error| PoolError::Checkout {
+        root: p.root.clone(),
+        source,
+    };
     let mut index: gix::index::State = repo.index_from_tree(&tree).map_err(git)?.into();
     let written: HashSet<&BStr> = changes
         .iter()
@@ -410,12 +484,9 @@ fn move_to(
                     OsStr::from_bytes(path),
                     rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
                 )
-                .map_err(|e| {
-                    Error::io_at(
-                        format!("cannot read {}", p.root.display()),
-                        &p.root,
-                        e.into(),
-                    )
+                .map_err(|e| PoolError::Read {
+                    root: p.root.clone(),
+                    source: e.into(),
                 })?;
                 super::fill::stat_of(&st)
             }
@@ -427,25 +498,24 @@ fn move_to(
         std::slice::from_mut(&mut index),
         cores(),
     )?;
-    super::derived::write_index(common_dir, p, index)
+    Ok(super::derived::write_index(common_dir, p, index)?)
 }
 
 /// Remove `rel` below `dir` (a file or link, never followed; a gitlink's
 /// empty folder), reaching its folder one name at a time without
 /// following a symlink. Gone already is fine.
-fn unlink_beneath(dir: BorrowedFd<'_>, rel: &BStr, gitlink: bool, root: &Path) -> Result<()> {
+fn unlink_beneath(
+    dir: BorrowedFd<'_>,
+    rel: &BStr,
+    gitlink: bool,
+    root: &Path,
+) -> Result<(), PoolError> {
     use rustix::fs::{AtFlags, Mode, OFlags};
     use rustix::io::Errno;
-    let io = |e: Errno| {
-        Error::io_at(
-            format!(
-                "cannot remove {} in {}",
-                crate::sys::paths::quote(rel),
-                root.display()
-            ),
-            root,
-            e.into(),
-        )
+    let io = |e: Errno| PoolError::Remove {
+        file: crate::sys::paths::quote(rel),
+        root: root.to_path_buf(),
+        source: e.into(),
     };
     let mut parts: Vec<&[u8]> = rel.split_str("/").collect();
     let Some(leaf) = parts.pop() else {
@@ -486,22 +556,19 @@ fn move_registration(
     from: &str,
     p: &Plan,
     head: Option<ObjectId>,
-) -> Result<()> {
+) -> Result<(), PoolError> {
     let old = registration(common_dir, from);
     let new = registration(common_dir, &p.worktree_id);
     if new.symlink_metadata().is_ok() {
-        return Err(Error::usage(
-            Code::WorkspaceExists,
-            format!(
-                "a worktree named {} is already registered at {}",
-                p.worktree_id,
-                new.display()
-            ),
-            "run `git worktree list` and remove the stale worktree, or `git delegate gc`",
-        ));
+        return Err(PoolError::Registered {
+            id: p.worktree_id.clone(),
+            path: new,
+        });
     }
-    std::fs::rename(&old, &new)
-        .map_err(|e| Error::io_at(format!("cannot rename {}", old.display()), &old, e))?;
+    std::fs::rename(&old, &new).map_err(|source| PoolError::Rename {
+        path: old.clone(),
+        source,
+    })?;
     let files = Registration::at(new.clone());
     let line = [p.root.join(".git").as_os_str().as_bytes(), b"\n"].concat();
     crate::sys::fs::write_atomic(&files.locked_file(), p.lock_reason.as_bytes())?;
@@ -518,29 +585,24 @@ fn rename_beneath(
     name: &OsStr,
     into: BorrowedFd<'_>,
     to: &OsStr,
-) -> Result<()> {
+) -> Result<(), PoolError> {
     rustix::fs::renameat_with(from, name, into, to, rustix::fs::RenameFlags::NOREPLACE).map_err(
-        |e| {
-            Error::io(
-                format!("cannot move the workspace {}", Path::new(name).display()),
-                e.into(),
-            )
+        |e| PoolError::Move {
+            name: PathBuf::from(name),
+            source: e.into(),
         },
     )
 }
 
 /// Write the `.git` file of `p` into the folder held open as `dir` (a
 /// temp file made exclusively, renamed over it: never through a symlink).
-fn write_dotgit(dir: BorrowedFd<'_>, common_dir: &Path, p: &Plan) -> Result<()> {
+fn write_dotgit(dir: BorrowedFd<'_>, common_dir: &Path, p: &Plan) -> Result<(), PoolError> {
     use rustix::fs::{AtFlags, Mode};
     use std::io::Write;
     const TEMP: &str = ".git.delegate-pool";
-    let io = |e: std::io::Error| {
-        Error::io_at(
-            format!("cannot write {}", p.root.join(".git").display()),
-            &p.root,
-            e,
-        )
+    let io = |source: std::io::Error| PoolError::DotGit {
+        root: p.root.clone(),
+        source,
     };
     let _ = rustix::fs::unlinkat(dir, TEMP, AtFlags::empty());
     let f = crate::sys::fs::create_new_at(dir, TEMP.as_bytes(), Mode::from_raw_mode(0o644))
@@ -553,7 +615,7 @@ fn write_dotgit(dir: BorrowedFd<'_>, common_dir: &Path, p: &Plan) -> Result<()> 
 
 /// Remove an idle workspace (only while it is the folder parked, its
 /// registration in any case) and its record.
-pub fn remove_idle(common_dir: &Path, rec: &Idle) -> Result<Removal> {
+pub fn remove_idle(common_dir: &Path, rec: &Idle) -> Result<Removal, PoolError> {
     let removal = if in_place(rec) {
         super::remove::remove_at(
             common_dir,
@@ -584,7 +646,7 @@ pub fn trim(
     keep: usize,
     cutoff: Option<i64>,
     dry_run: bool,
-) -> Result<Trimmed> {
+) -> Result<Trimmed, PoolError> {
     let idle = record::list(state_dir);
     let n = idle.len();
     let mut t = Trimmed::default();

@@ -38,7 +38,7 @@ pub fn remove_task(common_dir: &Path, task: &crate::record::batch::Task) -> Resu
         return Ok(Removal::Missing);
     }
     if task.kind() == Mode::Scratch {
-        return crate::workspace::scratch::remove(common_dir, &task.root);
+        return Ok(crate::workspace::scratch::remove(common_dir, &task.root)?);
     }
     remove_at(
         common_dir,
@@ -57,7 +57,7 @@ pub(super) fn remove_at(
     reach: Reach,
 ) -> Result<Removal> {
     if crate::record::batch::kind_of(worktree_id) == Mode::Scratch {
-        return crate::workspace::scratch::remove(common_dir, root);
+        return Ok(crate::workspace::scratch::remove(common_dir, root)?);
     }
     if moved_elsewhere(common_dir, root, worktree_id) {
         release(common_dir, worktree_id)?;
@@ -121,12 +121,13 @@ pub(super) fn remove_held(
         return Ok(());
     };
     match parents {
-        Some(p) => p.batch.remove_child(name, fd),
+        Some(p) => p.batch.remove_child(name, fd)?,
         None => {
             let pfd = crate::workspace::carry::open_root(parent)?;
-            crate::workspace::shared_root::remove_held_at(pfd.as_fd(), root, name, fd)
+            crate::workspace::shared_root::remove_held_at(pfd.as_fd(), root, name, fd)?
         }
     }
+    Ok(())
 }
 
 /// Workspaces whose index lists at most this many entries are removed in

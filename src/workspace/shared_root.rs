@@ -26,6 +26,8 @@
 //! Never: follows a symlink below the root; enters, reads or removes a
 //! folder another user owns; removes by path what it checked through a
 //! handle; knows what a batch or a workspace holds (its callers do).
+//! Its failures are `SharedRootError` (the folder, the refusal or the
+//! cause); `ops::explain` words them.
 
 // `stat` field widths differ between targets: the casts are deliberate.
 #![allow(clippy::unnecessary_cast)]
@@ -38,7 +40,43 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::error::{Code, Error, Result};
+use crate::workspace::carry::CarryError;
+
+/// Why a folder below the workspace root could not be made, opened or
+/// removed.
+#[derive(Debug, thiserror::Error)]
+pub enum SharedRootError {
+    /// A folder refused (another user's, a symlink, ...): never entered.
+    #[error("the folder {} of the workspace root {}", .0.path.display(), .0.describe())]
+    Unsafe(Refused),
+    /// A folder that cannot be made (or made private) under the root.
+    #[error("cannot create {}", path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot open {}", path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot remove {}", path.display())]
+    Remove {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A repository folder whose path has no parent to be the root.
+    #[error("{} cannot hold workspaces", base.display())]
+    NoRoot { base: PathBuf },
+    /// Opening the workspace root.
+    #[error(transparent)]
+    Carry(#[from] CarryError),
+}
+
+type Result<T, E = SharedRootError> = std::result::Result<T, E>;
 
 /// Why a folder below (or on the way to) the workspace root was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,46 +135,18 @@ impl Refused {
         }
     }
 
-    /// prepare's refusal (exit 3), with the folder in the JSON error
-    /// document (`error.unsafe_folder`). A file of the user's own where a
-    /// folder should be is no one's attack: it is the error making the
-    /// folder there gives (`delegate::io`).
-    pub fn error(&self) -> Error {
+    /// prepare's refusal (exit 3, `delegate::unsafe_workspace_root`, with
+    /// the folder in the JSON error document). A file of the user's own
+    /// where a folder should be is no one's attack: it is the error making
+    /// the folder there gives (`delegate::io`).
+    pub fn error(&self) -> SharedRootError {
         if self.reason == Reason::NotAFolder && self.owner == me() {
-            return Error::io_at(
-                format!("cannot create {}", self.path.display()),
-                &self.path,
-                std::io::Error::from_raw_os_error(Errno::NOTDIR.raw_os_error()),
-            )
-            .in_workspace_root();
+            return SharedRootError::Create {
+                path: self.path.clone(),
+                source: std::io::Error::from_raw_os_error(Errno::NOTDIR.raw_os_error()),
+            };
         }
-        let help = match self.reason {
-            Reason::WritableByOthers => format!(
-                "make it sticky as /tmp is (`chmod +t {}`), or set `workspace.root` in .git/delegate.toml to a folder only you can write to; then prepare again",
-                crate::sys::paths::shell_quote(&self.path.to_string_lossy())
-            ),
-            _ => "another user may have put it there to reach your workspaces: have it removed by its owner (or root), or set `workspace.root` in .git/delegate.toml to a folder only you can write to; then prepare again".to_string(),
-        };
-        let mut details = serde_json::Map::new();
-        details.insert(
-            "unsafe_folder".into(),
-            serde_json::json!({
-                "path": crate::sys::paths::doc_path(&self.path),
-                "owner": self.owner,
-                "reason": self.reason.as_str(),
-            }),
-        );
-        crate::sys::paths::note_lossy(&mut details, crate::sys::paths::path_is_lossy(&self.path));
-        Error::state(
-            Code::UnsafeWorkspaceRoot,
-            format!(
-                "the folder {} of the workspace root {}",
-                self.path.display(),
-                self.describe()
-            ),
-            help,
-        )
-        .with_details(details)
+        SharedRootError::Unsafe(self.clone())
     }
 }
 
@@ -275,7 +285,10 @@ fn child_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> Result<Opened
     if !is_one_name(name) {
         return Ok(Opened::Missing);
     }
-    let io = |e: Errno| Error::io(format!("cannot open {}", path.display()), errno_io(e));
+    let io = |e: Errno| SharedRootError::Open {
+        path: path.clone(),
+        source: errno_io(e),
+    };
     match rfs::openat(
         dir,
         name,
@@ -328,13 +341,9 @@ fn child_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> Result<Opened
 
 fn make_child_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> Result<Dir> {
     let path = dir_path.join(name);
-    let io = |e: Errno| {
-        Error::io_at(
-            format!("cannot create {}", path.display()),
-            &path,
-            errno_io(e),
-        )
-        .in_workspace_root()
+    let io = |e: Errno| SharedRootError::Create {
+        path: path.clone(),
+        source: errno_io(e),
     };
     // Removed by someone else in between (a background deleter taking an
     // empty trash): once more.
@@ -392,10 +401,10 @@ pub fn open_base(base: &Path) -> Result<Opened<Base>> {
         Ok(fd) => fd,
         Err(Errno::NOENT | Errno::NOTDIR) => return Ok(Opened::Missing),
         Err(e) => {
-            return Err(Error::io(
-                format!("cannot open {}", root.display()),
-                errno_io(e),
-            ))
+            return Err(SharedRootError::Open {
+                path: root.to_path_buf(),
+                source: errno_io(e),
+            })
         }
     };
     Ok(match child_at(rootfd.as_fd(), root, name)? {
@@ -516,11 +525,9 @@ pub fn check(base: &Path) -> Result<()> {
 /// `0700` and ours. Returns the batch folder held open.
 pub fn make_batch_dir(base: &Path, short: impl AsRef<OsStr>) -> Result<Dir> {
     let Some((root, name)) = split(base) else {
-        return Err(Error::state(
-            Code::NoWorkspaceRoot,
-            format!("{} cannot hold workspaces", base.display()),
-            "set `workspace.root` in .git/delegate.toml",
-        ));
+        return Err(SharedRootError::NoRoot {
+            base: base.to_path_buf(),
+        });
     };
     {
         use std::os::unix::fs::DirBuilderExt;
@@ -528,9 +535,9 @@ pub fn make_batch_dir(base: &Path, short: impl AsRef<OsStr>) -> Result<Dir> {
             .recursive(true)
             .mode(0o700)
             .create(root)
-            .map_err(|e| {
-                Error::io_at(format!("cannot create {}", root.display()), root, e)
-                    .in_workspace_root()
+            .map_err(|source| SharedRootError::Create {
+                path: root.to_path_buf(),
+                source,
             })?;
     }
     check_root(root)?;
@@ -614,7 +621,10 @@ pub fn remove_held_at(
     name: &OsStr,
     held: OwnedFd,
 ) -> Result<()> {
-    let io = |e: Errno| Error::io(format!("cannot remove {}", path.display()), errno_io(e));
+    let io = |e: Errno| SharedRootError::Remove {
+        path: path.to_path_buf(),
+        source: errno_io(e),
+    };
     let st = rfs::fstat(&held).map_err(io)?;
     if st.st_mode & 0o700 != 0o700 {
         rfs::fchmod(
@@ -681,7 +691,8 @@ mod tests {
             Opened::Refused(_)
         ));
         let e = make_batch_dir(&base, "abcd1234").unwrap_err();
-        assert_eq!(e.code, Code::UnsafeWorkspaceRoot);
+        let e = crate::error::Error::from(e);
+        assert_eq!(e.code, crate::error::Code::UnsafeWorkspaceRoot);
         assert!(!elsewhere.join("abcd1234").exists());
         assert!(elsewhere.join("b/f").exists());
     }

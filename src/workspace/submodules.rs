@@ -10,6 +10,8 @@
 //! Owns: what a submodule is here (a gitlink entry of an index, its folder,
 //! its `.git` file and the repository that names), what makes one dirty,
 //! the registrations made in submodule repositories.
+//! Its failures are `SubmoduleError` (the submodule, the file or
+//! repository, and the cause); `ops::explain` words them.
 //! Never: writes into the source's submodules (their working trees, indexes,
 //! refs or config), fetches, or removes a registration it cannot prove it
 //! made (locked with a git-delegate lock reason, under the workspace id, its
@@ -20,8 +22,149 @@ use std::path::{Path, PathBuf};
 use gix::bstr::{BString, ByteSlice};
 use gix::ObjectId;
 
-use crate::error::{Code, Error, Result};
+use crate::git::ident::IdentError;
 use crate::git::registration::Registration;
+use crate::sys::fs::FsError;
+use crate::workspace::Cause;
+
+/// Why the submodules of a source could not be found or checked, given to
+/// a workspace, or unregistered.
+#[derive(Debug, thiserror::Error)]
+pub enum SubmoduleError {
+    /// Opening a submodule's (or a workspace's) repository.
+    #[error(transparent)]
+    Repo(#[from] crate::error::Error),
+    /// The real path of a submodule's repository.
+    #[error(transparent)]
+    Fs(#[from] FsError),
+    /// Putting `ident` right in a submodule's checkout.
+    #[error(transparent)]
+    Ident(#[from] IdentError),
+    /// The index of a superproject (or of a submodule with nested ones).
+    #[error("cannot read the index")]
+    Index {
+        #[source]
+        source: Cause,
+    },
+    /// A submodule whose repository is its `.git` folder (the old layout).
+    #[error("the submodule {shown} keeps its repository inside its folder ({}), which git delegate cannot share with workspaces", dotgit.display())]
+    Inside { shown: String, dotgit: PathBuf },
+    /// A submodule with another commit (or none) checked out than the one
+    /// its superproject records.
+    #[error("{}", head_moved(&.0.shown, .0.head, .0.commit))]
+    HeadMoved(Box<Moved>),
+    /// A submodule with modified tracked files.
+    #[error("the submodule {shown} has uncommitted changes ({} is modified)", crate::sys::paths::quote(changed.as_bstr()))]
+    Modified {
+        shown: String,
+        dir: PathBuf,
+        changed: BString,
+    },
+    /// The status of a submodule's working tree.
+    #[error("cannot read the status of {}", dir.display())]
+    Status {
+        dir: PathBuf,
+        #[source]
+        source: Cause,
+    },
+    /// The commit a nested submodule's parent was given.
+    #[error("cannot read a submodule's commit")]
+    ParentCommit {
+        #[source]
+        source: Cause,
+    },
+    /// The tree holding a gitlink.
+    #[error("cannot read a tree")]
+    Tree {
+        #[source]
+        source: Cause,
+    },
+    /// A submodule's folder or registration file in a workspace.
+    #[error("cannot create {}", path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A submodule's folder in a fresh workspace that is not empty.
+    #[error("cannot check out the submodule {shown} in {}: its folder is not empty", root.display())]
+    NotEmpty { shown: String, root: PathBuf },
+    /// A registration of that name the submodule's repository already has.
+    #[error("a worktree named {id} is already registered at {}", dir.display())]
+    Registered {
+        id: String,
+        dir: PathBuf,
+        git_dir: PathBuf,
+    },
+    /// Reading what to check out for a submodule at `dest`, or writing its
+    /// index.
+    #[error("cannot check out the submodule at {}", dest.display())]
+    Checkout {
+        dest: PathBuf,
+        #[source]
+        source: Cause,
+    },
+    /// The checkout's files (a full disk under `dest` is named as such).
+    #[error("cannot check out the submodule at {}", dest.display())]
+    CheckoutFiles {
+        dest: PathBuf,
+        #[source]
+        source: Cause,
+    },
+    /// A file of that checkout that could not be written.
+    #[error("cannot check out the submodule at {}: cannot write {file}: {error}", dest.display())]
+    CheckoutFile {
+        dest: PathBuf,
+        file: String,
+        error: String,
+    },
+    /// Ctrl-C during a checkout.
+    #[error("interrupted")]
+    Interrupted,
+    /// Removing a submodule registration.
+    #[error("cannot remove {}", path.display())]
+    Remove {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Unlocking a submodule registration.
+    #[error("cannot unlock {}", path.display())]
+    Unlock {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The facts of [`SubmoduleError::HeadMoved`].
+#[derive(Debug)]
+pub struct Moved {
+    pub shown: String,
+    /// The submodule's folder, its superproject's and the gitlink's path in
+    /// that one.
+    pub dir: PathBuf,
+    pub root: PathBuf,
+    pub path: BString,
+    pub commit: ObjectId,
+    pub head: Option<ObjectId>,
+    pub nested: bool,
+}
+
+fn head_moved(shown: &str, head: Option<ObjectId>, commit: ObjectId) -> String {
+    let recorded = commit.to_hex_with_len(12);
+    match head {
+        Some(h) => format!(
+            "the submodule {shown} has commit {} checked out, not {recorded}, the commit its superproject records",
+            h.to_hex_with_len(12)
+        ),
+        None => format!(
+            "the submodule {shown} has no commit checked out (its superproject records {recorded})"
+        ),
+    }
+}
+
+type Result<T, E = SubmoduleError> = std::result::Result<T, E>;
 
 /// One submodule of a source, found through the index of its superproject.
 #[derive(Debug, Clone)]
@@ -48,7 +191,7 @@ fn rel(root: &Path, path: &[u8]) -> PathBuf {
 fn gitlinks(repo: &gix::Repository) -> Result<Vec<(BString, ObjectId)>> {
     let index = repo
         .index_or_empty()
-        .map_err(|e| Error::git("cannot read the index", e))?;
+        .map_err(|e| SubmoduleError::Index { source: e.into() })?;
     Ok(index
         .entries()
         .iter()
@@ -112,68 +255,34 @@ fn walk_source(
                 continue;
             }
             Ok(md) if md.is_dir() => {
-                return Err(Error::state(
-                    Code::Submodules,
-                    format!("the submodule {shown} keeps its repository inside its folder ({}), which git delegate cannot share with workspaces", dotgit.display()),
-                    "run `git submodule absorbgitdirs` in the superproject (it moves the repository under .git/modules), then run the command again",
-                ));
+                return Err(SubmoduleError::Inside { shown, dotgit });
             }
             Ok(_) => {}
         }
         let sub = crate::git::repo::open_worktree(&dir)?;
-        let q = |p: &Path| crate::sys::paths::shell_quote(&p.to_string_lossy());
-        // The repository whose index holds the gitlink: the source, or
-        // for a nested one its parent submodule (`git -C` it, design §3.16
-        // "Hints": `git add a/b/nested` from the top fails).
-        let (in_dir, rel_path) = (
-            q(root),
-            crate::sys::paths::shell_quote(&path.to_str_lossy()),
-        );
         let head = sub.head_id().ok().map(|h| h.detach());
         if check && head != Some(commit) {
             // Not a change of files: another commit is checked out in it.
-            let recorded = commit.to_hex_with_len(12);
-            let checkout = format!("git -C {} checkout -q --detach {commit}", q(&dir));
-            return Err(Error::state(
-                Code::DirtySubmodule,
-                match head {
-                    Some(h) => format!(
-                        "the submodule {shown} has commit {} checked out, not {recorded}, the commit its superproject records",
-                        h.to_hex_with_len(12)
-                    ),
-                    None => format!(
-                        "the submodule {shown} has no commit checked out (its superproject records {recorded})"
-                    ),
-                },
-                match head {
-                    Some(_) => format!(
-                        "check out the recorded commit in it (`{checkout}`), or record the one it has in its superproject (`git -C {in_dir} add {rel_path}`{}), then run the command again",
-                        if prefix.is_empty() {
-                            ""
-                        } else {
-                            ", and commit that there"
-                        }
-                    ),
-                    None => format!("check out the recorded commit in it (`{checkout}`), then run the command again"),
-                },
-            ));
+            return Err(SubmoduleError::HeadMoved(Box::new(Moved {
+                shown,
+                dir,
+                root: root.to_path_buf(),
+                path,
+                commit,
+                head,
+                nested: !prefix.is_empty(),
+            })));
         }
         if let Some(changed) = check
             .then(|| first_change(&sub, false))
             .transpose()?
             .flatten()
         {
-            return Err(Error::state(
-                Code::DirtySubmodule,
-                format!(
-                    "the submodule {shown} has uncommitted changes ({} is modified)",
-                    crate::sys::paths::quote(changed.as_bstr())
-                ),
-                format!(
-                    "commit them inside it, or put them aside (`git -C {d} stash`), then run the command again (`git -C {d} status` shows them)",
-                    d = q(&dir)
-                ),
-            ));
+            return Err(SubmoduleError::Modified {
+                shown,
+                dir,
+                changed,
+            });
         }
         let git_dir = crate::sys::fs::canonical(sub.common_dir())?;
         out.push(Module {
@@ -193,15 +302,16 @@ fn walk_source(
 /// that are not ignored. Nested submodules are not looked into (their own
 /// walk does that).
 fn first_change(repo: &gix::Repository, untracked: bool) -> Result<Option<BString>> {
-    let what = format!(
-        "cannot read the status of {}",
-        repo.workdir().unwrap_or(repo.git_dir()).display()
-    );
+    let dir = repo.workdir().unwrap_or(repo.git_dir());
+    let err = |e: Cause| SubmoduleError::Status {
+        dir: dir.to_path_buf(),
+        source: e,
+    };
     let head_tree = repo
         .head_tree_id_or_empty()
-        .map_err(|e| Error::git(&what, e))?
+        .map_err(|e| err(e.into()))?
         .detach();
-    let index = repo.index_or_empty().map_err(|e| Error::git(&what, e))?;
+    let index = repo.index_or_empty().map_err(|e| err(e.into()))?;
     let mut everything = repo
         .pathspec(
             false,
@@ -210,7 +320,7 @@ fn first_change(repo: &gix::Repository, untracked: bool) -> Result<Option<BStrin
             &gix::index::State::new(repo.object_hash()),
             gix::worktree::stack::state::attributes::Source::IdMapping,
         )
-        .map_err(|e| Error::git(&what, e))?;
+        .map_err(|e| err(e.into()))?;
     let mut staged = None;
     repo.tree_index_status(
         &head_tree,
@@ -222,13 +332,13 @@ fn first_change(repo: &gix::Repository, untracked: bool) -> Result<Option<BStrin
             Ok(std::ops::ControlFlow::Break(()))
         },
     )
-    .map_err(|e| Error::git(&what, e))?;
+    .map_err(|e| err(e.into()))?;
     if staged.is_some() {
         return Ok(staged);
     }
     let iter = repo
         .status(gix::progress::Discard)
-        .map_err(|e| Error::git(&what, e))?
+        .map_err(|e| err(e.into()))?
         .index_worktree_rewrites(None)
         .index_worktree_submodules(gix::status::Submodule::Given {
             ignore: gix::submodule::config::Ignore::All,
@@ -245,11 +355,11 @@ fn first_change(repo: &gix::Repository, untracked: bool) -> Result<Option<BStrin
             }
         })
         .into_index_worktree_iter(Vec::<BString>::new())
-        .map_err(|e| Error::git(&what, e))?;
+        .map_err(|e| err(e.into()))?;
     use gix::status::index_worktree::Item;
     use gix::status::plumbing::index_as_worktree::EntryStatus;
     for item in iter {
-        let item = item.map_err(|e| Error::git(&what, e))?;
+        let item = item.map_err(|e| err(e.into()))?;
         match &item {
             Item::Modification {
                 status: EntryStatus::NeedsUpdate(_),
@@ -293,12 +403,12 @@ pub fn create(
                 // Nested: the gitlink in the commit its parent got.
                 Some((_, parent_commit)) => {
                     let repo = crate::git::repo::open_worktree(&rel(root, &p.path))?;
-                    let what = "cannot read a submodule's commit";
+                    let what = |e: Cause| SubmoduleError::ParentCommit { source: e };
                     let tree = repo
                         .find_commit(*parent_commit)
-                        .map_err(|e| Error::git(what, e))?
+                        .map_err(|e| what(e.into()))?
                         .tree_id()
-                        .map_err(|e| Error::git(what, e))?
+                        .map_err(|e| what(e.into()))?
                         .detach();
                     recorded(&repo, tree, &m.path[p.path.len() + 1..])?
                 }
@@ -310,23 +420,18 @@ pub fn create(
         };
         let dest = rel(root, &m.path);
         let io = |what: &Path| {
-            let what = what.to_path_buf();
-            move |e| Error::io_at(format!("cannot create {}", what.display()), &what, e)
+            let path = what.to_path_buf();
+            move |source| SubmoduleError::Create { path, source }
         };
         std::fs::create_dir_all(&dest).map_err(io(&dest))?;
         let Some(git_dir) = &m.git_dir else {
             continue;
         };
         if !crate::sys::fs::is_empty_dir(&dest) {
-            return Err(Error::state(
-                Code::CheckoutFailed,
-                format!(
-                    "cannot check out the submodule {} in {}: its folder is not empty",
-                    crate::sys::paths::quote(m.path.as_bstr()),
-                    root.display()
-                ),
-                "report this bug; nothing was changed",
-            ));
+            return Err(SubmoduleError::NotEmpty {
+                shown: crate::sys::paths::quote(m.path.as_bstr()),
+                root: root.to_path_buf(),
+            });
         }
         register(git_dir, &dest, commit, worktree_id, lock_reason)?;
         checkout(&dest, commit)?;
@@ -337,11 +442,11 @@ pub fn create(
 
 /// The gitlink at `path` in `tree`, if it is one.
 fn recorded(repo: &gix::Repository, tree: ObjectId, path: &[u8]) -> Result<Option<ObjectId>> {
-    let what = "cannot read a tree";
-    let tree = repo.find_tree(tree).map_err(|e| Error::git(what, e))?;
+    let what = |e: Cause| SubmoduleError::Tree { source: e };
+    let tree = repo.find_tree(tree).map_err(|e| what(e.into()))?;
     let entry = tree
         .lookup_entry_by_path(crate::sys::paths::to_os(path.as_bstr()))
-        .map_err(|e| Error::git(what, e))?;
+        .map_err(|e| what(e.into()))?;
     Ok(entry
         .filter(|e| e.mode().is_commit())
         .map(|e| e.object_id()))
@@ -352,22 +457,16 @@ fn recorded(repo: &gix::Repository, tree: ObjectId, path: &[u8]) -> Result<Optio
 fn register(git_dir: &Path, dest: &Path, commit: ObjectId, id: &str, lock: &str) -> Result<()> {
     let reg = Registration::new(git_dir, id);
     let io = |what: &Path| {
-        let what = what.to_path_buf();
-        move |e| Error::io_at(format!("cannot create {}", what.display()), &what, e)
+        let path = what.to_path_buf();
+        move |source| SubmoduleError::Create { path, source }
     };
     let dir = reg.path();
     if dir.symlink_metadata().is_ok() {
-        return Err(Error::usage(
-            Code::WorkspaceExists,
-            format!(
-                "a worktree named {id} is already registered at {}",
-                dir.display()
-            ),
-            format!(
-                "it is a worktree of that submodule's repository that git delegate did not make: look at `git --git-dir={git} worktree list`; `git --git-dir={git} worktree prune` removes it when its folder is gone; then run the command again",
-                git = crate::sys::paths::shell_quote(&git_dir.to_string_lossy())
-            ),
-        ));
+        return Err(SubmoduleError::Registered {
+            id: id.to_string(),
+            dir: dir.to_path_buf(),
+            git_dir: git_dir.to_path_buf(),
+        });
     }
     std::fs::create_dir_all(crate::git::registration::dir(git_dir)).map_err(io(dir))?;
     std::fs::create_dir(dir).map_err(io(dir))?;
@@ -387,27 +486,26 @@ fn register(git_dir: &Path, dest: &Path, commit: ObjectId, id: &str, lock: &str)
 /// Check `commit` out into the empty (but for `.git`) folder `dest`, and
 /// write the worktree's index with the stat data of the files written.
 fn checkout(dest: &Path, commit: ObjectId) -> Result<()> {
-    let what = format!("cannot check out the submodule at {}", dest.display());
+    let err = |e: Cause| SubmoduleError::Checkout {
+        dest: dest.to_path_buf(),
+        source: e,
+    };
     let repo = crate::git::repo::open_worktree(dest)?;
     let tree = repo
         .find_commit(commit)
-        .map_err(|e| Error::git(&what, e))?
+        .map_err(|e| err(e.into()))?
         .tree_id()
-        .map_err(|e| Error::git(&what, e))?
+        .map_err(|e| err(e.into()))?
         .detach();
     let mut index: gix::index::State = repo
         .index_from_tree(&tree)
-        .map_err(|e| Error::git(&what, e))?
+        .map_err(|e| err(e.into()))?
         .into();
     let mut opts = repo
         .checkout_options(gix::worktree::stack::state::attributes::Source::IdMapping)
-        .map_err(|e| Error::git(&what, e))?;
+        .map_err(|e| err(e.into()))?;
     opts.destination_is_initially_empty = true;
-    let objects = repo
-        .objects
-        .clone()
-        .into_arc()
-        .map_err(|e| Error::git(&what, e))?;
+    let objects = repo.objects.clone().into_arc().map_err(|e| err(e.into()))?;
     let outcome = gix::worktree::state::checkout(
         &mut index,
         dest.to_path_buf(),
@@ -417,26 +515,25 @@ fn checkout(dest: &Path, commit: ObjectId) -> Result<()> {
         &gix::interrupt::IS_INTERRUPTED,
         opts,
     )
-    .map_err(|e| Error::fs_cause(&what, Some(dest), &e).unwrap_or_else(|| Error::git(&what, e)))?;
+    .map_err(|e| SubmoduleError::CheckoutFiles {
+        dest: dest.to_path_buf(),
+        source: e.into(),
+    })?;
     if let Some(first) = outcome.errors.first() {
-        return Err(Error::state(
-            Code::CheckoutFailed,
-            format!(
-                "{what}: cannot write {}: {}",
-                crate::sys::paths::quote(first.path.as_ref()),
-                first.error
-            ),
-            "check free disk space, permissions and path lengths under the workspace root",
-        ));
+        return Err(SubmoduleError::CheckoutFile {
+            dest: dest.to_path_buf(),
+            file: crate::sys::paths::quote(first.path.as_ref()),
+            error: first.error.to_string(),
+        });
     }
     if gix::interrupt::is_triggered() {
-        return Err(Error::interrupted());
+        return Err(SubmoduleError::Interrupted);
     }
     // gix writes `ident` its own way; git's bytes (design §3.15).
     crate::git::ident::fix_checkout(&repo, &mut index, dest)?;
     gix::index::File::from_state(index, repo.index_path())
         .write(Default::default())
-        .map_err(|e| Error::git(&what, e))?;
+        .map_err(|e| err(e.into()))?;
     Ok(())
 }
 
@@ -564,11 +661,11 @@ pub fn unregister(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<(
         match std::fs::remove_dir_all(reg.path()) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(Error::io(
-                    format!("cannot remove {}", reg.path().display()),
-                    e,
-                ))
+            Err(source) => {
+                return Err(SubmoduleError::Remove {
+                    path: reg.path().to_path_buf(),
+                    source,
+                })
             }
         }
     }
@@ -582,11 +679,11 @@ pub fn release(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<()> 
         match std::fs::remove_file(reg.locked_file()) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => {
-                return Err(Error::io(
-                    format!("cannot unlock {}", reg.locked_file().display()),
-                    e,
-                ))
+            Err(source) => {
+                return Err(SubmoduleError::Unlock {
+                    path: reg.locked_file(),
+                    source,
+                })
             }
         }
     }

@@ -388,7 +388,7 @@ fn take(
         // work (a remote task's submodules are its worker's to keep).
         let subs = match roots_of.get(&o) {
             Some(root) if !b.tasks[out.idx].remote => {
-                crate::workspace::submodules::changed(&source.common_dir, root)
+                crate::workspace::submodules::changed(&source.common_dir, root).map_err(Error::from)
             }
             _ => Ok(Vec::new()),
         };

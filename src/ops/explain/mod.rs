@@ -32,6 +32,8 @@ use crate::record::kept::KeptError;
 use crate::sys::fs::FsError;
 use crate::sys::paths::shell_quote;
 
+mod workspace;
+
 /// A path as a shell word, for a command in a help line.
 fn quoted(path: &std::path::Path) -> String {
     shell_quote(&path.to_string_lossy())

@@ -318,7 +318,13 @@ pub fn run(source: &Source, dry_run: bool, empty_pool: bool) -> Result<Report> {
 /// `drop --pool` (design §3.20): every idle workspace removed. The caller
 /// holds the repository lock.
 pub fn empty_pool(source: &Source) -> Result<crate::workspace::pool::Trimmed> {
-    crate::workspace::pool::trim(&source.common_dir, &source.state_dir(), 0, None, false)
+    Ok(crate::workspace::pool::trim(
+        &source.common_dir,
+        &source.state_dir(),
+        0,
+        None,
+        false,
+    )?)
 }
 
 impl Gc<'_> {

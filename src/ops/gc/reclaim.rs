@@ -237,7 +237,7 @@ impl Gc<'_> {
                         "batch {}: the submodules of task {} could not be read ({}); nothing of this batch was removed",
                         b.short(),
                         t.name,
-                        e.message
+                        Error::from(e).message
                     ))
                 }
             }

@@ -278,8 +278,9 @@ impl<'a> Runner<'a> {
         {
             let plan = template_plan(ctx.batch, &self.ws_dir);
             let carried = &self.carried;
-            let made =
-                crate::workspace::check_free(common, std::slice::from_ref(&plan)).and_then(|()| {
+            let made = crate::workspace::check_free(common, std::slice::from_ref(&plan))
+                .map_err(Error::from)
+                .and_then(|()| {
                     crate::workspace::create_template(
                         common,
                         first.commit,
@@ -296,6 +297,7 @@ impl<'a> Runner<'a> {
                             Ok(())
                         },
                     )
+                    .map_err(Error::from)
                 });
             match made {
                 Ok(t) => self.template = Some(t),
@@ -308,10 +310,11 @@ impl<'a> Runner<'a> {
         let derived = crate::sys::parallel::try_map(jobs.iter(), jobs.len(), lost, |j| {
             let plan = plan_of(ctx.batch, j);
             match template {
-                Some(t) => crate::workspace::create_from(common, t, j.commit, j.tree, &plan),
-                None => {
-                    crate::workspace::create_all(common, j.commit, j.tree, &[plan]).map(|()| false)
-                }
+                Some(t) => crate::workspace::create_from(common, t, j.commit, j.tree, &plan)
+                    .map_err(Error::from),
+                None => crate::workspace::create_all(common, j.commit, j.tree, &[plan])
+                    .map(|()| false)
+                    .map_err(Error::from),
             }
         })?;
         // The submodules a build needs, at the commits `F` records (design §3.15).

@@ -10,6 +10,8 @@
 //! out a copy whose git metadata or symlinks lead outside it, or removes a
 //! folder whose identity (device and inode recorded in the marker) is not the
 //! one it made; it never follows a symlink while removing.
+//! Making, sweeping and removing copies fail with `ScratchError` (the
+//! copy, the file and the cause; `ops::explain` words it).
 
 // `stat` field widths differ between targets: the casts are deliberate.
 #![allow(clippy::unnecessary_cast)]
@@ -21,10 +23,10 @@ use rustix::fs::{self as rfs, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
 use crate::record::batch::CarryStats;
-use crate::workspace::carry::{self, Method, Visit, Walker};
+use crate::sys::fs::FsError;
+use crate::workspace::carry::{self, CarryError, Method, Visit, Walker};
 
 mod removal;
 
@@ -64,19 +66,74 @@ pub(super) fn errno_io(e: Errno) -> std::io::Error {
     std::io::Error::from_raw_os_error(e.raw_os_error())
 }
 
-pub(super) fn io_err(what: String, e: Errno) -> Error {
-    Error::io(what, errno_io(e))
+/// Why a scratch copy could not be made or handed out.
+#[derive(Debug, thiserror::Error)]
+pub enum ScratchError {
+    /// The copy walk (a filesystem that cannot clone included).
+    #[error(transparent)]
+    Carry(#[from] CarryError),
+    /// The real path of the source's `.git`.
+    #[error(transparent)]
+    Fs(#[from] FsError),
+    /// What the layers it calls that still return the crate's `Error`
+    /// failed with (restricting the copy's filter drivers to the recorded
+    /// ones, the batch records a sweep reads).
+    #[error(transparent)]
+    Engine(#[from] crate::error::Error),
+    /// A copy that is not self-contained (`why` says how).
+    #[error("the scratch copy {} cannot be handed out: {why}", root.display())]
+    Refused { root: PathBuf, why: String },
+    /// A source root at the filesystem root.
+    #[error("{} has no parent folder for scratch copies", root.display())]
+    NoParent { root: PathBuf },
+    /// A source whose `.git` is a file or a symlink.
+    #[error("{} is {}, not the repository folder: the source is a linked worktree or uses a gitfile, and a copy of it would share its git metadata with the source", dot_git.display(), if *symlink { "a symlink" } else { "a file" })]
+    GitFile { dot_git: PathBuf, symlink: bool },
+    /// A source whose `.git` is not its common folder.
+    #[error("{} is not the repository's common folder {}", dot_git.display(), common_dir.display())]
+    NotCommonDir {
+        dot_git: PathBuf,
+        common_dir: PathBuf,
+    },
+    /// `what` (read, create, open, write, clone into, remove) on `path`.
+    #[error("cannot {what} {}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A planned root without a container folder.
+    #[error("a scratch root has no container")]
+    NoContainer,
+    /// The owner marker that cannot be written as TOML.
+    #[error("cannot record the owner of {}: {source}", root.display())]
+    Owner {
+        root: PathBuf,
+        source: toml::ser::Error,
+    },
+    /// The copy's index, given the copied files' stat data.
+    #[error("cannot refresh the index of {}", root.display())]
+    Index {
+        root: PathBuf,
+        #[source]
+        source: gix::Error,
+    },
 }
 
-pub(super) fn refused(root: &Path, why: String) -> Error {
-    Error::state(
-        Code::ScratchRefused,
-        format!(
-            "the scratch copy {} cannot be handed out: {why}",
-            root.display()
-        ),
-        "scratch copies must be self-contained; use `--mode worktree` for this repository",
-    )
+type Result<T, E = ScratchError> = std::result::Result<T, E>;
+
+fn refused(root: &Path, why: String) -> ScratchError {
+    ScratchError::Refused {
+        root: root.to_path_buf(),
+        why,
+    }
+}
+
+/// `what` on `path` failed with `source`.
+pub(super) fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ScratchError {
+    let path = path.to_path_buf();
+    move |source| ScratchError::Io { what, path, source }
 }
 
 fn random_hex() -> String {
@@ -94,15 +151,8 @@ pub(super) fn home_of(common_dir: &Path) -> Option<PathBuf> {
 
 /// Choose `count` new task roots `<parent>/.git-delegate-scratch-<random>/project`.
 pub fn plan(source_root: &Path, count: usize) -> Result<Vec<PathBuf>> {
-    let parent = source_root.parent().ok_or_else(|| {
-        Error::usage(
-            Code::ScratchRefused,
-            format!(
-                "{} has no parent folder for scratch copies",
-                source_root.display()
-            ),
-            "use `--mode worktree` for a repository at the filesystem root",
-        )
+    let parent = source_root.parent().ok_or_else(|| ScratchError::NoParent {
+        root: source_root.to_path_buf(),
     })?;
     let mut out: Vec<PathBuf> = Vec::with_capacity(count);
     while out.len() < count {
@@ -119,62 +169,40 @@ pub fn plan(source_root: &Path, count: usize) -> Result<Vec<PathBuf>> {
 /// filesystem that cannot clone from the source into the folder beside it.
 pub fn preflight(source: &Source) -> Result<()> {
     let dot_git = source.root.join(".git");
-    let meta = dot_git
-        .symlink_metadata()
-        .map_err(|e| Error::io(format!("cannot read {}", dot_git.display()), e))?;
+    let meta = dot_git.symlink_metadata().map_err(io("read", &dot_git))?;
     if !meta.is_dir() {
-        return Err(Error::state(
-            Code::ScratchRefused,
-            format!(
-                "{} is {}, not the repository folder: the source is a linked worktree or uses a gitfile, and a copy of it would share its git metadata with the source",
-                dot_git.display(),
-                if meta.file_type().is_symlink() { "a symlink" } else { "a file" }
-            ),
-            "run scratch prepares in the main working tree of a repository whose .git is a folder, or use `--mode worktree`",
-        ));
+        return Err(ScratchError::GitFile {
+            symlink: meta.file_type().is_symlink(),
+            dot_git,
+        });
     }
     if crate::sys::fs::canonical(&dot_git)? != source.common_dir {
-        return Err(Error::state(
-            Code::ScratchRefused,
-            format!(
-                "{} is not the repository's common folder {}",
-                dot_git.display(),
-                source.common_dir.display()
-            ),
-            "use `--mode worktree` for this repository",
-        ));
+        return Err(ScratchError::NotCommonDir {
+            dot_git,
+            common_dir: source.common_dir.clone(),
+        });
     }
-    let parent = source.root.parent().ok_or_else(|| {
-        Error::usage(
-            Code::ScratchRefused,
-            format!(
-                "{} has no parent folder for scratch copies",
-                source.root.display()
-            ),
-            "use `--mode worktree` for a repository at the filesystem root",
-        )
+    let parent = source.root.parent().ok_or_else(|| ScratchError::NoParent {
+        root: source.root.clone(),
     })?;
     // Clone a real file of the source into a probe folder beside it.
     let probe_dir = parent.join(format!("{CONTAINER_PREFIX}probe-{}", random_hex()));
-    std::fs::create_dir(&probe_dir)
-        .map_err(|e| Error::io(format!("cannot create {}", probe_dir.display()), e))?;
+    std::fs::create_dir(&probe_dir).map_err(io("create", &probe_dir))?;
     let result = (|| {
         let src_path = dot_git.join("HEAD");
-        let src = std::fs::File::open(&src_path)
-            .map_err(|e| Error::io(format!("cannot open {}", src_path.display()), e))?;
+        let src = std::fs::File::open(&src_path).map_err(io("open", &src_path))?;
         let dst_path = probe_dir.join("probe");
         let dst = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(&dst_path)
-            .map_err(|e| Error::io(format!("cannot create {}", dst_path.display()), e))?;
+            .map_err(io("create", &dst_path))?;
         match rfs::ioctl_ficlone(&dst, &src) {
             Ok(()) => Ok(()),
-            Err(e) if carry::is_no_reflink(e) => Err(carry::no_reflink(&src_path, parent, e)),
-            Err(e) => Err(io_err(
-                format!("cannot clone into {}", dst_path.display()),
-                e,
-            )),
+            Err(e) if carry::is_no_reflink(e) => {
+                Err(carry::no_reflink(&src_path, parent, e).into())
+            }
+            Err(e) => Err(io("clone into", &dst_path)(errno_io(e))),
         }
     })();
     let _ = std::fs::remove_file(probe_dir.join("probe"));
@@ -199,7 +227,7 @@ pub fn create_all(
         crate::sys::parallel::try_map(
             tasks,
             crate::sys::parallel::threads(4),
-            crate::workspace::carry::copy_panicked,
+            || ScratchError::Carry(carry::copy_panicked()),
             |(_, root)| copy_one(src_root, root),
         )
     })();
@@ -221,18 +249,10 @@ pub fn create_all(
 
 /// Create `<container>/project` and the owner marker.
 fn make_container(source: &Source, batch: &str, task: &str, root: &Path) -> Result<()> {
-    let container = root.parent().ok_or_else(|| {
-        Error::state(
-            Code::Internal,
-            "a scratch root has no container",
-            "report this bug",
-        )
-    })?;
-    std::fs::create_dir(container)
-        .map_err(|e| Error::io(format!("cannot create {}", container.display()), e))?;
-    std::fs::create_dir(root)
-        .map_err(|e| Error::io(format!("cannot create {}", root.display()), e))?;
-    let st = rfs::lstat(root).map_err(|e| io_err(format!("cannot read {}", root.display()), e))?;
+    let container = root.parent().ok_or(ScratchError::NoContainer)?;
+    std::fs::create_dir(container).map_err(io("create", container))?;
+    std::fs::create_dir(root).map_err(io("create", root))?;
+    let st = rfs::lstat(root).map_err(|e| io("read", root)(errno_io(e)))?;
     let owner = Owner {
         batch: batch.to_string(),
         task: task.to_string(),
@@ -244,22 +264,13 @@ fn make_container(source: &Source, batch: &str, task: &str, root: &Path) -> Resu
         dev: st.st_dev as u64,
         ino: st.st_ino as u64,
     };
-    let text = toml::to_string_pretty(&owner).map_err(|e| {
-        Error::state(
-            Code::State,
-            format!("cannot record the owner of {}: {e}", root.display()),
-            "paths must be valid UTF-8; move the repository to such a path",
-        )
+    let text = toml::to_string_pretty(&owner).map_err(|source| ScratchError::Owner {
+        root: root.to_path_buf(),
+        source,
     })?;
     let tmp = container.join(format!("{MARKER}.tmp"));
-    std::fs::write(&tmp, text)
-        .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e))?;
-    std::fs::rename(&tmp, container.join(MARKER)).map_err(|e| {
-        Error::io(
-            format!("cannot write {}", container.join(MARKER).display()),
-            e,
-        )
-    })?;
+    std::fs::write(&tmp, text).map_err(io("write", &tmp))?;
+    std::fs::rename(&tmp, container.join(MARKER)).map_err(io("write", &container.join(MARKER)))?;
     Ok(())
 }
 
@@ -290,7 +301,7 @@ fn copy_one(src_root: &Path, root: &Path) -> Result<CarryStats> {
         }
         Ok(Visit::Copy)
     };
-    let mut walker = Walker::new(
+    let mut walker: Walker<'_, ScratchError> = Walker::new(
         Method::CloneOnly,
         src_root.to_path_buf(),
         vec![root.to_path_buf()],
@@ -331,8 +342,10 @@ fn refresh_index(repo: &gix::Repository, src_root: &Path, root: &Path) -> Result
     else {
         return Ok(());
     };
-    let git =
-        |e: gix::Error| Error::git(format!("cannot refresh the index of {}", root.display()), e);
+    let git = |source: gix::Error| ScratchError::Index {
+        root: root.to_path_buf(),
+        source,
+    };
     let mut index =
         match gix::index::File::at(&index_path, repo.object_hash(), false, Default::default()) {
             Ok(i) => i,

@@ -15,12 +15,11 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::error::Result;
 use crate::git::repo::Source;
 use crate::workspace::carry;
 use crate::workspace::presence::{Health, Removal};
 
-use super::{home_of, io_err, Owner, CONTAINER_PREFIX, MARKER, PROJECT};
+use super::{errno_io, home_of, io, Owner, Result, CONTAINER_PREFIX, MARKER, PROJECT};
 
 fn read_marker_at(container: BorrowedFd<'_>) -> Option<Owner> {
     let fd = rfs::openat(
@@ -156,7 +155,7 @@ pub fn remove_counting(common_dir: &Path, root: &Path) -> Result<(Removal, u64)>
     if owner.common_dir != common_dir {
         return Ok((Removal::Foreign, 0));
     }
-    let io = |e: Errno| io_err(format!("cannot remove {}", root.display()), e);
+    let io = |e: Errno| io("remove", root)(errno_io(e));
     let mut freed = 0;
     let state = match carry::open_dir_at(cfd.as_fd(), PROJECT) {
         Ok(pfd) => {
@@ -187,7 +186,7 @@ pub fn remove_counting(common_dir: &Path, root: &Path) -> Result<(Removal, u64)>
 /// Remove the marker, left-over temp files, and the (then empty) container,
 /// checking that the name still leads to the folder we hold open.
 fn remove_container(cfd: &OwnedFd, container: &Path) -> Result<()> {
-    let io = |e: Errno| io_err(format!("cannot remove {}", container.display()), e);
+    let io = |e: Errno| io("remove", container)(errno_io(e));
     for (name, _) in crate::sys::fs::read_names(cfd.as_fd()).map_err(io)? {
         if name == MARKER.as_bytes() || name.starts_with(MARKER.as_bytes()) {
             rfs::unlinkat(cfd.as_fd(), name.as_slice(), AtFlags::empty()).map_err(io)?;
@@ -278,7 +277,10 @@ pub fn sweep_candidates(source: &Source) -> Result<Vec<Candidate>> {
         }
         let batches = match &batches {
             Some(b) => b,
-            None => batches.insert(crate::record::batch::list_ok(&source.state_dir())?),
+            None => batches.insert(
+                crate::record::batch::list_ok(&source.state_dir())
+                    .map_err(crate::error::Error::from)?,
+            ),
         };
         let reason = match batches.iter().find(|b| b.id == owner.batch) {
             None => Some("batch_gone"),
