@@ -120,10 +120,15 @@ pub fn create_all_sparse(
     if result.is_ok() && gix::interrupt::is_triggered() {
         result = Err(CreateError::Interrupted);
     }
-    if result.is_err() {
+    if let Err(e) = result {
+        // Worded while what was made still stands: a full disk is named
+        // by what ran out (`FsCause::NoInodes` looks at the filesystem
+        // now), before the removal frees it again.
+        let e = CreateError::Engine(crate::error::Error::from(e));
         for p in plans {
             let _ = remove_created(common_dir, p);
         }
+        return Err(e);
     }
     result
 }
@@ -134,7 +139,7 @@ pub fn create_all_sparse(
 /// the first workspace is made as a subvolume, checked out and filled,
 /// and every other one is a snapshot of it (so it holds the carried files
 /// too: `fill`'s value for the first is given for all).
-pub fn create_all_filled<T: Clone, E: From<CreateError>>(
+pub fn create_all_filled<T: Clone, E: From<CreateError> + Into<crate::error::Error>>(
     common_dir: &Path,
     baseline: ObjectId,
     baseline_tree: ObjectId,
@@ -157,10 +162,13 @@ pub fn create_all_filled<T: Clone, E: From<CreateError>>(
     if result.is_ok() && gix::interrupt::is_triggered() {
         result = Err(CreateError::Interrupted.into());
     }
-    if result.is_err() {
+    if let Err(e) = result {
+        // Worded before the removal frees what was made (as above).
+        let e = E::from(CreateError::Engine(e.into()));
         for p in plans {
             let _ = remove_created(common_dir, p);
         }
+        return Err(e);
     }
     result
 }
