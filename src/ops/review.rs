@@ -79,21 +79,35 @@ pub struct DiffReport {
     pub tasks: Vec<TaskDiff>,
 }
 
+/// What a look ([`diff`], [`source_diff`]) is asked for: the batch
+/// (`None`: the only open one), the tasks (empty: every open task), the
+/// path filter, whether to render the patch (`patch`), painted (`paint`),
+/// and in which form.
+#[derive(Debug, Clone, Copy)]
+pub struct Ask<'a> {
+    pub batch: Option<&'a str>,
+    pub tasks: &'a [String],
+    pub paths: &'a [String],
+    pub patch: bool,
+    pub paint: bool,
+    pub form: crate::merge::patch::Form,
+}
+
 /// Each selected task's workspace, as it is now, against the batch's
 /// baseline. `tasks` empty: every open task. `paths`: keep only these paths
 /// and what is under them (relative to the caller's folder, as git takes
 /// `-- PATH`; `source.prefix`). `patch`: render
 /// the unified diff too. Nothing is written: the workspace's tree lives in
 /// object memory only.
-pub fn diff(
-    source: &Source,
-    batch_arg: Option<&str>,
-    tasks: &[String],
-    paths: &[String],
-    patch: bool,
-    paint: bool,
-    form: crate::merge::patch::Form,
-) -> Result<DiffReport> {
+pub fn diff(source: &Source, ask: Ask<'_>) -> Result<DiffReport> {
+    let Ask {
+        batch: batch_arg,
+        tasks,
+        paths,
+        patch,
+        paint,
+        form,
+    } = ask;
     let b = batch::select_open(&source.state_dir(), batch_arg)?;
     // Only the drivers its prepare recorded run (design §3.18).
     crate::git::drivers::allow(b.drivers.as_ref());
@@ -240,15 +254,15 @@ pub struct SourceDiff {
 /// (proposals, the source's snapshot and the merges live in object memory),
 /// no index; a left-over write-back is `delegate::writeback_pending`, as
 /// for `apply --dry-run`.
-pub fn source_diff(
-    here: &Source,
-    batch_arg: Option<&str>,
-    tasks: &[String],
-    paths: &[String],
-    patch: bool,
-    paint: bool,
-    form: crate::merge::patch::Form,
-) -> Result<SourceDiff> {
+pub fn source_diff(here: &Source, ask: Ask<'_>) -> Result<SourceDiff> {
+    let Ask {
+        batch: batch_arg,
+        tasks,
+        paths,
+        patch,
+        paint,
+        form,
+    } = ask;
     let b = batch::select_open(&here.state_dir(), batch_arg)?;
     if let Some(p) = crate::ops::preparing::progress(&b) {
         return Err(crate::ops::preparing::refuse(&b, p));
