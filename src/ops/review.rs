@@ -100,19 +100,12 @@ pub struct Ask<'a> {
 /// the unified diff too. Nothing is written: the workspace's tree lives in
 /// object memory only.
 pub fn diff(source: &Source, ask: Ask<'_>) -> Result<DiffReport> {
-    let Ask {
-        batch: batch_arg,
-        tasks,
-        paths,
-        patch,
-        paint,
-        form,
-    } = ask;
-    let b = batch::select_open(&source.state_dir(), batch_arg)?;
+    let b = batch::select_open(&source.state_dir(), ask.batch)?;
     // Only the drivers its prepare recorded run (design §3.18).
     crate::git::drivers::allow(b.drivers.as_ref());
-    let selected = select(&b, tasks)?;
-    let filters = paths
+    let selected = select(&b, ask.tasks)?;
+    let filters = ask
+        .paths
         .iter()
         .map(|p| resolve(&source.prefix, p))
         .collect::<Result<Vec<String>>>()?;
@@ -147,7 +140,7 @@ pub fn diff(source: &Source, ask: Ask<'_>) -> Result<DiffReport> {
             crate::merge::proposal::add_objects(&mut view, objects);
         }
         let changes = filtered(changes, &filters);
-        let (changed, text) = describe(&view, &changes, patch, paint, form)?;
+        let (changed, text) = describe(&view, &changes, ask.patch, ask.paint, ask.form)?;
         out.push(TaskDiff {
             name: task.name.clone(),
             paths: changed,
@@ -255,15 +248,7 @@ pub struct SourceDiff {
 /// no index; a left-over write-back is `delegate::writeback_pending`, as
 /// for `apply --dry-run`.
 pub fn source_diff(here: &Source, ask: Ask<'_>) -> Result<SourceDiff> {
-    let Ask {
-        batch: batch_arg,
-        tasks,
-        paths,
-        patch,
-        paint,
-        form,
-    } = ask;
-    let b = batch::select_open(&here.state_dir(), batch_arg)?;
+    let b = batch::select_open(&here.state_dir(), ask.batch)?;
     if let Some(p) = crate::ops::preparing::progress(&b) {
         return Err(crate::ops::preparing::refuse(&b, p));
     }
@@ -279,10 +264,11 @@ pub fn source_diff(here: &Source, ask: Ask<'_>) -> Result<SourceDiff> {
     refuse_pending_writeback(source)?;
     // In task order, each once, whatever order they were named in: apply
     // integrates in task order.
-    let mut selected = select(&b, tasks)?;
+    let mut selected = select(&b, ask.tasks)?;
     selected.sort_by_key(|t| b.tasks.iter().position(|x| x.name == t.name));
     selected.dedup_by(|x, y| x.name == y.name);
-    let filters = paths
+    let filters = ask
+        .paths
         .iter()
         .map(|p| resolve(&here.prefix, p))
         .collect::<Result<Vec<String>>>()?;
@@ -313,7 +299,7 @@ pub fn source_diff(here: &Source, ask: Ask<'_>) -> Result<SourceDiff> {
         &mut mem,
         baseline_tree,
         &filters,
-        form,
+        ask.form,
     )?;
     let writes = if candidates.is_empty() {
         Vec::new()
@@ -321,7 +307,7 @@ pub fn source_diff(here: &Source, ask: Ask<'_>) -> Result<SourceDiff> {
         land(source, &mem, baseline_tree, &candidates, &mut fates)?
     };
     let writes = filtered(writes, &filters);
-    let (paths, patch) = describe(&mem, &writes, patch, paint, form)?;
+    let (paths, patch) = describe(&mem, &writes, ask.patch, ask.paint, ask.form)?;
     Ok(SourceDiff {
         batch: b.id.clone(),
         tasks: fates,
