@@ -1,7 +1,8 @@
 //! Comparing two trees path by path (files, symlinks; never folders).
 //!
 //! Owns: the list of leaf paths that differ between two trees, and its
-//! error (`DiffError`, the gix error as its cause).
+//! error (`DiffError`, the gix error as its cause); the pathspec that lets a
+//! tree-to-index status see the whole tree ([`whole_tree`]).
 //! Never: reads or writes the working tree; words a help line or decides an
 //! error code (`ops::explain` does).
 
@@ -104,4 +105,17 @@ pub fn trees(repo: &gix::Repository, old: ObjectId, new: ObjectId) -> Result<Vec
         }
     });
     Ok(out)
+}
+
+/// A pathspec matching the whole tree of `repo`, wherever the command runs:
+/// gix's default pathspec (`None`) matches only below the caller's folder.
+/// For `tree_index_status`.
+pub fn whole_tree(repo: &gix::Repository) -> std::result::Result<gix::Pathspec<'_>, gix::Error> {
+    repo.pathspec(
+        false,
+        None::<&str>,
+        false,
+        &gix::index::State::new(repo.object_hash()),
+        gix::worktree::stack::state::attributes::Source::IdMapping,
+    )
 }

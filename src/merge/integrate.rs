@@ -543,6 +543,32 @@ fn refuse_strict(
     Ok(())
 }
 
+/// The clean tree of a merge; a conflict refuses `task` as
+/// `merge_conflict` into `refused` (`None`).
+fn clean_or_refused(m: Merge, task: usize, refused: &mut Vec<Refused>) -> Option<ObjectId> {
+    match m {
+        Merge::Clean(t) => Some(t),
+        Merge::Conflicts(conflicts) => {
+            refused.push(Refused {
+                task,
+                reason: Refusal::MergeConflict,
+                conflicts,
+            });
+            None
+        }
+    }
+}
+
+/// The paths that differ from tree `from` to tree `to`, sorted.
+fn changed_paths(repo: &gix::Repository, from: ObjectId, to: ObjectId) -> Result<Vec<BString>> {
+    let mut paths: Vec<BString> = diff::trees(repo, from, to)?
+        .into_iter()
+        .map(|k| k.path)
+        .collect();
+    paths.sort();
+    Ok(paths)
+}
+
 /// One round of the integration: every task not out for good merged in
 /// task order (design §3.2 steps 2-3).
 struct Round {
@@ -576,12 +602,7 @@ fn merge_round(
             // straight onto the result so far.
             match merge3(repo, own, f_tree, c.tree)? {
                 Merge::Clean(f_next) => {
-                    let mut mine: Vec<BString> = diff::trees(repo, f_tree, f_next)?
-                        .into_iter()
-                        .map(|k| k.path)
-                        .collect();
-                    mine.sort();
-                    changed.insert(c.task, mine);
+                    changed.insert(c.task, changed_paths(repo, f_tree, f_next)?);
                     f_tree = f_next;
                     applied.push(c.task);
                 }
@@ -593,16 +614,12 @@ fn merge_round(
             }
             continue;
         }
-        let i_next = match merge3(repo, baseline, i_tree, c.tree)? {
-            Merge::Clean(t) => t,
-            Merge::Conflicts(conflicts) => {
-                round_refused.push(Refused {
-                    task: c.task,
-                    reason: Refusal::MergeConflict,
-                    conflicts,
-                });
-                continue;
-            }
+        let Some(i_next) = clean_or_refused(
+            merge3(repo, baseline, i_tree, c.tree)?,
+            c.task,
+            &mut round_refused,
+        ) else {
+            continue;
         };
         let f_next = match merge3(repo, baseline, s_tree, i_next)? {
             Merge::Clean(t) => t,
@@ -621,23 +638,14 @@ fn merge_round(
             }
         };
         // Onto the refreshed tasks' changes, when any joined before.
-        let f_all = match merge3(repo, f_plain, f_tree, f_next)? {
-            Merge::Clean(t) => t,
-            Merge::Conflicts(conflicts) => {
-                round_refused.push(Refused {
-                    task: c.task,
-                    reason: Refusal::MergeConflict,
-                    conflicts,
-                });
-                continue;
-            }
+        let Some(f_all) = clean_or_refused(
+            merge3(repo, f_plain, f_tree, f_next)?,
+            c.task,
+            &mut round_refused,
+        ) else {
+            continue;
         };
-        let mut mine: Vec<BString> = diff::trees(repo, f_tree, f_all)?
-            .into_iter()
-            .map(|k| k.path)
-            .collect();
-        mine.sort();
-        changed.insert(c.task, mine);
+        changed.insert(c.task, changed_paths(repo, f_tree, f_all)?);
         i_tree = i_next;
         f_plain = f_next;
         f_tree = f_all;

@@ -79,26 +79,33 @@ pub struct DiffReport {
     pub tasks: Vec<TaskDiff>,
 }
 
+/// What a look ([`diff`], [`source_diff`]) is asked for: the batch
+/// (`None`: the only open one), the tasks (empty: every open task), the
+/// path filter, whether to render the patch (`patch`), painted (`paint`),
+/// and in which form.
+#[derive(Debug, Clone, Copy)]
+pub struct Ask<'a> {
+    pub batch: Option<&'a str>,
+    pub tasks: &'a [String],
+    pub paths: &'a [String],
+    pub patch: bool,
+    pub paint: bool,
+    pub form: crate::merge::patch::Form,
+}
+
 /// Each selected task's workspace, as it is now, against the batch's
 /// baseline. `tasks` empty: every open task. `paths`: keep only these paths
 /// and what is under them (relative to the caller's folder, as git takes
 /// `-- PATH`; `source.prefix`). `patch`: render
 /// the unified diff too. Nothing is written: the workspace's tree lives in
 /// object memory only.
-pub fn diff(
-    source: &Source,
-    batch_arg: Option<&str>,
-    tasks: &[String],
-    paths: &[String],
-    patch: bool,
-    paint: bool,
-    form: crate::merge::patch::Form,
-) -> Result<DiffReport> {
-    let b = batch::select_open(&source.state_dir(), batch_arg)?;
+pub fn diff(source: &Source, ask: Ask<'_>) -> Result<DiffReport> {
+    let b = batch::select_open(&source.state_dir(), ask.batch)?;
     // Only the drivers its prepare recorded run (design §3.18).
     crate::git::drivers::allow(b.drivers.as_ref());
-    let selected = select(&b, tasks)?;
-    let filters = paths
+    let selected = select(&b, ask.tasks)?;
+    let filters = ask
+        .paths
         .iter()
         .map(|p| resolve(&source.prefix, p))
         .collect::<Result<Vec<String>>>()?;
@@ -133,7 +140,7 @@ pub fn diff(
             crate::merge::proposal::add_objects(&mut view, objects);
         }
         let changes = filtered(changes, &filters);
-        let (changed, text) = describe(&view, &changes, patch, paint, form)?;
+        let (changed, text) = describe(&view, &changes, ask.patch, ask.paint, ask.form)?;
         out.push(TaskDiff {
             name: task.name.clone(),
             paths: changed,
@@ -240,16 +247,8 @@ pub struct SourceDiff {
 /// (proposals, the source's snapshot and the merges live in object memory),
 /// no index; a left-over write-back is `delegate::writeback_pending`, as
 /// for `apply --dry-run`.
-pub fn source_diff(
-    here: &Source,
-    batch_arg: Option<&str>,
-    tasks: &[String],
-    paths: &[String],
-    patch: bool,
-    paint: bool,
-    form: crate::merge::patch::Form,
-) -> Result<SourceDiff> {
-    let b = batch::select_open(&here.state_dir(), batch_arg)?;
+pub fn source_diff(here: &Source, ask: Ask<'_>) -> Result<SourceDiff> {
+    let b = batch::select_open(&here.state_dir(), ask.batch)?;
     if let Some(p) = crate::ops::preparing::progress(&b) {
         return Err(crate::ops::preparing::refuse(&b, p));
     }
@@ -265,10 +264,11 @@ pub fn source_diff(
     refuse_pending_writeback(source)?;
     // In task order, each once, whatever order they were named in: apply
     // integrates in task order.
-    let mut selected = select(&b, tasks)?;
+    let mut selected = select(&b, ask.tasks)?;
     selected.sort_by_key(|t| b.tasks.iter().position(|x| x.name == t.name));
     selected.dedup_by(|x, y| x.name == y.name);
-    let filters = paths
+    let filters = ask
+        .paths
         .iter()
         .map(|p| resolve(&here.prefix, p))
         .collect::<Result<Vec<String>>>()?;
@@ -299,7 +299,7 @@ pub fn source_diff(
         &mut mem,
         baseline_tree,
         &filters,
-        form,
+        ask.form,
     )?;
     let writes = if candidates.is_empty() {
         Vec::new()
@@ -307,7 +307,7 @@ pub fn source_diff(
         land(source, &mem, baseline_tree, &candidates, &mut fates)?
     };
     let writes = filtered(writes, &filters);
-    let (paths, patch) = describe(&mem, &writes, patch, paint, form)?;
+    let (paths, patch) = describe(&mem, &writes, ask.patch, ask.paint, ask.form)?;
     Ok(SourceDiff {
         batch: b.id.clone(),
         tasks: fates,

@@ -212,17 +212,7 @@ fn staged_changes(
         return Ok(BTreeMap::new());
     }
     let mut staged = BTreeMap::new();
-    // The whole tree, wherever the command runs: gix's default
-    // pathspec (`None`) matches only below the caller's folder.
-    let mut everything = repo
-        .pathspec(
-            false,
-            None::<&str>,
-            false,
-            &gix::index::State::new(repo.object_hash()),
-            gix::worktree::stack::state::attributes::Source::IdMapping,
-        )
-        .map_err(read(repo))?;
+    let mut everything = crate::git::diff::whole_tree(repo).map_err(read(repo))?;
     repo.tree_index_status(
         &head_tree,
         index,

@@ -134,31 +134,16 @@ impl Gc<'_> {
             if owners.owns_short(&short.to_string_lossy()) {
                 continue;
             }
-            let batch = match base.dir.child(&short) {
-                Ok(Opened::Ours(d)) => d,
-                // A file is no folder of ours: not looked at.
-                Ok(Opened::Refused(r))
-                    if r.reason != crate::workspace::shared_root::Reason::NotAFolder =>
-                {
-                    self.refused(r);
-                    continue;
-                }
-                _ => continue,
+            let Some(batch) = self.folder(base.dir.child(&short)) else {
+                continue;
             };
             for task in batch.names() {
                 let root = short_dir.join(&task);
                 if self.handled_roots.contains(&root) || owners.owns_root(&root) {
                     continue;
                 }
-                let ws = match batch.child(&task) {
-                    Ok(Opened::Ours(d)) => d,
-                    Ok(Opened::Refused(r))
-                        if r.reason != crate::workspace::shared_root::Reason::NotAFolder =>
-                    {
-                        self.refused(r);
-                        continue;
-                    }
-                    _ => continue,
+                let Some(ws) = self.folder(batch.child(&task)) else {
+                    continue;
                 };
                 if is_registered_worktree(&root) {
                     continue;
@@ -182,6 +167,26 @@ impl Gc<'_> {
             base.remove_if_empty();
         }
         Ok(())
+    }
+
+    /// The child folder `opened`, when it is one of ours (held open). One
+    /// refused is reported, but a file: it is no folder of ours, not looked at.
+    fn folder<E>(
+        &mut self,
+        opened: std::result::Result<
+            crate::workspace::shared_root::Opened<crate::workspace::shared_root::Dir>,
+            E,
+        >,
+    ) -> Option<crate::workspace::shared_root::Dir> {
+        use crate::workspace::shared_root::{Opened, Reason};
+        match opened {
+            Ok(Opened::Ours(d)) => Some(d),
+            Ok(Opened::Refused(r)) if r.reason != Reason::NotAFolder => {
+                self.refused(r);
+                None
+            }
+            _ => None,
+        }
     }
 
     /// Report a folder below the workspace root that was refused (once).

@@ -30,11 +30,7 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         dry_run: args.dry_run,
         verify: args.verify,
         no_verify: args.no_verify,
-        verify_timeout_secs: args
-            .verify_timeout
-            .as_deref()
-            .map(super::parse_ttl)
-            .transpose()?,
+        verify_timeout_secs: super::parse_ttl_opt(args.verify_timeout.as_deref())?,
         verify_jobs: args.verify_jobs.map(usize::from),
     };
     let shown = super::Shown::new(ui);

@@ -28,29 +28,21 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
         full_index: args.full_index,
         binary: args.binary,
     };
-    if args.source {
-        let report = review::source_diff(
-            &source,
-            args.batch.batch.as_deref(),
-            &args.tasks,
-            &args.paths,
-            patch,
-            paint,
-            form,
-        )
-        .map_err(|e| super::batch_flag_help(e, &source, &words))?;
-        return show_source(ui, &args, report, colour);
-    }
-    let report = review::diff(
-        &source,
-        args.batch.batch.as_deref(),
-        &args.tasks,
-        &args.paths,
+    let ask = review::Ask {
+        batch: args.batch.batch.as_deref(),
+        tasks: &args.tasks,
+        paths: &args.paths,
         patch,
         paint,
         form,
-    )
-    .map_err(|e| super::batch_flag_help(e, &source, &words))?;
+    };
+    if args.source {
+        let report = review::source_diff(&source, ask)
+            .map_err(|e| super::batch_flag_help(e, &source, &words))?;
+        return show_source(ui, &args, report, colour);
+    }
+    let report =
+        review::diff(&source, ask).map_err(|e| super::batch_flag_help(e, &source, &words))?;
     if ui.json {
         ui.doc(crate::render::diff::DiffDoc::new(
             &report.batch,

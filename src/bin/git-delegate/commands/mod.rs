@@ -344,6 +344,11 @@ impl git_delegate::ops::observe::Observer for Shown<'_> {
     }
 }
 
+/// [`parse_ttl`] of an optional flag's value.
+pub fn parse_ttl_opt(s: Option<&str>) -> Result<Option<i64>> {
+    s.map(parse_ttl).transpose()
+}
+
 /// Parse a `--ttl` value.
 pub fn parse_ttl(s: &str) -> Result<i64> {
     git_delegate::sys::time::duration(s).map_err(|e| {

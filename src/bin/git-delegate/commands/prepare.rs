@@ -129,7 +129,7 @@ pub(super) fn options(
 ) -> Result<git_delegate::ops::prepare::Options> {
     git_delegate::ops::prepare::check(&names, args.label.as_deref())?;
     let owner = args.owner_pid.map(super::owner).transpose()?;
-    let ttl_secs = args.ttl.as_deref().map(super::parse_ttl).transpose()?;
+    let ttl_secs = super::parse_ttl_opt(args.ttl.as_deref())?;
     Ok(git_delegate::ops::prepare::Options {
         names,
         label: args.label.clone(),

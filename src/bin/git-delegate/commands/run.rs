@@ -40,18 +40,14 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
         ));
     }
     let prepare = super::prepare::options(p, names)?;
-    let timeout_secs = args.timeout.as_deref().map(super::parse_ttl).transpose()?;
+    let timeout_secs = super::parse_ttl_opt(args.timeout.as_deref())?;
     let apply = if args.no_apply {
         None
     } else {
         Some(git_delegate::ops::apply::Options {
             verify: args.verify.clone(),
             no_verify: args.no_verify,
-            verify_timeout_secs: args
-                .verify_timeout
-                .as_deref()
-                .map(super::parse_ttl)
-                .transpose()?,
+            verify_timeout_secs: super::parse_ttl_opt(args.verify_timeout.as_deref())?,
             ..Default::default()
         })
     };
