@@ -20,6 +20,7 @@ use crate::git::blob::BlobError;
 use crate::git::commit::CommitError;
 use crate::git::diff::DiffError;
 use crate::git::discovery::DiscoveryError;
+use crate::git::drivers::DriversError;
 use crate::git::ident::IdentError;
 use crate::git::refs::RefError;
 use crate::git::repo::RepoError;
@@ -437,6 +438,17 @@ impl From<SparseError> for Error {
                 message,
                 "give --sparse a folder path relative to the repository's top folder, such as `--sparse src/app` (cone patterns: no wildcards, no `..`)",
             ),
+        }
+    }
+}
+
+/// The drivers a batch does not let run: a configuration that cannot be
+/// edited in memory is a git error named by its cause, as before.
+impl From<DriversError> for Error {
+    fn from(e: DriversError) -> Error {
+        let message = e.to_string();
+        match e {
+            DriversError::Restrict { source } => Error::git(message, source),
         }
     }
 }

@@ -176,6 +176,7 @@ impl From<ScratchError> for Error {
             S::Carry(e) => e.into(),
             S::Fs(e) => e.into(),
             S::Engine(e) => e,
+            S::Drivers(e) => e.into(),
             S::Io { source, .. } => Error::io(message, source),
             S::Index { source, .. } => Error::git(message, source),
             S::Refused { .. } => refused(
