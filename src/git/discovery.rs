@@ -18,8 +18,6 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
-use crate::error::Error;
-
 /// Why the source could not be found or opened. The message is the
 /// `Display`; the code (`not_a_repository`, `unreadable_git_dir`, ...) and
 /// the help: `ops::explain`.
@@ -109,10 +107,9 @@ fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
     std::fs::read(path)
 }
 
-/// `not_a_repository` with `message` (what git's search looked through),
-/// as the crate's error `repo` returns.
-pub fn not_a_repository(message: String) -> Error {
-    DiscoveryError::NotFound(message).into()
+/// `not_a_repository` with `message` (what git's search looked through).
+pub fn not_a_repository(message: String) -> DiscoveryError {
+    DiscoveryError::NotFound(message)
 }
 
 fn unreadable(path: &Path, source: std::io::Error) -> DiscoveryError {

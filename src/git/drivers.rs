@@ -15,7 +15,7 @@
 //! report (`disabled`).
 //!
 //! Owns: what a driver's configuration is, comparing it, and the
-//! process-wide policy.
+//! process-wide policy; its error `DriversError` (worded in `ops::explain`).
 //! Never: writes a config file (only the opened repository's in-memory
 //! copy changes); reads the batch record (the caller hands the drivers in).
 
@@ -24,7 +24,19 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+/// Why the drivers the policy leaves out could not be taken out of a
+/// repository's configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum DriversError {
+    /// Committing the edited in-memory configuration.
+    #[error("cannot leave unrecorded drivers out of the configuration")]
+    Restrict {
+        #[source]
+        source: gix::Error,
+    },
+}
+
+type Result<T, E = DriversError> = std::result::Result<T, E>;
 
 /// A filter driver's configuration, each key's last value (as gix reads
 /// it); a value that is not UTF-8 is never equal to a recorded one.
@@ -187,12 +199,8 @@ pub fn restrict(repo: &mut gix::Repository) -> Result<()> {
             snap.remove_section_by_id(id);
         }
     }
-    snap.commit().map_err(|e| {
-        Error::git(
-            "cannot leave unrecorded drivers out of the configuration",
-            e,
-        )
-    })?;
+    snap.commit()
+        .map_err(|source| DriversError::Restrict { source })?;
     if let Ok(mut p) = POLICY.lock() {
         if let Some(p) = p.as_mut() {
             p.disabled.extend(out);

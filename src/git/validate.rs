@@ -14,19 +14,40 @@
 //!
 //! Owns: the rule (`name`, `path`), finding what breaks it in a tree where
 //! it differs from its base (`tree`), the words for each reason, and the
-//! diagnostic for a working tree that holds such paths (`in_working_tree`).
-//! Never: reads or writes a working tree; a leaf module (only `error` and
-//! `paths` below it), so that every command that lands work can call it.
+//! error for a working tree that holds such paths (`in_working_tree`); its
+//! errors are `ValidateError` (worded in `ops::explain`).
+//! Never: reads or writes a working tree; a leaf module (only `paths` below
+//! it), so that every command that lands work can call it.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use gix::bstr::{BStr, BString, ByteSlice};
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 use gix_validate::path::component;
 
-use crate::error::{Code, Error, Result};
+/// Why a tree could not be checked, or a working tree is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ValidateError {
+    /// A tree object the walk could not read.
+    #[error("cannot read the tree {id}")]
+    Tree {
+        id: ObjectId,
+        #[source]
+        source: gix::Error,
+    },
+    /// A working tree (`root`) holding paths git refuses to add or check
+    /// out (design §3.18): the first few are named, and how many more.
+    #[error(
+        "the working tree {} holds paths git refuses to add or check out: {}",
+        root.display(),
+        list(found)
+    )]
+    InWorkingTree { root: PathBuf, found: Vec<Invalid> },
+}
+
+type Result<T, E = ValidateError> = std::result::Result<T, E>;
 
 /// An apply task whose proposal holds such a path (design §6.2 `reason`).
 pub const REASON: &str = "invalid_path";
@@ -225,7 +246,7 @@ impl Walk<'_> {
         let tree = self
             .repo
             .find_tree(id)
-            .map_err(|e| Error::git(format!("cannot read the tree {id}"), e))?;
+            .map_err(|source| ValidateError::Tree { id, source })?;
         let Ok(decoded) = tree.decode() else {
             return Ok(None);
         };
@@ -493,36 +514,14 @@ pub fn list(found: &[Invalid]) -> String {
     items.join(", ")
 }
 
-/// The diagnostic for a working tree (`root`) holding paths git refuses
-/// to add or check out (exit 3): it names them, in the message (the first
-/// few, and how many more) and in `error.invalid_paths` (the first
-/// [`NAMED`]).
-pub fn in_working_tree(root: &Path, found: &[Invalid]) -> Error {
-    let mut details = serde_json::Map::new();
-    details.insert(
-        "invalid_paths".into(),
-        found
-            .iter()
-            .take(NAMED)
-            .map(|f| serde_json::json!({"path": crate::sys::paths::doc_bytes(&f.path), "reason": f.why}))
-            .collect::<Vec<_>>()
-            .into(),
-    );
-    let lossy = found
-        .iter()
-        .take(NAMED)
-        .any(|f| crate::sys::paths::is_lossy(&f.path));
-    crate::sys::paths::note_lossy(&mut details, lossy);
-    Error::state(
-        Code::InvalidPath,
-        format!(
-            "the working tree {} holds paths git refuses to add or check out: {}",
-            root.display(),
-            list(found)
-        ),
-        "rename or remove them (`git add` refuses them too, as \"invalid path\"), then run the command again",
-    )
-    .with_details(details)
+/// The error for a working tree (`root`) holding paths git refuses to add
+/// or check out (exit 3): it names them, in the message (the first few, and
+/// how many more) and in `error.invalid_paths` (the first [`NAMED`]).
+pub fn in_working_tree(root: &Path, found: &[Invalid]) -> ValidateError {
+    ValidateError::InWorkingTree {
+        root: root.to_path_buf(),
+        found: found.to_vec(),
+    }
 }
 
 /// HFS+ reads `name` as `.` + `file` (ASCII case folded, the code points

@@ -604,7 +604,7 @@ pub fn submit(cwd: &Path) -> Result<Submitted> {
     // design §3.18: apply would refuse such a proposal; say so here, and
     // push nothing.
     if !snap.invalid.is_empty() {
-        return Err(crate::git::validate::in_working_tree(&root, &snap.invalid));
+        return Err(crate::git::validate::in_working_tree(&root, &snap.invalid).into());
     }
     let baseline = ObjectId::from_hex(j.baseline.as_bytes())
         .map_err(|e| Error::git(format!("bad baseline id {}", j.baseline), e))?;

@@ -209,7 +209,7 @@ fn leave_out_invalid(
     });
     if side == Side::Source && !invalid.is_empty() {
         let root = repo.workdir().unwrap_or(repo.git_dir());
-        return Err(crate::git::validate::in_working_tree(root, &invalid));
+        return Err(crate::git::validate::in_working_tree(root, &invalid).into());
     }
     Ok(invalid)
 }

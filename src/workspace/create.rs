@@ -40,10 +40,13 @@ pub enum CreateError {
     /// A workspace's submodule registrations, removed with it.
     #[error(transparent)]
     Submodule(#[from] SubmoduleError),
-    /// Opening a workspace's repository or removing its folder: the
-    /// layers that still return the crate's `Error`.
+    /// Opening a workspace's repository: the layer that still returns the
+    /// crate's `Error`.
     #[error(transparent)]
     Engine(#[from] crate::error::Error),
+    /// Removing a workspace's folder.
+    #[error(transparent)]
+    Removal(#[from] super::RemoveError),
     /// Ctrl-C while the workspaces were made.
     #[error("interrupted")]
     Interrupted,

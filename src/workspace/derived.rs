@@ -48,9 +48,12 @@ pub enum DerivedError {
     #[error(transparent)]
     Fs(#[from] FsError),
     /// What the layers it calls that still return the crate's `Error`
-    /// failed with (the repository, a removal, the template's `fill`).
+    /// failed with (the repository, the template's `fill`).
     #[error(transparent)]
     Engine(#[from] Error),
+    /// Removing a template's folder.
+    #[error(transparent)]
+    Removal(#[from] super::RemoveError),
     /// Ctrl-C while a workspace was derived.
     #[error("interrupted")]
     Interrupted,

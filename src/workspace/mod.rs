@@ -87,7 +87,9 @@ use fill::{checkout, checkout_failed, settle};
 pub use identity::{folder_of, health, identify, is_ours, refusal, Identity};
 use identity::{identify_at, registered_location, Reach};
 use remove::remove_held;
-pub use remove::{discard, release, remove, remove_empty_parents_of, remove_joined, remove_task};
+pub use remove::{
+    discard, release, remove, remove_empty_parents_of, remove_joined, remove_task, RemoveError,
+};
 
 /// One workspace to create.
 #[derive(Debug, Clone)]

@@ -53,6 +53,9 @@ pub enum PoolError {
     /// with.
     #[error(transparent)]
     Engine(#[from] Error),
+    /// Removing an idle workspace.
+    #[error(transparent)]
+    Removal(#[from] super::RemoveError),
     #[error(transparent)]
     SharedRoot(#[from] SharedRootError),
     #[error(transparent)]

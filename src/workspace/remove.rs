@@ -2,6 +2,7 @@
 //! trash), a workspace no identity was recorded for (`remove`,
 //! `remove_joined`), their registrations, the empty folders above them,
 //! and `release` (kept as an ordinary unlocked worktree).
+//! Its error is `RemoveError` (worded in `ops::explain`).
 //! Never: removes a folder that is not the workspace it made (its `.git`
 //! must point back at the registration), or follows a symlink.
 
@@ -13,8 +14,45 @@ use super::identity::{
 };
 use super::{registration, Health, Removal};
 use crate::config::Mode;
-use crate::error::{Error, Result};
 use crate::git::registration::Registration;
+use crate::workspace::carry::CarryError;
+use crate::workspace::scratch::ScratchError;
+use crate::workspace::shared_root::SharedRootError;
+use crate::workspace::submodules::SubmoduleError;
+
+/// Why a workspace, its registration or its lock could not be removed.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoveError {
+    /// Removing a scratch copy.
+    #[error(transparent)]
+    Scratch(#[from] ScratchError),
+    /// A workspace's submodule registrations.
+    #[error(transparent)]
+    Submodule(#[from] SubmoduleError),
+    /// The folder, removed through the batch folder's handle.
+    #[error(transparent)]
+    SharedRoot(#[from] SharedRootError),
+    /// Opening the folder above one reached by its path.
+    #[error(transparent)]
+    Carry(#[from] CarryError),
+    /// The registration's `locked` file.
+    #[error("cannot unlock {}", path.display())]
+    Unlock {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The registration folder.
+    #[error("cannot remove {}", path.display())]
+    Unregister {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+type Result<T, E = RemoveError> = std::result::Result<T, E>;
+
 /// Remove a workspace folder of a batch, below the workspace root, that no
 /// identity was recorded for (a verification workspace, a corrupt batch's)
 /// and its registration; tasks of a batch go through [`remove_task`].
@@ -193,7 +231,10 @@ pub fn release(common_dir: &Path, worktree_id: &str) -> Result<()> {
     match std::fs::remove_file(&locked) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io(format!("cannot unlock {}", locked.display()), e)),
+        Err(source) => Err(RemoveError::Unlock {
+            path: locked,
+            source,
+        }),
     }
 }
 
@@ -205,7 +246,7 @@ fn unregister(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<()> {
     match std::fs::remove_dir_all(&reg) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(Error::io(format!("cannot remove {}", reg.display()), e)),
+        Err(source) => return Err(RemoveError::Unregister { path: reg, source }),
     }
     Ok(())
 }

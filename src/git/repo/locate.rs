@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use super::{open_options, open_options_with, refusing_untrusted, resolve_lenient, RepoError};
-use crate::error::{Error, Result};
-use crate::git::discovery::{not_a_repository, path_from_line};
+use crate::error::Result;
+use crate::git::discovery::{not_a_repository, path_from_line, DiscoveryError};
 
 /// The repository-locating variables this process was started with.
 #[derive(Debug, Default)]
@@ -61,7 +61,7 @@ pub fn git_env() -> &'static GitEnv {
 /// Why discovery around `cwd` failed, as git would say it, or by the real
 /// cause where git would have stopped at (or skipped) a `.git`
 /// (`discovery::diagnose`, design §3.15).
-fn discovery_error(cwd: &Path, err: gix::Error) -> Error {
+fn discovery_error(cwd: &Path, err: gix::Error) -> DiscoveryError {
     use gix::discover::upwards::Error as Up;
     // A `.git` above a ceiling or filesystem boundary is not git's
     // business; a broken one below it is named before the boundary is.
@@ -71,7 +71,7 @@ fn discovery_error(cwd: &Path, err: gix::Error) -> Error {
         _ => None,
     };
     if let Some(e) = crate::git::discovery::diagnose(cwd, limit.as_deref()) {
-        return e.into();
+        return e;
     }
     match err.downcast_any_ref::<Up>() {
         Some(Up::NoGitRepository { .. }) => {
@@ -214,7 +214,8 @@ pub fn open_source(cwd: &Path) -> Result<gix::Repository> {
                         "{} is not inside a git repository below the GIT_CEILING_DIRECTORIES entry {}",
                         cwd.display(),
                         ceiling.display()
-                    )));
+                    ))
+                    .into());
                 }
             }
             let mut repo =
@@ -259,6 +260,7 @@ pub(super) fn set_workdir(repo: &mut gix::Repository, workdir: Option<PathBuf>) 
             shown.as_deref().unwrap_or(Path::new("")).display(),
             e.probable_cause()
         ))
+        .into()
     })
 }
 

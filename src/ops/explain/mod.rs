@@ -20,11 +20,13 @@ use crate::git::blob::BlobError;
 use crate::git::commit::CommitError;
 use crate::git::diff::DiffError;
 use crate::git::discovery::DiscoveryError;
+use crate::git::drivers::DriversError;
 use crate::git::ident::IdentError;
 use crate::git::refs::RefError;
 use crate::git::repo::RepoError;
 use crate::git::sparse::SparseError;
 use crate::git::transport::TransportError;
+use crate::git::validate::ValidateError;
 use crate::ops::lock::LockError;
 use crate::record::batch::BatchError;
 use crate::record::busy::BusyError;
@@ -436,6 +438,52 @@ impl From<SparseError> for Error {
                 message,
                 "give --sparse a folder path relative to the repository's top folder, such as `--sparse src/app` (cone patterns: no wildcards, no `..`)",
             ),
+        }
+    }
+}
+
+/// The drivers a batch does not let run: a configuration that cannot be
+/// edited in memory is a git error named by its cause, as before.
+impl From<DriversError> for Error {
+    fn from(e: DriversError) -> Error {
+        let message = e.to_string();
+        match e {
+            DriversError::Restrict { source } => Error::git(message, source),
+        }
+    }
+}
+
+/// Paths git refuses (design §3.18 "Paths"): a working tree holding them
+/// is `delegate::invalid_path` (exit 3), naming them in the message and in
+/// `error.invalid_paths` (the first `validate::NAMED`); a tree that cannot
+/// be read is a git error named by its cause, as before.
+impl From<ValidateError> for Error {
+    fn from(e: ValidateError) -> Error {
+        use crate::git::validate::NAMED;
+        use crate::sys::paths::{doc_bytes, is_lossy, note_lossy};
+        let message = e.to_string();
+        match e {
+            ValidateError::Tree { source, .. } => Error::git(message, source),
+            ValidateError::InWorkingTree { found, .. } => {
+                let mut details = serde_json::Map::new();
+                details.insert(
+                    "invalid_paths".into(),
+                    found
+                        .iter()
+                        .take(NAMED)
+                        .map(|f| serde_json::json!({"path": doc_bytes(&f.path), "reason": f.why}))
+                        .collect::<Vec<_>>()
+                        .into(),
+                );
+                let lossy = found.iter().take(NAMED).any(|f| is_lossy(&f.path));
+                note_lossy(&mut details, lossy);
+                Error::state(
+                    Code::InvalidPath,
+                    message,
+                    "rename or remove them (`git add` refuses them too, as \"invalid path\"), then run the command again",
+                )
+                .with_details(details)
+            }
         }
     }
 }

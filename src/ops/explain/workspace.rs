@@ -15,7 +15,7 @@ use crate::workspace::pool::PoolError;
 use crate::workspace::scratch::ScratchError;
 use crate::workspace::shared_root::{Reason, Refused, SharedRootError};
 use crate::workspace::submodules::{Moved, SubmoduleError};
-use crate::workspace::{Cause, CreateError, DerivedError, FillError, PlanError};
+use crate::workspace::{Cause, CreateError, DerivedError, FillError, PlanError, RemoveError};
 
 use super::quoted;
 
@@ -176,6 +176,7 @@ impl From<ScratchError> for Error {
             S::Carry(e) => e.into(),
             S::Fs(e) => e.into(),
             S::Engine(e) => e,
+            S::Drivers(e) => e.into(),
             S::Io { source, .. } => Error::io(message, source),
             S::Index { source, .. } => Error::git(message, source),
             S::Refused { .. } => refused(
@@ -246,6 +247,22 @@ fn unsafe_root(message: String, r: &Refused) -> Error {
     Error::state(Code::UnsafeWorkspaceRoot, message, help).with_details(details)
 }
 
+/// Removing a workspace: the registration's files are I/O errors named by
+/// their cause; the rest are the modules' it calls, as before.
+impl From<RemoveError> for Error {
+    fn from(e: RemoveError) -> Error {
+        use RemoveError as R;
+        let message = e.to_string();
+        match e {
+            R::Scratch(e) => e.into(),
+            R::Submodule(e) => e.into(),
+            R::SharedRoot(e) => e.into(),
+            R::Carry(e) => e.into(),
+            R::Unlock { source, .. } | R::Unregister { source, .. } => Error::io(message, source),
+        }
+    }
+}
+
 /// The pool of idle workspaces (design §3.20): a registration in the way is
 /// a usage error; the files are I/O and git errors named by their cause
 /// (under the workspace root where they were), as before.
@@ -255,6 +272,7 @@ impl From<PoolError> for Error {
         let message = e.to_string();
         match e {
             P::Engine(e) => e,
+            P::Removal(e) => e.into(),
             P::SharedRoot(e) => e.into(),
             P::Fs(e) => e.into(),
             P::Diff(e) => e.into(),
@@ -329,6 +347,7 @@ impl From<CreateError> for Error {
             C::Fs(e) => e.into(),
             C::Submodule(e) => e.into(),
             C::Engine(e) => e,
+            C::Removal(e) => e.into(),
             C::Interrupted => Error::interrupted(),
             C::Exists { .. } | C::Changed { .. } => Error::usage(
                 Code::WorkspaceExists,
@@ -358,6 +377,7 @@ impl From<DerivedError> for Error {
             D::Fill(e) => e.into(),
             D::Fs(e) => e.into(),
             D::Engine(e) => e,
+            D::Removal(e) => e.into(),
             D::Interrupted => Error::interrupted(),
             D::Checkout { source, .. } => Error::git(message, source),
             D::Changed { .. } => Error::usage(

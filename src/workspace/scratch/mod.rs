@@ -76,10 +76,12 @@ pub enum ScratchError {
     #[error(transparent)]
     Fs(#[from] FsError),
     /// What the layers it calls that still return the crate's `Error`
-    /// failed with (restricting the copy's filter drivers to the recorded
-    /// ones, the batch records a sweep reads).
+    /// failed with (the batch records a sweep reads).
     #[error(transparent)]
     Engine(#[from] crate::error::Error),
+    /// Restricting the copy's filter drivers to the recorded ones.
+    #[error(transparent)]
+    Drivers(#[from] crate::git::drivers::DriversError),
     /// A copy that is not self-contained (`why` says how).
     #[error("the scratch copy {} cannot be handed out: {why}", root.display())]
     Refused { root: PathBuf, why: String },
