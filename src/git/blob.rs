@@ -381,8 +381,7 @@ pub fn process_start_failed(
     err: &(dyn std::error::Error + 'static),
     place: &str,
 ) -> Option<BlobError> {
-    let text = message_starting(err, "Process handshake with command")?;
-    let (driver, command) = driver_named(repo, "process", &text)?;
+    let (driver, command) = driver_in(repo, err, "Process handshake with command", "process")?;
     let program = command
         .split_whitespace()
         .next()
@@ -491,12 +490,17 @@ pub fn failed_driver(
     err: &(dyn std::error::Error + 'static),
     direction: &str,
 ) -> Option<String> {
-    let text = message_starting(err, "Driver process")?;
-    driver_named(repo, direction, &text).map(|(name, _)| name)
+    driver_in(repo, err, "Driver process", direction).map(|(name, _)| name)
 }
 
-/// The filter driver setting `key` whose command `text` names, quoted: (name, command).
-fn driver_named(repo: &gix::Repository, key: &str, text: &str) -> Option<(String, String)> {
+/// The filter driver setting `key` whose command the message in `err` starting with `start` names.
+fn driver_in(
+    repo: &gix::Repository,
+    err: &(dyn std::error::Error + 'static),
+    start: &str,
+    key: &str,
+) -> Option<(String, String)> {
+    let text = message_starting(err, start)?;
     filter_drivers(repo, key)
         .into_iter()
         .find(|(_, command)| text.contains(&format!("{command:?}")))
