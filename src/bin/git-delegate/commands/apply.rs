@@ -258,49 +258,39 @@ fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
                 removed.push(name(o.idx));
             }
         }
-        if !removed.is_empty() {
-            text.push_str(&format!(
-                "Would remove the workspace{} of {}.\n",
-                if removed.len() == 1 { "" } else { "s" },
-                tasks_named(&removed)
-            ));
-        }
-        for &i in &kept {
-            stays = true;
-            text.push_str(&format!(
-                "Would keep the workspace of task {} as an ordinary worktree the batch no longer owns: {}\n",
-                name(i),
-                super::show(&b.tasks[i].root)
-            ));
-        }
-        return stays;
-    }
-    stays |= report
-        .outcomes
-        .iter()
-        .any(|o| o.status == TaskState::Discarded && !o.nested_kept.is_empty());
-    for &(i, fate) in &report.workspaces {
-        match fate {
-            Closed::Removed => removed.push(name(i)),
-            Closed::Kept => kept.push(i),
-            Closed::Missing => text.push_str(&format!(
-                "The workspace of task {} was already gone: {}\n",
-                name(i),
-                super::show(&b.tasks[i].root)
-            )),
-            Closed::Foreign => {
-                stays = true;
-                text.push_str(&format!(
-                    "Left {} alone: it is no longer the workspace prepare made for task {}.\n",
-                    super::show(&b.tasks[i].root),
-                    name(i)
-                ));
+    } else {
+        stays |= report
+            .outcomes
+            .iter()
+            .any(|o| o.status == TaskState::Discarded && !o.nested_kept.is_empty());
+        for &(i, fate) in &report.workspaces {
+            match fate {
+                Closed::Removed => removed.push(name(i)),
+                Closed::Kept => kept.push(i),
+                Closed::Missing => text.push_str(&format!(
+                    "The workspace of task {} was already gone: {}\n",
+                    name(i),
+                    super::show(&b.tasks[i].root)
+                )),
+                Closed::Foreign => {
+                    stays = true;
+                    text.push_str(&format!(
+                        "Left {} alone: it is no longer the workspace prepare made for task {}.\n",
+                        super::show(&b.tasks[i].root),
+                        name(i)
+                    ));
+                }
             }
         }
     }
+    let (remove, kept_as) = if report.dry_run {
+        ("Would remove", "Would keep")
+    } else {
+        ("Removed", "Kept")
+    };
     if !removed.is_empty() {
         text.push_str(&format!(
-            "Removed the workspace{} of {}.\n",
+            "{remove} the workspace{} of {}.\n",
             if removed.len() == 1 { "" } else { "s" },
             tasks_named(&removed)
         ));
@@ -309,12 +299,16 @@ fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
         stays = true;
         let root = &b.tasks[i].root;
         text.push_str(&format!(
-            "Kept the workspace of task {} as an ordinary worktree the batch no longer owns: {}\n\
-             \x20 when you are done with it: git worktree remove --force {}\n",
+            "{kept_as} the workspace of task {} as an ordinary worktree the batch no longer owns: {}\n",
             name(i),
             super::show(root),
-            shell_quote(&root.to_string_lossy()),
         ));
+        if !report.dry_run {
+            text.push_str(&format!(
+                "\x20 when you are done with it: git worktree remove --force {}\n",
+                shell_quote(&root.to_string_lossy()),
+            ));
+        }
     }
     stays
 }

@@ -124,13 +124,11 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         "Dropped batch {}: {removed} workspace(s) and {refs_removed} ref(s) removed.\n",
         b.short()
     );
-    for k in kept {
-        text.push_str(&format!(
-            "Left alone (no longer the workspace prepare made): {}\n",
-            super::show(&k)
-        ));
-    }
-    text.push_str(&super::unsafe_text(&unsafe_folders));
+    text.push_str(&left_alone_text(
+        "no longer the workspace prepare made",
+        &kept,
+        &unsafe_folders,
+    ));
     text.push_str(&kept_text(&hosting));
     ui.say(&text);
     Ok(0)
@@ -206,13 +204,11 @@ fn drop_corrupt(
         ));
     }
     text.push_str(&super::gc::kept_refs_line(source, &r.refs_kept));
-    for k in &r.left_alone {
-        text.push_str(&format!(
-            "Left alone (not the workspace prepare made, or its work could not be saved): {}\n",
-            super::show(k)
-        ));
-    }
-    text.push_str(&super::unsafe_text(&r.unsafe_folders));
+    text.push_str(&left_alone_text(
+        "not the workspace prepare made, or its work could not be saved",
+        &r.left_alone,
+        &r.unsafe_folders,
+    ));
     ui.say(&text);
     Ok(0)
 }
@@ -238,13 +234,11 @@ fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) ->
         r.workspaces,
         r.refs
     );
-    for k in &r.left_alone {
-        text.push_str(&format!(
-            "Left alone (not a folder prepare made): {}\n",
-            super::show(k)
-        ));
-    }
-    text.push_str(&super::unsafe_text(&r.unsafe_folders));
+    text.push_str(&left_alone_text(
+        "not a folder prepare made",
+        &r.left_alone,
+        &r.unsafe_folders,
+    ));
     ui.say(&text);
     Ok(0)
 }
@@ -276,4 +270,19 @@ fn no_batch_named(source: &Source) -> git_delegate::error::Error {
             first.short()
         ),
     )
+}
+
+/// A line per folder drop left alone (`why`: what it was not), then the
+/// folders below the workspace root it refused and never entered.
+fn left_alone_text(
+    why: &str,
+    left_alone: &[std::path::PathBuf],
+    refused: &[git_delegate::workspace::shared_root::Refused],
+) -> String {
+    let mut text: String = left_alone
+        .iter()
+        .map(|k| format!("Left alone ({why}): {}\n", super::show(k)))
+        .collect();
+    text.push_str(&super::unsafe_text(refused));
+    text
 }

@@ -167,31 +167,33 @@ fn kept_text(
 ) -> String {
     let mut text = String::new();
     text.push_str(&kept_refs_line(source, &r.refs_kept));
-    for k in r.kept_workspaces.iter().filter(|k| !k.nested.is_empty()) {
-        text.push_str(&format!(
-            "Task {} of batch {}: {} its workspace {}: it holds git repositories made inside it ({}), which git-delegate never deletes; it {} an ordinary worktree (`git worktree list`).\n",
-            k.task,
-            git_delegate::record::batch::short(&k.batch),
-            if r.dry_run { "would keep" } else { "kept" },
-            super::show(&k.root),
-            lossy_list(&k.nested),
-            if r.dry_run { "would stay" } else { "stays" },
-        ));
-    }
-    for k in r
-        .kept_workspaces
-        .iter()
-        .filter(|k| !k.changed_submodules.is_empty())
-    {
-        text.push_str(&format!(
-            "Task {} of batch {}: {} its workspace {}: it changed submodules ({}), which a proposal cannot hold; it {} an ordinary worktree (`git worktree list`).\n",
-            k.task,
-            git_delegate::record::batch::short(&k.batch),
-            if r.dry_run { "would keep" } else { "kept" },
-            super::show(&k.root),
-            lossy_list(&k.changed_submodules),
-            if r.dry_run { "would stay" } else { "stays" },
-        ));
+    // Workspaces kept for what no proposal holds: the nested repositories
+    // of every one first, then the changed submodules.
+    type Held = fn(&git_delegate::ops::gc::KeptWorkspace) -> &[git_delegate::sys::paths::BString];
+    let held: [(Held, &str, &str); 2] = [
+        (
+            |k| &k.nested,
+            "it holds git repositories made inside it",
+            "which git-delegate never deletes",
+        ),
+        (
+            |k| &k.changed_submodules,
+            "it changed submodules",
+            "which a proposal cannot hold",
+        ),
+    ];
+    for (paths, what, why) in held {
+        for k in r.kept_workspaces.iter().filter(|k| !paths(k).is_empty()) {
+            text.push_str(&format!(
+                "Task {} of batch {}: {} its workspace {}: {what} ({}), {why}; it {} an ordinary worktree (`git worktree list`).\n",
+                k.task,
+                git_delegate::record::batch::short(&k.batch),
+                if r.dry_run { "would keep" } else { "kept" },
+                super::show(&k.root),
+                lossy_list(paths(k)),
+                if r.dry_run { "would stay" } else { "stays" },
+            ));
+        }
     }
     for p in r
         .left_alone
