@@ -12,7 +12,7 @@ use crate::ui::Ui;
 use git_delegate::error::{Error, Result};
 pub use git_delegate::ops::apply::Kept;
 use git_delegate::ops::apply::{Closed, Outcome, Report};
-use git_delegate::record::batch::{self, Batch, TaskState};
+use git_delegate::record::batch::{Batch, TaskState};
 use git_delegate::sys::paths::{self, shell_quote, BString, ByteSlice};
 use git_delegate::writeback::Recovery;
 
@@ -174,11 +174,10 @@ fn refresh_conflicts(
 pub fn kept_text(kept: &[Kept]) -> String {
     kept.iter()
         .map(|(task, root, batches)| {
-            let shorts: Vec<&str> = batches.iter().map(|b| batch::short(b)).collect();
             format!(
                 "Kept the workspace of task {task}, {root}: open batch {} was prepared in it and writes back into it.\n\
                  It stays as an ordinary worktree; once that batch is applied or dropped, remove it with `git worktree remove {root}`.\n",
-                shorts.join(", "),
+                super::shorts(batches),
                 root = super::show(root),
             )
         })

@@ -88,13 +88,12 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
             ));
         }
         for (task, root, batches) in &hosting {
-            let shorts: Vec<&str> = batches.iter().map(|i| batch::short(i)).collect();
             text.push_str(&format!(
                 "Not dropping batch {}: the workspace of task {task}, {}, is the source of open batch {}.\n\
                  Apply or drop that batch first, or drop anyway with `git delegate drop {} --force` (that workspace is then kept as an ordinary worktree).\n",
                 b.short(),
                 super::show(root),
-                shorts.join(", "),
+                super::shorts(batches),
                 b.short()
             ));
         }

@@ -70,15 +70,10 @@ fn human(source: &git_delegate::git::repo::Source, r: &git_delegate::ops::gc::Re
     if nothing {
         text.push_str("Nothing to reclaim.\n");
     } else {
-        let shorts: Vec<&str> = r
-            .batches
-            .iter()
-            .map(|b| git_delegate::record::batch::short(b))
-            .collect();
-        let batches = match shorts.len() {
+        let batches = match r.batches.len() {
             0 => "no stale batch".to_string(),
-            1 => format!("stale batch {}", shorts[0]),
-            n => format!("{n} stale batches ({})", shorts.join(", ")),
+            1 => format!("stale batch {}", super::shorts(&r.batches)),
+            n => format!("{n} stale batches ({})", super::shorts(&r.batches)),
         };
         text.push_str(&format!(
             "{verb} {batches}: {} workspace(s), {} registration(s), {} ref(s), {}.\n",
@@ -207,17 +202,12 @@ fn kept_text(
     }
     text.push_str(&super::unsafe_text(&r.unsafe_folders));
     for k in r.kept_workspaces.iter().filter(|k| !k.batches.is_empty()) {
-        let shorts: Vec<&str> = k
-            .batches
-            .iter()
-            .map(|b| git_delegate::record::batch::short(b))
-            .collect();
         text.push_str(&format!(
             "Kept the workspace of task {} of batch {}, {}: it is the source of open batch {}; it {} as an ordinary worktree (`git worktree remove` removes it).\n",
             k.task,
             git_delegate::record::batch::short(&k.batch),
             super::show(&k.root),
-            shorts.join(", "),
+            super::shorts(&k.batches),
             if r.dry_run { "would stay" } else { "stays" },
         ));
     }
@@ -228,14 +218,9 @@ fn kept_text(
         ));
     }
     if r.dry_run && !r.pending_writebacks.is_empty() {
-        let ids: Vec<&str> = r
-            .pending_writebacks
-            .iter()
-            .map(|b| git_delegate::record::batch::short(b))
-            .collect();
         text.push_str(&format!(
             "Interrupted write-back recorded for batch {}: `git delegate gc` rolls it back (or, past its commit point, finishes it) once its process is gone.\n",
-            ids.join(", ")
+            super::shorts(&r.pending_writebacks)
         ));
     }
     text

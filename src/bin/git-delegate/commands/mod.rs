@@ -408,6 +408,15 @@ pub fn human_bytes(n: u64, byte: &str) -> String {
     }
 }
 
+/// Batch ids for human text: their short forms, comma-separated.
+pub fn shorts(ids: &[String]) -> String {
+    let list: Vec<&str> = ids
+        .iter()
+        .map(|b| git_delegate::record::batch::short(b))
+        .collect();
+    list.join(", ")
+}
+
 /// A path for human text.
 pub fn show(p: &Path) -> String {
     crate::ui::show_path(p)
