@@ -123,7 +123,7 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         "Dropped batch {}: {removed} workspace(s) and {refs_removed} ref(s) removed.\n",
         b.short()
     );
-    text.push_str(&left_alone_text(
+    text.push_str(&super::left_alone_text(
         "no longer the workspace prepare made",
         &kept,
         &unsafe_folders,
@@ -203,7 +203,7 @@ fn drop_corrupt(
         ));
     }
     text.push_str(&super::gc::kept_refs_line(source, &r.refs_kept));
-    text.push_str(&left_alone_text(
+    text.push_str(&super::left_alone_text(
         "not the workspace prepare made, or its work could not be saved",
         &r.left_alone,
         &r.unsafe_folders,
@@ -233,7 +233,7 @@ fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) ->
         r.workspaces,
         r.refs
     );
-    text.push_str(&left_alone_text(
+    text.push_str(&super::left_alone_text(
         "not a folder prepare made",
         &r.left_alone,
         &r.unsafe_folders,
@@ -269,19 +269,4 @@ fn no_batch_named(source: &Source) -> git_delegate::error::Error {
             first.short()
         ),
     )
-}
-
-/// A line per folder drop left alone (`why`: what it was not), then the
-/// folders below the workspace root it refused and never entered.
-fn left_alone_text(
-    why: &str,
-    left_alone: &[std::path::PathBuf],
-    refused: &[git_delegate::workspace::shared_root::Refused],
-) -> String {
-    let mut text: String = left_alone
-        .iter()
-        .map(|k| format!("Left alone ({why}): {}\n", super::show(k)))
-        .collect();
-    text.push_str(&super::unsafe_text(refused));
-    text
 }

@@ -190,17 +190,13 @@ fn kept_text(
             ));
         }
     }
-    for p in r
-        .left_alone
-        .iter()
-        .filter(|p| !r.kept_workspaces.iter().any(|k| &k.root == *p))
-    {
-        text.push_str(&format!(
-            "Left alone (not a workspace git-delegate made): {}\n",
-            super::show(p)
-        ));
-    }
-    text.push_str(&super::unsafe_text(&r.unsafe_folders));
+    text.push_str(&super::left_alone_text(
+        "not a workspace git-delegate made",
+        r.left_alone
+            .iter()
+            .filter(|p| !r.kept_workspaces.iter().any(|k| &k.root == *p)),
+        &r.unsafe_folders,
+    ));
     for k in r.kept_workspaces.iter().filter(|k| !k.batches.is_empty()) {
         text.push_str(&format!(
             "Kept the workspace of task {} of batch {}, {}: it is the source of open batch {}; it {} as an ordinary worktree (`git worktree remove` removes it).\n",

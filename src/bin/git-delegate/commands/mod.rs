@@ -422,6 +422,21 @@ pub fn show(p: &Path) -> String {
     crate::ui::show_path(p)
 }
 
+/// A line per folder left alone (`why`: what it was not), then the
+/// folders below the workspace root refused and never entered (gc, drop).
+pub fn left_alone_text<'a>(
+    why: &str,
+    left_alone: impl IntoIterator<Item = &'a std::path::PathBuf>,
+    refused: &[git_delegate::workspace::shared_root::Refused],
+) -> String {
+    let mut text: String = left_alone
+        .into_iter()
+        .map(|k| format!("Left alone ({why}): {}\n", show(k)))
+        .collect();
+    text.push_str(&unsafe_text(refused));
+    text
+}
+
 /// One line per refused folder below the workspace root, for people.
 pub fn unsafe_text(list: &[git_delegate::workspace::shared_root::Refused]) -> String {
     list.iter()
