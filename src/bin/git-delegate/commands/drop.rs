@@ -19,6 +19,7 @@ use git_delegate::record::batch::{self, Batch};
 use git_delegate::writeback::Recovery;
 
 use super::apply::kept_text;
+use super::left_alone_text;
 
 pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     let source = super::source()?;
@@ -123,7 +124,7 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         "Dropped batch {}: {removed} workspace(s) and {refs_removed} ref(s) removed.\n",
         b.short()
     );
-    text.push_str(&super::left_alone_text(
+    text.push_str(&left_alone_text(
         "no longer the workspace prepare made",
         &kept,
         &unsafe_folders,
@@ -203,7 +204,7 @@ fn drop_corrupt(
         ));
     }
     text.push_str(&super::gc::kept_refs_line(source, &r.refs_kept));
-    text.push_str(&super::left_alone_text(
+    text.push_str(&left_alone_text(
         "not the workspace prepare made, or its work could not be saved",
         &r.left_alone,
         &r.unsafe_folders,
@@ -233,7 +234,7 @@ fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) ->
         r.workspaces,
         r.refs
     );
-    text.push_str(&super::left_alone_text(
+    text.push_str(&left_alone_text(
         "not a folder prepare made",
         &r.left_alone,
         &r.unsafe_folders,
