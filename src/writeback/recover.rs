@@ -11,11 +11,10 @@ use std::path::{Path, PathBuf};
 use gix::bstr::ByteSlice;
 
 use super::dirs::Dirs;
-use super::failure::rollback_failed;
 use super::journal::{parse_journal, tmp_journal, Phase};
 use super::rollback::{roll_forward, rollback};
 use super::util::Faults;
-use super::{LeftPath, Recovery, WritebackError};
+use super::{LeftPath, Recovery, Undoing, WriteError, WritebackError};
 use crate::error::Result;
 use crate::git::repo::Source;
 use crate::record::batch;
@@ -148,21 +147,21 @@ fn recover_one(journal: &Path, faults: &Faults) -> Result<Recovered> {
     if plan.phase == Phase::Committed {
         let recorded = plan.then.iter().any(|(staged, _)| staged.exists());
         roll_forward(&mut dirs, &plan, journal, faults).map_err(|left| {
-            rollback_failed(
+            WriteError::rollback_failed(
                 &plan.root,
                 journal,
-                "finishing an interrupted write-back",
-                &left,
+                Undoing::Recovery { committed: true },
+                left,
             )
         })?;
         return Ok(Recovered::Completed { recorded });
     }
     rollback(&mut dirs, &mut plan, journal, faults).map_err(|left| {
-        rollback_failed(
+        WriteError::rollback_failed(
             &plan.root,
             journal,
-            "rolling back an interrupted write-back",
-            &left,
+            Undoing::Recovery { committed: false },
+            left,
         )
     })?;
     Ok(Recovered::RolledBack)
