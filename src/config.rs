@@ -546,6 +546,20 @@ impl Config {
 mod tests {
     use super::*;
 
+    /// Each of `lines`, in `[section]`, is refused pointing at its line.
+    fn refused_in(section: &str, lines: &[&str]) {
+        refused(lines.iter().map(|l| format!("[{section}]\n{l}\n")));
+    }
+
+    /// Each of `texts` is refused with an error pointing at its line.
+    fn refused(texts: impl IntoIterator<Item = impl AsRef<str>>) {
+        for text in texts {
+            let text = text.as_ref();
+            let e = Config::parse(Path::new("delegate.toml"), text).unwrap_err();
+            assert!(e.located().is_some(), "{text}: {e}");
+        }
+    }
+
     #[test]
     fn defaults_and_values() {
         let p = Path::new("delegate.toml");
@@ -564,10 +578,10 @@ mod tests {
         assert_eq!(c.snapshots, Snapshots::Never);
         let c = Config::parse(p, "[workspace]\nsnapshots = \"auto\"\n").unwrap();
         assert_eq!(c.snapshots, Snapshots::Auto);
-        for bad in ["snapshots = \"always\"", "snapshots = false"] {
-            let e = Config::parse(p, &format!("[workspace]\n{bad}\n")).unwrap_err();
-            assert!(e.located().is_some(), "{bad}: {e}");
-        }
+        refused_in(
+            "workspace",
+            &["snapshots = \"always\"", "snapshots = false"],
+        );
     }
 
     #[test]
@@ -586,15 +600,15 @@ mod tests {
         assert_eq!((c.pool, c.pool_ttl_secs), (0, 7 * 86_400));
         let c = Config::parse(p, "[workspace]\npool = 4\npool-ttl = \"2h\"\n").unwrap();
         assert_eq!((c.pool, c.pool_ttl_secs), (4, 7200));
-        for bad in [
-            "pool = -1",
-            "pool = \"4\"",
-            "pool-ttl = \"soon\"",
-            "pool-ttl = 3",
-        ] {
-            let e = Config::parse(p, &format!("[workspace]\n{bad}\n")).unwrap_err();
-            assert!(e.located().is_some(), "{bad}: {e}");
-        }
+        refused_in(
+            "workspace",
+            &[
+                "pool = -1",
+                "pool = \"4\"",
+                "pool-ttl = \"soon\"",
+                "pool-ttl = 3",
+            ],
+        );
     }
 
     #[test]
@@ -614,21 +628,20 @@ mod tests {
             (c.verify.as_str(), c.verify_timeout_secs, c.verify_jobs),
             ("make check", 300, 3)
         );
-        for bad in [
-            "verify-jobs = 0",
-            "verify-jobs = 65",
-            "verify-timeout = \"soon\"",
-            "verify = 1",
-        ] {
-            let e = Config::parse(p, &format!("[apply]\n{bad}\n")).unwrap_err();
-            assert!(e.located().is_some(), "{bad}: {e}");
-        }
+        refused_in(
+            "apply",
+            &[
+                "verify-jobs = 0",
+                "verify-jobs = 65",
+                "verify-timeout = \"soon\"",
+                "verify = 1",
+            ],
+        );
     }
 
     #[test]
     fn errors_point_at_lines() {
-        let p = Path::new("delegate.toml");
-        for text in [
+        refused([
             "[lease]\nttl = 5\n",
             "[lease]\nttl = \"5 parsecs\"\n",
             "[workspace]\nflavour = \"x\"\n",
@@ -644,9 +657,6 @@ mod tests {
             "[workspace]\nsetup-jobs = -1\n",
             "[workspace]\nsetup = 3\n",
             "workspace = 3\n",
-        ] {
-            let e = Config::parse(p, text).unwrap_err();
-            assert!(e.located().is_some(), "{text}: {e}");
-        }
+        ]);
     }
 }

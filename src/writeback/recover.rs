@@ -34,24 +34,10 @@ fn journal_dirs(source: &Source) -> Result<Vec<(String, PathBuf)>> {
     let state = source.state_dir();
     let mut out = Vec::new();
     for dir in [batch::batches_dir(&state), batch::undo_dir(&state)] {
-        let rd = match std::fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(source) => return Err(WritebackError::Read { path: dir, source }.into()),
-        };
-        for entry in rd {
-            let entry = entry.map_err(|source| WritebackError::Read {
-                path: dir.clone(),
-                source,
-            })?;
-            let id = entry.file_name().to_string_lossy().into_owned();
-            // Hidden folders are never batches (`batch::list`): a batch's state
-            // on its way out (`batch::remove_state`) or in (`preparing::record`).
-            if id.starts_with('.') {
-                continue;
-            }
-            out.push((id, entry.path()));
-        }
+        // Hidden folders are never batches (`batch::list`).
+        let found = batch::visible_entries(&dir)
+            .map_err(|source| WritebackError::Read { path: dir, source })?;
+        out.extend(found);
     }
     Ok(out)
 }
