@@ -448,17 +448,19 @@ impl Config {
         }
         cfg.snapshots = file.workspace.snapshots.unwrap_or(cfg.snapshots);
         cfg.setup = file.workspace.setup.clone().unwrap_or_default();
-        // A count from 0 to `max` (`rule` says what 0 means).
-        let count = |v: &Spanned<i64>, max: i64, rule: &str| {
-            if !(0..=max).contains(v.get_ref()) {
+        // A number from `min` to `max` (`rule` names the key and `min`,
+        // and says what 0 means where 0 is allowed), `label` under it.
+        let within = |v: &Spanned<i64>, (min, max): (i64, i64), rule: &str, label| {
+            if !(min..=max).contains(v.get_ref()) {
                 return Err(bad(
                     format!("{rule} to {max}, not {}", v.get_ref()),
                     v.span(),
-                    "out of range",
+                    label,
                 ));
             }
-            Ok(*v.get_ref() as usize)
+            Ok(*v.get_ref())
         };
+        let count = |v, max, rule| Ok(within(v, (0, max), rule, "out of range")? as usize);
         if let Some(j) = &file.workspace.setup_jobs {
             let rule = "`workspace.setup-jobs` must be 0 (the number of CPUs)";
             cfg.setup_jobs = count(j, 256, rule)?;
@@ -485,14 +487,8 @@ impl Config {
             cfg.verify_timeout_secs = duration(t, "apply.verify-timeout")?;
         }
         if let Some(j) = &file.apply.verify_jobs {
-            if !(1..=64).contains(j.get_ref()) {
-                return Err(bad(
-                    format!("`apply.verify-jobs` must be 1 to 64, not {}", j.get_ref()),
-                    j.span(),
-                    "out of range",
-                ));
-            }
-            cfg.verify_jobs = *j.get_ref() as usize;
+            let rule = "`apply.verify-jobs` must be 1";
+            cfg.verify_jobs = within(j, (1, 64), rule, "out of range")? as usize;
         }
         if let Some(k) = &file.gc.keep_failed {
             cfg.keep_failed_secs = duration(k, "gc.keep-failed")?;
@@ -516,27 +512,12 @@ impl Config {
             cfg.undo_keep = k;
         }
         if let Some(b) = &file.run.port_base {
-            if !(1..=65535).contains(b.get_ref()) {
-                return Err(bad(
-                    format!("`run.port-base` must be 1 to 65535, not {}", b.get_ref()),
-                    b.span(),
-                    "not a port",
-                ));
-            }
-            cfg.port_base = *b.get_ref() as u16;
+            let rule = "`run.port-base` must be 1";
+            cfg.port_base = within(b, (1, 65535), rule, "not a port")? as u16;
         }
         if let Some(n) = &file.run.ports_per_task {
-            if !(1..=1000).contains(n.get_ref()) {
-                return Err(bad(
-                    format!(
-                        "`run.ports-per-task` must be 1 to 1000, not {}",
-                        n.get_ref()
-                    ),
-                    n.span(),
-                    "out of range",
-                ));
-            }
-            cfg.ports_per_task = *n.get_ref() as u16;
+            let rule = "`run.ports-per-task` must be 1";
+            cfg.ports_per_task = within(n, (1, 1000), rule, "out of range")? as u16;
         }
         Ok(cfg)
     }
@@ -637,6 +618,41 @@ mod tests {
                 "verify = 1",
             ],
         );
+    }
+
+    /// A number out of its range is refused saying the range, under the
+    /// label of what it is.
+    #[test]
+    fn ranges_say_what_is_allowed() {
+        for (text, said, label) in [
+            (
+                "[apply]\nverify-jobs = 0",
+                "`apply.verify-jobs` must be 1 to 64, not 0",
+                "out of range",
+            ),
+            (
+                "[run]\nport-base = 0",
+                "`run.port-base` must be 1 to 65535, not 0",
+                "not a port",
+            ),
+            (
+                "[run]\nports-per-task = 1001",
+                "`run.ports-per-task` must be 1 to 1000, not 1001",
+                "out of range",
+            ),
+            (
+                "[workspace]\npool = 2000",
+                "`workspace.pool` must be 0 (no pool) to 1024, not 2000",
+                "out of range",
+            ),
+        ] {
+            let e = Config::parse(Path::new("delegate.toml"), text).unwrap_err();
+            assert!(e.to_string().ends_with(said), "{e}");
+            assert!(
+                matches!(e, ConfigError::Value { label: l, .. } if l == label),
+                "{e}"
+            );
+        }
     }
 
     #[test]

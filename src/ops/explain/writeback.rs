@@ -162,24 +162,109 @@ mod tests {
     use crate::error::FsCause;
     use crate::writeback::{Left, LeftReason, Undoing};
 
-    /// The words these errors had when they were built in place (the
-    /// suite provokes the others through the binary).
+    fn os(errno: rustix::io::Errno) -> std::io::Error {
+        std::io::Error::from_raw_os_error(errno.raw_os_error())
+    }
+
+    const AS_BEFORE: &str = "the working tree is as it was before; ";
+
+    /// The words these errors had when they were built in place (the suite
+    /// provokes the others through the binary): code, exit status,
+    /// message, help.
     #[test]
     fn the_words_are_those_the_modules_wrote() {
-        let e = Error::from(WritebackError::Invalid {
-            path: ".git/config".into(),
-            why: "it is inside .git",
-        });
-        assert_eq!(
-            (e.code, e.message.as_str()),
+        use rustix::io::Errno;
+        let what = |w: &str| w.to_string();
+        let check = |cause| WriteError::Check {
+            what: what("cannot stat a: Input/output error (EIO)"),
+            cause,
+        };
+        let checking =
+            "cannot check the working tree before writing: cannot stat a: Input/output error (EIO)";
+        let rot = |d: &str| Some(Cause::Filter(Some(d.into())));
+        let cases: Vec<(Error, Code, &str, String)> = vec![
             (
+                WritebackError::Invalid { path: ".git/config".into(), why: "it is inside .git" }.into(),
                 Code::Internal,
-                "refusing to write .git/config: git refuses that path (it is inside .git)"
-            )
-        );
+                "refusing to write .git/config: git refuses that path (it is inside .git)",
+                "report this bug; nothing was changed".into(),
+            ),
+            (
+                check(None).into(),
+                Code::WriteCheckFailed,
+                checking,
+                "check the permissions of that path, then run the command again".into(),
+            ),
+            (
+                check(Some(Cause::Interrupted)).into(),
+                Code::WriteCheckFailed,
+                checking,
+                "check the permissions of that path, then run the command again".into(),
+            ),
+            (
+                check(Some(Cause::Fs(FsCause::Denied))).into(),
+                Code::PermissionDenied,
+                checking,
+                format!("{AS_BEFORE}check the permissions of that path and the folders above it, then run the command again"),
+            ),
+            (
+                check(rot("lfs")).into(),
+                Code::FilterFailed,
+                checking,
+                format!("{AS_BEFORE}fix the filter driver lfs, or make it optional with `git config filter.lfs.required false`, and run `git delegate apply` again"),
+            ),
+            // A driver name that would not print as it is is not named.
+            (
+                check(rot("a b")).into(),
+                Code::FilterFailed,
+                checking,
+                format!("{AS_BEFORE}fix the filter driver (or make it optional with `git config filter.<driver>.required false`) and run `git delegate apply` again"),
+            ),
+            (
+                WriteError::Write { what: what("cannot rename a: injected"), cause: None }.into(),
+                Code::WriteFailed,
+                "write-back failed: cannot rename a: injected; every path was rolled back to what it was before",
+                format!("{AS_BEFORE}fix the cause (disk space, permissions, a file changed meanwhile) and run `git delegate apply` again"),
+            ),
+            (
+                WriteError::Journal {
+                    path: "/s/.git/delegate/batches/b/writeback.journal".into(),
+                    cause: Some(FsCause::Full),
+                    source: os(Errno::NOSPC),
+                }
+                .into(),
+                Code::DiskFull,
+                "cannot record the write-back journal /s/.git/delegate/batches/b/writeback.journal: No space left on device (os error 28); nothing was changed",
+                format!("{AS_BEFORE}free space on the filesystem that holds the working tree and run the command again"),
+            ),
+            (
+                WriteError::OpenRoot { root: "/s".into(), source: os(Errno::ROFS) }.into(),
+                Code::ReadOnlyFilesystem,
+                "cannot open the working tree /s: Read-only file system (os error 30)",
+                format!("{AS_BEFORE}remount the filesystem that holds the working tree read-write and run the command again"),
+            ),
+            (
+                WriteError::Plan { what: what("cannot stat a"), cause: Some(Cause::Fs(FsCause::NoInodes)) }.into(),
+                Code::DiskFull,
+                "write-back stopped before any change: cannot stat a",
+                format!("{AS_BEFORE}free inodes on the filesystem that holds the working tree: remove files or folders you do not need there (each takes one; `df -i` shows how many are left) and run the command again"),
+            ),
+            (
+                WriteError::Interrupted { root: "/s".into() }.into(),
+                Code::Interrupted,
+                "interrupted by a signal during the write-back into /s: it was rolled back, so every path there is as it was before",
+                "nothing of it was written; run the command again to write it".into(),
+            ),
+        ];
+        for (e, code, message, help) in cases {
+            assert_eq!(
+                (e.code, e.exit_code(), e.message.as_str(), e.help.as_str()),
+                (code, 3, message, help.as_str())
+            );
+        }
         let e = Error::from(WritebackError::Read {
             path: "/s/.git/delegate/batches".into(),
-            source: std::io::Error::from_raw_os_error(rustix::io::Errno::ROFS.raw_os_error()),
+            source: os(Errno::ROFS),
         });
         assert_eq!(e.code, Code::ReadOnlyFilesystem);
         assert!(
@@ -188,130 +273,15 @@ mod tests {
             "{}",
             e.message
         );
-    }
-
-    /// A check that could not read the disk: `write_check_failed` unless
-    /// its cause names another code (the help then says nothing changed).
-    #[test]
-    fn a_failed_check_is_named_by_its_cause() {
-        let check = |cause| {
-            Error::from(WriteError::Check {
-                what: "cannot stat a: Input/output error (EIO)".into(),
-                cause,
-            })
-        };
-        let e = check(None);
-        assert_eq!(
-            (e.code, e.exit_code(), e.message.as_str(), e.help.as_str()),
-            (
-                Code::WriteCheckFailed,
-                3,
-                "cannot check the working tree before writing: cannot stat a: Input/output error (EIO)",
-                "check the permissions of that path, then run the command again"
-            )
-        );
-        assert_eq!(check(Some(Cause::Interrupted)).code, Code::WriteCheckFailed);
-        let e = check(Some(Cause::Fs(FsCause::Denied)));
-        assert_eq!(
-            (e.code, e.help.as_str()),
-            (
-                Code::PermissionDenied,
-                "the working tree is as it was before; check the permissions of that path and the folders above it, then run the command again"
-            )
-        );
-        let e = check(Some(Cause::Filter(Some("lfs".into()))));
-        assert_eq!(
-            (e.code, e.help.as_str()),
-            (
-                Code::FilterFailed,
-                "the working tree is as it was before; fix the filter driver lfs, or make it optional with `git config filter.lfs.required false`, and run `git delegate apply` again"
-            )
-        );
-        // A driver name that would not print as it is is not named.
-        let e = check(Some(Cause::Filter(Some("a b".into()))));
-        assert_eq!(
-            e.help,
-            "the working tree is as it was before; fix the filter driver (or make it optional with `git config filter.<driver>.required false`) and run `git delegate apply` again"
-        );
-    }
-
-    /// A write that failed for no particular cause, the journal that could
-    /// not be recorded, and a full disk while planning.
-    #[test]
-    fn a_failed_write_says_the_working_tree_is_as_it_was() {
-        let e = Error::from(WriteError::Write {
-            what: "cannot rename a: injected failure (GIT_DELEGATE_FAULT)".into(),
-            cause: None,
-        });
-        assert_eq!(
-            (e.code, e.exit_code(), e.message.as_str(), e.help.as_str()),
-            (
-                Code::WriteFailed,
-                3,
-                "write-back failed: cannot rename a: injected failure (GIT_DELEGATE_FAULT); every path was rolled back to what it was before",
-                "the working tree is as it was before; fix the cause (disk space, permissions, a file changed meanwhile) and run `git delegate apply` again"
-            )
-        );
-        let e = Error::from(WriteError::Journal {
-            path: "/s/.git/delegate/batches/b/writeback.journal".into(),
-            cause: Some(FsCause::Full),
-            source: std::io::Error::from_raw_os_error(rustix::io::Errno::NOSPC.raw_os_error()),
-        });
-        assert_eq!(
-            (e.code, e.message.as_str(), e.help.as_str()),
-            (
-                Code::DiskFull,
-                "cannot record the write-back journal /s/.git/delegate/batches/b/writeback.journal: No space left on device (os error 28); nothing was changed",
-                "the working tree is as it was before; free space on the filesystem that holds the working tree and run the command again"
-            )
-        );
-        let e = Error::from(WriteError::OpenRoot {
-            root: "/s".into(),
-            source: std::io::Error::from_raw_os_error(rustix::io::Errno::ROFS.raw_os_error()),
-        });
-        assert_eq!(
-            (e.code, e.message.as_str()),
-            (
-                Code::ReadOnlyFilesystem,
-                "cannot open the working tree /s: Read-only file system (os error 30)"
-            )
-        );
-        let e = Error::from(WriteError::Plan {
-            what: "cannot stat a: no space".into(),
-            cause: Some(Cause::Fs(FsCause::NoInodes)),
-        });
-        assert_eq!(
-            (e.code, e.message.as_str()),
-            (
-                Code::DiskFull,
-                "write-back stopped before any change: cannot stat a: no space"
-            )
-        );
-    }
-
-    /// An interrupt, and a recovery that left paths without keeping its
-    /// journal (finishing a committed write-back, and rolling one back).
-    #[test]
-    fn an_interrupt_and_a_recovery_that_left_paths() {
         let e = Error::from(WriteError::Interrupted { root: "/s".into() });
-        assert_eq!(
-            (e.code, e.exit_code(), e.message.as_str(), e.help.as_str()),
-            (
-                Code::Interrupted,
-                3,
-                "interrupted by a signal during the write-back into /s: it was rolled back, so every path there is as it was before",
-                "nothing of it was written; run the command again to write it"
-            )
-        );
-        assert_eq!(
-            e.details.as_deref(),
-            Some(
-                &serde_json::json!({"interrupted": "rolled_back"})
-                    .as_object()
-                    .unwrap()
-                    .clone()
-            )
-        );
+        let details = serde_json::Value::Object(*e.details.unwrap());
+        assert_eq!(details, serde_json::json!({"interrupted": "rolled_back"}));
+    }
+
+    /// A recovery that left paths without keeping its journal (finishing a
+    /// committed write-back, and rolling one back): message, help, details.
+    #[test]
+    fn a_recovery_that_left_paths_names_them() {
         let left = |path: &str, kept: Option<&str>| Left {
             path: path.into(),
             reason: LeftReason::ChangedSinceWritten,
