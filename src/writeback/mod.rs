@@ -393,11 +393,11 @@ fn write_with(
         .into());
     }
     let journal_path = batch_dir.join(batch::JOURNAL_FILE);
-    let mut dirs = Dirs::open(&source.root).map_err(|source_err| {
+    let mut dirs = Dirs::open(&source.root).map_err(|e| {
         drop_then();
         WriteError::OpenRoot {
             root: source.root.clone(),
-            source: source_err,
+            source: e,
         }
     })?;
     let token = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
