@@ -4,6 +4,7 @@
 //! exactly as git finds it, and no workspace inherits them.
 //! Also discovery as git's (`GIT_CEILING_DIRECTORIES`), SHA-256 repositories
 //! and a source moved after prepare: each names its real cause.
+use crate::common::files::read;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -545,7 +546,7 @@ fn filters_run_for_a_workspace_do_not_inherit_the_source_variables() {
     std::fs::write(ws.join("a.txt"), "worker\n").unwrap();
     changed_then_applied(&env, &repo, &vars, &doc);
     assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"worker\n");
-    let text = std::fs::read_to_string(&log).unwrap();
+    let text = read(&log);
     let ws_lines: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("/worktrees/delegate-"))

@@ -6,6 +6,7 @@
 //! is not the folder prepare made: never read it (the missing files would
 //! become deletions in the source), never signal a process in it, never
 //! remove it; apply reports the task `failed` with reason `workspace_missing`.
+use crate::common::files::read;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -323,7 +324,7 @@ fn forget_identity(env: &Env, repo: &Path, batch: &str) {
         .join("delegate/batches")
         .join(batch)
         .join("batch.toml");
-    let text = std::fs::read_to_string(&path).unwrap();
+    let text = read(&path);
     assert_has(&text, "[tasks.folder]");
     let mut out = String::new();
     let mut skipping = false;

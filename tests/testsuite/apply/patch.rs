@@ -2,6 +2,7 @@
 //! `--3way --index`) of it on a checkout of the baseline reproduces the
 //! proposal tree exactly, and for text changes it is byte-identical to
 //! `git diff --full-index --binary --no-renames`.
+use crate::common::files::read;
 
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -221,7 +222,7 @@ fn a_task_that_conflicts_again_keeps_the_patch_of_its_new_proposal() {
     let task = &run.json()["tasks"][0];
     assert_eq!(task["status"], "conflict", "{}", run.stdout);
     assert_eq!(task["patch"].as_str(), patch.to_str());
-    let text = std::fs::read_to_string(&patch).unwrap();
+    let text = read(&patch);
     assert!(
         text.contains("+second") && text.contains("more.txt"),
         "{text}"
@@ -234,8 +235,5 @@ fn a_task_that_conflicts_again_keeps_the_patch_of_its_new_proposal() {
     assert_eq!(task["status"], "applied", "{}", run.stdout);
     assert!(task["patch"].is_null());
     assert!(!patch.exists());
-    assert_eq!(
-        std::fs::read_to_string(repo.join("more.txt")).unwrap(),
-        "more\n"
-    );
+    assert_eq!(read(&repo.join("more.txt")), "more\n");
 }

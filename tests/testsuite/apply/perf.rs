@@ -3,6 +3,7 @@
 //! never deletes anything else), `gc` and later commands sweeping what a
 //! killed deleter left, and big files streamed: their patch refers to the
 //! blob instead of carrying it, and still applies with `git apply --3way`.
+use crate::common::files::read;
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -142,14 +143,8 @@ fn large_workspaces_go_through_the_trash_and_are_deleted_in_the_background() {
             .count(),
         1
     );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("d0/f0.txt")).unwrap(),
-        "changed by one\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("d1/f1.txt")).unwrap(),
-        "changed by two\n"
-    );
+    assert_eq!(read(&repo.join("d0/f0.txt")), "changed by one\n");
+    assert_eq!(read(&repo.join("d1/f1.txt")), "changed by two\n");
     wait_for_empty_trash(&env, &base);
     // The emptied repository folder goes too, as a removal in place leaves it.
     wait_until("the emptied repository folder to go", || !base.exists());
@@ -233,10 +228,7 @@ fn the_deleter_deletes_only_our_renamed_workspaces() {
         kept_before
     );
     assert!(elsewhere_entry.join("a.txt").exists());
-    assert_eq!(
-        std::fs::read_to_string(outside.join("precious.txt")).unwrap(),
-        "keep me\n"
-    );
+    assert_eq!(read(&outside.join("precious.txt")), "keep me\n");
     assert!(trash.join("0123abcd-5-89abcdef").is_file());
     assert!(trash.join("0123abcd-6-89abcdef").is_symlink());
     // A symlinked `.trash` is not followed either.
@@ -385,10 +377,7 @@ fn big_files_apply_and_their_patch_refers_to_the_blobs() {
     assert_eq!(std::fs::read(check.join("old.bin")).unwrap(), changed);
     assert_eq!(std::fs::read(check.join("new.bin")).unwrap(), added);
     assert!(!check.join("gone.bin").exists());
-    assert_eq!(
-        std::fs::read_to_string(check.join("small.txt")).unwrap(),
-        "one\nTWO by task\nthree\n"
-    );
+    assert_eq!(read(&check.join("small.txt")), "one\nTWO by task\nthree\n");
     env.git(
         &repo,
         ["worktree", "remove", "--force", check.to_str().unwrap()],

@@ -3,6 +3,7 @@
 //! repository; apply reports them (`side_effects`), a task whose work is in
 //! the stash stays open instead of `no_changes`, and `drop` refuses
 //! without `--force`. Real git in real workspaces.
+use crate::common::files::read;
 
 use std::path::{Path, PathBuf};
 
@@ -113,10 +114,7 @@ fn branch_tag_and_stash_made_in_workspaces_are_reported_and_the_users_are_not() 
     assert_eq!(t2["status"], "open");
     assert_eq!(t2["reason"], "stashed");
     assert_eq!(doc["batch_open"], true);
-    assert_eq!(
-        std::fs::read_to_string(repo.join("a.txt")).unwrap(),
-        "a from 1\n"
-    );
+    assert_eq!(read(&repo.join("a.txt")), "a from 1\n");
     // Nothing of the user's refs or stash was touched.
     assert_eq!(env.git(&repo, ["rev-parse", "refs/heads/x"]).trim(), x);
     env.git(&repo, ["rev-parse", "--verify", "-q", "refs/tags/t"]);
@@ -220,10 +218,7 @@ fn following_the_printed_stash_hint_brings_the_work_back_and_applies_it() {
         .expect(0)
         .json();
     assert_eq!(task(&doc, "2")["status"], "applied");
-    assert_eq!(
-        std::fs::read_to_string(repo.join("b.txt")).unwrap(),
-        "b from 2\n"
-    );
+    assert_eq!(read(&repo.join("b.txt")), "b from 2\n");
     assert_eq!(doc["side_effects"], serde_json::json!([]));
 }
 

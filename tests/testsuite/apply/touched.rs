@@ -4,6 +4,7 @@
 //! twice, once forced onto the whole snapshot
 //! (`GIT_DELEGATE_FULL_SOURCE_SNAPSHOT`), and both runs must give the same
 //! statuses, reasons, conflicts, written paths and working tree.
+use crate::common::files::read;
 
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -351,8 +352,5 @@ fn a_file_elsewhere_that_cannot_be_read_no_longer_blocks_apply() {
     );
     let run = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     assert_eq!(run["tasks"][0]["status"], "applied");
-    assert_eq!(
-        std::fs::read_to_string(repo.join("f.txt")).unwrap(),
-        with_line(&lines(5), 1, "task")
-    );
+    assert_eq!(read(&repo.join("f.txt")), with_line(&lines(5), 1, "task"));
 }

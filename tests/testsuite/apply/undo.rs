@@ -2,6 +2,7 @@
 //! on real repositories: the exact pre-apply tree comes back, later edits in
 //! other lines survive, conflicting rewrites refuse with nothing changed,
 //! crashes are recovered, `--list`, gc pruning.
+use crate::common::files::read;
 
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
@@ -48,7 +49,7 @@ fn rich_repo(env: &Env) -> PathBuf {
 
 /// Two tasks covering every kind of change.
 fn work(ws: &[PathBuf]) {
-    let f = std::fs::read_to_string(ws[0].join("f.txt")).unwrap();
+    let f = read(&ws[0].join("f.txt"));
     std::fs::write(ws[0].join("f.txt"), with_line(&f, 2, "task one's line 2")).unwrap();
     std::fs::remove_file(ws[0].join("gone.txt")).unwrap();
     std::fs::write(ws[0].join("added.txt"), "added\n").unwrap();
@@ -212,19 +213,16 @@ fn a_user_edit_in_another_line_survives_undo() {
     std::fs::write(ws[0].join("other.txt"), "task's new file\n").unwrap();
     env.delegate(&repo, ["apply"]).expect(0);
     // After the apply the user edits another line and another file.
-    let now = std::fs::read_to_string(repo.join("f.txt")).unwrap();
+    let now = read(&repo.join("f.txt"));
     std::fs::write(repo.join("f.txt"), with_line(&now, 11, "user line")).unwrap();
     std::fs::write(repo.join("README"), "user's later edit\n").unwrap();
 
     env.delegate(&repo, ["undo"]).expect(0);
     assert_eq!(
-        std::fs::read_to_string(repo.join("f.txt")).unwrap(),
+        read(&repo.join("f.txt")),
         with_line(&lines(12), 11, "user line")
     );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("README")).unwrap(),
-        "user's later edit\n"
-    );
+    assert_eq!(read(&repo.join("README")), "user's later edit\n");
     assert!(!repo.join("other.txt").exists());
 }
 
@@ -239,7 +237,7 @@ fn a_user_rewrite_of_a_written_line_makes_undo_refuse_with_nothing_changed() {
     std::fs::write(ws[0].join("other.txt"), "task's new file\n").unwrap();
     let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     let id = out["apply_id"].as_str().unwrap().to_string();
-    let now = std::fs::read_to_string(repo.join("f.txt")).unwrap();
+    let now = read(&repo.join("f.txt"));
     std::fs::write(repo.join("f.txt"), with_line(&now, 2, "user rewrote it")).unwrap();
     let before = tree(&repo);
 
@@ -267,10 +265,7 @@ fn a_user_rewrite_of_a_written_line_makes_undo_refuse_with_nothing_changed() {
         .expect(0)
         .json();
     assert_eq!(out["undone"], true);
-    assert_eq!(
-        std::fs::read_to_string(repo.join("f.txt")).unwrap(),
-        lines(12)
-    );
+    assert_eq!(read(&repo.join("f.txt")), lines(12));
 }
 
 #[test]
@@ -489,16 +484,10 @@ fn undo_writes_into_the_linked_worktree_the_apply_wrote_into() {
     let (_, ws) = prepare_batch(&env, &linked, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "by the task\n").unwrap();
     env.delegate(&linked, ["apply"]).expect(0);
-    assert_eq!(
-        std::fs::read_to_string(linked.join("README")).unwrap(),
-        "by the task\n"
-    );
+    assert_eq!(read(&linked.join("README")), "by the task\n");
     let main_before = tree(&repo);
     // Run from the main working tree: the entry's working tree is undone.
     env.delegate(&repo, ["undo"]).expect(0);
-    assert_eq!(
-        std::fs::read_to_string(linked.join("README")).unwrap(),
-        "hello\n"
-    );
+    assert_eq!(read(&linked.join("README")), "hello\n");
     assert_eq!(tree(&repo), main_before);
 }

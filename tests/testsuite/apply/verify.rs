@@ -1,5 +1,6 @@
 //! `git delegate apply --verify CMD` (design §3.10) end to end: real
 //! repositories, a real shell script as CMD, real processes.
+use crate::common::files::read;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -182,7 +183,7 @@ fn check_culprits(culprits: &[usize]) {
             let t = task(&doc, &name);
             assert_eq!(t["reason"], "verify_failed");
             let log = PathBuf::from(t["verify_log"].as_str().unwrap());
-            let text = std::fs::read_to_string(&log).unwrap();
+            let text = read(&log);
             assert_has(&text, "found BAD");
             assert!(!file.exists(), "a rejected task's file was written");
             // Its work is kept: proposal ref, patch, workspace.
@@ -192,7 +193,7 @@ fn check_culprits(culprits: &[usize]) {
             assert!(Path::new(t["patch"].as_str().unwrap()).exists());
         } else {
             assert_eq!(status(&doc, &name), "applied", "{doc:#}");
-            assert_eq!(std::fs::read_to_string(&file).unwrap(), "ok\n");
+            assert_eq!(read(&file), "ok\n");
         }
     }
     let runs = doc["verify"]["runs"].as_array().unwrap();
@@ -452,10 +453,7 @@ fn a_source_edit_at_a_written_path_while_verifying_takes_the_task_out() {
     assert_eq!(status(&doc, "2"), "applied");
     assert_eq!(status(&doc, "3"), "applied");
     // The user's edit is intact and the task's edit was not written.
-    assert_eq!(
-        std::fs::read_to_string(f.repo.join("README")).unwrap(),
-        "hello\nuser\n"
-    );
+    assert_eq!(read(&f.repo.join("README")), "hello\nuser\n");
     assert!(f.repo.join("t2.txt").exists() && f.repo.join("t3.txt").exists());
     // Verified twice: once with task 1, once without.
     assert!(doc["verify"]["runs"].as_array().unwrap().len() >= 2);
@@ -736,12 +734,6 @@ fn a_source_edit_elsewhere_while_verifying_takes_nothing_out() {
     assert_eq!(status(&doc, "1"), "applied", "{doc:#}");
     assert_eq!(status(&doc, "2"), "applied");
     assert_eq!(doc["verify"]["runs"].as_array().unwrap().len(), 1);
-    assert_eq!(
-        std::fs::read_to_string(f.repo.join("README")).unwrap(),
-        "HELLO\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(f.repo.join("sub/keep")).unwrap(),
-        "k\nuser\n"
-    );
+    assert_eq!(read(&f.repo.join("README")), "HELLO\n");
+    assert_eq!(read(&f.repo.join("sub/keep")), "k\nuser\n");
 }

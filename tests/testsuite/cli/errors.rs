@@ -1,6 +1,7 @@
 //! Every design §5 error that reaches prepare, status, drop and renew: the
 //! exit status, the error code in the `--json` error document, a miette
 //! diagnostic on stderr, and nothing created afterwards.
+use crate::common::files::read;
 
 use std::path::Path;
 
@@ -171,10 +172,7 @@ fn workspace_folder_or_registration_that_already_exists() {
     let run = delegate_with_id(&env, &repo, ID_A, &["prepare", "-n", "3", "--json"]).expect(2);
     assert_eq!(error_code(&run), "delegate::workspace_exists");
     assert_has(&run.stderr, folder.to_str().unwrap());
-    assert_eq!(
-        std::fs::read_to_string(folder.join("precious")).unwrap(),
-        "mine\n"
-    );
+    assert_eq!(read(&folder.join("precious")), "mine\n");
     assert_eq!(listing(&folder), [Path::new("precious")]);
     let common = common_dir(&env, &repo);
     assert_eq!(env.private_refs(&repo), Vec::<String>::new());
@@ -227,7 +225,7 @@ fn unknown_and_ambiguous_batches() {
     // A label that reads as another batch's id prefix: prepare refuses one
     // now, but state written before may hold one.
     let toml = batch_toml(&env, &repo, ID_A);
-    let text = std::fs::read_to_string(&toml).unwrap();
+    let text = read(&toml);
     std::fs::write(
         &toml,
         text.replacen(

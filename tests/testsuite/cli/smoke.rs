@@ -1,5 +1,7 @@
 //! The shortest round trip (prepare, status, drop), and a stale lock on a
 //! private ref that must not block the next command.
+
+use crate::common::files::read;
 #[test]
 fn prepare_status_drop_round_trip() {
     let env = crate::common::Env::new();
@@ -9,10 +11,7 @@ fn prepare_status_drop_round_trip() {
     assert_eq!(doc["schema"], "git-delegate/v1");
     assert_eq!(doc["tasks"].as_array().unwrap().len(), 2);
     let root = std::path::PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
-    assert_eq!(
-        std::fs::read_to_string(root.join("README")).unwrap(),
-        "changed\n"
-    );
+    assert_eq!(read(&root.join("README")), "changed\n");
     assert_eq!(
         env.oracle_tree(&repo),
         env.git(

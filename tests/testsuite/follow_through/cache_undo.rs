@@ -2,6 +2,7 @@
 //! garbled one never makes a task's work stuck; undo after the applied
 //! result was committed (design §3.11 "HEAD moved"); conflicted files are
 //! named by status and apply (design §3.12).
+use crate::common::files::read;
 
 use std::path::{Path, PathBuf};
 
@@ -286,7 +287,7 @@ fn a_refreshed_conflict_stays_unresolved_through_a_broken_index() {
     let doc = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     assert_eq!(doc["tasks"][0]["status"], "applied", "{doc}");
     assert_eq!(
-        std::fs::read_to_string(repo.join("a.txt")).unwrap(),
+        read(&repo.join("a.txt")),
         "one\ntwo\nTHREE-1+2\nfour\nfive\n"
     );
 }
@@ -342,7 +343,7 @@ fn status_names_the_files_still_conflicted_after_a_refresh() {
     )
     .expect(0);
     assert_eq!(
-        std::fs::read_to_string(repo.join("b.txt")).unwrap(),
+        read(&repo.join("b.txt")),
         "ONE-1+2\ntwo\nthree\nfour\nfive\n"
     );
 }
@@ -415,10 +416,7 @@ fn undo_after_the_result_was_committed_refuses_and_force_takes_it_back() {
     let force = crate::common::printed_command(help, "git delegate undo");
     assert_eq!(force, format!("git delegate undo {} --force", &id[..8]));
     // Nothing changed: the tree, the index, HEAD, the entry.
-    assert_eq!(
-        std::fs::read_to_string(repo.join("a.txt")).unwrap(),
-        "one\ntwo\nTHREE\nfour\nfive\n"
-    );
+    assert_eq!(read(&repo.join("a.txt")), "one\ntwo\nTHREE\nfour\nfive\n");
     assert_eq!(env.git(&repo, ["status", "--porcelain"]), "");
     assert_eq!(head(&env, &repo), now);
     let list = env
@@ -439,7 +437,7 @@ fn undo_after_the_result_was_committed_refuses_and_force_takes_it_back() {
         .expect(0)
         .json();
     assert_eq!(list["entries"][0]["undone"], true);
-    assert_eq!(std::fs::read_to_string(repo.join("a.txt")).unwrap(), LINES);
+    assert_eq!(read(&repo.join("a.txt")), LINES);
     assert_eq!(env.git(&repo, ["status", "--porcelain"]), " M a.txt\n");
     assert_eq!(head(&env, &repo), now);
 }
@@ -451,7 +449,7 @@ fn undo_with_head_unmoved_needs_no_force() {
     // A branch switched to at the same commit is not a move.
     env.git(&repo, ["switch", "-q", "-c", "other"]);
     env.delegate(&repo, ["undo"]).expect(0);
-    assert_eq!(std::fs::read_to_string(repo.join("a.txt")).unwrap(), LINES);
+    assert_eq!(read(&repo.join("a.txt")), LINES);
 }
 
 #[test]
@@ -465,5 +463,5 @@ fn an_entry_recorded_without_its_head_is_undone_as_before() {
     std::fs::write(&file, serde_json::to_vec_pretty(&entry).unwrap()).unwrap();
     env.git(&repo, ["commit", "-q", "-am", "the applied work"]);
     env.delegate(&repo, ["undo"]).expect(0);
-    assert_eq!(std::fs::read_to_string(repo.join("a.txt")).unwrap(), LINES);
+    assert_eq!(read(&repo.join("a.txt")), LINES);
 }

@@ -1,6 +1,7 @@
 //! `git delegate branch` (design §3.19): a task's work as a commit on HEAD,
 //! without the user's uncommitted or untracked files, made without touching
 //! the working tree, the index or HEAD.
+use crate::common::files::read;
 
 use std::path::Path;
 
@@ -25,8 +26,8 @@ fn state(env: &Env, repo: &Path) -> (Vec<u8>, String, String, String) {
     (
         index_bytes(repo),
         env.git(repo, ["rev-parse", "HEAD"]),
-        std::fs::read_to_string(repo.join("a.txt")).unwrap(),
-        std::fs::read_to_string(repo.join("secret.env")).unwrap(),
+        read(&repo.join("a.txt")),
+        read(&repo.join("secret.env")),
     )
 }
 
@@ -38,7 +39,7 @@ fn branch_is_head_plus_the_task_only() {
     let ws = task_root(&doc, 0);
     let task = doc["tasks"][0]["name"].as_str().unwrap().to_string();
     // The worker edits line 8 and adds a file.
-    let base = std::fs::read_to_string(ws.join("a.txt")).unwrap();
+    let base = read(&ws.join("a.txt"));
     write(&ws.join("a.txt"), &with_line(&base, 8, "worker edit"));
     write(&ws.join("new.rs"), "fn main() {}\n");
     let before = state(&env, &repo);
@@ -109,7 +110,7 @@ fn overlapping_the_users_lines_conflicts_and_makes_nothing() {
     let task = doc["tasks"][0]["name"].as_str().unwrap().to_string();
     // The baseline holds the user's line 2; the worker rewrites it: against
     // HEAD (which has the original line 2) that conflicts.
-    let base = std::fs::read_to_string(ws.join("a.txt")).unwrap();
+    let base = read(&ws.join("a.txt"));
     write(&ws.join("a.txt"), &with_line(&base, 2, "worker rewrote it"));
     let before = state(&env, &repo);
     let refs = env.git(&repo, ["for-each-ref", "refs/heads/"]);

@@ -1,5 +1,6 @@
 //! Leases (design §1, §3.6) as status, `status --check`, renew and gc see
 //! them: expiry, an owner that exited, a live owner, a recycled pid.
+use crate::common::files::read;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -136,7 +137,7 @@ fn recycled_pid_counts_as_gone() {
     // Same pid, another start time: the process holding that pid now is
     // not the one that owned the batch.
     let path = batch_toml(&repo, &id);
-    let text = std::fs::read_to_string(&path).unwrap();
+    let text = read(&path);
     let line = text
         .lines()
         .find(|l| l.trim_start().starts_with("owner_start"))

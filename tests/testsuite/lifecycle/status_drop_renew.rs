@@ -1,6 +1,7 @@
 //! `status` (design §3.3), `drop` (§3.5) and `renew` (§3.6): leases (live,
 //! expired, orphaned), changed paths, missing and replaced workspaces,
 //! problems, `--check`, and what drop removes and leaves alone.
+use crate::common::files::read;
 
 use std::io::Read;
 use std::path::Path;
@@ -156,10 +157,7 @@ fn deleted_and_replaced_workspaces() {
         out["left_alone"],
         serde_json::json!([ws2.to_str().unwrap()])
     );
-    assert_eq!(
-        std::fs::read_to_string(ws2.join("mine")).unwrap(),
-        "the user's own folder\n"
-    );
+    assert_eq!(read(&ws2.join("mine")), "the user's own folder\n");
     let common = common_dir(&env, &repo);
     assert_eq!(registrations(&common), Vec::<String>::new());
     assert_eq!(batch_folders(&common), Vec::<String>::new());
@@ -271,7 +269,7 @@ fn a_recycled_pid_is_not_the_owner() {
     let doc = prepare(&env, &repo, &["--owner-pid", &owner.pid()]);
     // Same pid, but a different start time: another process now.
     let path = batch_toml(&env, &repo, &id(&doc));
-    let text = std::fs::read_to_string(&path).unwrap();
+    let text = read(&path);
     let line = text
         .lines()
         .find(|l| l.starts_with("owner_start = "))
@@ -336,7 +334,7 @@ fn drop_refuses_unapplied_work_unless_forced() {
     assert_has(&run.stdout, "tasks 1, 3 have changes");
     assert!(run.stdout.contains("--force"));
     assert_eq!(snapshot_of_state(), before);
-    assert_eq!(std::fs::read_to_string(ws1.join("work")).unwrap(), "w\n");
+    assert_eq!(read(&ws1.join("work")), "w\n");
 
     let out = env
         .delegate(&repo, ["drop", "l", "--force", "--json"])
@@ -368,7 +366,7 @@ fn drop_of_a_clean_batch_needs_no_force() {
     assert_has(&run.stdout, "2 workspace(s)");
     assert_nothing_created(&env, &repo);
     // The source is as it was.
-    assert_eq!(std::fs::read_to_string(repo.join("dirty")).unwrap(), "d\n");
+    assert_eq!(read(&repo.join("dirty")), "d\n");
     assert_eq!(env.git(&repo, ["status", "--porcelain"]), "?? dirty\n");
 }
 
@@ -421,7 +419,7 @@ fn drop_leaves_a_moved_workspace_to_the_user() {
         .expect(0)
         .json();
     assert_eq!(out["workspaces_removed"], 1);
-    assert_eq!(std::fs::read_to_string(moved.join("work")).unwrap(), "w\n");
+    assert_eq!(read(&moved.join("work")), "w\n");
     // Still a working worktree, no longer locked by a batch that is gone.
     let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
     let block = list
@@ -538,7 +536,7 @@ fn a_corrupt_batch_is_named_and_drop_force_removes_it_saving_the_work() {
     let common = common_dir(&env, &repo);
     write(&root(&doc, 0).join("work.txt"), "precious work\n");
     let toml = batch_toml(&env, &repo, &bad);
-    let text = std::fs::read_to_string(&toml).unwrap();
+    let text = read(&toml);
     // Cut inside a string, so the rest never parses whatever the paths'
     // lengths (a cut at a line's end can leave a valid, shorter batch).
     let cut = text[..text.len() / 2].rfind(" = \"").unwrap() + 4;
@@ -636,10 +634,7 @@ fn a_corrupt_batch_is_named_and_drop_force_removes_it_saving_the_work() {
     assert_eq!(list.matches("\nlocked").count(), 1, "{list}");
     // The saved patch gives the worker's bytes back.
     env.git(&repo, ["apply", patch.to_str().unwrap()]);
-    assert_eq!(
-        std::fs::read_to_string(repo.join("work.txt")).unwrap(),
-        "precious work\n"
-    );
+    assert_eq!(read(&repo.join("work.txt")), "precious work\n");
     // And the corrupt batch is no problem any more.
     assert_eq!(
         problem_kinds(&status_json(&env, &repo)),
@@ -670,10 +665,7 @@ fn a_corrupt_batch_whose_work_cannot_be_saved_keeps_its_workspace_unlocked() {
         .json();
     assert_eq!(out["workspaces_removed"], 0);
     assert_eq!(out["left_alone"], serde_json::json!([ws.to_str().unwrap()]));
-    assert_eq!(
-        std::fs::read_to_string(ws.join("work.txt")).unwrap(),
-        "precious work\n"
-    );
+    assert_eq!(read(&ws.join("work.txt")), "precious work\n");
     let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
     assert!(!list.contains("locked"), "{list}");
     assert!(batch_folders(&common_dir(&env, &repo)).is_empty());

@@ -1,6 +1,7 @@
 //! `git delegate prepare` (design §3.1, §6.1): the batch document, the
 //! baseline commit and ref, the state, the registered and locked worktrees,
 //! the options, and that a failure or an interruption leaves nothing behind.
+use crate::common::files::read;
 
 use std::path::PathBuf;
 
@@ -133,7 +134,7 @@ fn batch_document_fields_and_types() {
         assert_eq!(t["exists"], true);
         assert_eq!(t["changed_paths"], 0);
         assert_eq!(
-            std::fs::read_to_string(base.join(name).join("src/lib.rs")).unwrap(),
+            read(&base.join(name).join("src/lib.rs")),
             "fn main() { dirty() }\n"
         );
     }
@@ -141,7 +142,7 @@ fn batch_document_fields_and_types() {
     assert!(run.stderr.contains(&id[..8]), "{}", run.stderr);
 
     // batch.toml is there and says the same.
-    let text = std::fs::read_to_string(batch_toml(&env, &repo, &id)).unwrap();
+    let text = read(&batch_toml(&env, &repo, &id));
     let state: toml::Value = toml::from_str(&text).unwrap();
     assert_eq!(state["id"].as_str(), Some(id.as_str()));
     assert_eq!(state["label"].as_str(), Some("my work"));
@@ -514,7 +515,7 @@ fn failure_creating_registrations_undoes_everything() {
     );
     assert_eq!(listing(&env.workspace_root()), Vec::<PathBuf>::new());
     assert_eq!(
-        std::fs::read_to_string(git_dir(&env, &repo).join("worktrees")).unwrap(),
+        read(&git_dir(&env, &repo).join("worktrees")),
         "in the way\n"
     );
 }
@@ -657,7 +658,7 @@ fn a_full_id_resolves_before_a_label_that_shadows_it() {
     let b = id(&prepare(&env, &repo, &[]));
     // A label written before prepare refused such labels (or by hand).
     let toml = batch_toml(&env, &repo, &b);
-    let text = std::fs::read_to_string(&toml).unwrap();
+    let text = read(&toml);
     let edited = text.replacen(
         &format!("id = \"{b}\"\n"),
         &format!("id = \"{b}\"\nlabel = \"{a}\"\n"),

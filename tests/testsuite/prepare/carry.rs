@@ -3,6 +3,7 @@
 //! and `--copy-ignored` add up; cloned on a reflink filesystem, copied
 //! elsewhere; symlinks and executable bits kept; they stay ignored in the
 //! workspace and never change its snapshot; a failure undoes the prepare.
+use crate::common::files::read;
 
 use std::path::{Path, PathBuf};
 
@@ -50,10 +51,7 @@ fn nothing_is_carried_without_a_pattern() {
                 "{p} was carried without a pattern"
             );
         }
-        assert_eq!(
-            std::fs::read_to_string(ws.join("untracked.txt")).unwrap(),
-            "untracked\n"
-        );
+        assert_eq!(read(&ws.join("untracked.txt")), "untracked\n");
         assert_stays_ignored(&env, &repo, &ws, &doc);
     }
 }
@@ -153,10 +151,7 @@ fn worktreeinclude_config_and_cli_patterns_add_up_copied_without_reflink() {
         assert_eq!(c["copied"], 6, "{c}");
     }
     // The source's ignored files are untouched.
-    assert_eq!(
-        std::fs::read_to_string(repo.join(".env")).unwrap(),
-        "TOKEN=dev\n"
-    );
+    assert_eq!(read(&repo.join(".env")), "TOKEN=dev\n");
 }
 
 #[test]

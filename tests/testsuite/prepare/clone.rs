@@ -5,6 +5,7 @@
 //! and its index carries its own stat data, so that its first snapshot
 //! hashes nothing. The reflink test needs `GIT_DELEGATE_REFLINK_DIR` (see
 //! scripts/reflink-fs); without it it says SKIPPED (and fails under CI=true).
+use crate::common::files::read;
 
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -116,8 +117,5 @@ fn copied_workspaces_are_exact_clean_and_hash_nothing() {
     let doc = prepare(&env, &repo, &["-n", "3"]);
     let ws = check_workspaces(&env, &repo, &doc);
     std::fs::write(ws[2].join("src/m2/f2.txt"), b"edited, longer\n").unwrap();
-    assert_eq!(
-        std::fs::read_to_string(ws[1].join("src/m2/f2.txt")).unwrap(),
-        "small file 2\n"
-    );
+    assert_eq!(read(&ws[1].join("src/m2/f2.txt")), "small file 2\n");
 }

@@ -4,6 +4,7 @@
 //! still the copy that prepare made, and listed for the sweep once their
 //! batch is gone. The reflink tests need `GIT_DELEGATE_REFLINK_DIR` (see
 //! scripts/reflink-fs); without it they say SKIPPED (and fail under CI=true).
+use crate::common::files::read;
 
 use std::path::{Path, PathBuf};
 
@@ -93,7 +94,7 @@ fn a_scratch_copy_is_a_whole_reflink_copy_of_the_source() {
             .starts_with(".git-delegate-scratch-"));
         assert_eq!(t["exists"], true);
         // The owner marker names the batch, the task, the source and a pid.
-        let marker = std::fs::read_to_string(container.join("owner.toml")).unwrap();
+        let marker = read(&container.join("owner.toml"));
         assert!(marker.contains(&format!("batch = \"{id}\"")), "{marker}");
         assert!(
             marker.contains(&format!("task = \"{}\"", i + 1)),
@@ -424,10 +425,7 @@ fn a_replaced_copy_is_never_removed() {
         !copies[0].parent().unwrap().exists(),
         "task 1's copy is removed"
     );
-    assert_eq!(
-        std::fs::read_to_string(copies[1].join("keep.txt")).unwrap(),
-        "mine\n"
-    );
+    assert_eq!(read(&copies[1].join("keep.txt")), "mine\n");
     assert!(
         moved.join("README").exists(),
         "the moved copy is not touched"

@@ -1,6 +1,7 @@
 //! `workspace.setup` (design §3.20): run once in each new workspace's cwd
 //! with run's worker environment, its log per task; its ignored output is
 //! not work; a failing setup undoes the prepare; `run` uses it too.
+use crate::common::files::read;
 
 use crate::common::assert_has;
 use crate::common::fixtures::{
@@ -26,7 +27,7 @@ fn runs_once_per_workspace_with_the_workers_environment() {
     let (doc, roots) = prepare_roots(&env, &repo, &["-n", "3"]);
     let batch = id(&doc);
     for (i, root) in roots.iter().enumerate() {
-        let text = std::fs::read_to_string(root.join("deps/setup.txt")).unwrap();
+        let text = read(&root.join("deps/setup.txt"));
         let want = format!(
             "{} {i} {} {batch} {}\n",
             i + 1,
@@ -36,10 +37,7 @@ fn runs_once_per_workspace_with_the_workers_environment() {
         assert_eq!(text, want, "{}", root.display());
         let log =
             common_dir(&env, &repo).join(format!("delegate/logs/{batch}/setup-{}.log", i + 1));
-        assert_eq!(
-            std::fs::read_to_string(&log).unwrap(),
-            format!("set up {}\n", i + 1)
-        );
+        assert_eq!(read(&log), format!("set up {}\n", i + 1));
     }
     // Its ignored output is no work: every task ends no_changes.
     let apply = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
@@ -72,7 +70,7 @@ fn a_failing_setup_undoes_the_prepare() {
     let log = err["log"].as_str().unwrap();
     assert_has(message, log);
     assert!(log.ends_with("setup-2.log"), "{log}");
-    assert_eq!(std::fs::read_to_string(log).unwrap(), "broken\n");
+    assert_eq!(read(std::path::Path::new(log)), "broken\n");
     assert_eq!(err["task"], "2");
     assert_nothing_created(&env, &repo);
 }
@@ -103,7 +101,7 @@ fn run_uses_it() {
         .or(doc["batch"].as_str())
         .map(str::to_string);
     for t in ["1", "2"] {
-        let seen = std::fs::read_to_string(repo.join(format!("seen-{t}.txt"))).unwrap();
+        let seen = read(&repo.join(format!("seen-{t}.txt")));
         assert!(seen.starts_with(&format!("{t} ")), "{seen}");
         if let Some(b) = &batch {
             assert_has(&seen, b.as_str());

@@ -2,6 +2,7 @@
 //! of working-tree state, the tree git-delegate writes equals what
 //! `cp .git/index T; GIT_INDEX_FILE=T git add -A; git write-tree` gives, and
 //! the user's index stays byte-identical with the same mtime.
+use crate::common::files::read;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -98,7 +99,7 @@ fn messy_repository_matches_git_add_all() {
     let doc = assert_matches_oracle(&env, &repo);
     let ws = root(&doc, 0);
     // Spot checks on the workspace's disk.
-    assert_eq!(std::fs::read_to_string(ws.join("both")).unwrap(), "three\n");
+    assert_eq!(read(&ws.join("both")), "three\n");
     assert_eq!(
         std::fs::read_link(ws.join("link")).unwrap(),
         Path::new("dir/a")
@@ -108,12 +109,9 @@ fn messy_repository_matches_git_add_all() {
     let mode = |p: &str| std::fs::metadata(ws.join(p)).unwrap().permissions().mode() & 0o111;
     assert_eq!(mode("exe"), 0);
     assert_ne!(mode("plain"), 0);
-    assert_eq!(
-        std::fs::read_to_string(ws.join("new/deeper/still/file")).unwrap(),
-        "u\n"
-    );
-    assert_eq!(std::fs::read_to_string(ws.join("cached")).unwrap(), "c\n");
-    assert_eq!(std::fs::read_to_string(ws.join("ita")).unwrap(), "intent\n");
+    assert_eq!(read(&ws.join("new/deeper/still/file")), "u\n");
+    assert_eq!(read(&ws.join("cached")), "c\n");
+    assert_eq!(read(&ws.join("ita")), "intent\n");
 }
 
 #[test]
@@ -160,10 +158,7 @@ fn ignored_files_stay_out() {
     ] {
         assert!(!ws.join(p).exists(), "{p} was carried");
     }
-    assert_eq!(
-        std::fs::read_to_string(ws.join("tracked.log")).unwrap(),
-        "version 2\n"
-    );
+    assert_eq!(read(&ws.join("tracked.log")), "version 2\n");
     assert!(ws.join("kept.txt").exists() && ws.join("sub/kept").exists());
 }
 
@@ -263,7 +258,7 @@ fn unusual_file_names() {
         b"x\n"
     );
     assert_eq!(
-        std::fs::read_to_string(ws.join("dir with space/-dash/file name")).unwrap(),
+        read(&ws.join("dir with space/-dash/file name")),
         "dir with space/-dash/file name\n"
     );
 }

@@ -12,6 +12,7 @@
 //! The other user is real where it matters: `setpriv --reuid=12345` makes
 //! the folders and links an attacker would make. The tests need root for
 //! that (and for `chown`); run as another user they say SKIPPED.
+use crate::common::files::read;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -306,14 +307,8 @@ fn a_sticky_shared_root_works_and_what_prepare_makes_there_is_private() {
     for t in out["tasks"].as_array().unwrap() {
         assert_eq!(t["status"], "applied", "{out}");
     }
-    assert_eq!(
-        std::fs::read_to_string(repo.join("src/lib.rs")).unwrap(),
-        "pub fn f() -> u8 { 1 }\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("new.txt")).unwrap(),
-        "new\n"
-    );
+    assert_eq!(read(&repo.join("src/lib.rs")), "pub fn f() -> u8 { 1 }\n");
+    assert_eq!(read(&repo.join("new.txt")), "new\n");
     for w in &ws {
         assert!(w.symlink_metadata().is_err(), "{} is left", w.display());
     }
@@ -590,7 +585,7 @@ fn gc_never_enters_a_trash_replaced_by_a_symlink() {
 /// registration.
 fn point_task_at(env: &Env, repo: &Path, id: &str, outside: &Path) {
     let file = crate::common::fixtures::batch_toml(env, repo, id);
-    let mut state: toml::Value = toml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let mut state: toml::Value = toml::from_str(&read(&file)).unwrap();
     let task = &mut state["tasks"].as_array_mut().unwrap()[0];
     let ws = std::path::PathBuf::from(task["root"].as_str().unwrap());
     let dotgit = std::fs::read(ws.join(".git")).unwrap();

@@ -1,5 +1,6 @@
 //! Claude Code's worktree hooks (design §3.21) through the real binary:
 //! payloads on stdin as Claude Code sends them, `hooks install --claude`.
+use crate::common::files::read;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -69,14 +70,8 @@ fn create_from_top_and_subfolder_holds_the_dirty_tree() {
         &repo,
         json!({"session_id": "s", "hook_event_name": "WorktreeCreate", "name": "agent one", "cwd": repo}),
     );
-    assert_eq!(
-        std::fs::read_to_string(top.join("README")).unwrap(),
-        "hello\nedited\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(top.join("untracked.txt")).unwrap(),
-        "u\n"
-    );
+    assert_eq!(read(&top.join("README")), "hello\nedited\n");
+    assert_eq!(read(&top.join("untracked.txt")), "u\n");
     // Older spelling, from a subfolder: the folder printed is that subfolder.
     let sub = create(
         &env,
@@ -84,11 +79,8 @@ fn create_from_top_and_subfolder_holds_the_dirty_tree() {
         json!({"worktree_name": "two", "base_path": repo.join("sub")}),
     );
     assert!(sub.ends_with("two/sub"), "{sub:?}");
-    assert_eq!(std::fs::read_to_string(sub.join("s.txt")).unwrap(), "s\n");
-    assert_eq!(
-        std::fs::read_to_string(sub.join("../README")).unwrap(),
-        "hello\nedited\n"
-    );
+    assert_eq!(read(&sub.join("s.txt")), "s\n");
+    assert_eq!(read(&sub.join("../README")), "hello\nedited\n");
     // A third while both are open.
     let third = create(&env, &repo, json!({"name": "three", "cwd": repo}));
     let bs = batches(&env, &repo);
@@ -124,10 +116,7 @@ fn remove_lands_the_work_and_keeps_concurrent_edits() {
     )
     .expect(0);
     assert_eq!(run.stdout, "");
-    assert_eq!(
-        std::fs::read_to_string(repo.join("sub/from-b.txt")).unwrap(),
-        "B\n"
-    );
+    assert_eq!(read(&repo.join("sub/from-b.txt")), "B\n");
     assert!(!b.exists());
     assert_eq!(batches(&env, &repo).len(), 1);
     hook(
@@ -137,18 +126,9 @@ fn remove_lands_the_work_and_keeps_concurrent_edits() {
         &json!({"worktree_path": a}).to_string(),
     )
     .expect(0);
-    assert_eq!(
-        std::fs::read_to_string(repo.join("from-a.txt")).unwrap(),
-        "A\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("user.txt")).unwrap(),
-        "mine\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("README")).unwrap(),
-        "hello\nedited\n"
-    );
+    assert_eq!(read(&repo.join("from-a.txt")), "A\n");
+    assert_eq!(read(&repo.join("user.txt")), "mine\n");
+    assert_eq!(read(&repo.join("README")), "hello\nedited\n");
     assert_eq!(batches(&env, &repo).len(), 0);
     assert_eq!(
         env.private_refs(&repo)
@@ -175,10 +155,7 @@ fn remove_with_a_conflict_keeps_the_work() {
     assert_ne!(run.code, 0, "{}", run.stderr);
     assert_has(&run.stderr, "conflict");
     assert_has(&run.stderr, "kept");
-    assert_eq!(
-        std::fs::read_to_string(repo.join("README")).unwrap(),
-        "hello\nuser\n"
-    );
+    assert_eq!(read(&repo.join("README")), "hello\nuser\n");
     let bs = batches(&env, &repo);
     assert_eq!(bs.len(), 1);
     assert_eq!(bs[0]["tasks"][0]["state"], "conflict");

@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::common::assert_has;
+use crate::common::files::read;
 use crate::common::fixtures::commit_files;
 use crate::common::killed_at;
 use crate::common::with_fault;
@@ -125,7 +126,7 @@ fn workspaces_left_by_an_interrupted_clean_up_are_removed_later_kept_ones_are_no
         .join(".git/delegate/batches")
         .join(doc["batch"].as_str().unwrap())
         .join("batch.toml");
-    let text = std::fs::read_to_string(&toml).unwrap();
+    let text = read(&toml);
     std::fs::write(
         &toml,
         text.replacen("state = \"open\"", "state = \"applied\"", 1),

@@ -6,6 +6,7 @@
 //!
 //! Here: the field lists, the validator, the fixture and the checks of the
 //! contract itself; the documents the commands print are in `documents`.
+use crate::common::files::read;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -350,7 +351,7 @@ fn every_error_code_in_the_source_is_documented() {
             if path.extension().is_none_or(|e| e != "rs") {
                 continue;
             }
-            let source = std::fs::read_to_string(&path).unwrap();
+            let source = read(&path);
             for (i, _) in source.match_indices("\"delegate::") {
                 let rest = &source[i + 1..];
                 let end = rest.find('"').unwrap();

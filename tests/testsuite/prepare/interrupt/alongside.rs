@@ -3,6 +3,7 @@
 //! reclaimed by gc).
 
 use super::*;
+use crate::common::files::read;
 
 /// A corrupt batch, an interrupted one and an ordinary one in one
 /// repository: `apply` without BATCH means the ordinary one, `status
@@ -24,7 +25,7 @@ fn corrupt_interrupted_and_ordinary_batches_together() {
         .join("delegate/batches")
         .join(&bad)
         .join("batch.toml");
-    let text = std::fs::read_to_string(&toml).unwrap();
+    let text = read(&toml);
     // Cut inside a string, so the rest never parses whatever the paths'
     // lengths (a cut at a line's end can leave a valid, shorter batch).
     let cut = text[..text.len() / 2].rfind(" = \"").unwrap() + 4;

@@ -3,6 +3,7 @@
 //! a write-back is left over.
 
 use super::*;
+use crate::common::files::read;
 use crate::common::killed_at;
 
 /// Three tasks and the user's own edits: task 1 applies, task 2 changes
@@ -99,7 +100,7 @@ fn diff_source_is_what_apply_writes_and_changes_nothing() {
     );
     assert_eq!(tree_bytes(&repo), tree_bytes(&copy));
     // The user's edits are still there, in both.
-    let a = std::fs::read_to_string(repo.join("a.txt")).unwrap();
+    let a = read(&repo.join("a.txt"));
     assert!(
         a.contains("line two\n") && a.contains("line 15 by me\n"),
         "{a}"
