@@ -3,6 +3,7 @@
 //! normal integration (3-way with the live source, the journal), removing
 //! its ref and patch once written; a conflict writes nothing and keeps it.
 
+use crate::common::fixtures::strs;
 use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
@@ -93,12 +94,7 @@ fn a_gc_rescued_proposal_is_listed_and_lands_with_apply_kept() {
     assert_eq!(out["batch_open"], false);
     assert_eq!(out["tasks"][0]["name"], "1");
     assert_eq!(out["tasks"][0]["status"], "applied", "{out:#}");
-    let mut applied: Vec<&str> = out["applied_paths"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
+    let mut applied: Vec<&str> = strs(&out["applied_paths"]);
     applied.sort();
     assert_eq!(applied, vec!["README", "dir/new.txt"]);
     assert_eq!(out["kept_proposal"]["ref"], r.as_str());

@@ -4,6 +4,7 @@
 //! the stash stays open instead of `no_changes`, and `drop` refuses
 //! without `--force`. Real git in real workspaces.
 use crate::common::files::read;
+use crate::common::succeed_as;
 
 use std::path::{Path, PathBuf};
 
@@ -196,22 +197,16 @@ fn following_the_printed_stash_hint_brings_the_work_back_and_applies_it() {
     assert!(run.stdout.contains(&format!("`{again}`")), "{}", run.stdout);
 
     // Run the hint as printed, through a shell, then apply as printed.
-    let status = std::process::Command::new("sh")
-        .arg("-c")
+    let mut sh = std::process::Command::new("sh");
+    sh.arg("-c")
         .arg(&pop)
         .current_dir(&repo)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", env.home())
         .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(
-        status.status.success(),
-        "{pop} failed: {}",
-        String::from_utf8_lossy(&status.stderr)
-    );
+        .env("GIT_CONFIG_NOSYSTEM", "1");
+    succeed_as(sh, &format!("{pop} failed"));
     assert!(stash_list(&env, &repo).is_empty());
     let doc = env
         .delegate(&repo, ["apply", &short, "--json"])

@@ -1,6 +1,7 @@
 //! `git delegate apply --verify CMD` (design §3.10) end to end: real
 //! repositories, a real shell script as CMD, real processes.
 use crate::common::files::read;
+use crate::common::fixtures::strs;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -213,12 +214,7 @@ fn check_culprits(culprits: &[usize]) {
     assert_eq!(doc["verify"]["command"], f.cmd());
     // Every run says what it tested, and the script saw the same.
     for (run, line) in runs.iter().zip(&lines) {
-        let names: Vec<&str> = run["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap())
-            .collect();
+        let names: Vec<&str> = strs(&run["tasks"]);
         assert!(
             line.starts_with(&format!("tasks=[{}] verify=1", names.join(" "))),
             "{line} vs {names:?}"

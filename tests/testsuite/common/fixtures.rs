@@ -118,6 +118,15 @@ pub fn strings(v: &Value) -> Vec<String> {
         .collect()
 }
 
+/// A JSON array of strings as `&str`s.
+pub fn strs(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect()
+}
+
 /// The `key` of every element of the JSON array `v`, as text.
 pub fn field_strs<'a>(v: &'a Value, key: &str) -> Vec<&'a str> {
     v.as_array()

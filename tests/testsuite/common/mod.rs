@@ -231,14 +231,51 @@ pub fn path_with_delegate() -> std::ffi::OsString {
 }
 
 /// Run `cmd`, assert that it succeeded (showing its stderr), return its output.
-pub fn succeed(mut cmd: impl std::borrow::BorrowMut<Command>) -> Output {
+#[track_caller]
+pub fn succeed(cmd: impl std::borrow::BorrowMut<Command>) -> Output {
+    succeed_as(cmd, "")
+}
+
+/// [`succeed`], the failure message starting with `what` (the command as
+/// the test names it).
+#[track_caller]
+pub fn succeed_as(mut cmd: impl std::borrow::BorrowMut<Command>, what: &str) -> Output {
     let out = cmd.borrow_mut().output().unwrap();
+    assert_succeeded(&out, what);
+    out
+}
+
+/// Run `cmd` with `input` on its stdin (stdout and stderr captured), assert
+/// that it succeeded (`what` and its stderr shown if not), return its output.
+#[track_caller]
+pub fn succeed_with_input(
+    mut cmd: impl std::borrow::BorrowMut<Command>,
+    input: &[u8],
+    what: &str,
+) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .borrow_mut()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_succeeded(&out, what);
+    out
+}
+
+#[track_caller]
+fn assert_succeeded(out: &Output, what: &str) {
+    let sep = if what.is_empty() { "" } else { ": " };
     assert!(
         out.status.success(),
-        "{}",
+        "{what}{sep}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    out
 }
 
 /// Run `cmd` (a `git-delegate` command) with the test-only fault point

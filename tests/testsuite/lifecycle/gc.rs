@@ -2,6 +2,7 @@
 //! batches and leftovers; live batches and anything not ours are never
 //! touched; `--dry-run` changes nothing.
 use crate::common::files::read;
+use crate::common::fixtures::strs;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -532,12 +533,7 @@ fn gc_rescues_the_rest_and_keeps_a_workspace_holding_a_nested_repository() {
     assert_eq!(kept[0]["task"], "1");
     assert_eq!(kept[0]["nested_repositories"], serde_json::json!(["lib"]));
     assert!(gc.get("lossy_paths").is_none(), "{gc:#}");
-    let left: Vec<&str> = gc["left_alone"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_str().unwrap())
-        .collect();
+    let left: Vec<&str> = strs(&gc["left_alone"]);
     assert!(left.contains(&ws.to_str().unwrap()), "{gc:#}");
     assert!(ws.join("lib/.git").is_dir());
     assert_eq!(

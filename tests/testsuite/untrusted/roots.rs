@@ -13,6 +13,8 @@
 //! the folders and links an attacker would make. The tests need root for
 //! that (and for `chown`); run as another user they say SKIPPED.
 use crate::common::files::read;
+use crate::common::fixtures::strs;
+use crate::common::succeed_as;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -52,24 +54,18 @@ fn mode_of(p: &Path) -> u32 {
 
 /// Run `script` with `sh -c` as the other user, as an attacker would.
 fn as_other(dir: &Path, script: &str) {
-    let out = Command::new("setpriv")
-        .args([
-            &format!("--reuid={OTHER}"),
-            &format!("--regid={OTHER}"),
-            "--clear-groups",
-            "--",
-            "sh",
-            "-c",
-            script,
-        ])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "as uid {OTHER}: {script}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut cmd = Command::new("setpriv");
+    cmd.args([
+        &format!("--reuid={OTHER}"),
+        &format!("--regid={OTHER}"),
+        "--clear-groups",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ])
+    .current_dir(dir);
+    succeed_as(cmd, &format!("as uid {OTHER}: {script}"));
 }
 
 /// A repository with a few files, its workspace root `<env>/shared` with
@@ -390,12 +386,7 @@ fn drop_and_gc_never_enter_a_batch_folder_replaced_by_a_symlink() {
         )],
         "{out}"
     );
-    let left: Vec<&str> = out["left_alone"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_str().unwrap())
-        .collect();
+    let left: Vec<&str> = strs(&out["left_alone"]);
     for w in &ws {
         assert!(left.contains(&w.to_str().unwrap()), "{out}");
     }

@@ -6,6 +6,7 @@
 use super::*;
 use crate::common::assert_has;
 use crate::common::fixtures::{commit_files, field_strs};
+use crate::common::succeed_as;
 
 /// A git repository a worker made in its workspace: `git init` with a commit
 /// of its own (task 1), and a `git clone` of another local repository under
@@ -290,16 +291,9 @@ fn the_command_to_remove_a_kept_workspace_works_as_printed() {
     // keeps it before removing the worktree.
     env.git(&ws, ["add", "-A"]);
     env.git(&ws, ["commit", "-q", "-m", "inner result"]);
-    let out = env
-        .git_cmd(&repo)
-        .args(["-c", "core.hooksPath=/dev/null"])
-        .args(cmd.split_whitespace().skip(1))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut git = env.git_cmd(&repo);
+    git.args(["-c", "core.hooksPath=/dev/null"])
+        .args(cmd.split_whitespace().skip(1));
+    succeed_as(git, &cmd);
     assert!(!ws.exists());
 }

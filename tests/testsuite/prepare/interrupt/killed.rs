@@ -3,6 +3,7 @@
 //! alone); a complete batch records its folders, a killed one none.
 
 use super::*;
+use crate::common::fixtures::strs;
 
 #[test]
 fn killed_prepare_is_refused_reported_and_removed_whole() {
@@ -223,12 +224,7 @@ fn killed_prepare_removal_leaves_swapped_folders_alone() {
             .expect(0)
             .json();
         assert_eq!(dry["workspaces_removed"], 1, "{context}: {dry}");
-        let mut left: Vec<&str> = dry["left_alone"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p.as_str().unwrap())
-            .collect();
+        let mut left: Vec<&str> = strs(&dry["left_alone"]);
         left.sort();
         assert_eq!(
             left,

@@ -6,10 +6,9 @@
 //! Here: trees as an attacker writes them, the hostile shapes, the remote
 //! setup and the checks; the tests are in `remote`, `local` and `undo`.
 
-use std::io::Write;
+use crate::common::succeed_with_input;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use serde_json::Value;
 
@@ -38,21 +37,9 @@ fn dir(entries: Vec<(&'static [u8], Node)>) -> Node {
 
 /// Run git with `input` on stdin; its trimmed stdout.
 fn git_in(env: &Env, repo: &Path, args: &[&str], input: &[u8]) -> String {
-    let mut child = env
-        .git_cmd(repo)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut git = env.git_cmd(repo);
+    git.args(args);
+    let out = succeed_with_input(git, input, &format!("git {args:?}"));
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::common::assert_has;
+use crate::common::succeed;
 
 #[test]
 fn a_rejecting_remote_undoes_the_prepare() {
@@ -200,20 +201,12 @@ fn transport_runs_git_never_prompting_and_without_the_sources_variables() {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let run = t
-        .user
-        .delegate_cmd(&t.src)
-        .env("PATH", &path)
+    let mut cmd = t.user.delegate_cmd(&t.src);
+    cmd.env("PATH", &path)
         .env("GIT_DIR", t.src.join(".git"))
         .env("GIT_WORK_TREE", &t.src)
-        .args(["prepare", "--remote", "origin", "a", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+        .args(["prepare", "--remote", "origin", "a", "--json"]);
+    succeed(cmd);
     let logged = read(&log);
     let push: Vec<&str> = logged
         .split("CALL ")
