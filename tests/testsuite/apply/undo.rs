@@ -3,6 +3,7 @@
 //! other lines survive, conflicting rewrites refuse with nothing changed,
 //! crashes are recovered, `--list`, gc pruning.
 use crate::common::files::read;
+use crate::common::fixtures::paused_at;
 
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
@@ -442,26 +443,11 @@ fn undo_names_applies_by_prefix_and_refuses_unknown_ones() {
 fn undo_killed_by_sigkill_before_it_writes_changes_nothing() {
     let (env, repo, pre, id) = applied();
     let post = tree(&repo);
-    let paused = env.path().join("paused");
-    let mut child = env
-        .delegate_cmd(&repo)
-        .args(["undo"])
-        .env("GIT_DELEGATE_TEST_PAUSE", "undo-before-write")
-        .env("GIT_DELEGATE_TEST_PAUSED", &paused)
+    let mut undo = env.delegate_cmd(&repo);
+    undo.args(["undo"])
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
-    while !std::fs::read_to_string(&paused)
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l == "undo-before-write")
-    {
-        assert!(child.try_wait().unwrap().is_none(), "undo ended early");
-        assert!(std::time::Instant::now() < deadline, "undo never paused");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+        .stderr(std::process::Stdio::null());
+    let mut child = paused_at(&env, undo, "undo-before-write");
     child.kill().unwrap(); // SIGKILL
     assert_eq!(child.wait().unwrap().signal(), Some(9));
     assert_eq!(tree(&repo), post);

@@ -4,6 +4,7 @@
 //! runs it exactly as printed (`sh -c`, in the repository, the binary on
 //! PATH: `Env::sh`) and checks it did what the hint says.
 
+use crate::common::fixtures::paused_at;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -430,27 +431,12 @@ fn forbid_commit_apply_hint_brings_the_work_back() {
 
 /// A prepare killed once it recorded its marker.
 fn killed_prepare(env: &Env, repo: &Path) {
-    let paused = env.path().join("paused");
-    let _ = std::fs::remove_file(&paused);
-    let mut child = env
-        .delegate_cmd(repo)
+    let mut prepare = env.delegate_cmd(repo);
+    prepare
         .args(["prepare", "-n", "2", "--label", "work"])
-        .env("GIT_DELEGATE_TEST_PAUSE", "marked")
-        .env("GIT_DELEGATE_TEST_PAUSED", &paused)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !std::fs::read_to_string(&paused)
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l == "marked")
-    {
-        assert!(child.try_wait().unwrap().is_none(), "prepare ended early");
-        assert!(Instant::now() < deadline, "prepare never reached marked");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        .stderr(Stdio::null());
+    let mut child = paused_at(env, prepare, "marked");
     child.kill().unwrap();
     child.wait().unwrap();
 }

@@ -275,6 +275,32 @@ pub fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// Spawn `cmd` (a `git-delegate` command, its stdio set by the caller)
+/// with the test-only pause point `point` (`GIT_DELEGATE_TEST_PAUSE`) and
+/// wait until it reports that it waits there; asserts it neither ends nor
+/// hangs first. Removing `env.path()/paused` lets it go on.
+#[track_caller]
+pub fn paused_at(env: &Env, mut cmd: std::process::Command, point: &str) -> std::process::Child {
+    let paused = env.path().join("paused");
+    let _ = std::fs::remove_file(&paused);
+    let mut child = cmd
+        .env("GIT_DELEGATE_TEST_PAUSE", point)
+        .env("GIT_DELEGATE_TEST_PAUSED", &paused)
+        .spawn()
+        .unwrap_or_else(|e| panic!("start git-delegate: {e}"));
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !std::fs::read_to_string(&paused)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l == point)
+    {
+        assert!(child.try_wait().unwrap().is_none(), "ended before {point}");
+        assert!(Instant::now() < deadline, "never paused at {point}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child
+}
+
 /// Write a file, creating parent folders.
 pub fn write(path: &Path, text: &str) {
     if let Some(p) = path.parent() {

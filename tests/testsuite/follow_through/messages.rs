@@ -2,6 +2,7 @@
 //! exact text and, where it prints a command, by running that command as
 //! printed.
 
+use crate::common::fixtures::paused_at;
 use std::path::Path;
 
 use crate::common::assert_has;
@@ -200,27 +201,13 @@ fn a_killed_refresh_is_told_as_a_refresh_of_the_workspace() {
     std::fs::write(ws.join("task.txt"), "the task's\n").unwrap();
     // A change of the user's that the refresh brings into the workspace.
     std::fs::write(repo.join("user.txt"), "the user's\n").unwrap();
-    let paused = env.path().join("paused");
-    let mut child = env
-        .delegate_cmd(&repo)
+    let mut refresh = env.delegate_cmd(&repo);
+    refresh
         .args(["refresh", "1"])
-        .env("GIT_DELEGATE_TEST_PAUSE", "writeback-after-temp-files")
-        .env("GIT_DELEGATE_TEST_PAUSED", &paused)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let guard = std::time::Instant::now() + std::time::Duration::from_secs(300);
-    while !std::fs::read_to_string(&paused)
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l == "writeback-after-temp-files")
-    {
-        assert!(child.try_wait().unwrap().is_none(), "refresh ended early");
-        assert!(std::time::Instant::now() < guard, "refresh never paused");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+        .stderr(Stdio::null());
+    let mut child = paused_at(&env, refresh, "writeback-after-temp-files");
     child.kill().unwrap();
     child.wait().unwrap();
     let gc = env.delegate(&repo, ["gc"]);

@@ -9,6 +9,7 @@
 //! tests need `GIT_DELEGATE_BTRFS_DIR` (see scripts/btrfs-fs); without it
 //! they say SKIPPED (and fail under CI=true).
 use crate::common::files::read;
+use crate::common::fixtures::paused_at;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -615,25 +616,12 @@ fn a_verification_killed_between_snapshot_and_git_file_leaves_nothing_behind() {
     let ws = roots(&doc);
     write(&ws[0].join("one.txt"), "one\n");
     write(&ws[1].join("two.txt"), "two\n");
-    let paused = env.path().join("paused");
-    let mut child = env
-        .delegate_cmd(&repo)
+    let mut apply = env.delegate_cmd(&repo);
+    apply
         .args(["apply", "--verify", "true"])
-        .env("GIT_DELEGATE_TEST_PAUSE", "verify-snapshotted")
-        .env("GIT_DELEGATE_TEST_PAUSED", &paused)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !std::fs::read_to_string(&paused)
-        .unwrap_or_default()
-        .contains("verify-snapshotted")
-    {
-        assert!(child.try_wait().unwrap().is_none(), "apply ended early");
-        assert!(Instant::now() < deadline, "apply never paused");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        .stderr(std::process::Stdio::null());
+    let mut child = paused_at(&env, apply, "verify-snapshotted");
     child.kill().unwrap();
     child.wait().unwrap();
     let batch_dir = ws[0].parent().unwrap().to_path_buf();

@@ -13,6 +13,7 @@
 //! the folders and links an attacker would make. The tests need root for
 //! that (and for `chown`); run as another user they say SKIPPED.
 use crate::common::files::read;
+use crate::common::fixtures::paused_at;
 use crate::common::fixtures::strs;
 use crate::common::succeed_as;
 
@@ -20,7 +21,6 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -493,26 +493,12 @@ fn gc_removes_a_leftover_through_the_handle_it_checked_not_a_symlink_swapped_in(
 
     // gc stops once it has checked the folder, before it removes it; the
     // batch folder is swapped for a symlink to the victim then.
-    let paused = env.path().join("paused");
-    let mut child = env
-        .delegate_cmd(&repo)
-        .args(["gc", "--json"])
-        .env("GIT_DELEGATE_TEST_PAUSE", "gc-leftover-checked")
-        .env("GIT_DELEGATE_TEST_PAUSED", &paused)
+    let mut gc = env.delegate_cmd(&repo);
+    gc.args(["gc", "--json"])
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(180);
-    while !std::fs::read_to_string(&paused)
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l == "gc-leftover-checked")
-    {
-        assert!(child.try_wait().unwrap().is_none(), "gc ended early");
-        assert!(Instant::now() < deadline, "gc never paused");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+        .stderr(Stdio::piped());
+    let child = paused_at(&env, gc, "gc-leftover-checked");
+    let paused = env.path().join("paused");
     let batch_folder = ws.parent().unwrap().to_path_buf();
     let aside = swap_for_link(&env, &batch_folder, &victim);
     // Removing the file lets gc go on.
