@@ -4,6 +4,7 @@
 //! and fail under `CI=true`. They fill that filesystem, so they run one at
 //! a time (`common::mounts::Small` holds the lock every test that fills a
 //! small filesystem takes), each in its own folder there, removed at the end.
+use crate::common::files::read_bytes;
 
 use std::path::{Path, PathBuf};
 
@@ -134,12 +135,12 @@ fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
     ));
     assert!(!batch_dir.join("writeback.journal").exists());
     // The work is kept: the workspace still holds it.
-    assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"one, edited\n");
+    assert_eq!(read_bytes(&ws.join("a.txt")), b"one, edited\n");
     // With space again, the same apply writes it.
     std::fs::remove_file(&small.fill).unwrap();
     env.delegate(&repo, ["apply", "--json"]).expect(0);
-    assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"one, edited\n");
-    assert_eq!(std::fs::read(repo.join("big.bin")).unwrap().len(), 3 << 20);
+    assert_eq!(read_bytes(&repo.join("a.txt")), b"one, edited\n");
+    assert_eq!(read_bytes(&repo.join("big.bin")).len(), 3 << 20);
 }
 
 #[test]
@@ -166,6 +167,6 @@ fn apply_that_cannot_record_a_proposal_on_a_full_disk_names_enospc_and_keeps_the
     assert_has(message, "no space left on device");
     assert!(!message.contains("cannot read"), "{message}");
     assert!(digest(&repo, true) == before, "the source changed");
-    assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"one, edited\n");
+    assert_eq!(read_bytes(&ws.join("a.txt")), b"one, edited\n");
     assert!(ws.join("big0").exists());
 }

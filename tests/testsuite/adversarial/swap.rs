@@ -6,7 +6,9 @@
 //! is not the folder prepare made: never read it (the missing files would
 //! become deletions in the source), never signal a process in it, never
 //! remove it; apply reports the task `failed` with reason `workspace_missing`.
+
 use crate::common::files::read;
+use crate::common::files::read_bytes;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -161,10 +163,7 @@ impl Swapped {
             self.sleeper.try_wait().unwrap().is_none(),
             "the process in the copy was stopped by {after}"
         );
-        assert_eq!(
-            std::fs::read(self.moved.join("a.txt")).unwrap(),
-            b"the worker's a\n"
-        );
+        assert_eq!(read_bytes(&self.moved.join("a.txt")), b"the worker's a\n");
     }
 }
 
@@ -363,11 +362,8 @@ fn a_batch_recorded_without_identities_still_applies_and_still_refuses_a_symlink
     assert_eq!(doc["tasks"][0]["status"], "applied", "{doc:#}");
     assert_eq!(doc["tasks"][1]["status"], "failed", "{doc:#}");
     assert_eq!(doc["tasks"][1]["reason"], "workspace_missing", "{doc:#}");
-    assert_eq!(
-        std::fs::read(repo.join("a.txt")).unwrap(),
-        b"the worker's a\n"
-    );
-    assert_eq!(std::fs::read(repo.join("b.txt")).unwrap(), b"b\n");
+    assert_eq!(read_bytes(&repo.join("a.txt")), b"the worker's a\n");
+    assert_eq!(read_bytes(&repo.join("b.txt")), b"b\n");
     assert!(!roots[0].exists());
     assert_eq!(files(&copy), copy_before);
     assert!(roots[1]
@@ -406,9 +402,6 @@ fn a_workspace_root_reached_through_a_symlinked_folder_is_still_ours() {
     assert_eq!(doc["batches"][0]["tasks"][0]["changed_paths"], 1, "{doc:#}");
     let doc = run(&["apply", "--json"], 0);
     assert_eq!(doc["tasks"][0]["status"], "applied", "{doc:#}");
-    assert_eq!(
-        std::fs::read(repo.join("a.txt")).unwrap(),
-        b"the worker's a\n"
-    );
+    assert_eq!(read_bytes(&repo.join("a.txt")), b"the worker's a\n");
     assert!(!root.exists());
 }

@@ -10,6 +10,7 @@
 //! Set `CRASH_SEED` to replay the random delays of a failed run, and
 //! `CRASH_ON_DISK=1` to run on the disk instead of a tmpfs (slower: every
 //! fsync is real).
+use crate::common::files::read_bytes;
 
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
@@ -551,8 +552,8 @@ fn a_path_edited_after_a_crash_is_never_rolled_back_over() {
         env.delegate_cmd(&repo).args(["apply", "--json"]),
         "after-rename:5",
     );
-    assert_eq!(std::fs::read(repo.join("f1.txt")).unwrap(), b"task 1\n");
-    assert_eq!(std::fs::read(repo.join("f2.txt")).unwrap(), b"task 2\n");
+    assert_eq!(read_bytes(&repo.join("f1.txt")), b"task 1\n");
+    assert_eq!(read_bytes(&repo.join("f2.txt")), b"task 2\n");
     // The user saves over f1.txt (the same length: only the bytes tell).
     std::fs::write(repo.join("f1.txt"), b"USER 1\n").unwrap();
 
@@ -580,8 +581,8 @@ fn a_path_edited_after_a_crash_is_never_rolled_back_over() {
     assert_eq!(paths.len(), 1, "{doc:#}");
     assert_eq!(paths[0]["path"], "f1.txt", "{doc:#}");
     let kept = PathBuf::from(paths[0]["kept"].as_str().unwrap());
-    assert_eq!(std::fs::read(&kept).unwrap(), b"original 1\n");
-    assert_eq!(std::fs::read(repo.join("f1.txt")).unwrap(), b"USER 1\n");
+    assert_eq!(read_bytes(&kept), b"original 1\n");
+    assert_eq!(read_bytes(&repo.join("f1.txt")), b"USER 1\n");
     let mut expect = pre.clone();
     expect.get_mut(&b"f1.txt"[..]).unwrap().1 = b"USER 1\n".to_vec();
     let mut now = tree(&repo);
@@ -616,14 +617,11 @@ fn a_path_edited_after_a_crash_is_never_rolled_back_over() {
     assert!(!journal_exists(&repo));
     for i in 1..=4 {
         assert_eq!(
-            std::fs::read(repo.join(format!("f{i}.txt"))).unwrap(),
+            read_bytes(&repo.join(format!("f{i}.txt"))),
             format!("task {i}\n").as_bytes()
         );
     }
     assert!(!repo.join("gone.txt").exists());
-    assert_eq!(
-        std::fs::read(repo.join("added.txt")).unwrap(),
-        b"added by the task\n"
-    );
+    assert_eq!(read_bytes(&repo.join("added.txt")), b"added by the task\n");
     assert_eq!(index_bytes(&repo), index);
 }

@@ -2,6 +2,7 @@
 //! what `apply --discard` kept, and `apply --kept REF` lands one through the
 //! normal integration (3-way with the live source, the journal), removing
 //! its ref and patch once written; a conflict writes nothing and keeps it.
+use crate::common::files::read_bytes;
 
 use crate::common::fixtures::strs;
 use std::path::{Path, PathBuf};
@@ -33,7 +34,7 @@ fn digest(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
                 stack.push(p.clone());
                 out.push((p, Vec::new()));
             } else if md.is_file() {
-                out.push((p.clone(), std::fs::read(&p).unwrap()));
+                out.push((p.clone(), read_bytes(&p)));
             }
         }
     }
@@ -159,10 +160,7 @@ fn a_discarded_tasks_proposal_lands_with_apply_kept_and_its_task_is_applied() {
     assert_eq!(out["tasks"][0]["status"], "applied", "{out:#}");
     assert_eq!(out["batch_open"], true);
     assert_eq!(read_lossy(&repo.join("README")), "the worker's work\n");
-    assert_eq!(
-        std::fs::read(repo.join("new.bin")).unwrap(),
-        b"\x00\x01binary\xff\n"
-    );
+    assert_eq!(read_bytes(&repo.join("new.bin")), b"\x00\x01binary\xff\n");
     assert_eq!(read_lossy(&repo.join("one.txt")), "one\n");
     assert!(!env.private_refs(&repo).contains(&r));
     assert!(!patch.exists());

@@ -2,7 +2,9 @@
 //! `--3way --index`) of it on a checkout of the baseline reproduces the
 //! proposal tree exactly, and for text changes it is byte-identical to
 //! `git diff --full-index --binary --no-renames`.
+
 use crate::common::files::read;
+use crate::common::files::read_bytes;
 
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -181,7 +183,7 @@ fn text_patch_is_byte_identical_to_git_diff() {
         std::fs::create_dir(ws.join("filedir")).unwrap();
         std::fs::write(ws.join("filedir/now.txt"), "dir now\n").unwrap();
     });
-    let ours = std::fs::read(&patch).unwrap();
+    let ours = read_bytes(&patch);
     let out = env
         .git_cmd(&repo)
         .args([

@@ -3,7 +3,9 @@
 //! never deletes anything else), `gc` and later commands sweeping what a
 //! killed deleter left, and big files streamed: their patch refers to the
 //! blob instead of carrying it, and still applies with `git apply --3way`.
+
 use crate::common::files::read;
+use crate::common::files::read_bytes;
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -338,15 +340,12 @@ fn big_files_apply_and_their_patch_refers_to_the_blobs() {
     let out = env.delegate(&repo, ["apply", "--json"]).expect(1).json();
     assert_eq!(task(&out, "1")["status"], "conflict");
     assert_eq!(task(&out, "2")["status"], "applied");
-    assert_eq!(std::fs::read(repo.join("other.bin")).unwrap(), other);
-    assert_eq!(
-        std::fs::read(repo.join("old.bin")).unwrap(),
-        noise(9 * MIB, 1)
-    );
+    assert_eq!(read_bytes(&repo.join("other.bin")), other);
+    assert_eq!(read_bytes(&repo.join("old.bin")), noise(9 * MIB, 1));
 
     // The kept patch names the big blobs instead of carrying them.
     let patch = PathBuf::from(task(&out, "1")["patch"].as_str().unwrap());
-    let text = std::fs::read(&patch).unwrap();
+    let text = read_bytes(&patch);
     assert!(
         text.len() < 4096,
         "the patch carries data: {} bytes",
@@ -374,8 +373,8 @@ fn big_files_apply_and_their_patch_refers_to_the_blobs() {
         ],
     );
     env.git(&check, ["apply", "--3way", patch.to_str().unwrap()]);
-    assert_eq!(std::fs::read(check.join("old.bin")).unwrap(), changed);
-    assert_eq!(std::fs::read(check.join("new.bin")).unwrap(), added);
+    assert_eq!(read_bytes(&check.join("old.bin")), changed);
+    assert_eq!(read_bytes(&check.join("new.bin")), added);
     assert!(!check.join("gone.bin").exists());
     assert_eq!(read(&check.join("small.txt")), "one\nTWO by task\nthree\n");
     env.git(
@@ -387,8 +386,8 @@ fn big_files_apply_and_their_patch_refers_to_the_blobs() {
     std::fs::write(repo.join("small.txt"), "one\ntwo\nthree\n").unwrap();
     let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     assert_eq!(task(&out, "1")["status"], "applied");
-    assert_eq!(std::fs::read(repo.join("old.bin")).unwrap(), changed);
-    assert_eq!(std::fs::read(repo.join("new.bin")).unwrap(), added);
+    assert_eq!(read_bytes(&repo.join("old.bin")), changed);
+    assert_eq!(read_bytes(&repo.join("new.bin")), added);
     assert!(!repo.join("gone.bin").exists());
     wait_for_empty_trash(&env, &base_of(&ws[0]));
 }
@@ -410,5 +409,5 @@ fn a_big_file_the_user_changed_meanwhile_is_never_overwritten() {
     let out = env.delegate(&repo, ["apply", "--json"]).expect(1).json();
     assert_eq!(task(&out, "1")["status"], "conflict");
     assert_eq!(task(&out, "1")["reason"], "source_changed");
-    assert_eq!(std::fs::read(repo.join("data.bin")).unwrap(), mine);
+    assert_eq!(read_bytes(&repo.join("data.bin")), mine);
 }

@@ -4,7 +4,9 @@
 //! twice, once forced onto the whole snapshot
 //! (`GIT_DELEGATE_FULL_SOURCE_SNAPSHOT`), and both runs must give the same
 //! statuses, reasons, conflicts, written paths and working tree.
+
 use crate::common::files::read;
+use crate::common::files::read_bytes;
 
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -40,7 +42,7 @@ fn digest(dir: &Path) -> Vec<(String, String)> {
                 format!(
                     "F {:o} {}",
                     md.mode() & 0o111,
-                    String::from_utf8_lossy(&std::fs::read(&p).unwrap())
+                    String::from_utf8_lossy(&read_bytes(&p))
                 )
             };
             out.push((rel, what));
@@ -92,7 +94,7 @@ fn scenario(
     let ws: Vec<PathBuf> = roots(&doc);
     work(&ws);
     meanwhile(&env, &repo);
-    let index_before = std::fs::read(repo.join(".git/index")).unwrap();
+    let index_before = read_bytes(&repo.join(".git/index"));
     let mut cmd = env.delegate_cmd(&repo);
     cmd.arg("apply").arg("--json").args(args);
     if full {
@@ -107,10 +109,7 @@ fn scenario(
             String::from_utf8_lossy(&out.stderr)
         )
     });
-    assert_eq!(
-        std::fs::read(repo.join(".git/index")).unwrap(),
-        index_before
-    );
+    assert_eq!(read_bytes(&repo.join(".git/index")), index_before);
     outcome(code, &doc, &repo)
 }
 

@@ -1,7 +1,9 @@
 //! Every design §5 error that reaches prepare, status, drop and renew: the
 //! exit status, the error code in the `--json` error document, a miette
 //! diagnostic on stderr, and nothing created afterwards.
+
 use crate::common::files::read;
+use crate::common::files::read_bytes;
 
 use std::path::Path;
 
@@ -238,8 +240,8 @@ fn unknown_and_ambiguous_batches() {
     delegate_with_id(&env, &repo, ID_B, &["prepare", "--label", "second"]).expect(0);
     let before = (
         env.private_refs(&repo),
-        std::fs::read(batch_toml(&env, &repo, ID_A)).unwrap(),
-        std::fs::read(batch_toml(&env, &repo, ID_B)).unwrap(),
+        read_bytes(&batch_toml(&env, &repo, ID_A)),
+        read_bytes(&batch_toml(&env, &repo, ID_B)),
     );
     for cmd in ["status", "drop", "renew"] {
         // Unknown.
@@ -260,8 +262,8 @@ fn unknown_and_ambiguous_batches() {
         before,
         (
             env.private_refs(&repo),
-            std::fs::read(batch_toml(&env, &repo, ID_A)).unwrap(),
-            std::fs::read(batch_toml(&env, &repo, ID_B)).unwrap(),
+            read_bytes(&batch_toml(&env, &repo, ID_A)),
+            read_bytes(&batch_toml(&env, &repo, ID_B)),
         )
     );
     // What does select: the full id, then a label (even one that looks like
@@ -387,7 +389,7 @@ fn bad_durations_and_pids_on_the_command_line() {
     );
     assert_nothing_created(&env, &repo);
     let doc = prepare(&env, &repo, &[]);
-    let before = std::fs::read(batch_toml(&env, &repo, &id(&doc))).unwrap();
+    let before = read_bytes(&batch_toml(&env, &repo, &id(&doc)));
     expect_error(
         &env,
         &repo,
@@ -402,10 +404,7 @@ fn bad_durations_and_pids_on_the_command_line() {
         2,
         "delegate::owner_not_running",
     );
-    assert_eq!(
-        std::fs::read(batch_toml(&env, &repo, &id(&doc))).unwrap(),
-        before
-    );
+    assert_eq!(read_bytes(&batch_toml(&env, &repo, &id(&doc))), before);
 }
 
 /// Hold the repository lock from another process with util-linux `flock`.
@@ -450,7 +449,7 @@ impl Drop for LockHolder {
 fn lock_held_past_the_timeout() {
     let (env, repo) = Env::with_repo("locked");
     let doc = prepare(&env, &repo, &[]);
-    let state = std::fs::read(batch_toml(&env, &repo, &id(&doc))).unwrap();
+    let state = read_bytes(&batch_toml(&env, &repo, &id(&doc)));
     let refs = env.private_refs(&repo);
     config(&env, &repo, "[lock]\ntimeout = \"1s\"\n");
     let holder = LockHolder::new(&env, &repo);
@@ -467,10 +466,7 @@ fn lock_held_past_the_timeout() {
     // status takes no lock.
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
     assert_eq!(st["batches"].as_array().unwrap().len(), 1);
-    assert_eq!(
-        std::fs::read(batch_toml(&env, &repo, &id(&doc))).unwrap(),
-        state
-    );
+    assert_eq!(read_bytes(&batch_toml(&env, &repo, &id(&doc))), state);
     assert_eq!(env.private_refs(&repo), refs);
     assert_eq!(registrations(&common_dir(&env, &repo)).len(), 1);
     drop(holder);

@@ -2,6 +2,7 @@
 //! the current code generates, man and git find the installed pages, bash
 //! completes `git-delegate` and `git delegate` (through git's own
 //! completion), and the help texts are short with -h and long with --help.
+use crate::common::files::read_bytes;
 
 use crate::common::fixtures::checkout;
 use crate::common::procs::{git_completion_script, have};
@@ -33,7 +34,7 @@ fn committed_man_pages_are_what_the_code_generates() {
     let mut generated = Vec::new();
     for entry in std::fs::read_dir(tmp.path()).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
-        let fresh = std::fs::read(tmp.path().join(&name)).unwrap();
+        let fresh = read_bytes(&tmp.path().join(&name));
         match std::fs::read(checkout().join("man").join(&name)) {
             Ok(committed) if committed == fresh => {}
             Ok(_) => stale.push(format!("man/{name} differs")),
@@ -88,7 +89,7 @@ fn committed_man_pages_are_what_the_code_generates() {
 fn man_prints_the_committed_main_page_byte_for_byte() {
     let out = run(&["man"]);
     assert!(out.status.success());
-    let committed = std::fs::read(checkout().join("man/git-delegate.1")).unwrap();
+    let committed = read_bytes(&checkout().join("man/git-delegate.1"));
     assert!(
         out.stdout == committed,
         "`git delegate man` differs from man/git-delegate.1: {REGENERATE}"
@@ -197,8 +198,8 @@ fn man_install_defaults_to_share_man_beside_the_executable_and_man_finds_it() {
     assert!(out.status.success(), "{out:?}");
     let page = prefix.join("share/man/man1/git-delegate.1");
     assert_eq!(
-        std::fs::read(&page).unwrap(),
-        std::fs::read(checkout().join("man/git-delegate.1")).unwrap()
+        read_bytes(&page),
+        read_bytes(&checkout().join("man/git-delegate.1"))
     );
     assert!(prefix
         .join("share/man/man1/git-delegate-prepare.1")

@@ -3,6 +3,7 @@
 //! takes the printed command out of the real output (`printed_command`),
 //! runs it exactly as printed (`sh -c`, in the repository, the binary on
 //! PATH: `Env::sh`) and checks it did what the hint says.
+use crate::common::files::read_bytes;
 
 use crate::common::fixtures::paused_at;
 use std::path::{Path, PathBuf};
@@ -690,7 +691,7 @@ fn apply_advice_for_an_unreadable_workspace_has_no_discard() {
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     let id = format!("delegate-{}-1", &batch[..8]);
     let head = repo.join(".git/worktrees").join(id).join("HEAD");
-    let good = std::fs::read(&head).unwrap();
+    let good = read_bytes(&head);
     std::fs::write(&head, "garbage").unwrap();
     let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
     assert_has(&text, "snapshot_failed");

@@ -1,6 +1,7 @@
 //! Terminal behaviour: closed pipes end output quietly, progress appears on
 //! a terminal's stderr and never in pipes or with --json, and colour follows
 //! --color > NO_COLOR > git's color.ui > terminal detection (design §3).
+use crate::common::files::read_bytes;
 
 use crate::common::procs::have;
 use std::ffi::OsStr;
@@ -193,8 +194,7 @@ fn progress_shows_on_a_terminal_and_never_in_pipes_or_json() {
             .unwrap();
         let screen = String::from_utf8_lossy(&out.stdout);
         assert!(!screen.contains("Snapshotting"), "{screen:?}");
-        let doc: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&out_file).unwrap()).unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&read_bytes(&out_file)).unwrap();
         assert_eq!(doc["schema"], "git-delegate/v1");
     }
 }

@@ -108,6 +108,11 @@ pub fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
+/// A file's bytes, panicking with its path when it cannot be read.
+pub fn read_bytes(p: &Path) -> Vec<u8> {
+    std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
 /// A file's bytes as text, invalid UTF-8 replaced.
 pub fn read_lossy(p: &Path) -> String {
     String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned()

@@ -2,7 +2,9 @@
 //! garbled one never makes a task's work stuck; undo after the applied
 //! result was committed (design §3.11 "HEAD moved"); conflicted files are
 //! named by status and apply (design §3.12).
+
 use crate::common::files::read;
+use crate::common::files::read_bytes;
 
 use std::path::{Path, PathBuf};
 
@@ -45,10 +47,10 @@ fn work(ws: &Path) {
 
 /// The work as the source must hold it after an apply.
 fn assert_work_landed(repo: &Path) {
-    assert_eq!(std::fs::read(repo.join("f.txt")).unwrap(), WORK_F);
-    assert_eq!(std::fs::read(repo.join("new.bin")).unwrap(), NEW_BIN);
+    assert_eq!(read_bytes(&repo.join("f.txt")), WORK_F);
+    assert_eq!(read_bytes(&repo.join("new.bin")), NEW_BIN);
     assert!(!repo.join("gone.txt").exists());
-    assert_eq!(std::fs::read(repo.join("README")).unwrap(), b"hello\n");
+    assert_eq!(read_bytes(&repo.join("README")), b"hello\n");
 }
 
 /// The index file of a workspace.
@@ -91,7 +93,7 @@ fn damage(env: &Env, ws: &Path, how: Damage) {
             std::fs::write(&index, bytes).unwrap();
         }
         Damage::BitFlip => {
-            let mut bytes = std::fs::read(&index).unwrap();
+            let mut bytes = read_bytes(&index);
             // 12 bytes of header, 40 of stat data, then the object id.
             bytes[12 + 40 + 5] ^= 0x40;
             std::fs::write(&index, bytes).unwrap();
@@ -182,10 +184,7 @@ fn discard_keeps_the_work_of_a_task_whose_index_is_garbage() {
         "the deletion is part of the proposal"
     );
     // Nothing reached the source; the workspace is gone.
-    assert_eq!(
-        std::fs::read(repo.join("f.txt")).unwrap(),
-        b"one\ntwo\n".to_vec()
-    );
+    assert_eq!(read_bytes(&repo.join("f.txt")), b"one\ntwo\n".to_vec());
     assert!(!ws[0].exists());
 }
 
@@ -226,9 +225,9 @@ fn a_sparse_workspace_with_a_broken_index_keeps_what_it_leaves_out() {
         .expect(0)
         .json();
     assert_eq!(doc["tasks"][0]["applied_paths"], json!(["a/x/1"]), "{doc}");
-    assert_eq!(std::fs::read(repo.join("a/x/1")).unwrap(), b"edited\n");
+    assert_eq!(read_bytes(&repo.join("a/x/1")), b"edited\n");
     // What the workspace leaves out is not a deletion.
-    assert_eq!(std::fs::read(repo.join("b/2")).unwrap(), b"two\n");
+    assert_eq!(read_bytes(&repo.join("b/2")), b"two\n");
     // The rebuilt index marks it skip-worktree again.
     let flags = env.git(&ws[0], ["ls-files", "-t"]);
     assert_has(&flags, "S b/2\n");
@@ -269,12 +268,12 @@ fn refreshed_conflict(env: &Env) -> (PathBuf, String, Vec<PathBuf>) {
 fn a_refreshed_conflict_stays_unresolved_through_a_broken_index() {
     let env = Env::new();
     let (repo, _, ws) = refreshed_conflict(&env);
-    let before = std::fs::read(repo.join("a.txt")).unwrap();
+    let before = read_bytes(&repo.join("a.txt"));
     damage(&env, &ws[1], Damage::Garbage);
     let doc = env.delegate(&repo, ["apply", "--json"]).expect(1).json();
     assert_eq!(doc["tasks"][0]["status"], "conflict", "{doc}");
     assert_eq!(doc["tasks"][0]["reason"], "unresolved_conflicts");
-    assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), before);
+    assert_eq!(read_bytes(&repo.join("a.txt")), before);
     // The rebuilt index holds the conflicted files unmerged again (their
     // base unknown: "both added"), so git shows them and `git add` resolves.
     assert_eq!(
@@ -458,7 +457,7 @@ fn an_entry_recorded_without_its_head_is_undone_as_before() {
     let (repo, id) = applied(&env);
     // An entry written before HEAD was recorded.
     let file = repo.join(format!(".git/delegate/undo/{id}/entry.json"));
-    let mut entry: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let mut entry: Value = serde_json::from_slice(&read_bytes(&file)).unwrap();
     assert!(entry.as_object_mut().unwrap().remove("head").is_some());
     std::fs::write(&file, serde_json::to_vec_pretty(&entry).unwrap()).unwrap();
     env.git(&repo, ["commit", "-q", "-am", "the applied work"]);

@@ -1,6 +1,7 @@
 //! Messages a newcomer tripped on (issue 23 item 9), each checked by its
 //! exact text and, where it prints a command, by running that command as
 //! printed.
+use crate::common::files::read_bytes;
 
 use crate::common::fixtures::paused_at;
 use std::path::Path;
@@ -227,8 +228,5 @@ fn a_killed_refresh_is_told_as_a_refresh_of_the_workspace() {
         gc.stderr
     );
     assert!(!ws.join("user.txt").exists());
-    assert_eq!(
-        std::fs::read(repo.join("user.txt")).unwrap(),
-        b"the user's\n"
-    );
+    assert_eq!(read_bytes(&repo.join("user.txt")), b"the user's\n");
 }

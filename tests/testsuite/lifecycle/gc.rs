@@ -1,7 +1,9 @@
 //! `git delegate gc` (design §3.4, §6.3): rescue first, then reclaim stale
 //! batches and leftovers; live batches and anything not ours are never
 //! touched; `--dry-run` changes nothing.
+
 use crate::common::files::read;
+use crate::common::files::read_bytes;
 use crate::common::fixtures::strs;
 
 use std::collections::BTreeMap;
@@ -134,10 +136,7 @@ fn gc_rescues_uncommitted_work_then_removes_the_workspaces() {
         outside_git(tree_state(&repo)),
         outside_git(source_before.clone())
     );
-    assert_eq!(
-        std::fs::read(repo.join("README")).unwrap(),
-        b"source edit\n"
-    );
+    assert_eq!(read_bytes(&repo.join("README")), b"source edit\n");
     assert_eq!(
         source_before.get(Path::new(".git/index")),
         tree_state(&repo).get(Path::new(".git/index"))
@@ -537,10 +536,10 @@ fn gc_rescues_the_rest_and_keeps_a_workspace_holding_a_nested_repository() {
     assert!(left.contains(&ws.to_str().unwrap()), "{gc:#}");
     assert!(ws.join("lib/.git").is_dir());
     assert_eq!(
-        std::fs::read(ws.join("lib/local.txt")).unwrap(),
+        read_bytes(&ws.join("lib/local.txt")),
         b"not committed anywhere\n"
     );
-    assert_eq!(std::fs::read(ws.join("README")).unwrap(), b"worker edit\n");
+    assert_eq!(read_bytes(&ws.join("README")), b"worker edit\n");
     // It stays a registered worktree the user owns (unlocked), so no later gc
     // takes it.
     assert!(env
@@ -572,10 +571,7 @@ fn gc_keeps_a_stale_workspace_that_is_the_source_of_another_open_batch() {
         .expect(0)
         .json();
     assert_eq!(out["tasks"][0]["status"], "applied", "{out:#}");
-    assert_eq!(
-        std::fs::read(ws.join("inner.txt")).unwrap(),
-        b"inner work\n"
-    );
+    assert_eq!(read_bytes(&ws.join("inner.txt")), b"inner work\n");
     // Once nothing is prepared in it any more, it is an ordinary worktree:
     // gc leaves it to `git worktree remove`.
     env.delegate(&repo, ["gc", "--json"]).expect(0);

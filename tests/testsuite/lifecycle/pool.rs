@@ -4,7 +4,9 @@
 //! files in place and `workspace.setup` run again; one holding work is never
 //! pooled; one swapped or written into while idle is never reused with that
 //! content; gc trims the pool, `gc --pool` and `drop --pool` empty it.
+
 use crate::common::files::read;
+use crate::common::files::read_bytes;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -115,7 +117,7 @@ fn a_reused_workspace_holds_the_new_baseline_and_keeps_its_build_output() {
     } else {
         ws2.join(index)
     };
-    let before = std::fs::read(&index).unwrap();
+    let before = read_bytes(&index);
     assert!(env
         .git_cmd(&ws2)
         .args(["diff-files", "--quiet"])
@@ -123,11 +125,7 @@ fn a_reused_workspace_holds_the_new_baseline_and_keeps_its_build_output() {
         .unwrap()
         .success());
     env.git(&ws2, ["status", "--porcelain"]);
-    assert_eq!(
-        std::fs::read(&index).unwrap(),
-        before,
-        "status rewrote the index"
-    );
+    assert_eq!(read_bytes(&index), before, "status rewrote the index");
     env.git(&ws2, ["fsck", "--no-dangling", "--cache"]);
     let (tree, hashed) = crate::common::fixtures::snapshot(&env, &ws2);
     assert_eq!(

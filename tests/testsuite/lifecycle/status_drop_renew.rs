@@ -1,7 +1,9 @@
 //! `status` (design §3.3), `drop` (§3.5) and `renew` (§3.6): leases (live,
 //! expired, orphaned), changed paths, missing and replaced workspaces,
 //! problems, `--check`, and what drop removes and leaves alone.
+
 use crate::common::files::read;
+use crate::common::files::read_bytes;
 
 use std::io::Read;
 use std::path::Path;
@@ -230,10 +232,10 @@ fn orphaned_when_the_owner_exits_and_renew_needs_a_new_owner() {
     env.delegate(&repo, ["status", "--check"]).expect(1);
     // renew without a new owner: refused, nothing changed.
     let state = batch_toml(&env, &repo, &id(&doc));
-    let before = std::fs::read(&state).unwrap();
+    let before = read_bytes(&state);
     let run = expect_error(&env, &repo, &["renew"], 2, "delegate::orphaned_lease");
     assert_has(&run.stderr, "--owner-pid");
-    assert_eq!(std::fs::read(&state).unwrap(), before);
+    assert_eq!(read_bytes(&state), before);
     // With a running one: live, owned by it.
     let new_owner = Sleeper::new();
     let renewed = env

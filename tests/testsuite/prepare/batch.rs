@@ -1,7 +1,9 @@
 //! `git delegate prepare` (design §3.1, §6.1): the batch document, the
 //! baseline commit and ref, the state, the registered and locked worktrees,
 //! the options, and that a failure or an interruption leaves nothing behind.
+
 use crate::common::files::read;
+use crate::common::files::read_bytes;
 
 use std::path::PathBuf;
 
@@ -728,7 +730,7 @@ fn durations_the_calendar_cannot_hold_are_refused() {
     assert!(rfc3339_secs(&expires) >= now_secs() + 100_000 * 86_400 - 60);
     // renew refuses too, and changes nothing.
     let toml = batch_toml(&env, &repo, &id(&doc));
-    let before = std::fs::read(&toml).unwrap();
+    let before = read_bytes(&toml);
     expect_error(
         &env,
         &repo,
@@ -736,7 +738,7 @@ fn durations_the_calendar_cannot_hold_are_refused() {
         2,
         "delegate::bad_duration",
     );
-    assert_eq!(std::fs::read(&toml).unwrap(), before);
+    assert_eq!(read_bytes(&toml), before);
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
     assert_eq!(st["batches"][0]["lease"]["state"], "live");
     env.delegate(&repo, ["drop", &id(&doc)]).expect(0);

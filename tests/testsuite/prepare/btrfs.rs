@@ -8,7 +8,9 @@
 //! template moved to their own commit, checked inside CMD. These
 //! tests need `GIT_DELEGATE_BTRFS_DIR` (see scripts/btrfs-fs); without it
 //! they say SKIPPED (and fail under CI=true).
+
 use crate::common::files::read;
+use crate::common::files::read_bytes;
 use crate::common::fixtures::paused_at;
 
 use std::os::unix::fs::MetadataExt;
@@ -165,12 +167,12 @@ fn snapshot_workspaces_are_subvolumes_clean_and_read_nothing() {
         // be read), and our snapshot hashes nothing.
         let index = gd.join("index");
         let before = (
-            std::fs::read(&index).unwrap(),
+            read_bytes(&index),
             std::fs::metadata(&index).unwrap().mtime_nsec(),
         );
         assert_eq!(env.git(w, ["status", "--porcelain"]), "", "{}", w.display());
         let after = (
-            std::fs::read(&index).unwrap(),
+            read_bytes(&index),
             std::fs::metadata(&index).unwrap().mtime_nsec(),
         );
         assert!(
@@ -631,8 +633,8 @@ fn a_verification_killed_between_snapshot_and_git_file_leaves_nothing_behind() {
     assert!(is_subvolume(&half), "no snapshot");
     // Its `.git` is still the template's.
     assert_eq!(
-        std::fs::read(half.join(".git")).unwrap(),
-        std::fs::read(template.join(".git")).unwrap()
+        read_bytes(&half.join(".git")),
+        read_bytes(&template.join(".git"))
     );
     env.delegate(&repo, ["apply", "--verify", "true"]).expect(0);
     assert_eq!(read(&repo.join("one.txt")), "one\n");

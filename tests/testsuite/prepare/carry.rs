@@ -3,7 +3,9 @@
 //! and `--copy-ignored` add up; cloned on a reflink filesystem, copied
 //! elsewhere; symlinks and executable bits kept; they stay ignored in the
 //! workspace and never change its snapshot; a failure undoes the prepare.
+
 use crate::common::files::read;
+use crate::common::files::read_bytes;
 
 use std::path::{Path, PathBuf};
 
@@ -109,11 +111,7 @@ fn check_carried(env: &Env, repo: &Path, doc: &serde_json::Value) -> Vec<serde_j
             "{c}"
         );
         for f in CARRIED_FILES {
-            assert_eq!(
-                std::fs::read(ws.join(f)).unwrap(),
-                std::fs::read(repo.join(f)).unwrap(),
-                "{f}"
-            );
+            assert_eq!(read_bytes(&ws.join(f)), read_bytes(&repo.join(f)), "{f}");
         }
         assert_eq!(sc::mode(&ws.join("node_modules/pkg/run.sh")), 0o755);
         assert_eq!(sc::mode(&ws.join(".env")), sc::mode(&repo.join(".env")));

@@ -4,7 +4,9 @@
 //! still the copy that prepare made, and listed for the sweep once their
 //! batch is gone. The reflink tests need `GIT_DELEGATE_REFLINK_DIR` (see
 //! scripts/reflink-fs); without it they say SKIPPED (and fail under CI=true).
+
 use crate::common::files::read;
+use crate::common::files::read_bytes;
 
 use std::path::{Path, PathBuf};
 
@@ -27,7 +29,7 @@ fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
                     .into_os_string()
                     .into_encoded_bytes()
             } else if meta.is_file() {
-                std::fs::read(&full).unwrap()
+                read_bytes(&full)
             } else {
                 Vec::new()
             };

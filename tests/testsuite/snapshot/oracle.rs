@@ -2,7 +2,9 @@
 //! of working-tree state, the tree git-delegate writes equals what
 //! `cp .git/index T; GIT_INDEX_FILE=T git add -A; git write-tree` gives, and
 //! the user's index stays byte-identical with the same mtime.
+
 use crate::common::files::read;
+use crate::common::files::read_bytes;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -188,10 +190,7 @@ fn crlf_and_text_attributes_are_cleaned_like_git_add() {
         "a\r\nb\r\n"
     );
     // A text eol=crlf file is checked out with CRLF in the workspace.
-    assert_eq!(
-        std::fs::read(root(&doc, 0).join("lf.crlf")).unwrap(),
-        b"a\r\nb\r\n"
-    );
+    assert_eq!(read_bytes(&root(&doc, 0).join("lf.crlf")), b"a\r\nb\r\n");
 }
 
 #[test]
@@ -254,7 +253,7 @@ fn unusual_file_names() {
     let doc = assert_matches_oracle(&env, &repo);
     let ws = root(&doc, 0);
     assert_eq!(
-        std::fs::read(ws.join(OsStr::from_bytes(b"bad\xff\xfename"))).unwrap(),
+        read_bytes(&ws.join(OsStr::from_bytes(b"bad\xff\xfename"))),
         b"x\n"
     );
     assert_eq!(

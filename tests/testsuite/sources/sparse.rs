@@ -3,7 +3,9 @@
 //! the source holds (cone and non-cone, `git sparse-checkout list` equal),
 //! `prepare --sparse` narrows them, and a change outside the source's
 //! sparse checkout is a conflict `outside_sparse_checkout`, never written.
+
 use crate::common::files::read;
+use crate::common::files::read_bytes;
 
 use std::path::{Path, PathBuf};
 
@@ -56,7 +58,7 @@ fn files(root: &Path) -> Vec<String> {
 
 fn index_bytes(env: &Env, repo: &Path) -> Vec<u8> {
     let git_dir = PathBuf::from(env.git(repo, ["rev-parse", "--absolute-git-dir"]).trim());
-    std::fs::read(git_dir.join("index")).unwrap()
+    read_bytes(&git_dir.join("index"))
 }
 
 /// The repository's shared `config` file.
@@ -65,7 +67,7 @@ fn config_bytes(env: &Env, repo: &Path) -> Vec<u8> {
         repo,
         ["rev-parse", "--path-format=absolute", "--git-common-dir"],
     );
-    std::fs::read(Path::new(common.trim()).join("config")).unwrap()
+    read_bytes(&Path::new(common.trim()).join("config"))
 }
 
 /// Prepare two tasks in a sparse `repo`, compare the workspaces with the
@@ -206,7 +208,7 @@ fn an_edit_of_a_skipped_file_conflicts_in_a_non_cone_source_too() {
 fn sparse_narrows_the_workspaces_of_a_full_source() {
     let env = Env::new();
     let repo = tree(&env);
-    let config_before = std::fs::read(repo.join(".git/config")).unwrap();
+    let config_before = read_bytes(&repo.join(".git/config"));
     let doc = prepare(&env, &repo, &["--sparse", "a/x"]);
     assert_eq!(doc["sparse"], serde_json::json!(["a/x"]));
     let ws = &roots(&doc)[0];
@@ -214,10 +216,7 @@ fn sparse_narrows_the_workspaces_of_a_full_source() {
     assert_eq!(files(ws), ["README", "a/1", "a/x/1", "top"]);
     // Without extensions.worktreeConfig: skip-worktree bits and the
     // workspace's own sparse-checkout file, never `.git/config`.
-    assert_eq!(
-        std::fs::read(repo.join(".git/config")).unwrap(),
-        config_before
-    );
+    assert_eq!(read_bytes(&repo.join(".git/config")), config_before);
     let flags = env.git(ws, ["ls-files", "-t"]);
     assert_has(&flags, "S b/2\n");
     assert_has(&flags, "H a/x/1\n");

@@ -13,6 +13,7 @@
 //! filesystem, so they run one at a time (`common::mounts::Small` holds the
 //! lock every test that fills a small filesystem takes), each in its own
 //! folder there, removed at the end.
+use crate::common::files::read_bytes;
 
 use std::path::{Path, PathBuf};
 
@@ -102,7 +103,7 @@ fn a_failed_apply_on_a_full_disk_leaves_no_temp_file_in_the_state_folder() {
         message.contains("write-back failed") && message.contains("rolled back"),
         "the write-back did not fit and was rolled back: {message}"
     );
-    assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"one\n");
+    assert_eq!(read_bytes(&repo.join("a.txt")), b"one\n");
     assert!(!repo.join("big0").exists());
     assert_eq!(temp_files(&state), Vec::<PathBuf>::new(), "{out:#}");
     assert_eq!(temp_files(&common.join("objects")), Vec::<PathBuf>::new());
@@ -110,7 +111,7 @@ fn a_failed_apply_on_a_full_disk_leaves_no_temp_file_in_the_state_folder() {
     assert!(ws.join("big0").exists());
     small.unfill();
     env.delegate(&repo, ["apply", "--json"]).expect(0);
-    assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"one, edited\n");
+    assert_eq!(read_bytes(&repo.join("a.txt")), b"one, edited\n");
     assert_eq!(temp_files(&state), Vec::<PathBuf>::new());
 }
 
@@ -332,14 +333,11 @@ fn apply_onto_a_source_without_free_inodes_names_them() {
     assert!(message.contains(&named), "{message}\n{out:#}");
     assert!(!help.contains("free space on"), "{help}");
     assert_has(&help, "free inodes on the filesystem");
-    assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"one\n");
+    assert_eq!(read_bytes(&repo.join("a.txt")), b"one\n");
     assert!(!repo.join("new").exists());
     small.unfill();
     env.delegate(&repo, ["apply", "--json"]).expect(0);
-    assert_eq!(
-        std::fs::read(repo.join("new/deeper/f3")).unwrap(),
-        b"same\n"
-    );
+    assert_eq!(read_bytes(&repo.join("new/deeper/f3")), b"same\n");
 }
 
 // ---------------------------------------------------------------------------
@@ -424,10 +422,7 @@ fn object_directory_refusal_help_works_as_printed() {
     ];
     let run = follow(&env, &repo, &vars, &cmds, "git delegate prepare --json").expect(0);
     let ws = PathBuf::from(run.json()["tasks"][0]["root"].as_str().unwrap());
-    assert_eq!(
-        std::fs::read(ws.join("new.txt")).unwrap(),
-        b"only elsewhere\n"
-    );
+    assert_eq!(read_bytes(&ws.join("new.txt")), b"only elsewhere\n");
 }
 
 /// `GIT_COMMON_DIR` naming another folder: unset as the help says, the

@@ -12,7 +12,9 @@
 //! The other user is real where it matters: `setpriv --reuid=12345` makes
 //! the folders and links an attacker would make. The tests need root for
 //! that (and for `chown`); run as another user they say SKIPPED.
+
 use crate::common::files::read;
+use crate::common::files::read_bytes;
 use crate::common::fixtures::paused_at;
 use crate::common::fixtures::strs;
 use crate::common::succeed_as;
@@ -565,7 +567,7 @@ fn point_task_at(env: &Env, repo: &Path, id: &str, outside: &Path) {
     let mut state: toml::Value = toml::from_str(&read(&file)).unwrap();
     let task = &mut state["tasks"].as_array_mut().unwrap()[0];
     let ws = std::path::PathBuf::from(task["root"].as_str().unwrap());
-    let dotgit = std::fs::read(ws.join(".git")).unwrap();
+    let dotgit = read_bytes(&ws.join(".git"));
     std::fs::write(outside.join(".git"), dotgit).unwrap();
     let t = task.as_table_mut().unwrap();
     t.insert(

@@ -1,6 +1,8 @@
 //! Claude Code's worktree hooks (design §3.21) through the real binary:
 //! payloads on stdin as Claude Code sends them, `hooks install --claude`.
+
 use crate::common::files::read;
+use crate::common::files::read_bytes;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -246,7 +248,7 @@ fn install_claude_merges_and_is_idempotent() {
         .delegate(&repo, ["hooks", "install", "--claude", "--json"])
         .expect(0);
     assert_eq!(run.json()["changed"], true);
-    let after: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let after: Value = serde_json::from_slice(&read_bytes(&file)).unwrap();
     assert_eq!(after["permissions"], before["permissions"]);
     assert_eq!(after["model"], "opus");
     assert_eq!(after["hooks"]["PreToolUse"], before["hooks"]["PreToolUse"]);
@@ -261,15 +263,15 @@ fn install_claude_merges_and_is_idempotent() {
         after["hooks"]["WorktreeRemove"],
         json!([{"hooks": [{"type": "command", "command": "git delegate hook worktree-remove"}]}])
     );
-    let bytes = std::fs::read(&file).unwrap();
+    let bytes = read_bytes(&file);
     let run = env
         .delegate(&repo, ["hooks", "install", "--claude", "--json"])
         .expect(0);
     assert_eq!(run.json()["changed"], false);
-    assert_eq!(std::fs::read(&file).unwrap(), bytes);
+    assert_eq!(read_bytes(&file), bytes);
     env.delegate(&repo, ["hooks", "install", "--claude", "--uninstall"])
         .expect(0);
-    let gone: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let gone: Value = serde_json::from_slice(&read_bytes(&file)).unwrap();
     assert_eq!(gone, before);
     // From nothing: the file is made.
     let fresh = env.repo("fresh");

@@ -1,6 +1,7 @@
 //! The choices apply takes: `--only`, a second apply, unknown or closed
 //! tasks, `--discard` (and what it keeps for gc.keep-failed), `--keep`,
 //! `--dry-run`, and the human output that names the patch.
+use crate::common::files::read_bytes;
 
 use super::*;
 use crate::common::assert_has;
@@ -194,10 +195,7 @@ fn discard_keeps_the_work_as_a_proposal_ref_and_patch_until_keep_failed() {
     // The patch gives the worker's bytes back.
     env.git(&repo, ["apply", patch.to_str().unwrap()]);
     assert_eq!(read_lossy(&repo.join("README")), "the worker's work\n");
-    assert_eq!(
-        std::fs::read(repo.join("new.bin")).unwrap(),
-        b"\x00\x01binary\xff\n"
-    );
+    assert_eq!(read_bytes(&repo.join("new.bin")), b"\x00\x01binary\xff\n");
 
     // Once older than gc.keep-failed, gc removes ref and patch.
     set_keep_failed(&repo, "1s");

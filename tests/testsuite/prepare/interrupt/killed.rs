@@ -1,6 +1,7 @@
 //! SIGKILL at every point: `apply` and `renew` refuse the batch, `status`
 //! reports it, `gc` or `drop` removes it whole (leaving swapped folders
 //! alone); a complete batch records its folders, a killed one none.
+use crate::common::files::read_bytes;
 
 use super::*;
 use crate::common::fixtures::strs;
@@ -263,7 +264,7 @@ fn killed_prepare_removal_leaves_swapped_folders_alone() {
             assert_eq!(&std::fs::read_link(link).unwrap(), target, "{context}");
         }
         assert_eq!(
-            std::fs::read(copy.join("mine.txt")).unwrap(),
+            read_bytes(&copy.join("mine.txt")),
             b"user data\n",
             "{context}"
         );

@@ -1,6 +1,7 @@
 //! Paths git refuses made on disk: by a local worker in its workspace
 //! (refused for its task alone, by apply, refresh and `diff --source`),
 //! in the source itself, and hooks planted in the source.
+use crate::common::files::read_bytes;
 
 use super::*;
 use crate::common::assert_has;
@@ -27,13 +28,13 @@ fn a_local_workspace_folder_named_dot_git_in_capitals_is_refused_for_its_task_al
     assert_refused(one, ".GIT/config");
     assert_eq!(conflict_paths(one), vec![".GIT/config"]);
     assert_eq!(task(&doc, "2")["status"], "applied", "{doc}");
-    assert_eq!(std::fs::read(src.join("b.txt")).unwrap(), b"theirs\n");
+    assert_eq!(read_bytes(&src.join("b.txt")), b"theirs\n");
     assert!(absent(&src, ".GIT"));
     assert!(absent(&src, "a.txt"));
     assert_eq!(hooks(&src), before);
     // Its work is kept: the workspace as it was, and the rest of it in the
     // proposal.
-    assert_eq!(std::fs::read(ws1.join(".GIT/config")).unwrap(), b"x\n");
+    assert_eq!(read_bytes(&ws1.join(".GIT/config")), b"x\n");
     let r = one["proposal_ref"].as_str().unwrap();
     assert_eq!(env.git(&src, ["show", &format!("{r}:a.txt")]), "mine\n");
     assert!(!env
@@ -51,7 +52,7 @@ fn a_local_workspace_folder_named_dot_git_in_capitals_is_refused_for_its_task_al
     let again = crate::common::printed_command(&run.stdout, "git delegate apply");
     std::fs::remove_dir_all(ws1.join(".GIT")).unwrap();
     env.sh(&src, &again).expect(0);
-    assert_eq!(std::fs::read(src.join("a.txt")).unwrap(), b"mine\n");
+    assert_eq!(read_bytes(&src.join("a.txt")), b"mine\n");
 }
 
 #[test]
@@ -140,7 +141,7 @@ fn refresh_of_a_workspace_holding_a_dot_git_alias_names_it_and_writes_nothing() 
     let run = env.delegate(&src, ["refresh", "--json"]).expect(3);
     let e = &invalid_path_error(&run, ".GIT/config");
     assert!(!e["help"].as_str().unwrap().contains("fsck"), "{e}");
-    assert_eq!(std::fs::read(ws.join("README")).unwrap(), b"hello\n");
+    assert_eq!(read_bytes(&ws.join("README")), b"hello\n");
     assert_eq!(env.git(&ws, ["rev-parse", "HEAD"]), head);
 }
 
@@ -217,7 +218,7 @@ fn hooks_planted_in_the_source_never_run_during_the_products_git_calls() {
     let id = t.prepare(&["r"])["batch"].as_str().unwrap().to_string();
     t.push(&id, "r", vec![(b"fine.txt", Node::File(b"fine\n"))]);
     t.apply(&[&id], 0);
-    assert_eq!(std::fs::read(t.src.join("fine.txt")).unwrap(), b"fine\n");
+    assert_eq!(read_bytes(&t.src.join("fine.txt")), b"fine\n");
     assert!(
         !marker.exists(),
         "a hook ran: {}",

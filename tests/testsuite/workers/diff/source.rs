@@ -1,6 +1,7 @@
 //! `diff --source`: what the real apply would write to the source, tasks
 //! left out as apply leaves them out; it writes nothing, and refuses while
 //! a write-back is left over.
+use crate::common::files::read_bytes;
 
 use super::*;
 use crate::common::files::read;
@@ -16,7 +17,7 @@ fn diff_source_is_what_apply_writes_and_changes_nothing() {
     let (env, repo) = three_tasks_and_the_users_edits();
     let refs_before = env.git(&repo, ["for-each-ref"]);
     let objects_before = env.git(&repo, ["count-objects", "-v"]);
-    let index_before = std::fs::read(repo.join(".git/index")).unwrap();
+    let index_before = read_bytes(&repo.join(".git/index"));
     let files_before = tree_bytes(&repo);
     let plain = env.delegate(&repo, ["diff", "--source"]).expect(0).stdout;
     let run = env
@@ -56,10 +57,7 @@ fn diff_source_is_what_apply_writes_and_changes_nothing() {
     // Nothing was written: refs, objects, the index, the working tree.
     assert_eq!(env.git(&repo, ["for-each-ref"]), refs_before);
     assert_eq!(env.git(&repo, ["count-objects", "-v"]), objects_before);
-    assert_eq!(
-        std::fs::read(repo.join(".git/index")).unwrap(),
-        index_before
-    );
+    assert_eq!(read_bytes(&repo.join(".git/index")), index_before);
     assert_eq!(tree_bytes(&repo), files_before);
     assert_eq!(doc["source"], true);
     let fates = task_fates(&doc);
