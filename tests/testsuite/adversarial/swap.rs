@@ -9,6 +9,7 @@
 
 use crate::common::files::read;
 use crate::common::files::read_bytes;
+use crate::common::fixtures::commit_files;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -25,13 +26,17 @@ use crate::common::Env;
 /// A repository with a few files in folders.
 fn repo(env: &Env) -> PathBuf {
     let repo = env.repo("proj");
-    std::fs::create_dir_all(repo.join("src/deep")).unwrap();
-    std::fs::write(repo.join("a.txt"), "a\n").unwrap();
-    std::fs::write(repo.join("b.txt"), "b\n").unwrap();
-    std::fs::write(repo.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
-    std::fs::write(repo.join("src/deep/x.rs"), "// x\n").unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    commit_files(
+        &env,
+        &repo,
+        &[
+            ("a.txt", "a\n"),
+            ("b.txt", "b\n"),
+            ("src/lib.rs", "pub fn f() {}\n"),
+            ("src/deep/x.rs", "// x\n"),
+        ],
+        "files",
+    );
     repo
 }
 

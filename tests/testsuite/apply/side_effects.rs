@@ -4,6 +4,7 @@
 //! the stash stays open instead of `no_changes`, and `drop` refuses
 //! without `--force`. Real git in real workspaces.
 use crate::common::files::read;
+use crate::common::fixtures::commit_files;
 use crate::common::succeed_as;
 
 use std::path::{Path, PathBuf};
@@ -17,10 +18,7 @@ use serde_json::Value;
 /// prepare, and a batch of `n` tasks; returns (repo, batch short, roots).
 fn setup(env: &Env, n: usize) -> (PathBuf, String, Vec<PathBuf>) {
     let repo = env.repo("proj");
-    std::fs::write(repo.join("a.txt"), "a\n").unwrap();
-    std::fs::write(repo.join("b.txt"), "b\n").unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    commit_files(&env, &repo, &[("a.txt", "a\n"), ("b.txt", "b\n")], "files");
     env.git(&repo, ["branch", "old"]);
     env.git(&repo, ["tag", "v0"]);
     let doc = prepare(env, &repo, &["-n", &n.to_string()]);
@@ -256,9 +254,7 @@ fn a_branch_or_tag_deleted_since_prepare_is_reported_with_its_old_commit() {
 #[test]
 fn gc_of_a_stale_batch_reports_stashed_work_and_leaves_the_stash() {
     let (env, repo) = Env::with_repo("proj");
-    std::fs::write(repo.join("a.txt"), "a\n").unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    commit_files(&env, &repo, &[("a.txt", "a\n")], "files");
     let doc = prepare(&env, &repo, &["--ttl", "1s"]);
     let id = doc["batch"].as_str().unwrap().to_string();
     let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());

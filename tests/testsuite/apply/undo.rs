@@ -3,6 +3,7 @@
 //! other lines survive, conflicting rewrites refuse with nothing changed,
 //! crashes are recovered, `--list`, gc pruning.
 use crate::common::files::read;
+use crate::common::fixtures::commit_files;
 use crate::common::fixtures::paused_at;
 
 use std::os::unix::fs::{symlink, PermissionsExt};
@@ -203,8 +204,9 @@ fn an_apply_that_writes_nothing_has_no_apply_id() {
     assert_eq!(list["entries"], serde_json::json!([]));
 }
 
-#[test]
-fn a_user_edit_in_another_line_survives_undo() {
+/// A repository with `f.txt` of 12 lines committed and one task that
+/// rewrote its line 2 and added `other.txt`, not applied yet.
+fn one_task_on_line_2() -> (Env, PathBuf) {
     let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("f.txt"), lines(12)).unwrap();
     env.git(&repo, ["add", "-A"]);
@@ -212,6 +214,12 @@ fn a_user_edit_in_another_line_survives_undo() {
     let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("f.txt"), with_line(&lines(12), 2, "task line")).unwrap();
     std::fs::write(ws[0].join("other.txt"), "task's new file\n").unwrap();
+    (env, repo)
+}
+
+#[test]
+fn a_user_edit_in_another_line_survives_undo() {
+    let (env, repo) = one_task_on_line_2();
     env.delegate(&repo, ["apply"]).expect(0);
     // After the apply the user edits another line and another file.
     let now = read(&repo.join("f.txt"));
@@ -229,13 +237,7 @@ fn a_user_edit_in_another_line_survives_undo() {
 
 #[test]
 fn a_user_rewrite_of_a_written_line_makes_undo_refuse_with_nothing_changed() {
-    let (env, repo) = Env::with_repo("proj");
-    std::fs::write(repo.join("f.txt"), lines(12)).unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "f"]);
-    let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
-    std::fs::write(ws[0].join("f.txt"), with_line(&lines(12), 2, "task line")).unwrap();
-    std::fs::write(ws[0].join("other.txt"), "task's new file\n").unwrap();
+    let (env, repo) = one_task_on_line_2();
     let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     let id = out["apply_id"].as_str().unwrap().to_string();
     let now = read(&repo.join("f.txt"));
@@ -272,9 +274,7 @@ fn a_user_rewrite_of_a_written_line_makes_undo_refuse_with_nothing_changed() {
 #[test]
 fn an_untracked_file_where_undo_restores_a_deleted_path_refuses() {
     let (env, repo) = Env::with_repo("proj");
-    std::fs::write(repo.join("gone.txt"), "old\n").unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "f"]);
+    commit_files(&env, &repo, &[("gone.txt", "old\n")], "f");
     let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::remove_file(ws[0].join("gone.txt")).unwrap();
     env.delegate(&repo, ["apply"]).expect(0);

@@ -36,10 +36,7 @@ exit 0
 impl Fixture {
     fn new(tasks: usize) -> Fixture {
         let (env, repo) = Env::with_repo("r");
-        std::fs::create_dir_all(repo.join("sub")).unwrap();
-        std::fs::write(repo.join("sub/keep"), "k\n").unwrap();
-        env.git(&repo, ["add", "."]);
-        env.git(&repo, ["commit", "-q", "-m", "sub"]);
+        commit_files(&env, &repo, &[("sub/keep", "k\n")], "sub");
         let runs = env.path().join("runs.txt");
         let script = env.path().join("check.sh");
         std::fs::write(

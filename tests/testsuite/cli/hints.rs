@@ -4,6 +4,7 @@
 //! runs it exactly as printed (`sh -c`, in the repository, the binary on
 //! PATH: `Env::sh`) and checks it did what the hint says.
 use crate::common::files::read_bytes;
+use crate::common::fixtures::commit_files;
 
 use crate::common::fixtures::paused_at;
 use std::path::{Path, PathBuf};
@@ -502,10 +503,12 @@ fn source_moved_hints_apply_after_moving_back_or_drop() {
 #[test]
 fn rollback_left_path_gc_hint_finishes_the_rollback() {
     let (env, repo) = Env::with_repo("proj");
-    std::fs::write(repo.join("a.txt"), "original a\n").unwrap();
-    std::fs::write(repo.join("b.txt"), "original b\n").unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    commit_files(
+        &env,
+        &repo,
+        &[("a.txt", "original a\n"), ("b.txt", "original b\n")],
+        "files",
+    );
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("a.txt"), "task a\n").unwrap();
     std::fs::write(ws[0].join("b.txt"), "task b\n").unwrap();

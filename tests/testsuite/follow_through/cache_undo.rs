@@ -5,6 +5,7 @@
 
 use crate::common::files::read;
 use crate::common::files::read_bytes;
+use crate::common::fixtures::commit_files;
 
 use std::path::{Path, PathBuf};
 
@@ -24,10 +25,12 @@ const NEW_BIN: &[u8] = b"\x00\x01\x02 new\n";
 /// task prepared with `extra` arguments: (source, batch id, workspaces).
 fn setup(env: &Env, extra: &[&str]) -> (PathBuf, String, Vec<PathBuf>) {
     let repo = env.repo("proj");
-    std::fs::write(repo.join("f.txt"), "one\ntwo\n").unwrap();
-    std::fs::write(repo.join("gone.txt"), "to be deleted\n").unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    commit_files(
+        &env,
+        &repo,
+        &[("f.txt", "one\ntwo\n"), ("gone.txt", "to be deleted\n")],
+        "files",
+    );
     let mut args = vec!["prepare", "--json"];
     args.extend_from_slice(extra);
     let doc = env.delegate(&repo, args).expect(0).json();

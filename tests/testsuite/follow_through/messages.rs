@@ -3,7 +3,7 @@
 //! printed.
 use crate::common::files::read_bytes;
 
-use crate::common::fixtures::paused_at;
+use crate::common::fixtures::{paused_at, prepare_roots};
 use std::path::Path;
 
 use crate::common::assert_has;
@@ -116,11 +116,7 @@ fn an_expired_lease_is_said_once() {
 fn a_sparse_file_lands_with_its_holes() {
     use std::os::unix::fs::MetadataExt;
     let (env, repo) = Env::with_repo("r");
-    let doc = env
-        .delegate(&repo, ["prepare", "--json", "-n", "1"])
-        .expect(0)
-        .json();
-    let ws = std::path::PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = prepare_roots(&env, &repo, &["-n", "1"]).1.remove(0);
     // 64 MiB, all holes but a head and a tail, as `truncate` makes it.
     let big = ws.join("disk.img");
     {
@@ -194,11 +190,7 @@ fn a_failed_worker_is_named_once_and_its_row_lines_up() {
 fn a_killed_refresh_is_told_as_a_refresh_of_the_workspace() {
     use std::process::Stdio;
     let (env, repo) = Env::with_repo("r");
-    let doc = env
-        .delegate(&repo, ["prepare", "--json", "-n", "1"])
-        .expect(0)
-        .json();
-    let ws = std::path::PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = prepare_roots(&env, &repo, &["-n", "1"]).1.remove(0);
     std::fs::write(ws.join("task.txt"), "the task's\n").unwrap();
     // A change of the user's that the refresh brings into the workspace.
     std::fs::write(repo.join("user.txt"), "the user's\n").unwrap();

@@ -111,14 +111,21 @@ fn owner_that_exited_orphans_the_lease() {
     assert_eq!(lease_state(&env, &repo, &id), "live");
 }
 
-#[test]
-fn live_owner_keeps_the_lease_and_gc_away() {
+/// A batch whose owner is this test process, its lease live: (env, repo,
+/// batch id, the task's workspace).
+fn owned_by_this_process() -> (Env, PathBuf, String, PathBuf) {
     let (env, repo) = Env::with_repo("proj");
     let me = std::process::id().to_string();
     let doc = prepare(&env, &repo, &["--owner-pid", &me, "--ttl", "1h"]);
     let id = doc["batch"].as_str().unwrap().to_string();
     let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
     assert_eq!(lease_state(&env, &repo, &id), "live");
+    (env, repo, id, ws)
+}
+
+#[test]
+fn live_owner_keeps_the_lease_and_gc_away() {
+    let (env, repo, _, ws) = owned_by_this_process();
     let gc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
     assert_eq!(gc["batches"].as_array().unwrap().len(), 0);
     assert!(ws.join("README").exists());
@@ -127,12 +134,7 @@ fn live_owner_keeps_the_lease_and_gc_away() {
 
 #[test]
 fn recycled_pid_counts_as_gone() {
-    let (env, repo) = Env::with_repo("proj");
-    let me = std::process::id().to_string();
-    let doc = prepare(&env, &repo, &["--owner-pid", &me, "--ttl", "1h"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
-    assert_eq!(lease_state(&env, &repo, &id), "live");
+    let (env, repo, id, ws) = owned_by_this_process();
 
     // Same pid, another start time: the process holding that pid now is
     // not the one that owned the batch.

@@ -7,6 +7,7 @@
 
 use crate::common::files::read;
 use crate::common::files::read_bytes;
+use crate::common::fixtures::commit_files;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -20,11 +21,16 @@ const SETUP: &str = r#"mkdir -p build && echo "$GIT_DELEGATE_TASK $GIT_DELEGATE_
 /// A repository ignoring `build/`, with a few files, and the pool on.
 fn repo(env: &Env, pool: usize) -> PathBuf {
     let repo = env.repo("proj");
-    write(&repo.join(".gitignore"), "build/\n");
-    write(&repo.join("src/a.txt"), "a\n");
-    write(&repo.join("src/deep/b.txt"), "b\n");
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    commit_files(
+        &env,
+        &repo,
+        &[
+            (".gitignore", "build/\n"),
+            ("src/a.txt", "a\n"),
+            ("src/deep/b.txt", "b\n"),
+        ],
+        "files",
+    );
     pool_config(env, &repo, pool, "");
     repo
 }

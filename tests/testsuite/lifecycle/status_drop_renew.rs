@@ -46,10 +46,7 @@ fn no_batches() {
 #[test]
 fn status_shows_batches_tasks_and_changed_paths() {
     let (env, repo) = Env::with_repo("st");
-    write(&repo.join("a"), "a\n");
-    write(&repo.join("b"), "b\n");
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "ab"]);
+    commit_files(&env, &repo, &[("a", "a\n"), ("b", "b\n")], "ab");
     let doc = prepare(&env, &repo, &["-n", "2", "--label", "work"]);
     let (ws1, ws2) = (root(&doc, 0), root(&doc, 1));
     // Task 1: a modification, an addition, a deletion, a mode change.

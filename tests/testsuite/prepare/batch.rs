@@ -20,9 +20,7 @@ fn is_hex40(v: &Value) -> bool {
 #[test]
 fn batch_document_fields_and_types() {
     let (env, repo) = Env::with_repo("proj");
-    write(&repo.join("src/lib.rs"), "fn main() {}\n");
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "src"]);
+    commit_files(&env, &repo, &[("src/lib.rs", "fn main() {}\n")], "src");
     write(&repo.join("src/lib.rs"), "fn main() { dirty() }\n");
     let owner = Sleeper::new();
     let before = now_secs();

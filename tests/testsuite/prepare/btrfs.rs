@@ -11,6 +11,7 @@
 
 use crate::common::files::read;
 use crate::common::files::read_bytes;
+use crate::common::fixtures::commit_files;
 use crate::common::fixtures::paused_at;
 
 use std::os::unix::fs::MetadataExt;
@@ -669,10 +670,12 @@ fn a_verification_workspace_with_other_attributes_is_checked_out() {
         return;
     };
     let repo = env.repo("proj");
-    write(&repo.join("a.txt"), "a\nb\n");
-    write(&repo.join(".gitignore"), "node_modules/\n");
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "a"]);
+    commit_files(
+        &env,
+        &repo,
+        &[("a.txt", "a\nb\n"), (".gitignore", "node_modules/\n")],
+        "a",
+    );
     write(&repo.join("node_modules/dep.js"), "dep\n");
     std::fs::write(
         repo.join(".git/delegate.toml"),

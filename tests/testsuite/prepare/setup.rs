@@ -133,10 +133,7 @@ fn a_failing_setup_fails_run_before_any_worker() {
 #[test]
 fn a_cwd_parent_replaced_by_a_symlink_is_never_followed_to_make_the_cwd() {
     let (env, repo) = Env::with_repo("r");
-    std::fs::create_dir_all(repo.join("sub")).unwrap();
-    std::fs::write(repo.join("sub/f.txt"), "f\n").unwrap();
-    env.git(&repo, ["add", "sub"]);
-    env.git(&repo, ["commit", "-q", "-m", "sub"]);
+    commit_files(&env, &repo, &[("sub/f.txt", "f\n")], "sub");
     // The caller's folder holds no file: the workspace has no such folder.
     std::fs::create_dir_all(repo.join("sub/deeper")).unwrap();
     let outside = env.path().join("outside");

@@ -336,10 +336,7 @@ fn linked_worktree_as_source() {
 #[test]
 fn merge_conflicts_in_the_index() {
     let (env, repo) = Env::with_repo("conflict");
-    write(&repo.join("f"), "base\n");
-    write(&repo.join("g"), "g\n");
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "base"]);
+    commit_files(&env, &repo, &[("f", "base\n"), ("g", "g\n")], "base");
     env.git(&repo, ["checkout", "-q", "-b", "other"]);
     write(&repo.join("f"), "other\n");
     env.git(&repo, ["rm", "-q", "g"]);

@@ -15,6 +15,7 @@
 
 use crate::common::files::read;
 use crate::common::files::read_bytes;
+use crate::common::fixtures::commit_files;
 use crate::common::fixtures::paused_at;
 use crate::common::fixtures::strs;
 use crate::common::succeed_as;
@@ -76,10 +77,7 @@ fn as_other(dir: &Path, script: &str) {
 fn setup(env: &Env, mode: u32) -> (PathBuf, PathBuf) {
     chmod(env.path(), 0o755);
     let repo = env.repo("proj");
-    std::fs::create_dir_all(repo.join("src")).unwrap();
-    std::fs::write(repo.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    commit_files(&env, &repo, &[("src/lib.rs", "pub fn f() {}\n")], "files");
     let root = env.path().join("shared");
     std::fs::create_dir(&root).unwrap();
     chmod(&root, mode);

@@ -3,6 +3,7 @@
 
 use crate::common::files::read;
 use crate::common::files::read_bytes;
+use crate::common::fixtures::commit_files;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -53,10 +54,7 @@ fn batches(env: &Env, repo: &Path) -> Vec<Value> {
 /// A repository with a subfolder, an uncommitted edit and an untracked file.
 fn dirty_repo(env: &Env) -> PathBuf {
     let repo = env.repo("proj");
-    std::fs::create_dir(repo.join("sub")).unwrap();
-    std::fs::write(repo.join("sub/s.txt"), "s\n").unwrap();
-    env.git(&repo, ["add", "."]);
-    env.git(&repo, ["commit", "-q", "-m", "sub"]);
+    commit_files(&env, &repo, &[("sub/s.txt", "s\n")], "sub");
     std::fs::write(repo.join("README"), "hello\nedited\n").unwrap();
     std::fs::write(repo.join("untracked.txt"), "u\n").unwrap();
     repo

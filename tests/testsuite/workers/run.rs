@@ -1,6 +1,7 @@
 //! `git delegate run` (design §3.13) end to end: real repositories, real
 //! worker processes (`sh -c` scripts), real signals.
 
+use crate::common::fixtures::commit_files;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -88,10 +89,7 @@ echo "hello from $1 on stderr" >&2
 #[test]
 fn four_workers_apply_with_their_environment_placeholders_logs_and_ports() {
     let (env, repo) = Env::with_repo("r");
-    std::fs::create_dir_all(repo.join("sub")).unwrap();
-    std::fs::write(repo.join("sub/keep"), "k\n").unwrap();
-    env.git(&repo, ["add", "."]);
-    env.git(&repo, ["commit", "-q", "-m", "sub"]);
+    commit_files(&env, &repo, &[("sub/keep", "k\n")], "sub");
     let git_dir = repo.join(".git");
     let mut out = env
         .delegate_cmd(&repo.join("sub"))

@@ -4,6 +4,7 @@
 //! things in the way, a linked worktree or a workspace as the source,
 //! index flags that would hide what is on disk.
 use crate::common::files::read_bytes;
+use crate::common::fixtures::commit_files;
 
 use super::*;
 
@@ -310,10 +311,15 @@ fn odd_names_spaces_newlines_and_non_utf8_bytes() {
 #[test]
 fn crlf_files_come_back_as_crlf() {
     let (env, repo) = Env::with_repo("proj");
-    std::fs::write(repo.join(".gitattributes"), "*.txt text eol=crlf\n").unwrap();
-    std::fs::write(repo.join("w.txt"), "one\r\ntwo\r\n").unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "crlf"]);
+    commit_files(
+        &env,
+        &repo,
+        &[
+            (".gitattributes", "*.txt text eol=crlf\n"),
+            ("w.txt", "one\r\ntwo\r\n"),
+        ],
+        "crlf",
+    );
     assert_eq!(read_bytes(&repo.join("w.txt")), b"one\r\ntwo\r\n");
     let (_, ws) = prepare_roots(&env, &repo, &[]);
     assert_eq!(read_bytes(&ws[0].join("w.txt")), b"one\r\ntwo\r\n");

@@ -2,14 +2,12 @@
 //! inside a workspace.
 
 use super::*;
+use crate::common::fixtures::commit_files;
 
 #[test]
 fn path_from_the_source_and_from_inside_a_workspace() {
     let (env, repo) = Env::with_repo("proj");
-    std::fs::create_dir(repo.join("sub")).unwrap();
-    std::fs::write(repo.join("sub/f"), "f\n").unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "sub"]);
+    commit_files(&env, &repo, &[("sub/f", "f\n")], "sub");
     let doc = prepare(&env, &repo.join("sub"), &["-n", "2"]);
     let cwd2 = doc["tasks"][1]["cwd"].as_str().unwrap().to_string();
     let root1 = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
