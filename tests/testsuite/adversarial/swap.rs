@@ -27,7 +27,7 @@ use crate::common::Env;
 fn repo(env: &Env) -> PathBuf {
     let repo = env.repo("proj");
     commit_files(
-        &env,
+        env,
         &repo,
         &[
             ("a.txt", "a\n"),

@@ -18,7 +18,7 @@ use serde_json::Value;
 /// prepare, and a batch of `n` tasks; returns (repo, batch short, roots).
 fn setup(env: &Env, n: usize) -> (PathBuf, String, Vec<PathBuf>) {
     let repo = env.repo("proj");
-    commit_files(&env, &repo, &[("a.txt", "a\n"), ("b.txt", "b\n")], "files");
+    commit_files(env, &repo, &[("a.txt", "a\n"), ("b.txt", "b\n")], "files");
     env.git(&repo, ["branch", "old"]);
     env.git(&repo, ["tag", "v0"]);
     let doc = prepare(env, &repo, &["-n", &n.to_string()]);

@@ -26,7 +26,7 @@ const NEW_BIN: &[u8] = b"\x00\x01\x02 new\n";
 fn setup(env: &Env, extra: &[&str]) -> (PathBuf, String, Vec<PathBuf>) {
     let repo = env.repo("proj");
     commit_files(
-        &env,
+        env,
         &repo,
         &[("f.txt", "one\ntwo\n"), ("gone.txt", "to be deleted\n")],
         "files",

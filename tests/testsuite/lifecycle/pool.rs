@@ -22,7 +22,7 @@ const SETUP: &str = r#"mkdir -p build && echo "$GIT_DELEGATE_TASK $GIT_DELEGATE_
 fn repo(env: &Env, pool: usize) -> PathBuf {
     let repo = env.repo("proj");
     commit_files(
-        &env,
+        env,
         &repo,
         &[
             (".gitignore", "build/\n"),

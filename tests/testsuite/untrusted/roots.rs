@@ -77,7 +77,7 @@ fn as_other(dir: &Path, script: &str) {
 fn setup(env: &Env, mode: u32) -> (PathBuf, PathBuf) {
     chmod(env.path(), 0o755);
     let repo = env.repo("proj");
-    commit_files(&env, &repo, &[("src/lib.rs", "pub fn f() {}\n")], "files");
+    commit_files(env, &repo, &[("src/lib.rs", "pub fn f() {}\n")], "files");
     let root = env.path().join("shared");
     std::fs::create_dir(&root).unwrap();
     chmod(&root, mode);

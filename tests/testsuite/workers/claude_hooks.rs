@@ -54,7 +54,7 @@ fn batches(env: &Env, repo: &Path) -> Vec<Value> {
 /// A repository with a subfolder, an uncommitted edit and an untracked file.
 fn dirty_repo(env: &Env) -> PathBuf {
     let repo = env.repo("proj");
-    commit_files(&env, &repo, &[("sub/s.txt", "s\n")], "sub");
+    commit_files(env, &repo, &[("sub/s.txt", "s\n")], "sub");
     std::fs::write(repo.join("README"), "hello\nedited\n").unwrap();
     std::fs::write(repo.join("untracked.txt"), "u\n").unwrap();
     repo
