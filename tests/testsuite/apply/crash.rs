@@ -11,6 +11,7 @@
 //! `CRASH_ON_DISK=1` to run on the disk instead of a tmpfs (slower: every
 //! fsync is real).
 use crate::common::files::read_bytes;
+use crate::common::mounts::Tmpfs;
 
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
@@ -59,33 +60,6 @@ fn build_repo(env: &Env, repo: &Path) {
     env.git(repo, ["commit", "-q", "-m", "3000 files"]);
 }
 
-/// A tmpfs for the test's files, unmounted when dropped. The crash test
-/// is about process death, not power loss: on tmpfs the fsyncs cost
-/// nothing, which keeps the test fast on a loaded machine.
-struct Mount(PathBuf);
-
-impl Mount {
-    fn try_new(at: &Path) -> Option<Mount> {
-        std::fs::create_dir_all(at).unwrap();
-        let ok = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=512m", "tmpfs"])
-            .arg(at)
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then(|| Mount(at.to_path_buf()))
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
-    }
-}
-
 /// The worker's changes: 1,500 modified (some made executable), 750
 /// deleted (15 whole folders), 750 added (15 new folders, a few symlinks).
 fn work(ws: &Path) {
@@ -128,7 +102,7 @@ fn journal_exists(repo: &Path) -> bool {
 
 struct Rig {
     /// Dropped before `env` (fields drop in order).
-    _mount: Option<Mount>,
+    _mount: Option<Tmpfs>,
     env: Env,
     repo: PathBuf,
     pre: Tree,
@@ -149,7 +123,7 @@ impl Rig {
             std::fs::create_dir_all(&fs).unwrap();
             None
         } else {
-            Mount::try_new(&fs)
+            Tmpfs::try_new(&fs, "512m")
         };
         if mount.is_none() {
             eprintln!("note: cannot mount a tmpfs here; the crash test runs on the disk (slower)");

@@ -111,6 +111,18 @@ fn base_repo(env: &Env) -> PathBuf {
     repo
 }
 
+/// A worker's edits both patch tests make: `typechange` becomes a link to
+/// `new.txt`, `link` points at `exec.sh`, and two files with a non-ASCII
+/// name and a tab in the name appear.
+fn retarget_links_and_add_odd_names(ws: &Path) {
+    std::fs::remove_file(ws.join("typechange")).unwrap();
+    symlink("new.txt", ws.join("typechange")).unwrap();
+    std::fs::remove_file(ws.join("link")).unwrap();
+    symlink("exec.sh", ws.join("link")).unwrap();
+    std::fs::write(ws.join(os(b"caf\xc3\xa9.txt")), "café\n").unwrap();
+    std::fs::write(ws.join(os(b"tab\there")), "tab\n").unwrap();
+}
+
 #[test]
 fn patch_round_trips_every_kind_of_change() {
     let env = Env::new();
@@ -139,12 +151,7 @@ fn patch_round_trips_every_kind_of_change() {
         std::fs::write(ws.join("filedir/now.txt"), "dir now\n").unwrap();
         std::fs::remove_dir_all(ws.join("dirfile")).unwrap();
         std::fs::write(ws.join("dirfile"), "file now\n").unwrap();
-        std::fs::remove_file(ws.join("typechange")).unwrap();
-        symlink("new.txt", ws.join("typechange")).unwrap();
-        std::fs::remove_file(ws.join("link")).unwrap();
-        symlink("exec.sh", ws.join("link")).unwrap();
-        std::fs::write(ws.join(os(b"caf\xc3\xa9.txt")), "café\n").unwrap();
-        std::fs::write(ws.join(os(b"tab\there")), "tab\n").unwrap();
+        retarget_links_and_add_odd_names(ws);
         std::fs::write(ws.join(os(b"new\nline")), "nl\n").unwrap();
         std::fs::write(ws.join(os(b"quote\"back\\slash")), "q\n").unwrap();
         std::fs::write(ws.join(os(b"bad-\xff-utf8")), "raw\n").unwrap();
@@ -173,12 +180,7 @@ fn text_patch_is_byte_identical_to_git_diff() {
         std::fs::remove_file(ws.join("gone.txt")).unwrap();
         std::fs::write(ws.join("noeol.txt"), "a\nB").unwrap();
         std::fs::write(ws.join("with space.txt"), "s2\n").unwrap();
-        std::fs::remove_file(ws.join("typechange")).unwrap();
-        symlink("new.txt", ws.join("typechange")).unwrap();
-        std::fs::remove_file(ws.join("link")).unwrap();
-        symlink("exec.sh", ws.join("link")).unwrap();
-        std::fs::write(ws.join(os(b"caf\xc3\xa9.txt")), "café\n").unwrap();
-        std::fs::write(ws.join(os(b"tab\there")), "tab\n").unwrap();
+        retarget_links_and_add_odd_names(ws);
         std::fs::remove_file(ws.join("filedir")).unwrap();
         std::fs::create_dir(ws.join("filedir")).unwrap();
         std::fs::write(ws.join("filedir/now.txt"), "dir now\n").unwrap();

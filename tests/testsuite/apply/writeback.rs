@@ -3,6 +3,7 @@
 //! folders, things in the way, symlinked parents, and failures that must
 //! roll every path back.
 use crate::common::files::read_bytes;
+use crate::common::mounts::Tmpfs;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::symlink;
@@ -287,17 +288,6 @@ fn a_failed_write_rolls_everything_back_and_a_rerun_applies() {
 }
 
 /// A tmpfs mounted for one test, unmounted when dropped.
-struct Mount(PathBuf);
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
-    }
-}
-
 #[test]
 fn a_full_disk_rolls_back_and_the_tasks_fail_with_write_failed() {
     let env = Env::new();
@@ -317,7 +307,7 @@ fn a_full_disk_rolls_back_and_the_tasks_fail_with_write_failed() {
             return;
         }
     }
-    let _mount = Mount(mnt.clone());
+    let _mount = Tmpfs(mnt.clone());
     // The working tree on the tiny filesystem, its .git (objects, state) elsewhere.
     let repo = mnt.join("r");
     let gitdir = env.path().join("r.git");

@@ -67,12 +67,17 @@ impl Env {
             .env("NO_COLOR", "1");
     }
 
-    /// A `git` command in `dir`.
-    pub fn git_cmd(&self, dir: &Path) -> Command {
-        let mut cmd = Command::new("git");
+    /// `program` in `dir` with this environment's variables only.
+    pub fn command(&self, program: impl AsRef<OsStr>, dir: &Path) -> Command {
+        let mut cmd = Command::new(program);
         self.apply_env(&mut cmd);
         cmd.current_dir(dir);
         cmd
+    }
+
+    /// A `git` command in `dir`.
+    pub fn git_cmd(&self, dir: &Path) -> Command {
+        self.command("git", dir)
     }
 
     /// Run git, assert success, return stdout.
@@ -95,10 +100,7 @@ impl Env {
 
     /// A `git-delegate` command in `dir`.
     pub fn delegate_cmd(&self, dir: &Path) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-delegate"));
-        self.apply_env(&mut cmd);
-        cmd.current_dir(dir);
-        cmd
+        self.command(env!("CARGO_BIN_EXE_git-delegate"), dir)
     }
 
     /// Run git-delegate with `args` in `dir`.

@@ -240,22 +240,41 @@ pub fn scratch_dirs(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// A tmpfs mounted at the folder it holds, unmounted (lazily) when
+/// dropped. The crash test is about process death, not power loss: on
+/// tmpfs the fsyncs cost nothing, which keeps it fast on a loaded machine.
+pub struct Tmpfs(pub PathBuf);
+
+impl Tmpfs {
+    /// Mount a tmpfs of `size` (`mount -o size=`) at `at`, made first;
+    /// none where this machine cannot.
+    pub fn try_new(at: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(at).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Tmpfs(at.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
 /// Everything under `dir`, as sorted relative paths (for "nothing left behind").
 pub fn tree_listing(dir: &Path) -> Vec<String> {
-    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            out.push(p.strip_prefix(base).unwrap().display().to_string());
-            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                walk(base, &p, out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
+    let mut out: Vec<String> = crate::common::fixtures::listing(dir)
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
     out.sort();
     out
 }

@@ -5,6 +5,16 @@
 
 use std::path::PathBuf;
 
+/// Where `git` is on this process's PATH (`command -v git`), for a PATH
+/// of the test's own that holds it.
+pub fn git_path() -> String {
+    let out = std::process::Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
 /// Is `program` on PATH (`command -v`)?
 pub fn have(program: &str) -> bool {
     std::process::Command::new("sh")

@@ -393,17 +393,10 @@ fn without_git_lfs_the_filter_that_cannot_start_is_named() {
     let env = Env::new();
     let repo = lfs_repo(&env, "src");
     // A PATH with git alone.
-    let git = String::from_utf8(
-        std::process::Command::new("sh")
-            .args(["-c", "command -v git"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let git = crate::common::procs::git_path();
     let bin = env.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(git.trim(), bin.join("git")).unwrap();
+    std::os::unix::fs::symlink(git, bin.join("git")).unwrap();
     let no_lfs = |cmd: &mut std::process::Command| {
         cmd.env("PATH", &bin);
     };

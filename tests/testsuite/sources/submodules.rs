@@ -10,6 +10,22 @@ use crate::common::fixtures::{commit_files, prepare, roots};
 use crate::common::Env;
 use std::path::{Path, PathBuf};
 
+/// `git submodule add -q URL PATH` in `dir` (file URLs allowed).
+fn submodule_add(env: &Env, dir: &Path, url: &Path, path: &str) {
+    env.git(
+        dir,
+        [
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            url.to_str().unwrap(),
+            path,
+        ],
+    );
+}
+
 struct Fixture {
     env: Env,
     repo: PathBuf,
@@ -27,34 +43,12 @@ fn fixture() -> Fixture {
     let lib = env.repo("lib-up");
     std::fs::write(lib.join("l.txt"), "lib\n").unwrap();
     env.git(&lib, ["add", "l.txt"]);
-    env.git(
-        &lib,
-        [
-            "-c",
-            "protocol.file.allow=always",
-            "submodule",
-            "add",
-            "-q",
-            nested.to_str().unwrap(),
-            "deps/n",
-        ],
-    );
+    submodule_add(&env, &lib, &nested, "deps/n");
     env.git(&lib, ["commit", "-q", "-m", "lib"]);
     let other = env.repo("other-up");
     let repo = env.repo("super");
     for (url, path) in [(&lib, "vendor/lib"), (&other, "vendor/other")] {
-        env.git(
-            &repo,
-            [
-                "-c",
-                "protocol.file.allow=always",
-                "submodule",
-                "add",
-                "-q",
-                url.to_str().unwrap(),
-                path,
-            ],
-        );
+        submodule_add(&env, &repo, url, path);
     }
     env.git(&repo, ["commit", "-q", "-m", "submodules"]);
     env.git(
@@ -447,18 +441,7 @@ fn a_submodule_with_its_repository_inside_its_folder_is_refused_until_absorbed()
     let repo = env.repo("super");
     env.git(&repo, ["clone", "-q", up.to_str().unwrap(), "deps/sub"]);
     // `submodule add` of a repository already in place keeps its `.git` folder there.
-    env.git(
-        &repo,
-        [
-            "-c",
-            "protocol.file.allow=always",
-            "submodule",
-            "add",
-            "-q",
-            up.to_str().unwrap(),
-            "deps/sub",
-        ],
-    );
+    submodule_add(&env, &repo, &up, "deps/sub");
     env.git(&repo, ["commit", "-q", "-m", "sub"]);
     assert!(repo.join("deps/sub/.git").is_dir());
     let run = env.delegate(&repo, ["prepare", "--json"]).expect(3);

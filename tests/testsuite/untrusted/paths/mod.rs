@@ -83,18 +83,8 @@ fn write_node(env: &Env, repo: &Path, node: &Node) -> (String, String) {
         Node::File(c) => ("100644".into(), blob(c)),
         Node::Exec(c) => ("100755".into(), blob(c)),
         Node::Link(t) => ("120000".into(), blob(t)),
-        Node::Dir(children) => {
-            let entries = children
-                .iter()
-                .map(|(name, n)| {
-                    let (mode, id) = write_node(env, repo, n);
-                    (mode, name.to_vec(), id)
-                })
-                .collect();
-            ("40000".into(), write_tree(env, repo, entries))
-        }
         Node::Gitlink(id) => ("160000".into(), id.to_string()),
-        Node::RawDir(children) => {
+        Node::Dir(children) | Node::RawDir(children) => {
             let entries = children
                 .iter()
                 .map(|(name, n)| {
@@ -102,7 +92,12 @@ fn write_node(env: &Env, repo: &Path, node: &Node) -> (String, String) {
                     (mode, name.to_vec(), id)
                 })
                 .collect();
-            ("40000".into(), write_raw_tree(env, repo, entries))
+            let tree = if matches!(node, Node::RawDir(_)) {
+                write_raw_tree(env, repo, entries)
+            } else {
+                write_tree(env, repo, entries)
+            };
+            ("40000".into(), tree)
         }
     }
 }

@@ -12,6 +12,15 @@ use crate::common::killed_at;
 /// changed (`source_changed`). `--source` is what the real apply then
 /// writes: its patch, applied with `git apply` to a copy of the source,
 /// gives the bytes the real apply leaves; it changes nothing itself.
+/// `stderr` notes that `task` was left out, and names `reason`.
+#[track_caller]
+fn assert_left_out(stderr: &str, task: &str, reason: &str) {
+    assert!(
+        stderr.contains(&format!("note: task {task} left out")) && stderr.contains(reason),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn diff_source_is_what_apply_writes_and_changes_nothing() {
     let (env, repo) = three_tasks_and_the_users_edits();
@@ -24,16 +33,8 @@ fn diff_source_is_what_apply_writes_and_changes_nothing() {
         .delegate(&repo, ["diff", "--source", "--binary"])
         .expect(0);
     let patch = run.stdout.clone();
-    assert!(
-        run.stderr.contains("note: task 2 left out") && run.stderr.contains("merge_conflict"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("note: task 3 left out") && run.stderr.contains("source_changed"),
-        "{}",
-        run.stderr
-    );
+    assert_left_out(&run.stderr, "2", "merge_conflict");
+    assert_left_out(&run.stderr, "3", "source_changed");
     assert!(!run.stderr.contains("task 1 "), "{}", run.stderr);
     let names = env
         .delegate(&repo, ["diff", "--source", "--name-status"])
@@ -245,11 +246,7 @@ fn diff_source_leaves_out_what_apply_would_and_filters_paths() {
         "{}",
         run.stderr
     );
-    assert!(
-        run.stderr.contains("note: task 2 left out") && run.stderr.contains("processes_running"),
-        "{}",
-        run.stderr
-    );
+    assert_left_out(&run.stderr, "2", "processes_running");
     assert_eq!(run.stdout, "");
     let doc = env
         .delegate(&repo, ["diff", "--source", "--json"])
