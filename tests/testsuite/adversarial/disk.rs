@@ -5,6 +5,7 @@
 //! a time (`common::mounts::Small` holds the lock every test that fills a
 //! small filesystem takes), each in its own folder there, removed at the end.
 use crate::common::files::read_bytes;
+use crate::common::fixtures::task_root;
 
 use std::path::{Path, PathBuf};
 
@@ -35,6 +36,22 @@ fn nothing_left(env: &Env, repo: &Path) {
     );
 }
 
+/// `prepare --json -n 2` fails with `delegate::disk_full`, its message
+/// naming ENOSPC: (the run, the message, the help).
+#[track_caller]
+fn prepare_runs_out_of_space(env: &Env, repo: &Path) -> (crate::common::Run, String, String) {
+    let run = env
+        .delegate(repo, ["prepare", "--json", "-n", "2"])
+        .expect(3);
+    let (code, message, help) = error_parts(&run);
+    assert_eq!(code, "delegate::disk_full", "{}", run.stdout);
+    assert!(
+        message.contains("no space left on device (ENOSPC"),
+        "{message}"
+    );
+    (run, message, help)
+}
+
 #[test]
 fn prepare_onto_a_full_workspace_root_names_enospc_and_leaves_nothing() {
     let Some(small) = Small::full_disk("prepare_onto_a_full_workspace_root") else {
@@ -48,15 +65,7 @@ fn prepare_onto_a_full_workspace_root_names_enospc_and_leaves_nothing() {
     set_workspace_root(&repo, &root);
     small.fill(64 << 10);
 
-    let run = env
-        .delegate(&repo, ["prepare", "--json", "-n", "2"])
-        .expect(3);
-    let (code, message, help) = error_parts(&run);
-    assert_eq!(code, "delegate::disk_full", "{}", run.stdout);
-    assert!(
-        message.contains("no space left on device (ENOSPC"),
-        "{message}"
-    );
+    let (run, message, help) = prepare_runs_out_of_space(&env, &repo);
     assert_has(&message, root.to_str().unwrap());
     assert_has(&help, "free space on");
     assert_has(&help, "workspace.root");
@@ -79,15 +88,7 @@ fn prepare_of_a_source_on_a_full_disk_names_enospc_not_an_unreadable_file() {
     small.fill(0);
     let before = digest(&repo, true);
 
-    let run = env
-        .delegate(&repo, ["prepare", "--json", "-n", "2"])
-        .expect(3);
-    let (code, message, help) = error_parts(&run);
-    assert_eq!(code, "delegate::disk_full", "{}", run.stdout);
-    assert!(
-        message.contains("no space left on device (ENOSPC"),
-        "{message}"
-    );
+    let (_, message, help) = prepare_runs_out_of_space(&env, &repo);
     assert_has(&message, "objects");
     assert!(!help.contains("readable"), "{help}");
     assert_has(&help, "free space on");
@@ -108,7 +109,7 @@ fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
         &[("a.txt", "one\n"), ("b.txt", "two\n")],
     );
     let doc = prepare(&env, &repo, &["-n", "1"]);
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     // The task edits a.txt and adds 3 MiB of binary: tiny as a blob and
     // as a binary patch, too big for what is left when it is written back
     // (not all zeros: whole blocks of zeros are written as holes, taking no
@@ -151,7 +152,7 @@ fn apply_that_cannot_record_a_proposal_on_a_full_disk_names_enospc_and_keeps_the
     let env = Env::new();
     let repo = env.repo_at(&small.path().join("src"), &[("a.txt", "one\n")]);
     let doc = prepare(&env, &repo, &["-n", "1"]);
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     // Incompressible: its blob does not fit in what is left.
     noise_files(&ws, "big", 1, 2 << 20);
     std::fs::write(ws.join("a.txt"), "one, edited\n").unwrap();

@@ -7,6 +7,7 @@
 
 use crate::common::files::read;
 use crate::common::files::read_bytes;
+use crate::common::fixtures::id;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -69,7 +70,7 @@ fn changed(status: &Value, batch: &str) -> Vec<u64> {
 fn every_command(env: &Env, caller: &Path, run: &dyn Fn(&[&str]) -> Run, repo: &Path) {
     std::fs::write(repo.join("user.txt"), "user edit\n").unwrap();
     let doc = run(&["prepare", "-n", "2", "--json"]).expect(0).json();
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     assert_eq!(
         PathBuf::from(doc["source"].as_str().unwrap()),
         repo.canonicalize().unwrap()
@@ -136,7 +137,7 @@ fn every_command(env: &Env, caller: &Path, run: &dyn Fn(&[&str]) -> Run, repo: &
 
     // drop --force drops a batch with work in it.
     let doc = run(&["prepare", "--json"]).expect(0).json();
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = crate::common::fixtures::id(&doc);
     std::fs::write(task_root(&doc, 0).join("x"), "x\n").unwrap();
     let st = run(&["status", "--json"]).expect(0).json();
     assert_eq!(changed(&st, &id), [1]);
@@ -431,7 +432,7 @@ fn a_broken_git_file_is_named() {
 fn source_moved_after_prepare() {
     let (env, repo) = Env::with_repo("src");
     let doc = prepare(&env, &repo, &[]);
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     std::fs::write(task_root(&doc, 0).join("README"), "worker\n").unwrap();
     let moved = env.path().join("moved");
     std::fs::rename(&repo, &moved).unwrap();

@@ -10,6 +10,8 @@
 use crate::common::files::read;
 use crate::common::files::read_bytes;
 use crate::common::fixtures::commit_files;
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -113,8 +115,8 @@ impl Swapped {
         let mut args = vec!["prepare", "--json"];
         args.extend_from_slice(prepare_args);
         let doc = env.delegate(&repo, args).expect(0).json();
-        let batch = doc["batch"].as_str().unwrap().to_string();
-        let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+        let batch = id(&doc);
+        let root = task_root(&doc, 0);
         std::fs::write(root.join("a.txt"), "the worker's a\n").unwrap();
 
         let copy = env.path().join("elsewhere");
@@ -284,7 +286,7 @@ fn a_workspace_replaced_by_a_copy_at_the_same_path_is_workspace_missing() {
     let env = Env::new();
     let repo = repo(&env);
     let doc = prepare(&env, &repo, &[]);
-    let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let root = task_root(&doc, 0);
     std::fs::write(root.join("a.txt"), "the worker's a\n").unwrap();
     // A copy made while the workspace exists has another inode; it takes
     // the workspace's place (same path, same `.git` file), lacking b.txt.
@@ -349,7 +351,7 @@ fn a_batch_recorded_without_identities_still_applies_and_still_refuses_a_symlink
     let env = Env::new();
     let repo = repo(&env);
     let doc = prepare(&env, &repo, &["-n", "2"]);
-    let batch = doc["batch"].as_str().unwrap().to_string();
+    let batch = id(&doc);
     let roots: Vec<PathBuf> = (0..2)
         .map(|i| PathBuf::from(doc["tasks"][i]["root"].as_str().unwrap()))
         .collect();
@@ -399,7 +401,7 @@ fn a_workspace_root_reached_through_a_symlinked_folder_is_still_ours() {
         crate::common::Run::from(out).expect(code).json()
     };
     let doc = run(&["prepare", "--json"], 0);
-    let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let root = task_root(&doc, 0);
     assert!(root.starts_with(&link));
     std::fs::write(root.join("a.txt"), "the worker's a\n").unwrap();
     let doc = run(&["status", "--json"], 0);

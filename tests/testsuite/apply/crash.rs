@@ -11,6 +11,8 @@
 //! `CRASH_ON_DISK=1` to run on the disk instead of a tmpfs (slower: every
 //! fsync is real).
 use crate::common::files::read_bytes;
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
 use crate::common::mounts::Tmpfs;
 
 use std::collections::BTreeMap;
@@ -161,8 +163,8 @@ impl Rig {
             .delegate(&self.repo, ["prepare", "--json"])
             .expect(0)
             .json();
-        self.batch = doc["batch"].as_str().unwrap().to_string();
-        let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+        self.batch = id(&doc);
+        let ws = task_root(&doc, 0);
         work(&ws);
         self.ws = ws.clone();
         let mut full = tree(&ws);
@@ -512,7 +514,7 @@ fn a_path_edited_after_a_crash_is_never_rolled_back_over() {
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
     let doc = prepare(&env, &repo, &[]);
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     for i in 1..=4 {
         std::fs::write(ws.join(format!("f{i}.txt")), format!("task {i}\n")).unwrap();
     }

@@ -5,6 +5,7 @@
 
 use crate::common::files::read;
 use crate::common::files::read_bytes;
+use crate::common::fixtures::task_root;
 
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -24,7 +25,7 @@ fn chmod_x(p: &Path) {
 /// (baseline commit, proposal ref, patch path).
 fn kept_proposal(env: &Env, repo: &Path, edit: impl FnOnce(&Path)) -> (String, String, PathBuf) {
     let doc = prepare(env, repo, &[]);
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     let baseline = doc["baseline"]["commit"].as_str().unwrap().to_string();
     edit(&ws);
     std::fs::write(ws.join("conflict.txt"), "task\n").unwrap();

@@ -5,6 +5,8 @@
 //! without `--force`. Real git in real workspaces.
 use crate::common::files::read;
 use crate::common::fixtures::commit_files;
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
 use crate::common::succeed_as;
 
 use std::path::{Path, PathBuf};
@@ -256,8 +258,8 @@ fn gc_of_a_stale_batch_reports_stashed_work_and_leaves_the_stash() {
     let (env, repo) = Env::with_repo("proj");
     commit_files(&env, &repo, &[("a.txt", "a\n")], "files");
     let doc = prepare(&env, &repo, &["--ttl", "1s"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
-    let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let id = id(&doc);
+    let root = task_root(&doc, 0);
     std::fs::write(root.join("a.txt"), "a from 1\n").unwrap();
     env.git(&root, ["stash", "-q"]);
     let stashed = env.git(&repo, ["rev-parse", "refs/stash"]);

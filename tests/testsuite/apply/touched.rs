@@ -7,6 +7,7 @@
 
 use crate::common::files::read;
 use crate::common::files::read_bytes;
+use crate::common::fixtures::task_root;
 
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -336,7 +337,7 @@ fn a_file_elsewhere_that_cannot_be_read_no_longer_blocks_apply() {
     env.git(&repo, ["config", "filter.boom.clean", "false"]);
     env.git(&repo, ["config", "filter.boom.required", "true"]);
     let doc = prepare(&env, &repo, &["-n", "1"]);
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     write(&ws.join("f.txt"), &with_line(&lines(5), 1, "task"));
     write(&repo.join(".gitattributes"), "boom.txt filter=boom\n");
     write(&repo.join("boom.txt"), "cannot be cleaned\n");

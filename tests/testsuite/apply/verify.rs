@@ -1,7 +1,9 @@
 //! `git delegate apply --verify CMD` (design §3.10) end to end: real
 //! repositories, a real shell script as CMD, real processes.
 use crate::common::files::read;
+use crate::common::fixtures::id;
 use crate::common::fixtures::strs;
+use crate::common::fixtures::task_root;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -566,7 +568,7 @@ fn the_verification_workspace_carries_ignored_files_by_policy() {
     )
     .unwrap();
     let doc = prepare(&env, &repo, &[]);
-    let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let root = task_root(&doc, 0);
     std::fs::write(root.join("new.txt"), "n\n").unwrap();
     let cmd = "grep -q built \"$(git rev-parse --show-toplevel)/deps/lib.txt\"";
     let doc = env
@@ -626,7 +628,7 @@ fn nothing_to_verify_is_not_run() {
 fn gc_leaves_a_stale_batch_alone_while_it_is_verified() {
     let (env, repo) = Env::with_repo("r");
     let doc = prepare(&env, &repo, &["--ttl", "1s"]);
-    let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let root = task_root(&doc, 0);
     std::fs::write(root.join("t1.txt"), "ok\n").unwrap();
     let (child, go) = apply_verifying(&env, &repo, std::process::Stdio::piped);
     std::thread::sleep(Duration::from_millis(1500)); // past the 1 s lease
@@ -689,7 +691,7 @@ fn failing_logs_stay_until_keep_failed_after_the_batch_ended() {
     let doc = f.apply(&[], 1);
     let log = PathBuf::from(task(&doc, "2")["verify_log"].as_str().unwrap());
     assert!(log.exists());
-    let batch = doc["batch"].as_str().unwrap().to_string();
+    let batch = id(&doc);
     std::fs::write(
         f.repo.join(".git/delegate.toml"),
         "[gc]\nkeep-failed = \"1s\"\n",

@@ -3,6 +3,7 @@
 //! folders, things in the way, symlinked parents, and failures that must
 //! roll every path back.
 use crate::common::files::read_bytes;
+use crate::common::fixtures::task_root;
 use crate::common::mounts::Tmpfs;
 
 use std::collections::BTreeMap;
@@ -46,7 +47,7 @@ fn index_bytes(repo: &Path) -> Vec<u8> {
 
 fn prepare(env: &Env, repo: &Path) -> PathBuf {
     let doc = env.delegate(repo, ["prepare", "--json"]).expect(0).json();
-    PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap())
+    task_root(&doc, 0)
 }
 
 fn apply(env: &Env, repo: &Path, code: i32) -> Value {

@@ -40,6 +40,17 @@ fn two_batches(env: &Env) -> (PathBuf, String, String) {
     (repo, alpha, beta)
 }
 
+/// Tab after `line` (a `--ttl` value) offers no file name (git's
+/// completion falls back to them); `done` marks the end of the output.
+#[track_caller]
+fn assert_no_file_names(pty: &mut Pty, line: &str, done: &str) {
+    let shown = pty.tab(line, done);
+    assert!(
+        !shown.contains("zzfile-unique"),
+        "--ttl offered a file name:\n{shown:?}"
+    );
+}
+
 #[test]
 fn complete_names_open_batches_and_tasks_and_no_files_for_values_that_are_none() {
     let env = Env::new();
@@ -340,11 +351,7 @@ fn git_delegate_tab_completes_a_batch_label_in_an_interactive_bash() {
     pty.expect("--only pa\t", "--only parser-task ");
     pty.expect("\x15echo ONE-DONE\n", "ONE-DONE\r\n");
     // `--ttl` offers no file names (git's completion falls back to them).
-    let shown = pty.tab("git delegate prepare --ttl zz", "TWO-DONE");
-    assert!(
-        !shown.contains("zzfile-unique"),
-        "--ttl offered a file name:\n{shown:?}"
-    );
+    assert_no_file_names(&mut pty, "git delegate prepare --ttl zz", "TWO-DONE");
     // A control: a value that is a path still completes file names.
     let shown = pty.tab("git delegate man --install zz", "THREE-DONE");
     assert!(
@@ -353,11 +360,7 @@ fn git_delegate_tab_completes_a_batch_label_in_an_interactive_bash() {
     );
     // The executable itself completes the same way.
     pty.expect("git-delegate drop oth\t", "git-delegate drop other ");
-    let shown = pty.tab("\x15git-delegate prepare --ttl zz", "FOUR-DONE");
-    assert!(
-        !shown.contains("zzfile-unique"),
-        "--ttl offered a file name:\n{shown:?}"
-    );
+    assert_no_file_names(&mut pty, "\x15git-delegate prepare --ttl zz", "FOUR-DONE");
 }
 
 #[test]
@@ -389,11 +392,7 @@ fn zsh_completes_batch_labels_and_tasks() {
     pty.expect("\x15echo ONE-DONE\n", "ONE-DONE\r\n");
     pty.expect("git-delegate diff --batch other \t", "--batch other lint ");
     pty.expect("\x15echo TWO-DONE\n", "TWO-DONE\r\n");
-    let shown = pty.tab("git-delegate prepare --ttl zz", "THREE-DONE");
-    assert!(
-        !shown.contains("zzfile-unique"),
-        "--ttl offered a file name:\n{shown:?}"
-    );
+    assert_no_file_names(&mut pty, "git-delegate prepare --ttl zz", "THREE-DONE");
 }
 
 #[test]

@@ -5,6 +5,8 @@
 //! PATH: `Env::sh`) and checks it did what the hint says.
 use crate::common::files::read_bytes;
 use crate::common::fixtures::commit_files;
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
 
 use crate::common::fixtures::paused_at;
 use std::path::{Path, PathBuf};
@@ -72,10 +74,7 @@ fn prepare_apply_hint_applies_the_batch() {
     let (ws, batch) = {
         let doc = env.delegate(&repo, ["status", "--json"]).expect(0).json();
         let b = &doc["batches"][0];
-        (
-            PathBuf::from(b["tasks"][0]["root"].as_str().unwrap()),
-            b["batch"].as_str().unwrap().to_string(),
-        )
+        (task_root(&b, 0), id(&b))
     };
     std::fs::write(ws.join("README"), "done\n").unwrap();
     env.sh(&repo, &cmd).expect(0);

@@ -2,6 +2,7 @@
 //! private ref that must not block the next command.
 
 use crate::common::files::read;
+use crate::common::fixtures::task_root;
 #[test]
 fn prepare_status_drop_round_trip() {
     let env = crate::common::Env::new();
@@ -10,7 +11,7 @@ fn prepare_status_drop_round_trip() {
     let doc = crate::common::fixtures::prepare(&env, &repo, &["-n", "2"]);
     assert_eq!(doc["schema"], "git-delegate/v1");
     assert_eq!(doc["tasks"].as_array().unwrap().len(), 2);
-    let root = std::path::PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let root = task_root(&doc, 0);
     assert_eq!(read(&root.join("README")), "changed\n");
     assert_eq!(
         env.oracle_tree(&repo),

@@ -6,6 +6,7 @@
 use crate::common::files::read;
 use crate::common::files::read_bytes;
 use crate::common::fixtures::commit_files;
+use crate::common::fixtures::id;
 
 use std::path::{Path, PathBuf};
 
@@ -38,7 +39,7 @@ fn setup(env: &Env, extra: &[&str]) -> (PathBuf, String, Vec<PathBuf>) {
 }
 
 fn batch_of(doc: &Value) -> String {
-    doc["batch"].as_str().unwrap().to_string()
+    id(&doc)
 }
 
 /// The worker edits `f.txt`, adds `new.bin` and deletes `gone.txt`.

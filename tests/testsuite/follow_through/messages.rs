@@ -2,6 +2,7 @@
 //! exact text and, where it prints a command, by running that command as
 //! printed.
 use crate::common::files::read_bytes;
+use crate::common::fixtures::id;
 
 use crate::common::fixtures::{paused_at, prepare_roots};
 use std::path::Path;
@@ -14,7 +15,7 @@ fn prepare(env: &Env, repo: &Path, label: &str) -> String {
         .delegate(repo, ["prepare", "--json", "-n", "1", "--label", label])
         .expect(0)
         .json();
-    doc["batch"].as_str().unwrap().to_string()
+    id(&doc)
 }
 
 fn open_batches(env: &Env, repo: &Path) -> Vec<String> {
@@ -23,7 +24,7 @@ fn open_batches(env: &Env, repo: &Path) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|b| b["batch"].as_str().unwrap().to_string())
+        .map(|b| id(&b))
         .collect()
 }
 

@@ -14,6 +14,8 @@
 //! the next command finishes it, `gc` does, `undo --list` shows the entry,
 //! a re-run of apply says the tasks are applied, and `undo` takes it back.
 
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -176,7 +178,7 @@ impl Rig {
         for (i, root) in roots.iter().enumerate() {
             edit(root, &edits(i));
         }
-        (doc["batch"].as_str().unwrap().to_string(), roots)
+        (id(&doc), roots)
     }
 
     /// The source is exactly `state` ("before" or "after"), bytes and
@@ -422,9 +424,9 @@ fn a_signal_during_a_refresh_rolls_the_workspace_back_or_finishes_it() {
         .delegate(&rig.repo, ["prepare", "-n", "1", "--json"])
         .expect(0)
         .json();
-    let batch = doc["batch"].as_str().unwrap().to_string();
+    let batch = id(&doc);
     let task = doc["tasks"][0]["name"].as_str().unwrap().to_string();
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     // The user's edits in the source since prepare: what refresh brings in.
     let mut changes = Vec::new();
     for i in 0..TASKS {
@@ -565,7 +567,7 @@ fn a_signal_while_a_kept_proposal_lands_rolls_back_or_finishes() {
         .delegate(&rig.repo, ["prepare", "-n", "1", "--json"])
         .expect(0)
         .json();
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     edit(&ws, &edits(0));
     let doc = rig
         .env

@@ -4,6 +4,7 @@
 //! and a failed worker's task, which a plain apply leaves open (design
 //! §3.10, §3.13, §3.18 "Follow-through").
 use crate::common::files::read;
+use crate::common::fixtures::id;
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -52,7 +53,7 @@ impl KilledVerify {
         let mut args = vec!["prepare", "--json", "-n", "2"];
         args.extend_from_slice(ttl_args);
         let doc = env.delegate(&repo, args).expect(0).json();
-        let batch = doc["batch"].as_str().unwrap().to_string();
+        let batch = id(&doc);
         let roots: Vec<PathBuf> = roots(&doc);
         std::fs::write(roots[0].join("t1.txt"), "one\n").unwrap();
         std::fs::write(roots[1].join("t2.txt"), "two\n").unwrap();

@@ -1,6 +1,8 @@
 //! Leases (design §1, §3.6) as status, `status --check`, renew and gc see
 //! them: expiry, an owner that exited, a live owner, a recycled pid.
 use crate::common::files::read;
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -49,7 +51,7 @@ fn batch_toml(repo: &Path, batch: &str) -> PathBuf {
 fn expired_lease_is_stale_until_renewed() {
     let (env, repo) = Env::with_repo("proj");
     let doc = prepare(&env, &repo, &["--ttl", "1s"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     let short = &id[..8];
     wait_for_state(&env, &repo, &id, "expired");
 
@@ -87,7 +89,7 @@ fn owner_that_exited_orphans_the_lease() {
         .unwrap();
     let pid = owner.id().to_string();
     let doc = prepare(&env, &repo, &["--owner-pid", &pid, "--ttl", "1h"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     assert_eq!(doc["lease"]["owner_pid"].as_u64(), Some(owner.id() as u64));
     assert_eq!(lease_state(&env, &repo, &id), "live");
     env.delegate(&repo, ["status", "--check"]).expect(0);
@@ -117,8 +119,8 @@ fn owned_by_this_process() -> (Env, PathBuf, String, PathBuf) {
     let (env, repo) = Env::with_repo("proj");
     let me = std::process::id().to_string();
     let doc = prepare(&env, &repo, &["--owner-pid", &me, "--ttl", "1h"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let id = id(&doc);
+    let ws = task_root(&doc, 0);
     assert_eq!(lease_state(&env, &repo, &id), "live");
     (env, repo, id, ws)
 }

@@ -7,6 +7,7 @@
 
 use crate::common::files::read;
 use crate::common::files::read_bytes;
+use crate::common::fixtures::id;
 
 use std::path::{Path, PathBuf};
 
@@ -441,7 +442,7 @@ fn a_copy_whose_batch_is_gone_is_listed_for_the_sweep() {
     };
     let repo = env.repo("proj");
     let doc = prepare(&env, &repo, &["--mode", "scratch"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     let root = roots(&doc).remove(0);
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
     assert_eq!(st["problems"].as_array().unwrap().len(), 0, "{st}");

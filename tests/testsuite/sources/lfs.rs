@@ -10,6 +10,8 @@
 //! Without git-lfs on PATH the tests say SKIPPED (a failure under
 //! `CI=true`, where .ci/run installs it).
 use crate::common::files::read_bytes;
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
 
 use std::path::{Path, PathBuf};
 
@@ -223,7 +225,7 @@ fn an_lfs_file_changed_on_both_sides_conflicts_like_any_binary() {
     let env = Env::new();
     let repo = lfs_repo(&env, "src");
     let (doc, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
-    let batch = doc["batch"].as_str().unwrap().to_string();
+    let batch = id(&doc);
     // Task 1 changes a.bin, which the user changes too.
     std::fs::write(ws[0].join("a.bin"), binary("worker", 3000)).unwrap();
     // Task 2 changes keep.bin, which the user leaves alone.
@@ -338,7 +340,7 @@ fn a_missing_lfs_object_is_named_as_the_smudge_filter_failing() {
         .output()
         .unwrap();
     let doc: Value = serde_json::from_slice(&doc.stdout).unwrap();
-    let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let root = task_root(&doc, 0);
     assert_eq!(read_bytes(&root.join("a.bin")), pointer);
 }
 
@@ -353,7 +355,7 @@ fn an_interrupted_lfs_write_back_rolls_back_and_lands_again() {
     let env = Env::new();
     let repo = lfs_repo(&env, "src");
     let (doc, ws) = prepare_roots(&env, &repo, &[]);
-    let batch = doc["batch"].as_str().unwrap().to_string();
+    let batch = id(&doc);
     std::fs::write(ws[0].join("a.bin"), binary("a, worker", 2000)).unwrap();
     std::fs::write(ws[0].join("new.bin"), binary("new", 300)).unwrap();
     let killed = with_fault(

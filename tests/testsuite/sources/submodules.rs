@@ -4,6 +4,7 @@
 //! after cloning, so any use of the network (or of the submodule URLs)
 //! fails.
 use crate::common::files::read;
+use crate::common::fixtures::id;
 
 use crate::common::assert_has;
 use crate::common::fixtures::{commit_files, prepare, roots};
@@ -394,7 +395,7 @@ fn submodule_work_blocks_drop_and_survives_gc() {
     let f = fixture();
     let env = &f.env;
     let doc = prepare(env, &f.repo, &["--ttl", "1s"]);
-    let batch = doc["batch"].as_str().unwrap().to_string();
+    let batch = id(&doc);
     let ws = roots(&doc).remove(0);
     std::fs::write(ws.join("vendor/lib/l.txt"), "worker\n").unwrap();
     // Only submodule work: drop refuses without --force.
@@ -601,7 +602,7 @@ fn submodule_refusal_hints_work_as_printed() {
     let n = lib.join("deps/n");
     let prepare_ok = |env: &Env| {
         let doc = prepare(env, &f.repo, &[]);
-        let id = doc["batch"].as_str().unwrap().to_string();
+        let id = id(&doc);
         let ws = roots(&doc)[0].clone();
         (id, ws)
     };

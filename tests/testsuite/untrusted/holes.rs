@@ -14,6 +14,8 @@
 //! lock every test that fills a small filesystem takes), each in its own
 //! folder there, removed at the end.
 use crate::common::files::read_bytes;
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
 
 use std::path::{Path, PathBuf};
 
@@ -82,7 +84,7 @@ fn a_failed_apply_on_a_full_disk_leaves_no_temp_file_in_the_state_folder() {
     let env = Env::new();
     let repo = source_on(&env, small.path());
     let doc = prepare(&env, &repo, &["-n", "1"]);
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     // Incompressible: its blob (1.5 MiB) fits in what is left, the file
     // written into the source (as much again) does not after it.
     noise_files(&ws, "big", 1, 1536 << 10);
@@ -143,7 +145,7 @@ fn names(doc: &serde_json::Value, key: &str) -> Vec<String> {
 fn old_temp_files_are_reported_by_status_check_and_removed_by_gc() {
     let (env, repo) = Env::with_repo("src");
     let doc = prepare(&env, &repo, &["-n", "1"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     let state = common_dir_as_printed(&env, &repo).join("delegate");
     let batch_dir = state.join("batches").join(&id);
     let hours = |h: u64| std::time::Duration::from_secs(h * 3600);
@@ -302,7 +304,7 @@ fn apply_onto_a_source_without_free_inodes_names_them() {
     let env = Env::new();
     let repo = source_on(&env, small.path());
     let doc = prepare(&env, &repo, &["-n", "1"]);
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     std::fs::create_dir_all(ws.join("new/deeper")).unwrap();
     // One blob for all of them: the proposal's objects take few inodes,
     // its files many.

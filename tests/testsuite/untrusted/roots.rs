@@ -595,7 +595,7 @@ fn a_task_root_edited_to_point_outside_the_workspace_root_is_never_read_nor_remo
     for cmd in [&["apply"][..], &["gc"][..], &["drop", "--force"][..]] {
         let (env, repo) = Env::with_repo("proj");
         let doc = prepare(&env, &repo, &["--ttl", "1s"]);
-        let id = doc["batch"].as_str().unwrap().to_string();
+        let id = id(&doc);
         // A folder of the user's, with a file in it.
         let outside = env.home().join("important");
         std::fs::create_dir_all(&outside).unwrap();

@@ -1,6 +1,7 @@
 //! The pre-commit hook (design §3.7) through real `git commit`s, and
 //! `git delegate hooks install`.
 use crate::common::files::read;
+use crate::common::fixtures::task_root;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -123,7 +124,7 @@ fn forbid_commit_refuses_inside_workspaces_only() {
     );
     assert_eq!(forbid["forbid_commit"], true);
     let free = prepare(&env, &repo, &["--label", "free"]);
-    let ws = PathBuf::from(forbid["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&forbid, 0);
     let short = forbid["batch"].as_str().unwrap()[..8].to_string();
 
     // Inside the forbid-commit workspace (and from a subfolder of it): refused.
@@ -146,7 +147,7 @@ fn forbid_commit_refuses_inside_workspaces_only() {
     let before = head(&env, &repo);
     commit(&env, &repo, &path, "in source").expect(0);
     assert_ne!(head(&env, &repo), before);
-    let free_ws = PathBuf::from(free["tasks"][0]["root"].as_str().unwrap());
+    let free_ws = task_root(&free, 0);
     commit(&env, &free_ws, &path, "free worker").expect(0);
 
     // hooks.forbid-commit = true forbids it in every batch's workspaces.

@@ -2,6 +2,7 @@
 //! worker processes (`sh -c` scripts), real signals.
 
 use crate::common::fixtures::commit_files;
+use crate::common::fixtures::id;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -112,7 +113,7 @@ fn four_workers_apply_with_their_environment_placeholders_logs_and_ports() {
     let run = crate::common::Run::from(out.wait_with_output().unwrap()).expect(0);
     let doc = run.json();
     assert_eq!(doc["schema"], "git-delegate/v1");
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     let short = &id[..8];
     assert_eq!(doc["workers"].as_array().unwrap().len(), 4, "{doc:#}");
     let source = std::fs::canonicalize(&repo).unwrap();

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::common::assert_has;
+use crate::common::fixtures::id;
 use crate::common::fixtures::{commit_files, field_strs};
 use crate::common::succeed_as;
 
@@ -219,12 +220,7 @@ fn nested_batches(env: &Env, repo: &Path) -> (String, PathBuf, String, PathBuf) 
     let (inner, inner_ws) = prepare_roots(env, &ws[0], &[]);
     assert_eq!(inner["source"], ws[0].to_str().unwrap());
     std::fs::write(inner_ws[0].join("inner.txt"), "inner work\n").unwrap();
-    (
-        outer["batch"].as_str().unwrap().to_string(),
-        ws[0].clone(),
-        inner["batch"].as_str().unwrap().to_string(),
-        inner_ws[0].clone(),
-    )
+    (id(&outer), ws[0].clone(), id(&inner), inner_ws[0].clone())
 }
 
 #[test]

@@ -2,6 +2,8 @@
 //! (refused for its task alone, by apply, refresh and `diff --source`),
 //! in the source itself, and hooks planted in the source.
 use crate::common::files::read_bytes;
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
 
 use super::*;
 use crate::common::assert_has;
@@ -12,9 +14,9 @@ fn a_local_workspace_folder_named_dot_git_in_capitals_is_refused_for_its_task_al
     let (env, src) = Env::with_repo("src");
     let before = hooks(&src);
     let doc = prepare(&env, &src, &["-n", "2"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
-    let ws1 = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
-    let ws2 = PathBuf::from(doc["tasks"][1]["root"].as_str().unwrap());
+    let id = id(&doc);
+    let ws1 = task_root(&doc, 0);
+    let ws2 = task_root(&doc, 1);
     // On Linux an ordinary folder; git refuses it.
     std::fs::create_dir(ws1.join(".GIT")).unwrap();
     std::fs::write(ws1.join(".GIT/config"), "x\n").unwrap();
@@ -59,56 +61,24 @@ fn a_local_workspace_folder_named_dot_git_in_capitals_is_refused_for_its_task_al
 fn every_shape_a_local_worker_can_make_on_disk_is_refused() {
     let (env, src) = Env::with_repo("src");
     let before = hooks(&src);
-    type Make = fn(&Path);
-    let cases: Vec<(&str, Make, &str)> = vec![
-        (
-            ".GIT/config",
-            |ws| {
-                std::fs::create_dir(ws.join(".GIT")).unwrap();
-                std::fs::write(ws.join(".GIT/config"), "x").unwrap();
-            },
-            ".GIT",
-        ),
-        (
-            "sub/.Git/config",
-            |ws| {
-                std::fs::create_dir_all(ws.join("sub/.Git")).unwrap();
-                std::fs::write(ws.join("sub/.Git/config"), "x").unwrap();
-            },
-            "sub",
-        ),
-        (
-            "git~1/x",
-            |ws| {
-                std::fs::create_dir(ws.join("git~1")).unwrap();
-                std::fs::write(ws.join("git~1/x"), "x").unwrap();
-            },
-            "git~1",
-        ),
-        (
-            ".git./x",
-            |ws| {
-                std::fs::create_dir(ws.join(".git.")).unwrap();
-                std::fs::write(ws.join(".git./x"), "x").unwrap();
-            },
-            ".git.",
-        ),
-        (
-            ".gitmodules",
-            |ws| std::os::unix::fs::symlink("README", ws.join(".gitmodules")).unwrap(),
-            ".gitmodules",
-        ),
-        (
-            ".gitattributes",
-            |ws| std::os::unix::fs::symlink("/etc/passwd", ws.join(".gitattributes")).unwrap(),
-            ".gitattributes",
-        ),
+    // (the path the worker makes, a link's target or none for a file "x",
+    // what must never appear in the source)
+    let cases: [(&str, Option<&str>, &str); 6] = [
+        (".GIT/config", None, ".GIT"),
+        ("sub/.Git/config", None, "sub"),
+        ("git~1/x", None, "git~1"),
+        (".git./x", None, ".git."),
+        (".gitmodules", Some("README"), ".gitmodules"),
+        (".gitattributes", Some("/etc/passwd"), ".gitattributes"),
     ];
-    for (path, make, never) in cases {
+    for (path, link_to, never) in cases {
         let doc = prepare(&env, &src, &[]);
-        let id = doc["batch"].as_str().unwrap().to_string();
-        let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
-        make(&ws);
+        let id = id(&doc);
+        let ws = task_root(&doc, 0);
+        match link_to {
+            Some(target) => std::os::unix::fs::symlink(target, ws.join(path)).unwrap(),
+            None => crate::common::fixtures::write(&ws.join(path), "x"),
+        }
         let dry = env
             .delegate(&src, ["apply", &id, "--dry-run", "--json"])
             .expect(1)
@@ -132,7 +102,7 @@ fn every_shape_a_local_worker_can_make_on_disk_is_refused() {
 fn refresh_of_a_workspace_holding_a_dot_git_alias_names_it_and_writes_nothing() {
     let (env, src) = Env::with_repo("src");
     let doc = prepare(&env, &src, &[]);
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     std::fs::create_dir(ws.join(".GIT")).unwrap();
     std::fs::write(ws.join(".GIT/config"), "x\n").unwrap();
     // Something for refresh to bring over.
@@ -166,8 +136,8 @@ fn a_source_holding_a_path_git_refuses_gets_a_diagnostic_naming_it() {
 
     // One that appears after prepare: apply names it and writes nothing.
     let doc = prepare(&env, &src, &[]);
-    let id = doc["batch"].as_str().unwrap().to_string();
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let id = id(&doc);
+    let ws = task_root(&doc, 0);
     std::fs::write(ws.join("c.txt"), "c\n").unwrap();
     std::fs::create_dir(src.join("git~1")).unwrap();
     std::fs::write(src.join("git~1/x"), "x\n").unwrap();
@@ -186,8 +156,8 @@ fn a_source_holding_a_path_git_refuses_gets_a_diagnostic_naming_it() {
 fn diff_source_leaves_out_a_task_holding_a_path_git_refuses() {
     let (env, src) = Env::with_repo("src");
     let doc = prepare(&env, &src, &["-n", "2"]);
-    let ws1 = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
-    let ws2 = PathBuf::from(doc["tasks"][1]["root"].as_str().unwrap());
+    let ws1 = task_root(&doc, 0);
+    let ws2 = task_root(&doc, 1);
     std::fs::create_dir(ws1.join(".GIT")).unwrap();
     std::fs::write(ws1.join(".GIT/config"), "x\n").unwrap();
     std::fs::write(ws1.join("a.txt"), "mine\n").unwrap();

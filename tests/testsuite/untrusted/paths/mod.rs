@@ -6,6 +6,8 @@
 //! Here: trees as an attacker writes them, the hostile shapes, the remote
 //! setup and the checks; the tests are in `remote`, `local` and `undo`.
 
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
 use crate::common::succeed_with_input;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -352,9 +354,9 @@ fn applied_one() -> AppliedOne {
     let (env, src) = Env::with_repo("src");
     let hooks_before = hooks(&src);
     let doc = prepare(&env, &src, &["-n", "2"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
-    let ws1 = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
-    let ws2 = PathBuf::from(doc["tasks"][1]["root"].as_str().unwrap());
+    let id = id(&doc);
+    let ws1 = task_root(&doc, 0);
+    let ws2 = task_root(&doc, 1);
     std::fs::write(ws1.join("a.txt"), "mine\n").unwrap();
     let doc = env
         .delegate(&src, ["apply", &id, "--only", "1", "--json"])

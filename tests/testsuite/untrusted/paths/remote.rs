@@ -4,6 +4,7 @@
 //! unsorted entries, gitlinks, a path bomb; and `submit` refusing them
 //! before they leave.
 use crate::common::files::read_bytes;
+use crate::common::fixtures::id;
 
 use super::*;
 use crate::common::assert_has;
@@ -85,7 +86,7 @@ fn hostile_remote_proposals_are_refused_and_every_other_task_lands() {
     let mut args: Vec<&str> = names.iter().map(String::as_str).collect();
     args.extend(["good", "l", "--local", "l"]);
     let doc = t.prepare(&args);
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     let local = PathBuf::from(task(&doc, "l")["root"].as_str().unwrap());
     let mut expected = Vec::new();
     for ((extra, path, never), name) in shapes.into_iter().zip(&names) {
@@ -122,7 +123,7 @@ fn apply_verify_refuses_a_hostile_proposal_and_verifies_the_rest() {
     let t = remote_setup();
     let before = hooks(&t.src);
     let doc = t.prepare(&["h", "l", "--local", "l"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     let local = PathBuf::from(task(&doc, "l")["root"].as_str().unwrap());
     let (extra, path, _) = shapes().remove(0);
     t.push(&id, "h", extra);

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::common::fixtures::commit_files;
+use crate::common::fixtures::task_root;
 
 #[test]
 fn path_from_the_source_and_from_inside_a_workspace() {
@@ -10,7 +11,7 @@ fn path_from_the_source_and_from_inside_a_workspace() {
     commit_files(&env, &repo, &[("sub/f", "f\n")], "sub");
     let doc = prepare(&env, &repo.join("sub"), &["-n", "2"]);
     let cwd2 = doc["tasks"][1]["cwd"].as_str().unwrap().to_string();
-    let root1 = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let root1 = task_root(&doc, 0);
     assert!(cwd2.ends_with("/sub"), "{cwd2}");
     let out = env.delegate(&repo, ["path", "2"]).expect(0).stdout;
     assert_eq!(out, format!("{cwd2}\n"));

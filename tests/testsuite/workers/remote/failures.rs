@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::common::assert_has;
+use crate::common::fixtures::id;
 use crate::common::succeed;
 
 /// The user's `status --json` lists no batch.
@@ -57,7 +58,7 @@ fn an_unreachable_remote_loses_nothing() {
 
     // A batch whose remote goes away: apply fails before changing anything.
     let doc = t.prepare(&["a", "b"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     let wa = t.join(&id, "a");
     std::fs::write(wa.join("a.txt"), "a\n").unwrap();
     t.submit(&wa);
