@@ -74,7 +74,7 @@ fn prepare_apply_hint_applies_the_batch() {
     let (ws, batch) = {
         let doc = env.delegate(&repo, ["status", "--json"]).expect(0).json();
         let b = &doc["batches"][0];
-        (task_root(&b, 0), id(&b))
+        (task_root(b, 0), id(b))
     };
     std::fs::write(ws.join("README"), "done\n").unwrap();
     env.sh(&repo, &cmd).expect(0);

@@ -39,7 +39,7 @@ fn setup(env: &Env, extra: &[&str]) -> (PathBuf, String, Vec<PathBuf>) {
 }
 
 fn batch_of(doc: &Value) -> String {
-    id(&doc)
+    id(doc)
 }
 
 /// The worker edits `f.txt`, adds `new.bin` and deletes `gone.txt`.
