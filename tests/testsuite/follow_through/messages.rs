@@ -24,7 +24,7 @@ fn open_batches(env: &Env, repo: &Path) -> Vec<String> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|b| id(b))
+        .map(id)
         .collect()
 }
 
