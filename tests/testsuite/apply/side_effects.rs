@@ -8,6 +8,7 @@ use crate::common::fixtures::commit_files;
 use crate::common::fixtures::id;
 use crate::common::fixtures::task_root;
 use crate::common::succeed_as;
+use crate::common::AsEnvUser;
 
 use std::path::{Path, PathBuf};
 
@@ -203,9 +204,7 @@ fn following_the_printed_stash_hint_brings_the_work_back_and_applies_it() {
         .current_dir(&repo)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", env.home())
-        .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
-        .env("GIT_CONFIG_NOSYSTEM", "1");
+        .env_user(&env);
     succeed_as(sh, &format!("{pop} failed"));
     assert!(stash_list(&env, &repo).is_empty());
     let doc = env

@@ -4,6 +4,7 @@
 //! asks it, also through git's own bash completion (`git delegate <TAB>`),
 //! which an interactive bash in a pseudo-terminal proves.
 
+use crate::common::AsEnvUser;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -201,10 +202,8 @@ impl Pty {
         cmd.args(["-qfc", shell, "/dev/null"])
             .current_dir(dir)
             .env("PATH", path_with_delegate())
-            .env("HOME", env.home())
+            .env_user(&env)
             .env("XDG_DATA_HOME", env.data_home())
-            .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
-            .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("TERM", "dumb")
             .env("INPUTRC", "/dev/null")
             .stdin(Stdio::piped())
@@ -410,10 +409,8 @@ fn fish_completes_batch_labels_and_tasks() {
         .args(["--no-config", "-c", &script])
         .current_dir(&repo)
         .env("PATH", path_with_delegate())
-        .env("HOME", env.home())
+        .env_user(&env)
         .env("XDG_DATA_HOME", env.data_home())
-        .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
-        .env("GIT_CONFIG_NOSYSTEM", "1")
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -483,9 +480,7 @@ t git -C '{repo}' delegate apply 'with space' --only ''
         .args(["--norc", "--noprofile", "-c", &script])
         .current_dir(env.path())
         .env("PATH", path)
-        .env("HOME", env.home())
-        .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
-        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_user(&env)
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");

@@ -3,6 +3,7 @@
 //! completes `git-delegate` and `git delegate` (through git's own
 //! completion), and the help texts are short with -h and long with --help.
 use crate::common::files::read_bytes;
+use crate::common::AsEnvUser;
 
 use crate::common::fixtures::checkout;
 use crate::common::procs::{git_completion_script, have};
@@ -353,9 +354,7 @@ fn bash_complete(env: &crate::common::Env, lines: &[&str]) -> Option<Vec<String>
     let out = Command::new("bash")
         .args(["--norc", "--noprofile", "-c", &script])
         .current_dir(env.path())
-        .env("HOME", env.home())
-        .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
-        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_user(&env)
         .output()
         .ok()?;
     assert!(
@@ -461,9 +460,7 @@ fn bash_completes_subcommands_and_options_in_an_interactive_shell() {
             "/dev/null",
         ])
         .current_dir(env.path())
-        .env("HOME", env.home())
-        .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
-        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_user(&env)
         .env("TERM", "dumb")
         .env("INPUTRC", "/dev/null")
         .stdin(Stdio::piped())

@@ -2,6 +2,7 @@
 //! a terminal's stderr and never in pipes or with --json, and colour follows
 //! --color > NO_COLOR > git's color.ui > terminal detection (design §3).
 use crate::common::files::read_bytes;
+use crate::common::AsEnvUser;
 
 use crate::common::procs::have;
 use std::ffi::OsStr;
@@ -115,10 +116,8 @@ fn a_closed_stdout_ends_quietly() {
             ])
             .current_dir(&repo)
             .env("NO_COLOR", "1")
-            .env("HOME", env.home())
+            .env_user(&env)
             .env("XDG_DATA_HOME", env.data_home())
-            .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
-            .env("GIT_CONFIG_NOSYSTEM", "1")
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -232,6 +232,22 @@ pub fn path_with_delegate() -> std::ffi::OsString {
     std::env::join_paths(dirs).unwrap()
 }
 
+/// A command run as the user of an [`Env`] outside it (a shell, a
+/// completion engine): its HOME and git config, the rest of this
+/// process's environment kept.
+pub trait AsEnvUser {
+    /// Set HOME, `GIT_CONFIG_GLOBAL` and `GIT_CONFIG_NOSYSTEM` to `env`'s.
+    fn env_user(&mut self, env: &Env) -> &mut Self;
+}
+
+impl AsEnvUser for Command {
+    fn env_user(&mut self, env: &Env) -> &mut Self {
+        self.env("HOME", env.home())
+            .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+    }
+}
+
 /// Run `cmd`, assert that it succeeded (showing its stderr), return its output.
 #[track_caller]
 pub fn succeed(cmd: impl std::borrow::BorrowMut<Command>) -> Output {

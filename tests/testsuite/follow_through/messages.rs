@@ -20,12 +20,7 @@ fn prepare(env: &Env, repo: &Path, label: &str) -> String {
 
 fn open_batches(env: &Env, repo: &Path) -> Vec<String> {
     let doc = env.delegate(repo, ["status", "--json"]).expect(0).json();
-    doc["batches"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(id)
-        .collect()
+    doc["batches"].as_array().unwrap().iter().map(id).collect()
 }
 
 #[test]
