@@ -202,7 +202,7 @@ impl Pty {
         cmd.args(["-qfc", shell, "/dev/null"])
             .current_dir(dir)
             .env("PATH", path_with_delegate())
-            .env_user(&env)
+            .env_user(env)
             .env("XDG_DATA_HOME", env.data_home())
             .env("TERM", "dumb")
             .env("INPUTRC", "/dev/null")

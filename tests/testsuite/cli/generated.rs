@@ -354,7 +354,7 @@ fn bash_complete(env: &crate::common::Env, lines: &[&str]) -> Option<Vec<String>
     let out = Command::new("bash")
         .args(["--norc", "--noprofile", "-c", &script])
         .current_dir(env.path())
-        .env_user(&env)
+        .env_user(env)
         .output()
         .ok()?;
     assert!(

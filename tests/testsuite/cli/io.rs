@@ -2,6 +2,7 @@
 //! a terminal's stderr and never in pipes or with --json, and colour follows
 //! --color > NO_COLOR > git's color.ui > terminal detection (design §3).
 use crate::common::files::read_bytes;
+use crate::common::fixtures::run_with_stdout_closed;
 use crate::common::AsEnvUser;
 
 use crate::common::procs::have;
@@ -90,15 +91,7 @@ fn a_closed_stdout_ends_quietly() {
         &["help", "prepare"],
     ] {
         // The reading end is closed before the command writes anything.
-        let mut child = env
-            .delegate_cmd(&repo)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take());
-        let out = child.wait_with_output().unwrap();
+        let out = run_with_stdout_closed(&env, &repo, args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
         assert!(stderr.is_empty(), "{args:?} wrote to stderr: {stderr}");

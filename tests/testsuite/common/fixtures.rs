@@ -154,6 +154,22 @@ pub fn task<'a>(doc: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no task {name} in {doc:#}"))
 }
 
+/// Each task's name, status and reason (empty if none), in order.
+pub fn task_fates(doc: &Value) -> Vec<(String, String, String)> {
+    doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_string(),
+                t["status"].as_str().unwrap().to_string(),
+                t["reason"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
 /// Poll `status --json` until `batch`'s lease is stale (expired or
 /// orphaned); the deadline only guards against a hang.
 pub fn wait_stale(env: &Env, repo: &Path, batch: &str) {
@@ -299,6 +315,22 @@ pub fn paused_at(env: &Env, mut cmd: std::process::Command, point: &str) -> std:
         std::thread::sleep(Duration::from_millis(10));
     }
     child
+}
+
+/// `git-delegate ARGS` in `dir` with its stdout's reading end closed
+/// before it writes anything (a reader gone, as `| head` leaves it): its
+/// output, stderr captured.
+pub fn run_with_stdout_closed(env: &Env, dir: &Path, args: &[&str]) -> std::process::Output {
+    use std::process::Stdio;
+    let mut child = env
+        .delegate_cmd(dir)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
 }
 
 /// Write a file, creating parent folders.

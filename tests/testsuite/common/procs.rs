@@ -47,15 +47,22 @@ pub fn git_completion_script() -> Option<PathBuf> {
         .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("__git_complete_command")))
 }
 
+/// The fields of a `/proc/PID/stat` line after the command name (which
+/// may hold spaces and parentheses): state, ppid, pgrp, ...
+pub fn stat_fields(stat: &str) -> Vec<&str> {
+    stat.rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect()
+}
+
 /// A process that exists and is not a zombie.
 pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !s
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
+        Ok(s) => !stat_fields(&s)
+            .first()
+            .is_some_and(|state| state.starts_with('Z')),
         Err(_) => false,
     }
 }

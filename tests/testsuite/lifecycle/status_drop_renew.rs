@@ -5,9 +5,7 @@
 use crate::common::files::read;
 use crate::common::files::read_bytes;
 
-use std::io::Read;
 use std::path::Path;
-use std::process::Stdio;
 
 use crate::common::assert_has;
 use crate::common::fixtures::*;
@@ -438,23 +436,9 @@ fn status_into_a_closed_pipe_is_quiet() {
     }
     for args in [&["status"][..], &["status", "--json"]] {
         // The reader is gone before the first write.
-        let mut child = env
-            .delegate_cmd(&repo)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take());
-        let mut stderr = String::new();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut stderr)
-            .unwrap();
-        let status = child.wait().unwrap();
-        assert_eq!(status.code(), Some(0), "{stderr}");
+        let out = run_with_stdout_closed(&env, &repo, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
         assert_eq!(stderr, "");
     }
     // And through `| head -1` in a shell.

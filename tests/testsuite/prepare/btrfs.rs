@@ -13,6 +13,7 @@ use crate::common::files::read;
 use crate::common::files::read_bytes;
 use crate::common::fixtures::commit_files;
 use crate::common::fixtures::paused_at;
+use crate::common::fixtures::task_fates;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -541,16 +542,9 @@ fn verification_workspaces_are_snapshots_of_a_pristine_template() {
     // Every run passed the checks inside its workspace (else the culprit
     // search would have rejected others or failed without tasks).
     let statuses = |doc: &serde_json::Value| -> Vec<(String, String)> {
-        doc["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| {
-                (
-                    t["name"].as_str().unwrap().to_string(),
-                    t["status"].as_str().unwrap().to_string(),
-                )
-            })
+        task_fates(doc)
+            .into_iter()
+            .map(|(n, s, _)| (n, s))
             .collect()
     };
     assert_eq!(statuses(&snap), statuses(&plain), "{snap:#}\n{plain:#}");

@@ -221,12 +221,7 @@ fn ctrl_c_during_setup_stops_every_setup_group_and_undoes_the_prepare() {
             let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
                 return false;
             };
-            let rest: Vec<&str> = stat
-                .rsplit(')')
-                .next()
-                .unwrap_or("")
-                .split_whitespace()
-                .collect();
+            let rest = crate::common::procs::stat_fields(&stat);
             rest.len() > 2 && rest[0] != "Z" && rest[2] == g.to_string()
         });
         assert!(!alive, "a process of setup group {g} is still running");

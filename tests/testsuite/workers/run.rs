@@ -34,12 +34,7 @@ fn members(groups: &HashSet<u32>) -> Vec<u32> {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        let rest: Vec<&str> = stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .split_whitespace()
-            .collect();
+        let rest = crate::common::procs::stat_fields(&stat);
         // state, ppid, pgrp
         if rest.len() > 2 && rest[0] != "Z" && groups.contains(&rest[2].parse().unwrap_or(0)) {
             out.push(pid);

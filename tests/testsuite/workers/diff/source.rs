@@ -2,6 +2,7 @@
 //! left out as apply leaves them out; it writes nothing, and refuses while
 //! a write-back is left over.
 use crate::common::files::read_bytes;
+use crate::common::fixtures::task_fates;
 
 use super::*;
 use crate::common::files::read;
@@ -156,22 +157,6 @@ fn three_tasks_and_the_users_edits() -> (Env, PathBuf) {
     .unwrap();
     std::fs::write(repo.join("user.txt"), "mine, changed\n").unwrap();
     (env, repo)
-}
-
-/// Each task's name, status and reason (empty if none), in order.
-fn task_fates(doc: &serde_json::Value) -> Vec<(String, String, String)> {
-    doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            (
-                t["name"].as_str().unwrap().to_string(),
-                t["status"].as_str().unwrap().to_string(),
-                t["reason"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect()
 }
 
 /// `patch` applied with `git apply` to a copy of `repo`: the copy, and the
