@@ -11,6 +11,7 @@ use crate::common::files::read;
 use crate::common::files::read_bytes;
 use crate::common::fixtures::commit_files;
 use crate::common::fixtures::id;
+use crate::common::fixtures::problem;
 use crate::common::fixtures::task_root;
 
 use std::collections::BTreeMap;
@@ -189,14 +190,7 @@ fn a_workspace_swapped_for_a_symlink_is_never_read_nor_signalled_by_apply_or_sta
     let task = &doc["batches"][0]["tasks"][0];
     assert_eq!(task["exists"], false, "{doc:#}");
     assert_eq!(task["changed_paths"], 0, "{doc:#}");
-    assert!(
-        doc["problems"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|p| p["kind"] == "workspace_replaced"),
-        "{doc:#}"
-    );
+    assert!(problem(&doc, "workspace_replaced").is_some(), "{doc:#}");
     s.assert_untouched("status");
 
     for args in [

@@ -12,6 +12,7 @@
 //! fsync is real).
 use crate::common::files::read_bytes;
 use crate::common::fixtures::id;
+use crate::common::fixtures::problem;
 use crate::common::fixtures::task_root;
 use crate::common::mounts::Tmpfs;
 
@@ -243,14 +244,7 @@ impl Rig {
                 run.stderr
             );
             let doc = run.json();
-            assert!(
-                doc["problems"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|p| p["kind"] == "journal"),
-                "{when}: {doc:#}"
-            );
+            assert!(problem(&doc, "journal").is_some(), "{when}: {doc:#}");
         }
         assert!(
             tree(&self.repo) == before,

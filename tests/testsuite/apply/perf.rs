@@ -299,15 +299,7 @@ fn noise(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed
         .wrapping_mul(6364136223846793005)
         .wrapping_add(1442695040888963407);
-    let mut out = Vec::with_capacity(len);
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(len);
-    out
+    crate::common::files::xorshift_bytes(&mut x, len)
 }
 
 const MIB: usize = 1 << 20;

@@ -162,18 +162,25 @@ pub fn os(bytes: &[u8]) -> &std::ffi::OsStr {
     std::ffi::OsStr::from_bytes(bytes)
 }
 
+/// `len` random-looking (incompressible) bytes from the xorshift64 state
+/// `state`, which goes on from where they end.
+pub fn xorshift_bytes(state: &mut u64, len: usize) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(len);
+    while bytes.len() < len {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        bytes.extend_from_slice(&state.to_le_bytes());
+    }
+    bytes.truncate(len);
+    bytes
+}
+
 /// `n` files `<prefix>0`.. of `size` random-looking (incompressible) bytes.
 pub fn noise_files(dir: &Path, prefix: &str, n: usize, size: usize) {
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15 ^ (n as u64) ^ prefix.len() as u64;
     for i in 0..n {
-        let mut bytes = Vec::with_capacity(size);
-        while bytes.len() < size {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            bytes.extend_from_slice(&state.to_le_bytes());
-        }
-        bytes.truncate(size);
+        let bytes = xorshift_bytes(&mut state, size);
         std::fs::write(dir.join(format!("{prefix}{i}")), bytes).unwrap();
     }
 }

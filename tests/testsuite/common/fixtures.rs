@@ -144,6 +144,15 @@ pub fn set_workspace_root(repo: &Path, root: &Path) {
     );
 }
 
+/// The first of a document's `problems` (status, gc) of kind `kind`.
+pub fn problem<'a>(doc: &'a Value, kind: &str) -> Option<&'a Value> {
+    doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == kind)
+}
+
 /// The task named `name` in a document's `tasks` (apply, status, run).
 pub fn task<'a>(doc: &'a Value, name: &str) -> &'a Value {
     doc["tasks"]

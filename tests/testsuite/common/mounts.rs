@@ -55,16 +55,22 @@ pub fn can_reflink(dir: &Path) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// An `Env` on the reflink filesystem, or `None` after saying SKIPPED.
-pub fn reflink_env(test: &str) -> Option<Env> {
-    let Some(dir) = std::env::var_os("GIT_DELEGATE_REFLINK_DIR").filter(|d| !d.is_empty()) else {
+/// The folder the variable `var` names (a `what` filesystem that
+/// `scripts/SCRIPT` mounts), or `None` after saying SKIPPED.
+fn mounted_dir(test: &str, what: &str, var: &str, script: &str) -> Option<PathBuf> {
+    let Some(dir) = std::env::var_os(var).filter(|d| !d.is_empty()) else {
         skip(
             test,
-            "no reflink filesystem (GIT_DELEGATE_REFLINK_DIR is not set; run `export GIT_DELEGATE_REFLINK_DIR=$(scripts/reflink-fs)` as root)",
+            &format!("no {what} filesystem ({var} is not set; run `export {var}=$(scripts/{script})` as root)"),
         );
         return None;
     };
-    let dir = PathBuf::from(dir);
+    Some(PathBuf::from(dir))
+}
+
+/// An `Env` on the reflink filesystem, or `None` after saying SKIPPED.
+pub fn reflink_env(test: &str) -> Option<Env> {
+    let dir = mounted_dir(test, "reflink", "GIT_DELEGATE_REFLINK_DIR", "reflink-fs")?;
     if !can_reflink(&dir) {
         skip(
             test,
@@ -91,14 +97,7 @@ pub fn no_reflink_env(test: &str) -> Option<Env> {
 
 /// An `Env` on the btrfs filesystem, or `None` after saying SKIPPED.
 pub fn btrfs_env(test: &str) -> Option<Env> {
-    let Some(dir) = std::env::var_os("GIT_DELEGATE_BTRFS_DIR").filter(|d| !d.is_empty()) else {
-        skip(
-            test,
-            "no btrfs filesystem (GIT_DELEGATE_BTRFS_DIR is not set; run `export GIT_DELEGATE_BTRFS_DIR=$(scripts/btrfs-fs)` as root)",
-        );
-        return None;
-    };
-    let dir = PathBuf::from(dir);
+    let dir = mounted_dir(test, "btrfs", "GIT_DELEGATE_BTRFS_DIR", "btrfs-fs")?;
     let fstype = Command::new("stat")
         .args(["-f", "-c", "%T"])
         .arg(&dir)

@@ -15,6 +15,7 @@
 //! a re-run of apply says the tasks are applied, and `undo` takes it back.
 
 use crate::common::fixtures::id;
+use crate::common::fixtures::problem;
 use crate::common::fixtures::task_root;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -119,11 +120,7 @@ impl Rig {
             .delegate(&self.repo, ["status", "--json"])
             .expect(0)
             .json();
-        let journal = doc["problems"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["kind"] == "journal")
+        let journal = problem(&doc, "journal")
             .cloned()
             .unwrap_or_else(|| panic!("{doc:#}"));
         (doc, journal)
