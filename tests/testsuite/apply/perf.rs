@@ -48,10 +48,7 @@ fn base_of(ws: &Path) -> PathBuf {
 /// Running `purge-trash` processes that work below `under`.
 fn deleters_under(under: &Path) -> Vec<u32> {
     let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
+    for pid in crate::common::procs::pids() {
         let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
             continue;
         };

@@ -3,6 +3,7 @@
 //! folders, things in the way, symlinked parents, and failures that must
 //! roll every path back.
 use crate::common::files::read_bytes;
+use crate::common::fixtures::spawn_piped;
 use crate::common::fixtures::task_root;
 use crate::common::mounts::Tmpfs;
 
@@ -406,13 +407,7 @@ fn apply_while_the_user_saves_over_f1(
     }
     let index = index_bytes(repo);
 
-    let child = env
-        .delegate_cmd(repo)
-        .args(["apply", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_piped(env, repo, &["apply", "--json"]);
     // The user: as soon as f1.txt shows the task's content, save over it
     // (in place, same length: only the bytes tell), and edit f4.txt.
     let f1 = repo.join("f1.txt");

@@ -407,16 +407,6 @@ fn bad_durations_and_pids_on_the_command_line() {
     assert_eq!(read_bytes(&batch_toml(&env, &repo, &id(&doc))), before);
 }
 
-/// `prepare --json` started in `repo`, its output captured.
-fn spawn_prepare(env: &Env, repo: &Path) -> std::process::Child {
-    env.delegate_cmd(repo)
-        .args(["prepare", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
 /// Hold the repository lock from another process with util-linux `flock`.
 struct LockHolder(std::process::Child);
 
@@ -489,7 +479,7 @@ fn a_waiting_command_gets_the_lock_when_it_is_released() {
     let (env, repo) = Env::with_repo("wait");
     config(&env, &repo, "[lock]\ntimeout = \"60s\"\n");
     let holder = LockHolder::new(&env, &repo);
-    let child = spawn_prepare(&env, &repo);
+    let child = spawn_piped(&env, &repo, &["prepare", "--json"]);
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_eq!(env.private_refs(&repo), Vec::<String>::new());
     drop(holder);
@@ -558,7 +548,7 @@ fn ctrl_c_while_waiting_for_the_lock_ends_the_wait() {
     let (env, repo) = Env::with_repo("waitint");
     config(&env, &repo, "[lock]\ntimeout = \"600s\"\n");
     let _holder = LockHolder::new(&env, &repo);
-    let mut child = spawn_prepare(&env, &repo);
+    let mut child = spawn_piped(&env, &repo, &["prepare", "--json"]);
     std::thread::sleep(std::time::Duration::from_millis(500));
     let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();

@@ -326,18 +326,21 @@ pub fn paused_at(env: &Env, mut cmd: std::process::Command, point: &str) -> std:
     child
 }
 
+/// `git-delegate ARGS` started in `dir`, its stdout and stderr captured.
+pub fn spawn_piped(env: &Env, dir: &Path, args: &[&str]) -> std::process::Child {
+    env.delegate_cmd(dir)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// `git-delegate ARGS` in `dir` with its stdout's reading end closed
 /// before it writes anything (a reader gone, as `| head` leaves it): its
 /// output, stderr captured.
 pub fn run_with_stdout_closed(env: &Env, dir: &Path, args: &[&str]) -> std::process::Output {
-    use std::process::Stdio;
-    let mut child = env
-        .delegate_cmd(dir)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_piped(env, dir, args);
     drop(child.stdout.take());
     child.wait_with_output().unwrap()
 }

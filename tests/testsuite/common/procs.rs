@@ -47,6 +47,15 @@ pub fn git_completion_script() -> Option<PathBuf> {
         .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("__git_complete_command")))
 }
 
+/// Every process id in /proc now.
+pub fn pids() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+        .collect()
+}
+
 /// The fields of a `/proc/PID/stat` line after the command name (which
 /// may hold spaces and parentheses): state, ppid, pgrp, ...
 pub fn stat_fields(stat: &str) -> Vec<&str> {

@@ -437,14 +437,7 @@ fn concurrent_prepares_are_serialised_and_all_succeed() {
         write(&repo.join(format!("f{i}")), "x\n");
     }
     let children: Vec<_> = (0..3)
-        .map(|_| {
-            env.delegate_cmd(&repo)
-                .args(["prepare", "-n", "2", "--json"])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
+        .map(|_| spawn_piped(&env, &repo, &["prepare", "-n", "2", "--json"]))
         .collect();
     let mut ids = Vec::new();
     for c in children {
@@ -553,13 +546,7 @@ fn interrupted_prepare_is_all_or_nothing() {
     env.git(&repo, ["commit", "-q", "-m", "many"]);
     let mut outcomes = Vec::new();
     for delay_ms in [0u64, 5, 20, 50, 100, 200, 400] {
-        let child = env
-            .delegate_cmd(&repo)
-            .args(["prepare", "-n", "3", "--json"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = spawn_piped(&env, &repo, &["prepare", "-n", "3", "--json"]);
         std::thread::sleep(std::time::Duration::from_millis(delay_ms));
         let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);

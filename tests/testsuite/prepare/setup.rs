@@ -2,6 +2,7 @@
 //! with run's worker environment, its log per task; its ignored output is
 //! not work; a failing setup undoes the prepare; `run` uses it too.
 use crate::common::files::read;
+use crate::common::fixtures::spawn_piped;
 
 use crate::common::assert_has;
 use crate::common::fixtures::{
@@ -181,13 +182,7 @@ fn ctrl_c_during_setup_stops_every_setup_group_and_undoes_the_prepare() {
         m = marks.display()
     );
     let repo = repo_with_setup(&env, &setup);
-    let child = env
-        .delegate_cmd(&repo)
-        .args(["prepare", "-n", "2", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_piped(&env, &repo, &["prepare", "-n", "2", "--json"]);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     // A file can exist before the shell has written its pid: read until both parse.
     let group_of = |f: &str| -> Option<i32> {

@@ -7,6 +7,7 @@
 //! bare "not inside a git repository", and each case is compared with what
 //! git itself does in the same folder.
 use crate::common::files::read;
+use crate::common::fixtures::spawn_piped;
 
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
@@ -217,13 +218,7 @@ fn a_broken_dot_git_is_named_by_what_is_wrong() {
             "{name}: git finds no repository"
         );
         // Never waits on the FIFO: the run ends by itself.
-        let mut child = env
-            .delegate_cmd(&sub)
-            .args(["status", "--json"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_piped(&env, &sub, &["status", "--json"]);
         let start = Instant::now();
         while child.try_wait().unwrap().is_none() {
             if start.elapsed() > Duration::from_secs(120) {

@@ -27,10 +27,7 @@ fn worker<'a>(doc: &'a Value, name: &str) -> &'a Value {
 /// Live (non-zombie) processes whose process group is one of `groups`.
 fn members(groups: &HashSet<u32>) -> Vec<u32> {
     let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
+    for pid in crate::common::procs::pids() {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
