@@ -66,6 +66,14 @@ impl Fixture {
         std::fs::write(self.roots[i - 1].join(format!("t{i}.txt")), content).unwrap();
     }
 
+    /// `status --json`, which must succeed.
+    fn status(&self) -> Value {
+        self.env
+            .delegate(&self.repo, ["status", "--json"])
+            .expect(0)
+            .json()
+    }
+
     fn apply(&self, args: &[&str], code: i32) -> Value {
         let cmd = self.cmd();
         let mut all = vec!["apply", "--json", "--verify", &cmd];
@@ -238,11 +246,7 @@ fn check_culprits(culprits: &[usize]) {
     assert_eq!(on_disk, failing, "{}", logs_dir.display());
     assert_no_verification_left(&f);
     // The batch stays open for the rejected tasks; status shows them with their logs.
-    let st = f
-        .env
-        .delegate(&f.repo, ["status", "--json"])
-        .expect(0)
-        .json();
+    let st = f.status();
     if culprits.is_empty() {
         assert_eq!(st["batches"].as_array().unwrap().len(), 0);
     } else {
@@ -358,11 +362,7 @@ fn dry_run_verifies_and_writes_nothing() {
     assert!(!f.repo.join("t1.txt").exists());
     assert_no_verification_left(&f);
     // The batch is untouched: every task still open.
-    let st = f
-        .env
-        .delegate(&f.repo, ["status", "--json"])
-        .expect(0)
-        .json();
+    let st = f.status();
     for t in st["batches"][0]["tasks"].as_array().unwrap() {
         assert_eq!(t["state"], "open", "{t}");
     }

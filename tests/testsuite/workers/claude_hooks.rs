@@ -33,6 +33,16 @@ fn hook(env: &Env, dir: &Path, which: &str, payload: &str) -> Run {
     Run::from(child.wait_with_output().unwrap())
 }
 
+/// The remove hook for the worktree at `path`.
+fn remove(env: &Env, dir: &Path, path: &Path) -> Run {
+    hook(
+        env,
+        dir,
+        "worktree-remove",
+        &json!({ "worktree_path": path }).to_string(),
+    )
+}
+
 /// A create hook that succeeded: its one stdout line, an existing folder.
 fn create(env: &Env, dir: &Path, payload: Value) -> PathBuf {
     let run = hook(env, dir, "worktree-create", &payload.to_string()).expect(0);
@@ -108,24 +118,12 @@ fn remove_lands_the_work_and_keeps_concurrent_edits() {
     // The user goes on working meanwhile.
     std::fs::write(repo.join("user.txt"), "mine\n").unwrap();
     // b finishes first; its payload names the folder create printed.
-    let run = hook(
-        &env,
-        &repo,
-        "worktree-remove",
-        &json!({"worktree_path": b}).to_string(),
-    )
-    .expect(0);
+    let run = remove(&env, &repo, &b).expect(0);
     assert_eq!(run.stdout, "");
     assert_eq!(read(&repo.join("sub/from-b.txt")), "B\n");
     assert!(!b.exists());
     assert_eq!(batches(&env, &repo).len(), 1);
-    hook(
-        &env,
-        &repo,
-        "worktree-remove",
-        &json!({"worktree_path": a}).to_string(),
-    )
-    .expect(0);
+    remove(&env, &repo, &a).expect(0);
     assert_eq!(read(&repo.join("from-a.txt")), "A\n");
     assert_eq!(read(&repo.join("user.txt")), "mine\n");
     assert_eq!(read(&repo.join("README")), "hello\nedited\n");
@@ -146,12 +144,7 @@ fn remove_with_a_conflict_keeps_the_work() {
     let a = create(&env, &repo, json!({"name": "a", "cwd": repo}));
     std::fs::write(a.join("README"), "hello\nagent\n").unwrap();
     std::fs::write(repo.join("README"), "hello\nuser\n").unwrap();
-    let run = hook(
-        &env,
-        &repo,
-        "worktree-remove",
-        &json!({"worktree_path": a}).to_string(),
-    );
+    let run = remove(&env, &repo, &a);
     assert_ne!(run.code, 0, "{}", run.stderr);
     assert_has(&run.stderr, "conflict");
     assert_has(&run.stderr, "kept");
@@ -168,13 +161,7 @@ fn on_remove_keep_leaves_the_batch_open() {
     config(&env, &repo, "[hooks]\non-remove = \"keep\"\n");
     let a = create(&env, &repo, json!({"name": "a", "cwd": repo}));
     std::fs::write(a.join("x.txt"), "x\n").unwrap();
-    hook(
-        &env,
-        &repo,
-        "worktree-remove",
-        &json!({"worktree_path": a}).to_string(),
-    )
-    .expect(0);
+    remove(&env, &repo, &a).expect(0);
     assert!(!repo.join("x.txt").exists());
     assert_eq!(batches(&env, &repo).len(), 1);
 }
@@ -210,22 +197,10 @@ fn remove_of_a_foreign_path_is_left_alone() {
     let repo = dirty_repo(&env);
     let other = env.path().join("claude-made");
     env.git(&repo, ["worktree", "add", "-q", other.to_str().unwrap()]);
-    let run = hook(
-        &env,
-        &repo,
-        "worktree-remove",
-        &json!({"worktree_path": other}).to_string(),
-    )
-    .expect(0);
+    let run = remove(&env, &repo, &other).expect(0);
     assert_has(&run.stderr, "not a git-delegate workspace");
     assert!(other.join("README").exists());
-    let run = hook(
-        &env,
-        &repo,
-        "worktree-remove",
-        &json!({"worktree_path": "/nonexistent/x"}).to_string(),
-    )
-    .expect(0);
+    let run = remove(&env, &repo, Path::new("/nonexistent/x")).expect(0);
     assert_has(&run.stderr, "left alone");
     let _ = common_dir(&env, &repo);
 }

@@ -9,19 +9,26 @@ use super::*;
 use crate::common::assert_has;
 use crate::common::fixtures::prepare;
 
+/// Task 1 of a batch of two writes `a.txt` and a folder `.GIT` (on Linux
+/// an ordinary folder; git refuses it), task 2 writes `b.txt`: task 1's
+/// workspace.
+fn dot_git_in_capitals_beside_a_plain_task(doc: &serde_json::Value) -> PathBuf {
+    let ws1 = task_root(doc, 0);
+    let ws2 = task_root(doc, 1);
+    std::fs::create_dir(ws1.join(".GIT")).unwrap();
+    std::fs::write(ws1.join(".GIT/config"), "x\n").unwrap();
+    std::fs::write(ws1.join("a.txt"), "mine\n").unwrap();
+    std::fs::write(ws2.join("b.txt"), "theirs\n").unwrap();
+    ws1
+}
+
 #[test]
 fn a_local_workspace_folder_named_dot_git_in_capitals_is_refused_for_its_task_alone() {
     let (env, src) = Env::with_repo("src");
     let before = hooks(&src);
     let doc = prepare(&env, &src, &["-n", "2"]);
     let id = id(&doc);
-    let ws1 = task_root(&doc, 0);
-    let ws2 = task_root(&doc, 1);
-    // On Linux an ordinary folder; git refuses it.
-    std::fs::create_dir(ws1.join(".GIT")).unwrap();
-    std::fs::write(ws1.join(".GIT/config"), "x\n").unwrap();
-    std::fs::write(ws1.join("a.txt"), "mine\n").unwrap();
-    std::fs::write(ws2.join("b.txt"), "theirs\n").unwrap();
+    let ws1 = dot_git_in_capitals_beside_a_plain_task(&doc);
     let doc = env
         .delegate(&src, ["apply", &id, "--json"])
         .expect(1)
@@ -156,12 +163,7 @@ fn a_source_holding_a_path_git_refuses_gets_a_diagnostic_naming_it() {
 fn diff_source_leaves_out_a_task_holding_a_path_git_refuses() {
     let (env, src) = Env::with_repo("src");
     let doc = prepare(&env, &src, &["-n", "2"]);
-    let ws1 = task_root(&doc, 0);
-    let ws2 = task_root(&doc, 1);
-    std::fs::create_dir(ws1.join(".GIT")).unwrap();
-    std::fs::write(ws1.join(".GIT/config"), "x\n").unwrap();
-    std::fs::write(ws1.join("a.txt"), "mine\n").unwrap();
-    std::fs::write(ws2.join("b.txt"), "theirs\n").unwrap();
+    dot_git_in_capitals_beside_a_plain_task(&doc);
     let run = env.delegate(&src, ["diff", "--source"]).expect(0);
     assert_has(&run.stdout, "b.txt");
     assert!(!run.stdout.contains("a.txt"), "{}", run.stdout);
