@@ -143,6 +143,21 @@ fn unsafe_error(run: &crate::common::Run) -> Value {
     doc["error"].clone()
 }
 
+/// `doc` (gc, drop) names exactly one unsafe folder: `path`, owned by
+/// `owner`, for `reason`.
+#[track_caller]
+fn assert_one_unsafe_folder(doc: &Value, path: &Path, owner: u64, reason: &str) {
+    assert_eq!(
+        unsafe_folders(doc),
+        vec![(
+            path.to_string_lossy().into_owned(),
+            owner,
+            reason.to_string()
+        )],
+        "{doc}"
+    );
+}
+
 #[test]
 fn prepare_refuses_a_repository_folder_another_user_made() {
     let Some(env) = env("prepare_refuses_a_repository_folder_another_user_made") else {
@@ -377,15 +392,7 @@ fn drop_and_gc_never_enter_a_batch_folder_replaced_by_a_symlink() {
         .delegate(&repo, ["drop", &id(&doc), "--json"])
         .expect(0)
         .json();
-    assert_eq!(
-        unsafe_folders(&out),
-        vec![(
-            batch_folder.to_string_lossy().into_owned(),
-            u64::from(OTHER),
-            "symlink".to_string()
-        )],
-        "{out}"
-    );
+    assert_one_unsafe_folder(&out, &batch_folder, u64::from(OTHER), "symlink");
     let left: Vec<&str> = strs(&out["left_alone"]);
     for w in &ws {
         assert!(left.contains(&w.to_str().unwrap()), "{out}");
@@ -406,15 +413,7 @@ fn drop_and_gc_never_enter_a_batch_folder_replaced_by_a_symlink() {
     swap_for_link(&env, &batch_folder, &victim);
     wait_stale(&env, &repo, &id(&doc));
     let out = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
-    assert_eq!(
-        unsafe_folders(&out),
-        vec![(
-            batch_folder.to_string_lossy().into_owned(),
-            u64::from(OTHER),
-            "symlink".to_string()
-        )],
-        "{out}"
-    );
+    assert_one_unsafe_folder(&out, &batch_folder, u64::from(OTHER), "symlink");
     assert_eq!(out["workspaces_removed"], 0, "{out}");
     assert_eq!(files(&victim), before);
     // The human report says so too.
@@ -456,15 +455,7 @@ fn drop_and_gc_leave_a_batch_folder_another_user_owns_alone() {
                 .expect(0)
                 .json()
         };
-        assert_eq!(
-            unsafe_folders(&out),
-            vec![(
-                batch_folder.to_string_lossy().into_owned(),
-                u64::from(OTHER),
-                "other_owner".to_string()
-            )],
-            "{out}"
-        );
+        assert_one_unsafe_folder(&out, &batch_folder, u64::from(OTHER), "other_owner");
         assert_eq!(out["workspaces_removed"], 0, "{out}");
         assert_eq!(files(&batch_folder), before);
         std::fs::remove_dir_all(&batch_folder).unwrap();
@@ -538,15 +529,7 @@ fn gc_never_enters_a_trash_replaced_by_a_symlink() {
     let trash = folder.join(".trash");
     std::os::unix::fs::symlink(&victim, &trash).unwrap();
     let out = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
-    assert_eq!(
-        unsafe_folders(&out),
-        vec![(
-            trash.to_string_lossy().into_owned(),
-            0,
-            "symlink".to_string()
-        )],
-        "{out}"
-    );
+    assert_one_unsafe_folder(&out, &trash, 0, "symlink");
     assert_eq!(out["workspaces_removed"], 0, "{out}");
     // Nor does the next command's background sweep, nor prepare's trash.
     prepare(&env, &repo, &[]);
