@@ -66,6 +66,17 @@ fn sleeper(dir: &Path) -> Child {
 }
 
 // prepare: "When the tasks are done: git delegate apply ID".
+/// `apply` in `dir` fails (exit 3) naming `git delegate drop`; that
+/// command, run as printed, removes `batch` and its refs.
+#[track_caller]
+fn apply_then_its_drop_hint(env: &Env, dir: &Path, batch: &str) {
+    let err = env.delegate(dir, ["apply"]).expect(3).stderr;
+    env.sh(dir, &printed_command(&err, "git delegate drop"))
+        .expect(0);
+    assert!(batch_doc(env, dir, batch).is_none());
+    assert!(env.private_refs(dir).is_empty());
+}
+
 #[test]
 fn prepare_apply_hint_applies_the_batch() {
     let (env, repo) = Env::with_repo("proj");
@@ -268,11 +279,7 @@ fn baseline_ref_missing_hints_restore_the_ref_or_end_the_batch() {
     let (batch, _) = prepare_batch(&env, &repo, &["-n", "1"]);
     let baseline = format!("refs/pi-delegate/batches/{batch}/baseline");
     env.git(&repo, ["update-ref", "-d", &baseline]);
-    let err = env.delegate(&repo, ["apply"]).expect(3).stderr;
-    env.sh(&repo, &printed_command(&err, "git delegate drop"))
-        .expect(0);
-    assert!(batch_doc(&env, &repo, &batch).is_none());
-    assert!(env.private_refs(&repo).is_empty());
+    apply_then_its_drop_hint(&env, &repo, &batch);
 }
 
 // A batch whose batch.toml is corrupt: status, apply and drop all name
@@ -489,11 +496,7 @@ fn source_moved_hints_apply_after_moving_back_or_drop() {
 
     let (batch, _) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::rename(&repo, &moved).unwrap();
-    let err = env.delegate(&moved, ["apply"]).expect(3).stderr;
-    env.sh(&moved, &printed_command(&err, "git delegate drop"))
-        .expect(0);
-    assert!(batch_doc(&env, &moved, &batch).is_none());
-    assert!(env.private_refs(&moved).is_empty());
+    apply_then_its_drop_hint(&env, &moved, &batch);
 }
 
 // A rollback that left a path the user changed after a crash:
