@@ -4,6 +4,8 @@
 //! and fail under `CI=true`. They fill that filesystem, so they run one at
 //! a time (`common::mounts::Small` holds the lock every test that fills a
 //! small filesystem takes), each in its own folder there, removed at the end.
+use crate::common::files::read_bytes;
+use crate::common::fixtures::task_root;
 
 use std::path::{Path, PathBuf};
 
@@ -34,6 +36,22 @@ fn nothing_left(env: &Env, repo: &Path) {
     );
 }
 
+/// `prepare --json -n 2` fails with `delegate::disk_full`, its message
+/// naming ENOSPC: (the run, the message, the help).
+#[track_caller]
+fn prepare_runs_out_of_space(env: &Env, repo: &Path) -> (crate::common::Run, String, String) {
+    let run = env
+        .delegate(repo, ["prepare", "--json", "-n", "2"])
+        .expect(3);
+    let (code, message, help) = error_parts(&run);
+    assert_eq!(code, "delegate::disk_full", "{}", run.stdout);
+    assert!(
+        message.contains("no space left on device (ENOSPC"),
+        "{message}"
+    );
+    (run, message, help)
+}
+
 #[test]
 fn prepare_onto_a_full_workspace_root_names_enospc_and_leaves_nothing() {
     let Some(small) = Small::full_disk("prepare_onto_a_full_workspace_root") else {
@@ -47,15 +65,7 @@ fn prepare_onto_a_full_workspace_root_names_enospc_and_leaves_nothing() {
     set_workspace_root(&repo, &root);
     small.fill(64 << 10);
 
-    let run = env
-        .delegate(&repo, ["prepare", "--json", "-n", "2"])
-        .expect(3);
-    let (code, message, help) = error_parts(&run);
-    assert_eq!(code, "delegate::disk_full", "{}", run.stdout);
-    assert!(
-        message.contains("no space left on device (ENOSPC"),
-        "{message}"
-    );
+    let (run, message, help) = prepare_runs_out_of_space(&env, &repo);
     assert_has(&message, root.to_str().unwrap());
     assert_has(&help, "free space on");
     assert_has(&help, "workspace.root");
@@ -78,15 +88,7 @@ fn prepare_of_a_source_on_a_full_disk_names_enospc_not_an_unreadable_file() {
     small.fill(0);
     let before = digest(&repo, true);
 
-    let run = env
-        .delegate(&repo, ["prepare", "--json", "-n", "2"])
-        .expect(3);
-    let (code, message, help) = error_parts(&run);
-    assert_eq!(code, "delegate::disk_full", "{}", run.stdout);
-    assert!(
-        message.contains("no space left on device (ENOSPC"),
-        "{message}"
-    );
+    let (_, message, help) = prepare_runs_out_of_space(&env, &repo);
     assert_has(&message, "objects");
     assert!(!help.contains("readable"), "{help}");
     assert_has(&help, "free space on");
@@ -107,7 +109,7 @@ fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
         &[("a.txt", "one\n"), ("b.txt", "two\n")],
     );
     let doc = prepare(&env, &repo, &["-n", "1"]);
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     // The task edits a.txt and adds 3 MiB of binary: tiny as a blob and
     // as a binary patch, too big for what is left when it is written back
     // (not all zeros: whole blocks of zeros are written as holes, taking no
@@ -134,12 +136,12 @@ fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
     ));
     assert!(!batch_dir.join("writeback.journal").exists());
     // The work is kept: the workspace still holds it.
-    assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"one, edited\n");
+    assert_eq!(read_bytes(&ws.join("a.txt")), b"one, edited\n");
     // With space again, the same apply writes it.
     std::fs::remove_file(&small.fill).unwrap();
     env.delegate(&repo, ["apply", "--json"]).expect(0);
-    assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"one, edited\n");
-    assert_eq!(std::fs::read(repo.join("big.bin")).unwrap().len(), 3 << 20);
+    assert_eq!(read_bytes(&repo.join("a.txt")), b"one, edited\n");
+    assert_eq!(read_bytes(&repo.join("big.bin")).len(), 3 << 20);
 }
 
 #[test]
@@ -150,7 +152,7 @@ fn apply_that_cannot_record_a_proposal_on_a_full_disk_names_enospc_and_keeps_the
     let env = Env::new();
     let repo = env.repo_at(&small.path().join("src"), &[("a.txt", "one\n")]);
     let doc = prepare(&env, &repo, &["-n", "1"]);
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     // Incompressible: its blob does not fit in what is left.
     noise_files(&ws, "big", 1, 2 << 20);
     std::fs::write(ws.join("a.txt"), "one, edited\n").unwrap();
@@ -166,6 +168,6 @@ fn apply_that_cannot_record_a_proposal_on_a_full_disk_names_enospc_and_keeps_the
     assert_has(message, "no space left on device");
     assert!(!message.contains("cannot read"), "{message}");
     assert!(digest(&repo, true) == before, "the source changed");
-    assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"one, edited\n");
+    assert_eq!(read_bytes(&ws.join("a.txt")), b"one, edited\n");
     assert!(ws.join("big0").exists());
 }

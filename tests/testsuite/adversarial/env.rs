@@ -5,6 +5,10 @@
 //! Also discovery as git's (`GIT_CEILING_DIRECTORIES`), SHA-256 repositories
 //! and a source moved after prepare: each names its real cause.
 
+use crate::common::files::read;
+use crate::common::files::read_bytes;
+use crate::common::fixtures::id;
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -66,7 +70,7 @@ fn changed(status: &Value, batch: &str) -> Vec<u64> {
 fn every_command(env: &Env, caller: &Path, run: &dyn Fn(&[&str]) -> Run, repo: &Path) {
     std::fs::write(repo.join("user.txt"), "user edit\n").unwrap();
     let doc = run(&["prepare", "-n", "2", "--json"]).expect(0).json();
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     assert_eq!(
         PathBuf::from(doc["source"].as_str().unwrap()),
         repo.canonicalize().unwrap()
@@ -85,7 +89,7 @@ fn every_command(env: &Env, caller: &Path, run: &dyn Fn(&[&str]) -> Run, repo: &
     );
     let ws1 = task_root(&doc, 0);
     let ws2 = task_root(&doc, 1);
-    assert_eq!(std::fs::read(ws1.join("user.txt")).unwrap(), b"user edit\n");
+    assert_eq!(read_bytes(&ws1.join("user.txt")), b"user edit\n");
     // A worker edits workspace 1; workspace 2 stays clean.
     std::fs::write(ws1.join("README"), "worker\n").unwrap();
     std::fs::write(ws1.join("new.txt"), "new\n").unwrap();
@@ -103,7 +107,7 @@ fn every_command(env: &Env, caller: &Path, run: &dyn Fn(&[&str]) -> Run, repo: &
     let drop = run(&["drop", &id[..8], "--json"]).expect(1).json();
     assert_eq!(drop["dropped"], false);
     assert_eq!(drop["unapplied"], serde_json::json!(["1"]));
-    assert_eq!(std::fs::read(ws1.join("README")).unwrap(), b"worker\n");
+    assert_eq!(read_bytes(&ws1.join("README")), b"worker\n");
 
     // The hook: a commit in the source is not refused.
     run(&["hook", "pre-commit"]).expect(0);
@@ -112,7 +116,7 @@ fn every_command(env: &Env, caller: &Path, run: &dyn Fn(&[&str]) -> Run, repo: &
     let dry = run(&["apply", "--dry-run", "--json"]).expect(0).json();
     assert_eq!(dry["tasks"][0]["status"], "applied", "{dry}");
     assert_eq!(dry["tasks"][1]["status"], "no_changes", "{dry}");
-    assert_eq!(std::fs::read(repo.join("README")).unwrap(), b"hello\n");
+    assert_eq!(read_bytes(&repo.join("README")), b"hello\n");
     assert!(ws1.is_dir());
 
     let apply = run(&["apply", "--json"]).expect(0).json();
@@ -121,12 +125,9 @@ fn every_command(env: &Env, caller: &Path, run: &dyn Fn(&[&str]) -> Run, repo: &
         apply["tasks"][0]["applied_paths"],
         serde_json::json!(["README", "new.txt"])
     );
-    assert_eq!(std::fs::read(repo.join("README")).unwrap(), b"worker\n");
-    assert_eq!(std::fs::read(repo.join("new.txt")).unwrap(), b"new\n");
-    assert_eq!(
-        std::fs::read(repo.join("user.txt")).unwrap(),
-        b"user edit\n"
-    );
+    assert_eq!(read_bytes(&repo.join("README")), b"worker\n");
+    assert_eq!(read_bytes(&repo.join("new.txt")), b"new\n");
+    assert_eq!(read_bytes(&repo.join("user.txt")), b"user edit\n");
     assert!(!ws1.exists() && !ws2.exists());
     // The user's index and HEAD are untouched: README is modified, new.txt untracked.
     assert_eq!(
@@ -136,7 +137,7 @@ fn every_command(env: &Env, caller: &Path, run: &dyn Fn(&[&str]) -> Run, repo: &
 
     // drop --force drops a batch with work in it.
     let doc = run(&["prepare", "--json"]).expect(0).json();
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = crate::common::fixtures::id(&doc);
     std::fs::write(task_root(&doc, 0).join("x"), "x\n").unwrap();
     let st = run(&["status", "--json"]).expect(0).json();
     assert_eq!(changed(&st, &id), [1]);
@@ -241,10 +242,10 @@ fn a_bare_dotfiles_repository_with_an_exported_work_tree() {
         .expect(0)
         .json();
     let ws = task_root(&doc, 0);
-    assert_eq!(std::fs::read(ws.join(".bashrc")).unwrap(), b"alias x=y\n");
+    assert_eq!(read_bytes(&ws.join(".bashrc")), b"alias x=y\n");
     std::fs::write(ws.join(".bashrc"), "alias x=z\n").unwrap();
     changed_then_applied(&env, &home, &vars, &doc);
-    assert_eq!(std::fs::read(home.join(".bashrc")).unwrap(), b"alias x=z\n");
+    assert_eq!(read_bytes(&home.join(".bashrc")), b"alias x=z\n");
     // Applied from the workspace (a worktree of the same repository,
     // without the variables): it writes back into the recorded work tree.
     let doc = run_with(&env, &home, &vars, &["prepare", "--json"])
@@ -254,7 +255,7 @@ fn a_bare_dotfiles_repository_with_an_exported_work_tree() {
     std::fs::write(ws.join(".vimrc"), "set nu\n").unwrap();
     let apply = env.delegate(&ws, ["apply", "--json"]).expect(0).json();
     assert_eq!(apply["tasks"][0]["status"], "applied", "{apply}");
-    assert_eq!(std::fs::read(home.join(".vimrc")).unwrap(), b"set nu\n");
+    assert_eq!(read_bytes(&home.join(".vimrc")), b"set nu\n");
     // Without the variables there is no repository there, as for git.
     let run = env.delegate(&home, ["status"]).expect(3);
     assert_has(&run.stderr, "delegate::not_a_repository");
@@ -286,8 +287,8 @@ fn an_exported_index_file_is_the_source_index_only() {
         git(&repo.join("sub"), &["ls-files", "--full-name", ":/"]),
         "README\nkeep.log\n"
     );
-    let before_default = std::fs::read(repo.join(".git/index")).unwrap();
-    let before_other = std::fs::read(&other).unwrap();
+    let before_default = read_bytes(&repo.join(".git/index"));
+    let before_other = read_bytes(&other);
     let sub = repo.join("sub");
     let doc = run_with(&env, &sub, &vars, &["prepare", "--json"])
         .expect(0)
@@ -295,7 +296,7 @@ fn an_exported_index_file_is_the_source_index_only() {
     let ws = task_root(&doc, 0);
     // The baseline holds what git would snapshot with that index.
     assert_eq!(
-        std::fs::read(ws.join("keep.log")).unwrap(),
+        read_bytes(&ws.join("keep.log")),
         b"tracked in the other index\n"
     );
     std::fs::write(ws.join("README"), "worker\n").unwrap();
@@ -312,13 +313,10 @@ fn an_exported_index_file_is_the_source_index_only() {
         apply["tasks"][0]["applied_paths"],
         serde_json::json!(["README", "w.log"])
     );
-    assert_eq!(std::fs::read(repo.join("README")).unwrap(), b"worker\n");
-    assert_eq!(std::fs::read(repo.join("w.log")).unwrap(), b"forced\n");
-    assert_eq!(
-        std::fs::read(repo.join(".git/index")).unwrap(),
-        before_default
-    );
-    assert_eq!(std::fs::read(&other).unwrap(), before_other);
+    assert_eq!(read_bytes(&repo.join("README")), b"worker\n");
+    assert_eq!(read_bytes(&repo.join("w.log")), b"forced\n");
+    assert_eq!(read_bytes(&repo.join(".git/index")), before_default);
+    assert_eq!(read_bytes(&other), before_other);
 }
 
 /// `GIT_OBJECT_DIRECTORY` and `GIT_COMMON_DIR` naming the repository's own
@@ -343,7 +341,7 @@ fn exported_object_and_common_dirs() {
         .json();
     assert_eq!(changed(&st, doc["batch"].as_str().unwrap()), [1]);
     run_with(&env, &repo, &same, &["apply", "--json"]).expect(0);
-    assert_eq!(std::fs::read(repo.join("README")).unwrap(), b"worker\n");
+    assert_eq!(read_bytes(&repo.join("README")), b"worker\n");
 
     let elsewhere = env.path().join("objects-elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
@@ -434,7 +432,7 @@ fn a_broken_git_file_is_named() {
 fn source_moved_after_prepare() {
     let (env, repo) = Env::with_repo("src");
     let doc = prepare(&env, &repo, &[]);
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     std::fs::write(task_root(&doc, 0).join("README"), "worker\n").unwrap();
     let moved = env.path().join("moved");
     std::fs::rename(&repo, &moved).unwrap();
@@ -457,8 +455,8 @@ fn source_moved_after_prepare() {
     let other = env.repo("src");
     assert_eq!(other, repo);
     check(env.delegate(&moved, ["apply", "--json"]).expect(3));
-    assert_eq!(std::fs::read(other.join("README")).unwrap(), b"hello\n");
-    assert_eq!(std::fs::read(moved.join("README")).unwrap(), b"hello\n");
+    assert_eq!(read_bytes(&other.join("README")), b"hello\n");
+    assert_eq!(read_bytes(&moved.join("README")), b"hello\n");
     assert!(env.private_refs(&other).is_empty());
     assert_eq!(env.private_refs(&moved).len(), 1);
     // Moved back, the batch applies as if nothing happened.
@@ -466,7 +464,7 @@ fn source_moved_after_prepare() {
     std::fs::rename(&moved, &repo).unwrap();
     let apply = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     assert_eq!(apply["tasks"][0]["status"], "applied", "{apply}");
-    assert_eq!(std::fs::read(repo.join("README")).unwrap(), b"worker\n");
+    assert_eq!(read_bytes(&repo.join("README")), b"worker\n");
 }
 
 /// Found while testing `GIT_INDEX_FILE` from a subfolder: prepare run below
@@ -487,7 +485,7 @@ fn staged_files_outside_the_callers_folder_are_in_the_baseline() {
         env.oracle_tree(&repo)
     );
     assert_eq!(
-        std::fs::read(task_root(&doc, 0).join("staged.txt")).unwrap(),
+        read_bytes(&task_root(&doc, 0).join("staged.txt")),
         b"staged\n"
     );
 }
@@ -544,8 +542,8 @@ fn filters_run_for_a_workspace_do_not_inherit_the_source_variables() {
     let _ = std::fs::remove_file(&log);
     std::fs::write(ws.join("a.txt"), "worker\n").unwrap();
     changed_then_applied(&env, &repo, &vars, &doc);
-    assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"worker\n");
-    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(read_bytes(&repo.join("a.txt")), b"worker\n");
+    let text = read(&log);
     let ws_lines: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("/worktrees/delegate-"))
@@ -591,7 +589,7 @@ fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() 
             .map(|e| {
                 (
                     e.file_name().to_string_lossy().into_owned(),
-                    std::fs::read(e.path()).unwrap(),
+                    read_bytes(&e.path()),
                 )
             })
             .collect();
@@ -605,7 +603,7 @@ fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() 
         cmd.env(k, v);
     }
     killed_at(cmd.args(["apply", "--json"]), "after-rename:4");
-    assert_eq!(std::fs::read(home.join("f1")).unwrap(), b"task 1\n");
+    assert_eq!(read_bytes(&home.join("f1")), b"task 1\n");
     std::fs::write(home.join("f1"), b"USER 1\n").unwrap();
 
     // The dry run: reported, nothing moved.
@@ -635,11 +633,11 @@ fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() 
         home.canonicalize().unwrap(),
         "{doc:#}"
     );
-    assert_eq!(std::fs::read(&kept).unwrap(), b"original 1\n");
-    assert_eq!(std::fs::read(home.join("f1")).unwrap(), b"USER 1\n");
+    assert_eq!(read_bytes(&kept), b"original 1\n");
+    assert_eq!(read_bytes(&home.join("f1")), b"USER 1\n");
     for i in 2..=4 {
         assert_eq!(
-            std::fs::read(home.join(format!("f{i}"))).unwrap(),
+            read_bytes(&home.join(format!("f{i}"))),
             format!("original {i}\n").as_bytes()
         );
     }
@@ -662,7 +660,7 @@ fn an_interrupted_write_back_with_exported_variables_is_reported_and_resolved() 
     assert_eq!(doc["tasks"][0]["status"], "applied", "{doc:#}");
     for i in 1..=4 {
         assert_eq!(
-            std::fs::read(home.join(format!("f{i}"))).unwrap(),
+            read_bytes(&home.join(format!("f{i}"))),
             format!("task {i}\n").as_bytes()
         );
     }

@@ -7,6 +7,13 @@
 //! become deletions in the source), never signal a process in it, never
 //! remove it; apply reports the task `failed` with reason `workspace_missing`.
 
+use crate::common::files::read;
+use crate::common::files::read_bytes;
+use crate::common::fixtures::commit_files;
+use crate::common::fixtures::id;
+use crate::common::fixtures::problem;
+use crate::common::fixtures::task_root;
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -22,13 +29,17 @@ use crate::common::Env;
 /// A repository with a few files in folders.
 fn repo(env: &Env) -> PathBuf {
     let repo = env.repo("proj");
-    std::fs::create_dir_all(repo.join("src/deep")).unwrap();
-    std::fs::write(repo.join("a.txt"), "a\n").unwrap();
-    std::fs::write(repo.join("b.txt"), "b\n").unwrap();
-    std::fs::write(repo.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
-    std::fs::write(repo.join("src/deep/x.rs"), "// x\n").unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    commit_files(
+        env,
+        &repo,
+        &[
+            ("a.txt", "a\n"),
+            ("b.txt", "b\n"),
+            ("src/lib.rs", "pub fn f() {}\n"),
+            ("src/deep/x.rs", "// x\n"),
+        ],
+        "files",
+    );
     repo
 }
 
@@ -105,8 +116,8 @@ impl Swapped {
         let mut args = vec!["prepare", "--json"];
         args.extend_from_slice(prepare_args);
         let doc = env.delegate(&repo, args).expect(0).json();
-        let batch = doc["batch"].as_str().unwrap().to_string();
-        let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+        let batch = id(&doc);
+        let root = task_root(&doc, 0);
         std::fs::write(root.join("a.txt"), "the worker's a\n").unwrap();
 
         let copy = env.path().join("elsewhere");
@@ -160,10 +171,7 @@ impl Swapped {
             self.sleeper.try_wait().unwrap().is_none(),
             "the process in the copy was stopped by {after}"
         );
-        assert_eq!(
-            std::fs::read(self.moved.join("a.txt")).unwrap(),
-            b"the worker's a\n"
-        );
+        assert_eq!(read_bytes(&self.moved.join("a.txt")), b"the worker's a\n");
     }
 }
 
@@ -182,14 +190,7 @@ fn a_workspace_swapped_for_a_symlink_is_never_read_nor_signalled_by_apply_or_sta
     let task = &doc["batches"][0]["tasks"][0];
     assert_eq!(task["exists"], false, "{doc:#}");
     assert_eq!(task["changed_paths"], 0, "{doc:#}");
-    assert!(
-        doc["problems"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|p| p["kind"] == "workspace_replaced"),
-        "{doc:#}"
-    );
+    assert!(problem(&doc, "workspace_replaced").is_some(), "{doc:#}");
     s.assert_untouched("status");
 
     for args in [
@@ -279,7 +280,7 @@ fn a_workspace_replaced_by_a_copy_at_the_same_path_is_workspace_missing() {
     let env = Env::new();
     let repo = repo(&env);
     let doc = prepare(&env, &repo, &[]);
-    let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let root = task_root(&doc, 0);
     std::fs::write(root.join("a.txt"), "the worker's a\n").unwrap();
     // A copy made while the workspace exists has another inode; it takes
     // the workspace's place (same path, same `.git` file), lacking b.txt.
@@ -323,7 +324,7 @@ fn forget_identity(env: &Env, repo: &Path, batch: &str) {
         .join("delegate/batches")
         .join(batch)
         .join("batch.toml");
-    let text = std::fs::read_to_string(&path).unwrap();
+    let text = read(&path);
     assert_has(&text, "[tasks.folder]");
     let mut out = String::new();
     let mut skipping = false;
@@ -344,7 +345,7 @@ fn a_batch_recorded_without_identities_still_applies_and_still_refuses_a_symlink
     let env = Env::new();
     let repo = repo(&env);
     let doc = prepare(&env, &repo, &["-n", "2"]);
-    let batch = doc["batch"].as_str().unwrap().to_string();
+    let batch = id(&doc);
     let roots: Vec<PathBuf> = (0..2)
         .map(|i| PathBuf::from(doc["tasks"][i]["root"].as_str().unwrap()))
         .collect();
@@ -362,11 +363,8 @@ fn a_batch_recorded_without_identities_still_applies_and_still_refuses_a_symlink
     assert_eq!(doc["tasks"][0]["status"], "applied", "{doc:#}");
     assert_eq!(doc["tasks"][1]["status"], "failed", "{doc:#}");
     assert_eq!(doc["tasks"][1]["reason"], "workspace_missing", "{doc:#}");
-    assert_eq!(
-        std::fs::read(repo.join("a.txt")).unwrap(),
-        b"the worker's a\n"
-    );
-    assert_eq!(std::fs::read(repo.join("b.txt")).unwrap(), b"b\n");
+    assert_eq!(read_bytes(&repo.join("a.txt")), b"the worker's a\n");
+    assert_eq!(read_bytes(&repo.join("b.txt")), b"b\n");
     assert!(!roots[0].exists());
     assert_eq!(files(&copy), copy_before);
     assert!(roots[1]
@@ -397,7 +395,7 @@ fn a_workspace_root_reached_through_a_symlinked_folder_is_still_ours() {
         crate::common::Run::from(out).expect(code).json()
     };
     let doc = run(&["prepare", "--json"], 0);
-    let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let root = task_root(&doc, 0);
     assert!(root.starts_with(&link));
     std::fs::write(root.join("a.txt"), "the worker's a\n").unwrap();
     let doc = run(&["status", "--json"], 0);
@@ -405,9 +403,6 @@ fn a_workspace_root_reached_through_a_symlinked_folder_is_still_ours() {
     assert_eq!(doc["batches"][0]["tasks"][0]["changed_paths"], 1, "{doc:#}");
     let doc = run(&["apply", "--json"], 0);
     assert_eq!(doc["tasks"][0]["status"], "applied", "{doc:#}");
-    assert_eq!(
-        std::fs::read(repo.join("a.txt")).unwrap(),
-        b"the worker's a\n"
-    );
+    assert_eq!(read_bytes(&repo.join("a.txt")), b"the worker's a\n");
     assert!(!root.exists());
 }

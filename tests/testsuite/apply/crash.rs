@@ -10,6 +10,11 @@
 //! Set `CRASH_SEED` to replay the random delays of a failed run, and
 //! `CRASH_ON_DISK=1` to run on the disk instead of a tmpfs (slower: every
 //! fsync is real).
+use crate::common::files::read_bytes;
+use crate::common::fixtures::id;
+use crate::common::fixtures::problem;
+use crate::common::fixtures::task_root;
+use crate::common::mounts::Tmpfs;
 
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
@@ -58,33 +63,6 @@ fn build_repo(env: &Env, repo: &Path) {
     env.git(repo, ["commit", "-q", "-m", "3000 files"]);
 }
 
-/// A tmpfs for the test's files, unmounted when dropped. The crash test
-/// is about process death, not power loss: on tmpfs the fsyncs cost
-/// nothing, which keeps the test fast on a loaded machine.
-struct Mount(PathBuf);
-
-impl Mount {
-    fn try_new(at: &Path) -> Option<Mount> {
-        std::fs::create_dir_all(at).unwrap();
-        let ok = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=512m", "tmpfs"])
-            .arg(at)
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then(|| Mount(at.to_path_buf()))
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
-    }
-}
-
 /// The worker's changes: 1,500 modified (some made executable), 750
 /// deleted (15 whole folders), 750 added (15 new folders, a few symlinks).
 fn work(ws: &Path) {
@@ -127,7 +105,7 @@ fn journal_exists(repo: &Path) -> bool {
 
 struct Rig {
     /// Dropped before `env` (fields drop in order).
-    _mount: Option<Mount>,
+    _mount: Option<Tmpfs>,
     env: Env,
     repo: PathBuf,
     pre: Tree,
@@ -148,7 +126,7 @@ impl Rig {
             std::fs::create_dir_all(&fs).unwrap();
             None
         } else {
-            Mount::try_new(&fs)
+            Tmpfs::try_new(&fs, "512m")
         };
         if mount.is_none() {
             eprintln!("note: cannot mount a tmpfs here; the crash test runs on the disk (slower)");
@@ -186,8 +164,8 @@ impl Rig {
             .delegate(&self.repo, ["prepare", "--json"])
             .expect(0)
             .json();
-        self.batch = doc["batch"].as_str().unwrap().to_string();
-        let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+        self.batch = id(&doc);
+        let ws = task_root(&doc, 0);
         work(&ws);
         self.ws = ws.clone();
         let mut full = tree(&ws);
@@ -266,14 +244,7 @@ impl Rig {
                 run.stderr
             );
             let doc = run.json();
-            assert!(
-                doc["problems"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|p| p["kind"] == "journal"),
-                "{when}: {doc:#}"
-            );
+            assert!(problem(&doc, "journal").is_some(), "{when}: {doc:#}");
         }
         assert!(
             tree(&self.repo) == before,
@@ -537,7 +508,7 @@ fn a_path_edited_after_a_crash_is_never_rolled_back_over() {
     env.git(&repo, ["add", "-A"]);
     env.git(&repo, ["commit", "-q", "-m", "files"]);
     let doc = prepare(&env, &repo, &[]);
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     for i in 1..=4 {
         std::fs::write(ws.join(format!("f{i}.txt")), format!("task {i}\n")).unwrap();
     }
@@ -551,8 +522,8 @@ fn a_path_edited_after_a_crash_is_never_rolled_back_over() {
         env.delegate_cmd(&repo).args(["apply", "--json"]),
         "after-rename:5",
     );
-    assert_eq!(std::fs::read(repo.join("f1.txt")).unwrap(), b"task 1\n");
-    assert_eq!(std::fs::read(repo.join("f2.txt")).unwrap(), b"task 2\n");
+    assert_eq!(read_bytes(&repo.join("f1.txt")), b"task 1\n");
+    assert_eq!(read_bytes(&repo.join("f2.txt")), b"task 2\n");
     // The user saves over f1.txt (the same length: only the bytes tell).
     std::fs::write(repo.join("f1.txt"), b"USER 1\n").unwrap();
 
@@ -580,8 +551,8 @@ fn a_path_edited_after_a_crash_is_never_rolled_back_over() {
     assert_eq!(paths.len(), 1, "{doc:#}");
     assert_eq!(paths[0]["path"], "f1.txt", "{doc:#}");
     let kept = PathBuf::from(paths[0]["kept"].as_str().unwrap());
-    assert_eq!(std::fs::read(&kept).unwrap(), b"original 1\n");
-    assert_eq!(std::fs::read(repo.join("f1.txt")).unwrap(), b"USER 1\n");
+    assert_eq!(read_bytes(&kept), b"original 1\n");
+    assert_eq!(read_bytes(&repo.join("f1.txt")), b"USER 1\n");
     let mut expect = pre.clone();
     expect.get_mut(&b"f1.txt"[..]).unwrap().1 = b"USER 1\n".to_vec();
     let mut now = tree(&repo);
@@ -616,14 +587,11 @@ fn a_path_edited_after_a_crash_is_never_rolled_back_over() {
     assert!(!journal_exists(&repo));
     for i in 1..=4 {
         assert_eq!(
-            std::fs::read(repo.join(format!("f{i}.txt"))).unwrap(),
+            read_bytes(&repo.join(format!("f{i}.txt"))),
             format!("task {i}\n").as_bytes()
         );
     }
     assert!(!repo.join("gone.txt").exists());
-    assert_eq!(
-        std::fs::read(repo.join("added.txt")).unwrap(),
-        b"added by the task\n"
-    );
+    assert_eq!(read_bytes(&repo.join("added.txt")), b"added by the task\n");
     assert_eq!(index_bytes(&repo), index);
 }

@@ -2,7 +2,9 @@
 //! what `apply --discard` kept, and `apply --kept REF` lands one through the
 //! normal integration (3-way with the live source, the journal), removing
 //! its ref and patch once written; a conflict writes nothing and keeps it.
+use crate::common::files::read_bytes;
 
+use crate::common::fixtures::strs;
 use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
@@ -32,7 +34,7 @@ fn digest(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
                 stack.push(p.clone());
                 out.push((p, Vec::new()));
             } else if md.is_file() {
-                out.push((p.clone(), std::fs::read(&p).unwrap()));
+                out.push((p.clone(), read_bytes(&p)));
             }
         }
     }
@@ -93,12 +95,7 @@ fn a_gc_rescued_proposal_is_listed_and_lands_with_apply_kept() {
     assert_eq!(out["batch_open"], false);
     assert_eq!(out["tasks"][0]["name"], "1");
     assert_eq!(out["tasks"][0]["status"], "applied", "{out:#}");
-    let mut applied: Vec<&str> = out["applied_paths"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap())
-        .collect();
+    let mut applied: Vec<&str> = strs(&out["applied_paths"]);
     applied.sort();
     assert_eq!(applied, vec!["README", "dir/new.txt"]);
     assert_eq!(out["kept_proposal"]["ref"], r.as_str());
@@ -163,10 +160,7 @@ fn a_discarded_tasks_proposal_lands_with_apply_kept_and_its_task_is_applied() {
     assert_eq!(out["tasks"][0]["status"], "applied", "{out:#}");
     assert_eq!(out["batch_open"], true);
     assert_eq!(read_lossy(&repo.join("README")), "the worker's work\n");
-    assert_eq!(
-        std::fs::read(repo.join("new.bin")).unwrap(),
-        b"\x00\x01binary\xff\n"
-    );
+    assert_eq!(read_bytes(&repo.join("new.bin")), b"\x00\x01binary\xff\n");
     assert_eq!(read_lossy(&repo.join("one.txt")), "one\n");
     assert!(!env.private_refs(&repo).contains(&r));
     assert!(!patch.exists());

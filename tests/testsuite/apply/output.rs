@@ -3,6 +3,7 @@
 //! `-v`), "would write" in a dry run and "written" only after a real one,
 //! and what became of each workspace (`--keep` keeps them, and says how to
 //! remove them; without it they are removed).
+use crate::common::files::read_bytes;
 
 use std::path::{Path, PathBuf};
 
@@ -126,7 +127,7 @@ fn apply_says_written_and_that_the_workspaces_were_removed() {
         src = repo.display(),
     );
     assert_eq!(text, expected);
-    assert_eq!(std::fs::read(repo.join("two")).unwrap(), b"two\n");
+    assert_eq!(read_bytes(&repo.join("two")), b"two\n");
     assert!(b.roots.iter().all(|r| !r.exists()));
 }
 
@@ -161,7 +162,7 @@ fn apply_keep_says_the_workspaces_stay_and_its_hint_removes_them() {
     assert_eq!(text, expected);
     assert!(!text.contains("Removed"), "{text}");
     // What it says is true: the workspaces are there, with their work...
-    assert_eq!(std::fs::read(b.roots[1].join("two")).unwrap(), b"two\n");
+    assert_eq!(read_bytes(&b.roots[1].join("two")), b"two\n");
     // ...and the printed command, run as printed, removes one.
     let hint = text
         .lines()

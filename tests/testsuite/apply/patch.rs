@@ -3,6 +3,10 @@
 //! proposal tree exactly, and for text changes it is byte-identical to
 //! `git diff --full-index --binary --no-renames`.
 
+use crate::common::files::read;
+use crate::common::files::read_bytes;
+use crate::common::fixtures::task_root;
+
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -21,7 +25,7 @@ fn chmod_x(p: &Path) {
 /// (baseline commit, proposal ref, patch path).
 fn kept_proposal(env: &Env, repo: &Path, edit: impl FnOnce(&Path)) -> (String, String, PathBuf) {
     let doc = prepare(env, repo, &[]);
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     let baseline = doc["baseline"]["commit"].as_str().unwrap().to_string();
     edit(&ws);
     std::fs::write(ws.join("conflict.txt"), "task\n").unwrap();
@@ -108,6 +112,18 @@ fn base_repo(env: &Env) -> PathBuf {
     repo
 }
 
+/// A worker's edits both patch tests make: `typechange` becomes a link to
+/// `new.txt`, `link` points at `exec.sh`, and two files with a non-ASCII
+/// name and a tab in the name appear.
+fn retarget_links_and_add_odd_names(ws: &Path) {
+    std::fs::remove_file(ws.join("typechange")).unwrap();
+    symlink("new.txt", ws.join("typechange")).unwrap();
+    std::fs::remove_file(ws.join("link")).unwrap();
+    symlink("exec.sh", ws.join("link")).unwrap();
+    std::fs::write(ws.join(os(b"caf\xc3\xa9.txt")), "café\n").unwrap();
+    std::fs::write(ws.join(os(b"tab\there")), "tab\n").unwrap();
+}
+
 #[test]
 fn patch_round_trips_every_kind_of_change() {
     let env = Env::new();
@@ -136,12 +152,7 @@ fn patch_round_trips_every_kind_of_change() {
         std::fs::write(ws.join("filedir/now.txt"), "dir now\n").unwrap();
         std::fs::remove_dir_all(ws.join("dirfile")).unwrap();
         std::fs::write(ws.join("dirfile"), "file now\n").unwrap();
-        std::fs::remove_file(ws.join("typechange")).unwrap();
-        symlink("new.txt", ws.join("typechange")).unwrap();
-        std::fs::remove_file(ws.join("link")).unwrap();
-        symlink("exec.sh", ws.join("link")).unwrap();
-        std::fs::write(ws.join(os(b"caf\xc3\xa9.txt")), "café\n").unwrap();
-        std::fs::write(ws.join(os(b"tab\there")), "tab\n").unwrap();
+        retarget_links_and_add_odd_names(ws);
         std::fs::write(ws.join(os(b"new\nline")), "nl\n").unwrap();
         std::fs::write(ws.join(os(b"quote\"back\\slash")), "q\n").unwrap();
         std::fs::write(ws.join(os(b"bad-\xff-utf8")), "raw\n").unwrap();
@@ -170,17 +181,12 @@ fn text_patch_is_byte_identical_to_git_diff() {
         std::fs::remove_file(ws.join("gone.txt")).unwrap();
         std::fs::write(ws.join("noeol.txt"), "a\nB").unwrap();
         std::fs::write(ws.join("with space.txt"), "s2\n").unwrap();
-        std::fs::remove_file(ws.join("typechange")).unwrap();
-        symlink("new.txt", ws.join("typechange")).unwrap();
-        std::fs::remove_file(ws.join("link")).unwrap();
-        symlink("exec.sh", ws.join("link")).unwrap();
-        std::fs::write(ws.join(os(b"caf\xc3\xa9.txt")), "café\n").unwrap();
-        std::fs::write(ws.join(os(b"tab\there")), "tab\n").unwrap();
+        retarget_links_and_add_odd_names(ws);
         std::fs::remove_file(ws.join("filedir")).unwrap();
         std::fs::create_dir(ws.join("filedir")).unwrap();
         std::fs::write(ws.join("filedir/now.txt"), "dir now\n").unwrap();
     });
-    let ours = std::fs::read(&patch).unwrap();
+    let ours = read_bytes(&patch);
     let out = env
         .git_cmd(&repo)
         .args([
@@ -221,7 +227,7 @@ fn a_task_that_conflicts_again_keeps_the_patch_of_its_new_proposal() {
     let task = &run.json()["tasks"][0];
     assert_eq!(task["status"], "conflict", "{}", run.stdout);
     assert_eq!(task["patch"].as_str(), patch.to_str());
-    let text = std::fs::read_to_string(&patch).unwrap();
+    let text = read(&patch);
     assert!(
         text.contains("+second") && text.contains("more.txt"),
         "{text}"
@@ -234,8 +240,5 @@ fn a_task_that_conflicts_again_keeps_the_patch_of_its_new_proposal() {
     assert_eq!(task["status"], "applied", "{}", run.stdout);
     assert!(task["patch"].is_null());
     assert!(!patch.exists());
-    assert_eq!(
-        std::fs::read_to_string(repo.join("more.txt")).unwrap(),
-        "more\n"
-    );
+    assert_eq!(read(&repo.join("more.txt")), "more\n");
 }

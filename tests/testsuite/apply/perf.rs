@@ -4,6 +4,9 @@
 //! killed deleter left, and big files streamed: their patch refers to the
 //! blob instead of carrying it, and still applies with `git apply --3way`.
 
+use crate::common::files::read;
+use crate::common::files::read_bytes;
+
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -45,10 +48,7 @@ fn base_of(ws: &Path) -> PathBuf {
 /// Running `purge-trash` processes that work below `under`.
 fn deleters_under(under: &Path) -> Vec<u32> {
     let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
+    for pid in crate::common::procs::pids() {
         let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
             continue;
         };
@@ -142,14 +142,8 @@ fn large_workspaces_go_through_the_trash_and_are_deleted_in_the_background() {
             .count(),
         1
     );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("d0/f0.txt")).unwrap(),
-        "changed by one\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("d1/f1.txt")).unwrap(),
-        "changed by two\n"
-    );
+    assert_eq!(read(&repo.join("d0/f0.txt")), "changed by one\n");
+    assert_eq!(read(&repo.join("d1/f1.txt")), "changed by two\n");
     wait_for_empty_trash(&env, &base);
     // The emptied repository folder goes too, as a removal in place leaves it.
     wait_until("the emptied repository folder to go", || !base.exists());
@@ -233,10 +227,7 @@ fn the_deleter_deletes_only_our_renamed_workspaces() {
         kept_before
     );
     assert!(elsewhere_entry.join("a.txt").exists());
-    assert_eq!(
-        std::fs::read_to_string(outside.join("precious.txt")).unwrap(),
-        "keep me\n"
-    );
+    assert_eq!(read(&outside.join("precious.txt")), "keep me\n");
     assert!(trash.join("0123abcd-5-89abcdef").is_file());
     assert!(trash.join("0123abcd-6-89abcdef").is_symlink());
     // A symlinked `.trash` is not followed either.
@@ -305,15 +296,7 @@ fn noise(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed
         .wrapping_mul(6364136223846793005)
         .wrapping_add(1442695040888963407);
-    let mut out = Vec::with_capacity(len);
-    while out.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(len);
-    out
+    crate::common::files::xorshift_bytes(&mut x, len)
 }
 
 const MIB: usize = 1 << 20;
@@ -346,15 +329,12 @@ fn big_files_apply_and_their_patch_refers_to_the_blobs() {
     let out = env.delegate(&repo, ["apply", "--json"]).expect(1).json();
     assert_eq!(task(&out, "1")["status"], "conflict");
     assert_eq!(task(&out, "2")["status"], "applied");
-    assert_eq!(std::fs::read(repo.join("other.bin")).unwrap(), other);
-    assert_eq!(
-        std::fs::read(repo.join("old.bin")).unwrap(),
-        noise(9 * MIB, 1)
-    );
+    assert_eq!(read_bytes(&repo.join("other.bin")), other);
+    assert_eq!(read_bytes(&repo.join("old.bin")), noise(9 * MIB, 1));
 
     // The kept patch names the big blobs instead of carrying them.
     let patch = PathBuf::from(task(&out, "1")["patch"].as_str().unwrap());
-    let text = std::fs::read(&patch).unwrap();
+    let text = read_bytes(&patch);
     assert!(
         text.len() < 4096,
         "the patch carries data: {} bytes",
@@ -382,13 +362,10 @@ fn big_files_apply_and_their_patch_refers_to_the_blobs() {
         ],
     );
     env.git(&check, ["apply", "--3way", patch.to_str().unwrap()]);
-    assert_eq!(std::fs::read(check.join("old.bin")).unwrap(), changed);
-    assert_eq!(std::fs::read(check.join("new.bin")).unwrap(), added);
+    assert_eq!(read_bytes(&check.join("old.bin")), changed);
+    assert_eq!(read_bytes(&check.join("new.bin")), added);
     assert!(!check.join("gone.bin").exists());
-    assert_eq!(
-        std::fs::read_to_string(check.join("small.txt")).unwrap(),
-        "one\nTWO by task\nthree\n"
-    );
+    assert_eq!(read(&check.join("small.txt")), "one\nTWO by task\nthree\n");
     env.git(
         &repo,
         ["worktree", "remove", "--force", check.to_str().unwrap()],
@@ -398,8 +375,8 @@ fn big_files_apply_and_their_patch_refers_to_the_blobs() {
     std::fs::write(repo.join("small.txt"), "one\ntwo\nthree\n").unwrap();
     let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     assert_eq!(task(&out, "1")["status"], "applied");
-    assert_eq!(std::fs::read(repo.join("old.bin")).unwrap(), changed);
-    assert_eq!(std::fs::read(repo.join("new.bin")).unwrap(), added);
+    assert_eq!(read_bytes(&repo.join("old.bin")), changed);
+    assert_eq!(read_bytes(&repo.join("new.bin")), added);
     assert!(!repo.join("gone.bin").exists());
     wait_for_empty_trash(&env, &base_of(&ws[0]));
 }
@@ -421,5 +398,5 @@ fn a_big_file_the_user_changed_meanwhile_is_never_overwritten() {
     let out = env.delegate(&repo, ["apply", "--json"]).expect(1).json();
     assert_eq!(task(&out, "1")["status"], "conflict");
     assert_eq!(task(&out, "1")["reason"], "source_changed");
-    assert_eq!(std::fs::read(repo.join("data.bin")).unwrap(), mine);
+    assert_eq!(read_bytes(&repo.join("data.bin")), mine);
 }

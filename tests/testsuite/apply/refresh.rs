@@ -3,6 +3,7 @@
 //! workspace; apply refuses unresolved ones and merges a refreshed task
 //! from its own base.
 
+use crate::common::fixtures::id;
 use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
@@ -269,7 +270,7 @@ fn refresh_from_the_source_takes_every_open_task_and_records_proposals() {
     std::fs::write(repo.join("b.txt"), "bee\nuser\n").unwrap();
     std::fs::write(ws[0].join("c.txt"), "c\n").unwrap();
     let doc = env.delegate(&repo, ["refresh", "--json"]).expect(0).json();
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     let names = field_strs(&doc["tasks"], "name");
     assert_eq!(names, ["1", "2"]);
     // Task 1's work was recorded first, on its old base (the baseline).

@@ -3,6 +3,12 @@
 //! repository; apply reports them (`side_effects`), a task whose work is in
 //! the stash stays open instead of `no_changes`, and `drop` refuses
 //! without `--force`. Real git in real workspaces.
+use crate::common::files::read;
+use crate::common::fixtures::commit_files;
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
+use crate::common::succeed_as;
+use crate::common::AsEnvUser;
 
 use std::path::{Path, PathBuf};
 
@@ -15,10 +21,7 @@ use serde_json::Value;
 /// prepare, and a batch of `n` tasks; returns (repo, batch short, roots).
 fn setup(env: &Env, n: usize) -> (PathBuf, String, Vec<PathBuf>) {
     let repo = env.repo("proj");
-    std::fs::write(repo.join("a.txt"), "a\n").unwrap();
-    std::fs::write(repo.join("b.txt"), "b\n").unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    commit_files(env, &repo, &[("a.txt", "a\n"), ("b.txt", "b\n")], "files");
     env.git(&repo, ["branch", "old"]);
     env.git(&repo, ["tag", "v0"]);
     let doc = prepare(env, &repo, &["-n", &n.to_string()]);
@@ -113,10 +116,7 @@ fn branch_tag_and_stash_made_in_workspaces_are_reported_and_the_users_are_not() 
     assert_eq!(t2["status"], "open");
     assert_eq!(t2["reason"], "stashed");
     assert_eq!(doc["batch_open"], true);
-    assert_eq!(
-        std::fs::read_to_string(repo.join("a.txt")).unwrap(),
-        "a from 1\n"
-    );
+    assert_eq!(read(&repo.join("a.txt")), "a from 1\n");
     // Nothing of the user's refs or stash was touched.
     assert_eq!(env.git(&repo, ["rev-parse", "refs/heads/x"]).trim(), x);
     env.git(&repo, ["rev-parse", "--verify", "-q", "refs/tags/t"]);
@@ -198,32 +198,21 @@ fn following_the_printed_stash_hint_brings_the_work_back_and_applies_it() {
     assert!(run.stdout.contains(&format!("`{again}`")), "{}", run.stdout);
 
     // Run the hint as printed, through a shell, then apply as printed.
-    let status = std::process::Command::new("sh")
-        .arg("-c")
+    let mut sh = std::process::Command::new("sh");
+    sh.arg("-c")
         .arg(&pop)
         .current_dir(&repo)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", env.home())
-        .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(
-        status.status.success(),
-        "{pop} failed: {}",
-        String::from_utf8_lossy(&status.stderr)
-    );
+        .env_user(&env);
+    succeed_as(sh, &format!("{pop} failed"));
     assert!(stash_list(&env, &repo).is_empty());
     let doc = env
         .delegate(&repo, ["apply", &short, "--json"])
         .expect(0)
         .json();
     assert_eq!(task(&doc, "2")["status"], "applied");
-    assert_eq!(
-        std::fs::read_to_string(repo.join("b.txt")).unwrap(),
-        "b from 2\n"
-    );
+    assert_eq!(read(&repo.join("b.txt")), "b from 2\n");
     assert_eq!(doc["side_effects"], serde_json::json!([]));
 }
 
@@ -266,12 +255,10 @@ fn a_branch_or_tag_deleted_since_prepare_is_reported_with_its_old_commit() {
 #[test]
 fn gc_of_a_stale_batch_reports_stashed_work_and_leaves_the_stash() {
     let (env, repo) = Env::with_repo("proj");
-    std::fs::write(repo.join("a.txt"), "a\n").unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    commit_files(&env, &repo, &[("a.txt", "a\n")], "files");
     let doc = prepare(&env, &repo, &["--ttl", "1s"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
-    let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let id = id(&doc);
+    let root = task_root(&doc, 0);
     std::fs::write(root.join("a.txt"), "a from 1\n").unwrap();
     env.git(&root, ["stash", "-q"]);
     let stashed = env.git(&repo, ["rev-parse", "refs/stash"]);

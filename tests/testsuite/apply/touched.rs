@@ -5,6 +5,10 @@
 //! (`GIT_DELEGATE_FULL_SOURCE_SNAPSHOT`), and both runs must give the same
 //! statuses, reasons, conflicts, written paths and working tree.
 
+use crate::common::files::read;
+use crate::common::files::read_bytes;
+use crate::common::fixtures::task_root;
+
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -39,7 +43,7 @@ fn digest(dir: &Path) -> Vec<(String, String)> {
                 format!(
                     "F {:o} {}",
                     md.mode() & 0o111,
-                    String::from_utf8_lossy(&std::fs::read(&p).unwrap())
+                    String::from_utf8_lossy(&read_bytes(&p))
                 )
             };
             out.push((rel, what));
@@ -91,7 +95,7 @@ fn scenario(
     let ws: Vec<PathBuf> = roots(&doc);
     work(&ws);
     meanwhile(&env, &repo);
-    let index_before = std::fs::read(repo.join(".git/index")).unwrap();
+    let index_before = read_bytes(&repo.join(".git/index"));
     let mut cmd = env.delegate_cmd(&repo);
     cmd.arg("apply").arg("--json").args(args);
     if full {
@@ -106,10 +110,7 @@ fn scenario(
             String::from_utf8_lossy(&out.stderr)
         )
     });
-    assert_eq!(
-        std::fs::read(repo.join(".git/index")).unwrap(),
-        index_before
-    );
+    assert_eq!(read_bytes(&repo.join(".git/index")), index_before);
     outcome(code, &doc, &repo)
 }
 
@@ -336,7 +337,7 @@ fn a_file_elsewhere_that_cannot_be_read_no_longer_blocks_apply() {
     env.git(&repo, ["config", "filter.boom.clean", "false"]);
     env.git(&repo, ["config", "filter.boom.required", "true"]);
     let doc = prepare(&env, &repo, &["-n", "1"]);
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     write(&ws.join("f.txt"), &with_line(&lines(5), 1, "task"));
     write(&repo.join(".gitattributes"), "boom.txt filter=boom\n");
     write(&repo.join("boom.txt"), "cannot be cleaned\n");
@@ -351,8 +352,5 @@ fn a_file_elsewhere_that_cannot_be_read_no_longer_blocks_apply() {
     );
     let run = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     assert_eq!(run["tasks"][0]["status"], "applied");
-    assert_eq!(
-        std::fs::read_to_string(repo.join("f.txt")).unwrap(),
-        with_line(&lines(5), 1, "task")
-    );
+    assert_eq!(read(&repo.join("f.txt")), with_line(&lines(5), 1, "task"));
 }

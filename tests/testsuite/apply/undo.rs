@@ -2,6 +2,9 @@
 //! on real repositories: the exact pre-apply tree comes back, later edits in
 //! other lines survive, conflicting rewrites refuse with nothing changed,
 //! crashes are recovered, `--list`, gc pruning.
+use crate::common::files::read;
+use crate::common::fixtures::commit_files;
+use crate::common::fixtures::paused_at;
 
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
@@ -48,7 +51,7 @@ fn rich_repo(env: &Env) -> PathBuf {
 
 /// Two tasks covering every kind of change.
 fn work(ws: &[PathBuf]) {
-    let f = std::fs::read_to_string(ws[0].join("f.txt")).unwrap();
+    let f = read(&ws[0].join("f.txt"));
     std::fs::write(ws[0].join("f.txt"), with_line(&f, 2, "task one's line 2")).unwrap();
     std::fs::remove_file(ws[0].join("gone.txt")).unwrap();
     std::fs::write(ws[0].join("added.txt"), "added\n").unwrap();
@@ -201,8 +204,9 @@ fn an_apply_that_writes_nothing_has_no_apply_id() {
     assert_eq!(list["entries"], serde_json::json!([]));
 }
 
-#[test]
-fn a_user_edit_in_another_line_survives_undo() {
+/// A repository with `f.txt` of 12 lines committed and one task that
+/// rewrote its line 2 and added `other.txt`, not applied yet.
+fn one_task_on_line_2() -> (Env, PathBuf) {
     let (env, repo) = Env::with_repo("proj");
     std::fs::write(repo.join("f.txt"), lines(12)).unwrap();
     env.git(&repo, ["add", "-A"]);
@@ -210,36 +214,33 @@ fn a_user_edit_in_another_line_survives_undo() {
     let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("f.txt"), with_line(&lines(12), 2, "task line")).unwrap();
     std::fs::write(ws[0].join("other.txt"), "task's new file\n").unwrap();
+    (env, repo)
+}
+
+#[test]
+fn a_user_edit_in_another_line_survives_undo() {
+    let (env, repo) = one_task_on_line_2();
     env.delegate(&repo, ["apply"]).expect(0);
     // After the apply the user edits another line and another file.
-    let now = std::fs::read_to_string(repo.join("f.txt")).unwrap();
+    let now = read(&repo.join("f.txt"));
     std::fs::write(repo.join("f.txt"), with_line(&now, 11, "user line")).unwrap();
     std::fs::write(repo.join("README"), "user's later edit\n").unwrap();
 
     env.delegate(&repo, ["undo"]).expect(0);
     assert_eq!(
-        std::fs::read_to_string(repo.join("f.txt")).unwrap(),
+        read(&repo.join("f.txt")),
         with_line(&lines(12), 11, "user line")
     );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("README")).unwrap(),
-        "user's later edit\n"
-    );
+    assert_eq!(read(&repo.join("README")), "user's later edit\n");
     assert!(!repo.join("other.txt").exists());
 }
 
 #[test]
 fn a_user_rewrite_of_a_written_line_makes_undo_refuse_with_nothing_changed() {
-    let (env, repo) = Env::with_repo("proj");
-    std::fs::write(repo.join("f.txt"), lines(12)).unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "f"]);
-    let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
-    std::fs::write(ws[0].join("f.txt"), with_line(&lines(12), 2, "task line")).unwrap();
-    std::fs::write(ws[0].join("other.txt"), "task's new file\n").unwrap();
+    let (env, repo) = one_task_on_line_2();
     let out = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     let id = out["apply_id"].as_str().unwrap().to_string();
-    let now = std::fs::read_to_string(repo.join("f.txt")).unwrap();
+    let now = read(&repo.join("f.txt"));
     std::fs::write(repo.join("f.txt"), with_line(&now, 2, "user rewrote it")).unwrap();
     let before = tree(&repo);
 
@@ -267,18 +268,13 @@ fn a_user_rewrite_of_a_written_line_makes_undo_refuse_with_nothing_changed() {
         .expect(0)
         .json();
     assert_eq!(out["undone"], true);
-    assert_eq!(
-        std::fs::read_to_string(repo.join("f.txt")).unwrap(),
-        lines(12)
-    );
+    assert_eq!(read(&repo.join("f.txt")), lines(12));
 }
 
 #[test]
 fn an_untracked_file_where_undo_restores_a_deleted_path_refuses() {
     let (env, repo) = Env::with_repo("proj");
-    std::fs::write(repo.join("gone.txt"), "old\n").unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "f"]);
+    commit_files(&env, &repo, &[("gone.txt", "old\n")], "f");
     let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::remove_file(ws[0].join("gone.txt")).unwrap();
     env.delegate(&repo, ["apply"]).expect(0);
@@ -447,26 +443,11 @@ fn undo_names_applies_by_prefix_and_refuses_unknown_ones() {
 fn undo_killed_by_sigkill_before_it_writes_changes_nothing() {
     let (env, repo, pre, id) = applied();
     let post = tree(&repo);
-    let paused = env.path().join("paused");
-    let mut child = env
-        .delegate_cmd(&repo)
-        .args(["undo"])
-        .env("GIT_DELEGATE_TEST_PAUSE", "undo-before-write")
-        .env("GIT_DELEGATE_TEST_PAUSED", &paused)
+    let mut undo = env.delegate_cmd(&repo);
+    undo.args(["undo"])
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
-    while !std::fs::read_to_string(&paused)
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l == "undo-before-write")
-    {
-        assert!(child.try_wait().unwrap().is_none(), "undo ended early");
-        assert!(std::time::Instant::now() < deadline, "undo never paused");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+        .stderr(std::process::Stdio::null());
+    let mut child = paused_at(&env, undo, "undo-before-write");
     child.kill().unwrap(); // SIGKILL
     assert_eq!(child.wait().unwrap().signal(), Some(9));
     assert_eq!(tree(&repo), post);
@@ -489,16 +470,10 @@ fn undo_writes_into_the_linked_worktree_the_apply_wrote_into() {
     let (_, ws) = prepare_batch(&env, &linked, &["-n", "1"]);
     std::fs::write(ws[0].join("README"), "by the task\n").unwrap();
     env.delegate(&linked, ["apply"]).expect(0);
-    assert_eq!(
-        std::fs::read_to_string(linked.join("README")).unwrap(),
-        "by the task\n"
-    );
+    assert_eq!(read(&linked.join("README")), "by the task\n");
     let main_before = tree(&repo);
     // Run from the main working tree: the entry's working tree is undone.
     env.delegate(&repo, ["undo"]).expect(0);
-    assert_eq!(
-        std::fs::read_to_string(linked.join("README")).unwrap(),
-        "hello\n"
-    );
+    assert_eq!(read(&linked.join("README")), "hello\n");
     assert_eq!(tree(&repo), main_before);
 }

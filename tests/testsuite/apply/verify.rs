@@ -1,5 +1,9 @@
 //! `git delegate apply --verify CMD` (design §3.10) end to end: real
 //! repositories, a real shell script as CMD, real processes.
+use crate::common::files::read;
+use crate::common::fixtures::id;
+use crate::common::fixtures::strs;
+use crate::common::fixtures::task_root;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -34,10 +38,7 @@ exit 0
 impl Fixture {
     fn new(tasks: usize) -> Fixture {
         let (env, repo) = Env::with_repo("r");
-        std::fs::create_dir_all(repo.join("sub")).unwrap();
-        std::fs::write(repo.join("sub/keep"), "k\n").unwrap();
-        env.git(&repo, ["add", "."]);
-        env.git(&repo, ["commit", "-q", "-m", "sub"]);
+        commit_files(&env, &repo, &[("sub/keep", "k\n")], "sub");
         let runs = env.path().join("runs.txt");
         let script = env.path().join("check.sh");
         std::fs::write(
@@ -63,6 +64,14 @@ impl Fixture {
     /// Task `i` (1-based) writes `t<i>.txt` with `content`.
     fn work(&self, i: usize, content: &str) {
         std::fs::write(self.roots[i - 1].join(format!("t{i}.txt")), content).unwrap();
+    }
+
+    /// `status --json`, which must succeed.
+    fn status(&self) -> Value {
+        self.env
+            .delegate(&self.repo, ["status", "--json"])
+            .expect(0)
+            .json()
     }
 
     fn apply(&self, args: &[&str], code: i32) -> Value {
@@ -182,7 +191,7 @@ fn check_culprits(culprits: &[usize]) {
             let t = task(&doc, &name);
             assert_eq!(t["reason"], "verify_failed");
             let log = PathBuf::from(t["verify_log"].as_str().unwrap());
-            let text = std::fs::read_to_string(&log).unwrap();
+            let text = read(&log);
             assert_has(&text, "found BAD");
             assert!(!file.exists(), "a rejected task's file was written");
             // Its work is kept: proposal ref, patch, workspace.
@@ -192,7 +201,7 @@ fn check_culprits(culprits: &[usize]) {
             assert!(Path::new(t["patch"].as_str().unwrap()).exists());
         } else {
             assert_eq!(status(&doc, &name), "applied", "{doc:#}");
-            assert_eq!(std::fs::read_to_string(&file).unwrap(), "ok\n");
+            assert_eq!(read(&file), "ok\n");
         }
     }
     let runs = doc["verify"]["runs"].as_array().unwrap();
@@ -212,12 +221,7 @@ fn check_culprits(culprits: &[usize]) {
     assert_eq!(doc["verify"]["command"], f.cmd());
     // Every run says what it tested, and the script saw the same.
     for (run, line) in runs.iter().zip(&lines) {
-        let names: Vec<&str> = run["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_str().unwrap())
-            .collect();
+        let names: Vec<&str> = strs(&run["tasks"]);
         assert!(
             line.starts_with(&format!("tasks=[{}] verify=1", names.join(" "))),
             "{line} vs {names:?}"
@@ -242,11 +246,7 @@ fn check_culprits(culprits: &[usize]) {
     assert_eq!(on_disk, failing, "{}", logs_dir.display());
     assert_no_verification_left(&f);
     // The batch stays open for the rejected tasks; status shows them with their logs.
-    let st = f
-        .env
-        .delegate(&f.repo, ["status", "--json"])
-        .expect(0)
-        .json();
+    let st = f.status();
     if culprits.is_empty() {
         assert_eq!(st["batches"].as_array().unwrap().len(), 0);
     } else {
@@ -362,11 +362,7 @@ fn dry_run_verifies_and_writes_nothing() {
     assert!(!f.repo.join("t1.txt").exists());
     assert_no_verification_left(&f);
     // The batch is untouched: every task still open.
-    let st = f
-        .env
-        .delegate(&f.repo, ["status", "--json"])
-        .expect(0)
-        .json();
+    let st = f.status();
     for t in st["batches"][0]["tasks"].as_array().unwrap() {
         assert_eq!(t["state"], "open", "{t}");
     }
@@ -452,10 +448,7 @@ fn a_source_edit_at_a_written_path_while_verifying_takes_the_task_out() {
     assert_eq!(status(&doc, "2"), "applied");
     assert_eq!(status(&doc, "3"), "applied");
     // The user's edit is intact and the task's edit was not written.
-    assert_eq!(
-        std::fs::read_to_string(f.repo.join("README")).unwrap(),
-        "hello\nuser\n"
-    );
+    assert_eq!(read(&f.repo.join("README")), "hello\nuser\n");
     assert!(f.repo.join("t2.txt").exists() && f.repo.join("t3.txt").exists());
     // Verified twice: once with task 1, once without.
     assert!(doc["verify"]["runs"].as_array().unwrap().len() >= 2);
@@ -575,7 +568,7 @@ fn the_verification_workspace_carries_ignored_files_by_policy() {
     )
     .unwrap();
     let doc = prepare(&env, &repo, &[]);
-    let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let root = task_root(&doc, 0);
     std::fs::write(root.join("new.txt"), "n\n").unwrap();
     let cmd = "grep -q built \"$(git rev-parse --show-toplevel)/deps/lib.txt\"";
     let doc = env
@@ -635,7 +628,7 @@ fn nothing_to_verify_is_not_run() {
 fn gc_leaves_a_stale_batch_alone_while_it_is_verified() {
     let (env, repo) = Env::with_repo("r");
     let doc = prepare(&env, &repo, &["--ttl", "1s"]);
-    let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let root = task_root(&doc, 0);
     std::fs::write(root.join("t1.txt"), "ok\n").unwrap();
     let (child, go) = apply_verifying(&env, &repo, std::process::Stdio::piped);
     std::thread::sleep(Duration::from_millis(1500)); // past the 1 s lease
@@ -698,7 +691,7 @@ fn failing_logs_stay_until_keep_failed_after_the_batch_ended() {
     let doc = f.apply(&[], 1);
     let log = PathBuf::from(task(&doc, "2")["verify_log"].as_str().unwrap());
     assert!(log.exists());
-    let batch = doc["batch"].as_str().unwrap().to_string();
+    let batch = id(&doc);
     std::fs::write(
         f.repo.join(".git/delegate.toml"),
         "[gc]\nkeep-failed = \"1s\"\n",
@@ -736,12 +729,6 @@ fn a_source_edit_elsewhere_while_verifying_takes_nothing_out() {
     assert_eq!(status(&doc, "1"), "applied", "{doc:#}");
     assert_eq!(status(&doc, "2"), "applied");
     assert_eq!(doc["verify"]["runs"].as_array().unwrap().len(), 1);
-    assert_eq!(
-        std::fs::read_to_string(f.repo.join("README")).unwrap(),
-        "HELLO\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(f.repo.join("sub/keep")).unwrap(),
-        "k\nuser\n"
-    );
+    assert_eq!(read(&f.repo.join("README")), "HELLO\n");
+    assert_eq!(read(&f.repo.join("sub/keep")), "k\nuser\n");
 }

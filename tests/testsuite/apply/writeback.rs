@@ -2,6 +2,10 @@
 //! `eol`, exec bits, symlinks, binary data, file<->folder switches, emptied
 //! folders, things in the way, symlinked parents, and failures that must
 //! roll every path back.
+use crate::common::files::read_bytes;
+use crate::common::fixtures::spawn_piped;
+use crate::common::fixtures::task_root;
+use crate::common::mounts::Tmpfs;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::symlink;
@@ -44,7 +48,7 @@ fn index_bytes(repo: &Path) -> Vec<u8> {
 
 fn prepare(env: &Env, repo: &Path) -> PathBuf {
     let doc = env.delegate(repo, ["prepare", "--json"]).expect(0).json();
-    PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap())
+    task_root(&doc, 0)
 }
 
 fn apply(env: &Env, repo: &Path, code: i32) -> Value {
@@ -97,7 +101,7 @@ fn smudge_filters_and_crlf_come_back_as_a_checkout_writes_them() {
     );
 
     let ws = prepare(&env, &repo);
-    assert_eq!(std::fs::read(ws.join("s.rot")).unwrap(), b"hello\n");
+    assert_eq!(read_bytes(&ws.join("s.rot")), b"hello\n");
     write(&ws.join("a.txt"), "one\r\ntwo\r\nthree\r\n");
     write(&ws.join("s.rot"), "hello\nworld\n");
     write(&ws.join("new.txt"), "x\ny\n");
@@ -105,15 +109,9 @@ fn smudge_filters_and_crlf_come_back_as_a_checkout_writes_them() {
     let doc = apply(&env, &repo, 0);
     assert_eq!(doc["tasks"][0]["status"], "applied");
 
-    assert_eq!(
-        std::fs::read(repo.join("a.txt")).unwrap(),
-        b"one\r\ntwo\r\nthree\r\n"
-    );
-    assert_eq!(
-        std::fs::read(repo.join("s.rot")).unwrap(),
-        b"hello\nworld\n"
-    );
-    assert_eq!(std::fs::read(repo.join("new.txt")).unwrap(), b"x\r\ny\r\n");
+    assert_eq!(read_bytes(&repo.join("a.txt")), b"one\r\ntwo\r\nthree\r\n");
+    assert_eq!(read_bytes(&repo.join("s.rot")), b"hello\nworld\n");
+    assert_eq!(read_bytes(&repo.join("new.txt")), b"x\r\ny\r\n");
     // git sees exactly the worker's edits, not a whole-file rewrite.
     let diff = env.git(&repo, ["diff", "--numstat"]);
     assert_eq!(diff, "1\t0\ta.txt\n1\t0\ts.rot\n");
@@ -194,11 +192,8 @@ fn file_folder_switches_and_folders_emptied_by_deletions() {
     assert_eq!(t, w);
     assert!(!repo.join("gone").exists(), "emptied folders are removed");
     assert!(repo.join("half/y").exists());
-    assert_eq!(
-        std::fs::read(repo.join("d")).unwrap(),
-        b"folder becomes file\n"
-    );
-    assert_eq!(std::fs::read(repo.join("f/inner/z")).unwrap(), b"z\n");
+    assert_eq!(read_bytes(&repo.join("d")), b"folder becomes file\n");
+    assert_eq!(read_bytes(&repo.join("f/inner/z")), b"z\n");
 }
 
 #[test]
@@ -295,17 +290,6 @@ fn a_failed_write_rolls_everything_back_and_a_rerun_applies() {
 }
 
 /// A tmpfs mounted for one test, unmounted when dropped.
-struct Mount(PathBuf);
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = std::process::Command::new("umount")
-            .arg("-l")
-            .arg(&self.0)
-            .status();
-    }
-}
-
 #[test]
 fn a_full_disk_rolls_back_and_the_tasks_fail_with_write_failed() {
     let env = Env::new();
@@ -325,7 +309,7 @@ fn a_full_disk_rolls_back_and_the_tasks_fail_with_write_failed() {
             return;
         }
     }
-    let _mount = Mount(mnt.clone());
+    let _mount = Tmpfs(mnt.clone());
     // The working tree on the tiny filesystem, its .git (objects, state) elsewhere.
     let repo = mnt.join("r");
     let gitdir = env.path().join("r.git");
@@ -351,7 +335,7 @@ fn a_full_disk_rolls_back_and_the_tasks_fail_with_write_failed() {
     }
     write(&ws.join("huge.bin"), noise(3 << 20, 9));
     let before = tree(&repo);
-    let index = std::fs::read(gitdir.join("index")).unwrap();
+    let index = read_bytes(&gitdir.join("index"));
 
     let doc = apply(&env, &repo, 1);
     let t = &doc["tasks"][0];
@@ -360,7 +344,7 @@ fn a_full_disk_rolls_back_and_the_tasks_fail_with_write_failed() {
     let message = t["message"].as_str().unwrap_or_default();
     assert!(message.contains("no space left on device"), "{doc:#}");
     assert_eq!(tree(&repo), before);
-    assert_eq!(std::fs::read(gitdir.join("index")).unwrap(), index);
+    assert_eq!(read_bytes(&gitdir.join("index")), index);
     assert!(!gitdir
         .join("delegate/batches")
         .read_dir()
@@ -423,13 +407,7 @@ fn apply_while_the_user_saves_over_f1(
     }
     let index = index_bytes(repo);
 
-    let child = env
-        .delegate_cmd(repo)
-        .args(["apply", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_piped(env, repo, &["apply", "--json"]);
     // The user: as soon as f1.txt shows the task's content, save over it
     // (in place, same length: only the bytes tell), and edit f4.txt.
     let f1 = repo.join("f1.txt");
@@ -473,17 +451,17 @@ fn rollback_leaves_a_file_the_user_saved_over_after_it_was_written() {
 
     // Nothing the user wrote is lost; the others are back to what they were.
     assert_eq!(
-        std::fs::read(repo.join("f1.txt")).unwrap(),
+        read_bytes(&repo.join("f1.txt")),
         b"USER EDIT1\n",
         "{doc:#}\n{stderr}"
     );
     assert_eq!(
-        std::fs::read(repo.join("f4.txt")).unwrap(),
+        read_bytes(&repo.join("f4.txt")),
         b"the user's f4\n",
         "{doc:#}"
     );
-    assert_eq!(std::fs::read(repo.join("f2.txt")).unwrap(), b"original 2\n");
-    assert_eq!(std::fs::read(repo.join("f3.txt")).unwrap(), b"original 3\n");
+    assert_eq!(read_bytes(&repo.join("f2.txt")), b"original 2\n");
+    assert_eq!(read_bytes(&repo.join("f3.txt")), b"original 3\n");
     assert_eq!(index_bytes(&repo), index);
     // Reported: exit 3, rollback_failed, the path and where its original is kept.
     assert_eq!(code, Some(3), "{doc:#}\n{stderr}");
@@ -496,7 +474,7 @@ fn rollback_leaves_a_file_the_user_saved_over_after_it_was_written() {
     assert_eq!(f1_left["reason"], "changed_since_written", "{doc:#}");
     assert_eq!(f1_left["kept_is"], "original", "{doc:#}");
     let kept = PathBuf::from(f1_left["kept"].as_str().expect("kept"));
-    assert_eq!(std::fs::read(&kept).unwrap(), b"original 1\n", "{doc:#}");
+    assert_eq!(read_bytes(&kept), b"original 1\n", "{doc:#}");
     // f4.txt's edit is normally seen by its check (rolled back: not left);
     // on a machine so loaded that the user's write lands after f4.txt was
     // moved aside, it stands in the way of its original, which is kept.
@@ -563,7 +541,7 @@ fn rollback_leaves_a_file_the_user_saved_over_after_it_was_written() {
         "{st:#}"
     );
     assert!(!journal_left(&env, &repo));
-    assert_eq!(std::fs::read(repo.join("f1.txt")).unwrap(), b"USER EDIT1\n");
+    assert_eq!(read_bytes(&repo.join("f1.txt")), b"USER EDIT1\n");
     env.delegate(&repo, ["status", "--check"]).expect(0);
     no_temp_names(&tree(&repo));
 }
@@ -598,6 +576,6 @@ fn a_path_named_like_an_os_error_or_a_filter_failure_does_not_change_the_reason(
         assert_eq!(tree(&repo), before, "{name}");
         let doc = apply(&env, &repo, 0);
         assert_eq!(doc["tasks"][0]["status"], "applied", "{name}");
-        assert_eq!(std::fs::read(repo.join(name)).unwrap(), b"new\n");
+        assert_eq!(read_bytes(&repo.join(name)), b"new\n");
     }
 }

@@ -4,6 +4,7 @@
 //! asks it, also through git's own bash completion (`git delegate <TAB>`),
 //! which an interactive bash in a pseudo-terminal proves.
 
+use crate::common::AsEnvUser;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -38,6 +39,17 @@ fn two_batches(env: &Env) -> (PathBuf, String, String) {
     let alpha = id(&["lint", "docs", "--label", "alpha"]);
     let beta = id(&["-n", "3", "--label", "beta"]);
     (repo, alpha, beta)
+}
+
+/// Tab after `line` (a `--ttl` value) offers no file name (git's
+/// completion falls back to them); `done` marks the end of the output.
+#[track_caller]
+fn assert_no_file_names(pty: &mut Pty, line: &str, done: &str) {
+    let shown = pty.tab(line, done);
+    assert!(
+        !shown.contains("zzfile-unique"),
+        "--ttl offered a file name:\n{shown:?}"
+    );
 }
 
 #[test]
@@ -190,10 +202,8 @@ impl Pty {
         cmd.args(["-qfc", shell, "/dev/null"])
             .current_dir(dir)
             .env("PATH", path_with_delegate())
-            .env("HOME", env.home())
+            .env_user(env)
             .env("XDG_DATA_HOME", env.data_home())
-            .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
-            .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("TERM", "dumb")
             .env("INPUTRC", "/dev/null")
             .stdin(Stdio::piped())
@@ -340,11 +350,7 @@ fn git_delegate_tab_completes_a_batch_label_in_an_interactive_bash() {
     pty.expect("--only pa\t", "--only parser-task ");
     pty.expect("\x15echo ONE-DONE\n", "ONE-DONE\r\n");
     // `--ttl` offers no file names (git's completion falls back to them).
-    let shown = pty.tab("git delegate prepare --ttl zz", "TWO-DONE");
-    assert!(
-        !shown.contains("zzfile-unique"),
-        "--ttl offered a file name:\n{shown:?}"
-    );
+    assert_no_file_names(&mut pty, "git delegate prepare --ttl zz", "TWO-DONE");
     // A control: a value that is a path still completes file names.
     let shown = pty.tab("git delegate man --install zz", "THREE-DONE");
     assert!(
@@ -353,11 +359,7 @@ fn git_delegate_tab_completes_a_batch_label_in_an_interactive_bash() {
     );
     // The executable itself completes the same way.
     pty.expect("git-delegate drop oth\t", "git-delegate drop other ");
-    let shown = pty.tab("\x15git-delegate prepare --ttl zz", "FOUR-DONE");
-    assert!(
-        !shown.contains("zzfile-unique"),
-        "--ttl offered a file name:\n{shown:?}"
-    );
+    assert_no_file_names(&mut pty, "\x15git-delegate prepare --ttl zz", "FOUR-DONE");
 }
 
 #[test]
@@ -389,11 +391,7 @@ fn zsh_completes_batch_labels_and_tasks() {
     pty.expect("\x15echo ONE-DONE\n", "ONE-DONE\r\n");
     pty.expect("git-delegate diff --batch other \t", "--batch other lint ");
     pty.expect("\x15echo TWO-DONE\n", "TWO-DONE\r\n");
-    let shown = pty.tab("git-delegate prepare --ttl zz", "THREE-DONE");
-    assert!(
-        !shown.contains("zzfile-unique"),
-        "--ttl offered a file name:\n{shown:?}"
-    );
+    assert_no_file_names(&mut pty, "git-delegate prepare --ttl zz", "THREE-DONE");
 }
 
 #[test]
@@ -411,10 +409,8 @@ fn fish_completes_batch_labels_and_tasks() {
         .args(["--no-config", "-c", &script])
         .current_dir(&repo)
         .env("PATH", path_with_delegate())
-        .env("HOME", env.home())
+        .env_user(&env)
         .env("XDG_DATA_HOME", env.data_home())
-        .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
-        .env("GIT_CONFIG_NOSYSTEM", "1")
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
@@ -484,9 +480,7 @@ t git -C '{repo}' delegate apply 'with space' --only ''
         .args(["--norc", "--noprofile", "-c", &script])
         .current_dir(env.path())
         .env("PATH", path)
-        .env("HOME", env.home())
-        .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
-        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_user(&env)
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");

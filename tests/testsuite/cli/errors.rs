@@ -2,6 +2,9 @@
 //! exit status, the error code in the `--json` error document, a miette
 //! diagnostic on stderr, and nothing created afterwards.
 
+use crate::common::files::read;
+use crate::common::files::read_bytes;
+
 use std::path::Path;
 
 use crate::common::assert_has;
@@ -171,10 +174,7 @@ fn workspace_folder_or_registration_that_already_exists() {
     let run = delegate_with_id(&env, &repo, ID_A, &["prepare", "-n", "3", "--json"]).expect(2);
     assert_eq!(error_code(&run), "delegate::workspace_exists");
     assert_has(&run.stderr, folder.to_str().unwrap());
-    assert_eq!(
-        std::fs::read_to_string(folder.join("precious")).unwrap(),
-        "mine\n"
-    );
+    assert_eq!(read(&folder.join("precious")), "mine\n");
     assert_eq!(listing(&folder), [Path::new("precious")]);
     let common = common_dir(&env, &repo);
     assert_eq!(env.private_refs(&repo), Vec::<String>::new());
@@ -227,7 +227,7 @@ fn unknown_and_ambiguous_batches() {
     // A label that reads as another batch's id prefix: prepare refuses one
     // now, but state written before may hold one.
     let toml = batch_toml(&env, &repo, ID_A);
-    let text = std::fs::read_to_string(&toml).unwrap();
+    let text = read(&toml);
     std::fs::write(
         &toml,
         text.replacen(
@@ -240,8 +240,8 @@ fn unknown_and_ambiguous_batches() {
     delegate_with_id(&env, &repo, ID_B, &["prepare", "--label", "second"]).expect(0);
     let before = (
         env.private_refs(&repo),
-        std::fs::read(batch_toml(&env, &repo, ID_A)).unwrap(),
-        std::fs::read(batch_toml(&env, &repo, ID_B)).unwrap(),
+        read_bytes(&batch_toml(&env, &repo, ID_A)),
+        read_bytes(&batch_toml(&env, &repo, ID_B)),
     );
     for cmd in ["status", "drop", "renew"] {
         // Unknown.
@@ -262,8 +262,8 @@ fn unknown_and_ambiguous_batches() {
         before,
         (
             env.private_refs(&repo),
-            std::fs::read(batch_toml(&env, &repo, ID_A)).unwrap(),
-            std::fs::read(batch_toml(&env, &repo, ID_B)).unwrap(),
+            read_bytes(&batch_toml(&env, &repo, ID_A)),
+            read_bytes(&batch_toml(&env, &repo, ID_B)),
         )
     );
     // What does select: the full id, then a label (even one that looks like
@@ -389,7 +389,7 @@ fn bad_durations_and_pids_on_the_command_line() {
     );
     assert_nothing_created(&env, &repo);
     let doc = prepare(&env, &repo, &[]);
-    let before = std::fs::read(batch_toml(&env, &repo, &id(&doc))).unwrap();
+    let before = read_bytes(&batch_toml(&env, &repo, &id(&doc)));
     expect_error(
         &env,
         &repo,
@@ -404,10 +404,7 @@ fn bad_durations_and_pids_on_the_command_line() {
         2,
         "delegate::owner_not_running",
     );
-    assert_eq!(
-        std::fs::read(batch_toml(&env, &repo, &id(&doc))).unwrap(),
-        before
-    );
+    assert_eq!(read_bytes(&batch_toml(&env, &repo, &id(&doc))), before);
 }
 
 /// Hold the repository lock from another process with util-linux `flock`.
@@ -452,7 +449,7 @@ impl Drop for LockHolder {
 fn lock_held_past_the_timeout() {
     let (env, repo) = Env::with_repo("locked");
     let doc = prepare(&env, &repo, &[]);
-    let state = std::fs::read(batch_toml(&env, &repo, &id(&doc))).unwrap();
+    let state = read_bytes(&batch_toml(&env, &repo, &id(&doc)));
     let refs = env.private_refs(&repo);
     config(&env, &repo, "[lock]\ntimeout = \"1s\"\n");
     let holder = LockHolder::new(&env, &repo);
@@ -469,10 +466,7 @@ fn lock_held_past_the_timeout() {
     // status takes no lock.
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
     assert_eq!(st["batches"].as_array().unwrap().len(), 1);
-    assert_eq!(
-        std::fs::read(batch_toml(&env, &repo, &id(&doc))).unwrap(),
-        state
-    );
+    assert_eq!(read_bytes(&batch_toml(&env, &repo, &id(&doc))), state);
     assert_eq!(env.private_refs(&repo), refs);
     assert_eq!(registrations(&common_dir(&env, &repo)).len(), 1);
     drop(holder);
@@ -485,13 +479,7 @@ fn a_waiting_command_gets_the_lock_when_it_is_released() {
     let (env, repo) = Env::with_repo("wait");
     config(&env, &repo, "[lock]\ntimeout = \"60s\"\n");
     let holder = LockHolder::new(&env, &repo);
-    let child = env
-        .delegate_cmd(&repo)
-        .args(["prepare", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_piped(&env, &repo, &["prepare", "--json"]);
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert_eq!(env.private_refs(&repo), Vec::<String>::new());
     drop(holder);
@@ -560,13 +548,7 @@ fn ctrl_c_while_waiting_for_the_lock_ends_the_wait() {
     let (env, repo) = Env::with_repo("waitint");
     config(&env, &repo, "[lock]\ntimeout = \"600s\"\n");
     let _holder = LockHolder::new(&env, &repo);
-    let mut child = env
-        .delegate_cmd(&repo)
-        .args(["prepare", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_piped(&env, &repo, &["prepare", "--json"]);
     std::thread::sleep(std::time::Duration::from_millis(500));
     let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();

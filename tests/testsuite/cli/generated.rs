@@ -2,6 +2,8 @@
 //! the current code generates, man and git find the installed pages, bash
 //! completes `git-delegate` and `git delegate` (through git's own
 //! completion), and the help texts are short with -h and long with --help.
+use crate::common::files::read_bytes;
+use crate::common::AsEnvUser;
 
 use crate::common::fixtures::checkout;
 use crate::common::procs::{git_completion_script, have};
@@ -33,7 +35,7 @@ fn committed_man_pages_are_what_the_code_generates() {
     let mut generated = Vec::new();
     for entry in std::fs::read_dir(tmp.path()).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
-        let fresh = std::fs::read(tmp.path().join(&name)).unwrap();
+        let fresh = read_bytes(&tmp.path().join(&name));
         match std::fs::read(checkout().join("man").join(&name)) {
             Ok(committed) if committed == fresh => {}
             Ok(_) => stale.push(format!("man/{name} differs")),
@@ -88,7 +90,7 @@ fn committed_man_pages_are_what_the_code_generates() {
 fn man_prints_the_committed_main_page_byte_for_byte() {
     let out = run(&["man"]);
     assert!(out.status.success());
-    let committed = std::fs::read(checkout().join("man/git-delegate.1")).unwrap();
+    let committed = read_bytes(&checkout().join("man/git-delegate.1"));
     assert!(
         out.stdout == committed,
         "`git delegate man` differs from man/git-delegate.1: {REGENERATE}"
@@ -197,8 +199,8 @@ fn man_install_defaults_to_share_man_beside_the_executable_and_man_finds_it() {
     assert!(out.status.success(), "{out:?}");
     let page = prefix.join("share/man/man1/git-delegate.1");
     assert_eq!(
-        std::fs::read(&page).unwrap(),
-        std::fs::read(checkout().join("man/git-delegate.1")).unwrap()
+        read_bytes(&page),
+        read_bytes(&checkout().join("man/git-delegate.1"))
     );
     assert!(prefix
         .join("share/man/man1/git-delegate-prepare.1")
@@ -352,9 +354,7 @@ fn bash_complete(env: &crate::common::Env, lines: &[&str]) -> Option<Vec<String>
     let out = Command::new("bash")
         .args(["--norc", "--noprofile", "-c", &script])
         .current_dir(env.path())
-        .env("HOME", env.home())
-        .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
-        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_user(env)
         .output()
         .ok()?;
     assert!(
@@ -460,9 +460,7 @@ fn bash_completes_subcommands_and_options_in_an_interactive_shell() {
             "/dev/null",
         ])
         .current_dir(env.path())
-        .env("HOME", env.home())
-        .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
-        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_user(&env)
         .env("TERM", "dumb")
         .env("INPUTRC", "/dev/null")
         .stdin(Stdio::piped())

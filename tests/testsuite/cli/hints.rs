@@ -3,7 +3,12 @@
 //! takes the printed command out of the real output (`printed_command`),
 //! runs it exactly as printed (`sh -c`, in the repository, the binary on
 //! PATH: `Env::sh`) and checks it did what the hint says.
+use crate::common::files::read_bytes;
+use crate::common::fixtures::commit_files;
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
 
+use crate::common::fixtures::paused_at;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -61,6 +66,17 @@ fn sleeper(dir: &Path) -> Child {
 }
 
 // prepare: "When the tasks are done: git delegate apply ID".
+/// `apply` in `dir` fails (exit 3) naming `git delegate drop`; that
+/// command, run as printed, removes `batch` and its refs.
+#[track_caller]
+fn apply_then_its_drop_hint(env: &Env, dir: &Path, batch: &str) {
+    let err = env.delegate(dir, ["apply"]).expect(3).stderr;
+    env.sh(dir, &printed_command(&err, "git delegate drop"))
+        .expect(0);
+    assert!(batch_doc(env, dir, batch).is_none());
+    assert!(env.private_refs(dir).is_empty());
+}
+
 #[test]
 fn prepare_apply_hint_applies_the_batch() {
     let (env, repo) = Env::with_repo("proj");
@@ -69,10 +85,7 @@ fn prepare_apply_hint_applies_the_batch() {
     let (ws, batch) = {
         let doc = env.delegate(&repo, ["status", "--json"]).expect(0).json();
         let b = &doc["batches"][0];
-        (
-            PathBuf::from(b["tasks"][0]["root"].as_str().unwrap()),
-            b["batch"].as_str().unwrap().to_string(),
-        )
+        (task_root(b, 0), id(b))
     };
     std::fs::write(ws.join("README"), "done\n").unwrap();
     env.sh(&repo, &cmd).expect(0);
@@ -266,11 +279,7 @@ fn baseline_ref_missing_hints_restore_the_ref_or_end_the_batch() {
     let (batch, _) = prepare_batch(&env, &repo, &["-n", "1"]);
     let baseline = format!("refs/pi-delegate/batches/{batch}/baseline");
     env.git(&repo, ["update-ref", "-d", &baseline]);
-    let err = env.delegate(&repo, ["apply"]).expect(3).stderr;
-    env.sh(&repo, &printed_command(&err, "git delegate drop"))
-        .expect(0);
-    assert!(batch_doc(&env, &repo, &batch).is_none());
-    assert!(env.private_refs(&repo).is_empty());
+    apply_then_its_drop_hint(&env, &repo, &batch);
 }
 
 // A batch whose batch.toml is corrupt: status, apply and drop all name
@@ -430,27 +439,12 @@ fn forbid_commit_apply_hint_brings_the_work_back() {
 
 /// A prepare killed once it recorded its marker.
 fn killed_prepare(env: &Env, repo: &Path) {
-    let paused = env.path().join("paused");
-    let _ = std::fs::remove_file(&paused);
-    let mut child = env
-        .delegate_cmd(repo)
+    let mut prepare = env.delegate_cmd(repo);
+    prepare
         .args(["prepare", "-n", "2", "--label", "work"])
-        .env("GIT_DELEGATE_TEST_PAUSE", "marked")
-        .env("GIT_DELEGATE_TEST_PAUSED", &paused)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !std::fs::read_to_string(&paused)
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l == "marked")
-    {
-        assert!(child.try_wait().unwrap().is_none(), "prepare ended early");
-        assert!(Instant::now() < deadline, "prepare never reached marked");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        .stderr(Stdio::null());
+    let mut child = paused_at(env, prepare, "marked");
     child.kill().unwrap();
     child.wait().unwrap();
 }
@@ -502,11 +496,7 @@ fn source_moved_hints_apply_after_moving_back_or_drop() {
 
     let (batch, _) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::rename(&repo, &moved).unwrap();
-    let err = env.delegate(&moved, ["apply"]).expect(3).stderr;
-    env.sh(&moved, &printed_command(&err, "git delegate drop"))
-        .expect(0);
-    assert!(batch_doc(&env, &moved, &batch).is_none());
-    assert!(env.private_refs(&moved).is_empty());
+    apply_then_its_drop_hint(&env, &moved, &batch);
 }
 
 // A rollback that left a path the user changed after a crash:
@@ -515,10 +505,12 @@ fn source_moved_hints_apply_after_moving_back_or_drop() {
 #[test]
 fn rollback_left_path_gc_hint_finishes_the_rollback() {
     let (env, repo) = Env::with_repo("proj");
-    std::fs::write(repo.join("a.txt"), "original a\n").unwrap();
-    std::fs::write(repo.join("b.txt"), "original b\n").unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    commit_files(
+        &env,
+        &repo,
+        &[("a.txt", "original a\n"), ("b.txt", "original b\n")],
+        "files",
+    );
     let (batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
     std::fs::write(ws[0].join("a.txt"), "task a\n").unwrap();
     std::fs::write(ws[0].join("b.txt"), "task b\n").unwrap();
@@ -704,7 +696,7 @@ fn apply_advice_for_an_unreadable_workspace_has_no_discard() {
     std::fs::write(ws[0].join("README"), "work\n").unwrap();
     let id = format!("delegate-{}-1", &batch[..8]);
     let head = repo.join(".git/worktrees").join(id).join("HEAD");
-    let good = std::fs::read(&head).unwrap();
+    let good = read_bytes(&head);
     std::fs::write(&head, "garbage").unwrap();
     let text = env.delegate(&repo, ["apply"]).expect(1).stdout;
     assert_has(&text, "snapshot_failed");

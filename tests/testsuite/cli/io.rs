@@ -1,6 +1,9 @@
 //! Terminal behaviour: closed pipes end output quietly, progress appears on
 //! a terminal's stderr and never in pipes or with --json, and colour follows
 //! --color > NO_COLOR > git's color.ui > terminal detection (design §3).
+use crate::common::files::read_bytes;
+use crate::common::fixtures::run_with_stdout_closed;
+use crate::common::AsEnvUser;
 
 use crate::common::procs::have;
 use std::ffi::OsStr;
@@ -88,15 +91,7 @@ fn a_closed_stdout_ends_quietly() {
         &["help", "prepare"],
     ] {
         // The reading end is closed before the command writes anything.
-        let mut child = env
-            .delegate_cmd(&repo)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take());
-        let out = child.wait_with_output().unwrap();
+        let out = run_with_stdout_closed(&env, &repo, args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
         assert!(stderr.is_empty(), "{args:?} wrote to stderr: {stderr}");
@@ -114,10 +109,8 @@ fn a_closed_stdout_ends_quietly() {
             ])
             .current_dir(&repo)
             .env("NO_COLOR", "1")
-            .env("HOME", env.home())
+            .env_user(&env)
             .env("XDG_DATA_HOME", env.data_home())
-            .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
-            .env("GIT_CONFIG_NOSYSTEM", "1")
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -193,8 +186,7 @@ fn progress_shows_on_a_terminal_and_never_in_pipes_or_json() {
             .unwrap();
         let screen = String::from_utf8_lossy(&out.stdout);
         assert!(!screen.contains("Snapshotting"), "{screen:?}");
-        let doc: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&out_file).unwrap()).unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&read_bytes(&out_file)).unwrap();
         assert_eq!(doc["schema"], "git-delegate/v1");
     }
 }

@@ -1,5 +1,8 @@
 //! The shortest round trip (prepare, status, drop), and a stale lock on a
 //! private ref that must not block the next command.
+
+use crate::common::files::read;
+use crate::common::fixtures::task_root;
 #[test]
 fn prepare_status_drop_round_trip() {
     let env = crate::common::Env::new();
@@ -8,11 +11,8 @@ fn prepare_status_drop_round_trip() {
     let doc = crate::common::fixtures::prepare(&env, &repo, &["-n", "2"]);
     assert_eq!(doc["schema"], "git-delegate/v1");
     assert_eq!(doc["tasks"].as_array().unwrap().len(), 2);
-    let root = std::path::PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
-    assert_eq!(
-        std::fs::read_to_string(root.join("README")).unwrap(),
-        "changed\n"
-    );
+    let root = task_root(&doc, 0);
+    assert_eq!(read(&root.join("README")), "changed\n");
     assert_eq!(
         env.oracle_tree(&repo),
         env.git(

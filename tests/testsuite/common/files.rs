@@ -108,6 +108,11 @@ pub fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
+/// A file's bytes, panicking with its path when it cannot be read.
+pub fn read_bytes(p: &Path) -> Vec<u8> {
+    std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
 /// A file's bytes as text, invalid UTF-8 replaced.
 pub fn read_lossy(p: &Path) -> String {
     String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned()
@@ -157,18 +162,25 @@ pub fn os(bytes: &[u8]) -> &std::ffi::OsStr {
     std::ffi::OsStr::from_bytes(bytes)
 }
 
+/// `len` random-looking (incompressible) bytes from the xorshift64 state
+/// `state`, which goes on from where they end.
+pub fn xorshift_bytes(state: &mut u64, len: usize) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(len);
+    while bytes.len() < len {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        bytes.extend_from_slice(&state.to_le_bytes());
+    }
+    bytes.truncate(len);
+    bytes
+}
+
 /// `n` files `<prefix>0`.. of `size` random-looking (incompressible) bytes.
 pub fn noise_files(dir: &Path, prefix: &str, n: usize, size: usize) {
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15 ^ (n as u64) ^ prefix.len() as u64;
     for i in 0..n {
-        let mut bytes = Vec::with_capacity(size);
-        while bytes.len() < size {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            bytes.extend_from_slice(&state.to_le_bytes());
-        }
-        bytes.truncate(size);
+        let bytes = xorshift_bytes(&mut state, size);
         std::fs::write(dir.join(format!("{prefix}{i}")), bytes).unwrap();
     }
 }

@@ -118,6 +118,15 @@ pub fn strings(v: &Value) -> Vec<String> {
         .collect()
 }
 
+/// A JSON array of strings as `&str`s.
+pub fn strs(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect()
+}
+
 /// The `key` of every element of the JSON array `v`, as text.
 pub fn field_strs<'a>(v: &'a Value, key: &str) -> Vec<&'a str> {
     v.as_array()
@@ -135,6 +144,15 @@ pub fn set_workspace_root(repo: &Path, root: &Path) {
     );
 }
 
+/// The first of a document's `problems` (status, gc) of kind `kind`.
+pub fn problem<'a>(doc: &'a Value, kind: &str) -> Option<&'a Value> {
+    doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == kind)
+}
+
 /// The task named `name` in a document's `tasks` (apply, status, run).
 pub fn task<'a>(doc: &'a Value, name: &str) -> &'a Value {
     doc["tasks"]
@@ -143,6 +161,22 @@ pub fn task<'a>(doc: &'a Value, name: &str) -> &'a Value {
         .iter()
         .find(|t| t["name"] == name)
         .unwrap_or_else(|| panic!("no task {name} in {doc:#}"))
+}
+
+/// Each task's name, status and reason (empty if none), in order.
+pub fn task_fates(doc: &Value) -> Vec<(String, String, String)> {
+    doc["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["name"].as_str().unwrap().to_string(),
+                t["status"].as_str().unwrap().to_string(),
+                t["reason"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
 }
 
 /// Poll `status --json` until `batch`'s lease is stale (expired or
@@ -264,6 +298,51 @@ pub fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Spawn `cmd` (a `git-delegate` command, its stdio set by the caller)
+/// with the test-only pause point `point` (`GIT_DELEGATE_TEST_PAUSE`) and
+/// wait until it reports that it waits there; asserts it neither ends nor
+/// hangs first. Removing `env.path()/paused` lets it go on.
+#[track_caller]
+pub fn paused_at(env: &Env, mut cmd: std::process::Command, point: &str) -> std::process::Child {
+    let paused = env.path().join("paused");
+    let _ = std::fs::remove_file(&paused);
+    let mut child = cmd
+        .env("GIT_DELEGATE_TEST_PAUSE", point)
+        .env("GIT_DELEGATE_TEST_PAUSED", &paused)
+        .spawn()
+        .unwrap_or_else(|e| panic!("start git-delegate: {e}"));
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !std::fs::read_to_string(&paused)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l == point)
+    {
+        assert!(child.try_wait().unwrap().is_none(), "ended before {point}");
+        assert!(Instant::now() < deadline, "never paused at {point}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child
+}
+
+/// `git-delegate ARGS` started in `dir`, its stdout and stderr captured.
+pub fn spawn_piped(env: &Env, dir: &Path, args: &[&str]) -> std::process::Child {
+    env.delegate_cmd(dir)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// `git-delegate ARGS` in `dir` with its stdout's reading end closed
+/// before it writes anything (a reader gone, as `| head` leaves it): its
+/// output, stderr captured.
+pub fn run_with_stdout_closed(env: &Env, dir: &Path, args: &[&str]) -> std::process::Output {
+    let mut child = spawn_piped(env, dir, args);
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
 }
 
 /// Write a file, creating parent folders.

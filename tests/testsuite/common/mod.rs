@@ -67,12 +67,17 @@ impl Env {
             .env("NO_COLOR", "1");
     }
 
-    /// A `git` command in `dir`.
-    pub fn git_cmd(&self, dir: &Path) -> Command {
-        let mut cmd = Command::new("git");
+    /// `program` in `dir` with this environment's variables only.
+    pub fn command(&self, program: impl AsRef<OsStr>, dir: &Path) -> Command {
+        let mut cmd = Command::new(program);
         self.apply_env(&mut cmd);
         cmd.current_dir(dir);
         cmd
+    }
+
+    /// A `git` command in `dir`.
+    pub fn git_cmd(&self, dir: &Path) -> Command {
+        self.command("git", dir)
     }
 
     /// Run git, assert success, return stdout.
@@ -95,10 +100,7 @@ impl Env {
 
     /// A `git-delegate` command in `dir`.
     pub fn delegate_cmd(&self, dir: &Path) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_git-delegate"));
-        self.apply_env(&mut cmd);
-        cmd.current_dir(dir);
-        cmd
+        self.command(env!("CARGO_BIN_EXE_git-delegate"), dir)
     }
 
     /// Run git-delegate with `args` in `dir`.
@@ -230,15 +232,68 @@ pub fn path_with_delegate() -> std::ffi::OsString {
     std::env::join_paths(dirs).unwrap()
 }
 
+/// A command run as the user of an [`Env`] outside it (a shell, a
+/// completion engine): its HOME and git config, the rest of this
+/// process's environment kept.
+pub trait AsEnvUser {
+    /// Set HOME, `GIT_CONFIG_GLOBAL` and `GIT_CONFIG_NOSYSTEM` to `env`'s.
+    fn env_user(&mut self, env: &Env) -> &mut Self;
+}
+
+impl AsEnvUser for Command {
+    fn env_user(&mut self, env: &Env) -> &mut Self {
+        self.env("HOME", env.home())
+            .env("GIT_CONFIG_GLOBAL", env.path().join("gitconfig"))
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+    }
+}
+
 /// Run `cmd`, assert that it succeeded (showing its stderr), return its output.
-pub fn succeed(mut cmd: impl std::borrow::BorrowMut<Command>) -> Output {
+#[track_caller]
+pub fn succeed(cmd: impl std::borrow::BorrowMut<Command>) -> Output {
+    succeed_as(cmd, "")
+}
+
+/// [`succeed`], the failure message starting with `what` (the command as
+/// the test names it).
+#[track_caller]
+pub fn succeed_as(mut cmd: impl std::borrow::BorrowMut<Command>, what: &str) -> Output {
     let out = cmd.borrow_mut().output().unwrap();
+    assert_succeeded(&out, what);
+    out
+}
+
+/// Run `cmd` with `input` on its stdin (stdout and stderr captured), assert
+/// that it succeeded (`what` and its stderr shown if not), return its output.
+#[track_caller]
+pub fn succeed_with_input(
+    mut cmd: impl std::borrow::BorrowMut<Command>,
+    input: &[u8],
+    what: &str,
+) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .borrow_mut()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_succeeded(&out, what);
+    out
+}
+
+#[track_caller]
+fn assert_succeeded(out: &Output, what: &str) {
+    let sep = if what.is_empty() { "" } else { ": " };
     assert!(
         out.status.success(),
-        "{}",
+        "{what}{sep}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    out
 }
 
 /// Run `cmd` (a `git-delegate` command) with the test-only fault point

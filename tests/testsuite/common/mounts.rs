@@ -55,16 +55,22 @@ pub fn can_reflink(dir: &Path) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// An `Env` on the reflink filesystem, or `None` after saying SKIPPED.
-pub fn reflink_env(test: &str) -> Option<Env> {
-    let Some(dir) = std::env::var_os("GIT_DELEGATE_REFLINK_DIR").filter(|d| !d.is_empty()) else {
+/// The folder the variable `var` names (a `what` filesystem that
+/// `scripts/SCRIPT` mounts), or `None` after saying SKIPPED.
+fn mounted_dir(test: &str, what: &str, var: &str, script: &str) -> Option<PathBuf> {
+    let Some(dir) = std::env::var_os(var).filter(|d| !d.is_empty()) else {
         skip(
             test,
-            "no reflink filesystem (GIT_DELEGATE_REFLINK_DIR is not set; run `export GIT_DELEGATE_REFLINK_DIR=$(scripts/reflink-fs)` as root)",
+            &format!("no {what} filesystem ({var} is not set; run `export {var}=$(scripts/{script})` as root)"),
         );
         return None;
     };
-    let dir = PathBuf::from(dir);
+    Some(PathBuf::from(dir))
+}
+
+/// An `Env` on the reflink filesystem, or `None` after saying SKIPPED.
+pub fn reflink_env(test: &str) -> Option<Env> {
+    let dir = mounted_dir(test, "reflink", "GIT_DELEGATE_REFLINK_DIR", "reflink-fs")?;
     if !can_reflink(&dir) {
         skip(
             test,
@@ -91,14 +97,7 @@ pub fn no_reflink_env(test: &str) -> Option<Env> {
 
 /// An `Env` on the btrfs filesystem, or `None` after saying SKIPPED.
 pub fn btrfs_env(test: &str) -> Option<Env> {
-    let Some(dir) = std::env::var_os("GIT_DELEGATE_BTRFS_DIR").filter(|d| !d.is_empty()) else {
-        skip(
-            test,
-            "no btrfs filesystem (GIT_DELEGATE_BTRFS_DIR is not set; run `export GIT_DELEGATE_BTRFS_DIR=$(scripts/btrfs-fs)` as root)",
-        );
-        return None;
-    };
-    let dir = PathBuf::from(dir);
+    let dir = mounted_dir(test, "btrfs", "GIT_DELEGATE_BTRFS_DIR", "btrfs-fs")?;
     let fstype = Command::new("stat")
         .args(["-f", "-c", "%T"])
         .arg(&dir)
@@ -240,22 +239,41 @@ pub fn scratch_dirs(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// A tmpfs mounted at the folder it holds, unmounted (lazily) when
+/// dropped. The crash test is about process death, not power loss: on
+/// tmpfs the fsyncs cost nothing, which keeps it fast on a loaded machine.
+pub struct Tmpfs(pub PathBuf);
+
+impl Tmpfs {
+    /// Mount a tmpfs of `size` (`mount -o size=`) at `at`, made first;
+    /// none where this machine cannot.
+    pub fn try_new(at: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(at).unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Tmpfs(at.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
 /// Everything under `dir`, as sorted relative paths (for "nothing left behind").
 pub fn tree_listing(dir: &Path) -> Vec<String> {
-    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            out.push(p.strip_prefix(base).unwrap().display().to_string());
-            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                walk(base, &p, out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
+    let mut out: Vec<String> = crate::common::fixtures::listing(dir)
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
     out.sort();
     out
 }

@@ -5,6 +5,16 @@
 
 use std::path::PathBuf;
 
+/// Where `git` is on this process's PATH (`command -v git`), for a PATH
+/// of the test's own that holds it.
+pub fn git_path() -> String {
+    let out = std::process::Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
 /// Is `program` on PATH (`command -v`)?
 pub fn have(program: &str) -> bool {
     std::process::Command::new("sh")
@@ -37,15 +47,31 @@ pub fn git_completion_script() -> Option<PathBuf> {
         .find(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains("__git_complete_command")))
 }
 
+/// Every process id in /proc now.
+pub fn pids() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse().ok()))
+        .collect()
+}
+
+/// The fields of a `/proc/PID/stat` line after the command name (which
+/// may hold spaces and parentheses): state, ppid, pgrp, ...
+pub fn stat_fields(stat: &str) -> Vec<&str> {
+    stat.rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect()
+}
+
 /// A process that exists and is not a zombie.
 pub fn alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !s
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
+        Ok(s) => !stat_fields(&s)
+            .first()
+            .is_some_and(|state| state.starts_with('Z')),
         Err(_) => false,
     }
 }

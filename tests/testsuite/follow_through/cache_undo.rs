@@ -3,6 +3,11 @@
 //! result was committed (design §3.11 "HEAD moved"); conflicted files are
 //! named by status and apply (design §3.12).
 
+use crate::common::files::read;
+use crate::common::files::read_bytes;
+use crate::common::fixtures::commit_files;
+use crate::common::fixtures::id;
+
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
@@ -21,10 +26,12 @@ const NEW_BIN: &[u8] = b"\x00\x01\x02 new\n";
 /// task prepared with `extra` arguments: (source, batch id, workspaces).
 fn setup(env: &Env, extra: &[&str]) -> (PathBuf, String, Vec<PathBuf>) {
     let repo = env.repo("proj");
-    std::fs::write(repo.join("f.txt"), "one\ntwo\n").unwrap();
-    std::fs::write(repo.join("gone.txt"), "to be deleted\n").unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    commit_files(
+        env,
+        &repo,
+        &[("f.txt", "one\ntwo\n"), ("gone.txt", "to be deleted\n")],
+        "files",
+    );
     let mut args = vec!["prepare", "--json"];
     args.extend_from_slice(extra);
     let doc = env.delegate(&repo, args).expect(0).json();
@@ -32,7 +39,7 @@ fn setup(env: &Env, extra: &[&str]) -> (PathBuf, String, Vec<PathBuf>) {
 }
 
 fn batch_of(doc: &Value) -> String {
-    doc["batch"].as_str().unwrap().to_string()
+    id(doc)
 }
 
 /// The worker edits `f.txt`, adds `new.bin` and deletes `gone.txt`.
@@ -44,10 +51,10 @@ fn work(ws: &Path) {
 
 /// The work as the source must hold it after an apply.
 fn assert_work_landed(repo: &Path) {
-    assert_eq!(std::fs::read(repo.join("f.txt")).unwrap(), WORK_F);
-    assert_eq!(std::fs::read(repo.join("new.bin")).unwrap(), NEW_BIN);
+    assert_eq!(read_bytes(&repo.join("f.txt")), WORK_F);
+    assert_eq!(read_bytes(&repo.join("new.bin")), NEW_BIN);
     assert!(!repo.join("gone.txt").exists());
-    assert_eq!(std::fs::read(repo.join("README")).unwrap(), b"hello\n");
+    assert_eq!(read_bytes(&repo.join("README")), b"hello\n");
 }
 
 /// The index file of a workspace.
@@ -90,7 +97,7 @@ fn damage(env: &Env, ws: &Path, how: Damage) {
             std::fs::write(&index, bytes).unwrap();
         }
         Damage::BitFlip => {
-            let mut bytes = std::fs::read(&index).unwrap();
+            let mut bytes = read_bytes(&index);
             // 12 bytes of header, 40 of stat data, then the object id.
             bytes[12 + 40 + 5] ^= 0x40;
             std::fs::write(&index, bytes).unwrap();
@@ -181,10 +188,7 @@ fn discard_keeps_the_work_of_a_task_whose_index_is_garbage() {
         "the deletion is part of the proposal"
     );
     // Nothing reached the source; the workspace is gone.
-    assert_eq!(
-        std::fs::read(repo.join("f.txt")).unwrap(),
-        b"one\ntwo\n".to_vec()
-    );
+    assert_eq!(read_bytes(&repo.join("f.txt")), b"one\ntwo\n".to_vec());
     assert!(!ws[0].exists());
 }
 
@@ -225,9 +229,9 @@ fn a_sparse_workspace_with_a_broken_index_keeps_what_it_leaves_out() {
         .expect(0)
         .json();
     assert_eq!(doc["tasks"][0]["applied_paths"], json!(["a/x/1"]), "{doc}");
-    assert_eq!(std::fs::read(repo.join("a/x/1")).unwrap(), b"edited\n");
+    assert_eq!(read_bytes(&repo.join("a/x/1")), b"edited\n");
     // What the workspace leaves out is not a deletion.
-    assert_eq!(std::fs::read(repo.join("b/2")).unwrap(), b"two\n");
+    assert_eq!(read_bytes(&repo.join("b/2")), b"two\n");
     // The rebuilt index marks it skip-worktree again.
     let flags = env.git(&ws[0], ["ls-files", "-t"]);
     assert_has(&flags, "S b/2\n");
@@ -268,12 +272,12 @@ fn refreshed_conflict(env: &Env) -> (PathBuf, String, Vec<PathBuf>) {
 fn a_refreshed_conflict_stays_unresolved_through_a_broken_index() {
     let env = Env::new();
     let (repo, _, ws) = refreshed_conflict(&env);
-    let before = std::fs::read(repo.join("a.txt")).unwrap();
+    let before = read_bytes(&repo.join("a.txt"));
     damage(&env, &ws[1], Damage::Garbage);
     let doc = env.delegate(&repo, ["apply", "--json"]).expect(1).json();
     assert_eq!(doc["tasks"][0]["status"], "conflict", "{doc}");
     assert_eq!(doc["tasks"][0]["reason"], "unresolved_conflicts");
-    assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), before);
+    assert_eq!(read_bytes(&repo.join("a.txt")), before);
     // The rebuilt index holds the conflicted files unmerged again (their
     // base unknown: "both added"), so git shows them and `git add` resolves.
     assert_eq!(
@@ -286,7 +290,7 @@ fn a_refreshed_conflict_stays_unresolved_through_a_broken_index() {
     let doc = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     assert_eq!(doc["tasks"][0]["status"], "applied", "{doc}");
     assert_eq!(
-        std::fs::read_to_string(repo.join("a.txt")).unwrap(),
+        read(&repo.join("a.txt")),
         "one\ntwo\nTHREE-1+2\nfour\nfive\n"
     );
 }
@@ -342,7 +346,7 @@ fn status_names_the_files_still_conflicted_after_a_refresh() {
     )
     .expect(0);
     assert_eq!(
-        std::fs::read_to_string(repo.join("b.txt")).unwrap(),
+        read(&repo.join("b.txt")),
         "ONE-1+2\ntwo\nthree\nfour\nfive\n"
     );
 }
@@ -415,10 +419,7 @@ fn undo_after_the_result_was_committed_refuses_and_force_takes_it_back() {
     let force = crate::common::printed_command(help, "git delegate undo");
     assert_eq!(force, format!("git delegate undo {} --force", &id[..8]));
     // Nothing changed: the tree, the index, HEAD, the entry.
-    assert_eq!(
-        std::fs::read_to_string(repo.join("a.txt")).unwrap(),
-        "one\ntwo\nTHREE\nfour\nfive\n"
-    );
+    assert_eq!(read(&repo.join("a.txt")), "one\ntwo\nTHREE\nfour\nfive\n");
     assert_eq!(env.git(&repo, ["status", "--porcelain"]), "");
     assert_eq!(head(&env, &repo), now);
     let list = env
@@ -439,7 +440,7 @@ fn undo_after_the_result_was_committed_refuses_and_force_takes_it_back() {
         .expect(0)
         .json();
     assert_eq!(list["entries"][0]["undone"], true);
-    assert_eq!(std::fs::read_to_string(repo.join("a.txt")).unwrap(), LINES);
+    assert_eq!(read(&repo.join("a.txt")), LINES);
     assert_eq!(env.git(&repo, ["status", "--porcelain"]), " M a.txt\n");
     assert_eq!(head(&env, &repo), now);
 }
@@ -451,7 +452,7 @@ fn undo_with_head_unmoved_needs_no_force() {
     // A branch switched to at the same commit is not a move.
     env.git(&repo, ["switch", "-q", "-c", "other"]);
     env.delegate(&repo, ["undo"]).expect(0);
-    assert_eq!(std::fs::read_to_string(repo.join("a.txt")).unwrap(), LINES);
+    assert_eq!(read(&repo.join("a.txt")), LINES);
 }
 
 #[test]
@@ -460,10 +461,10 @@ fn an_entry_recorded_without_its_head_is_undone_as_before() {
     let (repo, id) = applied(&env);
     // An entry written before HEAD was recorded.
     let file = repo.join(format!(".git/delegate/undo/{id}/entry.json"));
-    let mut entry: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let mut entry: Value = serde_json::from_slice(&read_bytes(&file)).unwrap();
     assert!(entry.as_object_mut().unwrap().remove("head").is_some());
     std::fs::write(&file, serde_json::to_vec_pretty(&entry).unwrap()).unwrap();
     env.git(&repo, ["commit", "-q", "-am", "the applied work"]);
     env.delegate(&repo, ["undo"]).expect(0);
-    assert_eq!(std::fs::read_to_string(repo.join("a.txt")).unwrap(), LINES);
+    assert_eq!(read(&repo.join("a.txt")), LINES);
 }

@@ -1,7 +1,10 @@
 //! Messages a newcomer tripped on (issue 23 item 9), each checked by its
 //! exact text and, where it prints a command, by running that command as
 //! printed.
+use crate::common::files::read_bytes;
+use crate::common::fixtures::id;
 
+use crate::common::fixtures::{paused_at, prepare_roots};
 use std::path::Path;
 
 use crate::common::assert_has;
@@ -12,17 +15,12 @@ fn prepare(env: &Env, repo: &Path, label: &str) -> String {
         .delegate(repo, ["prepare", "--json", "-n", "1", "--label", label])
         .expect(0)
         .json();
-    doc["batch"].as_str().unwrap().to_string()
+    id(&doc)
 }
 
 fn open_batches(env: &Env, repo: &Path) -> Vec<String> {
     let doc = env.delegate(repo, ["status", "--json"]).expect(0).json();
-    doc["batches"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b["batch"].as_str().unwrap().to_string())
-        .collect()
+    doc["batches"].as_array().unwrap().iter().map(id).collect()
 }
 
 #[test]
@@ -114,11 +112,7 @@ fn an_expired_lease_is_said_once() {
 fn a_sparse_file_lands_with_its_holes() {
     use std::os::unix::fs::MetadataExt;
     let (env, repo) = Env::with_repo("r");
-    let doc = env
-        .delegate(&repo, ["prepare", "--json", "-n", "1"])
-        .expect(0)
-        .json();
-    let ws = std::path::PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = prepare_roots(&env, &repo, &["-n", "1"]).1.remove(0);
     // 64 MiB, all holes but a head and a tail, as `truncate` makes it.
     let big = ws.join("disk.img");
     {
@@ -192,35 +186,17 @@ fn a_failed_worker_is_named_once_and_its_row_lines_up() {
 fn a_killed_refresh_is_told_as_a_refresh_of_the_workspace() {
     use std::process::Stdio;
     let (env, repo) = Env::with_repo("r");
-    let doc = env
-        .delegate(&repo, ["prepare", "--json", "-n", "1"])
-        .expect(0)
-        .json();
-    let ws = std::path::PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = prepare_roots(&env, &repo, &["-n", "1"]).1.remove(0);
     std::fs::write(ws.join("task.txt"), "the task's\n").unwrap();
     // A change of the user's that the refresh brings into the workspace.
     std::fs::write(repo.join("user.txt"), "the user's\n").unwrap();
-    let paused = env.path().join("paused");
-    let mut child = env
-        .delegate_cmd(&repo)
+    let mut refresh = env.delegate_cmd(&repo);
+    refresh
         .args(["refresh", "1"])
-        .env("GIT_DELEGATE_TEST_PAUSE", "writeback-after-temp-files")
-        .env("GIT_DELEGATE_TEST_PAUSED", &paused)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let guard = std::time::Instant::now() + std::time::Duration::from_secs(300);
-    while !std::fs::read_to_string(&paused)
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l == "writeback-after-temp-files")
-    {
-        assert!(child.try_wait().unwrap().is_none(), "refresh ended early");
-        assert!(std::time::Instant::now() < guard, "refresh never paused");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+        .stderr(Stdio::null());
+    let mut child = paused_at(&env, refresh, "writeback-after-temp-files");
     child.kill().unwrap();
     child.wait().unwrap();
     let gc = env.delegate(&repo, ["gc"]);
@@ -240,8 +216,5 @@ fn a_killed_refresh_is_told_as_a_refresh_of_the_workspace() {
         gc.stderr
     );
     assert!(!ws.join("user.txt").exists());
-    assert_eq!(
-        std::fs::read(repo.join("user.txt")).unwrap(),
-        b"the user's\n"
-    );
+    assert_eq!(read_bytes(&repo.join("user.txt")), b"the user's\n");
 }

@@ -14,6 +14,9 @@
 //! the next command finishes it, `gc` does, `undo --list` shows the entry,
 //! a re-run of apply says the tasks are applied, and `undo` takes it back.
 
+use crate::common::fixtures::id;
+use crate::common::fixtures::problem;
+use crate::common::fixtures::task_root;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -110,6 +113,14 @@ struct Rig {
 }
 
 impl Rig {
+    /// `git-delegate ARGS` in the source, paused at `point`, sent `sig`
+    /// `times` times, then waited for.
+    fn interrupt(&self, args: &[&str], point: &str, sig: Signal, times: usize) -> Run {
+        let p = Paused::start(&self.env, &self.repo, args, point);
+        p.signal(sig, times);
+        p.finish()
+    }
+
     /// `status --json` (exit 0) and its `journal` problem, which must be there.
     fn journal_problem(&self) -> (Value, Value) {
         let doc = self
@@ -117,11 +128,7 @@ impl Rig {
             .delegate(&self.repo, ["status", "--json"])
             .expect(0)
             .json();
-        let journal = doc["problems"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["kind"] == "journal")
+        let journal = problem(&doc, "journal")
             .cloned()
             .unwrap_or_else(|| panic!("{doc:#}"));
         (doc, journal)
@@ -176,7 +183,7 @@ impl Rig {
         for (i, root) in roots.iter().enumerate() {
             edit(root, &edits(i));
         }
-        (doc["batch"].as_str().unwrap().to_string(), roots)
+        (id(&doc), roots)
     }
 
     /// The source is exactly `state` ("before" or "after"), bytes and
@@ -346,9 +353,7 @@ fn a_signal_during_apply_or_undo_rolls_back_or_finishes_never_half() {
         ("writeback-after-rename:700", Signal::TERM, 1),
     ] {
         let when = format!("apply, {sig:?} x{times} at {point}");
-        let p = Paused::start(&rig.env, &rig.repo, &apply, point);
-        p.signal(sig, times);
-        let run = p.finish();
+        let run = rig.interrupt(&apply, point, sig, times);
         assert_rolled_back(&run, &when);
         rig.assert_source("before", &when);
         for (root, t) in roots.iter().zip(&workspaces) {
@@ -367,9 +372,7 @@ fn a_signal_during_apply_or_undo_rolls_back_or_finishes_never_half() {
     }
     // Just past the commit point: finished, recorded, cleaned up.
     let when = "apply, SIGTERM just past the commit point";
-    let p = Paused::start(&rig.env, &rig.repo, &apply, "writeback-after-commit");
-    p.signal(Signal::TERM, 1);
-    let run = p.finish();
+    let run = rig.interrupt(&apply, "writeback-after-commit", Signal::TERM, 1);
     let doc = assert_finished(&run, when);
     rig.assert_source("after", when);
     assert_eq!(doc["batch"], batch.as_str());
@@ -397,17 +400,13 @@ fn a_signal_during_apply_or_undo_rolls_back_or_finishes_never_half() {
         ("writeback-after-rename:200", Signal::TERM),
     ] {
         let when = format!("undo, {sig:?} at {point}");
-        let p = Paused::start(&rig.env, &rig.repo, &undo, point);
-        p.signal(sig, 1);
-        let run = p.finish();
+        let run = rig.interrupt(&undo, point, sig, 1);
         assert_rolled_back(&run, &when);
         rig.assert_source("after", &when);
         assert_eq!(rig.undo_list()[0]["undone"], false, "{when}");
     }
     let when = "undo, SIGINT just past the commit point";
-    let p = Paused::start(&rig.env, &rig.repo, &undo, "writeback-after-commit");
-    p.signal(Signal::INT, 1);
-    let run = p.finish();
+    let run = rig.interrupt(&undo, "writeback-after-commit", Signal::INT, 1);
     let doc = assert_finished(&run, when);
     assert_eq!(doc["undone"], true, "{when}: {doc:#}");
     rig.assert_source("before", when);
@@ -422,9 +421,9 @@ fn a_signal_during_a_refresh_rolls_the_workspace_back_or_finishes_it() {
         .delegate(&rig.repo, ["prepare", "-n", "1", "--json"])
         .expect(0)
         .json();
-    let batch = doc["batch"].as_str().unwrap().to_string();
+    let batch = id(&doc);
     let task = doc["tasks"][0]["name"].as_str().unwrap().to_string();
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     // The user's edits in the source since prepare: what refresh brings in.
     let mut changes = Vec::new();
     for i in 0..TASKS {
@@ -440,9 +439,7 @@ fn a_signal_during_a_refresh_rolls_the_workspace_back_or_finishes_it() {
         ("writeback-after-rename:250", Signal::INT),
     ] {
         let when = format!("refresh, {sig:?} at {point}");
-        let p = Paused::start(&rig.env, &rig.repo, &refresh, point);
-        p.signal(sig, 1);
-        let run = p.finish();
+        let run = rig.interrupt(&refresh, point, sig, 1);
         assert_rolled_back(&run, &when);
         assert_eq!(temp_files(&ws), Vec::<String>::new(), "{when}");
         assert_eq!(which(&ws, &before, &after), Ok("before"), "{when}");
@@ -461,9 +458,7 @@ fn a_signal_during_a_refresh_rolls_the_workspace_back_or_finishes_it() {
         );
     }
     let when = "refresh, SIGTERM just past the commit point";
-    let p = Paused::start(&rig.env, &rig.repo, &refresh, "writeback-after-commit");
-    p.signal(Signal::TERM, 1);
-    let run = p.finish();
+    let run = rig.interrupt(&refresh, "writeback-after-commit", Signal::TERM, 1);
     let doc = assert_finished(&run, when);
     assert_eq!(doc["tasks"][0]["state"], "open", "{when}: {doc:#}");
     assert_eq!(temp_files(&ws), Vec::<String>::new(), "{when}");
@@ -565,7 +560,7 @@ fn a_signal_while_a_kept_proposal_lands_rolls_back_or_finishes() {
         .delegate(&rig.repo, ["prepare", "-n", "1", "--json"])
         .expect(0)
         .json();
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     edit(&ws, &edits(0));
     let doc = rig
         .env
@@ -592,9 +587,7 @@ fn a_signal_while_a_kept_proposal_lands_rolls_back_or_finishes() {
     edit(&one, &edits(0));
     let after = tree(&one);
     let args = ["apply", "--kept", kept.as_str(), "--json"];
-    let p = Paused::start(&rig.env, &rig.repo, &args, "writeback-after-rename:60");
-    p.signal(Signal::INT, 1);
-    let run = p.finish();
+    let run = rig.interrupt(&args, "writeback-after-rename:60", Signal::INT, 1);
     assert_rolled_back(&run, "apply --kept, SIGINT midway");
     assert_eq!(temp_files(&rig.repo), Vec::<String>::new());
     assert_eq!(which(&rig.repo, &before, &after), Ok("before"));
@@ -610,9 +603,7 @@ fn a_signal_while_a_kept_proposal_lands_rolls_back_or_finishes() {
         "{status:#}"
     );
 
-    let p = Paused::start(&rig.env, &rig.repo, &args, "writeback-after-commit");
-    p.signal(Signal::TERM, 1);
-    let run = p.finish();
+    let run = rig.interrupt(&args, "writeback-after-commit", Signal::TERM, 1);
     let doc = assert_finished(&run, "apply --kept, SIGTERM past the commit point");
     assert_eq!(doc["tasks"][0]["status"], "applied", "{doc:#}");
     assert_eq!(temp_files(&rig.repo), Vec::<String>::new());

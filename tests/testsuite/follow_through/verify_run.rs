@@ -3,6 +3,8 @@
 //! those it finds), a `run` whose batch another command applied or dropped,
 //! and a failed worker's task, which a plain apply leaves open (design
 //! §3.10, §3.13, §3.18 "Follow-through").
+use crate::common::files::read;
+use crate::common::fixtures::id;
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -51,7 +53,7 @@ impl KilledVerify {
         let mut args = vec!["prepare", "--json", "-n", "2"];
         args.extend_from_slice(ttl_args);
         let doc = env.delegate(&repo, args).expect(0).json();
-        let batch = doc["batch"].as_str().unwrap().to_string();
+        let batch = id(&doc);
         let roots: Vec<PathBuf> = roots(&doc);
         std::fs::write(roots[0].join("t1.txt"), "one\n").unwrap();
         std::fs::write(roots[1].join("t2.txt"), "two\n").unwrap();
@@ -174,14 +176,8 @@ fn a_killed_verify_is_removed_by_the_plain_apply_that_ends_the_batch_and_gc_find
     k.run_workspace();
     let run = k.env.delegate(&k.repo, ["apply"]).expect(0);
     assert_has(&run.stdout, "is done and removed");
-    assert_eq!(
-        std::fs::read_to_string(k.repo.join("t1.txt")).unwrap(),
-        "one\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(k.repo.join("t2.txt")).unwrap(),
-        "two\n"
-    );
+    assert_eq!(read(&k.repo.join("t1.txt")), "one\n");
+    assert_eq!(read(&k.repo.join("t2.txt")), "two\n");
     // The verification that apply orphaned is stopped with its workspace.
     wait_for("the orphaned CMD is stopped", || !alive(k.cmd_pgid));
     assert_eq!(k.batch_worktrees(), Vec::<String>::new());
@@ -303,10 +299,7 @@ fn run_whose_batch_a_worker_applied_says_so_with_the_workers_and_exits_1() {
     assert_eq!(doc["workers"][0]["exit"], 0, "{doc:#}");
     assert_has(&stderr, "another command applied it");
     assert!(stderr.contains("task 1"), "the workers' lines: {stderr}");
-    assert_eq!(
-        std::fs::read_to_string(repo.join("one.txt")).unwrap(),
-        "one\n"
-    );
+    assert_eq!(read(&repo.join("one.txt")), "one\n");
 }
 
 #[test]
@@ -321,7 +314,7 @@ fn run_whose_batch_a_worker_dropped_says_so_with_the_workers_and_exits_1() {
     // Worker 2 (`--jobs 1`) comes after the batch ended: never started,
     // and its workspace is not made again.
     assert_eq!(doc["workers"][1]["exit"], Value::Null, "{doc:#}");
-    let log = std::fs::read_to_string(doc["workers"][1]["log"].as_str().unwrap()).unwrap();
+    let log = read(Path::new(doc["workers"][1]["log"].as_str().unwrap()));
     assert_has(&log, "ended before this worker started");
     let batch = doc["batch"].as_str().unwrap();
     let left: Vec<PathBuf> = walk(&env.workspace_root())
@@ -375,14 +368,8 @@ fn run_applies_what_another_command_left_open_and_lists_the_rest_as_recorded() {
     assert_eq!(tasks.len(), 2, "{doc:#}");
     assert_eq!(tasks[0]["status"], "applied", "{doc:#}");
     assert_eq!(tasks[1]["status"], "applied", "{doc:#}");
-    assert_eq!(
-        std::fs::read_to_string(repo.join("out-1.txt")).unwrap(),
-        "w 1\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("out-2.txt")).unwrap(),
-        "w 2\n"
-    );
+    assert_eq!(read(&repo.join("out-1.txt")), "w 1\n");
+    assert_eq!(read(&repo.join("out-2.txt")), "w 2\n");
 }
 
 #[test]
@@ -425,8 +412,5 @@ fn a_failed_workers_task_stays_out_of_a_plain_apply_until_named() {
     );
     let landed = env.sh(&repo, &hint).expect(0);
     assert_has(&landed.stdout, "is done and removed");
-    assert_eq!(
-        std::fs::read_to_string(repo.join("out-2.txt")).unwrap(),
-        "work of 2\n"
-    );
+    assert_eq!(read(&repo.join("out-2.txt")), "work of 2\n");
 }

@@ -1,8 +1,9 @@
 //! `git delegate branch` (design §3.19): a task's work as a commit on HEAD,
 //! without the user's uncommitted or untracked files, made without touching
 //! the working tree, the index or HEAD.
+use crate::common::files::read;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
 use crate::common::files::{lines, with_line};
@@ -11,7 +12,7 @@ use crate::common::Env;
 
 /// A repository with a committed `a.txt` of 10 lines, then the user's
 /// uncommitted edit of its line 2 and an untracked `secret.env`.
-fn dirty_repo(env: &Env) -> std::path::PathBuf {
+fn dirty_repo(env: &Env) -> PathBuf {
     let repo = env.repo("proj");
     write(&repo.join("a.txt"), &lines(10));
     env.git(&repo, ["add", "a.txt"]);
@@ -21,12 +22,21 @@ fn dirty_repo(env: &Env) -> std::path::PathBuf {
     repo
 }
 
+/// Prepare one task in `repo` with `args`: (the document, its workspace,
+/// its name).
+fn one_task(env: &Env, repo: &Path, args: &[&str]) -> (serde_json::Value, PathBuf, String) {
+    let doc = prepare(env, repo, args);
+    let ws = task_root(&doc, 0);
+    let task = doc["tasks"][0]["name"].as_str().unwrap().to_string();
+    (doc, ws, task)
+}
+
 fn state(env: &Env, repo: &Path) -> (Vec<u8>, String, String, String) {
     (
         index_bytes(repo),
         env.git(repo, ["rev-parse", "HEAD"]),
-        std::fs::read_to_string(repo.join("a.txt")).unwrap(),
-        std::fs::read_to_string(repo.join("secret.env")).unwrap(),
+        read(&repo.join("a.txt")),
+        read(&repo.join("secret.env")),
     )
 }
 
@@ -34,11 +44,9 @@ fn state(env: &Env, repo: &Path) -> (Vec<u8>, String, String, String) {
 fn branch_is_head_plus_the_task_only() {
     let env = Env::new();
     let repo = dirty_repo(&env);
-    let doc = prepare(&env, &repo, &["--label", "feat"]);
-    let ws = task_root(&doc, 0);
-    let task = doc["tasks"][0]["name"].as_str().unwrap().to_string();
+    let (_, ws, task) = one_task(&env, &repo, &["--label", "feat"]);
     // The worker edits line 8 and adds a file.
-    let base = std::fs::read_to_string(ws.join("a.txt")).unwrap();
+    let base = read(&ws.join("a.txt"));
     write(&ws.join("a.txt"), &with_line(&base, 8, "worker edit"));
     write(&ws.join("new.rs"), "fn main() {}\n");
     let before = state(&env, &repo);
@@ -104,12 +112,10 @@ fn branch_is_head_plus_the_task_only() {
 fn overlapping_the_users_lines_conflicts_and_makes_nothing() {
     let env = Env::new();
     let repo = dirty_repo(&env);
-    let doc = prepare(&env, &repo, &[]);
-    let ws = task_root(&doc, 0);
-    let task = doc["tasks"][0]["name"].as_str().unwrap().to_string();
+    let (_, ws, task) = one_task(&env, &repo, &[]);
     // The baseline holds the user's line 2; the worker rewrites it: against
     // HEAD (which has the original line 2) that conflicts.
-    let base = std::fs::read_to_string(ws.join("a.txt")).unwrap();
+    let base = read(&ws.join("a.txt"));
     write(&ws.join("a.txt"), &with_line(&base, 2, "worker rewrote it"));
     let before = state(&env, &repo);
     let refs = env.git(&repo, ["for-each-ref", "refs/heads/"]);
@@ -127,9 +133,7 @@ fn overlapping_the_users_lines_conflicts_and_makes_nothing() {
 fn the_checked_out_branch_is_never_moved() {
     let env = Env::new();
     let repo = dirty_repo(&env);
-    let doc = prepare(&env, &repo, &[]);
-    let ws = task_root(&doc, 0);
-    let task = doc["tasks"][0]["name"].as_str().unwrap().to_string();
+    let (_, ws, task) = one_task(&env, &repo, &[]);
     write(&ws.join("new.rs"), "x\n");
     let head = env.git(&repo, ["rev-parse", "HEAD"]);
     expect_error(
@@ -199,9 +203,7 @@ fn pre_push_refuses_a_workers_branch_on_the_baseline_and_passes_the_clean_one() 
     let env = Env::new();
     let (repo, bare) = with_remote(&env);
     assert!(repo.join(".git/hooks/pre-push").exists());
-    let doc = prepare(&env, &repo, &["--label", "feat"]);
-    let ws = task_root(&doc, 0);
-    let task = doc["tasks"][0]["name"].as_str().unwrap().to_string();
+    let (doc, ws, task) = one_task(&env, &repo, &["--label", "feat"]);
     // The worker makes its own branch in its workspace, on the baseline.
     write(&ws.join("new.rs"), "fn main() {}\n");
     env.git(&ws, ["checkout", "-q", "-b", "agent/x"]);

@@ -2,6 +2,10 @@
 //! batches and leftovers; live batches and anything not ours are never
 //! touched; `--dry-run` changes nothing.
 
+use crate::common::files::read;
+use crate::common::files::read_bytes;
+use crate::common::fixtures::strs;
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -132,10 +136,7 @@ fn gc_rescues_uncommitted_work_then_removes_the_workspaces() {
         outside_git(tree_state(&repo)),
         outside_git(source_before.clone())
     );
-    assert_eq!(
-        std::fs::read(repo.join("README")).unwrap(),
-        b"source edit\n"
-    );
+    assert_eq!(read_bytes(&repo.join("README")), b"source edit\n");
     assert_eq!(
         source_before.get(Path::new(".git/index")),
         tree_state(&repo).get(Path::new(".git/index"))
@@ -309,14 +310,8 @@ fn gc_reclaims_each_kind_of_leftover_and_nothing_else() {
     let mut ids = worktree_ids(&repo);
     ids.retain(|i| i != &format!("delegate-{}-1", &id(&live)[..8]));
     assert_eq!(ids, vec!["delegate-own", "kept", "own"]);
-    assert_eq!(
-        std::fs::read_to_string(other.join("file")).unwrap(),
-        "other repo\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(users.join("notes.txt")).unwrap(),
-        "mine\n"
-    );
+    assert_eq!(read(&other.join("file")), "other repo\n");
+    assert_eq!(read(&users.join("notes.txt")), "mine\n");
     assert!(kept.join("README").exists());
     assert_eq!(tree_state(&task_root(&live, 0)), live_before);
     let baseline_ref = format!("refs/pi-delegate/batches/{lost_id}/baseline");
@@ -387,7 +382,7 @@ fn gc_keeps_a_conflict_proposal_and_restarts_its_clock() {
         .join(".git/delegate/batches")
         .join(&batch)
         .join("batch.toml");
-    let text = std::fs::read_to_string(&toml_path).unwrap();
+    let text = read(&toml_path);
     let text = text.replacen("state = \"open\"", "state = \"conflict\"", 1);
     std::fs::write(&toml_path, text).unwrap();
     std::fs::remove_dir_all(task_root(&doc, 0)).unwrap();
@@ -426,10 +421,7 @@ fn gc_never_removes_a_replaced_workspace() {
         let gc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
         assert_eq!(gc["left_alone"], serde_json::json!([ws.to_str().unwrap()]));
         assert_eq!(gc["workspaces_removed"], 0);
-        assert_eq!(
-            std::fs::read_to_string(ws.join("mine.txt")).unwrap(),
-            "the user's\n"
-        );
+        assert_eq!(read(&ws.join("mine.txt")), "the user's\n");
     }
     assert!(env.private_refs(&repo).is_empty());
     assert_eq!(worktree_ids(&repo), Vec::<String>::new());
@@ -540,19 +532,14 @@ fn gc_rescues_the_rest_and_keeps_a_workspace_holding_a_nested_repository() {
     assert_eq!(kept[0]["task"], "1");
     assert_eq!(kept[0]["nested_repositories"], serde_json::json!(["lib"]));
     assert!(gc.get("lossy_paths").is_none(), "{gc:#}");
-    let left: Vec<&str> = gc["left_alone"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_str().unwrap())
-        .collect();
+    let left: Vec<&str> = strs(&gc["left_alone"]);
     assert!(left.contains(&ws.to_str().unwrap()), "{gc:#}");
     assert!(ws.join("lib/.git").is_dir());
     assert_eq!(
-        std::fs::read(ws.join("lib/local.txt")).unwrap(),
+        read_bytes(&ws.join("lib/local.txt")),
         b"not committed anywhere\n"
     );
-    assert_eq!(std::fs::read(ws.join("README")).unwrap(), b"worker edit\n");
+    assert_eq!(read_bytes(&ws.join("README")), b"worker edit\n");
     // It stays a registered worktree the user owns (unlocked), so no later gc
     // takes it.
     assert!(env
@@ -584,10 +571,7 @@ fn gc_keeps_a_stale_workspace_that_is_the_source_of_another_open_batch() {
         .expect(0)
         .json();
     assert_eq!(out["tasks"][0]["status"], "applied", "{out:#}");
-    assert_eq!(
-        std::fs::read(ws.join("inner.txt")).unwrap(),
-        b"inner work\n"
-    );
+    assert_eq!(read_bytes(&ws.join("inner.txt")), b"inner work\n");
     // Once nothing is prepared in it any more, it is an ordinary worktree:
     // gc leaves it to `git worktree remove`.
     env.delegate(&repo, ["gc", "--json"]).expect(0);
@@ -651,7 +635,7 @@ fn gc_counts_the_callers_shell_sitting_in_a_workspace() {
         .arg(&repo)
         .arg(env!("CARGO_BIN_EXE_git-delegate"));
     let out = sh.output().unwrap();
-    let shell = std::fs::read_to_string(&pid_file).unwrap();
+    let shell = read(&pid_file);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let gc: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(gc["batches"].as_array().unwrap().len(), 0);

@@ -1,5 +1,8 @@
 //! Leases (design §1, §3.6) as status, `status --check`, renew and gc see
 //! them: expiry, an owner that exited, a live owner, a recycled pid.
+use crate::common::files::read;
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -48,7 +51,7 @@ fn batch_toml(repo: &Path, batch: &str) -> PathBuf {
 fn expired_lease_is_stale_until_renewed() {
     let (env, repo) = Env::with_repo("proj");
     let doc = prepare(&env, &repo, &["--ttl", "1s"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     let short = &id[..8];
     wait_for_state(&env, &repo, &id, "expired");
 
@@ -86,7 +89,7 @@ fn owner_that_exited_orphans_the_lease() {
         .unwrap();
     let pid = owner.id().to_string();
     let doc = prepare(&env, &repo, &["--owner-pid", &pid, "--ttl", "1h"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     assert_eq!(doc["lease"]["owner_pid"].as_u64(), Some(owner.id() as u64));
     assert_eq!(lease_state(&env, &repo, &id), "live");
     env.delegate(&repo, ["status", "--check"]).expect(0);
@@ -110,14 +113,21 @@ fn owner_that_exited_orphans_the_lease() {
     assert_eq!(lease_state(&env, &repo, &id), "live");
 }
 
-#[test]
-fn live_owner_keeps_the_lease_and_gc_away() {
+/// A batch whose owner is this test process, its lease live: (env, repo,
+/// batch id, the task's workspace).
+fn owned_by_this_process() -> (Env, PathBuf, String, PathBuf) {
     let (env, repo) = Env::with_repo("proj");
     let me = std::process::id().to_string();
     let doc = prepare(&env, &repo, &["--owner-pid", &me, "--ttl", "1h"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let id = id(&doc);
+    let ws = task_root(&doc, 0);
     assert_eq!(lease_state(&env, &repo, &id), "live");
+    (env, repo, id, ws)
+}
+
+#[test]
+fn live_owner_keeps_the_lease_and_gc_away() {
+    let (env, repo, _, ws) = owned_by_this_process();
     let gc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
     assert_eq!(gc["batches"].as_array().unwrap().len(), 0);
     assert!(ws.join("README").exists());
@@ -126,17 +136,12 @@ fn live_owner_keeps_the_lease_and_gc_away() {
 
 #[test]
 fn recycled_pid_counts_as_gone() {
-    let (env, repo) = Env::with_repo("proj");
-    let me = std::process::id().to_string();
-    let doc = prepare(&env, &repo, &["--owner-pid", &me, "--ttl", "1h"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
-    assert_eq!(lease_state(&env, &repo, &id), "live");
+    let (env, repo, id, ws) = owned_by_this_process();
 
     // Same pid, another start time: the process holding that pid now is
     // not the one that owned the batch.
     let path = batch_toml(&repo, &id);
-    let text = std::fs::read_to_string(&path).unwrap();
+    let text = read(&path);
     let line = text
         .lines()
         .find(|l| l.trim_start().starts_with("owner_start"))

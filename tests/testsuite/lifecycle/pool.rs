@@ -5,6 +5,10 @@
 //! pooled; one swapped or written into while idle is never reused with that
 //! content; gc trims the pool, `gc --pool` and `drop --pool` empty it.
 
+use crate::common::files::read;
+use crate::common::files::read_bytes;
+use crate::common::fixtures::commit_files;
+
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -17,11 +21,16 @@ const SETUP: &str = r#"mkdir -p build && echo "$GIT_DELEGATE_TASK $GIT_DELEGATE_
 /// A repository ignoring `build/`, with a few files, and the pool on.
 fn repo(env: &Env, pool: usize) -> PathBuf {
     let repo = env.repo("proj");
-    write(&repo.join(".gitignore"), "build/\n");
-    write(&repo.join("src/a.txt"), "a\n");
-    write(&repo.join("src/deep/b.txt"), "b\n");
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    commit_files(
+        env,
+        &repo,
+        &[
+            (".gitignore", "build/\n"),
+            ("src/a.txt", "a\n"),
+            ("src/deep/b.txt", "b\n"),
+        ],
+        "files",
+    );
     pool_config(env, &repo, pool, "");
     repo
 }
@@ -65,7 +74,7 @@ fn a_reused_workspace_holds_the_new_baseline_and_keeps_its_build_output() {
     let repo = repo(&env, 2);
     let first = prepare(&env, &repo, &["-n", "1"]);
     let ws = task_root(&first, 0);
-    let setup = std::fs::read_to_string(ws.join("build/setup.txt")).unwrap();
+    let setup = read(&ws.join("build/setup.txt"));
     assert_eq!(setup, setup_line(&first, 0));
     let build_ino = std::fs::metadata(ws.join("build/setup.txt")).unwrap().ino();
     // The worker edits, deletes and adds; its work is discarded.
@@ -95,21 +104,15 @@ fn a_reused_workspace_holds_the_new_baseline_and_keeps_its_build_output() {
     let baseline = second["baseline"]["commit"].as_str().unwrap();
     // Exactly the new baseline; the ignored output is the same file.
     assert_eq!(env.oracle_tree(&ws2), tree_of(&env, &repo, baseline));
-    assert_eq!(
-        std::fs::read_to_string(ws2.join("src/a.txt")).unwrap(),
-        "a\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(ws2.join("src/deep/b.txt")).unwrap(),
-        "b edited\n"
-    );
+    assert_eq!(read(&ws2.join("src/a.txt")), "a\n");
+    assert_eq!(read(&ws2.join("src/deep/b.txt")), "b edited\n");
     assert!(ws2.join("src/new.txt").exists() && ws2.join("untracked.txt").exists());
     assert!(!ws2.join("worker-untracked.txt").exists());
     let meta = std::fs::metadata(ws2.join("build/setup.txt")).unwrap();
     assert_eq!(meta.ino(), build_ino, "the build output was kept in place");
     assert!(ws2.join("build/cache.o").exists());
     // Setup ran again, once, in the reused workspace.
-    let setup = std::fs::read_to_string(ws2.join("build/setup.txt")).unwrap();
+    let setup = read(&ws2.join("build/setup.txt"));
     let want = setup_line(&first, 0) + &setup_line(&second, 0);
     assert_eq!(setup, want, "setup ran in its new place");
     // git sees a clean tree with a valid stat cache: nothing to re-read.
@@ -120,7 +123,7 @@ fn a_reused_workspace_holds_the_new_baseline_and_keeps_its_build_output() {
     } else {
         ws2.join(index)
     };
-    let before = std::fs::read(&index).unwrap();
+    let before = read_bytes(&index);
     assert!(env
         .git_cmd(&ws2)
         .args(["diff-files", "--quiet"])
@@ -128,11 +131,7 @@ fn a_reused_workspace_holds_the_new_baseline_and_keeps_its_build_output() {
         .unwrap()
         .success());
     env.git(&ws2, ["status", "--porcelain"]);
-    assert_eq!(
-        std::fs::read(&index).unwrap(),
-        before,
-        "status rewrote the index"
-    );
+    assert_eq!(read_bytes(&index), before, "status rewrote the index");
     env.git(&ws2, ["fsck", "--no-dangling", "--cache"]);
     let (tree, hashed) = crate::common::fixtures::snapshot(&env, &ws2);
     assert_eq!(
@@ -142,10 +141,7 @@ fn a_reused_workspace_holds_the_new_baseline_and_keeps_its_build_output() {
     // It works as any workspace: its change applies.
     write(&ws2.join("src/a.txt"), "second worker\n");
     env.delegate(&repo, ["apply"]).expect(0);
-    assert_eq!(
-        std::fs::read_to_string(repo.join("src/a.txt")).unwrap(),
-        "second worker\n"
-    );
+    assert_eq!(read(&repo.join("src/a.txt")), "second worker\n");
     assert_eq!(idle(&env, &repo).len(), 1);
 }
 
@@ -287,16 +283,13 @@ fn a_workspace_swapped_or_written_into_while_idle_is_not_reused() {
         assert!(!ws.join("src/nested").exists());
         assert!(ws.join("src/deep").symlink_metadata().unwrap().is_dir());
         // A new workspace: its setup output holds this prepare's line only.
-        let setup = std::fs::read_to_string(ws.join("build/setup.txt")).unwrap();
+        let setup = read(&ws.join("build/setup.txt"));
         assert_eq!(setup, setup_line(&doc, i), "{}", ws.display());
     }
     for p in &pooled {
         assert!(!p.exists(), "{} was removed", p.display());
     }
-    assert_eq!(
-        std::fs::read_to_string(outside.join("keep.txt")).unwrap(),
-        "not yours\n"
-    );
+    assert_eq!(read(&outside.join("keep.txt")), "not yours\n");
     env.delegate(&repo, ["apply"]).expect(0);
 
     // Swapped: a copy put in its place (another inode) is left alone.
@@ -316,11 +309,8 @@ fn a_workspace_swapped_or_written_into_while_idle_is_not_reused() {
     let mut reused = 0;
     for i in 0..4 {
         let ws = task_root(&doc, i);
-        assert_eq!(
-            std::fs::read_to_string(ws.join("src/a.txt")).unwrap(),
-            "a\n"
-        );
-        let setup = std::fs::read_to_string(ws.join("build/setup.txt")).unwrap();
+        assert_eq!(read(&ws.join("src/a.txt")), "a\n");
+        let setup = read(&ws.join("build/setup.txt"));
         reused += usize::from(setup.lines().count() == 2);
     }
     assert_eq!(
@@ -328,7 +318,7 @@ fn a_workspace_swapped_or_written_into_while_idle_is_not_reused() {
         "the three idle workspaces left as they were are reused"
     );
     assert_eq!(
-        std::fs::read_to_string(pooled[0].join("src/a.txt")).unwrap(),
+        read(&pooled[0].join("src/a.txt")),
         "the copy\n",
         "a folder that is not the one pooled is left alone"
     );
@@ -360,11 +350,8 @@ fn the_pool_works_with_btrfs_snapshot_workspaces() {
         assert_eq!(env.oracle_tree(&ws), tree_of(&env, &repo, baseline));
         assert_eq!(env.git(&ws, ["status", "--porcelain"]), "");
         reused += usize::from(ws.join("build/who").exists());
-        assert_eq!(
-            std::fs::read_to_string(ws.join("src/a.txt")).unwrap(),
-            "changed\n"
-        );
-        let lines = std::fs::read_to_string(ws.join("build/setup.txt")).unwrap();
+        assert_eq!(read(&ws.join("src/a.txt")), "changed\n");
+        let lines = read(&ws.join("build/setup.txt"));
         assert!(lines.ends_with(&setup_line(&doc, i)), "{lines}");
     }
     assert_eq!(reused, 1, "one workspace came from the pool");
@@ -438,17 +425,14 @@ fn an_idle_workspace_hosting_a_batch_is_neither_reused_nor_removed() {
     write(&pooled[0].join("src/a.txt"), "the inner batch's source\n");
     let outer = prepare(&env, &repo, &["-n", "1"]);
     let ws = task_root(&outer, 0);
-    assert_eq!(
-        std::fs::read_to_string(ws.join("src/a.txt")).unwrap(),
-        "a\n"
-    );
+    assert_eq!(read(&ws.join("src/a.txt")), "a\n");
     let gc = env
         .delegate(&repo, ["gc", "--pool", "--json"])
         .expect(0)
         .json();
     assert_eq!(gc["idle_workspaces_removed"], 0, "{gc:#}");
     assert_eq!(
-        std::fs::read_to_string(pooled[0].join("src/a.txt")).unwrap(),
+        read(&pooled[0].join("src/a.txt")),
         "the inner batch's source\n"
     );
     env.delegate(&pooled[0], ["drop", &id(&inner), "--force"])

@@ -2,9 +2,10 @@
 //! expired, orphaned), changed paths, missing and replaced workspaces,
 //! problems, `--check`, and what drop removes and leaves alone.
 
-use std::io::Read;
+use crate::common::files::read;
+use crate::common::files::read_bytes;
+
 use std::path::Path;
-use std::process::Stdio;
 
 use crate::common::assert_has;
 use crate::common::fixtures::*;
@@ -43,10 +44,7 @@ fn no_batches() {
 #[test]
 fn status_shows_batches_tasks_and_changed_paths() {
     let (env, repo) = Env::with_repo("st");
-    write(&repo.join("a"), "a\n");
-    write(&repo.join("b"), "b\n");
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "ab"]);
+    commit_files(&env, &repo, &[("a", "a\n"), ("b", "b\n")], "ab");
     let doc = prepare(&env, &repo, &["-n", "2", "--label", "work"]);
     let (ws1, ws2) = (root(&doc, 0), root(&doc, 1));
     // Task 1: a modification, an addition, a deletion, a mode change.
@@ -156,10 +154,7 @@ fn deleted_and_replaced_workspaces() {
         out["left_alone"],
         serde_json::json!([ws2.to_str().unwrap()])
     );
-    assert_eq!(
-        std::fs::read_to_string(ws2.join("mine")).unwrap(),
-        "the user's own folder\n"
-    );
+    assert_eq!(read(&ws2.join("mine")), "the user's own folder\n");
     let common = common_dir(&env, &repo);
     assert_eq!(registrations(&common), Vec::<String>::new());
     assert_eq!(batch_folders(&common), Vec::<String>::new());
@@ -232,10 +227,10 @@ fn orphaned_when_the_owner_exits_and_renew_needs_a_new_owner() {
     env.delegate(&repo, ["status", "--check"]).expect(1);
     // renew without a new owner: refused, nothing changed.
     let state = batch_toml(&env, &repo, &id(&doc));
-    let before = std::fs::read(&state).unwrap();
+    let before = read_bytes(&state);
     let run = expect_error(&env, &repo, &["renew"], 2, "delegate::orphaned_lease");
     assert_has(&run.stderr, "--owner-pid");
-    assert_eq!(std::fs::read(&state).unwrap(), before);
+    assert_eq!(read_bytes(&state), before);
     // With a running one: live, owned by it.
     let new_owner = Sleeper::new();
     let renewed = env
@@ -271,7 +266,7 @@ fn a_recycled_pid_is_not_the_owner() {
     let doc = prepare(&env, &repo, &["--owner-pid", &owner.pid()]);
     // Same pid, but a different start time: another process now.
     let path = batch_toml(&env, &repo, &id(&doc));
-    let text = std::fs::read_to_string(&path).unwrap();
+    let text = read(&path);
     let line = text
         .lines()
         .find(|l| l.starts_with("owner_start = "))
@@ -336,7 +331,7 @@ fn drop_refuses_unapplied_work_unless_forced() {
     assert_has(&run.stdout, "tasks 1, 3 have changes");
     assert!(run.stdout.contains("--force"));
     assert_eq!(snapshot_of_state(), before);
-    assert_eq!(std::fs::read_to_string(ws1.join("work")).unwrap(), "w\n");
+    assert_eq!(read(&ws1.join("work")), "w\n");
 
     let out = env
         .delegate(&repo, ["drop", "l", "--force", "--json"])
@@ -368,7 +363,7 @@ fn drop_of_a_clean_batch_needs_no_force() {
     assert_has(&run.stdout, "2 workspace(s)");
     assert_nothing_created(&env, &repo);
     // The source is as it was.
-    assert_eq!(std::fs::read_to_string(repo.join("dirty")).unwrap(), "d\n");
+    assert_eq!(read(&repo.join("dirty")), "d\n");
     assert_eq!(env.git(&repo, ["status", "--porcelain"]), "?? dirty\n");
 }
 
@@ -421,7 +416,7 @@ fn drop_leaves_a_moved_workspace_to_the_user() {
         .expect(0)
         .json();
     assert_eq!(out["workspaces_removed"], 1);
-    assert_eq!(std::fs::read_to_string(moved.join("work")).unwrap(), "w\n");
+    assert_eq!(read(&moved.join("work")), "w\n");
     // Still a working worktree, no longer locked by a batch that is gone.
     let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
     let block = list
@@ -441,23 +436,9 @@ fn status_into_a_closed_pipe_is_quiet() {
     }
     for args in [&["status"][..], &["status", "--json"]] {
         // The reader is gone before the first write.
-        let mut child = env
-            .delegate_cmd(&repo)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take());
-        let mut stderr = String::new();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut stderr)
-            .unwrap();
-        let status = child.wait().unwrap();
-        assert_eq!(status.code(), Some(0), "{stderr}");
+        let out = run_with_stdout_closed(&env, &repo, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
         assert_eq!(stderr, "");
     }
     // And through `| head -1` in a shell.
@@ -538,7 +519,7 @@ fn a_corrupt_batch_is_named_and_drop_force_removes_it_saving_the_work() {
     let common = common_dir(&env, &repo);
     write(&root(&doc, 0).join("work.txt"), "precious work\n");
     let toml = batch_toml(&env, &repo, &bad);
-    let text = std::fs::read_to_string(&toml).unwrap();
+    let text = read(&toml);
     // Cut inside a string, so the rest never parses whatever the paths'
     // lengths (a cut at a line's end can leave a valid, shorter batch).
     let cut = text[..text.len() / 2].rfind(" = \"").unwrap() + 4;
@@ -636,10 +617,7 @@ fn a_corrupt_batch_is_named_and_drop_force_removes_it_saving_the_work() {
     assert_eq!(list.matches("\nlocked").count(), 1, "{list}");
     // The saved patch gives the worker's bytes back.
     env.git(&repo, ["apply", patch.to_str().unwrap()]);
-    assert_eq!(
-        std::fs::read_to_string(repo.join("work.txt")).unwrap(),
-        "precious work\n"
-    );
+    assert_eq!(read(&repo.join("work.txt")), "precious work\n");
     // And the corrupt batch is no problem any more.
     assert_eq!(
         problem_kinds(&status_json(&env, &repo)),
@@ -670,10 +648,7 @@ fn a_corrupt_batch_whose_work_cannot_be_saved_keeps_its_workspace_unlocked() {
         .json();
     assert_eq!(out["workspaces_removed"], 0);
     assert_eq!(out["left_alone"], serde_json::json!([ws.to_str().unwrap()]));
-    assert_eq!(
-        std::fs::read_to_string(ws.join("work.txt")).unwrap(),
-        "precious work\n"
-    );
+    assert_eq!(read(&ws.join("work.txt")), "precious work\n");
     let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
     assert!(!list.contains("locked"), "{list}");
     assert!(batch_folders(&common_dir(&env, &repo)).is_empty());

@@ -2,6 +2,9 @@
 //! baseline commit and ref, the state, the registered and locked worktrees,
 //! the options, and that a failure or an interruption leaves nothing behind.
 
+use crate::common::files::read;
+use crate::common::files::read_bytes;
+
 use std::path::PathBuf;
 
 use crate::common::assert_has;
@@ -17,9 +20,7 @@ fn is_hex40(v: &Value) -> bool {
 #[test]
 fn batch_document_fields_and_types() {
     let (env, repo) = Env::with_repo("proj");
-    write(&repo.join("src/lib.rs"), "fn main() {}\n");
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "src"]);
+    commit_files(&env, &repo, &[("src/lib.rs", "fn main() {}\n")], "src");
     write(&repo.join("src/lib.rs"), "fn main() { dirty() }\n");
     let owner = Sleeper::new();
     let before = now_secs();
@@ -133,7 +134,7 @@ fn batch_document_fields_and_types() {
         assert_eq!(t["exists"], true);
         assert_eq!(t["changed_paths"], 0);
         assert_eq!(
-            std::fs::read_to_string(base.join(name).join("src/lib.rs")).unwrap(),
+            read(&base.join(name).join("src/lib.rs")),
             "fn main() { dirty() }\n"
         );
     }
@@ -141,7 +142,7 @@ fn batch_document_fields_and_types() {
     assert!(run.stderr.contains(&id[..8]), "{}", run.stderr);
 
     // batch.toml is there and says the same.
-    let text = std::fs::read_to_string(batch_toml(&env, &repo, &id)).unwrap();
+    let text = read(&batch_toml(&env, &repo, &id));
     let state: toml::Value = toml::from_str(&text).unwrap();
     assert_eq!(state["id"].as_str(), Some(id.as_str()));
     assert_eq!(state["label"].as_str(), Some("my work"));
@@ -436,14 +437,7 @@ fn concurrent_prepares_are_serialised_and_all_succeed() {
         write(&repo.join(format!("f{i}")), "x\n");
     }
     let children: Vec<_> = (0..3)
-        .map(|_| {
-            env.delegate_cmd(&repo)
-                .args(["prepare", "-n", "2", "--json"])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
+        .map(|_| spawn_piped(&env, &repo, &["prepare", "-n", "2", "--json"]))
         .collect();
     let mut ids = Vec::new();
     for c in children {
@@ -514,7 +508,7 @@ fn failure_creating_registrations_undoes_everything() {
     );
     assert_eq!(listing(&env.workspace_root()), Vec::<PathBuf>::new());
     assert_eq!(
-        std::fs::read_to_string(git_dir(&env, &repo).join("worktrees")).unwrap(),
+        read(&git_dir(&env, &repo).join("worktrees")),
         "in the way\n"
     );
 }
@@ -552,13 +546,7 @@ fn interrupted_prepare_is_all_or_nothing() {
     env.git(&repo, ["commit", "-q", "-m", "many"]);
     let mut outcomes = Vec::new();
     for delay_ms in [0u64, 5, 20, 50, 100, 200, 400] {
-        let child = env
-            .delegate_cmd(&repo)
-            .args(["prepare", "-n", "3", "--json"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = spawn_piped(&env, &repo, &["prepare", "-n", "3", "--json"]);
         std::thread::sleep(std::time::Duration::from_millis(delay_ms));
         let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
@@ -657,7 +645,7 @@ fn a_full_id_resolves_before_a_label_that_shadows_it() {
     let b = id(&prepare(&env, &repo, &[]));
     // A label written before prepare refused such labels (or by hand).
     let toml = batch_toml(&env, &repo, &b);
-    let text = std::fs::read_to_string(&toml).unwrap();
+    let text = read(&toml);
     let edited = text.replacen(
         &format!("id = \"{b}\"\n"),
         &format!("id = \"{b}\"\nlabel = \"{a}\"\n"),
@@ -727,7 +715,7 @@ fn durations_the_calendar_cannot_hold_are_refused() {
     assert!(rfc3339_secs(&expires) >= now_secs() + 100_000 * 86_400 - 60);
     // renew refuses too, and changes nothing.
     let toml = batch_toml(&env, &repo, &id(&doc));
-    let before = std::fs::read(&toml).unwrap();
+    let before = read_bytes(&toml);
     expect_error(
         &env,
         &repo,
@@ -735,7 +723,7 @@ fn durations_the_calendar_cannot_hold_are_refused() {
         2,
         "delegate::bad_duration",
     );
-    assert_eq!(std::fs::read(&toml).unwrap(), before);
+    assert_eq!(read_bytes(&toml), before);
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
     assert_eq!(st["batches"][0]["lease"]["state"], "live");
     env.delegate(&repo, ["drop", &id(&doc)]).expect(0);

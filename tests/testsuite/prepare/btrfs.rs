@@ -9,6 +9,12 @@
 //! tests need `GIT_DELEGATE_BTRFS_DIR` (see scripts/btrfs-fs); without it
 //! they say SKIPPED (and fail under CI=true).
 
+use crate::common::files::read;
+use crate::common::files::read_bytes;
+use crate::common::fixtures::commit_files;
+use crate::common::fixtures::paused_at;
+use crate::common::fixtures::task_fates;
+
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -142,13 +148,10 @@ fn snapshot_workspaces_are_subvolumes_clean_and_read_nothing() {
         devs.push(std::fs::metadata(w).unwrap().dev());
         // Its own `.git` file, registration, lock, detached HEAD.
         let gd = git_dir(&env, w);
-        assert_eq!(
-            std::fs::read_to_string(w.join(".git")).unwrap(),
-            format!("gitdir: {}\n", gd.display())
-        );
+        assert_eq!(read(&w.join(".git")), format!("gitdir: {}\n", gd.display()));
         assert!(gd.join("locked").is_file(), "{}", w.display());
         assert_eq!(
-            std::fs::read_to_string(gd.join("gitdir")).unwrap(),
+            read(&gd.join("gitdir")),
             format!("{}\n", w.join(".git").display())
         );
         assert_eq!(
@@ -157,24 +160,21 @@ fn snapshot_workspaces_are_subvolumes_clean_and_read_nothing() {
         );
         // The carried ignored files came with the snapshot.
         assert_eq!(
-            std::fs::read_to_string(w.join("node_modules/dep/index.js")).unwrap(),
+            read(&w.join("node_modules/dep/index.js")),
             "module.exports = 1;\n"
         );
-        assert_eq!(
-            std::fs::read_to_string(w.join("src/m0/f0.txt")).unwrap(),
-            "dirty in the source\n"
-        );
+        assert_eq!(read(&w.join("src/m0/f0.txt")), "dirty in the source\n");
         // A valid stat cache: `git status` is clean and rewrites no index
         // (git refreshes and writes the index back when any entry had to
         // be read), and our snapshot hashes nothing.
         let index = gd.join("index");
         let before = (
-            std::fs::read(&index).unwrap(),
+            read_bytes(&index),
             std::fs::metadata(&index).unwrap().mtime_nsec(),
         );
         assert_eq!(env.git(w, ["status", "--porcelain"]), "", "{}", w.display());
         let after = (
-            std::fs::read(&index).unwrap(),
+            read_bytes(&index),
             std::fs::metadata(&index).unwrap().mtime_nsec(),
         );
         assert!(
@@ -212,10 +212,7 @@ fn snapshot_workspaces_are_subvolumes_clean_and_read_nothing() {
     // A snapshot is private: writing one changes no other.
     std::fs::write(ws[1].join("src/m2/f2.txt"), "edited in 2\n").unwrap();
     for w in [&ws[0], &ws[2], &ws[3]] {
-        assert_eq!(
-            std::fs::read_to_string(w.join("src/m2/f2.txt")).unwrap(),
-            "file 2\n"
-        );
+        assert_eq!(read(&w.join("src/m2/f2.txt")), "file 2\n");
     }
     let (_, hashed) = snapshot(&env, &ws[1]);
     assert_eq!(hashed, 1);
@@ -251,14 +248,8 @@ fn apply_drop_and_gc_remove_snapshot_workspaces() {
     std::fs::write(ws[1].join("src/m3/f3.txt"), "from task 2\n").unwrap();
     std::fs::write(ws[2].join("added.txt"), "from task 3\n").unwrap();
     env.delegate(&repo, ["apply", &id(&doc)]).expect(0);
-    assert_eq!(
-        std::fs::read_to_string(repo.join("src/m3/f3.txt")).unwrap(),
-        "from task 2\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("added.txt")).unwrap(),
-        "from task 3\n"
-    );
+    assert_eq!(read(&repo.join("src/m3/f3.txt")), "from task 2\n");
+    assert_eq!(read(&repo.join("added.txt")), "from task 3\n");
     for w in &ws {
         assert!(w.symlink_metadata().is_err(), "{} is left", w.display());
     }
@@ -336,7 +327,7 @@ fn the_identity_check_survives_a_new_device_number() {
         .unwrap()
         .path()
         .join("batch.toml");
-    let text = std::fs::read_to_string(&state).unwrap();
+    let text = read(&state);
     assert_has(&text, "subvolume = \"");
     let dev = std::fs::metadata(&ws[0]).unwrap().dev();
     let moved = text.replace(&format!("dev = {dev}\n"), "dev = 4242\n");
@@ -551,16 +542,9 @@ fn verification_workspaces_are_snapshots_of_a_pristine_template() {
     // Every run passed the checks inside its workspace (else the culprit
     // search would have rejected others or failed without tasks).
     let statuses = |doc: &serde_json::Value| -> Vec<(String, String)> {
-        doc["tasks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| {
-                (
-                    t["name"].as_str().unwrap().to_string(),
-                    t["status"].as_str().unwrap().to_string(),
-                )
-            })
+        task_fates(doc)
+            .into_iter()
+            .map(|(n, s, _)| (n, s))
             .collect()
     };
     assert_eq!(statuses(&snap), statuses(&plain), "{snap:#}\n{plain:#}");
@@ -629,25 +613,12 @@ fn a_verification_killed_between_snapshot_and_git_file_leaves_nothing_behind() {
     let ws = roots(&doc);
     write(&ws[0].join("one.txt"), "one\n");
     write(&ws[1].join("two.txt"), "two\n");
-    let paused = env.path().join("paused");
-    let mut child = env
-        .delegate_cmd(&repo)
+    let mut apply = env.delegate_cmd(&repo);
+    apply
         .args(["apply", "--verify", "true"])
-        .env("GIT_DELEGATE_TEST_PAUSE", "verify-snapshotted")
-        .env("GIT_DELEGATE_TEST_PAUSED", &paused)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !std::fs::read_to_string(&paused)
-        .unwrap_or_default()
-        .contains("verify-snapshotted")
-    {
-        assert!(child.try_wait().unwrap().is_none(), "apply ended early");
-        assert!(Instant::now() < deadline, "apply never paused");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        .stderr(std::process::Stdio::null());
+    let mut child = paused_at(&env, apply, "verify-snapshotted");
     child.kill().unwrap();
     child.wait().unwrap();
     let batch_dir = ws[0].parent().unwrap().to_path_buf();
@@ -657,18 +628,12 @@ fn a_verification_killed_between_snapshot_and_git_file_leaves_nothing_behind() {
     assert!(is_subvolume(&half), "no snapshot");
     // Its `.git` is still the template's.
     assert_eq!(
-        std::fs::read(half.join(".git")).unwrap(),
-        std::fs::read(template.join(".git")).unwrap()
+        read_bytes(&half.join(".git")),
+        read_bytes(&template.join(".git"))
     );
     env.delegate(&repo, ["apply", "--verify", "true"]).expect(0);
-    assert_eq!(
-        std::fs::read_to_string(repo.join("one.txt")).unwrap(),
-        "one\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("two.txt")).unwrap(),
-        "two\n"
-    );
+    assert_eq!(read(&repo.join("one.txt")), "one\n");
+    assert_eq!(read(&repo.join("two.txt")), "two\n");
     for p in [&template, &half] {
         assert!(p.symlink_metadata().is_err(), "{} is left", p.display());
     }
@@ -699,10 +664,12 @@ fn a_verification_workspace_with_other_attributes_is_checked_out() {
         return;
     };
     let repo = env.repo("proj");
-    write(&repo.join("a.txt"), "a\nb\n");
-    write(&repo.join(".gitignore"), "node_modules/\n");
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "a"]);
+    commit_files(
+        &env,
+        &repo,
+        &[("a.txt", "a\nb\n"), (".gitignore", "node_modules/\n")],
+        "a",
+    );
     write(&repo.join("node_modules/dep.js"), "dep\n");
     std::fs::write(
         repo.join(".git/delegate.toml"),
@@ -739,7 +706,7 @@ exit 0
         .delegate(&repo, ["apply", "--json", "--verify", &cmd])
         .expect(1)
         .json();
-    let lines = std::fs::read_to_string(&runs).unwrap();
+    let lines = read(&runs);
     let names = field_strs(&doc["tasks"], "name");
     let all = format!("[{} {}]", names[0], names[1]);
     let none = "[]".to_string();
@@ -757,9 +724,6 @@ exit 0
         "{lines}"
     );
     assert!(out.to_string().contains("rejected"), "{out:#}");
-    assert_eq!(
-        std::fs::read_to_string(repo.join("t1.txt")).unwrap(),
-        "ok\r\n"
-    );
+    assert_eq!(read(&repo.join("t1.txt")), "ok\r\n");
     assert!(!repo.join("t2.txt").exists());
 }

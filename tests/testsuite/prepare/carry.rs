@@ -4,6 +4,9 @@
 //! elsewhere; symlinks and executable bits kept; they stay ignored in the
 //! workspace and never change its snapshot; a failure undoes the prepare.
 
+use crate::common::files::read;
+use crate::common::files::read_bytes;
+
 use std::path::{Path, PathBuf};
 
 use crate::common::fixtures::{prepare, roots};
@@ -50,10 +53,7 @@ fn nothing_is_carried_without_a_pattern() {
                 "{p} was carried without a pattern"
             );
         }
-        assert_eq!(
-            std::fs::read_to_string(ws.join("untracked.txt")).unwrap(),
-            "untracked\n"
-        );
+        assert_eq!(read(&ws.join("untracked.txt")), "untracked\n");
         assert_stays_ignored(&env, &repo, &ws, &doc);
     }
 }
@@ -111,11 +111,7 @@ fn check_carried(env: &Env, repo: &Path, doc: &serde_json::Value) -> Vec<serde_j
             "{c}"
         );
         for f in CARRIED_FILES {
-            assert_eq!(
-                std::fs::read(ws.join(f)).unwrap(),
-                std::fs::read(repo.join(f)).unwrap(),
-                "{f}"
-            );
+            assert_eq!(read_bytes(&ws.join(f)), read_bytes(&repo.join(f)), "{f}");
         }
         assert_eq!(sc::mode(&ws.join("node_modules/pkg/run.sh")), 0o755);
         assert_eq!(sc::mode(&ws.join(".env")), sc::mode(&repo.join(".env")));
@@ -153,10 +149,7 @@ fn worktreeinclude_config_and_cli_patterns_add_up_copied_without_reflink() {
         assert_eq!(c["copied"], 6, "{c}");
     }
     // The source's ignored files are untouched.
-    assert_eq!(
-        std::fs::read_to_string(repo.join(".env")).unwrap(),
-        "TOKEN=dev\n"
-    );
+    assert_eq!(read(&repo.join(".env")), "TOKEN=dev\n");
 }
 
 #[test]

@@ -6,6 +6,9 @@
 //! hashes nothing. The reflink test needs `GIT_DELEGATE_REFLINK_DIR` (see
 //! scripts/reflink-fs); without it it says SKIPPED (and fails under CI=true).
 
+use crate::common::files::read;
+use crate::common::files::read_bytes;
+
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -54,7 +57,7 @@ fn contents(dir: &Path) -> Vec<(String, u32, Vec<u8>)> {
                     .into_os_string()
                     .into_encoded_bytes()
             } else if md.is_file() {
-                std::fs::read(&full).unwrap()
+                read_bytes(&full)
             } else {
                 Vec::new()
             };
@@ -100,8 +103,8 @@ fn cloned_workspaces_are_exact_clean_and_hash_nothing() {
     }
     // A clone is private: writing it changes no other workspace.
     std::fs::write(ws[1].join("big.bin"), b"changed\n").unwrap();
-    assert_eq!(std::fs::read(ws[2].join("big.bin")).unwrap().len(), 300_000);
-    assert_eq!(std::fs::read(ws[0].join("big.bin")).unwrap().len(), 300_000);
+    assert_eq!(read_bytes(&ws[2].join("big.bin")).len(), 300_000);
+    assert_eq!(read_bytes(&ws[0].join("big.bin")).len(), 300_000);
     let (_, hashed) = snapshot(&env, &ws[1]);
     assert_eq!(hashed, 1);
 }
@@ -116,8 +119,5 @@ fn copied_workspaces_are_exact_clean_and_hash_nothing() {
     let doc = prepare(&env, &repo, &["-n", "3"]);
     let ws = check_workspaces(&env, &repo, &doc);
     std::fs::write(ws[2].join("src/m2/f2.txt"), b"edited, longer\n").unwrap();
-    assert_eq!(
-        std::fs::read_to_string(ws[1].join("src/m2/f2.txt")).unwrap(),
-        "small file 2\n"
-    );
+    assert_eq!(read(&ws[1].join("src/m2/f2.txt")), "small file 2\n");
 }

@@ -3,6 +3,7 @@
 //! until the hook is installed (design §3.7). With the hook, no warning.
 
 use crate::common::assert_has;
+use crate::common::fixtures::task_root;
 use crate::common::Env;
 
 const WARNING: &str =
@@ -91,7 +92,7 @@ fn prepare_forbid_commit_with_the_hook_installed_says_nothing_and_the_hook_refus
     assert!(run.stderr.starts_with(WARNING), "{}", run.stderr);
 
     // And the hook does refuse a commit in the workspace (git-delegate on PATH).
-    let root = std::path::PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let root = task_root(&doc, 0);
     std::fs::write(root.join("new"), "x\n").unwrap();
     env.git(&root, ["add", "new"]);
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_git-delegate"))

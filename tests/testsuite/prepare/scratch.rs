@@ -5,6 +5,10 @@
 //! batch is gone. The reflink tests need `GIT_DELEGATE_REFLINK_DIR` (see
 //! scripts/reflink-fs); without it they say SKIPPED (and fail under CI=true).
 
+use crate::common::files::read;
+use crate::common::files::read_bytes;
+use crate::common::fixtures::id;
+
 use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
@@ -26,7 +30,7 @@ fn contents(dir: &Path) -> Vec<(String, Vec<u8>)> {
                     .into_os_string()
                     .into_encoded_bytes()
             } else if meta.is_file() {
-                std::fs::read(&full).unwrap()
+                read_bytes(&full)
             } else {
                 Vec::new()
             };
@@ -93,7 +97,7 @@ fn a_scratch_copy_is_a_whole_reflink_copy_of_the_source() {
             .starts_with(".git-delegate-scratch-"));
         assert_eq!(t["exists"], true);
         // The owner marker names the batch, the task, the source and a pid.
-        let marker = std::fs::read_to_string(container.join("owner.toml")).unwrap();
+        let marker = read(&container.join("owner.toml"));
         assert!(marker.contains(&format!("batch = \"{id}\"")), "{marker}");
         assert!(
             marker.contains(&format!("task = \"{}\"", i + 1)),
@@ -424,10 +428,7 @@ fn a_replaced_copy_is_never_removed() {
         !copies[0].parent().unwrap().exists(),
         "task 1's copy is removed"
     );
-    assert_eq!(
-        std::fs::read_to_string(copies[1].join("keep.txt")).unwrap(),
-        "mine\n"
-    );
+    assert_eq!(read(&copies[1].join("keep.txt")), "mine\n");
     assert!(
         moved.join("README").exists(),
         "the moved copy is not touched"
@@ -441,7 +442,7 @@ fn a_copy_whose_batch_is_gone_is_listed_for_the_sweep() {
     };
     let repo = env.repo("proj");
     let doc = prepare(&env, &repo, &["--mode", "scratch"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     let root = roots(&doc).remove(0);
     let st = env.delegate(&repo, ["status", "--json"]).expect(0).json();
     assert_eq!(st["problems"].as_array().unwrap().len(), 0, "{st}");

@@ -1,6 +1,8 @@
 //! `workspace.setup` (design §3.20): run once in each new workspace's cwd
 //! with run's worker environment, its log per task; its ignored output is
 //! not work; a failing setup undoes the prepare; `run` uses it too.
+use crate::common::files::read;
+use crate::common::fixtures::spawn_piped;
 
 use crate::common::assert_has;
 use crate::common::fixtures::{
@@ -26,7 +28,7 @@ fn runs_once_per_workspace_with_the_workers_environment() {
     let (doc, roots) = prepare_roots(&env, &repo, &["-n", "3"]);
     let batch = id(&doc);
     for (i, root) in roots.iter().enumerate() {
-        let text = std::fs::read_to_string(root.join("deps/setup.txt")).unwrap();
+        let text = read(&root.join("deps/setup.txt"));
         let want = format!(
             "{} {i} {} {batch} {}\n",
             i + 1,
@@ -36,10 +38,7 @@ fn runs_once_per_workspace_with_the_workers_environment() {
         assert_eq!(text, want, "{}", root.display());
         let log =
             common_dir(&env, &repo).join(format!("delegate/logs/{batch}/setup-{}.log", i + 1));
-        assert_eq!(
-            std::fs::read_to_string(&log).unwrap(),
-            format!("set up {}\n", i + 1)
-        );
+        assert_eq!(read(&log), format!("set up {}\n", i + 1));
     }
     // Its ignored output is no work: every task ends no_changes.
     let apply = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
@@ -72,7 +71,7 @@ fn a_failing_setup_undoes_the_prepare() {
     let log = err["log"].as_str().unwrap();
     assert_has(message, log);
     assert!(log.ends_with("setup-2.log"), "{log}");
-    assert_eq!(std::fs::read_to_string(log).unwrap(), "broken\n");
+    assert_eq!(read(std::path::Path::new(log)), "broken\n");
     assert_eq!(err["task"], "2");
     assert_nothing_created(&env, &repo);
 }
@@ -103,7 +102,7 @@ fn run_uses_it() {
         .or(doc["batch"].as_str())
         .map(str::to_string);
     for t in ["1", "2"] {
-        let seen = std::fs::read_to_string(repo.join(format!("seen-{t}.txt"))).unwrap();
+        let seen = read(&repo.join(format!("seen-{t}.txt")));
         assert!(seen.starts_with(&format!("{t} ")), "{seen}");
         if let Some(b) = &batch {
             assert_has(&seen, b.as_str());
@@ -135,10 +134,7 @@ fn a_failing_setup_fails_run_before_any_worker() {
 #[test]
 fn a_cwd_parent_replaced_by_a_symlink_is_never_followed_to_make_the_cwd() {
     let (env, repo) = Env::with_repo("r");
-    std::fs::create_dir_all(repo.join("sub")).unwrap();
-    std::fs::write(repo.join("sub/f.txt"), "f\n").unwrap();
-    env.git(&repo, ["add", "sub"]);
-    env.git(&repo, ["commit", "-q", "-m", "sub"]);
+    commit_files(&env, &repo, &[("sub/f.txt", "f\n")], "sub");
     // The caller's folder holds no file: the workspace has no such folder.
     std::fs::create_dir_all(repo.join("sub/deeper")).unwrap();
     let outside = env.path().join("outside");
@@ -186,13 +182,7 @@ fn ctrl_c_during_setup_stops_every_setup_group_and_undoes_the_prepare() {
         m = marks.display()
     );
     let repo = repo_with_setup(&env, &setup);
-    let child = env
-        .delegate_cmd(&repo)
-        .args(["prepare", "-n", "2", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_piped(&env, &repo, &["prepare", "-n", "2", "--json"]);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     // A file can exist before the shell has written its pid: read until both parse.
     let group_of = |f: &str| -> Option<i32> {
@@ -226,12 +216,7 @@ fn ctrl_c_during_setup_stops_every_setup_group_and_undoes_the_prepare() {
             let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
                 return false;
             };
-            let rest: Vec<&str> = stat
-                .rsplit(')')
-                .next()
-                .unwrap_or("")
-                .split_whitespace()
-                .collect();
+            let rest = crate::common::procs::stat_fields(&stat);
             rest.len() > 2 && rest[0] != "Z" && rest[2] == g.to_string()
         });
         assert!(!alive, "a process of setup group {g} is still running");

@@ -3,6 +3,9 @@
 //! `cp .git/index T; GIT_INDEX_FILE=T git add -A; git write-tree` gives, and
 //! the user's index stays byte-identical with the same mtime.
 
+use crate::common::files::read;
+use crate::common::files::read_bytes;
+
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::symlink;
@@ -98,7 +101,7 @@ fn messy_repository_matches_git_add_all() {
     let doc = assert_matches_oracle(&env, &repo);
     let ws = root(&doc, 0);
     // Spot checks on the workspace's disk.
-    assert_eq!(std::fs::read_to_string(ws.join("both")).unwrap(), "three\n");
+    assert_eq!(read(&ws.join("both")), "three\n");
     assert_eq!(
         std::fs::read_link(ws.join("link")).unwrap(),
         Path::new("dir/a")
@@ -108,12 +111,9 @@ fn messy_repository_matches_git_add_all() {
     let mode = |p: &str| std::fs::metadata(ws.join(p)).unwrap().permissions().mode() & 0o111;
     assert_eq!(mode("exe"), 0);
     assert_ne!(mode("plain"), 0);
-    assert_eq!(
-        std::fs::read_to_string(ws.join("new/deeper/still/file")).unwrap(),
-        "u\n"
-    );
-    assert_eq!(std::fs::read_to_string(ws.join("cached")).unwrap(), "c\n");
-    assert_eq!(std::fs::read_to_string(ws.join("ita")).unwrap(), "intent\n");
+    assert_eq!(read(&ws.join("new/deeper/still/file")), "u\n");
+    assert_eq!(read(&ws.join("cached")), "c\n");
+    assert_eq!(read(&ws.join("ita")), "intent\n");
 }
 
 #[test]
@@ -160,10 +160,7 @@ fn ignored_files_stay_out() {
     ] {
         assert!(!ws.join(p).exists(), "{p} was carried");
     }
-    assert_eq!(
-        std::fs::read_to_string(ws.join("tracked.log")).unwrap(),
-        "version 2\n"
-    );
+    assert_eq!(read(&ws.join("tracked.log")), "version 2\n");
     assert!(ws.join("kept.txt").exists() && ws.join("sub/kept").exists());
 }
 
@@ -193,10 +190,7 @@ fn crlf_and_text_attributes_are_cleaned_like_git_add() {
         "a\r\nb\r\n"
     );
     // A text eol=crlf file is checked out with CRLF in the workspace.
-    assert_eq!(
-        std::fs::read(root(&doc, 0).join("lf.crlf")).unwrap(),
-        b"a\r\nb\r\n"
-    );
+    assert_eq!(read_bytes(&root(&doc, 0).join("lf.crlf")), b"a\r\nb\r\n");
 }
 
 #[test]
@@ -259,11 +253,11 @@ fn unusual_file_names() {
     let doc = assert_matches_oracle(&env, &repo);
     let ws = root(&doc, 0);
     assert_eq!(
-        std::fs::read(ws.join(OsStr::from_bytes(b"bad\xff\xfename"))).unwrap(),
+        read_bytes(&ws.join(OsStr::from_bytes(b"bad\xff\xfename"))),
         b"x\n"
     );
     assert_eq!(
-        std::fs::read_to_string(ws.join("dir with space/-dash/file name")).unwrap(),
+        read(&ws.join("dir with space/-dash/file name")),
         "dir with space/-dash/file name\n"
     );
 }
@@ -342,10 +336,7 @@ fn linked_worktree_as_source() {
 #[test]
 fn merge_conflicts_in_the_index() {
     let (env, repo) = Env::with_repo("conflict");
-    write(&repo.join("f"), "base\n");
-    write(&repo.join("g"), "g\n");
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "base"]);
+    commit_files(&env, &repo, &[("f", "base\n"), ("g", "g\n")], "base");
     env.git(&repo, ["checkout", "-q", "-b", "other"]);
     write(&repo.join("f"), "other\n");
     env.git(&repo, ["rm", "-q", "g"]);

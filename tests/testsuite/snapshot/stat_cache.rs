@@ -2,6 +2,7 @@
 //! folder): a stat-dirty user index (every file touched) is re-hashed once
 //! per batch, later snapshots read nothing; the cache never hides a change
 //! and the user's index is never written.
+use crate::common::files::read;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -194,14 +195,8 @@ fn apply_reads_the_cache_and_lands_the_work() {
     // The user keeps working meanwhile.
     write(&repo.join("d8/f8.txt"), "from the user, longer\n");
     env.delegate(&repo, ["apply"]).expect(0);
-    assert_eq!(
-        std::fs::read_to_string(repo.join("d7/f7.txt")).unwrap(),
-        "from the task\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("d8/f8.txt")).unwrap(),
-        "from the user, longer\n"
-    );
+    assert_eq!(read(&repo.join("d7/f7.txt")), "from the task\n");
+    assert_eq!(read(&repo.join("d8/f8.txt")), "from the user, longer\n");
     assert_eq!(fingerprint(&index), before, "the user's index was written");
     assert!(caches(&env, &repo).is_empty());
 }

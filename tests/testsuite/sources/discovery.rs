@@ -6,6 +6,8 @@
 //! `GIT_DISCOVERY_ACROSS_FILESYSTEM` each get their own message, never a
 //! bare "not inside a git repository", and each case is compared with what
 //! git itself does in the same folder.
+use crate::common::files::read;
+use crate::common::fixtures::spawn_piped;
 
 use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
@@ -89,14 +91,8 @@ fn a_sha256_repository_prepares_and_applies() {
     assert_eq!(doc["source_head"].as_str().unwrap().len(), 64);
     let ws: Vec<PathBuf> = roots(&doc);
     for w in &ws {
-        assert_eq!(
-            std::fs::read_to_string(w.join("b.txt")).unwrap(),
-            "b, user\n"
-        );
-        assert_eq!(
-            std::fs::read_to_string(w.join("untracked.txt")).unwrap(),
-            "u\n"
-        );
+        assert_eq!(read(&w.join("b.txt")), "b, user\n");
+        assert_eq!(read(&w.join("untracked.txt")), "u\n");
         assert_eq!(env.git(w, ["rev-parse", "HEAD"]).trim(), baseline);
         assert_eq!(env.git(w, ["status", "--porcelain"]), "");
     }
@@ -115,17 +111,14 @@ fn a_sha256_repository_prepares_and_applies() {
         serde_json::json!([{"path": "m.txt", "reason": "both modified"}])
     );
     assert_eq!(
-        std::fs::read_to_string(repo.join("m.txt")).unwrap(),
+        read(&repo.join("m.txt")),
         "one\n2\n3\nfour, user\n5\n6\nseven\n"
     );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("new.txt")).unwrap(),
-        "new\n"
-    );
+    assert_eq!(read(&repo.join("new.txt")), "new\n");
     let proposal = tasks[1]["proposal_ref"].as_str().unwrap();
     assert_eq!(env.git(&repo, ["rev-parse", proposal]).trim().len(), 64);
     // The kept patch names SHA-256 blobs git can read.
-    let patch = std::fs::read_to_string(tasks[1]["patch"].as_str().unwrap()).unwrap();
+    let patch = read(Path::new(tasks[1]["patch"].as_str().unwrap()));
     let index = patch.lines().find(|l| l.starts_with("index ")).unwrap();
     let old = index[6..].split("..").next().unwrap();
     assert_eq!(old.len(), 64, "{index}");
@@ -134,7 +127,7 @@ fn a_sha256_repository_prepares_and_applies() {
     // Undo takes the apply back.
     env.delegate(&repo, ["undo", "--json"]).expect(0);
     assert_eq!(
-        std::fs::read_to_string(repo.join("m.txt")).unwrap(),
+        read(&repo.join("m.txt")),
         "1\n2\n3\nfour, user\n5\n6\nseven\n"
     );
     assert!(!repo.join("new.txt").exists());
@@ -225,13 +218,7 @@ fn a_broken_dot_git_is_named_by_what_is_wrong() {
             "{name}: git finds no repository"
         );
         // Never waits on the FIFO: the run ends by itself.
-        let mut child = env
-            .delegate_cmd(&sub)
-            .args(["status", "--json"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_piped(&env, &sub, &["status", "--json"]);
         let start = Instant::now();
         while child.try_wait().unwrap().is_none() {
             if start.elapsed() > Duration::from_secs(120) {

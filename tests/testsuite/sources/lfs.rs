@@ -9,6 +9,9 @@
 //!
 //! Without git-lfs on PATH the tests say SKIPPED (a failure under
 //! `CI=true`, where .ci/run installs it).
+use crate::common::files::read_bytes;
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
 
 use std::path::{Path, PathBuf};
 
@@ -144,7 +147,7 @@ fn lfs_round_trip_lands_real_content_as_a_hand_edit_would() {
         );
         for w in &ws {
             assert_eq!(
-                std::fs::read(w.join(path)).unwrap(),
+                read_bytes(&w.join(path)),
                 content,
                 "{path} smudged in {}",
                 w.display()
@@ -183,15 +186,12 @@ fn lfs_round_trip_lands_real_content_as_a_hand_edit_would() {
     }
     for (_, path, content) in &edits {
         assert_eq!(
-            &std::fs::read(repo.join(path)).unwrap(),
+            &read_bytes(&repo.join(path)),
             content,
             "{path}: real content in the source"
         );
     }
-    assert_eq!(
-        std::fs::read(repo.join("mine.bin")).unwrap(),
-        binary("mine", 500)
-    );
+    assert_eq!(read_bytes(&repo.join("mine.bin")), binary("mine", 500));
     // What git and git-lfs see equals the hand edit, before and after `git add`.
     let got = observed(&env, &repo);
     let want = observed(&env, &hand);
@@ -225,7 +225,7 @@ fn an_lfs_file_changed_on_both_sides_conflicts_like_any_binary() {
     let env = Env::new();
     let repo = lfs_repo(&env, "src");
     let (doc, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
-    let batch = doc["batch"].as_str().unwrap().to_string();
+    let batch = id(&doc);
     // Task 1 changes a.bin, which the user changes too.
     std::fs::write(ws[0].join("a.bin"), binary("worker", 3000)).unwrap();
     // Task 2 changes keep.bin, which the user leaves alone.
@@ -245,19 +245,16 @@ fn an_lfs_file_changed_on_both_sides_conflicts_like_any_binary() {
     );
     assert_eq!(t2["status"], "applied", "{out:#}");
     assert_eq!(
-        std::fs::read(repo.join("a.bin")).unwrap(),
+        read_bytes(&repo.join("a.bin")),
         binary("user", 3001),
         "the user's bytes stay"
     );
     assert_eq!(
-        std::fs::read(repo.join("keep.bin")).unwrap(),
+        read_bytes(&repo.join("keep.bin")),
         binary("keep, worker", 120)
     );
     // The worker's work is kept: its workspace and a proposal holding a pointer.
-    assert_eq!(
-        std::fs::read(ws[0].join("a.bin")).unwrap(),
-        binary("worker", 3000)
-    );
+    assert_eq!(read_bytes(&ws[0].join("a.bin")), binary("worker", 3000));
     let proposal = t1["proposal_ref"].as_str().unwrap();
     assert_pointer_of(
         &blob(&env, &repo, &format!("{proposal}:a.bin")),
@@ -301,7 +298,7 @@ fn a_missing_lfs_object_is_named_as_the_smudge_filter_failing() {
         &repo,
         ["remote", "set-url", "origin", "/nonexistent/gd-test-origin"],
     );
-    let pointer = std::fs::read(repo.join("a.bin")).unwrap();
+    let pointer = read_bytes(&repo.join("a.bin"));
     assert_pointer_of(&pointer, &binary("a", 3000), "the clone's a.bin");
     // git itself cannot check the commit out.
     let by_git = env
@@ -343,8 +340,8 @@ fn a_missing_lfs_object_is_named_as_the_smudge_filter_failing() {
         .output()
         .unwrap();
     let doc: Value = serde_json::from_slice(&doc.stdout).unwrap();
-    let root = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
-    assert_eq!(std::fs::read(root.join("a.bin")).unwrap(), pointer);
+    let root = task_root(&doc, 0);
+    assert_eq!(read_bytes(&root.join("a.bin")), pointer);
 }
 
 /// An apply killed in the middle of writing LFS files back is rolled back
@@ -358,7 +355,7 @@ fn an_interrupted_lfs_write_back_rolls_back_and_lands_again() {
     let env = Env::new();
     let repo = lfs_repo(&env, "src");
     let (doc, ws) = prepare_roots(&env, &repo, &[]);
-    let batch = doc["batch"].as_str().unwrap().to_string();
+    let batch = id(&doc);
     std::fs::write(ws[0].join("a.bin"), binary("a, worker", 2000)).unwrap();
     std::fs::write(ws[0].join("new.bin"), binary("new", 300)).unwrap();
     let killed = with_fault(
@@ -372,23 +369,14 @@ fn an_interrupted_lfs_write_back_rolls_back_and_lands_again() {
         serde_json::json!([batch]),
         "{gc:#}"
     );
-    assert_eq!(
-        std::fs::read(repo.join("a.bin")).unwrap(),
-        binary("a", 3000)
-    );
+    assert_eq!(read_bytes(&repo.join("a.bin")), binary("a", 3000));
     assert!(!repo.join("new.bin").exists());
     assert_eq!(env.git(&repo, ["status", "--porcelain"]), "");
     assert_eq!(env.git(&repo, ["lfs", "status", "--porcelain"]), "");
 
     env.delegate(&repo, ["apply", "--json"]).expect(0);
-    assert_eq!(
-        std::fs::read(repo.join("a.bin")).unwrap(),
-        binary("a, worker", 2000)
-    );
-    assert_eq!(
-        std::fs::read(repo.join("new.bin")).unwrap(),
-        binary("new", 300)
-    );
+    assert_eq!(read_bytes(&repo.join("a.bin")), binary("a, worker", 2000));
+    assert_eq!(read_bytes(&repo.join("new.bin")), binary("new", 300));
     assert_eq!(
         env.git(&repo, ["status", "--porcelain"]),
         " M a.bin\n?? new.bin\n"
@@ -407,17 +395,10 @@ fn without_git_lfs_the_filter_that_cannot_start_is_named() {
     let env = Env::new();
     let repo = lfs_repo(&env, "src");
     // A PATH with git alone.
-    let git = String::from_utf8(
-        std::process::Command::new("sh")
-            .args(["-c", "command -v git"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let git = crate::common::procs::git_path();
     let bin = env.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(git.trim(), bin.join("git")).unwrap();
+    std::os::unix::fs::symlink(git, bin.join("git")).unwrap();
     let no_lfs = |cmd: &mut std::process::Command| {
         cmd.env("PATH", &bin);
     };

@@ -4,6 +4,9 @@
 //! `prepare --sparse` narrows them, and a change outside the source's
 //! sparse checkout is a conflict `outside_sparse_checkout`, never written.
 
+use crate::common::files::read;
+use crate::common::files::read_bytes;
+
 use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
@@ -55,7 +58,7 @@ fn files(root: &Path) -> Vec<String> {
 
 fn index_bytes(env: &Env, repo: &Path) -> Vec<u8> {
     let git_dir = PathBuf::from(env.git(repo, ["rev-parse", "--absolute-git-dir"]).trim());
-    std::fs::read(git_dir.join("index")).unwrap()
+    read_bytes(&git_dir.join("index"))
 }
 
 /// The repository's shared `config` file.
@@ -64,7 +67,7 @@ fn config_bytes(env: &Env, repo: &Path) -> Vec<u8> {
         repo,
         ["rev-parse", "--path-format=absolute", "--git-common-dir"],
     );
-    std::fs::read(Path::new(common.trim()).join("config")).unwrap()
+    read_bytes(&Path::new(common.trim()).join("config"))
 }
 
 /// Prepare two tasks in a sparse `repo`, compare the workspaces with the
@@ -138,10 +141,7 @@ fn round_trip(env: &Env, repo: &Path, outside: &str, inside: &str, expect_list: 
     assert_eq!(t1["conflicts"][0]["path"], outside);
     assert_eq!(t1["conflicts"].as_array().unwrap().len(), 1);
     assert_eq!(apply["tasks"][1]["status"], "applied");
-    assert_eq!(
-        std::fs::read_to_string(repo.join(inside)).unwrap(),
-        "worker 2\n"
-    );
+    assert_eq!(read(&repo.join(inside)), "worker 2\n");
     assert!(
         !repo.join(outside).exists(),
         "nothing written outside the sparse checkout"
@@ -157,10 +157,7 @@ fn round_trip(env: &Env, repo: &Path, outside: &str, inside: &str, expect_list: 
     assert!(listed.contains(&ws[0].display().to_string()), "{listed}");
     assert_eq!(config_bytes(env, repo), config_before);
     // The task keeps its work and its workspace.
-    assert_eq!(
-        std::fs::read_to_string(ws[0].join(outside)).unwrap(),
-        "worker 1\n"
-    );
+    assert_eq!(read(&ws[0].join(outside)), "worker 1\n");
 }
 
 #[test]
@@ -211,7 +208,7 @@ fn an_edit_of_a_skipped_file_conflicts_in_a_non_cone_source_too() {
 fn sparse_narrows_the_workspaces_of_a_full_source() {
     let env = Env::new();
     let repo = tree(&env);
-    let config_before = std::fs::read(repo.join(".git/config")).unwrap();
+    let config_before = read_bytes(&repo.join(".git/config"));
     let doc = prepare(&env, &repo, &["--sparse", "a/x"]);
     assert_eq!(doc["sparse"], serde_json::json!(["a/x"]));
     let ws = &roots(&doc)[0];
@@ -219,10 +216,7 @@ fn sparse_narrows_the_workspaces_of_a_full_source() {
     assert_eq!(files(ws), ["README", "a/1", "a/x/1", "top"]);
     // Without extensions.worktreeConfig: skip-worktree bits and the
     // workspace's own sparse-checkout file, never `.git/config`.
-    assert_eq!(
-        std::fs::read(repo.join(".git/config")).unwrap(),
-        config_before
-    );
+    assert_eq!(read_bytes(&repo.join(".git/config")), config_before);
     let flags = env.git(ws, ["ls-files", "-t"]);
     assert_has(&flags, "S b/2\n");
     assert_has(&flags, "H a/x/1\n");
@@ -231,7 +225,7 @@ fn sparse_narrows_the_workspaces_of_a_full_source() {
     assert_eq!(env.git(ws, ["status", "--porcelain"]), "");
     let wt_git = PathBuf::from(env.git(ws, ["rev-parse", "--absolute-git-dir"]).trim());
     assert_eq!(
-        std::fs::read_to_string(wt_git.join("info/sparse-checkout")).unwrap(),
+        read(&wt_git.join("info/sparse-checkout")),
         "/*\n!/*/\n/a/\n!/a/*/\n/a/x/\n"
     );
     // The source is whole: work anywhere applies, a skipped file included.
@@ -240,15 +234,9 @@ fn sparse_narrows_the_workspaces_of_a_full_source() {
     std::fs::write(ws.join("b/2"), "outside the workspace's cone\n").unwrap();
     let apply = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     assert_eq!(apply["tasks"][0]["status"], "applied");
-    assert_eq!(
-        std::fs::read_to_string(repo.join("b/2")).unwrap(),
-        "outside the workspace's cone\n"
-    );
+    assert_eq!(read(&repo.join("b/2")), "outside the workspace's cone\n");
     // Untouched files outside the workspace's cone stay as they were.
-    assert_eq!(
-        std::fs::read_to_string(repo.join("c/d/3")).unwrap(),
-        "cd3\n"
-    );
+    assert_eq!(read(&repo.join("c/d/3")), "cd3\n");
 }
 
 #[test]
@@ -319,10 +307,7 @@ fn refresh_keeps_a_narrowed_workspace_narrow() {
     std::fs::write(repo.join("c/d/3"), "user cd3\n").unwrap();
     let r = env.delegate(&repo, ["refresh", "--json"]).expect(0).json();
     assert_eq!(r["tasks"][0]["state"], "open", "{r}");
-    assert_eq!(
-        std::fs::read_to_string(ws.join("a/1")).unwrap(),
-        "user a1\n"
-    );
+    assert_eq!(read(&ws.join("a/1")), "user a1\n");
     assert!(
         !ws.join("c").exists(),
         "nothing written outside the workspace's cone"
@@ -338,10 +323,7 @@ fn refresh_keeps_a_narrowed_workspace_narrow() {
     let apply = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     assert_eq!(apply["tasks"][0]["status"], "applied");
     assert_eq!(apply["applied_paths"], serde_json::json!(["a/x/1"]));
-    assert_eq!(
-        std::fs::read_to_string(repo.join("c/d/3")).unwrap(),
-        "user cd3\n"
-    );
+    assert_eq!(read(&repo.join("c/d/3")), "user cd3\n");
 }
 
 #[test]
@@ -359,10 +341,7 @@ fn the_hint_for_work_outside_the_sparse_checkout_works_as_printed() {
     env.sh(&repo, &widen).expect(0);
     let again = crate::common::printed_command(&out.stdout, "git delegate apply");
     env.sh(&repo, &again).expect(0);
-    assert_eq!(
-        std::fs::read_to_string(repo.join("c/d/3")).unwrap(),
-        "worker\n"
-    );
+    assert_eq!(read(&repo.join("c/d/3")), "worker\n");
 }
 
 #[test]
@@ -412,8 +391,5 @@ fn a_sparse_linked_worktree_source_passes_its_own_configuration_on() {
     // The main worktree stays whole.
     assert!(main.join("b/2").exists());
     round_trip(&env, &linked, "a/x/1", "c/d/3", &["c"]);
-    assert_eq!(
-        std::fs::read_to_string(main.join("c/d/3")).unwrap(),
-        "cd3\n"
-    );
+    assert_eq!(read(&main.join("c/d/3")), "cd3\n");
 }

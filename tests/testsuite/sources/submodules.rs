@@ -3,11 +3,29 @@
 //! initialized, all made with the git CLI; the upstreams are moved away
 //! after cloning, so any use of the network (or of the submodule URLs)
 //! fails.
+use crate::common::files::read;
+use crate::common::fixtures::id;
 
 use crate::common::assert_has;
 use crate::common::fixtures::{commit_files, prepare, roots};
 use crate::common::Env;
 use std::path::{Path, PathBuf};
+
+/// `git submodule add -q URL PATH` in `dir` (file URLs allowed).
+fn submodule_add(env: &Env, dir: &Path, url: &Path, path: &str) {
+    env.git(
+        dir,
+        [
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            url.to_str().unwrap(),
+            path,
+        ],
+    );
+}
 
 struct Fixture {
     env: Env,
@@ -26,34 +44,12 @@ fn fixture() -> Fixture {
     let lib = env.repo("lib-up");
     std::fs::write(lib.join("l.txt"), "lib\n").unwrap();
     env.git(&lib, ["add", "l.txt"]);
-    env.git(
-        &lib,
-        [
-            "-c",
-            "protocol.file.allow=always",
-            "submodule",
-            "add",
-            "-q",
-            nested.to_str().unwrap(),
-            "deps/n",
-        ],
-    );
+    submodule_add(&env, &lib, &nested, "deps/n");
     env.git(&lib, ["commit", "-q", "-m", "lib"]);
     let other = env.repo("other-up");
     let repo = env.repo("super");
     for (url, path) in [(&lib, "vendor/lib"), (&other, "vendor/other")] {
-        env.git(
-            &repo,
-            [
-                "-c",
-                "protocol.file.allow=always",
-                "submodule",
-                "add",
-                "-q",
-                url.to_str().unwrap(),
-                path,
-            ],
-        );
+        submodule_add(&env, &repo, url, path);
     }
     env.git(&repo, ["commit", "-q", "-m", "submodules"]);
     env.git(
@@ -135,11 +131,8 @@ fn workspaces_hold_every_submodule_at_its_recorded_commit() {
     for ws in roots(&doc) {
         let lib = ws.join("vendor/lib");
         let nested = lib.join("deps/n");
-        assert_eq!(std::fs::read_to_string(lib.join("l.txt")).unwrap(), "lib\n");
-        assert_eq!(
-            std::fs::read_to_string(nested.join("n.txt")).unwrap(),
-            "nested\n"
-        );
+        assert_eq!(read(&lib.join("l.txt")), "lib\n");
+        assert_eq!(read(&nested.join("n.txt")), "nested\n");
         // A linked worktree of the submodule's own repository, detached.
         assert!(lib.join(".git").is_file() && nested.join(".git").is_file());
         assert_eq!(env.git(&lib, ["rev-parse", "HEAD"]).trim(), f.lib_head);
@@ -263,10 +256,7 @@ fn a_dirty_submodule_is_refused_naming_it() {
     let doc = prepare(env, &f.repo, &[]);
     let ws = &roots(&doc)[0];
     assert!(!ws.join("vendor/lib/untracked.txt").exists());
-    assert_eq!(
-        std::fs::read_to_string(lib.join("untracked.txt")).unwrap(),
-        "mine\n"
-    );
+    assert_eq!(read(&lib.join("untracked.txt")), "mine\n");
 }
 
 fn walk_files(dir: &Path) -> Vec<PathBuf> {
@@ -352,20 +342,11 @@ fn a_task_that_changes_a_submodule_conflicts_and_keeps_its_work() {
         "{edit}"
     );
     assert!(edit["proposal_ref"].is_string() && edit["patch"].is_string());
-    assert_eq!(
-        std::fs::read_to_string(f.repo.join("README")).unwrap(),
-        "hello\n"
-    );
+    assert_eq!(read(&f.repo.join("README")), "hello\n");
     assert_eq!(by("plain")["status"], "applied");
-    assert_eq!(
-        std::fs::read_to_string(f.repo.join("plain.txt")).unwrap(),
-        "plain\n"
-    );
+    assert_eq!(read(&f.repo.join("plain.txt")), "plain\n");
     // apply never writes into the source's submodules.
-    assert_eq!(
-        std::fs::read_to_string(f.repo.join("vendor/lib/l.txt")).unwrap(),
-        "lib\n"
-    );
+    assert_eq!(read(&f.repo.join("vendor/lib/l.txt")), "lib\n");
     assert_eq!(
         env.git(&f.repo.join("vendor/lib"), ["status", "--porcelain"]),
         ""
@@ -377,14 +358,8 @@ fn a_task_that_changes_a_submodule_conflicts_and_keeps_its_work() {
     );
     assert!(!f.repo.join("vendor/lib/deps/n/new.txt").exists());
     // The work is kept in the workspaces, as the worker left it.
-    assert_eq!(
-        std::fs::read_to_string(ws[0].join("vendor/lib/l.txt")).unwrap(),
-        "worker\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(ws[1].join("vendor/lib/deps/n/new.txt")).unwrap(),
-        "new\n"
-    );
+    assert_eq!(read(&ws[0].join("vendor/lib/l.txt")), "worker\n");
+    assert_eq!(read(&ws[1].join("vendor/lib/deps/n/new.txt")), "new\n");
     assert!(!ws[3].exists());
     // The applied task's submodule worktrees went with its workspace.
     let plain_ws = ws[3].to_string_lossy().into_owned();
@@ -395,10 +370,7 @@ fn a_task_that_changes_a_submodule_conflicts_and_keeps_its_work() {
     }
     // Applying again changes nothing: the work stays.
     env.delegate(&f.repo, ["apply", "--json"]).expect(1);
-    assert_eq!(
-        std::fs::read_to_string(ws[0].join("vendor/lib/l.txt")).unwrap(),
-        "worker\n"
-    );
+    assert_eq!(read(&ws[0].join("vendor/lib/l.txt")), "worker\n");
 
     // drop --force removes the workspaces and every submodule registration.
     let batch = doc["batch"].as_str().unwrap();
@@ -423,7 +395,7 @@ fn submodule_work_blocks_drop_and_survives_gc() {
     let f = fixture();
     let env = &f.env;
     let doc = prepare(env, &f.repo, &["--ttl", "1s"]);
-    let batch = doc["batch"].as_str().unwrap().to_string();
+    let batch = id(&doc);
     let ws = roots(&doc).remove(0);
     std::fs::write(ws.join("vendor/lib/l.txt"), "worker\n").unwrap();
     // Only submodule work: drop refuses without --force.
@@ -453,10 +425,7 @@ fn submodule_work_blocks_drop_and_survives_gc() {
         serde_json::json!(["vendor/lib"]),
         "{out}"
     );
-    assert_eq!(
-        std::fs::read_to_string(ws.join("vendor/lib/l.txt")).unwrap(),
-        "worker\n"
-    );
+    assert_eq!(read(&ws.join("vendor/lib/l.txt")), "worker\n");
     // The submodule worktree stays registered, no longer locked.
     let listed = linked_worktrees(env, &f.lib_git);
     assert_eq!(listed.len(), 1, "{listed:?}");
@@ -473,18 +442,7 @@ fn a_submodule_with_its_repository_inside_its_folder_is_refused_until_absorbed()
     let repo = env.repo("super");
     env.git(&repo, ["clone", "-q", up.to_str().unwrap(), "deps/sub"]);
     // `submodule add` of a repository already in place keeps its `.git` folder there.
-    env.git(
-        &repo,
-        [
-            "-c",
-            "protocol.file.allow=always",
-            "submodule",
-            "add",
-            "-q",
-            up.to_str().unwrap(),
-            "deps/sub",
-        ],
-    );
+    submodule_add(&env, &repo, &up, "deps/sub");
     env.git(&repo, ["commit", "-q", "-m", "sub"]);
     assert!(repo.join("deps/sub/.git").is_dir());
     let run = env.delegate(&repo, ["prepare", "--json"]).expect(3);
@@ -503,10 +461,7 @@ fn a_submodule_with_its_repository_inside_its_folder_is_refused_until_absorbed()
     env.git(&repo, ["submodule", "absorbgitdirs"]);
     let doc = prepare(&env, &repo, &[]);
     let ws = roots(&doc).remove(0);
-    assert_eq!(
-        std::fs::read_to_string(ws.join("deps/sub/README")).unwrap(),
-        "hello\n"
-    );
+    assert_eq!(read(&ws.join("deps/sub/README")), "hello\n");
 }
 
 #[test]
@@ -524,10 +479,7 @@ fn refresh_and_apply_leave_submodules_alone() {
         .expect(0)
         .json();
     assert_eq!(doc["tasks"][0]["state"], "open", "{doc}");
-    assert_eq!(
-        std::fs::read_to_string(ws.join("README")).unwrap(),
-        "user\n"
-    );
+    assert_eq!(read(&ws.join("README")), "user\n");
     assert_eq!(
         env.git(&ws.join("vendor/lib"), ["status", "--porcelain"]),
         ""
@@ -603,10 +555,7 @@ fn a_prepare_that_cannot_register_a_submodule_worktree_is_undone() {
     };
     assert_eq!(names(&f.lib_git), vec!["delegate-0b1e5c6a-2".to_string()]);
     assert_eq!(names(&f.nested_git), Vec::<String>::new());
-    assert_eq!(
-        std::fs::read_to_string(stale.join("gitdir")).unwrap(),
-        "/nowhere/.git\n"
-    );
+    assert_eq!(read(&stale.join("gitdir")), "/nowhere/.git\n");
     // The help, followed literally, clears the way.
     let help = err["help"].as_str().unwrap();
     let cmd = help.split('`').nth(3).unwrap();
@@ -653,7 +602,7 @@ fn submodule_refusal_hints_work_as_printed() {
     let n = lib.join("deps/n");
     let prepare_ok = |env: &Env| {
         let doc = prepare(env, &f.repo, &[]);
-        let id = doc["batch"].as_str().unwrap().to_string();
+        let id = id(&doc);
         let ws = roots(&doc)[0].clone();
         (id, ws)
     };

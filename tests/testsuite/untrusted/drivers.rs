@@ -7,6 +7,8 @@
 //! it left out. A driver recorded at prepare still runs (the LFS tests of
 //! `sources`, and `a_recorded_driver_still_runs` here).
 
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
 use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
@@ -17,10 +19,7 @@ use crate::common::Env;
 
 fn prepare_one(env: &Env, repo: &Path) -> (String, PathBuf) {
     let doc = prepare(env, repo, &[]);
-    (
-        doc["batch"].as_str().unwrap().to_string(),
-        PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap()),
-    )
+    (id(&doc), task_root(&doc, 0))
 }
 
 /// The common dir, as a worker finds it from its workspace.
@@ -186,7 +185,7 @@ impl Two {
             .delegate(&self.src, ["prepare", "--remote", "origin", "--json", "r"])
             .expect(0)
             .json();
-        let id = doc["batch"].as_str().unwrap().to_string();
+        let id = id(&doc);
         let joined = self
             .worker
             .delegate(self.worker.path(), ["join", &self.url, &id, "r", "--json"])

@@ -7,6 +7,7 @@
 //! warning on stderr; the hook `git delegate hooks install` writes is not
 //! reported.
 
+use crate::common::fixtures::task_root;
 use std::path::{Path, PathBuf};
 
 use crate::common::assert_has;
@@ -17,7 +18,7 @@ use serde_json::Value;
 
 fn prepare_one(env: &Env, repo: &Path) -> PathBuf {
     let doc = prepare(env, repo, &[]);
-    PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap())
+    task_root(&doc, 0)
 }
 
 /// The common dir, as a worker finds it from its workspace.

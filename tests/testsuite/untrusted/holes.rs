@@ -13,6 +13,9 @@
 //! filesystem, so they run one at a time (`common::mounts::Small` holds the
 //! lock every test that fills a small filesystem takes), each in its own
 //! folder there, removed at the end.
+use crate::common::files::read_bytes;
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
 
 use std::path::{Path, PathBuf};
 
@@ -81,7 +84,7 @@ fn a_failed_apply_on_a_full_disk_leaves_no_temp_file_in_the_state_folder() {
     let env = Env::new();
     let repo = source_on(&env, small.path());
     let doc = prepare(&env, &repo, &["-n", "1"]);
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     // Incompressible: its blob (1.5 MiB) fits in what is left, the file
     // written into the source (as much again) does not after it.
     noise_files(&ws, "big", 1, 1536 << 10);
@@ -102,7 +105,7 @@ fn a_failed_apply_on_a_full_disk_leaves_no_temp_file_in_the_state_folder() {
         message.contains("write-back failed") && message.contains("rolled back"),
         "the write-back did not fit and was rolled back: {message}"
     );
-    assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"one\n");
+    assert_eq!(read_bytes(&repo.join("a.txt")), b"one\n");
     assert!(!repo.join("big0").exists());
     assert_eq!(temp_files(&state), Vec::<PathBuf>::new(), "{out:#}");
     assert_eq!(temp_files(&common.join("objects")), Vec::<PathBuf>::new());
@@ -110,7 +113,7 @@ fn a_failed_apply_on_a_full_disk_leaves_no_temp_file_in_the_state_folder() {
     assert!(ws.join("big0").exists());
     small.unfill();
     env.delegate(&repo, ["apply", "--json"]).expect(0);
-    assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"one, edited\n");
+    assert_eq!(read_bytes(&repo.join("a.txt")), b"one, edited\n");
     assert_eq!(temp_files(&state), Vec::<PathBuf>::new());
 }
 
@@ -142,7 +145,7 @@ fn names(doc: &serde_json::Value, key: &str) -> Vec<String> {
 fn old_temp_files_are_reported_by_status_check_and_removed_by_gc() {
     let (env, repo) = Env::with_repo("src");
     let doc = prepare(&env, &repo, &["-n", "1"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     let state = common_dir_as_printed(&env, &repo).join("delegate");
     let batch_dir = state.join("batches").join(&id);
     let hours = |h: u64| std::time::Duration::from_secs(h * 3600);
@@ -301,7 +304,7 @@ fn apply_onto_a_source_without_free_inodes_names_them() {
     let env = Env::new();
     let repo = source_on(&env, small.path());
     let doc = prepare(&env, &repo, &["-n", "1"]);
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     std::fs::create_dir_all(ws.join("new/deeper")).unwrap();
     // One blob for all of them: the proposal's objects take few inodes,
     // its files many.
@@ -332,14 +335,11 @@ fn apply_onto_a_source_without_free_inodes_names_them() {
     assert!(message.contains(&named), "{message}\n{out:#}");
     assert!(!help.contains("free space on"), "{help}");
     assert_has(&help, "free inodes on the filesystem");
-    assert_eq!(std::fs::read(repo.join("a.txt")).unwrap(), b"one\n");
+    assert_eq!(read_bytes(&repo.join("a.txt")), b"one\n");
     assert!(!repo.join("new").exists());
     small.unfill();
     env.delegate(&repo, ["apply", "--json"]).expect(0);
-    assert_eq!(
-        std::fs::read(repo.join("new/deeper/f3")).unwrap(),
-        b"same\n"
-    );
+    assert_eq!(read_bytes(&repo.join("new/deeper/f3")), b"same\n");
 }
 
 // ---------------------------------------------------------------------------
@@ -424,10 +424,7 @@ fn object_directory_refusal_help_works_as_printed() {
     ];
     let run = follow(&env, &repo, &vars, &cmds, "git delegate prepare --json").expect(0);
     let ws = PathBuf::from(run.json()["tasks"][0]["root"].as_str().unwrap());
-    assert_eq!(
-        std::fs::read(ws.join("new.txt")).unwrap(),
-        b"only elsewhere\n"
-    );
+    assert_eq!(read_bytes(&ws.join("new.txt")), b"only elsewhere\n");
 }
 
 /// `GIT_COMMON_DIR` naming another folder: unset as the help says, the

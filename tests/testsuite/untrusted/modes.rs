@@ -3,6 +3,7 @@
 //! files get git's modes under the umask, a symlink is a plain file where
 //! git makes it one, and `$Id$` expands to git's bytes. Through apply,
 //! undo, refresh and `apply --kept`, with git itself as the oracle.
+use crate::common::files::read_bytes;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -355,7 +356,7 @@ fn with_core_symlinks_false_the_users_own_edit_of_a_stand_in_is_kept_and_merged(
 
 /// The bytes of `path` in `root`, as text for readable failures.
 fn bytes(root: &Path, path: &str) -> String {
-    String::from_utf8_lossy(&std::fs::read(root.join(path)).unwrap()).into_owned()
+    String::from_utf8_lossy(&read_bytes(&root.join(path))).into_owned()
 }
 
 #[test]

@@ -7,6 +7,7 @@
 //! remote, the user's clone (the source), a worker with its own HOME. A
 //! newer submission arrives at a known moment: a pre-receive hook on the
 //! remote moves the proposal ref when the batch's end asks to delete it.
+use crate::common::files::read;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -163,10 +164,7 @@ fn a_submission_arriving_while_apply_ends_the_batch_is_kept_and_reported() {
     let run = t.user.delegate(&t.src, ["apply", &id, "--json"]).expect(0);
     let doc = run.json();
     assert_eq!(doc["tasks"][0]["status"], "applied", "{doc}");
-    assert_eq!(
-        std::fs::read_to_string(t.src.join("a.txt")).unwrap(),
-        "first\n"
-    );
+    assert_eq!(read(&t.src.join("a.txt")), "first\n");
     let remote = t.ls_remote();
     assert_eq!(remote.get(&proposal_ref(&id, "a")), Some(&newer), "{doc}");
     assert!(!remote.contains_key(&baseline_ref(&id)), "{remote:?}");

@@ -13,11 +13,17 @@
 //! the folders and links an attacker would make. The tests need root for
 //! that (and for `chown`); run as another user they say SKIPPED.
 
+use crate::common::files::read;
+use crate::common::files::read_bytes;
+use crate::common::fixtures::commit_files;
+use crate::common::fixtures::paused_at;
+use crate::common::fixtures::strs;
+use crate::common::succeed_as;
+
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -51,24 +57,18 @@ fn mode_of(p: &Path) -> u32 {
 
 /// Run `script` with `sh -c` as the other user, as an attacker would.
 fn as_other(dir: &Path, script: &str) {
-    let out = Command::new("setpriv")
-        .args([
-            &format!("--reuid={OTHER}"),
-            &format!("--regid={OTHER}"),
-            "--clear-groups",
-            "--",
-            "sh",
-            "-c",
-            script,
-        ])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "as uid {OTHER}: {script}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut cmd = Command::new("setpriv");
+    cmd.args([
+        &format!("--reuid={OTHER}"),
+        &format!("--regid={OTHER}"),
+        "--clear-groups",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ])
+    .current_dir(dir);
+    succeed_as(cmd, &format!("as uid {OTHER}: {script}"));
 }
 
 /// A repository with a few files, its workspace root `<env>/shared` with
@@ -77,10 +77,7 @@ fn as_other(dir: &Path, script: &str) {
 fn setup(env: &Env, mode: u32) -> (PathBuf, PathBuf) {
     chmod(env.path(), 0o755);
     let repo = env.repo("proj");
-    std::fs::create_dir_all(repo.join("src")).unwrap();
-    std::fs::write(repo.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "files"]);
+    commit_files(env, &repo, &[("src/lib.rs", "pub fn f() {}\n")], "files");
     let root = env.path().join("shared");
     std::fs::create_dir(&root).unwrap();
     chmod(&root, mode);
@@ -144,6 +141,21 @@ fn unsafe_error(run: &crate::common::Run) -> Value {
         "{doc}"
     );
     doc["error"].clone()
+}
+
+/// `doc` (gc, drop) names exactly one unsafe folder: `path`, owned by
+/// `owner`, for `reason`.
+#[track_caller]
+fn assert_one_unsafe_folder(doc: &Value, path: &Path, owner: u64, reason: &str) {
+    assert_eq!(
+        unsafe_folders(doc),
+        vec![(
+            path.to_string_lossy().into_owned(),
+            owner,
+            reason.to_string()
+        )],
+        "{doc}"
+    );
 }
 
 #[test]
@@ -306,14 +318,8 @@ fn a_sticky_shared_root_works_and_what_prepare_makes_there_is_private() {
     for t in out["tasks"].as_array().unwrap() {
         assert_eq!(t["status"], "applied", "{out}");
     }
-    assert_eq!(
-        std::fs::read_to_string(repo.join("src/lib.rs")).unwrap(),
-        "pub fn f() -> u8 { 1 }\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("new.txt")).unwrap(),
-        "new\n"
-    );
+    assert_eq!(read(&repo.join("src/lib.rs")), "pub fn f() -> u8 { 1 }\n");
+    assert_eq!(read(&repo.join("new.txt")), "new\n");
     for w in &ws {
         assert!(w.symlink_metadata().is_err(), "{} is left", w.display());
     }
@@ -386,21 +392,8 @@ fn drop_and_gc_never_enter_a_batch_folder_replaced_by_a_symlink() {
         .delegate(&repo, ["drop", &id(&doc), "--json"])
         .expect(0)
         .json();
-    assert_eq!(
-        unsafe_folders(&out),
-        vec![(
-            batch_folder.to_string_lossy().into_owned(),
-            u64::from(OTHER),
-            "symlink".to_string()
-        )],
-        "{out}"
-    );
-    let left: Vec<&str> = out["left_alone"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_str().unwrap())
-        .collect();
+    assert_one_unsafe_folder(&out, &batch_folder, u64::from(OTHER), "symlink");
+    let left: Vec<&str> = strs(&out["left_alone"]);
     for w in &ws {
         assert!(left.contains(&w.to_str().unwrap()), "{out}");
     }
@@ -420,15 +413,7 @@ fn drop_and_gc_never_enter_a_batch_folder_replaced_by_a_symlink() {
     swap_for_link(&env, &batch_folder, &victim);
     wait_stale(&env, &repo, &id(&doc));
     let out = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
-    assert_eq!(
-        unsafe_folders(&out),
-        vec![(
-            batch_folder.to_string_lossy().into_owned(),
-            u64::from(OTHER),
-            "symlink".to_string()
-        )],
-        "{out}"
-    );
+    assert_one_unsafe_folder(&out, &batch_folder, u64::from(OTHER), "symlink");
     assert_eq!(out["workspaces_removed"], 0, "{out}");
     assert_eq!(files(&victim), before);
     // The human report says so too.
@@ -470,15 +455,7 @@ fn drop_and_gc_leave_a_batch_folder_another_user_owns_alone() {
                 .expect(0)
                 .json()
         };
-        assert_eq!(
-            unsafe_folders(&out),
-            vec![(
-                batch_folder.to_string_lossy().into_owned(),
-                u64::from(OTHER),
-                "other_owner".to_string()
-            )],
-            "{out}"
-        );
+        assert_one_unsafe_folder(&out, &batch_folder, u64::from(OTHER), "other_owner");
         assert_eq!(out["workspaces_removed"], 0, "{out}");
         assert_eq!(files(&batch_folder), before);
         std::fs::remove_dir_all(&batch_folder).unwrap();
@@ -507,26 +484,12 @@ fn gc_removes_a_leftover_through_the_handle_it_checked_not_a_symlink_swapped_in(
 
     // gc stops once it has checked the folder, before it removes it; the
     // batch folder is swapped for a symlink to the victim then.
-    let paused = env.path().join("paused");
-    let mut child = env
-        .delegate_cmd(&repo)
-        .args(["gc", "--json"])
-        .env("GIT_DELEGATE_TEST_PAUSE", "gc-leftover-checked")
-        .env("GIT_DELEGATE_TEST_PAUSED", &paused)
+    let mut gc = env.delegate_cmd(&repo);
+    gc.args(["gc", "--json"])
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(180);
-    while !std::fs::read_to_string(&paused)
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l == "gc-leftover-checked")
-    {
-        assert!(child.try_wait().unwrap().is_none(), "gc ended early");
-        assert!(Instant::now() < deadline, "gc never paused");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+        .stderr(Stdio::piped());
+    let child = paused_at(&env, gc, "gc-leftover-checked");
+    let paused = env.path().join("paused");
     let batch_folder = ws.parent().unwrap().to_path_buf();
     let aside = swap_for_link(&env, &batch_folder, &victim);
     // Removing the file lets gc go on.
@@ -566,15 +529,7 @@ fn gc_never_enters_a_trash_replaced_by_a_symlink() {
     let trash = folder.join(".trash");
     std::os::unix::fs::symlink(&victim, &trash).unwrap();
     let out = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
-    assert_eq!(
-        unsafe_folders(&out),
-        vec![(
-            trash.to_string_lossy().into_owned(),
-            0,
-            "symlink".to_string()
-        )],
-        "{out}"
-    );
+    assert_one_unsafe_folder(&out, &trash, 0, "symlink");
     assert_eq!(out["workspaces_removed"], 0, "{out}");
     // Nor does the next command's background sweep, nor prepare's trash.
     prepare(&env, &repo, &[]);
@@ -590,10 +545,10 @@ fn gc_never_enters_a_trash_replaced_by_a_symlink() {
 /// registration.
 fn point_task_at(env: &Env, repo: &Path, id: &str, outside: &Path) {
     let file = crate::common::fixtures::batch_toml(env, repo, id);
-    let mut state: toml::Value = toml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let mut state: toml::Value = toml::from_str(&read(&file)).unwrap();
     let task = &mut state["tasks"].as_array_mut().unwrap()[0];
     let ws = std::path::PathBuf::from(task["root"].as_str().unwrap());
-    let dotgit = std::fs::read(ws.join(".git")).unwrap();
+    let dotgit = read_bytes(&ws.join(".git"));
     std::fs::write(outside.join(".git"), dotgit).unwrap();
     let t = task.as_table_mut().unwrap();
     t.insert(
@@ -623,7 +578,7 @@ fn a_task_root_edited_to_point_outside_the_workspace_root_is_never_read_nor_remo
     for cmd in [&["apply"][..], &["gc"][..], &["drop", "--force"][..]] {
         let (env, repo) = Env::with_repo("proj");
         let doc = prepare(&env, &repo, &["--ttl", "1s"]);
-        let id = doc["batch"].as_str().unwrap().to_string();
+        let id = id(&doc);
         // A folder of the user's, with a file in it.
         let outside = env.home().join("important");
         std::fs::create_dir_all(&outside).unwrap();

@@ -4,6 +4,7 @@
 //! fetch never recurses into submodules, whatever `fetch.recurseSubmodules`
 //! says.
 
+use crate::common::fixtures::id;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -111,7 +112,7 @@ fn the_remote_fetch_never_recurses_into_submodules() {
         .delegate(&t.src, ["prepare", "--remote", "origin", "--json", "r"])
         .expect(0)
         .json();
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     std::fs::write(upstream.join("later.txt"), "later\n").unwrap();
     t.user.git(&upstream, ["add", "later.txt"]);
     t.user.git(&upstream, ["commit", "-q", "-m", "later"]);

@@ -1,6 +1,10 @@
 //! Claude Code's worktree hooks (design §3.21) through the real binary:
 //! payloads on stdin as Claude Code sends them, `hooks install --claude`.
 
+use crate::common::files::read;
+use crate::common::files::read_bytes;
+use crate::common::fixtures::commit_files;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -29,6 +33,16 @@ fn hook(env: &Env, dir: &Path, which: &str, payload: &str) -> Run {
     Run::from(child.wait_with_output().unwrap())
 }
 
+/// The remove hook for the worktree at `path`.
+fn remove(env: &Env, dir: &Path, path: &Path) -> Run {
+    hook(
+        env,
+        dir,
+        "worktree-remove",
+        &json!({ "worktree_path": path }).to_string(),
+    )
+}
+
 /// A create hook that succeeded: its one stdout line, an existing folder.
 fn create(env: &Env, dir: &Path, payload: Value) -> PathBuf {
     let run = hook(env, dir, "worktree-create", &payload.to_string()).expect(0);
@@ -50,10 +64,7 @@ fn batches(env: &Env, repo: &Path) -> Vec<Value> {
 /// A repository with a subfolder, an uncommitted edit and an untracked file.
 fn dirty_repo(env: &Env) -> PathBuf {
     let repo = env.repo("proj");
-    std::fs::create_dir(repo.join("sub")).unwrap();
-    std::fs::write(repo.join("sub/s.txt"), "s\n").unwrap();
-    env.git(&repo, ["add", "."]);
-    env.git(&repo, ["commit", "-q", "-m", "sub"]);
+    commit_files(env, &repo, &[("sub/s.txt", "s\n")], "sub");
     std::fs::write(repo.join("README"), "hello\nedited\n").unwrap();
     std::fs::write(repo.join("untracked.txt"), "u\n").unwrap();
     repo
@@ -69,14 +80,8 @@ fn create_from_top_and_subfolder_holds_the_dirty_tree() {
         &repo,
         json!({"session_id": "s", "hook_event_name": "WorktreeCreate", "name": "agent one", "cwd": repo}),
     );
-    assert_eq!(
-        std::fs::read_to_string(top.join("README")).unwrap(),
-        "hello\nedited\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(top.join("untracked.txt")).unwrap(),
-        "u\n"
-    );
+    assert_eq!(read(&top.join("README")), "hello\nedited\n");
+    assert_eq!(read(&top.join("untracked.txt")), "u\n");
     // Older spelling, from a subfolder: the folder printed is that subfolder.
     let sub = create(
         &env,
@@ -84,11 +89,8 @@ fn create_from_top_and_subfolder_holds_the_dirty_tree() {
         json!({"worktree_name": "two", "base_path": repo.join("sub")}),
     );
     assert!(sub.ends_with("two/sub"), "{sub:?}");
-    assert_eq!(std::fs::read_to_string(sub.join("s.txt")).unwrap(), "s\n");
-    assert_eq!(
-        std::fs::read_to_string(sub.join("../README")).unwrap(),
-        "hello\nedited\n"
-    );
+    assert_eq!(read(&sub.join("s.txt")), "s\n");
+    assert_eq!(read(&sub.join("../README")), "hello\nedited\n");
     // A third while both are open.
     let third = create(&env, &repo, json!({"name": "three", "cwd": repo}));
     let bs = batches(&env, &repo);
@@ -116,39 +118,15 @@ fn remove_lands_the_work_and_keeps_concurrent_edits() {
     // The user goes on working meanwhile.
     std::fs::write(repo.join("user.txt"), "mine\n").unwrap();
     // b finishes first; its payload names the folder create printed.
-    let run = hook(
-        &env,
-        &repo,
-        "worktree-remove",
-        &json!({"worktree_path": b}).to_string(),
-    )
-    .expect(0);
+    let run = remove(&env, &repo, &b).expect(0);
     assert_eq!(run.stdout, "");
-    assert_eq!(
-        std::fs::read_to_string(repo.join("sub/from-b.txt")).unwrap(),
-        "B\n"
-    );
+    assert_eq!(read(&repo.join("sub/from-b.txt")), "B\n");
     assert!(!b.exists());
     assert_eq!(batches(&env, &repo).len(), 1);
-    hook(
-        &env,
-        &repo,
-        "worktree-remove",
-        &json!({"worktree_path": a}).to_string(),
-    )
-    .expect(0);
-    assert_eq!(
-        std::fs::read_to_string(repo.join("from-a.txt")).unwrap(),
-        "A\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("user.txt")).unwrap(),
-        "mine\n"
-    );
-    assert_eq!(
-        std::fs::read_to_string(repo.join("README")).unwrap(),
-        "hello\nedited\n"
-    );
+    remove(&env, &repo, &a).expect(0);
+    assert_eq!(read(&repo.join("from-a.txt")), "A\n");
+    assert_eq!(read(&repo.join("user.txt")), "mine\n");
+    assert_eq!(read(&repo.join("README")), "hello\nedited\n");
     assert_eq!(batches(&env, &repo).len(), 0);
     assert_eq!(
         env.private_refs(&repo)
@@ -166,19 +144,11 @@ fn remove_with_a_conflict_keeps_the_work() {
     let a = create(&env, &repo, json!({"name": "a", "cwd": repo}));
     std::fs::write(a.join("README"), "hello\nagent\n").unwrap();
     std::fs::write(repo.join("README"), "hello\nuser\n").unwrap();
-    let run = hook(
-        &env,
-        &repo,
-        "worktree-remove",
-        &json!({"worktree_path": a}).to_string(),
-    );
+    let run = remove(&env, &repo, &a);
     assert_ne!(run.code, 0, "{}", run.stderr);
     assert_has(&run.stderr, "conflict");
     assert_has(&run.stderr, "kept");
-    assert_eq!(
-        std::fs::read_to_string(repo.join("README")).unwrap(),
-        "hello\nuser\n"
-    );
+    assert_eq!(read(&repo.join("README")), "hello\nuser\n");
     let bs = batches(&env, &repo);
     assert_eq!(bs.len(), 1);
     assert_eq!(bs[0]["tasks"][0]["state"], "conflict");
@@ -191,13 +161,7 @@ fn on_remove_keep_leaves_the_batch_open() {
     config(&env, &repo, "[hooks]\non-remove = \"keep\"\n");
     let a = create(&env, &repo, json!({"name": "a", "cwd": repo}));
     std::fs::write(a.join("x.txt"), "x\n").unwrap();
-    hook(
-        &env,
-        &repo,
-        "worktree-remove",
-        &json!({"worktree_path": a}).to_string(),
-    )
-    .expect(0);
+    remove(&env, &repo, &a).expect(0);
     assert!(!repo.join("x.txt").exists());
     assert_eq!(batches(&env, &repo).len(), 1);
 }
@@ -233,22 +197,10 @@ fn remove_of_a_foreign_path_is_left_alone() {
     let repo = dirty_repo(&env);
     let other = env.path().join("claude-made");
     env.git(&repo, ["worktree", "add", "-q", other.to_str().unwrap()]);
-    let run = hook(
-        &env,
-        &repo,
-        "worktree-remove",
-        &json!({"worktree_path": other}).to_string(),
-    )
-    .expect(0);
+    let run = remove(&env, &repo, &other).expect(0);
     assert_has(&run.stderr, "not a git-delegate workspace");
     assert!(other.join("README").exists());
-    let run = hook(
-        &env,
-        &repo,
-        "worktree-remove",
-        &json!({"worktree_path": "/nonexistent/x"}).to_string(),
-    )
-    .expect(0);
+    let run = remove(&env, &repo, Path::new("/nonexistent/x")).expect(0);
     assert_has(&run.stderr, "left alone");
     let _ = common_dir(&env, &repo);
 }
@@ -269,7 +221,7 @@ fn install_claude_merges_and_is_idempotent() {
         .delegate(&repo, ["hooks", "install", "--claude", "--json"])
         .expect(0);
     assert_eq!(run.json()["changed"], true);
-    let after: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let after: Value = serde_json::from_slice(&read_bytes(&file)).unwrap();
     assert_eq!(after["permissions"], before["permissions"]);
     assert_eq!(after["model"], "opus");
     assert_eq!(after["hooks"]["PreToolUse"], before["hooks"]["PreToolUse"]);
@@ -284,15 +236,15 @@ fn install_claude_merges_and_is_idempotent() {
         after["hooks"]["WorktreeRemove"],
         json!([{"hooks": [{"type": "command", "command": "git delegate hook worktree-remove"}]}])
     );
-    let bytes = std::fs::read(&file).unwrap();
+    let bytes = read_bytes(&file);
     let run = env
         .delegate(&repo, ["hooks", "install", "--claude", "--json"])
         .expect(0);
     assert_eq!(run.json()["changed"], false);
-    assert_eq!(std::fs::read(&file).unwrap(), bytes);
+    assert_eq!(read_bytes(&file), bytes);
     env.delegate(&repo, ["hooks", "install", "--claude", "--uninstall"])
         .expect(0);
-    let gone: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    let gone: Value = serde_json::from_slice(&read_bytes(&file)).unwrap();
     assert_eq!(gone, before);
     // From nothing: the file is made.
     let fresh = env.repo("fresh");

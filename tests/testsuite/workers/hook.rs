@@ -1,5 +1,7 @@
 //! The pre-commit hook (design §3.7) through real `git commit`s, and
 //! `git delegate hooks install`.
+use crate::common::files::read;
+use crate::common::fixtures::task_root;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -50,7 +52,7 @@ fn install(env: &Env, dir: &Path, extra: &[&str]) -> Run {
 }
 
 fn our_script() -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("hooks/pre-commit")).unwrap()
+    read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("hooks/pre-commit"))
 }
 
 #[test]
@@ -122,7 +124,7 @@ fn forbid_commit_refuses_inside_workspaces_only() {
     );
     assert_eq!(forbid["forbid_commit"], true);
     let free = prepare(&env, &repo, &["--label", "free"]);
-    let ws = PathBuf::from(forbid["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&forbid, 0);
     let short = forbid["batch"].as_str().unwrap()[..8].to_string();
 
     // Inside the forbid-commit workspace (and from a subfolder of it): refused.
@@ -145,7 +147,7 @@ fn forbid_commit_refuses_inside_workspaces_only() {
     let before = head(&env, &repo);
     commit(&env, &repo, &path, "in source").expect(0);
     assert_ne!(head(&env, &repo), before);
-    let free_ws = PathBuf::from(free["tasks"][0]["root"].as_str().unwrap());
+    let free_ws = task_root(&free, 0);
     commit(&env, &free_ws, &path, "free worker").expect(0);
 
     // hooks.forbid-commit = true forbids it in every batch's workspaces.
@@ -188,7 +190,7 @@ fn hooks_install_fresh_and_twice() {
     );
     assert_eq!(doc["chained"], Value::Null);
     assert_eq!(doc["changed"], true);
-    assert_eq!(std::fs::read_to_string(&hook).unwrap(), our_script());
+    assert_eq!(read(&hook), our_script());
     let meta = std::fs::metadata(&hook).unwrap();
     assert_eq!(meta.permissions().mode() & 0o111, 0o111);
 
@@ -196,7 +198,7 @@ fn hooks_install_fresh_and_twice() {
     let again = install(&env, &repo, &[]).expect(0).json();
     assert_eq!(again["changed"], false);
     assert_eq!(again["chained"], Value::Null);
-    assert_eq!(std::fs::read_to_string(&hook).unwrap(), our_script());
+    assert_eq!(read(&hook), our_script());
     assert_eq!(std::fs::metadata(&hook).unwrap().modified().unwrap(), mtime);
     assert!(!repo.join(".git/hooks/pre-commit.local").exists());
 }
@@ -215,21 +217,18 @@ fn hooks_install_chains_an_existing_hook() {
         .join("pre-commit.local");
     assert_eq!(doc["changed"], true);
     assert_eq!(doc["chained"], local.to_str().unwrap());
-    assert_eq!(std::fs::read_to_string(&local).unwrap(), foreign);
-    assert_eq!(
-        std::fs::read_to_string(hooks.join("pre-commit")).unwrap(),
-        our_script()
-    );
+    assert_eq!(read(&local), foreign);
+    assert_eq!(read(&hooks.join("pre-commit")), our_script());
     // Twice: nothing changes, the chain is still reported.
     let again = install(&env, &repo, &[]).expect(0).json();
     assert_eq!(again["changed"], false);
     assert_eq!(again["chained"], local.to_str().unwrap());
-    assert_eq!(std::fs::read_to_string(&local).unwrap(), foreign);
+    assert_eq!(read(&local), foreign);
 
     // The old hook still runs first, and its failure refuses the commit.
     let path = path_with_delegate();
     commit(&env, &repo, &path, "chained").expect(0);
-    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "ran\n");
+    assert_eq!(read(&marker), "ran\n");
     write_hook(&local, "#!/bin/sh\necho 'local says no' >&2\nexit 3\n");
     let before = head(&env, &repo);
     let refused = commit(&env, &repo, &path, "refused");
@@ -251,29 +250,23 @@ fn hooks_install_refuses_a_foreign_hook_beside_a_local_one() {
     let doc = install(&env, &repo, &[]).expect(2).json();
     assert_eq!(doc["error"]["code"], "delegate::hook_exists");
     assert_eq!(
-        std::fs::read_to_string(hooks.join("pre-commit")).unwrap(),
+        read(&hooks.join("pre-commit")),
         "#!/bin/sh\n# foreign\nexit 0\n"
     );
     assert_eq!(
-        std::fs::read_to_string(hooks.join("pre-commit.local")).unwrap(),
+        read(&hooks.join("pre-commit.local")),
         "#!/bin/sh\n# older local\nexit 0\n"
     );
 
     let doc = install(&env, &repo, &["--force"]).expect(0).json();
     assert_eq!(doc["changed"], true);
+    assert_eq!(read(&hooks.join("pre-commit")), our_script());
     assert_eq!(
-        std::fs::read_to_string(hooks.join("pre-commit")).unwrap(),
-        our_script()
-    );
-    assert_eq!(
-        std::fs::read_to_string(hooks.join("pre-commit.local")).unwrap(),
+        read(&hooks.join("pre-commit.local")),
         "#!/bin/sh\n# foreign\nexit 0\n"
     );
     let backup = PathBuf::from(doc["backup"].as_str().unwrap());
-    assert_eq!(
-        std::fs::read_to_string(backup).unwrap(),
-        "#!/bin/sh\n# older local\nexit 0\n"
-    );
+    assert_eq!(read(&backup), "#!/bin/sh\n# older local\nexit 0\n");
 }
 
 #[test]
@@ -287,7 +280,7 @@ fn hooks_install_honours_core_hooks_path() {
         .unwrap()
         .join("myhooks/pre-commit");
     assert_eq!(doc["hook"], hook.to_str().unwrap());
-    assert_eq!(std::fs::read_to_string(&hook).unwrap(), our_script());
+    assert_eq!(read(&hook), our_script());
     assert!(!repo.join(".git/hooks/pre-commit").exists());
 
     // git runs it from there: a stale batch is reported on commit.

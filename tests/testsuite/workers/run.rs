@@ -1,6 +1,8 @@
 //! `git delegate run` (design §3.13) end to end: real repositories, real
 //! worker processes (`sh -c` scripts), real signals.
 
+use crate::common::fixtures::commit_files;
+use crate::common::fixtures::id;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -25,19 +27,11 @@ fn worker<'a>(doc: &'a Value, name: &str) -> &'a Value {
 /// Live (non-zombie) processes whose process group is one of `groups`.
 fn members(groups: &HashSet<u32>) -> Vec<u32> {
     let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
+    for pid in crate::common::procs::pids() {
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
-        let rest: Vec<&str> = stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .split_whitespace()
-            .collect();
+        let rest = crate::common::procs::stat_fields(&stat);
         // state, ppid, pgrp
         if rest.len() > 2 && rest[0] != "Z" && groups.contains(&rest[2].parse().unwrap_or(0)) {
             out.push(pid);
@@ -88,10 +82,7 @@ echo "hello from $1 on stderr" >&2
 #[test]
 fn four_workers_apply_with_their_environment_placeholders_logs_and_ports() {
     let (env, repo) = Env::with_repo("r");
-    std::fs::create_dir_all(repo.join("sub")).unwrap();
-    std::fs::write(repo.join("sub/keep"), "k\n").unwrap();
-    env.git(&repo, ["add", "."]);
-    env.git(&repo, ["commit", "-q", "-m", "sub"]);
+    commit_files(&env, &repo, &[("sub/keep", "k\n")], "sub");
     let git_dir = repo.join(".git");
     let mut out = env
         .delegate_cmd(&repo.join("sub"))
@@ -114,7 +105,7 @@ fn four_workers_apply_with_their_environment_placeholders_logs_and_ports() {
     let run = crate::common::Run::from(out.wait_with_output().unwrap()).expect(0);
     let doc = run.json();
     assert_eq!(doc["schema"], "git-delegate/v1");
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     let short = &id[..8];
     assert_eq!(doc["workers"].as_array().unwrap().len(), 4, "{doc:#}");
     let source = std::fs::canonicalize(&repo).unwrap();

@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::common::assert_has;
+use crate::common::files::read;
 use crate::common::fixtures::commit_files;
 use crate::common::killed_at;
 use crate::common::with_fault;
@@ -125,7 +126,7 @@ fn workspaces_left_by_an_interrupted_clean_up_are_removed_later_kept_ones_are_no
         .join(".git/delegate/batches")
         .join(doc["batch"].as_str().unwrap())
         .join("batch.toml");
-    let text = std::fs::read_to_string(&toml).unwrap();
+    let text = read(&toml);
     std::fs::write(
         &toml,
         text.replacen("state = \"open\"", "state = \"applied\"", 1),
@@ -226,12 +227,12 @@ impl Drop for Unwritable {
 /// nothing yet. The env, the source and the task roots.
 fn two_folders() -> (Env, PathBuf, Vec<PathBuf>) {
     let (env, repo) = Env::with_repo("proj");
-    std::fs::create_dir_all(repo.join("locked")).unwrap();
-    std::fs::create_dir_all(repo.join("open")).unwrap();
-    std::fs::write(repo.join("locked/a.txt"), "a\n").unwrap();
-    std::fs::write(repo.join("open/b.txt"), "b\n").unwrap();
-    env.git(&repo, ["add", "."]);
-    env.git(&repo, ["commit", "-q", "-m", "folders"]);
+    commit_files(
+        &env,
+        &repo,
+        &[("locked/a.txt", "a\n"), ("open/b.txt", "b\n")],
+        "folders",
+    );
     let (_, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
     std::fs::write(ws[0].join("locked/a.txt"), "a, task 1\n").unwrap();
     std::fs::write(ws[1].join("open/b.txt"), "b, task 2\n").unwrap();

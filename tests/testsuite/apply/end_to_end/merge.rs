@@ -3,6 +3,8 @@
 //! change, the source changed meanwhile (`--strict`), odd names, CRLF,
 //! things in the way, a linked worktree or a workspace as the source,
 //! index flags that would hide what is on disk.
+use crate::common::files::read_bytes;
+use crate::common::fixtures::commit_files;
 
 use super::*;
 
@@ -309,31 +311,24 @@ fn odd_names_spaces_newlines_and_non_utf8_bytes() {
 #[test]
 fn crlf_files_come_back_as_crlf() {
     let (env, repo) = Env::with_repo("proj");
-    std::fs::write(repo.join(".gitattributes"), "*.txt text eol=crlf\n").unwrap();
-    std::fs::write(repo.join("w.txt"), "one\r\ntwo\r\n").unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "crlf"]);
-    assert_eq!(
-        std::fs::read(repo.join("w.txt")).unwrap(),
-        b"one\r\ntwo\r\n"
+    commit_files(
+        &env,
+        &repo,
+        &[
+            (".gitattributes", "*.txt text eol=crlf\n"),
+            ("w.txt", "one\r\ntwo\r\n"),
+        ],
+        "crlf",
     );
+    assert_eq!(read_bytes(&repo.join("w.txt")), b"one\r\ntwo\r\n");
     let (_, ws) = prepare_roots(&env, &repo, &[]);
-    assert_eq!(
-        std::fs::read(ws[0].join("w.txt")).unwrap(),
-        b"one\r\ntwo\r\n"
-    );
+    assert_eq!(read_bytes(&ws[0].join("w.txt")), b"one\r\ntwo\r\n");
     std::fs::write(ws[0].join("w.txt"), "one\r\ntwo\r\nthree\r\n").unwrap();
     std::fs::write(ws[0].join("n.txt"), "new\r\nfile\r\n").unwrap();
     let out = apply(&env, &repo, &[], 0);
     assert_eq!(task(&out, "1")["status"], "applied");
-    assert_eq!(
-        std::fs::read(repo.join("w.txt")).unwrap(),
-        b"one\r\ntwo\r\nthree\r\n"
-    );
-    assert_eq!(
-        std::fs::read(repo.join("n.txt")).unwrap(),
-        b"new\r\nfile\r\n"
-    );
+    assert_eq!(read_bytes(&repo.join("w.txt")), b"one\r\ntwo\r\nthree\r\n");
+    assert_eq!(read_bytes(&repo.join("n.txt")), b"new\r\nfile\r\n");
     // git agrees the working tree is what the blobs say.
     let status = env.git(&repo, ["status", "--porcelain"]);
     assert!(
@@ -451,11 +446,11 @@ fn assume_unchanged_and_skip_worktree_flags_never_hide_what_is_on_disk() {
     assert_eq!(strings(&task(&out, "2")["applied_paths"]), ["b.txt"]);
     assert_eq!(task(&out, "3")["status"], "no_changes", "{out:#}");
     assert_eq!(
-        std::fs::read(repo.join("a.txt")).unwrap(),
+        read_bytes(&repo.join("a.txt")),
         b"a.txt edited, assumed unchanged\n"
     );
     assert_eq!(
-        std::fs::read(repo.join("b.txt")).unwrap(),
+        read_bytes(&repo.join("b.txt")),
         b"b.txt edited, skip-worktree\n"
     );
     assert_eq!(read_lossy(&repo.join("c.txt")), "c.txt original\n");

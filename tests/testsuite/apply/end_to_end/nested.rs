@@ -5,7 +5,9 @@
 
 use super::*;
 use crate::common::assert_has;
+use crate::common::fixtures::id;
 use crate::common::fixtures::{commit_files, field_strs};
+use crate::common::succeed_as;
 
 /// A git repository a worker made in its workspace: `git init` with a commit
 /// of its own (task 1), and a `git clone` of another local repository under
@@ -218,12 +220,7 @@ fn nested_batches(env: &Env, repo: &Path) -> (String, PathBuf, String, PathBuf) 
     let (inner, inner_ws) = prepare_roots(env, &ws[0], &[]);
     assert_eq!(inner["source"], ws[0].to_str().unwrap());
     std::fs::write(inner_ws[0].join("inner.txt"), "inner work\n").unwrap();
-    (
-        outer["batch"].as_str().unwrap().to_string(),
-        ws[0].clone(),
-        inner["batch"].as_str().unwrap().to_string(),
-        inner_ws[0].clone(),
-    )
+    (id(&outer), ws[0].clone(), id(&inner), inner_ws[0].clone())
 }
 
 #[test]
@@ -290,16 +287,9 @@ fn the_command_to_remove_a_kept_workspace_works_as_printed() {
     // keeps it before removing the worktree.
     env.git(&ws, ["add", "-A"]);
     env.git(&ws, ["commit", "-q", "-m", "inner result"]);
-    let out = env
-        .git_cmd(&repo)
-        .args(["-c", "core.hooksPath=/dev/null"])
-        .args(cmd.split_whitespace().skip(1))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut git = env.git_cmd(&repo);
+    git.args(["-c", "core.hooksPath=/dev/null"])
+        .args(cmd.split_whitespace().skip(1));
+    succeed_as(git, &cmd);
     assert!(!ws.exists());
 }

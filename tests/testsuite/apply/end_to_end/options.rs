@@ -1,6 +1,8 @@
 //! The choices apply takes: `--only`, a second apply, unknown or closed
 //! tasks, `--discard` (and what it keeps for gc.keep-failed), `--keep`,
 //! `--dry-run`, and the human output that names the patch.
+use crate::common::files::read_bytes;
+use crate::common::fixtures::id;
 
 use super::*;
 use crate::common::assert_has;
@@ -135,7 +137,7 @@ fn set_keep_failed(repo: &Path, value: &str) {
 fn discard_keeps_the_work_as_a_proposal_ref_and_patch_until_keep_failed() {
     let (env, repo) = Env::with_repo("proj");
     let (doc, ws) = prepare_roots(&env, &repo, &["-n", "2"]);
-    let batch = doc["batch"].as_str().unwrap().to_string();
+    let batch = id(&doc);
     std::fs::write(ws[0].join("one.txt"), "one\n").unwrap();
     std::fs::write(ws[1].join("README"), "the worker's work\n").unwrap();
     std::fs::write(ws[1].join("new.bin"), b"\x00\x01binary\xff\n").unwrap();
@@ -194,10 +196,7 @@ fn discard_keeps_the_work_as_a_proposal_ref_and_patch_until_keep_failed() {
     // The patch gives the worker's bytes back.
     env.git(&repo, ["apply", patch.to_str().unwrap()]);
     assert_eq!(read_lossy(&repo.join("README")), "the worker's work\n");
-    assert_eq!(
-        std::fs::read(repo.join("new.bin")).unwrap(),
-        b"\x00\x01binary\xff\n"
-    );
+    assert_eq!(read_bytes(&repo.join("new.bin")), b"\x00\x01binary\xff\n");
 
     // Once older than gc.keep-failed, gc removes ref and patch.
     set_keep_failed(&repo, "1s");
@@ -215,7 +214,7 @@ fn discard_keeps_the_work_as_a_proposal_ref_and_patch_until_keep_failed() {
 fn discard_says_where_the_work_is_kept_and_a_clean_task_keeps_nothing() {
     let (env, repo) = Env::with_repo("proj");
     let (doc, ws) = prepare_roots(&env, &repo, &["-n", "3"]);
-    let batch = doc["batch"].as_str().unwrap().to_string();
+    let batch = id(&doc);
     std::fs::write(ws[0].join("a.txt"), "a\n").unwrap();
     let run = env
         .delegate(&repo, ["apply", "--discard", "1", "--discard", "2"])
@@ -230,7 +229,7 @@ fn discard_says_where_the_work_is_kept_and_a_clean_task_keeps_nothing() {
     assert_eq!(refs, vec![r.clone()]);
     // Even while the batch stays open elsewhere, gc's keep-failed clock applies.
     let (doc2, ws2) = prepare_roots(&env, &repo, &["-n", "3"]);
-    let batch2 = doc2["batch"].as_str().unwrap().to_string();
+    let batch2 = id(&doc2);
     std::fs::write(ws2[0].join("b.txt"), "b\n").unwrap();
     let out = apply(&env, &repo, &[&batch2, "--discard", "1", "--only", "2"], 0);
     assert_eq!(out["batch_open"], true);

@@ -15,10 +15,9 @@
 //! `merge3`, `tasks` (proposals, the source, `--strict`) and `blocked`
 //! (the write-back check).
 
+use crate::common::succeed_with_input;
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::common::Env;
@@ -120,20 +119,8 @@ impl Fx {
         if let Some(i) = index {
             cmd.env("GIT_INDEX_FILE", i);
         }
-        let mut child = cmd
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run git");
-        child.stdin.take().unwrap().write_all(stdin).unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        cmd.args(args);
+        let out = succeed_with_input(cmd, stdin, &format!("git {args:?}"));
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 

@@ -3,6 +3,8 @@
 //! fixture, as a user would), and the kept, undo and remote documents.
 
 use super::*;
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
 
 /// [`fixture`] with a batch whose state cannot be read (status'
 /// `broken_state` problem; gc reports it in `skipped`, exit 1): the fixture
@@ -300,7 +302,7 @@ fn kept_proposal_documents_match_the_documented_field_lists() {
     let env = crate::common::Env::new();
     let repo = env.repo("proj");
     let doc = prepare(&env, &repo, &["-n", "1"]);
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     std::fs::write(ws.join("README"), "kept work\n").unwrap();
     env.delegate(&repo, ["apply", "--discard", "1", "--json"])
         .expect(0);
@@ -319,7 +321,7 @@ fn kept_proposal_documents_match_the_documented_field_lists() {
     }
     // A conflict: `workspace` is null, the proposal stays kept.
     let doc = prepare(&env, &repo, &["-n", "1"]);
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     std::fs::write(ws.join("README"), "more work\n").unwrap();
     env.delegate(&repo, ["apply", "--discard", "1", "--json"])
         .expect(0);
@@ -437,7 +439,7 @@ fn remote_documents_match_the_documented_field_lists() {
         .expect(0)
         .json();
     check("batch", &prepared, "prepare --remote");
-    let id = prepared["batch"].as_str().unwrap().to_string();
+    let id = id(&prepared);
     let joined = worker
         .delegate(worker.path(), ["join", &url, &id, "a", "--json"])
         .expect(0)

@@ -6,6 +6,9 @@
 //!
 //! Here: the field lists, the validator, the fixture and the checks of the
 //! contract itself; the documents the commands print are in `documents`.
+use crate::common::files::read;
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -229,8 +232,8 @@ fn fixture() -> Fixture {
         )
         .expect(0)
         .json();
-    let batch_a = a["batch"].as_str().unwrap().to_string();
-    let task1 = PathBuf::from(a["tasks"][0]["root"].as_str().unwrap());
+    let batch_a = id(&a);
+    let task1 = task_root(&a, 0);
     std::fs::write(task1.join("README"), "changed by task 1\n").unwrap();
 
     // An owner that is gone: a child that has exited and been reaped.
@@ -245,7 +248,7 @@ fn fixture() -> Fixture {
         .json();
     owner.kill().unwrap();
     owner.wait().unwrap();
-    let batch_b = b["batch"].as_str().unwrap().to_string();
+    let batch_b = id(&b);
 
     Fixture {
         env,
@@ -350,7 +353,7 @@ fn every_error_code_in_the_source_is_documented() {
             if path.extension().is_none_or(|e| e != "rs") {
                 continue;
             }
-            let source = std::fs::read_to_string(&path).unwrap();
+            let source = read(&path);
             for (i, _) in source.match_indices("\"delegate::") {
                 let rest = &source[i + 1..];
                 let end = rest.find('"').unwrap();

@@ -3,6 +3,9 @@
 //! reclaimed by gc).
 
 use super::*;
+use crate::common::files::read;
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
 
 /// A corrupt batch, an interrupted one and an ordinary one in one
 /// repository: `apply` without BATCH means the ordinary one, `status
@@ -17,14 +20,14 @@ fn corrupt_interrupted_and_ordinary_batches_together() {
     p.signal(rustix::process::Signal::KILL);
     let _ = p.finish();
     let good = prepare(&env, &repo, &[]);
-    let good = good["batch"].as_str().unwrap().to_string();
+    let good = id(&good);
     let bad = prepare(&env, &repo, &[]);
-    let bad = bad["batch"].as_str().unwrap().to_string();
+    let bad = id(&bad);
     let toml = common_dir(&repo)
         .join("delegate/batches")
         .join(&bad)
         .join("batch.toml");
-    let text = std::fs::read_to_string(&toml).unwrap();
+    let text = read(&toml);
     // Cut inside a string, so the rest never parses whatever the paths'
     // lengths (a cut at a line's end can leave a valid, shorter batch).
     let cut = text[..text.len() / 2].rfind(" = \"").unwrap() + 4;
@@ -112,8 +115,8 @@ fn an_interrupted_inner_batch_does_not_keep_the_outer_workspace() {
     let repo = fixture(&env);
     let before = snapshot(&repo);
     let outer = prepare(&env, &repo, &[]);
-    let outer_id = outer["batch"].as_str().unwrap().to_string();
-    let ws = PathBuf::from(outer["tasks"][0]["root"].as_str().unwrap());
+    let outer_id = id(&outer);
+    let ws = task_root(&outer, 0);
     let mut p = Prepare::start(&env, &ws, "checked-out", false);
     p.wait_for("checked-out");
     p.signal(rustix::process::Signal::KILL);
@@ -163,7 +166,7 @@ fn gc_reclaims_a_stale_outer_batch_hosting_an_interrupted_one() {
     let env = Env::new();
     let repo = fixture(&env);
     let outer = prepare(&env, &repo, &["--ttl", "1s"]);
-    let ws = PathBuf::from(outer["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&outer, 0);
     let mut p = Prepare::start(&env, &ws, "checked-out", false);
     p.wait_for("checked-out");
     p.signal(rustix::process::Signal::KILL);

@@ -1,8 +1,10 @@
 //! SIGKILL at every point: `apply` and `renew` refuse the batch, `status`
 //! reports it, `gc` or `drop` removes it whole (leaving swapped folders
 //! alone); a complete batch records its folders, a killed one none.
+use crate::common::files::read_bytes;
 
 use super::*;
+use crate::common::fixtures::strs;
 
 #[test]
 fn killed_prepare_is_refused_reported_and_removed_whole() {
@@ -223,12 +225,7 @@ fn killed_prepare_removal_leaves_swapped_folders_alone() {
             .expect(0)
             .json();
         assert_eq!(dry["workspaces_removed"], 1, "{context}: {dry}");
-        let mut left: Vec<&str> = dry["left_alone"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p.as_str().unwrap())
-            .collect();
+        let mut left: Vec<&str> = strs(&dry["left_alone"]);
         left.sort();
         assert_eq!(
             left,
@@ -267,7 +264,7 @@ fn killed_prepare_removal_leaves_swapped_folders_alone() {
             assert_eq!(&std::fs::read_link(link).unwrap(), target, "{context}");
         }
         assert_eq!(
-            std::fs::read(copy.join("mine.txt")).unwrap(),
+            read_bytes(&copy.join("mine.txt")),
             b"user data\n",
             "{context}"
         );

@@ -16,6 +16,7 @@
 //! (SIGKILL: refused, reported, removed whole), `alongside` (an interrupted
 //! batch beside corrupt, ordinary and outer batches) and `hidden` (state
 //! folders left by killed commands).
+use crate::common::files::read_bytes;
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -37,7 +38,7 @@ const SHORT: &str = "0badc0de";
 
 /// The user's files and index, to compare before and after.
 fn snapshot(repo: &Path) -> (Tree, Vec<u8>) {
-    (tree(repo), std::fs::read(repo.join(".git/index")).unwrap())
+    (tree(repo), read_bytes(&repo.join(".git/index")))
 }
 
 /// 2,000 tracked files in 40 folders, a handful of uncommitted changes,

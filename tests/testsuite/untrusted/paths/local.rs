@@ -1,24 +1,34 @@
 //! Paths git refuses made on disk: by a local worker in its workspace
 //! (refused for its task alone, by apply, refresh and `diff --source`),
 //! in the source itself, and hooks planted in the source.
+use crate::common::files::read_bytes;
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
 
 use super::*;
 use crate::common::assert_has;
 use crate::common::fixtures::prepare;
+
+/// Task 1 of a batch of two writes `a.txt` and a folder `.GIT` (on Linux
+/// an ordinary folder; git refuses it), task 2 writes `b.txt`: task 1's
+/// workspace.
+fn dot_git_in_capitals_beside_a_plain_task(doc: &serde_json::Value) -> PathBuf {
+    let ws1 = task_root(doc, 0);
+    let ws2 = task_root(doc, 1);
+    std::fs::create_dir(ws1.join(".GIT")).unwrap();
+    std::fs::write(ws1.join(".GIT/config"), "x\n").unwrap();
+    std::fs::write(ws1.join("a.txt"), "mine\n").unwrap();
+    std::fs::write(ws2.join("b.txt"), "theirs\n").unwrap();
+    ws1
+}
 
 #[test]
 fn a_local_workspace_folder_named_dot_git_in_capitals_is_refused_for_its_task_alone() {
     let (env, src) = Env::with_repo("src");
     let before = hooks(&src);
     let doc = prepare(&env, &src, &["-n", "2"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
-    let ws1 = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
-    let ws2 = PathBuf::from(doc["tasks"][1]["root"].as_str().unwrap());
-    // On Linux an ordinary folder; git refuses it.
-    std::fs::create_dir(ws1.join(".GIT")).unwrap();
-    std::fs::write(ws1.join(".GIT/config"), "x\n").unwrap();
-    std::fs::write(ws1.join("a.txt"), "mine\n").unwrap();
-    std::fs::write(ws2.join("b.txt"), "theirs\n").unwrap();
+    let id = id(&doc);
+    let ws1 = dot_git_in_capitals_beside_a_plain_task(&doc);
     let doc = env
         .delegate(&src, ["apply", &id, "--json"])
         .expect(1)
@@ -27,13 +37,13 @@ fn a_local_workspace_folder_named_dot_git_in_capitals_is_refused_for_its_task_al
     assert_refused(one, ".GIT/config");
     assert_eq!(conflict_paths(one), vec![".GIT/config"]);
     assert_eq!(task(&doc, "2")["status"], "applied", "{doc}");
-    assert_eq!(std::fs::read(src.join("b.txt")).unwrap(), b"theirs\n");
+    assert_eq!(read_bytes(&src.join("b.txt")), b"theirs\n");
     assert!(absent(&src, ".GIT"));
     assert!(absent(&src, "a.txt"));
     assert_eq!(hooks(&src), before);
     // Its work is kept: the workspace as it was, and the rest of it in the
     // proposal.
-    assert_eq!(std::fs::read(ws1.join(".GIT/config")).unwrap(), b"x\n");
+    assert_eq!(read_bytes(&ws1.join(".GIT/config")), b"x\n");
     let r = one["proposal_ref"].as_str().unwrap();
     assert_eq!(env.git(&src, ["show", &format!("{r}:a.txt")]), "mine\n");
     assert!(!env
@@ -51,63 +61,31 @@ fn a_local_workspace_folder_named_dot_git_in_capitals_is_refused_for_its_task_al
     let again = crate::common::printed_command(&run.stdout, "git delegate apply");
     std::fs::remove_dir_all(ws1.join(".GIT")).unwrap();
     env.sh(&src, &again).expect(0);
-    assert_eq!(std::fs::read(src.join("a.txt")).unwrap(), b"mine\n");
+    assert_eq!(read_bytes(&src.join("a.txt")), b"mine\n");
 }
 
 #[test]
 fn every_shape_a_local_worker_can_make_on_disk_is_refused() {
     let (env, src) = Env::with_repo("src");
     let before = hooks(&src);
-    type Make = fn(&Path);
-    let cases: Vec<(&str, Make, &str)> = vec![
-        (
-            ".GIT/config",
-            |ws| {
-                std::fs::create_dir(ws.join(".GIT")).unwrap();
-                std::fs::write(ws.join(".GIT/config"), "x").unwrap();
-            },
-            ".GIT",
-        ),
-        (
-            "sub/.Git/config",
-            |ws| {
-                std::fs::create_dir_all(ws.join("sub/.Git")).unwrap();
-                std::fs::write(ws.join("sub/.Git/config"), "x").unwrap();
-            },
-            "sub",
-        ),
-        (
-            "git~1/x",
-            |ws| {
-                std::fs::create_dir(ws.join("git~1")).unwrap();
-                std::fs::write(ws.join("git~1/x"), "x").unwrap();
-            },
-            "git~1",
-        ),
-        (
-            ".git./x",
-            |ws| {
-                std::fs::create_dir(ws.join(".git.")).unwrap();
-                std::fs::write(ws.join(".git./x"), "x").unwrap();
-            },
-            ".git.",
-        ),
-        (
-            ".gitmodules",
-            |ws| std::os::unix::fs::symlink("README", ws.join(".gitmodules")).unwrap(),
-            ".gitmodules",
-        ),
-        (
-            ".gitattributes",
-            |ws| std::os::unix::fs::symlink("/etc/passwd", ws.join(".gitattributes")).unwrap(),
-            ".gitattributes",
-        ),
+    // (the path the worker makes, a link's target or none for a file "x",
+    // what must never appear in the source)
+    let cases: [(&str, Option<&str>, &str); 6] = [
+        (".GIT/config", None, ".GIT"),
+        ("sub/.Git/config", None, "sub"),
+        ("git~1/x", None, "git~1"),
+        (".git./x", None, ".git."),
+        (".gitmodules", Some("README"), ".gitmodules"),
+        (".gitattributes", Some("/etc/passwd"), ".gitattributes"),
     ];
-    for (path, make, never) in cases {
+    for (path, link_to, never) in cases {
         let doc = prepare(&env, &src, &[]);
-        let id = doc["batch"].as_str().unwrap().to_string();
-        let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
-        make(&ws);
+        let id = id(&doc);
+        let ws = task_root(&doc, 0);
+        match link_to {
+            Some(target) => std::os::unix::fs::symlink(target, ws.join(path)).unwrap(),
+            None => crate::common::fixtures::write(&ws.join(path), "x"),
+        }
         let dry = env
             .delegate(&src, ["apply", &id, "--dry-run", "--json"])
             .expect(1)
@@ -131,7 +109,7 @@ fn every_shape_a_local_worker_can_make_on_disk_is_refused() {
 fn refresh_of_a_workspace_holding_a_dot_git_alias_names_it_and_writes_nothing() {
     let (env, src) = Env::with_repo("src");
     let doc = prepare(&env, &src, &[]);
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let ws = task_root(&doc, 0);
     std::fs::create_dir(ws.join(".GIT")).unwrap();
     std::fs::write(ws.join(".GIT/config"), "x\n").unwrap();
     // Something for refresh to bring over.
@@ -140,7 +118,7 @@ fn refresh_of_a_workspace_holding_a_dot_git_alias_names_it_and_writes_nothing() 
     let run = env.delegate(&src, ["refresh", "--json"]).expect(3);
     let e = &invalid_path_error(&run, ".GIT/config");
     assert!(!e["help"].as_str().unwrap().contains("fsck"), "{e}");
-    assert_eq!(std::fs::read(ws.join("README")).unwrap(), b"hello\n");
+    assert_eq!(read_bytes(&ws.join("README")), b"hello\n");
     assert_eq!(env.git(&ws, ["rev-parse", "HEAD"]), head);
 }
 
@@ -165,8 +143,8 @@ fn a_source_holding_a_path_git_refuses_gets_a_diagnostic_naming_it() {
 
     // One that appears after prepare: apply names it and writes nothing.
     let doc = prepare(&env, &src, &[]);
-    let id = doc["batch"].as_str().unwrap().to_string();
-    let ws = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let id = id(&doc);
+    let ws = task_root(&doc, 0);
     std::fs::write(ws.join("c.txt"), "c\n").unwrap();
     std::fs::create_dir(src.join("git~1")).unwrap();
     std::fs::write(src.join("git~1/x"), "x\n").unwrap();
@@ -185,12 +163,7 @@ fn a_source_holding_a_path_git_refuses_gets_a_diagnostic_naming_it() {
 fn diff_source_leaves_out_a_task_holding_a_path_git_refuses() {
     let (env, src) = Env::with_repo("src");
     let doc = prepare(&env, &src, &["-n", "2"]);
-    let ws1 = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
-    let ws2 = PathBuf::from(doc["tasks"][1]["root"].as_str().unwrap());
-    std::fs::create_dir(ws1.join(".GIT")).unwrap();
-    std::fs::write(ws1.join(".GIT/config"), "x\n").unwrap();
-    std::fs::write(ws1.join("a.txt"), "mine\n").unwrap();
-    std::fs::write(ws2.join("b.txt"), "theirs\n").unwrap();
+    dot_git_in_capitals_beside_a_plain_task(&doc);
     let run = env.delegate(&src, ["diff", "--source"]).expect(0);
     assert_has(&run.stdout, "b.txt");
     assert!(!run.stdout.contains("a.txt"), "{}", run.stdout);
@@ -217,7 +190,7 @@ fn hooks_planted_in_the_source_never_run_during_the_products_git_calls() {
     let id = t.prepare(&["r"])["batch"].as_str().unwrap().to_string();
     t.push(&id, "r", vec![(b"fine.txt", Node::File(b"fine\n"))]);
     t.apply(&[&id], 0);
-    assert_eq!(std::fs::read(t.src.join("fine.txt")).unwrap(), b"fine\n");
+    assert_eq!(read_bytes(&t.src.join("fine.txt")), b"fine\n");
     assert!(
         !marker.exists(),
         "a hook ran: {}",

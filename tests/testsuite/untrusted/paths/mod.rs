@@ -6,10 +6,11 @@
 //! Here: trees as an attacker writes them, the hostile shapes, the remote
 //! setup and the checks; the tests are in `remote`, `local` and `undo`.
 
-use std::io::Write;
+use crate::common::fixtures::id;
+use crate::common::fixtures::task_root;
+use crate::common::succeed_with_input;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use serde_json::Value;
 
@@ -38,21 +39,9 @@ fn dir(entries: Vec<(&'static [u8], Node)>) -> Node {
 
 /// Run git with `input` on stdin; its trimmed stdout.
 fn git_in(env: &Env, repo: &Path, args: &[&str], input: &[u8]) -> String {
-    let mut child = env
-        .git_cmd(repo)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut git = env.git_cmd(repo);
+    git.args(args);
+    let out = succeed_with_input(git, input, &format!("git {args:?}"));
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
@@ -96,18 +85,8 @@ fn write_node(env: &Env, repo: &Path, node: &Node) -> (String, String) {
         Node::File(c) => ("100644".into(), blob(c)),
         Node::Exec(c) => ("100755".into(), blob(c)),
         Node::Link(t) => ("120000".into(), blob(t)),
-        Node::Dir(children) => {
-            let entries = children
-                .iter()
-                .map(|(name, n)| {
-                    let (mode, id) = write_node(env, repo, n);
-                    (mode, name.to_vec(), id)
-                })
-                .collect();
-            ("40000".into(), write_tree(env, repo, entries))
-        }
         Node::Gitlink(id) => ("160000".into(), id.to_string()),
-        Node::RawDir(children) => {
+        Node::Dir(children) | Node::RawDir(children) => {
             let entries = children
                 .iter()
                 .map(|(name, n)| {
@@ -115,7 +94,12 @@ fn write_node(env: &Env, repo: &Path, node: &Node) -> (String, String) {
                     (mode, name.to_vec(), id)
                 })
                 .collect();
-            ("40000".into(), write_raw_tree(env, repo, entries))
+            let tree = if matches!(node, Node::RawDir(_)) {
+                write_raw_tree(env, repo, entries)
+            } else {
+                write_tree(env, repo, entries)
+            };
+            ("40000".into(), tree)
         }
     }
 }
@@ -370,9 +354,9 @@ fn applied_one() -> AppliedOne {
     let (env, src) = Env::with_repo("src");
     let hooks_before = hooks(&src);
     let doc = prepare(&env, &src, &["-n", "2"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
-    let ws1 = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
-    let ws2 = PathBuf::from(doc["tasks"][1]["root"].as_str().unwrap());
+    let id = id(&doc);
+    let ws1 = task_root(&doc, 0);
+    let ws2 = task_root(&doc, 1);
     std::fs::write(ws1.join("a.txt"), "mine\n").unwrap();
     let doc = env
         .delegate(&src, ["apply", &id, "--only", "1", "--json"])

@@ -3,6 +3,8 @@
 //! proposals too), overlong names, bad symlink targets, duplicate or
 //! unsorted entries, gitlinks, a path bomb; and `submit` refusing them
 //! before they leave.
+use crate::common::files::read_bytes;
+use crate::common::fixtures::id;
 
 use super::*;
 use crate::common::assert_has;
@@ -72,7 +74,7 @@ fn every_hostile_shape_is_refused_alone_and_nothing_of_it_is_written() {
     let id = t.prepare(&["r"])["batch"].as_str().unwrap().to_string();
     t.push(&id, "r", vec![(b"fine.txt", Node::File(b"fine\n"))]);
     t.apply(&[&id], 0);
-    assert_eq!(std::fs::read(t.src.join("fine.txt")).unwrap(), b"fine\n");
+    assert_eq!(read_bytes(&t.src.join("fine.txt")), b"fine\n");
 }
 
 #[test]
@@ -84,7 +86,7 @@ fn hostile_remote_proposals_are_refused_and_every_other_task_lands() {
     let mut args: Vec<&str> = names.iter().map(String::as_str).collect();
     args.extend(["good", "l", "--local", "l"]);
     let doc = t.prepare(&args);
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     let local = PathBuf::from(task(&doc, "l")["root"].as_str().unwrap());
     let mut expected = Vec::new();
     for ((extra, path, never), name) in shapes.into_iter().zip(&names) {
@@ -102,8 +104,8 @@ fn hostile_remote_proposals_are_refused_and_every_other_task_lands() {
     }
     assert_eq!(task(&doc, "good")["status"], "applied", "{doc}");
     assert_eq!(task(&doc, "l")["status"], "applied", "{doc}");
-    assert_eq!(std::fs::read(t.src.join("good.txt")).unwrap(), b"good\n");
-    assert_eq!(std::fs::read(t.src.join("l.txt")).unwrap(), b"local\n");
+    assert_eq!(read_bytes(&t.src.join("good.txt")), b"good\n");
+    assert_eq!(read_bytes(&t.src.join("l.txt")), b"local\n");
     assert!(!t.src.parent().unwrap().join("x").exists());
     assert_eq!(hooks(&t.src), before);
     // The refused tasks stay open with their work; applying again refuses
@@ -121,7 +123,7 @@ fn apply_verify_refuses_a_hostile_proposal_and_verifies_the_rest() {
     let t = remote_setup();
     let before = hooks(&t.src);
     let doc = t.prepare(&["h", "l", "--local", "l"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     let local = PathBuf::from(task(&doc, "l")["root"].as_str().unwrap());
     let (extra, path, _) = shapes().remove(0);
     t.push(&id, "h", extra);
@@ -130,7 +132,7 @@ fn apply_verify_refuses_a_hostile_proposal_and_verifies_the_rest() {
     assert_refused(task(&doc, "h"), path);
     assert_eq!(task(&doc, "l")["status"], "applied", "{doc}");
     assert_eq!(doc["verify"]["outcome"], "passed", "{doc}");
-    assert_eq!(std::fs::read(t.src.join("l.txt")).unwrap(), b"local\n");
+    assert_eq!(read_bytes(&t.src.join("l.txt")), b"local\n");
     assert_eq!(hooks(&t.src), before);
 }
 
@@ -346,5 +348,5 @@ fn a_path_bomb_from_a_remote_proposal_is_refused_and_nothing_of_it_is_written() 
     // Under the bound it lands.
     let doc = apply("32");
     assert_eq!(task(&doc, "bomb")["status"], "applied", "{doc}");
-    assert_eq!(std::fs::read(t.src.join("d3/f7")).unwrap(), b"x\n");
+    assert_eq!(read_bytes(&t.src.join("d3/f7")), b"x\n");
 }

@@ -1,5 +1,6 @@
 //! Undo entries a worker sharing the repository moved to a hostile
 //! commit: `undo` and `apply --from-undo` write nothing of them.
+use crate::common::files::read_bytes;
 
 use super::*;
 
@@ -42,7 +43,7 @@ fn undo_of_an_entry_moved_to_a_hostile_commit_writes_nothing() {
     let run = env.delegate(&src, ["undo", "--json"]).expect(3);
     invalid_path_error(&run, ".git/hooks/pre-commit");
     assert_eq!(hooks(&src), before);
-    assert_eq!(std::fs::read(src.join("a.txt")).unwrap(), b"mine\n");
+    assert_eq!(read_bytes(&src.join("a.txt")), b"mine\n");
 }
 
 #[test]

@@ -5,6 +5,7 @@
 //! Here: the batch, the work and the oracles the files share; the tests are
 //! in `tasks` (a task's diff against git's), `path`, `source` (`--source`:
 //! what apply would write) and `terminal` (colour and the pager).
+use crate::common::files::read_bytes;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -81,7 +82,7 @@ fn fingerprint(env: &Env, repo: &Path, ws: &Path) -> (String, Vec<u8>, String) {
         files.push_str(&format!(
             "{name} {:o} {:?}\n",
             m.permissions().mode(),
-            std::fs::read(&p).unwrap()
+            read_bytes(&p)
         ));
     }
     (refs, index, files)
@@ -104,11 +105,7 @@ fn tree_bytes(root: &Path) -> Vec<(String, u32, Vec<u8>)> {
                 let target = std::fs::read_link(&p).unwrap();
                 out.push((rel, 0o120000, target.to_string_lossy().as_bytes().to_vec()));
             } else {
-                out.push((
-                    rel,
-                    m.permissions().mode() & 0o111,
-                    std::fs::read(&p).unwrap(),
-                ));
+                out.push((rel, m.permissions().mode() & 0o111, read_bytes(&p)));
             }
         }
     }

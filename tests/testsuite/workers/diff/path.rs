@@ -2,17 +2,16 @@
 //! inside a workspace.
 
 use super::*;
+use crate::common::fixtures::commit_files;
+use crate::common::fixtures::task_root;
 
 #[test]
 fn path_from_the_source_and_from_inside_a_workspace() {
     let (env, repo) = Env::with_repo("proj");
-    std::fs::create_dir(repo.join("sub")).unwrap();
-    std::fs::write(repo.join("sub/f"), "f\n").unwrap();
-    env.git(&repo, ["add", "-A"]);
-    env.git(&repo, ["commit", "-q", "-m", "sub"]);
+    commit_files(&env, &repo, &[("sub/f", "f\n")], "sub");
     let doc = prepare(&env, &repo.join("sub"), &["-n", "2"]);
     let cwd2 = doc["tasks"][1]["cwd"].as_str().unwrap().to_string();
-    let root1 = PathBuf::from(doc["tasks"][0]["root"].as_str().unwrap());
+    let root1 = task_root(&doc, 0);
     assert!(cwd2.ends_with("/sub"), "{cwd2}");
     let out = env.delegate(&repo, ["path", "2"]).expect(0).stdout;
     assert_eq!(out, format!("{cwd2}\n"));

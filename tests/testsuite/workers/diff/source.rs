@@ -1,8 +1,11 @@
 //! `diff --source`: what the real apply would write to the source, tasks
 //! left out as apply leaves them out; it writes nothing, and refuses while
 //! a write-back is left over.
+use crate::common::files::read_bytes;
+use crate::common::fixtures::task_fates;
 
 use super::*;
+use crate::common::files::read;
 use crate::common::killed_at;
 
 /// Three tasks and the user's own edits: task 1 applies, task 2 changes
@@ -10,28 +13,29 @@ use crate::common::killed_at;
 /// changed (`source_changed`). `--source` is what the real apply then
 /// writes: its patch, applied with `git apply` to a copy of the source,
 /// gives the bytes the real apply leaves; it changes nothing itself.
+/// `stderr` notes that `task` was left out, and names `reason`.
+#[track_caller]
+fn assert_left_out(stderr: &str, task: &str, reason: &str) {
+    assert!(
+        stderr.contains(&format!("note: task {task} left out")) && stderr.contains(reason),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn diff_source_is_what_apply_writes_and_changes_nothing() {
     let (env, repo) = three_tasks_and_the_users_edits();
     let refs_before = env.git(&repo, ["for-each-ref"]);
     let objects_before = env.git(&repo, ["count-objects", "-v"]);
-    let index_before = std::fs::read(repo.join(".git/index")).unwrap();
+    let index_before = read_bytes(&repo.join(".git/index"));
     let files_before = tree_bytes(&repo);
     let plain = env.delegate(&repo, ["diff", "--source"]).expect(0).stdout;
     let run = env
         .delegate(&repo, ["diff", "--source", "--binary"])
         .expect(0);
     let patch = run.stdout.clone();
-    assert!(
-        run.stderr.contains("note: task 2 left out") && run.stderr.contains("merge_conflict"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        run.stderr.contains("note: task 3 left out") && run.stderr.contains("source_changed"),
-        "{}",
-        run.stderr
-    );
+    assert_left_out(&run.stderr, "2", "merge_conflict");
+    assert_left_out(&run.stderr, "3", "source_changed");
     assert!(!run.stderr.contains("task 1 "), "{}", run.stderr);
     let names = env
         .delegate(&repo, ["diff", "--source", "--name-status"])
@@ -55,10 +59,7 @@ fn diff_source_is_what_apply_writes_and_changes_nothing() {
     // Nothing was written: refs, objects, the index, the working tree.
     assert_eq!(env.git(&repo, ["for-each-ref"]), refs_before);
     assert_eq!(env.git(&repo, ["count-objects", "-v"]), objects_before);
-    assert_eq!(
-        std::fs::read(repo.join(".git/index")).unwrap(),
-        index_before
-    );
+    assert_eq!(read_bytes(&repo.join(".git/index")), index_before);
     assert_eq!(tree_bytes(&repo), files_before);
     assert_eq!(doc["source"], true);
     let fates = task_fates(&doc);
@@ -99,7 +100,7 @@ fn diff_source_is_what_apply_writes_and_changes_nothing() {
     );
     assert_eq!(tree_bytes(&repo), tree_bytes(&copy));
     // The user's edits are still there, in both.
-    let a = std::fs::read_to_string(repo.join("a.txt")).unwrap();
+    let a = read(&repo.join("a.txt"));
     assert!(
         a.contains("line two\n") && a.contains("line 15 by me\n"),
         "{a}"
@@ -156,22 +157,6 @@ fn three_tasks_and_the_users_edits() -> (Env, PathBuf) {
     .unwrap();
     std::fs::write(repo.join("user.txt"), "mine, changed\n").unwrap();
     (env, repo)
-}
-
-/// Each task's name, status and reason (empty if none), in order.
-fn task_fates(doc: &serde_json::Value) -> Vec<(String, String, String)> {
-    doc["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            (
-                t["name"].as_str().unwrap().to_string(),
-                t["status"].as_str().unwrap().to_string(),
-                t["reason"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect()
 }
 
 /// `patch` applied with `git apply` to a copy of `repo`: the copy, and the
@@ -246,11 +231,7 @@ fn diff_source_leaves_out_what_apply_would_and_filters_paths() {
         "{}",
         run.stderr
     );
-    assert!(
-        run.stderr.contains("note: task 2 left out") && run.stderr.contains("processes_running"),
-        "{}",
-        run.stderr
-    );
+    assert_left_out(&run.stderr, "2", "processes_running");
     assert_eq!(run.stdout, "");
     let doc = env
         .delegate(&repo, ["diff", "--source", "--json"])

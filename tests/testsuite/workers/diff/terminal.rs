@@ -2,6 +2,7 @@
 //! choose.
 
 use super::*;
+use crate::common::files::read;
 
 /// `--color=always` prints what `git diff --color=always` prints, byte for
 /// byte: bold headers, cyan hunk lines with the function name plain, red
@@ -155,11 +156,8 @@ fn a_terminal_gets_the_pager_git_would_choose() {
     let plain = git_diff(&env, &roots[0], &baseline, &[]);
 
     on_terminal(&env, &repo, "diff 1", &[("GIT_PAGER", Some(pager_s))]);
-    assert_eq!(std::fs::read_to_string(&got).unwrap(), plain);
-    assert_eq!(
-        std::fs::read_to_string(&env_file).unwrap(),
-        "LESS=FRX LV=-c\n"
-    );
+    assert_eq!(read(&got), plain);
+    assert_eq!(read(&env_file), "LESS=FRX LV=-c\n");
     std::fs::remove_file(&got).unwrap();
 
     // Without NO_COLOR, colour is on for the pager, as git's is; the
@@ -176,11 +174,8 @@ fn a_terminal_gets_the_pager_git_would_choose() {
         &roots[0],
         ["diff", "--no-renames", "--color=always", &baseline, &tree],
     );
-    assert_eq!(std::fs::read_to_string(&got).unwrap(), coloured);
-    assert_eq!(
-        std::fs::read_to_string(&env_file).unwrap(),
-        "LESS=-S LV=-c\n"
-    );
+    assert_eq!(read(&got), coloured);
+    assert_eq!(read(&env_file), "LESS=-S LV=-c\n");
     std::fs::remove_file(&got).unwrap();
 
     // No pager: --no-pager, pager.diff = false, GIT_PAGER=cat (what `git
@@ -210,12 +205,12 @@ fn a_terminal_gets_the_pager_git_would_choose() {
         "diff 1",
         &[("GIT_PAGER", Some(ctrl_c.to_str().unwrap()))],
     );
-    assert_eq!(std::fs::read_to_string(&got).unwrap(), plain);
+    assert_eq!(read(&got), plain);
     std::fs::remove_file(&got).unwrap();
     // A pager with shell syntax runs through `sh -c`, as git runs it.
     let shell = format!("cat > '{}'", got.display());
     on_terminal(&env, &repo, "diff 1", &[("GIT_PAGER", Some(&shell))]);
-    assert_eq!(std::fs::read_to_string(&got).unwrap(), plain);
+    assert_eq!(read(&got), plain);
     std::fs::remove_file(&got).unwrap();
     // Piped: never.
     let mut cmd = env.delegate_cmd(&repo);

@@ -3,6 +3,7 @@
 //! submitted.
 
 use super::*;
+use crate::common::fixtures::strs;
 use crate::common::fixtures::wait_stale;
 
 #[test]
@@ -72,12 +73,7 @@ fn gc_rescues_submitted_work_and_deletes_the_remote_refs() {
     std::fs::rename(&far, &moved).unwrap();
 
     let gc = t.user.delegate(&t.src, ["gc", "--json"]).expect(0).json();
-    let mut ended: Vec<&str> = gc["batches"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b.as_str().unwrap())
-        .collect();
+    let mut ended: Vec<&str> = strs(&gc["batches"]);
     ended.sort();
     let mut both = vec![id.as_str(), other.as_str()];
     both.sort();

@@ -5,6 +5,18 @@
 
 use super::*;
 use crate::common::assert_has;
+use crate::common::fixtures::id;
+use crate::common::succeed;
+
+/// The user's `status --json` lists no batch.
+fn assert_no_batches(t: &Two) {
+    let st = t
+        .user
+        .delegate(&t.src, ["status", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(st["batches"], Value::Array(vec![]));
+}
 
 #[test]
 fn a_rejecting_remote_undoes_the_prepare() {
@@ -24,12 +36,7 @@ fn a_rejecting_remote_undoes_the_prepare() {
     assert_has(msg, "origin");
     assert_has(msg, "refused by policy");
     // Nothing left: no batch, no refs, the source as it was.
-    let st = t
-        .user
-        .delegate(&t.src, ["status", "--json"])
-        .expect(0)
-        .json();
-    assert_eq!(st["batches"], Value::Array(vec![]));
+    assert_no_batches(&t);
     assert_eq!(t.user.private_refs(&t.src), Vec::<String>::new());
     assert_eq!(t.remote_refs(), Vec::<String>::new());
     assert_eq!(read(&t.src.join("README")), "hello\ndirty\n");
@@ -51,7 +58,7 @@ fn an_unreachable_remote_loses_nothing() {
 
     // A batch whose remote goes away: apply fails before changing anything.
     let doc = t.prepare(&["a", "b"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     let wa = t.join(&id, "a");
     std::fs::write(wa.join("a.txt"), "a\n").unwrap();
     t.submit(&wa);
@@ -102,12 +109,7 @@ fn an_unreachable_remote_loses_nothing() {
         ))));
     assert_has(&dr.stderr, "git push");
     assert_eq!(t.user.private_refs(&t.src), Vec::<String>::new());
-    let st = t
-        .user
-        .delegate(&t.src, ["status", "--json"])
-        .expect(0)
-        .json();
-    assert_eq!(st["batches"], Value::Array(vec![]));
+    assert_no_batches(&t);
 }
 
 #[test]
@@ -172,21 +174,14 @@ fn a_proposal_not_on_the_baseline_fails_and_a_dry_run_fetches_no_ref() {
 fn transport_runs_git_never_prompting_and_without_the_sources_variables() {
     let t = Two::new();
     // A `git` first on PATH that logs its environment, then runs the real one.
-    let real = String::from_utf8(
-        std::process::Command::new("sh")
-            .args(["-c", "command -v git"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
+    let real = crate::common::procs::git_path();
     let bin = t.user.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let log = t.user.path().join("git.log");
     let script = format!(
         "#!/bin/sh\n{{ echo \"CALL $*\"; env | grep '^GIT_' | sort; }} >> '{}'\nexec '{}' \"$@\"\n",
         log.display(),
-        real.trim()
+        real
     );
     // Written by a child process (no ETXTBSY when another test thread forks).
     t.user
@@ -200,20 +195,12 @@ fn transport_runs_git_never_prompting_and_without_the_sources_variables() {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let run = t
-        .user
-        .delegate_cmd(&t.src)
-        .env("PATH", &path)
+    let mut cmd = t.user.delegate_cmd(&t.src);
+    cmd.env("PATH", &path)
         .env("GIT_DIR", t.src.join(".git"))
         .env("GIT_WORK_TREE", &t.src)
-        .args(["prepare", "--remote", "origin", "a", "--json"])
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+        .args(["prepare", "--remote", "origin", "a", "--json"]);
+    succeed(cmd);
     let logged = read(&log);
     let push: Vec<&str> = logged
         .split("CALL ")

@@ -5,12 +5,13 @@
 use super::*;
 use crate::common::assert_has;
 use crate::common::fixtures::field_strs;
+use crate::common::fixtures::id;
 
 #[test]
 fn round_trip_with_three_remote_tasks() {
     let t = Two::new();
     let doc = t.prepare(&["a", "b", "c"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     assert_eq!(doc["remote"]["name"], "origin");
     assert_eq!(doc["remote"]["url"], t.url.as_str());
     for task in doc["tasks"].as_array().unwrap() {
@@ -296,7 +297,7 @@ fn join_inside_an_existing_clone_fetches_only_the_baseline() {
 fn mixed_local_and_remote_tasks() {
     let t = Two::new();
     let doc = t.prepare(&["r", "l", "--local", "l"]);
-    let id = doc["batch"].as_str().unwrap().to_string();
+    let id = id(&doc);
     let tasks = doc["tasks"].as_array().unwrap();
     assert_eq!(tasks[0]["remote"], true);
     assert!(tasks[1].get("remote").is_none());
