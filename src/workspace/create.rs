@@ -3,9 +3,9 @@
 //! and locking each the way `git worktree add` + `git worktree lock` leave
 //! one, the first checked out and the others made from it (`checkout`), and
 //! undoing a creation that did not finish (`remove_unfinished`).
-//! Its failures are `CreateError` (the folder and its cause, or what the
+//! Its failures are `WorkspaceError` (the folder and its cause, or what the
 //! steps it runs failed with); `create_all_filled` fails with its `fill`'s
-//! error type, which takes a `CreateError` in. `ops::explain` words them.
+//! error type, which takes a `WorkspaceError` in. `ops::explain` words them.
 //! Never: writes `.git/config`, follows a symlink, or removes a folder it
 //! did not make.
 
@@ -18,83 +18,10 @@ use super::fill::{
 };
 use super::identity::{identify_at, is_ours, Identity, Reach};
 use super::remove::{remove_empty_parents, remove_held};
-use super::{registration, FillError, Plan, Removal};
+use super::{registration, Plan, Removal, WorkspaceError};
 use crate::git::registration::Registration;
-use crate::git::sparse::SparseError;
-use crate::sys::fs::FsError;
-use crate::workspace::submodules::SubmoduleError;
 
-/// Why a batch's workspaces could not be made, or an unfinished one
-/// removed.
-#[derive(Debug, thiserror::Error)]
-pub enum CreateError {
-    /// Checking out, replicating or settling the files.
-    #[error(transparent)]
-    Fill(#[from] FillError),
-    /// A workspace's sparse-checkout files.
-    #[error(transparent)]
-    Sparse(#[from] SparseError),
-    /// A snapshot's `.git` file.
-    #[error(transparent)]
-    Fs(#[from] FsError),
-    /// A workspace's submodule registrations, removed with it.
-    #[error(transparent)]
-    Submodule(#[from] SubmoduleError),
-    /// Opening a workspace's repository: the layer that still returns the
-    /// crate's `Error`.
-    #[error(transparent)]
-    Engine(#[from] crate::error::Error),
-    /// Removing a workspace's folder.
-    #[error(transparent)]
-    Removal(#[from] super::RemoveError),
-    /// Ctrl-C while the workspaces were made.
-    #[error("interrupted")]
-    Interrupted,
-    /// A workspace folder where one of ours is planned.
-    #[error("the workspace folder {} already exists", root.display())]
-    Exists { root: PathBuf },
-    /// A registered folder that changed before its snapshot replaced it.
-    #[error("the workspace folder {} was changed while it was made", root.display())]
-    Changed { root: PathBuf },
-    /// A folder or registration file (under the workspace root).
-    #[error("cannot create {}", path.display())]
-    Create {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The btrfs snapshot of the first workspace at `root`.
-    #[error("cannot snapshot {}", from.display())]
-    Snapshot {
-        from: PathBuf,
-        root: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A snapshot's device number.
-    #[error("cannot read {}", root.display())]
-    Read {
-        root: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// An unfinished workspace's folder or registration.
-    #[error("cannot remove {}", path.display())]
-    Remove {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The baseline's index for the first workspace.
-    #[error("cannot check out {}", root.display())]
-    Checkout {
-        root: PathBuf,
-        #[source]
-        source: gix::Error,
-    },
-}
-
-type Result<T, E = CreateError> = std::result::Result<T, E>;
+type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
 /// Create every planned workspace. The first is checked out from the
 /// object database; the files of the others are made from it: cloned with
 /// FICLONE where the filesystem shares extents (detected with a probe, never
@@ -121,13 +48,13 @@ pub fn create_all_sparse(
 ) -> Result<()> {
     let mut result = create_all_inner(common_dir, baseline, baseline_tree, plans, sparse);
     if result.is_ok() && gix::interrupt::is_triggered() {
-        result = Err(CreateError::Interrupted);
+        result = Err(WorkspaceError::Interrupted);
     }
     if let Err(e) = result {
         // Worded while what was made still stands: a full disk is named
         // by what ran out (`FsCause::NoInodes` looks at the filesystem
         // now), before the removal frees it again.
-        let e = CreateError::Engine(crate::error::Error::from(e));
+        let e = WorkspaceError::Engine(crate::error::Error::from(e));
         for p in plans {
             let _ = remove_created(common_dir, p);
         }
@@ -142,7 +69,7 @@ pub fn create_all_sparse(
 /// the first workspace is made as a subvolume, checked out and filled,
 /// and every other one is a snapshot of it (so it holds the carried files
 /// too: `fill`'s value for the first is given for all).
-pub fn create_all_filled<T: Clone, E: From<CreateError> + Into<crate::error::Error>>(
+pub fn create_all_filled<T: Clone, E: From<WorkspaceError> + Into<crate::error::Error>>(
     common_dir: &Path,
     baseline: ObjectId,
     baseline_tree: ObjectId,
@@ -163,11 +90,11 @@ pub fn create_all_filled<T: Clone, E: From<CreateError> + Into<crate::error::Err
     }
     let mut result = create_snapshots(common_dir, baseline, baseline_tree, plans, sparse, fill);
     if result.is_ok() && gix::interrupt::is_triggered() {
-        result = Err(CreateError::Interrupted.into());
+        result = Err(WorkspaceError::Interrupted.into());
     }
     if let Err(e) = result {
         // Worded before the removal frees what was made (as above).
-        let e = E::from(CreateError::Engine(e.into()));
+        let e = E::from(WorkspaceError::Engine(e.into()));
         for p in plans {
             let _ = remove_created(common_dir, p);
         }
@@ -187,7 +114,7 @@ pub fn create_all_filled<T: Clone, E: From<CreateError> + Into<crate::error::Err
 /// status` reads no file. Between a snapshot and its own `.git` file, the
 /// snapshot's `.git` names the first's registration: a prepare killed in
 /// that moment leaves a folder gc recognises as one of ours (its leftovers).
-fn create_snapshots<T: Clone, E: From<CreateError>>(
+fn create_snapshots<T: Clone, E: From<WorkspaceError>>(
     common_dir: &Path,
     baseline: ObjectId,
     baseline_tree: ObjectId,
@@ -209,7 +136,7 @@ fn create_snapshots<T: Clone, E: From<CreateError>>(
     if let Some(s) = sparse {
         for p in plans {
             s.write(common_dir, &registration(common_dir, &p.worktree_id))
-                .map_err(CreateError::from)?;
+                .map_err(WorkspaceError::from)?;
         }
     }
     crate::sys::interrupt::pause("registered");
@@ -219,8 +146,7 @@ fn create_snapshots<T: Clone, E: From<CreateError>>(
         &[first.root.as_path()],
         std::slice::from_mut(&mut index),
         cores,
-    )
-    .map_err(CreateError::from)?;
+    )?;
     // A snapshot takes any depth; a workspace whose paths the kernel cannot
     // name would be unusable (git stops at PATH_MAX), so it fails like a
     // checkout of the same file does.
@@ -228,10 +154,10 @@ fn create_snapshots<T: Clone, E: From<CreateError>>(
         let rel = longest.path(&index);
         for p in &plans[1..] {
             if p.root.as_os_str().len() + 1 + rel.len() >= PATH_MAX {
-                return Err(CreateError::Fill(FillError::TooLong {
+                return Err(WorkspaceError::TooLong {
                     file: crate::sys::paths::quote(rel),
                     root: p.root.clone(),
-                })
+                }
                 .into());
             }
         }
@@ -244,12 +170,13 @@ fn create_snapshots<T: Clone, E: From<CreateError>>(
             crate::sys::interrupt::pause("replicating");
         }
         if gix::interrupt::is_triggered() {
-            return Err(CreateError::Interrupted.into());
+            return Err(WorkspaceError::Interrupted.into());
         }
         // The registered folder makes way for the snapshot: only while it
         // is still ours and holds nothing but its `.git` file.
-        let taken = || CreateError::Changed {
+        let taken = || WorkspaceError::Changed {
             root: p.root.clone(),
+            verification: false,
         };
         if !is_ours(common_dir, &p.root, &p.worktree_id) {
             return Err(taken().into());
@@ -258,23 +185,17 @@ fn create_snapshots<T: Clone, E: From<CreateError>>(
         std::fs::remove_dir(&p.root).map_err(|_| taken())?;
         crate::sys::btrfs::snapshot(&first.root, &p.root).map_err(|source| {
             if source.kind() == std::io::ErrorKind::AlreadyExists {
-                CreateError::Exists {
+                WorkspaceError::Exists {
                     root: p.root.clone(),
                 }
             } else {
-                CreateError::Snapshot {
-                    from: first.root.clone(),
-                    root: p.root.clone(),
-                    source,
-                }
+                WorkspaceError::under("snapshot", &first.root, &p.root)(source)
             }
         })?;
         crate::sys::fs::write_atomic(&p.root.join(".git"), &dotgit_line(common_dir, p))
-            .map_err(CreateError::from)?;
-        let dev = std::fs::symlink_metadata(&p.root).map_err(|source| CreateError::Read {
-            root: p.root.clone(),
-            source,
-        })?;
+            .map_err(WorkspaceError::from)?;
+        let dev = std::fs::symlink_metadata(&p.root)
+            .map_err(WorkspaceError::at("read", &p.root, &p.root))?;
         let mut state = indexes[0].clone();
         {
             use std::os::unix::fs::MetadataExt;
@@ -347,7 +268,7 @@ fn create_all_inner(
         indexes.extend(others);
     }
     if gix::interrupt::is_triggered() {
-        return Err(CreateError::Interrupted);
+        return Err(WorkspaceError::Interrupted);
     }
     let roots: Vec<&Path> = plans.iter().map(|p| p.root.as_path()).collect();
     settle(&roots, &mut indexes, cores)?;
@@ -405,10 +326,9 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
                         Removal::Foreign
                     }
                     Err(e) => {
-                        return Err(CreateError::Remove {
-                            path: root.to_path_buf(),
-                            source: std::io::Error::from_raw_os_error(e.raw_os_error()),
-                        })
+                        return Err(WorkspaceError::io("remove", root)(
+                            std::io::Error::from_raw_os_error(e.raw_os_error()),
+                        ))
                     }
                 }
             }
@@ -423,7 +343,7 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
         Err(e)
             if e.kind() == std::io::ErrorKind::NotFound
                 || e.kind() == std::io::ErrorKind::NotADirectory => {}
-        Err(source) => return Err(CreateError::Remove { path: reg, source }),
+        Err(source) => return Err(WorkspaceError::io("remove", &reg)(source)),
     }
     if state != Removal::Foreign {
         remove_empty_parents(root, Reach::Beneath);
@@ -484,7 +404,7 @@ pub(super) fn register_as(
 ) -> Result<()> {
     let io = |what: &Path| {
         let path = what.to_path_buf();
-        move |source| CreateError::Create { path, source }
+        move |source| WorkspaceError::under("create", &path, &path)(source)
     };
     if let Some(parent) = p.root.parent() {
         std::fs::create_dir_all(parent).map_err(io(parent))?;
@@ -495,14 +415,11 @@ pub(super) fn register_as(
     };
     made.map_err(|source| {
         if source.kind() == std::io::ErrorKind::AlreadyExists {
-            CreateError::Exists {
+            WorkspaceError::Exists {
                 root: p.root.clone(),
             }
         } else {
-            CreateError::Create {
-                path: p.root.clone(),
-                source,
-            }
+            WorkspaceError::under("create", &p.root, &p.root)(source)
         }
     })?;
     let reg = registration(common_dir, &p.worktree_id);
@@ -531,7 +448,7 @@ fn check_out_first(
     cores: usize,
 ) -> Result<gix::index::State> {
     let repo = crate::git::repo::open_worktree(&first.root)?;
-    let git = |source: gix::Error| CreateError::Checkout {
+    let git = |source: gix::Error| WorkspaceError::Checkout {
         root: first.root.clone(),
         source,
     };

@@ -26,7 +26,7 @@
 //! Never: follows a symlink below the root; enters, reads or removes a
 //! folder another user owns; removes by path what it checked through a
 //! handle; knows what a batch or a workspace holds (its callers do).
-//! Its failures are `SharedRootError` (the folder, the refusal or the
+//! Its failures are `WorkspaceError` (the folder, the refusal or the
 //! cause); `ops::explain` words them.
 
 // `stat` field widths differ between targets: the casts are deliberate.
@@ -40,43 +40,9 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::workspace::carry::CarryError;
+use crate::workspace::WorkspaceError;
 
-/// Why a folder below the workspace root could not be made, opened or
-/// removed.
-#[derive(Debug, thiserror::Error)]
-pub enum SharedRootError {
-    /// A folder refused (another user's, a symlink, ...): never entered.
-    #[error("the folder {} of the workspace root {}", .0.path.display(), .0.describe())]
-    Unsafe(Refused),
-    /// A folder that cannot be made (or made private) under the root.
-    #[error("cannot create {}", path.display())]
-    Create {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot open {}", path.display())]
-    Open {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot remove {}", path.display())]
-    Remove {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A repository folder whose path has no parent to be the root.
-    #[error("{} cannot hold workspaces", base.display())]
-    NoRoot { base: PathBuf },
-    /// Opening the workspace root.
-    #[error(transparent)]
-    Carry(#[from] CarryError),
-}
-
-type Result<T, E = SharedRootError> = std::result::Result<T, E>;
+type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
 
 /// Why a folder below (or on the way to) the workspace root was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,14 +105,13 @@ impl Refused {
     /// the folder in the JSON error document). A file of the user's own
     /// where a folder should be is no one's attack: it is the error making
     /// the folder there gives (`delegate::io`).
-    pub fn error(&self) -> SharedRootError {
+    pub fn error(&self) -> WorkspaceError {
         if self.reason == Reason::NotAFolder && self.owner == me() {
-            return SharedRootError::Create {
-                path: self.path.clone(),
-                source: std::io::Error::from_raw_os_error(Errno::NOTDIR.raw_os_error()),
-            };
+            return WorkspaceError::under("create", &self.path, &self.path)(errno_io(
+                Errno::NOTDIR,
+            ));
         }
-        SharedRootError::Unsafe(self.clone())
+        WorkspaceError::Unsafe(self.clone())
     }
 }
 
@@ -285,10 +250,7 @@ fn child_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> Result<Opened
     if !is_one_name(name) {
         return Ok(Opened::Missing);
     }
-    let io = |e: Errno| SharedRootError::Open {
-        path: path.clone(),
-        source: errno_io(e),
-    };
+    let io = |e: Errno| WorkspaceError::io("open", &path)(errno_io(e));
     match rfs::openat(
         dir,
         name,
@@ -341,10 +303,7 @@ fn child_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> Result<Opened
 
 fn make_child_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> Result<Dir> {
     let path = dir_path.join(name);
-    let io = |e: Errno| SharedRootError::Create {
-        path: path.clone(),
-        source: errno_io(e),
-    };
+    let io = |e: Errno| WorkspaceError::under("create", &path, &path)(errno_io(e));
     // Removed by someone else in between (a background deleter taking an
     // empty trash): once more.
     for _ in 0..2 {
@@ -400,12 +359,7 @@ pub fn open_base(base: &Path) -> Result<Opened<Base>> {
     ) {
         Ok(fd) => fd,
         Err(Errno::NOENT | Errno::NOTDIR) => return Ok(Opened::Missing),
-        Err(e) => {
-            return Err(SharedRootError::Open {
-                path: root.to_path_buf(),
-                source: errno_io(e),
-            })
-        }
+        Err(e) => return Err(WorkspaceError::io("open", root)(errno_io(e))),
     };
     Ok(match child_at(rootfd.as_fd(), root, name)? {
         Opened::Ours(dir) => Opened::Ours(Base {
@@ -525,7 +479,7 @@ pub fn check(base: &Path) -> Result<()> {
 /// `0700` and ours. Returns the batch folder held open.
 pub fn make_batch_dir(base: &Path, short: impl AsRef<OsStr>) -> Result<Dir> {
     let Some((root, name)) = split(base) else {
-        return Err(SharedRootError::NoRoot {
+        return Err(WorkspaceError::NoRoot {
             base: base.to_path_buf(),
         });
     };
@@ -535,10 +489,7 @@ pub fn make_batch_dir(base: &Path, short: impl AsRef<OsStr>) -> Result<Dir> {
             .recursive(true)
             .mode(0o700)
             .create(root)
-            .map_err(|source| SharedRootError::Create {
-                path: root.to_path_buf(),
-                source,
-            })?;
+            .map_err(WorkspaceError::under("create", root, root))?;
     }
     check_root(root)?;
     let rootfd = crate::workspace::carry::open_root(root)?;
@@ -621,10 +572,7 @@ pub fn remove_held_at(
     name: &OsStr,
     held: OwnedFd,
 ) -> Result<()> {
-    let io = |e: Errno| SharedRootError::Remove {
-        path: path.to_path_buf(),
-        source: errno_io(e),
-    };
+    let io = |e: Errno| WorkspaceError::io("remove", path)(errno_io(e));
     let st = rfs::fstat(&held).map_err(io)?;
     if st.st_mode & 0o700 != 0o700 {
         rfs::fchmod(

@@ -10,7 +10,7 @@
 //! Owns: what a submodule is here (a gitlink entry of an index, its folder,
 //! its `.git` file and the repository that names), what makes one dirty,
 //! the registrations made in submodule repositories.
-//! Its failures are `SubmoduleError` (the submodule, the file or
+//! Its failures are `WorkspaceError` (the submodule, the file or
 //! repository, and the cause); `ops::explain` words them.
 //! Never: writes into the source's submodules (their working trees, indexes,
 //! refs or config), fetches, or removes a registration it cannot prove it
@@ -22,122 +22,11 @@ use std::path::{Path, PathBuf};
 use gix::bstr::{BString, ByteSlice};
 use gix::ObjectId;
 
-use crate::git::ident::IdentError;
 use crate::git::registration::Registration;
-use crate::sys::fs::FsError;
 use crate::workspace::Cause;
+use crate::workspace::WorkspaceError;
 
-/// Why the submodules of a source could not be found or checked, given to
-/// a workspace, or unregistered.
-#[derive(Debug, thiserror::Error)]
-pub enum SubmoduleError {
-    /// Opening a submodule's (or a workspace's) repository.
-    #[error(transparent)]
-    Repo(#[from] crate::error::Error),
-    /// The real path of a submodule's repository.
-    #[error(transparent)]
-    Fs(#[from] FsError),
-    /// Putting `ident` right in a submodule's checkout.
-    #[error(transparent)]
-    Ident(#[from] IdentError),
-    /// The index of a superproject (or of a submodule with nested ones).
-    #[error("cannot read the index")]
-    Index {
-        #[source]
-        source: Cause,
-    },
-    /// A submodule whose repository is its `.git` folder (the old layout).
-    #[error("the submodule {shown} keeps its repository inside its folder ({}), which git delegate cannot share with workspaces", dotgit.display())]
-    Inside { shown: String, dotgit: PathBuf },
-    /// A submodule with another commit (or none) checked out than the one
-    /// its superproject records.
-    #[error("{}", head_moved(&.0.shown, .0.head, .0.commit))]
-    HeadMoved(Box<Moved>),
-    /// A submodule with modified tracked files.
-    #[error("the submodule {shown} has uncommitted changes ({} is modified)", crate::sys::paths::quote(changed.as_bstr()))]
-    Modified {
-        shown: String,
-        dir: PathBuf,
-        changed: BString,
-    },
-    /// The status of a submodule's working tree.
-    #[error("cannot read the status of {}", dir.display())]
-    Status {
-        dir: PathBuf,
-        #[source]
-        source: Cause,
-    },
-    /// The commit a nested submodule's parent was given.
-    #[error("cannot read a submodule's commit")]
-    ParentCommit {
-        #[source]
-        source: Cause,
-    },
-    /// The tree holding a gitlink.
-    #[error("cannot read a tree")]
-    Tree {
-        #[source]
-        source: Cause,
-    },
-    /// A submodule's folder or registration file in a workspace.
-    #[error("cannot create {}", path.display())]
-    Create {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A submodule's folder in a fresh workspace that is not empty.
-    #[error("cannot check out the submodule {shown} in {}: its folder is not empty", root.display())]
-    NotEmpty { shown: String, root: PathBuf },
-    /// A registration of that name the submodule's repository already has.
-    #[error("a worktree named {id} is already registered at {}", dir.display())]
-    Registered {
-        id: String,
-        dir: PathBuf,
-        git_dir: PathBuf,
-    },
-    /// Reading what to check out for a submodule at `dest`, or writing its
-    /// index.
-    #[error("cannot check out the submodule at {}", dest.display())]
-    Checkout {
-        dest: PathBuf,
-        #[source]
-        source: Cause,
-    },
-    /// The checkout's files (a full disk under `dest` is named as such).
-    #[error("cannot check out the submodule at {}", dest.display())]
-    CheckoutFiles {
-        dest: PathBuf,
-        #[source]
-        source: Cause,
-    },
-    /// A file of that checkout that could not be written.
-    #[error("cannot check out the submodule at {}: cannot write {file}: {error}", dest.display())]
-    CheckoutFile {
-        dest: PathBuf,
-        file: String,
-        error: String,
-    },
-    /// Ctrl-C during a checkout.
-    #[error("interrupted")]
-    Interrupted,
-    /// Removing a submodule registration.
-    #[error("cannot remove {}", path.display())]
-    Remove {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// Unlocking a submodule registration.
-    #[error("cannot unlock {}", path.display())]
-    Unlock {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-/// The facts of [`SubmoduleError::HeadMoved`].
+/// The facts of [`WorkspaceError::HeadMoved`].
 #[derive(Debug)]
 pub struct Moved {
     pub shown: String,
@@ -151,7 +40,7 @@ pub struct Moved {
     pub nested: bool,
 }
 
-fn head_moved(shown: &str, head: Option<ObjectId>, commit: ObjectId) -> String {
+pub(super) fn head_moved(shown: &str, head: Option<ObjectId>, commit: ObjectId) -> String {
     let recorded = commit.to_hex_with_len(12);
     match head {
         Some(h) => format!(
@@ -164,7 +53,7 @@ fn head_moved(shown: &str, head: Option<ObjectId>, commit: ObjectId) -> String {
     }
 }
 
-type Result<T, E = SubmoduleError> = std::result::Result<T, E>;
+type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
 
 /// One submodule of a source, found through the index of its superproject.
 #[derive(Debug, Clone)]
@@ -191,7 +80,7 @@ fn rel(root: &Path, path: &[u8]) -> PathBuf {
 fn gitlinks(repo: &gix::Repository) -> Result<Vec<(BString, ObjectId)>> {
     let index = repo
         .index_or_empty()
-        .map_err(|e| SubmoduleError::Index { source: e.into() })?;
+        .map_err(|e| WorkspaceError::Index { source: e.into() })?;
     Ok(index
         .entries()
         .iter()
@@ -255,7 +144,7 @@ fn walk_source(
                 continue;
             }
             Ok(md) if md.is_dir() => {
-                return Err(SubmoduleError::Inside { shown, dotgit });
+                return Err(WorkspaceError::Inside { shown, dotgit });
             }
             Ok(_) => {}
         }
@@ -263,7 +152,7 @@ fn walk_source(
         let head = sub.head_id().ok().map(|h| h.detach());
         if check && head != Some(commit) {
             // Not a change of files: another commit is checked out in it.
-            return Err(SubmoduleError::HeadMoved(Box::new(Moved {
+            return Err(WorkspaceError::HeadMoved(Box::new(Moved {
                 shown,
                 dir,
                 root: root.to_path_buf(),
@@ -278,7 +167,7 @@ fn walk_source(
             .transpose()?
             .flatten()
         {
-            return Err(SubmoduleError::Modified {
+            return Err(WorkspaceError::Modified {
                 shown,
                 dir,
                 changed,
@@ -303,7 +192,7 @@ fn walk_source(
 /// walk does that).
 fn first_change(repo: &gix::Repository, untracked: bool) -> Result<Option<BString>> {
     let dir = repo.workdir().unwrap_or(repo.git_dir());
-    let err = |e: Cause| SubmoduleError::Status {
+    let err = |e: Cause| WorkspaceError::Status {
         dir: dir.to_path_buf(),
         source: e,
     };
@@ -403,7 +292,7 @@ pub fn create(
                 // Nested: the gitlink in the commit its parent got.
                 Some((_, parent_commit)) => {
                     let repo = crate::git::repo::open_worktree(&rel(root, &p.path))?;
-                    let what = |e: Cause| SubmoduleError::ParentCommit { source: e };
+                    let what = |e: Cause| WorkspaceError::ParentCommit { source: e };
                     let tree = repo
                         .find_commit(*parent_commit)
                         .map_err(|e| what(e.into()))?
@@ -419,16 +308,12 @@ pub fn create(
             continue;
         };
         let dest = rel(root, &m.path);
-        let io = |what: &Path| {
-            let path = what.to_path_buf();
-            move |source| SubmoduleError::Create { path, source }
-        };
-        std::fs::create_dir_all(&dest).map_err(io(&dest))?;
+        std::fs::create_dir_all(&dest).map_err(WorkspaceError::at("create", &dest, &dest))?;
         let Some(git_dir) = &m.git_dir else {
             continue;
         };
         if !crate::sys::fs::is_empty_dir(&dest) {
-            return Err(SubmoduleError::NotEmpty {
+            return Err(WorkspaceError::NotEmpty {
                 shown: crate::sys::paths::quote(m.path.as_bstr()),
                 root: root.to_path_buf(),
             });
@@ -442,7 +327,7 @@ pub fn create(
 
 /// The gitlink at `path` in `tree`, if it is one.
 fn recorded(repo: &gix::Repository, tree: ObjectId, path: &[u8]) -> Result<Option<ObjectId>> {
-    let what = |e: Cause| SubmoduleError::Tree { source: e };
+    let what = |e: Cause| WorkspaceError::Tree { source: e };
     let tree = repo.find_tree(tree).map_err(|e| what(e.into()))?;
     let entry = tree
         .lookup_entry_by_path(crate::sys::paths::to_os(path.as_bstr()))
@@ -458,11 +343,11 @@ fn register(git_dir: &Path, dest: &Path, commit: ObjectId, id: &str, lock: &str)
     let reg = Registration::new(git_dir, id);
     let io = |what: &Path| {
         let path = what.to_path_buf();
-        move |source| SubmoduleError::Create { path, source }
+        move |source| WorkspaceError::at("create", &path, &path)(source)
     };
     let dir = reg.path();
     if dir.symlink_metadata().is_ok() {
-        return Err(SubmoduleError::Registered {
+        return Err(WorkspaceError::SubmoduleRegistered {
             id: id.to_string(),
             dir: dir.to_path_buf(),
             git_dir: git_dir.to_path_buf(),
@@ -486,7 +371,7 @@ fn register(git_dir: &Path, dest: &Path, commit: ObjectId, id: &str, lock: &str)
 /// Check `commit` out into the empty (but for `.git`) folder `dest`, and
 /// write the worktree's index with the stat data of the files written.
 fn checkout(dest: &Path, commit: ObjectId) -> Result<()> {
-    let err = |e: Cause| SubmoduleError::Checkout {
+    let err = |e: Cause| WorkspaceError::SubmoduleCheckout {
         dest: dest.to_path_buf(),
         source: e,
     };
@@ -515,19 +400,19 @@ fn checkout(dest: &Path, commit: ObjectId) -> Result<()> {
         &gix::interrupt::IS_INTERRUPTED,
         opts,
     )
-    .map_err(|e| SubmoduleError::CheckoutFiles {
+    .map_err(|e| WorkspaceError::SubmoduleFiles {
         dest: dest.to_path_buf(),
         source: e.into(),
     })?;
     if let Some(first) = outcome.errors.first() {
-        return Err(SubmoduleError::CheckoutFile {
+        return Err(WorkspaceError::SubmoduleFile {
             dest: dest.to_path_buf(),
             file: crate::sys::paths::quote(first.path.as_ref()),
             error: first.error.to_string(),
         });
     }
     if gix::interrupt::is_triggered() {
-        return Err(SubmoduleError::Interrupted);
+        return Err(WorkspaceError::Interrupted);
     }
     // gix writes `ident` its own way; git's bytes (design §3.15).
     crate::git::ident::fix_checkout(&repo, &mut index, dest)?;
@@ -661,12 +546,7 @@ pub fn unregister(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<(
         match std::fs::remove_dir_all(reg.path()) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(SubmoduleError::Remove {
-                    path: reg.path().to_path_buf(),
-                    source,
-                })
-            }
+            Err(source) => return Err(WorkspaceError::io("remove", reg.path())(source)),
         }
     }
     Ok(())
@@ -679,12 +559,7 @@ pub fn release(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<()> 
         match std::fs::remove_file(reg.locked_file()) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(SubmoduleError::Unlock {
-                    path: reg.locked_file(),
-                    source,
-                })
-            }
+            Err(source) => return Err(WorkspaceError::io("unlock", &reg.locked_file())(source)),
         }
     }
     Ok(())
