@@ -28,6 +28,7 @@ use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::record::batch::CarryStats;
+use crate::workspace::error::IN_ROOT;
 use crate::workspace::WorkspaceError;
 
 type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
@@ -208,7 +209,7 @@ impl<'a, E: From<WorkspaceError>> Walker<'a, E> {
             };
         }
         let root = &self.dst_roots[i];
-        WorkspaceError::under(what, &at(root, rel), root)(errno_io(e))
+        WorkspaceError::at(what, &at(root, rel), (root, IN_ROOT))(errno_io(e))
     }
 
     /// Copy every entry of the opened source folder into the opened
@@ -246,17 +247,17 @@ impl<'a, E: From<WorkspaceError>> Walker<'a, E> {
             rel.push(b'/');
         }
         rel.extend_from_slice(name);
-        let result = self.copy_entry_inner(src, dsts, name, kind, rel);
+        let result = self.copy_named((src, name, kind), dsts, rel);
         rel.truncate(len_before);
         result
     }
 
-    fn copy_entry_inner(
+    /// [`Walker::copy_entry`] once `rel` names the entry: `name` of the
+    /// opened folder `src`, of type `kind`.
+    fn copy_named(
         &mut self,
-        src: BorrowedFd<'_>,
+        (src, name, kind): (BorrowedFd<'_>, &[u8], FileType),
         dsts: &[BorrowedFd<'_>],
-        name: &[u8],
-        kind: FileType,
         rel: &mut Vec<u8>,
     ) -> Result<(), E> {
         let kind = if kind == FileType::Unknown {

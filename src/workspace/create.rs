@@ -20,6 +20,7 @@ use super::identity::{identify_at, is_ours, Identity, Reach};
 use super::remove::{remove_empty_parents, remove_held};
 use super::{registration, Plan, Removal, WorkspaceError};
 use crate::git::registration::Registration;
+use crate::workspace::error::IN_ROOT;
 
 type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
 /// Create every planned workspace. The first is checked out from the
@@ -46,21 +47,64 @@ pub fn create_all_sparse(
     plans: &[Plan],
     sparse: Option<&crate::git::sparse::Workspaces>,
 ) -> Result<()> {
-    let mut result = create_all_inner(common_dir, baseline, baseline_tree, plans, sparse);
-    if result.is_ok() && gix::interrupt::is_triggered() {
-        result = Err(WorkspaceError::Interrupted);
-    }
-    if let Err(e) = result {
-        // Worded while what was made still stands: a full disk is named
-        // by what ran out (`FsCause::NoInodes` looks at the filesystem
-        // now), before the removal frees it again.
-        let e = WorkspaceError::Engine(crate::error::Error::from(e));
+    let made = (|| -> Result<()> {
+        let Some(first) = plans.first() else {
+            return Ok(());
+        };
+        for p in plans {
+            register(common_dir, baseline, p)?;
+            if let Some(s) = sparse {
+                s.write(common_dir, &registration(common_dir, &p.worktree_id))?;
+            }
+        }
+        crate::sys::interrupt::pause("registered");
+        let cores = cores();
+        let index = check_out_first(first, baseline_tree, sparse, cores)?;
+
+        let mut indexes = vec![index];
+        if plans.len() > 1 {
+            let method = if can_clone(&first.root, &plans[1].root) {
+                Method::Clone
+            } else {
+                Method::Copy
+            };
+            let others = replicate(&first.root, &indexes[0], &plans[1..], method, cores)?;
+            indexes.extend(others);
+        }
+        if gix::interrupt::is_triggered() {
+            return Err(WorkspaceError::Interrupted);
+        }
+        let roots: Vec<&Path> = plans.iter().map(|p| p.root.as_path()).collect();
+        settle(&roots, &mut indexes, cores)?;
+        // Index files last: written after every file is settled, so no entry is racy.
+        // One thread per workspace.
+        write_indexes(common_dir, plans, indexes)?;
+        Ok(())
+    })();
+    undone(common_dir, plans, made)
+}
+
+/// The outcome of making `plans`, Ctrl-C counting as a failure. On failure
+/// everything made for them is removed again, the error worded first,
+/// while what was made still stands: a full disk is named by what ran out
+/// (`FsCause::NoInodes` looks at the filesystem now), before the removal
+/// frees it again.
+fn undone<T, E: From<WorkspaceError> + Into<crate::error::Error>>(
+    common_dir: &Path,
+    plans: &[Plan],
+    made: Result<T, E>,
+) -> Result<T, E> {
+    let made = match made {
+        Ok(_) if gix::interrupt::is_triggered() => Err(WorkspaceError::Interrupted.into()),
+        made => made,
+    };
+    made.map_err(|e| {
+        let e = E::from(WorkspaceError::Engine(e.into()));
         for p in plans {
             let _ = remove_created(common_dir, p);
         }
-        return Err(e);
-    }
-    result
+        e
+    })
 }
 
 /// Like [`create_all`], then `fill` (carrying ignored files) on the
@@ -88,19 +132,8 @@ pub fn create_all_filled<T: Clone, E: From<WorkspaceError> + Into<crate::error::
         let roots: Vec<PathBuf> = plans.iter().map(|p| p.root.clone()).collect();
         return fill(&roots);
     }
-    let mut result = create_snapshots(common_dir, baseline, baseline_tree, plans, sparse, fill);
-    if result.is_ok() && gix::interrupt::is_triggered() {
-        result = Err(WorkspaceError::Interrupted.into());
-    }
-    if let Err(e) = result {
-        // Worded before the removal frees what was made (as above).
-        let e = E::from(WorkspaceError::Engine(e.into()));
-        for p in plans {
-            let _ = remove_created(common_dir, p);
-        }
-        return Err(e);
-    }
-    result
+    let made = create_snapshots(common_dir, baseline, baseline_tree, plans, sparse, fill);
+    undone(common_dir, plans, made)
 }
 
 /// The snapshot path of [`create_all_filled`]: register every plan (the
@@ -183,19 +216,18 @@ fn create_snapshots<T: Clone, E: From<WorkspaceError>>(
         }
         let _ = std::fs::remove_file(p.root.join(".git"));
         std::fs::remove_dir(&p.root).map_err(|_| taken())?;
-        crate::sys::btrfs::snapshot(&first.root, &p.root).map_err(|source| {
-            if source.kind() == std::io::ErrorKind::AlreadyExists {
-                WorkspaceError::Exists {
-                    root: p.root.clone(),
-                }
-            } else {
-                WorkspaceError::under("snapshot", &first.root, &p.root)(source)
-            }
-        })?;
+        crate::sys::btrfs::snapshot(&first.root, &p.root).map_err(making(
+            "snapshot",
+            &first.root,
+            &p.root,
+        ))?;
         crate::sys::fs::write_atomic(&p.root.join(".git"), &dotgit_line(common_dir, p))
             .map_err(WorkspaceError::from)?;
-        let dev = std::fs::symlink_metadata(&p.root)
-            .map_err(WorkspaceError::at("read", &p.root, &p.root))?;
+        let dev = std::fs::symlink_metadata(&p.root).map_err(WorkspaceError::at(
+            "read",
+            &p.root,
+            (&p.root, false),
+        ))?;
         let mut state = indexes[0].clone();
         {
             use std::os::unix::fs::MetadataExt;
@@ -208,7 +240,7 @@ fn create_snapshots<T: Clone, E: From<WorkspaceError>>(
     if plans.len() == 2 {
         crate::sys::interrupt::pause("replicating");
     }
-    // Index files last (see `create_all_inner`).
+    // Index files last (see `create_all_sparse`).
     write_indexes(common_dir, plans, indexes)?;
     Ok(match value {
         Some(v) => vec![v; plans.len()],
@@ -235,47 +267,6 @@ fn write_indexes(common_dir: &Path, plans: &[Plan], indexes: Vec<gix::index::Sta
 
 pub(super) fn cores() -> usize {
     crate::sys::parallel::threads(usize::MAX)
-}
-
-fn create_all_inner(
-    common_dir: &Path,
-    baseline: ObjectId,
-    baseline_tree: ObjectId,
-    plans: &[Plan],
-    sparse: Option<&crate::git::sparse::Workspaces>,
-) -> Result<()> {
-    let Some(first) = plans.first() else {
-        return Ok(());
-    };
-    for p in plans {
-        register(common_dir, baseline, p)?;
-        if let Some(s) = sparse {
-            s.write(common_dir, &registration(common_dir, &p.worktree_id))?;
-        }
-    }
-    crate::sys::interrupt::pause("registered");
-    let cores = cores();
-    let index = check_out_first(first, baseline_tree, sparse, cores)?;
-
-    let mut indexes = vec![index];
-    if plans.len() > 1 {
-        let method = if can_clone(&first.root, &plans[1].root) {
-            Method::Clone
-        } else {
-            Method::Copy
-        };
-        let others = replicate(&first.root, &indexes[0], &plans[1..], method, cores)?;
-        indexes.extend(others);
-    }
-    if gix::interrupt::is_triggered() {
-        return Err(WorkspaceError::Interrupted);
-    }
-    let roots: Vec<&Path> = plans.iter().map(|p| p.root.as_path()).collect();
-    settle(&roots, &mut indexes, cores)?;
-    // Index files last: written after every file is settled, so no entry is racy.
-    // One thread per workspace.
-    write_indexes(common_dir, plans, indexes)?;
-    Ok(())
 }
 
 /// Undo `register` and the files of a plan: only what this prepare made
@@ -374,6 +365,22 @@ pub fn unfinished_removal(common_dir: &Path, root: &Path, worktree_id: &str) -> 
     }
 }
 
+/// `op` on `path` making the workspace folder `root` failed: something
+/// already there is [`WorkspaceError::Exists`], anything else an I/O error
+/// under the workspace root.
+fn making<'a>(
+    op: &'static str,
+    path: &'a Path,
+    root: &'a Path,
+) -> impl Fn(std::io::Error) -> WorkspaceError + 'a {
+    move |source| match source.kind() {
+        std::io::ErrorKind::AlreadyExists => WorkspaceError::Exists {
+            root: root.to_path_buf(),
+        },
+        _ => WorkspaceError::at(op, path, (root, IN_ROOT))(source),
+    }
+}
+
 /// How [`register_as`] makes a workspace's folder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Make {
@@ -404,7 +411,7 @@ pub(super) fn register_as(
 ) -> Result<()> {
     let io = |what: &Path| {
         let path = what.to_path_buf();
-        move |source| WorkspaceError::under("create", &path, &path)(source)
+        move |source| WorkspaceError::at("create", &path, (&path, IN_ROOT))(source)
     };
     if let Some(parent) = p.root.parent() {
         std::fs::create_dir_all(parent).map_err(io(parent))?;
@@ -413,15 +420,7 @@ pub(super) fn register_as(
         Make::Folder => std::fs::create_dir(&p.root),
         Make::Subvolume => crate::sys::btrfs::create_subvolume(&p.root),
     };
-    made.map_err(|source| {
-        if source.kind() == std::io::ErrorKind::AlreadyExists {
-            WorkspaceError::Exists {
-                root: p.root.clone(),
-            }
-        } else {
-            WorkspaceError::under("create", &p.root, &p.root)(source)
-        }
-    })?;
+    made.map_err(making("create", &p.root, &p.root))?;
     let reg = registration(common_dir, &p.worktree_id);
     std::fs::create_dir_all(reg.parent().unwrap_or(common_dir)).map_err(io(&reg))?;
     std::fs::create_dir(&reg).map_err(io(&reg))?;

@@ -33,6 +33,7 @@ use std::collections::HashMap;
 use gix::bstr::{BStr, ByteSlice};
 
 use super::*;
+use crate::workspace::error::IN_ROOT;
 
 type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
 
@@ -122,7 +123,7 @@ pub fn create_from(
         create_all(common_dir, commit, tree, std::slice::from_ref(plan))?;
         Ok(false)
     };
-    match derive(common_dir, t, commit, tree, plan) {
+    match derive(common_dir, t, (commit, tree), plan) {
         Ok(true) => Ok(true),
         Ok(false) => checkout(),
         Err(e) => {
@@ -136,12 +137,12 @@ pub fn create_from(
 }
 
 /// The snapshot path of [`create_from`]: `false` (nothing made) when the
-/// workspace cannot be derived from the template.
+/// workspace cannot be derived from the template (at the commit and its
+/// tree).
 fn derive(
     common_dir: &Path,
     t: &Template,
-    commit: ObjectId,
-    tree: ObjectId,
+    (commit, tree): (ObjectId, ObjectId),
     plan: &Plan,
 ) -> Result<bool> {
     let source = crate::git::repo::open_worktree(&t.plan.root)?;
@@ -256,10 +257,10 @@ fn snapshot_template(common_dir: &Path, t: &Template, commit: ObjectId, plan: &P
     }
     let _ = std::fs::remove_file(plan.root.join(".git"));
     std::fs::remove_dir(&plan.root).map_err(|_| taken())?;
-    crate::sys::btrfs::snapshot(&t.plan.root, &plan.root).map_err(WorkspaceError::under(
+    crate::sys::btrfs::snapshot(&t.plan.root, &plan.root).map_err(WorkspaceError::at(
         "snapshot",
         &t.plan.root,
-        &plan.root,
+        (&plan.root, IN_ROOT),
     ))?;
     // Killed here, the snapshot's `.git` still names the template's
     // registration: `remove_half_made` takes it.
@@ -305,7 +306,7 @@ fn keep_stat(
     let dev = {
         use std::os::unix::fs::MetadataExt;
         std::fs::symlink_metadata(root)
-            .map_err(WorkspaceError::at("read", root, root))?
+            .map_err(WorkspaceError::at("read", root, (root, false)))?
             .dev() as u32
     };
     let stats: HashMap<&BStr, gix::index::entry::Stat> = t

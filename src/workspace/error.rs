@@ -5,7 +5,7 @@
 //!
 //! Owns: what failed (the path or file, the cause); a path's I/O error is a
 //! `sys::fs::PathError` (`cannot <op> <path>`), held by the variant that says
-//! which filesystem a full disk names (`Io`, `At`, `Under`).
+//! which filesystem a full disk names (`Io`, `At`).
 //! Never: words a help line or decides an error code (`ops::explain`'s
 //! `workspace.rs` does); decides how an OS or gix error is classified
 //! (`error` does).
@@ -55,18 +55,13 @@ pub enum WorkspaceError {
     /// A path's I/O error, named by its cause.
     #[error(transparent)]
     Io(PathError),
-    /// The same, where a full disk names the filesystem holding `at`.
+    /// The same, where a full disk names the filesystem holding `at`
+    /// (and, for what is made under the workspace root, `in_root`, says
+    /// that the root can move).
     #[error("{io}")]
     At {
         at: PathBuf,
-        #[source]
-        io: PathError,
-    },
-    /// The same, for what is made under the workspace root `root` (a full
-    /// disk there says the root can move).
-    #[error("{io}")]
-    Under {
-        root: PathBuf,
+        in_root: bool,
         #[source]
         io: PathError,
     },
@@ -276,6 +271,10 @@ pub enum WorkspaceError {
     },
 }
 
+/// What [`WorkspaceError::at`] is given for a failure under the workspace
+/// root (`true`) or elsewhere (`false`).
+pub(crate) const IN_ROOT: bool = true;
+
 impl WorkspaceError {
     /// `op` on `path` failed, named by its cause ([`WorkspaceError::Io`]).
     pub(crate) fn io<'a>(
@@ -286,27 +285,16 @@ impl WorkspaceError {
     }
 
     /// `op` on `path` failed, a full disk naming the filesystem of `at`
-    /// ([`WorkspaceError::At`]).
+    /// ([`WorkspaceError::At`]; `in_root`: made under the workspace root,
+    /// [`IN_ROOT`]).
     pub(crate) fn at<'a>(
         op: &'static str,
         path: &'a Path,
-        at: &'a Path,
+        (at, in_root): (&'a Path, bool),
     ) -> impl Fn(std::io::Error) -> Self + Copy + 'a {
         move |source| Self::At {
             at: at.to_path_buf(),
-            io: PathError::on(op, path)(source),
-        }
-    }
-
-    /// `op` on `path` under the workspace root `root` failed
-    /// ([`WorkspaceError::Under`]).
-    pub(crate) fn under<'a>(
-        op: &'static str,
-        path: &'a Path,
-        root: &'a Path,
-    ) -> impl Fn(std::io::Error) -> Self + Copy + 'a {
-        move |source| Self::Under {
-            root: root.to_path_buf(),
+            in_root,
             io: PathError::on(op, path)(source),
         }
     }

@@ -11,6 +11,7 @@
 use std::path::Path;
 
 use super::{Cause, Plan};
+use crate::workspace::error::IN_ROOT;
 use crate::workspace::WorkspaceError;
 
 type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
@@ -346,7 +347,7 @@ impl<'a> Replicator<'a> {
 
     fn err(root: &Path, rel: &[u8], what: &'static str, e: rustix::io::Errno) -> WorkspaceError {
         let path = root.join(crate::sys::paths::to_os(rel.into()));
-        WorkspaceError::under(what, &path, root)(std::io::Error::from_raw_os_error(
+        WorkspaceError::at(what, &path, (root, IN_ROOT))(std::io::Error::from_raw_os_error(
             e.raw_os_error(),
         ))
     }

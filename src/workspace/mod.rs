@@ -61,7 +61,7 @@ pub type Cause = Box<dyn std::error::Error + Send + Sync>;
 pub mod carry;
 mod create;
 mod derived;
-mod error;
+pub(crate) mod error;
 mod fill;
 mod identity;
 pub mod pool;

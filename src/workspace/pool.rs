@@ -414,7 +414,7 @@ fn move_to(
                     OsStr::from_bytes(path),
                     rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
                 )
-                .map_err(|e| WorkspaceError::at("read", &p.root, &p.root)(e.into()))?;
+                .map_err(|e| WorkspaceError::at("read", &p.root, (&p.root, false))(e.into()))?;
                 super::fill::stat_of(&st)
             }
         };
@@ -492,7 +492,7 @@ fn move_registration(
             path: new,
         });
     }
-    std::fs::rename(&old, &new).map_err(WorkspaceError::at("rename", &old, &old))?;
+    std::fs::rename(&old, &new).map_err(WorkspaceError::at("rename", &old, (&old, false)))?;
     let files = Registration::at(new.clone());
     let line = [p.root.join(".git").as_os_str().as_bytes(), b"\n"].concat();
     crate::sys::fs::write_atomic(&files.locked_file(), p.lock_reason.as_bytes())?;
@@ -521,7 +521,7 @@ fn write_dotgit(dir: BorrowedFd<'_>, common_dir: &Path, p: &Plan) -> Result<(), 
     use std::io::Write;
     const TEMP: &str = ".git.delegate-pool";
     let dotgit = p.root.join(".git");
-    let io = WorkspaceError::at("write", &dotgit, &p.root);
+    let io = WorkspaceError::at("write", &dotgit, (&p.root, false));
     let _ = rustix::fs::unlinkat(dir, TEMP, AtFlags::empty());
     let f = crate::sys::fs::create_new_at(dir, TEMP.as_bytes(), Mode::from_raw_mode(0o644))
         .map_err(|e| io(e.into()))?;

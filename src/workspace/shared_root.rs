@@ -40,6 +40,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
+use crate::workspace::error::IN_ROOT;
 use crate::workspace::WorkspaceError;
 
 type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
@@ -107,7 +108,7 @@ impl Refused {
     /// the folder there gives (`delegate::io`).
     pub fn error(&self) -> WorkspaceError {
         if self.reason == Reason::NotAFolder && self.owner == me() {
-            return WorkspaceError::under("create", &self.path, &self.path)(errno_io(
+            return WorkspaceError::at("create", &self.path, (&self.path, IN_ROOT))(errno_io(
                 Errno::NOTDIR,
             ));
         }
@@ -303,7 +304,7 @@ fn child_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> Result<Opened
 
 fn make_child_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> Result<Dir> {
     let path = dir_path.join(name);
-    let io = |e: Errno| WorkspaceError::under("create", &path, &path)(errno_io(e));
+    let io = |e: Errno| WorkspaceError::at("create", &path, (&path, IN_ROOT))(errno_io(e));
     // Removed by someone else in between (a background deleter taking an
     // empty trash): once more.
     for _ in 0..2 {
@@ -489,7 +490,7 @@ pub fn make_batch_dir(base: &Path, short: impl AsRef<OsStr>) -> Result<Dir> {
             .recursive(true)
             .mode(0o700)
             .create(root)
-            .map_err(WorkspaceError::under("create", root, root))?;
+            .map_err(WorkspaceError::at("create", root, (root, IN_ROOT)))?;
     }
     check_root(root)?;
     let rootfd = crate::workspace::carry::open_root(root)?;

@@ -76,8 +76,21 @@ fn rel(root: &Path, path: &[u8]) -> PathBuf {
     root.join(crate::sys::paths::to_os(path.as_bstr()))
 }
 
-/// The gitlink entries (stage 0) of `repo`'s index: (path, commit).
-fn gitlinks(repo: &gix::Repository) -> Result<Vec<(BString, ObjectId)>> {
+/// A gitlink entry (stage 0) of an index: its path, its path from the
+/// outermost superproject (`prefix` + path), its folder and commit.
+type Gitlink = (BString, BString, PathBuf, ObjectId);
+
+/// The gitlinks of `repo`'s index (its working tree at `root`, `depth`
+/// levels of nesting down), none past 32 levels.
+fn gitlinks(
+    repo: &gix::Repository,
+    root: &Path,
+    prefix: &[u8],
+    depth: usize,
+) -> Result<Vec<Gitlink>> {
+    if depth > 32 {
+        return Ok(Vec::new());
+    }
     let index = repo
         .index_or_empty()
         .map_err(|e| WorkspaceError::Index { source: e.into() })?;
@@ -85,8 +98,18 @@ fn gitlinks(repo: &gix::Repository) -> Result<Vec<(BString, ObjectId)>> {
         .entries()
         .iter()
         .filter(|e| e.mode == gix::index::entry::Mode::COMMIT && e.stage_raw() == 0)
-        .map(|e| (e.path(&index).to_owned(), e.id))
+        .map(|e| {
+            let path = e.path(&index);
+            let full = [prefix, &path[..]].concat().into();
+            (path.to_owned(), full, rel(root, path), e.id)
+        })
         .collect())
+}
+
+/// `full` as the prefix of the gitlinks nested in it.
+fn nested(mut full: BString) -> BString {
+    full.push(b'/');
+    full
 }
 
 /// Every submodule of the source (parents before their nested ones), each
@@ -118,12 +141,7 @@ fn walk_source(
     depth: usize,
     check: bool,
 ) -> Result<()> {
-    if depth > 32 {
-        return Ok(());
-    }
-    for (path, commit) in gitlinks(repo)? {
-        let full: BString = [prefix, path.as_slice()].concat().into();
-        let dir = rel(root, &path);
+    for (path, full, dir, commit) in gitlinks(repo, root, prefix, depth)? {
         let shown = crate::sys::paths::quote(full.as_bstr());
         let dotgit = dir.join(".git");
         match dotgit.symlink_metadata() {
@@ -179,9 +197,7 @@ fn walk_source(
             commit,
             git_dir: Some(git_dir),
         });
-        let mut nested = full;
-        nested.push(b'/');
-        walk_source(&sub, &dir, &nested, out, depth + 1, check)?;
+        walk_source(&sub, &dir, &nested(full), out, depth + 1, check)?;
     }
     Ok(())
 }
@@ -308,7 +324,11 @@ pub fn create(
             continue;
         };
         let dest = rel(root, &m.path);
-        std::fs::create_dir_all(&dest).map_err(WorkspaceError::at("create", &dest, &dest))?;
+        std::fs::create_dir_all(&dest).map_err(WorkspaceError::at(
+            "create",
+            &dest,
+            (&dest, false),
+        ))?;
         let Some(git_dir) = &m.git_dir else {
             continue;
         };
@@ -343,7 +363,7 @@ fn register(git_dir: &Path, dest: &Path, commit: ObjectId, id: &str, lock: &str)
     let reg = Registration::new(git_dir, id);
     let io = |what: &Path| {
         let path = what.to_path_buf();
-        move |source| WorkspaceError::at("create", &path, &path)(source)
+        move |source| WorkspaceError::at("create", &path, (&path, false))(source)
     };
     let dir = reg.path();
     if dir.symlink_metadata().is_ok() {
@@ -449,12 +469,7 @@ fn walk_workspace(
     out: &mut Vec<BString>,
     depth: usize,
 ) -> Result<()> {
-    if depth > 32 {
-        return Ok(());
-    }
-    for (path, commit) in gitlinks(repo)? {
-        let full: BString = [prefix, path.as_slice()].concat().into();
-        let dir = rel(root, &path);
+    for (_, full, dir, commit) in gitlinks(repo, root, prefix, depth)? {
         let Ok(md) = dir.symlink_metadata() else {
             out.push(full);
             continue;
@@ -485,9 +500,7 @@ fn walk_workspace(
             out.push(full);
             continue;
         }
-        let mut nested = full;
-        nested.push(b'/');
-        walk_workspace(&sub, &dir, &nested, out, depth + 1)?;
+        walk_workspace(&sub, &dir, &nested(full), out, depth + 1)?;
     }
     Ok(())
 }

@@ -56,8 +56,10 @@ impl From<WorkspaceError> for Error {
             W::Ident(e) => e.into(),
             W::Drivers(e) => e.into(),
             W::Io(e) => e.into(),
-            W::At { at, io } => Error::io_at(message, &at, io.source),
-            W::Under { root, io } => Error::io_at(message, &root, io.source).in_workspace_root(),
+            W::At { at, in_root, io } => match Error::io_at(message, &at, io.source) {
+                e if in_root => e.in_workspace_root(),
+                e => e,
+            },
             W::RemoveIn { root, source, .. } => Error::io_at(message, &root, source),
             W::Patterns { source, .. } => Error::io(message, source),
             W::Checkout { source, .. } | W::ScratchIndex { source, .. } | W::List { source } => {
