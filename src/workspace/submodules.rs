@@ -100,7 +100,7 @@ fn gitlinks(
         .filter(|e| e.mode == gix::index::entry::Mode::COMMIT && e.stage_raw() == 0)
         .map(|e| {
             let path = e.path(&index);
-            let full = [prefix, &path[..]].concat().into();
+            let full = [prefix, path].concat().into();
             (path.to_owned(), full, rel(root, path), e.id)
         })
         .collect())
