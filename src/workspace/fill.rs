@@ -43,16 +43,8 @@ pub(super) fn checkout(
         .clone()
         .into_arc()
         .map_err(|e| WorkspaceError::Objects { source: e.into() })?;
-    let outcome = gix::worktree::state::checkout(
-        index,
-        root.to_path_buf(),
-        objects,
-        &gix::progress::Discard,
-        &gix::progress::Discard,
-        &gix::interrupt::IS_INTERRUPTED,
-        opts,
-    )
-    .map_err(|e| checkout_failed(Some((repo, &*index)), root, e.into()))?;
+    let outcome = run_checkout(index, root, objects, opts)
+        .map_err(|e| checkout_failed(Some((repo, &*index)), root, e.into()))?;
     if gix::interrupt::is_triggered() {
         return Err(WorkspaceError::Interrupted);
     }
@@ -81,6 +73,25 @@ pub(super) fn checkout(
     }
     // gix writes `ident` its own way; git's bytes (design §3.15).
     Ok(crate::git::ident::fix_checkout(repo, index, root)?)
+}
+
+/// gix's checkout of `index` into `root` with `objects` (shared with its
+/// threads), without progress; Ctrl-C stops it.
+pub(super) fn run_checkout(
+    index: &mut gix::index::State,
+    root: &Path,
+    objects: impl gix::objs::Find + Send + Clone,
+    opts: gix::worktree::state::checkout::Options,
+) -> std::result::Result<gix::worktree::state::checkout::Outcome, gix::Error> {
+    gix::worktree::state::checkout(
+        index,
+        root,
+        objects,
+        &gix::progress::Discard,
+        &gix::progress::Discard,
+        &gix::interrupt::IS_INTERRUPTED,
+        opts,
+    )
 }
 
 /// The filesystem clock under `dir` as (seconds, nanoseconds), probed with a

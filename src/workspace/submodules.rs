@@ -76,40 +76,63 @@ fn rel(root: &Path, path: &[u8]) -> PathBuf {
     root.join(crate::sys::paths::to_os(path.as_bstr()))
 }
 
-/// A gitlink entry (stage 0) of an index: its path, its path from the
-/// outermost superproject (`prefix` + path), its folder and commit.
-type Gitlink = (BString, BString, PathBuf, ObjectId);
+/// A gitlink entry (stage 0) of a superproject's index, as [`walk`] meets it.
+struct Gitlink {
+    /// Its path in that index.
+    path: BString,
+    /// Its path from the outermost superproject.
+    full: BString,
+    /// Its folder.
+    dir: PathBuf,
+    /// The superproject's working tree.
+    root: PathBuf,
+    /// The commit the superproject records.
+    commit: ObjectId,
+    /// Below another submodule.
+    nested: bool,
+}
 
-/// The gitlinks of `repo`'s index (its working tree at `root`, `depth`
-/// levels of nesting down), none past 32 levels.
-fn gitlinks(
+/// Every gitlink of `repo`'s index (its working tree at `root`, the
+/// gitlinks' paths below `prefix`), parents before the gitlinks nested in
+/// them, which are walked through the repository `visit` returns for their
+/// parent (none: not looked into); none past 32 levels.
+fn walk(
     repo: &gix::Repository,
     root: &Path,
     prefix: &[u8],
     depth: usize,
-) -> Result<Vec<Gitlink>> {
+    visit: &mut dyn FnMut(Gitlink) -> Result<Option<gix::Repository>>,
+) -> Result<()> {
     if depth > 32 {
-        return Ok(Vec::new());
+        return Ok(());
     }
     let index = repo
         .index_or_empty()
         .map_err(|e| WorkspaceError::Index { source: e.into() })?;
-    Ok(index
+    let links: Vec<Gitlink> = index
         .entries()
         .iter()
         .filter(|e| e.mode == gix::index::entry::Mode::COMMIT && e.stage_raw() == 0)
         .map(|e| {
             let path = e.path(&index);
-            let full = [prefix, path].concat().into();
-            (path.to_owned(), full, rel(root, path), e.id)
+            Gitlink {
+                path: path.to_owned(),
+                full: [prefix, path].concat().into(),
+                dir: rel(root, path),
+                root: root.to_path_buf(),
+                commit: e.id,
+                nested: !prefix.is_empty(),
+            }
         })
-        .collect())
-}
-
-/// `full` as the prefix of the gitlinks nested in it.
-fn nested(mut full: BString) -> BString {
-    full.push(b'/');
-    full
+        .collect();
+    for link in links {
+        let (dir, mut nested) = (link.dir.clone(), link.full.clone());
+        if let Some(sub) = visit(link)? {
+            nested.push(b'/');
+            walk(&sub, &dir, &nested, depth + 1, visit)?;
+        }
+    }
+    Ok(())
 }
 
 /// Every submodule of the source (parents before their nested ones), each
@@ -119,65 +142,49 @@ fn nested(mut full: BString) -> BString {
 /// (`delegate::dirty_submodule`), naming it; one whose repository lives
 /// inside its folder (the old layout) is refused with `delegate::submodules`.
 pub fn discover(source: &crate::git::repo::Source) -> Result<Vec<Module>> {
-    let mut out = Vec::new();
-    walk_source(&source.repo, &source.root, b"", &mut out, 0, true)?;
-    Ok(out)
+    source_modules(&source.repo, &source.root, true)
 }
 
 /// The source's submodules as they are, dirty or not (for verification
 /// workspaces, made while the user may be working in a submodule): one
 /// whose repository is inside its folder counts as not initialized.
 pub fn find(source: &crate::git::repo::Source) -> Result<Vec<Module>> {
-    let mut out = Vec::new();
-    walk_source(&source.repo, &source.root, b"", &mut out, 0, false)?;
-    Ok(out)
+    source_modules(&source.repo, &source.root, false)
 }
 
-fn walk_source(
-    repo: &gix::Repository,
-    root: &Path,
-    prefix: &[u8],
-    out: &mut Vec<Module>,
-    depth: usize,
-    check: bool,
-) -> Result<()> {
-    for (path, full, dir, commit) in gitlinks(repo, root, prefix, depth)? {
-        let shown = crate::sys::paths::quote(full.as_bstr());
-        let dotgit = dir.join(".git");
-        match dotgit.symlink_metadata() {
-            Err(_) => {
-                out.push(Module {
-                    path: full,
-                    commit,
-                    git_dir: None,
-                });
-                continue;
-            }
-            Ok(md) if md.is_dir() && !check => {
-                out.push(Module {
-                    path: full,
-                    commit,
-                    git_dir: None,
-                });
-                continue;
-            }
-            Ok(md) if md.is_dir() => {
-                return Err(WorkspaceError::Inside { shown, dotgit });
-            }
-            Ok(_) => {}
+/// The submodules of the source `repo` (its working tree at `root`), each
+/// initialized one checked when `check` (see [`discover`]).
+fn source_modules(repo: &gix::Repository, root: &Path, check: bool) -> Result<Vec<Module>> {
+    let mut out = Vec::new();
+    walk(repo, root, b"", 0, &mut |link| {
+        let shown = crate::sys::paths::quote(link.full.as_bstr());
+        let dotgit = link.dir.join(".git");
+        let initialized = match dotgit.symlink_metadata() {
+            Err(_) => false,
+            Ok(md) if md.is_dir() && !check => false,
+            Ok(md) if md.is_dir() => return Err(WorkspaceError::Inside { shown, dotgit }),
+            Ok(_) => true,
+        };
+        if !initialized {
+            out.push(Module {
+                path: link.full,
+                commit: link.commit,
+                git_dir: None,
+            });
+            return Ok(None);
         }
-        let sub = crate::git::repo::open_worktree(&dir)?;
+        let sub = crate::git::repo::open_worktree(&link.dir)?;
         let head = sub.head_id().ok().map(|h| h.detach());
-        if check && head != Some(commit) {
+        if check && head != Some(link.commit) {
             // Not a change of files: another commit is checked out in it.
             return Err(WorkspaceError::HeadMoved(Box::new(Moved {
                 shown,
-                dir,
-                root: root.to_path_buf(),
-                path,
-                commit,
                 head,
-                nested: !prefix.is_empty(),
+                dir: link.dir,
+                root: link.root,
+                path: link.path,
+                commit: link.commit,
+                nested: link.nested,
             })));
         }
         if let Some(changed) = check
@@ -187,19 +194,18 @@ fn walk_source(
         {
             return Err(WorkspaceError::Modified {
                 shown,
-                dir,
+                dir: link.dir,
                 changed,
             });
         }
-        let git_dir = crate::sys::fs::canonical(sub.common_dir())?;
         out.push(Module {
-            path: full.clone(),
-            commit,
-            git_dir: Some(git_dir),
+            path: link.full,
+            commit: link.commit,
+            git_dir: Some(crate::sys::fs::canonical(sub.common_dir())?),
         });
-        walk_source(&sub, &dir, &nested(full), out, depth + 1, check)?;
-    }
-    Ok(())
+        Ok(Some(sub))
+    })?;
+    Ok(out)
 }
 
 /// The first path of `repo`'s working tree that differs from its HEAD:
@@ -411,18 +417,11 @@ fn checkout(dest: &Path, commit: ObjectId) -> Result<()> {
         .map_err(|e| err(e.into()))?;
     opts.destination_is_initially_empty = true;
     let objects = repo.objects.clone().into_arc().map_err(|e| err(e.into()))?;
-    let outcome = gix::worktree::state::checkout(
-        &mut index,
-        dest.to_path_buf(),
-        objects,
-        &gix::progress::Discard,
-        &gix::progress::Discard,
-        &gix::interrupt::IS_INTERRUPTED,
-        opts,
-    )
-    .map_err(|e| WorkspaceError::SubmoduleFiles {
-        dest: dest.to_path_buf(),
-        source: e.into(),
+    let outcome = super::fill::run_checkout(&mut index, dest, objects, opts).map_err(|e| {
+        WorkspaceError::SubmoduleFiles {
+            dest: dest.to_path_buf(),
+            source: e.into(),
+        }
     })?;
     if let Some(first) = outcome.errors.first() {
         return Err(WorkspaceError::SubmoduleFile {
@@ -458,51 +457,39 @@ pub fn changed(common_dir: &Path, root: &Path) -> Result<Vec<BString>> {
     }
     let repo = crate::git::repo::open_worktree(root)?;
     let mut out = Vec::new();
-    walk_workspace(&repo, root, b"", &mut out, 0)?;
-    Ok(out)
-}
-
-fn walk_workspace(
-    repo: &gix::Repository,
-    root: &Path,
-    prefix: &[u8],
-    out: &mut Vec<BString>,
-    depth: usize,
-) -> Result<()> {
-    for (_, full, dir, commit) in gitlinks(repo, root, prefix, depth)? {
-        let Ok(md) = dir.symlink_metadata() else {
-            out.push(full);
-            continue;
-        };
-        if !md.is_dir() {
-            out.push(full);
-            continue;
-        }
-        match dir.join(".git").symlink_metadata() {
-            Err(_) => {
-                if !crate::sys::fs::is_empty_dir(&dir) {
-                    out.push(full);
+    walk(&repo, root, b"", 0, &mut |link| {
+        let dir = &link.dir;
+        let changed = match dir.symlink_metadata() {
+            Ok(md) if md.is_dir() => match dir.join(".git").symlink_metadata() {
+                // Not initialized: changed once its empty folder got content.
+                Err(_) => {
+                    if !crate::sys::fs::is_empty_dir(dir) {
+                        out.push(link.full);
+                    }
+                    return Ok(None);
                 }
-                continue;
-            }
-            Ok(md) if !md.is_file() => {
-                out.push(full);
-                continue;
-            }
-            Ok(_) => {}
-        }
-        let Ok(sub) = crate::git::repo::open_worktree(&dir) else {
-            out.push(full);
-            continue;
+                Ok(md) => !md.is_file(),
+            },
+            _ => true,
         };
-        let head = sub.head_id().ok().map(|h| h.detach());
-        if head != Some(commit) || first_change(&sub, true)?.is_some() {
-            out.push(full);
-            continue;
+        let sub = match changed {
+            true => None,
+            false => crate::git::repo::open_worktree(dir).ok(),
+        };
+        match sub {
+            Some(sub)
+                if sub.head_id().ok().map(|h| h.detach()) == Some(link.commit)
+                    && first_change(&sub, true)?.is_none() =>
+            {
+                Ok(Some(sub))
+            }
+            _ => {
+                out.push(link.full);
+                Ok(None)
+            }
         }
-        walk_workspace(&sub, &dir, &nested(full), out, depth + 1)?;
-    }
-    Ok(())
+    })?;
+    Ok(out)
 }
 
 /// The registrations named `worktree_id` in the submodule repositories
