@@ -1,8 +1,8 @@
 //! Generic filesystem helpers the engine shares: durable atomic writes,
 //! fsync of a folder, removal that never follows a symlink and accepts
 //! "gone already", removing emptied parents, the size of a tree,
-//! canonical paths; and, on an opened folder, listing it and creating a new
-//! file in it without following a symlink.
+//! canonical paths; and, on an opened folder, listing it, reading a small
+//! file and creating a new file in it without following a symlink.
 //!
 //! Owns: these few operations on plain paths, and their error (`FsError`:
 //! what was written, removed or resolved, with the OS error as its cause);
@@ -226,6 +226,25 @@ pub fn read_names(dir: BorrowedFd<'_>) -> rustix::io::Result<Vec<(Vec<u8>, FileT
         out.push((name.to_vec(), entry.file_type()));
     }
     Ok(out)
+}
+
+/// At most the first `limit` bytes of the file `name` in the opened folder
+/// `dir`, read through a handle that never follows a symlink and never
+/// waits on a FIFO put in its place (a failed read is `EIO`).
+pub fn read_at_most(dir: BorrowedFd<'_>, name: &str, limit: u64) -> rustix::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let fd = rfs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    )?;
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd)
+        .take(limit)
+        .read_to_end(&mut bytes)
+        .map_err(|_| rustix::io::Errno::IO)?;
+    Ok(bytes)
 }
 
 /// Create the new file `name` in the opened folder `dir` for writing, never
