@@ -14,8 +14,8 @@
 //! created with `O_EXCL`), writes into the source, or carries anything no
 //! pattern asks for.
 //! Its failures are `WorkspaceError` (the file or pattern and the cause;
-//! `ops::explain` words them); a walk's filter may fail with an error of
-//! its caller's (`Walker<E>`, scratch's refusals).
+//! `ops::explain` words them), a walk's filter's too (scratch's refusals
+//! stop the walk).
 
 // `stat` field widths differ between targets: the casts are deliberate.
 #![allow(clippy::unnecessary_cast)]
@@ -162,10 +162,10 @@ pub fn copy_data(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, len: u64) -> rustix::
 
 /// What a walk asks before each entry it copies: its relative path and
 /// type in, whether to copy it (or why the walk must stop) out.
-pub type Filter<'a, E> = dyn FnMut(&[u8], FileType) -> Result<Visit, E> + 'a;
+pub type Filter<'a> = dyn FnMut(&[u8], FileType) -> Result<Visit> + 'a;
 
 /// One fd-relative copy walk from a source tree into one or more destinations.
-pub struct Walker<'a, E = WorkspaceError> {
+pub struct Walker<'a> {
     pub method: Method,
     /// What was written, per destination.
     pub stats: Vec<CarryStats>,
@@ -176,16 +176,16 @@ pub struct Walker<'a, E = WorkspaceError> {
     src_root: PathBuf,
     dst_roots: Vec<PathBuf>,
     /// Called with each entry's relative path and type before it is copied.
-    filter: &'a mut Filter<'a, E>,
+    filter: &'a mut Filter<'a>,
 }
 
-impl<'a, E: From<WorkspaceError>> Walker<'a, E> {
+impl<'a> Walker<'a> {
     pub fn new(
         method: Method,
         src_root: PathBuf,
         dst_roots: Vec<PathBuf>,
-        filter: &'a mut Filter<'a, E>,
-    ) -> Walker<'a, E> {
+        filter: &'a mut Filter<'a>,
+    ) -> Walker<'a> {
         Walker {
             method,
             stats: vec![CarryStats::default(); dst_roots.len()],
@@ -219,13 +219,13 @@ impl<'a, E: From<WorkspaceError>> Walker<'a, E> {
         src: BorrowedFd<'_>,
         dsts: &[BorrowedFd<'_>],
         rel: &mut Vec<u8>,
-    ) -> Result<(), E> {
+    ) -> Result<()> {
         let names = crate::sys::fs::read_names(src).map_err(|e| self.src_err(rel, "read", e))?;
         for (name, kind) in names {
             // A carried folder can hold a whole node_modules: Ctrl-C stops
             // the copy at the next entry, not after it.
             if gix::interrupt::is_triggered() {
-                return Err(WorkspaceError::Interrupted.into());
+                return Err(WorkspaceError::Interrupted);
             }
             self.copy_entry(src, dsts, &name, kind, rel)?;
         }
@@ -241,7 +241,7 @@ impl<'a, E: From<WorkspaceError>> Walker<'a, E> {
         name: &[u8],
         kind: FileType,
         rel: &mut Vec<u8>,
-    ) -> Result<(), E> {
+    ) -> Result<()> {
         let len_before = rel.len();
         if !rel.is_empty() {
             rel.push(b'/');
@@ -259,7 +259,7 @@ impl<'a, E: From<WorkspaceError>> Walker<'a, E> {
         (src, name, kind): (BorrowedFd<'_>, &[u8], FileType),
         dsts: &[BorrowedFd<'_>],
         rel: &mut Vec<u8>,
-    ) -> Result<(), E> {
+    ) -> Result<()> {
         let kind = if kind == FileType::Unknown {
             let st = rfs::statat(src, name, AtFlags::SYMLINK_NOFOLLOW)
                 .map_err(|e| self.src_err(rel, "read", e))?;
@@ -281,7 +281,7 @@ impl<'a, E: From<WorkspaceError>> Walker<'a, E> {
                     // source's mode is set once its content is written.
                     match rfs::mkdirat(*d, name, Mode::from_raw_mode(0o700)) {
                         Ok(()) | Err(Errno::EXIST) => {}
-                        Err(e) => return Err(self.dst_err(i, rel, "create", e).into()),
+                        Err(e) => return Err(self.dst_err(i, rel, "create", e)),
                     }
                     dfds.push(open_dir_at(*d, name).map_err(|e| self.dst_err(i, rel, "open", e))?);
                 }
@@ -325,10 +325,9 @@ impl<'a, E: From<WorkspaceError>> Walker<'a, E> {
                                 &at(&self.src_root, rel),
                                 &self.dst_roots[i],
                                 e,
-                            )
-                            .into());
+                            ));
                         }
-                        Err(e) => return Err(self.dst_err(i, rel, "clone into", e).into()),
+                        Err(e) => return Err(self.dst_err(i, rel, "clone into", e)),
                     }
                     rfs::fchmod(&dfd, Mode::from_raw_mode(st.st_mode as u32 & 0o7777))
                         .map_err(|e| self.dst_err(i, rel, "set the mode of", e))?;

@@ -21,6 +21,7 @@ use crate::git::diff::DiffError;
 use crate::git::drivers::DriversError;
 use crate::git::ident::IdentError;
 use crate::git::sparse::SparseError;
+use crate::record::batch::BatchError;
 use crate::sys::fs::{FsError, PathError};
 
 /// Why a workspace (or a scratch copy, or its submodules, or a folder
@@ -30,12 +31,19 @@ use crate::sys::fs::{FsError, PathError};
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
     /// What a layer below that still returns the crate's `Error` failed
-    /// with: opening a repository (`git/repo`), a snapshot, the batch and
-    /// pool records (`record/`), a checkout's filter driver (`git/blob`'s
-    /// `checkout_filter_failed`); and a failed creation worded before it
-    /// is undone (`create_all_sparse`, so a full disk names what ran out).
+    /// with: opening a repository (`git/repo`'s `open_worktree`, which
+    /// passes on `RepoError` and `DriversError`), a snapshot (`snapshot/`'s
+    /// entry points), the pool's records (`record/pool`), a checkout's
+    /// filter driver (`git/blob`'s `checkout_filter_failed`), the caller's
+    /// `fill` of `create_all_filled` and `create_template`; and a failed
+    /// creation worded before it is undone (`create_all_sparse`, so a full
+    /// disk names what ran out). The one wrapper of `Error`, until those
+    /// layers return their typed errors.
     #[error(transparent)]
     Engine(#[from] crate::error::Error),
+    /// The batch records a scratch sweep reads.
+    #[error(transparent)]
+    Batch(#[from] BatchError),
     /// A `.git` file, a real path, a removal through `sys::fs`.
     #[error(transparent)]
     Fs(#[from] FsError),

@@ -249,7 +249,7 @@ fn copy_one(src_root: &Path, root: &Path) -> Result<CarryStats> {
         }
         Ok(Visit::Copy)
     };
-    let mut walker: Walker<'_, WorkspaceError> = Walker::new(
+    let mut walker: Walker<'_> = Walker::new(
         Method::CloneOnly,
         src_root.to_path_buf(),
         vec![root.to_path_buf()],

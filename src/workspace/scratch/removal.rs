@@ -265,10 +265,7 @@ pub fn sweep_candidates(source: &Source) -> Result<Vec<Candidate>> {
         }
         let batches = match &batches {
             Some(b) => b,
-            None => batches.insert(
-                crate::record::batch::list_ok(&source.state_dir())
-                    .map_err(crate::error::Error::from)?,
-            ),
+            None => batches.insert(crate::record::batch::list_ok(&source.state_dir())?),
         };
         let reason = match batches.iter().find(|b| b.id == owner.batch) {
             None => Some("batch_gone"),
