@@ -41,24 +41,6 @@ pub enum WorkspaceError {
     /// layers return their typed errors.
     #[error(transparent)]
     Engine(#[from] crate::error::Error),
-    /// The batch records a scratch sweep reads.
-    #[error(transparent)]
-    Batch(#[from] BatchError),
-    /// A `.git` file, a real path, a removal through `sys::fs`.
-    #[error(transparent)]
-    Fs(#[from] FsError),
-    /// A workspace's sparse-checkout files.
-    #[error(transparent)]
-    Sparse(#[from] SparseError),
-    /// The trees of a reused workspace and of the baseline.
-    #[error(transparent)]
-    Diff(#[from] DiffError),
-    /// Putting `ident` right in a checkout.
-    #[error(transparent)]
-    Ident(#[from] IdentError),
-    /// Restricting a scratch copy's filter drivers to the recorded ones.
-    #[error(transparent)]
-    Drivers(#[from] DriversError),
 
     /// A path's I/O error, named by its cause.
     #[error(transparent)]
@@ -73,6 +55,10 @@ pub enum WorkspaceError {
         #[source]
         io: PathError,
     },
+    /// A `.git` file written, a real path resolved or a folder removed
+    /// through `sys::fs`.
+    #[error(transparent)]
+    Fs(#[from] FsError),
     /// A file of the old tree a reuse takes away.
     #[error("cannot remove {file} in {}", root.display())]
     RemoveIn {
@@ -119,12 +105,18 @@ pub enum WorkspaceError {
     /// A path too long for the kernel below `root`.
     #[error("cannot write {file} in {}: file name too long", root.display())]
     TooLong { file: String, root: PathBuf },
+    /// A workspace's sparse-checkout files.
+    #[error(transparent)]
+    Sparse(#[from] SparseError),
     /// The object database, shared with the checkout's threads.
     #[error("cannot open objects")]
     Objects {
         #[source]
         source: Cause,
     },
+    /// Putting `ident` right in a checkout.
+    #[error(transparent)]
+    Ident(#[from] IdentError),
     /// Ctrl-C while workspaces were made, filled or taken from the pool.
     #[error("interrupted")]
     Interrupted,
@@ -142,6 +134,9 @@ pub enum WorkspaceError {
     /// A registration already at the name a reuse moves one to.
     #[error("a worktree named {id} is already registered at {}", path.display())]
     Registered { id: String, path: PathBuf },
+    /// The trees of a reused workspace and of the baseline.
+    #[error(transparent)]
+    Diff(#[from] DiffError),
 
     /// A carried entry that would replace a file of the destination.
     #[error("cannot carry {}: {} already exists", file.display(), dest.display())]
@@ -174,6 +169,9 @@ pub enum WorkspaceError {
     #[error("{} cannot hold workspaces", base.display())]
     NoRoot { base: PathBuf },
 
+    /// The batch records a scratch sweep reads.
+    #[error(transparent)]
+    Batch(#[from] BatchError),
     /// A scratch copy that is not self-contained (`why` says how).
     #[error("the scratch copy {} cannot be handed out: {why}", root.display())]
     Refused { root: PathBuf, why: String },
@@ -205,6 +203,9 @@ pub enum WorkspaceError {
         #[source]
         source: gix::Error,
     },
+    /// Restricting a scratch copy's filter drivers to the recorded ones.
+    #[error(transparent)]
+    Drivers(#[from] DriversError),
 
     /// The index of a superproject (or of a submodule with nested ones).
     #[error("cannot read the index")]
