@@ -13,9 +13,9 @@
 use std::path::{Path, PathBuf};
 
 use gix::bstr::BString;
+use gix::ObjectId;
 
-use super::shared_root::Refused;
-use super::submodules::{head_moved, Moved};
+use super::refused::Refused;
 use super::Cause;
 use crate::git::diff::DiffError;
 use crate::git::drivers::DriversError;
@@ -278,6 +278,33 @@ pub enum WorkspaceError {
         file: String,
         error: String,
     },
+}
+
+/// The facts of [`WorkspaceError::HeadMoved`].
+#[derive(Debug)]
+pub struct Moved {
+    pub shown: String,
+    /// The submodule's folder, its superproject's and the gitlink's path in
+    /// that one.
+    pub dir: PathBuf,
+    pub root: PathBuf,
+    pub path: BString,
+    pub commit: ObjectId,
+    pub head: Option<ObjectId>,
+    pub nested: bool,
+}
+
+fn head_moved(shown: &str, head: Option<ObjectId>, commit: ObjectId) -> String {
+    let recorded = commit.to_hex_with_len(12);
+    match head {
+        Some(h) => format!(
+            "the submodule {shown} has commit {} checked out, not {recorded}, the commit its superproject records",
+            h.to_hex_with_len(12)
+        ),
+        None => format!(
+            "the submodule {shown} has no commit checked out (its superproject records {recorded})"
+        ),
+    }
 }
 
 /// What [`WorkspaceError::at`] is given for a failure under the workspace

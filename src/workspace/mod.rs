@@ -66,6 +66,7 @@ mod fill;
 mod identity;
 pub mod pool;
 pub mod presence;
+mod refused;
 mod remove;
 pub mod scratch;
 pub mod shared_root;

@@ -23,35 +23,9 @@ use gix::bstr::{BString, ByteSlice};
 use gix::ObjectId;
 
 use crate::git::registration::Registration;
+pub use crate::workspace::error::Moved;
 use crate::workspace::Cause;
 use crate::workspace::WorkspaceError;
-
-/// The facts of [`WorkspaceError::HeadMoved`].
-#[derive(Debug)]
-pub struct Moved {
-    pub shown: String,
-    /// The submodule's folder, its superproject's and the gitlink's path in
-    /// that one.
-    pub dir: PathBuf,
-    pub root: PathBuf,
-    pub path: BString,
-    pub commit: ObjectId,
-    pub head: Option<ObjectId>,
-    pub nested: bool,
-}
-
-pub(super) fn head_moved(shown: &str, head: Option<ObjectId>, commit: ObjectId) -> String {
-    let recorded = commit.to_hex_with_len(12);
-    match head {
-        Some(h) => format!(
-            "the submodule {shown} has commit {} checked out, not {recorded}, the commit its superproject records",
-            h.to_hex_with_len(12)
-        ),
-        None => format!(
-            "the submodule {shown} has no commit checked out (its superproject records {recorded})"
-        ),
-    }
-}
 
 type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
 
