@@ -68,6 +68,7 @@ impl Refused {
     }
 }
 
+/// `name (uid N)` from `/etc/passwd`, or `uid N`.
 fn owner_name(uid: u32) -> String {
     let name = std::fs::read("/etc/passwd").ok().and_then(|text| {
         text.split(|&b| b == b'\n').find_map(|line| {

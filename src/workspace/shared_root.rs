@@ -68,8 +68,6 @@ pub fn note(list: &mut Vec<Refused>, r: Refused) {
     }
 }
 
-/// `name (uid N)` from `/etc/passwd`, or `uid N`.
-
 /// What opening a folder below the root found.
 #[derive(Debug)]
 pub enum Opened<T> {
