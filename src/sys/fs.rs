@@ -228,9 +228,10 @@ pub fn read_names(dir: BorrowedFd<'_>) -> rustix::io::Result<Vec<(Vec<u8>, FileT
     Ok(out)
 }
 
-/// At most the first `limit` bytes of the file `name` in the opened folder
-/// `dir`, read through a handle that never follows a symlink and never
-/// waits on a FIFO put in its place (a failed read is `EIO`).
+/// At most the first `limit` bytes of the regular file `name` in the
+/// opened folder `dir`, read through a handle that never follows a symlink
+/// and never waits on a FIFO put in its place (anything but a regular file
+/// is `EINVAL`, a failed read `EIO`).
 pub fn read_at_most(dir: BorrowedFd<'_>, name: &str, limit: u64) -> rustix::io::Result<Vec<u8>> {
     use std::io::Read;
     let fd = rfs::openat(
@@ -239,6 +240,9 @@ pub fn read_at_most(dir: BorrowedFd<'_>, name: &str, limit: u64) -> rustix::io::
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
         Mode::empty(),
     )?;
+    if FileType::from_raw_mode(rfs::fstat(&fd)?.st_mode) != FileType::RegularFile {
+        return Err(rustix::io::Errno::INVAL);
+    }
     let mut bytes = Vec::new();
     std::fs::File::from(fd)
         .take(limit)
@@ -279,6 +283,33 @@ mod tests {
         assert!(!is_empty_dir(&kept));
         remove_file(&kept.join("f")).unwrap();
         assert!(is_empty_dir(&kept));
+    }
+
+    /// A small file is read up to its limit; a symlink, a folder or a FIFO
+    /// in its place is refused, the FIFO without waiting for a writer.
+    #[test]
+    fn read_at_most_reads_only_a_regular_file() {
+        use std::os::fd::AsFd;
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("f"), b"gitdir: x\n").unwrap();
+        std::os::unix::fs::symlink("f", t.path().join("link")).unwrap();
+        std::fs::create_dir(t.path().join("dir")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            t.path().join("fifo"),
+            FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let dir = std::fs::File::open(t.path()).unwrap();
+        let at = |name, limit| read_at_most(dir.as_fd(), name, limit);
+        assert_eq!(at("f", 64).unwrap(), b"gitdir: x\n");
+        assert_eq!(at("f", 3).unwrap(), b"git");
+        assert_eq!(at("link", 64), Err(rustix::io::Errno::LOOP));
+        assert_eq!(at("dir", 64), Err(rustix::io::Errno::INVAL));
+        assert_eq!(at("fifo", 64), Err(rustix::io::Errno::INVAL));
+        assert_eq!(at("gone", 64), Err(rustix::io::Errno::NOENT));
     }
 
     #[test]
