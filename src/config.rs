@@ -448,17 +448,19 @@ impl Config {
         }
         cfg.snapshots = file.workspace.snapshots.unwrap_or(cfg.snapshots);
         cfg.setup = file.workspace.setup.clone().unwrap_or_default();
-        // A count from 0 to `max` (`rule` says what 0 means).
-        let count = |v: &Spanned<i64>, max: i64, rule: &str| {
-            if !(0..=max).contains(v.get_ref()) {
+        // A number from `min` to `max` (`rule` names the key and `min`,
+        // and says what 0 means where 0 is allowed), `label` under it.
+        let within = |v: &Spanned<i64>, (min, max): (i64, i64), rule: &str, label| {
+            if !(min..=max).contains(v.get_ref()) {
                 return Err(bad(
                     format!("{rule} to {max}, not {}", v.get_ref()),
                     v.span(),
-                    "out of range",
+                    label,
                 ));
             }
-            Ok(*v.get_ref() as usize)
+            Ok(*v.get_ref())
         };
+        let count = |v, max, rule| Ok(within(v, (0, max), rule, "out of range")? as usize);
         if let Some(j) = &file.workspace.setup_jobs {
             let rule = "`workspace.setup-jobs` must be 0 (the number of CPUs)";
             cfg.setup_jobs = count(j, 256, rule)?;
@@ -485,14 +487,8 @@ impl Config {
             cfg.verify_timeout_secs = duration(t, "apply.verify-timeout")?;
         }
         if let Some(j) = &file.apply.verify_jobs {
-            if !(1..=64).contains(j.get_ref()) {
-                return Err(bad(
-                    format!("`apply.verify-jobs` must be 1 to 64, not {}", j.get_ref()),
-                    j.span(),
-                    "out of range",
-                ));
-            }
-            cfg.verify_jobs = *j.get_ref() as usize;
+            let rule = "`apply.verify-jobs` must be 1";
+            cfg.verify_jobs = within(j, (1, 64), rule, "out of range")? as usize;
         }
         if let Some(k) = &file.gc.keep_failed {
             cfg.keep_failed_secs = duration(k, "gc.keep-failed")?;
@@ -516,27 +512,12 @@ impl Config {
             cfg.undo_keep = k;
         }
         if let Some(b) = &file.run.port_base {
-            if !(1..=65535).contains(b.get_ref()) {
-                return Err(bad(
-                    format!("`run.port-base` must be 1 to 65535, not {}", b.get_ref()),
-                    b.span(),
-                    "not a port",
-                ));
-            }
-            cfg.port_base = *b.get_ref() as u16;
+            let rule = "`run.port-base` must be 1";
+            cfg.port_base = within(b, (1, 65535), rule, "not a port")? as u16;
         }
         if let Some(n) = &file.run.ports_per_task {
-            if !(1..=1000).contains(n.get_ref()) {
-                return Err(bad(
-                    format!(
-                        "`run.ports-per-task` must be 1 to 1000, not {}",
-                        n.get_ref()
-                    ),
-                    n.span(),
-                    "out of range",
-                ));
-            }
-            cfg.ports_per_task = *n.get_ref() as u16;
+            let rule = "`run.ports-per-task` must be 1";
+            cfg.ports_per_task = within(n, (1, 1000), rule, "out of range")? as u16;
         }
         Ok(cfg)
     }
@@ -545,6 +526,20 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each of `lines`, in `[section]`, is refused pointing at its line.
+    fn refused_in(section: &str, lines: &[&str]) {
+        refused(lines.iter().map(|l| format!("[{section}]\n{l}\n")));
+    }
+
+    /// Each of `texts` is refused with an error pointing at its line.
+    fn refused(texts: impl IntoIterator<Item = impl AsRef<str>>) {
+        for text in texts {
+            let text = text.as_ref();
+            let e = Config::parse(Path::new("delegate.toml"), text).unwrap_err();
+            assert!(e.located().is_some(), "{text}: {e}");
+        }
+    }
 
     #[test]
     fn defaults_and_values() {
@@ -564,10 +559,10 @@ mod tests {
         assert_eq!(c.snapshots, Snapshots::Never);
         let c = Config::parse(p, "[workspace]\nsnapshots = \"auto\"\n").unwrap();
         assert_eq!(c.snapshots, Snapshots::Auto);
-        for bad in ["snapshots = \"always\"", "snapshots = false"] {
-            let e = Config::parse(p, &format!("[workspace]\n{bad}\n")).unwrap_err();
-            assert!(e.located().is_some(), "{bad}: {e}");
-        }
+        refused_in(
+            "workspace",
+            &["snapshots = \"always\"", "snapshots = false"],
+        );
     }
 
     #[test]
@@ -586,15 +581,15 @@ mod tests {
         assert_eq!((c.pool, c.pool_ttl_secs), (0, 7 * 86_400));
         let c = Config::parse(p, "[workspace]\npool = 4\npool-ttl = \"2h\"\n").unwrap();
         assert_eq!((c.pool, c.pool_ttl_secs), (4, 7200));
-        for bad in [
-            "pool = -1",
-            "pool = \"4\"",
-            "pool-ttl = \"soon\"",
-            "pool-ttl = 3",
-        ] {
-            let e = Config::parse(p, &format!("[workspace]\n{bad}\n")).unwrap_err();
-            assert!(e.located().is_some(), "{bad}: {e}");
-        }
+        refused_in(
+            "workspace",
+            &[
+                "pool = -1",
+                "pool = \"4\"",
+                "pool-ttl = \"soon\"",
+                "pool-ttl = 3",
+            ],
+        );
     }
 
     #[test]
@@ -614,21 +609,55 @@ mod tests {
             (c.verify.as_str(), c.verify_timeout_secs, c.verify_jobs),
             ("make check", 300, 3)
         );
-        for bad in [
-            "verify-jobs = 0",
-            "verify-jobs = 65",
-            "verify-timeout = \"soon\"",
-            "verify = 1",
+        refused_in(
+            "apply",
+            &[
+                "verify-jobs = 0",
+                "verify-jobs = 65",
+                "verify-timeout = \"soon\"",
+                "verify = 1",
+            ],
+        );
+    }
+
+    /// A number out of its range is refused saying the range, under the
+    /// label of what it is.
+    #[test]
+    fn ranges_say_what_is_allowed() {
+        for (text, said, label) in [
+            (
+                "[apply]\nverify-jobs = 0",
+                "`apply.verify-jobs` must be 1 to 64, not 0",
+                "out of range",
+            ),
+            (
+                "[run]\nport-base = 0",
+                "`run.port-base` must be 1 to 65535, not 0",
+                "not a port",
+            ),
+            (
+                "[run]\nports-per-task = 1001",
+                "`run.ports-per-task` must be 1 to 1000, not 1001",
+                "out of range",
+            ),
+            (
+                "[workspace]\npool = 2000",
+                "`workspace.pool` must be 0 (no pool) to 1024, not 2000",
+                "out of range",
+            ),
         ] {
-            let e = Config::parse(p, &format!("[apply]\n{bad}\n")).unwrap_err();
-            assert!(e.located().is_some(), "{bad}: {e}");
+            let e = Config::parse(Path::new("delegate.toml"), text).unwrap_err();
+            assert!(e.to_string().ends_with(said), "{e}");
+            assert!(
+                matches!(e, ConfigError::Value { label: l, .. } if l == label),
+                "{e}"
+            );
         }
     }
 
     #[test]
     fn errors_point_at_lines() {
-        let p = Path::new("delegate.toml");
-        for text in [
+        refused([
             "[lease]\nttl = 5\n",
             "[lease]\nttl = \"5 parsecs\"\n",
             "[workspace]\nflavour = \"x\"\n",
@@ -644,9 +673,6 @@ mod tests {
             "[workspace]\nsetup-jobs = -1\n",
             "[workspace]\nsetup = 3\n",
             "workspace = 3\n",
-        ] {
-            let e = Config::parse(p, text).unwrap_err();
-            assert!(e.located().is_some(), "{text}: {e}");
-        }
+        ]);
     }
 }

@@ -646,22 +646,21 @@ mod tests {
     /// that holds "(os error 13)" is shown as it is.
     #[test]
     fn describe_names_the_errors_own_errno_and_leaves_paths_alone() {
-        let wrapped = std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            "No such file or directory (os error 2) at path /a (os error 13)/b",
-        );
-        assert_eq!(
-            describe(&wrapped),
-            "no such file or directory (os error 2) at path /a (os error 13)/b"
-        );
-        let full = std::io::Error::new(
-            std::io::ErrorKind::StorageFull,
-            "No space left on device (os error 28) at path /x (os error 28)",
-        );
-        assert_eq!(
-            describe(&full),
-            "no space left on device (ENOSPC, os error 28) at path /x (os error 28)"
-        );
+        use std::io::ErrorKind::{NotFound, StorageFull};
+        for (kind, text, said) in [
+            (
+                NotFound,
+                "No such file or directory (os error 2) at path /a (os error 13)/b",
+                "no such file or directory (os error 2) at path /a (os error 13)/b",
+            ),
+            (
+                StorageFull,
+                "No space left on device (os error 28) at path /x (os error 28)",
+                "no space left on device (ENOSPC, os error 28) at path /x (os error 28)",
+            ),
+        ] {
+            assert_eq!(describe(&std::io::Error::new(kind, text)), said, "{text}");
+        }
         assert_eq!(
             describe(&std::io::Error::from_raw_os_error(30)),
             "read-only file system (EROFS, os error 30)"

@@ -381,10 +381,7 @@ pub fn process_start_failed(
     err: &(dyn std::error::Error + 'static),
     place: &str,
 ) -> Option<BlobError> {
-    let text = message_starting(err, "Process handshake with command")?;
-    let (driver, command) = filter_drivers(repo, "process")
-        .into_iter()
-        .find(|(_, command)| text.contains(&format!("{command:?}")))?;
+    let (driver, command) = driver_in(repo, err, "Process handshake with command", "process")?;
     let program = command
         .split_whitespace()
         .next()
@@ -493,12 +490,20 @@ pub fn failed_driver(
     err: &(dyn std::error::Error + 'static),
     direction: &str,
 ) -> Option<String> {
-    // The text of the filter driver failure in `err`.
-    let text = message_starting(err, "Driver process")?;
-    filter_drivers(repo, direction)
+    driver_in(repo, err, "Driver process", direction).map(|(name, _)| name)
+}
+
+/// The filter driver setting `key` whose command the message in `err` starting with `start` names.
+fn driver_in(
+    repo: &gix::Repository,
+    err: &(dyn std::error::Error + 'static),
+    start: &str,
+    key: &str,
+) -> Option<(String, String)> {
+    let text = message_starting(err, start)?;
+    filter_drivers(repo, key)
         .into_iter()
-        .find(|(_, cmd)| text.contains(&format!("{cmd:?}")))
-        .map(|(name, _)| name)
+        .find(|(_, command)| text.contains(&format!("{command:?}")))
 }
 
 /// The filter drivers of `repo`'s config that set `key` (`clean`, `smudge`
@@ -688,19 +693,6 @@ pub fn smudge_is_identity(pipeline: &mut gix::filter::Pipeline<'_>, rela_path: &
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn hash_reader_matches_git() {
-        // `printf hello | git hash-object --stdin`
-        let id = hash_reader(gix::hash::Kind::Sha1, 5, &mut &b"hello"[..]).unwrap();
-        assert_eq!(id.to_string(), "b6fc4c620b67d95f953a5c1c1230aaab5db5a1b0");
-        assert!(hash_reader(gix::hash::Kind::Sha1, 6, &mut &b"hello"[..]).is_err());
-    }
-}
-
 /// The block size holes are made of: a whole block of zeros at a block
 /// boundary is skipped (a hole), anything else written.
 const HOLE_BLOCK: usize = 4096;
@@ -762,9 +754,17 @@ impl std::io::Write for Sparse<'_> {
 }
 
 #[cfg(test)]
-mod sparse_tests {
+mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn hash_reader_matches_git() {
+        // `printf hello | git hash-object --stdin`
+        let id = hash_reader(gix::hash::Kind::Sha1, 5, &mut &b"hello"[..]).unwrap();
+        assert_eq!(id.to_string(), "b6fc4c620b67d95f953a5c1c1230aaab5db5a1b0");
+        assert!(hash_reader(gix::hash::Kind::Sha1, 6, &mut &b"hello"[..]).is_err());
+    }
 
     #[test]
     fn zero_blocks_become_holes_and_the_bytes_are_the_same() {

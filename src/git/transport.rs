@@ -114,18 +114,10 @@ fn os(s: &str) -> &OsStr {
     OsStr::new(s)
 }
 
-/// `git push --quiet --no-verify REMOTE SPEC...` from the repository at `git_dir`.
+/// `git push --quiet --no-verify REMOTE SPEC...` from the repository at
+/// `git_dir`: [`push_leased`] with no lease, not atomic.
 pub fn push(git_dir: &Path, remote: &str, specs: &[String]) -> Result<()> {
-    // `--`: a remote that starts with `-` is never read as an option.
-    let mut args: Vec<&OsStr> = vec![
-        os("push"),
-        os("--quiet"),
-        os("--no-verify"),
-        os("--"),
-        os(remote),
-    ];
-    args.extend(specs.iter().map(|s| os(s)));
-    run(Some(git_dir), None, remote, &args).map(|_| ())
+    push_leased(git_dir, remote, &[], specs, false)
 }
 
 /// `git push --quiet --no-verify [--atomic] --force-with-lease=REF:EXPECTED...
@@ -151,6 +143,7 @@ pub fn push_leased(
         args.push(os("--atomic"));
     }
     args.extend(leases.iter().map(|l| os(l)));
+    // `--`: a remote that starts with `-` is never read as an option.
     args.push(os("--"));
     args.push(os(remote));
     args.extend(specs.iter().map(|s| os(s)));

@@ -51,6 +51,17 @@ pub struct PendingPatch {
     path: PathBuf,
 }
 
+impl Proposal {
+    /// The proposal with its patch written, if [`record_deferred`] left it
+    /// unwritten.
+    pub fn with_patch(mut self, repo: &gix::Repository) -> Result<Proposal> {
+        if let Some(pending) = self.unwritten.take() {
+            pending.write(repo)?;
+        }
+        Ok(self)
+    }
+}
+
 impl PendingPatch {
     /// Write the patch at its path.
     pub fn write(&self, repo: &gix::Repository) -> Result<()> {
@@ -117,39 +128,20 @@ pub fn record(
     task: &Task,
     baseline_tree: ObjectId,
 ) -> Result<Option<Proposal>> {
-    record_in(
-        &source.repo,
-        &crate::record::batch::batch_dir(&source.state_dir(), &batch.id),
-        batch,
-        task,
-        baseline_tree,
-    )
+    let batch_dir = crate::record::batch::batch_dir(&source.state_dir(), &batch.id);
+    record_deferred(&source.repo, &batch_dir, batch, task, baseline_tree)?
+        .map(|p| p.with_patch(&source.repo))
+        .transpose()
 }
 
 /// [`record`] with the repository handle and the batch's state folder
-/// given (one handle per thread when proposals are recorded in parallel).
-/// Every caller holds the repository lock: a workspace index the snapshot
-/// could not use is rebuilt here (design §3.2 step 1, `reindex`).
-pub fn record_in(
-    repo: &gix::Repository,
-    batch_dir: &Path,
-    batch: &Batch,
-    task: &Task,
-    baseline_tree: ObjectId,
-) -> Result<Option<Proposal>> {
-    let Some(mut p) = record_deferred(repo, batch_dir, batch, task, baseline_tree)? else {
-        return Ok(None);
-    };
-    if let Some(pending) = p.unwritten.take() {
-        pending.write(repo)?;
-    }
-    Ok(Some(p))
-}
-
-/// [`record_in`] without writing the patch: it is returned in
-/// `unwritten`, for the caller to write if the proposal is kept. A patch
-/// left at its path by an earlier apply is rewritten now, so that it never
-/// describes another proposal than the ref.
+/// given (one handle per thread when proposals are recorded in parallel),
+/// without writing the patch: it is returned in `unwritten`, for the
+/// caller to write if the proposal is kept ([`Proposal::with_patch`]). A
+/// patch left at its path by an earlier apply is rewritten now, so that it
+/// never describes another proposal than the ref. Every caller holds the
+/// repository lock: a workspace index the snapshot could not use is
+/// rebuilt here (design §3.2 step 1, `reindex`).
 pub fn record_deferred(
     repo: &gix::Repository,
     batch_dir: &Path,

@@ -15,7 +15,8 @@
 //! `teardown` (a batch's workspaces, refs and state folder removed),
 //! `explain` (the code, exit status and help of the engine's typed errors).
 //!
-//! Owns: nothing beyond its files; each says what it owns.
+//! Owns: `write_toml` (a small state file a transaction keeps, as TOML,
+//! temp-then-rename); the rest is its files', each says what it owns.
 //! Never: prints, reads the command line or exits (the binary does); a
 //! transaction may use another's steps, never in a circle.
 
@@ -44,3 +45,20 @@ pub mod status;
 pub mod teardown;
 pub mod undo;
 pub mod verify;
+
+/// Write `value` as TOML at `path` (temp file, fsync, rename); `what` names
+/// it in the error a value TOML cannot hold makes (a bug).
+pub(crate) fn write_toml(
+    path: &std::path::Path,
+    value: &impl serde::Serialize,
+    what: &str,
+) -> crate::error::Result<()> {
+    let text = toml::to_string(value).map_err(|e| {
+        crate::error::Error::state(
+            crate::error::Code::Internal,
+            format!("cannot record {what}: {e}"),
+            "report this bug",
+        )
+    })?;
+    Ok(crate::sys::fs::write_atomic(path, text.as_bytes())?)
+}

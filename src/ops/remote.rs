@@ -546,17 +546,7 @@ fn no_baseline(url: &str, id: &str) -> Error {
 }
 
 fn write_joined(git_dir: &Path, j: &Joined) -> Result<()> {
-    let text = toml::to_string(j).map_err(|e| {
-        Error::state(
-            Code::Internal,
-            format!("cannot record the join: {e}"),
-            "report this bug",
-        )
-    })?;
-    Ok(crate::sys::fs::write_atomic(
-        &git_dir.join(JOIN_FILE),
-        text.as_bytes(),
-    )?)
+    crate::ops::write_toml(&git_dir.join(JOIN_FILE), j, "the join")
 }
 
 /// What the working tree at `root` remembers of its join, if anything.

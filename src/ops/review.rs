@@ -178,11 +178,7 @@ fn describe(
             let one = crate::merge::patch::render_changes(view, std::slice::from_ref(c), form)?;
             let lines = count(&one);
             if paint {
-                text.extend_from_slice(&crate::merge::patch::render_changes_painted(
-                    view,
-                    std::slice::from_ref(c),
-                    form,
-                )?);
+                text.extend_from_slice(&crate::merge::patch::paint_change(view, c, &one)?);
             } else {
                 text.extend_from_slice(&one);
             }

@@ -518,25 +518,25 @@ pub enum Entry {
     Broken { id: String, problem: String },
 }
 
+/// The entries of a state folder (`batches/`, `undo/`), but hidden ones (a
+/// batch's state on its way out, `remove_state`, or in); none if no folder.
+pub fn visible_entries(dir: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
+    let rd = match std::fs::read_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        rd => rd?,
+    };
+    rd.map(|e| e.map(|e| (e.file_name().to_string_lossy().into_owned(), e.path())))
+        .filter(|e| !e.as_ref().is_ok_and(|(id, _)| id.starts_with('.')))
+        .collect()
+}
+
 /// Every batch of the repository, oldest first.
 pub fn list(state_dir: &Path) -> Result<Vec<Entry>> {
     let dir = batches_dir(state_dir);
-    let rd = match std::fs::read_dir(&dir) {
-        Ok(rd) => rd,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(BatchError::List { dir, source }),
-    };
+    let found = visible_entries(&dir).map_err(|source| BatchError::List { dir, source })?;
     let mut out = Vec::new();
-    for entry in rd {
-        let entry = entry.map_err(|source| BatchError::List {
-            dir: dir.clone(),
-            source,
-        })?;
-        let id = entry.file_name().to_string_lossy().into_owned();
-        if id.starts_with('.') || !entry.path().is_dir() {
-            continue;
-        }
-        let path = entry.path().join("batch.toml");
+    for (id, folder) in found.into_iter().filter(|(_, f)| f.is_dir()) {
+        let path = folder.join("batch.toml");
         match std::fs::read_to_string(&path) {
             Ok(text) => match toml::from_str::<Batch>(&text) {
                 Ok(b) => out.push(Entry::Batch(Box::new(b))),

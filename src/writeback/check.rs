@@ -9,11 +9,10 @@ use std::collections::{HashMap, HashSet};
 use gix::bstr::{BStr, BString, ByteSlice};
 
 use super::dirs::{Dirs, Disk};
-use super::failure::failed;
 use super::hash::Hasher;
 use super::util::{join, parents, split, Fail};
-use super::{refuse_invalid, BlockReason, Blocked, PathWrite, WritebackError};
-use crate::error::{Code, Error, Result};
+use super::{refuse_invalid, BlockReason, Blocked, PathWrite, WriteError, WritebackError};
+use crate::error::Result;
 use crate::git::repo::Source;
 
 /// Check every write against the disk without changing anything.
@@ -35,17 +34,11 @@ pub fn check(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>> {
     let mut blocked = Vec::new();
     let mut writable: HashMap<BString, Option<i32>> = HashMap::new();
     for w in writes {
-        let reason = check_one(&mut dirs, &mut hasher, w, &deleted).map_err(|f| {
-            let message = format!("cannot check the working tree before writing: {}", f.0);
-            match failed(message.clone(), f.1) {
-                e if e.code != Code::WriteFailed => e,
-                _ => Error::state(
-                    Code::WriteCheckFailed,
-                    message,
-                    "check the permissions of that path, then run the command again",
-                ),
-            }
-        })?;
+        let reason =
+            check_one(&mut dirs, &mut hasher, w, &deleted).map_err(|f| WriteError::Check {
+                what: f.0,
+                cause: f.1,
+            })?;
         match reason {
             Some((reason, at)) => blocked.push(Blocked {
                 path: at.unwrap_or_else(|| w.path.clone()),

@@ -1,157 +1,212 @@
-//! The errors a write-back returns: `delegate::write_failed` (and the code
-//! the cause decides: disk full, a filter), `delegate::interrupted` rolled
-//! back on a signal, and `delegate::rollback_failed` naming the paths left
-//! to the user with their kept files (message and JSON details).
-//! Never: reads the disk (but whether a journal is still there) or decides a
-//! code from an error's message text.
+//! The errors of a write-back that failed (`WriteError`): a write that
+//! changed nothing, or was rolled back whole, with the cause that decides
+//! its code (a full disk, a filter); the check before writing that could
+//! not read the disk; an interrupt rolled back on a signal; a rollback that
+//! left paths to the user, with the journal and what was kept for each.
+//! Their `Display` is the message; `ops::explain` words the rest (code,
+//! help, the JSON details of `delegate::rollback_failed`).
+//! Never: reads the disk (but whether a journal is still there, when a
+//! rollback failed) or decides a code from an error's message text.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use gix::bstr::ByteSlice;
+use gix::bstr::{BString, ByteSlice};
 
-use super::rollback::Left;
-use super::util::Cause;
-use crate::error::{Code, Error};
+use crate::error::FsCause;
 
-/// The error of a write-back that changed nothing; `cause` (carried as
-/// data from where it happened, never read out of `message`) decides the
-/// code.
-pub(super) fn failed(message: String, cause: Option<Cause>) -> Error {
-    if let Some(Cause::Fs(cause)) = cause {
-        return Error::state(
-            cause.code(),
-            message,
-            format!(
-                "the working tree is as it was before; {}",
-                cause
-                    .help(None)
-                    .replace("that holds it", "that holds the working tree")
-            ),
-        );
-    }
-    if let Some(Cause::Filter(driver)) = cause {
-        // Named when it is known and prints as it is (design §3.16 "Hints").
-        let help = match driver.filter(|d| {
-            !d.is_empty() && d.bytes().all(|c| c.is_ascii_alphanumeric() || b"._-".contains(&c))
-        }) {
-            Some(d) => format!(
-                "the working tree is as it was before; fix the filter driver {d}, or make it optional with `git config filter.{d}.required false`, and run `git delegate apply` again"
-            ),
-            None => "the working tree is as it was before; fix the filter driver (or make it optional with `git config filter.<driver>.required false`) and run `git delegate apply` again".to_string(),
-        };
-        return Error::state(Code::FilterFailed, message, help);
-    }
-    Error::state(
-        Code::WriteFailed,
-        message,
-        "the working tree is as it was before; fix the cause (disk space, permissions, a file changed meanwhile) and run `git delegate apply` again",
-    )
+/// Why a write-back failed, where that decides the error code. Carried as
+/// data from where it happened, never read back out of a message (a
+/// path's name may hold any text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cause {
+    /// A full, read-only or forbidden filesystem (`FsCause`).
+    Fs(FsCause),
+    /// A `required` clean or smudge filter driver failed: the driver's
+    /// name (`filter.<name>`) when it is known, for the help.
+    Filter(Option<String>),
+    /// A signal (Ctrl-C, SIGTERM, SIGHUP) arrived before the commit point:
+    /// rolled back on request, `delegate::interrupted` (design §7 "Signals").
+    Interrupted,
 }
 
-/// `delegate::rollback_failed`: the paths left as they were found, each
-/// with the file kept for it, in the message and in the JSON error object
-/// (`batch`, `journal`, `paths`).
-pub(super) fn rollback_failed(root: &Path, journal: &Path, what: &str, left: &[Left]) -> Error {
-    let kept_abs = |l: &Left| {
+/// A write-back that failed, or the check before it. `what` is the step
+/// that failed with its OS or filter error in words (`cannot stat a: ...`).
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The working tree to write into cannot be opened: nothing changed.
+    #[error("cannot open the working tree {}: {source}", root.display())]
+    OpenRoot {
+        root: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Planning the write (reading the disk) failed: nothing changed.
+    #[error("write-back stopped before any change: {what}")]
+    Plan { what: String, cause: Option<Cause> },
+    /// The journal cannot be recorded: nothing changed. `cause` is decided
+    /// where it failed (a full disk without free inodes is `NoInodes`).
+    #[error("cannot record the write-back journal {}: {source}; nothing was changed", path.display())]
+    Journal {
+        path: PathBuf,
+        cause: Option<FsCause>,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Writing failed, and every path was rolled back.
+    #[error("write-back failed: {what}; every path was rolled back to what it was before")]
+    Write { what: String, cause: Option<Cause> },
+    /// `check` could not read what it tests against.
+    #[error("cannot check the working tree before writing: {what}")]
+    Check { what: String, cause: Option<Cause> },
+    /// A signal stopped the write-back into `root`, which was rolled back.
+    #[error("interrupted by a signal during the write-back into {}: it was rolled back, so every path there is as it was before", root.display())]
+    Interrupted { root: PathBuf },
+    /// A rollback (or a roll-forward) that left paths as it found them.
+    #[error("{0}")]
+    RollbackFailed(Box<RollbackFailed>),
+}
+
+/// What a rollback that left paths to the user found: where, which paths
+/// (each with the file kept for it), and whether the journal stays.
+#[derive(Debug)]
+pub struct RollbackFailed {
+    /// The working tree's root.
+    pub root: PathBuf,
+    pub journal: PathBuf,
+    /// The journal is still there (while a kept file is).
+    pub journal_kept: bool,
+    pub during: Undoing,
+    pub left: Vec<Left>,
+}
+
+/// What was being undone (or finished) when paths were left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Undoing {
+    /// The rollback of a write-back that failed (`what`: why).
+    Write { what: String },
+    /// Recovery of a journal left by a dead process: finishing one past
+    /// its commit point (`committed`), or rolling one back.
+    Recovery { committed: bool },
+}
+
+/// Why a path was not put back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeftReason {
+    /// The path no longer holds what write-back put there: the user
+    /// changed, replaced or removed it since. Left as the user left it.
+    ChangedSinceWritten,
+    /// Something new stands where the original must come back (where
+    /// write-back had removed a file, or in a folder it had created).
+    InTheWay,
+    /// A filesystem error (permissions, I/O) stopped that step.
+    Error,
+}
+
+impl LeftReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LeftReason::ChangedSinceWritten => "changed_since_written",
+            LeftReason::InTheWay => "in_the_way",
+            LeftReason::Error => "error",
+        }
+    }
+}
+
+/// A path rollback (or roll-forward) left as it found it (design §7).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Left {
+    /// The path, relative to the working tree's root.
+    pub path: BString,
+    pub reason: LeftReason,
+    /// A file kept instead of being moved back or deleted (relative to
+    /// the root): the original the write had moved aside, or (`yours`) the
+    /// user's version of the path, under the write's temp name.
+    pub kept: Option<BString>,
+    /// `kept` is the user's version (found under the write's temp name).
+    pub yours: bool,
+    /// What happened, for people.
+    pub detail: String,
+}
+
+impl WriteError {
+    /// The rollback of `journal`'s write-back into `root` left `left`.
+    pub(super) fn rollback_failed(
+        root: &Path,
+        journal: &Path,
+        during: Undoing,
+        left: Vec<Left>,
+    ) -> WriteError {
+        WriteError::RollbackFailed(Box::new(RollbackFailed {
+            root: root.to_path_buf(),
+            journal: journal.to_path_buf(),
+            journal_kept: journal.exists(),
+            during,
+            left,
+        }))
+    }
+}
+
+impl RollbackFailed {
+    /// The file kept for `l`, absolute.
+    pub fn kept(&self, l: &Left) -> Option<PathBuf> {
         l.kept
             .as_ref()
-            .map(|k| root.join(crate::sys::paths::to_os(k.as_bstr())))
-    };
-    let journal_kept = journal.exists();
-    let named: Vec<String> = left
-        .iter()
-        .map(|l| {
-            let mut s = if l.path.is_empty() {
-                l.detail.clone()
-            } else {
-                format!(
-                    "{}: {}",
-                    crate::sys::paths::quote(l.path.as_bstr()),
-                    l.detail
-                )
-            };
-            if let Some(k) = kept_abs(l) {
-                s.push_str(&format!(
-                    ", {} is kept at {}",
-                    if l.yours {
+            .map(|k| self.root.join(crate::sys::paths::to_os(k.as_bstr())))
+    }
+}
+
+/// `delegate::rollback_failed`'s message: each path left with its kept file.
+impl std::fmt::Display for RollbackFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let r = self;
+        let named: Vec<String> = r
+            .left
+            .iter()
+            .map(|l| {
+                let mut s = if l.path.is_empty() {
+                    l.detail.clone()
+                } else {
+                    format!(
+                        "{}: {}",
+                        crate::sys::paths::quote(l.path.as_bstr()),
+                        l.detail
+                    )
+                };
+                if let Some(k) = r.kept(l) {
+                    let whose = if l.yours {
                         "your version"
                     } else {
                         "the original"
-                    },
-                    k.display()
-                ));
-            }
-            s
-        })
-        .collect();
-    let message = format!(
-        "{what}: {} left as found ({}); {}",
-        if left.len() == 1 {
-            "1 path was".to_string()
-        } else {
-            format!("{} paths were", left.len())
-        },
-        named.join("; "),
-        if journal_kept {
-            format!(
-                "the journal {} is kept until that is resolved",
-                journal.display()
-            )
-        } else {
-            "every other path was put back".to_string()
-        }
-    );
-    let help = if journal_kept {
-        "for each path named, keep your version by deleting the kept file, or take the original back by moving the kept file over the path; then run `git delegate gc` (or any command that changes things), which re-checks and finishes the rollback"
-    } else {
-        "look at the paths named: they hold your version; the rest of the working tree is as it was before the write-back"
-    };
-    let paths: Vec<serde_json::Value> = left
-        .iter()
-        .filter(|l| !l.path.is_empty())
-        .map(|l| {
-            serde_json::json!({
-                "path": crate::sys::paths::doc_bytes(&l.path),
-                "reason": l.reason.as_str(),
-                "kept": kept_abs(l).map(|k| crate::sys::paths::doc_path(&k)),
-                "kept_is": l.kept.as_ref().map(|_| if l.yours { "yours" } else { "original" }),
-                "message": l.detail,
+                    };
+                    s.push_str(&format!(", {whose} is kept at {}", k.display()));
+                }
+                s
             })
-        })
-        .collect();
-    let mut details = serde_json::Map::new();
-    let batch = journal
-        .parent()
-        .and_then(|d| d.file_name())
-        .map(|n| n.to_string_lossy().into_owned());
-    details.insert("batch".into(), serde_json::json!(batch));
-    details.insert(
-        "journal".into(),
-        serde_json::json!(journal_kept.then(|| crate::sys::paths::doc_path(journal))),
-    );
-    details.insert("paths".into(), serde_json::Value::Array(paths));
-    let lossy = |l: &Left| {
-        crate::sys::paths::is_lossy(&l.path)
-            || kept_abs(l).is_some_and(|k| crate::sys::paths::path_is_lossy(&k))
-    };
-    crate::sys::paths::note_lossy(
-        &mut details,
-        left.iter().any(lossy) || (journal_kept && crate::sys::paths::path_is_lossy(journal)),
-    );
-    Error::state(Code::RollbackFailed, message, help).with_details(details)
-}
-
-/// `delegate::interrupted` for a write-back rolled back on a signal.
-pub(super) fn interrupted(root: &Path) -> Error {
-    let mut details = serde_json::Map::new();
-    details.insert("interrupted".into(), serde_json::json!("rolled_back"));
-    Error::state(
-        Code::Interrupted,
-        format!(
-            "interrupted by a signal during the write-back into {}: it was rolled back, so every path there is as it was before",
-            root.display()
-        ),
-        "nothing of it was written; run the command again to write it",
-    )
-    .with_details(details)
+            .collect();
+        let what = match &r.during {
+            Undoing::Write { what } => format!("write-back failed ({what})"),
+            Undoing::Recovery { committed: true } => "finishing an interrupted write-back".into(),
+            Undoing::Recovery { committed: false } => {
+                "rolling back an interrupted write-back".into()
+            }
+        };
+        write!(
+            f,
+            "{what}: {} left as found ({}); {}",
+            if r.left.len() == 1 {
+                "1 path was".to_string()
+            } else {
+                format!("{} paths were", r.left.len())
+            },
+            named.join("; "),
+            if r.journal_kept {
+                format!(
+                    "the journal {} is kept until that is resolved",
+                    r.journal.display()
+                )
+            } else {
+                "every other path was put back".to_string()
+            }
+        )
+    }
 }

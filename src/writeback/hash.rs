@@ -169,19 +169,13 @@ impl<'r> Hasher<'r> {
         let got = match self
             .pipeline
             .convert_to_git(&mut file, &path, &self.index)
-            .map_err(|e| match crate::git::blob::driver_failure(&e) {
-                Some(status) => Fail::filter(
-                    format!(
-                        "{} on {}: {status}",
-                        crate::git::blob::FILTER_FAILED_CLEAN,
-                        crate::sys::paths::quote(rela)
-                    ),
-                    crate::git::blob::failed_driver(self.repo, &e, "clean"),
-                ),
-                None => Fail::because(
-                    format!("cannot filter {}: {e}", crate::sys::paths::quote(rela)),
-                    &e,
-                ),
+            .map_err(|e| {
+                driver_failed(self.repo, &e, "clean", rela).unwrap_or_else(|| {
+                    Fail::because(
+                        format!("cannot filter {}: {e}", crate::sys::paths::quote(rela)),
+                        &e,
+                    )
+                })
             })? {
             gix::filter::plumbing::pipeline::convert::ToGitOutcome::Unchanged(_) => None,
             gix::filter::plumbing::pipeline::convert::ToGitOutcome::Buffer(buf) => Some(
@@ -252,19 +246,33 @@ impl<'r> Hasher<'r> {
                 .map_err(|e| cannot_filter(&e))?;
             std::io::copy(&mut converted, out).map(|_| ())
         };
-        written.map_err(|e| match crate::git::blob::driver_failure(&e) {
-            Some(status) => Fail::filter(
-                format!(
-                    "{} on {}: {status}",
-                    crate::git::blob::FILTER_FAILED,
-                    crate::sys::paths::quote(rela)
-                ),
-                crate::git::blob::failed_driver(self.repo, &e, "smudge"),
-            ),
-            None => Fail::io("write", rela, e),
+        written.map_err(|e| {
+            driver_failed(self.repo, &e, "smudge", rela)
+                .unwrap_or_else(|| Fail::io("write", rela, e))
         })?;
         Ok(())
     }
+}
+
+/// `err`, when a filter driver failed with it (`direction`: "clean" while
+/// hashing what is on disk, "smudge" while writing), named on `rela` with
+/// the driver's exit status and its name.
+fn driver_failed(
+    repo: &gix::Repository,
+    err: &(dyn std::error::Error + 'static),
+    direction: &str,
+    rela: &BStr,
+) -> Option<Fail> {
+    let status = crate::git::blob::driver_failure(err)?;
+    let said = if direction == "clean" {
+        crate::git::blob::FILTER_FAILED_CLEAN
+    } else {
+        crate::git::blob::FILTER_FAILED
+    };
+    Some(Fail::filter(
+        format!("{said} on {}: {status}", crate::sys::paths::quote(rela)),
+        crate::git::blob::failed_driver(repo, err, direction),
+    ))
 }
 
 /// The SHA-1 of raw bytes as they are on disk (no object header, no

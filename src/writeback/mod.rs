@@ -8,9 +8,9 @@
 //! "Signals"); putting in place, at the commit point, the state files a
 //! caller staged with the write (`Then`: the record of what was written).
 //! The failures it meets before writing or while scanning for journals are
-//! `WritebackError` (the folder, file or step and its cause), which
-//! `ops::explain` words; a failed write and its rollback are still worded
-//! in place (`failure`).
+//! `WritebackError` (the folder, file or step and its cause); a failed
+//! write, its rollback and a failed check are `WriteError` (`failure`);
+//! `ops::explain` words both.
 //! Never: writes a path whose current content is not the expected `S`
 //! state; moves back or deletes a path that does not hold exactly what the
 //! write put there (a user's edit made after the write is left, and the
@@ -192,15 +192,15 @@ use crate::record::batch;
 
 pub use self::check::check;
 use self::dirs::Dirs;
-use self::failure::{failed, interrupted, rollback_failed};
+pub use self::failure::{Cause, Left, LeftReason, RollbackFailed, Undoing, WriteError};
 use self::journal::{make_plan, write_journal};
 pub use self::recover::{committed, left_paths, pending, recover_all_detailed};
 use self::rollback::{drop_staged, roll_forward, rollback};
-use self::util::{Cause, Faults};
+use self::util::Faults;
 use self::writer::Writer;
 
 /// Why a write-back could not start, or recovery could not scan or read a
-/// journal (a write that fails and its rollback are reported by `failure`).
+/// journal (a write that fails and its rollback are `WriteError`s).
 #[derive(Debug, thiserror::Error)]
 pub enum WritebackError {
     /// The content filters (`what` failed).
@@ -387,26 +387,26 @@ fn write_with(
     let _ = crate::sys::interrupt::catch_signals();
     if crate::sys::interrupt::interrupted() {
         drop_then();
-        return Err(interrupted(&source.root));
+        return Err(WriteError::Interrupted {
+            root: source.root.clone(),
+        }
+        .into());
     }
     let journal_path = batch_dir.join(batch::JOURNAL_FILE);
     let mut dirs = Dirs::open(&source.root).map_err(|e| {
         drop_then();
-        failed(
-            format!(
-                "cannot open the working tree {}: {e}",
-                source.root.display()
-            ),
-            FsCause::of(&e).map(Cause::Fs),
-        )
+        WriteError::OpenRoot {
+            root: source.root.clone(),
+            source: e,
+        }
     })?;
     let token = uuid::Uuid::new_v4().simple().to_string()[..8].to_string();
     let mut plan = make_plan(&mut dirs, writes, &source.root, &token).map_err(|f| {
         drop_then();
-        failed(
-            format!("write-back stopped before any change: {}", f.0),
-            f.1,
-        )
+        WriteError::Plan {
+            what: f.0,
+            cause: f.1,
+        }
     })?;
     plan.then = then
         .iter()
@@ -415,13 +415,11 @@ fn write_with(
     write_journal(&journal_path, &plan).map_err(|e| {
         let _ = std::fs::remove_file(&journal_path);
         drop_then();
-        failed(
-            format!(
-                "cannot record the write-back journal {}: {e}; nothing was changed",
-                journal_path.display()
-            ),
-            FsCause::of_at(&e, Some(batch_dir)).map(Cause::Fs),
-        )
+        WriteError::Journal {
+            path: journal_path.clone(),
+            cause: FsCause::of_at(&e, Some(batch_dir)),
+            source: e,
+        }
     })?;
     faults.hit("after-journal");
 
@@ -438,21 +436,21 @@ fn write_with(
         let signal = fail.1 == Some(Cause::Interrupted);
         return Err(
             match rollback(&mut w.dirs, &mut plan, &journal_path, faults) {
-                Ok(()) if signal => interrupted(&plan.root),
-                Ok(()) => failed(
-                    format!(
-                        "write-back failed: {}; every path was rolled back to what it was before",
-                        fail.0
-                    ),
-                    fail.1,
-                ),
-                Err(left) => rollback_failed(
+                Ok(()) if signal => WriteError::Interrupted {
+                    root: plan.root.clone(),
+                },
+                Ok(()) => WriteError::Write {
+                    what: fail.0,
+                    cause: fail.1,
+                },
+                Err(left) => WriteError::rollback_failed(
                     &plan.root,
                     &journal_path,
-                    &format!("write-back failed ({})", fail.0),
-                    &left,
+                    Undoing::Write { what: fail.0 },
+                    left,
                 ),
-            },
+            }
+            .into(),
         );
     }
     // Committed: the result stands. Clean-up failures leave the journal for

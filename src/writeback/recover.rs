@@ -11,11 +11,10 @@ use std::path::{Path, PathBuf};
 use gix::bstr::ByteSlice;
 
 use super::dirs::Dirs;
-use super::failure::rollback_failed;
 use super::journal::{parse_journal, tmp_journal, Phase};
 use super::rollback::{roll_forward, rollback};
 use super::util::Faults;
-use super::{LeftPath, Recovery, WritebackError};
+use super::{LeftPath, Recovery, Undoing, WriteError, WritebackError};
 use crate::error::Result;
 use crate::git::repo::Source;
 use crate::record::batch;
@@ -35,24 +34,10 @@ fn journal_dirs(source: &Source) -> Result<Vec<(String, PathBuf)>> {
     let state = source.state_dir();
     let mut out = Vec::new();
     for dir in [batch::batches_dir(&state), batch::undo_dir(&state)] {
-        let rd = match std::fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(source) => return Err(WritebackError::Read { path: dir, source }.into()),
-        };
-        for entry in rd {
-            let entry = entry.map_err(|source| WritebackError::Read {
-                path: dir.clone(),
-                source,
-            })?;
-            let id = entry.file_name().to_string_lossy().into_owned();
-            // Hidden folders are never batches (`batch::list`): a batch's state
-            // on its way out (`batch::remove_state`) or in (`preparing::record`).
-            if id.starts_with('.') {
-                continue;
-            }
-            out.push((id, entry.path()));
-        }
+        // Hidden folders are never batches (`batch::list`).
+        let found = batch::visible_entries(&dir)
+            .map_err(|source| WritebackError::Read { path: dir, source })?;
+        out.extend(found);
     }
     Ok(out)
 }
@@ -148,21 +133,21 @@ fn recover_one(journal: &Path, faults: &Faults) -> Result<Recovered> {
     if plan.phase == Phase::Committed {
         let recorded = plan.then.iter().any(|(staged, _)| staged.exists());
         roll_forward(&mut dirs, &plan, journal, faults).map_err(|left| {
-            rollback_failed(
+            WriteError::rollback_failed(
                 &plan.root,
                 journal,
-                "finishing an interrupted write-back",
-                &left,
+                Undoing::Recovery { committed: true },
+                left,
             )
         })?;
         return Ok(Recovered::Completed { recorded });
     }
     rollback(&mut dirs, &mut plan, journal, faults).map_err(|left| {
-        rollback_failed(
+        WriteError::rollback_failed(
             &plan.root,
             journal,
-            "rolling back an interrupted write-back",
-            &left,
+            Undoing::Recovery { committed: false },
+            left,
         )
     })?;
     Ok(Recovered::RolledBack)

@@ -9,49 +9,11 @@ use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::dirs::{Dirs, Disk};
+use super::failure::{Left, LeftReason};
 use super::hash::{raw_sha1, raw_sha1_reader};
 use super::journal::{append_left, enc, remove_journal, Item, Phase, Plan, Wrote};
 use super::util::{depth, parents, split, Faults};
 use super::writer::{rename_noreplace, sync_touched};
-
-/// Why a path was not put back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum LeftReason {
-    /// The path no longer holds what write-back put there: the user
-    /// changed, replaced or removed it since. Left as the user left it.
-    ChangedSinceWritten,
-    /// Something new stands where the original must come back (where
-    /// write-back had removed a file, or in a folder it had created).
-    InTheWay,
-    /// A filesystem error (permissions, I/O) stopped that step.
-    Error,
-}
-
-impl LeftReason {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            LeftReason::ChangedSinceWritten => "changed_since_written",
-            LeftReason::InTheWay => "in_the_way",
-            LeftReason::Error => "error",
-        }
-    }
-}
-
-/// A path rollback (or roll-forward) left as it found it (design §7).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Left {
-    /// The path, relative to the working tree's root.
-    pub(crate) path: BString,
-    pub(crate) reason: LeftReason,
-    /// A file kept instead of being moved back or deleted (relative to
-    /// the root): the original the write had moved aside, or (`yours`) the
-    /// user's version of the path, under the write's temp name.
-    pub(crate) kept: Option<BString>,
-    /// `kept` is the user's version (found under the write's temp name).
-    pub(crate) yours: bool,
-    /// What happened, for people.
-    pub(crate) detail: String,
-}
 
 /// Put every path back to `S`, remove what the write created, remove the
 /// journal. A path goes back only if it still holds exactly what the write

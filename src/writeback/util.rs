@@ -3,6 +3,7 @@
 
 use gix::bstr::{BStr, BString, ByteSlice};
 
+pub(super) use super::failure::Cause;
 #[cfg(test)]
 use super::tests;
 
@@ -40,24 +41,11 @@ pub(super) fn depth(path: &BStr) -> usize {
     path.iter().filter(|&&b| b == b'/').count()
 }
 
-/// An internal failure with its message and its cause; turned into an
-/// `Error` at the edge. The cause is carried as data, never read back out
+/// An internal failure with its message and its cause; turned into a
+/// `WriteError` where the write-back gives up. The cause is carried as data, never read back out
 /// of the message (a path's name may hold any text).
 #[derive(Debug)]
 pub(super) struct Fail(pub(super) String, pub(super) Option<Cause>);
-
-/// Why a write-back failed, where that decides the error code.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Cause {
-    /// A full, read-only or forbidden filesystem (`FsCause`).
-    Fs(crate::error::FsCause),
-    /// A `required` clean or smudge filter driver failed: the driver's
-    /// name (`filter.<name>`) when it is known, for the help.
-    Filter(Option<String>),
-    /// A signal (Ctrl-C, SIGTERM, SIGHUP) arrived before the commit point:
-    /// rolled back on request, `delegate::interrupted` (design §7 "Signals").
-    Interrupted,
-}
 
 impl Fail {
     /// A failure of no particular cause (`write_failed`).

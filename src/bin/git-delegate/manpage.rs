@@ -112,8 +112,15 @@ impl Sections {
     }
     /// A tagged paragraph: `tag` in bold (with `backticks` honoured inside `text`).
     fn item(&mut self, tag: &str, text: &str) -> &mut Self {
+        self.tagged(bold(tag), text)
+    }
+    /// A tagged paragraph whose tag is set in italics (a placeholder path).
+    fn item_i(&mut self, tag: &str, text: &str) -> &mut Self {
+        self.tagged(italic(tag), text)
+    }
+    fn tagged(&mut self, tag: Inline, text: &str) -> &mut Self {
         self.0.control("TP", []);
-        self.0.text(vec![bold(tag)]);
+        self.0.text(vec![tag]);
         self.0.text(inlines(text));
         self
     }
@@ -127,13 +134,6 @@ impl Sections {
             }
             self.0.text(inlines(&p.replace('\n', " ")));
         }
-        self
-    }
-    /// A tagged paragraph whose tag is set in italics (a placeholder path).
-    fn item_i(&mut self, tag: &str, text: &str) -> &mut Self {
-        self.0.control("TP", []);
-        self.0.text(vec![italic(tag)]);
-        self.0.text(inlines(text));
         self
     }
     /// Lines shown as they are (examples, file excerpts).

@@ -15,7 +15,7 @@
 //! proposal ref keeps it (a literal of a 1 GiB file would be a patch of
 //! more than a gigabyte, built in memory).
 //! For a terminal, the same text painted as `git diff --color` paints it
-//! (`render_changes_painted`; the colours are `paint`'s, in this folder).
+//! (`paint_change`; the colours are `paint`'s, in this folder).
 //! Never: touches the working tree or refs.
 
 use std::io::Write as _;
@@ -87,26 +87,16 @@ pub fn render_changes(
     Ok(out)
 }
 
-/// The patch of `changes` as `git diff --color=always` prints it with
-/// git's default colours and whitespace rules (`core.whitespace` unset):
-/// headers bold, `@@` lines cyan, removed lines red, added lines green with
-/// whitespace errors (trailing blanks, a space before a tab in the indent,
-/// blank lines added at the end of the file) on a red background; binary
-/// patches plain. Byte-equal to git's output for the same changes.
-pub fn render_changes_painted(
-    repo: &gix::Repository,
-    changes: &[PathChange],
-    form: Form,
-) -> Result<Vec<u8>> {
+/// `plain`, the patch of one `change` as [`render_changes`] renders it,
+/// as `git diff --color=always` prints it with git's default colours and
+/// whitespace rules (`core.whitespace` unset): headers bold, `@@` lines
+/// cyan, removed lines red, added lines green with whitespace errors
+/// (trailing blanks, a space before a tab in the indent, blank lines added
+/// at the end of the file) on a red background; binary patches plain.
+/// Byte-equal to git's output for the same change.
+pub fn paint_change(repo: &gix::Repository, change: &PathChange, plain: &[u8]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    let mut plain = Vec::new();
-    let ids = Ids::new(repo, form);
-    for change in changes {
-        plain.clear();
-        render_change(repo, change, &mut plain, &ids)?;
-        let eof = blank_at_eof_of(repo, change)?;
-        paint::section(&plain, eof, &mut out);
-    }
+    paint::section(plain, blank_at_eof_of(repo, change)?, &mut out);
     Ok(out)
 }
 
@@ -567,7 +557,7 @@ pub fn quote_prefixed(prefix: &[u8], path: &[u8]) -> Vec<u8> {
 }
 
 /// git's diff colours, applied to plain patch text (see
-/// [`render_changes_painted`]).
+/// [`paint_change`]).
 mod paint;
 
 #[cfg(test)]

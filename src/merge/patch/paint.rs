@@ -1,5 +1,5 @@
 //! git's diff colours, applied to plain patch text (see
-//! `render_changes_painted`): what `git diff --color` paints, with its
+//! `paint_change`): what `git diff --color` paints, with its
 //! whitespace errors at the end of lines and blank lines at end of file.
 //! Never: changes the text it paints but by adding colour sequences.
 

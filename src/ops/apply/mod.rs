@@ -351,19 +351,12 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         verify_report,
     } = landed;
 
-    let clean::Cleaned {
-        trashes,
-        kept,
-        closed,
-        artifacts_error,
-        batch_open,
-        remote_left,
-    } = clean::clean(&source, &mut b, opts, &mut outcomes, &fetched, undo_error)?;
+    let cleaned = clean::clean(&source, &mut b, opts, &mut outcomes, &fetched, undo_error)?;
 
     // Nothing more changes: the deleter runs without the lock held (it
     // takes it to remove the emptied repository folder).
     drop(lock);
-    for t in &trashes {
+    for t in &cleaned.trashes {
         crate::workspace::trash::spawn_purger(t, &source.state_dir());
     }
     // A write-back that could not be rolled back leaves the repository in a
@@ -377,14 +370,14 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         outcomes,
         apply_id,
         written,
-        batch_open,
+        batch_open: cleaned.batch_open,
         dry_run,
         write_error,
-        kept,
-        workspaces: closed,
-        artifacts_error,
+        kept: cleaned.kept,
+        workspaces: cleaned.closed,
+        artifacts_error: cleaned.artifacts_error,
         side_effects,
-        remote_left,
+        remote_left: cleaned.remote_left,
         // Nothing merged: nothing was verified (design §6.4 "not_run").
         verify: verify_report.or_else(|| verify.map(crate::ops::verify::not_run)),
         // A signal since the write-back began, which was finished (design §7 "Signals").

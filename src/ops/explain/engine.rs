@@ -1,5 +1,6 @@
 //! The words of the engine's middle layers: `From<XError> for Error` for
-//! the typed errors of `snapshot/`, `writeback/` and `merge/`, as
+//! the typed errors of `snapshot/` and `merge/` (`writeback/`'s are in
+//! `writeback.rs` beside this file), as
 //! `ops::explain`'s own file does for the floor, `git/` and `record/`
 //! (docs/architecture.md "Errors").
 //!
@@ -11,7 +12,6 @@
 use crate::error::{Code, Error};
 use crate::merge::MergeError;
 use crate::snapshot::SnapshotError;
-use crate::writeback::WritebackError;
 
 /// A snapshot's step inside gix is `delegate::git` (or a full disk,
 /// read-only filesystem or denied permission inside it, named for what it
@@ -67,28 +67,6 @@ impl From<MergeError> for Error {
     }
 }
 
-/// A write-back that cannot start, or a journal recovery cannot read:
-/// `delegate::git` for the filters, I/O errors named by their cause for
-/// the folders and files; a path git refuses reaching the write-back is a
-/// bug, and nothing was changed.
-impl From<WritebackError> for Error {
-    fn from(e: WritebackError) -> Error {
-        let message = e.to_string();
-        match e {
-            WritebackError::Filters { source, .. } => Error::git(message, source),
-            WritebackError::Invalid { .. } => Error::state(
-                Code::Internal,
-                message,
-                "report this bug; nothing was changed",
-            ),
-            WritebackError::OpenRoot { source, .. }
-            | WritebackError::Read { source, .. }
-            | WritebackError::RemoveJournal { source, .. }
-            | WritebackError::OpenToRecover { source, .. } => Error::io(message, source),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,28 +88,6 @@ mod tests {
         let e = Error::from(MergeError::UnknownBlocked);
         assert_eq!(e.code, Code::Internal);
         assert_eq!(e.help, "report this bug; nothing was changed");
-        let e = Error::from(WritebackError::Invalid {
-            path: ".git/config".into(),
-            why: "it is inside .git",
-        });
-        assert_eq!(
-            (e.code, e.message.as_str()),
-            (
-                Code::Internal,
-                "refusing to write .git/config: git refuses that path (it is inside .git)"
-            )
-        );
-        let e = Error::from(WritebackError::Read {
-            path: "/s/.git/delegate/batches".into(),
-            source: std::io::Error::from_raw_os_error(rustix::io::Errno::ROFS.raw_os_error()),
-        });
-        assert_eq!(e.code, Code::ReadOnlyFilesystem);
-        assert!(
-            e.message
-                .starts_with("cannot read /s/.git/delegate/batches: "),
-            "{}",
-            e.message
-        );
         let e = Error::from(SnapshotError::Unexpected {
             root: "/s".into(),
             what: "unexpected rename record from status",

@@ -35,6 +35,7 @@ use crate::sys::fs::{FsError, PathError};
 use crate::sys::paths::shell_quote;
 
 mod workspace;
+mod writeback;
 
 /// A path as a shell word, for a command in a help line.
 fn quoted(path: &std::path::Path) -> String {

@@ -95,7 +95,10 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
                     let b = stand_in(source, id, commit, &task, &root, &wid);
                     std::fs::create_dir_all(&kept)
                         .map_err(|e| Error::io(format!("cannot create {}", kept.display()), e))
-                        .and_then(|()| proposal::record_in(repo, &kept, &b, &b.tasks[0], tree))
+                        .and_then(|()| {
+                            proposal::record_deferred(repo, &kept, &b, &b.tasks[0], tree)
+                        })
+                        .and_then(|p| p.map(|p| p.with_patch(repo)).transpose())
                 }
                 _ => Err(Error::state(
                     Code::BaselineRefMissing,
@@ -181,7 +184,7 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
     Ok(out)
 }
 
-/// A one-task batch record standing in for a corrupt batch, for `proposal::record_in`.
+/// A one-task batch record standing in for a corrupt batch, for `proposal::record_deferred`.
 fn stand_in(
     source: &Source,
     id: &str,

@@ -449,23 +449,8 @@ fn is_registered_worktree(root: &Path) -> bool {
 /// The registration the `.git` file in the opened folder `ws` names (made
 /// absolute), read through its handle, never through a symlink.
 fn read_dotgit_at(ws: &crate::workspace::shared_root::Dir) -> Option<PathBuf> {
-    use std::io::Read;
     use std::os::unix::ffi::OsStrExt;
-    let f = rustix::fs::openat(
-        ws.fd(),
-        ".git",
-        rustix::fs::OFlags::RDONLY
-            | rustix::fs::OFlags::NOFOLLOW
-            | rustix::fs::OFlags::CLOEXEC
-            | rustix::fs::OFlags::NONBLOCK,
-        rustix::fs::Mode::empty(),
-    )
-    .ok()?;
-    let mut text = Vec::new();
-    std::fs::File::from(f)
-        .take(64 * 1024)
-        .read_to_end(&mut text)
-        .ok()?;
+    let text = crate::ops::side_effects::read_at(&ws.fd(), b".git", 64 * 1024)?;
     let text = text.strip_suffix(b"\n").unwrap_or(&text);
     let target = text.strip_prefix(b"gitdir: ")?;
     Some(ws.path().join(std::ffi::OsStr::from_bytes(target)))

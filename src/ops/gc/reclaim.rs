@@ -26,6 +26,15 @@ struct Saved {
     submodules: Vec<(String, Vec<gix::bstr::BString>)>,
 }
 
+/// The paths [`Saved`] lists for `task` (none if it is not listed).
+fn of_task(by_task: &[(String, Vec<gix::bstr::BString>)], task: &str) -> Vec<gix::bstr::BString> {
+    by_task
+        .iter()
+        .find(|(name, _)| name == task)
+        .map(|(_, paths)| paths.clone())
+        .unwrap_or_default()
+}
+
 impl Gc<'_> {
     pub(super) fn registration(&self, id: &str) -> PathBuf {
         Registration::new(&self.source.common_dir, id)
@@ -233,33 +242,29 @@ impl Gc<'_> {
                 Ok(subs) if !subs.is_empty() => submodules.push((t.name.clone(), subs)),
                 Ok(_) => {}
                 Err(e) => {
-                    return Err(format!(
-                        "batch {}: the submodules of task {} could not be read ({}); nothing of this batch was removed",
-                        b.short(),
-                        t.name,
-                        Error::from(e).message
+                    return Err(kept_whole(
+                        b,
+                        "the submodules",
+                        &t.name,
+                        "read",
+                        Error::from(e),
                     ))
                 }
             }
             match saved {
-                Ok(Some((tree, paths, _))) if before != Some(tree) && paths > 0 => rescued.push(Rescued {
-                    batch: b.id.clone(),
-                    task: t.name.clone(),
-                    ref_name,
-                    patch: kept::kept_dir(&self.state_dir)
-                        .join(&b.id)
-                        .join(format!("{}.patch", t.name)),
-                    paths,
-                }),
-                Ok(_) => {}
-                Err(e) => {
-                    return Err(format!(
-                        "batch {}: the work of task {} could not be saved ({}); nothing of this batch was removed",
-                        b.short(),
-                        t.name,
-                        e.message
-                    ))
+                Ok(Some((tree, paths, _))) if before != Some(tree) && paths > 0 => {
+                    rescued.push(Rescued {
+                        batch: b.id.clone(),
+                        task: t.name.clone(),
+                        ref_name,
+                        patch: kept::kept_dir(&self.state_dir)
+                            .join(&b.id)
+                            .join(format!("{}.patch", t.name)),
+                        paths,
+                    })
                 }
+                Ok(_) => {}
+                Err(e) => return Err(kept_whole(b, "the work", &t.name, "saved", e)),
             }
         }
         Ok(Saved {
@@ -381,18 +386,8 @@ impl Gc<'_> {
         } else {
             Vec::new()
         };
-        let repos = saved
-            .nested
-            .iter()
-            .find(|(name, _)| *name == t.name)
-            .map(|(_, repos)| repos.clone())
-            .unwrap_or_default();
-        let subs = saved
-            .submodules
-            .iter()
-            .find(|(name, _)| *name == t.name)
-            .map(|(_, subs)| subs.clone())
-            .unwrap_or_default();
+        let repos = of_task(&saved.nested, &t.name);
+        let subs = of_task(&saved.submodules, &t.name);
         if health == workspace::Health::Ours
             && (!hosted.is_empty() || !repos.is_empty() || !subs.is_empty())
         {
@@ -469,4 +464,13 @@ impl Gc<'_> {
         crate::sys::fs::sync_dir(&dir);
         Ok(())
     }
+}
+
+/// Why a batch is left whole: `what` of task `task` could not be `done`.
+fn kept_whole(b: &Batch, what: &str, task: &str, done: &str, e: Error) -> String {
+    format!(
+        "batch {}: {what} of task {task} could not be {done} ({}); nothing of this batch was removed",
+        b.short(),
+        e.message
+    )
 }

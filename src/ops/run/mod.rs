@@ -26,7 +26,7 @@ mod workers;
 
 pub use tasks::{load_tasks, parse_tasks, substitute, TaskSpec};
 use workers::{failure_reason, run_workers};
-pub use workers::{worker_message, Event, Watcher, Worker};
+pub use workers::{worker_message, Ended, Event, Watcher, Worker};
 
 /// What the caller asked for.
 #[derive(Debug, Clone, Default)]

@@ -38,6 +38,40 @@ impl Worker {
     pub fn ok(&self) -> bool {
         self.exit == Some(0) && !self.timed_out && !self.stopped
     }
+
+    /// How it ended, the first that holds of: not started, timed out,
+    /// stopped, an exit status, a signal.
+    pub fn ended(&self) -> Ended<'_> {
+        if let Some(e) = &self.start_error {
+            return Ended::NotStarted(e);
+        }
+        if self.timed_out {
+            return Ended::TimedOut;
+        }
+        if self.stopped {
+            return Ended::Stopped;
+        }
+        match (self.exit, self.signal) {
+            (Some(c), _) => Ended::Exited(c),
+            (None, Some(s)) => Ended::Killed(s),
+            _ => Ended::Failed,
+        }
+    }
+}
+
+/// How a worker ended ([`Worker::ended`]), for its sentence and its status word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended<'a> {
+    /// Its command could not be started, for this reason.
+    NotStarted(&'a str),
+    TimedOut,
+    /// Stopped because run was interrupted.
+    Stopped,
+    Exited(i32),
+    /// Killed by this signal.
+    Killed(i32),
+    /// Neither an exit status nor a signal is known.
+    Failed,
 }
 
 /// A worker event for the caller to show (design §3.13: on a terminal,
@@ -60,19 +94,13 @@ pub trait Watcher {
 
 /// A sentence saying how a worker ended.
 pub fn worker_message(w: &Worker) -> String {
-    if let Some(e) = &w.start_error {
-        return format!("its command could not be started: {e}");
-    }
-    if w.timed_out {
-        return "its worker ran past the timeout and was stopped".into();
-    }
-    if w.stopped {
-        return "its worker was stopped (run was interrupted)".into();
-    }
-    match (w.exit, w.signal) {
-        (Some(c), _) => format!("its worker exited with status {c}"),
-        (None, Some(s)) => format!("its worker was killed by signal {s}"),
-        _ => "its worker failed".into(),
+    match w.ended() {
+        Ended::NotStarted(e) => format!("its command could not be started: {e}"),
+        Ended::TimedOut => "its worker ran past the timeout and was stopped".into(),
+        Ended::Stopped => "its worker was stopped (run was interrupted)".into(),
+        Ended::Exited(c) => format!("its worker exited with status {c}"),
+        Ended::Killed(s) => format!("its worker was killed by signal {s}"),
+        Ended::Failed => "its worker failed".into(),
     }
 }
 

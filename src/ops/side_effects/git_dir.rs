@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 use super::{Change, Kind, SideEffect};
-use crate::error::{Code, Error, Result};
+use crate::error::Result;
 use crate::git::repo::Source;
 use crate::record::batch::{self, Batch};
 
@@ -149,7 +149,7 @@ fn hooks_entries(dir: &Path) -> BTreeMap<String, String> {
             continue;
         };
         let what = match FileType::from_raw_mode(st.st_mode) {
-            FileType::RegularFile => match read_at(&fd, &name) {
+            FileType::RegularFile => match read_at(&fd, &name, u64::MAX) {
                 Some(bytes) => format!("f{}:{}", u8::from(st.st_mode & 0o111 != 0), hash(&bytes)),
                 None => "o".into(),
             },
@@ -165,9 +165,10 @@ fn hooks_entries(dir: &Path) -> BTreeMap<String, String> {
     out
 }
 
-/// A regular file's bytes, read through a handle that never follows a
-/// symlink and never waits on a FIFO put in its place.
-fn read_at(dir: &impl AsFd, name: &[u8]) -> Option<Vec<u8>> {
+/// A regular file's bytes (its first `limit`), read through a handle that
+/// never follows a symlink and never waits on a FIFO put in its place
+/// (also gc's reading of a workspace's `.git` file).
+pub(crate) fn read_at(dir: &impl AsFd, name: &[u8], limit: u64) -> Option<Vec<u8>> {
     let fd = rfs::openat(
         dir,
         name,
@@ -180,7 +181,10 @@ fn read_at(dir: &impl AsFd, name: &[u8]) -> Option<Vec<u8>> {
         return None;
     }
     let mut bytes = Vec::new();
-    std::fs::File::from(fd).read_to_end(&mut bytes).ok()?;
+    std::fs::File::from(fd)
+        .take(limit)
+        .read_to_end(&mut bytes)
+        .ok()?;
     Some(bytes)
 }
 
@@ -218,17 +222,7 @@ fn read_now(source: &Source, hooks: &[PathBuf]) -> (Record, Option<Vec<u8>>) {
 /// written temp-then-rename.
 pub fn record(source: &Source, batch_dir: &Path) -> Result<()> {
     let (record, _) = read_now(source, &hooks_dirs(source));
-    let text = toml::to_string(&record).map_err(|e| {
-        Error::state(
-            Code::Internal,
-            format!("cannot record the shared git dir: {e}"),
-            "report this bug",
-        )
-    })?;
-    Ok(crate::sys::fs::write_atomic(
-        &batch_dir.join(FILE),
-        text.as_bytes(),
-    )?)
+    crate::ops::write_toml(&batch_dir.join(FILE), &record, "the shared git dir")
 }
 
 /// Is this the hook `git delegate hooks install` writes, or one it moved
@@ -279,6 +273,27 @@ fn effect(
     }
 }
 
+/// The names created or changed in `now` since `before` (in `now`'s order,
+/// with their value now), then those deleted (in `before`'s order).
+fn changes<'a>(
+    before: &'a BTreeMap<String, String>,
+    now: &'a BTreeMap<String, String>,
+) -> impl Iterator<Item = (&'a String, Option<&'a String>, Change)> {
+    let made = now.iter().filter_map(|(name, value)| {
+        let change = match before.get(name) {
+            None => Change::Created,
+            Some(was) if was != value => Change::Changed,
+            Some(_) => return None,
+        };
+        Some((name, Some(value), change))
+    });
+    let gone = before
+        .keys()
+        .filter(|name| !now.contains_key(*name))
+        .map(|name| (name, None, Change::Deleted));
+    made.chain(gone)
+}
+
 /// The config keys and hooks created, changed or deleted in the shared
 /// git dir since `b` was prepared: config keys first (by name), then hooks
 /// (by folder, then name). Empty for a batch prepare recorded nothing for
@@ -311,13 +326,11 @@ pub fn find(source: &Source, b: &Batch) -> Vec<SideEffect> {
                 None,
             ));
         }
-        for (key, h) in &now.keys {
-            let change = match before.keys.get(key) {
-                None => Change::Created,
-                Some(old) if old != h => Change::Changed,
-                Some(_) => continue,
+        for (key, _, change) in changes(&before.keys, &now.keys) {
+            let value = match change {
+                Change::Deleted => None,
+                _ => bytes.as_deref().and_then(|b| value_of(b, key)),
             };
-            let value = bytes.as_deref().and_then(|b| value_of(b, key));
             out.push(effect(
                 Kind::Config,
                 change,
@@ -326,39 +339,16 @@ pub fn find(source: &Source, b: &Batch) -> Vec<SideEffect> {
                 value,
             ));
         }
-        for key in before.keys.keys().filter(|k| !now.keys.contains_key(*k)) {
-            out.push(effect(
-                Kind::Config,
-                Change::Deleted,
-                config.clone(),
-                Some(key.clone()),
-                None,
-            ));
-        }
     }
     for (old, new) in before.hooks.iter().zip(&now.hooks) {
         let dir = PathBuf::from(&old.path);
-        for (name, what) in &new.entries {
-            let change = match old.entries.get(name) {
-                None => Change::Created,
-                Some(was) if was != what => Change::Changed,
-                Some(_) => continue,
-            };
-            if installed_by_us(name, what, &old.entries) {
+        for (name, what, change) in changes(&old.entries, &new.entries) {
+            if what.is_some_and(|what| installed_by_us(name, what, &old.entries)) {
                 continue;
             }
             out.push(effect(
                 Kind::Hook,
                 change,
-                dir.join(name),
-                Some(name.clone()),
-                None,
-            ));
-        }
-        for name in old.entries.keys().filter(|n| !new.entries.contains_key(*n)) {
-            out.push(effect(
-                Kind::Hook,
-                Change::Deleted,
                 dir.join(name),
                 Some(name.clone()),
                 None,

@@ -564,19 +564,10 @@ fn refuse_invalid(
     ))
 }
 
-/// Undo an apply (design §3.11): `apply` names it (id or prefix), `None`
-/// the latest one not undone; refused when HEAD moved since that apply,
-/// unless `force`.
-pub fn undo(
-    here: Source,
-    apply: Option<&str>,
-    dry_run: bool,
-    force: bool,
-    observer: &dyn Observer,
-) -> Result<Report> {
-    let _lock = lock(&here, dry_run, observer)?;
-    let entries = list(&here.state_dir());
-    let entry = match apply {
+/// The entry `undo` names: `apply` (id or prefix), refused if undone
+/// already; `None`: the latest one not undone.
+fn to_undo(entries: Vec<Entry>, apply: Option<&str>) -> Result<Entry> {
+    match apply {
         Some(arg) => {
             let e = select(&entries, arg)?;
             if e.undone {
@@ -589,14 +580,41 @@ pub fn undo(
                         .unwrap_or_default()
                 )));
             }
-            e
+            Ok(e)
         }
         None => entries
             .into_iter()
             .find(|e| !e.undone)
-            .ok_or_else(|| nothing_to_undo("no apply of this repository is left to undo".into()))?,
-    };
+            .ok_or_else(|| nothing_to_undo("no apply of this repository is left to undo".into())),
+    }
+}
+
+/// The step `undo` and `apply --from-undo` open with: the lock taken
+/// (recovery first, see [`lock`]), the entry `pick` chooses from the list,
+/// and the source it was applied in.
+fn open(
+    here: Source,
+    dry_run: bool,
+    observer: &dyn Observer,
+    pick: impl FnOnce(Vec<Entry>) -> Result<Entry>,
+) -> Result<(crate::ops::lock::RepoLock, Source, Entry)> {
+    let lock = lock(&here, dry_run, observer)?;
+    let entry = pick(list(&here.state_dir()))?;
     let source = entry_source(here, &entry)?;
+    Ok((lock, source, entry))
+}
+
+/// Undo an apply (design §3.11): `apply` names it (id or prefix), `None`
+/// the latest one not undone; refused when HEAD moved since that apply,
+/// unless `force`.
+pub fn undo(
+    here: Source,
+    apply: Option<&str>,
+    dry_run: bool,
+    force: bool,
+    observer: &dyn Observer,
+) -> Result<Report> {
+    let (_lock, source, entry) = open(here, dry_run, observer, |entries| to_undo(entries, apply))?;
     let state_dir = source.state_dir();
     let repo = &source.repo;
     if !force {

@@ -17,8 +17,8 @@ use crate::ops::observe::Observer;
 use crate::{git::commit, git::diff, record::batch, writeback};
 
 use super::{
-    discard_staged, entry_dir, entry_source, kept_tasks, list, lock, persist, record_as, save_at,
-    select, Entry, ENTRY_FILE, STAGED,
+    discard_staged, entry_dir, kept_tasks, open, persist, record_as, save_at, select, Entry,
+    ENTRY_FILE, STAGED,
 };
 
 /// One task of a re-apply.
@@ -61,11 +61,11 @@ pub fn reapply(
     dry_run: bool,
     observer: &dyn Observer,
 ) -> Result<Reapply> {
-    let _lock = lock(&here, dry_run, observer)?;
-    let entries = list(&here.state_dir());
-    let from = select(&entries, apply)?;
-    refuse_not_undone(&from)?;
-    let source = entry_source(here, &from)?;
+    let (_lock, source, from) = open(here, dry_run, observer, |entries| {
+        let from = select(&entries, apply)?;
+        refuse_not_undone(&from)?;
+        Ok(from)
+    })?;
     let strict = strict || source.config.strict;
     let repo = &source.repo;
     let kept = kept_tasks(repo, &from)?;

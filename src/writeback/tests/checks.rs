@@ -6,7 +6,6 @@ use super::*;
 #[test]
 fn check_finds_what_would_be_lost() {
     let fx = fixture();
-    let b = |bytes: &[u8]| fx.blob(bytes);
     std::fs::write(fx.root.join(".gitignore"), "*.log\n").unwrap();
     fx.file("build.log", b"ignored\n");
     fx.file("busy/untracked", b"u\n");
@@ -17,17 +16,17 @@ fn check_finds_what_would_be_lost() {
     let outside = fx._tmp.path().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
     fx.link("escape", outside.to_str().unwrap());
-    let n = Some((EntryKind::Blob, b(b"new\n")));
+    let n = fx.file_of(b"new\n");
     let writes = vec![
         pw(b"build.log", None, n),
         pw(b"busy", None, n),
         pw(b"empty", None, n),
-        pw(b"edited", Some((EntryKind::Blob, b(b"snapshot\n"))), n),
+        pw(b"edited", fx.file_of(b"snapshot\n"), n),
         pw(b"escape/evil", None, n),
         pw(b"plain/under", None, n),
-        pw(b"plain", Some((EntryKind::BlobExecutable, b(b"p\n"))), n),
+        pw(b"plain", fx.exe_of(b"p\n"), n),
         pw(b"gone", None, n),
-        pw(b"gone/old", Some((EntryKind::Blob, b(b"o\n"))), None),
+        pw(b"gone/old", fx.file_of(b"o\n"), None),
         pw(b"fresh/file", None, n),
     ];
     let source = fx.source();
@@ -61,21 +60,9 @@ fn never_writes_through_a_symlinked_parent() {
     let bd = fx.batch_dir();
     let before = fx.state();
     let writes = vec![
-        pw(
-            b"a",
-            Some((EntryKind::Blob, fx.blob(b"a\n"))),
-            Some((EntryKind::Blob, fx.blob(b"b\n"))),
-        ),
-        pw(
-            b"escape/evil",
-            None,
-            Some((EntryKind::Blob, fx.blob(b"evil\n"))),
-        ),
-        pw(
-            b"escape/deeper/evil",
-            None,
-            Some((EntryKind::Blob, fx.blob(b"evil\n"))),
-        ),
+        pw(b"a", fx.file_of(b"a\n"), fx.file_of(b"b\n")),
+        pw(b"escape/evil", None, fx.file_of(b"evil\n")),
+        pw(b"escape/deeper/evil", None, fx.file_of(b"evil\n")),
     ];
     let e = write_with(&source, &bd, &writes, &[], &no_faults()).unwrap_err();
     assert_eq!(e.code, Code::WriteFailed);
@@ -91,12 +78,8 @@ fn content_changed_after_check_is_never_lost() {
     let source = fx.source();
     let bd = fx.batch_dir();
     let writes = vec![
-        pw(b"b", None, Some((EntryKind::Blob, fx.blob(b"b\n")))),
-        pw(
-            b"a",
-            Some((EntryKind::Blob, fx.blob(b"snapshot\n"))),
-            Some((EntryKind::Blob, fx.blob(b"ours\n"))),
-        ),
+        pw(b"b", None, fx.file_of(b"b\n")),
+        pw(b"a", fx.file_of(b"snapshot\n"), fx.file_of(b"ours\n")),
     ];
     assert_eq!(check(&source, &writes).unwrap(), vec![]);
     fx.file("a", b"the user typed this\n");

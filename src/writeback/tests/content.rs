@@ -20,22 +20,14 @@ fn filters_and_crlf_round_trip() {
     let writes = vec![
         pw(
             b"a.txt",
-            Some((EntryKind::Blob, fx.blob(b"one\ntwo\n"))),
-            Some((EntryKind::Blob, fx.blob(b"one\ntwo\nthree\n"))),
+            fx.file_of(b"one\ntwo\n"),
+            fx.file_of(b"one\ntwo\nthree\n"),
         ),
-        pw(
-            b"s.rot",
-            Some((EntryKind::Blob, fx.blob(b"hello\n"))),
-            Some((EntryKind::Blob, fx.blob(b"world\n"))),
-        ),
+        pw(b"s.rot", fx.file_of(b"hello\n"), fx.file_of(b"world\n")),
     ];
-    assert_eq!(check(&source, &writes).unwrap(), vec![]);
-    write_with(&source, &bd, &writes, &[], &no_faults()).unwrap();
-    assert_eq!(
-        std::fs::read(fx.root.join("a.txt")).unwrap(),
-        b"one\r\ntwo\r\nthree\r\n"
-    );
-    assert_eq!(std::fs::read(fx.root.join("s.rot")).unwrap(), b"jbeyq\n");
+    check_and_write(&source, &bd, &writes);
+    assert_eq!(fx.read("a.txt"), b"one\r\ntwo\r\nthree\r\n");
+    assert_eq!(fx.read("s.rot"), b"jbeyq\n");
     no_leftovers(&fx, &bd);
 }
 
@@ -46,37 +38,21 @@ fn new_content_follows_the_results_gitattributes() {
     fx.file("sub/old.txt", b"o\r\n");
     let source = fx.source();
     let bd = fx.batch_dir();
-    let b = |bytes: &[u8]| fx.blob(bytes);
     let writes = vec![
         // A new rule at the root, a new file it applies to.
-        pw(
-            b".gitattributes",
-            None,
-            Some((EntryKind::Blob, b(b"*.md text eol=crlf\n"))),
-        ),
-        pw(b"doc.md", None, Some((EntryKind::Blob, b(b"a\nb\n")))),
+        pw(b".gitattributes", None, fx.file_of(b"*.md text eol=crlf\n")),
+        pw(b"doc.md", None, fx.file_of(b"a\nb\n")),
         // The rule in sub/ goes; the file it governed is rewritten plainly.
         pw(
             b"sub/.gitattributes",
-            Some((EntryKind::Blob, b(b"*.txt text eol=crlf\n"))),
+            fx.file_of(b"*.txt text eol=crlf\n"),
             None,
         ),
-        pw(
-            b"sub/old.txt",
-            Some((EntryKind::Blob, b(b"o\n"))),
-            Some((EntryKind::Blob, b(b"o\np\n"))),
-        ),
+        pw(b"sub/old.txt", fx.file_of(b"o\n"), fx.file_of(b"o\np\n")),
     ];
-    assert_eq!(check(&source, &writes).unwrap(), vec![]);
-    write_with(&source, &bd, &writes, &[], &no_faults()).unwrap();
-    assert_eq!(
-        std::fs::read(fx.root.join("doc.md")).unwrap(),
-        b"a\r\nb\r\n"
-    );
-    assert_eq!(
-        std::fs::read(fx.root.join("sub/old.txt")).unwrap(),
-        b"o\np\n"
-    );
+    check_and_write(&source, &bd, &writes);
+    assert_eq!(fx.read("doc.md"), b"a\r\nb\r\n");
+    assert_eq!(fx.read("sub/old.txt"), b"o\np\n");
     assert!(!fx.root.join("sub/.gitattributes").exists());
     no_leftovers(&fx, &bd);
 }
@@ -104,8 +80,8 @@ fn a_path_named_like_a_cause_does_not_classify_the_failure() {
         fx.file(name, b"old\n");
         let writes = vec![pw(
             name.as_bytes(),
-            Some((EntryKind::Blob, fx.blob(b"old\n"))),
-            Some((EntryKind::Blob, fx.blob(b"new\n"))),
+            fx.file_of(b"old\n"),
+            fx.file_of(b"new\n"),
         )];
         let source = fx.source();
         let bd = fx.batch_dir();

@@ -5,12 +5,8 @@ use super::*;
 
 #[test]
 fn writes_every_kind_of_change() {
-    let (fx, writes) = scenario();
-    let source = fx.source();
-    let before = fx.state();
-    assert_eq!(check(&source, &writes).unwrap(), vec![]);
-    let bd = fx.batch_dir();
-    write_with(&source, &bd, &writes, &[], &no_faults()).unwrap();
+    let (fx, writes, source, bd, before) = scenario_ready();
+    check_and_write(&source, &bd, &writes);
     assert_eq!(fx.state(), expected_after(&before));
     no_leftovers(&fx, &bd);
     // The index and HEAD are untouched.
@@ -19,10 +15,7 @@ fn writes_every_kind_of_change() {
 
 #[test]
 fn injected_failure_at_every_rename_rolls_back() {
-    let (fx, writes) = scenario();
-    let source = fx.source();
-    let bd = fx.batch_dir();
-    let before = fx.state();
+    let (fx, writes, source, bd, before) = scenario_ready();
     let mut n = 1;
     loop {
         match write_with(
@@ -55,10 +48,7 @@ fn crash_at_every_point_recovers_to_s_or_f() {
     points.push("before-journal-remove".into());
     let mut renames_seen = 0;
     for point in points {
-        let (fx, writes) = scenario();
-        let source = fx.source();
-        let bd = fx.batch_dir();
-        let before = fx.state();
+        let (fx, writes, source, bd, before) = scenario_ready();
         let after = expected_after(&before);
         if !crash(&source, &bd, &writes, &point) {
             // Fewer renames than that: the write completed.
@@ -97,11 +87,7 @@ fn crash_at_every_point_recovers_to_s_or_f() {
 
 #[test]
 fn recovery_reports_and_skips_a_live_writer() {
-    let (fx, writes) = scenario();
-    let source = fx.source();
-    let bd = fx.batch_dir();
-    let before = fx.state();
-    assert!(crash(&source, &bd, &writes, "after-rename:5"));
+    let (fx, source, bd, before) = crashed_at("after-rename:5");
     // Pretend a live process (our parent) wrote it: left alone.
     let journal = bd.join(batch::JOURNAL_FILE);
     let text = std::fs::read_to_string(&journal).unwrap();
@@ -135,11 +121,7 @@ fn recovery_reports_and_skips_a_live_writer() {
 
 #[test]
 fn journal_without_batch_toml_and_torn_tail_are_recovered() {
-    let (fx, writes) = scenario();
-    let source = fx.source();
-    let bd = fx.batch_dir();
-    let before = fx.state();
-    assert!(crash(&source, &bd, &writes, "after-rename:7"));
+    let (fx, source, bd, before) = crashed_at("after-rename:7");
     let journal = bd.join(batch::JOURNAL_FILE);
     let mut f = std::fs::OpenOptions::new()
         .append(true)

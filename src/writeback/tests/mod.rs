@@ -26,6 +26,9 @@ struct Fx {
     root: PathBuf,
 }
 
+/// The tree's paths with their kind and content (`Fx::state`).
+type State = BTreeMap<Vec<u8>, (String, Vec<u8>)>;
+
 fn git(dir: &Path, args: &[&str]) -> Vec<u8> {
     git_in(dir, args, None)
 }
@@ -95,6 +98,26 @@ impl Fx {
         ObjectId::from_hex(out.trim_ascii()).unwrap()
     }
 
+    /// The bytes of the file at `rel`.
+    fn read(&self, rel: &str) -> Vec<u8> {
+        std::fs::read(self.root.join(rel)).unwrap()
+    }
+
+    /// `bytes` stored as the entry of a regular file (`S`'s or `F`'s).
+    fn file_of(&self, bytes: &[u8]) -> Option<(EntryKind, ObjectId)> {
+        Some((EntryKind::Blob, self.blob(bytes)))
+    }
+
+    /// `bytes` stored as the entry of an executable file.
+    fn exe_of(&self, bytes: &[u8]) -> Option<(EntryKind, ObjectId)> {
+        Some((EntryKind::BlobExecutable, self.blob(bytes)))
+    }
+
+    /// `target` stored as the entry of a symlink.
+    fn link_of(&self, target: &[u8]) -> Option<(EntryKind, ObjectId)> {
+        Some((EntryKind::Link, self.blob(target)))
+    }
+
     fn file(&self, rel: &str, bytes: &[u8]) {
         let p = self.root.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -112,14 +135,14 @@ impl Fx {
         std::os::unix::fs::symlink(target, p).unwrap();
     }
 
-    fn state(&self) -> BTreeMap<Vec<u8>, (String, Vec<u8>)> {
+    fn state(&self) -> State {
         let mut out = BTreeMap::new();
         walk(&self.root, b"", &mut out);
         out
     }
 }
 
-fn walk(dir: &Path, rel: &[u8], out: &mut BTreeMap<Vec<u8>, (String, Vec<u8>)>) {
+fn walk(dir: &Path, rel: &[u8], out: &mut State) {
     for e in std::fs::read_dir(dir).unwrap() {
         let e = e.unwrap();
         let name = e.file_name();
@@ -157,9 +180,7 @@ fn faults(point: &str) -> Faults {
 fn no_faults() -> Faults {
     Faults {
         point: None,
-        pauses: false,
-        recovery_steps: std::cell::Cell::new(0),
-        after_each_rename: None,
+        ..faults("")
     }
 }
 
@@ -178,7 +199,6 @@ fn pw(
 /// A source with every kind of change, the writes, and the expected result.
 fn scenario() -> (Fx, Vec<PathWrite>) {
     let fx = fixture();
-    let b = |bytes: &[u8]| fx.blob(bytes);
     fx.file("m.txt", b"old\n");
     fx.file("d.txt", b"gone\n");
     fx.file("sub/deep/x", b"x\n");
@@ -192,60 +212,31 @@ fn scenario() -> (Fx, Vec<PathWrite>) {
     fx.file("was_x", b"x bit goes\n");
     fx.chmod_x("was_x");
     let odd_name: &[u8] = b"sp ace/caf\xe9\nname";
+    let (f, x, l) = (
+        |b: &[u8]| fx.file_of(b),
+        |b: &[u8]| fx.exe_of(b),
+        |b: &[u8]| fx.link_of(b),
+    );
     let writes = vec![
-        pw(
-            b"m.txt",
-            Some((EntryKind::Blob, b(b"old\n"))),
-            Some((EntryKind::Blob, b(b"new\n"))),
-        ),
-        pw(b"d.txt", Some((EntryKind::Blob, b(b"gone\n"))), None),
-        pw(b"sub/deep/x", Some((EntryKind::Blob, b(b"x\n"))), None),
-        pw(
-            b"f2d",
-            Some((EntryKind::Blob, b(b"file becomes folder\n"))),
-            None,
-        ),
-        pw(b"f2d/inner/z", None, Some((EntryKind::Blob, b(b"z\n")))),
-        pw(
-            b"d2f",
-            None,
-            Some((EntryKind::BlobExecutable, b(b"now a file\n"))),
-        ),
-        pw(b"d2f/a", Some((EntryKind::Blob, b(b"a\n"))), None),
-        pw(b"d2f/b/c", Some((EntryKind::Blob, b(b"c\n"))), None),
-        pw(
-            b"link",
-            Some((EntryKind::Link, b(b"m.txt"))),
-            Some((EntryKind::Link, b(b"keep/y"))),
-        ),
-        pw(
-            b"exe",
-            Some((EntryKind::Blob, b(b"#!/bin/sh\n"))),
-            Some((EntryKind::BlobExecutable, b(b"#!/bin/sh\n"))),
-        ),
-        pw(
-            b"new/dir/n",
-            None,
-            Some((EntryKind::Blob, b(b"n\x00bin\xff"))),
-        ),
-        pw(odd_name, None, Some((EntryKind::Blob, b(b"odd name\n")))),
-        pw(
-            b"odd",
-            Some((EntryKind::Blob, b(b"o\n"))),
-            Some((EntryKind::Link, b(b"sp ace"))),
-        ),
-        pw(
-            b"was_x",
-            Some((EntryKind::BlobExecutable, b(b"x bit goes\n"))),
-            Some((EntryKind::Blob, b(b"x bit goes\n"))),
-        ),
+        pw(b"m.txt", f(b"old\n"), f(b"new\n")),
+        pw(b"d.txt", f(b"gone\n"), None),
+        pw(b"sub/deep/x", f(b"x\n"), None),
+        pw(b"f2d", f(b"file becomes folder\n"), None),
+        pw(b"f2d/inner/z", None, f(b"z\n")),
+        pw(b"d2f", None, x(b"now a file\n")),
+        pw(b"d2f/a", f(b"a\n"), None),
+        pw(b"d2f/b/c", f(b"c\n"), None),
+        pw(b"link", l(b"m.txt"), l(b"keep/y")),
+        pw(b"exe", f(b"#!/bin/sh\n"), x(b"#!/bin/sh\n")),
+        pw(b"new/dir/n", None, f(b"n\x00bin\xff")),
+        pw(odd_name, None, f(b"odd name\n")),
+        pw(b"odd", f(b"o\n"), l(b"sp ace")),
+        pw(b"was_x", x(b"x bit goes\n"), f(b"x bit goes\n")),
     ];
     (fx, writes)
 }
 
-fn expected_after(
-    before: &BTreeMap<Vec<u8>, (String, Vec<u8>)>,
-) -> BTreeMap<Vec<u8>, (String, Vec<u8>)> {
+fn expected_after(before: &State) -> State {
     let mut e = before.clone();
     let file = |b: &[u8]| ("file x=false".to_string(), b.to_vec());
     e.insert(b"m.txt".to_vec(), file(b"new\n"));
@@ -301,27 +292,44 @@ fn quiet_crashes() {
     });
 }
 
+/// The scenario ready to write: the fixture, its writes, its source and
+/// batch folder, and the tree as it is before the write.
+fn scenario_ready() -> (Fx, Vec<PathWrite>, Source, PathBuf, State) {
+    let (fx, writes) = scenario();
+    let source = fx.source();
+    let bd = fx.batch_dir();
+    let before = fx.state();
+    (fx, writes, source, bd, before)
+}
+
+/// The scenario killed at `point` (a fault point): the fixture, its
+/// source and batch folder, and the tree as it was before the write.
+fn crashed_at(point: &str) -> (Fx, Source, PathBuf, State) {
+    let (fx, writes, source, bd, before) = scenario_ready();
+    assert!(crash(&source, &bd, &writes, point));
+    (fx, source, bd, before)
+}
+
 fn crash(source: &Source, bd: &Path, writes: &[PathWrite], point: &str) -> bool {
-    let f = faults(point);
-    quiet_crashes();
-    let r = catch_unwind(AssertUnwindSafe(|| write_with(source, bd, writes, &[], &f)));
-    match r {
-        Ok(res) => {
-            res.unwrap();
-            false
-        }
-        Err(payload) => {
-            assert!(payload.is::<Crash>(), "a real panic at {point}");
-            true
-        }
-    }
+    crashing(point, |f| write_with(source, bd, writes, &[], f))
 }
 
 fn recover_crashing(source: &Source, point: &str) -> bool {
+    crashing(point, |f| recover_with(source, f).map(drop))
+}
+
+/// Check `writes` (nothing blocks) and write them, without faults.
+fn check_and_write(source: &Source, bd: &Path, writes: &[PathWrite]) {
+    assert_eq!(check(source, writes).unwrap(), vec![]);
+    write_with(source, bd, writes, &[], &no_faults()).unwrap();
+}
+
+/// Whether `run`, with the fault `point` set, was killed there (a
+/// simulated `kill -9`); a run that ends must succeed.
+fn crashing(point: &str, run: impl FnOnce(&Faults) -> crate::error::Result<()>) -> bool {
     let f = faults(point);
     quiet_crashes();
-    let r = catch_unwind(AssertUnwindSafe(|| recover_with(source, &f)));
-    match r {
+    match catch_unwind(AssertUnwindSafe(|| run(&f))) {
         Ok(res) => {
             res.unwrap();
             false

@@ -15,7 +15,7 @@ fn scenario_renames() -> usize {
 }
 
 /// The `.gd-` files in the tree, with their content.
-fn kept_files(fx: &Fx) -> BTreeMap<Vec<u8>, (String, Vec<u8>)> {
+fn kept_files(fx: &Fx) -> State {
     fx.state()
         .into_iter()
         .filter(|(k, _)| k.contains_str(".gd-"))
@@ -30,10 +30,7 @@ fn kept_files(fx: &Fx) -> BTreeMap<Vec<u8>, (String, Vec<u8>)> {
 #[test]
 fn rollback_leaves_what_the_user_changed_between_the_renames() {
     let total = scenario_renames();
-    let (fx, writes) = scenario();
-    let source = fx.source();
-    let bd = fx.batch_dir();
-    let before = fx.state();
+    let (fx, writes, source, bd, before) = scenario_ready();
     let root = fx.root.clone();
     let mut f = faults(&format!("fail-rename:{total}"));
     f.after_each_rename = Some(Box::new(move |_| {
@@ -109,19 +106,8 @@ fn rollback_leaves_what_the_user_changed_between_the_renames() {
 /// path that again holds exactly what was written goes back normally.
 #[test]
 fn recovery_leaves_paths_changed_after_a_crash() {
-    let total = scenario_renames();
-    let (fx, writes) = scenario();
-    let source = fx.source();
-    let bd = fx.batch_dir();
-    let before = fx.state();
-    // Killed after the last rename: every path is in place, not committed.
-    assert!(crash(
-        &source,
-        &bd,
-        &writes,
-        &format!("after-rename:{total}")
-    ));
-    assert_eq!(std::fs::read(fx.root.join("m.txt")).unwrap(), b"new\n");
+    let (fx, source, bd, before) = crashed_at(&format!("after-rename:{}", scenario_renames()));
+    assert_eq!(fx.read("m.txt"), b"new\n");
     std::fs::write(fx.root.join("m.txt"), b"NEW\n").unwrap();
     // `link` (a symlink the write made) replaced by a file.
     std::fs::remove_file(fx.root.join("link")).unwrap();
@@ -181,16 +167,7 @@ fn recovery_leaves_paths_changed_after_a_crash() {
 /// What the journal records of each path is what is on disk after the write.
 #[test]
 fn the_journal_records_what_was_written() {
-    let total = scenario_renames();
-    let (fx, writes) = scenario();
-    let source = fx.source();
-    let bd = fx.batch_dir();
-    assert!(crash(
-        &source,
-        &bd,
-        &writes,
-        &format!("after-rename:{total}")
-    ));
+    let (fx, source, bd, _) = crashed_at(&format!("after-rename:{}", scenario_renames()));
     let text = std::fs::read(bd.join(batch::JOURNAL_FILE)).unwrap();
     let plan = parse_journal(&text).unwrap();
     assert_eq!(plan.phase, Phase::Renaming);

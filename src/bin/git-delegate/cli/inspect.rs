@@ -59,9 +59,8 @@ pub struct BranchArgs {
     pub task: String,
     /// The branch name (default: delegate/<label or short id>/<task>)
     pub name: Option<String>,
-    /// The batch: label, id or unique id prefix (default: the only open batch)
-    #[arg(long, value_name = "BATCH")]
-    pub batch: Option<String>,
+    #[command(flatten)]
+    pub batch: BatchOpt,
     /// The commit the branch starts from (default: HEAD)
     #[arg(long, value_name = "REV")]
     pub onto: Option<String>,

@@ -12,7 +12,7 @@ use crate::ui::Ui;
 use git_delegate::error::{Error, Result};
 pub use git_delegate::ops::apply::Kept;
 use git_delegate::ops::apply::{Closed, Outcome, Report};
-use git_delegate::record::batch::{self, Batch, TaskState};
+use git_delegate::record::batch::{Batch, TaskState};
 use git_delegate::sys::paths::{self, shell_quote, BString, ByteSlice};
 use git_delegate::writeback::Recovery;
 
@@ -174,11 +174,10 @@ fn refresh_conflicts(
 pub fn kept_text(kept: &[Kept]) -> String {
     kept.iter()
         .map(|(task, root, batches)| {
-            let shorts: Vec<&str> = batches.iter().map(|b| batch::short(b)).collect();
             format!(
                 "Kept the workspace of task {task}, {root}: open batch {} was prepared in it and writes back into it.\n\
                  It stays as an ordinary worktree; once that batch is applied or dropped, remove it with `git worktree remove {root}`.\n",
-                shorts.join(", "),
+                super::shorts(batches),
                 root = super::show(root),
             )
         })
@@ -258,49 +257,39 @@ fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
                 removed.push(name(o.idx));
             }
         }
-        if !removed.is_empty() {
-            text.push_str(&format!(
-                "Would remove the workspace{} of {}.\n",
-                if removed.len() == 1 { "" } else { "s" },
-                tasks_named(&removed)
-            ));
-        }
-        for &i in &kept {
-            stays = true;
-            text.push_str(&format!(
-                "Would keep the workspace of task {} as an ordinary worktree the batch no longer owns: {}\n",
-                name(i),
-                super::show(&b.tasks[i].root)
-            ));
-        }
-        return stays;
-    }
-    stays |= report
-        .outcomes
-        .iter()
-        .any(|o| o.status == TaskState::Discarded && !o.nested_kept.is_empty());
-    for &(i, fate) in &report.workspaces {
-        match fate {
-            Closed::Removed => removed.push(name(i)),
-            Closed::Kept => kept.push(i),
-            Closed::Missing => text.push_str(&format!(
-                "The workspace of task {} was already gone: {}\n",
-                name(i),
-                super::show(&b.tasks[i].root)
-            )),
-            Closed::Foreign => {
-                stays = true;
-                text.push_str(&format!(
-                    "Left {} alone: it is no longer the workspace prepare made for task {}.\n",
-                    super::show(&b.tasks[i].root),
-                    name(i)
-                ));
+    } else {
+        stays |= report
+            .outcomes
+            .iter()
+            .any(|o| o.status == TaskState::Discarded && !o.nested_kept.is_empty());
+        for &(i, fate) in &report.workspaces {
+            match fate {
+                Closed::Removed => removed.push(name(i)),
+                Closed::Kept => kept.push(i),
+                Closed::Missing => text.push_str(&format!(
+                    "The workspace of task {} was already gone: {}\n",
+                    name(i),
+                    super::show(&b.tasks[i].root)
+                )),
+                Closed::Foreign => {
+                    stays = true;
+                    text.push_str(&format!(
+                        "Left {} alone: it is no longer the workspace prepare made for task {}.\n",
+                        super::show(&b.tasks[i].root),
+                        name(i)
+                    ));
+                }
             }
         }
     }
+    let (remove, kept_as) = if report.dry_run {
+        ("Would remove", "Would keep")
+    } else {
+        ("Removed", "Kept")
+    };
     if !removed.is_empty() {
         text.push_str(&format!(
-            "Removed the workspace{} of {}.\n",
+            "{remove} the workspace{} of {}.\n",
             if removed.len() == 1 { "" } else { "s" },
             tasks_named(&removed)
         ));
@@ -309,12 +298,16 @@ fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
         stays = true;
         let root = &b.tasks[i].root;
         text.push_str(&format!(
-            "Kept the workspace of task {} as an ordinary worktree the batch no longer owns: {}\n\
-             \x20 when you are done with it: git worktree remove --force {}\n",
+            "{kept_as} the workspace of task {} as an ordinary worktree the batch no longer owns: {}\n",
             name(i),
             super::show(root),
-            shell_quote(&root.to_string_lossy()),
         ));
+        if !report.dry_run {
+            text.push_str(&format!(
+                "\x20 when you are done with it: git worktree remove --force {}\n",
+                shell_quote(&root.to_string_lossy()),
+            ));
+        }
     }
     stays
 }

@@ -13,7 +13,7 @@ pub fn run(ui: &Ui, args: BranchArgs) -> Result<i32> {
     let opts = git_delegate::ops::branch::Options {
         task: args.task,
         name: args.name,
-        batch: args.batch,
+        batch: args.batch.batch,
         onto: args.onto,
         message: args.message,
         force: args.force,

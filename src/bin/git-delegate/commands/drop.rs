@@ -19,6 +19,7 @@ use git_delegate::record::batch::{self, Batch};
 use git_delegate::writeback::Recovery;
 
 use super::apply::kept_text;
+use super::left_alone_text;
 
 pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     let source = super::source()?;
@@ -88,13 +89,12 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
             ));
         }
         for (task, root, batches) in &hosting {
-            let shorts: Vec<&str> = batches.iter().map(|i| batch::short(i)).collect();
             text.push_str(&format!(
                 "Not dropping batch {}: the workspace of task {task}, {}, is the source of open batch {}.\n\
                  Apply or drop that batch first, or drop anyway with `git delegate drop {} --force` (that workspace is then kept as an ordinary worktree).\n",
                 b.short(),
                 super::show(root),
-                shorts.join(", "),
+                super::shorts(batches),
                 b.short()
             ));
         }
@@ -124,13 +124,11 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         "Dropped batch {}: {removed} workspace(s) and {refs_removed} ref(s) removed.\n",
         b.short()
     );
-    for k in kept {
-        text.push_str(&format!(
-            "Left alone (no longer the workspace prepare made): {}\n",
-            super::show(&k)
-        ));
-    }
-    text.push_str(&super::unsafe_text(&unsafe_folders));
+    text.push_str(&left_alone_text(
+        "no longer the workspace prepare made",
+        &kept,
+        &unsafe_folders,
+    ));
     text.push_str(&kept_text(&hosting));
     ui.say(&text);
     Ok(0)
@@ -206,13 +204,11 @@ fn drop_corrupt(
         ));
     }
     text.push_str(&super::gc::kept_refs_line(source, &r.refs_kept));
-    for k in &r.left_alone {
-        text.push_str(&format!(
-            "Left alone (not the workspace prepare made, or its work could not be saved): {}\n",
-            super::show(k)
-        ));
-    }
-    text.push_str(&super::unsafe_text(&r.unsafe_folders));
+    text.push_str(&left_alone_text(
+        "not the workspace prepare made, or its work could not be saved",
+        &r.left_alone,
+        &r.unsafe_folders,
+    ));
     ui.say(&text);
     Ok(0)
 }
@@ -238,13 +234,11 @@ fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) ->
         r.workspaces,
         r.refs
     );
-    for k in &r.left_alone {
-        text.push_str(&format!(
-            "Left alone (not a folder prepare made): {}\n",
-            super::show(k)
-        ));
-    }
-    text.push_str(&super::unsafe_text(&r.unsafe_folders));
+    text.push_str(&left_alone_text(
+        "not a folder prepare made",
+        &r.left_alone,
+        &r.unsafe_folders,
+    ));
     ui.say(&text);
     Ok(0)
 }

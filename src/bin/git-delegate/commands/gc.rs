@@ -70,15 +70,10 @@ fn human(source: &git_delegate::git::repo::Source, r: &git_delegate::ops::gc::Re
     if nothing {
         text.push_str("Nothing to reclaim.\n");
     } else {
-        let shorts: Vec<&str> = r
-            .batches
-            .iter()
-            .map(|b| git_delegate::record::batch::short(b))
-            .collect();
-        let batches = match shorts.len() {
+        let batches = match r.batches.len() {
             0 => "no stale batch".to_string(),
-            1 => format!("stale batch {}", shorts[0]),
-            n => format!("{n} stale batches ({})", shorts.join(", ")),
+            1 => format!("stale batch {}", super::shorts(&r.batches)),
+            n => format!("{n} stale batches ({})", super::shorts(&r.batches)),
         };
         text.push_str(&format!(
             "{verb} {batches}: {} workspace(s), {} registration(s), {} ref(s), {}.\n",
@@ -167,55 +162,48 @@ fn kept_text(
 ) -> String {
     let mut text = String::new();
     text.push_str(&kept_refs_line(source, &r.refs_kept));
-    for k in r.kept_workspaces.iter().filter(|k| !k.nested.is_empty()) {
-        text.push_str(&format!(
-            "Task {} of batch {}: {} its workspace {}: it holds git repositories made inside it ({}), which git-delegate never deletes; it {} an ordinary worktree (`git worktree list`).\n",
-            k.task,
-            git_delegate::record::batch::short(&k.batch),
-            if r.dry_run { "would keep" } else { "kept" },
-            super::show(&k.root),
-            lossy_list(&k.nested),
-            if r.dry_run { "would stay" } else { "stays" },
-        ));
+    // Workspaces kept for what no proposal holds: the nested repositories
+    // of every one first, then the changed submodules.
+    type Held = fn(&git_delegate::ops::gc::KeptWorkspace) -> &[git_delegate::sys::paths::BString];
+    let held: [(Held, &str, &str); 2] = [
+        (
+            |k| &k.nested,
+            "it holds git repositories made inside it",
+            "which git-delegate never deletes",
+        ),
+        (
+            |k| &k.changed_submodules,
+            "it changed submodules",
+            "which a proposal cannot hold",
+        ),
+    ];
+    for (paths, what, why) in held {
+        for k in r.kept_workspaces.iter().filter(|k| !paths(k).is_empty()) {
+            text.push_str(&format!(
+                "Task {} of batch {}: {} its workspace {}: {what} ({}), {why}; it {} an ordinary worktree (`git worktree list`).\n",
+                k.task,
+                git_delegate::record::batch::short(&k.batch),
+                if r.dry_run { "would keep" } else { "kept" },
+                super::show(&k.root),
+                lossy_list(paths(k)),
+                if r.dry_run { "would stay" } else { "stays" },
+            ));
+        }
     }
-    for k in r
-        .kept_workspaces
-        .iter()
-        .filter(|k| !k.changed_submodules.is_empty())
-    {
-        text.push_str(&format!(
-            "Task {} of batch {}: {} its workspace {}: it changed submodules ({}), which a proposal cannot hold; it {} an ordinary worktree (`git worktree list`).\n",
-            k.task,
-            git_delegate::record::batch::short(&k.batch),
-            if r.dry_run { "would keep" } else { "kept" },
-            super::show(&k.root),
-            lossy_list(&k.changed_submodules),
-            if r.dry_run { "would stay" } else { "stays" },
-        ));
-    }
-    for p in r
-        .left_alone
-        .iter()
-        .filter(|p| !r.kept_workspaces.iter().any(|k| &k.root == *p))
-    {
-        text.push_str(&format!(
-            "Left alone (not a workspace git-delegate made): {}\n",
-            super::show(p)
-        ));
-    }
-    text.push_str(&super::unsafe_text(&r.unsafe_folders));
-    for k in r.kept_workspaces.iter().filter(|k| !k.batches.is_empty()) {
-        let shorts: Vec<&str> = k
-            .batches
+    text.push_str(&super::left_alone_text(
+        "not a workspace git-delegate made",
+        r.left_alone
             .iter()
-            .map(|b| git_delegate::record::batch::short(b))
-            .collect();
+            .filter(|p| !r.kept_workspaces.iter().any(|k| &k.root == *p)),
+        &r.unsafe_folders,
+    ));
+    for k in r.kept_workspaces.iter().filter(|k| !k.batches.is_empty()) {
         text.push_str(&format!(
             "Kept the workspace of task {} of batch {}, {}: it is the source of open batch {}; it {} as an ordinary worktree (`git worktree remove` removes it).\n",
             k.task,
             git_delegate::record::batch::short(&k.batch),
             super::show(&k.root),
-            shorts.join(", "),
+            super::shorts(&k.batches),
             if r.dry_run { "would stay" } else { "stays" },
         ));
     }
@@ -226,14 +214,9 @@ fn kept_text(
         ));
     }
     if r.dry_run && !r.pending_writebacks.is_empty() {
-        let ids: Vec<&str> = r
-            .pending_writebacks
-            .iter()
-            .map(|b| git_delegate::record::batch::short(b))
-            .collect();
         text.push_str(&format!(
             "Interrupted write-back recorded for batch {}: `git delegate gc` rolls it back (or, past its commit point, finishes it) once its process is gone.\n",
-            ids.join(", ")
+            super::shorts(&r.pending_writebacks)
         ));
     }
     text

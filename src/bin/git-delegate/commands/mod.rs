@@ -408,9 +408,33 @@ pub fn human_bytes(n: u64, byte: &str) -> String {
     }
 }
 
+/// Batch ids for human text: their short forms, comma-separated.
+pub fn shorts(ids: &[String]) -> String {
+    let list: Vec<&str> = ids
+        .iter()
+        .map(|b| git_delegate::record::batch::short(b))
+        .collect();
+    list.join(", ")
+}
+
 /// A path for human text.
 pub fn show(p: &Path) -> String {
     crate::ui::show_path(p)
+}
+
+/// A line per folder left alone (`why`: what it was not), then the
+/// folders below the workspace root refused and never entered (gc, drop).
+pub fn left_alone_text<'a>(
+    why: &str,
+    left_alone: impl IntoIterator<Item = &'a std::path::PathBuf>,
+    refused: &[git_delegate::workspace::shared_root::Refused],
+) -> String {
+    let mut text: String = left_alone
+        .into_iter()
+        .map(|k| format!("Left alone ({why}): {}\n", show(k)))
+        .collect();
+    text.push_str(&unsafe_text(refused));
+    text
 }
 
 /// One line per refused folder below the workspace root, for people.

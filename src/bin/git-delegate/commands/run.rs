@@ -11,7 +11,7 @@
 use crate::cli::RunArgs;
 use crate::ui::Ui;
 use git_delegate::error::Result;
-use git_delegate::ops::run::{Event, Watcher, Worker};
+use git_delegate::ops::run::{Ended, Event, Watcher, Worker};
 use git_delegate::sys::paths::{BStr, ByteSlice};
 use git_delegate::writeback::Recovery;
 
@@ -152,19 +152,13 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
 }
 
 fn status_word(w: &Worker) -> String {
-    if w.start_error.is_some() {
-        return "not started".into();
-    }
-    if w.timed_out {
-        return "timed out".into();
-    }
-    if w.stopped {
-        return "stopped".into();
-    }
-    match (w.exit, w.signal) {
-        (Some(c), _) => format!("exit {c}"),
-        (None, Some(s)) => format!("signal {s}"),
-        _ => "failed".into(),
+    match w.ended() {
+        Ended::NotStarted(_) => "not started".into(),
+        Ended::TimedOut => "timed out".into(),
+        Ended::Stopped => "stopped".into(),
+        Ended::Exited(c) => format!("exit {c}"),
+        Ended::Killed(s) => format!("signal {s}"),
+        Ended::Failed => "failed".into(),
     }
 }
 

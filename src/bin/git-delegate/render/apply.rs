@@ -1,7 +1,7 @@
 //! The apply document (design §6.2, §6.4; docs/json.md "Apply"), which
 //! `apply --kept` and `run` print too.
 
-use super::{absent, document, KeptWorkspace, Proc, Text};
+use super::{document, KeptWorkspace, Proc, Text};
 use git_delegate::ops::apply::{Outcome, Report};
 use git_delegate::record::batch::{Batch, TaskState};
 use git_delegate::sys::paths::BString;
@@ -15,28 +15,18 @@ document! {
         applied_paths: Vec<String>,
         batch_open: bool,
         stopped_processes: Vec<StoppedProc>,
-        #[serde(skip_serializing_if = "absent")]
-        kept_workspaces: Option<Vec<KeptWorkspace>>,
-        #[serde(skip_serializing_if = "absent")]
-        side_effects: Option<Vec<SideEffect>>,
-        #[serde(skip_serializing_if = "absent")]
-        apply_id: Option<Option<String>>,
-        #[serde(skip_serializing_if = "absent")]
-        verify: Option<Verify>,
-        #[serde(skip_serializing_if = "absent")]
-        warnings: Option<Vec<RemoteWarning>>,
-        #[serde(skip_serializing_if = "absent")]
-        refreshed: Option<Vec<super::refresh::RefreshTask>>,
-        #[serde(skip_serializing_if = "absent")]
-        refresh_error: Option<super::ErrorBody>,
-        #[serde(skip_serializing_if = "absent")]
-        kept_proposal: Option<KeptProposal>,
+        kept_workspaces?: Vec<KeptWorkspace>,
+        side_effects?: Vec<SideEffect>,
+        apply_id?: Option<String>,
+        verify?: Verify,
+        warnings?: Vec<RemoteWarning>,
+        refreshed?: Vec<super::refresh::RefreshTask>,
+        refresh_error?: super::ErrorBody,
+        kept_proposal?: KeptProposal,
         /// `apply --from-undo`: the undo entry applied again
         /// (`undo::reapply_doc`).
-        #[serde(skip_serializing_if = "absent")]
-        from_undo: Option<String>,
-        #[serde(skip_serializing_if = "absent")]
-        interrupted: Option<&'static str>,
+        from_undo?: String,
+        interrupted?: &'static str,
     }
 }
 
@@ -47,28 +37,17 @@ document! {
         status: &'static str,
         proposed_paths: Vec<String>,
         applied_paths: Vec<String>,
-        #[serde(skip_serializing_if = "absent")]
-        kept: Option<bool>,
-        #[serde(skip_serializing_if = "absent")]
-        proposal_ref: Option<Option<String>>,
-        #[serde(skip_serializing_if = "absent")]
-        patch: Option<Option<String>>,
-        #[serde(skip_serializing_if = "absent")]
-        expires_at: Option<String>,
-        #[serde(skip_serializing_if = "absent")]
-        processes: Option<Vec<Proc>>,
-        #[serde(skip_serializing_if = "absent")]
-        message: Option<String>,
-        #[serde(skip_serializing_if = "absent")]
-        nested_repositories: Option<Vec<String>>,
-        #[serde(skip_serializing_if = "absent")]
-        workspace: Option<Option<String>>,
-        #[serde(skip_serializing_if = "absent")]
-        reason: Option<Option<&'static str>>,
-        #[serde(skip_serializing_if = "absent")]
-        conflicts: Option<Vec<Conflict>>,
-        #[serde(skip_serializing_if = "absent")]
-        verify_log: Option<String>,
+        kept?: bool,
+        proposal_ref?: Option<String>,
+        patch?: Option<String>,
+        expires_at?: String,
+        processes?: Vec<Proc>,
+        message?: String,
+        nested_repositories?: Vec<String>,
+        workspace?: Option<String>,
+        reason?: Option<&'static str>,
+        conflicts?: Vec<Conflict>,
+        verify_log?: String,
     }
 }
 

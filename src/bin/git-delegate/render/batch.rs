@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use super::{absent, document, Proc, Text};
+use super::{document, Proc, Text};
 use git_delegate::git::repo::Source;
 use git_delegate::record::batch::{Batch, TaskState};
 
@@ -22,12 +22,9 @@ document! {
         state: &'static str,
         lease: Lease,
         tasks: Vec<BatchTask>,
-        #[serde(skip_serializing_if = "absent")]
-        remote: Option<Remote>,
-        #[serde(skip_serializing_if = "absent")]
-        sparse: Option<Vec<String>>,
-        #[serde(skip_serializing_if = "absent")]
-        warnings: Option<Vec<HookWarning>>,
+        remote?: Remote,
+        sparse?: Vec<String>,
+        warnings?: Vec<HookWarning>,
     }
 }
 
@@ -75,30 +72,18 @@ document! {
         cwd: Option<String>,
         exists: bool,
         changed_paths: Option<usize>,
-        #[serde(skip_serializing_if = "absent")]
-        processes: Option<Vec<Proc>>,
-        #[serde(skip_serializing_if = "absent")]
-        reason: Option<String>,
-        #[serde(skip_serializing_if = "absent")]
-        proposal_ref: Option<String>,
-        #[serde(skip_serializing_if = "absent")]
-        patch: Option<String>,
-        #[serde(skip_serializing_if = "absent")]
-        base: Option<String>,
-        #[serde(skip_serializing_if = "absent")]
-        conflicted_paths: Option<Vec<String>>,
-        #[serde(skip_serializing_if = "absent")]
-        remote: Option<bool>,
-        #[serde(skip_serializing_if = "absent")]
-        submitted: Option<Option<bool>>,
-        #[serde(skip_serializing_if = "absent")]
-        join: Option<Option<String>>,
-        #[serde(skip_serializing_if = "absent")]
-        verify_log: Option<String>,
-        #[serde(skip_serializing_if = "absent")]
-        carried_ignored: Option<serde_json::Value>,
-        #[serde(skip_serializing_if = "absent")]
-        scratch_copy: Option<serde_json::Value>,
+        processes?: Vec<Proc>,
+        reason?: String,
+        proposal_ref?: String,
+        patch?: String,
+        base?: String,
+        conflicted_paths?: Vec<String>,
+        remote?: bool,
+        submitted?: Option<bool>,
+        join?: Option<String>,
+        verify_log?: String,
+        carried_ignored?: serde_json::Value,
+        scratch_copy?: serde_json::Value,
     }
 }
 
@@ -217,12 +202,9 @@ document! {
     pub struct StatusDoc {
         batches: Vec<super::Embedded<BatchDoc>>,
         problems: Vec<StatusProblem>,
-        #[serde(skip_serializing_if = "absent")]
-        undo_entries: Option<usize>,
-        #[serde(skip_serializing_if = "absent")]
-        kept: Option<Vec<KeptProposal>>,
-        #[serde(skip_serializing_if = "absent")]
-        idle_workspaces: Option<usize>,
+        undo_entries?: usize,
+        kept?: Vec<KeptProposal>,
+        idle_workspaces?: usize,
     }
 }
 
@@ -232,12 +214,9 @@ document! {
         batch: String,
         kind: &'static str,
         message: String,
-        #[serde(skip_serializing_if = "absent")]
-        path: Option<String>,
-        #[serde(skip_serializing_if = "absent")]
-        bytes: Option<u64>,
-        #[serde(skip_serializing_if = "absent")]
-        recovery: Option<&'static str>,
+        path?: String,
+        bytes?: u64,
+        recovery?: &'static str,
     }
 }
 

@@ -5,7 +5,7 @@
 //! as lossy (`lossy_paths`), as these documents always were.
 
 use super::apply::Conflict;
-use super::{absent, document};
+use super::document;
 use git_delegate::ops::review::{Changed, SourceDiff, TaskDiff};
 
 document! {
@@ -14,8 +14,7 @@ document! {
         batch: String,
         source: bool,
         tasks: Vec<DiffTask>,
-        #[serde(skip_serializing_if = "absent")]
-        paths: Option<Vec<DiffPath>>,
+        paths?: Vec<DiffPath>,
     }
 }
 
@@ -24,14 +23,10 @@ document! {
     pub struct DiffTask {
         name: String,
         paths: Vec<DiffPath>,
-        #[serde(skip_serializing_if = "absent")]
-        status: Option<&'static str>,
-        #[serde(skip_serializing_if = "absent")]
-        reason: Option<&'static str>,
-        #[serde(skip_serializing_if = "absent")]
-        conflicts: Option<Vec<Conflict>>,
-        #[serde(skip_serializing_if = "absent")]
-        message: Option<String>,
+        status?: &'static str,
+        reason?: &'static str,
+        conflicts?: Vec<Conflict>,
+        message?: String,
     }
 }
 

@@ -2,7 +2,7 @@
 //! (docs/json.md "Drop"): what was reclaimed, rescued and left alone.
 
 use super::apply::RemoteWarning;
-use super::{absent, document, KeptWorkspace, Text, UnsafeFolder};
+use super::{document, KeptWorkspace, Text, UnsafeFolder};
 use git_delegate::ops::gc::{Report, Rescued};
 use git_delegate::workspace::shared_root::Refused;
 
@@ -18,8 +18,7 @@ document! {
         refs_kept: Vec<String>,
         bytes_freed: u64,
         left_alone: Vec<String>,
-        #[serde(skip_serializing_if = "absent")]
-        unsafe_folders: Option<Vec<UnsafeFolder>>,
+        unsafe_folders?: Vec<UnsafeFolder>,
         kept_workspaces: Vec<GcKeptWorkspace>,
         skipped: Vec<Skipped>,
         pending_writebacks: Vec<String>,
@@ -31,8 +30,7 @@ document! {
         /// Always present in gc's document (an empty list when nothing
         /// was rolled back).
         recovered_writebacks: Vec<String>,
-        #[serde(skip_serializing_if = "absent")]
-        warnings: Option<Vec<RemoteWarning>>,
+        warnings?: Vec<RemoteWarning>,
     }
 }
 
@@ -164,18 +162,12 @@ document! {
         workspaces_removed: usize,
         refs_removed: usize,
         left_alone: Vec<String>,
-        #[serde(skip_serializing_if = "absent")]
-        unsafe_folders: Option<Vec<UnsafeFolder>>,
-        #[serde(skip_serializing_if = "absent")]
-        corrupt: Option<bool>,
-        #[serde(skip_serializing_if = "absent")]
-        rescued: Option<Vec<DropRescued>>,
-        #[serde(skip_serializing_if = "absent")]
-        refs_kept: Option<Vec<String>>,
-        #[serde(skip_serializing_if = "absent")]
-        kept_workspaces: Option<Vec<KeptWorkspace>>,
-        #[serde(skip_serializing_if = "absent")]
-        warnings: Option<Vec<RemoteWarning>>,
+        unsafe_folders?: Vec<UnsafeFolder>,
+        corrupt?: bool,
+        rescued?: Vec<DropRescued>,
+        refs_kept?: Vec<String>,
+        kept_workspaces?: Vec<KeptWorkspace>,
+        warnings?: Vec<RemoteWarning>,
     }
 }
 
@@ -253,12 +245,9 @@ document! {
         batch: String,
         dropped: bool,
         unapplied: Vec<String>,
-        #[serde(skip_serializing_if = "absent")]
-        corrupt: Option<bool>,
-        #[serde(skip_serializing_if = "absent")]
-        hosts_open_batches: Option<Vec<KeptWorkspace>>,
-        #[serde(skip_serializing_if = "absent")]
-        stashed: Option<Vec<DropStashed>>,
+        corrupt?: bool,
+        hosts_open_batches?: Vec<KeptWorkspace>,
+        stashed?: Vec<DropStashed>,
     }
 }
 

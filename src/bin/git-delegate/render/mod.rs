@@ -35,8 +35,24 @@ pub const SCHEMA: &str = "git-delegate/v1";
 
 /// A document type: a `Serialize` struct and `FIELDS`, the names of its
 /// fields as the JSON has them (`r#ref` is `ref`).
+///
+/// A field written `name?: T`, as docs/json.md lists it (`name?`), is an
+/// `Option<T>` left out of the document when `None` ([`absent`]); a plain
+/// `name: Option<T>` is `null` then.
 macro_rules! document {
-    ($(#[$m:meta])* pub struct $name:ident { $( $(#[$fm:meta])* $f:ident : $t:ty ),* $(,)? }) => {
+    ($(#[$m:meta])* pub struct $name:ident { $($fields:tt)* }) => {
+        $crate::render::document!(@field [$(#[$m])* $name] [] $($fields)*);
+    };
+    // One field at a time, into the list between the second brackets.
+    (@field $head:tt [$($done:tt)*] $(#[$fm:meta])* $f:ident ?: $t:ty $(, $($rest:tt)*)?) => {
+        $crate::render::document!(@field $head [$($done)* [
+            $(#[$fm])* #[serde(skip_serializing_if = "crate::render::absent")] $f: Option<$t>
+        ]] $($($rest)*)?);
+    };
+    (@field $head:tt [$($done:tt)*] $(#[$fm:meta])* $f:ident : $t:ty $(, $($rest:tt)*)?) => {
+        $crate::render::document!(@field $head [$($done)* [$(#[$fm])* $f: $t]] $($($rest)*)?);
+    };
+    (@field [$(#[$m:meta])* $name:ident] [$([$(#[$fm:meta])* $f:ident : $t:ty])*]) => {
         $(#[$m])*
         #[derive(Debug, Clone, serde::Serialize)]
         pub struct $name { $( $(#[$fm])* pub $f : $t ),* }
@@ -122,7 +138,7 @@ impl<T> Embedded<T> {
 }
 
 /// `Option`s marked with this are left out of the document when `None`
-/// (a field docs/json.md lists with `?`).
+/// (a field docs/json.md lists with `?`, written `name?: T` in `document!`).
 pub fn absent<T>(v: &Option<T>) -> bool {
     v.is_none()
 }
@@ -348,6 +364,40 @@ mod tests {
         assert_eq!(v["lossy_paths"], true);
         assert_eq!(v["error"]["paths"], serde_json::json!(["bad-\u{fffd}"]));
         assert!(v["error"].get("lossy_paths").is_none(), "{v}");
+    }
+
+    document! {
+        /// `maybe?` is left out when `None`, `null_field` is `null` then.
+        pub struct Marks {
+            maybe?: u32,
+            null_field: Option<u32>,
+            /// Attributes before a `?` field stay its own.
+            #[serde(rename = "renamed")]
+            kept?: Option<bool>,
+        }
+    }
+
+    /// `name?: T` in `document!` is an `Option<T>` left out when `None`;
+    /// a plain `Option` field is written as `null`.
+    #[test]
+    fn a_question_mark_field_is_left_out_when_none() {
+        let value = |doc: &dyn erased::Doc| doc.value();
+        let none = Marks {
+            maybe: None,
+            null_field: None,
+            kept: None,
+        };
+        assert_eq!(value(&none), serde_json::json!({"null_field": null}));
+        let some = Marks {
+            maybe: Some(3),
+            null_field: Some(4),
+            kept: Some(None),
+        };
+        assert_eq!(
+            value(&some),
+            serde_json::json!({"maybe": 3, "null_field": 4, "renamed": null})
+        );
+        assert_eq!(Marks::FIELDS, ["maybe", "null_field", "kept"]);
     }
 
     #[derive(serde::Serialize)]

@@ -1,7 +1,7 @@
 //! The refresh document (design §3.12; docs/json.md "Refresh"), whose
 //! tasks apply's `refreshed` lists too.
 
-use super::{absent, document, Text};
+use super::{document, Text};
 use git_delegate::ops::refresh::Report as Refresh;
 
 document! {
@@ -9,8 +9,7 @@ document! {
     pub struct RefreshDoc {
         batch: String,
         tasks: Vec<RefreshTask>,
-        #[serde(skip_serializing_if = "absent")]
-        interrupted: Option<&'static str>,
+        interrupted?: &'static str,
     }
 }
 

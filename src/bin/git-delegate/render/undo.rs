@@ -2,7 +2,7 @@
 //! and the apply document of `apply --from-undo`.
 
 use super::apply::{ApplyDoc, ApplyTask, Conflict};
-use super::{absent, document, Text};
+use super::{document, Text};
 use git_delegate::ops::undo::{Entry, Reapply, Report};
 
 document! {
@@ -15,8 +15,7 @@ document! {
         paths: Vec<String>,
         conflicts: Vec<Conflict>,
         kept: Vec<UndoKept>,
-        #[serde(skip_serializing_if = "absent")]
-        interrupted: Option<&'static str>,
+        interrupted?: &'static str,
     }
 }
 
