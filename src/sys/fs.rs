@@ -232,7 +232,11 @@ pub fn read_names(dir: BorrowedFd<'_>) -> rustix::io::Result<Vec<(Vec<u8>, FileT
 /// opened folder `dir`, read through a handle that never follows a symlink
 /// and never waits on a FIFO put in its place (anything but a regular file
 /// is `EINVAL`, a failed read `EIO`).
-pub fn read_at_most(dir: BorrowedFd<'_>, name: &str, limit: u64) -> rustix::io::Result<Vec<u8>> {
+pub fn read_at_most(
+    dir: BorrowedFd<'_>,
+    name: impl rustix::path::Arg,
+    limit: u64,
+) -> rustix::io::Result<Vec<u8>> {
     use std::io::Read;
     let fd = rfs::openat(
         dir,
