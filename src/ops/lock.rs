@@ -15,32 +15,17 @@ use std::time::{Duration, Instant};
 use rustix::fs::{flock, FlockOperation};
 
 use crate::error::Result;
+use crate::sys::fs::PathError;
 
 /// Why the repository lock could not be taken. The message is the
 /// `Display`; the code and help: `ops::explain`.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    /// The state folder that holds the lock file cannot be made.
-    #[error("cannot create {}", dir.display())]
-    CreateDir {
-        dir: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The lock file cannot be opened (or made).
-    #[error("cannot open {}", path.display())]
-    Open {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// `flock` failed for another reason than the lock being held.
-    #[error("cannot lock {}", path.display())]
-    Flock {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The state folder that holds the lock file cannot be made
+    /// (`create`), the lock file opened or made (`open`), or `flock` failed
+    /// for another reason than the lock being held (`lock`).
+    #[error(transparent)]
+    Io(#[from] PathError),
     /// Someone held it for all of `lock.timeout`: `holder` is the pid it
     /// recorded, when that process still runs.
     #[error(
@@ -72,10 +57,7 @@ impl Drop for RepoLock {
 }
 
 pub fn acquire(state_dir: &Path, timeout_secs: i64) -> Result<RepoLock, LockError> {
-    std::fs::create_dir_all(state_dir).map_err(|source| LockError::CreateDir {
-        dir: state_dir.to_path_buf(),
-        source,
-    })?;
+    std::fs::create_dir_all(state_dir).map_err(PathError::on("create", state_dir))?;
     let path = state_dir.join("lock");
     let mut file = std::fs::OpenOptions::new()
         .read(true)
@@ -83,10 +65,7 @@ pub fn acquire(state_dir: &Path, timeout_secs: i64) -> Result<RepoLock, LockErro
         .create(true)
         .truncate(false)
         .open(&path)
-        .map_err(|source| LockError::Open {
-            path: path.clone(),
-            source,
-        })?;
+        .map_err(PathError::on("open", &path))?;
     let deadline = Instant::now() + Duration::from_secs(timeout_secs.max(0) as u64);
     loop {
         match flock(&file, FlockOperation::NonBlockingLockExclusive) {
@@ -109,12 +88,7 @@ pub fn acquire(state_dir: &Path, timeout_secs: i64) -> Result<RepoLock, LockErro
                     .filter(|&pid| crate::sys::process::process_start(pid).is_some());
                 return Err(LockError::Held { path, holder });
             }
-            Err(e) => {
-                return Err(LockError::Flock {
-                    path,
-                    source: e.into(),
-                })
-            }
+            Err(e) => return Err(PathError::on("lock", &path)(e.into()).into()),
         }
     }
     // Record the holder for anyone who has to wait.

@@ -1,11 +1,13 @@
 //! Generic filesystem helpers the engine shares: durable atomic writes,
 //! fsync of a folder, removal that never follows a symlink and accepts
 //! "gone already", removing emptied parents, the size of a tree,
-//! canonical paths; and, on an opened folder, listing it and creating a new
-//! file in it without following a symlink.
+//! canonical paths; and, on an opened folder, listing it, reading a small
+//! file and creating a new file in it without following a symlink.
 //!
 //! Owns: these few operations on plain paths, and their error (`FsError`:
-//! what was written, removed or resolved, with the OS error as its cause).
+//! what was written, removed or resolved, with the OS error as its cause);
+//! the shape every path I/O error of the engine has (`PathError`: `cannot
+//! <op> <path>`, the OS error its cause).
 //! Never: knows what a batch, workspace or repository is (callers decide
 //! which paths are theirs to write or remove), or writes below a source's
 //! root (that is `writeback`'s symlink-safe job, design §7); words a help
@@ -18,41 +20,56 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{self as rfs, FileType, Mode, OFlags};
 
+/// An OS error on one path, worded `cannot <op> <path>` (the OS error is
+/// its cause, worded and classified by `error`): the one shape of the
+/// engine's path I/O failures, which `FsError`, `ops::lock::LockError` and
+/// `workspace::WorkspaceError` embed instead of each spelling it out.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot {op} {}", path.display())]
+pub struct PathError {
+    /// What was done to `path`: `create`, `remove`, `read`, `write in`, ...
+    pub op: &'static str,
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl PathError {
+    /// The error of `op` on `path`, for `map_err`.
+    pub fn on<'a>(
+        op: &'static str,
+        path: &'a Path,
+    ) -> impl Fn(std::io::Error) -> PathError + Copy + 'a {
+        move |source| PathError {
+            op,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
 /// A failed write, removal or canonicalisation. The message is the
 /// `Display` followed by the OS error, as `ops::explain` words it.
 #[derive(Debug, thiserror::Error)]
 pub enum FsError {
-    /// [`write_atomic`] of `path`, in the folder `dir`.
-    #[error("cannot write {}", path.display())]
+    /// [`write_atomic`] of a file in the folder `dir` (whose filesystem a
+    /// full disk names).
+    #[error("{io}")]
     Write {
-        path: PathBuf,
         dir: PathBuf,
         #[source]
-        source: std::io::Error,
+        io: PathError,
     },
-    /// [`remove_file`] or [`remove_all`] of `path`.
-    #[error("cannot remove {}", path.display())]
-    Remove {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// [`canonical`] of `path`.
-    #[error("cannot resolve {}", path.display())]
-    Resolve {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// [`remove_file`] or [`remove_all`] (`remove`), [`canonical`]
+    /// (`resolve`).
+    #[error(transparent)]
+    Path(#[from] PathError),
 }
 
 type Result<T, E = FsError> = std::result::Result<T, E>;
 
 fn removing(p: &Path) -> impl FnOnce(std::io::Error) -> FsError + '_ {
-    move |source| FsError::Remove {
-        path: p.to_path_buf(),
-        source,
-    }
+    move |source| PathError::on("remove", p)(source).into()
 }
 
 /// Write `bytes` to `path` atomically and durably, through a temp file
@@ -69,9 +86,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         std::process::id()
     ));
     let io = |source| FsError::Write {
-        path: path.to_path_buf(),
         dir: dir.to_path_buf(),
-        source,
+        io: PathError::on("write", path)(source),
     };
     let mut f = std::fs::File::create(&tmp).map_err(io)?;
     let written = f
@@ -194,10 +210,7 @@ pub fn tree_size(p: &Path) -> u64 {
 
 /// Canonicalise, tolerating paths git reports through `..` components.
 pub fn canonical(p: &Path) -> Result<PathBuf> {
-    std::fs::canonicalize(p).map_err(|source| FsError::Resolve {
-        path: p.to_path_buf(),
-        source,
-    })
+    std::fs::canonicalize(p).map_err(|source| PathError::on("resolve", p)(source).into())
 }
 
 /// The names in an opened folder (without `.` and `..`), with their types.
@@ -213,6 +226,33 @@ pub fn read_names(dir: BorrowedFd<'_>) -> rustix::io::Result<Vec<(Vec<u8>, FileT
         out.push((name.to_vec(), entry.file_type()));
     }
     Ok(out)
+}
+
+/// At most the first `limit` bytes of the regular file `name` in the
+/// opened folder `dir`, read through a handle that never follows a symlink
+/// and never waits on a FIFO put in its place (anything but a regular file
+/// is `EINVAL`, a failed read `EIO`).
+pub fn read_at_most(
+    dir: BorrowedFd<'_>,
+    name: impl rustix::path::Arg,
+    limit: u64,
+) -> rustix::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let fd = rfs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    )?;
+    if FileType::from_raw_mode(rfs::fstat(&fd)?.st_mode) != FileType::RegularFile {
+        return Err(rustix::io::Errno::INVAL);
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd)
+        .take(limit)
+        .read_to_end(&mut bytes)
+        .map_err(|_| rustix::io::Errno::IO)?;
+    Ok(bytes)
 }
 
 /// Create the new file `name` in the opened folder `dir` for writing, never
@@ -247,6 +287,33 @@ mod tests {
         assert!(!is_empty_dir(&kept));
         remove_file(&kept.join("f")).unwrap();
         assert!(is_empty_dir(&kept));
+    }
+
+    /// A small file is read up to its limit; a symlink, a folder or a FIFO
+    /// in its place is refused, the FIFO without waiting for a writer.
+    #[test]
+    fn read_at_most_reads_only_a_regular_file() {
+        use std::os::fd::AsFd;
+        let t = tempfile::tempdir().unwrap();
+        std::fs::write(t.path().join("f"), b"gitdir: x\n").unwrap();
+        std::os::unix::fs::symlink("f", t.path().join("link")).unwrap();
+        std::fs::create_dir(t.path().join("dir")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            t.path().join("fifo"),
+            FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let dir = std::fs::File::open(t.path()).unwrap();
+        let at = |name, limit| read_at_most(dir.as_fd(), name, limit);
+        assert_eq!(at("f", 64).unwrap(), b"gitdir: x\n");
+        assert_eq!(at("f", 3).unwrap(), b"git");
+        assert_eq!(at("link", 64), Err(rustix::io::Errno::LOOP));
+        assert_eq!(at("dir", 64), Err(rustix::io::Errno::INVAL));
+        assert_eq!(at("fifo", 64), Err(rustix::io::Errno::INVAL));
+        assert_eq!(at("gone", 64), Err(rustix::io::Errno::NOENT));
     }
 
     #[test]

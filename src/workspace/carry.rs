@@ -13,9 +13,9 @@
 //! relative to an opened folder), overwrites an existing file (files are
 //! created with `O_EXCL`), writes into the source, or carries anything no
 //! pattern asks for.
-//! Its failures are `CarryError` (the file or pattern and the cause;
-//! `ops::explain` words them); a walk's filter may fail with an error of
-//! its caller's (`Walker<E>`, scratch's refusals).
+//! Its failures are `WorkspaceError` (the file or pattern and the cause;
+//! `ops::explain` words them), a walk's filter's too (scratch's refusals
+//! stop the walk).
 
 // `stat` field widths differ between targets: the casts are deliberate.
 #![allow(clippy::unnecessary_cast)]
@@ -28,84 +28,10 @@ use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::record::batch::CarryStats;
-use crate::sys::fs::FsError;
+use crate::workspace::error::IN_ROOT;
+use crate::workspace::WorkspaceError;
 
-/// Why ignored files could not be found or carried, or a tree copied.
-#[derive(Debug, thiserror::Error)]
-pub enum CarryError {
-    /// A walk's root folder.
-    #[error("cannot open {}", path.display())]
-    Open {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// `what` (read, open, read the link) on an entry of the source tree.
-    #[error("cannot {what} {}", path.display())]
-    Source {
-        what: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// `what` (create, write, clone into, ...) on an entry of a destination
-    /// under the workspace root `root`.
-    #[error("cannot {what} {}", path.display())]
-    Dest {
-        what: &'static str,
-        path: PathBuf,
-        root: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A carried entry that would replace a file of the destination.
-    #[error("cannot carry {}: {} already exists", file.display(), dest.display())]
-    Exists { file: PathBuf, dest: PathBuf },
-    /// A filesystem (pair) that cannot clone, for a clone-only walk.
-    #[error("the filesystem cannot clone {} into {} ({source}); scratch workspaces are reflink copies and are never made by copying the data", file.display(), dest.display())]
-    NoReflink {
-        file: PathBuf,
-        dest: PathBuf,
-        source: std::io::Error,
-    },
-    /// Ctrl-C during a walk.
-    #[error("interrupted")]
-    Interrupted,
-    /// A copying thread that panicked.
-    #[error("a copying thread panicked")]
-    Panicked,
-    /// A `copy-ignored` value with a line break.
-    #[error("the copy-ignored pattern {pattern:?} spans several lines")]
-    MultiLine { pattern: String },
-    /// `.worktreeinclude` that is not a regular file.
-    #[error("{} is not a regular file", path.display())]
-    IncludeNotFile { path: PathBuf },
-    /// `.worktreeinclude`, or a folder below an ignored one.
-    #[error("cannot read {}", path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The patterns of `workspace.copy-ignored` or `--copy-ignored`.
-    #[error("cannot read the {name} patterns")]
-    Patterns {
-        name: &'static str,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The source's ignored files.
-    #[error("cannot list the ignored files of the source")]
-    List {
-        #[source]
-        source: gix::Error,
-    },
-    /// The real path of the source root.
-    #[error(transparent)]
-    Fs(#[from] FsError),
-}
-
-type Result<T, E = CarryError> = std::result::Result<T, E>;
+type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
 
 /// The file that lists patterns of ignored files to carry, at the source root.
 pub const INCLUDE_FILE: &str = ".worktreeinclude";
@@ -156,10 +82,7 @@ pub fn open_root(path: &Path) -> Result<OwnedFd> {
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| CarryError::Open {
-        path: path.to_path_buf(),
-        source: errno_io(e),
-    })
+    .map_err(|e| WorkspaceError::io("open", path)(errno_io(e)))
 }
 
 /// Open the folder `name` inside `dir`, never through a symlink.
@@ -239,10 +162,10 @@ pub fn copy_data(src: BorrowedFd<'_>, dst: BorrowedFd<'_>, len: u64) -> rustix::
 
 /// What a walk asks before each entry it copies: its relative path and
 /// type in, whether to copy it (or why the walk must stop) out.
-pub type Filter<'a, E> = dyn FnMut(&[u8], FileType) -> Result<Visit, E> + 'a;
+pub type Filter<'a> = dyn FnMut(&[u8], FileType) -> Result<Visit> + 'a;
 
 /// One fd-relative copy walk from a source tree into one or more destinations.
-pub struct Walker<'a, E = CarryError> {
+pub struct Walker<'a> {
     pub method: Method,
     /// What was written, per destination.
     pub stats: Vec<CarryStats>,
@@ -253,16 +176,16 @@ pub struct Walker<'a, E = CarryError> {
     src_root: PathBuf,
     dst_roots: Vec<PathBuf>,
     /// Called with each entry's relative path and type before it is copied.
-    filter: &'a mut Filter<'a, E>,
+    filter: &'a mut Filter<'a>,
 }
 
-impl<'a, E: From<CarryError>> Walker<'a, E> {
+impl<'a> Walker<'a> {
     pub fn new(
         method: Method,
         src_root: PathBuf,
         dst_roots: Vec<PathBuf>,
-        filter: &'a mut Filter<'a, E>,
-    ) -> Walker<'a, E> {
+        filter: &'a mut Filter<'a>,
+    ) -> Walker<'a> {
         Walker {
             method,
             stats: vec![CarryStats::default(); dst_roots.len()],
@@ -274,27 +197,19 @@ impl<'a, E: From<CarryError>> Walker<'a, E> {
         }
     }
 
-    fn src_err(&self, rel: &[u8], what: &'static str, e: Errno) -> CarryError {
-        CarryError::Source {
-            what,
-            path: at(&self.src_root, rel),
-            source: errno_io(e),
-        }
+    fn src_err(&self, rel: &[u8], what: &'static str, e: Errno) -> WorkspaceError {
+        WorkspaceError::io(what, &at(&self.src_root, rel))(errno_io(e))
     }
 
-    fn dst_err(&self, i: usize, rel: &[u8], what: &'static str, e: Errno) -> CarryError {
+    fn dst_err(&self, i: usize, rel: &[u8], what: &'static str, e: Errno) -> WorkspaceError {
         if e == Errno::EXIST {
-            return CarryError::Exists {
+            return WorkspaceError::Carried {
                 file: at(&self.src_root, rel),
                 dest: at(&self.dst_roots[i], rel),
             };
         }
-        CarryError::Dest {
-            what,
-            path: at(&self.dst_roots[i], rel),
-            root: self.dst_roots[i].clone(),
-            source: errno_io(e),
-        }
+        let root = &self.dst_roots[i];
+        WorkspaceError::at(what, &at(root, rel), (root, IN_ROOT))(errno_io(e))
     }
 
     /// Copy every entry of the opened source folder into the opened
@@ -304,13 +219,13 @@ impl<'a, E: From<CarryError>> Walker<'a, E> {
         src: BorrowedFd<'_>,
         dsts: &[BorrowedFd<'_>],
         rel: &mut Vec<u8>,
-    ) -> Result<(), E> {
+    ) -> Result<()> {
         let names = crate::sys::fs::read_names(src).map_err(|e| self.src_err(rel, "read", e))?;
         for (name, kind) in names {
             // A carried folder can hold a whole node_modules: Ctrl-C stops
             // the copy at the next entry, not after it.
             if gix::interrupt::is_triggered() {
-                return Err(CarryError::Interrupted.into());
+                return Err(WorkspaceError::Interrupted);
             }
             self.copy_entry(src, dsts, &name, kind, rel)?;
         }
@@ -326,25 +241,25 @@ impl<'a, E: From<CarryError>> Walker<'a, E> {
         name: &[u8],
         kind: FileType,
         rel: &mut Vec<u8>,
-    ) -> Result<(), E> {
+    ) -> Result<()> {
         let len_before = rel.len();
         if !rel.is_empty() {
             rel.push(b'/');
         }
         rel.extend_from_slice(name);
-        let result = self.copy_entry_inner(src, dsts, name, kind, rel);
+        let result = self.copy_named((src, name, kind), dsts, rel);
         rel.truncate(len_before);
         result
     }
 
-    fn copy_entry_inner(
+    /// [`Walker::copy_entry`] once `rel` names the entry: `name` of the
+    /// opened folder `src`, of type `kind`.
+    fn copy_named(
         &mut self,
-        src: BorrowedFd<'_>,
+        (src, name, kind): (BorrowedFd<'_>, &[u8], FileType),
         dsts: &[BorrowedFd<'_>],
-        name: &[u8],
-        kind: FileType,
         rel: &mut Vec<u8>,
-    ) -> Result<(), E> {
+    ) -> Result<()> {
         let kind = if kind == FileType::Unknown {
             let st = rfs::statat(src, name, AtFlags::SYMLINK_NOFOLLOW)
                 .map_err(|e| self.src_err(rel, "read", e))?;
@@ -366,7 +281,7 @@ impl<'a, E: From<CarryError>> Walker<'a, E> {
                     // source's mode is set once its content is written.
                     match rfs::mkdirat(*d, name, Mode::from_raw_mode(0o700)) {
                         Ok(()) | Err(Errno::EXIST) => {}
-                        Err(e) => return Err(self.dst_err(i, rel, "create", e).into()),
+                        Err(e) => return Err(self.dst_err(i, rel, "create", e)),
                     }
                     dfds.push(open_dir_at(*d, name).map_err(|e| self.dst_err(i, rel, "open", e))?);
                 }
@@ -410,10 +325,9 @@ impl<'a, E: From<CarryError>> Walker<'a, E> {
                                 &at(&self.src_root, rel),
                                 &self.dst_roots[i],
                                 e,
-                            )
-                            .into());
+                            ));
                         }
-                        Err(e) => return Err(self.dst_err(i, rel, "clone into", e).into()),
+                        Err(e) => return Err(self.dst_err(i, rel, "clone into", e)),
                     }
                     rfs::fchmod(&dfd, Mode::from_raw_mode(st.st_mode as u32 & 0o7777))
                         .map_err(|e| self.dst_err(i, rel, "set the mode of", e))?;
@@ -444,8 +358,8 @@ impl<'a, E: From<CarryError>> Walker<'a, E> {
 }
 
 /// The error for a filesystem that cannot clone.
-pub fn no_reflink(file: &Path, dest: &Path, e: Errno) -> CarryError {
-    CarryError::NoReflink {
+pub fn no_reflink(file: &Path, dest: &Path, e: Errno) -> WorkspaceError {
+    WorkspaceError::NoReflink {
         file: file.to_path_buf(),
         dest: dest.to_path_buf(),
         source: errno_io(e),
@@ -468,7 +382,7 @@ impl Policy {
     pub fn load(source_root: &Path, config: &[String], cli: &[String]) -> Result<Policy> {
         for p in config.iter().chain(cli) {
             if p.contains('\n') || p.contains('\r') {
-                return Err(CarryError::MultiLine { pattern: p.clone() });
+                return Err(WorkspaceError::MultiLine { pattern: p.clone() });
             }
         }
         let parse = gix::ignore::search::Ignore {
@@ -478,25 +392,15 @@ impl Policy {
         let include = source_root.join(INCLUDE_FILE);
         match std::fs::symlink_metadata(&include) {
             Ok(m) if m.is_file() => {
-                let bytes = std::fs::read(&include).map_err(|source| CarryError::Read {
-                    path: include.clone(),
-                    source,
-                })?;
+                let bytes =
+                    std::fs::read(&include).map_err(WorkspaceError::io("read", &include))?;
                 search
                     .add_patterns_buffer(&bytes, include.clone(), None, parse)
-                    .map_err(|source| CarryError::Read {
-                        path: include.clone(),
-                        source,
-                    })?;
+                    .map_err(WorkspaceError::io("read", &include))?;
             }
-            Ok(_) => return Err(CarryError::IncludeNotFile { path: include }),
+            Ok(_) => return Err(WorkspaceError::IncludeNotFile { path: include }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(CarryError::Read {
-                    path: include,
-                    source,
-                })
-            }
+            Err(source) => return Err(WorkspaceError::io("read", &include)(source)),
         }
         for (list, name) in [(config, "workspace.copy-ignored"), (cli, "--copy-ignored")] {
             if list.is_empty() {
@@ -505,7 +409,7 @@ impl Policy {
             let text = list.join("\n");
             search
                 .add_patterns_buffer(text.as_bytes(), PathBuf::from(name), None, parse)
-                .map_err(|source| CarryError::Patterns { name, source })?;
+                .map_err(|source| WorkspaceError::Patterns { name, source })?;
         }
         let count = search.patterns.iter().map(|l| l.patterns.len()).sum();
         Ok(Policy { search, count })
@@ -601,7 +505,7 @@ pub fn find(repo: &gix::Repository, policy: &Policy) -> Result<Vec<Carried>> {
     let Some(workdir) = repo.workdir().map(Path::to_path_buf) else {
         return Ok(Vec::new());
     };
-    let git = |source: gix::Error| CarryError::List { source };
+    let git = |source: gix::Error| WorkspaceError::List { source };
     let index = repo.index_or_empty().map_err(git)?;
     let opts = repo
         .dirwalk_options()
@@ -626,7 +530,7 @@ pub fn find(repo: &gix::Repository, policy: &Policy) -> Result<Vec<Carried>> {
     )
     .map_err(git)?;
     if gix::interrupt::is_triggered() {
-        return Err(CarryError::Interrupted);
+        return Err(WorkspaceError::Interrupted);
     }
     // Below an ignored folder everything is ignored (git cannot re-include
     // there): walk such folders ourselves where a pattern may match inside.
@@ -636,13 +540,10 @@ pub fn find(repo: &gix::Repository, policy: &Policy) -> Result<Vec<Carried>> {
         let rd = match std::fs::read_dir(&abs) {
             Ok(rd) => rd,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(source) => return Err(CarryError::Read { path: abs, source }),
+            Err(source) => return Err(WorkspaceError::io("read", &abs)(source)),
         };
         for entry in rd {
-            let entry = entry.map_err(|source| CarryError::Read {
-                path: abs.clone(),
-                source,
-            })?;
+            let entry = entry.map_err(WorkspaceError::io("read", &abs))?;
             let Ok(ft) = entry.file_type() else { continue };
             use std::os::unix::ffi::OsStrExt;
             let mut path = dir.clone();
@@ -704,8 +605,8 @@ pub fn carry(
 }
 
 /// What a copying thread's panic is reported as.
-pub(crate) fn copy_panicked() -> CarryError {
-    CarryError::Panicked
+pub(crate) fn copy_panicked() -> WorkspaceError {
+    WorkspaceError::Panicked { what: "copying" }
 }
 
 fn carry_one(src_root: &Path, entries: &[Carried], dst_root: &Path) -> Result<CarryStats> {
@@ -723,7 +624,7 @@ fn carry_one(src_root: &Path, entries: &[Carried], dst_root: &Path) -> Result<Ca
             crate::sys::interrupt::pause("carrying");
         }
         if gix::interrupt::is_triggered() {
-            return Err(CarryError::Interrupted);
+            return Err(WorkspaceError::Interrupted);
         }
         let comps: Vec<&[u8]> = entry.path.split_str("/").collect();
         let Some((name, parents)) = comps.split_last() else {

@@ -3,9 +3,9 @@
 //! and locking each the way `git worktree add` + `git worktree lock` leave
 //! one, the first checked out and the others made from it (`checkout`), and
 //! undoing a creation that did not finish (`remove_unfinished`).
-//! Its failures are `CreateError` (the folder and its cause, or what the
+//! Its failures are `WorkspaceError` (the folder and its cause, or what the
 //! steps it runs failed with); `create_all_filled` fails with its `fill`'s
-//! error type, which takes a `CreateError` in. `ops::explain` words them.
+//! error type, which takes a `WorkspaceError` in. `ops::explain` words them.
 //! Never: writes `.git/config`, follows a symlink, or removes a folder it
 //! did not make.
 
@@ -18,83 +18,11 @@ use super::fill::{
 };
 use super::identity::{identify_at, is_ours, Identity, Reach};
 use super::remove::{remove_empty_parents, remove_held};
-use super::{registration, FillError, Plan, Removal};
+use super::{registration, Plan, Removal, WorkspaceError};
 use crate::git::registration::Registration;
-use crate::git::sparse::SparseError;
-use crate::sys::fs::FsError;
-use crate::workspace::submodules::SubmoduleError;
+use crate::workspace::error::IN_ROOT;
 
-/// Why a batch's workspaces could not be made, or an unfinished one
-/// removed.
-#[derive(Debug, thiserror::Error)]
-pub enum CreateError {
-    /// Checking out, replicating or settling the files.
-    #[error(transparent)]
-    Fill(#[from] FillError),
-    /// A workspace's sparse-checkout files.
-    #[error(transparent)]
-    Sparse(#[from] SparseError),
-    /// A snapshot's `.git` file.
-    #[error(transparent)]
-    Fs(#[from] FsError),
-    /// A workspace's submodule registrations, removed with it.
-    #[error(transparent)]
-    Submodule(#[from] SubmoduleError),
-    /// Opening a workspace's repository: the layer that still returns the
-    /// crate's `Error`.
-    #[error(transparent)]
-    Engine(#[from] crate::error::Error),
-    /// Removing a workspace's folder.
-    #[error(transparent)]
-    Removal(#[from] super::RemoveError),
-    /// Ctrl-C while the workspaces were made.
-    #[error("interrupted")]
-    Interrupted,
-    /// A workspace folder where one of ours is planned.
-    #[error("the workspace folder {} already exists", root.display())]
-    Exists { root: PathBuf },
-    /// A registered folder that changed before its snapshot replaced it.
-    #[error("the workspace folder {} was changed while it was made", root.display())]
-    Changed { root: PathBuf },
-    /// A folder or registration file (under the workspace root).
-    #[error("cannot create {}", path.display())]
-    Create {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The btrfs snapshot of the first workspace at `root`.
-    #[error("cannot snapshot {}", from.display())]
-    Snapshot {
-        from: PathBuf,
-        root: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A snapshot's device number.
-    #[error("cannot read {}", root.display())]
-    Read {
-        root: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// An unfinished workspace's folder or registration.
-    #[error("cannot remove {}", path.display())]
-    Remove {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The baseline's index for the first workspace.
-    #[error("cannot check out {}", root.display())]
-    Checkout {
-        root: PathBuf,
-        #[source]
-        source: gix::Error,
-    },
-}
-
-type Result<T, E = CreateError> = std::result::Result<T, E>;
+type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
 /// Create every planned workspace. The first is checked out from the
 /// object database; the files of the others are made from it: cloned with
 /// FICLONE where the filesystem shares extents (detected with a probe, never
@@ -119,21 +47,64 @@ pub fn create_all_sparse(
     plans: &[Plan],
     sparse: Option<&crate::git::sparse::Workspaces>,
 ) -> Result<()> {
-    let mut result = create_all_inner(common_dir, baseline, baseline_tree, plans, sparse);
-    if result.is_ok() && gix::interrupt::is_triggered() {
-        result = Err(CreateError::Interrupted);
-    }
-    if let Err(e) = result {
-        // Worded while what was made still stands: a full disk is named
-        // by what ran out (`FsCause::NoInodes` looks at the filesystem
-        // now), before the removal frees it again.
-        let e = CreateError::Engine(crate::error::Error::from(e));
+    let made = (|| -> Result<()> {
+        let Some(first) = plans.first() else {
+            return Ok(());
+        };
+        for p in plans {
+            register(common_dir, baseline, p)?;
+            if let Some(s) = sparse {
+                s.write(common_dir, &registration(common_dir, &p.worktree_id))?;
+            }
+        }
+        crate::sys::interrupt::pause("registered");
+        let cores = cores();
+        let index = check_out_first(first, baseline_tree, sparse, cores)?;
+
+        let mut indexes = vec![index];
+        if plans.len() > 1 {
+            let method = if can_clone(&first.root, &plans[1].root) {
+                Method::Clone
+            } else {
+                Method::Copy
+            };
+            let others = replicate(&first.root, &indexes[0], &plans[1..], method, cores)?;
+            indexes.extend(others);
+        }
+        if gix::interrupt::is_triggered() {
+            return Err(WorkspaceError::Interrupted);
+        }
+        let roots: Vec<&Path> = plans.iter().map(|p| p.root.as_path()).collect();
+        settle(&roots, &mut indexes, cores)?;
+        // Index files last: written after every file is settled, so no entry is racy.
+        // One thread per workspace.
+        write_indexes(common_dir, plans, indexes)?;
+        Ok(())
+    })();
+    undone(common_dir, plans, made)
+}
+
+/// The outcome of making `plans`, Ctrl-C counting as a failure. On failure
+/// everything made for them is removed again, the error worded first,
+/// while what was made still stands: a full disk is named by what ran out
+/// (`FsCause::NoInodes` looks at the filesystem now), before the removal
+/// frees it again.
+fn undone<T, E: From<WorkspaceError> + Into<crate::error::Error>>(
+    common_dir: &Path,
+    plans: &[Plan],
+    made: Result<T, E>,
+) -> Result<T, E> {
+    let made = match made {
+        Ok(_) if gix::interrupt::is_triggered() => Err(WorkspaceError::Interrupted.into()),
+        made => made,
+    };
+    made.map_err(|e| {
+        let e = E::from(WorkspaceError::Engine(e.into()));
         for p in plans {
             let _ = remove_created(common_dir, p);
         }
-        return Err(e);
-    }
-    result
+        e
+    })
 }
 
 /// Like [`create_all`], then `fill` (carrying ignored files) on the
@@ -142,7 +113,7 @@ pub fn create_all_sparse(
 /// the first workspace is made as a subvolume, checked out and filled,
 /// and every other one is a snapshot of it (so it holds the carried files
 /// too: `fill`'s value for the first is given for all).
-pub fn create_all_filled<T: Clone, E: From<CreateError> + Into<crate::error::Error>>(
+pub fn create_all_filled<T: Clone, E: From<WorkspaceError> + Into<crate::error::Error>>(
     common_dir: &Path,
     baseline: ObjectId,
     baseline_tree: ObjectId,
@@ -161,19 +132,8 @@ pub fn create_all_filled<T: Clone, E: From<CreateError> + Into<crate::error::Err
         let roots: Vec<PathBuf> = plans.iter().map(|p| p.root.clone()).collect();
         return fill(&roots);
     }
-    let mut result = create_snapshots(common_dir, baseline, baseline_tree, plans, sparse, fill);
-    if result.is_ok() && gix::interrupt::is_triggered() {
-        result = Err(CreateError::Interrupted.into());
-    }
-    if let Err(e) = result {
-        // Worded before the removal frees what was made (as above).
-        let e = E::from(CreateError::Engine(e.into()));
-        for p in plans {
-            let _ = remove_created(common_dir, p);
-        }
-        return Err(e);
-    }
-    result
+    let made = create_snapshots(common_dir, baseline, baseline_tree, plans, sparse, fill);
+    undone(common_dir, plans, made)
 }
 
 /// The snapshot path of [`create_all_filled`]: register every plan (the
@@ -187,7 +147,7 @@ pub fn create_all_filled<T: Clone, E: From<CreateError> + Into<crate::error::Err
 /// status` reads no file. Between a snapshot and its own `.git` file, the
 /// snapshot's `.git` names the first's registration: a prepare killed in
 /// that moment leaves a folder gc recognises as one of ours (its leftovers).
-fn create_snapshots<T: Clone, E: From<CreateError>>(
+fn create_snapshots<T: Clone, E: From<WorkspaceError>>(
     common_dir: &Path,
     baseline: ObjectId,
     baseline_tree: ObjectId,
@@ -209,7 +169,7 @@ fn create_snapshots<T: Clone, E: From<CreateError>>(
     if let Some(s) = sparse {
         for p in plans {
             s.write(common_dir, &registration(common_dir, &p.worktree_id))
-                .map_err(CreateError::from)?;
+                .map_err(WorkspaceError::from)?;
         }
     }
     crate::sys::interrupt::pause("registered");
@@ -219,8 +179,7 @@ fn create_snapshots<T: Clone, E: From<CreateError>>(
         &[first.root.as_path()],
         std::slice::from_mut(&mut index),
         cores,
-    )
-    .map_err(CreateError::from)?;
+    )?;
     // A snapshot takes any depth; a workspace whose paths the kernel cannot
     // name would be unusable (git stops at PATH_MAX), so it fails like a
     // checkout of the same file does.
@@ -228,10 +187,10 @@ fn create_snapshots<T: Clone, E: From<CreateError>>(
         let rel = longest.path(&index);
         for p in &plans[1..] {
             if p.root.as_os_str().len() + 1 + rel.len() >= PATH_MAX {
-                return Err(CreateError::Fill(FillError::TooLong {
+                return Err(WorkspaceError::TooLong {
                     file: crate::sys::paths::quote(rel),
                     root: p.root.clone(),
-                })
+                }
                 .into());
             }
         }
@@ -244,37 +203,31 @@ fn create_snapshots<T: Clone, E: From<CreateError>>(
             crate::sys::interrupt::pause("replicating");
         }
         if gix::interrupt::is_triggered() {
-            return Err(CreateError::Interrupted.into());
+            return Err(WorkspaceError::Interrupted.into());
         }
         // The registered folder makes way for the snapshot: only while it
         // is still ours and holds nothing but its `.git` file.
-        let taken = || CreateError::Changed {
+        let taken = || WorkspaceError::Changed {
             root: p.root.clone(),
+            verification: false,
         };
         if !is_ours(common_dir, &p.root, &p.worktree_id) {
             return Err(taken().into());
         }
         let _ = std::fs::remove_file(p.root.join(".git"));
         std::fs::remove_dir(&p.root).map_err(|_| taken())?;
-        crate::sys::btrfs::snapshot(&first.root, &p.root).map_err(|source| {
-            if source.kind() == std::io::ErrorKind::AlreadyExists {
-                CreateError::Exists {
-                    root: p.root.clone(),
-                }
-            } else {
-                CreateError::Snapshot {
-                    from: first.root.clone(),
-                    root: p.root.clone(),
-                    source,
-                }
-            }
-        })?;
+        crate::sys::btrfs::snapshot(&first.root, &p.root).map_err(making(
+            "snapshot",
+            &first.root,
+            &p.root,
+        ))?;
         crate::sys::fs::write_atomic(&p.root.join(".git"), &dotgit_line(common_dir, p))
-            .map_err(CreateError::from)?;
-        let dev = std::fs::symlink_metadata(&p.root).map_err(|source| CreateError::Read {
-            root: p.root.clone(),
-            source,
-        })?;
+            .map_err(WorkspaceError::from)?;
+        let dev = std::fs::symlink_metadata(&p.root).map_err(WorkspaceError::at(
+            "read",
+            &p.root,
+            (&p.root, false),
+        ))?;
         let mut state = indexes[0].clone();
         {
             use std::os::unix::fs::MetadataExt;
@@ -287,7 +240,7 @@ fn create_snapshots<T: Clone, E: From<CreateError>>(
     if plans.len() == 2 {
         crate::sys::interrupt::pause("replicating");
     }
-    // Index files last (see `create_all_inner`).
+    // Index files last (see `create_all_sparse`).
     write_indexes(common_dir, plans, indexes)?;
     Ok(match value {
         Some(v) => vec![v; plans.len()],
@@ -314,47 +267,6 @@ fn write_indexes(common_dir: &Path, plans: &[Plan], indexes: Vec<gix::index::Sta
 
 pub(super) fn cores() -> usize {
     crate::sys::parallel::threads(usize::MAX)
-}
-
-fn create_all_inner(
-    common_dir: &Path,
-    baseline: ObjectId,
-    baseline_tree: ObjectId,
-    plans: &[Plan],
-    sparse: Option<&crate::git::sparse::Workspaces>,
-) -> Result<()> {
-    let Some(first) = plans.first() else {
-        return Ok(());
-    };
-    for p in plans {
-        register(common_dir, baseline, p)?;
-        if let Some(s) = sparse {
-            s.write(common_dir, &registration(common_dir, &p.worktree_id))?;
-        }
-    }
-    crate::sys::interrupt::pause("registered");
-    let cores = cores();
-    let index = check_out_first(first, baseline_tree, sparse, cores)?;
-
-    let mut indexes = vec![index];
-    if plans.len() > 1 {
-        let method = if can_clone(&first.root, &plans[1].root) {
-            Method::Clone
-        } else {
-            Method::Copy
-        };
-        let others = replicate(&first.root, &indexes[0], &plans[1..], method, cores)?;
-        indexes.extend(others);
-    }
-    if gix::interrupt::is_triggered() {
-        return Err(CreateError::Interrupted);
-    }
-    let roots: Vec<&Path> = plans.iter().map(|p| p.root.as_path()).collect();
-    settle(&roots, &mut indexes, cores)?;
-    // Index files last: written after every file is settled, so no entry is racy.
-    // One thread per workspace.
-    write_indexes(common_dir, plans, indexes)?;
-    Ok(())
 }
 
 /// Undo `register` and the files of a plan: only what this prepare made
@@ -405,10 +317,9 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
                         Removal::Foreign
                     }
                     Err(e) => {
-                        return Err(CreateError::Remove {
-                            path: root.to_path_buf(),
-                            source: std::io::Error::from_raw_os_error(e.raw_os_error()),
-                        })
+                        return Err(WorkspaceError::io("remove", root)(
+                            std::io::Error::from_raw_os_error(e.raw_os_error()),
+                        ))
                     }
                 }
             }
@@ -423,7 +334,7 @@ pub fn remove_unfinished(common_dir: &Path, root: &Path, worktree_id: &str) -> R
         Err(e)
             if e.kind() == std::io::ErrorKind::NotFound
                 || e.kind() == std::io::ErrorKind::NotADirectory => {}
-        Err(source) => return Err(CreateError::Remove { path: reg, source }),
+        Err(source) => return Err(WorkspaceError::io("remove", &reg)(source)),
     }
     if state != Removal::Foreign {
         remove_empty_parents(root, Reach::Beneath);
@@ -451,6 +362,22 @@ pub fn unfinished_removal(common_dir: &Path, root: &Path, worktree_id: &str) -> 
         Identity::Ours { .. } => Removal::Removed,
         _ if empty_beneath(root).is_some() => Removal::Removed,
         _ => Removal::Foreign,
+    }
+}
+
+/// `op` on `path` making the workspace folder `root` failed: something
+/// already there is [`WorkspaceError::Exists`], anything else an I/O error
+/// under the workspace root.
+fn making<'a>(
+    op: &'static str,
+    path: &'a Path,
+    root: &'a Path,
+) -> impl Fn(std::io::Error) -> WorkspaceError + 'a {
+    move |source| match source.kind() {
+        std::io::ErrorKind::AlreadyExists => WorkspaceError::Exists {
+            root: root.to_path_buf(),
+        },
+        _ => WorkspaceError::at(op, path, (root, IN_ROOT))(source),
     }
 }
 
@@ -484,7 +411,7 @@ pub(super) fn register_as(
 ) -> Result<()> {
     let io = |what: &Path| {
         let path = what.to_path_buf();
-        move |source| CreateError::Create { path, source }
+        move |source| WorkspaceError::at("create", &path, (&path, IN_ROOT))(source)
     };
     if let Some(parent) = p.root.parent() {
         std::fs::create_dir_all(parent).map_err(io(parent))?;
@@ -493,18 +420,7 @@ pub(super) fn register_as(
         Make::Folder => std::fs::create_dir(&p.root),
         Make::Subvolume => crate::sys::btrfs::create_subvolume(&p.root),
     };
-    made.map_err(|source| {
-        if source.kind() == std::io::ErrorKind::AlreadyExists {
-            CreateError::Exists {
-                root: p.root.clone(),
-            }
-        } else {
-            CreateError::Create {
-                path: p.root.clone(),
-                source,
-            }
-        }
-    })?;
+    made.map_err(making("create", &p.root, &p.root))?;
     let reg = registration(common_dir, &p.worktree_id);
     std::fs::create_dir_all(reg.parent().unwrap_or(common_dir)).map_err(io(&reg))?;
     std::fs::create_dir(&reg).map_err(io(&reg))?;
@@ -531,7 +447,7 @@ fn check_out_first(
     cores: usize,
 ) -> Result<gix::index::State> {
     let repo = crate::git::repo::open_worktree(&first.root)?;
-    let git = |source: gix::Error| CreateError::Checkout {
+    let git = |source: gix::Error| WorkspaceError::Checkout {
         root: first.root.clone(),
         source,
     };

@@ -25,7 +25,7 @@
 //! derived (a `.gitattributes` differs, so unchanged files might need
 //! other bytes, or a carried ignored file is in the way), the workspace is
 //! checked out as elsewhere.
-//! Its failures are `DerivedError` (the folder and its cause, or what the
+//! Its failures are `WorkspaceError` (the folder and its cause, or what the
 //! steps it runs failed with); `ops::explain` words them.
 
 use std::collections::HashMap;
@@ -33,65 +33,9 @@ use std::collections::HashMap;
 use gix::bstr::{BStr, ByteSlice};
 
 use super::*;
-use crate::sys::fs::FsError;
+use crate::workspace::error::IN_ROOT;
 
-/// Why a template or a verification workspace could not be made or removed.
-#[derive(Debug, thiserror::Error)]
-pub enum DerivedError {
-    /// Registering a workspace, or checking one out as elsewhere.
-    #[error(transparent)]
-    Create(#[from] CreateError),
-    /// Checking out, settling, or writing an index.
-    #[error(transparent)]
-    Fill(#[from] FillError),
-    /// A snapshot's `.git` file.
-    #[error(transparent)]
-    Fs(#[from] FsError),
-    /// What the layers it calls that still return the crate's `Error`
-    /// failed with (the repository, the template's `fill`).
-    #[error(transparent)]
-    Engine(#[from] Error),
-    /// Removing a template's folder.
-    #[error(transparent)]
-    Removal(#[from] super::RemoveError),
-    /// Ctrl-C while a workspace was derived.
-    #[error("interrupted")]
-    Interrupted,
-    /// The target's index.
-    #[error("cannot check out {}", root.display())]
-    Checkout {
-        root: PathBuf,
-        #[source]
-        source: gix::Error,
-    },
-    /// A registered folder that changed before the snapshot replaced it.
-    #[error("the workspace folder {} was changed while it was made", root.display())]
-    Changed { root: PathBuf },
-    /// The btrfs snapshot of the template at `root`.
-    #[error("cannot snapshot {}", from.display())]
-    Snapshot {
-        from: PathBuf,
-        root: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A path the target does not have.
-    #[error("cannot remove {}", path.display())]
-    Remove {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The snapshot's device number.
-    #[error("cannot read {}", root.display())]
-    Read {
-        root: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-type Result<T, E = DerivedError> = std::result::Result<T, E>;
+type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
 
 /// A checked-out subvolume that verification workspaces are snapshots of.
 pub struct Template {
@@ -120,7 +64,7 @@ pub fn create_template(
     let made = (|| -> Result<gix::index::State> {
         register_as(common_dir, commit, plan, Make::Subvolume)?;
         let repo = crate::git::repo::open_worktree(&plan.root)?;
-        let git = |source: gix::Error| DerivedError::Checkout {
+        let git = |source: gix::Error| WorkspaceError::Checkout {
             root: plan.root.clone(),
             source,
         };
@@ -134,7 +78,7 @@ pub fn create_template(
         )?;
         fill(&plan.root)?;
         if gix::interrupt::is_triggered() {
-            return Err(DerivedError::Interrupted);
+            return Err(WorkspaceError::Interrupted);
         }
         write_index(common_dir, plan, index.clone())?;
         Ok(index)
@@ -156,7 +100,7 @@ pub(super) fn write_index(
     common_dir: &Path,
     p: &Plan,
     state: gix::index::State,
-) -> Result<(), FillError> {
+) -> Result<(), WorkspaceError> {
     let path = Registration::new(common_dir, &p.worktree_id).index_file();
     gix::index::File::from_state(state, &path)
         .write(Default::default())
@@ -179,7 +123,7 @@ pub fn create_from(
         create_all(common_dir, commit, tree, std::slice::from_ref(plan))?;
         Ok(false)
     };
-    match derive(common_dir, t, commit, tree, plan) {
+    match derive(common_dir, t, (commit, tree), plan) {
         Ok(true) => Ok(true),
         Ok(false) => checkout(),
         Err(e) => {
@@ -193,16 +137,16 @@ pub fn create_from(
 }
 
 /// The snapshot path of [`create_from`]: `false` (nothing made) when the
-/// workspace cannot be derived from the template.
+/// workspace cannot be derived from the template (at the commit and its
+/// tree).
 fn derive(
     common_dir: &Path,
     t: &Template,
-    commit: ObjectId,
-    tree: ObjectId,
+    (commit, tree): (ObjectId, ObjectId),
     plan: &Plan,
 ) -> Result<bool> {
     let source = crate::git::repo::open_worktree(&t.plan.root)?;
-    let git = |source: gix::Error| DerivedError::Checkout {
+    let git = |source: gix::Error| WorkspaceError::Checkout {
         root: plan.root.clone(),
         source,
     };
@@ -238,7 +182,7 @@ fn derive(
         cores(),
     )?;
     if gix::interrupt::is_triggered() {
-        return Err(DerivedError::Interrupted);
+        return Err(WorkspaceError::Interrupted);
     }
     write_index(common_dir, plan, index)?;
     Ok(true)
@@ -304,21 +248,20 @@ fn differences(t: &Template, index: &gix::index::State) -> Option<(Vec<bool>, De
 /// (as in `create_snapshots`), with its own `.git` file.
 fn snapshot_template(common_dir: &Path, t: &Template, commit: ObjectId, plan: &Plan) -> Result<()> {
     register(common_dir, commit, plan)?;
-    let taken = || DerivedError::Changed {
+    let taken = || WorkspaceError::Changed {
         root: plan.root.clone(),
+        verification: true,
     };
     if !is_ours(common_dir, &plan.root, &plan.worktree_id) {
         return Err(taken());
     }
     let _ = std::fs::remove_file(plan.root.join(".git"));
     std::fs::remove_dir(&plan.root).map_err(|_| taken())?;
-    crate::sys::btrfs::snapshot(&t.plan.root, &plan.root).map_err(|source| {
-        DerivedError::Snapshot {
-            from: t.plan.root.clone(),
-            root: plan.root.clone(),
-            source,
-        }
-    })?;
+    crate::sys::btrfs::snapshot(&t.plan.root, &plan.root).map_err(WorkspaceError::at(
+        "snapshot",
+        &t.plan.root,
+        (&plan.root, IN_ROOT),
+    ))?;
     // Killed here, the snapshot's `.git` still names the template's
     // registration: `remove_half_made` takes it.
     crate::sys::interrupt::pause("verify-snapshotted");
@@ -329,10 +272,6 @@ fn snapshot_template(common_dir: &Path, t: &Template, commit: ObjectId, plan: &P
 /// Deletions under `root`, deepest first: a file, a link (never followed)
 /// or a gitlink's empty folder; then the folders they leave empty.
 fn delete(root: &Path, deletions: &[(PathBuf, bool)]) -> Result<()> {
-    let io = |p: &Path| {
-        let path = p.to_path_buf();
-        move |source| DerivedError::Remove { path, source }
-    };
     for (rel, gitlink) in deletions.iter().rev() {
         let path = root.join(rel);
         let gone = if *gitlink {
@@ -343,7 +282,7 @@ fn delete(root: &Path, deletions: &[(PathBuf, bool)]) -> Result<()> {
         match gone {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io(&path)(e)),
+            Err(e) => return Err(WorkspaceError::io("remove", &path)(e)),
         }
         let mut dir = rel.parent();
         while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
@@ -367,10 +306,7 @@ fn keep_stat(
     let dev = {
         use std::os::unix::fs::MetadataExt;
         std::fs::symlink_metadata(root)
-            .map_err(|source| DerivedError::Read {
-                root: root.to_path_buf(),
-                source,
-            })?
+            .map_err(WorkspaceError::at("read", root, (root, false)))?
             .dev() as u32
     };
     let stats: HashMap<&BStr, gix::index::entry::Stat> = t
@@ -486,5 +422,5 @@ pub fn remove_verification(common_dir: &Path, v: &Verification) -> Result<Remova
             }
         }
     }
-    Ok(remove(common_dir, &v.root, &v.worktree_id)?)
+    remove(common_dir, &v.root, &v.worktree_id)
 }

@@ -4,97 +4,17 @@
 //! others from it (`replicate`: cloned with FICLONE where the filesystem
 //! shares extents and the file is big, otherwise read once and written to
 //! each).
-//! Its failures are `FillError` (the workspace, the file and the cause);
+//! Its failures are `WorkspaceError` (the workspace, the file and the cause);
 //! `ops::explain` words them.
 //! Never: follows a symlink, writes outside the workspaces it is given.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::{Cause, Plan};
-use crate::git::ident::IdentError;
-use crate::workspace::carry::CarryError;
+use crate::workspace::error::IN_ROOT;
+use crate::workspace::WorkspaceError;
 
-/// Why a workspace could not be checked out, dated or replicated.
-#[derive(Debug, thiserror::Error)]
-pub enum FillError {
-    /// The checkout's options for the workspace at `root`.
-    #[error("cannot check out {}", root.display())]
-    Options {
-        root: PathBuf,
-        #[source]
-        source: gix::Error,
-    },
-    /// The object database, shared with the checkout's threads.
-    #[error("cannot open objects")]
-    Objects {
-        #[source]
-        source: Cause,
-    },
-    /// The checkout of (or the index of) the workspace at `root` (a full
-    /// disk or the like under it is named as such).
-    #[error("cannot check out {}", root.display())]
-    Checkout {
-        root: PathBuf,
-        #[source]
-        source: Cause,
-    },
-    /// A filter driver that failed on a file of the checkout: what
-    /// `git::blob` made of it.
-    #[error(transparent)]
-    Filter(crate::error::Error),
-    /// A file of the checkout that could not be written.
-    #[error("cannot write {file} in {}", root.display())]
-    Write {
-        file: String,
-        root: PathBuf,
-        #[source]
-        source: Cause,
-    },
-    /// A path of the checkout where something already is.
-    #[error("cannot write {file} in {}: something is in the way", root.display())]
-    InTheWay { file: String, root: PathBuf },
-    /// A path too long for the kernel below `root`.
-    #[error("cannot write {file} in {}: file name too long", root.display())]
-    TooLong { file: String, root: PathBuf },
-    /// Putting `ident` right in the checkout.
-    #[error(transparent)]
-    Ident(#[from] IdentError),
-    /// Opening the roots of a replication.
-    #[error(transparent)]
-    Carry(#[from] CarryError),
-    /// The probe of the filesystem clock under `dir`.
-    #[error("cannot write in {}", dir.display())]
-    Clock {
-        dir: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// Dating a file one second back.
-    #[error("cannot date {}", path.display())]
-    Date {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// `what` (open, create, read, ...) on `path` of a replication into
-    /// the workspace at `root` (or from the first one).
-    #[error("cannot {what} {}", path.display())]
-    Walk {
-        what: &'static str,
-        path: PathBuf,
-        root: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// Ctrl-C during a checkout or replication.
-    #[error("interrupted")]
-    Interrupted,
-    /// A checkout thread that panicked.
-    #[error("a checkout thread panicked")]
-    Panicked,
-}
-
-type Result<T, E = FillError> = std::result::Result<T, E>;
+type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
 
 /// Check out `index` into the empty folder `root` with `threads` workers
 /// (entries marked `SKIP_WORKTREE` are left out); the entries receive the
@@ -106,7 +26,7 @@ pub(super) fn checkout(
     root: &Path,
     threads: usize,
 ) -> Result<()> {
-    let git = |source: gix::Error| FillError::Options {
+    let git = |source: gix::Error| WorkspaceError::Checkout {
         root: root.to_path_buf(),
         source,
     };
@@ -122,19 +42,11 @@ pub(super) fn checkout(
         .objects
         .clone()
         .into_arc()
-        .map_err(|e| FillError::Objects { source: e.into() })?;
-    let outcome = gix::worktree::state::checkout(
-        index,
-        root.to_path_buf(),
-        objects,
-        &gix::progress::Discard,
-        &gix::progress::Discard,
-        &gix::interrupt::IS_INTERRUPTED,
-        opts,
-    )
-    .map_err(|e| checkout_failed(Some((repo, &*index)), root, e.into()))?;
+        .map_err(|e| WorkspaceError::Objects { source: e.into() })?;
+    let outcome = run_checkout(index, root, objects, opts)
+        .map_err(|e| checkout_failed(Some((repo, &*index)), root, e.into()))?;
     if gix::interrupt::is_triggered() {
-        return Err(FillError::Interrupted);
+        return Err(WorkspaceError::Interrupted);
     }
     if let Some(first) = outcome.errors.into_iter().next() {
         let file = crate::sys::paths::quote(first.path.as_ref());
@@ -144,23 +56,42 @@ pub(super) fn checkout(
         if crate::error::Error::fs_cause("", Some(root), &*source).is_none() {
             if let Some(err) = crate::git::blob::checkout_filter_failed(repo, index, root, &*source)
             {
-                return Err(FillError::Filter(err));
+                return Err(WorkspaceError::Engine(err));
             }
         }
-        return Err(FillError::Write {
+        return Err(WorkspaceError::WriteFile {
             file,
             root: root.to_path_buf(),
             source,
         });
     }
     if let Some(first) = outcome.collisions.first() {
-        return Err(FillError::InTheWay {
+        return Err(WorkspaceError::InTheWay {
             file: crate::sys::paths::quote(first.path.as_ref()),
             root: root.to_path_buf(),
         });
     }
     // gix writes `ident` its own way; git's bytes (design §3.15).
     Ok(crate::git::ident::fix_checkout(repo, index, root)?)
+}
+
+/// gix's checkout of `index` into `root` with `objects` (shared with its
+/// threads), without progress; Ctrl-C stops it.
+pub(super) fn run_checkout(
+    index: &mut gix::index::State,
+    root: &Path,
+    objects: impl gix::objs::Find + Send + Clone,
+    opts: gix::worktree::state::checkout::Options,
+) -> std::result::Result<gix::worktree::state::checkout::Outcome, gix::Error> {
+    gix::worktree::state::checkout(
+        index,
+        root,
+        objects,
+        &gix::progress::Discard,
+        &gix::progress::Discard,
+        &gix::interrupt::IS_INTERRUPTED,
+        opts,
+    )
 }
 
 /// The filesystem clock under `dir` as (seconds, nanoseconds), probed with a
@@ -170,10 +101,7 @@ fn fs_clock(dir: &Path) -> Result<(i64, u32)> {
     let probe = dir.join(".git-delegate-clock");
     let now = std::fs::write(&probe, b"")
         .and_then(|_| std::fs::symlink_metadata(&probe))
-        .map_err(|source| FillError::Clock {
-            dir: dir.to_path_buf(),
-            source,
-        });
+        .map_err(WorkspaceError::io("write in", dir));
     let _ = std::fs::remove_file(&probe);
     let md = now?;
     Ok((md.mtime(), md.mtime_nsec() as u32))
@@ -257,10 +185,7 @@ fn date(
                 continue;
             }
             let path = root.join(crate::sys::paths::to_os(e.path_in(paths)));
-            let io = |source: std::io::Error| FillError::Date {
-                path: path.clone(),
-                source,
-            };
+            let io = |source: std::io::Error| WorkspaceError::io("date", &path)(source);
             rustix::fs::utimensat(
                 rustix::fs::CWD,
                 &path,
@@ -377,7 +302,7 @@ pub(super) fn replicate(
                 crate::sys::interrupt::pause("replicating");
             }
             if gix::interrupt::is_triggered() {
-                return Err(FillError::Interrupted);
+                return Err(WorkspaceError::Interrupted);
             }
             let e = &src_entries[start + i];
             if e.flags.contains(gix::index::entry::Flags::SKIP_WORKTREE) {
@@ -431,13 +356,11 @@ impl<'a> Replicator<'a> {
         })
     }
 
-    fn err(root: &Path, rel: &[u8], what: &'static str, e: rustix::io::Errno) -> FillError {
-        FillError::Walk {
-            what,
-            path: root.join(crate::sys::paths::to_os(rel.into())),
-            root: root.to_path_buf(),
-            source: std::io::Error::from_raw_os_error(e.raw_os_error()),
-        }
+    fn err(root: &Path, rel: &[u8], what: &'static str, e: rustix::io::Errno) -> WorkspaceError {
+        let path = root.join(crate::sys::paths::to_os(rel.into()));
+        WorkspaceError::at(what, &path, (root, IN_ROOT))(std::io::Error::from_raw_os_error(
+            e.raw_os_error(),
+        ))
     }
 
     /// Open (and create in the destinations) the folders `dirs`.
@@ -493,7 +416,7 @@ impl<'a> Replicator<'a> {
         // so it fails like a checkout of the same file does.
         for root in self.dst_roots {
             if root.as_os_str().len() + 1 + rel.len() >= PATH_MAX {
-                return Err(FillError::TooLong {
+                return Err(WorkspaceError::TooLong {
                     file: crate::sys::paths::quote(rel.into()),
                     root: root.to_path_buf(),
                 });
@@ -600,8 +523,8 @@ impl<'a> Replicator<'a> {
 }
 
 /// What a checkout thread's panic is reported as.
-pub(super) fn checkout_panicked() -> FillError {
-    FillError::Panicked
+pub(super) fn checkout_panicked() -> WorkspaceError {
+    WorkspaceError::Panicked { what: "checkout" }
 }
 
 /// A checkout (or writing its index) that failed with `e`: a filter
@@ -612,15 +535,15 @@ pub(super) fn checkout_failed(
     repo: Option<(&gix::Repository, &gix::index::State)>,
     root: &Path,
     e: Cause,
-) -> FillError {
+) -> WorkspaceError {
     if crate::error::Error::fs_cause("", Some(root), &*e).is_none() {
         if let Some(err) =
             repo.and_then(|(r, i)| crate::git::blob::checkout_filter_failed(r, i, root, &*e))
         {
-            return FillError::Filter(err);
+            return WorkspaceError::Engine(err);
         }
     }
-    FillError::Checkout {
+    WorkspaceError::CheckoutFiles {
         root: root.to_path_buf(),
         source: e,
     }

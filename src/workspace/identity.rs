@@ -287,25 +287,11 @@ pub(super) fn identify_at(
 /// Does the `.git` file inside the opened folder point at `reg`? Never
 /// through a symlink.
 fn dotgit_points_at(dir: &OwnedFd, reg: &Path) -> bool {
-    use rustix::fs::{Mode, OFlags};
-    use std::io::Read;
+    use std::os::fd::AsFd;
     use std::os::unix::ffi::OsStrExt;
-    let Ok(f) = rustix::fs::openat(
-        dir,
-        ".git",
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
-        Mode::empty(),
-    ) else {
+    let Ok(text) = crate::sys::fs::read_at_most(dir.as_fd(), ".git", 64 * 1024) else {
         return false;
     };
-    let mut text = Vec::new();
-    if std::fs::File::from(f)
-        .take(64 * 1024)
-        .read_to_end(&mut text)
-        .is_err()
-    {
-        return false;
-    }
     let text = text.strip_suffix(b"\n").unwrap_or(&text);
     let Some(target) = text.strip_prefix(b"gitdir: ") else {
         return false;

@@ -61,10 +61,12 @@ pub type Cause = Box<dyn std::error::Error + Send + Sync>;
 pub mod carry;
 mod create;
 mod derived;
+pub(crate) mod error;
 mod fill;
 mod identity;
 pub mod pool;
 pub mod presence;
+mod refused;
 mod remove;
 pub mod scratch;
 pub mod shared_root;
@@ -76,20 +78,16 @@ pub use derived::{
 };
 
 // The steps `derived` makes its workspaces with.
-pub use create::CreateError;
 use create::{cores, dotgit_line, register, register_as, remove_created, Make};
 pub use create::{
     create_all, create_all_filled, create_all_sparse, remove_unfinished, unfinished_removal,
 };
-pub use derived::DerivedError;
-pub use fill::FillError;
+pub use error::WorkspaceError;
 use fill::{checkout, checkout_failed, settle};
 pub use identity::{folder_of, health, identify, is_ours, refusal, Identity};
 use identity::{identify_at, registered_location, Reach};
 use remove::remove_held;
-pub use remove::{
-    discard, release, remove, remove_empty_parents_of, remove_joined, remove_task, RemoveError,
-};
+pub use remove::{discard, release, remove, remove_empty_parents_of, remove_joined, remove_task};
 
 /// One workspace to create.
 #[derive(Debug, Clone)]

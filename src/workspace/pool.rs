@@ -42,79 +42,6 @@ use gix::bstr::{BStr, ByteSlice};
 use super::identity::{identify, identify_at, Identity, Reach};
 use super::*;
 use crate::record::pool::{self as record, Idle};
-use crate::sys::fs::FsError;
-use crate::workspace::shared_root::SharedRootError;
-
-/// Why a workspace could not be parked, reused or removed from the pool.
-#[derive(Debug, thiserror::Error)]
-pub enum PoolError {
-    /// What the layers it calls that still return the crate's `Error`
-    /// (the pool's records, a snapshot, the repository, a checkout) failed
-    /// with.
-    #[error(transparent)]
-    Engine(#[from] Error),
-    /// Removing an idle workspace.
-    #[error(transparent)]
-    Removal(#[from] super::RemoveError),
-    #[error(transparent)]
-    SharedRoot(#[from] SharedRootError),
-    #[error(transparent)]
-    Fs(#[from] FsError),
-    /// Checking out and settling what a reuse changed.
-    #[error(transparent)]
-    Fill(#[from] FillError),
-    /// The trees of a reused workspace and of the baseline.
-    #[error(transparent)]
-    Diff(#[from] crate::git::diff::DiffError),
-    /// Ctrl-C while taking from the pool.
-    #[error("interrupted")]
-    Interrupted,
-    /// The baseline's index for a reused workspace.
-    #[error("cannot check out {}", root.display())]
-    Checkout {
-        root: PathBuf,
-        #[source]
-        source: gix::Error,
-    },
-    /// The stat data of a file a reuse kept.
-    #[error("cannot read {}", root.display())]
-    Read {
-        root: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A file of the old tree a reuse takes away.
-    #[error("cannot remove {file} in {}", root.display())]
-    Remove {
-        file: String,
-        root: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A registration already at the name a reuse moves one to.
-    #[error("a worktree named {id} is already registered at {}", path.display())]
-    Registered { id: String, path: PathBuf },
-    #[error("cannot rename {}", path.display())]
-    Rename {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// Moving the folder between the pool and a batch folder.
-    #[error("cannot move the workspace {}", name.display())]
-    Move {
-        name: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The `.git` file of a moved workspace at `root`.
-    #[error("cannot write {}", root.join(".git").display())]
-    DotGit {
-        root: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-}
 
 /// Where the idle workspace `id` lives below the repository folder `base`.
 fn place(base: &Path, id: &str) -> PathBuf {
@@ -212,7 +139,7 @@ pub fn park(
     base: &Path,
     task: &crate::record::batch::Task,
     known: Option<ObjectId>,
-) -> Result<bool, PoolError> {
+) -> Result<bool, WorkspaceError> {
     let Identity::Ours {
         fd: Some(fd),
         parents: Some(parents),
@@ -302,14 +229,14 @@ pub fn take(
     plans: &[Plan],
     commit: ObjectId,
     tree: ObjectId,
-) -> Result<Vec<bool>, PoolError> {
+) -> Result<Vec<bool>, WorkspaceError> {
     let mut idle = record::list(state_dir);
     let mut out = Vec::with_capacity(plans.len());
     for p in plans {
         let mut done = false;
         while let Some(rec) = idle.pop() {
             if crate::sys::interrupt::interrupted() {
-                return Err(PoolError::Interrupted);
+                return Err(WorkspaceError::Interrupted);
             }
             if hosting(state_dir, &rec) {
                 continue;
@@ -355,7 +282,7 @@ fn reuse(
     p: &Plan,
     commit: ObjectId,
     tree: ObjectId,
-) -> Result<bool, PoolError> {
+) -> Result<bool, WorkspaceError> {
     if !in_place(rec) {
         return Ok(false);
     }
@@ -423,7 +350,7 @@ fn move_to(
     changes: &[crate::git::diff::PathChange],
     old: &gix::index::File,
     tree: ObjectId,
-) -> Result<(), PoolError> {
+) -> Result<(), WorkspaceError> {
     use gix::objs::tree::EntryKind;
     // The old side of every path that differs, deepest first, then the
     // folders that leaves empty.
@@ -444,7 +371,7 @@ fn move_to(
         }
     }
     let repo = crate::git::repo::open_worktree(&p.root)?;
-    let git = |source: gix::Error| PoolError::Checkout {
+    let git = |source: gix::Error| WorkspaceError::Checkout {
         root: p.root.clone(),
         source,
     };
@@ -487,10 +414,7 @@ fn move_to(
                     OsStr::from_bytes(path),
                     rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
                 )
-                .map_err(|e| PoolError::Read {
-                    root: p.root.clone(),
-                    source: e.into(),
-                })?;
+                .map_err(|e| WorkspaceError::at("read", &p.root, (&p.root, false))(e.into()))?;
                 super::fill::stat_of(&st)
             }
         };
@@ -501,7 +425,7 @@ fn move_to(
         std::slice::from_mut(&mut index),
         cores(),
     )?;
-    Ok(super::derived::write_index(common_dir, p, index)?)
+    super::derived::write_index(common_dir, p, index)
 }
 
 /// Remove `rel` below `dir` (a file or link, never followed; a gitlink's
@@ -512,10 +436,10 @@ fn unlink_beneath(
     rel: &BStr,
     gitlink: bool,
     root: &Path,
-) -> Result<(), PoolError> {
+) -> Result<(), WorkspaceError> {
     use rustix::fs::{AtFlags, Mode, OFlags};
     use rustix::io::Errno;
-    let io = |e: Errno| PoolError::Remove {
+    let io = |e: Errno| WorkspaceError::RemoveIn {
         file: crate::sys::paths::quote(rel),
         root: root.to_path_buf(),
         source: e.into(),
@@ -559,19 +483,16 @@ fn move_registration(
     from: &str,
     p: &Plan,
     head: Option<ObjectId>,
-) -> Result<(), PoolError> {
+) -> Result<(), WorkspaceError> {
     let old = registration(common_dir, from);
     let new = registration(common_dir, &p.worktree_id);
     if new.symlink_metadata().is_ok() {
-        return Err(PoolError::Registered {
+        return Err(WorkspaceError::Registered {
             id: p.worktree_id.clone(),
             path: new,
         });
     }
-    std::fs::rename(&old, &new).map_err(|source| PoolError::Rename {
-        path: old.clone(),
-        source,
-    })?;
+    std::fs::rename(&old, &new).map_err(WorkspaceError::at("rename", &old, (&old, false)))?;
     let files = Registration::at(new.clone());
     let line = [p.root.join(".git").as_os_str().as_bytes(), b"\n"].concat();
     crate::sys::fs::write_atomic(&files.locked_file(), p.lock_reason.as_bytes())?;
@@ -588,25 +509,19 @@ fn rename_beneath(
     name: &OsStr,
     into: BorrowedFd<'_>,
     to: &OsStr,
-) -> Result<(), PoolError> {
-    rustix::fs::renameat_with(from, name, into, to, rustix::fs::RenameFlags::NOREPLACE).map_err(
-        |e| PoolError::Move {
-            name: PathBuf::from(name),
-            source: e.into(),
-        },
-    )
+) -> Result<(), WorkspaceError> {
+    rustix::fs::renameat_with(from, name, into, to, rustix::fs::RenameFlags::NOREPLACE)
+        .map_err(|e| WorkspaceError::io("move the workspace", Path::new(name))(e.into()))
 }
 
 /// Write the `.git` file of `p` into the folder held open as `dir` (a
 /// temp file made exclusively, renamed over it: never through a symlink).
-fn write_dotgit(dir: BorrowedFd<'_>, common_dir: &Path, p: &Plan) -> Result<(), PoolError> {
+fn write_dotgit(dir: BorrowedFd<'_>, common_dir: &Path, p: &Plan) -> Result<(), WorkspaceError> {
     use rustix::fs::{AtFlags, Mode};
     use std::io::Write;
     const TEMP: &str = ".git.delegate-pool";
-    let io = |source: std::io::Error| PoolError::DotGit {
-        root: p.root.clone(),
-        source,
-    };
+    let dotgit = p.root.join(".git");
+    let io = WorkspaceError::at("write", &dotgit, (&p.root, false));
     let _ = rustix::fs::unlinkat(dir, TEMP, AtFlags::empty());
     let f = crate::sys::fs::create_new_at(dir, TEMP.as_bytes(), Mode::from_raw_mode(0o644))
         .map_err(|e| io(e.into()))?;
@@ -618,7 +533,7 @@ fn write_dotgit(dir: BorrowedFd<'_>, common_dir: &Path, p: &Plan) -> Result<(), 
 
 /// Remove an idle workspace (only while it is the folder parked, its
 /// registration in any case) and its record.
-pub fn remove_idle(common_dir: &Path, rec: &Idle) -> Result<Removal, PoolError> {
+pub fn remove_idle(common_dir: &Path, rec: &Idle) -> Result<Removal, WorkspaceError> {
     let removal = if in_place(rec) {
         super::remove::remove_at(
             common_dir,
@@ -649,7 +564,7 @@ pub fn trim(
     keep: usize,
     cutoff: Option<i64>,
     dry_run: bool,
-) -> Result<Trimmed, PoolError> {
+) -> Result<Trimmed, WorkspaceError> {
     let idle = record::list(state_dir);
     let n = idle.len();
     let mut t = Trimmed::default();

@@ -2,7 +2,7 @@
 //! trash), a workspace no identity was recorded for (`remove`,
 //! `remove_joined`), their registrations, the empty folders above them,
 //! and `release` (kept as an ordinary unlocked worktree).
-//! Its error is `RemoveError` (worded in `ops::explain`).
+//! Its error is `WorkspaceError` (worded in `ops::explain`).
 //! Never: removes a folder that is not the workspace it made (its `.git`
 //! must point back at the registration), or follows a symlink.
 
@@ -15,43 +15,9 @@ use super::identity::{
 use super::{registration, Health, Removal};
 use crate::config::Mode;
 use crate::git::registration::Registration;
-use crate::workspace::carry::CarryError;
-use crate::workspace::scratch::ScratchError;
-use crate::workspace::shared_root::SharedRootError;
-use crate::workspace::submodules::SubmoduleError;
+use crate::workspace::WorkspaceError;
 
-/// Why a workspace, its registration or its lock could not be removed.
-#[derive(Debug, thiserror::Error)]
-pub enum RemoveError {
-    /// Removing a scratch copy.
-    #[error(transparent)]
-    Scratch(#[from] ScratchError),
-    /// A workspace's submodule registrations.
-    #[error(transparent)]
-    Submodule(#[from] SubmoduleError),
-    /// The folder, removed through the batch folder's handle.
-    #[error(transparent)]
-    SharedRoot(#[from] SharedRootError),
-    /// Opening the folder above one reached by its path.
-    #[error(transparent)]
-    Carry(#[from] CarryError),
-    /// The registration's `locked` file.
-    #[error("cannot unlock {}", path.display())]
-    Unlock {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The registration folder.
-    #[error("cannot remove {}", path.display())]
-    Unregister {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-type Result<T, E = RemoveError> = std::result::Result<T, E>;
+type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
 
 /// Remove a workspace folder of a batch, below the workspace root, that no
 /// identity was recorded for (a verification workspace, a corrupt batch's)
@@ -76,7 +42,7 @@ pub fn remove_task(common_dir: &Path, task: &crate::record::batch::Task) -> Resu
         return Ok(Removal::Missing);
     }
     if task.kind() == Mode::Scratch {
-        return Ok(crate::workspace::scratch::remove(common_dir, &task.root)?);
+        return crate::workspace::scratch::remove(common_dir, &task.root);
     }
     remove_at(
         common_dir,
@@ -95,7 +61,7 @@ pub(super) fn remove_at(
     reach: Reach,
 ) -> Result<Removal> {
     if crate::record::batch::kind_of(worktree_id) == Mode::Scratch {
-        return Ok(crate::workspace::scratch::remove(common_dir, root)?);
+        return crate::workspace::scratch::remove(common_dir, root);
     }
     if moved_elsewhere(common_dir, root, worktree_id) {
         release(common_dir, worktree_id)?;
@@ -231,10 +197,7 @@ pub fn release(common_dir: &Path, worktree_id: &str) -> Result<()> {
     match std::fs::remove_file(&locked) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(source) => Err(RemoveError::Unlock {
-            path: locked,
-            source,
-        }),
+        Err(source) => Err(WorkspaceError::io("unlock", &locked)(source)),
     }
 }
 
@@ -246,7 +209,7 @@ fn unregister(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<()> {
     match std::fs::remove_dir_all(&reg) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(source) => return Err(RemoveError::Unregister { path: reg, source }),
+        Err(source) => return Err(WorkspaceError::io("remove", &reg)(source)),
     }
     Ok(())
 }

@@ -26,7 +26,7 @@
 //! Never: follows a symlink below the root; enters, reads or removes a
 //! folder another user owns; removes by path what it checked through a
 //! handle; knows what a batch or a workspace holds (its callers do).
-//! Its failures are `SharedRootError` (the folder, the refusal or the
+//! Its failures are `WorkspaceError` (the folder, the refusal or the
 //! cause); `ops::explain` words them.
 
 // `stat` field widths differ between targets: the casts are deliberate.
@@ -40,113 +40,24 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::workspace::carry::CarryError;
+use crate::workspace::error::IN_ROOT;
+pub use crate::workspace::refused::{Reason, Refused};
+use crate::workspace::WorkspaceError;
 
-/// Why a folder below the workspace root could not be made, opened or
-/// removed.
-#[derive(Debug, thiserror::Error)]
-pub enum SharedRootError {
-    /// A folder refused (another user's, a symlink, ...): never entered.
-    #[error("the folder {} of the workspace root {}", .0.path.display(), .0.describe())]
-    Unsafe(Refused),
-    /// A folder that cannot be made (or made private) under the root.
-    #[error("cannot create {}", path.display())]
-    Create {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot open {}", path.display())]
-    Open {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot remove {}", path.display())]
-    Remove {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A repository folder whose path has no parent to be the root.
-    #[error("{} cannot hold workspaces", base.display())]
-    NoRoot { base: PathBuf },
-    /// Opening the workspace root.
-    #[error(transparent)]
-    Carry(#[from] CarryError),
-}
-
-type Result<T, E = SharedRootError> = std::result::Result<T, E>;
-
-/// Why a folder below (or on the way to) the workspace root was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reason {
-    /// A symbolic link where a folder is expected (or another user's
-    /// symlink on the way to the root).
-    Symlink,
-    /// Something that is not a folder where one is expected.
-    NotAFolder,
-    /// A folder the current user does not own.
-    OtherOwner,
-    /// A folder on the way to the root that every user may write in, without
-    /// the sticky bit: anyone could rename what is in it.
-    WritableByOthers,
-    /// A task's folder that is not where prepare puts workspaces
-    /// (`<workspace root>/<repo>-<fp>/<batch>/<task>`): its batch record,
-    /// which a worker can edit, names it (design §3.18).
-    NotInLayout,
-}
-
-impl Reason {
-    /// As written in JSON (`unsafe_folders[].reason`, docs/json.md).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::Symlink => "symlink",
-            Reason::NotAFolder => "not_a_folder",
-            Reason::OtherOwner => "other_owner",
-            Reason::WritableByOthers => "writable_by_others",
-            Reason::NotInLayout => "not_in_layout",
-        }
-    }
-}
-
-/// A folder refused: never entered, read or removed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refused {
-    pub path: PathBuf,
-    /// The uid owning what is there.
-    pub owner: u32,
-    pub reason: Reason,
-}
+type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
 
 impl Refused {
-    /// What is wrong with it, for people: "is a symbolic link owned by
-    /// bob (uid 12345), not a folder".
-    pub fn describe(&self) -> String {
-        let owner = owner_name(self.owner);
-        match self.reason {
-            Reason::Symlink => format!("is a symbolic link owned by {owner}, not a folder"),
-            Reason::NotAFolder => format!("is not a folder (owned by {owner})"),
-            Reason::OtherOwner => format!("is owned by another user, {owner}"),
-            Reason::WritableByOthers => format!(
-                "can be changed by every user (writable by all, without the sticky bit; owned by {owner})"
-            ),
-            Reason::NotInLayout => "is not where prepare puts a workspace (<workspace root>/<repo>-<fingerprint>/<batch>/<task>): the batch record, which its workers can edit, names it".to_string(),
-        }
-    }
-
     /// prepare's refusal (exit 3, `delegate::unsafe_workspace_root`, with
     /// the folder in the JSON error document). A file of the user's own
     /// where a folder should be is no one's attack: it is the error making
     /// the folder there gives (`delegate::io`).
-    pub fn error(&self) -> SharedRootError {
+    pub fn error(&self) -> WorkspaceError {
         if self.reason == Reason::NotAFolder && self.owner == me() {
-            return SharedRootError::Create {
-                path: self.path.clone(),
-                source: std::io::Error::from_raw_os_error(Errno::NOTDIR.raw_os_error()),
-            };
+            return WorkspaceError::at("create", &self.path, (&self.path, IN_ROOT))(errno_io(
+                Errno::NOTDIR,
+            ));
         }
-        SharedRootError::Unsafe(self.clone())
+        WorkspaceError::Unsafe(self.clone())
     }
 }
 
@@ -154,26 +65,6 @@ impl Refused {
 pub fn note(list: &mut Vec<Refused>, r: Refused) {
     if !list.iter().any(|x| x.path == r.path) {
         list.push(r);
-    }
-}
-
-/// `name (uid N)` from `/etc/passwd`, or `uid N`.
-fn owner_name(uid: u32) -> String {
-    let name = std::fs::read("/etc/passwd").ok().and_then(|text| {
-        text.split(|&b| b == b'\n').find_map(|line| {
-            let mut fields = line.split(|&b| b == b':');
-            let name = fields.next()?;
-            let _password = fields.next()?;
-            let id = std::str::from_utf8(fields.next()?)
-                .ok()?
-                .parse::<u32>()
-                .ok()?;
-            (id == uid && !name.is_empty()).then(|| String::from_utf8_lossy(name).into_owned())
-        })
-    });
-    match name {
-        Some(n) => format!("{n} (uid {uid})"),
-        None => format!("uid {uid}"),
     }
 }
 
@@ -285,10 +176,7 @@ fn child_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> Result<Opened
     if !is_one_name(name) {
         return Ok(Opened::Missing);
     }
-    let io = |e: Errno| SharedRootError::Open {
-        path: path.clone(),
-        source: errno_io(e),
-    };
+    let io = |e: Errno| WorkspaceError::io("open", &path)(errno_io(e));
     match rfs::openat(
         dir,
         name,
@@ -341,10 +229,7 @@ fn child_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> Result<Opened
 
 fn make_child_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> Result<Dir> {
     let path = dir_path.join(name);
-    let io = |e: Errno| SharedRootError::Create {
-        path: path.clone(),
-        source: errno_io(e),
-    };
+    let io = |e: Errno| WorkspaceError::at("create", &path, (&path, IN_ROOT))(errno_io(e));
     // Removed by someone else in between (a background deleter taking an
     // empty trash): once more.
     for _ in 0..2 {
@@ -400,12 +285,7 @@ pub fn open_base(base: &Path) -> Result<Opened<Base>> {
     ) {
         Ok(fd) => fd,
         Err(Errno::NOENT | Errno::NOTDIR) => return Ok(Opened::Missing),
-        Err(e) => {
-            return Err(SharedRootError::Open {
-                path: root.to_path_buf(),
-                source: errno_io(e),
-            })
-        }
+        Err(e) => return Err(WorkspaceError::io("open", root)(errno_io(e))),
     };
     Ok(match child_at(rootfd.as_fd(), root, name)? {
         Opened::Ours(dir) => Opened::Ours(Base {
@@ -525,7 +405,7 @@ pub fn check(base: &Path) -> Result<()> {
 /// `0700` and ours. Returns the batch folder held open.
 pub fn make_batch_dir(base: &Path, short: impl AsRef<OsStr>) -> Result<Dir> {
     let Some((root, name)) = split(base) else {
-        return Err(SharedRootError::NoRoot {
+        return Err(WorkspaceError::NoRoot {
             base: base.to_path_buf(),
         });
     };
@@ -535,10 +415,7 @@ pub fn make_batch_dir(base: &Path, short: impl AsRef<OsStr>) -> Result<Dir> {
             .recursive(true)
             .mode(0o700)
             .create(root)
-            .map_err(|source| SharedRootError::Create {
-                path: root.to_path_buf(),
-                source,
-            })?;
+            .map_err(WorkspaceError::at("create", root, (root, IN_ROOT)))?;
     }
     check_root(root)?;
     let rootfd = crate::workspace::carry::open_root(root)?;
@@ -621,10 +498,7 @@ pub fn remove_held_at(
     name: &OsStr,
     held: OwnedFd,
 ) -> Result<()> {
-    let io = |e: Errno| SharedRootError::Remove {
-        path: path.to_path_buf(),
-        source: errno_io(e),
-    };
+    let io = |e: Errno| WorkspaceError::io("remove", path)(errno_io(e));
     let st = rfs::fstat(&held).map_err(io)?;
     if st.st_mode & 0o700 != 0o700 {
         rfs::fchmod(

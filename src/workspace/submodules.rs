@@ -10,7 +10,7 @@
 //! Owns: what a submodule is here (a gitlink entry of an index, its folder,
 //! its `.git` file and the repository that names), what makes one dirty,
 //! the registrations made in submodule repositories.
-//! Its failures are `SubmoduleError` (the submodule, the file or
+//! Its failures are `WorkspaceError` (the submodule, the file or
 //! repository, and the cause); `ops::explain` words them.
 //! Never: writes into the source's submodules (their working trees, indexes,
 //! refs or config), fetches, or removes a registration it cannot prove it
@@ -22,149 +22,12 @@ use std::path::{Path, PathBuf};
 use gix::bstr::{BString, ByteSlice};
 use gix::ObjectId;
 
-use crate::git::ident::IdentError;
 use crate::git::registration::Registration;
-use crate::sys::fs::FsError;
+pub use crate::workspace::error::Moved;
 use crate::workspace::Cause;
+use crate::workspace::WorkspaceError;
 
-/// Why the submodules of a source could not be found or checked, given to
-/// a workspace, or unregistered.
-#[derive(Debug, thiserror::Error)]
-pub enum SubmoduleError {
-    /// Opening a submodule's (or a workspace's) repository.
-    #[error(transparent)]
-    Repo(#[from] crate::error::Error),
-    /// The real path of a submodule's repository.
-    #[error(transparent)]
-    Fs(#[from] FsError),
-    /// Putting `ident` right in a submodule's checkout.
-    #[error(transparent)]
-    Ident(#[from] IdentError),
-    /// The index of a superproject (or of a submodule with nested ones).
-    #[error("cannot read the index")]
-    Index {
-        #[source]
-        source: Cause,
-    },
-    /// A submodule whose repository is its `.git` folder (the old layout).
-    #[error("the submodule {shown} keeps its repository inside its folder ({}), which git delegate cannot share with workspaces", dotgit.display())]
-    Inside { shown: String, dotgit: PathBuf },
-    /// A submodule with another commit (or none) checked out than the one
-    /// its superproject records.
-    #[error("{}", head_moved(&.0.shown, .0.head, .0.commit))]
-    HeadMoved(Box<Moved>),
-    /// A submodule with modified tracked files.
-    #[error("the submodule {shown} has uncommitted changes ({} is modified)", crate::sys::paths::quote(changed.as_bstr()))]
-    Modified {
-        shown: String,
-        dir: PathBuf,
-        changed: BString,
-    },
-    /// The status of a submodule's working tree.
-    #[error("cannot read the status of {}", dir.display())]
-    Status {
-        dir: PathBuf,
-        #[source]
-        source: Cause,
-    },
-    /// The commit a nested submodule's parent was given.
-    #[error("cannot read a submodule's commit")]
-    ParentCommit {
-        #[source]
-        source: Cause,
-    },
-    /// The tree holding a gitlink.
-    #[error("cannot read a tree")]
-    Tree {
-        #[source]
-        source: Cause,
-    },
-    /// A submodule's folder or registration file in a workspace.
-    #[error("cannot create {}", path.display())]
-    Create {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A submodule's folder in a fresh workspace that is not empty.
-    #[error("cannot check out the submodule {shown} in {}: its folder is not empty", root.display())]
-    NotEmpty { shown: String, root: PathBuf },
-    /// A registration of that name the submodule's repository already has.
-    #[error("a worktree named {id} is already registered at {}", dir.display())]
-    Registered {
-        id: String,
-        dir: PathBuf,
-        git_dir: PathBuf,
-    },
-    /// Reading what to check out for a submodule at `dest`, or writing its
-    /// index.
-    #[error("cannot check out the submodule at {}", dest.display())]
-    Checkout {
-        dest: PathBuf,
-        #[source]
-        source: Cause,
-    },
-    /// The checkout's files (a full disk under `dest` is named as such).
-    #[error("cannot check out the submodule at {}", dest.display())]
-    CheckoutFiles {
-        dest: PathBuf,
-        #[source]
-        source: Cause,
-    },
-    /// A file of that checkout that could not be written.
-    #[error("cannot check out the submodule at {}: cannot write {file}: {error}", dest.display())]
-    CheckoutFile {
-        dest: PathBuf,
-        file: String,
-        error: String,
-    },
-    /// Ctrl-C during a checkout.
-    #[error("interrupted")]
-    Interrupted,
-    /// Removing a submodule registration.
-    #[error("cannot remove {}", path.display())]
-    Remove {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// Unlocking a submodule registration.
-    #[error("cannot unlock {}", path.display())]
-    Unlock {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-/// The facts of [`SubmoduleError::HeadMoved`].
-#[derive(Debug)]
-pub struct Moved {
-    pub shown: String,
-    /// The submodule's folder, its superproject's and the gitlink's path in
-    /// that one.
-    pub dir: PathBuf,
-    pub root: PathBuf,
-    pub path: BString,
-    pub commit: ObjectId,
-    pub head: Option<ObjectId>,
-    pub nested: bool,
-}
-
-fn head_moved(shown: &str, head: Option<ObjectId>, commit: ObjectId) -> String {
-    let recorded = commit.to_hex_with_len(12);
-    match head {
-        Some(h) => format!(
-            "the submodule {shown} has commit {} checked out, not {recorded}, the commit its superproject records",
-            h.to_hex_with_len(12)
-        ),
-        None => format!(
-            "the submodule {shown} has no commit checked out (its superproject records {recorded})"
-        ),
-    }
-}
-
-type Result<T, E = SubmoduleError> = std::result::Result<T, E>;
+type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
 
 /// One submodule of a source, found through the index of its superproject.
 #[derive(Debug, Clone)]
@@ -187,17 +50,63 @@ fn rel(root: &Path, path: &[u8]) -> PathBuf {
     root.join(crate::sys::paths::to_os(path.as_bstr()))
 }
 
-/// The gitlink entries (stage 0) of `repo`'s index: (path, commit).
-fn gitlinks(repo: &gix::Repository) -> Result<Vec<(BString, ObjectId)>> {
+/// A gitlink entry (stage 0) of a superproject's index, as [`walk`] meets it.
+struct Gitlink {
+    /// Its path in that index.
+    path: BString,
+    /// Its path from the outermost superproject.
+    full: BString,
+    /// Its folder.
+    dir: PathBuf,
+    /// The superproject's working tree.
+    root: PathBuf,
+    /// The commit the superproject records.
+    commit: ObjectId,
+    /// Below another submodule.
+    nested: bool,
+}
+
+/// Every gitlink of `repo`'s index (its working tree at `root`, the
+/// gitlinks' paths below `prefix`), parents before the gitlinks nested in
+/// them, which are walked through the repository `visit` returns for their
+/// parent (none: not looked into); none past 32 levels.
+fn walk(
+    repo: &gix::Repository,
+    root: &Path,
+    prefix: &[u8],
+    depth: usize,
+    visit: &mut dyn FnMut(Gitlink) -> Result<Option<gix::Repository>>,
+) -> Result<()> {
+    if depth > 32 {
+        return Ok(());
+    }
     let index = repo
         .index_or_empty()
-        .map_err(|e| SubmoduleError::Index { source: e.into() })?;
-    Ok(index
+        .map_err(|e| WorkspaceError::Index { source: e.into() })?;
+    let links: Vec<Gitlink> = index
         .entries()
         .iter()
         .filter(|e| e.mode == gix::index::entry::Mode::COMMIT && e.stage_raw() == 0)
-        .map(|e| (e.path(&index).to_owned(), e.id))
-        .collect())
+        .map(|e| {
+            let path = e.path(&index);
+            Gitlink {
+                path: path.to_owned(),
+                full: [prefix, path].concat().into(),
+                dir: rel(root, path),
+                root: root.to_path_buf(),
+                commit: e.id,
+                nested: !prefix.is_empty(),
+            }
+        })
+        .collect();
+    for link in links {
+        let (dir, mut nested) = (link.dir.clone(), link.full.clone());
+        if let Some(sub) = visit(link)? {
+            nested.push(b'/');
+            walk(&sub, &dir, &nested, depth + 1, visit)?;
+        }
+    }
+    Ok(())
 }
 
 /// Every submodule of the source (parents before their nested ones), each
@@ -207,70 +116,49 @@ fn gitlinks(repo: &gix::Repository) -> Result<Vec<(BString, ObjectId)>> {
 /// (`delegate::dirty_submodule`), naming it; one whose repository lives
 /// inside its folder (the old layout) is refused with `delegate::submodules`.
 pub fn discover(source: &crate::git::repo::Source) -> Result<Vec<Module>> {
-    let mut out = Vec::new();
-    walk_source(&source.repo, &source.root, b"", &mut out, 0, true)?;
-    Ok(out)
+    source_modules(&source.repo, &source.root, true)
 }
 
 /// The source's submodules as they are, dirty or not (for verification
 /// workspaces, made while the user may be working in a submodule): one
 /// whose repository is inside its folder counts as not initialized.
 pub fn find(source: &crate::git::repo::Source) -> Result<Vec<Module>> {
-    let mut out = Vec::new();
-    walk_source(&source.repo, &source.root, b"", &mut out, 0, false)?;
-    Ok(out)
+    source_modules(&source.repo, &source.root, false)
 }
 
-fn walk_source(
-    repo: &gix::Repository,
-    root: &Path,
-    prefix: &[u8],
-    out: &mut Vec<Module>,
-    depth: usize,
-    check: bool,
-) -> Result<()> {
-    if depth > 32 {
-        return Ok(());
-    }
-    for (path, commit) in gitlinks(repo)? {
-        let full: BString = [prefix, path.as_slice()].concat().into();
-        let dir = rel(root, &path);
-        let shown = crate::sys::paths::quote(full.as_bstr());
-        let dotgit = dir.join(".git");
-        match dotgit.symlink_metadata() {
-            Err(_) => {
-                out.push(Module {
-                    path: full,
-                    commit,
-                    git_dir: None,
-                });
-                continue;
-            }
-            Ok(md) if md.is_dir() && !check => {
-                out.push(Module {
-                    path: full,
-                    commit,
-                    git_dir: None,
-                });
-                continue;
-            }
-            Ok(md) if md.is_dir() => {
-                return Err(SubmoduleError::Inside { shown, dotgit });
-            }
-            Ok(_) => {}
+/// The submodules of the source `repo` (its working tree at `root`), each
+/// initialized one checked when `check` (see [`discover`]).
+fn source_modules(repo: &gix::Repository, root: &Path, check: bool) -> Result<Vec<Module>> {
+    let mut out = Vec::new();
+    walk(repo, root, b"", 0, &mut |link| {
+        let shown = crate::sys::paths::quote(link.full.as_bstr());
+        let dotgit = link.dir.join(".git");
+        let initialized = match dotgit.symlink_metadata() {
+            Err(_) => false,
+            Ok(md) if md.is_dir() && !check => false,
+            Ok(md) if md.is_dir() => return Err(WorkspaceError::Inside { shown, dotgit }),
+            Ok(_) => true,
+        };
+        if !initialized {
+            out.push(Module {
+                path: link.full,
+                commit: link.commit,
+                git_dir: None,
+            });
+            return Ok(None);
         }
-        let sub = crate::git::repo::open_worktree(&dir)?;
+        let sub = crate::git::repo::open_worktree(&link.dir)?;
         let head = sub.head_id().ok().map(|h| h.detach());
-        if check && head != Some(commit) {
+        if check && head != Some(link.commit) {
             // Not a change of files: another commit is checked out in it.
-            return Err(SubmoduleError::HeadMoved(Box::new(Moved {
+            return Err(WorkspaceError::HeadMoved(Box::new(Moved {
                 shown,
-                dir,
-                root: root.to_path_buf(),
-                path,
-                commit,
                 head,
-                nested: !prefix.is_empty(),
+                dir: link.dir,
+                root: link.root,
+                path: link.path,
+                commit: link.commit,
+                nested: link.nested,
             })));
         }
         if let Some(changed) = check
@@ -278,23 +166,20 @@ fn walk_source(
             .transpose()?
             .flatten()
         {
-            return Err(SubmoduleError::Modified {
+            return Err(WorkspaceError::Modified {
                 shown,
-                dir,
+                dir: link.dir,
                 changed,
             });
         }
-        let git_dir = crate::sys::fs::canonical(sub.common_dir())?;
         out.push(Module {
-            path: full.clone(),
-            commit,
-            git_dir: Some(git_dir),
+            path: link.full,
+            commit: link.commit,
+            git_dir: Some(crate::sys::fs::canonical(sub.common_dir())?),
         });
-        let mut nested = full;
-        nested.push(b'/');
-        walk_source(&sub, &dir, &nested, out, depth + 1, check)?;
-    }
-    Ok(())
+        Ok(Some(sub))
+    })?;
+    Ok(out)
 }
 
 /// The first path of `repo`'s working tree that differs from its HEAD:
@@ -303,7 +188,7 @@ fn walk_source(
 /// walk does that).
 fn first_change(repo: &gix::Repository, untracked: bool) -> Result<Option<BString>> {
     let dir = repo.workdir().unwrap_or(repo.git_dir());
-    let err = |e: Cause| SubmoduleError::Status {
+    let err = |e: Cause| WorkspaceError::Status {
         dir: dir.to_path_buf(),
         source: e,
     };
@@ -403,7 +288,7 @@ pub fn create(
                 // Nested: the gitlink in the commit its parent got.
                 Some((_, parent_commit)) => {
                     let repo = crate::git::repo::open_worktree(&rel(root, &p.path))?;
-                    let what = |e: Cause| SubmoduleError::ParentCommit { source: e };
+                    let what = |e: Cause| WorkspaceError::ParentCommit { source: e };
                     let tree = repo
                         .find_commit(*parent_commit)
                         .map_err(|e| what(e.into()))?
@@ -419,16 +304,16 @@ pub fn create(
             continue;
         };
         let dest = rel(root, &m.path);
-        let io = |what: &Path| {
-            let path = what.to_path_buf();
-            move |source| SubmoduleError::Create { path, source }
-        };
-        std::fs::create_dir_all(&dest).map_err(io(&dest))?;
+        std::fs::create_dir_all(&dest).map_err(WorkspaceError::at(
+            "create",
+            &dest,
+            (&dest, false),
+        ))?;
         let Some(git_dir) = &m.git_dir else {
             continue;
         };
         if !crate::sys::fs::is_empty_dir(&dest) {
-            return Err(SubmoduleError::NotEmpty {
+            return Err(WorkspaceError::NotEmpty {
                 shown: crate::sys::paths::quote(m.path.as_bstr()),
                 root: root.to_path_buf(),
             });
@@ -442,7 +327,7 @@ pub fn create(
 
 /// The gitlink at `path` in `tree`, if it is one.
 fn recorded(repo: &gix::Repository, tree: ObjectId, path: &[u8]) -> Result<Option<ObjectId>> {
-    let what = |e: Cause| SubmoduleError::Tree { source: e };
+    let what = |e: Cause| WorkspaceError::Tree { source: e };
     let tree = repo.find_tree(tree).map_err(|e| what(e.into()))?;
     let entry = tree
         .lookup_entry_by_path(crate::sys::paths::to_os(path.as_bstr()))
@@ -458,11 +343,11 @@ fn register(git_dir: &Path, dest: &Path, commit: ObjectId, id: &str, lock: &str)
     let reg = Registration::new(git_dir, id);
     let io = |what: &Path| {
         let path = what.to_path_buf();
-        move |source| SubmoduleError::Create { path, source }
+        move |source| WorkspaceError::at("create", &path, (&path, false))(source)
     };
     let dir = reg.path();
     if dir.symlink_metadata().is_ok() {
-        return Err(SubmoduleError::Registered {
+        return Err(WorkspaceError::SubmoduleRegistered {
             id: id.to_string(),
             dir: dir.to_path_buf(),
             git_dir: git_dir.to_path_buf(),
@@ -486,7 +371,7 @@ fn register(git_dir: &Path, dest: &Path, commit: ObjectId, id: &str, lock: &str)
 /// Check `commit` out into the empty (but for `.git`) folder `dest`, and
 /// write the worktree's index with the stat data of the files written.
 fn checkout(dest: &Path, commit: ObjectId) -> Result<()> {
-    let err = |e: Cause| SubmoduleError::Checkout {
+    let err = |e: Cause| WorkspaceError::SubmoduleCheckout {
         dest: dest.to_path_buf(),
         source: e,
     };
@@ -506,28 +391,21 @@ fn checkout(dest: &Path, commit: ObjectId) -> Result<()> {
         .map_err(|e| err(e.into()))?;
     opts.destination_is_initially_empty = true;
     let objects = repo.objects.clone().into_arc().map_err(|e| err(e.into()))?;
-    let outcome = gix::worktree::state::checkout(
-        &mut index,
-        dest.to_path_buf(),
-        objects,
-        &gix::progress::Discard,
-        &gix::progress::Discard,
-        &gix::interrupt::IS_INTERRUPTED,
-        opts,
-    )
-    .map_err(|e| SubmoduleError::CheckoutFiles {
-        dest: dest.to_path_buf(),
-        source: e.into(),
+    let outcome = super::fill::run_checkout(&mut index, dest, objects, opts).map_err(|e| {
+        WorkspaceError::SubmoduleFiles {
+            dest: dest.to_path_buf(),
+            source: e.into(),
+        }
     })?;
     if let Some(first) = outcome.errors.first() {
-        return Err(SubmoduleError::CheckoutFile {
+        return Err(WorkspaceError::SubmoduleFile {
             dest: dest.to_path_buf(),
             file: crate::sys::paths::quote(first.path.as_ref()),
             error: first.error.to_string(),
         });
     }
     if gix::interrupt::is_triggered() {
-        return Err(SubmoduleError::Interrupted);
+        return Err(WorkspaceError::Interrupted);
     }
     // gix writes `ident` its own way; git's bytes (design §3.15).
     crate::git::ident::fix_checkout(&repo, &mut index, dest)?;
@@ -553,58 +431,39 @@ pub fn changed(common_dir: &Path, root: &Path) -> Result<Vec<BString>> {
     }
     let repo = crate::git::repo::open_worktree(root)?;
     let mut out = Vec::new();
-    walk_workspace(&repo, root, b"", &mut out, 0)?;
-    Ok(out)
-}
-
-fn walk_workspace(
-    repo: &gix::Repository,
-    root: &Path,
-    prefix: &[u8],
-    out: &mut Vec<BString>,
-    depth: usize,
-) -> Result<()> {
-    if depth > 32 {
-        return Ok(());
-    }
-    for (path, commit) in gitlinks(repo)? {
-        let full: BString = [prefix, path.as_slice()].concat().into();
-        let dir = rel(root, &path);
-        let Ok(md) = dir.symlink_metadata() else {
-            out.push(full);
-            continue;
-        };
-        if !md.is_dir() {
-            out.push(full);
-            continue;
-        }
-        match dir.join(".git").symlink_metadata() {
-            Err(_) => {
-                if !crate::sys::fs::is_empty_dir(&dir) {
-                    out.push(full);
+    walk(&repo, root, b"", 0, &mut |link| {
+        let dir = &link.dir;
+        let changed = match dir.symlink_metadata() {
+            Ok(md) if md.is_dir() => match dir.join(".git").symlink_metadata() {
+                // Not initialized: changed once its empty folder got content.
+                Err(_) => {
+                    if !crate::sys::fs::is_empty_dir(dir) {
+                        out.push(link.full);
+                    }
+                    return Ok(None);
                 }
-                continue;
-            }
-            Ok(md) if !md.is_file() => {
-                out.push(full);
-                continue;
-            }
-            Ok(_) => {}
-        }
-        let Ok(sub) = crate::git::repo::open_worktree(&dir) else {
-            out.push(full);
-            continue;
+                Ok(md) => !md.is_file(),
+            },
+            _ => true,
         };
-        let head = sub.head_id().ok().map(|h| h.detach());
-        if head != Some(commit) || first_change(&sub, true)?.is_some() {
-            out.push(full);
-            continue;
+        let sub = match changed {
+            true => None,
+            false => crate::git::repo::open_worktree(dir).ok(),
+        };
+        match sub {
+            Some(sub)
+                if sub.head_id().ok().map(|h| h.detach()) == Some(link.commit)
+                    && first_change(&sub, true)?.is_none() =>
+            {
+                Ok(Some(sub))
+            }
+            _ => {
+                out.push(link.full);
+                Ok(None)
+            }
         }
-        let mut nested = full;
-        nested.push(b'/');
-        walk_workspace(&sub, &dir, &nested, out, depth + 1)?;
-    }
-    Ok(())
+    })?;
+    Ok(out)
 }
 
 /// The registrations named `worktree_id` in the submodule repositories
@@ -661,12 +520,7 @@ pub fn unregister(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<(
         match std::fs::remove_dir_all(reg.path()) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(SubmoduleError::Remove {
-                    path: reg.path().to_path_buf(),
-                    source,
-                })
-            }
+            Err(source) => return Err(WorkspaceError::io("remove", reg.path())(source)),
         }
     }
     Ok(())
@@ -679,12 +533,7 @@ pub fn release(common_dir: &Path, root: &Path, worktree_id: &str) -> Result<()> 
         match std::fs::remove_file(reg.locked_file()) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(source) => {
-                return Err(SubmoduleError::Unlock {
-                    path: reg.locked_file(),
-                    source,
-                })
-            }
+            Err(source) => return Err(WorkspaceError::io("unlock", &reg.locked_file())(source)),
         }
     }
     Ok(())

@@ -297,19 +297,7 @@ fn is_entry(name: &OsStr, entry: &Dir) -> bool {
 
 /// The `.git` file in the opened folder (never through a symlink, at most 64 KiB).
 fn read_dotgit(dir: BorrowedFd<'_>) -> rustix::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let f = rfs::openat(
-        dir,
-        ".git",
-        rfs::OFlags::RDONLY | rfs::OFlags::NOFOLLOW | rfs::OFlags::CLOEXEC | rfs::OFlags::NONBLOCK,
-        rfs::Mode::empty(),
-    )?;
-    let mut text = Vec::new();
-    std::fs::File::from(f)
-        .take(64 * 1024)
-        .read_to_end(&mut text)
-        .map_err(|_| Errno::IO)?;
-    Ok(text)
+    crate::sys::fs::read_at_most(dir, ".git", 64 * 1024)
 }
 
 /// Delete one entry of `trash`, `name`, held open as `entry`: everything

@@ -31,7 +31,7 @@ use crate::ops::lock::LockError;
 use crate::record::batch::BatchError;
 use crate::record::busy::BusyError;
 use crate::record::kept::KeptError;
-use crate::sys::fs::FsError;
+use crate::sys::fs::{FsError, PathError};
 use crate::sys::paths::shell_quote;
 
 mod workspace;
@@ -238,9 +238,7 @@ impl From<LockError> for Error {
     fn from(e: LockError) -> Error {
         let message = e.to_string();
         match e {
-            LockError::CreateDir { source, .. }
-            | LockError::Open { source, .. }
-            | LockError::Flock { source, .. } => Error::io(message, source),
+            LockError::Io(e) => e.into(),
             LockError::Held { .. } => Error::state(
                 Code::Locked,
                 message,
@@ -267,13 +265,18 @@ impl From<BusyError> for Error {
 /// with the filesystem that holds its folder).
 impl From<FsError> for Error {
     fn from(e: FsError) -> Error {
-        let message = e.to_string();
         match e {
-            FsError::Write { dir, source, .. } => Error::io_at(message, &dir, source),
-            FsError::Remove { source, .. } | FsError::Resolve { source, .. } => {
-                Error::io(message, source)
-            }
+            FsError::Write { dir, io } => Error::io_at(io.to_string(), &dir, io.source),
+            FsError::Path(e) => e.into(),
         }
+    }
+}
+
+/// A path's I/O error: named by its cause (a full disk, a read-only
+/// filesystem or a denied permission for what it is).
+impl From<PathError> for Error {
+    fn from(e: PathError) -> Error {
+        Error::io(e.to_string(), e.source)
     }
 }
 
@@ -632,10 +635,10 @@ mod tests {
             "{}",
             e.help
         );
+        let os = |e: rustix::io::Errno| std::io::Error::from_raw_os_error(e.raw_os_error());
         let e = Error::from(FsError::Write {
-            path: "/nonexistent/x".into(),
             dir: "/nonexistent".into(),
-            source: std::io::Error::from_raw_os_error(rustix::io::Errno::NOENT.raw_os_error()),
+            io: PathError::on("write", "/nonexistent/x".as_ref())(os(rustix::io::Errno::NOENT)),
         });
         assert_eq!(
             (e.code, e.message.as_str()),
@@ -644,10 +647,9 @@ mod tests {
                 "cannot write /nonexistent/x: No such file or directory (os error 2)"
             )
         );
-        let e = Error::from(FsError::Remove {
-            path: "/x".into(),
-            source: std::io::Error::from_raw_os_error(rustix::io::Errno::ROFS.raw_os_error()),
-        });
+        let e = Error::from(FsError::from(PathError::on("remove", "/x".as_ref())(os(
+            rustix::io::Errno::ROFS,
+        ))));
         assert_eq!(e.code, Code::ReadOnlyFilesystem);
         let e = Error::from(DiscoveryError::Unreadable {
             path: "/w/.git".into(),

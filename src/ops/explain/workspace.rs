@@ -1,6 +1,7 @@
 //! The words for the typed errors of `workspace/` (docs/architecture.md
-//! "Errors"): one `From<XError> for Error` per enum, each giving the code,
-//! exit status and help line that module built in place before.
+//! "Errors"): `From<WorkspaceError> for Error` (the room's one error) and
+//! `From<PlanError> for Error`, each giving the code, exit status and help
+//! line the modules built in place before.
 //!
 //! Owns: which code, exit status and help each `workspace/` error has.
 //! Never: decides what failed (the module that raises the error does) or
@@ -10,12 +11,9 @@
 use std::path::Path;
 
 use crate::error::{Code, Error};
-use crate::workspace::carry::CarryError;
-use crate::workspace::pool::PoolError;
-use crate::workspace::scratch::ScratchError;
-use crate::workspace::shared_root::{Reason, Refused, SharedRootError};
-use crate::workspace::submodules::{Moved, SubmoduleError};
-use crate::workspace::{Cause, CreateError, DerivedError, FillError, PlanError, RemoveError};
+use crate::workspace::shared_root::{Reason, Refused};
+use crate::workspace::submodules::Moved;
+use crate::workspace::{Cause, PlanError, WorkspaceError};
 
 use super::quoted;
 
@@ -39,191 +37,220 @@ fn git_at(message: String, path: &Path, source: Cause) -> Error {
     }
 }
 
-/// Submodules (design §3.15): one that cannot be shared or is dirty is the
-/// repository's state (exit 3); a registration in the way is a usage error;
-/// the rest are git and I/O errors named by their cause, as before.
-impl From<SubmoduleError> for Error {
-    fn from(e: SubmoduleError) -> Error {
-        use SubmoduleError as S;
+/// Every failure of `workspace/`, one arm a variant: a folder or
+/// registration in the way is a usage error (`delegate::workspace_exists`);
+/// what the repository's state refuses (a dirty or unshareable submodule,
+/// a scratch copy that cannot be one, a refused folder below the workspace
+/// root, a carried file in the way) exits 3 with what to do; the files are
+/// I/O and git errors named by their cause (under the workspace root, with
+/// the hint that it can move), as before.
+impl From<WorkspaceError> for Error {
+    fn from(e: WorkspaceError) -> Error {
+        use WorkspaceError as W;
         let message = e.to_string();
         match e {
-            S::Repo(e) => e,
-            S::Fs(e) => e.into(),
-            S::Ident(e) => e.into(),
-            S::Interrupted => Error::interrupted(),
-            S::Index { source }
-            | S::Status { source, .. }
-            | S::ParentCommit { source }
-            | S::Tree { source }
-            | S::Checkout { source, .. } => git(message, source),
-            S::CheckoutFiles { dest, source } => git_at(message, &dest, source),
-            S::Create { path, source } => Error::io_at(message, &path, source),
-            S::Remove { source, .. } | S::Unlock { source, .. } => Error::io(message, source),
-            S::Inside { .. } => Error::state(
-                Code::Submodules,
-                message,
-                "run `git submodule absorbgitdirs` in the superproject (it moves the repository under .git/modules), then run the command again",
-            ),
-            S::HeadMoved(m) => {
-                let Moved {
-                    dir,
-                    root,
-                    path,
-                    commit,
-                    head,
-                    nested,
-                    ..
-                } = *m;
-                let checkout = format!("git -C {} checkout -q --detach {commit}", quoted(&dir));
-                let help = match head {
-                    Some(_) => format!(
-                        "check out the recorded commit in it (`{checkout}`), or record the one it has in its superproject (`git -C {} add {}`{}), then run the command again",
-                        quoted(&root),
-                        crate::sys::paths::shell_quote(&gix::bstr::ByteSlice::to_str_lossy(path.as_slice())),
-                        if nested { ", and commit that there" } else { "" }
-                    ),
-                    None => format!(
-                        "check out the recorded commit in it (`{checkout}`), then run the command again"
-                    ),
-                };
-                Error::state(Code::DirtySubmodule, message, help)
+            W::Engine(e) => e,
+            W::Fs(e) => e.into(),
+            W::Batch(e) => e.into(),
+            W::Sparse(e) => e.into(),
+            W::Diff(e) => e.into(),
+            W::Ident(e) => e.into(),
+            W::Drivers(e) => e.into(),
+            W::Io(e) => e.into(),
+            W::At { at, in_root, io } => match Error::io_at(message, &at, io.source) {
+                e if in_root => e.in_workspace_root(),
+                e => e,
+            },
+            W::RemoveIn { root, source, .. } => Error::io_at(message, &root, source),
+            W::Patterns { source, .. } => Error::io(message, source),
+            W::Checkout { source, .. } | W::ScratchIndex { source, .. } | W::List { source } => {
+                Error::git(message, source)
             }
-            S::Modified { dir, .. } => Error::state(
-                Code::DirtySubmodule,
-                message,
-                format!(
-                    "commit them inside it, or put them aside (`git -C {d} stash`), then run the command again (`git -C {d} status` shows them)",
-                    d = quoted(&dir)
-                ),
-            ),
-            S::NotEmpty { .. } => Error::state(
-                Code::CheckoutFailed,
-                message,
-                "report this bug; nothing was changed",
-            ),
-            S::Registered { git_dir, .. } => Error::usage(
+            W::CheckoutFiles { root, source } | W::WriteFile { root, source, .. } => {
+                match Error::fs_cause(&message, Some(&root), &*source) {
+                    Some(e) => e.in_workspace_root(),
+                    None => Error::state(
+                        Code::CheckoutFailed,
+                        format!("{message}: {source}"),
+                        CHECKOUT_HELP,
+                    ),
+                }
+            }
+            W::InTheWay { .. } | W::TooLong { .. } => {
+                Error::state(Code::CheckoutFailed, message, CHECKOUT_HELP)
+            }
+            W::Objects { source }
+            | W::Index { source }
+            | W::Status { source, .. }
+            | W::ParentCommit { source }
+            | W::Tree { source }
+            | W::SubmoduleCheckout { source, .. } => git(message, source),
+            W::SubmoduleFiles { dest, source } => git_at(message, &dest, source),
+            W::Interrupted => Error::interrupted(),
+            W::Panicked { .. } | W::NoContainer => {
+                Error::state(Code::Internal, message, "report this bug")
+            }
+            W::Exists { .. }
+            | W::Changed {
+                verification: false,
+                ..
+            } => Error::usage(
                 Code::WorkspaceExists,
                 message,
-                format!(
-                    "it is a worktree of that submodule's repository that git delegate did not make: look at `git --git-dir={git} worktree list`; `git --git-dir={git} worktree prune` removes it when its folder is gone; then run the command again",
-                    git = quoted(&git_dir)
-                ),
+                "move or remove that folder, then prepare again",
             ),
-            S::CheckoutFile { .. } => Error::state(
-                Code::CheckoutFailed,
+            W::Changed { .. } => Error::usage(
+                Code::WorkspaceExists,
                 message,
-                "check free disk space, permissions and path lengths under the workspace root",
+                "move or remove that folder, then run again",
             ),
+            W::Registered { .. } => Error::usage(
+                Code::WorkspaceExists,
+                message,
+                "run `git worktree list` and remove the stale worktree, or `git delegate gc`",
+            ),
+            W::Unsafe(r) => unsafe_root(message, &r),
+            W::NoRoot { .. } => Error::state(
+                Code::NoWorkspaceRoot,
+                message,
+                "set `workspace.root` in .git/delegate.toml",
+            ),
+            e @ (W::Carried { .. }
+            | W::NoReflink { .. }
+            | W::MultiLine { .. }
+            | W::IncludeNotFile { .. }) => carry(message, e),
+            e @ (W::Refused { .. }
+            | W::NoParent { .. }
+            | W::GitFile { .. }
+            | W::NotCommonDir { .. }
+            | W::Owner { .. }) => scratch(message, e),
+            e => submodule(message, e),
         }
     }
 }
 
 /// Carrying ignored files and copying trees (design §3.9): a carried file in
 /// the way, a filesystem that cannot clone and a bad pattern are named with
-/// what to do; the files are I/O errors (under the workspace root, with the
-/// hint that it can move), as before.
-impl From<CarryError> for Error {
-    fn from(e: CarryError) -> Error {
-        use CarryError as C;
-        let message = e.to_string();
-        match e {
-            C::Open { source, .. }
-            | C::Source { source, .. }
-            | C::Read { source, .. }
-            | C::Patterns { source, .. } => Error::io(message, source),
-            C::Dest { root, source, .. } => {
-                Error::io_at(message, &root, source).in_workspace_root()
-            }
-            C::List { source } => Error::git(message, source),
-            C::Fs(e) => e.into(),
-            C::Interrupted => Error::interrupted(),
-            C::Panicked => Error::state(Code::Internal, message, "report this bug"),
-            C::Exists { .. } => Error::state(
-                Code::CarryExists,
-                message,
-                "a carried ignored file would replace a file of the workspace: narrow the copy-ignored patterns",
-            ),
-            C::NoReflink { .. } => Error::state(
-                Code::NoReflink,
-                message,
-                "use scratch mode on a filesystem with reflink support (XFS made with `mkfs.xfs -m reflink=1`, Btrfs), with the source and its parent folder on it; or use `--mode worktree`",
-            ),
-            C::MultiLine { .. } => Error::usage(
-                Code::BadPattern,
-                message,
-                "give one gitignore-style pattern per value",
-            ),
-            C::IncludeNotFile { .. } => Error::usage(
-                Code::BadPattern,
-                message,
-                "make .worktreeinclude a plain file of gitignore-style patterns, or remove it",
-            ),
-        }
+/// what to do.
+fn carry(message: String, e: WorkspaceError) -> Error {
+    use WorkspaceError as W;
+    match e {
+        W::Carried { .. } => Error::state(
+            Code::CarryExists,
+            message,
+            "a carried ignored file would replace a file of the workspace: narrow the copy-ignored patterns",
+        ),
+        W::NoReflink { .. } => Error::state(
+            Code::NoReflink,
+            message,
+            "use scratch mode on a filesystem with reflink support (XFS made with `mkfs.xfs -m reflink=1`, Btrfs), with the source and its parent folder on it; or use `--mode worktree`",
+        ),
+        W::MultiLine { .. } => Error::usage(
+            Code::BadPattern,
+            message,
+            "give one gitignore-style pattern per value",
+        ),
+        _ => Error::usage(
+            Code::BadPattern,
+            message,
+            "make .worktreeinclude a plain file of gitignore-style patterns, or remove it",
+        ),
     }
 }
 
 /// Scratch copies (design §2): a source or copy that cannot be one is
-/// `delegate::scratch_refused`, with what to use instead; the files are
-/// I/O errors named by their cause, as before.
-impl From<ScratchError> for Error {
-    fn from(e: ScratchError) -> Error {
-        use ScratchError as S;
-        let message = e.to_string();
-        let refused = |exit: fn(Code, String, &'static str) -> Error, help| {
-            exit(Code::ScratchRefused, message.clone(), help)
-        };
-        match e {
-            S::Carry(e) => e.into(),
-            S::Fs(e) => e.into(),
-            S::Engine(e) => e,
-            S::Drivers(e) => e.into(),
-            S::Io { source, .. } => Error::io(message, source),
-            S::Index { source, .. } => Error::git(message, source),
-            S::Refused { .. } => refused(
-                Error::state,
-                "scratch copies must be self-contained; use `--mode worktree` for this repository",
-            ),
-            S::NoParent { .. } => refused(
-                Error::usage,
-                "use `--mode worktree` for a repository at the filesystem root",
-            ),
-            S::GitFile { .. } => refused(
-                Error::state,
-                "run scratch prepares in the main working tree of a repository whose .git is a folder, or use `--mode worktree`",
-            ),
-            S::NotCommonDir { .. } => {
-                refused(Error::state, "use `--mode worktree` for this repository")
-            }
-            S::NoContainer => Error::state(Code::Internal, message, "report this bug"),
-            S::Owner { .. } => Error::state(
-                Code::State,
-                message,
-                "paths must be valid UTF-8; move the repository to such a path",
-            ),
+/// `delegate::scratch_refused`, with what to use instead.
+fn scratch(message: String, e: WorkspaceError) -> Error {
+    use WorkspaceError as W;
+    let refused = |exit: fn(Code, String, &'static str) -> Error, help| {
+        exit(Code::ScratchRefused, message.clone(), help)
+    };
+    match e {
+        W::Refused { .. } => refused(
+            Error::state,
+            "scratch copies must be self-contained; use `--mode worktree` for this repository",
+        ),
+        W::NoParent { .. } => refused(
+            Error::usage,
+            "use `--mode worktree` for a repository at the filesystem root",
+        ),
+        W::GitFile { .. } => refused(
+            Error::state,
+            "run scratch prepares in the main working tree of a repository whose .git is a folder, or use `--mode worktree`",
+        ),
+        W::NotCommonDir { .. } => {
+            refused(Error::state, "use `--mode worktree` for this repository")
         }
+        _ => Error::state(
+            Code::State,
+            message,
+            "paths must be valid UTF-8; move the repository to such a path",
+        ),
     }
 }
 
-/// Folders below the workspace root (design §3.18): a refused folder is
-/// `delegate::unsafe_workspace_root` with the folder in the JSON error
-/// document; what cannot be made there says the root can move.
-impl From<SharedRootError> for Error {
-    fn from(e: SharedRootError) -> Error {
-        use SharedRootError as S;
-        let message = e.to_string();
-        match e {
-            S::Carry(e) => e.into(),
-            S::Create { path, source } => Error::io_at(message, &path, source).in_workspace_root(),
-            S::Open { source, .. } | S::Remove { source, .. } => Error::io(message, source),
-            S::NoRoot { .. } => Error::state(
-                Code::NoWorkspaceRoot,
-                message,
-                "set `workspace.root` in .git/delegate.toml",
-            ),
-            S::Unsafe(r) => unsafe_root(message, &r),
+/// Submodules (design §3.15): one that cannot be shared or is dirty is the
+/// repository's state (exit 3); a registration in the way is a usage error.
+fn submodule(message: String, e: WorkspaceError) -> Error {
+    use WorkspaceError as W;
+    match e {
+        W::Inside { .. } => Error::state(
+            Code::Submodules,
+            message,
+            "run `git submodule absorbgitdirs` in the superproject (it moves the repository under .git/modules), then run the command again",
+        ),
+        W::HeadMoved(m) => {
+            let Moved {
+                dir,
+                root,
+                path,
+                commit,
+                head,
+                nested,
+                ..
+            } = *m;
+            let checkout = format!("git -C {} checkout -q --detach {commit}", quoted(&dir));
+            let help = match head {
+                Some(_) => format!(
+                    "check out the recorded commit in it (`{checkout}`), or record the one it has in its superproject (`git -C {} add {}`{}), then run the command again",
+                    quoted(&root),
+                    crate::sys::paths::shell_quote(&gix::bstr::ByteSlice::to_str_lossy(path.as_slice())),
+                    if nested { ", and commit that there" } else { "" }
+                ),
+                None => format!(
+                    "check out the recorded commit in it (`{checkout}`), then run the command again"
+                ),
+            };
+            Error::state(Code::DirtySubmodule, message, help)
         }
+        W::Modified { dir, .. } => Error::state(
+            Code::DirtySubmodule,
+            message,
+            format!(
+                "commit them inside it, or put them aside (`git -C {d} stash`), then run the command again (`git -C {d} status` shows them)",
+                d = quoted(&dir)
+            ),
+        ),
+        W::NotEmpty { .. } => Error::state(
+            Code::CheckoutFailed,
+            message,
+            "report this bug; nothing was changed",
+        ),
+        W::SubmoduleRegistered { git_dir, .. } => Error::usage(
+            Code::WorkspaceExists,
+            message,
+            format!(
+                "it is a worktree of that submodule's repository that git delegate did not make: look at `git --git-dir={git} worktree list`; `git --git-dir={git} worktree prune` removes it when its folder is gone; then run the command again",
+                git = quoted(&git_dir)
+            ),
+        ),
+        _ => Error::state(Code::CheckoutFailed, message, CHECKOUT_HELP),
     }
 }
+
+/// What every checkout failure of a workspace says to do.
+const CHECKOUT_HELP: &str =
+    "check free disk space, permissions and path lengths under the workspace root";
 
 fn unsafe_root(message: String, r: &Refused) -> Error {
     use crate::sys::paths::{doc_path, note_lossy, path_is_lossy};
@@ -245,153 +272,6 @@ fn unsafe_root(message: String, r: &Refused) -> Error {
     );
     note_lossy(&mut details, path_is_lossy(&r.path));
     Error::state(Code::UnsafeWorkspaceRoot, message, help).with_details(details)
-}
-
-/// Removing a workspace: the registration's files are I/O errors named by
-/// their cause; the rest are the modules' it calls, as before.
-impl From<RemoveError> for Error {
-    fn from(e: RemoveError) -> Error {
-        use RemoveError as R;
-        let message = e.to_string();
-        match e {
-            R::Scratch(e) => e.into(),
-            R::Submodule(e) => e.into(),
-            R::SharedRoot(e) => e.into(),
-            R::Carry(e) => e.into(),
-            R::Unlock { source, .. } | R::Unregister { source, .. } => Error::io(message, source),
-        }
-    }
-}
-
-/// The pool of idle workspaces (design §3.20): a registration in the way is
-/// a usage error; the files are I/O and git errors named by their cause
-/// (under the workspace root where they were), as before.
-impl From<PoolError> for Error {
-    fn from(e: PoolError) -> Error {
-        use PoolError as P;
-        let message = e.to_string();
-        match e {
-            P::Engine(e) => e,
-            P::Removal(e) => e.into(),
-            P::SharedRoot(e) => e.into(),
-            P::Fs(e) => e.into(),
-            P::Diff(e) => e.into(),
-            P::Fill(e) => e.into(),
-            P::Interrupted => Error::interrupted(),
-            P::Checkout { source, .. } => Error::git(message, source),
-            P::Read { root, source }
-            | P::Remove { root, source, .. }
-            | P::DotGit { root, source } => Error::io_at(message, &root, source),
-            P::Rename { path, source } => Error::io_at(message, &path, source),
-            P::Move { source, .. } => Error::io(message, source),
-            P::Registered { .. } => Error::usage(
-                Code::WorkspaceExists,
-                message,
-                "run `git worktree list` and remove the stale worktree, or `git delegate gc`",
-            ),
-        }
-    }
-}
-
-/// What every checkout failure of a workspace says to do.
-const CHECKOUT_HELP: &str =
-    "check free disk space, permissions and path lengths under the workspace root";
-
-/// Filling a workspace: a full disk (and the like) under the workspace
-/// root says the root can move; a checkout that fails otherwise is
-/// `delegate::checkout_failed`, naming its cause, as before.
-impl From<FillError> for Error {
-    fn from(e: FillError) -> Error {
-        use FillError as F;
-        let message = e.to_string();
-        match e {
-            F::Filter(e) => e,
-            F::Ident(e) => e.into(),
-            F::Carry(e) => e.into(),
-            F::Interrupted => Error::interrupted(),
-            F::Panicked => Error::state(Code::Internal, message, "report this bug"),
-            F::Options { source, .. } => Error::git(message, source),
-            F::Objects { source } => git(message, source),
-            F::Checkout { root, source } | F::Write { root, source, .. } => {
-                match Error::fs_cause(&message, Some(&root), &*source) {
-                    Some(e) => e.in_workspace_root(),
-                    None => Error::state(
-                        Code::CheckoutFailed,
-                        format!("{message}: {source}"),
-                        CHECKOUT_HELP,
-                    ),
-                }
-            }
-            F::InTheWay { .. } | F::TooLong { .. } => {
-                Error::state(Code::CheckoutFailed, message, CHECKOUT_HELP)
-            }
-            F::Clock { source, .. } | F::Date { source, .. } => Error::io(message, source),
-            F::Walk { root, source, .. } => {
-                Error::io_at(message, &root, source).in_workspace_root()
-            }
-        }
-    }
-}
-
-/// Making a batch's workspaces: a folder in the way is a usage error
-/// (`delegate::workspace_exists`); the files are I/O and git errors named
-/// by their cause (under the workspace root, with the hint that it can
-/// move), as before.
-impl From<CreateError> for Error {
-    fn from(e: CreateError) -> Error {
-        use CreateError as C;
-        let message = e.to_string();
-        match e {
-            C::Fill(e) => e.into(),
-            C::Sparse(e) => e.into(),
-            C::Fs(e) => e.into(),
-            C::Submodule(e) => e.into(),
-            C::Engine(e) => e,
-            C::Removal(e) => e.into(),
-            C::Interrupted => Error::interrupted(),
-            C::Exists { .. } | C::Changed { .. } => Error::usage(
-                Code::WorkspaceExists,
-                message,
-                "move or remove that folder, then prepare again",
-            ),
-            C::Create { path, source } => Error::io_at(message, &path, source).in_workspace_root(),
-            C::Snapshot { root, source, .. } => {
-                Error::io_at(message, &root, source).in_workspace_root()
-            }
-            C::Read { root, source } => Error::io_at(message, &root, source),
-            C::Remove { source, .. } => Error::io(message, source),
-            C::Checkout { source, .. } => Error::git(message, source),
-        }
-    }
-}
-
-/// Verification workspaces derived from a template (design §3.17): a
-/// folder that changed under the snapshot is `delegate::workspace_exists`;
-/// the files are I/O and git errors named by their cause, as before.
-impl From<DerivedError> for Error {
-    fn from(e: DerivedError) -> Error {
-        use DerivedError as D;
-        let message = e.to_string();
-        match e {
-            D::Create(e) => e.into(),
-            D::Fill(e) => e.into(),
-            D::Fs(e) => e.into(),
-            D::Engine(e) => e,
-            D::Removal(e) => e.into(),
-            D::Interrupted => Error::interrupted(),
-            D::Checkout { source, .. } => Error::git(message, source),
-            D::Changed { .. } => Error::usage(
-                Code::WorkspaceExists,
-                message,
-                "move or remove that folder, then run again",
-            ),
-            D::Snapshot { root, source, .. } => {
-                Error::io_at(message, &root, source).in_workspace_root()
-            }
-            D::Remove { source, .. } => Error::io(message, source),
-            D::Read { root, source } => Error::io_at(message, &root, source),
-        }
-    }
 }
 
 /// A planned workspace's place taken (`delegate::workspace_exists`, exit

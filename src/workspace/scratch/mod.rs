@@ -10,7 +10,7 @@
 //! out a copy whose git metadata or symlinks lead outside it, or removes a
 //! folder whose identity (device and inode recorded in the marker) is not the
 //! one it made; it never follows a symlink while removing.
-//! Making, sweeping and removing copies fail with `ScratchError` (the
+//! Making, sweeping and removing copies fail with `WorkspaceError` (the
 //! copy, the file and the cause; `ops::explain` words it).
 
 // `stat` field widths differ between targets: the casts are deliberate.
@@ -25,8 +25,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::git::repo::Source;
 use crate::record::batch::CarryStats;
-use crate::sys::fs::FsError;
-use crate::workspace::carry::{self, CarryError, Method, Visit, Walker};
+use crate::workspace::carry::{self, Method, Visit, Walker};
+use crate::workspace::WorkspaceError;
 
 mod removal;
 
@@ -66,76 +66,19 @@ pub(super) fn errno_io(e: Errno) -> std::io::Error {
     std::io::Error::from_raw_os_error(e.raw_os_error())
 }
 
-/// Why a scratch copy could not be made or handed out.
-#[derive(Debug, thiserror::Error)]
-pub enum ScratchError {
-    /// The copy walk (a filesystem that cannot clone included).
-    #[error(transparent)]
-    Carry(#[from] CarryError),
-    /// The real path of the source's `.git`.
-    #[error(transparent)]
-    Fs(#[from] FsError),
-    /// What the layers it calls that still return the crate's `Error`
-    /// failed with (the batch records a sweep reads).
-    #[error(transparent)]
-    Engine(#[from] crate::error::Error),
-    /// Restricting the copy's filter drivers to the recorded ones.
-    #[error(transparent)]
-    Drivers(#[from] crate::git::drivers::DriversError),
-    /// A copy that is not self-contained (`why` says how).
-    #[error("the scratch copy {} cannot be handed out: {why}", root.display())]
-    Refused { root: PathBuf, why: String },
-    /// A source root at the filesystem root.
-    #[error("{} has no parent folder for scratch copies", root.display())]
-    NoParent { root: PathBuf },
-    /// A source whose `.git` is a file or a symlink.
-    #[error("{} is {}, not the repository folder: the source is a linked worktree or uses a gitfile, and a copy of it would share its git metadata with the source", dot_git.display(), if *symlink { "a symlink" } else { "a file" })]
-    GitFile { dot_git: PathBuf, symlink: bool },
-    /// A source whose `.git` is not its common folder.
-    #[error("{} is not the repository's common folder {}", dot_git.display(), common_dir.display())]
-    NotCommonDir {
-        dot_git: PathBuf,
-        common_dir: PathBuf,
-    },
-    /// `what` (read, create, open, write, clone into, remove) on `path`.
-    #[error("cannot {what} {}", path.display())]
-    Io {
-        what: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A planned root without a container folder.
-    #[error("a scratch root has no container")]
-    NoContainer,
-    /// The owner marker that cannot be written as TOML.
-    #[error("cannot record the owner of {}: {source}", root.display())]
-    Owner {
-        root: PathBuf,
-        source: toml::ser::Error,
-    },
-    /// The copy's index, given the copied files' stat data.
-    #[error("cannot refresh the index of {}", root.display())]
-    Index {
-        root: PathBuf,
-        #[source]
-        source: gix::Error,
-    },
-}
+type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
 
-type Result<T, E = ScratchError> = std::result::Result<T, E>;
-
-fn refused(root: &Path, why: String) -> ScratchError {
-    ScratchError::Refused {
+fn refused(root: &Path, why: String) -> WorkspaceError {
+    WorkspaceError::Refused {
         root: root.to_path_buf(),
         why,
     }
 }
 
 /// `what` on `path` failed with `source`.
-pub(super) fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> ScratchError {
+pub(super) fn io(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> WorkspaceError {
     let path = path.to_path_buf();
-    move |source| ScratchError::Io { what, path, source }
+    move |source| WorkspaceError::io(what, &path)(source)
 }
 
 fn random_hex() -> String {
@@ -153,9 +96,11 @@ pub(super) fn home_of(common_dir: &Path) -> Option<PathBuf> {
 
 /// Choose `count` new task roots `<parent>/.git-delegate-scratch-<random>/project`.
 pub fn plan(source_root: &Path, count: usize) -> Result<Vec<PathBuf>> {
-    let parent = source_root.parent().ok_or_else(|| ScratchError::NoParent {
-        root: source_root.to_path_buf(),
-    })?;
+    let parent = source_root
+        .parent()
+        .ok_or_else(|| WorkspaceError::NoParent {
+            root: source_root.to_path_buf(),
+        })?;
     let mut out: Vec<PathBuf> = Vec::with_capacity(count);
     while out.len() < count {
         let c = parent.join(format!("{CONTAINER_PREFIX}{}", random_hex()));
@@ -173,20 +118,23 @@ pub fn preflight(source: &Source) -> Result<()> {
     let dot_git = source.root.join(".git");
     let meta = dot_git.symlink_metadata().map_err(io("read", &dot_git))?;
     if !meta.is_dir() {
-        return Err(ScratchError::GitFile {
+        return Err(WorkspaceError::GitFile {
             symlink: meta.file_type().is_symlink(),
             dot_git,
         });
     }
     if crate::sys::fs::canonical(&dot_git)? != source.common_dir {
-        return Err(ScratchError::NotCommonDir {
+        return Err(WorkspaceError::NotCommonDir {
             dot_git,
             common_dir: source.common_dir.clone(),
         });
     }
-    let parent = source.root.parent().ok_or_else(|| ScratchError::NoParent {
-        root: source.root.clone(),
-    })?;
+    let parent = source
+        .root
+        .parent()
+        .ok_or_else(|| WorkspaceError::NoParent {
+            root: source.root.clone(),
+        })?;
     // Clone a real file of the source into a probe folder beside it.
     let probe_dir = parent.join(format!("{CONTAINER_PREFIX}probe-{}", random_hex()));
     std::fs::create_dir(&probe_dir).map_err(io("create", &probe_dir))?;
@@ -201,9 +149,7 @@ pub fn preflight(source: &Source) -> Result<()> {
             .map_err(io("create", &dst_path))?;
         match rfs::ioctl_ficlone(&dst, &src) {
             Ok(()) => Ok(()),
-            Err(e) if carry::is_no_reflink(e) => {
-                Err(carry::no_reflink(&src_path, parent, e).into())
-            }
+            Err(e) if carry::is_no_reflink(e) => Err(carry::no_reflink(&src_path, parent, e)),
             Err(e) => Err(io("clone into", &dst_path)(errno_io(e))),
         }
     })();
@@ -229,7 +175,7 @@ pub fn create_all(
         crate::sys::parallel::try_map(
             tasks,
             crate::sys::parallel::threads(4),
-            || ScratchError::Carry(carry::copy_panicked()),
+            carry::copy_panicked,
             |(_, root)| copy_one(src_root, root),
         )
     })();
@@ -251,7 +197,7 @@ pub fn create_all(
 
 /// Create `<container>/project` and the owner marker.
 fn make_container(source: &Source, batch: &str, task: &str, root: &Path) -> Result<()> {
-    let container = root.parent().ok_or(ScratchError::NoContainer)?;
+    let container = root.parent().ok_or(WorkspaceError::NoContainer)?;
     std::fs::create_dir(container).map_err(io("create", container))?;
     std::fs::create_dir(root).map_err(io("create", root))?;
     let st = rfs::lstat(root).map_err(|e| io("read", root)(errno_io(e)))?;
@@ -266,7 +212,7 @@ fn make_container(source: &Source, batch: &str, task: &str, root: &Path) -> Resu
         dev: st.st_dev as u64,
         ino: st.st_ino as u64,
     };
-    let text = toml::to_string_pretty(&owner).map_err(|source| ScratchError::Owner {
+    let text = toml::to_string_pretty(&owner).map_err(|source| WorkspaceError::Owner {
         root: root.to_path_buf(),
         source,
     })?;
@@ -303,7 +249,7 @@ fn copy_one(src_root: &Path, root: &Path) -> Result<CarryStats> {
         }
         Ok(Visit::Copy)
     };
-    let mut walker: Walker<'_, ScratchError> = Walker::new(
+    let mut walker: Walker<'_> = Walker::new(
         Method::CloneOnly,
         src_root.to_path_buf(),
         vec![root.to_path_buf()],
@@ -344,7 +290,7 @@ fn refresh_index(repo: &gix::Repository, src_root: &Path, root: &Path) -> Result
     else {
         return Ok(());
     };
-    let git = |source: gix::Error| ScratchError::Index {
+    let git = |source: gix::Error| WorkspaceError::ScratchIndex {
         root: root.to_path_buf(),
         source,
     };

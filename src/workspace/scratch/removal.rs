@@ -12,7 +12,7 @@
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
+use rustix::fs::{self as rfs, AtFlags, FileType, Mode};
 use rustix::io::Errno;
 
 use crate::git::repo::Source;
@@ -22,20 +22,8 @@ use crate::workspace::presence::{Health, Removal};
 use super::{errno_io, home_of, io, Owner, Result, CONTAINER_PREFIX, MARKER, PROJECT};
 
 fn read_marker_at(container: BorrowedFd<'_>) -> Option<Owner> {
-    let fd = rfs::openat(
-        container,
-        MARKER,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK,
-        Mode::empty(),
-    )
-    .ok()?;
-    let mut text = String::new();
-    use std::io::Read;
-    std::fs::File::from(fd)
-        .take(64 * 1024)
-        .read_to_string(&mut text)
-        .ok()?;
-    toml::from_str(&text).ok()
+    let bytes = crate::sys::fs::read_at_most(container, MARKER, 64 * 1024).ok()?;
+    toml::from_str(std::str::from_utf8(&bytes).ok()?).ok()
 }
 
 fn container_of(root: &Path) -> Option<&Path> {
@@ -277,10 +265,7 @@ pub fn sweep_candidates(source: &Source) -> Result<Vec<Candidate>> {
         }
         let batches = match &batches {
             Some(b) => b,
-            None => batches.insert(
-                crate::record::batch::list_ok(&source.state_dir())
-                    .map_err(crate::error::Error::from)?,
-            ),
+            None => batches.insert(crate::record::batch::list_ok(&source.state_dir())?),
         };
         let reason = match batches.iter().find(|b| b.id == owner.batch) {
             None => Some("batch_gone"),
