@@ -254,8 +254,12 @@ pub fn park(
         lock_reason: record::LOCK_REASON.to_string(),
     };
     move_registration(common_dir, &task.worktree_id, &plan, None)?;
-    let moved = rename_beneath(parents.batch.fd(), name, pool_dir.fd(), OsStr::new(&id))
-        .and_then(|()| write_dotgit(fd.as_fd(), common_dir, &plan));
+    crate::sys::interrupt::pause("pool-park-registered");
+    let moved =
+        rename_beneath(parents.batch.fd(), name, pool_dir.fd(), OsStr::new(&id)).and_then(|()| {
+            crate::sys::interrupt::pause("pool-park-moved");
+            write_dotgit(fd.as_fd(), common_dir, &plan)
+        });
     if let Err(e) = moved {
         // Back where it was, as far as it goes; the caller removes it.
         let back = Plan {
@@ -272,6 +276,7 @@ pub fn park(
         return Err(e);
     }
     parents.base.dir.remove_child_if_empty(short);
+    crate::sys::interrupt::pause("pool-park-unrecorded");
     let Some(folder) = folder_of(&plan.root) else {
         let _ = remove(common_dir, &plan.root, &plan.worktree_id);
         return Ok(true);
@@ -572,6 +577,7 @@ fn move_registration(
         path: old.clone(),
         source,
     })?;
+    crate::sys::interrupt::pause("pool-registration-renamed");
     let files = Registration::at(new.clone());
     let line = [p.root.join(".git").as_os_str().as_bytes(), b"\n"].concat();
     crate::sys::fs::write_atomic(&files.locked_file(), p.lock_reason.as_bytes())?;
@@ -677,11 +683,13 @@ pub fn trim(
         .iter()
         .map(Idle::worktree_id)
         .collect();
-    for (id, root) in orphans(common_dir) {
+    for (id, root, whole) in orphans(common_dir) {
         if known.contains(&id) || hosts(state_dir, &[&root]) {
             continue;
         }
-        t.bytes += shared_root::tree_size(&root);
+        if whole {
+            t.bytes += shared_root::tree_size(&root);
+        }
         t.removed += 1;
         if !dry_run {
             super::remove(common_dir, &root, &id)?;
@@ -690,9 +698,12 @@ pub fn trim(
     Ok(t)
 }
 
-/// The registrations `delegate-pool-<id>` locked `git-delegate pool`,
-/// with the folder they name where parking puts one.
-fn orphans(common_dir: &Path) -> Vec<(String, PathBuf)> {
+/// The registrations `delegate-pool-<id>` with the folder they name:
+/// locked `git-delegate pool`, naming the folder where parking puts one
+/// (`true`), or still locked as a task's (`false`: a park killed between
+/// renaming the task's registration and rewriting it; the task's folder,
+/// whose `.git` names the old registration, is never removed through it).
+fn orphans(common_dir: &Path) -> Vec<(String, PathBuf, bool)> {
     let Ok(rd) = std::fs::read_dir(crate::git::registration::dir(common_dir)) else {
         return Vec::new();
     };
@@ -702,8 +713,9 @@ fn orphans(common_dir: &Path) -> Vec<(String, PathBuf)> {
         let Some(short) = name.strip_prefix("delegate-pool-") else {
             continue;
         };
-        let locked = Registration::at(e.path()).read_lock_reason();
-        if !record::is_id(short) || locked.as_deref() != Some(record::LOCK_REASON) {
+        let reg = Registration::at(e.path());
+        let pooled = reg.read_lock_reason().as_deref() == Some(record::LOCK_REASON);
+        if !record::is_id(short) || !(pooled || reg.is_locked_by_a_batch()) {
             continue;
         }
         let Some(root) = super::identity::registered_location(common_dir, &name) else {
@@ -722,8 +734,8 @@ fn orphans(common_dir: &Path) -> Vec<(String, PathBuf)> {
             commit: String::new(),
             idle_since: String::new(),
         };
-        if in_place(&rec) {
-            out.push((name, root));
+        if !pooled || in_place(&rec) {
+            out.push((name, root, pooled));
         }
     }
     out
