@@ -310,6 +310,8 @@ pub fn take(
 ) -> Result<Vec<bool>, PoolError> {
     let mut idle = record::list(state_dir);
     let mut out = Vec::with_capacity(plans.len());
+    // The baseline's index, read from `tree` by the first reuse, copied by the others.
+    let mut baseline = None;
     for p in plans {
         let mut done = false;
         while let Some(rec) = idle.pop() {
@@ -324,7 +326,7 @@ pub fn take(
             if rec.root != place(base, &rec.id) {
                 continue;
             }
-            match reuse(common_dir, &rec, p, commit, tree) {
+            match reuse(common_dir, &rec, p, commit, tree, &mut baseline) {
                 Ok(true) => {
                     done = true;
                     break;
@@ -353,13 +355,15 @@ pub fn take(
 }
 
 /// Reuse the idle workspace `rec` for `p`: `false` when it could not be
-/// proven (it is removed then, when it is ours).
+/// proven (it is removed then, when it is ours). `baseline`: the index of
+/// `tree`, once a reuse has read it.
 fn reuse(
     common_dir: &Path,
     rec: &Idle,
     p: &Plan,
     commit: ObjectId,
     tree: ObjectId,
+    baseline: &mut Option<gix::index::State>,
 ) -> Result<bool, PoolError> {
     if !in_place(rec) {
         return Ok(false);
@@ -414,13 +418,14 @@ fn reuse(
     rename_beneath(parents.batch.fd(), OsStr::new(&rec.id), batch.fd(), name)?;
     write_dotgit(fd.as_fd(), common_dir, p)?;
     crate::sys::interrupt::pause("pool-moved");
-    move_to(common_dir, fd.as_fd(), p, &changes, &old, tree)?;
+    move_to(common_dir, fd.as_fd(), p, &changes, &old, tree, baseline)?;
     Ok(true)
 }
 
 /// Write the baseline `tree` into the workspace `p` (held open as `dir`)
-/// where `changes` say it differs, and its index: the baseline, with the
-/// stat data of `old` for unchanged entries and fresh ones for the others.
+/// where `changes` say it differs, and its index: the baseline (a copy of
+/// `baseline`, read from `tree` first when it is `None`), with the stat
+/// data of `old` for unchanged entries and fresh ones for the others.
 fn move_to(
     common_dir: &Path,
     dir: BorrowedFd<'_>,
@@ -428,6 +433,7 @@ fn move_to(
     changes: &[crate::git::diff::PathChange],
     old: &gix::index::File,
     tree: ObjectId,
+    baseline: &mut Option<gix::index::State>,
 ) -> Result<(), PoolError> {
     use gix::objs::tree::EntryKind;
     // The old side of every path that differs, deepest first, then the
@@ -453,7 +459,12 @@ fn move_to(
         root: p.root.clone(),
         source,
     };
-    let mut index: gix::index::State = repo.index_from_tree(&tree).map_err(git)?.into();
+    let mut index = match baseline {
+        Some(index) => index.clone(),
+        None => baseline
+            .insert(repo.index_from_tree(&tree).map_err(git)?.into())
+            .clone(),
+    };
     let written: HashSet<&BStr> = changes
         .iter()
         .filter(|c| c.new.is_some())
