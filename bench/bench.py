@@ -101,6 +101,8 @@ import sys
 import tempfile
 import time
 
+from scratch_bench import hermetic_env
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 GIB = 1 << 30
@@ -116,25 +118,13 @@ class Bench:
         self.bin = binary
         # --against: the binary the reference column runs instead of git.
         self.against = against
-        home = os.path.join(tmp, "home")
-        os.makedirs(home, exist_ok=True)
-        cfg = os.path.join(tmp, "gitconfig")
-        with open(cfg, "w") as f:
-            f.write("[user]\n\tname = Bench\n\temail = bench@example.com\n")
         # The runner of timed commands (see `timed`), built here.
         self.spawn = os.path.join(tmp, "spawn")
         # The floor's file writer (see PrepareRows.floor), built here too.
         self.floor = os.path.join(tmp, "floor")
         for name, out in [("spawn.rs", self.spawn), ("floor.rs", self.floor)]:
             subprocess.run(["rustc", "-O", "--edition", "2021", os.path.join(HERE, name), "-o", out], check=True)
-        self.env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": home,
-            "XDG_DATA_HOME": os.path.join(home, ".local/share"),
-            "GIT_CONFIG_GLOBAL": cfg,
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "LANG": "C",
-        }
+        self.env = hermetic_env(tmp)
 
     def run(self, args, cwd, check=True, env=None):
         """Run a command; return (seconds, peak RSS in KiB, stdout)."""
@@ -350,8 +340,7 @@ def is_reflink_xfs(path):
     if not os.path.isdir(path):
         return False
     try:
-        fs = subprocess.run(["findmnt", "-n", "-o", "FSTYPE", "--target", path], capture_output=True, text=True)
-        if fs.stdout.strip() != "xfs":
+        if fs_type(path) != "xfs":
             return False
         info = subprocess.run(["xfs_info", path], capture_output=True, text=True)
         return "reflink=1" in info.stdout
@@ -393,16 +382,22 @@ class PrepareRows:
         return self.worktrees()
 
     def worktrees(self):
+        """4 sequential worktrees of `head`, each made by `add_commands`, timed."""
         os.sync()
         self.count += 1
         start = time.perf_counter()
         rss = 0
         for i in range(4):
             path = os.path.join(self.base, "wt", f"{self.count}-{i}")
-            _, r = self.b.timed(["git", "worktree", "add", "-q", "--detach", path, self.head], self.repo)
-            rss = max(rss, r)
+            for args, cwd in self.add_commands(path):
+                _, r = self.b.timed(args, cwd)
+                rss = max(rss, r)
             self.wts.append(path)
         return time.perf_counter() - start, rss
+
+    def add_commands(self, path):
+        """The git commands (argv, folder) that make the worktree `path`."""
+        return [(["git", "worktree", "add", "-q", "--detach", path, self.head], self.repo)]
 
     def clean(self):
         for label in self.batches:
@@ -633,22 +628,12 @@ class SparseWorktrees(PrepareRows):
         super().__init__(b, repo, n, base, label)
         self.cone = cone
 
-    def worktrees(self):
-        os.sync()
-        self.count += 1
-        start = time.perf_counter()
-        rss = 0
-        for i in range(4):
-            path = os.path.join(self.base, "wt", f"{self.count}-{i}")
-            for args, cwd in [
-                (["git", "worktree", "add", "-q", "--no-checkout", "--detach", path, self.head], self.repo),
-                (["git", "sparse-checkout", "set", "--cone", *self.cone], path),
-                (["git", "checkout", "-q", "--detach", self.head], path),
-            ]:
-                _, r = self.b.timed(args, cwd)
-                rss = max(rss, r)
-            self.wts.append(path)
-        return time.perf_counter() - start, rss
+    def add_commands(self, path):
+        return [
+            (["git", "worktree", "add", "-q", "--no-checkout", "--detach", path, self.head], self.repo),
+            (["git", "sparse-checkout", "set", "--cone", *self.cone], path),
+            (["git", "checkout", "-q", "--detach", self.head], path),
+        ]
 
 
 def bench_sparse(b, rows, tmp, n, reps):
@@ -760,26 +745,47 @@ def bench_touch(b, rows, repo, n, reps):
         b.git(repo, "status", "--porcelain")
 
 
-def apply_round(b, repo, label, rng, txt, binary, k, with_status):
-    """One round of the apply rows: prepare 4 tasks, each appends a line to
-    10 files (40 distinct ones of `txt`), `sync`, optionally 4 x `git status`
-    in the workspaces (one unmeasured pass, then timed), `apply` timed, the
-    background removal waited for, the source's 40 files restored. Returns
-    (apply s, apply RSS, status s, status RSS, background removal s)."""
+def read_originals(repo, picks):
+    """The bytes of the source's files `picks`, to be put back (`restore`)."""
+    originals = {}
+    for rel in picks:
+        with open(os.path.join(repo, rel), "rb") as f:
+            originals[rel] = f.read()
+    return originals
+
+
+def restore(repo, originals):
+    """Writes the source's files back as `read_originals` read them."""
+    for rel, data in originals.items():
+        with open(os.path.join(repo, rel), "wb") as f:
+            f.write(data)
+
+
+def prepare_four_edited(b, repo, label, rng, txt, line):
+    """prepare 4 tasks of `label`; each task appends `line(t)` to 10 files
+    (40 distinct ones of `txt`, drawn by `rng`), then `sync`. Returns (the
+    task roots, the workspace root, the 40 files' bytes in the source)."""
     doc = json.loads(b.delegate(repo, "prepare", "-n", "4", "--label", label, "--json"))
     roots = [t["root"] for t in doc["tasks"]]
     # <workspace root>/<repo>-<fingerprint>/<batch>/<task>
     ws_root = os.path.dirname(os.path.dirname(os.path.dirname(roots[0])))
     picks = rng.sample(txt, 40)
-    originals = {}
-    for rel in picks:
-        with open(os.path.join(repo, rel), "rb") as f:
-            originals[rel] = f.read()
+    originals = read_originals(repo, picks)
     for t, root in enumerate(roots):
         for rel in picks[t * 10:(t + 1) * 10]:
             with open(os.path.join(root, rel), "a") as f:
-                f.write(f"task {t} round {k}\n")
+                f.write(line(t))
     os.sync()
+    return roots, ws_root, originals
+
+
+def apply_round(b, repo, label, rng, txt, binary, k, with_status):
+    """One round of the apply rows: `prepare_four_edited`, optionally 4 x
+    `git status` in the workspaces (one unmeasured pass, then timed), `apply`
+    timed, the background removal waited for, the source's 40 files
+    restored. Returns (apply s, apply RSS, status s, status RSS, background
+    removal s)."""
+    roots, ws_root, originals = prepare_four_edited(b, repo, label, rng, txt, lambda t: f"task {t} round {k}\n")
     ref, ref_rss = 0, 0
     if with_status:
         for root in roots:  # warm-up pass, not timed
@@ -791,9 +797,7 @@ def apply_round(b, repo, label, rng, txt, binary, k, with_status):
         ref = time.perf_counter() - start
     t, rss = b.timed([binary, "apply", label], repo)
     waited = b.wait_trash(ws_root)
-    for rel, data in originals.items():
-        with open(os.path.join(repo, rel), "wb") as f:
-            f.write(data)
+    restore(repo, originals)
     b.git(repo, "status", "--porcelain")
     return t, rss, ref, ref_rss, waited
 
@@ -1147,10 +1151,7 @@ def bench_remote(b, rows, tmp, repo, n, files, reps):
             b.delegate(wc, "join", url, batch, t, dirs[t])
         # submit vs git push
         picks = rng.sample(txt, 40)
-        originals = {}
-        for rel in picks:
-            with open(os.path.join(repo, rel), "rb") as f:
-                originals[rel] = f.read()
+        originals = read_originals(repo, picks)
         for i, t in enumerate("abcd"):
             edit(dirs[t], picks[i * 10:(i + 1) * 10], k)
         os.sync()
@@ -1166,9 +1167,7 @@ def bench_remote(b, rows, tmp, repo, n, files, reps):
         fetch = b.timed(["git", "fetch", "-q", url, *specs], rc)
         out["apply"] = b.timed([b.bin, "apply", "bench-remote"], repo)
         b.wait_trash(ws_root)
-        for rel, data in originals.items():
-            with open(os.path.join(repo, rel), "wb") as f:
-                f.write(data)
+        restore(repo, originals)
         local = json.loads(b.delegate(repo, "prepare", "-n", "4", "--label", "bench-local", "--json"))
         for i, t in enumerate(local["tasks"]):
             edit(t["root"], picks[i * 10:(i + 1) * 10], k)
@@ -1176,9 +1175,7 @@ def bench_remote(b, rows, tmp, repo, n, files, reps):
         la = b.timed([b.bin, "apply", "bench-local"], repo)
         out["apply_ref"] = (la[0] + fetch[0], max(la[1], fetch[1]))
         b.wait_trash(ws_root)
-        for rel, data in originals.items():
-            with open(os.path.join(repo, rel), "wb") as f:
-                f.write(data)
+        restore(repo, originals)
         b.git(repo, "status", "--porcelain")
         # the worker's side goes
         for t in "abcd":
@@ -1221,19 +1218,8 @@ def bench_undo(b, rows, repo, n, files, reps):
     label = "bench-undo"
 
     def one_round(k):
-        doc = json.loads(b.delegate(repo, "prepare", "-n", "4", "--label", label, "--json"))
-        roots = [t["root"] for t in doc["tasks"]]
-        ws_root = os.path.dirname(os.path.dirname(os.path.dirname(roots[0])))
-        picks = rng.sample(txt, 40)
-        originals = {}
-        for rel in picks:
-            with open(os.path.join(repo, rel), "rb") as f:
-                originals[rel] = f.read()
-        for t, root in enumerate(roots):
-            for rel in picks[t * 10:(t + 1) * 10]:
-                with open(os.path.join(root, rel), "a") as f:
-                    f.write(f"task {t} undo round {k}\n")
-        os.sync()
+        _, ws_root, originals = prepare_four_edited(b, repo, label, rng, txt,
+                                                    lambda t: f"task {t} undo round {k}\n")
         applied, _ = b.timed([b.bin, "apply", label], repo)
         b.wait_trash(ws_root)
         os.sync()
@@ -1557,15 +1543,8 @@ def main():
     made_xfs = None
     xfs = args.xfs
     if args.make_xfs:
-        mount = "/tmp/git-delegate-bench-xfs"
-        env = dict(os.environ, GIT_DELEGATE_XFS_MOUNT=mount,
-                   GIT_DELEGATE_XFS_IMAGE="/var/tmp/git-delegate-bench-xfs.img",
-                   GIT_DELEGATE_XFS_SIZE=args.make_xfs)
-        p = subprocess.run(["bash", os.path.join(ROOT, "scripts/reflink-fs")], env=env, capture_output=True, text=True)
-        if p.returncode == 0:
-            xfs = made_xfs = p.stdout.strip()
-        else:
-            say(f"no XFS rows: scripts/reflink-fs failed: {p.stderr.strip()}")
+        made_xfs = image_fs("XFS", "/tmp/git-delegate-bench-xfs", args.make_xfs)
+        xfs = made_xfs or xfs
     elif not xfs and is_reflink_xfs("/tmp/git-delegate-xfs"):
         xfs = "/tmp/git-delegate-xfs"
     if xfs and not is_reflink_xfs(xfs):
@@ -1580,14 +1559,8 @@ def main():
     made_btrfs = None
     btrfs = args.btrfs
     if args.make_btrfs:
-        env = dict(os.environ, GIT_DELEGATE_BTRFS_MOUNT="/tmp/git-delegate-bench-btrfs",
-                   GIT_DELEGATE_BTRFS_IMAGE="/var/tmp/git-delegate-bench-btrfs.img",
-                   GIT_DELEGATE_BTRFS_SIZE=args.make_btrfs)
-        p = subprocess.run(["bash", os.path.join(ROOT, "scripts/btrfs-fs")], env=env, capture_output=True, text=True)
-        if p.returncode == 0:
-            btrfs = made_btrfs = p.stdout.strip()
-        else:
-            say(f"no btrfs rows: scripts/btrfs-fs failed: {p.stderr.strip()}")
+        made_btrfs = image_fs("btrfs", "/tmp/git-delegate-bench-btrfs", args.make_btrfs)
+        btrfs = made_btrfs or btrfs
     if btrfs and fs_type(btrfs) != "btrfs":
         say(f"no btrfs rows: {btrfs} is not on btrfs")
         btrfs = None
@@ -1699,17 +1672,35 @@ def main():
             os.rmdir(ext4)
             os.remove(EXT4_IMAGE)
         if made_btrfs:
-            env = dict(os.environ, GIT_DELEGATE_BTRFS_MOUNT=made_btrfs,
-                       GIT_DELEGATE_BTRFS_IMAGE="/var/tmp/git-delegate-bench-btrfs.img")
-            subprocess.run(["bash", os.path.join(ROOT, "scripts/btrfs-fs"), "--unmount"], env=env)
+            image_fs("btrfs", made_btrfs)
         if made_xfs:
-            env = dict(os.environ, GIT_DELEGATE_XFS_MOUNT=made_xfs,
-                       GIT_DELEGATE_XFS_IMAGE="/var/tmp/git-delegate-bench-xfs.img")
-            subprocess.run(["bash", os.path.join(ROOT, "scripts/reflink-fs"), "--unmount"], env=env)
+            image_fs("XFS", made_xfs)
     print()
     print(f"git-delegate benchmark, {time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.1f}, {time.perf_counter() - started:.0f} s")
     rows.print(markdown=args.markdown)
+
+
+IMAGE_FS_SCRIPTS = {"XFS": "scripts/reflink-fs", "btrfs": "scripts/btrfs-fs"}
+
+
+def image_fs(kind, mount, size=None):
+    """A `kind` filesystem ("XFS" or "btrfs") in an image under /var/tmp,
+    by the script of IMAGE_FS_SCRIPTS: mounted at `mount` with `size`,
+    returning the mount (None, having said why, if the script failed), or
+    with no `size` unmounted."""
+    var = f"GIT_DELEGATE_{kind.upper()}"
+    env = dict(os.environ, **{f"{var}_MOUNT": mount, f"{var}_IMAGE": f"/var/tmp/git-delegate-bench-{kind.lower()}.img"})
+    script = IMAGE_FS_SCRIPTS[kind]
+    if size is None:
+        subprocess.run(["bash", os.path.join(ROOT, script), "--unmount"], env=env)
+        return None
+    env[f"{var}_SIZE"] = size
+    p = subprocess.run(["bash", os.path.join(ROOT, script)], env=env, capture_output=True, text=True)
+    if p.returncode == 0:
+        return p.stdout.strip()
+    say(f"no {kind} rows: {script} failed: {p.stderr.strip()}")
+    return None
 
 
 def btrfs_used(mount):
@@ -1838,8 +1829,11 @@ def make_ext4(size):
 
 def fs_type(path):
     try:
-        return subprocess.run(["findmnt", "-n", "-o", "FSTYPE", "--target", path],
-                              capture_output=True, text=True).stdout.strip() or "?"
+        # Mounts stacked on one folder (a tmpfs over /dev/shm) give a line
+        # each, the one in force last.
+        lines = subprocess.run(["findmnt", "-n", "-o", "FSTYPE", "--target", path],
+                               capture_output=True, text=True).stdout.split()
+        return lines[-1] if lines else "?"
     except FileNotFoundError:
         return "?"
 

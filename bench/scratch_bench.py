@@ -40,6 +40,9 @@ MIB = 1 << 20
 
 
 def hermetic_env(tmp):
+    """The environment of every benchmarked command: a home and a git
+    config of their own under `tmp` (an identity, no system config), C
+    locale. bench/bench.py's runs share it."""
     home = os.path.join(tmp, "home")
     os.makedirs(home, exist_ok=True)
     cfg = os.path.join(tmp, "gitconfig")

@@ -181,8 +181,12 @@ pub fn park(
         lock_reason: record::LOCK_REASON.to_string(),
     };
     move_registration(common_dir, &task.worktree_id, &plan, None)?;
-    let moved = rename_beneath(parents.batch.fd(), name, pool_dir.fd(), OsStr::new(&id))
-        .and_then(|()| write_dotgit(fd.as_fd(), common_dir, &plan));
+    crate::sys::interrupt::pause("pool-park-registered");
+    let moved =
+        rename_beneath(parents.batch.fd(), name, pool_dir.fd(), OsStr::new(&id)).and_then(|()| {
+            crate::sys::interrupt::pause("pool-park-moved");
+            write_dotgit(fd.as_fd(), common_dir, &plan)
+        });
     if let Err(e) = moved {
         // Back where it was, as far as it goes; the caller removes it.
         let back = Plan {
@@ -199,6 +203,7 @@ pub fn park(
         return Err(e);
     }
     parents.base.dir.remove_child_if_empty(short);
+    crate::sys::interrupt::pause("pool-park-unrecorded");
     let Some(folder) = folder_of(&plan.root) else {
         let _ = remove(common_dir, &plan.root, &plan.worktree_id);
         return Ok(true);
@@ -232,6 +237,8 @@ pub fn take(
 ) -> Result<Vec<bool>, WorkspaceError> {
     let mut idle = record::list(state_dir);
     let mut out = Vec::with_capacity(plans.len());
+    // The baseline's index, read from `tree` by the first reuse, copied by the others.
+    let mut baseline = None;
     for p in plans {
         let mut done = false;
         while let Some(rec) = idle.pop() {
@@ -246,7 +253,7 @@ pub fn take(
             if rec.root != place(base, &rec.id) {
                 continue;
             }
-            match reuse(common_dir, &rec, p, commit, tree) {
+            match reuse(common_dir, &rec, p, commit, tree, &mut baseline) {
                 Ok(true) => {
                     done = true;
                     break;
@@ -275,13 +282,15 @@ pub fn take(
 }
 
 /// Reuse the idle workspace `rec` for `p`: `false` when it could not be
-/// proven (it is removed then, when it is ours).
+/// proven (it is removed then, when it is ours). `baseline`: the index of
+/// `tree`, once a reuse has read it.
 fn reuse(
     common_dir: &Path,
     rec: &Idle,
     p: &Plan,
     commit: ObjectId,
     tree: ObjectId,
+    baseline: &mut Option<gix::index::State>,
 ) -> Result<bool, WorkspaceError> {
     if !in_place(rec) {
         return Ok(false);
@@ -336,13 +345,14 @@ fn reuse(
     rename_beneath(parents.batch.fd(), OsStr::new(&rec.id), batch.fd(), name)?;
     write_dotgit(fd.as_fd(), common_dir, p)?;
     crate::sys::interrupt::pause("pool-moved");
-    move_to(common_dir, fd.as_fd(), p, &changes, &old, tree)?;
+    move_to(common_dir, fd.as_fd(), p, &changes, &old, tree, baseline)?;
     Ok(true)
 }
 
 /// Write the baseline `tree` into the workspace `p` (held open as `dir`)
-/// where `changes` say it differs, and its index: the baseline, with the
-/// stat data of `old` for unchanged entries and fresh ones for the others.
+/// where `changes` say it differs, and its index: the baseline (a copy of
+/// `baseline`, read from `tree` first when it is `None`), with the stat
+/// data of `old` for unchanged entries and fresh ones for the others.
 fn move_to(
     common_dir: &Path,
     dir: BorrowedFd<'_>,
@@ -350,6 +360,7 @@ fn move_to(
     changes: &[crate::git::diff::PathChange],
     old: &gix::index::File,
     tree: ObjectId,
+    baseline: &mut Option<gix::index::State>,
 ) -> Result<(), WorkspaceError> {
     use gix::objs::tree::EntryKind;
     // The old side of every path that differs, deepest first, then the
@@ -375,7 +386,12 @@ fn move_to(
         root: p.root.clone(),
         source,
     };
-    let mut index: gix::index::State = repo.index_from_tree(&tree).map_err(git)?.into();
+    let mut index = match baseline {
+        Some(index) => index.clone(),
+        None => baseline
+            .insert(repo.index_from_tree(&tree).map_err(git)?.into())
+            .clone(),
+    };
     let written: HashSet<&BStr> = changes
         .iter()
         .filter(|c| c.new.is_some())
@@ -493,6 +509,7 @@ fn move_registration(
         });
     }
     std::fs::rename(&old, &new).map_err(WorkspaceError::at("rename", &old, (&old, false)))?;
+    crate::sys::interrupt::pause("pool-registration-renamed");
     let files = Registration::at(new.clone());
     let line = [p.root.join(".git").as_os_str().as_bytes(), b"\n"].concat();
     crate::sys::fs::write_atomic(&files.locked_file(), p.lock_reason.as_bytes())?;
@@ -592,11 +609,13 @@ pub fn trim(
         .iter()
         .map(Idle::worktree_id)
         .collect();
-    for (id, root) in orphans(common_dir) {
+    for (id, root, whole) in orphans(common_dir) {
         if known.contains(&id) || hosts(state_dir, &[&root]) {
             continue;
         }
-        t.bytes += shared_root::tree_size(&root);
+        if whole {
+            t.bytes += shared_root::tree_size(&root);
+        }
         t.removed += 1;
         if !dry_run {
             super::remove(common_dir, &root, &id)?;
@@ -605,9 +624,12 @@ pub fn trim(
     Ok(t)
 }
 
-/// The registrations `delegate-pool-<id>` locked `git-delegate pool`,
-/// with the folder they name where parking puts one.
-fn orphans(common_dir: &Path) -> Vec<(String, PathBuf)> {
+/// The registrations `delegate-pool-<id>` with the folder they name:
+/// locked `git-delegate pool`, naming the folder where parking puts one
+/// (`true`), or still locked as a task's (`false`: a park killed between
+/// renaming the task's registration and rewriting it; the task's folder,
+/// whose `.git` names the old registration, is never removed through it).
+fn orphans(common_dir: &Path) -> Vec<(String, PathBuf, bool)> {
     let Ok(rd) = std::fs::read_dir(crate::git::registration::dir(common_dir)) else {
         return Vec::new();
     };
@@ -617,8 +639,9 @@ fn orphans(common_dir: &Path) -> Vec<(String, PathBuf)> {
         let Some(short) = name.strip_prefix("delegate-pool-") else {
             continue;
         };
-        let locked = Registration::at(e.path()).read_lock_reason();
-        if !record::is_id(short) || locked.as_deref() != Some(record::LOCK_REASON) {
+        let reg = Registration::at(e.path());
+        let pooled = reg.read_lock_reason().as_deref() == Some(record::LOCK_REASON);
+        if !record::is_id(short) || !(pooled || reg.is_locked_by_a_batch()) {
             continue;
         }
         let Some(root) = super::identity::registered_location(common_dir, &name) else {
@@ -637,8 +660,8 @@ fn orphans(common_dir: &Path) -> Vec<(String, PathBuf)> {
             commit: String::new(),
             idle_since: String::new(),
         };
-        if in_place(&rec) {
-            out.push((name, root));
+        if !pooled || in_place(&rec) {
+            out.push((name, root, pooled));
         }
     }
     out

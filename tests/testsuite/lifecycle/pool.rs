@@ -445,3 +445,171 @@ fn an_idle_workspace_hosting_a_batch_is_neither_reused_nor_removed() {
     assert!(!pooled[0].exists());
     env.delegate(&repo, ["drop", &id(&outer)]).expect(0);
 }
+
+/// `git delegate apply` in its own process group, paused at `point`
+/// (test-only `GIT_DELEGATE_TEST_PAUSE`) and sent `sig` there: its output.
+fn apply_signalled_at(
+    env: &Env,
+    repo: &Path,
+    point: &str,
+    sig: rustix::process::Signal,
+) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let paused = env.path().join(format!("paused-{point}"));
+    let mut child = env
+        .delegate_cmd(repo)
+        .arg("apply")
+        .env("GIT_DELEGATE_TEST_PAUSE", point)
+        .env("GIT_DELEGATE_TEST_PAUSED", &paused)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .expect("start apply");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !std::fs::read_to_string(&paused)
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l == point)
+    {
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "apply ended ({}) before {point}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never reached {point}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let pgid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process_group(pgid, sig).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// The pool is whole: every record names `<base>/pool/<id>`, a worktree
+/// registered as `delegate-pool-<id>`, locked `git-delegate pool`, whose
+/// `.git` names that registration; every pool folder and every
+/// registration has its record. Returns the idle workspaces.
+fn assert_pool_whole(env: &Env, repo: &Path, what: &str) -> Vec<PathBuf> {
+    use crate::common::fixtures::{common_dir, names_in, registrations, workspace_base};
+    let common = common_dir(env, repo);
+    let pool = workspace_base(env, repo).join("pool");
+    let mut ids = Vec::new();
+    for name in names_in(&common.join("delegate/pool")) {
+        let text = std::fs::read_to_string(common.join("delegate/pool").join(&name)).unwrap();
+        let rec: toml::Value = toml::from_str(&text).unwrap();
+        let id = rec["id"].as_str().unwrap().to_string();
+        assert_eq!(name, format!("{id}.toml"), "{what}");
+        assert_eq!(Path::new(rec["root"].as_str().unwrap()), pool.join(&id));
+        ids.push(id);
+    }
+    ids.sort();
+    let regs: Vec<String> = ids.iter().map(|i| format!("delegate-pool-{i}")).collect();
+    assert_eq!(registrations(&common), regs, "registrations: {what}");
+    assert_eq!(names_in(&pool), ids, "pool folders: {what}");
+    let roots: Vec<PathBuf> = ids.iter().map(|i| pool.join(i)).collect();
+    let mut locked = idle(env, repo);
+    locked.sort();
+    assert_eq!(locked, roots, "locked idle worktrees: {what}");
+    for (id, root) in ids.iter().zip(&roots) {
+        let dotgit = std::fs::read_to_string(root.join(".git")).unwrap();
+        let want = common.join("worktrees").join(format!("delegate-pool-{id}"));
+        assert_eq!(dotgit, format!("gitdir: {}\n", want.display()), "{what}");
+    }
+    roots
+}
+
+/// Apply is killed (SIGKILL) or interrupted (Ctrl-C) while it parks the
+/// workspaces of its two tasks: at each step of moving the first one into
+/// the pool. The applied work is in the source; gc afterwards leaves only
+/// whole idle workspaces (none half-parked, no registration or folder of
+/// the batch); a prepare then reuses them or makes fresh ones, each clean;
+/// and emptying the pool leaves nothing.
+#[test]
+fn an_apply_killed_or_interrupted_while_parking_loses_no_workspace_half_way() {
+    use crate::common::fixtures::{
+        batch_folders, common_dir, names_in, registrations, workspace_base,
+    };
+    use rustix::process::Signal;
+    let points = [
+        "pool-registration-renamed",
+        "pool-park-registered",
+        "pool-park-moved",
+        "pool-park-unrecorded",
+    ];
+    for (point, sig) in points
+        .iter()
+        .map(|p| (*p, Signal::KILL))
+        .chain(points.iter().map(|p| (*p, Signal::INT)))
+    {
+        let env = Env::new();
+        let repo = repo(&env, 4);
+        let doc = prepare(&env, &repo, &["-n", "2"]);
+        write(&task_root(&doc, 0).join("src/a.txt"), "task one\n");
+        write(&task_root(&doc, 1).join("src/deep/b.txt"), "task two\n");
+        let out = apply_signalled_at(&env, &repo, point, sig);
+        let what = format!("{point} {sig:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            std::fs::read_to_string(repo.join("src/a.txt")).unwrap(),
+            "task one\n",
+            "{what}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(repo.join("src/deep/b.txt")).unwrap(),
+            "task two\n",
+            "{what}"
+        );
+        if sig == Signal::KILL {
+            use std::os::unix::process::ExitStatusExt;
+            assert_eq!(out.status.signal(), Some(9), "{what}");
+            // The killed apply's clean-up is the next one's.
+            env.delegate(&repo, ["apply"]).expect(0);
+        } else {
+            // Past the commit point: finished, said so, exit 1 (design §7 "Signals").
+            assert_eq!(out.status.code(), Some(1), "{what}");
+        }
+        env.delegate(&repo, ["gc"]).expect(0);
+        let common = common_dir(&env, &repo);
+        let whole = assert_pool_whole(&env, &repo, &what);
+        // Task 2's workspace goes idle in any case (by the next apply after a
+        // kill); Ctrl-C only asks, so task 1's goes idle as well.
+        let want = if sig == Signal::KILL { 1..=2 } else { 2..=2 };
+        assert!(want.contains(&whole.len()), "{whole:?} {what}");
+        assert_eq!(batch_folders(&common), Vec::<String>::new(), "{what}");
+        let base = workspace_base(&env, &repo);
+        let left: Vec<String> = names_in(&base)
+            .into_iter()
+            .filter(|n| n != "pool")
+            .collect();
+        assert_eq!(left, Vec::<String>::new(), "{what}");
+        // The next prepare reuses the idle ones or makes fresh ones: each clean.
+        let next = prepare(&env, &repo, &["-n", "2"]);
+        let tree = tree_of(&env, &repo, next["baseline"]["commit"].as_str().unwrap());
+        let mut reused = 0;
+        for i in 0..2 {
+            let ws = task_root(&next, i);
+            assert_eq!(env.git(&ws, ["status", "--porcelain"]), "", "{what}");
+            assert_eq!(env.oracle_tree(&ws), tree, "{what}");
+            let setup = std::fs::read_to_string(ws.join("build/setup.txt")).unwrap();
+            reused += usize::from(setup.lines().count() == 2);
+        }
+        assert_eq!(reused, whole.len().min(2), "{what}");
+        env.delegate(&repo, ["apply"]).expect(0);
+        env.delegate(&repo, ["drop", "--pool"]).expect(0);
+        assert_eq!(assert_pool_whole(&env, &repo, &what), Vec::<PathBuf>::new());
+        assert_eq!(registrations(&common), Vec::<String>::new(), "{what}");
+        assert!(!base.join("pool").exists(), "{what}");
+        assert_eq!(
+            names_in(&common.join("delegate/pool")),
+            Vec::<String>::new(),
+            "{what}"
+        );
+    }
+}
