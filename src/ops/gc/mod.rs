@@ -450,7 +450,7 @@ fn is_registered_worktree(root: &Path) -> bool {
 /// absolute), read through its handle, never through a symlink.
 fn read_dotgit_at(ws: &crate::workspace::shared_root::Dir) -> Option<PathBuf> {
     use std::os::unix::ffi::OsStrExt;
-    let text = crate::ops::side_effects::read_at(&ws.fd(), b".git", 64 * 1024)?;
+    let text = crate::sys::fs::read_at_most(ws.fd(), ".git", 64 * 1024).ok()?;
     let text = text.strip_suffix(b"\n").unwrap_or(&text);
     let target = text.strip_prefix(b"gitdir: ")?;
     Some(ws.path().join(std::ffi::OsStr::from_bytes(target)))

@@ -16,7 +16,6 @@
 //! follows a symlink in a hooks folder; prints.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
@@ -28,6 +27,7 @@ use super::{Change, Kind, SideEffect};
 use crate::error::Result;
 use crate::git::repo::Source;
 use crate::record::batch::{self, Batch};
+use crate::sys::fs::read_at_most;
 
 /// The record's file name in the batch's state folder.
 pub const FILE: &str = "shared-git-dir";
@@ -149,9 +149,9 @@ fn hooks_entries(dir: &Path) -> BTreeMap<String, String> {
             continue;
         };
         let what = match FileType::from_raw_mode(st.st_mode) {
-            FileType::RegularFile => match read_at(&fd, &name, u64::MAX) {
-                Some(bytes) => format!("f{}:{}", u8::from(st.st_mode & 0o111 != 0), hash(&bytes)),
-                None => "o".into(),
+            FileType::RegularFile => match read_at_most(fd.as_fd(), name.as_slice(), u64::MAX) {
+                Ok(bytes) => format!("f{}:{}", u8::from(st.st_mode & 0o111 != 0), hash(&bytes)),
+                Err(_) => "o".into(),
             },
             FileType::Symlink => match rfs::readlinkat(&fd, name.as_slice(), Vec::new()) {
                 Ok(target) => format!("l:{}", hash(target.as_bytes())),
@@ -163,29 +163,6 @@ fn hooks_entries(dir: &Path) -> BTreeMap<String, String> {
         out.insert(String::from_utf8_lossy(&name).into_owned(), what);
     }
     out
-}
-
-/// A regular file's bytes (its first `limit`), read through a handle that
-/// never follows a symlink and never waits on a FIFO put in its place
-/// (also gc's reading of a workspace's `.git` file).
-pub(crate) fn read_at(dir: &impl AsFd, name: &[u8], limit: u64) -> Option<Vec<u8>> {
-    let fd = rfs::openat(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .ok()?;
-    let st = rfs::fstat(&fd).ok()?;
-    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::from(fd)
-        .take(limit)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    Some(bytes)
 }
 
 /// The hooks folders git runs this source's hooks from, the common dir's

@@ -30,7 +30,6 @@ mod git_dir;
 use crate::git::registration::Registration;
 use crate::git::repo::Source;
 pub use git_dir::find as find_git_dir;
-pub(crate) use git_dir::read_at;
 
 /// The record's file name in the batch's state folder.
 pub const FILE: &str = "shared-refs";
