@@ -20,6 +20,7 @@ use super::Cause;
 use crate::git::diff::DiffError;
 use crate::git::drivers::DriversError;
 use crate::git::ident::IdentError;
+use crate::git::repo::RepoError;
 use crate::git::sparse::SparseError;
 use crate::record::batch::BatchError;
 use crate::sys::fs::{FsError, PathError};
@@ -41,6 +42,9 @@ pub enum WorkspaceError {
     /// layers return their typed errors.
     #[error(transparent)]
     Engine(#[from] crate::error::Error),
+    /// Opening a workspace's repository (`git/repo`'s `open_worktree`).
+    #[error(transparent)]
+    Repo(#[from] RepoError),
 
     /// A path's I/O error, named by its cause.
     #[error(transparent)]

@@ -179,6 +179,10 @@ impl From<RepoError> for Error {
         let message = e.to_string();
         let env = |help: String| Error::state(Code::UnsupportedEnvironment, message.clone(), help);
         match e {
+            R::Discovery(e) => e.into(),
+            R::Config(e) => e.into(),
+            R::Drivers(e) => e.into(),
+            R::Fs(e) => e.into(),
             R::Open { source, .. } | R::Workdir { source, .. } | R::Reopen { source, .. } => {
                 Error::git(message, source)
             }

@@ -50,6 +50,7 @@ impl From<WorkspaceError> for Error {
         let message = e.to_string();
         match e {
             W::Engine(e) => e,
+            W::Repo(e) => e.into(),
             W::Fs(e) => e.into(),
             W::Batch(e) => e.into(),
             W::Sparse(e) => e.into(),
