@@ -23,6 +23,7 @@ use crate::git::ident::IdentError;
 use crate::git::repo::RepoError;
 use crate::git::sparse::SparseError;
 use crate::record::batch::BatchError;
+use crate::snapshot::SnapshotError;
 use crate::sys::fs::{FsError, PathError};
 
 /// Why a workspace (or a scratch copy, or its submodules, or a folder
@@ -45,6 +46,9 @@ pub enum WorkspaceError {
     /// Opening a workspace's repository (`git/repo`'s `open_worktree`).
     #[error(transparent)]
     Repo(#[from] RepoError),
+    /// A workspace's snapshot (`snapshot/`'s entry points).
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
 
     /// A path's I/O error, named by its cause.
     #[error(transparent)]

@@ -51,6 +51,7 @@ impl From<WorkspaceError> for Error {
         match e {
             W::Engine(e) => e,
             W::Repo(e) => e.into(),
+            W::Snapshot(e) => e.into(),
             W::Fs(e) => e.into(),
             W::Batch(e) => e.into(),
             W::Sparse(e) => e.into(),
