@@ -17,12 +17,14 @@ use gix::ObjectId;
 
 use super::refused::Refused;
 use super::Cause;
+use crate::git::blob::BlobError;
 use crate::git::diff::DiffError;
 use crate::git::drivers::DriversError;
 use crate::git::ident::IdentError;
 use crate::git::repo::RepoError;
 use crate::git::sparse::SparseError;
 use crate::record::batch::BatchError;
+use crate::record::pool::PoolError;
 use crate::snapshot::SnapshotError;
 use crate::sys::fs::{FsError, PathError};
 
@@ -49,6 +51,13 @@ pub enum WorkspaceError {
     /// A workspace's snapshot (`snapshot/`'s entry points).
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
+    /// The pool's records (`record/pool`).
+    #[error(transparent)]
+    Pool(#[from] PoolError),
+    /// A checkout's filter driver that failed (`git/blob`'s
+    /// `checkout_filter`).
+    #[error(transparent)]
+    Blob(#[from] BlobError),
 
     /// A path's I/O error, named by its cause.
     #[error(transparent)]

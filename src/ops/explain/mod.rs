@@ -31,6 +31,7 @@ use crate::ops::lock::LockError;
 use crate::record::batch::BatchError;
 use crate::record::busy::BusyError;
 use crate::record::kept::KeptError;
+use crate::record::pool::PoolError;
 use crate::sys::fs::{FsError, PathError};
 use crate::sys::paths::shell_quote;
 
@@ -261,6 +262,19 @@ impl From<BusyError> for Error {
             e.to_string(),
             "wait for that apply to finish, then run this command again",
         )
+    }
+}
+
+/// The pool's records: an id or a record that cannot be one is a bug; the
+/// folder and the file, I/O errors named by their cause.
+impl From<PoolError> for Error {
+    fn from(e: PoolError) -> Error {
+        match e {
+            PoolError::Fs(e) => e.into(),
+            PoolError::BadId { .. } | PoolError::Toml(_) => {
+                Error::state(Code::Internal, e.to_string(), "report this bug")
+            }
+        }
     }
 }
 

@@ -52,6 +52,8 @@ impl From<WorkspaceError> for Error {
             W::Engine(e) => e,
             W::Repo(e) => e.into(),
             W::Snapshot(e) => e.into(),
+            W::Pool(e) => e.into(),
+            W::Blob(e) => e.into(),
             W::Fs(e) => e.into(),
             W::Batch(e) => e.into(),
             W::Sparse(e) => e.into(),
