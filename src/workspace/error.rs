@@ -34,17 +34,14 @@ use crate::sys::fs::{FsError, PathError};
 /// the cause, as `ops::explain` words it).
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
-    /// What a layer below that still returns the crate's `Error` failed
-    /// with: opening a repository (`git/repo`'s `open_worktree`, which
-    /// passes on `RepoError` and `DriversError`), a snapshot (`snapshot/`'s
-    /// entry points), the pool's records (`record/pool`), a checkout's
-    /// filter driver (`git/blob`'s `checkout_filter_failed`), the caller's
-    /// `fill` of `create_all_filled` and `create_template`; and a failed
-    /// creation worded before it is undone (`create_all_sparse`, so a full
-    /// disk names what ran out). The one wrapper of `Error`, until those
-    /// layers return their typed errors.
+    /// A failed creation worded before what was made is removed
+    /// (`create_all_sparse`, `create_all_filled`: a full disk is named by
+    /// what ran out, `FsCause::NoInodes` looking at the filesystem while
+    /// the workspaces still stand), or the failure of the caller's `fill`
+    /// of `create_all_filled`, which the caller worded. The one wrapper of
+    /// the crate's `Error`: its words are decided once, before the undoing.
     #[error(transparent)]
-    Engine(#[from] crate::error::Error),
+    Worded(crate::error::Error),
     /// Opening a workspace's repository (`git/repo`'s `open_worktree`).
     #[error(transparent)]
     Repo(#[from] RepoError),

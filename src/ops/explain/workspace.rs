@@ -49,7 +49,7 @@ impl From<WorkspaceError> for Error {
         use WorkspaceError as W;
         let message = e.to_string();
         match e {
-            W::Engine(e) => e,
+            W::Worded(e) => e,
             W::Repo(e) => e.into(),
             W::Snapshot(e) => e.into(),
             W::Pool(e) => e.into(),
