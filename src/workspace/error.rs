@@ -34,12 +34,12 @@ use crate::sys::fs::{FsError, PathError};
 /// the cause, as `ops::explain` words it).
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
-    /// A failed creation worded before what was made is removed
-    /// (`create_all_sparse`, `create_all_filled`: a full disk is named by
-    /// what ran out, `FsCause::NoInodes` looking at the filesystem while
-    /// the workspaces still stand), or the failure of the caller's `fill`
-    /// of `create_all_filled`, which the caller worded. The one wrapper of
-    /// the crate's `Error`: its words are decided once, before the undoing.
+    /// A failed creation (`create_all_sparse`, `create_all_filled`: a step's, or the
+    /// caller's `fill`'s, whose error type is the caller's) worded before
+    /// what was made is removed, so that a full disk is named by what ran
+    /// out (`FsCause::NoInodes` looks at the filesystem while the
+    /// workspaces still stand). The one wrapper of the crate's `Error`:
+    /// its words are decided then, once.
     #[error(transparent)]
     Worded(crate::error::Error),
     /// Opening a workspace's repository (`git/repo`'s `open_worktree`).

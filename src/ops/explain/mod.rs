@@ -722,4 +722,75 @@ mod tests {
             )
         );
     }
+
+    /// What `git/repo`, `record/pool` and `workspace/` pass on typed now
+    /// (they returned the crate's `Error` before): the same words as the
+    /// cause's own, a full disk named by its cause; and the pool's own
+    /// refusals, which only a bug provokes.
+    #[test]
+    fn passed_on_errors_keep_their_causes_words() {
+        use crate::workspace::WorkspaceError;
+        let words = |e: Error| (e.code, e.exit_code(), e.message, e.help);
+        let os = |e: rustix::io::Errno| std::io::Error::from_raw_os_error(e.raw_os_error());
+        let full = || {
+            FsError::from(PathError::on("resolve", "/w".as_ref())(os(
+                rustix::io::Errno::NOSPC,
+            )))
+        };
+        assert_eq!(words(RepoError::from(full()).into()), words(full().into()));
+        assert_eq!(Error::from(RepoError::from(full())).code, Code::DiskFull);
+        let config =
+            || crate::config::Config::parse(Path::new("d.toml"), "[lease]\nttl = 5\n").unwrap_err();
+        let e = Error::from(RepoError::from(config()));
+        assert!(miette::Diagnostic::labels(&e).is_some());
+        assert_eq!(words(e), words(config().into()));
+        let lost = || DiscoveryError::NotFound("/w is not inside a git repository".into());
+        assert_eq!(words(RepoError::from(lost()).into()), words(lost().into()));
+        assert_eq!(
+            words(WorkspaceError::from(RepoError::from(lost())).into()),
+            words(lost().into())
+        );
+        assert_eq!(
+            words(WorkspaceError::from(PoolError::from(full())).into()),
+            words(full().into())
+        );
+
+        let e = Error::from(PoolError::BadId { id: "../x".into() });
+        assert_eq!(
+            (e.code, e.exit_code(), e.message.as_str(), e.help.as_str()),
+            (
+                Code::Internal,
+                3,
+                "\"../x\" is no idle workspace id",
+                "report this bug"
+            )
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("f");
+        std::fs::write(&file, "").unwrap();
+        let idle = crate::record::pool::Idle {
+            id: crate::record::pool::new_id(),
+            root: "/ws".into(),
+            folder: crate::record::batch::Folder {
+                dev: 1,
+                ino: 2,
+                path: "/ws".into(),
+                subvolume: None,
+            },
+            tree: String::new(),
+            commit: String::new(),
+            idle_since: String::new(),
+        };
+        let e = Error::from(crate::record::pool::save(&file, &idle).unwrap_err());
+        assert_eq!(
+            (e.code, e.message),
+            (
+                Code::Io,
+                format!(
+                    "cannot create {}/pool: Not a directory (os error 20)",
+                    file.display()
+                )
+            )
+        );
+    }
 }
