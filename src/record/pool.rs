@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::record::batch::Folder;
+use crate::record::TomlError;
 use crate::sys::fs::{FsError, PathError};
 
 /// The folder of the records inside the state folder.
@@ -112,11 +113,12 @@ pub fn save(state_dir: &Path, idle: &Idle) -> Result<(), PoolError> {
             id: idle.id.clone(),
         });
     }
-    let text = toml::to_string(idle).map_err(PoolError::Toml)?;
     let d = dir(state_dir);
     std::fs::create_dir_all(&d).map_err(|e| FsError::from(PathError::on("create", &d)(e)))?;
-    crate::sys::fs::write_atomic(&d.join(format!("{}.toml", idle.id)), text.as_bytes())?;
-    Ok(())
+    super::write_toml(&d.join(format!("{}.toml", idle.id)), idle).map_err(|e| match e {
+        TomlError::Serialize(e) => PoolError::Toml(e),
+        TomlError::Fs(e) => e.into(),
+    })
 }
 
 /// Remove the record of `id` (gone already is fine).
