@@ -360,17 +360,6 @@ pub fn checkout_filter(
     Some(filter_failed(repo, "smudge", driver, &place, &status))
 }
 
-/// [`checkout_filter`] worded, for `workspace`, which still builds
-/// `crate::error::Error` in place.
-pub fn checkout_filter_failed(
-    repo: &gix::Repository,
-    index: &gix::index::State,
-    root: &std::path::Path,
-    err: &(dyn std::error::Error + 'static),
-) -> Option<crate::error::Error> {
-    checkout_filter(repo, index, root, err).map(Into::into)
-}
-
 /// The error for a long-running filter process (`filter.<driver>.process`)
 /// that could not be started or did not answer the handshake, when that is
 /// what `err` reports: most often its program is not installed (a

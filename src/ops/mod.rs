@@ -46,19 +46,21 @@ pub mod teardown;
 pub mod undo;
 pub mod verify;
 
-/// Write `value` as TOML at `path` (temp file, fsync, rename); `what` names
-/// it in the error a value TOML cannot hold makes (a bug).
+/// Write `value` as TOML at `path` (`record::write_toml`: temp file,
+/// fsync, rename); `what` names it in the error a value TOML cannot hold
+/// makes (a bug).
 pub(crate) fn write_toml(
     path: &std::path::Path,
     value: &impl serde::Serialize,
     what: &str,
 ) -> crate::error::Result<()> {
-    let text = toml::to_string(value).map_err(|e| {
-        crate::error::Error::state(
+    use crate::record::TomlError;
+    crate::record::write_toml(path, value).map_err(|e| match e {
+        TomlError::Serialize(e) => crate::error::Error::state(
             crate::error::Code::Internal,
             format!("cannot record {what}: {e}"),
             "report this bug",
-        )
-    })?;
-    Ok(crate::sys::fs::write_atomic(path, text.as_bytes())?)
+        ),
+        TomlError::Fs(e) => e.into(),
+    })
 }

@@ -434,7 +434,7 @@ pub fn join(opts: &JoinOptions) -> Result<JoinReport> {
             crate::git::repo::open_source(&opts.cwd.join(r)).map_err(|e| {
                 Error::usage(
                     Code::NotARepository,
-                    format!("--repo {}: {}", r.display(), e.message),
+                    format!("--repo {}: {}", r.display(), Error::from(e).message),
                     "give the folder of a clone of the project",
                 )
             })?,

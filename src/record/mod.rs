@@ -6,7 +6,8 @@
 //! verification command runs (`busy`), and the idle workspaces of the pool
 //! (`pool`, design §3.20).
 //!
-//! Owns: nothing beyond its files; each says what it owns.
+//! Owns: nothing beyond its files, each saying what it owns, and the one
+//! way a small TOML file of git-delegate's is written ([`write_toml`]).
 //! Never: imports a module above it (only `git/`, `sys/`, `error` and
 //! `config`); creates a workspace or decides a batch's fate (the layers
 //! above read the record and act).
@@ -16,3 +17,22 @@ pub mod busy;
 pub mod kept;
 pub mod lease;
 pub mod pool;
+
+/// Why [`write_toml`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TomlError {
+    /// A value TOML cannot hold (a bug of its type: its caller words it).
+    #[error(transparent)]
+    Serialize(toml::ser::Error),
+    /// The file, named by its cause (with the filesystem of its folder).
+    #[error(transparent)]
+    Fs(#[from] crate::sys::fs::FsError),
+}
+
+/// Write `value` as TOML at `path`: temp file, fsync, rename
+/// (`sys::fs::write_atomic`), so a reader sees the old file or the new
+/// one, and no failure leaves a temp file.
+pub fn write_toml(path: &std::path::Path, value: &impl serde::Serialize) -> Result<(), TomlError> {
+    let text = toml::to_string(value).map_err(TomlError::Serialize)?;
+    Ok(crate::sys::fs::write_atomic(path, text.as_bytes())?)
+}

@@ -7,6 +7,7 @@
 //!
 //! Owns: the file's format, listing, saving (atomically) and removing
 //! records; the id of a new idle workspace.
+//! Its failures are `PoolError`; `ops::explain` words them.
 //! Never: touches a workspace or its registration (`workspace::pool`
 //! moves, checks and removes them), or decides whether one is reused.
 
@@ -15,6 +16,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::record::batch::Folder;
+use crate::record::TomlError;
+use crate::sys::fs::{FsError, PathError};
 
 /// The folder of the records inside the state folder.
 pub const DIR: &str = "pool";
@@ -89,31 +92,37 @@ pub fn is_id(id: &str) -> bool {
     id.len() == 12 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// Why a record could not be saved or removed.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    /// An id that is not one of [`new_id`]'s (a bug of the caller).
+    #[error("{id:?} is no idle workspace id")]
+    BadId { id: String },
+    /// A record that TOML cannot hold (a bug: every field is a string).
+    #[error("cannot write the pool record: {0}")]
+    Toml(toml::ser::Error),
+    /// The folder or the file, named by its cause.
+    #[error(transparent)]
+    Fs(#[from] FsError),
+}
+
 /// Save a record (temp file, fsync, rename); its id must be one of [`new_id`]'s.
-pub fn save(state_dir: &Path, idle: &Idle) -> crate::error::Result<()> {
+pub fn save(state_dir: &Path, idle: &Idle) -> Result<(), PoolError> {
     if !is_id(&idle.id) {
-        return Err(crate::error::Error::state(
-            crate::error::Code::Internal,
-            format!("{:?} is no idle workspace id", idle.id),
-            "report this bug",
-        ));
+        return Err(PoolError::BadId {
+            id: idle.id.clone(),
+        });
     }
-    let text = toml::to_string(idle).map_err(|e| {
-        crate::error::Error::state(
-            crate::error::Code::Internal,
-            format!("cannot write the pool record: {e}"),
-            "report this bug",
-        )
-    })?;
     let d = dir(state_dir);
-    std::fs::create_dir_all(&d)
-        .map_err(|e| crate::error::Error::io(format!("cannot create {}", d.display()), e))?;
-    crate::sys::fs::write_atomic(&d.join(format!("{}.toml", idle.id)), text.as_bytes())?;
-    Ok(())
+    std::fs::create_dir_all(&d).map_err(|e| FsError::from(PathError::on("create", &d)(e)))?;
+    super::write_toml(&d.join(format!("{}.toml", idle.id)), idle).map_err(|e| match e {
+        TomlError::Serialize(e) => PoolError::Toml(e),
+        TomlError::Fs(e) => e.into(),
+    })
 }
 
 /// Remove the record of `id` (gone already is fine).
-pub fn remove(state_dir: &Path, id: &str) -> crate::error::Result<()> {
+pub fn remove(state_dir: &Path, id: &str) -> Result<(), PoolError> {
     if !is_id(id) {
         return Ok(());
     }

@@ -23,9 +23,8 @@
 //! would after `rm .git/index && git reset`), and the index that should
 //! stand there is handed back (`snapshot_workspace_rebuilding`, `Rebuilt`)
 //! for the caller holding the repository lock to write (`reindex`).
-//! Its steps fail with `SnapshotError` (the step, and the gix or I/O
-//! error); `ops::explain` words them. The entry points still return the
-//! crate's `Error`, since the paths git refuses are `validate`'s words.
+//! It fails with `SnapshotError` (the step, and the gix or I/O error; the
+//! paths git refuses, `validate`'s error); `ops::explain` words them.
 //! Never: writes the worktree's index, a ref or a working-tree file; the index
 //! it reads stays byte-for-byte unchanged. The private cache is only ever
 //! written to a batch's state folder, by temp file and rename. Never lists
@@ -67,9 +66,10 @@ use gix::bstr::BString;
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
-use crate::error::Result;
 use crate::git::blob::BlobError;
+use crate::git::repo::RepoError;
 use crate::git::sparse::SparseError;
+use crate::git::validate::ValidateError;
 use cache::{find_cache, Probe, Refresh};
 use run::run;
 
@@ -128,7 +128,15 @@ pub enum SnapshotError {
     /// A sparse checkout that cannot be read or expanded.
     #[error(transparent)]
     Sparse(#[from] SparseError),
+    /// A source working tree holding paths git refuses.
+    #[error(transparent)]
+    Validate(#[from] ValidateError),
+    /// The workspace whose index a repair rebuilds, opened by its path.
+    #[error(transparent)]
+    Repo(#[from] RepoError),
 }
+
+type Result<T, E = SnapshotError> = std::result::Result<T, E>;
 
 /// The file name of the source's stat cache inside a batch's state folder.
 pub const CACHE_FILE: &str = "source-index";

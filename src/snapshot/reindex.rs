@@ -24,10 +24,11 @@ use std::path::Path;
 use gix::bstr::ByteSlice;
 use gix::index::entry::{Flags, Stage, Stat};
 
-use crate::error::Result;
 use crate::git::registration::Registration;
 use crate::record::batch::{Task, TaskState};
 use crate::snapshot::{Rebuilt, Snapshot, SnapshotError};
+
+type Result<T, E = SnapshotError> = std::result::Result<T, E>;
 
 /// Write `rebuilt` (what the snapshot `snap` of the workspace `ws` of
 /// `task` made when its index could not be used) as that workspace's index.
@@ -39,7 +40,7 @@ pub fn write(
     ws: &gix::Repository,
     snap: &Snapshot,
     rebuilt: Rebuilt,
-) -> Result<bool, SnapshotError> {
+) -> Result<bool> {
     let mut index = rebuilt.index;
     if task.state == TaskState::Conflicted {
         unmerge(ws, snap, task, &mut index)?;
@@ -86,7 +87,7 @@ pub fn repair(common_dir: &Path, task: &Task, real: &Path) -> Result<bool> {
     }
     let (snap, rebuilt) = crate::snapshot::snapshot_workspace_rebuilding(&ws)?;
     match rebuilt {
-        Some(rebuilt) => Ok(write(common_dir, task, &ws, &snap, rebuilt)?),
+        Some(rebuilt) => write(common_dir, task, &ws, &snap, rebuilt),
         None => Ok(false),
     }
 }
@@ -105,7 +106,7 @@ fn unmerge(
     snap: &Snapshot,
     task: &Task,
     index: &mut gix::index::State,
-) -> Result<(), SnapshotError> {
+) -> Result<()> {
     let git = |source: gix::Error| SnapshotError::Git {
         what: "cannot rebuild a workspace's unmerged entries",
         source,

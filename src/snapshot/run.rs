@@ -18,8 +18,8 @@ use super::indexes::{
     head_index, index_is_head, unflag_for_workspace, user_index, workspace_index,
 };
 use super::status::{walk, Collect, OnDisk};
+use super::SnapshotError;
 use super::{display_root, git_error, Edit, Rebuilt, Side, Snapshot};
-use super::{Result as Whole, SnapshotError};
 
 type Result<T, E = SnapshotError> = std::result::Result<T, E>;
 
@@ -34,7 +34,7 @@ pub(super) fn run(
     cache: Option<&Path>,
     probe: Option<&Probe>,
     side: Side,
-) -> Whole<(Snapshot, Refresh, Option<Rebuilt>)> {
+) -> Result<(Snapshot, Refresh, Option<Rebuilt>)> {
     let git = |what: &'static str| git_error(repo, what);
     let head_tree = repo
         .head_tree_id_or_empty()
@@ -190,7 +190,7 @@ fn leave_out_invalid(
     repo: &gix::Repository,
     side: Side,
     edits: &mut BTreeMap<BString, Edit>,
-) -> Whole<Vec<crate::git::validate::Invalid>> {
+) -> Result<Vec<crate::git::validate::Invalid>> {
     let mut invalid: Vec<crate::git::validate::Invalid> = Vec::new();
     edits.retain(|path, edit| {
         let Some((kind, _)) = edit else {

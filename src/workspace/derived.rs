@@ -59,7 +59,7 @@ pub fn create_template(
     commit: ObjectId,
     tree: ObjectId,
     plan: &Plan,
-    fill: impl FnOnce(&Path) -> Result<(), Error>,
+    fill: impl FnOnce(&Path) -> Result<()>,
 ) -> Result<Template> {
     let made = (|| -> Result<gix::index::State> {
         register_as(common_dir, commit, plan, Make::Subvolume)?;

@@ -17,11 +17,15 @@ use gix::ObjectId;
 
 use super::refused::Refused;
 use super::Cause;
+use crate::git::blob::BlobError;
 use crate::git::diff::DiffError;
 use crate::git::drivers::DriversError;
 use crate::git::ident::IdentError;
+use crate::git::repo::RepoError;
 use crate::git::sparse::SparseError;
 use crate::record::batch::BatchError;
+use crate::record::pool::PoolError;
+use crate::snapshot::SnapshotError;
 use crate::sys::fs::{FsError, PathError};
 
 /// Why a workspace (or a scratch copy, or its submodules, or a folder
@@ -30,17 +34,27 @@ use crate::sys::fs::{FsError, PathError};
 /// the cause, as `ops::explain` words it).
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
-    /// What a layer below that still returns the crate's `Error` failed
-    /// with: opening a repository (`git/repo`'s `open_worktree`, which
-    /// passes on `RepoError` and `DriversError`), a snapshot (`snapshot/`'s
-    /// entry points), the pool's records (`record/pool`), a checkout's
-    /// filter driver (`git/blob`'s `checkout_filter_failed`), the caller's
-    /// `fill` of `create_all_filled` and `create_template`; and a failed
-    /// creation worded before it is undone (`create_all_sparse`, so a full
-    /// disk names what ran out). The one wrapper of `Error`, until those
-    /// layers return their typed errors.
+    /// A failed creation (`create_all_sparse`, `create_all_filled`: a step's, or the
+    /// caller's `fill`'s, whose error type is the caller's) worded before
+    /// what was made is removed, so that a full disk is named by what ran
+    /// out (`FsCause::NoInodes` looks at the filesystem while the
+    /// workspaces still stand). The one wrapper of the crate's `Error`:
+    /// its words are decided then, once.
     #[error(transparent)]
-    Engine(#[from] crate::error::Error),
+    Worded(crate::error::Error),
+    /// Opening a workspace's repository (`git/repo`'s `open_worktree`).
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+    /// A workspace's snapshot (`snapshot/`'s entry points).
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    /// The pool's records (`record/pool`).
+    #[error(transparent)]
+    Pool(#[from] PoolError),
+    /// A checkout's filter driver that failed (`git/blob`'s
+    /// `checkout_filter`).
+    #[error(transparent)]
+    Blob(#[from] BlobError),
 
     /// A path's I/O error, named by its cause.
     #[error(transparent)]

@@ -54,9 +54,8 @@ pub(super) fn checkout(
         // A full disk and the like first (`ops::explain` names them), then
         // a filter driver's failure.
         if crate::error::Error::fs_cause("", Some(root), &*source).is_none() {
-            if let Some(err) = crate::git::blob::checkout_filter_failed(repo, index, root, &*source)
-            {
-                return Err(WorkspaceError::Engine(err));
+            if let Some(err) = crate::git::blob::checkout_filter(repo, index, root, &*source) {
+                return Err(err.into());
             }
         }
         return Err(WorkspaceError::WriteFile {
@@ -538,9 +537,9 @@ pub(super) fn checkout_failed(
 ) -> WorkspaceError {
     if crate::error::Error::fs_cause("", Some(root), &*e).is_none() {
         if let Some(err) =
-            repo.and_then(|(r, i)| crate::git::blob::checkout_filter_failed(r, i, root, &*e))
+            repo.and_then(|(r, i)| crate::git::blob::checkout_filter(r, i, root, &*e))
         {
-            return WorkspaceError::Engine(err);
+            return err.into();
         }
     }
     WorkspaceError::CheckoutFiles {

@@ -48,7 +48,6 @@ use std::path::{Path, PathBuf};
 
 use gix::ObjectId;
 
-use crate::error::{Code, Error, Result};
 use crate::git::registration::Registration;
 pub use crate::workspace::presence::{Health, Removal};
 

@@ -262,9 +262,8 @@ pub fn take(
                 Err(e) => {
                     // Whatever was moved goes; the task gets a fresh workspace.
                     let _ = super::remove(common_dir, &p.root, &p.worktree_id);
-                    let e = Error::from(e);
-                    if e.code == Code::Interrupted {
-                        return Err(e.into());
+                    if matches!(e, WorkspaceError::Interrupted) {
+                        return Err(e);
                     }
                 }
             }

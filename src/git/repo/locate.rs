@@ -11,8 +11,9 @@ use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use super::{open_options, open_options_with, refusing_untrusted, resolve_lenient, RepoError};
-use crate::error::Result;
+use super::{
+    open_options, open_options_with, refusing_untrusted, resolve_lenient, RepoError, Result,
+};
 use crate::git::discovery::{not_a_repository, path_from_line, DiscoveryError};
 
 /// The repository-locating variables this process was started with.
@@ -279,8 +280,7 @@ pub(super) fn refuse_foreign_object_dirs(cwd: &Path, root: &Path, common_dir: &P
             return Err(RepoError::CommonDir {
                 dir: cd,
                 common_dir: common_dir.to_path_buf(),
-            }
-            .into());
+            });
         }
     }
     let objects = common_dir.join("objects");
@@ -291,8 +291,7 @@ pub(super) fn refuse_foreign_object_dirs(cwd: &Path, root: &Path, common_dir: &P
                 is_dir: od.is_dir(),
                 dir: od,
                 objects,
-            }
-            .into());
+            });
         }
     }
     if let Some(alt) = env.get("GIT_ALTERNATE_OBJECT_DIRECTORIES") {
@@ -305,7 +304,7 @@ pub(super) fn refuse_foreign_object_dirs(cwd: &Path, root: &Path, common_dir: &P
         for dir in std::env::split_paths(alt).filter(|d| !d.as_os_str().is_empty()) {
             let dir = root.join(dir);
             if !same(&dir, &objects) && !listed.iter().any(|l| same(l, &dir)) {
-                return Err(RepoError::Alternate { dir, objects }.into());
+                return Err(RepoError::Alternate { dir, objects });
             }
         }
     }

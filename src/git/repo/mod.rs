@@ -33,15 +33,29 @@ pub use self::color::{color_setting, color_ui, diff_pager, ColorUi};
 pub use self::locate::{git_env, isolate_environment, open_source, GitEnv};
 use self::locate::{refuse_foreign_object_dirs, set_workdir};
 
-use crate::config::Config;
-use crate::error::{Error, Result};
-use crate::sys::fs::canonical;
+use crate::config::{Config, ConfigError};
+use crate::git::discovery::DiscoveryError;
+use crate::git::drivers::DriversError;
+use crate::sys::fs::{canonical, FsError};
 use crate::sys::paths::is_unprintable;
 
 /// Why the source or a workspace could not be opened, or a setting that
 /// depends on where it is cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum RepoError {
+    /// No repository around the cwd, or one git-delegate cannot read
+    /// (`discovery` says which), or a work tree that cannot be read.
+    #[error(transparent)]
+    Discovery(#[from] DiscoveryError),
+    /// The source's `delegate.toml`.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Restricting a workspace's filter drivers to the recorded ones.
+    #[error(transparent)]
+    Drivers(#[from] DriversError),
+    /// Resolving the source's folders to their real paths.
+    #[error(transparent)]
+    Fs(#[from] FsError),
     /// A workspace's repository at `dir`.
     #[error("cannot open the repository at {}", dir.display())]
     Open {
@@ -101,6 +115,8 @@ pub enum RepoError {
     #[error("GIT_ALTERNATE_OBJECT_DIRECTORIES={} is not an object folder of the repository (not listed in {})", dir.display(), objects.join("info/alternates").display())]
     Alternate { dir: PathBuf, objects: PathBuf },
 }
+
+type Result<T, E = RepoError> = std::result::Result<T, E>;
 
 /// Options for every repository git-delegate opens: compare stat data to the
 /// nanosecond, so a file rewritten within the same second as the index is
@@ -194,13 +210,10 @@ impl Source {
     /// working tree of the same repository, not a folder that moved away or
     /// another repository that took its place.
     pub fn open_recorded(here: &Source, root: &Path, batch: &str) -> Result<Source> {
-        let moved = |why: String| -> Error {
-            RepoError::Moved {
-                batch: batch.to_string(),
-                root: root.to_path_buf(),
-                why,
-            }
-            .into()
+        let moved = |why: String| RepoError::Moved {
+            batch: batch.to_string(),
+            root: root.to_path_buf(),
+            why,
         };
         if !root.is_dir() {
             return Err(moved("no longer exists (moved or removed?)".into()));
@@ -245,8 +258,7 @@ impl Source {
         let Some(workdir) = repo.workdir() else {
             return Err(RepoError::Bare {
                 git_dir: repo.git_dir().to_path_buf(),
-            }
-            .into());
+            });
         };
         let root = canonical(workdir)?;
         let common_dir = canonical(repo.common_dir())?;
@@ -359,7 +371,7 @@ pub fn default_workspace_root() -> Result<PathBuf> {
     }
     match std::env::var_os("HOME") {
         Some(h) => Ok(PathBuf::from(h).join(".local/share/git-delegate/worktrees")),
-        None => Err(RepoError::NoWorkspaceRoot.into()),
+        None => Err(RepoError::NoWorkspaceRoot),
     }
 }
 
@@ -393,8 +405,7 @@ fn refuse_inside(workspace_root: &Path, source_root: &Path) -> Result<()> {
         return Err(RepoError::RootInsideSource {
             root: resolved,
             source_root: source_root.to_path_buf(),
-        }
-        .into());
+        });
     }
     Ok(())
 }

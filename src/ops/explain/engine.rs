@@ -37,6 +37,8 @@ impl From<SnapshotError> for Error {
             ),
             SnapshotError::Blob(e) => e.into(),
             SnapshotError::Sparse(e) => e.into(),
+            SnapshotError::Validate(e) => e.into(),
+            SnapshotError::Repo(e) => e.into(),
         }
     }
 }

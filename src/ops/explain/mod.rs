@@ -31,6 +31,7 @@ use crate::ops::lock::LockError;
 use crate::record::batch::BatchError;
 use crate::record::busy::BusyError;
 use crate::record::kept::KeptError;
+use crate::record::pool::PoolError;
 use crate::sys::fs::{FsError, PathError};
 use crate::sys::paths::shell_quote;
 
@@ -179,6 +180,10 @@ impl From<RepoError> for Error {
         let message = e.to_string();
         let env = |help: String| Error::state(Code::UnsupportedEnvironment, message.clone(), help);
         match e {
+            R::Discovery(e) => e.into(),
+            R::Config(e) => e.into(),
+            R::Drivers(e) => e.into(),
+            R::Fs(e) => e.into(),
             R::Open { source, .. } | R::Workdir { source, .. } | R::Reopen { source, .. } => {
                 Error::git(message, source)
             }
@@ -257,6 +262,19 @@ impl From<BusyError> for Error {
             e.to_string(),
             "wait for that apply to finish, then run this command again",
         )
+    }
+}
+
+/// The pool's records: an id or a record that cannot be one is a bug; the
+/// folder and the file, I/O errors named by their cause.
+impl From<PoolError> for Error {
+    fn from(e: PoolError) -> Error {
+        match e {
+            PoolError::Fs(e) => e.into(),
+            PoolError::BadId { .. } | PoolError::Toml(_) => {
+                Error::state(Code::Internal, e.to_string(), "report this bug")
+            }
+        }
     }
 }
 
@@ -556,152 +574,4 @@ impl From<BatchError> for Error {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::path::Path;
-
-    #[test]
-    fn config_errors_are_usage_errors_pointing_at_the_line() {
-        let p = Path::new("delegate.toml");
-        for text in [
-            "[lease]\nttl = 5\n",
-            "[workspace]\nroot = \"relative/ws\"\n",
-            "[run]\nport-base = 0\n",
-        ] {
-            let e = Error::from(crate::config::Config::parse(p, text).unwrap_err());
-            assert_eq!((e.code, e.exit_code()), (Code::Config, 2), "{text}");
-            assert!(miette::Diagnostic::labels(&e).is_some(), "{text}: {e}");
-            assert!(
-                e.help.starts_with("fix or remove that line; "),
-                "{}",
-                e.help
-            );
-        }
-        let e = crate::config::Config::parse_bytes(p, b"a = \"\xff\"\n".to_vec()).unwrap_err();
-        let e = Error::from(e);
-        assert_eq!(
-            e.message,
-            "invalid configuration in delegate.toml: a byte that is not UTF-8 (0xff) at line 1, column 6 (a config file is UTF-8 text)"
-        );
-        assert!(e.help.ends_with(", or remove the file"), "{}", e.help);
-        assert!(miette::Diagnostic::labels(&e).is_some());
-    }
-
-    /// The words each typed error had when it was built in place, before
-    /// the conversion (the suite checks most of them through the binary;
-    /// these are the ones it cannot easily provoke).
-    #[test]
-    fn the_words_are_those_the_modules_wrote() {
-        let e = Error::from(LockError::Held {
-            path: "/r/.git/delegate/lock".into(),
-            holder: Some(42),
-        });
-        assert_eq!(
-            (e.code, e.exit_code(), e.message.as_str(), e.help.as_str()),
-            (
-                Code::Locked,
-                3,
-                "another git-delegate command (pid 42) holds the repository lock /r/.git/delegate/lock",
-                "wait for it to finish, or raise `lock.timeout` in .git/delegate.toml"
-            )
-        );
-        assert_eq!(Error::from(LockError::Interrupted).code, Code::Interrupted);
-        let e = Error::from(BusyError {
-            batch: "0123abcd".into(),
-            pid: 7,
-        });
-        assert_eq!(
-            (e.code, e.exit_code(), e.message.as_str()),
-            (
-                Code::BatchBusy,
-                3,
-                "batch 0123abcd is being verified: `git delegate apply --verify` (pid 7) runs its verification command"
-            )
-        );
-        let e = Error::from(TransportError::Failed {
-            command: "git push r x".into(),
-            remote: "r".into(),
-            said: "denied".into(),
-        });
-        assert_eq!(
-            (e.code, e.message.as_str()),
-            (
-                Code::RemoteFailed,
-                "`git push r x` failed for the remote r: denied"
-            )
-        );
-        assert!(
-            e.help.starts_with("check that the remote r is reachable"),
-            "{}",
-            e.help
-        );
-        let os = |e: rustix::io::Errno| std::io::Error::from_raw_os_error(e.raw_os_error());
-        let e = Error::from(FsError::Write {
-            dir: "/nonexistent".into(),
-            io: PathError::on("write", "/nonexistent/x".as_ref())(os(rustix::io::Errno::NOENT)),
-        });
-        assert_eq!(
-            (e.code, e.message.as_str()),
-            (
-                Code::Io,
-                "cannot write /nonexistent/x: No such file or directory (os error 2)"
-            )
-        );
-        let e = Error::from(FsError::from(PathError::on("remove", "/x".as_ref())(os(
-            rustix::io::Errno::ROFS,
-        ))));
-        assert_eq!(e.code, Code::ReadOnlyFilesystem);
-        let e = Error::from(DiscoveryError::Unreadable {
-            path: "/w/.git".into(),
-            source: std::io::Error::from_raw_os_error(rustix::io::Errno::LOOP.raw_os_error()),
-        });
-        assert_eq!(e.code, Code::UnreadableGitDir);
-        assert!(e.help.contains("leads back to itself"), "{}", e.help);
-        assert!(
-            e.message.starts_with("/w/.git cannot be read ("),
-            "{}",
-            e.message
-        );
-        let e = Error::from(BatchError::Corrupt {
-            id: "0123456789abcdef".into(),
-            problem: "bad".into(),
-        });
-        assert_eq!(
-            (e.code, e.exit_code(), e.message.as_str(), e.help.as_str()),
-            (
-                Code::CorruptBatch,
-                3,
-                "the state of batch 01234567 is corrupt: bad",
-                "remove the batch with `git delegate drop 0123456789abcdef --force` (the changes in its workspaces are saved as proposal refs first)"
-            )
-        );
-        let e = Error::from(BatchError::UnknownTask {
-            name: "x".into(),
-            batch: "01234567".into(),
-            tasks: vec!["a".into(), "b".into()],
-        });
-        assert_eq!(
-            (e.code, e.exit_code(), e.message.as_str(), e.help.as_str()),
-            (
-                Code::UnknownTask,
-                2,
-                "batch 01234567 has no task named \"x\"",
-                "its tasks are: a, b"
-            )
-        );
-        let e = Error::from(BlobError::DriverFailed {
-            direction: "smudge",
-            driver: "lfs".into(),
-            command: "git-lfs smudge %f".into(),
-            place: "a in /w".into(),
-            status: "exit status: 1".into(),
-        });
-        assert_eq!(
-            (e.code, e.message.as_str()),
-            (
-                Code::FilterFailed,
-                "the smudge filter `lfs` (git-lfs smudge %f) failed on a in /w: exit status: 1"
-            )
-        );
-    }
-}
+mod tests;

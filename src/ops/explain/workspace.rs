@@ -49,7 +49,11 @@ impl From<WorkspaceError> for Error {
         use WorkspaceError as W;
         let message = e.to_string();
         match e {
-            W::Engine(e) => e,
+            W::Worded(e) => e,
+            W::Repo(e) => e.into(),
+            W::Snapshot(e) => e.into(),
+            W::Pool(e) => e.into(),
+            W::Blob(e) => e.into(),
             W::Fs(e) => e.into(),
             W::Batch(e) => e.into(),
             W::Sparse(e) => e.into(),

@@ -193,7 +193,7 @@ pub fn batch_flag_help(
 }
 
 pub fn source() -> Result<Source> {
-    Source::discover_here()
+    Ok(Source::discover_here()?)
 }
 
 /// Take the repository lock and roll back write-backs interrupted by a
