@@ -349,7 +349,7 @@ impl Landing<'_> {
                             Vec::new()
                         }
                     };
-                writeback::write_then(source, &journal_dir, writes, &then)
+                writeback::write_then(source, &journal_dir, writes, &then).map_err(Error::from)
             });
         if made {
             // Empty unless a rollback left its journal for recovery.

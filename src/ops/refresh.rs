@@ -378,13 +378,16 @@ fn write_merge(
     if let Err(e) = writeback::write(&ws, &batch::batch_dir(&source.state_dir(), &b.id), &writes) {
         // Rolled back (a failure, or a signal: design §7 "Signals"): the
         // workspace is on its old base, and so is its ref.
-        if e.code != Code::RollbackFailed {
+        if !matches!(
+            e,
+            writeback::WritebackError::Write(writeback::WriteError::RollbackFailed(_))
+        ) {
             let _ = match old_base {
                 Some(id) => refs::set(&source.repo, &base_ref, id, false),
                 None => refs::delete(&source.repo, &base_ref).map(|_| ()),
             };
         }
-        return Err(e);
+        return Err(e.into());
     }
     Ok((ws, sparse))
 }

@@ -12,11 +12,19 @@ use super::dirs::{Dirs, Disk};
 use super::hash::Hasher;
 use super::util::{join, parents, split, Fail};
 use super::{refuse_invalid, BlockReason, Blocked, PathWrite, WriteError, WritebackError};
-use crate::error::Result;
 use crate::git::repo::Source;
 
 /// Check every write against the disk without changing anything.
-pub fn check(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>> {
+///
+/// Returns the crate's `Error` (worded by `ops::explain`) while
+/// `merge::landing` hands it on as its check closure's value; the check
+/// itself is [`check_typed`].
+pub fn check(source: &Source, writes: &[PathWrite]) -> crate::error::Result<Vec<Blocked>> {
+    Ok(check_typed(source, writes)?)
+}
+
+/// [`check`], with the write-back's own error.
+pub fn check_typed(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>, WritebackError> {
     if writes.is_empty() {
         return Ok(Vec::new());
     }

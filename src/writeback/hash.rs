@@ -13,7 +13,40 @@ use super::WritebackError;
 
 use super::dirs::Disk;
 use super::journal::Item;
-use super::util::{split, Fail};
+use super::util::{split, Cause, Fail};
+
+/// The content filters that cannot be set up: `what` failed, with the gix
+/// error. A `WritebackError::Filters` where the write-back has not begun
+/// (`check`); a `Fail`, rolled back, where it has.
+#[derive(Debug)]
+pub(super) struct FilterSetup {
+    what: &'static str,
+    source: gix::Error,
+}
+
+impl From<FilterSetup> for WritebackError {
+    fn from(FilterSetup { what, source }: FilterSetup) -> WritebackError {
+        WritebackError::Filters { what, source }
+    }
+}
+
+/// The words and cause `ops::explain` gives a `WritebackError::Filters`
+/// (`Error::git`): an OS error of a full, read-only or forbidden
+/// filesystem among the gix error's causes names it and decides the code;
+/// anything else is told with the gix error.
+impl From<FilterSetup> for Fail {
+    fn from(FilterSetup { what, source }: FilterSetup) -> Fail {
+        let fs = crate::error::io_cause(&source)
+            .and_then(|io| crate::error::FsCause::of(io).map(|c| (io, c)));
+        match fs {
+            Some((io, cause)) => Fail(
+                format!("{what}: {}", crate::error::describe(io)),
+                Some(Cause::Fs(cause)),
+            ),
+            None => Fail(format!("{what}: {source}"), None),
+        }
+    }
+}
 
 pub(super) struct Hasher<'r> {
     pub(super) pipeline: gix::filter::Pipeline<'r>,
@@ -30,13 +63,11 @@ pub(super) struct Hasher<'r> {
 }
 
 impl<'r> Hasher<'r> {
-    pub(super) fn new(repo: &'r gix::Repository) -> Result<Hasher<'r>, WritebackError> {
-        let (pipeline, index) =
-            repo.filter_pipeline(None)
-                .map_err(|source| WritebackError::Filters {
-                    what: "cannot set up the content filters",
-                    source,
-                })?;
+    pub(super) fn new(repo: &'r gix::Repository) -> Result<Hasher<'r>, FilterSetup> {
+        let (pipeline, index) = repo.filter_pipeline(None).map_err(|source| FilterSetup {
+            what: "cannot set up the content filters",
+            source,
+        })?;
         Ok(Hasher {
             pipeline,
             repo,
@@ -48,7 +79,7 @@ impl<'r> Hasher<'r> {
                 .unwrap_or(true),
             symlinks: repo
                 .filesystem_options()
-                .map_err(|source| WritebackError::Filters {
+                .map_err(|source| FilterSetup {
                     what: "cannot read core.symlinks",
                     source,
                 })?
@@ -64,7 +95,7 @@ impl<'r> Hasher<'r> {
         repo: &'r gix::Repository,
         items: &[Item],
     ) -> Result<Hasher<'r>, Fail> {
-        let mut hasher = Hasher::new(repo).map_err(|e| Fail::from_error(e.into()))?;
+        let mut hasher = Hasher::new(repo)?;
         let changed: Vec<&Item> = items
             .iter()
             .filter(|i| split(i.path.as_bstr()).1 == ".gitattributes")
@@ -338,5 +369,56 @@ impl std::io::Write for Tee<'_> {
 
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::{Code, Error, FsCause};
+
+    /// A write-back that cannot set up its filters once it has begun fails
+    /// with the words and the cause it had when the `WritebackError` was
+    /// worded first and its code read back (`Fail::from_error`, gone).
+    #[test]
+    fn a_filter_setup_failure_has_the_words_of_its_error() {
+        use rustix::io::Errno;
+        let os = |n: Errno| {
+            move || gix::Error::from_error(std::io::Error::from_raw_os_error(n.raw_os_error()))
+        };
+        let makers: Vec<Box<dyn Fn() -> gix::Error>> = vec![
+            Box::new(os(Errno::NOSPC)),
+            Box::new(os(Errno::ROFS)),
+            Box::new(os(Errno::ACCESS)),
+            Box::new(os(Errno::IO)),
+            Box::new(|| gix::Error::from_error(std::fmt::Error)),
+        ];
+        let what = "cannot set up the content filters";
+        for make in makers {
+            let worded = Error::from(WritebackError::from(FilterSetup {
+                what,
+                source: make(),
+            }));
+            let cause = match worded.code {
+                Code::FilterFailed => Some(Cause::Filter(None)),
+                c => c.fs_cause().map(Cause::Fs),
+            };
+            let fail = Fail::from(FilterSetup {
+                what,
+                source: make(),
+            });
+            assert_eq!((fail.0, fail.1), (worded.message, cause));
+        }
+        let fail = Fail::from(FilterSetup {
+            what,
+            source: os(Errno::NOSPC)(),
+        });
+        assert_eq!(
+            (fail.0.as_str(), fail.1),
+            (
+                "cannot set up the content filters: no space left on device (ENOSPC, os error 28)",
+                Some(Cause::Fs(FsCause::Full))
+            )
+        );
     }
 }

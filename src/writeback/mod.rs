@@ -7,10 +7,11 @@
 //! left by dead processes; what a signal during a write-back does (see
 //! "Signals"); putting in place, at the commit point, the state files a
 //! caller staged with the write (`Then`: the record of what was written).
-//! The failures it meets before writing or while scanning for journals are
-//! `WritebackError` (the folder, file or step and its cause); a failed
-//! write, its rollback and a failed check are `WriteError` (`failure`);
-//! `ops::explain` words both.
+//! Its entry points return `WritebackError`: the failures it meets before
+//! writing or while scanning for journals (the folder, file or step and
+//! its cause), the trees it cannot compare (`DiffError`), and, passed on
+//! as they are, a failed write, its rollback and a failed check
+//! (`WriteError`, `failure`); `ops::explain` words both.
 //! Never: writes a path whose current content is not the expected `S`
 //! state; moves back or deletes a path that does not hold exactly what the
 //! write put there (a user's edit made after the write is left, and the
@@ -186,7 +187,8 @@ use gix::bstr::{BString, ByteSlice};
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
-use crate::error::{FsCause, Result};
+use crate::error::FsCause;
+use crate::git::diff::DiffError;
 use crate::git::repo::Source;
 use crate::record::batch;
 
@@ -199,10 +201,18 @@ use self::rollback::{drop_staged, roll_forward, rollback};
 use self::util::Faults;
 use self::writer::Writer;
 
-/// Why a write-back could not start, or recovery could not scan or read a
-/// journal (a write that fails and its rollback are `WriteError`s).
+/// What the write-back's entry points return: a write-back that could not
+/// start, a recovery that could not scan or read a journal, and (`Write`)
+/// a write that failed, its rollback, a check that could not read the disk.
 #[derive(Debug, thiserror::Error)]
 pub enum WritebackError {
+    /// A write that failed and its rollback, an interrupt, a check that
+    /// could not read the disk, a rollback that left paths (`failure`).
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    /// The trees whose difference is to be written (`writes_between`).
+    #[error(transparent)]
+    Diff(#[from] DiffError),
     /// The content filters (`what` failed).
     #[error("{what}")]
     Filters {
@@ -242,6 +252,8 @@ pub enum WritebackError {
         source: std::io::Error,
     },
 }
+
+type Result<T, E = WritebackError> = std::result::Result<T, E>;
 
 /// One path to change: its entry in the source snapshot `S` and in the result `F`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -360,8 +372,7 @@ fn refuse_invalid(writes: &[PathWrite]) -> Result<()> {
             return Err(WritebackError::Invalid {
                 path: w.path.clone(),
                 why,
-            }
-            .into());
+            });
         }
     }
     Ok(())

@@ -15,9 +15,10 @@ use super::journal::{parse_journal, tmp_journal, Phase};
 use super::rollback::{roll_forward, rollback};
 use super::util::Faults;
 use super::{LeftPath, Recovery, Undoing, WriteError, WritebackError};
-use crate::error::Result;
 use crate::git::repo::Source;
 use crate::record::batch;
+
+type Result<T, E = WritebackError> = std::result::Result<T, E>;
 
 /// Roll back every journal left by a dead process in this repository's
 /// batches (and finish the clean-up of those whose result had committed).
@@ -126,8 +127,7 @@ fn recover_one(journal: &Path, faults: &Faults) -> Result<Recovered> {
             return Err(WritebackError::OpenToRecover {
                 root: plan.root.clone(),
                 source: e,
-            }
-            .into())
+            })
         }
     };
     if plan.phase == Phase::Committed {

@@ -96,16 +96,6 @@ impl Fail {
         Fail(message.into(), Some(Cause::Filter(driver)))
     }
 
-    /// An `Error` met on the way, its code kept as the cause.
-    pub(super) fn from_error(e: crate::error::Error) -> Fail {
-        use crate::error::Code;
-        let cause = match e.code {
-            Code::FilterFailed => Some(Cause::Filter(None)),
-            c => c.fs_cause().map(Cause::Fs),
-        };
-        Fail(e.message, cause)
-    }
-
     pub(super) fn io(op: &str, path: &BStr, e: impl Into<std::io::Error>) -> Fail {
         let e: std::io::Error = e.into();
         let path = if path.is_empty() {

@@ -13,8 +13,6 @@ use gix::ObjectId;
 use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 
-use crate::error::Result;
-
 use super::dirs::{Dirs, Disk};
 use super::hash::{raw_sha1, Hasher, Tee};
 use super::journal::{append_phase, append_wrote_and_renaming, Item, Phase, Plan, Wrote};
@@ -281,7 +279,7 @@ impl Writer<'_> {
     }
 
     fn renames(&mut self, plan: &Plan) -> Result<(), Fail> {
-        let mut hasher = Hasher::new(self.repo).map_err(|e| Fail::from_error(e.into()))?;
+        let mut hasher = Hasher::new(self.repo)?;
         let mkdirs: HashSet<&BStr> = plan.mkdirs.iter().map(|m| m.as_bstr()).collect();
         let covered: HashMap<&BStr, (EntryKind, ObjectId)> = plan
             .items

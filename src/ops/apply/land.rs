@@ -192,7 +192,7 @@ fn write_back(
                     Vec::new()
                 }
             };
-            writeback::write_then(source, &dir, &plan.writes, &then)
+            writeback::write_then(source, &dir, &plan.writes, &then).map_err(Error::from)
         });
         if let Err(e) = result {
             if let Some(id) = apply_id.take() {

@@ -1,5 +1,6 @@
-//! The words of `writeback/`'s errors: `From<WritebackError>` (a write-back
-//! that cannot start, a journal recovery cannot read) and
+//! The words of `writeback/`'s errors: `From<WritebackError>` (what its
+//! entry points return: a write-back that cannot start, a journal recovery
+//! cannot read, and what it passes on as it is) and
 //! `From<WriteError>` (a write that failed and was rolled back, a check
 //! that could not read the disk, an interrupt, a rollback that left paths
 //! to the user) for `Error` (docs/architecture.md "Errors").
@@ -15,14 +16,18 @@
 use crate::error::{Code, Error};
 use crate::writeback::{Cause, RollbackFailed, WriteError, WritebackError};
 
-/// A write-back that cannot start, or a journal recovery cannot read:
-/// `delegate::git` for the filters, I/O errors named by their cause for
+/// A write-back that cannot start, or a journal recovery cannot read (what
+/// a write-back passes on, a `WriteError` or `DiffError`, is worded as its
+/// own): `delegate::git` for the filters, I/O errors named by their cause for
 /// the folders and files; a path git refuses reaching the write-back is a
 /// bug, and nothing was changed.
 impl From<WritebackError> for Error {
     fn from(e: WritebackError) -> Error {
         let message = e.to_string();
         match e {
+            // Passed on as they are: worded as their own.
+            WritebackError::Write(e) => e.into(),
+            WritebackError::Diff(e) => e.into(),
             WritebackError::Filters { source, .. } => Error::git(message, source),
             WritebackError::Invalid { .. } => Error::state(
                 Code::Internal,
@@ -276,6 +281,43 @@ mod tests {
         let e = Error::from(WriteError::Interrupted { root: "/s".into() });
         let details = serde_json::Value::Object(*e.details.unwrap());
         assert_eq!(details, serde_json::json!({"interrupted": "rolled_back"}));
+    }
+
+    /// What a write-back's entry point passes on (`WritebackError::Write`,
+    /// `::Diff`) is worded as its own error is: code, exit status, message,
+    /// help and JSON details.
+    #[test]
+    fn what_the_write_back_passes_on_keeps_its_words() {
+        let write = || WriteError::Interrupted { root: "/s".into() };
+        let (inner, outer) = (
+            Error::from(write()),
+            Error::from(WritebackError::from(write())),
+        );
+        assert_eq!(
+            (outer.code, outer.exit_code(), &outer.message, &outer.help),
+            (Code::Interrupted, 3, &inner.message, &inner.help)
+        );
+        assert_eq!(
+            outer.details.map(|d| serde_json::Value::Object(*d)),
+            Some(serde_json::json!({"interrupted": "rolled_back"}))
+        );
+        let diff = || crate::git::diff::DiffError::ReadTree {
+            source: gix::Error::from_error(std::fmt::Error),
+        };
+        let (inner, outer) = (
+            Error::from(diff()),
+            Error::from(WritebackError::from(diff())),
+        );
+        assert_eq!(
+            (outer.code, outer.exit_code(), &outer.message, &outer.help),
+            (inner.code, inner.exit_code(), &inner.message, &inner.help)
+        );
+        assert_eq!(outer.code, Code::Git);
+        assert!(
+            outer.message.starts_with("cannot read tree: "),
+            "{}",
+            outer.message
+        );
     }
 
     /// A recovery that left paths without keeping its journal (finishing a

@@ -265,7 +265,7 @@ fn write(
         if !dir.join(batch::JOURNAL_FILE).exists() {
             let _ = crate::sys::fs::remove_all(&dir);
         }
-        return Err(e);
+        return Err(e.into());
     }
     report.interrupted = crate::sys::interrupt::interrupted();
     if report.all_ok() {

@@ -64,7 +64,7 @@ fn never_writes_through_a_symlinked_parent() {
         pw(b"escape/evil", None, fx.file_of(b"evil\n")),
         pw(b"escape/deeper/evil", None, fx.file_of(b"evil\n")),
     ];
-    let e = write_with(&source, &bd, &writes, &[], &no_faults()).unwrap_err();
+    let e = Error::from(write_with(&source, &bd, &writes, &[], &no_faults()).unwrap_err());
     assert_eq!(e.code, Code::WriteFailed);
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
     assert_eq!(fx.state(), before);
@@ -84,7 +84,7 @@ fn content_changed_after_check_is_never_lost() {
     assert_eq!(check(&source, &writes).unwrap(), vec![]);
     fx.file("a", b"the user typed this\n");
     let before = fx.state();
-    let e = write_with(&source, &bd, &writes, &[], &no_faults()).unwrap_err();
+    let e = Error::from(write_with(&source, &bd, &writes, &[], &no_faults()).unwrap_err());
     assert!(e.message.contains("changed on disk"), "{}", e.message);
     assert_eq!(fx.state(), before);
     no_leftovers(&fx, &bd);

@@ -86,7 +86,9 @@ fn a_path_named_like_a_cause_does_not_classify_the_failure() {
         let source = fx.source();
         let bd = fx.batch_dir();
         let before = fx.state();
-        let e = write_with(&source, &bd, &writes, &[], &faults("fail-rename:1")).unwrap_err();
+        let e = Error::from(
+            write_with(&source, &bd, &writes, &[], &faults("fail-rename:1")).unwrap_err(),
+        );
         assert_eq!(e.code, Code::WriteFailed, "{name}: {}", e.message);
         assert_eq!(fx.state(), before);
         no_leftovers(&fx, &bd);

@@ -26,6 +26,7 @@ fn injected_failure_at_every_rename_rolls_back() {
             &faults(&format!("fail-rename:{n}")),
         ) {
             Err(e) => {
+                let e = Error::from(e);
                 assert_eq!(e.code, Code::WriteFailed, "{}", e.message);
                 assert_eq!(fx.state(), before, "after failing rename {n}");
                 no_leftovers(&fx, &bd);

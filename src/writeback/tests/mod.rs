@@ -11,7 +11,7 @@ mod rollbacks;
 use super::journal::{dec, enc, parse_journal, Phase};
 use super::recover::recover_with;
 use super::*;
-use crate::error::Code;
+use crate::error::{Code, Error};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
@@ -326,7 +326,7 @@ fn check_and_write(source: &Source, bd: &Path, writes: &[PathWrite]) {
 
 /// Whether `run`, with the fault `point` set, was killed there (a
 /// simulated `kill -9`); a run that ends must succeed.
-fn crashing(point: &str, run: impl FnOnce(&Faults) -> crate::error::Result<()>) -> bool {
+fn crashing(point: &str, run: impl FnOnce(&Faults) -> Result<()>) -> bool {
     let f = faults(point);
     quiet_crashes();
     match catch_unwind(AssertUnwindSafe(|| run(&f))) {

@@ -43,7 +43,7 @@ fn rollback_leaves_what_the_user_changed_between_the_renames() {
             std::fs::write(&d, b"the user's d\n").unwrap();
         }
     }));
-    let e = write_with(&source, &bd, &writes, &[], &f).unwrap_err();
+    let e = Error::from(write_with(&source, &bd, &writes, &[], &f).unwrap_err());
     assert_eq!(e.code, Code::RollbackFailed, "{}", e.message);
     let details = e.details.as_ref().expect("details");
     let paths: Vec<(&str, &str)> = details["paths"]
@@ -118,7 +118,7 @@ fn recovery_leaves_paths_changed_after_a_crash() {
     std::fs::write(fx.root.join("new/dir/n"), b"other").unwrap();
     std::fs::write(fx.root.join("new/dir/n"), b"n\x00bin\xff").unwrap();
 
-    let e = recover_with(&source, &no_faults()).unwrap_err();
+    let e = Error::from(recover_with(&source, &no_faults()).unwrap_err());
     assert_eq!(e.code, Code::RollbackFailed, "{}", e.message);
     let details = e.details.as_ref().expect("details");
     let mut paths: Vec<&str> = details["paths"]
@@ -144,7 +144,7 @@ fn recovery_leaves_paths_changed_after_a_crash() {
     assert_eq!(after_first[&b"m.txt"[..]].1, b"NEW\n");
     assert_eq!(after_first[&b"link"[..]].1, b"now a file\n");
     // A re-run changes nothing and says the same.
-    let again = recover_with(&source, &no_faults()).unwrap_err();
+    let again = Error::from(recover_with(&source, &no_faults()).unwrap_err());
     assert_eq!(again.code, Code::RollbackFailed);
     assert_eq!(fx.state(), after_first);
     // Resolved by the user: every kept original is moved over its path.
