@@ -393,8 +393,8 @@ pub fn integrate_screened<E: From<MergeError>>(
             f_tree,
         } = merge_round(repo, baseline, s_tree, candidates, &out_for_good)?;
 
-        let writes = crate::writeback::writes_between(repo, s_tree, f_tree)
-            .map_err(MergeError::WritebackWorded)?;
+        let writes =
+            crate::writeback::writes_between(repo, s_tree, f_tree).map_err(MergeError::from)?;
         let blocked = if writes.is_empty() {
             Vec::new()
         } else {

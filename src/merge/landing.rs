@@ -50,7 +50,7 @@ pub fn plan(
         if persist_old {
             persist(&source.repo, mem, writes, Side::Old)?;
         }
-        writeback::check(source, writes).map_err(MergeError::WritebackWorded)
+        writeback::check(source, writes).map_err(MergeError::WritebackCheck)
     };
     integrate::integrate_screened(
         mem,

@@ -23,7 +23,7 @@ use crate::git::sparse::SparseError;
 use crate::git::validate::ValidateError;
 use crate::snapshot::SnapshotError;
 use crate::sys::fs::FsError;
-use crate::writeback::{WriteError, WritebackError};
+use crate::writeback::WritebackError;
 
 pub mod integrate;
 pub mod landing;
@@ -76,19 +76,16 @@ pub enum MergeError {
     /// The write-back check blocked paths no applied task changes (a bug).
     #[error("the write-back check blocked paths no applied task changes")]
     UnknownBlocked,
-    /// A failure of `writeback::check` (through a caller's check) or
-    /// `writeback::writes_between`, which still word their own failures
-    /// (return the crate's `Error`): passed on as they worded it, at the
-    /// moment they failed. The one variant that holds a worded error; it
-    /// goes once those two return `WritebackError`/`WriteError`.
-    #[error("{0}")]
-    WritebackWorded(crate::error::Error),
-    /// The write-back's filters, working tree or journals.
+    /// The writes between two trees (`writeback::writes_between`).
     #[error(transparent)]
     Writeback(#[from] WritebackError),
-    /// A write-back that failed, or its check's failed read.
-    #[error(transparent)]
-    Write(#[from] WriteError),
+    /// The write-back check's failure as `writeback::check` worded it when
+    /// it failed: the one write-back function that still returns the
+    /// crate's `Error` (`check_typed`, which returns `WritebackError`, is
+    /// not reachable outside `writeback/`). The one variant holding a crate
+    /// `Error`; it goes once `check_typed` is exported.
+    #[error("{0}")]
+    WritebackCheck(crate::error::Error),
     /// A snapshot of the source or of a task's workspace.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),

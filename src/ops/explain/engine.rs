@@ -46,8 +46,8 @@ impl From<SnapshotError> for Error {
 /// Merging trees, rendering a patch, copying objects: `delegate::git` (or
 /// a full disk, read-only filesystem or denied permission inside gix,
 /// named for what it is); the write-back check blocking what no task
-/// wrote is a bug. What a lower layer failed with, its own words (a
-/// write-back function's worded error as it worded it).
+/// wrote is a bug. What a lower layer failed with, its own words (the
+/// write-back check's, as it worded them).
 impl From<MergeError> for Error {
     fn from(e: MergeError) -> Error {
         let message = e.to_string();
@@ -66,9 +66,8 @@ impl From<MergeError> for Error {
                 message,
                 "report this bug; nothing was changed",
             ),
-            MergeError::WritebackWorded(e) => e,
             MergeError::Writeback(e) => e.into(),
-            MergeError::Write(e) => e.into(),
+            MergeError::WritebackCheck(e) => e,
             MergeError::Snapshot(e) => e.into(),
             MergeError::Repo(e) => e.into(),
             MergeError::Ref(e) => e.into(),
@@ -146,10 +145,10 @@ mod tests {
             Error::state(Code::RollbackFailed, "the rollback left paths", "see them")
                 .with_details(details)
         };
-        let e = Error::from(MergeError::WritebackWorded(worded()));
+        let e = Error::from(MergeError::WritebackCheck(worded()));
         assert_eq!(words(&e), words(&worded()));
         assert_eq!(
-            MergeError::WritebackWorded(worded()).to_string(),
+            MergeError::WritebackCheck(worded()).to_string(),
             "the rollback left paths"
         );
 
@@ -166,6 +165,15 @@ mod tests {
         assert_eq!(e.code, Code::DiskFull);
         assert_eq!(words(&e), words(&Error::from(full())));
         assert_eq!(MergeError::from(full()).to_string(), full().to_string());
+
+        let diff = || crate::git::diff::DiffError::ReadTree {
+            source: gix::Error::from_error(std::fmt::Error),
+        };
+        let e = Error::from(MergeError::from(crate::writeback::WritebackError::from(
+            diff(),
+        )));
+        assert_eq!(words(&e), words(&Error::from(diff())));
+        assert_eq!(e.code, Code::Git);
 
         let e = Error::from(MergeError::from(SnapshotError::Panicked));
         assert_eq!(words(&e), words(&Error::from(SnapshotError::Panicked)));
