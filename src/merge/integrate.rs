@@ -44,10 +44,11 @@ use gix::bstr::{BStr, BString, ByteSlice};
 use gix::merge::tree::TreatAsUnresolved;
 use gix::ObjectId;
 
-use crate::error::Result;
 use crate::git::diff::{self, PathChange};
 use crate::merge::MergeError;
 use crate::writeback::{BlockReason, Blocked, PathWrite};
+
+type Result<T, E = MergeError> = std::result::Result<T, E>;
 
 /// One proposal to integrate.
 #[derive(Debug, Clone)]
@@ -141,7 +142,7 @@ pub fn merge3(
     base: ObjectId,
     ours: ObjectId,
     theirs: ObjectId,
-) -> Result<Merge, MergeError> {
+) -> Result<Merge> {
     if ours == theirs || theirs == base {
         return Ok(Merge::Clean(ours));
     }
@@ -252,7 +253,7 @@ fn git_stages(
     repo: &gix::Repository,
     outcome: &mut gix::merge::tree::Outcome<'_>,
     how: TreatAsUnresolved,
-) -> Result<BTreeMap<BString, [bool; 3]>, MergeError> {
+) -> Result<BTreeMap<BString, [bool; 3]>> {
     use gix::merge::plumbing::tree::apply_index_entries::RemovalMode;
     let err = |source: gix::Error| MergeError::Git {
         what: "cannot list the stages of a merge conflict",
@@ -347,55 +348,43 @@ pub fn screen(
     Ok(refused)
 }
 
+/// The write-back check a caller gives the integration: the writes that
+/// would lose something, found on the disk without changing anything; its
+/// error is the caller's (`E`).
+pub type Check<'c, E> = dyn FnMut(&[PathWrite]) -> Result<Vec<Blocked>, E> + 'c;
+
 /// Integrate `candidates` (in task order) onto `baseline`, then onto the
 /// source snapshot `s_tree`. `check` looks at the disk for writes that
-/// would lose something (without changing anything).
-pub fn integrate(
+/// would lose something (without changing anything); its error is the
+/// caller's (`E`), which the integration's own failures become.
+pub fn integrate<E: From<MergeError>>(
     repo: &gix::Repository,
     baseline: ObjectId,
     s_tree: ObjectId,
     candidates: &[Candidate],
     strict: bool,
-    check: &mut dyn FnMut(&[PathWrite]) -> Result<Vec<Blocked>>,
-) -> Result<Plan> {
+    check: &mut Check<'_, E>,
+) -> Result<Plan, E> {
     let screened = screen(repo, baseline, candidates)?;
     integrate_screened(repo, baseline, s_tree, candidates, screened, strict, check)
 }
 
 /// [`integrate`] with `screened`, what [`screen`] found in `candidates`,
 /// given (a caller that screened them already, `landing::plan`).
-pub fn integrate_screened(
+pub fn integrate_screened<E: From<MergeError>>(
     repo: &gix::Repository,
     baseline: ObjectId,
     s_tree: ObjectId,
     candidates: &[Candidate],
     screened: Vec<Refused>,
     strict: bool,
-    check: &mut dyn FnMut(&[PathWrite]) -> Result<Vec<Blocked>>,
-) -> Result<Plan> {
-    let mut refused: Vec<Refused> = Vec::new();
-    let source_changes: Vec<PathChange> = diff::trees(repo, baseline, s_tree)?;
-    let mut out_for_good: BTreeSet<usize> = BTreeSet::new();
-    // The folders at the top of `S`, for the top folder's write check.
-    let s_top_folders = top_folders(repo, s_tree)?;
-
-    // design §3.18: a proposal holding a path git refuses is never merged.
-    for r in screened {
-        out_for_good.insert(r.task);
-        refused.push(r);
-    }
-    refuse_outside_sparse(repo, candidates, &mut out_for_good, &mut refused)?;
-    if strict {
-        refuse_strict(
-            repo,
-            (baseline, s_tree),
-            candidates,
-            &source_changes,
-            &mut out_for_good,
-            &mut refused,
-        )?;
-    }
-
+    check: &mut Check<'_, E>,
+) -> Result<Plan, E> {
+    let Before {
+        mut refused,
+        mut out_for_good,
+        s_top_folders,
+    } = refuse_before_merging(repo, (baseline, s_tree), candidates, screened, strict)?;
     loop {
         let Round {
             refused: round_refused,
@@ -404,7 +393,8 @@ pub fn integrate_screened(
             f_tree,
         } = merge_round(repo, baseline, s_tree, candidates, &out_for_good)?;
 
-        let writes = crate::writeback::writes_between(repo, s_tree, f_tree)?;
+        let writes =
+            crate::writeback::writes_between(repo, s_tree, f_tree).map_err(MergeError::from)?;
         let blocked = if writes.is_empty() {
             Vec::new()
         } else {
@@ -443,8 +433,53 @@ pub fn integrate_screened(
     }
 }
 
+/// What [`refuse_before_merging`] found: the tasks refused before any
+/// merge (`refused`, and their indices in `out_for_good`) and the folders
+/// at the top of `S`, for the top folder's write check.
+struct Before {
+    refused: Vec<Refused>,
+    out_for_good: BTreeSet<usize>,
+    s_top_folders: BTreeSet<BString>,
+}
+
+/// The refusals before any merge: `screened` (design §3.18: a proposal
+/// holding a path git refuses is never merged), the paths outside the
+/// sparse checkout and, with `strict`, the paths the source changed.
+fn refuse_before_merging(
+    repo: &gix::Repository,
+    (baseline, s_tree): (ObjectId, ObjectId),
+    candidates: &[Candidate],
+    screened: Vec<Refused>,
+    strict: bool,
+) -> Result<Before> {
+    let mut refused: Vec<Refused> = Vec::new();
+    let source_changes: Vec<PathChange> = diff::trees(repo, baseline, s_tree)?;
+    let mut out_for_good: BTreeSet<usize> = BTreeSet::new();
+    let s_top_folders = top_folders(repo, s_tree)?;
+    for r in screened {
+        out_for_good.insert(r.task);
+        refused.push(r);
+    }
+    refuse_outside_sparse(repo, candidates, &mut out_for_good, &mut refused)?;
+    if strict {
+        refuse_strict(
+            repo,
+            (baseline, s_tree),
+            candidates,
+            &source_changes,
+            &mut out_for_good,
+            &mut refused,
+        )?;
+    }
+    Ok(Before {
+        refused,
+        out_for_good,
+        s_top_folders,
+    })
+}
+
 /// The names of the folders at the top of `s_tree`.
-fn top_folders(repo: &gix::Repository, s_tree: ObjectId) -> Result<BTreeSet<BString>, MergeError> {
+fn top_folders(repo: &gix::Repository, s_tree: ObjectId) -> Result<BTreeSet<BString>> {
     let err = |source: gix::Error| MergeError::Git {
         what: "cannot read the source tree",
         source,

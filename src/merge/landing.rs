@@ -18,12 +18,13 @@ use std::collections::BTreeSet;
 
 use gix::bstr::BString;
 
-use crate::error::Result;
 use crate::git::repo::Source;
 use crate::merge::integrate::{self, Candidate};
 use crate::merge::MergeError;
 use crate::writeback::{self, PathWrite};
 use crate::{snapshot, snapshot::touched};
+
+type Result<T, E = MergeError> = std::result::Result<T, E>;
 
 /// Test-only: always snapshot the whole source (the tests compare both ways).
 const FULL_SOURCE_SNAPSHOT: &str = "GIT_DELEGATE_FULL_SOURCE_SNAPSHOT";
@@ -49,7 +50,7 @@ pub fn plan(
         if persist_old {
             persist(&source.repo, mem, writes, Side::Old)?;
         }
-        writeback::check(source, writes)
+        writeback::check(source, writes).map_err(MergeError::WritebackCheck)
     };
     integrate::integrate_screened(
         mem,
@@ -139,7 +140,7 @@ pub fn persist(
         let written = gix::objs::Write::write_buf(disk, obj.kind, &obj.data)
             .map_err(|source| MergeError::WriteObject { id, source })?;
         if written != id {
-            return Err(MergeError::Misstored { id, written }.into());
+            return Err(MergeError::Misstored { id, written });
         }
     }
     Ok(())

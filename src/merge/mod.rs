@@ -5,8 +5,9 @@
 //! them (`landing`: the source snapshot, partial or whole, the integration,
 //! the write-back check, and the objects persisted).
 //!
-//! Owns: the failures its files raise themselves (`MergeError`: the object
-//! or step and the gix error); each file says what else it owns.
+//! Owns: the room's one error (`MergeError`: the failures its files raise
+//! themselves, the object or step and the gix error, and the lower layers'
+//! typed errors they pass on); each file says what else it owns.
 //! Never: imports a module above it (`ops/`, the binary); writes the
 //! source's working tree (that is `writeback`, which a caller runs with
 //! what `landing` planned); words a help line or decides an error code
@@ -14,12 +15,24 @@
 
 use gix::ObjectId;
 
+use crate::git::commit::CommitError;
+use crate::git::diff::DiffError;
+use crate::git::refs::RefError;
+use crate::git::repo::RepoError;
+use crate::git::sparse::SparseError;
+use crate::git::validate::ValidateError;
+use crate::snapshot::SnapshotError;
+use crate::sys::fs::FsError;
+use crate::writeback::WritebackError;
+
 pub mod integrate;
 pub mod landing;
 pub mod patch;
 pub mod proposal;
 
-/// Why merging, rendering a patch or copying objects failed.
+/// Why merging, rendering a patch, recording a proposal or copying objects
+/// failed: the room's own failures, and those of the layers below it,
+/// wrapped as they are (each worded as its own by `ops::explain`).
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
     /// A step of a tree merge or a tree read (`what` failed).
@@ -63,4 +76,38 @@ pub enum MergeError {
     /// The write-back check blocked paths no applied task changes (a bug).
     #[error("the write-back check blocked paths no applied task changes")]
     UnknownBlocked,
+    /// The writes between two trees (`writeback::writes_between`).
+    #[error(transparent)]
+    Writeback(#[from] WritebackError),
+    /// The write-back check's failure as `writeback::check` worded it when
+    /// it failed: the one write-back function that still returns the
+    /// crate's `Error` (`check_typed`, which returns `WritebackError`, is
+    /// not reachable outside `writeback/`). The one variant holding a crate
+    /// `Error`; it goes once `check_typed` is exported.
+    #[error("{0}")]
+    WritebackCheck(crate::error::Error),
+    /// A snapshot of the source or of a task's workspace.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
+    /// A task's workspace, opened by its path.
+    #[error(transparent)]
+    Repo(#[from] RepoError),
+    /// A proposal's ref.
+    #[error(transparent)]
+    Ref(#[from] RefError),
+    /// A proposal commit, or a task's own base read.
+    #[error(transparent)]
+    Commit(#[from] CommitError),
+    /// Two trees compared.
+    #[error(transparent)]
+    Diff(#[from] DiffError),
+    /// A proposal's paths checked against what git refuses.
+    #[error(transparent)]
+    Validate(#[from] ValidateError),
+    /// The source's sparse checkout, read for the paths outside it.
+    #[error(transparent)]
+    Sparse(#[from] SparseError),
+    /// A patch file written.
+    #[error(transparent)]
+    Fs(#[from] FsError),
 }

@@ -15,12 +15,14 @@ use std::path::{Path, PathBuf};
 use gix::bstr::BString;
 use gix::ObjectId;
 
-use crate::error::Result;
 use crate::git::diff::PathChange;
 use crate::git::repo::Source;
 use crate::merge::integrate::PathConflict;
+use crate::merge::MergeError;
 use crate::record::batch::{Batch, Task};
 use crate::{git::commit, git::diff, git::refs, merge::patch, snapshot};
+
+type Result<T, E = MergeError> = std::result::Result<T, E>;
 
 pub struct Proposal {
     /// The proposal commit (for callers that report it, such as gc's rescue).
@@ -213,11 +215,10 @@ pub fn base_of(
     baseline_tree: ObjectId,
 ) -> Result<(ObjectId, ObjectId)> {
     let hex = task.base_or(&batch.baseline);
-    let id =
-        ObjectId::from_hex(hex.as_bytes()).map_err(|source| crate::merge::MergeError::BadBase {
-            hex: hex.to_string(),
-            source,
-        })?;
+    let id = ObjectId::from_hex(hex.as_bytes()).map_err(|source| MergeError::BadBase {
+        hex: hex.to_string(),
+        source,
+    })?;
     if task.base.is_none() {
         return Ok((id, baseline_tree));
     }

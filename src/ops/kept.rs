@@ -330,6 +330,7 @@ impl Landing<'_> {
         let journal_dir = batch::batch_dir(self.state_dir, &k.batch);
         let made = !journal_dir.exists();
         let result = crate::merge::landing::persist(&source.repo, mem, writes, Side::New)
+            .map_err(Error::from)
             .and_then(|()| {
                 std::fs::create_dir_all(&journal_dir)
                     .map_err(|e| Error::io(format!("cannot create {}", journal_dir.display()), e))

@@ -411,7 +411,9 @@ fn candidates(
             );
             continue;
         }
-        let preview = match crate::merge::proposal::preview(&source.repo, task, baseline_tree) {
+        let preview = match crate::merge::proposal::preview(&source.repo, task, baseline_tree)
+            .map_err(Error::from)
+        {
             Ok(p) => p,
             Err(e) => {
                 fail(&mut fates[*i], "snapshot_failed", e.message.clone());

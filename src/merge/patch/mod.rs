@@ -24,9 +24,10 @@ use std::path::Path;
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
-use crate::error::Result;
 use crate::git::diff::{self, PathChange};
 use crate::merge::MergeError;
+
+type Result<T, E = MergeError> = std::result::Result<T, E>;
 
 /// How a patch is written: as `git diff` prints it (abbreviated `index`
 /// lines, `Binary files ... differ` for binary files), or with
@@ -300,7 +301,7 @@ fn whole(
 
 /// A blob too big to be written into the patch: more than
 /// [`crate::git::blob::STREAM_ABOVE`] bytes.
-fn too_big(repo: &gix::Repository, kind: EntryKind, id: ObjectId) -> Result<bool, MergeError> {
+fn too_big(repo: &gix::Repository, kind: EntryKind, id: ObjectId) -> Result<bool> {
     if !matches!(kind, EntryKind::Blob | EntryKind::BlobExecutable) {
         return Ok(false);
     }
@@ -339,7 +340,7 @@ fn header(out: &mut Vec<u8>, path: &[u8]) {
 
 /// What git diffs for an entry: a blob's bytes, a symlink's target, a
 /// submodule's "Subproject commit" line.
-fn content(repo: &gix::Repository, kind: EntryKind, id: ObjectId) -> Result<Vec<u8>, MergeError> {
+fn content(repo: &gix::Repository, kind: EntryKind, id: ObjectId) -> Result<Vec<u8>> {
     if kind == EntryKind::Commit {
         return Ok(format!("Subproject commit {id}\n").into_bytes());
     }

@@ -139,7 +139,7 @@ fn record_states(
         } else {
             // The patch of a proposal recorded by this run, kept now.
             if let Some(Err(e)) = out.unwritten_patch.take().map(|p| p.write(&source.repo)) {
-                artifacts_error.get_or_insert(e);
+                artifacts_error.get_or_insert(e.into());
             }
             keep_artifacts(source, b, out, false);
         }

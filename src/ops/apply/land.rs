@@ -181,19 +181,21 @@ fn write_back(
     if !dry_run && !plan.writes.is_empty() {
         let _writing = observer.step(&format!("Writing {} paths", plan.writes.len()));
         let dir = batch::batch_dir(&source.state_dir(), &b.id);
-        let result = persist(&source.repo, mem, &plan.writes, Side::New).and_then(|()| {
-            let then = match stage_record(source, b, outcomes, &plan.writes, &dir) {
-                Ok((id, staged)) => {
-                    apply_id = Some(id);
-                    staged
-                }
-                Err(e) => {
-                    undo_error = Some(e);
-                    Vec::new()
-                }
-            };
-            writeback::write_then(source, &dir, &plan.writes, &then).map_err(Error::from)
-        });
+        let result = persist(&source.repo, mem, &plan.writes, Side::New)
+            .map_err(Error::from)
+            .and_then(|()| {
+                let then = match stage_record(source, b, outcomes, &plan.writes, &dir) {
+                    Ok((id, staged)) => {
+                        apply_id = Some(id);
+                        staged
+                    }
+                    Err(e) => {
+                        undo_error = Some(e);
+                        Vec::new()
+                    }
+                };
+                writeback::write_then(source, &dir, &plan.writes, &then).map_err(Error::from)
+            });
         if let Err(e) = result {
             if let Some(id) = apply_id.take() {
                 crate::ops::undo::discard_staged(source, &id);

@@ -691,7 +691,7 @@ fn keep_discarded(source: &Source, b: &Batch, out: &mut Outcome, baseline_tree: 
     };
     let mut task = b.tasks[out.idx].clone();
     task.root = real;
-    match proposal::record(source, b, &task, baseline_tree) {
+    match proposal::record(source, b, &task, baseline_tree).map_err(Error::from) {
         Ok(Some(p)) => {
             out.proposal_ref = Some(p.ref_name);
             out.patch = Some(p.patch);

@@ -46,7 +46,8 @@ impl From<SnapshotError> for Error {
 /// Merging trees, rendering a patch, copying objects: `delegate::git` (or
 /// a full disk, read-only filesystem or denied permission inside gix,
 /// named for what it is); the write-back check blocking what no task
-/// wrote is a bug.
+/// wrote is a bug. What a lower layer failed with, its own words (the
+/// write-back check's, as it worded them).
 impl From<MergeError> for Error {
     fn from(e: MergeError) -> Error {
         let message = e.to_string();
@@ -65,6 +66,16 @@ impl From<MergeError> for Error {
                 message,
                 "report this bug; nothing was changed",
             ),
+            MergeError::Writeback(e) => e.into(),
+            MergeError::WritebackCheck(e) => e,
+            MergeError::Snapshot(e) => e.into(),
+            MergeError::Repo(e) => e.into(),
+            MergeError::Ref(e) => e.into(),
+            MergeError::Commit(e) => e.into(),
+            MergeError::Diff(e) => e.into(),
+            MergeError::Validate(e) => e.into(),
+            MergeError::Sparse(e) => e.into(),
+            MergeError::Fs(e) => e.into(),
         }
     }
 }
@@ -110,5 +121,62 @@ mod tests {
                 "report this bug"
             )
         );
+    }
+
+    /// What `merge/` passes on keeps the words it had when merge/'s
+    /// functions returned the crate's `Error` (the suite provokes few of
+    /// them through `merge/`): a write-back error held as worded comes out
+    /// as it was worded, details included; a lower layer's typed error is
+    /// worded by that layer's impl, a full disk named as one.
+    #[test]
+    fn merge_passes_on_the_words_of_what_it_wraps() {
+        let words = |e: &Error| {
+            (
+                e.code,
+                e.exit_code(),
+                e.message.clone(),
+                e.help.clone(),
+                e.details.clone(),
+            )
+        };
+        let worded = || {
+            let mut details = serde_json::Map::new();
+            details.insert("journal".into(), "/j".into());
+            Error::state(Code::RollbackFailed, "the rollback left paths", "see them")
+                .with_details(details)
+        };
+        let e = Error::from(MergeError::WritebackCheck(worded()));
+        assert_eq!(words(&e), words(&worded()));
+        assert_eq!(
+            MergeError::WritebackCheck(worded()).to_string(),
+            "the rollback left paths"
+        );
+
+        let dir = std::env::temp_dir();
+        let full = || crate::sys::fs::FsError::Write {
+            dir: dir.clone(),
+            io: crate::sys::fs::PathError {
+                op: "write in",
+                path: dir.join("t.patch"),
+                source: std::io::Error::from_raw_os_error(rustix::io::Errno::NOSPC.raw_os_error()),
+            },
+        };
+        let e = Error::from(MergeError::from(full()));
+        assert_eq!(e.code, Code::DiskFull);
+        assert_eq!(words(&e), words(&Error::from(full())));
+        assert_eq!(MergeError::from(full()).to_string(), full().to_string());
+
+        let diff = || crate::git::diff::DiffError::ReadTree {
+            source: gix::Error::from_error(std::fmt::Error),
+        };
+        let e = Error::from(MergeError::from(crate::writeback::WritebackError::from(
+            diff(),
+        )));
+        assert_eq!(words(&e), words(&Error::from(diff())));
+        assert_eq!(e.code, Code::Git);
+
+        let e = Error::from(MergeError::from(SnapshotError::Panicked));
+        assert_eq!(words(&e), words(&Error::from(SnapshotError::Panicked)));
+        assert_eq!(e.code, Code::Internal);
     }
 }

@@ -96,9 +96,9 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
                     std::fs::create_dir_all(&kept)
                         .map_err(|e| Error::io(format!("cannot create {}", kept.display()), e))
                         .and_then(|()| {
-                            proposal::record_deferred(repo, &kept, &b, &b.tasks[0], tree)
+                            let p = proposal::record_deferred(repo, &kept, &b, &b.tasks[0], tree)?;
+                            Ok(p.map(|p| p.with_patch(repo)).transpose()?)
                         })
-                        .and_then(|p| p.map(|p| p.with_patch(repo)).transpose())
                 }
                 _ => Err(Error::state(
                     Code::BaselineRefMissing,

@@ -227,9 +227,11 @@ impl Gc<'_> {
             let saved = if self.dry_run {
                 proposal::preview(&self.source.repo, t, baseline_tree)
                     .map(|r| r.map(|p| (p.tree, p.paths.len(), p.nested)))
+                    .map_err(Error::from)
             } else {
                 proposal::record(self.source, b, t, baseline_tree)
                     .map(|r| r.map(|p| (p.tree, p.paths.len(), p.nested)))
+                    .map_err(Error::from)
             };
             if let Ok(Some((_, _, repos))) = &saved {
                 if !repos.is_empty() {

@@ -511,7 +511,12 @@ fn now_tree(
 /// the object store of `disk`.
 fn persist(disk: &gix::Repository, mem: &gix::Repository, writes: &[PathWrite]) -> Result<()> {
     crate::merge::landing::persist(disk, mem, writes, Side::Old)?;
-    crate::merge::landing::persist(disk, mem, writes, Side::New)
+    Ok(crate::merge::landing::persist(
+        disk,
+        mem,
+        writes,
+        Side::New,
+    )?)
 }
 
 /// The words for a path the write-back check refuses.
