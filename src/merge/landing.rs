@@ -50,7 +50,7 @@ pub fn plan(
         if persist_old {
             persist(&source.repo, mem, writes, Side::Old)?;
         }
-        writeback::check(source, writes).map_err(MergeError::WritebackCheck)
+        Ok(writeback::check(source, writes)?)
     };
     integrate::integrate_screened(
         mem,

@@ -76,16 +76,10 @@ pub enum MergeError {
     /// The write-back check blocked paths no applied task changes (a bug).
     #[error("the write-back check blocked paths no applied task changes")]
     UnknownBlocked,
-    /// The writes between two trees (`writeback::writes_between`).
+    /// The write-back check (`writeback::check`) or the writes between two
+    /// trees (`writeback::writes_between`).
     #[error(transparent)]
     Writeback(#[from] WritebackError),
-    /// The write-back check's failure as `writeback::check` worded it when
-    /// it failed: the one write-back function that still returns the
-    /// crate's `Error` (`check_typed`, which returns `WritebackError`, is
-    /// not reachable outside `writeback/`). The one variant holding a crate
-    /// `Error`; it goes once `check_typed` is exported.
-    #[error("{0}")]
-    WritebackCheck(crate::error::Error),
     /// A snapshot of the source or of a task's workspace.
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),

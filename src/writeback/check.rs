@@ -15,16 +15,7 @@ use super::{refuse_invalid, BlockReason, Blocked, PathWrite, WriteError, Writeba
 use crate::git::repo::Source;
 
 /// Check every write against the disk without changing anything.
-///
-/// Returns the crate's `Error` (worded by `ops::explain`) while
-/// `merge::landing` hands it on as its check closure's value; the check
-/// itself is [`check_typed`].
-pub fn check(source: &Source, writes: &[PathWrite]) -> crate::error::Result<Vec<Blocked>> {
-    Ok(check_typed(source, writes)?)
-}
-
-/// [`check`], with the write-back's own error.
-pub fn check_typed(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>, WritebackError> {
+pub fn check(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>, WritebackError> {
     if writes.is_empty() {
         return Ok(Vec::new());
     }

@@ -111,7 +111,7 @@ fn integrate(
         if !dry_run {
             persist(&source.repo, mem, writes, Side::Old)?;
         }
-        writeback::check(source, writes)
+        Ok(writeback::check(source, writes)?)
     };
     let plan = if let Some(settings) = &verify {
         let ctx = crate::ops::verify::Ctx {

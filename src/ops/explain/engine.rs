@@ -67,7 +67,6 @@ impl From<MergeError> for Error {
                 "report this bug; nothing was changed",
             ),
             MergeError::Writeback(e) => e.into(),
-            MergeError::WritebackCheck(e) => e,
             MergeError::Snapshot(e) => e.into(),
             MergeError::Repo(e) => e.into(),
             MergeError::Ref(e) => e.into(),
@@ -125,9 +124,8 @@ mod tests {
 
     /// What `merge/` passes on keeps the words it had when merge/'s
     /// functions returned the crate's `Error` (the suite provokes few of
-    /// them through `merge/`): a write-back error held as worded comes out
-    /// as it was worded, details included; a lower layer's typed error is
-    /// worded by that layer's impl, a full disk named as one.
+    /// them through `merge/`): a lower layer's typed error (the write-back's
+    /// included) is worded by that layer's impl, a full disk named as one.
     #[test]
     fn merge_passes_on_the_words_of_what_it_wraps() {
         let words = |e: &Error| {
@@ -139,17 +137,16 @@ mod tests {
                 e.details.clone(),
             )
         };
-        let worded = || {
-            let mut details = serde_json::Map::new();
-            details.insert("journal".into(), "/j".into());
-            Error::state(Code::RollbackFailed, "the rollback left paths", "see them")
-                .with_details(details)
+        // The write-back check's failure, as the check's own words.
+        let check = || crate::writeback::WritebackError::OpenRoot {
+            root: "/r".into(),
+            source: std::io::Error::from_raw_os_error(rustix::io::Errno::ROFS.raw_os_error()),
         };
-        let e = Error::from(MergeError::WritebackCheck(worded()));
-        assert_eq!(words(&e), words(&worded()));
+        let e = Error::from(MergeError::from(check()));
+        assert_eq!(words(&e), words(&Error::from(check())));
         assert_eq!(
-            MergeError::WritebackCheck(worded()).to_string(),
-            "the rollback left paths"
+            MergeError::from(check()).to_string(),
+            "cannot open the working tree /r"
         );
 
         let dir = std::env::temp_dir();
