@@ -319,7 +319,14 @@ pub fn paused_at(env: &Env, mut cmd: std::process::Command, point: &str) -> std:
         .lines()
         .any(|l| l == point)
     {
-        assert!(child.try_wait().unwrap().is_none(), "ended before {point}");
+        if child.try_wait().unwrap().is_some() {
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "ended ({}) before {point}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
         assert!(Instant::now() < deadline, "never paused at {point}");
         std::thread::sleep(Duration::from_millis(10));
     }

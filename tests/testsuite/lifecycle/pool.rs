@@ -456,38 +456,14 @@ fn apply_signalled_at(
 ) -> std::process::Output {
     use std::os::unix::process::CommandExt;
     use std::process::Stdio;
-    let paused = env.path().join(format!("paused-{point}"));
-    let mut child = env
-        .delegate_cmd(repo)
+    let mut apply = env.delegate_cmd(repo);
+    apply
         .arg("apply")
-        .env("GIT_DELEGATE_TEST_PAUSE", point)
-        .env("GIT_DELEGATE_TEST_PAUSED", &paused)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .expect("start apply");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while !std::fs::read_to_string(&paused)
-        .unwrap_or_default()
-        .lines()
-        .any(|l| l == point)
-    {
-        if child.try_wait().unwrap().is_some() {
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "apply ended ({}) before {point}\n{}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "never reached {point}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+        .process_group(0);
+    let child = crate::common::fixtures::paused_at(env, apply, point);
     let pgid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
     rustix::process::kill_process_group(pgid, sig).unwrap();
     child.wait_with_output().unwrap()

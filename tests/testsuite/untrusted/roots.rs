@@ -55,8 +55,8 @@ fn mode_of(p: &Path) -> u32 {
     p.symlink_metadata().unwrap().mode() & 0o7777
 }
 
-/// Run `script` with `sh -c` as the other user, as an attacker would.
-fn as_other(dir: &Path, script: &str) {
+/// `sh -c script` as the other user, as an attacker would run it.
+fn other_user(script: &str) -> Command {
     let mut cmd = Command::new("setpriv");
     cmd.args([
         &format!("--reuid={OTHER}"),
@@ -66,8 +66,14 @@ fn as_other(dir: &Path, script: &str) {
         "sh",
         "-c",
         script,
-    ])
-    .current_dir(dir);
+    ]);
+    cmd
+}
+
+/// Run `script` in `dir` as the other user; it must succeed.
+fn as_other(dir: &Path, script: &str) {
+    let mut cmd = other_user(script);
+    cmd.current_dir(dir);
     succeed_as(cmd, &format!("as uid {OTHER}: {script}"));
 }
 
@@ -292,22 +298,13 @@ fn a_sticky_shared_root_works_and_what_prepare_makes_there_is_private() {
     assert_eq!(mode_of(&folder), 0o700);
     assert_eq!(mode_of(&batch_folder), 0o700);
     // The other user can neither look in nor make anything there.
-    let probe = Command::new("setpriv")
-        .args([
-            &format!("--reuid={OTHER}"),
-            &format!("--regid={OTHER}"),
-            "--clear-groups",
-            "--",
-            "sh",
-            "-c",
-            &format!(
-                "ls '{}' || mkdir '{}/x'",
-                folder.display(),
-                folder.display()
-            ),
-        ])
-        .output()
-        .unwrap();
+    let probe = other_user(&format!(
+        "ls '{}' || mkdir '{}/x'",
+        folder.display(),
+        folder.display()
+    ))
+    .output()
+    .unwrap();
     assert!(!probe.status.success());
     assert!(!folder.join("x").exists());
 
