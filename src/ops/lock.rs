@@ -106,11 +106,16 @@ pub struct Locked {
 }
 
 /// Take the repository lock and roll back write-backs interrupted by a
-/// crash (design §7): every mutating command starts here. Also starts the
-/// deletion of removed workspaces a killed background deleter left behind.
+/// crash (design §7): every mutating command starts here. Also puts back
+/// the workspaces a command killed while proving them left aside (design
+/// §3.18), and starts the deletion of removed workspaces a killed
+/// background deleter left behind.
 pub fn lock_and_recover(source: &crate::git::repo::Source) -> Result<Locked> {
     let lock = acquire(&source.state_dir(), source.config.lock_timeout_secs)?;
     let recovery = crate::writeback::recover_all_detailed(source)?;
+    if let Ok(base) = source.workspace_base() {
+        crate::workspace::aside::restore_all(&source.common_dir, &base, &source.state_dir());
+    }
     if let Ok(base) = source.workspace_base() {
         crate::workspace::trash::sweep_later(
             &base.join(crate::workspace::trash::TRASH),

@@ -53,6 +53,12 @@ pub enum Fate {
     /// Ours and the source of these open batches: released (unlocked, still
     /// registered), kept as an ordinary worktree.
     Hosting(Vec<String>),
+    /// Written into since it was read (design §3.18 "Before removing a
+    /// workspace, prove it"): kept at its place, registered and locked.
+    Changed,
+    /// Written into since it was read, and its place was taken meanwhile:
+    /// it stays aside at this path in the trash, never deleted.
+    LeftAside(PathBuf),
 }
 
 /// Release the task's workspace and name the open batches among `others`
@@ -73,28 +79,74 @@ pub fn keep_if_hosting(
 }
 
 /// Tear one task's workspace down: kept when it hosts open batches among
-/// `others`, else removed `way` (only when it is ours). With `Way::Trash`,
-/// the trash folder used, if any.
+/// `others`, else removed `way` (only when it is ours), once proven to hold
+/// `read`, the tree the caller's last snapshot of it gave (design §3.18
+/// "Before removing a workspace, prove it"): written into since, it is
+/// kept (`Fate::Changed`). `read` is `None` only for a removal the user
+/// forced (`drop --force`): then nothing is proven. With `Way::Trash`, the
+/// trash folder used, if any.
 pub fn workspace(
     source: &Source,
     b: &Batch,
     t: &Task,
     others: &[Batch],
     way: Way,
+    read: Option<&workspace::aside::Read>,
 ) -> Result<(Fate, Option<PathBuf>)> {
     if let Some(hosted) = keep_if_hosting(source, b, t, others)? {
         return Ok((Fate::Hosting(hosted), None));
     }
-    let (removal, trash) = match way {
-        Way::Delete => (workspace::remove_task(&source.common_dir, t)?, None),
-        Way::Trash => workspace::discard(&source.common_dir, t)?,
+    let Some(read) = read else {
+        let (removal, trash) = match way {
+            Way::Delete => (workspace::remove_task(&source.common_dir, t)?, None),
+            Way::Trash => workspace::discard(&source.common_dir, t)?,
+        };
+        let fate = match removal {
+            workspace::Removal::Removed => Fate::Removed,
+            workspace::Removal::Missing => Fate::Missing,
+            workspace::Removal::Foreign => Fate::Foreign,
+        };
+        return Ok((fate, trash));
     };
-    let fate = match removal {
-        workspace::Removal::Removed => Fate::Removed,
-        workspace::Removal::Missing => Fate::Missing,
-        workspace::Removal::Foreign => Fate::Foreign,
+    let in_place = way == Way::Delete;
+    Ok(
+        match workspace::remove_proven(&source.common_dir, t, read, in_place)? {
+            workspace::Proof::Removed(trash) => (Fate::Removed, trash),
+            workspace::Proof::Missing => (Fate::Missing, None),
+            workspace::Proof::Foreign => (Fate::Foreign, None),
+            workspace::Proof::Changed => (Fate::Changed, None),
+            workspace::Proof::LeftAside(p) => (Fate::LeftAside(p), None),
+        },
+    )
+}
+
+/// The tree a closed task's workspace is proven against when a command
+/// that did not read it removes it (an apply interrupted during its
+/// clean-up left it; design §3.18): an applied task's is its proposal's
+/// (its ref outlives the workspace; without it, its base's: a workspace
+/// holding nothing else has no work), a discarded one's its kept
+/// proposal's, and one without changes (or a discarded one with none) its
+/// base's. `None` when it cannot be told: such a workspace is never
+/// removed.
+pub fn read_tree_of_closed(source: &Source, b: &Batch, t: &Task) -> Option<ObjectId> {
+    let tree_of_ref = |name: &str| -> Option<ObjectId> {
+        let id = refs::get(&source.repo, name).ok()??;
+        crate::git::commit::tree_of(&source.repo, &id.to_string()).ok()
     };
-    Ok((fate, trash))
+    let base_tree = || crate::git::commit::tree_of(&source.repo, t.base_or(&b.baseline)).ok();
+    match t.state {
+        // Its ref gone (someone deleted it): a workspace without changes
+        // holds no work either way.
+        batch::TaskState::Applied => {
+            tree_of_ref(&refs::proposal(&b.id, &t.name)).or_else(base_tree)
+        }
+        batch::TaskState::NoChanges => base_tree(),
+        batch::TaskState::Discarded => match &t.proposal_ref {
+            Some(r) => tree_of_ref(r),
+            None => base_tree(),
+        },
+        _ => None,
+    }
 }
 
 /// Remove what an apply killed while verifying the batch left (its
@@ -160,22 +212,58 @@ pub struct Removed {
     /// user's, or a symlink where a folder of ours was expected, at or
     /// above a workspace left alone; never entered.
     pub unsafe_folders: Vec<crate::workspace::shared_root::Refused>,
+    /// Tasks whose workspace was written into after it was read (design
+    /// §3.18 "Before removing a workspace, prove it"), kept: (task, where
+    /// it is when it could not go back to its place). When any is, the
+    /// batch was not removed (its refs and state stay).
+    pub changed: Vec<(String, Option<PathBuf>)>,
 }
 
 /// Remove a whole batch now (`drop`): every task's workspace (deleted
 /// here), its refs and its state; on its remote, what `remote_seen` (the
-/// blockers' listing) and the batch's record say was fetched.
+/// blockers' listing) and the batch's record say was fetched. Unless
+/// `force`, a workspace goes only once proven to hold what the blockers
+/// read in it (an open task's: nothing but its base; a closed one's: what
+/// it ended with, `read_tree_of_closed`): one written into since is kept,
+/// and then the batch stays (`Removed::changed`).
 pub fn remove_batch(
     source: &Source,
     b: &Batch,
     others: &[Batch],
     remote_seen: &HashMap<String, ObjectId>,
+    force: bool,
 ) -> Result<Removed> {
     let mut r = Removed::default();
-    for t in &b.tasks {
-        match workspace(source, b, t, others, Way::Delete)?.0 {
-            Fate::Removed => r.workspaces += 1,
+    // Open tasks whose workspace (proven to hold no changes) went.
+    let mut emptied: Vec<usize> = Vec::new();
+    for (i, t) in b.tasks.iter().enumerate() {
+        let read = if force {
+            None
+        } else {
+            let read = match t.state.is_open() {
+                true => crate::git::commit::tree_of(&source.repo, t.base_or(&b.baseline)).ok(),
+                false => read_tree_of_closed(source, b, t),
+            };
+            match read {
+                Some(tree) => Some(workspace::aside::Read::from(tree)),
+                // Never removed unproven.
+                None if workspace::health(&source.common_dir, t) == workspace::Health::Ours => {
+                    r.changed.push((t.name.clone(), None));
+                    continue;
+                }
+                None => None,
+            }
+        };
+        match workspace(source, b, t, others, Way::Delete, read.as_ref())?.0 {
+            Fate::Removed => {
+                r.workspaces += 1;
+                if t.state.is_open() {
+                    emptied.push(i);
+                }
+            }
             Fate::Missing => {}
+            Fate::Changed => r.changed.push((t.name.clone(), None)),
+            Fate::LeftAside(p) => r.changed.push((t.name.clone(), Some(p))),
             Fate::Foreign => {
                 if let Some(u) = workspace::refusal(t) {
                     crate::workspace::shared_root::note(&mut r.unsafe_folders, u);
@@ -184,6 +272,19 @@ pub fn remove_batch(
             }
             Fate::Hosting(h) => r.kept.push((t.name.clone(), t.root.clone(), h)),
         }
+    }
+    if !r.changed.is_empty() {
+        // The batch stays for the work kept: the tasks whose workspaces
+        // went had none, and are closed as such (no apply finds them
+        // missing).
+        let mut kept = b.clone();
+        let now = crate::sys::time::rfc3339(crate::sys::time::now());
+        for i in emptied {
+            kept.tasks[i].state = batch::TaskState::NoChanges;
+            kept.tasks[i].updated_at = Some(now.clone());
+        }
+        batch::save(&source.state_dir(), &kept)?;
+        return Ok(r);
     }
     r.remote_left = crate::ops::remote::end(source, b, remote_seen);
     r.refs = refs_and_state(source, b)?;
@@ -207,6 +308,29 @@ pub struct Blockers {
     /// (task -> commit): all that `remove_batch` may delete of them on the
     /// remote (design §3.14 "Remote refs").
     pub remote_seen: HashMap<String, ObjectId>,
+    /// Open tasks (also in `unapplied`) whose workspace is not at its place
+    /// while their work may be elsewhere (design §3.18): the folders below
+    /// the repository's workspace folder that name its registration (a
+    /// task folder renamed, a batch folder moved aside), empty when its
+    /// batch folder is gone and none was found.
+    pub moved: Vec<(String, Vec<PathBuf>)>,
+}
+
+/// Open local tasks of `b` whose workspace is not at its place (missing,
+/// or something else there) while their work may be elsewhere: folders
+/// that name their registration below the repository's workspace folder,
+/// or (`gone_counts`) their batch folder gone. Each with those folders.
+pub fn moved_work(source: &Source, b: &Batch, gone_counts: bool) -> Vec<(String, Vec<PathBuf>)> {
+    b.tasks
+        .iter()
+        .filter(|t| t.state.is_open() && !t.remote && t.kind() == crate::config::Mode::Worktree)
+        .filter(|t| workspace::health(&source.common_dir, t) != workspace::Health::Ours)
+        .filter_map(|t| {
+            let found = workspace::elsewhere::copies(&source.common_dir, t);
+            let gone = gone_counts && workspace::elsewhere::batch_folder_gone(t);
+            (!found.is_empty() || gone).then(|| (t.name.clone(), found))
+        })
+        .collect()
 }
 
 /// What stands in the way of dropping `b` (a batch whose prepare completed).
@@ -266,6 +390,14 @@ pub fn blockers(source: &Source, b: &Batch) -> Result<Blockers> {
             unapplied.push(t.name.clone());
         }
     }
+    // A workspace moved away with its work (design §3.18): never taken
+    // for "no changes".
+    let moved = moved_work(source, b, true);
+    for (task, _) in &moved {
+        if !unapplied.contains(task) {
+            unapplied.push(task.clone());
+        }
+    }
     unapplied.sort_by_key(|name| b.tasks.iter().position(|t| &t.name == name));
     let others = batch::list_ok(&source.state_dir())?;
     let hosting = b
@@ -281,5 +413,6 @@ pub fn blockers(source: &Source, b: &Batch) -> Result<Blockers> {
         others,
         stashed,
         remote_seen,
+        moved,
     })
 }

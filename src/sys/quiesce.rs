@@ -14,6 +14,11 @@
 //! gc counts them ([`find_users`]): gc only reads, and a shell (or agent)
 //! that ran `git delegate gc` from inside a workspace is still using it, so
 //! gc leaves that batch alone rather than delete the folder under it.
+//! A third question is asked of a workspace moved aside to be proven
+//! before removal ([`holders`], design §3.18): can anything still write
+//! into it, now that no path leads there? A process whose cwd is inside
+//! (this process's ancestors aside, as for apply), or that holds a folder
+//! inside open, or a file inside open for writing.
 //! Never: signals a process outside the workspace, this process or its parents.
 //! Callers pass the real path of a workspace whose identity they checked
 //! (`workspace::identify`), never a path that could lead through a symlink
@@ -98,6 +103,77 @@ pub fn find_all(roots: &[PathBuf]) -> Vec<Vec<u32>> {
 /// uses a workspace, for gc, which never signals anyone. One list per root.
 pub fn find_users(roots: &[PathBuf]) -> Vec<Vec<u32>> {
     scan(&canonical(roots), &HashSet::from([std::process::id()]))
+}
+
+/// Processes (pids, never this one) that can still write into one of
+/// `roots` without a path: their current directory is inside (this
+/// process's ancestors aside), or they hold a folder inside open (a base
+/// for `openat`), or a file inside open for writing. One list per root,
+/// from one scan of `/proc` (a process of another user's cannot be read,
+/// and cannot reach a folder of the user's own `0700` workspace root).
+pub fn holders(roots: &[PathBuf]) -> Vec<Vec<u32>> {
+    let roots = canonical(roots);
+    let mut out = vec![Vec::new(); roots.len()];
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    let me = std::process::id();
+    let elders = ancestors();
+    for entry in rd.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let cwd = (!elders.contains(&pid)).then(|| cwd_of(pid)).flatten();
+        let fds = open_inside(pid, &roots);
+        for (i, root) in roots.iter().enumerate() {
+            if cwd.as_ref().is_some_and(|c| c.starts_with(root)) || fds[i] {
+                out[i].push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// For each of `roots`: whether `pid` holds a folder at or below it open,
+/// or a file below it open for writing.
+fn open_inside(pid: u32, roots: &[PathBuf]) -> Vec<bool> {
+    let mut out = vec![false; roots.len()];
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return out;
+    };
+    for fd in rd.flatten() {
+        let Ok(target) = std::fs::read_link(fd.path()) else {
+            continue;
+        };
+        let Some(i) = roots.iter().position(|r| target.starts_with(r)) else {
+            continue;
+        };
+        if out[i] {
+            continue;
+        }
+        // `flags:` in fdinfo, octal: O_WRONLY 1, O_RDWR 2, O_DIRECTORY 0200000.
+        let flags = std::fs::read_to_string(format!(
+            "/proc/{pid}/fdinfo/{}",
+            fd.file_name().to_string_lossy()
+        ))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("flags:"))
+                .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+        });
+        let is_dir = std::fs::metadata(fd.path()).is_ok_and(|m| m.is_dir());
+        // Unknown flags count as writable: never taken for "cannot write".
+        out[i] = is_dir || flags.is_none_or(|f| f & 0o3 != 0);
+    }
+    out
 }
 
 /// The canonical form of each root. A root that is itself a symlink is

@@ -287,9 +287,14 @@ pub(super) fn identify_at(
 /// Does the `.git` file inside the opened folder point at `reg`? Never
 /// through a symlink.
 fn dotgit_points_at(dir: &OwnedFd, reg: &Path) -> bool {
-    use std::os::fd::AsFd;
+    dotgit_names(dir.as_fd(), reg)
+}
+
+/// Does the `.git` file inside the opened folder `dir` point at `reg`?
+/// Never through a symlink.
+pub(super) fn dotgit_names(dir: std::os::fd::BorrowedFd<'_>, reg: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
-    let Ok(text) = crate::sys::fs::read_at_most(dir.as_fd(), ".git", 64 * 1024) else {
+    let Ok(text) = crate::sys::fs::read_at_most(dir, ".git", 64 * 1024) else {
         return false;
     };
     let text = text.strip_suffix(b"\n").unwrap_or(&text);

@@ -57,9 +57,11 @@ pub use crate::workspace::presence::{Health, Removal};
 /// full disk) exactly where `Error::git` looked before.
 pub type Cause = Box<dyn std::error::Error + Send + Sync>;
 
+pub mod aside;
 pub mod carry;
 mod create;
 mod derived;
+pub mod elsewhere;
 pub(crate) mod error;
 mod fill;
 mod identity;
@@ -86,7 +88,10 @@ use fill::{checkout, checkout_failed, settle};
 pub use identity::{folder_of, health, identify, is_ours, refusal, Identity};
 use identity::{identify_at, registered_location, Reach};
 use remove::remove_held;
-pub use remove::{discard, release, remove, remove_empty_parents_of, remove_joined, remove_task};
+pub use remove::{
+    discard, prove_in_place, release, remove, remove_empty_parents_of, remove_joined,
+    remove_proven, remove_task, Proof,
+};
 
 /// One workspace to create.
 #[derive(Debug, Clone)]

@@ -1,5 +1,9 @@
-//! Removing workspaces: a task's (`remove_task`, `discard` through the
-//! trash), a workspace no identity was recorded for (`remove`,
+//! Removing workspaces: a task's once proven (`remove_proven`: moved aside,
+//! compared with what was read, then deleted or left to the trash's
+//! deleter, or moved back and kept; design §3.18 "Before removing a
+//! workspace, prove it", `aside`), a task's without proof (`remove_task`,
+//! `discard` through the trash: a scratch copy, a verification's, `drop
+//! --force`), a workspace no identity was recorded for (`remove`,
 //! `remove_joined`), their registrations, the empty folders above them,
 //! and `release` (kept as an ordinary unlocked worktree).
 //! Its error is `WorkspaceError` (worded in `ops::explain`).
@@ -175,6 +179,128 @@ pub fn discard(
     drop(parents);
     remove_empty_parents(root, Reach::Beneath);
     Ok((Removal::Removed, Some(trash)))
+}
+
+/// What became of a task's workspace removed only once proven (design
+/// §3.18 "Before removing a workspace, prove it").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Proof {
+    /// Proven and removed: deleted here, or (`Some`: the trash folder, for
+    /// the background deleter the caller starts) moved into the trash.
+    Removed(Option<PathBuf>),
+    /// Nothing was there (its registration went).
+    Missing,
+    /// Not the folder prepare made: left alone (as [`remove_task`]).
+    Foreign,
+    /// Written into since it was read: moved back to its place and kept,
+    /// registered and locked as it was.
+    Changed,
+    /// Written into since it was read, and its place was taken meanwhile:
+    /// it stays aside at this path, never deleted (`aside::restore` puts it
+    /// back once its place is free).
+    LeftAside(PathBuf),
+}
+
+/// Remove a task's workspace only once proven (design §3.18): moved out
+/// of its place into the trash (one rename, after which a writer by path
+/// gets ENOENT), then compared with `read`, the tree the caller's last
+/// snapshot of it gave. The same: it goes, deleted here when `in_place` or
+/// when it is small, otherwise left in the trash for the background
+/// deleter; changed: moved back and kept ([`Proof::Changed`]). A scratch
+/// copy (whose edits never land) and a remote task (no workspace here) go
+/// as [`remove_task`] removes them.
+pub fn remove_proven(
+    common_dir: &Path,
+    task: &crate::record::batch::Task,
+    read: &crate::workspace::aside::Read,
+    in_place: bool,
+) -> Result<Proof> {
+    if task.remote {
+        return Ok(Proof::Missing);
+    }
+    let (root, worktree_id) = (task.root.as_path(), task.worktree_id.as_str());
+    if task.kind() == Mode::Scratch || moved_elsewhere(common_dir, root, worktree_id) {
+        return remove_task(common_dir, task).map(|r| match r {
+            Removal::Removed => Proof::Removed(None),
+            Removal::Missing => Proof::Missing,
+            Removal::Foreign => Proof::Foreign,
+        });
+    }
+    let (fd, parents) = match identify(common_dir, task) {
+        Identity::Ours {
+            fd: Some(fd),
+            parents: Some(parents),
+            ..
+        } => (fd, parents),
+        Identity::Ours { .. } => {
+            return Err(WorkspaceError::io("move aside", root)(
+                std::io::ErrorKind::Unsupported.into(),
+            ))
+        }
+        Identity::Missing => {
+            unregister(common_dir, root, worktree_id)?;
+            remove_empty_parents(root, Reach::Beneath);
+            return Ok(Proof::Missing);
+        }
+        Identity::Replaced(_) => {
+            // Its stale registration goes, as `remove_task` does.
+            unregister(common_dir, root, worktree_id)?;
+            return Ok(Proof::Foreign);
+        }
+    };
+    crate::sys::interrupt::pause("prove-before-aside");
+    let aside = crate::workspace::aside::move_aside(fd, parents, root)?;
+    crate::sys::interrupt::pause("prove-aside");
+    let compared = match aside.compare(read) {
+        Ok(c) => c,
+        Err(e) => {
+            // Unproven: back where it was, kept.
+            return match aside.back() {
+                Ok(()) => Err(e),
+                Err(a) => Ok(Proof::LeftAside(a.path())),
+            };
+        }
+    };
+    if compared == crate::workspace::aside::Compared::Changed {
+        return Ok(match aside.back() {
+            Ok(()) => Proof::Changed,
+            Err(a) => Proof::LeftAside(a.path()),
+        });
+    }
+    let small = index_entries(common_dir, worktree_id).is_some_and(|n| n <= REMOVE_IN_PLACE_MAX);
+    let trashed = aside.into_trash()?;
+    unregister(common_dir, root, worktree_id)?;
+    if in_place || small {
+        trashed.delete()?;
+        remove_empty_parents(root, Reach::Beneath);
+        return Ok(Proof::Removed(None));
+    }
+    let trash = trashed.trash.path().to_path_buf();
+    drop(trashed);
+    remove_empty_parents(root, Reach::Beneath);
+    Ok(Proof::Removed(Some(trash)))
+}
+
+/// Prove a task's workspace in its place, for one handed on rather than
+/// removed (the pool's park): moved aside, compared with `read`, moved
+/// back either way. `None` when it is not the folder prepare made (or has
+/// no folders above it to be moved through); `Some(Err(path))` when it
+/// could not go back (its place was taken meanwhile) and stays aside there.
+pub fn prove_in_place(
+    common_dir: &Path,
+    task: &crate::record::batch::Task,
+    read: &crate::workspace::aside::Read,
+) -> Result<Option<std::result::Result<crate::workspace::aside::Compared, PathBuf>>> {
+    let Identity::Ours {
+        fd: Some(fd),
+        parents: Some(parents),
+        ..
+    } = identify(common_dir, task)
+    else {
+        return Ok(None);
+    };
+    crate::sys::interrupt::pause("prove-before-aside");
+    crate::workspace::aside::prove_in_place(fd, parents, &task.root, read).map(Some)
 }
 
 /// The number of entries the workspace's index lists (its header), if readable.

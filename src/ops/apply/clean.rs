@@ -84,13 +84,19 @@ pub(super) fn clean(
         record_states(source, b, outcomes, fetched, &mut artifacts_error);
         let state_dir = source.state_dir();
         batch::save(&state_dir, b)?;
+        let mut changed: Vec<Changed> = Vec::new();
         let mut gone = Gone {
             trashes: &mut trashes,
             kept: &mut kept,
             closed: &mut closed,
             artifacts_error: &mut artifacts_error,
+            changed: &mut changed,
         };
         teardown_closed(source, b, opts, outcomes, &state_dir, &mut gone);
+        if !changed.is_empty() {
+            reopen(source, b, outcomes, &changed, &mut artifacts_error);
+            batch::save(&state_dir, b)?;
+        }
     }
     let batch_open = if dry_run {
         b.tasks.iter().enumerate().any(|(i, t)| {
@@ -114,6 +120,96 @@ pub(super) fn clean(
         batch_open,
         remote_left,
     })
+}
+
+/// The reason of a task whose workspace was written into after apply read
+/// it (design §3.18 "Before removing a workspace, prove it").
+pub const CHANGED_AFTER_READ: &str = "changed_after_read";
+
+/// The tasks whose workspace was written into after it was read (`changed`,
+/// workspaces kept): an applied one opens again on the proposal that landed
+/// as its base (its ref and the task's base ref keep it), so the next apply
+/// lands only the rest; one without changes opens again as it was; a
+/// discarded one stays discarded (its workspace, released, holds the rest).
+/// Each outcome says so; the batch is not saved here.
+fn reopen(
+    source: &Source,
+    b: &mut Batch,
+    outcomes: &mut Vec<Outcome>,
+    changed: &[Changed],
+    artifacts_error: &mut Option<Error>,
+) {
+    let now = crate::sys::time::rfc3339(crate::sys::time::now());
+    let short = b.short().to_string();
+    for c in changed {
+        if !outcomes.iter().any(|o| o.idx == c.idx) {
+            outcomes.push(Outcome::new(c.idx, b.tasks[c.idx].state));
+            outcomes.sort_by_key(|o| o.idx);
+        }
+        let Some(out) = outcomes.iter_mut().find(|o| o.idx == c.idx) else {
+            continue;
+        };
+        let t = &mut b.tasks[c.idx];
+        out.reason = Some(CHANGED_AFTER_READ);
+        let wrote = "its worker wrote into its workspace after apply read it";
+        let waits = match &c.aside {
+            Some(p) => format!(
+                "; the workspace could not go back to its place ({}: something is there now) and waits at {}: move what is there out of the way, and",
+                t.root.display(),
+                p.display()
+            ),
+            None => String::new(),
+        };
+        if t.state == TaskState::Discarded {
+            out.message = Some(format!(
+                "{wrote}: what was read is kept as its proposal, and the workspace is kept as an ordinary worktree holding the rest{waits}"
+            ));
+            continue;
+        }
+        let landed = t.state == TaskState::Applied;
+        if landed {
+            // What landed is the task's base from now on.
+            let name = refs::proposal(&b.id, &t.name);
+            let set = refs::get(&source.repo, &name)
+                .map_err(Error::from)
+                .and_then(|id| match id {
+                    Some(id) => {
+                        refs::set(&source.repo, &refs::task_base(&b.id, &t.name), id, false)
+                            .map(|()| Some(id))
+                            .map_err(Error::from)
+                    }
+                    None => Ok(None),
+                });
+            match set {
+                Ok(Some(id)) => {
+                    t.base = Some(id.to_string());
+                    t.proposal_ref = Some(name.clone());
+                    out.proposal_ref = Some(name);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    artifacts_error.get_or_insert(e);
+                }
+            }
+        }
+        t.state = TaskState::Open;
+        t.reason = Some(CHANGED_AFTER_READ.to_string());
+        t.updated_at = Some(now.clone());
+        out.status = TaskState::Open;
+        let then = if landed {
+            format!(
+                "what was read landed ({} path(s) written) and the workspace is kept with the rest",
+                out.applied.len()
+            )
+        } else {
+            "it had no changes then, and the workspace is kept".to_string()
+        };
+        let what = if landed { "the rest" } else { "its work" };
+        out.message = Some(format!(
+            "{wrote}: {then}{waits}{} once nothing writes there any more, `git delegate apply {short}` lands {what}",
+            if waits.is_empty() { ";" } else { "" }
+        ));
+    }
 }
 
 /// Record this run's outcomes in the batch (not saved yet), with the
@@ -187,10 +283,24 @@ struct Gone<'a> {
     kept: &'a mut Vec<Kept>,
     closed: &'a mut Vec<(usize, Closed)>,
     artifacts_error: &'a mut Option<Error>,
+    /// Closed tasks whose workspace was written into after it was read
+    /// (design §3.18 "Before removing a workspace, prove it"): kept, and
+    /// (but a discarded one's) their tasks open again.
+    changed: &'a mut Vec<Changed>,
+}
+
+/// A closed task whose workspace was written into after it was read: it
+/// was kept (moved back to its place, or, when that was taken meanwhile,
+/// left aside at `aside`).
+pub(super) struct Changed {
+    pub idx: usize,
+    pub aside: Option<PathBuf>,
 }
 
 /// Remove (or keep, or leave) the workspaces of the closed tasks, their
-/// proposal and base refs and patches.
+/// proposal and base refs and patches. A workspace is removed (or parked)
+/// only once proven unchanged since it was read; one written into since is
+/// kept, and its task is listed in `gone.changed` with its refs in place.
 fn teardown_closed(
     source: &Source,
     b: &Batch,
@@ -199,12 +309,6 @@ fn teardown_closed(
     state_dir: &std::path::Path,
     gone: &mut Gone<'_>,
 ) {
-    let Gone {
-        trashes,
-        kept,
-        closed,
-        artifacts_error,
-    } = gone;
     // Large workspaces are moved into the trash (one rename each) and
     // deleted by a background process: deleting 100k files costs far
     // more kernel time than the whole apply. A workspace that is the
@@ -234,43 +338,34 @@ fn teardown_closed(
             // discarded workspace holding a nested repository).
             teardown::keep_if_hosting(source, b, task, &others).and_then(|h| {
                 match h {
-                    Some(hosted) => kept.push((task.name.clone(), task.root.clone(), hosted)),
+                    Some(hosted) => gone
+                        .kept
+                        .push((task.name.clone(), task.root.clone(), hosted)),
                     None => {
                         workspace::release(&source.common_dir, &task.worktree_id)?;
                         if keep {
-                            closed.push((i, Closed::Kept));
+                            gone.closed.push((i, Closed::Kept));
                         }
                     }
                 }
                 Ok(())
             })
-        } else if (this_run || still_locked_by_us(source, b, task))
-            && pooled(source, b, task, &others, tree_of(outcomes, i))
-        {
-            // Idle in the pool (design §3.20): gone from the task's place.
-            closed.push((i, Closed::Removed));
-            Ok(())
         } else if this_run || still_locked_by_us(source, b, task) {
             // (A closed task's workspace still locked by us was left
             // behind by an apply interrupted during clean-up.)
-            teardown::workspace(source, b, task, &others, teardown::Way::Trash).map(
-                |(fate, trash)| {
-                    match fate {
-                        teardown::Fate::Hosting(hosted) => {
-                            kept.push((task.name.clone(), task.root.clone(), hosted))
-                        }
-                        teardown::Fate::Removed => closed.push((i, Closed::Removed)),
-                        teardown::Fate::Missing => closed.push((i, Closed::Missing)),
-                        teardown::Fate::Foreign => closed.push((i, Closed::Foreign)),
-                    }
-                    if let Some(t) = trash.filter(|t| !trashes.contains(t)) {
-                        trashes.push(t);
-                    }
-                },
-            )
+            let read =
+                tree_of(outcomes, i).or_else(|| teardown::read_tree_of_closed(source, b, task));
+            remove_closed(source, b, i, &others, read, gone)
         } else {
             Ok(())
         };
+        if gone.changed.iter().any(|c| c.idx == i) && task.state != TaskState::Discarded {
+            // Its task opens again (`reopen`): its refs stay.
+            if let Err(e) = removed {
+                gone.artifacts_error.get_or_insert(e);
+            }
+            continue;
+        }
         let kept = task.state == TaskState::Discarded && task.proposal_ref.is_some();
         let r = removed
             .and_then(|()| {
@@ -288,43 +383,112 @@ fn teardown_closed(
                 ))?)
             });
         if let Err(e) = r {
-            artifacts_error.get_or_insert(e);
+            gone.artifacts_error.get_or_insert(e);
         }
     }
 }
 
-/// Make the workspace of a task that ended applied, no_changes or
-/// discarded idle in the pool, when `workspace.pool` has room (design
-/// §3.20): a plain worktree workspace (no submodules, no sparse checkout)
-/// hosting no open batch. Whether it went idle; when it could not (an
-/// error included), nothing changed and it is removed as before.
-fn pooled(
+/// Remove (or park in the pool) the workspace of closed task `i`, proven
+/// first to hold `read`, the tree last read in it (design §3.18). One that
+/// changed since, or whose read tree is unknown, is kept: listed in
+/// `gone.changed` (a discarded task's is released, an ordinary worktree).
+fn remove_closed(
     source: &Source,
     b: &Batch,
-    task: &batch::Task,
+    i: usize,
     others: &[Batch],
-    tree: Option<ObjectId>,
-) -> bool {
+    read: Option<ObjectId>,
+    gone: &mut Gone<'_>,
+) -> Result<()> {
+    let task = &b.tasks[i];
+    let mut changed = |aside: Option<PathBuf>| -> Result<()> {
+        if task.state == TaskState::Discarded && aside.is_none() {
+            // Given up, but written into since: kept as an ordinary
+            // worktree, never removed unproven.
+            workspace::release(&source.common_dir, &task.worktree_id)?;
+            gone.closed.push((i, Closed::Changed));
+        }
+        gone.changed.push(Changed { idx: i, aside });
+        Ok(())
+    };
+    let Some(read) = read else {
+        return changed(None);
+    };
+    if may_pool(source, b, task, others) {
+        // Proven, then parked (design §3.20): moved aside, compared and
+        // moved back, then handed to the pool, which keeps the tree read.
+        match workspace::prove_in_place(&source.common_dir, task, &read.into())? {
+            Some(Ok(workspace::aside::Compared::Same)) => {
+                if park(source, task, read) {
+                    // Idle in the pool: gone from the task's place.
+                    gone.closed.push((i, Closed::Removed));
+                    return Ok(());
+                }
+            }
+            Some(Ok(workspace::aside::Compared::Changed)) => return changed(None),
+            Some(Err(aside)) => return changed(Some(aside)),
+            None => {}
+        }
+    }
+    let (fate, trash) = teardown::workspace(
+        source,
+        b,
+        task,
+        others,
+        teardown::Way::Trash,
+        Some(&read.into()),
+    )?;
+    match fate {
+        teardown::Fate::Hosting(hosted) => {
+            gone.kept
+                .push((task.name.clone(), task.root.clone(), hosted))
+        }
+        teardown::Fate::Removed => gone.closed.push((i, Closed::Removed)),
+        teardown::Fate::Missing => gone.closed.push((i, Closed::Missing)),
+        teardown::Fate::Foreign => gone.closed.push((i, Closed::Foreign)),
+        teardown::Fate::Changed => changed(None)?,
+        teardown::Fate::LeftAside(aside) => changed(Some(aside))?,
+    }
+    if let Some(t) = trash.filter(|t| !gone.trashes.contains(t)) {
+        gone.trashes.push(t);
+    }
+    Ok(())
+}
+
+/// May the workspace of a task that ended applied, no_changes or
+/// discarded go idle in the pool, when `workspace.pool` has room (design
+/// §3.20): a plain worktree workspace (no submodules, no sparse checkout)
+/// hosting no open batch.
+fn may_pool(source: &Source, b: &Batch, task: &batch::Task, others: &[Batch]) -> bool {
     let ended = matches!(
         task.state,
         TaskState::Applied | TaskState::NoChanges | TaskState::Discarded
     );
-    let state_dir = source.state_dir();
-    if !ended
-        || task.remote
-        || task.kind() != crate::config::Mode::Worktree
-        || b.sparse.is_some()
-        || source.config.pool == 0
-        || workspace::pool::list(&state_dir).len() >= source.config.pool
-        || !workspace::hosted_batches(others, task, &b.id).is_empty()
-        || task.root.join(".gitmodules").symlink_metadata().is_ok()
-    {
-        return false;
-    }
+    ended
+        && !task.remote
+        && task.kind() == crate::config::Mode::Worktree
+        && b.sparse.is_none()
+        && source.config.pool != 0
+        && workspace::pool::list(&source.state_dir()).len() < source.config.pool
+        && workspace::hosted_batches(others, task, &b.id).is_empty()
+        && task.root.join(".gitmodules").symlink_metadata().is_err()
+}
+
+/// Make the task's workspace, proven to hold `tree`, idle in the pool.
+/// Whether it went idle; when it could not (an error included), nothing
+/// changed and it is removed as before.
+fn park(source: &Source, task: &batch::Task, tree: ObjectId) -> bool {
     let Ok(base) = source.workspace_base() else {
         return false;
     };
-    workspace::pool::park(&source.common_dir, &state_dir, &base, task, tree).unwrap_or(false)
+    workspace::pool::park(
+        &source.common_dir,
+        &source.state_dir(),
+        &base,
+        task,
+        Some(tree),
+    )
+    .unwrap_or(false)
 }
 
 /// The tree this run's snapshot read in task `i`'s workspace, if it did.

@@ -21,6 +21,7 @@
 //! with `--dry-run`; applies a batch whose prepare never completed (design §3.15).
 
 mod clean;
+pub use clean::CHANGED_AFTER_READ;
 mod land;
 mod record;
 
@@ -121,6 +122,10 @@ pub enum Closed {
     Missing,
     /// Something that is not the workspace prepare made: left alone.
     Foreign,
+    /// A discarded task's workspace written into after apply read it
+    /// (design §3.18): released (unlocked, still registered), an ordinary
+    /// worktree holding what was written since.
+    Changed,
 }
 
 /// What became of one selected task.

@@ -15,9 +15,7 @@ use crate::git::registration::{self, Registration};
 use crate::record::batch::{self};
 use crate::record::kept;
 
-use super::{
-    is_registered_worktree, read_dotgit_at, read_gitdir_file, same_path, Gc, Owners, Skipped,
-};
+use super::{is_registered_worktree, read_gitdir_file, Gc, Owners, Skipped};
 
 impl Gc<'_> {
     /// Verification workspaces no apply runs in (design §3.10): what an
@@ -96,10 +94,18 @@ impl Gc<'_> {
     }
 
     /// Folders `<base>/<batch-short>/<task>` that no batch owns and git
-    /// has not registered. Every folder is reached through the handle of
-    /// the one above, never through a symlink and only when ours (design
-    /// §3.18); what is refused is reported (`unsafe_folders`) and never
-    /// entered, and a leftover goes through the handle that was checked.
+    /// has not registered: only an empty one is removed (a prepare that
+    /// died before writing its `.git`); anything else there is not proven
+    /// to be a workspace of ours whose work is applied, kept or rescued (a
+    /// task folder renamed, a batch folder moved aside, the folder of a
+    /// batch whose state was lost), so it is left and reported (design
+    /// §3.18 "Never delete what is not proven ours and empty of work").
+    /// Every folder is reached through the handle of the one above, never
+    /// through a symlink and only when ours (design §3.18); what is
+    /// refused is reported (`unsafe_folders`) and never entered, and a
+    /// leftover goes through the handle that was checked. Workspaces a
+    /// killed command left aside in the trash, which the next command puts
+    /// back, are reported while they cannot go back.
     pub(super) fn leftover_folders(&mut self, owners: &Owners) -> Result<()> {
         use crate::workspace::shared_root::Opened;
         let Ok(base_path) = self.source.workspace_base() else {
@@ -129,6 +135,9 @@ impl Gc<'_> {
                     self.report.workspaces_removed += p.entries;
                     self.report.bytes_freed += p.bytes;
                 }
+                for left in crate::workspace::aside::left_aside(&base_path) {
+                    self.left_alone(left.path);
+                }
                 continue;
             }
             if owners.owns_short(&short.to_string_lossy()) {
@@ -148,12 +157,11 @@ impl Gc<'_> {
                 if is_registered_worktree(&root) {
                     continue;
                 }
-                if !self.made_by_us(&ws) {
-                    self.report.left_alone.push(root);
+                if !ws.is_empty() {
+                    self.left_alone(root);
                     continue;
                 }
                 crate::sys::interrupt::pause("gc-leftover-checked");
-                self.report.bytes_freed += ws.size();
                 if !self.dry_run {
                     batch.remove_child(&task, ws.into_fd())?;
                 }
@@ -167,6 +175,13 @@ impl Gc<'_> {
             base.remove_if_empty();
         }
         Ok(())
+    }
+
+    /// Report a folder left alone (once).
+    fn left_alone(&mut self, path: std::path::PathBuf) {
+        if !self.report.left_alone.contains(&path) {
+            self.report.left_alone.push(path);
+        }
     }
 
     /// The child folder `opened`, when it is one of ours (held open). One
@@ -192,25 +207,6 @@ impl Gc<'_> {
     /// Report a folder below the workspace root that was refused (once).
     pub(super) fn refused(&mut self, r: crate::workspace::shared_root::Refused) {
         crate::workspace::shared_root::note(&mut self.report.unsafe_folders, r);
-    }
-
-    /// A folder prepare made (held open): empty (a prepare that died before
-    /// writing its `.git`), or its `.git` file names a `delegate-*`
-    /// registration of this repository. Anything else in our folder is left
-    /// alone.
-    pub(super) fn made_by_us(&self, ws: &crate::workspace::shared_root::Dir) -> bool {
-        if ws.is_empty() {
-            return true;
-        }
-        let Some(target) = read_dotgit_at(ws) else {
-            return false;
-        };
-        let ours = target
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("delegate-"));
-        ours && target
-            .parent()
-            .is_some_and(|p| same_path(p, &registration::dir(&self.source.common_dir)))
     }
 
     /// Refs under refs/pi-delegate that no batch owns, once their commit is

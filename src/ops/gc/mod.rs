@@ -446,16 +446,6 @@ fn is_registered_worktree(root: &Path) -> bool {
     }
 }
 
-/// The registration the `.git` file in the opened folder `ws` names (made
-/// absolute), read through its handle, never through a symlink.
-fn read_dotgit_at(ws: &crate::workspace::shared_root::Dir) -> Option<PathBuf> {
-    use std::os::unix::ffi::OsStrExt;
-    let text = crate::sys::fs::read_at_most(ws.fd(), ".git", 64 * 1024).ok()?;
-    let text = text.strip_suffix(b"\n").unwrap_or(&text);
-    let target = text.strip_prefix(b"gitdir: ")?;
-    Some(ws.path().join(std::ffi::OsStr::from_bytes(target)))
-}
-
 /// The registration a worktree folder's `.git` file names (made absolute).
 fn read_dotgit(root: &Path) -> Option<PathBuf> {
     use std::os::unix::ffi::OsStrExt;

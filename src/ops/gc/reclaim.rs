@@ -24,6 +24,9 @@ struct Saved {
     rescued: Vec<Rescued>,
     nested: Vec<(String, Vec<gix::bstr::BString>)>,
     submodules: Vec<(String, Vec<gix::bstr::BString>)>,
+    /// What the rescue read in each open task's workspace, by task name:
+    /// what its removal is proven against (design §3.18).
+    read: Vec<(String, workspace::aside::Read)>,
 }
 
 /// The paths [`Saved`] lists for `task` (none if it is not listed).
@@ -91,9 +94,15 @@ impl Gc<'_> {
 
         // 3. Workspaces and their registrations. A workspace that is the
         // source of another open batch stays as an ordinary worktree.
-        // (A remote task has no workspace here, design §3.14.)
+        // (A remote task has no workspace here, design §3.14.) One written
+        // into since the rescue read it is kept, and so is the rest of the
+        // batch (design §3.18): what was removed was rescued first.
         for t in b.tasks.iter().filter(|t| !t.remote) {
-            self.reclaim_workspace(b, t, others, &saved)?;
+            if let Some(message) = self.reclaim_workspace(b, t, others, &saved)? {
+                self.report.rescued.extend(saved.rescued);
+                self.report.refs_kept.extend(kept);
+                return Ok(self.skip(b, message));
+            }
         }
 
         // 4. Refs: everything of the batch but the kept proposals (a
@@ -194,6 +203,34 @@ impl Gc<'_> {
             }
         }
 
+        // A workspace moved away inside the workspace folder, with its work
+        // (a task folder renamed, its batch folder moved aside): never taken
+        // for "nothing to rescue" (design §3.18).
+        if let Some((task, found)) = crate::ops::teardown::moved_work(self.source, b, false)
+            .into_iter()
+            .next()
+        {
+            let root = b
+                .task_named(&task)
+                .map(|t| t.root.clone())
+                .unwrap_or_default();
+            for f in &found {
+                if !self.report.left_alone.contains(f) {
+                    self.report.left_alone.push(f.clone());
+                }
+                self.handled_roots.insert(f.clone());
+            }
+            let list: Vec<String> = found.iter().map(|f| f.display().to_string()).collect();
+            return Err(format!(
+                "batch {}: the workspace of task {task} is not at {}, but {} holds a workspace of it, with its work; left alone: move it back (`mv {} {}`) and apply it, or end the batch with `git delegate drop {} --force` (which leaves that folder alone)",
+                b.short(),
+                root.display(),
+                list.join(", "),
+                crate::sys::paths::shell_quote(&found[0].to_string_lossy()),
+                crate::sys::paths::shell_quote(&root.to_string_lossy()),
+                b.short()
+            ));
+        }
         Ok(baseline_tree)
     }
 
@@ -209,6 +246,7 @@ impl Gc<'_> {
         let mut rescued = Vec::new();
         let mut nested: Vec<(String, Vec<gix::bstr::BString>)> = Vec::new();
         let mut submodules: Vec<(String, Vec<gix::bstr::BString>)> = Vec::new();
+        let mut read: Vec<(String, workspace::aside::Read)> = Vec::new();
         for task in b.open_tasks() {
             // Read at the real path the identity check found.
             let workspace::Identity::Ours { real, .. } =
@@ -226,14 +264,32 @@ impl Gc<'_> {
                 .and_then(|c| commit::tree_of(&self.source.repo, &c.to_string()).ok());
             let saved = if self.dry_run {
                 proposal::preview(&self.source.repo, t, baseline_tree)
-                    .map(|r| r.map(|p| (p.tree, p.paths.len(), p.nested)))
+                    .map(|r| r.map(|p| (p.tree, p.paths.len(), p.nested, invalid_of(&p.invalid))))
                     .map_err(Error::from)
             } else {
                 proposal::record(self.source, b, t, baseline_tree)
-                    .map(|r| r.map(|p| (p.tree, p.paths.len(), p.nested)))
+                    .map(|r| r.map(|p| (p.tree, p.paths.len(), p.nested, invalid_of(&p.invalid))))
                     .map_err(Error::from)
             };
-            if let Ok(Some((_, _, repos))) = &saved {
+            // What was read: the snapshot's tree, or (no difference) the
+            // task's base.
+            match &saved {
+                Ok(Some((tree, _, _, invalid))) => read.push((
+                    t.name.clone(),
+                    workspace::aside::Read {
+                        tree: *tree,
+                        invalid: invalid.clone(),
+                    },
+                )),
+                Ok(None) => {
+                    if let Ok((_, tree)) = proposal::base_of(&self.source.repo, b, t, baseline_tree)
+                    {
+                        read.push((t.name.clone(), tree.into()));
+                    }
+                }
+                Err(_) => {}
+            }
+            if let Ok(Some((_, _, repos, _))) = &saved {
                 if !repos.is_empty() {
                     nested.push((t.name.clone(), repos.clone()));
                 }
@@ -254,7 +310,7 @@ impl Gc<'_> {
                 }
             }
             match saved {
-                Ok(Some((tree, paths, _))) if before != Some(tree) && paths > 0 => {
+                Ok(Some((tree, paths, _, _))) if before != Some(tree) && paths > 0 => {
                     rescued.push(Rescued {
                         batch: b.id.clone(),
                         task: t.name.clone(),
@@ -273,6 +329,7 @@ impl Gc<'_> {
             rescued,
             nested,
             submodules,
+            read,
         })
     }
 
@@ -372,15 +429,18 @@ impl Gc<'_> {
         Ok(kept)
     }
 
-    /// Step 3 for one task: its workspace removed, or kept as an ordinary
-    /// worktree, or left alone; its registration removed when dead.
+    /// Step 3 for one task: its workspace removed (once proven to hold
+    /// what the rescue read, design §3.18), or kept as an ordinary
+    /// worktree, or left alone; its registration removed when dead. `Some`:
+    /// why the batch stays (the workspace was written into since it was
+    /// read, or what was read is unknown), the workspace kept.
     fn reclaim_workspace(
         &mut self,
         b: &Batch,
         t: &batch::Task,
         others: &[Batch],
         saved: &Saved,
-    ) -> Result<()> {
+    ) -> Result<Option<String>> {
         let reg = self.registration(&t.worktree_id);
         let health = workspace::health(&self.source.common_dir, t);
         let hosted = if health == workspace::Health::Ours {
@@ -411,14 +471,18 @@ impl Gc<'_> {
             });
             self.handled_roots.insert(t.root.clone());
             self.handled_regs.insert(t.worktree_id.clone());
-            return Ok(());
+            return Ok(None);
         }
         match health {
             workspace::Health::Ours => {
                 let bytes = crate::workspace::shared_root::tree_size(&t.root)
                     + crate::sys::fs::tree_size(&reg);
                 if !self.dry_run {
-                    workspace::remove_task(&self.source.common_dir, t)?;
+                    if let Some(why) = self.remove_proven(b, t, saved)? {
+                        self.handled_roots.insert(t.root.clone());
+                        self.handled_regs.insert(t.worktree_id.clone());
+                        return Ok(Some(why));
+                    }
                 }
                 self.report.bytes_freed += bytes;
                 self.report.workspaces_removed += 1;
@@ -448,7 +512,57 @@ impl Gc<'_> {
         if !self.dry_run {
             workspace::remove_empty_parents_of(t);
         }
-        Ok(())
+        Ok(None)
+    }
+
+    /// Remove a stale task's workspace that is ours once proven to hold
+    /// what was read in it: for an open task, what the rescue read; for a
+    /// closed one (an apply interrupted during its clean-up left it), what
+    /// it ended with (design §3.18). `Some`: why it was kept instead.
+    fn remove_proven(
+        &mut self,
+        b: &Batch,
+        t: &batch::Task,
+        saved: &Saved,
+    ) -> Result<Option<String>> {
+        let read = match t.state.is_open() {
+            true => saved
+                .read
+                .iter()
+                .find(|(name, _)| name == &t.name)
+                .map(|(_, r)| r.clone()),
+            false => crate::ops::teardown::read_tree_of_closed(self.source, b, t).map(Into::into),
+        };
+        let Some(read) = read else {
+            return Ok(Some(format!(
+                "batch {}: what the workspace of task {} holds cannot be told, so it is kept; run `git delegate apply {}` (it lands or keeps the work), then `git delegate gc` again",
+                b.short(),
+                t.name,
+                b.short()
+            )));
+        };
+        let kept = |aside: Option<std::path::PathBuf>| {
+            format!(
+                "batch {}: the workspace of task {} was written into after gc read it (a worker still writes there by its path), so it is kept, and the batch with it{}; once nothing writes there any more, run `git delegate gc` again (or apply the work with `git delegate apply {}`)",
+                b.short(),
+                t.name,
+                match aside {
+                    Some(p) => format!(
+                        " (it could not go back to its place, something is there now, and waits at {})",
+                        p.display()
+                    ),
+                    None => String::new(),
+                },
+                b.short()
+            )
+        };
+        Ok(
+            match workspace::remove_proven(&self.source.common_dir, t, &read, true)? {
+                workspace::Proof::Changed => Some(kept(None)),
+                workspace::Proof::LeftAside(p) => Some(kept(Some(p))),
+                _ => None,
+            },
+        )
     }
 
     /// Move a task's patch out of the batch's state folder, so it outlives it.
@@ -466,6 +580,11 @@ impl Gc<'_> {
         crate::sys::fs::sync_dir(&dir);
         Ok(())
     }
+}
+
+/// The paths git refuses that a snapshot left out.
+fn invalid_of(invalid: &[crate::git::validate::Invalid]) -> Vec<gix::bstr::BString> {
+    invalid.iter().map(|i| i.path.clone()).collect()
 }
 
 /// Why a batch is left whole: `what` of task `task` could not be `done`.

@@ -21,7 +21,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::common::assert_has;
-use crate::common::fixtures::{field_strs, id, prepare, roots, snapshot, tree_of, write};
+use crate::common::fixtures::{field_strs, id, prepare, roots, snapshot, strs, tree_of, write};
 use crate::common::mounts::btrfs_env;
 use crate::common::Env;
 
@@ -283,15 +283,16 @@ fn apply_drop_and_gc_remove_snapshot_workspaces() {
 }
 
 #[test]
-fn a_leftover_snapshot_is_removed_by_gc() {
-    let Some(env) = btrfs_env("a_leftover_snapshot_is_removed_by_gc") else {
+fn a_leftover_snapshot_is_left_alone_by_gc() {
+    let Some(env) = btrfs_env("a_leftover_snapshot_is_left_alone_by_gc") else {
         return;
     };
     let repo = repo(&env);
     let doc = prepare(&env, &repo, &["-n", "2"]);
     let ws = roots(&doc);
     // The batch's state and registrations vanish (a lost .git/delegate):
-    // the subvolumes are leftovers gc recognises by their `.git` file.
+    // nothing proves the subvolumes hold no work any more, so gc leaves
+    // them and reports them (design §3.18).
     let common = PathBuf::from(env.git(&repo, ["rev-parse", "--git-common-dir"]).trim());
     let common = if common.is_absolute() {
         common
@@ -303,9 +304,11 @@ fn a_leftover_snapshot_is_removed_by_gc() {
         std::fs::remove_dir_all(git_dir(&env, w)).unwrap();
     }
     let gc = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
-    assert_eq!(gc["workspaces_removed"], 2, "{gc}");
+    assert_eq!(gc["workspaces_removed"], 0, "{gc}");
+    let left: Vec<&str> = strs(&gc["left_alone"]);
     for w in &ws {
-        assert!(w.symlink_metadata().is_err(), "{} is left", w.display());
+        assert!(w.join("run.sh").is_file(), "{} is gone", w.display());
+        assert!(left.contains(&w.to_str().unwrap()), "{gc}");
     }
 }
 

@@ -5,8 +5,10 @@
 mod drivers;
 mod git_dir;
 mod holes;
+mod late_writes;
 mod modes;
 mod paths;
 mod remote_refs;
 mod roots;
 mod transport;
+mod unproven;

@@ -469,15 +469,18 @@ fn gc_removes_a_leftover_through_the_handle_it_checked_not_a_symlink_swapped_in(
     let (repo, _root) = setup(&env, 0o1777);
     let victim = victim(&env);
     let before = files(&victim);
-    // A batch whose state and registration are gone: its workspace is a
-    // leftover folder gc recognises as one it made, and removes.
+    // A batch whose state and registration are gone, its workspace an
+    // empty folder (as a prepare that died before its checkout leaves
+    // one): a leftover gc removes (a folder holding anything is left
+    // alone: nothing proves its files are no work, design §3.18).
     let doc = prepare(&env, &repo, &[]);
     let batch = id(&doc);
     let ws = roots(&doc).remove(0);
     std::fs::remove_dir_all(repo.join(".git/delegate/batches").join(&batch)).unwrap();
     std::fs::remove_dir_all(repo.join(format!(".git/worktrees/delegate-{}-1", &batch[..8])))
         .unwrap();
-    std::fs::write(ws.join("leftover.txt"), "x\n").unwrap();
+    std::fs::remove_dir_all(&ws).unwrap();
+    std::fs::create_dir(&ws).unwrap();
 
     // gc stops once it has checked the folder, before it removes it; the
     // batch folder is swapped for a symlink to the victim then.

@@ -279,6 +279,18 @@ fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
                         name(i)
                     ));
                 }
+                Closed::Changed => {
+                    // design §3.18 "Before removing a workspace, prove it".
+                    stays = true;
+                    let root = &b.tasks[i].root;
+                    text.push_str(&format!(
+                        "Kept the workspace of task {} as an ordinary worktree the batch no longer owns: its worker wrote into it after apply read it: {}\n\
+                         \x20 when you are done with it: git worktree remove --force {}\n",
+                        name(i),
+                        super::show(root),
+                        shell_quote(&root.to_string_lossy()),
+                    ));
+                }
             }
         }
     }
@@ -425,6 +437,14 @@ fn task_detail(o: &Outcome, dry_run: bool) -> String {
                     d.push_str(&format!(", and {} more", o.conflicts.len() - 5));
                 }
             } else if let Some(m) = &o.message {
+                then(&mut d, &crate::ui::escape_text(m));
+            }
+            d
+        }
+        // Its workspace, written into after apply read it, is kept (design §3.18).
+        TaskState::Discarded if o.reason.is_some() => {
+            let mut d = reason_of(o);
+            if let Some(m) = &o.message {
                 then(&mut d, &crate::ui::escape_text(m));
             }
             d
@@ -626,14 +646,18 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
     let invalid = |o: &Outcome| o.reason == Some(git_delegate::git::validate::REASON);
     // design §3.18 "Follow-through": only an apply that names it lands it.
     let worker_failed = |o: &Outcome| o.status == TaskState::WorkerFailed;
+    // design §3.18: written into after apply read it; the rest lands next time.
+    let late = |o: &Outcome| o.reason == Some(git_delegate::ops::apply::CHANGED_AFTER_READ);
     let resubmit = |o: &Outcome| o.resubmit;
     let to_refresh = names(&merge);
     let waiting = names(&unresolved);
     let refused = names(&invalid);
     let failed_workers = names(&worker_failed);
+    let written_late = names(&late);
     let to_resubmit: Vec<&Outcome> = kept.iter().copied().filter(|o| resubmit(o)).collect();
-    let other =
-        names(&|o| !merge(o) && !unresolved(o) && !invalid(o) && !worker_failed(o) && !resubmit(o));
+    let other = names(&|o| {
+        !merge(o) && !unresolved(o) && !invalid(o) && !worker_failed(o) && !resubmit(o) && !late(o)
+    });
     let mut text = String::new();
     let task_s = |n: &[String]| if n.len() == 1 { "task" } else { "tasks" };
     if !to_refresh.is_empty() {
@@ -677,6 +701,20 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
             if one { "its" } else { "their" },
             if one { "" } else { "s" },
             only.join(" "),
+            if one { "it" } else { "them" },
+        ));
+    }
+    if !written_late.is_empty() {
+        let one = written_late.len() == 1;
+        text.push_str(&format!(
+            "  - {} {}: {} worker{} still wrote into {} workspace{} after apply read {}; once nothing writes there any more (stop what still runs for {}), `git delegate apply {short}` lands the rest;\n",
+            task_s(&written_late),
+            written_late.join(", "),
+            if one { "its" } else { "their" },
+            if one { "" } else { "s" },
+            if one { "its" } else { "their" },
+            if one { "" } else { "s" },
+            if one { "it" } else { "them" },
             if one { "it" } else { "them" },
         ));
     }

@@ -57,7 +57,9 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         others,
         stashed,
         remote_seen,
+        moved,
     } = git_delegate::ops::teardown::blockers(&source, &b)?;
+    let found: Vec<std::path::PathBuf> = moved.iter().flat_map(|(_, f)| f.clone()).collect();
     if (!unapplied.is_empty() || !hosting.is_empty()) && !args.force {
         if ui.json {
             let t = Text::default();
@@ -65,6 +67,7 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
             doc.hosts_open_batches =
                 (!hosting.is_empty()).then(|| KeptWorkspace::list(&t, &hosting));
             doc.stashed = (!stashed.is_empty()).then(|| DropRefused::stashed(&stashed));
+            doc.left_alone = DropRefused::left_alone(&t, &found);
             ui.doc_after(t.doc(doc), recovered);
         }
         let (noun, verb) = if unapplied.len() == 1 {
@@ -83,6 +86,7 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
                 b.short()
             ));
         }
+        text.push_str(&moved_text(&b, &moved));
         for (task, entry) in &stashed {
             text.push_str(&format!(
                 "The work of task {task} is in your stash, {entry} (a worker ran `git stash` in its workspace); it stays there even with --force.\n"
@@ -107,7 +111,16 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
         refs: refs_removed,
         remote_left,
         unsafe_folders,
-    } = git_delegate::ops::teardown::remove_batch(&source, &b, &others, &remote_seen)?;
+        changed,
+    } = git_delegate::ops::teardown::remove_batch(&source, &b, &others, &remote_seen, args.force)?;
+    if !changed.is_empty() {
+        return Ok(refused_changed(ui, &b, &changed, recovered));
+    }
+    let mut kept = kept;
+    if args.force {
+        // What may hold a moved workspace's work stays (design §3.18).
+        kept.extend(found.into_iter().map(|f| (String::new(), f, Vec::new())));
+    }
     let (left_alone, hosting): (Vec<_>, Vec<_>) = kept.into_iter().partition(|k| k.2.is_empty());
     let kept: Vec<std::path::PathBuf> = left_alone.into_iter().map(|k| k.1).collect();
     if ui.json {
@@ -132,6 +145,82 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     text.push_str(&kept_text(&hosting));
     ui.say(&text);
     Ok(0)
+}
+
+/// The lines for open tasks whose workspace is not at its place while their
+/// work may be elsewhere (design §3.18).
+fn moved_text(b: &Batch, moved: &[(String, Vec<std::path::PathBuf>)]) -> String {
+    let mut text = String::new();
+    for (task, found) in moved {
+        let root = b
+            .tasks
+            .iter()
+            .find(|t| &t.name == task)
+            .map(|t| t.root.clone())
+            .unwrap_or_default();
+        if found.is_empty() {
+            text.push_str(&format!(
+                "The workspace of task {task} is not at {}, and its batch folder is gone: if it was moved, its work went with it. Move it back to apply it; if you removed it, drop anyway with `git delegate drop {} --force`.\n",
+                super::show(&root),
+                b.short()
+            ));
+        } else {
+            let list: Vec<String> = found.iter().map(|f| super::show(f)).collect();
+            text.push_str(&format!(
+                "The workspace of task {task} is not at {}, but {} holds a workspace of it, with its work: move it back (`mv {} {}`) and apply it; `git delegate drop {} --force` leaves {} alone.\n",
+                super::show(&root),
+                list.join(", "),
+                git_delegate::sys::paths::shell_quote(&found[0].to_string_lossy()),
+                git_delegate::sys::paths::shell_quote(&root.to_string_lossy()),
+                b.short(),
+                if found.len() == 1 { "it" } else { "them" },
+            ));
+        }
+    }
+    text
+}
+
+/// Drop stopped: workspaces written into after drop read them were kept
+/// (design §3.18), so the batch stays (exit 1).
+fn refused_changed(
+    ui: &Ui,
+    b: &Batch,
+    changed: &[(String, Option<std::path::PathBuf>)],
+    recovered: &Recovery,
+) -> i32 {
+    let names: Vec<String> = changed.iter().map(|(t, _)| t.clone()).collect();
+    if ui.json {
+        let t = Text::default();
+        let mut doc = DropRefused::new(&b.id, &names);
+        doc.changed_after_read = Some(names.clone());
+        let aside: Vec<std::path::PathBuf> =
+            changed.iter().filter_map(|(_, p)| p.clone()).collect();
+        doc.left_alone = DropRefused::left_alone(&t, &aside);
+        ui.doc_after(t.doc(doc), recovered);
+    }
+    let mut text = format!(
+        "Not dropping batch {}: {} {} written into after drop read {} (a worker still writes there), so {} kept with the batch.\n",
+        b.short(),
+        if names.len() == 1 { "the workspace of task" } else { "the workspaces of tasks" },
+        names.join(", "),
+        if names.len() == 1 { "it" } else { "them" },
+        if names.len() == 1 { "it is" } else { "they are" },
+    );
+    for (task, aside) in changed {
+        if let Some(p) = aside {
+            text.push_str(&format!(
+                "The workspace of task {task} could not go back to its place (something is there now) and waits at {}: move what is there out of the way; the next git delegate command puts it back.\n",
+                super::show(p)
+            ));
+        }
+    }
+    text.push_str(&format!(
+        "Once nothing writes there any more, apply the work with `git delegate apply {}`, or drop anyway with `git delegate drop {} --force`.\n",
+        b.short(),
+        b.short()
+    ));
+    ui.say(&text);
+    1
 }
 
 /// `drop --pool` (design §3.20): every idle workspace of the pool removed.

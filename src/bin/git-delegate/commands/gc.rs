@@ -191,7 +191,7 @@ fn kept_text(
         }
     }
     text.push_str(&super::left_alone_text(
-        "not a workspace git-delegate made",
+        "not proven a workspace of a batch whose work is applied or saved",
         r.left_alone
             .iter()
             .filter(|p| !r.kept_workspaces.iter().any(|k| &k.root == *p)),

@@ -319,6 +319,12 @@ impl ApplyTask {
             doc.nested_repositories = Some(x.paths(&o.nested_kept));
             doc.workspace = Some(Some(x.path(&t.root)));
         }
+        // Written into after apply read it: its workspace is kept (design §3.18).
+        if discarded && o.reason.is_some() {
+            doc.reason = Some(o.reason);
+            doc.workspace = Some(Some(x.path(&t.root)));
+            doc.message = o.message.clone();
+        }
         if !o.ok() {
             doc.reason = Some(o.reason);
             doc.conflicts = Some(Conflict::list(x, &o.conflicts));

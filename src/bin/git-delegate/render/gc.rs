@@ -248,6 +248,8 @@ document! {
         corrupt?: bool,
         hosts_open_batches?: Vec<KeptWorkspace>,
         stashed?: Vec<DropStashed>,
+        left_alone?: Vec<String>,
+        changed_after_read?: Vec<String>,
     }
 }
 
@@ -269,7 +271,15 @@ impl DropRefused {
             corrupt: None,
             hosts_open_batches: None,
             stashed: None,
+            left_alone: None,
+            changed_after_read: None,
         }
+    }
+
+    /// The folders where work may be, left alone (design §3.18); absent
+    /// when there are none.
+    pub fn left_alone(t: &Text, folders: &[std::path::PathBuf]) -> Option<Vec<String>> {
+        (!folders.is_empty()).then(|| path_list(t, folders))
     }
 
     pub fn stashed(stashed: &[(String, String)]) -> Vec<DropStashed> {
