@@ -279,9 +279,9 @@ fn unsafe_root(message: String, r: &Refused) -> Error {
 }
 
 /// A planned workspace's place taken (`delegate::workspace_exists`, exit
-/// 2): gc removes a leftover folder git delegate made, never a registered
-/// worktree (it may hold work), so the help says what works for each
-/// (design §3.16 "Hints").
+/// 2): gc removes neither a registered worktree nor a folder holding files
+/// (either may hold work, design §3.18), so the help says what works for
+/// each (design §3.16 "Hints").
 impl From<PlanError> for Error {
     fn from(e: PlanError) -> Error {
         let message = e.to_string();
@@ -294,7 +294,12 @@ impl From<PlanError> for Error {
                 "it is the linked worktree {worktree_id} that no batch owns (`git worktree list` shows it): look at what it holds, then `git worktree remove --force --force {}` removes it; then prepare again",
                 quoted(&root)
             ),
-            PlanError::FolderExists { .. } => "move or remove that folder (or, if git delegate left it, run `git delegate gc`), then prepare again".to_string(),
+            // gc removes only an empty leftover folder: one holding files
+            // nothing records as applied or saved is left (design §3.18).
+            PlanError::FolderExists { root, .. } => format!(
+                "nothing records whether what it holds was applied, so git delegate leaves it: look at it, then move it away or remove it (`rm -rf {}`), and prepare again",
+                quoted(&root)
+            ),
             PlanError::Registered { .. } => {
                 "run `git worktree list` and remove the stale worktree, or `git delegate gc`".to_string()
             }

@@ -578,8 +578,9 @@ fn failing_filter_hints_name_the_driver_and_work() {
 // prepare refusing a workspace folder that is already there, left by a
 // batch whose state and refs are gone: as a registered worktree, the
 // printed `git worktree remove --force --force PATH` frees it; as a folder
-// git delegate made and git no longer knows, `git delegate gc`; a
-// registration whose folder is gone, `git delegate gc`.
+// git no longer knows (gc leaves it: nothing proves its files are no work,
+// design §3.18), the printed `rm -rf PATH`; a registration whose folder is
+// gone, `git delegate gc`.
 #[test]
 fn workspace_exists_hints_free_the_place() {
     let (env, repo) = Env::with_repo("proj");
@@ -618,7 +619,7 @@ fn workspace_exists_hints_free_the_place() {
             "registered" => "git worktree remove",
             "folder" => {
                 std::fs::remove_dir_all(&registration).unwrap();
-                "git delegate gc"
+                "rm -rf"
             }
             _ => {
                 std::fs::remove_dir_all(&ws).unwrap();
