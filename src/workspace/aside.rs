@@ -184,14 +184,20 @@ impl Aside {
     /// a file inside open for writing); then a snapshot of it now (its
     /// index as the stat cache, its new objects kept in memory) must give
     /// the same tree, no nested repository, and the same paths git
-    /// refuses. (In that order: a write made before the scan is in what the
-    /// snapshot reads, and after it nothing can write.)
-    pub fn compare(&self, read: &Read) -> Result<Compared> {
+    /// refuses, and no submodule may have changed. (In that order: a write
+    /// made before the scan is in what the snapshot reads, and after it
+    /// nothing can write.)
+    pub fn compare(&self, common_dir: &Path, read: &Read) -> Result<Compared> {
         let path = self.path();
         if crate::sys::quiesce::holders(std::slice::from_ref(&path))
             .iter()
             .any(|pids| !pids.is_empty())
         {
+            return Ok(Compared::Changed);
+        }
+        // Work in a submodule is no part of the tree (design §3.15): what
+        // was read changed none (or its workspace would have been kept).
+        if !crate::workspace::submodules::changed(common_dir, &path)?.is_empty() {
             return Ok(Compared::Changed);
         }
         compare_at(&path, read)
@@ -433,6 +439,7 @@ fn put_back(common_dir: &Path, trash: &Dir, l: &LeftAside, place: &Path) -> bool
 /// moved back either way. `Err(path)` when it could not go back (its place
 /// was taken meanwhile): it stays aside there.
 pub fn prove_in_place(
+    common_dir: &Path,
     fd: OwnedFd,
     parents: Parents,
     root: &Path,
@@ -440,7 +447,7 @@ pub fn prove_in_place(
 ) -> Result<std::result::Result<Compared, PathBuf>> {
     let aside = move_aside(fd, parents, root)?;
     crate::sys::interrupt::pause("prove-aside");
-    let compared = aside.compare(read);
+    let compared = aside.compare(common_dir, read);
     match aside.back() {
         Ok(()) => compared.map(Ok),
         Err(a) => Ok(Err(a.path())),

@@ -251,7 +251,7 @@ pub fn remove_proven(
     crate::sys::interrupt::pause("prove-before-aside");
     let aside = crate::workspace::aside::move_aside(fd, parents, root)?;
     crate::sys::interrupt::pause("prove-aside");
-    let compared = match aside.compare(read) {
+    let compared = match aside.compare(common_dir, read) {
         Ok(c) => c,
         Err(e) => {
             // Unproven: back where it was, kept.
@@ -270,15 +270,12 @@ pub fn remove_proven(
     let small = index_entries(common_dir, worktree_id).is_some_and(|n| n <= REMOVE_IN_PLACE_MAX);
     let trashed = aside.into_trash()?;
     unregister(common_dir, root, worktree_id)?;
-    if in_place || small {
-        trashed.delete()?;
-        remove_empty_parents(root, Reach::Beneath);
-        return Ok(Proof::Removed(None));
-    }
     let trash = trashed.trash.path().to_path_buf();
-    drop(trashed);
+    // Deleted here when asked or small; what cannot be deleted now is
+    // proven and named for the deleter: it is left to it.
+    let left = !(in_place || small) || trashed.delete().is_err();
     remove_empty_parents(root, Reach::Beneath);
-    Ok(Proof::Removed(Some(trash)))
+    Ok(Proof::Removed(left.then_some(trash)))
 }
 
 /// Prove a task's workspace in its place, for one handed on rather than
@@ -300,7 +297,7 @@ pub fn prove_in_place(
         return Ok(None);
     };
     crate::sys::interrupt::pause("prove-before-aside");
-    crate::workspace::aside::prove_in_place(fd, parents, &task.root, read).map(Some)
+    crate::workspace::aside::prove_in_place(common_dir, fd, parents, &task.root, read).map(Some)
 }
 
 /// The number of entries the workspace's index lists (its header), if readable.
