@@ -10,12 +10,18 @@
 //! workspace hosting an open batch).
 //!
 //! Owns: the rule that a workspace hosting an open batch is released, never
-//! removed; the order "workspaces (the tasks', then the verification
-//! workspaces a killed `apply --verify` left), then refs, then the state
-//! folder last".
+//! removed; what a removal is proven against (design §3.18 "Before
+//! removing a workspace, prove it": `read_tree_of_closed`, and in `drop`
+//! an open task's base); which open tasks' work may be elsewhere
+//! (`moved_work`: design §3.18 "Never delete what is not proven ours and
+//! empty of work"); the order "workspaces (the tasks', then the
+//! verification workspaces a killed `apply --verify` left), then refs,
+//! then the state folder last".
 //! Never: removes a folder that is not the workspace prepare made
-//! (`workspace::remove_task`/`discard` check its identity); deletes a
-//! discarded task's kept proposal (it runs on gc.keep-failed's clock).
+//! (`workspace::remove_proven`/`remove_task`/`discard` check its
+//! identity), nor, unless the user forced it, one not proven to hold what
+//! was read; deletes a discarded task's kept proposal (it runs on
+//! gc.keep-failed's clock).
 
 use std::collections::HashMap;
 use std::path::PathBuf;

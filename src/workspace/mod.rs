@@ -23,7 +23,9 @@
 //! the ignored files carried into one and the copy engine (`carry`), its
 //! submodules (`submodules`), the walk below a workspace root other users
 //! may share (`shared_root`), removed workspaces deleted in the background
-//! (`trash`), the words for what is at a workspace's path (`presence`) and
+//! (`trash`), the proof before a workspace is removed (`aside`), where a
+//! task's work may be when its workspace is not at its place
+//! (`elsewhere`), the words for what is at a workspace's path (`presence`) and
 //! verification workspaces (`derived`). Above `snapshot/` and `record/`;
 //! below `merge/` and `ops/`.
 //!

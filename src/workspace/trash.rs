@@ -18,7 +18,9 @@
 //! `<batch-short>-<task>-<random>` whose `.git` file names a `delegate-*`
 //! worktree registration (or, once that `.git` file went last, an empty
 //! folder): nothing but workspaces that were ours ever gets there, and the
-//! ownership check happens before the rename. One deleter at a time works
+//! ownership check happens before the rename. A workspace moved into the
+//! trash to be proven before removal (`aside`, design §3.18) is named
+//! `<batch-short>-<task>-<random>.aside` until it is: no deleter takes it. One deleter at a time works
 //! on a trash folder (`flock` on it); later ones wait for it and then take
 //! what is left.
 //!

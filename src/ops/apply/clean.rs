@@ -6,12 +6,20 @@
 //! workspace; when no task is open any more the batch's refs, state folder
 //! and lease go too.
 //!
+//! A workspace is removed or parked only once proven to hold what step 1
+//! read (design §3.18 "Before removing a workspace, prove it"); one
+//! written into since is kept, and its task opens again
+//! (`changed_after_read`, what landed becoming its base: `reopen`), or, a
+//! discarded one's, stays as an ordinary worktree.
+//!
 //! Owns: the task states saved, which workspaces are removed, kept or left
-//! alone, and the patches of kept proposals (written only here, for the
-//! tasks that keep them; discarded ones move to the kept store).
+//! alone, what each is proven against, and the patches of kept proposals
+//! (written only here, for the tasks that keep them; discarded ones move
+//! to the kept store).
 //! Never: removes a workspace before every outcome is saved; removes a
-//! folder that is not a workspace prepare made, or one that is the source
-//! of another open batch; changes anything with `--dry-run`.
+//! folder that is not a workspace prepare made, one that is the source of
+//! another open batch, or one not proven unchanged since it was read;
+//! changes anything with `--dry-run`.
 
 use std::collections::HashMap;
 use std::path::PathBuf;

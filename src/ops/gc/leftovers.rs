@@ -1,10 +1,11 @@
 //! Leftovers of this repository that no batch owns (design §3.4, §3.18
 //! "Leftovers"): verification workspaces a killed apply left, registrations
-//! whose folder is gone, folders under `<root>/<repo-name>-<fp>/`, refs
+//! whose folder is gone, empty folders under `<root>/<repo-name>-<fp>/`
+//! (any other folder there is reported, never removed), refs
 //! under `refs/pi-delegate`, kept patches past `gc.keep-failed`, hidden
 //! folders and old temporary files in the state folder.
 //! Never: removes a folder git has registered as a worktree, a folder that
-//! is not one prepare made, or anything a live batch owns; signals anyone.
+//! holds anything, or anything a live batch owns; signals anyone.
 
 use std::collections::HashSet;
 use std::path::Path;

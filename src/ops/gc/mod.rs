@@ -13,9 +13,9 @@
 //! `<state>/kept/<batch>/`, until their commit is older than
 //! `gc.keep-failed`: the commit's committer time is the clock, so a kept
 //! ref's commit is re-dated when its batch is reclaimed. Leftovers of this
-//! repository (registrations of ours whose folder is gone, folders under
-//! `<root>/<repo-name>-<fp>/` no batch owns, refs under `refs/pi-delegate`
-//! no batch owns) are reclaimed too, and so is the trash of workspaces apply
+//! repository (registrations of ours whose folder is gone, empty folders
+//! under `<root>/<repo-name>-<fp>/` no batch owns, refs under
+//! `refs/pi-delegate` no batch owns) are reclaimed too, and so is the trash of workspaces apply
 //! removed (`<root>/<repo-name>-<fp>/.trash`, see `trash`) that a killed
 //! background deleter left; they count as removed workspaces, and so do
 //! the verification workspaces an `apply --verify` that was killed left
@@ -28,8 +28,14 @@
 //!
 //! A stale batch is left alone while a process is inside one of its
 //! workspaces (`quiesce::find_users`, whose header says why the caller's
-//! own shell counts); the dry run predicts the rescue with
-//! `proposal::preview`, as `apply --dry-run` does.
+//! own shell counts), or while an open task's workspace is not at its
+//! place but a folder in the workspace folder names it (a task folder
+//! renamed, a batch folder moved aside: design §3.18 "Never delete what is
+//! not proven ours and empty of work"); the dry run predicts the rescue
+//! with `proposal::preview`, as `apply --dry-run` does. A workspace goes
+//! only once proven to hold what the rescue read (design §3.18 "Before
+//! removing a workspace, prove it"); one written into since is kept, and
+//! what is left of its batch with it (`skipped`).
 //!
 //! A batch whose `batch.toml` cannot be read is never reclaimed here (its
 //! lease is unknown): it is reported in `skipped`, and everything that could
@@ -43,8 +49,9 @@
 //! Owns: deciding what is stale or left over, and reclaiming it.
 //! Never: touches a live batch, a user's own worktree, a folder git has
 //! registered as a worktree, another repository's folders, a nested git
-//! repository inside a workspace, or a batch whose work could not be
-//! rescued; reads, rescues from, looks for processes in or removes a folder
+//! repository inside a workspace, a batch whose work could not be
+//! rescued, or any non-empty folder no batch records (left and reported:
+//! nothing proves its files are no work); reads, rescues from, looks for processes in or removes a folder
 //! that is not the workspace prepare made (`workspace::identify`); removes a
 //! workspace that is the source of another open batch (it is released as an
 //! ordinary worktree); with `dry_run` it changes nothing at all.

@@ -165,7 +165,10 @@ are never changed.
 A workspace is used only while it is the folder prepare made (same device, inode and real path): one replaced by a \
 symlink or by another folder is never read, its processes are never stopped, and it is never removed; its task \
 fails with reason workspace_missing. A workspace that is the source of another open batch (a batch prepared inside \
-it) is not removed when its task is done: it stays as an ordinary worktree, so that batch can still be applied.
+it) is not removed when its task is done: it stays as an ordinary worktree, so that batch can still be applied. \
+A done task's workspace is removed only once proven unchanged since apply read it (moved aside, so a write by its \
+path fails, then compared): one its worker still wrote into is kept, and the task stays open with reason \
+changed_after_read (exit 1) until the next apply lands the rest.
 
 The result is written into the working tree prepare ran in, wherever apply is run from. If that working tree was \
 moved (or another repository now sits at its path), apply refuses (delegate::source_moved, exit 3) and changes \
@@ -294,13 +297,15 @@ configuration.",
     #[command(
         long_about = "Reclaim what stale batches hold (lease expired, or owner process gone), never losing work: \
 changes in a stale task's workspace that have no proposal yet are first saved as a proposal ref and patch \
-(rescued). Then workspaces, worktree registrations and state of stale batches are removed; rescued and failed \
-proposal refs are kept for gc.keep-failed (default 14 days). A workspace that holds a git repository its worker \
+(rescued). Then workspaces, worktree registrations and state of stale batches are removed, each workspace only \
+once proven to hold what was rescued (moved aside, then compared: one a worker still writes into is kept, and its \
+batch with it); rescued and failed proposal refs are kept for gc.keep-failed (default 14 days). A workspace that holds a git repository its worker \
 made is never removed: the rest of its work is rescued, and it stays as an ordinary worktree (kept_workspaces).
 
 Leftovers of this repository are reclaimed too: registrations of git-delegate workspaces whose folder is gone, \
-folders under the repository's workspace root that no batch owns, and old refs under refs/pi-delegate/ that no \
-batch owns. A batch whose prepare was killed before it completed is removed whole, at any age, with nothing \
+empty folders under the repository's workspace root that no batch owns, and old refs under refs/pi-delegate/ that \
+no batch owns. Any other folder there (a task folder renamed, a batch folder moved aside, one no batch records) is \
+left and reported (left_alone), never deleted, and a stale batch whose workspace was moved so is left whole. A batch whose prepare was killed before it completed is removed whole, at any age, with nothing \
 rescued (no worker was given it). Live batches are never touched, nor the user's own worktrees. A batch whose \
 state file cannot be read is reported (exit 1) and left alone: `git delegate drop ID --force` removes it.",
         after_long_help = "Examples:
@@ -311,8 +316,10 @@ state file cannot be read is reported (exit 1) and left alone: `git delegate dro
     /// End a batch: remove its workspaces, refs and state
     #[command(
         long_about = "End a batch on purpose: remove its workspaces, worktree registrations, private refs and state. \
-Refuses (exit 1) while a task has changes that were never applied, or while a task's workspace is the source of \
-another open batch (one prepared inside it), unless --force; the message names them. A folder that is no longer the \
+Refuses (exit 1) while a task has changes that were never applied (or may have: its workspace moved elsewhere in \
+the workspace root, or its batch folder gone), or while a task's workspace is the source of another open batch (one \
+prepared inside it), unless --force; the message names them. Without --force a workspace is removed only once proven \
+unchanged since drop read it: one a worker still writes into is kept, and the batch with it (exit 1). A folder that is no longer the \
 workspace prepare made (a symlink, or another folder, now at its path) is left alone even with --force, and so is a \
 workspace that is the source of another open batch: it stays as an ordinary worktree. A batch whose prepare was \
 killed before it completed holds no work and is removed with or without --force.",
