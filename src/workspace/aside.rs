@@ -38,7 +38,7 @@
 #![allow(clippy::unnecessary_cast)]
 
 use std::ffi::{OsStr, OsString};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -203,24 +203,41 @@ impl Aside {
         compare_at(&path, read)
     }
 
-    /// Put it back at its place (its registration never left it). `Err`
-    /// gives it back when its place is taken: it stays aside.
-    pub fn back(self) -> std::result::Result<(), Aside> {
+    /// Put it back at its place (its registration never left it), making
+    /// its batch folder again when a removal found it empty meanwhile and
+    /// removed it. `Err` gives it back when its place is taken: it stays
+    /// aside.
+    pub fn back(mut self) -> std::result::Result<(), Aside> {
         let id = match rfs::fstat(&self.fd) {
             Ok(st) => (st.st_dev as u64, st.st_ino as u64),
             Err(_) => return Err(self),
         };
-        let moved = rfs::renameat_with(
-            self.trash.fd(),
-            &self.name,
-            self.parents.batch.fd(),
-            &self.place,
-            RenameFlags::NOREPLACE,
-        );
-        match moved {
-            Ok(()) if is_at(&self.parents.batch, &self.place, id) => Ok(()),
-            _ => Err(self),
+        for _ in 0..2 {
+            let moved = rfs::renameat_with(
+                self.trash.fd(),
+                &self.name,
+                self.parents.batch.fd(),
+                &self.place,
+                RenameFlags::NOREPLACE,
+            );
+            match moved {
+                Ok(()) if is_at(&self.parents.batch, &self.place, id) => return Ok(()),
+                // The batch folder held open is gone (removed once empty):
+                // made again, the same way prepare makes it.
+                Err(Errno::NOENT) => {
+                    let Some(short) = self.parents.batch.path().file_name() else {
+                        return Err(self);
+                    };
+                    let short = short.to_os_string();
+                    match self.parents.base.dir.make_child(&short) {
+                        Ok(batch) => self.parents.batch = batch,
+                        Err(_) => return Err(self),
+                    }
+                }
+                _ => return Err(self),
+            }
         }
+        Err(self)
     }
 
     /// Proven: an ordinary trash entry now (the deleter's name), which the
@@ -406,7 +423,8 @@ fn put_back(common_dir: &Path, trash: &Dir, l: &LeftAside, place: &Path) -> bool
     ) else {
         return false;
     };
-    let Ok(Opened::Ours(batch)) = base.dir.child(short) else {
+    // Its batch folder, made again if a removal found it empty meanwhile.
+    let Ok(batch) = base.dir.make_child(short) else {
         return false;
     };
     let id = entry.id();
@@ -432,33 +450,6 @@ fn put_back(common_dir: &Path, trash: &Dir, l: &LeftAside, place: &Path) -> bool
         RenameFlags::NOREPLACE,
     );
     false
-}
-
-/// Prove a task's workspace in its place (for one the caller keeps but
-/// hands on, the pool's park): moved aside, compared with `read`, and
-/// moved back either way. `Err(path)` when it could not go back (its place
-/// was taken meanwhile): it stays aside there.
-pub fn prove_in_place(
-    common_dir: &Path,
-    fd: OwnedFd,
-    parents: Parents,
-    root: &Path,
-    read: &Read,
-) -> Result<std::result::Result<Compared, PathBuf>> {
-    let aside = move_aside(fd, parents, root)?;
-    crate::sys::interrupt::pause("prove-aside");
-    let compared = aside.compare(common_dir, read);
-    match aside.back() {
-        Ok(()) => compared.map(Ok),
-        Err(a) => Ok(Err(a.path())),
-    }
-}
-
-/// The folder `fd` holds, as a (device, inode).
-pub fn id_of(fd: &OwnedFd) -> Option<(u64, u64)> {
-    rfs::fstat(fd.as_fd())
-        .ok()
-        .map(|st| (st.st_dev as u64, st.st_ino as u64))
 }
 
 #[cfg(test)]

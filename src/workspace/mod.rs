@@ -91,8 +91,8 @@ pub use identity::{folder_of, health, identify, is_ours, refusal, Identity};
 use identity::{identify_at, registered_location, Reach};
 use remove::remove_held;
 pub use remove::{
-    discard, prove_in_place, release, remove, remove_empty_parents_of, remove_joined,
-    remove_proven, remove_task, Proof,
+    discard, finish_in_place, finish_removal, release, remove, remove_empty_parents_of,
+    remove_joined, remove_proven, remove_task, set_aside, Proof,
 };
 
 /// One workspace to create.

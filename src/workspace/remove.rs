@@ -207,24 +207,42 @@ pub enum Proof {
 /// snapshot of it gave. The same: it goes, deleted here when `in_place` or
 /// when it is small, otherwise left in the trash for the background
 /// deleter; changed: moved back and kept ([`Proof::Changed`]). A scratch
-/// copy (whose edits never land) and a remote task (no workspace here) go
-/// as [`remove_task`] removes them.
+/// copy (whose edits never land), a remote task (no workspace here) and a
+/// folder that is not the workspace prepare made go (or stay) as
+/// [`remove_task`] has them. The three steps are [`set_aside`],
+/// `Aside::compare` and [`finish_removal`], for callers that compare many
+/// at once.
 pub fn remove_proven(
     common_dir: &Path,
     task: &crate::record::batch::Task,
     read: &crate::workspace::aside::Read,
     in_place: bool,
 ) -> Result<Proof> {
-    if task.remote {
-        return Ok(Proof::Missing);
-    }
-    let (root, worktree_id) = (task.root.as_path(), task.worktree_id.as_str());
-    if task.kind() == Mode::Scratch || moved_elsewhere(common_dir, root, worktree_id) {
-        return remove_task(common_dir, task).map(|r| match r {
+    match set_aside(common_dir, task)? {
+        None => remove_task(common_dir, task).map(|r| match r {
             Removal::Removed => Proof::Removed(None),
             Removal::Missing => Proof::Missing,
             Removal::Foreign => Proof::Foreign,
-        });
+        }),
+        Some(aside) => {
+            let compared = aside.compare(common_dir, read);
+            finish_removal(common_dir, task, aside, compared, in_place)
+        }
+    }
+}
+
+/// The task's workspace moved aside to be proven (design §3.18), when it
+/// is one that is: the folder prepare made below the workspace root (not a
+/// scratch copy, nor one the user moved with `git worktree move`, nor a
+/// remote task's). `None` when it is none of those: nothing was changed.
+pub fn set_aside(
+    common_dir: &Path,
+    task: &crate::record::batch::Task,
+) -> Result<Option<crate::workspace::aside::Aside>> {
+    let (root, worktree_id) = (task.root.as_path(), task.worktree_id.as_str());
+    if task.remote || task.kind() == Mode::Scratch || moved_elsewhere(common_dir, root, worktree_id)
+    {
+        return Ok(None);
     }
     let (fd, parents) = match identify(common_dir, task) {
         Identity::Ours {
@@ -232,33 +250,41 @@ pub fn remove_proven(
             parents: Some(parents),
             ..
         } => (fd, parents),
+        // Ours, but not below a workspace root it can be moved aside in:
+        // never removed unproven.
         Identity::Ours { .. } => {
             return Err(WorkspaceError::io("move aside", root)(
                 std::io::ErrorKind::Unsupported.into(),
             ))
         }
-        Identity::Missing => {
-            unregister(common_dir, root, worktree_id)?;
-            remove_empty_parents(root, Reach::Beneath);
-            return Ok(Proof::Missing);
-        }
-        Identity::Replaced(_) => {
-            // Its stale registration goes, as `remove_task` does.
-            unregister(common_dir, root, worktree_id)?;
-            return Ok(Proof::Foreign);
-        }
+        Identity::Missing | Identity::Replaced(_) => return Ok(None),
     };
     crate::sys::interrupt::pause("prove-before-aside");
     let aside = crate::workspace::aside::move_aside(fd, parents, root)?;
     crate::sys::interrupt::pause("prove-aside");
-    let compared = match aside.compare(common_dir, read) {
+    Ok(Some(aside))
+}
+
+/// Remove the task's workspace `aside` once `compared` says it holds what
+/// was read: renamed to the trash's entry name, unregistered, then
+/// deleted here (when `in_place`, or small) or left to the background
+/// deleter; otherwise moved back to its place and kept.
+pub fn finish_removal(
+    common_dir: &Path,
+    task: &crate::record::batch::Task,
+    aside: crate::workspace::aside::Aside,
+    compared: Result<crate::workspace::aside::Compared>,
+    in_place: bool,
+) -> Result<Proof> {
+    let (root, worktree_id) = (task.root.as_path(), task.worktree_id.as_str());
+    let compared = match compared {
         Ok(c) => c,
+        // Unproven: back where it was, kept.
         Err(e) => {
-            // Unproven: back where it was, kept.
             return match aside.back() {
                 Ok(()) => Err(e),
                 Err(a) => Ok(Proof::LeftAside(a.path())),
-            };
+            }
         }
     };
     if compared == crate::workspace::aside::Compared::Changed {
@@ -278,26 +304,17 @@ pub fn remove_proven(
     Ok(Proof::Removed(left.then_some(trash)))
 }
 
-/// Prove a task's workspace in its place, for one handed on rather than
-/// removed (the pool's park): moved aside, compared with `read`, moved
-/// back either way. `None` when it is not the folder prepare made (or has
-/// no folders above it to be moved through); `Some(Err(path))` when it
-/// could not go back (its place was taken meanwhile) and stays aside there.
-pub fn prove_in_place(
-    common_dir: &Path,
-    task: &crate::record::batch::Task,
-    read: &crate::workspace::aside::Read,
-) -> Result<Option<std::result::Result<crate::workspace::aside::Compared, PathBuf>>> {
-    let Identity::Ours {
-        fd: Some(fd),
-        parents: Some(parents),
-        ..
-    } = identify(common_dir, task)
-    else {
-        return Ok(None);
-    };
-    crate::sys::interrupt::pause("prove-before-aside");
-    crate::workspace::aside::prove_in_place(common_dir, fd, parents, &task.root, read).map(Some)
+/// For a workspace handed on rather than removed (the pool's park): moved
+/// back to its place whatever `compared` says; `Err(path)` when it could
+/// not go back (its place was taken meanwhile) and stays aside there.
+pub fn finish_in_place(
+    aside: crate::workspace::aside::Aside,
+    compared: Result<crate::workspace::aside::Compared>,
+) -> Result<std::result::Result<crate::workspace::aside::Compared, PathBuf>> {
+    match aside.back() {
+        Ok(()) => compared.map(Ok),
+        Err(a) => Ok(Err(a.path())),
+    }
 }
 
 /// The number of entries the workspace's index lists (its header), if readable.

@@ -30,6 +30,7 @@ use super::{keep_artifacts, Closed, Kept, Options, Outcome, EARLIER};
 use crate::error::{Error, Result};
 use crate::git::repo::Source;
 use crate::record::batch::{self, Batch, TaskState};
+use crate::workspace::WorkspaceError;
 use crate::{git::refs, merge::proposal, ops::teardown, workspace};
 
 /// What step 5 did.
@@ -307,8 +308,11 @@ pub(super) struct Changed {
 
 /// Remove (or keep, or leave) the workspaces of the closed tasks, their
 /// proposal and base refs and patches. A workspace is removed (or parked)
-/// only once proven unchanged since it was read; one written into since is
-/// kept, and its task is listed in `gone.changed` with its refs in place.
+/// only once proven unchanged since it was read (design §3.18): each is
+/// moved aside first, then all are compared at once (a stat walk each, in
+/// parallel, as step 1 read them), then each goes or comes back. One
+/// written into since is kept, and its task is listed in `gone.changed`
+/// with its refs in place.
 fn teardown_closed(
     source: &Source,
     b: &Batch,
@@ -324,6 +328,7 @@ fn teardown_closed(
     // it) is kept as an ordinary worktree: that batch writes back into
     // it (`teardown`).
     let others = batch::list_ok(state_dir).unwrap_or_default();
+    let mut pending: Vec<Pending> = Vec::new();
     for (i, task) in b.tasks.iter().enumerate() {
         if task.state.is_open() {
             continue;
@@ -363,89 +368,248 @@ fn teardown_closed(
             // behind by an apply interrupted during clean-up.)
             let read =
                 tree_of(outcomes, i).or_else(|| teardown::read_tree_of_closed(source, b, task));
-            remove_closed(source, b, i, &others, read, gone)
+            set_aside(source, b, i, &others, read, gone, &mut pending)
         } else {
             Ok(())
         };
-        if gone.changed.iter().any(|c| c.idx == i) && task.state != TaskState::Discarded {
-            // Its task opens again (`reopen`): its refs stay.
-            if let Err(e) = removed {
-                gone.artifacts_error.get_or_insert(e);
-            }
+        if removed.is_ok() && pending.last().is_some_and(|p| p.idx == i) {
+            // Its refs go once it is proven and gone.
             continue;
         }
-        let kept = task.state == TaskState::Discarded && task.proposal_ref.is_some();
-        let r = removed
-            .and_then(|()| {
-                if kept {
-                    return Ok(());
-                }
-                Ok(refs::delete(&source.repo, &refs::proposal(&b.id, &task.name)).map(|_| ())?)
-            })
-            .and_then(|()| {
-                Ok(refs::delete(&source.repo, &refs::task_base(&b.id, &task.name)).map(|_| ())?)
-            })
-            .and_then(|()| {
-                Ok(crate::sys::fs::remove_file(&proposal::patch_path(
-                    source, b, &task.name,
-                ))?)
-            });
-        if let Err(e) = r {
-            gone.artifacts_error.get_or_insert(e);
+        close_refs(source, b, i, removed, gone);
+    }
+    if pending.is_empty() {
+        return;
+    }
+    fn lost() -> WorkspaceError {
+        WorkspaceError::io("compare", std::path::Path::new("a workspace moved aside"))(
+            std::io::Error::other("a thread stopped unexpectedly"),
+        )
+    }
+    let common_dir = &source.common_dir;
+    let compared =
+        crate::sys::parallel::map(pending.iter(), MAX_PROOFS, lost, |p| match &p.aside {
+            Some(aside) => aside.compare(common_dir, &p.read),
+            None => Ok(workspace::aside::Compared::Changed),
+        });
+    // Those that stay, and those going to the pool, go back first: every
+    // removal may remove the batch folder once it finds it empty (and so
+    // may parking), which would leave them no place to go back to.
+    let mut proven: Vec<Pending> = Vec::new();
+    let mut to_park: Vec<Pending> = Vec::new();
+    for (p, compared) in pending.into_iter().zip(compared) {
+        let i = p.idx;
+        let same = matches!(compared, Ok(workspace::aside::Compared::Same));
+        if same && !p.pool {
+            proven.push(p);
+            continue;
         }
+        let Pending {
+            aside, read, pool, ..
+        } = p;
+        let Some(aside) = aside else {
+            continue;
+        };
+        let back = workspace::finish_in_place(aside, compared);
+        let removed = match back {
+            Ok(Ok(workspace::aside::Compared::Same)) => {
+                to_park.push(Pending {
+                    idx: i,
+                    aside: None,
+                    read,
+                    pool,
+                });
+                continue;
+            }
+            Ok(Ok(workspace::aside::Compared::Changed)) => kept_changed(source, b, i, None, gone),
+            Ok(Err(aside)) => kept_changed(source, b, i, Some(aside), gone),
+            Err(e) => Err(e.into()),
+        };
+        close_refs(source, b, i, removed, gone);
+    }
+    for p in proven {
+        let i = p.idx;
+        let removed = remove_proven(source, b, p, gone);
+        close_refs(source, b, i, removed, gone);
+    }
+    for p in to_park {
+        let i = p.idx;
+        let removed = park_or_remove(source, b, p, &others, gone);
+        close_refs(source, b, i, removed, gone);
     }
 }
 
-/// Remove (or park in the pool) the workspace of closed task `i`, proven
-/// first to hold `read`, the tree last read in it (design §3.18). One that
-/// changed since, or whose read tree is unknown, is kept: listed in
-/// `gone.changed` (a discarded task's is released, an ordinary worktree).
-fn remove_closed(
+/// At most this many workspaces are compared at once.
+const MAX_PROOFS: usize = 8;
+
+/// A closed task's workspace moved aside, waiting for its comparison with
+/// what was read (and, with `pool`, to go idle in the pool once proven).
+struct Pending {
+    idx: usize,
+    /// `None` once it went back to its place.
+    aside: Option<workspace::aside::Aside>,
+    read: workspace::aside::Read,
+    pool: bool,
+}
+
+/// The proposal and base refs and patch of closed task `i`, removed once
+/// its workspace is (`removed`, whose failure is the clean-up's), unless
+/// its workspace was kept for work written since it was read (its task
+/// opens again: `reopen`).
+fn close_refs(source: &Source, b: &Batch, i: usize, removed: Result<()>, gone: &mut Gone<'_>) {
+    let task = &b.tasks[i];
+    if gone.changed.iter().any(|c| c.idx == i) && task.state != TaskState::Discarded {
+        if let Err(e) = removed {
+            gone.artifacts_error.get_or_insert(e);
+        }
+        return;
+    }
+    let kept = task.state == TaskState::Discarded && task.proposal_ref.is_some();
+    let r = removed
+        .and_then(|()| {
+            if kept {
+                return Ok(());
+            }
+            Ok(refs::delete(&source.repo, &refs::proposal(&b.id, &task.name)).map(|_| ())?)
+        })
+        .and_then(|()| {
+            Ok(refs::delete(&source.repo, &refs::task_base(&b.id, &task.name)).map(|_| ())?)
+        })
+        .and_then(|()| {
+            Ok(crate::sys::fs::remove_file(&proposal::patch_path(
+                source, b, &task.name,
+            ))?)
+        });
+    if let Err(e) = r {
+        gone.artifacts_error.get_or_insert(e);
+    }
+}
+
+/// Closed task `i`'s workspace kept because it was written into after
+/// `read` (or what was read is unknown): listed in `gone.changed`; a
+/// discarded task's is released, an ordinary worktree (`aside`: where it
+/// stays when it could not go back to its place).
+fn kept_changed(
+    source: &Source,
+    b: &Batch,
+    i: usize,
+    aside: Option<PathBuf>,
+    gone: &mut Gone<'_>,
+) -> Result<()> {
+    let task = &b.tasks[i];
+    if task.state == TaskState::Discarded && aside.is_none() {
+        // Given up, but written into since: kept as an ordinary worktree,
+        // never removed unproven.
+        workspace::release(&source.common_dir, &task.worktree_id)?;
+        gone.closed.push((i, Closed::Changed));
+    }
+    gone.changed.push(Changed { idx: i, aside });
+    Ok(())
+}
+
+/// The first step of removing (or parking) closed task `i`'s workspace:
+/// kept when it hosts an open batch or what was read in it is unknown;
+/// moved aside into `pending` when it is ours (design §3.18); otherwise
+/// gone (or left) as `teardown::workspace` has it.
+fn set_aside(
     source: &Source,
     b: &Batch,
     i: usize,
     others: &[Batch],
     read: Option<ObjectId>,
     gone: &mut Gone<'_>,
+    pending: &mut Vec<Pending>,
 ) -> Result<()> {
     let task = &b.tasks[i];
-    let mut changed = |aside: Option<PathBuf>| -> Result<()> {
-        if task.state == TaskState::Discarded && aside.is_none() {
-            // Given up, but written into since: kept as an ordinary
-            // worktree, never removed unproven.
-            workspace::release(&source.common_dir, &task.worktree_id)?;
-            gone.closed.push((i, Closed::Changed));
-        }
-        gone.changed.push(Changed { idx: i, aside });
-        Ok(())
-    };
     let Some(read) = read else {
-        return changed(None);
+        return kept_changed(source, b, i, None, gone);
     };
-    if may_pool(source, b, task, others) {
-        // Proven, then parked (design §3.20): moved aside, compared and
-        // moved back, then handed to the pool, which keeps the tree read.
-        match workspace::prove_in_place(&source.common_dir, task, &read.into())? {
-            Some(Ok(workspace::aside::Compared::Same)) => {
-                if park(source, task, read) {
-                    // Idle in the pool: gone from the task's place.
-                    gone.closed.push((i, Closed::Removed));
-                    return Ok(());
-                }
-            }
-            Some(Ok(workspace::aside::Compared::Changed)) => return changed(None),
-            Some(Err(aside)) => return changed(Some(aside)),
-            None => {}
+    if let Some(hosted) = teardown::keep_if_hosting(source, b, task, others)? {
+        gone.kept
+            .push((task.name.clone(), task.root.clone(), hosted));
+        return Ok(());
+    }
+    let pool = may_pool(source, b, task, others);
+    match workspace::set_aside(&source.common_dir, task)? {
+        Some(aside) => {
+            pending.push(Pending {
+                idx: i,
+                aside: Some(aside),
+                read: read.into(),
+                pool,
+            });
+            Ok(())
+        }
+        // Not ours, gone, or one that is not proven (a scratch copy).
+        None => {
+            let (fate, trash) = teardown::workspace(
+                source,
+                b,
+                task,
+                others,
+                teardown::Way::Trash,
+                Some(&read.into()),
+            )?;
+            record_fate(source, b, i, fate, trash, gone)
         }
     }
-    let (fate, trash) = teardown::workspace(
-        source,
-        b,
+}
+
+/// The last step for a workspace moved aside and proven: removed.
+fn remove_proven(source: &Source, b: &Batch, p: Pending, gone: &mut Gone<'_>) -> Result<()> {
+    let task = &b.tasks[p.idx];
+    let Some(aside) = p.aside else {
+        return Ok(());
+    };
+    let proof = workspace::finish_removal(
+        &source.common_dir,
         task,
-        others,
-        teardown::Way::Trash,
-        Some(&read.into()),
+        aside,
+        Ok(workspace::aside::Compared::Same),
+        false,
     )?;
+    let (fate, trash) = match proof {
+        workspace::Proof::Removed(trash) => (teardown::Fate::Removed, trash),
+        workspace::Proof::Missing => (teardown::Fate::Missing, None),
+        workspace::Proof::Foreign => (teardown::Fate::Foreign, None),
+        workspace::Proof::Changed => (teardown::Fate::Changed, None),
+        workspace::Proof::LeftAside(p) => (teardown::Fate::LeftAside(p), None),
+    };
+    record_fate(source, b, p.idx, fate, trash, gone)
+}
+
+/// The last step for a workspace proven and moved back to go idle in the
+/// pool (design §3.20): handed to the pool, which keeps the tree read; if
+/// the pool will not take it, removed as usual (proven again).
+fn park_or_remove(
+    source: &Source,
+    b: &Batch,
+    p: Pending,
+    others: &[Batch],
+    gone: &mut Gone<'_>,
+) -> Result<()> {
+    let task = &b.tasks[p.idx];
+    if park(source, task, p.read.tree) {
+        // Idle in the pool: gone from the task's place.
+        gone.closed.push((p.idx, Closed::Removed));
+        return Ok(());
+    }
+    let (fate, trash) =
+        teardown::workspace(source, b, task, others, teardown::Way::Trash, Some(&p.read))?;
+    record_fate(source, b, p.idx, fate, trash, gone)
+}
+
+/// Note what became of closed task `i`'s workspace (and the trash folder
+/// its removal used, for the background deleter).
+fn record_fate(
+    source: &Source,
+    b: &Batch,
+    i: usize,
+    fate: teardown::Fate,
+    trash: Option<PathBuf>,
+    gone: &mut Gone<'_>,
+) -> Result<()> {
+    let task = &b.tasks[i];
     match fate {
         teardown::Fate::Hosting(hosted) => {
             gone.kept
@@ -454,8 +618,8 @@ fn remove_closed(
         teardown::Fate::Removed => gone.closed.push((i, Closed::Removed)),
         teardown::Fate::Missing => gone.closed.push((i, Closed::Missing)),
         teardown::Fate::Foreign => gone.closed.push((i, Closed::Foreign)),
-        teardown::Fate::Changed => changed(None)?,
-        teardown::Fate::LeftAside(aside) => changed(Some(aside))?,
+        teardown::Fate::Changed => kept_changed(source, b, i, None, gone)?,
+        teardown::Fate::LeftAside(aside) => kept_changed(source, b, i, Some(aside), gone)?,
     }
     if let Some(t) = trash.filter(|t| !gone.trashes.contains(t)) {
         gone.trashes.push(t);

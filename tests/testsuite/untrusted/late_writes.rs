@@ -508,3 +508,39 @@ fn gc_keeps_a_stale_workspace_written_into_after_its_rescue_and_rescues_it_later
     );
     assert!(!ws.exists());
 }
+
+#[test]
+fn a_workspace_kept_for_a_late_write_goes_back_though_the_others_went() {
+    // Task 1 is written into after apply read it; task 2's workspace is
+    // proven and removed; task 3, discarded, had its workspace removed by
+    // hand, so its clean-up finds the batch folder empty while the other
+    // two are aside (and removes it).
+    let (env, repo) = Env::with_repo("proj");
+    let doc = prepare(&env, &repo, &["-n", "3"]);
+    let ws = task_root(&doc, 0);
+    std::fs::write(ws.join("README"), "task edit\n").unwrap();
+    std::fs::remove_dir_all(task_root(&doc, 2)).unwrap();
+    let out = paused(
+        &env,
+        &repo,
+        &["apply", "--discard", "3", "--json"],
+        &["prove-before-aside"],
+        |_| {
+            std::fs::write(ws.join("late.txt"), "written late\n").unwrap();
+            true
+        },
+    );
+    let doc1 = Run::from(out).expect(1).json();
+    assert_eq!(task(&doc1, "1")["reason"], "changed_after_read", "{doc1:#}");
+    assert_eq!(task(&doc1, "2")["status"], "no_changes", "{doc1:#}");
+    assert_eq!(task(&doc1, "3")["status"], "discarded", "{doc1:#}");
+    assert_eq!(read(&ws.join("late.txt")), "written late\n");
+    assert!(!task_root(&doc, 1).exists());
+    nothing_aside(&env, &repo);
+    let doc2 = env
+        .delegate(&repo, ["apply", "--only", "1", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(strs(&task(&doc2, "1")["applied_paths"]), ["late.txt"]);
+    assert_eq!(read(&repo.join("late.txt")), "written late\n");
+}
