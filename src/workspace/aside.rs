@@ -205,12 +205,11 @@ impl Aside {
 
     /// Put it back at its place (its registration never left it), making
     /// its batch folder again when a removal found it empty meanwhile and
-    /// removed it. `Err` gives it back when its place is taken: it stays
-    /// aside.
-    pub fn back(mut self) -> std::result::Result<(), Aside> {
+    /// removed it. `Err`: where it stays aside, when its place is taken.
+    pub fn back(mut self) -> std::result::Result<(), PathBuf> {
         let id = match rfs::fstat(&self.fd) {
             Ok(st) => (st.st_dev as u64, st.st_ino as u64),
-            Err(_) => return Err(self),
+            Err(_) => return Err(self.path()),
         };
         for _ in 0..2 {
             let moved = rfs::renameat_with(
@@ -226,18 +225,18 @@ impl Aside {
                 // made again, the same way prepare makes it.
                 Err(Errno::NOENT) => {
                     let Some(short) = self.parents.batch.path().file_name() else {
-                        return Err(self);
+                        return Err(self.path());
                     };
                     let short = short.to_os_string();
                     match self.parents.base.dir.make_child(&short) {
                         Ok(batch) => self.parents.batch = batch,
-                        Err(_) => return Err(self),
+                        Err(_) => return Err(self.path()),
                     }
                 }
-                _ => return Err(self),
+                _ => return Err(self.path()),
             }
         }
-        Err(self)
+        Err(self.path())
     }
 
     /// Proven: an ordinary trash entry now (the deleter's name), which the

@@ -283,14 +283,14 @@ pub fn finish_removal(
         Err(e) => {
             return match aside.back() {
                 Ok(()) => Err(e),
-                Err(a) => Ok(Proof::LeftAside(a.path())),
+                Err(path) => Ok(Proof::LeftAside(path)),
             }
         }
     };
     if compared == crate::workspace::aside::Compared::Changed {
         return Ok(match aside.back() {
             Ok(()) => Proof::Changed,
-            Err(a) => Proof::LeftAside(a.path()),
+            Err(path) => Proof::LeftAside(path),
         });
     }
     let small = index_entries(common_dir, worktree_id).is_some_and(|n| n <= REMOVE_IN_PLACE_MAX);
@@ -313,7 +313,7 @@ pub fn finish_in_place(
 ) -> Result<std::result::Result<crate::workspace::aside::Compared, PathBuf>> {
     match aside.back() {
         Ok(()) => compared.map(Ok),
-        Err(a) => Ok(Err(a.path())),
+        Err(path) => Ok(Err(path)),
     }
 }
 
