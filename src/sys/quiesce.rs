@@ -372,7 +372,11 @@ pub fn stop_marked(var: &str, value: &str, grace: Duration) -> Outcome {
                 stopped.push(describe(p));
             }
         }
-        let sig = if round == 0 { Signal::TERM } else { Signal::KILL };
+        let sig = if round == 0 {
+            Signal::TERM
+        } else {
+            Signal::KILL
+        };
         if !signal_checked(&found, is_marked, sig) {
             break;
         }

@@ -57,9 +57,7 @@ impl From<WriteError> for Error {
                 crate::error::FsCause::of(&source).map(Cause::Fs),
                 &root,
             ),
-            WriteError::Journal { cause, path, .. } => {
-                failed(message, cause.map(Cause::Fs), &path)
-            }
+            WriteError::Journal { cause, path, .. } => failed(message, cause.map(Cause::Fs), &path),
             WriteError::Plan { cause, root, .. } | WriteError::Write { cause, root, .. } => {
                 failed(message, cause, &root)
             }

@@ -128,8 +128,10 @@ fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
         out["error"]["help"].as_str().unwrap_or_default(),
         &format!(
             "the filesystem mounted at {}",
-            std::path::Path::new(&std::env::var_os("GIT_DELEGATE_SMALL_FS_DIR").unwrap_or_default())
-                .display()
+            std::path::Path::new(
+                &std::env::var_os("GIT_DELEGATE_SMALL_FS_DIR").unwrap_or_default()
+            )
+            .display()
         ),
     );
     let t = &out["tasks"][0];

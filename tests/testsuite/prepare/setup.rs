@@ -237,6 +237,20 @@ fn ctrl_c_during_setup_stops_every_setup_group_and_undoes_the_prepare() {
     assert_eq!(list.matches("worktree ").count(), 1, "{list}");
 }
 
+/// The processes whose environment names batch `id` (`GIT_DELEGATE_BATCH`).
+fn marked(id: &str) -> Vec<u32> {
+    let needle = format!("GIT_DELEGATE_BATCH={id}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|e| e == needle.as_bytes()))
+        })
+        .collect()
+}
+
 /// A prepare killed with SIGKILL while its setup commands run (design
 /// §3.20, §3.15 "Killed commands"): they outlive it and go on writing into
 /// its workspaces (a child that ignores SIGTERM among them). `gc` stops
@@ -271,21 +285,24 @@ fn setup_commands_of_a_killed_prepare_are_stopped_by_gc_before_it_removes_the_ba
         .as_str()
         .unwrap()
         .to_string();
-    let marked = |id: &str| -> Vec<u32> {
-        let needle = format!("GIT_DELEGATE_BATCH={id}");
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-            .filter(|pid| {
-                std::fs::read(format!("/proc/{pid}/environ"))
-                    .is_ok_and(|env| env.split(|&b| b == 0).any(|e| e == needle.as_bytes()))
-            })
-            .collect()
-    };
     assert!(!marked(&batch).is_empty(), "the setups died with prepare");
+    // Whatever happens below, no setup of this test outlives it.
+    struct Reap(String);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            for pid in marked(&self.0) {
+                if let Some(p) = rustix::process::Pid::from_raw(pid as i32) {
+                    let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+                }
+            }
+        }
+    }
+    let _reap = Reap(batch.clone());
 
-    let dry = env.delegate(&repo, ["gc", "--dry-run", "--json"]).expect(0).json();
+    let dry = env
+        .delegate(&repo, ["gc", "--dry-run", "--json"])
+        .expect(0)
+        .json();
     assert_eq!(dry["incomplete"], serde_json::json!([batch]), "{dry:#}");
     assert!(!marked(&batch).is_empty(), "gc --dry-run stopped them");
 
