@@ -107,6 +107,16 @@ impl Report {
             .iter()
             .all(|o| o.ok() || o.status == TaskState::NotSubmitted)
     }
+
+    /// A write-back the filesystem refused (a full disk, no inodes, a
+    /// read-only filesystem, a denied permission), rolled back whole: the
+    /// command exits 3 with it (design §3 "Exit status"), its tasks
+    /// recorded `failed` (`write_failed`) and the batch open.
+    pub fn refused_by_filesystem(&self) -> Option<&Error> {
+        self.write_error
+            .as_ref()
+            .filter(|e| e.code.fs_cause().is_some())
+    }
 }
 
 /// What apply's clean-up did to a closed task's workspace.

@@ -119,9 +119,21 @@ fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
     small.fill(1 << 20);
     let before = digest(&repo, true);
 
-    let run = env.delegate(&repo, ["apply", "--json"]);
-    assert_ne!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    // Exit 3 (design §3 "Exit status"), the error in the apply document,
+    // its help naming the full filesystem's mount point.
+    let run = env.delegate(&repo, ["apply", "--json"]).expect(3);
     let out = run.json();
+    assert_eq!(out["error"]["code"], "delegate::disk_full", "{out:#}");
+    assert_has(
+        out["error"]["help"].as_str().unwrap_or_default(),
+        &format!(
+            "the filesystem mounted at {}",
+            std::path::Path::new(
+                &std::env::var_os("GIT_DELEGATE_SMALL_FS_DIR").unwrap_or_default()
+            )
+            .display()
+        ),
+    );
     let t = &out["tasks"][0];
     assert_eq!(t["status"], "failed", "{out:#}");
     assert_eq!(t["reason"], "write_failed", "{out:#}");

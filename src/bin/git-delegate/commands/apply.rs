@@ -74,7 +74,9 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
             &format!("the write-back into {}", super::show(&b.source)),
         );
     }
-    let code = if report.all_ok() && !report.interrupted {
+    let code = if let Some(e) = report.refused_by_filesystem() {
+        e.exit_code()
+    } else if report.all_ok() && !report.interrupted {
         0
     } else {
         1

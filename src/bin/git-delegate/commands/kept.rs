@@ -65,6 +65,9 @@ pub fn run(
         if r.interrupted {
             doc.interrupted = Some("finished");
         }
+        if let Some(e) = r.refused_by_filesystem() {
+            doc.error = Some(crate::render::ErrorBody::new(e.code, &e.message, &e.help));
+        }
         ui.doc_after(t.doc(doc), recovered);
     }
     ui.say(&human(ui, &landed));
@@ -77,6 +80,10 @@ pub fn run(
     if r.interrupted {
         super::tell_finished(ui, "the write-back of the kept proposal");
         return Ok(1);
+    }
+    // A write-back the filesystem refused: exit 3, as apply's.
+    if let Some(e) = r.refused_by_filesystem() {
+        return Ok(e.exit_code());
     }
     Ok(if r.all_ok() { 0 } else { 1 })
 }
@@ -118,6 +125,10 @@ fn human(ui: &Ui, landed: &git_delegate::ops::kept::Landed) -> String {
             "Writing back failed, and nothing was changed: {}\n",
             crate::ui::escape_text(&e.message)
         ));
+        // The filesystem's help names it and says "run the command again".
+        if r.refused_by_filesystem().is_some() {
+            text.push_str(&format!("  {}\n", crate::ui::escape_text(&e.help)));
+        }
     }
     let n = r.written.len();
     text.push_str(&format!(

@@ -141,7 +141,13 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
             );
             return Ok(1);
         }
-        Some(a) => super::apply::say(ui, a, false, false),
+        Some(a) => {
+            super::apply::say(ui, a, false, false);
+            // A write-back the filesystem refused: exit 3, as apply's.
+            if let Some(e) = a.refused_by_filesystem() {
+                return Ok(e.exit_code());
+            }
+        }
         None => ui.say(&format!(
             "Nothing was applied (--no-apply). When you are ready: git delegate apply {id}\n\
              (or give the batch up: git delegate drop {id} --force)\n",

@@ -27,6 +27,9 @@ document! {
         /// (`undo::reapply_doc`).
         from_undo?: String,
         interrupted?: &'static str,
+        /// A write-back the filesystem refused, rolled back (exit 3):
+        /// the error, as in an error document.
+        error?: super::ErrorBody,
     }
 }
 
@@ -236,6 +239,7 @@ impl ApplyDoc {
             kept_proposal: None,
             from_undo: None,
             interrupted: None,
+            error: None,
         }
     }
 
@@ -253,6 +257,9 @@ impl ApplyDoc {
         );
         if !report.kept.is_empty() {
             doc.kept_workspaces = Some(KeptWorkspace::list(t, &report.kept));
+        }
+        if let Some(e) = report.refused_by_filesystem() {
+            doc.error = Some(super::ErrorBody::new(e.code, &e.message, &e.help));
         }
         doc.side_effects = Some(SideEffect::list(t, b, &report.side_effects));
         doc.apply_id = Some(report.apply_id.clone());
