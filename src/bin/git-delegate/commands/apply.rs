@@ -242,6 +242,7 @@ fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
     let b = &report.batch;
     let name = |i: usize| b.tasks[i].name.as_str();
     let mut removed: Vec<&str> = Vec::new();
+    let mut parked: Vec<&str> = Vec::new();
     let mut kept: Vec<usize> = Vec::new();
     let mut stays = !report.kept.is_empty();
     if report.dry_run {
@@ -265,6 +266,7 @@ fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
         for &(i, fate) in &report.workspaces {
             match fate {
                 Closed::Removed => removed.push(name(i)),
+                Closed::Parked => parked.push(name(i)),
                 Closed::Kept => kept.push(i),
                 Closed::Missing => text.push_str(&format!(
                     "The workspace of task {} was already gone: {}\n",
@@ -292,6 +294,15 @@ fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
             "{remove} the workspace{} of {}.\n",
             if removed.len() == 1 { "" } else { "s" },
             tasks_named(&removed)
+        ));
+    }
+    if !parked.is_empty() {
+        // design §3.20: idle in the pool, not deleted; the next prepare reuses it.
+        text.push_str(&format!(
+            "Parked the workspace{} of {} idle in the pool (workspace.pool): the next prepare reuses {}.\n",
+            if parked.len() == 1 { "" } else { "s" },
+            tasks_named(&parked),
+            if parked.len() == 1 { "it" } else { "them" }
         ));
     }
     for &i in &kept {
