@@ -149,7 +149,11 @@ fn apply_says_which_workspaces_it_parked_in_the_pool_and_which_it_removed() {
     assert!(text.contains(&tail), "{text}");
     // What it says is true: one idle workspace, registered and locked for the pool.
     let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
-    assert_eq!(list.matches("locked git-delegate pool").count(), 1, "{list}");
+    assert_eq!(
+        list.matches("locked git-delegate pool").count(),
+        1,
+        "{list}"
+    );
     let status = env.delegate(&repo, ["status"]).expect(0).stdout;
     assert!(status.contains("1 idle workspace in the pool"), "{status}");
     // ...and the next prepare reuses it.
@@ -159,7 +163,9 @@ fn apply_says_which_workspaces_it_parked_in_the_pool_and_which_it_removed() {
         .json();
     let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
     assert!(!list.contains("locked git-delegate pool"), "{list}");
-    assert!(crate::common::fixtures::task_root(&doc, 0).join("two").is_file());
+    assert!(crate::common::fixtures::task_root(&doc, 0)
+        .join("two")
+        .is_file());
 }
 
 #[test]

@@ -274,7 +274,10 @@ fn re_applying_the_later_of_two_undone_applies_names_the_earlier_one_to_re_apply
         env.sh(&repo, h).expect(0);
     }
     assert_eq!(tree(&repo), after_both);
-    assert_eq!(read(&repo.join("f.txt")), with_line(&lines(12), 2, "second task"));
+    assert_eq!(
+        read(&repo.join("f.txt")),
+        with_line(&lines(12), 2, "second task")
+    );
 }
 
 #[test]

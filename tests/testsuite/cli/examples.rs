@@ -92,7 +92,13 @@ fn the_readme_alias_passes_run_options_to_run_and_the_rest_to_the_agent() {
         let out = type_line(&env, &repo, &bin, line);
         assert_eq!(out.code, 0, "`{line}`:\n{}\n{}", out.stdout, out.stderr);
         // Each agent got exactly what follows `--`: no option of run's.
-        let after = line.split(" -- ").nth(1).unwrap().split(" #").next().unwrap();
+        let after = line
+            .split(" -- ")
+            .nth(1)
+            .unwrap()
+            .split(" #")
+            .next()
+            .unwrap();
         let want: Vec<String> = (1..=4)
             .map(|t| {
                 after
@@ -114,7 +120,11 @@ fn after_index(text: &str, what: &str) -> String {
     let at = text
         .find("{index}")
         .unwrap_or_else(|| panic!("{what} does not introduce {{index}}"));
-    text[at..].chars().take(60).collect::<String>().replace('\n', " ")
+    text[at..]
+        .chars()
+        .take(60)
+        .collect::<String>()
+        .replace('\n', " ")
 }
 
 #[test]

@@ -129,13 +129,19 @@ fn reapply_first_text(r: &git_delegate::ops::undo::Reapply) -> String {
     let (them, it) = if names.len() == 1 {
         (format!("apply {}", names[0]), "it")
     } else {
-        (format!("applies {}", names.join(", ")), "them, oldest first")
+        (
+            format!("applies {}", names.join(", ")),
+            "them, oldest first",
+        )
     };
     let mut steps: Vec<String> = names
         .iter()
         .map(|n| format!("`git delegate apply --from-undo {n}`"))
         .collect();
-    steps.push(format!("`git delegate apply --from-undo {}`", r.from.short()));
+    steps.push(format!(
+        "`git delegate apply --from-undo {}`",
+        r.from.short()
+    ));
     let last = steps.pop().unwrap_or_default();
     format!(
         "This apply was made on top of the work of {them}, undone as well, which wrote the conflicting paths: \
