@@ -729,10 +729,24 @@ fn discard_hint(short: &str, names: &[&str]) -> String {
     }
 }
 
-/// The human lines for `--verify`: the outcome and each run.
+/// The human lines for `--verify`: the outcome and each run, by its name
+/// (`verify-N`, as its log and its live output name it). The numbers go
+/// on from the batch's earlier verifications, so the first need not be 1:
+/// the count line says which they are.
 fn verify_text(v: &git_delegate::ops::verify::Report) -> String {
+    let numbers = v.runs.iter().map(|r| r.n);
+    let span = match (numbers.clone().min(), numbers.max()) {
+        (Some(1), _) | (None, _) => String::new(),
+        (Some(a), Some(b)) if a == b => {
+            format!(" (verify-{a}: numbered on from this batch's earlier verifications)")
+        }
+        (Some(a), Some(b)) => format!(
+            " (verify-{a} to verify-{b}: numbered on from this batch's earlier verifications)"
+        ),
+        (Some(_), None) => String::new(),
+    };
     let mut text = format!(
-        "Verification ({}): {}, {} run{}\n",
+        "Verification ({}): {}, {} run{}{span}\n",
         crate::ui::escape_text(&v.command),
         v.outcome.as_str().replace('_', " "),
         v.runs.len(),
@@ -750,7 +764,7 @@ fn verify_text(v: &git_delegate::ops::verify::Report) -> String {
             (false, Some(n)) => format!("failed (exit {n}, log {})", super::show(&r.log)),
             (false, None) => format!("killed by a signal (log {})", super::show(&r.log)),
         };
-        text.push_str(&format!("  {tasks}: {result}\n"));
+        text.push_str(&format!("  verify-{}  {tasks}: {result}\n", r.n));
     }
     text
 }
