@@ -51,6 +51,9 @@ pub struct Landed {
     pub root: PathBuf,
     /// Whether its ref and patch were removed (its work is in the working tree).
     pub removed: bool,
+    /// The paths the proposal deletes: `REF:PATH` names nothing there, so
+    /// the hint shows what the task started from (design §3.16 "Hints").
+    pub deleted: BTreeSet<BString>,
 }
 
 /// Merge the kept proposal `opts.reference` names into the working tree
@@ -98,6 +101,11 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
     crate::git::drivers::enforce(b.drivers.as_ref(), &mut source.repo)?;
 
     let mut out = Outcome::new(idx, TaskState::Open);
+    let deleted: BTreeSet<BString> = changes
+        .iter()
+        .filter(|c| c.new.is_none())
+        .map(|c| c.path.clone())
+        .collect();
     out.proposed = changes.into_iter().map(|c| c.path).collect();
     out.proposal_ref = Some(k.ref_name.clone());
     out.patch = k.patch.clone();
@@ -169,6 +177,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
         kept: k,
         root: source.root.clone(),
         removed,
+        deleted,
     })
 }
 

@@ -14,18 +14,21 @@
 //! git's `color.ui` (and `color.diff`) as the source (or, outside one, the
 //! user's config) sets it, for the binary's colour decision ([`color_ui`],
 //! [`color_setting`]), and the pager git would choose for a diff
-//! ([`diff_pager`]: the binary starts it).
+//! ([`diff_pager`]: the binary starts it); the system config file the
+//! user's git reads (`system`), for every repository opened.
 //! Its own refusals and failures are `RepoError` (the paths, variables and
 //! causes); `ops::explain` words them.
 //! Never: changes anything in the repository; words a help line or decides
 //! an error code (`ops::explain` does).
 //!
 //! The folder holds the concerns apart: locating the source through the
-//! environment and git's discovery (`locate`), and the colour and pager
-//! settings (`color`); this file opens repositories and holds `Source`.
+//! environment and git's discovery (`locate`), the colour and pager
+//! settings (`color`), and which system config file git reads (`system`);
+//! this file opens repositories and holds `Source`.
 
 mod color;
 mod locate;
+mod system;
 
 use std::path::{Path, PathBuf};
 
@@ -136,6 +139,12 @@ fn open_options_with(
     let mut mapping = gix::sec::trust::Mapping::<gix::open::Options>::default();
     mapping.full = mapping.full.clone().config_overrides(overrides.clone());
     mapping.reduced = mapping.reduced.clone().config_overrides(overrides);
+    // The system config file the user's git reads, not the library's
+    // `/etc/gitconfig` (`system`).
+    if let Some(path) = system::config_path() {
+        mapping.full = mapping.full.clone().system_config_path(path);
+        mapping.reduced = mapping.reduced.clone().system_config_path(path);
+    }
     mapping
 }
 

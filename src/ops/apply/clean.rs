@@ -248,7 +248,7 @@ fn teardown_closed(
             && pooled(source, b, task, &others, tree_of(outcomes, i))
         {
             // Idle in the pool (design §3.20): gone from the task's place.
-            closed.push((i, Closed::Removed));
+            closed.push((i, Closed::Parked));
             Ok(())
         } else if this_run || still_locked_by_us(source, b, task) {
             // (A closed task's workspace still locked by us was left

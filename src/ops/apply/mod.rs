@@ -124,6 +124,9 @@ impl Report {
 pub enum Closed {
     /// Removed (moved to the trash, deleted in the background).
     Removed,
+    /// Parked idle in the pool (`workspace.pool`, design §3.20): gone from
+    /// the task's place, kept for a later prepare to reuse.
+    Parked,
     /// `--keep`: released (unlocked, still registered), an ordinary worktree
     /// the batch no longer owns.
     Kept,

@@ -103,6 +103,10 @@ impl Outcome {
 /// One run of CMD.
 #[derive(Debug, Clone)]
 pub struct Run {
+    /// Its number: the run is `verify-N` (its log, its live output's
+    /// prefix), numbered on from the batch's earlier verifications, whose
+    /// failing logs stay.
+    pub n: usize,
     /// The tasks in the tree under test, in task order.
     pub tasks: Vec<String>,
     /// CMD's exit status (`None`: killed by a signal or the timeout).

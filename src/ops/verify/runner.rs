@@ -480,6 +480,7 @@ fn run_all(ctx: &Ctx<'_>, jobs: &[Job]) -> Result<Vec<Run>> {
             // What it left running in its group goes with it.
             crate::sys::process::kill(r.group.pgid);
             r.done = Some(Run {
+                n: j.n,
                 tasks: j.tasks.clone(),
                 exit,
                 timed_out,

@@ -360,10 +360,12 @@ while it was read, or an untracked or ignored file stands where the source's ver
     #[command(
         long_about = "Prepare a batch (the options of `git delegate prepare`), start COMMAND once per task in the \
 task's cwd (in its own process group, stdin from /dev/null, at most --jobs at once), wait for every worker, then \
-apply the tasks whose worker exited 0 (with --verify as `apply --verify`). In COMMAND's arguments {task}, {index} \
-(0-based) and {workspace} (the task's root) are replaced, and {{ and }} stand for literal braces; any other brace \
-is left as it is. Arguments are passed as they are, never through a shell (write `sh -c '...'` for one). Workers \
-get GIT_DELEGATE_BATCH, GIT_DELEGATE_TASK, GIT_DELEGATE_TASK_INDEX, GIT_DELEGATE_WORKSPACE (the task's root), \
+apply the tasks whose worker exited 0 (with --verify as `apply --verify`). Everything after -- is COMMAND, \
+passed to the workers as it is: run's own options go before the --. In COMMAND's arguments {task}, {index} \
+(0-based: the first task's is 0) and {workspace} (the task's root) are replaced, and {{ and }} stand for literal \
+braces; any other brace is left as it is. Arguments are passed as they are, never through a shell (write \
+`sh -c '...'` for one). Workers get GIT_DELEGATE_BATCH, GIT_DELEGATE_TASK, GIT_DELEGATE_TASK_INDEX (the same \
+0-based index), GIT_DELEGATE_WORKSPACE (the task's root), \
 GIT_DELEGATE_SOURCE and GIT_DELEGATE_PORT (run.port-base + index x run.ports-per-task: the first of the task's \
 run.ports-per-task ports, default 41000 and 10), and never the GIT_DIR-like variables that locate this repository.
 
@@ -391,7 +393,7 @@ wrong type, a bad name or duration is an error that names the line and column, a
   git delegate run lint docs -- sh -c 'make $GIT_DELEGATE_TASK'
   git delegate run -n 8 --jobs 2 --timeout 30m --verify 'cargo test' -- agent
   git delegate run --tasks tasks.toml --no-apply --json -- agent
-  git config alias.fan '!git delegate run -n 4 --'        # then: git fan my-agent
+  git config alias.fan 'delegate run -n 4'   # then: git fan --timeout 30m -- my-agent {task}
 
 Exit status: 0 when every worker exited 0 and every task applied or had no changes (with --no-apply: when \
 every worker exited 0); 1 otherwise (a worker failed or timed out, a task did not apply, or run was interrupted); \

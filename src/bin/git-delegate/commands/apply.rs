@@ -244,6 +244,7 @@ fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
     let b = &report.batch;
     let name = |i: usize| b.tasks[i].name.as_str();
     let mut removed: Vec<&str> = Vec::new();
+    let mut parked: Vec<&str> = Vec::new();
     let mut kept: Vec<usize> = Vec::new();
     let mut stays = !report.kept.is_empty();
     if report.dry_run {
@@ -267,6 +268,7 @@ fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
         for &(i, fate) in &report.workspaces {
             match fate {
                 Closed::Removed => removed.push(name(i)),
+                Closed::Parked => parked.push(name(i)),
                 Closed::Kept => kept.push(i),
                 Closed::Missing => text.push_str(&format!(
                     "The workspace of task {} was already gone: {}\n",
@@ -294,6 +296,15 @@ fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
             "{remove} the workspace{} of {}.\n",
             if removed.len() == 1 { "" } else { "s" },
             tasks_named(&removed)
+        ));
+    }
+    if !parked.is_empty() {
+        // design §3.20: idle in the pool, not deleted; the next prepare reuses it.
+        text.push_str(&format!(
+            "Parked the workspace{} of {} idle in the pool (workspace.pool): the next prepare reuses {}.\n",
+            if parked.len() == 1 { "" } else { "s" },
+            tasks_named(&parked),
+            if parked.len() == 1 { "it" } else { "them" }
         ));
     }
     for &i in &kept {
@@ -720,10 +731,24 @@ fn discard_hint(short: &str, names: &[&str]) -> String {
     }
 }
 
-/// The human lines for `--verify`: the outcome and each run.
+/// The human lines for `--verify`: the outcome and each run, by its name
+/// (`verify-N`, as its log and its live output name it). The numbers go
+/// on from the batch's earlier verifications, so the first need not be 1:
+/// the count line says which they are.
 fn verify_text(v: &git_delegate::ops::verify::Report) -> String {
+    let numbers = v.runs.iter().map(|r| r.n);
+    let span = match (numbers.clone().min(), numbers.max()) {
+        (Some(1), _) | (None, _) => String::new(),
+        (Some(a), Some(b)) if a == b => {
+            format!(" (verify-{a}: numbered on from this batch's earlier verifications)")
+        }
+        (Some(a), Some(b)) => format!(
+            " (verify-{a} to verify-{b}: numbered on from this batch's earlier verifications)"
+        ),
+        (Some(_), None) => String::new(),
+    };
     let mut text = format!(
-        "Verification ({}): {}, {} run{}\n",
+        "Verification ({}): {}, {} run{}{span}\n",
         crate::ui::escape_text(&v.command),
         v.outcome.as_str().replace('_', " "),
         v.runs.len(),
@@ -741,7 +766,7 @@ fn verify_text(v: &git_delegate::ops::verify::Report) -> String {
             (false, Some(n)) => format!("failed (exit {n}, log {})", super::show(&r.log)),
             (false, None) => format!("killed by a signal (log {})", super::show(&r.log)),
         };
-        text.push_str(&format!("  {tasks}: {result}\n"));
+        text.push_str(&format!("  verify-{}  {tasks}: {result}\n", r.n));
     }
     text
 }

@@ -26,6 +26,9 @@ document! {
         /// `apply --from-undo`: the undo entry applied again
         /// (`undo::reapply_doc`).
         from_undo?: String,
+        /// `apply --from-undo` with a conflict: the undone applies to
+        /// apply again first (`undo::reapply_doc`).
+        reapply_first?: Vec<String>,
         interrupted?: &'static str,
         /// A write-back the filesystem refused, rolled back (exit 3):
         /// the error, as in an error document.
@@ -238,6 +241,7 @@ impl ApplyDoc {
             refresh_error: None,
             kept_proposal: None,
             from_undo: None,
+            reapply_first: None,
             interrupted: None,
             error: None,
         }
