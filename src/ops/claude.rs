@@ -9,10 +9,15 @@
 //! (what create printed), with `cwd` as a second place to look for the
 //! repository. Every other field is ignored.
 //!
-//! Owns: payload parsing, the name → task name rule, the settings merge.
+//! Owns: payload parsing, the name → task name and label rule ([`names`]),
+//! which open batch a resumed worktree gets back ([`resume`], which renews
+//! its lease), telling a batch that ended from one never found
+//! ([`ended`]), the settings merge.
 //! Never: prepares or applies itself (the binary calls `prepare::run` and
-//! `apply::run`); writes a settings file other than by temp-then-rename, or
-//! touches a setting that is not one of its two hook entries.
+//! `apply::run`); hands back a workspace that is not the folder prepare
+//! made for this working tree; writes a settings file other than by
+//! temp-then-rename, or touches a setting that is not one of its two hook
+//! entries.
 
 use std::path::{Path, PathBuf};
 
