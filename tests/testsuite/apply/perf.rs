@@ -250,19 +250,26 @@ fn the_deleter_deletes_only_our_renamed_workspaces() {
     assert!(victim.join("a.txt").exists());
 }
 
+/// The repository's folder under the workspace root (learnt from a batch
+/// prepared and dropped), and the `gitdir:` line of a trash entry of task
+/// `t` there.
+fn trash_place(env: &Env, repo: &Path) -> (PathBuf, impl Fn(&str) -> String) {
+    let common = std::fs::canonicalize(repo.join(".git")).unwrap();
+    let (_, ws) = prepare_roots(env, repo, &["-n", "1", "--label", "probe"]);
+    let base = base_of(&ws[0]);
+    env.delegate(repo, ["drop", "probe", "--force"]).expect(0);
+    let gitdir = move |t: &str| format!("{}/worktrees/delegate-0123abcd-{t}", common.display());
+    (base, gitdir)
+}
+
 #[test]
 fn gc_and_the_next_command_sweep_what_a_killed_deleter_left() {
     let env = Env::new();
     let repo = repo_with_files(&env, 10);
-    let common = std::fs::canonicalize(repo.join(".git")).unwrap();
-    // Learn the repository's folder under the workspace root from a batch.
-    let (_, ws) = prepare_roots(&env, &repo, &["-n", "1", "--label", "probe"]);
-    let base = base_of(&ws[0]);
-    env.delegate(&repo, ["drop", "probe", "--force"]).expect(0);
+    let (base, gitdir) = trash_place(&env, &repo);
 
     // What a deleter killed half-way leaves: entries of ours in `.trash`.
     let trash = base.join(".trash");
-    let gitdir = |t: &str| format!("{}/worktrees/delegate-0123abcd-{t}", common.display());
     let a = fake_entry(&trash, "0123abcd-1-89abcdef", &gitdir("1"));
     let b = fake_entry(&trash, "0123abcd-2-89abcdef", &gitdir("2"));
     let foreign = fake_entry(&trash, "0123abcd-3-89abcdef", "/elsewhere/.git");
@@ -401,14 +408,6 @@ fn a_big_file_the_user_changed_meanwhile_is_never_overwritten() {
     assert_eq!(read_bytes(&repo.join("data.bin")), mine);
 }
 
-/// Whether the tests run as root.
-fn is_root() -> bool {
-    std::process::Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
 /// `status --check --json` in `repo`: its exit code and its
 /// `unattended_trash` problem, if any.
 fn unattended(env: &Env, repo: &Path) -> (i32, Option<serde_json::Value>) {
@@ -482,12 +481,8 @@ fn a_deleter_that_cannot_start_is_named_by_status_check() {
 fn trash_a_killed_deleter_left_is_named_by_status_check() {
     let env = Env::new();
     let repo = repo_with_files(&env, 10);
-    let common = std::fs::canonicalize(repo.join(".git")).unwrap();
-    let (_, ws) = prepare_roots(&env, &repo, &["-n", "1", "--label", "probe"]);
-    let base = base_of(&ws[0]);
-    env.delegate(&repo, ["drop", "probe", "--force"]).expect(0);
+    let (base, gitdir) = trash_place(&env, &repo);
     let trash = base.join(".trash");
-    let gitdir = |t: &str| format!("{}/worktrees/delegate-0123abcd-{t}", common.display());
     let started = Instant::now();
     fake_entry(&trash, "0123abcd-1-89abcdef", &gitdir("1"));
     let (code, p) = unattended(&env, &repo);
@@ -536,18 +531,13 @@ fn trash_a_killed_deleter_left_is_named_by_status_check() {
 /// EACCES. `status --check` names that cause; `gc` deletes the trash.
 #[test]
 fn a_deleter_the_user_may_not_run_is_named_by_status_check() {
-    if !is_root() {
+    if !crate::common::procs::is_root() {
         eprintln!("SKIPPED a_deleter_the_user_may_not_run_is_named_by_status_check: needs root (chown, setpriv)");
         return;
     }
     let env = Env::new();
     let repo = repo_with_files(&env, 300);
-    let chown = std::process::Command::new("chown")
-        .args(["-R", "65534:65534"])
-        .arg(env.path())
-        .status()
-        .unwrap();
-    assert!(chown.success());
+    crate::common::procs::give_to_nobody(env.path());
     // The program in a folder only root may enter, as in a `mktemp -d` clone.
     let private = env.path().join("private");
     let bin = crate::common::procs::reachable_binary(&private.join("bin"));

@@ -143,6 +143,25 @@ pub fn in_a_terminal(
 /// The uid (and gid) of the unprivileged user `nobody`.
 pub const NOBODY: u32 = 65534;
 
+/// Whether the tests run as root (`id -u`).
+pub fn is_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Give everything below `dir` to `nobody` (`chown -R`; root only).
+pub fn give_to_nobody(dir: &std::path::Path) {
+    let chown = std::process::Command::new("chown")
+        .arg("-R")
+        .arg(format!("{NOBODY}:{NOBODY}"))
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(chown.success(), "chown -R {}", dir.display());
+}
+
 /// `cmd` run as the unprivileged user `nobody` through `setpriv` (same
 /// program, arguments, environment and folder; the tests must run as root).
 ///

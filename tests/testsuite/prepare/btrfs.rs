@@ -360,17 +360,12 @@ fn an_unprivileged_user_makes_and_removes_snapshot_workspaces() {
     let Some(env) = btrfs_env("an_unprivileged_user_makes_and_removes_snapshot_workspaces") else {
         return;
     };
-    if !rustix_is_root() {
+    if !crate::common::procs::is_root() {
         // Already unprivileged: the other tests prove it.
         return;
     }
     let repo = repo(&env);
-    let chown = Command::new("chown")
-        .args(["-R", "65534:65534"])
-        .arg(env.path())
-        .status()
-        .unwrap();
-    assert!(chown.success());
+    crate::common::procs::give_to_nobody(env.path());
     // A copy of the binary nobody can reach wherever the checkout is: the
     // background deleter is started from its path (made after the chown:
     // a hard link shares the built binary's owner).
@@ -400,13 +395,6 @@ fn an_unprivileged_user_makes_and_removes_snapshot_workspaces() {
     }
     let base = ws[0].parent().unwrap().parent().unwrap().to_path_buf();
     wait_gone(&base.join(".trash"));
-}
-
-fn rustix_is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
 /// CMD for the verification test: inside each verification workspace, the
