@@ -2,7 +2,8 @@
 //! condition (a stale lease, a left-over write-back journal, unreadable
 //! batch state, a prepare that was killed, a baseline ref moved or deleted,
 //! a workspace missing, replaced or unreadable, an orphan scratch copy, a
-//! temporary file a killed command left in the state folder), for
+//! temporary file a killed command left in the state folder, removed
+//! workspaces in the trash that no deleter works on), for
 //! every renderer: `status` (design §3.3), the pre-commit hook (design §3.7) and
 //! `drop`'s unapplied check (design §3.5) word them, each in its own way.
 //!
@@ -78,6 +79,10 @@ pub enum Fact {
     /// §3.18 "Leftovers"); the problem's `batch` is the id of the batch or
     /// undo entry whose folder holds it, empty elsewhere.
     TempFile(TempFile),
+    /// Removed workspaces wait in the trash and no background deleter
+    /// works on them (design §3.3): it could not start (`why`), or was
+    /// killed or gave up. The problem's `batch` is empty.
+    UnattendedTrash(workspace::trash::Unattended),
 }
 
 /// A temporary file git-delegate made in its state folder and a killed
@@ -128,6 +133,7 @@ impl Problem {
             Fact::BrokenState { .. } => "broken_state",
             Fact::ScratchOrphan { .. } => "scratch_orphan",
             Fact::TempFile(_) => "temp_file",
+            Fact::UnattendedTrash(_) => "unattended_trash",
         }
     }
 }
@@ -243,6 +249,12 @@ pub fn of_batches(source: &Source, entries: &[Entry]) -> Vec<Problem> {
     }
     for (owner, t) in old_temp_files(&state_dir) {
         out.push(Problem::new(&owner, Fact::TempFile(t)));
+    }
+    if let Ok(base) = source.workspace_base() {
+        let trash = base.join(workspace::trash::TRASH);
+        if let Some(u) = workspace::trash::unattended(&trash, &state_dir) {
+            out.push(Problem::new("", Fact::UnattendedTrash(u)));
+        }
     }
     out
 }

@@ -219,12 +219,13 @@ entry once it is beyond the newest undo.keep (default 20) and older than gc.keep
     /// Show batches, leases and tasks
     #[command(
         long_about = "Show every batch of the repository (or one): id, label, age, baseline, lease state and expiry, \
-owner, and per task its state, workspace and how many paths differ from the baseline. Changes nothing and takes \
+owner, and per task its state, workspace and how many paths differ from the baseline. Changes nothing and holds \
 no lock.
 
 A batch is stale when its lease expired or its owner process is gone; `--check` prints only such problems (and \
-interrupted write-backs, batches whose prepare was killed, and batches whose state file cannot be read) and exits \
-1 when there are any, for hooks and scripts. Proposals kept after their task ended (rescued by gc, of discarded \
+interrupted write-backs, batches whose prepare was killed, batches whose state file cannot be read, and removed \
+workspaces waiting in the trash that no background deleter works on, with the reason, which `git delegate gc` \
+deletes) and exits 1 when there are any, for hooks and scripts. Proposals kept after their task ended (rescued by gc, of discarded \
 tasks, or of batches that are gone) are listed until gc.keep-failed passes, with their age and expiry; \
 `git delegate apply --kept REF` lands one.",
         after_long_help = "Examples:

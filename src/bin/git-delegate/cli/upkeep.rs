@@ -92,15 +92,18 @@ pub enum HookName {
     ///
     /// Reads Claude Code's JSON payload on stdin (`name` or `worktree_name`, `cwd` or
     /// `base_path`), prepares a one-task batch of the repository at that folder (task named
-    /// after the worktree, label claude-<name>, lease lease.ttl) and prints the task's folder
-    /// as the only line on stdout. Any failure: non-zero exit, nothing made.
+    /// after the worktree: a name that is no valid task name keeps only A-Z a-z 0-9 . _ -,
+    /// cut to 55 characters, and gets a hash of itself appended; label claude-<task>; lease
+    /// lease.ttl) and prints the task's folder as the only line on stdout. A name whose batch
+    /// is still open in this working tree (Claude Code resuming it) gets that task's folder
+    /// back, its lease renewed. Any failure: non-zero exit, nothing made.
     WorktreeCreate,
     /// Claude Code's WorktreeRemove hook: apply the batch behind the worktree
     ///
     /// Reads `worktree_path` from the JSON payload on stdin and applies the batch whose task
     /// it is (hooks.on-remove = "apply", the default; "keep" leaves the batch open). A conflict
-    /// keeps the work and says so on stderr; a path that is no git-delegate workspace is left
-    /// alone (exit 0).
+    /// keeps the work and says so on stderr; a path that is no git-delegate workspace, or
+    /// whose batch ended already (your own apply got there first), is left alone (exit 0).
     WorktreeRemove,
 }
 
