@@ -125,6 +125,9 @@ pub struct Report {
     pub command: String,
     pub outcome: Outcome,
     pub runs: Vec<Run>,
+    /// Why it was not run, when that is not "nothing merged":
+    /// `untrusted_config` (design §3.18).
+    pub reason: Option<&'static str>,
 }
 
 /// The report when no task was there to verify.
@@ -133,7 +136,24 @@ pub fn not_run(settings: Settings) -> Report {
         command: settings.command,
         outcome: Outcome::NotRun,
         runs: Vec::new(),
+        reason: None,
     }
+}
+
+/// The report of an `apply.verify` left out because the user has not
+/// confirmed `delegate.toml`, when no confirmed command ran in its place
+/// (design §3.18): `not_run`, reason `untrusted_config`.
+pub fn left_out(untrusted: Option<&crate::ops::trust::Untrusted>) -> Option<Report> {
+    let l = untrusted?
+        .left_out
+        .iter()
+        .find(|l| l.key == "apply.verify" && l.confirmed.trim().is_empty())?;
+    Some(Report {
+        command: l.value.clone(),
+        outcome: Outcome::NotRun,
+        runs: Vec::new(),
+        reason: Some("untrusted_config"),
+    })
 }
 
 /// What verified integration decided.

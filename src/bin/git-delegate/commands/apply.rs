@@ -74,7 +74,8 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
             &format!("the write-back into {}", super::show(&b.source)),
         );
     }
-    let code = if report.all_ok() && !report.interrupted {
+    // A command left out of an unconfirmed delegate.toml: exit 1 (design §3.18).
+    let code = if report.all_ok() && !report.interrupted && report.untrusted.is_none() {
         0
     } else {
         1
@@ -114,6 +115,9 @@ pub(super) fn say(ui: &Ui, report: &Report, keep: bool, verbose: bool) {
         side_effects,
         *dry_run,
     ));
+    if let Some(u) = &report.untrusted {
+        ui.warn(&super::side_effects::untrusted_warning(u, *dry_run));
+    }
     ui.say(&human(ui, report, keep, verbose));
     ui.say(&super::side_effects::text(
         b,
@@ -720,6 +724,12 @@ fn discard_hint(short: &str, names: &[&str]) -> String {
 
 /// The human lines for `--verify`: the outcome and each run.
 fn verify_text(v: &git_delegate::ops::verify::Report) -> String {
+    if v.reason == Some("untrusted_config") {
+        return format!(
+            "Verification ({}): not run (apply.verify is not in the delegate.toml you confirmed)\n",
+            crate::ui::escape_text(&v.command)
+        );
+    }
     let mut text = format!(
         "Verification ({}): {}, {} run{}\n",
         crate::ui::escape_text(&v.command),
