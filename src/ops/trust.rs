@@ -228,10 +228,11 @@ fn confirmed_config(file: &Path, c: &Confirmed) -> Config {
 fn confirm_dir(batches: &[Batch], root: &Path) -> PathBuf {
     let mut dir = root.to_path_buf();
     for _ in 0..batches.len() {
-        let Some(b) = batches
-            .iter()
-            .find(|b| b.tasks.iter().any(|t| !t.remote && t.root == dir))
-        else {
+        let is_dir = |t: &batch::Task| {
+            !t.remote
+                && (t.root == dir || std::fs::canonicalize(&t.root).is_ok_and(|r| r == dir))
+        };
+        let Some(b) = batches.iter().find(|b| b.tasks.iter().any(is_dir)) else {
             break;
         };
         dir = b.source.clone();
