@@ -43,24 +43,25 @@ pub enum ConfigError {
     /// TOML that does not parse, or does not fit the keys and types of
     /// design §9 (an unknown key, a wrong type, an unknown value, a key
     /// or table given twice).
-    #[error("invalid configuration in {}{place}: {}", path.display(), source.message().trim())]
+    #[error(
+        "invalid configuration in {}{}: {}",
+        path.display(),
+        place(text, source.span().map(|s| s.start)),
+        source.message().trim()
+    )]
     Toml {
         path: PathBuf,
         text: String,
-        /// ` at line L, column C` (empty when the parser names no place).
-        place: String,
         /// Boxed: the parser's error is large, and every config result carries it.
         #[source]
         source: Box<toml::de::Error>,
     },
     /// A value of the right type that is refused (out of range, a
     /// relative path, a malformed duration): `reason` says which and why.
-    #[error("invalid configuration in {}{place}: {reason}", path.display())]
+    #[error("invalid configuration in {}{}: {reason}", path.display(), place(text, Some(span.start)))]
     Value {
         path: PathBuf,
         text: String,
-        /// ` at line L, column C`.
-        place: String,
         span: Range<usize>,
         label: &'static str,
         reason: String,
@@ -430,7 +431,10 @@ pub fn keys(text: &str) -> Option<std::collections::BTreeMap<String, String>> {
 /// for the file `<common-dir>/delegate.toml`.
 pub fn confirmed_copy(file: &Path) -> PathBuf {
     let common = file.parent().unwrap_or(Path::new("."));
-    common.join("delegate").join("confirmed").join("delegate.toml")
+    common
+        .join("delegate")
+        .join("confirmed")
+        .join("delegate.toml")
 }
 
 /// [`confirmed_copy`] when it is there and differs from `file` now: what a
@@ -500,7 +504,6 @@ impl Config {
         let bad = |reason: String, span: Range<usize>, label: &'static str| ConfigError::Value {
             path: path.to_path_buf(),
             text: text.to_string(),
-            place: place(text, Some(span.start)),
             span,
             label,
             reason,
@@ -508,7 +511,6 @@ impl Config {
         let file: File = toml::from_str(text).map_err(|source| ConfigError::Toml {
             path: path.to_path_buf(),
             text: text.to_string(),
-            place: place(text, source.span().map(|s| s.start)),
             source: Box::new(source),
         })?;
         let mut cfg = Config::default();

@@ -50,6 +50,14 @@ pub struct Untrusted {
 }
 
 impl Untrusted {
+    /// The `apply.verify` left out when no confirmed one runs in its place.
+    pub fn verify_left_out(&self) -> Option<String> {
+        self.left_out
+            .iter()
+            .find(|l| l.key == "apply.verify" && l.confirmed.trim().is_empty())
+            .map(|l| l.value.clone())
+    }
+
     /// The command that confirms the file, as printed.
     pub fn confirm_command(&self) -> String {
         confirm_command(&self.confirm_dir)
@@ -129,7 +137,10 @@ fn settle(source: &Source, write: bool) -> Result<Settled> {
             batch::Entry::Broken { .. } => None,
         })
         .collect();
-    let text_now = || now.as_deref().and_then(|b| String::from_utf8(b.to_vec()).ok());
+    let text_now = || {
+        now.as_deref()
+            .and_then(|b| String::from_utf8(b.to_vec()).ok())
+    };
     let as_now = || Confirmed {
         identity: id.clone(),
         text: text_now(),
@@ -229,8 +240,7 @@ fn confirm_dir(batches: &[Batch], root: &Path) -> PathBuf {
     let mut dir = root.to_path_buf();
     for _ in 0..batches.len() {
         let is_dir = |t: &batch::Task| {
-            !t.remote
-                && (t.root == dir || std::fs::canonicalize(&t.root).is_ok_and(|r| r == dir))
+            !t.remote && (t.root == dir || std::fs::canonicalize(&t.root).is_ok_and(|r| r == dir))
         };
         let Some(b) = batches.iter().find(|b| b.tasks.iter().any(is_dir)) else {
             break;
@@ -244,10 +254,7 @@ fn confirm_dir(batches: &[Batch], root: &Path) -> PathBuf {
 fn restore(file: &Path, c: &Confirmed) -> Option<String> {
     let q = |p: &Path| shell_quote(&p.to_string_lossy());
     if c.identity == trust::NONE {
-        return Some(format!(
-            "`rm {}` puts back what you had (no file)",
-            q(file)
-        ));
+        return Some(format!("`rm {}` puts back what you had (no file)", q(file)));
     }
     let copy = crate::config::differing_copy(file)?;
     Some(format!(
@@ -308,7 +315,11 @@ pub fn refuse_unconfirmed(source: &Source) -> Result<()> {
 /// (`--verify CMD`, `--no-verify`), an `apply.verify` the user has not
 /// confirmed is left out and the confirmed one (if any) runs in its place;
 /// what was left out, for the report (apply then exits 1).
-pub fn gate_apply(source: &mut Source, cli_decides: bool, dry_run: bool) -> Result<Option<Untrusted>> {
+pub fn gate_apply(
+    source: &mut Source,
+    cli_decides: bool,
+    dry_run: bool,
+) -> Result<Option<Untrusted>> {
     if cli_decides {
         return Ok(None);
     }

@@ -389,7 +389,10 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         // command left out was not run either (design §3.18).
         verify: verify_report
             .or_else(|| verify.map(crate::ops::verify::not_run))
-            .or_else(|| crate::ops::verify::left_out(untrusted.as_ref())),
+            .or_else(|| {
+                let left = untrusted.as_ref()?.verify_left_out()?;
+                Some(crate::ops::verify::left_out(left))
+            }),
         untrusted,
         // A signal since the write-back began, which was finished (design §7 "Signals").
         interrupted: wrote && crate::sys::interrupt::interrupted(),

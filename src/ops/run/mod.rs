@@ -118,8 +118,8 @@ impl Report {
                 // mode's are always) did not apply.
                 a.untrusted.is_none()
                     && a.outcomes
-                    .iter()
-                    .all(|o| matches!(o.status, TaskState::Applied | TaskState::NoChanges))
+                        .iter()
+                        .all(|o| matches!(o.status, TaskState::Applied | TaskState::NoChanges))
             })
     }
 }

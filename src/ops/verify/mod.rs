@@ -140,20 +140,16 @@ pub fn not_run(settings: Settings) -> Report {
     }
 }
 
-/// The report of an `apply.verify` left out because the user has not
-/// confirmed `delegate.toml`, when no confirmed command ran in its place
-/// (design §3.18): `not_run`, reason `untrusted_config`.
-pub fn left_out(untrusted: Option<&crate::ops::trust::Untrusted>) -> Option<Report> {
-    let l = untrusted?
-        .left_out
-        .iter()
-        .find(|l| l.key == "apply.verify" && l.confirmed.trim().is_empty())?;
-    Some(Report {
-        command: l.value.clone(),
+/// The report of `command`, an `apply.verify` left out because the user
+/// has not confirmed `delegate.toml` when no confirmed command ran in its
+/// place (design §3.18): `not_run`, reason `untrusted_config`.
+pub fn left_out(command: String) -> Report {
+    Report {
+        command,
         outcome: Outcome::NotRun,
         runs: Vec::new(),
         reason: Some("untrusted_config"),
-    })
+    }
 }
 
 /// What verified integration decided.

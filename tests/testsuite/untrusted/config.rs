@@ -71,7 +71,11 @@ fn delegate_effects(doc: &Value) -> Vec<(String, String)> {
         .as_array()
         .unwrap_or_else(|| panic!("no side_effects in {doc}"))
         .iter()
-        .filter(|e| e["path"].as_str().is_some_and(|p| p.ends_with("/delegate.toml")))
+        .filter(|e| {
+            e["path"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("/delegate.toml"))
+        })
         .map(|e| {
             assert_eq!(e["kind"], "config", "{e}");
             assert!(e["task"].is_null(), "{e}");
@@ -91,15 +95,23 @@ fn a_verify_a_worker_plants_is_not_run_by_a_plain_apply_and_is_reported() {
     let file = std::fs::canonicalize(file).unwrap();
 
     // The dry run says the same, running nothing.
-    let dry = env.delegate(&repo, ["apply", "--dry-run", "--json"]).expect(1);
-    assert_eq!(dry.json()["untrusted_config"]["left_out"][0]["key"], "apply.verify");
+    let dry = env
+        .delegate(&repo, ["apply", "--dry-run", "--json"])
+        .expect(1);
+    assert_eq!(
+        dry.json()["untrusted_config"]["left_out"][0]["key"],
+        "apply.verify"
+    );
     assert!(!pwned.exists());
 
     let run = env.delegate(&repo, ["apply", "--json"]).expect(1);
     let doc = run.json();
     // The task landed; the planted command did not run.
     assert_eq!(doc["tasks"][0]["status"], "applied", "{doc}");
-    assert_eq!(std::fs::read_to_string(repo.join("README")).unwrap(), "by the task\n");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("README")).unwrap(),
+        "by the task\n"
+    );
     assert!(!pwned.exists(), "the planted verify ran");
     // Reported as a side effect of the shared git dir, the key named.
     assert_eq!(
@@ -306,7 +318,12 @@ fn a_table_two_workers_append_breaks_no_run_and_the_error_names_the_line() {
          echo x > \"$GIT_DELEGATE_TASK.txt\""
     );
     let run = env
-        .delegate(&repo, ["run", "-n", "2", "--jobs", "1", "--json", "--", "sh", "-c", &script])
+        .delegate(
+            &repo,
+            [
+                "run", "-n", "2", "--jobs", "1", "--json", "--", "sh", "-c", &script,
+            ],
+        )
         .expect(0);
     let doc = run.json();
     let apply = &doc["apply"];
@@ -352,11 +369,17 @@ fn a_file_a_worker_breaks_keeps_the_work_and_the_help_restores_it() {
     assert_eq!(err["line"], 3, "{err}");
     // Nothing changed: the work is where it was.
     assert_eq!(std::fs::read(repo.join("README")).ok(), readme);
-    assert_eq!(std::fs::read_to_string(ws.join("README")).unwrap(), "by the task\n");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("README")).unwrap(),
+        "by the task\n"
+    );
     let help = err["help"].as_str().unwrap();
     let restore = printed_command(help, "cp ");
     env.sh(&ws, &restore).expect(0);
-    assert_eq!(std::fs::read_to_string(&file).unwrap(), "[lease]\nttl = \"2h\"\n");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "[lease]\nttl = \"2h\"\n"
+    );
     let doc = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     assert_eq!(doc["tasks"][0]["status"], "applied", "{doc}");
 }
