@@ -4,8 +4,9 @@
 //! with the value of the file the user confirmed (`record::trust`). The
 //! file as it is when no batch is open is the user's (recorded the first
 //! time a command looks: prepare, `git delegate config`), unless a batch's
-//! end found it changed; a file changed while any batch is open is not,
-//! until `git delegate config --trust`.
+//! end found it changed (`pending`) and a command in it still differs from
+//! the confirmed one; a file changed while any batch is open is not, until
+//! `git delegate config --trust`.
 //!
 //! Owns: which command keys are left out (`check`), prepare's refusal
 //! (`refuse_unconfirmed`, `delegate::untrusted_config`), apply's gate

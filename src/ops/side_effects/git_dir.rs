@@ -4,9 +4,11 @@
 //! on the user's next git command. Prepare records the config's keys (each
 //! with a hash of its values, never the values) and the hooks folders'
 //! entries (`<common-dir>/hooks`, and the `core.hooksPath` folder when one is
-//! set: names, kinds and content hashes), in `shared-git-dir` beside
-//! `batch.toml`; apply and its dry run compare them with what is there now
-//! and name each key and hook created, changed or deleted since.
+//! set: names, kinds and content hashes), and `<common-dir>/delegate.toml`
+//! (its identity and text: design §3.18 "Commands from the shared git
+//! dir"), in `shared-git-dir` beside `batch.toml`; apply and its dry run
+//! compare them with what is there now and name each key and hook created,
+//! changed or deleted since.
 //!
 //! Owns: the `shared-git-dir` record (its format and file), what counts as
 //! a change there, and which changes are git-delegate's own (the pre-commit
