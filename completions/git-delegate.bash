@@ -50,6 +50,9 @@ _git__delegate__static() {
             git__delegate,completions)
                 cmd="git__delegate__subcmd__completions"
                 ;;
+            git__delegate,config)
+                cmd="git__delegate__subcmd__config"
+                ;;
             git__delegate,diff)
                 cmd="git__delegate__subcmd__diff"
                 ;;
@@ -106,6 +109,9 @@ _git__delegate__static() {
                 ;;
             git__delegate__subcmd__help,completions)
                 cmd="git__delegate__subcmd__help__subcmd__completions"
+                ;;
+            git__delegate__subcmd__help,config)
+                cmd="git__delegate__subcmd__help__subcmd__config"
                 ;;
             git__delegate__subcmd__help,diff)
                 cmd="git__delegate__subcmd__help__subcmd__diff"
@@ -219,7 +225,7 @@ _git__delegate__static() {
 
     case "${cmd}" in
         git__delegate)
-            opts="-h -V --color --help --version prepare apply undo status diff path branch gc drop renew refresh run join submit hook hooks man completions help"
+            opts="-h -V --color --help --version prepare apply undo status diff path branch gc drop renew config refresh run join submit hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -334,6 +340,24 @@ _git__delegate__static() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        git__delegate__subcmd__config)
+            opts="-h -V --trust --json --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         git__delegate__subcmd__diff)
             opts="-h -V --batch --stat --name-status --source --binary --full-index --no-pager --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -393,7 +417,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help)
-            opts="prepare apply undo status diff path branch gc drop renew refresh run join submit hook hooks man completions help"
+            opts="prepare apply undo status diff path branch gc drop renew config refresh run join submit hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -435,6 +459,20 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__help__subcmd__config)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

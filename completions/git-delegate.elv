@@ -33,6 +33,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand gc 'Reclaim what stale batches hold, rescuing unapplied work first'
             cand drop 'End a batch: remove its workspaces, refs and state'
             cand renew 'Extend a batch''s lease'
+            cand config 'Show delegate.toml against the file you confirmed, or confirm it'
             cand refresh 'Bring task workspaces up to date with the source; conflicts go to the worker'
             cand run 'Prepare, run a command in every workspace at once, then apply what succeeded'
             cand join 'On a worker''s machine: a workspace of a remote task, from the batch''s remote'
@@ -166,6 +167,15 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand --ttl 'New lease duration from now (default: lease.ttl, else 24h)'
             cand --owner-pid 'A new owner process for the lease'
             cand --color 'When to use colour: auto, always or never'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;config'= {
+            cand --color 'When to use colour: auto, always or never'
+            cand --trust 'Confirm delegate.toml as it is now: the commands it names run from now on'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
@@ -336,6 +346,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand gc 'Reclaim what stale batches hold, rescuing unapplied work first'
             cand drop 'End a batch: remove its workspaces, refs and state'
             cand renew 'Extend a batch''s lease'
+            cand config 'Show delegate.toml against the file you confirmed, or confirm it'
             cand refresh 'Bring task workspaces up to date with the source; conflicts go to the worker'
             cand run 'Prepare, run a command in every workspace at once, then apply what succeeded'
             cand join 'On a worker''s machine: a workspace of a remote task, from the batch''s remote'
@@ -365,6 +376,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;help;drop'= {
         }
         &'git-delegate;help;renew'= {
+        }
+        &'git-delegate;help;config'= {
         }
         &'git-delegate;help;refresh'= {
         }

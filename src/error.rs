@@ -135,6 +135,7 @@ codes! {
     WritebackPending => "delegate::writeback_pending",
     Interrupted => "delegate::interrupted",
     SetupFailed => "delegate::setup_failed",
+    UntrustedConfig => "delegate::untrusted_config",
     IncompleteBatch => "delegate::incomplete_batch",
     UnknownRemote => "delegate::unknown_remote",
     AlreadyJoined => "delegate::already_joined",

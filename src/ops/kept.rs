@@ -170,6 +170,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
             workspaces: Vec::new(),
             apply_id: w.apply_id,
             verify: None,
+            untrusted: None,
             remote_left: None,
             // A signal once the write-back began, which was finished (design §7 "Signals").
             interrupted: w.wrote && crate::sys::interrupt::interrupted(),

@@ -43,6 +43,7 @@ pub mod setup;
 pub mod side_effects;
 pub mod status;
 pub mod teardown;
+pub mod trust;
 pub mod undo;
 pub mod verify;
 

@@ -143,6 +143,9 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     let locked = crate::ops::lock::lock_and_recover(source)?;
     let _lock = locked.lock;
     observer.notice(Notice::Recovered(locked.recovery));
+    // design §3.18: no `workspace.setup` the user has not confirmed runs;
+    // refused before anything is made.
+    crate::ops::trust::refuse_unconfirmed(source)?;
     if settings.mode == Mode::Scratch {
         crate::workspace::scratch::preflight(source)?;
     }

@@ -205,7 +205,15 @@ impl Source {
     /// and load `delegate.toml`.
     pub fn discover(cwd: &Path) -> Result<Source> {
         let repo = open_source(cwd)?;
-        Self::from_repo(repo, cwd, true)
+        Self::from_repo(repo, cwd, true, None)
+    }
+
+    /// [`Source::discover`] keeping `config`, the settings a command read
+    /// when it began, whatever `delegate.toml` holds now (a worker may have
+    /// changed it, or broken it, meanwhile: design §3.18).
+    pub fn discover_with_config(cwd: &Path, config: Config) -> Result<Source> {
+        let repo = open_source(cwd)?;
+        Self::from_repo(repo, cwd, true, Some(config))
     }
 
     /// [`Source::discover`] around the process's current directory.
@@ -258,12 +266,18 @@ impl Source {
                 here.common_dir.display()
             )));
         }
-        Self::from_repo(repo, root, false)
+        Self::from_repo(repo, root, false, None)
     }
 
     /// `located`: `repo` is the repository the environment's variables
     /// describe (they were checked against it).
-    fn from_repo(repo: gix::Repository, cwd: &Path, located: bool) -> Result<Source> {
+    /// `config`: the settings to keep (`None`: load `delegate.toml`).
+    fn from_repo(
+        repo: gix::Repository,
+        cwd: &Path,
+        located: bool,
+        config: Option<Config>,
+    ) -> Result<Source> {
         let Some(workdir) = repo.workdir() else {
             return Err(RepoError::Bare {
                 git_dir: repo.git_dir().to_path_buf(),
@@ -285,7 +299,10 @@ impl Source {
         if located {
             refuse_foreign_object_dirs(&cwd, &root, &common_dir)?;
         }
-        let config = Config::load(&common_dir.join("delegate.toml"))?;
+        let config = match config {
+            Some(c) => c,
+            None => Config::load(&common_dir.join("delegate.toml"))?,
+        };
         Ok(Source {
             repo,
             common_dir,

@@ -91,6 +91,9 @@ pub struct Report {
     pub side_effects: Vec<crate::ops::side_effects::SideEffect>,
     /// With `--verify`: how it went (design §3.10, §6.4).
     pub verify: Option<crate::ops::verify::Report>,
+    /// The command keys of `delegate.toml` left out because the user has
+    /// not confirmed the file (design §3.18): apply exits 1.
+    pub untrusted: Option<crate::ops::trust::Untrusted>,
     /// The batch ended but its refs on its remote could not be deleted (design §3.14).
     pub remote_left: Option<crate::ops::remote::Left>,
     /// A signal (Ctrl-C, SIGTERM) arrived once the write-back had begun, and
@@ -294,6 +297,10 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     crate::git::drivers::enforce(b.drivers.as_ref(), &mut source.repo)?;
     let selected = select_tasks(&b, opts)?;
     let strict = opts.strict || source.config.strict;
+    // design §3.18: an `apply.verify` the user has not confirmed is left
+    // out (the confirmed one runs in its place); the command line's wins.
+    let cli_verifies = opts.verify.is_some() || opts.no_verify;
+    let untrusted = crate::ops::trust::gate_apply(&mut source, cli_verifies, opts.dry_run)?;
     let verify = crate::ops::verify::settings(
         opts.verify.as_deref(),
         opts.no_verify,
@@ -391,8 +398,15 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         artifacts_error: cleaned.artifacts_error,
         side_effects,
         remote_left: cleaned.remote_left,
-        // Nothing merged: nothing was verified (design §6.4 "not_run").
-        verify: verify_report.or_else(|| verify.map(crate::ops::verify::not_run)),
+        // Nothing merged: nothing was verified (design §6.4 "not_run"); a
+        // command left out was not run either (design §3.18).
+        verify: verify_report
+            .or_else(|| verify.map(crate::ops::verify::not_run))
+            .or_else(|| {
+                let left = untrusted.as_ref()?.verify_left_out()?;
+                Some(crate::ops::verify::left_out(left))
+            }),
+        untrusted,
         // A signal since the write-back began, which was finished (design §7 "Signals").
         interrupted: wrote && crate::sys::interrupt::interrupted(),
     })

@@ -44,12 +44,18 @@ fn quoted(path: &std::path::Path) -> String {
 }
 
 /// `delegate::config`, exit 2, pointing at the line (an unreadable file is
-/// an I/O error, named by its cause as every other).
+/// an I/O error, named by its cause as every other). The JSON error names
+/// the file, line and column too (`path`, `line`, `column`). A worker can
+/// write the file (design §3.18 "Commands from the shared git dir"): when
+/// it differs from the copy of the file the user confirmed, the help says
+/// how to compare the two and how to put the confirmed one back.
 impl From<ConfigError> for Error {
     fn from(e: ConfigError) -> Error {
         const FIX: &str =
             "fix or remove that line; `man git-delegate` lists every key and its values";
+        const TWICE: &str = "a table or key is given twice (appended a second time?): keep one, removing the second or moving its lines into the first; `man git-delegate` lists every key and its values";
         let message = e.to_string();
+        let place = e.line_column();
         let (help, name, text, span, label) = match e {
             ConfigError::Unreadable { source, .. } => return Error::io(message, source),
             ConfigError::NotText {
@@ -61,9 +67,15 @@ impl From<ConfigError> for Error {
                 span,
                 "here",
             ),
-            ConfigError::Toml { path, text, source } => {
+            ConfigError::Toml {
+                path, text, source, ..
+            } => {
                 let span = source.span().unwrap_or(0..0);
-                (FIX, path, text, span, "here")
+                let help = match source.message().contains("duplicate key") {
+                    true => TWICE,
+                    false => FIX,
+                };
+                (help, path, text, span, "here")
             }
             ConfigError::Value {
                 path,
@@ -73,12 +85,25 @@ impl From<ConfigError> for Error {
                 ..
             } => (FIX, path, text, span, label),
         };
-        Error::usage(Code::Config, message, help).with_source(
-            name.display().to_string(),
-            text,
-            span,
-            label.to_string(),
-        )
+        let mut help = help.to_string();
+        if let Some(copy) = crate::config::differing_copy(&name) {
+            help.push_str(&format!(
+                "; the file differs from the one you confirmed (a worker's workspace shares it): `git diff --no-index {} {}` shows how, `cp {} {}` puts yours back",
+                quoted(&copy),
+                quoted(&name),
+                quoted(&copy),
+                quoted(&name)
+            ));
+        }
+        let mut details = serde_json::Map::new();
+        details.insert("path".into(), name.display().to_string().into());
+        if let Some((line, column)) = place {
+            details.insert("line".into(), line.into());
+            details.insert("column".into(), column.into());
+        }
+        Error::usage(Code::Config, message, help)
+            .with_source(name.display().to_string(), text, span, label.to_string())
+            .with_details(details)
     }
 }
 

@@ -107,7 +107,8 @@ impl Report {
     }
 
     /// Exit 0 (design §3.13): every worker exited 0 and every task applied
-    /// or had no changes (with `--no-apply`: every worker exited 0).
+    /// or had no changes (with `--no-apply`: every worker exited 0), and no
+    /// command of an unconfirmed `delegate.toml` was left out (design §3.18).
     pub fn ok(&self) -> bool {
         !self.interrupted
             && self.ended_elsewhere.is_none()
@@ -115,9 +116,10 @@ impl Report {
             && self.apply.as_ref().is_none_or(|a| {
                 // Applied or without changes; a discarded task (scratch
                 // mode's are always) did not apply.
-                a.outcomes
-                    .iter()
-                    .all(|o| matches!(o.status, TaskState::Applied | TaskState::NoChanges))
+                a.untrusted.is_none()
+                    && a.outcomes
+                        .iter()
+                        .all(|o| matches!(o.status, TaskState::Applied | TaskState::NoChanges))
             })
     }
 }
@@ -256,6 +258,9 @@ fn apply_phase(
     aopts.batch = Some(b.id.clone());
     aopts.only = ok.clone();
     aopts.discard.clear();
+    // The settings run began with: a worker may have changed (or broken)
+    // delegate.toml meanwhile (design §3.18).
+    let config = source.config.clone();
     let mut apply = if ok.is_empty() {
         // Nothing to apply: every task is a failed worker's (or was
         // applied by another command).
@@ -276,13 +281,14 @@ fn apply_phase(
             artifacts_error: None,
             side_effects: Vec::new(),
             verify: None,
+            untrusted: None,
             remote_left: None,
             interrupted: false,
         }
     } else {
         let root = source.root.clone();
         let r = crate::ops::apply::run(source, &aopts, observer);
-        let source = Source::discover(&root)?;
+        let source = Source::discover_with_config(&root, config.clone())?;
         if r.is_err() {
             if let Some(ended) = ended_elsewhere(&source, &b.id) {
                 return elsewhere(workers, prepared, ended);
@@ -322,7 +328,7 @@ fn apply_phase(
     }
     apply.outcomes.sort_by_key(|o| o.idx);
     if ok.is_empty() {
-        hand_over(&Source::discover(&b.source)?)?;
+        hand_over(&Source::discover_with_config(&b.source, config)?)?;
     }
     Ok(Report {
         prepared,

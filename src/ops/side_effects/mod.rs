@@ -29,7 +29,7 @@ use crate::record::batch::{self, Batch};
 mod git_dir;
 use crate::git::registration::Registration;
 use crate::git::repo::Source;
-pub use git_dir::find as find_git_dir;
+pub use git_dir::{delegate_at_prepare, find as find_git_dir};
 
 /// The record's file name in the batch's state folder.
 pub const FILE: &str = "shared-refs";

@@ -124,6 +124,7 @@ impl<'a> Runner<'a> {
             command: self.ctx.settings.command.clone(),
             outcome,
             runs: self.runs.clone(),
+            reason: None,
         }
     }
 

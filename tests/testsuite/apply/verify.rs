@@ -611,6 +611,8 @@ fn no_verify_turns_the_configured_command_off() {
         format!("[apply]\nverify = {:?}\n", f.cmd()),
     )
     .unwrap();
+    // Written while the batch is open: the user confirms it (design §3.18).
+    f.env.delegate(&f.repo, ["config", "--trust"]).expect(0);
     let doc = f
         .env
         .delegate(&f.repo, ["apply", "--json", "--dry-run"])

@@ -61,6 +61,7 @@ fn committed_man_pages_are_what_the_code_generates() {
                 "apply",
                 "branch",
                 "completions",
+                "config",
                 "diff",
                 "drop",
                 "gc",

@@ -2,6 +2,7 @@
 //! produces, or changes beside its workspace, reaches the user's repository
 //! only through the checks; and a shared workspace root cannot be raced.
 
+mod config;
 mod drivers;
 mod git_dir;
 mod holes;

@@ -332,6 +332,24 @@ killed before it completed holds no work and is removed with or without --force.
   git delegate renew --owner-pid $$  # adopt an orphaned batch from this shell"
     )]
     Renew(RenewArgs),
+    /// Show delegate.toml against the file you confirmed, or confirm it
+    #[command(
+        long_about = "Show <git-common-dir>/delegate.toml against the file you confirmed, key by key, or with --trust \
+confirm it as it is now. A task's workspace is a linked worktree sharing that file, so a worker can write it; \
+git-delegate therefore runs a command it names (apply.verify, workspace.setup) only as the file you confirmed \
+has it. The file as it is when no batch is open is yours (recorded the first time a command looks at it: \
+prepare, or this command); a change made while any batch is open is not, even after that batch ends, until you \
+confirm it. Until then apply leaves a changed apply.verify out (the one you confirmed runs in its place; exit 1, \
+the tasks landed) and prepare refuses a changed workspace.setup (delegate::untrusted_config, exit 3, nothing made); \
+--verify CMD on apply's command line is yours and runs. Exit 1 when the file is not the one you confirmed. \
+--trust is refused in a task's workspace: run it in your own working tree (the command apply and prepare print \
+names it with -C).",
+        after_long_help = "Examples:
+  git delegate config                 # what changed since you confirmed the file
+  git delegate config --trust         # you wrote it: its commands run from now on
+  git delegate config --json          # {\"path\", \"confirmed\", \"changes\": [{\"key\", \"confirmed\", \"now\", \"command\"}], ...}"
+    )]
+    Config(ConfigArgs),
     /// Bring task workspaces up to date with the source; conflicts go to the worker
     #[command(
         long_about = "Bring task workspaces up to date with the source as it is now (results of tasks applied \

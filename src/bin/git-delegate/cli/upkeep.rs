@@ -1,5 +1,5 @@
 //! The arguments of the commands that end batches, tidy up and install:
-//! gc, drop, renew, hook, hooks, man, completions.
+//! gc, drop, renew, config, hook, hooks, man, completions.
 //!
 //! Owns: their names, help texts and parsing.
 //! Never: does any work beyond parsing.
@@ -58,6 +58,18 @@ pub struct RenewArgs {
     /// Needed to renew an orphaned lease. A pid that is not running is refused.
     #[arg(long, value_name = "PID")]
     pub owner_pid: Option<u32>,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// Confirm delegate.toml as it is now: the commands it names run from now on
+    ///
+    /// Records the file as yours (a copy in <git-common-dir>/delegate/confirmed/). Run it in your
+    /// own working tree: a task's workspace, whose worker could run it, is refused.
+    #[arg(long)]
+    pub trust: bool,
     #[command(flatten)]
     pub json: JsonArg,
 }

@@ -74,9 +74,11 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
             &format!("the write-back into {}", super::show(&b.source)),
         );
     }
+    // A write-back the filesystem refused: exit 3; a command left out of
+    // an unconfirmed delegate.toml: exit 1 (design §3.18).
     let code = if let Some(e) = report.refused_by_filesystem() {
         e.exit_code()
-    } else if report.all_ok() && !report.interrupted {
+    } else if report.all_ok() && !report.interrupted && report.untrusted.is_none() {
         0
     } else {
         1
@@ -116,6 +118,9 @@ pub(super) fn say(ui: &Ui, report: &Report, keep: bool, verbose: bool) {
         side_effects,
         *dry_run,
     ));
+    if let Some(u) = &report.untrusted {
+        ui.warn(&super::side_effects::untrusted_warning(u, *dry_run));
+    }
     ui.say(&human(ui, report, keep, verbose));
     ui.say(&super::side_effects::text(
         b,
@@ -736,6 +741,12 @@ fn discard_hint(short: &str, names: &[&str]) -> String {
 /// on from the batch's earlier verifications, so the first need not be 1:
 /// the count line says which they are.
 fn verify_text(v: &git_delegate::ops::verify::Report) -> String {
+    if v.reason == Some("untrusted_config") {
+        return format!(
+            "Verification ({}): not run (apply.verify is not in the delegate.toml you confirmed)\n",
+            crate::ui::escape_text(&v.command)
+        );
+    }
     let numbers = v.runs.iter().map(|r| r.n);
     let span = match (numbers.clone().min(), numbers.max()) {
         (Some(1), _) | (None, _) => String::new(),

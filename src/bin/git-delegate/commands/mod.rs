@@ -11,6 +11,7 @@ pub mod apply;
 pub mod branch;
 pub mod complete;
 pub mod completions;
+pub mod config;
 pub mod diff;
 pub mod drop;
 pub mod gc;
@@ -50,6 +51,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Gc(a) => a.json.json,
         Command::Drop(a) => a.json.json,
         Command::Renew(a) => a.json.json,
+        Command::Config(a) => a.json.json,
         Command::Refresh(a) => a.json.json,
         Command::Run(a) => a.prepare.json.json,
         Command::Join(a) => a.json.json,
@@ -76,6 +78,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Branch(a) => branch::run(&ui, a),
         Command::Drop(a) => drop::run(&ui, a, &mut recovered),
         Command::Renew(a) => renew::run(&ui, a, &mut recovered),
+        Command::Config(a) => config::run(&ui, a),
         Command::Refresh(a) => refresh::run(&ui, a, &mut recovered),
         Command::Run(a) => run::run(&ui, a, &mut recovered),
         Command::Join(a) => remote::join(&ui, a),

@@ -19,6 +19,7 @@ document! {
         side_effects?: Vec<SideEffect>,
         apply_id?: Option<String>,
         verify?: Verify,
+        untrusted_config?: UntrustedConfig,
         warnings?: Vec<RemoteWarning>,
         refreshed?: Vec<super::refresh::RefreshTask>,
         refresh_error?: super::ErrorBody,
@@ -90,7 +91,46 @@ document! {
     pub struct Verify {
         command: String,
         outcome: &'static str,
+        /// `untrusted_config`: a command left out (design §3.18).
+        reason?: &'static str,
         runs: Vec<VerifyRun>,
+    }
+}
+
+document! {
+    /// `untrusted_config`: the command keys of a `delegate.toml` the user
+    /// has not confirmed that apply left out (design §3.18).
+    pub struct UntrustedConfig {
+        path: String,
+        left_out: Vec<LeftOut>,
+        help: String,
+    }
+}
+
+document! {
+    /// An entry of `untrusted_config.left_out`.
+    pub struct LeftOut {
+        key: &'static str,
+        value: String,
+        confirmed: String,
+    }
+}
+
+impl UntrustedConfig {
+    pub fn new(t: &Text, u: &git_delegate::ops::trust::Untrusted) -> UntrustedConfig {
+        UntrustedConfig {
+            path: t.path(&u.file),
+            left_out: u
+                .left_out
+                .iter()
+                .map(|l| LeftOut {
+                    key: l.key,
+                    value: l.value.clone(),
+                    confirmed: l.confirmed.clone(),
+                })
+                .collect(),
+            help: u.help(),
+        }
     }
 }
 
@@ -236,6 +276,7 @@ impl ApplyDoc {
             side_effects: None,
             apply_id: None,
             verify: None,
+            untrusted_config: None,
             warnings: None,
             refreshed: None,
             refresh_error: None,
@@ -268,6 +309,10 @@ impl ApplyDoc {
         doc.side_effects = Some(SideEffect::list(t, b, &report.side_effects));
         doc.apply_id = Some(report.apply_id.clone());
         doc.verify = report.verify.as_ref().map(|v| Verify::new(t, v));
+        doc.untrusted_config = report
+            .untrusted
+            .as_ref()
+            .map(|u| UntrustedConfig::new(t, u));
         if report.interrupted {
             doc.interrupted = Some("finished");
         }
@@ -351,6 +396,7 @@ impl Verify {
         Verify {
             command: v.command.clone(),
             outcome: v.outcome.as_str(),
+            reason: v.reason,
             runs: v
                 .runs
                 .iter()
