@@ -1,8 +1,12 @@
 //! Comparing two trees path by path (files, symlinks; never folders).
 //!
-//! Owns: the list of leaf paths that differ between two trees, and its
-//! error (`DiffError`, the gix error as its cause); the pathspec that lets a
-//! tree-to-index status see the whole tree ([`whole_tree`]).
+//! Owns: the list of leaf paths that differ between two trees ([`trees`]),
+//! and the same list bounded ([`bounded`]: a comparison that stops past
+//! the limit of design §3.18 "Limits", for every tree a worker made: a
+//! remote or kept proposal, an undo entry, so that a path bomb costs at
+//! most that many entries of time and memory), and its error (`DiffError`,
+//! the gix error as its cause); the pathspec that lets a tree-to-index
+//! status see the whole tree ([`whole_tree`]).
 //! Never: reads or writes the working tree; words a help line or decides an
 //! error code (`ops::explain` does).
 
@@ -24,6 +28,10 @@ pub enum DiffError {
         #[source]
         source: gix::Error,
     },
+    /// [`bounded`] passed its bound at `path` (design §3.18 "Limits"): the
+    /// tree brings more changed paths (or folders) than any task may.
+    #[error("more than {max} changed paths (or folders), the bound passed at {path}")]
+    TooMany { path: BString, max: u64 },
 }
 
 type Result<T, E = DiffError> = std::result::Result<T, E>;
@@ -36,8 +44,82 @@ pub struct PathChange {
     pub new: Option<(EntryKind, ObjectId)>,
 }
 
-/// Leaf paths that differ between `old` and `new`, sorted by path.
+/// Leaf paths that differ between `old` and `new`, sorted by path. For
+/// trees made from the user's own files (the source, a workspace read
+/// from disk, a baseline); a tree a worker made goes through [`bounded`].
 pub fn trees(repo: &gix::Repository, old: ObjectId, new: ObjectId) -> Result<Vec<PathChange>> {
+    walk(repo, old, new, u64::MAX)
+}
+
+/// [`trees`], stopping with [`DiffError::TooMany`] once more than the
+/// bound of design §3.18 "Limits" (`validate::max_changed`) of changed
+/// files and symlinks (added, changed or deleted, each counted under every
+/// name it appears at), or as many changed folders on either side, were
+/// seen: a tree repeating one folder under many names costs at most that
+/// many entries of time and memory, however many it expands to.
+pub fn bounded(repo: &gix::Repository, old: ObjectId, new: ObjectId) -> Result<Vec<PathChange>> {
+    walk(repo, old, new, crate::git::validate::max_changed())
+}
+
+/// gix's tree diff recording changes (paths tracked, no rename tracking),
+/// cancelled past `max` changed leaves or `max` changed folders. It walks
+/// breadth first and queues each changed folder, so both counts bound its
+/// memory; folders are not recorded (only leaves are returned).
+struct Counting {
+    inner: gix::diff::tree::Recorder,
+    max: u64,
+    leaves: u64,
+    folders: u64,
+    /// Where the bound was passed.
+    over: Option<BString>,
+}
+
+impl gix::diff::tree::Visit for Counting {
+    fn pop_front_tracked_path_and_set_current(&mut self) {
+        self.inner.pop_front_tracked_path_and_set_current()
+    }
+    fn push_back_tracked_path_component(&mut self, component: &gix::bstr::BStr) {
+        self.inner.push_back_tracked_path_component(component)
+    }
+    fn push_path_component(&mut self, component: &gix::bstr::BStr) {
+        self.inner.push_path_component(component)
+    }
+    fn pop_path_component(&mut self) {
+        self.inner.pop_path_component()
+    }
+    fn visit(&mut self, change: gix::diff::tree::visit::Change) -> gix::diff::tree::visit::Action {
+        use gix::diff::tree::visit::Change as V;
+        let folder = match &change {
+            V::Addition { entry_mode, .. } | V::Deletion { entry_mode, .. } => entry_mode.is_tree(),
+            V::Modification {
+                previous_entry_mode,
+                entry_mode,
+                ..
+            } => previous_entry_mode.is_tree() || entry_mode.is_tree(),
+        };
+        let count = if folder {
+            &mut self.folders
+        } else {
+            &mut self.leaves
+        };
+        *count += 1;
+        if *count > self.max {
+            self.over = Some(self.inner.path_clone());
+            return std::ops::ControlFlow::Break(());
+        }
+        // A folder's own change is never returned: only what is below it.
+        if folder {
+            let leaf_too = matches!(&change, V::Modification { previous_entry_mode, entry_mode, .. }
+                if !previous_entry_mode.is_tree() || !entry_mode.is_tree());
+            if !leaf_too {
+                return std::ops::ControlFlow::Continue(());
+            }
+        }
+        self.inner.visit(change)
+    }
+}
+
+fn walk(repo: &gix::Repository, old: ObjectId, new: ObjectId, max: u64) -> Result<Vec<PathChange>> {
     if old == new {
         return Ok(Vec::new());
     }
@@ -47,20 +129,29 @@ pub fn trees(repo: &gix::Repository, old: ObjectId, new: ObjectId) -> Result<Vec
     // The tree diff itself, paths tracked, no rename tracking: what
     // `diff_tree_to_tree` runs, without the blob resource cache it would
     // set up first (attributes from the whole index) for renames.
-    let mut recorder = gix::diff::tree::Recorder::default();
-    gix::diff::tree(
+    let mut counting = Counting {
+        inner: gix::diff::tree::Recorder::default(),
+        max,
+        leaves: 0,
+        folders: 0,
+        over: None,
+    };
+    let diffed = gix::diff::tree(
         gix::objs::TreeRefIter::from_bytes(&old_tree.data, old_tree.id.kind()),
         gix::objs::TreeRefIter::from_bytes(&new_tree.data, new_tree.id.kind()),
         &mut gix::diff::tree::State::default(),
         &repo.objects,
-        &mut recorder,
-    )
-    .map_err(|e| DiffError::Compare {
+        &mut counting,
+    );
+    if let Some(path) = counting.over.take() {
+        return Err(DiffError::TooMany { path, max });
+    }
+    diffed.map_err(|e| DiffError::Compare {
         source: gix::Error::from_error(e),
     })?;
     let mut out: Vec<PathChange> = Vec::new();
     use gix::diff::tree::recorder::Change as C;
-    for c in recorder.records {
+    for c in counting.inner.records {
         let (path, old, new) = match c {
             C::Addition {
                 path,

@@ -175,15 +175,26 @@ pub fn tree(
     base: Option<ObjectId>,
     tree: ObjectId,
 ) -> Result<Vec<Invalid>> {
-    let mut walk = Walk {
-        repo,
-        found: Vec::new(),
-        seen: HashMap::new(),
-        changed: 0,
-        max: max_changed(),
-    };
+    let mut walk = Walk::new(repo, max_changed(), true);
     walk.differing(base, tree, &mut BString::default())?;
     Ok(walk.found)
+}
+
+/// Whether `tree` brings more changed paths than design §3.18 "Limits"
+/// allows against `base` (each counted under every name it appears at, and
+/// as many changed folders): the [`TOO_MANY`] entry naming where the bound
+/// was passed, or `None`. Only counts, so it costs one read of each
+/// distinct (tree, base) pair, however many paths the tree expands to:
+/// the check every command runs on a tree from elsewhere before anything
+/// else walks it.
+pub fn too_many(
+    repo: &gix::Repository,
+    base: Option<ObjectId>,
+    tree: ObjectId,
+) -> Result<Option<Invalid>> {
+    let mut walk = Walk::new(repo, max_changed(), false);
+    walk.differing(base, tree, &mut BString::default())?;
+    Ok(walk.found.into_iter().find(|f| f.why == TOO_MANY))
 }
 
 struct Walk<'r> {
@@ -191,13 +202,39 @@ struct Walk<'r> {
     found: Vec<Invalid>,
     /// (tree, base) pairs walked already: a tree repeating one subtree
     /// under many names costs one walk of it.
-    /// With the changed files found below each (counted once per name it
-    /// appears under, for the bound).
-    seen: HashMap<(ObjectId, Option<ObjectId>), u64>,
-    /// Changed files (added or changed non-folder entries) seen so far.
-    changed: u64,
-    /// The bound on them: past it the tree is refused.
+    /// With the changed files and folders found below each (counted once
+    /// per name it appears under, for the bound).
+    seen: HashMap<(ObjectId, Option<ObjectId>), Counts>,
+    /// Changed files (added or changed non-folder entries) and changed
+    /// folders (each walked because it differs from its base) seen so far.
+    changed: Counts,
+    /// The bound on each: past it the tree is refused.
     max: u64,
+    /// Check names, symlink targets and entry order (else only count).
+    check: bool,
+}
+
+/// Changed files and changed folders.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    files: u64,
+    folders: u64,
+}
+
+impl Counts {
+    fn plus(self, o: Counts) -> Counts {
+        Counts {
+            files: self.files.saturating_add(o.files),
+            folders: self.folders.saturating_add(o.folders),
+        }
+    }
+
+    fn minus(self, o: Counts) -> Counts {
+        Counts {
+            files: self.files.saturating_sub(o.files),
+            folders: self.folders.saturating_sub(o.folders),
+        }
+    }
 }
 
 /// The most changed paths a task may bring (design §3.18, limits): past it
@@ -209,7 +246,7 @@ pub const TOO_MANY: &str = "too many changed paths (more than 1000000)";
 
 /// [`MAX_CHANGED`], or `GIT_DELEGATE_TEST_MAX_CHANGED_PATHS` when set (a
 /// test's cheaper bound; documented as for tests only).
-fn max_changed() -> u64 {
+pub fn max_changed() -> u64 {
     std::env::var("GIT_DELEGATE_TEST_MAX_CHANGED_PATHS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -219,16 +256,32 @@ fn max_changed() -> u64 {
 /// A decoded tree's entries: name, kind, id.
 type Entries = Vec<(BString, EntryKind, ObjectId)>;
 
-impl Walk<'_> {
-    fn full(&self) -> bool {
-        self.found.len() >= NAMED || self.changed > self.max
+impl<'r> Walk<'r> {
+    fn new(repo: &'r gix::Repository, max: u64, check: bool) -> Walk<'r> {
+        Walk {
+            repo,
+            found: Vec::new(),
+            seen: HashMap::new(),
+            changed: Counts::default(),
+            max,
+            check,
+        }
     }
 
-    /// Count `n` more changed files; past the bound the task is refused,
-    /// naming the folder where it was passed.
-    fn count(&mut self, n: u64, at: &BString) {
-        self.changed = self.changed.saturating_add(n);
-        if self.changed > self.max {
+    fn over(&self) -> bool {
+        self.changed.files > self.max || self.changed.folders > self.max
+    }
+
+    fn full(&self) -> bool {
+        self.found.len() >= NAMED || self.over()
+    }
+
+    /// Count `n` more changed files and folders; past the bound the task is
+    /// refused, naming the folder where it was passed.
+    fn count(&mut self, n: Counts, at: &BString) {
+        let was = self.over();
+        self.changed = self.changed.plus(n);
+        if self.over() && !was {
             let path = if at.is_empty() {
                 BString::from(".")
             } else {
@@ -264,14 +317,25 @@ impl Walk<'_> {
             return Ok(());
         }
         if let Some(&n) = self.seen.get(&(id, base)) {
-            // Walked already: its changed files count again under this name.
+            // Walked already: its changed files and folders count again
+            // under this name.
             self.count(n, at);
             return Ok(());
         }
         let before = self.changed;
-        self.seen.insert((id, base), 0);
-        self.walk_tree(base, id, at)?;
-        let n = self.changed.saturating_sub(before);
+        self.seen.insert((id, base), Counts::default());
+        // This folder differs from its base: it counts itself.
+        self.count(
+            Counts {
+                files: 0,
+                folders: 1,
+            },
+            at,
+        );
+        if !self.full() {
+            self.walk_tree(base, id, at)?;
+        }
+        let n = self.changed.minus(before);
         self.seen.insert((id, base), n);
         Ok(())
     }
@@ -281,7 +345,7 @@ impl Walk<'_> {
             self.push(at.clone(), "malformed tree object");
             return Ok(());
         };
-        if let Some((n, why)) = disorder(&entries) {
+        if let Some((n, why)) = disorder(&entries).filter(|_| self.check) {
             // Which of two entries git would check out is not defined: the
             // tree is refused, naming the entry (design §3.18, limits).
             let mut p = at.clone();
@@ -311,16 +375,27 @@ impl Walk<'_> {
             }
             at.extend_from_slice(&n);
             if kind != EntryKind::Tree && base_entries.get(&n) != Some(&(kind, oid)) {
-                self.count(1, at);
+                self.count(
+                    Counts {
+                        files: 1,
+                        folders: 0,
+                    },
+                    at,
+                );
                 if self.full() {
                     at.truncate(len);
                     break;
                 }
             }
-            if let Some(why) = name(n.as_bstr(), kind) {
+            let why = if self.check {
+                name(n.as_bstr(), kind)
+            } else {
+                None
+            };
+            if let Some(why) = why {
                 self.below(kind, oid, at, why)?;
             } else if kind == EntryKind::Link {
-                if base_entries.get(&n) != Some(&(kind, oid)) {
+                if self.check && base_entries.get(&n) != Some(&(kind, oid)) {
                     if let Some(why) = self.link(oid)? {
                         self.push(at.clone(), why);
                     }
@@ -431,13 +506,7 @@ fn disorder(entries: &Entries) -> Option<(BString, &'static str)> {
 /// The gitlinks (submodule entries) `tree` adds, changes or removes
 /// against `base` (the first [`NAMED`]), walking only where they differ.
 pub fn gitlinks(repo: &gix::Repository, base: ObjectId, tree: ObjectId) -> Result<Vec<BString>> {
-    let walk = Walk {
-        repo,
-        found: Vec::new(),
-        seen: HashMap::new(),
-        changed: 0,
-        max: u64::MAX,
-    };
+    let walk = Walk::new(repo, u64::MAX, true);
     let mut out = Vec::new();
     links_below(
         &walk,

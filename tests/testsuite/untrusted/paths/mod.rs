@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::common::fixtures::{commit_files, prepare, task};
 use crate::common::{Env, Run};
 
+mod bomb;
 mod local;
 mod remote;
 mod undo;
