@@ -180,13 +180,11 @@ impl Unfetchable {
     /// (never "unreachable": the remote answered).
     pub fn why(&self) -> String {
         let said = match &self.error {
-            transport::TransportError::Failed { command, said, .. } => {
-                format!("`{command}` failed: {said}")
-            }
+            transport::TransportError::Failed { said, .. } => said.clone(),
             other => other.to_string(),
         };
         format!(
-            "git refuses to fetch its submitted proposal {} ({said})",
+            "git refuses to fetch its submitted proposal {} (git said: {said})",
             self.listed.to_hex_with_len(12)
         )
     }

@@ -64,18 +64,6 @@ fn nest(env: &Env, repo: &Path, fan: usize, depth: usize, leaf: Leaf) -> String 
     id
 }
 
-/// A commit on `base` in `repo` whose tree is `base`'s with the folder
-/// `name` (the tree `folder`) added at the top.
-fn with_folder(env: &Env, repo: &Path, base: &str, name: &str, folder: &str) -> String {
-    let listing = env.git(repo, ["ls-tree", base]);
-    let mut entries = listing.trim_end().to_string();
-    entries.push_str(&format!("\n040000 tree {folder}\t{name}\n"));
-    let tree = git_in(env, repo, &["mktree"], entries.as_bytes());
-    env.git(repo, ["commit-tree", &tree, "-p", base, "-m", "bomb"])
-        .trim()
-        .to_string()
-}
-
 impl Remote {
     /// The attacker writes, straight into the bare remote, task `task`'s
     /// proposal: the batch's baseline with a folder `bomb` holding a

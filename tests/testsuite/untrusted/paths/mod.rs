@@ -4,7 +4,9 @@
 //! local worker; and the same paths in the source itself.
 //!
 //! Here: trees as an attacker writes them, the hostile shapes, the remote
-//! setup and the checks; the tests are in `remote`, `local` and `undo`.
+//! setup and the checks; the tests are in `remote`, `local`, `undo`,
+//! `bomb` (path bombs, in bounded memory) and `unfetchable` (proposals git
+//! will not fetch).
 
 use crate::common::fixtures::id;
 use crate::common::fixtures::task_root;
@@ -21,6 +23,7 @@ mod bomb;
 mod local;
 mod remote;
 mod undo;
+mod unfetchable;
 
 /// One entry of a tree an attacker writes.
 enum Node {
@@ -124,6 +127,18 @@ fn commit_on(env: &Env, repo: &Path, base: &str, extra: Vec<(&'static [u8], Node
     }
     let tree = write_tree(env, repo, entries);
     env.git(repo, ["commit-tree", &tree, "-p", base, "-m", "worker"])
+        .trim()
+        .to_string()
+}
+
+/// A commit on `base` in `repo` whose tree is `base`'s with the folder
+/// `name` (the tree `folder`) added at the top.
+fn with_folder(env: &Env, repo: &Path, base: &str, name: &str, folder: &str) -> String {
+    let listing = env.git(repo, ["ls-tree", base]);
+    let mut entries = listing.trim_end().to_string();
+    entries.push_str(&format!("\n040000 tree {folder}\t{name}\n"));
+    let tree = git_in(env, repo, &["mktree"], entries.as_bytes());
+    env.git(repo, ["commit-tree", &tree, "-p", base, "-m", "bomb"])
         .trim()
         .to_string()
 }
