@@ -256,6 +256,18 @@ pub fn max_changed() -> u64 {
 /// A decoded tree's entries: name, kind, id.
 type Entries = Vec<(BString, EntryKind, ObjectId)>;
 
+/// A tree being walked (`Walk::differing`): what is left of its entries,
+/// its base's entries by name, the counts before it, and the length of its
+/// path.
+struct Frame {
+    base: Option<ObjectId>,
+    id: ObjectId,
+    entries: std::vec::IntoIter<(BString, EntryKind, ObjectId)>,
+    base_entries: HashMap<BString, (EntryKind, ObjectId)>,
+    before: Counts,
+    at: usize,
+}
+
 impl<'r> Walk<'r> {
     fn new(repo: &'r gix::Repository, max: u64, check: bool) -> Walk<'r> {
         Walk {
@@ -312,13 +324,50 @@ impl<'r> Walk<'r> {
         ))
     }
 
+    /// Walk the tree `id` where it differs from `base`, at `at`: depth
+    /// first, with a stack of its own (never the thread's: a tree may be
+    /// nested as deep as its bytes allow).
     fn differing(&mut self, base: Option<ObjectId>, id: ObjectId, at: &mut BString) -> Result<()> {
+        let mut stack: Vec<Frame> = Vec::new();
+        self.enter(base, id, at, &mut stack)?;
+        while let Some(top) = stack.last_mut() {
+            let next = if self.full() {
+                None
+            } else {
+                top.entries.next()
+            };
+            let Some((n, kind, oid)) = next else {
+                // Done (or full): its counts are remembered for its other names.
+                let done = stack.pop().unwrap_or_else(|| unreachable!());
+                let n = self.changed.minus(done.before);
+                self.seen.insert((done.id, done.base), n);
+                continue;
+            };
+            let base_entry = top.base_entries.get(&n).copied();
+            at.truncate(top.at);
+            if !at.is_empty() {
+                at.push(b'/');
+            }
+            at.extend_from_slice(&n);
+            self.entry((&n, kind, oid), base_entry, at, &mut stack)?;
+        }
+        Ok(())
+    }
+
+    /// Start walking the tree `id` at `at` (pushed on `stack`), unless it
+    /// is its base, was walked already (its counts count again under this
+    /// name) or cannot be walked (named).
+    fn enter(
+        &mut self,
+        base: Option<ObjectId>,
+        id: ObjectId,
+        at: &BString,
+        stack: &mut Vec<Frame>,
+    ) -> Result<()> {
         if self.full() || Some(id) == base {
             return Ok(());
         }
         if let Some(&n) = self.seen.get(&(id, base)) {
-            // Walked already: its changed files and folders count again
-            // under this name.
             self.count(n, at);
             return Ok(());
         }
@@ -332,30 +381,36 @@ impl<'r> Walk<'r> {
             },
             at,
         );
-        if !self.full() {
-            self.walk_tree(base, id, at)?;
-        }
-        let n = self.changed.minus(before);
-        self.seen.insert((id, base), n);
-        Ok(())
-    }
-
-    fn walk_tree(&mut self, base: Option<ObjectId>, id: ObjectId, at: &mut BString) -> Result<()> {
-        let Some(entries) = self.entries(id)? else {
-            self.push(at.clone(), "malformed tree object");
-            return Ok(());
+        let entries = match self.full() {
+            true => None,
+            false => self.entries(id)?,
         };
-        if let Some((n, why)) = disorder(&entries).filter(|_| self.check) {
+        let walkable = match &entries {
+            None if !self.full() => {
+                self.push(at.clone(), "malformed tree object");
+                false
+            }
+            None => false,
             // Which of two entries git would check out is not defined: the
             // tree is refused, naming the entry (design §3.18, limits).
-            let mut p = at.clone();
-            if !p.is_empty() {
-                p.push(b'/');
-            }
-            p.extend_from_slice(&n);
-            self.push(p, why);
+            Some(e) => match disorder(e).filter(|_| self.check) {
+                Some((n, why)) => {
+                    let mut p = at.clone();
+                    if !p.is_empty() {
+                        p.push(b'/');
+                    }
+                    p.extend_from_slice(&n);
+                    self.push(p, why);
+                    false
+                }
+                None => true,
+            },
+        };
+        let (Some(entries), true) = (entries, walkable) else {
+            let n = self.changed.minus(before);
+            self.seen.insert((id, base), n);
             return Ok(());
-        }
+        };
         let base_entries: HashMap<BString, (EntryKind, ObjectId)> = match base {
             Some(b) => self
                 .entries(b)?
@@ -365,51 +420,64 @@ impl<'r> Walk<'r> {
                 .collect(),
             None => HashMap::new(),
         };
-        for (n, kind, oid) in entries {
+        stack.push(Frame {
+            base,
+            id,
+            entries: entries.into_iter(),
+            base_entries,
+            before,
+            at: at.len(),
+        });
+        Ok(())
+    }
+
+    /// One entry of a tree being walked, at `at`, with its base's entry of
+    /// the same name: counted, checked, and a folder that differs entered.
+    fn entry(
+        &mut self,
+        (n, kind, oid): (&BString, EntryKind, ObjectId),
+        base_entry: Option<(EntryKind, ObjectId)>,
+        at: &mut BString,
+        stack: &mut Vec<Frame>,
+    ) -> Result<()> {
+        if kind != EntryKind::Tree && base_entry != Some((kind, oid)) {
+            self.count(
+                Counts {
+                    files: 1,
+                    folders: 0,
+                },
+                at,
+            );
             if self.full() {
-                break;
+                return Ok(());
             }
-            let len = at.len();
-            if !at.is_empty() {
-                at.push(b'/');
-            }
-            at.extend_from_slice(&n);
-            if kind != EntryKind::Tree && base_entries.get(&n) != Some(&(kind, oid)) {
-                self.count(
-                    Counts {
-                        files: 1,
-                        folders: 0,
-                    },
-                    at,
-                );
-                if self.full() {
-                    at.truncate(len);
-                    break;
+        }
+        if self.check && at.len() > TARGET_MAX {
+            // No system call takes it (`PATH_MAX`): git cannot check it
+            // out either, and nothing below it is walked.
+            self.push(at.clone(), "path longer than 4095 bytes");
+            return Ok(());
+        }
+        let why = match self.check {
+            true => name(n.as_bstr(), kind),
+            false => None,
+        };
+        if let Some(why) = why {
+            self.below(kind, oid, at, why)?;
+        } else if kind == EntryKind::Link {
+            if self.check && base_entry != Some((kind, oid)) {
+                if let Some(why) = self.link(oid)? {
+                    self.push(at.clone(), why);
                 }
             }
-            let why = if self.check {
-                name(n.as_bstr(), kind)
-            } else {
-                None
+        } else if kind == EntryKind::Tree {
+            let sub_base = match base_entry {
+                Some((EntryKind::Tree, b)) => Some(b),
+                _ => None,
             };
-            if let Some(why) = why {
-                self.below(kind, oid, at, why)?;
-            } else if kind == EntryKind::Link {
-                if self.check && base_entries.get(&n) != Some(&(kind, oid)) {
-                    if let Some(why) = self.link(oid)? {
-                        self.push(at.clone(), why);
-                    }
-                }
-            } else if kind == EntryKind::Tree {
-                let sub_base = match base_entries.get(&n) {
-                    Some((EntryKind::Tree, b)) => Some(*b),
-                    _ => None,
-                };
-                if sub_base != Some(oid) {
-                    self.differing(sub_base, oid, at)?;
-                }
+            if sub_base != Some(oid) {
+                self.enter(sub_base, oid, at, stack)?;
             }
-            at.truncate(len);
         }
         Ok(())
     }

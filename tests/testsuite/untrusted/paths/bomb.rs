@@ -1,7 +1,8 @@
 //! Path bombs (design §3.18 "Limits", "Bounded work on remote bytes"): a
 //! proposal whose tree names one subtree a thousand times at each of three
 //! levels, a billion paths from a few KB of objects, written straight into
-//! the bare remote with git plumbing as an attacker would. Every command
+//! the bare remote with git plumbing as an attacker would; and a path
+//! longer than `PATH_MAX`, which git fetches but cannot check out. Every command
 //! that walks a proposal's trees (apply plain, `--dry-run`, `--verify`,
 //! `--discard`, `--kept`, `--from-undo`, `undo`, `branch`, `status
 //! --fetch`, gc's rescue) refuses it for its task alone as `invalid_path`,
@@ -70,12 +71,9 @@ impl Remote {
     /// 1000 x 1000 x 1000 nest over `leaf`. The commit.
     fn bomb(&self, id: &str, task: &str, leaf: Leaf) -> String {
         let a = &self.attacker;
-        let base = a.git(
-            &self.bare,
-            ["rev-parse", &format!("refs/pi-delegate/batches/{id}/baseline")],
-        );
+        let base = self.baseline_in_remote(id);
         let folder = nest(a, &self.bare, 1000, 3, leaf);
-        let commit = with_folder(a, &self.bare, base.trim(), "bomb", &folder);
+        let commit = with_folder(a, &self.bare, &base, "bomb", &folder);
         a.git(
             &self.bare,
             [
@@ -263,4 +261,29 @@ fn undo_and_apply_from_undo_refuse_a_bomb_in_bounded_memory() {
         "{doc}"
     );
     assert!(absent(&src, "bomb"));
+}
+
+#[test]
+fn a_path_longer_than_any_system_call_takes_is_refused_alone() {
+    // 20 folders of 250 bytes: a path of 5020 bytes, which git fetches but
+    // no system call takes (`PATH_MAX`), so git cannot check it out.
+    let t = remote_setup();
+    let id = t.prepare(&["deep", "good"])["batch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.nested(&id, "deep", &"d".repeat(250), 20);
+    t.push(&id, "good", vec![(b"good.txt", Node::File(b"good\n"))]);
+    for args in [vec!["apply", &id, "--dry-run", "--json"], vec!["apply", &id, "--json"]] {
+        let doc = t.user.delegate(&t.src, &args).expect(1).json();
+        let deep = task(&doc, "deep");
+        assert_eq!(deep["status"], "conflict", "{deep}");
+        assert_eq!(deep["reason"], "invalid_path", "{deep}");
+        assert_eq!(
+            deep["conflicts"][0]["reason"], "path longer than 4095 bytes",
+            "{deep}"
+        );
+    }
+    assert_eq!(read_bytes(&t.src.join("good.txt")), b"good\n");
+    assert!(absent(&t.src, &"d".repeat(250)));
 }

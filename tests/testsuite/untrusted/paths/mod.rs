@@ -330,6 +330,35 @@ impl Remote {
         commit
     }
 
+    fn baseline_in_remote(&self, id: &str) -> String {
+        self.attacker
+            .git(
+                &self.bare,
+                ["rev-parse", &format!("refs/pi-delegate/batches/{id}/baseline")],
+            )
+            .trim()
+            .to_string()
+    }
+
+    /// Task `task`'s proposal, written into the bare remote with `git
+    /// fast-import`: the baseline with a file below `depth` nested folders,
+    /// each named `folder`.
+    fn nested(&self, id: &str, task: &str, folder: &str, depth: usize) {
+        let base = self.baseline_in_remote(id);
+        let path = vec![folder; depth].join("/");
+        let script = format!(
+            "commit refs/pi-delegate/batches/{id}/tasks/{task}/proposal\n\
+             committer Evil <evil@example.com> 0 +0000\ndata 5\ndeep\n\
+             from {base}\nM 100644 inline {path}/f\ndata 5\ndeep\n\n"
+        );
+        git_in(
+            &self.attacker,
+            &self.bare,
+            &["fast-import", "--quiet"],
+            script.as_bytes(),
+        );
+    }
+
     fn apply(&self, args: &[&str], code: i32) -> Value {
         let mut all = vec!["apply", "--json"];
         all.extend_from_slice(args);

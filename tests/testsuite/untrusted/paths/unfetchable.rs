@@ -13,16 +13,6 @@ use crate::common::fixtures::{task_root, wait_stale};
 use super::*;
 
 impl Remote {
-    fn baseline_in_remote(&self, id: &str) -> String {
-        self.attacker
-            .git(
-                &self.bare,
-                ["rev-parse", &format!("refs/pi-delegate/batches/{id}/baseline")],
-            )
-            .trim()
-            .to_string()
-    }
-
     fn set_proposal(&self, id: &str, task: &str, commit: &str) {
         self.attacker.git(
             &self.bare,
@@ -44,24 +34,6 @@ impl Remote {
         let commit = with_folder(a, &self.bare, &base, "evil", &evil);
         self.set_proposal(id, task, &commit);
     }
-
-    /// Task `task`'s proposal, written into the bare remote with `git
-    /// fast-import`: the baseline with a file below 5000 nested folders.
-    fn too_deep(&self, id: &str, task: &str) {
-        let base = self.baseline_in_remote(id);
-        let path = vec!["d"; 5000].join("/");
-        let script = format!(
-            "commit refs/pi-delegate/batches/{id}/tasks/{task}/proposal\n\
-             committer Evil <evil@example.com> 0 +0000\ndata 5\ndeep\n\
-             from {base}\nM 100644 inline {path}/f\ndata 5\ndeep\n\n"
-        );
-        git_in(
-            &self.attacker,
-            &self.bare,
-            &["fast-import", "--quiet"],
-            script.as_bytes(),
-        );
-    }
 }
 
 /// Task `name` of `doc` failed alone on what git said (`said`).
@@ -82,7 +54,7 @@ fn one_unfetchable_proposal_fails_alone_and_the_others_land() {
     let id = doc["batch"].as_str().unwrap().to_string();
     std::fs::write(task_root(&doc, 3).join("here.txt"), "local\n").unwrap();
     t.empty_name(&id, "empty");
-    t.too_deep(&id, "deep");
+    t.nested(&id, "deep", "d", 5000);
     t.push(&id, "good", vec![(b"good.txt", Node::File(b"good\n"))]);
 
     let doc = t.apply(&[&id], 1);
@@ -168,7 +140,7 @@ fn gc_rescues_the_rest_of_a_batch_with_an_unfetchable_proposal() {
         .as_str()
         .unwrap()
         .to_string();
-    t.too_deep(&id, "deep");
+    t.nested(&id, "deep", "d", 5000);
     t.push(&id, "good", vec![(b"good.txt", Node::File(b"good\n"))]);
     wait_stale(&t.user, &t.src, &id);
     let gc = t.user.delegate(&t.src, ["gc", "--json"]).expect(0).json();
