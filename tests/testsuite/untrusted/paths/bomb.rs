@@ -287,3 +287,30 @@ fn a_path_longer_than_any_system_call_takes_is_refused_alone() {
     assert_eq!(read_bytes(&t.src.join("good.txt")), b"good\n");
     assert!(absent(&t.src, &"d".repeat(250)));
 }
+
+#[test]
+fn a_kept_proposal_nested_thousands_deep_is_refused_without_a_crash() {
+    // A worker sharing the repository writes a kept proposal (of a batch
+    // that is gone) with a file below 3000 folders: git writes it locally
+    // (only its upload-pack refuses to send it), and no walk of it may
+    // recurse on the thread's stack.
+    let (env, src) = Env::with_repo("src");
+    let head = env.git(&src, ["rev-parse", "HEAD"]);
+    let name = "refs/pi-delegate/batches/11111111-2222-3333-4444-555555555555/tasks/x/proposal";
+    nested_commit(&env, &src, name, head.trim(), ("d", 3000));
+    for args in [
+        vec!["apply", "--kept", name, "--dry-run", "--json"],
+        vec!["apply", "--kept", name, "--json"],
+    ] {
+        let doc = env.delegate(&src, &args).expect(1).json();
+        let x = task(&doc, "x");
+        assert_eq!(x["status"], "conflict", "{x}");
+        assert_eq!(x["reason"], "invalid_path", "{x}");
+        assert_eq!(
+            x["conflicts"][0]["reason"], "path longer than 4095 bytes",
+            "{x}"
+        );
+    }
+    assert!(absent(&src, "d"));
+    assert_eq!(read_bytes(&src.join("README")), b"hello\n");
+}

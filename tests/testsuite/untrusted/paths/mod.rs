@@ -340,23 +340,12 @@ impl Remote {
             .to_string()
     }
 
-    /// Task `task`'s proposal, written into the bare remote with `git
-    /// fast-import`: the baseline with a file below `depth` nested folders,
-    /// each named `folder`.
+    /// Task `task`'s proposal, written into the bare remote: the baseline
+    /// with a file below `depth` nested folders, each named `folder`.
     fn nested(&self, id: &str, task: &str, folder: &str, depth: usize) {
         let base = self.baseline_in_remote(id);
-        let path = vec![folder; depth].join("/");
-        let script = format!(
-            "commit refs/pi-delegate/batches/{id}/tasks/{task}/proposal\n\
-             committer Evil <evil@example.com> 0 +0000\ndata 5\ndeep\n\
-             from {base}\nM 100644 inline {path}/f\ndata 5\ndeep\n\n"
-        );
-        git_in(
-            &self.attacker,
-            &self.bare,
-            &["fast-import", "--quiet"],
-            script.as_bytes(),
-        );
+        let name = format!("refs/pi-delegate/batches/{id}/tasks/{task}/proposal");
+        nested_commit(&self.attacker, &self.bare, &name, &base, (folder, depth));
     }
 
     fn apply(&self, args: &[&str], code: i32) -> Value {
@@ -364,6 +353,19 @@ impl Remote {
         all.extend_from_slice(args);
         self.user.delegate(&self.src, all).expect(code).json()
     }
+}
+
+/// Write, with `git fast-import` in `repo`, the ref `name` at a commit on
+/// `base` whose tree is `base`'s with a file below `depth` nested folders,
+/// each named `folder`.
+fn nested_commit(env: &Env, repo: &Path, name: &str, base: &str, (folder, depth): (&str, usize)) {
+    let path = vec![folder; depth].join("/");
+    let script = format!(
+        "commit {name}\n\
+         committer Evil <evil@example.com> 0 +0000\ndata 5\ndeep\n\
+         from {base}\nM 100644 inline {path}/f\ndata 5\ndeep\n\n"
+    );
+    git_in(env, repo, &["fast-import", "--quiet"], script.as_bytes());
 }
 
 /// Tree entries to add at the top of a proposal.
