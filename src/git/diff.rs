@@ -210,3 +210,95 @@ pub fn whole_tree(repo: &gix::Repository) -> std::result::Result<gix::Pathspec<'
         gix::worktree::stack::state::attributes::Source::IdMapping,
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gix::objs::tree::{Entry, EntryMode};
+
+    /// A tree naming `below` (`mode`) `fan` times, in `repo`.
+    fn fan(repo: &gix::Repository, fan: usize, mode: EntryMode, below: ObjectId) -> ObjectId {
+        let mut entries: Vec<Entry> = (0..fan)
+            .map(|i| Entry {
+                mode,
+                filename: format!("n{i:03}").into(),
+                oid: below,
+            })
+            .collect();
+        entries.sort();
+        repo.write_object(gix::objs::Tree { entries })
+            .unwrap()
+            .detach()
+    }
+
+    /// `10^depth` leaves (a file, or an empty folder) from `depth + 1`
+    /// objects.
+    fn nest(repo: &gix::Repository, depth: usize, file: bool) -> ObjectId {
+        let (mut mode, mut id) = if file {
+            (
+                EntryKind::Blob.into(),
+                repo.write_blob(b"x\n").unwrap().detach(),
+            )
+        } else {
+            let empty = gix::objs::Tree { entries: Vec::new() };
+            (EntryKind::Tree.into(), repo.write_object(empty).unwrap().detach())
+        };
+        for _ in 0..depth {
+            id = fan(repo, 10, mode, id);
+            mode = EntryKind::Tree.into();
+        }
+        id
+    }
+
+    fn repo() -> (tempfile::TempDir, gix::Repository) {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = gix::init_bare(tmp.path()).unwrap();
+        (tmp, repo)
+    }
+
+    #[test]
+    fn the_bounded_walk_stops_past_the_bound_on_either_side() {
+        let (_tmp, repo) = repo();
+        let empty = repo.empty_tree().id;
+        // 1000 files below 111 folders.
+        let bomb = nest(&repo, 3, true);
+        assert_eq!(walk(&repo, empty, bomb, 1000).unwrap().len(), 1000);
+        let Err(DiffError::TooMany { path, max }) = walk(&repo, empty, bomb, 999) else {
+            panic!("not stopped");
+        };
+        assert_eq!(max, 999);
+        assert!(path.starts_with(b"n"), "{path}");
+        // Deleted paths count too.
+        assert!(matches!(
+            walk(&repo, bomb, empty, 999),
+            Err(DiffError::TooMany { .. })
+        ));
+        assert_eq!(trees(&repo, bomb, empty).unwrap().len(), 1000);
+    }
+
+    #[test]
+    fn folders_count_against_the_bound_though_none_is_returned() {
+        let (_tmp, repo) = repo();
+        let empty = repo.empty_tree().id;
+        // No file: 1000 empty folders below 110 more.
+        let bomb = nest(&repo, 3, false);
+        assert_eq!(walk(&repo, empty, bomb, 1110).unwrap(), Vec::new());
+        assert!(matches!(
+            walk(&repo, empty, bomb, 1109),
+            Err(DiffError::TooMany { .. })
+        ));
+    }
+
+    #[test]
+    fn the_count_before_any_walk_costs_the_distinct_trees_only() {
+        let (_tmp, repo) = repo();
+        // A billion files from 10 objects: counted, never expanded.
+        let bomb = nest(&repo, 9, true);
+        let over = crate::git::validate::too_many(&repo, None, bomb)
+            .unwrap()
+            .expect("over the bound");
+        assert_eq!(over.why, crate::git::validate::TOO_MANY);
+        let small = nest(&repo, 2, true);
+        assert_eq!(crate::git::validate::too_many(&repo, None, small).unwrap(), None);
+    }
+}
