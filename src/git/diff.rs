@@ -240,8 +240,13 @@ mod tests {
                 repo.write_blob(b"x\n").unwrap().detach(),
             )
         } else {
-            let empty = gix::objs::Tree { entries: Vec::new() };
-            (EntryKind::Tree.into(), repo.write_object(empty).unwrap().detach())
+            let empty = gix::objs::Tree {
+                entries: Vec::new(),
+            };
+            (
+                EntryKind::Tree.into(),
+                repo.write_object(empty).unwrap().detach(),
+            )
         };
         for _ in 0..depth {
             id = fan(repo, 10, mode, id);
@@ -299,6 +304,9 @@ mod tests {
             .expect("over the bound");
         assert_eq!(over.why, crate::git::validate::TOO_MANY);
         let small = nest(&repo, 2, true);
-        assert_eq!(crate::git::validate::too_many(&repo, None, small).unwrap(), None);
+        assert_eq!(
+            crate::git::validate::too_many(&repo, None, small).unwrap(),
+            None
+        );
     }
 }

@@ -24,8 +24,8 @@ use crate::config::StopProcesses;
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
 use crate::merge::integrate::{Candidate, PathConflict};
-use crate::record::batch::{self, Batch, TaskState};
 use crate::ops::remote::{Fetched, Received};
+use crate::record::batch::{self, Batch, TaskState};
 use crate::{git::refs, merge::proposal, sys::quiesce, workspace};
 
 /// The proposals git would not fetch, by task (`remote::Fetched`).
@@ -570,32 +570,33 @@ fn receive(
     dry_run: bool,
 ) -> Result<Option<Recorded>> {
     let (_, base_tree) = proposal::base_of(&source.repo, b, task, baseline_tree)?;
-    let (tree, paths) = match crate::ops::remote::received(&source.repo, b, task, commit, base_tree)? {
-        Received::Nothing => return Ok(None),
-        Received::Changes(tree, paths) => (tree, paths),
-        Received::TooMany(tree, over) => {
-            // Refused before anything expands it: its ref is kept, with no
-            // patch (one as large as the bomb; a patch an earlier
-            // submission left goes, design §3.18 "Limits").
-            let artifacts = if dry_run {
-                None
-            } else {
-                let patch = proposal::patch_path(source, b, &task.name);
-                crate::sys::fs::remove_file(&patch).map_err(Error::from)?;
-                Some((refs::proposal(&b.id, &task.name), patch))
-            };
-            return Ok(Some(Recorded {
-                tree,
-                paths: Vec::new(),
-                artifacts,
-                unwritten: None,
-                objects: None,
-                nested: Vec::new(),
-                invalid: vec![over],
-                base: task.base.is_some().then_some(base_tree),
-            }));
-        }
-    };
+    let (tree, paths) =
+        match crate::ops::remote::received(&source.repo, b, task, commit, base_tree)? {
+            Received::Nothing => return Ok(None),
+            Received::Changes(tree, paths) => (tree, paths),
+            Received::TooMany(tree, over) => {
+                // Refused before anything expands it: its ref is kept, with no
+                // patch (one as large as the bomb; a patch an earlier
+                // submission left goes, design §3.18 "Limits").
+                let artifacts = if dry_run {
+                    None
+                } else {
+                    let patch = proposal::patch_path(source, b, &task.name);
+                    crate::sys::fs::remove_file(&patch).map_err(Error::from)?;
+                    Some((refs::proposal(&b.id, &task.name), patch))
+                };
+                return Ok(Some(Recorded {
+                    tree,
+                    paths: Vec::new(),
+                    artifacts,
+                    unwritten: None,
+                    objects: None,
+                    nested: Vec::new(),
+                    invalid: vec![over],
+                    base: task.base.is_some().then_some(base_tree),
+                }));
+            }
+        };
     let (artifacts, unwritten) = if dry_run {
         (None, None)
     } else {

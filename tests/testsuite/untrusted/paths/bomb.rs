@@ -52,7 +52,12 @@ fn nest(env: &Env, repo: &Path, fan: usize, depth: usize, leaf: Leaf) -> String 
         Leaf::EmptyFolder => (
             "040000",
             "tree",
-            git_in(env, repo, &["hash-object", "-t", "tree", "-w", "--stdin"], b""),
+            git_in(
+                env,
+                repo,
+                &["hash-object", "-t", "tree", "-w", "--stdin"],
+                b"",
+            ),
         ),
     };
     for level in 0..depth {
@@ -185,15 +190,17 @@ fn gc_rescues_a_stale_bomb_as_its_ref_alone_in_bounded_memory() {
     let commit = t.bomb(&id, "bomb", Leaf::File);
     t.push(&id, "good", vec![(b"good.txt", Node::File(b"good\n"))]);
     crate::common::fixtures::wait_stale(&t.user, &t.src, &id);
-    let gc = limited(&t.user, &t.src, &["gc", "--json"])
-        .expect(0)
-        .json();
+    let gc = limited(&t.user, &t.src, &["gc", "--json"]).expect(0).json();
     let rescued = gc["rescued"].as_array().unwrap();
     assert_eq!(rescued.len(), 2, "{gc}");
     let kept = format!("refs/pi-delegate/batches/{id}/tasks/bomb/proposal");
     assert_eq!(t.user.git(&t.src, ["rev-parse", &kept]).trim(), commit);
     // Kept with no patch (it would be as large as the bomb).
-    let status = t.user.delegate(&t.src, ["status", "--json"]).expect(0).json();
+    let status = t
+        .user
+        .delegate(&t.src, ["status", "--json"])
+        .expect(0)
+        .json();
     let entry = status["kept"]
         .as_array()
         .unwrap()
@@ -274,7 +281,10 @@ fn a_path_longer_than_any_system_call_takes_is_refused_alone() {
         .to_string();
     t.nested(&id, "deep", &"d".repeat(250), 20);
     t.push(&id, "good", vec![(b"good.txt", Node::File(b"good\n"))]);
-    for args in [vec!["apply", &id, "--dry-run", "--json"], vec!["apply", &id, "--json"]] {
+    for args in [
+        vec!["apply", &id, "--dry-run", "--json"],
+        vec!["apply", &id, "--json"],
+    ] {
         let doc = t.user.delegate(&t.src, &args).expect(1).json();
         let deep = task(&doc, "deep");
         assert_eq!(deep["status"], "conflict", "{deep}");

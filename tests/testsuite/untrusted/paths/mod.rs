@@ -334,7 +334,10 @@ impl Remote {
         self.attacker
             .git(
                 &self.bare,
-                ["rev-parse", &format!("refs/pi-delegate/batches/{id}/baseline")],
+                [
+                    "rev-parse",
+                    &format!("refs/pi-delegate/batches/{id}/baseline"),
+                ],
             )
             .trim()
             .to_string()

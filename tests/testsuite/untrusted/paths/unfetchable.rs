@@ -125,7 +125,10 @@ fn branch_of_an_unfetchable_proposal_names_what_git_said() {
         .expect(3);
     let e = run.json()["error"].clone();
     assert_eq!(e["code"], "delegate::invalid_path", "{e}");
-    assert_has(e["message"].as_str().unwrap(), "empty filename in tree entry");
+    assert_has(
+        e["message"].as_str().unwrap(),
+        "empty filename in tree entry",
+    );
     assert!(!e["help"].as_str().unwrap().contains("reachable"), "{e}");
     // The good one publishes.
     t.user
@@ -187,7 +190,11 @@ fn a_remote_that_stops_answering_after_the_listing_is_still_unreachable() {
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     t.user.git(
         &t.src,
-        ["config", "remote.origin.uploadpack", script.to_str().unwrap()],
+        [
+            "config",
+            "remote.origin.uploadpack",
+            script.to_str().unwrap(),
+        ],
     );
     let doc = t.apply(&[&id], 3);
     assert_eq!(doc["error"]["code"], "delegate::remote_failed", "{doc}");
