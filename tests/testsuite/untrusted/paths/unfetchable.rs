@@ -57,6 +57,11 @@ fn one_unfetchable_proposal_fails_alone_and_the_others_land() {
     t.nested(&id, "deep", "d", 5000);
     t.push(&id, "good", vec![(b"good.txt", Node::File(b"good\n"))]);
 
+    // The dry run fetches objects only, one at a time the same way.
+    let dry = t.apply(&[&id, "--dry-run"], 1);
+    assert_unfetchable(&dry, "empty", "empty filename in tree entry");
+    assert_eq!(task(&dry, "good")["status"], "applied", "{dry}");
+    assert!(absent(&t.src, "good.txt"));
     let doc = t.apply(&[&id], 1);
     assert_unfetchable(&doc, "empty", "empty filename in tree entry");
     assert_unfetchable(&doc, "deep", "exceeded maximum allowed tree depth");
