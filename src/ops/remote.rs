@@ -6,7 +6,10 @@
 //! and `status --fetch` fetch, and the batch's remote refs deleted when it
 //! ends.
 //!
-//! Owns: which refs travel and where they land; the file a joined workspace
+//! Owns: which refs travel and where they land (a proposal git will not
+//! fetch is its task's alone: `Fetched::unfetchable`; a received tree is
+//! counted before anything walks it: `Received::TooMany`, design §3.18
+//! "Bounded work on remote bytes"); the file a joined workspace
 //! remembers its remote, batch and task in (`delegate-join.toml` in its own
 //! git dir, never the user's config); the lock reason of a joined linked
 //! worktree (`git-delegate join <batch> task <task>`, which gc never takes
