@@ -52,24 +52,26 @@ pub fn trees(repo: &gix::Repository, old: ObjectId, new: ObjectId) -> Result<Vec
 }
 
 /// [`trees`], stopping with [`DiffError::TooMany`] once more than the
-/// bound of design §3.18 "Limits" (`validate::max_changed`) of changed
-/// files and symlinks (added, changed or deleted, each counted under every
-/// name it appears at), or as many changed folders on either side, were
-/// seen: a tree repeating one folder under many names costs at most that
-/// many entries of time and memory, however many it expands to.
+/// bound of design §3.18 "Limits" (`validate::max_changed`) of files and
+/// symlinks added or changed (each counted under every name it appears at,
+/// as `validate` counts them), or as many removed, or as many folders on
+/// either side, were seen: a tree repeating one folder under many names,
+/// on either side, costs at most that many entries of time and memory,
+/// however many it expands to.
 pub fn bounded(repo: &gix::Repository, old: ObjectId, new: ObjectId) -> Result<Vec<PathChange>> {
     walk(repo, old, new, crate::git::validate::max_changed())
 }
 
 /// gix's tree diff recording changes (paths tracked, no rename tracking),
-/// cancelled past `max` changed leaves or `max` changed folders. It walks
-/// breadth first and queues each changed folder, so both counts bound its
-/// memory; folders are not recorded (only leaves are returned).
+/// cancelled past `max` of any count: leaves added or changed, leaves
+/// removed, folders added or changed, folders removed. It walks breadth
+/// first and queues each changed folder, so the counts bound its memory;
+/// folders are not recorded (only leaves are returned).
 struct Counting {
     inner: gix::diff::tree::Recorder,
     max: u64,
-    leaves: u64,
-    folders: u64,
+    /// [new leaves, removed leaves, new folders, removed folders].
+    counts: [u64; 4],
     /// Where the bound was passed.
     over: Option<BString>,
 }
@@ -89,19 +91,16 @@ impl gix::diff::tree::Visit for Counting {
     }
     fn visit(&mut self, change: gix::diff::tree::visit::Change) -> gix::diff::tree::visit::Action {
         use gix::diff::tree::visit::Change as V;
-        let folder = match &change {
-            V::Addition { entry_mode, .. } | V::Deletion { entry_mode, .. } => entry_mode.is_tree(),
+        let (folder, removed) = match &change {
+            V::Addition { entry_mode, .. } => (entry_mode.is_tree(), false),
+            V::Deletion { entry_mode, .. } => (entry_mode.is_tree(), true),
             V::Modification {
                 previous_entry_mode,
                 entry_mode,
                 ..
-            } => previous_entry_mode.is_tree() || entry_mode.is_tree(),
+            } => (previous_entry_mode.is_tree() || entry_mode.is_tree(), false),
         };
-        let count = if folder {
-            &mut self.folders
-        } else {
-            &mut self.leaves
-        };
+        let count = &mut self.counts[usize::from(folder) * 2 + usize::from(removed)];
         *count += 1;
         if *count > self.max {
             self.over = Some(self.inner.path_clone());
@@ -132,8 +131,7 @@ fn walk(repo: &gix::Repository, old: ObjectId, new: ObjectId, max: u64) -> Resul
     let mut counting = Counting {
         inner: gix::diff::tree::Recorder::default(),
         max,
-        leaves: 0,
-        folders: 0,
+        counts: [0; 4],
         over: None,
     };
     let diffed = gix::diff::tree(
@@ -273,11 +271,15 @@ mod tests {
         };
         assert_eq!(max, 999);
         assert!(path.starts_with(b"n"), "{path}");
-        // Deleted paths count too.
+        // Removed paths are bounded apart: a bomb on either side stops.
         assert!(matches!(
             walk(&repo, bomb, empty, 999),
             Err(DiffError::TooMany { .. })
         ));
+        assert_eq!(walk(&repo, bomb, empty, 1000).unwrap().len(), 1000);
+        let other = nest(&repo, 2, false);
+        let both = fan(&repo, 2, EntryKind::Tree.into(), other);
+        assert_eq!(walk(&repo, bomb, both, 1000).unwrap().len(), 1000);
         assert_eq!(trees(&repo, bomb, empty).unwrap().len(), 1000);
     }
 
