@@ -324,3 +324,28 @@ fn a_kept_proposal_nested_thousands_deep_is_refused_without_a_crash() {
     assert!(absent(&src, "d"));
     assert_eq!(read_bytes(&src.join("README")), b"hello\n");
 }
+
+#[test]
+fn a_kept_proposal_made_on_a_bomb_lands_only_its_own_change_in_bounded_memory() {
+    // A worker sharing the repository writes a kept proposal whose tree is
+    // its parent's plus one file, the parent holding the bomb: small
+    // against its base, a billion paths against the source. Its change is
+    // the one file; nothing walks the bomb.
+    let (env, src) = Env::with_repo("src");
+    let head = env.git(&src, ["rev-parse", "HEAD"]);
+    let folder = nest(&env, &src, 1000, 3, Leaf::File);
+    let base = with_folder(&env, &src, head.trim(), "bomb", &folder);
+    let commit = commit_on(&env, &src, &base, vec![(b"new.txt", Node::File(b"new\n"))]);
+    let name = "refs/pi-delegate/batches/11111111-2222-3333-4444-555555555555/tasks/x/proposal";
+    env.git(&src, ["update-ref", name, &commit]);
+    let doc = limited(&env, &src, &["apply", "--kept", name, "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(
+        doc["applied_paths"],
+        serde_json::json!(["new.txt"]),
+        "{doc}"
+    );
+    assert_eq!(read_bytes(&src.join("new.txt")), b"new\n");
+    assert!(absent(&src, "bomb"));
+}
