@@ -187,8 +187,21 @@ fn onto(repo: &gix::Repository, rev: &str) -> Result<(ObjectId, ObjectId)> {
 fn task_trees(source: &Source, b: &batch::Batch, task: &Task) -> Result<(ObjectId, ObjectId)> {
     let repo = &source.repo;
     let baseline_tree = commit::tree_of(repo, &b.baseline)?;
+    let refused = |f: &crate::git::validate::Invalid, fix: &str| {
+        Error::state(
+            Code::InvalidPath,
+            format!(
+                "task {} holds a path git refuses: {} ({})",
+                task.name,
+                f.path.to_str_lossy(),
+                f.why
+            ),
+            fix.to_string(),
+        )
+    };
     Ok(if task.remote {
-        let fetched = crate::ops::remote::fetch_proposals(source, b, &[task.name.as_str()], true)?;
+        let fetched = crate::ops::remote::fetch_proposals(source, b, &[task.name.as_str()], true)?
+            .or_first_unfetchable()?;
         let Some(&c) = fetched.get(&task.name) else {
             return Err(no_changes(
                 b,
@@ -197,7 +210,16 @@ fn task_trees(source: &Source, b: &batch::Batch, task: &Task) -> Result<(ObjectI
             ));
         };
         let tree = commit::tree_of(repo, &c.to_string())?;
-        (proposal::base_of(repo, b, task, baseline_tree)?.1, tree)
+        let base_tree = proposal::base_of(repo, b, task, baseline_tree)?.1;
+        // Checked before any merge reads it (design §3.18): a path bomb
+        // costs its distinct trees only.
+        if let Some(f) = crate::git::validate::tree(repo, Some(base_tree), tree)?.first() {
+            return Err(refused(
+                f,
+                "its worker fixes it in its workspace and submits again (`git delegate submit`)",
+            ));
+        }
+        (base_tree, tree)
     } else {
         match crate::workspace::identify(&source.common_dir, task) {
             crate::workspace::Identity::Ours { .. } => {}
@@ -213,13 +235,8 @@ fn task_trees(source: &Source, b: &batch::Batch, task: &Task) -> Result<(ObjectI
             None => return Err(no_changes(b, &task.name, "its workspace has no changes")),
             Some(p) => {
                 if let Some(f) = p.invalid.first() {
-                    return Err(Error::state(
-                        Code::InvalidPath,
-                        format!(
-                            "task {} holds a path git refuses: {}",
-                            task.name,
-                            f.path.to_str_lossy()
-                        ),
+                    return Err(refused(
+                        f,
                         "rename or remove it in the task's workspace, then try again",
                     ));
                 }

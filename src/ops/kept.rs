@@ -81,7 +81,19 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
 
     let (tree, base) = proposal(&source, &k)?;
     let base_tree = commit::tree_of(&source.repo, &base.to_string())?;
-    let changes = diff::trees(&source.repo, base_tree, tree)?;
+    // A path bomb is counted, never expanded (design §3.18 "Limits"): it is
+    // refused as the integration refuses any path git refuses.
+    let over = match crate::git::validate::too_many(&source.repo, Some(base_tree), tree)? {
+        Some(over) => Err(over),
+        None => match diff::bounded(&source.repo, base_tree, tree) {
+            Ok(changes) => Ok(changes),
+            Err(diff::DiffError::TooMany { path, .. }) => Err(crate::git::validate::Invalid {
+                path,
+                why: crate::git::validate::TOO_MANY,
+            }),
+            Err(e) => return Err(e.into()),
+        },
+    };
 
     // Its batch's record while the batch exists (a discarded task of an
     // open batch), otherwise a one-task stand-in for the document.
@@ -101,16 +113,31 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
     crate::git::drivers::enforce(b.drivers.as_ref(), &mut source.repo)?;
 
     let mut out = Outcome::new(idx, TaskState::Open);
-    let deleted: BTreeSet<BString> = changes
-        .iter()
-        .filter(|c| c.new.is_none())
-        .map(|c| c.path.clone())
-        .collect();
-    out.proposed = changes.into_iter().map(|c| c.path).collect();
+    let mut deleted: BTreeSet<BString> = BTreeSet::new();
     out.proposal_ref = Some(k.ref_name.clone());
     out.patch = k.patch.clone();
     let mut w = Wrote::default();
-    if out.proposed.is_empty() {
+    match over {
+        Ok(changes) => {
+            deleted = changes
+                .iter()
+                .filter(|c| c.new.is_none())
+                .map(|c| c.path.clone())
+                .collect();
+            out.proposed = changes.into_iter().map(|c| c.path).collect();
+        }
+        Err(f) => {
+            out.status = TaskState::Conflict;
+            out.reason = Some(crate::git::validate::REASON);
+            out.conflicts = vec![crate::merge::integrate::PathConflict {
+                path: f.path,
+                reason: f.why.into(),
+            }];
+        }
+    }
+    if out.status == TaskState::Conflict {
+        // Refused above: nothing of it is merged.
+    } else if out.proposed.is_empty() {
         out.status = TaskState::NoChanges;
     } else {
         let landing = Landing {

@@ -24,8 +24,12 @@ use crate::config::StopProcesses;
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
 use crate::merge::integrate::{Candidate, PathConflict};
+use crate::ops::remote::{Fetched, Received};
 use crate::record::batch::{self, Batch, TaskState};
 use crate::{git::refs, merge::proposal, sys::quiesce, workspace};
+
+/// The proposals git would not fetch, by task (`remote::Fetched`).
+type Unfetched = std::collections::BTreeMap<String, crate::ops::remote::Unfetchable>;
 
 /// What step 1 reads from.
 #[derive(Clone, Copy)]
@@ -64,7 +68,12 @@ pub(super) fn record(
     let dry_run = opts.dry_run;
     // design §3.14: what the remote tasks submitted, fetched first (a
     // remote that fails stops the apply before anything changed).
-    let fetched = {
+    // One proposal git refuses to fetch fails its own task alone (design
+    // §3.18 "Bounded work on remote bytes").
+    let Fetched {
+        found: mut fetched,
+        unfetchable,
+    } = {
         // (A discarded one's too: its submitted work is kept, as a local
         // workspace's is, before the batch's remote refs may go.)
         let names: Vec<&str> = selected
@@ -82,7 +91,15 @@ pub(super) fn record(
         pending,
         roots,
         received,
-    } = select(cx, selected, &fetched);
+    } = select(cx, selected, (&fetched, &unfetchable));
+    // A discarded task whose proposal git would not fetch: what the remote
+    // lists is what the batch's end deletes there (the user ended it, and
+    // nothing can fetch it), as `drop --force` deletes what it listed.
+    for &(i, discard) in selected {
+        if let (true, Some(u)) = (discard, unfetchable.get(&b.tasks[i].name)) {
+            fetched.insert(b.tasks[i].name.clone(), u.listed);
+        }
+    }
     let to_record = stop(cx, &mut outcomes, &pending, &roots);
     let mut candidates = take(
         cx,
@@ -125,7 +142,7 @@ struct Selected {
 fn select(
     cx: Ctx<'_>,
     selected: &[(usize, bool)],
-    fetched: &HashMap<String, ObjectId>,
+    (fetched, unfetchable): (&HashMap<String, ObjectId>, &Unfetched),
 ) -> Selected {
     let Ctx {
         source,
@@ -156,6 +173,12 @@ fn select(
                     outcomes.len(),
                     receive(source, b, task, commit, baseline_tree, dry_run),
                 ));
+            } else if let Some(u) = unfetchable.get(&task.name) {
+                out.fail(
+                    crate::git::validate::REASON,
+                    format!("{}, so nothing of it is here", u.why()),
+                );
+                out.resubmit = true;
             }
             outcomes.push(out);
             continue;
@@ -189,6 +212,12 @@ fn select(
             // A discarded task's work is kept as a proposal (ref and patch)
             // for gc.keep-failed, like a rescue: a mistyped name loses nothing.
             let mut out = Outcome::new(idx, TaskState::Discarded);
+            if let Some(u) = unfetchable.get(&task.name) {
+                out.message = Some(format!(
+                    "{}: nothing of it is kept, and the batch's end deletes it on the remote",
+                    u.why()
+                ));
+            }
             if !dry_run {
                 keep_discarded(source, b, &mut out, baseline_tree);
             } else if let workspace::Identity::Ours { real, .. } =
@@ -541,11 +570,33 @@ fn receive(
     dry_run: bool,
 ) -> Result<Option<Recorded>> {
     let (_, base_tree) = proposal::base_of(&source.repo, b, task, baseline_tree)?;
-    let Some((tree, paths)) =
-        crate::ops::remote::received(&source.repo, b, task, commit, base_tree)?
-    else {
-        return Ok(None);
-    };
+    let (tree, paths) =
+        match crate::ops::remote::received(&source.repo, b, task, commit, base_tree)? {
+            Received::Nothing => return Ok(None),
+            Received::Changes(tree, paths) => (tree, paths),
+            Received::TooMany(tree, over) => {
+                // Refused before anything expands it: its ref is kept, with no
+                // patch (one as large as the bomb; a patch an earlier
+                // submission left goes, design §3.18 "Limits").
+                let artifacts = if dry_run {
+                    None
+                } else {
+                    let patch = proposal::patch_path(source, b, &task.name);
+                    crate::sys::fs::remove_file(&patch).map_err(Error::from)?;
+                    Some((refs::proposal(&b.id, &task.name), patch))
+                };
+                return Ok(Some(Recorded {
+                    tree,
+                    paths: Vec::new(),
+                    artifacts,
+                    unwritten: None,
+                    objects: None,
+                    nested: Vec::new(),
+                    invalid: vec![over],
+                    base: task.base.is_some().then_some(base_tree),
+                }));
+            }
+        };
     let (artifacts, unwritten) = if dry_run {
         (None, None)
     } else {

@@ -428,7 +428,9 @@ impl From<KeptError> for Error {
     }
 }
 
-/// Two trees the git library failed on: `delegate::git`.
+/// Two trees the git library failed on: `delegate::git`; a tree past the
+/// bound of design §3.18 "Limits": `delegate::invalid_path` (exit 3; a
+/// command that lands tasks refuses such a task alone before it gets here).
 impl From<DiffError> for Error {
     fn from(e: DiffError) -> Error {
         let message = e.to_string();
@@ -436,6 +438,11 @@ impl From<DiffError> for Error {
             DiffError::ReadTree { source } | DiffError::Compare { source } => {
                 Error::git(message, source)
             }
+            DiffError::TooMany { .. } => Error::state(
+                Code::InvalidPath,
+                format!("a proposal's tree holds {message}"),
+                "nothing was changed; a worker's proposal never brings that many paths: drop it, and have its worker submit its real work",
+            ),
         }
     }
 }

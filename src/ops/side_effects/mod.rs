@@ -711,7 +711,7 @@ fn put_back_paths(repo: &gix::Repository, parent: ObjectId, stash: ObjectId) -> 
     let (Some(old), Some(new)) = (tree(parent), tree(stash)) else {
         return Vec::new();
     };
-    crate::git::diff::trees(repo, old, new)
+    crate::git::diff::bounded(repo, old, new)
         .map(|changes| {
             changes
                 .into_iter()

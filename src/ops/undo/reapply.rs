@@ -229,26 +229,62 @@ fn candidates(
             Some(p) if p != baseline => Some(commit::tree_of(repo, &p.to_string())?),
             _ => None,
         };
-        let paths: Vec<BString> = diff::trees(repo, base.unwrap_or(baseline_tree), tree)?
-            .into_iter()
-            .map(|c| c.path)
-            .collect();
-        report.tasks.push(Landed {
-            task: task.clone(),
-            applied: false,
-            reason: None,
-            conflicts: Vec::new(),
-            proposed: paths.clone(),
-            applied_paths: Vec::new(),
-        });
-        candidates.push(Candidate {
-            task: i,
-            tree,
-            paths,
-            base,
-        });
+        // A path bomb (the entry's ref moved) is counted, never expanded,
+        // and refused alone (design §3.18 "Limits").
+        let from = base.unwrap_or(baseline_tree);
+        let over = match crate::git::validate::too_many(repo, Some(from), tree)? {
+            Some(over) => Some(over.path),
+            None => match diff::bounded(repo, from, tree) {
+                Err(diff::DiffError::TooMany { path, .. }) => Some(path),
+                Err(e) => return Err(e.into()),
+                Ok(changes) => {
+                    let paths: Vec<BString> = changes.into_iter().map(|c| c.path).collect();
+                    push(report, &mut candidates, (i, task), tree, paths, base);
+                    None
+                }
+            },
+        };
+        if let Some(path) = over {
+            report.tasks.push(Landed {
+                task: task.clone(),
+                applied: false,
+                reason: Some(crate::git::validate::REASON),
+                conflicts: vec![PathConflict {
+                    path,
+                    reason: crate::git::validate::TOO_MANY.into(),
+                }],
+                proposed: Vec::new(),
+                applied_paths: Vec::new(),
+            });
+        }
     }
     Ok(candidates)
+}
+
+/// Enter task `i` in `report.tasks` with the `paths` it proposes, and its
+/// candidate.
+fn push(
+    report: &mut Reapply,
+    candidates: &mut Vec<Candidate>,
+    (i, task): (usize, &str),
+    tree: ObjectId,
+    paths: Vec<BString>,
+    base: Option<ObjectId>,
+) {
+    report.tasks.push(Landed {
+        task: task.to_string(),
+        applied: false,
+        reason: None,
+        conflicts: Vec::new(),
+        proposed: paths.clone(),
+        applied_paths: Vec::new(),
+    });
+    candidates.push(Candidate {
+        task: i,
+        tree,
+        paths,
+        base,
+    });
 }
 
 /// Write `plan` back through the journal as a new apply with its own undo

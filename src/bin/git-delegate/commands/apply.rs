@@ -474,6 +474,10 @@ fn task_notes(b: &Batch, o: &Outcome, dry_run: bool, verbose: bool) -> String {
         text.push_str("      processes running inside its workspace:\n");
         text.push_str(&procs_text(&o.processes, "        "));
     }
+    // design §3.18: discarded without the proposal git would not fetch.
+    if let (TaskState::Discarded, Some(m)) = (o.status, &o.message) {
+        text.push_str(&format!("      {}\n", crate::ui::escape_text(m)));
+    }
     if o.status == TaskState::Discarded && o.would_keep {
         text.push_str(
             "      its work would be kept as a proposal ref and patch until gc.keep-failed passes\n",
@@ -641,7 +645,10 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
     };
     let unresolved = |o: &Outcome| o.reason == Some(git_delegate::ops::refresh::UNRESOLVED);
     // design §3.18: paths git refuses, which only their worker can change.
-    let invalid = |o: &Outcome| o.reason == Some(git_delegate::git::validate::REASON);
+    // (A remote proposal git would not fetch has none named: its worker
+    // submits again.)
+    let invalid =
+        |o: &Outcome| o.reason == Some(git_delegate::git::validate::REASON) && !o.resubmit;
     // design §3.18 "Follow-through": only an apply that names it lands it.
     let worker_failed = |o: &Outcome| o.status == TaskState::WorkerFailed;
     let resubmit = |o: &Outcome| o.resubmit;

@@ -367,8 +367,9 @@ impl ApplyTask {
         if dry_run {
             doc.processes = Some(Proc::list(&o.processes));
         }
-        // Applied by an earlier, interrupted apply (design §7).
-        if o.status == TaskState::Applied {
+        // Applied by an earlier, interrupted apply (design §7); discarded
+        // without a proposal git would not fetch (design §3.18).
+        if o.status == TaskState::Applied || discarded {
             doc.message = o.message.clone();
         }
         if discarded && !o.nested_kept.is_empty() {
