@@ -134,6 +134,7 @@ codes! {
     WritebackPending => "delegate::writeback_pending",
     Interrupted => "delegate::interrupted",
     SetupFailed => "delegate::setup_failed",
+    SandboxUnavailable => "delegate::sandbox_unavailable",
     IncompleteBatch => "delegate::incomplete_batch",
     UnknownRemote => "delegate::unknown_remote",
     AlreadyJoined => "delegate::already_joined",

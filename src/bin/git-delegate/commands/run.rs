@@ -58,6 +58,8 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
         jobs: args.jobs.map(usize::from),
         timeout_secs,
         apply,
+        no_sandbox: args.contain.no_sandbox,
+        no_network: args.contain.no_network,
     };
     let source = super::source()?;
     let shown = super::Shown::new(ui);
