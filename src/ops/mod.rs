@@ -26,6 +26,7 @@ pub mod apply;
 pub mod branch;
 pub mod claude;
 pub mod contain;
+pub mod exec;
 pub mod explain;
 pub mod gc;
 pub mod hooks;

@@ -13,6 +13,7 @@ pub mod complete;
 pub mod completions;
 pub mod diff;
 pub mod drop;
+pub mod exec;
 pub mod gc;
 pub mod hook;
 pub mod hooks;
@@ -58,6 +59,7 @@ pub fn run(cli: Cli) -> i32 {
             action: crate::cli::HooksAction::Install { json, .. },
         }) => json.json,
         Command::Hook(_)
+        | Command::Exec(_)
         | Command::Man(_)
         | Command::Completions(_)
         | Command::Snapshot
@@ -78,6 +80,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Renew(a) => renew::run(&ui, a, &mut recovered),
         Command::Refresh(a) => refresh::run(&ui, a, &mut recovered),
         Command::Run(a) => run::run(&ui, a, &mut recovered),
+        Command::Exec(a) => exec::run(&ui, a),
         Command::Join(a) => remote::join(&ui, a),
         Command::Submit(a) => remote::submit(&ui, a),
         // `apply --kept REF` lands one kept proposal (`kept`), which renders
