@@ -72,10 +72,11 @@ try commit sh -c "git add own-$t.txt && git commit -q -m 'work of $t'"
 try worktree-ref git update-ref refs/worktree/mine HEAD
 try tmpdir sh -c 'echo t > "$TMPDIR/t"'
 try devnull sh -c 'echo t > /dev/null'
+try status git delegate status
 "#;
 
 /// What each probe must say: (name, allowed).
-const PROBES: [(&str, bool); 17] = [
+const PROBES: [(&str, bool); 18] = [
     ("delegate.toml", false),
     ("hook", false),
     ("config", false),
@@ -93,6 +94,9 @@ const PROBES: [(&str, bool); 17] = [
     ("worktree-ref", true),
     ("tmpdir", true),
     ("devnull", true),
+    // git-delegate's read-only commands work there (its own object folder
+    // in GIT_OBJECT_DIRECTORY is the repository's, design §3.22).
+    ("status", true),
 ];
 
 /// A loose object file of `repo`'s store.
