@@ -63,6 +63,7 @@ fn committed_man_pages_are_what_the_code_generates() {
                 "completions",
                 "diff",
                 "drop",
+                "exec",
                 "gc",
                 "hook",
                 "hooks",
