@@ -448,3 +448,27 @@ fn exec_runs_one_contained_command_and_exits_with_its_status() {
     let out = exec(&["1", "--", "true"]).expect(2);
     assert_eq!(error_code(&out), "delegate::no_batch");
 }
+
+#[test]
+fn a_contained_workers_packed_objects_are_taken_in_too() {
+    if landlock("a_contained_workers_packed_objects_are_taken_in_too").is_none() {
+        return;
+    }
+    let (env, repo) = Env::with_repo("r");
+    // The worker commits, then packs its own object folder (as `git gc`
+    // or `git repack` there would): only a pack holds the blob its index
+    // names, and a `gc --auto` it starts fails harmlessly.
+    let script = "echo packed > p.txt && git add p.txt \
+        && git -c gc.auto=1 -c gc.autoDetach=false commit -q -m p \
+        && git repack -a -d -q 2>/dev/null; \
+        ls \"$GIT_OBJECT_DIRECTORY/pack\" | grep -c '[.]pack$' > packs.txt; \
+        find \"$GIT_OBJECT_DIRECTORY\" -path '*/[0-9a-f][0-9a-f]/*' -type f | wc -l > loose.txt";
+    let doc = env
+        .delegate(&repo, ["run", "--json", "--", "sh", "-c", script])
+        .expect(0)
+        .json();
+    assert_eq!(task(&doc["apply"], "1")["status"], "applied", "{doc:#}");
+    assert_eq!(read(&repo.join("packs.txt")).trim(), "1");
+    assert_eq!(read(&repo.join("loose.txt")).trim(), "0");
+    assert_eq!(read(&repo.join("p.txt")), "packed\n");
+}
