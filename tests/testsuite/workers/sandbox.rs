@@ -161,7 +161,10 @@ fn contained_workers_write_only_their_own_folders_and_their_commits_land() {
                 assert_eq!(line, format!("{name} ok"), "task {t}:\n{probe}");
             } else {
                 // Landlock refuses with EACCES.
-                assert!(line.starts_with(&format!("{name} denied: ")), "task {t}:\n{probe}");
+                assert!(
+                    line.starts_with(&format!("{name} denied: ")),
+                    "task {t}:\n{probe}"
+                );
                 assert!(line.contains("Permission denied"), "task {t}:\n{probe}");
             }
         }
@@ -170,9 +173,15 @@ fn contained_workers_write_only_their_own_folders_and_their_commits_land() {
     }
     // Nothing outside the workspaces changed.
     assert_eq!(std::fs::read(&object).unwrap(), object_bytes);
-    assert_eq!(std::fs::read(repo.join(".git/hooks/pre-commit")).unwrap(), hook);
+    assert_eq!(
+        std::fs::read(repo.join(".git/hooks/pre-commit")).unwrap(),
+        hook
+    );
     assert_eq!(std::fs::read(repo.join(".git/config")).unwrap(), config);
-    assert_eq!(std::fs::read(repo.join(".git/delegate.toml")).unwrap(), delegate_toml);
+    assert_eq!(
+        std::fs::read(repo.join(".git/delegate.toml")).unwrap(),
+        delegate_toml
+    );
     assert_eq!(read(&repo.join("a.txt")), "source\n");
     assert!(!repo.join("a-moved.txt").exists());
     assert!(!repo.join(".git/delegate/planted").exists());
@@ -204,10 +213,7 @@ fn run_writable_folders_are_writable_the_rest_is_not() {
     std::fs::create_dir_all(&cache).unwrap();
     std::fs::create_dir_all(&elsewhere).unwrap();
     // `~` is expanded; a folder that does not exist is left out.
-    set_config(
-        &repo,
-        "[run]\nwritable = [\"~/cache\", \"~/not-there\"]\n",
-    );
+    set_config(&repo, "[run]\nwritable = [\"~/cache\", \"~/not-there\"]\n");
     let script = format!(
         "echo c > '{}/c.txt'; {{ echo e > '{}/e.txt'; }} 2> err.txt; echo done > done.txt",
         cache.display(),
@@ -252,7 +258,10 @@ fn no_network_denies_tcp_connections_and_without_it_the_same_probe_connects() {
     let (env, repo) = Env::with_repo("r");
     let probe = net_probe(port);
     let doc = env
-        .delegate(&repo, ["run", "--no-network", "--json", "--", "bash", "-c", &probe])
+        .delegate(
+            &repo,
+            ["run", "--no-network", "--json", "--", "bash", "-c", &probe],
+        )
         .expect(0)
         .json();
     assert_eq!(worker(&doc, "1")["sandbox"]["network"], false, "{doc:#}");
@@ -288,11 +297,17 @@ fn no_sandbox_starts_workers_unconfined() {
     std::fs::create_dir_all(&outside).unwrap();
     let script = format!("echo free > '{}/free.txt'", outside.display());
     let doc = env
-        .delegate(&repo, ["run", "--no-sandbox", "--json", "--", "sh", "-c", &script])
+        .delegate(
+            &repo,
+            ["run", "--no-sandbox", "--json", "--", "sh", "-c", &script],
+        )
         .expect(0)
         .json();
     let s = &worker(&doc, "1")["sandbox"];
-    assert_eq!((s["kind"].as_str(), s["abi"].clone()), (Some("none"), Value::Null));
+    assert_eq!(
+        (s["kind"].as_str(), s["abi"].clone()),
+        (Some("none"), Value::Null)
+    );
     assert_eq!(read(&outside.join("free.txt")), "free\n");
     // run.sandbox = "off" is the same; the human report says so.
     set_config(&repo, "[run]\nsandbox = \"off\"\n");
@@ -320,7 +335,12 @@ fn sandbox_on_without_landlock_refuses_before_anything_is_made_and_auto_says_it_
             .output()
             .unwrap();
         let out = crate::common::Run::from(out).expect(3);
-        assert_eq!(error_code(&out), "delegate::sandbox_unavailable", "{}", out.stderr);
+        assert_eq!(
+            error_code(&out),
+            "delegate::sandbox_unavailable",
+            "{}",
+            out.stderr
+        );
         // Nothing made: no batch, no ref, no workspace.
         let status = env.delegate(&repo, ["status", "--json"]).expect(0).json();
         assert_eq!(status["batches"], serde_json::json!([]), "{status:#}");
@@ -338,7 +358,8 @@ fn sandbox_on_without_landlock_refuses_before_anything_is_made_and_auto_says_it_
         .unwrap();
     let out = crate::common::Run::from(out).expect(3);
     assert_eq!(error_code(&out), "delegate::sandbox_unavailable");
-    env.delegate(&repo, ["drop", &id(&prepared), "--force"]).expect(0);
+    env.delegate(&repo, ["drop", &id(&prepared), "--force"])
+        .expect(0);
     // Under "auto": one line on stderr, workers unconfined, no error.
     set_config(&repo, "");
     let out = env
@@ -444,7 +465,8 @@ fn exec_runs_one_contained_command_and_exits_with_its_status() {
     std::fs::remove_dir_all(&root2).unwrap();
     let out = exec(&["2", "--", "true"]).expect(3);
     assert_eq!(error_code(&out), "delegate::workspace_missing");
-    env.delegate(&repo, ["drop", &id(&doc), "--force"]).expect(0);
+    env.delegate(&repo, ["drop", &id(&doc), "--force"])
+        .expect(0);
     let out = exec(&["1", "--", "true"]).expect(2);
     assert_eq!(error_code(&out), "delegate::no_batch");
 }
