@@ -151,10 +151,10 @@ impl Decision {
     /// What a worker started under this decision gets.
     pub fn summary(&self) -> Summary {
         let network = self.opts.network
-            || !self
+            || self
                 .support
                 .abi()
-                .is_some_and(|abi| abi >= sandbox::NETWORK_ABI);
+                .is_none_or(|abi| abi < sandbox::NETWORK_ABI);
         Summary {
             landlock: self.files(),
             abi: self.support.abi().filter(|_| self.files()),
