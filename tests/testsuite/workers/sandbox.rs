@@ -494,3 +494,30 @@ fn a_contained_workers_packed_objects_are_taken_in_too() {
     assert_eq!(read(&repo.join("loose.txt")).trim(), "0");
     assert_eq!(read(&repo.join("p.txt")), "packed\n");
 }
+
+#[test]
+fn a_contained_workers_workspace_goes_to_the_pool_and_is_reused() {
+    if landlock("a_contained_workers_workspace_goes_to_the_pool_and_is_reused").is_none() {
+        return;
+    }
+    let (env, repo) = Env::with_repo("r");
+    set_config(&repo, "[workspace]\npool = 1\n");
+    // Its registration holds its own object folder now.
+    env.delegate(
+        &repo,
+        [
+            "run",
+            "--",
+            "sh",
+            "-c",
+            "echo c > c.txt && git add c.txt && git commit -q -m c",
+        ],
+    )
+    .expect(0);
+    assert_eq!(read(&repo.join("c.txt")), "c\n");
+    let status = env.delegate(&repo, ["status", "--json"]).expect(0).json();
+    assert_eq!(status["idle_workspaces"], 1, "{status:#}");
+    env.delegate(&repo, ["prepare", "--json"]).expect(0);
+    let status = env.delegate(&repo, ["status", "--json"]).expect(0).json();
+    assert_eq!(status["idle_workspaces"], Value::Null, "{status:#}");
+}
