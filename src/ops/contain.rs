@@ -169,6 +169,20 @@ impl Decision {
 pub struct Contained {
     pub summary: Summary,
     tmp: Option<PathBuf>,
+    /// Its own object folder (a linked worktree's, contained).
+    objects: Option<PathBuf>,
+}
+
+impl Contained {
+    /// The worker ended: take the objects its git made into `repo`'s
+    /// store, so that git run by the user in its workspace (whose HEAD
+    /// and index may name them) sees them too. Best effort: whatever
+    /// reads the workspace later takes them in again.
+    pub fn settle(&self, repo: &gix::Repository) {
+        if let Some(dir) = &self.objects {
+            let _ = crate::git::private_objects::take_in(repo, dir);
+        }
+    }
 }
 
 impl Drop for Contained {
@@ -205,10 +219,17 @@ pub fn contain(
     let mut contained = Contained {
         summary: decision.summary(),
         tmp: None,
+        objects: None,
     };
     if plan.files {
         let task = &b.tasks[idx];
         plan.writable.extend(task_folders(common_dir, task, cmd)?);
+        if task.kind() == crate::config::Mode::Worktree {
+            contained.objects = Some(crate::git::private_objects::dir(
+                common_dir,
+                &task.worktree_id,
+            ));
+        }
         let tmp = private_tmp(b.short(), &task.name)?;
         if let Some(fd) = sandbox::Plan::open(&tmp) {
             plan.writable.push((tmp.clone(), fd));

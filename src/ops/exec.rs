@@ -153,6 +153,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
             Err(e) => return Err(Error::io("cannot wait for the command", e)),
         }
     };
+    contained.settle(&source.repo);
     drop(contained);
     use std::os::unix::process::ExitStatusExt;
     let code = match (status.code(), status.signal()) {

@@ -207,6 +207,7 @@ pub(super) fn run_workers(
             if let Some(status) = status {
                 // What it left running in its group goes with it.
                 process::kill(l.group.pgid);
+                l.contained.settle(&source.repo);
                 if show {
                     l.group.lines(true, CHUNK, |line| {
                         watcher.event(Event::Line { idx: l.idx, line })

@@ -443,6 +443,11 @@ fn exec_runs_one_contained_command_and_exits_with_its_status() {
     assert_has(&out.stderr, "Permission denied");
     assert_eq!(read(&root1.join("sub/w.txt")), "w\n");
     assert!(!repo.join("a.txt").exists());
+    // Its commit: once it ended, git run by the user in the workspace
+    // (without its object folder) reads that commit too.
+    exec(&["1", "--", "sh", "-c", "git add w.txt && git commit -q -m w"]).expect(0);
+    assert_eq!(env.git(&root1, ["log", "-1", "--format=%s"]), "w\n");
+    assert_eq!(env.git(&root1, ["status", "--porcelain"]), "");
     // --no-sandbox: unconfined.
     exec(&[
         "1",
