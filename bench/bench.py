@@ -45,6 +45,8 @@ ratio, the target, whether it is met, and the peak RSS of both sides:
   apply, 4 tasks x 10 files        4 x git status in the workspaces   <= 1.5x
   apply growth 1k -> 100k          growth of git status               no faster
   status / hook pre-commit, no batch                                   < 20 ms
+  run -n 4 -- true, workers contained by Landlock (design §3.22)
+                                   the same with --no-sandbox         <= 1.05x
   hook pre-push, 10,000 new commits, no baseline
                                    git rev-list --count of the range  <= 3x
   sparse checkout of a 5% cone (--sparse-size, default 100k files):
@@ -1275,6 +1277,38 @@ def bench_diff(b, rows, repo, n, files, reps):
              statistics.median(ref_t), at(n, [100000], ("ratio", 1.5)), rss)
 
 
+def bench_contain(b, rows, repo, n, reps):
+    """Containment (design §3.22): alternating rounds of `run -n 4 -- true`
+    with its workers contained by Landlock (the default) and the same with
+    `--no-sandbox`, each applying its 4 unchanged tasks and waiting for the
+    background removal of the workspaces. Skipped where the kernel has no
+    Landlock (the contained run would be the unconfined one)."""
+    label = "bench-contain"
+    ws_root = os.path.join(b.env["XDG_DATA_HOME"], "git-delegate", "worktrees")
+    try:
+        with open("/sys/kernel/security/lsm") as f:
+            if "landlock" not in f.read():
+                say("contain skipped: no Landlock in /sys/kernel/security/lsm")
+                return
+    except OSError:
+        pass
+
+    def run(*extra):
+        def go():
+            t, rss = b.timed([b.bin, "run", "-n", "4", *extra, "--label", label, "--", "true"], repo)
+            b.wait_trash(ws_root)
+            return t, rss
+        return go
+
+    try:
+        o, r, o_rss, r_rss = alternate(reps, run(), run("--no-sandbox"))
+        rows.add("run -n 4 -- true contained vs --no-sandbox", n, o, r, at(n, [10000], ("ratio", 1.05)),
+                 o_rss, r_rss)
+    except RuntimeError as e:
+        say(f"contain skipped: {e}")
+        b.delegate(repo, "drop", label, "--force", check=False)
+
+
 def bench_run(b, rows, repo, n, reps, output_mib):
     """`git delegate run` (design §3.13). Alternating rounds of `run -n 8 --
     true` (ours) and `prepare -n 8` + `apply` of the 8 unchanged tasks (the
@@ -1514,7 +1548,7 @@ def main():
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--only", help="comma-separated rows to run (default all): snapshot, no-batch, "
                     "touch, prepare, setup, pool (with its floor and apply with a pool), pool-cargo, apply, undo, "
-                    "verify, diff, run, remote, sparse, cold, pre-push")
+                    "verify, diff, run, contain, remote, sparse, cold, pre-push")
     ap.add_argument("--only-remote", action="store_true",
                     help="build the repositories and run only the remote-worker rows (design §3.14)")
     ap.add_argument("--sparse-size", type=int, default=100000,
@@ -1645,6 +1679,8 @@ def main():
                     bench_diff(b, rows, repos[n], n, files_of[n], args.reps if n < 100000 else 3)
                 if want("run"):
                     bench_run(b, rows, repos[n], n, args.reps if n < 100000 else 3, args.run_output_mib)
+                if want("contain"):
+                    bench_contain(b, rows, repos[n], n, args.reps if n < 100000 else 3)
         if not args.no_cold and want("cold"):
             for n in [n for n in others if n < 100000]:
                 bench_prepare_cold(b, rows, repos[n], n, os.path.join(tmp, f"cold{n}"), fs_type(tmp),

@@ -39,6 +39,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Show delegate.toml against the file you confirmed, or confirm it')
             [CompletionResult]::new('refresh', 'refresh', [CompletionResultType]::ParameterValue, 'Bring task workspaces up to date with the source; conflicts go to the worker')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Prepare, run a command in every workspace at once, then apply what succeeded')
+            [CompletionResult]::new('exec', 'exec', [CompletionResultType]::ParameterValue, 'Run one command in a task''s workspace, contained like a run worker')
             [CompletionResult]::new('join', 'join', [CompletionResultType]::ParameterValue, 'On a worker''s machine: a workspace of a remote task, from the batch''s remote')
             [CompletionResult]::new('submit', 'submit', [CompletionResultType]::ParameterValue, 'Inside a joined workspace: send its work back to the batch''s remote')
             [CompletionResult]::new('hook', 'hook', [CompletionResultType]::ParameterValue, 'Run a hook''s work (git''s pre-commit, Claude Code''s worktree hooks)')
@@ -229,6 +230,19 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
             [CompletionResult]::new('--no-verify', '--no-verify', [CompletionResultType]::ParameterName, 'Do not run apply.verify')
             [CompletionResult]::new('--no-apply', '--no-apply', [CompletionResultType]::ParameterName, 'Stop after the workers: apply nothing, print the apply command')
+            [CompletionResult]::new('--no-sandbox', '--no-sandbox', [CompletionResultType]::ParameterName, 'Start the workers unconfined (run.sandbox = "off" for this command)')
+            [CompletionResult]::new('--no-network', '--no-network', [CompletionResultType]::ParameterName, 'Deny the workers new TCP connections and listening sockets (run.network = false)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'git-delegate;exec' {
+            [CompletionResult]::new('--batch', '--batch', [CompletionResultType]::ParameterName, 'The batch: label, id or unique id prefix (default: the only open batch)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
+            [CompletionResult]::new('--no-sandbox', '--no-sandbox', [CompletionResultType]::ParameterName, 'Start the workers unconfined (run.sandbox = "off" for this command)')
+            [CompletionResult]::new('--no-network', '--no-network', [CompletionResultType]::ParameterName, 'Deny the workers new TCP connections and listening sockets (run.network = false)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -386,6 +400,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Show delegate.toml against the file you confirmed, or confirm it')
             [CompletionResult]::new('refresh', 'refresh', [CompletionResultType]::ParameterValue, 'Bring task workspaces up to date with the source; conflicts go to the worker')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Prepare, run a command in every workspace at once, then apply what succeeded')
+            [CompletionResult]::new('exec', 'exec', [CompletionResultType]::ParameterValue, 'Run one command in a task''s workspace, contained like a run worker')
             [CompletionResult]::new('join', 'join', [CompletionResultType]::ParameterValue, 'On a worker''s machine: a workspace of a remote task, from the batch''s remote')
             [CompletionResult]::new('submit', 'submit', [CompletionResultType]::ParameterValue, 'Inside a joined workspace: send its work back to the batch''s remote')
             [CompletionResult]::new('hook', 'hook', [CompletionResultType]::ParameterValue, 'Run a hook''s work (git''s pre-commit, Claude Code''s worktree hooks)')
@@ -432,6 +447,9 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             break
         }
         'git-delegate;help;run' {
+            break
+        }
+        'git-delegate;help;exec' {
             break
         }
         'git-delegate;help;join' {

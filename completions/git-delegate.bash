@@ -59,6 +59,9 @@ _git__delegate__static() {
             git__delegate,drop)
                 cmd="git__delegate__subcmd__drop"
                 ;;
+            git__delegate,exec)
+                cmd="git__delegate__subcmd__exec"
+                ;;
             git__delegate,gc)
                 cmd="git__delegate__subcmd__gc"
                 ;;
@@ -118,6 +121,9 @@ _git__delegate__static() {
                 ;;
             git__delegate__subcmd__help,drop)
                 cmd="git__delegate__subcmd__help__subcmd__drop"
+                ;;
+            git__delegate__subcmd__help,exec)
+                cmd="git__delegate__subcmd__help__subcmd__exec"
                 ;;
             git__delegate__subcmd__help,gc)
                 cmd="git__delegate__subcmd__help__subcmd__gc"
@@ -225,7 +231,7 @@ _git__delegate__static() {
 
     case "${cmd}" in
         git__delegate)
-            opts="-h -V --color --help --version prepare apply undo status diff path branch gc drop renew config refresh run join submit hook hooks man completions help"
+            opts="-h -V --color --help --version prepare apply undo status diff path branch gc drop renew config refresh run exec join submit hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -398,6 +404,28 @@ _git__delegate__static() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        git__delegate__subcmd__exec)
+            opts="-h -V --batch --no-sandbox --no-network --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --batch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         git__delegate__subcmd__gc)
             opts="-h -V --dry-run --pool --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -417,7 +445,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help)
-            opts="prepare apply undo status diff path branch gc drop renew config refresh run join submit hook hooks man completions help"
+            opts="prepare apply undo status diff path branch gc drop renew config refresh run exec join submit hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -501,6 +529,20 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__drop)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__help__subcmd__exec)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1205,7 +1247,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__run)
-            opts="-n -j -h -V --count --mode --label --ttl --owner-pid --forbid-commit --copy-ignored --sparse --remote --local --json --tasks --jobs --timeout --verify --no-verify --verify-timeout --no-apply --color --help --version"
+            opts="-n -j -h -V --count --mode --label --ttl --owner-pid --forbid-commit --copy-ignored --sparse --remote --local --json --tasks --jobs --timeout --verify --no-verify --verify-timeout --no-apply --no-sandbox --no-network --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -36,6 +36,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand config 'Show delegate.toml against the file you confirmed, or confirm it'
             cand refresh 'Bring task workspaces up to date with the source; conflicts go to the worker'
             cand run 'Prepare, run a command in every workspace at once, then apply what succeeded'
+            cand exec 'Run one command in a task''s workspace, contained like a run worker'
             cand join 'On a worker''s machine: a workspace of a remote task, from the batch''s remote'
             cand submit 'Inside a joined workspace: send its work back to the batch''s remote'
             cand hook 'Run a hook''s work (git''s pre-commit, Claude Code''s worktree hooks)'
@@ -213,6 +214,18 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand --no-verify 'Do not run apply.verify'
             cand --no-apply 'Stop after the workers: apply nothing, print the apply command'
+            cand --no-sandbox 'Start the workers unconfined (run.sandbox = "off" for this command)'
+            cand --no-network 'Deny the workers new TCP connections and listening sockets (run.network = false)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;exec'= {
+            cand --batch 'The batch: label, id or unique id prefix (default: the only open batch)'
+            cand --color 'When to use colour: auto, always or never'
+            cand --no-sandbox 'Start the workers unconfined (run.sandbox = "off" for this command)'
+            cand --no-network 'Deny the workers new TCP connections and listening sockets (run.network = false)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -349,6 +362,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand config 'Show delegate.toml against the file you confirmed, or confirm it'
             cand refresh 'Bring task workspaces up to date with the source; conflicts go to the worker'
             cand run 'Prepare, run a command in every workspace at once, then apply what succeeded'
+            cand exec 'Run one command in a task''s workspace, contained like a run worker'
             cand join 'On a worker''s machine: a workspace of a remote task, from the batch''s remote'
             cand submit 'Inside a joined workspace: send its work back to the batch''s remote'
             cand hook 'Run a hook''s work (git''s pre-commit, Claude Code''s worktree hooks)'
@@ -382,6 +396,8 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         &'git-delegate;help;refresh'= {
         }
         &'git-delegate;help;run'= {
+        }
+        &'git-delegate;help;exec'= {
         }
         &'git-delegate;help;join'= {
         }

@@ -257,6 +257,23 @@ struct UndoSection {
 struct RunSection {
     port_base: Option<Spanned<i64>>,
     ports_per_task: Option<Spanned<i64>>,
+    sandbox: Option<Sandbox>,
+    network: Option<bool>,
+    writable: Option<Vec<Spanned<String>>>,
+}
+
+/// `run.sandbox` (design §3.22): whether `run` and `exec` contain their
+/// workers with Landlock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sandbox {
+    /// Contained where the kernel allows, else unconfined (said once).
+    #[default]
+    Auto,
+    /// Refuse to start a worker without containment.
+    On,
+    /// Never contained.
+    Off,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -302,6 +319,10 @@ pub struct Config {
     /// `run.port-base`, `run.ports-per-task` (design §3.13).
     pub port_base: u16,
     pub ports_per_task: u16,
+    /// `run.sandbox`, `run.network`, `run.writable` (design §3.22).
+    pub sandbox: Sandbox,
+    pub network: bool,
+    pub writable: Vec<PathBuf>,
 }
 
 impl Default for Config {
@@ -330,6 +351,9 @@ impl Default for Config {
             verify_jobs: 1,
             port_base: 41000,
             ports_per_task: 10,
+            sandbox: Sandbox::Auto,
+            network: true,
+            writable: Vec::new(),
         }
     }
 }
@@ -629,6 +653,22 @@ impl Config {
             let rule = "`run.ports-per-task` must be 1";
             cfg.ports_per_task = within(n, (1, 1000), rule, "out of range")? as u16;
         }
+        cfg.sandbox = file.run.sandbox.unwrap_or(cfg.sandbox);
+        cfg.network = file.run.network.unwrap_or(cfg.network);
+        for w in file.run.writable.iter().flatten() {
+            let dir = expand_home(w.get_ref());
+            if !dir.is_absolute() {
+                return Err(bad(
+                    format!(
+                        "`run.writable` entries must be absolute paths (or start with `~/`), not {:?}",
+                        w.get_ref()
+                    ),
+                    w.span(),
+                    "relative path",
+                ));
+            }
+            cfg.writable.push(dir);
+        }
         Ok(cfg)
     }
 }
@@ -672,6 +712,28 @@ mod tests {
         refused_in(
             "workspace",
             &["snapshots = \"always\"", "snapshots = false"],
+        );
+    }
+
+    #[test]
+    fn sandbox_keys() {
+        let p = Path::new("delegate.toml");
+        let c = Config::parse(p, "").unwrap();
+        assert_eq!((c.sandbox, c.network), (Sandbox::Auto, true));
+        assert!(c.writable.is_empty());
+        let text = "[run]\nsandbox = \"on\"\nnetwork = false\nwritable = [\"/var/cache/x\"]\n";
+        let c = Config::parse(p, text).unwrap();
+        assert_eq!((c.sandbox, c.network), (Sandbox::On, false));
+        assert_eq!(c.writable, vec![PathBuf::from("/var/cache/x")]);
+        refused_in(
+            "run",
+            &[
+                "sandbox = \"yes\"",
+                "sandbox = true",
+                "network = \"no\"",
+                "writable = \"/tmp\"",
+                "writable = [\"relative/dir\"]",
+            ],
         );
     }
 

@@ -136,6 +136,7 @@ codes! {
     Interrupted => "delegate::interrupted",
     SetupFailed => "delegate::setup_failed",
     UntrustedConfig => "delegate::untrusted_config",
+    SandboxUnavailable => "delegate::sandbox_unavailable",
     IncompleteBatch => "delegate::incomplete_batch",
     UnknownRemote => "delegate::unknown_remote",
     AlreadyJoined => "delegate::already_joined",

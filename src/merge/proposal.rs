@@ -151,6 +151,7 @@ pub fn record_deferred(
     task: &Task,
     baseline_tree: ObjectId,
 ) -> Result<Option<Proposal>> {
+    take_private_objects(repo, task)?;
     let ws = crate::git::repo::open_worktree(&task.root)?;
     let (snap, rebuilt) = snapshot::snapshot_workspace_rebuilding(&ws)?;
     if let Some(rebuilt) = rebuilt {
@@ -183,6 +184,21 @@ pub fn record_deferred(
         invalid: snap.invalid,
         unwritten,
     }))
+}
+
+/// Take the objects a contained worker's git made (design §3.22: they
+/// are in its registration's private folder) into `repo`'s store, before
+/// the workspace's index or HEAD, which may name them, are read.
+fn take_private_objects(repo: &gix::Repository, task: &Task) -> Result<()> {
+    if task.remote || task.kind() == crate::config::Mode::Scratch {
+        return Ok(());
+    }
+    let dir = crate::git::private_objects::dir(repo.common_dir(), &task.worktree_id);
+    crate::git::private_objects::take_in(repo, &dir).map_err(|source| MergeError::Git {
+        what: "cannot take in the objects a contained worker made",
+        source,
+    })?;
+    Ok(())
 }
 
 /// The patch from `from` to `to` at `path`, left unwritten (returned)
@@ -245,6 +261,8 @@ pub fn preview(
         None => baseline_tree,
     };
     let mut ws = crate::git::repo::open_worktree(&task.root)?.with_object_memory();
+    // Into the object memory: nothing durable is written.
+    take_private_objects(&ws, task)?;
     let snap = snapshot::snapshot_workspace(&ws)?;
     let objects = ws.objects.take_object_memory().unwrap_or_default();
     let mut view = repo.clone().with_object_memory();

@@ -4,7 +4,8 @@
 //! &Options, &dyn Observer) -> Report`, `apply::run`, ...) or an error.
 //! The transactions: `prepare`, `apply` (with `kept`: `apply --kept`,
 //! `verify`: `apply --verify`, `undo`: undo and `apply --from-undo`),
-//! `branch` (publishing a task as a branch), `refresh`, `run`, `gc`, `status`, `renew`, `remote` (`join`, `submit`,
+//! `branch` (publishing a task as a branch), `refresh`, `run`, `exec` (one
+//! contained command in a task), `gc`, `status`, `renew`, `remote` (`join`, `submit`,
 //! the refs that travel), `review` (`diff`, `path`), `hooks` (the
 //! pre-commit hook), `claude` (Claude Code's worktree hooks), `mandir` (`man --install`). The steps they share:
 //! `lock` (the repository lock and the recovery every mutating command
@@ -12,6 +13,7 @@
 //! works), `preparing` (a prepare under way, and an incomplete batch removed
 //! whole), `problems` (what is wrong with a repository's batches, as facts),
 //! `side_effects` (work that hides in shared refs and the shared git dir),
+//! `contain` (what `run`'s and `exec`'s workers may write, design §3.22),
 //! `teardown` (a batch's workspaces, refs and state folder removed),
 //! `explain` (the code, exit status and help of the engine's typed errors).
 //!
@@ -23,6 +25,8 @@
 pub mod apply;
 pub mod branch;
 pub mod claude;
+pub mod contain;
+pub mod exec;
 pub mod explain;
 pub mod gc;
 pub mod hooks;

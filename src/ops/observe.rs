@@ -24,6 +24,9 @@ pub enum Notice {
     /// A failed prepare could not remove all of its unfinished batch
     /// (`short` id); `gc` removes the rest. The prepare's own error follows.
     UndoIncomplete { short: String, error: Error },
+    /// Workers are less contained than asked for (design §3.22: no
+    /// Landlock, or no network rules): said once per command, as worded.
+    Sandbox(String),
 }
 
 /// The caller's side of a transaction.

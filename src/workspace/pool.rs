@@ -83,6 +83,9 @@ const REGISTRATION_FILES: &[&str] = &[
     "FETCH_HEAD",
     "COMMIT_EDITMSG",
     "AUTO_MERGE",
+    // A contained worker's own object folder (design §3.22): apply took
+    // its objects into the store when it recorded the task.
+    "objects",
 ];
 
 /// Does the registration `id` hold only [`REGISTRATION_FILES`]?

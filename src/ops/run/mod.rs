@@ -43,6 +43,10 @@ pub struct Options {
     pub timeout_secs: Option<i64>,
     /// The apply part (`--verify` and friends); `None`: `--no-apply`.
     pub apply: Option<crate::ops::apply::Options>,
+    /// `--no-sandbox`, `--no-network` (design §3.22), over `run.sandbox`
+    /// and `run.network`.
+    pub no_sandbox: bool,
+    pub no_network: bool,
 }
 
 /// What run did.
@@ -143,6 +147,11 @@ pub fn run(
             "for example `git delegate run -n 2 -- sh -c 'echo $GIT_DELEGATE_TASK'`",
         ));
     }
+    // Whether workers can be contained is known before anything is made
+    // (design §3.22: "on" without Landlock makes nothing).
+    let contain =
+        crate::ops::contain::Options::new(&source.config, opts.no_sandbox, opts.no_network);
+    let decision = crate::ops::contain::decide(contain)?;
     // run owns the lease while it runs (design §3.13); what the caller
     // asked for (`--owner-pid`, or a plain TTL lease) is put in place when
     // it ends with the batch open.
@@ -158,7 +167,10 @@ pub fn run(
     let ttl = popts.ttl_secs.unwrap_or(source.config.ttl_secs);
     let hand_over = |source: &Source| hand_over(source, &b.id, ttl, after_owner);
 
-    let (workers, interrupted) = run_workers(&source, &b, opts, &logs, watcher);
+    if let Some(note) = &decision.note {
+        observer.notice(crate::ops::observe::Notice::Sandbox(note.clone()));
+    }
+    let (workers, interrupted) = run_workers(&source, &b, opts, &decision, &logs, watcher);
     let failed: Vec<usize> = (0..workers.len()).filter(|&i| !workers[i].ok()).collect();
     if interrupted {
         // The workers are stopped; what follows (recording, the lease

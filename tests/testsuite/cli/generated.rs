@@ -64,6 +64,7 @@ fn committed_man_pages_are_what_the_code_generates() {
                 "config",
                 "diff",
                 "drop",
+                "exec",
                 "gc",
                 "hook",
                 "hooks",

@@ -307,8 +307,9 @@ fn the_users_own_edits_while_no_batch_is_open_need_no_confirmation() {
     assert_eq!(shown["confirmed"], true, "{shown}");
 }
 
-/// Two workers each append an `[apply]` table: `run` itself still reports
-/// what it landed, and every command after it names the line.
+/// Two workers each append an `[apply]` table (unconfined workers: a
+/// contained one cannot): `run` itself still reports what it landed, and
+/// every command after it names the line.
 #[test]
 fn a_table_two_workers_append_breaks_no_run_and_the_error_names_the_line() {
     let (env, repo) = Env::with_repo("proj");
@@ -321,7 +322,19 @@ fn a_table_two_workers_append_breaks_no_run_and_the_error_names_the_line() {
         .delegate(
             &repo,
             [
-                "run", "-n", "2", "--jobs", "1", "--json", "--", "sh", "-c", &script,
+                // Unconfined: a contained worker cannot write the file at
+                // all (design §3.22, `workers::sandbox`).
+                "run",
+                "-n",
+                "2",
+                "--jobs",
+                "1",
+                "--json",
+                "--no-sandbox",
+                "--",
+                "sh",
+                "-c",
+                &script,
             ],
         )
         .expect(0);

@@ -419,6 +419,40 @@ every worker exited 0); 1 otherwise (a worker failed or timed out, a task did no
 2 and 3 as for every command, with nothing prepared."
     )]
     Run(RunArgs),
+    /// Run one command in a task's workspace, contained like a run worker
+    #[command(
+        long_about = "Run COMMAND once in task TASK's cwd (of --batch BATCH, else of the only open batch), as \
+`git delegate run` runs a worker: with the same environment (GIT_DELEGATE_BATCH, GIT_DELEGATE_TASK, \
+GIT_DELEGATE_TASK_INDEX, GIT_DELEGATE_WORKSPACE, GIT_DELEGATE_SOURCE, GIT_DELEGATE_PORT; never the GIT_DIR-like \
+variables that locate this repository) and the same containment, but with your stdin, stdout and stderr and in \
+your terminal's process group, so an interactive agent works as if started directly. It exits with COMMAND's \
+exit status (killed by a signal: 128 + its number; not found: 127; not executable: 126).
+
+Containment (Linux Landlock, where the kernel has it; run.sandbox = \"auto\" by default): the command and \
+everything it starts can write only the task's workspace, its worktree's own git folder \
+(<git-common-dir>/worktrees/<id>: HEAD, index, logs, per-worktree refs), its own object folder there (its git \
+commits work: GIT_OBJECT_DIRECTORY points there, with the repository's objects as an alternate, and apply takes \
+the objects in), a private TMPDIR (removed when it ends), the folders run.writable lists, /dev/null, the \
+terminal devices and /dev/shm. It reads everything it could read before. It cannot write, rename or delete \
+anything else: the source working tree, other tasks' workspaces, the repository's config, hooks, refs and \
+objects, git-delegate's state. So `git branch NAME` fails there (use a per-worktree ref, `git update-ref \
+refs/worktree/NAME HEAD`, or publish the task from the source with `git delegate branch`), and so do git-delegate \
+commands that change the batch (refresh, renew, apply: run them from the source). run.sandbox = \"on\" refuses to \
+start without Landlock (delegate::sandbox_unavailable, exit 3); --no-sandbox (or run.sandbox = \"off\") runs it \
+unconfined. --no-network (or run.network = false) also denies it new TCP connections and listening sockets \
+(Landlock ABI 4, Linux 6.7, or later; UDP and unix sockets are not covered).
+
+Refusals, before COMMAND runs: an unknown batch or task, or a task that is not open (exit 2); a remote task \
+(exit 2); a workspace that is missing or no longer the folder prepare made (delegate::workspace_missing, exit 3).",
+        after_long_help = "Examples:
+  git delegate prepare -n 2 && git delegate exec 1 -- claude     # an agent, by hand, in task 1
+  git delegate exec 2 --no-network -- sh -c 'make test'
+  git delegate exec --batch refactor lint -- npm run lint
+
+Exit status: COMMAND's (128 + N when signal N ended it, 127 not found, 126 not executable); 2 and 3 as for \
+every command when it refuses before COMMAND runs."
+    )]
+    Exec(ExecArgs),
     /// On a worker's machine: a workspace of a remote task, from the batch's remote
     #[command(
         long_about = "Make DIR (default ./<repo-name>-<batch-short>-<task>, <repo-name> from the URL's last path \

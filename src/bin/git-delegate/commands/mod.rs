@@ -14,6 +14,7 @@ pub mod completions;
 pub mod config;
 pub mod diff;
 pub mod drop;
+pub mod exec;
 pub mod gc;
 pub mod hook;
 pub mod hooks;
@@ -60,6 +61,7 @@ pub fn run(cli: Cli) -> i32 {
             action: crate::cli::HooksAction::Install { json, .. },
         }) => json.json,
         Command::Hook(_)
+        | Command::Exec(_)
         | Command::Man(_)
         | Command::Completions(_)
         | Command::Snapshot
@@ -81,6 +83,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Config(a) => config::run(&ui, a),
         Command::Refresh(a) => refresh::run(&ui, a, &mut recovered),
         Command::Run(a) => run::run(&ui, a, &mut recovered),
+        Command::Exec(a) => exec::run(&ui, a),
         Command::Join(a) => remote::join(&ui, a),
         Command::Submit(a) => remote::submit(&ui, a),
         // `apply --kept REF` lands one kept proposal (`kept`), which renders
@@ -343,6 +346,7 @@ impl git_delegate::ops::observe::Observer for Shown<'_> {
                 "git-delegate: warning: not everything of the unfinished batch {short} could be removed ({}); `git delegate gc` removes the rest\n",
                 error.message
             )),
+            Notice::Sandbox(line) => ui.warn(&format!("{line}\n")),
         }
     }
 }

@@ -58,6 +58,8 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
         jobs: args.jobs.map(usize::from),
         timeout_secs,
         apply,
+        no_sandbox: args.contain.no_sandbox,
+        no_network: args.contain.no_network,
     };
     let source = super::source()?;
     let shown = super::Shown::new(ui);
@@ -107,6 +109,9 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
             seconds(w.duration_ms),
             super::show(&w.log)
         ));
+    }
+    if let Some(w) = report.workers.first() {
+        text.push_str(&sandbox_line(&w.sandbox));
     }
     ui.say(&text);
     if let Some(ended) = &report.ended_elsewhere {
@@ -229,4 +234,19 @@ impl Watcher for Live<'_> {
 fn shown(line: &BStr) -> String {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     crate::ui::escape_text(&line.to_str_lossy())
+}
+
+/// How the workers were contained (design §3.22), said once.
+fn sandbox_line(s: &git_delegate::ops::contain::Summary) -> String {
+    let network = if s.network {
+        ""
+    } else {
+        ", and could open no TCP connection"
+    };
+    match s.abi {
+        Some(abi) if s.landlock => format!(
+            "Workers were contained (Landlock ABI {abi}): each could write only its own workspace, its git folder, its TMPDIR and run.writable{network}.\n"
+        ),
+        _ => format!("Workers ran unconfined{network}.\n"),
+    }
 }

@@ -487,6 +487,7 @@ mod tests {
             ("refresh", "tasks[]", refresh::RefreshTask::FIELDS),
             ("run", "", run::RunDoc::FIELDS),
             ("run", "workers[]", run::RunWorker::FIELDS),
+            ("run", "workers[].sandbox", run::Sandbox::FIELDS),
             ("hooks-install", "", hooks::HooksDoc::FIELDS),
             ("hooks-install", "pre_push", hooks::PrePush::FIELDS),
             ("hooks-install-claude", "", hooks::ClaudeDoc::FIELDS),
