@@ -384,7 +384,10 @@ fn no_changes(b: &batch::Batch, task: &str, why: &str) -> Error {
             "task {task} of batch {} has nothing to publish: {why}",
             b.short()
         ),
-        "let the worker finish first; `git delegate diff TASK` shows its changes",
+        format!(
+            "let the worker finish first; `git delegate diff {task} --batch {}` shows its changes",
+            b.short()
+        ),
     )
 }
 

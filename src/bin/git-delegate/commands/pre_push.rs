@@ -118,14 +118,19 @@ fn words(f: &Found) -> String {
             if *more > 0 {
                 named.push(format!("and {more} more"));
             }
+            let when = batch
+                .map(|b| format!("when batch {} was prepared", short(b)))
+                .unwrap_or_else(|| "at a prepare".to_string());
             let what = if named.is_empty() {
-                format!("{local} names the content of one of your files")
+                "it names the content one of them had".to_string()
             } else {
-                format!("{local} holds, in commit {commit}, {}", named.join(", "))
+                format!(
+                    "commit {commit} brings {} with the content they had",
+                    named.join(", ")
+                )
             };
             format!(
-                "{TAG}{what} as it was uncommitted or untracked in your working tree when batch{} was prepared (the private snapshot a worker's workspace starts from); pushing it to {remote} would publish it.\n",
-                batch.map(|b| format!(" {}", short(b))).unwrap_or_default()
+                "{TAG}{local} holds your private files: {what}, uncommitted or untracked, in your working tree {when}; pushing it to {remote} would publish them.\n"
             )
         }
     };

@@ -238,3 +238,62 @@ fn a_check_that_cannot_be_made_refuses_the_push_with_the_way_out() {
     assert_has(&out.stdout, tree);
     assert_has(&out.stdout, "--no-verify");
 }
+
+#[test]
+fn files_a_refresh_brings_are_known_too() {
+    let env = Env::new();
+    let (repo, bare) = with_remote(&env);
+    let (_, ws, task) = one_task(&env, &repo, &[]);
+    let head = env.git(&repo, ["rev-parse", "HEAD"]).trim().to_string();
+    // A file the user makes after prepare reaches the worker through refresh.
+    write(&repo.join("later.env"), "LATER=1\n");
+    env.delegate(&repo, ["refresh", &task]).expect(0);
+    assert_eq!(
+        crate::common::files::read(&ws.join("later.env")),
+        "LATER=1\n"
+    );
+    // The worker takes that file alone onto HEAD, in a commit of its own.
+    let script = format!(
+        "git checkout -q -b agent/later {head} && git checkout HEAD@{{1}} -- later.env && \
+         git commit -q -m later"
+    );
+    env.sh(&ws, &script).expect(0);
+    let files = env.git(&ws, ["show", "--name-only", "--format=", "agent/later"]);
+    assert_eq!(files, "later.env\n");
+    let out = push(&env, &ws, "origin agent/later");
+    refused(&env, &out, &bare, "refs/heads/agent/later");
+    assert_has(&out.stdout, "later.env");
+}
+
+#[test]
+fn gc_forgets_what_ended_batches_recorded_after_90_days() {
+    let env = Env::new();
+    let (repo, _bare) = with_remote(&env);
+    let doc = crate::common::fixtures::prepare(&env, &repo, &[]);
+    let open = doc["batch"].as_str().unwrap().to_string();
+    let record = repo.join(".git/delegate/private-blobs");
+    let text = std::fs::read_to_string(&record).unwrap();
+    let mine: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(mine.len(), 2, "{text}");
+    // Entries 91 days old: of a batch that ended, and of the open one.
+    let old = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        - 91 * 24 * 3600;
+    let gone = format!(
+        "{} {old} 00000000-0000-4000-8000-000000000000",
+        "1".repeat(40)
+    );
+    let kept = format!("{} {old} {open}", "2".repeat(40));
+    std::fs::write(&record, format!("{text}{gone}\n{kept}\n")).unwrap();
+    env.delegate(&repo, ["gc", "--dry-run"]).expect(0);
+    assert!(std::fs::read_to_string(&record).unwrap().contains(&gone));
+    env.delegate(&repo, ["gc"]).expect(0);
+    let after = std::fs::read_to_string(&record).unwrap();
+    assert!(!after.contains(&gone), "{after}");
+    assert!(after.contains(&kept), "{after}");
+    for line in mine {
+        assert!(after.contains(line), "{after}");
+    }
+}

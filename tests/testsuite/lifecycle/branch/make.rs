@@ -155,6 +155,10 @@ fn a_task_without_changes_has_nothing_to_publish() {
     let doc = prepare(&env, &repo, &[]);
     let task = doc["tasks"][0]["name"].as_str().unwrap().to_string();
     expect_error(&env, &repo, &["branch", &task], 2, "delegate::no_changes");
+    // Its hint names the task, and runs.
+    let out = env.delegate(&repo, ["branch", &task]).expect(2);
+    let hint = crate::common::printed_command(&out.stderr, "git delegate diff");
+    env.sh(&repo, &hint).expect(0);
     assert_eq!(
         env.git(&repo, ["for-each-ref", "refs/heads/"])
             .lines()
