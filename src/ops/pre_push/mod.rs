@@ -144,8 +144,8 @@ pub fn check(remote: &str, input: &str) -> PrePush {
         return PrePush::Clear;
     }
     let found = pushes.and_then(|pushes| {
-        let mut repo = repo;
-        repo.object_cache_size_if_unset(16 << 20);
+        // Trees a walk reads twice are kept by `scan::Trees`, commits by
+        // `Check::parent`; gix's delta base cache does the rest.
         Check::new(&repo, &common_dir).run(remote, &pushes)
     });
     match found {
@@ -188,7 +188,14 @@ struct Check<'r> {
     state_dir: PathBuf,
     record: Record,
     mine: mine::Mine<'r>,
+    /// Trees read for the last commit, which the next one needs.
+    trees: scan::Trees,
+    /// The last parent read: the next commit the walk gives.
+    parent: Option<(ObjectId, CommitInfo)>,
 }
+
+/// A commit's tree, first parent and, for a git-delegate baseline, its batch id.
+type CommitInfo = (ObjectId, Option<ObjectId>, Option<String>);
 
 type Checked<T> = Result<T, String>;
 
@@ -200,6 +207,8 @@ impl<'r> Check<'r> {
             state_dir: crate::git::repo::state_dir(common_dir),
             record: Record::default(),
             mine: mine::Mine::new(repo, common_dir),
+            trees: scan::Trees::default(),
+            parent: None,
         }
     }
 
@@ -285,9 +294,21 @@ impl<'r> Check<'r> {
             .map_err(|e| walking(&e))?;
         for info in walk {
             let id = info.map_err(|e| walking(&e))?.id;
-            let (tree, parent, batch) = self.commit(id)?;
+            let (tree, parent, batch) = match self.parent.take() {
+                Some((p, info)) if p == id => info,
+                _ => self.commit(id)?,
+            };
+            // Without a recorded blob only a baseline needs its parent.
+            if batch.is_none() && self.record.blobs.is_empty() {
+                continue;
+            }
             let parent_tree = match parent {
-                Some(p) => Some(self.commit(p)?.0),
+                Some(p) => {
+                    let info = self.commit(p)?;
+                    let t = info.0;
+                    self.parent = Some((p, info));
+                    Some(t)
+                }
                 None => None,
             };
             if let Some(batch) = batch {
@@ -306,7 +327,7 @@ impl<'r> Check<'r> {
 
     /// A commit's tree, first parent and, for a git-delegate baseline,
     /// its batch id.
-    fn commit(&self, id: ObjectId) -> Checked<(ObjectId, Option<ObjectId>, Option<String>)> {
+    fn commit(&self, id: ObjectId) -> Checked<CommitInfo> {
         let reading = |e: &dyn std::fmt::Display| format!("cannot read the commit {id}: {e}");
         let obj = self.repo.find_object(id).map_err(|e| reading(&e))?;
         let c = gix::objs::CommitRef::from_bytes(&obj.data, id.kind()).map_err(|e| reading(&e))?;
@@ -331,29 +352,37 @@ impl<'r> Check<'r> {
         let mut more = 0;
         let mut made_by_user: Option<bool> = None;
         let mine = &mut self.mine;
-        scan::introduced(self.repo, parent, tree, &self.record, &mut |path, blob| {
-            // The user's own commit brings no private content (looked up
-            // once, at the first hit).
-            let made = match made_by_user {
-                Some(m) => m,
-                None => {
-                    let m = mine.made(commit, local_ref);
-                    made_by_user = Some(m);
-                    m
+        let trees = &mut self.trees;
+        scan::introduced(
+            self.repo,
+            trees,
+            parent,
+            tree,
+            &self.record,
+            &mut |path, blob| {
+                // The user's own commit brings no private content (looked up
+                // once, at the first hit).
+                let made = match made_by_user {
+                    Some(m) => m,
+                    None => {
+                        let m = mine.made(commit, local_ref);
+                        made_by_user = Some(m);
+                        m
+                    }
+                };
+                if made {
+                    return false;
                 }
-            };
-            if made {
-                return false;
-            }
-            if !mine.holds(path, blob) {
-                if hits.len() < NAMED {
-                    hits.push((path.to_owned(), blob));
-                } else {
-                    more += 1;
+                if !mine.holds(path, blob) {
+                    if hits.len() < NAMED {
+                        hits.push((path.to_owned(), blob));
+                    } else {
+                        more += 1;
+                    }
                 }
-            }
-            true
-        })?;
+                true
+            },
+        )?;
         let Some((_, first)) = hits.first() else {
             return Ok(None);
         };
