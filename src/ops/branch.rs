@@ -72,7 +72,13 @@ pub fn default_name(b: &batch::Batch, task: &str) -> String {
 /// goes on the source's HEAD all the same.
 pub fn run(here: &Source, opts: &Options) -> Result<Report> {
     let _lock = crate::ops::lock::lock_and_recover(here)?;
-    let b = batch::select_open(&here.state_dir(), opts.batch.as_deref())?;
+    // Without --batch, inside a task's folder: that task's batch.
+    let inside = match opts.batch {
+        Some(_) => None,
+        None => batch_of_workspace(here),
+    };
+    let arg = opts.batch.as_deref().or(inside.as_deref());
+    let b = batch::select_open(&here.state_dir(), arg)?;
     let task = b.open_task_named(&opts.task)?;
     // The batch's source, opened by its recorded path (as apply opens it).
     let opened;
@@ -166,6 +172,19 @@ pub fn run(here: &Source, opts: &Options) -> Result<Report> {
     report.moved_from = existing;
     report.paths = paths.into_iter().map(|c| c.path).collect();
     Ok(report)
+}
+
+/// The open batch one of whose workspaces is the working tree `here` runs in.
+fn batch_of_workspace(here: &Source) -> Option<String> {
+    let batches = batch::list_ok(&here.state_dir()).ok()?;
+    batches
+        .into_iter()
+        .find(|b| {
+            b.open_tasks()
+                .filter(|t| !t.remote)
+                .any(|t| std::fs::canonicalize(&t.root).is_ok_and(|r| r == here.root))
+        })
+        .map(|b| b.id)
 }
 
 /// A parent that is the batch's baseline (or the task's refreshed base),

@@ -61,6 +61,10 @@ fn branch_run_in_a_tasks_folder_builds_on_the_sources_head() {
             ["branch", "-q", "-D", &format!("delegate/feat/{task}")],
         );
     }
+    // With another batch open, the task's folder still names its own.
+    crate::common::fixtures::prepare(&env, &repo, &[]);
+    env.delegate(&ws, ["branch", &task, "four"]).expect(0);
+    clean_on(&env, &repo, "four", &head);
     // The source is as it was.
     assert_eq!(read(&repo.join("secret.env")), "TOKEN=hunter2\n");
     assert_eq!(env.git(&repo, ["rev-parse", "HEAD"]).trim(), head);
