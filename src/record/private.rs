@@ -10,8 +10,10 @@
 //! paths where the snapshot differs from HEAD (a diff prepare makes anyway),
 //! never the empty blob nor a blob HEAD holds at the same path (a mode
 //! change). Entries outlive their batch (a worker's branch does): `gc`
-//! drops those older than [`KEEP_SECS`] (90 days, git's default reflog
-//! expiry) whose batch is no longer open, rewriting the file atomically.
+//! keeps, of each blob, only its newest line, and that for [`KEEP_SECS`]
+//! (90 days, git's default reflog expiry), but every line of an open batch,
+//! rewriting the file atomically; prepare does the same once the file has
+//! grown past [`COMPACT_AT`] (4 MiB), where gc is never run.
 //!
 //! A reader (the pre-push hook, which takes no lock) ignores a last line
 //! without its newline (an append in progress, or one a killed command
@@ -110,7 +112,9 @@ pub fn record(state_dir: &Path, batch: &str, changes: &[PathChange]) -> Result<(
     for b in &blobs {
         text.push_str(&format!("{b} {now} {batch}\n"));
     }
-    append(&path(state_dir), &text)
+    append(&path(state_dir), &text)?;
+    compact_if_large(state_dir);
+    Ok(())
 }
 
 /// Append `text` (whole lines) in one write: the header first into a new
@@ -226,19 +230,18 @@ pub fn load(state_dir: &Path) -> Result<Record> {
     Ok(record)
 }
 
-/// gc's retention: drop the entries older than [`KEEP_SECS`] whose batch is
-/// not in `open`, and repeated lines; the number of lines dropped (nothing
-/// written with `dry_run`, or when nothing would go). A file with a line
-/// that cannot be read is left as it is (the error says which line). The
-/// caller holds the repository lock.
+/// The retention (gc, and prepare once the file is past [`COMPACT_AT`]):
+/// of each blob only its newest line is kept, and only for [`KEEP_SECS`],
+/// but every line of a batch in `open`; the number of lines dropped
+/// (nothing written with `dry_run`, or when nothing would go). A file with
+/// a line that cannot be read is left as it is (the error says which
+/// line). The caller holds the repository lock.
 pub fn trim(state_dir: &Path, open: &HashSet<&str>, now: i64, dry_run: bool) -> Result<usize> {
     let file = path(state_dir);
     let Some(text) = read(&file)? else {
         return Ok(0);
     };
-    let mut kept = String::from(HEADER);
-    let mut seen = HashSet::new();
-    let mut dropped = 0;
+    let mut parsed = Vec::new();
     for (n, line, raw) in lines(&text) {
         let Some(l) = line else {
             return Err(PrivateError::Malformed {
@@ -246,18 +249,60 @@ pub fn trim(state_dir: &Path, open: &HashSet<&str>, now: i64, dry_run: bool) -> 
                 line: n,
             });
         };
-        let expired = l.time.saturating_add(KEEP_SECS) < now && !open.contains(l.batch);
-        if expired || !seen.insert((l.blob, l.batch)) {
+        parsed.push((l, raw));
+    }
+    let mut newest: HashMap<ObjectId, i64> = HashMap::new();
+    for (l, _) in &parsed {
+        let t = newest.entry(l.blob).or_insert(l.time);
+        *t = (*t).max(l.time);
+    }
+    let mut kept = String::from(HEADER);
+    let (mut pairs, mut blobs) = (HashSet::new(), HashSet::new());
+    let mut dropped = 0;
+    for (l, raw) in parsed {
+        let keep = if open.contains(l.batch) {
+            pairs.insert((l.blob, l.batch))
+        } else {
+            let recent = l.time.saturating_add(KEEP_SECS) >= now;
+            recent && newest.get(&l.blob) == Some(&l.time) && blobs.insert(l.blob)
+        };
+        if keep {
+            kept.push_str(raw);
+            kept.push('\n');
+        } else {
             dropped += 1;
-            continue;
         }
-        kept.push_str(raw);
-        kept.push('\n');
     }
     if dropped > 0 && !dry_run {
         crate::sys::fs::write_atomic(&file, kept.as_bytes())?;
     }
     Ok(dropped)
+}
+
+/// Past this size prepare trims the record itself (as gc does), so it
+/// stays small where gc is never run.
+pub const COMPACT_AT: u64 = 4 << 20;
+
+/// Trim the record when it has grown past [`COMPACT_AT`] (best effort: a
+/// record that cannot be read or written is left as it is). The caller
+/// holds the repository lock.
+fn compact_if_large(state_dir: &Path) {
+    let big = std::fs::metadata(path(state_dir)).is_ok_and(|m| m.len() > COMPACT_AT);
+    if !big {
+        return;
+    }
+    let Ok(batches) = crate::record::batch::list(state_dir) else {
+        return;
+    };
+    let ids: Vec<&str> = batches
+        .iter()
+        .map(|e| match e {
+            crate::record::batch::Entry::Batch(b) => b.id.as_str(),
+            crate::record::batch::Entry::Broken { id, .. } => id.as_str(),
+        })
+        .collect();
+    let open = ids.into_iter().collect();
+    let _ = trim(state_dir, &open, crate::sys::time::now(), false);
 }
 
 #[cfg(test)]
@@ -326,31 +371,57 @@ mod tests {
     }
 
     #[test]
+    fn a_record_past_its_size_is_trimmed_by_the_next_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = path(dir.path());
+        let old = crate::sys::time::now() - KEEP_SECS - 1;
+        let mut text = String::from(HEADER);
+        let mut n = 0u32;
+        while text.len() as u64 <= COMPACT_AT {
+            let id = ObjectId::from_bytes_or_panic(&[&n.to_be_bytes()[..], &[7; 16]].concat());
+            text.push_str(&format!("{id} {old} gone\n"));
+            n += 1;
+        }
+        std::fs::write(&file, &text).unwrap();
+        let changes = [change(None, Some((EntryKind::Blob, blob(1))))];
+        record(dir.path(), "new", &changes).unwrap();
+        let r = load(dir.path()).unwrap();
+        assert_eq!(r.blobs.len(), 1);
+        assert!(std::fs::metadata(&file).unwrap().len() < 1000);
+    }
+
+    #[test]
     fn trim_keeps_open_and_recent_entries_and_leaves_a_bad_file_alone() {
         let dir = tempfile::tempdir().unwrap();
         let file = path(dir.path());
         let now = 1_000_000_000;
         let old = now - KEEP_SECS - 1;
         let text = format!(
-            "{HEADER}{} {old} ended\n{} {old} open\n{} {now} ended\n{} {now} ended\n",
+            "{HEADER}{} {old} ended\n{} {old} open\n{} {now} ended\n{} {now} ended\n\
+             {} {} ended\n{} {now} later\n",
             blob(1),
             blob(2),
             blob(3),
-            blob(3)
+            blob(3),
+            blob(4),
+            now - 10,
+            blob(4)
         );
         std::fs::write(&file, &text).unwrap();
         let open: HashSet<&str> = ["open"].into_iter().collect();
-        assert_eq!(trim(dir.path(), &open, now, true).unwrap(), 2);
+        // Expired (1), repeated (3), not the newest of its blob (4).
+        assert_eq!(trim(dir.path(), &open, now, true).unwrap(), 3);
         assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
-        assert_eq!(trim(dir.path(), &open, now, false).unwrap(), 2);
+        assert_eq!(trim(dir.path(), &open, now, false).unwrap(), 3);
         let r = load(dir.path()).unwrap();
         let mut ids: Vec<_> = r.blobs.keys().copied().collect();
         ids.sort();
-        assert_eq!(ids, vec![blob(2), blob(3)]);
+        assert_eq!(ids, vec![blob(2), blob(3), blob(4)]);
+        assert_eq!(r.blobs[&blob(4)].batch, "later");
         std::fs::write(&file, format!("{text}garbage\n")).unwrap();
         assert!(matches!(
             trim(dir.path(), &open, now, false),
-            Err(PrivateError::Malformed { line: 6, .. })
+            Err(PrivateError::Malformed { line: 8, .. })
         ));
         assert!(std::fs::read_to_string(&file)
             .unwrap()

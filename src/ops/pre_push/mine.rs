@@ -6,10 +6,10 @@
 //! user's worktrees (the main worktree and linked worktrees git-delegate
 //! did not make: registrations not named `delegate-...`), as that
 //! worktree's HEAD reflog records it (`commit`, `merge`, `pull`, `rebase`,
-//! `cherry-pick`, `revert`, `am`; never `checkout`, `reset` or a
-//! fast-forward, which make no commit), or by `git delegate branch` (the
-//! pushed branch's reflog), or when the blob is at that path in the commit
-//! one of those worktrees has checked out. All of it is read only when a
+//! `cherry-pick`, `revert`, `am`; never `checkout`, `reset`, a
+//! fast-forward or a rebase's `(start)`, which make no commit), or by
+//! `git delegate branch` (the pushed branch's reflog), or when the blob is
+//! at that path in the commit one of those worktrees has checked out. All of it is read only when a
 //! commit brings a recorded blob.
 //!
 //! Owns: reading those reflogs and HEADs.
@@ -146,14 +146,23 @@ fn reflog(file: &Path, keep: impl Fn(&[u8]) -> bool) -> HashSet<ObjectId> {
 
 /// Whether a HEAD reflog message records a commit made there.
 fn makes_a_commit(message: &[u8]) -> bool {
-    let fast_forward = message.find(b"Fast-forward").is_some();
-    let starts = |p: &[u8]| message.starts_with(p);
-    starts(b"commit")
-        || starts(b"rebase")
-        || starts(b"cherry-pick")
-        || starts(b"revert")
-        || starts(b"am:")
-        || ((starts(b"merge ") || starts(b"pull")) && !fast_forward)
+    // `<action>: <detail>`. A fast-forward, or a rebase's first step
+    // (checking out its upstream), moves HEAD to a commit someone else made.
+    let (action, detail) = message.split_once_str(b": ").unwrap_or((message, b""));
+    if detail.starts_with(b"Fast-forward") || action.ends_with(b"(start)") {
+        return false;
+    }
+    [
+        "commit",
+        "rebase",
+        "cherry-pick",
+        "revert",
+        "am",
+        "merge ",
+        "pull",
+    ]
+    .iter()
+    .any(|p| action.starts_with(p.as_bytes()))
 }
 
 /// The task whose work `local_ref` is, among `b`'s open tasks: the one
@@ -201,10 +210,12 @@ mod tests {
             "commit (merge): Merge branch 'x'",
             "merge side: Merge made by the 'ort' strategy.",
             "rebase (pick): add it",
+            "pull --rebase (pick): add it",
             "rebase -i (finish): returning to refs/heads/x",
             "cherry-pick: add it",
             "revert: Revert \"x\"",
             "am: add it",
+            "commit: a fix (start) with Fast-forward in it",
             "pull: Merge made by the 'ort' strategy.",
         ] {
             assert!(makes_a_commit(yes.as_bytes()), "{yes}");
@@ -214,6 +225,8 @@ mod tests {
             "reset: moving to agent/x",
             "merge agent/x: Fast-forward",
             "pull: Fast-forward",
+            "rebase (start): checkout agent/x",
+            "pull --rebase (start): checkout origin/main",
             "branch: Created from HEAD",
             "clone: from /somewhere",
         ] {
