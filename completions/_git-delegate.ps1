@@ -143,7 +143,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         }
         'git-delegate;branch' {
             [CompletionResult]::new('--batch', '--batch', [CompletionResultType]::ParameterName, 'The batch: label, id or unique id prefix (default: the only open batch)')
-            [CompletionResult]::new('--onto', '--onto', [CompletionResultType]::ParameterName, 'The commit the branch starts from (default: HEAD)')
+            [CompletionResult]::new('--onto', '--onto', [CompletionResultType]::ParameterName, 'The commit the branch starts from (default: the source''s HEAD)')
             [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'The commit message (default: "<task>: work from git delegate batch <label or short id>")')
             [CompletionResult]::new('--message', '--message', [CompletionResultType]::ParameterName, 'The commit message (default: "<task>: work from git delegate batch <label or short id>")')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
@@ -275,7 +275,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('pre-commit', 'pre-commit', [CompletionResultType]::ParameterValue, 'Refuse commits inside forbid-commit workspaces; warn about stale batches')
-            [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish a git-delegate baseline (the user''s private files)')
+            [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish the user''s private files (a baseline''s snapshot)')
             [CompletionResult]::new('worktree-create', 'worktree-create', [CompletionResultType]::ParameterValue, 'Claude Code''s WorktreeCreate hook: prepare a one-task batch, print its folder')
             [CompletionResult]::new('worktree-remove', 'worktree-remove', [CompletionResultType]::ParameterValue, 'Claude Code''s WorktreeRemove hook: apply the batch behind the worktree')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -315,7 +315,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         }
         'git-delegate;hook;help' {
             [CompletionResult]::new('pre-commit', 'pre-commit', [CompletionResultType]::ParameterValue, 'Refuse commits inside forbid-commit workspaces; warn about stale batches')
-            [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish a git-delegate baseline (the user''s private files)')
+            [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish the user''s private files (a baseline''s snapshot)')
             [CompletionResult]::new('worktree-create', 'worktree-create', [CompletionResultType]::ParameterValue, 'Claude Code''s WorktreeCreate hook: prepare a one-task batch, print its folder')
             [CompletionResult]::new('worktree-remove', 'worktree-remove', [CompletionResultType]::ParameterValue, 'Claude Code''s WorktreeRemove hook: apply the batch behind the worktree')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -460,7 +460,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         }
         'git-delegate;help;hook' {
             [CompletionResult]::new('pre-commit', 'pre-commit', [CompletionResultType]::ParameterValue, 'Refuse commits inside forbid-commit workspaces; warn about stale batches')
-            [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish a git-delegate baseline (the user''s private files)')
+            [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish the user''s private files (a baseline''s snapshot)')
             [CompletionResult]::new('worktree-create', 'worktree-create', [CompletionResultType]::ParameterValue, 'Claude Code''s WorktreeCreate hook: prepare a one-task batch, print its folder')
             [CompletionResult]::new('worktree-remove', 'worktree-remove', [CompletionResultType]::ParameterValue, 'Claude Code''s WorktreeRemove hook: apply the batch behind the worktree')
             break

@@ -133,7 +133,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         }
         &'git-delegate;branch'= {
             cand --batch 'The batch: label, id or unique id prefix (default: the only open batch)'
-            cand --onto 'The commit the branch starts from (default: HEAD)'
+            cand --onto 'The commit the branch starts from (default: the source''s HEAD)'
             cand -m 'The commit message (default: "<task>: work from git delegate batch <label or short id>")'
             cand --message 'The commit message (default: "<task>: work from git delegate batch <label or short id>")'
             cand --color 'When to use colour: auto, always or never'
@@ -255,7 +255,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
-            cand pre-push 'Refuse a push that would publish a git-delegate baseline (the user''s private files)'
+            cand pre-push 'Refuse a push that would publish the user''s private files (a baseline''s snapshot)'
             cand worktree-create 'Claude Code''s WorktreeCreate hook: prepare a one-task batch, print its folder'
             cand worktree-remove 'Claude Code''s WorktreeRemove hook: apply the batch behind the worktree'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -290,7 +290,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         }
         &'git-delegate;hook;help'= {
             cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
-            cand pre-push 'Refuse a push that would publish a git-delegate baseline (the user''s private files)'
+            cand pre-push 'Refuse a push that would publish the user''s private files (a baseline''s snapshot)'
             cand worktree-create 'Claude Code''s WorktreeCreate hook: prepare a one-task batch, print its folder'
             cand worktree-remove 'Claude Code''s WorktreeRemove hook: apply the batch behind the worktree'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -405,7 +405,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         }
         &'git-delegate;help;hook'= {
             cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
-            cand pre-push 'Refuse a push that would publish a git-delegate baseline (the user''s private files)'
+            cand pre-push 'Refuse a push that would publish the user''s private files (a baseline''s snapshot)'
             cand worktree-create 'Claude Code''s WorktreeCreate hook: prepare a one-task batch, print its folder'
             cand worktree-remove 'Claude Code''s WorktreeRemove hook: apply the batch behind the worktree'
         }

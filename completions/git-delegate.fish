@@ -124,7 +124,7 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand path" -l json 
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand path" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand path" -s V -l version -d 'Print version'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand branch" -l batch -d 'The batch: label, id or unique id prefix (default: the only open batch)' -r
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand branch" -l onto -d 'The commit the branch starts from (default: HEAD)' -r
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand branch" -l onto -d 'The commit the branch starts from (default: the source\'s HEAD)' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand branch" -s m -l message -d 'The commit message (default: "<task>: work from git delegate batch <label or short id>")' -r
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand branch" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
@@ -224,7 +224,7 @@ never\t'Never colour'"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and not __fish_seen_subcommand_from pre-commit pre-push worktree-create worktree-remove help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and not __fish_seen_subcommand_from pre-commit pre-push worktree-create worktree-remove help" -s V -l version -d 'Print version'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and not __fish_seen_subcommand_from pre-commit pre-push worktree-create worktree-remove help" -f -a "pre-commit" -d 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and not __fish_seen_subcommand_from pre-commit pre-push worktree-create worktree-remove help" -f -a "pre-push" -d 'Refuse a push that would publish a git-delegate baseline (the user\'s private files)'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and not __fish_seen_subcommand_from pre-commit pre-push worktree-create worktree-remove help" -f -a "pre-push" -d 'Refuse a push that would publish the user\'s private files (a baseline\'s snapshot)'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and not __fish_seen_subcommand_from pre-commit pre-push worktree-create worktree-remove help" -f -a "worktree-create" -d 'Claude Code\'s WorktreeCreate hook: prepare a one-task batch, print its folder'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and not __fish_seen_subcommand_from pre-commit pre-push worktree-create worktree-remove help" -f -a "worktree-remove" -d 'Claude Code\'s WorktreeRemove hook: apply the batch behind the worktree'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and not __fish_seen_subcommand_from pre-commit pre-push worktree-create worktree-remove help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -249,7 +249,7 @@ never\t'Never colour'"
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and __fish_seen_subcommand_from worktree-remove" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and __fish_seen_subcommand_from worktree-remove" -s V -l version -d 'Print version'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and __fish_seen_subcommand_from help" -f -a "pre-commit" -d 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and __fish_seen_subcommand_from help" -f -a "pre-push" -d 'Refuse a push that would publish a git-delegate baseline (the user\'s private files)'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and __fish_seen_subcommand_from help" -f -a "pre-push" -d 'Refuse a push that would publish the user\'s private files (a baseline\'s snapshot)'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and __fish_seen_subcommand_from help" -f -a "worktree-create" -d 'Claude Code\'s WorktreeCreate hook: prepare a one-task batch, print its folder'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and __fish_seen_subcommand_from help" -f -a "worktree-remove" -d 'Claude Code\'s WorktreeRemove hook: apply the batch behind the worktree'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand hook; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -304,7 +304,7 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not 
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path branch gc drop renew config refresh run exec join submit hook hooks man completions help" -f -a "completions" -d 'Print a shell completion script'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and not __fish_seen_subcommand_from prepare apply undo status diff path branch gc drop renew config refresh run exec join submit hook hooks man completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and __fish_seen_subcommand_from hook" -f -a "pre-commit" -d 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and __fish_seen_subcommand_from hook" -f -a "pre-push" -d 'Refuse a push that would publish a git-delegate baseline (the user\'s private files)'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and __fish_seen_subcommand_from hook" -f -a "pre-push" -d 'Refuse a push that would publish the user\'s private files (a baseline\'s snapshot)'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and __fish_seen_subcommand_from hook" -f -a "worktree-create" -d 'Claude Code\'s WorktreeCreate hook: prepare a one-task batch, print its folder'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and __fish_seen_subcommand_from hook" -f -a "worktree-remove" -d 'Claude Code\'s WorktreeRemove hook: apply the batch behind the worktree'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand help; and __fish_seen_subcommand_from hooks" -f -a "install" -d 'Install the pre-commit hook (an existing hook is kept and chained)'

@@ -347,11 +347,14 @@ fn baseline(source: &Source, id: &str, observer: &dyn Observer) -> Result<Baseli
         format!("git-delegate baseline {id}\n"),
     )?;
     // Paths that differ from HEAD (a staged change undone on disk is none).
-    let changes = if snap.changes == 0 {
-        0
+    let changed = if snap.changes == 0 {
+        Vec::new()
     } else {
-        crate::git::diff::trees(&source.repo, snap.head_tree, snap.tree)?.len()
+        crate::git::diff::trees(&source.repo, snap.head_tree, snap.tree)?
     };
+    // Their blobs are the private snapshot the pre-push guard knows (design §3.19).
+    crate::record::private::record(&source.state_dir(), id, &changed)?;
+    let changes = changed.len();
     if crate::sys::interrupt::interrupted() {
         return Err(Error::interrupted());
     }

@@ -277,9 +277,11 @@ workspace, the task of that workspace. Exit 2 for an unknown task.",
     /// Publish a task's work as a branch on HEAD, without touching the working tree
     #[command(
         long_about = "Make branch NAME (default delegate/<label or short id>/<task>) at a new commit whose parent is REV \
-(default HEAD) and whose tree is REV's tree with the task's changes merged in 3-way: the task's work as a cherry-pick \
-onto REV, made in memory. The user's uncommitted edits and untracked files, which the batch's baseline holds, stay \
-out, so the branch can be pushed for a pull request. A local task's workspace is recorded as a proposal first. \
+(default: the source's HEAD, wherever it runs, a task's own folder included) and whose tree is REV's tree with the \
+task's changes merged in 3-way: the task's work as a cherry-pick onto REV, made in memory. The user's uncommitted \
+edits and untracked files, which the batch's baseline holds, stay out, so the branch can be pushed for a pull \
+request; a REV that is the baseline or built on it is refused (exit 2). Without --batch, in a task's folder: its \
+batch. A local task's workspace is recorded as a proposal first. \
 Nothing else changes: the working tree, the index, HEAD and the task (it stays open; `apply` lands it). \
 A conflict with REV makes nothing and names the paths (exit 1); an existing branch is moved only with --force \
 (exit 2 without); the branch checked out in any worktree never (exit 3). Author and committer come from git's \

@@ -87,13 +87,16 @@ pub enum HookName {
     /// Exit 1 refuses the commit (a forbid-commit workspace, or stale batches with
     /// hooks.stale-leases = "block"); otherwise exit 0, silently unless there is a warning.
     PreCommit,
-    /// Refuse a push that would publish a git-delegate baseline (the user's private files)
+    /// Refuse a push that would publish the user's private files (a baseline's snapshot)
     ///
     /// Reads git's pre-push lines on stdin. A push whose new commits include a git-delegate
-    /// baseline that differs from its parent (a worker's branch made in its workspace) is
-    /// refused (exit 1), naming the ref and `git delegate branch`, which publishes the same
-    /// work cleanly; hooks.private-baselines = "warn" or "ignore" relax it. Any other push,
-    /// and any failure of the check itself, passes.
+    /// baseline that differs from its parent (a worker's branch made in its workspace), or
+    /// bring a file's content that was uncommitted or untracked in the working tree at a
+    /// prepare (however the commit was re-authored, squashed, cherry-picked or rebased; tags
+    /// peeled), is refused (exit 1), naming the ref and the `git delegate branch` command that
+    /// publishes the task's work cleanly. What you committed yourself since passes. A check
+    /// that cannot be made refuses the push too, naming why; `git push --no-verify` or
+    /// hooks.private-baselines = "warn" (or "ignore") let it through.
     PrePush {
         /// The remote's name (as git gives it)
         remote: String,

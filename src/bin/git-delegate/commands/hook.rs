@@ -6,6 +6,7 @@
 //! only); this module words what it found.
 //! Never: changes anything; a failure of its own never refuses a commit
 //! (only a forbid-commit workspace or `hooks.stale-leases = "block"` does).
+//! `hook pre-push` is worded in `pre_push.rs`.
 
 use crate::cli::{HookArgs, HookName};
 use crate::ui::Ui;
@@ -18,61 +19,7 @@ pub fn run(ui: &Ui, args: HookArgs) -> Result<i32> {
         HookName::PreCommit => Ok(pre_commit(ui)),
         HookName::WorktreeCreate => worktree_create(),
         HookName::WorktreeRemove => worktree_remove(),
-        HookName::PrePush { remote, .. } => Ok(pre_push(ui, &remote)),
-    }
-}
-
-/// `git delegate hook pre-push REMOTE URL` (design §3.19).
-fn pre_push(ui: &Ui, remote: &str) -> i32 {
-    use git_delegate::config::PrivateBaselines;
-    use git_delegate::ops::pre_push::PrePush;
-    use std::io::Read;
-    let warn = |m: &str| ui.warn(&format!("git-delegate: {m}\n"));
-    let mut input = String::new();
-    if let Err(e) = std::io::stdin().read_to_string(&mut input) {
-        warn(&format!("cannot read the pushed refs ({e}); not checked"));
-        return 0;
-    }
-    match git_delegate::ops::pre_push::check(remote, &input) {
-        PrePush::Clear => 0,
-        PrePush::Unchecked(e) => {
-            warn(&format!(
-                "cannot check the push for private baselines: {}",
-                crate::ui::escape_text(&e.message)
-            ));
-            0
-        }
-        PrePush::Found {
-            found,
-            mode,
-            config_error,
-        } => {
-            if let Some(e) = config_error {
-                warn(&format!(
-                    "{} (using the defaults)",
-                    crate::ui::escape_text(&e.message)
-                ));
-            }
-            let mut text = String::new();
-            for f in &found {
-                let short = git_delegate::record::batch::short(&f.batch);
-                text.push_str(&format!(
-                    "git-delegate: {} holds the git-delegate baseline {} of batch {short}: \
-the snapshot of your uncommitted and untracked files a worker's branch is made on; pushing it to {} would publish them.\n\
-git-delegate: publish the task's work alone with `git delegate branch TASK --batch {short}` (a branch on HEAD with the task's changes only), and push that branch instead\n",
-                    crate::ui::escape_text(&f.local_ref),
-                    &f.baseline.to_string()[..12],
-                    crate::ui::escape_text(&f.remote_ref),
-                ));
-            }
-            if mode == PrivateBaselines::Warn {
-                ui.warn(&text);
-                return 0;
-            }
-            text.push_str("git-delegate: push refused (hooks.private-baselines = \"block\"; \"warn\" or \"ignore\" in .git/delegate.toml relax it)\n");
-            ui.warn(&text);
-            1
-        }
+        HookName::PrePush { remote, .. } => Ok(super::pre_push::run(ui, &remote)),
     }
 }
 

@@ -21,6 +21,7 @@ pub mod hooks;
 pub mod kept;
 pub mod man;
 pub mod path;
+pub mod pre_push;
 pub mod prepare;
 pub mod refresh;
 pub mod remote;
