@@ -47,7 +47,7 @@ pub struct Report {
 }
 
 /// Run the command (design §3.22).
-pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<Report> {
+pub fn run(source: Source, opts: &Options, observer: &dyn Observer) -> Result<Report> {
     let Some((program, args)) = opts.command.split_first() else {
         return Err(Error::usage(
             Code::Usage,
@@ -55,6 +55,13 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
             "for example `git delegate exec 1 -- sh`",
         ));
     };
+    // A containment key a worker could have planted holds only as the
+    // user confirmed it (design §3.18, §3.22).
+    let mut source = source;
+    if let Some(u) = crate::ops::trust::gate_containment(&mut source)? {
+        observer.notice(Notice::LeftOut(u.containment_warning()));
+    }
+    let source = &source;
     let decision = contain::decide(contain::Options::new(
         &source.config,
         opts.no_sandbox,

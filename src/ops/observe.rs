@@ -27,6 +27,10 @@ pub enum Notice {
     /// Workers are less contained than asked for (design §3.22: no
     /// Landlock, or no network rules): said once per command, as worded.
     Sandbox(String),
+    /// A key of `delegate.toml` the user has not confirmed was left out,
+    /// the confirmed value holding in its place (design §3.18): said once
+    /// per command, as worded.
+    LeftOut(String),
 }
 
 /// The caller's side of a transaction.

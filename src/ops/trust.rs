@@ -271,27 +271,29 @@ fn restore(file: &Path, c: &Confirmed) -> Option<String> {
 /// confirmed one (`None`: every one is). `write`: record the file as the
 /// user's where that is due (never in a dry run).
 pub fn check(source: &Source, keys: &[&'static str], write: bool) -> Result<Option<Untrusted>> {
+    Ok(check_with(source, keys, write)?.0)
+}
+
+/// [`check`], and the confirmed file's settings.
+fn check_with(
+    source: &Source,
+    keys: &[&'static str],
+    write: bool,
+) -> Result<(Option<Untrusted>, Config)> {
     let s = settle(source, write)?;
     let file = trust::file_of(&source.state_dir());
     let confirmed = confirmed_config(&file, &s.confirmed);
-    let left_out: Vec<LeftOut> = keys
-        .iter()
-        .filter(|k| source.config.command(k) != confirmed.command(k))
-        .map(|&key| LeftOut {
-            key,
-            value: source.config.command(key).to_string(),
-            confirmed: confirmed.command(key).to_string(),
-        })
-        .collect();
+    let left_out = differing(&source.config, &confirmed, keys);
     if left_out.is_empty() {
-        return Ok(None);
+        return Ok((None, confirmed));
     }
-    Ok(Some(Untrusted {
+    let u = Untrusted {
         confirm_dir: confirm_dir(&s.batches, &source.root),
         restore: restore(&file, &s.confirmed),
         file,
         left_out,
-    }))
+    };
+    Ok((Some(u), confirmed))
 }
 
 /// prepare (design §3.18): a `workspace.setup` the user has not confirmed
@@ -329,6 +331,88 @@ pub fn gate_apply(
         source.config.set_command(l.key, &l.confirmed);
     }
     Ok(u)
+}
+
+/// The keys that loosen how the workers git-delegate starts are contained
+/// (design §3.22): `run.sandbox = "off"`, `run.network = true`, a folder
+/// in `run.writable`. An unconfined worker (or one of another batch) can
+/// write them into `delegate.toml` for the next `run` or `exec`, so they
+/// too hold only with the value of the file the user confirmed.
+pub const CONTAINMENT_KEYS: [&str; 3] = ["run.sandbox", "run.network", "run.writable"];
+
+/// `run` and `exec` (design §3.18, §3.22): a containment key the user has
+/// not confirmed is left out and the confirmed value holds in its place;
+/// what was left out, said once by the caller. The command line's
+/// `--no-sandbox` is the user's and still holds.
+pub fn gate_containment(source: &mut Source) -> Result<Option<Untrusted>> {
+    let (u, confirmed) = check_with(source, &CONTAINMENT_KEYS, true)?;
+    for l in u.iter().flat_map(|u| &u.left_out) {
+        take(&mut source.config, &confirmed, l.key);
+    }
+    Ok(u)
+}
+
+impl Untrusted {
+    /// The warning `run` and `exec` give once when a containment key was
+    /// left out (design §3.22).
+    pub fn containment_warning(&self) -> String {
+        let kept: Vec<String> = self
+            .left_out
+            .iter()
+            .map(|l| format!("{} = `{}`", l.key, l.confirmed))
+            .collect();
+        format!(
+            "git-delegate: warning: {} in {} is not what you confirmed (the file changed while a batch was open, and a worker's workspace shares it): the workers are contained as you confirmed ({})\n  help: {}",
+            self.named(),
+            self.file.display(),
+            kept.join(", "),
+            self.help()
+        )
+    }
+}
+
+/// The keys of `keys` whose value in `now` is not the one in `confirmed`.
+fn differing(now: &Config, confirmed: &Config, keys: &[&'static str]) -> Vec<LeftOut> {
+    keys.iter()
+        .filter(|k| value(now, k) != value(confirmed, k))
+        .map(|&key| LeftOut {
+            key,
+            value: value(now, key),
+            confirmed: value(confirmed, key),
+        })
+        .collect()
+}
+
+/// A guarded key's value as text, to compare and to show (empty: a
+/// command key unset).
+fn value(cfg: &Config, key: &str) -> String {
+    use crate::config::Sandbox;
+    match key {
+        "run.sandbox" => match cfg.sandbox {
+            Sandbox::Auto => "auto",
+            Sandbox::On => "on",
+            Sandbox::Off => "off",
+        }
+        .to_string(),
+        "run.network" => cfg.network.to_string(),
+        "run.writable" => cfg
+            .writable
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => cfg.command(key).to_string(),
+    }
+}
+
+/// Put `from`'s value of the guarded `key` in `cfg`.
+fn take(cfg: &mut Config, from: &Config, key: &str) {
+    match key {
+        "run.sandbox" => cfg.sandbox = from.sandbox,
+        "run.network" => cfg.network = from.network,
+        "run.writable" => cfg.writable = from.writable.clone(),
+        _ => cfg.set_command(key, from.command(key)),
+    }
 }
 
 /// A key that differs between the confirmed file and the file now.
@@ -379,15 +463,8 @@ fn view(source: &Source, s: &Settled) -> View {
         })
         .collect();
     let confirmed = confirmed_config(&file, &s.confirmed);
-    let left_out: Vec<LeftOut> = COMMAND_KEYS
-        .iter()
-        .filter(|k| source.config.command(k) != confirmed.command(k))
-        .map(|&key| LeftOut {
-            key,
-            value: source.config.command(key).to_string(),
-            confirmed: confirmed.command(key).to_string(),
-        })
-        .collect();
+    let guarded: Vec<&'static str> = COMMAND_KEYS.into_iter().chain(CONTAINMENT_KEYS).collect();
+    let left_out = differing(&source.config, &confirmed, &guarded);
     let home = confirm_dir(&s.batches, &source.root);
     let untrusted = (!left_out.is_empty()).then(|| Untrusted {
         confirm_dir: home.clone(),

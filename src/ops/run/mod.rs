@@ -147,6 +147,14 @@ pub fn run(
             "for example `git delegate run -n 2 -- sh -c 'echo $GIT_DELEGATE_TASK'`",
         ));
     }
+    // A containment key a worker could have planted holds only as the
+    // user confirmed it (design §3.18, §3.22).
+    let mut source = source;
+    if let Some(u) = crate::ops::trust::gate_containment(&mut source)? {
+        observer.notice(crate::ops::observe::Notice::LeftOut(
+            u.containment_warning(),
+        ));
+    }
     // Whether workers can be contained is known before anything is made
     // (design §3.22: "on" without Landlock makes nothing).
     let contain =

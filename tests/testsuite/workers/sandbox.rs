@@ -526,3 +526,71 @@ fn a_contained_workers_workspace_goes_to_the_pool_and_is_reused() {
     let status = env.delegate(&repo, ["status", "--json"]).expect(0).json();
     assert_eq!(status["idle_workspaces"], Value::Null, "{status:#}");
 }
+
+/// A containment key planted in `delegate.toml` while a batch is open (by
+/// an unconfined worker: a subagent, or one started by hand) loosens
+/// nothing (design §3.18 "Commands from the shared git dir", §3.22):
+/// `run.sandbox = "off"`, `run.network = true` over a confirmed `false`
+/// and a folder added to `run.writable` are left out, the workers are
+/// contained as the user confirmed, `run` and `exec` warn once naming the
+/// keys and how to confirm; after `config --trust` they hold.
+#[test]
+fn containment_keys_a_worker_plants_hold_only_once_confirmed() {
+    if landlock("containment_keys_a_worker_plants_hold_only_once_confirmed").is_none() {
+        return;
+    }
+    let (env, repo) = Env::with_repo("r");
+    let outside = env.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    // The user's own file, confirmed while no batch is open.
+    set_config(&repo, "[run]\nnetwork = true\n");
+    env.delegate(&repo, ["config"]).expect(0);
+    // An open batch; its worker (unconfined here) plants the keys.
+    env.delegate(&repo, ["prepare", "--label", "open"])
+        .expect(0);
+    set_config(
+        &repo,
+        &format!(
+            "[run]\nsandbox = \"off\"\nnetwork = true\nwritable = [\"{}\"]\n",
+            outside.display()
+        ),
+    );
+    let script = format!(
+        "echo free > '{}/free.txt' || echo denied > denied.txt",
+        outside.display()
+    );
+    let out = env
+        .delegate(&repo, ["run", "--json", "--", "sh", "-c", &script])
+        .expect(0);
+    let doc = out.json();
+    assert_eq!(worker(&doc, "1")["sandbox"]["kind"], "landlock", "{doc:#}");
+    assert!(!outside.join("free.txt").exists(), "the planted keys held");
+    assert_eq!(read(&repo.join("denied.txt")), "denied\n");
+    assert_has(&out.stderr, "run.sandbox = `off`");
+    assert_has(&out.stderr, "run.writable = `");
+    assert_has(&out.stderr, "delegate config --trust");
+    assert_eq!(out.stderr.matches("is not what you confirmed").count(), 1);
+    // exec the same: contained, warned once.
+    let b = env.delegate(&repo, ["status", "--json"]).expect(0).json()["batches"][0]["batch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = env.delegate(
+        &repo,
+        ["exec", "--batch", &b, "1", "--", "sh", "-c", &script],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        !outside.join("free.txt").exists(),
+        "exec: the planted keys held"
+    );
+    assert_has(&out.stderr, "run.sandbox = `off`");
+    // Confirmed by the user: they hold.
+    env.delegate(&repo, ["config", "--trust"]).expect(0);
+    let doc = env
+        .delegate(&repo, ["run", "--json", "--", "sh", "-c", &script])
+        .expect(0)
+        .json();
+    assert_eq!(worker(&doc, "1")["sandbox"]["kind"], "none", "{doc:#}");
+    assert_eq!(read(&outside.join("free.txt")), "free\n");
+}

@@ -21,7 +21,7 @@ pub fn run(ui: &Ui, args: ExecArgs) -> Result<i32> {
     };
     let source = super::source()?;
     let shown = super::Shown::new(ui);
-    let report = git_delegate::ops::exec::run(&source, &opts, &shown)?;
+    let report = git_delegate::ops::exec::run(source, &opts, &shown)?;
     if let Some(why) = &report.start_error {
         ui.warn(&format!("git-delegate: cannot run {why}\n"));
     }

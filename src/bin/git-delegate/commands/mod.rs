@@ -347,7 +347,7 @@ impl git_delegate::ops::observe::Observer for Shown<'_> {
                 "git-delegate: warning: not everything of the unfinished batch {short} could be removed ({}); `git delegate gc` removes the rest\n",
                 error.message
             )),
-            Notice::Sandbox(line) => ui.warn(&format!("{line}\n")),
+            Notice::Sandbox(line) | Notice::LeftOut(line) => ui.warn(&format!("{line}\n")),
         }
     }
 }
