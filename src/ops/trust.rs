@@ -174,9 +174,7 @@ fn settle(source: &Source, write: bool) -> Result<Settled> {
         // confirmed.
         Some(c) => {
             let confirmed = confirmed_config(&file, &c);
-            let differs = COMMAND_KEYS
-                .iter()
-                .any(|k| source.config.command(k) != confirmed.command(k));
+            let differs = !differing(&source.config, &confirmed, &GUARDED).is_empty();
             if c.pending && differs {
                 return Ok(keep(c));
             }
@@ -333,12 +331,53 @@ pub fn gate_apply(
     Ok(u)
 }
 
+/// The command that confirms the file, to run from anywhere: for the
+/// working tree of `source`, or, where `source` is a task's workspace, for
+/// the working tree its batch was prepared in.
+pub fn confirm_command_for(source: &Source) -> String {
+    let batches: Vec<Batch> = batch::list(&source.state_dir())
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|e| match e {
+            batch::Entry::Batch(b) => Some(*b),
+            batch::Entry::Broken { .. } => None,
+        })
+        .collect();
+    confirm_command(&confirm_dir(&batches, &source.root))
+}
+
 /// The keys that loosen how the workers git-delegate starts are contained
 /// (design §3.22): `run.sandbox = "off"`, `run.network = true`, a folder
 /// in `run.writable`. An unconfined worker (or one of another batch) can
 /// write them into `delegate.toml` for the next `run` or `exec`, so they
 /// too hold only with the value of the file the user confirmed.
 pub const CONTAINMENT_KEYS: [&str; 3] = ["run.sandbox", "run.network", "run.writable"];
+
+/// The key that relaxes the pre-push guard (design §3.19):
+/// `hooks.private-baselines = "warn"` or `"ignore"` would let a worker's
+/// branch publish the user's private files.
+pub const GUARD_KEYS: [&str; 1] = ["hooks.private-baselines"];
+
+/// Every key that holds only as the user confirmed it.
+const GUARDED: [&str; 6] = [
+    COMMAND_KEYS[0],
+    COMMAND_KEYS[1],
+    CONTAINMENT_KEYS[0],
+    CONTAINMENT_KEYS[1],
+    CONTAINMENT_KEYS[2],
+    GUARD_KEYS[0],
+];
+
+/// The pre-push hook (design §3.19): `hooks.private-baselines` as the
+/// user confirmed it (a changed value is left out, the confirmed one
+/// holds). Reads only: a hook records nothing.
+pub fn gate_guard(source: &mut Source) -> Result<Option<Untrusted>> {
+    let (u, confirmed) = check_with(source, &GUARD_KEYS, false)?;
+    for l in u.iter().flat_map(|u| &u.left_out) {
+        take(&mut source.config, &confirmed, l.key);
+    }
+    Ok(u)
+}
 
 /// `run` and `exec` (design §3.18, §3.22): a containment key the user has
 /// not confirmed is left out and the confirmed value holds in its place;
@@ -353,6 +392,17 @@ pub fn gate_containment(source: &mut Source) -> Result<Option<Untrusted>> {
 }
 
 impl Untrusted {
+    /// What the pre-push hook says when `hooks.private-baselines` was
+    /// left out (design §3.19).
+    pub fn guard_warning(&self) -> String {
+        format!(
+            "{} in {} is not what you confirmed (the file changed while a batch was open, and a worker's workspace shares it): the guard holds as you confirmed it; if you wrote it, confirm the file with `{}`",
+            self.named(),
+            self.file.display(),
+            self.confirm_command()
+        )
+    }
+
     /// The warning `run` and `exec` give once when a containment key was
     /// left out (design §3.22).
     pub fn containment_warning(&self) -> String {
@@ -395,6 +445,12 @@ fn value(cfg: &Config, key: &str) -> String {
         }
         .to_string(),
         "run.network" => cfg.network.to_string(),
+        "hooks.private-baselines" => match cfg.private_baselines {
+            crate::config::PrivateBaselines::Block => "block",
+            crate::config::PrivateBaselines::Warn => "warn",
+            crate::config::PrivateBaselines::Ignore => "ignore",
+        }
+        .to_string(),
         "run.writable" => cfg
             .writable
             .iter()
@@ -411,6 +467,7 @@ fn take(cfg: &mut Config, from: &Config, key: &str) {
         "run.sandbox" => cfg.sandbox = from.sandbox,
         "run.network" => cfg.network = from.network,
         "run.writable" => cfg.writable = from.writable.clone(),
+        "hooks.private-baselines" => cfg.private_baselines = from.private_baselines,
         _ => cfg.set_command(key, from.command(key)),
     }
 }
@@ -463,8 +520,7 @@ fn view(source: &Source, s: &Settled) -> View {
         })
         .collect();
     let confirmed = confirmed_config(&file, &s.confirmed);
-    let guarded: Vec<&'static str> = COMMAND_KEYS.into_iter().chain(CONTAINMENT_KEYS).collect();
-    let left_out = differing(&source.config, &confirmed, &guarded);
+    let left_out = differing(&source.config, &confirmed, &GUARDED);
     let home = confirm_dir(&s.batches, &source.root);
     let untrusted = (!left_out.is_empty()).then(|| Untrusted {
         confirm_dir: home.clone(),

@@ -37,6 +37,7 @@ use gix::ObjectId;
 
 use crate::config::PrivateBaselines;
 use crate::error::Error;
+use crate::git::repo::Source;
 use crate::record::private::Record;
 
 /// How many of a commit's private paths are named.
@@ -88,6 +89,9 @@ pub enum PrePush {
         config_error: Option<Error>,
         /// The repository's `delegate.toml`, when it was found.
         config: Option<PathBuf>,
+        /// The command that confirms a change of it (design §3.18), where
+        /// there is a working tree.
+        confirm: Option<String>,
     },
     /// Refs that would publish the private snapshot, and what the config
     /// says to do.
@@ -97,6 +101,12 @@ pub enum PrePush {
         config_error: Option<Error>,
         /// The repository's `delegate.toml`.
         config: PathBuf,
+        /// A `hooks.private-baselines` the user has not confirmed, left
+        /// out (design §3.18): what to say.
+        left_out: Option<String>,
+        /// The command that confirms a change of it, where there is a
+        /// working tree.
+        confirm: Option<String>,
     },
 }
 
@@ -115,31 +125,29 @@ pub fn check(remote: &str, input: &str) -> PrePush {
     if matches!(&pushes, Ok(p) if p.is_empty()) {
         return PrePush::Clear;
     }
-    let failed = |reason: String, mode, config_error, config| PrePush::Failed {
+    let failed = |reason: String, mode, config_error, config, confirm| PrePush::Failed {
         reason,
         mode,
         config_error,
         config,
+        confirm,
     };
     let block = PrivateBaselines::default();
     let here = match std::env::current_dir() {
         Ok(d) => d,
         Err(e) => {
             let why = format!("cannot read the current folder: {e}");
-            return failed(why, block, None, None);
+            return failed(why, block, None, None, None);
         }
     };
     let repo = match crate::git::repo::open_source(&here) {
         Ok(r) => r,
-        Err(e) => return failed(Error::from(e).message, block, None, None),
+        Err(e) => return failed(Error::from(e).message, block, None, None, None),
     };
     let common_dir = std::fs::canonicalize(repo.common_dir())
         .unwrap_or_else(|_| repo.common_dir().to_path_buf());
     let config = common_dir.join("delegate.toml");
-    let (mode, config_error) = match crate::config::Config::load(&config) {
-        Ok(c) => (c.private_baselines, None),
-        Err(e) => (block, Some(e.into())),
-    };
+    let (mode, config_error, left_out, confirm) = guard_mode(&config);
     if mode == PrivateBaselines::Ignore {
         return PrePush::Clear;
     }
@@ -149,14 +157,52 @@ pub fn check(remote: &str, input: &str) -> PrePush {
         Check::new(&repo, &common_dir).run(remote, &pushes)
     });
     match found {
-        Err(reason) => failed(reason, mode, config_error, Some(config)),
+        Err(reason) => failed(reason, mode, config_error, Some(config), confirm),
         Ok(found) if found.is_empty() => PrePush::Clear,
         Ok(found) => PrePush::Found {
             found,
             mode,
             config_error,
             config,
+            left_out,
+            confirm,
         },
+    }
+}
+
+/// `hooks.private-baselines` as the user confirmed it (design §3.18: a
+/// worker can write `delegate.toml`, and "ignore" would let its branch
+/// out), the file's error if it cannot be read (the default then holds),
+/// and the words for a value left out. A check of it that fails holds the
+/// default, "block".
+/// Also the command that confirms a change of the file (for the way out
+/// the refusal names), where there is a working tree.
+fn guard_mode(
+    config: &Path,
+) -> (
+    PrivateBaselines,
+    Option<Error>,
+    Option<String>,
+    Option<String>,
+) {
+    let loaded = match crate::config::Config::load(config) {
+        Ok(c) => c.private_baselines,
+        Err(e) => return (PrivateBaselines::default(), Some(e.into()), None, None),
+    };
+    // A repository without a working tree has no batch, hence no worker.
+    let Ok(mut source) = Source::discover_here() else {
+        return (loaded, None, None, None);
+    };
+    let confirm = Some(crate::ops::trust::confirm_command_for(&source));
+    match crate::ops::trust::gate_guard(&mut source) {
+        Ok(None) => (loaded, None, None, confirm),
+        Ok(Some(u)) => (
+            source.config.private_baselines,
+            None,
+            Some(u.guard_warning()),
+            confirm,
+        ),
+        Err(e) => (PrivateBaselines::default(), Some(e), None, confirm),
     }
 }
 

@@ -585,6 +585,18 @@ fn containment_keys_a_worker_plants_hold_only_once_confirmed() {
         "exec: the planted keys held"
     );
     assert_has(&out.stderr, "run.sandbox = `off`");
+    // Once the batch has ended the file is not the user's either: a
+    // change found at a batch's end stays left out.
+    env.delegate(&repo, ["drop", &b, "--force"]).expect(0);
+    let out = env
+        .delegate(&repo, ["run", "--json", "--", "sh", "-c", &script])
+        .expect(0);
+    assert_eq!(worker(&out.json(), "1")["sandbox"]["kind"], "landlock");
+    assert!(
+        !outside.join("free.txt").exists(),
+        "the planted keys held after the batch"
+    );
+    assert_has(&out.stderr, "run.sandbox = `off`");
     // Confirmed by the user: they hold.
     env.delegate(&repo, ["config", "--trust"]).expect(0);
     let doc = env

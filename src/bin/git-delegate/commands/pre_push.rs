@@ -23,7 +23,7 @@ pub fn run(ui: &Ui, remote: &str) -> i32 {
     let mut input = String::new();
     if let Err(e) = std::io::stdin().read_to_string(&mut input) {
         let reason = format!("cannot read the pushed refs git gave the hook ({e})");
-        return failed(ui, &reason, PrivateBaselines::default(), None);
+        return failed(ui, &reason, PrivateBaselines::default(), None, None);
     }
     match git_delegate::ops::pre_push::check(remote, &input) {
         PrePush::Clear => 0,
@@ -32,17 +32,23 @@ pub fn run(ui: &Ui, remote: &str) -> i32 {
             mode,
             config_error,
             config,
+            confirm,
         } => {
             config_warning(ui, config_error);
-            failed(ui, &reason, mode, config.as_deref())
+            failed(ui, &reason, mode, config.as_deref(), confirm.as_deref())
         }
         PrePush::Found {
             found,
             mode,
             config_error,
             config,
+            left_out,
+            confirm,
         } => {
             config_warning(ui, config_error);
+            if let Some(words) = left_out {
+                ui.warn(&format!("{TAG}{}\n", escape_text(&words)));
+            }
             let mut text: String = found.iter().map(words).collect();
             if mode == PrivateBaselines::Warn {
                 text.push_str(&format!(
@@ -53,8 +59,8 @@ pub fn run(ui: &Ui, remote: &str) -> i32 {
                 return 0;
             }
             text.push_str(&format!(
-                "{TAG}push refused. If you mean to publish these files: `git push --no-verify` (this push only), or hooks.private-baselines = \"warn\" in {}\n",
-                super::show(&config)
+                "{TAG}push refused. If you mean to publish these files: `git push --no-verify` (this push only), or {}\n",
+                relax(&super::show(&config), confirm.as_deref())
             ));
             ui.warn(&text);
             1
@@ -71,8 +77,27 @@ fn config_warning(ui: &Ui, e: Option<git_delegate::error::Error>) {
     }
 }
 
+/// The lasting way out: "warn" in the file, confirmed (design §3.18: a
+/// change made while a batch is open holds only once confirmed, and
+/// confirming a file no batch saw change does no harm).
+fn relax(file: &str, confirm: Option<&str>) -> String {
+    match confirm {
+        Some(cmd) => format!(
+            "hooks.private-baselines = \"warn\" in {file}, confirmed with `{}`",
+            escape_text(cmd)
+        ),
+        None => format!("hooks.private-baselines = \"warn\" in {file}"),
+    }
+}
+
 /// The check itself failed: refused (fail closed) unless `warn`.
-fn failed(ui: &Ui, reason: &str, mode: PrivateBaselines, config: Option<&Path>) -> i32 {
+fn failed(
+    ui: &Ui,
+    reason: &str,
+    mode: PrivateBaselines,
+    config: Option<&Path>,
+    confirm: Option<&str>,
+) -> i32 {
     let file = config
         .map(super::show)
         .unwrap_or_else(|| ".git/delegate.toml".to_string());
@@ -88,7 +113,8 @@ fn failed(ui: &Ui, reason: &str, mode: PrivateBaselines, config: Option<&Path>) 
         return 0;
     }
     text.push_str(&format!(
-        "{TAG}push refused, since it could not be checked. Fix the cause above, or push without the check: `git push --no-verify` (this push only), or hooks.private-baselines = \"warn\" in {file}\n"
+        "{TAG}push refused, since it could not be checked. Fix the cause above, or push without the check: `git push --no-verify` (this push only), or {}\n",
+        relax(&file, confirm)
     ));
     ui.warn(&text);
     1

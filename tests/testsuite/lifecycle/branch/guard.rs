@@ -67,14 +67,18 @@ fn pre_push_refuses_a_workers_branch_on_the_baseline_and_passes_the_clean_one() 
     );
     assert_eq!(out.code, 0, "{}", out.stdout);
 
-    // warn: passes with the warning; ignore: passes silently.
+    // warn: passes with the warning; ignore: passes silently. Set while
+    // the batch is open, each holds once the user confirms the file
+    // (design §3.18 "Commands from the shared git dir").
     set_config(&repo, "[hooks]\nprivate-baselines = \"warn\"\n");
+    env.delegate(&repo, ["config", "--trust"]).expect(0);
     let out = push(&env, &repo, "origin agent/x");
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert_has(&out.stdout, "git delegate branch");
     env.git(&bare, ["update-ref", "-d", "refs/heads/agent/x"]);
     env.git(&repo, ["update-ref", "-d", "refs/remotes/origin/agent/x"]);
     set_config(&repo, "[hooks]\nprivate-baselines = \"ignore\"\n");
+    env.delegate(&repo, ["config", "--trust"]).expect(0);
     let out = push(&env, &repo, "origin agent/x");
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert!(!out.stdout.contains("git-delegate"), "{}", out.stdout);
@@ -214,15 +218,19 @@ fn a_check_that_cannot_be_made_refuses_the_push_with_the_way_out() {
     assert_has(&out.stdout, "cannot check the push");
     assert_has(&out.stdout, "private-blobs cannot be read: line");
     assert_has(&out.stdout, "hooks.private-baselines = \"warn\"");
-    // The ways out it names work: --no-verify, then "warn".
+    let confirm = confirm_command(&out.stdout);
+    // The ways out it names work: --no-verify, then "warn", confirmed as
+    // printed (a batch is open).
     let out = push(&env, &repo, "--no-verify origin honest");
     assert_eq!(out.code, 0, "{}", out.stdout);
     set_config(&repo, "[hooks]\nprivate-baselines = \"warn\"\n");
+    env.sh(&repo, &confirm).expect(0);
     let out = push(&env, &repo, "origin main");
     assert_eq!(out.code, 0, "{}", out.stdout);
     assert_has(&out.stdout, "pushed unchecked");
     std::fs::write(&record, &text).unwrap();
     std::fs::remove_file(repo.join(".git/delegate.toml")).unwrap();
+    env.sh(&repo, &confirm).expect(0);
 
     // An object the check needs is missing: refused with the reason.
     write(&ws.join("c.txt"), "c\n");
@@ -296,4 +304,45 @@ fn gc_forgets_what_ended_batches_recorded_after_90_days() {
     for line in mine {
         assert!(after.contains(line), "{after}");
     }
+}
+
+/// The confirmation command a refusal names ("confirmed with `CMD`").
+fn confirm_command(stdout: &str) -> String {
+    let at = stdout
+        .find("confirmed with `")
+        .unwrap_or_else(|| panic!("no confirmation command in:\n{stdout}"));
+    let rest = &stdout[at + "confirmed with `".len()..];
+    rest[..rest.find('`').unwrap()].to_string()
+}
+
+/// A worker that relaxes the guard in the shared `delegate.toml` while its
+/// batch is open (`hooks.private-baselines = "ignore"`) relaxes nothing
+/// (design §3.18 "Commands from the shared git dir"): the push of its
+/// branch is refused as the user confirmed, the hook saying the value was
+/// left out; once the user confirms the file as printed, it holds.
+#[test]
+fn a_relaxed_guard_a_worker_plants_holds_only_once_confirmed() {
+    let env = Env::new();
+    let (repo, bare) = with_remote(&env);
+    let (_, ws, _) = one_task(&env, &repo, &[]);
+    worker_branch(&env, &ws, "agent/x");
+    let common = env.git(
+        &ws,
+        ["rev-parse", "--path-format=absolute", "--git-common-dir"],
+    );
+    std::fs::write(
+        std::path::Path::new(common.trim()).join("delegate.toml"),
+        "[hooks]\nprivate-baselines = \"ignore\"\n",
+    )
+    .unwrap();
+    for from in [&repo, &ws] {
+        let out = push(&env, from, "origin agent/x");
+        refused(&env, &out, &bare, "refs/heads/agent/x");
+        assert_has(&out.stdout, "hooks.private-baselines = `ignore`");
+        assert_has(&out.stdout, "is not what you confirmed");
+    }
+    let out = push(&env, &ws, "origin agent/x");
+    env.sh(&ws, &confirm_command(&out.stdout)).expect(0);
+    let out = push(&env, &repo, "origin agent/x");
+    assert_eq!(out.code, 0, "{}", out.stdout);
 }
