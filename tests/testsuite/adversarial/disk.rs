@@ -85,6 +85,9 @@ fn prepare_of_a_source_on_a_full_disk_names_enospc_not_an_unreadable_file() {
     let repo = env.repo_at(&small.path().join("src"), &[("README", "hello\n")]);
     // Untracked files: prepare stores them as blobs in the source's objects.
     noise_files(&repo, "new", 40, 20_000);
+    // The delegate.toml confirmed (design §3.18) is recorded by the first
+    // command that looks: here, before the disk fills.
+    env.delegate(&repo, ["config"]).expect(0);
     small.fill(0);
     let before = digest(&repo, true);
 

@@ -18,7 +18,16 @@ struct Batch {
 /// A repository with a batch of `tasks`; task 1 writes `f01`..`f23`, task 2
 /// writes `two`, the others nothing.
 fn setup(env: &Env, tasks: &[&str]) -> (PathBuf, Batch) {
+    setup_with(env, tasks, None)
+}
+
+/// [`setup`] with `delegate.toml` written before the prepare (a change
+/// while the batch lives would be a side effect apply warns about).
+fn setup_with(env: &Env, tasks: &[&str], config: Option<&str>) -> (PathBuf, Batch) {
     let repo = std::fs::canonicalize(env.repo("src")).unwrap();
+    if let Some(toml) = config {
+        crate::common::fixtures::config(env, &repo, toml);
+    }
     let mut args = vec!["prepare", "--json"];
     args.extend_from_slice(tasks);
     let doc = env.delegate(&repo, args).expect(0).json();
@@ -134,9 +143,8 @@ fn apply_says_written_and_that_the_workspaces_were_removed() {
 #[test]
 fn apply_says_which_workspaces_it_parked_in_the_pool_and_which_it_removed() {
     let env = Env::new();
-    let (repo, b) = setup(&env, &["a", "b"]);
     // Room for one idle workspace (design §3.20): a's is parked, b's removed.
-    crate::common::fixtures::config(&env, &repo, "[workspace]\npool = 1\n");
+    let (repo, b) = setup_with(&env, &["a", "b"], Some("[workspace]\npool = 1\n"));
     let text = human(&env, &repo, &[], 0);
     let tail = format!(
         "Wrote 24 paths in {src}.\n\
