@@ -294,6 +294,7 @@ fn plan_workspaces(
     id: &str,
 ) -> Result<Vec<workspace::Plan>> {
     let short = batch::short(id).to_string();
+    let batch_dir = batch::batch_dir(&source.state_dir(), id);
     let mut plans: Vec<workspace::Plan> = opts
         .names
         .iter()
@@ -302,6 +303,8 @@ fn plan_workspaces(
             root: settings.base.join(&short).join(name),
             worktree_id: workspace::worktree_id(&short, name),
             lock_reason: crate::git::registration::lock_reason(id, name),
+            // git-delegate's own stat record of it (design §3.20).
+            stat: Some(crate::record::stat::of_task(&batch_dir, name)),
         })
         .collect();
     if settings.mode == Mode::Scratch {

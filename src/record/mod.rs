@@ -3,8 +3,9 @@
 //! `BATCH` argument names one, where each batch's files lie), the leases
 //! in it (`lease`), the proposals kept after their task ended (`kept`: their
 //! refs, patches and keep-failed clock) and the busy marker of a batch whose
-//! verification command runs (`busy`), and the idle workspaces of the pool
-//! (`pool`, design §3.20).
+//! verification command runs (`busy`), the idle workspaces of the pool
+//! (`pool`, design §3.20) and git-delegate's own stat records of
+//! workspaces (`stat`, design §3.20: never the worktree's index).
 //!
 //! Owns: nothing beyond its files, each saying what it owns, and the one
 //! way a small TOML file of git-delegate's is written ([`write_toml`]).
@@ -17,6 +18,7 @@ pub mod busy;
 pub mod kept;
 pub mod lease;
 pub mod pool;
+pub mod stat;
 
 /// Why [`write_toml`] failed.
 #[derive(Debug, thiserror::Error)]

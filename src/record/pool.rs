@@ -121,28 +121,34 @@ pub fn save(state_dir: &Path, idle: &Idle) -> Result<(), PoolError> {
     })
 }
 
-/// Remove the record of `id` (gone already is fine).
+/// Remove the record of `id` and its stat record (gone already is fine).
 pub fn remove(state_dir: &Path, id: &str) -> Result<(), PoolError> {
     if !is_id(id) {
         return Ok(());
     }
-    Ok(crate::sys::fs::remove_file(
-        &dir(state_dir).join(format!("{id}.toml")),
-    )?)
+    crate::sys::fs::remove_file(&dir(state_dir).join(format!("{id}.toml")))?;
+    Ok(super::stat::remove(&super::stat::of_idle(state_dir, id))?)
 }
 
-/// Remove the files in `<state>/pool` that are no readable record
-/// (best effort); returns how many.
+/// Remove the files in `<state>/pool` that are no readable record, nor
+/// the stat record of one (best effort); returns how many.
 pub fn remove_unreadable(state_dir: &Path) -> usize {
     let Ok(rd) = std::fs::read_dir(dir(state_dir)) else {
         return 0;
     };
     let mut n = 0;
     for e in rd.flatten() {
-        let ok = std::fs::read_to_string(e.path())
-            .ok()
-            .and_then(|t| toml::from_str::<Idle>(&t).ok())
-            .is_some_and(|i| is_id(&i.id));
+        let name = e.file_name().to_string_lossy().into_owned();
+        let stat_of = name
+            .strip_suffix(&format!(".{}", super::stat::EXT))
+            .filter(|id| is_id(id));
+        let ok = match stat_of {
+            Some(id) => dir(state_dir).join(format!("{id}.toml")).is_file(),
+            None => std::fs::read_to_string(e.path())
+                .ok()
+                .and_then(|t| toml::from_str::<Idle>(&t).ok())
+                .is_some_and(|i| is_id(&i.id)),
+        };
         let temp = crate::sys::fs::is_temp_name(std::os::unix::ffi::OsStrExt::as_bytes(
             e.file_name().as_os_str(),
         ));

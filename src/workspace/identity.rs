@@ -277,11 +277,39 @@ pub(super) fn identify_at(
     if !dotgit_points_at(&fd, &registration(common_dir, worktree_id)) {
         return Identity::Replaced("has a .git file that no longer points at its registration");
     }
+    if !leads_home(common_dir, worktree_id) {
+        return Identity::Replaced(
+            "has a registration that no longer leads to this repository (its `commondir` was changed)",
+        );
+    }
     Identity::Ours {
         fd: Some(fd),
         real,
         parents,
     }
+}
+
+/// Does the registration `worktree_id` lead back to `common_dir` (design
+/// §3.18): a real folder where it should be (no symlink on the way), whose
+/// `commondir` names `common_dir` itself? A worker that redirects it to a
+/// copy of the git dir would have everything read or written through the
+/// workspace land in that copy.
+fn leads_home(common_dir: &Path, worktree_id: &str) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let reg = registration(common_dir, worktree_id);
+    let real = std::fs::canonicalize(&reg).ok();
+    let expected = std::fs::canonicalize(common_dir)
+        .ok()
+        .map(|c| c.join(crate::git::registration::DIR).join(worktree_id));
+    if real.is_none() || real != expected {
+        return false;
+    }
+    let Ok(text) = std::fs::read(reg.join("commondir")) else {
+        return false;
+    };
+    let text = text.strip_suffix(b"\n").unwrap_or(&text);
+    let named = reg.join(std::ffi::OsStr::from_bytes(text));
+    crate::sys::fs::same_file(&named, common_dir)
 }
 
 /// Does the `.git` file inside the opened folder point at `reg`? Never

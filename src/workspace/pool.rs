@@ -138,7 +138,7 @@ pub fn park(
     state_dir: &Path,
     base: &Path,
     task: &crate::record::batch::Task,
-    known: Option<ObjectId>,
+    read: &crate::snapshot::Vouched,
 ) -> Result<bool, WorkspaceError> {
     let Identity::Ours {
         fd: Some(fd),
@@ -157,17 +157,8 @@ pub fn park(
     if !plain_registration(common_dir, &task.worktree_id) {
         return Ok(false);
     }
-    let repo = crate::git::repo::open_worktree(&task.root)?;
-    let tree = match known {
-        Some(tree) => tree,
-        None => {
-            let snap = crate::snapshot::snapshot_workspace(&repo)?;
-            if !snap.nested_repos.is_empty() || !snap.invalid.is_empty() {
-                return Ok(false);
-            }
-            snap.tree
-        }
-    };
+    let repo = crate::git::repo::open_worktree_of(&task.root, common_dir)?;
+    let tree = read.tree;
     let commit = repo
         .head_id()
         .map(|id| id.detach().to_string())
@@ -179,6 +170,7 @@ pub fn park(
         root: place(base, &id),
         worktree_id: record::worktree_id(&id),
         lock_reason: record::LOCK_REASON.to_string(),
+        stat: None,
     };
     move_registration(common_dir, &task.worktree_id, &plan, None)?;
     crate::sys::interrupt::pause("pool-park-registered");
@@ -193,6 +185,7 @@ pub fn park(
             root: task.root.clone(),
             worktree_id: task.worktree_id.clone(),
             lock_reason: String::new(),
+            stat: None,
         };
         let _ = rename_beneath(pool_dir.fd(), OsStr::new(&id), parents.batch.fd(), name);
         let _ = std::fs::rename(
@@ -208,6 +201,8 @@ pub fn park(
         let _ = remove(common_dir, &plan.root, &plan.worktree_id);
         return Ok(true);
     };
+    // Its stat record first: a record never stands without it.
+    crate::record::stat::save(&crate::record::stat::of_idle(state_dir, &id), &read.index)?;
     record::save(
         state_dir,
         &Idle {
@@ -248,12 +243,17 @@ pub fn take(
             if hosting(state_dir, &rec) {
                 continue;
             }
+            // git-delegate's own stat record of it (design §3.20).
+            let stat = crate::record::stat::read(
+                &crate::record::stat::of_idle(state_dir, &rec.id),
+                commit.kind(),
+            );
             record::remove(state_dir, &rec.id)?;
             // Only this repository's pool folder is ever taken from.
             if rec.root != place(base, &rec.id) {
                 continue;
             }
-            match reuse(common_dir, &rec, p, commit, tree, &mut baseline) {
+            match reuse(common_dir, stat, &rec, p, (commit, tree), &mut baseline) {
                 Ok(true) => {
                     done = true;
                     break;
@@ -285,10 +285,10 @@ pub fn take(
 /// `tree`, once a reuse has read it.
 fn reuse(
     common_dir: &Path,
+    stat: Option<gix::index::State>,
     rec: &Idle,
     p: &Plan,
-    commit: ObjectId,
-    tree: ObjectId,
+    (commit, tree): (ObjectId, ObjectId),
     baseline: &mut Option<gix::index::State>,
 ) -> Result<bool, WorkspaceError> {
     if !in_place(rec) {
@@ -315,17 +315,20 @@ fn reuse(
         remove_idle(common_dir, rec)?;
         return Ok(false);
     }
-    let (snap, old) = {
-        let repo = crate::git::repo::open_worktree(&rec.root)?;
-        let snap = crate::snapshot::snapshot_workspace(&repo)?;
-        let old = repo.open_index().ok();
-        (snap, old)
+    // Proven against git-delegate's own stat record alone, by its fixed
+    // stat rules; the worktree's index (its worker's to write) is never read.
+    let proven = match stat {
+        Some(record) => {
+            let repo =
+                crate::git::repo::open_worktree_of(&rec.root, common_dir)?.with_object_memory();
+            crate::snapshot::prove(&repo, &record)?
+        }
+        None => None,
     };
-    let same = rec.tree.parse::<ObjectId>().ok() == Some(snap.tree);
-    let changes = match (old, same) {
-        (Some(old), true) if snap.nested_repos.is_empty() && snap.invalid.is_empty() => {
-            let repo = crate::git::repo::open_worktree(&rec.root)?;
-            let changes = crate::git::diff::trees(&repo, snap.tree, tree)?;
+    let changes = match (proven, rec.tree.parse::<ObjectId>()) {
+        (Some(old), Ok(was)) => {
+            let repo = crate::git::repo::open_worktree_of(&rec.root, common_dir)?;
+            let changes = crate::git::diff::trees(&repo, was, tree)?;
             (!changes.iter().any(|c| rules_file(c.path.as_ref()))).then_some((changes, old))
         }
         _ => None,
@@ -357,7 +360,7 @@ fn move_to(
     dir: BorrowedFd<'_>,
     p: &Plan,
     changes: &[crate::git::diff::PathChange],
-    old: &gix::index::File,
+    old: &gix::index::State,
     tree: ObjectId,
     baseline: &mut Option<gix::index::State>,
 ) -> Result<(), WorkspaceError> {

@@ -478,11 +478,14 @@ fn assert_pool_whole(env: &Env, repo: &Path, what: &str) -> Vec<PathBuf> {
     let common = common_dir(env, repo);
     let pool = workspace_base(env, repo).join("pool");
     let mut ids = Vec::new();
-    for name in names_in(&common.join("delegate/pool")) {
+    let names = names_in(&common.join("delegate/pool"));
+    for name in names.iter().filter(|n| n.ends_with(".toml")) {
         let text = std::fs::read_to_string(common.join("delegate/pool").join(&name)).unwrap();
         let rec: toml::Value = toml::from_str(&text).unwrap();
         let id = rec["id"].as_str().unwrap().to_string();
-        assert_eq!(name, format!("{id}.toml"), "{what}");
+        assert_eq!(name, &format!("{id}.toml"), "{what}");
+        // git-delegate's own stat record of it (design §3.20).
+        assert!(names.contains(&format!("{id}.index")), "{what}");
         assert_eq!(Path::new(rec["root"].as_str().unwrap()), pool.join(&id));
         ids.push(id);
     }
