@@ -166,3 +166,116 @@ fn a_file_changed_while_idle_behind_a_forged_index_is_never_reused() {
     }
     env.delegate(&repo, ["drop", &id(&next)]).expect(0);
 }
+
+/// Set `path`'s modification time to `to` (seconds and nanoseconds since
+/// the epoch): its ctime moves on.
+fn set_mtime(path: &Path, to: std::time::SystemTime) {
+    let f = std::fs::File::options().write(true).open(path).unwrap();
+    f.set_modified(to).unwrap();
+}
+
+#[test]
+fn the_proof_keeps_its_own_stat_rules_whatever_the_shared_config_says() {
+    let env = Env::new();
+    let repo = repo(&env);
+    prepare(&env, &repo, &["-n", "1"]);
+    env.delegate(&repo, ["apply"]).expect(0);
+    let pooled = idle(&env, &repo);
+    assert_eq!(pooled.len(), 1);
+    // While its workspace is idle, a worker weakens git's stat checks in
+    // the shared config, rewrites a file with content of the same size and
+    // puts its mtime back: git there sees nothing.
+    env.git(&pooled[0], ["config", "core.trustctime", "false"]);
+    env.git(&pooled[0], ["config", "core.checkStat", "minimal"]);
+    let file = pooled[0].join("build.sh");
+    let mtime = std::fs::metadata(&file).unwrap().modified().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write(&file, TAMPERED);
+    set_mtime(&file, mtime);
+    assert_eq!(env.git(&pooled[0], ["status", "--porcelain"]), "");
+    let next = prepare(&env, &repo, &["-n", "1"]);
+    let ws = task_root(&next, 0);
+    assert_eq!(read(&ws.join("build.sh")), BUILD, "{}", ws.display());
+    // The worker takes its settings back: the next apply lands nothing.
+    env.git(&repo, ["config", "--unset", "core.trustctime"]);
+    env.git(&repo, ["config", "--unset", "core.checkStat"]);
+    let apply = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
+    assert_eq!(apply["tasks"][0]["status"], "no_changes", "{apply:#}");
+    assert_eq!(read(&repo.join("build.sh")), BUILD);
+}
+
+/// Every file below `dir` (the object store of a git dir).
+fn files_below(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push(e.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn nothing_is_written_through_a_registration_a_worker_redirected() {
+    for how in ["commondir", "dotgit"] {
+        let env = Env::new();
+        let repo = repo(&env);
+        config(&env, &repo, "");
+        let doc = prepare(&env, &repo, &["-n", "1"]);
+        let ws = task_root(&doc, 0);
+        let common = crate::common::fixtures::common_dir(&env, &repo);
+        let reg = common
+            .join("worktrees")
+            .join(format!("delegate-{}-1", &id(&doc)[..8]));
+        assert!(reg.join("commondir").is_file(), "{}", reg.display());
+        // The worker copies the git dir and sends its workspace there.
+        let copy = env.path().join("copy.git");
+        let copied = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(&common)
+            .arg(&copy)
+            .status()
+            .unwrap();
+        assert!(copied.success());
+        match how {
+            "commondir" => {
+                std::fs::write(reg.join("commondir"), format!("{}\n", copy.display())).unwrap()
+            }
+            _ => std::fs::write(
+                ws.join(".git"),
+                format!(
+                    "gitdir: {}\n",
+                    copy.join("worktrees")
+                        .join(reg.file_name().unwrap())
+                        .display()
+                ),
+            )
+            .unwrap(),
+        }
+        write(&ws.join("src/a.txt"), "work of a worker gone astray\n");
+        write(&ws.join("new.txt"), "a new file\n");
+        let before = files_below(&copy.join("objects"));
+        let apply = env.delegate(&repo, ["apply", "--json"]).expect(1).json();
+        let task = &apply["tasks"][0];
+        assert_eq!(task["status"], "failed", "{how}: {apply:#}");
+        assert_eq!(task["reason"], "workspace_missing", "{how}: {apply:#}");
+        assert_eq!(
+            files_below(&copy.join("objects")),
+            before,
+            "{how}: objects were written into the copy"
+        );
+        assert_eq!(read(&repo.join("src/a.txt")), "a\n");
+        assert_eq!(
+            read(&ws.join("src/a.txt")),
+            "work of a worker gone astray\n"
+        );
+        env.delegate(&repo, ["drop", &id(&doc), "--force"])
+            .expect(0);
+    }
+}
