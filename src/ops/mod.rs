@@ -10,7 +10,7 @@
 //! `lock` (the repository lock and the recovery every mutating command
 //! starts with), `observe` (what a transaction tells its caller while it
 //! works), `preparing` (a prepare under way, and an incomplete batch removed
-//! whole), `problems` (what is wrong with a repository's batches, as facts),
+//! whole), `pool` (prepare's side of the workspace pool), `problems` (what is wrong with a repository's batches, as facts),
 //! `side_effects` (work that hides in shared refs and the shared git dir),
 //! `teardown` (a batch's workspaces, refs and state folder removed),
 //! `explain` (the code, exit status and help of the engine's typed errors).
@@ -30,6 +30,7 @@ pub mod kept;
 pub mod lock;
 pub mod mandir;
 pub mod observe;
+pub mod pool;
 pub mod pre_push;
 pub mod prepare;
 pub mod preparing;

@@ -22,9 +22,9 @@ use crate::sys::fs::{FsError, PathError};
 /// The folder of the records inside the state folder.
 pub const DIR: &str = "pool";
 
-/// The folder name idle workspaces live in, below the repository's folder
-/// of the workspace root (`<root>/<repo>-<fp>/pool/<id>`): no batch's
-/// short id (those are hex digits).
+/// The folder name the pool's workspaces live in, below the repository's
+/// folder of the workspace root (`<root>/<repo>-<fp>/pool/<id>`), idle or
+/// serving a task: no batch's short id (those are hex digits).
 pub const FOLDER: &str = "pool";
 
 /// The lock reason of an idle workspace's registration (the whole file).
@@ -58,6 +58,24 @@ impl Idle {
 /// The registration name of idle workspace `id`.
 pub fn worktree_id(id: &str) -> String {
     format!("delegate-pool-{id}")
+}
+
+/// The slot id of a workspace at `root` registered as `worktree_id`, when
+/// it is a slot of the pool: `<root>/<repo>-<fp>/pool/<id>`, registered
+/// as `delegate-pool-<id>` (design §3.20).
+pub fn slot_of(root: &Path, worktree_id: &str) -> Option<String> {
+    let id = root.file_name()?.to_str()?;
+    let in_pool = root
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|f| f == FOLDER);
+    (is_id(id) && in_pool && worktree_id == self::worktree_id(id)).then(|| id.to_string())
+}
+
+/// The stat record of the idle workspace `id` (`record::stat`), beside
+/// its `<id>.toml`.
+pub fn stat_of(state_dir: &Path, id: &str) -> PathBuf {
+    dir(state_dir).join(format!("{id}.{}", super::stat::EXT))
 }
 
 /// `<state>/pool`.
@@ -127,7 +145,7 @@ pub fn remove(state_dir: &Path, id: &str) -> Result<(), PoolError> {
         return Ok(());
     }
     crate::sys::fs::remove_file(&dir(state_dir).join(format!("{id}.toml")))?;
-    Ok(super::stat::remove(&super::stat::of_idle(state_dir, id))?)
+    Ok(super::stat::remove(&stat_of(state_dir, id))?)
 }
 
 /// Remove the files in `<state>/pool` that are no readable record, nor

@@ -6,8 +6,8 @@
 //! (zero where it cannot vouch for them: that file is read next time). A
 //! task's is `<batch-dir>/<task>.index`, written by prepare beside the
 //! index it gives the workspace; an idle workspace's is
-//! `<state>/pool/<id>.index`, written when it goes idle from what apply
-//! read.
+//! `<state>/pool/<id>.index` (`record::pool::stat_of`), written when it
+//! goes idle from what apply read.
 //!
 //! Owns: where the records lie, reading one ([`read`]: `None` when it is
 //! missing or cannot be decoded) and writing one ([`save`]: no trailing
@@ -27,11 +27,6 @@ pub const EXT: &str = "index";
 /// The stat record of task `task`'s workspace in the batch folder `batch_dir`.
 pub fn of_task(batch_dir: &Path, task: &str) -> PathBuf {
     batch_dir.join(format!("{task}.{EXT}"))
-}
-
-/// The stat record of the idle workspace `id` (beside its `<id>.toml`).
-pub fn of_idle(state_dir: &Path, id: &str) -> PathBuf {
-    super::pool::dir(state_dir).join(format!("{id}.{EXT}"))
 }
 
 /// The record at `path`, when it is there and decodes. Its timestamp is
@@ -109,7 +104,7 @@ mod tests {
         remove(&path).unwrap();
         remove(&path).unwrap();
         assert_eq!(
-            of_idle(tmp.path(), "0123456789ab"),
+            super::super::pool::stat_of(tmp.path(), "0123456789ab"),
             tmp.path().join("pool/0123456789ab.index")
         );
     }

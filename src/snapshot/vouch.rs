@@ -68,10 +68,8 @@ impl Clock {
 /// record was written (`at`, its timestamp)?
 fn usable(r: &gix::index::Entry, at: Clock) -> bool {
     let m = r.stat.mtime;
-    !(m.secs == 0 && m.nsecs == 0)
-        && !(r.stat.size == 0 && !r.id.is_empty_blob())
-        && r.stage_raw() == 0
-        && at.predates(&r.stat)
+    let smudged = (m.secs == 0 && m.nsecs == 0) || (r.stat.size == 0 && !r.id.is_empty_blob());
+    !smudged && r.stage_raw() == 0 && at.predates(&r.stat)
 }
 
 /// Replace the stat data of every entry of the workspace's `index` by the

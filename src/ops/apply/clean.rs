@@ -247,7 +247,7 @@ fn teardown_closed(
         } else if (this_run || still_locked_by_us(source, b, task))
             && pooled(source, b, task, &others, read_of(outcomes, i))
         {
-            // Idle in the pool (design §3.20): gone from the task's place.
+            // Idle in the pool (design §3.20), where it is: no longer the task's.
             closed.push((i, Closed::Removed));
             Ok(())
         } else if this_run || still_locked_by_us(source, b, task) {
@@ -321,9 +321,6 @@ fn pooled(
     {
         return false;
     }
-    let Ok(base) = source.workspace_base() else {
-        return false;
-    };
     // A workspace this run did not read (an interrupted apply's) is read now.
     let fresh;
     let read = match read {
@@ -339,7 +336,7 @@ fn pooled(
             }
         }
     };
-    workspace::pool::park(&source.common_dir, &state_dir, &base, task, read).unwrap_or(false)
+    workspace::pool::park(&source.common_dir, &state_dir, task, read).unwrap_or(false)
 }
 
 /// What this run's snapshot read in task `i`'s workspace, if it did.
