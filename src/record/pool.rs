@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::record::batch::Folder;
-use crate::record::TomlError;
 use crate::sys::fs::{FsError, PathError};
 
 /// The folder of the records inside the state folder.
@@ -124,7 +123,9 @@ pub enum PoolError {
     Fs(#[from] FsError),
 }
 
-/// Save a record (temp file, fsync, rename); its id must be one of [`new_id`]'s.
+/// Save a record (temp file, rename; not fsync'd: after a power loss an
+/// idle workspace whose record was lost is an orphan gc removes, design
+/// §3.20); its id must be one of [`new_id`]'s.
 pub fn save(state_dir: &Path, idle: &Idle) -> Result<(), PoolError> {
     if !is_id(&idle.id) {
         return Err(PoolError::BadId {
@@ -133,10 +134,9 @@ pub fn save(state_dir: &Path, idle: &Idle) -> Result<(), PoolError> {
     }
     let d = dir(state_dir);
     std::fs::create_dir_all(&d).map_err(|e| FsError::from(PathError::on("create", &d)(e)))?;
-    super::write_toml(&d.join(format!("{}.toml", idle.id)), idle).map_err(|e| match e {
-        TomlError::Serialize(e) => PoolError::Toml(e),
-        TomlError::Fs(e) => e.into(),
-    })
+    let text = toml::to_string(idle).map_err(PoolError::Toml)?;
+    let path = d.join(format!("{}.toml", idle.id));
+    Ok(crate::sys::fs::write_replacing(&path, text.as_bytes(), false)?)
 }
 
 /// Remove the record of `id` and its stat record (gone already is fine).

@@ -186,7 +186,9 @@ pub fn park(
         },
     )?;
     crate::sys::interrupt::pause("pool-park-recorded");
-    crate::sys::fs::write_atomic(&reg.locked_file(), record::LOCK_REASON.as_bytes())?;
+    // Not fsync'd: a lock lost in a power loss leaves the workspace the
+    // task's, which the batch's next apply parks again.
+    crate::sys::fs::write_replacing(&reg.locked_file(), record::LOCK_REASON.as_bytes(), false)?;
     Ok(true)
 }
 
@@ -251,30 +253,41 @@ pub fn prove(
 ) -> Vec<Proven> {
     let mut idle = record::list(state_dir);
     let mut out = Vec::new();
-    while out.len() < want {
-        let Some(rec) = idle.pop() else { break };
+    // Rounds of as many as are still wanted, proven side by side (each is
+    // a stat walk of its own); those that fail are replaced by older ones.
+    while out.len() < want && !idle.is_empty() {
         if crate::sys::interrupt::interrupted() {
             break;
         }
-        let lock = lock_of(common_dir, &rec);
-        let task_lock = Registration::new(common_dir, &rec.worktree_id()).is_locked_by_a_batch();
-        let inside = source.starts_with(&rec.root) || source.starts_with(&rec.folder.path);
-        if inside || task_lock || hosting(state_dir, &rec) {
-            continue;
-        }
-        let stat = crate::record::stat::read(&record::stat_of(state_dir, &rec.id), hash);
-        let proven = match (lock.as_deref() == Some(record::LOCK_REASON), stat) {
-            (true, Some(stat)) if rec.root == place(base, &rec.id) => {
-                prove_one(common_dir, &rec, stat)
+        let mut round = Vec::new();
+        while round.len() < want - out.len() {
+            let Some(rec) = idle.pop() else { break };
+            let task_lock =
+                Registration::new(common_dir, &rec.worktree_id()).is_locked_by_a_batch();
+            let inside = source.starts_with(&rec.root) || source.starts_with(&rec.folder.path);
+            if !(inside || task_lock || hosting(state_dir, &rec)) {
+                round.push(rec);
             }
-            _ => None,
-        };
-        match proven {
-            Some((fd, record)) => out.push(Proven { rec, fd, record }),
-            None => {
-                // Whatever it holds, it is not reused: removed while ours.
-                let _ = remove_idle(common_dir, &rec);
-                let _ = record::remove(state_dir, &rec.id);
+        }
+        let threads = crate::sys::parallel::threads(round.len());
+        let proofs = crate::sys::parallel::map(round.iter(), threads, || (), |rec| {
+            let idle = lock_of(common_dir, rec).as_deref() == Some(record::LOCK_REASON);
+            let stat = crate::record::stat::read(&record::stat_of(state_dir, &rec.id), hash);
+            Ok(match stat {
+                Some(stat) if idle && rec.root == place(base, &rec.id) => {
+                    prove_one(common_dir, rec, stat)
+                }
+                _ => None,
+            })
+        });
+        for (rec, proven) in round.into_iter().zip(proofs) {
+            match proven {
+                Ok(Some((fd, record))) => out.push(Proven { rec, fd, record }),
+                _ => {
+                    // Whatever it holds, it is not reused: removed while ours.
+                    let _ = remove_idle(common_dir, &rec);
+                    let _ = record::remove(state_dir, &rec.id);
+                }
             }
         }
     }
