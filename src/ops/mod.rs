@@ -11,7 +11,7 @@
 //! `lock` (the repository lock and the recovery every mutating command
 //! starts with), `observe` (what a transaction tells its caller while it
 //! works), `preparing` (a prepare under way, and an incomplete batch removed
-//! whole), `problems` (what is wrong with a repository's batches, as facts),
+//! whole), `pool` (prepare's side of the workspace pool), `problems` (what is wrong with a repository's batches, as facts),
 //! `side_effects` (work that hides in shared refs and the shared git dir),
 //! `contain` (what `run`'s and `exec`'s workers may write, design §3.22),
 //! `teardown` (a batch's workspaces, refs and state folder removed),
@@ -34,6 +34,7 @@ pub mod kept;
 pub mod lock;
 pub mod mandir;
 pub mod observe;
+pub mod pool;
 pub mod pre_push;
 pub mod prepare;
 pub mod preparing;

@@ -163,6 +163,15 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
     }
     for t in &b.tasks {
         let reg = crate::git::registration::Registration::new(&source.common_dir, &t.worktree_id);
+        // A workspace of the pool this prepare did not claim yet (or gave
+        // back) is idle, not this batch's (design §3.20).
+        if let Some(lock) = &t.lock {
+            if reg.path().symlink_metadata().is_ok()
+                && reg.read_lock_reason().as_deref() != Some(lock.as_str())
+            {
+                continue;
+            }
+        }
         out.bytes += crate::sys::fs::tree_size(reg.path());
         let scratch = t.kind() == crate::config::Mode::Scratch;
         // What will go, and what is left alone (a folder that is not one

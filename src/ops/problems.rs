@@ -381,6 +381,7 @@ pub fn changed_counts(source: &Source, b: &Batch) -> Vec<Option<usize>> {
         .and_then(|c| source.repo.find_commit(c).ok())
         .and_then(|c| c.tree_id().ok())
         .map(|t| t.detach());
+    let batch_dir = batch::batch_dir(&source.state_dir(), &b.id);
     b.tasks
         .iter()
         .map(|t| {
@@ -397,10 +398,15 @@ pub fn changed_counts(source: &Source, b: &Batch) -> Vec<Option<usize>> {
                 Some(own) => crate::git::commit::tree_of(&source.repo, own).ok()?,
                 None => baseline_tree?,
             };
-            let repo = crate::git::repo::open_worktree(&real).ok()?;
+            let repo = crate::git::repo::open_worktree_of(&real, &source.common_dir).ok()?;
             // Keep the snapshot's objects in memory: nothing is changed.
             let mut repo = repo.with_object_memory();
-            let snap = snapshot::snapshot_workspace(&repo).ok()?;
+            // Read with git-delegate's own stat record (design §3.20), as apply reads it.
+            let record = crate::record::stat::read(
+                &crate::record::stat::of_task(&batch_dir, &t.name),
+                repo.object_hash(),
+            );
+            let (snap, _, _) = snapshot::snapshot_task(&repo, record.as_ref(), false).ok()?;
             // Compared in the source's handle: a diff in the workspace's
             // would read its index, which may be unusable (design §3.2
             // step 1: the snapshot did without it).

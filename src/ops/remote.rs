@@ -574,6 +574,7 @@ pub fn join(opts: &JoinOptions) -> Result<JoinReport> {
             root: root.clone(),
             worktree_id: worktree_id.clone(),
             lock_reason: join_lock_reason(&id, task),
+            stat: None,
         };
         crate::workspace::check_free(&common, std::slice::from_ref(&plan))?;
         transport::fetch(&common, &opts.url, std::slice::from_ref(&spec))?;

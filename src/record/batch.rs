@@ -199,6 +199,11 @@ pub struct Task {
     /// end deletes on the remote.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fetched: Option<String>,
+    /// A workspace of the pool (design §3.20): the lock reason its
+    /// registration holds while it serves this task, the only time it is
+    /// this task's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock: Option<String>,
 }
 
 /// `task.worktree_id` of a remote task: it has no workspace here.
@@ -287,6 +292,7 @@ impl Task {
             verify_log: None,
             remote: false,
             fetched: None,
+            lock: None,
         }
     }
 

@@ -93,6 +93,14 @@ pub enum RepoError {
         root: PathBuf,
         why: String,
     },
+    /// A workspace at `dir` whose repository is not `common_dir` (its
+    /// registration's `commondir` leads to `found`): never written through.
+    #[error("the workspace {} no longer belongs to this repository: its git dir leads to {}, not {}", dir.display(), found.display(), common_dir.display())]
+    Foreign {
+        dir: PathBuf,
+        common_dir: PathBuf,
+        found: PathBuf,
+    },
     /// A repository without a working tree.
     #[error("{} is a bare repository", git_dir.display())]
     Bare { git_dir: PathBuf },
@@ -179,7 +187,46 @@ pub fn open_worktree(dir: &Path) -> Result<gix::Repository> {
     }
     // Only the drivers the batch recorded run in it (design §3.18).
     crate::git::drivers::restrict(&mut repo)?;
+    fixed_stat_rules(&mut repo, dir)?;
     Ok(repo)
+}
+
+/// [`open_worktree`] of a task's workspace at `dir`, only when its
+/// repository is `common_dir` (design §3.18): a registration whose
+/// `commondir` a worker redirected (to a copy of the git dir) is refused
+/// before anything is read or written through it.
+pub fn open_worktree_of(dir: &Path, common_dir: &Path) -> Result<gix::Repository> {
+    let repo = open_worktree(dir)?;
+    if !crate::sys::fs::same_file(repo.common_dir(), common_dir) {
+        return Err(RepoError::Foreign {
+            dir: dir.to_path_buf(),
+            common_dir: common_dir.to_path_buf(),
+            found: repo.common_dir().to_path_buf(),
+        });
+    }
+    Ok(repo)
+}
+
+/// A workspace's stat data are compared by git-delegate's own fixed rules
+/// (design §3.20): ctime, inode, size and mtime, to the nanosecond, never
+/// weakened by `core.trustctime` or `core.checkStat`, which a worker can
+/// set in the shared config (the device number is left out: it changes
+/// across remounts while the inode does not).
+fn fixed_stat_rules(repo: &mut gix::Repository, dir: &Path) -> Result<()> {
+    use gix::config::tree::{gitoxide, Core};
+    let failed = |source: gix::Error| RepoError::Open {
+        dir: dir.to_path_buf(),
+        source,
+    };
+    let mut snap = repo.config_snapshot_mut();
+    snap.set_value(&Core::TRUST_C_TIME, "true")
+        .map_err(failed)?;
+    snap.set_value(&Core::CHECK_STAT, "default")
+        .map_err(failed)?;
+    snap.set_value(&gitoxide::Core::USE_NSEC, "true")
+        .map_err(failed)?;
+    snap.commit().map_err(failed)?;
+    Ok(())
 }
 
 /// The source: a working tree of a repository, as seen from the caller's cwd.

@@ -245,9 +245,9 @@ fn teardown_closed(
                 Ok(())
             })
         } else if (this_run || still_locked_by_us(source, b, task))
-            && pooled(source, b, task, &others, tree_of(outcomes, i))
+            && pooled(source, b, task, &others, read_of(outcomes, i))
         {
-            // Idle in the pool (design §3.20): gone from the task's place.
+            // Idle in the pool (design §3.20), where it is: no longer the task's.
             closed.push((i, Closed::Parked));
             Ok(())
         } else if this_run || still_locked_by_us(source, b, task) {
@@ -303,7 +303,7 @@ fn pooled(
     b: &Batch,
     task: &batch::Task,
     others: &[Batch],
-    tree: Option<ObjectId>,
+    read: Option<&crate::snapshot::Vouched>,
 ) -> bool {
     let ended = matches!(
         task.state,
@@ -321,18 +321,30 @@ fn pooled(
     {
         return false;
     }
-    let Ok(base) = source.workspace_base() else {
-        return false;
+    // A workspace this run did not read (an interrupted apply's) is read now.
+    let fresh;
+    let read = match read {
+        Some(read) => read,
+        None => {
+            let batch_dir = batch::batch_dir(&state_dir, &b.id);
+            match proposal::read_vouched(&source.repo, &batch_dir, task) {
+                Ok(Some(read)) => {
+                    fresh = read;
+                    &fresh
+                }
+                _ => return false,
+            }
+        }
     };
-    workspace::pool::park(&source.common_dir, &state_dir, &base, task, tree).unwrap_or(false)
+    workspace::pool::park(&source.common_dir, &state_dir, task, read).unwrap_or(false)
 }
 
-/// The tree this run's snapshot read in task `i`'s workspace, if it did.
-fn tree_of(outcomes: &[Outcome], i: usize) -> Option<ObjectId> {
+/// What this run's snapshot read in task `i`'s workspace, if it did.
+fn read_of(outcomes: &[Outcome], i: usize) -> Option<&crate::snapshot::Vouched> {
     outcomes
         .iter()
         .find(|o| o.idx == i)
-        .and_then(|o| o.workspace_tree)
+        .and_then(|o| o.workspace_read.as_deref())
 }
 
 /// A closed task's workspace that is still ours and still carries the lock

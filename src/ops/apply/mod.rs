@@ -175,11 +175,13 @@ pub struct Outcome {
     /// The patch of this run's proposal, written only if the task keeps it
     /// (step 5): an applied task needs none.
     pub(crate) unwritten_patch: Option<proposal::PendingPatch>,
-    /// The tree this run's snapshot read in the task's workspace, where it
-    /// holds neither a nested repository nor a path git refuses: what the
-    /// pool records for it without reading it again (design §3.20; a
+    /// What this run's snapshot read in the task's workspace, as
+    /// git-delegate vouches for it (its tree, and the record of that tree
+    /// with the stat data it took itself), where it holds neither a nested
+    /// repository nor a path git refuses and `workspace.pool` is on: what
+    /// the pool records for it without reading it again (design §3.20; a
     /// write since then makes the reuse's proof fail, never pass).
-    pub(crate) workspace_tree: Option<gix::ObjectId>,
+    pub(crate) workspace_read: Option<Box<crate::snapshot::Vouched>>,
 }
 
 impl Outcome {
@@ -202,7 +204,7 @@ impl Outcome {
             verify_log: None,
             resubmit: false,
             unwritten_patch: None,
-            workspace_tree: None,
+            workspace_read: None,
         }
     }
 

@@ -221,6 +221,14 @@ impl From<RepoError> for Error {
                     root.display()
                 ),
             ),
+            R::Foreign { dir, .. } => Error::state(
+                Code::WorkspaceMissing,
+                message,
+                format!(
+                    "a worker changed the workspace's registration: nothing was read or written through it; look at {} and `git worktree list`, then `git delegate drop` the batch (its work stays in that folder)",
+                    dir.display()
+                ),
+            ),
             R::Bare { .. } => Error::state(
                 Code::BareRepository,
                 message,

@@ -225,7 +225,8 @@ impl Gc<'_> {
                 .flatten()
                 .and_then(|c| commit::tree_of(&self.source.repo, &c.to_string()).ok());
             let saved = if self.dry_run {
-                proposal::preview(&self.source.repo, t, baseline_tree)
+                let batch_dir = crate::record::batch::batch_dir(&self.source.state_dir(), &b.id);
+                proposal::preview(&self.source.repo, &batch_dir, t, baseline_tree)
                     .map(|r| r.map(|p| (p.tree, p.paths.len(), p.nested)))
                     .map_err(Error::from)
             } else {

@@ -387,6 +387,7 @@ fn template_plan(b: &Batch, ws_dir: &Path) -> crate::workspace::Plan {
         root: ws_dir.join(".verify-template"),
         worktree_id: format!("delegate-{}--verify-template", b.short()),
         lock_reason: crate::git::registration::verify_lock_reason(&b.id, "template"),
+        stat: None,
     }
 }
 
@@ -395,6 +396,7 @@ fn plan_of(b: &Batch, j: &Job) -> crate::workspace::Plan {
         root: j.root.clone(),
         worktree_id: j.worktree_id.clone(),
         lock_reason: crate::git::registration::verify_lock_reason(&b.id, &j.n.to_string()),
+        stat: None,
     }
 }
 

@@ -8,6 +8,7 @@ mod git_dir;
 mod holes;
 mod modes;
 mod paths;
+mod pool;
 mod remote_refs;
 mod roots;
 mod transport;
