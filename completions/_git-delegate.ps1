@@ -36,8 +36,10 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Reclaim what stale batches hold, rescuing unapplied work first')
             [CompletionResult]::new('drop', 'drop', [CompletionResultType]::ParameterValue, 'End a batch: remove its workspaces, refs and state')
             [CompletionResult]::new('renew', 'renew', [CompletionResultType]::ParameterValue, 'Extend a batch''s lease')
+            [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Show delegate.toml against the file you confirmed, or confirm it')
             [CompletionResult]::new('refresh', 'refresh', [CompletionResultType]::ParameterValue, 'Bring task workspaces up to date with the source; conflicts go to the worker')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Prepare, run a command in every workspace at once, then apply what succeeded')
+            [CompletionResult]::new('exec', 'exec', [CompletionResultType]::ParameterValue, 'Run one command in a task''s workspace, contained like a run worker')
             [CompletionResult]::new('join', 'join', [CompletionResultType]::ParameterValue, 'On a worker''s machine: a workspace of a remote task, from the batch''s remote')
             [CompletionResult]::new('submit', 'submit', [CompletionResultType]::ParameterValue, 'Inside a joined workspace: send its work back to the batch''s remote')
             [CompletionResult]::new('hook', 'hook', [CompletionResultType]::ParameterValue, 'Run a hook''s work (git''s pre-commit, Claude Code''s worktree hooks)')
@@ -141,7 +143,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         }
         'git-delegate;branch' {
             [CompletionResult]::new('--batch', '--batch', [CompletionResultType]::ParameterName, 'The batch: label, id or unique id prefix (default: the only open batch)')
-            [CompletionResult]::new('--onto', '--onto', [CompletionResultType]::ParameterName, 'The commit the branch starts from (default: HEAD)')
+            [CompletionResult]::new('--onto', '--onto', [CompletionResultType]::ParameterName, 'The commit the branch starts from (default: the source''s HEAD)')
             [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'The commit message (default: "<task>: work from git delegate batch <label or short id>")')
             [CompletionResult]::new('--message', '--message', [CompletionResultType]::ParameterName, 'The commit message (default: "<task>: work from git delegate batch <label or short id>")')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
@@ -186,6 +188,16 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'git-delegate;config' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
+            [CompletionResult]::new('--trust', '--trust', [CompletionResultType]::ParameterName, 'Confirm delegate.toml as it is now: the commands it names run from now on')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'git-delegate;refresh' {
             [CompletionResult]::new('--batch', '--batch', [CompletionResultType]::ParameterName, 'The batch: label, id or unique id prefix (default: the batch of the workspace you are in, else the only open batch)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
@@ -218,6 +230,19 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
             [CompletionResult]::new('--no-verify', '--no-verify', [CompletionResultType]::ParameterName, 'Do not run apply.verify')
             [CompletionResult]::new('--no-apply', '--no-apply', [CompletionResultType]::ParameterName, 'Stop after the workers: apply nothing, print the apply command')
+            [CompletionResult]::new('--no-sandbox', '--no-sandbox', [CompletionResultType]::ParameterName, 'Start the workers unconfined (run.sandbox = "off" for this command)')
+            [CompletionResult]::new('--no-network', '--no-network', [CompletionResultType]::ParameterName, 'Deny the workers new TCP connections and listening sockets (run.network = false)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'git-delegate;exec' {
+            [CompletionResult]::new('--batch', '--batch', [CompletionResultType]::ParameterName, 'The batch: label, id or unique id prefix (default: the only open batch)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
+            [CompletionResult]::new('--no-sandbox', '--no-sandbox', [CompletionResultType]::ParameterName, 'Start the workers unconfined (run.sandbox = "off" for this command)')
+            [CompletionResult]::new('--no-network', '--no-network', [CompletionResultType]::ParameterName, 'Deny the workers new TCP connections and listening sockets (run.network = false)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -250,7 +275,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             [CompletionResult]::new('pre-commit', 'pre-commit', [CompletionResultType]::ParameterValue, 'Refuse commits inside forbid-commit workspaces; warn about stale batches')
-            [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish a git-delegate baseline (the user''s private files)')
+            [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish the user''s private files (a baseline''s snapshot)')
             [CompletionResult]::new('worktree-create', 'worktree-create', [CompletionResultType]::ParameterValue, 'Claude Code''s WorktreeCreate hook: prepare a one-task batch, print its folder')
             [CompletionResult]::new('worktree-remove', 'worktree-remove', [CompletionResultType]::ParameterValue, 'Claude Code''s WorktreeRemove hook: apply the batch behind the worktree')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -290,7 +315,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         }
         'git-delegate;hook;help' {
             [CompletionResult]::new('pre-commit', 'pre-commit', [CompletionResultType]::ParameterValue, 'Refuse commits inside forbid-commit workspaces; warn about stale batches')
-            [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish a git-delegate baseline (the user''s private files)')
+            [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish the user''s private files (a baseline''s snapshot)')
             [CompletionResult]::new('worktree-create', 'worktree-create', [CompletionResultType]::ParameterValue, 'Claude Code''s WorktreeCreate hook: prepare a one-task batch, print its folder')
             [CompletionResult]::new('worktree-remove', 'worktree-remove', [CompletionResultType]::ParameterValue, 'Claude Code''s WorktreeRemove hook: apply the batch behind the worktree')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -372,8 +397,10 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
             [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Reclaim what stale batches hold, rescuing unapplied work first')
             [CompletionResult]::new('drop', 'drop', [CompletionResultType]::ParameterValue, 'End a batch: remove its workspaces, refs and state')
             [CompletionResult]::new('renew', 'renew', [CompletionResultType]::ParameterValue, 'Extend a batch''s lease')
+            [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Show delegate.toml against the file you confirmed, or confirm it')
             [CompletionResult]::new('refresh', 'refresh', [CompletionResultType]::ParameterValue, 'Bring task workspaces up to date with the source; conflicts go to the worker')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Prepare, run a command in every workspace at once, then apply what succeeded')
+            [CompletionResult]::new('exec', 'exec', [CompletionResultType]::ParameterValue, 'Run one command in a task''s workspace, contained like a run worker')
             [CompletionResult]::new('join', 'join', [CompletionResultType]::ParameterValue, 'On a worker''s machine: a workspace of a remote task, from the batch''s remote')
             [CompletionResult]::new('submit', 'submit', [CompletionResultType]::ParameterValue, 'Inside a joined workspace: send its work back to the batch''s remote')
             [CompletionResult]::new('hook', 'hook', [CompletionResultType]::ParameterValue, 'Run a hook''s work (git''s pre-commit, Claude Code''s worktree hooks)')
@@ -413,10 +440,16 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         'git-delegate;help;renew' {
             break
         }
+        'git-delegate;help;config' {
+            break
+        }
         'git-delegate;help;refresh' {
             break
         }
         'git-delegate;help;run' {
+            break
+        }
+        'git-delegate;help;exec' {
             break
         }
         'git-delegate;help;join' {
@@ -427,7 +460,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         }
         'git-delegate;help;hook' {
             [CompletionResult]::new('pre-commit', 'pre-commit', [CompletionResultType]::ParameterValue, 'Refuse commits inside forbid-commit workspaces; warn about stale batches')
-            [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish a git-delegate baseline (the user''s private files)')
+            [CompletionResult]::new('pre-push', 'pre-push', [CompletionResultType]::ParameterValue, 'Refuse a push that would publish the user''s private files (a baseline''s snapshot)')
             [CompletionResult]::new('worktree-create', 'worktree-create', [CompletionResultType]::ParameterValue, 'Claude Code''s WorktreeCreate hook: prepare a one-task batch, print its folder')
             [CompletionResult]::new('worktree-remove', 'worktree-remove', [CompletionResultType]::ParameterValue, 'Claude Code''s WorktreeRemove hook: apply the batch behind the worktree')
             break

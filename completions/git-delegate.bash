@@ -50,11 +50,17 @@ _git__delegate__static() {
             git__delegate,completions)
                 cmd="git__delegate__subcmd__completions"
                 ;;
+            git__delegate,config)
+                cmd="git__delegate__subcmd__config"
+                ;;
             git__delegate,diff)
                 cmd="git__delegate__subcmd__diff"
                 ;;
             git__delegate,drop)
                 cmd="git__delegate__subcmd__drop"
+                ;;
+            git__delegate,exec)
+                cmd="git__delegate__subcmd__exec"
                 ;;
             git__delegate,gc)
                 cmd="git__delegate__subcmd__gc"
@@ -107,11 +113,17 @@ _git__delegate__static() {
             git__delegate__subcmd__help,completions)
                 cmd="git__delegate__subcmd__help__subcmd__completions"
                 ;;
+            git__delegate__subcmd__help,config)
+                cmd="git__delegate__subcmd__help__subcmd__config"
+                ;;
             git__delegate__subcmd__help,diff)
                 cmd="git__delegate__subcmd__help__subcmd__diff"
                 ;;
             git__delegate__subcmd__help,drop)
                 cmd="git__delegate__subcmd__help__subcmd__drop"
+                ;;
+            git__delegate__subcmd__help,exec)
+                cmd="git__delegate__subcmd__help__subcmd__exec"
                 ;;
             git__delegate__subcmd__help,gc)
                 cmd="git__delegate__subcmd__help__subcmd__gc"
@@ -219,7 +231,7 @@ _git__delegate__static() {
 
     case "${cmd}" in
         git__delegate)
-            opts="-h -V --color --help --version prepare apply undo status diff path branch gc drop renew refresh run join submit hook hooks man completions help"
+            opts="-h -V --color --help --version prepare apply undo status diff path branch gc drop renew config refresh run exec join submit hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -334,6 +346,24 @@ _git__delegate__static() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        git__delegate__subcmd__config)
+            opts="-h -V --trust --json --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         git__delegate__subcmd__diff)
             opts="-h -V --batch --stat --name-status --source --binary --full-index --no-pager --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -374,6 +404,28 @@ _git__delegate__static() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        git__delegate__subcmd__exec)
+            opts="-h -V --batch --no-sandbox --no-network --color --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --batch)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         git__delegate__subcmd__gc)
             opts="-h -V --dry-run --pool --json --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -393,7 +445,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help)
-            opts="prepare apply undo status diff path branch gc drop renew refresh run join submit hook hooks man completions help"
+            opts="prepare apply undo status diff path branch gc drop renew config refresh run exec join submit hook hooks man completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -448,6 +500,20 @@ _git__delegate__static() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        git__delegate__subcmd__help__subcmd__config)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         git__delegate__subcmd__help__subcmd__diff)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -463,6 +529,20 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__help__subcmd__drop)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        git__delegate__subcmd__help__subcmd__exec)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1167,7 +1247,7 @@ _git__delegate__static() {
             return 0
             ;;
         git__delegate__subcmd__run)
-            opts="-n -j -h -V --count --mode --label --ttl --owner-pid --forbid-commit --copy-ignored --sparse --remote --local --json --tasks --jobs --timeout --verify --no-verify --verify-timeout --no-apply --color --help --version"
+            opts="-n -j -h -V --count --mode --label --ttl --owner-pid --forbid-commit --copy-ignored --sparse --remote --local --json --tasks --jobs --timeout --verify --no-verify --verify-timeout --no-apply --no-sandbox --no-network --color --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

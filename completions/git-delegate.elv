@@ -33,8 +33,10 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand gc 'Reclaim what stale batches hold, rescuing unapplied work first'
             cand drop 'End a batch: remove its workspaces, refs and state'
             cand renew 'Extend a batch''s lease'
+            cand config 'Show delegate.toml against the file you confirmed, or confirm it'
             cand refresh 'Bring task workspaces up to date with the source; conflicts go to the worker'
             cand run 'Prepare, run a command in every workspace at once, then apply what succeeded'
+            cand exec 'Run one command in a task''s workspace, contained like a run worker'
             cand join 'On a worker''s machine: a workspace of a remote task, from the batch''s remote'
             cand submit 'Inside a joined workspace: send its work back to the batch''s remote'
             cand hook 'Run a hook''s work (git''s pre-commit, Claude Code''s worktree hooks)'
@@ -131,7 +133,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         }
         &'git-delegate;branch'= {
             cand --batch 'The batch: label, id or unique id prefix (default: the only open batch)'
-            cand --onto 'The commit the branch starts from (default: HEAD)'
+            cand --onto 'The commit the branch starts from (default: the source''s HEAD)'
             cand -m 'The commit message (default: "<task>: work from git delegate batch <label or short id>")'
             cand --message 'The commit message (default: "<task>: work from git delegate batch <label or short id>")'
             cand --color 'When to use colour: auto, always or never'
@@ -172,6 +174,15 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'git-delegate;config'= {
+            cand --color 'When to use colour: auto, always or never'
+            cand --trust 'Confirm delegate.toml as it is now: the commands it names run from now on'
+            cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'git-delegate;refresh'= {
             cand --batch 'The batch: label, id or unique id prefix (default: the batch of the workspace you are in, else the only open batch)'
             cand --color 'When to use colour: auto, always or never'
@@ -203,6 +214,18 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand --no-verify 'Do not run apply.verify'
             cand --no-apply 'Stop after the workers: apply nothing, print the apply command'
+            cand --no-sandbox 'Start the workers unconfined (run.sandbox = "off" for this command)'
+            cand --no-network 'Deny the workers new TCP connections and listening sockets (run.network = false)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'git-delegate;exec'= {
+            cand --batch 'The batch: label, id or unique id prefix (default: the only open batch)'
+            cand --color 'When to use colour: auto, always or never'
+            cand --no-sandbox 'Start the workers unconfined (run.sandbox = "off" for this command)'
+            cand --no-network 'Deny the workers new TCP connections and listening sockets (run.network = false)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -232,7 +255,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
             cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
-            cand pre-push 'Refuse a push that would publish a git-delegate baseline (the user''s private files)'
+            cand pre-push 'Refuse a push that would publish the user''s private files (a baseline''s snapshot)'
             cand worktree-create 'Claude Code''s WorktreeCreate hook: prepare a one-task batch, print its folder'
             cand worktree-remove 'Claude Code''s WorktreeRemove hook: apply the batch behind the worktree'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -267,7 +290,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         }
         &'git-delegate;hook;help'= {
             cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
-            cand pre-push 'Refuse a push that would publish a git-delegate baseline (the user''s private files)'
+            cand pre-push 'Refuse a push that would publish the user''s private files (a baseline''s snapshot)'
             cand worktree-create 'Claude Code''s WorktreeCreate hook: prepare a one-task batch, print its folder'
             cand worktree-remove 'Claude Code''s WorktreeRemove hook: apply the batch behind the worktree'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -336,8 +359,10 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
             cand gc 'Reclaim what stale batches hold, rescuing unapplied work first'
             cand drop 'End a batch: remove its workspaces, refs and state'
             cand renew 'Extend a batch''s lease'
+            cand config 'Show delegate.toml against the file you confirmed, or confirm it'
             cand refresh 'Bring task workspaces up to date with the source; conflicts go to the worker'
             cand run 'Prepare, run a command in every workspace at once, then apply what succeeded'
+            cand exec 'Run one command in a task''s workspace, contained like a run worker'
             cand join 'On a worker''s machine: a workspace of a remote task, from the batch''s remote'
             cand submit 'Inside a joined workspace: send its work back to the batch''s remote'
             cand hook 'Run a hook''s work (git''s pre-commit, Claude Code''s worktree hooks)'
@@ -366,9 +391,13 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         }
         &'git-delegate;help;renew'= {
         }
+        &'git-delegate;help;config'= {
+        }
         &'git-delegate;help;refresh'= {
         }
         &'git-delegate;help;run'= {
+        }
+        &'git-delegate;help;exec'= {
         }
         &'git-delegate;help;join'= {
         }
@@ -376,7 +405,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         }
         &'git-delegate;help;hook'= {
             cand pre-commit 'Refuse commits inside forbid-commit workspaces; warn about stale batches'
-            cand pre-push 'Refuse a push that would publish a git-delegate baseline (the user''s private files)'
+            cand pre-push 'Refuse a push that would publish the user''s private files (a baseline''s snapshot)'
             cand worktree-create 'Claude Code''s WorktreeCreate hook: prepare a one-task batch, print its folder'
             cand worktree-remove 'Claude Code''s WorktreeRemove hook: apply the batch behind the worktree'
         }

@@ -41,8 +41,14 @@ pub enum ConfigError {
         span: Range<usize>,
     },
     /// TOML that does not parse, or does not fit the keys and types of
-    /// design §9 (an unknown key, a wrong type, an unknown value).
-    #[error("invalid configuration in {}: {}", path.display(), source.message().trim())]
+    /// design §9 (an unknown key, a wrong type, an unknown value, a key
+    /// or table given twice).
+    #[error(
+        "invalid configuration in {}{}: {}",
+        path.display(),
+        place(text, source.span().map(|s| s.start)),
+        source.message().trim()
+    )]
     Toml {
         path: PathBuf,
         text: String,
@@ -52,7 +58,7 @@ pub enum ConfigError {
     },
     /// A value of the right type that is refused (out of range, a
     /// relative path, a malformed duration): `reason` says which and why.
-    #[error("invalid configuration in {}: {reason}", path.display())]
+    #[error("invalid configuration in {}{}: {reason}", path.display(), place(text, Some(span.start)))]
     Value {
         path: PathBuf,
         text: String,
@@ -71,9 +77,9 @@ impl ConfigError {
             ConfigError::NotText {
                 path, shown, span, ..
             } => Some((path, shown, span.clone(), "here")),
-            ConfigError::Toml { path, text, source } => {
-                Some((path, text, source.span().unwrap_or(0..0), "here"))
-            }
+            ConfigError::Toml {
+                path, text, source, ..
+            } => Some((path, text, source.span().unwrap_or(0..0), "here")),
             ConfigError::Value {
                 path,
                 text,
@@ -82,6 +88,12 @@ impl ConfigError {
                 ..
             } => Some((path, text, span.clone(), label)),
         }
+    }
+
+    /// The line and column (from 1) the error points at.
+    pub fn line_column(&self) -> Option<(usize, usize)> {
+        self.located()
+            .map(|(_, text, span, _)| line_column(text, span.start))
     }
 }
 
@@ -245,6 +257,23 @@ struct UndoSection {
 struct RunSection {
     port_base: Option<Spanned<i64>>,
     ports_per_task: Option<Spanned<i64>>,
+    sandbox: Option<Sandbox>,
+    network: Option<bool>,
+    writable: Option<Vec<Spanned<String>>>,
+}
+
+/// `run.sandbox` (design §3.22): whether `run` and `exec` contain their
+/// workers with Landlock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sandbox {
+    /// Contained where the kernel allows, else unconfined (said once).
+    #[default]
+    Auto,
+    /// Refuse to start a worker without containment.
+    On,
+    /// Never contained.
+    Off,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -290,6 +319,10 @@ pub struct Config {
     /// `run.port-base`, `run.ports-per-task` (design §3.13).
     pub port_base: u16,
     pub ports_per_task: u16,
+    /// `run.sandbox`, `run.network`, `run.writable` (design §3.22).
+    pub sandbox: Sandbox,
+    pub network: bool,
+    pub writable: Vec<PathBuf>,
 }
 
 impl Default for Config {
@@ -318,6 +351,9 @@ impl Default for Config {
             verify_jobs: 1,
             port_base: 41000,
             ports_per_task: 10,
+            sandbox: Sandbox::Auto,
+            network: true,
+            writable: Vec::new(),
         }
     }
 }
@@ -331,6 +367,106 @@ pub fn expand_home(s: &str) -> PathBuf {
             .unwrap_or_else(|| PathBuf::from(s)),
         _ => PathBuf::from(s),
     }
+}
+
+/// The line and column (both from 1, the column in characters) of byte
+/// `at` of `text`.
+fn line_column(text: &str, at: usize) -> (usize, usize) {
+    let at = (0..=at.min(text.len()))
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line = text[..at].matches('\n').count() + 1;
+    (line, text[line_start..at].chars().count() + 1)
+}
+
+/// ` at line L, column C` for byte `at` of `text`, so the message itself
+/// names the place (a JSON reader sees no label); empty without one.
+fn place(text: &str, at: Option<usize>) -> String {
+    match at {
+        Some(at) => {
+            let (line, column) = line_column(text, at);
+            format!(" at line {line}, column {column}")
+        }
+        None => String::new(),
+    }
+}
+
+/// The keys that run a command as the user (design §3.18 "Commands from
+/// the shared git dir"): a worker can write `delegate.toml`, so none of
+/// them runs from a file the user has not confirmed. A new key that runs
+/// a command belongs here.
+pub const COMMAND_KEYS: [&str; 2] = ["apply.verify", "workspace.setup"];
+
+impl Config {
+    /// The value of one of [`COMMAND_KEYS`] (empty: no command).
+    pub fn command(&self, key: &str) -> &str {
+        match key {
+            "apply.verify" => &self.verify,
+            "workspace.setup" => &self.setup,
+            _ => "",
+        }
+    }
+
+    /// Set one of [`COMMAND_KEYS`] (what runs in its place).
+    pub fn set_command(&mut self, key: &str, value: &str) {
+        match key {
+            "apply.verify" => self.verify = value.to_string(),
+            "workspace.setup" => self.setup = value.to_string(),
+            _ => {}
+        }
+    }
+}
+
+/// Every key `text` sets, as `section.name` (nested tables joined with
+/// dots), with its value as shown to a person (a string as it is, any
+/// other value as TOML writes it); `None` when `text` is not TOML.
+pub fn keys(text: &str) -> Option<std::collections::BTreeMap<String, String>> {
+    fn walk(
+        prefix: &str,
+        table: &toml::Table,
+        out: &mut std::collections::BTreeMap<String, String>,
+    ) {
+        for (name, value) in table {
+            let key = match prefix {
+                "" => name.clone(),
+                p => format!("{p}.{name}"),
+            };
+            match value {
+                toml::Value::Table(t) => walk(&key, t, out),
+                toml::Value::String(s) => {
+                    out.insert(key, s.clone());
+                }
+                other => {
+                    out.insert(key, other.to_string());
+                }
+            }
+        }
+    }
+    let table: toml::Table = toml::from_str(text).ok()?;
+    let mut out = std::collections::BTreeMap::new();
+    walk("", &table, &mut out);
+    Some(out)
+}
+
+/// Where git-delegate keeps the copy of the `delegate.toml` the user
+/// confirmed (`record::trust` writes it): `<common-dir>/delegate/confirmed/delegate.toml`
+/// for the file `<common-dir>/delegate.toml`.
+pub fn confirmed_copy(file: &Path) -> PathBuf {
+    let common = file.parent().unwrap_or(Path::new("."));
+    common
+        .join("delegate")
+        .join("confirmed")
+        .join("delegate.toml")
+}
+
+/// [`confirmed_copy`] when it is there and differs from `file` now: what a
+/// help line offers to compare with, and to put back.
+pub fn differing_copy(file: &Path) -> Option<PathBuf> {
+    let copy = confirmed_copy(file);
+    let kept = std::fs::read(&copy).ok()?;
+    (std::fs::read(file).ok()? != kept).then_some(copy)
 }
 
 impl Config {
@@ -377,9 +513,7 @@ impl Config {
         // first one is at `at`, so nothing before it moves).
         let shown = text.replace('\0', "\u{2400}");
         let len = shown[at..].chars().next().map_or(0, char::len_utf8);
-        let line_start = shown[..at].rfind('\n').map_or(0, |i| i + 1);
-        let line = shown[..at].matches('\n').count() + 1;
-        let column = shown[line_start..at].chars().count() + 1;
+        let (line, column) = line_column(&shown, at);
         Err(ConfigError::NotText {
             path: path.to_path_buf(),
             what,
@@ -519,6 +653,22 @@ impl Config {
             let rule = "`run.ports-per-task` must be 1";
             cfg.ports_per_task = within(n, (1, 1000), rule, "out of range")? as u16;
         }
+        cfg.sandbox = file.run.sandbox.unwrap_or(cfg.sandbox);
+        cfg.network = file.run.network.unwrap_or(cfg.network);
+        for w in file.run.writable.iter().flatten() {
+            let dir = expand_home(w.get_ref());
+            if !dir.is_absolute() {
+                return Err(bad(
+                    format!(
+                        "`run.writable` entries must be absolute paths (or start with `~/`), not {:?}",
+                        w.get_ref()
+                    ),
+                    w.span(),
+                    "relative path",
+                ));
+            }
+            cfg.writable.push(dir);
+        }
         Ok(cfg)
     }
 }
@@ -562,6 +712,28 @@ mod tests {
         refused_in(
             "workspace",
             &["snapshots = \"always\"", "snapshots = false"],
+        );
+    }
+
+    #[test]
+    fn sandbox_keys() {
+        let p = Path::new("delegate.toml");
+        let c = Config::parse(p, "").unwrap();
+        assert_eq!((c.sandbox, c.network), (Sandbox::Auto, true));
+        assert!(c.writable.is_empty());
+        let text = "[run]\nsandbox = \"on\"\nnetwork = false\nwritable = [\"/var/cache/x\"]\n";
+        let c = Config::parse(p, text).unwrap();
+        assert_eq!((c.sandbox, c.network), (Sandbox::On, false));
+        assert_eq!(c.writable, vec![PathBuf::from("/var/cache/x")]);
+        refused_in(
+            "run",
+            &[
+                "sandbox = \"yes\"",
+                "sandbox = true",
+                "network = \"no\"",
+                "writable = \"/tmp\"",
+                "writable = [\"relative/dir\"]",
+            ],
         );
     }
 

@@ -121,6 +121,7 @@ codes! {
     MissingObject => "delegate::missing_object",
     UnreadableFile => "delegate::unreadable_file",
     DiskFull => "delegate::disk_full",
+    TooManyOpenFiles => "delegate::too_many_open_files",
     ReadOnlyFilesystem => "delegate::read_only_filesystem",
     PermissionDenied => "delegate::permission_denied",
     FilterFailed => "delegate::filter_failed",
@@ -134,6 +135,8 @@ codes! {
     WritebackPending => "delegate::writeback_pending",
     Interrupted => "delegate::interrupted",
     SetupFailed => "delegate::setup_failed",
+    UntrustedConfig => "delegate::untrusted_config",
+    SandboxUnavailable => "delegate::sandbox_unavailable",
     IncompleteBatch => "delegate::incomplete_batch",
     UnknownRemote => "delegate::unknown_remote",
     AlreadyJoined => "delegate::already_joined",
@@ -157,6 +160,7 @@ impl Code {
             Code::DiskFull => Some(FsCause::Full),
             Code::ReadOnlyFilesystem => Some(FsCause::ReadOnly),
             Code::PermissionDenied => Some(FsCause::Denied),
+            Code::TooManyOpenFiles => Some(FsCause::OpenFiles { limit: None }),
             _ => None,
         }
     }
@@ -373,6 +377,12 @@ pub enum FsCause {
     ReadOnly,
     /// EACCES or EPERM: the user may not do that there.
     Denied,
+    /// EMFILE: this process has as many files open as its limit allows
+    /// (`ulimit -n`: the soft limit, read when the error was met), or,
+    /// `limit` `None`, ENFILE: the whole system has (`fs.file-max`). Not
+    /// the path's fault, nor the filesystem's: said as that, never as an
+    /// unreadable file or a workspace that is not ours.
+    OpenFiles { limit: Option<u64> },
 }
 
 impl FsCause {
@@ -389,6 +399,12 @@ impl FsCause {
         };
         if n == Errno::NOSPC.raw_os_error() || n == Errno::DQUOT.raw_os_error() {
             Some(FsCause::Full)
+        } else if n == Errno::MFILE.raw_os_error() {
+            Some(FsCause::OpenFiles {
+                limit: open_files_limit().map(|(soft, _)| soft),
+            })
+        } else if n == Errno::NFILE.raw_os_error() {
+            Some(FsCause::OpenFiles { limit: None })
         } else if n == Errno::ROFS.raw_os_error() {
             Some(FsCause::ReadOnly)
         } else if n == Errno::ACCESS.raw_os_error() || n == Errno::PERM.raw_os_error() {
@@ -424,6 +440,7 @@ impl FsCause {
             FsCause::Full | FsCause::NoInodes => Code::DiskFull,
             FsCause::ReadOnly => Code::ReadOnlyFilesystem,
             FsCause::Denied => Code::PermissionDenied,
+            FsCause::OpenFiles { .. } => Code::TooManyOpenFiles,
         }
     }
 
@@ -476,6 +493,15 @@ impl FsCause {
                 ),
                 None => "check the permissions of that path and the folders above it, then run the command again".into(),
             },
+            FsCause::OpenFiles { limit: Some(soft) } => match open_files_limit() {
+                // Up to 4096, or the hard limit where that is lower.
+                Some((_, hard)) if hard > soft => format!(
+                    "raise the limit of open files in the shell that runs git-delegate (`ulimit -n {}`) and run the command again",
+                    hard.min(4096.max(soft))
+                ),
+                _ => format!("{soft} open files is also this process's hard limit, which only root can raise (`ulimit -Hn`, limits.conf, systemd's LimitNOFILE): raise it, then run the command again"),
+            },
+            FsCause::OpenFiles { limit: None } => "the system's limit of open files is reached (`sysctl fs.file-max`): close programs that hold many files open, or raise it as root, and run the command again".into(),
         }
     }
 }
@@ -521,18 +547,38 @@ pub fn describe(err: &std::io::Error) -> String {
         (Errno::ROFS, "EROFS"),
         (Errno::ACCESS, "EACCES"),
         (Errno::PERM, "EPERM"),
+        (Errno::MFILE, "EMFILE"),
+        (Errno::NFILE, "ENFILE"),
     ]
     .into_iter()
     .find(|(e, _)| e.raw_os_error() == n)
     .map(|(_, name)| name);
-    match name {
+    let text = match name {
         Some(name) => text.replacen(
             &format!("(os error {n})"),
             &format!("({name}, os error {n})"),
             1,
         ),
         None => text,
+    };
+    // Too many open files: the limit that was reached, named.
+    match FsCause::of(err) {
+        Some(FsCause::OpenFiles { limit: Some(l) }) => {
+            format!("{text}: this process may have at most {l} files open (`ulimit -n`)")
+        }
+        Some(FsCause::OpenFiles { limit: None }) => {
+            format!("{text}: the system's limit of open files is reached (`sysctl fs.file-max`)")
+        }
+        _ => text,
     }
+}
+
+/// This process's limits of open files (`RLIMIT_NOFILE`): the soft one,
+/// which EMFILE means was reached, and the hard one it may be raised to
+/// (`u64::MAX`: unlimited).
+pub fn open_files_limit() -> Option<(u64, u64)> {
+    let l = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    Some((l.current?, l.maximum.unwrap_or(u64::MAX)))
 }
 
 /// The first OS error among `err` and its causes (gix's error trees

@@ -5,7 +5,9 @@
 //! (`diff`), big blobs streamed (`blob`), the paths git refuses to check out
 //! (`validate`), sparse checkouts (`sparse`), the `ident` attribute
 //! (`ident`), the filter and merge drivers a batch lets run (`drivers`), index stat data (`stat`), worktree registrations
-//! (`registration`) and the git command for remotes (`transport`).
+//! (`registration`), a contained worker's own object folder in its
+//! registration (`private_objects`) and the git command for remotes
+//! (`transport`).
 //!
 //! Owns: nothing beyond its files; each says what it owns.
 //! Never: imports a module above it (only `sys/`, `error` and `config`, the
@@ -19,6 +21,7 @@ pub mod diff;
 pub mod discovery;
 pub mod drivers;
 pub mod ident;
+pub mod private_objects;
 pub mod refs;
 pub mod registration;
 pub mod repo;

@@ -94,6 +94,16 @@ impl Registration {
         (word(batch) && word(what)).then(|| batch.to_string())
     }
 
+    /// The batch whose task's lock it holds (`git-delegate batch <id>
+    /// task <name>`), if it holds one.
+    pub fn batch_of(&self) -> Option<String> {
+        let reason = self.read_lock_reason()?;
+        let rest = reason.strip_prefix(LOCK_PREFIX)?.strip_suffix('\n')?;
+        let (batch, task) = rest.split_once(" task ")?;
+        let word = |s: &str| !s.is_empty() && !s.contains(char::is_whitespace);
+        (word(batch) && !task.is_empty()).then(|| batch.to_string())
+    }
+
     /// Is it locked with a reason prepare wrote (for any batch)?
     pub fn is_locked_by_a_batch(&self) -> bool {
         self.read_lock_reason()

@@ -453,7 +453,9 @@ fn refuse_before_merging(
     strict: bool,
 ) -> Result<Before> {
     let mut refused: Vec<Refused> = Vec::new();
-    let source_changes: Vec<PathChange> = diff::trees(repo, baseline, s_tree)?;
+    // Bounded: a kept proposal's base is its commit's parent, which a
+    // worker sharing the repository could have made (design §3.18 "Limits").
+    let source_changes: Vec<PathChange> = diff::bounded(repo, baseline, s_tree)?;
     let mut out_for_good: BTreeSet<usize> = BTreeSet::new();
     let s_top_folders = top_folders(repo, s_tree)?;
     for r in screened {

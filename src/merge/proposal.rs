@@ -151,8 +151,35 @@ pub fn record_deferred(
     task: &Task,
     baseline_tree: ObjectId,
 ) -> Result<Option<Proposal>> {
-    let ws = crate::git::repo::open_worktree(&task.root)?;
-    let (snap, rebuilt) = snapshot::snapshot_workspace_rebuilding(&ws)?;
+    record_vouching(repo, batch_dir, batch, task, baseline_tree, false).map(|(p, _)| p)
+}
+
+/// git-delegate's own stat record of `task`'s workspace (design §3.20),
+/// kept in the batch folder `batch_dir` since prepare (none for a batch
+/// prepared before records were kept).
+fn stat_record(repo: &gix::Repository, batch_dir: &Path, task: &Task) -> Option<gix::index::State> {
+    let path = crate::record::stat::of_task(batch_dir, &task.name);
+    crate::record::stat::read(&path, repo.object_hash())
+}
+
+/// [`record_deferred`], and with `vouch` the record of what the snapshot
+/// read (`snapshot::Vouched`, design §3.20: what the pool keeps of a
+/// workspace going idle), whether or not the workspace differs. The
+/// workspace is read with git-delegate's own stat record, never trusting
+/// its index's stat data, and only through a registration that leads back
+/// to `repo` (design §3.18: nothing is written into another git dir).
+pub fn record_vouching(
+    repo: &gix::Repository,
+    batch_dir: &Path,
+    batch: &Batch,
+    task: &Task,
+    baseline_tree: ObjectId,
+    vouch: bool,
+) -> Result<(Option<Proposal>, Option<snapshot::Vouched>)> {
+    let ws = crate::git::repo::open_worktree_of(&task.root, repo.common_dir())?;
+    take_private_objects(repo, task)?;
+    let record = stat_record(repo, batch_dir, task);
+    let (snap, rebuilt, vouched) = snapshot::snapshot_task(&ws, record.as_ref(), vouch)?;
     if let Some(rebuilt) = rebuilt {
         // Best effort: the work is read from the files either way.
         let _ = crate::snapshot::reindex::write(repo.common_dir(), task, &ws, &snap, rebuilt);
@@ -161,7 +188,7 @@ pub fn record_deferred(
     let (base, baseline_tree) = base_of(repo, batch, task, baseline_tree)?;
     let paths = diff::trees(repo, baseline_tree, snap.tree)?;
     if paths.is_empty() && snap.nested_repos.is_empty() && snap.invalid.is_empty() {
-        return Ok(None);
+        return Ok((None, vouched));
     }
     let commit = commit::write(
         repo,
@@ -173,7 +200,7 @@ pub fn record_deferred(
     refs::set(repo, &ref_name, commit, false)?;
     let patch = batch_dir.join(format!("{}.patch", task.name));
     let unwritten = defer_patch(repo, baseline_tree, snap.tree, &patch)?;
-    Ok(Some(Proposal {
+    let proposal = Proposal {
         commit,
         tree: snap.tree,
         ref_name,
@@ -182,7 +209,39 @@ pub fn record_deferred(
         nested: snap.nested_repos,
         invalid: snap.invalid,
         unwritten,
-    }))
+    };
+    Ok((Some(proposal), vouched))
+}
+
+/// What a snapshot of `task`'s workspace reads now, as git-delegate
+/// vouches for it (design §3.20): for the pool, where no apply read it
+/// (a workspace an interrupted apply's clean-up left). `None` where no
+/// record can be made (a nested repository, a path git refuses, ...).
+pub fn read_vouched(
+    repo: &gix::Repository,
+    batch_dir: &Path,
+    task: &Task,
+) -> Result<Option<snapshot::Vouched>> {
+    let ws = crate::git::repo::open_worktree_of(&task.root, repo.common_dir())?;
+    take_private_objects(repo, task)?;
+    let record = stat_record(repo, batch_dir, task);
+    let (snap, _, vouched) = snapshot::snapshot_task(&ws, record.as_ref(), true)?;
+    Ok(vouched.filter(|_| snap.nested_repos.is_empty() && snap.invalid.is_empty()))
+}
+
+/// Take the objects a contained worker's git made (design §3.22: they
+/// are in its registration's private folder) into `repo`'s store, before
+/// the workspace's index or HEAD, which may name them, are read.
+fn take_private_objects(repo: &gix::Repository, task: &Task) -> Result<()> {
+    if task.remote || task.kind() == crate::config::Mode::Scratch {
+        return Ok(());
+    }
+    let dir = crate::git::private_objects::dir(repo.common_dir(), &task.worktree_id);
+    crate::git::private_objects::take_in(repo, &dir).map_err(|source| MergeError::Git {
+        what: "cannot take in the objects a contained worker made",
+        source,
+    })?;
+    Ok(())
 }
 
 /// The patch from `from` to `to` at `path`, left unwritten (returned)
@@ -233,9 +292,11 @@ pub type Objects = gix::odb::memory::Storage;
 /// needs (kept in memory; the caller adds them to its own object memory),
 /// the paths that differ from the task's base (the baseline given, or its
 /// own once refreshed), the nested repositories and the paths git refuses.
-/// `None` when the workspace does not differ and holds neither.
+/// `None` when the workspace does not differ and holds neither. Read as
+/// [`record_vouching`] reads it (`batch_dir`: the batch's state folder).
 pub fn preview(
     repo: &gix::Repository,
+    batch_dir: &Path,
     task: &Task,
     baseline_tree: ObjectId,
 ) -> Result<Option<Preview>> {
@@ -244,8 +305,12 @@ pub fn preview(
         Some(own) => commit::tree_of(repo, own)?,
         None => baseline_tree,
     };
-    let mut ws = crate::git::repo::open_worktree(&task.root)?.with_object_memory();
-    let snap = snapshot::snapshot_workspace(&ws)?;
+    let mut ws =
+        crate::git::repo::open_worktree_of(&task.root, repo.common_dir())?.with_object_memory();
+    // Into the object memory: nothing durable is written.
+    take_private_objects(&ws, task)?;
+    let record = stat_record(repo, batch_dir, task);
+    let (snap, _, _) = snapshot::snapshot_task(&ws, record.as_ref(), false)?;
     let objects = ws.objects.take_object_memory().unwrap_or_default();
     let mut view = repo.clone().with_object_memory();
     view.objects.set_object_memory(objects);

@@ -67,10 +67,27 @@ pub fn default_name(b: &batch::Batch, task: &str) -> String {
 
 /// Make the branch (see the header). Takes the repository lock: a local
 /// task's workspace is recorded as a proposal first (as apply's step 1).
-pub fn run(source: &Source, opts: &Options) -> Result<Report> {
-    let _lock = crate::ops::lock::lock_and_recover(source)?;
-    let b = batch::select_open(&source.state_dir(), opts.batch.as_deref())?;
+/// `here` is where it runs: the source, or any worktree of its repository
+/// (a task's own folder included, whose HEAD is the baseline): the branch
+/// goes on the source's HEAD all the same.
+pub fn run(here: &Source, opts: &Options) -> Result<Report> {
+    let _lock = crate::ops::lock::lock_and_recover(here)?;
+    // Without --batch, inside a task's folder: that task's batch.
+    let inside = match opts.batch {
+        Some(_) => None,
+        None => batch_of_workspace(here),
+    };
+    let arg = opts.batch.as_deref().or(inside.as_deref());
+    let b = batch::select_open(&here.state_dir(), arg)?;
     let task = b.open_task_named(&opts.task)?;
+    // The batch's source, opened by its recorded path (as apply opens it).
+    let opened;
+    let source = if here.root == b.source {
+        here
+    } else {
+        opened = Source::open_recorded(here, &b.source, b.short())?;
+        &opened
+    };
     let name = opts
         .name
         .clone()
@@ -87,8 +104,14 @@ pub fn run(source: &Source, opts: &Options) -> Result<Report> {
     let mut restricted = source.repo.clone();
     crate::git::drivers::enforce(b.drivers.as_ref(), &mut restricted)?;
     let repo = &restricted;
+    // REV as git resolves it where branch runs; by default the source's
+    // HEAD, never a workspace's (design §3.19).
     let rev = opts.onto.as_deref().unwrap_or("HEAD");
-    let (parent_id, ours) = onto(repo, rev)?;
+    let (parent_id, ours) = match opts.onto {
+        Some(_) => onto(&here.repo, rev)?,
+        None => onto(repo, rev)?,
+    };
+    refuse_private_parent(repo, &b, task, parent_id, opts.onto.as_deref())?;
 
     // Where the branch would go: refused before anything is recorded.
     let existing = crate::git::refs::get(repo, &full)?;
@@ -151,6 +174,67 @@ pub fn run(source: &Source, opts: &Options) -> Result<Report> {
     Ok(report)
 }
 
+/// The open batch one of whose workspaces is the working tree `here` runs in.
+fn batch_of_workspace(here: &Source) -> Option<String> {
+    let batches = batch::list_ok(&here.state_dir()).ok()?;
+    batches
+        .into_iter()
+        .find(|b| {
+            b.open_tasks()
+                .filter(|t| !t.remote)
+                .any(|t| std::fs::canonicalize(&t.root).is_ok_and(|r| r == here.root))
+        })
+        .map(|b| b.id)
+}
+
+/// A parent that is the batch's baseline (or the task's refreshed base),
+/// or is built on it, would publish the user's uncommitted and untracked
+/// files: refused (exit 2), with the way that works.
+fn refuse_private_parent(
+    repo: &gix::Repository,
+    b: &batch::Batch,
+    task: &Task,
+    parent: ObjectId,
+    onto: Option<&str>,
+) -> Result<()> {
+    let mut snapshots = vec![b.baseline.as_str()];
+    snapshots.extend(task.base.as_deref());
+    for snap in snapshots {
+        let Ok(snap) = ObjectId::from_hex(snap.as_bytes()) else {
+            continue;
+        };
+        let on_it = parent == snap
+            || repo
+                .merge_base(parent, snap)
+                .is_ok_and(|m| m.is_some_and(|m| m.detach() == snap));
+        if !on_it {
+            continue;
+        }
+        let what = match onto {
+            Some(rev) => format!("--onto {rev:?}"),
+            None => "the source's HEAD".to_string(),
+        };
+        let help = match onto {
+            Some(_) => format!(
+                "leave out --onto: `git delegate branch {} --batch {}` puts the branch on the source's HEAD",
+                task.name,
+                b.short()
+            ),
+            None => "check out a branch of your own in the source, or pass --onto one of your branches"
+                .to_string(),
+        };
+        return Err(Error::usage(
+            Code::Usage,
+            format!(
+                "{what} is the baseline of batch {} or is built on it: a branch there would publish your uncommitted and untracked files",
+                b.short()
+            ),
+            help,
+        ));
+    }
+    Ok(())
+}
+
 /// The commit `rev` names and its tree: the branch's parent and the
 /// merge's "ours".
 fn onto(repo: &gix::Repository, rev: &str) -> Result<(ObjectId, ObjectId)> {
@@ -187,8 +271,21 @@ fn onto(repo: &gix::Repository, rev: &str) -> Result<(ObjectId, ObjectId)> {
 fn task_trees(source: &Source, b: &batch::Batch, task: &Task) -> Result<(ObjectId, ObjectId)> {
     let repo = &source.repo;
     let baseline_tree = commit::tree_of(repo, &b.baseline)?;
+    let refused = |f: &crate::git::validate::Invalid, fix: &str| {
+        Error::state(
+            Code::InvalidPath,
+            format!(
+                "task {} holds a path git refuses: {} ({})",
+                task.name,
+                f.path.to_str_lossy(),
+                f.why
+            ),
+            fix.to_string(),
+        )
+    };
     Ok(if task.remote {
-        let fetched = crate::ops::remote::fetch_proposals(source, b, &[task.name.as_str()], true)?;
+        let fetched = crate::ops::remote::fetch_proposals(source, b, &[task.name.as_str()], true)?
+            .or_first_unfetchable()?;
         let Some(&c) = fetched.get(&task.name) else {
             return Err(no_changes(
                 b,
@@ -197,7 +294,16 @@ fn task_trees(source: &Source, b: &batch::Batch, task: &Task) -> Result<(ObjectI
             ));
         };
         let tree = commit::tree_of(repo, &c.to_string())?;
-        (proposal::base_of(repo, b, task, baseline_tree)?.1, tree)
+        let base_tree = proposal::base_of(repo, b, task, baseline_tree)?.1;
+        // Checked before any merge reads it (design §3.18): a path bomb
+        // costs its distinct trees only.
+        if let Some(f) = crate::git::validate::tree(repo, Some(base_tree), tree)?.first() {
+            return Err(refused(
+                f,
+                "its worker fixes it in its workspace and submits again (`git delegate submit`)",
+            ));
+        }
+        (base_tree, tree)
     } else {
         match crate::workspace::identify(&source.common_dir, task) {
             crate::workspace::Identity::Ours { .. } => {}
@@ -213,13 +319,8 @@ fn task_trees(source: &Source, b: &batch::Batch, task: &Task) -> Result<(ObjectI
             None => return Err(no_changes(b, &task.name, "its workspace has no changes")),
             Some(p) => {
                 if let Some(f) = p.invalid.first() {
-                    return Err(Error::state(
-                        Code::InvalidPath,
-                        format!(
-                            "task {} holds a path git refuses: {}",
-                            task.name,
-                            f.path.to_str_lossy()
-                        ),
+                    return Err(refused(
+                        f,
                         "rename or remove it in the task's workspace, then try again",
                     ));
                 }
@@ -319,7 +420,10 @@ fn no_changes(b: &batch::Batch, task: &str, why: &str) -> Error {
             "task {task} of batch {} has nothing to publish: {why}",
             b.short()
         ),
-        "let the worker finish first; `git delegate diff TASK` shows its changes",
+        format!(
+            "let the worker finish first; `git delegate diff {task} --batch {}` shows its changes",
+            b.short()
+        ),
     )
 }
 

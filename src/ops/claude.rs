@@ -9,10 +9,15 @@
 //! (what create printed), with `cwd` as a second place to look for the
 //! repository. Every other field is ignored.
 //!
-//! Owns: payload parsing, the name → task name rule, the settings merge.
+//! Owns: payload parsing, the name → task name and label rule ([`names`]),
+//! which open batch a resumed worktree gets back ([`resume`], which renews
+//! its lease), telling a batch that ended from one never found
+//! ([`ended`]), the settings merge.
 //! Never: prepares or applies itself (the binary calls `prepare::run` and
-//! `apply::run`); writes a settings file other than by temp-then-rename, or
-//! touches a setting that is not one of its two hook entries.
+//! `apply::run`); hands back a workspace that is not the folder prepare
+//! made for this working tree; writes a settings file other than by
+//! temp-then-rename, or touches a setting that is not one of its two hook
+//! entries.
 
 use std::path::{Path, PathBuf};
 
@@ -94,46 +99,169 @@ pub fn parse_remove(payload: &[u8], here: &Path) -> Result<Remove> {
     })
 }
 
-/// A worktree name made a valid task name (`batch::check_task_name`): every
-/// character outside `A-Z a-z 0-9 . _ -` becomes `-`, runs of `.` become
-/// one, leading characters that are not a letter or digit go, the result
-/// is cut to 64 characters, and a trailing `.` or `.lock` goes. `None`
-/// when nothing valid is left.
-pub fn task_name(name: &str) -> Option<String> {
+/// The task name and label a worktree gets (design §3.21).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Names {
+    /// A valid task name (`batch::check_task_name`).
+    pub task: String,
+    /// `claude-<task>`: the same characters, so `git delegate branch`'s
+    /// default name `delegate/<label>/<task>` is a valid branch name.
+    pub label: String,
+    /// Whether the worktree's name had to be changed to make them.
+    pub changed: bool,
+}
+
+/// The longest task name (`batch::valid_task_name`).
+const TASK_NAME_MAX: usize = 64;
+
+/// How many hex digits of the name's SHA-256 end a changed name.
+const HASH_DIGITS: usize = 8;
+
+/// The task name and label of the worktree named `name`. A name that is a
+/// valid task name already is kept. Any other is made one: each run of
+/// characters outside `A-Z a-z 0-9 . _ -` (spaces, `/`, control
+/// characters, NUL, any other Unicode) becomes one `-`, a run of `.`
+/// one `.`, leading characters that are not a letter or digit go, the
+/// result is cut to 55 bytes and loses a trailing `.`, `-`, `_` or
+/// `.lock`, and `-` and the first 8 hex digits of the SHA-256 of the
+/// name as given are appended (only those, when nothing was left): two
+/// names that differ in what was changed get different task names.
+pub fn names(name: &str) -> Names {
+    let (task, changed) = match batch::check_task_name(name) {
+        Ok(()) => (name.to_string(), false),
+        Err(_) => {
+            let mut base = safe_part(name);
+            base.truncate(TASK_NAME_MAX - HASH_DIGITS - 1);
+            trim_end(&mut base);
+            let hash = hash_of(name);
+            let task = if base.is_empty() {
+                hash
+            } else {
+                format!("{base}-{hash}")
+            };
+            (task, true)
+        }
+    };
+    Names {
+        label: format!("claude-{task}"),
+        task,
+        changed,
+    }
+}
+
+/// `name` in the characters of a task name (see [`names`]); ASCII only, so
+/// cutting it anywhere keeps it whole.
+fn safe_part(name: &str) -> String {
     let mut out = String::new();
+    let mut replaced = false;
     for c in name.chars() {
-        let c = if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-            c
-        } else {
-            '-'
-        };
-        if c == '.' && out.ends_with('.') {
+        let safe = c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+        let c = if safe { c } else { '-' };
+        if (!safe && replaced) || (c == '.' && out.ends_with('.')) {
             continue;
         }
+        replaced = !safe;
         if out.is_empty() && !c.is_ascii_alphanumeric() {
             continue;
         }
         out.push(c);
     }
-    out.truncate(64);
+    out
+}
+
+/// Drop what a task name may not end in (and the `-` and `_` a hash
+/// suffix would follow).
+fn trim_end(s: &mut String) {
     loop {
-        if let Some(s) = out.strip_suffix(".lock") {
-            out = s.to_string();
-        } else if out.ends_with('.') {
-            out.pop();
+        if let Some(t) = s.strip_suffix(".lock") {
+            *s = t.to_string();
+        } else if s.ends_with(['.', '-', '_']) {
+            s.pop();
         } else {
             break;
         }
     }
-    batch::check_task_name(&out).is_ok().then_some(out)
 }
 
-/// The label a worktree's batch gets: `claude-<name>` (control characters
-/// dropped; a label must have none).
-pub fn label(name: &str) -> String {
-    format!(
-        "claude-{}",
-        name.chars().filter(|c| !c.is_control()).collect::<String>()
+fn hash_of(name: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(name.as_bytes());
+    digest
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>()[..HASH_DIGITS]
+        .to_string()
+}
+
+/// An open batch handed back to a resumed worktree.
+#[derive(Debug)]
+pub struct Resumed {
+    /// The batch, its lease renewed.
+    pub batch: Batch,
+    /// The folder to hand back: the task's cwd (its root when that is gone).
+    pub cwd: PathBuf,
+}
+
+/// The open batch of `source` labelled `names.label`, when a worktree of
+/// that name is created again (Claude Code resuming `--worktree NAME`): it
+/// is handed back, its lease renewed for `lease.ttl`, only when its
+/// prepare completed, it was made from this working tree (`source.root`),
+/// its task `names.task` is open and its workspace is the folder prepare
+/// made. `None`: no such batch (prepare then refuses a label an open batch
+/// has, as always). Takes the repository lock only when a batch has the
+/// label.
+pub fn resume(source: &Source, names: &Names) -> Result<Option<Resumed>> {
+    let state_dir = source.state_dir();
+    let labelled = |bs: Vec<Batch>| {
+        bs.into_iter()
+            .find(|b| b.label.as_deref() == Some(names.label.as_str()))
+    };
+    if labelled(batch::list_ok(&state_dir)?).is_none() {
+        return Ok(None);
+    }
+    let _lock = crate::ops::lock::lock_and_recover(source)?;
+    let Some(b) = labelled(batch::list_ok(&state_dir)?) else {
+        return Ok(None);
+    };
+    if crate::ops::preparing::progress(&b).is_some() || b.source != source.root {
+        return Ok(None);
+    }
+    let Some(t) = b.open_tasks().find(|t| t.name == names.task && !t.remote) else {
+        return Ok(None);
+    };
+    let crate::workspace::Identity::Ours { .. } = crate::workspace::identify(&source.common_dir, t)
+    else {
+        return Ok(None);
+    };
+    let cwd = t.cwd(&b.prefix);
+    let cwd = if cwd.is_dir() { cwd } else { t.root.clone() };
+    // Only an orphaned lease refuses a renewal without a new owner: such a
+    // batch (an owner was given to it) is not handed back.
+    let Ok(batch) = crate::ops::renew::renew(&state_dir, Some(&b.id), source.config.ttl_secs, None)
+    else {
+        return Ok(None);
+    };
+    Ok(Some(Resumed { batch, cwd }))
+}
+
+/// How the batch `id` ended, when it has (it is no longer in the state
+/// folder, readable or not): `Some(apply id)` when an apply of it
+/// recorded an undo entry, `Some(None)` otherwise (an apply that wrote
+/// nothing, or a drop). `None`: it has not ended.
+pub fn ended(state_dir: &Path, id: &str) -> Option<Option<String>> {
+    let entries = batch::list(state_dir).ok()?;
+    let present = entries.iter().any(|e| match e {
+        batch::Entry::Batch(b) => b.id == id,
+        batch::Entry::Broken { id: other, .. } => other == id,
+    });
+    if present {
+        return None;
+    }
+    Some(
+        crate::ops::undo::list(state_dir)
+            .into_iter()
+            .find(|e| e.batch == id)
+            .map(|e| e.apply_id),
     )
 }
 
@@ -303,11 +431,38 @@ mod tests {
 
     #[test]
     fn task_names_are_made_valid() {
-        assert_eq!(task_name("agent-a1b2").as_deref(), Some("agent-a1b2"));
-        assert_eq!(task_name("fix login/bug").as_deref(), Some("fix-login-bug"));
-        assert_eq!(task_name("..x..y.lock").as_deref(), Some("x.y"));
-        assert_eq!(task_name("-_-"), None);
-        assert_eq!(task_name(&"a".repeat(100)).map(|s| s.len()), Some(64));
+        let n = names("agent-a1b2");
+        assert_eq!(
+            (n.task.as_str(), n.label.as_str(), n.changed),
+            ("agent-a1b2", "claude-agent-a1b2", false)
+        );
+        let h = |s: &str| hash_of(s);
+        assert_eq!(
+            names("fix login/bug").task,
+            format!("fix-login-bug-{}", h("fix login/bug"))
+        );
+        assert_eq!(
+            names("..x..y.lock").task,
+            format!("x.y-{}", h("..x..y.lock"))
+        );
+        assert_eq!(names("-_-").task, h("-_-"));
+        assert_eq!(names("caf\u{e9}").task, format!("caf-{}", h("caf\u{e9}")));
+        let long = names(&"a".repeat(100));
+        assert_eq!(long.task.len(), 64);
+        assert!(long.task.starts_with(&"a".repeat(55)));
+        for raw in [
+            "a b", "a\tb", "a\0b", "a\nb", "a\u{7f}b", "../../x", "x.lock", "日本",
+        ] {
+            let n = names(raw);
+            assert!(batch::check_task_name(&n.task).is_ok(), "{raw:?}: {n:?}");
+            assert!(n.changed && n.label == format!("claude-{}", n.task));
+        }
+        // Names that differ only in what was changed stay apart.
+        let all: std::collections::HashSet<String> = ["a b", "a\tb", "a\0b", "a\nb", "a  b"]
+            .iter()
+            .map(|r| names(r).task)
+            .collect();
+        assert_eq!(all.len(), 5);
     }
 
     #[test]

@@ -51,6 +51,9 @@ pub struct Landed {
     pub root: PathBuf,
     /// Whether its ref and patch were removed (its work is in the working tree).
     pub removed: bool,
+    /// The paths the proposal deletes: `REF:PATH` names nothing there, so
+    /// the hint shows what the task started from (design §3.16 "Hints").
+    pub deleted: BTreeSet<BString>,
 }
 
 /// Merge the kept proposal `opts.reference` names into the working tree
@@ -78,7 +81,19 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
 
     let (tree, base) = proposal(&source, &k)?;
     let base_tree = commit::tree_of(&source.repo, &base.to_string())?;
-    let changes = diff::trees(&source.repo, base_tree, tree)?;
+    // A path bomb is counted, never expanded (design §3.18 "Limits"): it is
+    // refused as the integration refuses any path git refuses.
+    let over = match crate::git::validate::too_many(&source.repo, Some(base_tree), tree)? {
+        Some(over) => Err(over),
+        None => match diff::bounded(&source.repo, base_tree, tree) {
+            Ok(changes) => Ok(changes),
+            Err(diff::DiffError::TooMany { path, .. }) => Err(crate::git::validate::Invalid {
+                path,
+                why: crate::git::validate::TOO_MANY,
+            }),
+            Err(e) => return Err(e.into()),
+        },
+    };
 
     // Its batch's record while the batch exists (a discarded task of an
     // open batch), otherwise a one-task stand-in for the document.
@@ -98,11 +113,31 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
     crate::git::drivers::enforce(b.drivers.as_ref(), &mut source.repo)?;
 
     let mut out = Outcome::new(idx, TaskState::Open);
-    out.proposed = changes.into_iter().map(|c| c.path).collect();
+    let mut deleted: BTreeSet<BString> = BTreeSet::new();
     out.proposal_ref = Some(k.ref_name.clone());
     out.patch = k.patch.clone();
     let mut w = Wrote::default();
-    if out.proposed.is_empty() {
+    match over {
+        Ok(changes) => {
+            deleted = changes
+                .iter()
+                .filter(|c| c.new.is_none())
+                .map(|c| c.path.clone())
+                .collect();
+            out.proposed = changes.into_iter().map(|c| c.path).collect();
+        }
+        Err(f) => {
+            out.status = TaskState::Conflict;
+            out.reason = Some(crate::git::validate::REASON);
+            out.conflicts = vec![crate::merge::integrate::PathConflict {
+                path: f.path,
+                reason: f.why.into(),
+            }];
+        }
+    }
+    if out.status == TaskState::Conflict {
+        // Refused above: nothing of it is merged.
+    } else if out.proposed.is_empty() {
         out.status = TaskState::NoChanges;
     } else {
         let landing = Landing {
@@ -162,6 +197,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
             workspaces: Vec::new(),
             apply_id: w.apply_id,
             verify: None,
+            untrusted: None,
             remote_left: None,
             // A signal once the write-back began, which was finished (design §7 "Signals").
             interrupted: w.wrote && crate::sys::interrupt::interrupted(),
@@ -169,6 +205,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
         kept: k,
         root: source.root.clone(),
         removed,
+        deleted,
     })
 }
 

@@ -4,14 +4,16 @@
 //! &Options, &dyn Observer) -> Report`, `apply::run`, ...) or an error.
 //! The transactions: `prepare`, `apply` (with `kept`: `apply --kept`,
 //! `verify`: `apply --verify`, `undo`: undo and `apply --from-undo`),
-//! `branch` (publishing a task as a branch), `refresh`, `run`, `gc`, `status`, `renew`, `remote` (`join`, `submit`,
+//! `branch` (publishing a task as a branch), `refresh`, `run`, `exec` (one
+//! contained command in a task), `gc`, `status`, `renew`, `remote` (`join`, `submit`,
 //! the refs that travel), `review` (`diff`, `path`), `hooks` (the
 //! pre-commit hook), `claude` (Claude Code's worktree hooks), `mandir` (`man --install`). The steps they share:
 //! `lock` (the repository lock and the recovery every mutating command
 //! starts with), `observe` (what a transaction tells its caller while it
 //! works), `preparing` (a prepare under way, and an incomplete batch removed
-//! whole), `problems` (what is wrong with a repository's batches, as facts),
+//! whole), `pool` (prepare's side of the workspace pool), `problems` (what is wrong with a repository's batches, as facts),
 //! `side_effects` (work that hides in shared refs and the shared git dir),
+//! `contain` (what `run`'s and `exec`'s workers may write, design §3.22),
 //! `teardown` (a batch's workspaces, refs and state folder removed),
 //! `explain` (the code, exit status and help of the engine's typed errors).
 //!
@@ -23,6 +25,8 @@
 pub mod apply;
 pub mod branch;
 pub mod claude;
+pub mod contain;
+pub mod exec;
 pub mod explain;
 pub mod gc;
 pub mod hooks;
@@ -30,6 +34,7 @@ pub mod kept;
 pub mod lock;
 pub mod mandir;
 pub mod observe;
+pub mod pool;
 pub mod pre_push;
 pub mod prepare;
 pub mod preparing;
@@ -43,6 +48,7 @@ pub mod setup;
 pub mod side_effects;
 pub mod status;
 pub mod teardown;
+pub mod trust;
 pub mod undo;
 pub mod verify;
 

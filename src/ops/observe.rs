@@ -24,6 +24,13 @@ pub enum Notice {
     /// A failed prepare could not remove all of its unfinished batch
     /// (`short` id); `gc` removes the rest. The prepare's own error follows.
     UndoIncomplete { short: String, error: Error },
+    /// Workers are less contained than asked for (design §3.22: no
+    /// Landlock, or no network rules): said once per command, as worded.
+    Sandbox(String),
+    /// A key of `delegate.toml` the user has not confirmed was left out,
+    /// the confirmed value holding in its place (design §3.18): said once
+    /// per command, as worded.
+    LeftOut(String),
 }
 
 /// The caller's side of a transaction.

@@ -109,6 +109,10 @@ struct Settings {
     /// The repository's folder below the workspace root.
     base: std::path::PathBuf,
     remote: Option<crate::record::batch::Remote>,
+    /// The workspaces are the pool's (design §3.20): `workspace.pool` is
+    /// on and they are plain worktrees (no submodules, no sparse checkout,
+    /// whose registrations and skip-worktree bits are a batch's).
+    pooled: bool,
 }
 
 impl Settings {
@@ -143,13 +147,29 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     let locked = crate::ops::lock::lock_and_recover(source)?;
     let _lock = locked.lock;
     observer.notice(Notice::Recovered(locked.recovery));
+    // design §3.18: no `workspace.setup` the user has not confirmed runs;
+    // refused before anything is made.
+    crate::ops::trust::refuse_unconfirmed(source)?;
     if settings.mode == Mode::Scratch {
         crate::workspace::scratch::preflight(source)?;
     }
     check_label_free(source, opts)?;
     let id = new_id()?;
-    let plans = plan_workspaces(source, opts, &settings, &id)?;
-    let mut base = baseline(source, &id, observer)?;
+    let mut plans = plan_workspaces(source, opts, &settings, &id)?;
+    // design §3.20: the idle workspaces of the pool are proven on a thread
+    // of their own while the source is snapshotted.
+    let want = if settings.pooled { plans.len() } else { 0 };
+    let proof = crate::ops::pool::Proof::of(source, &settings.base);
+    let (base, proven) = std::thread::scope(|s| {
+        let proving = (want > 0).then(|| s.spawn(|| proof.run(want)));
+        let base = baseline(source, &id, observer);
+        let proven = proving
+            .map(|h| h.join().unwrap_or_default())
+            .unwrap_or_default();
+        (base, proven)
+    });
+    let mut base = base?;
+    let reuse = crate::ops::pool::assign(source, &mut plans, proven, base.snap.tree)?;
     let stat_cache = base.stat_cache.take();
     for nested in &base.snap.nested_repos {
         observer.notice(Notice::NestedRepository(nested.clone()));
@@ -174,7 +194,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
         observer,
         source,
         &mut *undo.batch,
-        &plans,
+        (&plans, reuse),
         &opts.names,
         &settings,
         &base,
@@ -248,6 +268,8 @@ fn settings(source: &Source, opts: &Options) -> Result<Settings> {
             "give --local one of the task names given (or 1..N with -n)",
         ));
     }
+    let pooled =
+        mode == Mode::Worktree && source.config.pool > 0 && modules.is_empty() && sparse.is_none();
     Ok(Settings {
         mode,
         ttl: opts.ttl_secs.unwrap_or(source.config.ttl_secs),
@@ -256,6 +278,7 @@ fn settings(source: &Source, opts: &Options) -> Result<Settings> {
         sparse,
         base,
         remote,
+        pooled,
     })
 }
 
@@ -294,14 +317,25 @@ fn plan_workspaces(
     id: &str,
 ) -> Result<Vec<workspace::Plan>> {
     let short = batch::short(id).to_string();
+    let batch_dir = batch::batch_dir(&source.state_dir(), id);
     let mut plans: Vec<workspace::Plan> = opts
         .names
         .iter()
         .filter(|n| !settings.is_remote(opts, n))
-        .map(|name| workspace::Plan {
-            root: settings.base.join(&short).join(name),
-            worktree_id: workspace::worktree_id(&short, name),
-            lock_reason: crate::git::registration::lock_reason(id, name),
+        .map(|name| {
+            let lock_reason = crate::git::registration::lock_reason(id, name);
+            // git-delegate's own stat record of it (design §3.20).
+            let stat = crate::record::stat::of_task(&batch_dir, name);
+            match settings.pooled {
+                // A slot of the pool: its path for life (design §3.20).
+                true => crate::workspace::pool::new_plan(&settings.base, lock_reason, stat),
+                false => workspace::Plan {
+                    root: settings.base.join(&short).join(name),
+                    worktree_id: workspace::worktree_id(&short, name),
+                    lock_reason,
+                    stat: Some(stat),
+                },
+            }
         })
         .collect();
     if settings.mode == Mode::Scratch {
@@ -344,11 +378,14 @@ fn baseline(source: &Source, id: &str, observer: &dyn Observer) -> Result<Baseli
         format!("git-delegate baseline {id}\n"),
     )?;
     // Paths that differ from HEAD (a staged change undone on disk is none).
-    let changes = if snap.changes == 0 {
-        0
+    let changed = if snap.changes == 0 {
+        Vec::new()
     } else {
-        crate::git::diff::trees(&source.repo, snap.head_tree, snap.tree)?.len()
+        crate::git::diff::trees(&source.repo, snap.head_tree, snap.tree)?
     };
+    // Their blobs are the private snapshot the pre-push guard knows (design §3.19).
+    crate::record::private::record(&source.state_dir(), id, &changed)?;
+    let changes = changed.len();
     if crate::sys::interrupt::interrupted() {
         return Err(Error::interrupted());
     }
@@ -390,9 +427,11 @@ fn new_batch(
             .iter()
             .filter_map(|name| match settings.is_remote(opts, name) {
                 true => Some(Task::open_remote(name.clone())),
-                false => plan
-                    .next()
-                    .map(|p| Task::open(name.clone(), p.root.clone(), p.worktree_id.clone())),
+                false => plan.next().map(|p| Task {
+                    // A workspace of the pool is the task's while it holds its lock.
+                    lock: settings.pooled.then(|| p.lock_reason.clone()),
+                    ..Task::open(name.clone(), p.root.clone(), p.worktree_id.clone())
+                }),
             })
             .collect(),
         remote: settings.remote.clone(),
@@ -451,7 +490,7 @@ fn make(
     observer: &dyn Observer,
     source: &Source,
     batch: &mut Batch,
-    plans: &[workspace::Plan],
+    (plans, reuse): (&[workspace::Plan], crate::ops::pool::Reuse),
     names: &[String],
     settings: &Settings,
     base: &Baseline,
@@ -470,6 +509,7 @@ fn make(
         cache.keep(&batch::batch_dir(&state_dir, &batch.id));
     }
     stop()?;
+    let mut reused = vec![false; plans.len()];
     let carried = {
         let _progress = observer.step(&format!(
             "Checking out {} workspace{}",
@@ -477,7 +517,11 @@ fn make(
             if plans.len() == 1 { "" } else { "s" }
         ));
         match &settings.policy {
-            Some(policy) => worktrees(source, plans, settings, base, policy)?,
+            Some(policy) => {
+                let made = worktrees(source, plans, settings, base, policy, reuse)?;
+                reused = made.1;
+                made.0
+            }
             None => {
                 let tasks: Vec<_> = names
                     .iter()
@@ -497,8 +541,14 @@ fn make(
         }
     }
     // design §3.20: `workspace.setup` in each new (or reused) workspace,
-    // its files in place; a failure (or a signal) undoes the prepare.
-    crate::ops::setup::run(source, batch)?;
+    // its files in place; a failure (or a signal) undoes the prepare, but
+    // the workspaces taken from the pool it did not fail in go back to it.
+    if let Err(failed) = crate::ops::setup::run(source, batch, &reused) {
+        if let Some(task) = failed.task {
+            crate::ops::pool::give_back(source, batch, &reused, Some(task));
+        }
+        return Err(failed.error);
+    }
     stop()?;
     // design §3.14: the baseline goes to the remote last, so a failed push
     // leaves nothing there (and undoes the prepare, as any failure does).
@@ -534,29 +584,20 @@ fn worktrees(
     settings: &Settings,
     base: &Baseline,
     policy: &crate::workspace::carry::Policy,
-) -> Result<Vec<crate::record::batch::CarryStats>> {
+    reuse: crate::ops::pool::Reuse,
+) -> Result<(Vec<crate::record::batch::CarryStats>, Vec<bool>)> {
     let (commit, tree) = (base.commit, base.snap.tree);
-    // The repository folder and the batch folder, through handles, ours
-    // and `0700` (design §3.18): nobody else can change what is below
-    // them, where the checkout writes by path.
+    // The idle workspaces given to tasks, claimed and moved to the baseline
+    // (where they are, design §3.20).
+    let reused = crate::ops::pool::take(source, plans, reuse, commit)?;
+    stop()?;
+    // The repository folder and the batch folder (the pool's, for
+    // workspaces of the pool), through handles, ours and `0700` (design
+    // §3.18): nobody else can change what is below them, where the
+    // checkout writes by path.
     if let Some(batch_dir) = plans.first().and_then(|p| p.root.parent()) {
         crate::workspace::shared_root::make_batch_dir_at(batch_dir)?;
     }
-    // A pool serves plain workspaces only: no submodules, no sparse
-    // checkout (their registrations and skip-worktree bits are a batch's).
-    let poolable = settings.modules.is_empty() && settings.sparse.is_none();
-    let reused = match poolable {
-        true => crate::workspace::pool::take(
-            &source.common_dir,
-            &source.state_dir(),
-            &settings.base,
-            plans,
-            commit,
-            tree,
-        )?,
-        false => vec![false; plans.len()],
-    };
-    stop()?;
     let fresh: Vec<workspace::Plan> = plans
         .iter()
         .zip(&reused)
@@ -595,13 +636,14 @@ fn worktrees(
             &p.lock_reason,
         )?;
     }
-    Ok(reused
+    let carried = reused
         .iter()
         .map(|r| match r {
             true => Default::default(),
             false => made.next().unwrap_or_default(),
         })
-        .collect())
+        .collect();
+    Ok((carried, reused))
 }
 
 fn check_task_name(name: &str) -> Result<()> {

@@ -89,6 +89,27 @@ pub fn record(state_dir: &Path, b: &Batch) -> Result<()> {
 // ---------------------------------------------------------------------------
 // Removal
 
+/// The variable every command started for a batch carries (design §3.13).
+const BATCH_VAR: &str = "GIT_DELEGATE_BATCH";
+
+/// A killed prepare's setup commands that could not be stopped: nothing
+/// of its batch is removed while they run.
+fn still_running(b: &Batch, left: &[crate::sys::quiesce::Proc]) -> Error {
+    let named: Vec<String> = left
+        .iter()
+        .map(|p| format!("{} ({})", p.pid, p.command))
+        .collect();
+    Error::state(
+        Code::IncompleteBatch,
+        format!(
+            "the setup commands of batch {}'s killed prepare still run and could not be stopped: {}",
+            b.short(),
+            named.join(", ")
+        ),
+        "stop those processes (`kill PID`), then run the command again",
+    )
+}
+
 impl Removed {
     /// The task's workspace is left alone: named, with what refused it.
     fn left_alone(&mut self, t: &crate::record::batch::Task) {
@@ -111,6 +132,9 @@ pub struct Removed {
     /// Folders below the workspace root refused (design §3.18), among
     /// those above the workspaces left alone.
     pub unsafe_folders: Vec<crate::workspace::shared_root::Refused>,
+    /// The killed prepare's setup commands still running (design §3.20),
+    /// stopped before anything was removed (with `dry_run`: found).
+    pub stopped: Vec<crate::sys::quiesce::Proc>,
 }
 
 /// Remove everything a prepare of `b` made or may have made: workspace
@@ -122,8 +146,32 @@ pub struct Removed {
 pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed> {
     let mut out = Removed::default();
     let mut first_err: Option<Error> = None;
+    // Setup commands outlive a prepare killed with SIGKILL and go on
+    // writing into its workspaces: they carry the batch in their
+    // environment (`GIT_DELEGATE_BATCH`), and stop first.
+    use crate::sys::quiesce;
+    if dry_run {
+        out.stopped = quiesce::find_marked(BATCH_VAR, &b.id)
+            .into_iter()
+            .map(quiesce::describe)
+            .collect();
+    } else {
+        match quiesce::stop_marked(BATCH_VAR, &b.id, quiesce::GRACE) {
+            quiesce::Outcome::Clear { stopped } => out.stopped = stopped,
+            quiesce::Outcome::Running(left) => return Err(still_running(b, &left)),
+        }
+    }
     for t in &b.tasks {
         let reg = crate::git::registration::Registration::new(&source.common_dir, &t.worktree_id);
+        // A workspace of the pool this prepare did not claim yet (or gave
+        // back) is idle, not this batch's (design §3.20).
+        if let Some(lock) = &t.lock {
+            if reg.path().symlink_metadata().is_ok()
+                && reg.read_lock_reason().as_deref() != Some(lock.as_str())
+            {
+                continue;
+            }
+        }
         out.bytes += crate::sys::fs::tree_size(reg.path());
         let scratch = t.kind() == crate::config::Mode::Scratch;
         // What will go, and what is left alone (a folder that is not one

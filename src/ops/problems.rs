@@ -2,7 +2,8 @@
 //! condition (a stale lease, a left-over write-back journal, unreadable
 //! batch state, a prepare that was killed, a baseline ref moved or deleted,
 //! a workspace missing, replaced or unreadable, an orphan scratch copy, a
-//! temporary file a killed command left in the state folder), for
+//! temporary file a killed command left in the state folder, removed
+//! workspaces in the trash that no deleter works on), for
 //! every renderer: `status` (design §3.3), the pre-commit hook (design §3.7) and
 //! `drop`'s unapplied check (design §3.5) word them, each in its own way.
 //!
@@ -78,6 +79,10 @@ pub enum Fact {
     /// §3.18 "Leftovers"); the problem's `batch` is the id of the batch or
     /// undo entry whose folder holds it, empty elsewhere.
     TempFile(TempFile),
+    /// Removed workspaces wait in the trash and no background deleter
+    /// works on them (design §3.3): it could not start (`why`), or was
+    /// killed or gave up. The problem's `batch` is empty.
+    UnattendedTrash(workspace::trash::Unattended),
 }
 
 /// A temporary file git-delegate made in its state folder and a killed
@@ -128,6 +133,7 @@ impl Problem {
             Fact::BrokenState { .. } => "broken_state",
             Fact::ScratchOrphan { .. } => "scratch_orphan",
             Fact::TempFile(_) => "temp_file",
+            Fact::UnattendedTrash(_) => "unattended_trash",
         }
     }
 }
@@ -243,6 +249,12 @@ pub fn of_batches(source: &Source, entries: &[Entry]) -> Vec<Problem> {
     }
     for (owner, t) in old_temp_files(&state_dir) {
         out.push(Problem::new(&owner, Fact::TempFile(t)));
+    }
+    if let Ok(base) = source.workspace_base() {
+        let trash = base.join(workspace::trash::TRASH);
+        if let Some(u) = workspace::trash::unattended(&trash, &state_dir) {
+            out.push(Problem::new("", Fact::UnattendedTrash(u)));
+        }
     }
     out
 }
@@ -369,6 +381,7 @@ pub fn changed_counts(source: &Source, b: &Batch) -> Vec<Option<usize>> {
         .and_then(|c| source.repo.find_commit(c).ok())
         .and_then(|c| c.tree_id().ok())
         .map(|t| t.detach());
+    let batch_dir = batch::batch_dir(&source.state_dir(), &b.id);
     b.tasks
         .iter()
         .map(|t| {
@@ -385,10 +398,15 @@ pub fn changed_counts(source: &Source, b: &Batch) -> Vec<Option<usize>> {
                 Some(own) => crate::git::commit::tree_of(&source.repo, own).ok()?,
                 None => baseline_tree?,
             };
-            let repo = crate::git::repo::open_worktree(&real).ok()?;
+            let repo = crate::git::repo::open_worktree_of(&real, &source.common_dir).ok()?;
             // Keep the snapshot's objects in memory: nothing is changed.
             let mut repo = repo.with_object_memory();
-            let snap = snapshot::snapshot_workspace(&repo).ok()?;
+            // Read with git-delegate's own stat record (design §3.20), as apply reads it.
+            let record = crate::record::stat::read(
+                &crate::record::stat::of_task(&batch_dir, &t.name),
+                repo.object_hash(),
+            );
+            let (snap, _, _) = snapshot::snapshot_task(&repo, record.as_ref(), false).ok()?;
             // Compared in the source's handle: a diff in the workspace's
             // would read its index, which may be unusable (design §3.2
             // step 1: the snapshot did without it).

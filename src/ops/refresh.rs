@@ -151,6 +151,12 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         head,
         format!("git-delegate base {} (refresh)\n", b.id),
     )?;
+    // The workers get the source as it is now: its private files are
+    // recorded for the pre-push guard as prepare records them (design §3.19).
+    if snap.changes > 0 {
+        let changed = crate::git::diff::trees(&source.repo, snap.head_tree, snap.tree)?;
+        crate::record::private::record(&source.state_dir(), &b.id, &changed)?;
+    }
     drop(_step);
 
     let mut tasks = Vec::new();

@@ -6,7 +6,10 @@
 //! and `status --fetch` fetch, and the batch's remote refs deleted when it
 //! ends.
 //!
-//! Owns: which refs travel and where they land; the file a joined workspace
+//! Owns: which refs travel and where they land (a proposal git will not
+//! fetch is its task's alone: `Fetched::unfetchable`; a received tree is
+//! counted before anything walks it: `Received::TooMany`, design §3.18
+//! "Bounded work on remote bytes"); the file a joined workspace
 //! remembers its remote, batch and task in (`delegate-join.toml` in its own
 //! git dir, never the user's config); the lock reason of a joined linked
 //! worktree (`git-delegate join <batch> task <task>`, which gc never takes
@@ -153,32 +156,105 @@ pub fn submitted(source: &Source, b: &Batch) -> Result<HashMap<String, ObjectId>
         .collect())
 }
 
+/// What [`fetch_proposals`] brought.
+#[derive(Debug, Default)]
+pub struct Fetched {
+    /// Each task whose submitted proposal was fetched, with its commit.
+    pub found: HashMap<String, ObjectId>,
+    /// Each task whose submitted proposal git would not fetch although the
+    /// remote answered (design §3.18 "Bounded work on remote bytes"): its
+    /// objects are broken or the remote's upload-pack refuses them (a tree
+    /// entry with an empty name, trees nested deeper than git's maximum
+    /// depth). Only that task fails; none of its objects are here.
+    pub unfetchable: BTreeMap<String, Unfetchable>,
+}
+
+/// A submitted proposal git would not fetch.
+#[derive(Debug)]
+pub struct Unfetchable {
+    /// The commit the remote lists for it.
+    pub listed: ObjectId,
+    /// The fetch that failed, as the user would type it, and git's words.
+    pub error: transport::TransportError,
+}
+
+impl Unfetchable {
+    /// For people: the proposal, and what git said when asked for it alone
+    /// (never "unreachable": the remote answered).
+    pub fn why(&self) -> String {
+        let said = match &self.error {
+            transport::TransportError::Failed { said, .. } => said.clone(),
+            other => other.to_string(),
+        };
+        format!(
+            "git refuses to fetch its submitted proposal {} (git said: {said})",
+            self.listed.to_hex_with_len(12)
+        )
+    }
+}
+
+impl Fetched {
+    /// [`Fetched::found`], or the `delegate::invalid_path` error of the
+    /// first proposal git would not fetch (for a command about one task).
+    pub fn or_first_unfetchable(self) -> Result<HashMap<String, ObjectId>> {
+        match self.unfetchable.into_iter().next() {
+            None => Ok(self.found),
+            Some((task, u)) => Err(Error::state(
+                Code::InvalidPath,
+                format!("task {task}: {}", u.why()),
+                "the remote answered, but git will not send these objects; have the task's worker submit again (`git delegate submit` in its workspace)",
+            )),
+        }
+    }
+}
+
 /// Fetch the submitted proposals of `tasks` (remote tasks of `b`) into
 /// their proposal refs (with `write_refs`; a dry run fetches the objects
-/// only). Returns the tasks that have one, with its commit.
+/// only). Returns the tasks that have one, with its commit, and those git
+/// would not fetch. One fetch brings them all; when it fails while the
+/// remote can be listed, each proposal is fetched alone, so that one git
+/// refuses fails its own task only (design §3.18). A remote that cannot be
+/// listed (before, or again after every fetch failed) is an error
+/// (`delegate::remote_failed`).
 pub fn fetch_proposals(
     source: &Source,
     b: &Batch,
     tasks: &[&str],
     write_refs: bool,
-) -> Result<HashMap<String, ObjectId>> {
+) -> Result<Fetched> {
     let Some(r) = &b.remote else {
-        return Ok(HashMap::new());
+        return Ok(Fetched::default());
     };
     let mut found = submitted(source, b)?;
     found.retain(|t, _| tasks.contains(&t.as_str()));
-    let specs: Vec<String> = found
-        .keys()
-        .map(|t| {
-            let name = refs::proposal(&b.id, t);
-            if write_refs {
-                format!("+{name}:{name}")
-            } else {
-                name
+    let spec = |t: &str| {
+        let name = refs::proposal(&b.id, t);
+        if write_refs {
+            format!("+{name}:{name}")
+        } else {
+            name
+        }
+    };
+    let specs: Vec<String> = found.keys().map(|t| spec(t)).collect();
+    let remote = target(source, r);
+    let mut unfetchable = BTreeMap::new();
+    if let Err(all) = transport::fetch(&source.common_dir, &remote, &specs) {
+        // One at a time: the ones git refuses are their tasks' alone.
+        let mut any = false;
+        for (t, &listed) in &found {
+            match transport::fetch(&source.common_dir, &remote, &[spec(t)]) {
+                Ok(()) => any = true,
+                Err(error) => {
+                    unfetchable.insert(t.clone(), Unfetchable { listed, error });
+                }
             }
-        })
-        .collect();
-    transport::fetch(&source.common_dir, &target(source, r), &specs)?;
+        }
+        // Not one came: unless the remote still answers, it is the remote.
+        if !any && submitted(source, b).is_err() {
+            return Err(all.into());
+        }
+        found.retain(|t, _| !unfetchable.contains_key(t));
+    }
     if write_refs {
         // What was fetched is what the ref holds now: a submission that
         // came between the listing and the fetch is the one fetched (and
@@ -189,18 +265,33 @@ pub fn fetch_proposals(
             }
         }
     }
-    Ok(found)
+    Ok(Fetched { found, unfetchable })
+}
+
+/// A fetched proposal of a remote task, as [`received`] finds it.
+#[derive(Debug)]
+pub enum Received {
+    /// It changes nothing against the task's base.
+    Nothing,
+    /// Its tree, and the paths it changes.
+    Changes(ObjectId, Vec<diff::PathChange>),
+    /// Its tree, which brings more changed paths than any task may (design
+    /// §3.18 "Limits"), and where the bound was passed: refused before
+    /// anything walks it further.
+    TooMany(ObjectId, crate::git::validate::Invalid),
 }
 
 /// A fetched proposal of a remote task, checked: its parent must be the
-/// task's base. The paths it changes, or `None` when it changes nothing.
+/// task's base, and its tree within the bound of design §3.18 "Limits"
+/// (counted first, at the cost of its distinct trees, so a path bomb is
+/// never expanded: [`Received::TooMany`]). The paths it changes.
 pub fn received(
     repo: &gix::Repository,
     b: &Batch,
     task: &Task,
     commit: ObjectId,
     base_tree: ObjectId,
-) -> Result<Option<(ObjectId, Vec<diff::PathChange>)>> {
+) -> Result<Received> {
     let c = repo.find_commit(commit).map_err(|e| {
         Error::state(
             Code::MissingObject,
@@ -230,8 +321,21 @@ pub fn received(
         .tree_id()
         .map_err(|e| Error::git(format!("cannot read the proposal {commit}"), e))?
         .detach();
-    let paths = diff::trees(repo, base_tree, tree)?;
-    Ok((!paths.is_empty()).then_some((tree, paths)))
+    if let Some(over) = crate::git::validate::too_many(repo, Some(base_tree), tree)? {
+        return Ok(Received::TooMany(tree, over));
+    }
+    match diff::bounded(repo, base_tree, tree) {
+        Ok(paths) if paths.is_empty() => Ok(Received::Nothing),
+        Ok(paths) => Ok(Received::Changes(tree, paths)),
+        Err(diff::DiffError::TooMany { path, .. }) => Ok(Received::TooMany(
+            tree,
+            crate::git::validate::Invalid {
+                path,
+                why: crate::git::validate::TOO_MANY,
+            },
+        )),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// When a batch ends: delete its refs on its remote, each only while it
@@ -470,6 +574,7 @@ pub fn join(opts: &JoinOptions) -> Result<JoinReport> {
             root: root.clone(),
             worktree_id: worktree_id.clone(),
             lock_reason: join_lock_reason(&id, task),
+            stat: None,
         };
         crate::workspace::check_free(&common, std::slice::from_ref(&plan))?;
         transport::fetch(&common, &opts.url, std::slice::from_ref(&spec))?;

@@ -131,8 +131,9 @@ pub fn diff(source: &Source, ask: Ask<'_>) -> Result<DiffReport> {
             }
         }
         let mut view = source.repo.clone().with_object_memory();
+        let batch_dir = batch::batch_dir(&source.state_dir(), &b.id);
         let (changes, objects) =
-            match crate::merge::proposal::preview(&source.repo, task, baseline_tree)? {
+            match crate::merge::proposal::preview(&source.repo, &batch_dir, task, baseline_tree)? {
                 Some(p) => (p.paths, Some(p.objects)),
                 None => (Vec::new(), None),
             };
@@ -288,12 +289,13 @@ pub fn source_diff(here: &Source, ask: Ask<'_>) -> Result<SourceDiff> {
     // As apply: a scratch batch's edits never come back.
     let scratch = b.mode == crate::config::Mode::Scratch;
     let readable = readable_workspaces(source, &selected, &mut fates, scratch);
+    let batch_dir = batch::batch_dir(&source.state_dir(), &b.id);
     let candidates = candidates(
         source,
         &readable,
         &mut fates,
         &mut mem,
-        baseline_tree,
+        (baseline_tree, &batch_dir),
         &filters,
         ask.form,
     )?;
@@ -382,7 +384,7 @@ fn candidates(
     readable: &[(usize, Task)],
     fates: &mut [Fate],
     mem: &mut gix::Repository,
-    baseline_tree: ObjectId,
+    (baseline_tree, batch_dir): (ObjectId, &Path),
     filters: &[String],
     form: crate::merge::patch::Form,
 ) -> Result<Vec<Candidate>> {
@@ -411,15 +413,16 @@ fn candidates(
             );
             continue;
         }
-        let preview = match crate::merge::proposal::preview(&source.repo, task, baseline_tree)
-            .map_err(Error::from)
-        {
-            Ok(p) => p,
-            Err(e) => {
-                fail(&mut fates[*i], "snapshot_failed", e.message.clone());
-                continue;
-            }
-        };
+        let preview =
+            match crate::merge::proposal::preview(&source.repo, batch_dir, task, baseline_tree)
+                .map_err(Error::from)
+            {
+                Ok(p) => p,
+                Err(e) => {
+                    fail(&mut fates[*i], "snapshot_failed", e.message.clone());
+                    continue;
+                }
+            };
         // A task that changed a submodule never applies (design §3.15).
         let subs = match crate::workspace::submodules::changed(&source.common_dir, &task.root) {
             Ok(subs) => subs,

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::error::{Code, Error, Result};
+use crate::error::{Code, Error};
 use crate::git::repo::Source;
 use crate::record::batch;
 use crate::sys::process;
@@ -95,10 +95,25 @@ pub fn make_cwd(root: &Path, prefix: &Path) -> std::result::Result<bool, String>
 
 const POLL: Duration = Duration::from_millis(20);
 
+/// Why setup stopped: the error, and the task whose command failed (none
+/// for a signal, or a log folder that cannot be made).
+#[derive(Debug)]
+pub struct Failed {
+    pub task: Option<usize>,
+    pub error: Error,
+}
+
+impl From<Error> for Failed {
+    fn from(error: Error) -> Failed {
+        Failed { task: None, error }
+    }
+}
+
 /// Run `workspace.setup` in every local task's workspace of `b` (none when
 /// it is empty). An error once any of them fails or a signal comes; the
-/// others are stopped first.
-pub fn run(source: &Source, b: &batch::Batch) -> Result<()> {
+/// others are stopped first. `reused`, per local task in order: its
+/// workspace came from the pool (design §3.20), which its error says.
+pub fn run(source: &Source, b: &batch::Batch, reused: &[bool]) -> std::result::Result<(), Failed> {
     let cmd = source.config.setup.trim();
     if cmd.is_empty() {
         return Ok(());
@@ -107,6 +122,13 @@ pub fn run(source: &Source, b: &batch::Batch) -> Result<()> {
     if todo.is_empty() {
         return Ok(());
     }
+    let from_pool = |idx: usize| {
+        todo.iter()
+            .position(|&i| i == idx)
+            .and_then(|k| reused.get(k))
+            .copied()
+            .unwrap_or(false)
+    };
     let logs = batch::logs_dir(&source.state_dir(), &b.id);
     std::fs::create_dir_all(&logs)
         .map_err(|e| Error::io(format!("cannot create {}", logs.display()), e))?;
@@ -118,21 +140,24 @@ pub fn run(source: &Source, b: &batch::Batch) -> Result<()> {
     let log_of = |idx: usize| logs.join(format!("setup-{}.log", b.tasks[idx].name));
     let mut live: Vec<(usize, process::Group)> = Vec::new();
     let mut next = 0usize;
-    let mut failure: Option<Error> = None;
+    let mut failure: Option<Failed> = None;
+    let failed = |idx: usize, how: &str| Failed {
+        task: Some(idx),
+        error: failed(&b.tasks[idx].name, how, &log_of(idx), from_pool(idx)),
+    };
     let mut poll = Duration::from_millis(1);
     loop {
         if failure.is_none() && crate::sys::interrupt::interrupted() {
-            failure = Some(Error::interrupted());
+            failure = Some(Error::interrupted().into());
         }
         while failure.is_none() && next < todo.len() && live.len() < jobs {
             let idx = todo[next];
             next += 1;
-            let task = &b.tasks[idx];
             let log = log_of(idx);
             let mut c = match worker_command("sh", cfg, b, idx) {
                 Ok(c) => c,
                 Err(why) => {
-                    failure = Some(failed(&task.name, &why, &log));
+                    failure = Some(failed(idx, &why));
                     break;
                 }
             };
@@ -140,7 +165,7 @@ pub fn run(source: &Source, b: &batch::Batch) -> Result<()> {
             match process::spawn(c, &log) {
                 Ok(g) => live.push((idx, g)),
                 Err((_, e)) => {
-                    failure = Some(failed(&task.name, &format!("could not start: {e}"), &log));
+                    failure = Some(failed(idx, &format!("could not start: {e}")));
                 }
             }
         }
@@ -161,17 +186,13 @@ pub fn run(source: &Source, b: &batch::Batch) -> Result<()> {
                             (None, Some(s)) => format!("was killed by signal {s}"),
                             _ => "failed".to_string(),
                         };
-                        failure = Some(failed(&b.tasks[idx].name, &how, &log_of(idx)));
+                        failure = Some(failed(idx, &how));
                     }
                 }
                 Ok(None) => i += 1,
                 Err(e) => {
-                    let (idx, _) = &live[i];
-                    failure = Some(failed(
-                        &b.tasks[*idx].name,
-                        &format!("could not be waited for: {e}"),
-                        &log_of(*idx),
-                    ));
+                    let idx = live[i].0;
+                    failure = Some(failed(idx, &format!("could not be waited for: {e}")));
                     i += 1;
                 }
             }
@@ -198,20 +219,37 @@ pub fn run(source: &Source, b: &batch::Batch) -> Result<()> {
     }
 }
 
-fn failed(task: &str, how: &str, log: &Path) -> Error {
+/// The `setup_failed` error of `task` (its command `how`, its `log`);
+/// `reused`: its workspace came from the pool, whose earlier output (a
+/// virtual environment, build output) is then the likely cause.
+fn failed(task: &str, how: &str, log: &Path, reused: bool) -> Error {
     let mut details = serde_json::Map::new();
     details.insert("task".into(), task.into());
     details.insert("log".into(), log.display().to_string().into());
+    details.insert("reused".into(), reused.into());
+    let (why, help) = match reused {
+        true => (
+            ". It ran in a workspace taken from the pool, over the ignored files an earlier task's setup left there (a virtual environment, build output): a stale cache there is the likely cause. That workspace was removed; the other idle ones stay in the pool.",
+            format!(
+                "read {}; prepare again (that task gets a new workspace), and make `workspace.setup` work over its own earlier output; `git delegate drop --pool` empties the pool",
+                log.display()
+            ),
+        ),
+        false => (
+            "",
+            format!(
+                "read {} and fix the command in `workspace.setup` (or what it needs), then prepare again",
+                log.display()
+            ),
+        ),
+    };
     Error::state(
         Code::SetupFailed,
         format!(
-            "workspace.setup failed for task {task}: it {how} (log: {}); prepare was undone",
+            "workspace.setup failed for task {task}: it {how} (log: {}); prepare was undone{why}",
             log.display()
         ),
-        format!(
-            "read {} and fix the command in `workspace.setup` (or what it needs), then prepare again",
-            log.display()
-        ),
+        help,
     )
     .with_details(details)
 }

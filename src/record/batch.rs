@@ -199,6 +199,11 @@ pub struct Task {
     /// end deletes on the remote.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fetched: Option<String>,
+    /// A workspace of the pool (design §3.20): the lock reason its
+    /// registration holds while it serves this task, the only time it is
+    /// this task's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lock: Option<String>,
 }
 
 /// `task.worktree_id` of a remote task: it has no workspace here.
@@ -287,6 +292,7 @@ impl Task {
             verify_log: None,
             remote: false,
             fetched: None,
+            lock: None,
         }
     }
 
@@ -495,8 +501,11 @@ pub fn stage(state_dir: &Path, batch: &Batch) -> Result<(PathBuf, PathBuf)> {
 /// gone: first renamed to a hidden name (`.<id>.removed-<pid>`, which no
 /// command reads as a batch) in one step and the parent fsync'd, so the
 /// batch disappears whole, never as a folder without a readable
-/// `batch.toml` (reported as corrupt). Gone already is fine.
+/// `batch.toml` (reported as corrupt). Gone already is fine. A
+/// `delegate.toml` changed while the batch was open stays unconfirmed
+/// after it (`trust::batch_ended`, design §3.18).
 pub fn remove_state(state_dir: &Path, id: &str) -> Result<()> {
+    crate::record::trust::batch_ended(state_dir);
     let dir = batch_dir(state_dir, id);
     let parent = batches_dir(state_dir);
     let hidden = parent.join(format!(".{id}.removed-{}", std::process::id()));

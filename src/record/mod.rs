@@ -3,8 +3,12 @@
 //! `BATCH` argument names one, where each batch's files lie), the leases
 //! in it (`lease`), the proposals kept after their task ended (`kept`: their
 //! refs, patches and keep-failed clock) and the busy marker of a batch whose
-//! verification command runs (`busy`), and the idle workspaces of the pool
-//! (`pool`, design §3.20).
+//! verification command runs (`busy`), the idle workspaces of the pool
+//! (`pool`, design §3.20), git-delegate's own stat records of workspaces
+//! (`stat`, design §3.20: never the worktree's index), the `delegate.toml`
+//! the user confirmed (`trust`, design §3.18), and the blobs of the user's
+//! private files the baselines held (`private`, design §3.19), which the
+//! pre-push guard reads.
 //!
 //! Owns: nothing beyond its files, each saying what it owns, and the one
 //! way a small TOML file of git-delegate's is written ([`write_toml`]).
@@ -17,6 +21,9 @@ pub mod busy;
 pub mod kept;
 pub mod lease;
 pub mod pool;
+pub mod private;
+pub mod stat;
+pub mod trust;
 
 /// Why [`write_toml`] failed.
 #[derive(Debug, thiserror::Error)]

@@ -16,15 +16,14 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::record::batch::Folder;
-use crate::record::TomlError;
 use crate::sys::fs::{FsError, PathError};
 
 /// The folder of the records inside the state folder.
 pub const DIR: &str = "pool";
 
-/// The folder name idle workspaces live in, below the repository's folder
-/// of the workspace root (`<root>/<repo>-<fp>/pool/<id>`): no batch's
-/// short id (those are hex digits).
+/// The folder name the pool's workspaces live in, below the repository's
+/// folder of the workspace root (`<root>/<repo>-<fp>/pool/<id>`), idle or
+/// serving a task: no batch's short id (those are hex digits).
 pub const FOLDER: &str = "pool";
 
 /// The lock reason of an idle workspace's registration (the whole file).
@@ -58,6 +57,24 @@ impl Idle {
 /// The registration name of idle workspace `id`.
 pub fn worktree_id(id: &str) -> String {
     format!("delegate-pool-{id}")
+}
+
+/// The slot id of a workspace at `root` registered as `worktree_id`, when
+/// it is a slot of the pool: `<root>/<repo>-<fp>/pool/<id>`, registered
+/// as `delegate-pool-<id>` (design §3.20).
+pub fn slot_of(root: &Path, worktree_id: &str) -> Option<String> {
+    let id = root.file_name()?.to_str()?;
+    let in_pool = root
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|f| f == FOLDER);
+    (is_id(id) && in_pool && worktree_id == self::worktree_id(id)).then(|| id.to_string())
+}
+
+/// The stat record of the idle workspace `id` (`record::stat`), beside
+/// its `<id>.toml`.
+pub fn stat_of(state_dir: &Path, id: &str) -> PathBuf {
+    dir(state_dir).join(format!("{id}.{}", super::stat::EXT))
 }
 
 /// `<state>/pool`.
@@ -106,7 +123,9 @@ pub enum PoolError {
     Fs(#[from] FsError),
 }
 
-/// Save a record (temp file, fsync, rename); its id must be one of [`new_id`]'s.
+/// Save a record (temp file, rename; not fsync'd: after a power loss an
+/// idle workspace whose record was lost is an orphan gc removes, design
+/// §3.20); its id must be one of [`new_id`]'s.
 pub fn save(state_dir: &Path, idle: &Idle) -> Result<(), PoolError> {
     if !is_id(&idle.id) {
         return Err(PoolError::BadId {
@@ -115,34 +134,39 @@ pub fn save(state_dir: &Path, idle: &Idle) -> Result<(), PoolError> {
     }
     let d = dir(state_dir);
     std::fs::create_dir_all(&d).map_err(|e| FsError::from(PathError::on("create", &d)(e)))?;
-    super::write_toml(&d.join(format!("{}.toml", idle.id)), idle).map_err(|e| match e {
-        TomlError::Serialize(e) => PoolError::Toml(e),
-        TomlError::Fs(e) => e.into(),
-    })
+    let text = toml::to_string(idle).map_err(PoolError::Toml)?;
+    let path = d.join(format!("{}.toml", idle.id));
+    Ok(crate::sys::fs::write_replacing(&path, text.as_bytes(), false)?)
 }
 
-/// Remove the record of `id` (gone already is fine).
+/// Remove the record of `id` and its stat record (gone already is fine).
 pub fn remove(state_dir: &Path, id: &str) -> Result<(), PoolError> {
     if !is_id(id) {
         return Ok(());
     }
-    Ok(crate::sys::fs::remove_file(
-        &dir(state_dir).join(format!("{id}.toml")),
-    )?)
+    crate::sys::fs::remove_file(&dir(state_dir).join(format!("{id}.toml")))?;
+    Ok(super::stat::remove(&stat_of(state_dir, id))?)
 }
 
-/// Remove the files in `<state>/pool` that are no readable record
-/// (best effort); returns how many.
+/// Remove the files in `<state>/pool` that are no readable record, nor
+/// the stat record of one (best effort); returns how many.
 pub fn remove_unreadable(state_dir: &Path) -> usize {
     let Ok(rd) = std::fs::read_dir(dir(state_dir)) else {
         return 0;
     };
     let mut n = 0;
     for e in rd.flatten() {
-        let ok = std::fs::read_to_string(e.path())
-            .ok()
-            .and_then(|t| toml::from_str::<Idle>(&t).ok())
-            .is_some_and(|i| is_id(&i.id));
+        let name = e.file_name().to_string_lossy().into_owned();
+        let stat_of = name
+            .strip_suffix(&format!(".{}", super::stat::EXT))
+            .filter(|id| is_id(id));
+        let ok = match stat_of {
+            Some(id) => dir(state_dir).join(format!("{id}.toml")).is_file(),
+            None => std::fs::read_to_string(e.path())
+                .ok()
+                .and_then(|t| toml::from_str::<Idle>(&t).ok())
+                .is_some_and(|i| is_id(&i.id)),
+        };
         let temp = crate::sys::fs::is_temp_name(std::os::unix::ffi::OsStrExt::as_bytes(
             e.file_name().as_os_str(),
         ));

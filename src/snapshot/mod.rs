@@ -59,6 +59,7 @@ pub mod reindex;
 mod run;
 mod status;
 pub mod touched;
+mod vouch;
 
 use std::path::{Path, PathBuf};
 
@@ -71,7 +72,7 @@ use crate::git::repo::RepoError;
 use crate::git::sparse::SparseError;
 use crate::git::validate::ValidateError;
 use cache::{find_cache, Probe, Refresh};
-use run::run;
+use run::{run, Own, Ran};
 
 /// Why a snapshot (or the index a workspace's is rebuilt with) failed:
 /// the step and the gix or I/O error, or the blob or sparse checkout it
@@ -175,10 +176,20 @@ type Edit = Option<(EntryKind, ObjectId)>;
 /// read many files whose content had not changed.
 pub fn snapshot(repo: &gix::Repository) -> Result<Snapshot> {
     let Some(slot) = find_cache(repo) else {
-        return run(repo, None, None, Side::Source).map(|(s, _, _)| s);
+        return run(repo, None, None, Side::Source, Own::default()).map(|r| r.snap);
     };
     let probe = Probe::new(&slot.dir);
-    let (snap, refreshed, _) = run(repo, slot.read.as_deref(), probe.as_ref(), Side::Source)?;
+    let Ran {
+        snap,
+        refresh: refreshed,
+        ..
+    } = run(
+        repo,
+        slot.read.as_deref(),
+        probe.as_ref(),
+        Side::Source,
+        Own::default(),
+    )?;
     match (refreshed, probe) {
         (Refresh::Write(state), Some(probe)) => {
             // Best effort: a cache that cannot be written costs time, never correctness.
@@ -230,7 +241,54 @@ pub struct Rebuilt {
 pub fn snapshot_workspace_rebuilding(
     repo: &gix::Repository,
 ) -> Result<(Snapshot, Option<Rebuilt>)> {
-    run(repo, None, None, Side::Workspace).map(|(s, _, r)| (s, r))
+    run(repo, None, None, Side::Workspace, Own::default()).map(|r| (r.snap, r.rebuilt))
+}
+
+/// What a task workspace's snapshot read, as git-delegate vouches for it
+/// (design §3.20): the tree it wrote, and the index of exactly that tree's
+/// entries with the stat data git-delegate itself took of each file (zero
+/// where it cannot vouch for them: that file is read next time). What an
+/// idle workspace's record is made of.
+#[derive(Debug, Clone)]
+pub struct Vouched {
+    pub tree: ObjectId,
+    pub index: gix::index::State,
+}
+
+/// [`snapshot_workspace_rebuilding`] of a task's workspace with
+/// git-delegate's own stat `record` of it (`record::stat`; `None`: a
+/// workspace of a batch prepared before records were kept): the only
+/// stat data the snapshot trusts, so a forged workspace index hides no
+/// change (design §3.20). With `vouch`, also the record of what it read,
+/// where one can be made (no nested repository, no path left out, no
+/// conflict or intent-to-add entry in its index).
+pub fn snapshot_task(
+    repo: &gix::Repository,
+    record: Option<&gix::index::State>,
+    vouch: bool,
+) -> Result<(Snapshot, Option<Rebuilt>, Option<Vouched>)> {
+    let ran = run(repo, None, None, Side::Workspace, Own { record, vouch })?;
+    let vouched = ran.vouched.map(|index| Vouched {
+        tree: ran.snap.tree,
+        index,
+    });
+    Ok((ran.snap, ran.rebuilt, vouched))
+}
+
+/// Prove an idle workspace (`repo`) against git-delegate's own stat
+/// `record` of it alone (design §3.20; its worker's index is never read):
+/// the record with fresh stat data for the files that had to be read when
+/// the workspace holds exactly the record's files (nothing changed,
+/// deleted or added that is not ignored, no nested repository), else
+/// `None`. Writes nothing.
+pub fn prove(
+    repo: &gix::Repository,
+    record: &gix::index::State,
+) -> Result<Option<gix::index::State>> {
+    let Some(clock) = repo.workdir().and_then(vouch::Clock::at) else {
+        return Ok(None);
+    };
+    vouch::prove(repo, record, clock)
 }
 
 /// Whose working tree a snapshot reads, which decides what the index flags mean.
@@ -269,7 +327,11 @@ pub fn snapshot_for_prepare(
     let slot = find_cache(repo);
     let probe = Probe::new(state_dir);
     let read = slot.as_ref().and_then(|s| s.read.as_deref());
-    let (snap, refreshed, _) = run(repo, read, probe.as_ref(), Side::Source)?;
+    let Ran {
+        snap,
+        refresh: refreshed,
+        ..
+    } = run(repo, read, probe.as_ref(), Side::Source, Own::default())?;
     let pending = match (refreshed, probe) {
         (Refresh::Write(state), Some(probe)) => Some(PendingCache {
             probe,

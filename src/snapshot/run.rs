@@ -27,14 +27,34 @@ type Result<T, E = SnapshotError> = std::result::Result<T, E>;
 /// the stat data taken before it was read (for the refreshed stat cache).
 type Recorded = Vec<(usize, EntryKind, ObjectId, Stat)>;
 
+/// How a task workspace's snapshot uses git-delegate's own stat record
+/// (design §3.20, `vouch`).
+#[derive(Clone, Copy, Default)]
+pub(super) struct Own<'a> {
+    /// The record: the only stat data the snapshot trusts.
+    pub(super) record: Option<&'a gix::index::State>,
+    /// Hand back the record of what it read (`Ran::vouched`).
+    pub(super) vouch: bool,
+}
+
+/// What [`run`] made.
+pub(super) struct Ran {
+    pub(super) snap: Snapshot,
+    pub(super) refresh: Refresh,
+    pub(super) rebuilt: Option<Rebuilt>,
+    pub(super) vouched: Option<gix::index::State>,
+}
+
 /// The snapshot proper. `cache`: a stat cache to merge into the user's
-/// index; `probe`: given when a refreshed cache may be written.
+/// index; `probe`: given when a refreshed cache may be written; `own`: a
+/// workspace's own stat record.
 pub(super) fn run(
     repo: &gix::Repository,
     cache: Option<&Path>,
     probe: Option<&Probe>,
     side: Side,
-) -> Result<(Snapshot, Refresh, Option<Rebuilt>)> {
+    own: Own<'_>,
+) -> Result<Ran> {
     let git = |what: &'static str| git_error(repo, what);
     let head_tree = repo
         .head_tree_id_or_empty()
@@ -48,7 +68,15 @@ pub(super) fn run(
     let used = merged.used;
     if side == Side::Workspace {
         unflag_for_workspace(repo, &mut index);
+        if let Some(record) = own.record {
+            super::vouch::distrust(&mut index, record);
+        }
     }
+    // The clock before anything is read: what it vouches for (design §3.20).
+    let clock = match (own.vouch, repo.workdir()) {
+        (true, Some(root)) => super::vouch::Clock::at(root),
+        _ => None,
+    };
     // HEAD -> index costs reading every tree of HEAD. git's cache tree can
     // tell that the user's index holds HEAD's tree; then the only entries
     // that differ from HEAD are those the stat cache gave other content.
@@ -61,12 +89,19 @@ pub(super) fn run(
     let mut hashed = outcome.tracked_file_modification.worktree_files_read;
     // Hash what changed on disk through the clean filters.
     let mut edits: BTreeMap<BString, Edit> = staged;
-    let recorded = hash_changes(repo, &index, &mut collect, &mut edits, &mut hashed)?;
+    let (recorded, disk) = hash_changes(repo, &index, &mut collect, &mut edits, &mut hashed)?;
     let invalid = leave_out_invalid(repo, side, &mut edits)?;
     let changes = edits.len();
     let tree = write_tree(repo, head_tree, &edits)?;
 
     let rebuilt = unusable.map(|cause| rebuilt_index(&index, &collect, cause));
+    // Only a record of exactly the tree written: none beside what was left out.
+    let vouched = match clock {
+        Some(clock) if invalid.is_empty() && collect.nested_repos.is_empty() => {
+            super::vouch::vouch(index.clone(), &collect.refreshed, &disk, clock)
+        }
+        _ => None,
+    };
     let refresh = match probe {
         Some(probe) => refreshed_cache(
             index,
@@ -78,8 +113,8 @@ pub(super) fn run(
         ),
         None => Refresh::Keep,
     };
-    Ok((
-        Snapshot {
+    Ok(Ran {
+        snap: Snapshot {
             tree,
             head_tree,
             changes,
@@ -89,7 +124,8 @@ pub(super) fn run(
         },
         refresh,
         rebuilt,
-    ))
+        vouched,
+    })
 }
 
 /// Step 1: the index the snapshot reads, and why a workspace's own could not
@@ -133,18 +169,23 @@ fn merge_stat_cache(
     }
 }
 
+/// What changed on disk, per path: what it became (`None`: gone, or
+/// nothing git tracks) and the stat data taken before it was read.
+type Disk = Vec<(BString, Edit, Option<Stat>)>;
+
 /// Step 4: hash what the status found changed on disk through the clean
 /// filters into `edits`, counting each file read in `hashed`; returns what
-/// the tracked files hashed recorded.
+/// the tracked files hashed recorded, and every change on disk.
 fn hash_changes(
     repo: &gix::Repository,
     index: &gix::index::State,
     collect: &mut Collect,
     edits: &mut BTreeMap<BString, Edit>,
     hashed: &mut usize,
-) -> Result<Recorded> {
+) -> Result<(Recorded, Disk)> {
     let git = |what: &'static str| git_error(repo, what);
     let mut recorded: Recorded = Vec::new();
+    let mut disk: Disk = Vec::new();
     // `core.symlinks = false` (design §3.15): a plain file where the index
     // has a symlink stands in for it, holding its target; it stays a link.
     let symlinks = repo
@@ -156,6 +197,7 @@ fn hash_changes(
         // `filter_pipeline` would read the user's index once more).
         let mut pipeline = crate::git::blob::add_pipeline(repo, index)?;
         for (path, what) in std::mem::take(&mut collect.on_disk) {
+            let mut taken = None;
             let edit = match what {
                 OnDisk::Gone => None,
                 OnDisk::Tracked(_) | OnDisk::Other => {
@@ -174,13 +216,15 @@ fn hash_changes(
                     {
                         recorded.push((*idx, kind, id, stat));
                     }
+                    taken = stat;
                     edit
                 }
             };
+            disk.push((path.clone(), edit, taken));
             edits.insert(path, edit);
         }
     }
-    Ok(recorded)
+    Ok((recorded, disk))
 }
 
 /// Step 5 (design §3.18): a path git refuses never enters a tree. A

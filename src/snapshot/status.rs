@@ -236,7 +236,7 @@ fn read(repo: &gix::Repository) -> impl Fn(gix::Error) -> SnapshotError + '_ {
 }
 
 /// index -> worktree, and the walk for untracked files, into `collect`.
-fn worktree_status(
+pub(super) fn worktree_status(
     repo: &gix::Repository,
     index: &gix::index::State,
     side: Side,

@@ -77,6 +77,12 @@ fn removing(p: &Path) -> impl FnOnce(std::io::Error) -> FsError + '_ {
 /// behind (a full disk included, design §3.18 "Leftovers"): only a killed
 /// process leaves one, which gc removes once it is old.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_replacing(path, bytes, true)
+}
+
+/// [`write_atomic`], durable (fsync'd) only when `durable`: for a cache,
+/// which a crash may leave missing or stale but never torn in place.
+pub fn write_replacing(path: &Path, bytes: &[u8], durable: bool) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let tmp = dir.join(format!(
         ".{}{TEMP_MARK}{}",
@@ -92,7 +98,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut f = std::fs::File::create(&tmp).map_err(io)?;
     let written = f
         .write_all(bytes)
-        .and_then(|()| f.sync_all())
+        .and_then(|()| if durable { f.sync_all() } else { Ok(()) })
         .and_then(|()| {
             drop(f);
             std::fs::rename(&tmp, path)
@@ -101,7 +107,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
         return Err(io(e));
     }
-    sync_dir(dir);
+    if durable {
+        sync_dir(dir);
+    }
     Ok(())
 }
 
@@ -120,6 +128,44 @@ pub fn is_temp_name(name: &[u8]) -> bool {
             at > 0 && !pid.is_empty() && pid.iter().all(u8::is_ascii_digit)
         }
         None => false,
+    }
+}
+
+/// The filesystem clock of the folder `dir` now, as (seconds,
+/// nanoseconds): the modification time a file made there gets, read from
+/// an unnamed file (`O_TMPFILE`: no name ever appears in `dir`), or, where
+/// the filesystem makes none, from a temp file beside `dir`'s content
+/// removed at once ([`is_temp_name`]). `None` when neither can be made.
+pub fn clock_at(dir: &Path) -> Option<(i64, u32)> {
+    let mode = Mode::from_raw_mode(0o600);
+    let flags = OFlags::WRONLY | OFlags::CLOEXEC;
+    let fd = match rfs::open(dir, flags | OFlags::TMPFILE, mode) {
+        Ok(fd) => fd,
+        Err(_) => {
+            let tmp = dir.join(format!(
+                ".git-delegate-clock{TEMP_MARK}{}",
+                std::process::id()
+            ));
+            let fd = rfs::open(
+                &tmp,
+                flags | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW,
+                mode,
+            );
+            let _ = std::fs::remove_file(&tmp);
+            fd.ok()?
+        }
+    };
+    let st = rfs::fstat(&fd).ok()?;
+    Some((st.st_mtime as i64, st.st_mtime_nsec as u32))
+}
+
+/// Do `a` and `b` lead to the same file or folder (device and inode,
+/// symlinks followed)? `false` when either cannot be read.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
     }
 }
 

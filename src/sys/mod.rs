@@ -5,7 +5,8 @@
 //! pool (`parallel`), signals and test pause points (`interrupt`), commands
 //! started for the user and the facts that tell a live process from a
 //! recycled pid (`process`), the processes whose current folder is inside
-//! one (`quiesce`), and btrfs's subvolume ioctls (`btrfs`).
+//! one (`quiesce`), btrfs's subvolume ioctls (`btrfs`), and the Landlock
+//! containment of a started command (`sandbox`).
 //!
 //! Owns: nothing beyond its files; each says what it owns.
 //! Never: imports a module outside `sys/` but `error` (the error type every
@@ -18,4 +19,5 @@ pub mod parallel;
 pub mod paths;
 pub mod process;
 pub mod quiesce;
+pub mod sandbox;
 pub mod time;

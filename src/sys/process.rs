@@ -71,10 +71,26 @@ pub struct Group {
     partial: Vec<u8>,
 }
 
+/// Take the repository-locating variables ([`LOCATING`]) out of `cmd`'s
+/// environment, but those its caller set on it (a contained worker's own
+/// object folder, design §3.22).
+pub fn without_locating(cmd: &mut Command) {
+    let set: Vec<std::ffi::OsString> = cmd
+        .get_envs()
+        .filter(|(_, v)| v.is_some())
+        .map(|(k, _)| k.to_os_string())
+        .collect();
+    for k in LOCATING {
+        if !set.iter().any(|s| s == k) {
+            cmd.env_remove(k);
+        }
+    }
+}
+
 /// Start `cmd` (already given its program, arguments, cwd and variables) in
 /// a new process group, stdin `/dev/null`, stdout and stderr appended to a
 /// new file at `log`, without the repository-locating variables
-/// ([`LOCATING`]). The error says which of the two steps failed.
+/// ([`without_locating`]). The error says which of the two steps failed.
 pub fn spawn(mut cmd: Command, log: &Path) -> Result<Group, (bool, std::io::Error)> {
     use std::os::unix::process::CommandExt;
     let out = std::fs::File::create(log).map_err(|e| (true, e))?;
@@ -84,9 +100,7 @@ pub fn spawn(mut cmd: Command, log: &Path) -> Result<Group, (bool, std::io::Erro
         .stdout(Stdio::from(out))
         .stderr(Stdio::from(err))
         .process_group(0);
-    for k in LOCATING {
-        cmd.env_remove(k);
-    }
+    without_locating(&mut cmd);
     let child = cmd.spawn().map_err(|e| (false, e))?;
     let pgid = child.id() as i32;
     Ok(Group {

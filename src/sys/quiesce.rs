@@ -19,7 +19,11 @@
 //! into it, now that no path leads there? A process whose cwd is inside
 //! (this process's ancestors aside, as for apply), or that holds a folder
 //! inside open, or a file inside open for writing.
-//! Never: signals a process outside the workspace, this process or its parents.
+//! Also the processes git-delegate started for a batch, wherever their cwd
+//! is (`find_marked`, `stop_marked`: their environment names the batch),
+//! which the removal of a batch whose prepare was killed stops first.
+//! Never: signals a process outside the workspace (or, for a batch, one
+//! whose environment does not name it), this process or its parents.
 //! Callers pass the real path of a workspace whose identity they checked
 //! (`workspace::identify`), never a path that could lead through a symlink
 //! to somewhere else.
@@ -361,6 +365,13 @@ pub fn stop_all(roots: &[PathBuf], grace: Duration, spare_terminals: bool) -> Ve
 /// after checking once more that it is inside `root`. `false` when a
 /// process could not be signalled for lack of permission.
 fn signal_all(pids: &[u32], root: &Path, sig: Signal) -> bool {
+    signal_checked(pids, |pid| cwd_inside(pid, root), sig)
+}
+
+/// Signal each process of `pids` for which `still` holds, checked once
+/// more through a pidfd that pins it. `false` when a process could not be
+/// signalled for lack of permission.
+fn signal_checked(pids: &[u32], still: impl Fn(u32) -> bool, sig: Signal) -> bool {
     for &pid in pids {
         let Some(p) = Pid::from_raw(pid as i32) else {
             continue;
@@ -370,7 +381,7 @@ fn signal_all(pids: &[u32], root: &Path, sig: Signal) -> bool {
             Err(rustix::io::Errno::SRCH) => continue,
             Err(_) => {
                 // No pidfd support: fall back to a plain kill right after the check.
-                if cwd_inside(pid, root) {
+                if still(pid) {
                     match rustix::process::kill_process(p, sig) {
                         Ok(()) | Err(rustix::io::Errno::SRCH) => {}
                         Err(_) => return false,
@@ -379,8 +390,8 @@ fn signal_all(pids: &[u32], root: &Path, sig: Signal) -> bool {
                 continue;
             }
         };
-        // The pidfd pins the process: re-check that it is the one inside.
-        if !cwd_inside(pid, root) {
+        // The pidfd pins the process: re-check that it is the one meant.
+        if !still(pid) {
             continue;
         }
         match rustix::process::pidfd_send_signal(&fd, sig) {
@@ -389,6 +400,73 @@ fn signal_all(pids: &[u32], root: &Path, sig: Signal) -> bool {
         }
     }
     true
+}
+
+/// Processes whose environment holds `var=value`, never this process or
+/// one of its ancestors: what git-delegate started for a batch carries
+/// `GIT_DELEGATE_BATCH=<id>` (its setup commands, its workers), wherever
+/// their cwd is. Another user's processes are never found (their
+/// environment cannot be read).
+pub fn find_marked(var: &str, value: &str) -> Vec<u32> {
+    let needle = format!("{var}={value}");
+    let spared = ancestors();
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out: Vec<u32> = rd
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()))
+        .filter(|pid| !spared.contains(pid) && marked(*pid, needle.as_bytes()))
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// Whether `pid`'s environment holds exactly the entry `needle` (a zombie,
+/// a process gone or another user's: no).
+fn marked(pid: u32, needle: &[u8]) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|env| env.split(|&b| b == 0).any(|entry| entry == needle))
+}
+
+/// Stop every process [`find_marked`] finds for `var=value` (what they
+/// start inherits the variable, so their children are found too):
+/// SIGTERM, up to `grace`, then SIGKILL, until none is left (a few
+/// rounds). `Clear` with what was stopped, or `Running` with those that
+/// could not be.
+pub fn stop_marked(var: &str, value: &str, grace: Duration) -> Outcome {
+    let needle = format!("{var}={value}");
+    let is_marked = |pid: u32| marked(pid, needle.as_bytes());
+    let mut stopped: Vec<Proc> = Vec::new();
+    for round in 0..4 {
+        let found = find_marked(var, value);
+        if found.is_empty() {
+            return Outcome::Clear { stopped };
+        }
+        for &p in &found {
+            if !stopped.iter().any(|s| s.pid == p) {
+                stopped.push(describe(p));
+            }
+        }
+        let sig = if round == 0 {
+            Signal::TERM
+        } else {
+            Signal::KILL
+        };
+        if !signal_checked(&found, is_marked, sig) {
+            break;
+        }
+        let start = Instant::now();
+        while found.iter().any(|&p| is_marked(p)) && start.elapsed() < grace {
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+    let left = find_marked(var, value);
+    if left.is_empty() {
+        Outcome::Clear { stopped }
+    } else {
+        Outcome::Running(left.into_iter().map(describe).collect())
+    }
 }
 
 /// Wait until none of the processes is inside its root any more; `false`

@@ -256,6 +256,7 @@ fn write_indexes(common_dir: &Path, plans: &[Plan], indexes: Vec<gix::index::Sta
         plans.len(),
         checkout_panicked,
         |(p, state)| {
+            save_stat(p, &state)?;
             let path = Registration::new(common_dir, &p.worktree_id).index_file();
             gix::index::File::from_state(state, &path)
                 .write(Default::default())
@@ -263,6 +264,15 @@ fn write_indexes(common_dir: &Path, plans: &[Plan], indexes: Vec<gix::index::Sta
         },
     )?;
     Ok(())
+}
+
+/// Keep git-delegate's own stat record of `p`'s workspace, where it has
+/// one, from the entries its index is written with (design §3.20).
+pub(super) fn save_stat(p: &Plan, state: &gix::index::State) -> Result<()> {
+    match &p.stat {
+        Some(path) => crate::record::stat::save(path, state).map_err(WorkspaceError::from),
+        None => Ok(()),
+    }
 }
 
 pub(super) fn cores() -> usize {

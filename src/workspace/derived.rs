@@ -101,6 +101,7 @@ pub(super) fn write_index(
     p: &Plan,
     state: gix::index::State,
 ) -> Result<(), WorkspaceError> {
+    super::create::save_stat(p, &state)?;
     let path = Registration::new(common_dir, &p.worktree_id).index_file();
     gix::index::File::from_state(state, &path)
         .write(Default::default())

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use super::{registration, Health};
 use crate::config::Mode;
 use crate::git::registration::Registration;
+
 /// What a task's workspace path leads to now, compared with the folder
 /// prepare made (design §3.2: anything else is `workspace_missing`).
 #[derive(Debug)]
@@ -100,8 +101,17 @@ pub fn identify(common_dir: &Path, task: &crate::record::batch::Task) -> Identit
     }
     // The record is in the shared git dir, where a worker can edit it: only
     // a folder where prepare puts workspaces is ever taken for one.
-    if !in_layout(Some(common_dir), &task.root, &task.name, &task.worktree_id) {
+    if !in_layout(Some(common_dir), task) {
         return Identity::Replaced(NOT_IN_LAYOUT);
+    }
+    // A workspace of the pool is the task's only while its registration
+    // holds the task's lock (design §3.20): the same folder serves other
+    // tasks before and after.
+    if !serves(common_dir, task) {
+        return match task.state.is_open() {
+            true => Identity::Replaced(SERVES_ANOTHER),
+            false => Identity::Missing,
+        };
     }
     identify_at(
         common_dir,
@@ -114,14 +124,32 @@ pub fn identify(common_dir: &Path, task: &crate::record::batch::Task) -> Identit
 
 /// Why a task whose recorded folder is not where prepare puts workspaces is
 /// left alone.
-pub const NOT_IN_LAYOUT: &str = "is not where prepare puts a workspace (<workspace root>/<repo>-<fingerprint>/<batch>/<task>): its batch record was changed, so it is left alone";
+pub const NOT_IN_LAYOUT: &str = "is not where prepare puts a workspace (<workspace root>/<repo>-<fingerprint>/<batch>/<task>, or pool/<id> there): its batch record was changed, so it is left alone";
 
-/// Is `root` where prepare puts the workspace of task `name` (design
-/// §3.18): `<workspace root>/<repo>-<fp>/<batch-short>/<name>`, with `<fp>`
-/// this repository's fingerprint and the registration named
-/// `delegate-<batch-short>-<name>`, as prepare names them? (`<fp>` is
-/// checked when `common_dir` is given.)
-fn in_layout(common_dir: Option<&Path>, root: &Path, name: &str, worktree_id: &str) -> bool {
+/// Does the task's workspace serve it: always, but for a workspace of the
+/// pool (`task.lock` recorded), whose registration must hold the task's
+/// lock (design §3.20)?
+pub(super) fn serves(common_dir: &Path, task: &crate::record::batch::Task) -> bool {
+    match &task.lock {
+        Some(lock) => {
+            let held = Registration::new(common_dir, &task.worktree_id).read_lock_reason();
+            held.as_deref() == Some(lock.as_str())
+        }
+        None => true,
+    }
+}
+
+/// Why an open task's workspace of the pool is not its own any more.
+const SERVES_ANOTHER: &str = "is a workspace of the pool whose registration no longer holds this task's lock: it serves another task or went back to the pool";
+
+/// Is `task`'s folder where prepare puts its workspace (design §3.18,
+/// §3.20): `<workspace root>/<repo>-<fp>/<batch-short>/<name>` registered
+/// as `delegate-<batch-short>-<name>`, or, for a workspace of the pool
+/// (`task.lock` recorded), its slot `<workspace root>/<repo>-<fp>/pool/<id>`
+/// registered as `delegate-pool-<id>`, with `<fp>` this repository's
+/// fingerprint? (`<fp>` is checked when `common_dir` is given.)
+fn in_layout(common_dir: Option<&Path>, task: &crate::record::batch::Task) -> bool {
+    let (root, name, worktree_id) = (&task.root, &task.name, &task.worktree_id);
     if !root.is_absolute()
         || root.components().any(|c| {
             !matches!(
@@ -155,10 +183,11 @@ fn in_layout(common_dir: Option<&Path>, root: &Path, name: &str, worktree_id: &s
         }
         None => repo.len() > 13 && repo.as_bytes()[repo.len() - 13] == b'-',
     };
-    leaf == name
-        && worktree_id == crate::workspace::worktree_id(short, name)
-        && fp_ok
-        && base.parent().is_some()
+    let named = match &task.lock {
+        Some(_) => crate::record::pool::slot_of(root, worktree_id).is_some_and(|id| leaf == id),
+        None => leaf == name && *worktree_id == crate::workspace::worktree_id(short, name),
+    };
+    named && fp_ok && base.parent().is_some()
 }
 
 /// How a workspace folder is reached.
@@ -183,7 +212,7 @@ pub fn refusal(
     if task.remote || task.kind() == Mode::Scratch {
         return None;
     }
-    if !in_layout(None, &task.root, &task.name, &task.worktree_id) {
+    if !in_layout(None, task) {
         use std::os::unix::fs::MetadataExt;
         return Some(crate::workspace::shared_root::Refused {
             path: task.root.clone(),
@@ -277,11 +306,39 @@ pub(super) fn identify_at(
     if !dotgit_points_at(&fd, &registration(common_dir, worktree_id)) {
         return Identity::Replaced("has a .git file that no longer points at its registration");
     }
+    if !leads_home(common_dir, worktree_id) {
+        return Identity::Replaced(
+            "has a registration that no longer leads to this repository (its `commondir` was changed)",
+        );
+    }
     Identity::Ours {
         fd: Some(fd),
         real,
         parents,
     }
+}
+
+/// Does the registration `worktree_id` lead back to `common_dir` (design
+/// §3.18): a real folder where it should be (no symlink on the way), whose
+/// `commondir` names `common_dir` itself? A worker that redirects it to a
+/// copy of the git dir would have everything read or written through the
+/// workspace land in that copy.
+fn leads_home(common_dir: &Path, worktree_id: &str) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let reg = registration(common_dir, worktree_id);
+    let real = std::fs::canonicalize(&reg).ok();
+    let expected = std::fs::canonicalize(common_dir)
+        .ok()
+        .map(|c| c.join(crate::git::registration::DIR).join(worktree_id));
+    if real.is_none() || real != expected {
+        return false;
+    }
+    let Ok(text) = std::fs::read(reg.join("commondir")) else {
+        return false;
+    };
+    let text = text.strip_suffix(b"\n").unwrap_or(&text);
+    let named = reg.join(std::ffi::OsStr::from_bytes(text));
+    crate::sys::fs::same_file(&named, common_dir)
 }
 
 /// Does the `.git` file inside the opened folder point at `reg`? Never

@@ -102,6 +102,10 @@ pub struct Plan {
     pub worktree_id: String,
     /// The text of the `locked` file.
     pub lock_reason: String,
+    /// Where git-delegate keeps its own stat record of a task's workspace
+    /// (`record::stat`, design §3.20): written beside its index, from the
+    /// same entries. `None`: no record (a verification or joined one).
+    pub stat: Option<PathBuf>,
 }
 
 pub fn worktree_id(batch_short: &str, task: &str) -> String {

@@ -1,63 +1,73 @@
-//! The workspace pool (design §3.20): a finished task's workspace kept idle
-//! instead of removed (`park`), and taken by a later prepare (`take`),
-//! moved to the new baseline by writing only the paths that differ.
+//! The workspace pool (design §3.20). A workspace made with
+//! `workspace.pool` on lives at a slot of the pool,
+//! `<root>/<repo>-<fp>/pool/<id>` (registered as `delegate-pool-<id>`), for
+//! its whole life: every task it serves runs there and nothing moves it,
+//! because the caches the pool keeps warm (a virtual environment's
+//! scripts, rustc's incremental cache, absolute symlinks) are keyed by
+//! absolute path. It serves a task while its registration is locked with
+//! that task's lock reason; a finished task's workspace goes idle
+//! (`park`: its record saved, then its lock becomes `git-delegate pool`)
+//! instead of being removed, and a later prepare proves it (`prove`),
+//! checks it fits the new baseline (`fit`), claims it for a task
+//! (`claim`: record removed, then the task's lock) and moves it to the
+//! baseline by writing only the paths that differ (`move_to`).
 //!
-//! An idle workspace is a registered, locked (`git-delegate pool`),
-//! detached linked worktree at `<root>/<repo>-<fp>/pool/<id>`, registered
-//! as `delegate-pool-<id>`, its ignored files in place; its record
-//! (`record::pool`) keeps its folder's identity and the tree a snapshot of
-//! it gave when it went idle. Before one is reused, it is proven to be
-//! that folder (reached through handles of our own folders, device, inode,
-//! real path and `.git`, as a task's workspace is: `identity`), and a
-//! snapshot of it (its index as the stat cache, so only files whose stat
-//! data changed are read) must give that same tree with no nested
-//! repository: a workspace swapped, or written into while idle, is removed
-//! (only while it is ours), never reused. Then its registration and folder
-//! are renamed to the task's, the paths that differ between its tree and
-//! the baseline are removed through the folder's handle (never following a
-//! symlink) and the baseline's entries there checked out (exclusive
-//! creation: an ignored file in the way makes the reuse fail, and the task
-//! gets a fresh workspace), and its index is the baseline with the stat
-//! data it had for the unchanged paths and fresh ones for the others,
-//! settled as a checkout's. Where the paths that differ touch a
+//! An idle workspace's record (`record::pool`) keeps its folder's identity
+//! and git-delegate's own stat record of it (`record::stat`): the entries
+//! of the tree apply read in it when it went idle, with the stat data
+//! git-delegate took itself. Before one is reused it is proven to be that
+//! folder (reached through handles of our own folders, device, inode, real
+//! path, `.git` and a registration leading back to this repository, as a
+//! task's workspace is: `identity`) holding exactly the record's files
+//! (`snapshot::prove`: by fixed stat rules, else by content; nothing
+//! deleted, no untracked file that is not ignored, no nested repository);
+//! its worktree index, which its worker could write, is never read. One
+//! that fails, or whose paths that differ from the baseline touch a
 //! `.gitattributes`, `.gitignore` or `.gitmodules` (what is ignored, or
-//! how files are written, would change for unchanged paths), the idle
-//! workspace is removed instead.
+//! how an unchanged file is written, would change), is removed (only while
+//! it is ours), never reused.
 //!
-//! Owns: parking, proving, moving and removing idle workspaces, trimming
-//! the pool.
-//! Never: reuses a workspace whose identity or content cannot be proven;
-//! removes a folder that is not the one it parked; follows a symlink
-//! inside a workspace; decides which tasks' workspaces may be pooled
-//! (`ops` does: only those of tasks that ended applied, no_changes or
-//! discarded, holding no work).
+//! Owns: parking, proving, claiming, moving, giving back and removing
+//! idle workspaces, trimming the pool.
+//! Never: moves a workspace folder; reuses a workspace whose identity or
+//! content cannot be proven; removes a folder that is not the one it
+//! parked; follows a symlink inside a workspace; decides which tasks'
+//! workspaces may be pooled (`ops` does: only those of tasks that ended
+//! applied, no_changes or discarded, holding no work).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::ffi::OsStr;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 
-use gix::bstr::{BStr, ByteSlice};
+use gix::bstr::{BStr, BString, ByteSlice};
+use gix::index::entry::Mode;
 
 use super::identity::{identify, identify_at, Identity, Reach};
 use super::*;
 use crate::record::pool::{self as record, Idle};
 
-/// Where the idle workspace `id` lives below the repository folder `base`.
-fn place(base: &Path, id: &str) -> PathBuf {
+/// Where the slot `id` lives below the repository folder `base`.
+pub fn place(base: &Path, id: &str) -> PathBuf {
     base.join(record::FOLDER).join(id)
 }
 
-/// Is the record's folder where parking puts one (a record is in the
-/// shared git dir, where a worker can edit it)?
+/// A new slot of the pool for a task (`lock_reason`: the task's), with
+/// git-delegate's own stat record of it at `stat`.
+pub fn new_plan(base: &Path, lock_reason: String, stat: PathBuf) -> Plan {
+    let id = record::new_id();
+    Plan {
+        root: place(base, &id),
+        worktree_id: record::worktree_id(&id),
+        lock_reason,
+        stat: Some(stat),
+    }
+}
+
+/// Is the record's folder a slot of the pool (a record is in the shared
+/// git dir, where a worker can edit it)?
 fn in_place(rec: &Idle) -> bool {
-    record::is_id(&rec.id)
-        && rec.root.file_name() == Some(OsStr::new(&rec.id))
-        && rec
-            .root
-            .parent()
-            .and_then(Path::file_name)
-            .is_some_and(|f| f == OsStr::new(record::FOLDER))
+    record::slot_of(&rec.root, &rec.worktree_id()).as_deref() == Some(rec.id.as_str())
         && shared_root::is_beneath_shape(&rec.root)
 }
 
@@ -83,6 +93,9 @@ const REGISTRATION_FILES: &[&str] = &[
     "FETCH_HEAD",
     "COMMIT_EDITMSG",
     "AUTO_MERGE",
+    // A contained worker's own object folder (design §3.22): apply took
+    // its objects into the store when it recorded the task.
+    "objects",
 ];
 
 /// Does the registration `id` hold only [`REGISTRATION_FILES`]?
@@ -121,252 +134,348 @@ fn hosts(state_dir: &Path, roots: &[&Path]) -> bool {
     })
 }
 
+/// The lock its registration holds now: is it idle, a task's (a park or a
+/// claim under way, or killed half-way: the batch's own commands finish
+/// it), or something else?
+fn lock_of(common_dir: &Path, rec: &Idle) -> Option<String> {
+    Registration::new(common_dir, &rec.worktree_id()).read_lock_reason()
+}
+
 /// The idle workspaces, oldest first.
 pub fn list(state_dir: &Path) -> Vec<Idle> {
     record::list(state_dir)
 }
 
-/// Make the workspace of `task` (a task of a batch whose workspaces are
-/// below `base`) idle: proven ours, snapshotted (no nested repository, no
-/// path git refuses), its registration and folder renamed into the pool,
-/// its record saved. `known`: the tree the caller's own snapshot of it
-/// read just now (apply's, holding neither), so it is not read again: a
-/// write since then makes the reuse's proof fail, never pass. `false`:
-/// nothing was changed (the caller removes it as usual).
+/// Make the workspace of `task` idle: proven ours (a slot of the pool,
+/// serving this task), with a registration holding nothing of its
+/// worker's; its record saved from `read` (what apply's snapshot read in
+/// it, as git-delegate vouches for it), then its lock made the pool's. It
+/// stays where it is. `false`: nothing was changed (the caller removes it
+/// as usual; a workspace outside the pool's slots never goes idle).
 pub fn park(
     common_dir: &Path,
     state_dir: &Path,
-    base: &Path,
     task: &crate::record::batch::Task,
-    known: Option<ObjectId>,
+    read: &crate::snapshot::Vouched,
 ) -> Result<bool, WorkspaceError> {
-    let Identity::Ours {
-        fd: Some(fd),
-        parents: Some(parents),
-        ..
-    } = identify(common_dir, task)
-    else {
+    let Some(id) = record::slot_of(&task.root, &task.worktree_id) else {
         return Ok(false);
     };
-    let (Some(name), Some(short)) = (
-        task.root.file_name(),
-        task.root.parent().and_then(Path::file_name),
-    ) else {
+    let Identity::Ours { fd: Some(fd), .. } = identify(common_dir, task) else {
         return Ok(false);
     };
     if !plain_registration(common_dir, &task.worktree_id) {
         return Ok(false);
     }
-    let repo = crate::git::repo::open_worktree(&task.root)?;
-    let tree = match known {
-        Some(tree) => tree,
-        None => {
-            let snap = crate::snapshot::snapshot_workspace(&repo)?;
-            if !snap.nested_repos.is_empty() || !snap.invalid.is_empty() {
-                return Ok(false);
-            }
-            snap.tree
-        }
+    let Some(folder) = task.folder.clone().or_else(|| folder_of(&task.root)) else {
+        return Ok(false);
     };
-    let commit = repo
-        .head_id()
-        .map(|id| id.detach().to_string())
+    drop(fd);
+    let reg = Registration::new(common_dir, &task.worktree_id);
+    let commit = std::fs::read_to_string(reg.path().join("HEAD"))
+        .map(|h| h.trim().to_string())
         .unwrap_or_default();
-    drop(repo);
-    let pool_dir = shared_root::make_batch_dir(base, record::FOLDER)?;
-    let id = record::new_id();
-    let plan = Plan {
-        root: place(base, &id),
-        worktree_id: record::worktree_id(&id),
-        lock_reason: record::LOCK_REASON.to_string(),
-    };
-    move_registration(common_dir, &task.worktree_id, &plan, None)?;
-    crate::sys::interrupt::pause("pool-park-registered");
-    let moved =
-        rename_beneath(parents.batch.fd(), name, pool_dir.fd(), OsStr::new(&id)).and_then(|()| {
-            crate::sys::interrupt::pause("pool-park-moved");
-            write_dotgit(fd.as_fd(), common_dir, &plan)
-        });
-    if let Err(e) = moved {
-        // Back where it was, as far as it goes; the caller removes it.
-        let back = Plan {
-            root: task.root.clone(),
-            worktree_id: task.worktree_id.clone(),
-            lock_reason: String::new(),
-        };
-        let _ = rename_beneath(pool_dir.fd(), OsStr::new(&id), parents.batch.fd(), name);
-        let _ = std::fs::rename(
-            registration(common_dir, &plan.worktree_id),
-            registration(common_dir, &back.worktree_id),
-        );
-        let _ = write_dotgit(fd.as_fd(), common_dir, &back);
-        return Err(e);
-    }
-    parents.base.dir.remove_child_if_empty(short);
-    crate::sys::interrupt::pause("pool-park-unrecorded");
-    let Some(folder) = folder_of(&plan.root) else {
-        let _ = remove(common_dir, &plan.root, &plan.worktree_id);
-        return Ok(true);
-    };
+    // Its stat record first: a record never stands without it.
+    crate::record::stat::save(&record::stat_of(state_dir, &id), &read.index)?;
     record::save(
         state_dir,
         &Idle {
             id,
-            root: plan.root.clone(),
+            root: task.root.clone(),
             folder,
-            tree: tree.to_string(),
+            tree: read.tree.to_string(),
             commit,
             idle_since: crate::sys::time::rfc3339(crate::sys::time::now()),
         },
     )?;
+    crate::sys::interrupt::pause("pool-park-recorded");
+    // Not fsync'd: a lock lost in a power loss leaves the workspace the
+    // task's, which the batch's next apply parks again.
+    crate::sys::fs::write_replacing(&reg.locked_file(), record::LOCK_REASON.as_bytes(), false)?;
     Ok(true)
 }
 
-/// Give the workspaces of `plans` (in order, as many as the pool holds)
-/// from the pool, each moved to `commit` (tree `tree`): per plan, whether
-/// it was. The newest idle workspaces go first; one that cannot be proven
-/// or moved is removed (only while it is ours) and the next one tried.
-/// Every record taken is gone afterwards.
-pub fn take(
+/// Give a workspace this prepare claimed for `task` back to the pool (its
+/// setup failed elsewhere, design §3.20): idle again with the baseline
+/// (`commit`, tree `tree`) git-delegate wrote into it and the stat record
+/// written with it (`stat`). The next proof decides what it holds.
+pub fn give_back(
     common_dir: &Path,
     state_dir: &Path,
-    base: &Path,
-    plans: &[Plan],
-    commit: ObjectId,
-    tree: ObjectId,
-) -> Result<Vec<bool>, WorkspaceError> {
-    let mut idle = record::list(state_dir);
-    let mut out = Vec::with_capacity(plans.len());
-    // The baseline's index, read from `tree` by the first reuse, copied by the others.
-    let mut baseline = None;
-    for p in plans {
-        let mut done = false;
-        while let Some(rec) = idle.pop() {
-            if crate::sys::interrupt::interrupted() {
-                return Err(WorkspaceError::Interrupted);
-            }
-            if hosting(state_dir, &rec) {
-                continue;
-            }
-            record::remove(state_dir, &rec.id)?;
-            // Only this repository's pool folder is ever taken from.
-            if rec.root != place(base, &rec.id) {
-                continue;
-            }
-            match reuse(common_dir, &rec, p, commit, tree, &mut baseline) {
-                Ok(true) => {
-                    done = true;
-                    break;
-                }
-                Ok(false) => {}
-                Err(e) => {
-                    // Whatever was moved goes; the task gets a fresh workspace.
-                    let _ = super::remove(common_dir, &p.root, &p.worktree_id);
-                    if matches!(e, WorkspaceError::Interrupted) {
-                        return Err(e);
-                    }
-                }
-            }
-        }
-        out.push(done);
-        if idle.is_empty() && !done {
-            break;
-        }
-    }
-    out.resize(plans.len(), false);
-    if let Ok(shared_root::Opened::Ours(base)) = shared_root::open_base(base) {
-        base.dir.remove_child_if_empty(OsStr::new(record::FOLDER));
-    }
-    Ok(out)
+    task: &crate::record::batch::Task,
+    stat: &Path,
+    (commit, tree): (ObjectId, ObjectId),
+) -> Result<bool, WorkspaceError> {
+    let Some(id) = record::slot_of(&task.root, &task.worktree_id) else {
+        return Ok(false);
+    };
+    let (Some(folder), Some(index)) = (
+        task.folder.clone().or_else(|| folder_of(&task.root)),
+        crate::record::stat::read(stat, commit.kind()),
+    ) else {
+        return Ok(false);
+    };
+    crate::record::stat::save(&record::stat_of(state_dir, &id), &index)?;
+    record::save(
+        state_dir,
+        &Idle {
+            id,
+            root: task.root.clone(),
+            folder,
+            tree: tree.to_string(),
+            commit: commit.to_string(),
+            idle_since: crate::sys::time::rfc3339(crate::sys::time::now()),
+        },
+    )?;
+    let reg = Registration::new(common_dir, &task.worktree_id);
+    crate::sys::fs::write_atomic(&reg.locked_file(), record::LOCK_REASON.as_bytes())?;
+    Ok(true)
 }
 
-/// Reuse the idle workspace `rec` for `p`: `false` when it could not be
-/// proven (it is removed then, when it is ours). `baseline`: the index of
-/// `tree`, once a reuse has read it.
-fn reuse(
+/// An idle workspace proven to hold exactly its record's files.
+pub struct Proven {
+    pub rec: Idle,
+    /// The folder, held open.
+    fd: OwnedFd,
+    /// Its stat record, with fresh stat data where files had to be read.
+    record: gix::index::State,
+}
+
+/// Prove up to `want` idle workspaces, newest first, for a prepare of
+/// `source` (on a thread of its own, beside the source's snapshot: it
+/// changes nothing but removing the idle workspaces that fail, only while
+/// they are ours). One hosting a batch or holding `source` (a prepare run
+/// inside it), or whose lock is a task's (a park or claim not finished:
+/// the batch's own commands finish it), is left alone.
+pub fn prove(
+    common_dir: &Path,
+    state_dir: &Path,
+    (base, source): (&Path, &Path),
+    want: usize,
+    hash: gix::hash::Kind,
+) -> Vec<Proven> {
+    let mut idle = record::list(state_dir);
+    let mut out = Vec::new();
+    // Rounds of as many as are still wanted, proven side by side (each is
+    // a stat walk of its own); those that fail are replaced by older ones.
+    while out.len() < want && !idle.is_empty() {
+        if crate::sys::interrupt::interrupted() {
+            break;
+        }
+        let mut round = Vec::new();
+        while round.len() < want - out.len() {
+            let Some(rec) = idle.pop() else { break };
+            let task_lock =
+                Registration::new(common_dir, &rec.worktree_id()).is_locked_by_a_batch();
+            let inside = source.starts_with(&rec.root) || source.starts_with(&rec.folder.path);
+            if !(inside || task_lock || hosting(state_dir, &rec)) {
+                round.push(rec);
+            }
+        }
+        let threads = crate::sys::parallel::threads(round.len());
+        let proofs = crate::sys::parallel::map(round.iter(), threads, || (), |rec| {
+            let idle = lock_of(common_dir, rec).as_deref() == Some(record::LOCK_REASON);
+            let stat = crate::record::stat::read(&record::stat_of(state_dir, &rec.id), hash);
+            Ok(match stat {
+                Some(stat) if idle && rec.root == place(base, &rec.id) => {
+                    prove_one(common_dir, rec, stat)
+                }
+                _ => None,
+            })
+        });
+        for (rec, proven) in round.into_iter().zip(proofs) {
+            match proven {
+                Ok(Some((fd, record))) => out.push(Proven { rec, fd, record }),
+                _ => {
+                    // Whatever it holds, it is not reused: removed while ours.
+                    let _ = remove_idle(common_dir, &rec);
+                    let _ = record::remove(state_dir, &rec.id);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Prove the idle workspace `rec` against its stat record `stat`: the
+/// folder held open and the record refreshed, or `None`.
+fn prove_one(
     common_dir: &Path,
     rec: &Idle,
-    p: &Plan,
-    commit: ObjectId,
-    tree: ObjectId,
-    baseline: &mut Option<gix::index::State>,
-) -> Result<bool, WorkspaceError> {
+    stat: gix::index::State,
+) -> Option<(OwnedFd, gix::index::State)> {
     if !in_place(rec) {
-        return Ok(false);
+        return None;
     }
     let id = rec.worktree_id();
-    let Identity::Ours {
-        fd: Some(fd),
-        parents: Some(parents),
-        ..
-    } = identify_at(
+    let Identity::Ours { fd: Some(fd), .. } = identify_at(
         common_dir,
         &rec.root,
         &id,
         Some(&rec.folder),
         Reach::Beneath,
-    )
-    else {
-        remove_idle(common_dir, rec)?;
-        return Ok(false);
+    ) else {
+        return None;
     };
     if !plain_registration(common_dir, &id) {
-        drop(fd);
-        remove_idle(common_dir, rec)?;
-        return Ok(false);
+        return None;
     }
-    let (snap, old) = {
-        let repo = crate::git::repo::open_worktree(&rec.root)?;
-        let snap = crate::snapshot::snapshot_workspace(&repo)?;
-        let old = repo.open_index().ok();
-        (snap, old)
-    };
-    let same = rec.tree.parse::<ObjectId>().ok() == Some(snap.tree);
-    let changes = match (old, same) {
-        (Some(old), true) if snap.nested_repos.is_empty() && snap.invalid.is_empty() => {
-            let repo = crate::git::repo::open_worktree(&rec.root)?;
-            let changes = crate::git::diff::trees(&repo, snap.tree, tree)?;
-            (!changes.iter().any(|c| rules_file(c.path.as_ref()))).then_some((changes, old))
-        }
-        _ => None,
-    };
-    let Some((changes, old)) = changes else {
-        drop(fd);
-        remove_idle(common_dir, rec)?;
-        return Ok(false);
-    };
-    // To the task's place: registration, folder, `.git`.
-    let (Some(batch), Some(name)) = (p.root.parent(), p.root.file_name()) else {
-        return Ok(false);
-    };
-    let batch = shared_root::make_batch_dir_at(batch)?;
-    move_registration(common_dir, &id, p, Some(commit))?;
-    rename_beneath(parents.batch.fd(), OsStr::new(&rec.id), batch.fd(), name)?;
-    write_dotgit(fd.as_fd(), common_dir, p)?;
-    crate::sys::interrupt::pause("pool-moved");
-    move_to(common_dir, fd.as_fd(), p, &changes, &old, tree, baseline)?;
-    Ok(true)
+    let repo = crate::git::repo::open_worktree_of(&rec.root, common_dir).ok()?;
+    let record = crate::snapshot::prove(&repo.with_object_memory(), &stat).ok()??;
+    Some((fd, record))
 }
 
-/// Write the baseline `tree` into the workspace `p` (held open as `dir`)
-/// where `changes` say it differs, and its index: the baseline (a copy of
-/// `baseline`, read from `tree` first when it is `None`), with the stat
-/// data of `old` for unchanged entries and fresh ones for the others.
-fn move_to(
+/// One path whose entry differs between an idle workspace's record and
+/// the baseline: its mode and blob on either side (`None`: absent).
+pub struct Change {
+    pub path: BString,
+    pub old: Option<(Mode, ObjectId)>,
+    pub new: Option<(Mode, ObjectId)>,
+}
+
+/// A proven idle workspace that fits a baseline: the paths to change.
+pub struct Fit {
+    pub proven: Proven,
+    changes: Vec<Change>,
+}
+
+impl Fit {
+    /// Its slot's folder and registration.
+    pub fn root(&self) -> &Path {
+        &self.proven.rec.root
+    }
+
+    pub fn worktree_id(&self) -> String {
+        self.proven.rec.worktree_id()
+    }
+
+    /// How many paths its move to the baseline writes or removes.
+    pub fn changes(&self) -> usize {
+        self.changes.len()
+    }
+}
+
+/// The entries that differ between two indexes of plain stage-0 entries,
+/// both sorted by path: what moving a workspace from `old` to `new`
+/// changes.
+fn changes_between(old: &gix::index::State, new: &gix::index::State) -> Vec<Change> {
+    let (a, ap) = (old.entries(), old.path_backing());
+    let (b, bp) = (new.entries(), new.path_backing());
+    let (mut i, mut j) = (0, 0);
+    let mut out = Vec::new();
+    let side = |e: &gix::index::Entry| Some((e.mode, e.id));
+    while i < a.len() || j < b.len() {
+        let pa = a.get(i).map(|e| e.path_in(ap));
+        let pb = b.get(j).map(|e| e.path_in(bp));
+        match (pa, pb) {
+            (Some(x), Some(y)) if x == y => {
+                if (a[i].mode, a[i].id) != (b[j].mode, b[j].id) {
+                    out.push(Change {
+                        path: x.to_owned(),
+                        old: side(&a[i]),
+                        new: side(&b[j]),
+                    });
+                }
+                i += 1;
+                j += 1;
+            }
+            (Some(x), Some(y)) if x < y => {
+                out.push(Change {
+                    path: x.to_owned(),
+                    old: side(&a[i]),
+                    new: None,
+                });
+                i += 1;
+            }
+            (Some(x), None) => {
+                out.push(Change {
+                    path: x.to_owned(),
+                    old: side(&a[i]),
+                    new: None,
+                });
+                i += 1;
+            }
+            (_, Some(y)) => {
+                out.push(Change {
+                    path: y.to_owned(),
+                    old: None,
+                    new: side(&b[j]),
+                });
+                j += 1;
+            }
+            (None, None) => break,
+        }
+    }
+    out
+}
+
+/// Does the proven idle workspace fit the baseline whose index is
+/// `baseline`: its paths that differ from it touch no `.gitattributes`,
+/// `.gitignore` nor `.gitmodules`, and the baseline holds only what a
+/// checkout writes (no submodule)? One that does not is removed (only
+/// while ours) and its record with it.
+pub fn fit(
     common_dir: &Path,
-    dir: BorrowedFd<'_>,
+    state_dir: &Path,
+    proven: Proven,
+    baseline: &gix::index::State,
+) -> Option<Fit> {
+    let changes = changes_between(&proven.record, baseline);
+    let plain = changes.iter().all(|c| {
+        !rules_file(c.path.as_ref())
+            && c.new.is_none_or(|(m, _)| {
+                matches!(m, Mode::FILE | Mode::FILE_EXECUTABLE | Mode::SYMLINK)
+            })
+    });
+    if plain {
+        return Some(Fit { proven, changes });
+    }
+    let rec = proven.rec;
+    drop(proven.fd);
+    let _ = remove_idle(common_dir, &rec);
+    let _ = record::remove(state_dir, &rec.id);
+    None
+}
+
+/// Claim the idle workspace of `fit` for the task of `p` (`p.root` is its
+/// slot): its record removed (a kill now leaves an idle registration no
+/// record names: gc's), then its lock made the task's and its HEAD
+/// `commit`.
+pub fn claim(
+    common_dir: &Path,
+    state_dir: &Path,
+    fit: &Fit,
     p: &Plan,
-    changes: &[crate::git::diff::PathChange],
-    old: &gix::index::File,
-    tree: ObjectId,
-    baseline: &mut Option<gix::index::State>,
+    commit: ObjectId,
 ) -> Result<(), WorkspaceError> {
-    use gix::objs::tree::EntryKind;
-    // The old side of every path that differs, deepest first, then the
-    // folders that leaves empty.
+    record::remove(state_dir, &fit.proven.rec.id)?;
+    crate::sys::interrupt::pause("pool-claimed");
+    let reg = Registration::new(common_dir, &p.worktree_id);
+    crate::sys::fs::write_atomic(&reg.locked_file(), p.lock_reason.as_bytes())?;
+    crate::sys::fs::write_atomic(&reg.path().join("HEAD"), format!("{commit}\n").as_bytes())?;
+    Ok(())
+}
+
+/// Move the claimed workspace of `fit` (at `p.root`) to the baseline
+/// whose index is `baseline`: the old side of every path that differs
+/// removed through the folder's handle, deepest first, never following a
+/// symlink, the folders that leaves empty removed, the new side checked
+/// out (exclusive creation: an ignored file in the way fails the move);
+/// its index the baseline with the stat data the proof vouched for (none
+/// where it could not: git reads those files once) and fresh ones for
+/// the written paths, settled as a checkout's; written with its stat
+/// record.
+pub fn move_to(
+    common_dir: &Path,
+    fit: Fit,
+    p: &Plan,
+    baseline: &gix::index::State,
+) -> Result<(), WorkspaceError> {
+    let Fit { proven, changes } = fit;
+    let dir = proven.fd.as_fd();
     for c in changes.iter().rev() {
-        if let Some((kind, _)) = c.old {
-            unlink_beneath(dir, c.path.as_ref(), kind == EntryKind::Commit, &p.root)?;
+        if c.old.is_some() {
+            unlink_beneath(dir, c.path.as_ref(), &p.root)?;
         }
     }
     for c in changes.iter().rev().filter(|c| c.old.is_some()) {
@@ -380,17 +489,8 @@ fn move_to(
             }
         }
     }
-    let repo = crate::git::repo::open_worktree(&p.root)?;
-    let git = |source: gix::Error| WorkspaceError::Checkout {
-        root: p.root.clone(),
-        source,
-    };
-    let mut index = match baseline {
-        Some(index) => index.clone(),
-        None => baseline
-            .insert(repo.index_from_tree(&tree).map_err(git)?.into())
-            .clone(),
-    };
+    let repo = crate::git::repo::open_worktree_of(&p.root, common_dir)?;
+    let mut index = baseline.clone();
     let written: HashSet<&BStr> = changes
         .iter()
         .filter(|c| c.new.is_some())
@@ -412,29 +512,27 @@ fn move_to(
         e.flags.remove(skip);
     }
     out?;
-    let stats: HashMap<&BStr, &gix::index::Entry> =
-        old.entries().iter().map(|e| (e.path(old), e)).collect();
-    let commit_mode = gix::index::entry::Mode::COMMIT;
+    // The unchanged entries take the proof's stat data (same path, mode
+    // and blob: both indexes are sorted by path).
+    let (old, old_paths) = (proven.record.entries(), proven.record.path_backing());
+    let mut oi = 0;
     let (entries, paths) = index.entries_mut_and_pathbacking();
     for (e, k) in entries.iter_mut().zip(&keep) {
-        if !*k || e.mode == commit_mode {
+        if !*k {
             continue;
         }
         let path = e.path_in(paths);
-        e.stat = match stats.get(path) {
-            Some(o) if o.id == e.id && o.mode == e.mode && o.stat.mtime.secs != 0 => o.stat,
-            _ => {
-                let st = rustix::fs::statat(
-                    dir,
-                    OsStr::from_bytes(path),
-                    rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-                )
-                .map_err(|e| WorkspaceError::at("read", &p.root, (&p.root, false))(e.into()))?;
-                super::fill::stat_of(&st)
-            }
-        };
+        while oi < old.len() && old[oi].path_in(old_paths) < path {
+            oi += 1;
+        }
+        e.stat = old
+            .get(oi)
+            .filter(|o| o.path_in(old_paths) == path && (o.id, o.mode) == (e.id, e.mode))
+            .map(|o| o.stat)
+            .unwrap_or_default();
     }
-    drop(stats);
+    drop(proven);
+    crate::sys::interrupt::pause("pool-moved");
     settle(
         &[p.root.as_path()],
         std::slice::from_mut(&mut index),
@@ -443,15 +541,10 @@ fn move_to(
     super::derived::write_index(common_dir, p, index)
 }
 
-/// Remove `rel` below `dir` (a file or link, never followed; a gitlink's
-/// empty folder), reaching its folder one name at a time without
-/// following a symlink. Gone already is fine.
-fn unlink_beneath(
-    dir: BorrowedFd<'_>,
-    rel: &BStr,
-    gitlink: bool,
-    root: &Path,
-) -> Result<(), WorkspaceError> {
+/// Remove `rel` below `dir` (a file or link, never followed), reaching its
+/// folder one name at a time without following a symlink. Gone already
+/// is fine.
+fn unlink_beneath(dir: BorrowedFd<'_>, rel: &BStr, root: &Path) -> Result<(), WorkspaceError> {
     use rustix::fs::{AtFlags, Mode, OFlags};
     use rustix::io::Errno;
     let io = |e: Errno| WorkspaceError::RemoveIn {
@@ -463,7 +556,7 @@ fn unlink_beneath(
     let Some(leaf) = parts.pop() else {
         return Ok(());
     };
-    let mut held: Option<std::os::fd::OwnedFd> = None;
+    let mut held: Option<OwnedFd> = None;
     for part in parts {
         let at = held.as_ref().map_or(dir, |f| f.as_fd());
         match rustix::fs::openat(
@@ -479,76 +572,14 @@ fn unlink_beneath(
         }
     }
     let at = held.as_ref().map_or(dir, |f| f.as_fd());
-    let flags = if gitlink {
-        AtFlags::REMOVEDIR
-    } else {
-        AtFlags::empty()
-    };
-    match rustix::fs::unlinkat(at, OsStr::from_bytes(leaf), flags) {
+    match rustix::fs::unlinkat(at, OsStr::from_bytes(leaf), AtFlags::empty()) {
         Ok(()) | Err(Errno::NOENT) => Ok(()),
         Err(e) => Err(io(e)),
     }
 }
 
-/// Rename the registration `from` to `p`'s, locked with `p`'s reason and
-/// pointing at `p`'s folder (HEAD at `head`, when given). Refuses when
-/// `p`'s registration exists.
-fn move_registration(
-    common_dir: &Path,
-    from: &str,
-    p: &Plan,
-    head: Option<ObjectId>,
-) -> Result<(), WorkspaceError> {
-    let old = registration(common_dir, from);
-    let new = registration(common_dir, &p.worktree_id);
-    if new.symlink_metadata().is_ok() {
-        return Err(WorkspaceError::Registered {
-            id: p.worktree_id.clone(),
-            path: new,
-        });
-    }
-    std::fs::rename(&old, &new).map_err(WorkspaceError::at("rename", &old, (&old, false)))?;
-    crate::sys::interrupt::pause("pool-registration-renamed");
-    let files = Registration::at(new.clone());
-    let line = [p.root.join(".git").as_os_str().as_bytes(), b"\n"].concat();
-    crate::sys::fs::write_atomic(&files.locked_file(), p.lock_reason.as_bytes())?;
-    crate::sys::fs::write_atomic(&files.gitdir_file(), &line)?;
-    if let Some(h) = head {
-        crate::sys::fs::write_atomic(&new.join("HEAD"), format!("{h}\n").as_bytes())?;
-    }
-    Ok(())
-}
-
-/// Rename the folder `name` of `from` to `to` in `into`, never over anything.
-fn rename_beneath(
-    from: BorrowedFd<'_>,
-    name: &OsStr,
-    into: BorrowedFd<'_>,
-    to: &OsStr,
-) -> Result<(), WorkspaceError> {
-    rustix::fs::renameat_with(from, name, into, to, rustix::fs::RenameFlags::NOREPLACE)
-        .map_err(|e| WorkspaceError::io("move the workspace", Path::new(name))(e.into()))
-}
-
-/// Write the `.git` file of `p` into the folder held open as `dir` (a
-/// temp file made exclusively, renamed over it: never through a symlink).
-fn write_dotgit(dir: BorrowedFd<'_>, common_dir: &Path, p: &Plan) -> Result<(), WorkspaceError> {
-    use rustix::fs::{AtFlags, Mode};
-    use std::io::Write;
-    const TEMP: &str = ".git.delegate-pool";
-    let dotgit = p.root.join(".git");
-    let io = WorkspaceError::at("write", &dotgit, (&p.root, false));
-    let _ = rustix::fs::unlinkat(dir, TEMP, AtFlags::empty());
-    let f = crate::sys::fs::create_new_at(dir, TEMP.as_bytes(), Mode::from_raw_mode(0o644))
-        .map_err(|e| io(e.into()))?;
-    std::fs::File::from(f)
-        .write_all(&dotgit_line(common_dir, p))
-        .map_err(io)?;
-    rustix::fs::renameat(dir, TEMP, dir, ".git").map_err(|e| io(e.into()))
-}
-
 /// Remove an idle workspace (only while it is the folder parked, its
-/// registration in any case) and its record.
+/// registration in any case).
 pub fn remove_idle(common_dir: &Path, rec: &Idle) -> Result<Removal, WorkspaceError> {
     let removal = if in_place(rec) {
         super::remove::remove_at(
@@ -573,7 +604,9 @@ pub struct Trimmed {
 
 /// Remove the idle workspaces that went idle before `cutoff` (seconds
 /// since the epoch; `None`: none for their age), then the oldest beyond
-/// `keep`; with `dry_run`, only count them.
+/// `keep`; with `dry_run`, only count them. A record whose registration
+/// a task's lock holds (a park or claim under way or killed half-way) is
+/// the batch's to finish, and left.
 pub fn trim(
     common_dir: &Path,
     state_dir: &Path,
@@ -588,7 +621,8 @@ pub fn trim(
         let old = cutoff.is_some_and(|c| {
             crate::sys::time::parse_rfc3339(&rec.idle_since).is_none_or(|at| at < c)
         });
-        if !(old || n - i > keep) || hosting(state_dir, rec) {
+        let a_task_s = Registration::new(common_dir, &rec.worktree_id()).is_locked_by_a_batch();
+        if !(old || n - i > keep) || hosting(state_dir, rec) || a_task_s {
             continue;
         }
         if in_place(rec) {
@@ -603,12 +637,12 @@ pub fn trim(
     if !dry_run {
         record::remove_unreadable(state_dir);
     }
-    // Idle workspaces no record names (a park or reuse killed half-way).
+    // Idle workspaces no record names (a park or claim killed half-way).
     let known: HashSet<String> = record::list(state_dir)
         .iter()
         .map(Idle::worktree_id)
         .collect();
-    for (id, root, whole) in orphans(common_dir) {
+    for (id, root, whole) in orphans(common_dir, state_dir) {
         if known.contains(&id) || hosts(state_dir, &[&root]) {
             continue;
         }
@@ -623,12 +657,15 @@ pub fn trim(
     Ok(t)
 }
 
-/// The registrations `delegate-pool-<id>` with the folder they name:
-/// locked `git-delegate pool`, naming the folder where parking puts one
-/// (`true`), or still locked as a task's (`false`: a park killed between
-/// renaming the task's registration and rewriting it; the task's folder,
-/// whose `.git` names the old registration, is never removed through it).
-fn orphans(common_dir: &Path) -> Vec<(String, PathBuf, bool)> {
+/// The registrations `delegate-pool-<id>` no batch and no record may
+/// still need, with the folder they name: locked `git-delegate pool`
+/// naming their slot (`true`); locked by a batch that is gone, naming
+/// their slot (`true`); or locked by a batch naming another folder
+/// (`false`: a park of an earlier version killed between renaming a
+/// task's registration and rewriting it; that folder, whose `.git` names
+/// the old registration, is never removed through it). One locked by a
+/// live batch is that batch's task's.
+fn orphans(common_dir: &Path, state_dir: &Path) -> Vec<(String, PathBuf, bool)> {
     let Ok(rd) = std::fs::read_dir(crate::git::registration::dir(common_dir)) else {
         return Vec::new();
     };
@@ -646,21 +683,15 @@ fn orphans(common_dir: &Path) -> Vec<(String, PathBuf, bool)> {
         let Some(root) = super::identity::registered_location(common_dir, &name) else {
             continue;
         };
-        let rec = Idle {
-            id: short.to_string(),
-            root: root.clone(),
-            folder: crate::record::batch::Folder {
-                dev: 0,
-                ino: 0,
-                path: root.clone(),
-                subvolume: None,
-            },
-            tree: String::new(),
-            commit: String::new(),
-            idle_since: String::new(),
-        };
-        if !pooled || in_place(&rec) {
-            out.push((name, root, pooled));
+        let slot = record::slot_of(&root, &name).is_some() && shared_root::is_beneath_shape(&root);
+        let gone = reg
+            .batch_of()
+            .is_some_and(|b| !crate::record::batch::batch_dir(state_dir, &b).exists());
+        match (pooled, slot) {
+            (true, true) => out.push((name, root, true)),
+            (false, true) if gone => out.push((name, root, true)),
+            (false, false) => out.push((name, root, false)),
+            _ => {}
         }
     }
     out

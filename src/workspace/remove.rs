@@ -14,7 +14,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use super::identity::{
-    identify, identify_at, moved_elsewhere, registered_location, Identity, Reach,
+    identify, identify_at, moved_elsewhere, registered_location, serves, Identity, Reach,
 };
 use super::{registration, Health, Removal};
 use crate::config::Mode;
@@ -47,6 +47,11 @@ pub fn remove_task(common_dir: &Path, task: &crate::record::batch::Task) -> Resu
     }
     if task.kind() == Mode::Scratch {
         return crate::workspace::scratch::remove(common_dir, &task.root);
+    }
+    // A workspace of the pool that serves another task, or is idle, is
+    // not this task's (design §3.20).
+    if !serves(common_dir, task) {
+        return Ok(Removal::Missing);
     }
     remove_at(
         common_dir,
@@ -151,7 +156,7 @@ pub fn discard(
     common_dir: &Path,
     task: &crate::record::batch::Task,
 ) -> Result<(Removal, Option<PathBuf>)> {
-    if task.remote {
+    if task.remote || !serves(common_dir, task) {
         return Ok((Removal::Missing, None));
     }
     let (root, worktree_id) = (task.root.as_path(), task.worktree_id.as_str());

@@ -40,7 +40,7 @@
 #![allow(clippy::unnecessary_cast)]
 
 use std::ffi::{OsStr, OsString};
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -108,16 +108,34 @@ fn open_trash(trash: &Path) -> Option<(crate::workspace::shared_root::Base, Dir)
 }
 
 /// Start a detached background deleter for `trash`. Best effort: when it
-/// cannot start, the trash waits for the next command or `gc`. With the
-/// repository's state folder, the deleter also removes the repository's
-/// folder under the workspace root once it is empty, if it can take the
-/// repository lock (so it never races a command making a workspace there).
+/// cannot start, the trash waits for the next command or `gc`, and why it
+/// could not start is recorded in the state folder ([`DELETER_FAILED`]) for
+/// `status` to name ([`unattended`]); a deleter that starts clears that
+/// record. With the repository's state folder, the deleter also removes the
+/// repository's folder under the workspace root once it is empty, if it can
+/// take the repository lock (so it never races a command making a
+/// workspace there).
 pub fn spawn_purger(trash: &Path, state_dir: &Path) {
+    let record = state_dir.join(DELETER_FAILED);
+    match start_purger(trash, state_dir) {
+        Ok(()) => {
+            let _ = std::fs::remove_file(&record);
+        }
+        Err(why) => {
+            let _ = crate::sys::fs::write_atomic(&record, format!("{why}\n").as_bytes());
+        }
+    }
+}
+
+/// Start the deleter; the error says why it could not start (its program
+/// is this one's, which the user may not be able to run: a binary in a
+/// folder only another user may enter, or one replaced since).
+fn start_purger(trash: &Path, state_dir: &Path) -> std::result::Result<(), String> {
     use std::os::unix::process::CommandExt;
-    let Ok(exe) = std::env::current_exe() else {
-        return;
-    };
-    let mut cmd = std::process::Command::new(exe);
+    crate::sys::interrupt::pause("purger-spawn");
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("git-delegate cannot find its own program ({e})"))?;
+    let mut cmd = std::process::Command::new(&exe);
     cmd.arg("purge-trash")
         .arg(trash)
         .arg(state_dir)
@@ -133,8 +151,100 @@ pub fn spawn_purger(trash: &Path, state_dir: &Path) {
         });
     }
     // Not waited for: when this process exits, init (or the nearest
-    // subreaper) reaps it.
-    let _ = cmd.spawn();
+    // subreaper) reaps it. A program that cannot be run fails here (the
+    // child's exec error comes back to `spawn`).
+    cmd.spawn().map(drop).map_err(|e| {
+        format!(
+            "the background deleter could not start: cannot run {}: {e}",
+            exe.display()
+        )
+    })
+}
+
+/// The file in the state folder that records why the last background
+/// deleter could not start (one line); removed when one starts.
+pub const DELETER_FAILED: &str = "trash-deleter-failed";
+
+/// How long a trash entry may wait without a deleter before `status`
+/// reports it, when no failure to start one was recorded: the time between
+/// a command letting go of the repository lock and the deleter it starts
+/// taking its own lock (a fork and an exec), on a loaded machine, with
+/// room to spare.
+pub const UNATTENDED_AFTER_SECS: u64 = 10;
+
+/// Removed workspaces waiting in a trash folder that no deleter works on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unattended {
+    pub trash: PathBuf,
+    /// How many entries (removed workspaces) wait there.
+    pub entries: usize,
+    /// Seconds since the oldest of them was moved there.
+    pub age_secs: u64,
+    /// Why no deleter works on them, when a failed start was recorded
+    /// after the oldest was moved there; `None`: the deleter was killed,
+    /// or gave up on an entry it could not delete.
+    pub why: Option<String>,
+}
+
+/// The trash `trash` when removed workspaces wait there and no deleter
+/// works on them (design §3.3): no background deleter is alive (each holds
+/// a shared lock on the repository's folder for its life, see
+/// [`purge_in_background`]), no purge is at work (gc's holds the trash's
+/// lock), no command holds the repository lock (one that moved workspaces
+/// into the trash starts their deleter when it is done), and either a
+/// failed start was recorded after the oldest entry was moved there, or
+/// the oldest was moved there more than [`UNATTENDED_AFTER_SECS`] ago.
+/// Reads only; each lock is tried shared where it can be and let go at
+/// once, so a command deciding whether to start a deleter (which tries
+/// the exclusive lock) is not misled by this look.
+pub fn unattended(trash: &Path, state_dir: &Path) -> Option<Unattended> {
+    let (base, dir) = open_trash(trash)?;
+    let free = |fd: BorrowedFd<'_>, how: FlockOperation| {
+        let got = flock(fd, how).is_ok();
+        if got {
+            let _ = flock(fd, FlockOperation::Unlock);
+        }
+        got
+    };
+    let lock = std::fs::File::open(state_dir.join("lock")).ok();
+    if !free(dir.fd(), FlockOperation::NonBlockingLockShared)
+        || !free(base.dir.fd(), FlockOperation::NonBlockingLockExclusive)
+        || lock
+            .as_ref()
+            .is_some_and(|l| !free(l.as_fd(), FlockOperation::NonBlockingLockShared))
+    {
+        return None;
+    }
+    let now = crate::sys::time::now();
+    let mut entries = 0;
+    let mut oldest: Option<i64> = None;
+    for name in dir.names() {
+        let Ok(Opened::Ours(entry)) = dir.child(&name) else {
+            continue;
+        };
+        if !is_entry(&name, &entry) {
+            continue;
+        }
+        let Ok(st) = rfs::fstat(entry.fd()) else {
+            continue;
+        };
+        entries += 1;
+        let moved = st.st_ctime as i64;
+        oldest = Some(oldest.map_or(moved, |o| o.min(moved)));
+    }
+    let oldest = oldest?;
+    let age_secs = (now - oldest).max(0) as u64;
+    let why = failed_start(state_dir).filter(|(at, _)| *at >= oldest);
+    let why = why.map(|(_, why)| why);
+    if why.is_none() && age_secs <= UNATTENDED_AFTER_SECS {
+        return None;
+    }
+    Some(Unattended {
+        trash: trash.to_path_buf(),
+        entries,
+        age_secs,
+        why,
+    })
 }
 
 /// Start a background deleter if `trash` holds anything and no deleter is
@@ -234,6 +344,9 @@ const PURGE_RETRY_PAUSES: [u64; 7] = [500, 1_000, 2_000, 4_000, 8_000, 16_000, 3
 /// it is empty and the repository lock (`STATE-DIR/lock`) is free.
 pub fn purge_in_background(trash: &Path, state_dir: Option<&Path>) {
     let _ = rustix::process::nice(19);
+    // Alive: a shared lock on the repository's folder for the deleter's
+    // whole life, pauses included (`unattended` looks for it).
+    let _alive = alive(trash);
     // An entry that could not be deleted is tried again after a pause, a
     // few times, before the trash is left to the next command or gc: a
     // deletion can fail for a moment (btrfs refuses to delete a subvolume
@@ -262,6 +375,37 @@ pub fn purge_in_background(trash: &Path, state_dir: Option<&Path>) {
     if flock(&lock, FlockOperation::NonBlockingLockExclusive).is_ok() {
         base.remove_if_empty();
     }
+}
+
+/// The recorded failure to start a deleter ([`DELETER_FAILED`]): when it
+/// was recorded (seconds since the epoch) and its line, control characters
+/// dropped (the state folder is shared with workers).
+fn failed_start(state_dir: &Path) -> Option<(i64, String)> {
+    let dir = rfs::open(
+        state_dir,
+        rfs::OFlags::RDONLY | rfs::OFlags::DIRECTORY | rfs::OFlags::CLOEXEC,
+        rfs::Mode::empty(),
+    )
+    .ok()?;
+    let st = rfs::statat(&dir, DELETER_FAILED, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+    let text = crate::sys::fs::read_at_most(dir.as_fd(), DELETER_FAILED, 4096).ok()?;
+    let line: String = String::from_utf8_lossy(&text)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect();
+    (!line.trim().is_empty()).then(|| (st.st_mtime as i64, line.trim().to_string()))
+}
+
+/// The repository folder holding `trash`, held open with a shared lock.
+fn alive(trash: &Path) -> Option<crate::workspace::shared_root::Base> {
+    let Ok(Opened::Ours(base)) = crate::workspace::shared_root::open_base(trash.parent()?) else {
+        return None;
+    };
+    flock(base.dir.fd(), FlockOperation::LockShared).ok()?;
+    Some(base)
 }
 
 /// A trash entry we may delete: a real folder of ours (`entry`, held open)

@@ -35,6 +35,7 @@ pub fn check(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>, Writ
     for w in writes {
         let reason =
             check_one(&mut dirs, &mut hasher, w, &deleted).map_err(|f| WriteError::Check {
+                root: source.root.clone(),
                 what: f.0,
                 cause: f.1,
             })?;

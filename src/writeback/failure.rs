@@ -41,8 +41,13 @@ pub enum WriteError {
         source: std::io::Error,
     },
     /// Planning the write (reading the disk) failed: nothing changed.
+    /// `root` is the working tree's (its filesystem is named in the help).
     #[error("write-back stopped before any change: {what}")]
-    Plan { what: String, cause: Option<Cause> },
+    Plan {
+        root: PathBuf,
+        what: String,
+        cause: Option<Cause>,
+    },
     /// The journal cannot be recorded: nothing changed. `cause` is decided
     /// where it failed (a full disk without free inodes is `NoInodes`).
     #[error("cannot record the write-back journal {}: {source}; nothing was changed", path.display())]
@@ -54,10 +59,18 @@ pub enum WriteError {
     },
     /// Writing failed, and every path was rolled back.
     #[error("write-back failed: {what}; every path was rolled back to what it was before")]
-    Write { what: String, cause: Option<Cause> },
+    Write {
+        root: PathBuf,
+        what: String,
+        cause: Option<Cause>,
+    },
     /// `check` could not read what it tests against.
     #[error("cannot check the working tree before writing: {what}")]
-    Check { what: String, cause: Option<Cause> },
+    Check {
+        root: PathBuf,
+        what: String,
+        cause: Option<Cause>,
+    },
     /// A signal stopped the write-back into `root`, which was rolled back.
     #[error("interrupted by a signal during the write-back into {}: it was rolled back, so every path there is as it was before", root.display())]
     Interrupted { root: PathBuf },

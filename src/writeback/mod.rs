@@ -415,6 +415,7 @@ fn write_with(
     let mut plan = make_plan(&mut dirs, writes, &source.root, &token).map_err(|f| {
         drop_then();
         WriteError::Plan {
+            root: source.root.clone(),
             what: f.0,
             cause: f.1,
         }
@@ -451,6 +452,7 @@ fn write_with(
                     root: plan.root.clone(),
                 },
                 Ok(()) => WriteError::Write {
+                    root: plan.root.clone(),
                     what: fail.0,
                     cause: fail.1,
                 },

@@ -268,7 +268,8 @@ pub(super) fn set_workdir(repo: &mut gix::Repository, workdir: Option<PathBuf>) 
 /// Refuse `GIT_COMMON_DIR`, `GIT_OBJECT_DIRECTORY` and
 /// `GIT_ALTERNATE_OBJECT_DIRECTORIES` that name other folders than the
 /// repository's own: git would read and write objects there, which the
-/// workspaces (and the git library) would not see.
+/// workspaces (and the git library) would not see. A contained worker's
+/// own object folder is the repository's (design §3.22).
 pub(super) fn refuse_foreign_object_dirs(cwd: &Path, root: &Path, common_dir: &Path) -> Result<()> {
     let env = git_env();
     let same = |p: &Path, q: &Path| {
@@ -286,7 +287,9 @@ pub(super) fn refuse_foreign_object_dirs(cwd: &Path, root: &Path, common_dir: &P
     let objects = common_dir.join("objects");
     if let Some(od) = env.get("GIT_OBJECT_DIRECTORY") {
         let od = root.join(od);
-        if !same(&od, &objects) {
+        // A contained worker's git writes its objects to its own folder
+        // (design §3.22); git-delegate reads the repository's store.
+        if !same(&od, &objects) && !crate::git::private_objects::is_private_dir(common_dir, &od) {
             return Err(RepoError::ObjectDir {
                 is_dir: od.is_dir(),
                 dir: od,

@@ -14,18 +14,21 @@
 //! git's `color.ui` (and `color.diff`) as the source (or, outside one, the
 //! user's config) sets it, for the binary's colour decision ([`color_ui`],
 //! [`color_setting`]), and the pager git would choose for a diff
-//! ([`diff_pager`]: the binary starts it).
+//! ([`diff_pager`]: the binary starts it); the system config file the
+//! user's git reads (`system`), for every repository opened.
 //! Its own refusals and failures are `RepoError` (the paths, variables and
 //! causes); `ops::explain` words them.
 //! Never: changes anything in the repository; words a help line or decides
 //! an error code (`ops::explain` does).
 //!
 //! The folder holds the concerns apart: locating the source through the
-//! environment and git's discovery (`locate`), and the colour and pager
-//! settings (`color`); this file opens repositories and holds `Source`.
+//! environment and git's discovery (`locate`), the colour and pager
+//! settings (`color`), and which system config file git reads (`system`);
+//! this file opens repositories and holds `Source`.
 
 mod color;
 mod locate;
+mod system;
 
 use std::path::{Path, PathBuf};
 
@@ -90,6 +93,14 @@ pub enum RepoError {
         root: PathBuf,
         why: String,
     },
+    /// A workspace at `dir` whose repository is not `common_dir` (its
+    /// registration's `commondir` leads to `found`): never written through.
+    #[error("the workspace {} no longer belongs to this repository: its git dir leads to {}, not {}", dir.display(), found.display(), common_dir.display())]
+    Foreign {
+        dir: PathBuf,
+        common_dir: PathBuf,
+        found: PathBuf,
+    },
     /// A repository without a working tree.
     #[error("{} is a bare repository", git_dir.display())]
     Bare { git_dir: PathBuf },
@@ -136,6 +147,12 @@ fn open_options_with(
     let mut mapping = gix::sec::trust::Mapping::<gix::open::Options>::default();
     mapping.full = mapping.full.clone().config_overrides(overrides.clone());
     mapping.reduced = mapping.reduced.clone().config_overrides(overrides);
+    // The system config file the user's git reads, not the library's
+    // `/etc/gitconfig` (`system`).
+    if let Some(path) = system::config_path() {
+        mapping.full = mapping.full.clone().system_config_path(path);
+        mapping.reduced = mapping.reduced.clone().system_config_path(path);
+    }
     mapping
 }
 
@@ -170,7 +187,46 @@ pub fn open_worktree(dir: &Path) -> Result<gix::Repository> {
     }
     // Only the drivers the batch recorded run in it (design §3.18).
     crate::git::drivers::restrict(&mut repo)?;
+    fixed_stat_rules(&mut repo, dir)?;
     Ok(repo)
+}
+
+/// [`open_worktree`] of a task's workspace at `dir`, only when its
+/// repository is `common_dir` (design §3.18): a registration whose
+/// `commondir` a worker redirected (to a copy of the git dir) is refused
+/// before anything is read or written through it.
+pub fn open_worktree_of(dir: &Path, common_dir: &Path) -> Result<gix::Repository> {
+    let repo = open_worktree(dir)?;
+    if !crate::sys::fs::same_file(repo.common_dir(), common_dir) {
+        return Err(RepoError::Foreign {
+            dir: dir.to_path_buf(),
+            common_dir: common_dir.to_path_buf(),
+            found: repo.common_dir().to_path_buf(),
+        });
+    }
+    Ok(repo)
+}
+
+/// A workspace's stat data are compared by git-delegate's own fixed rules
+/// (design §3.20): ctime, inode, size and mtime, to the nanosecond, never
+/// weakened by `core.trustctime` or `core.checkStat`, which a worker can
+/// set in the shared config (the device number is left out: it changes
+/// across remounts while the inode does not).
+fn fixed_stat_rules(repo: &mut gix::Repository, dir: &Path) -> Result<()> {
+    use gix::config::tree::{gitoxide, Core};
+    let failed = |source: gix::Error| RepoError::Open {
+        dir: dir.to_path_buf(),
+        source,
+    };
+    let mut snap = repo.config_snapshot_mut();
+    snap.set_value(&Core::TRUST_C_TIME, "true")
+        .map_err(failed)?;
+    snap.set_value(&Core::CHECK_STAT, "default")
+        .map_err(failed)?;
+    snap.set_value(&gitoxide::Core::USE_NSEC, "true")
+        .map_err(failed)?;
+    snap.commit().map_err(failed)?;
+    Ok(())
 }
 
 /// The source: a working tree of a repository, as seen from the caller's cwd.
@@ -196,7 +252,15 @@ impl Source {
     /// and load `delegate.toml`.
     pub fn discover(cwd: &Path) -> Result<Source> {
         let repo = open_source(cwd)?;
-        Self::from_repo(repo, cwd, true)
+        Self::from_repo(repo, cwd, true, None)
+    }
+
+    /// [`Source::discover`] keeping `config`, the settings a command read
+    /// when it began, whatever `delegate.toml` holds now (a worker may have
+    /// changed it, or broken it, meanwhile: design §3.18).
+    pub fn discover_with_config(cwd: &Path, config: Config) -> Result<Source> {
+        let repo = open_source(cwd)?;
+        Self::from_repo(repo, cwd, true, Some(config))
     }
 
     /// [`Source::discover`] around the process's current directory.
@@ -249,12 +313,18 @@ impl Source {
                 here.common_dir.display()
             )));
         }
-        Self::from_repo(repo, root, false)
+        Self::from_repo(repo, root, false, None)
     }
 
     /// `located`: `repo` is the repository the environment's variables
     /// describe (they were checked against it).
-    fn from_repo(repo: gix::Repository, cwd: &Path, located: bool) -> Result<Source> {
+    /// `config`: the settings to keep (`None`: load `delegate.toml`).
+    fn from_repo(
+        repo: gix::Repository,
+        cwd: &Path,
+        located: bool,
+        config: Option<Config>,
+    ) -> Result<Source> {
         let Some(workdir) = repo.workdir() else {
             return Err(RepoError::Bare {
                 git_dir: repo.git_dir().to_path_buf(),
@@ -276,7 +346,10 @@ impl Source {
         if located {
             refuse_foreign_object_dirs(&cwd, &root, &common_dir)?;
         }
-        let config = Config::load(&common_dir.join("delegate.toml"))?;
+        let config = match config {
+            Some(c) => c,
+            None => Config::load(&common_dir.join("delegate.toml"))?,
+        };
         Ok(Source {
             repo,
             common_dir,

@@ -59,19 +59,22 @@ const CONTEXT: u32 = 3;
 const FIRST_FEW_BYTES: usize = 8000;
 
 /// Write the patch from `old_tree` to `new_tree` to `out` (temp + rename).
+/// A proposal past the bound of design §3.18 "Limits" has no patch (it
+/// would be as large as what its tree expands to): nothing is written, and
+/// a patch left at `out` by an earlier proposal is removed, so that it
+/// never stands beside this one.
 pub fn write_patch(
     repo: &gix::Repository,
     old_tree: ObjectId,
     new_tree: ObjectId,
     out: &Path,
 ) -> Result<()> {
-    let text = render(repo, old_tree, new_tree)?;
+    let text = match diff::bounded(repo, old_tree, new_tree) {
+        Ok(changes) => render_changes(repo, &changes, Form::FULL)?,
+        Err(diff::DiffError::TooMany { .. }) => return Ok(crate::sys::fs::remove_file(out)?),
+        Err(e) => return Err(e.into()),
+    };
     Ok(crate::sys::fs::write_atomic(out, &text)?)
-}
-
-/// The patch from `old_tree` to `new_tree` as bytes.
-pub fn render(repo: &gix::Repository, old_tree: ObjectId, new_tree: ObjectId) -> Result<Vec<u8>> {
-    render_changes(repo, &diff::trees(repo, old_tree, new_tree)?, Form::FULL)
 }
 
 /// The patch of `changes` (from [`diff::trees`], possibly a subset) as bytes.

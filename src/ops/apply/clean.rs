@@ -434,7 +434,7 @@ fn teardown_closed(
     }
     for p in to_park {
         let i = p.idx;
-        let removed = park_or_remove(source, b, p, &others, gone);
+        let removed = park_or_remove(source, b, p, &others, outcomes, gone);
         close_refs(source, b, i, removed, gone);
     }
 }
@@ -586,12 +586,13 @@ fn park_or_remove(
     b: &Batch,
     p: Pending,
     others: &[Batch],
+    outcomes: &[Outcome],
     gone: &mut Gone<'_>,
 ) -> Result<()> {
     let task = &b.tasks[p.idx];
-    if park(source, task, p.read.tree) {
-        // Idle in the pool: gone from the task's place.
-        gone.closed.push((p.idx, Closed::Removed));
+    if park(source, b, task, read_of(outcomes, p.idx)) {
+        // Idle in the pool (design §3.20), where it is: no longer the task's.
+        gone.closed.push((p.idx, Closed::Parked));
         return Ok(());
     }
     let (fate, trash) =
@@ -646,21 +647,33 @@ fn may_pool(source: &Source, b: &Batch, task: &batch::Task, others: &[Batch]) ->
         && task.root.join(".gitmodules").symlink_metadata().is_err()
 }
 
-/// Make the task's workspace, proven to hold `tree`, idle in the pool.
-/// Whether it went idle; when it could not (an error included), nothing
-/// changed and it is removed as before.
-fn park(source: &Source, task: &batch::Task, tree: ObjectId) -> bool {
-    let Ok(base) = source.workspace_base() else {
-        return false;
+/// Make the task's workspace, proven to hold what was read, idle in the
+/// pool with the record of that read (`read`: this run's; `None`: a
+/// workspace an interrupted apply left, read now). Whether it went idle;
+/// when it could not (an error included), nothing changed and it is
+/// removed as before.
+fn park(
+    source: &Source,
+    b: &Batch,
+    task: &batch::Task,
+    read: Option<&crate::snapshot::Vouched>,
+) -> bool {
+    let state_dir = source.state_dir();
+    let fresh;
+    let read = match read {
+        Some(read) => read,
+        None => {
+            let batch_dir = batch::batch_dir(&state_dir, &b.id);
+            match proposal::read_vouched(&source.repo, &batch_dir, task) {
+                Ok(Some(read)) => {
+                    fresh = read;
+                    &fresh
+                }
+                _ => return false,
+            }
+        }
     };
-    workspace::pool::park(
-        &source.common_dir,
-        &source.state_dir(),
-        &base,
-        task,
-        Some(tree),
-    )
-    .unwrap_or(false)
+    workspace::pool::park(&source.common_dir, &state_dir, task, read).unwrap_or(false)
 }
 
 /// The tree this run's snapshot read in task `i`'s workspace, if it did.
@@ -669,6 +682,14 @@ fn tree_of(outcomes: &[Outcome], i: usize) -> Option<ObjectId> {
         .iter()
         .find(|o| o.idx == i)
         .and_then(|o| o.workspace_tree)
+}
+
+/// What this run's snapshot read in task `i`'s workspace, if it did.
+fn read_of(outcomes: &[Outcome], i: usize) -> Option<&crate::snapshot::Vouched> {
+    outcomes
+        .iter()
+        .find(|o| o.idx == i)
+        .and_then(|o| o.workspace_read.as_deref())
 }
 
 /// A closed task's workspace that is still ours and still carries the lock

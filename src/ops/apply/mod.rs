@@ -92,6 +92,9 @@ pub struct Report {
     pub side_effects: Vec<crate::ops::side_effects::SideEffect>,
     /// With `--verify`: how it went (design §3.10, §6.4).
     pub verify: Option<crate::ops::verify::Report>,
+    /// The command keys of `delegate.toml` left out because the user has
+    /// not confirmed the file (design §3.18): apply exits 1.
+    pub untrusted: Option<crate::ops::trust::Untrusted>,
     /// The batch ended but its refs on its remote could not be deleted (design §3.14).
     pub remote_left: Option<crate::ops::remote::Left>,
     /// A signal (Ctrl-C, SIGTERM) arrived once the write-back had begun, and
@@ -108,6 +111,16 @@ impl Report {
             .iter()
             .all(|o| o.ok() || o.status == TaskState::NotSubmitted)
     }
+
+    /// A write-back the filesystem refused (a full disk, no inodes, a
+    /// read-only filesystem, a denied permission), rolled back whole: the
+    /// command exits 3 with it (design §3 "Exit status"), its tasks
+    /// recorded `failed` (`write_failed`) and the batch open.
+    pub fn refused_by_filesystem(&self) -> Option<&Error> {
+        self.write_error
+            .as_ref()
+            .filter(|e| e.code.fs_cause().is_some())
+    }
 }
 
 /// What apply's clean-up did to a closed task's workspace.
@@ -115,6 +128,9 @@ impl Report {
 pub enum Closed {
     /// Removed (moved to the trash, deleted in the background).
     Removed,
+    /// Parked idle in the pool (`workspace.pool`, design §3.20): gone from
+    /// the task's place, kept for a later prepare to reuse.
+    Parked,
     /// `--keep`: released (unlocked, still registered), an ordinary worktree
     /// the batch no longer owns.
     Kept,
@@ -164,10 +180,17 @@ pub struct Outcome {
     /// The patch of this run's proposal, written only if the task keeps it
     /// (step 5): an applied task needs none.
     pub(crate) unwritten_patch: Option<proposal::PendingPatch>,
-    /// The tree this run's snapshot read in the task's workspace, where it
-    /// holds neither a nested repository nor a path git refuses: what the
-    /// pool records for it without reading it again (design §3.20; a
+    /// What this run's snapshot read in the task's workspace, as
+    /// git-delegate vouches for it (its tree, and the record of that tree
+    /// with the stat data it took itself), where it holds neither a nested
+    /// repository nor a path git refuses and `workspace.pool` is on: what
+    /// the pool records for it without reading it again (design §3.20; a
     /// write since then makes the reuse's proof fail, never pass).
+    pub(crate) workspace_read: Option<Box<crate::snapshot::Vouched>>,
+    /// The tree this run's snapshot read in the task's workspace (where it
+    /// holds neither a nested repository nor a path git refuses): what the
+    /// workspace must still hold to be removed (design §3.18 "Before
+    /// removing a workspace, prove it").
     pub(crate) workspace_tree: Option<gix::ObjectId>,
 }
 
@@ -191,6 +214,7 @@ impl Outcome {
             verify_log: None,
             resubmit: false,
             unwritten_patch: None,
+            workspace_read: None,
             workspace_tree: None,
         }
     }
@@ -286,6 +310,10 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     crate::git::drivers::enforce(b.drivers.as_ref(), &mut source.repo)?;
     let selected = select_tasks(&b, opts)?;
     let strict = opts.strict || source.config.strict;
+    // design §3.18: an `apply.verify` the user has not confirmed is left
+    // out (the confirmed one runs in its place); the command line's wins.
+    let cli_verifies = opts.verify.is_some() || opts.no_verify;
+    let untrusted = crate::ops::trust::gate_apply(&mut source, cli_verifies, opts.dry_run)?;
     let verify = crate::ops::verify::settings(
         opts.verify.as_deref(),
         opts.no_verify,
@@ -383,8 +411,15 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         artifacts_error: cleaned.artifacts_error,
         side_effects,
         remote_left: cleaned.remote_left,
-        // Nothing merged: nothing was verified (design §6.4 "not_run").
-        verify: verify_report.or_else(|| verify.map(crate::ops::verify::not_run)),
+        // Nothing merged: nothing was verified (design §6.4 "not_run"); a
+        // command left out was not run either (design §3.18).
+        verify: verify_report
+            .or_else(|| verify.map(crate::ops::verify::not_run))
+            .or_else(|| {
+                let left = untrusted.as_ref()?.verify_left_out()?;
+                Some(crate::ops::verify::left_out(left))
+            }),
+        untrusted,
         // A signal since the write-back began, which was finished (design §7 "Signals").
         interrupted: wrote && crate::sys::interrupt::interrupted(),
     })

@@ -24,8 +24,12 @@ use crate::config::StopProcesses;
 use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
 use crate::merge::integrate::{Candidate, PathConflict};
+use crate::ops::remote::{Fetched, Received};
 use crate::record::batch::{self, Batch, TaskState};
 use crate::{git::refs, merge::proposal, sys::quiesce, workspace};
+
+/// The proposals git would not fetch, by task (`remote::Fetched`).
+type Unfetched = std::collections::BTreeMap<String, crate::ops::remote::Unfetchable>;
 
 /// What step 1 reads from.
 #[derive(Clone, Copy)]
@@ -64,7 +68,12 @@ pub(super) fn record(
     let dry_run = opts.dry_run;
     // design §3.14: what the remote tasks submitted, fetched first (a
     // remote that fails stops the apply before anything changed).
-    let fetched = {
+    // One proposal git refuses to fetch fails its own task alone (design
+    // §3.18 "Bounded work on remote bytes").
+    let Fetched {
+        found: mut fetched,
+        unfetchable,
+    } = {
         // (A discarded one's too: its submitted work is kept, as a local
         // workspace's is, before the batch's remote refs may go.)
         let names: Vec<&str> = selected
@@ -82,7 +91,15 @@ pub(super) fn record(
         pending,
         roots,
         received,
-    } = select(cx, selected, &fetched);
+    } = select(cx, selected, (&fetched, &unfetchable));
+    // A discarded task whose proposal git would not fetch: what the remote
+    // lists is what the batch's end deletes there (the user ended it, and
+    // nothing can fetch it), as `drop --force` deletes what it listed.
+    for &(i, discard) in selected {
+        if let (true, Some(u)) = (discard, unfetchable.get(&b.tasks[i].name)) {
+            fetched.insert(b.tasks[i].name.clone(), u.listed);
+        }
+    }
     let to_record = stop(cx, &mut outcomes, &pending, &roots);
     let mut candidates = take(
         cx,
@@ -125,7 +142,7 @@ struct Selected {
 fn select(
     cx: Ctx<'_>,
     selected: &[(usize, bool)],
-    fetched: &HashMap<String, ObjectId>,
+    (fetched, unfetchable): (&HashMap<String, ObjectId>, &Unfetched),
 ) -> Selected {
     let Ctx {
         source,
@@ -156,6 +173,12 @@ fn select(
                     outcomes.len(),
                     receive(source, b, task, commit, baseline_tree, dry_run),
                 ));
+            } else if let Some(u) = unfetchable.get(&task.name) {
+                out.fail(
+                    crate::git::validate::REASON,
+                    format!("{}, so nothing of it is here", u.why()),
+                );
+                out.resubmit = true;
             }
             outcomes.push(out);
             continue;
@@ -189,6 +212,12 @@ fn select(
             // A discarded task's work is kept as a proposal (ref and patch)
             // for gc.keep-failed, like a rescue: a mistyped name loses nothing.
             let mut out = Outcome::new(idx, TaskState::Discarded);
+            if let Some(u) = unfetchable.get(&task.name) {
+                out.message = Some(format!(
+                    "{}: nothing of it is kept, and the batch's end deletes it on the remote",
+                    u.why()
+                ));
+            }
             if !dry_run {
                 keep_discarded(source, b, &mut out, baseline_tree);
             } else if let workspace::Identity::Ours { real, .. } =
@@ -197,7 +226,9 @@ fn select(
                 // Name the nested repositories that would keep the workspace.
                 let mut t = task.clone();
                 t.root = real;
-                if let Ok(Some(p)) = proposal::preview(&source.repo, &t, baseline_tree) {
+                let batch_dir = batch::batch_dir(&source.state_dir(), &b.id);
+                if let Ok(Some(p)) = proposal::preview(&source.repo, &batch_dir, &t, baseline_tree)
+                {
                     out.nested_kept = p.nested;
                     out.would_keep = true;
                 }
@@ -352,10 +383,14 @@ fn take(
         })
         .collect();
     let tasks: Vec<&batch::Task> = owned.iter().collect();
-    let mut recorded = record_all(source, b, &tasks, baseline_tree, dry_run)?;
+    let (mut recorded, mut read): (Vec<_>, Vec<_>) =
+        record_all(source, b, &tasks, baseline_tree, dry_run)?
+            .into_iter()
+            .unzip();
     for (o, rec) in received {
         to_record.push(o);
         recorded.push(rec);
+        read.push(None);
     }
     let mut candidates: Vec<Candidate> = Vec::new();
     // `owned` covers the local tasks only; a remote task's work was
@@ -365,7 +400,7 @@ fn take(
         .copied()
         .zip(owned.iter().map(|t| &t.root))
         .collect();
-    for (&o, mut rec) in to_record.iter().zip(recorded) {
+    for ((&o, mut rec), read) in to_record.iter().zip(recorded).zip(read) {
         let out = &mut outcomes[o];
         // Its patch is written in step 5 if the task keeps its proposal.
         if let Ok(Some(r)) = &mut rec {
@@ -415,10 +450,14 @@ fn take(
                         .ok()
                         .map(|(_, tree)| tree);
                 }
+                out.workspace_read = read;
             }
             Ok(Some(r)) => {
-                if !b.tasks[out.idx].remote && r.invalid.is_empty() && r.nested.is_empty() {
-                    out.workspace_tree = Some(r.tree);
+                if r.invalid.is_empty() && r.nested.is_empty() {
+                    if !b.tasks[out.idx].remote {
+                        out.workspace_tree = Some(r.tree);
+                    }
+                    out.workspace_read = read;
                 }
                 out.proposed = r.paths.into_iter().map(|c| c.path).collect();
                 if let Some((name, patch)) = r.artifacts {
@@ -541,11 +580,33 @@ fn receive(
     dry_run: bool,
 ) -> Result<Option<Recorded>> {
     let (_, base_tree) = proposal::base_of(&source.repo, b, task, baseline_tree)?;
-    let Some((tree, paths)) =
-        crate::ops::remote::received(&source.repo, b, task, commit, base_tree)?
-    else {
-        return Ok(None);
-    };
+    let (tree, paths) =
+        match crate::ops::remote::received(&source.repo, b, task, commit, base_tree)? {
+            Received::Nothing => return Ok(None),
+            Received::Changes(tree, paths) => (tree, paths),
+            Received::TooMany(tree, over) => {
+                // Refused before anything expands it: its ref is kept, with no
+                // patch (one as large as the bomb; a patch an earlier
+                // submission left goes, design §3.18 "Limits").
+                let artifacts = if dry_run {
+                    None
+                } else {
+                    let patch = proposal::patch_path(source, b, &task.name);
+                    crate::sys::fs::remove_file(&patch).map_err(Error::from)?;
+                    Some((refs::proposal(&b.id, &task.name), patch))
+                };
+                return Ok(Some(Recorded {
+                    tree,
+                    paths: Vec::new(),
+                    artifacts,
+                    unwritten: None,
+                    objects: None,
+                    nested: Vec::new(),
+                    invalid: vec![over],
+                    base: task.base.is_some().then_some(base_tree),
+                }));
+            }
+        };
     let (artifacts, unwritten) = if dry_run {
         (None, None)
     } else {
@@ -610,25 +671,31 @@ fn probe_all(
 /// At most this many snapshots run at once.
 const MAX_WALKS: usize = 8;
 
+/// What one workspace's snapshot read, as git-delegate vouches for it
+/// (with `workspace.pool` only: what the pool keeps of it, design §3.20).
+type Read = Option<Box<crate::snapshot::Vouched>>;
+
 /// Record (or preview) the proposals of `tasks`, all at once on a few
 /// threads: a snapshot is mostly a stat walk, and the walks overlap well on
-/// a few cores. Results in the order of `tasks`.
+/// a few cores. Results in the order of `tasks`, each with what its
+/// snapshot read where the pool may keep its workspace.
 fn record_all(
     source: &Source,
     b: &Batch,
     tasks: &[&batch::Task],
     baseline_tree: gix::ObjectId,
     dry_run: bool,
-) -> Result<Vec<Result<Option<Recorded>>>> {
+) -> Result<Vec<(Result<Option<Recorded>>, Read)>> {
     let shared = source.repo.clone().into_sync();
     let batch_dir = batch::batch_dir(&source.state_dir(), &b.id);
-    let record = |task: &batch::Task| -> Result<Option<Recorded>> {
+    let vouch = source.config.pool > 0;
+    let record = |task: &batch::Task| -> Result<(Option<Recorded>, Read)> {
         let repo = shared.to_thread_local();
         let (_, base_tree) = proposal::base_of(&repo, b, task, baseline_tree)?;
         let base = task.base.is_some().then_some(base_tree);
         if dry_run {
-            Ok(
-                proposal::preview(&repo, task, base_tree)?.map(|p| Recorded {
+            let preview =
+                proposal::preview(&repo, &batch_dir, task, base_tree)?.map(|p| Recorded {
                     tree: p.tree,
                     paths: p.paths,
                     artifacts: None,
@@ -637,23 +704,22 @@ fn record_all(
                     nested: p.nested,
                     invalid: p.invalid,
                     base,
-                }),
-            )
+                });
+            Ok((preview, None))
         } else {
-            Ok(
-                proposal::record_deferred(&repo, &batch_dir, b, task, baseline_tree)?.map(|p| {
-                    Recorded {
-                        tree: p.tree,
-                        paths: p.paths,
-                        artifacts: Some((p.ref_name, p.patch)),
-                        unwritten: p.unwritten,
-                        objects: None,
-                        nested: p.nested,
-                        invalid: p.invalid,
-                        base,
-                    }
-                }),
-            )
+            let (proposal, read) =
+                proposal::record_vouching(&repo, &batch_dir, b, task, baseline_tree, vouch)?;
+            let recorded = proposal.map(|p| Recorded {
+                tree: p.tree,
+                paths: p.paths,
+                artifacts: Some((p.ref_name, p.patch)),
+                unwritten: p.unwritten,
+                objects: None,
+                nested: p.nested,
+                invalid: p.invalid,
+                base,
+            });
+            Ok((recorded, read.map(Box::new)))
         }
     };
     // Each walk mostly waits on the kernel's stat calls, and gix already
@@ -668,12 +734,15 @@ fn record_all(
             "report this bug; nothing was changed",
         )
     }
-    Ok(crate::sys::parallel::map(
-        tasks.iter().copied(),
-        MAX_WALKS,
-        lost,
-        record,
-    ))
+    Ok(
+        crate::sys::parallel::map(tasks.iter().copied(), MAX_WALKS, lost, record)
+            .into_iter()
+            .map(|r| match r {
+                Ok((rec, read)) => (Ok(rec), read),
+                Err(e) => (Err(e), None),
+            })
+            .collect(),
+    )
 }
 
 /// Save a task apply discards: its workspace's changes as a proposal commit,
@@ -691,13 +760,22 @@ fn keep_discarded(source: &Source, b: &Batch, out: &mut Outcome, baseline_tree: 
     };
     let mut task = b.tasks[out.idx].clone();
     task.root = real;
-    match proposal::record(source, b, &task, baseline_tree).map_err(Error::from) {
-        Ok(Some(p)) => {
+    let batch_dir = batch::batch_dir(&source.state_dir(), &b.id);
+    let vouch = source.config.pool > 0;
+    let recorded =
+        proposal::record_vouching(&source.repo, &batch_dir, b, &task, baseline_tree, vouch)
+            .and_then(|(p, read)| Ok((p.map(|p| p.with_patch(&source.repo)).transpose()?, read)))
+            .map_err(Error::from);
+    match recorded {
+        Ok((Some(p), read)) => {
             out.proposal_ref = Some(p.ref_name);
             out.patch = Some(p.patch);
+            if p.invalid.is_empty() && p.nested.is_empty() {
+                out.workspace_read = read.map(Box::new);
+            }
             out.nested_kept = p.nested;
         }
-        Ok(None) => {}
+        Ok((None, read)) => out.workspace_read = read.map(Box::new),
         Err(e) => {
             out.fail(
                 "snapshot_failed",

@@ -44,12 +44,18 @@ fn quoted(path: &std::path::Path) -> String {
 }
 
 /// `delegate::config`, exit 2, pointing at the line (an unreadable file is
-/// an I/O error, named by its cause as every other).
+/// an I/O error, named by its cause as every other). The JSON error names
+/// the file, line and column too (`path`, `line`, `column`). A worker can
+/// write the file (design §3.18 "Commands from the shared git dir"): when
+/// it differs from the copy of the file the user confirmed, the help says
+/// how to compare the two and how to put the confirmed one back.
 impl From<ConfigError> for Error {
     fn from(e: ConfigError) -> Error {
         const FIX: &str =
             "fix or remove that line; `man git-delegate` lists every key and its values";
+        const TWICE: &str = "a table or key is given twice (appended a second time?): keep one, removing the second or moving its lines into the first; `man git-delegate` lists every key and its values";
         let message = e.to_string();
+        let place = e.line_column();
         let (help, name, text, span, label) = match e {
             ConfigError::Unreadable { source, .. } => return Error::io(message, source),
             ConfigError::NotText {
@@ -61,9 +67,15 @@ impl From<ConfigError> for Error {
                 span,
                 "here",
             ),
-            ConfigError::Toml { path, text, source } => {
+            ConfigError::Toml {
+                path, text, source, ..
+            } => {
                 let span = source.span().unwrap_or(0..0);
-                (FIX, path, text, span, "here")
+                let help = match source.message().contains("duplicate key") {
+                    true => TWICE,
+                    false => FIX,
+                };
+                (help, path, text, span, "here")
             }
             ConfigError::Value {
                 path,
@@ -73,12 +85,25 @@ impl From<ConfigError> for Error {
                 ..
             } => (FIX, path, text, span, label),
         };
-        Error::usage(Code::Config, message, help).with_source(
-            name.display().to_string(),
-            text,
-            span,
-            label.to_string(),
-        )
+        let mut help = help.to_string();
+        if let Some(copy) = crate::config::differing_copy(&name) {
+            help.push_str(&format!(
+                "; the file differs from the one you confirmed (a worker's workspace shares it): `git diff --no-index {} {}` shows how, `cp {} {}` puts yours back",
+                quoted(&copy),
+                quoted(&name),
+                quoted(&copy),
+                quoted(&name)
+            ));
+        }
+        let mut details = serde_json::Map::new();
+        details.insert("path".into(), name.display().to_string().into());
+        if let Some((line, column)) = place {
+            details.insert("line".into(), line.into());
+            details.insert("column".into(), column.into());
+        }
+        Error::usage(Code::Config, message, help)
+            .with_source(name.display().to_string(), text, span, label.to_string())
+            .with_details(details)
     }
 }
 
@@ -194,6 +219,14 @@ impl From<RepoError> for Error {
                 format!(
                     "a batch writes back into the working tree it was prepared in: if you moved it, move it back to {} and run `git delegate apply {batch}` there; to give the batch up, `git delegate drop {batch} --force`",
                     root.display()
+                ),
+            ),
+            R::Foreign { dir, .. } => Error::state(
+                Code::WorkspaceMissing,
+                message,
+                format!(
+                    "a worker changed the workspace's registration: nothing was read or written through it; look at {} and `git worktree list`, then `git delegate drop` the batch (its work stays in that folder)",
+                    dir.display()
                 ),
             ),
             R::Bare { .. } => Error::state(
@@ -403,7 +436,9 @@ impl From<KeptError> for Error {
     }
 }
 
-/// Two trees the git library failed on: `delegate::git`.
+/// Two trees the git library failed on: `delegate::git`; a tree past the
+/// bound of design §3.18 "Limits": `delegate::invalid_path` (exit 3; a
+/// command that lands tasks refuses such a task alone before it gets here).
 impl From<DiffError> for Error {
     fn from(e: DiffError) -> Error {
         let message = e.to_string();
@@ -411,6 +446,11 @@ impl From<DiffError> for Error {
             DiffError::ReadTree { source } | DiffError::Compare { source } => {
                 Error::git(message, source)
             }
+            DiffError::TooMany { .. } => Error::state(
+                Code::InvalidPath,
+                format!("a proposal's tree holds {message}"),
+                "nothing was changed; a worker's proposal never brings that many paths: drop it, and have its worker submit its real work",
+            ),
         }
     }
 }

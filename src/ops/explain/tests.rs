@@ -34,6 +34,51 @@ fn config_errors_are_usage_errors_pointing_at_the_line() {
     assert!(miette::Diagnostic::labels(&e).is_some());
 }
 
+/// Every config error names its place in the message and the JSON error
+/// (design §9): a table given twice (two workers appending `[apply]`), a
+/// key given twice, a value refused; and a table given twice says so.
+#[test]
+fn config_errors_name_the_line_and_column_in_the_message_and_details() {
+    let p = Path::new("delegate.toml");
+    for (text, line, column) in [
+        ("[apply]\nverify = \"a\"\n[apply]\nverify = \"b\"\n", 3, 2),
+        ("[apply]\nverify = \"a\"\nverify = \"b\"\n", 3, 1),
+        ("[lease]\nttl = \"2h\"\n\n[run]\nport-base = 0\n", 5, 13),
+    ] {
+        let e = Error::from(crate::config::Config::parse(p, text).unwrap_err());
+        let at = format!(" at line {line}, column {column}: ");
+        assert!(e.message.contains(&at), "{text}: {}", e.message);
+        let d = e.details.as_deref().unwrap();
+        assert_eq!(
+            (d["line"].as_u64(), d["column"].as_u64()),
+            (Some(line), Some(column))
+        );
+        assert_eq!(d["path"], "delegate.toml");
+    }
+    let e = Error::from(crate::config::Config::parse(p, "[apply]\n[apply]\n").unwrap_err());
+    assert!(
+        e.help.starts_with("a table or key is given twice"),
+        "{}",
+        e.help
+    );
+}
+
+/// `config::keys` names every key as `section.name`, a string as it is.
+#[test]
+fn delegate_toml_keys_are_named_with_their_section() {
+    let k = crate::config::keys("[apply]\nverify = \"make test\"\nverify-jobs = 2\n[workspace]\ncopy-ignored = [\".env\"]\n").unwrap();
+    let got: Vec<(&str, &str)> = k.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    assert_eq!(
+        got,
+        [
+            ("apply.verify", "make test"),
+            ("apply.verify-jobs", "2"),
+            ("workspace.copy-ignored", "[\".env\"]")
+        ]
+    );
+    assert_eq!(crate::config::keys("[apply]\n[apply]\n"), None);
+}
+
 /// The words each typed error had when it was built in place, before
 /// the conversion (the suite checks most of them through the binary;
 /// these are the ones it cannot easily provoke).

@@ -52,17 +52,20 @@ impl From<WriteError> for Error {
     fn from(e: WriteError) -> Error {
         let message = e.to_string();
         match e {
-            WriteError::OpenRoot { source, .. } => {
-                failed(message, crate::error::FsCause::of(&source).map(Cause::Fs))
-            }
-            WriteError::Journal { cause, .. } => failed(message, cause.map(Cause::Fs)),
-            WriteError::Plan { cause, .. } | WriteError::Write { cause, .. } => {
-                failed(message, cause)
+            WriteError::OpenRoot { source, root } => failed(
+                message,
+                crate::error::FsCause::of(&source).map(Cause::Fs),
+                &root,
+            ),
+            WriteError::Journal { cause, path, .. } => failed(message, cause.map(Cause::Fs), &path),
+            WriteError::Plan { cause, root, .. } | WriteError::Write { cause, root, .. } => {
+                failed(message, cause, &root)
             }
             WriteError::Check {
                 cause: cause @ Some(Cause::Fs(_) | Cause::Filter(_)),
+                root,
                 ..
-            } => failed(message, cause),
+            } => failed(message, cause, &root),
             WriteError::Check { .. } => Error::state(
                 Code::WriteCheckFailed,
                 message,
@@ -83,18 +86,22 @@ impl From<WriteError> for Error {
     }
 }
 
-/// The error of a write-back that changed nothing; `cause` decides the code.
-fn failed(message: String, cause: Option<Cause>) -> Error {
+/// The error of a write-back that changed nothing; `cause` decides the
+/// code. `at` is what was written (the working tree's root, or the
+/// journal): the help names the filesystem mounted there.
+fn failed(message: String, cause: Option<Cause>, at: &std::path::Path) -> Error {
     if let Some(Cause::Fs(cause)) = cause {
+        // A denied permission is the path's in the message, not the root's.
+        let help = match cause {
+            crate::error::FsCause::Denied => cause
+                .help(None)
+                .replace("that holds it", "that holds the working tree"),
+            _ => cause.help(Some(at)),
+        };
         return Error::state(
             cause.code(),
             message,
-            format!(
-                "the working tree is as it was before; {}",
-                cause
-                    .help(None)
-                    .replace("that holds it", "that holds the working tree")
-            ),
+            format!("the working tree is as it was before; {help}"),
         );
     }
     if let Some(Cause::Filter(driver)) = cause {
@@ -181,6 +188,7 @@ mod tests {
         use rustix::io::Errno;
         let what = |w: &str| w.to_string();
         let check = |cause| WriteError::Check {
+            root: "/s".into(),
             what: what("cannot stat a: Input/output error (EIO)"),
             cause,
         };
@@ -226,7 +234,7 @@ mod tests {
                 format!("{AS_BEFORE}fix the filter driver (or make it optional with `git config filter.<driver>.required false`) and run `git delegate apply` again"),
             ),
             (
-                WriteError::Write { what: what("cannot rename a: injected"), cause: None }.into(),
+                WriteError::Write { root: "/s".into(), what: what("cannot rename a: injected"), cause: None }.into(),
                 Code::WriteFailed,
                 "write-back failed: cannot rename a: injected; every path was rolled back to what it was before",
                 format!("{AS_BEFORE}fix the cause (disk space, permissions, a file changed meanwhile) and run `git delegate apply` again"),
@@ -240,19 +248,19 @@ mod tests {
                 .into(),
                 Code::DiskFull,
                 "cannot record the write-back journal /s/.git/delegate/batches/b/writeback.journal: No space left on device (os error 28); nothing was changed",
-                format!("{AS_BEFORE}free space on the filesystem that holds the working tree and run the command again"),
+                format!("{AS_BEFORE}free space on the filesystem mounted at / and run the command again"),
             ),
             (
                 WriteError::OpenRoot { root: "/s".into(), source: os(Errno::ROFS) }.into(),
                 Code::ReadOnlyFilesystem,
                 "cannot open the working tree /s: Read-only file system (os error 30)",
-                format!("{AS_BEFORE}remount the filesystem that holds the working tree read-write and run the command again"),
+                format!("{AS_BEFORE}remount the filesystem mounted at / read-write and run the command again"),
             ),
             (
-                WriteError::Plan { what: what("cannot stat a"), cause: Some(Cause::Fs(FsCause::NoInodes)) }.into(),
+                WriteError::Plan { root: "/s".into(), what: what("cannot stat a"), cause: Some(Cause::Fs(FsCause::NoInodes)) }.into(),
                 Code::DiskFull,
                 "write-back stopped before any change: cannot stat a",
-                format!("{AS_BEFORE}free inodes on the filesystem that holds the working tree: remove files or folders you do not need there (each takes one; `df -i` shows how many are left) and run the command again"),
+                format!("{AS_BEFORE}free inodes on the filesystem mounted at /: remove files or folders you do not need there (each takes one; `df -i /` shows how many are left) and run the command again"),
             ),
             (
                 WriteError::Interrupted { root: "/s".into() }.into(),

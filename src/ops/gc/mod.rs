@@ -319,6 +319,11 @@ pub fn run(source: &Source, dry_run: bool, empty_pool: bool) -> Result<Report> {
         })
         .collect();
     crate::ops::verify::prune_logs(&gc.state_dir, &ids, source.config.keep_failed_secs, dry_run);
+    // The pre-push guard's record of private blobs: entries of batches gone
+    // for 90 days (design §3.19); best effort, an unreadable one is left.
+    let open: HashSet<&str> = ids.iter().map(String::as_str).collect();
+    let now = crate::sys::time::now();
+    let _ = crate::record::private::trim(&gc.state_dir, &open, now, dry_run);
     Ok(gc.report)
 }
 

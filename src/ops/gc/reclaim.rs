@@ -263,7 +263,8 @@ impl Gc<'_> {
                 .flatten()
                 .and_then(|c| commit::tree_of(&self.source.repo, &c.to_string()).ok());
             let saved = if self.dry_run {
-                proposal::preview(&self.source.repo, t, baseline_tree)
+                let batch_dir = crate::record::batch::batch_dir(&self.source.state_dir(), &b.id);
+                proposal::preview(&self.source.repo, &batch_dir, t, baseline_tree)
                     .map(|r| r.map(|p| (p.tree, p.paths.len(), p.nested, invalid_of(&p.invalid))))
                     .map_err(Error::from)
             } else {
@@ -355,7 +356,12 @@ impl Gc<'_> {
                     f
                 })
             } else {
-                crate::ops::remote::fetch_proposals(self.source, b, &remote_open, true)
+                // A proposal git would not fetch is rescued by no one (design
+                // §3.18): the batch's end deletes it there, as listed.
+                crate::ops::remote::fetch_proposals(self.source, b, &remote_open, true).map(|f| {
+                    remote_seen.extend(f.unfetchable.into_iter().map(|(t, u)| (t, u.listed)));
+                    f.found
+                })
             };
             // A remote that cannot be asked keeps what was submitted under
             // its refs there: the batch goes here, and the refs left on the
@@ -363,13 +369,14 @@ impl Gc<'_> {
             let found = found.unwrap_or_default();
             // What was fetched is what the batch's end may delete there
             // (design §3.14 "Remote refs").
-            remote_seen.clone_from(&found);
+            remote_seen.extend(found.iter().map(|(t, id)| (t.clone(), *id)));
             for (task, commit) in found {
                 let ref_name = refs::proposal(&b.id, &task);
                 let paths = match b.tasks.iter().find(|t| t.name == task) {
                     Some(t) if !self.dry_run => {
                         let (_, base_tree) =
                             proposal::base_of(&self.source.repo, b, t, baseline_tree)?;
+                        let patch = proposal::patch_path(self.source, b, &task);
                         match crate::ops::remote::received(
                             &self.source.repo,
                             b,
@@ -377,8 +384,7 @@ impl Gc<'_> {
                             commit,
                             base_tree,
                         ) {
-                            Ok(Some((tree, paths))) => {
-                                let patch = proposal::patch_path(self.source, b, &task);
+                            Ok(crate::ops::remote::Received::Changes(tree, paths)) => {
                                 crate::merge::patch::write_patch(
                                     &self.source.repo,
                                     base_tree,
@@ -386,6 +392,12 @@ impl Gc<'_> {
                                     &patch,
                                 )?;
                                 paths.len()
+                            }
+                            // A path bomb is kept as its ref alone, with no
+                            // patch (design §3.18 "Limits").
+                            Ok(crate::ops::remote::Received::TooMany(..)) => {
+                                crate::sys::fs::remove_file(&patch).map_err(Error::from)?;
+                                0
                             }
                             _ => 0,
                         }

@@ -43,6 +43,10 @@ pub struct Options {
     pub timeout_secs: Option<i64>,
     /// The apply part (`--verify` and friends); `None`: `--no-apply`.
     pub apply: Option<crate::ops::apply::Options>,
+    /// `--no-sandbox`, `--no-network` (design §3.22), over `run.sandbox`
+    /// and `run.network`.
+    pub no_sandbox: bool,
+    pub no_network: bool,
 }
 
 /// What run did.
@@ -107,7 +111,8 @@ impl Report {
     }
 
     /// Exit 0 (design §3.13): every worker exited 0 and every task applied
-    /// or had no changes (with `--no-apply`: every worker exited 0).
+    /// or had no changes (with `--no-apply`: every worker exited 0), and no
+    /// command of an unconfirmed `delegate.toml` was left out (design §3.18).
     pub fn ok(&self) -> bool {
         !self.interrupted
             && self.ended_elsewhere.is_none()
@@ -115,9 +120,10 @@ impl Report {
             && self.apply.as_ref().is_none_or(|a| {
                 // Applied or without changes; a discarded task (scratch
                 // mode's are always) did not apply.
-                a.outcomes
-                    .iter()
-                    .all(|o| matches!(o.status, TaskState::Applied | TaskState::NoChanges))
+                a.untrusted.is_none()
+                    && a.outcomes
+                        .iter()
+                        .all(|o| matches!(o.status, TaskState::Applied | TaskState::NoChanges))
             })
     }
 }
@@ -141,6 +147,19 @@ pub fn run(
             "for example `git delegate run -n 2 -- sh -c 'echo $GIT_DELEGATE_TASK'`",
         ));
     }
+    // A containment key a worker could have planted holds only as the
+    // user confirmed it (design §3.18, §3.22).
+    let mut source = source;
+    if let Some(u) = crate::ops::trust::gate_containment(&mut source)? {
+        observer.notice(crate::ops::observe::Notice::LeftOut(
+            u.containment_warning(),
+        ));
+    }
+    // Whether workers can be contained is known before anything is made
+    // (design §3.22: "on" without Landlock makes nothing).
+    let contain =
+        crate::ops::contain::Options::new(&source.config, opts.no_sandbox, opts.no_network);
+    let decision = crate::ops::contain::decide(contain)?;
     // run owns the lease while it runs (design §3.13); what the caller
     // asked for (`--owner-pid`, or a plain TTL lease) is put in place when
     // it ends with the batch open.
@@ -156,7 +175,10 @@ pub fn run(
     let ttl = popts.ttl_secs.unwrap_or(source.config.ttl_secs);
     let hand_over = |source: &Source| hand_over(source, &b.id, ttl, after_owner);
 
-    let (workers, interrupted) = run_workers(&source, &b, opts, &logs, watcher);
+    if let Some(note) = &decision.note {
+        observer.notice(crate::ops::observe::Notice::Sandbox(note.clone()));
+    }
+    let (workers, interrupted) = run_workers(&source, &b, opts, &decision, &logs, watcher);
     let failed: Vec<usize> = (0..workers.len()).filter(|&i| !workers[i].ok()).collect();
     if interrupted {
         // The workers are stopped; what follows (recording, the lease
@@ -256,6 +278,9 @@ fn apply_phase(
     aopts.batch = Some(b.id.clone());
     aopts.only = ok.clone();
     aopts.discard.clear();
+    // The settings run began with: a worker may have changed (or broken)
+    // delegate.toml meanwhile (design §3.18).
+    let config = source.config.clone();
     let mut apply = if ok.is_empty() {
         // Nothing to apply: every task is a failed worker's (or was
         // applied by another command).
@@ -276,13 +301,14 @@ fn apply_phase(
             artifacts_error: None,
             side_effects: Vec::new(),
             verify: None,
+            untrusted: None,
             remote_left: None,
             interrupted: false,
         }
     } else {
         let root = source.root.clone();
         let r = crate::ops::apply::run(source, &aopts, observer);
-        let source = Source::discover(&root)?;
+        let source = Source::discover_with_config(&root, config.clone())?;
         if r.is_err() {
             if let Some(ended) = ended_elsewhere(&source, &b.id) {
                 return elsewhere(workers, prepared, ended);
@@ -322,7 +348,7 @@ fn apply_phase(
     }
     apply.outcomes.sort_by_key(|o| o.idx);
     if ok.is_empty() {
-        hand_over(&Source::discover(&b.source)?)?;
+        hand_over(&Source::discover_with_config(&b.source, config)?)?;
     }
     Ok(Report {
         prepared,

@@ -32,6 +32,8 @@ pub struct Worker {
     pub log: PathBuf,
     /// It could not be started (the reason is in its log too).
     pub start_error: Option<String>,
+    /// How it was contained (design §3.22).
+    pub sandbox: crate::ops::contain::Summary,
 }
 
 impl Worker {
@@ -121,6 +123,8 @@ struct Live {
     /// SIGTERM sent (timeout or interruption) at this time.
     terminating: Option<Instant>,
     timed_out: bool,
+    /// Its containment: its private `TMPDIR` goes when this is dropped.
+    contained: crate::ops::contain::Contained,
 }
 
 /// How often running workers are looked at.
@@ -134,6 +138,7 @@ pub(super) fn run_workers(
     source: &Source,
     b: &batch::Batch,
     opts: &Options,
+    decision: &crate::ops::contain::Decision,
     logs: &Path,
     watcher: &dyn Watcher,
 ) -> (Vec<Worker>, bool) {
@@ -158,8 +163,8 @@ pub(super) fn run_workers(
             let idx = next;
             next += 1;
             let log = logs.join(format!("{}.log", b.tasks[idx].name));
-            match start(source, b, opts, idx, &log) {
-                Ok((group, timeout)) => {
+            match start(source, b, opts, decision, idx, &log) {
+                Ok((group, timeout, contained)) => {
                     watcher.event(Event::Started { idx });
                     live.push(Live {
                         idx,
@@ -167,6 +172,7 @@ pub(super) fn run_workers(
                         timeout,
                         terminating: None,
                         timed_out: false,
+                        contained,
                     });
                 }
                 Err(e) => {
@@ -187,6 +193,7 @@ pub(super) fn run_workers(
                         duration_ms: 0,
                         log,
                         start_error: Some(e),
+                        sandbox: decision.summary(),
                     };
                     watcher.event(Event::Ended { idx, worker: &w });
                     done[idx] = Some(w);
@@ -200,6 +207,7 @@ pub(super) fn run_workers(
             if let Some(status) = status {
                 // What it left running in its group goes with it.
                 process::kill(l.group.pgid);
+                l.contained.settle(&source.repo);
                 if show {
                     l.group.lines(true, CHUNK, |line| {
                         watcher.event(Event::Line { idx: l.idx, line })
@@ -215,6 +223,7 @@ pub(super) fn run_workers(
                     duration_ms: l.group.started.elapsed().as_millis() as u64,
                     log: logs.join(format!("{}.log", b.tasks[l.idx].name)),
                     start_error: None,
+                    sandbox: l.contained.summary,
                 };
                 watcher.event(Event::Ended {
                     idx: l.idx,
@@ -266,6 +275,7 @@ pub(super) fn run_workers(
                 duration_ms: 0,
                 log: logs.join(format!("{}.log", b.tasks[idx].name)),
                 start_error: None,
+                sandbox: decision.summary(),
             })
         })
         .collect();
@@ -277,9 +287,10 @@ fn start(
     source: &Source,
     b: &batch::Batch,
     opts: &Options,
+    decision: &crate::ops::contain::Decision,
     idx: usize,
     log: &Path,
-) -> std::result::Result<(Group, Option<Duration>), String> {
+) -> std::result::Result<(Group, Option<Duration>, crate::ops::contain::Contained), String> {
     let task = &b.tasks[idx];
     let spec = opts.specs.iter().find(|s| s.name == task.name);
     let argv: Vec<OsString> = match spec.and_then(|s| s.command.as_ref()) {
@@ -318,8 +329,17 @@ fn start(
         .and_then(|s| s.timeout_secs)
         .or(opts.timeout_secs)
         .map(|s| Duration::from_secs(s.max(0) as u64));
+    // Contained as decided (design §3.22), or not started at all.
+    let contained = crate::ops::contain::contain(
+        decision,
+        &source.common_dir,
+        &source.config,
+        b,
+        idx,
+        &mut cmd,
+    )?;
     process::spawn(cmd, log)
-        .map(|g| (g, timeout))
+        .map(|g| (g, timeout, contained))
         .map_err(|(is_log, e)| {
             if is_log {
                 format!("cannot create {}: {e}", log.display())

@@ -4,9 +4,11 @@
 //! on the user's next git command. Prepare records the config's keys (each
 //! with a hash of its values, never the values) and the hooks folders'
 //! entries (`<common-dir>/hooks`, and the `core.hooksPath` folder when one is
-//! set: names, kinds and content hashes), in `shared-git-dir` beside
-//! `batch.toml`; apply and its dry run compare them with what is there now
-//! and name each key and hook created, changed or deleted since.
+//! set: names, kinds and content hashes), and `<common-dir>/delegate.toml`
+//! (its identity and text: design §3.18 "Commands from the shared git
+//! dir"), in `shared-git-dir` beside `batch.toml`; apply and its dry run
+//! compare them with what is there now and name each key and hook created,
+//! changed or deleted since.
 //!
 //! Owns: the `shared-git-dir` record (its format and file), what counts as
 //! a change there, and which changes are git-delegate's own (the pre-commit
@@ -42,6 +44,13 @@ struct Record {
     /// The hash of `<common-dir>/config`'s bytes (`None`: no such file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     config: Option<String>,
+    /// `<common-dir>/delegate.toml` at prepare (design §3.18 "Commands
+    /// from the shared git dir"): its identity (`record::trust::identity`)
+    /// and text; `None` in a batch recorded before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    delegate: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    delegate_text: Option<String>,
     /// Each key of the config (`section.subsection.name`, section and name
     /// in lower case as git compares them) with a hash of its values.
     #[serde(default)]
@@ -179,8 +188,11 @@ fn hooks_dirs(source: &Source) -> Vec<PathBuf> {
 
 fn read_now(source: &Source, hooks: &[PathBuf]) -> (Record, Option<Vec<u8>>) {
     let bytes = std::fs::read(source.common_dir.join("config")).ok();
+    let delegate = crate::record::trust::read_file(&source.state_dir());
     let record = Record {
         config: bytes.as_deref().map(hash),
+        delegate: Some(crate::record::trust::identity(delegate.as_deref())),
+        delegate_text: delegate.and_then(|b| String::from_utf8(b).ok()),
         keys: bytes.as_deref().and_then(keys).unwrap_or_default(),
         hooks: hooks
             .iter()
@@ -271,17 +283,55 @@ fn changes<'a>(
     made.chain(gone)
 }
 
+/// What prepare recorded of batch `b`'s shared git dir.
+fn recorded(source: &Source, b: &Batch) -> Option<Record> {
+    let path = batch::batch_dir(&source.state_dir(), &b.id).join(FILE);
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| toml::from_str::<Record>(&t).ok())
+}
+
+/// `delegate.toml` as batch `b`'s prepare found it: its identity
+/// (`record::trust::identity`) and text (`None`: no file, or not text);
+/// `None` for a batch recorded before this was (or in scratch mode).
+pub fn delegate_at_prepare(source: &Source, b: &Batch) -> Option<(String, Option<String>)> {
+    let r = recorded(source, b)?;
+    Some((r.delegate?, r.delegate_text))
+}
+
+/// The keys of `delegate.toml` created, changed or deleted since prepare
+/// (design §3.18 "Commands from the shared git dir"), by name; one change
+/// without a key when the file no longer parses.
+fn delegate_changes(source: &Source, before: &Record) -> Vec<SideEffect> {
+    let Some(was) = &before.delegate else {
+        return Vec::new();
+    };
+    let bytes = crate::record::trust::read_file(&source.state_dir());
+    if crate::record::trust::identity(bytes.as_deref()) == *was {
+        return Vec::new();
+    }
+    let path = crate::record::trust::file_of(&source.state_dir());
+    let keys = |text: Option<&str>| crate::config::keys(text.unwrap_or(""));
+    let old = keys(before.delegate_text.as_deref()).unwrap_or_default();
+    let text = bytes.map(|b| String::from_utf8_lossy(&b).into_owned());
+    let Some(new) = keys(text.as_deref()) else {
+        return vec![effect(Kind::Config, Change::Changed, path, None, None)];
+    };
+    changes(&old, &new)
+        .map(|(key, value, change)| {
+            let detail = Some(key.clone());
+            effect(Kind::Config, change, path.clone(), detail, value.cloned())
+        })
+        .collect()
+}
+
 /// The config keys and hooks created, changed or deleted in the shared
 /// git dir since `b` was prepared: config keys first (by name), then hooks
-/// (by folder, then name). Empty for a batch prepare recorded nothing for
+/// (by folder, then name), then the keys of `delegate.toml` (by name). Empty for a batch prepare recorded nothing for
 /// (scratch mode, older batches). Who made them cannot be told: `task` is
 /// always `None`.
 pub fn find(source: &Source, b: &Batch) -> Vec<SideEffect> {
-    let path = batch::batch_dir(&source.state_dir(), &b.id).join(FILE);
-    let Some(before) = std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| toml::from_str::<Record>(&t).ok())
-    else {
+    let Some(before) = recorded(source, b) else {
         return Vec::new();
     };
     let dirs: Vec<PathBuf> = before
@@ -332,6 +382,7 @@ pub fn find(source: &Source, b: &Batch) -> Vec<SideEffect> {
             ));
         }
     }
+    out.extend(delegate_changes(source, &before));
     out
 }
 

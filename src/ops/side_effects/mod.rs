@@ -29,7 +29,7 @@ use crate::record::batch::{self, Batch};
 mod git_dir;
 use crate::git::registration::Registration;
 use crate::git::repo::Source;
-pub use git_dir::find as find_git_dir;
+pub use git_dir::{delegate_at_prepare, find as find_git_dir};
 
 /// The record's file name in the batch's state folder.
 pub const FILE: &str = "shared-refs";
@@ -711,7 +711,7 @@ fn put_back_paths(repo: &gix::Repository, parent: ObjectId, stash: ObjectId) -> 
     let (Some(old), Some(new)) = (tree(parent), tree(stash)) else {
         return Vec::new();
     };
-    crate::git::diff::trees(repo, old, new)
+    crate::git::diff::bounded(repo, old, new)
         .map(|changes| {
             changes
                 .into_iter()

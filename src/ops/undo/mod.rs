@@ -631,7 +631,9 @@ pub fn undo(
         .collect();
     let (s_tree, f_tree) = entry_trees(repo, &state_dir, &entry)?;
     refuse_invalid(repo, &state_dir, &entry, s_tree, f_tree)?;
-    let paths: BTreeSet<BString> = diff::trees(repo, s_tree, f_tree)?
+    // Bounded as every walk over trees a worker could have made (design
+    // §3.18 "Limits"; the check above counted both ways already).
+    let paths: BTreeSet<BString> = diff::bounded(repo, s_tree, f_tree)?
         .into_iter()
         .map(|c| c.path)
         .collect();

@@ -17,8 +17,8 @@ use crate::ops::observe::Observer;
 use crate::{git::commit, git::diff, record::batch, writeback};
 
 use super::{
-    discard_staged, entry_dir, kept_tasks, open, persist, record_as, save_at, select, Entry,
-    ENTRY_FILE, STAGED,
+    discard_staged, entry_dir, entry_trees, kept_tasks, list, open, persist, record_as, save_at,
+    select, Entry, ENTRY_FILE, STAGED,
 };
 
 /// One task of a re-apply.
@@ -43,6 +43,11 @@ pub struct Reapply {
     /// A signal arrived during the write-back, past its commit point: it
     /// was finished (design §7 "Signals"); the command exits 1.
     pub interrupted: bool,
+    /// When a task conflicts: the undone applies (ids, oldest first) made
+    /// earlier in the same working tree that wrote a conflicting path.
+    /// `from` was made on top of their work, which undoing them took out:
+    /// they are to be applied again first.
+    pub first: Vec<String>,
 }
 
 impl Reapply {
@@ -76,6 +81,7 @@ pub fn reapply(
         tasks: Vec::new(),
         written: Vec::new(),
         interrupted: false,
+        first: Vec::new(),
     };
     let Some((_, _, first)) = kept.first() else {
         return Ok(report);
@@ -117,6 +123,9 @@ pub fn reapply(
             t.conflicts = r.conflicts.clone();
         }
     }
+    if !report.all_ok() {
+        report.first = undone_before(&source, &report.from, &report.tasks);
+    }
     if dry_run {
         report.written = plan.writes.iter().map(|w| w.path.clone()).collect();
         return Ok(report);
@@ -125,6 +134,43 @@ pub fn reapply(
         write(&source, &mem, &plan, &kept, &mut report, observer)?;
     }
     Ok(report)
+}
+
+/// The undone applies, not applied again, made before `from` in the same
+/// working tree, that wrote a path the tasks of `from` conflict at (or a
+/// folder above or below one), oldest first: `from`'s batch was prepared
+/// on top of their work, which undoing them took out again, so its
+/// proposals conflict until those are re-applied first (design §3.11).
+/// Only a hint: an entry that cannot be read is left out.
+fn undone_before(source: &Source, from: &Entry, tasks: &[Landed]) -> Vec<String> {
+    let conflicts: Vec<&BString> = tasks
+        .iter()
+        .flat_map(|t| t.conflicts.iter().map(|c| &c.path))
+        .collect();
+    let state_dir = source.state_dir();
+    let mut out = Vec::new();
+    // `list` is newest first.
+    for e in list(&state_dir).iter().rev() {
+        let earlier = e.applied_ns < from.applied_ns && e.apply_id != from.apply_id;
+        if !earlier || !e.undone || e.reapplied_as.is_some() || e.source != from.source {
+            continue;
+        }
+        let Ok((s_tree, f_tree)) = entry_trees(&source.repo, &state_dir, e) else {
+            continue;
+        };
+        let Ok(wrote) = diff::trees(&source.repo, s_tree, f_tree) else {
+            continue;
+        };
+        let hit = wrote.iter().any(|w| {
+            conflicts
+                .iter()
+                .any(|c| crate::merge::integrate::overlaps(w.path.as_ref(), c.as_slice().into()))
+        });
+        if hit {
+            out.push(e.apply_id.clone());
+        }
+    }
+    out
 }
 
 /// Refuse an entry that was not undone, or was applied again already.
@@ -183,26 +229,62 @@ fn candidates(
             Some(p) if p != baseline => Some(commit::tree_of(repo, &p.to_string())?),
             _ => None,
         };
-        let paths: Vec<BString> = diff::trees(repo, base.unwrap_or(baseline_tree), tree)?
-            .into_iter()
-            .map(|c| c.path)
-            .collect();
-        report.tasks.push(Landed {
-            task: task.clone(),
-            applied: false,
-            reason: None,
-            conflicts: Vec::new(),
-            proposed: paths.clone(),
-            applied_paths: Vec::new(),
-        });
-        candidates.push(Candidate {
-            task: i,
-            tree,
-            paths,
-            base,
-        });
+        // A path bomb (the entry's ref moved) is counted, never expanded,
+        // and refused alone (design §3.18 "Limits").
+        let from = base.unwrap_or(baseline_tree);
+        let over = match crate::git::validate::too_many(repo, Some(from), tree)? {
+            Some(over) => Some(over.path),
+            None => match diff::bounded(repo, from, tree) {
+                Err(diff::DiffError::TooMany { path, .. }) => Some(path),
+                Err(e) => return Err(e.into()),
+                Ok(changes) => {
+                    let paths: Vec<BString> = changes.into_iter().map(|c| c.path).collect();
+                    push(report, &mut candidates, (i, task), tree, paths, base);
+                    None
+                }
+            },
+        };
+        if let Some(path) = over {
+            report.tasks.push(Landed {
+                task: task.clone(),
+                applied: false,
+                reason: Some(crate::git::validate::REASON),
+                conflicts: vec![PathConflict {
+                    path,
+                    reason: crate::git::validate::TOO_MANY.into(),
+                }],
+                proposed: Vec::new(),
+                applied_paths: Vec::new(),
+            });
+        }
     }
     Ok(candidates)
+}
+
+/// Enter task `i` in `report.tasks` with the `paths` it proposes, and its
+/// candidate.
+fn push(
+    report: &mut Reapply,
+    candidates: &mut Vec<Candidate>,
+    (i, task): (usize, &str),
+    tree: ObjectId,
+    paths: Vec<BString>,
+    base: Option<ObjectId>,
+) {
+    report.tasks.push(Landed {
+        task: task.to_string(),
+        applied: false,
+        reason: None,
+        conflicts: Vec::new(),
+        proposed: paths.clone(),
+        applied_paths: Vec::new(),
+    });
+    candidates.push(Candidate {
+        task: i,
+        tree,
+        paths,
+        base,
+    });
 }
 
 /// Write `plan` back through the journal as a new apply with its own undo

@@ -103,6 +103,10 @@ impl Outcome {
 /// One run of CMD.
 #[derive(Debug, Clone)]
 pub struct Run {
+    /// Its number: the run is `verify-N` (its log, its live output's
+    /// prefix), numbered on from the batch's earlier verifications, whose
+    /// failing logs stay.
+    pub n: usize,
     /// The tasks in the tree under test, in task order.
     pub tasks: Vec<String>,
     /// CMD's exit status (`None`: killed by a signal or the timeout).
@@ -125,6 +129,9 @@ pub struct Report {
     pub command: String,
     pub outcome: Outcome,
     pub runs: Vec<Run>,
+    /// Why it was not run, when that is not "nothing merged":
+    /// `untrusted_config` (design §3.18).
+    pub reason: Option<&'static str>,
 }
 
 /// The report when no task was there to verify.
@@ -133,6 +140,19 @@ pub fn not_run(settings: Settings) -> Report {
         command: settings.command,
         outcome: Outcome::NotRun,
         runs: Vec::new(),
+        reason: None,
+    }
+}
+
+/// The report of `command`, an `apply.verify` left out because the user
+/// has not confirmed `delegate.toml` when no confirmed command ran in its
+/// place (design §3.18): `not_run`, reason `untrusted_config`.
+pub fn left_out(command: String) -> Report {
+    Report {
+        command,
+        outcome: Outcome::NotRun,
+        runs: Vec::new(),
+        reason: Some("untrusted_config"),
     }
 }
 

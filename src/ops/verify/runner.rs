@@ -124,6 +124,7 @@ impl<'a> Runner<'a> {
             command: self.ctx.settings.command.clone(),
             outcome,
             runs: self.runs.clone(),
+            reason: None,
         }
     }
 
@@ -386,6 +387,7 @@ fn template_plan(b: &Batch, ws_dir: &Path) -> crate::workspace::Plan {
         root: ws_dir.join(".verify-template"),
         worktree_id: format!("delegate-{}--verify-template", b.short()),
         lock_reason: crate::git::registration::verify_lock_reason(&b.id, "template"),
+        stat: None,
     }
 }
 
@@ -394,6 +396,7 @@ fn plan_of(b: &Batch, j: &Job) -> crate::workspace::Plan {
         root: j.root.clone(),
         worktree_id: j.worktree_id.clone(),
         lock_reason: crate::git::registration::verify_lock_reason(&b.id, &j.n.to_string()),
+        stat: None,
     }
 }
 
@@ -480,6 +483,7 @@ fn run_all(ctx: &Ctx<'_>, jobs: &[Job]) -> Result<Vec<Run>> {
             // What it left running in its group goes with it.
             crate::sys::process::kill(r.group.pgid);
             r.done = Some(Run {
+                n: j.n,
                 tasks: j.tasks.clone(),
                 exit,
                 timed_out,

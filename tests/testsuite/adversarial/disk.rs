@@ -85,6 +85,9 @@ fn prepare_of_a_source_on_a_full_disk_names_enospc_not_an_unreadable_file() {
     let repo = env.repo_at(&small.path().join("src"), &[("README", "hello\n")]);
     // Untracked files: prepare stores them as blobs in the source's objects.
     noise_files(&repo, "new", 40, 20_000);
+    // The delegate.toml confirmed (design §3.18) is recorded by the first
+    // command that looks: here, before the disk fills.
+    env.delegate(&repo, ["config"]).expect(0);
     small.fill(0);
     let before = digest(&repo, true);
 
@@ -119,9 +122,21 @@ fn apply_onto_a_full_source_disk_rolls_back_and_names_enospc() {
     small.fill(1 << 20);
     let before = digest(&repo, true);
 
-    let run = env.delegate(&repo, ["apply", "--json"]);
-    assert_ne!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    // Exit 3 (design §3 "Exit status"), the error in the apply document,
+    // its help naming the full filesystem's mount point.
+    let run = env.delegate(&repo, ["apply", "--json"]).expect(3);
     let out = run.json();
+    assert_eq!(out["error"]["code"], "delegate::disk_full", "{out:#}");
+    assert_has(
+        out["error"]["help"].as_str().unwrap_or_default(),
+        &format!(
+            "the filesystem mounted at {}",
+            std::path::Path::new(
+                &std::env::var_os("GIT_DELEGATE_SMALL_FS_DIR").unwrap_or_default()
+            )
+            .display()
+        ),
+    );
     let t = &out["tasks"][0];
     assert_eq!(t["status"], "failed", "{out:#}");
     assert_eq!(t["reason"], "write_failed", "{out:#}");

@@ -287,6 +287,40 @@ fn a_kept_proposal_that_conflicts_is_not_written_and_stays_kept() {
     assert!(env.private_refs(&repo).is_empty());
 }
 
+#[test]
+fn a_kept_proposal_that_deleted_a_path_the_user_changed_shows_what_was_there() {
+    let (env, repo) = Env::with_repo("proj");
+    let (_batch, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
+    std::fs::remove_file(ws[0].join("README")).unwrap();
+    env.delegate(&repo, ["apply", "--json", "--discard", "1"])
+        .expect(0);
+    let kept = kept_list(&env, &repo);
+    let r = kept[0]["ref"].as_str().unwrap().to_string();
+    let name = kept[0]["name"].as_str().unwrap().to_string();
+    // The user changed the path the task deleted.
+    std::fs::write(repo.join("README"), "the user's line\n").unwrap();
+    let out = env
+        .delegate(&repo, ["apply", "--kept", &name, "--json"])
+        .expect(1)
+        .json();
+    let t = &out["tasks"][0];
+    assert_eq!(t["conflicts"][0]["path"], "README", "{out:#}");
+    assert_eq!(t["conflicts"][0]["reason"], "deleted by them");
+    // The hint says the task deleted it, and shows what was there when the
+    // task started, run as printed in the repository.
+    let human = env
+        .delegate(&repo, ["apply", "--kept", &name])
+        .expect(1)
+        .stdout;
+    assert_has(&human, "The task deleted README: ");
+    let hint = crate::common::printed_command(&human, "git show");
+    assert_eq!(hint, format!("git show '{r}^:README'"), "{human}");
+    assert_eq!(env.sh(&repo, &hint).expect(0).stdout, "hello\n");
+    // The proposal's own version would name nothing: that hint would fail.
+    env.sh(&repo, &format!("git show {r}:README")).expect(128);
+    assert_eq!(read_lossy(&repo.join("README")), "the user's line\n");
+}
+
 /// The `git delegate apply --kept ...` command in `text` (between backticks),
 /// as its arguments after `git delegate`.
 fn printed_kept_command(text: &str) -> Vec<String> {

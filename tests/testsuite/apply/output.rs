@@ -2,7 +2,7 @@
 //! §3.2, §3.16): the paths per task (the first 20 and a count, all with
 //! `-v`), "would write" in a dry run and "written" only after a real one,
 //! and what became of each workspace (`--keep` keeps them, and says how to
-//! remove them; without it they are removed).
+//! remove them; without it they are removed, or parked idle in the pool).
 use crate::common::files::read_bytes;
 
 use std::path::{Path, PathBuf};
@@ -18,7 +18,16 @@ struct Batch {
 /// A repository with a batch of `tasks`; task 1 writes `f01`..`f23`, task 2
 /// writes `two`, the others nothing.
 fn setup(env: &Env, tasks: &[&str]) -> (PathBuf, Batch) {
+    setup_with(env, tasks, None)
+}
+
+/// [`setup`] with `delegate.toml` written before the prepare (a change
+/// while the batch lives would be a side effect apply warns about).
+fn setup_with(env: &Env, tasks: &[&str], config: Option<&str>) -> (PathBuf, Batch) {
     let repo = std::fs::canonicalize(env.repo("src")).unwrap();
+    if let Some(toml) = config {
+        crate::common::fixtures::config(env, &repo, toml);
+    }
     let mut args = vec!["prepare", "--json"];
     args.extend_from_slice(tasks);
     let doc = env.delegate(&repo, args).expect(0).json();
@@ -129,6 +138,42 @@ fn apply_says_written_and_that_the_workspaces_were_removed() {
     assert_eq!(text, expected);
     assert_eq!(read_bytes(&repo.join("two")), b"two\n");
     assert!(b.roots.iter().all(|r| !r.exists()));
+}
+
+#[test]
+fn apply_says_which_workspaces_it_parked_in_the_pool_and_which_it_removed() {
+    let env = Env::new();
+    // Room for one idle workspace (design §3.20): a's is parked, b's removed.
+    let (repo, b) = setup_with(&env, &["a", "b"], Some("[workspace]\npool = 1\n"));
+    let text = human(&env, &repo, &[], 0);
+    let tail = format!(
+        "Wrote 24 paths in {src}.\n\
+         Removed the workspace of task b.\n\
+         Parked the workspace of task a idle in the pool (workspace.pool): the next prepare reuses it.\n\
+         Batch {short} is done and removed.\n",
+        short = b.short,
+        src = repo.display(),
+    );
+    assert!(text.contains(&tail), "{text}");
+    // What it says is true: one idle workspace, registered and locked for the pool.
+    let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        list.matches("locked git-delegate pool").count(),
+        1,
+        "{list}"
+    );
+    let status = env.delegate(&repo, ["status"]).expect(0).stdout;
+    assert!(status.contains("1 idle workspace in the pool"), "{status}");
+    // ...and the next prepare reuses it.
+    let doc = env
+        .delegate(&repo, ["prepare", "--json", "c"])
+        .expect(0)
+        .json();
+    let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
+    assert!(!list.contains("locked git-delegate pool"), "{list}");
+    assert!(crate::common::fixtures::task_root(&doc, 0)
+        .join("two")
+        .is_file());
 }
 
 #[test]

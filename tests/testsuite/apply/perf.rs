@@ -250,19 +250,26 @@ fn the_deleter_deletes_only_our_renamed_workspaces() {
     assert!(victim.join("a.txt").exists());
 }
 
+/// The repository's folder under the workspace root (learnt from a batch
+/// prepared and dropped), and the `gitdir:` line of a trash entry of task
+/// `t` there.
+fn trash_place(env: &Env, repo: &Path) -> (PathBuf, impl Fn(&str) -> String) {
+    let common = std::fs::canonicalize(repo.join(".git")).unwrap();
+    let (_, ws) = prepare_roots(env, repo, &["-n", "1", "--label", "probe"]);
+    let base = base_of(&ws[0]);
+    env.delegate(repo, ["drop", "probe", "--force"]).expect(0);
+    let gitdir = move |t: &str| format!("{}/worktrees/delegate-0123abcd-{t}", common.display());
+    (base, gitdir)
+}
+
 #[test]
 fn gc_and_the_next_command_sweep_what_a_killed_deleter_left() {
     let env = Env::new();
     let repo = repo_with_files(&env, 10);
-    let common = std::fs::canonicalize(repo.join(".git")).unwrap();
-    // Learn the repository's folder under the workspace root from a batch.
-    let (_, ws) = prepare_roots(&env, &repo, &["-n", "1", "--label", "probe"]);
-    let base = base_of(&ws[0]);
-    env.delegate(&repo, ["drop", "probe", "--force"]).expect(0);
+    let (base, gitdir) = trash_place(&env, &repo);
 
     // What a deleter killed half-way leaves: entries of ours in `.trash`.
     let trash = base.join(".trash");
-    let gitdir = |t: &str| format!("{}/worktrees/delegate-0123abcd-{t}", common.display());
     let a = fake_entry(&trash, "0123abcd-1-89abcdef", &gitdir("1"));
     let b = fake_entry(&trash, "0123abcd-2-89abcdef", &gitdir("2"));
     let foreign = fake_entry(&trash, "0123abcd-3-89abcdef", "/elsewhere/.git");
@@ -399,4 +406,166 @@ fn a_big_file_the_user_changed_meanwhile_is_never_overwritten() {
     assert_eq!(task(&out, "1")["status"], "conflict");
     assert_eq!(task(&out, "1")["reason"], "source_changed");
     assert_eq!(read_bytes(&repo.join("data.bin")), mine);
+}
+
+/// `status --check --json` in `repo`: its exit code and its
+/// `unattended_trash` problem, if any.
+fn unattended(env: &Env, repo: &Path) -> (i32, Option<serde_json::Value>) {
+    let run = env.delegate(repo, ["status", "--check", "--json"]);
+    let doc = run.json();
+    let p = crate::common::fixtures::problem(&doc, "unattended_trash").cloned();
+    (run.code, p)
+}
+
+/// A repository with two tasks of 300 files each, a change in each.
+fn two_large_tasks(env: &Env) -> (PathBuf, PathBuf) {
+    let repo = repo_with_files(env, 300);
+    let (_, ws) = prepare_roots(env, &repo, &["-n", "2"]);
+    std::fs::write(ws[0].join("d0/f0.txt"), "changed by one\n").unwrap();
+    std::fs::write(ws[1].join("d1/f1.txt"), "changed by two\n").unwrap();
+    let base = base_of(&ws[0]);
+    (repo, base)
+}
+
+/// A deleter that cannot start leaves the trash as it is; `status --check`
+/// names it and why (exit 1), and its hint, `git delegate gc`, deletes it.
+/// The binary that ran apply is gone when the deleter is started (replaced
+/// meanwhile, as an upgrade does): its program cannot be run.
+#[test]
+fn a_deleter_that_cannot_start_is_named_by_status_check() {
+    let env = Env::new();
+    let (repo, base) = two_large_tasks(&env);
+    let trash = base.join(".trash");
+    let bin = crate::common::procs::reachable_binary(&env.path().join("bin"));
+    let mut cmd = env.command(&bin, &repo);
+    cmd.args(["apply", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = crate::common::fixtures::paused_at(&env, cmd, "purger-spawn");
+    std::fs::remove_file(&bin).unwrap();
+    std::fs::remove_file(env.path().join("paused")).unwrap();
+    let out = crate::common::Run::from(child.wait_with_output().unwrap()).expect(0);
+    assert_eq!(task(&out.json(), "1")["status"], "applied");
+    assert_eq!(read(&repo.join("d1/f1.txt")), "changed by two\n");
+    assert_eq!(std::fs::read_dir(&trash).unwrap().count(), 2);
+
+    let (code, p) = unattended(&env, &repo);
+    assert_eq!(code, 1);
+    let p = p.expect("an unattended_trash problem");
+    assert_eq!(p["batch"], "");
+    assert_eq!(p["path"], trash.to_str().unwrap());
+    let msg = p["message"].as_str().unwrap();
+    assert_has(msg, "2 removed workspaces");
+    assert_has(msg, "could not start: cannot run");
+    assert_has(msg, "No such file or directory");
+    assert_has(msg, "`git delegate gc` deletes them now");
+    // In words, too.
+    let human = env.delegate(&repo, ["status", "--check"]).expect(1);
+    assert_has(
+        &format!("{}{}", human.stdout, human.stderr),
+        "no deleter working on them",
+    );
+
+    // The hint, followed literally.
+    env.delegate(&repo, ["gc"]).expect(0);
+    assert!(!trash.exists());
+    assert_eq!(unattended(&env, &repo), (0, None));
+}
+
+/// The trash a deleter killed half-way leaves (entries of ours, no
+/// deleter alive) is named by `status --check` once it has waited longer
+/// than a deleter takes to start; a deleter at work (its lock on the
+/// repository folder), gc purging (its lock on the trash) or a command
+/// holding the repository lock hide it.
+#[test]
+fn trash_a_killed_deleter_left_is_named_by_status_check() {
+    let env = Env::new();
+    let repo = repo_with_files(&env, 10);
+    let (base, gitdir) = trash_place(&env, &repo);
+    let trash = base.join(".trash");
+    let started = Instant::now();
+    fake_entry(&trash, "0123abcd-1-89abcdef", &gitdir("1"));
+    let (code, p) = unattended(&env, &repo);
+    if started.elapsed() < Duration::from_secs(10) {
+        assert_eq!(
+            (code, p),
+            (0, None),
+            "reported before a deleter could start"
+        );
+    }
+    wait_until("status --check to name the trash", || {
+        unattended(&env, &repo).0 == 1
+    });
+    let (_, p) = unattended(&env, &repo);
+    let msg = p.unwrap()["message"].as_str().unwrap().to_string();
+    assert_has(&msg, "1 removed workspace in");
+    assert_has(&msg, "was killed, or gave up");
+    // Each lock that says someone works on it hides it.
+    let hold = |path: &Path, shared: bool| {
+        let f = std::fs::File::open(path).unwrap();
+        if shared {
+            f.lock_shared().unwrap();
+        } else {
+            f.lock().unwrap();
+        }
+        f
+    };
+    for (path, shared) in [
+        (base.clone(), true),
+        (trash.clone(), false),
+        (repo.join(".git/delegate/lock"), false),
+    ] {
+        let held = hold(&path, shared);
+        assert_eq!(unattended(&env, &repo), (0, None), "{}", path.display());
+        drop(held);
+    }
+    assert_eq!(unattended(&env, &repo).0, 1);
+    env.delegate(&repo, ["gc"]).expect(0);
+    assert!(!trash.exists());
+    assert_eq!(unattended(&env, &repo), (0, None));
+}
+
+/// The case that made `.ci/run` fail in a checkout only root may enter:
+/// the user (here `nobody`) may not reach the program it runs from (root
+/// starts it for them with `setpriv`), so the deleter it starts gets
+/// EACCES. `status --check` names that cause; `gc` deletes the trash.
+#[test]
+fn a_deleter_the_user_may_not_run_is_named_by_status_check() {
+    if !crate::common::procs::is_root() {
+        eprintln!("SKIPPED a_deleter_the_user_may_not_run_is_named_by_status_check: needs root (chown, setpriv)");
+        return;
+    }
+    let env = Env::new();
+    let repo = repo_with_files(&env, 300);
+    crate::common::procs::give_to_nobody(env.path());
+    // The program in a folder only root may enter, as in a `mktemp -d` clone.
+    let private = env.path().join("private");
+    let bin = crate::common::procs::reachable_binary(&private.join("bin"));
+    std::fs::set_permissions(
+        &private,
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = env.command(&bin, &repo);
+        cmd.args(args);
+        crate::common::Run::from(
+            crate::common::procs::as_nobody(&cmd, &env.path().join("unused"))
+                .output()
+                .unwrap(),
+        )
+    };
+    let doc = run(&["prepare", "--json", "-n", "2"]).expect(0).json();
+    let ws = crate::common::fixtures::roots(&doc);
+    let base = base_of(&ws[0]);
+    run(&["apply", "--json"]).expect(0);
+    assert!(base.join(".trash").exists());
+    let check = run(&["status", "--check", "--json"]).expect(1).json();
+    let p = crate::common::fixtures::problem(&check, "unattended_trash").unwrap();
+    let msg = p["message"].as_str().unwrap();
+    assert_has(msg, &format!("cannot run {}", bin.display()));
+    assert_has(msg, "Permission denied");
+    run(&["gc"]).expect(0);
+    assert!(!base.join(".trash").exists());
+    run(&["status", "--check"]).expect(0);
 }

@@ -217,6 +217,69 @@ fn one_task_on_line_2() -> (Env, PathBuf) {
     (env, repo)
 }
 
+/// Every `git delegate apply --from-undo ...` command between backticks in
+/// `text`, in the order printed.
+fn from_undo_hints(text: &str) -> Vec<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|c| c.starts_with("git delegate apply --from-undo "))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn re_applying_the_later_of_two_undone_applies_names_the_earlier_one_to_re_apply_first() {
+    let (env, repo) = one_task_on_line_2();
+    let first = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
+    let first = first["apply_id"].as_str().unwrap().to_string();
+    // A second batch, prepared on top of the first apply, rewrites the same line.
+    let (_, ws) = prepare_batch(&env, &repo, &["-n", "1"]);
+    let now = read(&ws[0].join("f.txt"));
+    std::fs::write(ws[0].join("f.txt"), with_line(&now, 2, "second task")).unwrap();
+    let second = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
+    let second = second["apply_id"].as_str().unwrap().to_string();
+    let after_both = tree(&repo);
+    // Both undone, the later first.
+    env.delegate(&repo, ["undo"]).expect(0);
+    env.delegate(&repo, ["undo"]).expect(0);
+    assert_eq!(read(&repo.join("f.txt")), lines(12));
+    let before = tree(&repo);
+
+    // The later one alone conflicts: it was made on top of the earlier one.
+    let doc = env
+        .delegate(&repo, ["apply", "--from-undo", &second, "--json"])
+        .expect(1)
+        .json();
+    assert_eq!(doc["tasks"][0]["reason"], "source_changed", "{doc:#}");
+    assert_eq!(doc["reapply_first"], serde_json::json!([first]));
+    assert_eq!(tree(&repo), before);
+    let out = env
+        .delegate(&repo, ["apply", "--from-undo", &second[..8]])
+        .expect(1)
+        .stdout;
+    assert_has(&out, "undone as well");
+    assert!(!out.contains("fix the conflicting paths"), "{out}");
+    // The printed commands, run as printed and in order, bring both back.
+    let hints = from_undo_hints(&out);
+    assert_eq!(
+        hints,
+        [
+            format!("git delegate apply --from-undo {}", &first[..8]),
+            format!("git delegate apply --from-undo {}", &second[..8]),
+        ],
+        "{out}"
+    );
+    for h in &hints {
+        env.sh(&repo, h).expect(0);
+    }
+    assert_eq!(tree(&repo), after_both);
+    assert_eq!(
+        read(&repo.join("f.txt")),
+        with_line(&lines(12), 2, "second task")
+    );
+}
+
 #[test]
 fn a_user_edit_in_another_line_survives_undo() {
     let (env, repo) = one_task_on_line_2();

@@ -296,6 +296,76 @@ fn an_interaction_rejects_the_later_task() {
     assert!(doc["verify"]["runs"].as_array().unwrap().len() <= bound(5, 1));
 }
 
+/// The runs apply's human summary lists: (its count line, each listed
+/// run's number and line), checked to agree with each other.
+fn summary_runs(text: &str) -> (String, Vec<(usize, String)>) {
+    let at = text.find("Verification (").expect("a verification summary");
+    let mut lines = text[at..].lines();
+    let head = lines.next().unwrap().to_string();
+    let runs: Vec<(usize, String)> = lines
+        .map_while(|l| l.strip_prefix("  verify-"))
+        .map(|l| {
+            let (n, rest) = l.split_once("  ").expect("a run's number, then its line");
+            (n.parse().unwrap(), rest.to_string())
+        })
+        .collect();
+    let count = format!(
+        ", {} run{}",
+        runs.len(),
+        if runs.len() == 1 { "" } else { "s" }
+    );
+    assert!(head.contains(&count), "count and list disagree:\n{text}");
+    // Each listed failure names its own log.
+    for (n, line) in &runs {
+        if line.contains("failed") {
+            assert_has(line, &format!("/verify-{n}.log)"));
+        }
+    }
+    (head, runs)
+}
+
+#[test]
+fn the_verify_summary_names_each_run_it_counts_as_its_log_does() {
+    let f = Fixture::new(4);
+    for i in 1..=4 {
+        f.work(i, if i == 2 || i == 4 { "BAD\n" } else { "ok\n" });
+    }
+    let cmd = f.cmd();
+    let first = f
+        .env
+        .delegate(&f.repo, ["apply", "--verify", &cmd])
+        .expect(1)
+        .stdout;
+    let (head, runs) = summary_runs(&first);
+    let numbers: Vec<usize> = runs.iter().map(|(n, _)| *n).collect();
+    assert_eq!(numbers, (1..=runs.len()).collect::<Vec<_>>(), "{first}");
+    assert!(!head.contains("numbered on"), "{head}");
+    // Task 2 fixed: the next apply's runs are numbered on from the logs the
+    // first one kept, and the summary says which numbers it counts.
+    f.work(2, "ok\n");
+    let second = f
+        .env
+        .delegate(&f.repo, ["apply", "--verify", &cmd])
+        .expect(1)
+        .stdout;
+    let (head, runs) = summary_runs(&second);
+    let numbers: Vec<usize> = runs.iter().map(|(n, _)| *n).collect();
+    let (a, b) = (numbers[0], *numbers.last().unwrap());
+    assert!(a > 1, "{second}");
+    assert_eq!(numbers, (a..=b).collect::<Vec<_>>(), "{second}");
+    assert_has(&head, &format!("(verify-{a} to verify-{b}: numbered on"));
+    // The rejected task's log is one the summary lists.
+    let task4 = second
+        .lines()
+        .find(|l| l.starts_with("  task 4  rejected"))
+        .expect("task 4 rejected");
+    assert!(
+        runs.iter()
+            .any(|(n, _)| task4.ends_with(&format!("/verify-{n}.log"))),
+        "{second}"
+    );
+}
+
 #[test]
 fn verify_jobs_three_gives_the_same_outcome_as_one() {
     let one = Fixture::new(5);
@@ -541,6 +611,8 @@ fn no_verify_turns_the_configured_command_off() {
         format!("[apply]\nverify = {:?}\n", f.cmd()),
     )
     .unwrap();
+    // Written while the batch is open: the user confirms it (design §3.18).
+    f.env.delegate(&f.repo, ["config", "--trust"]).expect(0);
     let doc = f
         .env
         .delegate(&f.repo, ["apply", "--json", "--dry-run"])

@@ -337,12 +337,20 @@ fn a_full_disk_rolls_back_and_the_tasks_fail_with_write_failed() {
     let before = tree(&repo);
     let index = read_bytes(&gitdir.join("index"));
 
-    let doc = apply(&env, &repo, 1);
+    // Exit 3, the apply document carrying the error (design §3 "Exit
+    // status": a filesystem error after which everything was rolled back).
+    let doc = apply(&env, &repo, 3);
     let t = &doc["tasks"][0];
     assert_eq!(t["status"], "failed", "{doc:#}");
     assert_eq!(t["reason"], "write_failed", "{doc:#}");
     let message = t["message"].as_str().unwrap_or_default();
     assert!(message.contains("no space left on device"), "{doc:#}");
+    assert_eq!(doc["error"]["code"], "delegate::disk_full", "{doc:#}");
+    let help = doc["error"]["help"].as_str().unwrap_or_default();
+    assert!(
+        help.contains(&format!("the filesystem mounted at {}", mnt.display())),
+        "{doc:#}"
+    );
     assert_eq!(tree(&repo), before);
     assert_eq!(read_bytes(&gitdir.join("index")), index);
     assert!(!gitdir

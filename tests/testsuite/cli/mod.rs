@@ -4,6 +4,7 @@
 
 mod completion;
 mod errors;
+mod examples;
 mod generated;
 mod hints;
 mod io;

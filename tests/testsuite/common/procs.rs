@@ -139,3 +139,89 @@ pub fn in_a_terminal(
             .unwrap(),
     )
 }
+
+/// The uid (and gid) of the unprivileged user `nobody`.
+pub const NOBODY: u32 = 65534;
+
+/// Whether the tests run as root (`id -u`).
+pub fn is_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Give everything below `dir` to `nobody` (`chown -R`; root only).
+pub fn give_to_nobody(dir: &std::path::Path) {
+    let chown = std::process::Command::new("chown")
+        .arg("-R")
+        .arg(format!("{NOBODY}:{NOBODY}"))
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(chown.success(), "chown -R {}", dir.display());
+}
+
+/// `cmd` run as the unprivileged user `nobody` through `setpriv` (same
+/// program, arguments, environment and folder; the tests must run as root).
+///
+/// The built `git-delegate` lies below the checkout's `target/`, which
+/// `nobody` may not be able to enter (a clone in a `mktemp -d` folder, or
+/// under `/root`, is `0700`): `setpriv` still starts it (it execs with the
+/// capabilities it is about to drop), but every program it starts in turn
+/// from its own path, such as the trash's background deleter, fails with
+/// EACCES. So the command runs a copy of the binary in `bin_dir` (made
+/// `0755`; a hard link where it can be, else a copy), which `nobody` must
+/// be able to reach; PATH's entry for the built binary's folder is swapped
+/// for it too. Link it after any `chown -R` of a folder above: a hard link
+/// shares the binary's owner.
+pub fn as_nobody(cmd: &std::process::Command, bin_dir: &std::path::Path) -> std::process::Command {
+    let built = std::path::Path::new(env!("CARGO_BIN_EXE_git-delegate"));
+    let mut program = std::path::PathBuf::from(cmd.get_program());
+    if program == built {
+        program = reachable_binary(bin_dir);
+    }
+    let mut out = std::process::Command::new("setpriv");
+    out.arg(format!("--reuid={NOBODY}"))
+        .arg(format!("--regid={NOBODY}"))
+        .args(["--clear-groups", "--"])
+        .arg(program)
+        .args(cmd.get_args())
+        .env_clear();
+    for (k, v) in cmd.get_envs() {
+        let Some(v) = v else { continue };
+        if k == "PATH" {
+            let dirs = std::env::split_paths(v).map(|d| {
+                if Some(d.as_path()) == built.parent() {
+                    bin_dir.to_path_buf()
+                } else {
+                    d
+                }
+            });
+            out.env(k, std::env::join_paths(dirs.collect::<Vec<_>>()).unwrap());
+        } else {
+            out.env(k, v);
+        }
+    }
+    if let Some(d) = cmd.get_current_dir() {
+        out.current_dir(d);
+    }
+    out
+}
+
+/// The built `git-delegate` in `bin_dir` (made `0755`): a hard link where
+/// it can be, else a copy. See [`as_nobody`].
+pub fn reachable_binary(bin_dir: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let built = std::path::Path::new(env!("CARGO_BIN_EXE_git-delegate"));
+    let copy = bin_dir.join("git-delegate");
+    if copy.symlink_metadata().is_err() {
+        std::fs::create_dir_all(bin_dir).unwrap();
+        std::fs::set_permissions(bin_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        if std::fs::hard_link(built, &copy).is_err() {
+            std::fs::copy(built, &copy).unwrap();
+            std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    copy
+}

@@ -257,7 +257,9 @@ fn gc_reclaims_the_verification_workspace_of_a_batch_that_is_gone() {
 }
 
 /// `run -n N` whose worker 1 runs COMMAND (as `sh -c`) on its own batch
-/// from the user's working tree; the other workers exit 3.
+/// from the user's working tree; the other workers exit 3. Unconfined
+/// (`--no-sandbox`): a contained worker cannot write the batch's state
+/// (design §3.22).
 fn run_taking_its_batch(env: &Env, repo: &Path, verb: &str, n: usize) -> (i32, Value, String) {
     let script = format!(
         r#"if [ "$GIT_DELEGATE_TASK" = 1 ]; then echo one > one.txt; git -C "$GIT_DELEGATE_SOURCE" delegate {verb} "$GIT_DELEGATE_BATCH" || exit 7; else exit 3; fi"#
@@ -272,6 +274,7 @@ fn run_taking_its_batch(env: &Env, repo: &Path, verb: &str, n: usize) -> (i32, V
             "--json",
             "--jobs",
             "1",
+            "--no-sandbox",
             "--",
             "sh",
             "-c",
@@ -328,7 +331,7 @@ fn run_whose_batch_a_worker_dropped_says_so_with_the_workers_and_exits_1() {
         .delegate_cmd(&repo)
         .env("PATH", env.path_with_delegate())
         .args([
-            "run", "-n", "2", "--jobs", "1", "--", "sh", "-c",
+            "run", "-n", "2", "--jobs", "1", "--no-sandbox", "--", "sh", "-c",
             r#"if [ "$GIT_DELEGATE_TASK" = 1 ]; then git -C "$GIT_DELEGATE_SOURCE" delegate drop "$GIT_DELEGATE_BATCH" --force || exit 7; else exit 3; fi"#,
         ])
         .output()
@@ -357,7 +360,17 @@ fn run_applies_what_another_command_left_open_and_lists_the_rest_as_recorded() {
         .delegate_cmd(&repo)
         .env("PATH", env.path_with_delegate())
         .args([
-            "run", "-n", "2", "--jobs", "1", "--json", "--", "sh", "-c", script,
+            "run",
+            "-n",
+            "2",
+            "--jobs",
+            "1",
+            "--json",
+            "--no-sandbox",
+            "--",
+            "sh",
+            "-c",
+            script,
         ])
         .output()
         .unwrap();

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use crate::common::assert_has;
 use crate::common::fixtures::{field_strs, id, prepare, roots, snapshot, strs, tree_of, write};
 use crate::common::mounts::btrfs_env;
+use crate::common::procs::as_nobody;
 use crate::common::Env;
 
 /// The root folder of every btrfs subvolume has this inode number.
@@ -357,45 +358,25 @@ fn the_identity_check_survives_a_new_device_number() {
     );
 }
 
-/// `cmd` run as the unprivileged user `nobody` (same program, arguments,
-/// environment and folder).
-fn as_nobody(cmd: &Command) -> Command {
-    let mut out = Command::new("setpriv");
-    out.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(cmd.get_program())
-        .args(cmd.get_args())
-        .env_clear();
-    for (k, v) in cmd.get_envs() {
-        if let Some(v) = v {
-            out.env(k, v);
-        }
-    }
-    if let Some(d) = cmd.get_current_dir() {
-        out.current_dir(d);
-    }
-    out
-}
-
 #[test]
 fn an_unprivileged_user_makes_and_removes_snapshot_workspaces() {
     let Some(env) = btrfs_env("an_unprivileged_user_makes_and_removes_snapshot_workspaces") else {
         return;
     };
-    if !rustix_is_root() {
+    if !crate::common::procs::is_root() {
         // Already unprivileged: the other tests prove it.
         return;
     }
     let repo = repo(&env);
-    let chown = Command::new("chown")
-        .args(["-R", "65534:65534"])
-        .arg(env.path())
-        .status()
-        .unwrap();
-    assert!(chown.success());
+    crate::common::procs::give_to_nobody(env.path());
+    // A copy of the binary nobody can reach wherever the checkout is: the
+    // background deleter is started from its path (made after the chown:
+    // a hard link shares the built binary's owner).
+    let bin = env.path().join("bin");
     let run = |args: &[&str]| {
         let mut cmd = env.delegate_cmd(&repo);
         cmd.args(args);
-        let out = as_nobody(&cmd).output().unwrap();
+        let out = as_nobody(&cmd, &bin).output().unwrap();
         crate::common::Run::from(out)
     };
     let doc = run(&["prepare", "--json", "-n", "3"]).expect(0).json();
@@ -417,13 +398,6 @@ fn an_unprivileged_user_makes_and_removes_snapshot_workspaces() {
     }
     let base = ws[0].parent().unwrap().parent().unwrap().to_path_buf();
     wait_gone(&base.join(".trash"));
-}
-
-fn rustix_is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
 /// CMD for the verification test: inside each verification workspace, the

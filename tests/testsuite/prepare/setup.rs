@@ -236,3 +236,82 @@ fn ctrl_c_during_setup_stops_every_setup_group_and_undoes_the_prepare() {
     let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
     assert_eq!(list.matches("worktree ").count(), 1, "{list}");
 }
+
+/// The processes whose environment names batch `id` (`GIT_DELEGATE_BATCH`).
+fn marked(id: &str) -> Vec<u32> {
+    let needle = format!("GIT_DELEGATE_BATCH={id}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|e| e == needle.as_bytes()))
+        })
+        .collect()
+}
+
+/// A prepare killed with SIGKILL while its setup commands run (design
+/// §3.20, §3.15 "Killed commands"): they outlive it and go on writing into
+/// its workspaces (a child that ignores SIGTERM among them). `gc` stops
+/// every one of them first (their environment names the batch), then
+/// removes the batch whole: no "Directory not empty", nothing left, no
+/// setup process running; `gc --dry-run` before it names the same batch
+/// and changes nothing.
+#[test]
+fn setup_commands_of_a_killed_prepare_are_stopped_by_gc_before_it_removes_the_batch() {
+    let env = Env::new();
+    let marks = env.path().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    // Each setup writes files into its workspace without end, in a child
+    // that ignores SIGTERM too, and says once it has begun.
+    let setup = format!(
+        r#"mkdir -p deps; (trap "" TERM; i=0; while :; do i=$((i+1)); echo $i > deps/c$i; sleep 0.01; done) & touch "{m}/began-$GIT_DELEGATE_TASK"; i=0; while :; do i=$((i+1)); echo $i > deps/p$i; sleep 0.01; done"#,
+        m = marks.display()
+    );
+    let repo = repo_with_setup(&env, &setup);
+    let mut child = spawn_piped(&env, &repo, &["prepare", "-n", "2", "--json"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !(marks.join("began-1").exists() && marks.join("began-2").exists()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the setups never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let batch = env.delegate(&repo, ["status", "--json"]).expect(0).json()["batches"][0]["batch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(!marked(&batch).is_empty(), "the setups died with prepare");
+    // Whatever happens below, no setup of this test outlives it.
+    struct Reap(String);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            for pid in marked(&self.0) {
+                if let Some(p) = rustix::process::Pid::from_raw(pid as i32) {
+                    let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+                }
+            }
+        }
+    }
+    let _reap = Reap(batch.clone());
+
+    let dry = env
+        .delegate(&repo, ["gc", "--dry-run", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(dry["incomplete"], serde_json::json!([batch]), "{dry:#}");
+    assert!(!marked(&batch).is_empty(), "gc --dry-run stopped them");
+
+    let run = env.delegate(&repo, ["gc", "--json"]).expect(0);
+    let doc = run.json();
+    assert_eq!(doc["incomplete"], serde_json::json!([batch]), "{doc:#}");
+    assert!(marked(&batch).is_empty(), "a setup process still runs");
+    assert!(env.private_refs(&repo).is_empty());
+    assert_nothing_created(&env, &repo);
+    let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
+    assert_eq!(list.matches("worktree ").count(), 1, "{list}");
+}

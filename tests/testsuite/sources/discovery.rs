@@ -268,24 +268,16 @@ fn an_unreadable_dot_git_is_named() {
     // A `.git` folder with mode 700 of another user.
     let repo = env.repo("private");
     std::fs::set_permissions(repo.join(".git"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    // nobody runs a copy of the binary it can reach, wherever the checkout is.
+    let bin = env.path().join("bin");
     let as_other = |cmd: &mut Command| -> Option<Run> {
         if !is_root() {
             return None;
         }
-        let program = cmd.get_program().to_owned();
-        let mut wrapped = Command::new("setpriv");
-        wrapped
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-            .arg(program)
-            .args(cmd.get_args())
-            .current_dir(cmd.get_current_dir().unwrap());
-        for (k, v) in cmd.get_envs() {
-            match v {
-                Some(v) => wrapped.env(k, v),
-                None => wrapped.env_remove(k),
-            };
-        }
-        wrapped.output().ok().map(Run::from)
+        crate::common::procs::as_nobody(cmd, &bin)
+            .output()
+            .ok()
+            .map(Run::from)
     };
     if !is_root() {
         // Not root: the test's own user is locked out by mode 000.

@@ -5,3 +5,4 @@ mod discovery;
 mod lfs;
 mod sparse;
 mod submodules;
+mod system_config;

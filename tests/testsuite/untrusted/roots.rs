@@ -614,3 +614,80 @@ fn a_task_root_edited_to_point_outside_the_workspace_root_is_never_read_nor_remo
         );
     }
 }
+
+#[test]
+fn the_pool_under_a_shared_root_is_private_and_a_pool_folder_swapped_for_a_symlink_is_never_entered(
+) {
+    let Some(env) = env(
+        "the_pool_under_a_shared_root_is_private_and_a_pool_folder_swapped_for_a_symlink_is_never_entered",
+    ) else {
+        return;
+    };
+    let (repo, root) = setup(&env, 0o1777);
+    crate::common::fixtures::set_config(
+        &repo,
+        &format!("[workspace]\nroot = \"{}\"\npool = 2\n", root.display()),
+    );
+    let folder = repo_folder(&repo, &root);
+    let pool = folder.join("pool");
+    let doc = prepare(&env, &repo, &["-n", "2"]);
+    let ws = roots(&doc);
+    // Workspaces of the pool live in `<root>/<repo>-<fp>/pool`, private.
+    for w in &ws {
+        assert_eq!(w.parent().unwrap(), pool);
+    }
+    assert_eq!(mode_of(&folder), 0o700);
+    assert_eq!(mode_of(&pool), 0o700);
+    let probe = other_user(&format!("ls '{}'", pool.display()))
+        .output()
+        .unwrap();
+    assert!(!probe.status.success());
+    std::fs::write(ws[0].join("src/lib.rs"), "pub fn f() -> u8 { 1 }\n").unwrap();
+    env.delegate(&repo, ["apply"]).expect(0);
+    // Idle where they were, and reused there.
+    let doc = prepare(&env, &repo, &["-n", "2"]);
+    let mut again = roots(&doc);
+    again.sort();
+    let mut before = ws.clone();
+    before.sort();
+    assert_eq!(again, before);
+    env.delegate(&repo, ["apply"]).expect(0);
+
+    // The pool folder swapped for another user's symlink to a victim's
+    // folder holding copies of the idle workspaces: prepare refuses it,
+    // gc reports it, and neither enters it.
+    let victim = victim(&env);
+    for (w, task) in ws.iter().zip(["1", "2"]) {
+        std::fs::copy(w.join(".git"), victim.join(task).join(".git")).unwrap();
+    }
+    let files_before = files(&victim);
+    swap_for_link(&env, &pool, &victim);
+    let run = env
+        .delegate(&repo, ["prepare", "-n", "2", "--json"])
+        .expect(3);
+    let err = unsafe_error(&run);
+    assert_eq!(
+        err["unsafe_folder"]["path"],
+        pool.to_str().unwrap(),
+        "{err}"
+    );
+    nothing_prepared_but_idle(&env, &repo);
+    assert_eq!(files(&victim), files_before);
+    let out = env.delegate(&repo, ["gc", "--json"]).expect(0).json();
+    assert_one_unsafe_folder(&out, &pool, u64::from(OTHER), "symlink");
+    let out = env
+        .delegate(&repo, ["drop", "--pool", "--json"])
+        .expect(0)
+        .json();
+    // The idle records went with the refused prepare's proof: nothing left.
+    assert_eq!(out["idle_workspaces_removed"], 0, "{out}");
+    assert_eq!(files(&victim), files_before);
+}
+
+/// No batch and no private ref after a refused prepare (the pool's
+/// registrations may stay: they are gc's).
+fn nothing_prepared_but_idle(env: &Env, repo: &Path) {
+    let status = env.delegate(repo, ["status", "--json"]).expect(0).json();
+    assert_eq!(status["batches"], serde_json::json!([]), "{status}");
+    assert!(env.private_refs(repo).is_empty());
+}

@@ -7,15 +7,15 @@ use crate::common::fixtures::commit_files;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Child, Stdio};
 
 use crate::common::assert_has;
 use crate::common::fixtures::{assert_nothing_created, common_dir, config};
 use crate::common::{Env, Run};
 use serde_json::{json, Value};
 
-/// Run `git delegate hook <which>` in `dir` with `payload` on stdin.
-fn hook(env: &Env, dir: &Path, which: &str, payload: &str) -> Run {
+/// Start `git delegate hook <which>` in `dir` with `payload` on stdin.
+fn start_hook(env: &Env, dir: &Path, which: &str, payload: &str) -> Child {
     let mut child = env
         .delegate_cmd(dir)
         .args(["hook", which])
@@ -30,7 +30,16 @@ fn hook(env: &Env, dir: &Path, which: &str, payload: &str) -> Run {
         .unwrap()
         .write_all(payload.as_bytes())
         .unwrap();
-    Run::from(child.wait_with_output().unwrap())
+    child
+}
+
+/// Run `git delegate hook <which>` in `dir` with `payload` on stdin.
+fn hook(env: &Env, dir: &Path, which: &str, payload: &str) -> Run {
+    Run::from(
+        start_hook(env, dir, which, payload)
+            .wait_with_output()
+            .unwrap(),
+    )
 }
 
 /// The remove hook for the worktree at `path`.
@@ -96,13 +105,21 @@ fn create_from_top_and_subfolder_holds_the_dirty_tree() {
     let bs = batches(&env, &repo);
     assert_eq!(bs.len(), 3);
     let labels: Vec<&str> = bs.iter().map(|b| b["label"].as_str().unwrap()).collect();
-    assert!(labels.contains(&"claude-agent one"), "{labels:?}");
     assert!(labels.contains(&"claude-two") && labels.contains(&"claude-three"));
+    // A name with a space is made a task name, a hash of it appended.
+    let one: Vec<&Value> = bs
+        .iter()
+        .filter(|b| {
+            b["label"]
+                .as_str()
+                .unwrap()
+                .starts_with("claude-agent-one-")
+        })
+        .collect();
+    assert_eq!(one.len(), 1, "{labels:?}");
     assert_eq!(
-        bs.iter()
-            .filter(|b| b["tasks"][0]["name"] == "agent-one")
-            .count(),
-        1
+        format!("claude-{}", one[0]["tasks"][0]["name"].as_str().unwrap()),
+        one[0]["label"].as_str().unwrap()
     );
     assert!(third.is_dir());
 }
@@ -177,7 +194,7 @@ fn bad_payloads_make_nothing() {
         "[1]".to_string(),
         json!({"cwd": repo}).to_string(),
         json!({"name": "x"}).to_string(),
-        json!({"name": "---", "cwd": repo}).to_string(),
+        json!({"name": "", "cwd": repo}).to_string(),
         json!({"name": "x", "cwd": plain}).to_string(),
     ] {
         let run = hook(&env, &repo, "worktree-create", &payload);
@@ -251,4 +268,217 @@ fn install_claude_merges_and_is_idempotent() {
     env.delegate(&fresh, ["hooks", "install", "--claude"])
         .expect(0);
     assert!(fresh.join(".claude/settings.local.json").is_file());
+}
+
+/// The batch whose label is `label`, from `status --json`.
+fn labelled(env: &Env, repo: &Path, label: &str) -> Value {
+    batches(env, repo)
+        .into_iter()
+        .find(|b| b["label"] == label)
+        .unwrap_or_else(|| panic!("no batch labelled {label}"))
+}
+
+/// Names Claude Code may send that are no task name (`..`, a path, 10,000
+/// characters, NUL, a newline, Unicode, names that differ only in what is
+/// dropped) become valid task names and labels, each different, bounded,
+/// and `git delegate branch TASK` works with its default branch name
+/// `delegate/<label>/<task>`, a ref git accepts.
+#[test]
+fn every_name_gives_a_safe_label_and_branch_works() {
+    let env = Env::new();
+    let repo = dirty_repo(&env);
+    let long = "n".repeat(10_000);
+    let raw = [
+        "../../x",
+        long.as_str(),
+        "a\u{0}b",
+        "a\nb",
+        "a b",
+        "a\tb",
+        "a/b",
+        "ünïcødé ✓ 修正",
+        "x.lock",
+        "-lead.",
+    ];
+    let mut seen = std::collections::HashSet::new();
+    for (i, name) in raw.iter().enumerate() {
+        let run = hook(
+            &env,
+            &repo,
+            "worktree-create",
+            &json!({"name": name, "cwd": repo}).to_string(),
+        )
+        .expect(0);
+        assert_has(&run.stderr, "is made the task name");
+        let ws = PathBuf::from(run.stdout.trim_end());
+        // Inside the workspace root, nowhere a `..` could lead.
+        assert!(ws.starts_with(env.workspace_root()), "{name:?}: {ws:?}");
+        std::fs::write(ws.join(format!("work-{i}.txt")), "work\n").unwrap();
+        let b = batches(&env, &repo)
+            .into_iter()
+            .find(|b| b["tasks"][0]["root"] == ws.to_str().unwrap())
+            .unwrap();
+        let (label, task) = (
+            b["label"].as_str().unwrap().to_string(),
+            b["tasks"][0]["name"].as_str().unwrap().to_string(),
+        );
+        assert_eq!(label, format!("claude-{task}"), "{name:?}");
+        assert!(task.len() <= 64, "{task}");
+        assert!(
+            label
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || b"._-".contains(&c)),
+            "{label:?}"
+        );
+        assert!(seen.insert(label.clone()), "{name:?} collides: {label}");
+        let branch = format!("delegate/{label}/{task}");
+        let ok = env
+            .git_cmd(&repo)
+            .args(["check-ref-format", "--branch", &branch])
+            .output()
+            .unwrap();
+        assert!(ok.status.success(), "{branch}");
+        let out = env
+            .delegate(&repo, ["branch", &task, "--batch", &label, "--json"])
+            .expect(0)
+            .json();
+        assert_eq!(out["branch"], format!("refs/heads/{branch}"), "{out}");
+        let files = env.git(&repo, ["ls-tree", "-r", "--name-only", &branch]);
+        assert!(files.contains(&format!("work-{i}.txt")), "{files}");
+    }
+    // A name that is a valid task name already is kept as it is.
+    let a = create(&env, &repo, json!({"name": "agent-a1b2", "cwd": repo}));
+    assert!(a.ends_with("agent-a1b2"), "{a:?}");
+    assert_eq!(
+        labelled(&env, &repo, "claude-agent-a1b2")["tasks"][0]["name"],
+        "agent-a1b2"
+    );
+}
+
+/// `worktree-remove` started together with the user's own `git delegate
+/// apply` of the same batch: whichever gets there first lands the work,
+/// the hook always exits 0 (saying on stderr that the batch had ended when
+/// the user's apply won), and the work lands exactly once.
+#[test]
+fn remove_racing_the_users_apply_exits_0_and_lands_once() {
+    let env = Env::new();
+    let repo = dirty_repo(&env);
+    let rounds = 8;
+    let mut hook_lost = 0;
+    for round in 0..rounds {
+        let name = format!("race{round}");
+        let ws = create(&env, &repo, json!({"name": name, "cwd": repo}));
+        let readme = read(&ws.join("README"));
+        std::fs::write(ws.join("README"), format!("{readme}line {round}\n")).unwrap();
+        std::fs::write(ws.join(format!("{name}.txt")), "landed\n").unwrap();
+        let label = format!("claude-{name}");
+        let user = env
+            .delegate_cmd(&repo)
+            .args(["apply", &label])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let hook = start_hook(
+            &env,
+            &repo,
+            "worktree-remove",
+            &json!({ "worktree_path": ws }).to_string(),
+        );
+        let hook = Run::from(hook.wait_with_output().unwrap());
+        let user = Run::from(user.wait_with_output().unwrap());
+        assert_eq!(hook.code, 0, "round {round}: hook\n{}", hook.stderr);
+        if hook
+            .stderr
+            .contains("ended before this hook could apply it")
+        {
+            hook_lost += 1;
+            assert_has(&hook.stderr, "another git-delegate command applied it");
+            assert_eq!(user.code, 0, "round {round}: user\n{}", user.stderr);
+        } else {
+            // The hook applied it; the user's apply found no batch.
+            assert!(
+                user.code == 0 || user.stderr.contains("unknown_batch"),
+                "round {round}: user\n{}",
+                user.stderr
+            );
+        }
+        assert_eq!(read(&repo.join(format!("{name}.txt"))), "landed\n");
+        let lines = read(&repo.join("README"));
+        assert_eq!(
+            lines.matches(&format!("line {round}\n")).count(),
+            1,
+            "round {round}: {lines}"
+        );
+        assert!(!ws.exists());
+        assert!(batches(&env, &repo).is_empty());
+    }
+    // Every round was applied once: one undo entry each.
+    let list = env
+        .delegate(&repo, ["undo", "--list", "--json"])
+        .expect(0)
+        .json();
+    assert_eq!(list["entries"].as_array().unwrap().len(), rounds);
+    eprintln!("the user's apply won {hook_lost} of {rounds} races");
+}
+
+/// Claude Code resuming `--worktree NAME` runs create again with the same
+/// name: the open batch of that name in this working tree is handed back
+/// (its folder on stdout, "resumed" on stderr, its lease renewed), only
+/// while its workspace is the folder prepare made; another working tree
+/// of the repository never gets it.
+#[test]
+fn create_of_an_open_name_resumes_it() {
+    let env = Env::new();
+    let repo = dirty_repo(&env);
+    let payload = json!({"name": "feature x", "cwd": repo.join("sub")});
+    let first = create(&env, &repo, payload.clone());
+    std::fs::write(first.join("wip.txt"), "half done\n").unwrap();
+    let label = batches(&env, &repo)[0]["label"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let expires = labelled(&env, &repo, &label)["lease"]["expires_at"].clone();
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let run = hook(&env, &repo, "worktree-create", &payload.to_string()).expect(0);
+    assert_eq!(run.stdout, format!("{}\n", first.display()));
+    assert_has(&run.stderr, "resumed batch");
+    let bs = batches(&env, &repo);
+    assert_eq!(bs.len(), 1);
+    assert_ne!(bs[0]["lease"]["expires_at"], expires, "lease not renewed");
+    assert_eq!(read(&first.join("wip.txt")), "half done\n");
+    // Removing it lands the work once.
+    remove(&env, &repo, &first).expect(0);
+    assert_eq!(read(&repo.join("sub/wip.txt")), "half done\n");
+
+    // Another working tree of the repository with the same name: refused,
+    // never handed this one's workspace.
+    let again = create(&env, &repo, payload.clone());
+    let other = env.path().join("other-wt");
+    env.git(
+        &repo,
+        ["worktree", "add", "-q", "--detach", other.to_str().unwrap()],
+    );
+    let run = hook(
+        &env,
+        &other,
+        "worktree-create",
+        &json!({"name": "feature x", "cwd": other}).to_string(),
+    );
+    assert_ne!(run.code, 0);
+    assert_eq!(run.stdout, "");
+    assert_has(&run.stderr, "duplicate_label");
+
+    // A workspace that is gone is not handed back either.
+    let root = PathBuf::from(
+        labelled(&env, &repo, &label)["tasks"][0]["root"]
+            .as_str()
+            .unwrap(),
+    );
+    assert!(again.starts_with(&root));
+    std::fs::remove_dir_all(&root).unwrap();
+    let run = hook(&env, &repo, "worktree-create", &payload.to_string());
+    assert_ne!(run.code, 0);
+    assert_eq!(run.stdout, "");
+    assert_has(&run.stderr, "duplicate_label");
 }

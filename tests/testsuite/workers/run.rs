@@ -49,6 +49,15 @@ fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
+/// Let the contained workers of `repo` write `dir` too (`run.writable`,
+/// design §3.22): where these tests' workers leave their marks.
+fn writable(repo: &Path, dir: &Path) {
+    crate::common::fixtures::set_config(
+        repo,
+        &format!("[run]\nwritable = [{:?}]\n", dir.display().to_string()),
+    );
+}
+
 fn batches(env: &Env, repo: &Path) -> Vec<Value> {
     env.delegate(repo, ["status", "--json"]).expect(0).json()["batches"]
         .as_array()
@@ -237,6 +246,7 @@ fn jobs_bounds_the_workers_alive_at_once() {
     let (env, repo) = Env::with_repo("r");
     let times = env.path().join("times");
     std::fs::create_dir_all(&times).unwrap();
+    writable(&repo, &times);
     let script = format!(
         r#"echo "$(date +%s%N)" > "{d}/$GIT_DELEGATE_TASK.start"; sleep 0.3; echo "$(date +%s%N)" > "{d}/$GIT_DELEGATE_TASK.stop""#,
         d = times.display()
@@ -280,6 +290,7 @@ fn a_timeout_kills_a_worker_that_traps_sigterm_and_its_grandchild() {
     let (env, repo) = Env::with_repo("r");
     let pids = env.path().join("pids");
     std::fs::create_dir_all(&pids).unwrap();
+    writable(&repo, &pids);
     // Ignores SIGTERM, as does the grandchild (an ignored signal is inherited).
     let script = format!(
         r#"trap "" TERM; echo work > w.txt; sleep 300 & echo $! > "{d}/grandchild"; echo $$ > "{d}/worker"; wait; wait"#,
@@ -319,6 +330,7 @@ fn sigint_stops_every_worker_group_applies_nothing_and_says_how_to_go_on() {
     let (env, repo) = Env::with_repo("r");
     let pids = env.path().join("pids");
     std::fs::create_dir_all(&pids).unwrap();
+    writable(&repo, &pids);
     // Worker 3 ignores SIGTERM and leaves a child behind that does too.
     let script = format!(
         r#"echo "work $GIT_DELEGATE_TASK" > "f-$GIT_DELEGATE_TASK.txt"
@@ -375,7 +387,10 @@ sleep 300; sleep 300"#,
 #[test]
 fn sigint_then_drop_as_printed() {
     let (env, repo) = Env::with_repo("r");
-    let started = env.path().join("started");
+    let marks = env.path().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    writable(&repo, &marks);
+    let started = marks.join("started");
     let script = format!(
         r#"echo x > x.txt; touch "{}"; sleep 300"#,
         started.display()
@@ -498,7 +513,9 @@ fn a_bad_tasks_file_names_line_and_column_and_prepares_nothing() {
 #[test]
 fn no_apply_stops_after_the_workers_and_prints_the_apply_command() {
     let (env, repo) = Env::with_repo("r");
-    // A worker may call git-delegate itself while run runs (no lock held).
+    // A worker may call git-delegate itself while run runs (no lock held);
+    // one that changes the batch (renew) runs unconfined: a contained one
+    // cannot write the shared state (design §3.22).
     let out = env
         .delegate_cmd(&repo)
         .env("PATH", env.path_with_delegate())
@@ -507,6 +524,7 @@ fn no_apply_stops_after_the_workers_and_prints_the_apply_command() {
             "-n",
             "2",
             "--no-apply",
+            "--no-sandbox",
             "--",
             "sh",
             "-c",
@@ -674,7 +692,10 @@ fn on_a_terminal_lines_are_prefixed_with_their_task_and_each_worker_has_a_status
 #[test]
 fn what_a_worker_leaves_running_in_its_group_goes_when_it_ends() {
     let (env, repo) = Env::with_repo("r");
-    let pidfile = env.path().join("bg.pid");
+    let marks = env.path().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
+    writable(&repo, &marks);
+    let pidfile = marks.join("bg.pid");
     let script = format!(
         r#"sleep 300 & echo $! > "{}"; echo done > d.txt; exit 0"#,
         pidfile.display()

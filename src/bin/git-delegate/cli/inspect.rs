@@ -61,7 +61,7 @@ pub struct BranchArgs {
     pub name: Option<String>,
     #[command(flatten)]
     pub batch: BatchOpt,
-    /// The commit the branch starts from (default: HEAD)
+    /// The commit the branch starts from (default: the source's HEAD)
     #[arg(long, value_name = "REV")]
     pub onto: Option<String>,
     /// The commit message (default: "<task>: work from git delegate batch <label or short id>")

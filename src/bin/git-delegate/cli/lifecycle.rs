@@ -196,6 +196,24 @@ pub struct ApplyArgs {
     pub json: JsonArg,
 }
 
+/// `--no-sandbox` and `--no-network`, which `run` and `exec` share (design §3.22).
+#[derive(Debug, Args)]
+pub struct ContainArgs {
+    /// Start the workers unconfined (run.sandbox = "off" for this command)
+    ///
+    /// Without it, each worker is contained by Landlock where the kernel has it: it can write
+    /// only its task's workspace, its worktree's own git folder, a private TMPDIR and the
+    /// folders run.writable lists.
+    #[arg(long)]
+    pub no_sandbox: bool,
+    /// Deny the workers new TCP connections and listening sockets (run.network = false)
+    ///
+    /// Landlock's network rules (Linux 6.7, Landlock ABI 4, or later). UDP, unix sockets and
+    /// sockets a worker inherited are not covered.
+    #[arg(long)]
+    pub no_network: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
     #[command(flatten)]
@@ -228,6 +246,8 @@ pub struct RunArgs {
     /// Stop after the workers: apply nothing, print the apply command
     #[arg(long, conflicts_with_all = ["verify", "verify_timeout"])]
     pub no_apply: bool,
+    #[command(flatten)]
+    pub contain: ContainArgs,
     /// The command to run in every task's workspace, after `--`
     #[arg(last = true, value_name = "COMMAND", allow_hyphen_values = true)]
     pub command: Vec<std::ffi::OsString>,
@@ -267,4 +287,22 @@ pub struct UndoArgs {
     pub force: bool,
     #[command(flatten)]
     pub json: JsonArg,
+}
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The task to run COMMAND in
+    pub task: String,
+    #[command(flatten)]
+    pub batch: BatchOpt,
+    #[command(flatten)]
+    pub contain: ContainArgs,
+    /// The command, after `--`
+    #[arg(
+        last = true,
+        required = true,
+        value_name = "COMMAND",
+        allow_hyphen_values = true
+    )]
+    pub command: Vec<std::ffi::OsString>,
 }

@@ -222,12 +222,13 @@ entry once it is beyond the newest undo.keep (default 20) and older than gc.keep
     /// Show batches, leases and tasks
     #[command(
         long_about = "Show every batch of the repository (or one): id, label, age, baseline, lease state and expiry, \
-owner, and per task its state, workspace and how many paths differ from the baseline. Changes nothing and takes \
+owner, and per task its state, workspace and how many paths differ from the baseline. Changes nothing and holds \
 no lock.
 
 A batch is stale when its lease expired or its owner process is gone; `--check` prints only such problems (and \
-interrupted write-backs, batches whose prepare was killed, and batches whose state file cannot be read) and exits \
-1 when there are any, for hooks and scripts. Proposals kept after their task ended (rescued by gc, of discarded \
+interrupted write-backs, batches whose prepare was killed, batches whose state file cannot be read, and removed \
+workspaces waiting in the trash that no background deleter works on, with the reason, which `git delegate gc` \
+deletes) and exits 1 when there are any, for hooks and scripts. Proposals kept after their task ended (rescued by gc, of discarded \
 tasks, or of batches that are gone) are listed until gc.keep-failed passes, with their age and expiry; \
 `git delegate apply --kept REF` lands one.",
         after_long_help = "Examples:
@@ -279,9 +280,11 @@ workspace, the task of that workspace. Exit 2 for an unknown task.",
     /// Publish a task's work as a branch on HEAD, without touching the working tree
     #[command(
         long_about = "Make branch NAME (default delegate/<label or short id>/<task>) at a new commit whose parent is REV \
-(default HEAD) and whose tree is REV's tree with the task's changes merged in 3-way: the task's work as a cherry-pick \
-onto REV, made in memory. The user's uncommitted edits and untracked files, which the batch's baseline holds, stay \
-out, so the branch can be pushed for a pull request. A local task's workspace is recorded as a proposal first. \
+(default: the source's HEAD, wherever it runs, a task's own folder included) and whose tree is REV's tree with the \
+task's changes merged in 3-way: the task's work as a cherry-pick onto REV, made in memory. The user's uncommitted \
+edits and untracked files, which the batch's baseline holds, stay out, so the branch can be pushed for a pull \
+request; a REV that is the baseline or built on it is refused (exit 2). Without --batch, in a task's folder: its \
+batch. A local task's workspace is recorded as a proposal first. \
 Nothing else changes: the working tree, the index, HEAD and the task (it stays open; `apply` lands it). \
 A conflict with REV makes nothing and names the paths (exit 1); an existing branch is moved only with --force \
 (exit 2 without); the branch checked out in any worktree never (exit 3). Author and committer come from git's \
@@ -338,6 +341,24 @@ killed before it completed holds no work and is removed with or without --force.
   git delegate renew --owner-pid $$  # adopt an orphaned batch from this shell"
     )]
     Renew(RenewArgs),
+    /// Show delegate.toml against the file you confirmed, or confirm it
+    #[command(
+        long_about = "Show <git-common-dir>/delegate.toml against the file you confirmed, key by key, or with --trust \
+confirm it as it is now. A task's workspace is a linked worktree sharing that file, so a worker can write it; \
+git-delegate therefore runs a command it names (apply.verify, workspace.setup) only as the file you confirmed \
+has it. The file as it is when no batch is open is yours (recorded the first time a command looks at it: \
+prepare, or this command); a change made while any batch is open is not, even after that batch ends, until you \
+confirm it. Until then apply leaves a changed apply.verify out (the one you confirmed runs in its place; exit 1, \
+the tasks landed) and prepare refuses a changed workspace.setup (delegate::untrusted_config, exit 3, nothing made); \
+--verify CMD on apply's command line is yours and runs. Exit 1 when the file is not the one you confirmed. \
+--trust is refused in a task's workspace: run it in your own working tree (the command apply and prepare print \
+names it with -C).",
+        after_long_help = "Examples:
+  git delegate config                 # what changed since you confirmed the file
+  git delegate config --trust         # you wrote it: its commands run from now on
+  git delegate config --json          # {\"path\", \"confirmed\", \"changes\": [{\"key\", \"confirmed\", \"now\", \"command\"}], ...}"
+    )]
+    Config(ConfigArgs),
     /// Bring task workspaces up to date with the source; conflicts go to the worker
     #[command(
         long_about = "Bring task workspaces up to date with the source as it is now (results of tasks applied \
@@ -367,10 +388,12 @@ while it was read, or an untracked or ignored file stands where the source's ver
     #[command(
         long_about = "Prepare a batch (the options of `git delegate prepare`), start COMMAND once per task in the \
 task's cwd (in its own process group, stdin from /dev/null, at most --jobs at once), wait for every worker, then \
-apply the tasks whose worker exited 0 (with --verify as `apply --verify`). In COMMAND's arguments {task}, {index} \
-(0-based) and {workspace} (the task's root) are replaced, and {{ and }} stand for literal braces; any other brace \
-is left as it is. Arguments are passed as they are, never through a shell (write `sh -c '...'` for one). Workers \
-get GIT_DELEGATE_BATCH, GIT_DELEGATE_TASK, GIT_DELEGATE_TASK_INDEX, GIT_DELEGATE_WORKSPACE (the task's root), \
+apply the tasks whose worker exited 0 (with --verify as `apply --verify`). Everything after -- is COMMAND, \
+passed to the workers as it is: run's own options go before the --. In COMMAND's arguments {task}, {index} \
+(0-based: the first task's is 0) and {workspace} (the task's root) are replaced, and {{ and }} stand for literal \
+braces; any other brace is left as it is. Arguments are passed as they are, never through a shell (write \
+`sh -c '...'` for one). Workers get GIT_DELEGATE_BATCH, GIT_DELEGATE_TASK, GIT_DELEGATE_TASK_INDEX (the same \
+0-based index), GIT_DELEGATE_WORKSPACE (the task's root), \
 GIT_DELEGATE_SOURCE and GIT_DELEGATE_PORT (run.port-base + index x run.ports-per-task: the first of the task's \
 run.ports-per-task ports, default 41000 and 10), and never the GIT_DIR-like variables that locate this repository.
 
@@ -398,13 +421,47 @@ wrong type, a bad name or duration is an error that names the line and column, a
   git delegate run lint docs -- sh -c 'make $GIT_DELEGATE_TASK'
   git delegate run -n 8 --jobs 2 --timeout 30m --verify 'cargo test' -- agent
   git delegate run --tasks tasks.toml --no-apply --json -- agent
-  git config alias.fan '!git delegate run -n 4 --'        # then: git fan my-agent
+  git config alias.fan 'delegate run -n 4'   # then: git fan --timeout 30m -- my-agent {task}
 
 Exit status: 0 when every worker exited 0 and every task applied or had no changes (with --no-apply: when \
 every worker exited 0); 1 otherwise (a worker failed or timed out, a task did not apply, or run was interrupted); \
 2 and 3 as for every command, with nothing prepared."
     )]
     Run(RunArgs),
+    /// Run one command in a task's workspace, contained like a run worker
+    #[command(
+        long_about = "Run COMMAND once in task TASK's cwd (of --batch BATCH, else of the only open batch), as \
+`git delegate run` runs a worker: with the same environment (GIT_DELEGATE_BATCH, GIT_DELEGATE_TASK, \
+GIT_DELEGATE_TASK_INDEX, GIT_DELEGATE_WORKSPACE, GIT_DELEGATE_SOURCE, GIT_DELEGATE_PORT; never the GIT_DIR-like \
+variables that locate this repository) and the same containment, but with your stdin, stdout and stderr and in \
+your terminal's process group, so an interactive agent works as if started directly. It exits with COMMAND's \
+exit status (killed by a signal: 128 + its number; not found: 127; not executable: 126).
+
+Containment (Linux Landlock, where the kernel has it; run.sandbox = \"auto\" by default): the command and \
+everything it starts can write only the task's workspace, its worktree's own git folder \
+(<git-common-dir>/worktrees/<id>: HEAD, index, logs, per-worktree refs), its own object folder there (its git \
+commits work: GIT_OBJECT_DIRECTORY points there, with the repository's objects as an alternate, and apply takes \
+the objects in), a private TMPDIR (removed when it ends), the folders run.writable lists, /dev/null, the \
+terminal devices and /dev/shm. It reads everything it could read before. It cannot write, rename or delete \
+anything else: the source working tree, other tasks' workspaces, the repository's config, hooks, refs and \
+objects, git-delegate's state. So `git branch NAME` fails there (use a per-worktree ref, `git update-ref \
+refs/worktree/NAME HEAD`, or publish the task from the source with `git delegate branch`), and so do git-delegate \
+commands that change the batch (refresh, renew, apply: run them from the source). run.sandbox = \"on\" refuses to \
+start without Landlock (delegate::sandbox_unavailable, exit 3); --no-sandbox (or run.sandbox = \"off\") runs it \
+unconfined. --no-network (or run.network = false) also denies it new TCP connections and listening sockets \
+(Landlock ABI 4, Linux 6.7, or later; UDP and unix sockets are not covered).
+
+Refusals, before COMMAND runs: an unknown batch or task, or a task that is not open (exit 2); a remote task \
+(exit 2); a workspace that is missing or no longer the folder prepare made (delegate::workspace_missing, exit 3).",
+        after_long_help = "Examples:
+  git delegate prepare -n 2 && git delegate exec 1 -- claude     # an agent, by hand, in task 1
+  git delegate exec 2 --no-network -- sh -c 'make test'
+  git delegate exec --batch refactor lint -- npm run lint
+
+Exit status: COMMAND's (128 + N when signal N ended it, 127 not found, 126 not executable); 2 and 3 as for \
+every command when it refuses before COMMAND runs."
+    )]
+    Exec(ExecArgs),
     /// On a worker's machine: a workspace of a remote task, from the batch's remote
     #[command(
         long_about = "Make DIR (default ./<repo-name>-<batch-short>-<task>, <repo-name> from the URL's last path \

@@ -1,5 +1,5 @@
 //! The arguments of the commands that end batches, tidy up and install:
-//! gc, drop, renew, hook, hooks, man, completions.
+//! gc, drop, renew, config, hook, hooks, man, completions.
 //!
 //! Owns: their names, help texts and parsing.
 //! Never: does any work beyond parsing.
@@ -63,6 +63,18 @@ pub struct RenewArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// Confirm delegate.toml as it is now: the commands it names run from now on
+    ///
+    /// Records the file as yours (a copy in <git-common-dir>/delegate/confirmed/). Run it in your
+    /// own working tree: a task's workspace, whose worker could run it, is refused.
+    #[arg(long)]
+    pub trust: bool,
+    #[command(flatten)]
+    pub json: JsonArg,
+}
+
+#[derive(Debug, Args)]
 pub struct HookArgs {
     #[command(subcommand)]
     pub hook: HookName,
@@ -75,13 +87,16 @@ pub enum HookName {
     /// Exit 1 refuses the commit (a forbid-commit workspace, or stale batches with
     /// hooks.stale-leases = "block"); otherwise exit 0, silently unless there is a warning.
     PreCommit,
-    /// Refuse a push that would publish a git-delegate baseline (the user's private files)
+    /// Refuse a push that would publish the user's private files (a baseline's snapshot)
     ///
     /// Reads git's pre-push lines on stdin. A push whose new commits include a git-delegate
-    /// baseline that differs from its parent (a worker's branch made in its workspace) is
-    /// refused (exit 1), naming the ref and `git delegate branch`, which publishes the same
-    /// work cleanly; hooks.private-baselines = "warn" or "ignore" relax it. Any other push,
-    /// and any failure of the check itself, passes.
+    /// baseline that differs from its parent (a worker's branch made in its workspace), or
+    /// bring a file's content that was uncommitted or untracked in the working tree at a
+    /// prepare (however the commit was re-authored, squashed, cherry-picked or rebased; tags
+    /// peeled), is refused (exit 1), naming the ref and the `git delegate branch` command that
+    /// publishes the task's work cleanly. What you committed yourself since passes. A check
+    /// that cannot be made refuses the push too, naming why; `git push --no-verify` or
+    /// hooks.private-baselines = "warn" (or "ignore") let it through.
     PrePush {
         /// The remote's name (as git gives it)
         remote: String,
@@ -92,15 +107,18 @@ pub enum HookName {
     ///
     /// Reads Claude Code's JSON payload on stdin (`name` or `worktree_name`, `cwd` or
     /// `base_path`), prepares a one-task batch of the repository at that folder (task named
-    /// after the worktree, label claude-<name>, lease lease.ttl) and prints the task's folder
-    /// as the only line on stdout. Any failure: non-zero exit, nothing made.
+    /// after the worktree: a name that is no valid task name keeps only A-Z a-z 0-9 . _ -,
+    /// cut to 55 characters, and gets a hash of itself appended; label claude-<task>; lease
+    /// lease.ttl) and prints the task's folder as the only line on stdout. A name whose batch
+    /// is still open in this working tree (Claude Code resuming it) gets that task's folder
+    /// back, its lease renewed. Any failure: non-zero exit, nothing made.
     WorktreeCreate,
     /// Claude Code's WorktreeRemove hook: apply the batch behind the worktree
     ///
     /// Reads `worktree_path` from the JSON payload on stdin and applies the batch whose task
     /// it is (hooks.on-remove = "apply", the default; "keep" leaves the batch open). A conflict
-    /// keeps the work and says so on stderr; a path that is no git-delegate workspace is left
-    /// alone (exit 0).
+    /// keeps the work and says so on stderr; a path that is no git-delegate workspace, or
+    /// whose batch ended already (your own apply got there first), is left alone (exit 0).
     WorktreeRemove,
 }
 

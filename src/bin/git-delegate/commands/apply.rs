@@ -74,7 +74,11 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
             &format!("the write-back into {}", super::show(&b.source)),
         );
     }
-    let code = if report.all_ok() && !report.interrupted {
+    // A write-back the filesystem refused: exit 3; a command left out of
+    // an unconfirmed delegate.toml: exit 1 (design §3.18).
+    let code = if let Some(e) = report.refused_by_filesystem() {
+        e.exit_code()
+    } else if report.all_ok() && !report.interrupted && report.untrusted.is_none() {
         0
     } else {
         1
@@ -114,6 +118,9 @@ pub(super) fn say(ui: &Ui, report: &Report, keep: bool, verbose: bool) {
         side_effects,
         *dry_run,
     ));
+    if let Some(u) = &report.untrusted {
+        ui.warn(&super::side_effects::untrusted_warning(u, *dry_run));
+    }
     ui.say(&human(ui, report, keep, verbose));
     ui.say(&super::side_effects::text(
         b,
@@ -242,6 +249,7 @@ fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
     let b = &report.batch;
     let name = |i: usize| b.tasks[i].name.as_str();
     let mut removed: Vec<&str> = Vec::new();
+    let mut parked: Vec<&str> = Vec::new();
     let mut kept: Vec<usize> = Vec::new();
     let mut stays = !report.kept.is_empty();
     if report.dry_run {
@@ -265,6 +273,7 @@ fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
         for &(i, fate) in &report.workspaces {
             match fate {
                 Closed::Removed => removed.push(name(i)),
+                Closed::Parked => parked.push(name(i)),
                 Closed::Kept => kept.push(i),
                 Closed::Missing => text.push_str(&format!(
                     "The workspace of task {} was already gone: {}\n",
@@ -304,6 +313,15 @@ fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
             "{remove} the workspace{} of {}.\n",
             if removed.len() == 1 { "" } else { "s" },
             tasks_named(&removed)
+        ));
+    }
+    if !parked.is_empty() {
+        // design §3.20: idle in the pool, not deleted; the next prepare reuses it.
+        text.push_str(&format!(
+            "Parked the workspace{} of {} idle in the pool (workspace.pool): the next prepare reuses {}.\n",
+            if parked.len() == 1 { "" } else { "s" },
+            tasks_named(&parked),
+            if parked.len() == 1 { "it" } else { "them" }
         ));
     }
     for &i in &kept {
@@ -476,6 +494,10 @@ fn task_notes(b: &Batch, o: &Outcome, dry_run: bool, verbose: bool) -> String {
         text.push_str("      processes running inside its workspace:\n");
         text.push_str(&procs_text(&o.processes, "        "));
     }
+    // design §3.18: discarded without the proposal git would not fetch.
+    if let (TaskState::Discarded, Some(m)) = (o.status, &o.message) {
+        text.push_str(&format!("      {}\n", crate::ui::escape_text(m)));
+    }
     if o.status == TaskState::Discarded && o.would_keep {
         text.push_str(
             "      its work would be kept as a proposal ref and patch until gc.keep-failed passes\n",
@@ -643,7 +665,10 @@ fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
     };
     let unresolved = |o: &Outcome| o.reason == Some(git_delegate::ops::refresh::UNRESOLVED);
     // design §3.18: paths git refuses, which only their worker can change.
-    let invalid = |o: &Outcome| o.reason == Some(git_delegate::git::validate::REASON);
+    // (A remote proposal git would not fetch has none named: its worker
+    // submits again.)
+    let invalid =
+        |o: &Outcome| o.reason == Some(git_delegate::git::validate::REASON) && !o.resubmit;
     // design §3.18 "Follow-through": only an apply that names it lands it.
     let worker_failed = |o: &Outcome| o.status == TaskState::WorkerFailed;
     // design §3.18: written into after apply read it; the rest lands next time.
@@ -756,10 +781,30 @@ fn discard_hint(short: &str, names: &[&str]) -> String {
     }
 }
 
-/// The human lines for `--verify`: the outcome and each run.
+/// The human lines for `--verify`: the outcome and each run, by its name
+/// (`verify-N`, as its log and its live output name it). The numbers go
+/// on from the batch's earlier verifications, so the first need not be 1:
+/// the count line says which they are.
 fn verify_text(v: &git_delegate::ops::verify::Report) -> String {
+    if v.reason == Some("untrusted_config") {
+        return format!(
+            "Verification ({}): not run (apply.verify is not in the delegate.toml you confirmed)\n",
+            crate::ui::escape_text(&v.command)
+        );
+    }
+    let numbers = v.runs.iter().map(|r| r.n);
+    let span = match (numbers.clone().min(), numbers.max()) {
+        (Some(1), _) | (None, _) => String::new(),
+        (Some(a), Some(b)) if a == b => {
+            format!(" (verify-{a}: numbered on from this batch's earlier verifications)")
+        }
+        (Some(a), Some(b)) => format!(
+            " (verify-{a} to verify-{b}: numbered on from this batch's earlier verifications)"
+        ),
+        (Some(_), None) => String::new(),
+    };
     let mut text = format!(
-        "Verification ({}): {}, {} run{}\n",
+        "Verification ({}): {}, {} run{}{span}\n",
         crate::ui::escape_text(&v.command),
         v.outcome.as_str().replace('_', " "),
         v.runs.len(),
@@ -777,7 +822,7 @@ fn verify_text(v: &git_delegate::ops::verify::Report) -> String {
             (false, Some(n)) => format!("failed (exit {n}, log {})", super::show(&r.log)),
             (false, None) => format!("killed by a signal (log {})", super::show(&r.log)),
         };
-        text.push_str(&format!("  {tasks}: {result}\n"));
+        text.push_str(&format!("  verify-{}  {tasks}: {result}\n", r.n));
     }
     text
 }

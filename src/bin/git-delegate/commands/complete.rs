@@ -42,12 +42,13 @@ pub enum Values {
 /// completes with; `None`: the static script's own completion.
 pub fn values_of(sub: &str, arg: &str) -> Option<Values> {
     Some(match (sub, arg) {
-        ("apply" | "status" | "drop" | "renew" | "diff" | "path" | "refresh", "batch") => {
+        ("apply" | "status" | "drop" | "renew" | "diff" | "path" | "refresh" | "exec", "batch") => {
             Values::Batch
         }
         ("apply", "only" | "discard")
         | ("diff", "tasks")
         | ("path", "task")
+        | ("exec", "task")
         | ("refresh", "tasks") => Values::Task,
         ("apply", "kept") => Values::Kept,
         ("undo", "apply") => Values::Undoable,

@@ -6,6 +6,7 @@
 //! only); this module words what it found.
 //! Never: changes anything; a failure of its own never refuses a commit
 //! (only a forbid-commit workspace or `hooks.stale-leases = "block"` does).
+//! `hook pre-push` is worded in `pre_push.rs`.
 
 use crate::cli::{HookArgs, HookName};
 use crate::ui::Ui;
@@ -18,61 +19,7 @@ pub fn run(ui: &Ui, args: HookArgs) -> Result<i32> {
         HookName::PreCommit => Ok(pre_commit(ui)),
         HookName::WorktreeCreate => worktree_create(),
         HookName::WorktreeRemove => worktree_remove(),
-        HookName::PrePush { remote, .. } => Ok(pre_push(ui, &remote)),
-    }
-}
-
-/// `git delegate hook pre-push REMOTE URL` (design §3.19).
-fn pre_push(ui: &Ui, remote: &str) -> i32 {
-    use git_delegate::config::PrivateBaselines;
-    use git_delegate::ops::pre_push::PrePush;
-    use std::io::Read;
-    let warn = |m: &str| ui.warn(&format!("git-delegate: {m}\n"));
-    let mut input = String::new();
-    if let Err(e) = std::io::stdin().read_to_string(&mut input) {
-        warn(&format!("cannot read the pushed refs ({e}); not checked"));
-        return 0;
-    }
-    match git_delegate::ops::pre_push::check(remote, &input) {
-        PrePush::Clear => 0,
-        PrePush::Unchecked(e) => {
-            warn(&format!(
-                "cannot check the push for private baselines: {}",
-                crate::ui::escape_text(&e.message)
-            ));
-            0
-        }
-        PrePush::Found {
-            found,
-            mode,
-            config_error,
-        } => {
-            if let Some(e) = config_error {
-                warn(&format!(
-                    "{} (using the defaults)",
-                    crate::ui::escape_text(&e.message)
-                ));
-            }
-            let mut text = String::new();
-            for f in &found {
-                let short = git_delegate::record::batch::short(&f.batch);
-                text.push_str(&format!(
-                    "git-delegate: {} holds the git-delegate baseline {} of batch {short}: \
-the snapshot of your uncommitted and untracked files a worker's branch is made on; pushing it to {} would publish them.\n\
-git-delegate: publish the task's work alone with `git delegate branch TASK --batch {short}` (a branch on HEAD with the task's changes only), and push that branch instead\n",
-                    crate::ui::escape_text(&f.local_ref),
-                    &f.baseline.to_string()[..12],
-                    crate::ui::escape_text(&f.remote_ref),
-                ));
-            }
-            if mode == PrivateBaselines::Warn {
-                ui.warn(&text);
-                return 0;
-            }
-            text.push_str("git-delegate: push refused (hooks.private-baselines = \"block\"; \"warn\" or \"ignore\" in .git/delegate.toml relax it)\n");
-            ui.warn(&text);
-            1
-        }
+        HookName::PrePush { remote, .. } => Ok(super::pre_push::run(ui, &remote)),
     }
 }
 
@@ -95,23 +42,26 @@ fn payload() -> Result<(Vec<u8>, std::path::PathBuf)> {
     Ok((bytes, here))
 }
 
-/// design §3.21: `WorktreeCreate`: a one-task batch, its folder on stdout.
+/// A worktree name as stderr shows it: escaped, and cut to 60 characters.
+fn shown_name(name: &str) -> String {
+    let mut cut: String = name.chars().take(60).collect();
+    if cut.len() < name.len() {
+        cut.push_str("...");
+    }
+    format!("{:?}", crate::ui::escape_text(&cut))
+}
+
+/// design §3.21: `WorktreeCreate`: a one-task batch, its folder on stdout;
+/// the open batch of the same name handed back when Claude Code resumes it.
 fn worktree_create() -> Result<i32> {
     use git_delegate::error::{Code, Error};
     use git_delegate::ops::claude;
     let (bytes, here) = payload()?;
     let p = claude::parse_create(&bytes, &here)?;
-    let name = claude::task_name(&p.name).ok_or_else(|| {
-        Error::usage(
-            Code::BadHookPayload,
-            format!("the worktree name {:?} leaves no valid task name", p.name),
-            "name the worktree with letters or digits",
-        )
-    })?;
-    let label = claude::label(&p.name);
+    let names = claude::names(&p.name);
     let opts = git_delegate::ops::prepare::Options {
-        names: vec![name],
-        label: Some(label),
+        names: vec![names.task.clone()],
+        label: Some(names.label.clone()),
         ttl_secs: None,
         owner: None,
         mode: None,
@@ -124,6 +74,25 @@ fn worktree_create() -> Result<i32> {
     git_delegate::ops::prepare::check(&opts.names, opts.label.as_deref())?;
     let source = git_delegate::git::repo::Source::discover(&p.cwd)?;
     let ui = stderr_ui();
+    if let Some(r) = claude::resume(&source, &names)? {
+        ui.warn(&format!(
+            "git-delegate: resumed batch {} ({}) for Claude Code's worktree {}: its task {} was still open (lease renewed)\n",
+            r.batch.short(),
+            names.label,
+            super::show(&r.cwd),
+            names.task
+        ));
+        crate::ui::stdout(&format!("{}\n", r.cwd.display()));
+        return Ok(0);
+    }
+    if names.changed {
+        ui.warn(&format!(
+            "git-delegate: the worktree name {} is made the task name {} (label {}): only A-Z a-z 0-9 . _ - are kept, and a hash of the name keeps it apart\n",
+            shown_name(&p.name),
+            names.task,
+            names.label
+        ));
+    }
     let shown = super::Shown::new(&ui);
     let report = git_delegate::ops::prepare::run(&source, &opts, &shown)?;
     let b = &report.batch;
@@ -145,9 +114,12 @@ fn worktree_create() -> Result<i32> {
     Ok(0)
 }
 
-/// design §3.21: `WorktreeRemove`: apply the batch behind the worktree.
+/// design §3.21: `WorktreeRemove`: apply the batch behind the worktree. A
+/// batch that ended meanwhile (the user's own apply got there first) is
+/// no failure: the work is where that apply put it.
 fn worktree_remove() -> Result<i32> {
     use git_delegate::config::OnRemove;
+    use git_delegate::error::Code;
     use git_delegate::ops::claude;
     let (bytes, here) = payload()?;
     let p = claude::parse_remove(&bytes, &here)?;
@@ -159,7 +131,7 @@ fn worktree_remove() -> Result<i32> {
     let ui = stderr_ui();
     let Some((b, task)) = claude::find_workspace(&p.worktree_path, &also) else {
         ui.warn(&format!(
-            "git-delegate: {} is not a git-delegate workspace; left alone\n",
+            "git-delegate: {} is not a git-delegate workspace of an open batch (one whose batch was applied or dropped already is not); left alone\n",
             super::show(&p.worktree_path)
         ));
         return Ok(0);
@@ -173,12 +145,33 @@ fn worktree_remove() -> Result<i32> {
         ));
         return Ok(0);
     }
+    let state_dir = source.state_dir();
     let opts = git_delegate::ops::apply::Options {
         batch: Some(b.id.clone()),
         ..Default::default()
     };
     let shown = super::Shown::new(&ui);
-    let report = git_delegate::ops::apply::run(source, &opts, &shown)?;
+    let report = match git_delegate::ops::apply::run(source, &opts, &shown) {
+        Ok(report) => report,
+        Err(e) if matches!(e.code, Code::UnknownBatch | Code::NoBatch) => {
+            let Some(how) = claude::ended(&state_dir, &b.id) else {
+                return Err(e);
+            };
+            ui.warn(&format!(
+                "git-delegate: batch {} (task {task}) ended before this hook could apply it: {}; nothing left to do\n",
+                b.short(),
+                match how {
+                    Some(apply) => format!(
+                        "another git-delegate command applied it (apply {}; `git delegate undo --list` shows it)",
+                        git_delegate::record::batch::short(&apply)
+                    ),
+                    None => "another git-delegate command applied or dropped it".to_string(),
+                }
+            ));
+            return Ok(0);
+        }
+        Err(e) => return Err(e),
+    };
     super::apply::say(&ui, &report, false, false);
     if !report.all_ok() {
         ui.warn(&format!(

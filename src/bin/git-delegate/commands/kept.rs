@@ -65,6 +65,9 @@ pub fn run(
         if r.interrupted {
             doc.interrupted = Some("finished");
         }
+        if let Some(e) = r.refused_by_filesystem() {
+            doc.error = Some(crate::render::ErrorBody::new(e.code, &e.message, &e.help));
+        }
         ui.doc_after(t.doc(doc), recovered);
     }
     ui.say(&human(ui, &landed));
@@ -78,21 +81,35 @@ pub fn run(
         super::tell_finished(ui, "the write-back of the kept proposal");
         return Ok(1);
     }
+    // A write-back the filesystem refused: exit 3, as apply's.
+    if let Some(e) = r.refused_by_filesystem() {
+        return Ok(e.exit_code());
+    }
     Ok(if r.all_ok() { 0 } else { 1 })
 }
 
-/// `REF:PATH` for `git show`, shell-quoted, naming the first path in
-/// conflict (design §3.16 "Hints"); `PATH` only when no path can be
-/// printed as it is (none named, not UTF-8, or a control character).
-fn show_path(ref_name: &str, o: &git_delegate::ops::apply::Outcome) -> String {
-    let path = o
-        .conflicts
-        .iter()
-        .map(|c| &c.path)
-        .find(|p| !p.is_empty())
+/// The sentence that shows the first path in conflict with `git show`
+/// (design §3.16 "Hints"): the proposal's version (`REF:PATH`), or, for a
+/// path the task deleted (`REF` has none), what the task started from
+/// (`REF^:PATH`, the baseline it was made from). `PATH` only when no path
+/// can be printed as it is (none named, not UTF-8, or a control character).
+fn show_hint(landed: &git_delegate::ops::kept::Landed, o: &Outcome) -> String {
+    let ref_name = &landed.kept.ref_name;
+    let first = o.conflicts.iter().map(|c| &c.path).find(|p| !p.is_empty());
+    let path = first
         .and_then(|p| std::str::from_utf8(p.as_ref()).ok())
         .filter(|p| !p.chars().any(char::is_control));
-    git_delegate::sys::paths::shell_quote(&format!("{ref_name}:{}", path.unwrap_or("PATH")))
+    let quoted = |rev: &str, p: &str| paths::shell_quote(&format!("{rev}:{p}"));
+    match path {
+        Some(p) if first.is_some_and(|f| landed.deleted.contains(f)) => format!(
+            "The task deleted {p}: see what was there when it started with `git show {}`",
+            quoted(&format!("{ref_name}^"), p)
+        ),
+        _ => format!(
+            "See its version of a path with `git show {}`",
+            quoted(ref_name, path.unwrap_or("PATH"))
+        ),
+    }
 }
 
 fn human(ui: &Ui, landed: &git_delegate::ops::kept::Landed) -> String {
@@ -118,6 +135,10 @@ fn human(ui: &Ui, landed: &git_delegate::ops::kept::Landed) -> String {
             "Writing back failed, and nothing was changed: {}\n",
             crate::ui::escape_text(&e.message)
         ));
+        // The filesystem's help names it and says "run the command again".
+        if r.refused_by_filesystem().is_some() {
+            text.push_str(&format!("  {}\n", crate::ui::escape_text(&e.help)));
+        }
     }
     let n = r.written.len();
     text.push_str(&format!(
@@ -136,8 +157,8 @@ fn human(ui: &Ui, landed: &git_delegate::ops::kept::Landed) -> String {
     } else if !o.ok() {
         text.push_str(&format!(
             "It stays kept until {until} (gc.keep-failed); nothing of it was written.\n\
-             See its version of a path with `git show {}`; once the working tree no longer conflicts with it, run `git delegate apply --kept {}` again.\n",
-            show_path(&k.ref_name, o),
+             {}; once the working tree no longer conflicts with it, run `git delegate apply --kept {}` again.\n",
+            show_hint(landed, o),
             k.ref_name
         ));
     }

@@ -11,14 +11,17 @@ pub mod apply;
 pub mod branch;
 pub mod complete;
 pub mod completions;
+pub mod config;
 pub mod diff;
 pub mod drop;
+pub mod exec;
 pub mod gc;
 pub mod hook;
 pub mod hooks;
 pub mod kept;
 pub mod man;
 pub mod path;
+pub mod pre_push;
 pub mod prepare;
 pub mod refresh;
 pub mod remote;
@@ -50,6 +53,7 @@ pub fn run(cli: Cli) -> i32 {
         Command::Gc(a) => a.json.json,
         Command::Drop(a) => a.json.json,
         Command::Renew(a) => a.json.json,
+        Command::Config(a) => a.json.json,
         Command::Refresh(a) => a.json.json,
         Command::Run(a) => a.prepare.json.json,
         Command::Join(a) => a.json.json,
@@ -58,6 +62,7 @@ pub fn run(cli: Cli) -> i32 {
             action: crate::cli::HooksAction::Install { json, .. },
         }) => json.json,
         Command::Hook(_)
+        | Command::Exec(_)
         | Command::Man(_)
         | Command::Completions(_)
         | Command::Snapshot
@@ -76,8 +81,10 @@ pub fn run(cli: Cli) -> i32 {
         Command::Branch(a) => branch::run(&ui, a),
         Command::Drop(a) => drop::run(&ui, a, &mut recovered),
         Command::Renew(a) => renew::run(&ui, a, &mut recovered),
+        Command::Config(a) => config::run(&ui, a),
         Command::Refresh(a) => refresh::run(&ui, a, &mut recovered),
         Command::Run(a) => run::run(&ui, a, &mut recovered),
+        Command::Exec(a) => exec::run(&ui, a),
         Command::Join(a) => remote::join(&ui, a),
         Command::Submit(a) => remote::submit(&ui, a),
         // `apply --kept REF` lands one kept proposal (`kept`), which renders
@@ -340,6 +347,7 @@ impl git_delegate::ops::observe::Observer for Shown<'_> {
                 "git-delegate: warning: not everything of the unfinished batch {short} could be removed ({}); `git delegate gc` removes the rest\n",
                 error.message
             )),
+            Notice::Sandbox(line) | Notice::LeftOut(line) => ui.warn(&format!("{line}\n")),
         }
     }
 }

@@ -58,6 +58,8 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
         jobs: args.jobs.map(usize::from),
         timeout_secs,
         apply,
+        no_sandbox: args.contain.no_sandbox,
+        no_network: args.contain.no_network,
     };
     let source = super::source()?;
     let shown = super::Shown::new(ui);
@@ -108,6 +110,9 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
             super::show(&w.log)
         ));
     }
+    if let Some(w) = report.workers.first() {
+        text.push_str(&sandbox_line(&w.sandbox));
+    }
     ui.say(&text);
     if let Some(ended) = &report.ended_elsewhere {
         // design §3.13: nothing was left for run to apply (exit 1).
@@ -141,7 +146,13 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
             );
             return Ok(1);
         }
-        Some(a) => super::apply::say(ui, a, false, false),
+        Some(a) => {
+            super::apply::say(ui, a, false, false);
+            // A write-back the filesystem refused: exit 3, as apply's.
+            if let Some(e) = a.refused_by_filesystem() {
+                return Ok(e.exit_code());
+            }
+        }
         None => ui.say(&format!(
             "Nothing was applied (--no-apply). When you are ready: git delegate apply {id}\n\
              (or give the batch up: git delegate drop {id} --force)\n",
@@ -223,4 +234,19 @@ impl Watcher for Live<'_> {
 fn shown(line: &BStr) -> String {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     crate::ui::escape_text(&line.to_str_lossy())
+}
+
+/// How the workers were contained (design §3.22), said once.
+fn sandbox_line(s: &git_delegate::ops::contain::Summary) -> String {
+    let network = if s.network {
+        ""
+    } else {
+        ", and could open no TCP connection"
+    };
+    match s.abi {
+        Some(abi) if s.landlock => format!(
+            "Workers were contained (Landlock ABI {abi}): each could write only its own workspace, its git folder, its TMPDIR and run.writable{network}.\n"
+        ),
+        _ => format!("Workers ran unconfined{network}.\n"),
+    }
 }

@@ -25,10 +25,16 @@ pub fn git_dir_warning(b: &Batch, effects: &[SideEffect], dry_run: bool) -> Stri
         b.short(),
         if dry_run { "would leave" } else { "leaves" }
     );
+    let mut delegate_toml = false;
     for e in changed {
         let what = crate::ui::escape_text(e.detail.as_deref().unwrap_or(""));
         let path = e.path.as_deref().map(super::show).unwrap_or_default();
         let q = git_delegate::sys::paths::shell_quote(&path);
+        if let Some(line) = delegate_line(e, &what) {
+            delegate_toml = true;
+            text.push_str(&line);
+            continue;
+        }
         let line = match (e.kind, e.change) {
             (Kind::Config, _) if e.detail.is_none() => {
                 format!(
@@ -63,6 +69,63 @@ pub fn git_dir_warning(b: &Batch, effects: &[SideEffect], dry_run: bool) -> Stri
         text.push_str(&line);
         text.push('\n');
     }
+    if delegate_toml {
+        let dir = git_delegate::sys::paths::shell_quote(&super::show(&b.source));
+        text.push_str(&format!(
+            "  no command of delegate.toml you have not confirmed runs (apply.verify, workspace.setup): `git -C {dir} delegate config` shows what changed, `git -C {dir} delegate config --trust` confirms it\n"
+        ));
+    }
+    text
+}
+
+/// A change of `delegate.toml` (design §3.18 "Commands from the shared git
+/// dir"), as a warning line; `None` for any other side effect.
+fn delegate_line(e: &SideEffect, key: &str) -> Option<String> {
+    let path = e.path.as_deref()?;
+    if e.kind != Kind::Config || path.file_name()? != "delegate.toml" {
+        return None;
+    }
+    Some(match (e.change, &e.detail) {
+        (_, None) => format!(
+            "  {}: changed, and it is no longer valid\n",
+            crate::ui::escape_text(&super::show(path))
+        ),
+        (Change::Deleted, _) => format!("  delegate.toml {key}: removed\n"),
+        (change, _) => format!(
+            "  delegate.toml {key}: {} = {}\n",
+            if change == Change::Created {
+                "set"
+            } else {
+                "changed"
+            },
+            crate::ui::escape_text(e.value.as_deref().unwrap_or(""))
+        ),
+    })
+}
+
+/// The warning for the command keys of an unconfirmed `delegate.toml`
+/// apply left out (design §3.18), on stderr.
+pub fn untrusted_warning(u: &git_delegate::ops::trust::Untrusted, dry_run: bool) -> String {
+    let mut text = format!(
+        "git-delegate: warning: {} in {} is not what you confirmed (the file changed while a batch was open, and a worker's workspace shares it), so git-delegate {} it out",
+        crate::ui::escape_text(&u.named()),
+        crate::ui::escape_text(&super::show(&u.file)),
+        if dry_run { "would leave" } else { "left" }
+    );
+    for l in &u.left_out {
+        if !l.confirmed.trim().is_empty() {
+            text.push_str(&format!(
+                "; the {} you confirmed {} in its place: `{}`",
+                l.key,
+                if dry_run { "would run" } else { "ran" },
+                crate::ui::escape_text(&l.confirmed)
+            ));
+        }
+    }
+    text.push_str(&format!(
+        "\n  help: {}\n",
+        crate::ui::escape_text(&u.help())
+    ));
     text
 }
 

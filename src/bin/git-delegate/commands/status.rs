@@ -108,6 +108,21 @@ fn message(p: &Problem) -> String {
             super::human_bytes(t.bytes, "bytes"),
             git_delegate::sys::time::human(t.age_secs as i64)
         ),
+        // design §3.3: the trash's deleter.
+        Fact::UnattendedTrash(u) => format!(
+            "{} removed workspace{} in {} (the oldest moved there {} ago) {} no deleter working on {}: {}; `git delegate gc` deletes {} now",
+            u.entries,
+            if u.entries == 1 { "" } else { "s" },
+            super::show(&u.trash),
+            git_delegate::sys::time::human(u.age_secs as i64),
+            if u.entries == 1 { "has" } else { "have" },
+            if u.entries == 1 { "it" } else { "them" },
+            u.why.as_deref().map_or_else(
+                || "its background deleter was killed, or gave up on one it could not delete".to_string(),
+                crate::ui::escape_text
+            ),
+            if u.entries == 1 { "it" } else { "them" },
+        ),
     }
 }
 

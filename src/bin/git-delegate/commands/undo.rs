@@ -120,6 +120,36 @@ fn list(ui: &Ui, here: &Source) -> Result<i32> {
     Ok(0)
 }
 
+/// What to run when the undone apply `r.from` conflicts because earlier
+/// applies it was made on top of are undone too (design §3.11): each of
+/// them again, oldest first, then this one.
+fn reapply_first_text(r: &git_delegate::ops::undo::Reapply) -> String {
+    let short = git_delegate::record::batch::short;
+    let names: Vec<&str> = r.first.iter().map(|id| short(id)).collect();
+    let (them, it) = if names.len() == 1 {
+        (format!("apply {}", names[0]), "it")
+    } else {
+        (
+            format!("applies {}", names.join(", ")),
+            "them, oldest first",
+        )
+    };
+    let mut steps: Vec<String> = names
+        .iter()
+        .map(|n| format!("`git delegate apply --from-undo {n}`"))
+        .collect();
+    steps.push(format!(
+        "`git delegate apply --from-undo {}`",
+        r.from.short()
+    ));
+    let last = steps.pop().unwrap_or_default();
+    format!(
+        "This apply was made on top of the work of {them}, undone as well, which wrote the conflicting paths: \
+         apply {it} again first: {}, then {last}.\n",
+        steps.join(", then ")
+    )
+}
+
 /// `apply --from-undo APPLY`.
 pub fn reapply(
     ui: &Ui,
@@ -171,7 +201,9 @@ pub fn reapply(
         if n == 1 { "" } else { "s" },
         super::show(&r.from.source)
     ));
-    if !r.all_ok() && !r.dry_run {
+    if !r.all_ok() && !r.first.is_empty() {
+        text.push_str(&reapply_first_text(&r));
+    } else if !r.all_ok() && !r.dry_run {
         text.push_str(&format!(
             "The proposals stay kept under refs/pi-delegate/undo/{}/tasks/: fix the conflicting paths and run `git delegate apply --from-undo {}` again.\n",
             r.from.apply_id,

@@ -19,6 +19,7 @@ document! {
         side_effects?: Vec<SideEffect>,
         apply_id?: Option<String>,
         verify?: Verify,
+        untrusted_config?: UntrustedConfig,
         warnings?: Vec<RemoteWarning>,
         refreshed?: Vec<super::refresh::RefreshTask>,
         refresh_error?: super::ErrorBody,
@@ -26,7 +27,13 @@ document! {
         /// `apply --from-undo`: the undo entry applied again
         /// (`undo::reapply_doc`).
         from_undo?: String,
+        /// `apply --from-undo` with a conflict: the undone applies to
+        /// apply again first (`undo::reapply_doc`).
+        reapply_first?: Vec<String>,
         interrupted?: &'static str,
+        /// A write-back the filesystem refused, rolled back (exit 3):
+        /// the error, as in an error document.
+        error?: super::ErrorBody,
     }
 }
 
@@ -84,7 +91,46 @@ document! {
     pub struct Verify {
         command: String,
         outcome: &'static str,
+        /// `untrusted_config`: a command left out (design §3.18).
+        reason?: &'static str,
         runs: Vec<VerifyRun>,
+    }
+}
+
+document! {
+    /// `untrusted_config`: the command keys of a `delegate.toml` the user
+    /// has not confirmed that apply left out (design §3.18).
+    pub struct UntrustedConfig {
+        path: String,
+        left_out: Vec<LeftOut>,
+        help: String,
+    }
+}
+
+document! {
+    /// An entry of `untrusted_config.left_out`.
+    pub struct LeftOut {
+        key: &'static str,
+        value: String,
+        confirmed: String,
+    }
+}
+
+impl UntrustedConfig {
+    pub fn new(t: &Text, u: &git_delegate::ops::trust::Untrusted) -> UntrustedConfig {
+        UntrustedConfig {
+            path: t.path(&u.file),
+            left_out: u
+                .left_out
+                .iter()
+                .map(|l| LeftOut {
+                    key: l.key,
+                    value: l.value.clone(),
+                    confirmed: l.confirmed.clone(),
+                })
+                .collect(),
+            help: u.help(),
+        }
     }
 }
 
@@ -230,12 +276,15 @@ impl ApplyDoc {
             side_effects: None,
             apply_id: None,
             verify: None,
+            untrusted_config: None,
             warnings: None,
             refreshed: None,
             refresh_error: None,
             kept_proposal: None,
             from_undo: None,
+            reapply_first: None,
             interrupted: None,
+            error: None,
         }
     }
 
@@ -254,9 +303,16 @@ impl ApplyDoc {
         if !report.kept.is_empty() {
             doc.kept_workspaces = Some(KeptWorkspace::list(t, &report.kept));
         }
+        if let Some(e) = report.refused_by_filesystem() {
+            doc.error = Some(super::ErrorBody::new(e.code, &e.message, &e.help));
+        }
         doc.side_effects = Some(SideEffect::list(t, b, &report.side_effects));
         doc.apply_id = Some(report.apply_id.clone());
         doc.verify = report.verify.as_ref().map(|v| Verify::new(t, v));
+        doc.untrusted_config = report
+            .untrusted
+            .as_ref()
+            .map(|u| UntrustedConfig::new(t, u));
         if report.interrupted {
             doc.interrupted = Some("finished");
         }
@@ -311,8 +367,9 @@ impl ApplyTask {
         if dry_run {
             doc.processes = Some(Proc::list(&o.processes));
         }
-        // Applied by an earlier, interrupted apply (design §7).
-        if o.status == TaskState::Applied {
+        // Applied by an earlier, interrupted apply (design §7); discarded
+        // without a proposal git would not fetch (design §3.18).
+        if o.status == TaskState::Applied || discarded {
             doc.message = o.message.clone();
         }
         if discarded && !o.nested_kept.is_empty() {
@@ -346,6 +403,7 @@ impl Verify {
         Verify {
             command: v.command.clone(),
             outcome: v.outcome.as_str(),
+            reason: v.reason,
             runs: v
                 .runs
                 .iter()

@@ -252,15 +252,21 @@ impl KeptProposal {
 impl StatusProblem {
     /// `message`: the problem in `status`'s words.
     pub fn new(t: &Text, p: &git_delegate::ops::problems::Problem, message: String) -> Self {
+        use git_delegate::ops::problems::Fact;
         let temp = match &p.fact {
-            git_delegate::ops::problems::Fact::TempFile(f) => Some(f),
+            Fact::TempFile(f) => Some(f),
+            _ => None,
+        };
+        let path = match &p.fact {
+            Fact::TempFile(f) => Some(t.path(&f.path)),
+            Fact::UnattendedTrash(u) => Some(t.path(&u.trash)),
             _ => None,
         };
         StatusProblem {
             batch: p.batch.clone(),
             kind: p.kind(),
             message,
-            path: temp.map(|f| t.path(&f.path)),
+            path,
             bytes: temp.map(|f| f.bytes),
             recovery: p.recovery(),
         }

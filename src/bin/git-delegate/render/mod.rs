@@ -23,6 +23,7 @@ use git_delegate::sys::paths::{self, BString};
 
 pub mod apply;
 pub mod batch;
+pub mod config;
 pub mod diff;
 pub mod gc;
 pub mod hooks;
@@ -486,9 +487,15 @@ mod tests {
             ("refresh", "tasks[]", refresh::RefreshTask::FIELDS),
             ("run", "", run::RunDoc::FIELDS),
             ("run", "workers[]", run::RunWorker::FIELDS),
+            ("run", "workers[].sandbox", run::Sandbox::FIELDS),
             ("hooks-install", "", hooks::HooksDoc::FIELDS),
             ("hooks-install", "pre_push", hooks::PrePush::FIELDS),
             ("hooks-install-claude", "", hooks::ClaudeDoc::FIELDS),
+            ("config", "", config::ConfigDoc::FIELDS),
+            ("config", "changes[]", config::Change::FIELDS),
+            ("config", "left_out[]", LeftOut::FIELDS),
+            ("apply", "untrusted_config", UntrustedConfig::FIELDS),
+            ("apply", "untrusted_config.left_out[]", LeftOut::FIELDS),
             ("error", "", ErrorDoc::FIELDS),
         ];
         let mut errors = Vec::new();

@@ -25,6 +25,26 @@ document! {
         timed_out: bool,
         duration_ms: u64,
         log: String,
+        sandbox: Sandbox,
+    }
+}
+
+document! {
+    /// `workers[].sandbox` of the run document (design §3.22).
+    pub struct Sandbox {
+        kind: &'static str,
+        abi: Option<u8>,
+        network: bool,
+    }
+}
+
+impl Sandbox {
+    pub fn of(s: &git_delegate::ops::contain::Summary) -> Sandbox {
+        Sandbox {
+            kind: if s.landlock { "landlock" } else { "none" },
+            abi: s.abi,
+            network: s.network,
+        }
     }
 }
 
@@ -39,6 +59,7 @@ impl RunWorker {
                 timed_out: w.timed_out,
                 duration_ms: w.duration_ms,
                 log: t.path(&w.log),
+                sandbox: Sandbox::of(&w.sandbox),
             })
             .collect()
     }

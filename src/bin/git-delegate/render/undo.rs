@@ -121,6 +121,9 @@ pub fn reapply_doc(t: &Text, r: &Reapply) -> ApplyDoc {
     let mut doc = ApplyDoc::bare(r.from.batch.clone(), r.dry_run, tasks, t.paths(&r.written));
     doc.apply_id = Some(r.apply_id.clone());
     doc.from_undo = Some(r.from.apply_id.clone());
+    if !r.first.is_empty() {
+        doc.reapply_first = Some(r.first.clone());
+    }
     // No workspace is involved: none could have made any.
     doc.side_effects = Some(Vec::new());
     if r.interrupted {

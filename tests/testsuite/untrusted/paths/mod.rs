@@ -4,7 +4,9 @@
 //! local worker; and the same paths in the source itself.
 //!
 //! Here: trees as an attacker writes them, the hostile shapes, the remote
-//! setup and the checks; the tests are in `remote`, `local` and `undo`.
+//! setup and the checks; the tests are in `remote`, `local`, `undo`,
+//! `bomb` (path bombs, in bounded memory) and `unfetchable` (proposals git
+//! will not fetch).
 
 use crate::common::fixtures::id;
 use crate::common::fixtures::task_root;
@@ -17,9 +19,11 @@ use serde_json::Value;
 use crate::common::fixtures::{commit_files, prepare, task};
 use crate::common::{Env, Run};
 
+mod bomb;
 mod local;
 mod remote;
 mod undo;
+mod unfetchable;
 
 /// One entry of a tree an attacker writes.
 enum Node {
@@ -123,6 +127,18 @@ fn commit_on(env: &Env, repo: &Path, base: &str, extra: Vec<(&'static [u8], Node
     }
     let tree = write_tree(env, repo, entries);
     env.git(repo, ["commit-tree", &tree, "-p", base, "-m", "worker"])
+        .trim()
+        .to_string()
+}
+
+/// A commit on `base` in `repo` whose tree is `base`'s with the folder
+/// `name` (the tree `folder`) added at the top.
+fn with_folder(env: &Env, repo: &Path, base: &str, name: &str, folder: &str) -> String {
+    let listing = env.git(repo, ["ls-tree", base]);
+    let mut entries = listing.trim_end().to_string();
+    entries.push_str(&format!("\n040000 tree {folder}\t{name}\n"));
+    let tree = git_in(env, repo, &["mktree"], entries.as_bytes());
+    env.git(repo, ["commit-tree", &tree, "-p", base, "-m", "bomb"])
         .trim()
         .to_string()
 }
@@ -314,11 +330,45 @@ impl Remote {
         commit
     }
 
+    fn baseline_in_remote(&self, id: &str) -> String {
+        self.attacker
+            .git(
+                &self.bare,
+                [
+                    "rev-parse",
+                    &format!("refs/pi-delegate/batches/{id}/baseline"),
+                ],
+            )
+            .trim()
+            .to_string()
+    }
+
+    /// Task `task`'s proposal, written into the bare remote: the baseline
+    /// with a file below `depth` nested folders, each named `folder`.
+    fn nested(&self, id: &str, task: &str, folder: &str, depth: usize) {
+        let base = self.baseline_in_remote(id);
+        let name = format!("refs/pi-delegate/batches/{id}/tasks/{task}/proposal");
+        nested_commit(&self.attacker, &self.bare, &name, &base, (folder, depth));
+    }
+
     fn apply(&self, args: &[&str], code: i32) -> Value {
         let mut all = vec!["apply", "--json"];
         all.extend_from_slice(args);
         self.user.delegate(&self.src, all).expect(code).json()
     }
+}
+
+/// Write, with `git fast-import` in `repo`, the ref `name` at a commit on
+/// `base` whose tree is `base`'s with a file below `depth` nested folders,
+/// each named `folder`.
+fn nested_commit(env: &Env, repo: &Path, name: &str, base: &str, (folder, depth): (&str, usize)) {
+    let path = vec![folder; depth].join("/");
+    let script = format!(
+        "commit {name}\n\
+         committer Evil <evil@example.com> 0 +0000\ndata 5\ndeep\n\
+         from {base}\nM 100644 inline {path}/f\ndata 5\ndeep\n\n"
+    );
+    git_in(env, repo, &["fast-import", "--quiet"], script.as_bytes());
 }
 
 /// Tree entries to add at the top of a proposal.

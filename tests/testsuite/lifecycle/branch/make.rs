@@ -1,35 +1,16 @@
 //! `git delegate branch` (design §3.19): a task's work as a commit on HEAD,
 //! without the user's uncommitted or untracked files, made without touching
-//! the working tree, the index or HEAD.
+//! the working tree, the index or HEAD; conflicts, existing and checked-out
+//! branches, nothing to publish.
 use crate::common::files::read;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use super::{dirty_repo, one_task};
 use crate::common::assert_has;
 use crate::common::files::{lines, with_line};
-use crate::common::fixtures::{expect_error, index_bytes, prepare, task_root, write};
+use crate::common::fixtures::{expect_error, index_bytes, prepare, write};
 use crate::common::Env;
-
-/// A repository with a committed `a.txt` of 10 lines, then the user's
-/// uncommitted edit of its line 2 and an untracked `secret.env`.
-fn dirty_repo(env: &Env) -> PathBuf {
-    let repo = env.repo("proj");
-    write(&repo.join("a.txt"), &lines(10));
-    env.git(&repo, ["add", "a.txt"]);
-    env.git(&repo, ["commit", "-q", "-m", "a"]);
-    write(&repo.join("a.txt"), &with_line(&lines(10), 2, "user edit"));
-    write(&repo.join("secret.env"), "TOKEN=hunter2\n");
-    repo
-}
-
-/// Prepare one task in `repo` with `args`: (the document, its workspace,
-/// its name).
-fn one_task(env: &Env, repo: &Path, args: &[&str]) -> (serde_json::Value, PathBuf, String) {
-    let doc = prepare(env, repo, args);
-    let ws = task_root(&doc, 0);
-    let task = doc["tasks"][0]["name"].as_str().unwrap().to_string();
-    (doc, ws, task)
-}
 
 fn state(env: &Env, repo: &Path) -> (Vec<u8>, String, String, String) {
     (
@@ -174,81 +155,16 @@ fn a_task_without_changes_has_nothing_to_publish() {
     let doc = prepare(&env, &repo, &[]);
     let task = doc["tasks"][0]["name"].as_str().unwrap().to_string();
     expect_error(&env, &repo, &["branch", &task], 2, "delegate::no_changes");
+    // Its hint names the task, and runs.
+    let out = env.delegate(&repo, ["branch", &task]).expect(2);
+    let hint = crate::common::printed_command(&out.stderr, "git delegate diff");
+    env.sh(&repo, &hint).expect(0);
     assert_eq!(
         env.git(&repo, ["for-each-ref", "refs/heads/"])
             .lines()
             .count(),
         1
     );
-}
-
-/// A repository with a bare remote `origin`, main pushed, hooks installed.
-fn with_remote(env: &Env) -> (std::path::PathBuf, std::path::PathBuf) {
-    let repo = dirty_repo(env);
-    let bare = env.path().join("remote.git");
-    env.git(env.path(), ["init", "-q", "--bare", bare.to_str().unwrap()]);
-    env.git(&repo, ["remote", "add", "origin", bare.to_str().unwrap()]);
-    env.git(&repo, ["push", "-q", "origin", "main"]);
-    env.delegate(&repo, ["hooks", "install"]).expect(0);
-    (repo, bare)
-}
-
-/// `git push ARGS` in `dir` with git-delegate on PATH (the hook runs it).
-fn push(env: &Env, dir: &Path, args: &str) -> crate::common::Run {
-    env.sh(dir, &format!("git push -q {args} 2>&1"))
-}
-
-#[test]
-fn pre_push_refuses_a_workers_branch_on_the_baseline_and_passes_the_clean_one() {
-    let env = Env::new();
-    let (repo, bare) = with_remote(&env);
-    assert!(repo.join(".git/hooks/pre-push").exists());
-    let (doc, ws, task) = one_task(&env, &repo, &["--label", "feat"]);
-    // The worker makes its own branch in its workspace, on the baseline.
-    write(&ws.join("new.rs"), "fn main() {}\n");
-    env.git(&ws, ["checkout", "-q", "-b", "agent/x"]);
-    env.git(&ws, ["add", "new.rs"]);
-    env.git(&ws, ["commit", "-q", "-m", "agent work"]);
-    let out = push(&env, &repo, "origin agent/x");
-    assert_ne!(out.code, 0, "{}", out.stdout);
-    assert_has(&out.stdout, "refs/heads/agent/x");
-    assert_has(&out.stdout, "git delegate branch");
-    let remote_refs = env.git(&bare, ["for-each-ref", "--format=%(refname)"]);
-    assert_eq!(remote_refs, "refs/heads/main\n");
-
-    // The clean branch goes through, without secret.env.
-    env.delegate(&repo, ["branch", &task, "agent/clean"])
-        .expect(0);
-    let out = push(&env, &repo, "origin agent/clean");
-    assert_eq!(out.code, 0, "{}", out.stdout);
-    let files = env.git(&bare, ["ls-tree", "-r", "--name-only", "agent/clean"]);
-    assert_eq!(files, "README\na.txt\nnew.rs\n");
-
-    // An ordinary push passes.
-    write(&repo.join("b.txt"), "b\n");
-    env.git(&repo, ["add", "b.txt"]);
-    env.git(&repo, ["commit", "-q", "-m", "b"]);
-    assert_eq!(push(&env, &repo, "origin main").code, 0);
-    // refs/pi-delegate/ pushes pass (prepare --remote's own).
-    let baseline = doc["baseline"]["commit"].as_str().unwrap().to_string();
-    let out = push(
-        &env,
-        &repo,
-        &format!("origin {baseline}:refs/pi-delegate/x/baseline"),
-    );
-    assert_eq!(out.code, 0, "{}", out.stdout);
-
-    // warn: passes with the warning; ignore: passes silently.
-    crate::common::fixtures::set_config(&repo, "[hooks]\nprivate-baselines = \"warn\"\n");
-    let out = push(&env, &repo, "origin agent/x");
-    assert_eq!(out.code, 0, "{}", out.stdout);
-    assert_has(&out.stdout, "git delegate branch");
-    env.git(&bare, ["update-ref", "-d", "refs/heads/agent/x"]);
-    env.git(&repo, ["update-ref", "-d", "refs/remotes/origin/agent/x"]);
-    crate::common::fixtures::set_config(&repo, "[hooks]\nprivate-baselines = \"ignore\"\n");
-    let out = push(&env, &repo, "origin agent/x");
-    assert_eq!(out.code, 0, "{}", out.stdout);
-    assert!(!out.stdout.contains("git-delegate"), "{}", out.stdout);
 }
 
 #[test]

@@ -13,13 +13,13 @@
 //! `.mailmap` (or an alias of one), which git's fsck flags.
 //!
 //! Owns: the rule (`name`, `path`), finding what breaks it in a tree where
-//! it differs from its base (`tree`), the words for each reason, and the
+//! it differs from its base and the bound on what a tree may bring (the
+//! walk: `walk.rs`, re-exported here), the words for each reason, and the
 //! error for a working tree that holds such paths (`in_working_tree`); its
 //! errors are `ValidateError` (worded in `ops::explain`).
 //! Never: reads or writes a working tree; a leaf module (only `paths` below
 //! it), so that every command that lands work can call it.
 
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use gix::bstr::{BStr, BString, ByteSlice};
@@ -49,6 +49,9 @@ pub enum ValidateError {
 
 type Result<T, E = ValidateError> = std::result::Result<T, E>;
 
+mod walk;
+pub use walk::{gitlinks, max_changed, too_many, tree, MAX_CHANGED, TOO_MANY};
+
 /// An apply task whose proposal holds such a path (design §6.2 `reason`).
 pub const REASON: &str = "invalid_path";
 
@@ -57,7 +60,7 @@ pub const NAMED: usize = 20;
 
 /// How many entries below an offending folder are visited to name the
 /// files in it (past that, the folder itself is named).
-const BELOW_BUDGET: usize = 1000;
+pub(super) const BELOW_BUDGET: usize = 1000;
 
 /// git's checks with `core.protectNTFS` and `core.protectHFS` on, Windows'
 /// own name rules off.
@@ -163,341 +166,6 @@ fn words(e: &component::Error) -> &'static str {
         component::Error::SymlinkedGitModules => "symlinked .gitmodules",
         _ => "not a valid name",
     }
-}
-
-/// The paths of `tree` that git refuses (the first [`NAMED`]), looking
-/// only where `tree` differs from `base` (trusted: a baseline, or a task's
-/// own base, made from a checked source). Below an offending entry the
-/// files are named (or the entry, when it holds none). A tree object that
-/// cannot be decoded is named as such: a hostile proposal fails alone.
-pub fn tree(
-    repo: &gix::Repository,
-    base: Option<ObjectId>,
-    tree: ObjectId,
-) -> Result<Vec<Invalid>> {
-    let mut walk = Walk {
-        repo,
-        found: Vec::new(),
-        seen: HashMap::new(),
-        changed: 0,
-        max: max_changed(),
-    };
-    walk.differing(base, tree, &mut BString::default())?;
-    Ok(walk.found)
-}
-
-struct Walk<'r> {
-    repo: &'r gix::Repository,
-    found: Vec<Invalid>,
-    /// (tree, base) pairs walked already: a tree repeating one subtree
-    /// under many names costs one walk of it.
-    /// With the changed files found below each (counted once per name it
-    /// appears under, for the bound).
-    seen: HashMap<(ObjectId, Option<ObjectId>), u64>,
-    /// Changed files (added or changed non-folder entries) seen so far.
-    changed: u64,
-    /// The bound on them: past it the tree is refused.
-    max: u64,
-}
-
-/// The most changed paths a task may bring (design §3.18, limits): past it
-/// the task is refused as `invalid_path`, naming [`TOO_MANY`].
-pub const MAX_CHANGED: u64 = 1_000_000;
-
-/// The reason a task over [`MAX_CHANGED`] is refused with.
-pub const TOO_MANY: &str = "too many changed paths (more than 1000000)";
-
-/// [`MAX_CHANGED`], or `GIT_DELEGATE_TEST_MAX_CHANGED_PATHS` when set (a
-/// test's cheaper bound; documented as for tests only).
-fn max_changed() -> u64 {
-    std::env::var("GIT_DELEGATE_TEST_MAX_CHANGED_PATHS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(MAX_CHANGED)
-}
-
-/// A decoded tree's entries: name, kind, id.
-type Entries = Vec<(BString, EntryKind, ObjectId)>;
-
-impl Walk<'_> {
-    fn full(&self) -> bool {
-        self.found.len() >= NAMED || self.changed > self.max
-    }
-
-    /// Count `n` more changed files; past the bound the task is refused,
-    /// naming the folder where it was passed.
-    fn count(&mut self, n: u64, at: &BString) {
-        self.changed = self.changed.saturating_add(n);
-        if self.changed > self.max {
-            let path = if at.is_empty() {
-                BString::from(".")
-            } else {
-                at.clone()
-            };
-            self.found.push(Invalid {
-                path,
-                why: TOO_MANY,
-            });
-        }
-    }
-
-    /// The entries of the tree `id`, or `None` when it cannot be decoded.
-    fn entries(&self, id: ObjectId) -> Result<Option<Entries>> {
-        let tree = self
-            .repo
-            .find_tree(id)
-            .map_err(|source| ValidateError::Tree { id, source })?;
-        let Ok(decoded) = tree.decode() else {
-            return Ok(None);
-        };
-        Ok(Some(
-            decoded
-                .entries
-                .iter()
-                .map(|e| (e.filename.to_owned(), e.mode.kind(), e.oid.to_owned()))
-                .collect(),
-        ))
-    }
-
-    fn differing(&mut self, base: Option<ObjectId>, id: ObjectId, at: &mut BString) -> Result<()> {
-        if self.full() || Some(id) == base {
-            return Ok(());
-        }
-        if let Some(&n) = self.seen.get(&(id, base)) {
-            // Walked already: its changed files count again under this name.
-            self.count(n, at);
-            return Ok(());
-        }
-        let before = self.changed;
-        self.seen.insert((id, base), 0);
-        self.walk_tree(base, id, at)?;
-        let n = self.changed.saturating_sub(before);
-        self.seen.insert((id, base), n);
-        Ok(())
-    }
-
-    fn walk_tree(&mut self, base: Option<ObjectId>, id: ObjectId, at: &mut BString) -> Result<()> {
-        let Some(entries) = self.entries(id)? else {
-            self.push(at.clone(), "malformed tree object");
-            return Ok(());
-        };
-        if let Some((n, why)) = disorder(&entries) {
-            // Which of two entries git would check out is not defined: the
-            // tree is refused, naming the entry (design §3.18, limits).
-            let mut p = at.clone();
-            if !p.is_empty() {
-                p.push(b'/');
-            }
-            p.extend_from_slice(&n);
-            self.push(p, why);
-            return Ok(());
-        }
-        let base_entries: HashMap<BString, (EntryKind, ObjectId)> = match base {
-            Some(b) => self
-                .entries(b)?
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(n, k, i)| (n, (k, i)))
-                .collect(),
-            None => HashMap::new(),
-        };
-        for (n, kind, oid) in entries {
-            if self.full() {
-                break;
-            }
-            let len = at.len();
-            if !at.is_empty() {
-                at.push(b'/');
-            }
-            at.extend_from_slice(&n);
-            if kind != EntryKind::Tree && base_entries.get(&n) != Some(&(kind, oid)) {
-                self.count(1, at);
-                if self.full() {
-                    at.truncate(len);
-                    break;
-                }
-            }
-            if let Some(why) = name(n.as_bstr(), kind) {
-                self.below(kind, oid, at, why)?;
-            } else if kind == EntryKind::Link {
-                if base_entries.get(&n) != Some(&(kind, oid)) {
-                    if let Some(why) = self.link(oid)? {
-                        self.push(at.clone(), why);
-                    }
-                }
-            } else if kind == EntryKind::Tree {
-                let sub_base = match base_entries.get(&n) {
-                    Some((EntryKind::Tree, b)) => Some(*b),
-                    _ => None,
-                };
-                if sub_base != Some(oid) {
-                    self.differing(sub_base, oid, at)?;
-                }
-            }
-            at.truncate(len);
-        }
-        Ok(())
-    }
-
-    /// Why the symlink blob `id` is refused as a target, if it is.
-    fn link(&self, id: ObjectId) -> Result<Option<&'static str>> {
-        let Ok(blob) = self.repo.find_object(id) else {
-            return Ok(Some("missing symlink target"));
-        };
-        Ok(target(&blob.data))
-    }
-
-    /// Name what is at and below the offending entry at `at`: its files,
-    /// or itself.
-    fn below(
-        &mut self,
-        kind: EntryKind,
-        id: ObjectId,
-        at: &mut BString,
-        why: &'static str,
-    ) -> Result<()> {
-        let before = self.found.len();
-        if kind == EntryKind::Tree {
-            let mut budget = BELOW_BUDGET;
-            self.leaves(id, at, why, &mut budget)?;
-        }
-        if self.found.len() == before {
-            self.push(at.clone(), why);
-        }
-        Ok(())
-    }
-
-    fn leaves(
-        &mut self,
-        id: ObjectId,
-        at: &mut BString,
-        why: &'static str,
-        budget: &mut usize,
-    ) -> Result<()> {
-        let Some(entries) = self.entries(id)? else {
-            return Ok(());
-        };
-        for (n, kind, oid) in entries {
-            if self.full() || *budget == 0 {
-                return Ok(());
-            }
-            *budget -= 1;
-            let len = at.len();
-            at.push(b'/');
-            at.extend_from_slice(&n);
-            if kind == EntryKind::Tree {
-                self.leaves(oid, at, why, budget)?;
-            } else {
-                self.push(at.clone(), why);
-            }
-            at.truncate(len);
-        }
-        Ok(())
-    }
-
-    fn push(&mut self, path: BString, why: &'static str) {
-        if !self.full() && !self.found.iter().any(|f| f.path == path) {
-            self.found.push(Invalid { path, why });
-        }
-    }
-}
-
-/// The first entry of a tree that repeats a name or comes out of git's
-/// order (names compared as bytes, a folder's with a `/` after it), and
-/// which: git's fsck flags both (`duplicateEntries`, `treeNotSorted`).
-fn disorder(entries: &Entries) -> Option<(BString, &'static str)> {
-    let key = |n: &BString, k: EntryKind| {
-        let mut v = n.to_vec();
-        if k == EntryKind::Tree {
-            v.push(b'/');
-        }
-        v
-    };
-    let mut names: HashSet<&BString> = HashSet::new();
-    let mut last: Option<Vec<u8>> = None;
-    for (n, k, _) in entries {
-        if !names.insert(n) {
-            return Some((n.clone(), "duplicate tree entry"));
-        }
-        let this = key(n, *k);
-        if last.as_ref().is_some_and(|l| *l >= this) {
-            return Some((n.clone(), "tree entries out of order"));
-        }
-        last = Some(this);
-    }
-    None
-}
-
-/// The gitlinks (submodule entries) `tree` adds, changes or removes
-/// against `base` (the first [`NAMED`]), walking only where they differ.
-pub fn gitlinks(repo: &gix::Repository, base: ObjectId, tree: ObjectId) -> Result<Vec<BString>> {
-    let walk = Walk {
-        repo,
-        found: Vec::new(),
-        seen: HashMap::new(),
-        changed: 0,
-        max: u64::MAX,
-    };
-    let mut out = Vec::new();
-    links_below(
-        &walk,
-        Some(base),
-        Some(tree),
-        &mut BString::default(),
-        &mut out,
-    )?;
-    Ok(out)
-}
-
-fn links_below(
-    walk: &Walk<'_>,
-    base: Option<ObjectId>,
-    tree: Option<ObjectId>,
-    at: &mut BString,
-    out: &mut Vec<BString>,
-) -> Result<()> {
-    if base == tree || out.len() >= NAMED {
-        return Ok(());
-    }
-    let read = |id: Option<ObjectId>| -> Result<HashMap<BString, (EntryKind, ObjectId)>> {
-        Ok(match id {
-            Some(i) => walk
-                .entries(i)?
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(n, k, o)| (n, (k, o)))
-                .collect(),
-            None => HashMap::new(),
-        })
-    };
-    let (old, new) = (read(base)?, read(tree)?);
-    let mut names: Vec<&BString> = old.keys().chain(new.keys()).collect();
-    names.sort();
-    names.dedup();
-    for n in names {
-        let (o, w) = (old.get(n).copied(), new.get(n).copied());
-        if o == w || out.len() >= NAMED {
-            continue;
-        }
-        let len = at.len();
-        if !at.is_empty() {
-            at.push(b'/');
-        }
-        at.extend_from_slice(n);
-        let is = |e: Option<(EntryKind, ObjectId)>, k| e.is_some_and(|e| e.0 == k);
-        if is(o, EntryKind::Commit) || is(w, EntryKind::Commit) {
-            out.push(at.clone());
-        } else {
-            let sub = |e: Option<(EntryKind, ObjectId)>| {
-                e.filter(|e| e.0 == EntryKind::Tree).map(|e| e.1)
-            };
-            if sub(o).is_some() || sub(w).is_some() {
-                links_below(walk, sub(o), sub(w), at, out)?;
-            }
-        }
-        at.truncate(len);
-    }
-    Ok(())
 }
 
 /// The paths as `path (why)`, the first few, for a message.
@@ -739,26 +407,5 @@ mod tests {
         assert_eq!(target(b"a\0b"), Some("symlink target holding NUL"));
         assert!(target(&[b'a'; 4096]).is_some());
         assert_eq!(target(&[b'a'; 4095]), None);
-    }
-
-    #[test]
-    fn duplicate_and_unsorted_entries_are_found() {
-        let e = |n: &str, k| (BString::from(n), k, ObjectId::null(gix::hash::Kind::Sha1));
-        let ok = [
-            e("a", EntryKind::Blob),
-            e("a-b", EntryKind::Blob),
-            e("a", EntryKind::Tree),
-        ];
-        // "a-b" < "a/" : a folder sorts as if its name ended in `/`.
-        assert_eq!(disorder(&vec![ok[0].clone(), ok[1].clone()]), None);
-        assert_eq!(disorder(&vec![ok[1].clone(), ok[2].clone()]), None);
-        assert_eq!(
-            disorder(&vec![e("a", EntryKind::Blob), e("a", EntryKind::Blob)]).map(|d| d.1),
-            Some("duplicate tree entry")
-        );
-        assert_eq!(
-            disorder(&vec![e("b", EntryKind::Blob), e("a", EntryKind::Blob)]).map(|d| d.1),
-            Some("tree entries out of order")
-        );
     }
 }
