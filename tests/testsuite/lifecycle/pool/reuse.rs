@@ -191,6 +191,8 @@ fn a_workspace_keeps_its_path_and_inode_for_three_rounds() {
                 "run",
                 "-n",
                 "2",
+                // (The workers write outside their workspaces: unconfined.)
+                "--no-sandbox",
                 "--",
                 "sh",
                 "-c",
