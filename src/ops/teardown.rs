@@ -115,8 +115,12 @@ pub fn workspace(
         return Ok((fate, trash));
     };
     let in_place = way == Way::Delete;
+    let read = match read.stat {
+        Some(_) => read.clone(),
+        None => read.clone().with_stat(stat_record(source, b, t)),
+    };
     Ok(
-        match workspace::remove_proven(&source.common_dir, t, read, in_place)? {
+        match workspace::remove_proven(&source.common_dir, t, &read, in_place)? {
             workspace::Proof::Removed(trash) => (Fate::Removed, trash),
             workspace::Proof::Missing => (Fate::Missing, None),
             workspace::Proof::Foreign => (Fate::Foreign, None),
@@ -124,6 +128,13 @@ pub fn workspace(
             workspace::Proof::LeftAside(p) => (Fate::LeftAside(p), None),
         },
     )
+}
+
+/// Where git-delegate's own stat record of task `t`'s workspace lies
+/// (design §3.20; a batch prepared before records were kept has none).
+pub fn stat_record(source: &Source, b: &Batch, t: &Task) -> PathBuf {
+    let batch_dir = crate::record::batch::batch_dir(&source.state_dir(), &b.id);
+    crate::record::stat::of_task(&batch_dir, &t.name)
 }
 
 /// The tree a closed task's workspace is proven against when a command

@@ -72,11 +72,15 @@ pub struct Aside {
 /// What the last snapshot of a workspace read: its tree, and the paths git
 /// refuses that it left out of the tree (none, except for gc's rescue:
 /// apply never removes a workspace holding any). It held no nested
-/// repository.
+/// repository. `stat`: git-delegate's own stat record of the workspace
+/// (`record::stat`, design §3.20), the only stat data the comparison
+/// trusts, as the snapshot that read it did (`None`: a batch prepared
+/// before records were kept, whose workspace index serves).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Read {
     pub tree: ObjectId,
     pub invalid: Vec<gix::bstr::BString>,
+    pub stat: Option<PathBuf>,
 }
 
 impl From<ObjectId> for Read {
@@ -84,7 +88,16 @@ impl From<ObjectId> for Read {
         Read {
             tree,
             invalid: Vec::new(),
+            stat: None,
         }
+    }
+}
+
+impl Read {
+    /// The same, compared with the stat record at `path`.
+    pub fn with_stat(mut self, path: PathBuf) -> Read {
+        self.stat = Some(path);
+        self
     }
 }
 
@@ -200,7 +213,7 @@ impl Aside {
         if !crate::workspace::submodules::changed(common_dir, &path)?.is_empty() {
             return Ok(Compared::Changed);
         }
-        compare_at(&path, read)
+        compare_at(common_dir, &path, read)
     }
 
     /// Put it back at its place (its registration never left it), making
@@ -287,9 +300,14 @@ impl Trashed {
 }
 
 /// A snapshot of the workspace folder at `path` compared with `read`.
-fn compare_at(path: &Path, read: &Read) -> Result<Compared> {
-    let repo = crate::git::repo::open_worktree(path)?.with_object_memory();
-    let snap = crate::snapshot::snapshot_workspace(&repo)?;
+fn compare_at(common_dir: &Path, path: &Path, read: &Read) -> Result<Compared> {
+    let repo = crate::git::repo::open_worktree_of(path, common_dir)?.with_object_memory();
+    // Never the workspace's index for stat data: its worker can forge one.
+    let record = read
+        .stat
+        .as_deref()
+        .and_then(|p| crate::record::stat::read(p, repo.object_hash()));
+    let (snap, _, _) = crate::snapshot::snapshot_task(&repo, record.as_ref(), false)?;
     let mut invalid: Vec<&gix::bstr::BString> = snap.invalid.iter().map(|i| &i.path).collect();
     let mut was: Vec<&gix::bstr::BString> = read.invalid.iter().collect();
     invalid.sort();

@@ -535,7 +535,8 @@ fn set_aside(
             pending.push(Pending {
                 idx: i,
                 aside: Some(aside),
-                read: read.into(),
+                read: workspace::aside::Read::from(read)
+                    .with_stat(teardown::stat_record(source, b, task)),
                 pool,
             });
             Ok(())
@@ -659,6 +660,10 @@ fn park(
     read: Option<&crate::snapshot::Vouched>,
 ) -> bool {
     let state_dir = source.state_dir();
+    // Room is counted again: the tasks before it in this run took some.
+    if workspace::pool::list(&state_dir).len() >= source.config.pool {
+        return false;
+    }
     let fresh;
     let read = match read {
         Some(read) => read,

@@ -280,12 +280,14 @@ impl Gc<'_> {
                     workspace::aside::Read {
                         tree: *tree,
                         invalid: invalid.clone(),
+                        stat: Some(crate::ops::teardown::stat_record(self.source, b, t)),
                     },
                 )),
                 Ok(None) => {
                     if let Ok((_, tree)) = proposal::base_of(&self.source.repo, b, t, baseline_tree)
                     {
-                        read.push((t.name.clone(), tree.into()));
+                        let stat = crate::ops::teardown::stat_record(self.source, b, t);
+                        read.push((t.name.clone(), workspace::aside::Read::from(tree).with_stat(stat)));
                     }
                 }
                 Err(_) => {}
