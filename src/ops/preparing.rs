@@ -154,6 +154,7 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
         out.stopped = quiesce::find_marked(BATCH_VAR, &b.id)
             .into_iter()
             .map(quiesce::describe)
+            .filter(|p| !p.command.is_empty())
             .collect();
     } else {
         match quiesce::stop_marked(BATCH_VAR, &b.id, quiesce::GRACE) {

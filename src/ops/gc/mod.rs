@@ -158,6 +158,17 @@ pub struct Report {
     /// user's, or a symlink where a folder of ours was expected; never
     /// entered, read or removed.
     pub unsafe_folders: Vec<crate::workspace::shared_root::Refused>,
+    /// The setup commands of killed prepares stopped before their batch
+    /// was removed (with `dry_run`: that would be stopped; design §3.20).
+    pub stopped: Vec<Stopped>,
+}
+
+/// A process gc stopped (or would stop): a setup command of a batch whose
+/// prepare was killed.
+#[derive(Debug, Clone)]
+pub struct Stopped {
+    pub batch: String,
+    pub process: crate::sys::quiesce::Proc,
 }
 
 /// A stash entry a stale batch's workspace pushed (design §3.16).

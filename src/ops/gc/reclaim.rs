@@ -55,6 +55,12 @@ impl Gc<'_> {
             self.handled_regs.insert(t.worktree_id.clone());
         }
         let r = crate::ops::preparing::remove_whole(self.source, b, self.dry_run)?;
+        self.report
+            .stopped
+            .extend(r.stopped.iter().map(|p| super::Stopped {
+                batch: b.id.clone(),
+                process: p.clone(),
+            }));
         self.report.workspaces_removed += r.workspaces;
         self.report.refs_removed += r.refs;
         self.report.bytes_freed += r.bytes;
