@@ -137,7 +137,10 @@ impl Gc<'_> {
                     self.report.bytes_freed += p.bytes;
                 }
                 for left in crate::workspace::aside::left_aside(&base_path) {
-                    self.left_alone(left.path);
+                    // (The dry run's: put back first by the real run.)
+                    if !self.restored.iter().any(|(_, a)| a == &left.path) {
+                        self.left_alone(left.path);
+                    }
                 }
                 continue;
             }

@@ -197,7 +197,19 @@ pub fn run(source: &Source, dry_run: bool, empty_pool: bool) -> Result<Report> {
         handled_refs: HashSet::new(),
         handled_regs: HashSet::new(),
         handled_roots: HashSet::new(),
+        restored: Vec::new(),
     };
+    // What the lock's recovery puts back before the real gc runs (design
+    // §3.18): the dry run counts those workspaces where they will be.
+    if dry_run {
+        if let Ok(base) = source.workspace_base() {
+            gc.restored = crate::workspace::aside::would_restore(
+                &source.common_dir,
+                &base,
+                &gc.state_dir,
+            );
+        }
+    }
     let entries = batch::list(&gc.state_dir)?;
     let all: Vec<Batch> = entries
         .iter()
@@ -422,6 +434,20 @@ struct Gc<'a> {
     handled_regs: HashSet<String>,
     /// Workspace folders this run removed.
     handled_roots: HashSet<PathBuf>,
+    /// With `dry_run`: the workspaces a killed command left aside that the
+    /// real run's lock puts back first, as (place, where it waits).
+    restored: Vec<(PathBuf, PathBuf)>,
+}
+
+impl Gc<'_> {
+    /// With `dry_run`: where the workspace whose place is `root` waits
+    /// aside, to be put back before a real run.
+    fn waiting_aside(&self, root: &Path) -> Option<&Path> {
+        self.restored
+            .iter()
+            .find(|(place, _)| place == root)
+            .map(|(_, aside)| aside.as_path())
+    }
 }
 
 /// The path a worktree registration's `gitdir` file names, if readable.

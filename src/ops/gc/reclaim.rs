@@ -7,7 +7,7 @@
 //! Never: removes anything of a batch whose work could not be rescued;
 //! changes anything with `dry_run`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use gix::ObjectId;
 
@@ -63,6 +63,7 @@ impl Gc<'_> {
             }));
         self.report.workspaces_removed += r.workspaces;
         self.report.refs_removed += r.refs;
+        self.report.registrations_removed += r.registrations;
         self.report.bytes_freed += r.bytes;
         self.report.left_alone.extend(r.left_alone);
         for u in r.unsafe_folders {
@@ -255,10 +256,13 @@ impl Gc<'_> {
         let mut read: Vec<(String, workspace::aside::Read)> = Vec::new();
         for task in b.open_tasks() {
             // Read at the real path the identity check found.
-            let workspace::Identity::Ours { real, .. } =
-                workspace::identify(&self.source.common_dir, task)
-            else {
-                continue;
+            let real = match workspace::identify(&self.source.common_dir, task) {
+                workspace::Identity::Ours { real, .. } => real,
+                // The dry run reads one the real run puts back first where it waits.
+                _ => match self.waiting_aside(&task.root) {
+                    Some(aside) => aside.to_path_buf(),
+                    None => continue,
+                },
             };
             let mut t = task.clone();
             t.root = real;
@@ -493,6 +497,19 @@ impl Gc<'_> {
             self.handled_regs.insert(t.worktree_id.clone());
             return Ok(None);
         }
+        // The dry run counts one the real run puts back first where it waits.
+        let waiting = match health {
+            workspace::Health::Missing => self.waiting_aside(&t.root).map(Path::to_path_buf),
+            _ => None,
+        };
+        if let Some(aside) = waiting {
+            self.report.bytes_freed += crate::workspace::shared_root::tree_size(&aside)
+                + crate::sys::fs::tree_size(&reg);
+            self.report.workspaces_removed += 1;
+            self.handled_roots.insert(t.root.clone());
+            self.handled_regs.insert(t.worktree_id.clone());
+            return Ok(None);
+        }
         match health {
             workspace::Health::Ours => {
                 let bytes = crate::workspace::shared_root::tree_size(&t.root)
@@ -525,6 +542,9 @@ impl Gc<'_> {
                     if !self.dry_run {
                         crate::sys::fs::remove_all(&reg)?;
                     }
+                    // Its folder was gone (or is not ours): a registration
+                    // removed, not a workspace.
+                    self.report.registrations_removed += 1;
                 }
                 self.handled_regs.insert(t.worktree_id.clone());
             }
