@@ -405,7 +405,9 @@ pub fn restore_all(common_dir: &Path, base: &Path, state_dir: &Path) {
         return;
     }
     let batches = crate::record::batch::list_ok(state_dir).unwrap_or_default();
-    restore(common_dir, base, &|short, task| place_in(&batches, short, task));
+    restore(common_dir, base, &|short, task| {
+        place_in(&batches, short, task)
+    });
 }
 
 /// Where the task `task` of the batch `short` among `batches` has its

@@ -203,11 +203,8 @@ pub fn run(source: &Source, dry_run: bool, empty_pool: bool) -> Result<Report> {
     // §3.18): the dry run counts those workspaces where they will be.
     if dry_run {
         if let Ok(base) = source.workspace_base() {
-            gc.restored = crate::workspace::aside::would_restore(
-                &source.common_dir,
-                &base,
-                &gc.state_dir,
-            );
+            gc.restored =
+                crate::workspace::aside::would_restore(&source.common_dir, &base, &gc.state_dir);
         }
     }
     let entries = batch::list(&gc.state_dir)?;

@@ -297,7 +297,10 @@ impl Gc<'_> {
                     if let Ok((_, tree)) = proposal::base_of(&self.source.repo, b, t, baseline_tree)
                     {
                         let stat = crate::ops::teardown::stat_record(self.source, b, t);
-                        read.push((t.name.clone(), workspace::aside::Read::from(tree).with_stat(stat)));
+                        read.push((
+                            t.name.clone(),
+                            workspace::aside::Read::from(tree).with_stat(stat),
+                        ));
                     }
                 }
                 Err(_) => {}
@@ -503,8 +506,8 @@ impl Gc<'_> {
             _ => None,
         };
         if let Some(aside) = waiting {
-            self.report.bytes_freed += crate::workspace::shared_root::tree_size(&aside)
-                + crate::sys::fs::tree_size(&reg);
+            self.report.bytes_freed +=
+                crate::workspace::shared_root::tree_size(&aside) + crate::sys::fs::tree_size(&reg);
             self.report.workspaces_removed += 1;
             self.handled_roots.insert(t.root.clone());
             self.handled_regs.insert(t.worktree_id.clone());

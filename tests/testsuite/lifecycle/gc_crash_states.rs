@@ -130,7 +130,11 @@ fn gc_dry_run_and_gc_agree_and_count_truly_on_the_states_kills_leave() {
     assert_eq!(aside(&base).len(), 1);
 
     let real = env.delegate(&repo, ["gc", "--json"]).json();
-    assert_eq!(removes(&dry), removes(&real), "dry:\n{dry:#}\nreal:\n{real:#}");
+    assert_eq!(
+        removes(&dry),
+        removes(&real),
+        "dry:\n{dry:#}\nreal:\n{real:#}"
+    );
 
     // The counts are true.
     let regs_after = registrations(&common);
@@ -163,4 +167,73 @@ fn gc_dry_run_and_gc_agree_and_count_truly_on_the_states_kills_leave() {
     assert_eq!(again["workspaces_removed"], 0, "{again:#}");
     assert_eq!(again["registrations_removed"], 0, "{again:#}");
     assert_eq!(again["batches"], json!([]), "{again:#}");
+}
+
+/// The kinds of the problems `status --json` reports.
+fn problem_kinds(env: &Env, repo: &Path) -> Vec<String> {
+    let doc = env.delegate(repo, ["status", "--json"]).expect(0).json();
+    doc["problems"]
+        .as_array()
+        .map(|p| {
+            p.iter()
+                .map(|x| x["kind"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `status --check` reports, without waiting for gc, a workspace a killed
+/// apply left aside in the trash and a registration of ours whose folder
+/// is gone (design §3.3); each message names `git delegate gc`, which,
+/// followed literally, clears it.
+#[test]
+fn status_check_reports_a_workspace_left_aside_and_a_dead_registration_until_gc() {
+    let (env, repo) = Env::with_repo("proj");
+    let common = common_dir(&env, &repo);
+    let base = workspace_base(&env, &repo);
+
+    // A registration of ours whose folder is gone, that no batch owns.
+    let b = prepare(&env, &repo, &[]);
+    std::fs::remove_dir_all(task_root(&b, 0)).unwrap();
+    std::fs::remove_dir_all(common.join("delegate/batches").join(id(&b))).unwrap();
+    let run = env.delegate(&repo, ["status", "--check"]).expect(1);
+    let text = format!("{}{}", run.stdout, run.stderr);
+    crate::common::assert_has(&text, &format!("delegate-{}-1", &id(&b)[..8]));
+    assert_eq!(problem_kinds(&env, &repo), ["dead_registration"]);
+    let gc = crate::common::printed_command(&text, "git delegate gc");
+    env.sh(&repo, &gc).expect(0);
+    env.delegate(&repo, ["status", "--check"]).expect(0);
+    assert_eq!(registrations(&common), Vec::<String>::new());
+
+    // A live batch's workspace left aside by an apply killed while it
+    // proved it.
+    let c = prepare(&env, &repo, &[]);
+    let ws = task_root(&c, 0);
+    std::fs::write(ws.join("c.txt"), "c\n").unwrap();
+    let mut cmd = env.delegate_cmd(&repo);
+    cmd.args(["apply"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = paused_at(&env, cmd, "prove-aside");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!ws.exists());
+    let run = env.delegate(&repo, ["status", "--check"]).expect(1);
+    let text = format!("{}{}", run.stdout, run.stderr);
+    crate::common::assert_has(&text, ".aside");
+    assert_eq!(problem_kinds(&env, &repo), ["workspace_aside"]);
+    let doc = env.delegate(&repo, ["status", "--json"]).expect(0).json();
+    let p = &doc["problems"][0];
+    assert_eq!(p["batch"], id(&c).as_str(), "{doc:#}");
+    assert!(
+        p["path"]
+            .as_str()
+            .is_some_and(|p| p.starts_with(base.join(".trash").to_str().unwrap())),
+        "{doc:#}"
+    );
+    let gc = crate::common::printed_command(&text, "git delegate gc");
+    env.sh(&repo, &gc).expect(0);
+    assert_eq!(std::fs::read_to_string(ws.join("c.txt")).unwrap(), "c\n");
+    env.delegate(&repo, ["status", "--check"]).expect(0);
 }

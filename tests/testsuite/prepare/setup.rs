@@ -371,7 +371,10 @@ fn drop_names_the_setup_commands_of_a_killed_prepare_it_stopped() {
     assert!(marked(&batch).is_empty(), "a setup process still runs");
     let stopped = pids_of(&doc["stopped_processes"]);
     // The two setup shells and their two children ran throughout.
-    assert!(stopped.intersection(&before).count() >= 4, "{before:?} {doc:#}");
+    assert!(
+        stopped.intersection(&before).count() >= 4,
+        "{before:?} {doc:#}"
+    );
     assert_nothing_created(&env, &repo);
 
     // In the text too.

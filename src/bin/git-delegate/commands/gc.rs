@@ -139,7 +139,10 @@ fn removed_text(r: &git_delegate::ops::gc::Report) -> String {
         ));
         text.push_str(&stopped_text(
             r.dry_run,
-            r.stopped.iter().filter(|s| &s.batch == id).map(|s| &s.process),
+            r.stopped
+                .iter()
+                .filter(|s| &s.batch == id)
+                .map(|s| &s.process),
         ));
     }
     text

@@ -260,6 +260,8 @@ impl StatusProblem {
         let path = match &p.fact {
             Fact::TempFile(f) => Some(t.path(&f.path)),
             Fact::UnattendedTrash(u) => Some(t.path(&u.trash)),
+            Fact::LeftAside { path, .. } => Some(t.path(path)),
+            Fact::DeadRegistration { path, .. } => Some(t.path(path)),
             _ => None,
         };
         StatusProblem {
