@@ -246,6 +246,11 @@ pub fn of_batches(source: &Source, entries: &[Entry]) -> Vec<Problem> {
                             root: t.root.clone(),
                             why: why.to_string(),
                         },
+                        // Too many files open to tell: its changes are unknown.
+                        workspace::Identity::TooManyOpenFiles(_) => Fact::WorkspaceUnreadable {
+                            task: t.name.clone(),
+                            root: t.root.clone(),
+                        },
                     };
                     out.push(Problem::new(&b.id, fact));
                 }
