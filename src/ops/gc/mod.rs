@@ -77,8 +77,11 @@ pub struct Rescued {
     pub batch: String,
     pub task: String,
     pub ref_name: String,
-    /// Where the patch is kept (after the batch's state folder is gone).
-    pub patch: PathBuf,
+    /// Where the patch is kept (after the batch's state folder is gone);
+    /// `None` when none was written: a remote proposal over the bound of
+    /// paths (a path bomb, design §3.18 "Limits"), or one that could not be
+    /// read, is kept as its ref alone.
+    pub patch: Option<PathBuf>,
     /// Paths that differ from the baseline.
     pub paths: usize,
 }

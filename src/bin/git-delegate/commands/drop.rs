@@ -285,11 +285,14 @@ fn drop_corrupt(
     );
     for x in &r.rescued {
         text.push_str(&format!(
-            "Task {} had changes ({} path(s)): saved as {} (patch {})\n",
+            "Task {} had changes ({} path(s)): saved as {} ({})\n",
             x.task,
             x.paths,
             x.ref_name,
-            super::show(&x.patch)
+            x.patch.as_deref().map_or_else(
+                || "as its ref alone, no patch".to_string(),
+                |p| format!("patch {}", super::show(p))
+            )
         ));
     }
     text.push_str(&super::gc::kept_refs_line(source, &r.refs_kept));

@@ -53,13 +53,16 @@ fn human(source: &git_delegate::git::repo::Source, r: &git_delegate::ops::gc::Re
     }
     for res in &r.rescued {
         text.push_str(&format!(
-            "Task {} of batch {} had unapplied changes ({} path(s)): {}saved as {} (patch {})\n",
+            "Task {} of batch {} had unapplied changes ({} path(s)): {}saved as {} ({})\n",
             res.task,
             git_delegate::record::batch::short(&res.batch),
             res.paths,
             would,
             res.ref_name,
-            super::show(&res.patch),
+            res.patch.as_deref().map_or_else(
+                || "as its ref alone, no patch".to_string(),
+                |p| format!("patch {}", super::show(p))
+            ),
         ));
     }
     let nothing = r.batches.is_empty()

@@ -71,7 +71,7 @@ document! {
         batch: String,
         task: String,
         r#ref: String,
-        patch: String,
+        patch?: String,
         changed_paths: usize,
     }
 }
@@ -136,7 +136,7 @@ impl GcDoc {
                     batch: x.batch.clone(),
                     task: x.task.clone(),
                     r#ref: x.ref_name.clone(),
-                    patch: t.path(&x.patch),
+                    patch: x.patch.as_deref().map(|p| t.path(p)),
                     changed_paths: x.paths,
                 })
                 .collect(),
@@ -236,7 +236,7 @@ document! {
     pub struct DropRescued {
         task: String,
         r#ref: String,
-        patch: String,
+        patch?: String,
         changed_paths: usize,
     }
 }
@@ -274,7 +274,7 @@ impl DropDoc {
             .map(|x| DropRescued {
                 task: x.task.clone(),
                 r#ref: x.ref_name.clone(),
-                patch: t.path(&x.patch),
+                patch: x.patch.as_deref().map(|p| t.path(p)),
                 changed_paths: x.paths,
             })
             .collect()

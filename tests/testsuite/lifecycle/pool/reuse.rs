@@ -418,8 +418,14 @@ fn apply_dry_run_says_which_workspaces_it_would_park_and_which_it_would_remove()
         dry.contains("Would park the workspace of task 1 idle in the pool"),
         "{dry}"
     );
-    assert!(dry.contains("Would remove the workspace of task 2."), "{dry}");
-    assert!(!dry.contains("Would remove the workspace of task 1"), "{dry}");
+    assert!(
+        dry.contains("Would remove the workspace of task 2."),
+        "{dry}"
+    );
+    assert!(
+        !dry.contains("Would remove the workspace of task 1"),
+        "{dry}"
+    );
     assert_eq!(idle_count(&env, &repo), 0);
     let run = env.delegate(&repo, ["apply"]).expect(0).stdout;
     assert!(
