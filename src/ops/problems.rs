@@ -5,7 +5,8 @@
 //! temporary file a killed command left in the state folder, removed
 //! workspaces in the trash that no deleter works on, a workspace a killed
 //! command left aside in the trash, a registration of ours whose folder is
-//! gone and that no batch owns), for
+//! gone and that no batch owns, commands in `delegate.toml` the user has
+//! not confirmed), for
 //! every renderer: `status` (design §3.3), the pre-commit hook (design §3.7) and
 //! `drop`'s unapplied check (design §3.5) word them, each in its own way.
 //!
@@ -104,6 +105,11 @@ pub enum Fact {
         path: PathBuf,
         folder: Option<PathBuf>,
     },
+    /// `delegate.toml` names commands that differ from the file the user
+    /// confirmed (design §3.18 "Commands from the shared git dir"): they do
+    /// not run until `git delegate config --trust`. The problem's `batch`
+    /// is empty.
+    UntrustedConfig(crate::ops::trust::Untrusted),
 }
 
 /// A temporary file git-delegate made in its state folder and a killed
@@ -157,6 +163,7 @@ impl Problem {
             Fact::UnattendedTrash(_) => "unattended_trash",
             Fact::LeftAside { .. } => "workspace_aside",
             Fact::DeadRegistration { .. } => "dead_registration",
+            Fact::UntrustedConfig(_) => "untrusted_config",
         }
     }
 }
@@ -286,6 +293,11 @@ pub fn of_batches(source: &Source, entries: &[Entry]) -> Vec<Problem> {
         out.extend(left_aside(source, &base, entries));
     }
     out.extend(dead_registrations(source));
+    // Commands in delegate.toml the user has not confirmed (nothing is
+    // recorded here: status changes nothing).
+    if let Ok(Some(u)) = crate::ops::trust::check(source, &crate::config::COMMAND_KEYS, false) {
+        out.push(Problem::new("", Fact::UntrustedConfig(u)));
+    }
     out
 }
 

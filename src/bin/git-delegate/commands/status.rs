@@ -133,6 +133,13 @@ fn message(p: &Problem) -> String {
             super::show(path),
             git_delegate::sys::paths::shell_quote(&path.to_string_lossy())
         ),
+        // design §3.18 "Commands from the shared git dir".
+        Fact::UntrustedConfig(u) => format!(
+            "{} in {} is not what you confirmed (the file changed while a batch was open, and a worker's workspace shares it): it does not run; {}",
+            u.named(),
+            super::show(&u.file),
+            u.help()
+        ),
         // design §3.4: gc's leftovers.
         Fact::DeadRegistration { id, folder, .. } => format!(
             "the worktree registration {id} of git-delegate names {}, which is gone, and no batch owns it (`git worktree list` still shows it); `git delegate gc` removes it",
