@@ -109,7 +109,14 @@ pub enum Fact {
     /// confirmed (design §3.18 "Commands from the shared git dir"): they do
     /// not run until `git delegate config --trust`. The problem's `batch`
     /// is empty.
-    UntrustedConfig(crate::ops::trust::Untrusted),
+    /// Found by `status` (`ops::trust::check`), which words it: the file,
+    /// the keys and values left out (`named`), and the help that confirms
+    /// the file or puts the confirmed one back.
+    UntrustedConfig {
+        file: PathBuf,
+        named: String,
+        help: String,
+    },
 }
 
 /// A temporary file git-delegate made in its state folder and a killed
@@ -163,7 +170,7 @@ impl Problem {
             Fact::UnattendedTrash(_) => "unattended_trash",
             Fact::LeftAside { .. } => "workspace_aside",
             Fact::DeadRegistration { .. } => "dead_registration",
-            Fact::UntrustedConfig(_) => "untrusted_config",
+            Fact::UntrustedConfig { .. } => "untrusted_config",
         }
     }
 }
@@ -293,12 +300,13 @@ pub fn of_batches(source: &Source, entries: &[Entry]) -> Vec<Problem> {
         out.extend(left_aside(source, &base, entries));
     }
     out.extend(dead_registrations(source));
-    // Commands in delegate.toml the user has not confirmed (nothing is
-    // recorded here: status changes nothing).
-    if let Ok(Some(u)) = crate::ops::trust::check(source, &crate::config::COMMAND_KEYS, false) {
-        out.push(Problem::new("", Fact::UntrustedConfig(u)));
-    }
     out
+}
+
+/// The problem of commands in `delegate.toml` the user has not confirmed
+/// (`ops::trust::check` finds them: `file`, `named`, `help`).
+pub fn untrusted_config(file: PathBuf, named: String, help: String) -> Problem {
+    Problem::new("", Fact::UntrustedConfig { file, named, help })
 }
 
 /// The workspaces killed commands left aside in the trash of `base`

@@ -153,7 +153,7 @@ fn would_close(
     outcomes
         .iter()
         .filter(|o| o.ok())
-        .filter(|o| !(o.status == TaskState::Discarded && !o.nested_kept.is_empty()))
+        .filter(|o| o.status != TaskState::Discarded || o.nested_kept.is_empty())
         .filter(|o| !(opts.keep && o.status != TaskState::Discarded))
         .map(|o| {
             let task = &b.tasks[o.idx];

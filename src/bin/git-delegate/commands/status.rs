@@ -134,11 +134,9 @@ fn message(p: &Problem) -> String {
             git_delegate::sys::paths::shell_quote(&path.to_string_lossy())
         ),
         // design §3.18 "Commands from the shared git dir".
-        Fact::UntrustedConfig(u) => format!(
-            "{} in {} is not what you confirmed (the file changed while a batch was open, and a worker's workspace shares it): it does not run; {}",
-            u.named(),
-            super::show(&u.file),
-            u.help()
+        Fact::UntrustedConfig { file, named, help } => format!(
+            "{named} in {} is not what you confirmed (the file changed while a batch was open, and a worker's workspace shares it): it does not run; {help}",
+            super::show(file),
         ),
         // design §3.4: gc's leftovers.
         Fact::DeadRegistration { id, folder, .. } => format!(

@@ -262,7 +262,7 @@ impl StatusProblem {
             Fact::UnattendedTrash(u) => Some(t.path(&u.trash)),
             Fact::LeftAside { path, .. } => Some(t.path(path)),
             Fact::DeadRegistration { path, .. } => Some(t.path(path)),
-            Fact::UntrustedConfig(u) => Some(t.path(&u.file)),
+            Fact::UntrustedConfig { file, .. } => Some(t.path(file)),
             _ => None,
         };
         StatusProblem {
