@@ -218,6 +218,13 @@ fn select(
                     u.why()
                 ));
             }
+            // Too many files open to tell what is there: fail naming the
+            // limit rather than discard unread work.
+            if let workspace::Identity::TooManyOpenFiles(e) =
+                workspace::identify(&source.common_dir, task)
+            {
+                return Err(e);
+            }
             if !dry_run {
                 keep_discarded(source, b, &mut out, baseline_tree);
             } else if let workspace::Identity::Ours { real, .. } =

@@ -118,3 +118,34 @@ fn apply_out_of_open_files_names_the_limit_and_marks_no_workspace_missing() {
         "task two\n"
     );
 }
+
+/// `apply --discard` under a limit of open files low enough to be met:
+/// it fails naming the limit, and no workspace is discarded unread.
+#[test]
+fn apply_discard_out_of_open_files_names_the_limit_and_discards_nothing() {
+    let env = Env::new();
+    let repo = env.repo("r");
+    let doc = crate::common::fixtures::prepare(&env, &repo, &[]);
+    let root = crate::common::fixtures::task_root(&doc, 0);
+    std::fs::write(root.join("work.txt"), "work\n").unwrap();
+    let mut failed = 0;
+    for n in 4..200u32 {
+        let run = with_open_files(&env, &repo, n, &["apply", "--json", "--discard", "1"]);
+        if run.code == 0 {
+            break;
+        }
+        let doc: Value = run.json();
+        assert_eq!(run.code, 3, "{n}: {doc:#}\n{}", run.stderr);
+        assert_eq!(
+            doc["error"]["code"], "delegate::too_many_open_files",
+            "{n}: {doc:#}"
+        );
+        failed += 1;
+        assert_eq!(
+            std::fs::read_to_string(root.join("work.txt")).unwrap(),
+            "work\n",
+            "{n}"
+        );
+    }
+    assert!(failed > 0, "apply never met the limit");
+}
