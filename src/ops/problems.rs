@@ -511,8 +511,8 @@ pub fn changed_counts(source: &Source, b: &Batch) -> Vec<Option<usize>> {
                 None => baseline_tree?,
             };
             // A scratch copy (`workspace.mode = "scratch"`) is a repository
-            // of its own; a
-            // worktree is read only through a registration leading home.
+            // of its own; a worktree is read only through a registration
+            // leading home.
             let repo = match t.kind() {
                 crate::config::Mode::Scratch => crate::git::repo::open_worktree(&real),
                 crate::config::Mode::Worktree => {
