@@ -13,6 +13,7 @@ use super::hash::Hasher;
 use super::util::{join, parents, split, Fail};
 use super::{refuse_invalid, BlockReason, Blocked, PathWrite, WriteError, WritebackError};
 use crate::git::repo::Source;
+use crate::sys::fs::PathError;
 
 /// Check every write against the disk without changing anything.
 pub fn check(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>, WritebackError> {
@@ -20,10 +21,8 @@ pub fn check(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>, Writ
         return Ok(Vec::new());
     }
     refuse_invalid(writes)?;
-    let mut dirs = Dirs::open(&source.root).map_err(|e| WritebackError::OpenRoot {
-        root: source.root.clone(),
-        source: e,
-    })?;
+    let mut dirs =
+        Dirs::open(&source.root).map_err(PathError::on("open the working tree", &source.root))?;
     let mut hasher = Hasher::new(&source.repo)?;
     let deleted: HashSet<&BStr> = writes
         .iter()

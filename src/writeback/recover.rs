@@ -17,6 +17,7 @@ use super::util::Faults;
 use super::{LeftPath, Recovery, Undoing, WriteError, WritebackError};
 use crate::git::repo::Source;
 use crate::record::batch;
+use crate::sys::fs::PathError;
 
 type Result<T, E = WritebackError> = std::result::Result<T, E>;
 
@@ -36,8 +37,7 @@ fn journal_dirs(source: &Source) -> Result<Vec<(String, PathBuf)>> {
     let mut out = Vec::new();
     for dir in [batch::batches_dir(&state), batch::undo_dir(&state)] {
         // Hidden folders are never batches (`batch::list`).
-        let found = batch::visible_entries(&dir)
-            .map_err(|source| WritebackError::Read { path: dir, source })?;
+        let found = batch::visible_entries(&dir).map_err(PathError::on("read", &dir))?;
         out.extend(found);
     }
     Ok(out)
@@ -98,16 +98,10 @@ enum Recovered {
 }
 
 fn recover_one(journal: &Path, faults: &Faults) -> Result<Recovered> {
-    let text = std::fs::read(journal).map_err(|source| WritebackError::Read {
-        path: journal.to_path_buf(),
-        source,
-    })?;
+    let text = std::fs::read(journal).map_err(PathError::on("read", journal))?;
     let Some(mut plan) = parse_journal(&text) else {
         // No durable plan: nothing in the working tree was changed.
-        std::fs::remove_file(journal).map_err(|source| WritebackError::RemoveJournal {
-            path: journal.to_path_buf(),
-            source,
-        })?;
+        std::fs::remove_file(journal).map_err(PathError::on("remove", journal))?;
         return Ok(Recovered::RolledBack);
     };
     if plan.writer_alive() {
@@ -117,10 +111,7 @@ fn recover_one(journal: &Path, faults: &Faults) -> Result<Recovered> {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             // The working tree is gone, and with it everything to restore.
-            std::fs::remove_file(journal).map_err(|source| WritebackError::RemoveJournal {
-                path: journal.to_path_buf(),
-                source,
-            })?;
+            std::fs::remove_file(journal).map_err(PathError::on("remove", journal))?;
             return Ok(Recovered::RolledBack);
         }
         Err(e) => {

@@ -15,7 +15,7 @@
 mod engine;
 
 use crate::config::ConfigError;
-use crate::error::{Code, Error};
+use crate::error::{Code, Error, Explain};
 use crate::git::blob::BlobError;
 use crate::git::commit::CommitError;
 use crate::git::diff::DiffError;
@@ -49,8 +49,9 @@ fn quoted(path: &std::path::Path) -> String {
 /// write the file (design §3.18 "Commands from the shared git dir"): when
 /// it differs from the copy of the file the user confirmed, the help says
 /// how to compare the two and how to put the confirmed one back.
-impl From<ConfigError> for Error {
-    fn from(e: ConfigError) -> Error {
+impl Explain for ConfigError {
+    fn explain(self) -> Error {
+        let e = self;
         const FIX: &str =
             "fix or remove that line; `man git-delegate` lists every key and its values";
         const TWICE: &str = "a table or key is given twice (appended a second time?): keep one, removing the second or moving its lines into the first; `man git-delegate` lists every key and its values";
@@ -109,8 +110,9 @@ impl From<ConfigError> for Error {
 
 /// Discovery errors (design §3.15): exit 3, each with what to do about
 /// the `.git` it names.
-impl From<DiscoveryError> for Error {
-    fn from(e: DiscoveryError) -> Error {
+impl Explain for DiscoveryError {
+    fn explain(self) -> Error {
+        let e = self;
         use DiscoveryError as D;
         let message = e.to_string();
         let (code, help) = match &e {
@@ -199,16 +201,14 @@ fn list_as_alternate(dir: &std::path::Path, objects: &std::path::Path) -> String
 /// state errors saying what to do; a workspace root that cannot be, a usage
 /// error; gix's failures, `delegate::git` (or a full disk, read-only
 /// filesystem or denied permission inside it), as before.
-impl From<RepoError> for Error {
-    fn from(e: RepoError) -> Error {
+impl Explain for RepoError {
+    fn explain(self) -> Error {
+        let e = self;
         use RepoError as R;
         let message = e.to_string();
         let env = |help: String| Error::state(Code::UnsupportedEnvironment, message.clone(), help);
         match e {
-            R::Discovery(e) => e.into(),
-            R::Config(e) => e.into(),
-            R::Drivers(e) => e.into(),
-            R::Fs(e) => e.into(),
+            R::Lower(e) => e.explain(),
             R::Open { source, .. } | R::Workdir { source, .. } | R::Reopen { source, .. } => {
                 Error::git(message, source)
             }
@@ -272,8 +272,9 @@ impl From<RepoError> for Error {
 
 /// The repository lock: `delegate::locked` when another command holds it,
 /// an I/O error (named by its cause) when its file cannot be had.
-impl From<LockError> for Error {
-    fn from(e: LockError) -> Error {
+impl Explain for LockError {
+    fn explain(self) -> Error {
+        let e = self;
         let message = e.to_string();
         match e {
             LockError::Io(e) => e.into(),
@@ -288,8 +289,9 @@ impl From<LockError> for Error {
 }
 
 /// A batch being verified by another apply: exit 3, wait for it.
-impl From<BusyError> for Error {
-    fn from(e: BusyError) -> Error {
+impl Explain for BusyError {
+    fn explain(self) -> Error {
+        let e = self;
         Error::state(
             Code::BatchBusy,
             e.to_string(),
@@ -300,8 +302,9 @@ impl From<BusyError> for Error {
 
 /// The pool's records: an id or a record that cannot be one is a bug; the
 /// folder and the file, I/O errors named by their cause.
-impl From<PoolError> for Error {
-    fn from(e: PoolError) -> Error {
+impl Explain for PoolError {
+    fn explain(self) -> Error {
+        let e = self;
         match e {
             PoolError::Fs(e) => e.into(),
             PoolError::BadId { .. } | PoolError::Toml(_) => {
@@ -314,8 +317,9 @@ impl From<PoolError> for Error {
 /// The filesystem helpers' failures: I/O errors, a full disk, a read-only
 /// filesystem or a denied permission named for what it is (for a write,
 /// with the filesystem that holds its folder).
-impl From<FsError> for Error {
-    fn from(e: FsError) -> Error {
+impl Explain for FsError {
+    fn explain(self) -> Error {
+        let e = self;
         match e {
             FsError::Write { dir, io } => Error::io_at(io.to_string(), &dir, io.source),
             FsError::Path(e) => e.into(),
@@ -325,8 +329,9 @@ impl From<FsError> for Error {
 
 /// A path's I/O error: named by its cause (a full disk, a read-only
 /// filesystem or a denied permission for what it is).
-impl From<PathError> for Error {
-    fn from(e: PathError) -> Error {
+impl Explain for PathError {
+    fn explain(self) -> Error {
+        let e = self;
         Error::io(e.to_string(), e.source)
     }
 }
@@ -336,8 +341,9 @@ impl From<PathError> for Error {
 /// read-only or forbidden object store is named for what it is (with the
 /// filesystem that holds it); a file that cannot be read,
 /// `delegate::unreadable_file`.
-impl From<BlobError> for Error {
-    fn from(e: BlobError) -> Error {
+impl Explain for BlobError {
+    fn explain(self) -> Error {
+        let e = self;
         let message = e.to_string();
         match e {
             BlobError::Filters { source } => Error::git(message, source),
@@ -393,8 +399,9 @@ impl From<BlobError> for Error {
 /// A private ref the git library failed on: `delegate::git` (or a full
 /// disk, read-only filesystem or denied permission inside it, named for
 /// what it is), as every failure inside gix.
-impl From<RefError> for Error {
-    fn from(e: RefError) -> Error {
+impl Explain for RefError {
+    fn explain(self) -> Error {
+        let e = self;
         let message = e.to_string();
         match e {
             RefError::Name { source, .. } => Error::git(message, source),
@@ -408,8 +415,9 @@ impl From<RefError> for Error {
 
 /// A commit the git library failed on: `delegate::git` as for refs; a
 /// commit that is not there, `delegate::missing_object`.
-impl From<CommitError> for Error {
-    fn from(e: CommitError) -> Error {
+impl Explain for CommitError {
+    fn explain(self) -> Error {
+        let e = self;
         let message = e.to_string();
         match e {
             CommitError::Missing { .. } => Error::state(
@@ -425,12 +433,12 @@ impl From<CommitError> for Error {
 }
 
 /// A kept proposal's ref or commit: the words of its cause.
-impl From<KeptError> for Error {
-    fn from(e: KeptError) -> Error {
+impl Explain for KeptError {
+    fn explain(self) -> Error {
+        let e = self;
         let message = e.to_string();
         match e {
-            KeptError::Ref(e) => e.into(),
-            KeptError::Commit(e) => e.into(),
+            KeptError::Lower(e) => e.explain(),
             KeptError::Read { source, .. } => Error::git(message, source),
         }
     }
@@ -439,8 +447,9 @@ impl From<KeptError> for Error {
 /// Two trees the git library failed on: `delegate::git`; a tree past the
 /// bound of design §3.18 "Limits": `delegate::invalid_path` (exit 3; a
 /// command that lands tasks refuses such a task alone before it gets here).
-impl From<DiffError> for Error {
-    fn from(e: DiffError) -> Error {
+impl Explain for DiffError {
+    fn explain(self) -> Error {
+        let e = self;
         let message = e.to_string();
         match e {
             DiffError::ReadTree { source } | DiffError::Compare { source } => {
@@ -457,8 +466,9 @@ impl From<DiffError> for Error {
 
 /// The git command against a remote: `delegate::remote_failed`, with what
 /// to check.
-impl From<TransportError> for Error {
-    fn from(e: TransportError) -> Error {
+impl Explain for TransportError {
+    fn explain(self) -> Error {
+        let e = self;
         let message = e.to_string();
         let help = match &e {
             TransportError::Spawn { .. } => "install git (git-delegate moves refs to and from remotes with the git command) and make sure it is on PATH".to_string(),
@@ -472,8 +482,9 @@ impl From<TransportError> for Error {
 
 /// Putting `ident` right in a checkout: `delegate::git` for the git
 /// library's failures, an I/O error (named by its cause) for the files.
-impl From<IdentError> for Error {
-    fn from(e: IdentError) -> Error {
+impl Explain for IdentError {
+    fn explain(self) -> Error {
+        let e = self;
         let message = e.to_string();
         match e {
             IdentError::Git { source, .. } => Error::git(message, source),
@@ -487,8 +498,9 @@ impl From<IdentError> for Error {
 /// A sparse checkout (design §3.15): a bad `--sparse` folder is a usage
 /// error; the files and the index are I/O and git errors named by their
 /// cause, as before.
-impl From<SparseError> for Error {
-    fn from(e: SparseError) -> Error {
+impl Explain for SparseError {
+    fn explain(self) -> Error {
+        let e = self;
         let message = e.to_string();
         match e {
             SparseError::Read { source, .. } => Error::io(message, source),
@@ -506,8 +518,9 @@ impl From<SparseError> for Error {
 
 /// The drivers a batch does not let run: a configuration that cannot be
 /// edited in memory is a git error named by its cause, as before.
-impl From<DriversError> for Error {
-    fn from(e: DriversError) -> Error {
+impl Explain for DriversError {
+    fn explain(self) -> Error {
+        let e = self;
         let message = e.to_string();
         match e {
             DriversError::Restrict { source } => Error::git(message, source),
@@ -519,8 +532,9 @@ impl From<DriversError> for Error {
 /// is `delegate::invalid_path` (exit 3), naming them in the message and in
 /// `error.invalid_paths` (the first `validate::NAMED`); a tree that cannot
 /// be read is a git error named by its cause, as before.
-impl From<ValidateError> for Error {
-    fn from(e: ValidateError) -> Error {
+impl Explain for ValidateError {
+    fn explain(self) -> Error {
+        let e = self;
         use crate::git::validate::NAMED;
         use crate::sys::paths::{doc_bytes, is_lossy, note_lossy};
         let message = e.to_string();
@@ -554,8 +568,9 @@ impl From<ValidateError> for Error {
 /// arguments are usage errors (exit 2) saying what to name instead; a
 /// corrupt record is exit 3 with the command that removes it; the files are
 /// I/O errors named by their cause.
-impl From<BatchError> for Error {
-    fn from(e: BatchError) -> Error {
+impl Explain for BatchError {
+    fn explain(self) -> Error {
+        let e = self;
         use BatchError as B;
         let message = e.to_string();
         const LIST: &str = "run `git delegate status` to list the batches";
