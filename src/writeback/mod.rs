@@ -172,13 +172,17 @@
 mod check;
 mod dirs;
 mod failure;
+mod faults;
+mod forward;
 mod hash;
 mod journal;
+mod paths;
+mod plan;
 mod recover;
 mod rollback;
+mod temp;
 #[cfg(test)]
 mod tests;
-mod util;
 mod writer;
 
 use std::collections::BTreeSet;
@@ -197,10 +201,12 @@ use crate::sys::fs::PathError;
 pub use self::check::check;
 use self::dirs::Dirs;
 pub use self::failure::{Cause, Left, LeftReason, RollbackFailed, Undoing, WriteError};
-use self::journal::{make_plan, write_journal};
+use self::faults::Faults;
+use self::forward::{drop_staged, roll_forward};
+use self::journal::write_journal;
+use self::plan::make_plan;
 pub use self::recover::{committed, left_paths, pending, recover_all_detailed};
-use self::rollback::{drop_staged, roll_forward, rollback};
-use self::util::Faults;
+use self::rollback::rollback;
 use self::writer::Writer;
 
 /// What the write-back's entry points return: a write-back that could not
@@ -411,8 +417,8 @@ fn write_with(
         drop_then();
         WriteError::Plan {
             root: source.root.clone(),
-            what: f.0,
-            cause: f.1,
+            what: f.to_string(),
+            cause: f.cause(),
         }
     })?;
     plan.then = then
@@ -440,7 +446,8 @@ fn write_with(
     };
     let outcome = w.run(&mut plan).map_err(|f| f.at(&source.root));
     if let Err(fail) = outcome {
-        let signal = fail.1 == Some(Cause::Interrupted);
+        let (what, cause) = (fail.to_string(), fail.cause());
+        let signal = cause == Some(Cause::Interrupted);
         return Err(
             match rollback(&mut w.dirs, &mut plan, &journal_path, faults) {
                 Ok(()) if signal => WriteError::Interrupted {
@@ -448,13 +455,13 @@ fn write_with(
                 },
                 Ok(()) => WriteError::Write {
                     root: plan.root.clone(),
-                    what: fail.0,
-                    cause: fail.1,
+                    what,
+                    cause,
                 },
                 Err(left) => WriteError::rollback_failed(
                     &plan.root,
                     &journal_path,
-                    Undoing::Write { what: fail.0 },
+                    Undoing::Write { what },
                     left,
                 ),
             }

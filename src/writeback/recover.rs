@@ -11,9 +11,10 @@ use std::path::{Path, PathBuf};
 use gix::bstr::ByteSlice;
 
 use super::dirs::Dirs;
+use super::faults::Faults;
+use super::forward::roll_forward;
 use super::journal::{parse_journal, tmp_journal, Phase};
-use super::rollback::{roll_forward, rollback};
-use super::util::Faults;
+use super::rollback::rollback;
 use super::{LeftPath, Recovery, Undoing, WriteError, WritebackError};
 use crate::git::repo::Source;
 use crate::record::batch;

@@ -178,11 +178,9 @@ mod tests {
 
     const AS_BEFORE: &str = "the working tree is as it was before; ";
 
-    /// The words these errors had when they were built in place (the suite
-    /// provokes the others through the binary): code, exit status,
-    /// message, help.
-    #[test]
-    fn the_words_are_those_the_modules_wrote() {
+    /// The cases of [`the_words_are_those_the_modules_wrote`]: the error,
+    /// its code, message and help.
+    fn cases() -> Vec<(Error, Code, &'static str, String)> {
         use rustix::io::Errno;
         let what = |w: &str| w.to_string();
         let check = |cause| WriteError::Check {
@@ -193,7 +191,7 @@ mod tests {
         let checking =
             "cannot check the working tree before writing: cannot stat a: Input/output error (EIO)";
         let rot = |d: &str| Some(Cause::Filter(Some(d.into())));
-        let cases: Vec<(Error, Code, &str, String)> = vec![
+        vec![
             (
                 WritebackError::Invalid { path: ".git/config".into(), why: "it is inside .git" }.into(),
                 Code::Internal,
@@ -266,8 +264,16 @@ mod tests {
                 "interrupted by a signal during the write-back into /s: it was rolled back, so every path there is as it was before",
                 "nothing of it was written; run the command again to write it".into(),
             ),
-        ];
-        for (e, code, message, help) in cases {
+        ]
+    }
+
+    /// The words these errors had when they were built in place (the suite
+    /// provokes the others through the binary): code, exit status,
+    /// message, help.
+    #[test]
+    fn the_words_are_those_the_modules_wrote() {
+        use rustix::io::Errno;
+        for (e, code, message, help) in cases() {
             assert_eq!(
                 (e.code, e.exit_code(), e.message.as_str(), e.help.as_str()),
                 (code, 3, message, help.as_str())
