@@ -4,8 +4,10 @@
 //! with it, each failure a variant once, whichever step meets it.
 //!
 //! Owns: what failed (the path or file, the cause); a path's I/O error is a
-//! `sys::fs::PathError` (`cannot <op> <path>`), held by the variant that says
-//! which filesystem a full disk names (`Io`, `At`).
+//! `sys::fs::PathError` (`cannot <op> <path>`), passed on as `Lower`, or
+//! held by `At`, which says which filesystem a full disk names; what a
+//! lower layer failed with is passed on in one variant, `Lower`
+//! (`error::Lower`, `lower_from!`).
 //! Never: words a help line or decides an error code (`ops::explain`'s
 //! `workspace.rs` does); decides how an OS or gix error is classified
 //! (`error` does).

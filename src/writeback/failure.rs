@@ -241,6 +241,9 @@ pub(super) enum Failure {
     /// A step that failed because of another error: `what` says both; the
     /// cause is an OS error of a known cause in that error's chain.
     Because { what: String, cause: Option<Cause> },
+    /// A path that is not as the write-back needs it (`why`), of no
+    /// particular cause (`write_failed`).
+    Path { path: BString, why: PathProblem },
     /// A failure of no particular cause (`write_failed`).
     Other(String),
     /// A failing filter driver (`driver`: its name, when known).
@@ -259,6 +262,24 @@ pub(super) enum Failure {
     },
 }
 
+/// What is wrong with a path a write-back meets (its words follow the
+/// quoted path, but for `Vanished`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PathProblem {
+    /// It no longer holds what the snapshot read.
+    Changed,
+    /// Something that is no folder stands where the result needs one.
+    InTheWay,
+    /// A folder the write-back uses went away.
+    Vanished,
+    /// A new entry in a folder the result replaces by a file.
+    Appeared,
+    /// A folder or submodule entry, which no caller plans.
+    NotAFile,
+    /// No relative path (empty, or with an empty, `.` or `..` component).
+    Invalid,
+}
+
 impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -273,6 +294,29 @@ impl std::fmt::Display for Failure {
             Failure::Because { what, .. } | Failure::Other(what) | Failure::Filter { what, .. } => {
                 f.write_str(what)
             }
+            Failure::Path { path, why } => {
+                let path = crate::sys::paths::quote(path.as_bstr());
+                match why {
+                    PathProblem::Changed => write!(f, "{path} changed on disk since the snapshot"),
+                    PathProblem::InTheWay => {
+                        write!(f, "{path} is in the way of a folder the result needs")
+                    }
+                    PathProblem::Vanished => {
+                        write!(f, "the folder {path} disappeared during the write-back")
+                    }
+                    PathProblem::Appeared => {
+                        write!(
+                            f,
+                            "{path} appeared in a folder the result replaces by a file"
+                        )
+                    }
+                    PathProblem::NotAFile => write!(
+                        f,
+                        "{path} is a folder or submodule entry, which write-back does not handle"
+                    ),
+                    PathProblem::Invalid => write!(f, "{path} is not a valid path"),
+                }
+            }
             Failure::Interrupted => f.write_str("interrupted by a signal"),
             Failure::NoInodes { failure, inodes } => write!(f, "{failure}: {inodes}"),
         }
@@ -285,7 +329,7 @@ impl Failure {
         match self {
             Failure::Io { source, .. } => FsCause::of(source).map(Cause::Fs),
             Failure::Because { cause, .. } => cause.clone(),
-            Failure::Other(_) => None,
+            Failure::Path { .. } | Failure::Other(_) => None,
             Failure::Filter { driver, .. } => Some(Cause::Filter(driver.clone())),
             Failure::Interrupted => Some(Cause::Interrupted),
             Failure::NoInodes { .. } => Some(Cause::Fs(FsCause::NoInodes)),
@@ -341,6 +385,14 @@ impl Failure {
         Failure::Filter {
             what: message.into(),
             driver,
+        }
+    }
+
+    /// `path` is not as the write-back needs it.
+    pub(super) fn path(path: &BStr, why: PathProblem) -> Failure {
+        Failure::Path {
+            path: path.to_owned(),
+            why,
         }
     }
 

@@ -13,7 +13,7 @@ use gix::bstr::{BStr, BString, ByteSlice};
 use gix::objs::tree::EntryKind;
 
 use super::dirs::{Dirs, Disk};
-use super::failure::Failure;
+use super::failure::{Failure, PathProblem};
 use super::journal::{Item, Plan};
 use super::paths::{depth, join, parents, split};
 use super::PathWrite;
@@ -48,10 +48,7 @@ fn refuse_unplannable(sorted: &[&PathWrite]) -> Result<(), Failure> {
     for w in sorted {
         for (kind, _) in w.old.iter().chain(w.new.iter()) {
             if matches!(kind, EntryKind::Tree | EntryKind::Commit) {
-                return Err(Failure::msg(format!(
-                    "{} is a folder or submodule entry, which write-back does not handle",
-                    crate::sys::paths::quote(w.path.as_bstr())
-                )));
+                return Err(Failure::path(w.path.as_bstr(), PathProblem::NotAFile));
             }
         }
         if w.path.is_empty()
@@ -59,10 +56,7 @@ fn refuse_unplannable(sorted: &[&PathWrite]) -> Result<(), Failure> {
                 .split_str("/")
                 .any(|c| c.is_empty() || c == b"." || c == b"..")
         {
-            return Err(Failure::msg(format!(
-                "{} is not a valid path",
-                crate::sys::paths::quote(w.path.as_bstr())
-            )));
+            return Err(Failure::path(w.path.as_bstr(), PathProblem::Invalid));
         }
     }
     Ok(())

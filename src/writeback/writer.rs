@@ -13,7 +13,7 @@ use rustix::fs::{AtFlags, Mode, RenameFlags};
 use rustix::io::Errno;
 
 use super::dirs::{Dirs, Disk};
-use super::failure::Failure;
+use super::failure::{Failure, PathProblem};
 use super::faults::Faults;
 use super::hash::Hasher;
 use super::journal::{append_phase, append_wrote_and_renaming, Item, Phase, Plan, Wrote};
@@ -116,18 +116,8 @@ impl Writer<'_> {
                     }
                     self.synced.insert(pdir.into());
                 }
-                Disk::Absent => {
-                    return Err(Failure::msg(format!(
-                        "the folder {} disappeared during the write-back",
-                        crate::sys::paths::quote(p)
-                    )))
-                }
-                _ => {
-                    return Err(Failure::msg(format!(
-                        "{} is in the way of a folder the result needs",
-                        crate::sys::paths::quote(p)
-                    )))
-                }
+                Disk::Absent => return Err(Failure::path(p, PathProblem::Vanished)),
+                _ => return Err(Failure::path(p, PathProblem::InTheWay)),
             }
         }
         Ok(())
@@ -265,12 +255,7 @@ impl Writer<'_> {
                 match covered.get(original.as_bstr()) {
                     Some(&s) if hasher.matches(&dfd, name.as_bstr(), original.as_bstr(), s)? => {}
                     Some(_) => return Err(changed(original.as_bstr())),
-                    None => {
-                        return Err(Failure::msg(format!(
-                            "{} appeared in a folder the result replaces by a file",
-                            crate::sys::paths::quote(original.as_bstr())
-                        )))
-                    }
+                    None => return Err(Failure::path(original.as_bstr(), PathProblem::Appeared)),
                 }
             }
         }
@@ -353,10 +338,7 @@ pub(super) fn result_perm(perm: u32, old: Option<(EntryKind, ObjectId)>, exec: b
 }
 
 fn changed(path: &BStr) -> Failure {
-    Failure::msg(format!(
-        "{} changed on disk since the snapshot",
-        crate::sys::paths::quote(path)
-    ))
+    Failure::path(path, PathProblem::Changed)
 }
 
 pub(super) fn rename_noreplace(
