@@ -150,9 +150,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     // design §3.18: no `workspace.setup` the user has not confirmed runs;
     // refused before anything is made.
     crate::ops::trust::refuse_unconfirmed(source)?;
-    if settings.mode == Mode::Scratch {
-        crate::workspace::scratch::preflight(source)?;
-    }
+    workspace::Kind::from(settings.mode).preflight(source)?;
     check_label_free(source, opts)?;
     let id = new_id()?;
     let mut plans = plan_workspaces(source, opts, &settings, &id)?;
@@ -207,7 +205,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     if !batch.prefix.as_os_str().is_empty() {
         for t in batch.tasks.iter().filter(|t| !t.remote) {
             // Never through a symlink (design §3.18).
-            let _ = crate::ops::setup::make_cwd(&t.root, &batch.prefix);
+            let _ = crate::workspace::make_cwd(&t.root, &batch.prefix);
         }
     }
     Ok(Report {
@@ -223,7 +221,8 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
 /// folders, the workspace base, the remote and `--local`.
 fn settings(source: &Source, opts: &Options) -> Result<Settings> {
     let mode = opts.mode.unwrap_or(source.config.mode);
-    if mode == Mode::Scratch && !opts.copy_ignored.is_empty() {
+    let kind = workspace::Kind::from(mode);
+    if !kind.carries_ignored() && !opts.copy_ignored.is_empty() {
         return Err(Error::usage(
             Code::BadPattern,
             "--copy-ignored applies to worktree workspaces",
@@ -231,28 +230,28 @@ fn settings(source: &Source, opts: &Options) -> Result<Settings> {
         ));
     }
     // Ignored files carried into worktrees (design §3.9): patterns are read first.
-    let policy = match mode {
-        Mode::Worktree => Some(crate::workspace::carry::Policy::load(
+    let policy = match kind.carries_ignored() {
+        true => Some(crate::workspace::carry::Policy::load(
             &source.root,
             &source.config.copy_ignored,
             &opts.copy_ignored,
         )?),
-        Mode::Scratch => None,
+        false => None,
     };
     // Submodules found, a dirty one refused (design §3.15).
     let modules = crate::workspace::submodules::discover(source)?;
     // design §3.15: the workspaces hold what the source holds, or less.
     let narrow = crate::git::sparse::check_patterns(&opts.sparse)?;
-    if mode == Mode::Scratch && !narrow.is_empty() {
+    if !kind.narrows() && !narrow.is_empty() {
         return Err(Error::usage(
             Code::BadPattern,
             "--sparse applies to worktree workspaces",
             "a scratch copy is the whole source; drop --sparse or use `--mode worktree`",
         ));
     }
-    let sparse = match mode {
-        Mode::Worktree => crate::git::sparse::Workspaces::plan(&source.repo, &narrow)?,
-        Mode::Scratch => None,
+    let sparse = match kind.narrows() {
+        true => crate::git::sparse::Workspaces::plan(&source.repo, &narrow)?,
+        false => None,
     };
     let base = source.workspace_base()?;
     // design §3.14: the remote the remote tasks go through, and which tasks are.
@@ -268,8 +267,7 @@ fn settings(source: &Source, opts: &Options) -> Result<Settings> {
             "give --local one of the task names given (or 1..N with -n)",
         ));
     }
-    let pooled =
-        mode == Mode::Worktree && source.config.pool > 0 && modules.is_empty() && sparse.is_none();
+    let pooled = kind.pools() && source.config.pool > 0 && modules.is_empty() && sparse.is_none();
     Ok(Settings {
         mode,
         ttl: opts.ttl_secs.unwrap_or(source.config.ttl_secs),
@@ -338,16 +336,11 @@ fn plan_workspaces(
             }
         })
         .collect();
-    if settings.mode == Mode::Scratch {
-        let roots = crate::workspace::scratch::plan(&source.root, plans.len())?;
-        for (p, root) in plans.iter_mut().zip(roots) {
-            p.root = root;
-            p.worktree_id = crate::workspace::scratch::WORKTREE_ID.to_string();
-        }
-    } else if !plans.is_empty() {
-        // design §3.18: a repository folder another user made (or a
-        // symlink in its place) is refused before anything is made.
-        crate::workspace::shared_root::check(&settings.base)?;
+    // design §3.18: a repository folder another user made (or a symlink
+    // in its place) is refused before anything is made.
+    let kind = workspace::Kind::from(settings.mode);
+    kind.place(&source.root, &settings.base, &mut plans)?;
+    if kind.registered() {
         workspace::check_free(&source.common_dir, &plans)?;
     }
     if batch::batch_dir(&source.state_dir(), id)
@@ -500,7 +493,7 @@ fn make(
     stop()?;
     // The shared branches, tags and stash, config and hooks before any
     // workspace exists (design §3.16); a scratch copy has its own.
-    if batch.mode == Mode::Worktree {
+    if workspace::Kind::of_batch(batch).shares_git_dir() {
         crate::ops::side_effects::record(source, &batch::batch_dir(&state_dir, &batch.id))?;
     }
     refs::set(&source.repo, &refs::baseline(&batch.id), base.commit, true)?;

@@ -173,26 +173,11 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
             }
         }
         out.bytes += crate::sys::fs::tree_size(reg.path());
-        let scratch = t.kind() == crate::config::Mode::Scratch;
+        let kind = crate::workspace::Kind::of_task(t);
         // What will go, and what is left alone (a folder that is not one
         // prepare made is never counted, nor its bytes).
-        let will = if scratch {
-            if t.root.symlink_metadata().is_ok() {
-                crate::workspace::Removal::Removed
-            } else {
-                crate::workspace::Removal::Missing
-            }
-        } else {
-            crate::workspace::unfinished_removal(&source.common_dir, &t.root, &t.worktree_id)
-        };
-        if will == crate::workspace::Removal::Removed {
-            // Below the workspace root through handles (design §3.18).
-            out.bytes += if scratch {
-                crate::sys::fs::tree_size(&t.root)
-            } else {
-                crate::workspace::shared_root::tree_size(&t.root)
-            };
-        }
+        let (will, bytes) = kind.unfinished_removal(&source.common_dir, t);
+        out.bytes += bytes;
         if dry_run {
             match will {
                 crate::workspace::Removal::Removed => out.workspaces += 1,
@@ -201,22 +186,9 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
             }
             continue;
         }
-        let removal = if scratch {
-            let r =
-                crate::workspace::scratch::remove(&source.common_dir, &t.root).map_err(Error::from);
-            // A container whose marker was never written holds nothing: rmdir only.
-            if let Some(c) = t.root.parent() {
-                let _ = std::fs::remove_dir(&t.root);
-                let _ = std::fs::remove_file(
-                    c.join(format!("{}.tmp", crate::workspace::scratch::MARKER)),
-                );
-                let _ = std::fs::remove_dir(c);
-            }
-            r
-        } else {
-            crate::workspace::remove_unfinished(&source.common_dir, &t.root, &t.worktree_id)
-                .map_err(Error::from)
-        };
+        let removal = kind
+            .remove_unfinished(&source.common_dir, t)
+            .map_err(Error::from);
         match removal {
             Ok(crate::workspace::Removal::Removed) => out.workspaces += 1,
             Ok(crate::workspace::Removal::Missing) => {}
@@ -270,7 +242,7 @@ mod tests {
             prefix: PathBuf::new(),
             source_head: None,
             baseline: "0".repeat(40),
-            mode: crate::config::Mode::Worktree,
+            mode: Default::default(),
             forbid_commit: false,
             sparse: None,
             drivers: None,

@@ -95,7 +95,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     // An apply verifying this batch holds no lock while its command runs
     // (design §3.10): the batch is busy instead.
     crate::record::busy::refuse_if_busy(&here.state_dir(), &b)?;
-    if b.mode == crate::config::Mode::Scratch {
+    if !crate::workspace::Kind::of_batch(&b).writes_back() {
         return Err(Error::usage(
             Code::Usage,
             format!(

@@ -287,7 +287,7 @@ pub fn source_diff(here: &Source, ask: Ask<'_>) -> Result<SourceDiff> {
         })
         .collect();
     // As apply: a scratch batch's edits never come back.
-    let scratch = b.mode == crate::config::Mode::Scratch;
+    let scratch = !crate::workspace::Kind::of_batch(&b).writes_back();
     let readable = readable_workspaces(source, &selected, &mut fates, scratch);
     let batch_dir = batch::batch_dir(&source.state_dir(), &b.id);
     let candidates = candidates(

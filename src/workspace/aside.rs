@@ -410,7 +410,7 @@ pub fn restore_all(common_dir: &Path, base: &Path, state_dir: &Path) {
             .iter()
             .filter(|b| b.short() == short)
             .find_map(|b| b.task(task))
-            .filter(|t| !t.remote && t.kind() == crate::config::Mode::Worktree)
+            .filter(|t| !t.remote && crate::workspace::Kind::of_task(t).registered())
             .map(|t| t.root.clone())
     });
 }

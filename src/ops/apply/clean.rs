@@ -640,7 +640,7 @@ fn may_pool(source: &Source, b: &Batch, task: &batch::Task, others: &[Batch]) ->
     );
     ended
         && !task.remote
-        && task.kind() == crate::config::Mode::Worktree
+        && workspace::Kind::of_task(task).pools()
         && b.sparse.is_none()
         && source.config.pool != 0
         && workspace::pool::list(&source.state_dir()).len() < source.config.pool

@@ -95,7 +95,8 @@ impl<'a> Runner<'a> {
             &ctx.source.config.copy_ignored,
             &[],
         )?;
-        let carried = if policy.is_empty() || b.mode == crate::config::Mode::Scratch {
+        let carried = if policy.is_empty() || !crate::workspace::Kind::of_batch(b).carries_ignored()
+        {
             None
         } else {
             let root = crate::sys::fs::canonical(&ctx.source.root)?;
