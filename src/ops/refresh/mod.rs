@@ -107,31 +107,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
             "refresh works on batches prepared with --mode worktree",
         ));
     }
-    let names: Vec<String> = if !opts.tasks.is_empty() {
-        for n in &opts.tasks {
-            // A remote task's workspace is on its worker's machine (design §3.14).
-            if b.open_task_named(n)?.remote {
-                return Err(Error::usage(
-                    Code::Usage,
-                    format!("task {n} is remote: refresh cannot reach its workspace"),
-                    "its worker can join again and carry its work over, or apply it and prepare anew",
-                ));
-            }
-        }
-        opts.tasks.clone()
-    } else {
-        match inside {
-            Some((id, task)) if id == b.id => {
-                b.open_task_named(&task)?;
-                vec![task]
-            }
-            _ => b
-                .open_tasks()
-                .filter(|t| !t.remote)
-                .map(|t| t.name.clone())
-                .collect(),
-        }
-    };
+    let names = task_names(&b, opts, inside)?;
     let mut source = if here.root == b.source {
         here
     } else {
@@ -185,6 +161,36 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         batch: b,
         tasks,
         interrupted: false,
+    })
+}
+
+/// The tasks to refresh: those named (none remote), else the one whose
+/// workspace the command runs in, else every open local task.
+fn task_names(b: &Batch, opts: &Options, inside: Option<(String, String)>) -> Result<Vec<String>> {
+    Ok(if !opts.tasks.is_empty() {
+        for n in &opts.tasks {
+            // A remote task's workspace is on its worker's machine (design §3.14).
+            if b.open_task_named(n)?.remote {
+                return Err(Error::usage(
+                    Code::Usage,
+                    format!("task {n} is remote: refresh cannot reach its workspace"),
+                    "its worker can join again and carry its work over, or apply it and prepare anew",
+                ));
+            }
+        }
+        opts.tasks.clone()
+    } else {
+        match inside {
+            Some((id, task)) if id == b.id => {
+                b.open_task_named(&task)?;
+                vec![task]
+            }
+            _ => b
+                .open_tasks()
+                .filter(|t| !t.remote)
+                .map(|t| t.name.clone())
+                .collect(),
+        }
     })
 }
 

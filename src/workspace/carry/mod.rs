@@ -256,6 +256,37 @@ impl<'a> Walker<'a> {
         result
     }
 
+    /// [`Walker::copy_named`] for a folder: made in each destination,
+    /// filled, then given the source's mode.
+    fn copy_dir(
+        &mut self,
+        src: BorrowedFd<'_>,
+        name: &[u8],
+        dsts: &[BorrowedFd<'_>],
+        rel: &mut Vec<u8>,
+    ) -> Result<()> {
+        let sfd = open_dir_at(src, name).map_err(|e| self.src_err(rel, "open", e))?;
+        let st = rfs::fstat(&sfd).map_err(|e| self.src_err(rel, "read", e))?;
+        let mode = st.st_mode as u32;
+        let mut dfds = Vec::with_capacity(dsts.len());
+        for (i, d) in dsts.iter().enumerate() {
+            // Created owner-writable so the walk can fill it; the
+            // source's mode is set once its content is written.
+            match rfs::mkdirat(*d, name, Mode::from_raw_mode(0o700)) {
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(e) => return Err(self.dst_err(i, rel, "create", e)),
+            }
+            dfds.push(open_dir_at(*d, name).map_err(|e| self.dst_err(i, rel, "open", e))?);
+        }
+        let borrowed: Vec<BorrowedFd<'_>> = dfds.iter().map(|f| f.as_fd()).collect();
+        self.copy_contents(sfd.as_fd(), &borrowed, rel)?;
+        for (i, d) in dfds.iter().enumerate() {
+            rfs::fchmod(d, Mode::from_raw_mode(mode & 0o7777))
+                .map_err(|e| self.dst_err(i, rel, "set the mode of", e))?;
+        }
+        Ok(())
+    }
+
     /// [`Walker::copy_entry`] once `rel` names the entry: `name` of the
     /// opened folder `src`, of type `kind`.
     fn copy_named(
@@ -275,27 +306,7 @@ impl<'a> Walker<'a> {
             return Ok(());
         }
         match kind {
-            FileType::Directory => {
-                let sfd = open_dir_at(src, name).map_err(|e| self.src_err(rel, "open", e))?;
-                let st = rfs::fstat(&sfd).map_err(|e| self.src_err(rel, "read", e))?;
-                let mode = st.st_mode as u32;
-                let mut dfds = Vec::with_capacity(dsts.len());
-                for (i, d) in dsts.iter().enumerate() {
-                    // Created owner-writable so the walk can fill it; the
-                    // source's mode is set once its content is written.
-                    match rfs::mkdirat(*d, name, Mode::from_raw_mode(0o700)) {
-                        Ok(()) | Err(Errno::EXIST) => {}
-                        Err(e) => return Err(self.dst_err(i, rel, "create", e)),
-                    }
-                    dfds.push(open_dir_at(*d, name).map_err(|e| self.dst_err(i, rel, "open", e))?);
-                }
-                let borrowed: Vec<BorrowedFd<'_>> = dfds.iter().map(|f| f.as_fd()).collect();
-                self.copy_contents(sfd.as_fd(), &borrowed, rel)?;
-                for (i, d) in dfds.iter().enumerate() {
-                    rfs::fchmod(d, Mode::from_raw_mode(mode & 0o7777))
-                        .map_err(|e| self.dst_err(i, rel, "set the mode of", e))?;
-                }
-            }
+            FileType::Directory => self.copy_dir(src, name, dsts, rel)?,
             FileType::RegularFile => {
                 // O_NONBLOCK: never hang on a FIFO that replaced the file.
                 let sfd = rfs::openat(
