@@ -48,6 +48,20 @@ pub fn worker_command(
     Ok(c)
 }
 
+/// Stop every setup command in `live` and what it left in its group:
+/// SIGTERM to all, then each given what is left of the grace period.
+fn stop_all(live: &mut [(usize, process::Group)]) {
+    let started = Instant::now();
+    for (_, g) in live.iter_mut() {
+        g.term();
+    }
+    for (_, g) in live.iter_mut() {
+        let left = process::GRACE.saturating_sub(started.elapsed());
+        g.terminate(left);
+        process::kill(g.pgid);
+    }
+}
+
 const POLL: Duration = Duration::from_millis(20);
 
 /// Why setup stopped: the error, and the task whose command failed (none
@@ -159,15 +173,7 @@ pub fn run(source: &Source, b: &batch::Batch, reused: &[bool]) -> std::result::R
         poll = (poll * 2).min(POLL);
     }
     // Stop whatever still runs: a failure or a signal ends them all.
-    let started = Instant::now();
-    for (_, g) in live.iter_mut() {
-        g.term();
-    }
-    for (_, g) in live.iter_mut() {
-        let left = process::GRACE.saturating_sub(started.elapsed());
-        g.terminate(left);
-        process::kill(g.pgid);
-    }
+    stop_all(&mut live);
     match failure {
         Some(e) => Err(e),
         None => Ok(()),

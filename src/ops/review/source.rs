@@ -195,24 +195,13 @@ pub(super) fn candidates(
     filters: &[String],
     form: crate::merge::patch::Form,
 ) -> Result<Vec<Candidate>> {
-    use crate::config::StopProcesses;
     // Processes apply would not stop fail the task, as in its dry run.
     let roots: Vec<PathBuf> = readable.iter().map(|(_, t)| t.root.clone()).collect();
     let running = crate::sys::quiesce::describe_all(&roots);
     let policy = source.config.stop_processes;
     let mut candidates: Vec<Candidate> = Vec::new();
     for ((i, task), procs) in readable.iter().zip(running) {
-        let blocking: Vec<&crate::sys::quiesce::Proc> = match policy {
-            StopProcesses::Terminate => Vec::new(),
-            StopProcesses::Background => procs.iter().filter(|p| p.terminal).collect(),
-            StopProcesses::Refuse => procs.iter().collect(),
-        };
-        if !blocking.is_empty() {
-            let list = blocking
-                .iter()
-                .map(|p| format!("{} {}", p.pid, p.command))
-                .collect::<Vec<_>>()
-                .join(", ");
+        if let Some(list) = blocking(policy, &procs) {
             fail(
                 &mut fates[*i],
                 "processes_running",
@@ -286,6 +275,27 @@ pub(super) fn candidates(
         });
     }
     Ok(candidates)
+}
+
+/// The processes in a workspace apply would not stop under `policy`, as
+/// its message lists them (`None`: none).
+fn blocking(
+    policy: crate::config::StopProcesses,
+    procs: &[crate::sys::quiesce::Proc],
+) -> Option<String> {
+    use crate::config::StopProcesses;
+    let blocking: Vec<&crate::sys::quiesce::Proc> = match policy {
+        StopProcesses::Terminate => Vec::new(),
+        StopProcesses::Background => procs.iter().filter(|p| p.terminal).collect(),
+        StopProcesses::Refuse => procs.iter().collect(),
+    };
+    (!blocking.is_empty()).then(|| {
+        blocking
+            .iter()
+            .map(|p| format!("{} {}", p.pid, p.command))
+            .collect::<Vec<_>>()
+            .join(", ")
+    })
 }
 
 /// Plans the landing of `candidates` as apply would, settling each one's

@@ -170,17 +170,10 @@ impl<'a> Replicator<'a> {
         }
     }
 
-    /// Make the entry `rel` in every destination; its stat data per destination.
-    fn entry(
-        &mut self,
-        rel: &gix::bstr::BStr,
-        mode: gix::index::entry::Mode,
-    ) -> Result<Vec<Option<gix::index::entry::Stat>>> {
-        use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
-        let rel: &[u8] = rel.as_ref();
-        // The walk is fd-relative and could go deeper than a path can name;
-        // such a workspace would be unusable (git itself stops at PATH_MAX),
-        // so it fails like a checkout of the same file does.
+    /// The walk is fd-relative and could go deeper than a path can name;
+    /// such a workspace would be unusable (git itself stops at PATH_MAX),
+    /// so it fails like a checkout of the same file does.
+    fn check_length(&self, rel: &[u8]) -> Result<()> {
         for root in self.dst_roots {
             if root.as_os_str().len() + 1 + rel.len() >= PATH_MAX {
                 return Err(WorkspaceError::TooLong {
@@ -189,6 +182,18 @@ impl<'a> Replicator<'a> {
                 });
             }
         }
+        Ok(())
+    }
+
+    /// Make the entry `rel` in every destination; its stat data per destination.
+    fn entry(
+        &mut self,
+        rel: &gix::bstr::BStr,
+        mode: gix::index::entry::Mode,
+    ) -> Result<Vec<Option<gix::index::entry::Stat>>> {
+        use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
+        let rel: &[u8] = rel.as_ref();
+        self.check_length(rel)?;
         let mut parts: Vec<&[u8]> = rel.split(|b| *b == b'/').collect();
         let name = parts.pop().unwrap_or_default();
         self.enter(&parts, rel)?;
@@ -234,17 +239,8 @@ impl<'a> Replicator<'a> {
                 let clone = method == Method::Clone && size >= CLONE_MIN;
                 let buffered = !clone && size <= BUFFER_MAX;
                 if buffered {
-                    buf.clear();
-                    buf.resize(size as usize, 0);
-                    let mut at = 0;
-                    while at < buf.len() {
-                        match rustix::io::pread(&sfd, &mut buf[at..], at as u64) {
-                            Ok(0) => break,
-                            Ok(n) => at += n,
-                            Err(e) => return Err(Self::err(src_root, rel, "read", e)),
-                        }
-                    }
-                    buf.truncate(at);
+                    read_into(&sfd, &mut buf, size)
+                        .map_err(|e| Self::err(src_root, rel, "read", e))?;
                 }
                 for (i, d) in dst_dirs.iter().enumerate() {
                     let fail = |what, e| Self::err(dst_roots[i], rel, what, e);
@@ -287,4 +283,21 @@ impl<'a> Replicator<'a> {
         self.buf = buf;
         Ok(out)
     }
+}
+
+/// Read the file `fd` (`size` bytes when it was looked at) into `buf`,
+/// which holds what was read (less when it shrank meanwhile).
+fn read_into(fd: &OwnedFd, buf: &mut Vec<u8>, size: u64) -> rustix::io::Result<()> {
+    buf.clear();
+    buf.resize(size as usize, 0);
+    let mut at = 0;
+    while at < buf.len() {
+        match rustix::io::pread(fd, &mut buf[at..], at as u64) {
+            Ok(0) => break,
+            Ok(n) => at += n,
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(at);
+    Ok(())
 }

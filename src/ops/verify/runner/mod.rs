@@ -222,16 +222,30 @@ impl<'a> Runner<'a> {
                 })?;
                 run_all(ctx, &jobs)
             });
-        // Clean up what this round made (`--keep` keeps it, released as an
-        // ordinary worktree the batch no longer owns, as task workspaces are).
-        if ctx.settings.keep && result.is_ok() {
-            for j in &jobs {
+        self.clean_up(&jobs, result.is_ok());
+        let runs = result?;
+        let mut answers = Vec::with_capacity(runs.len());
+        for run in runs {
+            answers.push(run.passed());
+            self.by_set.push(self.runs.len());
+            self.runs.push(run);
+        }
+        Ok(answers)
+    }
+
+    /// Clean up what a round made (`--keep` keeps it after a round that
+    /// ran, released as an ordinary worktree the batch no longer owns, as
+    /// task workspaces are): its workspaces discarded, its refs deleted.
+    fn clean_up(&self, jobs: &[Job], ok: bool) {
+        let ctx = self.ctx;
+        if ctx.settings.keep && ok {
+            for j in jobs {
                 let _ = crate::workspace::release(&ctx.source.common_dir, &j.worktree_id);
             }
         }
-        if !ctx.settings.keep || result.is_err() {
+        if !ctx.settings.keep || !ok {
             let mut trashes: Vec<PathBuf> = Vec::new();
-            for j in &jobs {
+            for j in jobs {
                 let name = format!(".verify-{}", j.n);
                 match discard_workspace(ctx, &name, &j.root, &j.worktree_id) {
                     Some(trash) if !trashes.contains(&trash) => trashes.push(trash),
@@ -244,14 +258,6 @@ impl<'a> Runner<'a> {
             }
             crate::workspace::shared_root::remove_empty_parents(&self.ws_dir.join("x"));
         }
-        let runs = result?;
-        let mut answers = Vec::with_capacity(runs.len());
-        for run in runs {
-            answers.push(run.passed());
-            self.by_set.push(self.runs.len());
-            self.runs.push(run);
-        }
-        Ok(answers)
     }
 
     /// The verification workspaces, made as task workspaces are (design
