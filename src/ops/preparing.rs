@@ -187,9 +187,7 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
         if dry_run {
             match will {
                 crate::workspace::Removal::Removed => out.workspaces += 1,
-                crate::workspace::Removal::Missing if registered => {
-                    out.registrations += 1
-                }
+                crate::workspace::Removal::Missing if registered => out.registrations += 1,
                 crate::workspace::Removal::Missing => {}
                 crate::workspace::Removal::Foreign => out.left_alone(t),
             }
