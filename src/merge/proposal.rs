@@ -233,10 +233,13 @@ pub fn read_vouched(
 /// are in its registration's private folder) into `repo`'s store, before
 /// the workspace's index or HEAD, which may name them, are read.
 fn take_private_objects(repo: &gix::Repository, task: &Task) -> Result<()> {
-    if task.remote || task.kind() == crate::config::Mode::Scratch {
+    let kind = crate::workspace::Kind::of_task(task);
+    let Some(dir) = kind
+        .private_objects(repo.common_dir(), task)
+        .filter(|_| !task.remote)
+    else {
         return Ok(());
-    }
-    let dir = crate::git::private_objects::dir(repo.common_dir(), &task.worktree_id);
+    };
     crate::git::private_objects::take_in(repo, &dir).map_err(|source| MergeError::Git {
         what: "cannot take in the objects a contained worker made",
         source,

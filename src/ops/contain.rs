@@ -224,12 +224,7 @@ pub fn contain(
     if plan.files {
         let task = &b.tasks[idx];
         plan.writable.extend(task_folders(common_dir, task, cmd)?);
-        if task.kind() == crate::config::Mode::Worktree {
-            contained.objects = Some(crate::git::private_objects::dir(
-                common_dir,
-                &task.worktree_id,
-            ));
-        }
+        contained.objects = crate::workspace::Kind::of_task(task).private_objects(common_dir, task);
         let tmp = private_tmp(b.short(), &task.name)?;
         if let Some(fd) = sandbox::Plan::open(&tmp) {
             plan.writable.push((tmp.clone(), fd));
@@ -262,50 +257,23 @@ fn task_folders(
     task: &crate::record::batch::Task,
     cmd: &mut Command,
 ) -> std::result::Result<Vec<(PathBuf, OwnedFd)>, String> {
-    use rustix::fs::{Mode, OFlags};
-    let not_ours = || {
+    let ws = crate::workspace::held(common_dir, task).ok_or_else(|| {
         format!(
             "its workspace {} is not the folder prepare made (missing, moved or replaced), so it cannot be contained",
             task.root.display()
         )
-    };
-    let ws = match crate::workspace::identify(common_dir, task) {
-        crate::workspace::Identity::Ours { fd: Some(fd), .. } => fd,
-        crate::workspace::Identity::Ours { fd: None, .. } => {
-            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            rustix::fs::open(&task.root, flags, Mode::empty()).map_err(|_| not_ours())?
-        }
-        _ => return Err(not_ours()),
-    };
+    })?;
     let mut folders = vec![(task.root.clone(), ws)];
-    if task.kind() == crate::config::Mode::Scratch {
-        // A scratch copy holds its own repository.
-        return Ok(folders);
+    // A scratch copy holds its own repository: nothing beside it.
+    let kind = crate::workspace::Kind::of_task(task);
+    if let Some(beside) = kind.writable_beside(common_dir, task)? {
+        // git follows the store's own `info/alternates` from there.
+        cmd.env("GIT_OBJECT_DIRECTORY", &beside.objects).env(
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+            common_dir.join("objects"),
+        );
+        folders.push(beside.registration);
     }
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let worktrees = crate::git::registration::dir(common_dir);
-    let reg = rustix::fs::open(&worktrees, flags, Mode::empty())
-        .and_then(|w| rustix::fs::openat(&w, task.worktree_id.as_str(), flags, Mode::empty()))
-        .map_err(|e| {
-            format!(
-                "its worktree registration {} cannot be opened ({e})",
-                worktrees.join(&task.worktree_id).display()
-            )
-        })?;
-    match rustix::fs::mkdirat(&reg, "objects", Mode::from_raw_mode(0o700)) {
-        Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-        Err(e) => return Err(format!("cannot make its private object folder: {e}")),
-    }
-    // Not a symlink a worker planted: the folder is below the registration.
-    rustix::fs::openat(&reg, "objects", flags, Mode::empty())
-        .map_err(|e| format!("cannot open its private object folder: {e}"))?;
-    let objects = crate::git::private_objects::dir(common_dir, &task.worktree_id);
-    // git follows the store's own `info/alternates` from there.
-    cmd.env("GIT_OBJECT_DIRECTORY", &objects).env(
-        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-        common_dir.join("objects"),
-    );
-    folders.push((worktrees.join(&task.worktree_id), reg));
     Ok(folders)
 }
 

@@ -46,33 +46,10 @@ pub struct Report {
     pub sandbox: contain::Summary,
 }
 
-/// Run the command (design §3.22).
-pub fn run(source: Source, opts: &Options, observer: &dyn Observer) -> Result<Report> {
-    let Some((program, args)) = opts.command.split_first() else {
-        return Err(Error::usage(
-            Code::Usage,
-            "no command to run: give it after `--`",
-            "for example `git delegate exec 1 -- sh`",
-        ));
-    };
-    // A containment key a worker could have planted holds only as the
-    // user confirmed it (design §3.18, §3.22).
-    let mut source = source;
-    if let Some(u) = crate::ops::trust::gate_containment(&mut source)? {
-        observer.notice(Notice::LeftOut(u.containment_warning()));
-    }
-    let source = &source;
-    let decision = contain::decide(contain::Options::new(
-        &source.config,
-        opts.no_sandbox,
-        opts.no_network,
-    ))?;
-    let state = source.state_dir();
-    let b = batch::select_open(&state, opts.batch.as_deref())?;
-    if let Some(p) = crate::ops::preparing::progress(&b) {
-        return Err(crate::ops::preparing::refuse(&b, p));
-    }
-    let task = b.open_task_named(&opts.task)?;
+/// The position in `b` of its open task `name`, whose workspace is here
+/// and is still the folder prepare made.
+fn local_task(source: &Source, b: &batch::Batch, name: &str) -> Result<usize> {
+    let task = b.open_task_named(name)?;
     if task.remote {
         return Err(Error::usage(
             Code::Usage,
@@ -106,6 +83,36 @@ pub fn run(source: Source, opts: &Options, observer: &dyn Observer) -> Result<Re
             ),
         ));
     }
+    Ok(idx)
+}
+
+/// Run the command (design §3.22).
+pub fn run(source: Source, opts: &Options, observer: &dyn Observer) -> Result<Report> {
+    let Some((program, args)) = opts.command.split_first() else {
+        return Err(Error::usage(
+            Code::Usage,
+            "no command to run: give it after `--`",
+            "for example `git delegate exec 1 -- sh`",
+        ));
+    };
+    // A containment key a worker could have planted holds only as the
+    // user confirmed it (design §3.18, §3.22).
+    let mut source = source;
+    if let Some(u) = crate::ops::trust::gate_containment(&mut source)? {
+        observer.notice(Notice::LeftOut(u.containment_warning()));
+    }
+    let source = &source;
+    let decision = contain::decide(contain::Options::new(
+        &source.config,
+        opts.no_sandbox,
+        opts.no_network,
+    ))?;
+    let state = source.state_dir();
+    let b = batch::select_open(&state, opts.batch.as_deref())?;
+    if let Some(p) = crate::ops::preparing::progress(&b) {
+        return Err(crate::ops::preparing::refuse(&b, p));
+    }
+    let idx = local_task(source, &b, &opts.task)?;
     let mut cmd =
         crate::ops::setup::worker_command(program, &source.config, &b, idx).map_err(|why| {
             Error::state(

@@ -177,58 +177,29 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
             }
         }
         out.bytes += crate::sys::fs::tree_size(reg.path());
-        let registered = reg.path().symlink_metadata().is_ok();
-        let scratch = t.kind() == crate::config::Mode::Scratch;
+        let kind = crate::workspace::Kind::of_task(t);
+        // A registration of its own (a scratch copy has none).
+        let registered = kind.registered() && reg.path().symlink_metadata().is_ok();
         // What will go, and what is left alone (a folder that is not one
         // prepare made is never counted, nor its bytes).
-        let will = if scratch {
-            if t.root.symlink_metadata().is_ok() {
-                crate::workspace::Removal::Removed
-            } else {
-                crate::workspace::Removal::Missing
-            }
-        } else {
-            crate::workspace::unfinished_removal(&source.common_dir, &t.root, &t.worktree_id)
-        };
-        if will == crate::workspace::Removal::Removed {
-            // Below the workspace root through handles (design §3.18).
-            out.bytes += if scratch {
-                crate::sys::fs::tree_size(&t.root)
-            } else {
-                crate::workspace::shared_root::tree_size(&t.root)
-            };
-        }
+        let (will, bytes) = kind.unfinished_removal(&source.common_dir, t);
+        out.bytes += bytes;
         if dry_run {
             match will {
                 crate::workspace::Removal::Removed => out.workspaces += 1,
-                crate::workspace::Removal::Missing if registered && !scratch => {
-                    out.registrations += 1
-                }
+                crate::workspace::Removal::Missing if registered => out.registrations += 1,
                 crate::workspace::Removal::Missing => {}
                 crate::workspace::Removal::Foreign => out.left_alone(t),
             }
             continue;
         }
-        let removal = if scratch {
-            let r =
-                crate::workspace::scratch::remove(&source.common_dir, &t.root).map_err(Error::from);
-            // A container whose marker was never written holds nothing: rmdir only.
-            if let Some(c) = t.root.parent() {
-                let _ = std::fs::remove_dir(&t.root);
-                let _ = std::fs::remove_file(
-                    c.join(format!("{}.tmp", crate::workspace::scratch::MARKER)),
-                );
-                let _ = std::fs::remove_dir(c);
-            }
-            r
-        } else {
-            crate::workspace::remove_unfinished(&source.common_dir, &t.root, &t.worktree_id)
-                .map_err(Error::from)
-        };
+        let removal = kind
+            .remove_unfinished(&source.common_dir, t)
+            .map_err(Error::from);
         match removal {
             Ok(crate::workspace::Removal::Removed) => out.workspaces += 1,
             Ok(crate::workspace::Removal::Missing) => {
-                if registered && !scratch && reg.path().symlink_metadata().is_err() {
+                if registered && reg.path().symlink_metadata().is_err() {
                     out.registrations += 1
                 }
             }
@@ -282,7 +253,7 @@ mod tests {
             prefix: PathBuf::new(),
             source_head: None,
             baseline: "0".repeat(40),
-            mode: crate::config::Mode::Worktree,
+            mode: Default::default(),
             forbid_commit: false,
             sparse: None,
             drivers: None,

@@ -31,7 +31,7 @@ pub fn worker_command(
 ) -> std::result::Result<Command, String> {
     let task = &b.tasks[idx];
     let mut cwd = task.cwd(&b.prefix);
-    match make_cwd(&task.root, &b.prefix) {
+    match crate::workspace::make_cwd(&task.root, &b.prefix) {
         Ok(true) => {}
         Ok(false) => cwd = task.root.clone(),
         Err(why) => return Err(why),
@@ -48,49 +48,18 @@ pub fn worker_command(
     Ok(c)
 }
 
-/// Make the task's cwd `<root>/<prefix>` where it is missing, walking from
-/// the workspace root through handles and never through a symlink (design
-/// §3.18): `Ok(false)` when it cannot be made for another reason (the
-/// worker then starts at the root), an error naming the symlink or file a
-/// worker put on the way.
-pub fn make_cwd(root: &Path, prefix: &Path) -> std::result::Result<bool, String> {
-    use rustix::fs::{self as rfs, Mode, OFlags};
-    use rustix::io::Errno;
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let Ok(mut dir) = rfs::open(root, flags, Mode::empty()) else {
-        return Ok(false);
-    };
-    let mut at = root.to_path_buf();
-    for comp in prefix.components() {
-        let std::path::Component::Normal(name) = comp else {
-            return Ok(false);
-        };
-        at.push(name);
-        let next = match rfs::openat(&dir, name, flags, Mode::empty()) {
-            Err(Errno::NOENT) => match rfs::mkdirat(&dir, name, Mode::from_raw_mode(0o777)) {
-                Ok(()) | Err(Errno::EXIST) => rfs::openat(&dir, name, flags, Mode::empty()),
-                Err(e) => Err(e),
-            },
-            other => other,
-        };
-        dir = match next {
-            Ok(fd) => fd,
-            Err(Errno::LOOP | Errno::NOTDIR) => {
-                let what = match at.symlink_metadata() {
-                    Ok(m) if m.file_type().is_symlink() => "a symbolic link",
-                    _ => "not a folder",
-                };
-                let q = crate::sys::paths::shell_quote(&at.to_string_lossy());
-                return Err(format!(
-                    "cannot enter the task's folder: {} is {what} now (a worker replaced it), and git-delegate never follows one out of the workspace; remove it (`rm {q}`, then `git -C {} checkout -- .` restores the folder) and run again",
-                    at.display(),
-                    crate::sys::paths::shell_quote(&root.to_string_lossy())
-                ));
-            }
-            Err(_) => return Ok(false),
-        };
+/// Stop every setup command in `live` and what it left in its group:
+/// SIGTERM to all, then each given what is left of the grace period.
+fn stop_all(live: &mut [(usize, process::Group)]) {
+    let started = Instant::now();
+    for (_, g) in live.iter_mut() {
+        g.term();
     }
-    Ok(true)
+    for (_, g) in live.iter_mut() {
+        let left = process::GRACE.saturating_sub(started.elapsed());
+        g.terminate(left);
+        process::kill(g.pgid);
+    }
 }
 
 const POLL: Duration = Duration::from_millis(20);
@@ -204,15 +173,7 @@ pub fn run(source: &Source, b: &batch::Batch, reused: &[bool]) -> std::result::R
         poll = (poll * 2).min(POLL);
     }
     // Stop whatever still runs: a failure or a signal ends them all.
-    let started = Instant::now();
-    for (_, g) in live.iter_mut() {
-        g.term();
-    }
-    for (_, g) in live.iter_mut() {
-        let left = process::GRACE.saturating_sub(started.elapsed());
-        g.terminate(left);
-        process::kill(g.pgid);
-    }
+    stop_all(&mut live);
     match failure {
         Some(e) => Err(e),
         None => Ok(()),

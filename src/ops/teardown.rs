@@ -340,7 +340,7 @@ pub struct Blockers {
 pub fn moved_work(source: &Source, b: &Batch, gone_counts: bool) -> Vec<(String, Vec<PathBuf>)> {
     b.tasks
         .iter()
-        .filter(|t| t.state.is_open() && !t.remote && t.kind() == crate::config::Mode::Worktree)
+        .filter(|t| t.state.is_open() && !t.remote && workspace::Kind::of_task(t).registered())
         .filter(|t| workspace::health(&source.common_dir, t) != workspace::Health::Ours)
         .filter_map(|t| {
             let found = workspace::elsewhere::copies(&source.common_dir, t);

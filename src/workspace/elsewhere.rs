@@ -22,7 +22,7 @@ use crate::workspace::shared_root::Opened;
 /// whose `.git` file names the task's registration. Empty for a remote
 /// task or a scratch copy.
 pub fn copies(common_dir: &Path, task: &crate::record::batch::Task) -> Vec<PathBuf> {
-    if task.remote || task.kind() != crate::config::Mode::Worktree {
+    if task.remote || !crate::workspace::Kind::of_task(task).registered() {
         return Vec::new();
     }
     let Some(base) = task.root.parent().and_then(Path::parent) else {
@@ -59,7 +59,7 @@ pub fn copies(common_dir: &Path, task: &crate::record::batch::Task) -> Vec<PathB
 /// is refused and reported as such, design §3.18 "Shared workspace
 /// roots".)
 pub fn batch_folder_gone(task: &crate::record::batch::Task) -> bool {
-    if task.remote || task.kind() != crate::config::Mode::Worktree {
+    if task.remote || !crate::workspace::Kind::of_task(task).registered() {
         return false;
     }
     let (Some(batch), Some(base)) = (

@@ -9,8 +9,8 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use super::{registration, Health};
-use crate::config::Mode;
 use crate::git::registration::Registration;
+use crate::workspace::Kind;
 
 /// What a task's workspace path leads to now, compared with the folder
 /// prepare made (design §3.2: anything else is `workspace_missing`).
@@ -96,6 +96,18 @@ pub fn folder_of(root: &Path) -> Option<crate::record::batch::Folder> {
     })
 }
 
+/// A handle on the task's workspace when it is the one prepare made: the
+/// one its identity check opened, or (a scratch copy, identified by its
+/// marker) the folder opened without following a symlink. `None` when it
+/// is not ours.
+pub fn held(common_dir: &Path, task: &crate::record::batch::Task) -> Option<OwnedFd> {
+    match identify(common_dir, task) {
+        Identity::Ours { fd: Some(fd), .. } => Some(fd),
+        Identity::Ours { fd: None, .. } => open_nofollow(&task.root).ok(),
+        _ => None,
+    }
+}
+
 fn open_nofollow(root: &Path) -> rustix::io::Result<OwnedFd> {
     use rustix::fs::{Mode, OFlags};
     rustix::fs::open(
@@ -128,7 +140,7 @@ pub fn identify(common_dir: &Path, task: &crate::record::batch::Task) -> Identit
     if task.remote {
         return Identity::Missing;
     }
-    if task.kind() == Mode::Scratch {
+    if !Kind::of_task(task).registered() {
         return match crate::workspace::scratch::health(common_dir, &task.root) {
             Health::Ours => Identity::Ours {
                 fd: None,
@@ -249,7 +261,7 @@ pub(super) enum Reach {
 pub fn refusal(
     task: &crate::record::batch::Task,
 ) -> Option<crate::workspace::shared_root::Refused> {
-    if task.remote || task.kind() == Mode::Scratch {
+    if task.remote || !Kind::of_task(task).registered() {
         return None;
     }
     if !in_layout(None, task) {

@@ -11,14 +11,17 @@
 //! verification workspaces there are snapshots of a template moved to
 //! their own commit (`derived`).
 //!
-//! It is also the one way in for a task's workspace of either kind: the
-//! task-level calls (`identify`, `health`, `remove_task`, `discard`)
-//! dispatch on `Task::kind` and call `scratch` for a scratch copy
-//! (`scratch` never calls back here).
+//! It is also the one way in for a task's workspace of either kind: what
+//! differs by kind is asked of `kind::Kind` (the one place that matches
+//! on `config::Mode`); the task-level calls (`identify`, `health`,
+//! `remove_task`, `discard`) ask it and call `scratch` for a copy that
+//! holds its own repository (`scratch` never calls back here).
 //!
 //! The folder holds the steps (`create`: making a batch's workspaces;
 //! `fill`: checkout, index stat data and the copy walk; `identity`: what a
-//! task's workspace path leads to; `remove`: removal and release) and what
+//! task's workspace path leads to; `remove`: removal and release;
+//! `kind`: what differs by kind of workspace; `cwd`: a task's working
+//! folder inside its workspace) and what
 //! a workspace is made of: scratch copies (`scratch`),
 //! the ignored files carried into one and the copy engine (`carry`), its
 //! submodules (`submodules`), the walk below a workspace root other users
@@ -63,11 +66,13 @@ pub type Cause = Box<dyn std::error::Error + Send + Sync>;
 pub mod aside;
 pub mod carry;
 mod create;
+mod cwd;
 mod derived;
 pub mod elsewhere;
 pub(crate) mod error;
 mod fill;
 mod identity;
+pub mod kind;
 pub mod leftover;
 pub mod pool;
 pub mod presence;
@@ -87,10 +92,12 @@ use create::{cores, dotgit_line, register, register_as, remove_created, Make};
 pub use create::{
     create_all, create_all_filled, create_all_sparse, remove_unfinished, unfinished_removal,
 };
+pub use cwd::make_cwd;
 pub use error::WorkspaceError;
 use fill::{checkout, checkout_failed, settle};
-pub use identity::{folder_of, health, identify, is_ours, refusal, Identity};
+pub use identity::{folder_of, health, held, identify, is_ours, refusal, Identity};
 use identity::{identify_at, registered_location, Reach};
+pub use kind::Kind;
 use remove::remove_held;
 pub use remove::{
     discard, finish_in_place, finish_removal, release, remove, remove_empty_parents_of,

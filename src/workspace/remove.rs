@@ -17,8 +17,8 @@ use super::identity::{
     identify, identify_at, moved_elsewhere, registered_location, serves, Identity, Reach,
 };
 use super::{registration, Health, Removal};
-use crate::config::Mode;
 use crate::git::registration::Registration;
+use crate::workspace::Kind;
 use crate::workspace::WorkspaceError;
 
 type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
@@ -45,7 +45,7 @@ pub fn remove_task(common_dir: &Path, task: &crate::record::batch::Task) -> Resu
     if task.remote {
         return Ok(Removal::Missing);
     }
-    if task.kind() == Mode::Scratch {
+    if !Kind::of_task(task).registered() {
         return crate::workspace::scratch::remove(common_dir, &task.root);
     }
     // A workspace of the pool that serves another task, or is idle, is
@@ -69,7 +69,7 @@ pub(super) fn remove_at(
     made: Option<&crate::record::batch::Folder>,
     reach: Reach,
 ) -> Result<Removal> {
-    if crate::record::batch::kind_of(worktree_id) == Mode::Scratch {
+    if !Kind::of_worktree_id(worktree_id).registered() {
         return crate::workspace::scratch::remove(common_dir, root);
     }
     if moved_elsewhere(common_dir, root, worktree_id) {
@@ -104,9 +104,9 @@ pub fn remove_empty_parents_of(task: &crate::record::batch::Task) {
     if task.remote {
         return;
     }
-    match task.kind() {
-        Mode::Worktree => remove_empty_parents(&task.root, Reach::Beneath),
-        Mode::Scratch => crate::sys::fs::remove_empty_parents(&task.root, 2),
+    match Kind::of_task(task).registered() {
+        true => remove_empty_parents(&task.root, Reach::Beneath),
+        false => crate::sys::fs::remove_empty_parents(&task.root, 2),
     }
 }
 
@@ -161,7 +161,8 @@ pub fn discard(
     }
     let (root, worktree_id) = (task.root.as_path(), task.worktree_id.as_str());
     let small = index_entries(common_dir, worktree_id).is_some_and(|n| n <= REMOVE_IN_PLACE_MAX);
-    if small || task.kind() == Mode::Scratch || moved_elsewhere(common_dir, root, worktree_id) {
+    if small || !Kind::of_task(task).registered() || moved_elsewhere(common_dir, root, worktree_id)
+    {
         return remove_task(common_dir, task).map(|r| (r, None));
     }
     let Identity::Ours {
@@ -245,7 +246,9 @@ pub fn set_aside(
     task: &crate::record::batch::Task,
 ) -> Result<Option<crate::workspace::aside::Aside>> {
     let (root, worktree_id) = (task.root.as_path(), task.worktree_id.as_str());
-    if task.remote || task.kind() == Mode::Scratch || moved_elsewhere(common_dir, root, worktree_id)
+    if task.remote
+        || !Kind::of_task(task).registered()
+        || moved_elsewhere(common_dir, root, worktree_id)
     {
         return Ok(None);
     }

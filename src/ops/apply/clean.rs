@@ -682,7 +682,7 @@ fn may_pool(source: &Source, b: &Batch, task: &batch::Task, others: &[Batch]) ->
 /// [`may_pool`] but for the task's state and the pool's room.
 fn poolable(source: &Source, b: &Batch, task: &batch::Task, others: &[Batch]) -> bool {
     !task.remote
-        && task.kind() == crate::config::Mode::Worktree
+        && workspace::Kind::of_task(task).pools()
         && b.sparse.is_none()
         && source.config.pool != 0
         && workspace::hosted_batches(others, task, &b.id).is_empty()

@@ -326,7 +326,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     let dry_run = opts.dry_run;
     check_baseline(&source, &b)?;
     let baseline_tree = commit::tree_of(&source.repo, &b.baseline)?;
-    let scratch = b.mode == crate::config::Mode::Scratch;
+    let scratch = !crate::workspace::Kind::of_batch(&b).writes_back();
 
     // Step 1: stop what runs in the selected workspaces (one scan of /proc
     // for all of them), then record every proposal, the workspaces'

@@ -216,9 +216,7 @@ pub fn integrate_verified(
             return Err(internal());
         };
         if order.is_empty() {
-            let mut plan = full;
-            plan.refused.extend(taken_out);
-            plan.refused.sort_by_key(|r| r.task);
+            let plan = with_refusals(full, taken_out);
             return Ok(Verified {
                 plan,
                 lock: held,
@@ -253,8 +251,7 @@ pub fn integrate_verified(
             plan.applied.clear();
             plan.changed.clear();
             plan.f_tree = s_tree;
-            plan.refused.extend(taken_out);
-            plan.refused.sort_by_key(|r| r.task);
+            let plan = with_refusals(plan, taken_out);
             runner.finish();
             return Ok(Verified {
                 plan,
@@ -265,28 +262,8 @@ pub fn integrate_verified(
             });
         }
         let landed: Vec<usize> = found.landed.iter().map(|&p| order[p]).collect();
-        let landed_c: Vec<Candidate> = cands
-            .iter()
-            .filter(|c| landed.contains(&c.task))
-            .cloned()
-            .collect();
         let verified_tree = runner.trees.get(&landed).copied().unwrap_or(s_tree);
-        // The verified set against the source as it is now: read at the
-        // paths the tasks touch (all the merges and the write-back use, see
-        // `touched`), or where that is not exact, all of it.
-        let s_now = if ctx.dry_run {
-            s_tree
-        } else {
-            crate::merge::landing::source_tree(ctx.mem, ctx.baseline_tree, &landed_c)?
-        };
-        let mut plan = integrate::integrate(
-            ctx.mem,
-            ctx.baseline_tree,
-            s_now,
-            &landed_c,
-            ctx.strict,
-            check,
-        )?;
+        let (landed_c, mut plan) = integrate_now(ctx, &cands, &landed, s_tree, check)?;
         let out = changed_while_running(ctx, &plan, &landed, &landed_c, verified_tree)?;
         if !out.is_empty() {
             // design §3.10: the paths written hold exactly the verified
@@ -304,8 +281,7 @@ pub fn integrate_verified(
             .filter(|r| !plan.refused.iter().any(|k| k.task == r.task))
             .collect();
         plan.refused.extend(earlier);
-        plan.refused.extend(taken_out);
-        plan.refused.sort_by_key(|r| r.task);
+        let plan = with_refusals(plan, taken_out);
         runner.finish();
         let outcome = if rejected.is_empty() {
             Outcome::Passed
@@ -320,6 +296,45 @@ pub fn integrate_verified(
             unverified: Vec::new(),
         });
     }
+}
+
+/// The verified tasks `landed` integrated again with the source as it is
+/// now: read at the paths the tasks touch (all the merges and the
+/// write-back use, see `touched`), or where that is not exact, all of it
+/// (`s_tree` in a dry run). Their candidates, and the plan.
+fn integrate_now(
+    ctx: &Ctx<'_>,
+    cands: &[Candidate],
+    landed: &[usize],
+    s_tree: ObjectId,
+    check: &mut dyn FnMut(&[PathWrite]) -> Result<Vec<Blocked>>,
+) -> Result<(Vec<Candidate>, Plan)> {
+    let landed_c: Vec<Candidate> = cands
+        .iter()
+        .filter(|c| landed.contains(&c.task))
+        .cloned()
+        .collect();
+    let s_now = if ctx.dry_run {
+        s_tree
+    } else {
+        crate::merge::landing::source_tree(ctx.mem, ctx.baseline_tree, &landed_c)?
+    };
+    let plan = integrate::integrate(
+        ctx.mem,
+        ctx.baseline_tree,
+        s_now,
+        &landed_c,
+        ctx.strict,
+        check,
+    )?;
+    Ok((landed_c, plan))
+}
+
+/// `plan` with the tasks taken out while verifying refused too, in task order.
+fn with_refusals(mut plan: Plan, taken_out: Vec<Refused>) -> Plan {
+    plan.refused.extend(taken_out);
+    plan.refused.sort_by_key(|r| r.task);
+    plan
 }
 
 fn internal() -> Error {

@@ -8,7 +8,8 @@
 //!
 //! Owns: the steps of prepare and their order, the checks made before
 //! anything is made (task names, label, mode, free workspace places), the
-//! batch id (and the test-only `GIT_DELEGATE_TEST_BATCH_ID`).
+//! batch id (and the test-only `GIT_DELEGATE_TEST_BATCH_ID`). Making the
+//! workspaces once the batch is marked is `make`'s.
 //! Never: prints (long steps and notices go to the caller's `Observer`),
 //! or leaves part of a batch behind on failure that `gc` could not remove.
 
@@ -21,6 +22,9 @@ use crate::ops::observe::{Notice, Observer};
 use crate::record::batch::{self, Batch, Task};
 use crate::record::lease::Lease;
 use crate::{git::refs, snapshot, workspace};
+
+mod make;
+use make::make;
 
 /// Tests may fix the batch id (a UUID) to provoke collisions; never for users.
 const TEST_BATCH_ID: &str = "GIT_DELEGATE_TEST_BATCH_ID";
@@ -150,9 +154,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     // design §3.18: no `workspace.setup` the user has not confirmed runs;
     // refused before anything is made.
     crate::ops::trust::refuse_unconfirmed(source)?;
-    if settings.mode == Mode::Scratch {
-        crate::workspace::scratch::preflight(source)?;
-    }
+    workspace::Kind::from(settings.mode).preflight(source)?;
     check_label_free(source, opts)?;
     let id = new_id()?;
     let mut plans = plan_workspaces(source, opts, &settings, &id)?;
@@ -207,7 +209,7 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
     if !batch.prefix.as_os_str().is_empty() {
         for t in batch.tasks.iter().filter(|t| !t.remote) {
             // Never through a symlink (design §3.18).
-            let _ = crate::ops::setup::make_cwd(&t.root, &batch.prefix);
+            let _ = crate::workspace::make_cwd(&t.root, &batch.prefix);
         }
     }
     Ok(Report {
@@ -223,7 +225,8 @@ pub fn run(source: &Source, opts: &Options, observer: &dyn Observer) -> Result<R
 /// folders, the workspace base, the remote and `--local`.
 fn settings(source: &Source, opts: &Options) -> Result<Settings> {
     let mode = opts.mode.unwrap_or(source.config.mode);
-    if mode == Mode::Scratch && !opts.copy_ignored.is_empty() {
+    let kind = workspace::Kind::from(mode);
+    if !kind.carries_ignored() && !opts.copy_ignored.is_empty() {
         return Err(Error::usage(
             Code::BadPattern,
             "--copy-ignored applies to worktree workspaces",
@@ -231,28 +234,28 @@ fn settings(source: &Source, opts: &Options) -> Result<Settings> {
         ));
     }
     // Ignored files carried into worktrees (design §3.9): patterns are read first.
-    let policy = match mode {
-        Mode::Worktree => Some(crate::workspace::carry::Policy::load(
+    let policy = match kind.carries_ignored() {
+        true => Some(crate::workspace::carry::Policy::load(
             &source.root,
             &source.config.copy_ignored,
             &opts.copy_ignored,
         )?),
-        Mode::Scratch => None,
+        false => None,
     };
     // Submodules found, a dirty one refused (design §3.15).
     let modules = crate::workspace::submodules::discover(source)?;
     // design §3.15: the workspaces hold what the source holds, or less.
     let narrow = crate::git::sparse::check_patterns(&opts.sparse)?;
-    if mode == Mode::Scratch && !narrow.is_empty() {
+    if !kind.narrows() && !narrow.is_empty() {
         return Err(Error::usage(
             Code::BadPattern,
             "--sparse applies to worktree workspaces",
             "a scratch copy is the whole source; drop --sparse or use `--mode worktree`",
         ));
     }
-    let sparse = match mode {
-        Mode::Worktree => crate::git::sparse::Workspaces::plan(&source.repo, &narrow)?,
-        Mode::Scratch => None,
+    let sparse = match kind.narrows() {
+        true => crate::git::sparse::Workspaces::plan(&source.repo, &narrow)?,
+        false => None,
     };
     let base = source.workspace_base()?;
     // design §3.14: the remote the remote tasks go through, and which tasks are.
@@ -268,8 +271,7 @@ fn settings(source: &Source, opts: &Options) -> Result<Settings> {
             "give --local one of the task names given (or 1..N with -n)",
         ));
     }
-    let pooled =
-        mode == Mode::Worktree && source.config.pool > 0 && modules.is_empty() && sparse.is_none();
+    let pooled = kind.pools() && source.config.pool > 0 && modules.is_empty() && sparse.is_none();
     Ok(Settings {
         mode,
         ttl: opts.ttl_secs.unwrap_or(source.config.ttl_secs),
@@ -338,16 +340,11 @@ fn plan_workspaces(
             }
         })
         .collect();
-    if settings.mode == Mode::Scratch {
-        let roots = crate::workspace::scratch::plan(&source.root, plans.len())?;
-        for (p, root) in plans.iter_mut().zip(roots) {
-            p.root = root;
-            p.worktree_id = crate::workspace::scratch::WORKTREE_ID.to_string();
-        }
-    } else if !plans.is_empty() {
-        // design §3.18: a repository folder another user made (or a
-        // symlink in its place) is refused before anything is made.
-        crate::workspace::shared_root::check(&settings.base)?;
+    // design §3.18: a repository folder another user made (or a symlink
+    // in its place) is refused before anything is made.
+    let kind = workspace::Kind::from(settings.mode);
+    kind.place(&source.root, &settings.base, &mut plans)?;
+    if kind.registered() {
         workspace::check_free(&source.common_dir, &plans)?;
     }
     if batch::batch_dir(&source.state_dir(), id)
@@ -481,169 +478,12 @@ fn new_id() -> Result<String> {
         Err(_) => uuid::Uuid::new_v4().to_string(),
     })
 }
-/// Make everything of a batch whose marker is recorded: the baseline ref,
-/// the workspaces and the ignored files they carry (or the scratch copies),
-/// then mark the batch complete. On any error (a signal included) the
-/// caller removes the whole batch; nothing is undone here.
-#[allow(clippy::too_many_arguments)]
-fn make(
-    observer: &dyn Observer,
-    source: &Source,
-    batch: &mut Batch,
-    (plans, reuse): (&[workspace::Plan], crate::ops::pool::Reuse),
-    names: &[String],
-    settings: &Settings,
-    base: &Baseline,
-    stat_cache: Option<snapshot::PendingCache>,
-) -> Result<Vec<crate::record::batch::CarryStats>> {
-    let state_dir = source.state_dir();
-    stop()?;
-    // The shared branches, tags and stash, config and hooks before any
-    // workspace exists (design §3.16); a scratch copy has its own.
-    if batch.mode == Mode::Worktree {
-        crate::ops::side_effects::record(source, &batch::batch_dir(&state_dir, &batch.id))?;
-    }
-    refs::set(&source.repo, &refs::baseline(&batch.id), base.commit, true)?;
-    // The source's refreshed stat cache lives with the batch (and goes with it).
-    if let Some(cache) = stat_cache {
-        cache.keep(&batch::batch_dir(&state_dir, &batch.id));
-    }
-    stop()?;
-    let mut reused = vec![false; plans.len()];
-    let carried = {
-        let _progress = observer.step(&format!(
-            "Checking out {} workspace{}",
-            plans.len(),
-            if plans.len() == 1 { "" } else { "s" }
-        ));
-        match &settings.policy {
-            Some(policy) => {
-                let made = worktrees(source, plans, settings, base, policy, reuse)?;
-                reused = made.1;
-                made.0
-            }
-            None => {
-                let tasks: Vec<_> = names
-                    .iter()
-                    .filter(|n| batch.tasks.iter().any(|t| &t.name == *n && !t.remote))
-                    .cloned()
-                    .zip(plans.iter().map(|p| p.root.clone()))
-                    .collect();
-                crate::workspace::scratch::create_all(source, &batch.id, &tasks)?
-            }
-        }
-    };
-    for (t, c) in batch.tasks.iter_mut().filter(|t| !t.remote).zip(&carried) {
-        t.carried = Some(*c);
-        // What identifies the folder made (a scratch copy has its marker).
-        if settings.policy.is_some() {
-            t.folder = workspace::folder_of(&t.root);
-        }
-    }
-    // design §3.20: `workspace.setup` in each new (or reused) workspace,
-    // its files in place; a failure (or a signal) undoes the prepare, but
-    // the workspaces taken from the pool it did not fail in go back to it.
-    if let Err(failed) = crate::ops::setup::run(source, batch, &reused) {
-        if let Some(task) = failed.task {
-            crate::ops::pool::give_back(source, batch, &reused, Some(task));
-        }
-        return Err(failed.error);
-    }
-    stop()?;
-    // design §3.14: the baseline goes to the remote last, so a failed push
-    // leaves nothing there (and undoes the prepare, as any failure does).
-    crate::ops::remote::push_baseline(source, batch)?;
-    crate::sys::interrupt::pause("complete-pending");
-    stop()?;
-    // Complete: written to a temp file, fsync'd and renamed over the marked one.
-    batch.preparing = None;
-    batch::save(&state_dir, batch)?;
-    // A signal that came while it was written still undoes the batch: no
-    // worker was given it yet.
-    stop()?;
-    Ok(carried)
-}
-
 /// `delegate::interrupted` once a signal came.
 fn stop() -> Result<()> {
     if crate::sys::interrupt::interrupted() {
         return Err(Error::interrupted());
     }
     Ok(())
-}
-
-/// The worktree workspaces of `plans`: idle ones from the pool first
-/// (design §3.20: moved to the baseline, their own ignored files kept),
-/// the others made (on btrfs, snapshots of the first made, design §3.17)
-/// and given the carried ignored files; then each workspace's submodule
-/// worktrees, its own (design §3.15: a snapshot must not share the first
-/// one's). What was carried, per plan.
-fn worktrees(
-    source: &Source,
-    plans: &[workspace::Plan],
-    settings: &Settings,
-    base: &Baseline,
-    policy: &crate::workspace::carry::Policy,
-    reuse: crate::ops::pool::Reuse,
-) -> Result<(Vec<crate::record::batch::CarryStats>, Vec<bool>)> {
-    let (commit, tree) = (base.commit, base.snap.tree);
-    // The idle workspaces given to tasks, claimed and moved to the baseline
-    // (where they are, design §3.20).
-    let reused = crate::ops::pool::take(source, plans, reuse, commit)?;
-    stop()?;
-    // The repository folder and the batch folder (the pool's, for
-    // workspaces of the pool), through handles, ours and `0700` (design
-    // §3.18): nobody else can change what is below them, where the
-    // checkout writes by path.
-    if let Some(batch_dir) = plans.first().and_then(|p| p.root.parent()) {
-        crate::workspace::shared_root::make_batch_dir_at(batch_dir)?;
-    }
-    let fresh: Vec<workspace::Plan> = plans
-        .iter()
-        .zip(&reused)
-        .filter(|(_, r)| !**r)
-        .map(|(p, _)| p.clone())
-        .collect();
-    let mut made = if fresh.is_empty() {
-        Vec::new()
-    } else {
-        workspace::create_all_filled(
-            &source.common_dir,
-            commit,
-            tree,
-            &fresh,
-            source.config.snapshots,
-            settings.sparse.as_ref(),
-            |roots| -> Result<_> {
-                stop()?;
-                Ok(crate::workspace::carry::carry_ignored(
-                    &source.repo,
-                    policy,
-                    roots,
-                )?)
-            },
-        )?
-    }
-    .into_iter();
-    stop()?;
-    for p in plans {
-        crate::workspace::submodules::create(
-            &source.repo,
-            tree,
-            &settings.modules,
-            &p.root,
-            &p.worktree_id,
-            &p.lock_reason,
-        )?;
-    }
-    let carried = reused
-        .iter()
-        .map(|r| match r {
-            true => Default::default(),
-            false => made.next().unwrap_or_default(),
-        })
-        .collect();
-    Ok((carried, reused))
 }
 
 fn check_task_name(name: &str) -> Result<()> {

@@ -9,7 +9,8 @@
 //! journal (symlink-safe, temp then rename), the workspace's index (the new
 //! base, conflicted files as stages 1-3) and detached HEAD moved to the new
 //! base, then the task's `base`, state (`conflicted` or `open`) and
-//! conflicted files saved in the batch. Also what apply and status ask:
+//! conflicted files saved in the batch (the writes into the workspace are
+//! `write`'s). Also what apply and status ask:
 //! which conflicts a worker left unresolved (`unresolved`; with a
 //! workspace index that cannot be used, every listed file, as the index
 //! `reindex` rebuilds holds them unmerged).
@@ -19,11 +20,9 @@
 //! check); refreshes a task whose earlier conflicts are unresolved, or
 //! whose workspace holds paths git refuses (design §3.18).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use gix::bstr::{BStr, BString, ByteSlice};
-use gix::merge::tree::TreatAsUnresolved;
+use gix::bstr::{BString, ByteSlice};
 use gix::ObjectId;
 
 use crate::error::{Code, Error, Result};
@@ -31,7 +30,10 @@ use crate::git::repo::Source;
 use crate::merge::integrate::PathConflict;
 use crate::ops::observe::{Notice, Observer};
 use crate::record::batch::{self, Batch, TaskState};
-use crate::{git::commit, git::refs, merge::proposal, snapshot, workspace, writeback};
+use crate::{git::commit, git::refs, merge::proposal, snapshot, workspace};
+
+mod write;
+use write::{merge_keep, move_head, write_index, write_merge};
 
 /// Apply's reason for a task whose refresh conflicts are unresolved.
 pub const UNRESOLVED: &str = "unresolved_conflicts";
@@ -95,7 +97,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
     // An apply verifying this batch holds no lock while its command runs
     // (design §3.10): the batch is busy instead.
     crate::record::busy::refuse_if_busy(&here.state_dir(), &b)?;
-    if b.mode == crate::config::Mode::Scratch {
+    if !crate::workspace::Kind::of_batch(&b).writes_back() {
         return Err(Error::usage(
             Code::Usage,
             format!(
@@ -105,31 +107,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
             "refresh works on batches prepared with --mode worktree",
         ));
     }
-    let names: Vec<String> = if !opts.tasks.is_empty() {
-        for n in &opts.tasks {
-            // A remote task's workspace is on its worker's machine (design §3.14).
-            if b.open_task_named(n)?.remote {
-                return Err(Error::usage(
-                    Code::Usage,
-                    format!("task {n} is remote: refresh cannot reach its workspace"),
-                    "its worker can join again and carry its work over, or apply it and prepare anew",
-                ));
-            }
-        }
-        opts.tasks.clone()
-    } else {
-        match inside {
-            Some((id, task)) if id == b.id => {
-                b.open_task_named(&task)?;
-                vec![task]
-            }
-            _ => b
-                .open_tasks()
-                .filter(|t| !t.remote)
-                .map(|t| t.name.clone())
-                .collect(),
-        }
-    };
+    let names = task_names(&b, opts, inside)?;
     let mut source = if here.root == b.source {
         here
     } else {
@@ -183,6 +161,36 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         batch: b,
         tasks,
         interrupted: false,
+    })
+}
+
+/// The tasks to refresh: those named (none remote), else the one whose
+/// workspace the command runs in, else every open local task.
+fn task_names(b: &Batch, opts: &Options, inside: Option<(String, String)>) -> Result<Vec<String>> {
+    Ok(if !opts.tasks.is_empty() {
+        for n in &opts.tasks {
+            // A remote task's workspace is on its worker's machine (design §3.14).
+            if b.open_task_named(n)?.remote {
+                return Err(Error::usage(
+                    Code::Usage,
+                    format!("task {n} is remote: refresh cannot reach its workspace"),
+                    "its worker can join again and carry its work over, or apply it and prepare anew",
+                ));
+            }
+        }
+        opts.tasks.clone()
+    } else {
+        match inside {
+            Some((id, task)) if id == b.id => {
+                b.open_task_named(&task)?;
+                vec![task]
+            }
+            _ => b
+                .open_tasks()
+                .filter(|t| !t.remote)
+                .map(|t| t.name.clone())
+                .collect(),
+        }
     })
 }
 
@@ -328,210 +336,6 @@ fn save_work(
         ));
     }
     Ok((recorded, old_base_tree, w_tree))
-}
-
-/// Step 3: write into the workspace `real` what differs between its tree
-/// and the merge's (`trees`: workspace, merge), moving the task's base ref
-/// to `new_base` (back again when the write-back rolled back). Returns the
-/// workspace as a source to write to, and its sparse checkout (design
-/// §3.15: what it leaves out stays out).
-fn write_merge(
-    source: &Source,
-    b: &Batch,
-    task: &batch::Task,
-    real: &Path,
-    (w_tree, m_tree): (ObjectId, ObjectId),
-    new_base: ObjectId,
-) -> Result<(Source, Option<crate::git::sparse::Checkout>)> {
-    let ws_repo = crate::git::repo::open_worktree(real)?;
-    let ws = Source {
-        repo: ws_repo,
-        common_dir: source.common_dir.clone(),
-        root: real.to_path_buf(),
-        prefix: PathBuf::new(),
-        config: source.config.clone(),
-    };
-    let sparse = crate::git::sparse::Checkout::of_workspace(&ws.repo)?;
-    let mut writes = writeback::writes_between(&source.repo, w_tree, m_tree)?;
-    if let Some(s) = &sparse {
-        writes.retain(|w| s.includes(w.path.as_bstr()));
-    }
-    let blocked = writeback::check(&ws, &writes)?;
-    if !blocked.is_empty() {
-        let list: Vec<String> = blocked
-            .iter()
-            .map(|k| crate::sys::paths::quote(k.path.as_bstr()).to_string())
-            .collect();
-        return Err(Error::state(
-            Code::RefreshBlocked,
-            format!(
-                "cannot refresh task {}: in its workspace {}, {} changed while it was read, or an untracked or ignored file stands where the source's version goes; nothing was changed there",
-                task.name,
-                real.display(),
-                list.join(", ")
-            ),
-            format!(
-                "move those files out of the way in the workspace (its work is saved as {}), then run `git delegate refresh {} --batch {}` again",
-                refs::proposal(&b.id, &task.name),
-                task.name,
-                b.short()
-            ),
-        ));
-    }
-    let base_ref = refs::task_base(&b.id, &task.name);
-    let old_base = refs::get(&source.repo, &base_ref)?;
-    refs::set(&source.repo, &base_ref, new_base, false)?;
-    if let Err(e) = writeback::write(&ws, &batch::batch_dir(&source.state_dir(), &b.id), &writes) {
-        // Rolled back (a failure, or a signal: design §7 "Signals"): the
-        // workspace is on its old base, and so is its ref.
-        if !e.is_rollback_failed() {
-            let _ = match old_base {
-                Some(id) => refs::set(&source.repo, &base_ref, id, false),
-                None => refs::delete(&source.repo, &base_ref).map(|_| ()),
-            };
-        }
-        return Err(e.into());
-    }
-    Ok((ws, sparse))
-}
-
-/// One unmerged index entry: path, stage, mode, blob.
-type Staged = (
-    BString,
-    gix::index::entry::Stage,
-    gix::index::entry::Mode,
-    ObjectId,
-);
-
-/// `merge3(base, ours = task, theirs = source)` with conflicts kept in the
-/// files (diff3 style, labels `task`, `base`, `source`), written to the
-/// object store: the merged tree and the unmerged index entries git would
-/// leave (sorted by path).
-fn merge_keep(
-    repo: &gix::Repository,
-    base: ObjectId,
-    ours: ObjectId,
-    theirs: ObjectId,
-) -> Result<(ObjectId, Vec<Staged>)> {
-    use gix::merge::blob::builtin_driver::text::{Conflict, ConflictStyle, Labels};
-    use gix::merge::plumbing::tree::apply_index_entries::RemovalMode;
-    if theirs == base || ours == theirs {
-        return Ok((ours, Vec::new()));
-    }
-    if ours == base {
-        return Ok((theirs, Vec::new()));
-    }
-    let err = |e: gix::Error| Error::git("cannot merge the workspace with the source", e);
-    let mut inner: gix::merge::plumbing::tree::Options =
-        repo.tree_merge_options().map_err(err)?.into();
-    inner.blob_merge.text.conflict = Conflict::Keep {
-        style: ConflictStyle::Diff3,
-        marker_size: std::num::NonZeroU8::new(Conflict::DEFAULT_MARKER_SIZE)
-            .unwrap_or(std::num::NonZeroU8::MIN),
-    };
-    let labels = Labels {
-        ancestor: Some("base".into()),
-        current: Some("task".into()),
-        other: Some("source".into()),
-    };
-    let mut outcome = repo
-        .merge_trees(base, ours, theirs, labels, inner.into())
-        .map_err(err)?;
-    let tree = outcome.tree.write().map_err(err)?.detach();
-    let how = TreatAsUnresolved::git();
-    if !outcome.has_unresolved_conflicts(how) {
-        return Ok((tree, Vec::new()));
-    }
-    let mut index: gix::index::State = repo.index_from_tree(&tree).map_err(err)?.into();
-    gix::merge::tree::apply_index_entries(&outcome.conflicts, how, &mut index, RemovalMode::Prune);
-    let mut staged: Vec<Staged> = index
-        .entries()
-        .iter()
-        .filter(|e| e.stage_raw() != 0)
-        .map(|e| (e.path(&index).to_owned(), e.stage(), e.mode, e.id))
-        .collect();
-    staged.sort_by(|a, b| (&a.0, a.1 as u32).cmp(&(&b.0, b.1 as u32)));
-    Ok((tree, staged))
-}
-
-/// The workspace's index at `tree`, with `staged` in place of the entries
-/// at their paths; stat data kept from the old index where an entry is the
-/// same blob with the same mode (so `git status` need not read those files).
-fn write_index(
-    ws: &gix::Repository,
-    tree: ObjectId,
-    staged: &[Staged],
-    sparse: Option<&crate::git::sparse::Checkout>,
-) -> Result<()> {
-    let err = |e: gix::Error| Error::git("cannot write the workspace's index", e);
-    let mut file = ws.index_from_tree(&tree).map_err(err)?;
-    // An old index that cannot be read gives no stat data (design §3.2
-    // step 1: the index is a cache).
-    let read = ws.index_or_empty();
-    let none = gix::index::State::new(ws.object_hash());
-    let old: &gix::index::State = match &read {
-        Ok(index) => index,
-        Err(_) => &none,
-    };
-    let known: HashMap<&BStr, &gix::index::Entry> = old
-        .entries()
-        .iter()
-        .filter(|e| e.stage_raw() == 0)
-        .map(|e| (e.path(old), e))
-        .collect();
-    let conflicted: std::collections::HashSet<&BStr> =
-        staged.iter().map(|s| s.0.as_bstr()).collect();
-    {
-        let state: &mut gix::index::State = &mut file;
-        let (entries, paths) = state.entries_mut_and_pathbacking();
-        for e in entries.iter_mut() {
-            let path = e.path_in(paths);
-            if let Some(o) = known.get(path) {
-                if o.id == e.id && o.mode == e.mode {
-                    e.stat = o.stat;
-                }
-            }
-        }
-        state.remove_entries(|_, path, _| conflicted.contains(path));
-        for (path, stage, mode, id) in staged {
-            state.dangerously_push_entry(
-                gix::index::entry::Stat::default(),
-                *id,
-                gix::index::entry::Flags::from_stage(*stage),
-                *mode,
-                path.as_bstr(),
-            );
-        }
-        state.sort_entries();
-        if let Some(s) = sparse {
-            s.mark(state);
-        }
-    }
-    file.write(gix::index::write::Options::default())
-        .map_err(|e| Error::git("cannot write the workspace's index", e))
-}
-
-/// Point the workspace's HEAD (detached) at `commit`.
-fn move_head(ws: &gix::Repository, commit: ObjectId) -> Result<()> {
-    use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
-    let name: gix::refs::FullName = "HEAD"
-        .try_into()
-        .map_err(|e| Error::git("invalid ref name HEAD", e))?;
-    ws.edit_reference(RefEdit {
-        change: Change::Update {
-            log: LogChange {
-                mode: RefLog::AndReference,
-                force_create_reflog: false,
-                message: "git-delegate refresh: the task's new base".into(),
-            },
-            expected: PreviousValue::Any,
-            new: gix::refs::Target::Object(commit),
-        },
-        name,
-        deref: false,
-    })
-    .map(|_| ())
-    .map_err(|e| Error::git("cannot move the workspace's HEAD", e))
 }
 
 /// The conflicts a refresh handed back that the worker has not resolved

@@ -46,6 +46,9 @@ use crate::workspace::WorkspaceError;
 
 type Result<T, E = WorkspaceError> = std::result::Result<T, E>;
 
+mod make;
+pub use make::{check, make_batch_dir, make_batch_dir_at};
+
 impl Refused {
     /// prepare's refusal (exit 3, `delegate::unsafe_workspace_root`, with
     /// the folder in the JSON error document). A file of the user's own
@@ -385,111 +388,6 @@ pub fn remove_empty_parents(root: &Path) {
     }
 }
 
-/// Check, before anything is made, that a prepare may work in the
-/// repository folder `base`: the root (as far as it exists) is safe and
-/// the repository folder, if it is there, is a folder of ours.
-pub fn check(base: &Path) -> Result<()> {
-    let Some((root, _)) = split(base) else {
-        return Ok(());
-    };
-    check_root(root)?;
-    match open_base(base)? {
-        Opened::Refused(r) => Err(r.error()),
-        _ => Ok(()),
-    }
-}
-
-/// Make (or take) the batch folder `<base>/<short>` for workspaces: the
-/// root (folders it lacks made `0700`), checked safe, then the repository
-/// folder and the batch folder, each through the handle of the one above,
-/// `0700` and ours. Returns the batch folder held open.
-pub fn make_batch_dir(base: &Path, short: impl AsRef<OsStr>) -> Result<Dir> {
-    let Some((root, name)) = split(base) else {
-        return Err(WorkspaceError::NoRoot {
-            base: base.to_path_buf(),
-        });
-    };
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(root)
-            .map_err(WorkspaceError::at("create", root, (root, IN_ROOT)))?;
-    }
-    check_root(root)?;
-    let rootfd = crate::workspace::carry::open_root(root)?;
-    let base = make_child_at(rootfd.as_fd(), root, name)?;
-    base.make_child(short.as_ref())
-}
-
-/// [`make_batch_dir`] for the batch folder `batch` (`<base>/<short>`).
-pub fn make_batch_dir_at(batch: &Path) -> Result<Dir> {
-    match split(batch) {
-        Some((base, short)) => make_batch_dir(base, short),
-        None => make_batch_dir(batch, "."),
-    }
-}
-
-/// The workspace root is safe when no folder on the way to it (itself
-/// included, symlinks resolved) belongs to another user than this one or
-/// root, or is writable by everyone without the sticky bit, and no symlink
-/// on the way (as written) belongs to another user: then only this user
-/// and root can change what its path leads to. A folder writable by its
-/// group is taken as the group's choice (as git takes it for
-/// `safe.directory`). The parts of `root` not made yet are not asked.
-fn check_root(root: &Path) -> Result<()> {
-    let mine = |uid: u32| uid == me() || uid == 0;
-    let mut existing = PathBuf::new();
-    for part in root.components() {
-        let next = existing.join(part);
-        match rfs::lstat(&next) {
-            Ok(st) => {
-                let kind = FileType::from_raw_mode(st.st_mode as _);
-                if kind == FileType::Symlink && !mine(st.st_uid as u32) {
-                    return Err(Refused {
-                        path: next,
-                        owner: st.st_uid as u32,
-                        reason: Reason::Symlink,
-                    }
-                    .error());
-                }
-            }
-            Err(_) => break,
-        }
-        existing = next;
-    }
-    if existing.as_os_str().is_empty() {
-        return Ok(());
-    }
-    let Ok(real) = std::fs::canonicalize(&existing) else {
-        return Ok(());
-    };
-    let mut on_the_way = Some(real.as_path());
-    while let Some(dir) = on_the_way {
-        if let Ok(st) = rfs::stat(dir) {
-            let mode = st.st_mode as u32;
-            let reason = if !mine(st.st_uid as u32) {
-                Some(Reason::OtherOwner)
-            } else if mode & 0o002 != 0 && mode & 0o1000 == 0 {
-                Some(Reason::WritableByOthers)
-            } else {
-                None
-            };
-            if let Some(reason) = reason {
-                return Err(Refused {
-                    path: dir.to_path_buf(),
-                    owner: st.st_uid as u32,
-                    reason,
-                }
-                .error());
-            }
-        }
-        on_the_way = dir.parent();
-    }
-    Ok(())
-}
-
 /// Remove the folder `name` in `parent` that `held` holds open (see
 /// [`Dir::remove_child`]); `path` names it in errors.
 pub fn remove_held_at(
@@ -542,66 +440,4 @@ fn size_at(dir: BorrowedFd<'_>) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_symlink_below_the_root_is_refused_and_never_entered() {
-        let t = tempfile::tempdir().unwrap();
-        let base = t.path().join("repo-0123456789ab");
-        let elsewhere = t.path().join("elsewhere");
-        std::fs::create_dir_all(elsewhere.join("b")).unwrap();
-        std::fs::write(elsewhere.join("b/f"), "x").unwrap();
-        std::os::unix::fs::symlink(&elsewhere, &base).unwrap();
-        match open_base(&base).unwrap() {
-            Opened::Refused(r) => {
-                assert_eq!(r.reason, Reason::Symlink);
-                assert_eq!(r.path, base);
-            }
-            other => panic!("{other:?}"),
-        }
-        assert!(matches!(
-            open_workspace(&base.join("b/f")).unwrap(),
-            Opened::Refused(_)
-        ));
-        let e = make_batch_dir(&base, "abcd1234").unwrap_err();
-        let e = crate::error::Error::from(e);
-        assert_eq!(e.code, crate::error::Code::UnsafeWorkspaceRoot);
-        assert!(!elsewhere.join("abcd1234").exists());
-        assert!(elsewhere.join("b/f").exists());
-    }
-
-    #[test]
-    fn made_folders_are_private_and_removal_goes_through_the_handle() {
-        let t = tempfile::tempdir().unwrap();
-        let base = t.path().join("root/repo-0123456789ab");
-        let batch = make_batch_dir(&base, "abcd1234").unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
-        assert_eq!(mode(&base), 0o700);
-        assert_eq!(mode(batch.path()), 0o700);
-        let ws = base.join("abcd1234/1");
-        std::fs::create_dir_all(ws.join("sub")).unwrap();
-        std::fs::write(ws.join("sub/f"), "12345").unwrap();
-        let Opened::Ours(w) = open_workspace(&ws).unwrap() else {
-            panic!("not ours");
-        };
-        assert_eq!(w.dir.size(), 5);
-        assert_eq!(tree_size(&ws), 5);
-        // Moved away after the check: what was checked goes, at its new place.
-        let moved = t.path().join("moved");
-        std::fs::rename(&ws, &moved).unwrap();
-        std::fs::create_dir(&ws).unwrap();
-        std::fs::write(ws.join("keep"), "k").unwrap();
-        w.parents
-            .batch
-            .remove_child(OsStr::new("1"), w.dir.into_fd())
-            .unwrap();
-        assert!(std::fs::read_dir(&moved).unwrap().next().is_none());
-        assert!(ws.join("keep").exists());
-        std::fs::remove_dir_all(&ws).unwrap();
-        std::fs::remove_dir(&moved).unwrap();
-        remove_empty_parents(&ws);
-        assert!(!base.exists());
-    }
-}
+mod tests;
