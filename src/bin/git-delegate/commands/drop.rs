@@ -18,8 +18,8 @@ use git_delegate::git::repo::Source;
 use git_delegate::record::batch::{self, Batch};
 use git_delegate::writeback::Recovery;
 
-use super::apply::kept_text;
 use super::left_alone_text;
+use crate::render::human::kept_text;
 
 pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     let source = super::source()?;

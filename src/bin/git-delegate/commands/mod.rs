@@ -32,7 +32,8 @@ pub mod status;
 pub mod undo;
 
 use std::ffi::OsString;
-use std::path::Path;
+
+pub use crate::render::human::{human_bytes, left_alone_text, shorts, show};
 
 use crate::cli::{Cli, Command};
 use crate::ui::Ui;
@@ -89,9 +90,11 @@ pub fn run(cli: Cli) -> i32 {
         Command::Submit(a) => remote::submit(&ui, a),
         // `apply --kept REF` lands one kept proposal (`kept`), which renders
         // through apply's document: dispatched here, so `apply` never calls it.
-        Command::Apply(mut a) => match a.kept.take() {
-            Some(reference) => kept::run(&ui, reference, a.strict, a.dry_run, &mut recovered),
-            None => apply::run(&ui, a, &mut recovered),
+        // `apply --from-undo APPLY` applies an undone apply again (`undo`).
+        Command::Apply(mut a) => match (a.kept.take(), a.from_undo.take()) {
+            (Some(reference), _) => kept::run(&ui, reference, a.strict, a.dry_run, &mut recovered),
+            (None, Some(from)) => undo::reapply(&ui, &from, &a, &mut recovered),
+            (None, None) => apply::run(&ui, a, &mut recovered),
         },
         Command::Undo(a) => undo::run(&ui, a, &mut recovered),
         Command::Gc(a) => gc::run(&ui, a, &mut recovered),
@@ -398,62 +401,4 @@ fn snapshot_plumbing(ui: &Ui) -> Result<i32> {
     ));
     crate::ui::stdout(&format!("{}\n", snap.tree));
     Ok(0)
-}
-
-/// A size for human text: `1.2 MiB`, or `{n} {byte}` below a KiB.
-pub fn human_bytes(n: u64, byte: &str) -> String {
-    const UNITS: [&str; 5] = ["", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} {byte}")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
-
-/// Batch ids for human text: their short forms, comma-separated.
-pub fn shorts(ids: &[String]) -> String {
-    let list: Vec<&str> = ids
-        .iter()
-        .map(|b| git_delegate::record::batch::short(b))
-        .collect();
-    list.join(", ")
-}
-
-/// A path for human text.
-pub fn show(p: &Path) -> String {
-    crate::ui::show_path(p)
-}
-
-/// A line per folder left alone (`why`: what it was not), then the
-/// folders below the workspace root refused and never entered (gc, drop).
-pub fn left_alone_text<'a>(
-    why: &str,
-    left_alone: impl IntoIterator<Item = &'a std::path::PathBuf>,
-    refused: &[git_delegate::workspace::shared_root::Refused],
-) -> String {
-    let mut text: String = left_alone
-        .into_iter()
-        .map(|k| format!("Left alone ({why}): {}\n", show(k)))
-        .collect();
-    text.push_str(&unsafe_text(refused));
-    text
-}
-
-/// One line per refused folder below the workspace root, for people.
-pub fn unsafe_text(list: &[git_delegate::workspace::shared_root::Refused]) -> String {
-    list.iter()
-        .map(|r| {
-            format!(
-                "Left alone, never entered: {} {} (git delegate works only in folders of yours below the workspace root).\n",
-                show(&r.path),
-                crate::ui::escape_text(&r.describe())
-            )
-        })
-        .collect()
 }

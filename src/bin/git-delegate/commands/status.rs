@@ -410,7 +410,7 @@ fn batch_text(
         }
         if !procs.is_empty() {
             text.push_str("      processes running inside:\n");
-            text.push_str(&super::apply::procs_text(procs, "        "));
+            text.push_str(&crate::render::human::procs_text(procs, "        "));
         }
     }
     text

@@ -27,6 +27,7 @@ pub mod config;
 pub mod diff;
 pub mod gc;
 pub mod hooks;
+pub mod human;
 pub mod refresh;
 pub mod run;
 pub mod undo;
