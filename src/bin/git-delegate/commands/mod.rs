@@ -27,6 +27,7 @@ pub mod refresh;
 pub mod remote;
 pub mod renew;
 pub mod run;
+pub mod shown;
 pub mod side_effects;
 pub mod status;
 pub mod undo;
@@ -34,6 +35,7 @@ pub mod undo;
 use std::ffi::OsString;
 
 pub use crate::render::human::{human_bytes, left_alone_text, shorts, show};
+pub use shown::{lock_and_recover, tell_finished, Shown};
 
 use crate::cli::{Cli, Command};
 use crate::ui::Ui;
@@ -204,155 +206,6 @@ pub fn batch_flag_help(
 
 pub fn source() -> Result<Source> {
     Ok(Source::discover_here()?)
-}
-
-/// Take the repository lock and roll back write-backs interrupted by a
-/// crash (design §7): every mutating command starts here. What was recovered
-/// is told at once and added to `recovered` for the command's documents.
-pub fn lock_and_recover(
-    ui: &Ui,
-    source: &Source,
-    recovered: &mut Recovery,
-) -> Result<git_delegate::ops::lock::RepoLock> {
-    let locked = git_delegate::ops::lock::lock_and_recover(source)?;
-    tell_recovered(ui, &locked.recovery);
-    add(recovered, locked.recovery);
-    Ok(locked.lock)
-}
-
-fn add(to: &mut Recovery, r: Recovery) {
-    to.rolled_back.extend(r.rolled_back);
-    to.completed.extend(r.completed);
-    to.undo.extend(r.undo);
-    to.workspaces.extend(r.workspaces);
-    to.recorded.extend(r.recorded);
-}
-
-/// design §7 "Signals": a command that finished its write-back though a
-/// signal arrived says so on stderr (its document says `"interrupted":
-/// "finished"`) and exits 1. `what`: what was finished.
-pub fn tell_finished(ui: &Ui, what: &str) {
-    ui.warn(&format!(
-        "git-delegate: interrupted: {what} was past its commit point, so it was finished, not rolled back\n"
-    ));
-}
-
-/// Tell the user what recovery did.
-fn tell_recovered(ui: &Ui, recovery: &Recovery) {
-    for id in recovery.rolled_back.iter().chain(&recovery.completed) {
-        if recovery.undo.contains(id) {
-            let done = recovery.completed.contains(id);
-            ui.warn(&format!(
-                "git-delegate: {} an interrupted undo (or apply --from-undo) of apply {}; {}\n",
-                if done { "finished" } else { "rolled back" },
-                git_delegate::record::batch::short(id),
-                if done {
-                    "the working tree holds its whole result"
-                } else {
-                    "the working tree is as it was before it"
-                }
-            ));
-        }
-    }
-    // A refresh wrote into a task's workspace, not the working tree
-    // (design §3.12).
-    for id in recovery
-        .rolled_back
-        .iter()
-        .chain(&recovery.completed)
-        .filter(|id| !recovery.undo.contains(id) && recovery.workspaces.contains(id))
-    {
-        ui.warn(&format!(
-            "git-delegate: {} an interrupted refresh of batch {}; {}\n",
-            if recovery.completed.contains(id) { "finished" } else { "rolled back" },
-            git_delegate::record::batch::short(id),
-            if recovery.completed.contains(id) {
-                "the task's workspace holds its result"
-            } else {
-                "the task's workspace is as it was before that refresh (your working tree was not touched)"
-            }
-        ));
-    }
-    let here = |id: &&String| !recovery.undo.contains(id) && !recovery.workspaces.contains(id);
-    for id in recovery.rolled_back.iter().filter(here) {
-        ui.warn(&format!(
-            "git-delegate: rolled back an interrupted write-back of batch {}; the working tree is as it was before that apply\n",
-            git_delegate::record::batch::short(id)
-        ));
-    }
-    for id in recovery.completed.iter().filter(here) {
-        if recovery.recorded.contains(id) {
-            ui.warn(&format!(
-                "git-delegate: finished an interrupted write-back of batch {}: it had written its whole result, the working tree holds it, and its apply is recorded (`git delegate undo --list` shows it); `git delegate apply {}` finishes its clean-up\n",
-                git_delegate::record::batch::short(id),
-                git_delegate::record::batch::short(id)
-            ));
-        } else {
-            ui.warn(&format!(
-                "git-delegate: an interrupted apply of batch {} had written its whole result; the working tree holds it, and `git delegate apply {}` records it\n",
-                git_delegate::record::batch::short(id),
-                git_delegate::record::batch::short(id)
-            ));
-        }
-    }
-}
-
-/// The command's side of a transaction (`prepare::run`, `apply::run`):
-/// long steps as spinners, notices as warnings on stderr (design §3), what
-/// recovery did kept for the documents (`into_recovered`).
-pub struct Shown<'a> {
-    ui: &'a Ui,
-    recovered: std::cell::RefCell<Recovery>,
-}
-
-impl<'a> Shown<'a> {
-    pub fn new(ui: &'a Ui) -> Shown<'a> {
-        Shown {
-            ui,
-            recovered: Default::default(),
-        }
-    }
-
-    /// Add what the transaction recovered to `to`.
-    pub fn recovered_into(self, to: &mut Recovery) {
-        add(to, self.recovered.into_inner());
-    }
-}
-
-impl git_delegate::ops::observe::Observer for Shown<'_> {
-    fn step(&self, label: &str) -> Box<dyn std::any::Any> {
-        Box::new(self.ui.progress(label))
-    }
-    fn output(&self, n: usize, line: &git_delegate::sys::paths::BStr) {
-        use git_delegate::sys::paths::ByteSlice;
-        // design §3.10: the verification command's output, live, on a terminal.
-        use std::io::IsTerminal;
-        if !self.ui.json && std::io::stderr().is_terminal() {
-            self.ui.warn(&format!(
-                "  verify-{n} | {}\n",
-                crate::ui::escape_text(&line.to_str_lossy())
-            ));
-        }
-    }
-    fn notice(&self, notice: git_delegate::ops::observe::Notice) {
-        use git_delegate::ops::observe::Notice;
-        let ui = self.ui;
-        match notice {
-            Notice::Recovered(r) => {
-                tell_recovered(ui, &r);
-                add(&mut self.recovered.borrow_mut(), r);
-            }
-            Notice::NestedRepository(p) => ui.warn(&format!(
-                "git-delegate: warning: {} is a git repository of its own (not a submodule); it is not part of the baseline\n",
-                git_delegate::sys::paths::quote(p.as_ref())
-            )),
-            Notice::UndoIncomplete { short, error } => ui.warn(&format!(
-                "git-delegate: warning: not everything of the unfinished batch {short} could be removed ({}); `git delegate gc` removes the rest\n",
-                error.message
-            )),
-            Notice::Sandbox(line) | Notice::LeftOut(line) => ui.warn(&format!("{line}\n")),
-        }
-    }
 }
 
 /// [`parse_ttl`] of an optional flag's value.

@@ -10,7 +10,10 @@
 use std::path::Path;
 
 pub mod apply;
+pub mod drop;
 pub mod hints;
+pub mod recovery;
+pub mod status;
 
 /// The human lines for workspaces kept because open batches were prepared in them.
 pub fn kept_text(kept: &[git_delegate::ops::apply::Kept]) -> String {
