@@ -72,40 +72,7 @@ pub fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
             refused.join(", "),
         ));
     }
-    if !failed_workers.is_empty() {
-        let one = failed_workers.len() == 1;
-        let only: Vec<String> = failed_workers
-            .iter()
-            .map(|n| format!("--only {n}"))
-            .collect();
-        text.push_str(&format!(
-            "  - {} {}: {} worker{} failed in `git delegate run`, so a plain apply leaves {} out; once you have looked at {} work in {} workspace{}, `git delegate apply {short} {}` lands {};\n",
-            task_s(&failed_workers),
-            failed_workers.join(", "),
-            if one { "its" } else { "their" },
-            if one { "" } else { "s" },
-            if one { "it" } else { "them" },
-            if one { "its" } else { "their" },
-            if one { "its" } else { "their" },
-            if one { "" } else { "s" },
-            only.join(" "),
-            if one { "it" } else { "them" },
-        ));
-    }
-    if !written_late.is_empty() {
-        let one = written_late.len() == 1;
-        text.push_str(&format!(
-            "  - {} {}: {} worker{} still wrote into {} workspace{} after apply read {}; once nothing writes there any more (stop what still runs for {}), `git delegate apply {short}` lands the rest;\n",
-            task_s(&written_late),
-            written_late.join(", "),
-            if one { "its" } else { "their" },
-            if one { "" } else { "s" },
-            if one { "its" } else { "their" },
-            if one { "" } else { "s" },
-            if one { "it" } else { "them" },
-            if one { "it" } else { "them" },
-        ));
-    }
+    text.push_str(&worker_lines(&failed_workers, &written_late, short));
     // design §3.14: a remote task has no workspace here; what its worker
     // submitted is what cannot be applied.
     for o in to_resubmit {
@@ -121,6 +88,48 @@ pub fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
             "  - {} {}: fix the cause shown above, then run `git delegate apply {short}` again;\n",
             task_s(&other),
             other.join(", "),
+        ));
+    }
+    text
+}
+
+/// The hints for tasks whose worker failed in `git delegate run`, and for
+/// those whose worker wrote into its workspace after apply read it.
+fn worker_lines(failed_workers: &[String], written_late: &[String], short: &str) -> String {
+    let mut text = String::new();
+    let task_s = |n: &[String]| if n.len() == 1 { "task" } else { "tasks" };
+    if !failed_workers.is_empty() {
+        let one = failed_workers.len() == 1;
+        let only: Vec<String> = failed_workers
+            .iter()
+            .map(|n| format!("--only {n}"))
+            .collect();
+        text.push_str(&format!(
+            "  - {} {}: {} worker{} failed in `git delegate run`, so a plain apply leaves {} out; once you have looked at {} work in {} workspace{}, `git delegate apply {short} {}` lands {};\n",
+            task_s(failed_workers),
+            failed_workers.join(", "),
+            if one { "its" } else { "their" },
+            if one { "" } else { "s" },
+            if one { "it" } else { "them" },
+            if one { "its" } else { "their" },
+            if one { "its" } else { "their" },
+            if one { "" } else { "s" },
+            only.join(" "),
+            if one { "it" } else { "them" },
+        ));
+    }
+    if !written_late.is_empty() {
+        let one = written_late.len() == 1;
+        text.push_str(&format!(
+            "  - {} {}: {} worker{} still wrote into {} workspace{} after apply read {}; once nothing writes there any more (stop what still runs for {}), `git delegate apply {short}` lands the rest;\n",
+            task_s(written_late),
+            written_late.join(", "),
+            if one { "its" } else { "their" },
+            if one { "" } else { "s" },
+            if one { "its" } else { "their" },
+            if one { "" } else { "s" },
+            if one { "it" } else { "them" },
+            if one { "it" } else { "them" },
         ));
     }
     text

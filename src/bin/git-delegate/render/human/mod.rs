@@ -10,9 +10,12 @@
 use std::path::Path;
 
 pub mod apply;
+pub mod diff;
 pub mod drop;
 pub mod hints;
+pub mod prepare;
 pub mod recovery;
+pub mod run;
 pub mod status;
 
 /// The human lines for workspaces kept because open batches were prepared in them.
