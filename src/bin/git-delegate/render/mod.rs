@@ -30,6 +30,7 @@ pub mod hooks;
 pub mod human;
 pub mod refresh;
 pub mod run;
+pub mod style;
 pub mod undo;
 
 /// The `schema` of every document.

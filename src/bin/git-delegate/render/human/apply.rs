@@ -7,7 +7,7 @@
 //! engine's report does), or does git work.
 
 use super::{procs_text, show};
-use crate::ui::Ui;
+use crate::render::style::Ui;
 use git_delegate::ops::apply::{Closed, Outcome, Report};
 use git_delegate::record::batch::{Batch, TaskState};
 use git_delegate::sys::paths::{self, shell_quote, BString, ByteSlice};
@@ -191,10 +191,13 @@ pub fn human(ui: &Ui, report: &Report, keep: bool, verbose: bool) -> String {
     if let Some(e) = write_error {
         text.push_str(&format!(
             "Writing back failed, and nothing was changed: {}\n",
-            crate::ui::escape_text(&e.message)
+            crate::render::style::escape_text(&e.message)
         ));
         // Its help says what to do, with the names it knows (design §3.16 "Hints").
-        text.push_str(&format!("  {}\n", crate::ui::escape_text(&e.help)));
+        text.push_str(&format!(
+            "  {}\n",
+            crate::render::style::escape_text(&e.help)
+        ));
     }
     let n = written.len();
     let verb = if dry_run { "Would write" } else { "Wrote" };
@@ -228,7 +231,7 @@ fn task_detail(o: &Outcome, dry_run: bool) -> String {
     };
     match o.status {
         TaskState::Applied if o.message.is_some() => {
-            crate::ui::escape_text(o.message.as_deref().unwrap_or(""))
+            crate::render::style::escape_text(o.message.as_deref().unwrap_or(""))
         }
         TaskState::Applied => {
             let n = o.applied.len();
@@ -260,7 +263,7 @@ fn task_detail(o: &Outcome, dry_run: bool) -> String {
                     d.push_str(&format!(", and {} more", o.conflicts.len() - 5));
                 }
             } else if let Some(m) = &o.message {
-                then(&mut d, &crate::ui::escape_text(m));
+                then(&mut d, &crate::render::style::escape_text(m));
             }
             d
         }
@@ -268,7 +271,7 @@ fn task_detail(o: &Outcome, dry_run: bool) -> String {
         TaskState::Discarded if o.reason.is_some() => {
             let mut d = reason_of(o);
             if let Some(m) = &o.message {
-                then(&mut d, &crate::ui::escape_text(m));
+                then(&mut d, &crate::render::style::escape_text(m));
             }
             d
         }
@@ -301,7 +304,7 @@ fn task_notes(b: &Batch, o: &Outcome, dry_run: bool, verbose: bool) -> String {
     }
     // design §3.18: discarded without the proposal git would not fetch.
     if let (TaskState::Discarded, Some(m)) = (o.status, &o.message) {
-        text.push_str(&format!("      {}\n", crate::ui::escape_text(m)));
+        text.push_str(&format!("      {}\n", crate::render::style::escape_text(m)));
     }
     if o.status == TaskState::Discarded && o.would_keep {
         text.push_str(
@@ -324,7 +327,7 @@ fn task_notes(b: &Batch, o: &Outcome, dry_run: bool, verbose: bool) -> String {
         let list: Vec<String> = o
             .nested_kept
             .iter()
-            .map(|p| crate::ui::escape_text(&paths::quote(p.as_bstr())))
+            .map(|p| crate::render::style::escape_text(&paths::quote(p.as_bstr())))
             .collect();
         let (one, verb) = match (o.nested_kept.len() == 1, dry_run) {
             (true, false) => (true, "is kept"),
@@ -458,7 +461,7 @@ pub fn verify_text(v: &git_delegate::ops::verify::Report) -> String {
     if v.reason == Some("untrusted_config") {
         return format!(
             "Verification ({}): not run (apply.verify is not in the delegate.toml you confirmed)\n",
-            crate::ui::escape_text(&v.command)
+            crate::render::style::escape_text(&v.command)
         );
     }
     let numbers = v.runs.iter().map(|r| r.n);
@@ -474,7 +477,7 @@ pub fn verify_text(v: &git_delegate::ops::verify::Report) -> String {
     };
     let mut text = format!(
         "Verification ({}): {}, {} run{}{span}\n",
-        crate::ui::escape_text(&v.command),
+        crate::render::style::escape_text(&v.command),
         v.outcome.as_str().replace('_', " "),
         v.runs.len(),
         if v.runs.len() == 1 { "" } else { "s" }

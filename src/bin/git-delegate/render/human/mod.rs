@@ -41,7 +41,7 @@ pub fn procs_text(procs: &[git_delegate::sys::quiesce::Proc], indent: &str) -> S
             format!(
                 "{indent}{} {}{}\n",
                 p.pid,
-                crate::ui::escape_text(&p.command),
+                crate::render::style::escape_text(&p.command),
                 if p.terminal { " (terminal)" } else { "" }
             )
         })
@@ -75,7 +75,7 @@ pub fn shorts(ids: &[String]) -> String {
 
 /// A path for human text.
 pub fn show(p: &Path) -> String {
-    crate::ui::show_path(p)
+    crate::render::style::show_path(p)
 }
 
 /// A line per folder left alone (`why`: what it was not), then the
@@ -100,7 +100,7 @@ pub fn unsafe_text(list: &[git_delegate::workspace::shared_root::Refused]) -> St
             format!(
                 "Left alone, never entered: {} {} (git delegate works only in folders of yours below the workspace root).\n",
                 show(&r.path),
-                crate::ui::escape_text(&r.describe())
+                crate::render::style::escape_text(&r.describe())
             )
         })
         .collect()

@@ -7,7 +7,7 @@
 //! Never: prints (`commands::prepare` does), or does git work.
 
 use super::{human_bytes, show};
-use crate::ui::Ui;
+use crate::render::style::Ui;
 use git_delegate::config::Mode;
 
 /// What prepare made, for people.
@@ -63,7 +63,7 @@ pub fn prepared_text(ui: &Ui, report: &git_delegate::ops::prepare::Report) -> St
     if let Some(sparse) = &batch.sparse {
         text.push_str(&format!(
             "Sparse workspaces: {}\n",
-            crate::ui::escape_text(&sparse.join(" "))
+            crate::render::style::escape_text(&sparse.join(" "))
         ));
     }
     // The hint names this batch and no other, ever: the full id resolves

@@ -6,7 +6,7 @@
 //! Never: prints (`commands::run` does), or does process work.
 
 use super::show;
-use crate::ui::Ui;
+use crate::render::style::Ui;
 
 /// The workers, a line each, and how they were contained.
 pub fn workers_text(ui: &Ui, report: &git_delegate::ops::run::Report) -> String {

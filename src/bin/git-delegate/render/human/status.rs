@@ -7,7 +7,7 @@
 //! engine's `status::Report` does), or does git work.
 
 use super::{human_bytes, procs_text, show};
-use crate::ui::Ui;
+use crate::render::style::Ui;
 use git_delegate::ops::problems::{Fact, Problem};
 use git_delegate::workspace;
 
@@ -128,7 +128,7 @@ fn unattended(u: &git_delegate::workspace::trash::Unattended) -> String {
     if u.entries == 1 { "it" } else { "them" },
     u.why.as_deref().map_or_else(
         || "its background deleter was killed, or gave up on one it could not delete".to_string(),
-        crate::ui::escape_text
+        crate::render::style::escape_text
     ),
     if u.entries == 1 { "it" } else { "them" },
 )
