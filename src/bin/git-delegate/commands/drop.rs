@@ -133,10 +133,10 @@ fn refuse(ui: &Ui, b: &Batch, r: Refused, recovered: &Recovery) -> i32 {
     } = r;
     if ui.json {
         let t = Text::default();
-        let mut doc = DropRefused::new(&b.id, &unapplied);
-        doc.hosts_open_batches = (!hosting.is_empty()).then(|| KeptWorkspace::list(&t, &hosting));
-        doc.stashed = (!stashed.is_empty()).then(|| DropRefused::stashed(&stashed));
-        doc.left_alone = DropRefused::left_alone(&t, &found);
+        let mut doc = DropRefused::new(&b.id, unapplied);
+        doc.hosts_open_batches = (!hosting.is_empty()).then(|| KeptWorkspace::list(&t, hosting));
+        doc.stashed = (!stashed.is_empty()).then(|| DropRefused::stashed(stashed));
+        doc.left_alone = DropRefused::left_alone(&t, found);
         ui.doc_after(t.doc(doc), recovered);
     }
     ui.say(&crate::render::human::drop::refused_text(
@@ -225,7 +225,7 @@ fn drop_corrupt(
         doc.refs_kept = Some(r.refs_kept.clone());
         ui.doc_after(t.doc(doc), recovered);
     }
-    let mut text = crate::render::human::drop::corrupt_text(&short, &r);
+    let mut text = crate::render::human::drop::corrupt_text(short, &r);
     text.push_str(&super::gc::kept_refs_line(source, &r.refs_kept));
     text.push_str(&left_alone_text(
         "not the workspace prepare made, or its work could not be saved",
