@@ -130,45 +130,9 @@ pub fn run(source: &Source, selector: Option<&str>, fetch: bool) -> Result<Repor
     }
     for s in &mut batches {
         s.health = health(source, &s.batch);
-        for t in s.batch.tasks.iter_mut() {
-            if t.state != batch::TaskState::Conflicted {
-                continue;
-            }
-            if let workspace::Identity::Ours { real, .. } =
-                workspace::identify(&source.common_dir, t)
-            {
-                let mut now: Vec<String> = crate::ops::refresh::unresolved(t, &real)
-                    .into_iter()
-                    .map(|c| String::from_utf8_lossy(&c.path).into_owned())
-                    .collect();
-                now.sort();
-                now.dedup();
-                t.conflicted_paths = now;
-            }
-        }
+        still_conflicted(source, &mut s.batch);
     }
-    // One /proc scan for every workspace that is there and ours.
-    let ours: Vec<(usize, usize)> = batches
-        .iter()
-        .enumerate()
-        .flat_map(|(bi, s)| {
-            s.health
-                .iter()
-                .enumerate()
-                .filter(|(_, h)| matches!(h, workspace::Health::Ours))
-                .map(move |(ti, _)| (bi, ti))
-        })
-        .collect();
-    let roots: Vec<std::path::PathBuf> = ours
-        .iter()
-        .map(|&(bi, ti)| batches[bi].batch.tasks[ti].root.clone())
-        .collect();
-    for s in &mut batches {
-        s.processes = vec![Vec::new(); s.batch.tasks.len()];
-    }
-    for (&(bi, ti), procs) in ours.iter().zip(crate::sys::quiesce::describe_all(&roots)) {
-        batches[bi].processes[ti] = procs;
-    }
+    processes(&mut batches);
     if fetch {
         for s in batches
             .iter_mut()
@@ -188,4 +152,49 @@ pub fn run(source: &Source, selector: Option<&str>, fetch: bool) -> Result<Repor
         idle: crate::workspace::pool::list(&source.state_dir()).len(),
         undo,
     })
+}
+
+/// Each `conflicted` task of `batch` whose workspace is there and ours:
+/// its `conflicted_paths` become the files still unresolved there now.
+fn still_conflicted(source: &Source, batch: &mut Batch) {
+    for t in batch.tasks.iter_mut() {
+        if t.state != batch::TaskState::Conflicted {
+            continue;
+        }
+        if let workspace::Identity::Ours { real, .. } = workspace::identify(&source.common_dir, t) {
+            let mut now: Vec<String> = crate::ops::refresh::unresolved(t, &real)
+                .into_iter()
+                .map(|c| String::from_utf8_lossy(&c.path).into_owned())
+                .collect();
+            now.sort();
+            now.dedup();
+            t.conflicted_paths = now;
+        }
+    }
+}
+
+/// The processes running in every workspace that is there and ours, in
+/// one /proc scan.
+fn processes(batches: &mut [Shown]) {
+    let ours: Vec<(usize, usize)> = batches
+        .iter()
+        .enumerate()
+        .flat_map(|(bi, s)| {
+            s.health
+                .iter()
+                .enumerate()
+                .filter(|(_, h)| matches!(h, workspace::Health::Ours))
+                .map(move |(ti, _)| (bi, ti))
+        })
+        .collect();
+    let roots: Vec<std::path::PathBuf> = ours
+        .iter()
+        .map(|&(bi, ti)| batches[bi].batch.tasks[ti].root.clone())
+        .collect();
+    for s in batches.iter_mut() {
+        s.processes = vec![Vec::new(); s.batch.tasks.len()];
+    }
+    for (&(bi, ti), procs) in ours.iter().zip(crate::sys::quiesce::describe_all(&roots)) {
+        batches[bi].processes[ti] = procs;
+    }
 }

@@ -138,32 +138,19 @@ fn apply(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Report
     } = open(here, opts, observer)?;
     let dry_run = opts.dry_run;
 
-    // Step 1: stop what runs in the selected workspaces (one scan of /proc
-    // for all of them), then record every proposal, the workspaces'
-    // snapshots (each a stat walk of the whole tree) in parallel.
-    let recording = observer.step(&format!(
-        "Recording the work of {} task{}",
-        selected.len(),
-        if selected.len() == 1 { "" } else { "s" }
-    ));
-    let mut mem = source.repo.clone().with_object_memory();
-    // Merges read the same trees again and again.
-    mem.object_cache_size_if_unset(8 << 20);
-    let cx = record::Ctx {
-        source: &source,
-        b: &b,
+    let (mem, recorded) = step1(
+        &source,
+        &b,
         opts,
-        baseline_tree,
-        scratch,
-    };
+        (&selected, baseline_tree, scratch),
+        observer,
+    )?;
     let record::Recording {
         mut outcomes,
         candidates,
         fetched,
         side_effects,
-    } = record::record(cx, &selected, &mut mem)?;
-
-    drop(recording);
+    } = recorded;
     // Steps 2-3: integrate in memory against a fresh snapshot of the source:
     // its state at the paths the proposals touch, which is all the merges
     // and the write-back use (see `touched`), or where that is not exact,
@@ -235,6 +222,37 @@ fn apply(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Report
         interrupted: wrote && crate::sys::interrupt::interrupted(),
         refreshed: None,
     })
+}
+
+/// Step 1: stop what runs in the selected workspaces (one scan of /proc
+/// for all of them), then record every proposal, the workspaces'
+/// snapshots (each a stat walk of the whole tree) in parallel. The object
+/// memory the merges then work in holds a dry run's proposals.
+fn step1(
+    source: &Source,
+    b: &Batch,
+    opts: &Options,
+    (selected, baseline_tree, scratch): (&[(usize, bool)], gix::ObjectId, bool),
+    observer: &dyn Observer,
+) -> Result<(gix::Repository, record::Recording)> {
+    let recording = observer.step(&format!(
+        "Recording the work of {} task{}",
+        selected.len(),
+        if selected.len() == 1 { "" } else { "s" }
+    ));
+    let mut mem = source.repo.clone().with_object_memory();
+    // Merges read the same trees again and again.
+    mem.object_cache_size_if_unset(8 << 20);
+    let cx = record::Ctx {
+        source,
+        b,
+        opts,
+        baseline_tree,
+        scratch,
+    };
+    let recorded = record::record(cx, selected, &mut mem)?;
+    drop(recording);
+    Ok((mem, recorded))
 }
 
 /// The batch's baseline ref must still point at its baseline.

@@ -40,8 +40,8 @@ pub(super) fn select(
         source,
         b,
         opts,
-        baseline_tree,
         scratch,
+        ..
     } = cx;
     let dry_run = opts.dry_run;
     let mut outcomes: Vec<Outcome> = Vec::new();
@@ -58,19 +58,9 @@ pub(super) fn select(
     for (&(idx, discard), probed) in selected.iter().zip(&mut probed) {
         let task = &b.tasks[idx];
         if task.remote && !discard {
-            let mut out = Outcome::new(idx, TaskState::NotSubmitted);
-            if let Some(&commit) = fetched.get(&task.name) {
-                out.status = TaskState::Open;
-                received.push((
-                    outcomes.len(),
-                    receive(source, b, task, commit, baseline_tree, dry_run),
-                ));
-            } else if let Some(u) = unfetchable.get(&task.name) {
-                out.fail(
-                    crate::git::validate::REASON,
-                    format!("{}, so nothing of it is here", u.why()),
-                );
-                out.resubmit = true;
+            let (out, got) = remote(cx, idx, fetched, unfetchable);
+            if let Some(got) = got {
+                received.push((outcomes.len(), got));
             }
             outcomes.push(out);
             continue;
@@ -135,6 +125,37 @@ pub(super) fn select(
         roots,
         received,
     }
+}
+
+/// A remote task, not discarded (design §3.14): not submitted yet, its
+/// submitted proposal received, or one git would not fetch.
+fn remote(
+    cx: Ctx<'_>,
+    idx: usize,
+    fetched: &HashMap<String, ObjectId>,
+    unfetchable: &Unfetched,
+) -> (Outcome, Option<Result<Option<Recorded>>>) {
+    let Ctx {
+        source,
+        b,
+        opts,
+        baseline_tree,
+        ..
+    } = cx;
+    let (task, dry_run) = (&b.tasks[idx], opts.dry_run);
+    let mut got = None;
+    let mut out = Outcome::new(idx, TaskState::NotSubmitted);
+    if let Some(&commit) = fetched.get(&task.name) {
+        out.status = TaskState::Open;
+        got = Some(receive(source, b, task, commit, baseline_tree, dry_run));
+    } else if let Some(u) = unfetchable.get(&task.name) {
+        out.fail(
+            crate::git::validate::REASON,
+            format!("{}, so nothing of it is here", u.why()),
+        );
+        out.resubmit = true;
+    }
+    (out, got)
 }
 
 /// A task whose worker failed in `run`, not named: left open, its
