@@ -1,9 +1,9 @@
 //! The command layer: one module per subcommand, each a thin function over
 //! the engine modules, plus what they share (batch lookup, argument checks).
 //!
-//! Owns: turning engine results into human text, and into JSON documents
-//! through the types of `render`; the `Observer` that shows a
-//! transaction's long steps and notices.
+//! Owns: which transaction a command line runs (`run`), and what each
+//! command prints, in which order, with which exit status; the words are
+//! `render::human`'s, the documents `render`'s types.
 //! Never: does git work itself; the engine modules do (`prepare` and
 //! `apply` are whole engine transactions).
 
