@@ -91,6 +91,12 @@ pub fn run(source: &Source, selector: Option<&str>, fetch: bool) -> Result<Repor
         entries = vec![chosen];
     }
     let mut problems = problems::of_batches(source, &entries);
+    // Commands in delegate.toml the user has not confirmed (design §3.18;
+    // nothing is recorded here: status changes nothing).
+    if let Ok(Some(u)) = crate::ops::trust::check(source, &crate::config::COMMAND_KEYS, false) {
+        let (named, help) = (u.named(), u.help());
+        problems.push(problems::untrusted_config(u.file, named, help));
+    }
     let undo_entries = crate::ops::undo::list(&source.state_dir());
     let undo = (
         undo_entries.len(),

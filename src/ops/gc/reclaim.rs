@@ -7,7 +7,7 @@
 //! Never: removes anything of a batch whose work could not be rescued;
 //! changes anything with `dry_run`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use gix::ObjectId;
 
@@ -55,8 +55,15 @@ impl Gc<'_> {
             self.handled_regs.insert(t.worktree_id.clone());
         }
         let r = crate::ops::preparing::remove_whole(self.source, b, self.dry_run)?;
+        self.report
+            .stopped
+            .extend(r.stopped.iter().map(|p| super::Stopped {
+                batch: b.id.clone(),
+                process: p.clone(),
+            }));
         self.report.workspaces_removed += r.workspaces;
         self.report.refs_removed += r.refs;
+        self.report.registrations_removed += r.registrations;
         self.report.bytes_freed += r.bytes;
         self.report.left_alone.extend(r.left_alone);
         for u in r.unsafe_folders {
@@ -249,10 +256,13 @@ impl Gc<'_> {
         let mut read: Vec<(String, workspace::aside::Read)> = Vec::new();
         for task in b.open_tasks() {
             // Read at the real path the identity check found.
-            let workspace::Identity::Ours { real, .. } =
-                workspace::identify(&self.source.common_dir, task)
-            else {
-                continue;
+            let real = match workspace::identify(&self.source.common_dir, task) {
+                workspace::Identity::Ours { real, .. } => real,
+                // The dry run reads one the real run puts back first where it waits.
+                _ => match self.waiting_aside(&task.root) {
+                    Some(aside) => aside.to_path_buf(),
+                    None => continue,
+                },
             };
             let mut t = task.clone();
             t.root = real;
@@ -321,9 +331,11 @@ impl Gc<'_> {
                         batch: b.id.clone(),
                         task: t.name.clone(),
                         ref_name,
-                        patch: kept::kept_dir(&self.state_dir)
-                            .join(&b.id)
-                            .join(format!("{}.patch", t.name)),
+                        patch: Some(
+                            kept::kept_dir(&self.state_dir)
+                                .join(&b.id)
+                                .join(format!("{}.patch", t.name)),
+                        ),
                         paths,
                     })
                 }
@@ -377,6 +389,8 @@ impl Gc<'_> {
             remote_seen.extend(found.iter().map(|(t, id)| (t.clone(), *id)));
             for (task, commit) in found {
                 let ref_name = refs::proposal(&b.id, &task);
+                // Whether a patch is (or, dry run, would be) written.
+                let mut patched = true;
                 let paths = match b.tasks.iter().find(|t| t.name == task) {
                     Some(t) if !self.dry_run => {
                         let (_, base_tree) =
@@ -402,9 +416,13 @@ impl Gc<'_> {
                             // patch (design §3.18 "Limits").
                             Ok(crate::ops::remote::Received::TooMany(..)) => {
                                 crate::sys::fs::remove_file(&patch).map_err(Error::from)?;
+                                patched = false;
                                 0
                             }
-                            _ => 0,
+                            _ => {
+                                patched = patch.symlink_metadata().is_ok();
+                                0
+                            }
                         }
                     }
                     _ => 0,
@@ -413,9 +431,11 @@ impl Gc<'_> {
                     batch: b.id.clone(),
                     task: task.clone(),
                     ref_name,
-                    patch: kept::kept_dir(&self.state_dir)
-                        .join(&b.id)
-                        .join(format!("{task}.patch")),
+                    patch: patched.then(|| {
+                        kept::kept_dir(&self.state_dir)
+                            .join(&b.id)
+                            .join(format!("{task}.patch"))
+                    }),
                     paths,
                 });
             }
@@ -490,6 +510,19 @@ impl Gc<'_> {
             self.handled_regs.insert(t.worktree_id.clone());
             return Ok(None);
         }
+        // The dry run counts one the real run puts back first where it waits.
+        let waiting = match health {
+            workspace::Health::Missing => self.waiting_aside(&t.root).map(Path::to_path_buf),
+            _ => None,
+        };
+        if let Some(aside) = waiting {
+            self.report.bytes_freed +=
+                crate::workspace::shared_root::tree_size(&aside) + crate::sys::fs::tree_size(&reg);
+            self.report.workspaces_removed += 1;
+            self.handled_roots.insert(t.root.clone());
+            self.handled_regs.insert(t.worktree_id.clone());
+            return Ok(None);
+        }
         match health {
             workspace::Health::Ours => {
                 let bytes = crate::workspace::shared_root::tree_size(&t.root)
@@ -522,6 +555,9 @@ impl Gc<'_> {
                     if !self.dry_run {
                         crate::sys::fs::remove_all(&reg)?;
                     }
+                    // Its folder was gone (or is not ours): a registration
+                    // removed, not a workspace.
+                    self.report.registrations_removed += 1;
                 }
                 self.handled_regs.insert(t.worktree_id.clone());
             }

@@ -241,7 +241,7 @@ fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) ->
     let r = git_delegate::ops::preparing::remove_whole(source, b, false)?;
     if ui.json {
         let t = Text::default();
-        let doc = DropDoc::new(
+        let mut doc = DropDoc::new(
             &t,
             &b.id,
             r.workspaces,
@@ -249,6 +249,7 @@ fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) ->
             &r.left_alone,
             &r.unsafe_folders,
         );
+        doc.stopped_processes = Some(crate::render::gc::DropStopped::list(&r.stopped));
         ui.doc_after(t.doc(doc), recovered);
     }
     let mut text = format!(
@@ -257,6 +258,7 @@ fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) ->
         r.workspaces,
         r.refs
     );
+    text.push_str(&super::gc::stopped_text(false, r.stopped.iter()));
     text.push_str(&left_alone_text(
         "not a folder prepare made",
         &r.left_alone,

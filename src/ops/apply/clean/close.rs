@@ -397,11 +397,16 @@ pub(super) fn may_pool(source: &Source, b: &Batch, task: &batch::Task, others: &
         TaskState::Applied | TaskState::NoChanges | TaskState::Discarded
     );
     ended
-        && !task.remote
+        && workspace::pool::list(&source.state_dir()).len() < source.config.pool
+        && poolable(source, b, task, others)
+}
+
+/// [`may_pool`] but for the task's state and the pool's room.
+pub(super) fn poolable(source: &Source, b: &Batch, task: &batch::Task, others: &[Batch]) -> bool {
+    !task.remote
         && task.kind() == crate::config::Mode::Worktree
         && b.sparse.is_none()
         && source.config.pool != 0
-        && workspace::pool::list(&source.state_dir()).len() < source.config.pool
         && workspace::hosted_batches(others, task, &b.id).is_empty()
         && task.root.join(".gitmodules").symlink_metadata().is_err()
 }

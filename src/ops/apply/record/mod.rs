@@ -95,7 +95,7 @@ pub(super) fn record(
         pending,
         roots,
         received,
-    } = select(cx, selected, (&fetched, &unfetchable));
+    } = select(cx, selected, (&fetched, &unfetchable))?;
     // A discarded task whose proposal git would not fetch: what the remote
     // lists is what the batch's end deletes there (the user ended it, and
     // nothing can fetch it), as `drop --force` deletes what it listed.

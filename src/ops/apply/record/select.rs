@@ -35,7 +35,7 @@ pub(super) fn select(
     cx: Ctx<'_>,
     selected: &[(usize, bool)],
     (fetched, unfetchable): (&HashMap<String, ObjectId>, &Unfetched),
-) -> Selected {
+) -> Result<Selected> {
     let Ctx {
         source,
         b,
@@ -77,7 +77,7 @@ pub(super) fn select(
             continue;
         }
         if discard {
-            outcomes.push(discarded(cx, idx, unfetchable));
+            outcomes.push(discarded(cx, idx, unfetchable)?);
             continue;
         }
         let mut out = Outcome::new(idx, TaskState::Open);
@@ -112,6 +112,9 @@ pub(super) fn select(
                 pending.push(outcomes.len());
                 roots.push(real);
             }
+            // Too many files open to tell what is there: the command
+            // fails naming the limit, no task is marked missing.
+            workspace::Identity::TooManyOpenFiles(e) => return Err(e),
             other => {
                 out.fail("workspace_missing", missing_message(task, &other));
                 keep_artifacts(source, b, &mut out, dry_run);
@@ -119,12 +122,12 @@ pub(super) fn select(
         }
         outcomes.push(out);
     }
-    Selected {
+    Ok(Selected {
         outcomes,
         pending,
         roots,
         received,
-    }
+    })
 }
 
 /// A remote task, not discarded (design §3.14): not submitted yet, its
@@ -184,7 +187,7 @@ fn worker_failed(cx: Ctx<'_>, idx: usize) -> Outcome {
 
 /// A discarded task: its work kept as a proposal (or, in a dry run, what
 /// would keep its workspace named).
-fn discarded(cx: Ctx<'_>, idx: usize, unfetchable: &Unfetched) -> Outcome {
+fn discarded(cx: Ctx<'_>, idx: usize, unfetchable: &Unfetched) -> Result<Outcome> {
     let Ctx {
         source,
         b,
@@ -202,6 +205,12 @@ fn discarded(cx: Ctx<'_>, idx: usize, unfetchable: &Unfetched) -> Outcome {
             u.why()
         ));
     }
+    // Too many files open to tell what is there: fail naming the
+    // limit rather than discard unread work.
+    if let workspace::Identity::TooManyOpenFiles(e) = workspace::identify(&source.common_dir, task)
+    {
+        return Err(e);
+    }
     if !dry_run {
         keep_discarded(source, b, &mut out, baseline_tree);
     } else if let workspace::Identity::Ours { real, .. } =
@@ -216,7 +225,7 @@ fn discarded(cx: Ctx<'_>, idx: usize, unfetchable: &Unfetched) -> Outcome {
             out.would_keep = true;
         }
     }
-    out
+    Ok(out)
 }
 
 /// Stop (or, by the policy or in a dry run, only describe) the processes

@@ -80,6 +80,7 @@ pub(super) fn take(
         let rec = match workspace::identify(&source.common_dir, &b.tasks[out.idx]) {
             _ if b.tasks[out.idx].remote => rec,
             workspace::Identity::Ours { .. } => rec,
+            workspace::Identity::TooManyOpenFiles(e) => return Err(e),
             other => {
                 out.fail(
                     "workspace_missing",

@@ -124,11 +124,14 @@ pub fn corrupt_text(short: &str, r: &git_delegate::ops::gc::CorruptRemoval) -> S
     );
     for x in &r.rescued {
         text.push_str(&format!(
-            "Task {} had changes ({} path(s)): saved as {} (patch {})\n",
+            "Task {} had changes ({} path(s)): saved as {} ({})\n",
             x.task,
             x.paths,
             x.ref_name,
-            show(&x.patch)
+            x.patch.as_deref().map_or_else(
+                || "as its ref alone, no patch".to_string(),
+                |p| format!("patch {}", show(p))
+            )
         ));
     }
     text
