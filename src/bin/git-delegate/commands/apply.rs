@@ -124,7 +124,7 @@ pub(super) fn say(ui: &Ui, report: &Report, keep: bool, verbose: bool) {
         *dry_run,
     ));
     if let Some(v) = verify {
-        ui.say(&crate::render::human::apply::verify_text(v));
+        ui.say(&crate::render::human::verify::verify_text(v));
     }
     if !kept.is_empty() {
         ui.say(&crate::render::human::kept_text(kept));

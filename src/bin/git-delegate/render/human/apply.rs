@@ -58,25 +58,7 @@ fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
     let mut kept: Vec<usize> = Vec::new();
     let mut stays = !report.kept.is_empty();
     if report.dry_run {
-        // The workspaces apply would close: those of tasks that would end
-        // applied, no_changes or discarded (a discarded one holding a
-        // nested repository is kept, said above).
-        for o in report.outcomes.iter().filter(|o| o.ok()) {
-            if o.status == TaskState::Discarded && !o.nested_kept.is_empty() {
-                stays = true;
-            } else if keep && o.status != TaskState::Discarded {
-                kept.push(o.idx);
-            } else if report
-                .workspaces
-                .iter()
-                .any(|&(i, fate)| i == o.idx && fate == Closed::Parked)
-            {
-                // design §3.20: idle in the pool, not removed.
-                parked.push(name(o.idx));
-            } else {
-                removed.push(name(o.idx));
-            }
-        }
+        stays |= would_close(report, keep, (&mut removed, &mut parked, &mut kept));
     } else {
         stays |= report
             .outcomes
@@ -150,6 +132,37 @@ fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
                 "\x20 when you are done with it: git worktree remove --force {}\n",
                 shell_quote(&root.to_string_lossy()),
             ));
+        }
+    }
+    stays
+}
+
+/// A dry run: the workspaces apply would close, sorted into those it would
+/// remove, park and keep. Whether one would stay.
+fn would_close<'a>(
+    report: &'a Report,
+    keep: bool,
+    (removed, parked, kept): (&mut Vec<&'a str>, &mut Vec<&'a str>, &mut Vec<usize>),
+) -> bool {
+    let name = |i: usize| report.batch.tasks[i].name.as_str();
+    let mut stays = false;
+    // The workspaces apply would close: those of tasks that would end
+    // applied, no_changes or discarded (a discarded one holding a
+    // nested repository is kept, said above).
+    for o in report.outcomes.iter().filter(|o| o.ok()) {
+        if o.status == TaskState::Discarded && !o.nested_kept.is_empty() {
+            stays = true;
+        } else if keep && o.status != TaskState::Discarded {
+            kept.push(o.idx);
+        } else if report
+            .workspaces
+            .iter()
+            .any(|&(i, fate)| i == o.idx && fate == Closed::Parked)
+        {
+            // design §3.20: idle in the pool, not removed.
+            parked.push(name(o.idx));
+        } else {
+            removed.push(name(o.idx));
         }
     }
     stays
@@ -457,52 +470,6 @@ fn batch_end_text(report: &Report, stays: bool) -> String {
                 b.short()
             ),
         });
-    }
-    text
-}
-
-/// The human lines for `--verify`: the outcome and each run, by its name
-/// (`verify-N`, as its log and its live output name it). The numbers go
-/// on from the batch's earlier verifications, so the first need not be 1:
-/// the count line says which they are.
-pub fn verify_text(v: &git_delegate::ops::verify::Report) -> String {
-    if v.reason == Some("untrusted_config") {
-        return format!(
-            "Verification ({}): not run (apply.verify is not in the delegate.toml you confirmed)\n",
-            crate::render::style::escape_text(&v.command)
-        );
-    }
-    let numbers = v.runs.iter().map(|r| r.n);
-    let span = match (numbers.clone().min(), numbers.max()) {
-        (Some(1), _) | (None, _) => String::new(),
-        (Some(a), Some(b)) if a == b => {
-            format!(" (verify-{a}: numbered on from this batch's earlier verifications)")
-        }
-        (Some(a), Some(b)) => format!(
-            " (verify-{a} to verify-{b}: numbered on from this batch's earlier verifications)"
-        ),
-        (Some(_), None) => String::new(),
-    };
-    let mut text = format!(
-        "Verification ({}): {}, {} run{}{span}\n",
-        crate::render::style::escape_text(&v.command),
-        v.outcome.as_str().replace('_', " "),
-        v.runs.len(),
-        if v.runs.len() == 1 { "" } else { "s" }
-    );
-    for r in &v.runs {
-        let tasks = if r.tasks.is_empty() {
-            "(the working tree alone)".to_string()
-        } else {
-            r.tasks.join(" ")
-        };
-        let result = match (r.timed_out, r.exit) {
-            (true, _) => "timed out".to_string(),
-            (false, Some(0)) => "passed".to_string(),
-            (false, Some(n)) => format!("failed (exit {n}, log {})", show(&r.log)),
-            (false, None) => format!("killed by a signal (log {})", show(&r.log)),
-        };
-        text.push_str(&format!("  verify-{}  {tasks}: {result}\n", r.n));
     }
     text
 }

@@ -17,6 +17,7 @@ pub mod prepare;
 pub mod recovery;
 pub mod run;
 pub mod status;
+pub mod verify;
 
 /// The human lines for workspaces kept because open batches were prepared in them.
 pub fn kept_text(kept: &[git_delegate::ops::apply::Kept]) -> String {
