@@ -15,6 +15,7 @@
 
 use gix::ObjectId;
 
+use crate::error::{lower_from, Lower};
 use crate::git::commit::CommitError;
 use crate::git::diff::DiffError;
 use crate::git::refs::RefError;
@@ -76,32 +77,24 @@ pub enum MergeError {
     /// The write-back check blocked paths no applied task changes (a bug).
     #[error("the write-back check blocked paths no applied task changes")]
     UnknownBlocked,
-    /// The write-back check (`writeback::check`) or the writes between two
-    /// trees (`writeback::writes_between`).
+    /// What a lower layer failed with, its own words: the write-back
+    /// check (`writeback::check`), a snapshot of the source or of a task's
+    /// workspace, a task's workspace opened by its path, a proposal's ref
+    /// or commit (or a task's own base read), two trees compared, a
+    /// proposal's paths checked against what git refuses, the source's
+    /// sparse checkout, a patch file written.
     #[error(transparent)]
-    Writeback(#[from] WritebackError),
-    /// A snapshot of the source or of a task's workspace.
-    #[error(transparent)]
-    Snapshot(#[from] SnapshotError),
-    /// A task's workspace, opened by its path.
-    #[error(transparent)]
-    Repo(#[from] RepoError),
-    /// A proposal's ref.
-    #[error(transparent)]
-    Ref(#[from] RefError),
-    /// A proposal commit, or a task's own base read.
-    #[error(transparent)]
-    Commit(#[from] CommitError),
-    /// Two trees compared.
-    #[error(transparent)]
-    Diff(#[from] DiffError),
-    /// A proposal's paths checked against what git refuses.
-    #[error(transparent)]
-    Validate(#[from] ValidateError),
-    /// The source's sparse checkout, read for the paths outside it.
-    #[error(transparent)]
-    Sparse(#[from] SparseError),
-    /// A patch file written.
-    #[error(transparent)]
-    Fs(#[from] FsError),
+    Lower(#[from] Lower),
 }
+
+lower_from!(
+    MergeError: WritebackError,
+    SnapshotError,
+    RepoError,
+    RefError,
+    CommitError,
+    DiffError,
+    ValidateError,
+    SparseError,
+    FsError,
+);

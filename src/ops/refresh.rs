@@ -384,10 +384,7 @@ fn write_merge(
     if let Err(e) = writeback::write(&ws, &batch::batch_dir(&source.state_dir(), &b.id), &writes) {
         // Rolled back (a failure, or a signal: design §7 "Signals"): the
         // workspace is on its old base, and so is its ref.
-        if !matches!(
-            e,
-            writeback::WritebackError::Write(writeback::WriteError::RollbackFailed(_))
-        ) {
+        if !e.is_rollback_failed() {
             let _ = match old_base {
                 Some(id) => refs::set(&source.repo, &base_ref, id, false),
                 None => refs::delete(&source.repo, &base_ref).map(|_| ()),

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use gix::ObjectId;
 
+use crate::error::{lower_from, Lower};
 use crate::git::commit::{self, CommitError};
 use crate::git::refs::{self, RefError};
 use crate::git::repo::Source;
@@ -27,10 +28,9 @@ use crate::record::batch::{discard_kept, Entry};
 /// `Commit`).
 #[derive(Debug, thiserror::Error)]
 pub enum KeptError {
+    /// Its ref or its commit, in their own words.
     #[error(transparent)]
-    Ref(#[from] RefError),
-    #[error(transparent)]
-    Commit(#[from] CommitError),
+    Lower(#[from] Lower),
     /// The kept commit's tree or message cannot be read.
     #[error("cannot read commit {id}")]
     Read {
@@ -39,6 +39,8 @@ pub enum KeptError {
         source: gix::Error,
     },
 }
+
+lower_from!(KeptError: RefError, CommitError);
 
 type Result<T, E = KeptError> = std::result::Result<T, E>;
 

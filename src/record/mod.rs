@@ -29,7 +29,7 @@ pub mod trust;
 #[derive(Debug, thiserror::Error)]
 pub enum TomlError {
     /// A value TOML cannot hold (a bug of its type: its caller words it).
-    #[error(transparent)]
+    #[error("{0}")]
     Serialize(toml::ser::Error),
     /// The file, named by its cause (with the filesystem of its folder).
     #[error(transparent)]

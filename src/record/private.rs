@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
+use crate::error::{lower_from, Lower};
 use crate::git::diff::PathChange;
 use crate::sys::fs::{FsError, PathError};
 
@@ -48,16 +49,16 @@ const HEADER: &str =
 /// The record could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum PrivateError {
-    /// Reading it failed (not a missing file: that is an empty record).
+    /// Reading it failed (not a missing file: that is an empty record,
+    /// a `PathError`), or rewriting it (gc, an `FsError`).
     #[error(transparent)]
-    Read(PathError),
-    /// Rewriting it (gc) failed.
-    #[error(transparent)]
-    Write(#[from] FsError),
+    Lower(#[from] Lower),
     /// A line that is not `<blob id> <unix time> <batch id>`.
     #[error("{} cannot be read: line {line} is not `<blob id> <unix time> <batch id>`", path.display())]
     Malformed { path: PathBuf, line: usize },
 }
+
+lower_from!(PrivateError: FsError);
 
 type Result<T, E = PrivateError> = std::result::Result<T, E>;
 
@@ -197,7 +198,7 @@ fn read(file: &Path) -> Result<Option<String>> {
             }
         },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(PrivateError::Read(PathError::on("read", file)(e))),
+        Err(e) => Err(PrivateError::Lower(PathError::on("read", file)(e).into())),
     }
 }
 

@@ -67,6 +67,7 @@ use gix::bstr::BString;
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
+use crate::error::{lower_from, Lower};
 use crate::git::blob::BlobError;
 use crate::git::repo::RepoError;
 use crate::git::sparse::SparseError;
@@ -123,19 +124,16 @@ pub enum SnapshotError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// A file that cannot be stored (or whose filters cannot be set up).
+    /// What a lower layer failed with, its own words: a file that cannot
+    /// be stored (or whose filters cannot be set up), a sparse checkout
+    /// that cannot be read or expanded, a source working tree holding paths
+    /// git refuses, the workspace whose index a repair rebuilds (opened by
+    /// its path).
     #[error(transparent)]
-    Blob(#[from] BlobError),
-    /// A sparse checkout that cannot be read or expanded.
-    #[error(transparent)]
-    Sparse(#[from] SparseError),
-    /// A source working tree holding paths git refuses.
-    #[error(transparent)]
-    Validate(#[from] ValidateError),
-    /// The workspace whose index a repair rebuilds, opened by its path.
-    #[error(transparent)]
-    Repo(#[from] RepoError),
+    Lower(#[from] Lower),
 }
+
+lower_from!(SnapshotError: BlobError, SparseError, ValidateError, RepoError);
 
 type Result<T, E = SnapshotError> = std::result::Result<T, E>;
 

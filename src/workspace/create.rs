@@ -99,7 +99,7 @@ fn undone<T, E: From<WorkspaceError> + Into<crate::error::Error>>(
         made => made,
     };
     made.map_err(|e| {
-        let e = E::from(WorkspaceError::Worded(e.into()));
+        let e = E::from(WorkspaceError::from(e.into()));
         for p in plans {
             let _ = remove_created(common_dir, p);
         }

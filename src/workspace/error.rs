@@ -4,8 +4,10 @@
 //! with it, each failure a variant once, whichever step meets it.
 //!
 //! Owns: what failed (the path or file, the cause); a path's I/O error is a
-//! `sys::fs::PathError` (`cannot <op> <path>`), held by the variant that says
-//! which filesystem a full disk names (`Io`, `At`).
+//! `sys::fs::PathError` (`cannot <op> <path>`), passed on as `Lower`, or
+//! held by `At`, which says which filesystem a full disk names; what a
+//! lower layer failed with is passed on in one variant, `Lower`
+//! (`error::Lower`, `lower_from!`).
 //! Never: words a help line or decides an error code (`ops::explain`'s
 //! `workspace.rs` does); decides how an OS or gix error is classified
 //! (`error` does).
@@ -17,6 +19,7 @@ use gix::ObjectId;
 
 use super::refused::Refused;
 use super::Cause;
+use crate::error::{lower_from, Lower};
 use crate::git::blob::BlobError;
 use crate::git::diff::DiffError;
 use crate::git::drivers::DriversError;
@@ -34,31 +37,21 @@ use crate::sys::fs::{FsError, PathError};
 /// the cause, as `ops::explain` words it).
 #[derive(Debug, thiserror::Error)]
 pub enum WorkspaceError {
-    /// A failed creation (`create_all_sparse`, `create_all_filled`: a step's, or the
-    /// caller's `fill`'s, whose error type is the caller's) worded before
-    /// what was made is removed, so that a full disk is named by what ran
-    /// out (`FsCause::NoInodes` looks at the filesystem while the
-    /// workspaces still stand). The one wrapper of the crate's `Error`:
-    /// its words are decided then, once.
+    /// What a lower layer failed with, in its own words: opening a
+    /// workspace's repository (`git/repo`'s `open_worktree`), a workspace's
+    /// snapshot, the pool's records, a checkout's filter driver that failed
+    /// (`git/blob`'s `checkout_filter`), a path's I/O error named by its
+    /// cause (`sys::fs::PathError`), a `.git` file written, a real path
+    /// resolved or a folder removed through `sys::fs`, a workspace's
+    /// sparse-checkout files, putting `ident` right in a checkout, the
+    /// trees of a reused workspace and of the baseline, the batch records a
+    /// scratch sweep reads, restricting a scratch copy's filter drivers; and
+    /// a failed creation worded before what was made is removed
+    /// (`create.rs`'s `undone`: a full disk is named by what ran out, while
+    /// the workspaces still stand).
     #[error(transparent)]
-    Worded(crate::error::Error),
-    /// Opening a workspace's repository (`git/repo`'s `open_worktree`).
-    #[error(transparent)]
-    Repo(#[from] RepoError),
-    /// A workspace's snapshot (`snapshot/`'s entry points).
-    #[error(transparent)]
-    Snapshot(#[from] SnapshotError),
-    /// The pool's records (`record/pool`).
-    #[error(transparent)]
-    Pool(#[from] PoolError),
-    /// A checkout's filter driver that failed (`git/blob`'s
-    /// `checkout_filter`).
-    #[error(transparent)]
-    Blob(#[from] BlobError),
+    Lower(#[from] Lower),
 
-    /// A path's I/O error, named by its cause.
-    #[error(transparent)]
-    Io(PathError),
     /// The same, where a full disk names the filesystem holding `at`
     /// (and, for what is made under the workspace root, `in_root`, says
     /// that the root can move).
@@ -69,10 +62,6 @@ pub enum WorkspaceError {
         #[source]
         io: PathError,
     },
-    /// A `.git` file written, a real path resolved or a folder removed
-    /// through `sys::fs`.
-    #[error(transparent)]
-    Fs(#[from] FsError),
     /// A file of the old tree a reuse takes away.
     #[error("cannot remove {file} in {}", root.display())]
     RemoveIn {
@@ -119,18 +108,12 @@ pub enum WorkspaceError {
     /// A path too long for the kernel below `root`.
     #[error("cannot write {file} in {}: file name too long", root.display())]
     TooLong { file: String, root: PathBuf },
-    /// A workspace's sparse-checkout files.
-    #[error(transparent)]
-    Sparse(#[from] SparseError),
     /// The object database, shared with the checkout's threads.
     #[error("cannot open objects")]
     Objects {
         #[source]
         source: Cause,
     },
-    /// Putting `ident` right in a checkout.
-    #[error(transparent)]
-    Ident(#[from] IdentError),
     /// Ctrl-C while workspaces were made, filled or taken from the pool.
     #[error("interrupted")]
     Interrupted,
@@ -148,9 +131,6 @@ pub enum WorkspaceError {
     /// A registration already at the name a reuse moves one to.
     #[error("a worktree named {id} is already registered at {}", path.display())]
     Registered { id: String, path: PathBuf },
-    /// The trees of a reused workspace and of the baseline.
-    #[error(transparent)]
-    Diff(#[from] DiffError),
 
     /// A carried entry that would replace a file of the destination.
     #[error("cannot carry {}: {} already exists", file.display(), dest.display())]
@@ -183,9 +163,6 @@ pub enum WorkspaceError {
     #[error("{} cannot hold workspaces", base.display())]
     NoRoot { base: PathBuf },
 
-    /// The batch records a scratch sweep reads.
-    #[error(transparent)]
-    Batch(#[from] BatchError),
     /// A scratch copy that is not self-contained (`why` says how).
     #[error("the scratch copy {} cannot be handed out: {why}", root.display())]
     Refused { root: PathBuf, why: String },
@@ -217,9 +194,6 @@ pub enum WorkspaceError {
         #[source]
         source: gix::Error,
     },
-    /// Restricting a scratch copy's filter drivers to the recorded ones.
-    #[error(transparent)]
-    Drivers(#[from] DriversError),
 
     /// The index of a superproject (or of a submodule with nested ones).
     #[error("cannot read the index")]
@@ -294,6 +268,21 @@ pub enum WorkspaceError {
     },
 }
 
+lower_from!(
+    WorkspaceError: RepoError,
+    SnapshotError,
+    PoolError,
+    BlobError,
+    PathError,
+    FsError,
+    SparseError,
+    IdentError,
+    DiffError,
+    BatchError,
+    DriversError,
+    crate::error::Error,
+);
+
 /// The facts of [`WorkspaceError::HeadMoved`].
 #[derive(Debug)]
 pub struct Moved {
@@ -326,12 +315,13 @@ fn head_moved(shown: &str, head: Option<ObjectId>, commit: ObjectId) -> String {
 pub(crate) const IN_ROOT: bool = true;
 
 impl WorkspaceError {
-    /// `op` on `path` failed, named by its cause ([`WorkspaceError::Io`]).
+    /// `op` on `path` failed, named by its cause (a `PathError`, passed on
+    /// as [`WorkspaceError::Lower`]).
     pub(crate) fn io<'a>(
         op: &'static str,
         path: &'a Path,
     ) -> impl Fn(std::io::Error) -> Self + Copy + 'a {
-        move |source| Self::Io(PathError::on(op, path)(source))
+        move |source| PathError::on(op, path)(source).into()
     }
 
     /// `op` on `path` failed, a full disk naming the filesystem of `at`

@@ -9,10 +9,12 @@ use std::collections::{HashMap, HashSet};
 use gix::bstr::{BStr, BString, ByteSlice};
 
 use super::dirs::{Dirs, Disk};
+use super::failure::Failure;
 use super::hash::Hasher;
-use super::util::{join, parents, split, Fail};
+use super::paths::{join, parents, split};
 use super::{refuse_invalid, BlockReason, Blocked, PathWrite, WriteError, WritebackError};
 use crate::git::repo::Source;
+use crate::sys::fs::PathError;
 
 /// Check every write against the disk without changing anything.
 pub fn check(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>, WritebackError> {
@@ -20,10 +22,8 @@ pub fn check(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>, Writ
         return Ok(Vec::new());
     }
     refuse_invalid(writes)?;
-    let mut dirs = Dirs::open(&source.root).map_err(|e| WritebackError::OpenRoot {
-        root: source.root.clone(),
-        source: e,
-    })?;
+    let mut dirs =
+        Dirs::open(&source.root).map_err(PathError::on("open the working tree", &source.root))?;
     let mut hasher = Hasher::new(&source.repo)?;
     let deleted: HashSet<&BStr> = writes
         .iter()
@@ -36,8 +36,8 @@ pub fn check(source: &Source, writes: &[PathWrite]) -> Result<Vec<Blocked>, Writ
         let reason =
             check_one(&mut dirs, &mut hasher, w, &deleted).map_err(|f| WriteError::Check {
                 root: source.root.clone(),
-                what: f.0,
-                cause: f.1,
+                what: f.to_string(),
+                cause: f.cause(),
             })?;
         match reason {
             Some((reason, at)) => blocked.push(Blocked {
@@ -98,12 +98,12 @@ fn check_one(
     hasher: &mut Hasher<'_>,
     w: &PathWrite,
     deleted: &HashSet<&BStr>,
-) -> Result<Option<(BlockReason, Option<BString>)>, Fail> {
+) -> Result<Option<(BlockReason, Option<BString>)>, Failure> {
     use BlockReason::*;
     for parent in parents(w.path.as_bstr()) {
         match dirs
             .lstat(parent)
-            .map_err(|e| Fail::io("stat", parent, e))?
+            .map_err(|e| Failure::io("stat", parent, e))?
         {
             Disk::Dir => continue,
             Disk::Absent => {
@@ -130,12 +130,12 @@ fn check_one(
         }
     }
     let path = w.path.as_bstr();
-    let disk = dirs.lstat(path).map_err(|e| Fail::io("stat", path, e))?;
+    let disk = dirs.lstat(path).map_err(|e| Failure::io("stat", path, e))?;
     Ok(match (w.old, disk) {
         (Some(s), _) => {
             let (pfd, name) = dirs
                 .parent_of(path)
-                .map_err(|e| Fail::io("open", path, e))?;
+                .map_err(|e| Failure::io("open", path, e))?;
             (!hasher.matches(&pfd, name, path, s)?).then_some(ChangedSinceSnapshot)
         }
         (None, Disk::Absent) => None,
@@ -153,12 +153,12 @@ fn folder_only_deletions(
     dirs: &mut Dirs,
     dir: &BStr,
     deleted: &HashSet<&BStr>,
-) -> Result<bool, Fail> {
+) -> Result<bool, Failure> {
     let mut stack = vec![BString::from(dir)];
     while let Some(d) = stack.pop() {
         for (name, kind) in dirs
             .list(d.as_bstr())
-            .map_err(|e| Fail::io("read", d.as_bstr(), e))?
+            .map_err(|e| Failure::io("read", d.as_bstr(), e))?
         {
             let child = join(d.as_bstr(), name.as_bstr());
             if kind == Disk::Dir {

@@ -11,7 +11,7 @@ use gix::objs::tree::EntryKind;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use super::util::{join, split};
+use super::paths::{join, split};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Disk {

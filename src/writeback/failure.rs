@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use gix::bstr::{BString, ByteSlice};
+use gix::bstr::{BStr, BString, ByteSlice};
 
 use crate::error::FsCause;
 
@@ -221,5 +221,187 @@ impl std::fmt::Display for RollbackFailed {
                 "every other path was put back".to_string()
             }
         )
+    }
+}
+
+/// Why a step of a write-back (or of the check before it) failed, as data:
+/// turned into a [`WriteError`] where the write-back gives up (its
+/// `Display` the `what`, [`Failure::cause`] the cause). The cause is carried
+/// from where it happened, never read back out of the words (a path's name
+/// may hold any text).
+#[derive(Debug)]
+pub(super) enum Failure {
+    /// `op` on `path` (relative to the root; empty: the working tree) failed
+    /// with an OS error, whose errno decides the cause.
+    Io {
+        op: &'static str,
+        path: BString,
+        source: std::io::Error,
+    },
+    /// A step that failed because of another error: `what` says both; the
+    /// cause is an OS error of a known cause in that error's chain.
+    Because { what: String, cause: Option<Cause> },
+    /// A path that is not as the write-back needs it (`why`), of no
+    /// particular cause (`write_failed`).
+    Path { path: BString, why: PathProblem },
+    /// A failure of no particular cause (`write_failed`).
+    Other(String),
+    /// A failing filter driver (`driver`: its name, when known).
+    Filter {
+        what: String,
+        driver: Option<String>,
+    },
+    /// A signal arrived (design §7 "Signals").
+    Interrupted,
+    /// A full disk below the working tree whose filesystem has no free
+    /// inodes left (`inodes`: `FsCause::inodes_text`), decided where it
+    /// happened ([`Failure::at`]).
+    NoInodes {
+        failure: Box<Failure>,
+        inodes: String,
+    },
+}
+
+/// What is wrong with a path a write-back meets (its words follow the
+/// quoted path, but for `Vanished`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PathProblem {
+    /// It no longer holds what the snapshot read.
+    Changed,
+    /// Something that is no folder stands where the result needs one.
+    InTheWay,
+    /// A folder the write-back uses went away.
+    Vanished,
+    /// A new entry in a folder the result replaces by a file.
+    Appeared,
+    /// A folder or submodule entry, which no caller plans.
+    NotAFile,
+    /// No relative path (empty, or with an empty, `.` or `..` component).
+    Invalid,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Io { op, path, source } => {
+                let path = if path.is_empty() {
+                    "the working tree".to_string()
+                } else {
+                    crate::sys::paths::quote(path.as_bstr())
+                };
+                write!(f, "cannot {op} {path}: {}", crate::error::describe(source))
+            }
+            Failure::Because { what, .. } | Failure::Other(what) | Failure::Filter { what, .. } => {
+                f.write_str(what)
+            }
+            Failure::Path { path, why } => {
+                let path = crate::sys::paths::quote(path.as_bstr());
+                match why {
+                    PathProblem::Changed => write!(f, "{path} changed on disk since the snapshot"),
+                    PathProblem::InTheWay => {
+                        write!(f, "{path} is in the way of a folder the result needs")
+                    }
+                    PathProblem::Vanished => {
+                        write!(f, "the folder {path} disappeared during the write-back")
+                    }
+                    PathProblem::Appeared => {
+                        write!(
+                            f,
+                            "{path} appeared in a folder the result replaces by a file"
+                        )
+                    }
+                    PathProblem::NotAFile => write!(
+                        f,
+                        "{path} is a folder or submodule entry, which write-back does not handle"
+                    ),
+                    PathProblem::Invalid => write!(f, "{path} is not a valid path"),
+                }
+            }
+            Failure::Interrupted => f.write_str("interrupted by a signal"),
+            Failure::NoInodes { failure, inodes } => write!(f, "{failure}: {inodes}"),
+        }
+    }
+}
+
+impl Failure {
+    /// What decides the error code, if anything does.
+    pub(super) fn cause(&self) -> Option<Cause> {
+        match self {
+            Failure::Io { source, .. } => FsCause::of(source).map(Cause::Fs),
+            Failure::Because { cause, .. } => cause.clone(),
+            Failure::Path { .. } | Failure::Other(_) => None,
+            Failure::Filter { driver, .. } => Some(Cause::Filter(driver.clone())),
+            Failure::Interrupted => Some(Cause::Interrupted),
+            Failure::NoInodes { .. } => Some(Cause::Fs(FsCause::NoInodes)),
+        }
+    }
+
+    /// A failure of no particular cause (`write_failed`).
+    pub(super) fn msg(message: impl Into<String>) -> Failure {
+        Failure::Other(message.into())
+    }
+
+    /// A failure because of `err`: an OS error of a known cause anywhere
+    /// in its chain of causes decides the code.
+    pub(super) fn because(
+        message: impl Into<String>,
+        err: &(dyn std::error::Error + 'static),
+    ) -> Failure {
+        let cause = crate::error::io_cause(err)
+            .and_then(FsCause::of)
+            .map(Cause::Fs);
+        Failure::Because {
+            what: message.into(),
+            cause,
+        }
+    }
+
+    /// This failure, met writing below `root`: a full disk whose inodes
+    /// ran out is named so (design §3.18 "Leftovers"), decided now, before
+    /// a rollback gives inodes back.
+    pub(super) fn at(self, root: &Path) -> Failure {
+        match self.cause() {
+            Some(Cause::Fs(FsCause::Full)) if FsCause::Full.at(root) == FsCause::NoInodes => {
+                Failure::NoInodes {
+                    failure: Box::new(self),
+                    inodes: FsCause::inodes_text(root),
+                }
+            }
+            _ => self,
+        }
+    }
+
+    /// Stop here if a signal arrived (design §7 "Signals"): the write-back
+    /// is rolled back before the command exits.
+    pub(super) fn if_interrupted() -> Result<(), Failure> {
+        match crate::sys::interrupt::interrupted() {
+            true => Err(Failure::Interrupted),
+            false => Ok(()),
+        }
+    }
+
+    /// A failing filter driver (`driver`: its name, when known).
+    pub(super) fn filter(message: impl Into<String>, driver: Option<String>) -> Failure {
+        Failure::Filter {
+            what: message.into(),
+            driver,
+        }
+    }
+
+    /// `path` is not as the write-back needs it.
+    pub(super) fn path(path: &BStr, why: PathProblem) -> Failure {
+        Failure::Path {
+            path: path.to_owned(),
+            why,
+        }
+    }
+
+    /// `op` on `path` failed with `e`.
+    pub(super) fn io(op: &'static str, path: &BStr, e: impl Into<std::io::Error>) -> Failure {
+        Failure::Io {
+            op,
+            path: path.to_owned(),
+            source: e.into(),
+        }
     }
 }

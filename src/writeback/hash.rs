@@ -12,12 +12,13 @@ use rustix::io::Errno;
 use super::WritebackError;
 
 use super::dirs::Disk;
+use super::failure::{Cause, Failure};
 use super::journal::Item;
-use super::util::{split, Cause, Fail};
+use super::paths::split;
 
 /// The content filters that cannot be set up: `what` failed, with the gix
 /// error. A `WritebackError::Filters` where the write-back has not begun
-/// (`check`); a `Fail`, rolled back, where it has.
+/// (`check`); a `Failure`, rolled back, where it has.
 #[derive(Debug)]
 pub(super) struct FilterSetup {
     what: &'static str,
@@ -34,16 +35,16 @@ impl From<FilterSetup> for WritebackError {
 /// (`Error::git`): an OS error of a full, read-only or forbidden
 /// filesystem among the gix error's causes names it and decides the code;
 /// anything else is told with the gix error.
-impl From<FilterSetup> for Fail {
-    fn from(FilterSetup { what, source }: FilterSetup) -> Fail {
+impl From<FilterSetup> for Failure {
+    fn from(FilterSetup { what, source }: FilterSetup) -> Failure {
         let fs = crate::error::io_cause(&source)
             .and_then(|io| crate::error::FsCause::of(io).map(|c| (io, c)));
         match fs {
-            Some((io, cause)) => Fail(
-                format!("{what}: {}", crate::error::describe(io)),
-                Some(Cause::Fs(cause)),
-            ),
-            None => Fail(format!("{what}: {source}"), None),
+            Some((io, cause)) => Failure::Because {
+                what: format!("{what}: {}", crate::error::describe(io)),
+                cause: Some(Cause::Fs(cause)),
+            },
+            None => Failure::Other(format!("{what}: {source}")),
         }
     }
 }
@@ -94,7 +95,7 @@ impl<'r> Hasher<'r> {
     pub(super) fn for_checkout(
         repo: &'r gix::Repository,
         items: &[Item],
-    ) -> Result<Hasher<'r>, Fail> {
+    ) -> Result<Hasher<'r>, Failure> {
         let mut hasher = Hasher::new(repo)?;
         let changed: Vec<&Item> = items
             .iter()
@@ -109,7 +110,7 @@ impl<'r> Hasher<'r> {
                 Some((_, id)) => id,
                 None => repo
                     .write_blob(b"")
-                    .map_err(|e| Fail::because(format!("cannot write the empty blob: {e}"), &e))?
+                    .map_err(|e| Failure::because(format!("cannot write the empty blob: {e}"), &e))?
                     .detach(),
             };
             state.dangerously_push_entry(
@@ -126,10 +127,10 @@ impl<'r> Hasher<'r> {
                 &state,
                 gix::worktree::stack::state::attributes::Source::IdMappingThenWorktree,
             )
-            .map_err(|e| Fail::because(format!("cannot read the result's attributes: {e}"), &e))?
+            .map_err(|e| Failure::because(format!("cannot read the result's attributes: {e}"), &e))?
             .detach();
         hasher.pipeline = gix::filter::Pipeline::new(repo, stack)
-            .map_err(|e| Fail::because(format!("cannot set up the content filters: {e}"), &e))?;
+            .map_err(|e| Failure::because(format!("cannot set up the content filters: {e}"), &e))?;
         hasher.ident = None;
         Ok(hasher)
     }
@@ -156,25 +157,25 @@ impl<'r> Hasher<'r> {
         name: &BStr,
         rela: &BStr,
         (kind, id): (EntryKind, ObjectId),
-    ) -> Result<bool, Fail> {
+    ) -> Result<bool, Failure> {
         let st = match rustix::fs::statat(dir, name.as_bytes(), AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => st,
             Err(Errno::NOENT) => return Ok(false),
-            Err(e) => return Err(Fail::io("stat", rela, e)),
+            Err(e) => return Err(Failure::io("stat", rela, e)),
         };
         let disk = Disk::from_mode(st.st_mode);
         if !self.kind_matches(disk, kind) {
             return Ok(false);
         }
         let hash_err = |e: &dyn std::fmt::Display| {
-            Fail::msg(format!(
+            Failure::msg(format!(
                 "cannot hash {}: {e}",
                 crate::sys::paths::quote(rela)
             ))
         };
         if disk == Disk::Link {
             let data = rustix::fs::readlinkat(dir, name.as_bytes(), Vec::new())
-                .map_err(|e| Fail::io("read", rela, e))?
+                .map_err(|e| Failure::io("read", rela, e))?
                 .into_bytes();
             let got = gix::objs::compute_hash(self.hash_kind, gix::objs::Kind::Blob, &data)
                 .map_err(|e| hash_err(&e))?;
@@ -186,12 +187,12 @@ impl<'r> Hasher<'r> {
             OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::empty(),
         )
-        .map_err(|e| Fail::io("open", rela, e))?;
+        .map_err(|e| Failure::io("open", rela, e))?;
         let mut file = std::io::BufReader::with_capacity(1 << 16, std::fs::File::from(fd));
         let size = file
             .get_ref()
             .metadata()
-            .map_err(|e| Fail::io("stat", rela, e))?
+            .map_err(|e| Failure::io("stat", rela, e))?
             .len();
         let path = crate::sys::paths::to_os(rela);
         // Content no clean filter changes is hashed as it is read (a big
@@ -202,7 +203,7 @@ impl<'r> Hasher<'r> {
             .convert_to_git(&mut file, &path, &self.index)
             .map_err(|e| {
                 driver_failed(self.repo, &e, "clean", rela).unwrap_or_else(|| {
-                    Fail::because(
+                    Failure::because(
                         format!("cannot filter {}: {e}", crate::sys::paths::quote(rela)),
                         &e,
                     )
@@ -216,7 +217,7 @@ impl<'r> Hasher<'r> {
             gix::filter::plumbing::pipeline::convert::ToGitOutcome::Process(mut read) => {
                 let mut buf = Vec::new();
                 std::io::Read::read_to_end(&mut read, &mut buf)
-                    .map_err(|e| Fail::io("read", rela, e))?;
+                    .map_err(|e| Failure::io("read", rela, e))?;
                 Some(
                     gix::objs::compute_hash(self.hash_kind, gix::objs::Kind::Blob, &buf)
                         .map_err(|e| hash_err(&e))?,
@@ -229,7 +230,7 @@ impl<'r> Hasher<'r> {
                 // More than `size` bytes: it grew while it was read.
                 Ok(_)
                     if std::io::Read::read(&mut file, &mut [0u8; 1])
-                        .map_err(|e| Fail::io("read", rela, e))?
+                        .map_err(|e| Failure::io("read", rela, e))?
                         > 0 =>
                 {
                     return Ok(false)
@@ -237,7 +238,7 @@ impl<'r> Hasher<'r> {
                 Ok(got) => got,
                 // The file changed size while it was read: not `S`.
                 Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
-                Err(e) => return Err(Fail::io("read", rela, e)),
+                Err(e) => return Err(Failure::io("read", rela, e)),
             },
         };
         Ok(got == id)
@@ -249,9 +250,9 @@ impl<'r> Hasher<'r> {
         data: &[u8],
         rela: &BStr,
         out: &mut dyn std::io::Write,
-    ) -> Result<(), Fail> {
+    ) -> Result<(), Failure> {
         let cannot_filter = |e: &gix::Error| {
-            Fail::because(
+            Failure::because(
                 format!("cannot filter {}: {e}", crate::sys::paths::quote(rela)),
                 e,
             )
@@ -279,7 +280,7 @@ impl<'r> Hasher<'r> {
         };
         written.map_err(|e| {
             driver_failed(self.repo, &e, "smudge", rela)
-                .unwrap_or_else(|| Fail::io("write", rela, e))
+                .unwrap_or_else(|| Failure::io("write", rela, e))
         })?;
         Ok(())
     }
@@ -293,14 +294,14 @@ fn driver_failed(
     err: &(dyn std::error::Error + 'static),
     direction: &str,
     rela: &BStr,
-) -> Option<Fail> {
+) -> Option<Failure> {
     let status = crate::git::blob::driver_failure(err)?;
     let said = if direction == "clean" {
         crate::git::blob::FILTER_FAILED_CLEAN
     } else {
         crate::git::blob::FILTER_FAILED
     };
-    Some(Fail::filter(
+    Some(Failure::filter(
         format!("{said} on {}: {status}", crate::sys::paths::quote(rela)),
         crate::git::blob::failed_driver(repo, err, direction),
     ))
@@ -379,7 +380,7 @@ mod tests {
 
     /// A write-back that cannot set up its filters once it has begun fails
     /// with the words and the cause it had when the `WritebackError` was
-    /// worded first and its code read back (`Fail::from_error`, gone).
+    /// worded first and its code read back (`Failure::from_error`, gone).
     #[test]
     fn a_filter_setup_failure_has_the_words_of_its_error() {
         use rustix::io::Errno;
@@ -403,18 +404,18 @@ mod tests {
                 Code::FilterFailed => Some(Cause::Filter(None)),
                 c => c.fs_cause().map(Cause::Fs),
             };
-            let fail = Fail::from(FilterSetup {
+            let fail = Failure::from(FilterSetup {
                 what,
                 source: make(),
             });
-            assert_eq!((fail.0, fail.1), (worded.message, cause));
+            assert_eq!((fail.to_string(), fail.cause()), (worded.message, cause));
         }
-        let fail = Fail::from(FilterSetup {
+        let fail = Failure::from(FilterSetup {
             what,
             source: os(Errno::NOSPC)(),
         });
         assert_eq!(
-            (fail.0.as_str(), fail.1),
+            (fail.to_string().as_str(), fail.cause()),
             (
                 "cannot set up the content filters: no space left on device (ENOSPC, os error 28)",
                 Some(Cause::Fs(FsCause::Full))

@@ -1,19 +1,15 @@
 //! The write-back plan and its journal: what is written where, recorded
-//! durably as JSON lines, and read back for recovery.
+//! durably as JSON lines, and read back for recovery (`plan.rs` makes the
+//! plan from the writes).
 
-use std::collections::{BTreeSet, HashSet};
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use gix::bstr::{BString, ByteSlice};
+use gix::bstr::BString;
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 use serde::{Deserialize, Serialize};
-
-use super::dirs::{Dirs, Disk};
-use super::util::{depth, join, parents, split, Fail};
-use super::PathWrite;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Phase {
@@ -106,6 +102,24 @@ pub(super) struct Plan {
 }
 
 impl Plan {
+    /// A new plan of writing `items` below `root`, by this process (its
+    /// pid, start time and host, so recovery tells a live writer).
+    pub(super) fn new(root: &Path, token: &str, items: Vec<Item>, mkdirs: Vec<BString>) -> Plan {
+        Plan {
+            pid: std::process::id(),
+            start: crate::sys::process::process_start(std::process::id()),
+            host: crate::sys::process::hostname(),
+            root: root.to_path_buf(),
+            token: token.to_string(),
+            created_at: crate::sys::time::rfc3339(crate::sys::time::now()),
+            items,
+            mkdirs,
+            phase: Phase::Planned,
+            left: Vec::new(),
+            then: Vec::new(),
+        }
+    }
+
     pub(super) fn writer_alive(&self) -> bool {
         self.pid != std::process::id()
             && self.host == crate::sys::process::hostname()
@@ -465,110 +479,4 @@ pub(super) fn dec(s: &str) -> Vec<u8> {
         i += 1;
     }
     out
-}
-
-pub(super) fn make_plan(
-    dirs: &mut Dirs,
-    writes: &[PathWrite],
-    root: &Path,
-    token: &str,
-) -> Result<Plan, Fail> {
-    let mut sorted: Vec<&PathWrite> = writes
-        .iter()
-        .filter(|w| w.old.is_some() || w.new.is_some())
-        .collect();
-    sorted.sort_by(|a, b| a.path.cmp(&b.path));
-    for w in &sorted {
-        for (kind, _) in w.old.iter().chain(w.new.iter()) {
-            if matches!(kind, EntryKind::Tree | EntryKind::Commit) {
-                return Err(Fail::msg(format!(
-                    "{} is a folder or submodule entry, which write-back does not handle",
-                    crate::sys::paths::quote(w.path.as_bstr())
-                )));
-            }
-        }
-        if w.path.is_empty()
-            || w.path
-                .split_str("/")
-                .any(|c| c.is_empty() || c == b"." || c == b"..")
-        {
-            return Err(Fail::msg(format!(
-                "{} is not a valid path",
-                crate::sys::paths::quote(w.path.as_bstr())
-            )));
-        }
-    }
-    let name = |n: usize, ext: &str| format!(".gd-{token}-{n}.{ext}");
-    let mut items: Vec<Item> = Vec::with_capacity(sorted.len());
-    let mut folder_asides: HashSet<BString> = HashSet::new();
-    for (n, w) in sorted.iter().enumerate() {
-        let mut it = Item {
-            path: w.path.clone(),
-            old: w.old,
-            new: w.new,
-            temp: None,
-            aside: None,
-            aside_folder: false,
-            covered: false,
-            early: false,
-            wrote: None,
-        };
-        let (parent, _) = split(w.path.as_bstr());
-        if w.old.is_none() && w.new.is_some() && dirs.lstat_lenient(w.path.as_bstr()) == Disk::Dir {
-            it.aside = Some(join(parent, name(n, "orig").as_bytes().as_bstr()));
-            it.aside_folder = true;
-            folder_asides.insert(w.path.clone());
-        }
-        items.push(it);
-    }
-    let mut mkdirs: BTreeSet<BString> = BTreeSet::new();
-    for (n, it) in items.iter_mut().enumerate() {
-        let (parent, _) = split(it.path.as_bstr());
-        if it.old.is_some() {
-            it.covered = parents(it.path.as_bstr()).any(|p| folder_asides.contains(p));
-            if !it.covered {
-                it.aside = Some(join(parent, name(n, "orig").as_bytes().as_bstr()));
-            }
-        }
-        if it.new.is_some() {
-            let mut temp_dir: BString = BString::default();
-            let mut blocked = false;
-            let mut missing = false;
-            for p in parents(it.path.as_bstr()) {
-                if blocked || missing {
-                    mkdirs.insert(p.into());
-                    continue;
-                }
-                match dirs.lstat_lenient(p) {
-                    Disk::Dir => temp_dir = p.into(),
-                    Disk::Absent => {
-                        missing = true;
-                        mkdirs.insert(p.into());
-                    }
-                    _ => {
-                        blocked = true;
-                        mkdirs.insert(p.into());
-                    }
-                }
-            }
-            it.early = !blocked;
-            let dir = if blocked { temp_dir.as_bstr() } else { parent };
-            it.temp = Some(join(dir, name(n, "tmp").as_bytes().as_bstr()));
-        }
-    }
-    let mut mkdirs: Vec<BString> = mkdirs.into_iter().collect();
-    mkdirs.sort_by_key(|p| (depth(p.as_bstr()), p.clone()));
-    Ok(Plan {
-        pid: std::process::id(),
-        start: crate::sys::process::process_start(std::process::id()),
-        host: crate::sys::process::hostname(),
-        root: root.to_path_buf(),
-        token: token.to_string(),
-        created_at: crate::sys::time::rfc3339(crate::sys::time::now()),
-        items,
-        mkdirs,
-        phase: Phase::Planned,
-        left: Vec::new(),
-        then: Vec::new(),
-    })
 }

@@ -9,9 +9,10 @@
 //! caller staged with the write (`Then`: the record of what was written).
 //! Its entry points return `WritebackError`: the failures it meets before
 //! writing or while scanning for journals (the folder, file or step and
-//! its cause), the trees it cannot compare (`DiffError`), and, passed on
-//! as they are, a failed write, its rollback and a failed check
-//! (`WriteError`, `failure`); `ops::explain` words both.
+//! its cause: a path's as a `sys::fs::PathError`, passed on as `Lower`),
+//! the trees it cannot compare (`DiffError`, passed on as `Lower` too),
+//! and, passed on as they are, a failed write, its rollback and a failed
+//! check (`WriteError`, `failure`); `ops::explain` words both.
 //! Never: writes a path whose current content is not the expected `S`
 //! state; moves back or deletes a path that does not hold exactly what the
 //! write put there (a user's edit made after the write is left, and the
@@ -171,13 +172,17 @@
 mod check;
 mod dirs;
 mod failure;
+mod faults;
+mod forward;
 mod hash;
 mod journal;
+mod paths;
+mod plan;
 mod recover;
 mod rollback;
+mod temp;
 #[cfg(test)]
 mod tests;
-mod util;
 mod writer;
 
 use std::collections::BTreeSet;
@@ -187,18 +192,21 @@ use gix::bstr::{BString, ByteSlice};
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
-use crate::error::FsCause;
+use crate::error::{lower_from, FsCause, Lower};
 use crate::git::diff::DiffError;
 use crate::git::repo::Source;
 use crate::record::batch;
+use crate::sys::fs::PathError;
 
 pub use self::check::check;
 use self::dirs::Dirs;
 pub use self::failure::{Cause, Left, LeftReason, RollbackFailed, Undoing, WriteError};
-use self::journal::{make_plan, write_journal};
+use self::faults::Faults;
+use self::forward::{drop_staged, roll_forward};
+use self::journal::write_journal;
+use self::plan::make_plan;
 pub use self::recover::{committed, left_paths, pending, recover_all_detailed};
-use self::rollback::{drop_staged, roll_forward, rollback};
-use self::util::Faults;
+use self::rollback::rollback;
 use self::writer::Writer;
 
 /// What the write-back's entry points return: a write-back that could not
@@ -206,13 +214,6 @@ use self::writer::Writer;
 /// a write that failed, its rollback, a check that could not read the disk.
 #[derive(Debug, thiserror::Error)]
 pub enum WritebackError {
-    /// A write that failed and its rollback, an interrupt, a check that
-    /// could not read the disk, a rollback that left paths (`failure`).
-    #[error(transparent)]
-    Write(#[from] WriteError),
-    /// The trees whose difference is to be written (`writes_between`).
-    #[error(transparent)]
-    Diff(#[from] DiffError),
     /// The content filters (`what` failed).
     #[error("{what}")]
     Filters {
@@ -223,27 +224,16 @@ pub enum WritebackError {
     /// A path git refuses (`why`), which no caller should have planned.
     #[error("refusing to write {}: git refuses that path ({why})", crate::sys::paths::quote(path.as_bstr()))]
     Invalid { path: BString, why: &'static str },
-    /// The working tree to check.
-    #[error("cannot open the working tree {}", root.display())]
-    OpenRoot {
-        root: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A folder recovery scans for journals, or a journal it reads.
-    #[error("cannot read {}", path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    /// A journal with nothing left to do that cannot be removed.
-    #[error("cannot remove {}", path.display())]
-    RemoveJournal {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    /// What is passed on as it is, in its own words: a write that failed
+    /// and its rollback, an interrupt, a check that could not read the
+    /// disk, a rollback that left paths (`WriteError`, `failure`); a path's I/O
+    /// error (`sys::fs::PathError`: the working tree to check, `open the
+    /// working tree`; a folder recovery scans for journals or a journal it
+    /// reads, `read`; a journal with nothing left to do that cannot be
+    /// removed, `remove`), or the trees whose difference is to be written
+    /// (`writes_between`, a `DiffError`).
+    #[error(transparent)]
+    Lower(#[from] Lower),
     /// The working tree a journal's write-back went into.
     #[error("cannot open {} to recover a write-back", root.display())]
     OpenToRecover {
@@ -251,6 +241,17 @@ pub enum WritebackError {
         #[source]
         source: std::io::Error,
     },
+}
+
+lower_from!(WritebackError: WriteError, PathError, DiffError);
+
+impl WritebackError {
+    /// A rollback (or roll-forward) that left paths to the user
+    /// (`WriteError::RollbackFailed`), passed on.
+    pub fn is_rollback_failed(&self) -> bool {
+        matches!(self, WritebackError::Lower(l)
+            if matches!(l.downcast_ref::<WriteError>(), Some(WriteError::RollbackFailed(_))))
+    }
 }
 
 type Result<T, E = WritebackError> = std::result::Result<T, E>;
@@ -416,8 +417,8 @@ fn write_with(
         drop_then();
         WriteError::Plan {
             root: source.root.clone(),
-            what: f.0,
-            cause: f.1,
+            what: f.to_string(),
+            cause: f.cause(),
         }
     })?;
     plan.then = then
@@ -445,7 +446,8 @@ fn write_with(
     };
     let outcome = w.run(&mut plan).map_err(|f| f.at(&source.root));
     if let Err(fail) = outcome {
-        let signal = fail.1 == Some(Cause::Interrupted);
+        let (what, cause) = (fail.to_string(), fail.cause());
+        let signal = cause == Some(Cause::Interrupted);
         return Err(
             match rollback(&mut w.dirs, &mut plan, &journal_path, faults) {
                 Ok(()) if signal => WriteError::Interrupted {
@@ -453,13 +455,13 @@ fn write_with(
                 },
                 Ok(()) => WriteError::Write {
                     root: plan.root.clone(),
-                    what: fail.0,
-                    cause: fail.1,
+                    what,
+                    cause,
                 },
                 Err(left) => WriteError::rollback_failed(
                     &plan.root,
                     &journal_path,
-                    Undoing::Write { what: fail.0 },
+                    Undoing::Write { what },
                     left,
                 ),
             }

@@ -11,12 +11,14 @@ use std::path::{Path, PathBuf};
 use gix::bstr::ByteSlice;
 
 use super::dirs::Dirs;
+use super::faults::Faults;
+use super::forward::roll_forward;
 use super::journal::{parse_journal, tmp_journal, Phase};
-use super::rollback::{roll_forward, rollback};
-use super::util::Faults;
+use super::rollback::rollback;
 use super::{LeftPath, Recovery, Undoing, WriteError, WritebackError};
 use crate::git::repo::Source;
 use crate::record::batch;
+use crate::sys::fs::PathError;
 
 type Result<T, E = WritebackError> = std::result::Result<T, E>;
 
@@ -36,8 +38,7 @@ fn journal_dirs(source: &Source) -> Result<Vec<(String, PathBuf)>> {
     let mut out = Vec::new();
     for dir in [batch::batches_dir(&state), batch::undo_dir(&state)] {
         // Hidden folders are never batches (`batch::list`).
-        let found = batch::visible_entries(&dir)
-            .map_err(|source| WritebackError::Read { path: dir, source })?;
+        let found = batch::visible_entries(&dir).map_err(PathError::on("read", &dir))?;
         out.extend(found);
     }
     Ok(out)
@@ -98,16 +99,10 @@ enum Recovered {
 }
 
 fn recover_one(journal: &Path, faults: &Faults) -> Result<Recovered> {
-    let text = std::fs::read(journal).map_err(|source| WritebackError::Read {
-        path: journal.to_path_buf(),
-        source,
-    })?;
+    let text = std::fs::read(journal).map_err(PathError::on("read", journal))?;
     let Some(mut plan) = parse_journal(&text) else {
         // No durable plan: nothing in the working tree was changed.
-        std::fs::remove_file(journal).map_err(|source| WritebackError::RemoveJournal {
-            path: journal.to_path_buf(),
-            source,
-        })?;
+        std::fs::remove_file(journal).map_err(PathError::on("remove", journal))?;
         return Ok(Recovered::RolledBack);
     };
     if plan.writer_alive() {
@@ -117,10 +112,7 @@ fn recover_one(journal: &Path, faults: &Faults) -> Result<Recovered> {
         Ok(d) => d,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             // The working tree is gone, and with it everything to restore.
-            std::fs::remove_file(journal).map_err(|source| WritebackError::RemoveJournal {
-                path: journal.to_path_buf(),
-                source,
-            })?;
+            std::fs::remove_file(journal).map_err(PathError::on("remove", journal))?;
             return Ok(Recovered::RolledBack);
         }
         Err(e) => {

@@ -3,20 +3,21 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::rc::Rc;
 
 use gix::bstr::{BStr, BString, ByteSlice};
 use gix::objs::tree::EntryKind;
 use gix::ObjectId;
-use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
+use rustix::fs::{AtFlags, Mode, RenameFlags};
 use rustix::io::Errno;
 
 use super::dirs::{Dirs, Disk};
-use super::hash::{raw_sha1, Hasher, Tee};
+use super::failure::{Failure, PathProblem};
+use super::faults::Faults;
+use super::hash::Hasher;
 use super::journal::{append_phase, append_wrote_and_renaming, Item, Phase, Plan, Wrote};
-use super::util::{join, parents_and_self, split, Fail, Faults};
+use super::paths::{join, parents_and_self, split};
 
 pub(super) struct Writer<'a> {
     pub(super) repo: &'a gix::Repository,
@@ -32,7 +33,7 @@ pub(super) struct Writer<'a> {
 const SYNCFS_ABOVE: usize = 64;
 
 impl Writer<'_> {
-    pub(super) fn run(&mut self, plan: &mut Plan) -> Result<(), Fail> {
+    pub(super) fn run(&mut self, plan: &mut Plan) -> Result<(), Failure> {
         let wrote = self.temp_files(plan)?;
         for (i, w) in wrote {
             if let Some(it) = plan.items.get_mut(i) {
@@ -43,17 +44,17 @@ impl Writer<'_> {
         // What each path will hold, durable before the first rename: what
         // rollback and recovery check before they move anything back.
         append_wrote_and_renaming(self.journal, plan)
-            .map_err(|e| Fail::because(format!("cannot update the journal: {e}"), &e))?;
+            .map_err(|e| Failure::because(format!("cannot update the journal: {e}"), &e))?;
         plan.phase = Phase::Renaming;
         self.renames(plan)?;
         append_phase(self.journal, Phase::Committed)
-            .map_err(|e| Fail::because(format!("cannot update the journal: {e}"), &e))?;
+            .map_err(|e| Failure::because(format!("cannot update the journal: {e}"), &e))?;
         plan.phase = Phase::Committed;
         Ok(())
     }
 
     /// Write every temp file; returns what each item puts at its path.
-    fn temp_files(&mut self, plan: &Plan) -> Result<Vec<(usize, Wrote)>, Fail> {
+    fn temp_files(&mut self, plan: &Plan) -> Result<Vec<(usize, Wrote)>, Failure> {
         let mut hasher = Hasher::for_checkout(self.repo, &plan.items)?;
         let mkdirs: HashSet<&BStr> = plan.mkdirs.iter().map(|m| m.as_bstr()).collect();
         let count = plan.items.iter().filter(|i| i.temp.is_some()).count();
@@ -63,7 +64,7 @@ impl Writer<'_> {
         let mut to_sync: Vec<(std::fs::File, &BStr)> = Vec::new();
         let mut wrote: Vec<(usize, Wrote)> = Vec::with_capacity(plan.items.len());
         for (i, it) in plan.items.iter().enumerate() {
-            Fail::if_interrupted()?;
+            Failure::if_interrupted()?;
             if it.new.is_none() {
                 wrote.push((i, Wrote::Absent));
                 continue;
@@ -75,115 +76,18 @@ impl Writer<'_> {
                 let (parent, _) = split(it.path.as_bstr());
                 self.ensure_dir(parent, &mkdirs)?;
             }
-            let (tdir, tname) = split(temp.as_bstr());
+            let (tdir, _) = split(temp.as_bstr());
             let dfd = self
                 .dirs
                 .get(tdir)
-                .map_err(|e| Fail::io("open the folder", tdir, e))?;
-            let unreadable = |e: &gix::Error| {
-                Fail::because(
-                    format!(
-                        "cannot read the new content of {} ({id}): {e}",
-                        crate::sys::paths::quote(it.path.as_bstr())
-                    ),
-                    e,
-                )
-            };
-            match kind {
-                EntryKind::Link if hasher.symlinks => {
-                    let blob = self.repo.find_blob(id).map_err(|e| unreadable(&e))?;
-                    rustix::fs::symlinkat(&blob.data[..], &*dfd, tname.as_bytes())
-                        .map_err(|e| Fail::io("create", temp.as_bstr(), e))?;
-                    let st = rustix::fs::statat(&*dfd, tname.as_bytes(), AtFlags::SYMLINK_NOFOLLOW)
-                        .map_err(|e| Fail::io("stat", temp.as_bstr(), e))?;
-                    wrote.push((
-                        i,
-                        Wrote::Link {
-                            ino: st.st_ino as u64,
-                            sha1: raw_sha1(&blob.data),
-                        },
-                    ));
-                }
-                // A symlink where git makes none is a plain file holding
-                // its target (no filters, as git writes it: design §3.15).
-                _ => {
-                    let exec = kind == EntryKind::BlobExecutable;
-                    let stand_in = kind == EntryKind::Link;
-                    // The file this one replaces keeps its permission bits
-                    // (design §7 "Modes"): the temp is private until they
-                    // are set, so no byte of it is ever more readable.
-                    let kept = self
-                        .replaced_perm(it)?
-                        .map(|perm| result_perm(perm, it.old, exec));
-                    let create = match kept {
-                        Some(_) => 0o600,
-                        None if exec => 0o777,
-                        None => 0o666,
-                    };
-                    let fd = rustix::fs::openat(
-                        &*dfd,
-                        tname.as_bytes(),
-                        OFlags::WRONLY
-                            | OFlags::CREATE
-                            | OFlags::EXCL
-                            | OFlags::NOFOLLOW
-                            | OFlags::CLOEXEC,
-                        Mode::from_raw_mode(create),
-                    )
-                    .map_err(|e| Fail::io("create", temp.as_bstr(), e))?;
-                    let file = std::fs::File::from(fd);
-                    let big = crate::git::blob::size(self.repo, id).map_err(|e| unreadable(&e))?
-                        > crate::git::blob::STREAM_ABOVE;
-                    // The bytes are hashed as they are written (what the
-                    // journal records of this path); whole blocks of zeros
-                    // stay holes.
-                    let mut sparse = crate::git::blob::Sparse::new(&file);
-                    let mut tee = Tee::new(&mut sparse);
-                    if stand_in {
-                        let blob = self.repo.find_blob(id).map_err(|e| unreadable(&e))?;
-                        std::io::Write::write_all(&mut tee, &blob.data)
-                            .map_err(|e| Fail::io("write", temp.as_bstr(), e))?;
-                    } else if big
-                        && crate::git::blob::smudge_is_identity(
-                            &mut hasher.pipeline,
-                            it.path.as_bstr(),
-                        )
-                    {
-                        // Copied from the object store as it is inflated.
-                        let mut from =
-                            crate::git::blob::open(self.repo, id).map_err(|e| unreadable(&e))?;
-                        crate::git::blob::copy(&mut from, &mut tee)
-                            .map_err(|e| Fail::io("write", temp.as_bstr(), e))?;
-                    } else {
-                        let blob = self.repo.find_blob(id).map_err(|e| unreadable(&e))?;
-                        hasher.smudge_into(&blob.data, it.path.as_bstr(), &mut tee)?;
-                    }
-                    let sha1 = tee.sha1();
-                    sparse
-                        .finish()
-                        .map_err(|e| Fail::io("write", temp.as_bstr(), e))?;
-                    if let Some(perm) = kept {
-                        // fchmod: no umask, and only on the file we made.
-                        rustix::fs::fchmod(&file, Mode::from_raw_mode(perm))
-                            .map_err(|e| Fail::io("set the mode of", temp.as_bstr(), e))?;
-                    }
-                    let md = file
-                        .metadata()
-                        .map_err(|e| Fail::io("stat", temp.as_bstr(), e))?;
-                    wrote.push((
-                        i,
-                        Wrote::File {
-                            mode: md.mode() & 0o7777,
-                            size: md.len(),
-                            ino: md.ino(),
-                            mtime: md.mtime(),
-                            mtime_ns: md.mtime_nsec(),
-                            sha1,
-                        },
-                    ));
-                    if per_file {
-                        to_sync.push((file, temp.as_bstr()));
-                    }
+                .map_err(|e| Failure::io("open the folder", tdir, e))?;
+            if kind == EntryKind::Link && hasher.symlinks {
+                wrote.push((i, self.temp_link(it, &dfd, temp, id)?));
+            } else {
+                let (file, w) = self.temp_file(&mut hasher, it, &dfd, temp, (kind, id))?;
+                wrote.push((i, w));
+                if per_file {
+                    to_sync.push((file, temp.as_bstr()));
                 }
             }
             self.synced.insert(tdir.into());
@@ -195,81 +99,55 @@ impl Writer<'_> {
         Ok(wrote)
     }
 
-    /// The permission bits of the file that `it` replaces: what stands at
-    /// its path now, when `S` has an entry there and it is a regular file
-    /// (`None` for a new path, or a symlink or folder in its place).
-    fn replaced_perm(&mut self, it: &Item) -> Result<Option<u32>, Fail> {
-        if it.old.is_none() || it.covered || it.aside_folder {
-            return Ok(None);
-        }
-        let path = it.path.as_bstr();
-        let (pfd, name) = match self.dirs.parent_of(path) {
-            Ok(p) => p,
-            // Not reachable as a folder: the rename step finds out why.
-            Err(_) => return Ok(None),
-        };
-        match rustix::fs::statat(&*pfd, name.as_bytes(), AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode).is_file() => {
-                Ok(Some(st.st_mode & 0o777))
-            }
-            Ok(_) | Err(Errno::NOENT) => Ok(None),
-            Err(e) => Err(Fail::io("stat", path, e)),
-        }
-    }
-
     /// Create the missing folders of `dir` (only those the journal lists).
-    fn ensure_dir(&mut self, dir: &BStr, mkdirs: &HashSet<&BStr>) -> Result<(), Fail> {
+    fn ensure_dir(&mut self, dir: &BStr, mkdirs: &HashSet<&BStr>) -> Result<(), Failure> {
         for p in parents_and_self(dir) {
-            match self.dirs.lstat(p).map_err(|e| Fail::io("stat", p, e))? {
+            match self.dirs.lstat(p).map_err(|e| Failure::io("stat", p, e))? {
                 Disk::Dir => {}
                 Disk::Absent if mkdirs.contains(p) => {
                     let (pdir, name) = split(p);
                     let pfd = self
                         .dirs
                         .get(pdir)
-                        .map_err(|e| Fail::io("open the folder", pdir, e))?;
+                        .map_err(|e| Failure::io("open the folder", pdir, e))?;
                     match rustix::fs::mkdirat(&*pfd, name.as_bytes(), Mode::from_raw_mode(0o777)) {
                         Ok(()) | Err(Errno::EXIST) => {}
-                        Err(e) => return Err(Fail::io("create the folder", p, e)),
+                        Err(e) => return Err(Failure::io("create the folder", p, e)),
                     }
                     self.synced.insert(pdir.into());
                 }
-                Disk::Absent => {
-                    return Err(Fail::msg(format!(
-                        "the folder {} disappeared during the write-back",
-                        crate::sys::paths::quote(p)
-                    )))
-                }
-                _ => {
-                    return Err(Fail::msg(format!(
-                        "{} is in the way of a folder the result needs",
-                        crate::sys::paths::quote(p)
-                    )))
-                }
+                Disk::Absent => return Err(Failure::path(p, PathProblem::Vanished)),
+                _ => return Err(Failure::path(p, PathProblem::InTheWay)),
             }
         }
         Ok(())
     }
 
-    fn rename(&mut self, from: &BStr, to: &BStr, what: &str, about: &BStr) -> Result<(), Fail> {
+    fn rename(
+        &mut self,
+        from: &BStr,
+        to: &BStr,
+        what: &'static str,
+        about: &BStr,
+    ) -> Result<(), Failure> {
         // design §7 "Signals": before the commit point, a signal rolls back.
-        Fail::if_interrupted()?;
+        Failure::if_interrupted()?;
         self.renames += 1;
         self.faults
             .fail_rename(self.renames)
-            .map_err(|e| Fail::io(what, about, e))?;
+            .map_err(|e| Failure::io(what, about, e))?;
         let (fdir, fname) = split(from);
         let (tdir, tname) = split(to);
         let ffd = self
             .dirs
             .get(fdir)
-            .map_err(|e| Fail::io("open the folder", fdir, e))?;
+            .map_err(|e| Failure::io("open the folder", fdir, e))?;
         let tfd = self
             .dirs
             .get(tdir)
-            .map_err(|e| Fail::io("open the folder", tdir, e))?;
+            .map_err(|e| Failure::io("open the folder", tdir, e))?;
         rename_noreplace(&ffd, fname.as_bytes(), &tfd, tname.as_bytes())
-            .map_err(|e| Fail::io(what, about, e))?;
+            .map_err(|e| Failure::io(what, about, e))?;
         self.dirs.forget(from);
         self.dirs.forget(to);
         self.synced.insert(fdir.into());
@@ -278,7 +156,7 @@ impl Writer<'_> {
         Ok(())
     }
 
-    fn renames(&mut self, plan: &Plan) -> Result<(), Fail> {
+    fn renames(&mut self, plan: &Plan) -> Result<(), Failure> {
         let mut hasher = Hasher::new(self.repo)?;
         let mkdirs: HashSet<&BStr> = plan.mkdirs.iter().map(|m| m.as_bstr()).collect();
         let covered: HashMap<&BStr, (EntryKind, ObjectId)> = plan
@@ -294,7 +172,7 @@ impl Writer<'_> {
             if self
                 .dirs
                 .lstat(path)
-                .map_err(|e| Fail::io("stat", path, e))?
+                .map_err(|e| Failure::io("stat", path, e))?
                 != Disk::Dir
             {
                 return Err(changed(path));
@@ -315,7 +193,7 @@ impl Writer<'_> {
                 let disk = self
                     .dirs
                     .lstat(path)
-                    .map_err(|e| Fail::io("stat", path, e))?;
+                    .map_err(|e| Failure::io("stat", path, e))?;
                 if !hasher.kind_matches(disk, s.0) {
                     return Err(changed(path));
                 }
@@ -324,7 +202,7 @@ impl Writer<'_> {
                 let afd = self
                     .dirs
                     .get(adir)
-                    .map_err(|e| Fail::io("open the folder", adir, e))?;
+                    .map_err(|e| Failure::io("open the folder", adir, e))?;
                 if !hasher.matches(&afd, aname, path, s)? {
                     return Err(changed(path));
                 }
@@ -347,7 +225,7 @@ impl Writer<'_> {
         aside: &BStr,
         path: &BStr,
         covered: &HashMap<&BStr, (EntryKind, ObjectId)>,
-    ) -> Result<(), Fail> {
+    ) -> Result<(), Failure> {
         let mut stack: Vec<BString> = vec![BString::default()];
         while let Some(rel) = stack.pop() {
             let here = if rel.is_empty() {
@@ -358,11 +236,11 @@ impl Writer<'_> {
             let entries = self
                 .dirs
                 .list(here.as_bstr())
-                .map_err(|e| Fail::io("read", here.as_bstr(), e))?;
+                .map_err(|e| Failure::io("read", here.as_bstr(), e))?;
             let dfd = self
                 .dirs
                 .get(here.as_bstr())
-                .map_err(|e| Fail::io("open the folder", here.as_bstr(), e))?;
+                .map_err(|e| Failure::io("open the folder", here.as_bstr(), e))?;
             for (name, kind) in entries {
                 let sub = if rel.is_empty() {
                     name.clone()
@@ -377,12 +255,7 @@ impl Writer<'_> {
                 match covered.get(original.as_bstr()) {
                     Some(&s) if hasher.matches(&dfd, name.as_bstr(), original.as_bstr(), s)? => {}
                     Some(_) => return Err(changed(original.as_bstr())),
-                    None => {
-                        return Err(Fail::msg(format!(
-                            "{} appeared in a folder the result replaces by a file",
-                            crate::sys::paths::quote(original.as_bstr())
-                        )))
-                    }
+                    None => return Err(Failure::path(original.as_bstr(), PathProblem::Appeared)),
                 }
             }
         }
@@ -390,18 +263,18 @@ impl Writer<'_> {
     }
 
     /// fsync the recorded folders, or the whole filesystem when there are many.
-    fn sync_folders(&mut self, whole_fs: bool) -> Result<(), Fail> {
+    fn sync_folders(&mut self, whole_fs: bool) -> Result<(), Failure> {
         let folders = std::mem::take(&mut self.synced);
         if whole_fs || folders.len() > SYNCFS_ABOVE {
             let root = self.dirs.root.clone();
-            return rustix::fs::syncfs(&*root).map_err(|e| Fail::io("sync", b"".as_bstr(), e));
+            return rustix::fs::syncfs(&*root).map_err(|e| Failure::io("sync", b"".as_bstr(), e));
         }
         let mut fds: Vec<(Rc<OwnedFd>, &BStr)> = Vec::with_capacity(folders.len());
         for f in &folders {
             let fd = self
                 .dirs
                 .get(f.as_bstr())
-                .map_err(|e| Fail::io("open the folder", f.as_bstr(), e))?;
+                .map_err(|e| Failure::io("open the folder", f.as_bstr(), e))?;
             fds.push((fd, f.as_bstr()));
         }
         let refs: Vec<(&OwnedFd, &BStr)> = fds.iter().map(|(fd, p)| (&**fd, *p)).collect();
@@ -411,10 +284,10 @@ impl Writer<'_> {
 
 /// fsync every descriptor, several at once: concurrent fsyncs are served by
 /// shared journal commits, where one after the other each waits for its own.
-fn fsync_all<F: std::os::fd::AsFd + Sync>(fds: &[(F, &BStr)]) -> Result<(), Fail> {
+fn fsync_all<F: std::os::fd::AsFd + Sync>(fds: &[(F, &BStr)]) -> Result<(), Failure> {
     const THREADS: usize = 8;
     let one = |(fd, path): &(F, &BStr)| {
-        rustix::fs::fsync(fd.as_fd()).map_err(|e| Fail::io("fsync", path, e))
+        rustix::fs::fsync(fd.as_fd()).map_err(|e| Failure::io("fsync", path, e))
     };
     if fds.len() <= 1 {
         return fds.iter().try_for_each(one);
@@ -429,9 +302,9 @@ fn fsync_all<F: std::os::fd::AsFd + Sync>(fds: &[(F, &BStr)]) -> Result<(), Fail
             .into_iter()
             .map(|h| {
                 h.join()
-                    .unwrap_or_else(|_| Err(Fail::msg("an fsync thread stopped unexpectedly")))
+                    .unwrap_or_else(|_| Err(Failure::msg("an fsync thread stopped unexpectedly")))
             })
-            .collect::<Result<Vec<()>, Fail>>()
+            .collect::<Result<Vec<()>, Failure>>()
     })?;
     Ok(())
 }
@@ -464,11 +337,8 @@ pub(super) fn result_perm(perm: u32, old: Option<(EntryKind, ObjectId)>, exec: b
     }
 }
 
-fn changed(path: &BStr) -> Fail {
-    Fail::msg(format!(
-        "{} changed on disk since the snapshot",
-        crate::sys::paths::quote(path)
-    ))
+fn changed(path: &BStr) -> Failure {
+    Failure::path(path, PathProblem::Changed)
 }
 
 pub(super) fn rename_noreplace(

@@ -37,6 +37,7 @@ pub use self::locate::{git_env, isolate_environment, open_source, GitEnv};
 use self::locate::{refuse_foreign_object_dirs, set_workdir};
 
 use crate::config::{Config, ConfigError};
+use crate::error::{lower_from, Lower};
 use crate::git::discovery::DiscoveryError;
 use crate::git::drivers::DriversError;
 use crate::sys::fs::{canonical, FsError};
@@ -46,19 +47,13 @@ use crate::sys::paths::is_unprintable;
 /// depends on where it is cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum RepoError {
-    /// No repository around the cwd, or one git-delegate cannot read
-    /// (`discovery` says which), or a work tree that cannot be read.
+    /// What a lower module failed with, its own words: no repository
+    /// around the cwd, or one git-delegate cannot read (`discovery` says
+    /// which), or a work tree that cannot be read; the source's
+    /// `delegate.toml`; restricting a workspace's filter drivers to the
+    /// recorded ones; resolving the source's folders to their real paths.
     #[error(transparent)]
-    Discovery(#[from] DiscoveryError),
-    /// The source's `delegate.toml`.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// Restricting a workspace's filter drivers to the recorded ones.
-    #[error(transparent)]
-    Drivers(#[from] DriversError),
-    /// Resolving the source's folders to their real paths.
-    #[error(transparent)]
-    Fs(#[from] FsError),
+    Lower(#[from] Lower),
     /// A workspace's repository at `dir`.
     #[error("cannot open the repository at {}", dir.display())]
     Open {
@@ -126,6 +121,8 @@ pub enum RepoError {
     #[error("GIT_ALTERNATE_OBJECT_DIRECTORIES={} is not an object folder of the repository (not listed in {})", dir.display(), objects.join("info/alternates").display())]
     Alternate { dir: PathBuf, objects: PathBuf },
 }
+
+lower_from!(RepoError: DiscoveryError, ConfigError, DriversError, FsError);
 
 type Result<T, E = RepoError> = std::result::Result<T, E>;
 

@@ -9,7 +9,7 @@
 //! prints anything; how an OS or gix error is classified stays in `error`
 //! (`Error::io`, `Error::git`).
 
-use crate::error::{Code, Error};
+use crate::error::{Code, Error, Explain};
 use crate::merge::MergeError;
 use crate::snapshot::SnapshotError;
 
@@ -18,8 +18,9 @@ use crate::snapshot::SnapshotError;
 /// is); a touched path that cannot be read, an I/O error named by its
 /// cause; a rebuilt index that cannot be written, `delegate::io`; the
 /// blob and sparse checkout errors, their own words.
-impl From<SnapshotError> for Error {
-    fn from(e: SnapshotError) -> Error {
+impl Explain for SnapshotError {
+    fn explain(self) -> Error {
+        let e = self;
         let message = e.to_string();
         match e {
             SnapshotError::Step { source, .. }
@@ -35,10 +36,7 @@ impl From<SnapshotError> for Error {
                 message,
                 "check the permissions of that folder; its work is read from its files either way",
             ),
-            SnapshotError::Blob(e) => e.into(),
-            SnapshotError::Sparse(e) => e.into(),
-            SnapshotError::Validate(e) => e.into(),
-            SnapshotError::Repo(e) => e.into(),
+            SnapshotError::Lower(e) => e.explain(),
         }
     }
 }
@@ -48,8 +46,9 @@ impl From<SnapshotError> for Error {
 /// named for what it is); the write-back check blocking what no task
 /// wrote is a bug. What a lower layer failed with, its own words (the
 /// write-back check's, as it worded them).
-impl From<MergeError> for Error {
-    fn from(e: MergeError) -> Error {
+impl Explain for MergeError {
+    fn explain(self) -> Error {
+        let e = self;
         let message = e.to_string();
         match e {
             MergeError::Git { source, .. }
@@ -66,15 +65,7 @@ impl From<MergeError> for Error {
                 message,
                 "report this bug; nothing was changed",
             ),
-            MergeError::Writeback(e) => e.into(),
-            MergeError::Snapshot(e) => e.into(),
-            MergeError::Repo(e) => e.into(),
-            MergeError::Ref(e) => e.into(),
-            MergeError::Commit(e) => e.into(),
-            MergeError::Diff(e) => e.into(),
-            MergeError::Validate(e) => e.into(),
-            MergeError::Sparse(e) => e.into(),
-            MergeError::Fs(e) => e.into(),
+            MergeError::Lower(e) => e.explain(),
         }
     }
 }
@@ -138,9 +129,12 @@ mod tests {
             )
         };
         // The write-back check's failure, as the check's own words.
-        let check = || crate::writeback::WritebackError::OpenRoot {
-            root: "/r".into(),
-            source: std::io::Error::from_raw_os_error(rustix::io::Errno::ROFS.raw_os_error()),
+        let check = || {
+            crate::writeback::WritebackError::from(crate::sys::fs::PathError {
+                op: "open the working tree",
+                path: "/r".into(),
+                source: std::io::Error::from_raw_os_error(rustix::io::Errno::ROFS.raw_os_error()),
+            })
         };
         let e = Error::from(MergeError::from(check()));
         assert_eq!(words(&e), words(&Error::from(check())));
@@ -166,9 +160,7 @@ mod tests {
         let diff = || crate::git::diff::DiffError::ReadTree {
             source: gix::Error::from_error(std::fmt::Error),
         };
-        let e = Error::from(MergeError::from(crate::writeback::WritebackError::from(
-            diff(),
-        )));
+        let e = Error::from(MergeError::from(diff()));
         assert_eq!(words(&e), words(&Error::from(diff())));
         assert_eq!(e.code, Code::Git);
 

@@ -4,8 +4,10 @@
 //! help line (the message is the typed error's `Display`), and for a config
 //! error the file and span it points at. One `From<XError> for Error` per
 //! enum, so `?` converts wherever an `Error` is returned (docs/architecture.md
-//! "Errors"). This file holds the impls for the floor, `git/` and
-//! `record/`; a layer above may have a file of its own here, named for it.
+//! "Errors"). This file holds the impls for the floor and `ops::lock`;
+//! each layer above has a file of its own here, named for it (`git.rs`,
+//! `record.rs`, `engine.rs` for `snapshot/` and `merge/`, `writeback.rs`,
+//! `workspace.rs`).
 //!
 //! Owns: which code, exit status and help each typed error has.
 //! Never: decides what failed (the module that raises the error does) or
@@ -15,26 +17,13 @@
 mod engine;
 
 use crate::config::ConfigError;
-use crate::error::{Code, Error};
-use crate::git::blob::BlobError;
-use crate::git::commit::CommitError;
-use crate::git::diff::DiffError;
-use crate::git::discovery::DiscoveryError;
-use crate::git::drivers::DriversError;
-use crate::git::ident::IdentError;
-use crate::git::refs::RefError;
-use crate::git::repo::RepoError;
-use crate::git::sparse::SparseError;
-use crate::git::transport::TransportError;
-use crate::git::validate::ValidateError;
+use crate::error::{Code, Error, Explain};
 use crate::ops::lock::LockError;
-use crate::record::batch::BatchError;
-use crate::record::busy::BusyError;
-use crate::record::kept::KeptError;
-use crate::record::pool::PoolError;
 use crate::sys::fs::{FsError, PathError};
 use crate::sys::paths::shell_quote;
 
+mod git;
+mod record;
 mod workspace;
 mod writeback;
 
@@ -49,8 +38,9 @@ fn quoted(path: &std::path::Path) -> String {
 /// write the file (design §3.18 "Commands from the shared git dir"): when
 /// it differs from the copy of the file the user confirmed, the help says
 /// how to compare the two and how to put the confirmed one back.
-impl From<ConfigError> for Error {
-    fn from(e: ConfigError) -> Error {
+impl Explain for ConfigError {
+    fn explain(self) -> Error {
+        let e = self;
         const FIX: &str =
             "fix or remove that line; `man git-delegate` lists every key and its values";
         const TWICE: &str = "a table or key is given twice (appended a second time?): keep one, removing the second or moving its lines into the first; `man git-delegate` lists every key and its values";
@@ -107,173 +97,11 @@ impl From<ConfigError> for Error {
     }
 }
 
-/// Discovery errors (design §3.15): exit 3, each with what to do about
-/// the `.git` it names.
-impl From<DiscoveryError> for Error {
-    fn from(e: DiscoveryError) -> Error {
-        use DiscoveryError as D;
-        let message = e.to_string();
-        let (code, help) = match &e {
-            D::NotFound(_) => (
-                Code::NotARepository,
-                "run git delegate from inside a git working tree, or pass `git -C DIR delegate ...`".into(),
-            ),
-            D::DanglingLink { dotgit, .. } => (
-                Code::NotARepository,
-                format!(
-                    "point the link at the repository's git folder, or remove it (`rm {}`)",
-                    quoted(dotgit)
-                ),
-            ),
-            D::BadGitFile { dotgit } => (
-                Code::NotARepository,
-                format!(
-                    "write the repository's git folder into it as `gitdir: PATH`, or move it away (`mv {0} {0}.broken`)",
-                    quoted(dotgit)
-                ),
-            ),
-            D::GitFileTargetMissing { dotgit, .. } => (
-                Code::NotARepository,
-                format!(
-                    "if the repository moved, write its git folder into {} (`gitdir: PATH`; `git worktree repair` does it for a linked worktree, run in its main working tree); if it is gone, move the file away",
-                    dotgit.display()
-                ),
-            ),
-            D::SpecialFile { dotgit } => (
-                Code::NotARepository,
-                format!(
-                    "move it away (`mv {0} {0}.moved`) or run git delegate in another folder",
-                    quoted(dotgit)
-                ),
-            ),
-            D::NotGit { dotgit, .. } => (
-                Code::NotARepository,
-                format!(
-                    "repair or move away {}, or run git delegate in another folder",
-                    dotgit.display()
-                ),
-            ),
-            D::Unreadable { path, source } => {
-                let shown = quoted(path);
-                let help = if source.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
-                    format!("{shown} is a symbolic link that leads back to itself: point it at the repository's git folder, or remove it (`rm {shown}`)")
-                } else if source.kind() == std::io::ErrorKind::PermissionDenied {
-                    format!("run git delegate as a user who may read it, or give yourself read access (`ls -ld {shown}` shows its owner and mode)")
-                } else {
-                    format!("check {shown} (`ls -ld {shown}`) and run the command again")
-                };
-                (Code::UnreadableGitDir, help)
-            }
-            D::UnsupportedObjectFormat { .. } => (
-                Code::UnsupportedObjectFormat,
-                "git delegate works in SHA-1 and SHA-256 repositories; use it in a clone of the project in one of those formats".into(),
-            ),
-            D::UnsupportedRefFormat { .. } => (
-                Code::UnsupportedRefFormat,
-                "git delegate needs git's `files` ref format: convert the repository with `git refs migrate --ref-format=files` (git 2.46 or later; it refuses while reflogs exist, which `git reflog expire --expire=all --all` deletes), or work in a clone made with `git clone --ref-format=files`".into(),
-            ),
-            D::DubiousOwnership { shown, .. } => (
-                Code::DubiousOwnership,
-                format!(
-                    "if you trust it, let git (and git delegate) in as git says: git config --global --add safe.directory {}",
-                    quoted(shown)
-                ),
-            ),
-        };
-        Error::state(code, message, help)
-    }
-}
-
-/// The command that lists `dir` in `objects`' `info/alternates` (git reads
-/// an absolute path there as it is).
-fn list_as_alternate(dir: &std::path::Path, objects: &std::path::Path) -> String {
-    format!(
-        "echo {} >> {}",
-        quoted(dir),
-        quoted(&objects.join("info/alternates"))
-    )
-}
-
-/// Opening the source or a workspace (design §3.15): a bare repository, a
-/// moved source and locating variables git-delegate cannot honour are
-/// state errors saying what to do; a workspace root that cannot be, a usage
-/// error; gix's failures, `delegate::git` (or a full disk, read-only
-/// filesystem or denied permission inside it), as before.
-impl From<RepoError> for Error {
-    fn from(e: RepoError) -> Error {
-        use RepoError as R;
-        let message = e.to_string();
-        let env = |help: String| Error::state(Code::UnsupportedEnvironment, message.clone(), help);
-        match e {
-            R::Discovery(e) => e.into(),
-            R::Config(e) => e.into(),
-            R::Drivers(e) => e.into(),
-            R::Fs(e) => e.into(),
-            R::Open { source, .. } | R::Workdir { source, .. } | R::Reopen { source, .. } => {
-                Error::git(message, source)
-            }
-            R::Cwd { source } => Error::io(message, source),
-            R::Moved { batch, root, .. } => Error::state(
-                Code::SourceMoved,
-                message,
-                format!(
-                    "a batch writes back into the working tree it was prepared in: if you moved it, move it back to {} and run `git delegate apply {batch}` there; to give the batch up, `git delegate drop {batch} --force`",
-                    root.display()
-                ),
-            ),
-            R::Foreign { dir, .. } => Error::state(
-                Code::WorkspaceMissing,
-                message,
-                format!(
-                    "a worker changed the workspace's registration: nothing was read or written through it; look at {} and `git worktree list`, then `git delegate drop` the batch (its work stays in that folder)",
-                    dir.display()
-                ),
-            ),
-            R::Bare { .. } => Error::state(
-                Code::BareRepository,
-                message,
-                "git delegate needs a working tree to snapshot: run it inside a non-bare clone or a linked worktree",
-            ),
-            R::NoWorkspaceRoot => Error::usage(
-                Code::NoWorkspaceRoot,
-                message,
-                "set `workspace.root` in .git/delegate.toml",
-            ),
-            R::RootInsideSource { .. } => Error::usage(
-                Code::WorkspaceRootInsideSource,
-                message,
-                "tools such as cargo, npm and eslint search parent folders; set `workspace.root` in .git/delegate.toml to a folder outside the project",
-            ),
-            R::CommonDir { common_dir, .. } => env(format!(
-                "run it without that variable (`unset GIT_COMMON_DIR`, then the command again): git delegate then works in the repository of this working tree, {}",
-                common_dir.display()
-            )),
-            // Its workspaces (linked worktrees, which do not see the
-            // variable) read objects in `objects` only: the variable goes,
-            // and what git wrote there stays readable as an alternate.
-            R::ObjectDir {
-                dir,
-                objects,
-                is_dir: true,
-            } => env(format!(
-                "make the objects there readable from the repository (`{}`), then run the command again without the variable (`unset GIT_OBJECT_DIRECTORY`)",
-                list_as_alternate(&dir, &objects)
-            )),
-            R::ObjectDir { is_dir: false, .. } => env(
-                "run the command again without that variable (`unset GIT_OBJECT_DIRECTORY`)".into(),
-            ),
-            R::Alternate { dir, objects } => env(format!(
-                "list it there (`{}`), so that the workspaces read it too, then run the command again; or run it without the variable (`unset GIT_ALTERNATE_OBJECT_DIRECTORIES`)",
-                list_as_alternate(&dir, &objects)
-            )),
-        }
-    }
-}
-
 /// The repository lock: `delegate::locked` when another command holds it,
 /// an I/O error (named by its cause) when its file cannot be had.
-impl From<LockError> for Error {
-    fn from(e: LockError) -> Error {
+impl Explain for LockError {
+    fn explain(self) -> Error {
+        let e = self;
         let message = e.to_string();
         match e {
             LockError::Io(e) => e.into(),
@@ -287,35 +115,12 @@ impl From<LockError> for Error {
     }
 }
 
-/// A batch being verified by another apply: exit 3, wait for it.
-impl From<BusyError> for Error {
-    fn from(e: BusyError) -> Error {
-        Error::state(
-            Code::BatchBusy,
-            e.to_string(),
-            "wait for that apply to finish, then run this command again",
-        )
-    }
-}
-
-/// The pool's records: an id or a record that cannot be one is a bug; the
-/// folder and the file, I/O errors named by their cause.
-impl From<PoolError> for Error {
-    fn from(e: PoolError) -> Error {
-        match e {
-            PoolError::Fs(e) => e.into(),
-            PoolError::BadId { .. } | PoolError::Toml(_) => {
-                Error::state(Code::Internal, e.to_string(), "report this bug")
-            }
-        }
-    }
-}
-
 /// The filesystem helpers' failures: I/O errors, a full disk, a read-only
 /// filesystem or a denied permission named for what it is (for a write,
 /// with the filesystem that holds its folder).
-impl From<FsError> for Error {
-    fn from(e: FsError) -> Error {
+impl Explain for FsError {
+    fn explain(self) -> Error {
+        let e = self;
         match e {
             FsError::Write { dir, io } => Error::io_at(io.to_string(), &dir, io.source),
             FsError::Path(e) => e.into(),
@@ -325,291 +130,10 @@ impl From<FsError> for Error {
 
 /// A path's I/O error: named by its cause (a full disk, a read-only
 /// filesystem or a denied permission for what it is).
-impl From<PathError> for Error {
-    fn from(e: PathError) -> Error {
+impl Explain for PathError {
+    fn explain(self) -> Error {
+        let e = self;
         Error::io(e.to_string(), e.source)
-    }
-}
-
-/// A file that could not be stored as a blob or checked out: a failing
-/// filter driver is `delegate::filter_failed` with what to fix; a full,
-/// read-only or forbidden object store is named for what it is (with the
-/// filesystem that holds it); a file that cannot be read,
-/// `delegate::unreadable_file`.
-impl From<BlobError> for Error {
-    fn from(e: BlobError) -> Error {
-        let message = e.to_string();
-        match e {
-            BlobError::Filters { source } => Error::git(message, source),
-            BlobError::DriverFailed {
-                direction, driver, ..
-            } => Error::state(
-                Code::FilterFailed,
-                message,
-                format!(
-                    "fix the filter driver (`git config filter.{driver}.{direction}`), or let git run without it with `git config filter.{driver}.required false`, then run the command again"
-                ),
-            ),
-            BlobError::FilterFailed { .. } => Error::state(
-                Code::FilterFailed,
-                message,
-                "fix the filter driver that the file's `filter` attribute names, or make it optional with `git config filter.<driver>.required false`, then run the command again",
-            ),
-            BlobError::ProcessStart { program, .. } => Error::state(
-                Code::FilterFailed,
-                message,
-                format!(
-                    "install `{program}` (git needs it for these files too: `git add` and `git checkout` fail the same way; for Git LFS, the `git-lfs` package), check that `{program}` runs from this shell, then run the command again"
-                ),
-            ),
-            BlobError::ProcessStopped { driver, .. } => {
-                let help = if driver == "lfs" {
-                    "git-lfs says above why it could not give the files' content (often: the LFS objects are not in this clone and the LFS server cannot be reached): fetch them with `git lfs fetch` once it can be, or run the command with GIT_LFS_SKIP_SMUDGE=1 to give the workspaces the pointers instead, as `git worktree add` would".to_string()
-                } else {
-                    format!(
-                        "the driver's own messages above say why: fix what they report (`git config filter.{driver}.process` shows the command), then run the command again"
-                    )
-                };
-                Error::state(Code::FilterFailed, message, help)
-            }
-            BlobError::Store {
-                objects,
-                cause,
-                source,
-                ..
-            } => match crate::error::io_cause(&source) {
-                Some(io) => cause.error(message, Some(&objects), io),
-                None => Error::git(message, source),
-            },
-            BlobError::Unreadable { .. } => Error::state(
-                Code::UnreadableFile,
-                message,
-                "make the file readable (or remove it), then run the command again",
-            ),
-        }
-    }
-}
-
-/// A private ref the git library failed on: `delegate::git` (or a full
-/// disk, read-only filesystem or denied permission inside it, named for
-/// what it is), as every failure inside gix.
-impl From<RefError> for Error {
-    fn from(e: RefError) -> Error {
-        let message = e.to_string();
-        match e {
-            RefError::Name { source, .. } => Error::git(message, source),
-            RefError::Write { source, .. }
-            | RefError::Read { source, .. }
-            | RefError::Delete { source, .. }
-            | RefError::List { source } => Error::git(message, source),
-        }
-    }
-}
-
-/// A commit the git library failed on: `delegate::git` as for refs; a
-/// commit that is not there, `delegate::missing_object`.
-impl From<CommitError> for Error {
-    fn from(e: CommitError) -> Error {
-        let message = e.to_string();
-        match e {
-            CommitError::Missing { .. } => Error::state(
-                Code::MissingObject,
-                message,
-                "the repository lost objects git-delegate needs; run `git fsck`",
-            ),
-            CommitError::Write { source }
-            | CommitError::BadId { source, .. }
-            | CommitError::Read { source, .. } => Error::git(message, source),
-        }
-    }
-}
-
-/// A kept proposal's ref or commit: the words of its cause.
-impl From<KeptError> for Error {
-    fn from(e: KeptError) -> Error {
-        let message = e.to_string();
-        match e {
-            KeptError::Ref(e) => e.into(),
-            KeptError::Commit(e) => e.into(),
-            KeptError::Read { source, .. } => Error::git(message, source),
-        }
-    }
-}
-
-/// Two trees the git library failed on: `delegate::git`; a tree past the
-/// bound of design §3.18 "Limits": `delegate::invalid_path` (exit 3; a
-/// command that lands tasks refuses such a task alone before it gets here).
-impl From<DiffError> for Error {
-    fn from(e: DiffError) -> Error {
-        let message = e.to_string();
-        match e {
-            DiffError::ReadTree { source } | DiffError::Compare { source } => {
-                Error::git(message, source)
-            }
-            DiffError::TooMany { .. } => Error::state(
-                Code::InvalidPath,
-                format!("a proposal's tree holds {message}"),
-                "nothing was changed; a worker's proposal never brings that many paths: drop it, and have its worker submit its real work",
-            ),
-        }
-    }
-}
-
-/// The git command against a remote: `delegate::remote_failed`, with what
-/// to check.
-impl From<TransportError> for Error {
-    fn from(e: TransportError) -> Error {
-        let message = e.to_string();
-        let help = match &e {
-            TransportError::Spawn { .. } => "install git (git-delegate moves refs to and from remotes with the git command) and make sure it is on PATH".to_string(),
-            TransportError::Failed { remote, .. } => format!(
-                "check that the remote {remote} is reachable and accepts refs under refs/pi-delegate/ (run the command above to see git's own output), then run the command again"
-            ),
-        };
-        Error::state(Code::RemoteFailed, message, help)
-    }
-}
-
-/// Putting `ident` right in a checkout: `delegate::git` for the git
-/// library's failures, an I/O error (named by its cause) for the files.
-impl From<IdentError> for Error {
-    fn from(e: IdentError) -> Error {
-        let message = e.to_string();
-        match e {
-            IdentError::Git { source, .. } => Error::git(message, source),
-            IdentError::Smudge { source, .. } | IdentError::Write { source, .. } => {
-                Error::io(message, source)
-            }
-        }
-    }
-}
-
-/// A sparse checkout (design §3.15): a bad `--sparse` folder is a usage
-/// error; the files and the index are I/O and git errors named by their
-/// cause, as before.
-impl From<SparseError> for Error {
-    fn from(e: SparseError) -> Error {
-        let message = e.to_string();
-        match e {
-            SparseError::Read { source, .. } => Error::io(message, source),
-            SparseError::Write { path, source } => Error::io_at(message, &path, source),
-            SparseError::Index { source, .. } => Error::git(message, source),
-            SparseError::Expand { source } => Error::git(message, source),
-            SparseError::BadPattern { .. } => Error::usage(
-                Code::BadPattern,
-                message,
-                "give --sparse a folder path relative to the repository's top folder, such as `--sparse src/app` (cone patterns: no wildcards, no `..`)",
-            ),
-        }
-    }
-}
-
-/// The drivers a batch does not let run: a configuration that cannot be
-/// edited in memory is a git error named by its cause, as before.
-impl From<DriversError> for Error {
-    fn from(e: DriversError) -> Error {
-        let message = e.to_string();
-        match e {
-            DriversError::Restrict { source } => Error::git(message, source),
-        }
-    }
-}
-
-/// Paths git refuses (design §3.18 "Paths"): a working tree holding them
-/// is `delegate::invalid_path` (exit 3), naming them in the message and in
-/// `error.invalid_paths` (the first `validate::NAMED`); a tree that cannot
-/// be read is a git error named by its cause, as before.
-impl From<ValidateError> for Error {
-    fn from(e: ValidateError) -> Error {
-        use crate::git::validate::NAMED;
-        use crate::sys::paths::{doc_bytes, is_lossy, note_lossy};
-        let message = e.to_string();
-        match e {
-            ValidateError::Tree { source, .. } => Error::git(message, source),
-            ValidateError::InWorkingTree { found, .. } => {
-                let mut details = serde_json::Map::new();
-                details.insert(
-                    "invalid_paths".into(),
-                    found
-                        .iter()
-                        .take(NAMED)
-                        .map(|f| serde_json::json!({"path": doc_bytes(&f.path), "reason": f.why}))
-                        .collect::<Vec<_>>()
-                        .into(),
-                );
-                let lossy = found.iter().take(NAMED).any(|f| is_lossy(&f.path));
-                note_lossy(&mut details, lossy);
-                Error::state(
-                    Code::InvalidPath,
-                    message,
-                    "rename or remove them (`git add` refuses them too, as \"invalid path\"), then run the command again",
-                )
-                .with_details(details)
-            }
-        }
-    }
-}
-
-/// A batch's record and a `BATCH` or task argument (design §3): the
-/// arguments are usage errors (exit 2) saying what to name instead; a
-/// corrupt record is exit 3 with the command that removes it; the files are
-/// I/O errors named by their cause.
-impl From<BatchError> for Error {
-    fn from(e: BatchError) -> Error {
-        use BatchError as B;
-        let message = e.to_string();
-        const LIST: &str = "run `git delegate status` to list the batches";
-        match e {
-            B::TaskNotOpen { .. } => Error::usage(
-                Code::TaskNotOpen,
-                message,
-                "name only open tasks; `git delegate status` lists them",
-            ),
-            B::UnknownTask { tasks, .. } => Error::usage(
-                Code::UnknownTask,
-                message,
-                format!("its tasks are: {}", tasks.join(", ")),
-            ),
-            B::Record { .. } => Error::state(
-                Code::State,
-                message,
-                "paths in batch state must be valid UTF-8; move the repository or workspace root to such a path",
-            ),
-            B::CreateDir { source, .. } | B::Remove { source, .. } | B::List { source, .. } => {
-                Error::io(message, source)
-            }
-            B::Write(e) => e.into(),
-            B::Corrupt { id, .. } => Error::state(
-                Code::CorruptBatch,
-                message,
-                format!(
-                    "remove the batch with `git delegate drop {id} --force` (the changes in its workspaces are saved as proposal refs first)"
-                ),
-            ),
-            B::NoBatch => Error::usage(
-                Code::NoBatch,
-                message,
-                "create one with `git delegate prepare`",
-            ),
-            B::SeveralBatches { .. } => Error::usage(
-                Code::AmbiguousBatch,
-                message,
-                "name one: its label, its id, or the first 4 or more characters of its id",
-            ),
-            B::ShortPrefix { .. } | B::NoMatch { .. } => {
-                Error::usage(Code::UnknownBatch, message, LIST)
-            }
-            B::AmbiguousPrefix { .. } => Error::usage(
-                Code::AmbiguousBatch,
-                message,
-                "give more characters of the id",
-            ),
-            B::BadTaskName { .. } => Error::usage(
-                Code::BadTaskName,
-                message,
-                "task names are 1-64 characters of A-Z a-z 0-9 . _ -, start with a letter or digit, and contain no `..` nor end in `.` or `.lock`",
-            ),
-        }
     }
 }
 

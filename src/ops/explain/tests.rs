@@ -5,6 +5,13 @@
 //! Never: words an error itself (the impls in `mod.rs` do).
 
 use super::*;
+use crate::git::blob::BlobError;
+use crate::git::discovery::DiscoveryError;
+use crate::git::repo::RepoError;
+use crate::git::transport::TransportError;
+use crate::record::batch::BatchError;
+use crate::record::busy::BusyError;
+use crate::record::pool::PoolError;
 use std::path::Path;
 
 #[test]
@@ -127,6 +134,11 @@ fn the_words_are_those_the_modules_wrote() {
         "{}",
         e.help
     );
+}
+
+/// The same, for the files, the discovery, a batch's record and a filter.
+#[test]
+fn the_words_of_files_records_and_filters_are_those_the_modules_wrote() {
     let os = |e: rustix::io::Errno| std::io::Error::from_raw_os_error(e.raw_os_error());
     let e = Error::from(FsError::Write {
         dir: "/nonexistent".into(),

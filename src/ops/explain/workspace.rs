@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use crate::error::{Code, Error};
+use crate::error::{Code, Error, Explain};
 use crate::workspace::shared_root::{Reason, Refused};
 use crate::workspace::submodules::Moved;
 use crate::workspace::{Cause, PlanError, WorkspaceError};
@@ -44,23 +44,13 @@ fn git_at(message: String, path: &Path, source: Cause) -> Error {
 /// root, a carried file in the way) exits 3 with what to do; the files are
 /// I/O and git errors named by their cause (under the workspace root, with
 /// the hint that it can move), as before.
-impl From<WorkspaceError> for Error {
-    fn from(e: WorkspaceError) -> Error {
+impl Explain for WorkspaceError {
+    fn explain(self) -> Error {
+        let e = self;
         use WorkspaceError as W;
         let message = e.to_string();
         match e {
-            W::Worded(e) => e,
-            W::Repo(e) => e.into(),
-            W::Snapshot(e) => e.into(),
-            W::Pool(e) => e.into(),
-            W::Blob(e) => e.into(),
-            W::Fs(e) => e.into(),
-            W::Batch(e) => e.into(),
-            W::Sparse(e) => e.into(),
-            W::Diff(e) => e.into(),
-            W::Ident(e) => e.into(),
-            W::Drivers(e) => e.into(),
-            W::Io(e) => e.into(),
+            W::Lower(e) => e.explain(),
             W::At { at, in_root, io } => match Error::io_at(message, &at, io.source) {
                 e if in_root => e.in_workspace_root(),
                 e => e,
@@ -282,8 +272,9 @@ fn unsafe_root(message: String, r: &Refused) -> Error {
 /// 2): gc removes neither a registered worktree nor a folder holding files
 /// (either may hold work, design §3.18), so the help says what works for
 /// each (design §3.16 "Hints").
-impl From<PlanError> for Error {
-    fn from(e: PlanError) -> Error {
+impl Explain for PlanError {
+    fn explain(self) -> Error {
+        let e = self;
         let message = e.to_string();
         let help = match e {
             PlanError::FolderExists {

@@ -13,7 +13,7 @@
 //! says whether the journal is still there), or prints anything; how an OS
 //! error is classified stays in `error` (`FsCause`).
 
-use crate::error::{Code, Error};
+use crate::error::{Code, Error, Explain};
 use crate::writeback::{Cause, RollbackFailed, WriteError, WritebackError};
 
 /// A write-back that cannot start, or a journal recovery cannot read (what
@@ -21,23 +21,20 @@ use crate::writeback::{Cause, RollbackFailed, WriteError, WritebackError};
 /// own): `delegate::git` for the filters, I/O errors named by their cause for
 /// the folders and files; a path git refuses reaching the write-back is a
 /// bug, and nothing was changed.
-impl From<WritebackError> for Error {
-    fn from(e: WritebackError) -> Error {
+impl Explain for WritebackError {
+    fn explain(self) -> Error {
+        let e = self;
         let message = e.to_string();
         match e {
             // Passed on as they are: worded as their own.
-            WritebackError::Write(e) => e.into(),
-            WritebackError::Diff(e) => e.into(),
+            WritebackError::Lower(e) => e.explain(),
             WritebackError::Filters { source, .. } => Error::git(message, source),
             WritebackError::Invalid { .. } => Error::state(
                 Code::Internal,
                 message,
                 "report this bug; nothing was changed",
             ),
-            WritebackError::OpenRoot { source, .. }
-            | WritebackError::Read { source, .. }
-            | WritebackError::RemoveJournal { source, .. }
-            | WritebackError::OpenToRecover { source, .. } => Error::io(message, source),
+            WritebackError::OpenToRecover { source, .. } => Error::io(message, source),
         }
     }
 }
@@ -48,8 +45,9 @@ impl From<WritebackError> for Error {
 /// `delegate::write_check_failed` unless its cause names another code;
 /// `delegate::interrupted` rolled back on a signal; and
 /// `delegate::rollback_failed` naming the paths left (message and JSON).
-impl From<WriteError> for Error {
-    fn from(e: WriteError) -> Error {
+impl Explain for WriteError {
+    fn explain(self) -> Error {
+        let e = self;
         let message = e.to_string();
         match e {
             WriteError::OpenRoot { source, root } => failed(
@@ -180,11 +178,9 @@ mod tests {
 
     const AS_BEFORE: &str = "the working tree is as it was before; ";
 
-    /// The words these errors had when they were built in place (the suite
-    /// provokes the others through the binary): code, exit status,
-    /// message, help.
-    #[test]
-    fn the_words_are_those_the_modules_wrote() {
+    /// The cases of [`the_words_are_those_the_modules_wrote`]: the error,
+    /// its code, message and help.
+    fn cases() -> Vec<(Error, Code, &'static str, String)> {
         use rustix::io::Errno;
         let what = |w: &str| w.to_string();
         let check = |cause| WriteError::Check {
@@ -195,7 +191,7 @@ mod tests {
         let checking =
             "cannot check the working tree before writing: cannot stat a: Input/output error (EIO)";
         let rot = |d: &str| Some(Cause::Filter(Some(d.into())));
-        let cases: Vec<(Error, Code, &str, String)> = vec![
+        vec![
             (
                 WritebackError::Invalid { path: ".git/config".into(), why: "it is inside .git" }.into(),
                 Code::Internal,
@@ -268,17 +264,26 @@ mod tests {
                 "interrupted by a signal during the write-back into /s: it was rolled back, so every path there is as it was before",
                 "nothing of it was written; run the command again to write it".into(),
             ),
-        ];
-        for (e, code, message, help) in cases {
+        ]
+    }
+
+    /// The words these errors had when they were built in place (the suite
+    /// provokes the others through the binary): code, exit status,
+    /// message, help.
+    #[test]
+    fn the_words_are_those_the_modules_wrote() {
+        use rustix::io::Errno;
+        for (e, code, message, help) in cases() {
             assert_eq!(
                 (e.code, e.exit_code(), e.message.as_str(), e.help.as_str()),
                 (code, 3, message, help.as_str())
             );
         }
-        let e = Error::from(WritebackError::Read {
+        let e = Error::from(WritebackError::from(crate::sys::fs::PathError {
+            op: "read",
             path: "/s/.git/delegate/batches".into(),
             source: os(Errno::ROFS),
-        });
+        }));
         assert_eq!(e.code, Code::ReadOnlyFilesystem);
         assert!(
             e.message
@@ -291,9 +296,9 @@ mod tests {
         assert_eq!(details, serde_json::json!({"interrupted": "rolled_back"}));
     }
 
-    /// What a write-back's entry point passes on (`WritebackError::Write`,
-    /// `::Diff`) is worded as its own error is: code, exit status, message,
-    /// help and JSON details.
+    /// What a write-back's entry point passes on (`WritebackError::Lower`:
+    /// a `WriteError`, a `DiffError`) is worded as its own error is: code,
+    /// exit status, message, help and JSON details.
     #[test]
     fn what_the_write_back_passes_on_keeps_its_words() {
         let write = || WriteError::Interrupted { root: "/s".into() };

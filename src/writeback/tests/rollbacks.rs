@@ -177,7 +177,7 @@ fn the_journal_records_what_was_written() {
         .iter()
         .filter(|i| i.new.is_some())
         .flat_map(|i| {
-            util::parents(i.path.as_bstr())
+            super::super::paths::parents(i.path.as_bstr())
                 .map(BString::from)
                 .collect::<Vec<_>>()
         })
