@@ -2,7 +2,8 @@
 //! snapshot the source as it is now (only where the proposals touch it, or
 //! whole where that is not exact: `touched`), integrate the candidates in
 //! task order onto their bases and that snapshot (`integrate`), and take out
-//! the tasks the write-back check blocks; and copying the objects a write
+//! the tasks the write-back check blocks (`checker`, the one
+//! persist-then-check every landing runs); and copying the objects a write
 //! needs from object memory into the object store (`persist`). Shared by
 //! `apply` (and its dry run), `apply --kept` (`kept`), `diff --source`
 //! (`review`), `undo`'s re-apply and `verify`, so that all of them land
@@ -46,12 +47,7 @@ pub fn plan(
 ) -> Result<integrate::Plan> {
     let screened = integrate::screen(mem, baseline_tree, candidates)?;
     let s_tree = source_tree_screened(mem, baseline_tree, candidates, &screened)?;
-    let mut check = |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> {
-        if persist_old {
-            persist(&source.repo, mem, writes, Side::Old)?;
-        }
-        Ok(writeback::check(source, writes)?)
-    };
+    let mut check = checker(source, mem, persist_old);
     integrate::integrate_screened(
         mem,
         baseline_tree,
@@ -61,6 +57,23 @@ pub fn plan(
         strict,
         &mut check,
     )
+}
+
+/// The write-back check every landing runs on a plan's writes (design
+/// §3.2 step 3): with `persist_old` (a real apply), the old side of each
+/// write is copied into the object store first, so that the journal can
+/// always restore it; then which writes the working tree blocks.
+pub fn checker<'a>(
+    source: &'a Source,
+    mem: &'a gix::Repository,
+    persist_old: bool,
+) -> impl FnMut(&[PathWrite]) -> Result<Vec<writeback::Blocked>> + 'a {
+    move |writes: &[PathWrite]| {
+        if persist_old {
+            persist(&source.repo, mem, writes, Side::Old)?;
+        }
+        Ok(writeback::check(source, writes)?)
+    }
 }
 
 /// The source as it is now, as `candidates`' merges need it (into `mem`):

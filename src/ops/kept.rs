@@ -201,6 +201,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
             remote_left: None,
             // A signal once the write-back began, which was finished (design §7 "Signals").
             interrupted: w.wrote && crate::sys::interrupt::interrupted(),
+            refreshed: None,
         },
         kept: k,
         root: source.root.clone(),

@@ -3,8 +3,10 @@
 //! is still the one prepare made, the problems (`problems`), and the
 //! proposals kept after their task ended (design §3.16 "kept"), and the
 //! processes running in each workspace (design §3.16), and the files
-//! still conflicted in each `conflicted` task's workspace (design §3.12);
-//! `commands/status.rs` renders the [`Report`].
+//! still conflicted in each `conflicted` task's workspace (design §3.12),
+//! how many undo entries there are (design §3.11), and with `--fetch` which
+//! remote tasks have submitted (design §3.14); `commands/status.rs` renders
+//! the [`Report`].
 //!
 //! Owns: which batches a status covers and what is computed for each (the
 //! half-made workspaces of a batch whose prepare never completed are never
@@ -13,7 +15,9 @@
 //! Never: changes anything or takes the lock (workspace snapshots are kept
 //! in memory); words anything.
 
-use crate::error::Result;
+use std::collections::HashSet;
+
+use crate::error::{Error, Result};
 use crate::git::repo::Source;
 use crate::ops::problems::{self, Problem};
 use crate::record::batch::{self, Batch, Entry};
@@ -37,6 +41,10 @@ pub struct Shown {
     /// Per task: the processes running inside its workspace (design §3.16;
     /// none for a workspace that is missing or not ours).
     pub processes: Vec<Vec<crate::sys::quiesce::Proc>>,
+    /// With `fetch`, a batch with remote tasks (design §3.14): the remote
+    /// tasks its remote says have submitted, or why it could not be asked
+    /// (a warning; the document says `null`). `None` when not asked.
+    pub submitted: Option<std::result::Result<HashSet<String>, Error>>,
 }
 
 /// What status found.
@@ -48,6 +56,9 @@ pub struct Report {
     pub kept: Vec<Kept>,
     /// Idle workspaces in the pool (design §3.20).
     pub idle: usize,
+    /// Undo entries (design §3.11): how many there are, and how many of
+    /// them are not undone.
+    pub undo: (usize, usize),
 }
 
 /// Per task of `batch`: whether its workspace is there and ours, missing,
@@ -64,7 +75,9 @@ pub fn health(source: &Source, batch: &Batch) -> Vec<workspace::Health> {
 /// batch whose state is unreadable can be named too: it shows as a
 /// problem). When there is no batch entry, nothing but the kept proposals
 /// and the problems found without one is computed (design §3.3's fast path).
-pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
+/// With `fetch`, each batch's remote is asked which remote tasks have
+/// submitted (design §3.14).
+pub fn run(source: &Source, selector: Option<&str>, fetch: bool) -> Result<Report> {
     let mut entries = batch::list(&source.state_dir())?;
     // Proposals kept after their task ended (design §3.16): gc rescues,
     // discards, batches that are gone. Listing them reads only our refs.
@@ -84,6 +97,11 @@ pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
         let (named, help) = (u.named(), u.help());
         problems.push(problems::untrusted_config(u.file, named, help));
     }
+    let undo_entries = crate::ops::undo::list(&source.state_dir());
+    let undo = (
+        undo_entries.len(),
+        undo_entries.iter().filter(|e| !e.undone).count(),
+    );
     let any = !entries.is_empty();
     if !any && problems.is_empty() {
         return Ok(Report {
@@ -92,6 +110,7 @@ pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
             problems,
             kept,
             idle: crate::workspace::pool::list(&source.state_dir()).len(),
+            undo,
         });
     }
     let mut batches = Vec::new();
@@ -105,6 +124,7 @@ pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
         batches.push(Shown {
             health: Vec::new(),
             processes: Vec::new(),
+            submitted: None,
             counts,
             batch: *b,
         });
@@ -116,24 +136,52 @@ pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
     }
     for s in &mut batches {
         s.health = health(source, &s.batch);
-        for t in s.batch.tasks.iter_mut() {
-            if t.state != batch::TaskState::Conflicted {
-                continue;
-            }
-            if let workspace::Identity::Ours { real, .. } =
-                workspace::identify(&source.common_dir, t)
-            {
-                let mut now: Vec<String> = crate::ops::refresh::unresolved(t, &real)
-                    .into_iter()
-                    .map(|c| String::from_utf8_lossy(&c.path).into_owned())
-                    .collect();
-                now.sort();
-                now.dedup();
-                t.conflicted_paths = now;
-            }
+        still_conflicted(source, &mut s.batch);
+    }
+    processes(&mut batches);
+    if fetch {
+        for s in batches
+            .iter_mut()
+            .filter(|s| s.batch.tasks.iter().any(|t| t.remote))
+        {
+            s.submitted = Some(
+                crate::ops::remote::submitted(source, &s.batch)
+                    .map(|found| found.into_keys().collect()),
+            );
         }
     }
-    // One /proc scan for every workspace that is there and ours.
+    Ok(Report {
+        any,
+        batches,
+        problems,
+        kept,
+        idle: crate::workspace::pool::list(&source.state_dir()).len(),
+        undo,
+    })
+}
+
+/// Each `conflicted` task of `batch` whose workspace is there and ours:
+/// its `conflicted_paths` become the files still unresolved there now.
+fn still_conflicted(source: &Source, batch: &mut Batch) {
+    for t in batch.tasks.iter_mut() {
+        if t.state != batch::TaskState::Conflicted {
+            continue;
+        }
+        if let workspace::Identity::Ours { real, .. } = workspace::identify(&source.common_dir, t) {
+            let mut now: Vec<String> = crate::ops::refresh::unresolved(t, &real)
+                .into_iter()
+                .map(|c| String::from_utf8_lossy(&c.path).into_owned())
+                .collect();
+            now.sort();
+            now.dedup();
+            t.conflicted_paths = now;
+        }
+    }
+}
+
+/// The processes running in every workspace that is there and ours, in
+/// one /proc scan.
+fn processes(batches: &mut [Shown]) {
     let ours: Vec<(usize, usize)> = batches
         .iter()
         .enumerate()
@@ -149,17 +197,10 @@ pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
         .iter()
         .map(|&(bi, ti)| batches[bi].batch.tasks[ti].root.clone())
         .collect();
-    for s in &mut batches {
+    for s in batches.iter_mut() {
         s.processes = vec![Vec::new(); s.batch.tasks.len()];
     }
     for (&(bi, ti), procs) in ours.iter().zip(crate::sys::quiesce::describe_all(&roots)) {
         batches[bi].processes[ti] = procs;
     }
-    Ok(Report {
-        any,
-        batches,
-        problems,
-        kept,
-        idle: crate::workspace::pool::list(&source.state_dir()).len(),
-    })
 }

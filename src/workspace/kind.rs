@@ -4,7 +4,8 @@
 //! that tells them apart: every question the layers above ask about a
 //! batch's or a task's workspace (does it carry ignored files, narrow to
 //! sparse folders, serve the pool, share the source's git folder, have a
-//! registration and a private object folder, send its edits back) and the
+//! registration and a private object folder, send its edits back, which
+//! repository it holds) and the
 //! steps that differ by kind (the preflight, placing the planned roots,
 //! removing what an unfinished prepare made, the folders a contained
 //! worker may write) are answered here, by one `match` each. A new kind
@@ -109,6 +110,22 @@ impl Kind {
         match self.0 {
             Mode::Worktree => true,
             Mode::Scratch => false,
+        }
+    }
+
+    /// The repository of a workspace of this kind at `real` (its real
+    /// path, proven by `identify`): a worktree's only through a
+    /// registration that leads back to `common_dir` (design §3.18: nothing
+    /// is read or written through a redirected one); a scratch copy's is
+    /// its own.
+    pub fn open(
+        self,
+        real: &Path,
+        common_dir: &Path,
+    ) -> Result<gix::Repository, crate::git::repo::RepoError> {
+        match self.0 {
+            Mode::Worktree => crate::git::repo::open_worktree_of(real, common_dir),
+            Mode::Scratch => crate::git::repo::open_worktree(real),
         }
     }
 

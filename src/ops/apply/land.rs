@@ -107,12 +107,9 @@ fn integrate(
     } = cx;
     let mut verify_report: Option<crate::ops::verify::Report> = None;
     let mut verdicts: (Vec<(usize, PathBuf)>, Vec<usize>) = Default::default();
-    let mut check = |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> {
-        if !dry_run {
-            persist(&source.repo, mem, writes, Side::Old)?;
-        }
-        Ok(writeback::check(source, writes)?)
-    };
+    let mut checker = crate::merge::landing::checker(source, mem, !dry_run);
+    let mut check =
+        |writes: &[PathWrite]| -> Result<Vec<writeback::Blocked>> { Ok(checker(writes)?) };
     let plan = if let Some(settings) = &verify {
         let ctx = crate::ops::verify::Ctx {
             source,

@@ -428,16 +428,9 @@ pub fn changed_counts(source: &Source, b: &Batch) -> Vec<Option<usize>> {
                 Some(own) => crate::git::commit::tree_of(&source.repo, own).ok()?,
                 None => baseline_tree?,
             };
-            // A scratch copy (`workspace.mode = "scratch"`) is a repository
-            // of its own; a worktree is read only through a registration
-            // leading home.
-            let repo = match t.kind() {
-                crate::config::Mode::Scratch => crate::git::repo::open_worktree(&real),
-                crate::config::Mode::Worktree => {
-                    crate::git::repo::open_worktree_of(&real, &source.common_dir)
-                }
-            }
-            .ok()?;
+            let repo = crate::workspace::Kind::of_task(t)
+                .open(&real, &source.common_dir)
+                .ok()?;
             // Keep the snapshot's objects in memory: nothing is changed.
             let mut repo = repo.with_object_memory();
             // Read with git-delegate's own stat record (design §3.20), as apply reads it.

@@ -304,6 +304,7 @@ fn apply_phase(
             untrusted: None,
             remote_left: None,
             interrupted: false,
+            refreshed: None,
         }
     } else {
         let root = source.root.clone();

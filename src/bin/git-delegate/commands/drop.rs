@@ -18,8 +18,8 @@ use git_delegate::git::repo::Source;
 use git_delegate::record::batch::{self, Batch};
 use git_delegate::writeback::Recovery;
 
-use super::apply::kept_text;
 use super::left_alone_text;
+use crate::render::human::kept_text;
 
 pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     let source = super::source()?;
@@ -61,49 +61,14 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     } = git_delegate::ops::teardown::blockers(&source, &b)?;
     let found: Vec<std::path::PathBuf> = moved.iter().flat_map(|(_, f)| f.clone()).collect();
     if (!unapplied.is_empty() || !hosting.is_empty()) && !args.force {
-        if ui.json {
-            let t = Text::default();
-            let mut doc = DropRefused::new(&b.id, &unapplied);
-            doc.hosts_open_batches =
-                (!hosting.is_empty()).then(|| KeptWorkspace::list(&t, &hosting));
-            doc.stashed = (!stashed.is_empty()).then(|| DropRefused::stashed(&stashed));
-            doc.left_alone = DropRefused::left_alone(&t, &found);
-            ui.doc_after(t.doc(doc), recovered);
-        }
-        let (noun, verb) = if unapplied.len() == 1 {
-            ("task", "has")
-        } else {
-            ("tasks", "have")
+        let refused = Refused {
+            unapplied: &unapplied,
+            hosting: &hosting,
+            stashed: &stashed,
+            moved: &moved,
+            found: &found,
         };
-        let mut text = String::new();
-        if !unapplied.is_empty() {
-            text.push_str(&format!(
-                "Not dropping batch {}: {noun} {} {verb} changes that were never applied.\n\
-                 Apply them with `git delegate apply {}`, or drop anyway with `git delegate drop {} --force`.\n",
-                b.short(),
-                unapplied.join(", "),
-                b.short(),
-                b.short()
-            ));
-        }
-        text.push_str(&moved_text(&b, &moved));
-        for (task, entry) in &stashed {
-            text.push_str(&format!(
-                "The work of task {task} is in your stash, {entry} (a worker ran `git stash` in its workspace); it stays there even with --force.\n"
-            ));
-        }
-        for (task, root, batches) in &hosting {
-            text.push_str(&format!(
-                "Not dropping batch {}: the workspace of task {task}, {}, is the source of open batch {}.\n\
-                 Apply or drop that batch first, or drop anyway with `git delegate drop {} --force` (that workspace is then kept as an ordinary worktree).\n",
-                b.short(),
-                super::show(root),
-                super::shorts(batches),
-                b.short()
-            ));
-        }
-        ui.say(&text);
-        return Ok(1);
+        return Ok(refuse(ui, &b, refused, recovered));
     }
     let git_delegate::ops::teardown::Removed {
         workspaces: removed,
@@ -147,37 +112,37 @@ pub fn run(ui: &Ui, args: DropArgs, recovered: &mut Recovery) -> Result<i32> {
     Ok(0)
 }
 
-/// The lines for open tasks whose workspace is not at its place while their
-/// work may be elsewhere (design §3.18).
-fn moved_text(b: &Batch, moved: &[(String, Vec<std::path::PathBuf>)]) -> String {
-    let mut text = String::new();
-    for (task, found) in moved {
-        let root = b
-            .tasks
-            .iter()
-            .find(|t| &t.name == task)
-            .map(|t| t.root.clone())
-            .unwrap_or_default();
-        if found.is_empty() {
-            text.push_str(&format!(
-                "The workspace of task {task} is not at {}, and its batch folder is gone: if it was moved, its work went with it. Move it back to apply it; if you removed it, drop anyway with `git delegate drop {} --force`.\n",
-                super::show(&root),
-                b.short()
-            ));
-        } else {
-            let list: Vec<String> = found.iter().map(|f| super::show(f)).collect();
-            text.push_str(&format!(
-                "The workspace of task {task} is not at {}, but {} holds a workspace of it, with its work: move it back (`mv {} {}`) and apply it; `git delegate drop {} --force` leaves {} alone.\n",
-                super::show(&root),
-                list.join(", "),
-                git_delegate::sys::paths::shell_quote(&found[0].to_string_lossy()),
-                git_delegate::sys::paths::shell_quote(&root.to_string_lossy()),
-                b.short(),
-                if found.len() == 1 { "it" } else { "them" },
-            ));
-        }
+/// What stops `drop` without `--force`: tasks with unapplied work, and
+/// workspaces that are the source of open batches.
+struct Refused<'a> {
+    unapplied: &'a [String],
+    hosting: &'a [git_delegate::ops::teardown::Kept],
+    stashed: &'a [(String, String)],
+    moved: &'a [(String, Vec<std::path::PathBuf>)],
+    found: &'a [std::path::PathBuf],
+}
+
+/// Refuse to drop `b` (exit 1), saying why and what to do.
+fn refuse(ui: &Ui, b: &Batch, r: Refused, recovered: &Recovery) -> i32 {
+    let Refused {
+        unapplied,
+        hosting,
+        stashed,
+        moved,
+        found,
+    } = r;
+    if ui.json {
+        let t = Text::default();
+        let mut doc = DropRefused::new(&b.id, unapplied);
+        doc.hosts_open_batches = (!hosting.is_empty()).then(|| KeptWorkspace::list(&t, hosting));
+        doc.stashed = (!stashed.is_empty()).then(|| DropRefused::stashed(stashed));
+        doc.left_alone = DropRefused::left_alone(&t, found);
+        ui.doc_after(t.doc(doc), recovered);
     }
-    text
+    ui.say(&crate::render::human::drop::refused_text(
+        b, unapplied, hosting, stashed, moved,
+    ));
+    1
 }
 
 /// Drop stopped: workspaces written into after drop read them were kept
@@ -198,28 +163,9 @@ fn refused_changed(
         doc.left_alone = DropRefused::left_alone(&t, &aside);
         ui.doc_after(t.doc(doc), recovered);
     }
-    let mut text = format!(
-        "Not dropping batch {}: {} {} written into after drop read {} (a worker still writes there), so {} kept with the batch.\n",
-        b.short(),
-        if names.len() == 1 { "the workspace of task" } else { "the workspaces of tasks" },
-        names.join(", "),
-        if names.len() == 1 { "it" } else { "them" },
-        if names.len() == 1 { "it is" } else { "they are" },
-    );
-    for (task, aside) in changed {
-        if let Some(p) = aside {
-            text.push_str(&format!(
-                "The workspace of task {task} could not go back to its place (something is there now) and waits at {}: move what is there out of the way; the next git delegate command puts it back.\n",
-                super::show(p)
-            ));
-        }
-    }
-    text.push_str(&format!(
-        "Once nothing writes there any more, apply the work with `git delegate apply {}`, or drop anyway with `git delegate drop {} --force`.\n",
-        b.short(),
-        b.short()
+    ui.say(&crate::render::human::drop::changed_text(
+        b, &names, changed,
     ));
-    ui.say(&text);
     1
 }
 
@@ -279,22 +225,7 @@ fn drop_corrupt(
         doc.refs_kept = Some(r.refs_kept.clone());
         ui.doc_after(t.doc(doc), recovered);
     }
-    let mut text = format!(
-        "Dropped batch {short} (its state was corrupt): {} workspace(s) and {} ref(s) removed.\n",
-        r.workspaces_removed, r.refs_removed
-    );
-    for x in &r.rescued {
-        text.push_str(&format!(
-            "Task {} had changes ({} path(s)): saved as {} ({})\n",
-            x.task,
-            x.paths,
-            x.ref_name,
-            x.patch.as_deref().map_or_else(
-                || "as its ref alone, no patch".to_string(),
-                |p| format!("patch {}", super::show(p))
-            )
-        ));
-    }
+    let mut text = crate::render::human::drop::corrupt_text(short, &r);
     text.push_str(&super::gc::kept_refs_line(source, &r.refs_kept));
     text.push_str(&left_alone_text(
         "not the workspace prepare made, or its work could not be saved",

@@ -165,7 +165,7 @@ pub(super) fn stopped_text<'a>(
     format!(
         "  {} its setup commands that still ran:\n{}",
         if dry_run { "would stop" } else { "stopped" },
-        super::apply::procs_text(&procs, "    ")
+        crate::render::human::procs_text(&procs, "    ")
     )
 }
 

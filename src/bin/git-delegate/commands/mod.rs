@@ -1,9 +1,9 @@
 //! The command layer: one module per subcommand, each a thin function over
 //! the engine modules, plus what they share (batch lookup, argument checks).
 //!
-//! Owns: turning engine results into human text, and into JSON documents
-//! through the types of `render`; the `Observer` that shows a
-//! transaction's long steps and notices.
+//! Owns: which transaction a command line runs (`run`), and what each
+//! command prints, in which order, with which exit status; the words are
+//! `render::human`'s, the documents `render`'s types.
 //! Never: does git work itself; the engine modules do (`prepare` and
 //! `apply` are whole engine transactions).
 
@@ -27,12 +27,15 @@ pub mod refresh;
 pub mod remote;
 pub mod renew;
 pub mod run;
+pub mod shown;
 pub mod side_effects;
 pub mod status;
 pub mod undo;
 
 use std::ffi::OsString;
-use std::path::Path;
+
+pub use crate::render::human::{human_bytes, left_alone_text, shorts, show};
+pub use shown::{lock_and_recover, tell_finished, Shown};
 
 use crate::cli::{Cli, Command};
 use crate::ui::Ui;
@@ -89,9 +92,11 @@ pub fn run(cli: Cli) -> i32 {
         Command::Submit(a) => remote::submit(&ui, a),
         // `apply --kept REF` lands one kept proposal (`kept`), which renders
         // through apply's document: dispatched here, so `apply` never calls it.
-        Command::Apply(mut a) => match a.kept.take() {
-            Some(reference) => kept::run(&ui, reference, a.strict, a.dry_run, &mut recovered),
-            None => apply::run(&ui, a, &mut recovered),
+        // `apply --from-undo APPLY` applies an undone apply again (`undo`).
+        Command::Apply(mut a) => match (a.kept.take(), a.from_undo.take()) {
+            (Some(reference), _) => kept::run(&ui, reference, a.strict, a.dry_run, &mut recovered),
+            (None, Some(from)) => undo::reapply(&ui, &from, &a, &mut recovered),
+            (None, None) => apply::run(&ui, a, &mut recovered),
         },
         Command::Undo(a) => undo::run(&ui, a, &mut recovered),
         Command::Gc(a) => gc::run(&ui, a, &mut recovered),
@@ -203,155 +208,6 @@ pub fn source() -> Result<Source> {
     Ok(Source::discover_here()?)
 }
 
-/// Take the repository lock and roll back write-backs interrupted by a
-/// crash (design §7): every mutating command starts here. What was recovered
-/// is told at once and added to `recovered` for the command's documents.
-pub fn lock_and_recover(
-    ui: &Ui,
-    source: &Source,
-    recovered: &mut Recovery,
-) -> Result<git_delegate::ops::lock::RepoLock> {
-    let locked = git_delegate::ops::lock::lock_and_recover(source)?;
-    tell_recovered(ui, &locked.recovery);
-    add(recovered, locked.recovery);
-    Ok(locked.lock)
-}
-
-fn add(to: &mut Recovery, r: Recovery) {
-    to.rolled_back.extend(r.rolled_back);
-    to.completed.extend(r.completed);
-    to.undo.extend(r.undo);
-    to.workspaces.extend(r.workspaces);
-    to.recorded.extend(r.recorded);
-}
-
-/// design §7 "Signals": a command that finished its write-back though a
-/// signal arrived says so on stderr (its document says `"interrupted":
-/// "finished"`) and exits 1. `what`: what was finished.
-pub fn tell_finished(ui: &Ui, what: &str) {
-    ui.warn(&format!(
-        "git-delegate: interrupted: {what} was past its commit point, so it was finished, not rolled back\n"
-    ));
-}
-
-/// Tell the user what recovery did.
-fn tell_recovered(ui: &Ui, recovery: &Recovery) {
-    for id in recovery.rolled_back.iter().chain(&recovery.completed) {
-        if recovery.undo.contains(id) {
-            let done = recovery.completed.contains(id);
-            ui.warn(&format!(
-                "git-delegate: {} an interrupted undo (or apply --from-undo) of apply {}; {}\n",
-                if done { "finished" } else { "rolled back" },
-                git_delegate::record::batch::short(id),
-                if done {
-                    "the working tree holds its whole result"
-                } else {
-                    "the working tree is as it was before it"
-                }
-            ));
-        }
-    }
-    // A refresh wrote into a task's workspace, not the working tree
-    // (design §3.12).
-    for id in recovery
-        .rolled_back
-        .iter()
-        .chain(&recovery.completed)
-        .filter(|id| !recovery.undo.contains(id) && recovery.workspaces.contains(id))
-    {
-        ui.warn(&format!(
-            "git-delegate: {} an interrupted refresh of batch {}; {}\n",
-            if recovery.completed.contains(id) { "finished" } else { "rolled back" },
-            git_delegate::record::batch::short(id),
-            if recovery.completed.contains(id) {
-                "the task's workspace holds its result"
-            } else {
-                "the task's workspace is as it was before that refresh (your working tree was not touched)"
-            }
-        ));
-    }
-    let here = |id: &&String| !recovery.undo.contains(id) && !recovery.workspaces.contains(id);
-    for id in recovery.rolled_back.iter().filter(here) {
-        ui.warn(&format!(
-            "git-delegate: rolled back an interrupted write-back of batch {}; the working tree is as it was before that apply\n",
-            git_delegate::record::batch::short(id)
-        ));
-    }
-    for id in recovery.completed.iter().filter(here) {
-        if recovery.recorded.contains(id) {
-            ui.warn(&format!(
-                "git-delegate: finished an interrupted write-back of batch {}: it had written its whole result, the working tree holds it, and its apply is recorded (`git delegate undo --list` shows it); `git delegate apply {}` finishes its clean-up\n",
-                git_delegate::record::batch::short(id),
-                git_delegate::record::batch::short(id)
-            ));
-        } else {
-            ui.warn(&format!(
-                "git-delegate: an interrupted apply of batch {} had written its whole result; the working tree holds it, and `git delegate apply {}` records it\n",
-                git_delegate::record::batch::short(id),
-                git_delegate::record::batch::short(id)
-            ));
-        }
-    }
-}
-
-/// The command's side of a transaction (`prepare::run`, `apply::run`):
-/// long steps as spinners, notices as warnings on stderr (design §3), what
-/// recovery did kept for the documents (`into_recovered`).
-pub struct Shown<'a> {
-    ui: &'a Ui,
-    recovered: std::cell::RefCell<Recovery>,
-}
-
-impl<'a> Shown<'a> {
-    pub fn new(ui: &'a Ui) -> Shown<'a> {
-        Shown {
-            ui,
-            recovered: Default::default(),
-        }
-    }
-
-    /// Add what the transaction recovered to `to`.
-    pub fn recovered_into(self, to: &mut Recovery) {
-        add(to, self.recovered.into_inner());
-    }
-}
-
-impl git_delegate::ops::observe::Observer for Shown<'_> {
-    fn step(&self, label: &str) -> Box<dyn std::any::Any> {
-        Box::new(self.ui.progress(label))
-    }
-    fn output(&self, n: usize, line: &git_delegate::sys::paths::BStr) {
-        use git_delegate::sys::paths::ByteSlice;
-        // design §3.10: the verification command's output, live, on a terminal.
-        use std::io::IsTerminal;
-        if !self.ui.json && std::io::stderr().is_terminal() {
-            self.ui.warn(&format!(
-                "  verify-{n} | {}\n",
-                crate::ui::escape_text(&line.to_str_lossy())
-            ));
-        }
-    }
-    fn notice(&self, notice: git_delegate::ops::observe::Notice) {
-        use git_delegate::ops::observe::Notice;
-        let ui = self.ui;
-        match notice {
-            Notice::Recovered(r) => {
-                tell_recovered(ui, &r);
-                add(&mut self.recovered.borrow_mut(), r);
-            }
-            Notice::NestedRepository(p) => ui.warn(&format!(
-                "git-delegate: warning: {} is a git repository of its own (not a submodule); it is not part of the baseline\n",
-                git_delegate::sys::paths::quote(p.as_ref())
-            )),
-            Notice::UndoIncomplete { short, error } => ui.warn(&format!(
-                "git-delegate: warning: not everything of the unfinished batch {short} could be removed ({}); `git delegate gc` removes the rest\n",
-                error.message
-            )),
-            Notice::Sandbox(line) | Notice::LeftOut(line) => ui.warn(&format!("{line}\n")),
-        }
-    }
-}
-
 /// [`parse_ttl`] of an optional flag's value.
 pub fn parse_ttl_opt(s: Option<&str>) -> Result<Option<i64>> {
     s.map(parse_ttl).transpose()
@@ -398,62 +254,4 @@ fn snapshot_plumbing(ui: &Ui) -> Result<i32> {
     ));
     crate::ui::stdout(&format!("{}\n", snap.tree));
     Ok(0)
-}
-
-/// A size for human text: `1.2 MiB`, or `{n} {byte}` below a KiB.
-pub fn human_bytes(n: u64, byte: &str) -> String {
-    const UNITS: [&str; 5] = ["", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} {byte}")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
-
-/// Batch ids for human text: their short forms, comma-separated.
-pub fn shorts(ids: &[String]) -> String {
-    let list: Vec<&str> = ids
-        .iter()
-        .map(|b| git_delegate::record::batch::short(b))
-        .collect();
-    list.join(", ")
-}
-
-/// A path for human text.
-pub fn show(p: &Path) -> String {
-    crate::ui::show_path(p)
-}
-
-/// A line per folder left alone (`why`: what it was not), then the
-/// folders below the workspace root refused and never entered (gc, drop).
-pub fn left_alone_text<'a>(
-    why: &str,
-    left_alone: impl IntoIterator<Item = &'a std::path::PathBuf>,
-    refused: &[git_delegate::workspace::shared_root::Refused],
-) -> String {
-    let mut text: String = left_alone
-        .into_iter()
-        .map(|k| format!("Left alone ({why}): {}\n", show(k)))
-        .collect();
-    text.push_str(&unsafe_text(refused));
-    text
-}
-
-/// One line per refused folder below the workspace root, for people.
-pub fn unsafe_text(list: &[git_delegate::workspace::shared_root::Refused]) -> String {
-    list.iter()
-        .map(|r| {
-            format!(
-                "Left alone, never entered: {} {} (git delegate works only in folders of yours below the workspace root).\n",
-                show(&r.path),
-                crate::ui::escape_text(&r.describe())
-            )
-        })
-        .collect()
 }

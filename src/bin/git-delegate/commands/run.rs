@@ -9,58 +9,15 @@
 //! Never: does git, filesystem or process work (the engine's `run` does).
 
 use crate::cli::RunArgs;
+use crate::render::human::run::{seconds, status_word};
 use crate::ui::Ui;
 use git_delegate::error::Result;
-use git_delegate::ops::run::{Ended, Event, Watcher, Worker};
+use git_delegate::ops::run::{Event, Watcher};
 use git_delegate::sys::paths::{BStr, ByteSlice};
 use git_delegate::writeback::Recovery;
 
 pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
-    // Everything about the arguments is checked before anything is made.
-    let specs = match &args.tasks_file {
-        Some(f) => git_delegate::ops::run::load_tasks(f)?,
-        None => Vec::new(),
-    };
-    let p = &args.prepare;
-    let names: Vec<String> = if !specs.is_empty() {
-        specs.iter().map(|s| s.name.clone()).collect()
-    } else {
-        match (p.count, p.tasks.is_empty()) {
-            (Some(n), _) => (1..=n).map(|i| i.to_string()).collect(),
-            (None, true) => vec!["1".to_string()],
-            (None, false) => p.tasks.clone(),
-        }
-    };
-    // run's workers run here, in the batch's workspaces (design §3.13).
-    if let Some(remote) = &p.remote {
-        return Err(git_delegate::error::Error::usage(
-            git_delegate::error::Code::Usage,
-            format!("run starts its workers on this machine, so its tasks cannot be remote (--remote {remote})"),
-            "for workers on other machines, `git delegate prepare --remote REMOTE`, then `join` and `submit` there and `git delegate apply` here",
-        ));
-    }
-    let prepare = super::prepare::options(p, names)?;
-    let timeout_secs = super::parse_ttl_opt(args.timeout.as_deref())?;
-    let apply = if args.no_apply {
-        None
-    } else {
-        Some(git_delegate::ops::apply::Options {
-            verify: args.verify.clone(),
-            no_verify: args.no_verify,
-            verify_timeout_secs: super::parse_ttl_opt(args.verify_timeout.as_deref())?,
-            ..Default::default()
-        })
-    };
-    let opts = git_delegate::ops::run::Options {
-        prepare,
-        specs,
-        command: args.command.clone(),
-        jobs: args.jobs.map(usize::from),
-        timeout_secs,
-        apply,
-        no_sandbox: args.contain.no_sandbox,
-        no_network: args.contain.no_network,
-    };
+    let opts = options(&args)?;
     let source = super::source()?;
     let shown = super::Shown::new(ui);
     let live = Live::new(ui, &opts.prepare.names);
@@ -88,45 +45,10 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
         };
         ui.doc_after(t.doc(doc), recovered);
     }
-    let mut text = format!(
-        "Batch {}: {} worker{}\n",
-        ui.bold(b.short()),
-        report.workers.len(),
-        if report.workers.len() == 1 { "" } else { "s" }
-    );
-    let width = report
-        .workers
-        .iter()
-        .map(|w| w.name.len())
-        .max()
-        .unwrap_or(1);
-    for w in &report.workers {
-        let status = status_word(w);
-        let painted = ui.status_column(&status, w.ok(), 14);
-        text.push_str(&format!(
-            "  task {:<width$}  {painted} {:>7}  log {}\n",
-            w.name,
-            seconds(w.duration_ms),
-            super::show(&w.log)
-        ));
-    }
-    if let Some(w) = report.workers.first() {
-        text.push_str(&sandbox_line(&w.sandbox));
-    }
-    ui.say(&text);
+    ui.say(&crate::render::human::run::workers_text(ui, &report));
     if let Some(ended) = &report.ended_elsewhere {
         // design §3.13: nothing was left for run to apply (exit 1).
-        ui.say(&match &ended.apply_id {
-            Some(id) => format!(
-                "Batch {} ended while its workers ran: another command applied it (apply {}, listed by `git delegate undo --list`), so run applied nothing.\n",
-                b.short(),
-                git_delegate::record::batch::short(id)
-            ),
-            None => format!(
-                "Batch {} ended while its workers ran: another command applied or dropped it, so run applied nothing.\n",
-                b.short()
-            ),
-        });
+        ui.say(&crate::render::human::run::ended_text(b, ended));
         return Ok(1);
     }
     if report.interrupted {
@@ -162,19 +84,54 @@ pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
     Ok(if report.ok() { 0 } else { 1 })
 }
 
-fn status_word(w: &Worker) -> String {
-    match w.ended() {
-        Ended::NotStarted(_) => "not started".into(),
-        Ended::TimedOut => "timed out".into(),
-        Ended::Stopped => "stopped".into(),
-        Ended::Exited(c) => format!("exit {c}"),
-        Ended::Killed(s) => format!("signal {s}"),
-        Ended::Failed => "failed".into(),
+/// The run transaction's options from the command line: everything about
+/// the arguments is checked before anything is made.
+fn options(args: &RunArgs) -> Result<git_delegate::ops::run::Options> {
+    // Everything about the arguments is checked before anything is made.
+    let specs = match &args.tasks_file {
+        Some(f) => git_delegate::ops::run::load_tasks(f)?,
+        None => Vec::new(),
+    };
+    let p = &args.prepare;
+    let names: Vec<String> = if !specs.is_empty() {
+        specs.iter().map(|s| s.name.clone()).collect()
+    } else {
+        match (p.count, p.tasks.is_empty()) {
+            (Some(n), _) => (1..=n).map(|i| i.to_string()).collect(),
+            (None, true) => vec!["1".to_string()],
+            (None, false) => p.tasks.clone(),
+        }
+    };
+    // run's workers run here, in the batch's workspaces (design §3.13).
+    if let Some(remote) = &p.remote {
+        return Err(git_delegate::error::Error::usage(
+            git_delegate::error::Code::Usage,
+            format!("run starts its workers on this machine, so its tasks cannot be remote (--remote {remote})"),
+            "for workers on other machines, `git delegate prepare --remote REMOTE`, then `join` and `submit` there and `git delegate apply` here",
+        ));
     }
-}
-
-fn seconds(ms: u64) -> String {
-    format!("{:.1}s", ms as f64 / 1000.0)
+    let prepare = super::prepare::options(p, names)?;
+    let timeout_secs = super::parse_ttl_opt(args.timeout.as_deref())?;
+    let apply = if args.no_apply {
+        None
+    } else {
+        Some(git_delegate::ops::apply::Options {
+            verify: args.verify.clone(),
+            no_verify: args.no_verify,
+            verify_timeout_secs: super::parse_ttl_opt(args.verify_timeout.as_deref())?,
+            ..Default::default()
+        })
+    };
+    Ok(git_delegate::ops::run::Options {
+        prepare,
+        specs,
+        command: args.command.clone(),
+        jobs: args.jobs.map(usize::from),
+        timeout_secs,
+        apply,
+        no_sandbox: args.contain.no_sandbox,
+        no_network: args.contain.no_network,
+    })
 }
 
 /// The live view on a terminal: each worker line prefixed with its task
@@ -234,19 +191,4 @@ impl Watcher for Live<'_> {
 fn shown(line: &BStr) -> String {
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     crate::ui::escape_text(&line.to_str_lossy())
-}
-
-/// How the workers were contained (design §3.22), said once.
-fn sandbox_line(s: &git_delegate::ops::contain::Summary) -> String {
-    let network = if s.network {
-        ""
-    } else {
-        ", and could open no TCP connection"
-    };
-    match s.abi {
-        Some(abi) if s.landlock => format!(
-            "Workers were contained (Landlock ABI {abi}): each could write only its own workspace, its git folder, its TMPDIR and run.writable{network}.\n"
-        ),
-        _ => format!("Workers ran unconfined{network}.\n"),
-    }
 }

@@ -151,13 +151,8 @@ fn reapply_first_text(r: &git_delegate::ops::undo::Reapply) -> String {
 }
 
 /// `apply --from-undo APPLY`.
-pub fn reapply(
-    ui: &Ui,
-    here: Source,
-    from: &str,
-    args: &ApplyArgs,
-    recovered: &mut Recovery,
-) -> Result<i32> {
+pub fn reapply(ui: &Ui, from: &str, args: &ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
+    let here = super::source()?;
     let shown = super::Shown::new(ui);
     let report = git_delegate::ops::undo::reapply(here, from, args.strict, args.dry_run, &shown);
     shown.recovered_into(recovered);

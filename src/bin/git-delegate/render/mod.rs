@@ -1,4 +1,5 @@
-//! The JSON documents the binary prints (design §6, docs/json.md), as types:
+//! The JSON documents the binary prints (design §6, docs/json.md), as types
+//! (the human text is `human`'s, its look `style`'s):
 //! one `#[derive(Serialize)]` struct per document and per object inside one,
 //! each built from an engine report by a `from_*`/`new` function here.
 //!
@@ -27,8 +28,10 @@ pub mod config;
 pub mod diff;
 pub mod gc;
 pub mod hooks;
+pub mod human;
 pub mod refresh;
 pub mod run;
+pub mod style;
 pub mod undo;
 
 /// The `schema` of every document.
