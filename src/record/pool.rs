@@ -136,7 +136,11 @@ pub fn save(state_dir: &Path, idle: &Idle) -> Result<(), PoolError> {
     std::fs::create_dir_all(&d).map_err(|e| FsError::from(PathError::on("create", &d)(e)))?;
     let text = toml::to_string(idle).map_err(PoolError::Toml)?;
     let path = d.join(format!("{}.toml", idle.id));
-    Ok(crate::sys::fs::write_replacing(&path, text.as_bytes(), false)?)
+    Ok(crate::sys::fs::write_replacing(
+        &path,
+        text.as_bytes(),
+        false,
+    )?)
 }
 
 /// Remove the record of `id` and its stat record (gone already is fine).

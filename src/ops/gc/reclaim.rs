@@ -287,7 +287,10 @@ impl Gc<'_> {
                     if let Ok((_, tree)) = proposal::base_of(&self.source.repo, b, t, baseline_tree)
                     {
                         let stat = crate::ops::teardown::stat_record(self.source, b, t);
-                        read.push((t.name.clone(), workspace::aside::Read::from(tree).with_stat(stat)));
+                        read.push((
+                            t.name.clone(),
+                            workspace::aside::Read::from(tree).with_stat(stat),
+                        ));
                     }
                 }
                 Err(_) => {}
