@@ -68,6 +68,7 @@ use crate::record::batch::{self, discard_kept, Batch, Entry};
 mod corrupt;
 mod leftovers;
 mod reclaim;
+mod rescue;
 
 pub use corrupt::{remove_corrupt, CorruptRemoval};
 
@@ -200,78 +201,8 @@ pub fn run(source: &Source, dry_run: bool, empty_pool: bool) -> Result<Report> {
     for e in &entries {
         match e {
             Entry::Batch(b) => {
-                // A batch whose prepare never completed: removed whole once
-                // its process is gone, whatever its lease says, and never
-                // rescued (no worker was given it); left alone while its
-                // prepare still runs (design §3.15).
-                match crate::ops::preparing::progress(b) {
-                    Some(crate::ops::preparing::Progress::Interrupted) => {
-                        match gc.reclaim_incomplete(b) {
-                            Ok(()) => {
-                                gc.report.batches.push(b.id.clone());
-                                gc.report.incomplete.push(b.id.clone());
-                            }
-                            Err(e) => {
-                                gc.report.skipped.push(Skipped {
-                                    batch: b.id.clone(),
-                                    message: format!(
-                                        "batch {} (its prepare was killed): removing it stopped half-way: {} ({})",
-                                        b.short(),
-                                        e.message,
-                                        e.help
-                                    ),
-                                });
-                                remaining.push(b);
-                            }
-                        }
-                        continue;
-                    }
-                    Some(crate::ops::preparing::Progress::Preparing) => {
-                        remaining.push(b);
-                        continue;
-                    }
-                    None => {}
-                }
-                if batch::batch_dir(&gc.state_dir, &b.id)
-                    .join(batch::JOURNAL_FILE)
-                    .exists()
-                {
-                    gc.report.pending_writebacks.push(b.id.clone());
-                }
-                if !b.lease.state().is_stale() {
+                if !gc.reclaimed(b, &all) {
                     remaining.push(b);
-                    continue;
-                }
-                // An apply verifies it now, without the lock (design §3.10).
-                if let Err(e) = crate::record::busy::refuse_if_busy(&gc.state_dir, b) {
-                    gc.report.skipped.push(Skipped {
-                        batch: b.id.clone(),
-                        message: e.to_string(),
-                    });
-                    remaining.push(b);
-                    continue;
-                }
-                match gc.reclaim_batch(b, &all) {
-                    Ok(true) => gc.report.batches.push(b.id.clone()),
-                    Ok(false) => {
-                        // Left alone: its stash entries are the batch's still.
-                        gc.report.stashed.retain(|w| w.batch != b.id);
-                        remaining.push(b)
-                    }
-                    // Its work was rescued before anything was removed; what
-                    // is left stays owned by the batch until the next gc.
-                    Err(e) => {
-                        gc.report.skipped.push(Skipped {
-                            batch: b.id.clone(),
-                            message: format!(
-                                "batch {}: reclaiming it stopped half-way: {} ({})",
-                                b.short(),
-                                e.message,
-                                e.help
-                            ),
-                        });
-                        remaining.push(b);
-                    }
                 }
             }
             Entry::Broken { id, problem } => {
@@ -325,6 +256,84 @@ pub fn run(source: &Source, dry_run: bool, empty_pool: bool) -> Result<Report> {
     let now = crate::sys::time::now();
     let _ = crate::record::private::trim(&gc.state_dir, &open, now, dry_run);
     Ok(gc.report)
+}
+
+impl Gc<'_> {
+    /// Batch `b` reclaimed, when it is stale and can be (`all`: every
+    /// readable batch); `false` when it stays.
+    fn reclaimed(&mut self, b: &Batch, all: &[Batch]) -> bool {
+        // A batch whose prepare never completed: removed whole once its
+        // process is gone, whatever its lease says, and never rescued (no
+        // worker was given it); left alone while its prepare still runs
+        // (design §3.15).
+        match crate::ops::preparing::progress(b) {
+            Some(crate::ops::preparing::Progress::Interrupted) => {
+                return match self.reclaim_incomplete(b) {
+                    Ok(()) => {
+                        self.report.batches.push(b.id.clone());
+                        self.report.incomplete.push(b.id.clone());
+                        true
+                    }
+                    Err(e) => {
+                        self.report.skipped.push(Skipped {
+                            batch: b.id.clone(),
+                            message: format!(
+                                "batch {} (its prepare was killed): removing it stopped half-way: {} ({})",
+                                b.short(),
+                                e.message,
+                                e.help
+                            ),
+                        });
+                        false
+                    }
+                };
+            }
+            Some(crate::ops::preparing::Progress::Preparing) => return false,
+            None => {}
+        }
+        if batch::batch_dir(&self.state_dir, &b.id)
+            .join(batch::JOURNAL_FILE)
+            .exists()
+        {
+            self.report.pending_writebacks.push(b.id.clone());
+        }
+        if !b.lease.state().is_stale() {
+            return false;
+        }
+        // An apply verifies it now, without the lock (design §3.10).
+        if let Err(e) = crate::record::busy::refuse_if_busy(&self.state_dir, b) {
+            self.report.skipped.push(Skipped {
+                batch: b.id.clone(),
+                message: e.to_string(),
+            });
+            return false;
+        }
+        match self.reclaim_batch(b, all) {
+            Ok(true) => {
+                self.report.batches.push(b.id.clone());
+                true
+            }
+            Ok(false) => {
+                // Left alone: its stash entries are the batch's still.
+                self.report.stashed.retain(|w| w.batch != b.id);
+                false
+            }
+            // Its work was rescued before anything was removed; what is
+            // left stays owned by the batch until the next gc.
+            Err(e) => {
+                self.report.skipped.push(Skipped {
+                    batch: b.id.clone(),
+                    message: format!(
+                        "batch {}: reclaiming it stopped half-way: {} ({})",
+                        b.short(),
+                        e.message,
+                        e.help
+                    ),
+                });
+                false
+            }
+        }
+    }
 }
 
 /// `drop --pool` (design §3.20): every idle workspace removed. The caller
