@@ -186,7 +186,7 @@ fn keep_proposals(
                     // keep-failed clock starts now.
                     kept::redate(repo, &name)?;
                     if from.is_file() {
-                        std::fs::create_dir_all(&kept).map_err(|e| {
+                        std::fs::create_dir_all(kept).map_err(|e| {
                             Error::io(format!("cannot create {}", kept.display()), e)
                         })?;
                         std::fs::rename(&from, &to)
