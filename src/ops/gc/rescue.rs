@@ -78,16 +78,7 @@ impl Gc<'_> {
                         stat: Some(crate::ops::teardown::stat_record(self.source, b, t)),
                     },
                 )),
-                Ok(None) => {
-                    if let Ok((_, tree)) = proposal::base_of(&self.source.repo, b, t, baseline_tree)
-                    {
-                        let stat = crate::ops::teardown::stat_record(self.source, b, t);
-                        read.push((
-                            t.name.clone(),
-                            workspace::aside::Read::from(tree).with_stat(stat),
-                        ));
-                    }
-                }
+                Ok(None) => read.extend(self.base_read(b, t, baseline_tree)),
                 Err(_) => {}
             }
             if let Ok(Some((_, _, repos, _))) = &saved {
@@ -132,6 +123,22 @@ impl Gc<'_> {
             submodules,
             read,
         })
+    }
+
+    /// What the rescue read of task `t` whose workspace holds no
+    /// difference: its base (none when that cannot be read).
+    fn base_read(
+        &self,
+        b: &Batch,
+        t: &crate::record::batch::Task,
+        baseline_tree: ObjectId,
+    ) -> Option<(String, workspace::aside::Read)> {
+        let (_, tree) = proposal::base_of(&self.source.repo, b, t, baseline_tree).ok()?;
+        let stat = crate::ops::teardown::stat_record(self.source, b, t);
+        Some((
+            t.name.clone(),
+            workspace::aside::Read::from(tree).with_stat(stat),
+        ))
     }
 
     /// Step 1 for the remote tasks: what their workers submitted, fetched

@@ -223,21 +223,29 @@ pub(super) fn run_workers(
     let workers = done
         .into_iter()
         .enumerate()
-        .map(|(idx, w)| {
-            w.unwrap_or_else(|| Worker {
-                name: b.tasks[idx].name.clone(),
-                exit: None,
-                signal: None,
-                timed_out: false,
-                stopped: true,
-                duration_ms: 0,
-                log: logs.join(format!("{}.log", b.tasks[idx].name)),
-                start_error: None,
-                sandbox: decision.summary(),
-            })
-        })
+        .map(|(idx, w)| w.unwrap_or_else(|| never_started(b, idx, logs, decision)))
         .collect();
     (workers, interrupted)
+}
+
+/// The worker of task `idx`, never started because run was interrupted.
+fn never_started(
+    b: &batch::Batch,
+    idx: usize,
+    logs: &Path,
+    decision: &crate::ops::contain::Decision,
+) -> Worker {
+    Worker {
+        name: b.tasks[idx].name.clone(),
+        exit: None,
+        signal: None,
+        timed_out: false,
+        stopped: true,
+        duration_ms: 0,
+        log: logs.join(format!("{}.log", b.tasks[idx].name)),
+        start_error: None,
+        sandbox: decision.summary(),
+    }
 }
 
 /// The worker of task `idx` whose command could not be started (`e`, also
