@@ -106,7 +106,7 @@ Register-ArgumentCompleter -Native -CommandName 'git-delegate' -ScriptBlock {
         }
         'git-delegate;status' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to use colour: auto, always or never')
-            [CompletionResult]::new('--check', '--check', [CompletionResultType]::ParameterName, 'Print only problems; exit 1 on a stale batch or a left-over journal')
+            [CompletionResult]::new('--check', '--check', [CompletionResultType]::ParameterName, 'Print only problems; exit 1 on any (a stale batch, a left-over journal, a workspace left aside or a registration left by a killed command, an unconfirmed delegate.toml, ...), each with the command that clears it')
             [CompletionResult]::new('--fetch', '--fetch', [CompletionResultType]::ParameterName, 'Ask the remote of batches with remote tasks which of them have submitted')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document (schema git-delegate/v1) on stdout')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

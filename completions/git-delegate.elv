@@ -99,7 +99,7 @@ set edit:completion:arg-completer[git-delegate] = {|@words|
         }
         &'git-delegate;status'= {
             cand --color 'When to use colour: auto, always or never'
-            cand --check 'Print only problems; exit 1 on a stale batch or a left-over journal'
+            cand --check 'Print only problems; exit 1 on any (a stale batch, a left-over journal, a workspace left aside or a registration left by a killed command, an unconfirmed delegate.toml, ...), each with the command that clears it'
             cand --fetch 'Ask the remote of batches with remote tasks which of them have submitted'
             cand --json 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
             cand -h 'Print help (see more with ''--help'')'

@@ -98,7 +98,7 @@ complete -c git-delegate -n "__fish_git_delegate_using_subcommand undo" -s V -l 
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -l color -d 'When to use colour: auto, always or never' -r -f -a "auto\t'Colour when the output is a terminal, unless NO_COLOR or color.ui say otherwise'
 always\t'Always colour'
 never\t'Never colour'"
-complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -l check -d 'Print only problems; exit 1 on a stale batch or a left-over journal'
+complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -l check -d 'Print only problems; exit 1 on any (a stale batch, a left-over journal, a workspace left aside or a registration left by a killed command, an unconfirmed delegate.toml, ...), each with the command that clears it'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -l fetch -d 'Ask the remote of batches with remote tasks which of them have submitted'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -l json -d 'Print exactly one JSON document (schema git-delegate/v1) on stdout'
 complete -c git-delegate -n "__fish_git_delegate_using_subcommand status" -s h -l help -d 'Print help (see more with \'--help\')'

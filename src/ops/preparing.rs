@@ -124,6 +124,9 @@ impl Removed {
 #[derive(Debug, Default)]
 pub struct Removed {
     pub workspaces: usize,
+    /// Registrations removed whose folder was gone (the workspace's own
+    /// goes with it, counted in `workspaces`).
+    pub registrations: usize,
     pub refs: usize,
     /// Bytes of the files removed (workspaces, registrations, state).
     pub bytes: u64,
@@ -154,6 +157,7 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
         out.stopped = quiesce::find_marked(BATCH_VAR, &b.id)
             .into_iter()
             .map(quiesce::describe)
+            .filter(|p| !p.command.is_empty())
             .collect();
     } else {
         match quiesce::stop_marked(BATCH_VAR, &b.id, quiesce::GRACE) {
@@ -173,6 +177,7 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
             }
         }
         out.bytes += crate::sys::fs::tree_size(reg.path());
+        let registered = reg.path().symlink_metadata().is_ok();
         let scratch = t.kind() == crate::config::Mode::Scratch;
         // What will go, and what is left alone (a folder that is not one
         // prepare made is never counted, nor its bytes).
@@ -196,6 +201,9 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
         if dry_run {
             match will {
                 crate::workspace::Removal::Removed => out.workspaces += 1,
+                crate::workspace::Removal::Missing if registered && !scratch => {
+                    out.registrations += 1
+                }
                 crate::workspace::Removal::Missing => {}
                 crate::workspace::Removal::Foreign => out.left_alone(t),
             }
@@ -219,7 +227,11 @@ pub fn remove_whole(source: &Source, b: &Batch, dry_run: bool) -> Result<Removed
         };
         match removal {
             Ok(crate::workspace::Removal::Removed) => out.workspaces += 1,
-            Ok(crate::workspace::Removal::Missing) => {}
+            Ok(crate::workspace::Removal::Missing) => {
+                if registered && !scratch && reg.path().symlink_metadata().is_err() {
+                    out.registrations += 1
+                }
+            }
             Ok(crate::workspace::Removal::Foreign) => out.left_alone(t),
             Err(e) => {
                 first_err.get_or_insert(e);

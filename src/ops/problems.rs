@@ -3,7 +3,10 @@
 //! batch state, a prepare that was killed, a baseline ref moved or deleted,
 //! a workspace missing, replaced or unreadable, an orphan scratch copy, a
 //! temporary file a killed command left in the state folder, removed
-//! workspaces in the trash that no deleter works on), for
+//! workspaces in the trash that no deleter works on, a workspace a killed
+//! command left aside in the trash, a registration of ours whose folder is
+//! gone and that no batch owns, commands in `delegate.toml` the user has
+//! not confirmed), for
 //! every renderer: `status` (design §3.3), the pre-commit hook (design §3.7) and
 //! `drop`'s unapplied check (design §3.5) word them, each in its own way.
 //!
@@ -83,6 +86,37 @@ pub enum Fact {
     /// works on them (design §3.3): it could not start (`why`), or was
     /// killed or gave up. The problem's `batch` is empty.
     UnattendedTrash(workspace::trash::Unattended),
+    /// A task's workspace a killed command left aside in the trash (design
+    /// §3.18 "Before removing a workspace, prove it"), at `path`; `back`:
+    /// the next command that takes the lock puts it back at its place
+    /// (otherwise its batch is gone or its place is taken: it stays, and
+    /// nothing deletes it). The problem's `batch` is the batch's id (its
+    /// short name when no batch has it).
+    LeftAside {
+        task: String,
+        path: PathBuf,
+        back: bool,
+    },
+    /// A registration of ours (`<common-dir>/worktrees/<id>`, at `path`)
+    /// whose folder (`folder`) is gone and that no batch owns: gc removes
+    /// it. The problem's `batch` is empty.
+    DeadRegistration {
+        id: String,
+        path: PathBuf,
+        folder: Option<PathBuf>,
+    },
+    /// `delegate.toml` names commands that differ from the file the user
+    /// confirmed (design §3.18 "Commands from the shared git dir"): they do
+    /// not run until `git delegate config --trust`. The problem's `batch`
+    /// is empty.
+    /// Found by `status` (`ops::trust::check`), which words it: the file,
+    /// the keys and values left out (`named`), and the help that confirms
+    /// the file or puts the confirmed one back.
+    UntrustedConfig {
+        file: PathBuf,
+        named: String,
+        help: String,
+    },
 }
 
 /// A temporary file git-delegate made in its state folder and a killed
@@ -134,6 +168,9 @@ impl Problem {
             Fact::ScratchOrphan { .. } => "scratch_orphan",
             Fact::TempFile(_) => "temp_file",
             Fact::UnattendedTrash(_) => "unattended_trash",
+            Fact::LeftAside { .. } => "workspace_aside",
+            Fact::DeadRegistration { .. } => "dead_registration",
+            Fact::UntrustedConfig { .. } => "untrusted_config",
         }
     }
 }
@@ -223,6 +260,11 @@ pub fn of_batches(source: &Source, entries: &[Entry]) -> Vec<Problem> {
                             root: t.root.clone(),
                             why: why.to_string(),
                         },
+                        // Too many files open to tell: its changes are unknown.
+                        workspace::Identity::TooManyOpenFiles(_) => Fact::WorkspaceUnreadable {
+                            task: t.name.clone(),
+                            root: t.root.clone(),
+                        },
                     };
                     out.push(Problem::new(&b.id, fact));
                 }
@@ -255,8 +297,78 @@ pub fn of_batches(source: &Source, entries: &[Entry]) -> Vec<Problem> {
         if let Some(u) = workspace::trash::unattended(&trash, &state_dir) {
             out.push(Problem::new("", Fact::UnattendedTrash(u)));
         }
+        out.extend(left_aside(source, &base, entries));
     }
+    out.extend(dead_registrations(source));
     out
+}
+
+/// The problem of commands in `delegate.toml` the user has not confirmed
+/// (`ops::trust::check` finds them: `file`, `named`, `help`).
+pub fn untrusted_config(file: PathBuf, named: String, help: String) -> Problem {
+    Problem::new("", Fact::UntrustedConfig { file, named, help })
+}
+
+/// The workspaces killed commands left aside in the trash of `base`
+/// (design §3.18), each under the batch `entries` names by its short name.
+fn left_aside(source: &Source, base: &Path, entries: &[Entry]) -> Vec<Problem> {
+    let left = workspace::aside::left_aside(base);
+    if left.is_empty() {
+        return Vec::new();
+    }
+    let back = workspace::aside::would_restore(&source.common_dir, base, &source.state_dir());
+    left.into_iter()
+        .map(|l| {
+            let batch = entries
+                .iter()
+                .find_map(|e| match e {
+                    Entry::Batch(b) if b.short() == l.short => Some(b.id.clone()),
+                    _ => None,
+                })
+                .unwrap_or_else(|| l.short.clone());
+            let back = back.iter().any(|(_, a)| a == &l.path);
+            Problem::new(
+                &batch,
+                Fact::LeftAside {
+                    task: l.task,
+                    path: l.path,
+                    back,
+                },
+            )
+        })
+        .collect()
+}
+
+/// The registrations of ours whose folder is gone and that no batch owns
+/// (every batch of the repository, whatever `status` was asked about).
+fn dead_registrations(source: &Source) -> Vec<Problem> {
+    let base = source.workspace_base().ok();
+    let dead = workspace::leftover::dead_registrations(&source.common_dir, base.as_deref());
+    if dead.is_empty() {
+        return Vec::new();
+    }
+    let entries = batch::list(&source.state_dir()).unwrap_or_default();
+    let owned = |id: &str| {
+        entries.iter().any(|e| match e {
+            Entry::Batch(b) => b.tasks.iter().any(|t| t.worktree_id == id),
+            Entry::Broken { id: broken, .. } => {
+                id.starts_with(&format!("delegate-{}-", batch::short(broken)))
+            }
+        })
+    };
+    dead.into_iter()
+        .filter(|d| !owned(&d.id))
+        .map(|d| {
+            Problem::new(
+                "",
+                Fact::DeadRegistration {
+                    id: d.id,
+                    path: d.path,
+                    folder: d.folder,
+                },
+            )
+        })
+        .collect()
 }
 
 /// How old a temporary file must be to count as left over (design §3.18

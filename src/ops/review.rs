@@ -129,6 +129,7 @@ pub fn diff(source: &Source, ask: Ask<'_>) -> Result<DiffReport> {
             crate::workspace::Identity::Replaced(why) => {
                 return Err(unreadable(task, why.to_string()))
             }
+            crate::workspace::Identity::TooManyOpenFiles(e) => return Err(e),
         }
         let mut view = source.repo.clone().with_object_memory();
         let batch_dir = batch::batch_dir(&source.state_dir(), &b.id);

@@ -78,6 +78,12 @@ pub fn run(source: &Source, selector: Option<&str>) -> Result<Report> {
         entries = vec![chosen];
     }
     let mut problems = problems::of_batches(source, &entries);
+    // Commands in delegate.toml the user has not confirmed (design §3.18;
+    // nothing is recorded here: status changes nothing).
+    if let Ok(Some(u)) = crate::ops::trust::check(source, &crate::config::COMMAND_KEYS, false) {
+        let (named, help) = (u.named(), u.help());
+        problems.push(problems::untrusted_config(u.file, named, help));
+    }
     let any = !entries.is_empty();
     if !any && problems.is_empty() {
         return Ok(Report {

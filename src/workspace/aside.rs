@@ -406,13 +406,51 @@ pub fn restore_all(common_dir: &Path, base: &Path, state_dir: &Path) {
     }
     let batches = crate::record::batch::list_ok(state_dir).unwrap_or_default();
     restore(common_dir, base, &|short, task| {
-        batches
-            .iter()
-            .filter(|b| b.short() == short)
-            .find_map(|b| b.task(task))
-            .filter(|t| !t.remote && t.kind() == crate::config::Mode::Worktree)
-            .map(|t| t.root.clone())
+        place_in(&batches, short, task)
     });
+}
+
+/// Where the task `task` of the batch `short` among `batches` has its
+/// workspace, if it is a local worktree task.
+fn place_in(batches: &[crate::record::batch::Batch], short: &str, task: &str) -> Option<PathBuf> {
+    batches
+        .iter()
+        .filter(|b| b.short() == short)
+        .find_map(|b| b.task(task))
+        .filter(|t| !t.remote && t.kind() == crate::config::Mode::Worktree)
+        .map(|t| t.root.clone())
+}
+
+/// What [`restore_all`] would put back, changing nothing (`gc --dry-run`
+/// tells what gc, which runs it first, then does): each as (its place,
+/// where it waits in the trash). Only one whose `.git` names its task's
+/// registration and whose place is free.
+pub fn would_restore(common_dir: &Path, base: &Path, state_dir: &Path) -> Vec<(PathBuf, PathBuf)> {
+    let left = left_aside(base);
+    if left.is_empty() {
+        return Vec::new();
+    }
+    let batches = crate::record::batch::list_ok(state_dir).unwrap_or_default();
+    let Ok(Opened::Ours(b)) = crate::workspace::shared_root::open_base(base) else {
+        return Vec::new();
+    };
+    let Ok(Opened::Ours(trash)) = b.dir.child(OsStr::new(TRASH)) else {
+        return Vec::new();
+    };
+    left.into_iter()
+        .filter_map(|l| {
+            let place = place_in(&batches, &l.short, &l.task)?;
+            if place.symlink_metadata().is_ok() {
+                return None;
+            }
+            let Ok(Opened::Ours(entry)) = trash.child(l.path.file_name()?) else {
+                return None;
+            };
+            let worktree_id = crate::workspace::worktree_id(&l.short, &l.task);
+            let reg = crate::workspace::registration(common_dir, &worktree_id);
+            crate::workspace::identity::dotgit_names(entry.fd(), &reg).then_some((place, l.path))
+        })
+        .collect()
 }
 
 /// Put the aside entry `l` of `trash` back at `place`: whether it went.

@@ -30,6 +30,12 @@ pub enum Identity {
     /// Something else is there (why, for people): never read, quiesced,
     /// rescued nor removed.
     Replaced(&'static str),
+    /// What is there cannot be told: this process (EMFILE, `ulimit -n`) or
+    /// the system (ENFILE) has as many files open as it may. Never taken
+    /// for a folder that is not ours (nothing is removed or marked
+    /// missing for it): the error names the limit (`FsCause::OpenFiles`,
+    /// `delegate::too_many_open_files`), and the caller fails with it.
+    TooManyOpenFiles(crate::error::Error),
 }
 
 impl Identity {
@@ -37,9 +43,43 @@ impl Identity {
         match self {
             Identity::Ours { .. } => Health::Ours,
             Identity::Missing => Health::Missing,
-            Identity::Replaced(_) => Health::Foreign,
+            // Left alone, as a folder that is not ours is, by those that
+            // only ask its health.
+            Identity::Replaced(_) | Identity::TooManyOpenFiles(_) => Health::Foreign,
         }
     }
+
+    /// The error that says the limit of open files was met, if it was.
+    pub fn open_files_error(&self) -> Option<crate::error::Error> {
+        match self {
+            Identity::TooManyOpenFiles(e) => Some(crate::error::Error::state(
+                e.code,
+                e.message.clone(),
+                e.help.clone(),
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// `err`, met while telling what is at `root`, as the identity that says
+/// the limit of open files was met (EMFILE, ENFILE), if it is that.
+fn out_of_files(root: &Path, err: &std::io::Error) -> Option<Identity> {
+    match crate::error::FsCause::of(err)? {
+        cause @ crate::error::FsCause::OpenFiles { .. } => {
+            Some(Identity::TooManyOpenFiles(cause.error(
+                format_args!("cannot open the workspace {}", root.display()),
+                Some(root),
+                err,
+            )))
+        }
+        _ => None,
+    }
+}
+
+/// [`out_of_files`] for an errno.
+fn out_of_files_errno(root: &Path, e: rustix::io::Errno) -> Option<Identity> {
+    out_of_files(root, &std::io::Error::from_raw_os_error(e.raw_os_error()))
 }
 
 /// The identity of the workspace folder at `root`, just made, for the
@@ -257,23 +297,33 @@ pub(super) fn identify_at(
                         _ => "is reached through a symbolic link now",
                     })
                 }
-                Err(_) => return Identity::Replaced("cannot be opened"),
+                Err(e) => {
+                    return crate::error::io_cause(&e)
+                        .and_then(|io| out_of_files(root, io))
+                        .unwrap_or(Identity::Replaced("cannot be opened"))
+                }
             }
         } else {
             match open_nofollow(root) {
                 Ok(fd) => (fd, None),
                 Err(Errno::NOENT) if root.symlink_metadata().is_err() => return Identity::Missing,
-                Err(_) => {
+                Err(e) => {
+                    if let Some(limit) = out_of_files_errno(root, e) {
+                        return limit;
+                    }
                     return Identity::Replaced(match root.symlink_metadata() {
                         Ok(m) if m.file_type().is_symlink() => "is a symbolic link now",
                         Ok(m) if !m.is_dir() => "is not a folder any more",
                         _ => "cannot be opened",
-                    })
+                    });
                 }
             }
         };
-    let Ok(st) = rustix::fs::fstat(&fd) else {
-        return Identity::Replaced("cannot be opened");
+    let st = match rustix::fs::fstat(&fd) {
+        Ok(st) => st,
+        Err(e) => {
+            return out_of_files_errno(root, e).unwrap_or(Identity::Replaced("cannot be opened"))
+        }
     };
     if let Some(m) = made {
         // A subvolume's device number is handed out anew after a remount:
@@ -303,8 +353,19 @@ pub(super) fn identify_at(
     if expected.as_ref() != Some(&real) {
         return Identity::Replaced("is reached through a symbolic link now");
     }
-    if !dotgit_points_at(&fd, &registration(common_dir, worktree_id)) {
-        return Identity::Replaced("has a .git file that no longer points at its registration");
+    match dotgit_check(fd.as_fd(), &registration(common_dir, worktree_id)) {
+        Ok(true) => {}
+        Err(e) if out_of_files_errno(root, e).is_some() => {
+            return out_of_files_errno(root, e).unwrap_or(Identity::Missing)
+        }
+        _ => {
+            return Identity::Replaced("has a .git file that no longer points at its registration")
+        }
+    }
+    if let Err(e) = std::fs::read(registration(common_dir, worktree_id).join("commondir")) {
+        if let Some(limit) = out_of_files(root, &e) {
+            return limit;
+        }
     }
     if !leads_home(common_dir, worktree_id) {
         return Identity::Replaced(
@@ -341,24 +402,21 @@ fn leads_home(common_dir: &Path, worktree_id: &str) -> bool {
     crate::sys::fs::same_file(&named, common_dir)
 }
 
-/// Does the `.git` file inside the opened folder point at `reg`? Never
-/// through a symlink.
-fn dotgit_points_at(dir: &OwnedFd, reg: &Path) -> bool {
-    dotgit_names(dir.as_fd(), reg)
-}
-
 /// Does the `.git` file inside the opened folder `dir` point at `reg`?
 /// Never through a symlink.
 pub(super) fn dotgit_names(dir: std::os::fd::BorrowedFd<'_>, reg: &Path) -> bool {
+    dotgit_check(dir, reg).unwrap_or(false)
+}
+
+/// [`dotgit_names`], with the error that kept `.git` from being read.
+fn dotgit_check(dir: std::os::fd::BorrowedFd<'_>, reg: &Path) -> Result<bool, rustix::io::Errno> {
     use std::os::unix::ffi::OsStrExt;
-    let Ok(text) = crate::sys::fs::read_at_most(dir, ".git", 64 * 1024) else {
-        return false;
-    };
+    let text = crate::sys::fs::read_at_most(dir, ".git", 64 * 1024)?;
     let text = text.strip_suffix(b"\n").unwrap_or(&text);
     let Some(target) = text.strip_prefix(b"gitdir: ") else {
-        return false;
+        return Ok(false);
     };
-    Path::new(std::ffi::OsStr::from_bytes(target)) == reg
+    Ok(Path::new(std::ffi::OsStr::from_bytes(target)) == reg)
 }
 
 /// Is `root` the workspace we made: its `.git` file points at our

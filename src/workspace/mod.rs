@@ -23,7 +23,8 @@
 //! the ignored files carried into one and the copy engine (`carry`), its
 //! submodules (`submodules`), the walk below a workspace root other users
 //! may share (`shared_root`), removed workspaces deleted in the background
-//! (`trash`), the proof before a workspace is removed (`aside`), where a
+//! (`trash`), the proof before a workspace is removed (`aside`), the
+//! registrations of ours whose folder is gone (`leftover`), where a
 //! task's work may be when its workspace is not at its place
 //! (`elsewhere`), the words for what is at a workspace's path (`presence`) and
 //! verification workspaces (`derived`). Above `snapshot/` and `record/`;
@@ -67,6 +68,7 @@ pub mod elsewhere;
 pub(crate) mod error;
 mod fill;
 mod identity;
+pub mod leftover;
 pub mod pool;
 pub mod presence;
 mod refused;

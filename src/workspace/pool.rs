@@ -273,16 +273,21 @@ pub fn prove(
             }
         }
         let threads = crate::sys::parallel::threads(round.len());
-        let proofs = crate::sys::parallel::map(round.iter(), threads, || (), |rec| {
-            let idle = lock_of(common_dir, rec).as_deref() == Some(record::LOCK_REASON);
-            let stat = crate::record::stat::read(&record::stat_of(state_dir, &rec.id), hash);
-            Ok(match stat {
-                Some(stat) if idle && rec.root == place(base, &rec.id) => {
-                    prove_one(common_dir, rec, stat)
-                }
-                _ => None,
-            })
-        });
+        let proofs = crate::sys::parallel::map(
+            round.iter(),
+            threads,
+            || (),
+            |rec| {
+                let idle = lock_of(common_dir, rec).as_deref() == Some(record::LOCK_REASON);
+                let stat = crate::record::stat::read(&record::stat_of(state_dir, &rec.id), hash);
+                Ok(match stat {
+                    Some(stat) if idle && rec.root == place(base, &rec.id) => {
+                        prove_one(common_dir, rec, stat)
+                    }
+                    _ => None,
+                })
+            },
+        );
         for (rec, proven) in round.into_iter().zip(proofs) {
             match proven {
                 Ok(Some((fd, record))) => out.push(Proven { rec, fd, record }),

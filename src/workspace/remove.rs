@@ -263,6 +263,8 @@ pub fn set_aside(
             ))
         }
         Identity::Missing | Identity::Replaced(_) => return Ok(None),
+        // Nothing is moved while what is there cannot be told.
+        Identity::TooManyOpenFiles(e) => return Err(WorkspaceError::Worded(e)),
     };
     crate::sys::interrupt::pause("prove-before-aside");
     let aside = crate::workspace::aside::move_aside(fd, parents, root)?;

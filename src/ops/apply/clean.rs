@@ -107,6 +107,9 @@ pub(super) fn clean(
             batch::save(&state_dir, b)?;
         }
     }
+    if dry_run {
+        closed = would_close(source, b, opts, outcomes);
+    }
     let batch_open = if dry_run {
         b.tasks.iter().enumerate().any(|(i, t)| {
             t.state.is_open() && outcomes.iter().find(|o| o.idx == i).is_none_or(|o| !o.ok())
@@ -129,6 +132,39 @@ pub(super) fn clean(
         batch_open,
         remote_left,
     })
+}
+
+/// With `--dry-run`: what clean-up would do to the workspaces of the tasks
+/// that would close (applied, no_changes, discarded), in task order: park
+/// it in the pool while `workspace.pool` has room for it (design §3.20),
+/// otherwise remove it. Those `--keep` keeps, and a discarded one holding
+/// a nested repository, are left out (said elsewhere).
+fn would_close(
+    source: &Source,
+    b: &Batch,
+    opts: &Options,
+    outcomes: &[Outcome],
+) -> Vec<(usize, Closed)> {
+    let others = batch::list_ok(&source.state_dir()).unwrap_or_default();
+    let mut room = source
+        .config
+        .pool
+        .saturating_sub(workspace::pool::list(&source.state_dir()).len());
+    outcomes
+        .iter()
+        .filter(|o| o.ok())
+        .filter(|o| o.status != TaskState::Discarded || o.nested_kept.is_empty())
+        .filter(|o| !(opts.keep && o.status != TaskState::Discarded))
+        .map(|o| {
+            let task = &b.tasks[o.idx];
+            if room > 0 && poolable(source, b, task, &others) {
+                room -= 1;
+                (o.idx, Closed::Parked)
+            } else {
+                (o.idx, Closed::Removed)
+            }
+        })
+        .collect()
 }
 
 /// The reason of a task whose workspace was written into after apply read
@@ -639,11 +675,16 @@ fn may_pool(source: &Source, b: &Batch, task: &batch::Task, others: &[Batch]) ->
         TaskState::Applied | TaskState::NoChanges | TaskState::Discarded
     );
     ended
-        && !task.remote
+        && workspace::pool::list(&source.state_dir()).len() < source.config.pool
+        && poolable(source, b, task, others)
+}
+
+/// [`may_pool`] but for the task's state and the pool's room.
+fn poolable(source: &Source, b: &Batch, task: &batch::Task, others: &[Batch]) -> bool {
+    !task.remote
         && task.kind() == crate::config::Mode::Worktree
         && b.sparse.is_none()
         && source.config.pool != 0
-        && workspace::pool::list(&source.state_dir()).len() < source.config.pool
         && workspace::hosted_batches(others, task, &b.id).is_empty()
         && task.root.join(".gitmodules").symlink_metadata().is_err()
 }

@@ -82,8 +82,9 @@ pub struct Report {
     /// Workspaces kept because open batches were prepared in them.
     pub kept: Vec<Kept>,
     /// What clean-up did to the workspaces of closed tasks (task index,
-    /// fate), in task order; those in `kept` are not repeated. Empty for a
-    /// dry run.
+    /// fate), in task order; those in `kept` are not repeated. For a dry
+    /// run, what it would do: `Parked` or `Removed` for each task that
+    /// would close (`--keep`'s and the kept discarded ones left out).
     pub workspaces: Vec<(usize, Closed)>,
     /// The first clean-up failure (the outcomes stand).
     pub artifacts_error: Option<Error>,

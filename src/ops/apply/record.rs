@@ -91,7 +91,7 @@ pub(super) fn record(
         pending,
         roots,
         received,
-    } = select(cx, selected, (&fetched, &unfetchable));
+    } = select(cx, selected, (&fetched, &unfetchable))?;
     // A discarded task whose proposal git would not fetch: what the remote
     // lists is what the batch's end deletes there (the user ended it, and
     // nothing can fetch it), as `drop --force` deletes what it listed.
@@ -143,7 +143,7 @@ fn select(
     cx: Ctx<'_>,
     selected: &[(usize, bool)],
     (fetched, unfetchable): (&HashMap<String, ObjectId>, &Unfetched),
-) -> Selected {
+) -> Result<Selected> {
     let Ctx {
         source,
         b,
@@ -218,6 +218,13 @@ fn select(
                     u.why()
                 ));
             }
+            // Too many files open to tell what is there: fail naming the
+            // limit rather than discard unread work.
+            if let workspace::Identity::TooManyOpenFiles(e) =
+                workspace::identify(&source.common_dir, task)
+            {
+                return Err(e);
+            }
             if !dry_run {
                 keep_discarded(source, b, &mut out, baseline_tree);
             } else if let workspace::Identity::Ours { real, .. } =
@@ -268,6 +275,9 @@ fn select(
                 pending.push(outcomes.len());
                 roots.push(real);
             }
+            // Too many files open to tell what is there: the command
+            // fails naming the limit, no task is marked missing.
+            workspace::Identity::TooManyOpenFiles(e) => return Err(e),
             other => {
                 out.fail("workspace_missing", missing_message(task, &other));
                 keep_artifacts(source, b, &mut out, dry_run);
@@ -275,12 +285,12 @@ fn select(
         }
         outcomes.push(out);
     }
-    Selected {
+    Ok(Selected {
         outcomes,
         pending,
         roots,
         received,
-    }
+    })
 }
 
 /// Stop (or, by the policy or in a dry run, only describe) the processes
@@ -410,6 +420,7 @@ fn take(
         let rec = match workspace::identify(&source.common_dir, &b.tasks[out.idx]) {
             _ if b.tasks[out.idx].remote => rec,
             workspace::Identity::Ours { .. } => rec,
+            workspace::Identity::TooManyOpenFiles(e) => return Err(e),
             other => {
                 out.fail(
                     "workspace_missing",

@@ -99,7 +99,7 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
                         batch: id.to_string(),
                         task: task.clone(),
                         ref_name: p.ref_name,
-                        patch: p.patch,
+                        patch: Some(p.patch),
                         paths: p.paths.len(),
                     });
                 }

@@ -8,15 +8,14 @@
 //! holds anything, or anything a live batch owns; signals anyone.
 
 use std::collections::HashSet;
-use std::path::Path;
 
 use crate::error::Result;
 use crate::git::refs;
-use crate::git::registration::{self, Registration};
+
 use crate::record::batch::{self};
 use crate::record::kept;
 
-use super::{is_registered_worktree, read_gitdir_file, Gc, Owners, Skipped};
+use super::{is_registered_worktree, Gc, Owners, Skipped};
 
 impl Gc<'_> {
     /// Verification workspaces no apply runs in (design §3.10): what an
@@ -57,37 +56,16 @@ impl Gc<'_> {
 
     /// Registrations of ours (`delegate-*`) whose folder is gone and that no batch owns.
     pub(super) fn leftover_registrations(&mut self, owners: &Owners) -> Result<()> {
-        let dir = registration::dir(&self.source.common_dir);
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            return Ok(());
-        };
         let base = self.source.workspace_base().ok();
-        for entry in rd.flatten() {
-            let id = entry.file_name().to_string_lossy().into_owned();
-            if !id.starts_with("delegate-")
-                || self.handled_regs.contains(&id)
-                || owners.owns_registration(&id)
-            {
+        for dead in
+            crate::workspace::leftover::dead_registrations(&self.source.common_dir, base.as_deref())
+        {
+            if self.handled_regs.contains(&dead.id) || owners.owns_registration(&dead.id) {
                 continue;
             }
-            let registration = Registration::at(entry.path());
-            let reg = registration.path();
-            let target = read_gitdir_file(&registration.gitdir_file()).map(|t| reg.join(t));
-            let folder = target.as_deref().and_then(Path::parent);
-            if folder.is_some_and(|f| f.symlink_metadata().is_ok()) {
-                continue; // its folder is there: a worktree, not a leftover
-            }
-            let locked_by_us = registration.is_locked_by_a_batch();
-            let under_base = match (folder, &base) {
-                (Some(f), Some(base)) => f.starts_with(base),
-                _ => false,
-            };
-            if !(locked_by_us || under_base) {
-                continue; // named like ours, but nothing says it is: the user's
-            }
-            self.report.bytes_freed += crate::sys::fs::tree_size(reg);
+            self.report.bytes_freed += crate::sys::fs::tree_size(&dead.path);
             if !self.dry_run {
-                crate::sys::fs::remove_all(reg)?;
+                crate::sys::fs::remove_all(&dead.path)?;
             }
             self.report.registrations_removed += 1;
         }
@@ -137,7 +115,10 @@ impl Gc<'_> {
                     self.report.bytes_freed += p.bytes;
                 }
                 for left in crate::workspace::aside::left_aside(&base_path) {
-                    self.left_alone(left.path);
+                    // (The dry run's: put back first by the real run.)
+                    if !self.restored.iter().any(|(_, a)| a == &left.path) {
+                        self.left_alone(left.path);
+                    }
                 }
                 continue;
             }

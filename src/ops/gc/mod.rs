@@ -78,8 +78,11 @@ pub struct Rescued {
     pub batch: String,
     pub task: String,
     pub ref_name: String,
-    /// Where the patch is kept (after the batch's state folder is gone).
-    pub patch: PathBuf,
+    /// Where the patch is kept (after the batch's state folder is gone);
+    /// `None` when none was written: a remote proposal over the bound of
+    /// paths (a path bomb, design §3.18 "Limits"), or one that could not be
+    /// read, is kept as its ref alone.
+    pub patch: Option<PathBuf>,
     /// Paths that differ from the baseline.
     pub paths: usize,
 }
@@ -159,6 +162,17 @@ pub struct Report {
     /// user's, or a symlink where a folder of ours was expected; never
     /// entered, read or removed.
     pub unsafe_folders: Vec<crate::workspace::shared_root::Refused>,
+    /// The setup commands of killed prepares stopped before their batch
+    /// was removed (with `dry_run`: that would be stopped; design §3.20).
+    pub stopped: Vec<Stopped>,
+}
+
+/// A process gc stopped (or would stop): a setup command of a batch whose
+/// prepare was killed.
+#[derive(Debug, Clone)]
+pub struct Stopped {
+    pub batch: String,
+    pub process: crate::sys::quiesce::Proc,
 }
 
 /// A stash entry a stale batch's workspace pushed (design §3.16).
@@ -187,7 +201,16 @@ pub fn run(source: &Source, dry_run: bool, empty_pool: bool) -> Result<Report> {
         handled_refs: HashSet::new(),
         handled_regs: HashSet::new(),
         handled_roots: HashSet::new(),
+        restored: Vec::new(),
     };
+    // What the lock's recovery puts back before the real gc runs (design
+    // §3.18): the dry run counts those workspaces where they will be.
+    if dry_run {
+        if let Ok(base) = source.workspace_base() {
+            gc.restored =
+                crate::workspace::aside::would_restore(&source.common_dir, &base, &gc.state_dir);
+        }
+    }
     let entries = batch::list(&gc.state_dir)?;
     let all: Vec<Batch> = entries
         .iter()
@@ -420,6 +443,20 @@ struct Gc<'a> {
     handled_regs: HashSet<String>,
     /// Workspace folders this run removed.
     handled_roots: HashSet<PathBuf>,
+    /// With `dry_run`: the workspaces a killed command left aside that the
+    /// real run's lock puts back first, as (place, where it waits).
+    restored: Vec<(PathBuf, PathBuf)>,
+}
+
+impl Gc<'_> {
+    /// With `dry_run`: where the workspace whose place is `root` waits
+    /// aside, to be put back before a real run.
+    fn waiting_aside(&self, root: &Path) -> Option<&Path> {
+        self.restored
+            .iter()
+            .find(|(place, _)| place == root)
+            .map(|(_, aside)| aside.as_path())
+    }
 }
 
 /// The path a worktree registration's `gitdir` file names, if readable.

@@ -7,7 +7,7 @@
 //! Never: removes anything of a batch whose work could not be rescued;
 //! changes anything with `dry_run`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use gix::ObjectId;
 
@@ -45,8 +45,15 @@ impl Gc<'_> {
             self.handled_regs.insert(t.worktree_id.clone());
         }
         let r = crate::ops::preparing::remove_whole(self.source, b, self.dry_run)?;
+        self.report
+            .stopped
+            .extend(r.stopped.iter().map(|p| super::Stopped {
+                batch: b.id.clone(),
+                process: p.clone(),
+            }));
         self.report.workspaces_removed += r.workspaces;
         self.report.refs_removed += r.refs;
+        self.report.registrations_removed += r.registrations;
         self.report.bytes_freed += r.bytes;
         self.report.left_alone.extend(r.left_alone);
         for u in r.unsafe_folders {
@@ -291,6 +298,19 @@ impl Gc<'_> {
             self.handled_regs.insert(t.worktree_id.clone());
             return Ok(None);
         }
+        // The dry run counts one the real run puts back first where it waits.
+        let waiting = match health {
+            workspace::Health::Missing => self.waiting_aside(&t.root).map(Path::to_path_buf),
+            _ => None,
+        };
+        if let Some(aside) = waiting {
+            self.report.bytes_freed +=
+                crate::workspace::shared_root::tree_size(&aside) + crate::sys::fs::tree_size(&reg);
+            self.report.workspaces_removed += 1;
+            self.handled_roots.insert(t.root.clone());
+            self.handled_regs.insert(t.worktree_id.clone());
+            return Ok(None);
+        }
         match health {
             workspace::Health::Ours => {
                 let bytes = crate::workspace::shared_root::tree_size(&t.root)
@@ -323,6 +343,9 @@ impl Gc<'_> {
                     if !self.dry_run {
                         crate::sys::fs::remove_all(&reg)?;
                     }
+                    // Its folder was gone (or is not ours): a registration
+                    // removed, not a workspace.
+                    self.report.registrations_removed += 1;
                 }
                 self.handled_regs.insert(t.worktree_id.clone());
             }

@@ -44,10 +44,13 @@ impl Gc<'_> {
         let mut read: Vec<(String, workspace::aside::Read)> = Vec::new();
         for task in b.open_tasks() {
             // Read at the real path the identity check found.
-            let workspace::Identity::Ours { real, .. } =
-                workspace::identify(&self.source.common_dir, task)
-            else {
-                continue;
+            let real = match workspace::identify(&self.source.common_dir, task) {
+                workspace::Identity::Ours { real, .. } => real,
+                // The dry run reads one the real run puts back first where it waits.
+                _ => match self.waiting_aside(&task.root) {
+                    Some(aside) => aside.to_path_buf(),
+                    None => continue,
+                },
             };
             let mut t = task.clone();
             t.root = real;
@@ -107,9 +110,11 @@ impl Gc<'_> {
                         batch: b.id.clone(),
                         task: t.name.clone(),
                         ref_name,
-                        patch: kept::kept_dir(&self.state_dir)
-                            .join(&b.id)
-                            .join(format!("{}.patch", t.name)),
+                        patch: Some(
+                            kept::kept_dir(&self.state_dir)
+                                .join(&b.id)
+                                .join(format!("{}.patch", t.name)),
+                        ),
                         paths,
                     })
                 }
@@ -179,6 +184,8 @@ impl Gc<'_> {
             remote_seen.extend(found.iter().map(|(t, id)| (t.clone(), *id)));
             for (task, commit) in found {
                 let ref_name = refs::proposal(&b.id, &task);
+                // Whether a patch is (or, dry run, would be) written.
+                let mut patched = true;
                 let paths = match b.tasks.iter().find(|t| t.name == task) {
                     Some(t) if !self.dry_run => {
                         let (_, base_tree) =
@@ -204,9 +211,13 @@ impl Gc<'_> {
                             // patch (design §3.18 "Limits").
                             Ok(crate::ops::remote::Received::TooMany(..)) => {
                                 crate::sys::fs::remove_file(&patch).map_err(Error::from)?;
+                                patched = false;
                                 0
                             }
-                            _ => 0,
+                            _ => {
+                                patched = patch.symlink_metadata().is_ok();
+                                0
+                            }
                         }
                     }
                     _ => 0,
@@ -215,9 +226,11 @@ impl Gc<'_> {
                     batch: b.id.clone(),
                     task: task.clone(),
                     ref_name,
-                    patch: kept::kept_dir(&self.state_dir)
-                        .join(&b.id)
-                        .join(format!("{task}.patch")),
+                    patch: patched.then(|| {
+                        kept::kept_dir(&self.state_dir)
+                            .join(&b.id)
+                            .join(format!("{task}.patch"))
+                    }),
                     paths,
                 });
             }

@@ -237,7 +237,12 @@ pub fn stop_marked(var: &str, value: &str, grace: Duration) -> Outcome {
         }
         for &p in &found {
             if !stopped.iter().any(|s| s.pid == p) {
-                stopped.push(describe(p));
+                // One already gone (a short-lived child ended on its own)
+                // reads as an empty command: it was not stopped.
+                let d = describe(p);
+                if !d.command.is_empty() {
+                    stopped.push(d);
+                }
             }
         }
         let sig = if round == 0 {

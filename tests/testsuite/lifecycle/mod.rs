@@ -4,6 +4,7 @@
 
 mod branch;
 mod gc;
+mod gc_crash_states;
 mod leases;
 mod pool;
 mod status_drop_renew;

@@ -251,16 +251,24 @@ fn marked(id: &str) -> Vec<u32> {
         .collect()
 }
 
-/// A prepare killed with SIGKILL while its setup commands run (design
-/// §3.20, §3.15 "Killed commands"): they outlive it and go on writing into
-/// its workspaces (a child that ignores SIGTERM among them). `gc` stops
-/// every one of them first (their environment names the batch), then
-/// removes the batch whole: no "Directory not empty", nothing left, no
-/// setup process running; `gc --dry-run` before it names the same batch
-/// and changes nothing.
-#[test]
-fn setup_commands_of_a_killed_prepare_are_stopped_by_gc_before_it_removes_the_batch() {
-    let env = Env::new();
+/// Kills every process still marked with batch `.0` when dropped: no
+/// setup of a test outlives it.
+struct Reap(String);
+impl Drop for Reap {
+    fn drop(&mut self) {
+        for pid in marked(&self.0) {
+            if let Some(p) = rustix::process::Pid::from_raw(pid as i32) {
+                let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+            }
+        }
+    }
+}
+
+/// A prepare of two tasks killed with SIGKILL while its setup commands run
+/// (design §3.20, §3.15 "Killed commands"): they outlive it and go on
+/// writing into its workspaces (a child that ignores SIGTERM among them).
+/// Returns the batch id and the reaper of its processes.
+fn killed_prepare_with_running_setups(env: &Env) -> (std::path::PathBuf, String, Reap) {
     let marks = env.path().join("marks");
     std::fs::create_dir_all(&marks).unwrap();
     // Each setup writes files into its workspace without end, in a child
@@ -269,8 +277,8 @@ fn setup_commands_of_a_killed_prepare_are_stopped_by_gc_before_it_removes_the_ba
         r#"mkdir -p deps; (trap "" TERM; i=0; while :; do i=$((i+1)); echo $i > deps/c$i; sleep 0.01; done) & touch "{m}/began-$GIT_DELEGATE_TASK"; i=0; while :; do i=$((i+1)); echo $i > deps/p$i; sleep 0.01; done"#,
         m = marks.display()
     );
-    let repo = repo_with_setup(&env, &setup);
-    let mut child = spawn_piped(&env, &repo, &["prepare", "-n", "2", "--json"]);
+    let repo = repo_with_setup(env, &setup);
+    let mut child = spawn_piped(env, &repo, &["prepare", "-n", "2", "--json"]);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !(marks.join("began-1").exists() && marks.join("began-2").exists()) {
         assert!(
@@ -286,32 +294,93 @@ fn setup_commands_of_a_killed_prepare_are_stopped_by_gc_before_it_removes_the_ba
         .unwrap()
         .to_string();
     assert!(!marked(&batch).is_empty(), "the setups died with prepare");
-    // Whatever happens below, no setup of this test outlives it.
-    struct Reap(String);
-    impl Drop for Reap {
-        fn drop(&mut self) {
-            for pid in marked(&self.0) {
-                if let Some(p) = rustix::process::Pid::from_raw(pid as i32) {
-                    let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
-                }
-            }
-        }
-    }
-    let _reap = Reap(batch.clone());
+    let reap = Reap(batch.clone());
+    (repo, batch, reap)
+}
 
+/// The pids a `stopped_processes` list names.
+fn pids_of(list: &serde_json::Value) -> std::collections::BTreeSet<u32> {
+    list.as_array()
+        .unwrap_or_else(|| panic!("not a list: {list}"))
+        .iter()
+        .map(|p| {
+            assert!(p["command"].as_str().is_some_and(|c| !c.is_empty()), "{p}");
+            p["pid"].as_u64().unwrap() as u32
+        })
+        .collect()
+}
+
+/// A killed prepare's setup commands (see above): `gc` stops every one of
+/// them first (their environment names the batch), then removes the batch
+/// whole: no "Directory not empty", nothing left, no setup process
+/// running; and it says which it stopped, as PID and command, in its text
+/// and `stopped_processes`. `gc --dry-run` before it names the same batch
+/// and the processes it would stop, and changes nothing.
+#[test]
+fn setup_commands_of_a_killed_prepare_are_stopped_by_gc_before_it_removes_the_batch() {
+    let env = Env::new();
+    let (repo, batch, _reap) = killed_prepare_with_running_setups(&env);
+    // The setup shells themselves run throughout (their `sleep`s come and go).
+    let before: std::collections::BTreeSet<u32> = marked(&batch).into_iter().collect();
+
+    let text = env.delegate(&repo, ["gc", "--dry-run"]).expect(0).stdout;
+    assert_has(&text, "would stop its setup commands that still ran:");
     let dry = env
         .delegate(&repo, ["gc", "--dry-run", "--json"])
         .expect(0)
         .json();
     assert_eq!(dry["incomplete"], serde_json::json!([batch]), "{dry:#}");
-    assert!(!marked(&batch).is_empty(), "gc --dry-run stopped them");
+    let lasting: std::collections::BTreeSet<u32> = marked(&batch)
+        .into_iter()
+        .filter(|p| before.contains(p))
+        .collect();
+    assert!(lasting.len() >= 4, "gc --dry-run stopped them: {lasting:?}");
+    for pid in &lasting {
+        assert_has(&text, &format!("    {pid} "));
+    }
+    let would = pids_of(&dry["stopped_processes"]);
+    assert!(lasting.is_subset(&would), "{lasting:?} {dry:#}");
+    for p in dry["stopped_processes"].as_array().unwrap() {
+        assert_eq!(p["batch"], batch.as_str(), "{dry:#}");
+    }
 
     let run = env.delegate(&repo, ["gc", "--json"]).expect(0);
     let doc = run.json();
     assert_eq!(doc["incomplete"], serde_json::json!([batch]), "{doc:#}");
     assert!(marked(&batch).is_empty(), "a setup process still runs");
+    let stopped = pids_of(&doc["stopped_processes"]);
+    assert!(lasting.is_subset(&stopped), "{lasting:?} {doc:#}");
     assert!(env.private_refs(&repo).is_empty());
     assert_nothing_created(&env, &repo);
     let list = env.git(&repo, ["worktree", "list", "--porcelain"]);
     assert_eq!(list.matches("worktree ").count(), 1, "{list}");
+}
+
+/// `drop` of a batch whose prepare was killed stops its setup commands
+/// too, and names them, as PID and command, in its text and its
+/// document's `stopped_processes` (design §3.20).
+#[test]
+fn drop_names_the_setup_commands_of_a_killed_prepare_it_stopped() {
+    let env = Env::new();
+    let (repo, batch, _reap) = killed_prepare_with_running_setups(&env);
+    let before: std::collections::BTreeSet<u32> = marked(&batch).into_iter().collect();
+    let doc = env
+        .delegate(&repo, ["drop", &batch, "--json"])
+        .expect(0)
+        .json();
+    assert!(marked(&batch).is_empty(), "a setup process still runs");
+    let stopped = pids_of(&doc["stopped_processes"]);
+    // The two setup shells and their two children ran throughout.
+    assert!(
+        stopped.intersection(&before).count() >= 4,
+        "{before:?} {doc:#}"
+    );
+    assert_nothing_created(&env, &repo);
+
+    // In the text too.
+    let env = Env::new();
+    let (repo, batch, _reap) = killed_prepare_with_running_setups(&env);
+    let text = env.delegate(&repo, ["drop", &batch]).expect(0).stdout;
+    assert_has(&text, "stopped its setup commands that still ran:");
+    assert!(marked(&batch).is_empty(), "a setup process still runs");
 }

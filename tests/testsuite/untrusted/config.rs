@@ -396,3 +396,31 @@ fn a_file_a_worker_breaks_keeps_the_work_and_the_help_restores_it() {
     let doc = env.delegate(&repo, ["apply", "--json"]).expect(0).json();
     assert_eq!(doc["tasks"][0]["status"], "applied", "{doc}");
 }
+
+/// `status --check` reports a `delegate.toml` whose commands differ from
+/// the file the user confirmed (design §3.3, §3.18), kind
+/// `untrusted_config`, with the command that confirms it; followed
+/// literally, the problem is gone.
+#[test]
+fn status_check_reports_an_unconfirmed_delegate_toml_until_it_is_confirmed() {
+    let (env, repo) = Env::with_repo("proj");
+    let (marker, cmd) = touch(&env, "verified");
+    let (_ws, file) = planted(&env, &repo, &format!("[apply]\nverify = {cmd:?}\n"));
+    let run = env.delegate(&repo, ["status", "--check"]).expect(1);
+    let text = format!("{}{}", run.stdout, run.stderr);
+    assert_has(&text, "apply.verify");
+    let doc = env.delegate(&repo, ["status", "--json"]).expect(0).json();
+    let p = doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "untrusted_config")
+        .cloned()
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(p["path"], file.to_str().unwrap(), "{doc:#}");
+    assert!(!marker.exists(), "status ran the command");
+    let confirm = confirm_hint(&text);
+    env.sh(&repo, &confirm).expect(0);
+    env.delegate(&repo, ["status", "--check"]).expect(0);
+    assert!(!marker.exists());
+}

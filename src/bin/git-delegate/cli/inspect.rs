@@ -79,7 +79,7 @@ pub struct BranchArgs {
 pub struct StatusArgs {
     #[command(flatten)]
     pub batch: BatchArg,
-    /// Print only problems; exit 1 on a stale batch or a left-over journal
+    /// Print only problems; exit 1 on any (a stale batch, a left-over journal, a workspace left aside or a registration left by a killed command, an unconfirmed delegate.toml, ...), each with the command that clears it
     #[arg(long)]
     pub check: bool,
     /// Ask the remote of batches with remote tasks which of them have submitted

@@ -228,7 +228,9 @@ no lock.
 A batch is stale when its lease expired or its owner process is gone; `--check` prints only such problems (and \
 interrupted write-backs, batches whose prepare was killed, batches whose state file cannot be read, and removed \
 workspaces waiting in the trash that no background deleter works on, with the reason, which `git delegate gc` \
-deletes) and exits 1 when there are any, for hooks and scripts. Proposals kept after their task ended (rescued by gc, of discarded \
+deletes; a workspace a killed command left aside in the trash and a registration of git-delegate whose folder is \
+gone, which `git delegate gc` puts back or removes; commands in delegate.toml you have not confirmed, which \
+`git delegate config --trust` confirms) and exits 1 when there are any, for hooks and scripts. Proposals kept after their task ended (rescued by gc, of discarded \
 tasks, or of batches that are gone) are listed until gc.keep-failed passes, with their age and expiry; \
 `git delegate apply --kept REF` lands one.",
         after_long_help = "Examples:
@@ -309,7 +311,8 @@ Leftovers of this repository are reclaimed too: registrations of git-delegate wo
 empty folders under the repository's workspace root that no batch owns, and old refs under refs/pi-delegate/ that \
 no batch owns. Any other folder there (a task folder renamed, a batch folder moved aside, one no batch records) is \
 left and reported (left_alone), never deleted, and a stale batch whose workspace was moved so is left whole. A batch whose prepare was killed before it completed is removed whole, at any age, with nothing \
-rescued (no worker was given it). Live batches are never touched, nor the user's own worktrees. A batch whose \
+rescued (no worker was given it), once the setup commands it started that still run are stopped (each named, \
+as PID and command). `--dry-run` says what gc would then remove, count for count. Live batches are never touched, nor the user's own worktrees. A batch whose \
 state file cannot be read is reported (exit 1) and left alone: `git delegate drop ID --force` removes it.",
         after_long_help = "Examples:
   git delegate gc --dry-run          # what would be reclaimed

@@ -261,6 +261,13 @@ fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
                 stays = true;
             } else if keep && o.status != TaskState::Discarded {
                 kept.push(o.idx);
+            } else if report
+                .workspaces
+                .iter()
+                .any(|&(i, fate)| i == o.idx && fate == Closed::Parked)
+            {
+                // design §3.20: idle in the pool, not removed.
+                parked.push(name(o.idx));
             } else {
                 removed.push(name(o.idx));
             }
@@ -318,7 +325,8 @@ fn workspaces_text(report: &Report, keep: bool, text: &mut String) -> bool {
     if !parked.is_empty() {
         // design §3.20: idle in the pool, not deleted; the next prepare reuses it.
         text.push_str(&format!(
-            "Parked the workspace{} of {} idle in the pool (workspace.pool): the next prepare reuses {}.\n",
+            "{} the workspace{} of {} idle in the pool (workspace.pool): the next prepare reuses {}.\n",
+            if report.dry_run { "Would park" } else { "Parked" },
             if parked.len() == 1 { "" } else { "s" },
             tasks_named(&parked),
             if parked.len() == 1 { "it" } else { "them" }

@@ -285,11 +285,14 @@ fn drop_corrupt(
     );
     for x in &r.rescued {
         text.push_str(&format!(
-            "Task {} had changes ({} path(s)): saved as {} (patch {})\n",
+            "Task {} had changes ({} path(s)): saved as {} ({})\n",
             x.task,
             x.paths,
             x.ref_name,
-            super::show(&x.patch)
+            x.patch.as_deref().map_or_else(
+                || "as its ref alone, no patch".to_string(),
+                |p| format!("patch {}", super::show(p))
+            )
         ));
     }
     text.push_str(&super::gc::kept_refs_line(source, &r.refs_kept));
@@ -307,7 +310,7 @@ fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) ->
     let r = git_delegate::ops::preparing::remove_whole(source, b, false)?;
     if ui.json {
         let t = Text::default();
-        let doc = DropDoc::new(
+        let mut doc = DropDoc::new(
             &t,
             &b.id,
             r.workspaces,
@@ -315,6 +318,7 @@ fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) ->
             &r.left_alone,
             &r.unsafe_folders,
         );
+        doc.stopped_processes = Some(crate::render::gc::DropStopped::list(&r.stopped));
         ui.doc_after(t.doc(doc), recovered);
     }
     let mut text = format!(
@@ -323,6 +327,7 @@ fn drop_incomplete(ui: &Ui, source: &Source, b: &Batch, recovered: &Recovery) ->
         r.workspaces,
         r.refs
     );
+    text.push_str(&super::gc::stopped_text(false, r.stopped.iter()));
     text.push_str(&left_alone_text(
         "not a folder prepare made",
         &r.left_alone,

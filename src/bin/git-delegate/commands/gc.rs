@@ -53,13 +53,16 @@ fn human(source: &git_delegate::git::repo::Source, r: &git_delegate::ops::gc::Re
     }
     for res in &r.rescued {
         text.push_str(&format!(
-            "Task {} of batch {} had unapplied changes ({} path(s)): {}saved as {} (patch {})\n",
+            "Task {} of batch {} had unapplied changes ({} path(s)): {}saved as {} ({})\n",
             res.task,
             git_delegate::record::batch::short(&res.batch),
             res.paths,
             would,
             res.ref_name,
-            super::show(&res.patch),
+            res.patch.as_deref().map_or_else(
+                || "as its ref alone, no patch".to_string(),
+                |p| format!("patch {}", super::show(p))
+            ),
         ));
     }
     let nothing = r.batches.is_empty()
@@ -137,8 +140,33 @@ fn removed_text(r: &git_delegate::ops::gc::Report) -> String {
             if r.dry_run { "Would remove" } else { "Removed" },
             git_delegate::record::batch::short(id)
         ));
+        text.push_str(&stopped_text(
+            r.dry_run,
+            r.stopped
+                .iter()
+                .filter(|s| &s.batch == id)
+                .map(|s| &s.process),
+        ));
     }
     text
+}
+
+/// The setup commands of a killed prepare stopped (or, `dry_run`, that
+/// would be) before its batch went, each as PID and command (design
+/// §3.20); nothing when there were none. Shared with drop.
+pub(super) fn stopped_text<'a>(
+    dry_run: bool,
+    procs: impl Iterator<Item = &'a git_delegate::sys::quiesce::Proc>,
+) -> String {
+    let procs: Vec<git_delegate::sys::quiesce::Proc> = procs.cloned().collect();
+    if procs.is_empty() {
+        return String::new();
+    }
+    format!(
+        "  {} its setup commands that still ran:\n{}",
+        if dry_run { "would stop" } else { "stopped" },
+        super::apply::procs_text(&procs, "    ")
+    )
 }
 
 /// The line naming the kept proposal refs `refs` (none: nothing), as gc

@@ -123,6 +123,26 @@ fn message(p: &Problem) -> String {
             ),
             if u.entries == 1 { "it" } else { "them" },
         ),
+        // design §3.18 "Before removing a workspace, prove it".
+        Fact::LeftAside { task, path, back: true } => format!(
+            "batch {short} task {task}: its workspace was left aside at {} by a command killed while it proved the workspace before removing it; `git delegate gc` puts it back at its place (and reclaims it with its batch only if the batch is stale, its work saved first)",
+            super::show(path)
+        ),
+        Fact::LeftAside { task, path, back: false } => format!(
+            "a workspace of batch {short} task {task} was left aside at {} by a command that was killed, and cannot go back to its place (its batch is gone, or something else is there now); nothing deletes it: see what it holds, then remove it yourself (`rm -rf {}`)",
+            super::show(path),
+            git_delegate::sys::paths::shell_quote(&path.to_string_lossy())
+        ),
+        // design §3.18 "Commands from the shared git dir".
+        Fact::UntrustedConfig { file, named, help } => format!(
+            "{named} in {} is not what you confirmed (the file changed while a batch was open, and a worker's workspace shares it): it does not run; {help}",
+            super::show(file),
+        ),
+        // design §3.4: gc's leftovers.
+        Fact::DeadRegistration { id, folder, .. } => format!(
+            "the worktree registration {id} of git-delegate names {}, which is gone, and no batch owns it (`git worktree list` still shows it); `git delegate gc` removes it",
+            folder.as_deref().map_or_else(|| "no readable folder".to_string(), super::show)
+        ),
     }
 }
 

@@ -260,6 +260,9 @@ impl StatusProblem {
         let path = match &p.fact {
             Fact::TempFile(f) => Some(t.path(&f.path)),
             Fact::UnattendedTrash(u) => Some(t.path(&u.trash)),
+            Fact::LeftAside { path, .. } => Some(t.path(path)),
+            Fact::DeadRegistration { path, .. } => Some(t.path(path)),
+            Fact::UntrustedConfig { file, .. } => Some(t.path(file)),
             _ => None,
         };
         StatusProblem {

@@ -30,7 +30,38 @@ document! {
         /// Always present in gc's document (an empty list when nothing
         /// was rolled back).
         recovered_writebacks: Vec<String>,
+        stopped_processes: Vec<GcStopped>,
         warnings?: Vec<RemoteWarning>,
+    }
+}
+
+document! {
+    /// An entry of `stopped_processes` of the gc document: a setup command
+    /// of a killed prepare (design §3.20).
+    pub struct GcStopped {
+        batch: String,
+        pid: u32,
+        command: String,
+    }
+}
+
+document! {
+    /// An entry of `stopped_processes` of the drop document.
+    pub struct DropStopped {
+        pid: u32,
+        command: String,
+    }
+}
+
+impl DropStopped {
+    pub fn list(procs: &[git_delegate::sys::quiesce::Proc]) -> Vec<DropStopped> {
+        procs
+            .iter()
+            .map(|p| DropStopped {
+                pid: p.pid,
+                command: p.command.clone(),
+            })
+            .collect()
     }
 }
 
@@ -40,7 +71,7 @@ document! {
         batch: String,
         task: String,
         r#ref: String,
-        patch: String,
+        patch?: String,
         changed_paths: usize,
     }
 }
@@ -105,7 +136,7 @@ impl GcDoc {
                     batch: x.batch.clone(),
                     task: x.task.clone(),
                     r#ref: x.ref_name.clone(),
-                    patch: t.path(&x.patch),
+                    patch: x.patch.as_deref().map(|p| t.path(p)),
                     changed_paths: x.paths,
                 })
                 .collect(),
@@ -149,6 +180,15 @@ impl GcDoc {
             temp_files_removed: path_list(t, &r.temp_files_removed),
             idle_workspaces_removed: r.idle_workspaces_removed,
             recovered_writebacks: rolled_back.to_vec(),
+            stopped_processes: r
+                .stopped
+                .iter()
+                .map(|s| GcStopped {
+                    batch: s.batch.clone(),
+                    pid: s.process.pid,
+                    command: s.process.command.clone(),
+                })
+                .collect(),
             warnings,
         }
     }
@@ -167,6 +207,7 @@ document! {
         rescued?: Vec<DropRescued>,
         refs_kept?: Vec<String>,
         kept_workspaces?: Vec<KeptWorkspace>,
+        stopped_processes?: Vec<DropStopped>,
         warnings?: Vec<RemoteWarning>,
     }
 }
@@ -195,7 +236,7 @@ document! {
     pub struct DropRescued {
         task: String,
         r#ref: String,
-        patch: String,
+        patch?: String,
         changed_paths: usize,
     }
 }
@@ -222,6 +263,7 @@ impl DropDoc {
             rescued: None,
             refs_kept: None,
             kept_workspaces: None,
+            stopped_processes: None,
             warnings: None,
         }
     }
@@ -232,7 +274,7 @@ impl DropDoc {
             .map(|x| DropRescued {
                 task: x.task.clone(),
                 r#ref: x.ref_name.clone(),
-                patch: t.path(&x.patch),
+                patch: x.patch.as_deref().map(|p| t.path(p)),
                 changed_paths: x.paths,
             })
             .collect()

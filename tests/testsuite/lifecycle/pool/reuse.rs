@@ -403,3 +403,35 @@ fn an_idle_workspace_hosting_a_batch_is_neither_reused_nor_removed() {
     assert!(!pooled[0].exists());
     env.delegate(&repo, ["drop", &id(&outer)]).expect(0);
 }
+
+/// `apply --dry-run` says what apply would do with each workspace (design
+/// §3.20): park it in the pool while `workspace.pool` has room, remove the
+/// rest; the apply after does just that, and says it the same way.
+#[test]
+fn apply_dry_run_says_which_workspaces_it_would_park_and_which_it_would_remove() {
+    let env = Env::new();
+    let repo = repo(&env, 1);
+    let doc = prepare(&env, &repo, &["-n", "2"]);
+    write(&task_root(&doc, 0).join("src/a.txt"), "one\n");
+    let dry = env.delegate(&repo, ["apply", "--dry-run"]).expect(0).stdout;
+    assert!(
+        dry.contains("Would park the workspace of task 1 idle in the pool"),
+        "{dry}"
+    );
+    assert!(
+        dry.contains("Would remove the workspace of task 2."),
+        "{dry}"
+    );
+    assert!(
+        !dry.contains("Would remove the workspace of task 1"),
+        "{dry}"
+    );
+    assert_eq!(idle_count(&env, &repo), 0);
+    let run = env.delegate(&repo, ["apply"]).expect(0).stdout;
+    assert!(
+        run.contains("Parked the workspace of task 1 idle in the pool"),
+        "{run}"
+    );
+    assert!(run.contains("Removed the workspace of task 2."), "{run}");
+    assert_eq!(idle(&env, &repo), vec![task_root(&doc, 0)]);
+}

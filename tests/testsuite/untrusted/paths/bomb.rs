@@ -195,6 +195,17 @@ fn gc_rescues_a_stale_bomb_as_its_ref_alone_in_bounded_memory() {
     assert_eq!(rescued.len(), 2, "{gc}");
     let kept = format!("refs/pi-delegate/batches/{id}/tasks/bomb/proposal");
     assert_eq!(t.user.git(&t.src, ["rev-parse", &kept]).trim(), commit);
+    // gc's document names no patch for the bomb (none is written), and
+    // the good one's patch, which is there.
+    for r in rescued {
+        match r["task"].as_str() {
+            Some("bomb") => assert!(r.get("patch").is_none(), "{gc:#}"),
+            _ => {
+                let patch = r["patch"].as_str().unwrap_or_else(|| panic!("{gc:#}"));
+                assert!(std::path::Path::new(patch).is_file(), "{gc:#}");
+            }
+        }
+    }
     // Kept with no patch (it would be as large as the bomb).
     let status = t
         .user
