@@ -29,6 +29,82 @@ fn of_task(by_task: &[(String, Vec<gix::bstr::BString>)], task: &str) -> Vec<gix
 }
 
 impl Gc<'_> {
+    /// Batch `b` reclaimed, when it is stale and can be (`all`: every
+    /// readable batch); `false` when it stays.
+    pub(super) fn reclaimed(&mut self, b: &Batch, all: &[Batch]) -> bool {
+        // A batch whose prepare never completed: removed whole once its
+        // process is gone, whatever its lease says, and never rescued (no
+        // worker was given it); left alone while its prepare still runs
+        // (design §3.15).
+        match crate::ops::preparing::progress(b) {
+            Some(crate::ops::preparing::Progress::Interrupted) => {
+                return match self.reclaim_incomplete(b) {
+                    Ok(()) => {
+                        self.report.batches.push(b.id.clone());
+                        self.report.incomplete.push(b.id.clone());
+                        true
+                    }
+                    Err(e) => {
+                        self.report.skipped.push(Skipped {
+                            batch: b.id.clone(),
+                            message: format!(
+                                "batch {} (its prepare was killed): removing it stopped half-way: {} ({})",
+                                b.short(),
+                                e.message,
+                                e.help
+                            ),
+                        });
+                        false
+                    }
+                };
+            }
+            Some(crate::ops::preparing::Progress::Preparing) => return false,
+            None => {}
+        }
+        if batch::batch_dir(&self.state_dir, &b.id)
+            .join(batch::JOURNAL_FILE)
+            .exists()
+        {
+            self.report.pending_writebacks.push(b.id.clone());
+        }
+        if !b.lease.state().is_stale() {
+            return false;
+        }
+        // An apply verifies it now, without the lock (design §3.10).
+        if let Err(e) = crate::record::busy::refuse_if_busy(&self.state_dir, b) {
+            self.report.skipped.push(Skipped {
+                batch: b.id.clone(),
+                message: e.to_string(),
+            });
+            return false;
+        }
+        match self.reclaim_batch(b, all) {
+            Ok(true) => {
+                self.report.batches.push(b.id.clone());
+                true
+            }
+            Ok(false) => {
+                // Left alone: its stash entries are the batch's still.
+                self.report.stashed.retain(|w| w.batch != b.id);
+                false
+            }
+            // Its work was rescued before anything was removed; what is
+            // left stays owned by the batch until the next gc.
+            Err(e) => {
+                self.report.skipped.push(Skipped {
+                    batch: b.id.clone(),
+                    message: format!(
+                        "batch {}: reclaiming it stopped half-way: {} ({})",
+                        b.short(),
+                        e.message,
+                        e.help
+                    ),
+                });
+                false
+            }
+        }
+    }
+
     pub(super) fn registration(&self, id: &str) -> PathBuf {
         Registration::new(&self.source.common_dir, id)
             .path()
