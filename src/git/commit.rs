@@ -2,7 +2,10 @@
 //! fixed identity `git-delegate <git-delegate@localhost>`.
 //!
 //! Owns: writing commit objects, reading a commit's tree, and their error
-//! (`CommitError`, with the git library's error as its cause).
+//! (`CommitError`, with the git library's error as its cause); the identity
+//! of a git-delegate baseline (its author and the messages
+//! `git-delegate baseline <id>` and `git-delegate base <id> (refresh)`),
+//! written here and recognised here (`baseline_batch`), nowhere else.
 //! Never: moves a ref (see `refs`); words a help line or decides an error
 //! code (`ops::explain` does).
 
@@ -41,6 +44,40 @@ pub enum CommitError {
 
 type Result<T, E = CommitError> = std::result::Result<T, E>;
 
+/// The author and committer of every commit git-delegate writes.
+const NAME: &str = "git-delegate";
+const EMAIL: &str = "git-delegate@localhost";
+/// The first words of a batch's baseline commit, followed by its id.
+const BASELINE: &str = "git-delegate baseline ";
+/// The first words of a refresh's new base, followed by the batch id.
+const BASE: &str = "git-delegate base ";
+
+/// The message of batch `id`'s baseline commit.
+pub fn baseline_message(id: &str) -> String {
+    format!("{BASELINE}{id}\n")
+}
+
+/// The message of the new base a refresh of batch `id` writes.
+pub fn refresh_base_message(id: &str) -> String {
+    format!("{BASE}{id} (refresh)\n")
+}
+
+/// The batch id a git-delegate baseline (or refresh base) commit names, or
+/// `None` for any other commit.
+pub fn baseline_batch(c: &gix::objs::CommitRef<'_>) -> Option<String> {
+    use gix::bstr::ByteSlice;
+    if c.author().ok()?.email != EMAIL {
+        return None;
+    }
+    let rest = c
+        .message
+        .strip_prefix(BASELINE.as_bytes())
+        .or_else(|| c.message.strip_prefix(BASE.as_bytes()))?;
+    let id = rest.lines().next()?.to_str().ok()?;
+    let id = id.split_whitespace().next()?.to_string();
+    (!id.is_empty()).then_some(id)
+}
+
 pub fn write(
     repo: &gix::Repository,
     tree: ObjectId,
@@ -48,8 +85,8 @@ pub fn write(
     message: String,
 ) -> Result<ObjectId> {
     let sig = gix::actor::Signature {
-        name: "git-delegate".into(),
-        email: "git-delegate@localhost".into(),
+        name: NAME.into(),
+        email: EMAIL.into(),
         time: gix::date::Time {
             seconds: crate::sys::time::now(),
             offset: 0,

@@ -103,24 +103,8 @@ pub fn snapshot(
     let mut parents_seen: BTreeSet<BString> = BTreeSet::new();
     let mut edits: Vec<(BString, (EntryKind, ObjectId))> = Vec::new();
     for path in touched {
-        // Folders (or nothing) all the way down, none a repository of its own.
-        for (i, _) in path.iter().enumerate().filter(|(_, &b)| b == b'/') {
-            let parent = path[..i].as_bstr();
-            if parents_seen.contains(parent) {
-                continue;
-            }
-            match disk(&root, parent)? {
-                Disk::Dir => {
-                    if disk(&root, [parent.as_bytes(), b"/.git"].concat().as_bstr())?
-                        != Disk::Absent
-                    {
-                        return Ok(None);
-                    }
-                }
-                Disk::Absent => break,
-                Disk::Leaf | Disk::Other => return Ok(None),
-            }
-            parents_seen.insert(parent.to_owned());
+        if !plain_parents(&root, path, &mut parents_seen)? {
+            return Ok(None);
         }
         let in_baseline = baseline
             .lookup_entry_by_path(crate::sys::paths::to_os(path.as_bstr()))
@@ -129,59 +113,18 @@ pub fn snapshot(
         if matches!(in_baseline, Some((EntryKind::Tree | EntryKind::Commit, _))) {
             return Ok(None);
         }
-        let entry = match index.entry_range(path.as_bstr()) {
-            None => None,
-            Some(r) if r.len() == 1 => {
-                use gix::index::entry::Flags;
-                let e = &index.entries()[r.start];
-                if e.stage_raw() != 0
-                    || e.flags.intersects(
-                        Flags::INTENT_TO_ADD | Flags::SKIP_WORKTREE | Flags::ASSUME_VALID,
-                    )
-                    || e.mode == gix::index::entry::Mode::COMMIT
-                {
-                    return Ok(None);
-                }
-                Some(e)
-            }
-            Some(_) => return Ok(None), // conflict stages
+        let Some(entry) = index_entry(&index, path) else {
+            return Ok(None);
         };
-        let now = match disk(&root, path.as_bstr())? {
-            Disk::Absent => None,
-            Disk::Dir | Disk::Other => return Ok(None),
-            Disk::Leaf => {
-                let ignored = entry.is_none()
-                    && excludes
-                        .at_entry(path.as_bstr(), Some(gix::index::entry::Mode::FILE))
-                        .map_err(git("cannot read the ignore rules"))?
-                        .is_excluded();
-                if ignored {
-                    None
-                } else {
-                    match crate::git::blob::worktree_file_to_object(
-                        repo,
-                        &mut pipeline,
-                        path.as_bstr(),
-                        &index,
-                    ) {
-                        Ok(Some((id, kind, _)))
-                            if !matches!(kind, EntryKind::Tree | EntryKind::Commit) =>
-                        {
-                            Some((kind, id))
-                        }
-                        Ok(_) => return Ok(None),
-                        Err(e) => {
-                            return Err(crate::git::blob::store_failure(
-                                repo,
-                                &root,
-                                path.as_bstr(),
-                                e,
-                            )
-                            .into())
-                        }
-                    }
-                }
-            }
+        let ignored = |path: &BStr| -> Result<bool> {
+            Ok(entry.is_none()
+                && excludes
+                    .at_entry(path, Some(gix::index::entry::Mode::FILE))
+                    .map_err(git("cannot read the ignore rules"))?
+                    .is_excluded())
+        };
+        let Some(now) = now_on_disk(repo, &root, &index, &mut pipeline, path, ignored)? else {
+            return Ok(None);
         };
         // Added or deleted since the baseline: a rename could involve it.
         if now.is_some() != in_baseline.is_some() {
@@ -208,4 +151,91 @@ pub fn snapshot(
             .map_err(git("cannot write the tree"))?
             .detach(),
     ))
+}
+
+/// Whether the folders above `path` are folders (or nothing) all the way
+/// down, none a repository of its own (`seen`: the parents found so).
+fn plain_parents(root: &Path, path: &BString, seen: &mut BTreeSet<BString>) -> Result<bool> {
+    for (i, _) in path.iter().enumerate().filter(|(_, &b)| b == b'/') {
+        let parent = path[..i].as_bstr();
+        if seen.contains(parent) {
+            continue;
+        }
+        match disk(root, parent)? {
+            Disk::Dir => {
+                if disk(root, [parent.as_bytes(), b"/.git"].concat().as_bstr())? != Disk::Absent {
+                    return Ok(false);
+                }
+            }
+            Disk::Absent => break,
+            Disk::Leaf | Disk::Other => return Ok(false),
+        }
+        seen.insert(parent.to_owned());
+    }
+    Ok(true)
+}
+
+/// The index's entry at `path` (`Some(None)`: none); `None` where only a
+/// whole snapshot knows how it stands in (conflict stages, intent-to-add,
+/// skip-worktree, assume-valid, a gitlink).
+fn index_entry<'i>(
+    index: &'i gix::index::State,
+    path: &BString,
+) -> Option<Option<&'i gix::index::Entry>> {
+    match index.entry_range(path.as_bstr()) {
+        None => Some(None),
+        Some(r) if r.len() == 1 => {
+            use gix::index::entry::Flags;
+            let e = &index.entries()[r.start];
+            if e.stage_raw() != 0
+                || e.flags
+                    .intersects(Flags::INTENT_TO_ADD | Flags::SKIP_WORKTREE | Flags::ASSUME_VALID)
+                || e.mode == gix::index::entry::Mode::COMMIT
+            {
+                return None;
+            }
+            Some(Some(e))
+        }
+        Some(_) => None, // conflict stages
+    }
+}
+
+/// What `path` is on disk as a tree entry (`Some(None)`: nothing, or an
+/// ignored file); `None` where only a whole snapshot is exact.
+fn now_on_disk(
+    repo: &gix::Repository,
+    root: &Path,
+    index: &gix::index::State,
+    pipeline: &mut gix::filter::Pipeline<'_>,
+    path: &BString,
+    ignored: impl FnOnce(&BStr) -> Result<bool>,
+) -> Result<Option<Option<(EntryKind, ObjectId)>>> {
+    Ok(Some(match disk(root, path.as_bstr())? {
+        Disk::Absent => None,
+        Disk::Dir | Disk::Other => return Ok(None),
+        Disk::Leaf => {
+            if ignored(path.as_bstr())? {
+                None
+            } else {
+                match crate::git::blob::worktree_file_to_object(
+                    repo,
+                    pipeline,
+                    path.as_bstr(),
+                    index,
+                ) {
+                    Ok(Some((id, kind, _)))
+                        if !matches!(kind, EntryKind::Tree | EntryKind::Commit) =>
+                    {
+                        Some((kind, id))
+                    }
+                    Ok(_) => return Ok(None),
+                    Err(e) => {
+                        return Err(
+                            crate::git::blob::store_failure(repo, root, path.as_bstr(), e).into(),
+                        )
+                    }
+                }
+            }
+        }
+    }))
 }

@@ -147,37 +147,7 @@ fn env_bool(name: &str) -> bool {
 pub fn open_source(cwd: &Path) -> Result<gix::Repository> {
     let env = git_env();
     let mut repo = match env.get("GIT_DIR") {
-        Some(gd) => {
-            let git_dir = cwd.join(gd);
-            if let Some(format) = crate::git::discovery::unreadable_object_format(&git_dir) {
-                return Err(
-                    crate::git::discovery::unsupported_object_format(&git_dir, &format).into(),
-                );
-            }
-            // As git: GIT_DIR names the git dir itself (a working tree holding
-            // a `.git` is not one).
-            let opts = open_options().full.open_path_as_is(true);
-            let mut repo = gix::ThreadSafeRepository::open_opts(&git_dir, opts)
-                .map_err(|e| {
-                    not_a_repository(format!(
-                        "GIT_DIR={} is not a git repository ({})",
-                        git_dir.display(),
-                        e.probable_cause()
-                    ))
-                })?
-                .to_thread_local();
-            let configured = repo.config_snapshot().string("core.worktree").is_some();
-            let implicit = env.get("GIT_IMPLICIT_WORK_TREE").is_none_or(|v| v != "0");
-            let bare = repo.config_snapshot().boolean("core.bare") == Some(true);
-            let workdir = match env.get("GIT_WORK_TREE") {
-                Some(wt) => Some(cwd.join(wt)),
-                None if configured => repo.workdir().map(Path::to_path_buf),
-                None if bare || !implicit => None,
-                None => Some(cwd.to_path_buf()),
-            };
-            set_workdir(&mut repo, workdir)?;
-            repo
-        }
+        Some(gd) => open_git_dir(cwd, gd, env)?,
         None => {
             let options = || {
                 let mut options = gix::discover::upwards::Options {
@@ -247,6 +217,39 @@ pub fn open_source(cwd: &Path) -> Result<gix::Repository> {
             .to_thread_local();
         set_workdir(&mut repo, workdir)?;
     }
+    Ok(repo)
+}
+
+/// [`open_source`] with an explicit `GIT_DIR` (`gd`): its work tree
+/// `GIT_WORK_TREE`, else `core.worktree`, else none for a bare one, else
+/// the cwd.
+fn open_git_dir(cwd: &Path, gd: &std::ffi::OsStr, env: &GitEnv) -> Result<gix::Repository> {
+    let git_dir = cwd.join(gd);
+    if let Some(format) = crate::git::discovery::unreadable_object_format(&git_dir) {
+        return Err(crate::git::discovery::unsupported_object_format(&git_dir, &format).into());
+    }
+    // As git: GIT_DIR names the git dir itself (a working tree holding
+    // a `.git` is not one).
+    let opts = open_options().full.open_path_as_is(true);
+    let mut repo = gix::ThreadSafeRepository::open_opts(&git_dir, opts)
+        .map_err(|e| {
+            not_a_repository(format!(
+                "GIT_DIR={} is not a git repository ({})",
+                git_dir.display(),
+                e.probable_cause()
+            ))
+        })?
+        .to_thread_local();
+    let configured = repo.config_snapshot().string("core.worktree").is_some();
+    let implicit = env.get("GIT_IMPLICIT_WORK_TREE").is_none_or(|v| v != "0");
+    let bare = repo.config_snapshot().boolean("core.bare") == Some(true);
+    let workdir = match env.get("GIT_WORK_TREE") {
+        Some(wt) => Some(cwd.join(wt)),
+        None if configured => repo.workdir().map(Path::to_path_buf),
+        None if bare || !implicit => None,
+        None => Some(cwd.to_path_buf()),
+    };
+    set_workdir(&mut repo, workdir)?;
     Ok(repo)
 }
 

@@ -47,27 +47,12 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
     let mut out = CorruptRemoval::default();
     let repo = &source.repo;
     let state_dir = source.state_dir();
-    let short = batch::short(id);
-    let reg_prefix = format!("delegate-{short}-");
     let kept = kept::kept_dir(&state_dir).join(id);
     let baseline = refs::get(repo, &refs::baseline(id))?;
     let baseline_tree = baseline.and_then(|c| commit::tree_of(repo, &c.to_string()).ok());
 
     // 1. Workspaces: rescue, then remove.
-    let regs_dir = registration::dir(&source.common_dir);
-    let mut regs: Vec<(String, String)> = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(&regs_dir) {
-        for e in rd.flatten() {
-            let wid = e.file_name().to_string_lossy().into_owned();
-            let Some(task) = wid.strip_prefix(&reg_prefix) else {
-                continue;
-            };
-            if Registration::at(e.path()).is_ours_for(id, task) {
-                regs.push((wid.clone(), task.to_string()));
-            }
-        }
-    }
-    regs.sort();
+    let regs = registrations(source, id);
     let mut rescued_tasks: HashSet<String> = HashSet::new();
     for (wid, task) in regs {
         let reg = Registration::new(&source.common_dir, &wid);
@@ -141,6 +126,49 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
     }
 
     // 2. Refs: proposals are kept (with their patches), the rest goes.
+    keep_proposals(source, id, &kept, &rescued_tasks, &mut out)?;
+    crate::sys::fs::sync_dir(&kept);
+    // Folders made for patches that were not needed (fails when not empty).
+    let _ = std::fs::remove_dir(&kept);
+    let _ = std::fs::remove_dir(kept::kept_dir(&state_dir));
+
+    // 3. The state folder.
+    batch::remove_state(&state_dir, id)?;
+    Ok(out)
+}
+
+/// The registrations of batch `id`'s workspaces, as (worktree id, task),
+/// sorted.
+fn registrations(source: &Source, id: &str) -> Vec<(String, String)> {
+    let reg_prefix = format!("delegate-{}-", batch::short(id));
+    let regs_dir = registration::dir(&source.common_dir);
+    let mut regs: Vec<(String, String)> = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(&regs_dir) {
+        for e in rd.flatten() {
+            let wid = e.file_name().to_string_lossy().into_owned();
+            let Some(task) = wid.strip_prefix(&reg_prefix) else {
+                continue;
+            };
+            if Registration::at(e.path()).is_ours_for(id, task) {
+                regs.push((wid.clone(), task.to_string()));
+            }
+        }
+    }
+    regs.sort();
+    regs
+}
+
+/// Step 2: the batch's refs. Proposals are kept (with their patches, but
+/// those of `rescued_tasks`, kept already), the rest goes.
+fn keep_proposals(
+    source: &Source,
+    id: &str,
+    kept: &Path,
+    rescued_tasks: &HashSet<String>,
+    out: &mut CorruptRemoval,
+) -> Result<()> {
+    let repo = &source.repo;
+    let state_dir = source.state_dir();
     let dir = batch::batch_dir(&state_dir, id);
     for name in refs::list_batch(repo, id)? {
         let task = name
@@ -158,7 +186,7 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
                     // keep-failed clock starts now.
                     kept::redate(repo, &name)?;
                     if from.is_file() {
-                        std::fs::create_dir_all(&kept).map_err(|e| {
+                        std::fs::create_dir_all(kept).map_err(|e| {
                             Error::io(format!("cannot create {}", kept.display()), e)
                         })?;
                         std::fs::rename(&from, &to)
@@ -174,14 +202,7 @@ pub fn remove_corrupt(source: &Source, id: &str) -> Result<CorruptRemoval> {
             }
         }
     }
-    crate::sys::fs::sync_dir(&kept);
-    // Folders made for patches that were not needed (fails when not empty).
-    let _ = std::fs::remove_dir(&kept);
-    let _ = std::fs::remove_dir(kept::kept_dir(&state_dir));
-
-    // 3. The state folder.
-    batch::remove_state(&state_dir, id)?;
-    Ok(out)
+    Ok(())
 }
 
 /// A one-task batch record standing in for a corrupt batch, for `proposal::record_deferred`.

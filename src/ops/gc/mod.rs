@@ -68,6 +68,7 @@ use crate::record::batch::{self, discard_kept, Batch, Entry};
 mod corrupt;
 mod leftovers;
 mod reclaim;
+mod rescue;
 
 pub use corrupt::{remove_corrupt, CorruptRemoval};
 
@@ -223,78 +224,8 @@ pub fn run(source: &Source, dry_run: bool, empty_pool: bool) -> Result<Report> {
     for e in &entries {
         match e {
             Entry::Batch(b) => {
-                // A batch whose prepare never completed: removed whole once
-                // its process is gone, whatever its lease says, and never
-                // rescued (no worker was given it); left alone while its
-                // prepare still runs (design §3.15).
-                match crate::ops::preparing::progress(b) {
-                    Some(crate::ops::preparing::Progress::Interrupted) => {
-                        match gc.reclaim_incomplete(b) {
-                            Ok(()) => {
-                                gc.report.batches.push(b.id.clone());
-                                gc.report.incomplete.push(b.id.clone());
-                            }
-                            Err(e) => {
-                                gc.report.skipped.push(Skipped {
-                                    batch: b.id.clone(),
-                                    message: format!(
-                                        "batch {} (its prepare was killed): removing it stopped half-way: {} ({})",
-                                        b.short(),
-                                        e.message,
-                                        e.help
-                                    ),
-                                });
-                                remaining.push(b);
-                            }
-                        }
-                        continue;
-                    }
-                    Some(crate::ops::preparing::Progress::Preparing) => {
-                        remaining.push(b);
-                        continue;
-                    }
-                    None => {}
-                }
-                if batch::batch_dir(&gc.state_dir, &b.id)
-                    .join(batch::JOURNAL_FILE)
-                    .exists()
-                {
-                    gc.report.pending_writebacks.push(b.id.clone());
-                }
-                if !b.lease.state().is_stale() {
+                if !gc.reclaimed(b, &all) {
                     remaining.push(b);
-                    continue;
-                }
-                // An apply verifies it now, without the lock (design §3.10).
-                if let Err(e) = crate::record::busy::refuse_if_busy(&gc.state_dir, b) {
-                    gc.report.skipped.push(Skipped {
-                        batch: b.id.clone(),
-                        message: e.to_string(),
-                    });
-                    remaining.push(b);
-                    continue;
-                }
-                match gc.reclaim_batch(b, &all) {
-                    Ok(true) => gc.report.batches.push(b.id.clone()),
-                    Ok(false) => {
-                        // Left alone: its stash entries are the batch's still.
-                        gc.report.stashed.retain(|w| w.batch != b.id);
-                        remaining.push(b)
-                    }
-                    // Its work was rescued before anything was removed; what
-                    // is left stays owned by the batch until the next gc.
-                    Err(e) => {
-                        gc.report.skipped.push(Skipped {
-                            batch: b.id.clone(),
-                            message: format!(
-                                "batch {}: reclaiming it stopped half-way: {} ({})",
-                                b.short(),
-                                e.message,
-                                e.help
-                            ),
-                        });
-                        remaining.push(b);
-                    }
                 }
             }
             Entry::Broken { id, problem } => {

@@ -4,14 +4,14 @@
 //! refused. `commands/hook.rs` words it.
 //!
 //! The snapshot is known two ways. By identity: a git-delegate baseline (or
-//! a refresh's new base: author `git-delegate@localhost`, message
-//! `git-delegate baseline <id>` or `git-delegate base <id>`) whose tree
-//! differs from its first parent's. By content: a commit that brings, against
-//! its first parent (a root commit: its whole tree), a blob prepare recorded
-//! as one of the user's private files (`record::private`), however it was
-//! re-authored, amended, squashed, cherry-picked or rebased; less what the
-//! user has since committed themselves (`mine`). A pushed tag is peeled
-//! (annotated, nested; a tag of a tree or a blob is checked as that).
+//! a refresh's new base, as `git::commit::baseline_batch` recognises them)
+//! whose tree differs from its first parent's. By content: a commit that
+//! brings, against its first parent (a root commit: its whole tree), a blob
+//! prepare recorded as one of the user's private files (`record::private`),
+//! however it was re-authored, amended, squashed, cherry-picked or rebased;
+//! less what the user has since committed themselves (`mine`). A pushed tag
+//! is peeled (annotated, nested; a tag of a tree or a blob is checked as
+//! that).
 //!
 //! Cost: a walk of the commits the remote does not have (stopping at the
 //! remote's old tip and at every ref we know of that remote), as `git
@@ -32,7 +32,7 @@ mod scan;
 
 use std::path::{Path, PathBuf};
 
-use gix::bstr::{BString, ByteSlice};
+use gix::bstr::BString;
 use gix::ObjectId;
 
 use crate::config::PrivateBaselines;
@@ -378,7 +378,7 @@ impl<'r> Check<'r> {
         let obj = self.repo.find_object(id).map_err(|e| reading(&e))?;
         let c = gix::objs::CommitRef::from_bytes(&obj.data, id.kind()).map_err(|e| reading(&e))?;
         let parent = c.parents().next();
-        Ok((c.tree(), parent, baseline_batch(&c)))
+        Ok((c.tree(), parent, crate::git::commit::baseline_batch(&c)))
     }
 
     /// The private blobs `commit` brings (its tree `tree` against
@@ -475,19 +475,4 @@ fn known_refs(repo: &gix::Repository, remote: &str) -> Vec<ObjectId> {
         }
     }
     known
-}
-
-/// The batch id a git-delegate baseline (or refresh base) commit names, or
-/// `None` for any other commit.
-fn baseline_batch(c: &gix::objs::CommitRef<'_>) -> Option<String> {
-    if c.author().ok()?.email != "git-delegate@localhost" {
-        return None;
-    }
-    let rest = c
-        .message
-        .strip_prefix(b"git-delegate baseline ")
-        .or_else(|| c.message.strip_prefix(b"git-delegate base "))?;
-    let id = rest.lines().next()?.to_str().ok()?;
-    let id = id.split_whitespace().next()?.to_string();
-    (!id.is_empty()).then_some(id)
 }

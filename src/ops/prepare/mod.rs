@@ -372,7 +372,7 @@ fn baseline(source: &Source, id: &str, observer: &dyn Observer) -> Result<Baseli
         &source.repo,
         snap.tree,
         head,
-        format!("git-delegate baseline {id}\n"),
+        crate::git::commit::baseline_message(id),
     )?;
     // Paths that differ from HEAD (a staged change undone on disk is none).
     let changed = if snap.changes == 0 {

@@ -127,7 +127,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Repo
         &source.repo,
         snap.tree,
         head,
-        format!("git-delegate base {} (refresh)\n", b.id),
+        commit::refresh_base_message(&b.id),
     )?;
     // The workers get the source as it is now: its private files are
     // recorded for the pre-push guard as prepare records them (design §3.19).

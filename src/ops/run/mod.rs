@@ -282,30 +282,7 @@ fn apply_phase(
     // delegate.toml meanwhile (design §3.18).
     let config = source.config.clone();
     let mut apply = if ok.is_empty() {
-        // Nothing to apply: every task is a failed worker's (or was
-        // applied by another command).
-        let mut batch = now;
-        for &i in &failed {
-            batch.tasks[i].state = TaskState::WorkerFailed;
-        }
-        crate::ops::apply::Report {
-            batch,
-            outcomes: Vec::new(),
-            written: Vec::new(),
-            apply_id: None,
-            batch_open: true,
-            dry_run: false,
-            write_error: None,
-            kept: Vec::new(),
-            workspaces: Vec::new(),
-            artifacts_error: None,
-            side_effects: Vec::new(),
-            verify: None,
-            untrusted: None,
-            remote_left: None,
-            interrupted: false,
-            refreshed: None,
-        }
+        nothing_applied(now, &failed)
     } else {
         let root = source.root.clone();
         let r = crate::ops::apply::run(source, &aopts, observer);
@@ -326,15 +303,68 @@ fn apply_phase(
             r?
         }
     };
+    list_unapplied(&mut apply, &workers, &failed, &closed);
+    if ok.is_empty() {
+        hand_over(&Source::discover_with_config(&b.source, config)?)?;
+    }
+    Ok(Report {
+        prepared,
+        workers,
+        apply: Some(apply),
+        interrupted: false,
+        no_apply: false,
+        ended_elsewhere: None,
+    })
+}
+
+/// The apply document when nothing is applied: every task is a failed
+/// worker's (`failed`) or was applied by another command (`now` is the
+/// batch as recorded now).
+fn nothing_applied(now: batch::Batch, failed: &[usize]) -> crate::ops::apply::Report {
+    // Nothing to apply: every task is a failed worker's (or was
+    // applied by another command).
+    let mut batch = now;
+    for &i in failed {
+        batch.tasks[i].state = TaskState::WorkerFailed;
+    }
+    crate::ops::apply::Report {
+        batch,
+        outcomes: Vec::new(),
+        written: Vec::new(),
+        apply_id: None,
+        batch_open: true,
+        dry_run: false,
+        write_error: None,
+        kept: Vec::new(),
+        workspaces: Vec::new(),
+        artifacts_error: None,
+        side_effects: Vec::new(),
+        verify: None,
+        untrusted: None,
+        remote_left: None,
+        interrupted: false,
+        refreshed: None,
+    }
+}
+
+/// run's apply document lists every task: the failed workers' (`failed`)
+/// and those another command ended meanwhile (`closed`) included, in task
+/// order.
+fn list_unapplied(
+    apply: &mut crate::ops::apply::Report,
+    workers: &[Worker],
+    failed: &[usize],
+    closed: &[usize],
+) {
     // run's apply document lists every task, the failed workers' included.
-    for &i in &failed {
+    for &i in failed {
         let mut o = crate::ops::apply::Outcome::new(i, TaskState::WorkerFailed);
         let w = &workers[i];
         o.message = Some(worker_message(w));
         o.reason = Some(failure_reason(w));
         apply.outcomes.push(o);
     }
-    for &i in &closed {
+    for &i in closed {
         let state = apply
             .batch
             .tasks
@@ -348,17 +378,6 @@ fn apply_phase(
         apply.outcomes.push(o);
     }
     apply.outcomes.sort_by_key(|o| o.idx);
-    if ok.is_empty() {
-        hand_over(&Source::discover_with_config(&b.source, config)?)?;
-    }
-    Ok(Report {
-        prepared,
-        workers,
-        apply: Some(apply),
-        interrupted: false,
-        no_apply: false,
-        ended_elsewhere: None,
-    })
 }
 
 /// Record `worker_failed` for tasks `failed` (under the lock), with the

@@ -176,25 +176,7 @@ pub(super) fn run_workers(
                     });
                 }
                 Err(e) => {
-                    use std::io::Write;
-                    if let Ok(mut f) = std::fs::OpenOptions::new()
-                        .create(true)
-                        .append(true)
-                        .open(&log)
-                    {
-                        let _ = writeln!(f, "git-delegate: cannot start the worker: {e}");
-                    }
-                    let w = Worker {
-                        name: b.tasks[idx].name.clone(),
-                        exit: None,
-                        signal: None,
-                        timed_out: false,
-                        stopped: false,
-                        duration_ms: 0,
-                        log,
-                        start_error: Some(e),
-                        sandbox: decision.summary(),
-                    };
+                    let w = not_started(b, idx, log, e, decision);
                     watcher.event(Event::Ended { idx, worker: &w });
                     done[idx] = Some(w);
                 }
@@ -213,18 +195,7 @@ pub(super) fn run_workers(
                         watcher.event(Event::Line { idx: l.idx, line })
                     });
                 }
-                use std::os::unix::process::ExitStatusExt;
-                let w = Worker {
-                    name: b.tasks[l.idx].name.clone(),
-                    exit: status.code(),
-                    signal: status.signal(),
-                    timed_out: l.timed_out,
-                    stopped: interrupted && !l.timed_out,
-                    duration_ms: l.group.started.elapsed().as_millis() as u64,
-                    log: logs.join(format!("{}.log", b.tasks[l.idx].name)),
-                    start_error: None,
-                    sandbox: l.contained.summary,
-                };
+                let w = ended(b, l, status, interrupted, logs);
                 watcher.event(Event::Ended {
                     idx: l.idx,
                     worker: &w,
@@ -233,20 +204,7 @@ pub(super) fn run_workers(
                 live.swap_remove(i);
                 continue;
             }
-            match l.terminating {
-                Some(t) if t.elapsed() >= process::GRACE => {
-                    // SIGKILL for the group; the leader is reaped next look.
-                    process::kill(l.group.pgid);
-                }
-                Some(_) => {}
-                None => {
-                    if l.timeout.is_some_and(|t| l.group.started.elapsed() >= t) {
-                        l.timed_out = true;
-                        l.group.term();
-                        l.terminating = Some(Instant::now());
-                    }
-                }
-            }
+            tend(l);
             if show {
                 let idx = l.idx;
                 l.group.lines(false, CHUNK, |line| {
@@ -265,21 +223,100 @@ pub(super) fn run_workers(
     let workers = done
         .into_iter()
         .enumerate()
-        .map(|(idx, w)| {
-            w.unwrap_or_else(|| Worker {
-                name: b.tasks[idx].name.clone(),
-                exit: None,
-                signal: None,
-                timed_out: false,
-                stopped: true,
-                duration_ms: 0,
-                log: logs.join(format!("{}.log", b.tasks[idx].name)),
-                start_error: None,
-                sandbox: decision.summary(),
-            })
-        })
+        .map(|(idx, w)| w.unwrap_or_else(|| never_started(b, idx, logs, decision)))
         .collect();
     (workers, interrupted)
+}
+
+/// The worker of task `idx`, never started because run was interrupted.
+fn never_started(
+    b: &batch::Batch,
+    idx: usize,
+    logs: &Path,
+    decision: &crate::ops::contain::Decision,
+) -> Worker {
+    Worker {
+        name: b.tasks[idx].name.clone(),
+        exit: None,
+        signal: None,
+        timed_out: false,
+        stopped: true,
+        duration_ms: 0,
+        log: logs.join(format!("{}.log", b.tasks[idx].name)),
+        start_error: None,
+        sandbox: decision.summary(),
+    }
+}
+
+/// The worker of task `idx` whose command could not be started (`e`, also
+/// written to its log).
+fn not_started(
+    b: &batch::Batch,
+    idx: usize,
+    log: std::path::PathBuf,
+    e: String,
+    decision: &crate::ops::contain::Decision,
+) -> Worker {
+    use std::io::Write;
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+    {
+        let _ = writeln!(f, "git-delegate: cannot start the worker: {e}");
+    }
+    Worker {
+        name: b.tasks[idx].name.clone(),
+        exit: None,
+        signal: None,
+        timed_out: false,
+        stopped: false,
+        duration_ms: 0,
+        log,
+        start_error: Some(e),
+        sandbox: decision.summary(),
+    }
+}
+
+/// The worker `l`, which ended with `status`.
+fn ended(
+    b: &batch::Batch,
+    l: &Live,
+    status: std::process::ExitStatus,
+    interrupted: bool,
+    logs: &Path,
+) -> Worker {
+    use std::os::unix::process::ExitStatusExt;
+    Worker {
+        name: b.tasks[l.idx].name.clone(),
+        exit: status.code(),
+        signal: status.signal(),
+        timed_out: l.timed_out,
+        stopped: interrupted && !l.timed_out,
+        duration_ms: l.group.started.elapsed().as_millis() as u64,
+        log: logs.join(format!("{}.log", b.tasks[l.idx].name)),
+        start_error: None,
+        sandbox: l.contained.summary,
+    }
+}
+
+/// A running worker looked at: SIGKILL once its grace after SIGTERM is
+/// over, SIGTERM once its timeout is.
+fn tend(l: &mut Live) {
+    match l.terminating {
+        Some(t) if t.elapsed() >= process::GRACE => {
+            // SIGKILL for the group; the leader is reaped next look.
+            process::kill(l.group.pgid);
+        }
+        Some(_) => {}
+        None => {
+            if l.timeout.is_some_and(|t| l.group.started.elapsed() >= t) {
+                l.timed_out = true;
+                l.group.term();
+                l.terminating = Some(Instant::now());
+            }
+        }
+    }
 }
 
 /// Start task `idx`'s worker (design §3.13).

@@ -1,5 +1,9 @@
 //! Batch state: `<common-dir>/delegate/batches/<uuid>/batch.toml`, one per
-//! open batch, and how a `BATCH` argument names one (design §3).
+//! open batch, and how a `BATCH` argument names one (design §3). This file
+//! holds the model (`Batch`, `Task`, their states) and its error; its files
+//! the state folder's layout (`layout`), listing and choosing (`select`),
+//! name checks (`names`) and a prepare under way (`progress`), all
+//! re-exported here (`record::batch::X`).
 //!
 //! Owns: the on-disk record of batches and tasks, written atomically
 //! (temp file, fsync, rename, fsync of the folder: `fs::write_atomic`), and
@@ -19,6 +23,16 @@
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+mod layout;
+mod names;
+mod progress;
+mod select;
+
+pub use layout::*;
+pub use names::*;
+pub use progress::*;
+pub use select::*;
 
 use crate::record::lease::Lease;
 use crate::sys::fs::FsError;
@@ -410,15 +424,6 @@ pub fn short(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }
 
-/// The write-back journal's file name inside a batch folder (design §7).
-pub const JOURNAL_FILE: &str = "writeback.journal";
-
-/// Where a batch's logs go (`<state>/logs/<uuid>/`): its workers' (design
-/// §3.13) and its verification runs' (design §3.10).
-pub fn logs_dir(state_dir: &Path, id: &str) -> PathBuf {
-    state_dir.join("logs").join(id)
-}
-
 /// What was carried into one destination (`carry`, `scratch`), as the
 /// batch records it for each task (`Task::carried`).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -447,279 +452,6 @@ impl CarryStats {
     }
 }
 
-/// The log of task `task`'s worker in `run` (design §3.13).
-pub fn worker_log(state_dir: &Path, id: &str, task: &str) -> PathBuf {
-    logs_dir(state_dir, id).join(format!("{task}.log"))
-}
-
-/// Where batches live in a state dir.
-pub fn batches_dir(state_dir: &Path) -> PathBuf {
-    state_dir.join("batches")
-}
-
-/// Where undo entries live in a state dir (design §3.11): one folder per
-/// apply id, holding its entry file and, while an undo writes, its journal.
-pub fn undo_dir(state_dir: &Path) -> PathBuf {
-    state_dir.join("undo")
-}
-
-pub fn batch_dir(state_dir: &Path, id: &str) -> PathBuf {
-    batches_dir(state_dir).join(id)
-}
-
-/// The text of a batch's `batch.toml`.
-pub fn to_toml(batch: &Batch) -> Result<String> {
-    toml::to_string_pretty(batch).map_err(|source| BatchError::Record {
-        id: batch.id.clone(),
-        source,
-    })
-}
-
-pub fn save(state_dir: &Path, batch: &Batch) -> Result<()> {
-    let dir = batch_dir(state_dir, &batch.id);
-    if let Err(source) = std::fs::create_dir_all(&dir) {
-        return Err(BatchError::CreateDir { dir, source });
-    }
-    Ok(crate::sys::fs::write_atomic(
-        &dir.join("batch.toml"),
-        to_toml(batch)?.as_bytes(),
-    )?)
-}
-
-/// Write `batch` as it will be once a write-back commits: under a staged
-/// name next to its `batch.toml`, which the write-back renames over it at
-/// its commit point (`writeback::Then`, design §7 "What recovery
-/// finishes"). Returns (staged, final) paths.
-pub fn stage(state_dir: &Path, batch: &Batch) -> Result<(PathBuf, PathBuf)> {
-    let dir = batch_dir(state_dir, &batch.id);
-    let staged = dir.join("batch.toml.staged");
-    crate::sys::fs::write_atomic(&staged, to_toml(batch)?.as_bytes())?;
-    Ok((staged, dir.join("batch.toml")))
-}
-
-/// Remove a batch's state folder, once everything else of the batch is
-/// gone: first renamed to a hidden name (`.<id>.removed-<pid>`, which no
-/// command reads as a batch) in one step and the parent fsync'd, so the
-/// batch disappears whole, never as a folder without a readable
-/// `batch.toml` (reported as corrupt). Gone already is fine. A
-/// `delegate.toml` changed while the batch was open stays unconfirmed
-/// after it (`trust::batch_ended`, design §3.18).
-pub fn remove_state(state_dir: &Path, id: &str) -> Result<()> {
-    crate::record::trust::batch_ended(state_dir);
-    let dir = batch_dir(state_dir, id);
-    let parent = batches_dir(state_dir);
-    let hidden = parent.join(format!(".{id}.removed-{}", std::process::id()));
-    match std::fs::rename(&dir, &hidden) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(source) => return Err(BatchError::Remove { dir, source }),
-    }
-    crate::sys::fs::sync_dir(&parent);
-    // What a failure here leaves is hidden and holds nothing of value.
-    let _ = std::fs::remove_dir_all(&hidden);
-    Ok(())
-}
-
-/// One entry of the state folder: a batch, or a folder whose record is unreadable.
-#[derive(Debug)]
-pub enum Entry {
-    Batch(Box<Batch>),
-    Broken { id: String, problem: String },
-}
-
-/// The entries of a state folder (`batches/`, `undo/`), but hidden ones (a
-/// batch's state on its way out, `remove_state`, or in); none if no folder.
-pub fn visible_entries(dir: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
-    let rd = match std::fs::read_dir(dir) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        rd => rd?,
-    };
-    rd.map(|e| e.map(|e| (e.file_name().to_string_lossy().into_owned(), e.path())))
-        .filter(|e| !e.as_ref().is_ok_and(|(id, _)| id.starts_with('.')))
-        .collect()
-}
-
-/// Every batch of the repository, oldest first.
-pub fn list(state_dir: &Path) -> Result<Vec<Entry>> {
-    let dir = batches_dir(state_dir);
-    let found = visible_entries(&dir).map_err(|source| BatchError::List { dir, source })?;
-    let mut out = Vec::new();
-    for (id, folder) in found.into_iter().filter(|(_, f)| f.is_dir()) {
-        let path = folder.join("batch.toml");
-        match std::fs::read_to_string(&path) {
-            Ok(text) => match toml::from_str::<Batch>(&text) {
-                Ok(b) => out.push(Entry::Batch(Box::new(b))),
-                Err(e) => out.push(Entry::Broken {
-                    id,
-                    problem: format!("{} is not valid: {}", path.display(), e.message()),
-                }),
-            },
-            Err(e) => out.push(Entry::Broken {
-                id,
-                problem: format!("cannot read {}: {e}", path.display()),
-            }),
-        }
-    }
-    out.sort_by(|a, b| match (a, b) {
-        (Entry::Batch(a), Entry::Batch(b)) => a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)),
-        (Entry::Batch(_), _) => std::cmp::Ordering::Less,
-        (_, Entry::Batch(_)) => std::cmp::Ordering::Greater,
-        _ => std::cmp::Ordering::Equal,
-    });
-    Ok(out)
-}
-
-pub fn list_ok(state_dir: &Path) -> Result<Vec<Batch>> {
-    Ok(list(state_dir)?
-        .into_iter()
-        .filter_map(|e| match e {
-            Entry::Batch(b) => Some(*b),
-            Entry::Broken { .. } => None,
-        })
-        .collect())
-}
-
-/// The readable batches whose recorded source is the working tree `root`
-/// (canonical), oldest first.
-pub fn of_source(state_dir: &Path, root: &Path) -> Result<Vec<Batch>> {
-    Ok(list_ok(state_dir)?
-        .into_iter()
-        .filter(|b| b.source == root)
-        .collect())
-}
-
-/// Resolve a `BATCH` argument (design §3) among open batches: see [`choose`].
-/// (Kept for callers that hold a list of readable batches only.)
-/// A batch whose state is unreadable is never returned: naming one is
-/// `delegate::corrupt_batch` (exit 3, with the command that removes it).
-#[allow(dead_code)]
-pub fn select(batches: Vec<Batch>, arg: Option<&str>) -> Result<Batch> {
-    select_entry(
-        batches
-            .into_iter()
-            .map(|b| Entry::Batch(Box::new(b)))
-            .collect(),
-        arg,
-    )
-}
-
-/// [`select`] among every entry of the state folder, so that naming a
-/// batch whose `batch.toml` cannot be read says so.
-pub fn select_entry(entries: Vec<Entry>, arg: Option<&str>) -> Result<Batch> {
-    match choose(entries, arg)? {
-        Entry::Batch(b) => Ok(*b),
-        Entry::Broken { id, problem } => Err(corrupt(&id, &problem)),
-    }
-}
-
-/// [`select_entry`] of the batches of `state_dir`.
-pub fn select_open(state_dir: &Path, arg: Option<&str>) -> Result<Batch> {
-    select_entry(list(state_dir)?, arg)
-}
-
-/// The error for a batch whose state cannot be read (exit 3).
-pub fn corrupt(id: &str, problem: &str) -> BatchError {
-    BatchError::Corrupt {
-        id: id.to_string(),
-        problem: problem.to_string(),
-    }
-}
-
-/// Does `arg` name the batch `id`: its full id, or a prefix of at least 4
-/// characters of it (any case)?
-fn names_id(id: &str, arg: &str, prefix: bool) -> bool {
-    let lower = arg.to_ascii_lowercase();
-    if prefix {
-        lower.len() >= 4 && id.starts_with(&lower)
-    } else {
-        id == lower
-    }
-}
-
-/// Resolve a `BATCH` argument (design §3) among the entries of the state
-/// folder: a full id first (so that no label can shadow an id), then a
-/// label, then a unique prefix of at least 4 characters of an id; omitted
-/// means the only readable batch whose prepare completed (or, when there is
-/// none, the only readable one, or the only unreadable one).
-pub fn choose(entries: Vec<Entry>, arg: Option<&str>) -> Result<Entry> {
-    let name = |e: &Entry| match e {
-        Entry::Batch(b) => match &b.label {
-            Some(l) => format!("{} ({l})", b.short()),
-            None => b.short().to_string(),
-        },
-        Entry::Broken { id, .. } => format!("{} (corrupt)", short(id)),
-    };
-    let id_of = |e: &Entry| match e {
-        Entry::Batch(b) => b.id.clone(),
-        Entry::Broken { id, .. } => id.clone(),
-    };
-    let Some(arg) = arg else {
-        // Omitted, BATCH means the only batch there is work in: a readable
-        // batch whose prepare completed; failing that, a readable one (its
-        // prepare never completed, design §3.15); failing that, the only one.
-        let complete = |e: &Entry| matches!(e, Entry::Batch(b) if b.preparing.is_none());
-        let readable = |e: &Entry| matches!(e, Entry::Batch(_));
-        let pool: Vec<Entry> = if entries.iter().any(complete) {
-            entries.into_iter().filter(complete).collect()
-        } else if entries.iter().any(readable) {
-            entries.into_iter().filter(readable).collect()
-        } else {
-            entries
-        };
-        return match pool.len() {
-            0 => Err(BatchError::NoBatch),
-            1 => Ok(pool.into_iter().next().expect("one batch")),
-            _ => Err(BatchError::SeveralBatches {
-                names: pool.iter().map(name).collect(),
-            }),
-        };
-    };
-    if let Some(i) = entries.iter().position(|e| names_id(&id_of(e), arg, false)) {
-        return Ok(entries.into_iter().nth(i).expect("found"));
-    }
-    if let Some(i) = entries
-        .iter()
-        .position(|e| matches!(e, Entry::Batch(b) if b.label.as_deref() == Some(arg)))
-    {
-        return Ok(entries.into_iter().nth(i).expect("found"));
-    }
-    if arg.len() < 4 {
-        return Err(BatchError::ShortPrefix {
-            arg: arg.to_string(),
-        });
-    }
-    let matching: Vec<usize> = (0..entries.len())
-        .filter(|&i| names_id(&id_of(&entries[i]), arg, true))
-        .collect();
-    match matching.len() {
-        1 => Ok(entries.into_iter().nth(matching[0]).expect("found")),
-        0 => Err(BatchError::NoMatch {
-            arg: arg.to_string(),
-        }),
-        _ => Err(BatchError::AmbiguousPrefix {
-            arg: arg.to_string(),
-            names: matching.iter().map(|&i| name(&entries[i])).collect(),
-        }),
-    }
-}
-
-/// Could `label` ever be read as a batch id or id prefix (design §3: hex
-/// digits and hyphens, 4 or more characters, any case)? Such labels are
-/// refused: a label is tried before an id prefix, so it would shadow one.
-pub fn label_reads_as_id(label: &str) -> bool {
-    label.len() >= 4 && label.bytes().all(|c| c.is_ascii_hexdigit() || c == b'-')
-}
-
-/// Validate a task name (design §1).
-pub fn valid_task_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    !b.is_empty()
-        && b.len() <= 64
-        && b[0].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
-}
-
 /// Is `name` the proposal ref a discarded task of `b` keeps (design §3.16
 /// "kept")? It is no longer the batch's: gc removes it once its commit is
 /// older than `gc.keep-failed`, whether the batch is open or not.
@@ -727,82 +459,4 @@ pub fn discard_kept(b: &Batch, name: &str) -> bool {
     b.tasks
         .iter()
         .any(|t| t.state == TaskState::Discarded && t.proposal_ref.as_deref() == Some(name))
-}
-
-// ---------------------------------------------------------------------------
-// A prepare under way (the `[preparing]` table; see `preparing`)
-
-/// Who is preparing the batch: recorded before anything is made.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Marker {
-    pub pid: u32,
-    /// Start time of that process in clock ticks since boot (`/proc/PID/stat`
-    /// field 22), so a recycled pid is not taken for it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub start: Option<u64>,
-    pub host: String,
-    pub started_at: String,
-}
-
-impl Marker {
-    /// The marker of this process.
-    pub fn mine() -> Marker {
-        let pid = std::process::id();
-        Marker {
-            pid,
-            start: crate::sys::process::process_start(pid),
-            host: crate::sys::process::hostname(),
-            started_at: crate::sys::time::rfc3339(crate::sys::time::now()),
-        }
-    }
-}
-
-/// Where an incomplete batch stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Progress {
-    /// Its prepare still runs.
-    Preparing,
-    /// Its prepare was killed: the batch is not live, whatever its lease says.
-    Interrupted,
-}
-
-impl Progress {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Progress::Preparing => "preparing",
-            Progress::Interrupted => "interrupted",
-        }
-    }
-}
-
-/// `None` for a complete batch; otherwise whether its prepare still runs.
-/// On another host the process cannot be checked: there the batch counts
-/// as being prepared until its lease expires.
-pub fn progress(b: &Batch) -> Option<Progress> {
-    let m = b.preparing.as_ref()?;
-    let alive = if m.host == crate::sys::process::hostname() {
-        m.start.is_some() && crate::sys::process::process_start(m.pid) == m.start
-    } else {
-        crate::sys::time::now() < b.lease.expires_at_secs()
-    };
-    Some(if alive {
-        Progress::Preparing
-    } else {
-        Progress::Interrupted
-    })
-}
-
-/// Refuse a task name that cannot name a folder and a ref component.
-pub fn check_task_name(name: &str) -> Result<()> {
-    // Task names become folder names and ref components: refuse what git refs refuse too.
-    if !valid_task_name(name)
-        || name.contains("..")
-        || name.ends_with('.')
-        || name.ends_with(".lock")
-    {
-        return Err(BatchError::BadTaskName {
-            name: name.to_string(),
-        });
-    }
-    Ok(())
 }

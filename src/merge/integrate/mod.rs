@@ -2,7 +2,9 @@
 //! proposals in task order onto the baseline, then the result onto the
 //! source as it is now.
 //!
-//! Owns: deciding which tasks merge cleanly and the final tree `F`.
+//! Owns: deciding which tasks merge cleanly and the final tree `F`; one
+//! tree merge and its conflicts' words are `merge3`'s, the refusals that
+//! are no conflict `refuse`'s.
 //! Never: writes the working tree, refs or the index.
 //!
 //! Semantics (where the design is silent):
@@ -41,12 +43,17 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use gix::bstr::{BStr, BString, ByteSlice};
-use gix::merge::tree::TreatAsUnresolved;
 use gix::ObjectId;
 
-use crate::git::diff::{self, PathChange};
+use crate::git::diff;
 use crate::merge::MergeError;
-use crate::writeback::{BlockReason, Blocked, PathWrite};
+use crate::writeback::{Blocked, PathWrite};
+
+mod merge3;
+mod refuse;
+
+pub use merge3::{merge3, Merge};
+use refuse::{culprits, refuse_before_merging, Before};
 
 type Result<T, E = MergeError> = std::result::Result<T, E>;
 
@@ -129,152 +136,6 @@ pub struct Plan {
     pub f_tree: ObjectId,
 }
 
-/// The outcome of one 3-way merge.
-pub enum Merge {
-    Clean(ObjectId),
-    Conflicts(Vec<PathConflict>),
-}
-
-/// `merge3(base, ours, theirs)` in `repo` (give it object memory to keep the
-/// merged blobs and trees out of the object store).
-pub fn merge3(
-    repo: &gix::Repository,
-    base: ObjectId,
-    ours: ObjectId,
-    theirs: ObjectId,
-) -> Result<Merge> {
-    if ours == theirs || theirs == base {
-        return Ok(Merge::Clean(ours));
-    }
-    if ours == base {
-        return Ok(Merge::Clean(theirs));
-    }
-    let err = |source: gix::Error| MergeError::Git {
-        what: "cannot merge trees",
-        source,
-    };
-    let opts = repo.tree_merge_options().map_err(err)?;
-    let labels = gix::merge::blob::builtin_driver::text::Labels {
-        ancestor: Some("baseline".into()),
-        current: Some("ours".into()),
-        other: Some("theirs".into()),
-    };
-    let mut outcome = repo
-        .merge_trees(base, ours, theirs, labels, opts)
-        .map_err(err)?;
-    let how = TreatAsUnresolved::git();
-    // Every location of every unresolved conflict: where it is on each side,
-    // and where a rename took it from.
-    let mut locations: Vec<BString> = Vec::new();
-    for c in outcome.conflicts.iter().filter(|c| c.is_unresolved(how)) {
-        for at in [
-            c.ours.location(),
-            c.ours.source_location(),
-            c.theirs.location(),
-            c.theirs.source_location(),
-        ] {
-            if !locations.iter().any(|k| k == at) {
-                locations.push(at.to_owned());
-            }
-        }
-    }
-    if !locations.is_empty() {
-        let mut stages = git_stages(repo, &mut outcome, how)?;
-        // Where a rename took each conflicted path from (destination -> source).
-        let mut renamed_to: Vec<(BString, BString)> = Vec::new();
-        for c in outcome.conflicts.iter().filter(|c| c.is_unresolved(how)) {
-            for side in [&c.ours, &c.theirs] {
-                let (to, from) = (side.location(), side.source_location());
-                if to == from {
-                    continue;
-                }
-                renamed_to.push((from.to_owned(), to.to_owned()));
-                // gix leaves out the base stage of a rename/delete; git
-                // keeps the renamed file's base version at the destination
-                // ("deleted by them"/"deleted by us").
-                if matches!(
-                    c.resolution,
-                    Err(gix::merge::tree::ResolutionFailure::OursDeletedTheirsRenamed)
-                ) {
-                    if let Some(s) = stages.get_mut(to) {
-                        s[0] = true;
-                    }
-                }
-            }
-        }
-        let find = |t: ObjectId| repo.find_tree(t).map_err(err);
-        let trees = [find(base)?, find(ours)?, find(theirs)?];
-        let mut conflicts: Vec<PathConflict> = Vec::with_capacity(locations.len());
-        for path in locations {
-            let staged = stages.get(&path).or_else(|| {
-                // A rename's source, where git leaves no stage: the
-                // conflict as git names it at the destination.
-                renamed_to
-                    .iter()
-                    .filter(|(from, _)| *from == path)
-                    .find_map(|(_, to)| stages.get(to))
-            });
-            let [b, o, t] = match staged {
-                Some(s) => *s,
-                None => {
-                    // git leaves no stage here (a file under a folder the
-                    // other side made a file, a file git moves aside): say
-                    // what each side has here.
-                    let mut has = [false; 3];
-                    for (h, tree) in has.iter_mut().zip(&trees) {
-                        *h = tree
-                            .lookup_entry(path.split_str("/"))
-                            .map_err(err)?
-                            .is_some_and(|e| e.mode().is_no_tree());
-                    }
-                    has
-                }
-            };
-            conflicts.push(PathConflict {
-                path,
-                reason: both_changed_reason(b, o, t).to_string(),
-            });
-        }
-        conflicts.sort_by(|a, b| a.path.cmp(&b.path));
-        return Ok(Merge::Conflicts(conflicts));
-    }
-    let tree = outcome.tree.write().map_err(|source| MergeError::Git {
-        what: "cannot write a merged tree",
-        source,
-    })?;
-    Ok(Merge::Clean(tree.detach()))
-}
-
-/// The stages git leaves in the index for each conflicted path
-/// (base, ours, theirs present), as `git merge-tree --write-tree` or
-/// `git merge` would: gix's conflicts applied to an index of the merged
-/// tree, in memory.
-fn git_stages(
-    repo: &gix::Repository,
-    outcome: &mut gix::merge::tree::Outcome<'_>,
-    how: TreatAsUnresolved,
-) -> Result<BTreeMap<BString, [bool; 3]>> {
-    use gix::merge::plumbing::tree::apply_index_entries::RemovalMode;
-    let err = |source: gix::Error| MergeError::Git {
-        what: "cannot list the stages of a merge conflict",
-        source,
-    };
-    let tree = outcome.tree.write().map_err(err)?.detach();
-    let mut index: gix::index::State = repo.index_from_tree(&tree).map_err(err)?.into();
-    gix::merge::tree::apply_index_entries(&outcome.conflicts, how, &mut index, RemovalMode::Prune);
-    let mut stages: BTreeMap<BString, [bool; 3]> = BTreeMap::new();
-    for e in index.entries() {
-        let slot = match e.stage() {
-            gix::index::entry::Stage::Base => 0,
-            gix::index::entry::Stage::Ours => 1,
-            gix::index::entry::Stage::Theirs => 2,
-            gix::index::entry::Stage::Unconflicted => continue,
-        };
-        stages.entry(e.path(&index).to_owned()).or_default()[slot] = true;
-    }
-    Ok(stages)
-}
-
 /// Whether two paths are the same, or one is a folder above the other.
 pub fn overlaps(a: &BStr, b: &BStr) -> bool {
     let under = |long: &BStr, short: &BStr| {
@@ -285,21 +146,6 @@ pub fn overlaps(a: &BStr, b: &BStr) -> bool {
 
 fn touches(paths: &[BString], p: &BStr) -> bool {
     paths.iter().any(|q| overlaps(q.as_bstr(), p))
-}
-
-/// git's word for a path changed on both sides, from the entries in
-/// base, ours and theirs.
-fn both_changed_reason(base: bool, ours: bool, theirs: bool) -> &'static str {
-    match (base, ours, theirs) {
-        (true, true, true) => "both modified",
-        (false, true, true) => "both added",
-        (true, false, true) => "deleted by us",
-        (true, true, false) => "deleted by them",
-        (true, false, false) => "both deleted",
-        (false, true, false) => "added by us",
-        (false, false, true) => "added by them",
-        (false, false, false) => "conflict",
-    }
 }
 
 /// The candidates whose proposals hold paths git refuses to check out
@@ -433,153 +279,6 @@ pub fn integrate_screened<E: From<MergeError>>(
     }
 }
 
-/// What [`refuse_before_merging`] found: the tasks refused before any
-/// merge (`refused`, and their indices in `out_for_good`) and the folders
-/// at the top of `S`, for the top folder's write check.
-struct Before {
-    refused: Vec<Refused>,
-    out_for_good: BTreeSet<usize>,
-    s_top_folders: BTreeSet<BString>,
-}
-
-/// The refusals before any merge: `screened` (design §3.18: a proposal
-/// holding a path git refuses is never merged), the paths outside the
-/// sparse checkout and, with `strict`, the paths the source changed.
-fn refuse_before_merging(
-    repo: &gix::Repository,
-    (baseline, s_tree): (ObjectId, ObjectId),
-    candidates: &[Candidate],
-    screened: Vec<Refused>,
-    strict: bool,
-) -> Result<Before> {
-    let mut refused: Vec<Refused> = Vec::new();
-    // Bounded: a kept proposal's base is its commit's parent, which a
-    // worker sharing the repository could have made (design §3.18 "Limits").
-    let source_changes: Vec<PathChange> = diff::bounded(repo, baseline, s_tree)?;
-    let mut out_for_good: BTreeSet<usize> = BTreeSet::new();
-    let s_top_folders = top_folders(repo, s_tree)?;
-    for r in screened {
-        out_for_good.insert(r.task);
-        refused.push(r);
-    }
-    refuse_outside_sparse(repo, candidates, &mut out_for_good, &mut refused)?;
-    if strict {
-        refuse_strict(
-            repo,
-            (baseline, s_tree),
-            candidates,
-            &source_changes,
-            &mut out_for_good,
-            &mut refused,
-        )?;
-    }
-    Ok(Before {
-        refused,
-        out_for_good,
-        s_top_folders,
-    })
-}
-
-/// The names of the folders at the top of `s_tree`.
-fn top_folders(repo: &gix::Repository, s_tree: ObjectId) -> Result<BTreeSet<BString>> {
-    let err = |source: gix::Error| MergeError::Git {
-        what: "cannot read the source tree",
-        source,
-    };
-    let tree = repo.find_tree(s_tree).map_err(err)?;
-    let mut names = BTreeSet::new();
-    for e in tree.iter() {
-        let e = e.map_err(err)?;
-        if e.mode().is_tree() {
-            names.insert(e.filename().to_owned());
-        }
-    }
-    Ok(names)
-}
-
-/// design §3.15: the source's working tree never gets a path outside
-/// its sparse checkout.
-fn refuse_outside_sparse(
-    repo: &gix::Repository,
-    candidates: &[Candidate],
-    out_for_good: &mut BTreeSet<usize>,
-    refused: &mut Vec<Refused>,
-) -> Result<()> {
-    let tasks = candidates
-        .iter()
-        .filter(|c| !out_for_good.contains(&c.task))
-        .map(|c| (c.task, c.paths.as_slice()));
-    for (task, paths) in crate::git::sparse::outside(repo, tasks)? {
-        out_for_good.insert(task);
-        refused.push(Refused {
-            task,
-            reason: Refusal::OutsideSparseCheckout,
-            conflicts: paths
-                .into_iter()
-                .map(|path| PathConflict {
-                    path,
-                    reason: "outside the sparse checkout".into(),
-                })
-                .collect(),
-        });
-    }
-    Ok(())
-}
-
-/// `--strict`: a task whose proposal touches a path (or a folder above or
-/// below one) that differs between baseline and `S` is `source_changed`
-/// before any merge.
-fn refuse_strict(
-    repo: &gix::Repository,
-    (baseline, s_tree): (ObjectId, ObjectId),
-    candidates: &[Candidate],
-    source_changes: &[PathChange],
-    out_for_good: &mut BTreeSet<usize>,
-    refused: &mut Vec<Refused>,
-) -> Result<()> {
-    for c in candidates {
-        if out_for_good.contains(&c.task) {
-            continue;
-        }
-        let props = diff::trees(repo, c.base.unwrap_or(baseline), c.tree)?;
-        // A refreshed task: what the source changed since its own base.
-        let own_changes = match c.base {
-            Some(own) => Some(diff::trees(repo, own, s_tree)?),
-            None => None,
-        };
-        let mut conflicts = Vec::new();
-        for sc in own_changes.as_deref().unwrap_or(source_changes) {
-            for pc in props
-                .iter()
-                .filter(|pc| overlaps(pc.path.as_bstr(), sc.path.as_bstr()))
-            {
-                if conflicts.iter().any(|k: &PathConflict| k.path == pc.path) {
-                    continue;
-                }
-                let reason = if pc.path == sc.path {
-                    both_changed_reason(sc.old.is_some(), sc.new.is_some(), pc.new.is_some())
-                } else {
-                    "changed in the working tree"
-                };
-                conflicts.push(PathConflict {
-                    path: pc.path.clone(),
-                    reason: reason.into(),
-                });
-            }
-        }
-        if !conflicts.is_empty() {
-            conflicts.sort_by(|a, b| a.path.cmp(&b.path));
-            out_for_good.insert(c.task);
-            refused.push(Refused {
-                task: c.task,
-                reason: Refusal::SourceChanged,
-                conflicts,
-            });
-        }
-    }
-    Ok(())
-}
-
 /// The clean tree of a merge; a conflict refuses `task` as
 /// `merge_conflict` into `refused` (`None`).
 fn clean_or_refused(m: Merge, task: usize, refused: &mut Vec<Refused>) -> Option<ObjectId> {
@@ -694,90 +393,6 @@ fn merge_round(
         changed,
         f_tree,
     })
-}
-
-/// The applied tasks that touch a blocked path (each refused, into
-/// `refused`), in task order.
-fn culprits(
-    candidates: &[Candidate],
-    applied: &[usize],
-    changed: &BTreeMap<usize, Vec<BString>>,
-    blocked: &[Blocked],
-    s_top_folders: &BTreeSet<BString>,
-    refused: &mut Vec<Refused>,
-) -> Vec<usize> {
-    let mut culprits: Vec<usize> = Vec::new();
-    for &t in applied {
-        let Some(c) = candidates.iter().find(|c| c.task == t) else {
-            continue;
-        };
-        let in_f = changed.get(&t).map_or(&[][..], |v| v.as_slice());
-        // Whether the task writes in the top folder: a path there, or
-        // under a folder `S` lacks there (the write makes it), as the
-        // write-back check finds the folder a write changes.
-        let in_top = c.paths.iter().chain(in_f).any(|p| match p.find_byte(b'/') {
-            None => true,
-            Some(i) => !s_top_folders.contains(p[..i].as_bstr()),
-        });
-        let mine: Vec<&Blocked> = blocked
-            .iter()
-            .filter(|b| {
-                touches(&c.paths, b.path.as_bstr())
-                    || touches(in_f, b.path.as_bstr())
-                    || (b.path.is_empty()
-                        && matches!(b.reason, BlockReason::NotWritable(_))
-                        && in_top)
-            })
-            .collect();
-        if !mine.is_empty() {
-            culprits.push(t);
-            refused.push(blocked_refusal(t, &mine));
-        }
-    }
-    culprits
-}
-
-fn blocked_refusal(task: usize, blocked: &[&Blocked]) -> Refused {
-    let untracked = blocked.iter().any(|b| {
-        matches!(
-            b.reason,
-            BlockReason::UntrackedInTheWay
-                | BlockReason::FolderInTheWay
-                | BlockReason::SymlinkInTheWay
-        )
-    });
-    let mut conflicts: Vec<PathConflict> = blocked
-        .iter()
-        .map(|b| PathConflict {
-            path: b.path.clone(),
-            reason: match b.reason {
-                BlockReason::UntrackedInTheWay => "untracked file in the way".into(),
-                BlockReason::FolderInTheWay => "folder in the way".into(),
-                BlockReason::ChangedSinceSnapshot => "changed during apply".into(),
-                BlockReason::SymlinkInTheWay => "ignored symlink in the way".into(),
-                BlockReason::NotWritable(errno) => format!(
-                    "folder not writable: {}",
-                    crate::error::describe(&std::io::Error::from_raw_os_error(errno))
-                ),
-            },
-        })
-        .collect();
-    conflicts.sort_by(|a, b| a.path.cmp(&b.path));
-    conflicts.dedup_by(|a, b| a.path == b.path);
-    let denied = blocked
-        .iter()
-        .any(|b| matches!(b.reason, BlockReason::NotWritable(_)));
-    Refused {
-        task,
-        reason: if denied {
-            Refusal::NotWritable
-        } else if untracked {
-            Refusal::WouldOverwriteUntracked
-        } else {
-            Refusal::SourceChanged
-        },
-        conflicts,
-    }
 }
 
 #[cfg(test)]

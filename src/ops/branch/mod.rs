@@ -26,6 +26,10 @@ use crate::merge::integrate::{self, Merge, PathConflict};
 use crate::record::batch::{self, Task};
 use crate::{git::commit, git::diff, merge::proposal};
 
+mod write;
+
+use write::write_branch;
+
 /// What the caller asked for.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -114,24 +118,7 @@ pub fn run(here: &Source, opts: &Options) -> Result<Report> {
     refuse_private_parent(repo, &b, task, parent_id, opts.onto.as_deref())?;
 
     // Where the branch would go: refused before anything is recorded.
-    let existing = crate::git::refs::get(repo, &full)?;
-    if let Some(wt) = checked_out_in(&source.common_dir, &full) {
-        return Err(Error::state(
-            Code::BranchCheckedOut,
-            format!(
-                "branch {name} is checked out in {}; it is never moved",
-                wt.display()
-            ),
-            "pick another name: `git delegate branch TASK NEW-NAME`",
-        ));
-    }
-    if let (Some(old), false) = (existing, opts.force) {
-        return Err(Error::usage(
-            Code::BranchExists,
-            format!("branch {name} already exists (at {old})"),
-            "pick another name, or pass --force to move it to the task's work",
-        ));
-    }
+    let existing = free_branch(repo, source, &name, &full, opts.force)?;
 
     // The task's work as a proposal commit: recorded now for a local task,
     // fetched for a remote one.
@@ -172,6 +159,36 @@ pub fn run(here: &Source, opts: &Options) -> Result<Report> {
     report.moved_from = existing;
     report.paths = paths.into_iter().map(|c| c.path).collect();
     Ok(report)
+}
+
+/// What branch `full` (`name`) holds now, when it may be written: it is
+/// checked out nowhere, and is new or `force` moves it.
+fn free_branch(
+    repo: &gix::Repository,
+    source: &Source,
+    name: &str,
+    full: &str,
+    force: bool,
+) -> Result<Option<gix::ObjectId>> {
+    let existing = crate::git::refs::get(repo, full)?;
+    if let Some(wt) = checked_out_in(&source.common_dir, full) {
+        return Err(Error::state(
+            Code::BranchCheckedOut,
+            format!(
+                "branch {name} is checked out in {}; it is never moved",
+                wt.display()
+            ),
+            "pick another name: `git delegate branch TASK NEW-NAME`",
+        ));
+    }
+    if let (Some(old), false) = (existing, force) {
+        return Err(Error::usage(
+            Code::BranchExists,
+            format!("branch {name} already exists (at {old})"),
+            "pick another name, or pass --force to move it to the task's work",
+        ));
+    }
+    Ok(existing)
 }
 
 /// The open batch one of whose workspaces is the working tree `here` runs in.
@@ -330,89 +347,6 @@ fn task_trees(source: &Source, b: &batch::Batch, task: &Task) -> Result<(ObjectI
     })
 }
 
-/// Writes the merged objects memory holds, the branch commit of `tree` on
-/// `parent_id`, and the branch ref (created, or moved only from `existing`):
-/// the commit.
-#[allow(clippy::too_many_arguments)]
-fn write_branch(
-    repo: &gix::Repository,
-    mem: &mut gix::Repository,
-    opts: &Options,
-    b: &batch::Batch,
-    task: &Task,
-    tree: ObjectId,
-    parent_id: ObjectId,
-    existing: Option<ObjectId>,
-    full_name: gix::refs::FullName,
-) -> Result<ObjectId> {
-    let full = full_name.as_bstr().to_str_lossy();
-    let name = full
-        .strip_prefix("refs/heads/")
-        .unwrap_or(&full)
-        .to_string();
-    // The merged objects only memory holds go to the object store.
-    if let Some(objects) = mem.objects.take_object_memory() {
-        for (id, (kind, data)) in objects.iter() {
-            if repo.has_object(id) {
-                continue;
-            }
-            gix::objs::Write::write_buf(repo, *kind, data)
-                .map_err(|e| Error::git(format!("cannot write object {id}"), e))?;
-        }
-    }
-    let message = opts.message.clone().unwrap_or_else(|| {
-        format!(
-            "{}: work from git delegate batch {}",
-            task.name,
-            b.label.as_deref().unwrap_or(b.short())
-        )
-    });
-    let message = if message.ends_with('\n') {
-        message
-    } else {
-        format!("{message}\n")
-    };
-    let author = signature(repo, true)?;
-    let committer = signature(repo, false)?;
-    let obj = gix::objs::Commit {
-        tree,
-        parents: vec![parent_id].into(),
-        author,
-        committer,
-        encoding: None,
-        message: message.into(),
-        extra_headers: Vec::new(),
-    };
-    let id = repo
-        .write_object(&obj)
-        .map_err(|e| Error::git("cannot write the branch commit", e))?
-        .detach();
-    let edit = RefEdit {
-        change: Change::Update {
-            log: LogChange {
-                mode: RefLog::AndReference,
-                force_create_reflog: false,
-                message: format!(
-                    "git delegate branch: task {} of batch {}",
-                    task.name,
-                    b.short()
-                )
-                .into(),
-            },
-            expected: match existing {
-                Some(old) => PreviousValue::MustExistAndMatch(Target::Object(old)),
-                None => PreviousValue::MustNotExist,
-            },
-            new: Target::Object(id),
-        },
-        name: full_name,
-        deref: false,
-    };
-    repo.edit_references([edit])
-        .map_err(|e| Error::git(format!("cannot write branch {name}"), e))?;
-    Ok(id)
-}
-
 fn no_changes(b: &batch::Batch, task: &str, why: &str) -> Error {
     Error::usage(
         Code::NoChanges,
@@ -425,36 +359,6 @@ fn no_changes(b: &batch::Batch, task: &str, why: &str) -> Error {
             b.short()
         ),
     )
-}
-
-/// Author or committer from git's configuration (`user.name`,
-/// `user.email`, `GIT_AUTHOR_*`/`GIT_COMMITTER_*` as gix reads them).
-fn signature(repo: &gix::Repository, author: bool) -> Result<gix::actor::Signature> {
-    let sig = if author {
-        repo.author()
-    } else {
-        repo.committer()
-    };
-    let who = if author { "author" } else { "committer" };
-    match sig {
-        Some(Ok(s)) => s.to_owned().map_err(|e| {
-            Error::usage(
-                Code::Config,
-                format!("the {who} identity cannot be read: {e}"),
-                "set it with `git config user.name NAME` and `git config user.email EMAIL`",
-            )
-        }),
-        Some(Err(e)) => Err(Error::usage(
-            Code::Config,
-            format!("the {who} identity cannot be read: {e}"),
-            "set it with `git config user.name NAME` and `git config user.email EMAIL`",
-        )),
-        None => Err(Error::usage(
-            Code::Config,
-            format!("no {who} identity is configured"),
-            "set it with `git config user.name NAME` and `git config user.email EMAIL`",
-        )),
-    }
 }
 
 /// The worktree (main or linked) whose HEAD is the branch `full`, if any.

@@ -6,10 +6,11 @@
 //! written back through the journal; the caller renders the returned
 //! apply `Report`.
 //!
-//! Owns: naming a kept proposal (`resolve`: its full ref, or `BATCH/TASK`
-//! with the batch's id, a unique id prefix or, while the batch exists, its
-//! label); the kept ref and patch once its work is written (removed), and
-//! the discarded task's record of an open batch (applied).
+//! Owns: naming a kept proposal (`name`: `resolve`, its full ref, or
+//! `BATCH/TASK` with the batch's id, a unique id prefix or, while the
+//! batch exists, its label); the kept ref and patch once its work is
+//! written (removed), and the discarded task's record of an open batch
+//! (applied).
 //! Never: prints; lands a proposal an open task still owns (that is
 //! `apply`'s); removes the kept ref or patch unless the work is written (or
 //! there was none); writes anything with `--dry-run`.
@@ -28,6 +29,10 @@ use crate::ops::observe::{Notice, Observer};
 use crate::record::batch::{self, Batch, Entry, TaskState};
 use crate::record::kept::Kept;
 use crate::{git::commit, git::diff, git::refs, writeback};
+
+mod name;
+
+pub use name::{resolve, short_name};
 
 /// What the caller asked for.
 #[derive(Debug, Clone, Default)]
@@ -81,60 +86,18 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
 
     let (tree, base) = proposal(&source, &k)?;
     let base_tree = commit::tree_of(&source.repo, &base.to_string())?;
-    // A path bomb is counted, never expanded (design §3.18 "Limits"): it is
-    // refused as the integration refuses any path git refuses.
-    let over = match crate::git::validate::too_many(&source.repo, Some(base_tree), tree)? {
-        Some(over) => Err(over),
-        None => match diff::bounded(&source.repo, base_tree, tree) {
-            Ok(changes) => Ok(changes),
-            Err(diff::DiffError::TooMany { path, .. }) => Err(crate::git::validate::Invalid {
-                path,
-                why: crate::git::validate::TOO_MANY,
-            }),
-            Err(e) => return Err(e.into()),
-        },
-    };
+    let over = screened(&source.repo, base_tree, tree)?;
 
-    // Its batch's record while the batch exists (a discarded task of an
-    // open batch), otherwise a one-task stand-in for the document.
-    let existing = entries.iter().find_map(|e| match e {
-        Entry::Batch(b) if b.id == k.batch => Some((**b).clone()),
-        _ => None,
-    });
-    let (mut b, idx, exists) = match existing {
-        Some(b) => match b.tasks.iter().position(|t| t.name == k.task) {
-            Some(i) => (b, i, true),
-            None => (stand_in(&source, &k, base), 0, false),
-        },
-        None => (stand_in(&source, &k, base), 0, false),
-    };
+    let (mut b, idx, exists) = batch_of(&source, &entries, &k, base);
     // Only the drivers its batch's prepare recorded run (design §3.18); a
     // batch that is gone recorded none.
     crate::git::drivers::enforce(b.drivers.as_ref(), &mut source.repo)?;
 
     let mut out = Outcome::new(idx, TaskState::Open);
-    let mut deleted: BTreeSet<BString> = BTreeSet::new();
     out.proposal_ref = Some(k.ref_name.clone());
     out.patch = k.patch.clone();
     let mut w = Wrote::default();
-    match over {
-        Ok(changes) => {
-            deleted = changes
-                .iter()
-                .filter(|c| c.new.is_none())
-                .map(|c| c.path.clone())
-                .collect();
-            out.proposed = changes.into_iter().map(|c| c.path).collect();
-        }
-        Err(f) => {
-            out.status = TaskState::Conflict;
-            out.reason = Some(crate::git::validate::REASON);
-            out.conflicts = vec![crate::merge::integrate::PathConflict {
-                path: f.path,
-                reason: f.why.into(),
-            }];
-        }
-    }
+    let deleted = proposed(over, &mut out);
     if out.status == TaskState::Conflict {
         // Refused above: nothing of it is merged.
     } else if out.proposed.is_empty() {
@@ -163,13 +126,7 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
         out.proposal_ref = None;
         out.patch = None;
         if exists {
-            let t = &mut b.tasks[idx];
-            t.state = out.status;
-            t.reason = None;
-            t.proposal_ref = None;
-            t.patch = None;
-            t.updated_at = Some(crate::sys::time::rfc3339(crate::sys::time::now()));
-            if let Err(e) = batch::save(&state_dir, &b) {
+            if let Err(e) = record_applied(&state_dir, &mut b, idx, out.status) {
                 artifacts_error.get_or_insert(e.into());
             }
         }
@@ -208,6 +165,96 @@ pub fn run(here: Source, opts: &Options, observer: &dyn Observer) -> Result<Land
         removed,
         deleted,
     })
+}
+
+/// What the kept proposal `tree` changes against its base, or the path that
+/// refuses it: a path bomb is counted, never expanded (design §3.18
+/// "Limits"); it is refused as the integration refuses any path git
+/// refuses.
+fn screened(
+    repo: &gix::Repository,
+    base_tree: gix::ObjectId,
+    tree: gix::ObjectId,
+) -> Result<std::result::Result<Vec<diff::PathChange>, crate::git::validate::Invalid>> {
+    Ok(
+        match crate::git::validate::too_many(repo, Some(base_tree), tree)? {
+            Some(over) => Err(over),
+            None => match diff::bounded(repo, base_tree, tree) {
+                Ok(changes) => Ok(changes),
+                Err(diff::DiffError::TooMany { path, .. }) => Err(crate::git::validate::Invalid {
+                    path,
+                    why: crate::git::validate::TOO_MANY,
+                }),
+                Err(e) => return Err(e.into()),
+            },
+        },
+    )
+}
+
+/// Its batch's record while the batch exists (a discarded task of an open
+/// batch), otherwise a one-task stand-in for the document: the batch, the
+/// task's index and whether the batch exists.
+fn batch_of(
+    source: &Source,
+    entries: &[Entry],
+    k: &Kept,
+    base: gix::ObjectId,
+) -> (Batch, usize, bool) {
+    let existing = entries.iter().find_map(|e| match e {
+        Entry::Batch(b) if b.id == k.batch => Some((**b).clone()),
+        _ => None,
+    });
+    match existing {
+        Some(b) => match b.tasks.iter().position(|t| t.name == k.task) {
+            Some(i) => (b, i, true),
+            None => (stand_in(source, k, base), 0, false),
+        },
+        None => (stand_in(source, k, base), 0, false),
+    }
+}
+
+/// The proposal's paths into `out` (or the path that refuses it); returns
+/// the paths it deletes.
+fn proposed(
+    over: std::result::Result<Vec<diff::PathChange>, crate::git::validate::Invalid>,
+    out: &mut Outcome,
+) -> BTreeSet<BString> {
+    match over {
+        Ok(changes) => {
+            let deleted = changes
+                .iter()
+                .filter(|c| c.new.is_none())
+                .map(|c| c.path.clone())
+                .collect();
+            out.proposed = changes.into_iter().map(|c| c.path).collect();
+            deleted
+        }
+        Err(f) => {
+            out.status = TaskState::Conflict;
+            out.reason = Some(crate::git::validate::REASON);
+            out.conflicts = vec![crate::merge::integrate::PathConflict {
+                path: f.path,
+                reason: f.why.into(),
+            }];
+            BTreeSet::new()
+        }
+    }
+}
+
+/// The discarded task `idx` of an open batch recorded applied (`status`).
+fn record_applied(
+    state_dir: &Path,
+    b: &mut Batch,
+    idx: usize,
+    status: TaskState,
+) -> std::result::Result<(), batch::BatchError> {
+    let t = &mut b.tasks[idx];
+    t.state = status;
+    t.reason = None;
+    t.proposal_ref = None;
+    t.patch = None;
+    t.updated_at = Some(crate::sys::time::rfc3339(crate::sys::time::now()));
+    batch::save(state_dir, b)
 }
 
 /// A batch folder made for an earlier landing's journal and left by a crash
@@ -429,161 +476,4 @@ fn stand_in(source: &Source, k: &Kept, baseline: gix::ObjectId) -> Batch {
         baseline.to_string(),
         batch::Task::open(k.task.clone(), PathBuf::new(), String::new()),
     )
-}
-
-/// The name `status` shows for the kept proposal `k` of `all`, which
-/// `--kept` accepts: `BATCH/TASK` with the batch's first 8 characters, or
-/// its full ref when another kept proposal shares that name.
-pub fn short_name(all: &[Kept], k: &Kept) -> String {
-    let short = batch::short(&k.batch);
-    let shared = all
-        .iter()
-        .any(|o| o.ref_name != k.ref_name && o.task == k.task && o.batch.starts_with(short));
-    if shared || short.len() < 4 {
-        k.ref_name.clone()
-    } else {
-        format!("{short}/{}", k.task)
-    }
-}
-
-/// The kept proposal `arg` names: its full ref, or `BATCH/TASK` where BATCH
-/// is the batch's full id, then its label (while the batch exists), then a
-/// unique id prefix of at least 4 characters, as `BATCH` everywhere.
-pub fn resolve<'a>(kept: &'a [Kept], entries: &[Entry], arg: &str) -> Result<&'a Kept> {
-    let label_of = |id: &str| {
-        entries.iter().find_map(|e| match e {
-            Entry::Batch(b) if b.id == id => b.label.clone(),
-            _ => None,
-        })
-    };
-    let found: Vec<&Kept> = if arg.starts_with(refs::PREFIX) {
-        kept.iter().filter(|k| k.ref_name == arg).collect()
-    } else if let Some((which, task)) = arg.rsplit_once('/') {
-        let of_task = || kept.iter().filter(move |k| k.task == task);
-        let by_id: Vec<&Kept> = of_task().filter(|k| k.batch == which).collect();
-        let by_label: Vec<&Kept> = of_task()
-            .filter(|k| label_of(&k.batch).as_deref() == Some(which))
-            .collect();
-        if !by_id.is_empty() {
-            by_id
-        } else if !by_label.is_empty() {
-            by_label
-        } else if which.len() >= 4 {
-            of_task().filter(|k| k.batch.starts_with(which)).collect()
-        } else {
-            Vec::new()
-        }
-    } else {
-        Vec::new()
-    };
-    match found.as_slice() {
-        [one] => Ok(one),
-        [] => {
-            if let Some((b, t)) = open_task(entries, arg) {
-                return Err(Error::usage(
-                    Code::UnknownKept,
-                    format!(
-                        "{arg:?} is not kept: it is the proposal of task {t} of batch {}, which is still open",
-                        b.short()
-                    ),
-                    format!(
-                        "apply the task: `git delegate apply {} --only {t}` (or `git delegate apply {} --discard {t}` keeps its work for `--kept`)",
-                        b.short(),
-                        b.short()
-                    ),
-                ));
-            }
-            let names: Vec<String> = kept
-                .iter()
-                .take(5)
-                .map(|k| format!("{} ({})", short_name(kept, k), k.ref_name))
-                .collect();
-            let help = if names.is_empty() {
-                "there is no kept proposal; `git delegate status` lists them when there are"
-                    .to_string()
-            } else {
-                format!(
-                    "name one as `git delegate status` lists it, by its ref or as BATCH/TASK: {}{}",
-                    names.join(", "),
-                    if kept.len() > 5 { ", ..." } else { "" }
-                )
-            };
-            Err(Error::usage(
-                Code::UnknownKept,
-                format!("no kept proposal matches {arg:?}"),
-                help,
-            ))
-        }
-        many => Err(Error::usage(
-            Code::AmbiguousBatch,
-            format!(
-                "{arg:?} matches {} kept proposals: {}",
-                many.len(),
-                many.iter()
-                    .map(|k| k.ref_name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            "name it by its full ref (`git delegate status` lists them)",
-        )),
-    }
-}
-
-/// The open task of a readable batch whose proposal `arg` names (as
-/// [`resolve`] reads it): such a proposal is the batch's, not kept.
-fn open_task<'a>(entries: &'a [Entry], arg: &str) -> Option<(&'a Batch, &'a str)> {
-    entries.iter().find_map(|e| {
-        let Entry::Batch(b) = e else { return None };
-        let t = b.tasks.iter().filter(|t| t.state.is_open()).find(|t| {
-            if arg.starts_with(refs::PREFIX) {
-                return arg == refs::proposal(&b.id, &t.name);
-            }
-            arg.rsplit_once('/').is_some_and(|(which, task)| {
-                task == t.name
-                    && (which == b.id
-                        || b.label.as_deref() == Some(which)
-                        || (which.len() >= 4 && b.id.starts_with(which)))
-            })
-        })?;
-        Some((&**b, t.name.as_str()))
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn kept(batch: &str, task: &str) -> Kept {
-        Kept {
-            ref_name: refs::proposal(batch, task),
-            batch: batch.into(),
-            task: task.into(),
-            patch: None,
-            kept_at: 0,
-            expires_at: 0,
-        }
-    }
-
-    #[test]
-    fn resolves_full_refs_and_batch_slash_task() {
-        let a = "0123abcd-0000-0000-0000-000000000000";
-        let b = "0123ffff-0000-0000-0000-000000000000";
-        let all = vec![kept(a, "1"), kept(a, "2"), kept(b, "1")];
-        let r = |arg: &str| resolve(&all, &[], arg).map(|k| k.ref_name.clone());
-        assert_eq!(r(&refs::proposal(a, "2")).unwrap(), refs::proposal(a, "2"));
-        assert_eq!(r(&format!("{a}/1")).unwrap(), refs::proposal(a, "1"));
-        assert_eq!(r("0123abcd/1").unwrap(), refs::proposal(a, "1"));
-        assert_eq!(r("0123ff/1").unwrap(), refs::proposal(b, "1"));
-        assert_eq!(r("0123/2").unwrap(), refs::proposal(a, "2"));
-        assert_eq!(r("0123/1").unwrap_err().code, Code::AmbiguousBatch);
-        assert_eq!(r("012/2").unwrap_err().code, Code::UnknownKept);
-        assert_eq!(r("0123abcd/3").unwrap_err().code, Code::UnknownKept);
-        assert_eq!(r("1").unwrap_err().code, Code::UnknownKept);
-        assert_eq!(
-            r("refs/pi-delegate/batches/x/tasks/1/proposal")
-                .unwrap_err()
-                .code,
-            Code::UnknownKept
-        );
-    }
 }

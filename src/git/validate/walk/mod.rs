@@ -1,7 +1,7 @@
 //! Walking a tree where it differs from its base (design §3.18 "Paths",
 //! "Limits"): what breaks git's rules in it (`tree`), whether it brings
 //! more changed paths than any task may (`too_many`, which only counts),
-//! and the gitlinks it changes (`gitlinks`).
+//! and the gitlinks it changes (`links`: `gitlinks`).
 //!
 //! Owns: the walk (depth first, on a stack of its own, never the thread's;
 //! each distinct (tree, base) pair read once, its counts remembered for its
@@ -16,6 +16,10 @@ use gix::objs::tree::EntryKind;
 use gix::ObjectId;
 
 use super::{name, target, Invalid, Result, ValidateError, BELOW_BUDGET, NAMED, TARGET_MAX};
+
+mod links;
+
+pub use links::gitlinks;
 
 /// The paths of `tree` that git refuses (the first [`NAMED`]), looking
 /// only where `tree` differs from `base` (trusted: a baseline, or a task's
@@ -421,72 +425,6 @@ fn disorder(entries: &Entries) -> Option<(BString, &'static str)> {
         last = Some(this);
     }
     None
-}
-
-/// The gitlinks (submodule entries) `tree` adds, changes or removes
-/// against `base` (the first [`NAMED`]), walking only where they differ.
-pub fn gitlinks(repo: &gix::Repository, base: ObjectId, tree: ObjectId) -> Result<Vec<BString>> {
-    let walk = Walk::new(repo, u64::MAX, true);
-    let mut out = Vec::new();
-    links_below(
-        &walk,
-        Some(base),
-        Some(tree),
-        &mut BString::default(),
-        &mut out,
-    )?;
-    Ok(out)
-}
-
-fn links_below(
-    walk: &Walk<'_>,
-    base: Option<ObjectId>,
-    tree: Option<ObjectId>,
-    at: &mut BString,
-    out: &mut Vec<BString>,
-) -> Result<()> {
-    if base == tree || out.len() >= NAMED {
-        return Ok(());
-    }
-    let read = |id: Option<ObjectId>| -> Result<HashMap<BString, (EntryKind, ObjectId)>> {
-        Ok(match id {
-            Some(i) => walk
-                .entries(i)?
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(n, k, o)| (n, (k, o)))
-                .collect(),
-            None => HashMap::new(),
-        })
-    };
-    let (old, new) = (read(base)?, read(tree)?);
-    let mut names: Vec<&BString> = old.keys().chain(new.keys()).collect();
-    names.sort();
-    names.dedup();
-    for n in names {
-        let (o, w) = (old.get(n).copied(), new.get(n).copied());
-        if o == w || out.len() >= NAMED {
-            continue;
-        }
-        let len = at.len();
-        if !at.is_empty() {
-            at.push(b'/');
-        }
-        at.extend_from_slice(n);
-        let is = |e: Option<(EntryKind, ObjectId)>, k| e.is_some_and(|e| e.0 == k);
-        if is(o, EntryKind::Commit) || is(w, EntryKind::Commit) {
-            out.push(at.clone());
-        } else {
-            let sub = |e: Option<(EntryKind, ObjectId)>| {
-                e.filter(|e| e.0 == EntryKind::Tree).map(|e| e.1)
-            };
-            if sub(o).is_some() || sub(w).is_some() {
-                links_below(walk, sub(o), sub(w), at, out)?;
-            }
-        }
-        at.truncate(len);
-    }
-    Ok(())
 }
 
 #[cfg(test)]
