@@ -13,7 +13,7 @@
 //! else is done in-process with gix.
 //! Owns: building and running those commands, and their error
 //! (`TransportError`: the command as typed, the remote, git's own words).
-//! Never: decides which refs move (that is `remote`), or runs anything but
+//! Never: decides which refs move (that is `ops::remote_workers`), or runs anything but
 //! the commands above; words a help line or decides an error code
 //! (`ops::explain` does).
 

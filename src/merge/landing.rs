@@ -6,7 +6,7 @@
 //! persist-then-check every landing runs); and copying the objects a write
 //! needs from object memory into the object store (`persist`). Shared by
 //! `apply` (and its dry run), `apply --kept` (`kept`), `diff --source`
-//! (`review`), `undo`'s re-apply and `verify`, so that all of them land
+//! (`look`), `undo`'s re-apply and `verify`, so that all of them land
 //! exactly what apply would.
 //!
 //! Owns: the choice between a partial and a whole snapshot of the source

@@ -5,8 +5,8 @@
 //! The transactions: `prepare`, `apply` (with `kept`: `apply --kept`,
 //! `verify`: `apply --verify`, `undo`: undo and `apply --from-undo`),
 //! `branch` (publishing a task as a branch), `refresh`, `run`, `exec` (one
-//! contained command in a task), `gc`, `status`, `renew`, `remote` (`join`, `submit`,
-//! the refs that travel), `review` (`diff`, `path`), `hooks` (the
+//! contained command in a task), `gc`, `status`, `renew`, `remote_workers` (`join`, `submit`,
+//! the refs that travel), `look` (`diff`, `path`), `pre_commit` (the
 //! pre-commit hook), `claude` (Claude Code's worktree hooks), `mandir` (`man --install`). The steps they share:
 //! `lock` (the repository lock and the recovery every mutating command
 //! starts with), `observe` (what a transaction tells its caller while it
@@ -29,20 +29,20 @@ pub mod contain;
 pub mod exec;
 pub mod explain;
 pub mod gc;
-pub mod hooks;
 pub mod kept;
 pub mod lock;
+pub mod look;
 pub mod mandir;
 pub mod observe;
 pub mod pool;
+pub mod pre_commit;
 pub mod pre_push;
 pub mod prepare;
 pub mod preparing;
 pub mod problems;
 pub mod refresh;
-pub mod remote;
+pub mod remote_workers;
 pub mod renew;
-pub mod review;
 pub mod run;
 pub mod setup;
 pub mod side_effects;

@@ -25,7 +25,7 @@ use crate::record::kept::Kept;
 use crate::workspace;
 
 /// One readable batch as status shows it.
-pub struct Shown {
+pub struct StatusBatch {
     /// The batch as recorded, but for each `conflicted` task whose workspace
     /// is there and ours: its `conflicted_paths` are the files still
     /// unresolved in that workspace now (design §3.12, `refresh::unresolved`:
@@ -51,7 +51,7 @@ pub struct Shown {
 pub struct Report {
     /// Whether there was any batch entry at all (readable or not).
     pub any: bool,
-    pub batches: Vec<Shown>,
+    pub batches: Vec<StatusBatch>,
     pub problems: Vec<Problem>,
     pub kept: Vec<Kept>,
     /// Idle workspaces in the pool (design §3.20).
@@ -121,7 +121,7 @@ pub fn run(source: &Source, selector: Option<&str>, fetch: bool) -> Result<Repor
             Some(_) => vec![None; b.tasks.len()],
             None => problems::changed_counts(source, &b),
         };
-        batches.push(Shown {
+        batches.push(StatusBatch {
             health: Vec::new(),
             processes: Vec::new(),
             submitted: None,
@@ -145,7 +145,7 @@ pub fn run(source: &Source, selector: Option<&str>, fetch: bool) -> Result<Repor
             .filter(|s| s.batch.tasks.iter().any(|t| t.remote))
         {
             s.submitted = Some(
-                crate::ops::remote::submitted(source, &s.batch)
+                crate::ops::remote_workers::submitted(source, &s.batch)
                     .map(|found| found.into_keys().collect()),
             );
         }
@@ -181,7 +181,7 @@ fn still_conflicted(source: &Source, batch: &mut Batch) {
 
 /// The processes running in every workspace that is there and ours, in
 /// one /proc scan.
-fn processes(batches: &mut [Shown]) {
+fn processes(batches: &mut [StatusBatch]) {
     let ours: Vec<(usize, usize)> = batches
         .iter()
         .enumerate()

@@ -224,7 +224,7 @@ pub struct Removed {
     pub kept: Vec<Kept>,
     pub refs: usize,
     /// Its refs on its remote that could not be deleted (design §3.14).
-    pub remote_left: Option<crate::ops::remote::Left>,
+    pub remote_left: Option<crate::ops::remote_workers::Left>,
     /// Folders below the workspace root refused (design §3.18): another
     /// user's, or a symlink where a folder of ours was expected, at or
     /// above a workspace left alone; never entered.
@@ -303,7 +303,7 @@ pub fn remove_batch(
         batch::save(&source.state_dir(), &kept)?;
         return Ok(r);
     }
-    r.remote_left = crate::ops::remote::end(source, b, remote_seen);
+    r.remote_left = crate::ops::remote_workers::end(source, b, remote_seen);
     r.refs = refs_and_state(source, b)?;
     Ok(r)
 }
@@ -367,7 +367,7 @@ pub fn blockers(source: &Source, b: &Batch) -> Result<Blockers> {
         .iter()
         .any(|t| t.remote && t.state == batch::TaskState::Open)
     {
-        let submitted = crate::ops::remote::submitted(source, b).ok();
+        let submitted = crate::ops::remote_workers::submitted(source, b).ok();
         remote_seen = submitted.clone().unwrap_or_default();
         for t in b
             .tasks

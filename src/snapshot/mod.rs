@@ -5,7 +5,7 @@
 //! the index a workspace's snapshot found unusable, written again
 //! (`reindex`); and its steps: the stat cache (`cache`), the indexes it
 //! reads (`indexes`), the status walks (`status`) and the snapshot proper
-//! as a sequence of steps (`run`). Above `git/` and `record/` (the stat cache is a batch's), below
+//! as a sequence of steps (`take`). Above `git/` and `record/` (the stat cache is a batch's), below
 //! everything that records or lands work.
 //!
 //! Owns: turning a working tree into a tree id, using the worktree's own index
@@ -56,8 +56,8 @@
 mod cache;
 mod indexes;
 pub mod reindex;
-mod run;
 mod status;
+mod take;
 pub mod touched;
 mod vouch;
 
@@ -73,7 +73,7 @@ use crate::git::repo::RepoError;
 use crate::git::sparse::SparseError;
 use crate::git::validate::ValidateError;
 use cache::{find_cache, Probe, Refresh};
-use run::{run, Own, Ran};
+use take::{run, Own, Ran};
 
 /// Why a snapshot (or the index a workspace's is rebuilt with) failed:
 /// the step and the gix or I/O error, or the blob or sparse checkout it

@@ -3,7 +3,7 @@
 //! files (`Collect`: what changed on disk, the refreshed stat data, the
 //! nested repositories), run side by side (`walk`).
 //! Never: hashes a file's content into the object store (that is the
-//! snapshot's `run`), writes the index, or computes a submodule's status.
+//! snapshot's `take`), writes the index, or computes a submodule's status.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;

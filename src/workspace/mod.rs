@@ -9,7 +9,7 @@
 //! subvolume and the others are snapshots of it (`create_all_filled`; the
 //! ioctls are `btrfs`'s), each with its own `.git` file and index; the
 //! verification workspaces there are snapshots of a template moved to
-//! their own commit (`derived`).
+//! their own commit (`verification`).
 //!
 //! It is also the one way in for a task's workspace of either kind: what
 //! differs by kind is asked of `kind::Kind` (the one place that matches
@@ -30,7 +30,7 @@
 //! registrations of ours whose folder is gone (`leftover`), where a
 //! task's work may be when its workspace is not at its place
 //! (`elsewhere`), the words for what is at a workspace's path (`presence`) and
-//! verification workspaces (`derived`). Above `snapshot/` and `record/`;
+//! verification workspaces (`verification`). Above `snapshot/` and `record/`;
 //! below `merge/` and `ops/`.
 //!
 //! Owns: creating, recognising and removing workspace folders and their
@@ -67,7 +67,6 @@ pub mod aside;
 pub mod carry;
 mod create;
 mod cwd;
-mod derived;
 pub mod elsewhere;
 pub(crate) mod error;
 mod fill;
@@ -82,12 +81,13 @@ pub mod scratch;
 pub mod shared_root;
 pub mod submodules;
 pub mod trash;
-pub use derived::{
+mod verification;
+pub use verification::{
     can_derive, create_from, create_template, remove_half_made, remove_verification, verifications,
     Template, Verification,
 };
 
-// The steps `derived` makes its workspaces with.
+// The steps `verification` makes its workspaces with.
 use create::{cores, dotgit_line, register, register_as, remove_created, Make};
 pub use create::{
     create_all, create_all_filled, create_all_sparse, remove_unfinished, unfinished_removal,

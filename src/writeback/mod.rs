@@ -6,7 +6,7 @@
 //! exec bits, symlinks, smudge filters), rollback, and recovery of journals
 //! left by dead processes; what a signal during a write-back does (see
 //! "Signals"); putting in place, at the commit point, the state files a
-//! caller staged with the write (`Then`: the record of what was written).
+//! caller staged with the write (`StagedState`: the record of what was written).
 //! Its entry points return `WritebackError`: the failures it meets before
 //! writing or while scanning for journals (the folder, file or step and
 //! its cause: a path's as a `sys::fs::PathError`, passed on as `Lower`),
@@ -332,7 +332,7 @@ pub struct Recovery {
 /// a crash), removed by a rollback (design §7 "What recovery finishes").
 /// Both paths absolute, outside the working tree (in the state folder).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Then {
+pub struct StagedState {
     pub staged: PathBuf,
     pub to: PathBuf,
 }
@@ -357,7 +357,7 @@ pub fn write_then(
     source: &Source,
     batch_dir: &Path,
     writes: &[PathWrite],
-    then: &[Then],
+    then: &[StagedState],
 ) -> Result<()> {
     refuse_invalid(writes)?;
     write_with(source, batch_dir, writes, then, &Faults::from_env())
@@ -383,7 +383,7 @@ fn write_with(
     source: &Source,
     batch_dir: &Path,
     writes: &[PathWrite],
-    then: &[Then],
+    then: &[StagedState],
     faults: &Faults,
 ) -> Result<()> {
     let drop_then = || {

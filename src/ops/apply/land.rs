@@ -237,7 +237,7 @@ fn stage_record(
     outcomes: &[Outcome],
     writes: &[PathWrite],
     dir: &std::path::Path,
-) -> Result<(String, Vec<writeback::Then>)> {
+) -> Result<(String, Vec<writeback::StagedState>)> {
     let applied: Vec<&Outcome> = outcomes
         .iter()
         .filter(|o| o.status == TaskState::Applied)
@@ -265,7 +265,7 @@ fn stage_record(
         id,
         vec![
             entry,
-            writeback::Then {
+            writeback::StagedState {
                 staged: staged.0,
                 to: staged.1,
             },

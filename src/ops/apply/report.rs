@@ -78,7 +78,7 @@ pub struct Report {
     /// not confirmed the file (design §3.18): apply exits 1.
     pub untrusted: Option<crate::ops::trust::Untrusted>,
     /// The batch ended but its refs on its remote could not be deleted (design §3.14).
-    pub remote_left: Option<crate::ops::remote::Left>,
+    pub remote_left: Option<crate::ops::remote_workers::Left>,
     /// A signal (Ctrl-C, SIGTERM) arrived once the write-back had begun, and
     /// it was past its commit point: the write-back and this apply were
     /// finished (design §7 "Signals"). The command says so and exits 1.

@@ -301,8 +301,9 @@ fn task_trees(source: &Source, b: &batch::Batch, task: &Task) -> Result<(ObjectI
         )
     };
     Ok(if task.remote {
-        let fetched = crate::ops::remote::fetch_proposals(source, b, &[task.name.as_str()], true)?
-            .or_first_unfetchable()?;
+        let fetched =
+            crate::ops::remote_workers::fetch_proposals(source, b, &[task.name.as_str()], true)?
+                .or_first_unfetchable()?;
         let Some(&c) = fetched.get(&task.name) else {
             return Err(no_changes(
                 b,

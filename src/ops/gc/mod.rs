@@ -157,7 +157,7 @@ pub struct Report {
     pub temp_files_removed: Vec<PathBuf>,
     /// Reclaimed batches whose refs on their remote could not be deleted
     /// (design §3.14): reported, the refs listed for later.
-    pub remote_left: Vec<crate::ops::remote::Left>,
+    pub remote_left: Vec<crate::ops::remote_workers::Left>,
     /// Folders below the workspace root refused (design §3.18): another
     /// user's, or a symlink where a folder of ours was expected; never
     /// entered, read or removed.

@@ -194,7 +194,7 @@ impl Gc<'_> {
         self.report.bytes_freed +=
             crate::sys::fs::tree_size(&batch::batch_dir(&self.state_dir, &b.id));
         if !self.dry_run {
-            if let Some(left) = crate::ops::remote::end(self.source, b, &remote_seen) {
+            if let Some(left) = crate::ops::remote_workers::end(self.source, b, &remote_seen) {
                 self.report.remote_left.push(left);
             }
             crate::ops::teardown::remove_state(self.source, b)?;

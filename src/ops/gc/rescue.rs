@@ -163,17 +163,19 @@ impl Gc<'_> {
             .collect();
         if !remote_open.is_empty() {
             let found = if self.dry_run {
-                crate::ops::remote::submitted(self.source, b).map(|mut f| {
+                crate::ops::remote_workers::submitted(self.source, b).map(|mut f| {
                     f.retain(|t, _| remote_open.contains(&t.as_str()));
                     f
                 })
             } else {
                 // A proposal git would not fetch is rescued by no one (design
                 // §3.18): the batch's end deletes it there, as listed.
-                crate::ops::remote::fetch_proposals(self.source, b, &remote_open, true).map(|f| {
-                    remote_seen.extend(f.unfetchable.into_iter().map(|(t, u)| (t, u.listed)));
-                    f.found
-                })
+                crate::ops::remote_workers::fetch_proposals(self.source, b, &remote_open, true).map(
+                    |f| {
+                        remote_seen.extend(f.unfetchable.into_iter().map(|(t, u)| (t, u.listed)));
+                        f.found
+                    },
+                )
             };
             // A remote that cannot be asked keeps what was submitted under
             // its refs there: the batch goes here, and the refs left on the
@@ -191,14 +193,14 @@ impl Gc<'_> {
                         let (_, base_tree) =
                             proposal::base_of(&self.source.repo, b, t, baseline_tree)?;
                         let patch = proposal::patch_path(self.source, b, &task);
-                        match crate::ops::remote::received(
+                        match crate::ops::remote_workers::received(
                             &self.source.repo,
                             b,
                             t,
                             commit,
                             base_tree,
                         ) {
-                            Ok(crate::ops::remote::Received::Changes(tree, paths)) => {
+                            Ok(crate::ops::remote_workers::Received::Changes(tree, paths)) => {
                                 crate::merge::patch::write_patch(
                                     &self.source.repo,
                                     base_tree,
@@ -209,7 +211,7 @@ impl Gc<'_> {
                             }
                             // A path bomb is kept as its ref alone, with no
                             // patch (design §3.18 "Limits").
-                            Ok(crate::ops::remote::Received::TooMany(..)) => {
+                            Ok(crate::ops::remote_workers::Received::TooMany(..)) => {
                                 crate::sys::fs::remove_file(&patch).map_err(Error::from)?;
                                 patched = false;
                                 0

@@ -81,7 +81,7 @@ pub(super) fn make(
     stop()?;
     // design §3.14: the baseline goes to the remote last, so a failed push
     // leaves nothing there (and undoes the prepare, as any failure does).
-    crate::ops::remote::push_baseline(source, batch)?;
+    crate::ops::remote_workers::push_baseline(source, batch)?;
     crate::sys::interrupt::pause("complete-pending");
     stop()?;
     // Complete: written to a temp file, fsync'd and renamed over the marked one.

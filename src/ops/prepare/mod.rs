@@ -262,7 +262,7 @@ fn settings(source: &Source, opts: &Options) -> Result<Settings> {
     let remote = opts
         .remote
         .as_deref()
-        .map(|r| crate::ops::remote::resolve(source, r))
+        .map(|r| crate::ops::remote_workers::resolve(source, r))
         .transpose()?;
     if let Some(l) = opts.local.iter().find(|l| !opts.names.contains(l)) {
         return Err(Error::usage(

@@ -178,7 +178,7 @@ fn hooks_entries(dir: &Path) -> BTreeMap<String, String> {
 /// first: `<common-dir>/hooks`, and the `core.hooksPath` folder when set.
 fn hooks_dirs(source: &Source) -> Vec<PathBuf> {
     let mut dirs = vec![source.common_dir.join("hooks")];
-    if let Ok(dir) = crate::ops::hooks::hooks_dir(source) {
+    if let Ok(dir) = crate::ops::pre_commit::hooks_dir(source) {
         if !dirs.contains(&dir) {
             dirs.push(dir);
         }
@@ -229,7 +229,7 @@ fn installed_by_us(name: &str, now: &str, before: &BTreeMap<String, String>) -> 
     };
     let was = |n: &str| before.get(n).and_then(|w| content(w));
     if name == "pre-commit" {
-        return now == hash(crate::ops::hooks::PRE_COMMIT.as_bytes());
+        return now == hash(crate::ops::pre_commit::PRE_COMMIT.as_bytes());
     }
     if name == "pre-commit.local" {
         return was("pre-commit").is_some_and(|h| h == now);
@@ -424,7 +424,7 @@ mod tests {
 
     #[test]
     fn only_git_delegates_own_hook_and_what_it_moved_aside_are_ours() {
-        let ours = format!("f1:{}", hash(crate::ops::hooks::PRE_COMMIT.as_bytes()));
+        let ours = format!("f1:{}", hash(crate::ops::pre_commit::PRE_COMMIT.as_bytes()));
         let theirs = format!("f1:{}", hash(b"#!/bin/sh\nexit 0\n"));
         let mut before = BTreeMap::new();
         before.insert("pre-commit".to_string(), theirs.clone());

@@ -162,7 +162,7 @@ pub fn stage(
     writes: &[PathWrite],
     tasks: &[(String, String)],
     dir: &Path,
-) -> Result<(String, writeback::Then)> {
+) -> Result<(String, writeback::StagedState)> {
     let id = uuid::Uuid::new_v4().to_string();
     let mut kept: Vec<(String, ObjectId)> = Vec::new();
     for (task, name) in tasks {
@@ -173,7 +173,7 @@ pub fn stage(
     let staged = dir.join(STAGED);
     record_as(source, &id, batch_id, writes, &kept, None, Some(&staged))?;
     let to = entry_dir(&source.state_dir(), &id).join(ENTRY_FILE);
-    Ok((id, writeback::Then { staged, to }))
+    Ok((id, writeback::StagedState { staged, to }))
 }
 
 /// The refs of a staged entry whose write-back did not happen (best

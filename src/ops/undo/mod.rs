@@ -429,7 +429,7 @@ pub fn undo(
         let dir = entry_dir(&state_dir, &report.entry.apply_id);
         let staged = dir.join(STAGED);
         save_at(&staged, &report.entry)?;
-        let then = writeback::Then {
+        let then = writeback::StagedState {
             staged,
             to: dir.join(ENTRY_FILE),
         };

@@ -311,7 +311,7 @@ fn write(
     // The new entry, and (every task landing) the undone one naming it,
     // take effect with the write-back (design §7 "What recovery finishes").
     let staged = dir.join(STAGED);
-    let staging = || -> Result<Vec<writeback::Then>> {
+    let staging = || -> Result<Vec<writeback::StagedState>> {
         record_as(
             source,
             &id,
@@ -321,7 +321,7 @@ fn write(
             Some(&report.from.apply_id),
             Some(&staged),
         )?;
-        let mut then = vec![writeback::Then {
+        let mut then = vec![writeback::StagedState {
             staged: staged.clone(),
             to: dir.join(ENTRY_FILE),
         }];
@@ -330,7 +330,7 @@ fn write(
             from.reapplied_as = Some(id.clone());
             let staged = dir.join(format!("from-{STAGED}"));
             save_at(&staged, &from)?;
-            then.push(writeback::Then {
+            then.push(writeback::StagedState {
                 staged,
                 to: entry_dir(&source.state_dir(), &from.apply_id).join(ENTRY_FILE),
             });

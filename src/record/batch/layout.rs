@@ -61,7 +61,7 @@ pub fn save(state_dir: &Path, batch: &Batch) -> Result<()> {
 
 /// Write `batch` as it will be once a write-back commits: under a staged
 /// name next to its `batch.toml`, which the write-back renames over it at
-/// its commit point (`writeback::Then`, design §7 "What recovery
+/// its commit point (`writeback::StagedState`, design §7 "What recovery
 /// finishes"). Returns (staged, final) paths.
 pub fn stage(state_dir: &Path, batch: &Batch) -> Result<(PathBuf, PathBuf)> {
     let dir = batch_dir(state_dir, &batch.id);

@@ -204,7 +204,7 @@ pub fn move_to(
         std::slice::from_mut(&mut index),
         cores(),
     )?;
-    super::derived::write_index(common_dir, p, index)
+    super::verification::write_index(common_dir, p, index)
 }
 
 /// Remove `rel` below `dir` (a file or link, never followed), reaching its

@@ -302,7 +302,7 @@ configuration.",
     #[command(
         long_about = "Reclaim what stale batches hold (lease expired, or owner process gone), never losing work: \
 changes in a stale task's workspace that have no proposal yet are first saved as a proposal ref and patch \
-(rescued). Then workspaces, worktree registrations and state of stale batches are removed, each workspace only \
+(rescued). StagedState workspaces, worktree registrations and state of stale batches are removed, each workspace only \
 once proven to hold what was rescued (moved aside, then compared: one a worker still writes into is kept, and its \
 batch with it); rescued and failed proposal refs are kept for gc.keep-failed (default 14 days). A workspace that holds a git repository its worker \
 made is never removed: the rest of its work is rescued, and it stays as an ordinary worktree (kept_workspaces).
@@ -530,7 +530,7 @@ setting kept); --claude --uninstall removes them.",
     #[command(
         long_about = "Print the main manual page (roff) on stdout, or with --install write every page \
 (git-delegate.1 and git-delegate-<command>.1) into DIR. The default DIR is <directory of the executable>/../share/man/man1, \
-which man finds through PATH: for `cargo install` that is ~/.cargo/share/man/man1. Then `git help delegate` and \
+which man finds through PATH: for `cargo install` that is ~/.cargo/share/man/man1. StagedState `git help delegate` and \
 `man git-delegate-prepare` work.",
         after_long_help = "Examples:
   git delegate man --install                     # next to the executable

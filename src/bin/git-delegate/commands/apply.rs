@@ -31,7 +31,7 @@ pub fn run(ui: &Ui, args: ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
         verify_jobs: args.verify_jobs.map(usize::from),
         refresh_conflicts: args.refresh_conflicts,
     };
-    let shown = super::Shown::new(ui);
+    let shown = super::CommandObserver::new(ui);
     let report = git_delegate::ops::apply::run(here, &opts, &shown);
     shown.recovered_into(recovered);
     let report = report?;

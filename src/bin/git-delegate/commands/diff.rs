@@ -1,14 +1,14 @@
 //! `git delegate diff [TASK...] [--batch BATCH] [--stat | --name-status]
 //! [-- PATH...]` (design §3.16): each task's changes against its baseline.
-//! The engine (`review::diff`) computes them in object memory; this module
+//! The engine (`look::diff`) computes them in object memory; this module
 //! prints the patch (coloured and paged on a terminal, as git does), the
 //! name-status lines, the stat, or the JSON document. `--source`
-//! (`review::source_diff`): what apply would change in the working tree now.
+//! (`look::source_diff`): what apply would change in the working tree now.
 
 use crate::cli::DiffArgs;
 use crate::ui::Ui;
 use git_delegate::error::Result;
-use git_delegate::ops::review::{self, TaskDiff};
+use git_delegate::ops::look::{self, TaskDiff};
 use git_delegate::sys::paths::ByteSlice;
 
 pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
@@ -28,7 +28,7 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
         full_index: args.full_index,
         binary: args.binary,
     };
-    let ask = review::Ask {
+    let ask = look::Ask {
         batch: args.batch.batch.as_deref(),
         tasks: &args.tasks,
         paths: &args.paths,
@@ -37,12 +37,12 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
         form,
     };
     if args.source {
-        let report = review::source_diff(&source, ask)
+        let report = look::source_diff(&source, ask)
             .map_err(|e| super::batch_flag_help(e, &source, &words))?;
         return show_source(ui, &args, report, colour);
     }
     let report =
-        review::diff(&source, ask).map_err(|e| super::batch_flag_help(e, &source, &words))?;
+        look::diff(&source, ask).map_err(|e| super::batch_flag_help(e, &source, &words))?;
     if ui.json {
         ui.doc(crate::render::diff::DiffDoc::new(
             &report.batch,
@@ -68,7 +68,7 @@ pub fn run(ui: &Ui, args: DiffArgs) -> Result<i32> {
 /// (or their names, or their stat), with a `note:` line on stderr for each
 /// task apply would leave out; with `--json`, every selected task's fate
 /// and the paths apply would write.
-fn show_source(ui: &Ui, args: &DiffArgs, report: review::SourceDiff, colour: bool) -> Result<i32> {
+fn show_source(ui: &Ui, args: &DiffArgs, report: look::SourceDiff, colour: bool) -> Result<i32> {
     if ui.json {
         ui.doc(crate::render::diff::DiffDoc::source(&report));
         return Ok(0);

@@ -20,7 +20,7 @@ pub fn run(ui: &Ui, args: ExecArgs) -> Result<i32> {
         no_network: args.contain.no_network,
     };
     let source = super::source()?;
-    let shown = super::Shown::new(ui);
+    let shown = super::CommandObserver::new(ui);
     let report = git_delegate::ops::exec::run(source, &opts, &shown)?;
     if let Some(why) = &report.start_error {
         ui.warn(&format!("git-delegate: cannot run {why}\n"));

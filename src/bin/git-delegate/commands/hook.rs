@@ -11,7 +11,7 @@
 use crate::cli::{HookArgs, HookName};
 use crate::ui::Ui;
 use git_delegate::error::Result;
-use git_delegate::ops::hooks::PreCommit;
+use git_delegate::ops::pre_commit::PreCommit;
 use git_delegate::ops::problems::{Fact, Problem};
 
 pub fn run(ui: &Ui, args: HookArgs) -> Result<i32> {
@@ -93,7 +93,7 @@ fn worktree_create() -> Result<i32> {
             names.label
         ));
     }
-    let shown = super::Shown::new(&ui);
+    let shown = super::CommandObserver::new(&ui);
     let report = git_delegate::ops::prepare::run(&source, &opts, &shown)?;
     let b = &report.batch;
     let Some(t) = b.tasks.first() else {
@@ -150,7 +150,7 @@ fn worktree_remove() -> Result<i32> {
         batch: Some(b.id.clone()),
         ..Default::default()
     };
-    let shown = super::Shown::new(&ui);
+    let shown = super::CommandObserver::new(&ui);
     let report = match git_delegate::ops::apply::run(source, &opts, &shown) {
         Ok(report) => report,
         Err(e) if matches!(e.code, Code::UnknownBatch | Code::NoBatch) => {
@@ -193,7 +193,7 @@ fn pre_commit(ui: &Ui) -> i32 {
             ));
         }
     };
-    let (problems, block) = match git_delegate::ops::hooks::pre_commit() {
+    let (problems, block) = match git_delegate::ops::pre_commit::pre_commit() {
         PreCommit::Clear => return 0,
         PreCommit::Unchecked(e) => {
             warn(&format!(

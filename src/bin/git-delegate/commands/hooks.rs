@@ -48,7 +48,7 @@ fn claude(ui: &Ui, uninstall: bool) -> Result<i32> {
 
 fn install(ui: &Ui, force: bool) -> Result<i32> {
     let source = super::source()?;
-    let done = git_delegate::ops::hooks::install(&source, force)?;
+    let done = git_delegate::ops::pre_commit::install(&source, force)?;
     if ui.json {
         let t = crate::render::Text::default();
         let doc = crate::render::hooks::HooksDoc::new(&t, &done);
@@ -70,7 +70,7 @@ fn install(ui: &Ui, force: bool) -> Result<i32> {
 
 /// The lines saying the `name` hook is installed (or was already), and the
 /// hook it runs first, whose failure refuses the `refused` (commit, push).
-fn installed(done: &git_delegate::ops::hooks::Installed, name: &str, refused: &str) -> String {
+fn installed(done: &git_delegate::ops::pre_commit::Installed, name: &str, refused: &str) -> String {
     let mut text = if done.changed {
         format!("Installed the {name} hook {}\n", super::show(&done.hook))
     } else {

@@ -26,7 +26,7 @@ pub fn run(
         strict,
         dry_run,
     };
-    let shown = super::Shown::new(ui);
+    let shown = super::CommandObserver::new(ui);
     let landed = git_delegate::ops::kept::run(here, &opts, &shown);
     shown.recovered_into(recovered);
     let landed = landed?;

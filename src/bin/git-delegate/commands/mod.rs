@@ -20,6 +20,7 @@ pub mod hook;
 pub mod hooks;
 pub mod kept;
 pub mod man;
+pub mod observer;
 pub mod path;
 pub mod pre_push;
 pub mod prepare;
@@ -27,7 +28,6 @@ pub mod refresh;
 pub mod remote;
 pub mod renew;
 pub mod run;
-pub mod shown;
 pub mod side_effects;
 pub mod status;
 pub mod undo;
@@ -35,7 +35,7 @@ pub mod undo;
 use std::ffi::OsString;
 
 pub use crate::render::human::{human_bytes, left_alone_text, shorts, show};
-pub use shown::{lock_and_recover, tell_finished, Shown};
+pub use observer::{lock_and_recover, tell_finished, CommandObserver};
 
 use crate::cli::{Cli, Command};
 use crate::ui::Ui;

@@ -11,7 +11,7 @@ pub fn run(ui: &Ui, args: PathArgs) -> Result<i32> {
     let source = super::source()?;
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
-    let path = git_delegate::ops::review::path(
+    let path = git_delegate::ops::look::path(
         &source,
         args.batch.batch.as_deref(),
         args.task.as_deref(),

@@ -21,7 +21,7 @@ pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> 
     };
     let opts = options(&args, names)?;
     let source = super::source()?;
-    let shown = super::Shown::new(ui);
+    let shown = super::CommandObserver::new(ui);
     let report = git_delegate::ops::prepare::run(&source, &opts, &shown);
     shown.recovered_into(recovered);
     let report = report?;
@@ -30,7 +30,7 @@ pub fn run(ui: &Ui, args: PrepareArgs, recovered: &mut Recovery) -> Result<i32> 
     // batch's workspaces accept commits (design §3.7).
     let hook_missing = batch
         .forbid_commit
-        .then(|| git_delegate::ops::hooks::pre_commit_missing(&source))
+        .then(|| git_delegate::ops::pre_commit::pre_commit_missing(&source))
         .flatten();
     let warning = hook_missing.as_ref().map(|hook| {
         (

@@ -21,7 +21,7 @@ pub fn run(ui: &Ui, args: RefreshArgs, recovered: &mut Recovery) -> Result<i32> 
         tasks: args.tasks,
         cwd,
     };
-    let shown = super::Shown::new(ui);
+    let shown = super::CommandObserver::new(ui);
     let report = git_delegate::ops::refresh::run(here, &opts, &shown);
     shown.recovered_into(recovered);
     let report = report?;

@@ -1,5 +1,5 @@
 //! `git delegate join` and `git delegate submit` (design §3.14): parse,
-//! call the engine's `remote`, render the document of design §6.4
+//! call the engine's `remote_workers`, render the document of design §6.4
 //! (`{"batch", "task", "root", "remote", "proposal"}`) or a few lines.
 //!
 //! Owns: those two commands' text and JSON.
@@ -15,14 +15,15 @@ use git_delegate::error::{Error, Result};
 pub fn join(ui: &Ui, args: JoinArgs) -> Result<i32> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
-    let report = git_delegate::ops::remote::join(&git_delegate::ops::remote::JoinOptions {
-        url: args.url,
-        batch: args.batch,
-        task: args.task,
-        dir: args.dir,
-        repo: args.repo,
-        cwd,
-    })?;
+    let report =
+        git_delegate::ops::remote_workers::join(&git_delegate::ops::remote_workers::JoinOptions {
+            url: args.url,
+            batch: args.batch,
+            task: args.task,
+            dir: args.dir,
+            repo: args.repo,
+            cwd,
+        })?;
     let j = &report.joined;
     if ui.json {
         show_doc(ui, j, &report.root, None);
@@ -46,7 +47,7 @@ pub fn join(ui: &Ui, args: JoinArgs) -> Result<i32> {
 pub fn submit(ui: &Ui, _args: SubmitArgs) -> Result<i32> {
     let cwd =
         std::env::current_dir().map_err(|e| Error::io("cannot read the current directory", e))?;
-    let s = git_delegate::ops::remote::submit(&cwd)?;
+    let s = git_delegate::ops::remote_workers::submit(&cwd)?;
     let j = &s.joined;
     if ui.json {
         show_doc(ui, j, &s.root, Some(s.proposal.to_string()));
@@ -67,7 +68,7 @@ pub fn submit(ui: &Ui, _args: SubmitArgs) -> Result<i32> {
 /// the proposal `submit` pushed.
 fn show_doc(
     ui: &Ui,
-    j: &git_delegate::ops::remote::Joined,
+    j: &git_delegate::ops::remote_workers::Joined,
     root: &std::path::Path,
     proposal: Option<String>,
 ) {
@@ -86,7 +87,7 @@ fn show_doc(
 /// §3.14 "Remote refs"): one per reason, as JSON (`warnings` entries) and as
 /// text for stderr. Every command printed deletes a ref only with a lease on
 /// the value this command fetched there, and none deletes a newer submission.
-pub fn left_docs(left: &git_delegate::ops::remote::Left) -> Vec<RemoteWarning> {
+pub fn left_docs(left: &git_delegate::ops::remote_workers::Left) -> Vec<RemoteWarning> {
     warnings(left)
         .into_iter()
         .map(|w| RemoteWarning {
@@ -100,7 +101,7 @@ pub fn left_docs(left: &git_delegate::ops::remote::Left) -> Vec<RemoteWarning> {
         .collect()
 }
 
-pub fn warn_left(ui: &Ui, left: &git_delegate::ops::remote::Left) {
+pub fn warn_left(ui: &Ui, left: &git_delegate::ops::remote_workers::Left) {
     for w in warnings(left) {
         ui.warn(&format!(
             "git-delegate: warning: {}\n  {}\n",
@@ -117,7 +118,7 @@ struct Warning {
     refs: Vec<String>,
 }
 
-fn warnings(left: &git_delegate::ops::remote::Left) -> Vec<Warning> {
+fn warnings(left: &git_delegate::ops::remote_workers::Left) -> Vec<Warning> {
     let remote = git_delegate::sys::paths::shell_quote(&left.remote);
     let mut out = Vec::new();
     if let Some((error, refs)) = &left.failed {

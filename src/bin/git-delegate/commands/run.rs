@@ -19,7 +19,7 @@ use git_delegate::writeback::Recovery;
 pub fn run(ui: &Ui, args: RunArgs, recovered: &mut Recovery) -> Result<i32> {
     let opts = options(&args)?;
     let source = super::source()?;
-    let shown = super::Shown::new(ui);
+    let shown = super::CommandObserver::new(ui);
     let live = Live::new(ui, &opts.prepare.names);
     let report = git_delegate::ops::run::run(source, &opts, &shown, &live);
     shown.recovered_into(recovered);

@@ -31,7 +31,7 @@ pub fn run(ui: &Ui, args: UndoArgs, recovered: &mut Recovery) -> Result<i32> {
     if args.list {
         return list(ui, &here);
     }
-    let shown = super::Shown::new(ui);
+    let shown = super::CommandObserver::new(ui);
     let report = git_delegate::ops::undo::undo(
         here,
         args.apply.as_deref(),
@@ -153,7 +153,7 @@ fn reapply_first_text(r: &git_delegate::ops::undo::Reapply) -> String {
 /// `apply --from-undo APPLY`.
 pub fn reapply(ui: &Ui, from: &str, args: &ApplyArgs, recovered: &mut Recovery) -> Result<i32> {
     let here = super::source()?;
-    let shown = super::Shown::new(ui);
+    let shown = super::CommandObserver::new(ui);
     let report = git_delegate::ops::undo::reapply(here, from, args.strict, args.dry_run, &shown);
     shown.recovered_into(recovered);
     let r = report?;

@@ -156,9 +156,9 @@ impl BatchDoc {
                     submitted: task
                         .remote
                         .then(|| seen.submitted.map(|s| s.contains(&task.name))),
-                    join: task
-                        .remote
-                        .then(|| git_delegate::ops::remote::join_command(batch, &task.name)),
+                    join: task.remote.then(|| {
+                        git_delegate::ops::remote_workers::join_command(batch, &task.name)
+                    }),
                     verify_log: task.verify_log.as_deref().map(|p| t.path(p)),
                     // What prepare put there besides the baseline (design §3.9).
                     carried_ignored: carried.clone().filter(|_| !scratch),

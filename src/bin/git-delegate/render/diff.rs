@@ -6,7 +6,7 @@
 
 use super::apply::Conflict;
 use super::document;
-use git_delegate::ops::review::{Changed, SourceDiff, TaskDiff};
+use git_delegate::ops::look::{Changed, SourceDiff, TaskDiff};
 
 document! {
     /// The diff document, with and without `--source`.

@@ -26,7 +26,7 @@ document! {
 }
 
 impl HooksDoc {
-    pub fn new(t: &Text, done: &git_delegate::ops::hooks::Installed) -> HooksDoc {
+    pub fn new(t: &Text, done: &git_delegate::ops::pre_commit::Installed) -> HooksDoc {
         HooksDoc {
             hook: t.path(&done.hook),
             chained: done.chained.as_deref().map(|p| t.path(p)),

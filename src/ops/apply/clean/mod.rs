@@ -50,7 +50,7 @@ pub(super) struct Cleaned {
     /// Whether tasks stay (or would stay) open.
     pub batch_open: bool,
     /// The batch ended but its refs on its remote could not be deleted.
-    pub remote_left: Option<crate::ops::remote::Left>,
+    pub remote_left: Option<crate::ops::remote_workers::Left>,
 }
 
 /// Step 5 (and, before it, the tasks an earlier apply left applied);
@@ -125,7 +125,7 @@ pub(super) fn clean(
     if !dry_run && !batch_open {
         // Its refs on the remote first: a remote that fails is reported, never
         // a reason to keep local state (design §3.14).
-        remote_left = crate::ops::remote::end(source, b, &Default::default());
+        remote_left = crate::ops::remote_workers::end(source, b, &Default::default());
         teardown::refs_and_state(source, b)?;
     }
     Ok(Cleaned {

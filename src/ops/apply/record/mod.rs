@@ -21,7 +21,7 @@ use super::{Options, Outcome};
 use crate::error::Result;
 use crate::git::repo::Source;
 use crate::merge::integrate::Candidate;
-use crate::ops::remote::Fetched;
+use crate::ops::remote_workers::Fetched;
 use crate::record::batch::{self, Batch, TaskState};
 use crate::workspace;
 
@@ -33,7 +33,8 @@ use select::{select, stop, Selected};
 use take::take;
 
 /// The proposals git would not fetch, by task (`remote::Fetched`).
-pub(super) type Unfetched = std::collections::BTreeMap<String, crate::ops::remote::Unfetchable>;
+pub(super) type Unfetched =
+    std::collections::BTreeMap<String, crate::ops::remote_workers::Unfetchable>;
 
 /// What step 1 reads from.
 #[derive(Clone, Copy)]
@@ -87,7 +88,7 @@ pub(super) fn record(
             .collect();
         match names.is_empty() {
             true => Default::default(),
-            false => crate::ops::remote::fetch_proposals(source, b, &names, !dry_run)?,
+            false => crate::ops::remote_workers::fetch_proposals(source, b, &names, !dry_run)?,
         }
     };
     let Selected {

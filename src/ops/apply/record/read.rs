@@ -16,7 +16,7 @@ use crate::error::{Code, Error, Result};
 use crate::git::repo::Source;
 use crate::merge::integrate::PathConflict;
 use crate::ops::apply::{keep_artifacts, Outcome};
-use crate::ops::remote::Received;
+use crate::ops::remote_workers::Received;
 use crate::record::batch::{self, Batch};
 use crate::{git::refs, merge::proposal, workspace};
 
@@ -50,7 +50,7 @@ pub(super) fn receive(
 ) -> Result<Option<Recorded>> {
     let (_, base_tree) = proposal::base_of(&source.repo, b, task, baseline_tree)?;
     let (tree, paths) =
-        match crate::ops::remote::received(&source.repo, b, task, commit, base_tree)? {
+        match crate::ops::remote_workers::received(&source.repo, b, task, commit, base_tree)? {
             Received::Nothing => return Ok(None),
             Received::Changes(tree, paths) => (tree, paths),
             Received::TooMany(tree, over) => {

@@ -369,7 +369,7 @@ fn task_notes(b: &Batch, o: &Outcome, dry_run: bool, verbose: bool) -> String {
         // design §3.14: its worker has not run `git delegate submit` yet.
         text.push_str(&format!(
             "      its worker has not submitted yet; it joins with: {}\n",
-            git_delegate::ops::remote::join_command(b, &t.name).unwrap_or_default()
+            git_delegate::ops::remote_workers::join_command(b, &t.name).unwrap_or_default()
         ));
     } else if !o.ok() {
         match t.remote {

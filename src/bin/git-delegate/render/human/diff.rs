@@ -4,7 +4,7 @@
 //! Owns: that layout.
 //! Never: prints (`commands::diff` does), or reads a tree.
 
-use git_delegate::ops::review::TaskDiff;
+use git_delegate::ops::look::TaskDiff;
 
 /// `git diff --stat` as git prints it into a pipe (80 columns; coloured
 /// as git colours it with `colour`): ` PATH |

@@ -80,7 +80,7 @@ pub fn again_hint(b: &Batch, short: &str, kept: &[&Outcome]) -> String {
         text.push_str(&format!(
             "  - task {}: what its worker submitted cannot be applied as it is; the worker submits again from its workspace (`git delegate submit` there, or, to start afresh, in the one `{}` makes), then run `git delegate apply {short}` again;\n",
             shell_quote(task),
-            git_delegate::ops::remote::join_command(b, task).unwrap_or_default(),
+            git_delegate::ops::remote_workers::join_command(b, task).unwrap_or_default(),
         ));
     }
     if !other.is_empty() {

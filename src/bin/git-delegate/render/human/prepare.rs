@@ -37,7 +37,7 @@ pub fn prepared_text(ui: &Ui, report: &git_delegate::ops::prepare::Report) -> St
         // design §3.14: a remote task's line is the command its worker runs.
         if let Some(join) = t
             .remote
-            .then(|| git_delegate::ops::remote::join_command(batch, &t.name))
+            .then(|| git_delegate::ops::remote_workers::join_command(batch, &t.name))
             .flatten()
         {
             text.push_str(&format!("  task {:<8} remote: {join}\n", t.name));

@@ -156,7 +156,7 @@ fn unattended(u: &git_delegate::workspace::trash::Unattended) -> String {
 
 /// The human lines of one batch: its header, lease, and one line per task
 /// (with its conflicts, verify log and processes).
-pub fn batch_text(ui: &Ui, shown: &git_delegate::ops::status::Shown, now: i64) -> String {
+pub fn batch_text(ui: &Ui, shown: &git_delegate::ops::status::StatusBatch, now: i64) -> String {
     let progress = git_delegate::ops::preparing::progress(&shown.batch);
     let mut text = header_text(ui, &shown.batch, progress, now);
     text.push_str(&tasks_text(shown, progress));
@@ -230,7 +230,7 @@ fn header_text(
 /// One line per task of a batch (with its conflicts, verify log and
 /// processes); with `--fetch`, whether each remote task has submitted.
 fn tasks_text(
-    shown: &git_delegate::ops::status::Shown,
+    shown: &git_delegate::ops::status::StatusBatch,
     progress: Option<git_delegate::ops::preparing::Progress>,
 ) -> String {
     let mut text = String::new();
@@ -261,7 +261,7 @@ fn tasks_text(
                 None if !t.state.is_open() => "remote".to_string(),
                 None => format!(
                     "remote: {}",
-                    git_delegate::ops::remote::join_command(b, &t.name).unwrap_or_default()
+                    git_delegate::ops::remote_workers::join_command(b, &t.name).unwrap_or_default()
                 ),
             },
             workspace::Health::Ours => show(&t.root),

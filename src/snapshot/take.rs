@@ -1,4 +1,4 @@
-//! The snapshot proper (`run`), as a sequence of steps: read the index, merge
+//! The snapshot proper (`take::run`), as a sequence of steps: read the index, merge
 //! the stat cache, walk the status, hash what changed on disk through the
 //! clean filters, leave out the paths git refuses, write the tree, and hand
 //! back the index to rebuild and the cache to refresh.

@@ -285,7 +285,7 @@ pub fn path(
                 format!("task {name} is remote: its workspace is on its worker's machine"),
                 format!(
                     "its worker joins with `{}`",
-                    crate::ops::remote::join_command(&b, name).unwrap_or_default()
+                    crate::ops::remote_workers::join_command(&b, name).unwrap_or_default()
                 ),
             ));
         }

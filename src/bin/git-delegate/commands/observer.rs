@@ -1,5 +1,5 @@
 //! The command's side of a mutating transaction: the lock taken with
-//! recovery told (`lock_and_recover`), and `Shown`, the `Observer` that
+//! recovery told (`lock_and_recover`), and `CommandObserver`, the `Observer` that
 //! shows a transaction's long steps as spinners and its notices as
 //! warnings (design §3, §7).
 //!
@@ -52,14 +52,14 @@ fn tell_recovered(ui: &Ui, recovery: &Recovery) {
 /// The command's side of a transaction (`prepare::run`, `apply::run`):
 /// long steps as spinners, notices as warnings on stderr (design §3), what
 /// recovery did kept for the documents (`into_recovered`).
-pub struct Shown<'a> {
+pub struct CommandObserver<'a> {
     ui: &'a Ui,
     recovered: std::cell::RefCell<Recovery>,
 }
 
-impl<'a> Shown<'a> {
-    pub fn new(ui: &'a Ui) -> Shown<'a> {
-        Shown {
+impl<'a> CommandObserver<'a> {
+    pub fn new(ui: &'a Ui) -> CommandObserver<'a> {
+        CommandObserver {
             ui,
             recovered: Default::default(),
         }
@@ -71,7 +71,7 @@ impl<'a> Shown<'a> {
     }
 }
 
-impl git_delegate::ops::observe::Observer for Shown<'_> {
+impl git_delegate::ops::observe::Observer for CommandObserver<'_> {
     fn step(&self, label: &str) -> Box<dyn std::any::Any> {
         Box::new(self.ui.progress(label))
     }
