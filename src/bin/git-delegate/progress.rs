@@ -2,6 +2,11 @@
 //! label and the elapsed time, drawn by a thread once the step has taken
 //! longer than a delay (500 ms; `GIT_DELEGATE_PROGRESS_DELAY` in
 //! milliseconds overrides it), and erased when the guard is dropped.
+//! Hand-written rather than `indicatif` (not in the dependency tree: it
+//! would add `console` and its dependencies to every build), because what
+//! it does is ours, not a bar's: nothing for steps shorter than the delay,
+//! and the line erased under the stderr lock before any other text
+//! (`erase_for_text`); one spinner and one label need no templates.
 //!
 //! Owns: the progress line and its thread.
 //! Never: decides whether progress may be shown (`Ui::progress` does: only
