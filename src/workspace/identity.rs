@@ -374,15 +374,19 @@ pub(super) fn identify_at(
             return Identity::Replaced("has a .git file that no longer points at its registration")
         }
     }
-    if let Err(e) = std::fs::read(registration(common_dir, worktree_id).join("commondir")) {
-        if let Some(limit) = out_of_files(root, &e) {
-            return limit;
+    match leads_home(common_dir, worktree_id) {
+        Ok(true) => {}
+        // Out of open files while reading the registration: no verdict on
+        // the folder (read once, so no other thread's use of descriptors
+        // between two reads can turn the limit into a "changed" verdict).
+        Err(e) if out_of_files(root, &e).is_some() => {
+            return out_of_files(root, &e).unwrap_or(Identity::Missing)
         }
-    }
-    if !leads_home(common_dir, worktree_id) {
-        return Identity::Replaced(
-            "has a registration that no longer leads to this repository (its `commondir` was changed)",
-        );
+        _ => {
+            return Identity::Replaced(
+                "has a registration that no longer leads to this repository (its `commondir` was changed)",
+            )
+        }
     }
     Identity::Ours {
         fd: Some(fd),
@@ -395,8 +399,9 @@ pub(super) fn identify_at(
 /// §3.18): a real folder where it should be (no symlink on the way), whose
 /// `commondir` names `common_dir` itself? A worker that redirects it to a
 /// copy of the git dir would have everything read or written through the
-/// workspace land in that copy.
-fn leads_home(common_dir: &Path, worktree_id: &str) -> bool {
+/// workspace land in that copy. `Err`: reading its `commondir` failed for
+/// a cause that says nothing of the registration (out of open files).
+fn leads_home(common_dir: &Path, worktree_id: &str) -> std::io::Result<bool> {
     use std::os::unix::ffi::OsStrExt;
     let reg = registration(common_dir, worktree_id);
     let real = std::fs::canonicalize(&reg).ok();
@@ -404,14 +409,16 @@ fn leads_home(common_dir: &Path, worktree_id: &str) -> bool {
         .ok()
         .map(|c| c.join(crate::git::registration::DIR).join(worktree_id));
     if real.is_none() || real != expected {
-        return false;
+        return Ok(false);
     }
-    let Ok(text) = std::fs::read(reg.join("commondir")) else {
-        return false;
+    let text = match std::fs::read(reg.join("commondir")) {
+        Ok(text) => text,
+        Err(e) if crate::error::FsCause::of(&e).is_some() => return Err(e),
+        Err(_) => return Ok(false),
     };
     let text = text.strip_suffix(b"\n").unwrap_or(&text);
     let named = reg.join(std::ffi::OsStr::from_bytes(text));
-    crate::sys::fs::same_file(&named, common_dir)
+    Ok(crate::sys::fs::same_file(&named, common_dir))
 }
 
 /// Does the `.git` file inside the opened folder `dir` point at `reg`?
