@@ -210,7 +210,7 @@ pub fn as_nobody(cmd: &std::process::Command, bin_dir: &std::path::Path) -> std:
 }
 
 /// The built `git-delegate` in `bin_dir` (made `0755`): a hard link where
-/// it can be, else a copy. See [`as_nobody`].
+/// it can be, else a copy made by `cp`. See [`as_nobody`].
 pub fn reachable_binary(bin_dir: &std::path::Path) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let built = std::path::Path::new(env!("CARGO_BIN_EXE_git-delegate"));
@@ -219,8 +219,19 @@ pub fn reachable_binary(bin_dir: &std::path::Path) -> std::path::PathBuf {
         std::fs::create_dir_all(bin_dir).unwrap();
         std::fs::set_permissions(bin_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
         if std::fs::hard_link(built, &copy).is_err() {
-            std::fs::copy(built, &copy).unwrap();
-            std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+            // Copied by `cp`, never by this process: a file this process
+            // held open for writing would be inherited by the children
+            // other tests fork meanwhile, and exec'ing the copy while one
+            // of them still holds it fails with ETXTBSY ("Text file busy").
+            let tmp = bin_dir.join("git-delegate.tmp");
+            let cp = std::process::Command::new("cp")
+                .arg(built)
+                .arg(&tmp)
+                .status()
+                .unwrap();
+            assert!(cp.success(), "cp {} {}", built.display(), tmp.display());
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::rename(&tmp, &copy).unwrap();
         }
     }
     copy
